@@ -36,7 +36,7 @@ from controlplane.apiserver.objects import (
 from controlplane.apiserver.patches import PatchType
 from controlplane.apiserver.resources import ResourceType
 from controlplane.apiserver.routing import RequestInfo
-from controlplane.apiserver.selectors import parse_field_selector, parse_label_selector
+from controlplane.apiserver.selectors import of_named_object, parse_field_selector, parse_label_selector
 from controlplane.apiserver.tables import TABLE_CONTENT_TYPE, IncludeObject, table, wants_table
 from controlplane.apiserver.validation import FieldValidation
 from controlplane.apiserver.watchcache import WatchCache, check_list_options, check_watch_list_options
@@ -281,6 +281,8 @@ class ResourceHandlers:
         # Parse everything that can be wrong before the 200 goes out.
         labels = parse_label_selector(query.get("labelSelector"))
         fields = parse_field_selector(query.get("fieldSelector"), rt.field_selectors)
+        if info.name is not None:  # kube's deprecated /watch/ path of one object
+            fields = of_named_object(fields, info.name, rt.field_selectors)
         as_table = wants_table(request.headers.get("Accept"))
         include = IncludeObject.parse(query.get("includeObject"))
         # Without timeoutSeconds (or 0), a jittered default spreads the clients' reconnects; a

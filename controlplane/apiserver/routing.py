@@ -59,6 +59,13 @@ def parse_request(method: str, path: str, query: Mapping[str, str], *, upgrade: 
             return _non_resource(method, path)
         group, version, rest = parts[1], parts[2], parts[3:]
 
+    # kube's deprecated /watch/ paths (/api/v1/watch/namespaces/ns/pods[/name]): a watch of the
+    # same resource whatever the query says, as kube's request info reads its "special verb".
+    legacy_watch = rest[0] == "watch"
+    if legacy_watch:
+        if len(rest) < 2:
+            return RequestInfo(path, "", True, group, version)
+        rest = rest[1:]
     namespace: str | None = None
     if rest[0] == "namespaces" and len(rest) > 1:
         namespace = rest[1]
@@ -71,7 +78,7 @@ def parse_request(method: str, path: str, query: Mapping[str, str], *, upgrade: 
     resource = rest[0]
     name = rest[1] if len(rest) > 1 else None
     subresource = rest[2] if len(rest) > 2 else ""
-    if len(rest) > 3 and subresource == "proxy":
+    if len(rest) > 3 and subresource == "proxy" and not legacy_watch:
         # A proxy subresource takes the rest of the path as its own (kube's pods/proxy/<path>);
         # the verb comes from the method alone.
         verb = "create" if upgrade else _proxy_verb(method)
@@ -80,7 +87,9 @@ def parse_request(method: str, path: str, query: Mapping[str, str], *, upgrade: 
         # Deeper paths do not exist; an empty verb makes the handler answer 404.
         return RequestInfo(path, "", True, group, version, namespace, resource, name, "/".join(rest[2:]))
 
-    if upgrade and subresource in _STREAMING_SUBRESOURCES:
+    if legacy_watch:
+        verb = "watch" if method in ("GET", "HEAD") and not subresource else ""
+    elif upgrade and subresource in _STREAMING_SUBRESOURCES:
         verb = "create"
     elif method in ("GET", "HEAD") and name is not None:
         verb = "get"

@@ -248,6 +248,19 @@ class FieldSelector:
         return None
 
 
+def of_named_object(
+    selector: FieldSelector, name: str, supported: Mapping[str, Callable[[dict[str, Any]], str]]
+) -> FieldSelector:
+    """The field selector of a watch of the object ``name`` (kube's deprecated ``/watch/`` path of
+    an object): ``metadata.name=<name>``, or ``selector`` when it pins that same name; any other
+    is kube's 400."""
+    if selector.empty:
+        return FieldSelector((FieldRequirement("metadata.name", name, False, supported["metadata.name"]),))
+    if selector.exact_name() != name:
+        raise BadRequest("fieldSelector metadata.name doesn't match requested name")
+    return selector
+
+
 def parse_field_selector(
     text: str | None, supported: Mapping[str, Callable[[dict[str, Any]], str]]
 ) -> FieldSelector:

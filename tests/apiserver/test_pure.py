@@ -160,6 +160,12 @@ def test_merge_patch_rfc7386(target: Any, patch: Any, expected: Any) -> None:
         ("PATCH", "/apis/apps/v1/namespaces/d/deployments/w/scale", {}, ("patch", "apps", "deployments", "d", "w", "scale")),
         ("DELETE", "/apis/apps/v1/namespaces/d/deployments", {}, ("deletecollection", "apps", "deployments", "d", None, "")),
         ("POST", "/apis/apps/v1/deployments", {}, ("create", "apps", "deployments", None, None, "")),
+        # kube's deprecated /watch/ paths: a watch whatever the query, of a collection or one object.
+        ("GET", "/api/v1/watch/pods", {}, ("watch", "", "pods", None, None, "")),
+        ("GET", "/api/v1/watch/namespaces/d/pods/p", {}, ("watch", "", "pods", "d", "p", "")),
+        ("GET", "/apis/apps/v1/watch/namespaces/d/deployments", {"watch": "false"}, ("watch", "apps", "deployments", "d", None, "")),
+        ("GET", "/api/v1/watch/namespaces/x", {}, ("watch", "", "namespaces", None, "x", "")),
+        ("PUT", "/api/v1/watch/namespaces/d/pods/p", {}, ("", "", "pods", "d", "p", "")),
     ],
 )
 def test_routing(method: str, path: str, query: dict[str, str], expected: tuple[Any, ...]) -> None:

@@ -153,3 +153,37 @@ async def test_timeout_seconds_is_read_as_kubes_parameter_codec_reads_it(api: Cl
     ended = await api.get(WIDGETS, params={"watch": "1", "timeoutSeconds": "-1"})
     assert ended.status == 200
     assert await asyncio.wait_for(ended.read(), 10) == b""
+
+
+@pytest.mark.parametrize("cached", [True, False], ids=["cached", "store"])
+@pytest.mark.parametrize(("path", "params"), [
+    (f"{WIDGETS}/a".replace("/v1/", "/v1/watch/"), {}),  # kube's deprecated path of one object
+    (f"{WIDGETS}/a".replace("/v1/", "/v1/watch/"), {"fieldSelector": "metadata.name==a"}),
+    (WIDGETS, {"watch": "1", "fieldSelector": "metadata.name=a"}),
+])
+async def test_a_watch_of_one_named_object_gets_its_events_only(
+    api: Client, uncached: Client, cached: bool, path: str, params: dict[str, str]
+) -> None:
+    client = api if cached else uncached
+    start = (await (await client.get(WIDGETS)).json())["metadata"]["resourceVersion"]
+    response = await client.get(path, params={**params, "resourceVersion": start})
+    assert response.status == 200
+    for name in ("b", "a", "c"):
+        assert (await client.post(WIDGETS, json=widget(name))).status == 201
+    for name in ("b", "a"):
+        assert (await client.delete(f"{WIDGETS}/{name}")).status == 200
+    events = [json.loads(line) for line in await _lines(response, 2)]
+    response.close()
+    assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [("ADDED", "a"), ("DELETED", "a")]
+
+
+@pytest.mark.parametrize("selector", ["metadata.name=b", "metadata.name!=a", "metadata.namespace=default"])
+async def test_the_deprecated_watch_path_of_an_object_takes_no_selector_naming_another(
+    api: Client, selector: str
+) -> None:
+    response = await api.get(f"{WIDGETS}/a".replace("/v1/", "/v1/watch/"), params={"fieldSelector": selector})
+    assert response.status == 400
+    status = await response.json()
+    assert (status["reason"], status["message"]) == (
+        "BadRequest", "fieldSelector metadata.name doesn't match requested name"
+    )
