@@ -215,9 +215,10 @@ class Informer:
                     need_list = False
                     interrupted = self._resumed(interrupted)
                 # Bookmarks on kube's schedule (the server's, as kube's clients get): a watch that
-                # breaks resumes from etcd's five minutes of history, or from the watch cache's
-                # window, which starts afresh when the cache lists again (410 then, whatever the
-                # revision); a minute-old revision serves either, as in kube-controller-manager.
+                # breaks resumes from etcd's history (five minutes: the embedded etcd's and kube's
+                # compaction interval), or from the watch cache's window, which starts afresh when
+                # the cache lists again (410 then, whatever the revision); a minute-old revision
+                # serves either, as in kube-controller-manager.
                 async for event in self._objects.watch(
                     self.rt,
                     namespace=self._namespace,
