@@ -15,11 +15,12 @@ position in its LocalQueue; the ClusterQueue's part is left out with what to ask
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any, Final
 
 from controlplane.admission import objects as adm
 from controlplane.admission import requeuing
+from controlplane.admission.pending import in_cluster_queue, position
 from controlplane.apis import kueue_v1beta1 as kueue
 from gpufed.hubclient import HubClient, HubError
 
@@ -32,29 +33,6 @@ def _line(label: str, text: str) -> str:
     return f"{label:<{W}}{text}"
 
 
-def _order(workload: Mapping[str, Any]) -> tuple[int, str, str]:
-    """The admission cycle's order within a ClusterQueue: higher priority first, then older."""
-    pending = adm.pending_of(workload, "")
-    return (-pending.priority, pending.created, pending.key)
-
-
-def is_waiting(workload: Mapping[str, Any]) -> bool:
-    meta = workload.get("metadata") or {}
-    return (
-        adm.admission_of(workload) is None and not adm.is_finished(workload) and not meta.get("deletionTimestamp")
-        and requeuing.is_active(workload)  # a deactivated Workload (spec.active: false) is not in line
-    )
-
-
-def position(workload: Mapping[str, Any], peers: Iterable[Mapping[str, Any]]) -> tuple[int, int]:
-    """(1-based place, how many wait) of ``workload`` among the waiting ``peers`` (itself included)."""
-    key = adm.key_of(workload)
-    waiting = [p for p in peers if is_waiting(p) and adm.key_of(p) != key]
-    waiting.append(workload)
-    waiting.sort(key=_order)
-    return [adm.key_of(p) for p in waiting].index(key) + 1, len(waiting)
-
-
 def _requeue_line(workload: Mapping[str, Any]) -> str | None:
     """Why a Workload is held out of its queue: deactivated, or its requeuing backoff after
     PodsReady timeouts (None: it is not held)."""
@@ -65,20 +43,6 @@ def _requeue_line(workload: Mapping[str, Any]) -> str | None:
         return (f"backing off until {state['requeueAt']} after {state.get('count')} PodsReady timeout(s); "
                 "no candidate for admission until then")
     return None
-
-
-def in_cluster_queue(
-    workloads: Iterable[Mapping[str, Any]], local_queues: Iterable[Mapping[str, Any]], cluster_queue: str
-) -> list[Mapping[str, Any]]:
-    """The Workloads submitted through LocalQueues that point at ``cluster_queue``."""
-    targets = {
-        (str((lq.get("metadata") or {}).get("namespace")), str((lq.get("metadata") or {}).get("name")))
-        for lq in local_queues if (lq.get("spec") or {}).get("clusterQueue") == cluster_queue
-    }
-    return [
-        w for w in workloads
-        if (str((w.get("metadata") or {}).get("namespace")), str((w.get("spec") or {}).get("queueName"))) in targets
-    ]
 
 
 def _requested(workload: Mapping[str, Any]) -> list[str]:

@@ -11,6 +11,7 @@ from controlplane.admission.core.cycle import (
     Preempting,
     Waiting,
     decide,
+    queue_order,
 )
 from controlplane.admission.core.preemption import Reason, Target
 from controlplane.admission.core.quota import (
@@ -35,5 +36,5 @@ __all__ = [
     "DEFAULT_WEIGHT", "INFINITE_SHARE",
     "Admission", "Admitted", "Assignment", "ClusterQueue", "Cohort", "Decisions", "FlavorFungibility", "FlavorQuotas", "FlavorResource",
     "Mode", "Pending", "PodSetRequest", "Preempting", "Preemption", "PreemptionPolicy", "QueueingStrategy", "Quota", "Reason",
-    "ResourceGroup", "Target", "Usage", "Waiting", "WhenCanBorrow", "WhenCanPreempt", "decide",
+    "ResourceGroup", "Target", "Usage", "Waiting", "WhenCanBorrow", "WhenCanPreempt", "decide", "queue_order",
 ]

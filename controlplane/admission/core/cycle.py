@@ -429,7 +429,10 @@ def _usage_of(tries: Mapping[str, _Tried], head: Pending) -> Mapping[FlavorResou
     return tries[head.key].usage
 
 
-def _order(pending: Pending) -> tuple[int, str, str]:
+def queue_order(pending: Pending) -> tuple[int, str, str]:
+    """A ClusterQueue's order: higher priority first, then older, then by key (Kueue's queue
+    ordering). The cycle takes its workloads in it; ``gpufed explain`` and the visibility API
+    report positions in it."""
     return (-pending.priority, pending.created, pending.key)
 
 
@@ -461,7 +464,7 @@ def decide(
         usage.add(a.queue, a.usage)
     by_queue: dict[str, list[Pending]] = {}
     waiting: dict[str, Waiting] = {}
-    for p in sorted(pending, key=_order):
+    for p in sorted(pending, key=queue_order):
         if p.queue not in queues:
             waiting[p.key] = Waiting(p.key, p.queue, "Inadmissible", f"ClusterQueue {p.queue} doesn't exist", 0)
             continue
@@ -524,7 +527,7 @@ def decide(
                 )
 
     # Preemptors whose evictions are done go first, before anyone takes what those freed.
-    for head in sorted((p for q in by_queue.values() for p in q if p.key in claims), key=_order):
+    for head in sorted((p for q in by_queue.values() for p in q if p.key in claims), key=queue_order):
         if head.queue not in blocked:
             by_queue[head.queue].remove(head)
             consider(head, attempt(head), by_queue[head.queue])
@@ -536,7 +539,7 @@ def decide(
                 continue
             head = items[cursor[name]]
             tried = attempt(head)
-            offered.append(((tried.borrowing, *_order(head)), head, tried))
+            offered.append(((tried.borrowing, *queue_order(head)), head, tried))
         if not offered:
             break
         offered.sort(key=lambda o: o[0])

@@ -1,0 +1,116 @@
+"""Who waits in a ClusterQueue and a LocalQueue, in the admission cycle's order. Pure.
+
+In: Workloads and LocalQueues (wire dicts, ``kueue.x-k8s.io/v1beta1``). Out: the waiting ones in
+the order the admission cycle takes them (:func:`controlplane.admission.core.queue_order`: higher
+priority first, then older), a workload's place among them (``gpufed explain``), and the pages
+of Kueue's visibility API (``PendingWorkload`` items with their positions, 0-based, in the
+ClusterQueue and in their LocalQueue; ``limit`` and ``offset`` as Kueue applies them).
+
+A waiting Workload holds no quota, has not finished, is not being deleted and is active (a
+deactivated one, ``spec.active: false``, is out of line); one backing off after PodsReady
+timeouts still counts, as the admission cycle counts it pending.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Final
+
+from controlplane.admission import objects as adm
+from controlplane.admission import requeuing
+from controlplane.admission.core import queue_order
+
+#: Kueue's default ``limit`` of a pending-workloads page.
+DEFAULT_LIMIT: Final = 1000
+
+
+def _order(workload: Mapping[str, Any]) -> tuple[int, str, str]:
+    return queue_order(adm.pending_of(workload, ""))
+
+
+def is_waiting(workload: Mapping[str, Any]) -> bool:
+    meta = workload.get("metadata") or {}
+    return (
+        adm.admission_of(workload) is None and not adm.is_finished(workload) and not meta.get("deletionTimestamp")
+        and requeuing.is_active(workload)
+    )
+
+
+def in_order(workloads: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The waiting ones of ``workloads``, in the admission cycle's order."""
+    return sorted((w for w in workloads if is_waiting(w)), key=_order)
+
+
+def position(workload: Mapping[str, Any], peers: Iterable[Mapping[str, Any]]) -> tuple[int, int]:
+    """(1-based place, how many wait) of ``workload`` among the waiting ``peers`` (itself included)."""
+    key = adm.key_of(workload)
+    waiting = [*in_order(p for p in peers if adm.key_of(p) != key), workload]
+    waiting.sort(key=_order)
+    return [adm.key_of(p) for p in waiting].index(key) + 1, len(waiting)
+
+
+def _queue_of(obj: Mapping[str, Any], name_field: str) -> tuple[str, str]:
+    meta = obj.get("metadata") or {}
+    name = meta.get("name") if name_field == "" else (obj.get("spec") or {}).get(name_field)
+    return str(meta.get("namespace")), str(name or "")
+
+
+def in_cluster_queue(
+    workloads: Iterable[Mapping[str, Any]], local_queues: Iterable[Mapping[str, Any]], cluster_queue: str
+) -> list[Mapping[str, Any]]:
+    """The Workloads submitted through LocalQueues that point at ``cluster_queue``."""
+    targets = {_queue_of(lq, "") for lq in local_queues if (lq.get("spec") or {}).get("clusterQueue") == cluster_queue}
+    return [w for w in workloads if _queue_of(w, "queueName") in targets]
+
+
+def pending_workload(workload: Mapping[str, Any], *, in_cluster_queue: int, in_local_queue: int) -> dict[str, Any]:
+    """Kueue's ``PendingWorkload``: the Workload's name, namespace, creation time and owners (their
+    apiVersion, kind, name and uid), its priority and LocalQueue, and its two positions."""
+    meta, spec = workload.get("metadata") or {}, workload.get("spec") or {}
+    owners = [
+        {key: ref.get(key, "") for key in ("apiVersion", "kind", "name", "uid")}
+        for ref in meta.get("ownerReferences") or () if isinstance(ref, Mapping)
+    ]
+    out_meta: dict[str, Any] = {"name": meta.get("name"), "namespace": meta.get("namespace"),
+                                "creationTimestamp": meta.get("creationTimestamp")}
+    if owners:
+        out_meta["ownerReferences"] = owners
+    priority = spec.get("priority")
+    return {
+        "metadata": out_meta,
+        "priority": priority if isinstance(priority, int) else 0,
+        "localQueueName": str(spec.get("queueName") or ""),
+        "positionInClusterQueue": in_cluster_queue,
+        "positionInLocalQueue": in_local_queue,
+    }
+
+
+def bounded(limit: int, offset: int) -> tuple[int, int]:
+    """A negative ``limit`` or ``offset`` is 0, as Kueue bounds them."""
+    return max(limit, 0), max(offset, 0)
+
+
+def cluster_queue_page(ordered: Sequence[Mapping[str, Any]], *, limit: int, offset: int) -> list[dict[str, Any]]:
+    """Kueue's page of a ClusterQueue's ``ordered`` waiting Workloads: from ``offset``, at most ``limit``."""
+    limit, offset = bounded(limit, offset)
+    seen: dict[tuple[str, str], int] = {}
+    page = []
+    for index, workload in enumerate(ordered[: offset + limit]):
+        queue = _queue_of(workload, "queueName")
+        place = seen.get(queue, 0)
+        seen[queue] = place + 1
+        if index >= offset:
+            page.append(pending_workload(workload, in_cluster_queue=index, in_local_queue=place))
+    return page
+
+
+def local_queue_page(
+    ordered: Sequence[Mapping[str, Any]], namespace: str, local_queue: str, *, limit: int, offset: int
+) -> list[dict[str, Any]]:
+    """Kueue's page of one LocalQueue among its ClusterQueue's ``ordered`` waiting Workloads."""
+    limit, offset = bounded(limit, offset)
+    mine = [(index, w) for index, w in enumerate(ordered) if _queue_of(w, "queueName") == (namespace, local_queue)]
+    return [
+        pending_workload(w, in_cluster_queue=index, in_local_queue=offset + i)
+        for i, (index, w) in enumerate(mine[offset: offset + limit])
+    ]
