@@ -94,6 +94,7 @@ from controlplane.apiserver.serviceallocation import (
 )
 from controlplane.apiserver.serving import IDLE_TIMEOUT, GuardedTCPSite, ServingLimits
 from controlplane.apiserver.tls import ServingCertificate, ensure_pki, load_serving_certificate
+from controlplane.apiserver.visibility import PendingWorkloads
 from controlplane.apiserver.watchcache import DEFAULT_WATCH_CACHE, WatchCache
 from controlplane.apiserver.watchcache.client import CachedObjects
 from controlplane.apiserver.watching import WatchLimits
@@ -372,7 +373,7 @@ class Hub(ShutdownOnce):
         # Served and listed in discovery as kube's create-only resources.
         computed = [
             *review_endpoints(authorizer, self.tokens), *self.service_account_tokens.endpoints(),
-            self._component_statuses().endpoint(),
+            self._component_statuses().endpoint(), *PendingWorkloads(self.objects).endpoints(),
         ]
         self.waste_sampler = WasteSampler(
             self.objects,

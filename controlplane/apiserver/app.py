@@ -391,13 +391,15 @@ async def _method_not_allowed(_request: web.Request) -> web.StreamResponse:
 def _computed_routes(endpoints: Iterable[ComputedEndpoint]) -> list[web.RouteDef]:
     routes = []
     for endpoint in endpoints:
-        path, verbs = endpoint.resource.path, endpoint.resource.verbs
+        path, verbs, subresource = endpoint.resource.path, endpoint.resource.verbs, endpoint.resource.subresource
+        if not verbs:
+            continue  # listed only: kube installs no route for a storage without verbs
         if "create" in verbs:
             routes.append(web.post(path, endpoint.handler))
-        if "list" in verbs:
+        if "list" in verbs or ("get" in verbs and subresource):
             routes.append(web.get(path, endpoint.handler, allow_head=False))
         routes.append(web.route(hdrs.METH_ANY, path, _method_not_allowed))
-        if "get" in verbs:
+        if "get" in verbs and not subresource:
             item = f"{path}/{{name}}"
             routes += [web.get(item, endpoint.handler, allow_head=False), web.route(hdrs.METH_ANY, item, _method_not_allowed)]
     return routes
@@ -440,7 +442,7 @@ def create_app(
     watches end when the application shuts down; the store is the caller's to close.
     ``computed`` are resources answered by handlers of their own and never stored, listed in
     discovery (the access reviews and ``serviceaccounts/token``, which only take a ``POST``;
-    ComponentStatus, read-only).
+    ComponentStatus and Kueue's pending workloads, read-only).
     ``outer_middlewares`` wrap everything else (e.g. the hub's request-latency metrics).
     ``max_requests_inflight`` requests at once (0: no limit; watches and health checks not
     counted) are shared by priority levels (API Priority and Fairness, ``flow_control``

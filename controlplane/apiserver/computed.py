@@ -11,7 +11,9 @@ method on their path is kube's 405 MethodNotAllowed.
 
 kube's deprecated ``v1`` ComponentStatus is computed on every read instead (probes of the
 control plane's components): listed with the verbs ``get`` and ``list`` and its short name ``cs``,
-its collection and its items are answered by one handler (:mod:`.componentstatus`).
+its collection and its items are answered by one handler (:mod:`.componentstatus`). Kueue's
+visibility API is a ``get``-only subresource (``clusterqueues/pendingworkloads``) of a resource
+listed without verbs, as Kueue's aggregated server lists it (:mod:`.visibility`).
 
 The module that serves one declares it (:class:`ComputedResource`) next to its handler
 (:class:`ComputedEndpoint`); the API server routes the endpoint and discovery lists its
@@ -50,9 +52,13 @@ class ComputedResource:
     kind_group: str | None = None
     kind_version: str | None = None
     #: The verbs discovery lists and the handler answers: ``create`` (a POST), or ``get`` and
-    #: ``list`` (a GET of an item or of the collection).
+    #: ``list`` (a GET of an item or of the collection; of a subresource, ``get`` alone); none for
+    #: a resource listed only to carry its subresources (no route: kube's 404).
     verbs: tuple[str, ...] = CREATE_ONLY_VERBS
     short_names: tuple[str, ...] = ()
+    #: kube's ``singularName`` when it is not the lower-cased kind (a resource whose storage only
+    #: carries subresources, as Kueue's visibility ``clusterqueues``).
+    singular_name: str | None = None
 
     @property
     def name(self) -> str:
@@ -62,7 +68,9 @@ class ComputedResource:
     @property
     def singular(self) -> str:
         """kube's ``singularName``: the lower-cased kind, empty for a subresource."""
-        return "" if self.subresource else self.kind.lower()
+        if self.subresource:
+            return ""
+        return self.singular_name if self.singular_name is not None else self.kind.lower()
 
     @property
     def kind_group_version(self) -> tuple[str, str]:

@@ -168,6 +168,7 @@ def cluster_roles() -> list[dict[str, Any]]:
 
 
 KUEUE_GROUP: Final = "kueue.x-k8s.io"
+KUEUE_VISIBILITY_GROUP: Final = "visibility.kueue.x-k8s.io"
 _KUEUE_KINDS: Final = ("resourceflavors", "clusterqueues", "localqueues", "workloadpriorityclasses", "workloads", "cohorts")
 _WORKLOAD_KINDS: Final = (("kubeflow.org", ("pytorchjobs", "mpijobs")), ("ray.io", ("rayjobs", "rayclusters")))
 
@@ -185,6 +186,9 @@ def gpufed_cluster_roles() -> list[dict[str, Any]]:
         rule(READ, ("apps.karmada.io",), ("workloadrebalancers", "workloadrebalancers/status")),
         # Quotas: everyone may see the queues and why a workload waits (the status subresources too).
         rule(READ, (KUEUE_GROUP,), (*_KUEUE_KINDS, *(f"{p}/status" for p in _KUEUE_KINDS))),
+        # ... and their pending workloads in order (Kueue's visibility API, its viewer roles' verbs):
+        # a team bound in its namespace reads its LocalQueues', a cluster-wide view every ClusterQueue's.
+        rule(READ, (KUEUE_VISIBILITY_GROUP,), ("clusterqueues/pendingworkloads", "localqueues/pendingworkloads")),
     ]
     # A namespace's editors manage its LocalQueues; ClusterQueues and flavors are the cluster admin's.
     edit.append(rule(WRITE, (KUEUE_GROUP,), ("localqueues",)))

@@ -1,0 +1,137 @@
+"""Kueue's visibility API: the pending workloads of a ClusterQueue or a LocalQueue, computed on
+every read from the Workloads and queues in the store.
+
+Kueue serves it from an aggregated API server (``visibility.kueue.x-k8s.io``, ``v1beta2`` and
+``v1beta1`` since Kueue 0.15, the versions of ``kueue.x-k8s.io`` the hub serves); the hub answers
+the same paths itself::
+
+    GET /apis/visibility.kueue.x-k8s.io/v1beta2/clusterqueues/<cq>/pendingworkloads
+    GET /apis/visibility.kueue.x-k8s.io/v1beta2/namespaces/<ns>/localqueues/<lq>/pendingworkloads
+
+Each answers a ``PendingWorkloadsSummary`` whose ``items`` are ``PendingWorkload``s in the order
+the admission cycle takes them (:mod:`controlplane.admission.pending`, the order ``gpufed
+explain`` reports), from ``offset`` (default 0) and at most ``limit`` (default 1000; 0 is the
+default too, as Kueue's defaulting makes it; a negative value is 0, as Kueue bounds it; a value
+that is not an integer is Kueue's 400 with Go's parse error). A ClusterQueue or LocalQueue that
+does not exist is Kueue's 404 (``clusterqueue.visibility.kueue.x-k8s.io "<name>" not found``); a
+LocalQueue whose ClusterQueue does not exist has no pending workloads.
+
+Discovery lists what Kueue's server lists: ``clusterqueues`` and ``localqueues`` without verbs
+(they exist only to carry the subresource) and their ``pendingworkloads`` with the verb ``get``.
+RBAC decides each request as ``get`` on ``clusterqueues/pendingworkloads`` (cluster-wide) or
+``localqueues/pendingworkloads`` (in the namespace).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Final
+
+from aiohttp import web
+
+from controlplane.admission import pending
+from controlplane.apis import kueue_v1beta1 as kueue
+from controlplane.apiserver import errors
+from controlplane.apiserver.computed import ComputedEndpoint, ComputedResource
+from controlplane.apiserver.handlers import json_response
+from controlplane.apiserver.objects import ObjectStore
+from controlplane.apiserver.resources import ResourceType
+
+GROUP: Final = "visibility.kueue.x-k8s.io"
+#: Served versions, the preferred first (Kueue's ``PrioritizedVersions``).
+VERSIONS: Final = ("v1beta2", "v1beta1")
+SUMMARY: Final = "PendingWorkloadsSummary"
+SUBRESOURCE: Final = "pendingworkloads"
+_INT64: Final = re.compile(r"[+-]?[0-9]+")
+_INT64_MAX: Final = 2**63 - 1
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def _parse_int64(query: Mapping[str, str], key: str) -> int:
+    """A query parameter as Kueue's parameter codec reads it (Go's ``strconv.ParseInt``); absent: 0."""
+    if key not in query:
+        return 0
+    text = query[key].strip()
+    if not _INT64.fullmatch(text):
+        raise errors.BadRequest(f'strconv.ParseInt: parsing "{text}": invalid syntax')
+    value = int(text)
+    if not -_INT64_MAX - 1 <= value <= _INT64_MAX:
+        raise errors.BadRequest(f'strconv.ParseInt: parsing "{text}": value out of range')
+    return value
+
+
+def _summary(version: str, items: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"kind": SUMMARY, "apiVersion": f"{GROUP}/{version}", "metadata": {"creationTimestamp": None}, "items": items}
+
+
+async def _not_served(_request: web.Request) -> web.StreamResponse:
+    raise errors.NotFound("the server could not find the requested resource")
+
+
+class PendingWorkloads:
+    """The visibility API over the hub's ``objects``."""
+
+    def __init__(self, objects: ObjectStore) -> None:
+        self._objects = objects
+
+    def _type(self, kind: str) -> ResourceType:
+        return self._objects.registry.require(kueue.API_VERSION, kind)
+
+    async def _ordered(self, cluster_queue: str) -> list[Mapping[str, Any]]:
+        """The Workloads waiting in ``cluster_queue``, in the admission cycle's order."""
+        local_queues = (await self._objects.list(self._type("LocalQueue"))).items
+        workloads = (await self._objects.list(self._type("Workload"))).items
+        return pending.in_order(pending.in_cluster_queue(workloads, local_queues, cluster_queue))
+
+    async def _get(self, kind: str, *, namespace: str | None = None, name: str) -> dict[str, Any] | None:
+        try:
+            return await self._objects.get(self._type(kind), namespace=namespace, name=name)
+        except errors.NotFound:
+            return None
+
+    async def _cluster_queue(self, version: str, name: str, limit: int, offset: int) -> dict[str, Any]:
+        if await self._get("ClusterQueue", name=name) is None:
+            raise errors.not_found(plural="clusterqueue", group=GROUP, name=name)
+        return _summary(version, pending.cluster_queue_page(await self._ordered(name), limit=limit, offset=offset))
+
+    async def _local_queue(self, version: str, namespace: str, name: str, limit: int, offset: int) -> dict[str, Any]:
+        local_queue = await self._get("LocalQueue", namespace=namespace, name=name)
+        if local_queue is None:
+            raise errors.not_found(plural="localqueue", group=GROUP, name=name)
+        cq_name = str((local_queue.get("spec") or {}).get("clusterQueue") or "")
+        if not cq_name or await self._get("ClusterQueue", name=cq_name) is None:
+            return _summary(version, [])
+        ordered = await self._ordered(cq_name)
+        return _summary(version, pending.local_queue_page(ordered, namespace, name, limit=limit, offset=offset))
+
+    def _handler(self, version: str, *, namespaced: bool) -> Handler:
+        async def handle(request: web.Request) -> web.StreamResponse:
+            name = request.match_info["name"]
+            limit, offset = _options(request.query)
+            if namespaced:
+                answer = await self._local_queue(version, request.match_info["namespace"], name, limit, offset)
+            else:
+                answer = await self._cluster_queue(version, name, limit, offset)
+            return json_response(answer)
+
+        return handle
+
+    def endpoints(self) -> list[ComputedEndpoint]:
+        """Per served version: the two parents (listed only, as Kueue's) and their ``pendingworkloads``."""
+        out = []
+        for version in VERSIONS:
+            for plural, namespaced in (("clusterqueues", False), ("localqueues", True)):
+                parent = ComputedResource(GROUP, version, plural, SUMMARY, namespaced=namespaced, verbs=(),
+                                          singular_name=plural.removesuffix("s"))
+                sub = ComputedResource(GROUP, version, plural, SUMMARY, namespaced=namespaced,
+                                       subresource=SUBRESOURCE, verbs=("get",))
+                out += [ComputedEndpoint(parent, _not_served),
+                        ComputedEndpoint(sub, self._handler(version, namespaced=namespaced))]
+        return out
+
+
+def _options(query: Mapping[str, str]) -> tuple[int, int]:
+    """``limit`` (0 or absent: Kueue's default) and ``offset`` of a request."""
+    return (_parse_int64(query, "limit") or pending.DEFAULT_LIMIT), _parse_int64(query, "offset")
