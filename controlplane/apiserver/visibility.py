@@ -109,7 +109,7 @@ class PendingWorkloads:
     def _handler(self, version: str, *, namespaced: bool) -> Handler:
         async def handle(request: web.Request) -> web.StreamResponse:
             name = request.match_info["name"]
-            limit, offset = _options(request.query)
+            limit, offset = options(request.query)
             if namespaced:
                 answer = await self._local_queue(version, request.match_info["namespace"], name, limit, offset)
             else:
@@ -132,6 +132,6 @@ class PendingWorkloads:
         return out
 
 
-def _options(query: Mapping[str, str]) -> tuple[int, int]:
+def options(query: Mapping[str, str]) -> tuple[int, int]:
     """``limit`` (0 or absent: Kueue's default) and ``offset`` of a request."""
     return (_parse_int64(query, "limit") or pending.DEFAULT_LIMIT), _parse_int64(query, "offset")

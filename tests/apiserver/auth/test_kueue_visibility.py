@@ -9,7 +9,10 @@ import json
 from typing import Any
 
 import aiohttp
+import pytest
 
+from controlplane.apiserver import errors
+from controlplane.apiserver.visibility import options
 from controlplane.hub import Hub
 
 from ..test_real_clients import kubectl, needs_kubectl
@@ -170,4 +173,32 @@ async def test_kubectl_reads_pending_workloads_and_still_finds_kueues_clusterque
     # The visibility group's clusterqueues carry no verbs: kubectl still finds Kueue's kind.
     code, out, err = await kubectl(hub.kubeconfig_path, "get", "clusterqueues")
     assert code == 0, err
-    assert out.split("\n")[1].split()[:4] == ["fleet", "<none>", "5", "1"]
+    header, row = out.splitlines()[:2]
+    assert (header.split()[:2], row.split()[0]) == (["NAME", "COHORT"], "fleet")  # Kueue's columns
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ({}, (1000, 0)),
+        ({"limit": "0", "offset": "0"}, (1000, 0)),  # Kueue's defaulting: a zero limit is the default
+        ({"limit": " +5 ", "offset": "-2"}, (5, -2)),  # bounded to 0 when the page is cut
+        ({"limit": "9223372036854775807"}, (2**63 - 1, 0)),
+    ],
+)
+def test_limit_and_offset_read_as_kueues_parameter_codec(query: dict[str, str], expected: tuple[int, int]) -> None:
+    assert options(query) == expected
+
+
+@pytest.mark.parametrize(
+    ("query", "message"),
+    [
+        ({"limit": "1.5"}, 'strconv.ParseInt: parsing "1.5": invalid syntax'),
+        ({"offset": ""}, 'strconv.ParseInt: parsing "": invalid syntax'),
+        ({"limit": "9223372036854775808"}, 'strconv.ParseInt: parsing "9223372036854775808": value out of range'),
+    ],
+)
+def test_a_parameter_that_is_no_integer_is_a_bad_request(query: dict[str, str], message: str) -> None:
+    with pytest.raises(errors.BadRequest) as refused:
+        options(query)
+    assert refused.value.message == message
