@@ -370,10 +370,13 @@ class Hub(ShutdownOnce):
             *token_routes(self.tokens, authorizer=authorizer),
             *ca_routes(ca_pem=self.pki.ca_pem),
         ]
-        # Served and listed in discovery as kube's create-only resources.
+        self.watch_cache = WatchCache(self.objects, DEFAULT_WATCH_CACHE)
+        # Served and listed in discovery as kube's create-only resources. The pending workloads
+        # are listed from the watch cache, as Kueue's visibility server reads its own memory.
         computed = [
             *review_endpoints(authorizer, self.tokens), *self.service_account_tokens.endpoints(),
-            self._component_statuses().endpoint(), *PendingWorkloads(self.objects).endpoints(),
+            self._component_statuses().endpoint(),
+            *PendingWorkloads(CachedObjects(self.objects, self.watch_cache)).endpoints(),
         ]
         self.waste_sampler = WasteSampler(
             self.objects,
@@ -392,7 +395,6 @@ class Hub(ShutdownOnce):
         extra.extend(write_ledger_routes(self.ledger))
         for factory in self.config.extra_routes:
             extra.extend(factory(self))
-        self.watch_cache = WatchCache(self.objects, DEFAULT_WATCH_CACHE)
         self.quota_admission = QuotaAdmission(self.objects, cache=self.watch_cache)
         self.objects.admit_writes(self.quota_admission)
         app = create_app(

@@ -1,5 +1,5 @@
 """Kueue's visibility API: the pending workloads of a ClusterQueue or a LocalQueue, computed on
-every read from the Workloads and queues in the store.
+every read from the Workloads and queues the hub's watch cache holds (no read of etcd's lists).
 
 Kueue serves it from an aggregated API server (``visibility.kueue.x-k8s.io``, ``v1beta2`` and
 ``v1beta1`` since Kueue 0.15, the versions of ``kueue.x-k8s.io`` the hub serves); the hub answers
@@ -35,8 +35,8 @@ from controlplane.apis import kueue_v1beta1 as kueue
 from controlplane.apiserver import errors
 from controlplane.apiserver.computed import ComputedEndpoint, ComputedResource
 from controlplane.apiserver.handlers import json_response
-from controlplane.apiserver.objects import ObjectStore
 from controlplane.apiserver.resources import ResourceType
+from controlplane.objectclient import ObjectClient
 
 GROUP: Final = "visibility.kueue.x-k8s.io"
 #: Served versions, the preferred first (Kueue's ``PrioritizedVersions``).
@@ -71,9 +71,9 @@ async def _not_served(_request: web.Request) -> web.StreamResponse:
 
 
 class PendingWorkloads:
-    """The visibility API over the hub's ``objects``."""
+    """The visibility API over the hub's ``objects`` (lists from its watch cache)."""
 
-    def __init__(self, objects: ObjectStore) -> None:
+    def __init__(self, objects: ObjectClient) -> None:
         self._objects = objects
 
     def _type(self, kind: str) -> ResourceType:
