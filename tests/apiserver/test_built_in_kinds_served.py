@@ -23,6 +23,8 @@ WITHOUT_STATUS = [
     ("rbac.authorization.k8s.io/v1", "ClusterRole"), ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"),
     ("scheduling.k8s.io/v1", "PriorityClass"), ("storage.k8s.io/v1", "StorageClass"),
     ("discovery.k8s.io/v1", "EndpointSlice"), ("node.k8s.io/v1", "RuntimeClass"),
+    ("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration"),
+    ("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration"),
 ]
 REGISTRY = hub_registry()
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from controlplane.apis.kube import admissionregistration
 from controlplane.apis.kube import defaults_apps as apps
 from controlplane.apis.kube import defaults_batch as batch
 from controlplane.apis.kube import defaults_core as core
@@ -46,6 +47,10 @@ _DEFAULTERS: dict[tuple[str, str], Defaulter] = {
     ("storage.k8s.io", "StorageClass"): groups.storage_class,
     ("autoscaling", "HorizontalPodAutoscaler"): groups.horizontal_pod_autoscaler,
     ("policy", "PodDisruptionBudget"): groups.pod_disruption_budget,
+    ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"):
+        admissionregistration.validating_webhook_configuration,
+    ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"):
+        admissionregistration.mutating_webhook_configuration,
 }
 
 _READERS: dict[tuple[str, str], Defaulter] = {

@@ -6,8 +6,8 @@ the API server for every kind and is not repeated here. The rules themselves liv
 API group: :mod:`.validate_core` (with :mod:`.validate_pod` for pod specs and templates),
 :mod:`.validate_apps`, :mod:`.validate_batch`, :mod:`.validate_groups`, :mod:`.validate_networking`
 (Ingress, IngressClass, NetworkPolicy), :mod:`.validate_discovery` (EndpointSlice), :mod:`.validate_events`
-(Events) and :mod:`.validate_admin` (LimitRange, ResourceQuota,
-ServiceAccount); a write of the status subresource, by :mod:`.validate_status` (:func:`for_status`).
+(Events), :mod:`.validate_admin` (LimitRange, ResourceQuota,
+ServiceAccount) and :mod:`.admissionregistration` (the webhook configurations); a write of the status subresource, by :mod:`.validate_status` (:func:`for_status`).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from controlplane.apis.kube import (
+    admissionregistration,
     validate_admin,
     validate_apps,
     validate_batch,
@@ -58,6 +59,10 @@ _VALIDATORS: dict[tuple[str, str], Validator] = {
     ("node.k8s.io", "RuntimeClass"): validate_groups.validate_runtime_class,
     ("", "Event"): validate_events.validate_core_event,
     ("events.k8s.io", "Event"): validate_events.validate_events_event,
+    ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"):
+        admissionregistration.validate_validating_webhook_configuration,
+    ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"):
+        admissionregistration.validate_mutating_webhook_configuration,
 }
 
 

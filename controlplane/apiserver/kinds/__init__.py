@@ -2,7 +2,7 @@
 
 In: nothing. Out: :func:`builtin_kind_resources` (apps ReplicaSet/DaemonSet/ControllerRevision, batch CronJob,
 networking and EndpointSlice, policy, autoscaling (v2 and v1), quota, storage and RuntimeClass kinds,
-events.k8s.io's Event) and :func:`gpu_workload_resources`
+events.k8s.io's Event, the admission webhook configurations) and :func:`gpu_workload_resources`
 (LeaderWorkerSet, JobSet), each with kube's defaulting and validation attached where kube has
 them (``with_kube_rules``). The hub and the simulated members serve both lists.
 """
@@ -17,6 +17,10 @@ from controlplane.apiserver.kinds.admin import (
     RESOURCE_QUOTA,
     RUNTIME_CLASS,
     STORAGE_CLASS,
+)
+from controlplane.apiserver.kinds.admissionregistration import (
+    MUTATING_WEBHOOK_CONFIGURATION,
+    VALIDATING_WEBHOOK_CONFIGURATION,
 )
 from controlplane.apiserver.kinds.apps import (
     CONTROLLER_REVISION,
@@ -51,6 +55,8 @@ def builtin_kind_resources() -> list[ResourceType]:
         STORAGE_CLASS,
         RUNTIME_CLASS,
         EVENT,
+        VALIDATING_WEBHOOK_CONFIGURATION,
+        MUTATING_WEBHOOK_CONFIGURATION,
     ])
 
 

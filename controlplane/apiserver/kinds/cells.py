@@ -98,6 +98,16 @@ def int_at(*keys: str) -> Cell:
     return get
 
 
+def count_at(*keys: str) -> Cell:
+    """How many entries the list at ``keys`` has (0 when unset)."""
+
+    def get(obj: Obj, _now: datetime) -> int:
+        value = dig(obj, *keys)
+        return len(value) if isinstance(value, list) else 0
+
+    return get
+
+
 def text_at(*keys: str, none: str = "<none>") -> Cell:
     """The value at ``keys`` as text; ``none`` when unset or empty."""
 

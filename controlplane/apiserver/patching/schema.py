@@ -227,6 +227,13 @@ _KINDS: Mapping[tuple[str, str], FieldSchema] = MappingProxyType(
             metadata=OBJECT_META, spec=_struct(hard=_map()), status=_struct(hard=_map(), used=_map())
         ),
         ("storage.k8s.io", "StorageClass"): _struct(metadata=OBJECT_META, parameters=_map()),
+        # Webhooks merge by name (``patchMergeKey=name``, ``listType=map``); their lists are atomic.
+        ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"): _struct(
+            metadata=OBJECT_META, webhooks=_keyed(UNKNOWN, "name")
+        ),
+        ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"): _struct(
+            metadata=OBJECT_META, webhooks=_keyed(UNKNOWN, "name")
+        ),
         # RuntimeClass scheduling.tolerations is ``+listType=atomic``, its nodeSelector ``+mapType=atomic``.
         ("node.k8s.io", "RuntimeClass"): _struct(
             metadata=OBJECT_META, overhead=_struct(podFixed=_map()), scheduling=_struct(nodeSelector=_map(atomic=True))

@@ -1,0 +1,292 @@
+"""ValidatingWebhookConfiguration and MutatingWebhookConfiguration (admissionregistration.k8s.io/v1):
+kube's v1 defaults (``pkg/apis/admissionregistration/v1/defaults.go``) and validation
+(``pkg/apis/admissionregistration/validation/validation.go`` with v1's options, and
+``apiserver/pkg/util/webhook/validation.go`` for a client's URL and service), with kube's messages.
+
+In: a configuration object (and, on update, the stored one). Out: the object defaulted in place,
+or kube's field errors. The rules of one webhook (what it matches) are read by
+:mod:`controlplane.apiserver.webhooks.matching`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlsplit
+
+from controlplane.apis.kube import field
+from controlplane.apis.kube.field import FieldError, GoValue, go_quote
+from controlplane.apis.kube.label_selectors import selector_errors
+from controlplane.apis.kube.names import dns_1035_errors, dns_subdomain_errors, port_number_errors
+
+Obj = dict[str, Any]
+
+ACCEPTED_REVIEW_VERSIONS = ("v1", "v1beta1")
+_FAILURE_POLICIES = ("Fail", "Ignore")
+_MATCH_POLICIES = ("Equivalent", "Exact")
+_SIDE_EFFECTS = ("None", "NoneOnDryRun")  # v1 takes only the classes without side effects
+_REINVOCATION_POLICIES = ("IfNeeded", "Never")
+_OPERATIONS = ("*", "CONNECT", "CREATE", "DELETE", "UPDATE")
+_SCOPES = ("*", "Cluster", "Namespaced")
+_URL_FORM = "; desired format: https://host[/path]"
+
+
+# --- defaults ---------------------------------------------------------------------------
+
+
+def validating_webhook_configuration(obj: Obj) -> None:
+    """``SetDefaults_ValidatingWebhook`` (and its rules' and service's) for each webhook."""
+    for hook in field.items(obj.get("webhooks")):
+        if isinstance(hook, dict):
+            _default_webhook(hook)
+
+
+def mutating_webhook_configuration(obj: Obj) -> None:
+    """``SetDefaults_MutatingWebhook``: a validating webhook's defaults and ``reinvocationPolicy: Never``."""
+    for hook in field.items(obj.get("webhooks")):
+        if isinstance(hook, dict):
+            _default_webhook(hook)
+            hook.setdefault("reinvocationPolicy", "Never")
+
+
+def _default_webhook(hook: Obj) -> None:
+    # sideEffects and admissionReviewVersions have no default in v1: they are required.
+    hook.setdefault("failurePolicy", "Fail")
+    hook.setdefault("matchPolicy", "Equivalent")
+    if hook.get("namespaceSelector") is None:
+        hook["namespaceSelector"] = {}
+    if hook.get("objectSelector") is None:
+        hook["objectSelector"] = {}
+    hook.setdefault("timeoutSeconds", 10)
+    for rule in field.items(hook.get("rules")):
+        if isinstance(rule, dict) and rule.get("scope") is None:
+            rule["scope"] = "*"
+    service = field.mapping(field.mapping(hook.get("clientConfig")).get("service"))
+    if service and service.get("port") is None:
+        service["port"] = 443
+
+
+# --- validation -------------------------------------------------------------------------
+
+
+def validate_validating_webhook_configuration(obj: Obj, old: Obj | None) -> list[FieldError]:
+    """``ValidateValidatingWebhookConfiguration`` (and its update)."""
+    return _validate_configuration(obj, old, mutating=False)
+
+
+def validate_mutating_webhook_configuration(obj: Obj, old: Obj | None) -> list[FieldError]:
+    """``ValidateMutatingWebhookConfiguration`` (and its update)."""
+    return _validate_configuration(obj, old, mutating=True)
+
+
+def _validate_configuration(obj: Obj, old: Obj | None, *, mutating: bool) -> list[FieldError]:
+    # kube requires unique names on create, and on update unless the stored object had duplicates.
+    unique = old is None or _names_unique(old)
+    errors: list[FieldError] = []
+    seen: set[str] = set()
+    for path, hook in field.indexed(obj.get("webhooks"), "webhooks"):
+        name = hook.get("name")
+        if unique and isinstance(name, str) and name:
+            if name in seen:
+                errors.append(field.duplicate(f"{path}.name", name))
+            seen.add(name)
+        errors += webhook_errors(hook, path, mutating=mutating)
+    return errors
+
+
+def _names_unique(obj: Obj) -> bool:
+    names = [field.mapping(hook).get("name") for hook in field.items(obj.get("webhooks"))]
+    return len(names) == len(set(map(str, names)))
+
+
+def webhook_errors(hook: Obj, path: str, *, mutating: bool) -> list[FieldError]:
+    """``validateValidatingWebhook``/``validateMutatingWebhook`` with v1's options."""
+    errors = _fully_qualified_name_errors(str(hook.get("name") or ""), f"{path}.name")
+    for rule_path, rule in field.indexed(hook.get("rules"), f"{path}.rules"):
+        errors += _rule_errors(rule, rule_path)
+    errors += _one_of(hook.get("failurePolicy"), _FAILURE_POLICIES, f"{path}.failurePolicy")
+    errors += _one_of(hook.get("matchPolicy"), _MATCH_POLICIES, f"{path}.matchPolicy")
+    side_effects = hook.get("sideEffects")
+    if side_effects is None:
+        errors.append(field.required(f"{path}.sideEffects", f"must specify one of {', '.join(_SIDE_EFFECTS)}"))
+    else:
+        errors += _one_of(side_effects, _SIDE_EFFECTS, f"{path}.sideEffects")
+    timeout = hook.get("timeoutSeconds")
+    if isinstance(timeout, int) and not 1 <= timeout <= 30:
+        errors.append(field.invalid(
+            f"{path}.timeoutSeconds", timeout, "the timeout value must be between 1 and 30 seconds"
+        ))
+    if hook.get("namespaceSelector") is not None:
+        errors += selector_errors(hook["namespaceSelector"], f"{path}.namespaceSelector")
+    if hook.get("objectSelector") is not None:
+        errors += selector_errors(hook["objectSelector"], f"{path}.objectSelector")
+    errors += _review_versions_errors(hook.get("admissionReviewVersions"), f"{path}.admissionReviewVersions")
+    errors += _client_config_errors(field.mapping(hook.get("clientConfig")), f"{path}.clientConfig")
+    if mutating:
+        errors += _one_of(hook.get("reinvocationPolicy"), _REINVOCATION_POLICIES, f"{path}.reinvocationPolicy")
+    return errors
+
+
+def _one_of(value: Any, supported: tuple[str, ...], path: str) -> list[FieldError]:
+    return [] if value is None or value in supported else [field.not_supported(path, value, supported)]
+
+
+def _fully_qualified_name_errors(name: str, path: str) -> list[FieldError]:
+    """``IsFullyQualifiedName``."""
+    if not name:
+        return [field.required(path)]
+    bad = dns_subdomain_errors(name)
+    if bad:
+        return [field.invalid(path, name, ",".join(bad))]
+    if len(name.split(".")) < 3:
+        return [field.invalid(path, name, "should be a domain with at least three segments separated by dots")]
+    return []
+
+
+def _go_strings(values: list[Any], type_name: str = "string") -> GoValue:
+    return GoValue(f"[]{type_name}{{" + ", ".join(go_quote(str(v)) for v in values) + "}")
+
+
+def _rule_errors(rule: Obj, path: str) -> list[FieldError]:
+    """``validateRuleWithOperations`` (subresources allowed)."""
+    errors: list[FieldError] = []
+    operations = field.items(rule.get("operations"))
+    if not operations:
+        errors.append(field.required(f"{path}.operations"))
+    if len(operations) > 1 and "*" in operations:
+        errors.append(field.invalid(
+            f"{path}.operations", _go_strings(operations, "admissionregistration.OperationType"),
+            "if '*' is present, must not specify other operations",
+        ))
+    for i, operation in enumerate(operations):
+        if operation not in _OPERATIONS:
+            errors.append(field.not_supported(f"{path}.operations[{i}]", operation, _OPERATIONS))
+    groups = field.items(rule.get("apiGroups"))
+    if not groups:
+        errors.append(field.required(f"{path}.apiGroups"))
+    if len(groups) > 1 and "*" in groups:
+        errors.append(field.invalid(
+            f"{path}.apiGroups", _go_strings(groups), "if '*' is present, must not specify other API groups"
+        ))
+    versions = field.items(rule.get("apiVersions"))
+    if not versions:
+        errors.append(field.required(f"{path}.apiVersions"))
+    if len(versions) > 1 and "*" in versions:
+        errors.append(field.invalid(
+            f"{path}.apiVersions", _go_strings(versions), "if '*' is present, must not specify other API versions"
+        ))
+    errors += [field.required(f"{path}.apiVersions[{i}]") for i, version in enumerate(versions) if not version]
+    errors += _resources_errors(field.items(rule.get("resources")), f"{path}.resources")
+    errors += _one_of(rule.get("scope"), _SCOPES, f"{path}.scope")
+    return errors
+
+
+def _resources_errors(resources: list[Any], path: str) -> list[FieldError]:
+    """``validateResources``: ``x``, ``x/y``, ``*``, ``x/*``, ``*/y``, ``*/*`` without overlaps."""
+    errors: list[FieldError] = []
+    if not resources:
+        errors.append(field.required(path))
+    wildcard_subresources: set[str] = set()  # x/*
+    wildcard_resources: set[str] = set()  # */x
+    double_wildcard = single_wildcard = plain_resource = False
+    for i, entry in enumerate(resources):
+        entry = str(entry) if entry is not None else ""
+        if not entry:
+            errors.append(field.required(f"{path}[{i}]"))
+            continue
+        double_wildcard = double_wildcard or entry == "*/*"
+        single_wildcard = single_wildcard or entry == "*"
+        resource, slash, sub = entry.partition("/")
+        if not slash:
+            plain_resource = entry != "*"  # as kube: the last plain entry decides
+            continue
+        if resource in wildcard_subresources:
+            errors.append(field.invalid(f"{path}[{i}]", entry, f"if '{resource}/*' is present, must not specify {entry}"))
+        if sub in wildcard_resources:
+            errors.append(field.invalid(f"{path}[{i}]", entry, f"if '*/{sub}' is present, must not specify {entry}"))
+        if sub == "*":
+            wildcard_subresources.add(resource)
+        if resource == "*":
+            wildcard_resources.add(sub)
+    if len(resources) > 1 and double_wildcard:
+        errors.append(field.invalid(path, _go_strings(resources), "if '*/*' is present, must not specify other resources"))
+    if single_wildcard and plain_resource:
+        errors.append(field.invalid(
+            path, _go_strings(resources), "if '*' is present, must not specify other resources without subresources"
+        ))
+    return errors
+
+
+def _review_versions_errors(versions: Any, path: str) -> list[FieldError]:
+    """``validateAdmissionReviewVersions`` (a recognized version required, as v1 requires it)."""
+    versions = field.items(versions)
+    accepted = ", ".join(ACCEPTED_REVIEW_VERSIONS)
+    if not versions:
+        return [field.required(path, f"must specify one of {accepted}")]
+    errors: list[FieldError] = []
+    seen: set[str] = set()
+    for i, version in enumerate(versions):
+        version = str(version)
+        if version in seen:
+            errors.append(field.invalid(f"{path}[{i}]", version, "duplicate version"))
+            continue
+        seen.add(version)
+        errors += [field.invalid(f"{path}[{i}]", version, message) for message in dns_1035_errors(version)]
+    if not seen & set(ACCEPTED_REVIEW_VERSIONS):
+        errors.append(field.invalid(path, _go_strings(versions), f"must include at least one of {accepted}"))
+    return errors
+
+
+def _client_config_errors(config: Obj, path: str) -> list[FieldError]:
+    url, service = config.get("url"), config.get("service")
+    if (url is None) == (service is None):
+        return [field.required(path, "exactly one of url or service is required")]
+    if url is not None:
+        return url_errors(str(url), f"{path}.url")
+    return _service_errors(field.mapping(service), f"{path}.service")
+
+
+def url_errors(url: str, path: str) -> list[FieldError]:
+    """``ValidateWebhookURL`` with https forced."""
+    try:
+        parts = urlsplit(url)
+        host = parts.netloc.rpartition("@")[2]
+    except ValueError as exc:
+        return [field.required(path, f"url must be a valid URL: {exc}{_URL_FORM}")]
+    errors: list[FieldError] = []
+    if parts.scheme != "https":
+        errors.append(field.invalid(path, parts.scheme, "'https' is the only allowed URL scheme" + _URL_FORM))
+    if not host:
+        errors.append(field.invalid(path, host, "host must be specified" + _URL_FORM))
+    if "@" in parts.netloc:
+        errors.append(field.invalid(path, parts.netloc.rpartition("@")[0], "user information is not permitted in the URL"))
+    if parts.fragment:
+        errors.append(field.invalid(path, parts.fragment, "fragments are not permitted in the URL"))
+    if parts.query:
+        errors.append(field.invalid(path, parts.query, "query parameters are not permitted in the URL"))
+    return errors
+
+
+def _service_errors(service: Obj, path: str) -> list[FieldError]:
+    """``ValidateWebhookService``."""
+    errors: list[FieldError] = []
+    if not service.get("name"):
+        errors.append(field.required(f"{path}.name", "service name is required"))
+    if not service.get("namespace"):
+        errors.append(field.required(f"{path}.namespace", "service namespace is required"))
+    port = service.get("port", 443)
+    if isinstance(port, int) and port_number_errors(port):
+        errors.append(field.invalid(f"{path}.port", port, "port is not valid: " + ", ".join(port_number_errors(port))))
+    url_path = service.get("path")
+    if not isinstance(url_path, str) or url_path in ("", "/"):
+        return errors
+    if url_path == "//":
+        return [*errors, field.invalid(f"{path}.path", url_path, "segment[0] may not be empty")]
+    if not url_path.startswith("/"):
+        errors.append(field.invalid(f"{path}.path", url_path, "must start with a '/'"))
+    steps = url_path[1:].split("/")
+    for i, step in enumerate(steps):
+        if not step:
+            errors.append(field.invalid(f"{path}.path", url_path, f"segment[{i}] may not be empty"))
+        for message in dns_subdomain_errors(step) if step else []:
+            errors.append(field.invalid(f"{path}.path", url_path, f"segment[{i}]: {message}"))
+    return errors
