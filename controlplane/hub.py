@@ -98,6 +98,7 @@ from controlplane.apiserver.visibility import PendingWorkloads
 from controlplane.apiserver.watchcache import DEFAULT_WATCH_CACHE, WatchCache
 from controlplane.apiserver.watchcache.client import CachedObjects
 from controlplane.apiserver.watching import WatchLimits
+from controlplane.apiserver.webhooks import WebhookAdmission
 from controlplane.controllers.clusterroleaggregation import ClusterRoleAggregationController
 from controlplane.controllers.clusters import ClusterNamespaceController
 from controlplane.controllers.context import ControllerSettings
@@ -294,6 +295,8 @@ class Hub(ShutdownOnce):
         self.token_controller: ServiceAccountTokensController | None = None
         self.service_allocator: ServiceAllocator | None = None
         self.quota_admission: QuotaAdmission | None = None
+        #: The admission webhooks users' writes are sent to (the hub's own writes are not).
+        self.webhooks: WebhookAdmission | None = None
         self._leader_tasks: list[asyncio.Task[None]] = []
         #: Called once a lost term's work has stopped and been let go (see :meth:`after_each_term`).
         self._term_released: list[Callable[[str], None]] = []
@@ -397,6 +400,7 @@ class Hub(ShutdownOnce):
             extra.extend(factory(self))
         self.quota_admission = QuotaAdmission(self.objects, cache=self.watch_cache)
         self.objects.admit_writes(self.quota_admission)
+        self.webhooks = WebhookAdmission(self.objects)
         app = create_app(
             self.objects,
             registry,
@@ -412,6 +416,7 @@ class Hub(ShutdownOnce):
             watch_limits=self.config.watch_limits,
             watch_cache=self.watch_cache,
             warm=HOT_KINDS,
+            webhooks=self.webhooks,
         )
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False, keepalive_timeout=IDLE_TIMEOUT)
         await self._runner.setup()

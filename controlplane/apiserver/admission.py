@@ -37,6 +37,7 @@ from controlplane.apiserver.resources import ResourceType
 class Operation(StrEnum):
     CREATE = "CREATE"
     UPDATE = "UPDATE"
+    DELETE = "DELETE"
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +70,39 @@ CheckCreate = Callable[[ResourceType, dict[str, Any]], Awaitable[None]]
 #: an ``ApiError`` to refuse the write. What kube's ResourceQuota admission needs: it reads and
 #: writes other objects (the namespace's quotas) before the write is stored.
 AdmitWrite = Callable[[WriteAttributes], Awaitable[None]]
+
+
+@dataclass(frozen=True, slots=True)
+class WebhookRequest:
+    """One write as the configured admission webhooks see it (kube's ``admission.Attributes``)."""
+
+    operation: Operation
+    resource: ResourceType
+    name: str
+    namespace: str | None
+    #: The object the write would store (None for a delete).
+    obj: dict[str, Any] | None
+    #: The stored object, for an update or delete.
+    old: dict[str, Any] | None = None
+    #: ``"status"`` or ``"scale"`` for a write through that subresource.
+    subresource: str | None = None
+    dry_run: bool = False
+
+
+class WebhookCalls(Protocol):
+    """The admission webhooks of one request's writes, for its user (:mod:`controlplane.apiserver.webhooks`).
+
+    The object layer awaits :meth:`mutate` once the object is defaulted, before it is validated
+    (kube runs mutating admission before the strategy's validation), and :meth:`validate` with the
+    final object, after the other checks above and before quota admission and the store."""
+
+    async def mutate(self, request: WebhookRequest) -> dict[str, Any] | None:
+        """The object as the mutating webhooks patched it; None when none changed it."""
+        ...
+
+    async def validate(self, request: WebhookRequest) -> None:
+        """Return to admit; raise an ``ApiError`` (the webhook's denial, or a failed call) to refuse."""
+        ...
 
 
 class AdmissionPlugin(Protocol):

@@ -43,7 +43,7 @@ from controlplane.apis.apiextensions.crd import GROUP as CRD_GROUP
 from controlplane.apis.apiextensions.crd import VERSION as CRD_VERSION
 from controlplane.apis.bookmarks import BOOKMARK_PERIOD
 from controlplane.apiserver import discovery, errors, negotiation
-from controlplane.apiserver.admission import AdmissionPlugin, ValidateWrite, write_validation
+from controlplane.apiserver.admission import AdmissionPlugin, ValidateWrite, WebhookCalls, write_validation
 from controlplane.apiserver.computed import ComputedEndpoint, ComputedResource
 from controlplane.apiserver.crd.controller import CrdController
 from controlplane.apiserver.crd.registry import DynamicRegistry
@@ -76,6 +76,7 @@ from controlplane.apiserver.resources import Registry
 from controlplane.apiserver.routing import RequestInfo, is_upgrade, parse_request
 from controlplane.apiserver.watchcache import DEFAULT_WATCH_CACHE, WatchCache, WatchCacheConfig
 from controlplane.apiserver.watching import WatchLimits
+from controlplane.apiserver.webhooks import WebhookAdmission
 from controlplane.storage import interface as storage
 from controlplane.storage.ledger import acting_as
 
@@ -166,7 +167,7 @@ async def accept_middleware(request: web.Request, handler: Handler) -> web.Strea
 def _error_response(exc: errors.ApiError) -> web.Response:
     """The Status of ``exc``; a 429 or 503 that says when to retry also says so in
     ``Retry-After``, as kube-apiserver does."""
-    response = json_response(exc.to_status(), status=exc.code)
+    response = json_response(exc.to_status(), status=exc.code, warnings=exc.warnings)
     if exc.retry_after_seconds is not None and exc.code in (429, 503):
         response.headers["Retry-After"] = str(exc.retry_after_seconds)
     return response
@@ -433,6 +434,7 @@ def create_app(
     flow_control_metrics: FlowControlMetrics | None = None,
     watch_cache: WatchCacheConfig | WatchCache | None = DEFAULT_WATCH_CACHE,
     warm: Iterable[tuple[str, str]] = (),
+    webhooks: WebhookAdmission | None = None,
 ) -> web.Application:
     """The API server application over ``object_store`` serving ``registry``.
 
@@ -451,6 +453,8 @@ def create_app(
     ``watch_cache`` configures the watch cache (None: none, every read goes to the store), or is
     one the caller built over ``object_store`` to share with in-process watchers (the app closes it);
     ``warm`` names the kinds (group, plural) it caches from the start.
+    ``webhooks`` calls the configured admission webhooks for the users' writes (the app keeps its
+    configurations from a watch while it runs, and closes it).
     """
     stop = asyncio.Event()
     plugins = tuple(admission)
@@ -459,13 +463,16 @@ def create_app(
     def validation(request: web.Request) -> ValidateWrite | None:
         return write_validation(plugins, request.get(USER))
 
+    def webhook_calls(request: web.Request, warnings: list[str]) -> WebhookCalls | None:
+        return None if webhooks is None else webhooks.calls(request.get(USER), warnings)
+
     cache = watch_cache if isinstance(watch_cache, WatchCache) or watch_cache is None else WatchCache(
         object_store, watch_cache
     )
     resources = ResourceHandlers(
         object_store, stop=stop, bookmark_interval=bookmark_interval,
         watch_timeout_seconds=watch_timeout_seconds, clock=clock, validation=validation,
-        watch_limits=watch_limits, watch_cache=cache,
+        watch_limits=watch_limits, watch_cache=cache, webhooks=webhook_calls,
     )
     computed = tuple(computed)
     endpoints = _Endpoints(object_store, registry, resources, [endpoint.resource for endpoint in computed])
@@ -498,8 +505,18 @@ def create_app(
             await crds.wait_synced()
         if cache is not None:
             cache.warm(rt for rt in registry if (rt.group, rt.plural) in wanted)
+        webhook_task = None
+        if webhooks is not None:
+            # This replica calls the webhooks configured before it answers its first write.
+            webhook_task = asyncio.create_task(webhooks.run(stop), name="webhook-configurations")
+            await webhooks.wait_synced()
         yield
         stop.set()
+        if webhooks is not None and webhook_task is not None:
+            webhook_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await webhook_task
+            await webhooks.close()
         if cache is not None:
             await cache.close()
         if crd_task is not None:

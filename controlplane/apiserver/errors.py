@@ -52,7 +52,7 @@ class Cause:
     field: str = ""
 
     def to_dict(self) -> dict[str, str]:
-        out = {"reason": str(self.reason), "message": self.message}
+        out = {"reason": str(self.reason), "message": self.message} if self.reason else {"message": self.message}
         if self.field:
             out["field"] = self.field
         return out
@@ -87,6 +87,8 @@ class ApiError(Exception):
         self.target = target
         self.causes = causes or []
         self.retry_after_seconds = retry_after_seconds
+        #: Warnings the client is sent with the error (an admission webhook's that refused the write).
+        self.warnings: list[str] = []
 
     def to_status(self) -> dict[str, Any]:
         details: dict[str, Any] = {}
@@ -121,19 +123,31 @@ class BadRequest(ApiError):
 
 
 class WebhookDenied(ApiError):
-    """A write an admission webhook refused (Karmada's), as kube-apiserver answers it
-    (``webhookerrors.ToStatusErr``): ``admission webhook "<webhook>" denied the request:
-    <message>``, the webhook's code (400 at the least) and, as the webhook gave none, no reason."""
+    """A write an admission webhook refused, as kube-apiserver answers it (``webhookerrors.ToStatusErr``):
+    ``admission webhook "<webhook>" denied the request: <message>`` (its reason when it gave no
+    message, ``without explanation`` when neither), the webhook's code (400 at the least), and its
+    reason and details as it gave them (none when it gave none)."""
 
     code = 400
 
-    def __init__(self, webhook: str, message: str, *, code: int = 400) -> None:
-        super().__init__(f'admission webhook "{webhook}" denied the request: {message}')
+    def __init__(
+        self, webhook: str, message: str | None, *, code: int = 400, reason: str | None = None,
+        details: dict[str, Any] | None = None,
+    ) -> None:
+        denied = f'admission webhook "{webhook}" denied the request'
+        explained = message or reason
+        super().__init__(f"{denied}: {explained}" if explained else f"{denied} without explanation")
         self.code = max(code, 400)
+        self.webhook_reason = reason
+        self.webhook_details = details
 
     def to_status(self) -> dict[str, Any]:
         status = super().to_status()
         del status["reason"]
+        if self.webhook_reason:
+            status["reason"] = self.webhook_reason
+        if self.webhook_details:
+            status["details"] = self.webhook_details
         return status
 
 

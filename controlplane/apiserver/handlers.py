@@ -22,7 +22,7 @@ from typing import Any
 from aiohttp import web
 
 from controlplane.apiserver import codec, errors, protobuf
-from controlplane.apiserver.admission import ValidateWrite
+from controlplane.apiserver.admission import ValidateWrite, WebhookCalls
 from controlplane.apiserver.decoding import INT64_MAX, decode_body
 from controlplane.apiserver.objects import (
     EncodedList,
@@ -131,6 +131,7 @@ class ResourceHandlers:
         validation: Callable[[web.Request], ValidateWrite | None] = lambda _request: None,
         watch_limits: WatchLimits | None = None,
         watch_cache: WatchCache | None = None,
+        webhooks: Callable[[web.Request, list[str]], WebhookCalls | None] = lambda _request, _warnings: None,
     ) -> None:
         self._objects = objects
         #: Serves watches and the lists it can from memory (None: every read goes to the store).
@@ -138,6 +139,8 @@ class ResourceHandlers:
         self._reads: ObjectStore | WatchCache = watch_cache or objects
         #: The admission checks of one request's writes (None: nothing to check).
         self._validation = validation
+        #: The admission webhooks of one request's writes (None: none is configured).
+        self._webhooks = webhooks
         self._registry = objects.registry
         self._stop = stop
         self._bookmark_interval = bookmark_interval
@@ -210,12 +213,14 @@ class ResourceHandlers:
         assert info.name is not None
         if info.verb == "get":
             return json_response(await self._objects.get_scale(rt, namespace=info.namespace, name=info.name))
+        warnings: list[str] = []
         if info.verb == "update":
             scale = await self._objects.update_scale(
                 rt, await self._body(request), namespace=info.namespace, name=info.name,
                 dry_run=dry_run_of(request), field_manager=field_manager_for(request),
+                webhooks=self._webhooks(request, warnings),
             )
-            return json_response(scale)
+            return json_response(scale, warnings=warnings)
         if info.verb == "patch":
             patch_type = PatchType.from_content_type(request.headers.get("Content-Type", ""), rt)
             force = _force_of(request, patch_type)
@@ -224,8 +229,9 @@ class ResourceHandlers:
                 rt, namespace=info.namespace, name=info.name, patch_type=patch_type,
                 patch=await decode_body(await request.read(), media=media),
                 dry_run=dry_run_of(request), field_manager=field_manager_for(request), force=force,
+                webhooks=self._webhooks(request, warnings),
             )
-            return json_response(scale)
+            return json_response(scale, warnings=warnings)
         raise _method_not_allowed()
 
     # --- reads ------------------------------------------------------------------------
@@ -391,6 +397,7 @@ class ResourceHandlers:
             "field_manager": field_manager_for(request),
             "warnings": warnings,
             "validate": self._validation(request),
+            "webhooks": self._webhooks(request, warnings),
         }
 
     async def _create(self, request: web.Request, rt: ResourceType, info: RequestInfo) -> web.StreamResponse:
@@ -451,11 +458,12 @@ class ResourceHandlers:
         options = await self._delete_options(request)
         pre = options.get("preconditions") or {}
         dry_run = dry_run_of(request) or "All" in (options.get("dryRun") or [])
+        warnings: list[str] = []
         result = await self._objects.delete(
             rt, namespace=info.namespace, name=info.name,
             preconditions=Preconditions(uid=pre.get("uid"), resource_version=pre.get("resourceVersion")),
             propagation_policy=options.get("propagationPolicy"), dry_run=dry_run,
-            orphan_dependents=options.get("orphanDependents"),
+            orphan_dependents=options.get("orphanDependents"), webhooks=self._webhooks(request, warnings),
         )
         if result.deleted and rt.strategic_merge and rt.kind != "Namespace" and not rt.returns_deleted_object:
             # Built-in kinds answer an immediate delete with a success Status, as kube does
@@ -465,11 +473,12 @@ class ResourceHandlers:
             if rt.group:
                 details["group"] = rt.group
             return json_response(
-                {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}
+                {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details},
+                warnings=warnings,
             )
         # kube answers 202 Accepted for an object kept after a delete that set orphanDependents=false.
         accepted = not result.deleted and options.get("orphanDependents") is False
-        return json_response(result.object, status=202 if accepted else 200)
+        return json_response(result.object, status=202 if accepted else 200, warnings=warnings)
 
     async def _delete_collection(
         self, request: web.Request, rt: ResourceType, info: RequestInfo
@@ -479,6 +488,7 @@ class ResourceHandlers:
             rt, namespace=info.namespace, label_selector=request.query.get("labelSelector"),
             field_selector=request.query.get("fieldSelector"), dry_run=dry_run_of(request),
             propagation_policy=options.get("propagationPolicy"), orphan_dependents=options.get("orphanDependents"),
+            webhooks=self._webhooks(request, []),
         )
         return json_response(
             {

@@ -22,6 +22,7 @@ from controlplane.apis.kube.garbagecollection import DeletionPropagation, defaul
 from controlplane.apis.kube.namespaces import IMMORTAL_NAMESPACES
 from controlplane.apis.meta import CauseType
 from controlplane.apiserver import codec, errors
+from controlplane.apiserver.admission import Operation, WebhookRequest
 from controlplane.apiserver.allocating import Allocations, NoAllocations
 from controlplane.apiserver.objects.namespaces import NamespaceLifecycle
 from controlplane.apiserver.objects.reading import (
@@ -78,6 +79,10 @@ class Deleter:
             kv = await get_kv(self._store, rt, namespace=namespace, name=name)
             obj = decode(rt, kv)
             check_preconditions(rt, obj, options.preconditions)
+            if options.webhooks is not None:
+                await options.webhooks.validate(WebhookRequest(
+                    Operation.DELETE, rt, name, namespace, None, obj, dry_run=options.dry_run
+                ))
             try:
                 if rt is self._namespaces.type:
                     return await self._delete_namespace(kv, obj, dry_run=options.dry_run)

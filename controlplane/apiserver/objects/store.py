@@ -20,7 +20,7 @@ from controlplane.apis.kube.field import go_json, go_printed
 from controlplane.apis.kube.namespaces import SYSTEM_NAMESPACES
 from controlplane.apis.untyped import dig
 from controlplane.apiserver import codec, errors
-from controlplane.apiserver.admission import AdmitWrite, CheckCreate
+from controlplane.apiserver.admission import AdmitWrite, CheckCreate, WebhookCalls
 from controlplane.apiserver.allocating import Allocations
 from controlplane.apiserver.objects.aliases import merge_alias_storage
 from controlplane.apiserver.objects.body_kind import checked_body
@@ -275,6 +275,7 @@ class ObjectStore:
         name: str,
         dry_run: bool = False,
         field_manager: str | None = None,
+        webhooks: WebhookCalls | None = None,
     ) -> dict[str, Any]:
         """Set the object's replicas from a Scale (its resourceVersion and uid, when given, are
         preconditions)."""
@@ -283,7 +284,7 @@ class ObjectStore:
         updated = await self.patch(
             rt, namespace=namespace, name=name, patch_type=PatchType.MERGE, patch=patch,
             dry_run=dry_run, field_manager=field_manager, recorded_subresource="scale",
-            expected_uid=str(uid) if uid else None,
+            expected_uid=str(uid) if uid else None, webhooks=webhooks,
         )
         return scale_of(rt, updated)
 
@@ -298,18 +299,21 @@ class ObjectStore:
         dry_run: bool = False,
         field_manager: str | None = None,
         force: bool = False,
+        webhooks: WebhookCalls | None = None,
     ) -> dict[str, Any]:
         """Patch the object's replicas through its Scale (a server-side apply: :meth:`apply_scale`)."""
         if patch_type is PatchType.APPLY:
             return await self.apply_scale(
-                rt, namespace=namespace, name=name, patch=patch, field_manager=field_manager, force=force, dry_run=dry_run
+                rt, namespace=namespace, name=name, patch=patch, field_manager=field_manager, force=force, dry_run=dry_run,
+                webhooks=webhooks,
             )
         effective = scale_patch_type(patch_type)
         current = await self.get_scale(rt, namespace=namespace, name=name)
         patched = patched_scale(rt, current, effective, patch, field_manager=field_manager, now=self.now())
         try:
             return await self.update_scale(
-                rt, patched, namespace=namespace, name=name, dry_run=dry_run, field_manager=field_manager
+                rt, patched, namespace=namespace, name=name, dry_run=dry_run, field_manager=field_manager,
+                webhooks=webhooks,
             )
         except DecodingError as exc:  # kube decodes the patched Scale: its patch handler's 422
             strategic = patch_type is PatchType.STRATEGIC
@@ -325,6 +329,7 @@ class ObjectStore:
         field_manager: str | None,
         force: bool = False,
         dry_run: bool = False,
+        webhooks: WebhookCalls | None = None,
     ) -> dict[str, Any]:
         """Server-side apply of a Scale: the object's replicas set and owned by ``field_manager``
         (:func:`applied_scale`), re-reading and retrying when a concurrent write wins."""
@@ -334,7 +339,7 @@ class ObjectStore:
             for other in self._registry
             if (other.group, other.kind) == (rt.group, rt.kind)
         }
-        options = WriteOptions(dry_run=dry_run)
+        options = WriteOptions(dry_run=dry_run, webhooks=webhooks, recorded_subresource="scale")
         for _attempt in range(PATCH_RETRIES):
             kv = await get_kv(self._store, rt, namespace=namespace, name=name)
             old = decode(rt, kv)
@@ -360,13 +365,14 @@ class ObjectStore:
         propagation_policy: str | None = None,
         dry_run: bool = False,
         orphan_dependents: bool | None = None,
+        webhooks: WebhookCalls | None = None,
     ) -> DeleteResult:
         """Delete now, or (with finalizers) mark with ``deletionTimestamp`` and keep.
 
         ``propagation_policy`` (or the legacy ``orphan_dependents``) puts on the garbage
         collector's finalizer as kube's store does (:mod:`.deleting`).
         """
-        options = DeleteOptions(preconditions, propagation_policy, dry_run, orphan_dependents)
+        options = DeleteOptions(preconditions, propagation_policy, dry_run, orphan_dependents, webhooks)
         return await self._deleter.delete(rt, namespace=namespace, name=name, options=options)
 
     async def delete_collection(
@@ -379,6 +385,7 @@ class ObjectStore:
         dry_run: bool = False,
         propagation_policy: str | None = None,
         orphan_dependents: bool | None = None,
+        webhooks: WebhookCalls | None = None,
     ) -> ObjectList:
         """Delete every matching object; returns them as they were left."""
         listed = await self.list(rt, namespace=namespace, label_selector=label_selector, field_selector=field_selector)
@@ -388,7 +395,7 @@ class ObjectStore:
             try:
                 result = await self.delete(
                     rt, namespace=meta.get("namespace"), name=meta["name"], dry_run=dry_run,
-                    propagation_policy=propagation_policy, orphan_dependents=orphan_dependents,
+                    propagation_policy=propagation_policy, orphan_dependents=orphan_dependents, webhooks=webhooks,
                 )
             except errors.NotFound:
                 continue

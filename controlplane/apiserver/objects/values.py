@@ -17,7 +17,7 @@ from enum import StrEnum
 from typing import Any, TypedDict
 
 from controlplane.apiserver import codec
-from controlplane.apiserver.admission import ValidateWrite
+from controlplane.apiserver.admission import ValidateWrite, WebhookCalls
 from controlplane.apiserver.selectors import FieldSelector, LabelSelector
 from controlplane.apiserver.validation import FieldValidation
 from controlplane.storage import interface as storage
@@ -115,6 +115,8 @@ class WriteOptions:
     field_manager: str | None = None
     warnings: WarningSink | None = None
     validate: ValidateWrite | None = None
+    #: The admission webhooks the write is sent to (None: none is configured, or an in-process write).
+    webhooks: WebhookCalls | None = None
     #: Called when a patch creates the object (a server-side apply of a missing one): the HTTP
     #: layer answers 201 Created then, as kube does, and 200 OK for a patch of an existing object.
     on_create: Callable[[], None] | None = None
@@ -134,6 +136,7 @@ class WriteArgs(TypedDict, total=False):
     field_manager: str | None
     warnings: WarningSink | None
     validate: ValidateWrite | None
+    webhooks: WebhookCalls | None
     on_create: Callable[[], None] | None
     recorded_subresource: str | None
     expected_uid: str | None
@@ -160,6 +163,7 @@ class DeleteOptions:
     propagation_policy: str | None = None
     dry_run: bool = False
     orphan_dependents: bool | None = None
+    webhooks: WebhookCalls | None = None
 
 
 @dataclass(frozen=True, slots=True)

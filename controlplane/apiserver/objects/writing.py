@@ -27,8 +27,14 @@ import orjson
 from controlplane.apis.kube.field import go_json, go_printed, immutable
 from controlplane.apis.kube.generation import generation_content, status_write_metadata
 from controlplane.apiserver import errors
-from controlplane.apiserver.admission import AdmitWrite, CheckCreate, Operation, WriteAttributes
+from controlplane.apiserver.admission import (
+    AdmitWrite,
+    CheckCreate,
+    Operation,
+    WriteAttributes,
+)
 from controlplane.apiserver.allocating import Allocations, NoAllocations, stored_with
+from controlplane.apiserver.objects.admitting import mutated, webhook_request
 from controlplane.apiserver.objects.body_kind import checked_body, status_request
 from controlplane.apiserver.objects.namespaces import NamespaceLifecycle
 from controlplane.apiserver.objects.reading import (
@@ -146,6 +152,9 @@ class Writer:
         _webhooks_admit(rt, obj)
         if rt.defaults is not None:
             rt.defaults(obj)
+        if options.webhooks is not None:
+            obj = await mutated(rt, options, Operation.CREATE, obj, None, subresource=None)
+            meta = obj["metadata"]
         checked = check_object(obj, rt, field_validation=options.field_validation)
         obj = checked.obj
         meta = obj["metadata"]
@@ -164,6 +173,8 @@ class Writer:
                 options.warnings.extend(rt.warn(obj))
         if options.validate is not None:
             options.validate(WriteAttributes(Operation.CREATE, rt, obj))
+        if options.webhooks is not None:
+            await options.webhooks.validate(webhook_request(rt, options, Operation.CREATE, obj, None, subresource=None))
         for check in self.create_checks:
             await check(rt, obj)
         for admit in self.write_admissions:
@@ -366,6 +377,10 @@ class Writer:
             _webhooks_admit(rt, new)
         if rt.defaults is not None:
             rt.defaults(new)
+        if options.webhooks is not None:
+            new = await mutated(rt, options, Operation.UPDATE, new, old, subresource=subresource)
+            if subresource == "status":  # kube's status strategy keeps all but the status it was given
+                new = merged(rt, old, new, subresource=subresource)
         checked = check_object(
             new, rt, field_validation=options.field_validation, old=old, status_only=subresource == "status"
         )
@@ -402,6 +417,8 @@ class Writer:
             )
         if options.validate is not None:
             options.validate(WriteAttributes(Operation.UPDATE, rt, new, old=old, subresource=subresource))
+        if options.webhooks is not None:
+            await options.webhooks.validate(webhook_request(rt, options, Operation.UPDATE, new, old, subresource=subresource))
         if subresource is None:
             for admit in self.write_admissions:
                 await admit(WriteAttributes(Operation.UPDATE, rt, new, old=old, dry_run=options.dry_run))

@@ -1,0 +1,45 @@
+"""What the object layer hands the admission webhooks of a write
+(:class:`~controlplane.apiserver.admission.WebhookCalls`): the write as they see it — a write
+through ``scale`` as its Scale — and the object as the mutating ones patched it, defaulted again
+as kube decodes a patched object before its validation.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from controlplane.apiserver.admission import Operation, WebhookRequest
+from controlplane.apiserver.objects.scale import scale_of
+from controlplane.apiserver.objects.values import WriteOptions
+from controlplane.apiserver.resources import ResourceType
+
+
+def webhook_request(
+    rt: ResourceType, options: WriteOptions, operation: Operation, obj: dict[str, Any], old: dict[str, Any] | None,
+    *, subresource: str | None,
+) -> WebhookRequest:
+    """The write as the admission webhooks see it: a write through ``scale`` as its Scale."""
+    subresource = subresource or options.recorded_subresource
+    meta = obj["metadata"]
+    if subresource == "scale":
+        obj, old = scale_of(rt, obj), None if old is None else scale_of(rt, old)
+    return WebhookRequest(
+        operation, rt, str(meta.get("name") or ""), meta.get("namespace"), obj, old,
+        subresource=subresource, dry_run=options.dry_run,
+    )
+
+
+async def mutated(
+    rt: ResourceType, options: WriteOptions, operation: Operation, obj: dict[str, Any], old: dict[str, Any] | None,
+    *, subresource: str | None,
+) -> dict[str, Any]:
+    """``obj`` as the mutating webhooks patch it, defaulted again (as kube decodes a patched object)."""
+    assert options.webhooks is not None
+    if (subresource or options.recorded_subresource) == "scale":
+        return obj  # a Scale's mutation is not modelled: only validating webhooks see it
+    patched = await options.webhooks.mutate(webhook_request(rt, options, operation, obj, old, subresource=subresource))
+    if patched is None:
+        return obj
+    if rt.defaults is not None:
+        rt.defaults(patched)
+    return patched

@@ -1,0 +1,204 @@
+"""Posting an AdmissionReview to a webhook over HTTPS, as kube's webhook client does.
+
+In: a :class:`~controlplane.apiserver.webhooks.matching.Webhook` and the review's bytes. Out: the
+answer's bytes, or :class:`CallFailed` with kube's reason (``Post "https://...?timeout=10s":
+context deadline exceeded``), which the failure policy then decides on.
+
+Only what an admin configured is called: the configuration's ``url``, or the addresses of the
+Service its ``service`` names, taken from that Service's Endpoints (or EndpointSlices) — on a hub
+without pods, a selector-less Service whose endpoints the admin wrote. TLS is verified against the
+``caBundle`` (the system roots without one; a service is verified as ``<name>.<namespace>.svc``).
+The call ends after the webhook's ``timeoutSeconds``, redirects are not followed, and an answer
+is read up to :data:`MAX_RESPONSE_BYTES`. The CA bundle is never logged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import random
+import ssl
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+
+from controlplane.apiserver import errors
+from controlplane.apiserver.objects import ObjectStore
+from controlplane.apiserver.webhooks.matching import Webhook
+
+#: An answer larger than this is not read: 3 MiB, the most kube-apiserver takes in a request body.
+MAX_RESPONSE_BYTES = 3 * 1024 * 1024
+_SSL_CONTEXTS = 64
+_SERVICE_NAME_LABEL = "kubernetes.io/service-name"
+
+
+class CallFailed(Exception):
+    """The webhook could not be called, or answered with an error (kube's ``ErrCallingWebhook`` reason)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Target:
+    url: str  # where the request goes
+    shown: str  # the URL as kube names it in an error
+    server_hostname: str | None = None  # the name the certificate is verified for
+
+
+class WebhookClient:
+    """One HTTP client for every webhook call of a hub replica."""
+
+    def __init__(self, objects: ObjectStore) -> None:
+        self._objects = objects
+        self._session: aiohttp.ClientSession | None = None
+        self._contexts: OrderedDict[str | None, ssl.SSLContext] = OrderedDict()
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    async def post(self, hook: Webhook, body: bytes) -> bytes:
+        timeout = f"?timeout={hook.timeout_seconds}s"
+        target = await self._target(hook, timeout)
+        context = self._ssl_context(hook.ca_bundle)
+        if self._session is None:
+            self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None))
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        try:
+            async with asyncio.timeout(hook.timeout_seconds):
+                async with self._session.post(
+                    target.url, data=body, headers=headers, ssl=context, server_hostname=target.server_hostname,
+                    allow_redirects=False,
+                ) as response:
+                    raw = await _bounded_body(response)
+                    if not 200 <= response.status < 300:
+                        raise CallFailed(_status_failure(response.status, raw))
+                    return raw
+        except TimeoutError:
+            raise CallFailed(f'Post "{target.shown}": context deadline exceeded') from None
+        except aiohttp.ClientConnectorCertificateError as exc:
+            raise CallFailed(f'Post "{target.shown}": {_tls_reason(exc.certificate_error)}') from None
+        except aiohttp.ClientConnectorError as exc:
+            raise CallFailed(f'Post "{target.shown}": dial tcp {exc.host}:{exc.port}: {_os_reason(exc.os_error)}') from None
+        except (aiohttp.ClientError, ssl.SSLError, OSError) as exc:
+            raise CallFailed(f'Post "{target.shown}": {exc}') from None
+
+    async def _target(self, hook: Webhook, query: str) -> _Target:
+        if hook.url is not None:
+            return _Target(hook.url + query, hook.url + query)
+        service = hook.service or {}
+        name, namespace = str(service.get("name") or ""), str(service.get("namespace") or "")
+        port = int(service.get("port") or 443)
+        path = str(service.get("path") or "")
+        host = f"{name}.{namespace}.svc"
+        shown = f"https://{host}:{port}{path}{query}"
+        try:
+            address, target_port = await self._endpoint(name, namespace, port)
+        except (errors.ApiError, _NoEndpoint) as exc:
+            raise CallFailed(f'Post "{shown}": {exc}') from None
+        return _Target(f"https://{_join_host(address, target_port)}{path}{query}", shown, host)
+
+    async def _endpoint(self, name: str, namespace: str, port: int) -> tuple[str, int]:
+        """kube's ``ResolveEndpoint``: a random ready address of the service port ``port``."""
+        registry = self._objects.registry
+        try:
+            service = await self._objects.get(registry.require("v1", "Service"), namespace=namespace, name=name)
+        except errors.NotFound:
+            raise _NoEndpoint(f'service "{name}" not found') from None  # kube's service lister's words
+        ports = [p for p in service.get("spec", {}).get("ports") or [] if isinstance(p, dict) and p.get("port") == port]
+        if not ports:
+            raise _NoEndpoint(f'no service port {port} found for service "{name}"')
+        port_name = str(ports[0].get("name") or "")
+        candidates = await self._endpoints_addresses(name, namespace, port_name)
+        if not candidates:
+            raise _NoEndpoint(f'no endpoints available for service "{name}"')
+        return random.choice(candidates)
+
+    async def _endpoints_addresses(self, name: str, namespace: str, port_name: str) -> list[tuple[str, int]]:
+        registry = self._objects.registry
+        try:
+            endpoints = await self._objects.get(registry.require("v1", "Endpoints"), namespace=namespace, name=name)
+        except errors.NotFound:
+            endpoints = {}
+        out: list[tuple[str, int]] = []
+        for subset in endpoints.get("subsets") or []:
+            for entry in subset.get("ports") or []:
+                if str(entry.get("name") or "") == port_name:
+                    out += [(str(a.get("ip")), int(entry["port"])) for a in subset.get("addresses") or [] if a.get("ip")]
+        if out:
+            return out
+        slices = await self._objects.list(
+            registry.require("discovery.k8s.io/v1", "EndpointSlice"), namespace=namespace,
+            label_selector=f"{_SERVICE_NAME_LABEL}={name}",
+        )
+        for endpoint_slice in slices.items:
+            for entry in endpoint_slice.get("ports") or []:
+                if str(entry.get("name") or "") != port_name or entry.get("port") is None:
+                    continue
+                for endpoint in endpoint_slice.get("endpoints") or []:
+                    if (endpoint.get("conditions") or {}).get("ready") is False:
+                        continue
+                    out += [(str(address), int(entry["port"])) for address in endpoint.get("addresses") or []]
+        return out
+
+    def _ssl_context(self, ca_bundle: str | None) -> ssl.SSLContext:
+        context = self._contexts.get(ca_bundle)
+        if context is None:
+            if ca_bundle is None:
+                context = ssl.create_default_context()
+            else:
+                try:
+                    pem = base64.b64decode(ca_bundle, validate=True).decode("ascii")
+                    context = ssl.create_default_context(cadata=pem)
+                except (binascii.Error, UnicodeDecodeError, ssl.SSLError, ValueError):
+                    raise CallFailed(
+                        "could not get REST client: unable to load root certificates: "
+                        "unable to parse bytes as PEM block"
+                    ) from None
+            self._contexts[ca_bundle] = context
+            while len(self._contexts) > _SSL_CONTEXTS:
+                self._contexts.popitem(last=False)
+        self._contexts.move_to_end(ca_bundle)
+        return context
+
+
+class _NoEndpoint(Exception):
+    pass
+
+
+async def _bounded_body(response: aiohttp.ClientResponse) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.content.iter_chunked(64 * 1024):
+        size += len(chunk)
+        if size > MAX_RESPONSE_BYTES:
+            raise CallFailed(f"the response is larger than {MAX_RESPONSE_BYTES} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _status_failure(status: int, raw: bytes) -> str:
+    """A non-2xx answer as kube's REST client words it."""
+    if status >= 500:
+        text = raw[:256].decode("utf-8", "replace").strip()
+        return f'an error on the server ("{text}") has prevented the request from succeeding'
+    return f"the server responded with the status code {status} but did not return more information"
+
+
+def _tls_reason(error: Any) -> str:
+    reason = str(getattr(error, "verify_message", "") or error)
+    if "issuer" in reason or "self-signed" in reason or "self signed" in reason:
+        reason = "certificate signed by unknown authority"
+    return f"tls: failed to verify certificate: x509: {reason}"
+
+
+def _os_reason(error: OSError) -> str:
+    if isinstance(error, ConnectionRefusedError):
+        return "connect: connection refused"
+    return str(error.strerror or error)
+
+
+def _join_host(address: str, port: int) -> str:
+    return f"[{address}]:{port}" if ":" in address else f"{address}:{port}"

@@ -1,0 +1,228 @@
+"""Admission webhooks: the configured ones, kept in memory from a watch, called for users' writes.
+
+In: the ValidatingWebhookConfigurations and MutatingWebhookConfigurations in the store (listed, then
+watched: no store read per write), and each write a user's request makes (create, update, patch,
+delete, and the status and scale subresources where a rule names them). Out, per request, a
+:class:`~controlplane.apiserver.admission.WebhookCalls` for the object layer, or None when no
+webhook is configured — then a write costs nothing more than before.
+
+As kube-apiserver's dispatchers (``validating/dispatcher.go``, ``mutating/dispatcher.go``): the
+mutating webhooks are called one at a time, configurations in name order and each one's webhooks
+in order, each seeing the object the ones before patched (``patchType: JSONPatch``); the matching
+validating webhooks are called all at once, and the first refusal is the answer. A failed call
+(unreachable, timed out, an invalid answer) refuses the write with kube's ``Internal error
+occurred: failed calling webhook "x": ...`` under ``failurePolicy: Fail`` and is logged and
+ignored under ``Ignore``. A dry run calls only webhooks declaring ``sideEffects`` None or
+NoneOnDryRun (kube's 400 otherwise). ``reinvocationPolicy: IfNeeded`` is taken as ``Never``: a
+mutating webhook is not called again after a later one changed the object.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import logging
+import uuid
+from typing import Any
+
+import jsonpatch
+import jsonpointer
+import orjson
+
+from controlplane.apiserver import errors
+from controlplane.apiserver.admission import WebhookRequest
+from controlplane.apiserver.identity import UserInfo
+from controlplane.apiserver.objects import ObjectStore, WatchEventType
+from controlplane.apiserver.webhooks import matching, review
+from controlplane.apiserver.webhooks.calling import CallFailed, WebhookClient
+from controlplane.apiserver.webhooks.matching import Webhook
+
+logger = logging.getLogger(__name__)
+
+RETRY_SECONDS = 2.0
+_GROUP = "admissionregistration.k8s.io/v1"
+
+
+class WebhookAdmission:
+    """The webhook configurations of one hub replica, and the calls of each request's writes."""
+
+    def __init__(self, objects: ObjectStore) -> None:
+        self._objects = objects
+        self.client = WebhookClient(objects)
+        self._validating_type = objects.registry.require(_GROUP, "ValidatingWebhookConfiguration")
+        self._mutating_type = objects.registry.require(_GROUP, "MutatingWebhookConfiguration")
+        self._configurations: dict[str, dict[str, dict[str, Any]]] = {"validating": {}, "mutating": {}}
+        self.validating: tuple[Webhook, ...] = ()
+        self.mutating: tuple[Webhook, ...] = ()
+        self._synced = {"validating": asyncio.Event(), "mutating": asyncio.Event()}
+
+    def calls(self, user: UserInfo | None, warnings: list[str]) -> RequestWebhooks | None:
+        """The webhooks of one request by ``user`` (None: no webhook is configured, or no user)."""
+        if user is None or not (self.validating or self.mutating):
+            return None
+        return RequestWebhooks(self, user, warnings)
+
+    async def wait_synced(self) -> None:
+        for event in self._synced.values():
+            await event.wait()
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Keep both kinds' configurations from a list and a watch of each, until ``stop``."""
+        async with asyncio.TaskGroup() as group:
+            group.create_task(self._keep("validating", stop))
+            group.create_task(self._keep("mutating", stop))
+
+    async def close(self) -> None:
+        await self.client.close()
+
+    async def _keep(self, which: str, stop: asyncio.Event) -> None:
+        rt = self._validating_type if which == "validating" else self._mutating_type
+        while not stop.is_set():
+            try:
+                listed = await self._objects.list(rt)
+                self._configurations[which] = {obj["metadata"]["name"]: obj for obj in listed.items}
+                self._rebuild(which)
+                self._synced[which].set()
+                async for event in self._objects.watch(rt, resource_version=listed.resource_version):
+                    if stop.is_set() or event.type is WatchEventType.ERROR:
+                        break
+                    if event.type is WatchEventType.BOOKMARK:
+                        continue
+                    name = event.object["metadata"]["name"]
+                    if event.type is WatchEventType.DELETED:
+                        self._configurations[which].pop(name, None)
+                    else:
+                        self._configurations[which][name] = event.object
+                    self._rebuild(which)
+            except asyncio.CancelledError:
+                raise
+            except errors.ApiError as exc:
+                logger.warning("watch of %s webhook configurations interrupted: %s; retrying", which, exc)
+            except Exception:
+                logger.exception("watching %s webhook configurations failed; retrying", which)
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(RETRY_SECONDS):
+                    await stop.wait()
+
+    def _rebuild(self, which: str) -> None:
+        configurations = self._configurations[which]
+        hooks = tuple(hook for name in sorted(configurations) for hook in matching.webhooks_of(configurations[name]))
+        if which == "validating":
+            self.validating = hooks
+        else:
+            self.mutating = hooks
+
+
+class RequestWebhooks:
+    """The webhooks called for one request's writes (a :class:`~controlplane.apiserver.admission.WebhookCalls`)."""
+
+    def __init__(self, admission: WebhookAdmission, user: UserInfo, warnings: list[str]) -> None:
+        self._admission = admission
+        self._user = user
+        self._warnings = warnings
+        self._namespace_labels: dict[str, dict[str, Any]] = {}
+
+    async def mutate(self, request: WebhookRequest) -> dict[str, Any] | None:
+        hooks = await self._matching(self._admission.mutating, request)
+        if not hooks or request.obj is None:
+            return None
+        obj: dict[str, Any] | None = None
+        for hook in hooks:
+            current = request if obj is None else _with_object(request, obj)
+            verdict = await self._call(hook, current, mutating=True)
+            if verdict is None:
+                continue
+            if not verdict.allowed:
+                raise self._refused(review.denial(hook.name, verdict.status))
+            if verdict.patch:
+                obj = _patched(hook, current.obj or {}, verdict.patch)
+        return obj
+
+    async def validate(self, request: WebhookRequest) -> None:
+        hooks = await self._matching(self._admission.validating, request)
+        if not hooks:
+            return
+        results = await asyncio.gather(
+            *(self._call(hook, request, mutating=False) for hook in hooks), return_exceptions=True
+        )
+        for hook, result in zip(hooks, results, strict=True):
+            if isinstance(result, BaseException):
+                raise self._refused(result)
+            if result is not None and not result.allowed:
+                raise self._refused(review.denial(hook.name, result.status))
+
+    def _refused(self, error: BaseException) -> BaseException:
+        """``error``, carrying the warnings the request gathered so far (kubectl prints them with it)."""
+        if isinstance(error, errors.ApiError):
+            error.warnings = list(self._warnings)
+        return error
+
+    async def _matching(self, hooks: tuple[Webhook, ...], request: WebhookRequest) -> list[Webhook]:
+        if not hooks or not matching.called(request):
+            return []
+        out = []
+        for hook in hooks:
+            if not matching.rules_match(hook, request) or not matching.object_matches(hook, request):
+                continue
+            labels = await self._labels_of(request.namespace) if matching.needs_namespace_labels(hook, request) else None
+            if matching.namespace_matches(hook, request, labels):
+                out.append(hook)
+        if request.dry_run:
+            for hook in out:
+                if hook.side_effects not in ("None", "NoneOnDryRun"):
+                    raise self._refused(errors.BadRequest(f'admission webhook "{hook.name}" does not support dry run'))
+        return out
+
+    async def _labels_of(self, namespace: str | None) -> dict[str, Any]:
+        assert namespace
+        if namespace not in self._namespace_labels:
+            registry = self._admission._objects.registry
+            ns = await self._admission._objects.get(registry.require("v1", "Namespace"), name=namespace)
+            self._namespace_labels[namespace] = dict(ns["metadata"].get("labels") or {})
+        return self._namespace_labels[namespace]
+
+    async def _call(self, hook: Webhook, request: WebhookRequest, *, mutating: bool) -> review.Verdict | None:
+        """The webhook's verdict; None when its call failed and its failure policy ignores that."""
+        uid = str(uuid.uuid4())
+        version = review.review_version(hook.review_versions)
+        body = orjson.dumps(review.review_request(request, user=self._user, uid=uid, version=version))
+        try:
+            try:
+                raw = await self._admission.client.post(hook, body)
+            except CallFailed as exc:
+                raise CallFailed(f"failed to call webhook: {exc}") from None
+            try:
+                verdict = review.verdict(raw, uid=uid, version=version, mutating=mutating)
+            except review.InvalidResponse as exc:
+                raise CallFailed(f"received invalid webhook response: {exc}") from None
+        except CallFailed as exc:
+            reason = f'failed calling webhook "{hook.name}": {exc}'
+            if hook.fails_open:
+                logger.warning("Failed calling webhook, failing open %s: %s", hook.name, reason)
+                return None
+            logger.warning("Failed calling webhook, failing closed %s: %s", hook.name, reason)
+            raise errors.InternalError(
+                f"Internal error occurred: {reason}", causes=[errors.Cause("", reason)]
+            ) from None
+        self._warnings.extend(verdict.warnings)
+        return verdict
+
+
+def _with_object(request: WebhookRequest, obj: dict[str, Any]) -> WebhookRequest:
+    return WebhookRequest(
+        request.operation, request.resource, request.name, request.namespace, obj, request.old,
+        subresource=request.subresource, dry_run=request.dry_run,
+    )
+
+
+def _patched(hook: Webhook, obj: dict[str, Any], patch: list[Any]) -> dict[str, Any]:
+    """``obj`` with a mutating webhook's JSON patch applied (kube: a patch that does not apply is an
+    internal error, whatever the failure policy)."""
+    try:
+        patched = jsonpatch.apply_patch(copy.deepcopy(obj), patch, in_place=True)
+    except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException, TypeError, KeyError) as exc:
+        raise errors.InternalError(f"Internal error occurred: {exc}") from None
+    if not isinstance(patched, dict):
+        raise errors.InternalError(f'Internal error occurred: admission webhook "{hook.name}" patched the object into a non-object')
+    return patched

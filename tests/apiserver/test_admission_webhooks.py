@@ -1,0 +1,209 @@
+"""The hub calls the admission webhooks an admin configured, as kube-apiserver does: a real hub
+(embedded etcd, HTTPS, tokens) and a real HTTPS webhook started by the test, its CA in the
+configuration's ``caBundle``. Users' writes are sent (creates, updates, deletes, dry runs); a
+denial is kube's Status and the webhook's warnings reach the client; a mutating webhook's JSON
+patch is stored, and one that breaks the object is refused by the validation that follows; a
+webhook that does not answer in time refuses the write (``failurePolicy: Fail``) or not
+(``Ignore``); a ``service`` client config is resolved to the Service's Endpoints."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+
+from controlplane.apiserver.kubeconfig import load_kubeconfig
+from controlplane.apiserver.tls import client_ssl_context
+from controlplane.hub import Hub, HubConfig
+from tests.controllers.fleet import deployment, eventually
+from tests.webhookserver import WebhookServer, webhook_server
+
+GROUP = "/apis/admissionregistration.k8s.io/v1"
+DEPLOYMENTS = "/apis/apps/v1/namespaces/default/deployments"
+RULE = {"operations": ["CREATE", "UPDATE", "DELETE"], "apiGroups": ["apps"], "apiVersions": ["v1"],
+        "resources": ["deployments", "deployments/scale"]}
+
+
+class Api:
+    """The hub's API over HTTPS as its admin."""
+
+    def __init__(self, hub: Hub, session: aiohttp.ClientSession, token: str) -> None:
+        self.hub, self._session, self._headers = hub, session, {"Authorization": f"Bearer {token}"}
+
+    async def call(self, method: str, path: str, body: Any = None, **headers: str) -> tuple[int, Any, list[str]]:
+        async with self._session.request(
+            method, f"{self.hub.url}{path}", json=body, headers={**self._headers, **headers}
+        ) as response:
+            return response.status, await response.json(), response.headers.getall("Warning", [])
+
+
+@pytest.fixture
+async def hub(tmp_path: Path) -> AsyncIterator[Hub]:
+    async with Hub(HubConfig(state_dir=tmp_path / "hub", port=0)) as running:
+        yield running
+
+
+@pytest.fixture
+async def api(hub: Hub) -> AsyncIterator[Api]:
+    credentials = load_kubeconfig(hub.kubeconfig_path)
+    connector = aiohttp.TCPConnector(ssl=client_ssl_context(credentials.ca_pem))
+    async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=30)) as session:
+        yield Api(hub, session, credentials.token)
+
+
+@pytest.fixture
+async def server(tmp_path: Path) -> AsyncIterator[WebhookServer]:
+    async with webhook_server(tmp_path / "webhook", hosts=("127.0.0.1", "hooks.acme.svc")) as running:
+        yield running
+
+
+def webhook(name: str, client: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    return {"name": name, "clientConfig": client, "rules": [RULE], "sideEffects": "None",
+            "admissionReviewVersions": ["v1"], **extra}
+
+
+async def configure(api: Api, kind: str, name: str, *hooks: dict[str, Any]) -> None:
+    """Create a configuration and wait until the hub calls its webhooks (its watch has it)."""
+    plural = "validatingwebhookconfigurations" if kind == "Validating" else "mutatingwebhookconfigurations"
+    body = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": f"{kind}WebhookConfiguration",
+            "metadata": {"name": name}, "webhooks": list(hooks)}
+    code, created, _ = await api.call("POST", f"{GROUP}/{plural}", body)
+    assert code == 201, created
+    assert api.hub.objects is not None
+
+    async def seen() -> bool:
+        admission = api.hub.webhooks
+        assert admission is not None
+        return name in {h.configuration for h in (*admission.validating, *admission.mutating)}
+
+    await eventually(seen, what=f"the hub to watch {name}")
+
+
+async def test_a_validating_webhook_denies_warns_and_sees_the_request(api: Api, server: WebhookServer) -> None:
+    await configure(api, "Validating", "acme", webhook(
+        "deny.acme.io", server.client("/deny"), objectSelector={"matchExpressions": [{"key": "skip", "operator": "DoesNotExist"}]},
+    ))
+    refused = deployment("refused", replicas=1, labels={"app": "refused", "deny": "yes"})
+    code, status, warnings = await api.call("POST", DEPLOYMENTS, refused)
+    assert code == 403, status
+    assert status["message"] == 'admission webhook "deny.acme.io" denied the request: no GPUs for you'
+    assert warnings == ['299 - "denied by the acme policy"']
+    code, _, _ = await api.call("GET", f"{DEPLOYMENTS}/refused")
+    assert code == 404, "a denied write stores nothing"
+
+    code, created, warnings = await api.call("POST", DEPLOYMENTS, deployment("allowed", replicas=1))
+    assert code == 201, created
+    assert warnings == ['299 - "checked by the acme policy"']
+    review = server.received["/deny"][-1]
+    request = review["request"]
+    assert review["apiVersion"] == "admission.k8s.io/v1" and review["kind"] == "AdmissionReview"
+    assert request["operation"] == "CREATE" and request["dryRun"] is False
+    assert request["kind"] == {"group": "apps", "version": "v1", "kind": "Deployment"}
+    assert request["resource"] == {"group": "apps", "version": "v1", "resource": "deployments"}
+    assert (request["name"], request["namespace"]) == ("allowed", "default")
+    assert request["object"]["spec"]["replicas"] == 1 and request["oldObject"] is None
+    assert request["userInfo"]["username"] and "system:masters" in request["userInfo"]["groups"]
+
+    # An object the objectSelector leaves out is not sent; the hub's own writes are not either.
+    sent = len(server.received["/deny"])
+    code, _, _ = await api.call("POST", DEPLOYMENTS, deployment("skipped", replicas=1, labels={"app": "s", "skip": "1"}))
+    assert code == 201
+    assert api.hub.objects is not None
+    await api.hub.objects.create(api.hub.objects.registry.require("apps/v1", "Deployment"), deployment("inproc", replicas=1))
+    assert len(server.received["/deny"]) == sent
+
+    # Updates and scales carry the old object; a dry run is sent as one and stores nothing.
+    code, _, _ = await api.call("PATCH", f"{DEPLOYMENTS}/allowed/scale", {"spec": {"replicas": 3}},
+                                **{"Content-Type": "application/merge-patch+json"})
+    assert code == 200
+    request = server.received["/deny"][-1]["request"]
+    assert (request["operation"], request["subResource"], request["kind"]["kind"]) == ("UPDATE", "scale", "Scale")
+    assert (request["oldObject"]["spec"]["replicas"], request["object"]["spec"]["replicas"]) == (1, 3)
+    code, status, _ = await api.call("PATCH", f"{DEPLOYMENTS}/allowed?dryRun=All", {"metadata": {"labels": {"deny": "yes"}}},
+                                     **{"Content-Type": "application/merge-patch+json"})
+    assert code == 403 and server.received["/deny"][-1]["request"]["dryRun"] is True
+
+    # A delete is sent with the stored object as oldObject.
+    code, status, _ = await api.call("PATCH", f"{DEPLOYMENTS}/skipped", {"metadata": {"labels": {"deny": "yes", "skip": None}}},
+                                     **{"Content-Type": "application/merge-patch+json"})
+    assert code == 403, status
+    code, _, _ = await api.call("DELETE", f"{DEPLOYMENTS}/allowed")
+    assert code == 200
+    request = server.received["/deny"][-1]["request"]
+    assert request["operation"] == "DELETE" and request["object"] is None and request["oldObject"]["metadata"]["name"] == "allowed"
+    assert request["options"]["kind"] == "DeleteOptions"
+
+
+async def test_a_mutating_webhooks_patch_is_stored_and_validated(api: Api, server: WebhookServer) -> None:
+    await configure(api, "Mutating", "acme", webhook("label.acme.io", server.client("/label")))
+    code, created, _ = await api.call("POST", DEPLOYMENTS, deployment("mutated", replicas=1))
+    assert code == 201, created
+    assert created["metadata"]["labels"] == {"app": "mutated", "mutated": "yes"}
+    code, stored, _ = await api.call("GET", f"{DEPLOYMENTS}/mutated")
+    assert stored["metadata"]["labels"]["mutated"] == "yes"
+
+    await configure(api, "Mutating", "breaks", webhook("break.acme.io", server.client("/break")))
+    code, status, _ = await api.call("POST", DEPLOYMENTS, deployment("broken", replicas=1))
+    assert code == 422, status
+    assert "spec.replicas: Invalid value: -1: must be greater than or equal to 0" in status["message"]
+    # Configurations are called in name order: "acme" saw the object before "breaks".
+    assert server.received["/label"][-1]["request"]["name"] == "broken"
+
+
+@pytest.mark.parametrize("policy", ["Fail", "Ignore"])
+async def test_a_webhook_that_does_not_answer_in_time(api: Api, server: WebhookServer, policy: str) -> None:
+    await configure(api, "Validating", "slow", webhook(
+        "slow.acme.io", server.client("/slow"), timeoutSeconds=1, failurePolicy=policy,
+    ))
+    code, status, _ = await api.call("POST", DEPLOYMENTS, deployment("late", replicas=1))
+    if policy == "Ignore":
+        assert code == 201, status
+        return
+    assert code == 500, status
+    assert status["reason"] == "InternalError"
+    assert status["message"] == (
+        'Internal error occurred: failed calling webhook "slow.acme.io": failed to call webhook: '
+        f'Post "{server.url}/slow?timeout=1s": context deadline exceeded'
+    )
+
+
+async def test_a_webhook_with_an_unknown_ca_or_no_endpoints_fails_closed(api: Api, server: WebhookServer) -> None:
+    untrusted = copy.deepcopy(server.client("/deny"))
+    del untrusted["caBundle"]
+    await configure(api, "Validating", "untrusted", webhook("tls.acme.io", untrusted))
+    code, status, _ = await api.call("POST", DEPLOYMENTS, deployment("tls", replicas=1))
+    assert code == 500, status
+    assert "x509: certificate signed by unknown authority" in status["message"], status
+    code, _, _ = await api.call("DELETE", f"{GROUP}/validatingwebhookconfigurations/untrusted")
+    assert code == 200, "the configurations themselves are never sent to a webhook"
+
+    service = {"service": {"name": "hooks", "namespace": "acme", "path": "/deny"}, "caBundle": server.ca_bundle}
+    await configure(api, "Validating", "by-service", webhook("svc.acme.io", service))
+    code, status, _ = await api.call("POST", DEPLOYMENTS, deployment("nowhere", replicas=1))
+    assert code == 500, status
+    assert status["message"].endswith('Post "https://hooks.acme.svc:443/deny?timeout=10s": service "hooks" not found')
+    for path, body in (
+        ("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "acme"}}),
+        ("/api/v1/namespaces/acme/services", {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "hooks"},
+                                              "spec": {"ports": [{"name": "https", "port": 443}]}}),
+    ):
+        code, created, _ = await api.call("POST", path, body)
+        assert code == 201, created
+    code, status, _ = await api.call("POST", DEPLOYMENTS, deployment("nowhere", replicas=1))
+    assert code == 500, status
+    assert status["message"] == (
+        'Internal error occurred: failed calling webhook "svc.acme.io": failed to call webhook: '
+        'Post "https://hooks.acme.svc:443/deny?timeout=10s": no endpoints available for service "hooks"'
+    )
+    endpoints = {"apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": "hooks"},
+                 "subsets": [{"addresses": [{"ip": "127.0.0.1"}], "ports": [{"name": "https", "port": server.port}]}]}
+    code, created, _ = await api.call("POST", "/api/v1/namespaces/acme/endpoints", endpoints)
+    assert code == 201, created
+    code, status, warnings = await api.call("POST", DEPLOYMENTS, deployment("reached", replicas=1, labels={"app": "r", "deny": "yes"}))
+    assert code == 403, status
+    assert status["message"] == 'admission webhook "svc.acme.io" denied the request: no GPUs for you'
+    assert warnings == ['299 - "denied by the acme policy"']

@@ -1,0 +1,105 @@
+"""A real HTTPS admission webhook for tests: an aiohttp server with a certificate from its own
+CA (the ``caBundle`` a configuration gives the hub), answering AdmissionReviews by path.
+
+``/deny`` refuses objects labelled ``deny: "yes"`` (``no GPUs for you``, code 403, with a warning)
+and admits the rest with a warning; ``/label`` adds the label ``mutated: "yes"`` by JSON patch (and
+``/break`` sets ``spec.replicas`` to -1); ``/slow`` answers after :data:`SLOW_SECONDS`. Every review
+received is kept, by path, for the test to read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import socket
+import ssl
+from collections import defaultdict
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+from cryptography import x509
+
+from controlplane import pki
+
+SLOW_SECONDS = 3.0
+
+
+@dataclass
+class WebhookServer:
+    url: str  # https://127.0.0.1:<port>
+    port: int
+    ca_bundle: str  # base64 of the CA's PEM, as a configuration's caBundle
+    received: dict[str, list[dict[str, Any]]] = field(default_factory=lambda: defaultdict(list))
+
+    def client(self, path: str) -> dict[str, Any]:
+        return {"url": f"{self.url}{path}", "caBundle": self.ca_bundle}
+
+
+def _answer(review: dict[str, Any], **response: Any) -> web.Response:
+    return web.json_response({
+        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        "response": {"uid": review["request"]["uid"], **response},
+    })
+
+
+def _labels(review: dict[str, Any]) -> dict[str, Any]:
+    obj = review["request"].get("object") or review["request"].get("oldObject") or {}
+    return dict((obj.get("metadata") or {}).get("labels") or {})
+
+
+def _certificates(directory: Path, hosts: tuple[str, ...]) -> tuple[ssl.SSLContext, str]:
+    """A CA and a server certificate for ``hosts`` in ``directory``: the server's TLS context and
+    the CA as a caBundle."""
+    directory.mkdir(parents=True, exist_ok=True)
+    ca = pki.load_or_create_ca(directory / "ca.crt", directory / "ca.key", common_name="webhook-test-ca")
+    pki.ensure_certificate(
+        directory / "tls.crt", directory / "tls.key", ca_cert=ca, ca_key_path=directory / "ca.key",
+        common_name="webhook", hosts=list(hosts), usages=[x509.oid.ExtendedKeyUsageOID.SERVER_AUTH],
+    )
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(directory / "tls.crt", directory / "tls.key")
+    return context, base64.b64encode((directory / "ca.crt").read_bytes()).decode()
+
+
+@asynccontextmanager
+async def webhook_server(directory: Path, *, hosts: tuple[str, ...] = ("127.0.0.1",)) -> AsyncIterator[WebhookServer]:
+    """The server on a free port of 127.0.0.1, its certificate valid for ``hosts``."""
+    context, bundle = _certificates(directory, hosts)
+    received: dict[str, list[dict[str, Any]]] = defaultdict(list)
+
+    async def handle(request: web.Request) -> web.Response:
+        review = await request.json()
+        received[request.path].append(review)
+        if request.path == "/deny":
+            if _labels(review).get("deny") == "yes":
+                return _answer(review, allowed=False, warnings=["denied by the acme policy"],
+                               status={"code": 403, "message": "no GPUs for you"})
+            return _answer(review, allowed=True, warnings=["checked by the acme policy"])
+        if request.path in ("/label", "/break"):
+            patch = (
+                [{"op": "add", "path": "/metadata/labels/mutated", "value": "yes"}] if request.path == "/label"
+                else [{"op": "replace", "path": "/spec/replicas", "value": -1}]
+            )
+            encoded = base64.b64encode(json.dumps(patch).encode()).decode()
+            return _answer(review, allowed=True, patchType="JSONPatch", patch=encoded)
+        if request.path == "/slow":
+            await asyncio.sleep(SLOW_SECONDS)
+        return _answer(review, allowed=True)
+
+    app = web.Application()
+    app.router.add_post("/{tail:.*}", handle)
+    runner = web.AppRunner(app, shutdown_timeout=0.1)
+    await runner.setup()
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    await web.SockSite(runner, sock, ssl_context=context).start()
+    try:
+        yield WebhookServer(f"https://127.0.0.1:{port}", port, bundle, received)
+    finally:
+        await runner.cleanup()
