@@ -307,3 +307,45 @@ def test_the_namespaces_every_cluster_has(processes) -> None:
         return namespace is not None and namespace["metadata"]["uid"] != before
 
     wait_for(recreated, timeout=60, what="kube-node-lease created again")
+
+
+def test_kubectl_apply_meets_the_admission_webhook_an_admin_configured(processes, tmp_path: Path) -> None:
+    """A validating webhook (a real HTTPS server, its CA in the caBundle) refuses a Deployment:
+    kubectl prints kube's denial and the webhook's warning; an admitted one is created, with its
+    warning printed too."""
+    from tests.webhookserver import webhook_server_thread
+
+    _, kubectl = processes.start_hub()
+    with webhook_server_thread(tmp_path / "webhook") as server:
+        configuration = {
+            "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+            "metadata": {"name": "acme-policy"},
+            "webhooks": [{
+                "name": "deny.acme.io", "clientConfig": server.client("/deny"), "sideEffects": "None",
+                "admissionReviewVersions": ["v1"],
+                "rules": [{"operations": ["CREATE", "UPDATE"], "apiGroups": ["apps"], "apiVersions": ["v1"],
+                           "resources": ["deployments"]}],
+            }],
+        }
+        applied = kubectl.run("apply", "-f", "-", input_text=yaml.safe_dump(configuration))
+        assert "validatingwebhookconfiguration.admissionregistration.k8s.io/acme-policy created" in applied.stdout
+        refused = yaml.safe_load((MANIFESTS / "deployment.yaml").read_text())
+        refused["metadata"]["labels"] = {**(refused["metadata"].get("labels") or {}), "deny": "yes"}
+        results: list[subprocess.CompletedProcess[str]] = []
+
+        def denied() -> bool:  # the hub's watch of the configuration comes right after the apply
+            results.append(kubectl.run("apply", "-f", "-", input_text=yaml.safe_dump(refused), check=False))
+            return results[-1].returncode != 0
+
+        wait_for(denied, timeout=30, what="the webhook to refuse the Deployment")
+        stderr = results[-1].stderr
+        assert "Warning: denied by the acme policy" in stderr, stderr
+        # The webhook gave a code and no reason: kubectl names none, as against kube-apiserver.
+        assert ('Error from server: error when creating "STDIN": '
+                'admission webhook "deny.acme.io" denied the request: no GPUs for you') in stderr, stderr
+        assert kubectl.json_or_none("get", "deployment", refused["metadata"]["name"]) is None
+
+        created = kubectl.run("apply", "-f", str(MANIFESTS / "deployment.yaml"))
+        assert "deployment.apps/infer created" in created.stdout
+        assert "Warning: checked by the acme policy" in created.stderr, created.stderr
+        assert server.received["/deny"][-1]["request"]["object"]["metadata"]["name"] == "infer"

@@ -12,11 +12,13 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import queue
 import socket
 import ssl
+import threading
 from collections import defaultdict
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -103,3 +105,32 @@ async def webhook_server(directory: Path, *, hosts: tuple[str, ...] = ("127.0.0.
         yield WebhookServer(f"https://127.0.0.1:{port}", port, bundle, received)
     finally:
         await runner.cleanup()
+
+
+@contextmanager
+def webhook_server_thread(directory: Path, *, hosts: tuple[str, ...] = ("127.0.0.1",)) -> Iterator[WebhookServer]:
+    """:func:`webhook_server` on an event loop of its own thread, for tests that drive processes
+    synchronously (the e2e tests)."""
+    ready: queue.Queue[WebhookServer | BaseException] = queue.Queue()
+    loop = asyncio.new_event_loop()
+    stop = asyncio.Event()
+
+    async def serve() -> None:
+        try:
+            async with webhook_server(directory, hosts=hosts) as server:
+                ready.put(server)
+                await stop.wait()
+        except BaseException as exc:  # handed to the waiting test
+            ready.put(exc)
+
+    thread = threading.Thread(target=loop.run_until_complete, args=(serve(),), name="webhook-server", daemon=True)
+    thread.start()
+    started = ready.get(timeout=30)
+    if isinstance(started, BaseException):
+        raise started
+    try:
+        yield started
+    finally:
+        loop.call_soon_threadsafe(stop.set)
+        thread.join(timeout=10)
+        loop.close()
