@@ -148,36 +148,29 @@ def _go_strings(values: list[Any], type_name: str = "string") -> GoValue:
 
 def _rule_errors(rule: Obj, path: str) -> list[FieldError]:
     """``validateRuleWithOperations`` (subresources allowed)."""
-    errors: list[FieldError] = []
     operations = field.items(rule.get("operations"))
-    if not operations:
-        errors.append(field.required(f"{path}.operations"))
-    if len(operations) > 1 and "*" in operations:
-        errors.append(field.invalid(
-            f"{path}.operations", _go_strings(operations, "admissionregistration.OperationType"),
-            "if '*' is present, must not specify other operations",
-        ))
+    errors = _listed_errors(
+        operations, f"{path}.operations", "operations", go_type="admissionregistration.OperationType"
+    )
     for i, operation in enumerate(operations):
         if operation not in _OPERATIONS:
             errors.append(field.not_supported(f"{path}.operations[{i}]", operation, _OPERATIONS))
-    groups = field.items(rule.get("apiGroups"))
-    if not groups:
-        errors.append(field.required(f"{path}.apiGroups"))
-    if len(groups) > 1 and "*" in groups:
-        errors.append(field.invalid(
-            f"{path}.apiGroups", _go_strings(groups), "if '*' is present, must not specify other API groups"
-        ))
+    errors += _listed_errors(field.items(rule.get("apiGroups")), f"{path}.apiGroups", "API groups")
     versions = field.items(rule.get("apiVersions"))
-    if not versions:
-        errors.append(field.required(f"{path}.apiVersions"))
-    if len(versions) > 1 and "*" in versions:
-        errors.append(field.invalid(
-            f"{path}.apiVersions", _go_strings(versions), "if '*' is present, must not specify other API versions"
-        ))
+    errors += _listed_errors(versions, f"{path}.apiVersions", "API versions")
     errors += [field.required(f"{path}.apiVersions[{i}]") for i, version in enumerate(versions) if not version]
     errors += _resources_errors(field.items(rule.get("resources")), f"{path}.resources")
     errors += _one_of(rule.get("scope"), _SCOPES, f"{path}.scope")
     return errors
+
+
+def _listed_errors(values: list[Any], path: str, what: str, *, go_type: str = "string") -> list[FieldError]:
+    """A rule's list: required, and ``*`` alone or not at all."""
+    if not values:
+        return [field.required(path)]
+    if len(values) > 1 and "*" in values:
+        return [field.invalid(path, _go_strings(values, go_type), f"if '*' is present, must not specify other {what}")]
+    return []
 
 
 def _resources_errors(resources: list[Any], path: str) -> list[FieldError]:
