@@ -2,8 +2,8 @@
 CA (the ``caBundle`` a configuration gives the hub), answering AdmissionReviews by path.
 
 ``/deny`` refuses objects labelled ``deny: "yes"`` (``no GPUs for you``, code 403, with a warning)
-and admits the rest with a warning; ``/label`` adds the label ``mutated: "yes"`` by JSON patch (and
-``/break`` sets ``spec.replicas`` to -1); ``/slow`` answers after :data:`SLOW_SECONDS`. Every review
+and admits the rest with a warning; ``/label``, ``/break`` and ``/move`` answer with the JSON
+patches of :data:`PATCHES`; ``/slow`` answers after :data:`SLOW_SECONDS`. Every review
 received is kept, by path, for the test to read.
 """
 
@@ -29,6 +29,12 @@ from cryptography import x509
 from controlplane import pki
 
 SLOW_SECONDS = 3.0
+#: The JSON patch each mutating path answers with.
+PATCHES: dict[str, list[dict[str, Any]]] = {
+    "/label": [{"op": "add", "path": "/metadata/labels/mutated", "value": "yes"}],
+    "/break": [{"op": "replace", "path": "/spec/replicas", "value": -1}],
+    "/move": [{"op": "replace", "path": "/metadata/namespace", "value": "kube-system"}],
+}
 
 
 @dataclass
@@ -82,11 +88,8 @@ async def webhook_server(directory: Path, *, hosts: tuple[str, ...] = ("127.0.0.
                 return _answer(review, allowed=False, warnings=["denied by the acme policy"],
                                status={"code": 403, "message": "no GPUs for you"})
             return _answer(review, allowed=True, warnings=["checked by the acme policy"])
-        if request.path in ("/label", "/break"):
-            patch = (
-                [{"op": "add", "path": "/metadata/labels/mutated", "value": "yes"}] if request.path == "/label"
-                else [{"op": "replace", "path": "/spec/replicas", "value": -1}]
-            )
+        if request.path in PATCHES:
+            patch = PATCHES[request.path]
             encoded = base64.b64encode(json.dumps(patch).encode()).decode()
             return _answer(review, allowed=True, patchType="JSONPatch", patch=encoded)
         if request.path == "/slow":

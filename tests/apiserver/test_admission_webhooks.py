@@ -152,6 +152,14 @@ async def test_a_mutating_webhooks_patch_is_stored_and_validated(api: Api, serve
     assert "spec.replicas: Invalid value: -1: must be greater than or equal to 0" in status["message"]
     # Configurations are called in name order: "acme" saw the object before "breaks".
     assert server.received["/label"][-1]["request"]["name"] == "broken"
+    code, _, _ = await api.call("DELETE", f"{GROUP}/mutatingwebhookconfigurations/breaks")
+    assert code == 200
+
+    # A webhook cannot move the object to another namespace than the request's.
+    await configure(api, "Mutating", "moves", webhook("move.acme.io", server.client("/move")))
+    code, status, _ = await api.call("POST", DEPLOYMENTS, deployment("moved", replicas=1))
+    assert code == 400, status
+    assert status["message"] == "the namespace of the provided object does not match the namespace sent on the request"
 
 
 @pytest.mark.parametrize("policy", ["Fail", "Ignore"])

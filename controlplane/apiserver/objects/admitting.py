@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from controlplane.apiserver.admission import Operation, WebhookRequest
+from controlplane.apiserver.objects.body_kind import checked_body
 from controlplane.apiserver.objects.scale import scale_of
 from controlplane.apiserver.objects.values import WriteOptions
 from controlplane.apiserver.resources import ResourceType
@@ -40,6 +41,9 @@ async def mutated(
     patched = await options.webhooks.mutate(webhook_request(rt, options, operation, obj, old, subresource=subresource))
     if patched is None:
         return obj
+    # The patched object is checked as a request's body: its kind, namespace and name stay the write's.
+    meta = obj["metadata"]
+    patched = checked_body(rt, patched, namespace=meta.get("namespace"), name=meta.get("name"), copy_body=False)
     if rt.defaults is not None:
         rt.defaults(patched)
     return patched
