@@ -168,3 +168,18 @@ async def test_kubectl_applies_gets_and_explains_webhook_configurations(hub_kube
     code, out, err = await kubectl(hub_kubeconfig, "describe", "validatingwebhookconfiguration", "acme")
     assert code == 0, err
     assert "check.acme.io" in out
+
+
+def test_the_errors_come_in_kubes_order() -> None:
+    """Each webhook's own checks, then its review versions, then its name's uniqueness."""
+    obj = configuration(
+        "MutatingWebhookConfiguration",
+        webhook("a.acme.io"),
+        webhook("a.acme.io", sideEffects="Some", clientConfig={}, admissionReviewVersions=["v9"], reinvocationPolicy="Always"),
+    )
+    admreg.mutating_webhook_configuration(obj)
+    errors = admreg.validate_mutating_webhook_configuration(obj, None)
+    assert [e.field for e in errors] == [
+        "webhooks[1].sideEffects", "webhooks[1].reinvocationPolicy", "webhooks[1].clientConfig",
+        "webhooks[1].admissionReviewVersions", "webhooks[1].name",
+    ]

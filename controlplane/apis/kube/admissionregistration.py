@@ -84,12 +84,13 @@ def _validate_configuration(obj: Obj, old: Obj | None, *, mutating: bool) -> lis
     errors: list[FieldError] = []
     seen: set[str] = set()
     for path, hook in field.indexed(obj.get("webhooks"), "webhooks"):
+        errors += webhook_errors(hook, path, mutating=mutating)
+        errors += _review_versions_errors(hook.get("admissionReviewVersions"), f"{path}.admissionReviewVersions")
         name = hook.get("name")
         if unique and isinstance(name, str) and name:
             if name in seen:
                 errors.append(field.duplicate(f"{path}.name", name))
             seen.add(name)
-        errors += webhook_errors(hook, path, mutating=mutating)
     return errors
 
 
@@ -99,7 +100,8 @@ def _names_unique(obj: Obj) -> bool:
 
 
 def webhook_errors(hook: Obj, path: str, *, mutating: bool) -> list[FieldError]:
-    """``validateValidatingWebhook``/``validateMutatingWebhook`` with v1's options."""
+    """``validateValidatingWebhook``/``validateMutatingWebhook`` with v1's options (the review
+    versions and the name's uniqueness are the configuration's checks, after these)."""
     errors = _fully_qualified_name_errors(str(hook.get("name") or ""), f"{path}.name")
     for rule_path, rule in field.indexed(hook.get("rules"), f"{path}.rules"):
         errors += _rule_errors(rule, rule_path)
@@ -119,11 +121,9 @@ def webhook_errors(hook: Obj, path: str, *, mutating: bool) -> list[FieldError]:
         errors += selector_errors(hook["namespaceSelector"], f"{path}.namespaceSelector")
     if hook.get("objectSelector") is not None:
         errors += selector_errors(hook["objectSelector"], f"{path}.objectSelector")
-    errors += _review_versions_errors(hook.get("admissionReviewVersions"), f"{path}.admissionReviewVersions")
-    errors += _client_config_errors(field.mapping(hook.get("clientConfig")), f"{path}.clientConfig")
     if mutating:
         errors += _one_of(hook.get("reinvocationPolicy"), _REINVOCATION_POLICIES, f"{path}.reinvocationPolicy")
-    return errors
+    return errors + _client_config_errors(field.mapping(hook.get("clientConfig")), f"{path}.clientConfig")
 
 
 def _one_of(value: Any, supported: tuple[str, ...], path: str) -> list[FieldError]:
