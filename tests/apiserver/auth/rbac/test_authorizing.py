@@ -11,6 +11,7 @@ from controlplane.apiserver.auth.rbac.aggregation import aggregated_rules
 from controlplane.apiserver.auth.rbac.authorizing import HubAuthorizer
 from controlplane.apiserver.auth.rbac.index import (
     CLUSTER_ROLE,
+    CLUSTER_ROLE_BINDING,
     ROLE,
     ROLE_BINDING,
 )
@@ -24,6 +25,7 @@ ALICE = UserInfo(name="alice", role=Role.USER, user_groups=("team-a", "system:au
 BOB = UserInfo(name="bob", role=Role.USER, user_groups=("system:authenticated",))
 AGENT = UserInfo(name="agent:onprem-a", role=Role.AGENT, cluster="onprem-a")
 JOIN = UserInfo(name="bootstrap", role=Role.BOOTSTRAP, token_id="bbbbbb")
+CAROL = UserInfo(name="carol", role=Role.USER, user_groups=("system:authenticated",))  # admin everywhere
 
 
 
@@ -40,6 +42,9 @@ def authorizer() -> HubAuthorizer:
     index.put(ROLE, {"metadata": {"name": "cm-reader", "namespace": "team-b"},
                      "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"], "resourceNames": ["settings"]}]})
     index.put(ROLE_BINDING, binding("bob-cm", "team-b", (ROLE, "cm-reader"), ("User", "bob")))
+    carol = binding("carol-admin", "", (CLUSTER_ROLE, "admin"), ("User", "carol"))
+    del carol["metadata"]["namespace"]
+    index.put(CLUSTER_ROLE_BINDING, carol)
     return HubAuthorizer(index)
 
 
@@ -86,6 +91,13 @@ DECISIONS = [
     (res(VIEWER, "list", "", "componentstatuses"), True),
     (res(VIEWER, "delete", "", "componentstatuses", name="etcd-0"), False),
     (res(ALICE, "list", "", "componentstatuses"), False),  # not in kube's view, edit or admin
+    # Admission webhook configurations: cluster-admin's alone, as in kube (no aggregated role names them).
+    (res(ADMIN, "create", "admissionregistration.k8s.io", "validatingwebhookconfigurations"), True),
+    (res(ALICE, "create", "admissionregistration.k8s.io", "validatingwebhookconfigurations"), False),
+    (res(CAROL, "create", "apps", "deployments", ns="any"), True),
+    (res(CAROL, "create", "admissionregistration.k8s.io", "validatingwebhookconfigurations"), False),
+    (res(ALICE, "delete", "admissionregistration.k8s.io", "mutatingwebhookconfigurations", name="m"), False),
+    (res(VIEWER, "list", "admissionregistration.k8s.io", "mutatingwebhookconfigurations"), False),
     (res(VIEWER, "get", "", "secrets", ns="x", name="s"), False),
     (res(VIEWER, "list", "auth.gpufed.io", "tokens"), False),
     (res(VIEWER, "create", "apps", "deployments", ns="x"), False),
