@@ -97,7 +97,8 @@ class WebhookCalls(Protocol):
     final object, after the other checks above and before quota admission and the store."""
 
     async def mutate(self, request: WebhookRequest) -> dict[str, Any] | None:
-        """The object as the mutating webhooks patched it; None when none changed it."""
+        """The object as the mutating webhooks patched it; None when none changed it (or for a
+        delete, which they may refuse but not change)."""
         ...
 
     async def validate(self, request: WebhookRequest) -> None:

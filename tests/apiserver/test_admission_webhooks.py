@@ -160,6 +160,16 @@ async def test_a_mutating_webhooks_patch_is_stored_and_validated(api: Api, serve
     code, status, _ = await api.call("POST", DEPLOYMENTS, deployment("moved", replicas=1))
     assert code == 400, status
     assert status["message"] == "the namespace of the provided object does not match the namespace sent on the request"
+    # Nor patch a delete, which has no object: kube's internal error, and nothing is deleted.
+    code, status, _ = await api.call("DELETE", f"{DEPLOYMENTS}/mutated")
+    assert code == 500, status
+    assert status["message"] == (
+        'Internal error occurred: admission webhook "label.acme.io" attempted to modify the object, '
+        "which is not supported for this operation"
+    )
+    assert server.received["/label"][-1]["request"]["operation"] == "DELETE"
+    code, _, _ = await api.call("GET", f"{DEPLOYMENTS}/mutated")
+    assert code == 200
 
 
 @pytest.mark.parametrize("policy", ["Fail", "Ignore"])

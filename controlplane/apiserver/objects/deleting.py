@@ -80,9 +80,10 @@ class Deleter:
             obj = decode(rt, kv)
             check_preconditions(rt, obj, options.preconditions)
             if options.webhooks is not None:
-                await options.webhooks.validate(WebhookRequest(
-                    Operation.DELETE, rt, name, namespace, None, obj, dry_run=options.dry_run
-                ))
+                # Mutating webhooks see a delete too (and may refuse it); then the validating ones.
+                request = WebhookRequest(Operation.DELETE, rt, name, namespace, None, obj, dry_run=options.dry_run)
+                await options.webhooks.mutate(request)
+                await options.webhooks.validate(request)
             try:
                 if rt is self._namespaces.type:
                     return await self._delete_namespace(kv, obj, dry_run=options.dry_run)

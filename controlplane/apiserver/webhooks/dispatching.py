@@ -125,8 +125,6 @@ class RequestWebhooks:
 
     async def mutate(self, request: WebhookRequest) -> dict[str, Any] | None:
         hooks = await self._matching(self._admission.mutating, request)
-        if not hooks or request.obj is None:
-            return None
         obj: dict[str, Any] | None = None
         for hook in hooks:
             current = request if obj is None else _with_object(request, obj)
@@ -136,7 +134,12 @@ class RequestWebhooks:
             if not verdict.allowed:
                 raise self._refused(review.denial(hook.name, verdict.status))
             if verdict.patch:
-                obj = _patched(hook, current.obj or {}, verdict.patch)
+                if current.obj is None:  # a delete: there is nothing to patch
+                    raise self._refused(errors.InternalError(
+                        f'Internal error occurred: admission webhook "{hook.name}" attempted to modify the object, '
+                        "which is not supported for this operation"
+                    ))
+                obj = _patched(hook, current.obj, verdict.patch)
         return obj
 
     async def validate(self, request: WebhookRequest) -> None:
