@@ -54,7 +54,7 @@ from controlplane.apiserver.flowcontrol import (
     FlowControlMetrics,
     add_flow_headers,
 )
-from controlplane.apiserver.handlers import REQUEST_INFO, ResourceHandlers, json_response
+from controlplane.apiserver.handlers import REQUEST_INFO, WARNINGS, ResourceHandlers, json_response
 from controlplane.apiserver.health import HealthEndpoints
 from controlplane.apiserver.identity import (
     Authenticator,
@@ -164,10 +164,10 @@ async def accept_middleware(request: web.Request, handler: Handler) -> web.Strea
     return await handler(request)
 
 
-def _error_response(exc: errors.ApiError) -> web.Response:
-    """The Status of ``exc``; a 429 or 503 that says when to retry also says so in
-    ``Retry-After``, as kube-apiserver does."""
-    response = json_response(exc.to_status(), status=exc.code, warnings=exc.warnings)
+def _error_response(exc: errors.ApiError, warnings: list[str] | None = None) -> web.Response:
+    """The Status of ``exc``, with the request's ``warnings``; a 429 or 503 that says when to retry
+    also says so in ``Retry-After``, as kube-apiserver does."""
+    response = json_response(exc.to_status(), status=exc.code, warnings=warnings)
     if exc.retry_after_seconds is not None and exc.code in (429, 503):
         response.headers["Retry-After"] = str(exc.retry_after_seconds)
     return response
@@ -187,7 +187,7 @@ async def status_middleware(request: web.Request, handler: Handler) -> web.Strea
         return _negotiated(request, response)
     except errors.ApiError as exc:
         code = exc.code
-        return _negotiated(request, _error_response(exc))
+        return _negotiated(request, _error_response(exc, request.get(WARNINGS)))
     except storage.Unavailable as exc:
         # Reached from outside the object layer (e.g. a token lookup); same answer as there.
         logger.debug("store unavailable serving %s %s: %s", request.method, request.path, exc)

@@ -87,8 +87,6 @@ class ApiError(Exception):
         self.target = target
         self.causes = causes or []
         self.retry_after_seconds = retry_after_seconds
-        #: Warnings the client is sent with the error (an admission webhook's that refused the write).
-        self.warnings: list[str] = []
 
     def to_status(self) -> dict[str, Any]:
         details: dict[str, Any] = {}

@@ -46,6 +46,9 @@ from controlplane.apiserver.watching import SlowWatcher, WatchLimits, event_line
 logger = logging.getLogger(__name__)
 
 REQUEST_INFO = web.RequestKey("request_info", RequestInfo)
+#: The warnings a request's write gathered, sent as ``Warning`` headers with its answer, an error
+#: included (kube writes the warnings its handlers recorded whatever the outcome).
+WARNINGS = web.RequestKey("warnings", list[str])
 JSON_CONTENT_TYPE = "application/json"
 _TRUE = frozenset({"1", "true", "True"})
 _BODY_MEDIA = ("application/json", "application/yaml", "text/yaml", "application/x-yaml")
@@ -107,6 +110,14 @@ def _force_of(request: web.Request, patch_type: PatchType) -> bool:
     if force and patch_type is not PatchType.APPLY:
         raise errors.BadRequest("force: Invalid value: true: may not be specified for non-apply patch")
     return force
+
+
+def request_warnings(request: web.Request) -> list[str]:
+    """The request's warnings (:data:`WARNINGS`), kept on the request for its error answer too."""
+    warnings = request.get(WARNINGS)
+    if warnings is None:
+        warnings = request[WARNINGS] = []
+    return warnings
 
 
 def dry_run_of(request: web.Request) -> bool:
@@ -213,7 +224,7 @@ class ResourceHandlers:
         assert info.name is not None
         if info.verb == "get":
             return json_response(await self._objects.get_scale(rt, namespace=info.namespace, name=info.name))
-        warnings: list[str] = []
+        warnings = request_warnings(request)
         if info.verb == "update":
             scale = await self._objects.update_scale(
                 rt, await self._body(request), namespace=info.namespace, name=info.name,
@@ -402,7 +413,7 @@ class ResourceHandlers:
 
     async def _create(self, request: web.Request, rt: ResourceType, info: RequestInfo) -> web.StreamResponse:
         body = await self._body(request)
-        warnings: list[str] = []
+        warnings = request_warnings(request)
         created = await self._objects.create_encoded(
             rt, body, namespace=info.namespace, **self._write_args(request, warnings)
         )
@@ -412,7 +423,7 @@ class ResourceHandlers:
         self, request: web.Request, rt: ResourceType, info: RequestInfo, *, subresource: str | None
     ) -> web.StreamResponse:
         body = await self._body(request)
-        warnings: list[str] = []
+        warnings = request_warnings(request)
         updated = await self._objects.update_handed_over(
             rt, body, namespace=info.namespace, name=info.name, subresource=subresource,
             **self._write_args(request, warnings),
@@ -426,7 +437,7 @@ class ResourceHandlers:
         patch_type = PatchType.from_content_type(request.headers.get("Content-Type", ""), rt)
         media = "application/yaml" if patch_type is PatchType.APPLY else JSON_CONTENT_TYPE
         patch = await decode_body(await request.read(), media=media)
-        warnings: list[str] = []
+        warnings = request_warnings(request)
         force = _force_of(request, patch_type)
         created: list[bool] = []
         options = self._write_args(request, warnings)
@@ -458,7 +469,7 @@ class ResourceHandlers:
         options = await self._delete_options(request)
         pre = options.get("preconditions") or {}
         dry_run = dry_run_of(request) or "All" in (options.get("dryRun") or [])
-        warnings: list[str] = []
+        warnings = request_warnings(request)
         result = await self._objects.delete(
             rt, namespace=info.namespace, name=info.name,
             preconditions=Preconditions(uid=pre.get("uid"), resource_version=pre.get("resourceVersion")),
@@ -488,7 +499,7 @@ class ResourceHandlers:
             rt, namespace=info.namespace, label_selector=request.query.get("labelSelector"),
             field_selector=request.query.get("fieldSelector"), dry_run=dry_run_of(request),
             propagation_policy=options.get("propagationPolicy"), orphan_dependents=options.get("orphanDependents"),
-            webhooks=self._webhooks(request, []),
+            webhooks=self._webhooks(request, request_warnings(request)),
         )
         return json_response(
             {

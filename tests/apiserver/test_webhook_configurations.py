@@ -183,3 +183,4 @@ def test_the_errors_come_in_kubes_order() -> None:
         "webhooks[1].sideEffects", "webhooks[1].reinvocationPolicy", "webhooks[1].clientConfig",
         "webhooks[1].admissionReviewVersions", "webhooks[1].name",
     ]
+

@@ -132,13 +132,13 @@ class RequestWebhooks:
             if verdict is None:
                 continue
             if not verdict.allowed:
-                raise self._refused(review.denial(hook.name, verdict.status))
+                raise review.denial(hook.name, verdict.status)
             if verdict.patch:
                 if current.obj is None:  # a delete: there is nothing to patch
-                    raise self._refused(errors.InternalError(
+                    raise errors.InternalError(
                         f'Internal error occurred: admission webhook "{hook.name}" attempted to modify the object, '
                         "which is not supported for this operation"
-                    ))
+                    )
                 obj = _patched(hook, current.obj, verdict.patch)
         return obj
 
@@ -151,15 +151,9 @@ class RequestWebhooks:
         )
         for hook, result in zip(hooks, results, strict=True):
             if isinstance(result, BaseException):
-                raise self._refused(result)
+                raise result
             if result is not None and not result.allowed:
-                raise self._refused(review.denial(hook.name, result.status))
-
-    def _refused(self, error: BaseException) -> BaseException:
-        """``error``, carrying the warnings the request gathered so far (kubectl prints them with it)."""
-        if isinstance(error, errors.ApiError):
-            error.warnings = list(self._warnings)
-        return error
+                raise review.denial(hook.name, result.status)
 
     async def _matching(self, hooks: tuple[Webhook, ...], request: WebhookRequest) -> list[Webhook]:
         if not hooks or not matching.called(request):
@@ -174,7 +168,7 @@ class RequestWebhooks:
         if request.dry_run:
             for hook in out:
                 if hook.side_effects not in ("None", "NoneOnDryRun"):
-                    raise self._refused(errors.BadRequest(f'admission webhook "{hook.name}" does not support dry run'))
+                    raise errors.BadRequest(f'admission webhook "{hook.name}" does not support dry run')
         return out
 
     async def _labels_of(self, namespace: str | None) -> dict[str, Any]:
