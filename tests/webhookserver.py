@@ -3,7 +3,8 @@ CA (the ``caBundle`` a configuration gives the hub), answering AdmissionReviews 
 
 ``/deny`` refuses objects labelled ``deny: "yes"`` (``no GPUs for you``, code 403, with a warning)
 and admits the rest with a warning; ``/label``, ``/break`` and ``/move`` answer with the JSON
-patches of :data:`PATCHES`; ``/slow`` answers after :data:`SLOW_SECONDS`. Every review
+patches of :data:`PATCHES`; ``/slow`` answers after :data:`SLOW_SECONDS`; ``/together`` admits
+only a call made while another one is in flight (else ``called alone``). Every review
 received is kept, by path, for the test to read.
 """
 
@@ -79,6 +80,8 @@ async def webhook_server(directory: Path, *, hosts: tuple[str, ...] = ("127.0.0.
     """The server on a free port of 127.0.0.1, its certificate valid for ``hosts``."""
     context, bundle = _certificates(directory, hosts)
     received: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    waiting: list[dict[str, Any]] = []
+    paired = asyncio.Event()
 
     async def handle(request: web.Request) -> web.Response:
         review = await request.json()
@@ -94,6 +97,15 @@ async def webhook_server(directory: Path, *, hosts: tuple[str, ...] = ("127.0.0.
             return _answer(review, allowed=True, patchType="JSONPatch", patch=encoded)
         if request.path == "/slow":
             await asyncio.sleep(SLOW_SECONDS)
+        if request.path == "/together":
+            # Admits only while another call to /together is in flight with it.
+            waiting.append(review)
+            if len(waiting) % 2 == 0:
+                paired.set()
+            try:
+                await asyncio.wait_for(paired.wait(), SLOW_SECONDS)
+            except TimeoutError:
+                return _answer(review, allowed=False, status={"message": "called alone"})
         return _answer(review, allowed=True)
 
     app = web.Application()

@@ -172,6 +172,16 @@ async def test_a_mutating_webhooks_patch_is_stored_and_validated(api: Api, serve
     assert code == 200
 
 
+async def test_the_validating_webhooks_are_called_at_once(api: Api, server: WebhookServer) -> None:
+    """Each of the two webhooks admits only while the other's call is in flight: the write is
+    admitted only if the hub called them together, as kube does."""
+    await configure(api, "Validating", "pair", webhook("one.acme.io", server.client("/together")),
+                    webhook("two.acme.io", server.client("/together")))
+    code, status, _ = await api.call("POST", DEPLOYMENTS, deployment("together", replicas=1))
+    assert code == 201, status
+    assert len(server.received["/together"]) == 2
+
+
 @pytest.mark.parametrize("policy", ["Fail", "Ignore"])
 async def test_a_webhook_that_does_not_answer_in_time(api: Api, server: WebhookServer, policy: str) -> None:
     await configure(api, "Validating", "slow", webhook(
