@@ -172,6 +172,24 @@ async def test_a_mutating_webhooks_patch_is_stored_and_validated(api: Api, serve
     assert code == 200
 
 
+async def test_the_namespace_selector_reads_the_namespaces_labels(api: Api, server: WebhookServer) -> None:
+    await configure(api, "Validating", "ml-only", webhook(
+        "ml.acme.io", server.client("/deny"), namespaceSelector={"matchLabels": {"team": "ml"}},
+    ))
+    denied = deployment("d", replicas=1, labels={"app": "d", "deny": "yes"})
+    code, status, _ = await api.call("POST", DEPLOYMENTS, denied)
+    assert code == 201, status  # default has no team label: not sent
+    assert not server.received["/deny"]
+    code, created, _ = await api.call("POST", "/api/v1/namespaces", {
+        "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml", "labels": {"team": "ml"}},
+    })
+    assert code == 201, created
+    code, status, _ = await api.call("POST", "/apis/apps/v1/namespaces/ml/deployments", {**denied, "metadata": {
+        **denied["metadata"], "namespace": "ml"}})
+    assert code == 403, status
+    assert server.received["/deny"][-1]["request"]["namespace"] == "ml"
+
+
 async def test_the_validating_webhooks_are_called_at_once(api: Api, server: WebhookServer) -> None:
     """Each of the two webhooks admits only while the other's call is in flight: the write is
     admitted only if the hub called them together, as kube does."""
