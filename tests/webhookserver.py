@@ -3,7 +3,7 @@ CA (the ``caBundle`` a configuration gives the hub), answering AdmissionReviews 
 
 ``/deny`` refuses objects labelled ``deny: "yes"`` (``no GPUs for you``, code 403, with a warning)
 and admits the rest with a warning; ``/label``, ``/break`` and ``/move`` answer with the JSON
-patches of :data:`PATCHES`; ``/slow`` answers after :data:`SLOW_SECONDS`; ``/together`` admits
+patches of :data:`PATCHES`, ``/copy`` notes the label ``/label`` adds in an annotation; ``/slow`` answers after :data:`SLOW_SECONDS`; ``/together`` admits
 only a call made while another one is in flight (else ``called alone``). Every review
 received is kept, by path, for the test to read.
 """
@@ -91,6 +91,15 @@ async def webhook_server(directory: Path, *, hosts: tuple[str, ...] = ("127.0.0.
                 return _answer(review, allowed=False, warnings=["denied by the acme policy"],
                                status={"code": 403, "message": "no GPUs for you"})
             return _answer(review, allowed=True, warnings=["checked by the acme policy"])
+        if request.path == "/copy":
+            # Notes, in an annotation, the label /label adds, once it is there.
+            obj = review["request"]["object"]
+            if "mutated" not in _labels(review):
+                return _answer(review, allowed=True)
+            annotations = {**(obj["metadata"].get("annotations") or {}), "acme.io/saw-label": "yes"}
+            patch = [{"op": "add", "path": "/metadata/annotations", "value": annotations}]
+            encoded = base64.b64encode(json.dumps(patch).encode()).decode()
+            return _answer(review, allowed=True, patchType="JSONPatch", patch=encoded)
         if request.path in PATCHES:
             patch = PATCHES[request.path]
             encoded = base64.b64encode(json.dumps(patch).encode()).decode()

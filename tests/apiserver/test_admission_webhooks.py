@@ -172,6 +172,20 @@ async def test_a_mutating_webhooks_patch_is_stored_and_validated(api: Api, serve
     assert code == 200
 
 
+@pytest.mark.parametrize("policy", ["IfNeeded", "Never"])
+async def test_a_mutating_webhook_is_reinvoked_if_needed(api: Api, server: WebhookServer, policy: str) -> None:
+    """"a-copy" runs before "b-label" (name order) and sees no label; with ``IfNeeded`` it is called
+    again after "b-label" added it, and notes it."""
+    await configure(api, "Mutating", "a-copy", webhook("copy.acme.io", server.client("/copy"), reinvocationPolicy=policy))
+    await configure(api, "Mutating", "b-label", webhook("label.acme.io", server.client("/label")))
+    code, created, _ = await api.call("POST", DEPLOYMENTS, deployment("noted", replicas=1))
+    assert code == 201, created
+    assert created["metadata"]["labels"]["mutated"] == "yes"
+    noted = (created["metadata"].get("annotations") or {}).get("acme.io/saw-label")
+    assert noted == ("yes" if policy == "IfNeeded" else None)
+    assert len(server.received["/copy"]) == (2 if policy == "IfNeeded" else 1)
+
+
 async def test_the_namespace_selector_reads_the_namespaces_labels(api: Api, server: WebhookServer) -> None:
     await configure(api, "Validating", "ml-only", webhook(
         "ml.acme.io", server.client("/deny"), namespaceSelector={"matchLabels": {"team": "ml"}},

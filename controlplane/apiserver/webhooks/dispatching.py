@@ -13,8 +13,9 @@ validating webhooks are called all at once, and the first refusal is the answer.
 (unreachable, timed out, an invalid answer) refuses the write with kube's ``Internal error
 occurred: failed calling webhook "x": ...`` under ``failurePolicy: Fail`` and is logged and
 ignored under ``Ignore``. A dry run calls only webhooks declaring ``sideEffects`` None or
-NoneOnDryRun (kube's 400 otherwise). ``reinvocationPolicy: IfNeeded`` is taken as ``Never``: a
-mutating webhook is not called again after a later one changed the object.
+NoneOnDryRun (kube's 400 otherwise). A mutating webhook with ``reinvocationPolicy: IfNeeded`` is
+called once more, after the others, when a later webhook changed the object (kube also reinvokes
+for its in-tree mutating plugins' changes; the hub has none after the webhooks).
 """
 
 from __future__ import annotations
@@ -126,21 +127,34 @@ class RequestWebhooks:
     async def mutate(self, request: WebhookRequest) -> dict[str, Any] | None:
         hooks = await self._matching(self._admission.mutating, request)
         obj: dict[str, Any] | None = None
-        for hook in hooks:
-            current = request if obj is None else _with_object(request, obj)
-            verdict = await self._call(hook, current, mutating=True)
-            if verdict is None:
-                continue
-            if not verdict.allowed:
-                raise review.denial(hook.name, verdict.status)
-            if verdict.patch:
-                if current.obj is None:  # a delete: there is nothing to patch
-                    raise errors.InternalError(
-                        f'Internal error occurred: admission webhook "{hook.name}" attempted to modify the object, '
-                        "which is not supported for this operation"
-                    )
-                obj = _patched(hook, current.obj, verdict.patch)
+        last_change = -1
+        for index, hook in enumerate(hooks):
+            patched = await self._mutate_once(hook, request if obj is None else _with_object(request, obj))
+            if patched is not None:
+                obj, last_change = patched, index
+        # kube's reinvocation: a webhook asking for it is called once more when a later one changed the object.
+        for index, hook in enumerate(hooks):
+            if hook.reinvocation_policy == "IfNeeded" and index < last_change:
+                assert obj is not None
+                obj = await self._mutate_once(hook, _with_object(request, obj)) or obj
         return obj
+
+    async def _mutate_once(self, hook: Webhook, request: WebhookRequest) -> dict[str, Any] | None:
+        """The object as ``hook`` changed it; None when it changed nothing (or its call failed open)."""
+        verdict = await self._call(hook, request, mutating=True)
+        if verdict is None:
+            return None
+        if not verdict.allowed:
+            raise review.denial(hook.name, verdict.status)
+        if not verdict.patch:
+            return None
+        if request.obj is None:  # a delete: there is nothing to patch
+            raise errors.InternalError(
+                f'Internal error occurred: admission webhook "{hook.name}" attempted to modify the object, '
+                "which is not supported for this operation"
+            )
+        patched = _patched(hook, request.obj, verdict.patch)
+        return None if patched == request.obj else patched
 
     async def validate(self, request: WebhookRequest) -> None:
         hooks = await self._matching(self._admission.validating, request)
