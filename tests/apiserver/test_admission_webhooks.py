@@ -172,6 +172,24 @@ async def test_a_mutating_webhooks_patch_is_stored_and_validated(api: Api, serve
     assert code == 200
 
 
+async def test_a_mutating_webhook_patches_a_scale(api: Api, server: WebhookServer) -> None:
+    """A rule naming ``deployments/scale`` sees a scale write as its Scale; the replicas it patches
+    in are the Deployment's."""
+    scale_rule = {"operations": ["UPDATE"], "apiGroups": ["apps"], "apiVersions": ["v1"], "resources": ["deployments/scale"]}
+    await configure(api, "Mutating", "cap", webhook("cap.acme.io", server.client("/cap"), rules=[scale_rule]))
+    code, created, _ = await api.call("POST", DEPLOYMENTS, deployment("capped", replicas=1))
+    assert code == 201 and created["spec"]["replicas"] == 1, "a write of the main resource is not sent"
+    assert not server.received["/cap"]
+    code, scale, _ = await api.call("PATCH", f"{DEPLOYMENTS}/capped/scale", {"spec": {"replicas": 5}},
+                                    **{"Content-Type": "application/merge-patch+json"})
+    assert code == 200, scale
+    assert scale["spec"]["replicas"] == 2
+    request = server.received["/cap"][-1]["request"]
+    assert (request["kind"]["kind"], request["subResource"], request["object"]["spec"]["replicas"]) == ("Scale", "scale", 5)
+    code, stored, _ = await api.call("GET", f"{DEPLOYMENTS}/capped")
+    assert stored["spec"]["replicas"] == 2
+
+
 @pytest.mark.parametrize("policy", ["IfNeeded", "Never"])
 async def test_a_mutating_webhook_is_reinvoked_if_needed(api: Api, server: WebhookServer, policy: str) -> None:
     """"a-copy" runs before "b-label" (name order) and sees no label; with ``IfNeeded`` it is called

@@ -1,16 +1,18 @@
 """What the object layer hands the admission webhooks of a write
 (:class:`~controlplane.apiserver.admission.WebhookCalls`): the write as they see it — a write
-through ``scale`` as its Scale — and the object as the mutating ones patched it, defaulted again
-as kube decodes a patched object before its validation.
+through ``scale`` as its Scale — and the object as the mutating ones patched it (a Scale's replicas
+set on it), defaulted again as kube decodes a patched object before its validation.
 """
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
+from controlplane.apis.untyped import dig
 from controlplane.apiserver.admission import Operation, WebhookRequest
 from controlplane.apiserver.objects.body_kind import checked_body
-from controlplane.apiserver.objects.scale import scale_of
+from controlplane.apiserver.objects.scale import replicas_patch, require_scale, scale_of
 from controlplane.apiserver.objects.values import WriteOptions
 from controlplane.apiserver.resources import ResourceType
 
@@ -36,13 +38,21 @@ async def mutated(
 ) -> dict[str, Any]:
     """``obj`` as the mutating webhooks patch it, defaulted again (as kube decodes a patched object)."""
     assert options.webhooks is not None
-    if (subresource or options.recorded_subresource) == "scale":
-        return obj  # a Scale's mutation is not modelled: only validating webhooks see it
     patched = await options.webhooks.mutate(webhook_request(rt, options, operation, obj, old, subresource=subresource))
     if patched is None:
         return obj
-    # The patched object is checked as a request's body: its kind, namespace and name stay the write's.
     meta = obj["metadata"]
+    if (subresource or options.recorded_subresource) == "scale":
+        # The webhooks patched the Scale: its replicas (checked as a Scale written) are the object's.
+        replicas_path = require_scale(rt).spec_replicas.split(".")
+        replicas = dig(replicas_patch(rt, patched, name=str(meta.get("name") or "")), *replicas_path)
+        scaled = copy.deepcopy(obj)
+        node = scaled
+        for part in replicas_path[:-1]:
+            node = node.setdefault(part, {})
+        node[replicas_path[-1]] = replicas
+        return scaled
+    # The patched object is checked as a request's body: its kind, namespace and name stay the write's.
     patched = checked_body(rt, patched, namespace=meta.get("namespace"), name=meta.get("name"), copy_body=False)
     if rt.defaults is not None:
         rt.defaults(patched)
