@@ -53,6 +53,7 @@ class WebhookAdmission:
         self.client = WebhookClient(objects)
         self._validating_type = objects.registry.require(_GROUP, "ValidatingWebhookConfiguration")
         self._mutating_type = objects.registry.require(_GROUP, "MutatingWebhookConfiguration")
+        self._namespace_type = objects.registry.require("v1", "Namespace")
         self._configurations: dict[str, dict[str, dict[str, Any]]] = {"validating": {}, "mutating": {}}
         self.validating: tuple[Webhook, ...] = ()
         self.mutating: tuple[Webhook, ...] = ()
@@ -63,6 +64,11 @@ class WebhookAdmission:
         if user is None or not (self.validating or self.mutating):
             return None
         return RequestWebhooks(self, user, warnings)
+
+    async def namespace_labels(self, name: str) -> dict[str, Any]:
+        """The labels of namespace ``name`` (kube's 404 when there is none)."""
+        namespace = await self._objects.get(self._namespace_type, name=name)
+        return dict(namespace["metadata"].get("labels") or {})
 
     async def wait_synced(self) -> None:
         for event in self._synced.values():
@@ -188,9 +194,7 @@ class RequestWebhooks:
     async def _labels_of(self, namespace: str | None) -> dict[str, Any]:
         assert namespace
         if namespace not in self._namespace_labels:
-            registry = self._admission._objects.registry
-            ns = await self._admission._objects.get(registry.require("v1", "Namespace"), name=namespace)
-            self._namespace_labels[namespace] = dict(ns["metadata"].get("labels") or {})
+            self._namespace_labels[namespace] = await self._admission.namespace_labels(namespace)
         return self._namespace_labels[namespace]
 
     async def _call(self, hook: Webhook, request: WebhookRequest, *, mutating: bool) -> review.Verdict | None:
