@@ -191,6 +191,25 @@ class Gone(ApiError):
     reason = StatusReason.EXPIRED
 
 
+class InconsistentContinue(Gone):
+    """kube's 410 for a continue token whose revision is compacted away: the Status carries, in
+    ``metadata.continue``, a token that resumes the same list after the same key at the latest
+    revision (its items may then mix two moments; kube's message says so)."""
+
+    def __init__(self, continue_token: str) -> None:
+        super().__init__(
+            "The provided continue parameter is too old to display a consistent list result. You can start a "
+            "new list without the continue parameter, or use the continue token in this response to retrieve "
+            "the remainder of the results. Continuing with the provided token results in an inconsistent list "
+            "- objects that were created, modified, or deleted between the time the first chunk was returned "
+            "and now may show up in the list."
+        )
+        self.continue_token = continue_token
+
+    def to_status(self) -> dict[str, Any]:
+        return {**super().to_status(), "metadata": {"continue": self.continue_token}}
+
+
 class UnsupportedMediaType(ApiError):
     code = 415
     reason = StatusReason.UNSUPPORTED_MEDIA_TYPE

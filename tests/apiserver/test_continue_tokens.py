@@ -6,16 +6,25 @@ client sees it; a token from a page still resumes the list, and a negative revis
 from __future__ import annotations
 
 import base64
+import json
 from typing import Any
 
 import pytest
 from aiohttp.test_utils import TestClient
+
+from controlplane.apiserver.objects import ObjectStore
 
 from .kinds import deployment
 
 Client = TestClient[Any, Any]
 DEPLOYMENTS = "/apis/apps/v1/namespaces/default/deployments"
 NOT_VALID = "invalid continue token: continue key is not valid"
+INCONSISTENT = (
+    "The provided continue parameter is too old to display a consistent list result. You can start a new list "
+    "without the continue parameter, or use the continue token in this response to retrieve the remainder of "
+    "the results. Continuing with the provided token results in an inconsistent list - objects that were "
+    "created, modified, or deleted between the time the first chunk was returned and now may show up in the list."
+)
 
 
 def _token(raw: bytes) -> str:
@@ -65,3 +74,24 @@ async def test_a_token_resumes_and_a_resource_version_beside_it_is_refused(api: 
     assert (await api.post(DEPLOYMENTS, json=deployment("d"))).status == 201
     now = await (await api.get(DEPLOYMENTS, params={"continue": latest})).json()
     assert [item["metadata"]["name"] for item in now["items"]] == ["b", "c", "d"]
+
+
+async def test_a_compacted_token_is_kubes_410_with_a_token_that_goes_on_at_the_latest(
+    api: Client, objects: ObjectStore
+) -> None:
+    """kube's store answers a token whose revision is compacted away with 410 Expired, its
+    ``inconsistentContinue`` message and, in the Status's ``metadata.continue``, a token that
+    resumes after the same key at the latest revision (so a client may read the rest)."""
+    for name in ("a", "b", "c"):
+        assert (await api.post(DEPLOYMENTS, json=deployment(name))).status == 201
+    first = await (await api.get(DEPLOYMENTS, params={"limit": "1"})).json()
+    assert (await api.post(DEPLOYMENTS, json=deployment("d"))).status == 201
+    await objects.store.compact(await objects.store.current_revision())
+    expired = await api.get(DEPLOYMENTS, params={"limit": "1", "continue": first["metadata"]["continue"]})
+    assert expired.status == 410
+    status = await expired.json()
+    assert (status["reason"], status["message"]) == ("Expired", INCONSISTENT)
+    token = status["metadata"]["continue"]
+    assert json.loads(base64.urlsafe_b64decode(token + "==")) == {"v": "meta.k8s.io/v1", "rv": -1, "start": "a"}
+    rest = await (await api.get(DEPLOYMENTS, params={"continue": token})).json()
+    assert [item["metadata"]["name"] for item in rest["items"]] == ["b", "c", "d"]

@@ -22,7 +22,10 @@ EVENTS = "/api/v1/namespaces/default/events"
 REQUESTS = "gpufed_apiserver_request_duration_seconds_count"
 EXPIRED = (
     "Error from server (Expired): The provided continue parameter is too old to display a consistent list "
-    "result. You can start a new list without the continue parameter."
+    "result. You can start a new list without the continue parameter, or use the continue token in this "
+    "response to retrieve the remainder of the results. Continuing with the provided token results in an "
+    "inconsistent list - objects that were created, modified, or deleted between the time the first chunk was "
+    "returned and now may show up in the list."
 )
 
 

@@ -235,10 +235,8 @@ async def list_page(store: storage.Store, rt: ResourceType, namespace: str | Non
             result = await store.list(prefix, revision=revision, limit=chunk, start_after=last_key)
         except storage.Gone as exc:
             if continue_token:
-                raise errors.Gone(
-                    "The provided continue parameter is too old to display a consistent list result. "
-                    "You can start a new list without the continue parameter."
-                ) from exc
+                # kube's token goes on after the same key at the latest revision (rv -1).
+                raise errors.InconsistentContinue(continuation.encode(-1, start_after or "", prefix)) from exc
             raise errors.Gone(errors.EXPIRED_LIST) from exc
         except storage.StorageError as exc:
             raise errors.from_storage_error(exc, plural=rt.plural, group=rt.group) from exc
