@@ -37,7 +37,7 @@ from controlplane.apiserver.patches import PatchType
 from controlplane.apiserver.resources import ResourceType
 from controlplane.apiserver.routing import RequestInfo
 from controlplane.apiserver.selectors import of_named_object, parse_field_selector, parse_label_selector
-from controlplane.apiserver.tables import TABLE_CONTENT_TYPE, IncludeObject, table, wants_table
+from controlplane.apiserver.tables import TABLE_CONTENT_TYPE, IncludeObject, scale_table, table, wants_table
 from controlplane.apiserver.validation import FieldValidation
 from controlplane.apiserver.watchcache import WatchCache, check_list_options, check_watch_list_options
 from controlplane.apiserver.watchcache.watcher import SharedEvent, in_batches_of_one
@@ -223,7 +223,12 @@ class ResourceHandlers:
     async def _scale(self, request: web.Request, rt: ResourceType, info: RequestInfo) -> web.StreamResponse:
         assert info.name is not None
         if info.verb == "get":
-            return json_response(await self._objects.get_scale(rt, namespace=info.namespace, name=info.name))
+            scale = await self._objects.get_scale(rt, namespace=info.namespace, name=info.name)
+            if wants_table(request.headers.get("Accept")):
+                include = IncludeObject.parse(request.query.get("includeObject"))
+                rendered = scale_table(scale, include=include, now=self._clock())
+                return json_response(rendered, content_type=TABLE_CONTENT_TYPE)
+            return json_response(scale)
         warnings = request_warnings(request)
         if info.verb == "update":
             scale = await self._objects.update_scale(

@@ -9,13 +9,14 @@ Metadata``, the default), the whole object (``Object``) or nothing (``None``). P
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, Final
 
 from controlplane.apiserver.errors import BadRequest
 from controlplane.apiserver.negotiation import media_params
-from controlplane.apiserver.resources import ResourceType
+from controlplane.apiserver.resources import AGE, ResourceType, TableColumn, path
 
 TABLE_CONTENT_TYPE = "application/json;as=Table;v=v1;g=meta.k8s.io"
 
@@ -67,15 +68,21 @@ def column_definitions(rt: ResourceType) -> list[dict[str, Any]]:
 
 
 def row(rt: ResourceType, obj: dict[str, Any], *, include: IncludeObject, now: datetime) -> dict[str, Any]:
+    return _row(rt.columns, obj, include=include, now=now, name_first=rt.name_first)
+
+
+def _row(
+    columns: Sequence[TableColumn], obj: dict[str, Any], *, include: IncludeObject, now: datetime, name_first: bool
+) -> dict[str, Any]:
     name = obj.get("metadata", {}).get("name", "")
-    cells: list[Any] = [name] if rt.name_first else []
-    for column in rt.columns:
+    cells: list[Any] = [name] if name_first else []
+    for column in columns:
         try:
             cells.append(column.getter(obj, now))
         except (KeyError, TypeError, ValueError, AttributeError):
             # A malformed object prints an empty cell rather than failing the listing.
             cells.append("")
-    if not rt.name_first:
+    if not name_first:
         cells.append(name)
     out: dict[str, Any] = {"cells": cells}
     if include is IncludeObject.METADATA:
@@ -113,4 +120,25 @@ def table(
         "metadata": metadata,
         "columnDefinitions": column_definitions(rt) if with_definitions else [],
         "rows": [row(rt, obj, include=include, now=now) for obj in objects],
+    }
+
+
+#: kube's printer for an autoscaling Scale: what ``kubectl get <kind> <name> --subresource=scale`` shows.
+SCALE_COLUMNS: Final = (
+    TableColumn("Desired", path("spec.replicas", default=0), type="integer",
+                description="replicas is the desired number of instances for the scaled object."),
+    TableColumn("Available", path("status.replicas", default=0), type="integer",
+                description="replicas is the actual number of observed instances of the scaled object."),
+    AGE,
+)
+
+
+def scale_table(scale: dict[str, Any], *, include: IncludeObject, now: datetime) -> dict[str, Any]:
+    """One Scale as kube's Table: NAME, DESIRED, AVAILABLE, AGE."""
+    return {
+        "kind": "Table",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": {},
+        "columnDefinitions": [{**NAME_COLUMN, "format": ""}, *(column.definition() for column in SCALE_COLUMNS)],
+        "rows": [_row(SCALE_COLUMNS, scale, include=include, now=now, name_first=True)],
     }

@@ -332,6 +332,21 @@ async def test_table_responses(api: Client) -> None:
     assert [c["name"] for c in widgets["columnDefinitions"]] == ["Name", "Size", "Color"]
 
 
+async def test_a_scale_as_a_table_is_kubes_desired_and_available(api: Client) -> None:
+    """``kubectl get deployment web --subresource=scale`` prints kube's Scale printer: NAME,
+    DESIRED (spec.replicas), AVAILABLE (status.replicas), AGE; JSON stays the Scale itself."""
+    await api.post(DEPLOYMENTS, json=deployment("web", replicas=3))
+    await api.patch(f"{DEPLOYMENTS}/web/status", data='{"status":{"replicas":2}}',
+                    headers={"Content-Type": "application/merge-patch+json"})
+    scale = await (await api.get(f"{DEPLOYMENTS}/web/scale", headers={"Accept": TABLE})).json()
+    assert scale["kind"] == "Table"
+    assert [c["name"] for c in scale["columnDefinitions"]] == ["Name", "Desired", "Available", "Age"]
+    assert scale["rows"][0]["cells"][:3] == ["web", 3, 2]
+    assert scale["rows"][0]["object"]["metadata"]["name"] == "web"
+    plain = await (await api.get(f"{DEPLOYMENTS}/web/scale")).json()
+    assert (plain["kind"], plain["spec"]["replicas"]) == ("Scale", 3)
+
+
 # --- watch ------------------------------------------------------------------------------------
 
 
