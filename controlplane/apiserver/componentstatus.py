@@ -29,9 +29,10 @@ from aiohttp import web
 
 from controlplane.apiserver import errors
 from controlplane.apiserver.computed import ComputedEndpoint, ComputedResource
+from controlplane.apiserver.fieldlabels import BASE_FIELD_SELECTORS, refusal
 from controlplane.apiserver.handlers import json_response
 from controlplane.apiserver.objects.values import utc_now
-from controlplane.apiserver.resources import BASE_FIELD_SELECTORS, ResourceType, TableColumn
+from controlplane.apiserver.resources import ResourceType, TableColumn
 from controlplane.apiserver.selectors import parse_field_selector, parse_label_selector
 from controlplane.apiserver.tables import TABLE_CONTENT_TYPE, IncludeObject, table, wants_table
 from controlplane.storage.interface import Store
@@ -148,7 +149,10 @@ def _selected(names: Iterable[str], query: Mapping[str, str]) -> list[str]:
     (``storage.DefaultPredicateFunc``: the object's labels, of which a component has none, and its
     ``metadata.name``); a selector kube would refuse is its 400. Only these are probed."""
     labels = parse_label_selector(query.get("labelSelector"))
-    fields = parse_field_selector(query.get("fieldSelector"), BASE_FIELD_SELECTORS)
+    # kube converts no field label of its own for ComponentStatus: its default conversion answers.
+    fields = parse_field_selector(
+        query.get("fieldSelector"), BASE_FIELD_SELECTORS, refuse=lambda name: refusal(name, own_conversion=False)
+    )
     if not labels.matches({}):
         return []
     return [n for n in names if fields.matches({"metadata": {"name": n}})]

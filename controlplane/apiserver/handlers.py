@@ -302,7 +302,7 @@ class ResourceHandlers:
         query = request.query
         # Parse everything that can be wrong before the 200 goes out.
         labels = parse_label_selector(query.get("labelSelector"))
-        fields = parse_field_selector(query.get("fieldSelector"), rt.field_selectors)
+        fields = parse_field_selector(query.get("fieldSelector"), rt.field_selectors, refuse=rt.field_label_refusal)
         if info.name is not None:  # kube's deprecated /watch/ path of one object
             fields = of_named_object(fields, info.name, rt.field_selectors)
         as_table = wants_table(request.headers.get("Accept"))

@@ -29,13 +29,14 @@ from controlplane.apis.kube.field import FieldError
 from controlplane.apis.kube.validation import Validator
 from controlplane.apis.untyped import dig
 from controlplane.apiserver import columns as col
+from controlplane.apiserver import fieldlabels
+from controlplane.apiserver.fieldlabels import JOB_FIELDS, POD_FIELDS, SERVICE_FIELDS, FieldGetter, field_path
 from controlplane.apiserver.openapi import known_fields
 from controlplane.apiserver.patching.schema import FieldSchema, builtin_apply_schema
 
 #: A table cell getter: the object and "now" (for ages) in, a JSON-able cell out.
 CellGetter = Callable[[dict[str, Any], datetime], Any]
 #: A field selector getter: the object in, the field's string value out.
-FieldGetter = Callable[[dict[str, Any]], str]
 #: Advisory warnings about a valid object being written (kubectl prints each as "Warning: ...").
 Warner = Callable[[dict[str, Any]], list[str]]
 
@@ -88,31 +89,11 @@ def path(dotted: str, *, default: Any = "") -> CellGetter:
     return get
 
 
-def field_path(dotted: str) -> FieldGetter:
-    parts = dotted.split(".")
-
-    def get(obj: dict[str, Any]) -> str:
-        value = dig(obj, *parts)
-        if value is None:
-            return ""
-        if isinstance(value, bool):
-            return "true" if value else "false"
-        return str(value)
-
-    return get
-
-
 AGE = TableColumn(
     "Age",
     lambda obj, now: col.age(obj, now),
     description="CreationTimestamp is a timestamp representing the server time when this object was created.",
 )
-
-BASE_FIELD_SELECTORS: Mapping[str, FieldGetter] = {
-    "metadata.name": field_path("metadata.name"),
-    "metadata.namespace": field_path("metadata.namespace"),
-}
-
 
 @dataclass(frozen=True, slots=True)
 class ScaleSubresource:
@@ -275,7 +256,19 @@ class ResourceType:
 
     @property
     def field_selectors(self) -> Mapping[str, FieldGetter]:
-        return {**BASE_FIELD_SELECTORS, **self.extra_field_selectors}
+        return fieldlabels.selectable(
+            self.extra_field_selectors, own_conversion=self._converts_field_labels, namespaced=self.namespaced
+        )
+
+    def field_label_refusal(self, field_name: str) -> str:
+        return fieldlabels.refusal(field_name, own_conversion=self._converts_field_labels)
+
+    @property
+    def _converts_field_labels(self) -> bool:
+        """kube converts the kind's field labels with a function of its own: a built-in kind with
+        fields of its own, or a custom resource (served here without strategic merge patch)."""
+        built_in = self.strategic_merge or self.group == "apiextensions.k8s.io"
+        return bool(self.extra_field_selectors) or not built_in
 
     def key_prefix(self, namespace: str | None = None) -> str:
         """The storage prefix of every object of this type (in ``namespace``, if given)."""
@@ -469,6 +462,7 @@ def core_resources() -> list[ResourceType]:
             short_names=("svc",), categories=_WORKLOAD_CATEGORIES, has_status=True, strategic_merge=True, returns_deleted_object=True,
             name_rule=NameRule.LABEL_1035,
             prepare=services.normalize_cluster_ips, prepare_update=services.prepare_update,
+            extra_field_selectors=SERVICE_FIELDS,
             columns=(
                 TableColumn("Type", path("spec.type")),
                 TableColumn("Cluster-IP", col.service_cluster_ip),
@@ -518,13 +512,7 @@ def core_resources() -> list[ResourceType]:
                 TableColumn("Nominated Node", path("status.nominatedNodeName", default="<none>"), priority=1),
                 TableColumn("Readiness Gates", col.pod_readiness_gates, priority=1),
             ),
-            extra_field_selectors={
-                name: field_path(name)
-                for name in (
-                    "spec.nodeName", "spec.restartPolicy", "spec.schedulerName", "spec.serviceAccountName",
-                    "status.phase", "status.podIP", "status.nominatedNodeName",
-                )
-            },
+            extra_field_selectors=POD_FIELDS,
         ),
         ResourceType(
             "", "v1", "ServiceAccount", "serviceaccounts", "serviceaccount", namespaced=True,
@@ -578,6 +566,7 @@ def workload_resources() -> list[ResourceType]:
         ResourceType(
             "batch", "v1", "Job", "jobs", "job", namespaced=True,
             categories=cats, has_status=True, strategic_merge=True,
+            extra_field_selectors=JOB_FIELDS,
             columns=(
                 TableColumn("Status", col.job_status),
                 TableColumn("Completions", col.job_completions),

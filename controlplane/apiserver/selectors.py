@@ -262,8 +262,12 @@ def of_named_object(
 
 
 def parse_field_selector(
-    text: str | None, supported: Mapping[str, Callable[[dict[str, Any]], str]]
+    text: str | None,
+    supported: Mapping[str, Callable[[dict[str, Any]], str]],
+    *,
+    refuse: Callable[[str], str] = lambda name: f"field label not supported: {name}",
 ) -> FieldSelector:
+    """The selector over the ``supported`` fields; another field is a 400 in ``refuse``'s words."""
     if not text or not text.strip():
         return FieldSelector()
     reqs: list[FieldRequirement] = []
@@ -279,7 +283,7 @@ def parse_field_selector(
         field = field.strip()
         getter = supported.get(field)
         if getter is None:
-            raise BadRequest(f'field label not supported: {field}')
+            raise BadRequest(refuse(field))
         reqs.append(FieldRequirement(field, _unescape(value.strip()), negated, getter))
     return FieldSelector(tuple(reqs))
 

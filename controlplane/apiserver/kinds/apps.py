@@ -12,6 +12,7 @@ Names, short names, categories, subresources and ``kubectl get`` columns as kube
 from __future__ import annotations
 
 from controlplane.apiserver import columns as col
+from controlplane.apiserver.fieldlabels import REPLICATION_CONTROLLER_FIELDS
 from controlplane.apiserver.kinds import cells
 from controlplane.apiserver.resources import AGE, ResourceType, ScaleSubresource, TableColumn, path
 
@@ -48,6 +49,7 @@ REPLICATION_CONTROLLER = ResourceType(
     "", "v1", "ReplicationController", "replicationcontrollers", "replicationcontroller", namespaced=True,
     short_names=("rc",), categories=("all",), has_status=True, strategic_merge=True,
     scale=ScaleSubresource(label_set=True),
+    extra_field_selectors=REPLICATION_CONTROLLER_FIELDS,
     columns=_replica_columns(
         desired="Replicas is the number of desired replicas.",
         ready="The number of ready replicas for this replication controller.",

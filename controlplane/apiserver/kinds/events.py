@@ -11,8 +11,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from controlplane.apis.kube import convert_events
+from controlplane.apiserver.fieldlabels import field_path
 from controlplane.apiserver.kinds import cells
-from controlplane.apiserver.resources import EVENT_COLUMNS, ResourceType, VersionConversion, field_path
+from controlplane.apiserver.resources import EVENT_COLUMNS, ResourceType, VersionConversion
 
 _SELECTABLE = (
     "regarding.kind", "regarding.namespace", "regarding.name", "regarding.uid", "regarding.apiVersion",

@@ -17,13 +17,13 @@ from pydantic import BaseModel
 
 from controlplane.apis.untyped import dig
 from controlplane.apiserver import columns as col
+from controlplane.apiserver.fieldlabels import field_path
 from controlplane.apiserver.resources import (
     AGE,
     CellGetter,
     ResourceType,
     TableColumn,
     Warner,
-    field_path,
     path,
 )
 

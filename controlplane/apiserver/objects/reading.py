@@ -180,7 +180,7 @@ def label_selector_of(selector: LabelSelectorArg) -> LabelSelector:
 def field_selector_of(rt: ResourceType, selector: FieldSelectorArg) -> FieldSelector:
     if isinstance(selector, FieldSelector):
         return selector
-    return parse_field_selector(selector, rt.field_selectors)
+    return parse_field_selector(selector, rt.field_selectors, refuse=rt.field_label_refusal)
 
 
 def parse_resource_version(value: str) -> int:
