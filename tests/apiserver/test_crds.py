@@ -261,3 +261,29 @@ async def test_a_watch_ends_when_its_crd_is_deleted(replicas: tuple[Client, Clie
     # The stream ends (well before its 60 s timeout) once the kind is gone.
     async with asyncio.timeout(10):
         assert await watch.content.read() == b""
+
+
+async def test_a_versions_selectable_fields_are_its_field_selectors(replicas: tuple[Client, Client]) -> None:
+    """kube's ``selectableFields``: a list selects on the value at each path (named without the
+    leading dot; an absent field is ``""``); another field is ``field label not supported``."""
+    first, _ = replicas
+    crd = copy.deepcopy(CRD)
+    crd["spec"]["versions"][0]["selectableFields"] = [{"jsonPath": ".spec.model"}]
+    assert (await first.post(CRDS, json=crd)).status == 201
+    await _until(lambda: _established(first))
+    trainers = "/apis/ml.example.com/v1/namespaces/default/trainers"
+    for name, spec in (("a", {"model": "m"}), ("b", {"model": "n"}), ("c", {})):
+        obj = {"apiVersion": "ml.example.com/v1", "kind": "Trainer", "metadata": {"name": name}, "spec": spec}
+        assert (await first.post(trainers, json=obj)).status == 201
+
+    async def selected(selector: str) -> list[str]:
+        answer = await first.get(trainers, params={"fieldSelector": selector})
+        assert answer.status == 200, await answer.text()
+        return [item["metadata"]["name"] for item in (await answer.json())["items"]]
+
+    assert await selected("spec.model=m") == ["a"]
+    assert await selected("spec.model!=m") == ["b", "c"]
+    assert await selected("spec.model=") == ["c"]
+    refused = await first.get(trainers, params={"fieldSelector": "spec.other=x"})
+    assert refused.status == 400
+    assert (await refused.json())["message"] == "field label not supported: spec.other"

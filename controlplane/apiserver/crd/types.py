@@ -3,9 +3,9 @@
 :func:`crd_resource_type` is the CustomResourceDefinition kind itself
 (``apiextensions.k8s.io/v1``, with kube's defaulting and validation); :func:`custom_types`
 turns one established CRD into a type per served version: names, scope, status and
-scale subresources, ``additionalPrinterColumns`` as table columns, and the version's
-structural schema wired as the kind's pruning, defaulting and validation (CEL rules
-included) and as the merge type of its server-side applies. Pure: no I/O; the CRD controller
+scale subresources, ``additionalPrinterColumns`` as table columns, ``selectableFields`` as field
+selectors, and the version's structural schema wired as the kind's pruning, defaulting and
+validation (CEL rules included) and as the merge type of its server-side applies. Pure: no I/O; the CRD controller
 keeps what it builds until the CRD's spec changes.
 """
 
@@ -23,6 +23,7 @@ from controlplane.apis.apiextensions.kind import CustomKind
 from controlplane.apis.apiextensions.schema import NO_OLD, Schema, apply_defaults, prune, validate
 from controlplane.apis.kube.field import ErrorType, FieldError
 from controlplane.apiserver import columns as col
+from controlplane.apiserver.fieldlabels import FieldGetter, field_path
 from controlplane.apiserver.patching.structural import structural_apply_schema
 from controlplane.apiserver.resources import (
     AGE,
@@ -120,6 +121,17 @@ def _column(definition: dict[str, Any]) -> TableColumn:
 
 def _dotted(json_path: str) -> str:
     return ".".join(crds.field_path(json_path))
+
+
+def _selectable_fields(version: dict[str, Any]) -> dict[str, FieldGetter]:
+    """A version's ``selectableFields``: each a field selector named by its path without the
+    leading dot, selecting on the value there (an absent field is ``""``, as kube's strategy reads it)."""
+    out: dict[str, FieldGetter] = {}
+    for selectable in version.get("selectableFields") or ():
+        json_path = selectable.get("jsonPath") if isinstance(selectable, dict) else None
+        if isinstance(json_path, str) and json_path:
+            out[json_path.removeprefix(".")] = field_path(_dotted(json_path))
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,6 +236,7 @@ def custom_types(crd: dict[str, Any]) -> list[ResourceType]:
                 status_replicas=_dotted(scale["statusReplicasPath"]),
                 label_selector=_dotted(scale.get("labelSelectorPath") or ".status.selector"),
             ) if isinstance(scale, dict) else None,
+            extra_field_selectors=_selectable_fields(version),
             defaults=hooks.defaults, validate=hooks.validate,
             field_schema=structural_apply_schema(schema),
             custom=CustomKind(
