@@ -137,3 +137,26 @@ async def test_an_apply_at_the_urls_own_version_is_taken_at_every_served_version
     applied = await _apply(api, f"{collection}/x", body)
     assert applied.status == 201, await applied.json()
     assert (await applied.json())["apiVersion"] == api_version
+
+
+@pytest.mark.parametrize(("path", "metadata", "message"), [
+    ("/api/v1/namespaces/default/configmaps/x", {},
+     "the name of the object (x based on URL) was undeterminable: name must be provided"),
+    ("/api/v1/namespaces/default/configmaps/x", {"name": "y"},
+     "the name of the object (y) does not match the name on the URL (x)"),
+    ("/api/v1/namespaces/default/configmaps/x", {"name": "x", "namespace": "kube-system"},
+     "the namespace of the provided object does not match the namespace sent on the request"),
+    ("/api/v1/namespaces/x/status", {}, "the name of the object (x based on URL) was undeterminable: name must be provided"),
+])
+async def test_an_update_names_the_object_of_its_url(
+    api: Client, path: str, metadata: dict[str, str], message: str
+) -> None:
+    """kube's update handler checks a body's metadata against the URL: a namespace, when the body
+    has one, and a name, which the body must have."""
+    assert (await api.post("/api/v1/namespaces", json={"metadata": {"name": "x"}})).status == 201
+    assert (await api.post("/api/v1/namespaces/default/configmaps", json={"metadata": {"name": "x"}})).status == 201
+    kind = "Namespace" if path.endswith("/status") else "ConfigMap"
+    answer = await api.put(path, json={"apiVersion": "v1", "kind": kind, "metadata": metadata})
+    assert answer.status == 400
+    status = await answer.json()
+    assert (status["reason"], status["message"]) == ("BadRequest", message)

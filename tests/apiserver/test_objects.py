@@ -470,7 +470,7 @@ async def test_a_scale_is_decoded_and_validated_as_kube_does(objects_on: ObjectS
     deploy, _, _ = _types(objects_on)
     await objects_on.create(deploy, deployment("web", replicas=2))
     with pytest.raises(errors.BadRequest) as decoding:
-        await objects_on.update_scale(deploy, {"spec": {"replicas": "3"}}, namespace="default", name="web")
+        await objects_on.update_scale(deploy, {"metadata": {"name": "web"}, "spec": {"replicas": "3"}}, namespace="default", name="web")
     assert decoding.value.message == (
         'Scale in version "v1" cannot be handled as a Scale: json: cannot unmarshal string into Go struct field '
         "ScaleSpec.spec.replicas of type int32"
@@ -483,12 +483,33 @@ async def test_a_scale_is_decoded_and_validated_as_kube_does(objects_on: ObjectS
     assert patched.value.causes[0].message.endswith("json: cannot unmarshal number 1.5 into Go struct field "
                                                     "ScaleSpec.spec.replicas of type int32")
     with pytest.raises(errors.Invalid) as negative:
-        await objects_on.update_scale(deploy, {"spec": {"replicas": -1}}, namespace="default", name="web")
+        await objects_on.update_scale(deploy, {"metadata": {"name": "web"}, "spec": {"replicas": -1}}, namespace="default", name="web")
     assert negative.value.message == (
         'Scale.autoscaling "web" is invalid: spec.replicas: Invalid value: -1: must be greater than or equal to 0'
     )
-    emptied = await objects_on.update_scale(deploy, {"spec": {}}, namespace="default", name="web")
+    emptied = await objects_on.update_scale(deploy, {"metadata": {"name": "web"}, "spec": {}}, namespace="default", name="web")
     assert emptied["spec"]["replicas"] == 0
+
+
+@pytest.mark.parametrize(("metadata", "message"), [
+    ({}, "the name of the object (web based on URL) was undeterminable: name must be provided"),
+    ({"name": "other"}, "the name of the object (other) does not match the name on the URL (web)"),
+    ({"name": "web", "namespace": "kube-system"},
+     "the namespace of the provided object does not match the namespace sent on the request"),
+])
+async def test_a_scale_names_the_object_of_its_url(
+    objects_on: ObjectStore, metadata: dict[str, str], message: str
+) -> None:
+    """kube's update handler checks a Scale's metadata against its URL before the scale is
+    written: its namespace when it has one, and its name, which it must have."""
+    deploy, _, _ = _types(objects_on)
+    await objects_on.create(deploy, deployment("web", replicas=2))
+    with pytest.raises(errors.BadRequest) as refused:
+        await objects_on.update_scale(
+            deploy, {"metadata": metadata, "spec": {"replicas": 5}}, namespace="default", name="web"
+        )
+    assert refused.value.message == message
+    assert (await objects_on.get(deploy, namespace="default", name="web"))["spec"]["replicas"] == 2
 
 
 async def test_a_scales_uid_and_resource_version_are_preconditions(objects_on: ObjectStore) -> None:

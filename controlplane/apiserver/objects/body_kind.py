@@ -83,26 +83,33 @@ def checked_body(
         meta = obj["metadata"] = {}
     if not isinstance(meta, dict):
         raise errors.BadRequest("metadata must be an object")
+    check_url_identity(meta, namespace=namespace if rt.namespaced else None, name=name, named=from_request)
     if rt.namespaced:
-        body_namespace = meta.get("namespace")
-        if namespace and body_namespace and body_namespace != namespace:
-            raise errors.BadRequest(
-                "the namespace of the provided object does not match the namespace sent on the request"
-            )
-        resolved = namespace or body_namespace
+        resolved = namespace or meta.get("namespace")
         if not resolved:
             raise errors.BadRequest(f"{rt.plural} is namespaced: the object needs metadata.namespace")
         meta["namespace"] = resolved
     else:
         meta.pop("namespace", None)
     if name is not None:
-        body_name = meta.get("name")
-        if body_name and body_name != name:
-            raise errors.BadRequest(
-                f"the name of the object ({body_name}) does not match the name on the URL ({name})"
-            )
         meta["name"] = name
     return checked
+
+
+def check_url_identity(meta: dict[str, Any], *, namespace: str | None, name: str | None, named: bool) -> None:
+    """kube's checks of a written body's metadata against its URL: the namespace
+    (``EnsureObjectNamespaceMatchesRequestNamespace``), then, on an update, the name (``checkName``;
+    with ``named`` a request's body must carry it, as kube decodes one)."""
+    body_namespace = meta.get("namespace")
+    if namespace and body_namespace and body_namespace != namespace:
+        raise errors.BadRequest("the namespace of the provided object does not match the namespace sent on the request")
+    if name is None:
+        return
+    body_name = meta.get("name")
+    if not body_name and named:
+        raise errors.BadRequest(f"the name of the object ({name} based on URL) was undeterminable: name must be provided")
+    if body_name and body_name != name:
+        raise errors.BadRequest(f"the name of the object ({body_name}) does not match the name on the URL ({name})")
 
 
 def status_request(obj: Any) -> Any:

@@ -16,6 +16,7 @@ from typing import Any
 from controlplane.apis.kube.field import IS_NEGATIVE
 from controlplane.apis.untyped import dig
 from controlplane.apiserver import errors
+from controlplane.apiserver.objects.body_kind import check_url_identity
 from controlplane.apiserver.openapi.known_fields import CannotUnmarshal, unknown_fields_of
 from controlplane.apiserver.patches import PatchType, apply_patch, merge_patch
 from controlplane.apiserver.patching.scalefields import ReplicasPaths, to_parent, to_subresource
@@ -60,17 +61,25 @@ def require_scale(rt: ResourceType) -> ScaleSubresource:
     return rt.scale
 
 
-def replicas_patch(rt: ResourceType, scale: Any, *, name: str) -> dict[str, Any]:
+def replicas_patch(
+    rt: ResourceType, scale: Any, *, name: str, sent_to: tuple[str | None, str] | None = None
+) -> dict[str, Any]:
     """The merge patch that sets the object's replicas from ``scale`` (its resourceVersion,
     when given, a precondition). As kube decodes a Scale: replicas of another type than an
     int32 are the decoder's :class:`DecodingError` (``json: cannot unmarshal string into Go
-    struct field ScaleSpec.spec.replicas of type int32``), none are 0, fewer than none Invalid."""
+    struct field ScaleSpec.spec.replicas of type int32``), none are 0, fewer than none Invalid.
+    A Scale sent to a URL (``sent_to``: its namespace and name) then names the URL's object, as
+    kube's update handler checks it: its namespace when given, its name always (400s in kube's words)."""
     spec = require_scale(rt)
     try:
         _SCALE_DECODING(scale if isinstance(scale, dict) else {}, False)
     except CannotUnmarshal as exc:
         scale_type = dataclasses.replace(rt, kind="Scale", version="v1")
         raise DecodingError(scale_type, str(exc), converted=exc.converted) from exc
+    if sent_to is not None:
+        meta = scale.get("metadata") if isinstance(scale, dict) else None
+        url_namespace, url_name = sent_to
+        check_url_identity(meta if isinstance(meta, dict) else {}, namespace=url_namespace, name=url_name, named=True)
     replicas = dig(scale, "spec", "replicas") or 0
     if replicas < 0:
         raise errors.invalid(

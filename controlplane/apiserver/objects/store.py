@@ -279,7 +279,7 @@ class ObjectStore:
     ) -> dict[str, Any]:
         """Set the object's replicas from a Scale (its resourceVersion and uid, when given, are
         preconditions)."""
-        patch = replicas_patch(rt, scale, name=name)
+        patch = replicas_patch(rt, scale, name=name, sent_to=(namespace, name))
         uid = dig(scale, "metadata", "uid")
         updated = await self.patch(
             rt, namespace=namespace, name=name, patch_type=PatchType.MERGE, patch=patch,
