@@ -45,12 +45,23 @@ BASE_FIELD_SELECTORS: Final[Mapping[str, FieldGetter]] = {
     "metadata.namespace": field_path("metadata.namespace"),
 }
 
-#: A Pod's own fields (kube's pod ``ToSelectableFields``; ``spec.host`` is an old client's ``spec.nodeName``).
+def _pod_ip(pod: dict[str, Any]) -> str:
+    """kube's ``status.podIP`` field: the first of ``status.podIPs`` (the pod's ``status.podIP`` without them)."""
+    ips = dig(pod, "status", "podIPs")
+    if isinstance(ips, list) and ips and isinstance(ips[0], dict) and ips[0].get("ip") is not None:
+        return str(ips[0]["ip"])
+    return field_path("status.podIP")(pod)
+
+
+#: A Pod's own fields (kube's pod ``ToSelectableFields``; ``spec.host`` is an old client's
+#: ``spec.nodeName``; ``status.podIPs`` is taken but selects on nothing, as in kube).
 POD_FIELDS: Final[Mapping[str, FieldGetter]] = {
     **{name: field_path(name) for name in (
         "spec.nodeName", "spec.restartPolicy", "spec.schedulerName", "spec.serviceAccountName",
-        "status.phase", "status.podIP", "status.nominatedNodeName",
+        "status.phase", "status.nominatedNodeName",
     )},
+    "status.podIP": _pod_ip,
+    "status.podIPs": lambda _pod: "",
     "spec.host": field_path("spec.nodeName"),
     "spec.hostNetwork": field_path("spec.hostNetwork", default="false"),
 }

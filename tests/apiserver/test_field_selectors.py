@@ -95,6 +95,11 @@ async def test_kinds_select_on_their_own_fields_as_kube_prints_them(hub: Client)
     assert await names(hub, f"{NS}/pods", "spec.hostNetwork=false") == ["plain"]
     assert await names(hub, f"{NS}/pods", "spec.hostNetwork=true") == ["host"]
     assert await names(hub, f"{NS}/pods", "spec.host=n1") == ["plain"]
+    status = {"status": {"podIP": "10.0.0.9", "podIPs": [{"ip": "10.0.0.9"}, {"ip": "fd00::9"}]}}
+    assert (await hub.patch(f"{NS}/pods/host/status", json=status,
+                            headers={"Content-Type": "application/merge-patch+json"})).status == 200
+    assert await names(hub, f"{NS}/pods", "status.podIP=10.0.0.9") == ["host"]
+    assert await names(hub, f"{NS}/pods", "status.podIPs=10.0.0.9") == []
     assert await names(hub, f"{NS}/services", "spec.type=ClusterIP") == ["headless", "web"]
     assert await names(hub, f"{NS}/services", "spec.type!=ClusterIP") == ["edge"]
     assert await names(hub, f"{NS}/services", "spec.clusterIP=None") == ["headless"]
