@@ -160,3 +160,22 @@ async def test_an_update_names_the_object_of_its_url(
     assert answer.status == 400
     status = await answer.json()
     assert (status["reason"], status["message"]) == ("BadRequest", message)
+
+
+@pytest.mark.parametrize(("patch", "content_type", "message"), [
+    ([{"op": "remove", "path": "/metadata/name"}], "application/json-patch+json",
+     "the name of the object (x based on URL) was undeterminable: name must be provided"),
+    ({"metadata": {"name": "y"}}, "application/merge-patch+json",
+     "the name of the object (y) does not match the name on the URL (x)"),
+    ({"metadata": {"namespace": "kube-system"}}, "application/strategic-merge-patch+json",
+     "the namespace of the provided object does not match the namespace sent on the request"),
+])
+async def test_a_patched_object_names_the_object_of_its_url(
+    api: Client, patch: Any, content_type: str, message: str
+) -> None:
+    """kube's patch handler checks the patched object against the URL as an update's body."""
+    assert (await api.post("/api/v1/namespaces/default/configmaps", json={"metadata": {"name": "x"}})).status == 201
+    answer = await api.patch("/api/v1/namespaces/default/configmaps/x", json=patch, headers={"Content-Type": content_type})
+    assert answer.status == 400
+    status = await answer.json()
+    assert (status["reason"], status["message"]) == ("BadRequest", message)

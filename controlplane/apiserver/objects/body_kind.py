@@ -55,14 +55,15 @@ def wrong_body_kind(rt: ResourceType, *, api_version: str, kind: str) -> errors.
 
 def checked_body(
     rt: ResourceType, obj: Any, *, namespace: str | None, name: str | None = None, copy_body: bool = True,
-    from_request: bool = False,
+    from_request: bool = False, named: bool = False,
 ) -> dict[str, Any]:
     """A private copy of a written object, checked against the request's type and URL.
 
     With ``copy_body=False`` the caller hands ``obj`` over and it is used as it is. A request's
     body (``from_request``) of the kind's storage version is refused as any other version's is
     (kube decodes it, then finds its apiVersion not the URL's); an object of the hub's own in
-    that version (a patch applied to the stored one) is converted.
+    that version (a patch applied to the stored one) is converted. A request's body, or an object
+    that must be ``named`` (a patched one), carries the URL's ``name``: none is kube's 400.
     """
     if not isinstance(obj, dict):
         raise errors.BadRequest(f"the body must be a {rt.kind} object, not {type(obj).__name__}")
@@ -83,7 +84,7 @@ def checked_body(
         meta = obj["metadata"] = {}
     if not isinstance(meta, dict):
         raise errors.BadRequest("metadata must be an object")
-    check_url_identity(meta, namespace=namespace if rt.namespaced else None, name=name, named=from_request)
+    check_url_identity(meta, namespace=namespace if rt.namespaced else None, name=name, named=from_request or named)
     if rt.namespaced:
         resolved = namespace or meta.get("namespace")
         if not resolved:

@@ -263,7 +263,7 @@ class Writer:
                 rt, old, patch_type, patch, manager=field_manager, force=force, now=self.now(), subresource=subresource,
                 strict_decoding=write.field_validation is not FieldValidation.IGNORE, converter=self.versions.converter(rt),
             )
-            patched = checked_body(rt, patched, namespace=namespace, name=name)
+            patched = checked_body(rt, patched, namespace=namespace, name=name, named=True)
             _check_resource_version(rt, kv, patched["metadata"].get("resourceVersion"), name=name)
             new = merged(rt, old, patched, subresource=subresource)
             if patch_type is PatchType.APPLY and subresource:
