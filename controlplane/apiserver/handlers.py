@@ -226,7 +226,12 @@ class ResourceHandlers:
             scale = await self._objects.get_scale(rt, namespace=info.namespace, name=info.name)
             if wants_table(request.headers.get("Accept")):
                 include = IncludeObject.parse(request.query.get("includeObject"))
-                rendered = scale_table(scale, include=include, now=self._clock())
+                now = self._clock()
+                # kube prints a built-in kind's Scale with its Scale printer; a CRD's scale with the
+                # CRD's own columns, read from the Scale (its table convertor serves the subresource).
+                rendered = scale_table(scale, include=include, now=now) if rt.custom is None else table(
+                    rt, [scale], include=include, now=now
+                )
                 return json_response(rendered, content_type=TABLE_CONTENT_TYPE)
             return json_response(scale)
         warnings = request_warnings(request)

@@ -10,6 +10,7 @@ from .test_crd_apply import Client, api_registry, crd, install  # noqa: F401 (fi
 
 TRAINERS = "/apis/ml.example.com/v1/namespaces/default/trainers"
 APPLY = {"Content-Type": "application/apply-patch+yaml"}
+TABLE = {"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"}
 SCHEMA: dict[str, Any] = {"type": "object", "properties": {
     "spec": {"type": "object", "properties": {"workers": {"type": "integer"}, "image": {"type": "string"}}},
     "status": {"type": "object", "properties": {"workers": {"type": "integer"}}},
@@ -63,3 +64,18 @@ async def test_a_custom_resources_scale_takes_its_uid_as_a_precondition(api: Cli
     accepted = await api.put(f"{TRAINERS}/t/scale", json=scale)
     assert accepted.status == 200, await accepted.text()
     assert (await (await api.get(f"{TRAINERS}/t")).json())["spec"]["workers"] == 4
+
+
+async def test_a_custom_resources_scale_as_a_table_has_the_crds_columns(api: Client) -> None:
+    """kube serves a CRD's scale through the CRD's table convertor: its printer columns (by
+    default NAME and AGE) read from the Scale, not the built-in kinds' Scale printer."""
+    definition = crd("ml.example.com", "Trainer", "trainers", SCHEMA)
+    definition["spec"]["versions"][0]["subresources"]["scale"] = {
+        "specReplicasPath": ".spec.workers", "statusReplicasPath": ".status.workers",
+    }
+    await install(api, definition, TRAINERS)
+    trainer = {"apiVersion": "ml.example.com/v1", "kind": "Trainer", "metadata": {"name": "t"}, "spec": {"workers": 2}}
+    assert (await api.post(TRAINERS, json=trainer)).status == 201
+    table = await (await api.get(f"{TRAINERS}/t/scale", headers=TABLE)).json()
+    assert [c["name"] for c in table["columnDefinitions"]] == ["Name", "Age"]
+    assert table["rows"][0]["cells"][0] == "t"
