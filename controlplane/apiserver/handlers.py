@@ -227,9 +227,9 @@ class ResourceHandlers:
             if wants_table(request.headers.get("Accept")):
                 include = IncludeObject.parse(request.query.get("includeObject"))
                 now = self._clock()
-                # kube prints a built-in kind's Scale with its Scale printer; a CRD's scale with the
-                # CRD's own columns, read from the Scale (its table convertor serves the subresource).
-                rendered = scale_table(scale, include=include, now=now) if rt.custom is None else table(
+                # kube prints a built-in kind's Scale with its Scale printer; a custom kind's (a CRD's,
+                # LeaderWorkerSet's) with its own columns, read from the Scale, as its table convertor serves it.
+                rendered = scale_table(scale, include=include, now=now) if rt.strategic_merge else table(
                     rt, [scale], include=include, now=now
                 )
                 return json_response(rendered, content_type=TABLE_CONTENT_TYPE)
