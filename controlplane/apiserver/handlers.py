@@ -259,12 +259,15 @@ class ResourceHandlers:
 
     async def _get(self, request: web.Request, rt: ResourceType, info: RequestInfo) -> web.StreamResponse:
         assert info.name is not None
+        at = request.query.get("resourceVersion")
         if wants_table(request.headers.get("Accept")):
-            obj = await self._objects.get(rt, namespace=info.namespace, name=info.name)
+            obj = await self._objects.get(rt, namespace=info.namespace, name=info.name, resource_version=at)
             include = IncludeObject.parse(request.query.get("includeObject"))
             rendered = table(rt, [obj], include=include, now=self._clock())
             return json_response(rendered, content_type=TABLE_CONTENT_TYPE)
-        return json_response(await self._objects.get_encoded(rt, namespace=info.namespace, name=info.name))
+        return json_response(
+            await self._objects.get_encoded(rt, namespace=info.namespace, name=info.name, resource_version=at)
+        )
 
     async def _list(self, request: web.Request, rt: ResourceType, info: RequestInfo) -> web.StreamResponse:
         query = request.query

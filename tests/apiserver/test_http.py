@@ -439,6 +439,25 @@ async def test_lists_at_a_resource_version_answer_as_kubes_store_does(api: Clien
     assert listed["metadata"]["resourceVersion"] == str(current)
 
 
+async def test_a_get_at_a_resource_version_answers_as_kubes_cache_does(api: Client, objects: ObjectStore) -> None:
+    """A get at a resourceVersion reads an object not older than it: one the store has not reached
+    is kube's 504 ``Too large resource version`` (before a missing object's 404); one that does not
+    parse is the list's 400; ``0`` or an older one reads the object."""
+    await api.post(DEPLOYMENTS, json=deployment("d"))
+    current = await objects.store.current_revision()
+    for name in ("d", "missing"):
+        for accept in ({}, {"Accept": TABLE}):
+            ahead = await api.get(f"{DEPLOYMENTS}/{name}", params={"resourceVersion": str(current + 5)}, headers=accept)
+            assert ahead.status == 504
+            assert (await ahead.json())["message"] == f"Timeout: Too large resource version: {current + 5}, current: {current}"
+    bad = await api.get(f"{DEPLOYMENTS}/d", params={"resourceVersion": "abc"})
+    assert bad.status == 400
+    assert (await bad.json())["message"] == 'resourceVersion: Invalid value: "abc": must be a valid resource version'
+    for at in ("0", "1", str(current)):
+        read = await api.get(f"{DEPLOYMENTS}/d", params={"resourceVersion": at})
+        assert read.status == 200 and (await read.json())["metadata"]["name"] == "d"
+
+
 async def test_a_resource_is_written_in_the_media_type_the_client_prefers(api: Client) -> None:
     """``Accept: application/yaml`` got JSON, ``Accept: text/plain`` got JSON too (kube: 406)."""
     created = await (await api.post(DEPLOYMENTS, json=deployment("y"))).json()

@@ -65,6 +65,18 @@ async def get_kv(store: storage.Store, rt: ResourceType, *, namespace: str | Non
     return kv
 
 
+async def check_read_revision(store: storage.Store, rt: ResourceType, resource_version: str | None, *, name: str) -> None:
+    """A get at ``resource_version`` reads an object not older than it, as kube's cache serves one: a
+    revision the store has not reached is kube's 504 ``Too large resource version``; one that does
+    not parse the list's 400. Unset or ``0``: any."""
+    if not resource_version or resource_version == "0":
+        return
+    wanted = parse_resource_version(resource_version)
+    current: int = await store_call(rt, name, store.current_revision())
+    if wanted > current:
+        raise errors.too_large_resource_version(wanted, current)
+
+
 async def in_use(store: storage.Store, rt: ResourceType, key: str, *, name: str) -> bool:
     """Whether an object is stored at ``key``."""
     try:

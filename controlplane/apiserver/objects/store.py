@@ -27,7 +27,14 @@ from controlplane.apiserver.objects.body_kind import checked_body
 from controlplane.apiserver.objects.deleting import Deleter
 from controlplane.apiserver.objects.events import watch_events
 from controlplane.apiserver.objects.namespaces import NamespaceLifecycle
-from controlplane.apiserver.objects.reading import decode, decode_all, encoded, get_kv, list_page
+from controlplane.apiserver.objects.reading import (
+    check_read_revision,
+    decode,
+    decode_all,
+    encoded,
+    get_kv,
+    list_page,
+)
 from controlplane.apiserver.objects.scale import (
     applied_scale,
     patched_scale,
@@ -131,7 +138,11 @@ class ObjectStore:
 
     # --- reads ------------------------------------------------------------------------
 
-    async def get(self, rt: ResourceType, *, namespace: str | None = None, name: str) -> dict[str, Any]:
+    async def get(
+        self, rt: ResourceType, *, namespace: str | None = None, name: str, resource_version: str | None = None
+    ) -> dict[str, Any]:
+        """The object (not older than ``resource_version``, when given: see :func:`check_read_revision`)."""
+        await check_read_revision(self._store, rt, resource_version, name=name)
         return decode(rt, await get_kv(self._store, rt, namespace=namespace, name=name))
 
     async def get_latest_seen(self, rt: ResourceType, *, namespace: str | None = None, name: str) -> dict[str, Any]:
@@ -145,7 +156,10 @@ class ObjectStore:
                 return decode(rt, kv)
         return await self.get(rt, namespace=namespace, name=name)
 
-    async def get_encoded(self, rt: ResourceType, *, namespace: str | None = None, name: str) -> bytes:
+    async def get_encoded(
+        self, rt: ResourceType, *, namespace: str | None = None, name: str, resource_version: str | None = None
+    ) -> bytes:
+        await check_read_revision(self._store, rt, resource_version, name=name)
         return encoded(rt, await get_kv(self._store, rt, namespace=namespace, name=name))
 
     async def list(self, rt: ResourceType, *, namespace: str | None = None, **options: Unpack[ListArgs]) -> ObjectList:
