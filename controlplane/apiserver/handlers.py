@@ -223,7 +223,9 @@ class ResourceHandlers:
     async def _scale(self, request: web.Request, rt: ResourceType, info: RequestInfo) -> web.StreamResponse:
         assert info.name is not None
         if info.verb == "get":
-            scale = await self._objects.get_scale(rt, namespace=info.namespace, name=info.name)
+            scale = await self._objects.get_scale(
+                rt, namespace=info.namespace, name=info.name, resource_version=request.query.get("resourceVersion")
+            )
             if wants_table(request.headers.get("Accept")):
                 include = IncludeObject.parse(request.query.get("includeObject"))
                 now = self._clock()

@@ -445,9 +445,9 @@ async def test_a_get_at_a_resource_version_answers_as_kubes_cache_does(api: Clie
     parse is the list's 400; ``0`` or an older one reads the object."""
     await api.post(DEPLOYMENTS, json=deployment("d"))
     current = await objects.store.current_revision()
-    for name in ("d", "missing"):
+    for path in ("d", "missing", "d/scale"):
         for accept in ({}, {"Accept": TABLE}):
-            ahead = await api.get(f"{DEPLOYMENTS}/{name}", params={"resourceVersion": str(current + 5)}, headers=accept)
+            ahead = await api.get(f"{DEPLOYMENTS}/{path}", params={"resourceVersion": str(current + 5)}, headers=accept)
             assert ahead.status == 504
             assert (await ahead.json())["message"] == f"Timeout: Too large resource version: {current + 5}, current: {current}"
     bad = await api.get(f"{DEPLOYMENTS}/d", params={"resourceVersion": "abc"})

@@ -277,8 +277,10 @@ class ObjectStore:
 
     # --- scale subresource --------------------------------------------------------------
 
-    async def get_scale(self, rt: ResourceType, *, namespace: str | None = None, name: str) -> dict[str, Any]:
-        return scale_of(rt, await self.get(rt, namespace=namespace, name=name))
+    async def get_scale(
+        self, rt: ResourceType, *, namespace: str | None = None, name: str, resource_version: str | None = None
+    ) -> dict[str, Any]:
+        return scale_of(rt, await self.get(rt, namespace=namespace, name=name, resource_version=resource_version))
 
     async def update_scale(
         self,
