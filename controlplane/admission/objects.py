@@ -128,6 +128,12 @@ def admission_of(workload: Mapping[str, Any]) -> Mapping[str, Any] | None:
     return admission if isinstance(admission, dict) and admission.get("clusterQueue") and not is_finished(workload) else None
 
 
+def local_queue_of(workload: Mapping[str, Any]) -> tuple[str, str]:
+    """(namespace, name) of a Workload's LocalQueue (``spec.queueName``)."""
+    meta = workload.get("metadata") or {}
+    return str(meta.get("namespace")), str((workload.get("spec") or {}).get("queueName") or "")
+
+
 def key_of(obj: Mapping[str, Any]) -> str:
     meta = obj.get("metadata") or {}
     return f"{meta.get('namespace')}/{meta.get('name')}"
@@ -183,11 +189,17 @@ def deactivate_cycles(queues: Mapping[str, ClusterQueue], cycles: Iterable[str])
     }
 
 
+def missing_flavors(obj: Mapping[str, Any], flavors: Mapping[str, Mapping[str, str]]) -> list[str]:
+    """The ResourceFlavors a ClusterQueue names that do not exist, in the order it names them."""
+    named = (str(fq.get("name")) for g in (obj.get("spec") or {}).get("resourceGroups") or () for fq in g.get("flavors") or ())
+    return list(dict.fromkeys(f for f in named if f not in flavors))
+
+
 def cluster_queue(obj: Mapping[str, Any], flavors: Mapping[str, Mapping[str, str]]) -> ClusterQueue:
     """A ClusterQueue as the core reads it; inactive when it is held or names a missing flavor."""
     spec = obj.get("spec") or {}
     groups = _groups(spec)
-    missing = sorted({fq.flavor for g in groups for fq in g.flavors} - set(flavors))
+    missing = sorted(missing_flavors(obj, flavors))
     inactive = None
     if spec.get("stopPolicy") in ("Hold", "HoldAndDrain"):
         inactive = f"stopPolicy is {spec['stopPolicy']}"

@@ -98,6 +98,12 @@ REASON_WAIT_FOR_START: Final = "WaitForStart"
 REASON_PODS_READY_TIMEOUT: Final = "PodsReadyTimeout"
 REASON_BACKOFF_FINISHED: Final = "BackoffFinished"
 REASON_REQUEUING_LIMIT_EXCEEDED: Final = "InactiveWorkloadRequeuingLimitExceeded"
+REASON_CLUSTER_QUEUE_STOPPED: Final = "ClusterQueueStopped"
+REASON_LOCAL_QUEUE_STOPPED: Final = "LocalQueueStopped"
+REASON_CLUSTER_QUEUE_RESTARTED: Final = "ClusterQueueRestarted"
+REASON_LOCAL_QUEUE_RESTARTED: Final = "LocalQueueRestarted"
+# ClusterQueue and LocalQueue condition type (Kueue's name).
+COND_ACTIVE: Final = "Active"
 
 MAX_ITEMS: Final = 16
 

@@ -13,12 +13,14 @@ ClusterQueues, LocalQueues, WorkloadPriorityClasses and Workloads (informers). O
   admitted Workload gets ``status.admission`` (ClusterQueue and flavor per resource) and the
   conditions QuotaReserved and Admitted; a waiting one QuotaReserved=False with Kueue's reason
   (Pending, Inadmissible) and message;
-* preemption (the ClusterQueues' ``preemption`` policies): a target Workload is evicted — Evicted
-  and Preempted, its admission removed, back in the queue, an Event naming the preemptor — so its
-  Job is suspended again and the detector deletes its binding (its pods stop in every member);
-  the preemptor is admitted by a later cycle, once the quota is released (the next cycle decides
-  it before any other workload, so none takes what its evictions freed); the evicted Workload is
-  ``Requeued=True`` at once, as in Kueue;
+* preemption (the ClusterQueues' ``preemption`` policies): a target Workload is evicted
+  (:mod:`controlplane.controllers.workloadevicting`: Evicted and Preempted, back in the queue at
+  once, an Event naming the preemptor; its Job suspended again, its binding deleted); the
+  preemptor is admitted by a later cycle, decided before any other workload, so none takes what
+  its evictions freed;
+* Kueue's ``stopPolicy`` of ClusterQueues and LocalQueues (:mod:`controlplane.admission.stopping`):
+  a stopped queue admits nothing, ``HoldAndDrain`` evicts what it admitted the same way, and a
+  drained Workload is requeued once its queue runs again;
 * with ``--kueue-wait-for-pods-ready-timeout``, Kueue's waitForPodsReady: an admitted Workload
   whose pods are not ready in time is evicted and requeued after a backoff, or deactivated past
   the limit (the writes in :mod:`controlplane.controllers.requeuing`, the rules in
@@ -26,7 +28,8 @@ ClusterQueues, LocalQueues, WorkloadPriorityClasses and Workloads (informers). O
 * with ``--kueue-fair-sharing`` the cycle runs with Kueue's fair sharing over the tree of cohorts
   (``kueue.x-k8s.io/v1alpha1`` Cohorts: parents, quota, weights), and ClusterQueues and Cohorts
   get ``status.fairSharing.weightedShare``;
-* ClusterQueue and LocalQueue status: pending/reserving/admitted counts, usage per flavor;
+* ClusterQueue and LocalQueue status: pending/reserving/admitted counts, usage per flavor, the
+  condition ``Active``;
 * a finished workload's Workload gets Finished=True, and its quota is free again; a deleted
   workload's Workload is deleted.
 
@@ -46,7 +49,7 @@ from datetime import datetime
 from typing import Any, Final
 
 from controlplane.admission import objects as adm
-from controlplane.admission import requeuing
+from controlplane.admission import requeuing, stopping
 from controlplane.admission.core import ClusterQueue, Pending, Target, Usage, Waiting, decide
 from controlplane.admission.core.preemption import HUMAN_REASONS
 from controlplane.admission.metrics import QueueMetrics, queue_figures
@@ -59,6 +62,7 @@ from controlplane.controllers.events import EventReason, record_event
 from controlplane.controllers.informing import AssumedWrites, spec_unchanged
 from controlplane.controllers.reconciling import KeyedController
 from controlplane.controllers.requeuing import Requeuing
+from controlplane.controllers.workloadevicting import evict
 from controlplane.controllers.workloads import WorkloadRef, is_deleting, with_condition
 from controlplane.interpreter import interpreter_for
 from controlplane.objectclient import ResourceType, WatchEventType, errors
@@ -356,12 +360,18 @@ class AdmissionController(KeyedController[Key]):
         unqueued: dict[str, Waiting] = {}
         admitted = []
         timed_out: list[dict[str, Any]] = []
+        drained: list[tuple[dict[str, Any], stopping.Drain]] = []
         backing_off: list[Waiting] = []
+        # Only a HoldAndDrain queue makes the cycle look at each admitted Workload's queues.
+        draining = any(stopping.stop_policy(o) == stopping.HOLD_AND_DRAIN for o in (*cq_objs.values(), *lqs.values()))
         for key, wl in list(workloads.items()):
             if adm.is_finished(wl) or is_deleting(wl) or not requeuing.is_active(wl):
                 continue
             held = adm.admitted_of(wl)
             if held is not None:
+                if draining and (why := stopping.drain(lqs.get(adm.local_queue_of(wl)), cq_objs.get(held.queue))):
+                    drained.append((wl, why))  # evicted below: its quota is free for this cycle
+                    continue
                 deadline = self._pods_ready_deadline(wl)
                 if deadline is not None and deadline <= now:
                     timed_out.append(wl)  # evicted below: its quota is free for this cycle
@@ -370,8 +380,7 @@ class AdmissionController(KeyedController[Key]):
                     wake.append((deadline - now).total_seconds())
                 admitted.append(held)
                 continue
-            namespace = str(wl["metadata"].get("namespace"))
-            queue_name = str((wl.get("spec") or {}).get("queueName") or "")
+            namespace, queue_name = adm.local_queue_of(wl)
             lq = lqs.get((namespace, queue_name))
             cq_name = str(((lq or {}).get("spec") or {}).get("clusterQueue") or "")
             if (until := requeuing.requeue_at(wl)) is not None:
@@ -380,14 +389,20 @@ class AdmissionController(KeyedController[Key]):
                     backing_off.append(Waiting(key, cq_name, kueue.REASON_INADMISSIBLE, "", 0))
                     continue
                 wl = workloads[key] = self._assume(await self.requeuing.release(wl))
+            if (restarted := stopping.restarted(wl, lq, cq_objs.get(cq_name))) is not None:
+                wl = workloads[key] = self._assume(await self.requeuing.release(wl, restarted=restarted))
             if lq is None:
                 unqueued[key] = Waiting(key, "", "Inadmissible", f"LocalQueue {queue_name} doesn't exist", 0)
+            elif (stopped := stopping.waiting_in_stopped(lq, queue_name)) is not None:
+                unqueued[key] = Waiting(key, "", kueue.REASON_INADMISSIBLE, stopped, 0)  # out of line, as in Kueue
             elif cq_name in cq_objs and not adm.namespace_allowed(cq_objs[cq_name], namespaces.get(namespace, {})):
                 unqueued[key] = Waiting(key, cq_name, "Inadmissible", "Workload namespace doesn't match ClusterQueue selector", 0)
             else:
                 pending.append(adm.pending_of(wl, cq_name))
         for wl in timed_out:
             self._assume(await self.requeuing.time_out(wl))
+        for wl, why in drained:
+            await self._drain(wl, why)
         decisions = decide(
             queues, pending, admitted, flavors, fair_sharing=fair_sharing, cohorts=cohorts, usage=usage, claims=self._claims,
         )
@@ -406,7 +421,11 @@ class AdmissionController(KeyedController[Key]):
             self.metrics.attempt(time.perf_counter() - started, admitted=bool(decisions.admitted))
             in_line = (*queued, *(u for u in unqueued.values() if u.queue))
             self.metrics.record_queues(queue_figures(queues, cq_objs, usage, in_line, holders))
-        await self._queue_statuses(queues, cq_objs, lqs, workloads, queued, holders, usage)
+        active = {
+            name: stopping.cluster_queue_active(o, adm.missing_flavors(o, flavors), queues[name].inactive_reason)
+            for name, o in cq_objs.items()
+        }
+        await self._queue_statuses(queues, cq_objs, lqs, workloads, queued, holders, usage, active)
         for name, obj in cohort_objs.items():
             status = {k: v for k, v in (obj.get("status") or {}).items() if k != "fairSharing"}
             if fair_sharing:
@@ -476,9 +495,8 @@ class AdmissionController(KeyedController[Key]):
             return 0.0
 
     async def _evict(self, wl: dict[str, Any], preemptor: Mapping[str, Any], target: Target, preempting_queue: str) -> None:
-        """Kueue's eviction by preemption, in one write: Evicted and Preempted, the quota released
-        (back to the queue), and an Event naming the preemptor. The Job is suspended again and its
-        binding removed (:meth:`sync`, :class:`AdmissionGate`), so its pods stop in every member."""
+        """Kueue's eviction by preemption, in one write (:func:`evict`): Evicted and Preempted, the
+        quota released (back to the queue), and an Event naming the preemptor."""
         rt = self.kinds.workload
         assert rt is not None
         if adm.is_true(wl, kueue.COND_EVICTED):
@@ -488,27 +506,24 @@ class AdmissionController(KeyedController[Key]):
             f"Preempted to accommodate a workload (UID: {uid}, Workload: {adm.key_of(preemptor)}) "
             f"due to {HUMAN_REASONS[target.reason]}"
         )
-        updated = copy.deepcopy(wl)
-        status = updated.setdefault("status", {})
-        status.pop("admission", None)
-        conditions = status.get("conditions") or []
-        for cond in (
-            {"type": kueue.COND_EVICTED, "status": "True", "reason": kueue.REASON_PREEMPTED, "message": message},
-            {"type": kueue.COND_PREEMPTED, "status": "True", "reason": str(target.reason), "message": message},
-            {"type": kueue.COND_QUOTA_RESERVED, "status": "False", "reason": kueue.REASON_PENDING, "message": message},
-            {"type": kueue.COND_ADMITTED, "status": "False", "reason": kueue.REASON_NO_RESERVATION,
-             "message": "The workload has no reservation"},
-            # As Kueue: a preempted workload is queued again at once (no backoff).
-            {"type": kueue.COND_REQUEUED, "status": "True", "reason": kueue.REASON_PREEMPTED, "message": message},
-        ):
-            conditions = with_condition(conditions, cond, now=self.ctx.now_text())
-        status["conditions"] = conditions
-        written = self._assume(await self.ctx.objects.update_status(rt, updated))
+        preempted = {"type": kueue.COND_PREEMPTED, "status": "True", "reason": str(target.reason), "message": message}
+        # As Kueue: a preempted workload is queued again at once (no backoff).
+        self._assume(await evict(self.ctx, rt, wl, reason=kueue.REASON_PREEMPTED, message=message,
+                                 event=EventReason.PREEMPTED, requeued=True, also=[preempted]))
         log.info("Workload %s preempted by %s (%s)", adm.key_of(wl), adm.key_of(preemptor), target.reason)
         if self.metrics is not None:
             self.metrics.evicted(target.queue, reason=kueue.REASON_PREEMPTED,
                                  preempting_cluster_queue=preempting_queue, preemption_reason=str(target.reason))
-        await record_event(self.ctx, written, type=EventType.NORMAL, reason=EventReason.PREEMPTED, message=message)
+
+    async def _drain(self, wl: dict[str, Any], why: stopping.Drain) -> None:
+        """Kueue's eviction of an admitted Workload whose queue is ``HoldAndDrain``: held out of
+        line (``Requeued=False``) until the queue runs again."""
+        rt = self.kinds.workload
+        assert rt is not None
+        queue = str((adm.admission_of(wl) or {}).get("clusterQueue") or "")
+        self._assume(await evict(self.ctx, rt, wl, reason=why.reason, message=why.message))
+        if self.metrics is not None:
+            self.metrics.evicted(queue, reason=why.reason)
 
     async def _wait(self, wl: dict[str, Any], waiting: Waiting) -> None:
         rt = self.kinds.workload
@@ -532,15 +547,17 @@ class AdmissionController(KeyedController[Key]):
         waiting: tuple[Waiting, ...],
         holders: Mapping[str, str],
         usage: Usage,
+        active: Mapping[str, Mapping[str, Any]],
     ) -> None:
-        """Counts and usage of every ClusterQueue and LocalQueue. ``holders``: Workload key →
-        the ClusterQueue whose quota it holds."""
+        """Counts, usage and the ``Active`` condition of every ClusterQueue and LocalQueue.
+        ``holders``: Workload key → the ClusterQueue whose quota it holds; ``active``: each
+        ClusterQueue's ``Active`` condition."""
+        now = self.ctx.now_text()
         cq_counts: dict[str, list[int]] = {}
         lq_counts: dict[tuple[str, str], list[int]] = {}
 
         def lq_of(key: str) -> tuple[str, str]:
-            wl = workloads[key]
-            return (str(wl["metadata"].get("namespace")), str((wl.get("spec") or {}).get("queueName") or ""))
+            return adm.local_queue_of(workloads[key])
 
         for w in waiting:
             cq_counts.setdefault(w.queue, [0, 0])[0] += 1
@@ -555,15 +572,18 @@ class AdmissionController(KeyedController[Key]):
                 **{k: v for k, v in (obj.get("status") or {}).items() if k != "fairSharing"},
                 "pendingWorkloads": pending, "reservingWorkloads": holding, "admittedWorkloads": holding,
                 "flavorsReservation": flavors, "flavorsUsage": flavors,
+                "conditions": with_condition((obj.get("status") or {}).get("conditions"), active[name], now=now),
             }
             if self.ctx.settings.kueue_fair_sharing:
                 status["fairSharing"] = {"weightedShare": usage.queue_share(name)}
             await self._write_status(self.kinds.cluster_queue, obj, status)
         for lq_key, obj in lqs.items():
             pending, holding = lq_counts.get(lq_key, [0, 0])
+            lq_active = stopping.local_queue_active(obj, active.get(str((obj.get("spec") or {}).get("clusterQueue") or "")))
             status = {
                 **(obj.get("status") or {}),
                 "pendingWorkloads": pending, "reservingWorkloads": holding, "admittedWorkloads": holding,
+                "conditions": with_condition((obj.get("status") or {}).get("conditions"), lq_active, now=now),
             }
             await self._write_status(self.kinds.local_queue, obj, status)
 

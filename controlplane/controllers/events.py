@@ -52,6 +52,8 @@ class EventReason(StrEnum):
     PREEMPTED = "Preempted"
     EVICTED_PODS_READY_TIMEOUT = "EvictedDueToPodsReadyTimeout"
     EVICTED_REQUEUING_LIMIT = "EvictedDueToInactiveWorkloadRequeuingLimitExceeded"
+    EVICTED_CLUSTER_QUEUE_STOPPED = "EvictedDueToClusterQueueStopped"
+    EVICTED_LOCAL_QUEUE_STOPPED = "EvictedDueToLocalQueueStopped"
 
 
 async def record_event(

@@ -13,7 +13,11 @@ requeuing limit, ``spec.active: false``) as Kueue writes them, and Events:
 * once ``requeueAt`` has passed: ``Requeued=True`` (``BackoffFinished``), ``requeueAt`` removed
   (the count stays), and the Workload is queued again;
 * a deactivated Workload made active again: ``Requeued=True`` (``Reactivated``), ``requeueState``
-  removed.
+  removed;
+* a Workload a stopped queue drained, once the queue runs again: ``Requeued=True``
+  (:func:`controlplane.admission.stopping.restarted`).
+
+The evictions are written by :func:`controlplane.controllers.workloadevicting.evict`.
 
 The decisions are :mod:`controlplane.admission.requeuing`'s (pure).
 """
@@ -29,33 +33,14 @@ from controlplane.admission import objects as adm
 from controlplane.admission import requeuing
 from controlplane.admission.metrics import QueueMetrics
 from controlplane.apis import kueue_v1beta1 as kueue
-from controlplane.apis.events import EventType
 from controlplane.controllers.context import ControllerContext
-from controlplane.controllers.events import EventReason, record_event
-from controlplane.controllers.workloads import with_condition
+from controlplane.controllers.events import EventReason
+from controlplane.controllers.workloadevicting import evict, set_conditions
 from controlplane.objectclient import ResourceType
 
 log = logging.getLogger(__name__)
 
 DEACTIVATED_MESSAGE = "The workload is deactivated due to exceeding the maximum number of re-queuing retries"
-
-
-def _with_conditions(status: dict[str, Any], conditions: list[dict[str, Any]], *, now: str) -> None:
-    current = status.get("conditions") or []
-    for cond in conditions:
-        current = with_condition(current, cond, now=now)
-    status["conditions"] = current
-
-
-def _evicted(reason: str, message: str) -> list[dict[str, Any]]:
-    """The conditions of a Workload evicted and back in its queue (its admission removed)."""
-    return [
-        {"type": kueue.COND_EVICTED, "status": "True", "reason": reason, "message": message},
-        {"type": kueue.COND_QUOTA_RESERVED, "status": "False", "reason": kueue.REASON_PENDING, "message": message},
-        {"type": kueue.COND_ADMITTED, "status": "False", "reason": kueue.REASON_NO_RESERVATION,
-         "message": "The workload has no reservation"},
-        {"type": kueue.COND_REQUEUED, "status": "False", "reason": reason, "message": message},
-    ]
 
 
 class Requeuing:
@@ -80,7 +65,7 @@ class Requeuing:
         if current is not None and all(current.get(k) == v for k, v in cond.items()):
             return
         updated = copy.deepcopy(dict(wl))
-        _with_conditions(updated.setdefault("status", {}), [cond], now=self.ctx.now_text())
+        set_conditions(updated.setdefault("status", {}), [cond], now=self.ctx.now_text())
         await self.ctx.objects.update_status(self.rt, updated)
 
     async def time_out(self, wl: Mapping[str, Any]) -> dict[str, Any]:
@@ -98,27 +83,28 @@ class Requeuing:
         else:
             reason, message = kueue.REASON_PODS_READY_TIMEOUT, f"Exceeded the PodsReady timeout {adm.key_of(wl)}"
             event = EventReason.EVICTED_PODS_READY_TIMEOUT
-        status = updated.setdefault("status", {})
-        status.pop("admission", None)
-        if requeue.state is None:
-            status.pop("requeueState", None)
-        else:
-            status["requeueState"] = requeue.state
-        _with_conditions(status, _evicted(reason, message), now=ctx.now_text())
-        written = await ctx.objects.update_status(self.rt, updated)
-        log.info("Workload %s evicted: %s (%s)", adm.key_of(wl), message, requeue.state or "deactivated")
+
+        def requeue_state(status: dict[str, Any]) -> None:
+            if requeue.state is None:
+                status.pop("requeueState", None)
+            else:
+                status["requeueState"] = requeue.state
+
+        written = await evict(ctx, self.rt, updated, reason=reason, message=message, event=event, edit=requeue_state)
         if self.metrics is not None and queue:
             self.metrics.evicted(queue, reason=reason)
-        await record_event(ctx, written, type=EventType.NORMAL, reason=event, message=message)
         return written
 
-    async def release(self, wl: Mapping[str, Any]) -> dict[str, Any]:
-        """A Workload whose backoff is over, or that was made active again, may be queued again:
+    async def release(self, wl: Mapping[str, Any], *, restarted: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """A Workload whose backoff is over, that was made active again, or whose stopped queue
+        drained it and runs again (``restarted``: its condition), may be queued again:
         ``Requeued=True``; return it as written."""
         updated = copy.deepcopy(dict(wl))
         status = updated.setdefault("status", {})
         held = adm.condition(wl, kueue.COND_REQUEUED) or {}
-        if held.get("reason") == kueue.REASON_REQUEUING_LIMIT_EXCEEDED:
+        if restarted is not None:
+            cond = dict(restarted)
+        elif held.get("reason") == kueue.REASON_REQUEUING_LIMIT_EXCEEDED:
             status.pop("requeueState", None)
             cond = {"type": kueue.COND_REQUEUED, "status": "True", "reason": "Reactivated",
                     "message": "The workload was reactivated"}
@@ -126,7 +112,7 @@ class Requeuing:
             (status.get("requeueState") or {}).pop("requeueAt", None)
             cond = {"type": kueue.COND_REQUEUED, "status": "True", "reason": kueue.REASON_BACKOFF_FINISHED,
                     "message": "The workload backoff was finished"}
-        _with_conditions(status, [cond], now=self.ctx.now_text())
+        set_conditions(status, [cond], now=self.ctx.now_text())
         written = await self.ctx.objects.update_status(self.rt, updated)
         log.info("Workload %s queued again: %s", adm.key_of(wl), cond["message"])
         return written
