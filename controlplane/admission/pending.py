@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from controlplane.admission import objects as adm
-from controlplane.admission import requeuing
+from controlplane.admission import requeuing, stopping
 from controlplane.admission.core import queue_order
 
 #: Kueue's default ``limit`` of a pending-workloads page.
@@ -58,8 +58,12 @@ def _queue_of(obj: Mapping[str, Any], name_field: str) -> tuple[str, str]:
 def in_cluster_queue(
     workloads: Iterable[Mapping[str, Any]], local_queues: Iterable[Mapping[str, Any]], cluster_queue: str
 ) -> list[Mapping[str, Any]]:
-    """The Workloads submitted through LocalQueues that point at ``cluster_queue``."""
-    targets = {_queue_of(lq, "") for lq in local_queues if (lq.get("spec") or {}).get("clusterQueue") == cluster_queue}
+    """The Workloads submitted through LocalQueues that point at ``cluster_queue`` (a stopped
+    LocalQueue's are out of line, as Kueue takes them out of its queues)."""
+    targets = {
+        _queue_of(lq, "") for lq in local_queues
+        if (lq.get("spec") or {}).get("clusterQueue") == cluster_queue and not stopping.is_stopped(lq)
+    }
     return [w for w in workloads if _queue_of(w, "queueName") in targets]
 
 

@@ -4,7 +4,7 @@ In: a hub workload with the label ``kueue.x-k8s.io/queue-name``, and from the hu
 (``<kind>-<name>``), its LocalQueue, the ClusterQueue behind it and the Workloads waiting there.
 Out: lines — the LocalQueue and ClusterQueue (cohort, queueing strategy), the Workload's
 QuotaReserved condition (Kueue's reason and message: which flavor and resource lacks quota,
-how much more is needed), the ClusterQueue's quota and usage for what the workload asks, its
+how much more is needed), a queue's ``stopPolicy`` when it is stopped, the ClusterQueue's quota and usage for what the workload asks, its
 eviction if it was preempted, its position among the workloads waiting in the ClusterQueue and
 in its LocalQueue (higher priority first, then older: the order the hub's admission cycle takes
 them in), and once admitted the flavor each pod set got and whether the ClusterQueue borrows.
@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any, Final
 
 from controlplane.admission import objects as adm
-from controlplane.admission import requeuing
+from controlplane.admission import requeuing, stopping
 from controlplane.admission.pending import in_cluster_queue, position
 from controlplane.apis import kueue_v1beta1 as kueue
 from gpufed.hubclient import HubClient, HubError
@@ -43,6 +43,17 @@ def _requeue_line(workload: Mapping[str, Any]) -> str | None:
         return (f"backing off until {state['requeueAt']} after {state.get('count')} PodsReady timeout(s); "
                 "no candidate for admission until then")
     return None
+
+
+def _stopped_lines(name: str, queue: Mapping[str, Any] | None) -> list[str]:
+    """What a queue's ``stopPolicy`` does, when it is not None."""
+    policy = stopping.stop_policy(queue)
+    if policy == stopping.NONE:
+        return []
+    running = ("its admitted workloads are evicted" if policy == stopping.HOLD_AND_DRAIN
+               else "its admitted workloads keep running")
+    return [_line("Stopped:", f"{name} has stopPolicy {policy}: it admits nothing new, {running}; "
+                  "stopPolicy None resumes it")]
 
 
 def _requested(workload: Mapping[str, Any]) -> list[str]:
@@ -111,6 +122,8 @@ def render_queue(
         cohort = f"cohort {cq_spec['cohort']}, " if cq_spec.get("cohort") else ""
         strategy = cq_spec.get("queueingStrategy") or "BestEffortFIFO"
         lines.append(_line("Queue:", f"LocalQueue {namespace}/{queue_name} -> ClusterQueue {cq_name} ({cohort}{strategy})"))
+    lines.extend(_stopped_lines(f"LocalQueue {namespace}/{queue_name}", local_queue))
+    lines.extend(_stopped_lines(f"ClusterQueue {cq_name}", cluster_queue))
     priority = spec.get("priority", 0)
     by = f" (WorkloadPriorityClass {spec['priorityClassName']})" if spec.get("priorityClassName") else ""
     lines.append(_line("Workload:", f"{adm.key_of(workload)}, priority {priority}{by}"))
@@ -138,6 +151,9 @@ def render_queue(
         lines.append(_line("Requeue:", requeue))
     if cluster_queue is not None:
         lines.extend(_quota_lines(cluster_queue, _requested(workload), None))
+    if stopping.is_stopped(local_queue):
+        lines.append(_line("Position:", f"out of line while LocalQueue {namespace}/{queue_name} is stopped"))
+        return lines
     places = []
     if cluster_queue_peers is not None:
         place, total = position(workload, cluster_queue_peers)

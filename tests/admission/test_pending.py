@@ -110,3 +110,10 @@ def test_explains_place_is_the_same_order_one_based() -> None:
     ordered = pending.in_order(MIXED)
     for index, wl in enumerate(ordered):
         assert pending.position(wl, MIXED) == (index + 1, len(MIXED))
+
+
+def test_a_stopped_local_queue_s_workloads_are_out_of_its_cluster_queue_s_line() -> None:
+    lqs = [{"metadata": {"name": "lq", "namespace": ns}, "spec": {"clusterQueue": "cq", "stopPolicy": stop}}
+           for ns, stop in (("team-a", "Hold"), ("team-b", "None"), ("team-c", "HoldAndDrain"))]
+    wls = [workload(f"w-{ns}", ns) for ns in ("team-a", "team-b", "team-c")]
+    assert [w["metadata"]["name"] for w in pending.in_cluster_queue(wls, lqs, "cq")] == ["w-team-b"]

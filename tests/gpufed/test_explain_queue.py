@@ -175,3 +175,25 @@ def test_a_workload_backing_off_or_deactivated_says_until_when() -> None:
     assert not any(line.startswith("Requeue:") for line in render_queue(
         done, local_queue={"spec": {"clusterQueue": "cq"}}, cluster_queue=None, cluster_queue_peers=None,
         local_queue_peers=[done]))
+
+
+def test_a_workload_of_a_stopped_queue_says_which_queue_holds_it() -> None:
+    held = workload("me", status={"conditions": [
+        {"type": "QuotaReserved", "status": "False", "reason": "Inadmissible", "message": "LocalQueue lq is inactive"}]})
+    lq = {"spec": {"clusterQueue": "cq", "stopPolicy": "Hold"}}
+    text = "\n".join(render_queue(held, local_queue=lq, cluster_queue=None, cluster_queue_peers=None, local_queue_peers=[held]))
+    assert ("Stopped:     LocalQueue default/lq has stopPolicy Hold: it admits nothing new, its admitted workloads "
+            "keep running; stopPolicy None resumes it") in text
+    assert "Admission:   QuotaReserved=False (Inadmissible): LocalQueue lq is inactive" in text
+    assert "Position:    out of line while LocalQueue default/lq is stopped" in text
+    drained = workload("me", status={"conditions": [
+        {"type": "Evicted", "status": "True", "reason": "ClusterQueueStopped", "message": "The ClusterQueue is stopped"}]})
+    cq = {"spec": {"stopPolicy": "HoldAndDrain", "resourceGroups": []}}
+    text = "\n".join(render_queue(drained, local_queue={"spec": {"clusterQueue": "cq"}}, cluster_queue=cq,
+                                  cluster_queue_peers=[drained], local_queue_peers=[drained]))
+    assert "Stopped:     ClusterQueue cq has stopPolicy HoldAndDrain: it admits nothing new, its admitted workloads are evicted" in text
+    assert "Evicted:     ClusterQueueStopped: The ClusterQueue is stopped" in text
+    assert "Position:    1 of 1 waiting in ClusterQueue cq" in text  # still in its ClusterQueue's line, as in Kueue
+    running = render_queue(drained, local_queue={"spec": {"clusterQueue": "cq", "stopPolicy": "None"}},
+                           cluster_queue=None, cluster_queue_peers=None, local_queue_peers=[])
+    assert not any(line.startswith("Stopped:") for line in running)
