@@ -37,14 +37,22 @@ def waits(objects: ObjectStore, name: str, message: str) -> Any:
     return probe
 
 
-def drained(objects: ObjectStore, name: str) -> Any:
-    async def probe() -> dict[str, Any] | None:
-        wl = await get(objects, KUEUE, "Workload", f"job-{name}")
-        obj = await get(objects, "batch/v1", "Job", name)
-        stopped = obj is not None and obj["spec"].get("suspend") is True
-        gone = await get(objects, WORK, "ResourceBinding", f"{name}-job") is None and not await works_of(objects, name)
-        return wl if condition(wl, "Evicted").get("status") == "True" and stopped and gone else None
-    return probe
+async def all_drained(objects: ObjectStore, names: tuple[str, ...], reason: str, message: str) -> None:
+    """Each of the Jobs ``names`` evicted for ``reason``: suspended, its binding and Works gone,
+    its Workload Evicted and held out of line (``Requeued=False``) with ``reason``."""
+    for name in names:
+        async def probe(name: str = name) -> dict[str, Any] | None:
+            wl = await get(objects, KUEUE, "Workload", f"job-{name}")
+            obj = await get(objects, "batch/v1", "Job", name)
+            stopped = obj is not None and obj["spec"].get("suspend") is True
+            gone = await get(objects, WORK, "ResourceBinding", f"{name}-job") is None and not await works_of(objects, name)
+            return wl if condition(wl, "Evicted").get("status") == "True" and stopped and gone else None
+
+        wl = await eventually(probe, what=f"{name} drained")
+        evicted, requeued = condition(wl, "Evicted"), condition(wl, "Requeued")
+        assert (evicted["reason"], evicted["message"]) == (reason, message)
+        assert (requeued["status"], requeued["reason"]) == ("False", reason)
+        assert condition(wl, "Admitted")["status"] == "False" and "admission" not in wl["status"]
 
 
 async def test_hold_and_drain_on_a_cluster_queue_evicts_what_it_admitted_until_it_runs_again(
@@ -56,12 +64,7 @@ async def test_hold_and_drain_on_a_cluster_queue_evicts_what_it_admitted_until_i
     await eventually(lambda: works_of(objects, "a1"), what="a1's Work")
 
     await stop(objects, "ClusterQueue", "team-a", "HoldAndDrain")
-    for name in ("a1", "a2", "a3"):
-        wl = await eventually(drained(objects, name), what=f"{name} drained")
-        evicted, requeued = condition(wl, "Evicted"), condition(wl, "Requeued")
-        assert (evicted["reason"], evicted["message"]) == ("ClusterQueueStopped", "The ClusterQueue is stopped")
-        assert (requeued["status"], requeued["reason"]) == ("False", "ClusterQueueStopped")
-        assert condition(wl, "Admitted")["status"] == "False" and "admission" not in wl["status"]
+    await all_drained(objects, ("a1", "a2", "a3"), "ClusterQueueStopped", "The ClusterQueue is stopped")
     await create(objects, job("a4", "team-a"))
     await eventually(waits(objects, "a4", "ClusterQueue team-a is inactive: stopPolicy is HoldAndDrain"), what="a4 held")
     await settled(manager)
@@ -113,11 +116,7 @@ async def test_a_stopped_local_queue_holds_its_workloads_and_drains_them(objects
     assert [await admitted(objects, n) for n in ("a1", "a2", "a3")] == ["team-a"] * 3  # Hold keeps them
 
     await stop(objects, "LocalQueue", "team-a", "HoldAndDrain")
-    for name in ("a1", "a2", "a3"):
-        wl = await eventually(drained(objects, name), what=f"{name} drained")
-        evicted, requeued = condition(wl, "Evicted"), condition(wl, "Requeued")
-        assert (evicted["reason"], evicted["message"]) == ("LocalQueueStopped", "The LocalQueue is stopped")
-        assert (requeued["status"], requeued["reason"]) == ("False", "LocalQueueStopped")
+    await all_drained(objects, ("a1", "a2", "a3"), "LocalQueueStopped", "The LocalQueue is stopped")
     await settled(manager)
     assert await admitted(objects, "a4") is None
 
