@@ -11,6 +11,9 @@ ClusterQueue's ``fairSharing.weight``) apply unchanged and show in ``gpufed queu
 A second flavor, ``cloud`` (the cloud member's cluster label ``tier: cloud``), gives team B one
 cloud GPU and team A none, and team A may borrow only one on-prem GPU: team A's fourth Job borrows
 team B's cloud GPU and runs in the cloud member, and is preempted there when team B reclaims it.
+
+Last, team B's LocalQueue is stopped with ``HoldAndDrain``: its Jobs' pods leave the members and
+their Workloads are Evicted (``LocalQueueStopped``); ``stopPolicy: None`` admits them again.
 """
 
 from __future__ import annotations
@@ -227,3 +230,26 @@ def test_two_teams_share_a_cohort(processes: ProcessGroup) -> None:
     )
     team_c = next(r for r in json.loads(queues.stdout) if r["clusterQueue"] == "team-c")
     assert (team_c["weight"], team_c["lent"], team_c["weightedShare"]) == ("3", "1", None)  # fair sharing is off
+
+    # kueuectl's `stop localqueue team-b` (stopPolicy HoldAndDrain) evicts what team B's
+    # LocalQueue admitted: its pods leave the members; `stopPolicy: None` admits them again.
+    hub.run("patch", "localqueue", "team-b", "-n", "ml", "--type", "merge", "-p", '{"spec":{"stopPolicy":"HoldAndDrain"}}')
+    wait_for(lambda: all(not _pods(m, n) for m in (onprem, cloud) for n in ("b1", "b2", "b3")), timeout=120,
+             what="team B's pods gone from the members")
+    conds = {c["type"]: c for c in hub.json("get", "workload", "job-b1", "-n", "ml")["status"]["conditions"]}
+    assert (conds["Evicted"]["reason"], conds["Evicted"]["message"]) == ("LocalQueueStopped", "The LocalQueue is stopped")
+    assert (conds["Requeued"]["status"], conds["Requeued"]["reason"]) == ("False", "LocalQueueStopped")
+    assert hub.json("get", "job", "b1", "-n", "ml")["spec"]["suspend"] is True
+
+    def team_b_queue_says(status: str, reason: str) -> bool:
+        lq = hub.json("get", "localqueue", "team-b", "-n", "ml")
+        active = {c["type"]: c for c in (lq.get("status") or {}).get("conditions") or ()}.get("Active") or {}
+        return (active.get("status"), active.get("reason")) == (status, reason)
+
+    wait_for(lambda: team_b_queue_says("False", "Stopped"), timeout=30, what="team B's LocalQueue Active=False (Stopped)")
+    hub.run("patch", "localqueue", "team-b", "-n", "ml", "--type", "merge", "-p", '{"spec":{"stopPolicy":"None"}}')
+    wait_for(_admitted_by(hub, "b1", "team-b"), timeout=90, what="b1 admitted again once team B's LocalQueue runs")
+    wait_for(lambda: _running_pods(onprem, "b1") == 1, timeout=120, what="b1 Running on-prem again")
+    conds = {c["type"]: c for c in hub.json("get", "workload", "job-b1", "-n", "ml")["status"]["conditions"]}
+    assert (conds["Requeued"]["status"], conds["Requeued"]["reason"]) == ("True", "LocalQueueRestarted")
+    assert team_b_queue_says("True", "Active")
