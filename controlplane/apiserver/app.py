@@ -74,6 +74,7 @@ from controlplane.apiserver.objects import ObjectStore, utc_now
 from controlplane.apiserver.openapi.serving import OpenApiEndpoints
 from controlplane.apiserver.resources import Registry
 from controlplane.apiserver.routing import RequestInfo, is_upgrade, parse_request
+from controlplane.apiserver.selectors import pinned_name
 from controlplane.apiserver.watchcache import DEFAULT_WATCH_CACHE, WatchCache, WatchCacheConfig
 from controlplane.apiserver.watching import WatchLimits
 from controlplane.apiserver.webhooks import WebhookAdmission
@@ -278,6 +279,11 @@ def auth_middleware(
             user = _impersonated(user, request, authorizer)
         request[USER] = user
         info: RequestInfo = request[REQUEST_INFO]
+        name = info.name
+        if name is None and info.verb in ("list", "watch"):
+            # kube authorizes a list or watch of one object (``fieldSelector=metadata.name=x``,
+            # as an informer of one object asks) as naming it, so that ``resourceNames`` apply.
+            name = pinned_name(request.query.get("fieldSelector"))
         attrs = RequestAttributes(
             user=user,
             verb=info.verb or request.method.lower(),
@@ -285,13 +291,13 @@ def auth_middleware(
             resource=info.resource,
             subresource=info.subresource,
             namespace=info.namespace,
-            name=info.name,
+            name=name,
             non_resource_path=None if info.is_resource else request.path,
         )
         if authorizer is not None:
             decision = authorizer.authorize(attrs)
             if not decision.allowed:
-                target = errors.Target(name=info.name or "", group=info.group, kind=info.resource)
+                target = errors.Target(name=name or "", group=info.group, kind=info.resource)
                 raise errors.Forbidden(decision.reason or forbidden_message(attrs), target=target)
         with acting_as(user.role.value):  # the write ledger counts this request's writes as the role's
             return await handler(request)

@@ -288,6 +288,24 @@ def parse_field_selector(
     return FieldSelector(tuple(reqs))
 
 
+def pinned_name(text: str | None) -> str | None:
+    """The name a field selector pins with ``metadata.name=x`` (or ``==``), whatever else it
+    selects on, as kube's ``RequiresExactMatch`` reads it; None when it pins none, the
+    selector does not parse, or the name could not be a path segment (kube's
+    ``IsValidPathSegmentName``: not ``.`` or ``..``, no ``/`` or ``%``)."""
+    if not text:
+        return None
+    for part in _split_unescaped(text, ","):
+        op = next((candidate for candidate in ("!=", "==", "=") if candidate in part), None)
+        if op is None:
+            return None
+        field, _, value = part.partition(op)
+        if op != "!=" and field.strip() == "metadata.name":
+            name = _unescape(value.strip())
+            return None if name in (".", "..") or "/" in name or "%" in name else name
+    return None
+
+
 def _split_unescaped(text: str, sep: str) -> list[str]:
     parts, current, escaped = [], [], False
     for ch in text:

@@ -5,6 +5,7 @@ aggregation grows ``edit``; escalation is refused with kube's message."""
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -272,3 +273,48 @@ async def test_a_viewer_token_reads_and_its_denial_is_kubes_message(hub: Hub, se
         'configmaps is forbidden: User "dashboards" cannot create resource "configmaps" in API group "" '
         'in the namespace "default": a viewer token may only read'
     )
+
+
+async def test_a_list_or_watch_of_one_named_object_is_authorized_by_its_resource_names(
+    hub: Hub, session: aiohttp.ClientSession, admin: Client
+) -> None:
+    """kube reads ``fieldSelector=metadata.name=x`` on a list or watch as naming ``x``, so a Role
+    limited to ``resourceNames: [settings]`` lets an informer of that one ConfigMap list and watch
+    it, and nothing else."""
+    await admin("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-b"}})
+    for name in ("settings", "other"):
+        status, body = await admin("POST", "/api/v1/namespaces/team-b/configmaps", {
+            "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"k": name}})
+        assert status == 201, body
+    role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+            "metadata": {"name": "settings-reader", "namespace": "team-b"},
+            "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch"],
+                       "resourceNames": ["settings"]}]}
+    assert (await admin("POST", f"{RBAC}/namespaces/team-b/roles", role))[0] == 201
+    assert (await admin("POST", f"{RBAC}/namespaces/team-b/rolebindings", binding(
+        "bob-settings", "team-b", "Role", "settings-reader", [{"kind": "User", "name": "bob"}])))[0] == 201
+    bob = Client(session, hub, await user_token(hub, "bob"))
+    configmaps = "/api/v1/namespaces/team-b/configmaps"
+
+    async def bound() -> bool:
+        return (await bob("GET", f"{configmaps}/settings"))[0] == 200
+
+    await eventually(bound)
+    status, listed = await bob("GET", f"{configmaps}?fieldSelector=metadata.name%3Dsettings")
+    assert status == 200, listed
+    assert [item["metadata"]["name"] for item in listed["items"]] == ["settings"]
+    status, _ = await bob("GET", f"{configmaps}?fieldSelector=metadata.name%3D%3Dsettings,metadata.namespace%3Dteam-b")
+    assert status == 200
+    async with session.get(f"{hub.url}{configmaps}?watch=1&fieldSelector=metadata.name%3Dsettings&timeoutSeconds=1",
+                           headers={"Authorization": f"Bearer {bob.token}"}) as watch:
+        assert watch.status == 200
+        first = json.loads(await watch.content.readline())
+        assert (first["type"], first["object"]["metadata"]["name"]) == ("ADDED", "settings")
+
+    status, denied = await bob("GET", f"{configmaps}?fieldSelector=metadata.name%3Dother")
+    assert status == 403
+    assert denied["message"].startswith('configmaps "other" is forbidden: User "bob" cannot list resource "configmaps"')
+    for selector in ("", "?fieldSelector=metadata.name!%3Dother", "?fieldSelector=metadata.name%3D..%2Fsettings"):
+        status, denied = await bob("GET", f"{configmaps}{selector}")
+        assert status == 403, selector
+        assert denied["message"].startswith('configmaps is forbidden: User "bob" cannot list resource "configmaps"')
