@@ -104,14 +104,14 @@ def webhook_errors(hook: Obj, path: str, *, mutating: bool) -> list[FieldError]:
     versions and the name's uniqueness are the configuration's checks, after these)."""
     errors = _fully_qualified_name_errors(str(hook.get("name") or ""), f"{path}.name")
     for rule_path, rule in field.indexed(hook.get("rules"), f"{path}.rules"):
-        errors += _rule_errors(rule, rule_path)
-    errors += _one_of(hook.get("failurePolicy"), _FAILURE_POLICIES, f"{path}.failurePolicy")
-    errors += _one_of(hook.get("matchPolicy"), _MATCH_POLICIES, f"{path}.matchPolicy")
+        errors += rule_errors(rule, rule_path)
+    errors += one_of(hook.get("failurePolicy"), _FAILURE_POLICIES, f"{path}.failurePolicy")
+    errors += one_of(hook.get("matchPolicy"), _MATCH_POLICIES, f"{path}.matchPolicy")
     side_effects = hook.get("sideEffects")
     if side_effects is None:
         errors.append(field.required(f"{path}.sideEffects", f"must specify one of {', '.join(_SIDE_EFFECTS)}"))
     else:
-        errors += _one_of(side_effects, _SIDE_EFFECTS, f"{path}.sideEffects")
+        errors += one_of(side_effects, _SIDE_EFFECTS, f"{path}.sideEffects")
     timeout = hook.get("timeoutSeconds")
     if isinstance(timeout, int) and not 1 <= timeout <= 30:
         errors.append(field.invalid(
@@ -122,11 +122,11 @@ def webhook_errors(hook: Obj, path: str, *, mutating: bool) -> list[FieldError]:
     if hook.get("objectSelector") is not None:
         errors += selector_errors(hook["objectSelector"], f"{path}.objectSelector")
     if mutating:
-        errors += _one_of(hook.get("reinvocationPolicy"), _REINVOCATION_POLICIES, f"{path}.reinvocationPolicy")
+        errors += one_of(hook.get("reinvocationPolicy"), _REINVOCATION_POLICIES, f"{path}.reinvocationPolicy")
     return errors + _client_config_errors(field.mapping(hook.get("clientConfig")), f"{path}.clientConfig")
 
 
-def _one_of(value: Any, supported: tuple[str, ...], path: str) -> list[FieldError]:
+def one_of(value: Any, supported: tuple[str, ...], path: str) -> list[FieldError]:
     return [] if value is None or value in supported else [field.not_supported(path, value, supported)]
 
 
@@ -146,7 +146,7 @@ def _go_strings(values: list[Any], type_name: str = "string") -> GoValue:
     return GoValue(f"[]{type_name}{{" + ", ".join(go_quote(str(v)) for v in values) + "}")
 
 
-def _rule_errors(rule: Obj, path: str) -> list[FieldError]:
+def rule_errors(rule: Obj, path: str) -> list[FieldError]:
     """``validateRuleWithOperations`` (subresources allowed)."""
     operations = field.items(rule.get("operations"))
     errors = _listed_errors(
@@ -160,7 +160,7 @@ def _rule_errors(rule: Obj, path: str) -> list[FieldError]:
     errors += _listed_errors(versions, f"{path}.apiVersions", "API versions")
     errors += [field.required(f"{path}.apiVersions[{i}]") for i, version in enumerate(versions) if not version]
     errors += _resources_errors(field.items(rule.get("resources")), f"{path}.resources")
-    errors += _one_of(rule.get("scope"), _SCOPES, f"{path}.scope")
+    errors += one_of(rule.get("scope"), _SCOPES, f"{path}.scope")
     return errors
 
 

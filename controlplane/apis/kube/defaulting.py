@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from controlplane.apis.kube import admissionregistration
+from controlplane.apis.kube import admissionpolicy, admissionregistration
 from controlplane.apis.kube import defaults_apps as apps
 from controlplane.apis.kube import defaults_batch as batch
 from controlplane.apis.kube import defaults_core as core
@@ -51,6 +51,8 @@ _DEFAULTERS: dict[tuple[str, str], Defaulter] = {
         admissionregistration.validating_webhook_configuration,
     ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"):
         admissionregistration.mutating_webhook_configuration,
+    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy"): admissionpolicy.validating_admission_policy,
+    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding"): admissionpolicy.validating_admission_policy_binding,
 }
 
 _READERS: dict[tuple[str, str], Defaulter] = {

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from controlplane.apis.kube import (
+    admissionpolicy,
     admissionregistration,
     validate_admin,
     validate_apps,
@@ -63,6 +64,9 @@ _VALIDATORS: dict[tuple[str, str], Validator] = {
         admissionregistration.validate_validating_webhook_configuration,
     ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"):
         admissionregistration.validate_mutating_webhook_configuration,
+    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy"): admissionpolicy.validate_validating_admission_policy,
+    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding"):
+        admissionpolicy.validate_validating_admission_policy_binding,
 }
 
 

@@ -20,6 +20,8 @@ from controlplane.apiserver.kinds.admin import (
 )
 from controlplane.apiserver.kinds.admissionregistration import (
     MUTATING_WEBHOOK_CONFIGURATION,
+    VALIDATING_ADMISSION_POLICY,
+    VALIDATING_ADMISSION_POLICY_BINDING,
     VALIDATING_WEBHOOK_CONFIGURATION,
 )
 from controlplane.apiserver.kinds.apps import (
@@ -57,6 +59,8 @@ def builtin_kind_resources() -> list[ResourceType]:
         EVENT,
         VALIDATING_WEBHOOK_CONFIGURATION,
         MUTATING_WEBHOOK_CONFIGURATION,
+        VALIDATING_ADMISSION_POLICY,
+        VALIDATING_ADMISSION_POLICY_BINDING,
     ])
 
 
