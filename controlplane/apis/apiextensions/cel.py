@@ -340,3 +340,32 @@ def compile_schema_rules(schema: Schema) -> SchemaRules:
         child = compile_schema_rules(schema["additionalProperties"])
         node.values = None if child.empty() else child
     return node
+
+
+# --- expressions outside a schema (admission policies, webhook match conditions) --------
+
+
+class EvaluationError(Exception):
+    """An expression failed at run time; the message is the evaluator's (kube's ``no such key: x``)."""
+
+
+def compiled(expression: str) -> Any:
+    """``expression`` compiled (the caller checked it with :func:`compile_error` first)."""
+    return _compile(expression)
+
+
+def activation(variables: dict[str, Any]) -> Any:
+    """The variables of one evaluation, with kube's libraries, for :func:`execute`."""
+    cel, functions = _library()
+    return cel.Context(variables, functions)
+
+
+def execute(program: Any, context: Any) -> Any:
+    """Run a compiled expression; :class:`EvaluationError` with the evaluator's message."""
+    with _quiet():
+        try:
+            return program.execute(context)
+        except KeyError as exc:
+            raise EvaluationError(f"no such key: {exc.args[0] if exc.args else ''}") from None
+        except Exception as exc:  # the evaluator's message is the answer
+            raise EvaluationError(_runtime_message(exc)) from None

@@ -31,18 +31,26 @@ import jsonpatch
 import jsonpointer
 import orjson
 
+from controlplane.apis.kube import field
 from controlplane.apiserver import errors
 from controlplane.apiserver.admission import WebhookRequest
 from controlplane.apiserver.identity import UserInfo
 from controlplane.apiserver.objects import ObjectStore, WatchEventType
-from controlplane.apiserver.webhooks import matching, review
+from controlplane.apiserver.webhooks import matching, policies, review
 from controlplane.apiserver.webhooks.calling import CallFailed, WebhookClient
-from controlplane.apiserver.webhooks.matching import Webhook
+from controlplane.apiserver.webhooks.matching import Selection, Webhook
+from controlplane.apiserver.webhooks.params import ConfigurationError, params_of
 
 logger = logging.getLogger(__name__)
 
 RETRY_SECONDS = 2.0
 _GROUP = "admissionregistration.k8s.io/v1"
+_KINDS = {
+    "validating": "ValidatingWebhookConfiguration",
+    "mutating": "MutatingWebhookConfiguration",
+    "policies": "ValidatingAdmissionPolicy",
+    "bindings": "ValidatingAdmissionPolicyBinding",
+}
 
 
 class WebhookAdmission:
@@ -51,24 +59,29 @@ class WebhookAdmission:
     def __init__(self, objects: ObjectStore) -> None:
         self._objects = objects
         self.client = WebhookClient(objects)
-        self._validating_type = objects.registry.require(_GROUP, "ValidatingWebhookConfiguration")
-        self._mutating_type = objects.registry.require(_GROUP, "MutatingWebhookConfiguration")
+        self._types = {which: objects.registry.require(_GROUP, kind) for which, kind in _KINDS.items()}
         self._namespace_type = objects.registry.require("v1", "Namespace")
-        self._configurations: dict[str, dict[str, dict[str, Any]]] = {"validating": {}, "mutating": {}}
+        self._configurations: dict[str, dict[str, dict[str, Any]]] = {which: {} for which in _KINDS}
         self.validating: tuple[Webhook, ...] = ()
         self.mutating: tuple[Webhook, ...] = ()
-        self._synced = {"validating": asyncio.Event(), "mutating": asyncio.Event()}
+        #: Each binding with its policy (bindings in name order), compiled once per change.
+        self.bound: tuple[tuple[policies.Policy, policies.Binding], ...] = ()
+        self._compiled: dict[str, tuple[str, policies.Policy]] = {}
+        self._synced = {which: asyncio.Event() for which in _KINDS}
+
+    @property
+    def objects(self) -> ObjectStore:
+        return self._objects
 
     def calls(self, user: UserInfo | None, warnings: list[str]) -> RequestWebhooks | None:
-        """The webhooks of one request by ``user`` (None: no webhook is configured, or no user)."""
-        if user is None or not (self.validating or self.mutating):
+        """The webhooks and policies of one request by ``user`` (None: none is configured, or no user)."""
+        if user is None or not (self.validating or self.mutating or self.bound):
             return None
         return RequestWebhooks(self, user, warnings)
 
-    async def namespace_labels(self, name: str) -> dict[str, Any]:
-        """The labels of namespace ``name`` (kube's 404 when there is none)."""
-        namespace = await self._objects.get(self._namespace_type, name=name)
-        return dict(namespace["metadata"].get("labels") or {})
+    async def namespace(self, name: str) -> dict[str, Any]:
+        """Namespace ``name`` (kube's 404 when there is none)."""
+        return await self._objects.get(self._namespace_type, name=name)
 
     async def wait_synced(self) -> None:
         for event in self._synced.values():
@@ -77,14 +90,14 @@ class WebhookAdmission:
     async def run(self, stop: asyncio.Event) -> None:
         """Keep both kinds' configurations from a list and a watch of each, until ``stop``."""
         async with asyncio.TaskGroup() as group:
-            group.create_task(self._keep("validating", stop))
-            group.create_task(self._keep("mutating", stop))
+            for which in _KINDS:
+                group.create_task(self._keep(which, stop))
 
     async def close(self) -> None:
         await self.client.close()
 
     async def _keep(self, which: str, stop: asyncio.Event) -> None:
-        rt = self._validating_type if which == "validating" else self._mutating_type
+        rt = self._types[which]
         while not stop.is_set():
             try:
                 listed = await self._objects.list(rt)
@@ -105,20 +118,45 @@ class WebhookAdmission:
             except asyncio.CancelledError:
                 raise
             except errors.ApiError as exc:
-                logger.warning("watch of %s webhook configurations interrupted: %s; retrying", which, exc)
+                logger.warning("watch of %s interrupted: %s; retrying", _KINDS[which], exc)
             except Exception:
-                logger.exception("watching %s webhook configurations failed; retrying", which)
+                logger.exception("watching %s failed; retrying", _KINDS[which])
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(RETRY_SECONDS):
                     await stop.wait()
 
     def _rebuild(self, which: str) -> None:
+        if which in ("policies", "bindings"):
+            self._rebuild_policies()
+            return
         configurations = self._configurations[which]
         hooks = tuple(hook for name in sorted(configurations) for hook in matching.webhooks_of(configurations[name]))
         if which == "validating":
             self.validating = hooks
         else:
             self.mutating = hooks
+
+
+    def _rebuild_policies(self) -> None:
+        compiled: dict[str, tuple[str, policies.Policy]] = {}
+        for name, obj in self._configurations["policies"].items():
+            version = str(obj["metadata"].get("resourceVersion") or "")
+            known = self._compiled.get(name)
+            if known is not None and known[0] == version:
+                compiled[name] = known
+                continue
+            try:
+                compiled[name] = (version, policies.policy_of(obj))
+            except Exception:  # refused by its validation when written: a policy stored before cannot run
+                logger.exception("ValidatingAdmissionPolicy %s does not compile; it is not enforced", name)
+        self._compiled = compiled
+        bindings = self._configurations["bindings"]
+        bound = []
+        for name in sorted(bindings):
+            binding = policies.binding_of(bindings[name])
+            if binding.policy in compiled:  # as kube: a binding of a missing policy does nothing
+                bound.append((compiled[binding.policy][1], binding))
+        self.bound = tuple(bound)
 
 
 class RequestWebhooks:
@@ -128,7 +166,7 @@ class RequestWebhooks:
         self._admission = admission
         self._user = user
         self._warnings = warnings
-        self._namespace_labels: dict[str, dict[str, Any]] = {}
+        self._namespaces: dict[str, dict[str, Any]] = {}
 
     async def mutate(self, request: WebhookRequest) -> dict[str, Any] | None:
         hooks = await self._matching(self._admission.mutating, request)
@@ -163,6 +201,9 @@ class RequestWebhooks:
         return None if patched == request.obj else patched
 
     async def validate(self, request: WebhookRequest) -> None:
+        # kube's order: the ValidatingAdmissionPolicy plugin, then the validating webhooks.
+        if self._admission.bound and matching.called(request):
+            await self._run_policies(request)
         hooks = await self._matching(self._admission.validating, request)
         if not hooks:
             return
@@ -178,24 +219,81 @@ class RequestWebhooks:
     async def _matching(self, hooks: tuple[Webhook, ...], request: WebhookRequest) -> list[Webhook]:
         if not hooks or not matching.called(request):
             return []
-        out = []
-        for hook in hooks:
-            if not matching.rules_match(hook, request) or not matching.object_matches(hook, request):
-                continue
-            labels = await self._labels_of(request.namespace) if matching.needs_namespace_labels(hook, request) else None
-            if matching.namespace_matches(hook, request, labels):
-                out.append(hook)
+        out = [hook for hook in hooks if matching.rules_match(hook, request) and await self._selects(hook, request)]
         if request.dry_run:
             for hook in out:
                 if hook.side_effects not in ("None", "NoneOnDryRun"):
                     raise errors.BadRequest(f'admission webhook "{hook.name}" does not support dry run')
         return out
 
-    async def _labels_of(self, namespace: str | None) -> dict[str, Any]:
+    async def _selects(self, selection: Selection, request: WebhookRequest) -> bool:
+        """Whether the object and namespace selectors of a webhook or policy select ``request``."""
+        if not matching.object_matches(selection, request):
+            return False
+        labels = None
+        if matching.needs_namespace_labels(selection, request):
+            labels = field.mapping(field.mapping((await self._namespace_of(request.namespace))["metadata"]).get("labels"))
+        return matching.namespace_matches(selection, request, labels)
+
+    async def _namespace_of(self, namespace: str | None) -> dict[str, Any]:
         assert namespace
-        if namespace not in self._namespace_labels:
-            self._namespace_labels[namespace] = await self._admission.namespace_labels(namespace)
-        return self._namespace_labels[namespace]
+        if namespace not in self._namespaces:
+            self._namespaces[namespace] = await self._admission.namespace(namespace)
+        return self._namespaces[namespace]
+
+    async def _run_policies(self, request: WebhookRequest) -> None:
+        """kube's ValidatingAdmissionPolicy dispatcher: every matching binding's policy evaluated (once
+        per param), Warn decisions as warnings, and the first Deny decision refuses the write."""
+        denials: list[tuple[policies.Policy, policies.Binding, policies.Decision]] = []
+        selected: dict[str, bool] = {}
+        base: dict[str, Any] | None = None
+        for policy, binding in self._admission.bound:
+            if policy.name not in selected:
+                selected[policy.name] = policies.resources_match(policy.match, request) and await self._selects(
+                    policy.match, request
+                )
+            if not selected[policy.name]:
+                continue
+            if binding.match is not None and not (
+                policies.resources_match(binding.match, request) and await self._selects(binding.match, request)
+            ):
+                continue
+            try:
+                params = await params_of(self._admission.objects, policy, binding, request)
+            except ConfigurationError as exc:
+                if not policy.fails_open:  # kube: a configuration error denies, whatever the actions
+                    denials.append((policy, binding, policies.Decision(True, f"failed to configure binding: {exc}")))
+                continue
+            if base is None:
+                base = {
+                    "object": request.obj, "oldObject": request.old,
+                    "request": review.request_variable(request, user=self._user), "namespaceObject": None,
+                }
+            if policy.reads_namespace and request.namespace and not matching.is_namespace(request):
+                base["namespaceObject"] = await self._namespace_of(request.namespace)
+            for param in params:
+                for decision in policies.evaluate(policy, {**base, "params": param}):
+                    self._act(policy, binding, decision, denials)
+        if denials:
+            raise review.policy_denial(request, *denials[0])
+
+    def _act(
+        self, policy: policies.Policy, binding: policies.Binding, decision: policies.Decision,
+        denials: list[tuple[policies.Policy, policies.Binding, policies.Decision]],
+    ) -> None:
+        for action in binding.actions:
+            if action == "Deny":
+                denials.append((policy, binding, decision))
+            elif action == "Warn":
+                self._warnings.append(
+                    f"Validation failed for ValidatingAdmissionPolicy '{policy.name}' with binding "
+                    f"'{binding.name}': {decision.message}"
+                )
+            elif action == "Audit":  # the hub keeps no audit log: the failure is logged
+                logger.info(
+                    "ValidatingAdmissionPolicy %s with binding %s failed (Audit): %s",
+                    policy.name, binding.name, decision.message,
+                )
 
     async def _call(self, hook: Webhook, request: WebhookRequest, *, mutating: bool) -> review.Verdict | None:
         """The webhook's verdict; None when its call failed and its failure policy ignores that."""

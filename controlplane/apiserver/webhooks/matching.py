@@ -14,17 +14,30 @@ Pure: no I/O.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from controlplane.apis.kube import field, label_selectors
 from controlplane.apiserver.admission import Operation, WebhookRequest
 
-#: Webhooks are never called for writes of their own configurations (kube: a webhook cannot lock
+#: Webhooks (and admission policies) are never called for writes of their own configurations (kube: a webhook cannot lock
 #: the cluster out of fixing it).
 CONFIGURATION_RESOURCES = frozenset({
     ("admissionregistration.k8s.io", "validatingwebhookconfigurations"),
     ("admissionregistration.k8s.io", "mutatingwebhookconfigurations"),
+    ("admissionregistration.k8s.io", "validatingadmissionpolicies"),
+    ("admissionregistration.k8s.io", "validatingadmissionpolicybindings"),
 })
+
+
+class Selection(Protocol):
+    """What a webhook or an admission policy selects: its rules and label selectors."""
+
+    @property
+    def rules(self) -> tuple[dict[str, Any], ...]: ...
+    @property
+    def namespace_selector(self) -> dict[str, Any]: ...
+    @property
+    def object_selector(self) -> dict[str, Any]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,8 +93,8 @@ def called(request: WebhookRequest) -> bool:
     return (request.resource.group, request.resource.plural) not in CONFIGURATION_RESOURCES
 
 
-def rules_match(hook: Webhook, request: WebhookRequest) -> bool:
-    """kube's ``rules.Matcher``: any of the webhook's rules matches the request."""
+def rules_match(hook: Selection, request: WebhookRequest) -> bool:
+    """kube's ``rules.Matcher``: any of the webhook's (or policy's) rules matches the request."""
     return any(rule_matches(rule, request) for rule in hook.rules)
 
 
@@ -93,14 +106,20 @@ def rule_matches(rule: dict[str, Any], request: WebhookRequest) -> bool:
         and _exact_or_wildcard(rule.get("apiGroups"), rt.group)
         and _exact_or_wildcard(rule.get("apiVersions"), rt.version)
         and _resource_matches(rule.get("resources"), rt.plural, request.subresource or "")
+        and _name_matches(rule.get("resourceNames"), request.name)
     )
+
+
+def _name_matches(names: Any, name: str) -> bool:
+    """A policy rule's ``resourceNames`` (a webhook rule has none): empty matches any name."""
+    return not names or name in field.items(names)
 
 
 def _exact_or_wildcard(items: Any, requested: str) -> bool:
     return any(item == "*" or item == requested for item in field.items(items))
 
 
-def _is_namespace(request: WebhookRequest) -> bool:
+def is_namespace(request: WebhookRequest) -> bool:
     return request.resource.group == "" and request.resource.plural == "namespaces"
 
 
@@ -108,9 +127,9 @@ def _scope_matches(scope: str, request: WebhookRequest) -> bool:
     if scope == "*":
         return True
     if scope == "Namespaced":
-        return not _is_namespace(request) and bool(request.namespace)
+        return not is_namespace(request) and bool(request.namespace)
     if scope == "Cluster":
-        return _is_namespace(request) or not request.namespace
+        return is_namespace(request) or not request.namespace
     return False
 
 
@@ -122,27 +141,27 @@ def _resource_matches(resources: Any, resource: str, subresource: str) -> bool:
     return False
 
 
-def needs_namespace_labels(hook: Webhook, request: WebhookRequest) -> bool:
+def needs_namespace_labels(hook: Selection, request: WebhookRequest) -> bool:
     """Whether matching ``hook`` reads the labels of the request's namespace from the store."""
-    return bool(request.namespace) and not _is_namespace(request) and not label_selectors.is_empty(
+    return bool(request.namespace) and not is_namespace(request) and not label_selectors.is_empty(
         hook.namespace_selector
     )
 
 
-def namespace_matches(hook: Webhook, request: WebhookRequest, namespace_labels: dict[str, Any] | None) -> bool:
+def namespace_matches(hook: Selection, request: WebhookRequest, namespace_labels: dict[str, Any] | None) -> bool:
     """kube's ``MatchNamespaceSelector``; ``namespace_labels`` are those of the request's namespace
     (read by the caller when :func:`needs_namespace_labels`)."""
-    if not request.namespace and not _is_namespace(request):
+    if not request.namespace and not is_namespace(request):
         return True  # a cluster-scoped object (but a Namespace) is never exempted
     if label_selectors.is_empty(hook.namespace_selector):
         return True
-    if _is_namespace(request):
+    if is_namespace(request):
         own = request.old if request.operation is Operation.DELETE else request.obj
         namespace_labels = field.mapping(field.mapping(field.mapping(own).get("metadata")).get("labels"))
     return label_selectors.matches(hook.namespace_selector, namespace_labels or {})
 
 
-def object_matches(hook: Webhook, request: WebhookRequest) -> bool:
+def object_matches(hook: Selection, request: WebhookRequest) -> bool:
     """kube's ``MatchObjectSelector``: the new or the old object's labels are selected."""
     if label_selectors.is_empty(hook.object_selector):
         return True

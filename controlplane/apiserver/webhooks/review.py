@@ -16,9 +16,11 @@ from typing import Any
 
 import orjson
 
+from controlplane.apis.kube import field
 from controlplane.apiserver import errors
 from controlplane.apiserver.admission import Operation, WebhookRequest
 from controlplane.apiserver.identity import UserInfo
+from controlplane.apiserver.webhooks.policies import Binding, Decision, Policy
 
 #: Warnings kube's recorder keeps: each item cut to 256 characters, 4096 in all.
 WARNING_ITEM_CHARS = 256
@@ -162,3 +164,30 @@ def denial(webhook: str, status: dict[str, Any] | None) -> errors.WebhookDenied:
         reason=str(reason) if reason else None,
         details=details if isinstance(details, dict) else None,
     )
+
+
+def request_variable(request: WebhookRequest, *, user: UserInfo) -> dict[str, Any]:
+    """An admission policy's CEL ``request``: the AdmissionReview's request without its objects
+    (those are ``object`` and ``oldObject``)."""
+    body: dict[str, Any] = review_request(request, user=user, uid="", version="v1")["request"]
+    del body["object"], body["oldObject"]
+    return body
+
+
+_POLICY_CODES = {"Unauthorized": 401, "Forbidden": 403, "RequestEntityTooLarge": 413}
+
+
+def policy_denial(request: WebhookRequest, policy: Policy, binding: Binding, decision: Decision) -> errors.ApiError:
+    """kube's refusal by a ValidatingAdmissionPolicy: ``admission.NewForbidden``'s message with the
+    decision's reason (``Invalid`` unless the validation set one) and the code of that reason."""
+    rt = request.resource
+    message = f"ValidatingAdmissionPolicy '{policy.name}' with binding '{binding.name}' denied request: {decision.message}"
+    name = request.name or str(field.mapping(field.mapping(request.obj).get("metadata")).get("generateName") or "")
+    error = errors.Forbidden(
+        f'{errors.qualified_resource(rt.plural, rt.group)} "{name}" is forbidden: {message}',
+        target=errors.Target(name=name, group=rt.group, kind=rt.plural),
+        causes=[errors.Cause("", message)],
+    )
+    error.reason = errors.StatusReason(decision.reason)
+    error.code = _POLICY_CODES.get(decision.reason, 422)
+    return error

@@ -1,0 +1,231 @@
+"""ValidatingAdmissionPolicies and their bindings: compiled once from their stored objects, matched
+and evaluated for one write as kube's ``policy/validating`` plugin does (``validator.go``).
+
+In: stored (defaulted, validated) policies and bindings; per write, the request's CEL variables
+(``object``, ``oldObject``, ``request``, ``namespaceObject``, ``params``). Out: :class:`Decision`
+values — admit, or deny with kube's message and reason. A policy's ``matchConstraints`` and a
+binding's ``matchResources`` select writes as a webhook's rules and selectors do
+(:mod:`.matching`), with ``resourceNames`` and ``excludeResourceRules``. ``matchConditions`` must
+all be true (any false: the policy does not apply; an error: its ``failurePolicy``).
+``variables`` are evaluated once per evaluation, in order; one that fails is an error only for the
+expressions reading it. Cost is bounded statically when a policy is written
+(:func:`~controlplane.apis.apiextensions.cel.compile_error`); it is not metered at run time, and
+``authorizer`` is not available. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from controlplane.apis.apiextensions import cel
+from controlplane.apis.kube import field
+from controlplane.apiserver.admission import WebhookRequest
+from controlplane.apiserver.webhooks import matching
+
+#: kube drops a messageExpression's result longer than this (and one with a line break).
+MAX_MESSAGE_BYTES = 5 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Expression:
+    source: str
+    program: Any
+    #: The policy variables it reads (``variables.x``).
+    reads: frozenset[str]
+
+
+def _expression(source: str) -> Expression:
+    return Expression(source, cel.compiled(source), frozenset(re.findall(r"\bvariables\s*\.\s*([A-Za-z_]\w*)", source)))
+
+
+@dataclass(frozen=True, slots=True)
+class Match:
+    """A policy's ``matchConstraints`` or a binding's ``matchResources``."""
+
+    rules: tuple[dict[str, Any], ...]
+    excluded: tuple[dict[str, Any], ...]
+    namespace_selector: dict[str, Any]
+    object_selector: dict[str, Any]
+
+
+def _match(raw: Any) -> Match | None:
+    if not isinstance(raw, dict):
+        return None
+    return Match(
+        rules=tuple(field.mapping(rule) for rule in field.items(raw.get("resourceRules"))),
+        excluded=tuple(field.mapping(rule) for rule in field.items(raw.get("excludeResourceRules"))),
+        namespace_selector=field.mapping(raw.get("namespaceSelector")),
+        object_selector=field.mapping(raw.get("objectSelector")),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Validation:
+    expression: Expression
+    message: str
+    message_expression: Expression | None
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    name: str
+    failure_policy: str
+    #: ``paramKind`` as (apiVersion, kind).
+    param_kind: tuple[str, str] | None
+    match: Match
+    match_conditions: tuple[Expression, ...]
+    variables: tuple[tuple[str, Expression], ...]
+    validations: tuple[Validation, ...]
+    #: Whether an expression reads ``namespaceObject`` (only then is the namespace read).
+    reads_namespace: bool
+
+    @property
+    def fails_open(self) -> bool:
+        return self.failure_policy == "Ignore"
+
+
+@dataclass(frozen=True, slots=True)
+class Binding:
+    name: str
+    policy: str
+    actions: tuple[str, ...]
+    param_ref: dict[str, Any] | None
+    match: Match | None
+
+
+def policy_of(obj: dict[str, Any]) -> Policy:
+    """The policy compiled from its stored object (expressions compiled here, once per change)."""
+    spec = field.mapping(obj.get("spec"))
+    kind = field.mapping(spec.get("paramKind"))
+    validations = []
+    for raw in field.items(spec.get("validations")):
+        raw = field.mapping(raw)
+        message_expression = raw.get("messageExpression")
+        validations.append(Validation(
+            expression=_expression(str(raw.get("expression") or "")),
+            message=str(raw.get("message") or ""),
+            message_expression=_expression(message_expression) if isinstance(message_expression, str) and message_expression.strip() else None,
+            reason=str(raw.get("reason") or "Invalid"),
+        ))
+    conditions = tuple(_expression(str(field.mapping(c).get("expression") or "")) for c in field.items(spec.get("matchConditions")))
+    variables = tuple(
+        (str(field.mapping(v).get("name") or ""), _expression(str(field.mapping(v).get("expression") or "")))
+        for v in field.items(spec.get("variables"))
+    )
+    sources = [e.source for e in conditions] + [e.source for _, e in variables]
+    sources += [s for v in validations for s in (v.expression.source, v.message_expression.source if v.message_expression else "")]
+    return Policy(
+        name=str(field.mapping(obj.get("metadata")).get("name") or ""),
+        failure_policy=str(spec.get("failurePolicy") or "Fail"),
+        param_kind=(str(kind.get("apiVersion") or ""), str(kind.get("kind") or "")) if kind else None,
+        match=_match(spec.get("matchConstraints")) or Match((), (), {}, {}),
+        match_conditions=conditions,
+        variables=variables,
+        validations=tuple(validations),
+        reads_namespace=any(re.search(r"\bnamespaceObject\b", s) for s in sources),
+    )
+
+
+def binding_of(obj: dict[str, Any]) -> Binding:
+    spec = field.mapping(obj.get("spec"))
+    return Binding(
+        name=str(field.mapping(obj.get("metadata")).get("name") or ""),
+        policy=str(spec.get("policyName") or ""),
+        actions=tuple(str(a) for a in field.items(spec.get("validationActions"))),
+        param_ref=field.mapping(spec.get("paramRef")) or None,
+        match=_match(spec.get("matchResources")),
+    )
+
+
+# --- matching ---------------------------------------------------------------------------
+
+
+def resources_match(match: Match, request: WebhookRequest) -> bool:
+    """The rules part of kube's policy matcher: a resource rule matches and no excluded one does.
+    (The selectors are :func:`~.matching.namespace_matches` and :func:`~.matching.object_matches`.)"""
+    if any(matching.rule_matches(rule, request) for rule in match.excluded):
+        return False
+    return matching.rules_match(match, request)
+
+
+# --- evaluation -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """One validation's outcome (or the policy's, for an error before its validations)."""
+
+    denied: bool
+    message: str = ""
+    reason: str = "Invalid"
+
+
+def _error(policy: Policy, message: str) -> list[Decision]:
+    """An evaluation error: its failure policy decides (kube's ``policyDecisionActionForError``)."""
+    return [] if policy.fails_open else [Decision(True, message)]
+
+
+def evaluate(policy: Policy, variables: dict[str, Any]) -> list[Decision]:
+    """The decisions of ``policy`` for one write (and one param): the denials, in its order.
+    ``variables``: ``object``, ``oldObject``, ``request``, ``namespaceObject`` and ``params``."""
+    context = cel.activation({**variables, "variables": {}})
+    if policy.match_conditions:
+        errors = []
+        for condition in policy.match_conditions:
+            try:
+                result = cel.execute(condition.program, context)
+            except cel.EvaluationError as exc:
+                errors.append(f"expression '{condition.source}' resulted in error: {exc}")
+                continue
+            if result is not True:
+                return []  # kube: a false condition wins over errors
+        if errors:
+            return _error(policy, f"failed to evaluate matchConditions for policy {policy.name}: {'; '.join(errors)}")
+    failed: dict[str, str] = {}
+    if policy.variables:
+        values: dict[str, Any] = {}
+        for name, expression in policy.variables:
+            try:
+                values[name] = cel.execute(expression.program, cel.activation({**variables, "variables": values}))
+            except cel.EvaluationError as exc:
+                failed[name] = f"expression '{expression.source}' resulted in error: {exc}"
+        context = cel.activation({**variables, "variables": values})
+    out: list[Decision] = []
+    for validation in policy.validations:
+        expression = validation.expression
+        broken = [failed[name] for name in expression.reads if name in failed]
+        if broken:
+            out += _error(policy, broken[0])
+            continue
+        try:
+            result = cel.execute(expression.program, context)
+        except cel.EvaluationError as exc:
+            out += _error(policy, f"expression '{expression.source}' resulted in error: {exc}")
+            continue
+        if result is True:
+            continue
+        if result is not False:
+            out += _error(policy, f"expression '{expression.source}' resulted in error: expected a bool result")
+            continue
+        out.append(Decision(True, _message(validation, context), validation.reason))
+    return out
+
+
+def _message(validation: Validation, context: Any) -> str:
+    """kube's message of a failed validation: its messageExpression's result (trimmed; dropped
+    when it fails, is empty, too long or has a line break), its message, or ``failed expression``."""
+    if validation.message_expression is not None:
+        try:
+            produced = cel.execute(validation.message_expression.program, context)
+        except cel.EvaluationError:
+            produced = None
+        if isinstance(produced, str):
+            produced = produced.strip()
+            if produced and "\n" not in produced and len(produced.encode()) <= MAX_MESSAGE_BYTES:
+                return produced
+    if validation.message.strip():
+        return validation.message.strip()
+    return f"failed expression: {validation.expression.source.strip()}"

@@ -1,0 +1,156 @@
+"""The hub runs the ValidatingAdmissionPolicies an admin bound, as kube-apiserver does: a real hub
+(embedded etcd, HTTPS, tokens). A policy denies a Deployment without a team label with kube's
+Status; a Warn binding answers with kube's Warning header and stores the object; params come from
+a ConfigMap the binding names (and a missing one denies, or not, as ``parameterNotFoundAction``
+says); an evaluation error follows the policy's ``failurePolicy``; invalid policies and bindings
+are refused with kube's field errors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.apiserver.test_admission_webhooks import GROUP, Api
+from tests.apiserver.test_admission_webhooks import api as api
+from tests.apiserver.test_admission_webhooks import hub as hub
+from tests.controllers.fleet import deployment, eventually
+
+DEPLOYMENTS = "/apis/apps/v1/namespaces/default/deployments"
+CONFIGMAPS = "/api/v1/namespaces/default/configmaps"
+MERGE = {"Content-Type": "application/merge-patch+json"}
+MATCH = {"resourceRules": [{"operations": ["CREATE", "UPDATE"], "apiGroups": ["apps"], "apiVersions": ["v1"],
+                            "resources": ["deployments"]}]}
+
+
+def policy(name: str, *validations: dict[str, Any], **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+            "metadata": {"name": name}, "spec": {"matchConstraints": MATCH, "validations": list(validations), **spec}}
+
+
+def binding(name: str, policy_name: str, *actions: str, **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+            "metadata": {"name": name}, "spec": {"policyName": policy_name, "validationActions": list(actions), **spec}}
+
+
+async def bind(api: Api, pol: dict[str, Any], bnd: dict[str, Any]) -> None:
+    """Create a policy and its binding, and wait until the hub enforces them (its watch has them)."""
+    for plural, body in (("validatingadmissionpolicies", pol), ("validatingadmissionpolicybindings", bnd)):
+        code, created, _ = await api.call("POST", f"{GROUP}/{plural}", body)
+        assert code == 201, created
+
+    async def seen() -> bool:
+        admission = api.hub.webhooks
+        assert admission is not None
+        return bnd["metadata"]["name"] in {b.name for _, b in admission.bound}
+
+    await eventually(seen, what=f"the hub to enforce {bnd['metadata']['name']}")
+
+
+TEAM = {"expression": "has(object.metadata.labels) && 'team' in object.metadata.labels",
+        "message": "every Deployment must carry a team label"}
+
+
+async def test_a_deny_binding_refuses_a_deployment_without_a_team_label(api: Api) -> None:
+    await bind(api, policy("team-label", TEAM), binding("team-label", "team-label", "Deny"))
+    code, status, _ = await api.call("POST", DEPLOYMENTS, deployment("anon", replicas=1))
+    message = "ValidatingAdmissionPolicy 'team-label' with binding 'team-label' denied request: every Deployment must carry a team label"
+    assert code == 422, status
+    assert status["reason"] == "Invalid"
+    assert status["message"] == f'deployments.apps "anon" is forbidden: {message}'
+    assert status["details"] == {"name": "anon", "group": "apps", "kind": "deployments", "causes": [{"message": message}]}
+    code, _, _ = await api.call("GET", f"{DEPLOYMENTS}/anon")
+    assert code == 404, "a denied write stores nothing"
+
+    code, created, _ = await api.call("POST", DEPLOYMENTS, deployment("ml", replicas=1, labels={"app": "ml", "team": "ml"}))
+    assert code == 201, created
+    # An update removing the label is refused too; a write the rules leave out (a ConfigMap) is not checked.
+    code, status, _ = await api.call("PATCH", f"{DEPLOYMENTS}/ml", {"metadata": {"labels": {"team": None}}}, **MERGE)
+    assert code == 422 and "denied request: every Deployment must carry a team label" in status["message"]
+    code, _, _ = await api.call("POST", CONFIGMAPS, {"metadata": {"name": "free"}})
+    assert code == 201
+
+
+async def test_a_warn_binding_warns_and_stores_with_message_expression_and_reason(api: Api) -> None:
+    gpus = {"expression": "object.spec.replicas <= 8", "reason": "Forbidden",
+            "messageExpression": "'at most 8 replicas, not ' + string(object.spec.replicas)"}
+    await bind(api, policy("replicas", gpus), binding("replicas-warn", "replicas", "Warn"))
+    code, created, warnings = await api.call("POST", DEPLOYMENTS, deployment("big", replicas=9))
+    assert code == 201, created
+    assert warnings == [
+        "299 - \"Validation failed for ValidatingAdmissionPolicy 'replicas' with binding 'replicas-warn': at most 8 replicas, not 9\""
+    ]
+    # A second binding of the same policy denies: the validation's reason gives the code.
+    await bind(api, {**policy("replicas2", gpus)}, binding("replicas-deny", "replicas2", "Deny", "Audit"))
+    code, status, _ = await api.call("POST", DEPLOYMENTS, deployment("bigger", replicas=10))
+    assert (code, status["reason"]) == (403, "Forbidden"), status
+    assert status["message"].endswith("with binding 'replicas-deny' denied request: at most 8 replicas, not 10")
+
+
+async def test_params_from_a_config_map_and_parameter_not_found_action(api: Api) -> None:
+    limit = policy(
+        "max-replicas",
+        {"expression": "object.spec.replicas <= int(params.data.max)",
+         "messageExpression": "'replicas must be at most ' + params.data.max"},
+        paramKind={"apiVersion": "v1", "kind": "ConfigMap"},
+        variables=[{"name": "wanted", "expression": "object.spec.replicas"}],
+    )
+    await bind(api, limit, binding("max-replicas", "max-replicas", "Deny", paramRef={
+        "name": "limits", "parameterNotFoundAction": "Deny"}))
+    code, status, _ = await api.call("POST", DEPLOYMENTS, deployment("early", replicas=1))
+    assert code == 422, status
+    assert status["message"].endswith(
+        "denied request: failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction"
+    )
+    code, _, _ = await api.call("POST", CONFIGMAPS, {"metadata": {"name": "limits"}, "data": {"max": "4"}})
+    assert code == 201
+    code, status, _ = await api.call("POST", DEPLOYMENTS, deployment("five", replicas=5))
+    assert code == 422 and status["message"].endswith("denied request: replicas must be at most 4"), status
+    code, created, _ = await api.call("POST", DEPLOYMENTS, deployment("four", replicas=4))
+    assert code == 201, created
+
+    # A selector binding that finds nothing and allows that admits the write.
+    await bind(api, {**limit, "metadata": {"name": "max-sel"}}, binding("max-sel", "max-sel", "Deny", paramRef={
+        "selector": {"matchLabels": {"kind": "limits"}}, "parameterNotFoundAction": "Allow"}))
+    code, created, _ = await api.call("POST", DEPLOYMENTS, deployment("three", replicas=3))
+    assert code == 201, created
+
+
+async def test_failure_policy_decides_an_evaluation_error(api: Api) -> None:
+    broken = {"expression": "object.spec.paused == false"}  # paused is unset: no such key
+    await bind(api, policy("strict", broken), binding("strict", "strict", "Deny"))
+    code, status, _ = await api.call("POST", DEPLOYMENTS, deployment("a", replicas=1))
+    assert code == 422, status
+    assert status["message"].endswith("denied request: expression 'object.spec.paused == false' resulted in error: no such key: paused")
+    code, _, _ = await api.call("DELETE", f"{GROUP}/validatingadmissionpolicybindings/strict")
+    assert code == 200
+
+    await bind(api, policy("lenient", broken, failurePolicy="Ignore"), binding("lenient", "lenient", "Deny"))
+
+    async def admitted() -> bool:
+        code, _, _ = await api.call("POST", DEPLOYMENTS, deployment("b", replicas=1))
+        return code == 201
+
+    await eventually(admitted, what="the deleted strict binding to stop denying")
+
+
+async def test_invalid_policies_and_bindings_are_refused_with_kube_errors(api: Api) -> None:
+    code, status, _ = await api.call("POST", f"{GROUP}/validatingadmissionpolicies", policy("bad", {"expression": "object.("}))
+    assert code == 422, status
+    assert status["message"].startswith(
+        'ValidatingAdmissionPolicy.admissionregistration.k8s.io "bad" is invalid: spec.validations[0].expression: '
+        'Invalid value: "object.(": compilation failed: ERROR: <input>:1:8: Syntax error'
+    )
+    code, status, _ = await api.call("POST", f"{GROUP}/validatingadmissionpolicybindings", binding("bad", "", "Deny", "Warn"))
+    assert code == 422, status
+    fields = [cause["field"] for cause in status["details"]["causes"]]
+    assert fields == ["spec.policyName", "spec.validationActions"]
+    code, status, _ = await api.call("POST", f"{GROUP}/validatingadmissionpolicybindings", binding("none", "p"))
+    assert code == 422 and status["details"]["causes"][0] == {
+        "reason": "FieldValueRequired", "message": "Required value", "field": "spec.validationActions"}
+
+    # Defaults are kube's.
+    code, created, _ = await api.call("POST", f"{GROUP}/validatingadmissionpolicies", policy("ok", TEAM))
+    assert code == 201, created
+    assert created["spec"]["failurePolicy"] == "Fail"
+    constraints = created["spec"]["matchConstraints"]
+    assert (constraints["matchPolicy"], constraints["namespaceSelector"], constraints["objectSelector"]) == ("Equivalent", {}, {})
+    assert constraints["resourceRules"][0]["scope"] == "*"
