@@ -9,9 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import yaml
+
 from tests.apiserver.test_admission_webhooks import GROUP, Api
 from tests.apiserver.test_admission_webhooks import api as api
 from tests.apiserver.test_admission_webhooks import hub as hub
+from tests.apiserver.test_real_clients import kubectl, needs_kubectl
 from tests.controllers.fleet import deployment, eventually
 
 DEPLOYMENTS = "/apis/apps/v1/namespaces/default/deployments"
@@ -37,12 +40,14 @@ async def bind(api: Api, pol: dict[str, Any], bnd: dict[str, Any]) -> None:
         code, created, _ = await api.call("POST", f"{GROUP}/{plural}", body)
         assert code == 201, created
 
-    async def seen() -> bool:
-        admission = api.hub.webhooks
-        assert admission is not None
-        return bnd["metadata"]["name"] in {b.name for _, b in admission.bound}
+    await eventually(lambda: enforced(api, bnd["metadata"]["name"]), what=f"the hub to enforce {bnd['metadata']['name']}")
 
-    await eventually(seen, what=f"the hub to enforce {bnd['metadata']['name']}")
+
+async def enforced(api: Api, binding_name: str) -> bool:
+    """Whether the hub's watch has the binding (and its policy)."""
+    admission = api.hub.webhooks
+    assert admission is not None
+    return binding_name in {b.name for _, b in admission.bound}
 
 
 TEAM = {"expression": "has(object.metadata.labels) && 'team' in object.metadata.labels",
@@ -154,3 +159,37 @@ async def test_invalid_policies_and_bindings_are_refused_with_kube_errors(api: A
     constraints = created["spec"]["matchConstraints"]
     assert (constraints["matchPolicy"], constraints["namespaceSelector"], constraints["objectSelector"]) == ("Equivalent", {}, {})
     assert constraints["resourceRules"][0]["scope"] == "*"
+
+
+@needs_kubectl
+async def test_kubectl_gets_explains_and_meets_a_policy(api: Api) -> None:
+    manifest = yaml.safe_dump_all([
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "limits", "namespace": "default"}, "data": {"max": "8"}},
+        policy("max-replicas", {"expression": "object.spec.replicas <= int(params.data.max)",
+                                "messageExpression": "'no more than ' + params.data.max + ' replicas'"},
+               paramKind={"apiVersion": "v1", "kind": "ConfigMap"}),
+        binding("max-replicas", "max-replicas", "Deny", paramRef={
+            "name": "limits", "namespace": "default", "parameterNotFoundAction": "Allow"}),
+    ])
+    kubeconfig = api.hub.kubeconfig_path
+    code, out, err = await kubectl(kubeconfig, "apply", "-f", "-", stdin=manifest)
+    assert code == 0, err
+    assert "validatingadmissionpolicy.admissionregistration.k8s.io/max-replicas created" in out
+    code, out, err = await kubectl(kubeconfig, "get", "validatingadmissionpolicies")
+    assert code == 0, err
+    header, row = out.splitlines()
+    assert header.split() == ["NAME", "VALIDATIONS", "PARAMKIND", "AGE"] and row.split()[:3] == ["max-replicas", "1", "v1/ConfigMap"]
+    code, out, err = await kubectl(kubeconfig, "get", "validatingadmissionpolicybindings")
+    assert code == 0, err
+    header, row = out.splitlines()
+    assert header.split() == ["NAME", "POLICYNAME", "PARAMREF", "AGE"]
+    assert row.split()[:3] == ["max-replicas", "max-replicas", "default/limits"]
+    code, out, err = await kubectl(kubeconfig, "explain", "validatingadmissionpolicybinding.spec.validationActions")
+    assert code == 0, err
+    assert "Warn" in out and "Audit" in out
+
+    await eventually(lambda: enforced(api, "max-replicas"), what="the hub to enforce the binding")
+    code, _, err = await kubectl(kubeconfig, "create", "deployment", "big", "--image=nginx", "--replicas=9")
+    assert code != 0
+    assert ('deployments.apps "big" is forbidden: ValidatingAdmissionPolicy \'max-replicas\' with binding '
+            "'max-replicas' denied request: no more than 8 replicas") in err, err

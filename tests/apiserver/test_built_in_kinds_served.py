@@ -15,6 +15,7 @@ WITH_STATUS = [
     ("batch/v1", "Job"), ("batch/v1", "CronJob"), ("networking.k8s.io/v1", "Ingress"),
     ("policy/v1", "PodDisruptionBudget"), ("autoscaling/v2", "HorizontalPodAutoscaler"),
     ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"), ("jobset.x-k8s.io/v1alpha2", "JobSet"),
+    ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy"),
 ]
 WITHOUT_STATUS = [
     ("v1", "ConfigMap"), ("v1", "Secret"), ("v1", "ServiceAccount"), ("v1", "LimitRange"),
@@ -25,6 +26,7 @@ WITHOUT_STATUS = [
     ("discovery.k8s.io/v1", "EndpointSlice"), ("node.k8s.io/v1", "RuntimeClass"),
     ("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration"),
     ("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration"),
+    ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding"),
 ]
 REGISTRY = hub_registry()
 
