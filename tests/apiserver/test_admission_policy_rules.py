@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from controlplane.apis.kube import admissionpolicy
+from controlplane.apis.kube import admissionpolicy, admissionregistration
 from controlplane.apiserver.admission import Operation, WebhookRequest
 from controlplane.apiserver.webhooks import policies
 from controlplane.hub import hub_registry
@@ -163,3 +163,16 @@ def test_variables_params_and_failure_policy() -> None:
     assert run(write(), params, variables=variables, validations=reading_bad) == [policies.Decision(
         True, "expression 'object.spec.missing' resulted in error: no such key: missing")]
     assert run(write(), params, variables=variables, validations=reading_bad, failurePolicy="Ignore") == []
+
+
+def test_a_webhooks_match_conditions_are_validated_as_a_policys() -> None:
+    hook = {"name": "a.acme.io", "clientConfig": {"url": "https://acme.io/x"}, "sideEffects": "None",
+            "admissionReviewVersions": ["v1"], "rules": [RULE],
+            "matchConditions": [{"name": "", "expression": "true"}, {"name": "b", "expression": "1 +"}, {"name": "b"}]}
+    errors = admissionregistration.webhook_errors(hook, "webhooks[0]", mutating=False)
+    assert [(e.field, e.message.split(":")[0]) for e in errors] == [
+        ("webhooks[0].matchConditions[0].name", "Required value"),
+        ("webhooks[0].matchConditions[1].expression", "Invalid value"),
+        ("webhooks[0].matchConditions[2].name", "Duplicate value"),
+        ("webhooks[0].matchConditions[2].expression", "Required value"),
+    ]

@@ -222,6 +222,39 @@ async def test_the_namespace_selector_reads_the_namespaces_labels(api: Api, serv
     assert server.received["/deny"][-1]["request"]["namespace"] == "ml"
 
 
+@pytest.mark.parametrize("policy", ["Fail", "Ignore"])
+async def test_match_conditions_decide_whether_a_webhook_is_called(api: Api, server: WebhookServer, policy: str) -> None:
+    """kube's matchConditions: all true -> called; any false -> not called; an error -> failurePolicy."""
+    await configure(api, "Validating", "conditions", webhook(
+        "cond.acme.io", server.client("/deny"), failurePolicy=policy, matchConditions=[
+            {"name": "not-skipped", "expression": "object.metadata.name != 'skipped'"},
+            {"name": "by-admin", "expression": "'system:masters' in request.userInfo.groups"},
+            {"name": "annotated", "expression": "object.metadata.annotations.checked == 'yes'"},
+        ],
+    ))
+    denied = deployment("d", replicas=1, labels={"app": "d", "deny": "yes"})
+    denied["metadata"]["annotations"] = {"checked": "yes"}
+    code, status, _ = await api.call("POST", DEPLOYMENTS, denied)
+    assert code == 403 and status["message"] == 'admission webhook "cond.acme.io" denied the request: no GPUs for you'
+    skipped = copy.deepcopy(denied)
+    skipped["metadata"]["name"] = "skipped"
+    code, created, _ = await api.call("POST", DEPLOYMENTS, skipped)
+    assert code == 201, created
+    assert [r["request"]["name"] for r in server.received["/deny"]] == ["d"]
+    # No annotations: the third condition fails to evaluate.
+    broken = deployment("e", replicas=1, labels={"app": "e", "deny": "yes"})
+    code, status, _ = await api.call("POST", DEPLOYMENTS, broken)
+    if policy == "Fail":
+        assert code == 403, status
+        assert status["message"] == (
+            'deployments.apps "e" is forbidden: expression '
+            "'object.metadata.annotations.checked == 'yes'' resulted in error: no such key: annotations"
+        )
+    else:
+        assert code == 201, status
+    assert len(server.received["/deny"]) == 1, "the webhook is not called when a condition fails to evaluate"
+
+
 async def test_the_validating_webhooks_are_called_at_once(api: Api, server: WebhookServer) -> None:
     """Each of the two webhooks admits only while the other's call is in flight: the write is
     admitted only if the hub called them together, as kube does."""

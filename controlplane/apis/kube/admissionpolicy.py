@@ -13,12 +13,16 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from controlplane.apis.apiextensions.cel import compile_error
 from controlplane.apis.kube import field
-from controlplane.apis.kube.admissionregistration import one_of, rule_errors
+from controlplane.apis.kube.admissionregistration import (
+    expression_errors,
+    match_conditions_errors,
+    one_of,
+    rule_errors,
+)
 from controlplane.apis.kube.field import FieldError, GoValue, go_quote
 from controlplane.apis.kube.label_selectors import selector_errors
-from controlplane.apis.kube.names import dns_subdomain_errors, qualified_name_errors
+from controlplane.apis.kube.names import dns_subdomain_errors
 
 Obj = dict[str, Any]
 
@@ -27,7 +31,6 @@ _MATCH_POLICIES = ("Equivalent", "Exact")
 _REASONS = ("Unauthorized", "Forbidden", "Invalid", "RequestEntityTooLarge")
 _ACTIONS = ("Deny", "Warn", "Audit")
 _NOT_FOUND_ACTIONS = ("Allow", "Deny")
-_MAX_MATCH_CONDITIONS = 64
 _CEL_IDENTIFIER = re.compile(r"^[_a-zA-Z][_a-zA-Z0-9]*$")
 
 
@@ -76,7 +79,7 @@ def validate_validating_admission_policy(obj: Obj, old: Obj | None) -> list[Fiel
         errors.append(field.required("spec.matchConstraints"))
     else:
         errors += match_resources_errors(field.mapping(spec["matchConstraints"]), "spec.matchConstraints", policy=True)
-    errors += _match_conditions_errors(spec.get("matchConditions"), "spec.matchConditions")
+    errors += match_conditions_errors(spec.get("matchConditions"), "spec.matchConditions")
     for path, variable in field.indexed(spec.get("variables"), "spec.variables"):
         name = str(variable.get("name") or "")
         if not name:
@@ -127,39 +130,6 @@ def match_resources_errors(match: Obj, path: str, *, policy: bool) -> list[Field
                     errors.append(field.duplicate(f"{rule_path}.resourceNames[{i}]", name))
                 seen.add(name)
     return errors
-
-
-def _match_conditions_errors(conditions: Any, path: str) -> list[FieldError]:
-    """``validateMatchConditions`` (shared with the webhooks' ``matchConditions``)."""
-    conditions = field.items(conditions)
-    errors: list[FieldError] = []
-    if len(conditions) > _MAX_MATCH_CONDITIONS:
-        errors.append(field.too_many(path, len(conditions), _MAX_MATCH_CONDITIONS))
-    seen: set[str] = set()
-    for item_path, condition in field.indexed(conditions, path):
-        name = str(condition.get("name") or "")
-        if not name:
-            errors.append(field.required(f"{item_path}.name"))
-        else:
-            errors += [field.invalid(f"{item_path}.name", name, m) for m in qualified_name_errors(name)]
-            if name in seen:
-                errors.append(field.duplicate(f"{item_path}.name", name))
-            seen.add(name)
-        errors += expression_errors(condition.get("expression"), f"{item_path}.expression")
-    return errors
-
-
-def expression_errors(expression: Any, path: str, *, what: str = "expression") -> list[FieldError]:
-    """A required CEL expression that must compile (kube's ``compilation failed: ...``) and fit
-    the static cost bound."""
-    if not isinstance(expression, str) or not expression:
-        return [field.required(path, f"{what} is not specified")]
-    problem = compile_error(expression, {})
-    if problem is None:
-        return []
-    if problem.startswith("estimated rule cost"):
-        return [field.forbidden(path, problem.replace("estimated rule cost", "estimated expression cost", 1))]
-    return [field.invalid(path, expression, f"compilation failed: {problem}")]
 
 
 def _validation_errors(validation: Obj, path: str) -> list[FieldError]:

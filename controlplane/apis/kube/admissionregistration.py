@@ -13,10 +13,16 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlsplit
 
+from controlplane.apis.apiextensions.cel import compile_error
 from controlplane.apis.kube import field
 from controlplane.apis.kube.field import FieldError, GoValue, go_quote
 from controlplane.apis.kube.label_selectors import selector_errors
-from controlplane.apis.kube.names import dns_1035_errors, dns_subdomain_errors, port_number_errors
+from controlplane.apis.kube.names import (
+    dns_1035_errors,
+    dns_subdomain_errors,
+    port_number_errors,
+    qualified_name_errors,
+)
 
 Obj = dict[str, Any]
 
@@ -28,6 +34,7 @@ _REINVOCATION_POLICIES = ("IfNeeded", "Never")
 _OPERATIONS = ("*", "CONNECT", "CREATE", "DELETE", "UPDATE")
 _SCOPES = ("*", "Cluster", "Namespaced")
 _URL_FORM = "; desired format: https://host[/path]"
+_MAX_MATCH_CONDITIONS = 64
 
 
 # --- defaults ---------------------------------------------------------------------------
@@ -121,6 +128,7 @@ def webhook_errors(hook: Obj, path: str, *, mutating: bool) -> list[FieldError]:
         errors += selector_errors(hook["namespaceSelector"], f"{path}.namespaceSelector")
     if hook.get("objectSelector") is not None:
         errors += selector_errors(hook["objectSelector"], f"{path}.objectSelector")
+    errors += match_conditions_errors(hook.get("matchConditions"), f"{path}.matchConditions")
     if mutating:
         errors += one_of(hook.get("reinvocationPolicy"), _REINVOCATION_POLICIES, f"{path}.reinvocationPolicy")
     return errors + _client_config_errors(field.mapping(hook.get("clientConfig")), f"{path}.clientConfig")
@@ -128,6 +136,39 @@ def webhook_errors(hook: Obj, path: str, *, mutating: bool) -> list[FieldError]:
 
 def one_of(value: Any, supported: tuple[str, ...], path: str) -> list[FieldError]:
     return [] if value is None or value in supported else [field.not_supported(path, value, supported)]
+
+
+def match_conditions_errors(conditions: Any, path: str) -> list[FieldError]:
+    """``validateMatchConditions``: a webhook's or a policy's (at most 64, unique names, compiling)."""
+    conditions = field.items(conditions)
+    errors: list[FieldError] = []
+    if len(conditions) > _MAX_MATCH_CONDITIONS:
+        errors.append(field.too_many(path, len(conditions), _MAX_MATCH_CONDITIONS))
+    seen: set[str] = set()
+    for item_path, condition in field.indexed(conditions, path):
+        name = str(condition.get("name") or "")
+        if not name:
+            errors.append(field.required(f"{item_path}.name"))
+        else:
+            errors += [field.invalid(f"{item_path}.name", name, m) for m in qualified_name_errors(name)]
+            if name in seen:
+                errors.append(field.duplicate(f"{item_path}.name", name))
+            seen.add(name)
+        errors += expression_errors(condition.get("expression"), f"{item_path}.expression")
+    return errors
+
+
+def expression_errors(expression: Any, path: str, *, what: str = "expression") -> list[FieldError]:
+    """A required CEL expression that must compile (kube's ``compilation failed: ...``) and fit
+    the static cost bound."""
+    if not isinstance(expression, str) or not expression:
+        return [field.required(path, f"{what} is not specified")]
+    problem = compile_error(expression, {})
+    if problem is None:
+        return []
+    if problem.startswith("estimated rule cost"):
+        return [field.forbidden(path, problem.replace("estimated rule cost", "estimated expression cost", 1))]
+    return [field.invalid(path, expression, f"compilation failed: {problem}")]
 
 
 def _fully_qualified_name_errors(name: str, path: str) -> list[FieldError]:

@@ -31,6 +31,7 @@ import jsonpatch
 import jsonpointer
 import orjson
 
+from controlplane.apis.apiextensions import cel
 from controlplane.apis.kube import field
 from controlplane.apiserver import errors
 from controlplane.apiserver.admission import WebhookRequest
@@ -38,6 +39,7 @@ from controlplane.apiserver.identity import UserInfo
 from controlplane.apiserver.objects import ObjectStore, WatchEventType
 from controlplane.apiserver.webhooks import matching, policies, review
 from controlplane.apiserver.webhooks.calling import CallFailed, WebhookClient
+from controlplane.apiserver.webhooks.expressions import conditions_match
 from controlplane.apiserver.webhooks.matching import Selection, Webhook
 from controlplane.apiserver.webhooks.params import ConfigurationError, params_of
 
@@ -219,7 +221,24 @@ class RequestWebhooks:
     async def _matching(self, hooks: tuple[Webhook, ...], request: WebhookRequest) -> list[Webhook]:
         if not hooks or not matching.called(request):
             return []
-        out = [hook for hook in hooks if matching.rules_match(hook, request) and await self._selects(hook, request)]
+        out = []
+        context = None
+        for hook in hooks:
+            if not matching.rules_match(hook, request) or not await self._selects(hook, request):
+                continue
+            if hook.match_conditions:
+                if context is None:
+                    context = cel.activation({
+                        "object": request.obj, "oldObject": request.old,
+                        "request": review.request_variable(request, user=self._user),
+                    })
+                matches, error = conditions_match(hook.match_conditions, context, fails_open=hook.fails_open)
+                if error is not None:
+                    logger.warning("Failed evaluating match conditions, failing closed %s: %s", hook.name, error)
+                    raise review.forbidden(request, error)
+                if not matches:
+                    continue
+            out.append(hook)
         if request.dry_run:
             for hook in out:
                 if hook.side_effects not in ("None", "NoneOnDryRun"):

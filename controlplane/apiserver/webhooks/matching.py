@@ -6,6 +6,9 @@ kube's ``predicates/rules`` (group, version, resource and subresource with ``*``
 scope, operation), ``namespace/matcher.go`` (the namespace's labels; a cluster-scoped object but a
 Namespace is never exempted) and ``object/matcher.go`` (the new or the old object's labels).
 
+A webhook's ``matchConditions`` are compiled here, once per change of its configuration, and
+evaluated by the dispatcher (:func:`.expressions.conditions_match`).
+
 ``matchPolicy: Equivalent`` is taken as ``Exact``: the hub serves each resource at one version
 under one group but for a few (HorizontalPodAutoscaler v1/v2), and does not model equivalence.
 Pure: no I/O.
@@ -18,6 +21,7 @@ from typing import Any, Protocol
 
 from controlplane.apis.kube import field, label_selectors
 from controlplane.apiserver.admission import Operation, WebhookRequest
+from controlplane.apiserver.webhooks.expressions import Expression, expression
 
 #: Webhooks (and admission policies) are never called for writes of their own configurations (kube: a webhook cannot lock
 #: the cluster out of fixing it).
@@ -57,6 +61,7 @@ class Webhook:
     service: dict[str, Any] | None
     ca_bundle: str | None
     reinvocation_policy: str = "Never"
+    match_conditions: tuple[Expression, ...] = ()
 
     @property
     def fails_open(self) -> bool:
@@ -84,6 +89,9 @@ def webhooks_of(configuration: dict[str, Any]) -> list[Webhook]:
             service=field.mapping(client.get("service")) or None,
             ca_bundle=str(client["caBundle"]) if client.get("caBundle") else None,
             reinvocation_policy=str(hook.get("reinvocationPolicy") or "Never"),
+            match_conditions=tuple(
+                expression(str(field.mapping(c).get("expression") or "")) for c in field.items(hook.get("matchConditions"))
+            ),
         ))
     return out
 

@@ -23,21 +23,15 @@ from controlplane.apis.apiextensions import cel
 from controlplane.apis.kube import field
 from controlplane.apiserver.admission import WebhookRequest
 from controlplane.apiserver.webhooks import matching
+from controlplane.apiserver.webhooks.expressions import (
+    Expression,
+    conditions_match,
+    evaluation_error,
+    expression,
+)
 
 #: kube drops a messageExpression's result longer than this (and one with a line break).
 MAX_MESSAGE_BYTES = 5 * 1024
-
-
-@dataclass(frozen=True, slots=True)
-class Expression:
-    source: str
-    program: Any
-    #: The policy variables it reads (``variables.x``).
-    reads: frozenset[str]
-
-
-def _expression(source: str) -> Expression:
-    return Expression(source, cel.compiled(source), frozenset(re.findall(r"\bvariables\s*\.\s*([A-Za-z_]\w*)", source)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,14 +99,14 @@ def policy_of(obj: dict[str, Any]) -> Policy:
         raw = field.mapping(raw)
         message_expression = raw.get("messageExpression")
         validations.append(Validation(
-            expression=_expression(str(raw.get("expression") or "")),
+            expression=expression(str(raw.get("expression") or "")),
             message=str(raw.get("message") or ""),
-            message_expression=_expression(message_expression) if isinstance(message_expression, str) and message_expression.strip() else None,
+            message_expression=expression(message_expression) if isinstance(message_expression, str) and message_expression.strip() else None,
             reason=str(raw.get("reason") or "Invalid"),
         ))
-    conditions = tuple(_expression(str(field.mapping(c).get("expression") or "")) for c in field.items(spec.get("matchConditions")))
+    conditions = tuple(expression(str(field.mapping(c).get("expression") or "")) for c in field.items(spec.get("matchConditions")))
     variables = tuple(
-        (str(field.mapping(v).get("name") or ""), _expression(str(field.mapping(v).get("expression") or "")))
+        (str(field.mapping(v).get("name") or ""), expression(str(field.mapping(v).get("expression") or "")))
         for v in field.items(spec.get("variables"))
     )
     sources = [e.source for e in conditions] + [e.source for _, e in variables]
@@ -173,42 +167,36 @@ def evaluate(policy: Policy, variables: dict[str, Any]) -> list[Decision]:
     ``variables``: ``object``, ``oldObject``, ``request``, ``namespaceObject`` and ``params``."""
     context = cel.activation({**variables, "variables": {}})
     if policy.match_conditions:
-        errors = []
-        for condition in policy.match_conditions:
-            try:
-                result = cel.execute(condition.program, context)
-            except cel.EvaluationError as exc:
-                errors.append(f"expression '{condition.source}' resulted in error: {exc}")
-                continue
-            if result is not True:
-                return []  # kube: a false condition wins over errors
-        if errors:
-            return _error(policy, f"failed to evaluate matchConditions for policy {policy.name}: {'; '.join(errors)}")
+        matches, error = conditions_match(policy.match_conditions, context, fails_open=policy.fails_open)
+        if error is not None:
+            return [Decision(True, f"failed to evaluate matchConditions for policy {policy.name}: {error}")]
+        if not matches:
+            return []
     failed: dict[str, str] = {}
     if policy.variables:
         values: dict[str, Any] = {}
-        for name, expression in policy.variables:
+        for name, variable in policy.variables:
             try:
-                values[name] = cel.execute(expression.program, cel.activation({**variables, "variables": values}))
+                values[name] = cel.execute(variable.program, cel.activation({**variables, "variables": values}))
             except cel.EvaluationError as exc:
-                failed[name] = f"expression '{expression.source}' resulted in error: {exc}"
+                failed[name] = evaluation_error(variable.source, exc)
         context = cel.activation({**variables, "variables": values})
     out: list[Decision] = []
     for validation in policy.validations:
-        expression = validation.expression
-        broken = [failed[name] for name in expression.reads if name in failed]
+        check = validation.expression
+        broken = [failed[name] for name in check.reads if name in failed]
         if broken:
             out += _error(policy, broken[0])
             continue
         try:
-            result = cel.execute(expression.program, context)
+            result = cel.execute(check.program, context)
         except cel.EvaluationError as exc:
-            out += _error(policy, f"expression '{expression.source}' resulted in error: {exc}")
+            out += _error(policy, evaluation_error(check.source, exc))
             continue
         if result is True:
             continue
         if result is not False:
-            out += _error(policy, f"expression '{expression.source}' resulted in error: expected a bool result")
+            out += _error(policy, evaluation_error(check.source, TypeError("expected a bool result")))
             continue
         out.append(Decision(True, _message(validation, context), validation.reason))
     return out

@@ -174,20 +174,25 @@ def request_variable(request: WebhookRequest, *, user: UserInfo) -> dict[str, An
     return body
 
 
+def forbidden(request: WebhookRequest, message: str, *, causes: list[errors.Cause] | None = None) -> errors.ApiError:
+    """kube's ``admission.NewForbidden``: ``<resource> "<name>" is forbidden: <message>``."""
+    rt = request.resource
+    name = request.name or str(field.mapping(field.mapping(request.obj).get("metadata")).get("generateName") or "")
+    return errors.Forbidden(
+        f'{errors.qualified_resource(rt.plural, rt.group)} "{name}" is forbidden: {message}',
+        target=errors.Target(name=name, group=rt.group, kind=rt.plural),
+        causes=causes,
+    )
+
+
 _POLICY_CODES = {"Unauthorized": 401, "Forbidden": 403, "RequestEntityTooLarge": 413}
 
 
 def policy_denial(request: WebhookRequest, policy: Policy, binding: Binding, decision: Decision) -> errors.ApiError:
     """kube's refusal by a ValidatingAdmissionPolicy: ``admission.NewForbidden``'s message with the
     decision's reason (``Invalid`` unless the validation set one) and the code of that reason."""
-    rt = request.resource
     message = f"ValidatingAdmissionPolicy '{policy.name}' with binding '{binding.name}' denied request: {decision.message}"
-    name = request.name or str(field.mapping(field.mapping(request.obj).get("metadata")).get("generateName") or "")
-    error = errors.Forbidden(
-        f'{errors.qualified_resource(rt.plural, rt.group)} "{name}" is forbidden: {message}',
-        target=errors.Target(name=name, group=rt.group, kind=rt.plural),
-        causes=[errors.Cause("", message)],
-    )
+    error = forbidden(request, message, causes=[errors.Cause("", message)])
     error.reason = errors.StatusReason(decision.reason)
     error.code = _POLICY_CODES.get(decision.reason, 422)
     return error
