@@ -349,3 +349,56 @@ def test_kubectl_apply_meets_the_admission_webhook_an_admin_configured(processes
         assert "deployment.apps/infer created" in created.stdout
         assert "Warning: checked by the acme policy" in created.stderr, created.stderr
         assert server.received["/deny"][-1]["request"]["object"]["metadata"]["name"] == "infer"
+
+
+def test_kubectl_apply_meets_a_validating_admission_policy(processes) -> None:
+    """A ValidatingAdmissionPolicy bound with Deny refuses a Deployment without a team label:
+    kubectl prints kube's denial; a second binding with Warn and params from a ConfigMap makes
+    kubectl print kube's warning for the Deployment it admits."""
+    _, kubectl = processes.start_hub()
+    rule = {"apiGroups": ["apps"], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["deployments"]}
+    manifests = [
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "gpu-limits", "namespace": "default"},
+         "data": {"maxReplicas": "2"}},
+        {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+         "metadata": {"name": "team-label"},
+         "spec": {"matchConstraints": {"resourceRules": [rule]}, "validations": [{
+             "expression": "has(object.metadata.labels) && 'team' in object.metadata.labels",
+             "message": "every Deployment must carry a team label"}]}},
+        {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+         "metadata": {"name": "team-label"}, "spec": {"policyName": "team-label", "validationActions": ["Deny"]}},
+        {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+         "metadata": {"name": "max-replicas"},
+         "spec": {"paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+                  "matchConstraints": {"resourceRules": [rule]}, "validations": [{
+                      "expression": "object.spec.replicas <= int(params.data.maxReplicas)",
+                      "messageExpression": "'at most ' + params.data.maxReplicas + ' replicas'"}]}},
+        {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+         "metadata": {"name": "max-replicas-warn"},
+         "spec": {"policyName": "max-replicas", "validationActions": ["Warn"],
+                  "paramRef": {"name": "gpu-limits", "parameterNotFoundAction": "Deny"}}},
+    ]
+    applied = kubectl.run("apply", "-f", "-", input_text=yaml.safe_dump_all(manifests))
+    assert "validatingadmissionpolicybinding.admissionregistration.k8s.io/team-label created" in applied.stdout
+    results: list[subprocess.CompletedProcess[str]] = []
+
+    def denied() -> bool:  # the hub's watch of the policies comes right after the apply
+        results.append(kubectl.run("apply", "-f", str(MANIFESTS / "deployment.yaml"), check=False))
+        return results[-1].returncode != 0
+
+    wait_for(denied, timeout=30, what="the policy to refuse the Deployment")
+    stderr = results[-1].stderr
+    # kube's Status (reason Invalid, the message as a cause), which kubectl prints as against kube-apiserver.
+    assert ("The deployments \"infer\" is invalid: : ValidatingAdmissionPolicy 'team-label' with binding "
+            "'team-label' denied request: every Deployment must carry a team label") in stderr, stderr
+    assert kubectl.json_or_none("get", "deployment", "infer") is None
+
+    labelled = yaml.safe_load((MANIFESTS / "deployment.yaml").read_text())
+    labelled["metadata"]["labels"]["team"] = "ml"
+    created = kubectl.run("apply", "-f", "-", input_text=yaml.safe_dump(labelled))
+    assert "deployment.apps/infer created" in created.stdout
+    assert ("Warning: Validation failed for ValidatingAdmissionPolicy 'max-replicas' with binding "
+            "'max-replicas-warn': at most 2 replicas") in created.stderr, created.stderr
+    table = kubectl.run("get", "validatingadmissionpolicybindings").stdout.splitlines()
+    assert table[0].split() == ["NAME", "POLICYNAME", "PARAMREF", "AGE"]
+    assert ["max-replicas-warn", "max-replicas", "*/gpu-limits"] in [row.split()[:3] for row in table[1:]]
