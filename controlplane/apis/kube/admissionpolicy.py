@@ -15,6 +15,8 @@ from typing import Any
 
 from controlplane.apis.kube import field
 from controlplane.apis.kube.admissionregistration import (
+    FAILURE_POLICIES,
+    MATCH_POLICIES,
     expression_errors,
     match_conditions_errors,
     one_of,
@@ -26,8 +28,6 @@ from controlplane.apis.kube.names import dns_subdomain_errors
 
 Obj = dict[str, Any]
 
-_FAILURE_POLICIES = ("Fail", "Ignore")
-_MATCH_POLICIES = ("Equivalent", "Exact")
 _REASONS = ("Unauthorized", "Forbidden", "Invalid", "RequestEntityTooLarge")
 _ACTIONS = ("Deny", "Warn", "Audit")
 _NOT_FOUND_ACTIONS = ("Allow", "Deny")
@@ -72,7 +72,7 @@ def validate_validating_admission_policy(obj: Obj, old: Obj | None) -> list[Fiel
     """``ValidateValidatingAdmissionPolicy`` (its spec; the metadata is checked by the caller)."""
     spec = field.mapping(obj.get("spec"))
     errors: list[FieldError] = []
-    errors += one_of(spec.get("failurePolicy"), _FAILURE_POLICIES, "spec.failurePolicy")
+    errors += one_of(spec.get("failurePolicy"), FAILURE_POLICIES, "spec.failurePolicy")
     if spec.get("paramKind") is not None:
         errors += _param_kind_errors(field.mapping(spec["paramKind"]), "spec.paramKind")
     if spec.get("matchConstraints") is None:
@@ -112,7 +112,7 @@ def match_resources_errors(match: Obj, path: str, *, policy: bool) -> list[Field
     errors: list[FieldError] = []
     if match.get("matchPolicy") is None:
         errors.append(field.required(f"{path}.matchPolicy"))
-    errors += one_of(match.get("matchPolicy"), _MATCH_POLICIES, f"{path}.matchPolicy")
+    errors += one_of(match.get("matchPolicy"), MATCH_POLICIES, f"{path}.matchPolicy")
     for key in ("namespaceSelector", "objectSelector"):
         if match.get(key) is None:
             errors.append(field.required(f"{path}.{key}"))

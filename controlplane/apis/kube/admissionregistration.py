@@ -27,8 +27,8 @@ from controlplane.apis.kube.names import (
 Obj = dict[str, Any]
 
 ACCEPTED_REVIEW_VERSIONS = ("v1", "v1beta1")
-_FAILURE_POLICIES = ("Fail", "Ignore")
-_MATCH_POLICIES = ("Equivalent", "Exact")
+FAILURE_POLICIES = ("Fail", "Ignore")
+MATCH_POLICIES = ("Equivalent", "Exact")
 _SIDE_EFFECTS = ("None", "NoneOnDryRun")  # v1 takes only the classes without side effects
 _REINVOCATION_POLICIES = ("IfNeeded", "Never")
 _OPERATIONS = ("*", "CONNECT", "CREATE", "DELETE", "UPDATE")
@@ -112,8 +112,8 @@ def webhook_errors(hook: Obj, path: str, *, mutating: bool) -> list[FieldError]:
     errors = _fully_qualified_name_errors(str(hook.get("name") or ""), f"{path}.name")
     for rule_path, rule in field.indexed(hook.get("rules"), f"{path}.rules"):
         errors += rule_errors(rule, rule_path)
-    errors += one_of(hook.get("failurePolicy"), _FAILURE_POLICIES, f"{path}.failurePolicy")
-    errors += one_of(hook.get("matchPolicy"), _MATCH_POLICIES, f"{path}.matchPolicy")
+    errors += one_of(hook.get("failurePolicy"), FAILURE_POLICIES, f"{path}.failurePolicy")
+    errors += one_of(hook.get("matchPolicy"), MATCH_POLICIES, f"{path}.matchPolicy")
     side_effects = hook.get("sideEffects")
     if side_effects is None:
         errors.append(field.required(f"{path}.sideEffects", f"must specify one of {', '.join(_SIDE_EFFECTS)}"))
