@@ -1,4 +1,5 @@
-"""Admission webhooks: the configured ones, kept in memory from a watch, called for users' writes.
+"""Admission webhooks and ValidatingAdmissionPolicies: the configured ones, kept in memory from a
+watch, called (run) for users' writes.
 
 In: the ValidatingWebhookConfigurations and MutatingWebhookConfigurations in the store (listed, then
 watched: no store read per write), and each write a user's request makes (create, update, patch,
@@ -15,7 +16,14 @@ occurred: failed calling webhook "x": ...`` under ``failurePolicy: Fail`` and is
 ignored under ``Ignore``. A dry run calls only webhooks declaring ``sideEffects`` None or
 NoneOnDryRun (kube's 400 otherwise). A mutating webhook with ``reinvocationPolicy: IfNeeded`` is
 called once more, after the others, when a later webhook changed the object (kube also reinvokes
-for its in-tree mutating plugins' changes; the hub has none after the webhooks).
+for its in-tree mutating plugins' changes; the hub has none after the webhooks). A webhook's
+``matchConditions`` decide, after its rules and selectors, whether it is called.
+
+The bound ValidatingAdmissionPolicies run just before the validating webhooks (kube's plugin
+order): policies and bindings are compiled once per change (:mod:`.policies`); per write, each
+binding whose policy and own match select it is evaluated once per param (:mod:`.params`), its
+failures going to the binding's actions — Deny (the first refuses the write), Warn (a warning),
+Audit (logged: the hub keeps no audit log).
 """
 
 from __future__ import annotations
