@@ -117,6 +117,13 @@ async def test_params_from_a_config_map_and_parameter_not_found_action(api: Api)
         "selector": {"matchLabels": {"kind": "limits"}}, "parameterNotFoundAction": "Allow"}))
     code, created, _ = await api.call("POST", DEPLOYMENTS, deployment("three", replicas=3))
     assert code == 201, created
+    # Once a ConfigMap carries the label, the selector finds it and the policy runs with it.
+    code, _, _ = await api.call("POST", CONFIGMAPS, {"metadata": {"name": "strict", "labels": {"kind": "limits"}},
+                                                     "data": {"max": "1"}})
+    assert code == 201
+    code, status, _ = await api.call("POST", DEPLOYMENTS, deployment("two", replicas=2))
+    assert code == 422 and status["message"].endswith(
+        "ValidatingAdmissionPolicy 'max-sel' with binding 'max-sel' denied request: replicas must be at most 1"), status
 
 
 async def test_failure_policy_decides_an_evaluation_error(api: Api) -> None:
