@@ -400,7 +400,7 @@ class Hub(ShutdownOnce):
             extra.extend(factory(self))
         self.quota_admission = QuotaAdmission(self.objects, cache=self.watch_cache)
         self.objects.admit_writes(self.quota_admission)
-        self.webhooks = WebhookAdmission(self.objects)
+        self.webhooks = WebhookAdmission(self.objects, authorizer)
         app = create_app(
             self.objects,
             registry,

@@ -200,3 +200,22 @@ async def test_kubectl_gets_explains_and_meets_a_policy(api: Api) -> None:
     assert code != 0
     assert ('deployments.apps "big" is forbidden: ValidatingAdmissionPolicy \'max-replicas\' with binding '
             "'max-replicas' denied request: no more than 8 replicas") in err, err
+
+
+async def test_the_authorizer_checks_with_the_hubs_rbac(api: Api) -> None:
+    """``authorizer`` asks the hub's RBAC: the admin may create what it writes
+    (``requestResource``) and read Secrets; a ServiceAccount without bindings may not delete."""
+    checks = [
+        {"expression": "authorizer.requestResource.check('create').allowed()", "message": "the writer may not create"},
+        {"expression": "authorizer.group('').resource('secrets').namespace('default').check('get').allowed()",
+         "message": "the writer may not read secrets"},
+        {"expression": "!authorizer.serviceAccount('default', 'nobody').group('apps').resource('deployments')"
+                       ".check('delete').allowed()", "message": "nobody may delete"},
+        {"expression": "authorizer.serviceAccount('default', 'nobody').path('/metrics').check('get').allowed()",
+         "messageExpression": "'nobody may not get /metrics: ' + (authorizer.serviceAccount('default', 'nobody')"
+                              ".path('/metrics').check('get').allowed() ? 'allowed' : 'denied')"},
+    ]
+    await bind(api, policy("authz", *checks), binding("authz", "authz", "Deny"))
+    code, status, _ = await api.call("POST", DEPLOYMENTS, deployment("a", replicas=1))
+    assert code == 422, status
+    assert status["message"].endswith("denied request: nobody may not get /metrics: denied"), status

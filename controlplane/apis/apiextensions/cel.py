@@ -354,10 +354,10 @@ def compiled(expression: str) -> Any:
     return _compile(expression)
 
 
-def activation(variables: dict[str, Any]) -> Any:
-    """The variables of one evaluation, with kube's libraries, for :func:`execute`."""
-    cel, functions = _library()
-    return cel.Context(variables, functions)
+def activation(variables: dict[str, Any], functions: dict[str, Any] | None = None) -> Any:
+    """The variables of one evaluation, with kube's libraries (and ``functions``), for :func:`execute`."""
+    cel, library = _library()
+    return cel.Context(variables, {**library, **functions} if functions else library)
 
 
 def execute(program: Any, context: Any) -> Any:

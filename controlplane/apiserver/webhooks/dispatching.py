@@ -43,11 +43,15 @@ from controlplane.apis.apiextensions import cel
 from controlplane.apis.kube import field
 from controlplane.apiserver import errors
 from controlplane.apiserver.admission import WebhookRequest
-from controlplane.apiserver.identity import UserInfo
+from controlplane.apiserver.identity import Authorizer, RequestAttributes, Role, UserInfo
 from controlplane.apiserver.objects import ObjectStore, WatchEventType
 from controlplane.apiserver.webhooks import matching, policies, review
 from controlplane.apiserver.webhooks.calling import CallFailed, WebhookClient
-from controlplane.apiserver.webhooks.expressions import conditions_match
+from controlplane.apiserver.webhooks.expressions import (
+    authorizer_functions,
+    authorizer_variable,
+    conditions_match,
+)
 from controlplane.apiserver.webhooks.matching import Selection, Webhook
 from controlplane.apiserver.webhooks.params import ConfigurationError, params_of
 
@@ -66,8 +70,10 @@ _KINDS = {
 class WebhookAdmission:
     """The webhook configurations of one hub replica, and the calls of each request's writes."""
 
-    def __init__(self, objects: ObjectStore) -> None:
+    def __init__(self, objects: ObjectStore, authorizer: Authorizer | None = None) -> None:
         self._objects = objects
+        #: Answers the CEL ``authorizer`` of policies and match conditions (None: every check denied).
+        self.authorizer = authorizer
         self.client = WebhookClient(objects)
         self._types = {which: objects.registry.require(_GROUP, kind) for which, kind in _KINDS.items()}
         self._namespace_type = objects.registry.require("v1", "Namespace")
@@ -177,6 +183,7 @@ class RequestWebhooks:
         self._user = user
         self._warnings = warnings
         self._namespaces: dict[str, dict[str, Any]] = {}
+        self._functions: dict[str, Any] | None = None
 
     async def mutate(self, request: WebhookRequest) -> dict[str, Any] | None:
         hooks = await self._matching(self._admission.mutating, request)
@@ -236,10 +243,7 @@ class RequestWebhooks:
                 continue
             if hook.match_conditions:
                 if context is None:
-                    context = cel.activation({
-                        "object": request.obj, "oldObject": request.old,
-                        "request": review.request_variable(request, user=self._user),
-                    })
+                    context = cel.activation(self._cel_variables(request), self.functions)
                 matches, error = conditions_match(hook.match_conditions, context, fails_open=hook.fails_open)
                 if error is not None:
                     logger.warning("Failed evaluating match conditions, failing closed %s: %s", hook.name, error)
@@ -292,17 +296,48 @@ class RequestWebhooks:
                     denials.append((policy, binding, policies.Decision(True, f"failed to configure binding: {exc}")))
                 continue
             if base is None:
-                base = {
-                    "object": request.obj, "oldObject": request.old,
-                    "request": review.request_variable(request, user=self._user), "namespaceObject": None,
-                }
+                base = {**self._cel_variables(request), "namespaceObject": None}
             if policy.reads_namespace and request.namespace and not matching.is_namespace(request):
                 base["namespaceObject"] = await self._namespace_of(request.namespace)
             for param in params:
-                for decision in policies.evaluate(policy, {**base, "params": param}):
+                for decision in policies.evaluate(policy, {**base, "params": param}, self.functions):
                     self._act(policy, binding, decision, denials)
         if denials:
             raise review.policy_denial(request, *denials[0])
+
+    def _cel_variables(self, request: WebhookRequest) -> dict[str, Any]:
+        """``object``, ``oldObject``, ``request`` and ``authorizer``, as kube's admission CEL has them."""
+        target = {"group": request.resource.group, "resource": request.resource.plural,
+                  "subresource": request.subresource or "", "namespace": request.namespace or "", "name": request.name}
+        return {
+            "object": request.obj, "oldObject": request.old,
+            "request": review.request_variable(request, user=self._user), "authorizer": authorizer_variable(target),
+        }
+
+    @property
+    def functions(self) -> dict[str, Any]:
+        """The ``authorizer`` library, checking as this request's user (made on first use)."""
+        if self._functions is None:
+            self._functions = authorizer_functions(self._authorize)
+        return self._functions
+
+    def _authorize(self, target: dict[str, Any], verb: str) -> tuple[bool, str]:
+        authorizer = self._admission.authorizer
+        if authorizer is None:
+            return False, "no authorizer"
+        user = self._user
+        account = target.get("serviceAccount")
+        if isinstance(account, list) and len(account) == 2:
+            namespace, name = (str(part) for part in account)
+            user = UserInfo(f"system:serviceaccount:{namespace}:{name}", Role.USER, user_groups=(
+                "system:serviceaccounts", f"system:serviceaccounts:{namespace}", "system:authenticated"))
+        path = target.get("path")
+        decision = authorizer.authorize(RequestAttributes(
+            user, verb, api_group=str(target.get("group") or ""), resource=str(target.get("resource") or ""),
+            subresource=str(target.get("subresource") or ""), namespace=str(target.get("namespace") or "") or None,
+            name=str(target.get("name") or "") or None, non_resource_path=str(path) if path else None,
+        ))
+        return decision.allowed, decision.reason
 
     def _act(
         self, policy: policies.Policy, binding: policies.Binding, decision: policies.Decision,

@@ -9,6 +9,7 @@ Pure: no I/O.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,6 +42,40 @@ def evaluation_error(source: str, exc: Exception) -> str:
 def aggregate(messages: list[str]) -> str:
     """kube's ``utilerrors.NewAggregate`` text: one error alone, several as ``[a, b]``."""
     return messages[0] if len(messages) == 1 else "[" + ", ".join(messages) + "]"
+
+
+#: Answers an authorizer check: the target (group, resource, subresource, namespace, name or path,
+#: serviceAccount) and the verb -> (allowed, reason).
+Authorize = Callable[[dict[str, Any], str], tuple[bool, str]]
+
+
+def authorizer_variable(request_resource: dict[str, Any]) -> dict[str, Any]:
+    """kube's ``authorizer`` variable; ``authorizer.requestResource`` targets the request's resource."""
+    return {"kind": "Authorizer", "requestResource": {"kind": "ResourceCheck", **request_resource}}
+
+
+def authorizer_functions(authorize: Authorize) -> dict[str, Callable[..., Any]]:
+    """kube's authorizer library: ``authorizer.group('apps').resource('deployments').namespace('ns')
+    .name('x').check('create').allowed()``, ``.subresource(s)``, ``.path('/p')``,
+    ``authorizer.serviceAccount(ns, name)`` (checks as that ServiceAccount), and a decision's
+    ``allowed()``, ``reason()``, ``errored()`` and ``error()``."""
+
+    def setting(key: str) -> Callable[[dict[str, Any], str], dict[str, Any]]:
+        return lambda target, value: {**target, key: value}
+
+    def check(target: dict[str, Any], verb: str) -> dict[str, Any]:
+        allowed, reason = authorize(target, verb)
+        return {"kind": "Decision", "allowed": allowed, "reason": reason}
+
+    return {
+        **{key: setting(key) for key in ("group", "resource", "subresource", "namespace", "name", "path")},
+        "serviceAccount": lambda target, namespace, name: {**target, "serviceAccount": [namespace, name]},
+        "check": check,
+        "allowed": lambda decision: bool(decision["allowed"]),
+        "reason": lambda decision: str(decision["reason"]),
+        "errored": lambda decision: False,
+        "error": lambda decision: "",
+    }
 
 
 def conditions_match(conditions: tuple[Expression, ...], context: Any, *, fails_open: bool) -> tuple[bool, str | None]:

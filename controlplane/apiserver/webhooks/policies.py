@@ -9,8 +9,8 @@ binding's ``matchResources`` select writes as a webhook's rules and selectors do
 all be true (any false: the policy does not apply; an error: its ``failurePolicy``).
 ``variables`` are evaluated once per evaluation, in order; one that fails is an error only for the
 expressions reading it. Cost is bounded statically when a policy is written
-(:func:`~controlplane.apis.apiextensions.cel.compile_error`); it is not metered at run time, and
-``authorizer`` is not available. Pure: no I/O.
+(:func:`~controlplane.apis.apiextensions.cel.compile_error`); it is not metered at run time.
+Pure: no I/O (``authorizer`` checks call the function the caller gives).
 """
 
 from __future__ import annotations
@@ -162,10 +162,11 @@ def _error(policy: Policy, message: str) -> list[Decision]:
     return [] if policy.fails_open else [Decision(True, message)]
 
 
-def evaluate(policy: Policy, variables: dict[str, Any]) -> list[Decision]:
+def evaluate(policy: Policy, variables: dict[str, Any], functions: dict[str, Any] | None = None) -> list[Decision]:
     """The decisions of ``policy`` for one write (and one param): the denials, in its order.
-    ``variables``: ``object``, ``oldObject``, ``request``, ``namespaceObject`` and ``params``."""
-    context = cel.activation({**variables, "variables": {}})
+    ``variables``: ``object``, ``oldObject``, ``request``, ``namespaceObject``, ``params`` (and
+    ``authorizer``, with its ``functions``: :func:`.expressions.authorizer_functions`)."""
+    context = cel.activation({**variables, "variables": {}}, functions)
     if policy.match_conditions:
         matches, error = conditions_match(policy.match_conditions, context, fails_open=policy.fails_open)
         if error is not None:
@@ -177,10 +178,10 @@ def evaluate(policy: Policy, variables: dict[str, Any]) -> list[Decision]:
         values: dict[str, Any] = {}
         for name, variable in policy.variables:
             try:
-                values[name] = cel.execute(variable.program, cel.activation({**variables, "variables": values}))
+                values[name] = cel.execute(variable.program, cel.activation({**variables, "variables": values}, functions))
             except cel.EvaluationError as exc:
                 failed[name] = evaluation_error(variable.source, exc)
-        context = cel.activation({**variables, "variables": values})
+        context = cel.activation({**variables, "variables": values}, functions)
     out: list[Decision] = []
     for validation in policy.validations:
         check = validation.expression
