@@ -234,10 +234,9 @@ _KINDS: Mapping[tuple[str, str], FieldSchema] = MappingProxyType(
         ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"): _struct(
             metadata=OBJECT_META, webhooks=_keyed(UNKNOWN, "name")
         ),
-        # A policy's matchConditions and variables merge by name; its validations are atomic.
+        # A policy's matchConditions merge by name; its validations, variables and rules are atomic.
         ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy"): _struct(
-            metadata=OBJECT_META,
-            spec=_struct(matchConditions=_keyed(UNKNOWN, "name"), variables=_keyed(UNKNOWN, "name")),
+            metadata=OBJECT_META, spec=_struct(matchConditions=_keyed(UNKNOWN, "name")),
         ),
         ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding"): _METADATA_ONLY,
         # RuntimeClass scheduling.tolerations is ``+listType=atomic``, its nodeSelector ``+mapType=atomic``.
