@@ -157,7 +157,8 @@ async def test_invalid_policies_and_bindings_are_refused_with_kube_errors(api: A
     assert fields == ["spec.policyName", "spec.validationActions"]
     code, status, _ = await api.call("POST", f"{GROUP}/validatingadmissionpolicybindings", binding("none", "p"))
     assert code == 422 and status["details"]["causes"][0] == {
-        "reason": "FieldValueRequired", "message": "Required value", "field": "spec.validationActions"}
+        "reason": "FieldValueRequired", "message": "Required value: at least one validation action is required",
+        "field": "spec.validationActions"}
 
     # Defaults are kube's.
     code, created, _ = await api.call("POST", f"{GROUP}/validatingadmissionpolicies", policy("ok", TEAM))

@@ -31,7 +31,10 @@ def errors_of(obj: dict[str, Any], *, binding: bool = False) -> list[tuple[str, 
 
 
 @pytest.mark.parametrize(("spec", "expected"), [
-    ({"validations": []}, [("spec.validations", "Required value: validations or auditAnnotations must contain at least one item")]),
+    ({"validations": []}, [
+        ("spec.validations", "Required value: validations or auditAnnotations must contain at least one item"),
+        ("spec.auditAnnotations", "Required value: validations or auditAnnotations must contain at least one item"),
+    ]),
     ({"validations": [{"expression": ""}]}, [("spec.validations[0].expression", "Required value: expression is not specified")]),
     ({"validations": [{"expression": "1 +"}]}, [(
         "spec.validations[0].expression",
@@ -40,10 +43,10 @@ def errors_of(obj: dict[str, Any], *, binding: bool = False) -> list[tuple[str, 
     )]),
     ({"validations": [{"expression": "true", "reason": "Teapot"}]}, [(
         "spec.validations[0].reason",
-        'Unsupported value: "Teapot": supported values: "Unauthorized", "Forbidden", "Invalid", "RequestEntityTooLarge"',
+        'Unsupported value: "Teapot": supported values: "Forbidden", "Invalid", "RequestEntityTooLarge", "Unauthorized"',
     )]),
     ({"validations": [{"expression": "true", "messageExpression": "  "}]},
-     [("spec.validations[0].messageExpression", "Required value: messageExpression must be non-empty if specified")]),
+     [("spec.validations[0].messageExpression", 'Invalid value: "  ": must be non-empty if specified')]),
     ({"validations": [{"expression": "true", "message": "a\nb"}]},
      [("spec.validations[0].message", 'Invalid value: "a\\nb": message must not contain line breaks')]),
     ({"failurePolicy": "Sometimes"}, [("spec.failurePolicy", 'Unsupported value: "Sometimes": supported values: "Fail", "Ignore"')]),
@@ -53,6 +56,17 @@ def errors_of(obj: dict[str, Any], *, binding: bool = False) -> list[tuple[str, 
     ({"matchConditions": [{"name": "a", "expression": "true"}, {"name": "a", "expression": "true"}]},
      [("spec.matchConditions[1].name", 'Duplicate value: "a"')]),
     ({"paramKind": {"kind": "ConfigMap"}}, [("spec.paramKind.apiVersion", "Required value")]),
+    ({"paramKind": {"apiVersion": "a/b/c", "kind": "Config_Map"}}, [
+        ("spec.paramKind.apiVersion", 'Invalid value: "a/b/c": unexpected GroupVersion string: a/b/c'),
+        ("spec.paramKind.kind", 'Invalid value: "Config_Map": may have mixed case, but should otherwise match: a DNS-1035 '
+         "label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end "
+         "with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is "
+         "'[a-z]([-a-z0-9]*[a-z0-9])?')"),
+    ]),
+    ({"matchConstraints": {"resourceRules": [{**RULE, "resourceNames": ["x", "x"]}]}},
+     [("spec.matchConstraints.resourceRules[0].resourceNames[1]", 'Duplicate value: "x"')]),
+    ({"variables": [{"name": "in", "expression": "true"}]},
+     [("spec.variables[0].name", 'Invalid value: "in": name is not a valid CEL identifier')]),
     ({"validations": [{"expression": "object.a.all(x, object.b.all(y, object.c.all(z, true)))"}]}, [(
         "spec.validations[0].expression",
         "Forbidden: estimated expression cost exceeds budget by factor of 389111255195x (try simplifying the rule, or adding "
@@ -74,10 +88,14 @@ def test_policy_defaults_are_kubes() -> None:
 @pytest.mark.parametrize(("spec", "expected"), [
     ({"policyName": "p", "validationActions": ["Deny"]}, []),
     ({"validationActions": ["Deny"]}, [("spec.policyName", "Required value")]),
-    ({"policyName": "p"}, [("spec.validationActions", "Required value")]),
+    ({"policyName": "p"}, [("spec.validationActions", "Required value: at least one validation action is required")]),
     ({"policyName": "p", "validationActions": ["Deny", "Deny"]}, [("spec.validationActions[1]", 'Duplicate value: "Deny"')]),
     ({"policyName": "p", "validationActions": ["Block"]},
-     [("spec.validationActions[0]", 'Unsupported value: "Block": supported values: "Deny", "Warn", "Audit"')]),
+     [("spec.validationActions[0]", 'Unsupported value: "Block": supported values: "Audit", "Deny", "Warn"')]),
+    ({"policyName": "p", "validationActions": ["Deny"], "paramRef": {"name": "a/b", "parameterNotFoundAction": "Maybe"}}, [
+        ("spec.paramRef.name", "Invalid value: \"a/b\": may not contain '/'"),
+        ("spec.paramRef.parameterNotFoundAction", 'Unsupported value: "Maybe": supported values: "Deny", "Allow"'),
+    ]),
     ({"policyName": "p", "validationActions": ["Deny", "Warn"]}, [(
         "spec.validationActions",
         'Invalid value: []admissionregistration.ValidationAction{"Deny", "Warn"}: must not contain both Deny and Warn '
@@ -173,6 +191,6 @@ def test_a_webhooks_match_conditions_are_validated_as_a_policys() -> None:
     assert [(e.field, e.message.split(":")[0]) for e in errors] == [
         ("webhooks[0].matchConditions[0].name", "Required value"),
         ("webhooks[0].matchConditions[1].expression", "Invalid value"),
-        ("webhooks[0].matchConditions[2].name", "Duplicate value"),
         ("webhooks[0].matchConditions[2].expression", "Required value"),
+        ("webhooks[0].matchConditions[2].name", "Duplicate value"),
     ]

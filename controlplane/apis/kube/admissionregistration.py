@@ -146,6 +146,7 @@ def match_conditions_errors(conditions: Any, path: str) -> list[FieldError]:
         errors.append(field.too_many(path, len(conditions), _MAX_MATCH_CONDITIONS))
     seen: set[str] = set()
     for item_path, condition in field.indexed(conditions, path):
+        errors += expression_errors(condition.get("expression"), f"{item_path}.expression", required="")
         name = str(condition.get("name") or "")
         if not name:
             errors.append(field.required(f"{item_path}.name"))
@@ -154,15 +155,14 @@ def match_conditions_errors(conditions: Any, path: str) -> list[FieldError]:
             if name in seen:
                 errors.append(field.duplicate(f"{item_path}.name", name))
             seen.add(name)
-        errors += expression_errors(condition.get("expression"), f"{item_path}.expression")
     return errors
 
 
-def expression_errors(expression: Any, path: str, *, what: str = "expression") -> list[FieldError]:
-    """A required CEL expression that must compile (kube's ``compilation failed: ...``) and fit
-    the static cost bound."""
-    if not isinstance(expression, str) or not expression:
-        return [field.required(path, f"{what} is not specified")]
+def expression_errors(expression: Any, path: str, *, required: str = "expression is not specified") -> list[FieldError]:
+    """A required CEL expression (kube's Required with ``required`` when blank) that must compile
+    (kube's ``compilation failed: ...``) and fit the static cost bound."""
+    if not isinstance(expression, str) or not expression.strip():
+        return [field.required(path, required)]
     problem = compile_error(expression, {})
     if problem is None:
         return []
