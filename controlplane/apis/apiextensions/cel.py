@@ -17,7 +17,9 @@ Cost is bounded before anything runs, as kube bounds it: each comprehension macr
 ``exists``, ``exists_one``, ``map``, ``filter``) costs the most elements its receiver's schema
 allows (``maxItems``, ``maxProperties``; without them, what fits in a request) times the cost
 of its body, so nested comprehensions multiply along the fields they actually walk; a CRD
-whose rule exceeds kube's per-rule budget is refused. Pure: no I/O.
+whose rule exceeds kube's per-rule budget is refused. The same compiler, libraries and bound
+serve expressions outside a schema (:func:`compiled`, :func:`activation`, :func:`execute`):
+admission policies' and webhooks' CEL. Pure: no I/O.
 """
 
 from __future__ import annotations
