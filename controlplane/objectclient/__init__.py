@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from typing import Any, Protocol, Unpack
 
+from controlplane.apiserver.admission import WebhookCalls
 from controlplane.apiserver.crd.registry import DynamicRegistry
 from controlplane.apiserver.objects.values import (
     DeleteResult,
@@ -59,7 +60,9 @@ class ObjectClient(Protocol):
     @property
     def registry(self) -> Registry: ...
 
-    async def get(self, rt: ResourceType, *, namespace: str | None = None, name: str) -> dict[str, Any]: ...
+    async def get(
+        self, rt: ResourceType, *, namespace: str | None = None, name: str, resource_version: str | None = None
+    ) -> dict[str, Any]: ...
 
     async def get_latest_seen(self, rt: ResourceType, *, namespace: str | None = None, name: str) -> dict[str, Any]:
         """The object as this process last saw it (its writes, reads and watches), read only when
@@ -91,6 +94,7 @@ class ObjectClient(Protocol):
     async def delete(
         self, rt: ResourceType, *, namespace: str | None = None, name: str, preconditions: Preconditions | None = None,
         propagation_policy: str | None = None, dry_run: bool = False, orphan_dependents: bool | None = None,
+        webhooks: WebhookCalls | None = None,
     ) -> DeleteResult: ...
 
     def watch(

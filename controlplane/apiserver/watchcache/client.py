@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from typing import Any, Unpack
 
+from controlplane.apiserver.admission import WebhookCalls
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.apiserver.objects.values import WatchArgs
 from controlplane.apiserver.watchcache import WatchCache
@@ -47,8 +48,10 @@ class CachedObjects:
     def registry(self) -> Registry:
         return self._objects.registry
 
-    async def get(self, rt: ResourceType, *, namespace: str | None = None, name: str) -> dict[str, Any]:
-        return await self._objects.get(rt, namespace=namespace, name=name)
+    async def get(
+        self, rt: ResourceType, *, namespace: str | None = None, name: str, resource_version: str | None = None
+    ) -> dict[str, Any]:
+        return await self._objects.get(rt, namespace=namespace, name=name, resource_version=resource_version)
 
     async def get_latest_seen(self, rt: ResourceType, *, namespace: str | None = None, name: str) -> dict[str, Any]:
         return await self._objects.get_latest_seen(rt, namespace=namespace, name=name)
@@ -85,10 +88,12 @@ class CachedObjects:
     async def delete(
         self, rt: ResourceType, *, namespace: str | None = None, name: str, preconditions: Preconditions | None = None,
         propagation_policy: str | None = None, dry_run: bool = False, orphan_dependents: bool | None = None,
+        webhooks: WebhookCalls | None = None,
     ) -> DeleteResult:
         return await self._objects.delete(
             rt, namespace=namespace, name=name, preconditions=preconditions,
             propagation_policy=propagation_policy, dry_run=dry_run, orphan_dependents=orphan_dependents,
+            webhooks=webhooks,
         )
 
     def watch(
