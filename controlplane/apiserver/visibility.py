@@ -120,16 +120,29 @@ class PendingWorkloads:
 
     def endpoints(self) -> list[ComputedEndpoint]:
         """Per served version: the two parents (listed only, as Kueue's) and their ``pendingworkloads``."""
-        out = []
-        for version in VERSIONS:
-            for plural, namespaced in (("clusterqueues", False), ("localqueues", True)):
-                parent = ComputedResource(GROUP, version, plural, SUMMARY, namespaced=namespaced, verbs=(),
-                                          singular_name=plural.removesuffix("s"))
-                sub = ComputedResource(GROUP, version, plural, SUMMARY, namespaced=namespaced,
-                                       subresource=SUBRESOURCE, verbs=("get",))
-                out += [ComputedEndpoint(parent, _not_served),
-                        ComputedEndpoint(sub, self._handler(version, namespaced=namespaced))]
-        return out
+        return [
+            ComputedEndpoint(resource, self._handler(resource.version, namespaced=resource.namespaced)
+                             if resource.subresource else _not_served)
+            for resource in RESOURCES
+        ]
+
+
+def _resources() -> tuple[ComputedResource, ...]:
+    out: list[ComputedResource] = []
+    for version in VERSIONS:
+        for plural, namespaced in (("clusterqueues", False), ("localqueues", True)):
+            out += [
+                ComputedResource(GROUP, version, plural, SUMMARY, namespaced=namespaced, verbs=(),
+                                 singular_name=plural.removesuffix("s")),
+                ComputedResource(GROUP, version, plural, SUMMARY, namespaced=namespaced, subresource=SUBRESOURCE,
+                                 verbs=("get",)),
+            ]
+    return tuple(out)
+
+
+#: What discovery lists, per served version: the two parents (no verbs, as Kueue's server lists
+#: them) and their ``pendingworkloads`` (``get``).
+RESOURCES: Final = _resources()
 
 
 def options(query: Mapping[str, str]) -> tuple[int, int]:

@@ -69,6 +69,22 @@ def _crd_spec(name: str) -> dict[str, Any]:
 
 
 _ROLE_RULES = [{"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["get", "list"]}]
+#: Admission samples match no write of the shared hub: a group nobody serves, and a label no
+#: object carries. A rule's ``scope`` is given: the list of rules is atomic, so a rule that
+#: leaves it to the default (``*``) differs from the stored one, and a server-side apply after a
+#: client-side one would conflict on it, as against kube.
+_MATCH_NOTHING = [{"apiGroups": ["nothing.example.com"], "apiVersions": ["v1"], "operations": ["CREATE"],
+                   "resources": ["nothings"], "scope": "*"}]
+_NO_OBJECT = {"matchLabels": {"e2e.gpufed.io/admission-sample": "never"}}
+
+
+def _webhooks(name: str) -> dict[str, Any]:
+    return {"webhooks": [{
+        "name": f"{name}.nothing.example.com", "clientConfig": {"url": "https://127.0.0.1:9/admit"},
+        "rules": _MATCH_NOTHING, "objectSelector": _NO_OBJECT, "failurePolicy": "Ignore",
+        "sideEffects": "None", "admissionReviewVersions": ["v1"],
+    }]}
+
 
 #: (group, kind) -> the object's body without apiVersion, kind and metadata.
 SPECS: dict[tuple[str, str], Builder] = {
@@ -183,6 +199,15 @@ SPECS: dict[tuple[str, str], Builder] = {
             }],
         }
     },
+    ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"): _webhooks,
+    ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"): _webhooks,
+    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy"): lambda name: {"spec": {
+        "matchConstraints": {"resourceRules": _MATCH_NOTHING, "objectSelector": _NO_OBJECT},
+        "validations": [{"expression": "true", "message": "never refuses"}], "failurePolicy": "Ignore",
+    }},
+    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding"): lambda name: {"spec": {
+        "policyName": f"{name}-policy", "validationActions": ["Warn"], "matchResources": {"objectSelector": _NO_OBJECT},
+    }},
     ("rbac.authorization.k8s.io", "Role"): lambda name: {"rules": _ROLE_RULES},
     ("rbac.authorization.k8s.io", "ClusterRole"): lambda name: {"rules": _ROLE_RULES},
     ("rbac.authorization.k8s.io", "RoleBinding"): lambda name: {
