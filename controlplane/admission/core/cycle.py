@@ -12,7 +12,9 @@ finds nothing, no fit) and how far up the cohort tree it borrows; ``flavorFungib
 which is taken (:func:`_try_next`, :func:`_preferred`). A workload that does not fit may preempt
 (:mod:`controlplane.admission.core.preemption`) in the flavors so chosen: it waits until its
 targets are evicted, and the next cycle decides it first (its claim); one preemption per cohort
-tree (or lone queue) per cycle.
+tree (or lone queue) per cycle. A workload whose pod sets have a ``minCount`` and whose full counts
+neither fit nor find preemption targets is tried with fewer pods (Kueue's partial admission,
+:mod:`controlplane.admission.core.partial`).
 With fair sharing on (Kueue's ``fairSharing.enable``) the offered workloads are tried in
 fair-sharing order instead, and preemption in a cohort follows the queues' shares
 (:mod:`controlplane.admission.core.fairsharing`).
@@ -26,6 +28,7 @@ from dataclasses import dataclass, field, replace
 from enum import IntEnum
 from typing import NamedTuple
 
+from controlplane.admission.core import partial
 from controlplane.admission.core.fairsharing import fair_targets, tournament
 from controlplane.admission.core.preemption import Preemptor, Target, targets
 from controlplane.admission.core.quota import (
@@ -50,6 +53,8 @@ class PodSetRequest:
     """Requests of one pod per resource, in base units."""
     node_selector: Mapping[str, str] = field(default_factory=dict)
     """Labels the pods require: a flavor whose node labels give another value for a key is skipped."""
+    min_count: int | None = None
+    """Kueue's ``minCount``: the fewest pods it may be admitted with when ``count`` does not fit."""
 
     def total(self, resource: str) -> int:
         return self.per_pod.get(resource, 0) * self.count
@@ -399,6 +404,14 @@ def _oracle(
     return simulate
 
 
+def _targets(
+    queue: ClusterQueue, workload: Pending, tried: _Tried, usage: Usage, holders: Sequence[Admitted], fair_sharing: bool,
+) -> tuple[Preemptor, tuple[Target, ...]]:
+    """The workloads preemption would evict for ``tried`` (Kueue's ``GetTargets``)."""
+    preemptor = Preemptor(queue, tried.usage, tried.needs, workload.priority, workload.created)
+    return preemptor, (_choose(preemptor, usage, holders, fair_sharing) if tried.needs else ())
+
+
 def _try_preempting(
     queue: ClusterQueue,
     workload: Pending,
@@ -410,8 +423,7 @@ def _try_preempting(
     """The evictions that let ``workload`` in, in the flavors its assignment chose, and its claim:
     the quota reserved in ``usage`` (Kueue's ``resourcesToReserve``), so that the rest of the
     cycle does not take what they free."""
-    preemptor = Preemptor(queue, tried.usage, tried.needs, workload.priority, workload.created)
-    chosen = _choose(preemptor, usage, holders, fair_sharing) if tried.needs else ()
+    preemptor, chosen = _targets(queue, workload, tried, usage, holders, fair_sharing)
     if not chosen:
         return None
     reserve: dict[FlavorResource, int] = {}
@@ -499,7 +511,29 @@ def decide(
         oracle: Oracle = _no_preemption
         if may_preempt(queue):
             oracle = _oracle(queue, head, usage, holders[scope_of(queue)], fair_sharing, simulated)
-        return _assign(queue, head, usage, flavor_labels, oracle, fair_sharing)
+        tried = _assign(queue, head, usage, flavor_labels, oracle, fair_sharing)
+        bounds = [(ps.count, ps.min_count) for ps in head.pod_sets]
+        if tried.mode is Mode.FIT or not partial.reducible(bounds):
+            return tried
+
+        def admissible(t: _Tried) -> bool:
+            """Kueue's test of an assignment: it fits, or preemption finds targets for it."""
+            if t.mode is Mode.FIT:
+                return True
+            scope = scope_of(queue)
+            return t.mode is Mode.PREEMPT and may_preempt(queue) and bool(
+                _targets(queue, head, t, usage, holders[scope], fair_sharing)[1]
+            )
+
+        def fewer(counts: tuple[int, ...]) -> _Tried | None:
+            pod_sets = tuple(replace(ps, count=c) for ps, c in zip(head.pod_sets, counts, strict=True))
+            t = _assign(queue, replace(head, pod_sets=pod_sets), usage, flavor_labels, oracle, fair_sharing)
+            return t if admissible(t) else None
+
+        # Partial admission: only when the full counts neither fit nor may preempt.
+        if admissible(tried):
+            return tried
+        return partial.reduce(bounds, fewer) or tried
 
     def consider(head: Pending, tried: _Tried, later: Sequence[Pending]) -> None:
         if tried.mode is Mode.FIT and tried.admission is not None:
