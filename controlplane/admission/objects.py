@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import math
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
@@ -43,6 +44,9 @@ from controlplane.interpreter.requirements import ReplicaRequirements
 Obj = dict[str, Any]
 
 _MAX_NAME: Final = 253
+#: What Go's ``strconv.Atoi`` reads as an int32, and its ``ParseBool`` as true.
+_INT: Final = re.compile(r"[+-]?[0-9]{1,10}")
+_TRUE: Final = frozenset({"1", "t", "T", "TRUE", "true", "True"})
 
 
 def queue_name(workload: Mapping[str, Any]) -> str | None:
@@ -81,7 +85,61 @@ def pod_sets(workload: Mapping[str, Any]) -> list[Obj] | None:
         return [
             {"name": c.name.lower()[:63], "count": c.replicas, "template": _template(c.requirements)} for c in components
         ]
-    return [{"name": "main", "count": interpreter.replicas(obj), "template": _template(interpreter.replica_requirements(obj))}]
+    count = interpreter.replicas(obj)
+    main: Obj = {"name": "main", "count": count, "template": _template(interpreter.replica_requirements(obj))}
+    if (min_count := job_min_count(workload, count)) is not None:
+        main["minCount"] = min_count
+    return [main]
+
+
+def _is_job(obj: Mapping[str, Any]) -> bool:
+    return (obj.get("apiVersion"), obj.get("kind")) == ("batch/v1", "Job")
+
+
+def _annotation(obj: Mapping[str, Any], key: str) -> str | None:
+    value = ((obj.get("metadata") or {}).get("annotations") or {}).get(key)
+    return value if isinstance(value, str) else None
+
+
+def job_min_count(job: Mapping[str, Any], count: int) -> int | None:
+    """A batch/v1 Job's annotation ``kueue.x-k8s.io/job-min-parallelism`` as its pod set's
+    ``minCount``; None without it, or when it is not an integer from 1 to ``count`` - 1 (values
+    Kueue's Job webhook rejects)."""
+    raw = _annotation(job, kueue.ANNOTATION_JOB_MIN_PARALLELISM) if _is_job(job) else None
+    if raw is None or _INT.fullmatch(raw) is None:
+        return None
+    value = int(raw)
+    return value if 0 < value < count else None
+
+
+def set_job_count(job: dict[str, Any], count: int) -> bool:
+    """Kueue's ``RunWithPodSetsInfo`` / ``RestorePodSetsInfo`` for a Job that allows partial
+    admission, in place: ``parallelism`` becomes ``count`` (and ``completions`` too with the
+    annotation ``kueue.x-k8s.io/job-completions-equal-parallelism: "true"``). Whether it changed;
+    a Job without ``kueue.x-k8s.io/job-min-parallelism`` is left as it is."""
+    if not _is_job(job) or _annotation(job, kueue.ANNOTATION_JOB_MIN_PARALLELISM) is None:
+        return False
+    spec = job.setdefault("spec", {})
+    before = (spec.get("parallelism"), spec.get("completions"))
+    spec["parallelism"] = count
+    if _annotation(job, kueue.ANNOTATION_JOB_COMPLETIONS_EQUAL_PARALLELISM) in _TRUE:
+        spec["completions"] = count
+    return (spec.get("parallelism"), spec.get("completions")) != before
+
+
+def admitted_count(admission: Mapping[str, Any]) -> int | None:
+    """The pods admitted for a single-pod-set workload (``podSetAssignments[0].count``)."""
+    assignments = admission.get("podSetAssignments") or []
+    count = assignments[0].get("count") if len(assignments) == 1 else None
+    return count if isinstance(count, int) else None
+
+
+def requested_count(workload: Mapping[str, Any]) -> int | None:
+    """The pods a single-pod-set Workload asks for (``spec.podSets[0].count``): what a Job runs
+    with again once evicted."""
+    pod_sets_ = (workload.get("spec") or {}).get("podSets") or []
+    count = pod_sets_[0].get("count") if len(pod_sets_) == 1 else None
+    return count if isinstance(count, int) else None
 
 
 def _int(resource: str, value: Any) -> int:
@@ -101,7 +159,11 @@ def pod_set_requests(workload: Mapping[str, Any]) -> tuple[PodSetRequest, ...]:
             for resource, value in ((container.get("resources") or {}).get("requests") or {}).items():
                 per_pod[resource] = per_pod.get(resource, 0) + _int(resource, value)
         selector = {str(k): str(v) for k, v in (spec.get("nodeSelector") or {}).items()}
-        out.append(PodSetRequest(str(ps.get("name") or "main"), int(ps.get("count", 1)), per_pod, selector))
+        min_count = ps.get("minCount")
+        out.append(PodSetRequest(
+            str(ps.get("name") or "main"), int(ps.get("count", 1)), per_pod, selector,
+            min_count if isinstance(min_count, int) else None,
+        ))
     return tuple(out)
 
 

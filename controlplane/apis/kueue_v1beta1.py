@@ -35,6 +35,11 @@ API_VERSION: Final = "kueue.x-k8s.io/v1beta1"
 LABEL_QUEUE_NAME: Final = "kueue.x-k8s.io/queue-name"
 #: The label naming a job's WorkloadPriorityClass.
 LABEL_PRIORITY_CLASS: Final = "kueue.x-k8s.io/priority-class"
+#: A batch/v1 Job's annotation allowing partial admission: the fewest pods it runs with (its pod
+#: set's ``minCount``); the admitted count becomes its ``parallelism``.
+ANNOTATION_JOB_MIN_PARALLELISM: Final = "kueue.x-k8s.io/job-min-parallelism"
+#: "true": a partially admitted Job's ``completions`` follows its admitted ``parallelism``.
+ANNOTATION_JOB_COMPLETIONS_EQUAL_PARALLELISM: Final = "kueue.x-k8s.io/job-completions-equal-parallelism"
 
 #: Where Kueue's job integrations keep the flag it flips to start a job it admitted (Kueue suspends
 #: a queued job when it is created and unsuspends it on admission), by API group and kind.
@@ -425,7 +430,7 @@ class PodSet(SpecModel):
     count: int = Field(default=1, ge=0)
     """How many pods."""
     min_count: int | None = Field(default=None, ge=0)
-    """Partial admission: the fewest pods the job can run with (served; the hub admits count)."""
+    """Partial admission: the fewest pods the job can run with when ``count`` does not fit."""
     topology_request: dict[str, Any] | None = None
     """Topology-aware scheduling request (served; not used)."""
 

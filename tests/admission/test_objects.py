@@ -146,3 +146,41 @@ def test_the_admitted_flavor_constrains_the_placement(placement: dict[str, Any] 
     untouched: dict[str, Any] = {}
     constrain_placement(untouched, {})
     assert untouched == {}
+
+
+def batch_job(parallelism: int, annotations: dict[str, str] | None = None, completions: int | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"parallelism": parallelism, "template": {"spec": {"containers": [
+        {"name": "main", "image": "x", "resources": {"requests": {GPU: "1"}}}]}}}
+    if completions is not None:
+        spec["completions"] = completions
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j", "namespace": "ml", "annotations": annotations or {}},
+            "spec": spec}
+
+
+@pytest.mark.parametrize(("value", "min_count"), [
+    ("2", 2), ("+1", 1), ("3", 3),
+    # What Kueue's Job webhook rejects (not below parallelism, not positive, not an int) allows nothing.
+    ("4", None), ("0", None), ("-1", None), ("two", None), (" 2", None), ("1_0", None), ("9" * 40, None),
+])
+def test_job_min_parallelism_is_the_pod_sets_min_count(value: str, min_count: int | None) -> None:
+    pod_sets = adm.pod_sets(batch_job(4, {"kueue.x-k8s.io/job-min-parallelism": value}))
+    assert pod_sets is not None
+    assert pod_sets[0].get("minCount") == min_count
+    assert adm.pod_set_requests({"spec": {"podSets": pod_sets}})[0].min_count == min_count
+
+
+def test_a_partially_admitted_job_runs_the_admitted_count_and_gets_its_own_back() -> None:
+    min_parallelism = {"kueue.x-k8s.io/job-min-parallelism": "2"}
+    job = batch_job(4, min_parallelism, completions=8)
+    assert adm.set_job_count(job, 3)
+    assert (job["spec"]["parallelism"], job["spec"]["completions"]) == (3, 8)
+    assert adm.set_job_count(job, 4) and job["spec"]["parallelism"] == 4
+    assert not adm.set_job_count(job, 4)
+    synced = batch_job(4, {**min_parallelism, "kueue.x-k8s.io/job-completions-equal-parallelism": "true"}, completions=4)
+    assert adm.set_job_count(synced, 3) and (synced["spec"]["parallelism"], synced["spec"]["completions"]) == (3, 3)
+    # Without the annotation the Job is not Kueue's to resize.
+    plain = batch_job(4)
+    assert not adm.set_job_count(plain, 3) and plain["spec"]["parallelism"] == 4
+    admission = {"clusterQueue": "q", "podSetAssignments": [{"name": "main", "count": 3}]}
+    assert adm.admitted_count(admission) == 3
+    assert adm.requested_count({"spec": {"podSets": [{"name": "main", "count": 4, "minCount": 2}]}}) == 4

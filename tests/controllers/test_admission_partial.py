@@ -1,0 +1,94 @@
+"""Kueue's partial admission at the hub: a Job with ``kueue.x-k8s.io/job-min-parallelism`` that
+does not fit at its parallelism is admitted with the most pods that fit, runs (and is propagated)
+with that parallelism, holds that much quota, and gets its own parallelism back when evicted; a
+Job without the annotation waits."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from controlplane.apiserver.objects import ObjectStore
+from controlplane.controllers.manager import ControllerManager
+
+from .fleet import eventually, node_shape, propagation_policy, put_cluster, settled
+from .test_admission import GPU, KUEUE, PLACEMENT, condition, create, get, kueue_obj
+from .test_admission_preemption import WORK, job
+from .test_admission_stopping import stop
+
+
+def queue(name: str, gpus: int) -> dict[str, Any]:
+    return kueue_obj("ClusterQueue", name, spec={
+        "namespaceSelector": {},
+        "resourceGroups": [{"coveredResources": [GPU], "flavors": [{"name": "onprem", "resources": [{"name": GPU, "nominalQuota": gpus}]}]}],
+    })
+
+
+async def two_queues_of_3_gpus(objects: ObjectStore, manager: ControllerManager) -> None:
+    await put_cluster(objects, "onprem", node_shape(2, gpus=8), labels={"gpufed.io/pool": "onprem"}, pods=[])
+    await create(objects, kueue_obj("ResourceFlavor", "onprem", spec={"nodeLabels": {"gpufed.io/pool": "onprem"}}))
+    for name in ("partial", "strict"):
+        await create(objects, queue(name, 3))
+        await create(objects, kueue_obj("LocalQueue", name, "default", spec={"clusterQueue": name}))
+    await create(objects, propagation_policy("jobs", kind="Job", api_version="batch/v1", placement=PLACEMENT))
+    await settled(manager)
+
+
+async def running_with(objects: ObjectStore, name: str, parallelism: int) -> dict[str, Any] | None:
+    """The Job unsuspended at ``parallelism``, and propagated with that many pods."""
+    obj = await get(objects, "batch/v1", "Job", name)
+    binding = await get(objects, WORK, "ResourceBinding", f"{name}-job")
+    if obj is None or obj["spec"].get("suspend") is not False or obj["spec"].get("parallelism") != parallelism:
+        return None
+    clusters = ((binding or {}).get("spec") or {}).get("clusters") or []
+    return obj if sum(c["replicas"] for c in clusters) == parallelism else None
+
+
+async def test_a_job_with_min_parallelism_runs_with_the_pods_that_fit(objects: ObjectStore, manager: ControllerManager) -> None:
+    await two_queues_of_3_gpus(objects, manager)
+    wide = job("wide", "partial")
+    wide["metadata"]["annotations"] = {"kueue.x-k8s.io/job-min-parallelism": "2"}
+    await create(objects, wide)
+    await create(objects, job("whole", "strict"))
+
+    obj = await eventually(lambda: running_with(objects, "wide", 3), what="wide running 3 of its 4 pods")
+    assert obj["spec"]["completions"] == 4  # kept: only job-completions-equal-parallelism moves it
+    wl = await get(objects, KUEUE, "Workload", "job-wide")
+    assert wl is not None
+    assert [(p["count"], p["minCount"]) for p in wl["spec"]["podSets"]] == [(4, 2)]
+    assignment = wl["status"]["admission"]["podSetAssignments"][0]
+    assert (assignment["count"], assignment["resourceUsage"]) == (3, {GPU: "3"})
+    assert condition(wl, "Admitted")["message"] == "The workload is admitted"
+
+    async def usage(name: str) -> str | None:
+        cq = await get(objects, KUEUE, "ClusterQueue", name, None)
+        reserved = ((cq or {}).get("status") or {}).get("flavorsReservation") or []
+        return reserved[0]["resources"][0]["total"] if reserved else None
+
+    assert await eventually(lambda: usage("partial"), what="partial's usage") == "3"
+
+    # Without the annotation the same Job waits for all its 4 GPUs.
+    async def whole_waits() -> dict[str, Any] | None:
+        reserved = condition(await get(objects, KUEUE, "Workload", "job-whole"), "QuotaReserved")
+        return reserved if reserved.get("status") == "False" else None
+
+    reserved = await eventually(whole_waits, what="whole waiting")
+    assert "request > maximum capacity (4 > 3)" in reserved["message"]
+    whole = await get(objects, "batch/v1", "Job", "whole")
+    assert whole is not None and (whole["spec"]["suspend"], whole["spec"]["parallelism"]) == (True, 4)
+
+    # Evicted (its ClusterQueue drained), the Job is suspended with its own parallelism back, and
+    # its Workload still asks for 4; running again, it is admitted with 3 again.
+    await stop(objects, "ClusterQueue", "partial", "HoldAndDrain")
+
+    async def suspended_whole() -> dict[str, Any] | None:
+        obj = await get(objects, "batch/v1", "Job", "wide")
+        wl = await get(objects, KUEUE, "Workload", "job-wide")
+        evicted = condition(wl, "Evicted").get("status") == "True"
+        return obj if obj and evicted and obj["spec"].get("suspend") is True and obj["spec"]["parallelism"] == 4 else None
+
+    await eventually(suspended_whole, what="wide suspended at parallelism 4")
+    await settled(manager)
+    wl = await get(objects, KUEUE, "Workload", "job-wide")
+    assert wl is not None and [(p["count"], p["minCount"]) for p in wl["spec"]["podSets"]] == [(4, 2)]
+    await stop(objects, "ClusterQueue", "partial", "None")
+    await eventually(lambda: running_with(objects, "wide", 3), what="wide running 3 pods again")
