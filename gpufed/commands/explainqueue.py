@@ -88,11 +88,17 @@ def _quota_lines(cq: Mapping[str, Any], resources: Sequence[str], flavors: set[s
     return [_line("Quota:" if i == 0 else "", text) for i, text in enumerate(out)]
 
 
-def _assignment_lines(admission: Mapping[str, Any]) -> list[str]:
+def _assignment_lines(admission: Mapping[str, Any], pod_sets: Sequence[Mapping[str, Any]]) -> list[str]:
+    asked = {str(ps.get("name")): ps for ps in pod_sets}
     rows = []
     for psa in admission.get("podSetAssignments") or ():
         flavors = ", ".join(f"{r}={f}" for r, f in sorted((psa.get("flavors") or {}).items()))
-        rows.append(f"{psa.get('name')} x{psa.get('count', '?')}: {flavors or '(no resources)'}")
+        row = f"{psa.get('name')} x{psa.get('count', '?')}: {flavors or '(no resources)'}"
+        ps = asked.get(str(psa.get("name"))) or {}
+        count, wanted = psa.get("count"), ps.get("count")
+        if isinstance(count, int) and isinstance(wanted, int) and count < wanted:
+            row += f" (partially admitted: {count} of {wanted} pods, minCount {ps.get('minCount')})"
+        rows.append(row)
     return [_line("Flavors:" if i == 0 else "", row) for i, row in enumerate(rows)]
 
 
@@ -134,7 +140,7 @@ def render_queue(
         return lines
     if admission and adm.is_true(workload, kueue.COND_ADMITTED):
         lines.append(_line("Admission:", f"admitted by ClusterQueue {cq_name}"))
-        lines.extend(_assignment_lines(admission))
+        lines.extend(_assignment_lines(admission, spec.get("podSets") or []))
         if cluster_queue is not None:
             got = {str(f) for psa in admission.get("podSetAssignments") or () for f in (psa.get("flavors") or {}).values()}
             lines.extend(_quota_lines(cluster_queue, _requested(workload), got))

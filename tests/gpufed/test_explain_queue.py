@@ -153,6 +153,11 @@ def test_an_evicted_workload_says_so_and_an_admitted_one_shows_its_borrowing() -
     text = "\n".join(render_queue(admitted, local_queue={"spec": {"clusterQueue": "cq"}}, cluster_queue=cq, cluster_queue_peers=[], local_queue_peers=[]))
     assert f"Flavors:     main x2: {GPU}=a100" in text
     assert f"Quota:       {GPU} in a100: 10 in use of 8 nominal, may borrow 4; borrows 2 from its cohort" in text
+    assert "partially" not in text
+    partly = workload("me", status=ADMITTED)
+    partly["spec"]["podSets"][0].update(count=4, minCount=2)
+    text = "\n".join(render_queue(partly, local_queue={"spec": {"clusterQueue": "cq"}}, cluster_queue=cq, cluster_queue_peers=[], local_queue_peers=[]))
+    assert f"Flavors:     main x2: {GPU}=a100 (partially admitted: 2 of 4 pods, minCount 2)" in text
 
 
 def test_a_workload_backing_off_or_deactivated_says_until_when() -> None:
