@@ -112,12 +112,12 @@ def job_min_count(job: Mapping[str, Any], count: int) -> int | None:
     return value if 0 < value < count else None
 
 
-def set_job_count(job: dict[str, Any], count: int) -> bool:
+def set_job_count(job: dict[str, Any], count: int | None) -> bool:
     """Kueue's ``RunWithPodSetsInfo`` / ``RestorePodSetsInfo`` for a Job that allows partial
     admission, in place: ``parallelism`` becomes ``count`` (and ``completions`` too with the
     annotation ``kueue.x-k8s.io/job-completions-equal-parallelism: "true"``). Whether it changed;
-    a Job without ``kueue.x-k8s.io/job-min-parallelism`` is left as it is."""
-    if not _is_job(job) or _annotation(job, kueue.ANNOTATION_JOB_MIN_PARALLELISM) is None:
+    a Job without ``kueue.x-k8s.io/job-min-parallelism`` (or no ``count``) is left as it is."""
+    if count is None or not _is_job(job) or _annotation(job, kueue.ANNOTATION_JOB_MIN_PARALLELISM) is None:
         return False
     spec = job.setdefault("spec", {})
     before = (spec.get("parallelism"), spec.get("completions"))
@@ -127,17 +127,14 @@ def set_job_count(job: dict[str, Any], count: int) -> bool:
     return (spec.get("parallelism"), spec.get("completions")) != before
 
 
-def admitted_count(admission: Mapping[str, Any]) -> int | None:
-    """The pods admitted for a single-pod-set workload (``podSetAssignments[0].count``)."""
-    assignments = admission.get("podSetAssignments") or []
-    count = assignments[0].get("count") if len(assignments) == 1 else None
-    return count if isinstance(count, int) else None
-
-
-def requested_count(workload: Mapping[str, Any]) -> int | None:
-    """The pods a single-pod-set Workload asks for (``spec.podSets[0].count``): what a Job runs
-    with again once evicted."""
-    pod_sets_ = (workload.get("spec") or {}).get("podSets") or []
+def pod_count(workload: Mapping[str, Any], *, admitted: bool) -> int | None:
+    """The pods a single-pod-set Workload's job runs with: admitted, its admission's count (fewer
+    when partially admitted); else what it asks for (``spec.podSets[0].count``), which an evicted
+    Job gets back. None for several pod sets, or no count."""
+    if admitted:
+        pod_sets_ = (admission_of(workload) or {}).get("podSetAssignments") or []
+    else:
+        pod_sets_ = (workload.get("spec") or {}).get("podSets") or []
     count = pod_sets_[0].get("count") if len(pod_sets_) == 1 else None
     return count if isinstance(count, int) else None
 

@@ -8,9 +8,8 @@ ClusterQueues, LocalQueues, WorkloadPriorityClasses and Workloads (informers). O
   one pod set per role the interpreter reads, ``spec.queueName`` and the priority of its
   WorkloadPriorityClass (label ``kueue.x-k8s.io/priority-class``); a batch/v1 Job is kept
   ``spec.suspend: true`` at the hub until admitted (as Kueue does) and unsuspended then, with the
-  admitted flavor's node labels in its pod template's nodeSelector; a Job with the annotation
-  ``kueue.x-k8s.io/job-min-parallelism`` (its pod set's ``minCount``) may be admitted with fewer
-  pods, runs with that ``parallelism`` and gets its own back when suspended again;
+  admitted flavor's node labels in its pod template's nodeSelector (partially admitted, with the
+  admitted ``parallelism``, its own back when suspended again);
 * the admission cycle (:func:`controlplane.admission.core.decide`) over every ClusterQueue: an
   admitted Workload gets ``status.admission`` (ClusterQueue and flavor per resource) and the
   conditions QuotaReserved and Admitted; a waiting one QuotaReserved=False with Kueue's reason
@@ -261,10 +260,8 @@ class AdmissionController(KeyedController[Key]):
             log.info("Workload %s/%s created for %s in queue %s", ref.namespace, adm.workload_name(ref.kind, ref.name), ref, queue)
         elif adm.admission_of(wl) is None and not adm.is_finished(wl):
             if (ref.api_version, ref.kind) == JOB and (source.get("spec") or {}).get("suspend") is not True:
-                # Evicted (or never suspended): stopped first, its admitted count restored, so that
-                # the Workload does not take a partial admission's count as what the Job asks for.
-                await self._follow_source(wl_rt, wl, source, ref)
-                return
+                # Stopped first (its count restored): the Workload never takes a partial admission's count.
+                return await self._follow_source(wl_rt, wl, source, ref)
             # Still waiting: the Workload follows the workload's pods, queue and priority (as Kueue
             # does for a suspended job).
             wanted = self._new_workload(source, queue, pod_sets, defaults=wl_rt.defaults)["spec"]
@@ -334,14 +331,10 @@ class AdmissionController(KeyedController[Key]):
         rt = ctx.registry.require(ref.api_version, ref.kind)
         updated = copy.deepcopy(source)
         updated["spec"]["suspend"] = not admitted
-        admission = adm.admission_of(wl) or {}
-        # Partial admission (Kueue's podSetsInfo): the admitted count runs; evicted, the requested one is back.
-        count = adm.admitted_count(admission) if admitted else adm.requested_count(wl)
-        if count is not None:
-            adm.set_job_count(updated, count)
+        adm.set_job_count(updated, adm.pod_count(wl, admitted=admitted))  # partial admission; evicted: its own
         if admitted:
             cluster_keys = {k for c in ctx.clusters.items() for k in ((c.get("metadata") or {}).get("labels") or {})}
-            _, on_nodes = adm.flavor_constraints(admission, self.kinds.flavors(), cluster_keys)
+            _, on_nodes = adm.flavor_constraints(adm.admission_of(wl) or {}, self.kinds.flavors(), cluster_keys)
             if on_nodes:
                 pod_spec = updated["spec"].setdefault("template", {}).setdefault("spec", {})
                 pod_spec["nodeSelector"] = {**(pod_spec.get("nodeSelector") or {}), **on_nodes}

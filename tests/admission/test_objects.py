@@ -181,6 +181,7 @@ def test_a_partially_admitted_job_runs_the_admitted_count_and_gets_its_own_back(
     # Without the annotation the Job is not Kueue's to resize.
     plain = batch_job(4)
     assert not adm.set_job_count(plain, 3) and plain["spec"]["parallelism"] == 4
-    admission = {"clusterQueue": "q", "podSetAssignments": [{"name": "main", "count": 3}]}
-    assert adm.admitted_count(admission) == 3
-    assert adm.requested_count({"spec": {"podSets": [{"name": "main", "count": 4, "minCount": 2}]}}) == 4
+    assert not adm.set_job_count(job, None)
+    wl = {"spec": {"podSets": [{"name": "main", "count": 4, "minCount": 2}]},
+          "status": {"admission": {"clusterQueue": "q", "podSetAssignments": [{"name": "main", "count": 3}]}}}
+    assert (adm.pod_count(wl, admitted=True), adm.pod_count(wl, admitted=False)) == (3, 4)

@@ -512,18 +512,14 @@ def decide(
         if may_preempt(queue):
             oracle = _oracle(queue, head, usage, holders[scope_of(queue)], fair_sharing, simulated)
         tried = _assign(queue, head, usage, flavor_labels, oracle, fair_sharing)
-        bounds = [(ps.count, ps.min_count) for ps in head.pod_sets]
-        if tried.mode is Mode.FIT or not partial.reducible(bounds):
+        # Only a workload that does not fit at its full counts is looked at again (cost unchanged otherwise).
+        if tried.mode is Mode.FIT or not partial.reducible(bounds := [(ps.count, ps.min_count) for ps in head.pod_sets]):
             return tried
 
         def admissible(t: _Tried) -> bool:
             """Kueue's test of an assignment: it fits, or preemption finds targets for it."""
-            if t.mode is Mode.FIT:
-                return True
-            scope = scope_of(queue)
-            return t.mode is Mode.PREEMPT and may_preempt(queue) and bool(
-                _targets(queue, head, t, usage, holders[scope], fair_sharing)[1]
-            )
+            return t.mode is Mode.FIT or (t.mode is Mode.PREEMPT and may_preempt(queue) and bool(
+                _targets(queue, head, t, usage, holders[scope_of(queue)], fair_sharing)[1]))
 
         def fewer(counts: tuple[int, ...]) -> _Tried | None:
             pod_sets = tuple(replace(ps, count=c) for ps, c in zip(head.pod_sets, counts, strict=True))
