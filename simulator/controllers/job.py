@@ -1,7 +1,8 @@
 """The simulated member's Job controller (batch/v1), as one pure reconcile function.
 
 In: a Job and the pods it owns; out: :class:`~simulator.controllers.base.Changes` over
-those pods. It keeps parallelism/completions/backoffLimit/suspend; status
+those pods. It keeps parallelism/completions/backoffLimit/suspend (a lowered parallelism deletes
+the surplus pods); status
 active/ready/succeeded/failed/startTime/completionTime, conditions Complete,
 Failed (BackoffLimitExceeded) and Suspended.
 """
@@ -79,6 +80,13 @@ def reconcile_job(
                 want = min(parallelism, completions - succeeded)
             else:
                 want = parallelism if succeeded == 0 else 0
+            if len(active) > want:
+                # A lowered parallelism: kube's manageJob deletes the surplus, pods not ready (then
+                # the newest) first, as its ActivePods order ranks them.
+                newest = sorted(active, key=lambda p: str(p["metadata"].get("creationTimestamp") or ""), reverse=True)
+                surplus = {p["metadata"]["name"] for p in sorted(newest, key=is_ready)[: len(active) - want]}
+                changes.delete.extend(sorted(surplus))
+                active = [p for p in active if p["metadata"]["name"] not in surplus]
             uid = meta.get("uid", "")
             for _ in range(max(0, want - len(active))):
                 changes.create.append(

@@ -161,6 +161,15 @@ def test_job(spec: dict[str, Any], pods: list[dict[str, Any]], creates: int, con
         assert pod["metadata"]["labels"]["batch.kubernetes.io/job-name"] == "w"
 
 
+def test_a_lowered_parallelism_deletes_the_surplus_pods_not_ready_then_newest_first() -> None:
+    job = _owner("Job", "batch/v1", {"template": TEMPLATE, "parallelism": 2, "completions": 3})
+    pods = [_child("old", created="2025-01-01T00:00:00Z"), _child("new", created="2025-01-01T00:01:00Z"),
+            _child("mid", created="2025-01-01T00:00:30Z"), _child("pending", phase="Pending", ready=False)]
+    changes = reconcile_job(job, pods, now=NOW, rng=random.Random(0))
+    assert sorted(changes.delete) == ["new", "pending"] and not changes.create
+    assert changes.status is not None and changes.status["active"] == 2
+
+
 def test_pytorchjob_pods_and_status() -> None:
     replica = {"replicas": 1, "template": {"spec": {"containers": [{"name": "pytorch", "image": "i"}]}}}
     job = _owner(
