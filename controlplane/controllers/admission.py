@@ -325,21 +325,22 @@ class AdmissionController(KeyedController[Key]):
         if (ref.api_version, ref.kind) != JOB or phase is not None:
             return
         admitted = adm.admission_of(wl) is not None and adm.is_true(wl, kueue.COND_ADMITTED)
-        spec = source.get("spec") or {}
-        if admitted == (spec.get("suspend") is not True):
+        flipping = admitted != ((source.get("spec") or {}).get("suspend") is not True)
+        # Kueue's podSetsInfo: admitted, the admitted count (partial admission); suspended again, its own.
+        updated = {**source, "spec": dict(source.get("spec") or {})}  # the count is in spec's own fields
+        if not adm.set_job_count(updated, adm.pod_count(wl, admitted=admitted) if admitted or flipping else None) and not flipping:
             return
         rt = ctx.registry.require(ref.api_version, ref.kind)
-        updated = copy.deepcopy(source)
+        updated = copy.deepcopy(updated)
         updated["spec"]["suspend"] = not admitted
-        adm.set_job_count(updated, adm.pod_count(wl, admitted=admitted))  # partial admission; evicted: its own
-        if admitted:
+        if admitted and flipping:
             cluster_keys = {k for c in ctx.clusters.items() for k in ((c.get("metadata") or {}).get("labels") or {})}
             _, on_nodes = adm.flavor_constraints(adm.admission_of(wl) or {}, self.kinds.flavors(), cluster_keys)
             if on_nodes:
                 pod_spec = updated["spec"].setdefault("template", {}).setdefault("spec", {})
                 pod_spec["nodeSelector"] = {**(pod_spec.get("nodeSelector") or {}), **on_nodes}
         await ctx.objects.update(rt, updated)
-        log.info("%s %s", "unsuspended" if admitted else "suspended until admitted:", ref)
+        log.info("%s %s", ("unsuspended" if admitted else "suspended until admitted:") if flipping else "admitted count set:", ref)
 
     # --- the admission cycle -----------------------------------------------------------------
 
