@@ -12,8 +12,9 @@ A second flavor, ``cloud`` (the cloud member's cluster label ``tier: cloud``), g
 cloud GPU and team A none, and team A may borrow only one on-prem GPU: team A's fourth Job borrows
 team B's cloud GPU and runs in the cloud member, and is preempted there when team B reclaims it.
 
-Last, team B's LocalQueue is stopped with ``HoldAndDrain``: its Jobs' pods leave the members and
-their Workloads are Evicted (``LocalQueueStopped``); ``stopPolicy: None`` admits them again.
+Then team B's LocalQueue is stopped with ``HoldAndDrain``: its Jobs' pods leave the members and
+their Workloads are Evicted (``LocalQueueStopped``); ``stopPolicy: None`` admits them again. Last,
+a Job with ``kueue.x-k8s.io/job-min-parallelism`` is partially admitted and runs the pods that fit.
 """
 
 from __future__ import annotations
@@ -36,6 +37,13 @@ pytestmark = pytest.mark.e2e
 
 CLOUD_FLAVOR = (
     "apiVersion: kueue.x-k8s.io/v1beta1\nkind: ResourceFlavor\nmetadata: {name: cloud}\nspec:\n  nodeLabels: {tier: cloud, nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3}\n"
+)
+
+PARTIAL_QUEUE = (
+    "apiVersion: kueue.x-k8s.io/v1beta1\nkind: ClusterQueue\nmetadata: {name: team-d}\nspec:\n  namespaceSelector: {}\n"
+    "  resourceGroups:\n  - coveredResources: [nvidia.com/gpu]\n    flavors:\n    - name: cloud\n"
+    "      resources: [{name: nvidia.com/gpu, nominalQuota: 2}]\n"
+    "---\napiVersion: kueue.x-k8s.io/v1beta1\nkind: LocalQueue\nmetadata: {name: team-d, namespace: ml}\nspec: {clusterQueue: team-d}\n"
 )
 
 
@@ -253,3 +261,27 @@ def test_two_teams_share_a_cohort(processes: ProcessGroup) -> None:
     conds = {c["type"]: c for c in hub.json("get", "workload", "job-b1", "-n", "ml")["status"]["conditions"]}
     assert (conds["Requeued"]["status"], conds["Requeued"]["reason"]) == ("True", "LocalQueueRestarted")
     assert team_b_queue_says("True", "Active")
+
+    # Kueue's partial admission: a Job of 3 one-GPU pods with `job-min-parallelism: "1"` in a queue
+    # of 2 cloud GPUs is admitted with 2 and runs 2 pods in the cloud member.
+    hub.run("apply", "-f", "-", input_text=PARTIAL_QUEUE)
+    wide = {
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": "wide", "namespace": "ml", "labels": {"kueue.x-k8s.io/queue-name": "team-d"},
+                     "annotations": {"kueue.x-k8s.io/job-min-parallelism": "1"}},
+        "spec": {"parallelism": 3, "completions": 3, "template": {
+            "metadata": {"annotations": {"sim.gpufed.io/duration": "7200s"}},
+            "spec": {"restartPolicy": "Never", "containers": [{
+                "name": "train", "image": "registry.example.com/ml/train:0.3", "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}},
+    }
+    hub.run("apply", "-f", "-", input_text=json.dumps(wide))
+    wait_for(_admitted_by(hub, "wide", "team-d"), timeout=60, what="wide admitted by team-d")
+    assert hub.json("get", "workload", "job-wide", "-n", "ml")["status"]["admission"]["podSetAssignments"][0]["count"] == 2
+    wait_for(lambda: hub.json("get", "job", "wide", "-n", "ml")["spec"]["parallelism"] == 2, timeout=30,
+             what="wide unsuspended with parallelism 2")
+    wait_for(lambda: _running_pods(cloud, "wide") == 2, timeout=120, what="wide's 2 admitted pods Running in the cloud member")
+    explained = subprocess.run(
+        [GPUFED, "explain", "job/wide", "-n", "ml", "--kubeconfig", str(hub.kubeconfig)],
+        capture_output=True, text=True, check=True, timeout=60,
+    ).stdout
+    assert "(partially admitted: 2 of 3 pods, minCount 1)" in explained, explained
