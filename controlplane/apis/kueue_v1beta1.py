@@ -454,8 +454,15 @@ class WorkloadSpec(SpecModel):
     @field_validator("pod_sets")
     @classmethod
     def _unique_pod_sets(cls, pod_sets: list[PodSet]) -> list[PodSet]:
-        unique_names(pod_sets, "pod set")
-        return pod_sets
+        return valid_pod_sets(pod_sets)
+
+
+def valid_pod_sets(pod_sets: list[PodSet]) -> list[PodSet]:
+    """``pod_sets``, refused when a name repeats or more than one has a ``minCount`` (Kueue's webhook)."""
+    unique_names(pod_sets, "pod set")
+    if sum(1 for ps in pod_sets if ps.min_count is not None) > 1:
+        raise ValueError("at most one podSet can use minCount")
+    return pod_sets
 
 
 class PodSetAssignment(WireModel):

@@ -219,8 +219,7 @@ class WorkloadSpec(SpecModel):
     @field_validator("pod_sets")
     @classmethod
     def _unique_pod_sets(cls, pod_sets: list[v1beta1.PodSet]) -> list[v1beta1.PodSet]:
-        v1beta1.unique_names(pod_sets, "pod set")
-        return pod_sets
+        return v1beta1.valid_pod_sets(pod_sets)
 
     @model_validator(mode="after")
     def _priority_with_its_class(self) -> WorkloadSpec:

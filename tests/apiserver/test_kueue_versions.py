@@ -238,3 +238,15 @@ async def test_kubectl_applies_kueue_v1beta2_yaml(hub_kubeconfig: Path, tmp_path
     assert "f:cohortName" in applied["fieldsV1"]["f:spec"]
     code, out, err = await kubectl(hub_kubeconfig, "get", "clusterqueues.v1beta1.kueue.x-k8s.io", "team-b-cq", "-o", "jsonpath={.spec.cohort}")
     assert (code, out) == (0, "team-cd"), err
+
+
+async def test_at_most_one_pod_set_may_use_min_count(hub: Client) -> None:  # noqa: F811
+    def pod_set(name: str) -> Obj:
+        return {"name": name, "count": 4, "minCount": 2, "template": {"spec": {"containers": []}}}
+
+    for version, base in (("v1beta1", V1B1), ("v1beta2", V1B2)):
+        status = await ok(await hub.post(f"{base}/namespaces/default/workloads", json=workload(
+            version, podSets=[pod_set("main"), pod_set("worker")])), 422)
+        assert status["reason"] == "Invalid"
+        assert status["message"].endswith(": at most one podSet can use minCount"), status["message"]
+    await ok(await hub.post(f"{V1B1}/namespaces/default/workloads", json=workload("v1beta1", podSets=[pod_set("main")])), 201)
