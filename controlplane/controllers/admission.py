@@ -35,7 +35,7 @@ ClusterQueues, LocalQueues, WorkloadPriorityClasses and Workloads (informers). O
   workload's Workload is deleted.
 
 The detector holds a queued workload (no binding, so the scheduler never sees it) until its
-Workload is admitted (:class:`AdmissionGate`), and adds the admitted flavor's cluster labels
+Workload is admitted (:class:`~controlplane.controllers.admissiongate.AdmissionGate`), and adds the admitted flavor's cluster labels
 to its placement.
 """
 
@@ -44,8 +44,7 @@ from __future__ import annotations
 import copy
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any, Final
 
@@ -54,10 +53,10 @@ from controlplane.admission import requeuing, stopping
 from controlplane.admission.core import ClusterQueue, Pending, Target, Usage, Waiting, decide
 from controlplane.admission.core.preemption import HUMAN_REASONS
 from controlplane.admission.metrics import QueueMetrics, queue_figures
-from controlplane.apis import kueue_v1alpha1
 from controlplane.apis import kueue_v1beta1 as kueue
 from controlplane.apis.events import EventType
 from controlplane.apis.meta import parse_time
+from controlplane.controllers.admissiongate import API, Kinds, owner_of
 from controlplane.controllers.context import ControllerContext
 from controlplane.controllers.events import EventReason, record_event
 from controlplane.controllers.informing import AssumedWrites, spec_unchanged
@@ -70,117 +69,10 @@ from controlplane.objectclient import ResourceType, WatchEventType, errors
 
 log = logging.getLogger(__name__)
 
-API: Final = kueue.API_VERSION
-COHORT_API: Final = kueue_v1alpha1.API_VERSION
 CYCLE: Final = ("cycle",)
 JOB: Final = ("batch/v1", "Job")
 
 Key = tuple[str, ...]
-
-
-def _owner(wl: Mapping[str, Any]) -> WorkloadRef | None:
-    meta = wl.get("metadata") or {}
-    for ref in meta.get("ownerReferences") or ():
-        if ref.get("controller"):
-            return WorkloadRef(str(ref.get("apiVersion")), str(ref.get("kind")), str(meta.get("namespace") or ""), str(ref.get("name")))
-    return None
-
-
-@dataclass
-class Kinds:
-    """Kueue's kinds as the hub serves them (None: not served)."""
-
-    ctx: ControllerContext
-    workload: ResourceType | None = field(init=False)
-    cluster_queue: ResourceType | None = field(init=False)
-    local_queue: ResourceType | None = field(init=False)
-    flavor: ResourceType | None = field(init=False)
-    priority_class: ResourceType | None = field(init=False)
-    cohort: ResourceType | None = field(init=False)
-
-    def __post_init__(self) -> None:
-        kind = self.ctx.registry.for_kind
-        self.workload, self.cluster_queue = kind(API, "Workload"), kind(API, "ClusterQueue")
-        self.local_queue, self.flavor = kind(API, "LocalQueue"), kind(API, "ResourceFlavor")
-        self.priority_class = kind(API, "WorkloadPriorityClass")
-        self.cohort = kind(COHORT_API, "Cohort")
-
-    def items(self, rt: ResourceType | None) -> list[dict[str, Any]]:
-        return self.ctx.informer(rt).items() if rt is not None else []
-
-    def flavors(self) -> dict[str, dict[str, str]]:
-        return adm.flavor_labels(self.items(self.flavor))
-
-    def workload_of(self, ref: WorkloadRef) -> dict[str, Any] | None:
-        if self.workload is None:
-            return None
-        return self.ctx.informer(self.workload).get(ref.namespace, adm.workload_name(ref.kind, ref.name))
-
-
-@dataclass(frozen=True)
-class Gate:
-    """What admission says of a workload's propagation: held (with why), or free with the
-    admitted flavor's cluster labels (empty when it is not queued)."""
-
-    held: str | None = None
-    cluster_labels: Mapping[str, str] = field(default_factory=dict)
-    evicted: bool = False
-    """Held because its Workload was evicted: what it propagated must be removed."""
-
-
-class AdmissionGate:
-    """The detector's view of admission: a queued workload propagates only once admitted."""
-
-    def __init__(self, ctx: ControllerContext, on_change: Callable[[WorkloadRef], Awaitable[None]]) -> None:
-        self.kinds = Kinds(ctx)
-        self._on_change = on_change
-        if self.kinds.workload is not None:
-            ctx.informer(self.kinds.workload).add_handler(self._on_workload)
-
-    async def _on_workload(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
-        owner = _owner(obj)
-        if owner is not None and (old is None or old.get("status") != obj.get("status") or event is WatchEventType.DELETED):
-            await self._on_change(owner)
-
-    def gate(self, workload: Mapping[str, Any]) -> Gate:
-        if adm.queue_name(workload) is None or self.kinds.workload is None:
-            return Gate()
-        if interpreter_for(str(workload.get("apiVersion")), str(workload.get("kind"))) is None:
-            return Gate()
-        wl = self.kinds.workload_of(WorkloadRef.of(workload))
-        if wl is None:
-            return Gate(held="waiting for its Workload to be created")
-        admission = adm.admission_of(wl)
-        if admission is None or not adm.is_true(wl, kueue.COND_ADMITTED):
-            if adm.is_finished(wl):
-                return Gate()
-            cond = adm.condition(wl, kueue.COND_QUOTA_RESERVED) or {}
-            why = cond.get("message") or "not admitted yet"
-            held = f"waiting for quota (Workload {adm.key_of(wl)}): {why}"
-            if not requeuing.is_active(wl):
-                held = f"its Workload {adm.key_of(wl)} is deactivated (spec.active: false)"
-            elif requeuing.requeue_at(wl) is not None and (state := (wl.get("status") or {}).get("requeueState") or {}).get("requeueAt"):
-                held += f"; requeued at {state.get('requeueAt')} (backoff after {state.get('count')} PodsReady timeout(s))"
-            evicted = adm.condition(wl, kueue.COND_EVICTED) or {}
-            if evicted.get("status") == "True":
-                return Gate(held=f"evicted: {evicted.get('message', '')}; {held}", evicted=True)
-            return Gate(held=held)
-        cluster_keys = {k for c in self.kinds.ctx.clusters.items() for k in ((c.get("metadata") or {}).get("labels") or {})}
-        on_clusters, _ = adm.flavor_constraints(admission, self.kinds.flavors(), cluster_keys)
-        return Gate(cluster_labels=on_clusters)
-
-
-def constrain_placement(spec: dict[str, Any], cluster_labels: Mapping[str, str]) -> None:
-    """Add ``cluster_labels`` to a binding spec's cluster affinity (every term of
-    ``clusterAffinities``), in place."""
-    if not cluster_labels:
-        return
-    placement = spec.setdefault("placement", {})
-    terms = placement.get("clusterAffinities")
-    affinities = list(terms) if isinstance(terms, list) and terms else [placement.setdefault("clusterAffinity", {})]
-    for affinity in affinities:
-        selector = affinity.setdefault("labelSelector", {})
-        selector["matchLabels"] = {**(selector.get("matchLabels") or {}), **cluster_labels}
 
 
 class AdmissionController(KeyedController[Key]):
@@ -223,7 +115,7 @@ class AdmissionController(KeyedController[Key]):
         await self.loop.add(CYCLE)
 
     async def _on_workload(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
-        owner = _owner(obj)
+        owner = owner_of(obj)
         if owner is not None and (old is None or adm.admission_of(old) != adm.admission_of(obj)):
             await self.loop.add(("workload", owner.api_version, owner.kind, owner.namespace, owner.name))
 
@@ -448,7 +340,7 @@ class AdmissionController(KeyedController[Key]):
         """When an admitted Workload times out waiting for its pods (None: not counting, or its
         workload's status says they are ready, though PodsReady is not written yet)."""
         deadline = requeuing.ready_deadline(wl, self.ctx.settings.wait_for_pods_ready)
-        owner = _owner(wl)
+        owner = owner_of(wl)
         if deadline is None or owner is None:
             return None
         rt = self.ctx.registry.for_kind(owner.api_version, owner.kind)
@@ -600,4 +492,4 @@ class AdmissionController(KeyedController[Key]):
         await self.ctx.objects.update_status(rt, {**obj, "status": status})
 
 
-__all__ = ["AdmissionController", "AdmissionGate", "Gate", "constrain_placement"]
+__all__ = ["AdmissionController"]

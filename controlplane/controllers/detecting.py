@@ -54,7 +54,7 @@ from controlplane.apis.kube.validate_groups import global_default_priority_class
 from controlplane.apis.revisions import is_deployment_replica_set
 from controlplane.apis.views import BindingView, ObjectView
 from controlplane.apis.work_v1alpha1 import ConditionType, PriorityReason
-from controlplane.controllers.admission import AdmissionGate, constrain_placement
+from controlplane.controllers.admissiongate import AdmissionGate, constrain_placement
 from controlplane.controllers.context import (
     INDEX_NAMESPACE,
     INDEX_POLICY,

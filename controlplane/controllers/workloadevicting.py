@@ -7,7 +7,7 @@ removed, ``QuotaReserved=False`` (``Pending``), ``Admitted=False`` (``NoReservat
 ``Requeued`` (True when it is back in line at once, False while something holds it out) and any
 conditions of the cause (``Preempted``) — and an Event ``EvictedDueTo<reason>`` (or the cause's
 own). The queued workload's Job is then suspended again and the detector removes its binding
-(:class:`controlplane.controllers.admission.AdmissionGate`), so its pods stop in every member.
+(:class:`controlplane.controllers.admissiongate.AdmissionGate`), so its pods stop in every member.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ import pytest
 from controlplane.admission import objects as adm
 from controlplane.admission.core import Admitted, Preemption, PreemptionPolicy
 from controlplane.admission.core.quota import FlavorFungibility, WhenCanBorrow, WhenCanPreempt
-from controlplane.controllers.admission import constrain_placement
+from controlplane.controllers.admissiongate import constrain_placement
 
 GPU = "nvidia.com/gpu"
 

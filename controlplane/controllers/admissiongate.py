@@ -1,0 +1,135 @@
+"""The admission gate: a workload queued with Kueue's API propagates only once its Workload is admitted.
+
+In: the hub's Kueue kinds (:class:`Kinds`, read from the controllers' informers) and a queued
+workload. Out: a :class:`Gate` (held, with why, or free with the admitted flavor's cluster
+labels), which the detector asks before it writes a binding and adds to its placement
+(:func:`constrain_placement`); a change of a Workload's status looks at its workload again.
+The Workloads themselves are made and admitted by :mod:`controlplane.controllers.admission`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from controlplane.admission import objects as adm
+from controlplane.admission import requeuing
+from controlplane.apis import kueue_v1alpha1
+from controlplane.apis import kueue_v1beta1 as kueue
+from controlplane.controllers.context import ControllerContext
+from controlplane.controllers.workloads import WorkloadRef
+from controlplane.interpreter import interpreter_for
+from controlplane.objectclient import ResourceType, WatchEventType
+
+API: Final = kueue.API_VERSION
+COHORT_API: Final = kueue_v1alpha1.API_VERSION
+
+
+def owner_of(wl: Mapping[str, Any]) -> WorkloadRef | None:
+    """The workload a Workload was made for (its controller owner), or None."""
+    meta = wl.get("metadata") or {}
+    for ref in meta.get("ownerReferences") or ():
+        if ref.get("controller"):
+            return WorkloadRef(str(ref.get("apiVersion")), str(ref.get("kind")), str(meta.get("namespace") or ""), str(ref.get("name")))
+    return None
+
+
+@dataclass
+class Kinds:
+    """Kueue's kinds as the hub serves them (None: not served)."""
+
+    ctx: ControllerContext
+    workload: ResourceType | None = field(init=False)
+    cluster_queue: ResourceType | None = field(init=False)
+    local_queue: ResourceType | None = field(init=False)
+    flavor: ResourceType | None = field(init=False)
+    priority_class: ResourceType | None = field(init=False)
+    cohort: ResourceType | None = field(init=False)
+
+    def __post_init__(self) -> None:
+        kind = self.ctx.registry.for_kind
+        self.workload, self.cluster_queue = kind(API, "Workload"), kind(API, "ClusterQueue")
+        self.local_queue, self.flavor = kind(API, "LocalQueue"), kind(API, "ResourceFlavor")
+        self.priority_class = kind(API, "WorkloadPriorityClass")
+        self.cohort = kind(COHORT_API, "Cohort")
+
+    def items(self, rt: ResourceType | None) -> list[dict[str, Any]]:
+        return self.ctx.informer(rt).items() if rt is not None else []
+
+    def flavors(self) -> dict[str, dict[str, str]]:
+        return adm.flavor_labels(self.items(self.flavor))
+
+    def workload_of(self, ref: WorkloadRef) -> dict[str, Any] | None:
+        if self.workload is None:
+            return None
+        return self.ctx.informer(self.workload).get(ref.namespace, adm.workload_name(ref.kind, ref.name))
+
+
+@dataclass(frozen=True)
+class Gate:
+    """What admission says of a workload's propagation: held (with why), or free with the
+    admitted flavor's cluster labels (empty when it is not queued)."""
+
+    held: str | None = None
+    cluster_labels: Mapping[str, str] = field(default_factory=dict)
+    evicted: bool = False
+    """Held because its Workload was evicted: what it propagated must be removed."""
+
+
+class AdmissionGate:
+    """The detector's view of admission: a queued workload propagates only once admitted."""
+
+    def __init__(self, ctx: ControllerContext, on_change: Callable[[WorkloadRef], Awaitable[None]]) -> None:
+        self.kinds = Kinds(ctx)
+        self._on_change = on_change
+        if self.kinds.workload is not None:
+            ctx.informer(self.kinds.workload).add_handler(self._on_workload)
+
+    async def _on_workload(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        owner = owner_of(obj)
+        if owner is not None and (old is None or old.get("status") != obj.get("status") or event is WatchEventType.DELETED):
+            await self._on_change(owner)
+
+    def gate(self, workload: Mapping[str, Any]) -> Gate:
+        if adm.queue_name(workload) is None or self.kinds.workload is None:
+            return Gate()
+        if interpreter_for(str(workload.get("apiVersion")), str(workload.get("kind"))) is None:
+            return Gate()
+        wl = self.kinds.workload_of(WorkloadRef.of(workload))
+        if wl is None:
+            return Gate(held="waiting for its Workload to be created")
+        admission = adm.admission_of(wl)
+        if admission is None or not adm.is_true(wl, kueue.COND_ADMITTED):
+            if adm.is_finished(wl):
+                return Gate()
+            cond = adm.condition(wl, kueue.COND_QUOTA_RESERVED) or {}
+            why = cond.get("message") or "not admitted yet"
+            held = f"waiting for quota (Workload {adm.key_of(wl)}): {why}"
+            if not requeuing.is_active(wl):
+                held = f"its Workload {adm.key_of(wl)} is deactivated (spec.active: false)"
+            elif requeuing.requeue_at(wl) is not None and (state := (wl.get("status") or {}).get("requeueState") or {}).get("requeueAt"):
+                held += f"; requeued at {state.get('requeueAt')} (backoff after {state.get('count')} PodsReady timeout(s))"
+            evicted = adm.condition(wl, kueue.COND_EVICTED) or {}
+            if evicted.get("status") == "True":
+                return Gate(held=f"evicted: {evicted.get('message', '')}; {held}", evicted=True)
+            return Gate(held=held)
+        cluster_keys = {k for c in self.kinds.ctx.clusters.items() for k in ((c.get("metadata") or {}).get("labels") or {})}
+        on_clusters, _ = adm.flavor_constraints(admission, self.kinds.flavors(), cluster_keys)
+        return Gate(cluster_labels=on_clusters)
+
+
+def constrain_placement(spec: dict[str, Any], cluster_labels: Mapping[str, str]) -> None:
+    """Add ``cluster_labels`` to a binding spec's cluster affinity (every term of
+    ``clusterAffinities``), in place."""
+    if not cluster_labels:
+        return
+    placement = spec.setdefault("placement", {})
+    terms = placement.get("clusterAffinities")
+    affinities = list(terms) if isinstance(terms, list) and terms else [placement.setdefault("clusterAffinity", {})]
+    for affinity in affinities:
+        selector = affinity.setdefault("labelSelector", {})
+        selector["matchLabels"] = {**(selector.get("matchLabels") or {}), **cluster_labels}
+
+
+__all__ = ["API", "COHORT_API", "AdmissionGate", "Gate", "Kinds", "constrain_placement", "owner_of"]
