@@ -430,7 +430,7 @@ class PodSet(SpecModel):
     count: int = Field(default=1, ge=0)
     """How many pods."""
     min_count: int | None = Field(default=None, ge=0)
-    """Partial admission: the fewest pods the job can run with when ``count`` does not fit."""
+    """Partial admission: the fewest pods the job can run with when its whole count does not fit."""
     topology_request: dict[str, Any] | None = None
     """Topology-aware scheduling request (served; not used)."""
 
