@@ -99,6 +99,7 @@ from controlplane.apiserver.watchcache import DEFAULT_WATCH_CACHE, WatchCache
 from controlplane.apiserver.watchcache.client import CachedObjects
 from controlplane.apiserver.watching import WatchLimits
 from controlplane.apiserver.webhooks import WebhookAdmission
+from controlplane.controllers.admissiongate import suspend_queued_job
 from controlplane.controllers.clusterroleaggregation import ClusterRoleAggregationController
 from controlplane.controllers.clusters import ClusterNamespaceController
 from controlplane.controllers.context import ControllerSettings
@@ -400,6 +401,7 @@ class Hub(ShutdownOnce):
             extra.extend(factory(self))
         self.quota_admission = QuotaAdmission(self.objects, cache=self.watch_cache)
         self.objects.admit_writes(self.quota_admission)
+        self.objects.check_creates(suspend_queued_job)  # Kueue's Job webhook default
         self.webhooks = WebhookAdmission(self.objects, authorizer)
         app = create_app(
             self.objects,

@@ -56,7 +56,7 @@ from controlplane.admission.metrics import QueueMetrics, queue_figures
 from controlplane.apis import kueue_v1beta1 as kueue
 from controlplane.apis.events import EventType
 from controlplane.apis.meta import parse_time
-from controlplane.controllers.admissiongate import API, Kinds, owner_of
+from controlplane.controllers.admissiongate import API, JOB, Kinds, owner_of
 from controlplane.controllers.context import ControllerContext
 from controlplane.controllers.events import EventReason, record_event
 from controlplane.controllers.informing import AssumedWrites, spec_unchanged
@@ -70,7 +70,6 @@ from controlplane.objectclient import ResourceType, WatchEventType, errors
 log = logging.getLogger(__name__)
 
 CYCLE: Final = ("cycle",)
-JOB: Final = ("batch/v1", "Job")
 
 Key = tuple[str, ...]
 
@@ -218,11 +217,17 @@ class AdmissionController(KeyedController[Key]):
             return
         admitted = adm.admission_of(wl) is not None and adm.is_true(wl, kueue.COND_ADMITTED)
         flipping = admitted != ((source.get("spec") or {}).get("suspend") is not True)
+        rt = ctx.registry.require(ref.api_version, ref.kind)
         # Kueue's podSetsInfo: admitted, the admitted count (partial admission); suspended again, its own.
         updated = {**source, "spec": dict(source.get("spec") or {})}  # the count is in spec's own fields
         if not adm.set_job_count(updated, adm.pod_count(wl, admitted=admitted) if admitted or flipping else None) and not flipping:
+            if not admitted and "startTime" in (source.get("status") or {}):
+                # kube's Job controller clears a suspended Job's startTime, so that its pod
+                # template's scheduling directives may change until it starts again (the next
+                # admission's flavor labels); the hub's Job has no Job controller of its own.
+                status = {k: v for k, v in source["status"].items() if k != "startTime"}
+                await ctx.objects.update_status(rt, {**source, "status": status})
             return
-        rt = ctx.registry.require(ref.api_version, ref.kind)
         updated = copy.deepcopy(updated)
         updated["spec"]["suspend"] = not admitted
         if admitted and flipping:

@@ -24,6 +24,7 @@ from controlplane.objectclient import ResourceType, WatchEventType
 
 API: Final = kueue.API_VERSION
 COHORT_API: Final = kueue_v1alpha1.API_VERSION
+JOB: Final = ("batch/v1", "Job")
 
 
 def owner_of(wl: Mapping[str, Any]) -> WorkloadRef | None:
@@ -119,6 +120,18 @@ class AdmissionGate:
         return Gate(cluster_labels=on_clusters)
 
 
+async def suspend_queued_job(rt: ResourceType, obj: dict[str, Any]) -> None:
+    """Kueue's Job webhook default, as a create check of the hub's API: a batch/v1 Job created with
+    a queue name is created suspended, so it starts only once its Workload is admitted, and then
+    with the admitted flavor's node labels in its pod template (kube lets a suspended Job's
+    scheduling directives change until it starts). Without it, a Job created unsuspended could
+    be admitted before the admission controller suspended it, and run without them."""
+    if (rt.api_version, rt.kind) == JOB and adm.queue_name(obj) is not None:
+        spec = obj.setdefault("spec", {})
+        if isinstance(spec, dict):
+            spec["suspend"] = True
+
+
 def constrain_placement(spec: dict[str, Any], cluster_labels: Mapping[str, str]) -> None:
     """Add ``cluster_labels`` to a binding spec's cluster affinity (every term of
     ``clusterAffinities``), in place."""
@@ -132,4 +145,6 @@ def constrain_placement(spec: dict[str, Any], cluster_labels: Mapping[str, str])
         selector["matchLabels"] = {**(selector.get("matchLabels") or {}), **cluster_labels}
 
 
-__all__ = ["API", "COHORT_API", "AdmissionGate", "Gate", "Kinds", "constrain_placement", "owner_of"]
+__all__ = [
+    "API", "COHORT_API", "JOB", "AdmissionGate", "Gate", "Kinds", "constrain_placement", "owner_of", "suspend_queued_job",
+]

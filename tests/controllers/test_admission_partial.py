@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from controlplane.apiserver.objects import ObjectStore
+from controlplane.controllers.admissiongate import suspend_queued_job
 from controlplane.controllers.manager import ControllerManager
 
 from .fleet import eventually, node_shape, propagation_policy, put_cluster, settled
@@ -92,3 +93,49 @@ async def test_a_job_with_min_parallelism_runs_with_the_pods_that_fit(objects: O
     assert wl is not None and [(p["count"], p["minCount"]) for p in wl["spec"]["podSets"]] == [(4, 2)]
     await stop(objects, "ClusterQueue", "partial", "None")
     await eventually(lambda: running_with(objects, "wide", 3), what="wide running 3 pods again")
+
+
+async def test_a_drained_job_that_had_started_takes_its_new_flavors_node_labels(
+    objects: ObjectStore, manager: ControllerManager
+) -> None:
+    """A Job the hub suspends loses ``status.startTime``, as kube's Job controller clears it on
+    suspension, so that when it is admitted again the pod template's scheduling directives may
+    change (kube refuses a template change of a Job that has started): here the flavor's node
+    labels changed while its queue was drained."""
+    objects.check_creates(suspend_queued_job)  # as the hub's API creates Jobs
+    await two_queues_of_3_gpus(objects, manager)
+    await create(objects, job("ran", "partial", pods=2))
+    started = await eventually(lambda: running_with(objects, "ran", 2), what="ran running")
+    assert "nodeSelector" not in started["spec"]["template"]["spec"]  # the flavor's label is a cluster's
+    jobs = objects.registry.require("batch/v1", "Job")
+    started["status"] = {**(started.get("status") or {}), "startTime": "2026-12-05T10:00:00Z", "active": 2}
+    await objects.update_status(jobs, started)  # its pods started in a member
+
+    await stop(objects, "ClusterQueue", "partial", "HoldAndDrain")
+
+    async def suspended() -> dict[str, Any] | None:
+        obj = await get(objects, "batch/v1", "Job", "ran")
+        return obj if obj is not None and obj["spec"].get("suspend") is True else None
+
+    obj = await eventually(suspended, what="ran suspended")
+    assert "startTime" not in await eventually(
+        lambda: _status_without_start(objects, "ran"), what="ran's startTime cleared")
+    flavor = await get(objects, KUEUE, "ResourceFlavor", "onprem", None)
+    assert flavor is not None
+    flavor["spec"]["nodeLabels"] = {"gpufed.io/pool": "onprem", "example.com/gpu-pool": "a100"}  # a node label
+    await objects.update(objects.registry.require(KUEUE, "ResourceFlavor"), flavor)
+    await stop(objects, "ClusterQueue", "partial", "None")
+
+
+    async def unsuspended() -> dict[str, Any] | None:
+        obj = await get(objects, "batch/v1", "Job", "ran")
+        return obj if obj is not None and obj["spec"].get("suspend") is False else None
+
+    obj = await eventually(unsuspended, what="ran admitted and unsuspended again")
+    assert obj["spec"]["template"]["spec"]["nodeSelector"] == {"example.com/gpu-pool": "a100"}
+
+
+async def _status_without_start(objects: ObjectStore, name: str) -> dict[str, Any] | None:
+    obj = await get(objects, "batch/v1", "Job", name)
+    status = (obj or {}).get("status") or {}
+    return status if "startTime" not in status else None
