@@ -366,12 +366,7 @@ class GarbageCollector(KeyedController[Node]):
             return Verdict.UNKNOWN
         namespace = dependent["metadata"].get("namespace") or ""
         if owner_rt.namespaced and not rt.namespaced:
-            identity = (f"[{ref.get('apiVersion')}/{ref.get('kind')}, namespace: {namespace}, "
-                        f"name: {ref.get('name')}, uid: {ref.get('uid')}]")
-            await record_event(
-                self.ctx, dependent, type=EventType.WARNING, reason=EventReason.OWNER_REF_INVALID_NAMESPACE,
-                message=f'ownerRef {identity} does not exist in namespace "{namespace}"',
-            )
+            await self._invalid_namespace(dependent, ref, namespace)
             return Verdict.INVALID
         coordinates = OwnerCoordinates(
             str(ref.get("apiVersion")), str(ref.get("kind")), namespace if owner_rt.namespaced else "",
@@ -382,11 +377,33 @@ class GarbageCollector(KeyedController[Node]):
         owner = await self.ctx.get(owner_rt, coordinates.namespace or None, coordinates.name)
         if owner is None or owner["metadata"].get("uid") != ref.get("uid"):
             self.absent_owners.add(coordinates)
+            if owner_rt.namespaced and self._elsewhere(owner_rt, str(ref.get("uid")), namespace):
+                # The owner's uid is an object in another namespace: as kube's graph sees it.
+                await self._invalid_namespace(dependent, ref, namespace)
             return Verdict.DANGLING
         owner_meta = owner["metadata"]
         if owner_meta.get("deletionTimestamp") and FINALIZER_FOREGROUND in (owner_meta.get("finalizers") or ()):
             return Verdict.WAITING
         return Verdict.SOLID
+
+    def _elsewhere(self, owner_rt: ResourceType, uid: str, namespace: str) -> bool:
+        """Whether the cache of ``owner_rt`` holds an object of ``uid`` outside ``namespace``
+        (looked for only when a namespaced dependent's owner is found dangling)."""
+        informer = self._monitors.get((owner_rt.group, owner_rt.version, owner_rt.plural))
+        return informer is not None and any(
+            (o.get("metadata") or {}).get("uid") == uid and (o.get("metadata") or {}).get("namespace") != namespace
+            for o in informer.items()
+        )
+
+    async def _invalid_namespace(self, dependent: dict[str, Any], ref: Mapping[str, Any], namespace: str) -> None:
+        """kube's Warning ``OwnerRefInvalidNamespace`` on ``dependent``, whose owner reference
+        ``ref`` cannot resolve in its ``namespace`` (a cluster-scoped dependent's, "")."""
+        identity = (f"[{ref.get('apiVersion')}/{ref.get('kind')}, namespace: {namespace}, "
+                    f"name: {ref.get('name')}, uid: {ref.get('uid')}]")
+        await record_event(
+            self.ctx, dependent, type=EventType.WARNING, reason=EventReason.OWNER_REF_INVALID_NAMESPACE,
+            message=f'ownerRef {identity} does not exist in namespace "{namespace}"',
+        )
 
     async def _finish_owner(self, rt: ResourceType, owner: dict[str, Any]) -> float | None:
         """An owner being deleted with ``orphan`` or ``foregroundDeletion``: orphan its

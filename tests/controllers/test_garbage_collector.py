@@ -158,6 +158,33 @@ async def test_a_cluster_scoped_dependent_of_a_namespaced_owner(objects: ObjectS
     assert await get(objects, "reader", roles, None) is not None
 
 
+async def test_a_namespaced_dependent_of_an_owner_in_another_namespace(
+    objects: ObjectStore, manager: ControllerManager
+) -> None:
+    """Owners live in their dependent's namespace: a reference whose uid is a ConfigMap of
+    another namespace is dangling (the dependent is deleted) and, as kube's graph sees the uid
+    elsewhere, the dependent gets the Warning ``OwnerRefInvalidNamespace``."""
+    namespaces = objects.registry.require("v1", "Namespace")
+    await objects.create(namespaces, {"metadata": {"name": "elsewhere"}})
+    owner = await objects.create(_cm(objects), {"metadata": {"name": "owner", "namespace": "elsewhere"}})
+    ref = owner_ref({"apiVersion": "v1", "kind": "ConfigMap", **owner})
+    await configmap(objects, "stray", owners=[ref])
+    events = objects.registry.require("v1", "Event")
+
+    async def warned() -> list[dict[str, Any]]:
+        listed = await objects.list(events, namespace=NS)
+        return [e for e in listed.items if e.get("reason") == "OwnerRefInvalidNamespace"
+                and e["involvedObject"]["name"] == "stray"]
+
+    found = await eventually(warned, what="the OwnerRefInvalidNamespace Event")
+    assert found[0]["type"] == "Warning"
+    assert found[0]["message"] == (
+        f'ownerRef [v1/ConfigMap, namespace: {NS}, name: owner, uid: {ref["uid"]}] does not exist in namespace "{NS}"'
+    )
+    await eventually(lambda: gone(objects, "stray"), what="the dependent of no owner in its namespace to go")
+    assert await get(objects, "owner", namespace="elsewhere") is not None
+
+
 async def test_dependents_left_by_a_previous_leader(objects: ObjectStore) -> None:
     """Restart-safe: what happened while no collector ran is found from the store."""
     owner = await configmap(objects, "owner")
