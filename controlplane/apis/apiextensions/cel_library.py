@@ -5,7 +5,8 @@ cel-go's strings, math, sets and encoders extensions come from the ``cel`` packa
 ``max``, ``indexOf``, ``lastIndexOf``), regex (``find``, ``findAll``; RE2, as kube) and
 quantities (``quantity("1Gi")``, ``isQuantity``, and on a quantity ``isGreaterThan``,
 ``isLessThan``, ``compareTo``, ``add``, ``sub``, ``asInteger``, ``isInteger``,
-``asApproximateFloat``, ``sign``). A quantity is carried between calls as a map holding its
+``asApproximateFloat``, ``sign``); URLs (:mod:`.cel_url`), IPs and CIDRs (:mod:`.cel_ip`) and formats
+(:mod:`.cel_format`). A quantity is carried between calls as a map holding its
 exact value in canonical form, so two equal quantities compare equal (``1Gi == 1024Mi``).
 Pure: no I/O.
 """
@@ -18,6 +19,7 @@ from typing import Any
 
 from cel import stdlib
 
+from controlplane.apis.apiextensions import cel_format, cel_ip, cel_url
 from controlplane.apis.apiextensions.schema import compiled_pattern, parses
 from controlplane.apis.quantity import QuantityError, parse_quantity
 
@@ -117,6 +119,9 @@ def _kube_functions() -> dict[str, Any]:
         asApproximateFloat=lambda q: float(_value(q)),
         sign=lambda q: _compare(q, 0),
     )
+    out.update(cel_url.FUNCTIONS)
+    out.update(cel_ip.FUNCTIONS)
+    out.update(cel_format.FUNCTIONS)
     return out
 
 
