@@ -13,6 +13,7 @@ import ipaddress
 from typing import Any
 
 from controlplane.apis.apiextensions.cel_url import go_quote
+from controlplane.apis.apiextensions.schema import parses
 
 _IP_KEY = "kubernetes.io/ip"
 _CIDR_KEY = "kubernetes.io/cidr"
@@ -142,14 +143,6 @@ def _ip(value: Any) -> dict[str, str]:
     return {_IP_KEY: str(_address(value))}
 
 
-def _is_ip(raw: str) -> bool:
-    try:
-        _address(raw)
-    except ValueError:
-        return False
-    return True
-
-
 def _is_canonical(raw: str) -> bool:
     return str(_address(raw)) == raw
 
@@ -208,14 +201,6 @@ def _cidr(raw: str) -> dict[str, str]:
     return {_CIDR_KEY: f"{addr}/{bits}"}
 
 
-def _is_cidr(raw: str) -> bool:
-    try:
-        _prefix(raw)
-    except ValueError:
-        return False
-    return True
-
-
 def _network(value: Any) -> _Network:
     if isinstance(value, dict) and _CIDR_KEY in value:
         return ipaddress.ip_network(value[_CIDR_KEY], strict=False)
@@ -234,15 +219,23 @@ def _contains_cidr(cidr: Any, other: Any) -> bool:
     return network.version == inner.version and inner.subnet_of(network)  # type: ignore[arg-type]
 
 
+def _to_string(value: Any) -> str:
+    """``string(ip)`` and ``string(cidr)``: the canonical text (a CIDR's address as written)."""
+    if isinstance(value, dict) and len(value) == 1 and (_IP_KEY in value or _CIDR_KEY in value):
+        return str(next(iter(value.values())))
+    raise ValueError(f"no such overload: string({value!r})")
+
+
 FUNCTIONS: dict[str, Any] = {
-    "ip": _ip, "isIP": _is_ip, "ip.isCanonical": _is_canonical,
+    "string": _to_string,
+    "ip": _ip, "isIP": lambda s: parses(_address, s), "ip.isCanonical": _is_canonical,
     "family": lambda v: _addr(v).version,
     "isUnspecified": lambda v: _addr(v).is_unspecified,
     "isLoopback": lambda v: _addr(v).is_loopback,
     "isLinkLocalMulticast": _is_link_local_multicast,
     "isLinkLocalUnicast": lambda v: _addr(v).is_link_local,
     "isGlobalUnicast": _is_global_unicast,
-    "cidr": _cidr, "isCIDR": _is_cidr, "containsIP": _contains_ip, "containsCIDR": _contains_cidr,
+    "cidr": _cidr, "isCIDR": lambda s: parses(_prefix, s), "containsIP": _contains_ip, "containsCIDR": _contains_cidr,
     "masked": lambda c: {_CIDR_KEY: str(_network(c))},
     "prefixLength": lambda c: _network(c).prefixlen,
 }
