@@ -28,6 +28,7 @@ import contextlib
 import functools
 import io
 import json
+import logging
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -273,6 +274,18 @@ def _check(rule: Rule, value: Any, old: Any, path: Path) -> FieldError | None:
     where = format_path((*path, *[p for p in rule.field_path.split(".") if p]))
     with _quiet():
         return _outcome(rule, context, f'"{type_name(value)}"', where)
+
+
+class _NoFunctionFailures(logging.Filter):
+    """Drops the ``cel`` package's warning for a library function that raised ("Python function
+    'ip' failed: ... "bad" ..."): it carries the user's value, and the failure is the rule's answer
+    to that user (a Status), not a server log line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Python function")
+
+
+logging.getLogger("cel").addFilter(_NoFunctionFailures())
 
 
 @contextlib.contextmanager

@@ -4,6 +4,8 @@ url.ParseRequestURI rules for url()."""
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 
 from controlplane.apis.apiextensions import cel
@@ -196,3 +198,11 @@ def test_every_format_is_named_and_equals_only_itself() -> None:
 )
 def test_library_errors_are_kubes(expression: str, message: str) -> None:
     assert _error(expression) == message
+
+
+def test_a_failing_library_call_leaves_no_log_line_with_the_users_value(caplog: pytest.LogCaptureFixture) -> None:
+    """The evaluator's own warning for a library function that raised names the value (maybe a
+    user's secret): the rule's error answers the user; the server's log keeps nothing of it."""
+    with caplog.at_level(logging.DEBUG):
+        assert "s3cret-value" in _error("ip('s3cret-value').family() == 4")
+    assert not [r for r in caplog.records if "s3cret-value" in r.getMessage()]
