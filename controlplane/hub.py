@@ -402,7 +402,7 @@ class Hub(ShutdownOnce):
         self.quota_admission = QuotaAdmission(self.objects, cache=self.watch_cache)
         self.objects.admit_writes(self.quota_admission)
         self.objects.check_creates(suspend_queued_job)  # Kueue's Job webhook default
-        self.webhooks = WebhookAdmission(self.objects, authorizer)
+        self.webhooks = WebhookAdmission(self.objects, authorizer, self.metrics.admission)
         app = create_app(
             self.objects,
             registry,

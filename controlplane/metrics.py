@@ -30,6 +30,9 @@ Metrics (all prefixed ``gpufed_``):
   cluster proxy (:mod:`controlplane.apiserver.proxy.metrics`);
 * ``apiserver_flowcontrol_*`` (kube's names, no prefix) -- API Priority and Fairness
   (:mod:`controlplane.apiserver.flowcontrol.metrics`);
+* ``apiserver_admission_webhook_*`` and ``apiserver_validating_admission_policy_*`` (kube's names,
+  no prefix) -- admission webhook calls, refusals and latency, and policy checks
+  (:mod:`controlplane.apiserver.webhooks.metrics`);
 * ``kueue_*`` (Kueue's names, no prefix) -- fleet admission: pending, reserving and admitted
   workloads, usage and quotas per ClusterQueue, flavor and resource, admissions, evictions and
   wait times (:mod:`controlplane.admission.metrics`);
@@ -84,6 +87,7 @@ from controlplane.apiserver.flowcontrol import FlowControlMetrics
 from controlplane.apiserver.handlers import REQUEST_INFO
 from controlplane.apiserver.identity import SYSTEM_MASTERS
 from controlplane.apiserver.proxy.metrics import ProxyMetrics
+from controlplane.apiserver.webhooks.metrics import AdmissionMetrics
 from controlplane.controllers.disruption import FleetState
 from controlplane.controllers.workqueuemetrics import WorkqueueMetrics
 from controlplane.reports.classify import DeviceState
@@ -263,6 +267,8 @@ class HubMetrics:
         self.proxy = ProxyMetrics(self.registry)
         #: API Priority and Fairness, under kube's metric names (controlplane.apiserver.flowcontrol).
         self.flowcontrol = FlowControlMetrics(self.registry)
+        #: Admission webhooks and policies, under kube's metric names (controlplane.apiserver.webhooks.metrics).
+        self.admission = AdmissionMetrics(self.registry)
         #: Fleet admission, under Kueue's metric names (controlplane.admission.metrics).
         self.queues = QueueMetrics(self.registry)
         #: Every controller's work queue, under client-go's metric names (controlplane.controllers.workqueuemetrics).

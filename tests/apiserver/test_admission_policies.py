@@ -11,6 +11,7 @@ from typing import Any
 
 import yaml
 
+from tests import hubmetrics
 from tests.apiserver.test_admission_webhooks import GROUP, Api
 from tests.apiserver.test_admission_webhooks import api as api
 from tests.apiserver.test_admission_webhooks import hub as hub
@@ -220,3 +221,19 @@ async def test_the_authorizer_checks_with_the_hubs_rbac(api: Api) -> None:
     code, status, _ = await api.call("POST", DEPLOYMENTS, deployment("a", replicas=1))
     assert code == 422, status
     assert status["message"].endswith("denied request: nobody may not get /metrics: denied"), status
+
+
+async def test_policy_checks_are_on_the_hubs_metrics_under_kubes_names(api: Api) -> None:
+    """kube's ``apiserver_validating_admission_policy_check_total``: one per binding evaluated and action taken."""
+    await bind(api, policy("metered-team", TEAM), binding("metered-team", "metered-team", "Deny", "Audit"))
+    code, _, _ = await api.call("POST", DEPLOYMENTS, deployment("metered-anon", replicas=1))
+    assert code == 422
+    code, _, _ = await api.call("POST", DEPLOYMENTS, deployment("metered-ml", replicas=1, labels={"app": "m", "team": "ml"}))
+    assert code == 201
+    checks = await hubmetrics.samples(api.hub, "apiserver_validating_admission_policy_check_total")
+    assert {labels["enforcement_action"]: value for labels, value in checks
+            if (labels["policy"], labels["policy_binding"]) == ("metered-team", "metered-team")} == {
+        "deny": 1.0, "audit": 1.0, "allow": 1.0}
+    buckets = {labels["le"] for labels, _ in await hubmetrics.samples(
+        api.hub, "apiserver_validating_admission_policy_check_duration_seconds_bucket") if labels["policy"] == "metered-team"}
+    assert buckets == {"5e-07", "0.001", "0.01", "0.1", "1.0", "+Inf"}

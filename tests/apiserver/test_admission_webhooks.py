@@ -19,6 +19,7 @@ import pytest
 from controlplane.apiserver.kubeconfig import load_kubeconfig
 from controlplane.apiserver.tls import client_ssl_context
 from controlplane.hub import Hub, HubConfig
+from tests import hubmetrics
 from tests.controllers.fleet import deployment, eventually
 from tests.webhookserver import WebhookServer, webhook_server
 
@@ -318,3 +319,43 @@ async def test_a_webhook_with_an_unknown_ca_or_no_endpoints_fails_closed(api: Ap
     assert code == 403, status
     assert status["message"] == 'admission webhook "svc.acme.io" denied the request: no GPUs for you'
     assert warnings == ['299 - "denied by the acme policy"']
+
+
+async def test_webhook_calls_are_on_the_hubs_metrics_under_kubes_names(api: Api, server: WebhookServer) -> None:
+    """kube's ``apiserver_admission_webhook_*`` series count each call by code, refusal and error type."""
+    untrusted = copy.deepcopy(server.client("/deny"))
+    del untrusted["caBundle"]
+    await configure(api, "Validating", "metered", webhook("metered.acme.io", server.client("/deny")),
+                    webhook("metered-tls.acme.io", untrusted, failurePolicy="Ignore"))
+    code, _, _ = await api.call("POST", DEPLOYMENTS, deployment("metered", replicas=1, labels={"app": "m", "deny": "yes"}))
+    assert code == 403
+    code, _, _ = await api.call("POST", DEPLOYMENTS, deployment("metered", replicas=1))
+    assert code == 201
+
+    def by(samples: list[tuple[dict[str, str], float]], name: str) -> dict[tuple[str, ...], float]:
+        return {tuple(v for k, v in sorted(labels.items()) if k not in ("name", "type", "operation")): value
+                for labels, value in samples
+                if labels.get("name") == name and labels["type"] == "validating" and labels.get("operation", "CREATE") == "CREATE"}
+
+    requests = await hubmetrics.samples(api.hub, "apiserver_admission_webhook_request_total")
+    assert by(requests, "metered.acme.io") == {("403", "true"): 1.0, ("200", "false"): 1.0}
+    # A failed call ignored under failurePolicy: Ignore is not a refusal; kube's client reports it as a 503.
+    assert by(requests, "metered-tls.acme.io") == {("503", "false"): 2.0}
+    rejections = await hubmetrics.samples(api.hub, "apiserver_admission_webhook_rejection_count")
+    assert by(rejections, "metered.acme.io") == {("no_error", "403"): 1.0}
+    assert by(rejections, "metered-tls.acme.io") == {}
+    fail_open = await hubmetrics.samples(api.hub, "apiserver_admission_webhook_fail_open_count")
+    assert by(fail_open, "metered-tls.acme.io") == {(): 2.0}
+    latencies = await hubmetrics.samples(api.hub, "apiserver_admission_webhook_admission_duration_seconds_count")
+    assert by(latencies, "metered.acme.io") == {("true",): 1.0, ("false",): 1.0}
+    buckets = {labels["le"] for labels, _ in await hubmetrics.samples(
+        api.hub, "apiserver_admission_webhook_admission_duration_seconds_bucket") if labels["name"] == "metered.acme.io"}
+    assert buckets == {"0.005", "0.025", "0.1", "0.5", "1.0", "2.5", "10.0", "25.0", "+Inf"}
+
+    # Failing closed, the failed call is a refusal with kube's calling_webhook_error.
+    closed = {**webhook("closed.acme.io", untrusted), "failurePolicy": "Fail"}
+    await configure(api, "Validating", "metered-closed", closed)
+    code, _, _ = await api.call("POST", DEPLOYMENTS, deployment("closed", replicas=1))
+    assert code == 500
+    rejections = await hubmetrics.samples(api.hub, "apiserver_admission_webhook_rejection_count")
+    assert by(rejections, "closed.acme.io") == {("calling_webhook_error", "503"): 1.0}

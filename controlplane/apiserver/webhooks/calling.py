@@ -36,7 +36,13 @@ _SERVICE_NAME_LABEL = "kubernetes.io/service-name"
 
 
 class CallFailed(Exception):
-    """The webhook could not be called, or answered with an error (kube's ``ErrCallingWebhook`` reason)."""
+    """The webhook could not be called, or answered with an error (kube's ``ErrCallingWebhook`` reason).
+    ``code``: the answer's HTTP status, 503 when there was none (kube's client reports such a failure
+    as ``ServiceUnavailable``), 0 for an answer that is not a valid review."""
+
+    def __init__(self, message: str, code: int = 503) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +80,7 @@ class WebhookClient:
                 ) as response:
                     raw = await _bounded_body(response)
                     if not 200 <= response.status < 300:
-                        raise CallFailed(_status_failure(response.status, raw))
+                        raise CallFailed(_status_failure(response.status, raw), response.status)
                     return raw
         except TimeoutError:
             raise CallFailed(f'Post "{target.shown}": context deadline exceeded') from None

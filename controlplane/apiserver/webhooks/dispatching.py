@@ -32,6 +32,7 @@ import asyncio
 import contextlib
 import copy
 import logging
+import time
 import uuid
 from typing import Any
 
@@ -53,6 +54,12 @@ from controlplane.apiserver.webhooks.expressions import (
     conditions_match,
 )
 from controlplane.apiserver.webhooks.matching import Selection, Webhook
+from controlplane.apiserver.webhooks.metrics import (
+    APISERVER_INTERNAL_ERROR,
+    CALLING_WEBHOOK_ERROR,
+    NO_ERROR,
+    AdmissionMetrics,
+)
 from controlplane.apiserver.webhooks.params import ConfigurationError, params_of
 
 logger = logging.getLogger(__name__)
@@ -70,8 +77,12 @@ _KINDS = {
 class WebhookAdmission:
     """The webhook configurations of one hub replica, and the calls of each request's writes."""
 
-    def __init__(self, objects: ObjectStore, authorizer: Authorizer | None = None) -> None:
+    def __init__(
+        self, objects: ObjectStore, authorizer: Authorizer | None = None, metrics: AdmissionMetrics | None = None
+    ) -> None:
         self._objects = objects
+        #: kube's admission webhook and policy metrics (:mod:`.metrics`).
+        self.metrics = metrics if metrics is not None else AdmissionMetrics()
         #: Answers the CEL ``authorizer`` of policies and match conditions (None: every check denied).
         self.authorizer = authorizer
         self.client = WebhookClient(objects)
@@ -294,14 +305,20 @@ class RequestWebhooks:
             except ConfigurationError as exc:
                 if not policy.fails_open:  # kube: a configuration error denies, whatever the actions
                     denials.append((policy, binding, policies.Decision(True, f"failed to configure binding: {exc}")))
+                    self._admission.metrics.observe_policy(policy.name, binding.name, "deny", 0.0)
                 continue
             if base is None:
                 base = {**self._cel_variables(request), "namespaceObject": None}
             if policy.reads_namespace and request.namespace and not matching.is_namespace(request):
                 base["namespaceObject"] = await self._namespace_of(request.namespace)
             for param in params:
-                for decision in policies.evaluate(policy, {**base, "params": param}, self.functions):
-                    self._act(policy, binding, decision, denials)
+                started = time.monotonic()
+                decisions = policies.evaluate(policy, {**base, "params": param}, self.functions)
+                elapsed = time.monotonic() - started
+                if not decisions:
+                    self._admission.metrics.observe_policy(policy.name, binding.name, "allow", elapsed)
+                for decision in decisions:
+                    self._act(policy, binding, decision, denials, elapsed)
         if denials:
             raise review.policy_denial(request, *denials[0])
 
@@ -341,9 +358,10 @@ class RequestWebhooks:
 
     def _act(
         self, policy: policies.Policy, binding: policies.Binding, decision: policies.Decision,
-        denials: list[tuple[policies.Policy, policies.Binding, policies.Decision]],
+        denials: list[tuple[policies.Policy, policies.Binding, policies.Decision]], elapsed: float = 0.0,
     ) -> None:
         for action in binding.actions:
+            self._admission.metrics.observe_policy(policy.name, binding.name, action.lower(), elapsed)
             if action == "Deny":
                 denials.append((policy, binding, decision))
             elif action == "Warn":
@@ -358,30 +376,52 @@ class RequestWebhooks:
                 )
 
     async def _call(self, hook: Webhook, request: WebhookRequest, *, mutating: bool) -> review.Verdict | None:
-        """The webhook's verdict; None when its call failed and its failure policy ignores that."""
-        uid = str(uuid.uuid4())
-        version = review.review_version(hook.review_versions)
-        body = orjson.dumps(review.review_request(request, user=self._user, uid=uid, version=version))
+        """The webhook's verdict; None when its call failed and its failure policy ignores that.
+        Each call is observed as kube's dispatchers do (:mod:`.metrics`)."""
+        step, operation = ("admit" if mutating else "validating"), str(request.operation)
+        started = time.monotonic()
         try:
-            try:
-                raw = await self._admission.client.post(hook, body)
-            except CallFailed as exc:
-                raise CallFailed(f"failed to call webhook: {exc}") from None
-            try:
-                verdict = review.verdict(raw, uid=uid, version=version, mutating=mutating)
-            except review.InvalidResponse as exc:
-                raise CallFailed(f"received invalid webhook response: {exc}") from None
+            verdict = await self._post(hook, request, mutating=mutating)
         except CallFailed as exc:
             reason = f'failed calling webhook "{hook.name}": {exc}'
+            metrics = self._admission.metrics
+            metrics.observe_webhook(hook.name, step, operation, time.monotonic() - started,
+                                    code=exc.code, rejected=not hook.fails_open)
             if hook.fails_open:
+                metrics.observe_fail_open(hook.name, step)
                 logger.warning("Failed calling webhook, failing open %s: %s", hook.name, reason)
                 return None
+            metrics.observe_rejection(hook.name, step, operation, CALLING_WEBHOOK_ERROR, exc.code)
             logger.warning("Failed calling webhook, failing closed %s: %s", hook.name, reason)
             raise errors.InternalError(
                 f"Internal error occurred: {reason}", causes=[errors.Cause("", reason)]
             ) from None
+        except Exception:
+            self._admission.metrics.observe_rejection(hook.name, step, operation, APISERVER_INTERNAL_ERROR, 0)
+            self._admission.metrics.observe_webhook(hook.name, step, operation, time.monotonic() - started,
+                                                    code=0, rejected=True)
+            raise
+        code = 200
+        if not verdict.allowed:
+            code = review.denial(hook.name, verdict.status).code
+            self._admission.metrics.observe_rejection(hook.name, step, operation, NO_ERROR, code)
+        self._admission.metrics.observe_webhook(hook.name, step, operation, time.monotonic() - started,
+                                                code=code, rejected=not verdict.allowed)
         self._warnings.extend(verdict.warnings)
         return verdict
+
+    async def _post(self, hook: Webhook, request: WebhookRequest, *, mutating: bool) -> review.Verdict:
+        uid = str(uuid.uuid4())
+        version = review.review_version(hook.review_versions)
+        body = orjson.dumps(review.review_request(request, user=self._user, uid=uid, version=version))
+        try:
+            raw = await self._admission.client.post(hook, body)
+        except CallFailed as exc:
+            raise CallFailed(f"failed to call webhook: {exc}", exc.code) from None
+        try:
+            return review.verdict(raw, uid=uid, version=version, mutating=mutating)
+        except review.InvalidResponse as exc:
+            raise CallFailed(f"received invalid webhook response: {exc}", 0) from None
 
 
 def _with_object(request: WebhookRequest, obj: dict[str, Any]) -> WebhookRequest:

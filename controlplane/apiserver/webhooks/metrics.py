@@ -1,0 +1,118 @@
+"""Admission webhook and ValidatingAdmissionPolicy metrics, under kube-apiserver's names (no
+``gpufed_`` prefix, so kube's dashboards and alerts read them as they are):
+
+* ``apiserver_admission_webhook_admission_duration_seconds{name,type,operation,rejected}`` --
+  each webhook call, ``type`` ``validating`` or ``admit`` (kube's buckets, 5 ms to 25 s);
+* ``apiserver_admission_webhook_request_total{name,type,operation,code,rejected}`` -- each
+  call by its HTTP code (200 answered; the denial's code; 0 for an invalid answer; 503 for a
+  call that failed before an answer, as kube's client reports it);
+* ``apiserver_admission_webhook_rejection_count{name,type,operation,error_type,rejection_code}``
+  -- writes a webhook refused: ``no_error`` (it denied), ``calling_webhook_error`` (its call
+  failed under ``failurePolicy: Fail``), ``apiserver_internal_error`` (anything else);
+* ``apiserver_admission_webhook_fail_open_count{name,type}`` -- failed calls ignored under
+  ``failurePolicy: Ignore``;
+* ``apiserver_validating_admission_policy_check_total{policy,policy_binding,enforcement_action}``
+  and ``..._check_duration_seconds`` -- each binding's evaluation (once per param):
+  ``enforcement_action`` ``deny``, ``warn`` or ``audit`` for each action a failure took,
+  ``allow`` when nothing failed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client.core import Metric
+
+_WEBHOOK_BUCKETS = (0.005, 0.025, 0.1, 0.5, 1.0, 2.5, 10.0, 25.0)
+_POLICY_BUCKETS = (0.0000005, 0.001, 0.01, 0.1, 1.0)
+_POLICY_LABELS = ["policy", "policy_binding", "enforcement_action"]
+
+#: kube's ``WebhookRejectionErrorType`` values.
+CALLING_WEBHOOK_ERROR = "calling_webhook_error"
+APISERVER_INTERNAL_ERROR = "apiserver_internal_error"
+NO_ERROR = "no_error"
+
+
+class AdmissionMetrics:
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        registry = registry if registry is not None else CollectorRegistry()
+        self.webhook_duration = Histogram(
+            "apiserver_admission_webhook_admission_duration_seconds",
+            "Admission webhook latency histogram in seconds, identified by name and broken out for each "
+            "operation and type (validating or admit).",
+            ["name", "type", "operation", "rejected"], buckets=_WEBHOOK_BUCKETS, registry=registry,
+        )
+        self.webhook_requests = Counter(
+            "apiserver_admission_webhook_request",
+            "Admission webhook request total, identified by name and broken out for each admission type "
+            "(validating or admit) and operation, whether the request was rejected and an HTTP status code.",
+            ["name", "type", "operation", "code", "rejected"], registry=registry,
+        )
+        # kube's two counters named ``..._count`` carry no ``_total`` suffix, which prometheus_client's
+        # Counter would add: they are served as they are by a collector of their own.
+        self.webhook_rejections = _PlainCounter(
+            "apiserver_admission_webhook_rejection_count",
+            "Admission webhook rejection count, identified by name and broken out for each admission type "
+            "(validating or admit), operation, error type and rejection code.",
+            ("name", "type", "operation", "error_type", "rejection_code"),
+        )
+        self.webhook_fail_open = _PlainCounter(
+            "apiserver_admission_webhook_fail_open_count",
+            "Admission webhook fail open count, identified by name and admission type (validating or admit).",
+            ("name", "type"),
+        )
+        registry.register(self.webhook_rejections)
+        registry.register(self.webhook_fail_open)
+        self.policy_checks = Counter(
+            "apiserver_validating_admission_policy_check",
+            "Validation admission policy check total, labeled by policy, binding and enforcement action taken.",
+            _POLICY_LABELS, registry=registry,
+        )
+        self.policy_duration = Histogram(
+            "apiserver_validating_admission_policy_check_duration_seconds",
+            "Validation admission latency in seconds, labeled by policy, binding and enforcement action taken.",
+            _POLICY_LABELS, buckets=_POLICY_BUCKETS, registry=registry,
+        )
+
+    def observe_webhook(
+        self, name: str, step: str, operation: str, seconds: float, *, code: int, rejected: bool
+    ) -> None:
+        """One call of webhook ``name`` (``step``: ``validating`` or ``admit``), as kube's ``ObserveWebhook``."""
+        flag = "true" if rejected else "false"
+        self.webhook_requests.labels(name, step, operation, str(min(code, 600)), flag).inc()
+        self.webhook_duration.labels(name, step, operation, flag).observe(max(seconds, 0.0))
+
+    def observe_rejection(self, name: str, step: str, operation: str, error_type: str, code: int) -> None:
+        self.webhook_rejections.inc(name, step, operation, error_type, str(min(code, 600)))
+
+    def observe_fail_open(self, name: str, step: str) -> None:
+        self.webhook_fail_open.inc(name, step)
+
+    def observe_policy(self, policy: str, binding: str, action: str, seconds: float) -> None:
+        """One binding's evaluation that took ``action`` (``allow``, ``deny``, ``warn``, ``audit``)."""
+        self.policy_checks.labels(policy, binding, action).inc()
+        self.policy_duration.labels(policy, binding, action).observe(max(seconds, 0.0))
+
+
+class _PlainCounter:
+    """A labelled counter served under its name as given (no ``_total`` appended)."""
+
+    def __init__(self, name: str, documentation: str, labels: tuple[str, ...]) -> None:
+        self._name, self._documentation, self._labels = name, documentation, labels
+        self._values: dict[tuple[str, ...], float] = {}
+
+    def inc(self, *values: str) -> None:
+        self._values[values] = self._values.get(values, 0.0) + 1.0
+
+    def value(self, *values: str) -> float:
+        return self._values.get(values, 0.0)
+
+    def describe(self) -> Iterator[Metric]:
+        yield Metric(self._name, self._documentation, "counter")
+
+    def collect(self) -> Iterator[Metric]:
+        family = Metric(self._name, self._documentation, "counter")
+        for values, count in list(self._values.items()):
+            family.add_sample(self._name, dict(zip(self._labels, values, strict=True)), count)
+        yield family
