@@ -87,6 +87,9 @@ class WebhookRequest:
     #: ``"status"`` or ``"scale"`` for a write through that subresource.
     subresource: str | None = None
     dry_run: bool = False
+    #: The type the write was made through, when a webhook sees it as an equivalent one
+    #: (``matchPolicy: Equivalent``: ``resource`` is then the rule's, ``obj`` and ``old`` converted).
+    requested: ResourceType | None = None
 
 
 class WebhookCalls(Protocol):

@@ -359,3 +359,41 @@ async def test_webhook_calls_are_on_the_hubs_metrics_under_kubes_names(api: Api,
     assert code == 500
     rejections = await hubmetrics.samples(api.hub, "apiserver_admission_webhook_rejection_count")
     assert by(rejections, "closed.acme.io") == {("calling_webhook_error", "503"): 1.0}
+
+
+async def test_match_policy_equivalent_sends_a_write_as_the_rules_version(api: Api, server: WebhookServer) -> None:
+    """A rule for autoscaling/v2 matches a write through autoscaling/v1 under ``matchPolicy: Equivalent``
+    (the default): the webhook sees a v2 object, ``requestKind`` v1, and a mutating webhook's patch
+    reaches the v1 object; under ``Exact`` it is not called."""
+    v2 = {"operations": ["CREATE"], "apiGroups": ["autoscaling"], "apiVersions": ["v2"],
+          "resources": ["horizontalpodautoscalers"]}
+    await configure(api, "Mutating", "equivalent", webhook("label.acme.io", server.client("/label"), rules=[v2]),
+                    webhook("exact.acme.io", server.client("/copy"), rules=[v2], matchPolicy="Exact"))
+    await configure(api, "Validating", "equivalent-check", webhook("hpa.acme.io", server.client("/deny"), rules=[v2]))
+    hpas = "/apis/autoscaling/v1/namespaces/default/horizontalpodautoscalers"
+
+    def hpa(name: str, **labels: str) -> dict[str, Any]:
+        return {"apiVersion": "autoscaling/v1", "kind": "HorizontalPodAutoscaler",
+                "metadata": {"name": name, "labels": labels},
+                "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+                         "minReplicas": 1, "maxReplicas": 4, "targetCPUUtilizationPercentage": 50}}
+
+    code, created, _ = await api.call("POST", hpas, hpa("web"))
+    assert code == 201, created
+    assert created["apiVersion"] == "autoscaling/v1" and created["metadata"]["labels"] == {"mutated": "yes"}
+    assert created["spec"]["targetCPUUtilizationPercentage"] == 50
+    assert not server.received["/copy"], "an Exact rule for v2 does not match a v1 write"
+    for path in ("/label", "/deny"):
+        request = server.received[path][-1]["request"]
+        assert request["kind"] == {"group": "autoscaling", "version": "v2", "kind": "HorizontalPodAutoscaler"}
+        assert request["resource"] == {"group": "autoscaling", "version": "v2", "resource": "horizontalpodautoscalers"}
+        assert request["requestKind"] == {"group": "autoscaling", "version": "v1", "kind": "HorizontalPodAutoscaler"}
+        assert request["requestResource"] == {"group": "autoscaling", "version": "v1", "resource": "horizontalpodautoscalers"}
+        obj = request["object"]
+        assert obj["apiVersion"] == "autoscaling/v2"
+        assert obj["spec"]["metrics"][0]["resource"]["target"]["averageUtilization"] == 50
+    assert server.received["/deny"][-1]["request"]["object"]["metadata"]["labels"] == {"mutated": "yes"}
+
+    code, status, _ = await api.call("POST", hpas, hpa("refused", deny="yes"))
+    assert code == 403, status
+    assert status["message"] == 'admission webhook "hpa.acme.io" denied the request: no GPUs for you'

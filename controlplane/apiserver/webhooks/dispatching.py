@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import dataclasses
 import logging
 import time
 import uuid
@@ -46,7 +47,8 @@ from controlplane.apiserver import errors
 from controlplane.apiserver.admission import WebhookRequest
 from controlplane.apiserver.identity import Authorizer, RequestAttributes, Role, UserInfo
 from controlplane.apiserver.objects import ObjectStore, WatchEventType
-from controlplane.apiserver.webhooks import matching, policies, review
+from controlplane.apiserver.resources import ResourceType
+from controlplane.apiserver.webhooks import equivalence, matching, policies, review
 from controlplane.apiserver.webhooks.calling import CallFailed, WebhookClient
 from controlplane.apiserver.webhooks.expressions import (
     authorizer_functions,
@@ -200,20 +202,22 @@ class RequestWebhooks:
         hooks = await self._matching(self._admission.mutating, request)
         obj: dict[str, Any] | None = None
         last_change = -1
-        for index, hook in enumerate(hooks):
-            patched = await self._mutate_once(hook, request if obj is None else _with_object(request, obj))
+        for index, (hook, rt) in enumerate(hooks):
+            patched = await self._mutate_once(hook, rt, request if obj is None else _with_object(request, obj))
             if patched is not None:
                 obj, last_change = patched, index
         # kube's reinvocation: a webhook asking for it is called once more when a later one changed the object.
-        for index, hook in enumerate(hooks):
+        for index, (hook, rt) in enumerate(hooks):
             if hook.reinvocation_policy == "IfNeeded" and index < last_change:
                 assert obj is not None
-                obj = await self._mutate_once(hook, _with_object(request, obj)) or obj
+                obj = await self._mutate_once(hook, rt, _with_object(request, obj)) or obj
         return obj
 
-    async def _mutate_once(self, hook: Webhook, request: WebhookRequest) -> dict[str, Any] | None:
-        """The object as ``hook`` changed it; None when it changed nothing (or its call failed open)."""
-        verdict = await self._call(hook, request, mutating=True)
+    async def _mutate_once(self, hook: Webhook, rt: ResourceType, request: WebhookRequest) -> dict[str, Any] | None:
+        """The object as ``hook`` (seeing the write as one of ``rt``) changed it, in the request's
+        version; None when it changed nothing (or its call failed open)."""
+        sent = _as_type(request, rt)
+        verdict = await self._call(hook, sent, mutating=True)
         if verdict is None:
             return None
         if not verdict.allowed:
@@ -225,7 +229,10 @@ class RequestWebhooks:
                 f'Internal error occurred: admission webhook "{hook.name}" attempted to modify the object, '
                 "which is not supported for this operation"
             )
-        patched = _patched(hook, request.obj, verdict.patch)
+        assert sent.obj is not None
+        patched = _patched(hook, sent.obj, verdict.patch)
+        if sent is not request and request.subresource != "scale":  # kube converts the patched object back
+            patched = equivalence.convert(patched, rt, request.resource)
         return None if patched == request.obj else patched
 
     async def validate(self, request: WebhookRequest) -> None:
@@ -236,34 +243,38 @@ class RequestWebhooks:
         if not hooks:
             return
         results = await asyncio.gather(
-            *(self._call(hook, request, mutating=False) for hook in hooks), return_exceptions=True
+            *(self._call(hook, _as_type(request, rt), mutating=False) for hook, rt in hooks), return_exceptions=True
         )
-        for hook, result in zip(hooks, results, strict=True):
+        for (hook, _), result in zip(hooks, results, strict=True):
             if isinstance(result, BaseException):
                 raise result
             if result is not None and not result.allowed:
                 raise review.denial(hook.name, result.status)
 
-    async def _matching(self, hooks: tuple[Webhook, ...], request: WebhookRequest) -> list[Webhook]:
+    async def _matching(self, hooks: tuple[Webhook, ...], request: WebhookRequest) -> list[tuple[Webhook, ResourceType]]:
+        """The webhooks ``request`` calls, each with the type it sees the write as (:func:`.matching.matched_type`)."""
         if not hooks or not matching.called(request):
             return []
         out = []
-        context = None
+        contexts: dict[int, Any] = {}
+        registry = self._admission.objects.registry
         for hook in hooks:
-            if not matching.rules_match(hook, request) or not await self._selects(hook, request):
+            rt = matching.matched_type(hook, request, registry)
+            if rt is None or not await self._selects(hook, request):
                 continue
             if hook.match_conditions:
-                if context is None:
-                    context = cel.activation(self._cel_variables(request), self.functions)
-                matches, error = conditions_match(hook.match_conditions, context, fails_open=hook.fails_open)
+                # kube evaluates the conditions with the object in the version the webhook sees.
+                if id(rt) not in contexts:
+                    contexts[id(rt)] = cel.activation(self._cel_variables(_as_type(request, rt)), self.functions)
+                matches, error = conditions_match(hook.match_conditions, contexts[id(rt)], fails_open=hook.fails_open)
                 if error is not None:
                     logger.warning("Failed evaluating match conditions, failing closed %s: %s", hook.name, error)
                     raise review.forbidden(request, error)
                 if not matches:
                     continue
-            out.append(hook)
+            out.append((hook, rt))
         if request.dry_run:
-            for hook in out:
+            for hook, _ in out:
                 if hook.side_effects not in ("None", "NoneOnDryRun"):
                     raise errors.BadRequest(f'admission webhook "{hook.name}" does not support dry run')
         return out
@@ -425,9 +436,21 @@ class RequestWebhooks:
 
 
 def _with_object(request: WebhookRequest, obj: dict[str, Any]) -> WebhookRequest:
-    return WebhookRequest(
-        request.operation, request.resource, request.name, request.namespace, obj, request.old,
-        subresource=request.subresource, dry_run=request.dry_run,
+    return dataclasses.replace(request, obj=obj)
+
+
+def _as_type(request: WebhookRequest, rt: ResourceType) -> WebhookRequest:
+    """``request`` as a webhook matching it through the equivalent ``rt`` sees it: its objects
+    converted (a Scale stays a Scale) and the type it was made through as ``requested``."""
+    if rt is request.resource:
+        return request
+    if request.subresource == "scale":
+        return dataclasses.replace(request, resource=rt, requested=request.resource)
+    source = request.resource
+    return dataclasses.replace(
+        request, resource=rt, requested=source,
+        obj=None if request.obj is None else equivalence.convert(request.obj, source, rt),
+        old=None if request.old is None else equivalence.convert(request.old, source, rt),
     )
 
 

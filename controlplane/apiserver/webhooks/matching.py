@@ -9,9 +9,9 @@ Namespace is never exempted) and ``object/matcher.go`` (the new or the old objec
 A webhook's ``matchConditions`` are compiled here, once per change of its configuration, and
 evaluated by the dispatcher (:func:`.expressions.conditions_match`).
 
-``matchPolicy: Equivalent`` is taken as ``Exact``: the hub serves each resource at one version
-under one group but for a few (HorizontalPodAutoscaler v1/v2), and does not model equivalence.
-Pure: no I/O.
+Under ``matchPolicy: Equivalent`` (the default) a webhook none of whose rules names the request's
+resource is matched by its first rule naming an equivalent one (:mod:`.equivalence`), as kube's
+``ShouldCallHook``: :func:`matched_type`. Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ from typing import Any, Protocol
 
 from controlplane.apis.kube import field, label_selectors
 from controlplane.apiserver.admission import Operation, WebhookRequest
+from controlplane.apiserver.resources import Registry, ResourceType
+from controlplane.apiserver.webhooks import equivalence
 from controlplane.apiserver.webhooks.expressions import Expression, expression
 
 #: Webhooks (and admission policies) are never called for writes of their own configurations (kube: a webhook cannot lock
@@ -62,6 +64,7 @@ class Webhook:
     ca_bundle: str | None
     reinvocation_policy: str = "Never"
     match_conditions: tuple[Expression, ...] = ()
+    match_policy: str = "Equivalent"
 
     @property
     def fails_open(self) -> bool:
@@ -89,6 +92,7 @@ def webhooks_of(configuration: dict[str, Any]) -> list[Webhook]:
             service=field.mapping(client.get("service")) or None,
             ca_bundle=str(client["caBundle"]) if client.get("caBundle") else None,
             reinvocation_policy=str(hook.get("reinvocationPolicy") or "Never"),
+            match_policy=str(hook.get("matchPolicy") or "Equivalent"),
             match_conditions=tuple(
                 expression(str(field.mapping(c).get("expression") or "")) for c in field.items(hook.get("matchConditions"))
             ),
@@ -106,8 +110,25 @@ def rules_match(hook: Selection, request: WebhookRequest) -> bool:
     return any(rule_matches(rule, request) for rule in hook.rules)
 
 
-def rule_matches(rule: dict[str, Any], request: WebhookRequest) -> bool:
-    rt = request.resource
+def matched_type(hook: Webhook, request: WebhookRequest, registry: Registry) -> ResourceType | None:
+    """The type ``hook`` sees the write as: the request's own when a rule names it; else, under
+    ``matchPolicy: Equivalent``, the first equivalent type a rule names (rules in order, then the
+    equivalents); None when the hook is not called."""
+    if rules_match(hook, request):
+        return request.resource
+    if hook.match_policy != "Equivalent":
+        return None
+    candidates = equivalence.equivalents(registry, request.resource, request.subresource)
+    for rule in hook.rules:
+        for candidate in candidates:
+            if rule_matches(rule, request, candidate):
+                return candidate
+    return None
+
+
+def rule_matches(rule: dict[str, Any], request: WebhookRequest, resource: ResourceType | None = None) -> bool:
+    """Whether ``rule`` matches ``request`` (as a write of ``resource``, when given)."""
+    rt = resource or request.resource
     return (
         _scope_matches(str(rule.get("scope") or "*"), request)
         and _exact_or_wildcard(rule.get("operations"), str(request.operation))

@@ -20,6 +20,7 @@ from controlplane.apis.kube import field
 from controlplane.apiserver import errors
 from controlplane.apiserver.admission import Operation, WebhookRequest
 from controlplane.apiserver.identity import UserInfo
+from controlplane.apiserver.resources import ResourceType
 from controlplane.apiserver.webhooks.policies import Binding, Decision, Policy
 
 #: Warnings kube's recorder keeps: each item cut to 256 characters, 4096 in all.
@@ -49,17 +50,17 @@ def review_version(accepted: tuple[str, ...]) -> str:
 def review_request(
     request: WebhookRequest, *, user: UserInfo, uid: str, version: str, options: dict[str, Any] | None = None
 ) -> dict[str, Any]:
-    """kube's AdmissionReview for ``request`` (its ``kind`` and ``resource`` the request's own: the
-    hub converts nothing for a webhook)."""
+    """kube's AdmissionReview for ``request``: its ``kind`` and ``resource`` those the webhook's rule
+    matched, ``requestKind`` and ``requestResource`` those the write was made through (the same but
+    for an equivalent match)."""
     rt = request.resource
-    kind = {"group": rt.group, "version": rt.version, "kind": rt.kind}
-    resource = {"group": rt.group, "version": rt.version, "resource": rt.plural}
-    if request.subresource == "scale":
-        kind = {"group": "autoscaling", "version": "v1", "kind": "Scale"}
+    kind, resource = _kind_and_resource(rt, request.subresource)
     body: dict[str, Any] = {"uid": uid, "kind": kind, "resource": resource}
     if request.subresource:
         body["subResource"] = request.subresource
-    body["requestKind"], body["requestResource"] = kind, resource
+    body["requestKind"], body["requestResource"] = (
+        (kind, resource) if request.requested is None else _kind_and_resource(request.requested, request.subresource)
+    )
     if request.subresource:
         body["requestSubResource"] = request.subresource
     # The namespace of a Namespace is its own name, as kube's request attributes have it.
@@ -78,6 +79,13 @@ def review_request(
         **({"dryRun": ["All"]} if request.dry_run else {}), **(options or {}),
     }
     return {"kind": "AdmissionReview", "apiVersion": f"admission.k8s.io/{version}", "request": body}
+
+
+def _kind_and_resource(rt: ResourceType, subresource: str | None) -> tuple[dict[str, str], dict[str, str]]:
+    kind = {"group": rt.group, "version": rt.version, "kind": rt.kind}
+    if subresource == "scale":
+        kind = {"group": "autoscaling", "version": "v1", "kind": "Scale"}
+    return kind, {"group": rt.group, "version": rt.version, "resource": rt.plural}
 
 
 def verdict(raw: bytes, *, uid: str, version: str, mutating: bool) -> Verdict:
