@@ -237,3 +237,33 @@ async def test_policy_checks_are_on_the_hubs_metrics_under_kubes_names(api: Api)
     buckets = {labels["le"] for labels, _ in await hubmetrics.samples(
         api.hub, "apiserver_validating_admission_policy_check_duration_seconds_bucket") if labels["policy"] == "metered-team"}
     assert buckets == {"5e-07", "0.001", "0.01", "0.1", "1.0", "+Inf"}
+
+
+async def test_match_policy_equivalent_evaluates_the_rules_version(api: Api) -> None:
+    """A policy for autoscaling/v2 checks a write through autoscaling/v1 as its v2 object (kube's
+    ``matchPolicy: Equivalent``, the default); under ``Exact`` it does not apply."""
+    v2 = {"resourceRules": [{"operations": ["CREATE"], "apiGroups": ["autoscaling"], "apiVersions": ["v2"],
+                             "resources": ["horizontalpodautoscalers"]}]}
+    cpu = {"expression": "request.kind.version == 'v2' && request.requestKind.version == 'v1' && "
+                         "object.apiVersion == 'autoscaling/v2' && "
+                         "object.spec.metrics.all(m, m.resource.target.averageUtilization <= 80)",
+           "message": "at most 80% CPU"}
+    await bind(api, policy("hpa-cpu", cpu, matchConstraints=v2), binding("hpa-cpu", "hpa-cpu", "Deny"))
+    never = {"expression": "false", "message": "an Exact v2 policy saw a v1 write"}
+    await bind(api, policy("hpa-exact", never, matchConstraints={**v2, "matchPolicy": "Exact"}),
+               binding("hpa-exact", "hpa-exact", "Deny"))
+    hpas = "/apis/autoscaling/v1/namespaces/default/horizontalpodautoscalers"
+
+    def hpa(name: str, cpu: int) -> dict[str, Any]:
+        return {"apiVersion": "autoscaling/v1", "kind": "HorizontalPodAutoscaler", "metadata": {"name": name},
+                "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+                         "maxReplicas": 4, "targetCPUUtilizationPercentage": cpu}}
+
+    code, status, _ = await api.call("POST", hpas, hpa("hot", 90))
+    assert code == 422, status
+    assert status["message"] == (
+        'horizontalpodautoscalers.autoscaling "hot" is forbidden: ValidatingAdmissionPolicy \'hpa-cpu\' '
+        "with binding 'hpa-cpu' denied request: at most 80% CPU"
+    )
+    code, created, _ = await api.call("POST", hpas, hpa("cool", 50))
+    assert code == 201, created

@@ -13,7 +13,8 @@ from controlplane.apiserver.admission import Operation, WebhookRequest
 from controlplane.apiserver.webhooks import policies
 from controlplane.hub import hub_registry
 
-DEPLOYMENTS = hub_registry().require("apps/v1", "Deployment")
+REGISTRY = hub_registry()
+DEPLOYMENTS = REGISTRY.require("apps/v1", "Deployment")
 RULE = {"operations": ["CREATE"], "apiGroups": ["apps"], "apiVersions": ["v1"], "resources": ["deployments"]}
 
 
@@ -125,7 +126,7 @@ def write(name: str = "x", *, labels: dict[str, str] | None = None, replicas: in
 ])
 def test_policy_resource_matching(match: dict[str, Any], name: str, matches: bool) -> None:
     compiled = policies.policy_of(spec_policy(matchConstraints=match))
-    assert policies.resources_match(compiled.match, write(name)) is matches
+    assert (policies.matched_resource(compiled.match, write(name), REGISTRY) is not None) is matches
 
 
 def run(request: WebhookRequest, params: Any = None, **spec: Any) -> list[policies.Decision]:

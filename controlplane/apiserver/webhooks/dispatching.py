@@ -298,17 +298,20 @@ class RequestWebhooks:
         """kube's ValidatingAdmissionPolicy dispatcher: every matching binding's policy evaluated (once
         per param), Warn decisions as warnings, and the first Deny decision refuses the write."""
         denials: list[tuple[policies.Policy, policies.Binding, policies.Decision]] = []
-        selected: dict[str, bool] = {}
-        base: dict[str, Any] | None = None
+        registry = self._admission.objects.registry
+        #: Each policy's match: the type it sees the write as (its rule's, under matchPolicy: Equivalent).
+        selected: dict[str, ResourceType | None] = {}
+        bases: dict[int, dict[str, Any]] = {}
         for policy, binding in self._admission.bound:
             if policy.name not in selected:
-                selected[policy.name] = policies.resources_match(policy.match, request) and await self._selects(
-                    policy.match, request
-                )
-            if not selected[policy.name]:
+                rt = policies.matched_resource(policy.match, request, registry)
+                selected[policy.name] = rt if rt is not None and await self._selects(policy.match, request) else None
+            rt = selected[policy.name]
+            if rt is None:
                 continue
             if binding.match is not None and not (
-                policies.resources_match(binding.match, request) and await self._selects(binding.match, request)
+                policies.matched_resource(binding.match, request, registry) is not None
+                and await self._selects(binding.match, request)
             ):
                 continue
             try:
@@ -318,8 +321,9 @@ class RequestWebhooks:
                     denials.append((policy, binding, policies.Decision(True, f"failed to configure binding: {exc}")))
                     self._admission.metrics.observe_policy(policy.name, binding.name, "deny", 0.0)
                 continue
-            if base is None:
-                base = {**self._cel_variables(request), "namespaceObject": None}
+            if id(rt) not in bases:  # kube evaluates with the object in the version the policy matched
+                bases[id(rt)] = {**self._cel_variables(_as_type(request, rt)), "namespaceObject": None}
+            base = bases[id(rt)]
             if policy.reads_namespace and request.namespace and not matching.is_namespace(request):
                 base["namespaceObject"] = await self._namespace_of(request.namespace)
             for param in params:

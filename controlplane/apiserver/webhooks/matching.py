@@ -44,6 +44,8 @@ class Selection(Protocol):
     def namespace_selector(self) -> dict[str, Any]: ...
     @property
     def object_selector(self) -> dict[str, Any]: ...
+    @property
+    def match_policy(self) -> str: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,10 +112,10 @@ def rules_match(hook: Selection, request: WebhookRequest) -> bool:
     return any(rule_matches(rule, request) for rule in hook.rules)
 
 
-def matched_type(hook: Webhook, request: WebhookRequest, registry: Registry) -> ResourceType | None:
-    """The type ``hook`` sees the write as: the request's own when a rule names it; else, under
-    ``matchPolicy: Equivalent``, the first equivalent type a rule names (rules in order, then the
-    equivalents); None when the hook is not called."""
+def matched_type(hook: Selection, request: WebhookRequest, registry: Registry) -> ResourceType | None:
+    """The type a webhook (or policy) sees the write as: the request's own when a rule names it;
+    else, under ``matchPolicy: Equivalent``, the first equivalent type a rule names (rules in
+    order, then the equivalents); None when none matches."""
     if rules_match(hook, request):
         return request.resource
     if hook.match_policy != "Equivalent":

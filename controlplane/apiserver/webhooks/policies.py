@@ -22,6 +22,7 @@ from typing import Any
 from controlplane.apis.apiextensions import cel
 from controlplane.apis.kube import field
 from controlplane.apiserver.admission import WebhookRequest
+from controlplane.apiserver.resources import Registry, ResourceType
 from controlplane.apiserver.webhooks import matching
 from controlplane.apiserver.webhooks.expressions import (
     Expression,
@@ -42,6 +43,7 @@ class Match:
     excluded: tuple[dict[str, Any], ...]
     namespace_selector: dict[str, Any]
     object_selector: dict[str, Any]
+    match_policy: str = "Equivalent"
 
 
 def _match(raw: Any) -> Match | None:
@@ -52,6 +54,7 @@ def _match(raw: Any) -> Match | None:
         excluded=tuple(field.mapping(rule) for rule in field.items(raw.get("excludeResourceRules"))),
         namespace_selector=field.mapping(raw.get("namespaceSelector")),
         object_selector=field.mapping(raw.get("objectSelector")),
+        match_policy=str(raw.get("matchPolicy") or "Equivalent"),
     )
 
 
@@ -137,12 +140,14 @@ def binding_of(obj: dict[str, Any]) -> Binding:
 # --- matching ---------------------------------------------------------------------------
 
 
-def resources_match(match: Match, request: WebhookRequest) -> bool:
-    """The rules part of kube's policy matcher: a resource rule matches and no excluded one does.
-    (The selectors are :func:`~.matching.namespace_matches` and :func:`~.matching.object_matches`.)"""
+def matched_resource(match: Match, request: WebhookRequest, registry: Registry) -> ResourceType | None:
+    """The rules part of kube's policy matcher: no excluded rule matches the write, and a resource
+    rule does, naming its own resource or (``matchPolicy: Equivalent``) an equivalent one, which is
+    returned (None: no match). (The selectors are :func:`~.matching.namespace_matches` and
+    :func:`~.matching.object_matches`.)"""
     if any(matching.rule_matches(rule, request) for rule in match.excluded):
-        return False
-    return matching.rules_match(match, request)
+        return None
+    return matching.matched_type(match, request, registry)
 
 
 # --- evaluation -------------------------------------------------------------------------
