@@ -7,8 +7,10 @@ are refused with kube's field errors."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
+import pytest
 import yaml
 
 from tests import hubmetrics
@@ -267,3 +269,30 @@ async def test_match_policy_equivalent_evaluates_the_rules_version(api: Api) -> 
     )
     code, created, _ = await api.call("POST", hpas, hpa("cool", 50))
     assert code == 201, created
+
+
+async def test_audit_annotations_are_logged_and_their_errors_deny(api: Api, caplog: pytest.LogCaptureFixture) -> None:
+    """The hub keeps no audit log: a binding's audit annotations are logged at info under kube's
+    key ``<policy>/<key>``; one that fails under ``failurePolicy: Fail`` denies the write whatever
+    the binding's actions (here only Warn)."""
+    annotations = [{"key": "replicas", "valueExpression": "'replicas=' + string(object.spec.replicas)"},
+                   {"key": "team", "valueExpression": "has(object.metadata.labels.team) ? object.metadata.labels.team : null"},
+                   {"key": "cpu", "valueExpression": "object.metadata.labels.cpu"}]
+    body = {**policy("audited"), "spec": {"matchConstraints": MATCH, "auditAnnotations": annotations}}
+    await bind(api, body, binding("audited", "audited", "Warn"))
+    with caplog.at_level(logging.INFO, logger="controlplane.apiserver.webhooks.dispatching"):
+        code, created, _ = await api.call("POST", DEPLOYMENTS, deployment("audited", replicas=2, labels={"app": "a", "cpu": "8"}))
+    assert code == 201, created
+    logged = [r.getMessage() for r in caplog.records if "audit annotation" in r.getMessage()]
+    assert logged == [
+        "ValidatingAdmissionPolicy audited with binding audited: audit annotation audited/replicas=replicas=2 "
+        "(CREATE deployments.apps default/audited)",
+        "ValidatingAdmissionPolicy audited with binding audited: audit annotation audited/cpu=8 "
+        "(CREATE deployments.apps default/audited)",
+    ]
+    code, status, _ = await api.call("POST", DEPLOYMENTS, deployment("unlabelled", replicas=1))
+    assert code == 422, status
+    assert status["message"] == (
+        'deployments.apps "unlabelled" is forbidden: ValidatingAdmissionPolicy \'audited\' with binding \'audited\' '
+        "denied request: expression 'object.metadata.labels.cpu' resulted in error: no such key: cpu"
+    )

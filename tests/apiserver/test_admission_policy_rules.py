@@ -136,6 +136,36 @@ def run(request: WebhookRequest, params: Any = None, **spec: Any) -> list[polici
     return policies.evaluate(compiled, variables)
 
 
+def audit(request: WebhookRequest, *value_expressions: str, **spec: Any) -> tuple[list[policies.Decision], list[tuple[str, str]]]:
+    """The decisions and published audit annotations (keys ``a0``, ``a1``...) of a policy with no validation."""
+    annotations: list[tuple[str, str]] = []
+    compiled = policies.policy_of(spec_policy(
+        validations=[], auditAnnotations=[{"key": f"a{i}", "valueExpression": e} for i, e in enumerate(value_expressions)],
+        **spec,
+    ))
+    variables = {"object": request.obj, "oldObject": None, "request": {"operation": "CREATE"},
+                 "namespaceObject": None, "params": None}
+    return policies.evaluate(compiled, variables, None, annotations), annotations
+
+
+def test_audit_annotations_are_kubes_string_or_null() -> None:
+    # A string is trimmed and published; empty or null is left out; a long value is cut to 10 KiB.
+    decisions, published = audit(write("x" * 20000, replicas=3), "'  replicas ' + string(object.spec.replicas) + ' '",
+                                 "'  '", "null", "object.spec.replicas > 2 ? object.metadata.name : null")
+    assert decisions == []
+    assert published == [("a0", "replicas 3"), ("a3", "x" * 10240)]
+    # Another type is an error whatever the failure policy, and denies whatever the binding's actions.
+    unsupported = policies.Decision(True, "valueExpression 'object.spec.replicas' resulted in unsupported return type: int. "
+                                          "Return type must be either string or null.", denies_always=True)
+    assert audit(write(), "object.spec.replicas", failurePolicy="Ignore") == ([unsupported], [])
+    # An evaluation error denies under Fail, and is left out under Ignore.
+    error = policies.Decision(True, "expression 'object.spec.missing' resulted in error: no such key: missing", denies_always=True)
+    assert audit(write(), "object.spec.missing", "'kept'") == ([error], [("a1", "kept")])
+    assert audit(write(), "object.spec.missing", "'kept'", failurePolicy="Ignore") == ([], [("a1", "kept")])
+    # Not evaluated when the policy's matchConditions leave the write out.
+    assert audit(write(), "'x'", matchConditions=[{"name": "never", "expression": "false"}]) == ([], [])
+
+
 def test_each_failed_validation_is_a_decision_with_its_message_and_reason() -> None:
     validations = [
         {"expression": "object.spec.replicas <= 2", "message": "too many"},

@@ -326,14 +326,16 @@ class RequestWebhooks:
             base = bases[id(rt)]
             if policy.reads_namespace and request.namespace and not matching.is_namespace(request):
                 base["namespaceObject"] = await self._namespace_of(request.namespace)
+            annotations: list[tuple[str, str]] = []
             for param in params:
                 started = time.monotonic()
-                decisions = policies.evaluate(policy, {**base, "params": param}, self.functions)
+                decisions = policies.evaluate(policy, {**base, "params": param}, self.functions, annotations)
                 elapsed = time.monotonic() - started
                 if not decisions:
                     self._admission.metrics.observe_policy(policy.name, binding.name, "allow", elapsed)
                 for decision in decisions:
                     self._act(policy, binding, decision, denials, elapsed)
+            _log_audit_annotations(request, policy, binding, annotations)
         if denials:
             raise review.policy_denial(request, *denials[0])
 
@@ -375,6 +377,10 @@ class RequestWebhooks:
         self, policy: policies.Policy, binding: policies.Binding, decision: policies.Decision,
         denials: list[tuple[policies.Policy, policies.Binding, policies.Decision]], elapsed: float = 0.0,
     ) -> None:
+        if decision.denies_always:  # an audit annotation's error under failurePolicy: Fail
+            denials.append((policy, binding, decision))
+            self._admission.metrics.observe_policy(policy.name, binding.name, "deny", elapsed)
+            return
         for action in binding.actions:
             self._admission.metrics.observe_policy(policy.name, binding.name, action.lower(), elapsed)
             if action == "Deny":
@@ -437,6 +443,23 @@ class RequestWebhooks:
             return review.verdict(raw, uid=uid, version=version, mutating=mutating)
         except review.InvalidResponse as exc:
             raise CallFailed(f"received invalid webhook response: {exc}", 0) from None
+
+
+def _log_audit_annotations(
+    request: WebhookRequest, policy: policies.Policy, binding: policies.Binding, annotations: list[tuple[str, str]]
+) -> None:
+    """A binding's audit annotations, logged at info as the hub keeps no audit log: kube's key
+    ``<policy>/<key>``, the distinct values of its params joined by ``, `` as kube's collector does."""
+    values: dict[str, list[str]] = {}
+    for key, value in annotations:
+        if value not in values.setdefault(key, []):
+            values[key].append(value)
+    for key, distinct in values.items():
+        logger.info(
+            "ValidatingAdmissionPolicy %s with binding %s: audit annotation %s/%s=%s (%s %s %s)",
+            policy.name, binding.name, policy.name, key, ", ".join(distinct), request.operation,
+            request.resource.qualified(), f"{request.namespace}/{request.name}" if request.namespace else request.name,
+        )
 
 
 def _with_object(request: WebhookRequest, obj: dict[str, Any]) -> WebhookRequest:

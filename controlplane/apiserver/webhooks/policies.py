@@ -33,6 +33,8 @@ from controlplane.apiserver.webhooks.expressions import (
 
 #: kube drops a messageExpression's result longer than this (and one with a line break).
 MAX_MESSAGE_BYTES = 5 * 1024
+#: kube cuts an audit annotation's value to this many bytes.
+MAX_AUDIT_ANNOTATION_BYTES = 10 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +80,8 @@ class Policy:
     validations: tuple[Validation, ...]
     #: Whether an expression reads ``namespaceObject`` (only then is the namespace read).
     reads_namespace: bool
+    #: ``auditAnnotations``: each key with its compiled ``valueExpression``.
+    audit_annotations: tuple[tuple[str, Expression], ...] = ()
 
     @property
     def fails_open(self) -> bool:
@@ -112,7 +116,11 @@ def policy_of(obj: dict[str, Any]) -> Policy:
         (str(field.mapping(v).get("name") or ""), expression(str(field.mapping(v).get("expression") or "")))
         for v in field.items(spec.get("variables"))
     )
-    sources = [e.source for e in conditions] + [e.source for _, e in variables]
+    annotations = tuple(
+        (str(field.mapping(a).get("key") or ""), expression(str(field.mapping(a).get("valueExpression") or "")))
+        for a in field.items(spec.get("auditAnnotations"))
+    )
+    sources = [e.source for e in conditions] + [e.source for _, e in (*variables, *annotations)]
     sources += [s for v in validations for s in (v.expression.source, v.message_expression.source if v.message_expression else "")]
     return Policy(
         name=str(field.mapping(obj.get("metadata")).get("name") or ""),
@@ -123,6 +131,7 @@ def policy_of(obj: dict[str, Any]) -> Policy:
         variables=variables,
         validations=tuple(validations),
         reads_namespace=any(re.search(r"\bnamespaceObject\b", s) for s in sources),
+        audit_annotations=annotations,
     )
 
 
@@ -160,6 +169,9 @@ class Decision:
     denied: bool
     message: str = ""
     reason: str = "Invalid"
+    #: An audit annotation's error under ``failurePolicy: Fail``: kube denies the write whatever
+    #: the binding's actions.
+    denies_always: bool = False
 
 
 def _error(policy: Policy, message: str) -> list[Decision]:
@@ -167,10 +179,14 @@ def _error(policy: Policy, message: str) -> list[Decision]:
     return [] if policy.fails_open else [Decision(True, message)]
 
 
-def evaluate(policy: Policy, variables: dict[str, Any], functions: dict[str, Any] | None = None) -> list[Decision]:
+def evaluate(
+    policy: Policy, variables: dict[str, Any], functions: dict[str, Any] | None = None,
+    annotations: list[tuple[str, str]] | None = None,
+) -> list[Decision]:
     """The decisions of ``policy`` for one write (and one param): the denials, in its order.
     ``variables``: ``object``, ``oldObject``, ``request``, ``namespaceObject``, ``params`` (and
-    ``authorizer``, with its ``functions``: :func:`.expressions.authorizer_functions`)."""
+    ``authorizer``, with its ``functions``: :func:`.expressions.authorizer_functions`). The audit
+    annotations to publish are added to ``annotations`` (key, value), as kube's validator does."""
     context = cel.activation({**variables, "variables": {}}, functions)
     if policy.match_conditions:
         matches, error = conditions_match(policy.match_conditions, context, fails_open=policy.fails_open)
@@ -205,7 +221,48 @@ def evaluate(policy: Policy, variables: dict[str, Any], functions: dict[str, Any
             out += _error(policy, evaluation_error(check.source, TypeError("expected a bool result")))
             continue
         out.append(Decision(True, _message(validation, context), validation.reason))
+    for key, value_expression in policy.audit_annotations:
+        value, error = _audit_annotation(policy, value_expression, context, failed)
+        if error is not None:
+            out.append(Decision(True, error, denies_always=True))
+        elif value and annotations is not None:
+            annotations.append((key, value))
     return out
+
+
+_CEL_TYPES = ((bool, "bool"), (int, "int"), (float, "double"), (bytes, "bytes"), (list, "list"), (dict, "map"))
+
+
+def _audit_annotation(
+    policy: Policy, value_expression: Expression, context: Any, failed: dict[str, str]
+) -> tuple[str | None, str | None]:
+    """kube's audit annotation result: (the value, or None to leave it out; an error that denies).
+    A string is trimmed (empty: left out), null is left out, another type is an error whatever
+    the failure policy; an evaluation error denies under ``Fail`` and is left out under ``Ignore``."""
+    broken = [failed[name] for name in value_expression.reads if name in failed]
+    try:
+        if broken:
+            raise _Failed(broken[0])
+        try:
+            result = cel.execute(value_expression.program, context)
+        except cel.EvaluationError as exc:
+            raise _Failed(evaluation_error(value_expression.source, exc)) from None
+    except _Failed as exc:
+        return None, None if policy.fails_open else str(exc)
+    if result is None:
+        return None, None
+    if isinstance(result, str):
+        value = result.strip().encode()[:MAX_AUDIT_ANNOTATION_BYTES].decode("utf-8", "ignore")
+        return value or None, None
+    type_name = next((name for kind, name in _CEL_TYPES if isinstance(result, kind)), type(result).__name__)
+    return None, (
+        f"valueExpression '{value_expression.source}' resulted in unsupported return type: {type_name}. "
+        "Return type must be either string or null."
+    )
+
+
+class _Failed(Exception):
+    pass
 
 
 def _message(validation: Validation, context: Any) -> str:
