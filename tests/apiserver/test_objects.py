@@ -464,6 +464,40 @@ async def test_scale_subresource(objects_on: ObjectStore) -> None:
     assert (await objects_on.get(deploy, namespace="default", name="web"))["spec"]["replicas"] == 7
 
 
+class _WriterMeanwhile:
+    """Admission webhook calls during which another client writes the object once (as a controller
+    writing a Deployment's status while a scale write waits for its webhooks)."""
+
+    def __init__(self, objects: ObjectStore, rt: Any) -> None:
+        self.objects, self.rt, self.writes = objects, rt, 0
+
+    async def mutate(self, request: Any) -> None:
+        if not self.writes:
+            self.writes += 1
+            await self.objects.patch(self.rt, namespace="default", name="web", patch_type=PatchType.MERGE,
+                                     patch={"metadata": {"labels": {"touched": "yes"}}})
+
+    async def validate(self, request: Any) -> None:
+        return None
+
+
+async def test_a_scale_patch_is_retried_after_a_concurrent_write(objects_on: ObjectStore) -> None:
+    """As kube's patch handler: a scale patch is applied again to the latest object when another
+    write wins meanwhile, unless the patch names the resourceVersion it was made against."""
+    deploy, _, _ = _types(objects_on)
+    created = await objects_on.create(deploy, deployment("web", replicas=2))
+    scaled = await objects_on.patch_scale(deploy, namespace="default", name="web", patch_type=PatchType.MERGE,
+                                          patch={"spec": {"replicas": 7}}, webhooks=_WriterMeanwhile(objects_on, deploy))
+    assert scaled["spec"]["replicas"] == 7
+    stored = await objects_on.get(deploy, namespace="default", name="web")
+    assert stored["spec"]["replicas"] == 7 and stored["metadata"]["labels"]["touched"] == "yes"
+    with pytest.raises(errors.Conflict):
+        await objects_on.patch_scale(
+            deploy, namespace="default", name="web", patch_type=PatchType.MERGE,
+            patch={"metadata": {"resourceVersion": created["metadata"]["resourceVersion"]}, "spec": {"replicas": 3}},
+        )
+
+
 async def test_a_scale_is_decoded_and_validated_as_kube_does(objects_on: ObjectStore) -> None:
     """A Scale's replicas are an int32: another type is the decoder's 400 (through a patch, the
     patch handler's 422), a negative number kube's Invalid, and none at all 0."""

@@ -324,16 +324,25 @@ class ObjectStore:
                 webhooks=webhooks,
             )
         effective = scale_patch_type(patch_type)
-        current = await self.get_scale(rt, namespace=namespace, name=name)
-        patched = patched_scale(rt, current, effective, patch, field_manager=field_manager, now=self.now())
-        try:
-            return await self.update_scale(
-                rt, patched, namespace=namespace, name=name, dry_run=dry_run, field_manager=field_manager,
-                webhooks=webhooks,
-            )
-        except DecodingError as exc:  # kube decodes the patched Scale: its patch handler's 422
-            strategic = patch_type is PatchType.STRATEGIC
-            raise exc.in_patch(go_printed(patch) if strategic else go_json(patched), strategic=strategic) from exc
+        modified = errors.conflict_modified(plural=rt.plural, group=rt.group, name=name)
+        for _attempt in range(PATCH_RETRIES):
+            current = await self.get_scale(rt, namespace=namespace, name=name)
+            patched = patched_scale(rt, current, effective, patch, field_manager=field_manager, now=self.now())
+            try:
+                return await self.update_scale(
+                    rt, patched, namespace=namespace, name=name, dry_run=dry_run, field_manager=field_manager,
+                    webhooks=webhooks,
+                )
+            except errors.Conflict as exc:
+                # As kube's patch handler: a concurrent write is retried against the latest object,
+                # unless the patch names the resourceVersion it was made against.
+                named = patched["metadata"].get("resourceVersion") != current["metadata"].get("resourceVersion")
+                if named or exc.message != modified.message:
+                    raise
+            except DecodingError as exc:  # kube decodes the patched Scale: its patch handler's 422
+                strategic = patch_type is PatchType.STRATEGIC
+                raise exc.in_patch(go_printed(patch) if strategic else go_json(patched), strategic=strategic) from exc
+        raise modified
 
     async def apply_scale(
         self,
