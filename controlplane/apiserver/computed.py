@@ -1,5 +1,5 @@
-"""API resources answered by a handler of their own, never stored: the create-only ones, and
-kube's read-only ComponentStatus.
+"""API resources answered by a handler of their own, never stored: the create-only ones,
+kube's read-only ComponentStatus and Kueue's visibility API.
 
 kube-apiserver serves some resources that only take a ``POST``: the access reviews
 (``authorization.k8s.io/v1`` SelfSubjectAccessReview, SelfSubjectRulesReview,
@@ -37,7 +37,8 @@ CREATE_ONLY_VERBS: Final = ("create",)
 
 @dataclass(frozen=True, slots=True)
 class ComputedResource:
-    """One create-only resource, as discovery lists it and as its route is addressed."""
+    """One resource answered by a handler of its own (never stored), as discovery lists it and as
+    its route is addressed."""
 
     group: str
     version: str

@@ -397,3 +397,17 @@ async def test_match_policy_equivalent_sends_a_write_as_the_rules_version(api: A
     code, status, _ = await api.call("POST", hpas, hpa("refused", deny="yes"))
     assert code == 403, status
     assert status["message"] == 'admission webhook "hpa.acme.io" denied the request: no GPUs for you'
+
+
+async def test_a_validating_webhook_sees_what_the_hubs_own_admission_set(api: Api, server: WebhookServer) -> None:
+    """kube's order: in-tree admission first, then the validating webhooks. A Job created with a
+    Kueue queue name is stored suspended (Kueue's Job default), and the webhook sees it so."""
+    jobs_rule = {"operations": ["CREATE"], "apiGroups": ["batch"], "apiVersions": ["v1"], "resources": ["jobs"]}
+    await configure(api, "Validating", "jobs", webhook("jobs.acme.io", server.client("/deny"), rules=[jobs_rule]))
+    job = {"apiVersion": "batch/v1", "kind": "Job",
+           "metadata": {"name": "train", "namespace": "default", "labels": {"kueue.x-k8s.io/queue-name": "team-a"}},
+           "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "train:1"}]}}}}
+    code, created, _ = await api.call("POST", "/apis/batch/v1/namespaces/default/jobs", job)
+    assert code == 201, created
+    assert created["spec"]["suspend"] is True
+    assert server.received["/deny"][-1]["request"]["object"]["spec"]["suspend"] is True

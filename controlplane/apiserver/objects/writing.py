@@ -88,7 +88,8 @@ class Writer:
         self._store = store
         self._namespaces = namespaces
         self.now = now
-        #: Awaited for every create, after ``options.validate`` (see :data:`CheckCreate`).
+        #: Awaited for every create, after ``options.validate`` and before the validating webhooks
+        #: (see :data:`CheckCreate`).
         self.create_checks: list[CheckCreate] = []
         #: Awaited for every create and main-resource update, last (see :data:`AdmitWrite`).
         self.write_admissions: list[AdmitWrite] = []
@@ -173,10 +174,10 @@ class Writer:
                 options.warnings.extend(rt.warn(obj))
         if options.validate is not None:
             options.validate(WriteAttributes(Operation.CREATE, rt, obj))
-        if options.webhooks is not None:
-            await options.webhooks.validate(webhook_request(rt, options, Operation.CREATE, obj, None, subresource=None))
         for check in self.create_checks:
             await check(rt, obj)
+        if options.webhooks is not None:  # they see what the hub's own plugins set (kube's order)
+            await options.webhooks.validate(webhook_request(rt, options, Operation.CREATE, obj, None, subresource=None))
         for admit in self.write_admissions:
             await admit(WriteAttributes(Operation.CREATE, rt, obj, dry_run=options.dry_run))
         reserved = await self.allocations.on_create(rt, obj, dry_run=options.dry_run)
