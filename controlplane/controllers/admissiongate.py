@@ -115,6 +115,15 @@ class AdmissionGate:
             if evicted.get("status") == "True":
                 return Gate(held=f"evicted: {evicted.get('message', '')}; {held}", evicted=True)
             return Gate(held=held)
+        if (str(workload.get("apiVersion")), str(workload.get("kind"))) == JOB and (workload.get("spec") or {}).get("suspend") is True:
+            # Admitted, but the admission controller has not started the Job yet: until it does,
+            # the Job has its own parallelism, not the admitted count, nor the flavor's node
+            # labels, and a member given it would be given another count soon after (kube
+            # refuses the completions that count then divides to).
+            return Gate(held=(
+                f"admitted by ClusterQueue {admission.get('clusterQueue', '')} (Workload {adm.key_of(wl)}); "
+                "waiting for the Job to be started with its admission"
+            ))
         cluster_keys = {k for c in self.kinds.ctx.clusters.items() for k in ((c.get("metadata") or {}).get("labels") or {})}
         on_clusters, _ = adm.flavor_constraints(admission, self.kinds.flavors(), cluster_keys)
         return Gate(cluster_labels=on_clusters)

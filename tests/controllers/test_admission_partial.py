@@ -5,15 +5,20 @@ Job without the annotation waits."""
 
 from __future__ import annotations
 
-from typing import Any
+import asyncio
+from typing import Any, Unpack
 
-from controlplane.apiserver.objects import ObjectStore
+from controlplane.apiserver.objects import ObjectStore, WriteArgs
 from controlplane.controllers.admissiongate import suspend_queued_job
 from controlplane.controllers.manager import ControllerManager
+from controlplane.hub import hub_registry
+from controlplane.objectclient import ResourceType
+from controlplane.storage import MemoryStore
 
+from .conftest import FAST
 from .fleet import eventually, node_shape, propagation_policy, put_cluster, settled
 from .test_admission import GPU, KUEUE, PLACEMENT, condition, create, get, kueue_obj
-from .test_admission_preemption import WORK, job
+from .test_admission_preemption import WORK, admitted, job
 from .test_admission_stopping import stop
 
 
@@ -139,3 +144,50 @@ async def _status_without_start(objects: ObjectStore, name: str) -> dict[str, An
     obj = await get(objects, "batch/v1", "Job", name)
     status = (obj or {}).get("status") or {}
     return status if "startTime" not in status else None
+
+
+class _JobStartsHeld(ObjectStore):
+    """The hub's store, where a write that starts a Job (``spec.suspend: false``) waits for
+    ``started``: the admission controller has admitted the Job's Workload but not started it."""
+
+    started: asyncio.Event
+
+    async def update(
+        self, rt: ResourceType, obj: dict[str, Any], *, namespace: str | None = None, name: str | None = None,
+        subresource: str | None = None, **options: Unpack[WriteArgs],
+    ) -> dict[str, Any]:
+        if (rt.api_version, rt.kind) == ("batch/v1", "Job") and subresource is None and (obj.get("spec") or {}).get("suspend") is False:
+            await self.started.wait()
+        return await super().update(rt, obj, namespace=namespace, name=name, subresource=subresource, **options)
+
+
+async def test_an_admitted_job_propagates_only_once_started_with_its_admitted_count() -> None:
+    """Between its Workload's admission and the write that starts it, a Job still has its own
+    parallelism and no flavor labels; the detector waits for that write, so that a member is never
+    given a count (and the completions it divides to) that the next write changes."""
+    async with MemoryStore() as store:
+        objects = _JobStartsHeld(store, hub_registry(), garbage_collection=True)
+        objects.started = asyncio.Event()
+        await objects.bootstrap()
+        objects.check_creates(suspend_queued_job)
+        async with ControllerManager(objects, settings=FAST) as manager:
+            await two_queues_of_3_gpus(objects, manager)
+            wide = job("wide", "partial")
+            wide["metadata"]["annotations"] = {"kueue.x-k8s.io/job-min-parallelism": "2"}
+            await create(objects, wide)
+            assert await eventually(lambda: admitted(objects, "wide"), what="wide admitted") == "partial"
+
+            async def waiting_to_start() -> dict[str, Any] | None:
+                obj = await get(objects, "batch/v1", "Job", "wide")
+                propagated = condition(obj, "Propagated")
+                return propagated if "waiting for the Job to be started" in propagated.get("message", "") else None
+
+            propagated = await eventually(waiting_to_start, what="wide held until started")
+            assert propagated["status"] == "False"
+            assert propagated["message"].startswith("admitted by ClusterQueue partial (Workload default/job-wide)")
+            assert await get(objects, WORK, "ResourceBinding", "wide-job") is None
+            stored = await get(objects, "batch/v1", "Job", "wide")
+            assert stored is not None and (stored["spec"]["suspend"], stored["spec"]["parallelism"]) == (True, 4)
+
+            objects.started.set()
+            await eventually(lambda: running_with(objects, "wide", 3), what="wide propagated with 3 pods once started")
