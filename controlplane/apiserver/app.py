@@ -2,7 +2,7 @@
 
 ``create_app(object_store, registry, authenticator=..., authorizer=...)`` returns an
 aiohttp application serving: health (``/healthz``, ``/livez``, ``/readyz`` in kube's format, no auth; :mod:`.health`),
-``/version``, discovery (``/api``, ``/api/v1``, ``/apis``, ``/apis/<g>[/<v>]``),
+``/version`` (also without a token, as ``system:anonymous``), discovery (``/api``, ``/api/v1``, ``/apis``, ``/apis/<g>[/<v>]``),
 OpenAPI (``/openapi/v3``, one v3 document per group-version, and ``/openapi/v2`` as JSON
 or protobuf: :mod:`controlplane.apiserver.openapi`), every resource path, and the create-only
 resources given to it (:mod:`.computed`: their ``POST``, kube's 405 for any other method,
@@ -57,6 +57,7 @@ from controlplane.apiserver.flowcontrol import (
 from controlplane.apiserver.handlers import REQUEST_INFO, WARNINGS, ResourceHandlers, json_response
 from controlplane.apiserver.health import HealthEndpoints
 from controlplane.apiserver.identity import (
+    ANONYMOUS_USER,
     Authenticator,
     Authorizer,
     RequestAttributes,
@@ -90,6 +91,11 @@ WATCH_STOP = web.AppKey("watch_stop", asyncio.Event)
 USER = web.RequestKey("user", UserInfo)
 
 PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/readyz"})
+#: Paths a request without credentials may ask as ``system:anonymous`` (group
+#: ``system:unauthenticated``), as kube's anonymous authenticator restricted by
+#: ``AuthenticationConfiguration`` ``anonymous.conditions`` to the public-info paths; the
+#: authorizer still decides. Any other path without credentials is 401.
+ANONYMOUS_PATHS = frozenset({"/version", "/version/"})
 #: Subresources kube counts as long-running (not in the in-flight limit): proxied streams and
 #: the agents' tunnels that carry them.
 _LONG_RUNNING_SUBRESOURCES = frozenset({"proxy", "tunnel", "log", "exec", "attach", "portforward"})
@@ -270,6 +276,8 @@ def auth_middleware(
                         "(the object store is slow or unavailable); retry in a few seconds",
                         retry_after_seconds=1,
                     ) from None
+        if user is None and token is None and request.path in ANONYMOUS_PATHS:
+            user = ANONYMOUS_USER  # the authorizer decides: RBAC's system:public-info-viewer allows it
         if user is None:
             raise errors.Unauthorized(
                 "Unauthorized: this server needs a valid bearer token (Authorization: Bearer <token>); "

@@ -32,6 +32,8 @@ HUB_AUDIENCE: Final = "https://kubernetes.default.svc.cluster.local"
 SYSTEM_MASTERS: Final = "system:masters"
 AUTHENTICATED: Final = "system:authenticated"
 UNAUTHENTICATED: Final = "system:unauthenticated"
+#: The user kube's anonymous authenticator makes of a request without credentials.
+ANONYMOUS: Final = "system:anonymous"
 VIEWERS: Final = "gpufed:viewers"
 AGENTS: Final = "system:gpufed:agents"
 BOOTSTRAPPERS: Final = "system:bootstrappers"
@@ -88,6 +90,10 @@ class UserInfo:
         if self.role is Role.USER:
             return self.user_groups
         return ROLE_GROUPS[self.role]
+
+
+#: A request without credentials, as kube's anonymous authenticator names it.
+ANONYMOUS_USER: Final = UserInfo(ANONYMOUS, Role.USER, user_groups=(UNAUTHENTICATED,))
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Final
 
 from controlplane.apiserver.identity import (
+    ANONYMOUS,
     AUTHENTICATED,
     UNAUTHENTICATED,
     Authorizer,
@@ -29,7 +30,6 @@ from controlplane.apiserver.identity import (
 
 USER_HEADER: Final = "Impersonate-User"
 GROUP_HEADER: Final = "Impersonate-Group"
-ANONYMOUS: Final = "system:anonymous"
 
 
 class ImpersonationDenied(Exception):

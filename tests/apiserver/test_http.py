@@ -13,6 +13,9 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
 from controlplane.apiserver.app import create_app
+from controlplane.apiserver.auth.rbac.authorizing import HubAuthorizer
+from controlplane.apiserver.auth.rbac.index import RbacIndex
+from controlplane.apiserver.auth.rbac.policy import default_policy_index
 from controlplane.apiserver.identity import Decision, RequestAttributes, Role, UserInfo
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.apiserver.resources import Registry
@@ -517,7 +520,7 @@ async def test_authentication_and_authorization(objects: ObjectStore, api_regist
         assert anonymous.status == 401
         assert_status(await anonymous.json(), code=401, reason="Unauthorized")
         wrong = await client.get("/version", headers={"Authorization": "Bearer nope"})
-        assert wrong.status == 401
+        assert wrong.status == 401, "a token that fails is 401 even where an anonymous request is allowed"
         viewer = {"Authorization": "Bearer viewer-token"}
         assert (await client.get("/api/v1/namespaces", headers=viewer)).status == 200
         denied = await client.post(DEPLOYMENTS, json=deployment("web"), headers=viewer)
@@ -527,3 +530,26 @@ async def test_authentication_and_authorization(objects: ObjectStore, api_regist
         assert status["message"] == 'User "bob" may only read, not create'
         admin = {"Authorization": "Bearer admin-token"}
         assert (await client.post(DEPLOYMENTS, json=deployment("web"), headers=admin)).status == 201
+
+
+@pytest.mark.parametrize("path", ["/version", "/version/"])
+async def test_version_is_public_info_for_anonymous_requests_as_rbac_allows(
+    objects: ObjectStore, api_registry: Registry, path: str
+) -> None:
+    """kube's ``system:public-info-viewer`` binding lets ``system:unauthenticated`` read
+    ``/version``; without the binding the anonymous request is 403 with kube's message."""
+    with_policy = create_app(objects, api_registry, authenticator=_Tokens(),
+                             authorizer=HubAuthorizer(default_policy_index()))
+    async with TestClient(TestServer(with_policy)) as client:
+        response = await client.get(path)
+        assert response.status == 200
+        assert "gitVersion" in await response.json()
+        assert (await client.get("/api/v1/namespaces")).status == 401, "anonymous only for public info"
+        assert (await client.get("/apis")).status == 401
+    without_binding = create_app(objects, api_registry, authenticator=_Tokens(), authorizer=HubAuthorizer(RbacIndex()))
+    async with TestClient(TestServer(without_binding)) as client:
+        denied = await client.get(path)
+        assert denied.status == 403
+        status = await denied.json()
+        assert_status(status, code=403, reason="Forbidden")
+        assert status["message"] == f'forbidden: User "system:anonymous" cannot get path "{path}"'
