@@ -17,7 +17,7 @@ from controlplane.apiserver.auth.rbac.authorizing import HubAuthorizer
 from controlplane.apiserver.auth.rbac.index import RbacIndex
 from controlplane.apiserver.auth.rbac.policy import default_policy_index
 from controlplane.apiserver.identity import Decision, RequestAttributes, Role, UserInfo
-from controlplane.apiserver.objects import ObjectStore
+from controlplane.apiserver.objects import ObjectStore, reading
 from controlplane.apiserver.resources import Registry
 
 from .kinds import deployment, widget
@@ -410,11 +410,14 @@ async def test_watch_from_compacted_revision_sends_410(api: Client, objects: Obj
     assert events[0]["object"]["reason"] == "Expired"
 
 
-async def test_lists_at_a_resource_version_answer_as_kubes_store_does(api: Client, objects: ObjectStore) -> None:
+async def test_lists_at_a_resource_version_answer_as_kubes_store_does(
+    api: Client, objects: ObjectStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """An exact list (``resourceVersionMatch=Exact``, or kube's legacy form: a ``limit`` and no
     match) of a compacted revision is 410 ``The resourceVersion for the provided list is too old.``;
     a list not older than a revision the store has not reached is kube's 504 ``Too large resource
     version`` (the hub served its current list)."""
+    monkeypatch.setattr(reading, "FRESH_WAIT_SECONDS", 0.05)  # no write comes: test_fresh_reads waits
     for index in range(3):
         await api.post(DEPLOYMENTS, json=deployment(f"d{index}"))
     current = await objects.store.current_revision()
@@ -442,10 +445,13 @@ async def test_lists_at_a_resource_version_answer_as_kubes_store_does(api: Clien
     assert listed["metadata"]["resourceVersion"] == str(current)
 
 
-async def test_a_get_at_a_resource_version_answers_as_kubes_cache_does(api: Client, objects: ObjectStore) -> None:
+async def test_a_get_at_a_resource_version_answers_as_kubes_cache_does(
+    api: Client, objects: ObjectStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A get at a resourceVersion reads an object not older than it: one the store has not reached
     is kube's 504 ``Too large resource version`` (before a missing object's 404); one that does not
     parse is the list's 400; ``0`` or an older one reads the object."""
+    monkeypatch.setattr(reading, "FRESH_WAIT_SECONDS", 0.05)  # no write comes: test_fresh_reads waits
     await api.post(DEPLOYMENTS, json=deployment("d"))
     current = await objects.store.current_revision()
     for path in ("d", "missing", "d/scale"):

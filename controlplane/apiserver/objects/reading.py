@@ -65,14 +65,39 @@ async def get_kv(store: storage.Store, rt: ResourceType, *, namespace: str | Non
     return kv
 
 
+#: How long a read not older than a revision waits for the store to reach it (kube's cacher
+#: ``blockTimeout``) before answering ``Too large resource version``.
+FRESH_WAIT_SECONDS = 3.0
+
+
 async def check_read_revision(store: storage.Store, rt: ResourceType, resource_version: str | None, *, name: str) -> None:
-    """A get at ``resource_version`` reads an object not older than it, as kube's cache serves one: a
-    revision the store has not reached is kube's 504 ``Too large resource version``; one that does
-    not parse the list's 400. Unset or ``0``: any."""
+    """A get at ``resource_version`` reads an object not older than it, as kube's cache serves one
+    (:func:`wait_until_fresh`); one that does not parse is the list's 400. Unset or ``0``: any."""
     if not resource_version or resource_version == "0":
         return
-    wanted = parse_resource_version(resource_version)
+    await wait_until_fresh(store, rt, parse_resource_version(resource_version), name=name)
+
+
+async def wait_until_fresh(store: storage.Store, rt: ResourceType, wanted: int, *, name: str = "") -> None:
+    """Return once the store has reached revision ``wanted``, waiting up to
+    :data:`FRESH_WAIT_SECONDS` as kube's ``waitUntilFreshAndBlock`` does; then kube's 504
+    ``Too large resource version``. The wait is a store watch from ``wanted``: its first event
+    is the write that reaches it."""
     current: int = await store_call(rt, name, store.current_revision())
+    if wanted <= current:
+        return
+    events = store.watch("", from_revision=wanted)
+    try:
+        async with asyncio.timeout(FRESH_WAIT_SECONDS):
+            await anext(events)
+        return
+    except (TimeoutError, StopAsyncIteration, storage.StorageError):
+        pass  # the store's own revision decides below
+    finally:
+        aclose = getattr(events, "aclose", None)
+        if aclose is not None:
+            await aclose()
+    current = await store_call(rt, name, store.current_revision())
     if wanted > current:
         raise errors.too_large_resource_version(wanted, current)
 
@@ -235,6 +260,8 @@ async def list_page(store: storage.Store, rt: ResourceType, namespace: str | Non
     elif resource_version and resource_version != "0":
         not_older_than = parse_resource_version(resource_version)
 
+    if not_older_than:
+        await wait_until_fresh(store, rt, not_older_than)
     kvs: list[storage.KeyValue] = []
     objects: list[dict[str, Any] | None] = []
     more = False

@@ -11,7 +11,8 @@ fans each event out, decoded once, to every watch of the type. What is served fr
   compacted);
 * lists with ``resourceVersion`` "0" (``limit`` is ignored, as kube's cache does) or "N"
   (``resourceVersionMatch`` unset or ``NotOlderThan``, without ``limit``) once the cache has
-  reached N. Lists without a resourceVersion (consistent reads), with ``Exact``, a
+  reached N (before, the store answers once it has reached N, waiting up to 3 s as kube's
+  ``waitUntilFreshAndBlock``). Lists without a resourceVersion (consistent reads), with ``Exact``, a
   ``continue`` token, or a ``limit`` with a resourceVersion other than "0" read the store,
   as kube's do.
 
