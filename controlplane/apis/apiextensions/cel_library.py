@@ -1,7 +1,7 @@
 """The CEL functions kube's CRD validation environment has beyond core CEL, for rules.
 
-cel-go's strings, math, sets and encoders extensions come from the ``cel`` package's
-``cel.stdlib``; kube's own libraries are here: lists (``isSorted``, ``sum``, ``min``,
+cel-go's math, sets and encoders extensions come from the ``cel`` package's ``cel.stdlib``, its
+strings extension (with ``format``) from :mod:`.cel_strings`; kube's own libraries are here: lists (``isSorted``, ``sum``, ``min``,
 ``max``, ``indexOf``, ``lastIndexOf``), regex (``find``, ``findAll``; RE2, as kube) and
 quantities (``quantity("1Gi")``, ``isQuantity``, and on a quantity ``isGreaterThan``,
 ``isLessThan``, ``compareTo``, ``add``, ``sub``, ``asInteger``, ``isInteger``,
@@ -19,7 +19,7 @@ from typing import Any
 
 from cel import stdlib
 
-from controlplane.apis.apiextensions import cel_format, cel_ip, cel_url
+from controlplane.apis.apiextensions import cel_format, cel_ip, cel_strings, cel_url
 from controlplane.apis.apiextensions.schema import compiled_pattern, parses
 from controlplane.apis.quantity import QuantityError, parse_quantity
 
@@ -33,13 +33,13 @@ def _is_sorted(items: list[Any]) -> bool:
 
 def _index_of(container: Any, item: Any, *offset: int) -> int:
     if isinstance(container, str):
-        return int(stdlib.index_of(container, item, *offset))
+        return cel_strings.index_of(container, item, *offset)
     return container.index(item) if item in container else -1
 
 
 def _last_index_of(container: Any, item: Any, *offset: int) -> int:
     if isinstance(container, str):
-        return int(stdlib.last_index_of(container, item, *offset))
+        return cel_strings.last_index_of(container, item, *offset)
     return len(container) - 1 - container[::-1].index(item) if item in container else -1
 
 
@@ -105,8 +105,9 @@ def _is_integer(quantity: Any) -> bool:
 
 def _kube_functions() -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for library in ("core", "strings", "math", "sets", "encoders"):
+    for library in ("core", "math", "sets", "encoders"):
         out.update(stdlib.EXTENSIONS[library])
+    out.update(cel_strings.FUNCTIONS)
     out.update(
         isSorted=_is_sorted, indexOf=_index_of, lastIndexOf=_last_index_of, find=_find, findAll=_find_all,
         quantity=_quantity, isQuantity=_is_quantity,

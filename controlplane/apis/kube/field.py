@@ -80,11 +80,11 @@ def go_printed(value: Any) -> str:
     if isinstance(value, list):
         return "[" + " ".join(go_printed(v) for v in value) + "]"
     if isinstance(value, float):
-        return _go_float(value)
+        return go_float(value)
     return str(value)
 
 
-def _go_float(value: float) -> str:
+def go_float(value: float) -> str:
     """strconv's shortest ``'g'`` form, as ``%v`` prints a float64: an exponent below -4 or
     from 6 on is written ``1.5e+06``."""
     if math.isnan(value):
