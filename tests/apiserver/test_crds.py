@@ -268,6 +268,13 @@ async def test_a_versions_selectable_fields_are_its_field_selectors(replicas: tu
     leading dot; an absent field is ``""``); another field is ``field label not supported``."""
     first, _ = replicas
     crd = copy.deepcopy(CRD)
+    crd["spec"]["versions"][0]["selectableFields"] = [{"jsonPath": ".spec.model"}, {"jsonPath": ".spec.none"}]
+    refused = await first.post(CRDS, json=crd)
+    assert refused.status == 422
+    assert (await refused.json())["details"]["causes"] == [{
+        "reason": "FieldValueInvalid", "field": "spec.selectableFields[1].jsonPath",
+        "message": 'Invalid value: ".spec.none": is an invalid path: does not refer to a valid field',
+    }]
     crd["spec"]["versions"][0]["selectableFields"] = [{"jsonPath": ".spec.model"}]
     assert (await first.post(CRDS, json=crd)).status == 201
     await _until(lambda: _established(first))

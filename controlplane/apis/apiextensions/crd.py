@@ -7,7 +7,8 @@ the group a domain with a dot, names DNS labels, ``scope`` Cluster or Namespaced
 named as DNS labels with no duplicates and exactly one ``storage``, every version with a
 structural ``openAPIV3Schema`` (a type on every node that declares fields), valid
 ``pattern``s, ``default``s valid against their node, ``preserveUnknownFields`` false, scale
-paths under ``.spec``/``.status``, and CEL rules that compile within the cost budget.
+paths under ``.spec``/``.status``, CEL rules that compile within the cost budget, and
+``selectableFields`` (simple paths to string, boolean or integer fields, at most eight).
 Pure: no I/O.
 """
 
@@ -40,6 +41,8 @@ GROUP = "apiextensions.k8s.io"
 VERSION = "v1"
 _KIND = re.compile(r"^[A-Za-z][A-Za-z0-9]*\Z")
 _SCHEMA_TYPES = ("object", "array", "string", "integer", "number", "boolean")
+#: kube's MaxSelectableFields: how many selectable fields one version may declare.
+MAX_SELECTABLE_FIELDS = 8
 #: Checks a CEL rule at a schema node: None when it compiles within the cost budget, else why not.
 RuleCompiler = Callable[[str, Schema], str | None]
 
@@ -166,11 +169,132 @@ def _versions_errors(versions: Any, compile_rule: RuleCompiler | None) -> list[F
                 out.append(_required(f"{cpath}.name"))
             elif not column.get("jsonPath"):
                 out.append(_required(f"{cpath}.jsonPath"))
+    out.extend(_all_selectable_fields_errors(versions))
     if storage != 1:
         out.append(_invalid("spec.versions", storage, "must have exactly one version marked as storage version"))
     if not any(isinstance(v, dict) and v.get("served") for v in versions):
         out.append(_invalid("spec.versions", len(versions), "must have at least one version marked as served"))
     return out
+
+
+def _all_selectable_fields_errors(versions: list[Any]) -> list[FieldError]:
+    """kube's checks of ``selectableFields``: at ``spec.selectableFields`` when every version has
+    the same schema and the same selectable fields (kube's internal CRD then holds them once, at
+    the top level), else at each version's."""
+    shaped = [v for v in versions if isinstance(v, dict)]
+    if not shaped:
+        return []
+    first = shaped[0]
+    if all(v.get("schema") == first.get("schema") and (v.get("selectableFields") or []) == (
+        first.get("selectableFields") or []
+    ) for v in shaped):
+        fields = first.get("selectableFields") or []
+        if not fields:
+            return []
+        schema = (first.get("schema") or {}).get("openAPIV3Schema")
+        if not isinstance(schema, dict):
+            return [_invalid("spec.selectableFields", "", "selectableFields may only be set when validations.schema is included")]
+        return selectable_fields_errors(fields, schema, "spec.selectableFields")
+    out: list[FieldError] = []
+    for index, version in enumerate(versions):
+        fields = version.get("selectableFields") if isinstance(version, dict) else None
+        if not fields:
+            continue
+        base = f"spec.versions[{index}].selectableFields"
+        schema = (version.get("schema") or {}).get("openAPIV3Schema")
+        if not isinstance(schema, dict):
+            # (sic) kube's message.
+            out.append(_invalid(base, "", "selectableFields may only be set when version.schema.openAPIV3Schema is not included"))
+        else:
+            out.extend(selectable_fields_errors(fields, schema, base))
+    return out
+
+
+def selectable_fields_errors(fields: Any, schema: Schema, base: str) -> list[FieldError]:
+    """kube's ``ValidateCustomResourceSelectableFields``: each ``jsonPath`` a simple path (no array
+    notation) to a string, boolean or integer field of ``schema``, not in ``metadata``, no two the
+    same, and at most :data:`MAX_SELECTABLE_FIELDS` of them."""
+    out: list[FieldError] = []
+    seen: set[str] = set()
+    for index, selectable in enumerate(fields if isinstance(fields, list) else []):
+        where = f"{base}[{index}].jsonPath"
+        json_path = selectable.get("jsonPath") if isinstance(selectable, dict) else None
+        if not json_path or not isinstance(json_path, str):
+            out.append(_required(where))
+            continue
+        try:
+            path, node = _field_path_in(json_path, schema)
+        except ValueError as exc:
+            out.append(_invalid(where, json_path, f"is an invalid path: {exc}"))
+            continue
+        if path and path[0] == "metadata":
+            out.append(_invalid(where, json_path, "must not point to fields in metadata"))
+        if not isinstance(node, dict) or node.get("type") not in ("string", "boolean", "integer"):
+            out.append(_invalid(
+                where, json_path,
+                "must point to a field of type string, boolean or integer. Enum string fields and strings with formats are allowed.",
+            ))
+        shown = ".".join(path).replace(".[", "[")
+        if shown in seen:
+            out.append(FieldError(ErrorType.DUPLICATE, where, f'Duplicate value: "{json_path}"'))
+        else:
+            seen.add(shown)
+    if len(seen) > MAX_SELECTABLE_FIELDS:
+        out.append(FieldError(
+            ErrorType.TOO_MANY, base, f"Too many: {len(seen)}: must have at most {MAX_SELECTABLE_FIELDS} items"
+        ))
+    return out
+
+
+def _path_tokens(json_path: str) -> list[str]:
+    """kube's ``ValidFieldPath`` tokens: ``.``, ``[`` and ``]`` alone, a single-quoted string
+    whole, and the text between."""
+    tokens: list[str] = []
+    i = 0
+    while i < len(json_path):
+        if json_path[i] == "'":
+            end = i + 1
+            while end < len(json_path) and not (json_path[end] == "'" and json_path[end - 1] != "\\"):
+                end += 1
+            tokens.append(json_path[i:end + 1])
+            i = end + 1
+        elif json_path[i] in ".[]":
+            tokens.append(json_path[i])
+            i += 1
+        else:
+            end = i
+            while end < len(json_path) and json_path[end] not in ".[]":
+                end += 1
+            tokens.append(json_path[i:end])
+            i = end
+    return tokens
+
+
+def _field_path_in(json_path: str, schema: Schema) -> tuple[list[str], Any]:
+    """kube's ``ValidFieldPath`` without array notation: the path's parts (a map key as
+    ``[key]``) and the schema node it reaches; ValueError with kube's reason."""
+    tokens = iter(_path_tokens(json_path))
+    path: list[str] = []
+    node: Any = schema
+    for token in tokens:
+        if token == "[":
+            raise ValueError("array notation is not allowed")
+        if token != ".":
+            raise ValueError(f"expected [ or . but got: {token}")
+        name = next(tokens, None)
+        if name is None:
+            raise ValueError("unexpected end of JSON path")
+        if isinstance(node, dict) and isinstance(node.get("properties"), dict):
+            if name not in node["properties"]:
+                raise ValueError("does not refer to a valid field")
+            path.append(name)
+            node = node["properties"][name]
+        elif isinstance(node, dict) and node.get("additionalProperties") not in (None, False):
+            path.append(f"[{name}]")
+            node = node["additionalProperties"]
+        else:
+            raise ValueError("does not refer to a valid field")
+    return path, node
 
 
 def _subresource_errors(subresources: Any, base: str) -> list[FieldError]:
