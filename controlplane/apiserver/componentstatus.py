@@ -27,9 +27,9 @@ from typing import Any, Final
 
 from aiohttp import web
 
+from controlplane.apis.kube.fieldlabels import BASE_FIELD_SELECTORS, refusal
 from controlplane.apiserver import errors
 from controlplane.apiserver.computed import ComputedEndpoint, ComputedResource
-from controlplane.apiserver.fieldlabels import BASE_FIELD_SELECTORS, refusal
 from controlplane.apiserver.handlers import json_response
 from controlplane.apiserver.objects.values import utc_now
 from controlplane.apiserver.resources import ResourceType, TableColumn

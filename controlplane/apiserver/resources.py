@@ -23,14 +23,30 @@ from typing import Any
 from pydantic import BaseModel
 
 from controlplane.apis.apiextensions.kind import CustomKind
-from controlplane.apis.kube import configdata, defaulting, generation, services, validate_groups, validation
+from controlplane.apis.kube import (
+    configdata,
+    defaulting,
+    fieldlabels,
+    generation,
+    services,
+    validate_groups,
+    validation,
+)
 from controlplane.apis.kube.defaulting import Defaulter
 from controlplane.apis.kube.field import FieldError
+from controlplane.apis.kube.fieldlabels import (
+    JOB_FIELDS,
+    NAMESPACE_FIELDS,
+    NODE_FIELDS,
+    POD_FIELDS,
+    SECRET_FIELDS,
+    SERVICE_FIELDS,
+    FieldGetter,
+    field_path,
+)
 from controlplane.apis.kube.validation import Validator
 from controlplane.apis.untyped import dig
 from controlplane.apiserver import columns as col
-from controlplane.apiserver import fieldlabels
-from controlplane.apiserver.fieldlabels import JOB_FIELDS, POD_FIELDS, SERVICE_FIELDS, FieldGetter, field_path
 from controlplane.apiserver.openapi import known_fields
 from controlplane.apiserver.patching.schema import FieldSchema, builtin_apply_schema
 
@@ -406,7 +422,7 @@ def core_resources() -> list[ResourceType]:
             "", "v1", "Namespace", "namespaces", "namespace", namespaced=False,
             short_names=("ns",), has_status=True, strategic_merge=True, name_rule=NameRule.LABEL,
             columns=(TableColumn("Status", path("status.phase"), description="The phase of the namespace."), AGE),
-            extra_field_selectors={"status.phase": field_path("status.phase")},
+            extra_field_selectors=NAMESPACE_FIELDS,
         ),
         ResourceType(
             "", "v1", "ConfigMap", "configmaps", "configmap", namespaced=True,
@@ -454,7 +470,7 @@ def core_resources() -> list[ResourceType]:
         ResourceType(
             "", "v1", "Secret", "secrets", "secret", namespaced=True, strategic_merge=True,
             columns=(TableColumn("Type", path("type")), TableColumn("Data", col.data_count, type="integer"), AGE),
-            extra_field_selectors={"type": field_path("type")},
+            extra_field_selectors=SECRET_FIELDS,
             prepare=configdata.prepare_secret,
         ),
         ResourceType(
@@ -497,7 +513,7 @@ def core_resources() -> list[ResourceType]:
                 TableColumn("Internal-IP", col.node_internal_ip, priority=1),
                 TableColumn("GPU", col.node_gpus, priority=1, description="Allocatable GPUs and MIG slices."),
             ),
-            extra_field_selectors={"spec.unschedulable": field_path("spec.unschedulable")},
+            extra_field_selectors=NODE_FIELDS,
         ),
         ResourceType(
             "", "v1", "Pod", "pods", "pod", namespaced=True,

@@ -17,7 +17,9 @@ another object is kube's 400).
 
 What is left out: the member's HTTP server, TLS and authentication, paging (a LIST answers in
 one page, as kube-apiserver's watch cache does), label selectors other than equality and
-existence, and field selectors other than ``metadata.name`` and ``metadata.namespace``.
+existence, and escaped characters in field selectors. Field selectors take each kind's field
+labels as the hub serves them (:mod:`controlplane.apis.kube.fieldlabels`: a Pod's
+``spec.nodeName``, ``status.phase`` ..., and kube's 400 for another field).
 """
 
 from __future__ import annotations
@@ -146,7 +148,8 @@ class HollowKubeApi(KubeTransport):
         if name is None:
             if method == "GET":
                 return self._list(
-                    collection, namespace, str(query.get("labelSelector") or ""), _fields(query.get("fieldSelector")),
+                    collection, namespace, str(query.get("labelSelector") or ""),
+                    _fields(query.get("fieldSelector"), collection),
                 )
             if method == "POST":
                 return _wire(member.create(collection, ns, body or {}))
@@ -171,8 +174,7 @@ class HollowKubeApi(KubeTransport):
             raise HollowError(400, "BadRequest", str(exc)) from exc
         items = self.member.page(collection, namespace, 0, self.member.count(collection))  # fresh copies
         if selector_text or fields.terms:
-            items = [i for i in items if fields.matches(meta := i.get("metadata") or {})
-                     and selector(meta.get("labels") or {})]
+            items = [i for i in items if fields.matches(i) and selector((i.get("metadata") or {}).get("labels") or {})]
         return {"kind": "List", "apiVersion": "v1", "items": items,
                 "metadata": {"resourceVersion": str(self.member.watches.revision)}}
 
@@ -187,7 +189,7 @@ class HollowKubeApi(KubeTransport):
             return
         collection, namespace, name, legacy_watch = parsed
         try:
-            fields = _fields(query.get("fieldSelector"))
+            fields = _fields(query.get("fieldSelector"), collection)
             if name is not None:
                 if not legacy_watch:  # kube answers a GET of the object there, not a stream
                     raise HollowError(404, "NotFound", f"cannot watch {path}: watch its collection with "
@@ -237,9 +239,10 @@ class HollowKubeApi(KubeTransport):
             hub.close(opened)
 
 
-def _fields(text: Any) -> FieldSelector:
+def _fields(text: Any, collection: str) -> FieldSelector:
+    served = kind_of(collection)
     try:
-        return parse_field_selector(str(text or ""))
+        return parse_field_selector(str(text or ""), collection, namespaced=served is not None and served[2])
     except ValueError as exc:
         raise HollowError(400, "BadRequest", str(exc)) from exc
 
@@ -249,7 +252,7 @@ def _one_object(fields: FieldSelector, name: str) -> FieldSelector:
     ``metadata.name=name``, as kube's watch handler makes it; a selector that does not pin that
     same name is kube's 400."""
     if not fields.terms:
-        return FieldSelector((("metadata.name", name, True),))
+        return FieldSelector((("metadata.name", name, True),), fields.getters)
     if fields.exact_name() != name:
         raise HollowError(400, "BadRequest", "fieldSelector metadata.name doesn't match requested name")
     return fields

@@ -20,12 +20,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from controlplane.apis.bookmarks import BOOKMARK_PERIOD
+from controlplane.apis.kube.fieldlabels import BUILT_IN_FIELDS, FieldGetter, refusal, selectable
 
 #: (collection, namespace or "") of a watched object: collection is "<apiVersion>/<plural>".
 Scope = tuple[str, str]
 Selector = Callable[[Mapping[str, str]], bool]
-#: The fields a selector may name: those kube serves for every kind.
-SELECTABLE_FIELDS = ("metadata.name", "metadata.namespace")
 
 
 class Expired(Exception):
@@ -43,16 +42,14 @@ class Event:
 
 @dataclass(frozen=True, slots=True)
 class FieldSelector:
-    """``metadata.name`` and ``metadata.namespace`` terms (``=``, ``==``, ``!=``), all of which
-    an object must meet: (field, value, whether the field must equal it)."""
+    """Field selector terms (``=``, ``==``, ``!=``), all of which an object must meet: (field,
+    value, whether the field must equal it), read with the kind's field labels (``getters``)."""
 
     terms: tuple[tuple[str, str, bool], ...] = ()
+    getters: Mapping[str, FieldGetter] = field(default_factory=dict)
 
-    def matches(self, metadata: Mapping[str, Any]) -> bool:
-        return all(
-            (str(metadata.get(name.removeprefix("metadata.")) or "") == value) == equal
-            for name, value, equal in self.terms
-        )
+    def matches(self, obj: dict[str, Any]) -> bool:
+        return all((self.getters[name](obj) == value) == equal for name, value, equal in self.terms)
 
     def exact_name(self) -> str | None:
         """The name a ``metadata.name=x`` term pins (kube's ``RequiresExactMatch``)."""
@@ -74,7 +71,7 @@ class Watch:
         if self.namespace is not None and event.namespace != self.namespace:
             return False
         metadata = event.object.get("metadata") or {}
-        return self.fields.matches(metadata) and self.selector(metadata.get("labels") or {})
+        return self.fields.matches(event.object) and self.selector(metadata.get("labels") or {})
 
 
 class WatchHub:
@@ -155,15 +152,26 @@ def parse_selector(text: str) -> Selector:
     return lambda labels: all(_holds(r, labels) for r in requirements)
 
 
-def parse_field_selector(text: str) -> FieldSelector:
-    """A field selector of :data:`SELECTABLE_FIELDS` terms; raises ValueError with kube's words."""
+def field_labels(collection: str, *, namespaced: bool) -> tuple[dict[str, FieldGetter], bool]:
+    """The fields a selector of ``collection`` ("<apiVersion>/<plural>") may name, as the hub's
+    registry serves them (a Pod's ``spec.nodeName``, ``status.phase`` ...), and whether the
+    kind converts its own field labels (which decides kube's refusal)."""
+    api_version, _, plural = collection.rpartition("/")
+    group = api_version.rpartition("/")[0]
+    extra = BUILT_IN_FIELDS.get((group, plural), {})
+    return selectable(extra, own_conversion=bool(extra), namespaced=namespaced), bool(extra)
+
+
+def parse_field_selector(text: str, collection: str, *, namespaced: bool) -> FieldSelector:
+    """A field selector over the field labels of ``collection``; raises ValueError with kube's words."""
+    getters, own_conversion = field_labels(collection, namespaced=namespaced)
     terms: list[tuple[str, str, bool]] = []
     for part in filter(None, (raw.strip() for raw in text.split(","))):
         operator = next((op for op in ("!=", "==", "=") if op in part), None)
         if operator is None:
             raise ValueError(f"invalid selector: '{text}'; can't understand '{part}'")
         name, _, value = part.partition(operator)
-        if name.strip() not in SELECTABLE_FIELDS:
-            raise ValueError(f"field label not supported: {name.strip()}")
+        if name.strip() not in getters:
+            raise ValueError(refusal(name.strip(), own_conversion=own_conversion))
         terms.append((name.strip(), value.strip(), operator != "!="))
-    return FieldSelector(tuple(terms))
+    return FieldSelector(tuple(terms), getters)

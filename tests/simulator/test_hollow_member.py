@@ -318,7 +318,10 @@ async def test_a_watch_of_one_named_object_gets_that_objects_events_only(path: s
 @pytest.mark.parametrize(("path", "selector", "message"), [
     ("/api/v1/watch/namespaces/ml/configmaps/a", "metadata.name=b", "fieldSelector metadata.name doesn't match requested name"),
     ("/api/v1/watch/namespaces/ml/configmaps/a", "metadata.name!=a", "fieldSelector metadata.name doesn't match requested name"),
-    (CONFIGMAPS, "data.k=a", "field label not supported: data.k"),
+    # A kind without field labels of its own (kube's message), and a Pod's (which has them).
+    (CONFIGMAPS, "data.k=a", '"data.k" is not a known field selector: only "metadata.name", "metadata.namespace"'),
+    ("/api/v1/pods", "spec.containers=a", "field label not supported: spec.containers"),
+    ("/api/v1/nodes", "metadata.namespace=a", "field label not supported: metadata.namespace"),
     (CONFIGMAPS, "metadata.name", "invalid selector: 'metadata.name'; can't understand 'metadata.name'"),
 ])
 async def test_a_watch_with_a_field_selector_it_cannot_serve_is_kubes_400(path: str, selector: str, message: str) -> None:
@@ -326,3 +329,31 @@ async def test_a_watch_with_a_field_selector_it_cannot_serve_is_kubes_400(path: 
     with pytest.raises(ApiError) as caught:
         await anext(api.watch(path, resource_version="", query={"fieldSelector": selector}, timeout_seconds=60))
     assert (caught.value.code, caught.value.reason, caught.value.message) == (400, "BadRequest", message)
+
+
+async def test_pods_are_selected_by_kubes_pod_field_labels() -> None:
+    """A kubelet lists and watches its own pods (``spec.nodeName=<node>``), controllers the running ones."""
+    hollow = member(nodes=10)
+    api = HollowKubeApi(hollow)
+    await api.create("/api/v1/namespaces", {"metadata": {"name": "ml"}})
+    since = str(hollow.watches.revision)
+    await apply(api, deployment("train", 12, 8))
+    placed = [p for p in await pods(api) if p["spec"].get("nodeName")]
+    node = placed[0]["spec"]["nodeName"]
+    on_node = await api.get("/api/v1/pods", query={"fieldSelector": f"spec.nodeName={node}"})
+    assert [p["metadata"]["name"] for p in on_node["items"]] == [placed[0]["metadata"]["name"]]
+
+    async def names(selector: str) -> set[str]:
+        listed = await api.get("/api/v1/namespaces/ml/pods", query={"fieldSelector": selector})
+        return {p["metadata"]["name"] for p in listed["items"]}
+
+    running, pending = await names("status.phase=Running"), await names("status.phase==Pending")
+    assert (len(running), len(pending)) == (10, 2)
+    assert await names("spec.nodeName=") == pending  # an unscheduled pod's nodeName is ""
+    assert await names("status.phase!=Running,metadata.namespace=ml") == pending
+    assert await names("spec.hostNetwork=false") == running | pending  # unset is "false", as kube
+    stream = api.watch("/api/v1/pods", resource_version=since, timeout_seconds=60,
+                       query={"fieldSelector": f"spec.nodeName={node}"})
+    first = await asyncio.wait_for(anext(stream), 10)
+    assert (first["type"], first["object"]["spec"]["nodeName"]) == ("ADDED", node)
+    await stream.aclose()  # type: ignore[attr-defined]

@@ -22,8 +22,8 @@ from controlplane.apis.apiextensions import crd as crds
 from controlplane.apis.apiextensions.kind import CustomKind
 from controlplane.apis.apiextensions.schema import NO_OLD, Schema, apply_defaults, prune, validate
 from controlplane.apis.kube.field import ErrorType, FieldError
+from controlplane.apis.kube.fieldlabels import FieldGetter, field_path
 from controlplane.apiserver import columns as col
-from controlplane.apiserver.fieldlabels import FieldGetter, field_path
 from controlplane.apiserver.patching.structural import structural_apply_schema
 from controlplane.apiserver.resources import (
     AGE,

@@ -11,8 +11,8 @@ Names, short names, categories, subresources and ``kubectl get`` columns as kube
 
 from __future__ import annotations
 
+from controlplane.apis.kube.fieldlabels import REPLICATION_CONTROLLER_FIELDS
 from controlplane.apiserver import columns as col
-from controlplane.apiserver.fieldlabels import REPLICATION_CONTROLLER_FIELDS
 from controlplane.apiserver.kinds import cells
 from controlplane.apiserver.resources import AGE, ResourceType, ScaleSubresource, TableColumn, path
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from controlplane.apis.kube import convert_events
-from controlplane.apiserver.fieldlabels import field_path
+from controlplane.apis.kube.fieldlabels import field_path
 from controlplane.apiserver.kinds import cells
 from controlplane.apiserver.resources import EVENT_COLUMNS, ResourceType, VersionConversion
 

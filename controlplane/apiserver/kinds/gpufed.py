@@ -15,9 +15,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from controlplane.apis.kube.fieldlabels import field_path
 from controlplane.apis.untyped import dig
 from controlplane.apiserver import columns as col
-from controlplane.apiserver.fieldlabels import field_path
 from controlplane.apiserver.resources import (
     AGE,
     CellGetter,

@@ -12,7 +12,8 @@ selector: only "metadata.name", "metadata.namespace"``.
 The value a field selects on is the kind's ``ToSelectableFields``: the field as a string, a count
 that is unset ``0``, a Pod's unset ``spec.hostNetwork`` ``false``.
 
-In: objects as dicts. Out: getters per field, what a kind accepts, kube's refusal. Pure.
+In: objects as dicts. Out: getters per field, what a kind accepts, kube's refusal. Pure: the
+hub's registry and the simulated members' APIs both take their field labels from here.
 """
 
 from __future__ import annotations
@@ -65,6 +66,9 @@ POD_FIELDS: Final[Mapping[str, FieldGetter]] = {
     "spec.host": field_path("spec.nodeName"),
     "spec.hostNetwork": field_path("spec.hostNetwork", default="false"),
 }
+NAMESPACE_FIELDS: Final[Mapping[str, FieldGetter]] = {"status.phase": field_path("status.phase")}
+NODE_FIELDS: Final[Mapping[str, FieldGetter]] = {"spec.unschedulable": field_path("spec.unschedulable")}
+SECRET_FIELDS: Final[Mapping[str, FieldGetter]] = {"type": field_path("type")}
 SERVICE_FIELDS: Final[Mapping[str, FieldGetter]] = {
     "spec.clusterIP": field_path("spec.clusterIP"),
     "spec.type": field_path("spec.type"),
@@ -74,6 +78,19 @@ REPLICATION_CONTROLLER_FIELDS: Final[Mapping[str, FieldGetter]] = {
 }
 JOB_FIELDS: Final[Mapping[str, FieldGetter]] = {
     "status.successful": field_path("status.succeeded", default="0"),
+}
+
+
+#: The fields of the built-in kinds above by (group, plural), for servers that route by plural
+#: (a hollow member); every other built-in kind takes only the metadata fields.
+BUILT_IN_FIELDS: Final[Mapping[tuple[str, str], Mapping[str, FieldGetter]]] = {
+    ("", "pods"): POD_FIELDS,
+    ("", "nodes"): NODE_FIELDS,
+    ("", "namespaces"): NAMESPACE_FIELDS,
+    ("", "secrets"): SECRET_FIELDS,
+    ("", "services"): SERVICE_FIELDS,
+    ("", "replicationcontrollers"): REPLICATION_CONTROLLER_FIELDS,
+    ("batch", "jobs"): JOB_FIELDS,
 }
 
 
