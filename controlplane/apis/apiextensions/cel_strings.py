@@ -99,7 +99,7 @@ class _FormatError(ValueError):
     """A clause that cannot format its argument (cel-go's ``formatError``)."""
 
 
-def type_name(value: Any) -> str:
+def _cel_type(value: Any) -> str:
     """The CEL type name cel-go's messages give a value."""
     if value is None:
         return "null_type"
@@ -157,7 +157,7 @@ def format_string(value: Any) -> str:
         return _timestamp(value)
     raise _FormatError(
         "string clause can only be used on strings, bools, bytes, ints, doubles, maps, lists, types, durations, "
-        f"and timestamps, was given {type_name(value)}"
+        f"and timestamps, was given {_cel_type(value)}"
     )
 
 
@@ -181,7 +181,7 @@ def _map(value: dict[Any, Any]) -> str:
     pairs = []
     for key, item in value.items():
         if not isinstance(key, (str, bool, int)):
-            raise _FormatError(f"no formatting function for map key of type {type_name(key)}")
+            raise _FormatError(f"no formatting function for map key of type {_cel_type(key)}")
         pairs.append((_literal(key), _literal(item)))
     pairs.sort(key=lambda pair: pair[0])
     return "{" + ", ".join(f"{key}:{item}" for key, item in pairs) + "}"
@@ -190,7 +190,7 @@ def _map(value: dict[Any, Any]) -> str:
 def _decimal(value: Any) -> str:
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
-    raise _FormatError(f"decimal clause can only be used on integers, was given {type_name(value)}")
+    raise _FormatError(f"decimal clause can only be used on integers, was given {_cel_type(value)}")
 
 
 def _as_double(value: Any, clause: str) -> float:
@@ -199,7 +199,7 @@ def _as_double(value: Any, clause: str) -> float:
         return value
     if isinstance(value, str) and value in ("NaN", "Infinity", "-Infinity"):
         return float(value.replace("Infinity", "inf"))
-    raise _FormatError(f"{clause} clause can only be used on doubles, was given {type_name(value)}")
+    raise _FormatError(f"{clause} clause can only be used on doubles, was given {_cel_type(value)}")
 
 
 def _special(number: float) -> str | None:
@@ -244,7 +244,7 @@ def _binary(value: Any) -> str:
         return "1" if value else "0"
     if isinstance(value, int):
         return format(value, "b")
-    raise _FormatError(f"only integers and bools can be formatted as binary, was given {type_name(value)}")
+    raise _FormatError(f"only integers and bools can be formatted as binary, was given {_cel_type(value)}")
 
 
 def _hex(upper: bool) -> Callable[[Any], str]:
@@ -257,7 +257,7 @@ def _hex(upper: bool) -> Callable[[Any], str]:
             text = value.hex()
         else:
             raise _FormatError(
-                f"only integers, byte buffers, and strings can be formatted as hex, was given {type_name(value)}"
+                f"only integers, byte buffers, and strings can be formatted as hex, was given {_cel_type(value)}"
             )
         return text.upper() if upper else text
 
@@ -267,7 +267,7 @@ def _hex(upper: bool) -> Callable[[Any], str]:
 def _octal(value: Any) -> str:
     if isinstance(value, int) and not isinstance(value, bool):
         return format(value, "o")
-    raise _FormatError(f"octal clause can only be used on integers, was given {type_name(value)}")
+    raise _FormatError(f"octal clause can only be used on integers, was given {_cel_type(value)}")
 
 
 def _clause(spec: str) -> tuple[int, Callable[[Any], str]]:
