@@ -380,7 +380,9 @@ class Hub(ShutdownOnce):
         computed = [
             *review_endpoints(authorizer, self.tokens), *self.service_account_tokens.endpoints(),
             self._component_statuses().endpoint(),
-            *PendingWorkloads(CachedObjects(self.objects, self.watch_cache)).endpoints(),
+            *PendingWorkloads(
+                CachedObjects(self.objects, self.watch_cache), timestamp=self.config.wait_for_pods_ready.timestamp,
+            ).endpoints(),
         ]
         self.waste_sampler = WasteSampler(
             self.objects,

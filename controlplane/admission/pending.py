@@ -2,8 +2,9 @@
 
 In: Workloads and LocalQueues (wire dicts, ``kueue.x-k8s.io/v1beta1``). Out: the waiting ones in
 the order the admission cycle takes them (:func:`controlplane.admission.core.queue_order`: higher
-priority first, then older), a workload's place among them (``gpufed explain``), and the pages
-of Kueue's visibility API (``PendingWorkload`` items with their positions, 0-based, in the
+priority first, then older; a Workload evicted by the PodsReady timeout counts from its eviction
+unless ``requeuingStrategy.timestamp`` is ``Creation``), a workload's place among them (``gpufed
+explain``), and the pages of Kueue's visibility API (``PendingWorkload`` items with their positions, 0-based, in the
 ClusterQueue and in their LocalQueue; ``limit`` and ``offset`` as Kueue applies them).
 
 A waiting Workload holds no quota, has not finished, is not being deleted and is active (a
@@ -13,19 +14,29 @@ timeouts still counts, as the admission cycle counts it pending.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, Final
 
 from controlplane.admission import objects as adm
 from controlplane.admission import requeuing, stopping
-from controlplane.admission.core import queue_order
+from controlplane.admission.core import Pending, queue_order
+from controlplane.admission.requeuing import RequeuingTimestamp
 
 #: Kueue's default ``limit`` of a pending-workloads page.
 DEFAULT_LIMIT: Final = 1000
 
 
-def _order(workload: Mapping[str, Any]) -> tuple[int, str, str]:
-    return queue_order(adm.pending_of(workload, ""))
+def queued(
+    workload: Mapping[str, Any], cluster_queue: str, *, timestamp: RequeuingTimestamp = RequeuingTimestamp.EVICTION
+) -> Pending:
+    """``workload`` as the admission cycle queues it in ``cluster_queue``: counting from its
+    creation or, evicted by the PodsReady timeout, its eviction (``timestamp``)."""
+    return replace(adm.pending_of(workload, cluster_queue), created=requeuing.queue_order_timestamp(workload, timestamp))
+
+
+def _order(timestamp: RequeuingTimestamp) -> Callable[[Mapping[str, Any]], tuple[int, str, str]]:
+    return lambda workload: queue_order(queued(workload, "", timestamp=timestamp))
 
 
 def is_waiting(workload: Mapping[str, Any]) -> bool:
@@ -36,16 +47,21 @@ def is_waiting(workload: Mapping[str, Any]) -> bool:
     )
 
 
-def in_order(workloads: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+def in_order(
+    workloads: Iterable[Mapping[str, Any]], *, timestamp: RequeuingTimestamp = RequeuingTimestamp.EVICTION
+) -> list[Mapping[str, Any]]:
     """The waiting ones of ``workloads``, in the admission cycle's order."""
-    return sorted((w for w in workloads if is_waiting(w)), key=_order)
+    return sorted((w for w in workloads if is_waiting(w)), key=_order(timestamp))
 
 
-def position(workload: Mapping[str, Any], peers: Iterable[Mapping[str, Any]]) -> tuple[int, int]:
+def position(
+    workload: Mapping[str, Any], peers: Iterable[Mapping[str, Any]], *,
+    timestamp: RequeuingTimestamp = RequeuingTimestamp.EVICTION,
+) -> tuple[int, int]:
     """(1-based place, how many wait) of ``workload`` among the waiting ``peers`` (itself included)."""
     key = adm.key_of(workload)
-    waiting = [*in_order(p for p in peers if adm.key_of(p) != key), workload]
-    waiting.sort(key=_order)
+    waiting = [*in_order((p for p in peers if adm.key_of(p) != key), timestamp=timestamp), workload]
+    waiting.sort(key=_order(timestamp))
     return [adm.key_of(p) for p in waiting].index(key) + 1, len(waiting)
 
 

@@ -8,6 +8,8 @@ An admitted workload whose pods are not all ready (or succeeded) within the time
 records it in ``status.requeueState`` (``count``, ``requeueAt``) and the condition ``Requeued``
 (False with reason ``PodsReadyTimeout`` while it waits, True with reason ``BackoffFinished``
 after). Past ``backoffLimitCount`` the Workload is deactivated instead (``spec.active: false``).
+Back in its queue it counts, at equal priority, from its eviction (``timestamp: Eviction``, Kueue's
+default) or from its creation (``Creation``).
 
 In: the queued workload (its status as the members report it), its Workload (wire dict), the
 hub's :class:`WaitForPodsReady` settings and the time. Out: values.
@@ -18,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from enum import StrEnum
 from typing import Any, Final
 
 from controlplane.admission.objects import condition
@@ -28,6 +31,16 @@ from controlplane.apis.untyped import json_int
 DEFAULT_TIMEOUT_SECONDS: Final = 300
 DEFAULT_BACKOFF_BASE_SECONDS: Final = 60
 DEFAULT_BACKOFF_MAX_SECONDS: Final = 3600
+
+
+class RequeuingTimestamp(StrEnum):
+    """Kueue's ``requeuingStrategy.timestamp``: what a Workload evicted by the PodsReady timeout
+    counts from in its queue, at equal priority."""
+
+    EVICTION = "Eviction"
+    """The ``Evicted`` condition's time: it goes behind what waited before (Kueue's default)."""
+    CREATION = "Creation"
+    """Its creation, as if it had never been admitted."""
 
 
 @dataclass(frozen=True)
@@ -41,6 +54,7 @@ class WaitForPodsReady:
     backoff_max_seconds: int = DEFAULT_BACKOFF_MAX_SECONDS
     backoff_limit_count: int | None = None
     """Evictions after which the Workload is deactivated instead of requeued (None: never)."""
+    timestamp: RequeuingTimestamp = RequeuingTimestamp.EVICTION
 
     @property
     def enabled(self) -> bool:
@@ -141,6 +155,21 @@ def requeue_at(workload: Mapping[str, Any]) -> datetime | None:
         return None
     state = (workload.get("status") or {}).get("requeueState") or {}
     return parse_time_or_none(state.get("requeueAt")) or datetime.min.replace(tzinfo=UTC)
+
+
+def queue_order_timestamp(workload: Mapping[str, Any], timestamp: RequeuingTimestamp) -> str:
+    """The time a Workload counts from in its queue at equal priority (Kueue's
+    ``GetQueueOrderTimestamp``): with ``Eviction``, the ``Evicted`` condition's time while it is
+    True with reason ``PodsReadyTimeout``; else its creation. A preemption (or a drain) keeps the
+    creation time, as in Kueue: the workload did nothing wrong."""
+    if timestamp is RequeuingTimestamp.EVICTION:
+        evicted = condition(workload, kueue.COND_EVICTED)
+        if (
+            evicted is not None and evicted.get("status") == "True"
+            and evicted.get("reason") == kueue.REASON_PODS_READY_TIMEOUT and evicted.get("lastTransitionTime")
+        ):
+            return str(evicted["lastTransitionTime"])
+    return str((workload.get("metadata") or {}).get("creationTimestamp") or "")
 
 
 def is_active(workload: Mapping[str, Any]) -> bool:

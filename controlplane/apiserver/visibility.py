@@ -31,6 +31,7 @@ from typing import Any, Final
 from aiohttp import web
 
 from controlplane.admission import pending
+from controlplane.admission.requeuing import RequeuingTimestamp
 from controlplane.apis import kueue_v1beta1 as kueue
 from controlplane.apiserver import errors
 from controlplane.apiserver.computed import ComputedEndpoint, ComputedResource
@@ -73,8 +74,10 @@ async def _not_served(_request: web.Request) -> web.StreamResponse:
 class PendingWorkloads:
     """The visibility API over the hub's ``objects`` (lists from its watch cache)."""
 
-    def __init__(self, objects: ObjectClient) -> None:
+    def __init__(self, objects: ObjectClient, *, timestamp: RequeuingTimestamp = RequeuingTimestamp.EVICTION) -> None:
         self._objects = objects
+        self._timestamp = timestamp
+        """Kueue's ``requeuingStrategy.timestamp``, as the hub's admission cycle orders by it."""
 
     def _type(self, kind: str) -> ResourceType:
         return self._objects.registry.require(kueue.API_VERSION, kind)
@@ -83,7 +86,7 @@ class PendingWorkloads:
         """The Workloads waiting in ``cluster_queue``, in the admission cycle's order."""
         local_queues = (await self._objects.list(self._type("LocalQueue"))).items
         workloads = (await self._objects.list(self._type("Workload"))).items
-        return pending.in_order(pending.in_cluster_queue(workloads, local_queues, cluster_queue))
+        return pending.in_order(pending.in_cluster_queue(workloads, local_queues, cluster_queue), timestamp=self._timestamp)
 
     async def _get(self, kind: str, *, namespace: str | None = None, name: str) -> dict[str, Any] | None:
         try:

@@ -49,6 +49,7 @@ from datetime import datetime
 from typing import Any, Final
 
 from controlplane.admission import objects as adm
+from controlplane.admission import pending as pending_order
 from controlplane.admission import requeuing, stopping
 from controlplane.admission.core import ClusterQueue, Pending, Target, Usage, Waiting, decide
 from controlplane.admission.core.preemption import HUMAN_REASONS
@@ -301,7 +302,7 @@ class AdmissionController(KeyedController[Key]):
             elif cq_name in cq_objs and not adm.namespace_allowed(cq_objs[cq_name], namespaces.get(namespace, {})):
                 unqueued[key] = Waiting(key, cq_name, "Inadmissible", "Workload namespace doesn't match ClusterQueue selector", 0)
             else:
-                pending.append(adm.pending_of(wl, cq_name))
+                pending.append(pending_order.queued(wl, cq_name, timestamp=self.ctx.settings.wait_for_pods_ready.timestamp))
         for wl in timed_out:
             self._assume(await self.requeuing.time_out(wl))
         for wl, why in drained:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from controlplane.admission.requeuing import (
     DEFAULT_BACKOFF_BASE_SECONDS,
     DEFAULT_BACKOFF_MAX_SECONDS,
+    RequeuingTimestamp,
     WaitForPodsReady,
 )
 from controlplane.apis.kube.serviceaccounttokens import DEFAULT_CLEAN_UP_PERIOD
@@ -191,6 +192,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kueue-requeuing-backoff-limit-count", type=_whole_number, default=None, metavar="N",
                         help="fleet admission: after this many PodsReady timeouts the Workload is deactivated "
                              "(Kueue's backoffLimitCount; default: requeued forever)")
+    parser.add_argument("--kueue-requeuing-timestamp", choices=[t.value for t in RequeuingTimestamp],
+                        default=RequeuingTimestamp.EVICTION.value,
+                        help="fleet admission: what a Workload evicted by the PodsReady timeout counts from in its "
+                             "queue at equal priority: its eviction or its creation (Kueue's "
+                             "requeuingStrategy.timestamp; default Eviction, as in Kueue)")
     parser.add_argument("--legacy-service-account-token-clean-up-period", type=positive_duration,
                         default=DEFAULT_CLEAN_UP_PERIOD, metavar="DURATION",
                         help="as kube-controller-manager's flag: an auto-generated service account token Secret "
@@ -282,6 +288,7 @@ def wait_for_pods_ready(args: argparse.Namespace) -> WaitForPodsReady:
         backoff_base_seconds=args.kueue_requeuing_backoff_base_seconds,
         backoff_max_seconds=args.kueue_requeuing_backoff_max_seconds,
         backoff_limit_count=args.kueue_requeuing_backoff_limit_count,
+        timestamp=RequeuingTimestamp(args.kueue_requeuing_timestamp),
     )
 
 

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from controlplane.admission import pending
+from controlplane.admission import pending, requeuing
+from controlplane.admission.requeuing import RequeuingTimestamp
 
 T0, T1, T2 = "2026-01-01T00:00:00Z", "2026-01-01T00:00:01Z", "2026-01-01T00:00:02Z"
 
@@ -117,3 +118,57 @@ def test_a_stopped_local_queue_s_workloads_are_out_of_its_cluster_queue_s_line()
            for ns, stop in (("team-a", "Hold"), ("team-b", "None"), ("team-c", "HoldAndDrain"))]
     wls = [workload(f"w-{ns}", ns) for ns in ("team-a", "team-b", "team-c")]
     assert [w["metadata"]["name"] for w in pending.in_cluster_queue(wls, lqs, "cq")] == ["w-team-b"]
+
+
+def evicted(reason: str, at: str, *, status: str = "True") -> dict[str, Any]:
+    """A Workload's status after an eviction (back in its queue, no admission)."""
+    return {"conditions": [{"type": "Evicted", "status": status, "reason": reason, "message": "m",
+                            "lastTransitionTime": at}]}
+
+
+# ``timed-out`` is the oldest, but the PodsReady timeout evicted it after the others were created.
+REQUEUED = [
+    workload("timed-out", priority=5, created=T0, status=evicted("PodsReadyTimeout", T2)),
+    workload("newer", priority=5, created=T1),
+    workload("preempted", priority=5, created=T1, status=evicted("Preempted", T2)),
+    workload("high", priority=9, created=T2, status=evicted("PodsReadyTimeout", "2026-01-02T00:00:00Z")),
+]
+
+
+@pytest.mark.parametrize(
+    ("timestamp", "expected"),
+    [
+        # Kueue's default: a PodsReady timeout sends it behind what was created before its eviction;
+        # a preemption keeps its creation time; priority still comes first.
+        (RequeuingTimestamp.EVICTION, ["high", "newer", "preempted", "timed-out"]),
+        (RequeuingTimestamp.CREATION, ["high", "timed-out", "newer", "preempted"]),
+    ],
+)
+def test_a_workload_evicted_by_the_pods_ready_timeout_counts_from_its_eviction(
+    timestamp: RequeuingTimestamp, expected: list[str]
+) -> None:
+    ordered = pending.in_order(REQUEUED, timestamp=timestamp)
+    assert [w["metadata"]["name"] for w in ordered] == expected
+    timed_out = REQUEUED[0]
+    assert pending.position(timed_out, REQUEUED, timestamp=timestamp) == (expected.index("timed-out") + 1, 4)
+
+
+def test_the_default_order_is_kueues_eviction_timestamp() -> None:
+    assert pending.in_order(REQUEUED) == pending.in_order(REQUEUED, timestamp=RequeuingTimestamp.EVICTION)
+
+
+@pytest.mark.parametrize(
+    ("status", "counts_from"),
+    [
+        (evicted("PodsReadyTimeout", T2), T2),
+        (evicted("PodsReadyTimeout", T2, status="False"), T0),  # readmitted since: the eviction is history
+        (evicted("InactiveWorkloadRequeuingLimitExceeded", T2), T0),
+        (evicted("ClusterQueueStopped", T2), T0),
+        ({}, T0),
+    ],
+)
+def test_the_queue_order_timestamp(status: dict[str, Any], counts_from: str) -> None:
+    wl = workload("w", created=T0, status=status)
+    assert requeuing.queue_order_timestamp(wl, RequeuingTimestamp.EVICTION) == counts_from
+    assert requeuing.queue_order_timestamp(wl, RequeuingTimestamp.CREATION) == T0
+    assert pending.queued(wl, "cq").created == counts_from

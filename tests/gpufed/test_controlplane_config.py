@@ -8,7 +8,7 @@ import dataclasses
 import datetime as dt
 from pathlib import Path
 
-from controlplane.admission.requeuing import WaitForPodsReady
+from controlplane.admission.requeuing import RequeuingTimestamp, WaitForPodsReady
 from controlplane.apiserver.flowcontrol.levels import Level
 from controlplane.apiserver.serviceallocation.ranges import IPRange, PortRange
 from controlplane.apiserver.serving import ServingLimits
@@ -45,6 +45,7 @@ def test_every_flag_sets_its_field(tmp_path: Path) -> None:
         "--kueue-fair-sharing", "--graceful-eviction-timeout", "90", "--unschedulable-grace-seconds", "45",
         "--kueue-wait-for-pods-ready-timeout", "300", "--kueue-requeuing-backoff-base-seconds", "7",
         "--kueue-requeuing-backoff-max-seconds", "700", "--kueue-requeuing-backoff-limit-count", "3",
+        "--kueue-requeuing-timestamp", "Creation",
         "--legacy-service-account-token-clean-up-period", "48h", "--leader-lease-ttl", "4",
         "--identity", "hub-a", "--waste-sample-interval", "15",
         "--request-header-timeout", "3", "--max-pending-connections", "64", "--max-requests-inflight", "80",
@@ -65,6 +66,7 @@ def test_every_flag_sets_its_field(tmp_path: Path) -> None:
         graceful_eviction_timeout=90, unschedulable_grace_seconds=45.0,
         wait_for_pods_ready=WaitForPodsReady(
             timeout_seconds=300, backoff_base_seconds=7, backoff_max_seconds=700, backoff_limit_count=3,
+            timestamp=RequeuingTimestamp.CREATION,
         ),
         legacy_token_clean_up_period=dt.timedelta(hours=48), leader_lease_ttl=4, identity="hub-a",
         waste_sample_interval=15.0,

@@ -69,7 +69,8 @@ class Pending:
     pod_sets: tuple[PodSetRequest, ...]
     priority: int = 0
     created: str = ""
-    """Creation time (RFC 3339 sorts by time) — older first at equal priority."""
+    """The time it counts from in its queue (RFC 3339 sorts by time), older first at equal
+    priority: its creation, or its last PodsReady-timeout eviction (Kueue's queue-order timestamp)."""
 
 
 @dataclass(frozen=True)
