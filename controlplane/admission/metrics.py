@@ -28,8 +28,21 @@ objects, the quota usage, the waiting workloads and the quota holders
   eviction, to admission; Kueue's buckets 1, 2.5, 5 … 10240 s),
   ``kueue_admission_attempt_duration_seconds{result}``.
 
-A ClusterQueue deleted takes its series with it (as Kueue clears them); a hub replica that stops
-leading forgets the gauges (:meth:`QueueMetrics.forget`), so only the leader reports queues.
+Per LocalQueue, labelled ``{name,namespace}`` (Kueue exports them with its ``LocalQueueMetrics``
+feature gate; the hub always does): the gauges ``kueue_local_queue_pending_workloads{…,status}``,
+``kueue_local_queue_reserving_active_workloads``, ``kueue_local_queue_admitted_active_workloads``,
+``kueue_local_queue_status{…,active}`` (1 for one of ``True``, ``False``, ``Unknown``: its
+``Active`` condition), ``kueue_local_queue_resource_usage`` and
+``kueue_local_queue_resource_reservation`` ``{…,flavor,resource}`` (what its admitted workloads
+hold), the counters ``kueue_local_queue_admitted_workloads_total``,
+``kueue_local_queue_quota_reserved_workloads_total`` and
+``kueue_local_queue_evicted_workloads_total{…,reason}``, and the histograms
+``kueue_local_queue_admission_wait_time_seconds`` and
+``kueue_local_queue_quota_reserved_wait_time_seconds``.
+
+A ClusterQueue or LocalQueue deleted takes its series with it (as Kueue clears them); a hub
+replica that stops leading forgets the gauges (:meth:`QueueMetrics.forget`), so only the leader
+reports queues.
 """
 
 from __future__ import annotations
@@ -43,7 +56,9 @@ from typing import Any, Final
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from controlplane.admission.core import ClusterQueue, Usage, Waiting
+from controlplane.admission.core import ClusterQueue, FlavorResource, Usage, Waiting
+from controlplane.admission.objects import local_queue_of
+from controlplane.admission.stopping import local_queue_active
 from controlplane.apis import kueue_v1beta1 as kueue
 from controlplane.apis.quantity import MILLI_RESOURCES
 
@@ -57,6 +72,9 @@ STATUS_TERMINATING: Final = "terminating"
 CQ_STATUSES: Final = (STATUS_PENDING, STATUS_ACTIVE, STATUS_TERMINATING)
 PENDING_ACTIVE: Final = "active"
 PENDING_INADMISSIBLE: Final = "inadmissible"
+CONDITION_STATUSES: Final = ("True", "False", "Unknown")
+LocalQueueKey = tuple[str, str]
+"""(namespace, name) of a LocalQueue."""
 
 
 def kueue_units(resource: str, amount: int) -> float:
@@ -125,6 +143,146 @@ def queue_figures(
     return out
 
 
+@dataclass(frozen=True, slots=True)
+class LocalQueueFigures:
+    """One LocalQueue's figures at the end of an admission cycle."""
+
+    namespace: str
+    name: str
+    active: str
+    """Its ``Active`` condition's status: True, False or Unknown."""
+    pending_active: int
+    pending_inadmissible: int
+    reserving: int
+    usage: tuple[tuple[str, str, float], ...]
+    """(flavor, resource, amount in Kueue's units) its admitted workloads hold."""
+
+
+def local_queue_figures(
+    local_queues: Mapping[LocalQueueKey, Mapping[str, Any]],
+    cluster_queues_active: Mapping[str, Mapping[str, Any]],
+    workloads: Mapping[str, Mapping[str, Any]],
+    waiting: Iterable[Waiting],
+    held: Mapping[str, Mapping[FlavorResource, int]],
+) -> list[LocalQueueFigures]:
+    """Each LocalQueue's figures: ``waiting`` (its reason says active or inadmissible), ``held``
+    (Workload key → what it holds per flavor and resource) and its ``Active`` condition, from its
+    ClusterQueue's (``cluster_queues_active``). Pure."""
+    pending: dict[LocalQueueKey, list[int]] = {}
+    for w in waiting:
+        pending.setdefault(local_queue_of(workloads[w.key]), [0, 0])[0 if w.reason != kueue.REASON_INADMISSIBLE else 1] += 1
+    reserving: dict[LocalQueueKey, int] = {}
+    usage: dict[LocalQueueKey, dict[FlavorResource, int]] = {}
+    for key, amounts in held.items():
+        lq = local_queue_of(workloads[key])
+        reserving[lq] = reserving.get(lq, 0) + 1
+        mine = usage.setdefault(lq, {})
+        for fr, amount in amounts.items():
+            mine[fr] = mine.get(fr, 0) + amount
+    out = []
+    for lq_key in sorted(local_queues):
+        obj = local_queues[lq_key]
+        active = local_queue_active(obj, cluster_queues_active.get(str((obj.get("spec") or {}).get("clusterQueue") or "")))
+        resources = tuple(
+            (flavor, resource, kueue_units(resource, amount))
+            for (flavor, resource), amount in sorted(usage.get(lq_key, {}).items())
+        )
+        active_count, inadmissible = pending.get(lq_key, [0, 0])
+        out.append(LocalQueueFigures(
+            lq_key[0], lq_key[1], str(active.get("status") or "Unknown"), active_count, inadmissible,
+            reserving.get(lq_key, 0), resources,
+        ))
+    return out
+
+
+class LocalQueueMetrics:
+    """Kueue's ``kueue_local_queue_*`` series in ``registry`` (see the module docstring)."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        gauge = partial(Gauge, namespace=NAMESPACE, registry=registry)
+        counter = partial(Counter, namespace=NAMESPACE, registry=registry)
+        histogram = partial(Histogram, namespace=NAMESPACE, registry=registry, buckets=WAIT_BUCKETS)
+        lq, per_resource = ["name", "namespace"], ["name", "namespace", "flavor", "resource"]
+        self.pending = gauge("local_queue_pending_workloads", "The number of pending workloads, per 'local_queue' "
+                             "and 'status' (active: waiting for quota; inadmissible: cannot be admitted as things "
+                             "are).", [*lq, "status"])
+        self.reserving = gauge("local_queue_reserving_active_workloads",
+                               "The number of Workloads that are reserving quota, per 'localQueue'.", lq)
+        self.admitted_active = gauge("local_queue_admitted_active_workloads", "The number of admitted Workloads "
+                                     "that are active (unsuspended and not finished), per 'localQueue'.", lq)
+        self.status = gauge("local_queue_status", "Reports 'localQueue' with its 'active' status (True, False or "
+                            "Unknown): 1 for one of the statuses.", [*lq, "active"])
+        self.usage = gauge("local_queue_resource_usage",
+                           "Reports the localQueue's total resource usage within all the flavors.", per_resource)
+        self.reservation = gauge("local_queue_resource_reservation",
+                                 "Reports the localQueue's total resource reservation within all the flavors.",
+                                 per_resource)
+        self.admitted_total = counter("local_queue_admitted_workloads",
+                                      "The total number of admitted workloads per 'local_queue'.", lq)
+        self.reserved_total = counter("local_queue_quota_reserved_workloads",
+                                      "The total number of quota reserved workloads per 'local_queue'.", lq)
+        self.evicted_total = counter("local_queue_evicted_workloads", "The number of evicted workloads per "
+                                     "'local_queue' and 'reason'.", [*lq, "reason"])
+        self.admission_wait = histogram("local_queue_admission_wait_time_seconds", "The time between a workload "
+                                        "was created or requeued until admission, per 'local_queue'.", lq)
+        self.reserved_wait = histogram("local_queue_quota_reserved_wait_time_seconds", "The time between a "
+                                       "workload was created or requeued until it got quota reservation, per "
+                                       "'local_queue'.", lq)
+        self._gauges = (self.pending, self.reserving, self.admitted_active, self.status, self.usage, self.reservation)
+        self._queues: set[LocalQueueKey] = set()
+        self._evicted: set[tuple[str, str, str]] = set()
+
+    def record(self, figures: Iterable[LocalQueueFigures]) -> None:
+        """The LocalQueues as the last cycle left them; any other LocalQueue's series go."""
+        for g in self._gauges:
+            g.clear()
+        present: set[LocalQueueKey] = set()
+        for q in figures:
+            present.add((q.namespace, q.name))
+            self.pending.labels(q.name, q.namespace, PENDING_ACTIVE).set(q.pending_active)
+            self.pending.labels(q.name, q.namespace, PENDING_INADMISSIBLE).set(q.pending_inadmissible)
+            self.reserving.labels(q.name, q.namespace).set(q.reserving)
+            self.admitted_active.labels(q.name, q.namespace).set(q.reserving)  # no admission checks
+            for status in CONDITION_STATUSES:
+                self.status.labels(q.name, q.namespace, status).set(1 if status == q.active else 0)
+            for flavor, resource, amount in q.usage:
+                self.usage.labels(q.name, q.namespace, flavor, resource).set(amount)
+                self.reservation.labels(q.name, q.namespace, flavor, resource).set(amount)
+        for gone in self._queues - present:
+            self._forget_queue(gone)
+        self._queues = present
+
+    def admitted(self, local_queue: LocalQueueKey, *, waited_seconds: float) -> None:
+        namespace, name = local_queue
+        self.admitted_total.labels(name, namespace).inc()
+        self.reserved_total.labels(name, namespace).inc()
+        self.admission_wait.labels(name, namespace).observe(waited_seconds)
+        self.reserved_wait.labels(name, namespace).observe(waited_seconds)
+        self._queues.add(local_queue)
+
+    def evicted(self, local_queue: LocalQueueKey, *, reason: str) -> None:
+        namespace, name = local_queue
+        self.evicted_total.labels(name, namespace, reason).inc()
+        self._evicted.add((name, namespace, reason))
+        self._queues.add(local_queue)
+
+    def _forget_queue(self, local_queue: LocalQueueKey) -> None:
+        namespace, name = local_queue
+        for metric in (self.admitted_total, self.reserved_total, self.admission_wait, self.reserved_wait):
+            with contextlib.suppress(KeyError):  # never admitted anything
+                metric.remove(name, namespace)
+        for labels in [e for e in self._evicted if e[:2] == (name, namespace)]:
+            self.evicted_total.remove(*labels)
+            self._evicted.discard(labels)
+
+    def forget(self) -> None:
+        for g in self._gauges:
+            g.clear()
+        for local_queue in list(self._queues):
+            self._forget_queue(local_queue)
+        self._queues = set()
+
+
 class QueueMetrics:
     """Kueue's metrics in ``registry`` (see the module docstring)."""
 
@@ -175,6 +333,7 @@ class QueueMetrics:
         self._queues: set[str] = set()
         self._evicted: set[tuple[str, str]] = set()
         self._preempted: set[tuple[str, str]] = set()
+        self.local_queues = LocalQueueMetrics(registry)
 
     # -- per cycle ----------------------------------------------------------------------------
 
@@ -209,9 +368,12 @@ class QueueMetrics:
 
     # -- per event ----------------------------------------------------------------------------
 
-    def admitted(self, cluster_queue: str, *, waited_seconds: float) -> None:
-        """A workload reserved quota in ``cluster_queue`` and was admitted after waiting that long."""
+    def admitted(self, cluster_queue: str, *, waited_seconds: float, local_queue: LocalQueueKey | None = None) -> None:
+        """A workload reserved quota in ``cluster_queue`` and was admitted after waiting that long
+        (submitted through ``local_queue``)."""
         wait = max(waited_seconds, 0.0)
+        if local_queue is not None:
+            self.local_queues.admitted(local_queue, waited_seconds=wait)
         self.admitted_total.labels(cluster_queue).inc()
         self.reserved_total.labels(cluster_queue).inc()
         self.admission_wait.labels(cluster_queue).observe(wait)
@@ -220,11 +382,13 @@ class QueueMetrics:
 
     def evicted(
         self, cluster_queue: str, *, reason: str, preempting_cluster_queue: str | None = None,
-        preemption_reason: str | None = None,
+        preemption_reason: str | None = None, local_queue: LocalQueueKey | None = None,
     ) -> None:
-        """A workload of ``cluster_queue`` was evicted (``reason``: Preempted, PodsReadyTimeout …);
-        when preempted, for one of ``preempting_cluster_queue`` (``preemption_reason``:
-        InClusterQueue, InCohortReclamation …)."""
+        """A workload of ``cluster_queue`` (submitted through ``local_queue``) was evicted
+        (``reason``: Preempted, PodsReadyTimeout …); when preempted, for one of
+        ``preempting_cluster_queue`` (``preemption_reason``: InClusterQueue, InCohortReclamation …)."""
+        if local_queue is not None:
+            self.local_queues.evicted(local_queue, reason=reason)
         self.evicted_total.labels(cluster_queue, reason).inc()
         self._evicted.add((cluster_queue, reason))
         self._queues.add(cluster_queue)
@@ -253,6 +417,10 @@ class QueueMetrics:
         for name in list(self._queues):
             self._forget_queue(name)
         self._queues = set()
+        self.local_queues.forget()
 
 
-__all__ = ["QueueFigures", "QueueMetrics", "ResourceFigures", "kueue_units", "queue_figures"]
+__all__ = [
+    "LocalQueueFigures", "LocalQueueMetrics", "QueueFigures", "QueueMetrics", "ResourceFigures", "kueue_units",
+    "local_queue_figures", "queue_figures",
+]

@@ -53,7 +53,7 @@ from controlplane.admission import pending as pending_order
 from controlplane.admission import requeuing, stopping
 from controlplane.admission.core import ClusterQueue, Pending, Target, Usage, Waiting, decide
 from controlplane.admission.core.preemption import HUMAN_REASONS
-from controlplane.admission.metrics import QueueMetrics, queue_figures
+from controlplane.admission.metrics import QueueMetrics, local_queue_figures, queue_figures
 from controlplane.apis import kueue_v1beta1 as kueue
 from controlplane.apis.events import EventType
 from controlplane.apis.meta import parse_time
@@ -321,14 +321,16 @@ class AdmissionController(KeyedController[Key]):
             await self._wait(workloads[waiting.key], waiting)
         holders = {a.key: a.queue for a in admitted} | {d.key: d.queue for d in decisions.admitted}
         queued = (*decisions.waiting, *backing_off)  # backing off: pending, though no candidate yet
-        if self.metrics is not None:
-            self.metrics.attempt(time.perf_counter() - started, admitted=bool(decisions.admitted))
-            in_line = (*queued, *(u for u in unqueued.values() if u.queue))
-            self.metrics.record_queues(queue_figures(queues, cq_objs, usage, in_line, holders))
         active = {
             name: stopping.cluster_queue_active(o, adm.missing_flavors(o, flavors), queues[name].inactive_reason)
             for name, o in cq_objs.items()
         }
+        if self.metrics is not None:
+            self.metrics.attempt(time.perf_counter() - started, admitted=bool(decisions.admitted))
+            in_line = (*queued, *(u for u in unqueued.values() if u.queue))
+            self.metrics.record_queues(queue_figures(queues, cq_objs, usage, in_line, holders))
+            held = {a.key: a.usage for a in admitted} | {d.key: d.usage() for d in decisions.admitted}
+            self.metrics.local_queues.record(local_queue_figures(lqs, active, workloads, in_line, held))
         await self._queue_statuses(queues, cq_objs, lqs, workloads, queued, holders, usage, active)
         for name, obj in cohort_objs.items():
             status = {k: v for k, v in (obj.get("status") or {}).items() if k != "fairSharing"}
@@ -381,7 +383,7 @@ class AdmissionController(KeyedController[Key]):
         written = self._assume(await self.ctx.objects.update_status(rt, updated))
         log.info("Workload %s admitted by ClusterQueue %s", adm.key_of(wl), queue)
         if self.metrics is not None:
-            self.metrics.admitted(queue, waited_seconds=self._waited(wl))
+            self.metrics.admitted(queue, waited_seconds=self._waited(wl), local_queue=adm.local_queue_of(wl))
         await record_event(self.ctx, written, type=EventType.NORMAL, reason=EventReason.QUOTA_RESERVED,
                            message=f"Quota reserved in ClusterQueue {queue}")
         await record_event(self.ctx, written, type=EventType.NORMAL, reason=EventReason.ADMITTED,
@@ -416,7 +418,7 @@ class AdmissionController(KeyedController[Key]):
                                  event=EventReason.PREEMPTED, requeued=True, also=[preempted]))
         log.info("Workload %s preempted by %s (%s)", adm.key_of(wl), adm.key_of(preemptor), target.reason)
         if self.metrics is not None:
-            self.metrics.evicted(target.queue, reason=kueue.REASON_PREEMPTED,
+            self.metrics.evicted(target.queue, reason=kueue.REASON_PREEMPTED, local_queue=adm.local_queue_of(wl),
                                  preempting_cluster_queue=preempting_queue, preemption_reason=str(target.reason))
 
     async def _drain(self, wl: dict[str, Any], why: stopping.Drain) -> None:
@@ -427,7 +429,7 @@ class AdmissionController(KeyedController[Key]):
         queue = str((adm.admission_of(wl) or {}).get("clusterQueue") or "")
         self._assume(await evict(self.ctx, rt, wl, reason=why.reason, message=why.message))
         if self.metrics is not None:
-            self.metrics.evicted(queue, reason=why.reason)
+            self.metrics.evicted(queue, reason=why.reason, local_queue=adm.local_queue_of(wl))
 
     async def _wait(self, wl: dict[str, Any], waiting: Waiting) -> None:
         rt = self.kinds.workload

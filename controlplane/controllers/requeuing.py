@@ -92,7 +92,7 @@ class Requeuing:
 
         written = await evict(ctx, self.rt, updated, reason=reason, message=message, event=event, edit=requeue_state)
         if self.metrics is not None and queue:
-            self.metrics.evicted(queue, reason=reason)
+            self.metrics.evicted(queue, reason=reason, local_queue=adm.local_queue_of(wl))
         return written
 
     async def release(self, wl: Mapping[str, Any], *, restarted: Mapping[str, Any] | None = None) -> dict[str, Any]:
