@@ -12,7 +12,9 @@ objects, the quota usage, the waiting workloads and the quota holders
   waiting for quota, ``inadmissible``: cannot be admitted as things are),
   ``kueue_reserving_active_workloads{cluster_queue}``, ``kueue_admitted_active_workloads{cluster_queue}``,
   ``kueue_cluster_queue_status{cluster_queue,status}`` (1 for one of ``pending``, ``active``,
-  ``terminating``);
+  ``terminating``); with fair sharing, ``kueue_cluster_queue_weighted_share{cluster_queue}`` and,
+  per Cohort object, ``kueue_cohort_weighted_share{cohort}`` (Kueue's weighted share: its
+  ``status.fairSharing.weightedShare``; 9223372036854775807 when a weight-0 queue borrows);
 * gauges per ClusterQueue, flavor and resource, labelled ``{cohort,cluster_queue,flavor,resource}``:
   ``kueue_cluster_queue_resource_usage``, ``kueue_cluster_queue_resource_reservation``,
   ``kueue_cluster_queue_nominal_quota``, ``kueue_cluster_queue_borrowing_limit``,
@@ -103,6 +105,8 @@ class QueueFigures:
     pending_inadmissible: int
     reserving: int
     resources: tuple[ResourceFigures, ...]
+    weighted_share: int | None = None
+    """Its fair-sharing weighted share (None: fair sharing is off)."""
 
 
 def queue_figures(
@@ -111,9 +115,12 @@ def queue_figures(
     usage: Usage,
     waiting: Iterable[Waiting],
     holders: Mapping[str, str],
+    *,
+    fair_sharing: bool = False,
 ) -> list[QueueFigures]:
     """Each ClusterQueue's figures: ``waiting`` (its reason says active or inadmissible),
-    ``holders`` (Workload key → the ClusterQueue whose quota it holds) and ``usage``. Pure."""
+    ``holders`` (Workload key → the ClusterQueue whose quota it holds) and ``usage`` (with
+    ``fair_sharing``, its weighted share too). Pure."""
     pending: dict[str, list[int]] = {}
     for w in waiting:
         pending.setdefault(w.queue, [0, 0])[0 if w.reason != kueue.REASON_INADMISSIBLE else 1] += 1
@@ -139,7 +146,10 @@ def queue_figures(
                         units(usage.of(name, (fq.flavor, resource))),
                     ))
         active, inadmissible = pending.get(name, [0, 0])
-        out.append(QueueFigures(name, queue.cohort or "", status, active, inadmissible, reserving.get(name, 0), tuple(resources)))
+        out.append(QueueFigures(
+            name, queue.cohort or "", status, active, inadmissible, reserving.get(name, 0), tuple(resources),
+            usage.queue_share(name) if fair_sharing else None,
+        ))
     return out
 
 
@@ -311,6 +321,14 @@ class QueueMetrics:
                                      "limit within all the flavors (+Inf: no limit).", per_resource)
         self.lending_limit = gauge("cluster_queue_lending_limit", "Reports the cluster_queue's resource lending limit "
                                    "within all the flavors (+Inf: no limit).", per_resource)
+        self.weighted_share = gauge("cluster_queue_weighted_share", "Reports the maximum of the ratios of usage above "
+                                    "nominal quota to the lendable resources in the cohort, among all the resources "
+                                    "provided by the ClusterQueue, divided by the weight (9223372036854775807: a "
+                                    "weight-0 ClusterQueue that borrows).", cq)
+        self.cohort_weighted_share = gauge("cohort_weighted_share", "Reports the maximum of the ratios of usage "
+                                           "above nominal quota to the lendable resources in the parent cohort, "
+                                           "among all the resources provided by the Cohort, divided by the weight.",
+                                           ["cohort"])
         self.admitted_total = counter("admitted_workloads", "The total number of admitted workloads per 'cluster_queue'.", cq)
         self.reserved_total = counter("quota_reserved_workloads",
                                       "The total number of quota reserved workloads per 'cluster_queue'.", cq)
@@ -329,7 +347,8 @@ class QueueMetrics:
         self.attempt_duration = histogram("admission_attempt_duration_seconds", "The latency of an admission cycle, "
                                           "by 'result'.", ["result"], buckets=ATTEMPT_BUCKETS)
         self._gauges = (self.pending, self.reserving, self.admitted_active, self.status, self.usage, self.reservation,
-                        self.nominal, self.borrowing_limit, self.lending_limit)
+                        self.nominal, self.borrowing_limit, self.lending_limit, self.weighted_share,
+                        self.cohort_weighted_share)
         self._queues: set[str] = set()
         self._evicted: set[tuple[str, str]] = set()
         self._preempted: set[tuple[str, str]] = set()
@@ -337,10 +356,13 @@ class QueueMetrics:
 
     # -- per cycle ----------------------------------------------------------------------------
 
-    def record_queues(self, figures: Iterable[QueueFigures]) -> None:
-        """The ClusterQueues as the last cycle left them; any other ClusterQueue's series go."""
+    def record_queues(self, figures: Iterable[QueueFigures], *, cohort_shares: Mapping[str, int] | None = None) -> None:
+        """The ClusterQueues as the last cycle left them, and the Cohorts' weighted shares (fair
+        sharing on); any other ClusterQueue's or Cohort's series go."""
         for g in self._gauges:
             g.clear()
+        for cohort, share in (cohort_shares or {}).items():
+            self.cohort_weighted_share.labels(cohort).set(share)
         present: set[str] = set()
         for q in figures:
             present.add(q.name)
@@ -348,6 +370,8 @@ class QueueMetrics:
             self.pending.labels(q.name, PENDING_INADMISSIBLE).set(q.pending_inadmissible)
             self.reserving.labels(q.name).set(q.reserving)
             self.admitted_active.labels(q.name).set(q.reserving)  # no admission checks: reserved is admitted
+            if q.weighted_share is not None:
+                self.weighted_share.labels(q.name).set(q.weighted_share)
             for status in CQ_STATUSES:
                 self.status.labels(q.name, status).set(1 if status == q.status else 0)
             for r in q.resources:

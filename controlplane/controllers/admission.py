@@ -328,7 +328,9 @@ class AdmissionController(KeyedController[Key]):
         if self.metrics is not None:
             self.metrics.attempt(time.perf_counter() - started, admitted=bool(decisions.admitted))
             in_line = (*queued, *(u for u in unqueued.values() if u.queue))
-            self.metrics.record_queues(queue_figures(queues, cq_objs, usage, in_line, holders))
+            shares = {name: usage.share(usage.cohorts[name]) for name in cohort_objs} if fair_sharing else None
+            figures = queue_figures(queues, cq_objs, usage, in_line, holders, fair_sharing=fair_sharing)
+            self.metrics.record_queues(figures, cohort_shares=shares)
             held = {a.key: a.usage for a in admitted} | {d.key: d.usage() for d in decisions.admitted}
             self.metrics.local_queues.record(local_queue_figures(lqs, active, workloads, in_line, held))
         await self._queue_statuses(queues, cq_objs, lqs, workloads, queued, holders, usage, active)

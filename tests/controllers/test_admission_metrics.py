@@ -82,6 +82,7 @@ async def test_queue_metrics_follow_admission_and_preemption(
     assert value(registry, "kueue_local_queue_status", **lq("team-a", active="True")) == 1
     assert value(registry, "kueue_local_queue_status", **lq("team-a", active="False")) == 0
     assert value(registry, "kueue_local_queue_reserving_active_workloads", **lq("team-b")) == 0
+    assert value(registry, "kueue_cluster_queue_weighted_share", cluster_queue="team-a") is None  # fair sharing off
 
     await create(objects, job("b1", "team-b"))  # the 4 GPUs nobody borrows
     assert await eventually(lambda: admitted(objects, "b1"), what="b1 admitted") == "team-b"
