@@ -60,6 +60,11 @@ class ComputedResource:
     #: kube's ``singularName`` when it is not the lower-cased kind (a resource whose storage only
     #: carries subresources, as Kueue's visibility ``clusterqueues``).
     singular_name: str | None = None
+    #: The kind of a subresource's parent, which names its OpenAPI operation as kube's installer
+    #: does (``readClusterQueuePendingworkloads``); None: ``kind``.
+    parent_kind: str | None = None
+    #: The query parameters a ``get`` takes (``limit``, ``offset``), as its OpenAPI operation lists them.
+    query: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:

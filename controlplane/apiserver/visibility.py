@@ -44,6 +44,8 @@ GROUP: Final = "visibility.kueue.x-k8s.io"
 VERSIONS: Final = ("v1beta2", "v1beta1")
 SUMMARY: Final = "PendingWorkloadsSummary"
 SUBRESOURCE: Final = "pendingworkloads"
+#: The kinds of the two parents (Kueue's visibility ClusterQueue and LocalQueue).
+PARENT_KINDS: Final = {"clusterqueues": "ClusterQueue", "localqueues": "LocalQueue"}
 _INT64: Final = re.compile(r"[+-]?[0-9]+")
 _INT64_MAX: Final = 2**63 - 1
 
@@ -138,7 +140,7 @@ def _resources() -> tuple[ComputedResource, ...]:
                 ComputedResource(GROUP, version, plural, SUMMARY, namespaced=namespaced, verbs=(),
                                  singular_name=plural.removesuffix("s")),
                 ComputedResource(GROUP, version, plural, SUMMARY, namespaced=namespaced, subresource=SUBRESOURCE,
-                                 verbs=("get",)),
+                                 verbs=("get",), parent_kind=PARENT_KINDS[plural], query=("limit", "offset")),
             ]
     return tuple(out)
 

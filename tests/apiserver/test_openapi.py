@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
+from controlplane.apiserver import visibility
 from controlplane.apiserver.app import create_app
 from controlplane.apiserver.auth.rbac.reviews import LOCAL_SUBJECT_ACCESS_REVIEWS, SELF_SUBJECT_ACCESS_REVIEWS
 from controlplane.apiserver.auth.serviceaccounts import TOKEN_REQUESTS
@@ -311,3 +312,47 @@ def test_the_create_only_resources_have_kubes_schemas_and_their_post(registry: R
     swagger = json.loads(documents.swagger(protobuf=False).body)
     assert "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews" in swagger["paths"]
     assert "io.k8s.api.authorization.v1.SelfSubjectAccessReviewSpec" in swagger["definitions"]
+
+
+@pytest.mark.parametrize("version", ["v1beta2", "v1beta1"])
+def test_kueues_visibility_api_has_its_paths_and_pending_workloads_summary(registry: Registry, version: str) -> None:
+    """Generated clients and OpenAPI readers find the pendingworkloads reads and their answer's
+    schema under Kueue's definition names; the parents, listed without verbs, have no path."""
+    documents = OpenApiDocuments(registry, computed=visibility.RESOURCES)
+    key = f"apis/visibility.kueue.x-k8s.io/{version}"
+    assert key in documents.index()["paths"]
+    document = json.loads(documents.document(key).body)  # type: ignore[union-attr]
+    base = f"/apis/visibility.kueue.x-k8s.io/{version}"
+    assert set(document["paths"]) == {
+        f"{base}/clusterqueues/{{name}}/pendingworkloads",
+        f"{base}/namespaces/{{namespace}}/localqueues/{{name}}/pendingworkloads",
+    }
+    summary = f"io.k8s.kueue.visibility.{version}.PendingWorkloadsSummary"
+    for path, operation_id, parameters in (
+        (f"{base}/clusterqueues/{{name}}/pendingworkloads", "readClusterQueuePendingworkloads", ["name"]),
+        (f"{base}/namespaces/{{namespace}}/localqueues/{{name}}/pendingworkloads", "readLocalQueuePendingworkloads",
+         ["namespace", "name"]),
+    ):
+        item = document["paths"][path]
+        assert set(item) == {"parameters", "get"}
+        assert [p["name"] for p in item["parameters"]] == parameters
+        get = item["get"]
+        assert get["operationId"] == operation_id
+        assert get["x-kubernetes-group-version-kind"] == {
+            "group": "visibility.kueue.x-k8s.io", "version": version, "kind": "PendingWorkloadsSummary"}
+        assert [(p["name"], p["in"], p["schema"]["type"]) for p in get["parameters"]] == [
+            ("limit", "query", "integer"), ("offset", "query", "integer")]
+        assert get["responses"]["200"]["content"]["application/json"]["schema"] == {
+            "$ref": f"#/components/schemas/{summary}"}
+    schemas = document["components"]["schemas"]
+    assert schemas[summary]["x-kubernetes-group-version-kind"] == [
+        {"group": "visibility.kueue.x-k8s.io", "version": version, "kind": "PendingWorkloadsSummary"}]
+    items = schemas[summary]["properties"]["items"]["items"]  # a $ref with a default: wrapped, as kube's v3
+    assert items["allOf"] == [{"$ref": f"#/components/schemas/io.k8s.kueue.visibility.{version}.PendingWorkload"}]
+    pending_workload = schemas[f"io.k8s.kueue.visibility.{version}.PendingWorkload"]
+    assert set(pending_workload["properties"]) == {
+        "metadata", "priority", "localQueueName", "positionInClusterQueue", "positionInLocalQueue"}
+    assert "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta" in schemas  # what PendingWorkload's metadata is
+    swagger = json.loads(documents.swagger(protobuf=False).body)
+    assert f"{base}/clusterqueues/{{name}}/pendingworkloads" in swagger["paths"]
+    assert summary in swagger["definitions"]

@@ -4,7 +4,8 @@ A kind's schema comes, in this order, from its pydantic model (gpufed's and Karm
 :mod:`.models`), from :mod:`.extra_kinds` (Kubeflow's and KubeRay's jobs, WasteReport), or
 from kube's own definitions when kube has the group-version-kind (:mod:`.upstream`: every
 built-in kind, with nothing to wire per kind); any other kind gets an open object. A
-create-only resource (an access review, a TokenRequest) is always a built-in kind: kube's. Every
+create-only resource (an access review, a TokenRequest) is always a built-in kind: kube's; Kueue's
+visibility API's ``PendingWorkloadsSummary`` comes from :mod:`.visibility_kinds`. Every
 kind's definition carries ``x-kubernetes-group-version-kind``, which is how ``kubectl
 explain`` and ``kubectl apply`` find it.
 
@@ -33,6 +34,7 @@ from controlplane.apiserver.openapi.upstream import (
     STATUS,
     UpstreamDefinitions,
 )
+from controlplane.apiserver.openapi.visibility_kinds import visibility_kind_definitions
 from controlplane.apiserver.resources import Registry, ResourceType
 
 #: What every document's operations refer to besides the kinds.
@@ -106,9 +108,20 @@ class SchemaCatalog:
     def kind(self, rt: ResourceType) -> KindSchema:
         return self._kinds[(rt.group, rt.version, rt.kind)]
 
+    def computed_kind(self, resource: ComputedResource) -> KindSchema | None:
+        """The schema of a computed resource's kind: kube's, or Kueue's visibility kinds' (None
+        when neither has it)."""
+        group, version = resource.kind_group_version
+        if (upstream_name := self.upstream.for_kind(group, version, resource.kind)) is not None:
+            return KindSchema(upstream_name, {})
+        if (visibility := visibility_kind_definitions(group, version, resource.kind)) is not None:
+            return KindSchema(*visibility)
+        return None
+
     def computed(self, resource: ComputedResource) -> str | None:
-        """The definition of a create-only resource's kind: kube's (None when kube has none)."""
-        return self.upstream.for_kind(*resource.kind_group_version, resource.kind)
+        """The definition name of a computed resource's kind (None when there is none)."""
+        kind = self.computed_kind(resource)
+        return kind.name if kind is not None else None
 
     def definitions(
         self, types: list[ResourceType], computed: Sequence[ComputedResource] = ()
@@ -119,7 +132,9 @@ class SchemaCatalog:
         for rt in types:
             own.update(self.kind(rt).definitions)
         names = [self.kind(rt).name for rt in types]
-        names += [name for name in map(self.computed, computed) if name is not None]
+        for kind in filter(None, map(self.computed_kind, computed)):
+            own.update(kind.definitions)
+            names.append(kind.name)
         roots = [*own.values(), *({"$ref": DEFINITIONS_PREFIX + name} for name in names)]
         roots.extend({"$ref": DEFINITIONS_PREFIX + name} for name in COMMON_DEFINITIONS)
         return dict(sorted({**self.upstream.closure(roots), **own}.items()))

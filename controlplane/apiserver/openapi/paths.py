@@ -12,7 +12,8 @@ namespaced kind. kubectl relies on two details (checked against kubectl 1.32):
 
 A create-only resource (an access review, a ServiceAccount's ``token``) has the one ``post``
 of kube's, whose ``x-kubernetes-group-version-kind`` is its kind's (a TokenRequest's group for
-``serviceaccounts/{name}/token``).
+``serviceaccounts/{name}/token``). A computed subresource that is only read (Kueue's
+``clusterqueues/{name}/pendingworkloads``) has the one ``get``, named after its parent's kind.
 
 The operations are plain values here; :mod:`.v3` and :mod:`.v2` render them in each dialect.
 Pure.
@@ -44,6 +45,7 @@ PARAMETERS: dict[str, tuple[str, str]] = {
     "resourceVersion": ("string", "The revision to list at or watch from."),
     "resourceVersionMatch": ("string", "How resourceVersion applies to a list: Exact or NotOlderThan."),
     "limit": ("integer", "The maximum number of items."),
+    "offset": ("integer", "The position of the first item, from 0."),
     "watch": ("boolean", "Watch for changes."),
     "allowWatchBookmarks": ("boolean", "Request BOOKMARK events."),
     "timeoutSeconds": ("integer", "Timeout of a watch."),
@@ -141,22 +143,34 @@ def kind_paths(rt: ResourceType, schema: str) -> list[PathItem]:
 
 
 def computed_paths(resource: ComputedResource, schema: str) -> list[PathItem]:
-    """The path item of a create-only resource whose kind's definition is ``schema``."""
+    """The path item of a create-only resource, or of a read-only subresource, whose kind's
+    definition is ``schema``."""
     group, version = resource.kind_group_version
-    create = Operation("post", f"create{resource.kind}", "post", group, version, resource.kind, query=_WRITE,
-                       body=schema, response=schema, created=True)
+    if "create" in resource.verbs:
+        operation = Operation("post", f"create{resource.kind}", "post", group, version, resource.kind, query=_WRITE,
+                              body=schema, response=schema, created=True)
+    else:
+        name = f"{resource.parent_kind or resource.kind}{resource.subresource.title()}"
+        operation = Operation("get", f"read{name}", "get", group, version, resource.kind, query=resource.query,
+                              response=schema)
     parameters = (*(("namespace",) if resource.namespaced else ()), *(("name",) if resource.subresource else ()))
-    return [PathItem(resource.path, parameters, (create,))]
+    return [PathItem(resource.path, parameters, (operation,))]
+
+
+def has_paths(resource: ComputedResource) -> bool:
+    """Whether a computed resource has a path in the documents: a create-only one, or a
+    subresource that is read (a resource listed without verbs, or read-only, has none)."""
+    return "create" in resource.verbs or (bool(resource.subresource) and "get" in resource.verbs)
 
 
 def all_paths(
     catalog: SchemaCatalog, types: Iterable[ResourceType], computed: Iterable[ComputedResource]
 ) -> list[PathItem]:
-    """The path items of ``types`` and of the ``computed`` resources kube has a kind for (a
-    read-only one, ComponentStatus, has none here)."""
+    """The path items of ``types`` and of the ``computed`` resources with a known kind (a
+    read-only resource, ComponentStatus, has none here)."""
     items = [item for rt in types for item in kind_paths(rt, catalog.kind(rt).name)]
     for resource in computed:
         schema = catalog.computed(resource)
-        if schema is not None and "create" in resource.verbs:
+        if schema is not None and has_paths(resource):
             items += computed_paths(resource, schema)
     return items

@@ -122,6 +122,13 @@ async def test_discovery_lists_the_group_as_kueues_server_does(admin: Client) ->
     assert listed["resources"][0]["singularName"] == "clusterqueue"
     status, _ = await admin("GET", f"{VISIBILITY}/v1beta2/clusterqueues")
     assert status == 404  # carries the subresource only, as Kueue's
+    # The hub's OpenAPI has the two reads and their answer's schema, as Kueue's server publishes them.
+    _, document = await admin("GET", "/openapi/v3/apis/visibility.kueue.x-k8s.io/v1beta2")
+    assert sorted(document["paths"]) == [
+        f"{VISIBILITY}/v1beta2/clusterqueues/{{name}}/pendingworkloads",
+        f"{VISIBILITY}/v1beta2/namespaces/{{namespace}}/localqueues/{{name}}/pendingworkloads",
+    ]
+    assert "io.k8s.kueue.visibility.v1beta2.PendingWorkloadsSummary" in document["components"]["schemas"]
 
 
 async def test_a_namespaced_role_reads_its_local_queue_and_nothing_else(
