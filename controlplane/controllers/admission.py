@@ -331,8 +331,8 @@ class AdmissionController(KeyedController[Key]):
             shares = {name: usage.share(usage.cohorts[name]) for name in cohort_objs} if fair_sharing else None
             figures = queue_figures(queues, cq_objs, usage, in_line, holders, fair_sharing=fair_sharing)
             self.metrics.record_queues(figures, cohort_shares=shares)
-            held = {a.key: a.usage for a in admitted} | {d.key: d.usage() for d in decisions.admitted}
-            self.metrics.local_queues.record(local_queue_figures(lqs, active, workloads, in_line, held))
+            holdings = {a.key: a.usage for a in admitted} | {d.key: d.usage() for d in decisions.admitted}
+            self.metrics.local_queues.record(local_queue_figures(lqs, active, workloads, in_line, holdings))
         await self._queue_statuses(queues, cq_objs, lqs, workloads, queued, holders, usage, active)
         for name, obj in cohort_objs.items():
             status = {k: v for k, v in (obj.get("status") or {}).items() if k != "fairSharing"}
