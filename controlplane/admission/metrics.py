@@ -51,10 +51,10 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Final
+from typing import Any, Final, Generic, TypeVar
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
@@ -77,6 +77,7 @@ PENDING_INADMISSIBLE: Final = "inadmissible"
 CONDITION_STATUSES: Final = ("True", "False", "Unknown")
 LocalQueueKey = tuple[str, str]
 """(namespace, name) of a LocalQueue."""
+Key = TypeVar("Key", str, LocalQueueKey)
 
 
 def kueue_units(resource: str, amount: int) -> float:
@@ -205,7 +206,33 @@ def local_queue_figures(
     return out
 
 
-class LocalQueueMetrics:
+class _QueueSeries(Generic[Key]):
+    """Series per queue: gauges rewritten each cycle, counters and histograms kept per ``Key``
+    until its queue goes."""
+
+    _gauges: tuple[Gauge, ...]
+    _queues: set[Key]
+
+    def _forget_queue(self, key: Key) -> None:
+        raise NotImplementedError
+
+    @staticmethod
+    def _drop(counter: Counter, tracked: set[tuple[str, ...]], matches: Callable[[tuple[str, ...]], bool]) -> None:
+        """Remove ``counter``'s series whose labels (kept in ``tracked``) match."""
+        for labels in [t for t in tracked if matches(t)]:
+            counter.remove(*labels)
+            tracked.discard(labels)
+
+    def forget(self) -> None:
+        """Stop reporting queues (this replica no longer runs the admission controller)."""
+        for g in self._gauges:
+            g.clear()
+        for key in list(self._queues):
+            self._forget_queue(key)
+        self._queues = set()
+
+
+class LocalQueueMetrics(_QueueSeries[LocalQueueKey]):
     """Kueue's ``kueue_local_queue_*`` series in ``registry`` (see the module docstring)."""
 
     def __init__(self, registry: CollectorRegistry) -> None:
@@ -239,8 +266,8 @@ class LocalQueueMetrics:
                                        "workload was created or requeued until it got quota reservation, per "
                                        "'local_queue'.", lq)
         self._gauges = (self.pending, self.reserving, self.admitted_active, self.status, self.usage, self.reservation)
-        self._queues: set[LocalQueueKey] = set()
-        self._evicted: set[tuple[str, str, str]] = set()
+        self._queues = set()
+        self._evicted: set[tuple[str, ...]] = set()
 
     def record(self, figures: Iterable[LocalQueueFigures]) -> None:
         """The LocalQueues as the last cycle left them; any other LocalQueue's series go."""
@@ -281,19 +308,10 @@ class LocalQueueMetrics:
         for metric in (self.admitted_total, self.reserved_total, self.admission_wait, self.reserved_wait):
             with contextlib.suppress(KeyError):  # never admitted anything
                 metric.remove(name, namespace)
-        for labels in [e for e in self._evicted if e[:2] == (name, namespace)]:
-            self.evicted_total.remove(*labels)
-            self._evicted.discard(labels)
-
-    def forget(self) -> None:
-        for g in self._gauges:
-            g.clear()
-        for local_queue in list(self._queues):
-            self._forget_queue(local_queue)
-        self._queues = set()
+        self._drop(self.evicted_total, self._evicted, lambda labels: labels[:2] == (name, namespace))
 
 
-class QueueMetrics:
+class QueueMetrics(_QueueSeries[str]):
     """Kueue's metrics in ``registry`` (see the module docstring)."""
 
     def __init__(self, registry: CollectorRegistry) -> None:
@@ -349,9 +367,9 @@ class QueueMetrics:
         self._gauges = (self.pending, self.reserving, self.admitted_active, self.status, self.usage, self.reservation,
                         self.nominal, self.borrowing_limit, self.lending_limit, self.weighted_share,
                         self.cohort_weighted_share)
-        self._queues: set[str] = set()
-        self._evicted: set[tuple[str, str]] = set()
-        self._preempted: set[tuple[str, str]] = set()
+        self._queues = set()
+        self._evicted: set[tuple[str, ...]] = set()
+        self._preempted: set[tuple[str, ...]] = set()
         self.local_queues = LocalQueueMetrics(registry)
 
     # -- per cycle ----------------------------------------------------------------------------
@@ -427,20 +445,11 @@ class QueueMetrics:
         for metric in (self.admitted_total, self.reserved_total, self.admission_wait, self.reserved_wait):
             with contextlib.suppress(KeyError):  # never admitted anything
                 metric.remove(name)
-        for labels in [e for e in self._evicted if e[0] == name]:
-            self.evicted_total.remove(*labels)
-            self._evicted.discard(labels)
-        for labels in [p for p in self._preempted if p[0] == name]:
-            self.preempted_total.remove(*labels)
-            self._preempted.discard(labels)
+        self._drop(self.evicted_total, self._evicted, lambda labels: labels[0] == name)
+        self._drop(self.preempted_total, self._preempted, lambda labels: labels[0] == name)
 
     def forget(self) -> None:
-        """Stop reporting queues (this replica no longer runs the admission controller)."""
-        for g in self._gauges:
-            g.clear()
-        for name in list(self._queues):
-            self._forget_queue(name)
-        self._queues = set()
+        super().forget()
         self.local_queues.forget()
 
 
