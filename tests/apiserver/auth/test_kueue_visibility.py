@@ -107,6 +107,38 @@ async def test_pending_workloads_in_admission_order_with_kueues_paging_and_error
     assert status == 405
 
 
+async def test_a_pods_ready_timeout_sends_a_workload_behind_those_created_before_its_eviction(admin: Client) -> None:
+    """Kueue's default ``requeuingStrategy.timestamp: Eviction``: the visibility API and the
+    admission cycle count a Workload evicted by the PodsReady timeout from its eviction."""
+    await queue_up(admin)
+    path = f"{KUEUE}/namespaces/team-a/workloads/a-high"
+
+    async def evicted_by_timeout() -> bool:
+        _, wl = await admin("GET", path)
+        others = [c for c in (wl.get("status") or {}).get("conditions") or [] if c["type"] != "Evicted"]
+        wl.setdefault("status", {})["conditions"] = [*others, {
+            "type": "Evicted", "status": "True", "reason": "PodsReadyTimeout", "message": "Exceeded the PodsReady timeout",
+            "lastTransitionTime": "2099-01-01T00:00:00Z"}]  # after every other Workload's creation
+        status, _ = await admin("PUT", f"{path}/status", wl)
+        return status == 200
+
+    await eventually(evicted_by_timeout)
+    _, summary = await admin("GET", f"{VISIBILITY}/v1beta2/clusterqueues/fleet/pendingworkloads")
+    assert [p[1] for p in positions(summary)] == ["b-high", "a-high", "b-mid", "b-next", "a-low"]
+
+    # The GPU frees: the head of the line gets it, not the older Workload that timed out.
+    status, _ = await admin("DELETE", f"{KUEUE}/namespaces/team-a/workloads/urgent")
+    assert status == 200
+
+    async def b_high_admitted() -> bool:
+        _, wl = await admin("GET", f"{KUEUE}/namespaces/team-b/workloads/b-high")
+        return bool((wl.get("status") or {}).get("admission"))
+
+    await eventually(b_high_admitted)
+    _, a_high = await admin("GET", path)
+    assert not (a_high.get("status") or {}).get("admission")
+
+
 async def test_discovery_lists_the_group_as_kueues_server_does(admin: Client) -> None:
     _, groups = await admin("GET", "/apis")
     group = next(g for g in groups["groups"] if g["name"] == "visibility.kueue.x-k8s.io")
