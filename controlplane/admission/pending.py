@@ -3,9 +3,9 @@
 In: Workloads and LocalQueues (wire dicts, ``kueue.x-k8s.io/v1beta1``). Out: the waiting ones in
 the order the admission cycle takes them (:func:`controlplane.admission.core.queue_order`: higher
 priority first, then older; a Workload evicted by the PodsReady timeout counts from its eviction
-unless ``requeuingStrategy.timestamp`` is ``Creation``), a workload's place among them (``gpufed
-explain``), and the pages of Kueue's visibility API (``PendingWorkload`` items with their positions, 0-based, in the
-ClusterQueue and in their LocalQueue; ``limit`` and ``offset`` as Kueue applies them).
+unless ``requeuingStrategy.timestamp`` is ``Creation``), and the pages of Kueue's visibility API (``PendingWorkload`` items with their positions, 0-based, in the
+ClusterQueue and in their LocalQueue; ``limit`` and ``offset`` as Kueue applies them), from
+which ``gpufed explain`` reads a workload's place.
 
 A waiting Workload holds no quota, has not finished, is not being deleted and is active (a
 deactivated one, ``spec.active: false``, is out of line); one backing off after PodsReady
@@ -52,17 +52,6 @@ def in_order(
 ) -> list[Mapping[str, Any]]:
     """The waiting ones of ``workloads``, in the admission cycle's order."""
     return sorted((w for w in workloads if is_waiting(w)), key=_order(timestamp))
-
-
-def position(
-    workload: Mapping[str, Any], peers: Iterable[Mapping[str, Any]], *,
-    timestamp: RequeuingTimestamp = RequeuingTimestamp.EVICTION,
-) -> tuple[int, int]:
-    """(1-based place, how many wait) of ``workload`` among the waiting ``peers`` (itself included)."""
-    key = adm.key_of(workload)
-    waiting = [*in_order((p for p in peers if adm.key_of(p) != key), timestamp=timestamp), workload]
-    waiting.sort(key=_order(timestamp))
-    return [adm.key_of(p) for p in waiting].index(key) + 1, len(waiting)
 
 
 def _queue_of(obj: Mapping[str, Any], name_field: str) -> tuple[str, str]:

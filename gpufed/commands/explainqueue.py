@@ -6,11 +6,13 @@ Out: lines — the LocalQueue and ClusterQueue (cohort, queueing strategy), the 
 QuotaReserved condition (Kueue's reason and message: which flavor and resource lacks quota,
 how much more is needed), a queue's ``stopPolicy`` when it is stopped, the ClusterQueue's quota and usage for what the workload asks, its
 eviction if it was preempted, its position among the workloads waiting in the ClusterQueue and
-in its LocalQueue (higher priority first, then older: the order the hub's admission cycle takes
-them in), and once admitted the flavor each pod set got and whether the ClusterQueue borrows.
+in its LocalQueue, and once admitted the flavor each pod set got and whether the ClusterQueue borrows.
 
-A user who may not read cluster-wide (a team bound to view in its namespace) still gets the
-position in its LocalQueue; the ClusterQueue's part is left out with what to ask for.
+The positions are the hub's own: read from Kueue's visibility API (``pendingworkloads`` of the
+ClusterQueue and of the LocalQueue), which lists the waiting Workloads in the order the hub's
+admission cycle takes them, whatever the hub's requeuing timestamp. A user who may not read
+cluster-wide (a team bound to view in its namespace) still gets the position in its LocalQueue;
+the ClusterQueue's part is left out with what to ask for.
 """
 
 from __future__ import annotations
@@ -20,11 +22,15 @@ from typing import Any, Final
 
 from controlplane.admission import objects as adm
 from controlplane.admission import requeuing, stopping
-from controlplane.admission.pending import in_cluster_queue, position
 from controlplane.apis import kueue_v1beta1 as kueue
 from gpufed.hubclient import HubClient, HubError
 
 BASE: Final = f"/apis/{kueue.API_VERSION}"
+VISIBILITY: Final = "/apis/visibility.kueue.x-k8s.io/v1beta2"
+PAGE: Final = 1000
+"""Pending workloads read per request of the visibility API."""
+Place = tuple[int | None, int]
+"""A Workload's 1-based place among the waiting ones (None: it is not among them), and how many wait."""
 W: Final = 13
 """Label width, as the rest of ``gpufed explain``."""
 
@@ -107,11 +113,11 @@ def render_queue(
     *,
     local_queue: Mapping[str, Any] | None,
     cluster_queue: Mapping[str, Any] | None,
-    cluster_queue_peers: Sequence[Mapping[str, Any]] | None,
-    local_queue_peers: Sequence[Mapping[str, Any]],
+    cluster_queue_place: Place | None,
+    local_queue_place: Place | None,
 ) -> list[str]:
-    """The queue block for a Workload. ``cluster_queue`` and ``cluster_queue_peers`` are None when
-    the caller may not read them. Pure."""
+    """The queue block for a Workload. ``cluster_queue`` and a place are None when the caller may
+    not read them. Pure."""
     meta, spec = workload.get("metadata") or {}, workload.get("spec") or {}
     namespace, queue_name = str(meta.get("namespace")), str(spec.get("queueName") or "")
     admission = (workload.get("status") or {}).get("admission") or {}
@@ -161,13 +167,39 @@ def render_queue(
         lines.append(_line("Position:", f"out of line while LocalQueue {namespace}/{queue_name} is stopped"))
         return lines
     places = []
-    if cluster_queue_peers is not None:
-        place, total = position(workload, cluster_queue_peers)
-        places.append(f"{place} of {total} waiting in ClusterQueue {cq_name}")
-    place, total = position(workload, local_queue_peers)
-    places.append(f"{place} of {total} in LocalQueue {namespace}/{queue_name}")
-    lines.append(_line("Position:", "; ".join(places) + " (higher priority first, then older)"))
+    if cluster_queue_place is not None:
+        places.append(_place(cluster_queue_place, f"waiting in ClusterQueue {cq_name}"))
+    if local_queue_place is not None:
+        places.append(_place(local_queue_place, f"in LocalQueue {namespace}/{queue_name}"))
+    if places:
+        lines.append(_line("Position:", "; ".join(places) + " (higher priority first, then older)"))
     return lines
+
+
+def _place(place: Place, where: str) -> str:
+    at, total = place
+    return f"{at} of {total} {where}" if at is not None else f"not among the {total} {where}"
+
+
+async def _pending_place(client: HubClient, path: str, workload: Mapping[str, Any], field: str) -> Place | None:
+    """``workload``'s place among the pending workloads the visibility API lists at ``path``
+    (``field``: the position it reports), paging through them; None when they may not be read."""
+    meta = workload.get("metadata") or {}
+    key = (meta.get("namespace"), meta.get("name"))
+    at: int | None = None
+    offset = 0
+    while True:
+        summary = await _readable(client.request("GET", path, params={"limit": str(PAGE), "offset": str(offset)}))
+        if summary is None:
+            return None
+        items = summary.get("items") or []
+        for item in items:
+            item_meta = item.get("metadata") or {}
+            if (item_meta.get("namespace"), item_meta.get("name")) == key and isinstance(item.get(field), int):
+                at = item[field] + 1
+        offset += len(items)
+        if len(items) < PAGE:
+            return at, offset
 
 
 async def _readable(answer: Awaitable[dict[str, Any] | None]) -> dict[str, Any] | None:
@@ -195,16 +227,13 @@ async def queue_section(client: HubClient, workload: Mapping[str, Any]) -> list[
     admission = (wl.get("status") or {}).get("admission") or {}
     cq_name = str(admission.get("clusterQueue") or ((local_queue or {}).get("spec") or {}).get("clusterQueue") or "")
     cluster_queue = await _readable(client.get_or_none(f"{BASE}/clusterqueues/{cq_name}")) if cq_name else None
-    mine = ((await _readable(client.read_list(f"{BASE}/namespaces/{namespace}/workloads"))) or {}).get("items") or [wl]
-    local_peers = [w for w in mine if (w.get("spec") or {}).get("queueName") == queue_name]
-    cq_peers = None
+    local_place = await _pending_place(
+        client, f"{VISIBILITY}/namespaces/{namespace}/localqueues/{queue_name}/pendingworkloads", wl, "positionInLocalQueue")
+    cq_place = None
     if cluster_queue is not None:
-        every = await _readable(client.read_list(f"{BASE}/workloads"))
-        local_queues = await _readable(client.read_list(f"{BASE}/localqueues"))
-        if every is not None and local_queues is not None:
-            cq_peers = in_cluster_queue(every.get("items") or [], local_queues.get("items") or [], cq_name)
+        cq_place = await _pending_place(
+            client, f"{VISIBILITY}/clusterqueues/{cq_name}/pendingworkloads", wl, "positionInClusterQueue")
     return render_queue(wl, local_queue=local_queue, cluster_queue=cluster_queue,
-                        cluster_queue_peers=cq_peers, local_queue_peers=local_peers)
+                        cluster_queue_place=cq_place, local_queue_place=local_place)
 
-
-__all__ = ["in_cluster_queue", "position", "queue_section", "render_queue"]
+__all__ = ["Place", "queue_section", "render_queue"]

@@ -1,6 +1,6 @@
 """Who waits where, in the admission cycle's order: the positions Kueue's visibility API reports
-(0-based, in the ClusterQueue and in each LocalQueue) and its ``limit``/``offset`` pages, and the
-1-based place ``gpufed explain`` prints — one order for all of them."""
+(0-based, in the ClusterQueue and in each LocalQueue) and its ``limit``/``offset`` pages, from
+which ``gpufed explain`` prints a 1-based place — one order for all of them."""
 
 from __future__ import annotations
 
@@ -107,10 +107,11 @@ def test_a_pending_workload_carries_kueues_fields() -> None:
     }
 
 
-def test_explains_place_is_the_same_order_one_based() -> None:
-    ordered = pending.in_order(MIXED)
-    for index, wl in enumerate(ordered):
-        assert pending.position(wl, MIXED) == (index + 1, len(MIXED))
+def test_workloads_of_a_cluster_queue_come_through_its_local_queues() -> None:
+    lqs = [{"metadata": {"name": "lq", "namespace": ns}, "spec": {"clusterQueue": cq}}
+           for ns, cq in (("team-a", "cq"), ("team-b", "cq"), ("team-c", "other"))]
+    wls = [workload(f"w-{ns}", ns) for ns in ("team-a", "team-b", "team-c")]
+    assert [w["metadata"]["name"] for w in pending.in_cluster_queue(wls, lqs, "cq")] == ["w-team-a", "w-team-b"]
 
 
 def test_a_stopped_local_queue_s_workloads_are_out_of_its_cluster_queue_s_line() -> None:
@@ -149,8 +150,6 @@ def test_a_workload_evicted_by_the_pods_ready_timeout_counts_from_its_eviction(
 ) -> None:
     ordered = pending.in_order(REQUEUED, timestamp=timestamp)
     assert [w["metadata"]["name"] for w in ordered] == expected
-    timed_out = REQUEUED[0]
-    assert pending.position(timed_out, REQUEUED, timestamp=timestamp) == (expected.index("timed-out") + 1, 4)
 
 
 def test_the_default_order_is_kueues_eviction_timestamp() -> None:

@@ -13,7 +13,7 @@ import pytest
 
 from controlplane.apiserver import errors
 from controlplane.hub import Hub, HubConfig
-from gpufed.commands.explainqueue import in_cluster_queue, position, render_queue
+from gpufed.commands.explainqueue import render_queue
 
 from .test_explain_command import gpufed
 
@@ -103,35 +103,11 @@ ADMITTED = {"admission": {"clusterQueue": "cq", "podSetAssignments": [{"name": "
             "conditions": [{"type": "Admitted", "status": "True"}]}
 
 
-@pytest.mark.parametrize(
-    ("peers", "expected"),
-    [
-        ([], (1, 1)),  # alone
-        ([workload("old", created="2025-12-31T00:00:00Z")], (2, 2)),  # older first
-        ([workload("old", created="2025-12-31T00:00:00Z", priority=-1)], (1, 2)),  # higher priority first
-        ([workload("old", created="2025-12-31T00:00:00Z", status=ADMITTED)], (1, 1)),  # admitted ones do not wait
-        ([workload("a-same", created="2026-01-01T00:00:00Z")], (2, 2)),  # same age: by key
-        ([{**workload("off", created="2025-12-31T00:00:00Z"), "spec": {**workload("off")["spec"], "active": False}}],
-         (1, 1)),  # a deactivated Workload is not in line
-    ],
-)
-def test_position_follows_the_admission_order(peers: list[dict[str, Any]], expected: tuple[int, int]) -> None:
-    me = workload("me")
-    assert position(me, [*peers, me]) == expected
-
-
-def test_workloads_of_a_cluster_queue_come_through_its_local_queues() -> None:
-    lqs = [{"metadata": {"name": "lq", "namespace": ns}, "spec": {"clusterQueue": cq}}
-           for ns, cq in (("team-a", "cq"), ("team-b", "cq"), ("team-c", "other"))]
-    wls = [workload(f"w-{ns}", namespace=ns) for ns in ("team-a", "team-b", "team-c")]
-    assert [w["metadata"]["name"] for w in in_cluster_queue(wls, lqs, "cq")] == ["w-team-a", "w-team-b"]
-
-
 def test_a_team_that_cannot_read_the_cluster_queue_still_sees_its_local_position() -> None:
     me = workload("me", status={"conditions": [{"type": "QuotaReserved", "status": "False", "reason": "Pending",
                                                  "message": "insufficient unused quota"}]})
     lines = render_queue(me, local_queue={"spec": {"clusterQueue": "cq"}}, cluster_queue=None,
-                         cluster_queue_peers=None, local_queue_peers=[me])
+                         cluster_queue_place=None, local_queue_place=(1, 1))
     text = "\n".join(lines)
     assert "ClusterQueue cq (not readable with these credentials" in text
     assert "Position:    1 of 1 in LocalQueue default/lq" in text
@@ -146,17 +122,17 @@ def test_an_evicted_workload_says_so_and_an_admitted_one_shows_its_borrowing() -
         {"type": "Evicted", "status": "True", "reason": "Preempted", "message": "Preempted to accommodate a workload"},
         {"type": "QuotaReserved", "status": "False", "reason": "Pending", "message": "Preempted to accommodate a workload"}]})
     text = "\n".join(render_queue(evicted, local_queue={"spec": {"clusterQueue": "cq"}}, cluster_queue=cq,
-                                  cluster_queue_peers=[evicted], local_queue_peers=[evicted]))
+                                  cluster_queue_place=(1, 1), local_queue_place=(1, 1)))
     assert "ClusterQueue cq (cohort research, StrictFIFO)" in text
     assert "Evicted:     Preempted: Preempted to accommodate a workload" in text
     admitted = workload("me", status=ADMITTED)
-    text = "\n".join(render_queue(admitted, local_queue={"spec": {"clusterQueue": "cq"}}, cluster_queue=cq, cluster_queue_peers=[], local_queue_peers=[]))
+    text = "\n".join(render_queue(admitted, local_queue={"spec": {"clusterQueue": "cq"}}, cluster_queue=cq, cluster_queue_place=None, local_queue_place=None))
     assert f"Flavors:     main x2: {GPU}=a100" in text
     assert f"Quota:       {GPU} in a100: 10 in use of 8 nominal, may borrow 4; borrows 2 from its cohort" in text
     assert "partially" not in text
     partly = workload("me", status=ADMITTED)
     partly["spec"]["podSets"][0].update(count=4, minCount=2)
-    text = "\n".join(render_queue(partly, local_queue={"spec": {"clusterQueue": "cq"}}, cluster_queue=cq, cluster_queue_peers=[], local_queue_peers=[]))
+    text = "\n".join(render_queue(partly, local_queue={"spec": {"clusterQueue": "cq"}}, cluster_queue=cq, cluster_queue_place=None, local_queue_place=None))
     assert f"Flavors:     main x2: {GPU}=a100 (partially admitted: 2 of 4 pods, minCount 2)" in text
 
 
@@ -166,27 +142,27 @@ def test_a_workload_backing_off_or_deactivated_says_until_when() -> None:
     backing_off = workload("me", status={"requeueState": {"count": 2, "requeueAt": "2026-01-01T12:02:00Z"}, "conditions": [
         timed_out, {"type": "Requeued", "status": "False", "reason": "PodsReadyTimeout", "message": "x"}]})
     text = "\n".join(render_queue(backing_off, local_queue={"spec": {"clusterQueue": "cq"}}, cluster_queue=None,
-                                  cluster_queue_peers=None, local_queue_peers=[backing_off]))
+                                  cluster_queue_place=None, local_queue_place=(1, 1)))
     assert "Evicted:     PodsReadyTimeout: Exceeded the PodsReady timeout default/me" in text
     assert "Requeue:     backing off until 2026-01-01T12:02:00Z after 2 PodsReady timeout(s)" in text
     deactivated = workload("me", status={"conditions": [timed_out]})
     deactivated["spec"]["active"] = False
     text = "\n".join(render_queue(deactivated, local_queue={"spec": {"clusterQueue": "cq"}}, cluster_queue=None,
-                                  cluster_queue_peers=None, local_queue_peers=[deactivated]))
+                                  cluster_queue_place=None, local_queue_place=(1, 1)))
     assert "Requeue:     deactivated (spec.active: false)" in text
     # Back in the queue once the backoff is over: nothing more to say.
     done = workload("me", status={"requeueState": {"count": 2}, "conditions": [
         {"type": "Requeued", "status": "True", "reason": "BackoffFinished", "message": "x"}]})
     assert not any(line.startswith("Requeue:") for line in render_queue(
-        done, local_queue={"spec": {"clusterQueue": "cq"}}, cluster_queue=None, cluster_queue_peers=None,
-        local_queue_peers=[done]))
+        done, local_queue={"spec": {"clusterQueue": "cq"}}, cluster_queue=None, cluster_queue_place=None,
+        local_queue_place=(1, 1)))
 
 
 def test_a_workload_of_a_stopped_queue_says_which_queue_holds_it() -> None:
     held = workload("me", status={"conditions": [
         {"type": "QuotaReserved", "status": "False", "reason": "Inadmissible", "message": "LocalQueue lq is inactive"}]})
     lq = {"spec": {"clusterQueue": "cq", "stopPolicy": "Hold"}}
-    text = "\n".join(render_queue(held, local_queue=lq, cluster_queue=None, cluster_queue_peers=None, local_queue_peers=[held]))
+    text = "\n".join(render_queue(held, local_queue=lq, cluster_queue=None, cluster_queue_place=None, local_queue_place=(1, 1)))
     assert ("Stopped:     LocalQueue default/lq has stopPolicy Hold: it admits nothing new, its admitted workloads "
             "keep running; stopPolicy None resumes it") in text
     assert "Admission:   QuotaReserved=False (Inadmissible): LocalQueue lq is inactive" in text
@@ -195,10 +171,25 @@ def test_a_workload_of_a_stopped_queue_says_which_queue_holds_it() -> None:
         {"type": "Evicted", "status": "True", "reason": "ClusterQueueStopped", "message": "The ClusterQueue is stopped"}]})
     cq = {"spec": {"stopPolicy": "HoldAndDrain", "resourceGroups": []}}
     text = "\n".join(render_queue(drained, local_queue={"spec": {"clusterQueue": "cq"}}, cluster_queue=cq,
-                                  cluster_queue_peers=[drained], local_queue_peers=[drained]))
+                                  cluster_queue_place=(1, 1), local_queue_place=(1, 1)))
     assert "Stopped:     ClusterQueue cq has stopPolicy HoldAndDrain: it admits nothing new, its admitted workloads are evicted" in text
     assert "Evicted:     ClusterQueueStopped: The ClusterQueue is stopped" in text
-    assert "Position:    1 of 1 waiting in ClusterQueue cq" in text  # still in its ClusterQueue's line, as in Kueue
+    assert "Position:    1 of 1 waiting in ClusterQueue cq" in text
     running = render_queue(drained, local_queue={"spec": {"clusterQueue": "cq", "stopPolicy": "None"}},
-                           cluster_queue=None, cluster_queue_peers=None, local_queue_peers=[])
+                           cluster_queue=None, cluster_queue_place=None, local_queue_place=(None, 0))
     assert not any(line.startswith("Stopped:") for line in running)
+
+
+def test_a_workload_the_hub_does_not_list_as_pending_is_not_given_a_place() -> None:
+    """The places are the visibility API's: a Workload it does not list (backing off, say) is not
+    among those waiting, which explain says with how many do."""
+    me = workload("me")
+    lines = render_queue(me, local_queue={"spec": {"clusterQueue": "cq"}}, cluster_queue={"spec": {}},
+                         cluster_queue_place=(None, 3), local_queue_place=(None, 1))
+    assert _position(lines) == "not among the 3 waiting in ClusterQueue cq; not among the 1 in LocalQueue default/lq"
+
+
+def _position(lines: list[str]) -> str:
+    found = [line for line in lines if line.startswith("Position:")]
+    assert len(found) == 1, lines
+    return found[0].removeprefix("Position:").strip().removesuffix(" (higher priority first, then older)")
