@@ -7,8 +7,9 @@ the group a domain with a dot, names DNS labels, ``scope`` Cluster or Namespaced
 named as DNS labels with no duplicates and exactly one ``storage``, every version with a
 structural ``openAPIV3Schema`` (a type on every node that declares fields), valid
 ``pattern``s, ``default``s valid against their node, ``preserveUnknownFields`` false, scale
-paths under ``.spec``/``.status``, CEL rules that compile within the cost budget, and
-``selectableFields`` (simple paths to string, boolean or integer fields, at most eight).
+paths under ``.spec``/``.status``, CEL rules that compile within the cost budget,
+``selectableFields`` (simple paths to string, boolean or integer fields, at most eight), and a
+``conversion`` that is None or a reachable Webhook (:func:`conversion_errors`).
 Pure: no I/O.
 """
 
@@ -28,6 +29,7 @@ from controlplane.apis.apiextensions.schema import (
     validate,
     walk,
 )
+from controlplane.apis.kube import field, webhookclient
 from controlplane.apis.kube.field import ErrorType, FieldError
 from controlplane.apis.kube.names import (
     DNS_1035,
@@ -40,6 +42,7 @@ from controlplane.apis.kube.names import (
 GROUP = "apiextensions.k8s.io"
 VERSION = "v1"
 _KIND = re.compile(r"^[A-Za-z][A-Za-z0-9]*\Z")
+CONVERSION_STRATEGIES = ("None", "Webhook")
 _SCHEMA_TYPES = ("object", "array", "string", "integer", "number", "boolean")
 #: kube's MaxSelectableFields: how many selectable fields one version may declare.
 MAX_SELECTABLE_FIELDS = 8
@@ -60,6 +63,9 @@ def default_crd(crd: dict[str, Any]) -> None:
     conversion = spec.setdefault("conversion", {"strategy": "None"})
     if isinstance(conversion, dict):
         conversion.setdefault("strategy", "None")
+        service = field.mapping(field.mapping(field.mapping(conversion.get("webhook")).get("clientConfig")).get("service"))
+        if service and service.get("port") is None:
+            service["port"] = 443
 
 
 def _invalid(path: str, value: Any, detail: str) -> FieldError:
@@ -71,8 +77,10 @@ def _required(path: str, detail: str = "") -> FieldError:
     return FieldError(ErrorType.REQUIRED, path, "Required value" + (f": {detail}" if detail else ""))
 
 
-def validate_crd(crd: dict[str, Any], *, compile_rule: RuleCompiler | None = None) -> list[FieldError]:
-    """kube's field errors for ``crd`` (empty: valid)."""
+def validate_crd(
+    crd: dict[str, Any], *, compile_rule: RuleCompiler | None = None, old: dict[str, Any] | None = None
+) -> list[FieldError]:
+    """kube's field errors for ``crd`` (empty: valid); ``old``: the stored CRD an update replaces."""
     out: list[FieldError] = []
     spec = crd.get("spec")
     if not isinstance(spec, dict):
@@ -97,14 +105,65 @@ def validate_crd(crd: dict[str, Any], *, compile_rule: RuleCompiler | None = Non
         ))
     if spec.get("preserveUnknownFields") is True:
         out.append(_invalid("spec.preserveUnknownFields", True, "must be false"))
-    conversion = spec.get("conversion") or {}
-    if isinstance(conversion, dict) and conversion.get("strategy") not in ("None", None):
-        out.append(FieldError(
-            ErrorType.NOT_SUPPORTED, "spec.conversion.strategy",
-            f'Unsupported value: "{conversion.get("strategy")}": supported values: "None"',
-        ))
+    out.extend(conversion_errors(spec, old))
     out.extend(_versions_errors(spec.get("versions"), compile_rule))
     return out
+
+
+def conversion_errors(spec: dict[str, Any], old: dict[str, Any] | None = None) -> list[FieldError]:
+    """kube's ``validateCustomResourceConversion`` of a v1 ``spec.conversion`` (its paths are kube's
+    internal type's: ``webhookClientConfig``, ``conversionReviewVersions``). On update a review
+    version the server does not know, or a CA bundle without a certificate, stays allowed when the
+    stored CRD had one already (kube's ratcheting)."""
+    conversion = field.mapping(spec.get("conversion"))
+    strategy = conversion.get("strategy")
+    base = "spec.conversion"
+    out: list[FieldError] = []
+    if not strategy:
+        out.append(_required(f"{base}.strategy"))
+    elif strategy not in CONVERSION_STRATEGIES:
+        out.append(field.not_supported(f"{base}.strategy", strategy, CONVERSION_STRATEGIES))
+    if strategy not in (None, "None") and spec.get("preserveUnknownFields") is True:
+        out.append(_invalid(f"{base}.strategy", strategy, "must be None if spec.preserveUnknownFields is true"))
+    webhook = conversion.get("webhook")
+    client = field.mapping(webhook).get("clientConfig") if isinstance(webhook, dict) else None
+    versions = field.items(field.mapping(webhook).get("conversionReviewVersions"))
+    if strategy != "Webhook":
+        if client is not None:
+            out.append(field.forbidden(f"{base}.webhookClientConfig", "should not be set when strategy is not set to Webhook"))
+        if versions:
+            out.append(field.forbidden(f"{base}.conversionReviewVersions", "should not be set when strategy is not set to Webhook"))
+        return out
+    old_conversion = field.mapping(field.mapping((old or {}).get("spec")).get("conversion"))
+    old_webhook = field.mapping(old_conversion.get("webhook"))
+    if not isinstance(client, dict):
+        out.append(_required(f"{base}.webhookClientConfig", "required when strategy is set to Webhook"))
+    else:
+        out.extend(webhookclient.client_config_errors(client, f"{base}.webhookClientConfig"))
+        old_bundle = field.mapping(old_webhook.get("clientConfig")).get("caBundle")
+        allow_invalid = old is not None and (
+            not _established(old) or bool(webhookclient.ca_bundle_errors(old_bundle, "caBundle"))
+        )
+        if not allow_invalid:
+            out.extend(webhookclient.ca_bundle_errors(client.get("caBundle"), f"{base}.webhookClientConfig.caBundle"))
+    old_versions = [str(v) for v in field.items(old_webhook.get("conversionReviewVersions"))]
+    recognized = old is None or not old_versions or bool(set(old_versions) & set(webhookclient.ACCEPTED_REVIEW_VERSIONS))
+    errors = webhookclient.review_versions_errors(versions, f"{base}.conversionReviewVersions")
+    if not recognized:
+        errors = [e for e in errors if not e.message.endswith("must include at least one of v1, v1beta1")]
+    return out + errors
+
+
+def _established(crd: dict[str, Any]) -> bool:
+    conditions = field.items(field.mapping(crd.get("status")).get("conditions"))
+    return any(field.mapping(c).get("type") == "Established" and field.mapping(c).get("status") == "True" for c in conditions)
+
+
+def webhook_conversion(crd: dict[str, Any]) -> dict[str, Any] | None:
+    """The ``spec.conversion.webhook`` of a CRD whose strategy is Webhook, else None."""
+    conversion = field.mapping(field.mapping(crd.get("spec")).get("conversion"))
+    webhook = conversion.get("webhook")
+    return webhook if conversion.get("strategy") == "Webhook" and isinstance(webhook, dict) else None
 
 
 def _names_errors(names: dict[str, Any]) -> list[FieldError]:
@@ -389,4 +448,4 @@ def field_path(json_path: str) -> tuple[str, ...]:
     return tuple(part for part in json_path.strip().lstrip(".").split(".") if part)
 
 
-__all__ = ["GROUP", "VERSION", "default_crd", "field_path", "format_path", "storage_version", "validate_crd"]
+__all__ = ["CONVERSION_STRATEGIES", "GROUP", "VERSION", "conversion_errors", "default_crd", "field_path", "format_path", "storage_version", "validate_crd", "webhook_conversion"]

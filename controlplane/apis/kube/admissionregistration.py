@@ -11,29 +11,27 @@ or kube's field errors. The rules of one webhook (what it matches) are read by
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import urlsplit
 
 from controlplane.apis.apiextensions.cel import compile_error
 from controlplane.apis.kube import field
-from controlplane.apis.kube.field import FieldError, GoValue, go_quote
+from controlplane.apis.kube.field import FieldError
 from controlplane.apis.kube.label_selectors import selector_errors
-from controlplane.apis.kube.names import (
-    dns_1035_errors,
-    dns_subdomain_errors,
-    port_number_errors,
-    qualified_name_errors,
+from controlplane.apis.kube.names import dns_subdomain_errors, qualified_name_errors
+from controlplane.apis.kube.webhookclient import (
+    ACCEPTED_REVIEW_VERSIONS,
+    client_config_errors,
+    go_strings,
+    review_versions_errors,
 )
 
 Obj = dict[str, Any]
 
-ACCEPTED_REVIEW_VERSIONS = ("v1", "v1beta1")
 FAILURE_POLICIES = ("Fail", "Ignore")
 MATCH_POLICIES = ("Equivalent", "Exact")
 _SIDE_EFFECTS = ("None", "NoneOnDryRun")  # v1 takes only the classes without side effects
 _REINVOCATION_POLICIES = ("IfNeeded", "Never")
 _OPERATIONS = ("*", "CONNECT", "CREATE", "DELETE", "UPDATE")
 _SCOPES = ("*", "Cluster", "Namespaced")
-_URL_FORM = "; desired format: https://host[/path]"
 _MAX_MATCH_CONDITIONS = 64
 
 
@@ -92,7 +90,10 @@ def _validate_configuration(obj: Obj, old: Obj | None, *, mutating: bool) -> lis
     seen: set[str] = set()
     for path, hook in field.indexed(obj.get("webhooks"), "webhooks"):
         errors += webhook_errors(hook, path, mutating=mutating)
-        errors += _review_versions_errors(hook.get("admissionReviewVersions"), f"{path}.admissionReviewVersions")
+        errors += review_versions_errors(
+            hook.get("admissionReviewVersions"), f"{path}.admissionReviewVersions",
+            required_detail=f"must specify one of {', '.join(ACCEPTED_REVIEW_VERSIONS)}",
+        )
         name = hook.get("name")
         if unique and isinstance(name, str) and name:
             if name in seen:
@@ -131,7 +132,7 @@ def webhook_errors(hook: Obj, path: str, *, mutating: bool) -> list[FieldError]:
     errors += match_conditions_errors(hook.get("matchConditions"), f"{path}.matchConditions")
     if mutating:
         errors += one_of(hook.get("reinvocationPolicy"), _REINVOCATION_POLICIES, f"{path}.reinvocationPolicy")
-    return errors + _client_config_errors(field.mapping(hook.get("clientConfig")), f"{path}.clientConfig")
+    return errors + client_config_errors(field.mapping(hook.get("clientConfig")), f"{path}.clientConfig")
 
 
 def one_of(value: Any, supported: tuple[str, ...], path: str) -> list[FieldError]:
@@ -183,10 +184,6 @@ def _fully_qualified_name_errors(name: str, path: str) -> list[FieldError]:
     return []
 
 
-def _go_strings(values: list[Any], type_name: str = "string") -> GoValue:
-    return GoValue(f"[]{type_name}{{" + ", ".join(go_quote(str(v)) for v in values) + "}")
-
-
 def rule_errors(rule: Obj, path: str) -> list[FieldError]:
     """``validateRuleWithOperations`` (subresources allowed)."""
     operations = field.items(rule.get("operations"))
@@ -210,7 +207,7 @@ def _listed_errors(values: list[Any], path: str, what: str, *, go_type: str = "s
     if not values:
         return [field.required(path)]
     if len(values) > 1 and "*" in values:
-        return [field.invalid(path, _go_strings(values, go_type), f"if '*' is present, must not specify other {what}")]
+        return [field.invalid(path, go_strings(values, go_type), f"if '*' is present, must not specify other {what}")]
     return []
 
 
@@ -242,85 +239,9 @@ def _resources_errors(resources: list[Any], path: str) -> list[FieldError]:
         if resource == "*":
             wildcard_resources.add(sub)
     if len(resources) > 1 and double_wildcard:
-        errors.append(field.invalid(path, _go_strings(resources), "if '*/*' is present, must not specify other resources"))
+        errors.append(field.invalid(path, go_strings(resources), "if '*/*' is present, must not specify other resources"))
     if single_wildcard and plain_resource:
         errors.append(field.invalid(
-            path, _go_strings(resources), "if '*' is present, must not specify other resources without subresources"
+            path, go_strings(resources), "if '*' is present, must not specify other resources without subresources"
         ))
-    return errors
-
-
-def _review_versions_errors(versions: Any, path: str) -> list[FieldError]:
-    """``validateAdmissionReviewVersions`` (a recognized version required, as v1 requires it)."""
-    versions = field.items(versions)
-    accepted = ", ".join(ACCEPTED_REVIEW_VERSIONS)
-    if not versions:
-        return [field.required(path, f"must specify one of {accepted}")]
-    errors: list[FieldError] = []
-    seen: set[str] = set()
-    for i, version in enumerate(versions):
-        version = str(version)
-        if version in seen:
-            errors.append(field.invalid(f"{path}[{i}]", version, "duplicate version"))
-            continue
-        seen.add(version)
-        errors += [field.invalid(f"{path}[{i}]", version, message) for message in dns_1035_errors(version)]
-    if not seen & set(ACCEPTED_REVIEW_VERSIONS):
-        errors.append(field.invalid(path, _go_strings(versions), f"must include at least one of {accepted}"))
-    return errors
-
-
-def _client_config_errors(config: Obj, path: str) -> list[FieldError]:
-    url, service = config.get("url"), config.get("service")
-    if (url is None) == (service is None):
-        return [field.required(path, "exactly one of url or service is required")]
-    if url is not None:
-        return url_errors(str(url), f"{path}.url")
-    return _service_errors(field.mapping(service), f"{path}.service")
-
-
-def url_errors(url: str, path: str) -> list[FieldError]:
-    """``ValidateWebhookURL`` with https forced."""
-    try:
-        parts = urlsplit(url)
-        host = parts.netloc.rpartition("@")[2]
-    except ValueError as exc:
-        return [field.required(path, f"url must be a valid URL: {exc}{_URL_FORM}")]
-    errors: list[FieldError] = []
-    if parts.scheme != "https":
-        errors.append(field.invalid(path, parts.scheme, "'https' is the only allowed URL scheme" + _URL_FORM))
-    if not host:
-        errors.append(field.invalid(path, host, "host must be specified" + _URL_FORM))
-    if "@" in parts.netloc:
-        errors.append(field.invalid(path, parts.netloc.rpartition("@")[0], "user information is not permitted in the URL"))
-    if parts.fragment:
-        errors.append(field.invalid(path, parts.fragment, "fragments are not permitted in the URL"))
-    if parts.query:
-        errors.append(field.invalid(path, parts.query, "query parameters are not permitted in the URL"))
-    return errors
-
-
-def _service_errors(service: Obj, path: str) -> list[FieldError]:
-    """``ValidateWebhookService``."""
-    errors: list[FieldError] = []
-    if not service.get("name"):
-        errors.append(field.required(f"{path}.name", "service name is required"))
-    if not service.get("namespace"):
-        errors.append(field.required(f"{path}.namespace", "service namespace is required"))
-    port = service.get("port", 443)
-    if isinstance(port, int) and port_number_errors(port):
-        errors.append(field.invalid(f"{path}.port", port, "port is not valid: " + ", ".join(port_number_errors(port))))
-    url_path = service.get("path")
-    if not isinstance(url_path, str) or url_path in ("", "/"):
-        return errors
-    if url_path == "//":
-        return [*errors, field.invalid(f"{path}.path", url_path, "segment[0] may not be empty")]
-    if not url_path.startswith("/"):
-        errors.append(field.invalid(f"{path}.path", url_path, "must start with a '/'"))
-    steps = url_path[1:].split("/")
-    for i, step in enumerate(steps):
-        if not step:
-            errors.append(field.invalid(f"{path}.path", url_path, f"segment[{i}] may not be empty"))
-        for message in dns_subdomain_errors(step) if step else []:
-            errors.append(field.invalid(f"{path}.path", url_path, f"segment[{i}]: {message}"))
     return errors

@@ -46,7 +46,7 @@ def _crd_prepare(obj: dict[str, Any]) -> None:
 
 
 def _crd_validate(obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
-    errors = crds.validate_crd(obj, compile_rule=cel.compile_error)
+    errors = crds.validate_crd(obj, compile_rule=cel.compile_error, old=old)
     if old is not None:
         for key in ("group", "scope"):
             before, after = (old.get("spec") or {}).get(key), (obj.get("spec") or {}).get(key)
