@@ -34,11 +34,17 @@ from controlplane.apiserver.objects import (
     WriteArgs,
 )
 from controlplane.apiserver.patches import PatchType
+from controlplane.apiserver.queryparams import (
+    bool_param,
+    checked_delete_options,
+    field_validation,
+    int_param,
+    parameter_int64,
+)
 from controlplane.apiserver.resources import ResourceType
 from controlplane.apiserver.routing import RequestInfo
 from controlplane.apiserver.selectors import of_named_object, parse_field_selector, parse_label_selector
 from controlplane.apiserver.tables import TABLE_CONTENT_TYPE, IncludeObject, scale_table, table, wants_table
-from controlplane.apiserver.validation import FieldValidation
 from controlplane.apiserver.watchcache import WatchCache, check_list_options, check_watch_list_options
 from controlplane.apiserver.watchcache.watcher import SharedEvent, in_batches_of_one
 from controlplane.apiserver.watching import SlowWatcher, WatchLimits, event_line, serve_watch
@@ -277,8 +283,8 @@ class ResourceHandlers:
             resource_version=query.get("resourceVersion"), resource_version_match=query.get("resourceVersionMatch"),
             continue_token=query.get("continue"), send_initial_events="sendInitialEvents" in query,
         )
-        limit = max(_parameter_int64(query.get("limit")), 0)  # kube pages only a positive limit
-        _parameter_int64(query.get("timeoutSeconds"))  # decoded as kube decodes the list options, unused
+        limit = max(parameter_int64(query.get("limit")), 0)  # kube pages only a positive limit
+        parameter_int64(query.get("timeoutSeconds"))  # decoded as kube decodes the list options, unused
         common: ListArgs = {
             "label_selector": query.get("labelSelector"),
             "field_selector": query.get("fieldSelector"),
@@ -319,13 +325,13 @@ class ResourceHandlers:
         include = IncludeObject.parse(query.get("includeObject"))
         # Without timeoutSeconds (or 0), a jittered default spreads the clients' reconnects; a
         # negative one ends the watch at once, as kube's timer does.
-        timeout = _parameter_int64(query.get("timeoutSeconds")) or self._watch_timeout * (1 + random.random())
+        timeout = parameter_int64(query.get("timeoutSeconds")) or self._watch_timeout * (1 + random.random())
         bookmarks = query.get("allowWatchBookmarks", "") in _TRUE
         resource_version = query.get("resourceVersion")
-        if resource_version not in (None, "", "0") and _int_param(resource_version, "resourceVersion") >= INT64_MAX:
+        if resource_version not in (None, "", "0") and int_param(resource_version, "resourceVersion") >= INT64_MAX:
             # The watch starts one revision later, which must still be an etcd (int64) revision.
             raise errors.BadRequest(f'resourceVersion: Invalid value: "{resource_version}": too large')
-        send_initial_events = _bool_param(query.get("sendInitialEvents"), "sendInitialEvents")
+        send_initial_events = bool_param(query.get("sendInitialEvents"), "sendInitialEvents")
         check_watch_list_options(send_initial_events, query.get("resourceVersionMatch"))
         bookmark_interval = self._bookmark_interval if bookmarks else None
         loop = asyncio.get_running_loop()
@@ -419,7 +425,7 @@ class ResourceHandlers:
         """The write options a create, update or patch request asks for (its query and identity)."""
         return {
             "dry_run": dry_run_of(request),
-            "field_validation": _field_validation(request),
+            "field_validation": field_validation(request),
             "field_manager": field_manager_for(request),
             "warnings": warnings,
             "validate": self._validation(request),
@@ -471,12 +477,12 @@ class ResourceHandlers:
             parsed = await decode_body(raw, media=_media(request.content_type) or JSON_CONTENT_TYPE)
             if not isinstance(parsed, dict):
                 raise errors.BadRequest("the body of a delete must be a DeleteOptions object")
-            options = _checked_delete_options(parsed)
+            options = checked_delete_options(parsed)
         for key in ("propagationPolicy", "gracePeriodSeconds"):
             if key in request.query:
                 options[key] = request.query[key]
         if "orphanDependents" in request.query:
-            options["orphanDependents"] = _bool_param(request.query["orphanDependents"], "orphanDependents")
+            options["orphanDependents"] = bool_param(request.query["orphanDependents"], "orphanDependents")
         return options
 
     async def _delete(self, request: web.Request, rt: ResourceType, info: RequestInfo) -> web.StreamResponse:
@@ -533,80 +539,6 @@ def _method_not_allowed() -> errors.MethodNotAllowed:
     return errors.MethodNotAllowed("the server does not allow this method on the requested resource")
 
 
-def _checked_delete_options(options: dict[str, Any]) -> dict[str, Any]:
-    """``options`` when its fields have DeleteOptions' types; 400 naming the field otherwise
-    (kube's decoder refuses e.g. ``"preconditions": "x"`` the same way)."""
-
-    def wrong(field: str, expected: str, value: Any) -> errors.BadRequest:
-        message = f"{field}: Invalid value: {codec.dumps(value).decode()[:80]}: must be {expected}"
-        cause = errors.Cause(errors.CauseType.FIELD_VALUE_INVALID, f"must be {expected}", field)
-        return errors.BadRequest(f"the DeleteOptions are not valid: {message}", causes=[cause])
-
-    pre = options.get("preconditions")
-    if pre is not None:
-        if not isinstance(pre, dict):
-            raise wrong("preconditions", "an object with uid and resourceVersion", pre)
-        for key in ("uid", "resourceVersion"):
-            if pre.get(key) is not None and not isinstance(pre[key], str):
-                raise wrong(f"preconditions.{key}", "a string", pre[key])
-    dry_run = options.get("dryRun")
-    if dry_run is not None and not (isinstance(dry_run, list) and all(isinstance(v, str) for v in dry_run)):
-        raise wrong("dryRun", "a list of strings", dry_run)
-    policy = options.get("propagationPolicy")
-    if policy is not None and not isinstance(policy, str):
-        raise wrong("propagationPolicy", "a string", policy)
-    orphan = options.get("orphanDependents")
-    if orphan is not None and not isinstance(orphan, bool):
-        raise wrong("orphanDependents", "a boolean", orphan)
-    grace = options.get("gracePeriodSeconds")
-    if grace is not None and (isinstance(grace, bool) or not isinstance(grace, int)):
-        raise wrong("gracePeriodSeconds", "an integer", grace)
-    return options
-
-
-def _field_validation(request: web.Request) -> FieldValidation:
-    return FieldValidation.parse(request.query.get("fieldValidation"), default=FieldValidation.WARN)
-
-
-def _parameter_int64(value: str | None) -> int:
-    """A query integer as kube's parameter codec reads it (Go's ``strconv.ParseInt``, whose error
-    is kube's 400): any int64, 0 when absent."""
-    if value in (None, ""):
-        return 0
-    assert value is not None
-    digits = value[1:] if value[:1] in ("+", "-") else value
-    if not digits or not all("0" <= c <= "9" for c in digits):
-        raise errors.BadRequest(f'strconv.ParseInt: parsing "{value[:40]}": invalid syntax')
-    parsed = int(value)
-    if not -INT64_MAX - 1 <= parsed <= INT64_MAX:
-        raise errors.BadRequest(f'strconv.ParseInt: parsing "{value[:40]}": value out of range')
-    return parsed
-
-
-def _int_param(value: str | None, name: str) -> int:
-    if value in (None, ""):
-        return 0
-    try:
-        parsed = int(value)
-    except ValueError:
-        parsed = -1
-    if not 0 <= parsed <= INT64_MAX:
-        raise errors.BadRequest(
-            f'{name}: Invalid value: "{value[:40]}": must be a non-negative integer of at most 64 bits'
-        )
-    return parsed
-
-
 def _closed(request: web.Request) -> bool:
     transport = request.transport
     return transport is None or transport.is_closing()
-
-
-def _bool_param(value: str | None, name: str) -> bool | None:
-    if value is None:
-        return None
-    if value in ("true", "1", "True"):
-        return True
-    if value in ("false", "0", "False"):
-        return False
-    raise errors.BadRequest(f'{name}: Invalid value: "{value}": must be true or false')

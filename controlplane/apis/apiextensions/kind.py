@@ -11,6 +11,21 @@ from controlplane.apis.kube.field import FieldError
 
 
 @dataclass(frozen=True, slots=True)
+class ConversionWebhook:
+    """Where a CRD's conversion webhook is called (``spec.conversion.webhook`` of strategy Webhook)."""
+
+    #: The CRD's name (``crontabs.stable.example.com``).
+    crd: str
+    url: str | None
+    service: Mapping[str, Any] | None
+    ca_bundle: str | None
+    #: The ConversionReview versions it takes, in the CRD's order.
+    review_versions: tuple[str, ...]
+    #: kube's conversion webhook client waits this long for an answer (not configurable).
+    timeout_seconds: int = 30
+
+
+@dataclass(frozen=True, slots=True)
 class CustomKind:
     """One served version of a CRD's kind."""
 
@@ -28,3 +43,6 @@ class CustomKind:
     #: kind's own pruning and validation.
     prune_status: Callable[[dict[str, Any]], list[Path]] | None = None
     validate_status: Callable[[dict[str, Any], dict[str, Any] | None], list[FieldError]] | None = None
+    #: A version served from objects stored in another one through the CRD's conversion webhook:
+    #: reads and writes in this version go through it (:mod:`controlplane.apiserver.crd.converting`).
+    conversion_webhook: ConversionWebhook | None = None

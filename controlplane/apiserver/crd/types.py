@@ -19,7 +19,7 @@ from typing import Any
 
 from controlplane.apis.apiextensions import cel
 from controlplane.apis.apiextensions import crd as crds
-from controlplane.apis.apiextensions.kind import CustomKind
+from controlplane.apis.apiextensions.kind import ConversionWebhook, CustomKind
 from controlplane.apis.apiextensions.schema import NO_OLD, Schema, apply_defaults, prune, validate
 from controlplane.apis.kube.field import ErrorType, FieldError
 from controlplane.apis.kube.fieldlabels import FieldGetter, field_path
@@ -209,11 +209,14 @@ def version_priority(name: str) -> tuple[int, int, int, str]:
 def custom_types(crd: dict[str, Any]) -> list[ResourceType]:
     """The types an established ``crd`` serves: one per served version, most preferred first
     (see the module docstring). With ``conversion: None`` every version reads and writes the
-    same objects, stored as the storage version; each version has its own schema and columns."""
+    same objects, stored as the storage version; each version has its own schema and columns.
+    With ``conversion: Webhook`` the other versions are converted to and from the storage version
+    by the CRD's webhook (:class:`ConversionWebhook`)."""
     spec = crd["spec"]
     names = spec["names"]
     group = spec["group"]
     stored = f"{group}/{crds.storage_version(crd)}"
+    webhook = _conversion_webhook(crd)
     out: list[ResourceType] = []
     for version in sorted(spec["versions"], key=lambda v: version_priority(v["name"])):
         if not version.get("served"):
@@ -242,6 +245,18 @@ def custom_types(crd: dict[str, Any]) -> list[ResourceType]:
             custom=CustomKind(
                 schema, hooks.prune, stored if api_version != stored else "",
                 prune_status=hooks.prune_status, validate_status=hooks.validate_status,
+                conversion_webhook=webhook if api_version != stored else None,
             ),
         ))
     return out
+
+
+def _conversion_webhook(crd: dict[str, Any]) -> ConversionWebhook | None:
+    webhook = crds.webhook_conversion(crd)
+    if webhook is None:
+        return None
+    client = webhook.get("clientConfig") or {}
+    return ConversionWebhook(
+        crd["metadata"]["name"], client.get("url"), client.get("service"), client.get("caBundle"),
+        tuple(str(v) for v in webhook.get("conversionReviewVersions") or ()),
+    )

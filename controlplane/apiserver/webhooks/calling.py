@@ -1,6 +1,8 @@
-"""Posting an AdmissionReview to a webhook over HTTPS, as kube's webhook client does.
+"""Posting a review (an AdmissionReview, a CRD's ConversionReview) to a webhook over HTTPS, as
+kube's webhook client does.
 
-In: a :class:`~controlplane.apiserver.webhooks.matching.Webhook` and the review's bytes. Out: the
+In: a webhook's :class:`Endpoint` (an admission :class:`~.matching.Webhook`, a CRD's
+:class:`~controlplane.apis.apiextensions.kind.ConversionWebhook`) and the review's bytes. Out: the
 answer's bytes, or :class:`CallFailed` with kube's reason (``Post "https://...?timeout=10s":
 context deadline exceeded``), which the failure policy then decides on.
 
@@ -15,24 +17,36 @@ is read up to :data:`MAX_RESPONSE_BYTES`. The CA bundle is never logged.
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
 import random
 import ssl
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import aiohttp
 
+from controlplane.apis.kube.webhookclient import CA_BUNDLE_UNPARSABLE, ca_bundle_pem
 from controlplane.apiserver import errors
 from controlplane.apiserver.objects import ObjectStore
-from controlplane.apiserver.webhooks.matching import Webhook
 
 #: An answer larger than this is not read: 3 MiB, the most kube-apiserver takes in a request body.
 MAX_RESPONSE_BYTES = 3 * 1024 * 1024
 _SSL_CONTEXTS = 64
 _SERVICE_NAME_LABEL = "kubernetes.io/service-name"
+
+
+class Endpoint(Protocol):
+    """Where a webhook is called and how long it is waited for."""
+
+    @property
+    def url(self) -> str | None: ...
+    @property
+    def service(self) -> Mapping[str, Any] | None: ...
+    @property
+    def ca_bundle(self) -> str | None: ...
+    @property
+    def timeout_seconds(self) -> int: ...
 
 
 class CallFailed(Exception):
@@ -65,7 +79,7 @@ class WebhookClient:
             await self._session.close()
             self._session = None
 
-    async def post(self, hook: Webhook, body: bytes) -> bytes:
+    async def post(self, hook: Endpoint, body: bytes) -> bytes:
         timeout = f"?timeout={hook.timeout_seconds}s"
         target = await self._target(hook, timeout)
         context = self._ssl_context(hook.ca_bundle)
@@ -91,7 +105,7 @@ class WebhookClient:
         except (aiohttp.ClientError, ssl.SSLError, OSError) as exc:
             raise CallFailed(f'Post "{target.shown}": {exc}') from None
 
-    async def _target(self, hook: Webhook, query: str) -> _Target:
+    async def _target(self, hook: Endpoint, query: str) -> _Target:
         if hook.url is not None:
             return _Target(hook.url + query, hook.url + query)
         service = hook.service or {}
@@ -155,14 +169,13 @@ class WebhookClient:
             if ca_bundle is None:
                 context = ssl.create_default_context()
             else:
+                pem = ca_bundle_pem(ca_bundle)
                 try:
-                    pem = base64.b64decode(ca_bundle, validate=True).decode("ascii")
+                    if pem is None:
+                        raise ValueError(ca_bundle)
                     context = ssl.create_default_context(cadata=pem)
-                except (binascii.Error, UnicodeDecodeError, ssl.SSLError, ValueError):
-                    raise CallFailed(
-                        "could not get REST client: unable to load root certificates: "
-                        "unable to parse bytes as PEM block"
-                    ) from None
+                except (ssl.SSLError, ValueError):
+                    raise CallFailed(f"could not get REST client: {CA_BUNDLE_UNPARSABLE}") from None
             self._contexts[ca_bundle] = context
             while len(self._contexts) > _SSL_CONTEXTS:
                 self._contexts.popitem(last=False)
