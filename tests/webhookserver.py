@@ -6,6 +6,11 @@ and admits the rest with a warning; ``/label``, ``/break``, ``/move`` and ``/cap
 patches of :data:`PATCHES`, ``/copy`` notes the label ``/label`` adds in an annotation; ``/slow`` answers after :data:`SLOW_SECONDS`; ``/together`` admits
 only a call made while another one is in flight (else ``called alone``). Every review
 received is kept, by path, for the test to read.
+
+A ConversionReview (a CRD's conversion webhook) is answered by :func:`_convert`: ``/convert``
+converts CronTabs between ``v1`` (``spec.cronSpec``) and ``v2`` (``spec.schedule``) and labels them
+``converted-to``; ``/convert-wrong-uid``, ``/convert-renamed``, ``/convert-fail`` and ``/convert-short``
+answer as a broken webhook would (another uid, a renamed object, a Failure result, too few objects).
 """
 
 from __future__ import annotations
@@ -57,6 +62,36 @@ def _answer(review: dict[str, Any], **response: Any) -> web.Response:
     })
 
 
+def _converted(obj: dict[str, Any], desired: str) -> dict[str, Any]:
+    """A CronTab in ``desired``: v1's ``spec.cronSpec`` is v2's ``spec.schedule``."""
+    out = json.loads(json.dumps(obj))
+    spec = out.setdefault("spec", {})
+    if desired.endswith("/v2") and "cronSpec" in spec:
+        spec["schedule"] = spec.pop("cronSpec")
+    elif desired.endswith("/v1") and "schedule" in spec:
+        spec["cronSpec"] = spec.pop("schedule")
+    out["apiVersion"] = desired
+    labels = out["metadata"].setdefault("labels", {})
+    labels["converted-to"] = desired.rpartition("/")[2]
+    return out
+
+
+def _convert(path: str, review: dict[str, Any]) -> dict[str, Any]:
+    request = review["request"]
+    converted = [_converted(obj, request["desiredAPIVersion"]) for obj in request["objects"]]
+    uid = "not-the-request" if path == "/convert-wrong-uid" else request["uid"]
+    result: dict[str, Any] = {"status": "Success"}
+    if path == "/convert-fail":
+        result = {"status": "Failure", "message": "cronSpec cannot be parsed"}
+    if path == "/convert-renamed":
+        for obj in converted:
+            obj["metadata"]["name"] += "-renamed"
+    if path == "/convert-short":
+        converted = converted[1:]
+    return {"apiVersion": review["apiVersion"], "kind": "ConversionReview",
+            "response": {"uid": uid, "result": result, "convertedObjects": converted}}
+
+
 def _labels(review: dict[str, Any]) -> dict[str, Any]:
     obj = review["request"].get("object") or review["request"].get("oldObject") or {}
     return dict((obj.get("metadata") or {}).get("labels") or {})
@@ -87,6 +122,8 @@ async def webhook_server(directory: Path, *, hosts: tuple[str, ...] = ("127.0.0.
     async def handle(request: web.Request) -> web.Response:
         review = await request.json()
         received[request.path].append(review)
+        if review.get("kind") == "ConversionReview":
+            return web.json_response(_convert(request.path, review))
         if request.path == "/deny":
             if _labels(review).get("deny") == "yes":
                 return _answer(review, allowed=False, warnings=["denied by the acme policy"],

@@ -46,6 +46,7 @@ from controlplane.apiserver import discovery, errors, negotiation
 from controlplane.apiserver.admission import AdmissionPlugin, ValidateWrite, WebhookCalls, write_validation
 from controlplane.apiserver.computed import ComputedEndpoint, ComputedResource
 from controlplane.apiserver.crd.controller import CrdController
+from controlplane.apiserver.crd.converted import ConvertedHandlers, WebhookConversions
 from controlplane.apiserver.crd.registry import DynamicRegistry
 from controlplane.apiserver.crd.types import CRD_KIND
 from controlplane.apiserver.flowcontrol import (
@@ -79,6 +80,7 @@ from controlplane.apiserver.selectors import pinned_name
 from controlplane.apiserver.watchcache import DEFAULT_WATCH_CACHE, WatchCache, WatchCacheConfig
 from controlplane.apiserver.watching import WatchLimits
 from controlplane.apiserver.webhooks import WebhookAdmission
+from controlplane.apiserver.webhooks.calling import WebhookClient
 from controlplane.storage import interface as storage
 from controlplane.storage.ledger import acting_as
 
@@ -488,6 +490,9 @@ def create_app(
         watch_timeout_seconds=watch_timeout_seconds, clock=clock, validation=validation,
         watch_limits=watch_limits, watch_cache=cache, webhooks=webhook_calls,
     )
+    # The conversion webhooks of CRDs share the admission webhooks' client (one session, one TLS cache).
+    conversion_client = webhooks.client if webhooks is not None else WebhookClient(object_store)
+    resources.converted = ConvertedHandlers(resources, WebhookConversions(conversion_client, registry)).handle
     computed = tuple(computed)
     endpoints = _Endpoints(object_store, registry, resources, [endpoint.resource for endpoint in computed])
     middlewares: list[Middleware] = [
@@ -533,6 +538,8 @@ def create_app(
             await webhooks.close()
         if cache is not None:
             await cache.close()
+        if webhooks is None:
+            await conversion_client.close()
         if crd_task is not None:
             crd_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -15,7 +15,7 @@ import logging
 import random
 import socket
 import struct
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -164,6 +164,23 @@ class ResourceHandlers:
         self._watch_timeout = watch_timeout_seconds
         self._watch_limits = watch_limits or WatchLimits()
         self._clock = clock
+        #: Serves the CRD versions converted by a conversion webhook (:mod:`.crd.converted`).
+        self.converted: Callable[[web.Request, ResourceType, RequestInfo], Awaitable[web.StreamResponse]] | None = None
+
+    @property
+    def objects(self) -> ObjectStore:
+        return self._objects
+
+    @property
+    def reads(self) -> ObjectStore | WatchCache:
+        """Where lists are read: the watch cache, or the store."""
+        return self._reads
+
+    def now(self) -> datetime:
+        return self._clock()
+
+    def webhook_calls(self, request: web.Request, warnings: list[str]) -> WebhookCalls | None:
+        return self._webhooks(request, warnings)
 
     def _served_instead(self, info: RequestInfo) -> str:
         """For a resource asked for in a version this server does not serve (an old manifest's
@@ -186,16 +203,20 @@ class ResourceHandlers:
             raise errors.NotFound("the server could not find the requested resource" + self._served_instead(info))
         if not self._addressable(rt, info):
             raise errors.NotFound("the server could not find the requested resource")
+        if self.converted is not None and rt.custom is not None and rt.custom.conversion_webhook is not None and (
+            info.subresource != "scale"
+        ):
+            return await self.converted(request, rt, info)
         if info.subresource:
             return await self._subresource(request, rt, info)
         if info.verb in ("list", "watch"):
-            return await (self._watch(request, rt, info) if info.verb == "watch" else self._list(request, rt, info))
+            return await (self.watch(request, rt, info) if info.verb == "watch" else self._list(request, rt, info))
         if info.verb == "create" and info.name is None:
             return await self._create(request, rt, info)
         if info.verb == "deletecollection":
             return await self._delete_collection(request, rt, info)
         if info.name is None:
-            raise _method_not_allowed()
+            raise method_not_allowed()
         if info.verb == "get":
             return await self._get(request, rt, info)
         if info.verb == "update":
@@ -204,7 +225,7 @@ class ResourceHandlers:
             return await self._patch(request, rt, info, subresource=None)
         if info.verb == "delete":
             return await self._delete(request, rt, info)
-        raise _method_not_allowed()
+        raise method_not_allowed()
 
     @staticmethod
     def _addressable(rt: ResourceType, info: RequestInfo) -> bool:
@@ -224,7 +245,7 @@ class ResourceHandlers:
             return await self._update(request, rt, info, subresource="status")
         if info.verb == "patch":
             return await self._patch(request, rt, info, subresource="status")
-        raise _method_not_allowed()
+        raise method_not_allowed()
 
     async def _scale(self, request: web.Request, rt: ResourceType, info: RequestInfo) -> web.StreamResponse:
         assert info.name is not None
@@ -245,7 +266,7 @@ class ResourceHandlers:
         warnings = request_warnings(request)
         if info.verb == "update":
             scale = await self._objects.update_scale(
-                rt, await self._body(request), namespace=info.namespace, name=info.name,
+                rt, await self.body(request), namespace=info.namespace, name=info.name,
                 dry_run=dry_run_of(request), field_manager=field_manager_for(request),
                 webhooks=self._webhooks(request, warnings),
             )
@@ -261,7 +282,7 @@ class ResourceHandlers:
                 webhooks=self._webhooks(request, warnings),
             )
             return json_response(scale, warnings=warnings)
-        raise _method_not_allowed()
+        raise method_not_allowed()
 
     # --- reads ------------------------------------------------------------------------
 
@@ -277,7 +298,9 @@ class ResourceHandlers:
             await self._objects.get_encoded(rt, namespace=info.namespace, name=info.name, resource_version=at)
         )
 
-    async def _list(self, request: web.Request, rt: ResourceType, info: RequestInfo) -> web.StreamResponse:
+    @staticmethod
+    def list_args(request: web.Request) -> ListArgs:
+        """A list request's options, checked as kube checks them."""
         query = request.query
         check_list_options(
             resource_version=query.get("resourceVersion"), resource_version_match=query.get("resourceVersionMatch"),
@@ -285,7 +308,7 @@ class ResourceHandlers:
         )
         limit = max(parameter_int64(query.get("limit")), 0)  # kube pages only a positive limit
         parameter_int64(query.get("timeoutSeconds"))  # decoded as kube decodes the list options, unused
-        common: ListArgs = {
+        return {
             "label_selector": query.get("labelSelector"),
             "field_selector": query.get("fieldSelector"),
             "limit": limit,
@@ -293,6 +316,10 @@ class ResourceHandlers:
             "resource_version": query.get("resourceVersion"),
             "resource_version_match": query.get("resourceVersionMatch"),
         }
+
+    async def _list(self, request: web.Request, rt: ResourceType, info: RequestInfo) -> web.StreamResponse:
+        query = request.query
+        common = self.list_args(request)
         if wants_table(request.headers.get("Accept")):
             include = IncludeObject.parse(query.get("includeObject"))
             listed = await self._reads.list(rt, namespace=info.namespace, **common)
@@ -314,7 +341,11 @@ class ResourceHandlers:
             return json_response(head + b",".join(encoded.items()) + b"]}")
         return await _stream_list(request, head, encoded)
 
-    async def _watch(self, request: web.Request, rt: ResourceType, info: RequestInfo) -> web.StreamResponse:
+    async def watch(
+        self, request: web.Request, rt: ResourceType, info: RequestInfo, *, read: ResourceType | None = None,
+        convert: Callable[[AsyncIterator[Sequence[ObjectEvent]]], AsyncIterator[Sequence[ObjectEvent]]] | None = None,
+    ) -> web.StreamResponse:
+        """A watch of ``rt`` (its events read as ``read``'s and passed through ``convert``, when given)."""
         query = request.query
         # Parse everything that can be wrong before the 200 goes out.
         labels = parse_label_selector(query.get("labelSelector"))
@@ -337,9 +368,11 @@ class ResourceHandlers:
         loop = asyncio.get_running_loop()
         # The watch ends then; one that asked for bookmarks gets one shortly before, as kube's does.
         deadline = loop.time() + float(timeout)
+        source = read or rt
+        batches: AsyncIterator[Sequence[ObjectEvent]]
         if self._cache is not None:
             batches = self._cache.watch_batches(
-                rt, namespace=info.namespace, label_selector=labels, field_selector=fields,
+                source, namespace=info.namespace, label_selector=labels, field_selector=fields,
                 resource_version=resource_version, bookmark_interval=bookmark_interval, deadline=deadline,
                 send_initial_events=send_initial_events,
             )
@@ -347,9 +380,11 @@ class ResourceHandlers:
             raise errors.BadRequest("sendInitialEvents: Forbidden: this server has no watch cache to serve it")
         else:
             batches = in_batches_of_one(self._objects.watch(
-                rt, namespace=info.namespace, label_selector=labels, field_selector=fields,
+                source, namespace=info.namespace, label_selector=labels, field_selector=fields,
                 resource_version=resource_version, bookmark_interval=bookmark_interval, deadline=deadline,
             ))
+        if convert is not None:
+            batches = convert(batches)
         response = web.StreamResponse(
             headers={"Content-Type": TABLE_CONTENT_TYPE if as_table else JSON_CONTENT_TYPE}
         )
@@ -409,7 +444,7 @@ class ResourceHandlers:
 
     # --- writes -----------------------------------------------------------------------
 
-    async def _body(self, request: web.Request) -> Any:
+    async def body(self, request: web.Request) -> Any:
         media = _media(request.content_type) if request.body_exists else ""
         if media == protobuf.MEDIA_TYPE:
             # kubectl's typed clients (kubectl create namespace|deployment|...) send protobuf only.
@@ -421,7 +456,7 @@ class ResourceHandlers:
             )
         return await decode_body(await request.read(), media=media or JSON_CONTENT_TYPE)
 
-    def _write_args(self, request: web.Request, warnings: list[str]) -> WriteArgs:
+    def write_args(self, request: web.Request, warnings: list[str]) -> WriteArgs:
         """The write options a create, update or patch request asks for (its query and identity)."""
         return {
             "dry_run": dry_run_of(request),
@@ -433,21 +468,21 @@ class ResourceHandlers:
         }
 
     async def _create(self, request: web.Request, rt: ResourceType, info: RequestInfo) -> web.StreamResponse:
-        body = await self._body(request)
+        body = await self.body(request)
         warnings = request_warnings(request)
         created = await self._objects.create_encoded(
-            rt, body, namespace=info.namespace, **self._write_args(request, warnings)
+            rt, body, namespace=info.namespace, **self.write_args(request, warnings)
         )
         return json_response(created, status=201, warnings=warnings)
 
     async def _update(
         self, request: web.Request, rt: ResourceType, info: RequestInfo, *, subresource: str | None
     ) -> web.StreamResponse:
-        body = await self._body(request)
+        body = await self.body(request)
         warnings = request_warnings(request)
         updated = await self._objects.update_handed_over(
             rt, body, namespace=info.namespace, name=info.name, subresource=subresource,
-            **self._write_args(request, warnings),
+            **self.write_args(request, warnings),
         )
         return json_response(updated, warnings=warnings)
 
@@ -461,7 +496,7 @@ class ResourceHandlers:
         warnings = request_warnings(request)
         force = _force_of(request, patch_type)
         created: list[bool] = []
-        options = self._write_args(request, warnings)
+        options = self.write_args(request, warnings)
         options["on_create"] = lambda: created.append(True)
         patched = await self._objects.patch(
             rt, namespace=info.namespace, name=info.name, patch_type=patch_type, patch=patch,
@@ -470,7 +505,7 @@ class ResourceHandlers:
         # A server-side apply that creates the object is answered 201 Created, as kube does.
         return json_response(patched, status=201 if created else 200, warnings=warnings)
 
-    async def _delete_options(self, request: web.Request) -> dict[str, Any]:
+    async def delete_options(self, request: web.Request) -> dict[str, Any]:
         raw = await request.read() if request.body_exists else b""
         options: dict[str, Any] = {}
         if raw.strip():
@@ -487,7 +522,7 @@ class ResourceHandlers:
 
     async def _delete(self, request: web.Request, rt: ResourceType, info: RequestInfo) -> web.StreamResponse:
         assert info.name is not None
-        options = await self._delete_options(request)
+        options = await self.delete_options(request)
         pre = options.get("preconditions") or {}
         dry_run = dry_run_of(request) or "All" in (options.get("dryRun") or [])
         warnings = request_warnings(request)
@@ -515,7 +550,7 @@ class ResourceHandlers:
     async def _delete_collection(
         self, request: web.Request, rt: ResourceType, info: RequestInfo
     ) -> web.StreamResponse:
-        options = await self._delete_options(request)
+        options = await self.delete_options(request)
         deleted = await self._objects.delete_collection(
             rt, namespace=info.namespace, label_selector=request.query.get("labelSelector"),
             field_selector=request.query.get("fieldSelector"), dry_run=dry_run_of(request),
@@ -535,7 +570,7 @@ class ResourceHandlers:
 # --- helpers ----------------------------------------------------------------------------
 
 
-def _method_not_allowed() -> errors.MethodNotAllowed:
+def method_not_allowed() -> errors.MethodNotAllowed:
     return errors.MethodNotAllowed("the server does not allow this method on the requested resource")
 
 

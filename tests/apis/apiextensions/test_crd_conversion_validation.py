@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from controlplane.apis.apiextensions.crd import default_crd, validate_crd, webhook_conversion
+
 CA = base64.b64encode(
     b"-----BEGIN CERTIFICATE-----\nMIIBQjCB6aADAgECAgEBMAoGCCqGSM49BAMCMA8xDTALBgNVBAMMBHRlc3QwHhcN\n-----END CERTIFICATE-----\n"
 ).decode()

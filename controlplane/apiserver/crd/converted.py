@@ -1,0 +1,232 @@
+"""Serving a CRD's version whose objects its conversion webhook converts (``conversion: Webhook``).
+
+The objects of such a kind are stored in its storage version; a request in another version is
+served by the storage version's type, with what goes in and out converted by the webhook
+(:mod:`.converting`): a get, the items of a list (in one review), the events of a watch (one review
+per batch of events), a create's or an update's body on its way to storage and the object it
+answers with, a JSON or merge patch (applied to the object converted to the request's version,
+then converted back and written as a compare-and-swap on the revision it was read at). A failed
+conversion answers kube's 500 and writes nothing. Server-side apply in such a version is refused
+(415): apply in the storage version. Requests in the storage version do not come here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+from aiohttp import web
+
+from controlplane.apis.apiextensions.kind import ConversionWebhook
+from controlplane.apiserver import errors
+from controlplane.apiserver.crd.converting import convert, group_version_kind
+from controlplane.apiserver.decoding import decode_body
+from controlplane.apiserver.handlers import (
+    ResourceHandlers,
+    dry_run_of,
+    json_response,
+    method_not_allowed,
+    request_warnings,
+)
+from controlplane.apiserver.objects import ObjectEvent, Preconditions, WatchEventType
+from controlplane.apiserver.objects.body_kind import checked_body
+from controlplane.apiserver.objects.writing import PATCH_RETRIES
+from controlplane.apiserver.patches import PatchType, apply_patch
+from controlplane.apiserver.resources import Registry, ResourceType
+from controlplane.apiserver.routing import RequestInfo
+from controlplane.apiserver.tables import TABLE_CONTENT_TYPE, IncludeObject, table, wants_table
+from controlplane.apiserver.webhooks.calling import WebhookClient
+
+_NO_OBJECT = (WatchEventType.BOOKMARK, WatchEventType.ERROR)
+
+
+def conversion_webhook(rt: ResourceType) -> ConversionWebhook | None:
+    """The webhook that converts ``rt``'s objects from their storage version, if any."""
+    return rt.custom.conversion_webhook if rt.custom is not None else None
+
+
+class WebhookConversions:
+    """Converts the objects of the CRD versions served through a conversion webhook."""
+
+    def __init__(self, client: WebhookClient, registry: Registry) -> None:
+        self._client = client
+        self._registry = registry
+
+    def storage_type(self, rt: ResourceType) -> ResourceType:
+        group, _, version = rt.stored_in_version.rpartition("/")
+        stored = self._registry.get(group, version, rt.plural)
+        if stored is None:
+            raise errors.ServiceUnavailable(
+                f"{rt.qualified()} are stored as {rt.stored_in_version}, which is not served"
+            )
+        return stored
+
+    async def served(self, rt: ResourceType, objects: list[dict[str, Any]], *, is_list: bool = False) -> list[dict[str, Any]]:
+        """``objects`` (stored) in ``rt``'s version."""
+        webhook = conversion_webhook(rt)
+        assert webhook is not None
+        what = group_version_kind(rt.stored_in_version, rt.list_kind if is_list else rt.kind)
+        return await convert(self._client, webhook, objects, rt.api_version, what=what, is_list=is_list)
+
+    async def stored(self, rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
+        """``obj`` (of ``rt``'s version) in its storage version."""
+        webhook = conversion_webhook(rt)
+        assert webhook is not None
+        what = group_version_kind(str(obj.get("apiVersion") or rt.api_version), rt.kind)
+        [out] = await convert(self._client, webhook, [obj], rt.stored_in_version, what=what)
+        return out
+
+    async def events(
+        self, rt: ResourceType, batches: AsyncIterator[Sequence[ObjectEvent]]
+    ) -> AsyncIterator[Sequence[ObjectEvent]]:
+        """A watch's batches with their objects in ``rt``'s version: one review per batch."""
+        try:
+            async for batch in batches:
+                objects = [event.object for event in batch if event.type not in _NO_OBJECT]
+                converted = iter(await self.served(rt, objects, is_list=len(objects) > 1) if objects else ())
+                out: list[ObjectEvent] = []
+                for event in batch:
+                    if event.type is WatchEventType.ERROR:
+                        out.append(event)
+                    elif event.type is WatchEventType.BOOKMARK:
+                        out.append(ObjectEvent(event.type, {**event.object, "apiVersion": rt.api_version}, event.revision))
+                    else:
+                        out.append(ObjectEvent(event.type, next(converted), event.revision))
+                yield out
+        finally:
+            aclose = getattr(batches, "aclose", None)
+            if aclose is not None:
+                await aclose()
+
+
+class ConvertedHandlers:
+    """The resource handlers of a version served through its CRD's conversion webhook."""
+
+    def __init__(self, handlers: ResourceHandlers, conversions: WebhookConversions) -> None:
+        self._handlers = handlers
+        self._conversions = conversions
+
+    async def handle(self, request: web.Request, rt: ResourceType, info: RequestInfo) -> web.StreamResponse:
+        stored = self._conversions.storage_type(rt)
+        subresource = info.subresource or None
+        if subresource is not None and (subresource != "status" or not rt.has_status or info.name is None):
+            raise errors.NotFound("the server could not find the requested resource")
+        if info.verb == "watch":
+            return await self._handlers.watch(
+                request, rt, info, read=stored, convert=lambda batches: self._conversions.events(rt, batches)
+            )
+        if info.verb == "list":
+            return await self._list(request, rt, stored, info)
+        if info.verb == "create" and info.name is None and subresource is None:
+            return await self._create(request, rt, stored, info)
+        if info.name is None:
+            raise method_not_allowed()
+        if info.verb == "get":
+            return await self._get(request, rt, stored, info)
+        if info.verb == "update":
+            return await self._update(request, rt, stored, info)
+        if info.verb == "patch":
+            return await self._patch(request, rt, stored, info)
+        if info.verb == "delete" and subresource is None:
+            return await self._delete(request, rt, stored, info)
+        raise method_not_allowed()
+
+    def _respond(self, request: web.Request, rt: ResourceType, obj: dict[str, Any], *, status: int = 200) -> web.Response:
+        if wants_table(request.headers.get("Accept")):
+            include = IncludeObject.parse(request.query.get("includeObject"))
+            rendered = table(rt, [obj], include=include, now=self._handlers.now())
+            return json_response(rendered, content_type=TABLE_CONTENT_TYPE)
+        return json_response(obj, status=status, warnings=request_warnings(request))
+
+    async def _get(self, request: web.Request, rt: ResourceType, stored: ResourceType, info: RequestInfo) -> web.Response:
+        assert info.name is not None
+        obj = await self._handlers.objects.get(
+            stored, namespace=info.namespace, name=info.name, resource_version=request.query.get("resourceVersion")
+        )
+        [served] = await self._conversions.served(rt, [obj])
+        return self._respond(request, rt, served)
+
+    async def _list(self, request: web.Request, rt: ResourceType, stored: ResourceType, info: RequestInfo) -> web.Response:
+        listed = await self._handlers.reads.list(stored, namespace=info.namespace, **self._handlers.list_args(request))
+        items = await self._conversions.served(rt, listed.items, is_list=True)
+        if wants_table(request.headers.get("Accept")):
+            rendered = table(
+                rt, items, include=IncludeObject.parse(request.query.get("includeObject")), now=self._handlers.now(),
+                resource_version=listed.resource_version, continue_token=listed.continue_token,
+                remaining_item_count=listed.remaining_item_count,
+            )
+            return json_response(rendered, content_type=TABLE_CONTENT_TYPE)
+        metadata: dict[str, Any] = {"resourceVersion": listed.resource_version}
+        if listed.continue_token:
+            metadata["continue"] = listed.continue_token
+        if listed.remaining_item_count is not None:
+            metadata["remainingItemCount"] = listed.remaining_item_count
+        return json_response({"apiVersion": rt.api_version, "kind": rt.list_kind, "metadata": metadata, "items": items})
+
+    async def _request_object(self, request: web.Request, rt: ResourceType, info: RequestInfo) -> dict[str, Any]:
+        body = await self._handlers.body(request)
+        # The body must be of the request's version before it is converted (kube's decoding).
+        return await self._conversions.stored(rt, checked_body(rt, body, namespace=info.namespace, from_request=True))
+
+    async def _create(self, request: web.Request, rt: ResourceType, stored: ResourceType, info: RequestInfo) -> web.Response:
+        obj = await self._request_object(request, rt, info)
+        args = self._handlers.write_args(request, request_warnings(request))
+        created = await self._handlers.objects.create(stored, obj, namespace=info.namespace, **args)
+        [served] = await self._conversions.served(rt, [created])
+        return self._respond(request, rt, served, status=201)
+
+    async def _update(self, request: web.Request, rt: ResourceType, stored: ResourceType, info: RequestInfo) -> web.Response:
+        obj = await self._request_object(request, rt, info)
+        args = self._handlers.write_args(request, request_warnings(request))
+        updated = await self._handlers.objects.update(
+            stored, obj, namespace=info.namespace, name=info.name, subresource=info.subresource or None, **args
+        )
+        [served] = await self._conversions.served(rt, [updated])
+        return self._respond(request, rt, served)
+
+    async def _patch(self, request: web.Request, rt: ResourceType, stored: ResourceType, info: RequestInfo) -> web.Response:
+        assert info.name is not None
+        patch_type = PatchType.from_content_type(request.headers.get("Content-Type", ""), rt)
+        if patch_type is PatchType.APPLY:
+            raise errors.UnsupportedMediaType(
+                f"the body of the request was in an unknown format - accepted media types include: "
+                f"{PatchType.JSON.value}, {PatchType.MERGE.value} (server-side apply of {rt.qualified()} "
+                f"is served in their storage version {rt.stored_in_version})"
+            )
+        patch = await decode_body(await request.read(), media="application/json")
+        args = self._handlers.write_args(request, request_warnings(request))
+        objects = self._handlers.objects
+        for _attempt in range(PATCH_RETRIES):
+            current = await objects.get(stored, namespace=info.namespace, name=info.name)
+            [served] = await self._conversions.served(rt, [current])
+            patched = apply_patch(rt, served, patch_type, patch, manager=args.get("field_manager"), force=False, now=objects.now())
+            named = patched.get("metadata", {}).get("resourceVersion") != served["metadata"].get("resourceVersion")
+            new = await self._conversions.stored(rt, patched)
+            new.setdefault("metadata", {})["resourceVersion"] = patched["metadata"].get("resourceVersion")
+            try:
+                updated = await objects.update(
+                    stored, new, namespace=info.namespace, name=info.name, subresource=info.subresource or None, **args
+                )
+            except errors.Conflict:
+                if named:
+                    raise
+                continue
+            [out] = await self._conversions.served(rt, [updated])
+            return self._respond(request, rt, out)
+        raise errors.conflict_modified(plural=rt.plural, group=rt.group, name=info.name)
+
+    async def _delete(self, request: web.Request, rt: ResourceType, stored: ResourceType, info: RequestInfo) -> web.Response:
+        assert info.name is not None
+        options = await self._handlers.delete_options(request)
+        pre = options.get("preconditions") or {}
+        warnings = request_warnings(request)
+        result = await self._handlers.objects.delete(
+            stored, namespace=info.namespace, name=info.name,
+            preconditions=Preconditions(uid=pre.get("uid"), resource_version=pre.get("resourceVersion")),
+            propagation_policy=options.get("propagationPolicy"),
+            dry_run=dry_run_of(request) or "All" in (options.get("dryRun") or []),
+            orphan_dependents=options.get("orphanDependents"), webhooks=self._handlers.webhook_calls(request, warnings),
+        )
+        [served] = await self._conversions.served(rt, [result.object])
+        accepted = not result.deleted and options.get("orphanDependents") is False
+        return self._respond(request, rt, served, status=202 if accepted else 200)

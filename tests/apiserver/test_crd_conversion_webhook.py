@@ -1,0 +1,212 @@
+"""A CRD with ``conversion: Webhook``: a real hub (embedded etcd, HTTPS, tokens) and a real HTTPS
+conversion webhook started by the test, its CA in the CRD's ``caBundle``. CronTabs stored as v1
+(``spec.cronSpec``) are read as v2 (``spec.schedule``) by get, list (one review for the list) and
+watch; a v2 write is converted to v1 before it is stored, and its answer back to v2. A webhook that
+is down or answers wrongly fails the request with kube's error, and a write then stores nothing."""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+
+from controlplane.apiserver.kubeconfig import load_kubeconfig
+from controlplane.apiserver.tls import client_ssl_context
+from controlplane.hub import Hub, HubConfig
+from tests.apiserver.test_admission_webhooks import Api
+from tests.controllers.fleet import eventually
+from tests.webhookserver import WebhookServer, webhook_server
+
+CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+V1 = "/apis/stable.example.com/v1/namespaces/default/crontabs"
+V2 = "/apis/stable.example.com/v2/namespaces/default/crontabs"
+GVK = "stable.example.com/v1, Kind=CronTab"
+
+
+def _version(name: str, field: str, *, storage: bool) -> dict[str, Any]:
+    return {
+        "name": name, "served": True, "storage": storage,
+        "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+            "spec": {"type": "object", "properties": {field: {"type": "string"}}},
+        }}},
+        "additionalPrinterColumns": [{"name": "Schedule", "type": "string", "jsonPath": f".spec.{field}"}],
+    }
+
+
+def crd(client: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "crontabs.stable.example.com"},
+        "spec": {
+            "group": "stable.example.com", "scope": "Namespaced",
+            "names": {"plural": "crontabs", "singular": "crontab", "kind": "CronTab"},
+            "versions": [_version("v1", "cronSpec", storage=True), _version("v2", "schedule", storage=False)],
+            "conversion": {"strategy": "Webhook", "webhook": {"conversionReviewVersions": ["v1"], "clientConfig": client}},
+        },
+    }
+
+
+def crontab(version: str, name: str, **spec: str) -> dict[str, Any]:
+    return {"apiVersion": f"stable.example.com/{version}", "kind": "CronTab", "metadata": {"name": name}, "spec": spec}
+
+
+@pytest.fixture
+async def hub(tmp_path: Path) -> AsyncIterator[Hub]:
+    async with Hub(HubConfig(state_dir=tmp_path / "hub", port=0)) as running:
+        yield running
+
+
+@pytest.fixture
+async def api(hub: Hub) -> AsyncIterator[Api]:
+    credentials = load_kubeconfig(hub.kubeconfig_path)
+    connector = aiohttp.TCPConnector(ssl=client_ssl_context(credentials.ca_pem))
+    async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=30)) as session:
+        yield Api(hub, session, credentials.token)
+
+
+@pytest.fixture
+async def server(tmp_path: Path) -> AsyncIterator[WebhookServer]:
+    async with webhook_server(tmp_path / "webhook") as running:
+        yield running
+
+
+async def served(api: Api, client: dict[str, Any]) -> None:
+    """Create (or point at ``client``) the CRD and wait until the hub converts through ``client``."""
+    code, current, _ = await api.call("GET", f"{CRDS}/crontabs.stable.example.com")
+    if code == 404:
+        code, created, _ = await api.call("POST", CRDS, crd(client))
+        assert code == 201, created
+    else:
+        changed = copy.deepcopy(current)
+        changed["spec"]["conversion"]["webhook"]["clientConfig"] = client
+        code, updated, _ = await api.call("PUT", f"{CRDS}/crontabs.stable.example.com", changed)
+        assert code == 200, updated
+
+    async def converting() -> bool:
+        rt = api.hub.objects.registry.get("stable.example.com", "v2", "crontabs") if api.hub.objects else None
+        webhook = rt.custom.conversion_webhook if rt is not None and rt.custom is not None else None
+        return webhook is not None and webhook.url == client.get("url")
+
+    await eventually(converting, what="the hub to serve v2 through the webhook")
+
+
+async def test_objects_stored_as_v1_are_read_and_written_as_v2(api: Api, server: WebhookServer) -> None:
+    await served(api, server.client("/convert"))
+    for name, spec in (("a", "*/1 * * * *"), ("b", "*/2 * * * *")):
+        code, created, _ = await api.call("POST", V1, crontab("v1", name, cronSpec=spec))
+        assert code == 201, created
+        assert created["apiVersion"] == "stable.example.com/v1"
+    assert server.received["/convert"] == []  # the storage version is never converted
+
+    code, got, _ = await api.call("GET", f"{V2}/a")
+    assert code == 200, json.dumps(got)
+    assert (got["apiVersion"], got["spec"], got["metadata"]["labels"]) == (
+        "stable.example.com/v2", {"schedule": "*/1 * * * *"}, {"converted-to": "v2"}
+    )
+    [review] = server.received["/convert"]
+    assert review["apiVersion"] == "apiextensions.k8s.io/v1"
+    assert review["request"]["desiredAPIVersion"] == "stable.example.com/v2"
+    assert [o["metadata"]["name"] for o in review["request"]["objects"]] == ["a"]
+
+    code, listed, _ = await api.call("GET", V2)
+    assert code == 200, listed
+    assert (listed["apiVersion"], listed["kind"]) == ("stable.example.com/v2", "CronTabList")
+    assert [(o["metadata"]["name"], o["spec"]) for o in listed["items"]] == [
+        ("a", {"schedule": "*/1 * * * *"}), ("b", {"schedule": "*/2 * * * *"})
+    ]
+    # One review for the whole list, as kube batches it.
+    assert [len(r["request"]["objects"]) for r in server.received["/convert"]] == [1, 2]
+    code, rows, _ = await api.call("GET", V2, Accept="application/json;as=Table;v=v1;g=meta.k8s.io")
+    assert [row["cells"][:2] for row in rows["rows"]] == [["a", "*/1 * * * *"], ["b", "*/2 * * * *"]]
+
+    # A v2 write goes to storage as v1; its answer is v2.
+    code, created, _ = await api.call("POST", V2, crontab("v2", "c", schedule="0 0 * * *"))
+    assert code == 201, created
+    assert (created["apiVersion"], created["spec"]) == ("stable.example.com/v2", {"schedule": "0 0 * * *"})
+    code, stored, _ = await api.call("GET", f"{V1}/c")
+    assert (stored["apiVersion"], stored["spec"]) == ("stable.example.com/v1", {"cronSpec": "0 0 * * *"})
+    code, patched, _ = await api.call(
+        "PATCH", f"{V2}/c", {"spec": {"schedule": "5 5 * * *"}}, **{"Content-Type": "application/merge-patch+json"}
+    )
+    assert code == 200, patched
+    assert patched["spec"] == {"schedule": "5 5 * * *"}
+    code, stored, _ = await api.call("GET", f"{V1}/c")
+    assert stored["spec"] == {"cronSpec": "5 5 * * *"}
+    stored_v2 = {**patched, "spec": {"schedule": "6 6 * * *"}}
+    code, updated, _ = await api.call("PUT", f"{V2}/c", stored_v2)
+    assert code == 200, updated
+    code, stored, _ = await api.call("GET", f"{V1}/c")
+    assert stored["spec"] == {"cronSpec": "6 6 * * *"}
+
+
+async def test_a_watch_in_v2_sends_converted_events(api: Api, server: WebhookServer) -> None:
+    await served(api, server.client("/convert"))
+    code, created, _ = await api.call("POST", V1, crontab("v1", "a", cronSpec="1 * * * *"))
+    assert code == 201, created
+    hub = api.hub
+    credentials = load_kubeconfig(hub.kubeconfig_path)
+    connector = aiohttp.TCPConnector(ssl=client_ssl_context(credentials.ca_pem))
+    async with aiohttp.ClientSession(connector=connector) as session, session.get(
+        f"{hub.url}{V2}?watch=true&timeoutSeconds=20", headers={"Authorization": f"Bearer {credentials.token}"}
+    ) as response:
+        assert response.status == 200
+        first = json.loads(await response.content.readline())
+        code, _, _ = await api.call("POST", V1, crontab("v1", "b", cronSpec="2 * * * *"))
+        assert code == 201
+        second = json.loads(await response.content.readline())
+    assert [(e["type"], e["object"]["apiVersion"], e["object"]["spec"]) for e in (first, second)] == [
+        ("ADDED", "stable.example.com/v2", {"schedule": "1 * * * *"}),
+        ("ADDED", "stable.example.com/v2", {"schedule": "2 * * * *"}),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("path", "message"),
+    [
+        ("/convert-fail", f"conversion webhook for {GVK} failed: cronSpec cannot be parsed"),
+        ("/convert-wrong-uid", f'conversion webhook for {GVK} failed: expected response.uid="'),
+        ("/convert-renamed", f"conversion webhook for {GVK} returned invalid object: must have the same name: a != a-renamed"),
+    ],
+)
+async def test_a_wrong_answer_fails_the_request_with_kubes_error(
+    api: Api, server: WebhookServer, path: str, message: str
+) -> None:
+    await served(api, server.client("/convert"))
+    code, created, _ = await api.call("POST", V1, crontab("v1", "a", cronSpec="1 * * * *"))
+    assert code == 201, created
+    await served(api, server.client(path))
+    code, status, _ = await api.call("GET", f"{V2}/a")
+    assert code == 500, status
+    assert status["message"].startswith(message), status
+    assert "reason" not in status  # kube's error is no API status: no reason
+    # Nothing is written by a write whose conversion fails.
+    code, status, _ = await api.call("POST", V2, crontab("v2", "b", schedule="2 * * * *"))
+    assert code == 500, status
+    code, _, _ = await api.call("GET", f"{V1}/b")
+    assert code == 404
+
+
+async def test_a_list_answer_with_too_few_objects_and_a_webhook_that_is_down(api: Api, server: WebhookServer) -> None:
+    await served(api, server.client("/convert-short"))
+    for name in ("a", "b"):
+        code, created, _ = await api.call("POST", V1, crontab("v1", name, cronSpec="1 * * * *"))
+        assert code == 201, created
+    code, status, _ = await api.call("GET", V2)
+    assert (code, status["message"]) == (
+        500, "conversion webhook for stable.example.com/v1, Kind=CronTabList returned 1 objects, expected 2"
+    )
+    down = {"url": "https://127.0.0.1:1/convert", "caBundle": server.ca_bundle}
+    await served(api, down)
+    code, status, _ = await api.call("GET", f"{V2}/a")
+    assert (code, status["message"]) == (
+        500, f'conversion webhook for {GVK} failed: Post "https://127.0.0.1:1/convert?timeout=30s": '
+        "dial tcp 127.0.0.1:1: connect: connection refused",
+    )
+    # The storage version is served without the webhook.
+    code, got, _ = await api.call("GET", f"{V1}/a")
+    assert code == 200, json.dumps(got)
