@@ -87,7 +87,7 @@ async def convert(
         raise ConversionFailed(f"conversion webhook for {what} failed: {exc}") from None
     if len(converted) != len(sent):
         raise ConversionFailed(f"conversion webhook for {what} returned {len(converted)} objects, expected {len(sent)}")
-    checked = [_checked(original, answer, desired, what=what, index=i, is_list=is_list) for i, (original, answer) in enumerate(zip(sent, converted, strict=True))]
+    checked = [checked_object(original, answer, desired, what=what, index=i, is_list=is_list) for i, (original, answer) in enumerate(zip(sent, converted, strict=True))]
     answers = iter(checked)
     return [obj if obj.get("apiVersion") == desired else next(answers) for obj in objects]
 
@@ -118,7 +118,7 @@ def converted_objects(raw: bytes, *, uid: str, version: str) -> list[Any]:
     return field.items(response.get("convertedObjects"))
 
 
-def _checked(
+def checked_object(
     original: dict[str, Any], answer: Any, desired: str, *, what: str, index: int, is_list: bool
 ) -> dict[str, Any]:
     """One converted object checked against the one sent, with the sent metadata but for labels and
