@@ -142,6 +142,16 @@ async def test_objects_stored_as_v1_are_read_and_written_as_v2(api: Api, server:
     assert code == 200, updated
     code, stored, _ = await api.call("GET", f"{V1}/c")
     assert stored["spec"] == {"cronSpec": "6 6 * * *"}
+    # A delete answers with what it deleted, in v2.
+    code, deleted, _ = await api.call("DELETE", f"{V2}/c")
+    assert (code, deleted["apiVersion"], deleted["spec"]) == (200, "stable.example.com/v2", {"schedule": "6 6 * * *"})
+    code, gone, _ = await api.call("DELETE", V2)
+    assert code == 200, gone
+    assert [(o["apiVersion"], o["metadata"]["name"]) for o in gone["items"]] == [
+        ("stable.example.com/v2", "a"), ("stable.example.com/v2", "b")
+    ]
+    code, listed, _ = await api.call("GET", V1)
+    assert listed["items"] == []
 
 
 async def test_a_watch_in_v2_sends_converted_events(api: Api, server: WebhookServer) -> None:

@@ -7,7 +7,8 @@ per batch of events), a create's or an update's body on its way to storage and t
 answers with, a JSON or merge patch (applied to the object converted to the request's version,
 then converted back and written as a compare-and-swap on the revision it was read at). A failed
 conversion answers kube's 500 and writes nothing. Server-side apply in such a version is refused
-(415): apply in the storage version. Requests in the storage version do not come here.
+(415): apply in the storage version. A delete (or a delete of a collection) answers with what it
+deleted, converted. Requests in the storage version do not come here.
 """
 
 from __future__ import annotations
@@ -119,6 +120,8 @@ class ConvertedHandlers:
             return await self._list(request, rt, stored, info)
         if info.verb == "create" and info.name is None and subresource is None:
             return await self._create(request, rt, stored, info)
+        if info.verb == "deletecollection" and subresource is None:
+            return await self._delete_collection(request, rt, stored, info)
         if info.name is None:
             raise method_not_allowed()
         if info.verb == "get":
@@ -230,3 +233,19 @@ class ConvertedHandlers:
         [served] = await self._conversions.served(rt, [result.object])
         accepted = not result.deleted and options.get("orphanDependents") is False
         return self._respond(request, rt, served, status=202 if accepted else 200)
+
+    async def _delete_collection(
+        self, request: web.Request, rt: ResourceType, stored: ResourceType, info: RequestInfo
+    ) -> web.Response:
+        options = await self._handlers.delete_options(request)
+        deleted = await self._handlers.objects.delete_collection(
+            stored, namespace=info.namespace, label_selector=request.query.get("labelSelector"),
+            field_selector=request.query.get("fieldSelector"), dry_run=dry_run_of(request),
+            propagation_policy=options.get("propagationPolicy"), orphan_dependents=options.get("orphanDependents"),
+            webhooks=self._handlers.webhook_calls(request, request_warnings(request)),
+        )
+        items = await self._conversions.served(rt, deleted.items, is_list=True)
+        return json_response({
+            "kind": rt.list_kind, "apiVersion": rt.api_version,
+            "metadata": {"resourceVersion": deleted.resource_version}, "items": items,
+        })
