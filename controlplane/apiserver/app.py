@@ -492,7 +492,8 @@ def create_app(
     )
     # The conversion webhooks of CRDs share the admission webhooks' client (one session, one TLS cache).
     conversion_client = webhooks.client if webhooks is not None else WebhookClient(object_store)
-    resources.converted = ConvertedHandlers(resources, WebhookConversions(conversion_client, registry)).handle
+    conversions = WebhookConversions(conversion_client, registry, webhooks.metrics if webhooks is not None else None)
+    resources.converted = ConvertedHandlers(resources, conversions).handle
     computed = tuple(computed)
     endpoints = _Endpoints(object_store, registry, resources, [endpoint.resource for endpoint in computed])
     middlewares: list[Middleware] = [

@@ -18,6 +18,7 @@ import pytest
 from controlplane.apiserver.kubeconfig import load_kubeconfig
 from controlplane.apiserver.tls import client_ssl_context
 from controlplane.hub import Hub, HubConfig
+from tests import hubmetrics
 from tests.apiserver.test_admission_webhooks import Api
 from tests.controllers.fleet import eventually
 from tests.webhookserver import WebhookServer, webhook_server
@@ -152,6 +153,13 @@ async def test_objects_stored_as_v1_are_read_and_written_as_v2(api: Api, server:
     ]
     code, listed, _ = await api.call("GET", V1)
     assert listed["items"] == []
+    # Each conversion is on the hub's metrics under kube's name, by CRD and versions.
+    counts = await hubmetrics.samples(api.hub, "apiserver_crd_conversion_webhook_duration_seconds_count")
+    assert {(labels["crd_name"], labels["from_version"], labels["to_version"], labels["succeeded"]): value
+            for labels, value in counts} == {
+        ("crontabs.stable.example.com", "v1", "v2", "true"): 9.0,  # get, lists (2), create, patch (2), update, deletes (2)
+        ("crontabs.stable.example.com", "v2", "v1", "true"): 3.0,  # create, patch, update
+    }
 
 
 async def test_a_watch_in_v2_sends_converted_events(api: Api, server: WebhookServer) -> None:

@@ -13,6 +13,7 @@ deleted, converted. Requests in the storage version do not come here.
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
@@ -37,6 +38,7 @@ from controlplane.apiserver.resources import Registry, ResourceType
 from controlplane.apiserver.routing import RequestInfo
 from controlplane.apiserver.tables import TABLE_CONTENT_TYPE, IncludeObject, table, wants_table
 from controlplane.apiserver.webhooks.calling import WebhookClient
+from controlplane.apiserver.webhooks.metrics import AdmissionMetrics
 
 _NO_OBJECT = (WatchEventType.BOOKMARK, WatchEventType.ERROR)
 
@@ -49,9 +51,10 @@ def conversion_webhook(rt: ResourceType) -> ConversionWebhook | None:
 class WebhookConversions:
     """Converts the objects of the CRD versions served through a conversion webhook."""
 
-    def __init__(self, client: WebhookClient, registry: Registry) -> None:
+    def __init__(self, client: WebhookClient, registry: Registry, metrics: AdmissionMetrics | None = None) -> None:
         self._client = client
         self._registry = registry
+        self._metrics = metrics
 
     def storage_type(self, rt: ResourceType) -> ResourceType:
         group, _, version = rt.stored_in_version.rpartition("/")
@@ -67,15 +70,33 @@ class WebhookConversions:
         webhook = conversion_webhook(rt)
         assert webhook is not None
         what = group_version_kind(rt.stored_in_version, rt.list_kind if is_list else rt.kind)
-        return await convert(self._client, webhook, objects, rt.api_version, what=what, is_list=is_list)
+        return await self._convert(webhook, objects, rt.stored_in_version, rt.api_version, what=what, is_list=is_list)
 
     async def stored(self, rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
         """``obj`` (of ``rt``'s version) in its storage version."""
         webhook = conversion_webhook(rt)
         assert webhook is not None
         what = group_version_kind(str(obj.get("apiVersion") or rt.api_version), rt.kind)
-        [out] = await convert(self._client, webhook, [obj], rt.stored_in_version, what=what)
+        [out] = await self._convert(webhook, [obj], rt.api_version, rt.stored_in_version, what=what)
         return out
+
+    async def _convert(
+        self, webhook: ConversionWebhook, objects: list[dict[str, Any]], source: str, desired: str, *, what: str,
+        is_list: bool = False,
+    ) -> list[dict[str, Any]]:
+        if self._metrics is None or all(obj.get("apiVersion") == desired for obj in objects):
+            return await convert(self._client, webhook, objects, desired, what=what, is_list=is_list)
+        started = time.monotonic()
+        succeeded = False
+        try:
+            out = await convert(self._client, webhook, objects, desired, what=what, is_list=is_list)
+            succeeded = True
+            return out
+        finally:
+            self._metrics.observe_conversion(
+                webhook.crd, source.rpartition("/")[2], desired.rpartition("/")[2], time.monotonic() - started,
+                succeeded=succeeded,
+            )
 
     async def events(
         self, rt: ResourceType, batches: AsyncIterator[Sequence[ObjectEvent]]

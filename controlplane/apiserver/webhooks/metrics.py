@@ -1,4 +1,4 @@
-"""Admission webhook and ValidatingAdmissionPolicy metrics, under kube-apiserver's names (no
+"""Admission webhook, ValidatingAdmissionPolicy and CRD conversion webhook metrics, under kube-apiserver's names (no
 ``gpufed_`` prefix, so kube's dashboards and alerts read them as they are):
 
 * ``apiserver_admission_webhook_admission_duration_seconds{name,type,operation,rejected}`` --
@@ -14,7 +14,10 @@
 * ``apiserver_validating_admission_policy_check_total{policy,policy_binding,enforcement_action}``
   and ``..._check_duration_seconds`` -- each binding's evaluation (once per param):
   ``enforcement_action`` ``deny``, ``warn`` or ``audit`` for each action a failure took,
-  ``allow`` when nothing failed.
+  ``allow`` when nothing failed;
+* ``apiserver_crd_conversion_webhook_duration_seconds{crd_name,from_version,to_version,succeeded}``
+  -- each conversion of objects between two versions of a CRD through its webhook (kube's buckets:
+  1 ms doubling 15 times).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from prometheus_client.core import Metric
 _WEBHOOK_BUCKETS = (0.005, 0.025, 0.1, 0.5, 1.0, 2.5, 10.0, 25.0)
 _POLICY_BUCKETS = (0.0000005, 0.001, 0.01, 0.1, 1.0)
 _POLICY_LABELS = ["policy", "policy_binding", "enforcement_action"]
+_CONVERSION_BUCKETS = tuple(0.001 * 2**i for i in range(15))
 
 #: kube's ``WebhookRejectionErrorType`` values.
 CALLING_WEBHOOK_ERROR = "calling_webhook_error"
@@ -74,6 +78,16 @@ class AdmissionMetrics:
             "Validation admission latency in seconds, labeled by policy, binding and enforcement action taken.",
             _POLICY_LABELS, buckets=_POLICY_BUCKETS, registry=registry,
         )
+
+        self.crd_conversion_duration = Histogram(
+            "apiserver_crd_conversion_webhook_duration_seconds", "CRD webhook conversion duration in seconds",
+            ["crd_name", "from_version", "to_version", "succeeded"], buckets=_CONVERSION_BUCKETS, registry=registry,
+        )
+
+    def observe_conversion(self, crd: str, from_version: str, to_version: str, seconds: float, *, succeeded: bool) -> None:
+        self.crd_conversion_duration.labels(
+            crd, from_version, to_version, "true" if succeeded else "false"
+        ).observe(max(seconds, 0.0))
 
     def observe_webhook(
         self, name: str, step: str, operation: str, seconds: float, *, code: int, rejected: bool
