@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -17,16 +15,18 @@ import pytest
 
 from controlplane.apiserver.kubeconfig import load_kubeconfig
 from controlplane.apiserver.tls import client_ssl_context
-from controlplane.hub import Hub, HubConfig
 from tests import hubmetrics
+from tests.apiserver import test_admission_webhooks as admission_webhooks
 from tests.apiserver.test_admission_webhooks import Api
 from tests.controllers.fleet import eventually
-from tests.webhookserver import WebhookServer, webhook_server
+from tests.webhookserver import WebhookServer
 
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 V1 = "/apis/stable.example.com/v1/namespaces/default/crontabs"
 V2 = "/apis/stable.example.com/v2/namespaces/default/crontabs"
 GVK = "stable.example.com/v1, Kind=CronTab"
+# The admission webhook tests' fixtures: a real hub, its admin's API, the test's HTTPS webhook server.
+hub, api, server = admission_webhooks.hub, admission_webhooks.api, admission_webhooks.server
 
 
 def _version(name: str, field: str, *, storage: bool) -> dict[str, Any]:
@@ -54,26 +54,6 @@ def crd(client: dict[str, Any]) -> dict[str, Any]:
 
 def crontab(version: str, name: str, **spec: str) -> dict[str, Any]:
     return {"apiVersion": f"stable.example.com/{version}", "kind": "CronTab", "metadata": {"name": name}, "spec": spec}
-
-
-@pytest.fixture
-async def hub(tmp_path: Path) -> AsyncIterator[Hub]:
-    async with Hub(HubConfig(state_dir=tmp_path / "hub", port=0)) as running:
-        yield running
-
-
-@pytest.fixture
-async def api(hub: Hub) -> AsyncIterator[Api]:
-    credentials = load_kubeconfig(hub.kubeconfig_path)
-    connector = aiohttp.TCPConnector(ssl=client_ssl_context(credentials.ca_pem))
-    async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=30)) as session:
-        yield Api(hub, session, credentials.token)
-
-
-@pytest.fixture
-async def server(tmp_path: Path) -> AsyncIterator[WebhookServer]:
-    async with webhook_server(tmp_path / "webhook") as running:
-        yield running
 
 
 async def served(api: Api, client: dict[str, Any]) -> None:
@@ -166,11 +146,11 @@ async def test_a_watch_in_v2_sends_converted_events(api: Api, server: WebhookSer
     await served(api, server.client("/convert"))
     code, created, _ = await api.call("POST", V1, crontab("v1", "a", cronSpec="1 * * * *"))
     assert code == 201, created
-    hub = api.hub
-    credentials = load_kubeconfig(hub.kubeconfig_path)
+    running = api.hub
+    credentials = load_kubeconfig(running.kubeconfig_path)
     connector = aiohttp.TCPConnector(ssl=client_ssl_context(credentials.ca_pem))
     async with aiohttp.ClientSession(connector=connector) as session, session.get(
-        f"{hub.url}{V2}?watch=true&timeoutSeconds=20", headers={"Authorization": f"Bearer {credentials.token}"}
+        f"{running.url}{V2}?watch=true&timeoutSeconds=20", headers={"Authorization": f"Bearer {credentials.token}"}
     ) as response:
         assert response.status == 200
         first = json.loads(await response.content.readline())
