@@ -203,12 +203,10 @@ class ResourceHandlers:
             raise errors.NotFound("the server could not find the requested resource" + self._served_instead(info))
         if not self._addressable(rt, info):
             raise errors.NotFound("the server could not find the requested resource")
-        if self.converted is not None and rt.custom is not None and rt.custom.conversion_webhook is not None and (
-            info.subresource != "scale"
-        ):
+        if self.converted is not None and rt.custom is not None and rt.custom.conversion_webhook is not None:
             return await self.converted(request, rt, info)
         if info.subresource:
-            return await self._subresource(request, rt, info)
+            return await self.subresource(request, rt, info)
         if info.verb in ("list", "watch"):
             return await (self.watch(request, rt, info) if info.verb == "watch" else self._list(request, rt, info))
         if info.verb == "create" and info.name is None:
@@ -234,7 +232,7 @@ class ResourceHandlers:
         # A namespaced object needs its namespace in the path; collections may span all.
         return info.namespace is not None or (info.name is None and info.verb in ("list", "watch"))
 
-    async def _subresource(self, request: web.Request, rt: ResourceType, info: RequestInfo) -> web.StreamResponse:
+    async def subresource(self, request: web.Request, rt: ResourceType, info: RequestInfo) -> web.StreamResponse:
         if info.subresource == "scale" and rt.scale is not None and info.name is not None:
             return await self._scale(request, rt, info)
         if info.subresource != "status" or not rt.has_status or info.name is None:

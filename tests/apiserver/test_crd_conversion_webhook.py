@@ -33,8 +33,10 @@ def _version(name: str, field: str, *, storage: bool) -> dict[str, Any]:
     return {
         "name": name, "served": True, "storage": storage,
         "schema": {"openAPIV3Schema": {"type": "object", "properties": {
-            "spec": {"type": "object", "properties": {field: {"type": "string"}}},
+            "spec": {"type": "object", "properties": {field: {"type": "string"}, "replicas": {"type": "integer"}}},
+            "status": {"type": "object", "properties": {"replicas": {"type": "integer"}}},
         }}},
+        "subresources": {"scale": {"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas"}},
         "additionalPrinterColumns": [{"name": "Schedule", "type": "string", "jsonPath": f".spec.{field}"}],
     }
 
@@ -123,9 +125,18 @@ async def test_objects_stored_as_v1_are_read_and_written_as_v2(api: Api, server:
     assert code == 200, updated
     code, stored, _ = await api.call("GET", f"{V1}/c")
     assert stored["spec"] == {"cronSpec": "6 6 * * *"}
+    # The scale subresource is the same in both versions.
+    scale = {"apiVersion": "autoscaling/v1", "kind": "Scale", "metadata": {"name": "c", "namespace": "default"},
+             "spec": {"replicas": 3}}
+    code, scaled, _ = await api.call("PUT", f"{V2}/c/scale", scale)
+    assert (code, scaled["spec"]) == (200, {"replicas": 3}), scaled
+    code, stored, _ = await api.call("GET", f"{V1}/c")
+    assert stored["spec"] == {"cronSpec": "6 6 * * *", "replicas": 3}
     # A delete answers with what it deleted, in v2.
     code, deleted, _ = await api.call("DELETE", f"{V2}/c")
-    assert (code, deleted["apiVersion"], deleted["spec"]) == (200, "stable.example.com/v2", {"schedule": "6 6 * * *"})
+    assert (code, deleted["apiVersion"], deleted["spec"]) == (
+        200, "stable.example.com/v2", {"schedule": "6 6 * * *", "replicas": 3}
+    )
     code, gone, _ = await api.call("DELETE", V2)
     assert code == 200, gone
     assert [(o["apiVersion"], o["metadata"]["name"]) for o in gone["items"]] == [

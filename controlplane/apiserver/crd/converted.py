@@ -8,7 +8,8 @@ answers with, a JSON or merge patch (applied to the object converted to the requ
 then converted back and written as a compare-and-swap on the revision it was read at). A failed
 conversion answers kube's 500 and writes nothing. Server-side apply in such a version is refused
 (415): apply in the storage version. A delete (or a delete of a collection) answers with what it
-deleted, converted. Requests in the storage version do not come here.
+deleted, converted. The ``scale`` subresource is the storage version's. Requests in the storage
+version do not come here.
 """
 
 from __future__ import annotations
@@ -131,6 +132,9 @@ class ConvertedHandlers:
     async def handle(self, request: web.Request, rt: ResourceType, info: RequestInfo) -> web.StreamResponse:
         stored = self._conversions.storage_type(rt)
         subresource = info.subresource or None
+        if subresource == "scale":
+            # A Scale is the same in every version: the storage version's scale paths read and set it.
+            return await self._handlers.subresource(request, stored, info)
         if subresource is not None and (subresource != "status" or not rt.has_status or info.name is None):
             raise errors.NotFound("the server could not find the requested resource")
         if info.verb == "watch":
