@@ -33,7 +33,9 @@ def _version(name: str, field: str, *, storage: bool) -> dict[str, Any]:
     return {
         "name": name, "served": True, "storage": storage,
         "schema": {"openAPIV3Schema": {"type": "object", "properties": {
-            "spec": {"type": "object", "properties": {field: {"type": "string"}, "replicas": {"type": "integer"}}},
+            "spec": {"type": "object", "properties": {
+                field: {"type": "string", "maxLength": 20}, "replicas": {"type": "integer"},
+            }},
             "status": {"type": "object", "properties": {"replicas": {"type": "integer"}}},
         }}},
         "subresources": {"scale": {"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas"}},
@@ -125,6 +127,13 @@ async def test_objects_stored_as_v1_are_read_and_written_as_v2(api: Api, server:
     assert code == 200, updated
     code, stored, _ = await api.call("GET", f"{V1}/c")
     assert stored["spec"] == {"cronSpec": "6 6 * * *"}
+    # A v2 write is checked by v2's schema first: its errors name v2's fields.
+    code, status, _ = await api.call("POST", V2, crontab("v2", "long", schedule="0 0 1 1 * " * 4))
+    assert (code, [c["field"] for c in status["details"]["causes"]]) == (422, ["spec.schedule"]), status
+    code, status, _ = await api.call("POST", f"{V2}?fieldValidation=Strict", crontab("v2", "odd", schedule="1 * * * *", odd="x"))
+    assert (code, status["message"]) == (
+        400, 'CronTab in version "v2" cannot be handled as a CronTab: strict decoding error: unknown field "spec.odd"'
+    ), status
     # The scale subresource is the same in both versions.
     scale = {"apiVersion": "autoscaling/v1", "kind": "Scale", "metadata": {"name": "c", "namespace": "default"},
              "spec": {"replicas": 3}}
@@ -148,7 +157,7 @@ async def test_objects_stored_as_v1_are_read_and_written_as_v2(api: Api, server:
     counts = await hubmetrics.samples(api.hub, "apiserver_crd_conversion_webhook_duration_seconds_count")
     assert {(labels["crd_name"], labels["from_version"], labels["to_version"], labels["succeeded"]): value
             for labels, value in counts} == {
-        ("crontabs.stable.example.com", "v1", "v2", "true"): 9.0,  # get, lists (2), create, patch (2), update, deletes (2)
+        ("crontabs.stable.example.com", "v1", "v2", "true"): 10.0,  # get, lists (2), create, patch (2), update (2), deletes (2)
         ("crontabs.stable.example.com", "v2", "v1", "true"): 3.0,  # create, patch, update
     }
 

@@ -2,6 +2,7 @@
 
 The objects of such a kind are stored in its storage version; a request in another version is
 served by the storage version's type, with what goes in and out converted by the webhook
+(a write's body defaulted, pruned and validated by its own version's schema first, as kube does)
 (:mod:`.converting`): a get, the items of a list (in one review), the events of a watch (one review
 per batch of events), a create's or an update's body on its way to storage and the object it
 answers with, a JSON or merge patch (applied to the object converted to the request's version,
@@ -14,6 +15,7 @@ version do not come here.
 
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
@@ -35,9 +37,11 @@ from controlplane.apiserver.objects import ObjectEvent, Preconditions, WatchEven
 from controlplane.apiserver.objects.body_kind import checked_body
 from controlplane.apiserver.objects.writing import PATCH_RETRIES
 from controlplane.apiserver.patches import PatchType, apply_patch
+from controlplane.apiserver.queryparams import field_validation
 from controlplane.apiserver.resources import Registry, ResourceType
 from controlplane.apiserver.routing import RequestInfo
 from controlplane.apiserver.tables import TABLE_CONTENT_TYPE, IncludeObject, table, wants_table
+from controlplane.apiserver.validation import check_object
 from controlplane.apiserver.webhooks.calling import WebhookClient
 from controlplane.apiserver.webhooks.metrics import AdmissionMetrics
 
@@ -191,10 +195,36 @@ class ConvertedHandlers:
             metadata["remainingItemCount"] = listed.remaining_item_count
         return json_response({"apiVersion": rt.api_version, "kind": rt.list_kind, "metadata": metadata, "items": items})
 
-    async def _request_object(self, request: web.Request, rt: ResourceType, info: RequestInfo) -> dict[str, Any]:
+    async def _request_object(
+        self, request: web.Request, rt: ResourceType, info: RequestInfo, *, old: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """The request's body, checked in its version and converted to the storage version."""
         body = await self._handlers.body(request)
         # The body must be of the request's version before it is converted (kube's decoding).
-        return await self._conversions.stored(rt, checked_body(rt, body, namespace=info.namespace, from_request=True))
+        obj = checked_body(rt, body, namespace=info.namespace, from_request=True)
+        if not info.subresource:
+            obj = self._checked(request, rt, obj, old=old)
+        return await self._conversions.stored(rt, obj)
+
+    @staticmethod
+    def _checked(
+        request: web.Request, rt: ResourceType, obj: dict[str, Any], *, old: dict[str, Any] | None
+    ) -> dict[str, Any]:
+        """``obj`` defaulted, pruned and validated by the schema of its version, as kube checks a
+        write in the version it is made in: its errors and warnings name that version's fields. The
+        storage version's checks follow, once it is converted."""
+        obj = copy.deepcopy(obj)
+        meta = obj["metadata"]
+        generated = not meta.get("name") and isinstance(meta.get("generateName"), str)
+        if generated:
+            meta["name"] = meta["generateName"] + "xxxxx"  # as long as the name it will get
+        if rt.defaults is not None:
+            rt.defaults(obj)
+        checked = check_object(obj, rt, field_validation=field_validation(request), old=old)
+        request_warnings(request).extend(checked.warnings)
+        if generated:
+            checked.obj["metadata"].pop("name", None)
+        return checked.obj
 
     async def _create(self, request: web.Request, rt: ResourceType, stored: ResourceType, info: RequestInfo) -> web.Response:
         obj = await self._request_object(request, rt, info)
@@ -204,7 +234,11 @@ class ConvertedHandlers:
         return self._respond(request, rt, served, status=201)
 
     async def _update(self, request: web.Request, rt: ResourceType, stored: ResourceType, info: RequestInfo) -> web.Response:
-        obj = await self._request_object(request, rt, info)
+        assert info.name is not None
+        # As kube, the stored object is read in the request's version for the checks of the update.
+        current = await self._handlers.objects.get(stored, namespace=info.namespace, name=info.name)
+        [old] = await self._conversions.served(rt, [current])
+        obj = await self._request_object(request, rt, info, old=old)
         args = self._handlers.write_args(request, request_warnings(request))
         updated = await self._handlers.objects.update(
             stored, obj, namespace=info.namespace, name=info.name, subresource=info.subresource or None, **args
@@ -228,6 +262,9 @@ class ConvertedHandlers:
             current = await objects.get(stored, namespace=info.namespace, name=info.name)
             [served] = await self._conversions.served(rt, [current])
             patched = apply_patch(rt, served, patch_type, patch, manager=args.get("field_manager"), force=False, now=objects.now())
+            patched = checked_body(rt, patched, namespace=info.namespace, name=info.name, named=True)
+            if not info.subresource:
+                patched = self._checked(request, rt, patched, old=served)
             named = patched.get("metadata", {}).get("resourceVersion") != served["metadata"].get("resourceVersion")
             new = await self._conversions.stored(rt, patched)
             new.setdefault("metadata", {})["resourceVersion"] = patched["metadata"].get("resourceVersion")
