@@ -183,6 +183,25 @@ async def test_a_watch_in_v2_sends_converted_events(api: Api, server: WebhookSer
     ]
 
 
+async def test_a_watch_whose_conversion_fails_ends_with_kubes_error(api: Api, server: WebhookServer) -> None:
+    await served(api, server.client("/convert-fail"))
+    code, created, _ = await api.call("POST", V1, crontab("v1", "a", cronSpec="1 * * * *"))
+    assert code == 201, created
+    running = api.hub
+    credentials = load_kubeconfig(running.kubeconfig_path)
+    connector = aiohttp.TCPConnector(ssl=client_ssl_context(credentials.ca_pem))
+    async with aiohttp.ClientSession(connector=connector) as session, session.get(
+        f"{running.url}{V2}?watch=true&timeoutSeconds=20", headers={"Authorization": f"Bearer {credentials.token}"}
+    ) as response:
+        assert response.status == 200
+        event = json.loads(await response.content.readline())
+        rest = await response.content.read()
+    assert (event["type"], event["object"]["code"], event["object"]["message"]) == (
+        "ERROR", 500, f"conversion webhook for {GVK} failed: cronSpec cannot be parsed"
+    )
+    assert rest == b""  # the watch ended there
+
+
 @pytest.mark.parametrize(
     ("path", "message"),
     [
