@@ -38,7 +38,9 @@ def _version(name: str, field: str, *, storage: bool) -> dict[str, Any]:
             }},
             "status": {"type": "object", "properties": {"replicas": {"type": "integer"}}},
         }}},
-        "subresources": {"scale": {"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas"}},
+        "subresources": {
+            "status": {}, "scale": {"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas"},
+        },
         "additionalPrinterColumns": [{"name": "Schedule", "type": "string", "jsonPath": f".spec.{field}"}],
     }
 
@@ -141,6 +143,12 @@ async def test_objects_stored_as_v1_are_read_and_written_as_v2(api: Api, server:
     assert (code, scaled["spec"]) == (200, {"replicas": 3}), scaled
     code, stored, _ = await api.call("GET", f"{V1}/c")
     assert stored["spec"] == {"cronSpec": "6 6 * * *", "replicas": 3}
+    # So is the status subresource, written in v2.
+    code, current, _ = await api.call("GET", f"{V2}/c")
+    code, written, _ = await api.call("PUT", f"{V2}/c/status", {**current, "status": {"replicas": 2}})
+    assert (code, written["apiVersion"], written["status"]) == (200, "stable.example.com/v2", {"replicas": 2}), written
+    code, stored, _ = await api.call("GET", f"{V1}/c")
+    assert stored["status"] == {"replicas": 2}
     # A delete answers with what it deleted, in v2.
     code, deleted, _ = await api.call("DELETE", f"{V2}/c")
     assert (code, deleted["apiVersion"], deleted["spec"]) == (
@@ -157,8 +165,9 @@ async def test_objects_stored_as_v1_are_read_and_written_as_v2(api: Api, server:
     counts = await hubmetrics.samples(api.hub, "apiserver_crd_conversion_webhook_duration_seconds_count")
     assert {(labels["crd_name"], labels["from_version"], labels["to_version"], labels["succeeded"]): value
             for labels, value in counts} == {
-        ("crontabs.stable.example.com", "v1", "v2", "true"): 10.0,  # get, lists (2), create, patch (2), update (2), deletes (2)
-        ("crontabs.stable.example.com", "v2", "v1", "true"): 3.0,  # create, patch, update
+        # get (2), lists (2), create, patch (2), update (2), status update, deletes (2)
+        ("crontabs.stable.example.com", "v1", "v2", "true"): 12.0,
+        ("crontabs.stable.example.com", "v2", "v1", "true"): 4.0,  # create, patch, update, status update
     }
 
 

@@ -2,15 +2,14 @@
 
 The objects of such a kind are stored in its storage version; a request in another version is
 served by the storage version's type, with what goes in and out converted by the webhook
-(a write's body defaulted, pruned and validated by its own version's schema first, as kube does)
 (:mod:`.converting`): a get, the items of a list (in one review), the events of a watch (one review
-per batch of events), a create's or an update's body on its way to storage and the object it
-answers with, a JSON or merge patch (applied to the object converted to the request's version,
-then converted back and written as a compare-and-swap on the revision it was read at). A failed
-conversion answers kube's 500 and writes nothing. Server-side apply in such a version is refused
-(415): apply in the storage version. A delete (or a delete of a collection) answers with what it
-deleted, converted. The ``scale`` subresource is the storage version's. Requests in the storage
-version do not come here.
+per batch of events), a create's or an update's body on its way to storage (defaulted, pruned and
+validated by its own version's schema first, as kube does) and the object it answers with, a JSON
+or merge patch (applied to the object converted to the request's version, then converted back and
+written as a compare-and-swap on the revision it was read at). A failed conversion answers kube's
+500 and writes nothing. Server-side apply in such a version is refused (415): apply in the storage
+version. A delete (or a delete of a collection) answers with what it deleted, converted. The
+``scale`` subresource is the storage version's. Requests in the storage version do not come here.
 """
 
 from __future__ import annotations
@@ -235,9 +234,11 @@ class ConvertedHandlers:
 
     async def _update(self, request: web.Request, rt: ResourceType, stored: ResourceType, info: RequestInfo) -> web.Response:
         assert info.name is not None
-        # As kube, the stored object is read in the request's version for the checks of the update.
-        current = await self._handlers.objects.get(stored, namespace=info.namespace, name=info.name)
-        [old] = await self._conversions.served(rt, [current])
+        old = None
+        if not info.subresource:
+            # As kube, the stored object is read in the request's version for the checks of the update.
+            current = await self._handlers.objects.get(stored, namespace=info.namespace, name=info.name)
+            [old] = await self._conversions.served(rt, [current])
         obj = await self._request_object(request, rt, info, old=old)
         args = self._handlers.write_args(request, request_warnings(request))
         updated = await self._handlers.objects.update(
