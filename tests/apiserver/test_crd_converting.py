@@ -4,18 +4,21 @@ only labels and annotations taken (``restoreObjectMeta``)."""
 
 from __future__ import annotations
 
+import base64
 import copy
 from typing import Any
 
 import orjson
 import pytest
 
+from controlplane.apiserver.crd.controller import desired_status
 from controlplane.apiserver.crd.converting import (
     ConversionFailed,
     checked_object,
     converted_objects,
     review_request,
 )
+from tests.apiserver.test_crd_conversion_webhook import crd
 
 WHAT = "stable.example.com/v1, Kind=CronTab"
 SENT: dict[str, Any] = {
@@ -108,3 +111,15 @@ def test_only_labels_and_annotations_of_the_answers_metadata_are_kept() -> None:
     # Labels the answer drops are dropped.
     out = checked_object(SENT, _converted(meta_labels=None), "stable.example.com/v2", what=WHAT, index=0, is_list=False)
     assert "labels" not in out["metadata"]
+
+
+@pytest.mark.parametrize(("bundle", "established"), [
+    (base64.b64encode(b"no certificate").decode(), ("False", "InvalidCABundle", "The conversion webhook CABundle is invalid")),
+    (None, ("True", "InitialNamesAccepted", "the initial names have been accepted")),
+])
+def test_a_crd_whose_ca_bundle_holds_no_certificate_is_not_established(
+    bundle: str | None, established: tuple[str, str, str]
+) -> None:
+    client = {"url": "https://convert.example.com/crontabs"} | ({"caBundle": bundle} if bundle else {})
+    conditions = desired_status(crd(client), None)["conditions"]
+    assert [(c["status"], c["reason"], c["message"]) for c in conditions if c["type"] == "Established"] == [established]

@@ -113,8 +113,9 @@ def validate_crd(
 def conversion_errors(spec: dict[str, Any], old: dict[str, Any] | None = None) -> list[FieldError]:
     """kube's ``validateCustomResourceConversion`` of a v1 ``spec.conversion`` (its paths are kube's
     internal type's: ``webhookClientConfig``, ``conversionReviewVersions``). On update a review
-    version the server does not know, or a CA bundle without a certificate, stays allowed when the
-    stored CRD had one already (kube's ratcheting)."""
+    version the server does not know stays allowed when the stored CRD had one already, and a CA
+    bundle without a certificate is refused only once the CRD is established with a valid one
+    (kube's ratcheting)."""
     conversion = field.mapping(spec.get("conversion"))
     strategy = conversion.get("strategy")
     base = "spec.conversion"
@@ -141,9 +142,9 @@ def conversion_errors(spec: dict[str, Any], old: dict[str, Any] | None = None) -
     else:
         out.extend(webhookclient.client_config_errors(client, f"{base}.webhookClientConfig"))
         old_bundle = field.mapping(old_webhook.get("clientConfig")).get("caBundle")
-        allow_invalid = old is not None and (
-            not _established(old) or bool(webhookclient.ca_bundle_errors(old_bundle, "caBundle"))
-        )
+        # As kube: allowed on create and while the CRD is not established (its status then says
+        # InvalidCABundle), or when the stored one was not valid either.
+        allow_invalid = old is None or not _established(old) or bool(webhookclient.ca_bundle_errors(old_bundle, "caBundle"))
         if not allow_invalid:
             out.extend(webhookclient.ca_bundle_errors(client.get("caBundle"), f"{base}.webhookClientConfig.caBundle"))
     old_versions = [str(v) for v in field.items(old_webhook.get("conversionReviewVersions"))]
@@ -157,6 +158,13 @@ def conversion_errors(spec: dict[str, Any], old: dict[str, Any] | None = None) -
 def _established(crd: dict[str, Any]) -> bool:
     conditions = field.items(field.mapping(crd.get("status")).get("conditions"))
     return any(field.mapping(c).get("type") == "Established" and field.mapping(c).get("status") == "True" for c in conditions)
+
+
+def invalid_ca_bundle(crd: dict[str, Any]) -> bool:
+    """Whether the CRD's conversion webhook has a CA bundle with no certificate in it."""
+    webhook = webhook_conversion(crd)
+    bundle = field.mapping((webhook or {}).get("clientConfig")).get("caBundle")
+    return bool(webhookclient.ca_bundle_errors(bundle, "caBundle"))
 
 
 def webhook_conversion(crd: dict[str, Any]) -> dict[str, Any] | None:
@@ -448,4 +456,4 @@ def field_path(json_path: str) -> tuple[str, ...]:
     return tuple(part for part in json_path.strip().lstrip(".").split(".") if part)
 
 
-__all__ = ["CONVERSION_STRATEGIES", "GROUP", "VERSION", "conversion_errors", "default_crd", "field_path", "format_path", "storage_version", "validate_crd", "webhook_conversion"]
+__all__ = ["CONVERSION_STRATEGIES", "GROUP", "VERSION", "conversion_errors", "default_crd", "field_path", "format_path", "invalid_ca_bundle", "storage_version", "validate_crd", "webhook_conversion"]

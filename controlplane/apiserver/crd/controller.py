@@ -20,7 +20,7 @@ import json
 import logging
 from typing import Any
 
-from controlplane.apis.apiextensions.crd import storage_version
+from controlplane.apis.apiextensions.crd import invalid_ca_bundle, storage_version
 from controlplane.apiserver import errors
 from controlplane.apiserver.crd.registry import DynamicRegistry, name_conflicts
 from controlplane.apiserver.crd.types import CLEANUP_FINALIZER, custom_types
@@ -42,10 +42,12 @@ def desired_status(crd: dict[str, Any], conflict: tuple[str, str] | None) -> dic
     """The status kube's controllers give ``crd`` (without transition times)."""
     names = dict(crd["spec"]["names"])
     if conflict is None:
-        conditions = [
-            _condition("NamesAccepted", "True", "NoConflicts", "no conflicts found"),
-            _condition("Established", "True", "InitialNamesAccepted", "the initial names have been accepted"),
-        ]
+        established = (
+            _condition("Established", "False", "InvalidCABundle", "The conversion webhook CABundle is invalid")
+            if invalid_ca_bundle(crd) else
+            _condition("Established", "True", "InitialNamesAccepted", "the initial names have been accepted")
+        )
+        conditions = [_condition("NamesAccepted", "True", "NoConflicts", "no conflicts found"), established]
     else:
         conditions = [
             _condition("NamesAccepted", "False", conflict[0], conflict[1]),

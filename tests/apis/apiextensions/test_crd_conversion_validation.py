@@ -71,9 +71,8 @@ def _hook(crd: dict[str, Any]) -> dict[str, Any]:
          [("spec.conversion.webhookClientConfig.service.name", "Required value: service name is required"),
           ("spec.conversion.webhookClientConfig.service.port", "Invalid value: 70000: port is not valid: must be between 1 and 65535, inclusive"),
           ("spec.conversion.webhookClientConfig.service.path", 'Invalid value: "/a//b/": segment[1] may not be empty')]),
-        (lambda c: _hook(c)["clientConfig"].update(caBundle=base64.b64encode(b"no").decode()),
-         [("spec.conversion.webhookClientConfig.caBundle",
-           "Invalid value: []byte{0x6e, 0x6f}: unable to load root certificates: unable to parse bytes as PEM block")]),
+        # kube takes a CA bundle with no certificate on create (the CRD is then not established).
+        (lambda c: _hook(c)["clientConfig"].update(caBundle=base64.b64encode(b"no").decode()), []),
         (lambda c: c["spec"]["conversion"].update(strategy="None"),
          [("spec.conversion.webhookClientConfig", "Forbidden: should not be set when strategy is not set to Webhook"),
           ("spec.conversion.conversionReviewVersions", "Forbidden: should not be set when strategy is not set to Webhook")]),
@@ -84,6 +83,21 @@ def _hook(crd: dict[str, Any]) -> dict[str, Any]:
 )
 def test_conversion_is_validated_with_kubes_messages(change: Any, expected: list[tuple[str, str]]) -> None:
     assert _errors(change) == expected
+
+
+def test_an_established_crd_takes_no_invalid_ca_bundle() -> None:
+    stored = copy.deepcopy(CRD)
+    stored["status"] = {"conditions": [{"type": "Established", "status": "True"}]}
+
+    def invalid(crd: dict[str, Any]) -> None:
+        _hook(crd)["clientConfig"]["caBundle"] = base64.b64encode(b"no").decode()
+
+    assert _errors(invalid, old=stored) == [(
+        "spec.conversion.webhookClientConfig.caBundle",
+        "Invalid value: []byte{0x6e, 0x6f}: unable to load root certificates: unable to parse bytes as PEM block",
+    )]
+    stored["status"] = {}
+    assert _errors(invalid, old=stored) == []
 
 
 def test_an_update_keeps_what_the_stored_crd_already_had() -> None:
