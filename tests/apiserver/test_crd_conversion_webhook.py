@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import aiohttp
@@ -171,21 +173,27 @@ async def test_objects_stored_as_v1_are_read_and_written_as_v2(api: Api, server:
     }
 
 
+@asynccontextmanager
+async def watching(api: Api, path: str) -> AsyncIterator[aiohttp.StreamReader]:
+    """The lines of a watch of ``path`` on the hub, as its admin."""
+    credentials = load_kubeconfig(api.hub.kubeconfig_path)
+    connector = aiohttp.TCPConnector(ssl=client_ssl_context(credentials.ca_pem))
+    async with aiohttp.ClientSession(connector=connector) as session, session.get(
+        f"{api.hub.url}{path}", headers={"Authorization": f"Bearer {credentials.token}"}
+    ) as response:
+        assert response.status == 200
+        yield response.content
+
+
 async def test_a_watch_in_v2_sends_converted_events(api: Api, server: WebhookServer) -> None:
     await served(api, server.client("/convert"))
     code, created, _ = await api.call("POST", V1, crontab("v1", "a", cronSpec="1 * * * *"))
     assert code == 201, created
-    running = api.hub
-    credentials = load_kubeconfig(running.kubeconfig_path)
-    connector = aiohttp.TCPConnector(ssl=client_ssl_context(credentials.ca_pem))
-    async with aiohttp.ClientSession(connector=connector) as session, session.get(
-        f"{running.url}{V2}?watch=true&timeoutSeconds=20", headers={"Authorization": f"Bearer {credentials.token}"}
-    ) as response:
-        assert response.status == 200
-        first = json.loads(await response.content.readline())
+    async with watching(api, f"{V2}?watch=true&timeoutSeconds=20") as lines:
+        first = json.loads(await lines.readline())
         code, _, _ = await api.call("POST", V1, crontab("v1", "b", cronSpec="2 * * * *"))
         assert code == 201
-        second = json.loads(await response.content.readline())
+        second = json.loads(await lines.readline())
     assert [(e["type"], e["object"]["apiVersion"], e["object"]["spec"]) for e in (first, second)] == [
         ("ADDED", "stable.example.com/v2", {"schedule": "1 * * * *"}),
         ("ADDED", "stable.example.com/v2", {"schedule": "2 * * * *"}),
@@ -196,15 +204,9 @@ async def test_a_watch_whose_conversion_fails_ends_with_kubes_error(api: Api, se
     await served(api, server.client("/convert-fail"))
     code, created, _ = await api.call("POST", V1, crontab("v1", "a", cronSpec="1 * * * *"))
     assert code == 201, created
-    running = api.hub
-    credentials = load_kubeconfig(running.kubeconfig_path)
-    connector = aiohttp.TCPConnector(ssl=client_ssl_context(credentials.ca_pem))
-    async with aiohttp.ClientSession(connector=connector) as session, session.get(
-        f"{running.url}{V2}?watch=true&timeoutSeconds=20", headers={"Authorization": f"Bearer {credentials.token}"}
-    ) as response:
-        assert response.status == 200
-        event = json.loads(await response.content.readline())
-        rest = await response.content.read()
+    async with watching(api, f"{V2}?watch=true&timeoutSeconds=20") as lines:
+        event = json.loads(await lines.readline())
+        rest = await lines.read()
     assert (event["type"], event["object"]["code"], event["object"]["message"]) == (
         "ERROR", 500, f"conversion webhook for {GVK} failed: cronSpec cannot be parsed"
     )
