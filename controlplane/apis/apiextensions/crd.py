@@ -149,10 +149,9 @@ def conversion_errors(spec: dict[str, Any], old: dict[str, Any] | None = None) -
             out.extend(webhookclient.ca_bundle_errors(client.get("caBundle"), f"{base}.webhookClientConfig.caBundle"))
     old_versions = [str(v) for v in field.items(old_webhook.get("conversionReviewVersions"))]
     recognized = old is None or not old_versions or bool(set(old_versions) & set(webhookclient.ACCEPTED_REVIEW_VERSIONS))
-    errors = webhookclient.review_versions_errors(versions, f"{base}.conversionReviewVersions")
-    if not recognized:
-        errors = [e for e in errors if not e.message.endswith("must include at least one of v1, v1beta1")]
-    return out + errors
+    return out + webhookclient.review_versions_errors(
+        versions, f"{base}.conversionReviewVersions", require_recognized=recognized
+    )
 
 
 def _established(crd: dict[str, Any]) -> bool:

@@ -118,9 +118,12 @@ def ca_bundle_errors(ca_bundle: Any, path: str) -> list[FieldError]:
     return [field.invalid(path, shown, CA_BUNDLE_UNPARSABLE)]
 
 
-def review_versions_errors(versions: Any, path: str, *, required_detail: str = "") -> list[FieldError]:
+def review_versions_errors(
+    versions: Any, path: str, *, required_detail: str = "", require_recognized: bool = True
+) -> list[FieldError]:
     """``validateAdmissionReviewVersions``/``validateConversionReviewVersions``: unique DNS-1035
-    names, at least one this server sends (Required with ``required_detail`` when empty)."""
+    names (Required with ``required_detail`` when empty), at least one this server sends unless
+    ``require_recognized`` is off."""
     versions = field.items(versions)
     accepted = ", ".join(ACCEPTED_REVIEW_VERSIONS)
     if not versions:
@@ -134,6 +137,6 @@ def review_versions_errors(versions: Any, path: str, *, required_detail: str = "
             continue
         seen.add(version)
         errors += [field.invalid(f"{path}[{i}]", version, message) for message in dns_1035_errors(version)]
-    if not seen & set(ACCEPTED_REVIEW_VERSIONS):
+    if require_recognized and not seen & set(ACCEPTED_REVIEW_VERSIONS):
         errors.append(field.invalid(path, go_strings(versions), f"must include at least one of {accepted}"))
     return errors
