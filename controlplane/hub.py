@@ -60,6 +60,7 @@ from controlplane.apiserver.auth.rbac.cache import RbacCache, ensure_default_pol
 from controlplane.apiserver.auth.rbac.escalation import RbacEscalationCheck
 from controlplane.apiserver.auth.rbac.kinds import rbac_resources
 from controlplane.apiserver.auth.rbac.reviews import review_endpoints
+from controlplane.apiserver.auth.serviceaccountjwt import SigningKey, openid_routes
 from controlplane.apiserver.auth.serviceaccounts import ServiceAccountTokens
 from controlplane.apiserver.auth.tokens import TokenStore
 from controlplane.apiserver.componentstatus import ComponentStatuses, leader_probe, store_probe
@@ -363,7 +364,9 @@ class Hub(ShutdownOnce):
         await self.rbac.wait_synced()
         # Service account tokens are valid while their account exists: checked from this
         # replica's watch of the ServiceAccounts, complete before the first request too.
-        self.service_account_tokens = ServiceAccountTokens(self.tokens, self.objects)
+        # TokenRequests' JWTs: signed with the key kept in the store, shared by every replica.
+        signing_key = await SigningKey.load_or_create(self.store)
+        self.service_account_tokens = ServiceAccountTokens(self.tokens, self.objects, signing_key)
         self._background.append(
             asyncio.create_task(self.service_account_tokens.run(), name="service-account-tokens")
         )
@@ -373,12 +376,13 @@ class Hub(ShutdownOnce):
             *join_routes(self.tokens, cluster_exists=self._cluster_exists),
             *token_routes(self.tokens, authorizer=authorizer),
             *ca_routes(ca_pem=self.pki.ca_pem),
+            *openid_routes(signing_key),
         ]
         self.watch_cache = WatchCache(self.objects, DEFAULT_WATCH_CACHE)
         # Served and listed in discovery as kube's create-only resources. The pending workloads
         # are listed from the watch cache, as Kueue's visibility server reads its own memory.
         computed = [
-            *review_endpoints(authorizer, self.tokens), *self.service_account_tokens.endpoints(),
+            *review_endpoints(authorizer, self.service_account_tokens), *self.service_account_tokens.endpoints(),
             self._component_statuses().endpoint(),
             *PendingWorkloads(
                 CachedObjects(self.objects, self.watch_cache), timestamp=self.config.wait_for_pods_ready.timestamp,
@@ -408,7 +412,7 @@ class Hub(ShutdownOnce):
         app = create_app(
             self.objects,
             registry,
-            authenticator=self.tokens,
+            authenticator=self.service_account_tokens,
             authorizer=authorizer,
             admission=[ClusterRestriction(), RbacEscalationCheck(self.rbac.index, authorizer)],
             extra_routes=extra,

@@ -123,6 +123,13 @@ class Authenticator(Protocol):
         ...
 
 
+class TokenReviewer(Protocol):
+    async def review(self, token: str, audiences: list[str]) -> tuple[UserInfo, list[str]] | str:
+        """A TokenReview's answer: the user and the token's audiences among ``audiences``, or why
+        the token is not accepted for them."""
+        ...
+
+
 class Authorizer(Protocol):
     def authorize(self, attributes: RequestAttributes) -> Decision: ...
 

@@ -49,15 +49,27 @@ from controlplane.apis.kube.serviceaccounttokens import (
     last_used_due,
     token_secret,
 )
-from controlplane.apis.meta import format_time
+from controlplane.apis.meta import format_time, parse_time_or_none
 from controlplane.apiserver import errors
 from controlplane.apiserver.auth.bootstrap import read_object_body
+from controlplane.apiserver.auth.serviceaccountjwt import (
+    BOUND_CLAIMS,
+    LEEWAY,
+    JwtRejected,
+    SigningKey,
+    check_audiences,
+    check_times,
+    looks_like_jwt,
+    token_claims,
+)
 from controlplane.apiserver.auth.tokens import StoredToken, TokenStore
 from controlplane.apiserver.computed import ComputedEndpoint, ComputedResource
 from controlplane.apiserver.handlers import json_response
 from controlplane.apiserver.identity import (
+    AUTHENTICATED,
     HUB_AUDIENCE,
     Role,
+    UserInfo,
     service_account_groups,
     service_account_of,
     service_account_user,
@@ -108,12 +120,40 @@ def _audiences(spec: dict[str, Any]) -> list[str]:
         return [HUB_AUDIENCE]
     if not isinstance(value, list) or not all(isinstance(a, str) and a for a in value):
         raise _invalid("", "spec.audiences", value, "must be a list of non-empty strings")
-    if HUB_AUDIENCE not in value:
-        raise _invalid(
-            "", "spec.audiences", ",".join(value),
-            f'the hub\'s tokens are opaque and accepted by the hub alone: audiences must include "{HUB_AUDIENCE}"',
-        )
     return list(value)
+
+
+def _bound_ref(spec: dict[str, Any]) -> tuple[str, str, str] | None:
+    """``(kind, name, uid)`` of ``spec.boundObjectRef``, or None; kube's message for another kind."""
+    ref = spec.get("boundObjectRef")
+    if not ref:
+        return None
+    if not isinstance(ref, dict):
+        raise _invalid("", "spec.boundObjectRef", ref, "must be an object reference")
+    kind, api_version = str(ref.get("kind") or ""), str(ref.get("apiVersion") or "")
+    group = api_version.rpartition("/")[0] if "/" in api_version else ""
+    if group or kind not in BOUND_CLAIMS:
+        version = api_version.rpartition("/")[2]
+        raise errors.BadRequest(f"cannot bind token to object of type {group}/{version}, Kind={kind}")
+    if not ref.get("name"):
+        raise _invalid("", "spec.boundObjectRef.name", "", "Required value")
+    return kind, str(ref["name"]), str(ref.get("uid") or "")
+
+
+def _bound_claim(claims: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+    """The kind and claim of the object a verified JWT is bound to (kube checks one, the first set)."""
+    private = claims.get("kubernetes.io")
+    for kind, claim in BOUND_CLAIMS.items():
+        ref = private.get(claim) if isinstance(private, dict) else None
+        if isinstance(ref, dict):
+            return kind, ref
+    return None
+
+
+def _deleted_before(obj: dict[str, Any], cutoff: dt.datetime) -> bool:
+    """kube's check of a token's object: deleted (marked) longer than the leeway ago."""
+    deleting = parse_time_or_none((obj.get("metadata") or {}).get("deletionTimestamp"))
+    return deleting is not None and deleting < cutoff
 
 
 class ServiceAccountTokens:
@@ -124,9 +164,11 @@ class ServiceAccountTokens:
     check reads the ServiceAccounts and token Secrets these informers hold.
     """
 
-    def __init__(self, tokens: TokenStore, objects: ObjectStore) -> None:
+    def __init__(self, tokens: TokenStore, objects: ObjectStore, signing_key: SigningKey | None = None) -> None:
         self._tokens = tokens
         self._objects = objects
+        #: Signs and verifies the TokenRequests' JWTs (the hub passes the one kept in its store).
+        self.signing_key = signing_key or SigningKey.generate()
         self._rt = objects.registry.require("v1", "ServiceAccount")
         #: The ServiceAccounts (the leader's token controller reads this cache too, as kube's share informers).
         self.accounts = Informer(objects, self._rt)
@@ -173,6 +215,94 @@ class ServiceAccountTokens:
     async def withdraw(self, token: str, *, namespace: str, secret: str) -> None:
         """Revoke a token :meth:`issue` gave for a Secret that was not written with it."""
         await self._tokens.revoke_held(token, namespace=namespace, secret=secret)
+
+    async def authenticate(self, token: str) -> UserInfo | None:
+        """The hub's authenticator: a JWT this hub signed for the hub's audience, else an opaque token."""
+        reviewed = await self.review(token, [HUB_AUDIENCE])
+        return reviewed[0] if isinstance(reviewed, tuple) else None
+
+    def authenticate_cached(self, token: str) -> tuple[bool, UserInfo | None]:
+        """:meth:`authenticate` from memory when it can tell (a JWT not bound to another object
+        is checked against the ServiceAccounts the informer holds), for the request path."""
+        if not looks_like_jwt(token):
+            return self._tokens.authenticate_cached(token)
+        try:
+            claims = self._verified(token, [HUB_AUDIENCE])[0]
+        except JwtRejected as exc:
+            log.debug("service account token rejected: %s", exc)
+            return True, None
+        if claims is None:
+            return True, None
+        if _bound_claim(claims) is not None:
+            return False, None
+        try:
+            return True, self._jwt_user(claims)
+        except JwtRejected as exc:
+            log.debug("service account token rejected: %s", exc)
+            return True, None
+
+    async def review(self, token: str, audiences: list[str]) -> tuple[UserInfo, list[str]] | str:
+        """A TokenReview's answer: the user and the token's audiences among ``audiences`` (kube's
+        intersection), or why the token is refused (kube's message for a JWT)."""
+        if not looks_like_jwt(token):
+            user = await self._tokens.authenticate(token) if HUB_AUDIENCE in audiences else None
+            return "invalid bearer token" if user is None else (user, [HUB_AUDIENCE])
+        try:
+            claims, common = self._verified(token, audiences)
+            if claims is None:
+                return "invalid bearer token"
+            bound = _bound_claim(claims)
+            if bound is not None:
+                await self._check_bound(claims, *bound)
+            return self._jwt_user(claims), common
+        except JwtRejected as exc:
+            log.debug("service account token rejected: %s", exc)
+            return str(exc)
+
+    def _verified(self, token: str, audiences: list[str]) -> tuple[dict[str, Any] | None, list[str]]:
+        """The claims of a JWT signed by the hub for one of ``audiences``, and those audiences, not
+        expired; None for a token of another issuer. JwtRejected otherwise."""
+        claims = self.signing_key.verify(token)
+        if claims is None:
+            return None, []
+        common = check_audiences(claims, audiences)
+        check_times(claims, now=dt.datetime.now(dt.UTC))
+        return claims, common
+
+    def _jwt_user(self, claims: dict[str, Any]) -> UserInfo:
+        """The service account of a verified JWT, if it still exists with the uid it names (kube's
+        validator, from the informer's memory)."""
+        private = claims.get("kubernetes.io")
+        private = private if isinstance(private, dict) else {}
+        namespace, ref = private.get("namespace"), private.get("serviceaccount")
+        if not isinstance(namespace, str) or not isinstance(ref, dict) or not namespace or not ref.get("name"):
+            raise JwtRejected("service account token claims could not be validated due to unexpected private claim")
+        name = str(ref["name"])
+        account = self.accounts.get(namespace, name)
+        if account is None:
+            raise JwtRejected(f'serviceaccounts "{name}" not found')
+        if _deleted_before(account, dt.datetime.now(dt.UTC) - LEEWAY):
+            raise JwtRejected(f"service account {namespace}/{name} has been deleted")
+        uid = (account.get("metadata") or {}).get("uid")
+        if uid != ref.get("uid"):
+            raise JwtRejected(f"service account UID ({uid}) does not match claim ({ref.get('uid')})")
+        groups = (*service_account_groups(namespace), AUTHENTICATED)
+        return UserInfo(name=service_account_user(namespace, name), role=Role.USER, user_groups=groups)
+
+    async def _check_bound(self, claims: dict[str, Any], kind: str, ref: dict[str, Any]) -> None:
+        """kube's check of a token's bound object: it still exists with the uid the token names."""
+        rt = self._objects.registry.require("v1", kind)
+        namespace = (claims.get("kubernetes.io") or {}).get("namespace") if rt.namespaced else None
+        try:
+            obj = await self._objects.get(rt, namespace=namespace, name=str(ref.get("name") or ""))
+        except errors.NotFound:
+            raise JwtRejected("service account token has been invalidated") from None
+        if _deleted_before(obj, dt.datetime.now(dt.UTC) - LEEWAY):
+            raise JwtRejected("service account token has been invalidated")
+        uid = obj["metadata"].get("uid")
+        if uid != ref.get("uid"):
+            claim = BOUND_CLAIMS[kind]
+            raise JwtRejected(f"{claim} UID ({uid}) does not match service account {claim} ref claim ({ref.get('uid')})")
 
     def _bound_objects_exist(self, stored: StoredToken) -> bool:
         """Whether the service account ``stored`` is bound to still exists with its uid, and the
@@ -271,6 +401,22 @@ class ServiceAccountTokens:
         """The ``token`` subresource and its handler, for ``create_app(computed=...)``."""
         return [ComputedEndpoint(TOKEN_REQUESTS, self._create)]
 
+    async def _bound_object(self, namespace: str, account: str, kind: str, name: str, uid: str) -> tuple[str, str, str]:
+        """``(kind, name, uid)`` of the object a TokenRequest binds its token to, as kube's checks it."""
+        rt = self._objects.registry.require("v1", kind)
+        obj = await self._objects.get(rt, namespace=namespace if rt.namespaced else None, name=name)  # 404 when absent
+        if kind == "Pod" and (obj.get("spec") or {}).get("serviceAccountName") != account:
+            raise errors.BadRequest(f'cannot bind token for serviceaccount "{account}" to pod running with '
+                                    "different serviceaccount name.")
+        actual = str(obj["metadata"]["uid"])
+        if uid and uid != actual:
+            raise errors.Conflict(
+                f'Operation cannot be fulfilled on {kind} "{name}": the UID in the bound object reference ({uid}) '
+                "does not match the UID in record. The object might have been deleted and then recreated",
+                target=errors.Target(name=name, kind=kind),
+            )
+        return kind, name, actual
+
     async def _create(self, request: web.Request) -> web.StreamResponse:
         namespace, name = request.match_info["namespace"], request.match_info["name"]
         if request.query.getall("dryRun", []):
@@ -284,24 +430,22 @@ class ServiceAccountTokens:
                            "must match the service account namespace if specified")
         account = await self._objects.get(self._rt, namespace=namespace, name=name)  # 404 when absent
         spec: dict[str, Any] = body["spec"] if isinstance(body.get("spec"), dict) else {}
-        if spec.get("boundObjectRef"):
-            bound = spec["boundObjectRef"]
-            raise _invalid("", "spec.boundObjectRef", bound.get("kind", "") if isinstance(bound, dict) else "",
-                           "the hub binds a token to its service account only")
         audiences, seconds = _audiences(spec), _expiration(spec)
-        issued = await self._tokens.create(
-            role=Role.USER, name=service_account_user(namespace, name), groups=service_account_groups(namespace),
-            ttl=dt.timedelta(seconds=seconds), bound_uid=str(account["metadata"]["uid"]),
-        )
-        info = issued.info
-        assert info.expires_at is not None
-        log.info("issued a token for service account %s/%s", namespace, name, extra={"token_id": info.id})
+        ref = _bound_ref(spec)
+        bound = None if ref is None else await self._bound_object(namespace, name, *ref)
+        now = dt.datetime.now(dt.UTC).replace(microsecond=0)
+        claims = token_claims(namespace=namespace, account=name, account_uid=str(account["metadata"]["uid"]),
+                              audiences=audiences, seconds=seconds, now=now, bound=bound)
+        token = self.signing_key.sign(claims)
+        log.info("issued a token for service account %s/%s", namespace, name, extra={"jti": claims["jti"]})
+        bound_ref = None if ref is None else {**spec["boundObjectRef"], "uid": bound[2] if bound else ""}
         document = {
             "kind": KIND,
             "apiVersion": f"{GROUP}/v1",
-            "metadata": {"name": name, "namespace": namespace, "creationTimestamp": format_time(info.created_at)},
-            "spec": {"audiences": audiences, "expirationSeconds": seconds, "boundObjectRef": None},
-            "status": {"token": issued.token, "expirationTimestamp": format_time(info.expires_at)},
+            "metadata": {"name": name, "namespace": namespace, "creationTimestamp": format_time(now)},
+            "spec": {"audiences": audiences, "expirationSeconds": seconds, "boundObjectRef": bound_ref},
+            "status": {"token": token,
+                       "expirationTimestamp": format_time(now + dt.timedelta(seconds=seconds))},
         }
         response = json_response(document, status=201)
         response.headers.update(_NO_STORE)

@@ -4,7 +4,9 @@ account with its groups, RBAC bindings to the account apply, and deleting the ac
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
+import json
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +14,7 @@ import aiohttp
 import pytest
 
 from controlplane.apis.meta import parse_time
-from controlplane.apiserver.identity import HUB_AUDIENCE, Role
+from controlplane.apiserver.identity import HUB_AUDIENCE
 from controlplane.apiserver.kubeconfig import load_kubeconfig
 from controlplane.hub import Hub
 
@@ -79,14 +81,6 @@ async def test_a_service_account_token_works_until_its_account_is_deleted(
         return (await bot("GET", CONFIGMAPS))[0] == 401
 
     await eventually(refused)
-    tokens = hub.tokens
-    assert tokens is not None
-
-    async def revoked() -> bool:
-        # The informer refuses the token as soon as it sees the deletion; the revocation follows.
-        return not [t for t in await tokens.list() if t.name == "system:serviceaccount:team:bot"]
-
-    await eventually(revoked)
     # A new account of the same name is another account: the old token stays refused.
     assert (await admin("POST", ACCOUNTS, {"metadata": {"name": "bot"}}))[0] == 201
     assert (await bot("GET", CONFIGMAPS))[0] == 401
@@ -98,9 +92,12 @@ async def test_a_service_account_token_works_until_its_account_is_deleted(
      "spec.expirationSeconds: Invalid value: 599: may not specify a duration less than 10 minutes"),
     (f"{ACCOUNTS}/bot/token", token_request(expirationSeconds=2**32 + 1), 422,
      "may not specify a duration larger than 2^32 seconds"),
-    (f"{ACCOUNTS}/bot/token", token_request(audiences=["vault"]), 422, f'audiences must include "{HUB_AUDIENCE}"'),
-    (f"{ACCOUNTS}/bot/token", token_request(boundObjectRef={"kind": "Pod", "apiVersion": "v1", "name": "p"}), 422,
-     "binds a token to its service account only"),
+    (f"{ACCOUNTS}/bot/token", token_request(audiences=[""]), 422, "must be a list of non-empty strings"),
+    (f"{ACCOUNTS}/bot/token", token_request(boundObjectRef={"kind": "Pod", "apiVersion": "v1", "name": "p"}), 404,
+     'pods "p" not found'),
+    (f"{ACCOUNTS}/bot/token",
+     token_request(boundObjectRef={"kind": "Deployment", "apiVersion": "apps/v1", "name": "d"}), 400,
+     "cannot bind token to object of type apps/v1, Kind=Deployment"),
     (f"{ACCOUNTS}/bot/token", {**token_request(), "metadata": {"name": "other"}}, 422,
      "metadata.name: Invalid value: \"other\": must match the service account name if specified"),
     (f"{ACCOUNTS}/bot/token?dryRun=All", token_request(), 400, "dryRun is not supported"),
@@ -128,10 +125,8 @@ async def test_kubectl_create_token_and_use_it(hub: Hub, tmp_path: Path) -> None
     code, out, err = await kubectl(kubeconfig, "create", "token", "bot", "-n", NAMESPACE, "--duration=20m")
     assert code == 0, err
     token = out.strip()
-    assert hub.tokens is not None
-    issued = [t for t in await hub.tokens.list() if t.name == "system:serviceaccount:team:bot"]
-    assert len(issued) == 1 and issued[0].role is Role.USER and issued[0].expires_at is not None
-    assert dt.timedelta(minutes=19) < issued[0].expires_at - issued[0].created_at <= dt.timedelta(minutes=20)
+    claims = json.loads(base64.urlsafe_b64decode(token.split(".")[1] + "=="))
+    assert (claims["sub"], claims["exp"] - claims["iat"]) == ("system:serviceaccount:team:bot", 1200)
     code, out, err = await kubectl(kubeconfig, "--token", token, "auth", "whoami", "-o", "jsonpath={.status.userInfo.username}")
     assert (code, out) == (0, "system:serviceaccount:team:bot"), err
     code, _, err = await kubectl(kubeconfig, "create", "token", "bot", "-n", NAMESPACE, "--duration=5m")
@@ -199,10 +194,15 @@ async def test_a_token_review_says_whose_a_token_is(hub: Hub, session: aiohttp.C
                  "groups": ["system:serviceaccounts", "system:serviceaccounts:team", "system:authenticated"]},
         "audiences": [HUB_AUDIENCE],
     }
-    for body in (token_review(token, "vault"), token_review("abcdef.0123456789abcdef0123")):
-        code, review = await admin("POST", TOKEN_REVIEWS, body)
-        assert code == 201, review
-        assert review["status"] == {"authenticated": False, "error": "invalid bearer token"}
+    code, review = await admin("POST", TOKEN_REVIEWS, token_review(token, "vault"))
+    assert code == 201, review
+    assert review["status"] == {
+        "authenticated": False,
+        "error": f'token audiences ["{HUB_AUDIENCE}"] is invalid for the target audiences ["vault"]',
+    }
+    code, review = await admin("POST", TOKEN_REVIEWS, token_review("abcdef.0123456789abcdef0123"))
+    assert code == 201, review
+    assert review["status"] == {"authenticated": False, "error": "invalid bearer token"}
     code, status = await admin("POST", TOKEN_REVIEWS, token_review(""))
     assert (code, status["message"]) == (400, "token is required for TokenReview in authentication")
 

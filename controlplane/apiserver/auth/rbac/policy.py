@@ -5,7 +5,9 @@ the user-facing ``admin``, ``edit`` and ``view``, which are *aggregated* (their 
 filled by the aggregation controller from every ClusterRole labelled
 ``rbac.authorization.k8s.io/aggregate-to-<role>: "true"``, so ``edit`` includes ``view``
 and ``admin`` includes ``edit``), ``system:discovery``, ``system:basic-user`` (every
-authenticated user may ask what it may do) and ``system:public-info-viewer``.
+authenticated user may ask what it may do), ``system:public-info-viewer`` and
+``system:service-account-issuer-discovery`` (every service account may read the token issuer's
+OpenID documents).
 
 gpufed adds labelled ClusterRoles that aggregate its own kinds into the defaults (policies,
 workloads, bindings, reports) and ``gpufed:viewer`` for the hub's own read-only token role.
@@ -104,6 +106,9 @@ _DISCOVERY_URLS: Final = (
     "/version", "/version/",
 )
 _PUBLIC_INFO_URLS: Final = ("/healthz", "/livez", "/readyz", "/version", "/version/")
+_ISSUER_DISCOVERY_URLS: Final = (
+    "/.well-known/openid-configuration", "/.well-known/openid-configuration/", "/openid/v1/jwks", "/openid/v1/jwks/",
+)
 _POLICIES: Final = ("propagationpolicies", "overridepolicies")
 _CLUSTER_POLICIES: Final = ("clusterpropagationpolicies", "clusteroverridepolicies")
 _POLICY_GROUPS: Final = (POLICY_GROUP, KARMADA_POLICY_GROUP)
@@ -155,6 +160,7 @@ def cluster_roles() -> list[dict[str, Any]]:
         ], labels=_to("view")),
         cluster_role("system:discovery", [rule(("get",), urls=_DISCOVERY_URLS)]),
         cluster_role("system:public-info-viewer", [rule(("get",), urls=_PUBLIC_INFO_URLS)]),
+        cluster_role("system:service-account-issuer-discovery", [rule(("get",), urls=_ISSUER_DISCOVERY_URLS)]),
         cluster_role("system:auth-delegator", [
             rule(("create",), ("authentication.k8s.io",), ("tokenreviews",)),
             rule(("create",), ("authorization.k8s.io",), ("subjectaccessreviews",)),
@@ -219,6 +225,8 @@ def cluster_role_bindings() -> list[dict[str, Any]]:
         cluster_role_binding("system:basic-user", "system:basic-user", groups=(AUTHENTICATED,)),
         cluster_role_binding("system:public-info-viewer", "system:public-info-viewer",
                              groups=(AUTHENTICATED, UNAUTHENTICATED)),
+        cluster_role_binding("system:service-account-issuer-discovery", "system:service-account-issuer-discovery",
+                             groups=("system:serviceaccounts",)),
         cluster_role_binding("gpufed:viewers", "view", groups=(VIEWERS,)),
         cluster_role_binding("gpufed:viewer", "gpufed:viewer", groups=(VIEWERS,)),
         cluster_role_binding("gpufed:cluster-joiners", "gpufed:cluster-joiner", groups=(BOOTSTRAPPERS,)),

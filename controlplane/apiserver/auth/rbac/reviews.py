@@ -34,7 +34,7 @@ from controlplane.apiserver.auth.rbac.authorizing import HubAuthorizer
 from controlplane.apiserver.auth.rbac.rules import PolicyRule
 from controlplane.apiserver.computed import ComputedEndpoint, ComputedResource
 from controlplane.apiserver.handlers import json_response
-from controlplane.apiserver.identity import HUB_AUDIENCE, Authenticator, RequestAttributes, Role, UserInfo
+from controlplane.apiserver.identity import HUB_AUDIENCE, RequestAttributes, Role, TokenReviewer, UserInfo
 
 AUTHORIZATION_GROUP: Final = "authorization.k8s.io"
 AUTHENTICATION_GROUP: Final = "authentication.k8s.io"
@@ -122,8 +122,8 @@ def _rule_review(rules: list[PolicyRule]) -> dict[str, Any]:
     return {"resourceRules": resource_rules, "nonResourceRules": non_resource_rules}
 
 
-def review_endpoints(authorizer: HubAuthorizer, authenticator: Authenticator | None = None) -> list[ComputedEndpoint]:
-    """The review kinds and their handlers (TokenReview with an ``authenticator``), for
+def review_endpoints(authorizer: HubAuthorizer, reviewer: TokenReviewer | None = None) -> list[ComputedEndpoint]:
+    """The review kinds and their handlers (TokenReview with a ``reviewer``), for
     ``create_app(computed=...)``."""
 
     def decide(attributes: RequestAttributes) -> dict[str, Any]:
@@ -196,23 +196,24 @@ def review_endpoints(authorizer: HubAuthorizer, authenticator: Authenticator | N
         return json_response(document, status=201)
 
     async def token_review(request: web.Request) -> web.StreamResponse:
-        assert authenticator is not None
+        assert reviewer is not None
         body = await read_object_body(request)
         spec: dict[str, Any] = body["spec"] if isinstance(body.get("spec"), dict) else {}
         token = spec.get("token")
         if not isinstance(token, str) or not token:
             raise errors.BadRequest("token is required for TokenReview in authentication")
+        # As kube's: the token must be for one of the review's audiences (the hub's when none).
         audiences = [a for a in spec.get("audiences") or [] if isinstance(a, str)] or [HUB_AUDIENCE]
-        status: dict[str, Any] = {"authenticated": False}
-        # The hub's tokens are for the hub alone: a review for other audiences authenticates none.
-        user = await authenticator.authenticate(token) if HUB_AUDIENCE in audiences else None
-        if user is None:
-            status["error"] = "invalid bearer token"
+        reviewed = await reviewer.review(token, audiences)
+        status: dict[str, Any]
+        if isinstance(reviewed, str):
+            status = {"authenticated": False, "error": reviewed}
         else:
+            user, accepted = reviewed
             status = {
                 "authenticated": True,
                 "user": {"username": user.name, "groups": list(user.groups)},
-                "audiences": [HUB_AUDIENCE],
+                "audiences": accepted,
             }
         document = {
             "kind": "TokenReview",
@@ -232,6 +233,6 @@ def review_endpoints(authorizer: HubAuthorizer, authenticator: Authenticator | N
         ComputedEndpoint(LOCAL_SUBJECT_ACCESS_REVIEWS, local_subject_access_review),
         ComputedEndpoint(SELF_SUBJECT_REVIEWS, self_subject_review),
     ]
-    if authenticator is not None:
+    if reviewer is not None:
         endpoints.append(ComputedEndpoint(TOKEN_REVIEWS, token_review))
     return endpoints

@@ -1,0 +1,263 @@
+"""TokenRequest tokens are kube's signed JWTs, on a real hub (real etcd, HTTPS): verified here with
+``cryptography`` against the JWKS the hub serves, their claims kube's, refused for another audience,
+once their account or bound object is gone, and still accepted by a second authenticator over the
+same store (a restart or another replica)."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import datetime as dt
+import hashlib
+import json
+import uuid
+from typing import Any
+
+import aiohttp
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import padding, rsa
+
+from controlplane.apiserver.auth.serviceaccountjwt import ISSUER, SigningKey, token_claims
+from controlplane.apiserver.auth.serviceaccounts import ServiceAccountTokens
+from controlplane.apiserver.auth.tokens import TokenStore
+from controlplane.apiserver.identity import HUB_AUDIENCE, Role, service_account_groups
+from controlplane.apiserver.kubeconfig import load_kubeconfig
+from controlplane.apiserver.objects import ObjectStore
+from controlplane.hub import Hub, hub_registry
+
+from .realhub import Client, eventually
+
+NAMESPACE = "team"
+ACCOUNTS = f"/api/v1/namespaces/{NAMESPACE}/serviceaccounts"
+CONFIGMAPS = f"/api/v1/namespaces/{NAMESPACE}/configmaps"
+WHOAMI = "/apis/authentication.k8s.io/v1/selfsubjectreviews"
+TOKEN_REVIEWS = "/apis/authentication.k8s.io/v1/tokenreviews"
+SELF_REVIEW = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
+
+
+def token_request(**spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": spec}
+
+
+def token_review(token: str, *audiences: str) -> dict[str, Any]:
+    spec: dict[str, Any] = {"token": token, **({"audiences": list(audiences)} if audiences else {})}
+    return {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": spec}
+
+
+def unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def decode(token: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    header, payload, _ = token.split(".")
+    return json.loads(unb64(header)), json.loads(unb64(payload))
+
+
+def verify_with_jwks(token: str, jwks: dict[str, Any]) -> rsa.RSAPublicKey:
+    """Check the token's signature as any OIDC verifier does: the JWKS key its ``kid`` names."""
+    header, _ = decode(token)
+    [jwk] = [k for k in jwks["keys"] if k["kid"] == header["kid"]]
+    assert (jwk["kty"], jwk["alg"], jwk["use"], header["alg"]) == ("RSA", "RS256", "sig", "RS256")
+    public = rsa.RSAPublicNumbers(int.from_bytes(unb64(jwk["e"]), "big"), int.from_bytes(unb64(jwk["n"]), "big"))
+    key = public.public_key()
+    signing_input, _, signature = token.rpartition(".")
+    key.verify(unb64(signature), signing_input.encode(), padding.PKCS1v15(), hashes.SHA256())  # raises if forged
+    return key
+
+
+async def setup(hub: Hub, session: aiohttp.ClientSession) -> tuple[Client, dict[str, Any]]:
+    admin = Client(session, hub, load_kubeconfig(hub.kubeconfig_path).token)
+    assert (await admin("POST", "/api/v1/namespaces", {"metadata": {"name": NAMESPACE}}))[0] == 201
+    code, account = await admin("POST", ACCOUNTS, {"metadata": {"name": "bot"}})
+    assert code == 201, account
+    return admin, account
+
+
+async def issue(admin: Client, **spec: Any) -> str:
+    code, answer = await admin("POST", f"{ACCOUNTS}/bot/token", token_request(**spec))
+    assert code == 201, answer
+    token: str = answer["status"]["token"]
+    return token
+
+
+async def get_raw(session: aiohttp.ClientSession, hub: Hub, path: str, token: str | None) -> tuple[int, str, Any]:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    async with session.get(f"{hub.url}{path}", headers=headers) as resp:
+        return resp.status, resp.content_type, await resp.json(content_type=None)
+
+
+async def test_a_token_request_answers_a_jwt_with_kubes_claims_verifiable_from_the_jwks(
+    hub: Hub, session: aiohttp.ClientSession
+) -> None:
+    admin, account = await setup(hub, session)
+    token = await issue(admin, audiences=[HUB_AUDIENCE, "vault"], expirationSeconds=1800)
+
+    # The issuer's discovery documents, as kube serves them: readable by service accounts.
+    code, content_type, configuration = await get_raw(session, hub, "/.well-known/openid-configuration", token)
+    assert (code, content_type) == (200, "application/json"), configuration
+    assert configuration == {
+        "issuer": ISSUER,
+        "jwks_uri": f"{ISSUER}/openid/v1/jwks",
+        "response_types_supported": ["id_token"],
+        "subject_types_supported": ["public"],
+        "id_token_signing_alg_values_supported": ["RS256"],
+    }
+    code, content_type, jwks = await get_raw(session, hub, "/openid/v1/jwks", token)
+    assert (code, content_type) == (200, "application/jwk-set+json"), jwks
+    key = verify_with_jwks(token, jwks)
+    header, claims = decode(token)
+    der = key.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+    assert header["kid"] == base64.urlsafe_b64encode(hashlib.sha256(der).digest()).rstrip(b"=").decode()
+
+    assert uuid.UUID(claims.pop("jti")).version == 4
+    issued = claims["iat"]
+    assert claims == {
+        "iss": ISSUER,
+        "sub": "system:serviceaccount:team:bot",
+        "aud": [HUB_AUDIENCE, "vault"],
+        "iat": issued,
+        "nbf": issued,
+        "exp": issued + 1800,
+        "kubernetes.io": {"namespace": NAMESPACE,
+                          "serviceaccount": {"name": "bot", "uid": account["metadata"]["uid"]}},
+    }
+    # Without credentials, the documents are the hub's 401, as kube's (RBAC decides who reads them).
+    code, _, status = await get_raw(session, hub, "/openid/v1/jwks", None)
+    assert (code, status["reason"]) == (401, "Unauthorized")
+    # A forged token: the hub's kid, another key's signature.
+    forged = SigningKey.generate().sign(claims)
+    forged = ".".join([token.split(".")[0], forged.split(".")[1], forged.split(".")[2]])
+    assert (await Client(session, hub, forged)("POST", WHOAMI, SELF_REVIEW))[0] == 401
+    code, review = await admin("POST", TOKEN_REVIEWS, token_review(forged))
+    assert review["status"]["error"].startswith("invalid signature"), review
+
+
+async def test_a_token_for_another_audience_is_refused_by_the_hub_and_reviewed_for_that_audience(
+    hub: Hub, session: aiohttp.ClientSession
+) -> None:
+    admin, _ = await setup(hub, session)
+    token = await issue(admin, audiences=["vault"])
+    assert decode(token)[1]["aud"] == ["vault"]
+    code, status = await Client(session, hub, token)("POST", WHOAMI, SELF_REVIEW)
+    assert code == 401, status
+    code, review = await admin("POST", TOKEN_REVIEWS, token_review(token, "vault", "other"))
+    assert code == 201, review
+    assert review["status"] == {
+        "authenticated": True,
+        "user": {"username": "system:serviceaccount:team:bot",
+                 "groups": ["system:serviceaccounts", "system:serviceaccounts:team", "system:authenticated"]},
+        "audiences": ["vault"],
+    }
+    code, review = await admin("POST", TOKEN_REVIEWS, token_review(token))
+    assert review["status"] == {
+        "authenticated": False,
+        "error": f'token audiences ["vault"] is invalid for the target audiences ["{HUB_AUDIENCE}"]',
+    }
+
+
+async def test_expiry_is_checked_with_kubes_leeway(hub: Hub, session: aiohttp.ClientSession) -> None:
+    admin, account = await setup(hub, session)
+    assert hub.service_account_tokens is not None
+    key = hub.service_account_tokens.signing_key
+    now = dt.datetime.now(dt.UTC)
+
+    def signed(issued_seconds_ago: int, seconds: int) -> str:
+        return key.sign(token_claims(
+            namespace=NAMESPACE, account="bot", account_uid=account["metadata"]["uid"], audiences=[HUB_AUDIENCE],
+            seconds=seconds, now=now - dt.timedelta(seconds=issued_seconds_ago),
+        ))
+
+    # Expired 5 s ago: within kube's 60 s leeway. Expired 10 min ago: refused.
+    code, review = await admin("POST", TOKEN_REVIEWS, token_review(signed(605, 600)))
+    assert review["status"]["authenticated"] is True, review
+    code, review = await admin("POST", TOKEN_REVIEWS, token_review(signed(1200, 600)))
+    assert review["status"] == {"authenticated": False, "error": "service account token has expired"}
+    code, review = await admin("POST", TOKEN_REVIEWS, token_review(signed(-600, 1200)))
+    assert review["status"] == {"authenticated": False, "error": "service account token is not valid yet"}
+
+
+async def test_a_token_bound_to_a_pod_or_secret_ends_with_it(hub: Hub, session: aiohttp.ClientSession) -> None:
+    admin, _ = await setup(hub, session)
+    pods = f"/api/v1/namespaces/{NAMESPACE}/pods"
+    containers = [{"name": "main", "image": "nginx:1"}]
+    code, pod = await admin("POST", pods, {"metadata": {"name": "worker"},
+                                           "spec": {"serviceAccountName": "bot", "containers": containers}})
+    assert code == 201, pod
+    code, secret = await admin("POST", f"/api/v1/namespaces/{NAMESPACE}/secrets", {"metadata": {"name": "s"}})
+    assert code == 201, secret
+
+    # kube's refusals: a pod of another account, a uid that is not the object's.
+    code, other = await admin("POST", pods, {"metadata": {"name": "other"}, "spec": {"containers": containers}})
+    assert code == 201, other
+    code, status = await admin("POST", f"{ACCOUNTS}/bot/token",
+                               token_request(boundObjectRef={"kind": "Pod", "apiVersion": "v1", "name": "other"}))
+    assert (code, status["message"]) == (
+        400, 'cannot bind token for serviceaccount "bot" to pod running with different serviceaccount name.'), status
+    code, status = await admin("POST", f"{ACCOUNTS}/bot/token", token_request(
+        boundObjectRef={"kind": "Secret", "apiVersion": "v1", "name": "s", "uid": "1234"}))
+    assert (code, status["reason"]) == (409, "Conflict"), status
+    assert "the UID in the bound object reference (1234) does not match the UID in record" in status["message"]
+
+    tokens = {}
+    for kind, obj in (("Pod", pod), ("Secret", secret)):
+        name, uid = obj["metadata"]["name"], obj["metadata"]["uid"]
+        code, answer = await admin("POST", f"{ACCOUNTS}/bot/token",
+                                   token_request(boundObjectRef={"kind": kind, "apiVersion": "v1", "name": name}))
+        assert code == 201, answer
+        assert answer["spec"]["boundObjectRef"] == {"kind": kind, "apiVersion": "v1", "name": name, "uid": uid}
+        tokens[kind] = answer["status"]["token"]
+        assert decode(tokens[kind])[1]["kubernetes.io"][kind.lower()] == {"name": name, "uid": uid}
+        assert (await Client(session, hub, tokens[kind])("POST", WHOAMI, SELF_REVIEW))[0] == 201
+
+    for kind, path in (("Pod", f"{pods}/worker"), ("Secret", f"/api/v1/namespaces/{NAMESPACE}/secrets/s")):
+        bound = Client(session, hub, tokens[kind])
+        assert (await admin("DELETE", f"{path}?gracePeriodSeconds=0"))[0] == 200
+
+        async def refused(bound: Client = bound) -> bool:
+            return (await bound("POST", WHOAMI, SELF_REVIEW))[0] == 401
+
+        await eventually(refused)
+        code, review = await admin("POST", TOKEN_REVIEWS, token_review(tokens[kind]))
+        assert review["status"] == {"authenticated": False, "error": "service account token has been invalidated"}
+
+
+async def test_another_authenticator_over_the_same_store_verifies_and_old_opaque_tokens_still_work(
+    hub: Hub, session: aiohttp.ClientSession
+) -> None:
+    """The signing key is the store's: a restarted hub or another replica signs and verifies with it."""
+    admin, account = await setup(hub, session)
+    token = await issue(admin)
+    assert hub.store is not None
+    again = await SigningKey.load_or_create(hub.store)
+    assert hub.service_account_tokens is not None
+    assert again.kid == hub.service_account_tokens.signing_key.kid
+    other = ServiceAccountTokens(TokenStore(hub.store), ObjectStore(hub.store, hub_registry()), again)
+    task = asyncio.create_task(other.run())
+    try:
+        await other.synced()
+        user = await other.authenticate(token)
+        assert user is not None and user.name == "system:serviceaccount:team:bot"
+        assert other.authenticate_cached(token) == (True, user)
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+    # A token issued as an opaque one before the hub signed JWTs keeps working until it expires.
+    assert hub.tokens is not None
+    opaque = await hub.tokens.create(
+        role=Role.USER, name="system:serviceaccount:team:bot", groups=service_account_groups(NAMESPACE),
+        ttl=dt.timedelta(hours=1), bound_uid=account["metadata"]["uid"],
+    )
+    code, review = await Client(session, hub, opaque.token)("POST", WHOAMI, SELF_REVIEW)
+    assert (code, review["status"]["userInfo"]["username"]) == (201, "system:serviceaccount:team:bot"), review
+    # Deleting the account ends both.
+    assert (await admin("DELETE", f"{ACCOUNTS}/bot"))[0] == 200
+    for gone in (token, opaque.token):
+        bot = Client(session, hub, gone)
+
+        async def refused(bot: Client = bot) -> bool:
+            return (await bot("POST", WHOAMI, SELF_REVIEW))[0] == 401
+
+        await eventually(refused)
+    code, review = await admin("POST", TOKEN_REVIEWS, token_review(token))
+    assert review["status"] == {"authenticated": False, "error": 'serviceaccounts "bot" not found'}
