@@ -8,15 +8,19 @@ the request, its ``spec`` defaulted (``expirationSeconds`` 3600; ``audiences`` t
 must match the URL; ``expirationSeconds`` is at least 600 and at most 2^32; a missing service
 account is ``404``.
 
-The token authenticates to the hub as ``system:serviceaccount:<ns>:<name>`` in the groups
-``system:serviceaccounts`` and ``system:serviceaccounts:<ns>`` (RBAC bindings to the service account
-or those groups apply), until it expires or the service account is deleted: it is bound to the
-service account's uid, checked from memory on every request (:class:`ServiceAccountTokens` watches
-the ServiceAccounts), so a deleted (or deleted and recreated) account's tokens stop working as soon
-as the hub sees the deletion; their records are then revoked. Tokens are the hub's own opaque
-``<id>.<secret>`` bearer tokens (:mod:`.tokens`), not JWTs: no other audience can check them, so a
-request for audiences that leave out the hub's is refused rather than answered with a token nobody
-accepts. Binding a token to another object (``boundObjectRef``: a Pod, Secret or Node) is refused.
+The token is kube's signed JWT (:mod:`.serviceaccountjwt`: ``RS256``, kube's claims, the issuer's
+keys at ``/openid/v1/jwks``), for the request's ``audiences`` (default: the hub's). ``boundObjectRef``
+binds it to a Pod (running as that account), Secret or Node that exists (with the given uid, if any),
+named in its claims, as kube's. For the hub's audience it authenticates as
+``system:serviceaccount:<ns>:<name>`` in the groups ``system:serviceaccounts`` and
+``system:serviceaccounts:<ns>`` (RBAC bindings to the service account or those groups apply). As
+kube's authenticator, every request checks the signature, the issuer, the audience, ``exp``/``nbf``
+(60 s leeway), that the account still exists with the uid the token names (from memory:
+:class:`ServiceAccountTokens` watches the ServiceAccounts), and that the bound object does (read from
+the store). A TokenReview checks its ``spec.audiences`` instead of the hub's and answers the
+token's audiences among them. Opaque ``<id>.<secret>`` tokens (:mod:`.tokens`) issued before keep
+working until they expire, bound to the account's uid the same way; their records are revoked when
+the account is deleted.
 
 Long-lived tokens live in Secrets of type ``kubernetes.io/service-account-token``, as kube's legacy
 tokens: the token controller (:mod:`controlplane.controllers.serviceaccounttokens`) asks
