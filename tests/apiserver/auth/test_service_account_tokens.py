@@ -127,6 +127,12 @@ async def test_kubectl_create_token_and_use_it(hub: Hub, tmp_path: Path) -> None
     token = out.strip()
     claims = json.loads(base64.urlsafe_b64decode(token.split(".")[1] + "=="))
     assert (claims["sub"], claims["exp"] - claims["iat"]) == ("system:serviceaccount:team:bot", 1200)
+    code, out, err = await kubectl(kubeconfig, "create", "token", "bot", "-n", NAMESPACE, "--audience", "vault",
+                                   "--bound-object-kind", "Secret", "--bound-object-name", "nothing")
+    assert code != 0 and 'secrets "nothing" not found' in err, err
+    code, out, err = await kubectl(kubeconfig, "create", "token", "bot", "-n", NAMESPACE, "--audience", "vault")
+    assert code == 0, err
+    assert json.loads(base64.urlsafe_b64decode(out.strip().split(".")[1] + "=="))["aud"] == ["vault"]
     code, out, err = await kubectl(kubeconfig, "--token", token, "auth", "whoami", "-o", "jsonpath={.status.userInfo.username}")
     assert (code, out) == (0, "system:serviceaccount:team:bot"), err
     code, _, err = await kubectl(kubeconfig, "create", "token", "bot", "-n", NAMESPACE, "--duration=5m")
