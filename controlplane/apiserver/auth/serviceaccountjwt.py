@@ -23,6 +23,7 @@ In: a Store (for the key), claims. Out: :class:`SigningKey` (sign, verify), :fun
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import datetime as dt
@@ -39,7 +40,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
 from controlplane.apiserver.identity import HUB_AUDIENCE, service_account_user
-from controlplane.storage.interface import AlreadyExists, NotFound, Store
+from controlplane.storage.interface import AlreadyExists, NotFound, Store, Unavailable
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +55,7 @@ JWKS_PATH: Final = "/openid/v1/jwks"
 #: kube's ``jwt.DefaultLeeway``: clock skew tolerated on ``exp``/``nbf``/``iat``, and on deletions.
 LEEWAY: Final = dt.timedelta(seconds=60)
 _RSA_BITS: Final = 2048
+_STORE_TIMEOUT_SECONDS: Final = 10.0
 _CACHE_CONTROL: Final = "public, max-age=3600"
 #: The objects a token may be bound to (``boundObjectRef.kind``), as kube's claims name them.
 BOUND_CLAIMS: Final = {"Pod": "pod", "Secret": "secret", "Node": "node"}
@@ -95,6 +97,16 @@ class SigningKey:
     async def load_or_create(cls, store: Store) -> SigningKey:
         """The key in ``store``, created there by the first hub that finds none."""
         try:
+            async with asyncio.timeout(_STORE_TIMEOUT_SECONDS):
+                return await cls._load_or_create(store)
+        except TimeoutError:
+            raise Unavailable(
+                f"the store did not answer within {_STORE_TIMEOUT_SECONDS:g}s for the service account signing key"
+            ) from None
+
+    @classmethod
+    async def _load_or_create(cls, store: Store) -> SigningKey:
+        try:
             return cls._of(await store.get(SIGNING_KEY_KEY))
         except NotFound:
             pass
@@ -111,9 +123,15 @@ class SigningKey:
 
     @classmethod
     def _of(cls, kv: Any) -> SigningKey:
-        private = serialization.load_pem_private_key(kv.value, password=None)
+        try:
+            private = serialization.load_pem_private_key(kv.value, password=None)
+        except ValueError:
+            private = None
         if not isinstance(private, rsa.RSAPrivateKey):
-            raise ValueError(f"{SIGNING_KEY_KEY} does not hold an RSA private key")
+            raise ValueError(
+                f"the store's {SIGNING_KEY_KEY} does not hold a PEM RSA private key: delete it to have a new one "
+                "made (service account tokens signed with the old one stop working)"
+            )
         return cls(private)
 
     @property

@@ -284,7 +284,7 @@ class ServiceAccountTokens:
         name = str(ref["name"])
         account = self.accounts.get(namespace, name)
         if account is None:
-            raise JwtRejected(f'serviceaccounts "{name}" not found')
+            raise JwtRejected(f'serviceaccount "{name}" not found')  # kube's lister's message
         if _deleted_before(account, dt.datetime.now(dt.UTC) - LEEWAY):
             raise JwtRejected(f"service account {namespace}/{name} has been deleted")
         uid = (account.get("metadata") or {}).get("uid")

@@ -261,4 +261,4 @@ async def test_another_authenticator_over_the_same_store_verifies_and_old_opaque
 
         await eventually(refused)
     code, review = await admin("POST", TOKEN_REVIEWS, token_review(token))
-    assert review["status"] == {"authenticated": False, "error": 'serviceaccounts "bot" not found'}
+    assert review["status"] == {"authenticated": False, "error": 'serviceaccount "bot" not found'}
