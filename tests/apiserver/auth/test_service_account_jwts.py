@@ -177,7 +177,7 @@ async def test_expiry_is_checked_with_kubes_leeway(hub: Hub, session: aiohttp.Cl
         assert code == 201 and status.items() <= review["status"].items(), review
 
 
-async def test_a_token_bound_to_a_pod_or_secret_ends_with_it(hub: Hub, session: aiohttp.ClientSession) -> None:
+async def test_a_token_bound_to_a_pod_secret_or_node_ends_with_it(hub: Hub, session: aiohttp.ClientSession) -> None:
     admin, _ = await setup(hub, session)
     pods = f"/api/v1/namespaces/{NAMESPACE}/pods"
     containers = [{"name": "main", "image": "nginx:1"}]
@@ -186,6 +186,8 @@ async def test_a_token_bound_to_a_pod_or_secret_ends_with_it(hub: Hub, session: 
     assert code == 201, pod
     code, secret = await admin("POST", f"/api/v1/namespaces/{NAMESPACE}/secrets", {"metadata": {"name": "s"}})
     assert code == 201, secret
+    code, node = await admin("POST", "/api/v1/nodes", {"metadata": {"name": "n1"}})
+    assert code == 201, node
 
     # kube's refusals: a pod of another account, a uid that is not the object's.
     code, other = await admin("POST", pods, {"metadata": {"name": "other"}, "spec": {"containers": containers}})
@@ -200,7 +202,7 @@ async def test_a_token_bound_to_a_pod_or_secret_ends_with_it(hub: Hub, session: 
     assert "the UID in the bound object reference (1234) does not match the UID in record" in status["message"]
 
     tokens = {}
-    for kind, obj in (("Pod", pod), ("Secret", secret)):
+    for kind, obj in (("Pod", pod), ("Secret", secret), ("Node", node)):
         name, uid = obj["metadata"]["name"], obj["metadata"]["uid"]
         code, answer = await admin("POST", f"{ACCOUNTS}/bot/token",
                                    token_request(boundObjectRef={"kind": kind, "apiVersion": "v1", "name": name}))
@@ -210,7 +212,8 @@ async def test_a_token_bound_to_a_pod_or_secret_ends_with_it(hub: Hub, session: 
         assert decode(tokens[kind])[1]["kubernetes.io"][kind.lower()] == {"name": name, "uid": uid}
         assert (await Client(session, hub, tokens[kind])("POST", WHOAMI, SELF_REVIEW))[0] == 201
 
-    for kind, path in (("Pod", f"{pods}/worker"), ("Secret", f"/api/v1/namespaces/{NAMESPACE}/secrets/s")):
+    for kind, path in (("Pod", f"{pods}/worker"), ("Secret", f"/api/v1/namespaces/{NAMESPACE}/secrets/s"),
+                       ("Node", "/api/v1/nodes/n1")):
         bound = Client(session, hub, tokens[kind])
         assert (await admin("DELETE", f"{path}?gracePeriodSeconds=0"))[0] == 200
 
