@@ -121,7 +121,11 @@ async def test_a_token_request_answers_a_jwt_with_kubes_claims_verifiable_from_t
         "kubernetes.io": {"namespace": NAMESPACE,
                           "serviceaccount": {"name": "bot", "uid": account["metadata"]["uid"]}},
     }
-    # Without credentials, the documents are the hub's 401, as kube's (RBAC decides who reads them).
+    # RBAC decides who reads them: a user outside system:serviceaccounts is not bound; no credentials is 401.
+    assert hub.tokens is not None
+    alice = await hub.tokens.create(role=Role.USER, name="alice")
+    code, _, status = await get_raw(session, hub, "/openid/v1/jwks", alice.token)
+    assert (code, status["message"]) == (403, 'forbidden: User "alice" cannot get path "/openid/v1/jwks"'), status
     code, _, status = await get_raw(session, hub, "/openid/v1/jwks", None)
     assert (code, status["reason"]) == (401, "Unauthorized")
     # A forged token: the hub's kid, another key's signature.
