@@ -60,7 +60,7 @@ from controlplane.apiserver.auth.rbac.cache import RbacCache, ensure_default_pol
 from controlplane.apiserver.auth.rbac.escalation import RbacEscalationCheck
 from controlplane.apiserver.auth.rbac.kinds import rbac_resources
 from controlplane.apiserver.auth.rbac.reviews import review_endpoints
-from controlplane.apiserver.auth.serviceaccountjwt import SigningKey, openid_routes
+from controlplane.apiserver.auth.serviceaccountjwt import DEFAULT_ISSUER
 from controlplane.apiserver.auth.serviceaccounts import ServiceAccountTokens
 from controlplane.apiserver.auth.tokens import TokenStore
 from controlplane.apiserver.componentstatus import ComponentStatuses, leader_probe, store_probe
@@ -201,6 +201,8 @@ class HubConfig:
     leader_lease_ttl: int = DEFAULT_LEADER_LEASE_TTL
     #: kube's --legacy-service-account-token-clean-up-period (controllers/legacytokencleaning.py).
     legacy_token_clean_up_period: dt.timedelta = DEFAULT_CLEAN_UP_PERIOD
+    #: kube's --service-account-issuer: the ``iss`` of TokenRequests' JWTs and of the discovery documents.
+    service_account_issuer: str = DEFAULT_ISSUER
     #: This replica's name in leader election (empty: host-pid-random).
     identity: str = ""
     #: Extra route factories (e.g. the dashboard), given the running hub.
@@ -364,9 +366,9 @@ class Hub(ShutdownOnce):
         await self.rbac.wait_synced()
         # Service account tokens are valid while their account exists: checked from this
         # replica's watch of the ServiceAccounts, complete before the first request too.
-        # TokenRequests' JWTs: signed with the key kept in the store, shared by every replica.
-        signing_key = await SigningKey.load_or_create(self.store)
-        self.service_account_tokens = ServiceAccountTokens(self.tokens, self.objects, signing_key)
+        self.service_account_tokens = await ServiceAccountTokens.load(
+            self.tokens, self.objects, self.store, issuer=self.config.service_account_issuer
+        )
         self._background.append(
             asyncio.create_task(self.service_account_tokens.run(), name="service-account-tokens")
         )
@@ -376,7 +378,7 @@ class Hub(ShutdownOnce):
             *join_routes(self.tokens, cluster_exists=self._cluster_exists),
             *token_routes(self.tokens, authorizer=authorizer),
             *ca_routes(ca_pem=self.pki.ca_pem),
-            *openid_routes(signing_key),
+            *self.service_account_tokens.openid_routes(),
         ]
         self.watch_cache = WatchCache(self.objects, DEFAULT_WATCH_CACHE)
         # Served and listed in discovery as kube's create-only resources. The pending workloads

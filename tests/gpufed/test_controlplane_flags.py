@@ -101,3 +101,22 @@ def test_a_clean_up_period_that_is_no_duration_is_refused(value: str, capsys: py
     with pytest.raises(SystemExit):
         parse("--legacy-service-account-token-clean-up-period", value)
     assert "--legacy-service-account-token-clean-up-period" in capsys.readouterr().err
+
+
+def test_the_service_account_issuer_is_kubeadms_by_default_and_an_https_url() -> None:
+    assert parse().service_account_issuer == "https://kubernetes.default.svc.cluster.local"
+    assert parse("--service-account-issuer", "https://hub.example.com:6443").service_account_issuer == (
+        "https://hub.example.com:6443"
+    )
+
+
+@pytest.mark.parametrize(("value", "why"), [
+    ("http://hub.example.com", "issuer URL must use https scheme, got: http://hub.example.com"),
+    ("hub", "issuer URL must use https scheme, got: hub"),
+    ("https://hub.example.com/?a=b", "issuer URL must not contain a query or fragment"),
+])
+def test_an_issuer_that_is_no_https_url_is_refused(value: str, why: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        parse("--service-account-issuer", value)
+    err = capsys.readouterr().err
+    assert "--service-account-issuer" in err and why in err

@@ -3,7 +3,8 @@
 A TokenRequest's token (:mod:`.serviceaccounts`) is a JWT signed ``RS256`` (kube-apiserver's
 default, which every OIDC verifier accepts: Vault's kubernetes auth, cloud workload identity,
 Istio) with the hub's signing key, whose ``kid`` header is kube's: the base64url SHA-256 of the
-DER public key. Its claims are kube's (``pkg/serviceaccount/claims.go``): ``iss`` (:data:`ISSUER`),
+DER public key. Its claims are kube's (``pkg/serviceaccount/claims.go``): ``iss`` (the issuer URL,
+:data:`DEFAULT_ISSUER` unless ``--service-account-issuer`` says otherwise),
 ``sub`` ``system:serviceaccount:<ns>:<name>``, ``aud``, ``exp``, ``iat``, ``nbf``, ``jti`` and
 ``kubernetes.io`` (``namespace``, ``serviceaccount`` {name, uid}, and the bound ``pod``, ``secret``
 or ``node`` {name, uid}).
@@ -30,6 +31,7 @@ import datetime as dt
 import hashlib
 import json
 import logging
+import urllib.parse
 import uuid
 from dataclasses import dataclass
 from typing import Any, Final
@@ -44,9 +46,9 @@ from controlplane.storage.interface import AlreadyExists, NotFound, Store, Unava
 
 log = logging.getLogger(__name__)
 
-#: The issuer of the hub's service account tokens (``iss``): kubeadm's ``--service-account-issuer``,
-#: which is also the hub's API audience.
-ISSUER: Final = HUB_AUDIENCE
+#: The default issuer of the hub's service account tokens (``iss``, ``--service-account-issuer``):
+#: kubeadm's, which is also the hub's API audience.
+DEFAULT_ISSUER: Final = HUB_AUDIENCE
 ALGORITHM: Final = "RS256"
 #: Where the signing key lives in the store (not an API object key, as the token records).
 SIGNING_KEY_KEY: Final = "/gpufed-auth/service-account-signing-key"
@@ -156,10 +158,10 @@ class SigningKey:
         signature = self.private.sign(signing_input.encode("ascii"), padding.PKCS1v15(), hashes.SHA256())
         return f"{signing_input}.{_b64(signature)}"
 
-    def verify(self, token: str) -> dict[str, Any] | None:
-        """The claims of a JWT this key signed with this hub's issuer; None for a token that is not
-        the hub's (another issuer, another key, not a JWT). Raises :class:`JwtRejected` for one whose
-        signature does not verify."""
+    def verify(self, token: str, *, issuer: str) -> dict[str, Any] | None:
+        """The claims of a JWT this key signed as ``issuer``; None for a token that is not the hub's
+        (another issuer, not a JWT). Raises :class:`JwtRejected` for one whose signature does not
+        verify."""
         try:
             header_b64, payload_b64, signature_b64 = token.split(".")
             header = json.loads(_unb64(header_b64))
@@ -167,7 +169,7 @@ class SigningKey:
             signature = _unb64(signature_b64)
         except (ValueError, binascii.Error, UnicodeDecodeError):
             return None
-        if not isinstance(header, dict) or not isinstance(claims, dict) or claims.get("iss") != ISSUER:
+        if not isinstance(header, dict) or not isinstance(claims, dict) or claims.get("iss") != issuer:
             return None
         if header.get("alg") != ALGORITHM or header.get("kid") not in (None, self.kid):
             raise JwtRejected("invalid signature: the token was not signed by this issuer's key")
@@ -181,7 +183,7 @@ class SigningKey:
 
 
 def token_claims(
-    *, namespace: str, account: str, account_uid: str, audiences: list[str], seconds: int, now: dt.datetime,
+    *, issuer: str, namespace: str, account: str, account_uid: str, audiences: list[str], seconds: int, now: dt.datetime,
     bound: tuple[str, str, str] | None = None,
 ) -> dict[str, Any]:
     """kube's claims for a TokenRequest's token; ``bound`` is ``(kind, name, uid)`` of its
@@ -192,7 +194,7 @@ def token_claims(
         kind, name, uid = bound
         private[BOUND_CLAIMS[kind]] = {"name": name, "uid": uid}
     return {
-        "iss": ISSUER,
+        "iss": issuer,
         "sub": service_account_user(namespace, account),
         "aud": list(audiences),
         "exp": issued + seconds,
@@ -240,12 +242,23 @@ def _go_list(values: list[str]) -> str:
     return "[" + " ".join(json.dumps(v) for v in values) + "]"
 
 
-def openid_routes(key: SigningKey) -> list[web.RouteDef]:
+def issuer_url(value: str) -> str:
+    """A ``--service-account-issuer``, checked as kube-apiserver checks it for issuer discovery: an
+    ``https`` URL without query or fragment (its ``/openid/v1/jwks`` is where verifiers fetch the keys)."""
+    parsed = urllib.parse.urlsplit(value)
+    if parsed.scheme != "https" or not parsed.netloc:
+        raise ValueError(f"issuer URL must use https scheme, got: {value}")
+    if parsed.query or parsed.fragment:
+        raise ValueError(f"issuer URL must not contain a query or fragment, got: {value}")
+    return value
+
+
+def openid_routes(key: SigningKey, *, issuer: str) -> list[web.RouteDef]:
     """kube-apiserver's service account issuer discovery: the OpenID provider configuration and
     the JSON Web Key Set, behind authentication and RBAC as kube serves them."""
     configuration = {
-        "issuer": ISSUER,
-        "jwks_uri": f"{ISSUER}{JWKS_PATH}",
+        "issuer": issuer,
+        "jwks_uri": f"{issuer.rstrip('/')}{JWKS_PATH}",
         "response_types_supported": ["id_token"],
         "subject_types_supported": ["public"],
         "id_token_signing_alg_values_supported": [ALGORITHM],

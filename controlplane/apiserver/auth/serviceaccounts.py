@@ -58,12 +58,14 @@ from controlplane.apiserver import errors
 from controlplane.apiserver.auth.bootstrap import read_object_body
 from controlplane.apiserver.auth.serviceaccountjwt import (
     BOUND_CLAIMS,
+    DEFAULT_ISSUER,
     LEEWAY,
     JwtRejected,
     SigningKey,
     check_audiences,
     check_times,
     looks_like_jwt,
+    openid_routes,
     token_claims,
 )
 from controlplane.apiserver.auth.tokens import StoredToken, TokenStore
@@ -81,7 +83,7 @@ from controlplane.apiserver.identity import (
 from controlplane.apiserver.objects import ObjectStore, WatchEventType
 from controlplane.apiserver.patches import PatchType
 from controlplane.controllers.informing import Informer
-from controlplane.storage.interface import StorageError
+from controlplane.storage.interface import StorageError, Store
 
 log = logging.getLogger(__name__)
 
@@ -168,11 +170,15 @@ class ServiceAccountTokens:
     check reads the ServiceAccounts and token Secrets these informers hold.
     """
 
-    def __init__(self, tokens: TokenStore, objects: ObjectStore, signing_key: SigningKey | None = None) -> None:
+    def __init__(
+        self, tokens: TokenStore, objects: ObjectStore, signing_key: SigningKey | None = None, *,
+        issuer: str = DEFAULT_ISSUER,
+    ) -> None:
         self._tokens = tokens
         self._objects = objects
-        #: Signs and verifies the TokenRequests' JWTs (the hub passes the one kept in its store).
+        #: Signs and verifies the TokenRequests' JWTs (the hub passes the one kept in its store), as ``issuer``.
         self.signing_key = signing_key or SigningKey.generate()
+        self.issuer = issuer
         self._rt = objects.registry.require("v1", "ServiceAccount")
         #: The ServiceAccounts (the leader's token controller reads this cache too, as kube's share informers).
         self.accounts = Informer(objects, self._rt)
@@ -185,6 +191,17 @@ class ServiceAccountTokens:
         self._used: asyncio.Queue[tuple[str, str, str]] = asyncio.Queue(maxsize=_LAST_USED_BACKLOG)
         self._used_queued: set[tuple[str, str, str]] = set()
         tokens.bind(self._bound_objects_exist, used=self._secret_used)
+
+    @classmethod
+    async def load(
+        cls, tokens: TokenStore, objects: ObjectStore, store: Store, *, issuer: str = DEFAULT_ISSUER
+    ) -> ServiceAccountTokens:
+        """With the signing key kept in ``store`` (made by the first hub), shared by every replica."""
+        return cls(tokens, objects, await SigningKey.load_or_create(store), issuer=issuer)
+
+    def openid_routes(self) -> list[web.RouteDef]:
+        """The issuer's discovery documents (``/.well-known/openid-configuration``, ``/openid/v1/jwks``)."""
+        return openid_routes(self.signing_key, issuer=self.issuer)
 
     async def run(self) -> None:
         async with asyncio.TaskGroup() as group:
@@ -266,7 +283,7 @@ class ServiceAccountTokens:
     def _verified(self, token: str, audiences: list[str]) -> tuple[dict[str, Any] | None, list[str]]:
         """The claims of a JWT signed by the hub for one of ``audiences``, and those audiences, not
         expired; None for a token of another issuer. JwtRejected otherwise."""
-        claims = self.signing_key.verify(token)
+        claims = self.signing_key.verify(token, issuer=self.issuer)
         if claims is None:
             return None, []
         common = check_audiences(claims, audiences)
@@ -438,7 +455,7 @@ class ServiceAccountTokens:
         ref = _bound_ref(spec)
         bound = None if ref is None else await self._bound_object(namespace, name, *ref)
         now = dt.datetime.now(dt.UTC).replace(microsecond=0)
-        claims = token_claims(namespace=namespace, account=name, account_uid=str(account["metadata"]["uid"]),
+        claims = token_claims(issuer=self.issuer, namespace=namespace, account=name, account_uid=str(account["metadata"]["uid"]),
                               audiences=audiences, seconds=seconds, now=now, bound=bound)
         token = self.signing_key.sign(claims)
         log.info("issued a token for service account %s/%s", namespace, name, extra={"jti": claims["jti"]})

@@ -11,19 +11,22 @@ import datetime as dt
 import hashlib
 import json
 import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import aiohttp
+import pytest
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
-from controlplane.apiserver.auth.serviceaccountjwt import ISSUER, SigningKey, token_claims
+from controlplane.apiserver.auth.serviceaccountjwt import SigningKey, token_claims
 from controlplane.apiserver.auth.serviceaccounts import ServiceAccountTokens
 from controlplane.apiserver.auth.tokens import TokenStore
 from controlplane.apiserver.identity import HUB_AUDIENCE, Role, service_account_groups
 from controlplane.apiserver.kubeconfig import load_kubeconfig
 from controlplane.apiserver.objects import ObjectStore
-from controlplane.hub import Hub, hub_registry
+from controlplane.hub import Hub, HubConfig, hub_registry
 
 from .realhub import Client, eventually
 
@@ -33,6 +36,14 @@ CONFIGMAPS = f"/api/v1/namespaces/{NAMESPACE}/configmaps"
 WHOAMI = "/apis/authentication.k8s.io/v1/selfsubjectreviews"
 TOKEN_REVIEWS = "/apis/authentication.k8s.io/v1/tokenreviews"
 SELF_REVIEW = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
+#: ``--service-account-issuer``: where verifiers outside would fetch the keys.
+ISSUER = "https://hub.example.com:6443"
+
+
+@pytest.fixture
+async def hub(tmp_path: Path) -> AsyncIterator[Hub]:
+    async with Hub(HubConfig(state_dir=tmp_path / "hub", port=0, service_account_issuer=ISSUER)) as running:
+        yield running
 
 
 def token_request(**spec: Any) -> dict[str, Any]:
@@ -134,6 +145,11 @@ async def test_a_token_request_answers_a_jwt_with_kubes_claims_verifiable_from_t
     assert (await Client(session, hub, forged)("POST", WHOAMI, SELF_REVIEW))[0] == 401
     code, review = await admin("POST", TOKEN_REVIEWS, token_review(forged))
     assert review["status"]["error"].startswith("invalid signature"), review
+    # The hub's key, another issuer: not the hub's token.
+    assert hub.service_account_tokens is not None
+    elsewhere = hub.service_account_tokens.signing_key.sign({**claims, "iss": HUB_AUDIENCE})
+    code, review = await admin("POST", TOKEN_REVIEWS, token_review(elsewhere))
+    assert review["status"] == {"authenticated": False, "error": "invalid bearer token"}, review
 
 
 async def test_a_token_for_another_audience_is_refused_by_the_hub_and_reviewed_for_that_audience(
@@ -167,7 +183,7 @@ async def test_expiry_is_checked_with_kubes_leeway(hub: Hub, session: aiohttp.Cl
 
     def signed(issued_seconds_ago: int, seconds: int) -> str:
         return key.sign(token_claims(
-            namespace=NAMESPACE, account="bot", account_uid=account["metadata"]["uid"], audiences=[HUB_AUDIENCE],
+            issuer=ISSUER, namespace=NAMESPACE, account="bot", account_uid=account["metadata"]["uid"], audiences=[HUB_AUDIENCE],
             seconds=seconds, now=now - dt.timedelta(seconds=issued_seconds_ago),
         ))
 
@@ -236,10 +252,11 @@ async def test_another_authenticator_over_the_same_store_verifies_and_old_opaque
     admin, account = await setup(hub, session)
     token = await issue(admin)
     assert hub.store is not None
-    again = await SigningKey.load_or_create(hub.store)
+    other = await ServiceAccountTokens.load(
+        TokenStore(hub.store), ObjectStore(hub.store, hub_registry()), hub.store, issuer=ISSUER
+    )
     assert hub.service_account_tokens is not None
-    assert again.kid == hub.service_account_tokens.signing_key.kid
-    other = ServiceAccountTokens(TokenStore(hub.store), ObjectStore(hub.store, hub_registry()), again)
+    assert other.signing_key.kid == hub.service_account_tokens.signing_key.kid
     task = asyncio.create_task(other.run())
     try:
         await other.synced()
