@@ -6,7 +6,7 @@ only where the parent object exists. A ClusterQueue (v1beta1 and v1beta2 alike) 
 :func:`cluster_queue`), ``preemption`` with ``reclaimWithinCohort``, ``withinClusterQueue`` and
 ``borrowWithinCohort.policy`` all ``Never``, and a given ``fairSharing`` a ``weight`` of 1; a
 LocalQueue ``stopPolicy: None`` and a given ``fairSharing`` a ``weight`` of 1; a Cohort a given
-``fairSharing`` a ``weight`` of 1. A Workload (:func:`workload`) is ``active: true``, each of its
+``fairSharing`` a ``weight`` of 1; an AdmissionCheck ``retryDelayMinutes: 15``. A Workload (:func:`workload`) is ``active: true``, each of its
 pod sets named ``main`` and of ``count`` 1 when unset, and at v1beta1 its ``priorityClassSource``
 is ``""`` (v1beta2 has no such field); Kueue's webhook adds nothing to these (its pod set name
 is the same ``main``, and it keeps ``minCount``: partial admission is on by default). Each is
@@ -88,6 +88,13 @@ def cohort(obj: dict[str, Any]) -> None:
     spec = _spec(obj)
     if spec is not None:
         _fair_sharing_weight(spec)
+
+
+def admission_check(obj: dict[str, Any]) -> None:
+    """An AdmissionCheck's defaults (v1beta1 and v1beta2 alike)."""
+    spec = _spec(obj)
+    if spec is not None and spec.get("retryDelayMinutes") is None:
+        spec["retryDelayMinutes"] = 15
 
 
 def workload(*, v1beta1: bool) -> KueueDefaulter:

@@ -1,5 +1,5 @@
 """Kueue's ``kueue.x-k8s.io/v1beta1`` quota kinds: ResourceFlavor, ClusterQueue, LocalQueue,
-WorkloadPriorityClass and Workload.
+WorkloadPriorityClass, Workload and AdmissionCheck.
 
 Field-compatible with Kueue's ``apis/kueue/v1beta1`` types, so YAML written for a Kueue cluster
 applies to the hub unchanged; unknown spec fields are refused (or pruned with
@@ -107,7 +107,7 @@ REASON_CLUSTER_QUEUE_STOPPED: Final = "ClusterQueueStopped"
 REASON_LOCAL_QUEUE_STOPPED: Final = "LocalQueueStopped"
 REASON_CLUSTER_QUEUE_RESTARTED: Final = "ClusterQueueRestarted"
 REASON_LOCAL_QUEUE_RESTARTED: Final = "LocalQueueRestarted"
-# ClusterQueue and LocalQueue condition type (Kueue's name).
+# ClusterQueue, LocalQueue and AdmissionCheck condition type (Kueue's name).
 COND_ACTIVE: Final = "Active"
 
 MAX_ITEMS: Final = 16
@@ -483,6 +483,22 @@ class Admission(WireModel):
     """The flavors of each pod set."""
 
 
+CheckState = Literal["Pending", "Ready", "Retry", "Rejected"]
+
+
+class AdmissionCheckState(WireModel):
+    name: str = Field(max_length=316)
+    """The AdmissionCheck."""
+    state: CheckState
+    """Pending (not decided yet), Ready (passed), Retry (evict and try again), Rejected (deactivate)."""
+    last_transition_time: str
+    """When the state last changed."""
+    message: str = Field(max_length=32768)
+    """Why, in words (may be empty)."""
+    pod_set_updates: list[dict[str, Any]] | None = Field(default=None, max_length=8)
+    """Changes the check asks of the pod sets (served; not applied by the hub)."""
+
+
 class WorkloadStatus(WireModel):
     admission: Admission | None = None
     """Where the workload holds quota, and in which flavors."""
@@ -493,8 +509,16 @@ class WorkloadStatus(WireModel):
     admitted again (requeueAt)."""
     reclaimable_pods: list[dict[str, Any]] | None = None
     """Pods whose quota may be released early (not used by the hub)."""
-    admission_checks: list[dict[str, Any]] | None = None
-    """States of admission checks (not used by the hub)."""
+    admission_checks: list[AdmissionCheckState] | None = Field(default=None, max_length=8)
+    """The state of each admission check of its ClusterQueue, set by the check's controller;
+    the Workload is Admitted once all are Ready."""
+
+    @field_validator("admission_checks")
+    @classmethod
+    def _checks_once(cls, checks: list[AdmissionCheckState] | None) -> list[AdmissionCheckState] | None:
+        if checks is not None:
+            unique_names(checks, "admission check")
+        return checks
     resource_requests: list[dict[str, Any]] | None = None
     """Total requests per pod set (not written by the hub)."""
 
@@ -509,3 +533,46 @@ class Workload(SpecModel):
     """The pods needed, the queue and the priority."""
     status: WorkloadStatus | None = None
     """Admission and conditions."""
+
+
+# ---------------------------------------------------------------------------------------------
+# AdmissionCheck
+# ---------------------------------------------------------------------------------------------
+
+_DNS_SUBDOMAIN: Final = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+
+
+class AdmissionCheckParametersReference(SpecModel):
+    api_group: str = Field(max_length=253, pattern=_DNS_SUBDOMAIN)
+    """The group of the object holding the check's parameters."""
+    kind: str = Field(max_length=63, pattern=r"^(?i)[a-z]([-a-z0-9]*[a-z0-9])?$")
+    """Its kind."""
+    name: str = Field(max_length=63, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+    """Its name."""
+
+
+class AdmissionCheckSpec(SpecModel):
+    controller_name: str
+    """The controller that decides the check (immutable)."""
+    retry_delay_minutes: int | None = None
+    """Deprecated by Kueue (default 15; not used)."""
+    parameters: AdmissionCheckParametersReference | None = None
+    """An object with the check's parameters, read by its controller."""
+
+
+class AdmissionCheckStatus(WireModel):
+    conditions: list[Condition] | None = None
+    """Active: set by the check's controller when it is ready to decide workloads' checks."""
+
+
+class AdmissionCheck(SpecModel):
+    """A check a workload must pass, besides quota, to be admitted (Kueue's AdmissionCheck); a
+    ClusterQueue names its checks, and the check's controller sets each Workload's state of it."""
+
+    api_version: Literal["kueue.x-k8s.io/v1beta1"] = API_VERSION
+    kind: Literal["AdmissionCheck"] = "AdmissionCheck"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: AdmissionCheckSpec
+    """The controller and its parameters."""
+    status: AdmissionCheckStatus | None = None
+    """The check's conditions."""

@@ -12,7 +12,8 @@ commands read) and serves v1beta2 by converting every read and write
 * LocalQueue: ``status.flavorUsage`` is ``status.flavorsUsage``.
 * Workload: ``spec.priorityClassName`` and ``spec.priorityClassSource`` are one
   ``spec.priorityClassRef`` (group, kind, name).
-* Cohort (v1beta1 and v1beta2), ResourceFlavor and WorkloadPriorityClass: the same fields.
+* Cohort (v1beta1 and v1beta2), ResourceFlavor, WorkloadPriorityClass and AdmissionCheck: the
+  same fields.
 """
 
 from __future__ import annotations
@@ -38,6 +39,13 @@ class ResourceFlavor(v1beta1.ResourceFlavor):
 class WorkloadPriorityClass(v1beta1.WorkloadPriorityClass):
     """A priority for queued workloads (Kueue's WorkloadPriorityClass), named by the label
     kueue.x-k8s.io/priority-class; higher values are admitted first."""
+
+    api_version: Literal["kueue.x-k8s.io/v1beta2"] = API_VERSION  # type: ignore[assignment]
+
+
+class AdmissionCheck(v1beta1.AdmissionCheck):
+    """A check a workload must pass, besides quota, to be admitted (Kueue's AdmissionCheck); a
+    ClusterQueue names its checks, and the check's controller sets each Workload's state of it."""
 
     api_version: Literal["kueue.x-k8s.io/v1beta2"] = API_VERSION  # type: ignore[assignment]
 

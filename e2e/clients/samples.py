@@ -262,6 +262,7 @@ SPECS: dict[tuple[str, str], Builder] = {
         }
     },
     ("kueue.x-k8s.io", "LocalQueue"): lambda name: {"spec": {"clusterQueue": name}},
+    ("kueue.x-k8s.io", "AdmissionCheck"): lambda name: {"spec": {"controllerName": "example.com/" + name}},
     ("kueue.x-k8s.io", "Cohort"): lambda name: {"spec": {"fairSharing": {"weight": "2"}}},
     ("kueue.x-k8s.io", "WorkloadPriorityClass"): lambda name: {"value": 1000, "description": "clients suite"},
     ("kueue.x-k8s.io", "Workload"): lambda name: {

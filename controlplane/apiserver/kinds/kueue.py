@@ -1,4 +1,4 @@
-"""Kueue's quota kinds, served by the hub with Kueue's printer columns: at ``kueue.x-k8s.io/v1beta1``
+"""Kueue's quota kinds and AdmissionChecks, served by the hub with Kueue's printer columns: at ``kueue.x-k8s.io/v1beta1``
 (stored) and ``v1beta2`` (converted on every read and write, :mod:`controlplane.apis.kueue_conversion`),
 and the Cohort at ``v1alpha1`` (stored), ``v1beta1`` and ``v1beta2``.
 
@@ -20,6 +20,7 @@ from controlplane.apis import kueue_conversion as convert
 from controlplane.apis import kueue_defaulting as defaulting
 from controlplane.apis import kueue_v1alpha1, kueue_v1beta2
 from controlplane.apis import kueue_v1beta1 as kueue
+from controlplane.apis.kube.field import ErrorType, FieldError
 from controlplane.apiserver.kinds import cells
 from controlplane.apiserver.resources import AGE, ResourceType, TableColumn, VersionConversion
 
@@ -106,6 +107,23 @@ WORKLOAD = ResourceType(
 )
 
 
+
+def _controller_name_kept(obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
+    """Kueue's CRD rule ``self == oldSelf`` on ``spec.controllerName``, as kube reports a failed rule."""
+    if old is None or (obj.get("spec") or {}).get("controllerName") == (old.get("spec") or {}).get("controllerName"):
+        return []
+    return [FieldError(ErrorType.INVALID, "spec.controllerName", 'Invalid value: "string": field is immutable')]
+
+
+ADMISSION_CHECK = ResourceType(
+    kueue.API_GROUP, kueue.VERSION, "AdmissionCheck", "admissionchecks", "admissioncheck", namespaced=False, has_status=True,
+    model=kueue.AdmissionCheck,
+    defaults=defaulting.admission_check,
+    defaults_on_read=defaulting.admission_check,
+    validate=_controller_name_kept,
+)
+
+
 _TO_V1BETA2 = convert.to_version(kueue_v1beta2.API_VERSION)
 
 RESOURCE_FLAVOR_V1BETA2 = _v1beta2(
@@ -129,6 +147,9 @@ WORKLOAD_V1BETA2 = _v1beta2(
     WORKLOAD, kueue_v1beta2.Workload, convert.workload_to_v1beta1, convert.workload_to_v1beta2,
     defaults=defaulting.workload(v1beta1=False),
 )
+ADMISSION_CHECK_V1BETA2 = _v1beta2(
+    ADMISSION_CHECK, kueue_v1beta2.AdmissionCheck, convert.to_version(kueue.API_VERSION), _TO_V1BETA2
+)
 _COHORT_TO_STORAGE = convert.to_version(kueue_v1alpha1.API_VERSION)
 COHORT_V1BETA2 = _v1beta2(COHORT, kueue_v1beta2.Cohort, _COHORT_TO_STORAGE, _TO_V1BETA2)
 COHORT_V1BETA1 = replace(
@@ -142,7 +163,7 @@ def kueue_resources() -> list[ResourceType]:
     version), then v1beta1, then v1alpha1."""
     return [
         RESOURCE_FLAVOR_V1BETA2, CLUSTER_QUEUE_V1BETA2, LOCAL_QUEUE_V1BETA2, WORKLOAD_PRIORITY_CLASS_V1BETA2,
-        WORKLOAD_V1BETA2, COHORT_V1BETA2,
-        RESOURCE_FLAVOR, CLUSTER_QUEUE, LOCAL_QUEUE, WORKLOAD_PRIORITY_CLASS, WORKLOAD, COHORT_V1BETA1,
+        WORKLOAD_V1BETA2, COHORT_V1BETA2, ADMISSION_CHECK_V1BETA2,
+        RESOURCE_FLAVOR, CLUSTER_QUEUE, LOCAL_QUEUE, WORKLOAD_PRIORITY_CLASS, WORKLOAD, COHORT_V1BETA1, ADMISSION_CHECK,
         COHORT,
     ]

@@ -108,6 +108,11 @@ KIND_DESCRIPTIONS: dict[str, str] = {
         "Workload is one queued workload's claim on quota (Kueue's kind): the hub creates it, admits it "
         "when its ClusterQueue's quota allows, and only then propagates the workload."
     ),
+    "AdmissionCheck": (
+        "AdmissionCheck is a check a queued workload must pass besides quota (Kueue's kind): a ClusterQueue "
+        "names its checks, the check's controller sets each Workload's state of it, and the workload is "
+        "admitted once every check is Ready."
+    ),
     "WorkloadRebalancer": (
         "WorkloadRebalancer asks for a fresh placement of the workloads it lists, as if they ran nowhere "
         "(Karmada's apps.karmada.io kind); its status gives the result per workload, and it is deleted "
