@@ -248,6 +248,18 @@ def deactivate_cycles(queues: Mapping[str, ClusterQueue], cycles: Iterable[str])
     }
 
 
+def deactivate_unusable_checks(
+    queues: Mapping[str, ClusterQueue], unusable: Mapping[str, tuple[list[str], list[str]]]
+) -> dict[str, ClusterQueue]:
+    """The queues, those naming a missing or inactive AdmissionCheck (``unusable``: by queue,
+    :func:`controlplane.admission.checks.unusable_checks`) inactive, as Kueue holds them."""
+    return {
+        name: dataclasses.replace(q, inactive_reason="references missing or inactive AdmissionCheck(s)")
+        if q.inactive_reason is None and any(unusable.get(name, ((), ()))) else q
+        for name, q in queues.items()
+    }
+
+
 def missing_flavors(obj: Mapping[str, Any], flavors: Mapping[str, Mapping[str, str]]) -> list[str]:
     """The ResourceFlavors a ClusterQueue names that do not exist, in the order it names them."""
     named = (str(fq.get("name")) for g in (obj.get("spec") or {}).get("resourceGroups") or () for fq in g.get("flavors") or ())

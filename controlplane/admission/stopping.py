@@ -79,10 +79,12 @@ def waiting_in_stopped(local_queue: Mapping[str, Any], queue_name: str) -> str |
 
 
 def cluster_queue_active(
-    cluster_queue: Mapping[str, Any], missing_flavors: Sequence[str], inactive_reason: str | None
+    cluster_queue: Mapping[str, Any], missing_flavors: Sequence[str], inactive_reason: str | None,
+    missing_checks: Sequence[str] = (), inactive_checks: Sequence[str] = (),
 ) -> dict[str, str]:
-    """A ClusterQueue's ``Active`` condition: stopped, missing ResourceFlavors, or another
-    reason the admission core holds it inactive (``inactive_reason``, e.g. a cohort cycle)."""
+    """A ClusterQueue's ``Active`` condition: stopped, missing ResourceFlavors, missing or
+    inactive AdmissionChecks, or another reason the admission core holds it inactive
+    (``inactive_reason``, e.g. a cohort cycle)."""
     reasons: list[str] = []
     messages: list[str] = []
     if is_stopped(cluster_queue):
@@ -91,6 +93,12 @@ def cluster_queue_active(
     if missing_flavors:
         reasons.append("FlavorNotFound")
         messages.append(f"references missing ResourceFlavor(s): [{' '.join(missing_flavors)}]")
+    if missing_checks:
+        reasons.append("AdmissionCheckNotFound")
+        messages.append(f"references missing AdmissionCheck(s): [{' '.join(missing_checks)}]")
+    if inactive_checks:
+        reasons.append("AdmissionCheckInactive")
+        messages.append(f"references inactive AdmissionCheck(s): [{' '.join(inactive_checks)}]")
     if not reasons and inactive_reason is not None:
         reasons.append("Unknown")
         messages.append(inactive_reason)

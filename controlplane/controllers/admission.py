@@ -29,6 +29,9 @@ ClusterQueues, LocalQueues, WorkloadPriorityClasses and Workloads (informers). O
 * with ``--kueue-fair-sharing`` the cycle runs with Kueue's fair sharing over the tree of cohorts
   (``kueue.x-k8s.io/v1alpha1`` Cohorts: parents, quota, weights), and ClusterQueues and Cohorts
   get ``status.fairSharing.weightedShare``;
+* Kueue's admission checks (:mod:`controlplane.controllers.admissionchecks`): a Workload whose
+  ClusterQueue names checks gets QuotaReserved and its checks ``Pending``, and Admitted only once
+  every check is Ready; a ClusterQueue naming a missing or inactive check admits nothing;
 * ClusterQueue and LocalQueue status: pending/reserving/admitted counts, usage per flavor, the
   condition ``Active``;
 * a finished workload's Workload gets Finished=True, and its quota is free again; a deleted
@@ -48,15 +51,16 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any, Final
 
+from controlplane.admission import checks, requeuing, stopping
 from controlplane.admission import objects as adm
 from controlplane.admission import pending as pending_order
-from controlplane.admission import requeuing, stopping
 from controlplane.admission.core import ClusterQueue, Pending, Target, Usage, Waiting, decide
 from controlplane.admission.core.preemption import HUMAN_REASONS
 from controlplane.admission.metrics import QueueMetrics, local_queue_figures, queue_figures
 from controlplane.apis import kueue_v1beta1 as kueue
 from controlplane.apis.events import EventType
 from controlplane.apis.meta import parse_time
+from controlplane.controllers.admissionchecks import AdmissionChecking
 from controlplane.controllers.admissiongate import API, JOB, Kinds, owner_of
 from controlplane.controllers.context import ControllerContext
 from controlplane.controllers.events import EventReason, record_event
@@ -94,8 +98,10 @@ class AdmissionController(KeyedController[Key]):
         if self.kinds.workload is None:
             return
         self.requeuing = Requeuing(ctx, self.kinds.workload, metrics=metrics)
+        self.checking = AdmissionChecking(ctx, self.kinds.workload, assume=self._assume, metrics=metrics)
         ctx.add_workload_handler(self._on_source)
-        for rt in (self.kinds.cluster_queue, self.kinds.local_queue, self.kinds.flavor, self.kinds.workload, self.kinds.cohort):
+        kinds = self.kinds
+        for rt in (kinds.cluster_queue, kinds.local_queue, kinds.flavor, kinds.workload, kinds.cohort, kinds.admission_check):
             if rt is not None:
                 ctx.informer(rt).add_handler(self._on_queue_object)
         ctx.informer(self.kinds.workload).add_handler(self._on_workload)
@@ -108,15 +114,19 @@ class AdmissionController(KeyedController[Key]):
 
     async def _on_queue_object(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         if spec_unchanged(old, obj, event) and (
-            obj.get("kind") != "Workload"
-            or (adm.is_finished(old) == adm.is_finished(obj) and adm.admission_of(old) == adm.admission_of(obj))
+            obj.get("kind") not in ("Workload", "AdmissionCheck")
+            or (obj.get("kind") == "Workload" and adm.is_finished(old) == adm.is_finished(obj)
+                and adm.admission_of(old) == adm.admission_of(obj) and checks.states_of(old) == checks.states_of(obj))
         ):
             return
         await self.loop.add(CYCLE)
 
     async def _on_workload(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         owner = owner_of(obj)
-        if owner is not None and (old is None or adm.admission_of(old) != adm.admission_of(obj)):
+        if owner is not None and (
+            old is None or adm.admission_of(old) != adm.admission_of(obj)
+            or adm.is_true(old, kueue.COND_ADMITTED) != adm.is_true(obj, kueue.COND_ADMITTED)
+        ):
             await self.loop.add(("workload", owner.api_version, owner.kind, owner.namespace, owner.name))
 
     async def reconcile(self, key: Key) -> float | None:
@@ -256,6 +266,8 @@ class AdmissionController(KeyedController[Key]):
         queues = {name: adm.cluster_queue(o, flavors) for name, o in cq_objs.items()}
         usage = Usage(queues, cohorts)  # the quota tree, built once per cycle
         queues = adm.deactivate_cycles(queues, usage.cycles)
+        unusable = {name: checks.unusable_checks(o, kinds.admission_checks()) for name, o in cq_objs.items()}
+        queues = adm.deactivate_unusable_checks(queues, unusable)
         fair_sharing = self.ctx.settings.kueue_fair_sharing
         lqs = {(str(o["metadata"].get("namespace")), str(o["metadata"]["name"])): o for o in kinds.items(kinds.local_queue)}
         namespaces = {str(o["metadata"]["name"]): (o["metadata"].get("labels") or {}) for o in self.ctx.informer(self.ctx.namespace_rt).items()}
@@ -282,6 +294,8 @@ class AdmissionController(KeyedController[Key]):
                     continue
                 if deadline is not None:
                     wake.append((deadline - now).total_seconds())
+                if await self.checking.follow(wl, cq_objs.get(held.queue)):
+                    continue  # evicted by a check: its quota is free for this cycle
                 admitted.append(held)
                 continue
             namespace, queue_name = adm.local_queue_of(wl)
@@ -322,7 +336,7 @@ class AdmissionController(KeyedController[Key]):
         holders = {a.key: a.queue for a in admitted} | {d.key: d.queue for d in decisions.admitted}
         queued = (*decisions.waiting, *backing_off)  # backing off: pending, though no candidate yet
         active = {
-            name: stopping.cluster_queue_active(o, adm.missing_flavors(o, flavors), queues[name].inactive_reason)
+            name: stopping.cluster_queue_active(o, adm.missing_flavors(o, flavors), queues[name].inactive_reason, *unusable[name])
             for name, o in cq_objs.items()
         }
         if self.metrics is not None:
@@ -364,6 +378,11 @@ class AdmissionController(KeyedController[Key]):
         updated = copy.deepcopy(wl)
         status = updated.setdefault("status", {})
         status["admission"] = admission
+        cq = next((o for o in self.kinds.items(self.kinds.cluster_queue) if o["metadata"]["name"] == queue), None)
+        states = checks.synced_states(checks.states_of(wl), checks.check_names(cq, admission) if cq else (), now=now)
+        if states:
+            status["admissionChecks"] = states
+        admitted = checks.all_ready(states)
         conditions = status.get("conditions") or []
         for ctype in (kueue.COND_EVICTED, kueue.COND_PREEMPTED):
             # As Kueue does on readmission: the eviction is history.
@@ -375,10 +394,11 @@ class AdmissionController(KeyedController[Key]):
         for cond in (
             {"type": kueue.COND_QUOTA_RESERVED, "status": "True", "reason": kueue.REASON_QUOTA_RESERVED,
              "message": f"Quota reserved in ClusterQueue {queue}"},
-            {"type": kueue.COND_ADMITTED, "status": "True", "reason": kueue.REASON_ADMITTED,
-             "message": "The workload is admitted"},
+            # With admission checks, Admitted waits for them (:mod:`controlplane.controllers.admissionchecks`).
+            *([{"type": kueue.COND_ADMITTED, "status": "True", "reason": kueue.REASON_ADMITTED,
+                "message": "The workload is admitted"}] if admitted else []),
             # Admitted with its job suspended: the PodsReady timeout counts from now.
-            *([requeuing.pods_ready_condition(False)] if self.ctx.settings.wait_for_pods_ready.enabled else []),
+            *([requeuing.pods_ready_condition(False)] if admitted and self.ctx.settings.wait_for_pods_ready.enabled else []),
         ):
             conditions = with_condition(conditions, cond, now=now)
         status["conditions"] = conditions
@@ -388,8 +408,9 @@ class AdmissionController(KeyedController[Key]):
             self.metrics.admitted(queue, waited_seconds=self._waited(wl), local_queue=adm.local_queue_of(wl))
         await record_event(self.ctx, written, type=EventType.NORMAL, reason=EventReason.QUOTA_RESERVED,
                            message=f"Quota reserved in ClusterQueue {queue}")
-        await record_event(self.ctx, written, type=EventType.NORMAL, reason=EventReason.ADMITTED,
-                           message=f"Admitted by ClusterQueue {queue}")
+        if admitted:
+            await record_event(self.ctx, written, type=EventType.NORMAL, reason=EventReason.ADMITTED,
+                               message=f"Admitted by ClusterQueue {queue}")
 
     def _waited(self, wl: Mapping[str, Any]) -> float:
         """Seconds since the Workload was created or, evicted, requeued (Kueue's admission wait)."""

@@ -13,8 +13,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from controlplane.admission import checks, requeuing
 from controlplane.admission import objects as adm
-from controlplane.admission import requeuing
 from controlplane.apis import kueue_v1alpha1
 from controlplane.apis import kueue_v1beta1 as kueue
 from controlplane.controllers.context import ControllerContext
@@ -47,6 +47,7 @@ class Kinds:
     flavor: ResourceType | None = field(init=False)
     priority_class: ResourceType | None = field(init=False)
     cohort: ResourceType | None = field(init=False)
+    admission_check: ResourceType | None = field(init=False)
 
     def __post_init__(self) -> None:
         kind = self.ctx.registry.for_kind
@@ -54,12 +55,17 @@ class Kinds:
         self.local_queue, self.flavor = kind(API, "LocalQueue"), kind(API, "ResourceFlavor")
         self.priority_class = kind(API, "WorkloadPriorityClass")
         self.cohort = kind(COHORT_API, "Cohort")
+        self.admission_check = kind(API, "AdmissionCheck")
 
     def items(self, rt: ResourceType | None) -> list[dict[str, Any]]:
         return self.ctx.informer(rt).items() if rt is not None else []
 
     def flavors(self) -> dict[str, dict[str, str]]:
         return adm.flavor_labels(self.items(self.flavor))
+
+    def admission_checks(self) -> dict[str, dict[str, Any]]:
+        """The AdmissionChecks by name."""
+        return {str(o["metadata"]["name"]): o for o in self.items(self.admission_check)}
 
     def workload_of(self, ref: WorkloadRef) -> dict[str, Any] | None:
         if self.workload is None:
@@ -107,6 +113,8 @@ class AdmissionGate:
             cond = adm.condition(wl, kueue.COND_QUOTA_RESERVED) or {}
             why = cond.get("message") or "not admitted yet"
             held = f"waiting for quota (Workload {adm.key_of(wl)}): {why}"
+            if admission is not None:
+                held = f"waiting for admission checks (Workload {adm.key_of(wl)}): {checks.waiting_on(checks.states_of(wl))}"
             if not requeuing.is_active(wl):
                 held = f"its Workload {adm.key_of(wl)} is deactivated (spec.active: false)"
             elif requeuing.requeue_at(wl) is not None and (state := (wl.get("status") or {}).get("requeueState") or {}).get("requeueAt"):

@@ -54,6 +54,8 @@ class EventReason(StrEnum):
     EVICTED_REQUEUING_LIMIT = "EvictedDueToInactiveWorkloadRequeuingLimitExceeded"
     EVICTED_CLUSTER_QUEUE_STOPPED = "EvictedDueToClusterQueueStopped"
     EVICTED_LOCAL_QUEUE_STOPPED = "EvictedDueToLocalQueueStopped"
+    EVICTED_ADMISSION_CHECK = "EvictedDueToAdmissionCheck"
+    ADMISSION_CHECK_REJECTED = "AdmissionCheckRejected"
 
 
 async def record_event(

@@ -5,8 +5,9 @@ its queue drained (``HoldAndDrain``). Out: one status write as Kueue leaves the 
 job has stopped — ``Evicted=True`` (the cause's reason and message), ``status.admission``
 removed, ``QuotaReserved=False`` (``Pending``), ``Admitted=False`` (``NoReservation``),
 ``Requeued`` (True when it is back in line at once, False while something holds it out) and any
-conditions of the cause (``Preempted``) — and an Event ``EvictedDueTo<reason>`` (or the cause's
-own). The queued workload's Job is then suspended again and the detector removes its binding
+conditions of the cause (``Preempted``), its admission checks back to ``Pending``
+(:func:`controlplane.admission.checks.reset_on_eviction`) — and an Event ``EvictedDueTo<reason>``
+(or the cause's own). The queued workload's Job is then suspended again and the detector removes its binding
 (:class:`controlplane.controllers.admissiongate.AdmissionGate`), so its pods stop in every member.
 """
 
@@ -17,6 +18,7 @@ import logging
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from controlplane.admission import checks
 from controlplane.admission import objects as adm
 from controlplane.apis import kueue_v1beta1 as kueue
 from controlplane.apis.events import EventType
@@ -56,6 +58,8 @@ async def evict(
     reason: str,
     message: str,
     event: EventReason | None = None,
+    event_type: EventType = EventType.NORMAL,
+    event_message: str | None = None,
     requeued: bool = False,
     also: Iterable[Mapping[str, Any]] = (),
     edit: Callable[[dict[str, Any]], None] | None = None,
@@ -65,10 +69,14 @@ async def evict(
     updated = copy.deepcopy(dict(workload))
     status = updated.setdefault("status", {})
     status.pop("admission", None)
-    set_conditions(status, [*evicted_conditions(reason, message, requeued=requeued), *also], now=ctx.now_text())
+    now = ctx.now_text()
+    set_conditions(status, [*evicted_conditions(reason, message, requeued=requeued), *also], now=now)
+    if status.get("admissionChecks"):
+        status["admissionChecks"] = checks.reset_on_eviction(checks.states_of(updated), now=now)
     if edit is not None:
         edit(status)
     written = await ctx.objects.update_status(rt, updated)
     log.info("Workload %s evicted (%s): %s", adm.key_of(workload), reason, message)
-    await record_event(ctx, written, type=EventType.NORMAL, reason=event or EventReason(f"{kueue.COND_EVICTED}DueTo{reason}"), message=message)
+    await record_event(ctx, written, type=event_type, reason=event or EventReason(f"{kueue.COND_EVICTED}DueTo{reason}"),
+                       message=event_message or message)
     return written

@@ -1,0 +1,179 @@
+"""Kueue's admission checks: a Workload holding quota is admitted only once every check of its
+ClusterQueue is Ready.
+
+In: a ClusterQueue (wire dict, stored at v1beta1: ``spec.admissionChecks`` and
+``spec.admissionChecksStrategy``), the AdmissionChecks the hub serves, and a Workload's
+``status.admissionChecks`` (the state of each check, set by the check's controller). Out, as
+Kueue's workload controller and ClusterQueue cache decide them:
+
+* :func:`check_names`: the checks a Workload must pass for the flavors it was given
+  (``AdmissionChecksForWorkload``: a rule with ``onFlavors`` applies when one of them was given);
+* :func:`synced_states`: its states with each such check added as ``Pending`` and the others
+  dropped, sorted by name (``syncAdmissionCheckConditions``);
+* :func:`admitted_condition`: its ``Admitted`` condition when it must change (``SyncAdmittedCondition``);
+* :func:`verdict`: whether a check says to evict and requeue it (``Retry``) or to deactivate it
+  (``Rejected``), with Kueue's reasons and messages;
+* :func:`reset_on_eviction`: the states an eviction leaves (``Pending``, "Reset to Pending
+  after eviction. Previously: Retry");
+* :func:`unusable_checks`: the checks a ClusterQueue names that do not exist or are not
+  ``Active`` (the queue is inactive until they are).
+
+Pure: times come in as RFC 3339 text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from controlplane.apis import kueue_v1beta1 as kueue
+
+PENDING: Final = "Pending"
+READY: Final = "Ready"
+RETRY: Final = "Retry"
+REJECTED: Final = "Rejected"
+
+#: The eviction reason of a check in ``Retry`` (Kueue's ``WorkloadEvictedByAdmissionCheck``).
+REASON_ADMISSION_CHECK: Final = "AdmissionCheck"
+RETRY_MESSAGE: Final = "At least one admission check is false"
+#: The eviction reason of a Workload deactivated by a ``Rejected`` check.
+REASON_DEACTIVATED: Final = "DeactivatedDueToAdmissionCheck"
+#: The Event of a deactivation by a ``Rejected`` check.
+EVENT_REJECTED: Final = "AdmissionCheckRejected"
+
+
+def _rules(cluster_queue: Mapping[str, Any]) -> dict[str, frozenset[str]]:
+    """Check name → the flavors it applies to (empty: all), in the order the queue names them."""
+    spec = cluster_queue.get("spec") or {}
+    rules: dict[str, frozenset[str]] = {str(name): frozenset() for name in spec.get("admissionChecks") or ()}
+    for rule in (spec.get("admissionChecksStrategy") or {}).get("admissionChecks") or ():
+        if isinstance(rule, Mapping) and rule.get("name"):
+            rules[str(rule["name"])] = frozenset(str(f) for f in rule.get("onFlavors") or ())
+    return rules
+
+
+def named_checks(cluster_queue: Mapping[str, Any]) -> list[str]:
+    """Every check a ClusterQueue names, for any flavor."""
+    return list(_rules(cluster_queue))
+
+
+def check_names(cluster_queue: Mapping[str, Any], admission: Mapping[str, Any] | None) -> set[str]:
+    """The checks a Workload admitted with ``admission`` (its ``status.admission``) must pass."""
+    given = {
+        str(flavor)
+        for psa in (admission or {}).get("podSetAssignments") or ()
+        for flavor in (psa.get("flavors") or {}).values()
+    }
+    return {name for name, on in _rules(cluster_queue).items() if not on or on & given}
+
+
+def states_of(workload: Mapping[str, Any]) -> list[dict[str, Any]]:
+    return [dict(s) for s in (workload.get("status") or {}).get("admissionChecks") or () if isinstance(s, Mapping)]
+
+
+def synced_states(states: Sequence[Mapping[str, Any]], names: Iterable[str], *, now: str) -> list[dict[str, Any]]:
+    """``states`` with each of ``names`` missing added as Pending and the others dropped, by name."""
+    wanted = set(names)
+    kept = {str(s.get("name")): dict(s) for s in states if s.get("name") in wanted}
+    for name in wanted - kept.keys():
+        kept[name] = {"name": name, "state": PENDING, "lastTransitionTime": now, "message": ""}
+    return [kept[name] for name in sorted(kept)]
+
+
+def all_ready(states: Iterable[Mapping[str, Any]]) -> bool:
+    return all(s.get("state") == READY for s in states)
+
+
+def admitted_condition(workload: Mapping[str, Any], states: Sequence[Mapping[str, Any]]) -> dict[str, str] | None:
+    """The ``Admitted`` condition of a Workload that holds quota, when it must change: True once
+    every check is Ready, False (``UnsatisfiedChecks``) when an admitted one has a check that is
+    not; None when it stays as it is."""
+    admitted = any(
+        c.get("type") == kueue.COND_ADMITTED and c.get("status") == "True"
+        for c in (workload.get("status") or {}).get("conditions") or ()
+    )
+    ready = all_ready(states)
+    if admitted == ready:
+        return None
+    if ready:
+        return {"type": kueue.COND_ADMITTED, "status": "True", "reason": kueue.REASON_ADMITTED,
+                "message": "The workload is admitted"}
+    return {"type": kueue.COND_ADMITTED, "status": "False", "reason": "UnsatisfiedChecks",
+            "message": "The workload has not all checks ready"}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the checks say of a Workload holding quota: evict it and requeue it (``deactivate``
+    False), or evict and deactivate it; ``reason`` and ``message`` are its eviction's."""
+
+    deactivate: bool
+    reason: str
+    message: str
+    event_message: str = ""
+    """The Event of a deactivation (Kueue's ``AdmissionCheckRejected``)."""
+
+
+def verdict(states: Sequence[Mapping[str, Any]]) -> Verdict | None:
+    """Rejected (any check): deactivate; else Retry (any check): evict and requeue; else None."""
+    rejected = [s for s in states if s.get("state") == REJECTED]
+    if rejected:
+        why = f"Admission check(s): {','.join(str(s.get('name')) for s in rejected)}, were rejected"
+        first = rejected[0]
+        return Verdict(
+            True, REASON_DEACTIVATED, f"The workload is deactivated due to {why}",
+            f"Deactivating workload because AdmissionCheck for {first.get('name')} was Rejected: {first.get('message', '')}",
+        )
+    if any(s.get("state") == RETRY for s in states):
+        return Verdict(False, REASON_ADMISSION_CHECK, RETRY_MESSAGE)
+    return None
+
+
+def reset_on_eviction(states: Sequence[Mapping[str, Any]], *, now: str) -> list[dict[str, Any]]:
+    """The states after an eviction: each that is not Pending becomes Pending (a Retry counts in
+    ``retryCount``), as Kueue's ``resetChecksOnEviction``."""
+    out: list[dict[str, Any]] = []
+    for s in states:
+        if s.get("state") == PENDING:
+            out.append(dict(s))
+            continue
+        reset: dict[str, Any] = {
+            "name": s.get("name"), "state": PENDING, "lastTransitionTime": now,
+            "message": f"Reset to Pending after eviction. Previously: {s.get('state')}",
+        }
+        if s.get("requeueAfterSeconds") is not None:
+            reset["requeueAfterSeconds"] = s["requeueAfterSeconds"]
+        if s.get("state") == RETRY:
+            count = s.get("retryCount")
+            reset["retryCount"] = (count if isinstance(count, int) else 0) + 1
+        out.append(reset)
+    return out
+
+
+def is_active(check: Mapping[str, Any]) -> bool:
+    """Whether an AdmissionCheck's controller set it ``Active=True``."""
+    return any(
+        c.get("type") == kueue.COND_ACTIVE and c.get("status") == "True"
+        for c in (check.get("status") or {}).get("conditions") or ()
+    )
+
+
+def unusable_checks(cluster_queue: Mapping[str, Any], checks: Mapping[str, Mapping[str, Any]]) -> tuple[list[str], list[str]]:
+    """(missing, inactive): the checks a ClusterQueue names that do not exist, and those whose
+    controller has not set them Active; ``checks``: the AdmissionChecks by name."""
+    names = named_checks(cluster_queue)
+    missing = [n for n in names if n not in checks]
+    inactive = [n for n in names if n in checks and not is_active(checks[n])]
+    return missing, inactive
+
+
+def waiting_on(states: Sequence[Mapping[str, Any]]) -> str:
+    """The checks a Workload waits on, in words: ``x (Pending: message), y (Retry)``."""
+    parts = []
+    for s in states:
+        if s.get("state") == READY:
+            continue
+        message = s.get("message") or ""
+        parts.append(f"{s.get('name')} ({s.get('state')}{': ' + message if message else ''})")
+    return ", ".join(parts)

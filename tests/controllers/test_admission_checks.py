@@ -1,0 +1,161 @@
+"""Kueue's admission checks at the hub: a Job whose ClusterQueue names an AdmissionCheck gets
+quota (QuotaReserved) and the check ``Pending``, and stays suspended and unpropagated until the
+check's controller sets it ``Ready`` (a status write, as ``kubectl patch --subresource=status``
+does); ``Retry`` evicts it back to its queue with the check reset to ``Pending``; ``Rejected``
+deactivates it. A ClusterQueue naming a missing or inactive check is inactive, as in Kueue."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from controlplane.apiserver.objects import ObjectStore
+from controlplane.controllers.manager import ControllerManager
+
+from .fleet import eventually, node_shape, propagation_policy, put_cluster, settled
+from .test_admission import KUEUE, PLACEMENT, condition, create, get, kueue_obj, team_queue
+from .test_admission_preemption import job, works_of
+from .test_admission_stopping import active
+
+
+def check(name: str) -> dict[str, Any]:
+    return kueue_obj("AdmissionCheck", name, spec={"controllerName": "example.com/budget"})
+
+
+async def set_active(objects: ObjectStore, name: str, status: str) -> None:
+    """What the check's controller does when it is ready to decide (``Active``)."""
+    obj = await get(objects, KUEUE, "AdmissionCheck", name, None)
+    assert obj is not None
+    obj["status"] = {"conditions": [{"type": "Active", "status": status, "reason": "Ready", "message": "",
+                                     "lastTransitionTime": "2026-01-01T00:00:00Z"}]}
+    await objects.update_status(objects.registry.require(KUEUE, "AdmissionCheck"), obj)
+
+
+async def set_state(objects: ObjectStore, wl_name: str, check_name: str, state: str, message: str = "") -> None:
+    """``kubectl patch workload <wl> --subresource=status``: the check's controller decides."""
+    wl = await get(objects, KUEUE, "Workload", wl_name)
+    assert wl is not None
+    for s in wl["status"]["admissionChecks"]:
+        if s["name"] == check_name:
+            s.update(state=state, message=message, lastTransitionTime="2026-01-01T00:00:01Z")
+    await objects.update_status(objects.registry.require(KUEUE, "Workload"), wl)
+
+
+async def fleet_with_check(objects: ObjectStore, manager: ControllerManager, *, active_check: bool = True) -> None:
+    await put_cluster(objects, "onprem", node_shape(2, gpus=8), labels={"gpufed.io/pool": "onprem"}, pods=[])
+    await create(objects, kueue_obj("ResourceFlavor", "onprem", spec={"nodeLabels": {"gpufed.io/pool": "onprem"}}))
+    await create(objects, check("budget"))
+    if active_check:
+        await set_active(objects, "budget", "True")
+    queue = team_queue("team-a", 8)
+    queue["spec"]["admissionChecks"] = ["budget"]
+    await create(objects, queue)
+    await create(objects, kueue_obj("LocalQueue", "team-a", "default", spec={"clusterQueue": "team-a"}))
+    await create(objects, propagation_policy("jobs", kind="Job", api_version="batch/v1", placement=PLACEMENT))
+    await settled(manager)
+
+
+async def workload(objects: ObjectStore) -> dict[str, Any]:
+    return await get(objects, KUEUE, "Workload", "job-a1") or {"spec": {}, "status": {}}
+
+
+async def reserved_with_checks(objects: ObjectStore) -> dict[str, Any]:
+    async def probe() -> dict[str, Any] | None:
+        wl = await workload(objects)
+        return wl if condition(wl, "QuotaReserved").get("status") == "True" and wl["status"].get("admissionChecks") else None
+    return await eventually(probe, what="quota reserved, checks pending")
+
+
+async def test_a_job_runs_only_once_its_admission_check_is_ready(objects: ObjectStore, manager: ControllerManager) -> None:
+    await fleet_with_check(objects, manager)
+    await create(objects, job("a1", "team-a"))
+    wl = await reserved_with_checks(objects)
+    [state] = wl["status"]["admissionChecks"]
+    assert (state["name"], state["state"], state["message"]) == ("budget", "Pending", "")
+    assert state["lastTransitionTime"]
+    assert condition(wl, "Admitted") == {}
+    await settled(manager)
+    hub_job = await get(objects, "batch/v1", "Job", "a1")
+    assert hub_job is not None and hub_job["spec"]["suspend"] is True
+    assert await works_of(objects, "a1") == []
+    assert "waiting for admission checks (Workload default/job-a1): budget (Pending)" in condition(hub_job, "Propagated")["message"]
+
+    await set_state(objects, "job-a1", "budget", "Ready")
+
+    async def admitted() -> dict[str, Any] | None:
+        wl = await workload(objects)
+        return wl if condition(wl, "Admitted").get("status") == "True" else None
+
+    wl = await eventually(admitted, what="admitted once its check is ready")
+    assert (condition(wl, "Admitted")["reason"], condition(wl, "Admitted")["message"]) == ("Admitted", "The workload is admitted")
+    assert await eventually(lambda: works_of(objects, "a1"), what="a1 propagated")
+    hub_job = await get(objects, "batch/v1", "Job", "a1")
+    assert hub_job is not None and hub_job["spec"]["suspend"] is False
+
+
+async def test_retry_evicts_and_requeues_with_the_check_pending_again(objects: ObjectStore, manager: ControllerManager) -> None:
+    await fleet_with_check(objects, manager)
+    await create(objects, job("a1", "team-a"))
+    first = await reserved_with_checks(objects)
+    await set_state(objects, "job-a1", "budget", "Retry", "no budget this hour")
+
+    async def requeued() -> dict[str, Any] | None:
+        wl = await workload(objects)
+        [state] = wl["status"]["admissionChecks"]
+        return wl if state["state"] == "Pending" and state["message"] else None
+
+    wl = await eventually(requeued, what="evicted by the check and its state reset")
+    [state] = wl["status"]["admissionChecks"]
+    assert (state["message"], state.get("retryCount")) == ("Reset to Pending after eviction. Previously: Retry", 1)
+    evicted = condition(wl, "Evicted")  # readmitted at once, the eviction is history
+    assert "At least one admission check is false" in evicted["message"]
+    assert evicted["status"] == "True" or evicted["message"] == "Previously: At least one admission check is false"
+    # Back in line at once: its quota is reserved again, and it waits for the check again.
+    again = await reserved_with_checks(objects)
+    assert condition(again, "Admitted").get("status") != "True"
+    assert condition(again, "QuotaReserved")["lastTransitionTime"] >= condition(first, "QuotaReserved")["lastTransitionTime"]
+    assert condition(again, "Requeued")["status"] == "True"
+    events = (await objects.list(objects.registry.require("v1", "Event"), namespace="default")).items
+    assert any(e["reason"] == "EvictedDueToAdmissionCheck" and e["involvedObject"]["name"] == "job-a1" for e in events)
+
+
+async def test_rejected_deactivates_the_workload(objects: ObjectStore, manager: ControllerManager) -> None:
+    await fleet_with_check(objects, manager)
+    await create(objects, job("a1", "team-a"))
+    await reserved_with_checks(objects)
+    await set_state(objects, "job-a1", "budget", "Rejected", "over budget")
+
+    async def deactivated() -> dict[str, Any] | None:
+        wl = await workload(objects)
+        return wl if wl["spec"].get("active") is False and condition(wl, "Evicted").get("status") == "True" else None
+
+    wl = await eventually(deactivated, what="deactivated by the rejection")
+    evicted = condition(wl, "Evicted")
+    assert (evicted["reason"], evicted["message"]) == (
+        "DeactivatedDueToAdmissionCheck", "The workload is deactivated due to Admission check(s): budget, were rejected")
+    assert "admission" not in wl["status"]
+    await settled(manager)
+    assert "admission" not in (await workload(objects))["status"]  # not admitted again
+    events = (await objects.list(objects.registry.require("v1", "Event"), namespace="default")).items
+    [warning] = [e for e in events if e["reason"] == "AdmissionCheckRejected"]
+    assert (warning["type"], warning["message"]) == (
+        "Warning", "Deactivating workload because AdmissionCheck for budget was Rejected: over budget")
+
+
+async def test_a_cluster_queue_with_a_missing_or_inactive_check_admits_nothing(
+    objects: ObjectStore, manager: ControllerManager,
+) -> None:
+    await fleet_with_check(objects, manager, active_check=False)
+    assert await active(objects, "ClusterQueue", "team-a") == (
+        "False", "AdmissionCheckInactive", "Can't admit new workloads: references inactive AdmissionCheck(s): [budget].")
+    await create(objects, job("a1", "team-a"))
+    await settled(manager)
+    assert condition(await workload(objects), "QuotaReserved").get("status") == "False"
+    await objects.delete(objects.registry.require(KUEUE, "AdmissionCheck"), name="budget")
+    await settled(manager)
+    assert await active(objects, "ClusterQueue", "team-a") == (
+        "False", "AdmissionCheckNotFound", "Can't admit new workloads: references missing AdmissionCheck(s): [budget].")
+    await create(objects, check("budget"))
+    await set_active(objects, "budget", "True")
+    await reserved_with_checks(objects)
+    await settled(manager)
+    assert await active(objects, "ClusterQueue", "team-a") == ("True", "Ready", "Can admit new workloads")
