@@ -6,7 +6,8 @@ Out: lines — the LocalQueue and ClusterQueue (cohort, queueing strategy), the 
 QuotaReserved condition (Kueue's reason and message: which flavor and resource lacks quota,
 how much more is needed), a queue's ``stopPolicy`` when it is stopped, the ClusterQueue's quota and usage for what the workload asks, its
 eviction if it was preempted, its position among the workloads waiting in the ClusterQueue and
-in its LocalQueue, and once admitted the flavor each pod set got and whether the ClusterQueue borrows.
+in its LocalQueue, once its quota is reserved the admission checks it still waits for (each with
+its state and message), and once admitted the flavor each pod set got and whether the ClusterQueue borrows.
 
 The positions are the hub's own: read from Kueue's visibility API (``pendingworkloads`` of the
 ClusterQueue and of the LocalQueue), which lists the waiting Workloads in the order the hub's
@@ -20,8 +21,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any, Final
 
+from controlplane.admission import checks, requeuing, stopping
 from controlplane.admission import objects as adm
-from controlplane.admission import requeuing, stopping
 from controlplane.apis import kueue_v1beta1 as kueue
 from gpufed.hubclient import HubClient, HubError
 
@@ -156,6 +157,10 @@ def render_queue(
     else:
         lines.append(_line("Admission:", f"QuotaReserved={reserved.get('status')} ({reserved.get('reason')}): "
                            f"{reserved.get('message') or ''}".rstrip()))
+    if admission:  # quota reserved: the ClusterQueue's admission checks decide the rest
+        lines.append(_line("Checks:", f"waiting for admission checks: {checks.waiting_on(checks.states_of(workload))}"))
+        lines.extend(_assignment_lines(admission, spec.get("podSets") or []))
+        return lines
     evicted = adm.condition(workload, kueue.COND_EVICTED)
     if evicted is not None and evicted.get("status") == "True":
         lines.append(_line("Evicted:", f"{evicted.get('reason')}: {evicted.get('message') or ''}".rstrip()))

@@ -193,3 +193,20 @@ def _position(lines: list[str]) -> str:
     found = [line for line in lines if line.startswith("Position:")]
     assert len(found) == 1, lines
     return found[0].removeprefix("Position:").strip().removesuffix(" (higher priority first, then older)")
+
+
+def test_a_workload_with_quota_names_the_admission_checks_it_waits_for() -> None:
+    me = workload("me", status={
+        "admission": ADMITTED["admission"],
+        "conditions": [{"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved",
+                        "message": "Quota reserved in ClusterQueue cq"}],
+        "admissionChecks": [
+            {"name": "budget", "state": "Ready", "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"},
+            {"name": "prov", "state": "Pending", "message": "waiting for nodes", "lastTransitionTime": "2026-01-01T00:00:00Z"},
+        ],
+    })
+    text = "\n".join(render_queue(me, local_queue={"spec": {"clusterQueue": "cq"}}, cluster_queue=None,
+                                  cluster_queue_place=None, local_queue_place=None))
+    assert "Checks:      waiting for admission checks: prov (Pending: waiting for nodes)" in text
+    assert f"Flavors:     main x2: {GPU}=a100" in text
+    assert "Position:" not in text

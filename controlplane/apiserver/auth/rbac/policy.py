@@ -175,7 +175,9 @@ def cluster_roles() -> list[dict[str, Any]]:
 
 KUEUE_GROUP: Final = "kueue.x-k8s.io"
 KUEUE_VISIBILITY_GROUP: Final = "visibility.kueue.x-k8s.io"
-_KUEUE_KINDS: Final = ("resourceflavors", "clusterqueues", "localqueues", "workloadpriorityclasses", "workloads", "cohorts")
+_KUEUE_KINDS: Final = (
+    "resourceflavors", "clusterqueues", "localqueues", "workloadpriorityclasses", "workloads", "cohorts", "admissionchecks",
+)
 _WORKLOAD_KINDS: Final = (("kubeflow.org", ("pytorchjobs", "mpijobs")), ("ray.io", ("rayjobs", "rayclusters")))
 
 
