@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Final, Generic, TypeVar
@@ -108,6 +108,8 @@ class QueueFigures:
     resources: tuple[ResourceFigures, ...]
     weighted_share: int | None = None
     """Its fair-sharing weighted share (None: fair sharing is off)."""
+    admitted: int | None = None
+    """Of ``reserving``, those admitted (None: all; fewer while admission checks are pending)."""
 
 
 def queue_figures(
@@ -118,16 +120,20 @@ def queue_figures(
     holders: Mapping[str, str],
     *,
     fair_sharing: bool = False,
+    admitted: Collection[str] | None = None,
 ) -> list[QueueFigures]:
     """Each ClusterQueue's figures: ``waiting`` (its reason says active or inadmissible),
-    ``holders`` (Workload key → the ClusterQueue whose quota it holds) and ``usage`` (with
-    ``fair_sharing``, its weighted share too). Pure."""
+    ``holders`` (Workload key → the ClusterQueue whose quota it holds; ``admitted``: those of
+    them admitted, None: all) and ``usage`` (with ``fair_sharing``, its weighted share too). Pure."""
     pending: dict[str, list[int]] = {}
     for w in waiting:
         pending.setdefault(w.queue, [0, 0])[0 if w.reason != kueue.REASON_INADMISSIBLE else 1] += 1
     reserving: dict[str, int] = {}
-    for holder_queue in holders.values():
+    admitted_in: dict[str, int] = {}
+    for key, holder_queue in holders.items():
         reserving[holder_queue] = reserving.get(holder_queue, 0) + 1
+        if admitted is None or key in admitted:
+            admitted_in[holder_queue] = admitted_in.get(holder_queue, 0) + 1
     out: list[QueueFigures] = []
     for name in sorted(queues):
         queue = queues[name]
@@ -149,7 +155,7 @@ def queue_figures(
         active, inadmissible = pending.get(name, [0, 0])
         out.append(QueueFigures(
             name, queue.cohort or "", status, active, inadmissible, reserving.get(name, 0), tuple(resources),
-            usage.queue_share(name) if fair_sharing else None,
+            usage.queue_share(name) if fair_sharing else None, admitted_in.get(name, 0),
         ))
     return out
 
@@ -167,6 +173,8 @@ class LocalQueueFigures:
     reserving: int
     usage: tuple[tuple[str, str, float], ...]
     """(flavor, resource, amount in Kueue's units) its admitted workloads hold."""
+    admitted: int | None = None
+    """Of ``reserving``, those admitted (None: all; fewer while admission checks are pending)."""
 
 
 def local_queue_figures(
@@ -175,18 +183,22 @@ def local_queue_figures(
     workloads: Mapping[str, Mapping[str, Any]],
     waiting: Iterable[Waiting],
     held: Mapping[str, Mapping[FlavorResource, int]],
+    admitted: Collection[str] | None = None,
 ) -> list[LocalQueueFigures]:
     """Each LocalQueue's figures: ``waiting`` (its reason says active or inadmissible), ``held``
-    (Workload key → what it holds per flavor and resource) and its ``Active`` condition, from its
-    ClusterQueue's (``cluster_queues_active``). Pure."""
+    (Workload key → what it holds per flavor and resource; ``admitted``: those of them admitted,
+    None: all) and its ``Active`` condition, from its ClusterQueue's (``cluster_queues_active``). Pure."""
     pending: dict[LocalQueueKey, list[int]] = {}
     for w in waiting:
         pending.setdefault(local_queue_of(workloads[w.key]), [0, 0])[0 if w.reason != kueue.REASON_INADMISSIBLE else 1] += 1
     reserving: dict[LocalQueueKey, int] = {}
+    admitted_in: dict[LocalQueueKey, int] = {}
     usage: dict[LocalQueueKey, dict[FlavorResource, int]] = {}
     for key, amounts in held.items():
         lq = local_queue_of(workloads[key])
         reserving[lq] = reserving.get(lq, 0) + 1
+        if admitted is None or key in admitted:
+            admitted_in[lq] = admitted_in.get(lq, 0) + 1
         mine = usage.setdefault(lq, {})
         for fr, amount in amounts.items():
             mine[fr] = mine.get(fr, 0) + amount
@@ -201,7 +213,7 @@ def local_queue_figures(
         active_count, inadmissible = pending.get(lq_key, [0, 0])
         out.append(LocalQueueFigures(
             lq_key[0], lq_key[1], str(active.get("status") or "Unknown"), active_count, inadmissible,
-            reserving.get(lq_key, 0), resources,
+            reserving.get(lq_key, 0), resources, admitted_in.get(lq_key, 0),
         ))
     return out
 
@@ -279,7 +291,7 @@ class LocalQueueMetrics(_QueueSeries[LocalQueueKey]):
             self.pending.labels(q.name, q.namespace, PENDING_ACTIVE).set(q.pending_active)
             self.pending.labels(q.name, q.namespace, PENDING_INADMISSIBLE).set(q.pending_inadmissible)
             self.reserving.labels(q.name, q.namespace).set(q.reserving)
-            self.admitted_active.labels(q.name, q.namespace).set(q.reserving)  # no admission checks
+            self.admitted_active.labels(q.name, q.namespace).set(q.reserving if q.admitted is None else q.admitted)
             for status in CONDITION_STATUSES:
                 self.status.labels(q.name, q.namespace, status).set(1 if status == q.active else 0)
             for flavor, resource, amount in q.usage:
@@ -289,12 +301,14 @@ class LocalQueueMetrics(_QueueSeries[LocalQueueKey]):
             self._forget_queue(gone)
         self._queues = present
 
-    def admitted(self, local_queue: LocalQueueKey, *, waited_seconds: float) -> None:
+    def admitted(self, local_queue: LocalQueueKey, *, waited_seconds: float, reserved: bool = True, admitted: bool = True) -> None:
         namespace, name = local_queue
-        self.admitted_total.labels(name, namespace).inc()
-        self.reserved_total.labels(name, namespace).inc()
-        self.admission_wait.labels(name, namespace).observe(waited_seconds)
-        self.reserved_wait.labels(name, namespace).observe(waited_seconds)
+        if admitted:
+            self.admitted_total.labels(name, namespace).inc()
+            self.admission_wait.labels(name, namespace).observe(waited_seconds)
+        if reserved:
+            self.reserved_total.labels(name, namespace).inc()
+            self.reserved_wait.labels(name, namespace).observe(waited_seconds)
         self._queues.add(local_queue)
 
     def evicted(self, local_queue: LocalQueueKey, *, reason: str) -> None:
@@ -387,7 +401,7 @@ class QueueMetrics(_QueueSeries[str]):
             self.pending.labels(q.name, PENDING_ACTIVE).set(q.pending_active)
             self.pending.labels(q.name, PENDING_INADMISSIBLE).set(q.pending_inadmissible)
             self.reserving.labels(q.name).set(q.reserving)
-            self.admitted_active.labels(q.name).set(q.reserving)  # no admission checks: reserved is admitted
+            self.admitted_active.labels(q.name).set(q.reserving if q.admitted is None else q.admitted)
             if q.weighted_share is not None:
                 self.weighted_share.labels(q.name).set(q.weighted_share)
             for status in CQ_STATUSES:
@@ -410,16 +424,22 @@ class QueueMetrics(_QueueSeries[str]):
 
     # -- per event ----------------------------------------------------------------------------
 
-    def admitted(self, cluster_queue: str, *, waited_seconds: float, local_queue: LocalQueueKey | None = None) -> None:
-        """A workload reserved quota in ``cluster_queue`` and was admitted after waiting that long
-        (submitted through ``local_queue``)."""
+    def admitted(
+        self, cluster_queue: str, *, waited_seconds: float, local_queue: LocalQueueKey | None = None,
+        reserved: bool = True, admitted: bool = True,
+    ) -> None:
+        """A workload reserved quota in ``cluster_queue`` and/or was admitted (``reserved``,
+        ``admitted``: apart when admission checks decide) after waiting that long (submitted
+        through ``local_queue``)."""
         wait = max(waited_seconds, 0.0)
         if local_queue is not None:
-            self.local_queues.admitted(local_queue, waited_seconds=wait)
-        self.admitted_total.labels(cluster_queue).inc()
-        self.reserved_total.labels(cluster_queue).inc()
-        self.admission_wait.labels(cluster_queue).observe(wait)
-        self.reserved_wait.labels(cluster_queue).observe(wait)
+            self.local_queues.admitted(local_queue, waited_seconds=wait, reserved=reserved, admitted=admitted)
+        if admitted:
+            self.admitted_total.labels(cluster_queue).inc()
+            self.admission_wait.labels(cluster_queue).observe(wait)
+        if reserved:
+            self.reserved_total.labels(cluster_queue).inc()
+            self.reserved_wait.labels(cluster_queue).observe(wait)
         self._queues.add(cluster_queue)
 
     def evicted(

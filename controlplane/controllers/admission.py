@@ -98,7 +98,7 @@ class AdmissionController(KeyedController[Key]):
         if self.kinds.workload is None:
             return
         self.requeuing = Requeuing(ctx, self.kinds.workload, metrics=metrics)
-        self.checking = AdmissionChecking(ctx, self.kinds.workload, assume=self._assume, metrics=metrics)
+        self.checking = AdmissionChecking(ctx, self.kinds.workload, assume=self._assume, waited=self._waited, metrics=metrics)
         ctx.add_workload_handler(self._on_source)
         kinds = self.kinds
         for rt in (kinds.cluster_queue, kinds.local_queue, kinds.flavor, kinds.workload, kinds.cohort, kinds.admission_check):
@@ -334,6 +334,9 @@ class AdmissionController(KeyedController[Key]):
         for waiting in (*decisions.waiting, *unqueued.values()):
             await self._wait(workloads[waiting.key], waiting)
         holders = {a.key: a.queue for a in admitted} | {d.key: d.queue for d in decisions.admitted}
+        # Of them, those admitted (the others wait for admission checks), as written this cycle.
+        seen = self._assumed.overlay({adm.key_of(w): w for w in kinds.items(kinds.workload)})
+        admitted_keys = {key for key in holders if key in seen and adm.is_true(seen[key], kueue.COND_ADMITTED)}
         queued = (*decisions.waiting, *backing_off)  # backing off: pending, though no candidate yet
         active = {
             name: stopping.cluster_queue_active(o, adm.missing_flavors(o, flavors), queues[name].inactive_reason, *unusable[name])
@@ -343,11 +346,11 @@ class AdmissionController(KeyedController[Key]):
             self.metrics.attempt(time.perf_counter() - started, admitted=bool(decisions.admitted))
             in_line = (*queued, *(u for u in unqueued.values() if u.queue))
             shares = {name: usage.share(usage.cohorts[name]) for name in cohort_objs} if fair_sharing else None
-            figures = queue_figures(queues, cq_objs, usage, in_line, holders, fair_sharing=fair_sharing)
+            figures = queue_figures(queues, cq_objs, usage, in_line, holders, fair_sharing=fair_sharing, admitted=admitted_keys)
             self.metrics.record_queues(figures, cohort_shares=shares)
             holdings = {a.key: a.usage for a in admitted} | {d.key: d.usage() for d in decisions.admitted}
-            self.metrics.local_queues.record(local_queue_figures(lqs, active, workloads, in_line, holdings))
-        await self._queue_statuses(queues, cq_objs, lqs, workloads, queued, holders, usage, active)
+            self.metrics.local_queues.record(local_queue_figures(lqs, active, workloads, in_line, holdings, admitted_keys))
+        await self._queue_statuses(queues, cq_objs, lqs, workloads, queued, holders, admitted_keys, usage, active)
         for name, obj in cohort_objs.items():
             status = {k: v for k, v in (obj.get("status") or {}).items() if k != "fairSharing"}
             if fair_sharing:
@@ -405,7 +408,7 @@ class AdmissionController(KeyedController[Key]):
         written = self._assume(await self.ctx.objects.update_status(rt, updated))
         log.info("Workload %s admitted by ClusterQueue %s", adm.key_of(wl), queue)
         if self.metrics is not None:
-            self.metrics.admitted(queue, waited_seconds=self._waited(wl), local_queue=adm.local_queue_of(wl))
+            self.metrics.admitted(queue, waited_seconds=self._waited(wl), local_queue=adm.local_queue_of(wl), admitted=admitted)
         await record_event(self.ctx, written, type=EventType.NORMAL, reason=EventReason.QUOTA_RESERVED,
                            message=f"Quota reserved in ClusterQueue {queue}")
         if admitted:
@@ -475,12 +478,13 @@ class AdmissionController(KeyedController[Key]):
         workloads: Mapping[str, dict[str, Any]],
         waiting: tuple[Waiting, ...],
         holders: Mapping[str, str],
+        admitted: set[str],
         usage: Usage,
         active: Mapping[str, Mapping[str, Any]],
     ) -> None:
         """Counts, usage and the ``Active`` condition of every ClusterQueue and LocalQueue.
-        ``holders``: Workload key → the ClusterQueue whose quota it holds; ``active``: each
-        ClusterQueue's ``Active`` condition."""
+        ``holders``: Workload key → the ClusterQueue whose quota it holds (``admitted``: those
+        of them admitted); ``active``: each ClusterQueue's ``Active`` condition."""
         now = self.ctx.now_text()
         cq_counts: dict[str, list[int]] = {}
         lq_counts: dict[tuple[str, str], list[int]] = {}
@@ -489,17 +493,18 @@ class AdmissionController(KeyedController[Key]):
             return adm.local_queue_of(workloads[key])
 
         for w in waiting:
-            cq_counts.setdefault(w.queue, [0, 0])[0] += 1
-            lq_counts.setdefault(lq_of(w.key), [0, 0])[0] += 1
+            cq_counts.setdefault(w.queue, [0, 0, 0])[0] += 1
+            lq_counts.setdefault(lq_of(w.key), [0, 0, 0])[0] += 1
         for key, queue in holders.items():
-            cq_counts.setdefault(queue, [0, 0])[1] += 1
-            lq_counts.setdefault(lq_of(key), [0, 0])[1] += 1
+            for counts in (cq_counts.setdefault(queue, [0, 0, 0]), lq_counts.setdefault(lq_of(key), [0, 0, 0])):
+                counts[1] += 1
+                counts[2] += key in admitted
         for name, obj in cq_objs.items():
-            pending, holding = cq_counts.get(name, [0, 0])
+            pending, holding, admitted_count = cq_counts.get(name, [0, 0, 0])
             flavors = adm.flavors_usage(queues[name], usage)
             status = {
                 **{k: v for k, v in (obj.get("status") or {}).items() if k != "fairSharing"},
-                "pendingWorkloads": pending, "reservingWorkloads": holding, "admittedWorkloads": holding,
+                "pendingWorkloads": pending, "reservingWorkloads": holding, "admittedWorkloads": admitted_count,
                 "flavorsReservation": flavors, "flavorsUsage": flavors,
                 "conditions": with_condition((obj.get("status") or {}).get("conditions"), active[name], now=now),
             }
@@ -507,11 +512,11 @@ class AdmissionController(KeyedController[Key]):
                 status["fairSharing"] = {"weightedShare": usage.queue_share(name)}
             await self._write_status(self.kinds.cluster_queue, obj, status)
         for lq_key, obj in lqs.items():
-            pending, holding = lq_counts.get(lq_key, [0, 0])
+            pending, holding, admitted_count = lq_counts.get(lq_key, [0, 0, 0])
             lq_active = stopping.local_queue_active(obj, active.get(str((obj.get("spec") or {}).get("clusterQueue") or "")))
             status = {
                 **(obj.get("status") or {}),
-                "pendingWorkloads": pending, "reservingWorkloads": holding, "admittedWorkloads": holding,
+                "pendingWorkloads": pending, "reservingWorkloads": holding, "admittedWorkloads": admitted_count,
                 "conditions": with_condition((obj.get("status") or {}).get("conditions"), lq_active, now=now),
             }
             await self._write_status(self.kinds.local_queue, obj, status)

@@ -35,12 +35,15 @@ class AdmissionChecking:
 
     def __init__(
         self, ctx: ControllerContext, workload_rt: ResourceType, *,
-        assume: Callable[[dict[str, Any]], dict[str, Any]], metrics: QueueMetrics | None = None,
+        assume: Callable[[dict[str, Any]], dict[str, Any]], waited: Callable[[Mapping[str, Any]], float],
+        metrics: QueueMetrics | None = None,
     ) -> None:
         self.ctx = ctx
         self.rt = workload_rt
         self._assume = assume
         """The admission controller's record of its own writes until its informer has them."""
+        self._waited = waited
+        """Seconds a Workload waited in its queue (Kueue's admission wait time)."""
         self.metrics = metrics
 
     async def follow(self, wl: dict[str, Any], cluster_queue: Mapping[str, Any] | None) -> bool:
@@ -77,6 +80,8 @@ class AdmissionChecking:
             log.info("Workload %s admitted by ClusterQueue %s: its admission checks are ready", adm.key_of(wl), queue)
             await record_event(self.ctx, written, type=EventType.NORMAL, reason=EventReason.ADMITTED,
                                message=f"Admitted by ClusterQueue {queue}")
+            if self.metrics is not None:
+                self.metrics.admitted(queue, waited_seconds=self._waited(wl), local_queue=adm.local_queue_of(wl), reserved=False)
         return False
 
     async def _evict(self, wl: dict[str, Any], verdict: checks.Verdict, queue: str) -> None:

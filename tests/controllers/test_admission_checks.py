@@ -8,11 +8,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from prometheus_client import CollectorRegistry
+
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.manager import ControllerManager
 
 from .fleet import eventually, node_shape, propagation_policy, put_cluster, settled
 from .test_admission import KUEUE, PLACEMENT, condition, create, get, kueue_obj, team_queue
+from .test_admission_metrics import metered, value  # noqa: F401 (fixture)
 from .test_admission_preemption import job, works_of
 from .test_admission_stopping import active
 
@@ -65,7 +68,10 @@ async def reserved_with_checks(objects: ObjectStore) -> dict[str, Any]:
     return await eventually(probe, what="quota reserved, checks pending")
 
 
-async def test_a_job_runs_only_once_its_admission_check_is_ready(objects: ObjectStore, manager: ControllerManager) -> None:
+async def test_a_job_runs_only_once_its_admission_check_is_ready(
+    objects: ObjectStore, metered: ControllerManager, registry: CollectorRegistry,  # noqa: F811
+) -> None:
+    manager = metered
     await fleet_with_check(objects, manager)
     await create(objects, job("a1", "team-a"))
     wl = await reserved_with_checks(objects)
@@ -78,6 +84,12 @@ async def test_a_job_runs_only_once_its_admission_check_is_ready(objects: Object
     assert hub_job is not None and hub_job["spec"]["suspend"] is True
     assert await works_of(objects, "a1") == []
     assert "waiting for admission checks (Workload default/job-a1): budget (Pending)" in condition(hub_job, "Propagated")["message"]
+    assert value(registry, "kueue_quota_reserved_workloads_total", cluster_queue="team-a") == 1
+    assert not value(registry, "kueue_admitted_workloads_total", cluster_queue="team-a")
+    assert value(registry, "kueue_reserving_active_workloads", cluster_queue="team-a") == 1
+    assert value(registry, "kueue_admitted_active_workloads", cluster_queue="team-a") == 0
+    cq = await get(objects, KUEUE, "ClusterQueue", "team-a", None)
+    assert cq is not None and (cq["status"]["reservingWorkloads"], cq["status"]["admittedWorkloads"]) == (1, 0)
 
     await set_state(objects, "job-a1", "budget", "Ready")
 
@@ -90,6 +102,13 @@ async def test_a_job_runs_only_once_its_admission_check_is_ready(objects: Object
     assert await eventually(lambda: works_of(objects, "a1"), what="a1 propagated")
     hub_job = await get(objects, "batch/v1", "Job", "a1")
     assert hub_job is not None and hub_job["spec"]["suspend"] is False
+    assert value(registry, "kueue_admitted_workloads_total", cluster_queue="team-a") == 1
+    assert value(registry, "kueue_local_queue_admitted_workloads_total", name="team-a", namespace="default") == 1
+    assert value(registry, "kueue_quota_reserved_workloads_total", cluster_queue="team-a") == 1
+    await settled(manager)
+    assert value(registry, "kueue_admitted_active_workloads", cluster_queue="team-a") == 1
+    lq = await get(objects, KUEUE, "LocalQueue", "team-a")
+    assert lq is not None and (lq["status"]["reservingWorkloads"], lq["status"]["admittedWorkloads"]) == (1, 1)
 
 
 async def test_retry_evicts_and_requeues_with_the_check_pending_again(objects: ObjectStore, manager: ControllerManager) -> None:
