@@ -291,9 +291,9 @@ class ClusterQueueSpec(SpecModel):
     preemption: ClusterQueuePreemption | None = None
     """Preemption policies (withinClusterQueue, reclaimWithinCohort, borrowWithinCohort)."""
     admission_checks: list[str] | None = None
-    """Admission checks (served; not enforced by the hub)."""
+    """The AdmissionChecks a workload must pass, besides quota, to be admitted (every flavor)."""
     admission_checks_strategy: AdmissionChecksStrategy | None = None
-    """Admission checks per flavor (served; not enforced by the hub)."""
+    """The AdmissionChecks a workload must pass, besides quota, per flavor it is given."""
     stop_policy: Literal["None", "Hold", "HoldAndDrain"] | None = None
     """Hold: admit nothing new; HoldAndDrain: also evict the admitted workloads."""
     fair_sharing: FairSharing | None = None

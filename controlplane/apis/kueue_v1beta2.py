@@ -122,7 +122,7 @@ class ClusterQueueSpec(SpecModel):
     preemption: v1beta1.ClusterQueuePreemption | None = None
     """Preemption policies (withinClusterQueue, reclaimWithinCohort, borrowWithinCohort)."""
     admission_checks_strategy: v1beta1.AdmissionChecksStrategy | None = None
-    """Admission checks per flavor (served; not enforced by the hub)."""
+    """The AdmissionChecks a workload must pass, besides quota, per flavor it is given."""
     stop_policy: Literal["None", "Hold", "HoldAndDrain"] | None = None
     """Hold: admit nothing new; HoldAndDrain: also evict the admitted workloads."""
     fair_sharing: v1beta1.FairSharing | None = None
