@@ -250,3 +250,16 @@ async def test_at_most_one_pod_set_may_use_min_count(hub: Client) -> None:  # no
         assert status["reason"] == "Invalid"
         assert status["message"].endswith(": at most one podSet can use minCount"), status["message"]
     await ok(await hub.post(f"{V1B1}/namespaces/default/workloads", json=workload("v1beta1", podSets=[pod_set("main")])), 201)
+
+
+async def test_a_workloads_admission_check_states_are_kueues_at_either_version(hub: Client) -> None:  # noqa: F811
+    await ok(await hub.post(f"{V1B2}/namespaces/default/workloads", json=workload("v1beta2")), 201)
+    state = {"name": "budget", "state": "Ready", "lastTransitionTime": "2026-01-01T00:00:00Z", "message": "within budget"}
+    patch = {"status": {"admissionChecks": [state]}}
+    merge = {"Content-Type": "application/merge-patch+json"}
+    written = await ok(await hub.patch(f"{V1B2}/namespaces/default/workloads/job-a/status", json=patch, headers=merge))
+    assert written["status"]["admissionChecks"] == [state]
+    assert (await ok(await hub.get(f"{V1B1}/namespaces/default/workloads/job-a")))["status"]["admissionChecks"] == [state]
+    refused = await ok(await hub.patch(f"{V1B1}/namespaces/default/workloads/job-a/status", headers=merge,
+                                       json={"status": {"admissionChecks": [{**state, "state": "Done"}]}}), 422)
+    assert "status.admissionChecks[0].state" in refused["message"] and "Done" in refused["message"]
