@@ -220,7 +220,7 @@ class ResourceHandlers:
         if info.verb == "update":
             return await self._update(request, rt, info, subresource=None)
         if info.verb == "patch":
-            return await self._patch(request, rt, info, subresource=None)
+            return await self.patch(request, rt, info, subresource=None)
         if info.verb == "delete":
             return await self._delete(request, rt, info)
         raise method_not_allowed()
@@ -242,7 +242,7 @@ class ResourceHandlers:
         if info.verb == "update":
             return await self._update(request, rt, info, subresource="status")
         if info.verb == "patch":
-            return await self._patch(request, rt, info, subresource="status")
+            return await self.patch(request, rt, info, subresource="status")
         raise method_not_allowed()
 
     async def _scale(self, request: web.Request, rt: ResourceType, info: RequestInfo) -> web.StreamResponse:
@@ -484,7 +484,7 @@ class ResourceHandlers:
         )
         return json_response(updated, warnings=warnings)
 
-    async def _patch(
+    async def patch(
         self, request: web.Request, rt: ResourceType, info: RequestInfo, *, subresource: str | None
     ) -> web.StreamResponse:
         assert info.name is not None

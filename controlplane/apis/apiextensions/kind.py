@@ -43,6 +43,8 @@ class CustomKind:
     #: kind's own pruning and validation.
     prune_status: Callable[[dict[str, Any]], list[Path]] | None = None
     validate_status: Callable[[dict[str, Any], dict[str, Any] | None], list[FieldError]] | None = None
-    #: A version served from objects stored in another one through the CRD's conversion webhook:
-    #: reads and writes in this version go through it (:mod:`controlplane.apiserver.crd.converting`).
+    #: A version served from objects stored in another one through the CRD's conversion webhook
+    #: (or the storage version while objects remain stored in an earlier one): reads and writes in
+    #: this version go through it (:mod:`controlplane.apiserver.crd.converting`), each object
+    #: converted from the apiVersion it is stored as.
     conversion_webhook: ConversionWebhook | None = None

@@ -155,7 +155,8 @@ class CrdController:
 
     def _types_of(self, crd: dict[str, Any]) -> list[ResourceType]:
         name = crd["metadata"]["name"]
-        digest = hashlib.sha256(json.dumps(crd["spec"], sort_keys=True).encode()).hexdigest()
+        stored_versions = (crd.get("status") or {}).get("storedVersions")
+        digest = hashlib.sha256(json.dumps([crd["spec"], stored_versions], sort_keys=True).encode()).hexdigest()
         cached = self._built.get(name)
         if cached is None or cached[0] != digest:
             cached = (digest, custom_types(crd))

@@ -9,7 +9,10 @@ or merge patch (applied to the object converted to the request's version, then c
 written as a compare-and-swap on the revision it was read at). A failed conversion answers kube's
 500 and writes nothing. Server-side apply in such a version is refused (415): apply in the storage
 version. A delete (or a delete of a collection) answers with what it deleted, converted. The
-``scale`` subresource is the storage version's. Requests in the storage version do not come here.
+``scale`` subresource is the storage version's. Each object is converted from the apiVersion it
+is stored as: while the CRD's ``status.storedVersions`` lists an earlier storage version, requests
+in the storage version come here too (server-side apply in it is then served as usual for an object
+stored in it, refused for one still in the earlier version); otherwise they do not.
 """
 
 from __future__ import annotations
@@ -52,6 +55,11 @@ def conversion_webhook(rt: ResourceType) -> ConversionWebhook | None:
     return rt.custom.conversion_webhook if rt.custom is not None else None
 
 
+def storage_version(rt: ResourceType) -> str:
+    """The apiVersion ``rt``'s objects are written as."""
+    return rt.stored_in_version or rt.api_version
+
+
 class WebhookConversions:
     """Converts the objects of the CRD versions served through a conversion webhook."""
 
@@ -61,6 +69,8 @@ class WebhookConversions:
         self._metrics = metrics
 
     def storage_type(self, rt: ResourceType) -> ResourceType:
+        if not rt.stored_in_version:
+            return rt  # the storage version, while objects remain stored in an earlier one
         group, _, version = rt.stored_in_version.rpartition("/")
         stored = self._registry.get(group, version, rt.plural)
         if stored is None:
@@ -70,18 +80,19 @@ class WebhookConversions:
         return stored
 
     async def served(self, rt: ResourceType, objects: list[dict[str, Any]], *, is_list: bool = False) -> list[dict[str, Any]]:
-        """``objects`` (stored) in ``rt``'s version."""
+        """``objects`` (as stored, each with the apiVersion it is stored as) in ``rt``'s version."""
         webhook = conversion_webhook(rt)
         assert webhook is not None
-        what = group_version_kind(rt.stored_in_version, rt.list_kind if is_list else rt.kind)
-        return await self._convert(webhook, objects, rt.stored_in_version, rt.api_version, what=what, is_list=is_list)
+        source = storage_version(rt) if is_list or not objects else str(objects[0].get("apiVersion"))
+        what = group_version_kind(source, rt.list_kind if is_list else rt.kind)
+        return await self._convert(webhook, objects, source, rt.api_version, what=what, is_list=is_list)
 
     async def stored(self, rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
         """``obj`` (of ``rt``'s version) in its storage version."""
         webhook = conversion_webhook(rt)
         assert webhook is not None
         what = group_version_kind(str(obj.get("apiVersion") or rt.api_version), rt.kind)
-        [out] = await self._convert(webhook, [obj], rt.api_version, rt.stored_in_version, what=what)
+        [out] = await self._convert(webhook, [obj], rt.api_version, storage_version(rt), what=what)
         return out
 
     async def _convert(
@@ -247,9 +258,11 @@ class ConvertedHandlers:
         [served] = await self._conversions.served(rt, [updated])
         return self._respond(request, rt, served)
 
-    async def _patch(self, request: web.Request, rt: ResourceType, stored: ResourceType, info: RequestInfo) -> web.Response:
+    async def _patch(self, request: web.Request, rt: ResourceType, stored: ResourceType, info: RequestInfo) -> web.StreamResponse:
         assert info.name is not None
         patch_type = PatchType.from_content_type(request.headers.get("Content-Type", ""), rt)
+        if patch_type is PatchType.APPLY and not rt.stored_in_version:
+            return await self._apply_in_storage_version(request, rt, info)
         if patch_type is PatchType.APPLY:
             raise errors.UnsupportedMediaType(
                 f"the body of the request was in an unknown format - accepted media types include: "
@@ -280,6 +293,21 @@ class ConvertedHandlers:
             [out] = await self._conversions.served(rt, [updated])
             return self._respond(request, rt, out)
         raise errors.conflict_modified(plural=rt.plural, group=rt.group, name=info.name)
+
+    async def _apply_in_storage_version(self, request: web.Request, rt: ResourceType, info: RequestInfo) -> web.StreamResponse:
+        """Server-side apply in the storage version: served as usual once the object is stored in it
+        (writes never store an earlier version, so it stays so); refused while it is not."""
+        assert info.name is not None
+        try:
+            current = await self._handlers.objects.get(rt, namespace=info.namespace, name=info.name)
+        except errors.NotFound:
+            current = None
+        if current is not None and current.get("apiVersion") != rt.api_version:
+            raise errors.UnsupportedMediaType(
+                f"server-side apply of {rt.qualified()} \"{info.name}\" is served once it is stored as "
+                f"{rt.api_version} (it is stored as {current.get('apiVersion')}): update or patch it first"
+            )
+        return await self._handlers.patch(request, rt, info, subresource=info.subresource or None)
 
     async def _delete(self, request: web.Request, rt: ResourceType, stored: ResourceType, info: RequestInfo) -> web.Response:
         assert info.name is not None

@@ -211,12 +211,16 @@ def custom_types(crd: dict[str, Any]) -> list[ResourceType]:
     (see the module docstring). With ``conversion: None`` every version reads and writes the
     same objects, stored as the storage version; each version has its own schema and columns.
     With ``conversion: Webhook`` the other versions are converted to and from the storage version
-    by the CRD's webhook (:class:`ConversionWebhook`)."""
+    by the CRD's webhook (:class:`ConversionWebhook`), and so is the storage version while
+    ``status.storedVersions`` lists another (objects written before the storage version moved)."""
     spec = crd["spec"]
     names = spec["names"]
     group = spec["group"]
     stored = f"{group}/{crds.storage_version(crd)}"
     webhook = _conversion_webhook(crd)
+    # Objects may still be stored in an earlier storage version: the storage version's own reads
+    # then convert them too (kube converts whatever is stored to the version asked for).
+    older = [v for v in (crd.get("status") or {}).get("storedVersions") or () if f"{group}/{v}" != stored]
     out: list[ResourceType] = []
     for version in sorted(spec["versions"], key=lambda v: version_priority(v["name"])):
         if not version.get("served"):
@@ -245,7 +249,7 @@ def custom_types(crd: dict[str, Any]) -> list[ResourceType]:
             custom=CustomKind(
                 schema, hooks.prune, stored if api_version != stored else "",
                 prune_status=hooks.prune_status, validate_status=hooks.validate_status,
-                conversion_webhook=webhook if api_version != stored else None,
+                conversion_webhook=webhook if api_version != stored or older else None,
             ),
         ))
     return out

@@ -115,12 +115,22 @@ def decode(rt: ResourceType, kv: storage.KeyValue) -> dict[str, Any]:
     """The object stored in ``kv`` as served: with its resourceVersion and kube's defaults
     (applied here to an object not stored with them, as kube defaults what it decodes), and
     converted from its storage version when ``rt`` is another version of its kind."""
+    if keeps_stored_version(rt):
+        return _stored_object(rt, kv, None)
     obj = _stored_object(rt, kv, rt.api_version if rt.conversion is None else rt.storage_api_version)
     return obj if rt.conversion is None else rt.conversion.from_storage(obj)
 
 
-def _stored_object(rt: ResourceType, kv: storage.KeyValue, api_version: str) -> dict[str, Any]:
-    """The object in ``kv`` with ``api_version``, defaulted as kube defaults what it decodes."""
+def keeps_stored_version(rt: ResourceType) -> bool:
+    """Whether ``rt``'s objects are read with the apiVersion they are stored as: a CRD version
+    served through its conversion webhook, which converts each from that version
+    (:mod:`controlplane.apiserver.crd.converted`)."""
+    return rt.custom is not None and rt.custom.conversion_webhook is not None
+
+
+def _stored_object(rt: ResourceType, kv: storage.KeyValue, api_version: str | None) -> dict[str, Any]:
+    """The object in ``kv`` with ``api_version`` (None: the one it is stored with), defaulted as
+    kube defaults what it decodes."""
     obj = codec.decode(kv, api_version)
     if rt.defaults_on_read is not None and not codec.is_defaulted(kv):
         rt.defaults_on_read(obj)
@@ -160,7 +170,7 @@ def encoded(rt: ResourceType, kv: storage.KeyValue) -> bytes:
     """:func:`decode` as JSON, spliced from the stored bytes unparsed when nothing is to default
     or convert."""
     if rt.conversion is None and (rt.defaults_on_read is None or codec.is_defaulted(kv)):
-        return codec.with_resource_version(kv, rt.api_version)
+        return codec.with_resource_version(kv, None if keeps_stored_version(rt) else rt.api_version)
     return codec.dumps(decode(rt, kv))
 
 
