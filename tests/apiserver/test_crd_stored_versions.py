@@ -136,6 +136,16 @@ async def test_objects_stored_in_an_older_version_are_converted_on_every_read(ap
         'server-side apply of crontabs.stable.example.com "c" is served once it is stored as stable.example.com/v2 '
         "(it is stored as stable.example.com/v1): update or patch it first"
     )), status
+    # A status write to c (still stored as v1) through v2: the rest of it is converted, and it is
+    # stored as v2 whole.
+    code, got, _ = await api.call("GET", f"{V2}/c")
+    code, written, _ = await api.call("PUT", f"{V2}/c/status", {**got, "status": {"replicas": 1}})
+    assert code == 200, written
+    assert (written["spec"], written["status"]) == ({"schedule": "1 * * * *"}, {"replicas": 1})
+    server.received["/convert"].clear()
+    code, got, _ = await api.call("GET", f"{V2}/c")
+    assert (code, got["spec"], got["status"]) == (200, {"schedule": "1 * * * *"}, {"replicas": 1})
+    assert [r for r in server.received["/convert"] if r["request"]["desiredAPIVersion"] != "stable.example.com/v1"] == []
     # Until a migration rewrites every object and trims it, storedVersions keeps v1.
     assert await _stored_versions(api) == ["v1", "v2"]
 

@@ -35,7 +35,7 @@ from controlplane.apiserver.handlers import (
     method_not_allowed,
     request_warnings,
 )
-from controlplane.apiserver.objects import ObjectEvent, Preconditions, WatchEventType
+from controlplane.apiserver.objects import ObjectEvent, Preconditions, WatchEventType, WriteArgs
 from controlplane.apiserver.objects.body_kind import checked_body
 from controlplane.apiserver.objects.writing import PATCH_RETRIES
 from controlplane.apiserver.patches import PatchType, apply_patch
@@ -246,15 +246,13 @@ class ConvertedHandlers:
     async def _update(self, request: web.Request, rt: ResourceType, stored: ResourceType, info: RequestInfo) -> web.Response:
         assert info.name is not None
         old = None
+        current = await self._handlers.objects.get(stored, namespace=info.namespace, name=info.name)
         if not info.subresource:
             # As kube, the stored object is read in the request's version for the checks of the update.
-            current = await self._handlers.objects.get(stored, namespace=info.namespace, name=info.name)
             [old] = await self._conversions.served(rt, [current])
         obj = await self._request_object(request, rt, info, old=old)
         args = self._handlers.write_args(request, request_warnings(request))
-        updated = await self._handlers.objects.update(
-            stored, obj, namespace=info.namespace, name=info.name, subresource=info.subresource or None, **args
-        )
+        updated = await self._replace(stored, obj, current=current, info=info, args=args)
         [served] = await self._conversions.served(rt, [updated])
         return self._respond(request, rt, served)
 
@@ -283,9 +281,7 @@ class ConvertedHandlers:
             new = await self._conversions.stored(rt, patched)
             new.setdefault("metadata", {})["resourceVersion"] = patched["metadata"].get("resourceVersion")
             try:
-                updated = await objects.update(
-                    stored, new, namespace=info.namespace, name=info.name, subresource=info.subresource or None, **args
-                )
+                updated = await self._replace(stored, new, current=current, info=info, args=args)
             except errors.Conflict:
                 if named:
                     raise
@@ -293,6 +289,28 @@ class ConvertedHandlers:
             [out] = await self._conversions.served(rt, [updated])
             return self._respond(request, rt, out)
         raise errors.conflict_modified(plural=rt.plural, group=rt.group, name=info.name)
+
+    async def _replace(
+        self, stored: ResourceType, obj: dict[str, Any], *, current: dict[str, Any], info: RequestInfo, args: WriteArgs
+    ) -> dict[str, Any]:
+        """The update of ``obj`` (in the storage version) replacing ``current`` (as stored). An
+        object still stored in an earlier version is written whole, in one compare-and-swap on the
+        revision read unless the request names one: the part this write does not change (the
+        status on a main write, the rest on a status write) converted, as kube converts the old object."""
+        subresource = info.subresource or None
+        if not stored.has_status or current.get("apiVersion") == stored.api_version:
+            return await self._handlers.objects.update(
+                stored, obj, namespace=info.namespace, name=info.name, subresource=subresource, **args
+            )
+        [old] = await self._conversions.served(stored, [current])
+        version = obj["metadata"].get("resourceVersion") or current["metadata"].get("resourceVersion")
+        whole = copy.deepcopy(old if subresource == "status" else obj)
+        whole.pop("status", None)
+        status = (obj if subresource == "status" else old).get("status")
+        if status is not None:
+            whole["status"] = copy.deepcopy(status)
+        whole["metadata"]["resourceVersion"] = version
+        return await self._handlers.objects.update_with_status(stored, whole, **args)
 
     async def _apply_in_storage_version(self, request: web.Request, rt: ResourceType, info: RequestInfo) -> web.StreamResponse:
         """Server-side apply in the storage version: served as usual once the object is stored in it
