@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import aiohttp
@@ -36,6 +36,16 @@ def closed_port() -> int:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
     return port
+
+
+@pytest.fixture
+def refusing_port() -> Iterator[int]:
+    """A port bound but not listening for the whole test: a connection to it is refused, and no
+    other process of a parallel run can take it meanwhile (as it could a port merely closed)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        yield port
 
 
 def agent_lines(caplog: pytest.LogCaptureFixture, level: int) -> list[str]:
@@ -95,10 +105,10 @@ async def test_a_hub_away_is_one_warning_in_words_and_its_return_one_info(
 
 
 async def test_an_agent_whose_hub_is_away_says_so_once(
-    hub: Hub, member: Member, tmp_path: Path, caplog: pytest.LogCaptureFixture  # noqa: F811
+    hub: Hub, member: Member, tmp_path: Path, caplog: pytest.LogCaptureFixture, refusing_port: int  # noqa: F811
 ) -> None:
     caplog.set_level(logging.DEBUG, logger="member_agent")
-    away = f"https://127.0.0.1:{closed_port()}"
+    away = f"https://127.0.0.1:{refusing_port}"
     cfg = (await agent_config(hub, member, tmp_path / "agent", token="abcdef.0123456789abcdef")).model_copy(
         update={"hub": away}
     )
