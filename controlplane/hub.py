@@ -364,10 +364,11 @@ class Hub(ShutdownOnce):
         self.rbac = RbacCache(self.objects)
         self._background.append(asyncio.create_task(self.rbac.run(), name="rbac-cache"))
         await self.rbac.wait_synced()
+        self.watch_cache = WatchCache(self.objects, DEFAULT_WATCH_CACHE)
         # Service account tokens are valid while their account exists: checked from this
         # replica's watch of the ServiceAccounts, complete before the first request too.
         self.service_account_tokens = await ServiceAccountTokens.load(
-            self.tokens, self.objects, self.store, issuer=self.config.service_account_issuer
+            self.tokens, self.objects, self.store, issuer=self.config.service_account_issuer, cache=self.watch_cache
         )
         self._background.append(
             asyncio.create_task(self.service_account_tokens.run(), name="service-account-tokens")
@@ -380,7 +381,6 @@ class Hub(ShutdownOnce):
             *ca_routes(ca_pem=self.pki.ca_pem),
             *self.service_account_tokens.openid_routes(),
         ]
-        self.watch_cache = WatchCache(self.objects, DEFAULT_WATCH_CACHE)
         # Served and listed in discovery as kube's create-only resources. The pending workloads
         # are listed from the watch cache, as Kueue's visibility server reads its own memory.
         computed = [
@@ -410,7 +410,7 @@ class Hub(ShutdownOnce):
         self.quota_admission = QuotaAdmission(self.objects, cache=self.watch_cache)
         self.objects.admit_writes(self.quota_admission)
         self.objects.check_creates(suspend_queued_job)  # Kueue's Job webhook default
-        self.webhooks = WebhookAdmission(self.objects, authorizer, self.metrics.admission)
+        self.webhooks = WebhookAdmission(self.objects, authorizer, self.metrics.admission, cache=self.watch_cache)
         app = create_app(
             self.objects,
             registry,

@@ -491,7 +491,7 @@ def create_app(
         watch_limits=watch_limits, watch_cache=cache, webhooks=webhook_calls,
     )
     # The conversion webhooks of CRDs share the admission webhooks' client (one session, one TLS cache).
-    conversion_client = webhooks.client if webhooks is not None else WebhookClient(object_store)
+    conversion_client = webhooks.client if webhooks is not None else WebhookClient(object_store, cache)
     conversions = WebhookConversions(conversion_client, registry, webhooks.metrics if webhooks is not None else None)
     resources.converted = ConvertedHandlers(resources, conversions).handle
     computed = tuple(computed)

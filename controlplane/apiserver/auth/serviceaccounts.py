@@ -16,8 +16,9 @@ named in its claims, as kube's. For the hub's audience it authenticates as
 ``system:serviceaccounts:<ns>`` (RBAC bindings to the service account or those groups apply). As
 kube's authenticator, every request checks the signature, the issuer, the audience, ``exp``/``nbf``
 (60 s leeway), that the account still exists with the uid the token names (from memory:
-:class:`ServiceAccountTokens` watches the ServiceAccounts), and that the bound object does (read from
-the store). A TokenReview checks its ``spec.audiences`` instead of the hub's and answers the
+:class:`ServiceAccountTokens` watches the ServiceAccounts), and that the bound object does (from the
+watch cache's memory, as kube's getter reads its listers; from the store when memory has no such
+object, so a deleted one ends the token as soon as the hub's watch sees the deletion). A TokenReview checks its ``spec.audiences`` instead of the hub's and answers the
 token's audiences among them. Opaque ``<id>.<secret>`` tokens (:mod:`.tokens`) issued before keep
 working until they expire, bound to the account's uid the same way; their records are revoked when
 the account is deleted.
@@ -82,6 +83,7 @@ from controlplane.apiserver.identity import (
 )
 from controlplane.apiserver.objects import ObjectStore, WatchEventType
 from controlplane.apiserver.patches import PatchType
+from controlplane.apiserver.watchcache import WatchCache
 from controlplane.controllers.informing import Informer
 from controlplane.storage.interface import StorageError, Store
 
@@ -162,6 +164,16 @@ def _deleted_before(obj: dict[str, Any], cutoff: dt.datetime) -> bool:
     return deleting is not None and deleting < cutoff
 
 
+def _check_bound_object(obj: dict[str, Any], kind: str, ref: dict[str, Any]) -> None:
+    """kube's check of a token's existing bound object: not deleted, with the uid the token names."""
+    if _deleted_before(obj, dt.datetime.now(dt.UTC) - LEEWAY):
+        raise JwtRejected("service account token has been invalidated")
+    uid = obj["metadata"].get("uid")
+    if uid != ref.get("uid"):
+        claim = BOUND_CLAIMS[kind]
+        raise JwtRejected(f"{claim} UID ({uid}) does not match service account {claim} ref claim ({ref.get('uid')})")
+
+
 class ServiceAccountTokens:
     """Issues service account tokens, and keeps them valid only while their account (and, for a
     Secret's token, that Secret) exists.
@@ -172,10 +184,12 @@ class ServiceAccountTokens:
 
     def __init__(
         self, tokens: TokenStore, objects: ObjectStore, signing_key: SigningKey | None = None, *,
-        issuer: str = DEFAULT_ISSUER,
+        issuer: str = DEFAULT_ISSUER, cache: WatchCache | None = None,
     ) -> None:
         self._tokens = tokens
         self._objects = objects
+        #: Where the bound Pods, Secrets and Nodes are read from memory (None: from the store).
+        self._cache = cache
         #: Signs and verifies the TokenRequests' JWTs (the hub passes the one kept in its store), as ``issuer``.
         self.signing_key = signing_key or SigningKey.generate()
         self.issuer = issuer
@@ -194,10 +208,11 @@ class ServiceAccountTokens:
 
     @classmethod
     async def load(
-        cls, tokens: TokenStore, objects: ObjectStore, store: Store, *, issuer: str = DEFAULT_ISSUER
+        cls, tokens: TokenStore, objects: ObjectStore, store: Store, *, issuer: str = DEFAULT_ISSUER,
+        cache: WatchCache | None = None,
     ) -> ServiceAccountTokens:
         """With the signing key kept in ``store`` (made by the first hub), shared by every replica."""
-        return cls(tokens, objects, await SigningKey.load_or_create(store), issuer=issuer)
+        return cls(tokens, objects, await SigningKey.load_or_create(store), issuer=issuer, cache=cache)
 
     def openid_routes(self) -> list[web.RouteDef]:
         """The issuer's discovery documents (``/.well-known/openid-configuration``, ``/openid/v1/jwks``)."""
@@ -243,8 +258,9 @@ class ServiceAccountTokens:
         return reviewed[0] if isinstance(reviewed, tuple) else None
 
     def authenticate_cached(self, token: str) -> tuple[bool, UserInfo | None]:
-        """:meth:`authenticate` from memory when it can tell (a JWT not bound to another object
-        is checked against the ServiceAccounts the informer holds), for the request path."""
+        """:meth:`authenticate` from memory when it can tell (a JWT is checked against the
+        ServiceAccounts the informer holds, and its bound object against the watch cache's), for
+        the request path."""
         if not looks_like_jwt(token):
             return self._tokens.authenticate_cached(token)
         try:
@@ -254,9 +270,13 @@ class ServiceAccountTokens:
             return True, None
         if claims is None:
             return True, None
-        if _bound_claim(claims) is not None:
-            return False, None
         try:
+            bound = _bound_claim(claims)
+            if bound is not None:
+                held = self._bound_in_memory(claims, *bound)
+                if held is None:  # not in memory: the store answers
+                    return False, None
+                _check_bound_object(held, *bound)
             return True, self._jwt_user(claims)
         except JwtRejected as exc:
             log.debug("service account token rejected: %s", exc)
@@ -311,19 +331,24 @@ class ServiceAccountTokens:
         return UserInfo(name=service_account_user(namespace, name), role=Role.USER, user_groups=groups)
 
     async def _check_bound(self, claims: dict[str, Any], kind: str, ref: dict[str, Any]) -> None:
-        """kube's check of a token's bound object: it still exists with the uid the token names."""
+        """kube's check of a token's bound object: it still exists with the uid the token names
+        (from memory, else from the store, as kube's getter reads a lister, then GETs)."""
         rt = self._objects.registry.require("v1", kind)
         namespace = (claims.get("kubernetes.io") or {}).get("namespace") if rt.namespaced else None
+        reads = self._objects if self._cache is None else self._cache
         try:
-            obj = await self._objects.get(rt, namespace=namespace, name=str(ref.get("name") or ""))
+            obj = await reads.get(rt, namespace=namespace, name=str(ref.get("name") or ""))
         except errors.NotFound:
             raise JwtRejected("service account token has been invalidated") from None
-        if _deleted_before(obj, dt.datetime.now(dt.UTC) - LEEWAY):
-            raise JwtRejected("service account token has been invalidated")
-        uid = obj["metadata"].get("uid")
-        if uid != ref.get("uid"):
-            claim = BOUND_CLAIMS[kind]
-            raise JwtRejected(f"{claim} UID ({uid}) does not match service account {claim} ref claim ({ref.get('uid')})")
+        _check_bound_object(obj, kind, ref)
+
+    def _bound_in_memory(self, claims: dict[str, Any], kind: str, ref: dict[str, Any]) -> dict[str, Any] | None:
+        """The token's bound object as the watch cache holds it; None when it holds none."""
+        if self._cache is None:
+            return None
+        rt = self._objects.registry.require("v1", kind)
+        namespace = (claims.get("kubernetes.io") or {}).get("namespace") if rt.namespaced else None
+        return self._cache.cached(rt, namespace=namespace, name=str(ref.get("name") or ""))
 
     def _bound_objects_exist(self, stored: StoredToken) -> bool:
         """Whether the service account ``stored`` is bound to still exists with its uid, and the

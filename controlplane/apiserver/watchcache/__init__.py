@@ -27,7 +27,7 @@ import builtins
 from collections.abc import AsyncGenerator, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
-from typing import Unpack
+from typing import Any, Unpack
 
 from controlplane.apiserver import errors
 from controlplane.apiserver.crd.registry import DynamicRegistry
@@ -221,6 +221,30 @@ class WatchCache:
         except TimeoutError:
             return None
         return cacher
+
+    # --- single objects ---------------------------------------------------------------
+
+    def cached(self, rt: ResourceType, *, namespace: str | None = None, name: str) -> dict[str, Any] | None:
+        """Object ``name`` as the cache holds it (kube's lister), without waiting: None when the cache
+        holds no such object or has not listed the type yet (its cache starts on the first call)."""
+        if self._closed:
+            return None
+        cacher = self._cacher(rt)
+        if not cacher.ready:
+            return None
+        kv = cacher.state.get(rt.key(namespace=namespace if rt.namespaced else None, name=name))
+        return None if kv is None else decode(rt, kv)
+
+    async def get(self, rt: ResourceType, *, namespace: str | None = None, name: str) -> dict[str, Any]:
+        """Object ``name`` from memory, or read from the store when the cache misses it (404 when the
+        store has none either), as kube's admission plugins and token authenticator read a lister and
+        then GET: an object created an instant ago is found before the cache sees it."""
+        cacher = await self._ready(rt)
+        if cacher is not None:
+            kv = cacher.state.get(rt.key(namespace=namespace if rt.namespaced else None, name=name))
+            if kv is not None:
+                return decode(rt, kv)
+        return await self._objects.get(rt, namespace=namespace, name=name)
 
     # --- lists ------------------------------------------------------------------------
 

@@ -78,6 +78,11 @@ class Cacher:
             with acting_as(CACHE_WATCHER):
                 self._task = asyncio.create_task(self._run(), name=f"watch-cache-{self.rt.plural}")
 
+    @property
+    def ready(self) -> bool:
+        """Whether :attr:`state` is listed (and not being listed again)."""
+        return self._ready.is_set() and not self._stopped
+
     async def wait_ready(self) -> None:
         """Return once the state is listed (the first time, or again after a failed watch)."""
         if self._stopped:

@@ -8,7 +8,9 @@ context deadline exceeded``), which the failure policy then decides on.
 
 Only what an admin configured is called: the configuration's ``url``, or the addresses of the
 Service its ``service`` names, taken from that Service's Endpoints (or EndpointSlices) — on a hub
-without pods, a selector-less Service whose endpoints the admin wrote. TLS is verified against the
+without pods, a selector-less Service whose endpoints the admin wrote. With a watch cache these are
+read from memory, as kube's service resolver reads its listers (the store is read only when memory
+has no such Service, or no address for it: one written an instant ago). TLS is verified against the
 ``caBundle`` (the system roots without one; a service is verified as ``<name>.<namespace>.svc``).
 The call ends after the webhook's ``timeoutSeconds``, redirects are not followed, and an answer
 is read up to :data:`MAX_RESPONSE_BYTES`. The CA bundle is never logged.
@@ -29,6 +31,7 @@ import aiohttp
 from controlplane.apis.kube.webhookclient import CA_BUNDLE_UNPARSABLE, ca_bundle_pem
 from controlplane.apiserver import errors
 from controlplane.apiserver.objects import ObjectStore
+from controlplane.apiserver.watchcache import WatchCache
 
 #: An answer larger than this is not read: 3 MiB, the most kube-apiserver takes in a request body.
 MAX_RESPONSE_BYTES = 3 * 1024 * 1024
@@ -69,8 +72,9 @@ class _Target:
 class WebhookClient:
     """One HTTP client for every webhook call of a hub replica."""
 
-    def __init__(self, objects: ObjectStore) -> None:
+    def __init__(self, objects: ObjectStore, cache: WatchCache | None = None) -> None:
         self._objects = objects
+        self._cache = cache
         self._session: aiohttp.ClientSession | None = None
         self._contexts: OrderedDict[str | None, ssl.SSLContext] = OrderedDict()
 
@@ -123,45 +127,21 @@ class WebhookClient:
     async def _endpoint(self, name: str, namespace: str, port: int) -> tuple[str, int]:
         """kube's ``ResolveEndpoint``: a random ready address of the service port ``port``."""
         registry = self._objects.registry
+        reads = self._objects if self._cache is None else self._cache
         try:
-            service = await self._objects.get(registry.require("v1", "Service"), namespace=namespace, name=name)
+            service = await reads.get(registry.require("v1", "Service"), namespace=namespace, name=name)
         except errors.NotFound:
             raise _NoEndpoint(f'service "{name}" not found') from None  # kube's service lister's words
         ports = [p for p in service.get("spec", {}).get("ports") or [] if isinstance(p, dict) and p.get("port") == port]
         if not ports:
             raise _NoEndpoint(f'no service port {port} found for service "{name}"')
         port_name = str(ports[0].get("name") or "")
-        candidates = await self._endpoints_addresses(name, namespace, port_name)
+        candidates = [] if self._cache is None else await _addresses(self._objects, self._cache, name, namespace, port_name)
+        if not candidates:  # none in memory: maybe written an instant ago
+            candidates = await _addresses(self._objects, None, name, namespace, port_name)
         if not candidates:
             raise _NoEndpoint(f'no endpoints available for service "{name}"')
         return random.choice(candidates)
-
-    async def _endpoints_addresses(self, name: str, namespace: str, port_name: str) -> list[tuple[str, int]]:
-        registry = self._objects.registry
-        try:
-            endpoints = await self._objects.get(registry.require("v1", "Endpoints"), namespace=namespace, name=name)
-        except errors.NotFound:
-            endpoints = {}
-        out: list[tuple[str, int]] = []
-        for subset in endpoints.get("subsets") or []:
-            for entry in subset.get("ports") or []:
-                if str(entry.get("name") or "") == port_name:
-                    out += [(str(a.get("ip")), int(entry["port"])) for a in subset.get("addresses") or [] if a.get("ip")]
-        if out:
-            return out
-        slices = await self._objects.list(
-            registry.require("discovery.k8s.io/v1", "EndpointSlice"), namespace=namespace,
-            label_selector=f"{_SERVICE_NAME_LABEL}={name}",
-        )
-        for endpoint_slice in slices.items:
-            for entry in endpoint_slice.get("ports") or []:
-                if str(entry.get("name") or "") != port_name or entry.get("port") is None:
-                    continue
-                for endpoint in endpoint_slice.get("endpoints") or []:
-                    if (endpoint.get("conditions") or {}).get("ready") is False:
-                        continue
-                    out += [(str(address), int(entry["port"])) for address in endpoint.get("addresses") or []]
-        return out
 
     def _ssl_context(self, ca_bundle: str | None) -> ssl.SSLContext:
         context = self._contexts.get(ca_bundle)
@@ -221,3 +201,40 @@ def _os_reason(error: OSError) -> str:
 
 def _join_host(address: str, port: int) -> str:
     return f"[{address}]:{port}" if ":" in address else f"{address}:{port}"
+
+
+async def _addresses(
+    objects: ObjectStore, cache: WatchCache | None, name: str, namespace: str, port_name: str
+) -> list[tuple[str, int]]:
+    """The ready addresses of the service's port ``port_name``: from its Endpoints, else its
+    EndpointSlices, as ``cache`` holds them in memory (without one: as the store holds them)."""
+    endpoints_rt = objects.registry.require("v1", "Endpoints")
+    slices_rt = objects.registry.require("discovery.k8s.io/v1", "EndpointSlice")
+    selector = f"{_SERVICE_NAME_LABEL}={name}"
+    if cache is not None:
+        endpoints = cache.cached(endpoints_rt, namespace=namespace, name=name) or {}
+    else:
+        try:
+            endpoints = await objects.get(endpoints_rt, namespace=namespace, name=name)
+        except errors.NotFound:
+            endpoints = {}
+    out: list[tuple[str, int]] = []
+    for subset in endpoints.get("subsets") or []:
+        for entry in subset.get("ports") or []:
+            if str(entry.get("name") or "") == port_name:
+                out += [(str(a.get("ip")), int(entry["port"])) for a in subset.get("addresses") or [] if a.get("ip")]
+    if out:
+        return out
+    if cache is not None:
+        slices = await cache.list(slices_rt, namespace=namespace, label_selector=selector, resource_version="0")
+    else:
+        slices = await objects.list(slices_rt, namespace=namespace, label_selector=selector)
+    for endpoint_slice in slices.items:
+        for entry in endpoint_slice.get("ports") or []:
+            if str(entry.get("name") or "") != port_name or entry.get("port") is None:
+                continue
+            for endpoint in endpoint_slice.get("endpoints") or []:
+                if (endpoint.get("conditions") or {}).get("ready") is False:
+                    continue
+                out += [(str(address), int(entry["port"])) for address in endpoint.get("addresses") or []]
+    return out

@@ -48,6 +48,7 @@ from controlplane.apiserver.admission import WebhookRequest
 from controlplane.apiserver.identity import Authorizer, RequestAttributes, Role, UserInfo
 from controlplane.apiserver.objects import ObjectStore, WatchEventType
 from controlplane.apiserver.resources import ResourceType
+from controlplane.apiserver.watchcache import WatchCache
 from controlplane.apiserver.webhooks import equivalence, matching, policies, review
 from controlplane.apiserver.webhooks.calling import CallFailed, WebhookClient
 from controlplane.apiserver.webhooks.expressions import (
@@ -80,14 +81,17 @@ class WebhookAdmission:
     """The webhook configurations of one hub replica, and the calls of each request's writes."""
 
     def __init__(
-        self, objects: ObjectStore, authorizer: Authorizer | None = None, metrics: AdmissionMetrics | None = None
+        self, objects: ObjectStore, authorizer: Authorizer | None = None, metrics: AdmissionMetrics | None = None,
+        cache: WatchCache | None = None,
     ) -> None:
         self._objects = objects
+        #: Where Namespaces, params and webhook Services are read from memory (None: from the store).
+        self.cache = cache
         #: kube's admission webhook and policy metrics (:mod:`.metrics`).
         self.metrics = metrics if metrics is not None else AdmissionMetrics()
         #: Answers the CEL ``authorizer`` of policies and match conditions (None: every check denied).
         self.authorizer = authorizer
-        self.client = WebhookClient(objects)
+        self.client = WebhookClient(objects, cache)
         self._types = {which: objects.registry.require(_GROUP, kind) for which, kind in _KINDS.items()}
         self._namespace_type = objects.registry.require("v1", "Namespace")
         self._configurations: dict[str, dict[str, dict[str, Any]]] = {which: {} for which in _KINDS}
@@ -109,8 +113,10 @@ class WebhookAdmission:
         return RequestWebhooks(self, user, warnings)
 
     async def namespace(self, name: str) -> dict[str, Any]:
-        """Namespace ``name`` (kube's 404 when there is none)."""
-        return await self._objects.get(self._namespace_type, name=name)
+        """Namespace ``name`` (kube's 404 when there is none): from memory, else from the store (one
+        created an instant ago), as kube's namespace matcher reads its lister, then GETs."""
+        reads = self._objects if self.cache is None else self.cache
+        return await reads.get(self._namespace_type, name=name)
 
     async def wait_synced(self) -> None:
         for event in self._synced.values():
@@ -315,7 +321,7 @@ class RequestWebhooks:
             ):
                 continue
             try:
-                params = await params_of(self._admission.objects, policy, binding, request)
+                params = await params_of(self._admission.objects, policy, binding, request, self._admission.cache)
             except ConfigurationError as exc:
                 if not policy.fails_open:  # kube: a configuration error denies, whatever the actions
                     denials.append((policy, binding, policies.Decision(True, f"failed to configure binding: {exc}")))

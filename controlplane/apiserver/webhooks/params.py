@@ -5,8 +5,9 @@ In: the policy (its ``paramKind``), the binding (its ``paramRef``: a name or a l
 namespace, ``parameterNotFoundAction``) and the write. Out: the param objects to evaluate the policy
 with once each — ``[None]`` when the policy has no ``paramKind`` or the binding no ``paramRef``, none
 when nothing is found and the binding allows that — or :class:`ConfigurationError` with kube's words
-(the policy's ``failurePolicy`` then decides). Params are read from the store for each write that
-a binding with a ``paramRef`` selects (kube reads them from an informer's cache). A selector reads
+(the policy's ``failurePolicy`` then decides). With a watch cache, params are read from memory, as
+kube reads them from an informer (a change applies to the writes after the hub's watch has it); the
+store is read only when memory has none (a param written an instant ago is found). A selector reads
 at most :data:`MAX_PARAMS` objects (the first ones in name order).
 """
 
@@ -18,6 +19,7 @@ from controlplane.apiserver import errors
 from controlplane.apiserver.admission import WebhookRequest
 from controlplane.apiserver.kinds.cells import format_label_selector
 from controlplane.apiserver.objects import ObjectStore
+from controlplane.apiserver.watchcache import WatchCache
 from controlplane.apiserver.webhooks.policies import Binding, Policy
 
 #: The most objects a ``paramRef.selector`` reads (one page of the kind's list).
@@ -28,7 +30,9 @@ class ConfigurationError(Exception):
     """The binding's params cannot be collected (kube's ``failed to configure binding: ...``)."""
 
 
-async def params_of(objects: ObjectStore, policy: Policy, binding: Binding, request: WebhookRequest) -> list[Any]:
+async def params_of(
+    objects: ObjectStore, policy: Policy, binding: Binding, request: WebhookRequest, cache: WatchCache | None = None
+) -> list[Any]:
     ref = binding.param_ref
     if policy.param_kind is None or ref is None:
         return [None]
@@ -46,15 +50,18 @@ async def params_of(objects: ObjectStore, policy: Policy, binding: Binding, requ
         raise ConfigurationError("paramRef.namespace must not be provided for a cluster-scoped `paramKind`")
     if ref.get("name"):
         try:
-            found = [await objects.get(rt, namespace=namespace, name=str(ref["name"]))]
+            reads = objects if cache is None else cache
+            found = [await reads.get(rt, namespace=namespace, name=str(ref["name"]))]
         except errors.NotFound:
             found = []
     else:
-        selector = format_label_selector(ref.get("selector"))
-        listed = await objects.list(
-            rt, namespace=namespace, limit=MAX_PARAMS, label_selector=None if selector == "<none>" else selector
-        )
-        found = listed.items
+        formatted = format_label_selector(ref.get("selector"))
+        selector = None if formatted == "<none>" else formatted
+        found = [] if cache is None else (
+            await cache.list(rt, namespace=namespace, label_selector=selector, resource_version="0")
+        ).items[:MAX_PARAMS]
+        if not found:
+            found = (await objects.list(rt, namespace=namespace, limit=MAX_PARAMS, label_selector=selector)).items
     if not found and ref.get("parameterNotFoundAction") != "Allow":
         raise ConfigurationError("no params found for policy binding with `Deny` parameterNotFoundAction")
     return found
