@@ -296,3 +296,47 @@ async def test_audit_annotations_are_logged_and_their_errors_deny(api: Api, capl
         'deployments.apps "unlabelled" is forbidden: ValidatingAdmissionPolicy \'audited\' with binding \'audited\' '
         "denied request: expression 'object.metadata.labels.cpu' resulted in error: no such key: cpu"
     )
+
+
+async def test_a_namespace_created_just_before_a_write_is_matched_and_its_label_changes_apply(api: Api) -> None:
+    """The namespace selector reads the Namespace from memory, and from the store when memory does not
+    have it yet (a namespace created an instant ago); a label change applies once the hub's watch has it."""
+    selected = {**MATCH, "namespaceSelector": {"matchLabels": {"enforce": "yes"}}}
+    await bind(api, policy("enforced-ns", TEAM, matchConstraints=selected), binding("enforced-ns", "enforced-ns", "Deny"))
+    code, created, _ = await api.call("POST", "/api/v1/namespaces", {"metadata": {"name": "fresh", "labels": {"enforce": "yes"}}})
+    assert code == 201, created
+    fresh = "/apis/apps/v1/namespaces/fresh/deployments"
+    code, status, _ = await api.call("POST", fresh, deployment("anon", replicas=1, namespace="fresh"))
+    assert code == 422 and "denied request: every Deployment must carry a team label" in status["message"], status
+
+    code, _, _ = await api.call("PATCH", "/api/v1/namespaces/fresh", {"metadata": {"labels": {"enforce": "no"}}}, **MERGE)
+    assert code == 200
+
+    async def admitted() -> bool:
+        code, _, _ = await api.call("POST", fresh, deployment("anon", replicas=1, namespace="fresh"))
+        return code == 201
+
+    await eventually(admitted, what="the namespace's new labels to apply")
+
+
+async def test_a_params_update_applies_to_the_next_writes(api: Api) -> None:
+    limit = policy("max-replicas", {"expression": "object.spec.replicas <= int(params.data.max)",
+                                    "messageExpression": "'replicas must be at most ' + params.data.max"},
+                   paramKind={"apiVersion": "v1", "kind": "ConfigMap"})
+    await bind(api, limit, binding("max-replicas", "max-replicas", "Deny", paramRef={
+        "name": "limits", "parameterNotFoundAction": "Deny"}))
+    code, _, _ = await api.call("POST", CONFIGMAPS, {"metadata": {"name": "limits"}, "data": {"max": "2"}})
+    assert code == 201
+    code, status, _ = await api.call("POST", DEPLOYMENTS, deployment("five", replicas=5))
+    assert code == 422 and status["message"].endswith("denied request: replicas must be at most 2"), status
+
+    code, _, _ = await api.call("PATCH", f"{CONFIGMAPS}/limits", {"data": {"max": "8"}}, **MERGE)
+    assert code == 200
+
+    async def admitted() -> bool:
+        code, _, _ = await api.call("POST", DEPLOYMENTS, deployment("five", replicas=5))
+        return code == 201
+
+    await eventually(admitted, what="the new params to apply")
+    code, status, _ = await api.call("POST", DEPLOYMENTS, deployment("nine", replicas=9))
+    assert code == 422 and status["message"].endswith("denied request: replicas must be at most 8"), status
