@@ -15,6 +15,11 @@ fans each event out, decoded once, to every watch of the type. What is served fr
   ``waitUntilFreshAndBlock``). Lists without a resourceVersion (consistent reads), with ``Exact``, a
   ``continue`` token, or a ``limit`` with a resourceVersion other than "0" read the store,
   as kube's do.
+* single objects for the hub's own per-request lookups (:meth:`WatchCache.get`,
+  :meth:`WatchCache.cached`: admission's Namespaces, params and webhook Services, the objects a
+  service account token is bound to), as kube's admission plugins and token getter read their
+  listers: from memory, and from the store when memory has no such object yet (kube's live GET
+  after a lister's NotFound). The API's own GETs still read the store, as kube's do.
 
 Objects come out exactly as the object layer serves them (the same stored bytes and
 decoding); cached events are shared between watchers and must not be changed.
