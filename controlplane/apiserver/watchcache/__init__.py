@@ -244,6 +244,8 @@ class WatchCache:
         """Object ``name`` from memory, or read from the store when the cache misses it (404 when the
         store has none either), as kube's admission plugins and token authenticator read a lister and
         then GET: an object created an instant ago is found before the cache sees it."""
+        if self._closed:
+            return await self._objects.get(rt, namespace=namespace, name=name)
         cacher = await self._ready(rt)
         if cacher is not None:
             kv = cacher.state.get(rt.key(namespace=namespace if rt.namespaced else None, name=name))
