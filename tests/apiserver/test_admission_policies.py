@@ -280,7 +280,7 @@ async def test_audit_annotations_are_logged_and_their_errors_deny(api: Api, capl
                    {"key": "cpu", "valueExpression": "object.metadata.labels.cpu"}]
     body = {**policy("audited"), "spec": {"matchConstraints": MATCH, "auditAnnotations": annotations}}
     await bind(api, body, binding("audited", "audited", "Warn"))
-    with caplog.at_level(logging.INFO, logger="controlplane.apiserver.webhooks.dispatching"):
+    with caplog.at_level(logging.INFO, logger="controlplane.apiserver.webhooks.enforcing"):
         code, created, _ = await api.call("POST", DEPLOYMENTS, deployment("audited", replicas=2, labels={"app": "a", "cpu": "8"}))
     assert code == 201, created
     logged = [r.getMessage() for r in caplog.records if "audit annotation" in r.getMessage()]

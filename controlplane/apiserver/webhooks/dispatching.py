@@ -20,10 +20,9 @@ for its in-tree mutating plugins' changes; the hub has none after the webhooks).
 ``matchConditions`` decide, after its rules and selectors, whether it is called.
 
 The bound ValidatingAdmissionPolicies run just before the validating webhooks (kube's plugin
-order): policies and bindings are compiled once per change (:mod:`.policies`); per write, each
-binding whose policy and own match select it is evaluated once per param (:mod:`.params`), its
-failures going to the binding's actions — Deny (the first refuses the write), Warn (a warning),
-Audit (logged: the hub keeps no audit log).
+order): policies and bindings are compiled once per change (:mod:`.policies`) and run per write by
+:mod:`.enforcing`. The Namespace a selector or policy reads comes from the watch cache's memory when
+the hub has one (the store when memory has none yet), once per request.
 """
 
 from __future__ import annotations
@@ -51,6 +50,7 @@ from controlplane.apiserver.resources import ResourceType
 from controlplane.apiserver.watchcache import WatchCache
 from controlplane.apiserver.webhooks import equivalence, matching, policies, review
 from controlplane.apiserver.webhooks.calling import CallFailed, WebhookClient
+from controlplane.apiserver.webhooks.enforcing import run_policies
 from controlplane.apiserver.webhooks.expressions import (
     authorizer_functions,
     authorizer_variable,
@@ -63,7 +63,6 @@ from controlplane.apiserver.webhooks.metrics import (
     NO_ERROR,
     AdmissionMetrics,
 )
-from controlplane.apiserver.webhooks.params import ConfigurationError, params_of
 
 logger = logging.getLogger(__name__)
 
@@ -204,6 +203,15 @@ class RequestWebhooks:
         self._namespaces: dict[str, dict[str, Any]] = {}
         self._functions: dict[str, Any] | None = None
 
+    @property
+    def admission(self) -> WebhookAdmission:
+        return self._admission
+
+    @property
+    def warnings(self) -> list[str]:
+        """The request's warnings (its ``Warning`` headers), which admission adds to."""
+        return self._warnings
+
     async def mutate(self, request: WebhookRequest) -> dict[str, Any] | None:
         hooks = await self._matching(self._admission.mutating, request)
         obj: dict[str, Any] | None = None
@@ -222,7 +230,7 @@ class RequestWebhooks:
     async def _mutate_once(self, hook: Webhook, rt: ResourceType, request: WebhookRequest) -> dict[str, Any] | None:
         """The object as ``hook`` (seeing the write as one of ``rt``) changed it, in the request's
         version; None when it changed nothing (or its call failed open)."""
-        sent = _as_type(request, rt)
+        sent = equivalence.as_type(request, rt)
         verdict = await self._call(hook, sent, mutating=True)
         if verdict is None:
             return None
@@ -244,12 +252,12 @@ class RequestWebhooks:
     async def validate(self, request: WebhookRequest) -> None:
         # kube's order: the ValidatingAdmissionPolicy plugin, then the validating webhooks.
         if self._admission.bound and matching.called(request):
-            await self._run_policies(request)
+            await run_policies(self, request)
         hooks = await self._matching(self._admission.validating, request)
         if not hooks:
             return
         results = await asyncio.gather(
-            *(self._call(hook, _as_type(request, rt), mutating=False) for hook, rt in hooks), return_exceptions=True
+            *(self._call(hook, equivalence.as_type(request, rt), mutating=False) for hook, rt in hooks), return_exceptions=True
         )
         for (hook, _), result in zip(hooks, results, strict=True):
             if isinstance(result, BaseException):
@@ -266,12 +274,12 @@ class RequestWebhooks:
         registry = self._admission.objects.registry
         for hook in hooks:
             rt = matching.matched_type(hook, request, registry)
-            if rt is None or not await self._selects(hook, request):
+            if rt is None or not await self.selects(hook, request):
                 continue
             if hook.match_conditions:
                 # kube evaluates the conditions with the object in the version the webhook sees.
                 if id(rt) not in contexts:
-                    contexts[id(rt)] = cel.activation(self._cel_variables(_as_type(request, rt)), self.functions)
+                    contexts[id(rt)] = cel.activation(self.cel_variables(equivalence.as_type(request, rt)), self.functions)
                 matches, error = conditions_match(hook.match_conditions, contexts[id(rt)], fails_open=hook.fails_open)
                 if error is not None:
                     logger.warning("Failed evaluating match conditions, failing closed %s: %s", hook.name, error)
@@ -285,67 +293,22 @@ class RequestWebhooks:
                     raise errors.BadRequest(f'admission webhook "{hook.name}" does not support dry run')
         return out
 
-    async def _selects(self, selection: Selection, request: WebhookRequest) -> bool:
+    async def selects(self, selection: Selection, request: WebhookRequest) -> bool:
         """Whether the object and namespace selectors of a webhook or policy select ``request``."""
         if not matching.object_matches(selection, request):
             return False
         labels = None
         if matching.needs_namespace_labels(selection, request):
-            labels = field.mapping(field.mapping((await self._namespace_of(request.namespace))["metadata"]).get("labels"))
+            labels = field.mapping(field.mapping((await self.namespace_of(request.namespace))["metadata"]).get("labels"))
         return matching.namespace_matches(selection, request, labels)
 
-    async def _namespace_of(self, namespace: str | None) -> dict[str, Any]:
+    async def namespace_of(self, namespace: str | None) -> dict[str, Any]:
         assert namespace
         if namespace not in self._namespaces:
             self._namespaces[namespace] = await self._admission.namespace(namespace)
         return self._namespaces[namespace]
 
-    async def _run_policies(self, request: WebhookRequest) -> None:
-        """kube's ValidatingAdmissionPolicy dispatcher: every matching binding's policy evaluated (once
-        per param), Warn decisions as warnings, and the first Deny decision refuses the write."""
-        denials: list[tuple[policies.Policy, policies.Binding, policies.Decision]] = []
-        registry = self._admission.objects.registry
-        #: Each policy's match: the type it sees the write as (its rule's, under matchPolicy: Equivalent).
-        selected: dict[str, ResourceType | None] = {}
-        bases: dict[int, dict[str, Any]] = {}
-        for policy, binding in self._admission.bound:
-            if policy.name not in selected:
-                rt = policies.matched_resource(policy.match, request, registry)
-                selected[policy.name] = rt if rt is not None and await self._selects(policy.match, request) else None
-            rt = selected[policy.name]
-            if rt is None:
-                continue
-            if binding.match is not None and not (
-                policies.matched_resource(binding.match, request, registry) is not None
-                and await self._selects(binding.match, request)
-            ):
-                continue
-            try:
-                params = await params_of(self._admission.objects, policy, binding, request, self._admission.cache)
-            except ConfigurationError as exc:
-                if not policy.fails_open:  # kube: a configuration error denies, whatever the actions
-                    denials.append((policy, binding, policies.Decision(True, f"failed to configure binding: {exc}")))
-                    self._admission.metrics.observe_policy(policy.name, binding.name, "deny", 0.0)
-                continue
-            if id(rt) not in bases:  # kube evaluates with the object in the version the policy matched
-                bases[id(rt)] = {**self._cel_variables(_as_type(request, rt)), "namespaceObject": None}
-            base = bases[id(rt)]
-            if policy.reads_namespace and request.namespace and not matching.is_namespace(request):
-                base["namespaceObject"] = await self._namespace_of(request.namespace)
-            annotations: list[tuple[str, str]] = []
-            for param in params:
-                started = time.monotonic()
-                decisions = policies.evaluate(policy, {**base, "params": param}, self.functions, annotations)
-                elapsed = time.monotonic() - started
-                if not decisions:
-                    self._admission.metrics.observe_policy(policy.name, binding.name, "allow", elapsed)
-                for decision in decisions:
-                    self._act(policy, binding, decision, denials, elapsed)
-            _log_audit_annotations(request, policy, binding, annotations)
-        if denials:
-            raise review.policy_denial(request, *denials[0])
-
-    def _cel_variables(self, request: WebhookRequest) -> dict[str, Any]:
+    def cel_variables(self, request: WebhookRequest) -> dict[str, Any]:
         """``object``, ``oldObject``, ``request`` and ``authorizer``, as kube's admission CEL has them."""
         target = {"group": request.resource.group, "resource": request.resource.plural,
                   "subresource": request.subresource or "", "namespace": request.namespace or "", "name": request.name}
@@ -378,29 +341,6 @@ class RequestWebhooks:
             name=str(target.get("name") or "") or None, non_resource_path=str(path) if path else None,
         ))
         return decision.allowed, decision.reason
-
-    def _act(
-        self, policy: policies.Policy, binding: policies.Binding, decision: policies.Decision,
-        denials: list[tuple[policies.Policy, policies.Binding, policies.Decision]], elapsed: float = 0.0,
-    ) -> None:
-        if decision.denies_always:  # an audit annotation's error under failurePolicy: Fail
-            denials.append((policy, binding, decision))
-            self._admission.metrics.observe_policy(policy.name, binding.name, "deny", elapsed)
-            return
-        for action in binding.actions:
-            self._admission.metrics.observe_policy(policy.name, binding.name, action.lower(), elapsed)
-            if action == "Deny":
-                denials.append((policy, binding, decision))
-            elif action == "Warn":
-                self._warnings.append(
-                    f"Validation failed for ValidatingAdmissionPolicy '{policy.name}' with binding "
-                    f"'{binding.name}': {decision.message}"
-                )
-            elif action == "Audit":  # the hub keeps no audit log: the failure is logged
-                logger.info(
-                    "ValidatingAdmissionPolicy %s with binding %s failed (Audit): %s",
-                    policy.name, binding.name, decision.message,
-                )
 
     async def _call(self, hook: Webhook, request: WebhookRequest, *, mutating: bool) -> review.Verdict | None:
         """The webhook's verdict; None when its call failed and its failure policy ignores that.
@@ -451,40 +391,8 @@ class RequestWebhooks:
             raise CallFailed(f"received invalid webhook response: {exc}", 0) from None
 
 
-def _log_audit_annotations(
-    request: WebhookRequest, policy: policies.Policy, binding: policies.Binding, annotations: list[tuple[str, str]]
-) -> None:
-    """A binding's audit annotations, logged at info as the hub keeps no audit log: kube's key
-    ``<policy>/<key>``, the distinct values of its params joined by ``, `` as kube's collector does."""
-    values: dict[str, list[str]] = {}
-    for key, value in annotations:
-        if value not in values.setdefault(key, []):
-            values[key].append(value)
-    for key, distinct in values.items():
-        logger.info(
-            "ValidatingAdmissionPolicy %s with binding %s: audit annotation %s/%s=%s (%s %s %s)",
-            policy.name, binding.name, policy.name, key, ", ".join(distinct), request.operation,
-            request.resource.qualified(), f"{request.namespace}/{request.name}" if request.namespace else request.name,
-        )
-
-
 def _with_object(request: WebhookRequest, obj: dict[str, Any]) -> WebhookRequest:
     return dataclasses.replace(request, obj=obj)
-
-
-def _as_type(request: WebhookRequest, rt: ResourceType) -> WebhookRequest:
-    """``request`` as a webhook matching it through the equivalent ``rt`` sees it: its objects
-    converted (a Scale stays a Scale) and the type it was made through as ``requested``."""
-    if rt is request.resource:
-        return request
-    if request.subresource == "scale":
-        return dataclasses.replace(request, resource=rt, requested=request.resource)
-    source = request.resource
-    return dataclasses.replace(
-        request, resource=rt, requested=source,
-        obj=None if request.obj is None else equivalence.convert(request.obj, source, rt),
-        old=None if request.old is None else equivalence.convert(request.old, source, rt),
-    )
 
 
 def _patched(hook: Webhook, obj: dict[str, Any], patch: list[Any]) -> dict[str, Any]:

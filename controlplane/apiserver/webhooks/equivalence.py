@@ -15,9 +15,11 @@ object converted between two of them through the storage form (the types' own
 
 from __future__ import annotations
 
+import dataclasses
 from functools import lru_cache
 from typing import Any
 
+from controlplane.apiserver.admission import WebhookRequest
 from controlplane.apiserver.resources import Registry, ResourceType
 
 
@@ -57,3 +59,18 @@ def convert(obj: dict[str, Any], source: ResourceType, target: ResourceType) -> 
     if target.conversion is not None:
         return target.conversion.from_storage(stored)
     return {**stored, "apiVersion": target.api_version}
+
+
+def as_type(request: WebhookRequest, rt: ResourceType) -> WebhookRequest:
+    """``request`` as a webhook matching it through the equivalent ``rt`` sees it: its objects
+    converted (a Scale stays a Scale) and the type it was made through as ``requested``."""
+    if rt is request.resource:
+        return request
+    if request.subresource == "scale":
+        return dataclasses.replace(request, resource=rt, requested=request.resource)
+    source = request.resource
+    return dataclasses.replace(
+        request, resource=rt, requested=source,
+        obj=None if request.obj is None else convert(request.obj, source, rt),
+        old=None if request.old is None else convert(request.old, source, rt),
+    )
