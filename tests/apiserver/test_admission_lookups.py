@@ -19,6 +19,7 @@ from controlplane.apiserver.auth.tokens import TokenStore
 from controlplane.apiserver.identity import HUB_AUDIENCE
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.apiserver.watchcache import WatchCache
+from controlplane.apiserver.webhooks.calling import WebhookClient
 from controlplane.storage import MemoryStore
 from controlplane.storage.interface import KeyValue, WatchEvent
 from controlplane.storage.wrapping import WrappedStore
@@ -108,6 +109,37 @@ async def test_an_object_the_cache_has_not_seen_yet_is_read_from_the_store(
         return cache.cached(namespaces, name="fresh") is not None
 
     await eventually(seen, what="the cache to see the new namespace")
+
+
+async def test_a_webhook_service_is_resolved_from_memory_and_from_the_store_when_memory_has_none(
+    counted: tuple[ObjectStore, GetCountingStore, WatchCache],
+) -> None:
+    objects, store, cache = counted
+    services, endpoints = objects.registry.require("v1", "Service"), objects.registry.require("v1", "Endpoints")
+    await cache.listed(services)
+    await cache.listed(endpoints)
+    store.flowing.clear()  # written while the cache's watch lags: the store answers
+    await objects.create(services, {"metadata": {"name": "hooks"}, "spec": {"ports": [{"name": "https", "port": 443}]}},
+                         namespace=NS)
+    await objects.create(endpoints, {"metadata": {"name": "hooks"}, "subsets": [
+        {"addresses": [{"ip": "10.0.0.7"}], "ports": [{"name": "https", "port": 8443}]}]}, namespace=NS)
+    client = WebhookClient(objects, cache)
+    try:
+        assert await client._endpoint("hooks", NS, 443) == ("10.0.0.7", 8443)
+        service_key, endpoints_key = (rt.key(namespace=NS, name="hooks") for rt in (services, endpoints))
+        assert store.gets[service_key] == 1 and store.gets[endpoints_key] == 1
+        store.flowing.set()
+
+        async def seen() -> bool:
+            return cache.cached(endpoints, namespace=NS, name="hooks") is not None
+
+        await eventually(seen, what="the cache to see the endpoints")
+        store.gets.clear()
+        for _ in range(3):
+            assert await client._endpoint("hooks", NS, 443) == ("10.0.0.7", 8443)
+        assert not store.gets, "a cached service and its endpoints are not read from the store"
+    finally:
+        await client.close()
 
 
 async def test_a_pod_bound_token_is_checked_from_memory_and_ends_with_the_pod(
