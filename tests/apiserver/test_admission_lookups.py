@@ -51,8 +51,12 @@ class GetCountingStore(WrappedStore):
             yield event
 
 
+#: The hub's objects over a counting store, and a watch cache over them.
+Counted = tuple[ObjectStore, GetCountingStore, WatchCache]
+
+
 @pytest.fixture
-async def counted() -> AsyncIterator[tuple[ObjectStore, GetCountingStore, WatchCache]]:
+async def counted() -> AsyncIterator[Counted]:
     async with MemoryStore() as memory:
         store = GetCountingStore(memory)
         objects = await hub_objects(store, NS)
@@ -63,9 +67,7 @@ async def counted() -> AsyncIterator[tuple[ObjectStore, GetCountingStore, WatchC
             await cache.close()
 
 
-async def test_a_cached_object_is_read_from_memory_and_a_missing_one_from_the_store(
-    counted: tuple[ObjectStore, GetCountingStore, WatchCache],
-) -> None:
+async def test_a_cached_object_is_read_from_memory_and_a_missing_one_from_the_store(counted: Counted) -> None:
     objects, store, cache = counted
     namespaces = objects.registry.require("v1", "Namespace")
     key = namespaces.key(namespace=None, name=NS)
@@ -91,9 +93,7 @@ async def test_a_cached_object_is_read_from_memory_and_a_missing_one_from_the_st
     assert store.gets.get(key, 0) == 0
 
 
-async def test_an_object_the_cache_has_not_seen_yet_is_read_from_the_store(
-    counted: tuple[ObjectStore, GetCountingStore, WatchCache],
-) -> None:
+async def test_an_object_the_cache_has_not_seen_yet_is_read_from_the_store(counted: Counted) -> None:
     """kube's live GET after a lister's NotFound: a namespace created an instant ago is found."""
     objects, store, cache = counted
     namespaces = objects.registry.require("v1", "Namespace")
@@ -111,9 +111,7 @@ async def test_an_object_the_cache_has_not_seen_yet_is_read_from_the_store(
     await eventually(seen, what="the cache to see the new namespace")
 
 
-async def test_a_webhook_service_is_resolved_from_memory_and_from_the_store_when_memory_has_none(
-    counted: tuple[ObjectStore, GetCountingStore, WatchCache],
-) -> None:
+async def test_a_webhook_service_is_resolved_from_memory_and_from_the_store_when_memory_has_none(counted: Counted) -> None:
     objects, store, cache = counted
     services, endpoints = objects.registry.require("v1", "Service"), objects.registry.require("v1", "Endpoints")
     await cache.listed(services)
@@ -142,9 +140,7 @@ async def test_a_webhook_service_is_resolved_from_memory_and_from_the_store_when
         await client.close()
 
 
-async def test_a_pod_bound_token_is_checked_from_memory_and_ends_with_the_pod(
-    counted: tuple[ObjectStore, GetCountingStore, WatchCache],
-) -> None:
+async def test_a_pod_bound_token_is_checked_from_memory_and_ends_with_the_pod(counted: Counted) -> None:
     objects, store, cache = counted
     tokens = ServiceAccountTokens(TokenStore(store), objects, cache=cache)
     accounts, pods = objects.registry.require("v1", "ServiceAccount"), objects.registry.require("v1", "Pod")
