@@ -1,6 +1,6 @@
 """A CRD with a conversion webhook, driven with the real kubectl: a real HTTPS webhook started by
 the test converts CronTabs stored as v1 (``spec.cronSpec``) to v2 (``spec.schedule``) for
-``kubectl get crontabs.v2.stable.example.com``; a v2 manifest applies; a webhook that is down is
+``kubectl get crontabs.v2.stable.example.com``; a v2 manifest applies, client-side and server-side; a webhook that is down is
 kube's error, printed by kubectl."""
 
 from __future__ import annotations
@@ -39,6 +39,26 @@ def test_kubectl_reads_and_applies_crontabs_through_the_conversion_webhook(proce
         kubectl.run("apply", "-f", "-", input_text=yaml.safe_dump(weekly))
         stored = kubectl.json("get", "crontabs.v1.stable.example.com", "weekly")
         assert (stored["apiVersion"], stored["spec"]) == ("stable.example.com/v1", {"cronSpec": "0 5 * * 0"})
+
+        # Server-side apply of a v2 manifest: made in v2, stored as v1; a second manager's apply of
+        # the same field conflicts until forced.
+        hourly = crontab("v2", "hourly", schedule="0 * * * *")
+        kubectl.run("apply", "--server-side", "--field-manager=ops", "-f", "-", input_text=yaml.safe_dump(hourly))
+        stored = kubectl.json("get", "crontabs.v1.stable.example.com", "hourly", "--show-managed-fields")
+        assert stored["spec"] == {"cronSpec": "0 * * * *"}
+        assert [(e["manager"], e["apiVersion"]) for e in stored["metadata"]["managedFields"]] == [
+            ("ops", "stable.example.com/v2")
+        ]
+        hourly["spec"]["schedule"] = "30 * * * *"
+        conflicting = kubectl.run(
+            "apply", "--server-side", "--field-manager=other", "-f", "-", input_text=yaml.safe_dump(hourly), check=False
+        )
+        assert conflicting.returncode != 0 and 'conflict with "ops": .spec.schedule' in conflicting.stderr, conflicting.stderr
+        kubectl.run(
+            "apply", "--server-side", "--field-manager=other", "--force-conflicts", "-f", "-", input_text=yaml.safe_dump(hourly)
+        )
+        stored = kubectl.json("get", "crontabs.v1.stable.example.com", "hourly")
+        assert stored["spec"] == {"cronSpec": "30 * * * *"}
 
         down = {"spec": {"conversion": {"webhook": {"clientConfig": {"url": "https://127.0.0.1:1/convert"}}}}}
         kubectl.run("patch", "crd", "crontabs.stable.example.com", "--type", "merge", "-p", json.dumps(down))

@@ -110,7 +110,7 @@ def field_manager_for(request: web.Request) -> str:
     return agent.split("/", 1)[0][:128] or "unknown"
 
 
-def _force_of(request: web.Request, patch_type: PatchType) -> bool:
+def force_of(request: web.Request, patch_type: PatchType) -> bool:
     """A patch's ``force``, which only an apply may ask for."""
     force = request.query.get("force", "") in _TRUE
     if force and patch_type is not PatchType.APPLY:
@@ -271,7 +271,7 @@ class ResourceHandlers:
             return json_response(scale, warnings=warnings)
         if info.verb == "patch":
             patch_type = PatchType.from_content_type(request.headers.get("Content-Type", ""), rt)
-            force = _force_of(request, patch_type)
+            force = force_of(request, patch_type)
             media = "application/yaml" if patch_type is PatchType.APPLY else JSON_CONTENT_TYPE
             scale = await self._objects.patch_scale(
                 rt, namespace=info.namespace, name=info.name, patch_type=patch_type,
@@ -492,7 +492,7 @@ class ResourceHandlers:
         media = "application/yaml" if patch_type is PatchType.APPLY else JSON_CONTENT_TYPE
         patch = await decode_body(await request.read(), media=media)
         warnings = request_warnings(request)
-        force = _force_of(request, patch_type)
+        force = force_of(request, patch_type)
         created: list[bool] = []
         options = self.write_args(request, warnings)
         options["on_create"] = lambda: created.append(True)

@@ -173,6 +173,61 @@ async def test_objects_stored_as_v1_are_read_and_written_as_v2(api: Api, server:
     }
 
 
+APPLY = {"Content-Type": "application/apply-patch+yaml"}
+
+
+def _owners(obj: dict[str, Any]) -> list[tuple[str, str, str, Any]]:
+    return [(e["manager"], e["operation"], e["apiVersion"], e.get("fieldsV1")) for e in obj["metadata"]["managedFields"]]
+
+
+async def test_server_side_apply_in_v2_is_made_in_v2_and_stored_as_v1(api: Api, server: WebhookServer) -> None:
+    """As kube's apply handler: the object is read in the request's version (converted), the
+    configuration merged there, and the result converted to the storage version and stored."""
+    await served(api, server.client("/convert"))
+    # Absent: the apply creates it (201), stored as v1; the applier's entry is v2's.
+    code, created, _ = await api.call("PATCH", f"{V2}/ssa?fieldManager=alice", crontab("v2", "ssa", schedule="1 1 * * *"), **APPLY)
+    assert (code, created["apiVersion"], created["spec"]) == (201, "stable.example.com/v2", {"schedule": "1 1 * * *"}), created
+    assert _owners(created) == [("alice", "Apply", "stable.example.com/v2", {"f:spec": {"f:schedule": {}}})]
+    code, stored, _ = await api.call("GET", f"{V1}/ssa")
+    assert (stored["apiVersion"], stored["spec"]) == ("stable.example.com/v1", {"cronSpec": "1 1 * * *"})
+    assert _owners(stored) == _owners(created)
+    # Applied again with a changed field and a new one: the stored object follows.
+    again = {**crontab("v2", "ssa"), "spec": {"schedule": "2 2 * * *", "replicas": 2}}
+    code, applied, _ = await api.call("PATCH", f"{V2}/ssa?fieldManager=alice", again, **APPLY)
+    assert (code, applied["spec"]) == (200, {"schedule": "2 2 * * *", "replicas": 2}), applied
+    code, stored, _ = await api.call("GET", f"{V1}/ssa")
+    assert stored["spec"] == {"cronSpec": "2 2 * * *", "replicas": 2}
+    # Another manager's apply of a field alice owns is kube's conflict, and changes nothing.
+    other = crontab("v2", "ssa", schedule="3 3 * * *")
+    code, status, _ = await api.call("PATCH", f"{V2}/ssa?fieldManager=bob", other, **APPLY)
+    assert (code, status["reason"], status["message"]) == (
+        409, "Conflict", 'Apply failed with 1 conflict: conflict with "alice": .spec.schedule'
+    ), status
+    assert status["details"]["causes"] == [
+        {"reason": "FieldManagerConflict", "message": 'conflict with "alice"', "field": ".spec.schedule"}
+    ]
+    code, stored, _ = await api.call("GET", f"{V1}/ssa")
+    assert stored["spec"] == {"cronSpec": "2 2 * * *", "replicas": 2}
+    # Forced, bob takes it.
+    code, forced, _ = await api.call("PATCH", f"{V2}/ssa?fieldManager=bob&force=true", other, **APPLY)
+    assert (code, forced["spec"]) == (200, {"schedule": "3 3 * * *", "replicas": 2}), forced
+    assert [(m, op, v) for m, op, v, _ in _owners(forced)] == [
+        ("alice", "Apply", "stable.example.com/v2"), ("bob", "Apply", "stable.example.com/v2")
+    ]
+    assert [f for *_, f in _owners(forced)] == [{"f:spec": {"f:replicas": {}}}, {"f:spec": {"f:schedule": {}}}]
+    code, stored, _ = await api.call("GET", f"{V1}/ssa")
+    assert stored["spec"] == {"cronSpec": "3 3 * * *", "replicas": 2}
+    # The configuration is checked by v2's schema: its errors name v2's fields.
+    long = crontab("v2", "ssa", schedule="0 0 1 1 * " * 4)
+    code, status, _ = await api.call("PATCH", f"{V2}/ssa?fieldManager=bob", long, **APPLY)
+    assert (code, [c["field"] for c in status["details"]["causes"]]) == (422, ["spec.schedule"]), status
+    # A status apply in v2 is not served (apply it in v1).
+    code, status, _ = await api.call(
+        "PATCH", f"{V2}/ssa/status?fieldManager=bob", {**crontab("v2", "ssa"), "status": {"replicas": 1}}, **APPLY
+    )
+    assert code == 415, status
+
+
 @asynccontextmanager
 async def watching(api: Api, path: str) -> AsyncIterator[aiohttp.StreamReader]:
     """The lines of a watch of ``path`` on the hub, as its admin."""

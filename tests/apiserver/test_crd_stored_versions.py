@@ -18,6 +18,8 @@ from tests.controllers.fleet import eventually
 from tests.webhookserver import WebhookServer
 
 CRD = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/crontabs.stable.example.com"
+APPLIED_V1 = "/apis/stable.example.com/v1/namespaces/applied/crontabs"
+APPLIED_V2 = "/apis/stable.example.com/v2/namespaces/applied/crontabs"
 hub, api, server = admission_webhooks.hub, admission_webhooks.api, admission_webhooks.server
 
 
@@ -53,6 +55,11 @@ async def test_objects_stored_in_an_older_version_are_converted_on_every_read(ap
     for name in ("a", "c"):
         code, created, _ = await api.call("POST", V1, crontab("v1", name, cronSpec="1 * * * *"))
         assert code == 201, created
+    # d, in a namespace of its own (out of the lists below), is applied to once stored as v1.
+    code, created, _ = await api.call("POST", "/api/v1/namespaces", {"metadata": {"name": "applied"}})
+    assert code == 201, created
+    code, created, _ = await api.call("POST", APPLIED_V1, crontab("v1", "d", cronSpec="4 * * * *"))
+    assert code == 201, created
     await _store_as_v2(api)
 
     async def both_stored() -> bool:
@@ -122,20 +129,22 @@ async def test_objects_stored_in_an_older_version_are_converted_on_every_read(ap
     assert (code, got["spec"]) == (200, {"schedule": "1 * * * *", "replicas": 3})
     # Stored as v2 now: read as v2 it is sent to no review (the ended v1 watch may still convert its update).
     assert [r for r in server.received["/convert"] if r["request"]["desiredAPIVersion"] != "stable.example.com/v1"] == []
-    # Server-side apply in the storage version: served for an object stored in it; refused for one
-    # still stored as v1 (kube would convert it first).
+    # Server-side apply in the storage version: served for an object stored in it, and for one
+    # still stored as v1 as kube serves it: converted to v2 first, applied there, stored as v2.
     apply = {"Content-Type": "application/apply-patch+yaml"}
     code, applied, _ = await api.call(
         "PATCH", f"{V2}/b?fieldManager=t", {**crontab("v2", "b"), "spec": {"replicas": 4}}, **apply
     )
     assert (code, applied.get("spec")) == (200, {"schedule": "2 * * * *", "replicas": 4}), applied
-    code, status, _ = await api.call(
-        "PATCH", f"{V2}/c?fieldManager=t", {**crontab("v2", "c"), "spec": {"replicas": 4}}, **apply
+    code, applied, _ = await api.call(
+        "PATCH", f"{APPLIED_V2}/d?fieldManager=t", {**crontab("v2", "d"), "spec": {"replicas": 4}}, **apply
     )
-    assert (code, status["message"]) == (415, (
-        'server-side apply of crontabs.stable.example.com "c" is served once it is stored as stable.example.com/v2 '
-        "(it is stored as stable.example.com/v1): update or patch it first"
-    )), status
+    assert (code, applied.get("spec")) == (200, {"schedule": "4 * * * *", "replicas": 4}), applied
+    server.received["/convert"].clear()
+    code, got, _ = await api.call("GET", f"{APPLIED_V2}/d")
+    assert (code, got["spec"]) == (200, {"schedule": "4 * * * *", "replicas": 4})
+    # Stored as v2 now: read as v2 it is sent to no review.
+    assert [r for r in server.received["/convert"] if r["request"]["desiredAPIVersion"] != "stable.example.com/v1"] == []
     # A status write to c (still stored as v1) through v2: the rest of it is converted, and it is
     # stored as v2 whole.
     code, got, _ = await api.call("GET", f"{V2}/c")

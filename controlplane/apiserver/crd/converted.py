@@ -7,19 +7,20 @@ per batch of events), a create's or an update's body on its way to storage (defa
 validated by its own version's schema first, as kube does) and the object it answers with, a JSON
 or merge patch (applied to the object converted to the request's version, then converted back and
 written as a compare-and-swap on the revision it was read at). A failed conversion answers kube's
-500 and writes nothing. Server-side apply in such a version is refused (415): apply in the storage
-version. A delete (or a delete of a collection) answers with what it deleted, converted. The
+500 and writes nothing. A server-side apply is made in the request's version as kube's apply
+handler makes it (the object converted to it, the configuration merged there, the result converted
+back; an absent object created); one through the ``status`` subresource is refused (415). A delete (or a delete of a collection) answers with what it deleted, converted. The
 ``scale`` subresource is the storage version's. Each object is converted from the apiVersion it
 is stored as: while the CRD's ``status.storedVersions`` lists an earlier storage version, requests
 in the storage version come here too (server-side apply in it is then served as usual for an object
-stored in it, refused for one still in the earlier version); otherwise they do not.
+stored in it, and as in a converted version for one still in the earlier version); otherwise they do not.
 """
 
 from __future__ import annotations
 
 import copy
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from aiohttp import web
@@ -31,6 +32,7 @@ from controlplane.apiserver.decoding import decode_body
 from controlplane.apiserver.handlers import (
     ResourceHandlers,
     dry_run_of,
+    force_of,
     json_response,
     method_not_allowed,
     request_warnings,
@@ -38,12 +40,12 @@ from controlplane.apiserver.handlers import (
 from controlplane.apiserver.objects import ObjectEvent, Preconditions, WatchEventType, WriteArgs
 from controlplane.apiserver.objects.body_kind import checked_body
 from controlplane.apiserver.objects.writing import PATCH_RETRIES
-from controlplane.apiserver.patches import PatchType, apply_patch
+from controlplane.apiserver.patches import PatchType, apply_patch, check_apply_request
 from controlplane.apiserver.queryparams import field_validation
 from controlplane.apiserver.resources import Registry, ResourceType
 from controlplane.apiserver.routing import RequestInfo
 from controlplane.apiserver.tables import TABLE_CONTENT_TYPE, IncludeObject, table, wants_table
-from controlplane.apiserver.validation import check_object
+from controlplane.apiserver.validation import check_object, decoded_applied
 from controlplane.apiserver.webhooks.calling import WebhookClient
 from controlplane.apiserver.webhooks.metrics import AdmissionMetrics
 
@@ -259,22 +261,78 @@ class ConvertedHandlers:
     async def _patch(self, request: web.Request, rt: ResourceType, stored: ResourceType, info: RequestInfo) -> web.StreamResponse:
         assert info.name is not None
         patch_type = PatchType.from_content_type(request.headers.get("Content-Type", ""), rt)
-        if patch_type is PatchType.APPLY and not rt.stored_in_version:
-            return await self._apply_in_storage_version(request, rt, info)
         if patch_type is PatchType.APPLY:
-            raise errors.UnsupportedMediaType(
-                f"the body of the request was in an unknown format - accepted media types include: "
-                f"{PatchType.JSON.value}, {PatchType.MERGE.value} (server-side apply of {rt.qualified()} "
-                f"is served in their storage version {rt.stored_in_version})"
-            )
+            return await self._apply(request, rt, stored, info)
         patch = await decode_body(await request.read(), media="application/json")
         args = self._handlers.write_args(request, request_warnings(request))
+        manager, now = args.get("field_manager"), self._handlers.objects.now
+
+        def patched(served: dict[str, Any] | None) -> dict[str, Any]:
+            return apply_patch(rt, served, patch_type, patch, manager=manager, force=False, now=now())
+
+        return await self._write_patched(request, rt, stored, info, patched, args=args)
+
+    async def _apply(self, request: web.Request, rt: ResourceType, stored: ResourceType, info: RequestInfo) -> web.StreamResponse:
+        """Server-side apply as kube's apply handler makes it, in the request's version: the
+        object read in it (converted), the configuration merged there (the applier's managedFields
+        entry records that version), the result converted to the storage version and stored;
+        absent, the object is created from the configuration alone."""
+        assert info.name is not None
+        subresource = info.subresource or None
+        if not rt.stored_in_version:
+            try:
+                current = await self._handlers.objects.get(rt, namespace=info.namespace, name=info.name)
+            except errors.NotFound:
+                current = None
+            if current is None or current.get("apiVersion") == rt.api_version:
+                return await self._handlers.patch(request, rt, info, subresource=subresource)
+        if subresource is not None:
+            raise errors.UnsupportedMediaType(
+                f"the body of the request was in an unknown format - accepted media types include: "
+                f"{PatchType.JSON.value}, {PatchType.MERGE.value} (server-side apply of the status of "
+                f"{rt.qualified()} \"{info.name}\" is served in {storage_version(rt)} once it is stored as it)"
+            )
+        patch = await decode_body(await request.read(), media="application/yaml")
+        warnings = request_warnings(request)
+        force = force_of(request, PatchType.APPLY)
+        args = self._handlers.write_args(request, warnings)
+        manager = args.get("field_manager")
+        if isinstance(patch, dict):
+            check_apply_request(rt, patch, manager=manager)  # before its fields are decoded, as kube
+            decoded = decoded_applied(rt, patch, args["field_validation"])
+            patch = decoded.obj
+            warnings.extend(decoded.warnings)
+        args["field_manager"] = None  # the apply records its own managedFields entry
+        now = self._handlers.objects.now
+
+        def applied(served: dict[str, Any] | None) -> dict[str, Any]:
+            return apply_patch(rt, served, PatchType.APPLY, patch, manager=manager, force=force, now=now())
+
+        return await self._write_patched(request, rt, stored, info, applied, args=args, creates=True)
+
+    async def _write_patched(
+        self, request: web.Request, rt: ResourceType, stored: ResourceType, info: RequestInfo,
+        patched_of: Callable[[dict[str, Any] | None], dict[str, Any]], *, args: WriteArgs, creates: bool = False,
+    ) -> web.Response:
+        """The object ``patched_of`` makes of the stored one read in ``rt``'s version, checked
+        there, converted to the storage version and written as a compare-and-swap on the revision
+        read (read again and retried when a concurrent write wins, unless the patch names the
+        revision). ``creates``: an absent object is created from ``patched_of(None)``."""
+        assert info.name is not None
         objects = self._handlers.objects
         for _attempt in range(PATCH_RETRIES):
-            current = await objects.get(stored, namespace=info.namespace, name=info.name)
+            try:
+                current = await objects.get(stored, namespace=info.namespace, name=info.name)
+            except errors.NotFound:
+                if not creates:
+                    raise
+                new = checked_body(rt, patched_of(None), namespace=info.namespace, name=info.name)
+                new = await self._conversions.stored(rt, self._checked(request, rt, new, old=None))
+                created = await objects.create(stored, new, namespace=info.namespace, **args)
+                [out] = await self._conversions.served(rt, [created])
+                return self._respond(request, rt, out, status=201)
             [served] = await self._conversions.served(rt, [current])
-            patched = apply_patch(rt, served, patch_type, patch, manager=args.get("field_manager"), force=False, now=objects.now())
-            patched = checked_body(rt, patched, namespace=info.namespace, name=info.name, named=True)
+            patched = checked_body(rt, patched_of(served), namespace=info.namespace, name=info.name, named=True)
             if not info.subresource:
                 patched = self._checked(request, rt, patched, old=served)
             named = patched.get("metadata", {}).get("resourceVersion") != served["metadata"].get("resourceVersion")
@@ -311,21 +369,6 @@ class ConvertedHandlers:
             whole["status"] = copy.deepcopy(status)
         whole["metadata"]["resourceVersion"] = version
         return await self._handlers.objects.update_with_status(stored, whole, **args)
-
-    async def _apply_in_storage_version(self, request: web.Request, rt: ResourceType, info: RequestInfo) -> web.StreamResponse:
-        """Server-side apply in the storage version: served as usual once the object is stored in it
-        (writes never store an earlier version, so it stays so); refused while it is not."""
-        assert info.name is not None
-        try:
-            current = await self._handlers.objects.get(rt, namespace=info.namespace, name=info.name)
-        except errors.NotFound:
-            current = None
-        if current is not None and current.get("apiVersion") != rt.api_version:
-            raise errors.UnsupportedMediaType(
-                f"server-side apply of {rt.qualified()} \"{info.name}\" is served once it is stored as "
-                f"{rt.api_version} (it is stored as {current.get('apiVersion')}): update or patch it first"
-            )
-        return await self._handlers.patch(request, rt, info, subresource=info.subresource or None)
 
     async def _delete(self, request: web.Request, rt: ResourceType, stored: ResourceType, info: RequestInfo) -> web.Response:
         assert info.name is not None
