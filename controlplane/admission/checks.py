@@ -16,13 +16,17 @@ Kueue's workload controller and ClusterQueue cache decide them:
 * :func:`reset_on_eviction`: the states an eviction leaves (``Pending``, "Reset to Pending
   after eviction. Previously: Retry");
 * :func:`unusable_checks`: the checks a ClusterQueue names that do not exist or are not
-  ``Active`` (the queue is inactive until they are).
+  ``Active`` (the queue is inactive until they are);
+* :func:`start_pod_template` / :func:`restore_pod_template`: a Job's pod template as it starts
+  (its flavor's node labels and the Ready checks' ``podSetUpdates`` merged in, Kueue's
+  ``podset.Merge``; a conflicting key is an error) and as it is restored when stopped.
 
 Pure: times come in as RFC 3339 text.
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -41,6 +45,8 @@ RETRY_MESSAGE: Final = "At least one admission check is false"
 REASON_DEACTIVATED: Final = "DeactivatedDueToAdmissionCheck"
 #: The Event of a deactivation by a ``Rejected`` check.
 EVENT_REJECTED: Final = "AdmissionCheckRejected"
+#: The ``Finished`` reason of a Workload whose job cannot start (a ``podSetUpdates`` conflict).
+REASON_FAILED_TO_START: Final = "FailedToStart"
 
 
 def _rules(cluster_queue: Mapping[str, Any]) -> dict[str, frozenset[str]]:
@@ -113,6 +119,9 @@ class Verdict:
     message: str
     event_message: str = ""
     """The Event of a deactivation (Kueue's ``AdmissionCheckRejected``)."""
+    requeue_after: int = 0
+    """Seconds before a Workload evicted by ``Retry`` is queued again: the most any check in
+    ``Retry`` asks (``requeueAfterSeconds``); 0: at once."""
 
 
 def verdict(states: Sequence[Mapping[str, Any]]) -> Verdict | None:
@@ -125,8 +134,10 @@ def verdict(states: Sequence[Mapping[str, Any]]) -> Verdict | None:
             True, REASON_DEACTIVATED, f"The workload is deactivated due to {why}",
             f"Deactivating workload because AdmissionCheck for {first.get('name')} was Rejected: {first.get('message', '')}",
         )
-    if any(s.get("state") == RETRY for s in states):
-        return Verdict(False, REASON_ADMISSION_CHECK, RETRY_MESSAGE)
+    retry = [s for s in states if s.get("state") == RETRY]
+    if retry:
+        after = max((s["requeueAfterSeconds"] for s in retry if isinstance(s.get("requeueAfterSeconds"), int)), default=0)
+        return Verdict(False, REASON_ADMISSION_CHECK, RETRY_MESSAGE, requeue_after=max(after, 0))
     return None
 
 
@@ -177,3 +188,99 @@ def waiting_on(states: Sequence[Mapping[str, Any]]) -> str:
         message = s.get("message") or ""
         parts.append(f"{s.get('name')} ({s.get('state')}{': ' + message if message else ''})")
     return ", ".join(parts)
+
+
+# --- podSetUpdates ------------------------------------------------------------------------------
+
+_MAPS: Final = (("annotations", True), ("labels", True), ("nodeSelector", False))
+"""The maps of a pod template an update merges into: (field, in the template's metadata)."""
+
+
+class PodSetUpdateConflict(ValueError):
+    """Kueue's ``ErrInvalidPodSetUpdate``: an update sets a key the template (or the flavor, or
+    another check) sets to another value; the job fails to start."""
+
+
+def _conflict(field: str, mine: Mapping[str, Any], theirs: Mapping[str, Any]) -> None:
+    for key, value in mine.items():
+        if key in theirs and theirs[key] != value:
+            raise PodSetUpdateConflict(
+                f"invalid admission check PodSetUpdate: conflict for {field}: "
+                f"conflict for key={key}, value1={value}, value2={theirs[key]}"
+            )
+
+
+def _merge(info: dict[str, Any], update: Mapping[str, Any]) -> None:
+    """Kueue's ``PodSetInfo.Merge``: maps merged (a key set to another value is a conflict),
+    tolerations appended unless already there."""
+    for field, _ in _MAPS:
+        _conflict(field, info.get(field) or {}, update.get(field) or {})
+    for field, _ in _MAPS:
+        if update.get(field):
+            info[field] = {**(update.get(field) or {}), **(info.get(field) or {})}
+    tolerations = list(info.get("tolerations") or [])
+    for t in update.get("tolerations") or ():
+        if t not in tolerations:
+            tolerations.append(t)
+    if tolerations:
+        info["tolerations"] = tolerations
+
+
+def pod_set_info(template: Mapping[str, Any]) -> dict[str, Any]:
+    """A pod template's labels, annotations, nodeSelector and tolerations (Kueue's ``PodSetInfo``);
+    the empty ones left out."""
+    meta, spec = template.get("metadata") or {}, template.get("spec") or {}
+    info = {field: dict((meta if in_meta else spec).get(field) or {}) for field, in_meta in _MAPS}
+    info["tolerations"] = [dict(t) for t in spec.get("tolerations") or ()]
+    return {k: v for k, v in info.items() if v}
+
+
+def start_pod_template(
+    template: Mapping[str, Any], pod_set: str, node_labels: Mapping[str, str], states: Sequence[Mapping[str, Any]],
+) -> dict[str, Any]:
+    """The pod template of pod set ``pod_set`` as its job starts: the flavor's ``node_labels``
+    and every Ready check's ``podSetUpdates`` for that pod set merged in (Kueue's
+    ``getPodSetsInfoFromStatus`` then ``podset.Merge``). Raises :class:`PodSetUpdateConflict`."""
+    info: dict[str, Any] = {"nodeSelector": dict(node_labels)} if node_labels else {}
+    for state in states:
+        for update in state.get("podSetUpdates") or ():
+            if isinstance(update, Mapping) and update.get("name") == pod_set:
+                try:
+                    _merge(info, update)
+                except PodSetUpdateConflict as err:
+                    raise PodSetUpdateConflict(f"in admission check {state.get('name')!r}: {err}") from None
+    merged = pod_set_info(template)
+    _merge(merged, info)
+    return _with_info(template, merged)
+
+
+def _with_info(template: Mapping[str, Any], info: Mapping[str, Any]) -> dict[str, Any]:
+    out = {**template, "metadata": dict(template.get("metadata") or {}), "spec": dict(template.get("spec") or {})}
+    for field, in_meta in (*_MAPS, ("tolerations", False)):
+        part = out["metadata"] if in_meta else out["spec"]
+        if info.get(field):
+            part[field] = copy.deepcopy(info[field])
+        else:
+            part.pop(field, None)
+    if not out["metadata"]:
+        out.pop("metadata")
+    return out
+
+
+def restore_pod_template(template: Mapping[str, Any], original: Mapping[str, Any]) -> dict[str, Any]:
+    """``template`` with the labels, annotations, nodeSelector and tolerations of ``original``
+    (the Workload's pod set, as the job was queued): Kueue's ``RestorePodSpec`` on stop."""
+    return _with_info(template, pod_set_info(original))
+
+
+def job_template(
+    template: Mapping[str, Any], workload: Mapping[str, Any], node_labels: Mapping[str, str], *, admitted: bool,
+) -> dict[str, Any]:
+    """A batch/v1 Job's pod template (its Workload's one pod set) as it starts, ``admitted``
+    (:func:`start_pod_template`), or as it is stopped (:func:`restore_pod_template`, from the
+    Workload's pod set)."""
+    pod_sets = (workload.get("spec") or {}).get("podSets") or [{}]
+    pod_set = pod_sets[0] if isinstance(pod_sets[0], Mapping) else {}
+    if admitted:
+        return start_pod_template(template, str(pod_set.get("name") or "main"), node_labels, states_of(workload))
+    return restore_pod_template(template, pod_set.get("template") or {})

@@ -16,6 +16,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
+from controlplane.admission import checks
 from controlplane.admission.core import (
     DEFAULT_WEIGHT,
     Admission,
@@ -87,6 +88,11 @@ def pod_sets(workload: Mapping[str, Any]) -> list[Obj] | None:
         ]
     count = interpreter.replicas(obj)
     main: Obj = {"name": "main", "count": count, "template": _template(interpreter.replica_requirements(obj))}
+    if _is_job(workload):
+        # As Kueue's: the pod template's labels, annotations, nodeSelector and tolerations, which
+        # the Job gets back when it is stopped (:func:`controlplane.admission.checks.restore_pod_template`).
+        template = ((workload.get("spec") or {}).get("template")) or {}
+        main["template"] = checks.restore_pod_template(main["template"], template)
     if (min_count := job_min_count(workload, count)) is not None:
         main["minCount"] = min_count
     return [main]

@@ -23,6 +23,7 @@ from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any, Final
 
+from controlplane.admission.checks import REASON_ADMISSION_CHECK
 from controlplane.admission.objects import condition
 from controlplane.apis import kueue_v1beta1 as kueue
 from controlplane.apis.meta import format_time, parse_time_or_none
@@ -144,14 +145,14 @@ def requeue_after_timeout(workload: Mapping[str, Any], settings: WaitForPodsRead
 
 def requeue_at(workload: Mapping[str, Any]) -> datetime | None:
     """When an active Workload held out of its queue by ``Requeued=False`` may be queued again:
-    ``requeueAt`` after a PodsReady timeout, at once after a deactivation (it is active again);
+    ``requeueAt`` after a PodsReady timeout or a check's ``Retry`` with ``requeueAfterSeconds``, at once after a deactivation (it is active again);
     None when it is not held."""
     requeued = condition(workload, kueue.COND_REQUEUED)
     if requeued is None or requeued.get("status") != "False":
         return None
     if requeued.get("reason") == kueue.REASON_REQUEUING_LIMIT_EXCEEDED:
         return datetime.min.replace(tzinfo=UTC)
-    if requeued.get("reason") != kueue.REASON_PODS_READY_TIMEOUT:
+    if requeued.get("reason") not in (kueue.REASON_PODS_READY_TIMEOUT, REASON_ADMISSION_CHECK):
         return None
     state = (workload.get("status") or {}).get("requeueState") or {}
     return parse_time_or_none(state.get("requeueAt")) or datetime.min.replace(tzinfo=UTC)

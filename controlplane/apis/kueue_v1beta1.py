@@ -15,6 +15,7 @@ from typing import Annotated, Any, Final, Literal
 from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from controlplane.apis.kube import objects
+from controlplane.apis.kueue_podset import PodSetUpdate
 from controlplane.apis.meta import (
     Condition,
     LabelSelector,
@@ -495,8 +496,10 @@ class AdmissionCheckState(WireModel):
     """When the state last changed."""
     message: str = Field(max_length=32768)
     """Why, in words (may be empty)."""
-    pod_set_updates: list[dict[str, Any]] | None = Field(default=None, max_length=8)
-    """Changes the check asks of the pod sets (served; not applied by the hub)."""
+    pod_set_updates: list[PodSetUpdate] | None = Field(default=None, max_length=8)
+    """Changes the check asks of the pod sets: applied to a batch/v1 Job's pod template as it starts."""
+    requeue_after_seconds: int | None = Field(default=None, ge=0, le=2**31 - 1)
+    """With state Retry: how long the evicted workload waits before it is queued again."""
 
 
 class WorkloadStatus(WireModel):

@@ -8,8 +8,9 @@ ClusterQueues, LocalQueues, WorkloadPriorityClasses and Workloads (informers). O
   one pod set per role the interpreter reads, ``spec.queueName`` and the priority of its
   WorkloadPriorityClass (label ``kueue.x-k8s.io/priority-class``); a batch/v1 Job is kept
   ``spec.suspend: true`` at the hub until admitted (as Kueue does) and unsuspended then, with the
-  admitted flavor's node labels in its pod template's nodeSelector (partially admitted, with the
-  admitted ``parallelism``, its own back when suspended again);
+  admitted flavor's node labels in its pod template's nodeSelector and its admission checks'
+  ``podSetUpdates`` merged in (partially admitted, with the admitted ``parallelism``; its own
+  template and count back when suspended again);
 * the admission cycle (:func:`controlplane.admission.core.decide`) over every ClusterQueue: an
   admitted Workload gets ``status.admission`` (ClusterQueue and flavor per resource) and the
   conditions QuotaReserved and Admitted; a waiting one QuotaReserved=False with Kueue's reason
@@ -241,12 +242,23 @@ class AdmissionController(KeyedController[Key]):
             return
         updated = copy.deepcopy(updated)
         updated["spec"]["suspend"] = not admitted
-        if admitted and flipping:
-            cluster_keys = {k for c in ctx.clusters.items() for k in ((c.get("metadata") or {}).get("labels") or {})}
-            _, on_nodes = adm.flavor_constraints(adm.admission_of(wl) or {}, self.kinds.flavors(), cluster_keys)
-            if on_nodes:
-                pod_spec = updated["spec"].setdefault("template", {}).setdefault("spec", {})
-                pod_spec["nodeSelector"] = {**(pod_spec.get("nodeSelector") or {}), **on_nodes}
+        if flipping:
+            if admitted and adm.is_finished(wl):
+                return  # it failed to start
+            on_nodes: dict[str, str] = {}
+            if admitted:
+                cluster_keys = {k for c in ctx.clusters.items() for k in ((c.get("metadata") or {}).get("labels") or {})}
+                _, on_nodes = adm.flavor_constraints(adm.admission_of(wl) or {}, self.kinds.flavors(), cluster_keys)
+            try:
+                # Started: the flavor's node labels and the checks' podSetUpdates; stopped: its own.
+                updated["spec"]["template"] = checks.job_template(updated["spec"].get("template") or {}, wl, on_nodes, admitted=admitted)
+            except checks.PodSetUpdateConflict as err:  # as Kueue: no point in retrying
+                failed = {"type": kueue.COND_FINISHED, "status": "True", "reason": checks.REASON_FAILED_TO_START, "message": str(err)}
+                status = copy.deepcopy(wl.get("status") or {})
+                status["conditions"] = with_condition(status.get("conditions") or [], failed, now=ctx.now_text())
+                await ctx.objects.update_status(wl_rt, {**wl, "status": status})
+                log.warning("%s failed to start: %s", ref, err)
+                return
         await ctx.objects.update(rt, updated)
         log.info("%s %s", ("unsuspended" if admitted else "suspended until admitted:") if flipping else "admitted count set:", ref)
 

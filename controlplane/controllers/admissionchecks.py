@@ -4,7 +4,8 @@
 In: a Workload that holds quota, and its ClusterQueue. Out: its ``status.admissionChecks`` kept
 to the checks its ClusterQueue names for its flavors (a new one ``Pending``), ``Admitted=True``
 (and an Event ``Admitted``) once all are ``Ready``; a check in ``Retry`` evicts it (reason
-``AdmissionCheck``) back to its queue at once, one ``Rejected`` deactivates it
+``AdmissionCheck``) back to its queue at once, or with ``requeueAfterSeconds`` held out of it
+(``Requeued=False``, ``requeueState.requeueAt``) that long; one ``Rejected`` deactivates it
 (``spec.active: false``) and evicts it, with a Warning Event ``AdmissionCheckRejected``. The
 states themselves are the checks' controllers' to set (``kubectl patch --subresource=status``
 does as well).
@@ -15,6 +16,7 @@ from __future__ import annotations
 import copy
 import logging
 from collections.abc import Callable, Mapping
+from datetime import timedelta
 from typing import Any
 
 from controlplane.admission import checks, requeuing
@@ -22,6 +24,7 @@ from controlplane.admission import objects as adm
 from controlplane.admission.metrics import QueueMetrics
 from controlplane.apis import kueue_v1beta1 as kueue
 from controlplane.apis.events import EventType
+from controlplane.apis.meta import format_time
 from controlplane.controllers.context import ControllerContext
 from controlplane.controllers.events import EventReason, record_event
 from controlplane.controllers.workloadevicting import evict, set_conditions
@@ -93,8 +96,15 @@ class AdmissionChecking:
                                   event=EventReason.ADMISSION_CHECK_REJECTED, event_type=EventType.WARNING,
                                   event_message=verdict.event_message)
         else:
+            # Kueue's requeueAfterSeconds: held out of its queue (``Requeued=False``) until requeueAt.
+            until = format_time(self.ctx.now() + timedelta(seconds=verdict.requeue_after)) if verdict.requeue_after else None
+
+            def requeue_at(status: dict[str, Any]) -> None:
+                if until is not None:
+                    status["requeueState"] = {**(status.get("requeueState") or {}), "requeueAt": until}
+
             written = await evict(self.ctx, self.rt, updated, reason=verdict.reason, message=verdict.message,
-                                  event=EventReason.EVICTED_ADMISSION_CHECK, requeued=True)
+                                  event=EventReason.EVICTED_ADMISSION_CHECK, requeued=until is None, edit=requeue_at)
         self._assume(written)
         if self.metrics is not None and queue:
             self.metrics.evicted(queue, reason=verdict.reason, local_queue=adm.local_queue_of(wl))

@@ -109,6 +109,9 @@ class AdmissionGate:
         admission = adm.admission_of(wl)
         if admission is None or not adm.is_true(wl, kueue.COND_ADMITTED):
             if adm.is_finished(wl):
+                finished = adm.condition(wl, kueue.COND_FINISHED) or {}
+                if finished.get("reason") == checks.REASON_FAILED_TO_START:
+                    return Gate(held=f"failed to start (Workload {adm.key_of(wl)}): {finished.get('message', '')}")
                 return Gate()
             cond = adm.condition(wl, kueue.COND_QUOTA_RESERVED) or {}
             why = cond.get("message") or "not admitted yet"
@@ -118,7 +121,10 @@ class AdmissionGate:
             if not requeuing.is_active(wl):
                 held = f"its Workload {adm.key_of(wl)} is deactivated (spec.active: false)"
             elif requeuing.requeue_at(wl) is not None and (state := (wl.get("status") or {}).get("requeueState") or {}).get("requeueAt"):
-                held += f"; requeued at {state.get('requeueAt')} (backoff after {state.get('count')} PodsReady timeout(s))"
+                if (adm.condition(wl, kueue.COND_REQUEUED) or {}).get("reason") == checks.REASON_ADMISSION_CHECK:
+                    held += f"; requeued at {state.get('requeueAt')} (an admission check's requeueAfterSeconds)"
+                else:
+                    held += f"; requeued at {state.get('requeueAt')} (backoff after {state.get('count')} PodsReady timeout(s))"
             evicted = adm.condition(wl, kueue.COND_EVICTED) or {}
             if evicted.get("status") == "True":
                 return Gate(held=f"evicted: {evicted.get('message', '')}; {held}", evicted=True)
