@@ -242,16 +242,15 @@ class AdmissionController(KeyedController[Key]):
             return
         updated = copy.deepcopy(updated)
         updated["spec"]["suspend"] = not admitted
+        if flipping and not admitted:
+            return await self._stop(rt, updated, wl)
         if flipping:
-            if admitted and adm.is_finished(wl):
+            if adm.is_finished(wl):
                 return  # it failed to start
-            on_nodes: dict[str, str] = {}
-            if admitted:
-                cluster_keys = {k for c in ctx.clusters.items() for k in ((c.get("metadata") or {}).get("labels") or {})}
-                _, on_nodes = adm.flavor_constraints(adm.admission_of(wl) or {}, self.kinds.flavors(), cluster_keys)
-            try:
-                # Started: the flavor's node labels and the checks' podSetUpdates; stopped: its own.
-                updated["spec"]["template"] = checks.job_template(updated["spec"].get("template") or {}, wl, on_nodes, admitted=admitted)
+            cluster_keys = {k for c in ctx.clusters.items() for k in ((c.get("metadata") or {}).get("labels") or {})}
+            _, on_nodes = adm.flavor_constraints(adm.admission_of(wl) or {}, self.kinds.flavors(), cluster_keys)
+            try:  # the flavor's node labels and the checks' podSetUpdates
+                updated["spec"]["template"] = checks.job_template(updated["spec"].get("template") or {}, wl, on_nodes, admitted=True)
             except checks.PodSetUpdateConflict as err:  # as Kueue: no point in retrying
                 failed = {"type": kueue.COND_FINISHED, "status": "True", "reason": checks.REASON_FAILED_TO_START, "message": str(err)}
                 status = copy.deepcopy(wl.get("status") or {})
@@ -261,6 +260,20 @@ class AdmissionController(KeyedController[Key]):
                 return
         await ctx.objects.update(rt, updated)
         log.info("%s %s", ("unsuspended" if admitted else "suspended until admitted:") if flipping else "admitted count set:", ref)
+
+    async def _stop(self, rt: ResourceType, job: dict[str, Any], wl: Mapping[str, Any]) -> None:
+        """Kueue's ``Stop`` of a batch/v1 Job: suspended (its own count back), its startTime
+        cleared (kube lets a suspended Job's scheduling directives change only until it starts),
+        then its own pod template back (the Workload's pod set)."""
+        written = await self.ctx.objects.update(rt, job)
+        if "startTime" in (written.get("status") or {}):
+            status = {k: v for k, v in written["status"].items() if k != "startTime"}
+            written = await self.ctx.objects.update_status(rt, {**written, "status": status})
+        template = (written.get("spec") or {}).get("template") or {}
+        restored = checks.job_template(template, wl, {}, admitted=False)
+        if restored != template:
+            await self.ctx.objects.update(rt, {**written, "spec": {**written["spec"], "template": restored}})
+        log.info("suspended until admitted: %s", WorkloadRef.of(job))
 
     # --- the admission cycle -----------------------------------------------------------------
 

@@ -92,3 +92,52 @@ def test_a_queue_naming_missing_or_inactive_checks_is_inactive() -> None:
 def test_waiting_on_names_the_checks_not_ready() -> None:
     assert checks.waiting_on([state("a", "Ready"), state("b", "Pending", "provisioning"), state("c", "Pending")]) == (
         "b (Pending: provisioning), c (Pending)")
+
+
+def test_retry_requeues_after_the_longest_requeue_after_seconds() -> None:
+    retry = checks.verdict([state("a", "Retry", requeueAfterSeconds=60), state("b", "Retry", requeueAfterSeconds=300), state("c", "Retry")])
+    assert retry is not None and (retry.deactivate, retry.requeue_after) == (False, 300)
+    assert checks.verdict([state("a", "Retry"), state("b", "Pending", requeueAfterSeconds=60)]) == checks.Verdict(
+        False, "AdmissionCheck", "At least one admission check is false", requeue_after=0)
+
+
+TEMPLATE: dict[str, Any] = {
+    "metadata": {"labels": {"app": "train"}},
+    "spec": {"nodeSelector": {"disk": "ssd"}, "tolerations": [{"key": "gpu", "operator": "Exists"}], "containers": [{"name": "main"}]},
+}
+
+
+def test_a_job_starts_with_the_flavor_and_every_ready_checks_pod_set_updates() -> None:
+    updates = [
+        state("budget", "Ready", podSetUpdates=[
+            {"name": "main", "labels": {"team": "a", "app": "train"}, "annotations": {"cost": "low"},
+             "tolerations": [{"key": "gpu", "operator": "Exists"}, {"key": "spot", "operator": "Exists"}]},
+            {"name": "other", "labels": {"ignored": "yes"}},
+        ]),
+        state("prov", "Ready", podSetUpdates=[{"name": "main", "nodeSelector": {"zone": "z1"}}]),
+    ]
+    started = checks.start_pod_template(TEMPLATE, "main", {"pool": "onprem"}, updates)
+    assert started == {
+        "metadata": {"labels": {"app": "train", "team": "a"}, "annotations": {"cost": "low"}},
+        "spec": {"nodeSelector": {"disk": "ssd", "pool": "onprem", "zone": "z1"}, "containers": [{"name": "main"}],
+                 "tolerations": [{"key": "gpu", "operator": "Exists"}, {"key": "spot", "operator": "Exists"}]},
+    }
+    # Stopped: the template the Job was queued with (its Workload's pod set), as Kueue restores it.
+    assert checks.restore_pod_template(started, TEMPLATE) == TEMPLATE
+
+
+@pytest.mark.parametrize(("node_labels", "updates", "message"), [
+    ({}, [state("budget", "Ready", podSetUpdates=[{"name": "main", "nodeSelector": {"disk": "hdd"}}])],
+     "invalid admission check PodSetUpdate: conflict for nodeSelector: conflict for key=disk, value1=ssd, value2=hdd"),
+    ({"pool": "onprem"}, [state("budget", "Ready", podSetUpdates=[{"name": "main", "nodeSelector": {"pool": "cloud"}}])],
+     "in admission check 'budget': invalid admission check PodSetUpdate: conflict for nodeSelector: "
+     "conflict for key=pool, value1=onprem, value2=cloud"),
+    ({}, [state("budget", "Ready", podSetUpdates=[{"name": "main", "labels": {"app": "serve"}}])],
+     "invalid admission check PodSetUpdate: conflict for labels: conflict for key=app, value1=train, value2=serve"),
+])
+def test_an_update_setting_a_key_otherwise_is_a_conflict(
+    node_labels: dict[str, str], updates: list[dict[str, Any]], message: str,
+) -> None:
+    with pytest.raises(checks.PodSetUpdateConflict) as err:
+        checks.start_pod_template(TEMPLATE, "main", node_labels, updates)
+    assert str(err.value) == message

@@ -1,19 +1,22 @@
 """Kueue's admission checks at the hub: a Job whose ClusterQueue names an AdmissionCheck gets
 quota (QuotaReserved) and the check ``Pending``, and stays suspended and unpropagated until the
 check's controller sets it ``Ready`` (a status write, as ``kubectl patch --subresource=status``
-does); ``Retry`` evicts it back to its queue with the check reset to ``Pending``; ``Rejected``
-deactivates it. A ClusterQueue naming a missing or inactive check is inactive, as in Kueue."""
+does), and starts with the check's ``podSetUpdates`` in its pod template (its own back when
+evicted); ``Retry`` evicts it back to its queue with the check reset to ``Pending`` (after
+``requeueAfterSeconds``); ``Rejected`` deactivates it. A ClusterQueue naming a missing or inactive check is inactive, as in Kueue."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from prometheus_client import CollectorRegistry
 
+from controlplane.apis.meta import parse_time
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.manager import ControllerManager
 
-from .fleet import eventually, node_shape, propagation_policy, put_cluster, settled
+from .fleet import A100, eventually, node_shape, propagation_policy, put_cluster, settled
 from .test_admission import KUEUE, PLACEMENT, condition, create, get, kueue_obj, team_queue
 from .test_admission_metrics import metered, value  # noqa: F401 (fixture)
 from .test_admission_preemption import job, works_of
@@ -33,13 +36,13 @@ async def set_active(objects: ObjectStore, name: str, status: str) -> None:
     await objects.update_status(objects.registry.require(KUEUE, "AdmissionCheck"), obj)
 
 
-async def set_state(objects: ObjectStore, wl_name: str, check_name: str, state: str, message: str = "") -> None:
+async def set_state(objects: ObjectStore, wl_name: str, check_name: str, state: str, message: str = "", **extra: Any) -> None:
     """``kubectl patch workload <wl> --subresource=status``: the check's controller decides."""
     wl = await get(objects, KUEUE, "Workload", wl_name)
     assert wl is not None
     for s in wl["status"]["admissionChecks"]:
         if s["name"] == check_name:
-            s.update(state=state, message=message, lastTransitionTime="2026-01-01T00:00:01Z")
+            s.update(state=state, message=message, lastTransitionTime="2026-01-01T00:00:01Z", **extra)
     await objects.update_status(objects.registry.require(KUEUE, "Workload"), wl)
 
 
@@ -178,3 +181,99 @@ async def test_a_cluster_queue_with_a_missing_or_inactive_check_admits_nothing(
     await reserved_with_checks(objects)
     await settled(manager)
     assert await active(objects, "ClusterQueue", "team-a") == ("True", "Ready", "Can admit new workloads")
+
+
+UPDATE = {"name": "main", "labels": {"budget.example.com/tier": "gold"}, "annotations": {"budget.example.com/cost": "12"},
+          "nodeSelector": {"nvidia.com/gpu.product": A100}, "tolerations": [{"key": "spot", "operator": "Exists", "effect": "NoSchedule"}]}
+
+
+async def test_a_ready_checks_pod_set_updates_start_the_job_and_eviction_restores_its_template(
+    objects: ObjectStore, manager: ControllerManager,
+) -> None:
+    await fleet_with_check(objects, manager)
+    await create(objects, job("a1", "team-a"))
+    await reserved_with_checks(objects)
+    queued = await get(objects, "batch/v1", "Job", "a1")
+    assert queued is not None
+    own_labels = queued["spec"]["template"]["metadata"]["labels"]  # kube's job-name and controller-uid
+    await set_state(objects, "job-a1", "budget", "Ready", podSetUpdates=[UPDATE])
+
+    async def started() -> dict[str, Any] | None:
+        obj = await get(objects, "batch/v1", "Job", "a1")
+        return obj if obj and obj["spec"].get("suspend") is False else None
+
+    template = (await eventually(started, what="the Job started"))["spec"]["template"]
+    assert template["metadata"] == {"labels": {**own_labels, **UPDATE["labels"]}, "annotations": UPDATE["annotations"]}
+    assert (template["spec"]["nodeSelector"], template["spec"]["tolerations"]) == (UPDATE["nodeSelector"], UPDATE["tolerations"])
+
+    async def propagated() -> dict[str, Any] | None:
+        works = (await objects.list(objects.registry.require("work.gpufed.io/v1alpha1", "Work"))).items
+        manifests = [w["spec"]["workload"]["manifests"][0] for w in works if w["metadata"]["name"] == "default-a1-job"]
+        return manifests[0] if manifests else None
+
+    manifest = await eventually(propagated, what="a1 propagated")
+    assert manifest["spec"]["template"]["metadata"]["annotations"] == UPDATE["annotations"]
+    assert manifest["spec"]["template"]["spec"]["nodeSelector"] == UPDATE["nodeSelector"]
+    binding = await get(objects, "work.gpufed.io/v1alpha1", "ResourceBinding", "a1-job")
+    assert binding is not None and binding["spec"]["replicaRequirements"]["nodeSelector"] == UPDATE["nodeSelector"]
+
+    await set_state(objects, "job-a1", "budget", "Retry", "no budget this hour")
+
+    async def stopped() -> dict[str, Any] | None:
+        obj = await get(objects, "batch/v1", "Job", "a1")
+        return obj if obj and obj["spec"].get("suspend") is True else None
+
+    template = (await eventually(stopped, what="the Job suspended again"))["spec"]["template"]
+    assert template["metadata"] == {"labels": own_labels}
+    assert "nodeSelector" not in template["spec"] and "tolerations" not in template["spec"]
+
+
+async def test_a_conflicting_pod_set_update_fails_the_job_to_start(objects: ObjectStore, manager: ControllerManager) -> None:
+    await fleet_with_check(objects, manager)
+    queued = job("a1", "team-a")
+    queued["spec"]["template"]["spec"]["nodeSelector"] = {"nvidia.com/gpu.product": "H100"}
+    await create(objects, queued)
+    await reserved_with_checks(objects)
+    await set_state(objects, "job-a1", "budget", "Ready", podSetUpdates=[UPDATE])
+
+    async def failed() -> dict[str, Any] | None:
+        wl = await workload(objects)
+        return wl if condition(wl, "Finished").get("status") == "True" else None
+
+    finished = condition(await eventually(failed, what="the Workload finished: FailedToStart"), "Finished")
+    assert (finished["reason"], finished["message"]) == (
+        "FailedToStart",
+        f"invalid admission check PodSetUpdate: conflict for nodeSelector: conflict for key=nvidia.com/gpu.product, value1=H100, value2={A100}")
+    await settled(manager)
+    hub_job = await get(objects, "batch/v1", "Job", "a1")
+    assert hub_job is not None and hub_job["spec"]["suspend"] is True
+    assert hub_job["spec"]["template"]["spec"]["nodeSelector"] == {"nvidia.com/gpu.product": "H100"}
+    assert await works_of(objects, "a1") == []
+    assert "failed to start (Workload default/job-a1): invalid admission check" in condition(hub_job, "Propagated")["message"]
+
+
+async def test_retry_with_requeue_after_seconds_holds_the_workload_until_requeue_at(
+    objects: ObjectStore, manager: ControllerManager,
+) -> None:
+    await fleet_with_check(objects, manager)
+    await create(objects, job("a1", "team-a"))
+    await reserved_with_checks(objects)
+    before = datetime.now(UTC)
+    await set_state(objects, "job-a1", "budget", "Retry", "no budget this hour", requeueAfterSeconds=3600)
+
+    async def held() -> dict[str, Any] | None:
+        wl = await workload(objects)
+        return wl if condition(wl, "Requeued").get("status") == "False" else None
+
+    wl = await eventually(held, what="evicted and held out of its queue")
+    requeued = condition(wl, "Requeued")
+    assert (requeued["reason"], requeued["message"]) == ("AdmissionCheck", "At least one admission check is false")
+    requeue_at = parse_time(wl["status"]["requeueState"]["requeueAt"])
+    assert before + timedelta(seconds=3599) <= requeue_at <= datetime.now(UTC) + timedelta(seconds=3600)
+    [state] = wl["status"]["admissionChecks"]
+    assert (state["state"], state["requeueAfterSeconds"], state["retryCount"]) == ("Pending", 3600, 1)
+    await settled(manager)
+    wl = await workload(objects)
+    assert "admission" not in wl["status"] and condition(wl, "QuotaReserved")["status"] == "False"
+    hub_job = await get(objects, "batch/v1", "Job", "a1")
+    assert hub_job is not None and f"requeued at {wl['status']['requeueState']['requeueAt']}" in condition(hub_job, "Propagated")["message"]
