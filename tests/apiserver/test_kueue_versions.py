@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from controlplane.apis.kueue_conversion import V1BETA2_FIELDS_ANNOTATION
@@ -263,3 +264,30 @@ async def test_a_workloads_admission_check_states_are_kueues_at_either_version(h
     refused = await ok(await hub.patch(f"{V1B1}/namespaces/default/workloads/job-a/status", headers=merge,
                                        json={"status": {"admissionChecks": [{**state, "state": "Done"}]}}), 422)
     assert "status.admissionChecks[0].state" in refused["message"] and "Done" in refused["message"]
+
+
+@pytest.mark.parametrize(("update", "field", "message"), [
+    ({"name": "main", "tolerations": [{"operator": "Equal", "value": "x"}]}, "tolerations",
+     "operator must be Exists when 'key' is empty, which means 'match all values and all keys'"),
+    ({"name": "main", "tolerations": [{"key": "spot", "tolerationSeconds": 5}]}, "tolerations",
+     "effect must be 'NoExecute' when 'tolerationSeconds' is set"),
+    ({"name": "main", "tolerations": [{"key": "spot", "operator": "Exists", "value": "x"}]}, "tolerations",
+     "a value must be empty when 'operator' is 'Exists'"),
+    ({"name": "main", "labels": {f"k{i}": "v" for i in range(9)}}, "labels", "8"),
+    ({"labels": {"a": "b"}}, "name", "Required value"),
+])
+async def test_pod_set_updates_follow_kueues_schema(hub: Client, update: Obj, field: str, message: str) -> None:  # noqa: F811
+    await ok(await hub.post(f"{V1B1}/namespaces/default/workloads", json=workload("v1beta1")), 201)
+    state = {"name": "budget", "state": "Ready", "lastTransitionTime": "2026-01-01T00:00:00Z", "message": "",
+             "podSetUpdates": [update]}
+    merge = {"Content-Type": "application/merge-patch+json"}
+    refused = await ok(await hub.patch(f"{V1B1}/namespaces/default/workloads/job-a/status", headers=merge,
+                                       json={"status": {"admissionChecks": [state]}}), 422)
+    assert f"status.admissionChecks[0].podSetUpdates[0].{field}" in refused["message"], refused["message"]
+    assert message in refused["message"], refused["message"]
+    good = {**state, "podSetUpdates": [{"name": "main", "nodeSelector": {"zone": "z1"},
+                                        "tolerations": [{"key": "spot", "operator": "Exists", "effect": "NoSchedule"}]}],
+            "requeueAfterSeconds": 60}
+    written = await ok(await hub.patch(f"{V1B1}/namespaces/default/workloads/job-a/status", headers=merge,
+                                       json={"status": {"admissionChecks": [good]}}))
+    assert written["status"]["admissionChecks"] == [good]
