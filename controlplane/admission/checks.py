@@ -230,7 +230,7 @@ def pod_set_info(template: Mapping[str, Any]) -> dict[str, Any]:
     """A pod template's labels, annotations, nodeSelector and tolerations (Kueue's ``PodSetInfo``);
     the empty ones left out."""
     meta, spec = template.get("metadata") or {}, template.get("spec") or {}
-    info = {field: dict((meta if in_meta else spec).get(field) or {}) for field, in_meta in _MAPS}
+    info: dict[str, Any] = {field: dict((meta if in_meta else spec).get(field) or {}) for field, in_meta in _MAPS}
     info["tolerations"] = [dict(t) for t in spec.get("tolerations") or ()]
     return {k: v for k, v in info.items() if v}
 
