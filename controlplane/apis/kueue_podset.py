@@ -18,7 +18,9 @@ class PodSetUpdate(WireModel):
     labels: dict[str, str] | None = Field(default=None, max_length=8)
     """Merged into the pod template's labels (a key it sets otherwise: the job fails to start)."""
     annotations: dict[str, str] | None = Field(default=None, max_length=8)
+    """Merged into the pod template's annotations."""
     node_selector: dict[str, str] | None = Field(default=None, max_length=8)
+    """Merged into the pod template's nodeSelector, with the flavor's node labels."""
     tolerations: list[Toleration] | None = Field(default=None, max_length=8)
     """Appended to the pod template's tolerations."""
 
