@@ -74,6 +74,9 @@ from controlplane.interpreter import interpreter_for
 from controlplane.objectclient import ResourceType, WatchEventType, errors
 
 log = logging.getLogger(__name__)
+#: How many conflicts with other writers a Job's stop rides out before it gives up (and its
+#: sync is retried).
+_STOP_CONFLICTS: Final = 5
 
 CYCLE: Final = ("cycle",)
 
@@ -266,14 +269,33 @@ class AdmissionController(KeyedController[Key]):
         cleared (kube lets a suspended Job's scheduling directives change only until it starts),
         then its own pod template back (the Workload's pod set)."""
         written = await self.ctx.objects.update(rt, job)
-        if "startTime" in (written.get("status") or {}):
-            status = {k: v for k, v in written["status"].items() if k != "startTime"}
-            written = await self.ctx.objects.update_status(rt, {**written, "status": status})
-        template = (written.get("spec") or {}).get("template") or {}
-        restored = checks.job_template(template, wl, {}, admitted=False)
-        if restored != template:
-            await self.ctx.objects.update(rt, {**written, "spec": {**written["spec"], "template": restored}})
         log.info("suspended until admitted: %s", WorkloadRef.of(job))
+        step: dict[str, Any] | None = written
+        conflicts = 0
+        while step is not None:
+            try:
+                step = await self._restore(rt, step, wl)
+            except errors.Conflict:
+                # Another writer came in between (the detector's condition, a user's label): the
+                # step is taken again on the latest Job, for once the Job is suspended no later
+                # sync takes it, and the waiting Workload would follow the started template.
+                conflicts += 1
+                if conflicts > _STOP_CONFLICTS:
+                    raise
+                step = await self.ctx.objects.get(rt, namespace=str(job["metadata"]["namespace"]), name=str(job["metadata"]["name"]))
+
+    async def _restore(self, rt: ResourceType, job: dict[str, Any], wl: Mapping[str, Any]) -> dict[str, Any] | None:
+        """One step of a stopped Job's way back to its own template: its startTime cleared, then
+        its pod template restored from the Workload's pod set. The written Job, None when there was
+        nothing left to do."""
+        if "startTime" in (job.get("status") or {}):
+            status = {k: v for k, v in job["status"].items() if k != "startTime"}
+            return await self.ctx.objects.update_status(rt, {**job, "status": status})
+        template = (job.get("spec") or {}).get("template") or {}
+        restored = checks.job_template(template, wl, {}, admitted=False)
+        if restored == template:
+            return None
+        return await self.ctx.objects.update(rt, {**job, "spec": {**job["spec"], "template": restored}})
 
     # --- the admission cycle -----------------------------------------------------------------
 

@@ -8,14 +8,18 @@ evicted); ``Retry`` evicts it back to its queue with the check reset to ``Pendin
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Unpack
 
 from prometheus_client import CollectorRegistry
 
 from controlplane.apis.meta import parse_time
-from controlplane.apiserver.objects import ObjectStore
+from controlplane.apiserver.objects import ObjectStore, WriteArgs
 from controlplane.controllers.manager import ControllerManager
+from controlplane.hub import hub_registry
+from controlplane.objectclient import ResourceType
+from controlplane.storage import MemoryStore
 
+from .conftest import FAST
 from .fleet import A100, eventually, node_shape, propagation_policy, put_cluster, settled
 from .test_admission import KUEUE, PLACEMENT, condition, create, get, kueue_obj, team_queue
 from .test_admission_metrics import metered, value  # noqa: F401 (fixture)
@@ -219,13 +223,64 @@ async def test_a_ready_checks_pod_set_updates_start_the_job_and_eviction_restore
 
     await set_state(objects, "job-a1", "budget", "Retry", "no budget this hour")
 
-    async def stopped() -> dict[str, Any] | None:
-        obj = await get(objects, "batch/v1", "Job", "a1")
-        return obj if obj and obj["spec"].get("suspend") is True else None
-
-    template = (await eventually(stopped, what="the Job suspended again"))["spec"]["template"]
+    template = (await eventually(lambda: restored(objects), what="the Job suspended with its template back"))["spec"]["template"]
     assert template["metadata"] == {"labels": own_labels}
     assert "nodeSelector" not in template["spec"] and "tolerations" not in template["spec"]
+
+
+async def restored(objects: ObjectStore) -> dict[str, Any] | None:
+    """Job a1 suspended, and its pod template without the check's podSetUpdates (the suspension
+    and the restore are two writes)."""
+    obj = await get(objects, "batch/v1", "Job", "a1")
+    if not obj or obj["spec"].get("suspend") is not True:
+        return None
+    return None if "nodeSelector" in obj["spec"]["template"]["spec"] else obj
+
+
+class _RestoreLosesARace(ObjectStore):
+    """The hub's store, where another writer changes a Job just before the admission controller
+    writes its pod template back: that write conflicts, once."""
+
+    raced = False
+
+    async def update(
+        self, rt: ResourceType, obj: dict[str, Any], *, namespace: str | None = None, name: str | None = None,
+        subresource: str | None = None, **options: Unpack[WriteArgs],
+    ) -> dict[str, Any]:
+        spec = obj.get("spec") or {}
+        if (rt.api_version, rt.kind) == ("batch/v1", "Job") and subresource is None and not self.raced \
+                and spec.get("suspend") is True and "nodeSelector" not in spec["template"]["spec"]:
+            stored = await self.get(rt, namespace=obj["metadata"]["namespace"], name=obj["metadata"]["name"])
+            if stored["spec"].get("suspend") is True and "nodeSelector" in stored["spec"]["template"]["spec"]:
+                self.raced = True  # the write that takes the podSetUpdates off a suspended Job
+                stored["metadata"].setdefault("annotations", {})["example.com/touched"] = "yes"
+                await super().update(rt, stored)  # the other writer
+        return await super().update(rt, obj, namespace=namespace, name=name, subresource=subresource, **options)
+
+
+async def test_a_template_restore_that_loses_a_race_is_taken_again_on_the_latest_job() -> None:
+    """A stop is three writes (suspend, startTime, template); a restore that conflicts with
+    another writer is written again on the latest Job: once the Job is suspended no later sync
+    would take it, and the waiting Workload would take the podSetUpdates as the Job's own (and
+    restore them on every later stop)."""
+    async with MemoryStore() as store:
+        objects = _RestoreLosesARace(store, hub_registry(), garbage_collection=True)
+        await objects.bootstrap()
+        async with ControllerManager(objects, settings=FAST) as manager:
+            await fleet_with_check(objects, manager)
+            await create(objects, job("a1", "team-a"))
+            await reserved_with_checks(objects)
+            await set_state(objects, "job-a1", "budget", "Ready", podSetUpdates=[UPDATE])
+            await eventually(lambda: works_of(objects, "a1"), what="a1 propagated")
+            await set_state(objects, "job-a1", "budget", "Retry", "no budget this hour")
+
+            await eventually(lambda: restored(objects), what="the Job's template back after the conflict")
+            assert objects.raced
+            await settled(manager)
+            wl = await workload(objects)
+            pod_template = wl["spec"]["podSets"][0]["template"]
+            assert "nodeSelector" not in pod_template["spec"], pod_template
+            assert "budget.example.com/tier" not in pod_template["metadata"].get("labels", {})
 
 
 async def test_a_conflicting_pod_set_update_fails_the_job_to_start(objects: ObjectStore, manager: ControllerManager) -> None:
