@@ -148,6 +148,17 @@ def _bound_ref(spec: dict[str, Any]) -> tuple[str, str, str] | None:
     return kind, str(ref["name"]), str(ref.get("uid") or "")
 
 
+def _account_of(claims: dict[str, Any]) -> tuple[str, str, Any]:
+    """(namespace, name, uid) of the service account a verified JWT names; JwtRejected with
+    kube's message when its private claim is malformed."""
+    private = claims.get("kubernetes.io")
+    private = private if isinstance(private, dict) else {}
+    namespace, ref = private.get("namespace"), private.get("serviceaccount")
+    if not isinstance(namespace, str) or not isinstance(ref, dict) or not namespace or not ref.get("name"):
+        raise JwtRejected("service account token claims could not be validated due to unexpected private claim")
+    return namespace, str(ref["name"]), ref.get("uid")
+
+
 def _bound_claim(claims: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
     """The kind and claim of the object a verified JWT is bound to (kube checks one, the first set)."""
     private = claims.get("kubernetes.io")
@@ -277,7 +288,10 @@ class ServiceAccountTokens:
                 if held is None:  # not in memory: the store answers
                     return False, None
                 _check_bound_object(held, *bound)
-            return True, self._jwt_user(claims)
+            account = self.accounts.get(*_account_of(claims)[:2])
+            if account is None:  # not in memory (created a moment ago): the store answers
+                return False, None
+            return True, self._jwt_user(claims, account)
         except JwtRejected as exc:
             log.debug("service account token rejected: %s", exc)
             return True, None
@@ -295,7 +309,7 @@ class ServiceAccountTokens:
             bound = _bound_claim(claims)
             if bound is not None:
                 await self._check_bound(claims, *bound)
-            return self._jwt_user(claims), common
+            return self._jwt_user(claims, await self._account(*_account_of(claims)[:2])), common
         except JwtRejected as exc:
             log.debug("service account token rejected: %s", exc)
             return str(exc)
@@ -310,23 +324,28 @@ class ServiceAccountTokens:
         check_times(claims, now=dt.datetime.now(dt.UTC))
         return claims, common
 
-    def _jwt_user(self, claims: dict[str, Any]) -> UserInfo:
-        """The service account of a verified JWT, if it still exists with the uid it names (kube's
-        validator, from the informer's memory)."""
-        private = claims.get("kubernetes.io")
-        private = private if isinstance(private, dict) else {}
-        namespace, ref = private.get("namespace"), private.get("serviceaccount")
-        if not isinstance(namespace, str) or not isinstance(ref, dict) or not namespace or not ref.get("name"):
-            raise JwtRejected("service account token claims could not be validated due to unexpected private claim")
-        name = str(ref["name"])
+    async def _account(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """A ServiceAccount from the informer's memory, else from the store (kube's getter reads a
+        lister, then GETs: an account created a moment ago is found)."""
         account = self.accounts.get(namespace, name)
+        if account is not None:
+            return account
+        try:
+            return await self._objects.get(self._rt, namespace=namespace, name=name)
+        except errors.NotFound:
+            return None
+
+    def _jwt_user(self, claims: dict[str, Any], account: dict[str, Any] | None) -> UserInfo:
+        """The service account of a verified JWT, if ``account`` (the one it names, as read) still
+        exists with the uid it names (kube's validator)."""
+        namespace, name, uid_claim = _account_of(claims)
         if account is None:
             raise JwtRejected(f'serviceaccount "{name}" not found')  # kube's lister's message
         if _deleted_before(account, dt.datetime.now(dt.UTC) - LEEWAY):
             raise JwtRejected(f"service account {namespace}/{name} has been deleted")
         uid = (account.get("metadata") or {}).get("uid")
-        if uid != ref.get("uid"):
-            raise JwtRejected(f"service account UID ({uid}) does not match claim ({ref.get('uid')})")
+        if uid != uid_claim:
+            raise JwtRejected(f"service account UID ({uid}) does not match claim ({uid_claim})")
         groups = (*service_account_groups(namespace), AUTHENTICATED)
         return UserInfo(name=service_account_user(namespace, name), role=Role.USER, user_groups=groups)
 

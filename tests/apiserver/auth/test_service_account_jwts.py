@@ -286,3 +286,21 @@ async def test_another_authenticator_over_the_same_store_verifies_and_old_opaque
         await eventually(refused)
     code, review = await admin("POST", TOKEN_REVIEWS, token_review(token))
     assert review["status"] == {"authenticated": False, "error": 'serviceaccount "bot" not found'}
+
+
+async def test_an_account_the_informer_has_not_seen_yet_is_read_from_the_store(hub: Hub, session: aiohttp.ClientSession) -> None:
+    """kube's getter reads the lister, then GETs: a token of an account created a moment ago (not
+    yet in the informer's memory) is accepted, and one of an account that does not exist is not."""
+    admin, _ = await setup(hub, session)
+    token = await issue(admin)
+    assert hub.store is not None and hub.service_account_tokens is not None
+    # An authenticator whose informer has not run: it holds no ServiceAccount at all.
+    lagging = ServiceAccountTokens(
+        TokenStore(hub.store), ObjectStore(hub.store, hub_registry()), hub.service_account_tokens.signing_key, issuer=ISSUER
+    )
+    assert lagging.authenticate_cached(token) == (False, None)  # memory cannot tell: the store answers
+    user = await lagging.authenticate(token)
+    assert user is not None and user.name == "system:serviceaccount:team:bot"
+    code, _ = await admin("DELETE", f"/api/v1/namespaces/{NAMESPACE}/serviceaccounts/bot")
+    assert code == 200
+    assert await lagging.review(token, [HUB_AUDIENCE]) == 'serviceaccount "bot" not found'
