@@ -28,6 +28,9 @@ objects, the quota usage, the waiting workloads and the quota holders
 * histograms: ``kueue_admission_wait_time_seconds{cluster_queue}`` and
   ``kueue_quota_reserved_wait_time_seconds{cluster_queue}`` (from creation, or the last
   eviction, to admission; Kueue's buckets 1, 2.5, 5 … 10240 s),
+  ``kueue_ready_wait_time_seconds{cluster_queue}`` and
+  ``kueue_admitted_until_ready_wait_time_seconds{cluster_queue}`` (from creation or the last
+  eviction, and from admission, to ``PodsReady=True``; only with ``waitForPodsReady``, as Kueue),
   ``kueue_admission_attempt_duration_seconds{result}``.
 
 Per LocalQueue, labelled ``{name,namespace}`` (Kueue exports them with its ``LocalQueueMetrics``
@@ -39,8 +42,9 @@ feature gate; the hub always does): the gauges ``kueue_local_queue_pending_workl
 hold), the counters ``kueue_local_queue_admitted_workloads_total``,
 ``kueue_local_queue_quota_reserved_workloads_total`` and
 ``kueue_local_queue_evicted_workloads_total{…,reason}``, and the histograms
-``kueue_local_queue_admission_wait_time_seconds`` and
-``kueue_local_queue_quota_reserved_wait_time_seconds``.
+``kueue_local_queue_admission_wait_time_seconds``,
+``kueue_local_queue_quota_reserved_wait_time_seconds``, ``kueue_local_queue_ready_wait_time_seconds``
+and ``kueue_local_queue_admitted_until_ready_wait_time_seconds``.
 
 A ClusterQueue or LocalQueue deleted takes its series with it (as Kueue clears them); a hub
 replica that stops leading forgets the gauges (:meth:`QueueMetrics.forget`), so only the leader
@@ -277,6 +281,10 @@ class LocalQueueMetrics(_QueueSeries[LocalQueueKey]):
         self.reserved_wait = histogram("local_queue_quota_reserved_wait_time_seconds", "The time between a "
                                        "workload was created or requeued until it got quota reservation, per "
                                        "'local_queue'.", lq)
+        self.ready_wait = histogram("local_queue_ready_wait_time_seconds", "The time between a workload was "
+                                    "created or requeued until ready, per 'local_queue'.", lq)
+        self.admitted_ready_wait = histogram("local_queue_admitted_until_ready_wait_time_seconds", "The time "
+                                             "between a workload was admitted until ready, per 'local_queue'.", lq)
         self._gauges = (self.pending, self.reserving, self.admitted_active, self.status, self.usage, self.reservation)
         self._queues = set()
         self._evicted: set[tuple[str, ...]] = set()
@@ -311,6 +319,12 @@ class LocalQueueMetrics(_QueueSeries[LocalQueueKey]):
             self.reserved_wait.labels(name, namespace).observe(waited_seconds)
         self._queues.add(local_queue)
 
+    def ready(self, local_queue: LocalQueueKey, *, queued_seconds: float, admitted_seconds: float) -> None:
+        namespace, name = local_queue
+        self.ready_wait.labels(name, namespace).observe(queued_seconds)
+        self.admitted_ready_wait.labels(name, namespace).observe(admitted_seconds)
+        self._queues.add(local_queue)
+
     def evicted(self, local_queue: LocalQueueKey, *, reason: str) -> None:
         namespace, name = local_queue
         self.evicted_total.labels(name, namespace, reason).inc()
@@ -319,7 +333,8 @@ class LocalQueueMetrics(_QueueSeries[LocalQueueKey]):
 
     def _forget_queue(self, local_queue: LocalQueueKey) -> None:
         namespace, name = local_queue
-        for metric in (self.admitted_total, self.reserved_total, self.admission_wait, self.reserved_wait):
+        for metric in (self.admitted_total, self.reserved_total, self.admission_wait, self.reserved_wait,
+                       self.ready_wait, self.admitted_ready_wait):
             with contextlib.suppress(KeyError):  # never admitted anything
                 metric.remove(name, namespace)
         self._drop(self.evicted_total, self._evicted, lambda labels: labels[:2] == (name, namespace))
@@ -376,6 +391,10 @@ class QueueMetrics(_QueueSeries[str]):
         self.reserved_wait = histogram("quota_reserved_wait_time_seconds", "The time between a workload was created "
                                        "or requeued until it got quota reservation, per 'cluster_queue'.", cq,
                                        buckets=WAIT_BUCKETS)
+        self.ready_wait = histogram("ready_wait_time_seconds", "The time between a workload was created or "
+                                    "requeued until ready, per 'cluster_queue'.", cq, buckets=WAIT_BUCKETS)
+        self.admitted_ready_wait = histogram("admitted_until_ready_wait_time_seconds", "The time between a workload "
+                                             "was admitted until ready, per 'cluster_queue'.", cq, buckets=WAIT_BUCKETS)
         self.attempt_duration = histogram("admission_attempt_duration_seconds", "The latency of an admission cycle, "
                                           "by 'result'.", ["result"], buckets=ATTEMPT_BUCKETS)
         self._gauges = (self.pending, self.reserving, self.admitted_active, self.status, self.usage, self.reservation,
@@ -442,6 +461,18 @@ class QueueMetrics(_QueueSeries[str]):
             self.reserved_wait.labels(cluster_queue).observe(wait)
         self._queues.add(cluster_queue)
 
+    def ready(
+        self, cluster_queue: str, *, queued_seconds: float, admitted_seconds: float, local_queue: LocalQueueKey | None = None,
+    ) -> None:
+        """An admitted workload of ``cluster_queue`` got ``PodsReady=True``, that long after it was
+        created or requeued and after it was admitted."""
+        queued, admitted = max(queued_seconds, 0.0), max(admitted_seconds, 0.0)
+        if local_queue is not None:
+            self.local_queues.ready(local_queue, queued_seconds=queued, admitted_seconds=admitted)
+        self.ready_wait.labels(cluster_queue).observe(queued)
+        self.admitted_ready_wait.labels(cluster_queue).observe(admitted)
+        self._queues.add(cluster_queue)
+
     def evicted(
         self, cluster_queue: str, *, reason: str, preempting_cluster_queue: str | None = None,
         preemption_reason: str | None = None, local_queue: LocalQueueKey | None = None,
@@ -462,7 +493,8 @@ class QueueMetrics(_QueueSeries[str]):
     # -- cleaning up ---------------------------------------------------------------------------
 
     def _forget_queue(self, name: str) -> None:
-        for metric in (self.admitted_total, self.reserved_total, self.admission_wait, self.reserved_wait):
+        for metric in (self.admitted_total, self.reserved_total, self.admission_wait, self.reserved_wait,
+                       self.ready_wait, self.admitted_ready_wait):
             with contextlib.suppress(KeyError):  # never admitted anything
                 metric.remove(name)
         self._drop(self.evicted_total, self._evicted, lambda labels: labels[0] == name)

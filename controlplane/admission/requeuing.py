@@ -173,6 +173,13 @@ def queue_order_timestamp(workload: Mapping[str, Any], timestamp: RequeuingTimes
     return str((workload.get("metadata") or {}).get("creationTimestamp") or "")
 
 
+def queued_since(workload: Mapping[str, Any]) -> str:
+    """When a Workload was last queued: its ``Requeued`` condition's time, else its creation
+    (Kueue's ``QueuedWaitTime``, which its ready-time metrics count from)."""
+    requeued = condition(workload, kueue.COND_REQUEUED) or {}
+    return str(requeued.get("lastTransitionTime") or (workload.get("metadata") or {}).get("creationTimestamp") or "")
+
+
 def is_active(workload: Mapping[str, Any]) -> bool:
     """Whether a Workload takes part in admission (``spec.active``, default true)."""
     return (workload.get("spec") or {}).get("active") is not False

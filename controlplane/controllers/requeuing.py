@@ -25,6 +25,7 @@ The decisions are :mod:`controlplane.admission.requeuing`'s (pure).
 from __future__ import annotations
 
 import copy
+import datetime as dt
 import logging
 from collections.abc import Mapping
 from typing import Any
@@ -33,12 +34,20 @@ from controlplane.admission import objects as adm
 from controlplane.admission import requeuing
 from controlplane.admission.metrics import QueueMetrics
 from controlplane.apis import kueue_v1beta1 as kueue
+from controlplane.apis.meta import parse_time
 from controlplane.controllers.context import ControllerContext
 from controlplane.controllers.events import EventReason
 from controlplane.controllers.workloadevicting import evict, set_conditions
 from controlplane.objectclient import ResourceType
 
 log = logging.getLogger(__name__)
+
+def _seconds_since(now: dt.datetime, stamp: str) -> float:
+    try:
+        return (now - parse_time(stamp)).total_seconds()
+    except ValueError:  # no such time: nothing to measure from
+        return 0.0
+
 
 DEACTIVATED_MESSAGE = "The workload is deactivated due to exceeding the maximum number of re-queuing retries"
 
@@ -67,6 +76,14 @@ class Requeuing:
         updated = copy.deepcopy(dict(wl))
         set_conditions(updated.setdefault("status", {}), [cond], now=self.ctx.now_text())
         await self.ctx.objects.update_status(self.rt, updated)
+        if self.metrics is not None and cond.get("status") == "True" and (current or {}).get("status") != "True":
+            now = self.ctx.now()
+            self.metrics.ready(
+                str((adm.admission_of(wl) or {}).get("clusterQueue") or ""),
+                queued_seconds=_seconds_since(now, requeuing.queued_since(wl)),
+                admitted_seconds=_seconds_since(now, str((adm.condition(wl, kueue.COND_ADMITTED) or {}).get("lastTransitionTime") or "")),
+                local_queue=adm.local_queue_of(wl),
+            )
 
     async def time_out(self, wl: Mapping[str, Any]) -> dict[str, Any]:
         """Evict an admitted Workload whose pods were not ready in time (see the module docstring);

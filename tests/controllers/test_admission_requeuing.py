@@ -118,3 +118,52 @@ async def test_a_job_whose_pods_never_get_ready_is_requeued_with_backoff_then_de
     await objects.update(objects.registry.require(KUEUE, "Workload"), wl)
     wl = await eventually(readmitted, what="admitted again once active")
     assert (condition(wl, "Requeued")["status"], condition(wl, "Requeued")["reason"]) == ("True", "Reactivated")
+
+
+async def test_a_job_whose_pods_get_ready_is_timed_in_kueues_ready_histograms(
+    objects: ObjectStore, registry: CollectorRegistry
+) -> None:
+    """Kueue's ``kueue_ready_wait_time_seconds`` and ``kueue_admitted_until_ready_wait_time_seconds``
+    (and the LocalQueue ones) observe a workload once, when its ``PodsReady`` turns True."""
+    settings = replace(SETTINGS, wait_for_pods_ready=replace(SETTINGS.wait_for_pods_ready, timeout_seconds=600))
+    async with ControllerManager(objects, settings=settings, queue_metrics=QueueMetrics(registry)) as manager:
+        await put_cluster(objects, "onprem", node_shape(2, gpus=8), labels={"gpufed.io/pool": "onprem"}, pods=[])
+        await create(objects, kueue_obj("ResourceFlavor", "onprem", spec={"nodeLabels": {"gpufed.io/pool": "onprem"}}))
+        await create(objects, team_queue("team-a", 8))
+        await create(objects, kueue_obj("LocalQueue", "team-a", "default", spec={"clusterQueue": "team-a"}))
+        await create(objects, propagation_policy("jobs", kind="Job", api_version="batch/v1", placement=PLACEMENT))
+        await settled(manager)
+        await create(objects, job("quick", "team-a", pods=2))
+
+        async def started() -> dict[str, Any] | None:
+            obj = await get(objects, "batch/v1", "Job", "quick")
+            return obj if obj is not None and obj["spec"].get("suspend") is False else None
+
+        obj = await eventually(started, what="quick started")
+        cq, lq = {"cluster_queue": "team-a"}, {"name": "team-a", "namespace": "default"}
+        assert registry.get_sample_value("kueue_ready_wait_time_seconds_count", cq) is None
+        jobs = objects.registry.require("batch/v1", "Job")
+        obj["status"] = {**(obj.get("status") or {}), "ready": 2, "active": 2}
+        await objects.update_status(jobs, obj)  # its pods ready in a member
+
+        async def ready() -> dict[str, Any] | None:
+            wl = await get(objects, KUEUE, "Workload", "job-quick")
+            return wl if condition(wl, "PodsReady").get("status") == "True" else None
+
+        await eventually(ready, what="PodsReady=True")
+        await settled(manager)
+        for metric in ("kueue_ready_wait_time_seconds_count", "kueue_admitted_until_ready_wait_time_seconds_count"):
+            assert registry.get_sample_value(metric, cq) == 1
+        for metric in ("kueue_local_queue_ready_wait_time_seconds_count",
+                       "kueue_local_queue_admitted_until_ready_wait_time_seconds_count"):
+            assert registry.get_sample_value(metric, lq) == 1
+        assert registry.get_sample_value("kueue_ready_wait_time_seconds_bucket", {**cq, "le": "+Inf"}) == 1
+
+        # Another write of a status that stays ready is not a second observation.
+        obj = await get(objects, "batch/v1", "Job", "quick")
+        assert obj is not None
+        obj["status"]["active"] = 1
+        obj["status"]["succeeded"] = 1
+        await objects.update_status(jobs, obj)
+        await settled(manager)
+        assert registry.get_sample_value("kueue_ready_wait_time_seconds_count", cq) == 1
