@@ -37,6 +37,16 @@ async def slow_manager(objects: ObjectStore, registry: CollectorRegistry) -> Asy
         yield running
 
 
+async def team_a_on_one_cluster(objects: ObjectStore, manager: ControllerManager) -> None:
+    """One cluster of 16 GPUs, a flavor on it, ClusterQueue and LocalQueue team-a (8 GPUs), Jobs propagated."""
+    await put_cluster(objects, "onprem", node_shape(2, gpus=8), labels={"gpufed.io/pool": "onprem"}, pods=[])
+    await create(objects, kueue_obj("ResourceFlavor", "onprem", spec={"nodeLabels": {"gpufed.io/pool": "onprem"}}))
+    await create(objects, team_queue("team-a", 8))
+    await create(objects, kueue_obj("LocalQueue", "team-a", "default", spec={"clusterQueue": "team-a"}))
+    await create(objects, propagation_policy("jobs", kind="Job", api_version="batch/v1", placement=PLACEMENT))
+    await settled(manager)
+
+
 async def workload(objects: ObjectStore) -> dict[str, Any]:
     return await get(objects, KUEUE, "Workload", "job-slow") or {"spec": {}, "status": {}}
 
@@ -44,12 +54,7 @@ async def workload(objects: ObjectStore) -> dict[str, Any]:
 async def test_a_job_whose_pods_never_get_ready_is_requeued_with_backoff_then_deactivated(
     objects: ObjectStore, slow_manager: ControllerManager, registry: CollectorRegistry
 ) -> None:
-    await put_cluster(objects, "onprem", node_shape(2, gpus=8), labels={"gpufed.io/pool": "onprem"}, pods=[])
-    await create(objects, kueue_obj("ResourceFlavor", "onprem", spec={"nodeLabels": {"gpufed.io/pool": "onprem"}}))
-    await create(objects, team_queue("team-a", 8))
-    await create(objects, kueue_obj("LocalQueue", "team-a", "default", spec={"clusterQueue": "team-a"}))
-    await create(objects, propagation_policy("jobs", kind="Job", api_version="batch/v1", placement=PLACEMENT))
-    await settled(slow_manager)
+    await team_a_on_one_cluster(objects, slow_manager)
     await create(objects, job("slow", "team-a"))
 
     async def evicted_by_timeout() -> dict[str, Any] | None:
@@ -127,12 +132,7 @@ async def test_a_job_whose_pods_get_ready_is_timed_in_kueues_ready_histograms(
     (and the LocalQueue ones) observe a workload once, when its ``PodsReady`` turns True."""
     settings = replace(SETTINGS, wait_for_pods_ready=replace(SETTINGS.wait_for_pods_ready, timeout_seconds=600))
     async with ControllerManager(objects, settings=settings, queue_metrics=QueueMetrics(registry)) as manager:
-        await put_cluster(objects, "onprem", node_shape(2, gpus=8), labels={"gpufed.io/pool": "onprem"}, pods=[])
-        await create(objects, kueue_obj("ResourceFlavor", "onprem", spec={"nodeLabels": {"gpufed.io/pool": "onprem"}}))
-        await create(objects, team_queue("team-a", 8))
-        await create(objects, kueue_obj("LocalQueue", "team-a", "default", spec={"clusterQueue": "team-a"}))
-        await create(objects, propagation_policy("jobs", kind="Job", api_version="batch/v1", placement=PLACEMENT))
-        await settled(manager)
+        await team_a_on_one_cluster(objects, manager)
         await create(objects, job("quick", "team-a", pods=2))
 
         async def started() -> dict[str, Any] | None:
