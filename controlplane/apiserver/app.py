@@ -67,9 +67,12 @@ from controlplane.apiserver.identity import (
 )
 from controlplane.apiserver.impersonation import (
     GROUP_HEADER,
+    UID_HEADER,
     USER_HEADER,
     ImpersonationDenied,
     ImpersonationInvalid,
+    asks_impersonation,
+    extra_of_headers,
     impersonate,
 )
 from controlplane.apiserver.objects import ObjectStore, utc_now
@@ -245,13 +248,15 @@ def _impersonated(actor: UserInfo, request: web.Request, authorizer: Authorizer)
     groups = tuple(g for value in request.headers.getall(GROUP_HEADER, []) if (g := value.strip()))
     try:
         return impersonate(actor, user=request.headers.get(USER_HEADER, "").strip(), groups=groups,
-                           authorizer=authorizer)
+                           uid=request.headers.get(UID_HEADER, "").strip(),
+                           extra=extra_of_headers(request.headers.items()), authorizer=authorizer)
     except ImpersonationInvalid as exc:
         raise errors.BadRequest(str(exc)) from None
     except ImpersonationDenied as exc:
         attrs = exc.attributes
         raise errors.Forbidden(
-            forbidden_message(attrs), target=errors.Target(name=attrs.name or "", kind=attrs.resource)
+            forbidden_message(attrs),
+            target=errors.Target(name=attrs.name or "", group=attrs.api_group, kind=attrs.resource),
         ) from None
 
 
@@ -285,7 +290,7 @@ def auth_middleware(
                 "Unauthorized: this server needs a valid bearer token (Authorization: Bearer <token>); "
                 "check the token in your kubeconfig"
             )
-        if authorizer is not None and (USER_HEADER in request.headers or GROUP_HEADER in request.headers):
+        if authorizer is not None and asks_impersonation(request.headers):
             user = _impersonated(user, request, authorizer)
         request[USER] = user
         info: RequestInfo = request[REQUEST_INFO]

@@ -8,9 +8,10 @@ types, so the token machinery can change without touching them.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Final, Protocol
+from typing import Any, Final, Protocol
 
 
 class Role(StrEnum):
@@ -37,6 +38,14 @@ ANONYMOUS: Final = "system:anonymous"
 VIEWERS: Final = "gpufed:viewers"
 AGENTS: Final = "system:gpufed:agents"
 BOOTSTRAPPERS: Final = "system:bootstrappers"
+
+#: kube's user extras of a service account token (``ServiceAccountInfo.UserInfo``): the Pod and the
+#: Node it is bound to, and its credential id (``JTI=<jti>``).
+EXTRA_POD_NAME: Final = "authentication.kubernetes.io/pod-name"
+EXTRA_POD_UID: Final = "authentication.kubernetes.io/pod-uid"
+EXTRA_NODE_NAME: Final = "authentication.kubernetes.io/node-name"
+EXTRA_NODE_UID: Final = "authentication.kubernetes.io/node-uid"
+EXTRA_CREDENTIAL_ID: Final = "authentication.kubernetes.io/credential-id"
 
 #: How kube names a service account as a user (``serviceaccount.MakeUsername``).
 SERVICE_ACCOUNT_PREFIX: Final = "system:serviceaccount:"
@@ -83,6 +92,10 @@ class UserInfo:
     #: For Role.USER: all the user's groups, exactly (``system:authenticated`` included when
     #: authenticated). Other roles have fixed groups (:data:`ROLE_GROUPS`).
     user_groups: tuple[str, ...] = ()
+    #: kube's ``user.Info`` UID: a service account's uid for its tokens, or an impersonated one.
+    uid: str = ""
+    #: kube's ``user.Info`` extra, as ``(key, values)`` pairs in key order (see :func:`user_extra`).
+    extra: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     @property
     def groups(self) -> tuple[str, ...]:
@@ -90,6 +103,23 @@ class UserInfo:
         if self.role is Role.USER:
             return self.user_groups
         return ROLE_GROUPS[self.role]
+
+
+def user_extra(values: Mapping[str, list[str] | tuple[str, ...]]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """``values`` as :attr:`UserInfo.extra` holds them: keys in order, keys without values left out."""
+    return tuple((key, tuple(values[key])) for key in sorted(values) if values[key])
+
+
+def user_info_document(user: UserInfo) -> dict[str, Any]:
+    """``user`` as kube's ``authentication.k8s.io/v1`` UserInfo (``uid`` and ``extra`` omitted when
+    empty): what SelfSubjectReview, TokenReview and AdmissionReview answer."""
+    document: dict[str, Any] = {"username": user.name}
+    if user.uid:
+        document["uid"] = user.uid
+    document["groups"] = list(user.groups)
+    if user.extra:
+        document["extra"] = {key: list(values) for key, values in user.extra}
+    return document
 
 
 #: A request without credentials, as kube's anonymous authenticator names it.

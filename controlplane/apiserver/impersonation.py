@@ -1,20 +1,25 @@
-"""User impersonation: ``Impersonate-User`` and ``Impersonate-Group``, as kube-apiserver.
+"""User impersonation: ``Impersonate-User``, ``Impersonate-Group``, ``Impersonate-Uid`` and
+``Impersonate-Extra-<key>``, as kube-apiserver.
 
-``kubectl --as alice --as-group team-a`` sends these headers; the request then runs as that
-user, if the caller may ``impersonate`` the user (``users``, or ``serviceaccounts`` in its
-namespace for ``system:serviceaccount:<ns>:<name>``) and each group (``groups``), all in the
-core API group, as kube's impersonation filter checks. A non-anonymous impersonated user is
-in ``system:authenticated`` unless a ``system:(un)authenticated`` group was asked for; a
-service account also in ``system:serviceaccounts`` and ``system:serviceaccounts:<ns>``.
+``kubectl --as alice --as-group team-a --as-uid 42`` sends these headers; the request then runs
+as that user, if the caller may ``impersonate`` the user (``users``, or ``serviceaccounts`` in its
+namespace for ``system:serviceaccount:<ns>:<name>``) and each group (``groups``), in the core API
+group, and the uid (``uids``) and each extra value (``userextras/<key>``, named by the value) in
+``authentication.k8s.io``, as kube's impersonation filter checks. A non-anonymous impersonated
+user is in ``system:authenticated`` unless a ``system:(un)authenticated`` group was asked for; a
+service account asked for without groups is in ``system:serviceaccounts`` and
+``system:serviceaccounts:<ns>``.
 
-In: the authenticated user, the requested user and groups, and an ``Authorizer``. Out: the
-impersonated :class:`UserInfo`, or :class:`ImpersonationDenied` naming the check that
+In: the authenticated user, the requested user, groups, uid and extras, and an ``Authorizer``.
+Out: the impersonated :class:`UserInfo`, or :class:`ImpersonationDenied` naming the check that
 failed (the API server answers kube's 403). Pure: no I/O.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from typing import Final
+from urllib.parse import unquote
 
 from controlplane.apiserver.identity import (
     ANONYMOUS,
@@ -26,10 +31,17 @@ from controlplane.apiserver.identity import (
     UserInfo,
     service_account_groups,
     service_account_of,
+    user_extra,
 )
 
 USER_HEADER: Final = "Impersonate-User"
 GROUP_HEADER: Final = "Impersonate-Group"
+UID_HEADER: Final = "Impersonate-Uid"
+#: Followed by the extra's key, %-escaped (``Impersonate-Extra-Scopes: view``).
+EXTRA_HEADER_PREFIX: Final = "Impersonate-Extra-"
+_EXTRA_PREFIX_LOWER: Final = EXTRA_HEADER_PREFIX.lower()
+_HEADERS_LOWER: Final = frozenset(h.lower() for h in (USER_HEADER, GROUP_HEADER, UID_HEADER))
+AUTHENTICATION_GROUP: Final = "authentication.k8s.io"
 
 
 class ImpersonationDenied(Exception):
@@ -43,26 +55,56 @@ class ImpersonationInvalid(Exception):
 
 
 def impersonate(
-    actor: UserInfo, *, user: str | None, groups: tuple[str, ...], authorizer: Authorizer
+    actor: UserInfo, *, user: str | None, groups: tuple[str, ...], authorizer: Authorizer, uid: str = "",
+    extra: Mapping[str, list[str]] | None = None,
 ) -> UserInfo:
     """The user ``actor`` acts as; raise :class:`ImpersonationDenied` or :class:`ImpersonationInvalid`."""
+    extra = extra or {}
     if not user:
-        raise ImpersonationInvalid(f"requested {list(groups)} without impersonating a user")
-    checks = [_user_check(actor, user), *(_check(actor, "groups", group) for group in groups)]
+        asked = [*(f"group {g}" for g in groups), *(f"uid {uid}" for _ in [uid] if uid),
+                 *(f"extra {key}={value}" for key, values in extra.items() for value in values)]
+        raise ImpersonationInvalid(f"requested {asked} without impersonating a user")
+    checks = [
+        _user_check(actor, user), *(_check(actor, "groups", group) for group in groups),
+        *(_check(actor, "uids", uid, group=AUTHENTICATION_GROUP) for _ in [uid] if uid),
+        *(_check(actor, "userextras", value, group=AUTHENTICATION_GROUP, subresource=key)
+          for key, values in extra.items() for value in values),
+    ]
     for check in checks:
         if not authorizer.authorize(check).allowed:
             raise ImpersonationDenied(check)
     all_groups = list(groups)
-    if (account := service_account_of(user)) is not None:
+    if (account := service_account_of(user)) is not None and not groups:
         all_groups += service_account_groups(account[0])
     if user != ANONYMOUS and not {AUTHENTICATED, UNAUTHENTICATED} & set(all_groups):
         all_groups.append(AUTHENTICATED)
-    return UserInfo(name=user, role=Role.USER, user_groups=tuple(dict.fromkeys(all_groups)))
+    return UserInfo(name=user, role=Role.USER, user_groups=tuple(dict.fromkeys(all_groups)), uid=uid,
+                    extra=user_extra(extra))
 
 
-def _check(actor: UserInfo, resource: str, name: str, namespace: str | None = None) -> RequestAttributes:
+def asks_impersonation(headers: Iterable[str]) -> bool:
+    """Whether a request's header names ask to act as another user."""
+    return any(
+        (lowered := name.lower()) in _HEADERS_LOWER or lowered.startswith(_EXTRA_PREFIX_LOWER) for name in headers
+    )
+
+
+def extra_of_headers(headers: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
+    """The extras the ``Impersonate-Extra-<key>`` headers among ``headers`` ask for: each key
+    lower-cased and %-unescaped (kube's ``unescapeExtraKey``), with its values in order."""
+    extra: dict[str, list[str]] = {}
+    for name, value in headers:
+        if name.lower().startswith(_EXTRA_PREFIX_LOWER):
+            extra.setdefault(unquote(name[len(EXTRA_HEADER_PREFIX):].lower()), []).append(value)
+    return extra
+
+
+def _check(
+    actor: UserInfo, resource: str, name: str, namespace: str | None = None, *, group: str = "", subresource: str = ""
+) -> RequestAttributes:
     return RequestAttributes(
-        user=actor, verb="impersonate", api_group="", resource=resource, namespace=namespace, name=name
+        user=actor, verb="impersonate", api_group=group, resource=resource, subresource=subresource,
+        namespace=namespace, name=name,
     )
 
 

@@ -114,6 +114,13 @@ def test_the_review_request_is_kubes() -> None:
     assert sent["options"] == {"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1"}
     assert "subResource" not in sent and sent["oldObject"] is None
     assert review.review_version(("v1beta1", "v1")) == "v1beta1"
+    # A service account's token: its uid and extras reach the webhook (and a policy's request.userInfo).
+    bot = UserInfo(name="system:serviceaccount:ml:bot", role=Role.USER, user_groups=("system:authenticated",),
+                   uid="sa-uid", extra=(("authentication.kubernetes.io/credential-id", ("JTI=j-1",)),))
+    sent = review.review_request(request(), user=bot, uid="u-2", version="v1")["request"]
+    assert sent["userInfo"] == {"username": "system:serviceaccount:ml:bot", "uid": "sa-uid",
+                                "groups": ["system:authenticated"],
+                                "extra": {"authentication.kubernetes.io/credential-id": ["JTI=j-1"]}}
 
 
 def answer(**response: Any) -> bytes:

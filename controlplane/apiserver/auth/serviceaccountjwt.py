@@ -41,7 +41,15 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
-from controlplane.apiserver.identity import HUB_AUDIENCE, service_account_user
+from controlplane.apiserver.identity import (
+    EXTRA_CREDENTIAL_ID,
+    EXTRA_NODE_NAME,
+    EXTRA_NODE_UID,
+    EXTRA_POD_NAME,
+    EXTRA_POD_UID,
+    HUB_AUDIENCE,
+    service_account_user,
+)
 from controlplane.storage.interface import AlreadyExists, NotFound, Store, Unavailable
 
 log = logging.getLogger(__name__)
@@ -184,15 +192,18 @@ class SigningKey:
 
 def token_claims(
     *, issuer: str, namespace: str, account: str, account_uid: str, audiences: list[str], seconds: int, now: dt.datetime,
-    bound: tuple[str, str, str] | None = None,
+    bound: tuple[str, str, str] | None = None, node: tuple[str, str] | None = None,
 ) -> dict[str, Any]:
     """kube's claims for a TokenRequest's token; ``bound`` is ``(kind, name, uid)`` of its
-    ``boundObjectRef`` (a Pod, Secret or Node)."""
+    ``boundObjectRef`` (a Pod, Secret or Node); ``node`` the ``(name, uid)`` of a bound Pod's node
+    (the uid empty when that Node is not found)."""
     issued = int(now.timestamp())
     private: dict[str, Any] = {"namespace": namespace, "serviceaccount": {"name": account, "uid": account_uid}}
     if bound is not None:
         kind, name, uid = bound
         private[BOUND_CLAIMS[kind]] = {"name": name, "uid": uid}
+    if node is not None:
+        private["node"] = {"name": node[0], **({"uid": node[1]} if node[1] else {})}
     return {
         "iss": issuer,
         "sub": service_account_user(namespace, account),
@@ -203,6 +214,24 @@ def token_claims(
         "jti": str(uuid.uuid4()),
         "kubernetes.io": private,
     }
+
+
+def claims_extra(claims: dict[str, Any]) -> dict[str, list[str]]:
+    """kube's user extras of a verified JWT (``ServiceAccountInfo.UserInfo``): the bound Pod's name
+    and uid, the Node's (a pod-bound token's node, or the bound Node), and the token's id."""
+    private = claims.get("kubernetes.io")
+    private = private if isinstance(private, dict) else {}
+    extra: dict[str, list[str]] = {}
+    pod, node = private.get("pod"), private.get("node")
+    if isinstance(pod, dict) and pod.get("name") and pod.get("uid"):
+        extra[EXTRA_POD_NAME], extra[EXTRA_POD_UID] = [str(pod["name"])], [str(pod["uid"])]
+    if isinstance(node, dict) and node.get("name"):
+        extra[EXTRA_NODE_NAME] = [str(node["name"])]
+        if node.get("uid"):
+            extra[EXTRA_NODE_UID] = [str(node["uid"])]
+    if isinstance(claims.get("jti"), str) and claims["jti"]:
+        extra[EXTRA_CREDENTIAL_ID] = [f"JTI={claims['jti']}"]
+    return extra
 
 
 def audiences_of(claims: dict[str, Any]) -> list[str]:

@@ -65,6 +65,7 @@ from controlplane.apiserver.auth.serviceaccountjwt import (
     SigningKey,
     check_audiences,
     check_times,
+    claims_extra,
     looks_like_jwt,
     openid_routes,
     token_claims,
@@ -80,6 +81,7 @@ from controlplane.apiserver.identity import (
     service_account_groups,
     service_account_of,
     service_account_user,
+    user_extra,
 )
 from controlplane.apiserver.objects import ObjectStore, WatchEventType
 from controlplane.apiserver.patches import PatchType
@@ -347,7 +349,8 @@ class ServiceAccountTokens:
         if uid != uid_claim:
             raise JwtRejected(f"service account UID ({uid}) does not match claim ({uid_claim})")
         groups = (*service_account_groups(namespace), AUTHENTICATED)
-        return UserInfo(name=service_account_user(namespace, name), role=Role.USER, user_groups=groups)
+        return UserInfo(name=service_account_user(namespace, name), role=Role.USER, user_groups=groups,
+                        uid=str(uid), extra=user_extra(claims_extra(claims)))
 
     async def _check_bound(self, claims: dict[str, Any], kind: str, ref: dict[str, Any]) -> None:
         """kube's check of a token's bound object: it still exists with the uid the token names
@@ -466,8 +469,11 @@ class ServiceAccountTokens:
         """The ``token`` subresource and its handler, for ``create_app(computed=...)``."""
         return [ComputedEndpoint(TOKEN_REQUESTS, self._create)]
 
-    async def _bound_object(self, namespace: str, account: str, kind: str, name: str, uid: str) -> tuple[str, str, str]:
-        """``(kind, name, uid)`` of the object a TokenRequest binds its token to, as kube's checks it."""
+    async def _bound_object(
+        self, namespace: str, account: str, kind: str, name: str, uid: str
+    ) -> tuple[tuple[str, str, str], tuple[str, str] | None]:
+        """``(kind, name, uid)`` of the object a TokenRequest binds its token to, as kube's checks it,
+        and for a Pod the ``(name, uid)`` of its node (:meth:`_node_of`)."""
         rt = self._objects.registry.require("v1", kind)
         obj = await self._objects.get(rt, namespace=namespace if rt.namespaced else None, name=name)  # 404 when absent
         if kind == "Pod" and (obj.get("spec") or {}).get("serviceAccountName") != account:
@@ -480,7 +486,19 @@ class ServiceAccountTokens:
                 "does not match the UID in record. The object might have been deleted and then recreated",
                 target=errors.Target(name=name, kind=kind),
             )
-        return kind, name, actual
+        return (kind, name, actual), (await self._node_of(obj) if kind == "Pod" else None)
+
+    async def _node_of(self, pod: dict[str, Any]) -> tuple[str, str] | None:
+        """``(name, uid)`` of the node ``pod`` runs on, for the token's ``node`` claim (kube's
+        ``ServiceAccountTokenPodNodeInfo``): the uid empty when that Node is not found."""
+        node_name = (pod.get("spec") or {}).get("nodeName")
+        if not isinstance(node_name, str) or not node_name:
+            return None
+        try:
+            node = await self._objects.get(self._objects.registry.require("v1", "Node"), namespace=None, name=node_name)
+        except errors.NotFound:
+            return node_name, ""  # kube issues the token anyway, with the node's name only
+        return node_name, str(node["metadata"]["uid"])
 
     async def _create(self, request: web.Request) -> web.StreamResponse:
         namespace, name = request.match_info["namespace"], request.match_info["name"]
@@ -497,10 +515,10 @@ class ServiceAccountTokens:
         spec: dict[str, Any] = body["spec"] if isinstance(body.get("spec"), dict) else {}
         audiences, seconds = _audiences(spec), _expiration(spec)
         ref = _bound_ref(spec)
-        bound = None if ref is None else await self._bound_object(namespace, name, *ref)
+        bound, node = (None, None) if ref is None else await self._bound_object(namespace, name, *ref)
         now = dt.datetime.now(dt.UTC).replace(microsecond=0)
         claims = token_claims(issuer=self.issuer, namespace=namespace, account=name, account_uid=str(account["metadata"]["uid"]),
-                              audiences=audiences, seconds=seconds, now=now, bound=bound)
+                              audiences=audiences, seconds=seconds, now=now, bound=bound, node=node)
         token = self.signing_key.sign(claims)
         log.info("issued a token for service account %s/%s", namespace, name, extra={"jti": claims["jti"]})
         bound_ref = None if ref is None else {**spec["boundObjectRef"], "uid": bound[2] if bound else ""}

@@ -594,4 +594,6 @@ def _user(stored: StoredToken) -> UserInfo:
     return UserInfo(
         name=stored.name, role=stored.role, cluster=stored.cluster, token_id=stored.id,
         user_groups=tuple(dict.fromkeys([*stored.groups, AUTHENTICATED])) if stored.role is Role.USER else (),
+        # A service account's token is that account, uid included (kube's legacy token validator).
+        uid=(stored.bound_uid or "") if stored.role is Role.USER else "",
     )

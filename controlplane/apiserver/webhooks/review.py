@@ -19,7 +19,7 @@ import orjson
 from controlplane.apis.kube import field
 from controlplane.apiserver import errors
 from controlplane.apiserver.admission import Operation, WebhookRequest
-from controlplane.apiserver.identity import UserInfo
+from controlplane.apiserver.identity import UserInfo, user_info_document
 from controlplane.apiserver.resources import ResourceType
 from controlplane.apiserver.webhooks.policies import Binding, Decision, Policy
 
@@ -70,7 +70,7 @@ def review_request(
     if namespace:
         body["namespace"] = namespace
     body["operation"] = str(request.operation)
-    body["userInfo"] = {"username": user.name, "groups": list(user.groups)}
+    body["userInfo"] = user_info_document(user)
     body["object"] = request.obj
     body["oldObject"] = request.old
     body["dryRun"] = request.dry_run

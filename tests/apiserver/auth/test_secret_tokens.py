@@ -100,7 +100,7 @@ async def test_a_token_secret_is_filled_and_its_token_works_while_the_secret_hol
     code, review = await bot("POST", WHOAMI, {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"})
     assert code == 201, review
     assert review["status"]["userInfo"] == {
-        "username": BOT_USER,
+        "username": BOT_USER, "uid": account["metadata"]["uid"],
         "groups": ["system:serviceaccounts", "system:serviceaccounts:team", "system:authenticated"],
     }
     # As kube-apiserver, the hub labels the Secret with the day (UTC) its token was used.

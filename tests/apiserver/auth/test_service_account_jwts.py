@@ -155,7 +155,7 @@ async def test_a_token_request_answers_a_jwt_with_kubes_claims_verifiable_from_t
 async def test_a_token_for_another_audience_is_refused_by_the_hub_and_reviewed_for_that_audience(
     hub: Hub, session: aiohttp.ClientSession
 ) -> None:
-    admin, _ = await setup(hub, session)
+    admin, account = await setup(hub, session)
     token = await issue(admin, audiences=["vault"])
     assert decode(token)[1]["aud"] == ["vault"]
     code, status = await Client(session, hub, token)("POST", WHOAMI, SELF_REVIEW)
@@ -164,8 +164,9 @@ async def test_a_token_for_another_audience_is_refused_by_the_hub_and_reviewed_f
     assert code == 201, review
     assert review["status"] == {
         "authenticated": True,
-        "user": {"username": "system:serviceaccount:team:bot",
-                 "groups": ["system:serviceaccounts", "system:serviceaccounts:team", "system:authenticated"]},
+        "user": {"username": "system:serviceaccount:team:bot", "uid": account["metadata"]["uid"],
+                 "groups": ["system:serviceaccounts", "system:serviceaccounts:team", "system:authenticated"],
+                 "extra": {"authentication.kubernetes.io/credential-id": [f"JTI={decode(token)[1]['jti']}"]}},
         "audiences": ["vault"],
     }
     code, review = await admin("POST", TOKEN_REVIEWS, token_review(token))
@@ -243,6 +244,54 @@ async def test_a_token_bound_to_a_pod_secret_or_node_ends_with_it(hub: Hub, sess
         await eventually(refused)
         code, review = await admin("POST", TOKEN_REVIEWS, token_review(tokens[kind]))
         assert review["status"] == {"authenticated": False, "error": "service account token has been invalidated"}
+
+
+async def test_a_token_authenticates_with_kubes_uid_and_extras_and_a_pod_bound_one_names_its_node(
+    hub: Hub, session: aiohttp.ClientSession
+) -> None:
+    admin, account = await setup(hub, session)
+    code, node = await admin("POST", "/api/v1/nodes", {"metadata": {"name": "gpu-1"}})
+    assert code == 201, node
+    pods = f"/api/v1/namespaces/{NAMESPACE}/pods"
+    containers = [{"name": "main", "image": "nginx:1"}]
+    placed = {}
+    for pod_name, node_name in (("on-node", "gpu-1"), ("on-missing-node", "gone"), ("unscheduled", None)):
+        spec = {"serviceAccountName": "bot", "containers": containers, **({"nodeName": node_name} if node_name else {})}
+        code, placed[pod_name] = await admin("POST", pods, {"metadata": {"name": pod_name}, "spec": spec})
+        assert code == 201, placed[pod_name]
+    account_uid, node_uid = account["metadata"]["uid"], node["metadata"]["uid"]
+
+    # An unbound token: the account's uid, and the token's id as its credential id.
+    token = await issue(admin)
+    jti = decode(token)[1]["jti"]
+    code, review = await Client(session, hub, token)("POST", WHOAMI, SELF_REVIEW)
+    assert code == 201, review
+    assert review["status"]["userInfo"] == {
+        "username": "system:serviceaccount:team:bot", "uid": account_uid,
+        "groups": ["system:serviceaccounts", "system:serviceaccounts:team", "system:authenticated"],
+        "extra": {"authentication.kubernetes.io/credential-id": [f"JTI={jti}"]},
+    }
+    code, answer = await admin("POST", TOKEN_REVIEWS, token_review(token))
+    assert answer["status"]["user"] == review["status"]["userInfo"], answer
+
+    # Pod-bound: the pod's name and uid, and its node's (name only when that Node is not there).
+    expected_node = {"on-node": {"name": "gpu-1", "uid": node_uid}, "on-missing-node": {"name": "gone"}, "unscheduled": None}
+    for pod_name, node_claim in expected_node.items():
+        bound = await issue(admin, boundObjectRef={"kind": "Pod", "apiVersion": "v1", "name": pod_name})
+        claims = decode(bound)[1]
+        assert claims["kubernetes.io"].get("node") == node_claim, claims
+        code, answer = await admin("POST", TOKEN_REVIEWS, token_review(bound))
+        assert code == 201, answer
+        extra = {"authentication.kubernetes.io/credential-id": [f"JTI={claims['jti']}"],
+                 "authentication.kubernetes.io/pod-name": [pod_name],
+                 "authentication.kubernetes.io/pod-uid": [placed[pod_name]["metadata"]["uid"]]}
+        if node_claim is not None:
+            extra["authentication.kubernetes.io/node-name"] = [node_claim["name"]]
+        if node_claim is not None and "uid" in node_claim:
+            extra["authentication.kubernetes.io/node-uid"] = [node_claim["uid"]]
+        assert answer["status"]["user"]["extra"] == extra, answer
+        # The pod bound it, not the node: a token of a pod on a missing node still authenticates.
+        assert (await Client(session, hub, bound)("POST", WHOAMI, SELF_REVIEW))[0] == 201
 
 
 async def test_another_authenticator_over_the_same_store_verifies_and_old_opaque_tokens_still_work(

@@ -36,7 +36,8 @@ async def test_a_service_account_token_works_until_its_account_is_deleted(
 ) -> None:
     admin = Client(session, hub, load_kubeconfig(hub.kubeconfig_path).token)
     assert (await admin("POST", "/api/v1/namespaces", {"metadata": {"name": NAMESPACE}}))[0] == 201
-    assert (await admin("POST", ACCOUNTS, {"metadata": {"name": "bot"}}))[0] == 201
+    code, account = await admin("POST", ACCOUNTS, {"metadata": {"name": "bot"}})
+    assert code == 201, account
 
     before = dt.datetime.now(dt.UTC).replace(microsecond=0)
     async with session.post(f"{hub.url}{ACCOUNTS}/bot/token", json=token_request(),
@@ -52,9 +53,11 @@ async def test_a_service_account_token_works_until_its_account_is_deleted(
 
     code, review = await bot("POST", WHOAMI, {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"})
     assert code == 201, review
+    jti = json.loads(base64.urlsafe_b64decode(answer["status"]["token"].split(".")[1] + "=="))["jti"]
     assert review["status"]["userInfo"] == {
-        "username": "system:serviceaccount:team:bot",
+        "username": "system:serviceaccount:team:bot", "uid": account["metadata"]["uid"],
         "groups": ["system:serviceaccounts", "system:serviceaccounts:team", "system:authenticated"],
+        "extra": {"authentication.kubernetes.io/credential-id": [f"JTI={jti}"]},
     }
     code, status = await bot("GET", CONFIGMAPS)
     assert code == 403, status
@@ -187,17 +190,20 @@ async def test_a_token_review_says_whose_a_token_is(hub: Hub, session: aiohttp.C
     ``create tokenreviews`` (kube's ``system:auth-delegator``)."""
     admin = Client(session, hub, load_kubeconfig(hub.kubeconfig_path).token)
     assert (await admin("POST", "/api/v1/namespaces", {"metadata": {"name": NAMESPACE}}))[0] == 201
-    assert (await admin("POST", ACCOUNTS, {"metadata": {"name": "bot"}}))[0] == 201
+    code, account = await admin("POST", ACCOUNTS, {"metadata": {"name": "bot"}})
+    assert code == 201, account
     code, issued = await admin("POST", f"{ACCOUNTS}/bot/token", token_request())
     assert code == 201, issued
     token = issued["status"]["token"]
+    jti = json.loads(base64.urlsafe_b64decode(token.split(".")[1] + "=="))["jti"]
 
     code, review = await admin("POST", TOKEN_REVIEWS, token_review(token))
     assert code == 201, review
     assert review["status"] == {
         "authenticated": True,
-        "user": {"username": "system:serviceaccount:team:bot",
-                 "groups": ["system:serviceaccounts", "system:serviceaccounts:team", "system:authenticated"]},
+        "user": {"username": "system:serviceaccount:team:bot", "uid": account["metadata"]["uid"],
+                 "groups": ["system:serviceaccounts", "system:serviceaccounts:team", "system:authenticated"],
+                 "extra": {"authentication.kubernetes.io/credential-id": [f"JTI={jti}"]}},
         "audiences": [HUB_AUDIENCE],
     }
     code, review = await admin("POST", TOKEN_REVIEWS, token_review(token, "vault"))

@@ -34,7 +34,15 @@ from controlplane.apiserver.auth.rbac.authorizing import HubAuthorizer
 from controlplane.apiserver.auth.rbac.rules import PolicyRule
 from controlplane.apiserver.computed import ComputedEndpoint, ComputedResource
 from controlplane.apiserver.handlers import json_response
-from controlplane.apiserver.identity import HUB_AUDIENCE, RequestAttributes, Role, TokenReviewer, UserInfo
+from controlplane.apiserver.identity import (
+    HUB_AUDIENCE,
+    RequestAttributes,
+    Role,
+    TokenReviewer,
+    UserInfo,
+    user_extra,
+    user_info_document,
+)
 
 AUTHORIZATION_GROUP: Final = "authorization.k8s.io"
 AUTHENTICATION_GROUP: Final = "authentication.k8s.io"
@@ -145,7 +153,11 @@ def review_endpoints(authorizer: HubAuthorizer, reviewer: TokenReviewer | None =
         groups = tuple(g for g in spec.get("groups") or [] if isinstance(g, str))
         if not name and not groups:
             raise _invalid(kind, AUTHORIZATION_GROUP, "spec.user", "", "at least one of user or group must be specified")
-        return UserInfo(name=name or "", role=Role.USER, user_groups=groups)
+        extra = spec["extra"] if isinstance(spec.get("extra"), dict) else {}
+        return UserInfo(
+            name=name or "", role=Role.USER, user_groups=groups, uid=str(spec.get("uid") or ""),
+            extra=user_extra({str(k): [str(v) for v in vs] for k, vs in extra.items() if isinstance(vs, list)}),
+        )
 
     async def subject_access_review(request: web.Request) -> web.StreamResponse:
         kind = "SubjectAccessReview"
@@ -186,7 +198,7 @@ def review_endpoints(authorizer: HubAuthorizer, reviewer: TokenReviewer | None =
     async def self_subject_review(request: web.Request) -> web.StreamResponse:
         user: UserInfo = request[USER]
         await read_object_body(request)
-        info: dict[str, Any] = {"username": user.name, "groups": list(user.groups)}
+        info = user_info_document(user)
         document = {
             "kind": "SelfSubjectReview",
             "apiVersion": f"{AUTHENTICATION_GROUP}/v1",
@@ -212,7 +224,7 @@ def review_endpoints(authorizer: HubAuthorizer, reviewer: TokenReviewer | None =
             user, accepted = reviewed
             status = {
                 "authenticated": True,
-                "user": {"username": user.name, "groups": list(user.groups)},
+                "user": user_info_document(user),
                 "audiences": accepted,
             }
         document = {

@@ -17,7 +17,13 @@ from controlplane.apiserver.auth.rbac.index import (
 )
 from controlplane.apiserver.auth.rbac.policy import default_policy_index
 from controlplane.apiserver.identity import RequestAttributes, Role, UserInfo
-from controlplane.apiserver.impersonation import ImpersonationDenied, ImpersonationInvalid, impersonate
+from controlplane.apiserver.impersonation import (
+    ImpersonationDenied,
+    ImpersonationInvalid,
+    asks_impersonation,
+    extra_of_headers,
+    impersonate,
+)
 
 ADMIN = UserInfo(name="root", role=Role.ADMIN)
 VIEWER = UserInfo(name="victor", role=Role.VIEWER)
@@ -146,6 +152,48 @@ def test_impersonation_needs_the_impersonate_verb(authorizer: HubAuthorizer) -> 
         "impersonate", "users", "bob")
     with pytest.raises(ImpersonationInvalid):
         impersonate(ADMIN, user=None, groups=("team-a",), authorizer=authorizer)
+
+
+def test_impersonating_a_uid_and_extras_needs_impersonate_on_uids_and_userextras(authorizer: HubAuthorizer) -> None:
+    acting = impersonate(ADMIN, user="alice", groups=(), uid="42", extra={"scopes": ["view", "edit"]},
+                         authorizer=authorizer)
+    assert (acting.uid, acting.extra, acting.groups) == ("42", (("scopes", ("view", "edit")),), ("system:authenticated",))
+    # Who may impersonate users but not uids or extras (kube's checks: group authentication.k8s.io).
+    authorizer.index.put(CLUSTER_ROLE, {"metadata": {"name": "as-users"}, "rules": [
+        {"apiGroups": [""], "resources": ["users"], "verbs": ["impersonate"]},
+        {"apiGroups": ["authentication.k8s.io"], "resources": ["userextras/scopes"], "verbs": ["impersonate"],
+         "resourceNames": ["view"]}]})
+    bob_may = binding("bob-as", "", (CLUSTER_ROLE, "as-users"), ("User", "bob"))
+    del bob_may["metadata"]["namespace"]
+    authorizer.index.put(CLUSTER_ROLE_BINDING, bob_may)
+    assert impersonate(BOB, user="alice", groups=(), extra={"scopes": ["view"]}, authorizer=authorizer).extra == (
+        ("scopes", ("view",)),)
+    with pytest.raises(ImpersonationDenied) as denied:
+        impersonate(BOB, user="alice", groups=(), uid="42", authorizer=authorizer)
+    attrs = denied.value.attributes
+    assert (attrs.api_group, attrs.resource, attrs.name) == ("authentication.k8s.io", "uids", "42")
+    with pytest.raises(ImpersonationDenied) as denied:
+        impersonate(BOB, user="alice", groups=(), extra={"scopes": ["view", "edit"]}, authorizer=authorizer)
+    attrs = denied.value.attributes
+    assert (attrs.api_group, attrs.resource, attrs.subresource, attrs.name) == (
+        "authentication.k8s.io", "userextras", "scopes", "edit")
+    for asked in ({"uid": "42"}, {"extra": {"scopes": ["view"]}}):
+        with pytest.raises(ImpersonationInvalid):
+            impersonate(ADMIN, user=None, groups=(), authorizer=authorizer, **asked)  # type: ignore[arg-type]
+
+
+def test_a_service_account_impersonated_with_groups_has_only_those_groups(authorizer: HubAuthorizer) -> None:
+    sa = impersonate(ADMIN, user="system:serviceaccount:ci:deployer", groups=("team-a",), authorizer=authorizer)
+    assert sa.groups == ("team-a", "system:authenticated")
+
+
+def test_extra_headers_are_read_as_kube_reads_them() -> None:
+    headers = [("Impersonate-User", "alice"), ("Impersonate-Extra-Scopes", "view"),
+               ("impersonate-extra-scopes", "edit"), ("Impersonate-Extra-Example.com%2fteam", "a"),
+               ("Impersonate-Other", "x")]
+    assert extra_of_headers(headers) == {"scopes": ["view", "edit"], "example.com/team": ["a"]}
+    assert asks_impersonation(["Impersonate-Uid"]) and asks_impersonation(["impersonate-extra-a"])
+    assert not asks_impersonation(["Impersonate-Other", "Authorization"])
 
 
 def test_aggregation_gathers_labelled_roles_in_name_order_once() -> None:

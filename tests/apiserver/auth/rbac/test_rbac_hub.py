@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+from multidict import CIMultiDict
 
 from controlplane.apiserver.identity import Role
 from controlplane.apiserver.kubeconfig import load_kubeconfig, write_kubeconfig
@@ -238,10 +239,57 @@ async def test_kubectl_auth_can_i_list_whoami_and_as(hub: Hub, tmp_path: Path) -
     without_group = await run(hub.kubeconfig_path, "auth", "can-i", "create", "deployments", "-n", "team-a",
                               "--as", "alice")
     assert without_group.stdout.strip() == "no"
+    # ... with a uid (kubectl --as-uid): kube's user.Info carries it.
+    as_uid = await run(hub.kubeconfig_path, "auth", "whoami", "-o", "json", "--as", "alice", "--as-uid", "u-42")
+    assert as_uid.returncode == 0, as_uid.stderr
+    assert json.loads(as_uid.stdout)["status"]["userInfo"] == {
+        "username": "alice", "uid": "u-42", "groups": ["system:authenticated"]}
     # alice may not impersonate anyone.
     impersonating = await run(config, "get", "deployments", "-n", "team-a", "--as", "bob")
     assert impersonating.returncode != 0
     assert 'users "bob" is forbidden: User "alice" cannot impersonate resource "users" in API group ""' in impersonating.stderr
+
+
+async def test_impersonated_extras_reach_the_request_with_kubes_checks(hub: Hub, session: aiohttp.ClientSession) -> None:
+    admin = Client(session, hub, load_kubeconfig(hub.kubeconfig_path).token)
+    whoami = "/apis/authentication.k8s.io/v1/selfsubjectreviews"
+    review = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
+
+    async def as_(token: str, headers: list[tuple[str, str]]) -> tuple[int, dict[str, Any]]:
+        all_headers = [("Authorization", f"Bearer {token}"), *headers]
+        async with session.post(f"{hub.url}{whoami}", json=review, headers=CIMultiDict(all_headers)) as resp:
+            return resp.status, await resp.json()
+
+    extras = [("Impersonate-User", "alice"), ("Impersonate-Extra-Scopes", "view"), ("Impersonate-Extra-Scopes", "edit"),
+              ("Impersonate-Extra-Example.com%2Fteam", "a")]
+    code, answer = await as_(admin.token, extras)
+    assert code == 201, answer
+    assert answer["status"]["userInfo"] == {"username": "alice", "groups": ["system:authenticated"],
+                                            "extra": {"example.com/team": ["a"], "scopes": ["view", "edit"]}}
+    # Extras or a uid without a user: kube's 400.
+    code, answer = await as_(admin.token, [("Impersonate-Extra-Scopes", "view")])
+    assert (code, answer["reason"]) == (400, "BadRequest"), answer
+    assert "without impersonating a user" in answer["message"]
+    # One who may impersonate users but no extras: kube's 403 names the extra.
+    status, body = await admin("POST", f"{RBAC}/clusterroles", {
+        "metadata": {"name": "as-users"}, "rules": [{"apiGroups": [""], "resources": ["users"], "verbs": ["impersonate"]}]})
+    assert status == 201, body
+    status, body = await admin("POST", f"{RBAC}/clusterrolebindings", {
+        "metadata": {"name": "bob-as-users"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "as-users"},
+        "subjects": [{"kind": "User", "name": "bob"}]})
+    assert status == 201, body
+    bob = await user_token(hub, "bob")
+
+    async def bob_may_impersonate() -> bool:
+        return (await as_(bob, [("Impersonate-User", "alice")]))[0] == 201
+
+    await eventually(bob_may_impersonate)
+    code, answer = await as_(bob, extras[:2])
+    assert (code, answer["message"]) == (403, (
+        'userextras.authentication.k8s.io "view" is forbidden: User "bob" cannot impersonate resource '
+        '"userextras/scopes" in API group "authentication.k8s.io" at the cluster scope')), answer
+    assert answer["details"] == {"name": "view", "group": "authentication.k8s.io", "kind": "userextras"}
 
 
 async def test_reviews_refuse_invalid_specs_with_kubes_causes(admin: Client) -> None:
