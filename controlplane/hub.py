@@ -94,7 +94,7 @@ from controlplane.apiserver.serviceallocation import (
     ServiceAllocator,
 )
 from controlplane.apiserver.serving import IDLE_TIMEOUT, GuardedTCPSite, ServingLimits
-from controlplane.apiserver.tls import ServingCertificate, ensure_pki, load_serving_certificate
+from controlplane.apiserver.tls import ServingCertificate, client_ca, ensure_pki, load_serving_certificate
 from controlplane.apiserver.visibility import PendingWorkloads
 from controlplane.apiserver.watchcache import DEFAULT_WATCH_CACHE, WatchCache
 from controlplane.apiserver.watchcache.client import CachedObjects
@@ -180,6 +180,9 @@ class HubConfig:
     #: The CA that signed tls_cert_file (advertised to clients, pinned by agents); None: the
     #: self-signed certificate that ends tls_cert_file.
     tls_ca_file: Path | None = None
+    #: --client-ca-file: the CA client certificates are verified against; None: the hub's own CA
+    #: when it issues its serving certificate, else no client certificates (apiserver/clientcertificates.py).
+    client_ca_file: Path | None = None
     #: Seconds a cluster may miss heartbeats before it is Unknown.
     cluster_monitor_grace_period: float = 40.0
     #: Failover: seconds replicas stay in an unreachable / not-ready cluster when their placement
@@ -431,7 +434,8 @@ class Hub(ShutdownOnce):
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False, keepalive_timeout=IDLE_TIMEOUT)
         await self._runner.setup()
         site = GuardedTCPSite(
-            self._runner, self.config.host, self.config.port, ssl_context=self.pki.server_ssl_context(),
+            self._runner, self.config.host, self.config.port, ssl_context=self.pki.server_ssl_context(client_ca(
+                self.config.client_ca_file, own_ca_pem=None if self.config.tls_cert_file else self.pki.ca_pem)),
             limits=self.config.serving_limits,
         )
         await site.start()

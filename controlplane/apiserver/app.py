@@ -44,6 +44,7 @@ from controlplane.apis.apiextensions.crd import VERSION as CRD_VERSION
 from controlplane.apis.bookmarks import BOOKMARK_PERIOD
 from controlplane.apiserver import discovery, errors, negotiation
 from controlplane.apiserver.admission import AdmissionPlugin, ValidateWrite, WebhookCalls, write_validation
+from controlplane.apiserver.clientcertificates import certificate_user, peer_certificate
 from controlplane.apiserver.computed import ComputedEndpoint, ComputedResource
 from controlplane.apiserver.crd.controller import CrdController
 from controlplane.apiserver.crd.converted import ConvertedHandlers, WebhookConversions
@@ -271,7 +272,11 @@ def auth_middleware(
             return await handler(request)
         token = _bearer_token(request.headers.get("Authorization"))
         user = None
-        if token is not None:
+        # As kube's authenticators: a client certificate the TLS handshake verified comes first.
+        der = peer_certificate(request.transport.get_extra_info("ssl_object") if request.transport else None)
+        if der is not None:
+            user = certificate_user(der)
+        if user is None and token is not None:
             answered, user = cached(token) if cached is not None else (False, None)
             if not answered:
                 try:
@@ -287,8 +292,8 @@ def auth_middleware(
             user = ANONYMOUS_USER  # the authorizer decides: RBAC's system:public-info-viewer allows it
         if user is None:
             raise errors.Unauthorized(
-                "Unauthorized: this server needs a valid bearer token (Authorization: Bearer <token>); "
-                "check the token in your kubeconfig"
+                "Unauthorized: this server needs a valid bearer token (Authorization: Bearer <token>) or a client "
+                "certificate its client CA signed, with a Common Name; check the credentials in your kubeconfig"
             )
         if authorizer is not None and asks_impersonation(request.headers):
             user = _impersonated(user, request, authorizer)

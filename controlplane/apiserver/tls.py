@@ -92,11 +92,16 @@ class ServingCertificate:
     def ca_hash(self) -> str:
         return ca_hash(self.ca_pem)
 
-    def server_ssl_context(self) -> ssl.SSLContext:
-        """A TLS server context presenting the serving certificate (TLS 1.2+)."""
+    def server_ssl_context(self, client_ca_pem: bytes | None = None) -> ssl.SSLContext:
+        """A TLS server context presenting the serving certificate (TLS 1.2+); with
+        ``client_ca_pem``, it asks clients for a certificate and verifies one offered against that
+        CA (:mod:`controlplane.apiserver.clientcertificates`), as kube-apiserver's ``--client-ca-file``."""
         context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         context.minimum_version = ssl.TLSVersion.TLSv1_2
         context.load_cert_chain(certfile=self.cert_path, keyfile=self.key_path)
+        if client_ca_pem:
+            context.verify_mode = ssl.CERT_OPTIONAL
+            context.load_verify_locations(cadata=client_ca_pem.decode())
         return context
 
     def client_ssl_context(self) -> ssl.SSLContext:
@@ -135,9 +140,10 @@ class Pki:
     def serving(self) -> ServingCertificate:
         return ServingCertificate(cert_path=self.server_cert_path, key_path=self.server_key_path, ca_pem=self.ca_pem)
 
-    def server_ssl_context(self) -> ssl.SSLContext:
-        """A TLS server context presenting the serving certificate (TLS 1.2+)."""
-        return self.serving.server_ssl_context()
+    def server_ssl_context(self, client_ca_pem: bytes | None = None) -> ssl.SSLContext:
+        """A TLS server context presenting the serving certificate (TLS 1.2+), verifying client
+        certificates against ``client_ca_pem`` when given."""
+        return self.serving.server_ssl_context(client_ca_pem)
 
     def client_ssl_context(self) -> ssl.SSLContext:
         """A TLS client context that trusts only this CA."""
@@ -229,6 +235,16 @@ def load_serving_certificate(
     return ServingCertificate(
         cert_path=cert_file, key_path=key_file, ca_pem=ca.public_bytes(serialization.Encoding.PEM)
     )
+
+
+def client_ca(client_ca_file: Path | None, *, own_ca_pem: bytes | None) -> bytes | None:
+    """The CA client certificates are verified against: ``--client-ca-file`` (each certificate in
+    it, read and checked), else ``own_ca_pem`` (the hub's own CA, when the hub issued its serving
+    certificate), else None (no client certificates)."""
+    if client_ca_file is None:
+        return own_ca_pem
+    certificates = _read_certificates(client_ca_file, flag="--client-ca-file")
+    return b"".join(c.public_bytes(serialization.Encoding.PEM) for c in certificates)
 
 
 def ca_hash(ca_pem: bytes) -> str:

@@ -151,6 +151,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tls-ca-file", type=Path, metavar="FILE",
                         help="the CA that signed --tls-cert-file: written into kubeconfigs, served at /ca.crt and "
                              "pinned by agents (default: the self-signed certificate ending --tls-cert-file)")
+    parser.add_argument("--client-ca-file", type=Path, metavar="FILE",
+                        help="authenticate clients by certificates this CA signed (user: the Common Name; groups: "
+                             "the Organizations), as kube-apiserver's; default: the hub's own CA when it issues its "
+                             "serving certificate, else no client certificates")
     parser.add_argument("--tls-san", action="append", default=[], metavar="NAME",
                         help="extra DNS name or IP for the serving certificate the hub issues (repeatable); with "
                              "--tls-cert-file, names that certificate is expected to hold")
@@ -328,6 +332,7 @@ def hub_config(args: argparse.Namespace) -> HubConfig:
         tls_cert_file=args.tls_cert_file,
         tls_private_key_file=args.tls_private_key_file,
         tls_ca_file=args.tls_ca_file,
+        client_ca_file=args.client_ca_file,
         tls_hosts=tuple(args.tls_san),
         cluster_monitor_grace_period=args.cluster_monitor_grace_period,
         default_unreachable_toleration_seconds=args.default_unreachable_toleration_seconds,
