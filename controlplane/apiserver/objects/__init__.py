@@ -17,7 +17,8 @@ values are JSON without ``resourceVersion`` (see ``codec``). Errors raised are t
 
 One module per concern: ``store`` (the :class:`ObjectStore` façade), ``values`` (the
 options and results it takes and returns), ``reading`` (gets, list pages and continue
-tokens), ``writing`` (create, update, patch), ``deleting``, ``events`` (watch),
+tokens), ``writing`` (create, update, patch), ``deleting``, ``swapping`` (the
+compare-and-swap writes and deletes both make), ``events`` (watch),
 ``scale`` (the scale subresource) and ``namespaces`` (namespace lifecycle). This package
 exports what callers use; the rest is in the module of its concern.
 """

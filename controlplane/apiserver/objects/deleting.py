@@ -32,11 +32,12 @@ from controlplane.apiserver.objects.reading import (
     store_call,
     stored_form,
 )
+from controlplane.apiserver.objects.swapping import LostRace, delete_stored, swap_call
 from controlplane.apiserver.objects.values import (
     DeleteOptions,
     DeleteResult,
 )
-from controlplane.apiserver.objects.writing import PATCH_RETRIES, LostRace
+from controlplane.apiserver.objects.writing import PATCH_RETRIES
 from controlplane.apiserver.resources import Registry, ResourceType
 from controlplane.storage import interface as storage
 
@@ -111,28 +112,14 @@ class Deleter:
             mark_as_deleting(marked["metadata"], now=self.now)
             if options.dry_run:
                 return DeleteResult(marked, deleted=False)
-            try:
-                written = await self._store.update(
-                    kv.key, stored_form(rt, marked, replacing=kv, part="metadata"), expected_revision=kv.mod_revision
-                )
-            except storage.Conflict as exc:
-                raise LostRace(str(exc)) from exc
-            except storage.StorageError as exc:
-                raise errors.from_storage_error(exc, plural=rt.plural, group=rt.group, name=name) from exc
+            written = await swap_call(rt, name, self._store.update(
+                kv.key, stored_form(rt, marked, replacing=kv, part="metadata"), expected_revision=kv.mod_revision
+            ))
             marked["metadata"]["resourceVersion"] = str(written.mod_revision)
             return DeleteResult(marked, deleted=False)
         if options.dry_run:
             return DeleteResult(obj, deleted=True)
-        try:
-            deleted = await self._store.delete(kv.key, expected_revision=kv.mod_revision)
-        except storage.Conflict as exc:
-            raise LostRace(str(exc)) from exc
-        except storage.StorageError as exc:
-            raise errors.from_storage_error(exc, plural=rt.plural, group=rt.group, name=name) from exc
-        meta["resourceVersion"] = str(deleted.mod_revision)
-        await self.allocations.on_delete(rt, obj)
-        if rt.namespaced:
-            await self._namespaces.content_deleted(meta["namespace"])
+        await delete_stored(self._store, rt, kv, obj, allocations=self.allocations, namespaces=self._namespaces)
         return DeleteResult(obj, deleted=True)
 
     async def _delete_namespace(self, kv: storage.KeyValue, ns: dict[str, Any], *, dry_run: bool) -> DeleteResult:
@@ -152,12 +139,7 @@ class Deleter:
             ns["metadata"]["deletionTimestamp"] = self.now()  # kube's namespace registry: no generation bump
             ns["metadata"]["deletionGracePeriodSeconds"] = 0
             ns.setdefault("status", {})["phase"] = "Terminating"
-            try:
-                written = await self._store.update(kv.key, codec.encode(ns), expected_revision=kv.mod_revision)
-            except storage.Conflict as exc:
-                raise LostRace(str(exc)) from exc
-            except storage.StorageError as exc:
-                raise errors.from_storage_error(exc, plural=rt.plural, group="", name=name) from exc
+            written = await swap_call(rt, name, self._store.update(kv.key, codec.encode(ns), expected_revision=kv.mod_revision))
             ns["metadata"]["resourceVersion"] = str(written.mod_revision)
         for content_type in self._registry.namespaced_types():
             await self._delete_all_in(content_type, name)

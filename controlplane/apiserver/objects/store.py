@@ -43,6 +43,7 @@ from controlplane.apiserver.objects.scale import (
     scale_of,
     scale_patch_type,
 )
+from controlplane.apiserver.objects.swapping import LostRace
 from controlplane.apiserver.objects.values import (
     DeleteOptions,
     DeleteResult,
@@ -62,7 +63,7 @@ from controlplane.apiserver.objects.values import (
     utc_now,
 )
 from controlplane.apiserver.objects.versions import KindVersions
-from controlplane.apiserver.objects.writing import PATCH_RETRIES, LostRace, Writer
+from controlplane.apiserver.objects.writing import PATCH_RETRIES, Writer
 from controlplane.apiserver.patches import PatchType
 from controlplane.apiserver.patching.scalefields import replicas_path
 from controlplane.apiserver.resources import Registry, ResourceType

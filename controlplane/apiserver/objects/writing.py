@@ -47,6 +47,7 @@ from controlplane.apiserver.objects.reading import (
     stored_form,
 )
 from controlplane.apiserver.objects.scale import check_uid_precondition
+from controlplane.apiserver.objects.swapping import LostRace, delete_stored, swap_call
 from controlplane.apiserver.objects.values import Preconditions, WriteOptions
 from controlplane.apiserver.objects.versions import KindVersions
 from controlplane.apiserver.patches import PatchType, apply_patch, check_apply_request, record_update
@@ -75,10 +76,6 @@ _SERVER_OWNED_METADATA = (
 
 #: No ``.status`` in the object written (the key is absent, which differs from an empty one).
 _NO_STATUS: Any = object()
-
-
-class LostRace(errors.Conflict):
-    """A compare-and-swap lost against a concurrent write (patches re-read and retry)."""
 
 
 class Writer:
@@ -447,26 +444,12 @@ class Writer:
         if options.dry_run:
             return served(rt, new)
         if deleting:
-            try:
-                deleted = await self._store.delete(key, expected_revision=kv.mod_revision)
-            except storage.Conflict as exc:
-                raise LostRace(errors.conflict_modified(plural=rt.plural, group=rt.group, name=name).message) from exc
-            except storage.StorageError as exc:
-                raise errors.from_storage_error(exc, plural=rt.plural, group=rt.group, name=name) from exc
-            meta["resourceVersion"] = str(deleted.mod_revision)
-            await self.allocations.on_delete(rt, new)
-            if rt.namespaced:
-                await self._namespaces.content_deleted(meta["namespace"])
+            await delete_stored(self._store, rt, kv, new, allocations=self.allocations, namespaces=self._namespaces)
             return new
-        try:
-            with writing_because(WriteReason(subresource or "", partial(changed_fields, old, new))):
-                stored = stored_form(rt, new, replacing=kv, part=subresource)
-                update = self._store.update(key, stored, expected_revision=kv.mod_revision)
-                written = await (update if reserved is None else stored_with(reserved, update))
-        except storage.Conflict as exc:
-            raise LostRace(errors.conflict_modified(plural=rt.plural, group=rt.group, name=name).message) from exc
-        except storage.StorageError as exc:
-            raise errors.from_storage_error(exc, plural=rt.plural, group=rt.group, name=name) from exc
+        with writing_because(WriteReason(subresource or "", partial(changed_fields, old, new))):
+            stored = stored_form(rt, new, replacing=kv, part=subresource)
+            update = self._store.update(key, stored, expected_revision=kv.mod_revision)
+            written = await swap_call(rt, name, update if reserved is None else stored_with(reserved, update))
         if rt.conversion is not None:
             return decode(rt, written)  # the answer is the stored object, converted back
         meta["resourceVersion"] = str(written.mod_revision)
