@@ -9,9 +9,13 @@ import signal
 import sys
 
 from controlplane.gcpolicy import collector_tuned
-from controlplane.loopwatch import DEFAULT_STALL_WARNING, watching_the_loop
-from gpufed.argtypes import seconds_or_off
-from gpufed.commands.running import add_collector_arguments, collector_policy, first_problem
+from controlplane.loopwatch import watching_the_loop
+from gpufed.commands.running import (
+    add_collector_arguments,
+    add_loop_stall_argument,
+    collector_policy,
+    first_problem,
+)
 from gpufed.logging_setup import configure_logging
 
 
@@ -20,10 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     agent_arguments(parser)
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
-    parser.add_argument("--loop-stall-warning", type=seconds_or_off, default=DEFAULT_STALL_WARNING,
-                        metavar="SECONDS",
-                        help="log each stall of the agent's event loop at least this long, with the code it was "
-                             f"held in; 0: off (default {DEFAULT_STALL_WARNING:g})")
+    add_loop_stall_argument(parser, loop="agent's")
     add_collector_arguments(parser)
 
 

@@ -35,9 +35,13 @@ from controlplane.apiserver.watching import (
     DEFAULT_WATCH_BUFFER_EVENTS,
     WatchLimits,
 )
-from controlplane.loopwatch import DEFAULT_STALL_WARNING
-from gpufed.argtypes import parse_listen, positive_duration, positive_number, seconds_or_off, whole_number
-from gpufed.commands.running import add_collector_arguments, collector_policy, serve_reporting
+from gpufed.argtypes import parse_listen, positive_duration, positive_number, whole_number
+from gpufed.commands.running import (
+    add_collector_arguments,
+    add_loop_stall_argument,
+    collector_policy,
+    serve_reporting,
+)
 from gpufed.logging_setup import configure_logging
 
 if TYPE_CHECKING:
@@ -263,11 +267,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "unresponsive; the client re-watches or re-lists, as with kube "
                              f"(default {DEFAULT_SLOW_WATCHER_TIMEOUT:g})")
     add_collector_arguments(parser)
-    parser.add_argument("--loop-stall-warning", type=seconds_or_off, default=DEFAULT_STALL_WARNING,
-                        metavar="SECONDS",
-                        help="log each stall of the hub's event loop at least this long, with the code it was held "
-                             "in (a thread samples the loop's stack during the stall), and count it in "
-                             f"gpufed_event_loop_stall_seconds; 0: off (default {DEFAULT_STALL_WARNING:g})")
+    add_loop_stall_argument(parser, loop="hub's", detail=" (a thread samples the loop's stack during the stall), "
+                                                      "and count it in gpufed_event_loop_stall_seconds")
     parser.add_argument("--debug-write-journal", type=_journal_size, default=0, metavar="N",
                         help="keep the last N etcd writes (key, writer, subresource, changed fields) for "
                              f"GET /debug/writes, admins only (default 0: counters only; at most {MAX_WRITE_JOURNAL})")

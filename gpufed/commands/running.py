@@ -1,6 +1,7 @@
 """How a command runs its async part: the failures it expects become one line (kubectl's words
-for the hub's, ``error: …`` for the rest) and exit status 1; and the flags of the garbage
-collector's policy that long-running processes (the hub, the agent, a hollow fleet) share."""
+for the hub's, ``error: …`` for the rest) and exit status 1; and the flags that long-running
+processes (the hub, the agent, a hollow fleet) share: the garbage collector's policy and the
+event loop's stall warning."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
 from controlplane.gcpolicy import CollectorPolicy
-from gpufed.argtypes import whole_number
+from controlplane.loopwatch import DEFAULT_STALL_WARNING
+from gpufed.argtypes import seconds_or_off, whole_number
 from gpufed.hubclient import HubError
 
 if TYPE_CHECKING:
@@ -91,3 +93,12 @@ def add_collector_arguments(parser: argparse.ArgumentParser) -> None:
 
 def collector_policy(args: argparse.Namespace) -> CollectorPolicy:
     return CollectorPolicy(freeze_interval=args.gc_freeze_interval, full_interval=args.gc_full_interval)
+
+
+def add_loop_stall_argument(parser: argparse.ArgumentParser, *, loop: str, detail: str = "") -> None:
+    """``--loop-stall-warning`` (:mod:`controlplane.loopwatch`) of the process ``loop`` names (the
+    hub's, the agent's); ``detail`` tells more of what it does there."""
+    parser.add_argument("--loop-stall-warning", type=seconds_or_off, default=DEFAULT_STALL_WARNING,
+                        metavar="SECONDS",
+                        help=f"log each stall of the {loop} event loop at least this long, with the code it was "
+                             f"held in{detail}; 0: off (default {DEFAULT_STALL_WARNING:g})")

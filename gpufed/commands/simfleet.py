@@ -20,9 +20,14 @@ from pathlib import Path
 from pydantic import SecretStr, ValidationError
 
 from controlplane.gcpolicy import collector_tuned
-from controlplane.loopwatch import DEFAULT_STALL_WARNING, watching_the_loop
-from gpufed.argtypes import seconds_or_off
-from gpufed.commands.running import add_collector_arguments, collector_policy, first_problem, report
+from controlplane.loopwatch import watching_the_loop
+from gpufed.commands.running import (
+    add_collector_arguments,
+    add_loop_stall_argument,
+    collector_policy,
+    first_problem,
+    report,
+)
 from gpufed.hubclient import HubClient, HubError
 from gpufed.logging_setup import configure_logging
 
@@ -50,10 +55,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--report-interval", type=float, default=30.0, help="agent capacity report, seconds")
     parser.add_argument("--seed", type=int, default=0, help="seed of the member schedulers' tie breaks")
     parser.add_argument("--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
-    parser.add_argument("--loop-stall-warning", type=seconds_or_off, default=DEFAULT_STALL_WARNING,
-                        metavar="SECONDS",
-                        help="log each stall of the fleet's event loop at least this long, with the code it was "
-                             f"held in; 0: off (default {DEFAULT_STALL_WARNING:g})")
+    add_loop_stall_argument(parser, loop="fleet's")
     add_collector_arguments(parser)
 
 
