@@ -13,6 +13,9 @@ import sys
 
 from aiohttp.http_exceptions import HttpProcessingError
 
+#: The levels a command's ``--log-level`` offers.
+LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+
 _SECRET_PATTERNS = (
     re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]+"),
     re.compile(r"(?i)(--(?:bootstrap-)?token[= ])\S+"),

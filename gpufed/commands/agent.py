@@ -16,14 +16,14 @@ from gpufed.commands.running import (
     collector_policy,
     first_problem,
 )
-from gpufed.logging_setup import configure_logging
+from gpufed.logging_setup import LEVELS, configure_logging
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from member_agent.config import add_arguments as agent_arguments
 
     agent_arguments(parser)
-    parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    parser.add_argument("--log-level", default="INFO", choices=LEVELS)
     add_loop_stall_argument(parser, loop="agent's")
     add_collector_arguments(parser)
 

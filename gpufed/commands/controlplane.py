@@ -42,7 +42,7 @@ from gpufed.commands.running import (
     collector_policy,
     serve_reporting,
 )
-from gpufed.logging_setup import configure_logging
+from gpufed.logging_setup import LEVELS, configure_logging
 
 if TYPE_CHECKING:
     from controlplane.hub import HubConfig
@@ -272,7 +272,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--debug-write-journal", type=_journal_size, default=0, metavar="N",
                         help="keep the last N etcd writes (key, writer, subresource, changed fields) for "
                              f"GET /debug/writes, admins only (default 0: counters only; at most {MAX_WRITE_JOURNAL})")
-    parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    parser.add_argument("--log-level", default="INFO", choices=LEVELS)
 
 
 def etcd_endpoints(args: argparse.Namespace) -> tuple[str, ...]:

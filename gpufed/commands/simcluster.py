@@ -12,7 +12,7 @@ from pathlib import Path
 from gpufed.argtypes import parse_listen, positive_number
 from gpufed.commands import simreclaim
 from gpufed.commands.running import serve_reporting
-from gpufed.logging_setup import configure_logging
+from gpufed.logging_setup import LEVELS, configure_logging
 
 SCORINGS = ("least-allocated", "most-allocated", "best-fit", "fgd", "random")
 
@@ -32,7 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--member-scoring", choices=SCORINGS, default=None,
                         help="node scoring of the simulated scheduler (default: the profile's, else least-allocated)")
     parser.add_argument("--seed", type=int, default=None, help="seed for utilization draws and random scoring")
-    parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    parser.add_argument("--log-level", default="INFO", choices=LEVELS)
     actions = parser.add_subparsers(dest="action", metavar="ACTION")
     reclaim = actions.add_parser("reclaim", help="reclaim spot nodes of a running simulated member, as a cloud does")
     simreclaim.add_arguments(reclaim)

@@ -29,7 +29,7 @@ from gpufed.commands.running import (
     report,
 )
 from gpufed.hubclient import HubClient, HubError
-from gpufed.logging_setup import configure_logging
+from gpufed.logging_setup import LEVELS, configure_logging
 
 MAX_CLUSTERS = 1000
 MAX_NODES = 100_000
@@ -54,7 +54,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--heartbeat-interval", type=float, default=10.0, help="agent lease renewal, seconds")
     parser.add_argument("--report-interval", type=float, default=30.0, help="agent capacity report, seconds")
     parser.add_argument("--seed", type=int, default=0, help="seed of the member schedulers' tie breaks")
-    parser.add_argument("--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    parser.add_argument("--log-level", default="WARNING", choices=LEVELS)
     add_loop_stall_argument(parser, loop="fleet's")
     add_collector_arguments(parser)
 

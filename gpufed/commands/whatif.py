@@ -21,7 +21,7 @@ from pydantic import ValidationError
 
 from gpufed.argtypes import whole_number
 from gpufed.commands.running import file_error
-from gpufed.logging_setup import configure_logging
+from gpufed.logging_setup import LEVELS, configure_logging
 
 
 def _strategies(text: str) -> list[str]:
@@ -135,7 +135,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     run.add_argument(
         "--plot", type=Path, metavar="FILE", help="also draw the comparison to FILE (.png, .svg, .pdf)"
     )
-    run.add_argument("--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    run.add_argument("--log-level", default="WARNING", choices=LEVELS)
     split = sub.add_parser("split", help="split the openb node list into a fleet YAML (on stdout)")
     split.add_argument("nodes", type=Path, metavar="NODES.csv")
     split.add_argument("--clusters", type=_positive, required=True)

@@ -35,7 +35,7 @@ from gpufed.commands.up.layout import (
 )
 from gpufed.commands.up.polling import HubView, kube_probe
 from gpufed.commands.up.ports import HOST, Ports, choose_hub_port
-from gpufed.logging_setup import RedactingFilter
+from gpufed.logging_setup import LEVELS, RedactingFilter
 from gpufed.supervising import ProcessSpec, SupervisedProcess, Supervisor
 from member_agent.clusterfile import CLUSTER_FILE_FIELDS
 
@@ -54,7 +54,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="hub port (default: the previous run's, else 6443; a free one if taken)")
     parser.add_argument("--time-scale", type=positive_number("a speed-up factor such as 2 or 0.5"), default=1.0, metavar="X",
                         help="simulated members run X times faster than the wall clock (default 1)")
-    parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+    parser.add_argument("--log-level", default="INFO", choices=LEVELS,
                         help="log level of every component (logs go to DIR/logs)")
     parser.add_argument("--waste-sample-interval", type=float, default=None, metavar="SECONDS",
                         help="how often the hub samples GPU usage for the waste report (default: the hub's, 60)")
