@@ -108,7 +108,6 @@ def run(args: argparse.Namespace) -> int:
     try:
         report = report_from_json(status)
     except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+        return report_error(exc)
     sys.stdout.write(render(report, args.output, top=args.top))
     return 0

@@ -20,7 +20,7 @@ import yaml
 from pydantic import ValidationError
 
 from gpufed.argtypes import whole_number
-from gpufed.commands.running import file_error
+from gpufed.commands.running import report
 from gpufed.logging_setup import LEVELS, configure_logging
 
 
@@ -162,12 +162,8 @@ def run(args: argparse.Namespace) -> int:
         return _run(args)
     except BrokenPipeError:
         raise  # the reader of the output went away: the entry point ends quietly
-    except OSError as exc:
-        print(f"error: {file_error(exc)}", file=sys.stderr)
-        return 1
-    except (ProfileError, TraceError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+    except (OSError, ProfileError, TraceError, ValueError) as exc:
+        return report(exc)
 
 
 def _split(args: argparse.Namespace) -> int:
@@ -180,8 +176,7 @@ def _split(args: argparse.Namespace) -> int:
             nodes, clusters=args.clusters, by=SplitBy(args.by), seed=args.seed, csv_path=str(args.nodes)
         )
     except OSError as exc:
-        print(f"error: {file_error(exc)}", file=sys.stderr)
-        return 1
+        return report(exc)
     except (ValueError, KeyError, SplitError) as exc:
         print(f"error: {args.nodes}: {exc}", file=sys.stderr)
         return 1

@@ -23,7 +23,7 @@ import yaml
 from controlplane.apis.constants import BOOTSTRAP_TOKEN_ENV
 from controlplane.pki import private_directory
 from gpufed.argtypes import port_number, positive_number
-from gpufed.commands.running import file_error
+from gpufed.commands.running import report
 from gpufed.commands.up.board import StatusBoard, welcome
 from gpufed.commands.up.layout import (
     DEFAULT_STATE_DIR,
@@ -130,13 +130,11 @@ def run(args: argparse.Namespace) -> int:
             _configure_logging(layout, args.log_level)
             return asyncio.run(_up(args, layout, [c.name for c in fleet.clusters], fleet))
     except UpError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+        return report(exc)
     except OSError as exc:  # a state dir or fleet file that cannot be used
         if exc.filename is None:
             raise
-        print(f"error: {file_error(exc)}", file=sys.stderr)
-        return 1
+        return report(exc)
 
 
 def _configure_logging(layout: Layout, level: str) -> None:
