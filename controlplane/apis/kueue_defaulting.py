@@ -21,27 +21,23 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from controlplane.apis.kube.objects import child, ensure
+
 #: Fills unset fields of one object in place.
 KueueDefaulter = Callable[[dict[str, Any]], None]
 
 
-def _spec(obj: dict[str, Any]) -> dict[str, Any] | None:
-    spec = obj.get("spec")
-    return spec if isinstance(spec, dict) else None
-
-
-def _object_at(parent: dict[str, Any], key: str) -> dict[str, Any] | None:
-    """``parent[key]``, ``{}`` stored there when unset (a field whose CRD default is ``{}``)."""
+def _default(parent: dict[str, Any], key: str, value: Any) -> None:
+    """Store ``value`` at ``parent[key]`` when that field is unset: absent or null (a CRD
+    default; unlike a built-in kind's, an empty string is a value)."""
     if parent.get(key) is None:
-        parent[key] = {}
-    child = parent[key]
-    return child if isinstance(child, dict) else None
+        parent[key] = value
 
 
 def _fair_sharing_weight(spec: dict[str, Any]) -> None:
     fair_sharing = spec.get("fairSharing")
-    if isinstance(fair_sharing, dict) and fair_sharing.get("weight") is None:
-        fair_sharing["weight"] = 1
+    if isinstance(fair_sharing, dict):
+        _default(fair_sharing, "weight", 1)
 
 
 def cluster_queue(when_can_borrow: str) -> KueueDefaulter:
@@ -49,25 +45,22 @@ def cluster_queue(when_can_borrow: str) -> KueueDefaulter:
     (v1beta1's ``Borrow``, v1beta2's ``MayStopSearch``), ``whenCanPreempt`` TryNextFlavor."""
 
     def defaults(obj: dict[str, Any]) -> None:
-        spec = _spec(obj)
+        spec = child(obj, "spec")
         if spec is None:
             return
-        if spec.get("queueingStrategy") is None:
-            spec["queueingStrategy"] = "BestEffortFIFO"
-        if spec.get("stopPolicy") is None:
-            spec["stopPolicy"] = "None"
-        fungibility = _object_at(spec, "flavorFungibility")
+        _default(spec, "queueingStrategy", "BestEffortFIFO")
+        _default(spec, "stopPolicy", "None")
+        fungibility = ensure(spec, "flavorFungibility")
         if fungibility is not None:
             fungibility.setdefault("whenCanBorrow", when_can_borrow)
             fungibility.setdefault("whenCanPreempt", "TryNextFlavor")
-        preemption = _object_at(spec, "preemption")
+        preemption = ensure(spec, "preemption")
         if preemption is not None:
-            for key in ("reclaimWithinCohort", "withinClusterQueue"):
-                if preemption.get(key) is None:
-                    preemption[key] = "Never"
-            borrow = _object_at(preemption, "borrowWithinCohort")
-            if borrow is not None and borrow.get("policy") is None:
-                borrow["policy"] = "Never"
+            _default(preemption, "reclaimWithinCohort", "Never")
+            _default(preemption, "withinClusterQueue", "Never")
+            borrow = ensure(preemption, "borrowWithinCohort")
+            if borrow is not None:
+                _default(borrow, "policy", "Never")
         _fair_sharing_weight(spec)
 
     return defaults
@@ -75,46 +68,42 @@ def cluster_queue(when_can_borrow: str) -> KueueDefaulter:
 
 def local_queue(obj: dict[str, Any]) -> None:
     """A LocalQueue's defaults."""
-    spec = _spec(obj)
+    spec = child(obj, "spec")
     if spec is None:
         return
-    if spec.get("stopPolicy") is None:
-        spec["stopPolicy"] = "None"
+    _default(spec, "stopPolicy", "None")
     _fair_sharing_weight(spec)
 
 
 def cohort(obj: dict[str, Any]) -> None:
     """A Cohort's defaults."""
-    spec = _spec(obj)
+    spec = child(obj, "spec")
     if spec is not None:
         _fair_sharing_weight(spec)
 
 
 def admission_check(obj: dict[str, Any]) -> None:
     """An AdmissionCheck's defaults (v1beta1 and v1beta2 alike)."""
-    spec = _spec(obj)
-    if spec is not None and spec.get("retryDelayMinutes") is None:
-        spec["retryDelayMinutes"] = 15
+    spec = child(obj, "spec")
+    if spec is not None:
+        _default(spec, "retryDelayMinutes", 15)
 
 
 def workload(*, v1beta1: bool) -> KueueDefaulter:
     """A Workload's defaults at v1beta1 (``priorityClassSource: ""`` too) or v1beta2."""
 
     def defaults(obj: dict[str, Any]) -> None:
-        spec = _spec(obj)
+        spec = child(obj, "spec")
         if spec is None:
             return
-        if spec.get("active") is None:
-            spec["active"] = True
-        if v1beta1 and spec.get("priorityClassSource") is None:
-            spec["priorityClassSource"] = ""
+        _default(spec, "active", True)
+        if v1beta1:
+            _default(spec, "priorityClassSource", "")
         pod_sets = spec.get("podSets")
         for pod_set in pod_sets if isinstance(pod_sets, list) else ():
             if not isinstance(pod_set, dict):
                 continue
-            if pod_set.get("name") is None:
-                pod_set["name"] = "main"
-            if pod_set.get("count") is None:
-                pod_set["count"] = 1
+            _default(pod_set, "name", "main")
+            _default(pod_set, "count", 1)
 
     return defaults
