@@ -36,6 +36,8 @@ import copy
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
+from controlplane.apis.kube.objects import child, set_default, set_nil_default
+
 #: Fills unset fields of one policy object in place.
 PolicyDefaulter = Callable[[dict[str, Any]], None]
 
@@ -45,14 +47,6 @@ _SPEC_DEFAULTS: Final[tuple[tuple[str, Any], ...]] = (
     ("priority", 0),
     ("schedulerName", "default-scheduler"),
 )
-
-
-def _child(parent: Any, key: str) -> dict[str, Any] | None:
-    """``parent[key]`` when both are objects (a default applies only under an existing parent)."""
-    if not isinstance(parent, dict):
-        return None
-    child = parent.get(key)
-    return child if isinstance(child, dict) else None
 
 
 def _unset(obj: dict[str, Any], key: str) -> bool:
@@ -70,38 +64,36 @@ def _zero(obj: dict[str, Any], key: str) -> bool:
 
 def propagation_structural(obj: dict[str, Any]) -> None:
     """The PropagationPolicy and ClusterPropagationPolicy CRDs' structural defaults."""
-    spec = _child(obj, "spec")
+    spec = child(obj, "spec")
     if spec is None:
         return
     for key, value in _SPEC_DEFAULTS:
-        if spec.get(key) is None:
-            spec[key] = value
-    application = _child(_child(spec, "failover"), "application")
+        set_nil_default(spec, key, value)
+    application = child(child(spec, "failover"), "application")
     if application is not None:
-        if application.get("purgeMode") is None:
-            application["purgeMode"] = "Graciously"
-        conditions = _child(application, "decisionConditions")
-        if conditions is not None and conditions.get("tolerationSeconds") is None:
-            conditions["tolerationSeconds"] = 300
-    scheduling = _child(_child(spec, "placement"), "replicaScheduling")
-    if scheduling is not None and scheduling.get("replicaSchedulingType") is None:
-        scheduling["replicaSchedulingType"] = "Divided"
+        set_nil_default(application, "purgeMode", "Graciously")
+        conditions = child(application, "decisionConditions")
+        if conditions is not None:
+            set_nil_default(conditions, "tolerationSeconds", 300)
+    scheduling = child(child(spec, "placement"), "replicaScheduling")
+    if scheduling is not None:
+        set_nil_default(scheduling, "replicaSchedulingType", "Divided")
 
 
 def _selector_namespaces(obj: dict[str, Any]) -> None:
     """karmada-webhook: a namespaced policy's selectors without a namespace get the policy's."""
-    namespace = (_child(obj, "metadata") or {}).get("namespace")
-    selectors = (_child(obj, "spec") or {}).get("resourceSelectors")
+    namespace = (child(obj, "metadata") or {}).get("namespace")
+    selectors = (child(obj, "spec") or {}).get("resourceSelectors")
     if not namespace or not isinstance(selectors, list):
         return
     for selector in selectors:
-        if isinstance(selector, dict) and _unset(selector, "namespace"):
-            selector["namespace"] = namespace
+        if isinstance(selector, dict):
+            set_default(selector, "namespace", namespace)
 
 
 def _placement_mutations(obj: dict[str, Any]) -> None:
     """karmada-webhook's ``SetDefaultSpreadConstraints`` and ``SetReplicaDivisionPreferenceWeighted``."""
-    placement = _child(_child(obj, "spec"), "placement")
+    placement = child(child(obj, "spec"), "placement")
     if placement is None:
         return
     constraints = placement.get("spreadConstraints")
@@ -112,7 +104,7 @@ def _placement_mutations(obj: dict[str, Any]) -> None:
             constraint["spreadByField"] = "cluster"
         if _zero(constraint, "minGroups"):
             constraint["minGroups"] = 1
-    scheduling = _child(placement, "replicaScheduling")
+    scheduling = child(placement, "replicaScheduling")
     if (
         scheduling is not None
         and scheduling.get("replicaSchedulingType") == "Divided"

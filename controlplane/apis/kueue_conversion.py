@@ -26,6 +26,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from controlplane.apis import kueue_v1beta1, kueue_v1beta2
+from controlplane.apis.kube.objects import child
 
 Obj = dict[str, Any]
 
@@ -48,20 +49,13 @@ def _copy(obj: Obj, api_version: str) -> Obj:
     return out
 
 
-def _spec(obj: Obj) -> Obj | None:
-    spec = obj.get("spec")
-    return spec if isinstance(spec, dict) else None
+def _annotations(obj: Obj) -> Obj | None:
+    return child(child(obj, "metadata"), "annotations")
 
 
 def _rename(parent: Obj | None, old: str, new: str) -> None:
     if parent is not None and old in parent:
         parent[new] = parent.pop(old)
-
-
-def _annotations(obj: Obj) -> Obj | None:
-    meta = obj.get("metadata")
-    annotations = meta.get("annotations") if isinstance(meta, dict) else None
-    return annotations if isinstance(annotations, dict) else None
 
 
 # --- ClusterQueue ----------------------------------------------------------------------------
@@ -70,7 +64,7 @@ def _annotations(obj: Obj) -> Obj | None:
 def cluster_queue_to_v1beta1(obj: Obj) -> Obj:
     """A v1beta2 ClusterQueue as the hub stores it (v1beta1)."""
     out = _copy(obj, kueue_v1beta1.API_VERSION)
-    spec = _spec(out)
+    spec = child(out, "spec")
     kept: Obj = {}
     if spec is not None:
         _rename(spec, "cohortName", "cohort")
@@ -115,7 +109,7 @@ def cluster_queue_to_v1beta2(obj: Obj) -> Obj:
     """A stored (v1beta1) ClusterQueue as v1beta2 serves it."""
     out = _copy(obj, kueue_v1beta2.API_VERSION)
     kept = _kept_fields(out)
-    spec = _spec(out)
+    spec = child(out, "spec")
     if spec is None:
         return out
     _rename(spec, "cohort", "cohortName")
@@ -157,7 +151,7 @@ def local_queue_to_v1beta2(obj: Obj) -> Obj:
 
 def workload_to_v1beta1(obj: Obj) -> Obj:
     out = _copy(obj, kueue_v1beta1.API_VERSION)
-    spec = _spec(out)
+    spec = child(out, "spec")
     ref = spec.pop("priorityClassRef", None) if spec is not None else None
     if spec is not None and isinstance(ref, dict):
         for source, (group, kind) in _PRIORITY_SOURCES.items():
@@ -169,7 +163,7 @@ def workload_to_v1beta1(obj: Obj) -> Obj:
 
 def workload_to_v1beta2(obj: Obj) -> Obj:
     out = _copy(obj, kueue_v1beta2.API_VERSION)
-    spec = _spec(out)
+    spec = child(out, "spec")
     if spec is None:
         return out
     source = spec.pop("priorityClassSource", None)

@@ -21,23 +21,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from controlplane.apis.kube.objects import child, ensure
+from controlplane.apis.kube.objects import child, ensure, set_nil_default
 
 #: Fills unset fields of one object in place.
 KueueDefaulter = Callable[[dict[str, Any]], None]
 
 
-def _default(parent: dict[str, Any], key: str, value: Any) -> None:
-    """Store ``value`` at ``parent[key]`` when that field is unset: absent or null (a CRD
-    default; unlike a built-in kind's, an empty string is a value)."""
-    if parent.get(key) is None:
-        parent[key] = value
-
-
 def _fair_sharing_weight(spec: dict[str, Any]) -> None:
     fair_sharing = spec.get("fairSharing")
     if isinstance(fair_sharing, dict):
-        _default(fair_sharing, "weight", 1)
+        set_nil_default(fair_sharing, "weight", 1)
 
 
 def cluster_queue(when_can_borrow: str) -> KueueDefaulter:
@@ -48,19 +41,19 @@ def cluster_queue(when_can_borrow: str) -> KueueDefaulter:
         spec = child(obj, "spec")
         if spec is None:
             return
-        _default(spec, "queueingStrategy", "BestEffortFIFO")
-        _default(spec, "stopPolicy", "None")
+        set_nil_default(spec, "queueingStrategy", "BestEffortFIFO")
+        set_nil_default(spec, "stopPolicy", "None")
         fungibility = ensure(spec, "flavorFungibility")
         if fungibility is not None:
             fungibility.setdefault("whenCanBorrow", when_can_borrow)
             fungibility.setdefault("whenCanPreempt", "TryNextFlavor")
         preemption = ensure(spec, "preemption")
         if preemption is not None:
-            _default(preemption, "reclaimWithinCohort", "Never")
-            _default(preemption, "withinClusterQueue", "Never")
+            set_nil_default(preemption, "reclaimWithinCohort", "Never")
+            set_nil_default(preemption, "withinClusterQueue", "Never")
             borrow = ensure(preemption, "borrowWithinCohort")
             if borrow is not None:
-                _default(borrow, "policy", "Never")
+                set_nil_default(borrow, "policy", "Never")
         _fair_sharing_weight(spec)
 
     return defaults
@@ -71,7 +64,7 @@ def local_queue(obj: dict[str, Any]) -> None:
     spec = child(obj, "spec")
     if spec is None:
         return
-    _default(spec, "stopPolicy", "None")
+    set_nil_default(spec, "stopPolicy", "None")
     _fair_sharing_weight(spec)
 
 
@@ -86,7 +79,7 @@ def admission_check(obj: dict[str, Any]) -> None:
     """An AdmissionCheck's defaults (v1beta1 and v1beta2 alike)."""
     spec = child(obj, "spec")
     if spec is not None:
-        _default(spec, "retryDelayMinutes", 15)
+        set_nil_default(spec, "retryDelayMinutes", 15)
 
 
 def workload(*, v1beta1: bool) -> KueueDefaulter:
@@ -96,14 +89,14 @@ def workload(*, v1beta1: bool) -> KueueDefaulter:
         spec = child(obj, "spec")
         if spec is None:
             return
-        _default(spec, "active", True)
+        set_nil_default(spec, "active", True)
         if v1beta1:
-            _default(spec, "priorityClassSource", "")
+            set_nil_default(spec, "priorityClassSource", "")
         pod_sets = spec.get("podSets")
         for pod_set in pod_sets if isinstance(pod_sets, list) else ():
             if not isinstance(pod_set, dict):
                 continue
-            _default(pod_set, "name", "main")
-            _default(pod_set, "count", 1)
+            set_nil_default(pod_set, "name", "main")
+            set_nil_default(pod_set, "count", 1)
 
     return defaults

@@ -56,6 +56,13 @@ def set_default(parent: dict[str, Any], key: str, value: Any) -> None:
         parent[key] = value
 
 
+def set_nil_default(parent: dict[str, Any], key: str, value: Any) -> None:
+    """A pointer field's ``if x == nil { x = value }``, and a CRD's structural default: only
+    absent and null count as unset (an empty string is a value)."""
+    if parent.get(key) is None:
+        parent[key] = value
+
+
 def quantity(parent: Any, key: str) -> None:
     """A single ``resource.Quantity`` field in kube's canonical form (left as is when invalid)."""
     if isinstance(parent, dict) and key in parent:
