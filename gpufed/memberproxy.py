@@ -2,7 +2,8 @@
 
 Every call goes to ``/apis/cluster.gpufed.io/v1alpha1/clusters/<name>/proxy/<member path>`` on
 the hub with the user's hub credential; the hub forwards it through that cluster's agent.
-This module lists the clusters (``--clusters c1,c2`` or ``all``), resolves a kind the way
+This module lists the clusters (``--clusters c1,c2`` or ``all``) and says which could not be
+asked, resolves a kind the way
 kubectl does (plural, singular, kind or short name, from the member's discovery), picks the
 pods of a hub workload (the clusters its Works carry it to, then the pods it owns), and
 streams a response line by line.
@@ -10,8 +11,10 @@ streams a response line by line.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
+import sys
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -30,6 +33,17 @@ TABLE_ACCEPT = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
 
 def proxy_path(cluster: str, path: str) -> str:
     return f"{CLUSTERS_PATH}/{cluster}/proxy{path}"
+
+
+def add_clusters_argument(parser: argparse.ArgumentParser) -> None:
+    """``--clusters``: the member clusters a command looks in (see :func:`clusters`)."""
+    parser.add_argument("--clusters", default="all", help="where to look: c1,c2 or all (default all)")
+
+
+def print_unreached(failed: Mapping[str, str]) -> None:
+    """One line on stderr for each cluster that could not be asked, and why."""
+    for cluster, why in failed.items():
+        print(f"cluster {cluster}: {why}", file=sys.stderr)
 
 
 async def clusters(hub: HubClient, wanted: str) -> list[str]:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import sys
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -31,7 +30,14 @@ from controlplane.apis.podview import (
 from gpufed.commands.events import about, collect, timeline
 from gpufed.commands.running import run_reporting
 from gpufed.hubclient import HubClient, HubError, add_chunk_size_argument, add_kubeconfig_argument
-from gpufed.memberproxy import cluster_utilization, clusters, proxy_path, resolve
+from gpufed.memberproxy import (
+    add_clusters_argument,
+    cluster_utilization,
+    clusters,
+    print_unreached,
+    proxy_path,
+    resolve,
+)
 
 BINDING_PATH = "/apis/work.gpufed.io/v1alpha1/namespaces/{namespace}/resourcebindings/{name}"
 POD_WORDS = ("pod", "pods", "po")
@@ -41,7 +47,7 @@ LABEL_WIDTH = 14
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("target", metavar="KIND/NAME", help="e.g. deployment/llm-serving, pytorchjob/train, pod/x-0")
     parser.add_argument("-n", "--namespace", default="default")
-    parser.add_argument("--clusters", default="all", help="where to look: c1,c2 or all (default all)")
+    add_clusters_argument(parser)
     add_chunk_size_argument(parser)
     add_kubeconfig_argument(parser)
 
@@ -177,8 +183,7 @@ async def describe(args: argparse.Namespace) -> list[str]:
             pods = [f"  not shown: {exc}"]
         lines += ["Pods:", *(["  " + line for line in pods] or ["  <none>"])]
     merged, failed = await collect(hub, namespace, resource.kind, name, candidates)
-    for cluster, why in failed.items():
-        print(f"cluster {cluster}: {why}", file=sys.stderr)
+    print_unreached(failed)
     lines += ["Events:", *(["  " + line for line in timeline(merged)] or ["  <none>"])]
     return lines
 

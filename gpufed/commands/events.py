@@ -15,7 +15,14 @@ from typing import Any
 
 from gpufed.commands.running import run_reporting
 from gpufed.hubclient import HubClient, HubError, add_chunk_size_argument, add_kubeconfig_argument
-from gpufed.memberproxy import clusters, proxy_path, resolve, workload_pods
+from gpufed.memberproxy import (
+    add_clusters_argument,
+    clusters,
+    print_unreached,
+    proxy_path,
+    resolve,
+    workload_pods,
+)
 
 HUB = "hub"
 
@@ -23,7 +30,7 @@ HUB = "hub"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("target", metavar="KIND/NAME", help="e.g. deployment/llm-serving, pytorchjob/train")
     parser.add_argument("-n", "--namespace", default="default")
-    parser.add_argument("--clusters", default="all", help="where to look: c1,c2 or all (default all)")
+    add_clusters_argument(parser)
     add_chunk_size_argument(parser)
     add_kubeconfig_argument(parser)
 
@@ -91,8 +98,7 @@ async def events(args: argparse.Namespace) -> int:
     kind = (await resolve(hub, None, kind_word)).kind
     namespace = args.namespace
     merged, failed = await collect(hub, namespace, kind, name, await clusters(hub, args.clusters))
-    for cluster, why in failed.items():
-        print(f"cluster {cluster}: {why}", file=sys.stderr)
+    print_unreached(failed)
     lines = timeline(merged)
     for line in lines:
         print(line)

@@ -29,7 +29,7 @@ from controlplane.apiserver.tls import client_ssl_context
 from controlplane.wsdial import HandshakeRefused, dial
 from gpufed.commands.running import run_reporting
 from gpufed.hubclient import HubClient, HubError, add_kubeconfig_argument, unreachable
-from gpufed.memberproxy import no_pods, proxy_path, target_pods
+from gpufed.memberproxy import no_pods, print_unreached, proxy_path, target_pods
 
 PROTOCOLS = ("v5.channel.k8s.io", "v4.channel.k8s.io")
 STDIN, STDOUT, STDERR, ERROR, RESIZE = 0, 1, 2, 3, 4
@@ -67,8 +67,7 @@ async def _locate(hub: HubClient, args: argparse.Namespace) -> tuple[str, str]:
     kind_word, _, name = args.target.rpartition("/")
     kind_word = kind_word.lower()
     pairs, failed = await target_pods(hub, args.namespace, args.cluster or "all", kind_word, name)
-    for cluster, why in failed.items():
-        print(f"cluster {cluster}: {why}", file=sys.stderr)
+    print_unreached(failed)
     if not pairs:
         raise no_pods(args.target, args.namespace)
     where = sorted({cluster for cluster, _ in pairs})

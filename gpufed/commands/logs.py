@@ -17,7 +17,7 @@ import sys
 from gpufed.argtypes import duration, tail_lines
 from gpufed.commands.running import error_line, run_reporting
 from gpufed.hubclient import HubClient, HubError, add_kubeconfig_argument
-from gpufed.memberproxy import no_pods, stream_lines, target_pods
+from gpufed.memberproxy import add_clusters_argument, no_pods, print_unreached, stream_lines, target_pods
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -28,15 +28,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tail", type=tail_lines, help="only the last N lines of each log (-1: all, the default)")
     parser.add_argument("--since", type=duration, help="only lines newer than this (e.g. 10s, 5m, 1h)")
     parser.add_argument("--all-pods", action="store_true", help="every pod of the workload, not one")
-    parser.add_argument("--clusters", default="all", help="where to look: c1,c2 or all (default all)")
+    add_clusters_argument(parser)
     add_kubeconfig_argument(parser)
 
 
 async def _pods_of(hub: HubClient, args: argparse.Namespace, kind_word: str, name: str) -> list[tuple[str, str]]:
     """(cluster, pod) pairs of the target."""
     pairs, failed = await target_pods(hub, args.namespace, args.clusters, kind_word, name)
-    for cluster, why in failed.items():
-        print(f"cluster {cluster}: {why}", file=sys.stderr)
+    print_unreached(failed)
     return pairs
 
 
