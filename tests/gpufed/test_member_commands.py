@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from gpufed.commands.events import about, timeline
 from gpufed.commands.get import CLUSTER_ANNOTATION, name_lines, objects_of, render
-from gpufed.memberproxy import Resource, no_pods, owned_by
+from gpufed.memberproxy import Resource, no_pods, owned_by, print_unreached
 
 COLUMNS = [
     {"name": "Name", "priority": 0},
@@ -97,3 +99,10 @@ def test_a_pod_not_found_is_worded_as_kube_words_it_and_a_workload_without_pods_
     assert str(no_pods("train-0", "ml")) == 'pods "train-0" not found in namespace "ml" on the clusters searched'
     assert str(no_pods("pod/train-0", "ml")) == 'pods "train-0" not found in namespace "ml" on the clusters searched'
     assert str(no_pods("deploy/web", "ml")) == 'deploy/web has no pods in namespace "ml" on the clusters searched'
+
+
+def test_clusters_that_could_not_be_asked_are_one_stderr_line_each(capsys: pytest.CaptureFixture[str]) -> None:
+    print_unreached({"a": "connection refused", "b": "the cluster is not ready"})
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == "cluster a: connection refused\ncluster b: the cluster is not ready\n"
