@@ -7,7 +7,8 @@ An admitted workload whose pods are not all ready (or succeeded) within the time
 ``max`` (Kueue adds a jitter of 0.01 %; the hub does not, so the times are exact). The Workload
 records it in ``status.requeueState`` (``count``, ``requeueAt``) and the condition ``Requeued``
 (False with reason ``PodsReadyTimeout`` while it waits, True with reason ``BackoffFinished``
-after). Past ``backoffLimitCount`` the Workload is deactivated instead (``spec.active: false``).
+after). Past ``backoffLimitCount`` the Workload is deactivated instead (``spec.active: false``;
+``Evicted`` with reason ``DeactivatedDueToRequeuingLimitExceeded``, as Kueue 0.10 and later).
 Back in its queue it counts, at equal priority, from its eviction (``timestamp: Eviction``, Kueue's
 default) or from its creation (``Creation``).
 
@@ -150,12 +151,19 @@ def requeue_at(workload: Mapping[str, Any]) -> datetime | None:
     requeued = condition(workload, kueue.COND_REQUEUED)
     if requeued is None or requeued.get("status") != "False":
         return None
-    if requeued.get("reason") == kueue.REASON_REQUEUING_LIMIT_EXCEEDED:
+    if was_deactivated(str(requeued.get("reason") or "")):
         return datetime.min.replace(tzinfo=UTC)
     if requeued.get("reason") not in (kueue.REASON_PODS_READY_TIMEOUT, REASON_ADMISSION_CHECK):
         return None
     state = (workload.get("status") or {}).get("requeueState") or {}
     return parse_time_or_none(state.get("requeueAt")) or datetime.min.replace(tzinfo=UTC)
+
+
+def was_deactivated(reason: str) -> bool:
+    """Whether an eviction (or ``Requeued=False``) reason is a deactivation's: Kueue's
+    ``Deactivated`` or ``DeactivatedDueTo<cause>``, or its names before 0.10 (``InactiveWorkload…``),
+    which Workloads written then still carry."""
+    return reason == kueue.REASON_DEACTIVATED or reason.startswith((f"{kueue.REASON_DEACTIVATED}DueTo", "InactiveWorkload"))
 
 
 def queue_order_timestamp(workload: Mapping[str, Any], timestamp: RequeuingTimestamp) -> str:

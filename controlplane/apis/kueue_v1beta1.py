@@ -103,7 +103,17 @@ REASON_PODS_READY: Final = "PodsReady"
 REASON_WAIT_FOR_START: Final = "WaitForStart"
 REASON_PODS_READY_TIMEOUT: Final = "PodsReadyTimeout"
 REASON_BACKOFF_FINISHED: Final = "BackoffFinished"
-REASON_REQUEUING_LIMIT_EXCEEDED: Final = "InactiveWorkloadRequeuingLimitExceeded"
+#: A Workload's ``spec.active`` set to false (Kueue's ``WorkloadDeactivated``); its eviction's
+#: reason is ``Deactivated`` or ``DeactivatedDueTo<cause>``.
+REASON_DEACTIVATED: Final = "Deactivated"
+#: The transient condition Kueue (0.10 and later) sets on a Workload to deactivate, with the cause
+#: as its reason; removed once the Workload is deactivated and evicted.
+COND_DEACTIVATION_TARGET: Final = "DeactivationTarget"
+#: The cause of a deactivation after ``backoffLimitCount`` PodsReady timeouts.
+REASON_REQUEUING_LIMIT: Final = "RequeuingLimitExceeded"
+REASON_REQUEUING_LIMIT_EXCEEDED: Final = "DeactivatedDueToRequeuingLimitExceeded"
+#: Kueue's name for it before 0.10, still read in Workloads written then.
+REASON_REQUEUING_LIMIT_EXCEEDED_LEGACY: Final = "InactiveWorkloadRequeuingLimitExceeded"
 REASON_CLUSTER_QUEUE_STOPPED: Final = "ClusterQueueStopped"
 REASON_LOCAL_QUEUE_STOPPED: Final = "LocalQueueStopped"
 REASON_CLUSTER_QUEUE_RESTARTED: Final = "ClusterQueueRestarted"

@@ -51,7 +51,7 @@ class EventReason(StrEnum):
     PENDING = "Pending"
     PREEMPTED = "Preempted"
     EVICTED_PODS_READY_TIMEOUT = "EvictedDueToPodsReadyTimeout"
-    EVICTED_REQUEUING_LIMIT = "EvictedDueToInactiveWorkloadRequeuingLimitExceeded"
+    EVICTED_REQUEUING_LIMIT = "EvictedDueToDeactivatedDueToRequeuingLimitExceeded"
     EVICTED_CLUSTER_QUEUE_STOPPED = "EvictedDueToClusterQueueStopped"
     EVICTED_LOCAL_QUEUE_STOPPED = "EvictedDueToLocalQueueStopped"
     EVICTED_ADMISSION_CHECK = "EvictedDueToAdmissionCheck"

@@ -8,8 +8,12 @@ requeuing limit, ``spec.active: false``) as Kueue writes them, and Events:
   ``PodsReadyTimeout``), its admission removed, ``QuotaReserved=False`` (``Pending``),
   ``Requeued=False`` (``PodsReadyTimeout``) and ``requeueState`` {count, requeueAt} — so its Job
   is suspended again and its binding and Works are deleted, as after a preemption; past
-  ``backoffLimitCount`` it is deactivated instead (``Evicted`` with reason
-  ``InactiveWorkloadRequeuingLimitExceeded``, no ``requeueState``);
+  ``backoffLimitCount`` it is deactivated instead, in Kueue's (0.10 and later) steps: the
+  condition ``DeactivationTarget`` (reason ``RequeuingLimitExceeded``), then ``spec.active:
+  false``, then the eviction (``Evicted`` and ``Requeued=False`` with reason
+  ``DeactivatedDueToRequeuingLimitExceeded``, the Event
+  ``EvictedDueToDeactivatedDueToRequeuingLimitExceeded``), which removes ``DeactivationTarget``
+  and ``requeueState``;
 * once ``requeueAt`` has passed: ``Requeued=True`` (``BackoffFinished``), ``requeueAt`` removed
   (the count stays), and the Workload is queued again;
 * a deactivated Workload made active again: ``Requeued=True`` (``Reactivated``), ``requeueState``
@@ -49,7 +53,8 @@ def _seconds_since(now: dt.datetime, stamp: str) -> float:
         return 0.0
 
 
-DEACTIVATED_MESSAGE = "The workload is deactivated due to exceeding the maximum number of re-queuing retries"
+DEACTIVATION_CAUSE = "exceeding the maximum number of re-queuing retries"
+DEACTIVATED_MESSAGE = f"The workload is deactivated due to {DEACTIVATION_CAUSE}"
 
 
 class Requeuing:
@@ -93,8 +98,11 @@ class Requeuing:
         queue = str((adm.admission_of(wl) or {}).get("clusterQueue") or "")
         updated = copy.deepcopy(dict(wl))
         if requeue.deactivated:
-            updated["spec"]["active"] = False
-            updated = await ctx.objects.update(self.rt, updated)
+            target = {"type": kueue.COND_DEACTIVATION_TARGET, "status": "True", "reason": kueue.REASON_REQUEUING_LIMIT,
+                      "message": DEACTIVATION_CAUSE}
+            set_conditions(updated.setdefault("status", {}), [target], now=ctx.now_text())
+            updated = await ctx.objects.update_status(self.rt, updated)
+            updated = await ctx.objects.update(self.rt, {**updated, "spec": {**updated["spec"], "active": False}})
             reason, message = kueue.REASON_REQUEUING_LIMIT_EXCEEDED, DEACTIVATED_MESSAGE
             event = EventReason.EVICTED_REQUEUING_LIMIT
         else:
@@ -104,6 +112,8 @@ class Requeuing:
         def requeue_state(status: dict[str, Any]) -> None:
             if requeue.state is None:
                 status.pop("requeueState", None)
+                status["conditions"] = [c for c in status.get("conditions") or ()
+                                        if c.get("type") != kueue.COND_DEACTIVATION_TARGET]
             else:
                 status["requeueState"] = requeue.state
 
@@ -121,7 +131,7 @@ class Requeuing:
         held = adm.condition(wl, kueue.COND_REQUEUED) or {}
         if restarted is not None:
             cond = dict(restarted)
-        elif held.get("reason") == kueue.REASON_REQUEUING_LIMIT_EXCEEDED:
+        elif requeuing.was_deactivated(str(held.get("reason") or "")):
             status.pop("requeueState", None)
             cond = {"type": kueue.COND_REQUEUED, "status": "True", "reason": "Reactivated",
                     "message": "The workload was reactivated"}

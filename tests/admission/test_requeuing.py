@@ -116,9 +116,15 @@ def test_pods_ready_from_the_workloads_status(obj: dict[str, Any], expected: boo
                   conditions=[cond("Requeued", "False", NOW, "PodsReadyTimeout")]), NOW + timedelta(minutes=1)),
         (workload(requeueState={"count": 1}, conditions=[cond("Requeued", "False", NOW, "PodsReadyTimeout")]),
          datetime.min.replace(tzinfo=UTC)),
-        # Deactivated past the limit and active again: queued at once.
+        # Deactivated past the limit (Kueue's reason since 0.10, and before) and active again: queued at once.
+        (workload(conditions=[cond("Requeued", "False", NOW, "DeactivatedDueToRequeuingLimitExceeded")]),
+         datetime.min.replace(tzinfo=UTC)),
         (workload(conditions=[cond("Requeued", "False", NOW, "InactiveWorkloadRequeuingLimitExceeded")]),
          datetime.min.replace(tzinfo=UTC)),
+        (workload(conditions=[cond("Requeued", "False", NOW, "DeactivatedDueToAdmissionCheck")]),
+         datetime.min.replace(tzinfo=UTC)),
+        # Drained by a stopped queue: held until the queue runs again, not by time.
+        (workload(conditions=[cond("Requeued", "False", NOW, "ClusterQueueStopped")]), None),
         # A preempted workload is requeued at once (Requeued=True); the backoff is over.
         (workload(conditions=[cond("Requeued", "True", NOW, "Preempted")]), None),
         (workload(requeueState={"count": 1}, conditions=[cond("Requeued", "True", NOW, "BackoffFinished")]), None),

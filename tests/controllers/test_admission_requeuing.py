@@ -97,10 +97,17 @@ async def test_a_job_whose_pods_never_get_ready_is_requeued_with_backoff_then_de
         return wl if wl["spec"].get("active") is False and condition(wl, "Evicted").get("status") == "True" else None
 
     wl = await eventually(deactivated, what="deactivated past the requeuing limit")
-    evicted = condition(wl, "Evicted")
-    assert evicted["reason"] == "InactiveWorkloadRequeuingLimitExceeded"
-    assert "exceeding the maximum number of re-queuing retries" in evicted["message"]
+    # As Kueue 0.10 and later write it (v1beta1 and v1beta2 alike): the transient
+    # DeactivationTarget is gone once the eviction is written.
+    message = "The workload is deactivated due to exceeding the maximum number of re-queuing retries"
+    for ctype in ("Evicted", "Requeued"):
+        got = condition(wl, ctype)
+        assert (got["reason"], got["message"]) == ("DeactivatedDueToRequeuingLimitExceeded", message)
+    assert (condition(wl, "Evicted")["status"], condition(wl, "Requeued")["status"]) == ("True", "False")
+    assert condition(wl, "DeactivationTarget") == {}
     assert "requeueState" not in wl["status"] and "admission" not in wl["status"]
+    beta2 = await get(objects, "kueue.x-k8s.io/v1beta2", "Workload", "job-slow")
+    assert condition(beta2, "Evicted")["reason"] == "DeactivatedDueToRequeuingLimitExceeded"
 
     async def stopped() -> dict[str, Any] | None:
         hub_job = await get(objects, "batch/v1", "Job", "slow")
@@ -112,11 +119,11 @@ async def test_a_job_whose_pods_never_get_ready_is_requeued_with_backoff_then_de
     assert condition(wl, "Admitted")["status"] == "False" and wl["spec"]["active"] is False
     events = (await objects.list(objects.registry.require("v1", "Event"), namespace="default")).items
     reasons = [e["reason"] for e in events if e["involvedObject"]["name"] == "job-slow"]
-    assert "EvictedDueToPodsReadyTimeout" in reasons and "EvictedDueToInactiveWorkloadRequeuingLimitExceeded" in reasons
+    assert "EvictedDueToPodsReadyTimeout" in reasons and "EvictedDueToDeactivatedDueToRequeuingLimitExceeded" in reasons
     evictions = "kueue_evicted_workloads_total"
     assert registry.get_sample_value(evictions, {"cluster_queue": "team-a", "reason": "PodsReadyTimeout"}) == 1
     assert registry.get_sample_value(
-        evictions, {"cluster_queue": "team-a", "reason": "InactiveWorkloadRequeuingLimitExceeded"}) == 1
+        evictions, {"cluster_queue": "team-a", "reason": "DeactivatedDueToRequeuingLimitExceeded"}) == 1
 
     # Made active again (as a Kueue user does), it is queued at once.
     wl["spec"]["active"] = True
