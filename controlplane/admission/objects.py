@@ -266,19 +266,28 @@ def deactivate_unusable_checks(
     }
 
 
+def named_flavors(obj: Mapping[str, Any]) -> list[str]:
+    """The ResourceFlavors a ClusterQueue names, in order, each once."""
+    return list(dict.fromkeys(
+        str(fq.get("name")) for g in (obj.get("spec") or {}).get("resourceGroups") or () for fq in g.get("flavors") or ()
+    ))
+
+
 def missing_flavors(obj: Mapping[str, Any], flavors: Mapping[str, Mapping[str, str]]) -> list[str]:
     """The ResourceFlavors a ClusterQueue names that do not exist, in the order it names them."""
-    named = (str(fq.get("name")) for g in (obj.get("spec") or {}).get("resourceGroups") or () for fq in g.get("flavors") or ())
-    return list(dict.fromkeys(f for f in named if f not in flavors))
+    return [f for f in named_flavors(obj) if f not in flavors]
 
 
 def cluster_queue(obj: Mapping[str, Any], flavors: Mapping[str, Mapping[str, str]]) -> ClusterQueue:
-    """A ClusterQueue as the core reads it; inactive when it is held or names a missing flavor."""
+    """A ClusterQueue as the core reads it; inactive when it is being deleted, is held or names a
+    missing flavor."""
     spec = obj.get("spec") or {}
     groups = _groups(spec)
     missing = sorted(missing_flavors(obj, flavors))
     inactive = None
-    if spec.get("stopPolicy") in ("Hold", "HoldAndDrain"):
+    if (obj.get("metadata") or {}).get("deletionTimestamp"):
+        inactive = "clusterQueue is terminating"  # held by its finalizer while workloads hold quota in it
+    elif spec.get("stopPolicy") in ("Hold", "HoldAndDrain"):
         inactive = f"stopPolicy is {spec['stopPolicy']}"
     elif missing:
         inactive = f"ResourceFlavor {', '.join(missing)} not found"

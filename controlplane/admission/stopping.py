@@ -82,9 +82,13 @@ def cluster_queue_active(
     cluster_queue: Mapping[str, Any], missing_flavors: Sequence[str], inactive_reason: str | None,
     missing_checks: Sequence[str] = (), inactive_checks: Sequence[str] = (),
 ) -> dict[str, str]:
-    """A ClusterQueue's ``Active`` condition: stopped, missing ResourceFlavors, missing or
+    """A ClusterQueue's ``Active`` condition: being deleted (Kueue's ``Terminating``, whatever
+    else), stopped, missing ResourceFlavors, missing or
     inactive AdmissionChecks, or another reason the admission core holds it inactive
     (``inactive_reason``, e.g. a cohort cycle)."""
+    if (cluster_queue.get("metadata") or {}).get("deletionTimestamp"):
+        return {"type": kueue.COND_ACTIVE, "status": "False", "reason": "Terminating",
+                "message": "Can't admit new workloads; clusterQueue is terminating"}
     reasons: list[str] = []
     messages: list[str] = []
     if is_stopped(cluster_queue):

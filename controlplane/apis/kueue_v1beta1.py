@@ -85,6 +85,10 @@ def set_job_suspend(obj: dict[str, Any], value: bool) -> bool:
     return True
 
 
+#: The finalizer Kueue keeps on a ClusterQueue while Workloads hold quota in it, and on a
+#: ResourceFlavor or AdmissionCheck while a ClusterQueue names it.
+RESOURCE_IN_USE_FINALIZER: Final = "kueue.x-k8s.io/resource-in-use"
+
 # Workload condition types and reasons (Kueue's names).
 COND_QUOTA_RESERVED: Final = "QuotaReserved"
 COND_ADMITTED: Final = "Admitted"

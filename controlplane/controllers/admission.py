@@ -34,7 +34,9 @@ ClusterQueues, LocalQueues, WorkloadPriorityClasses and Workloads (informers). O
   ClusterQueue names checks gets QuotaReserved and its checks ``Pending``, and Admitted only once
   every check is Ready; a ClusterQueue naming a missing or inactive check admits nothing;
 * ClusterQueue and LocalQueue status: pending/reserving/admitted counts, usage per flavor, the
-  condition ``Active``;
+  condition ``Active``; a ClusterQueue being deleted (kept by Kueue's finalizer,
+  :mod:`controlplane.controllers.resourceinuse`) admits nothing and gives up the reservations
+  still waiting for admission checks;
 * a finished workload's Workload gets Finished=True, and its quota is free again; a deleted
   workload's Workload is deleted.
 
@@ -68,7 +70,7 @@ from controlplane.controllers.events import EventReason, record_event
 from controlplane.controllers.informing import AssumedWrites, spec_unchanged
 from controlplane.controllers.reconciling import KeyedController
 from controlplane.controllers.requeuing import Requeuing
-from controlplane.controllers.workloadevicting import evict
+from controlplane.controllers.workloadevicting import evict, unreserve
 from controlplane.controllers.workloads import WorkloadRef, is_deleting, with_condition
 from controlplane.interpreter import interpreter_for
 from controlplane.objectclient import ResourceType, WatchEventType, errors
@@ -117,7 +119,7 @@ class AdmissionController(KeyedController[Key]):
         await self.loop.add(("workload", ref.api_version, ref.kind, ref.namespace, ref.name))
 
     async def _on_queue_object(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
-        if spec_unchanged(old, obj, event) and (
+        if spec_unchanged(old, obj, event) and is_deleting(old) == is_deleting(obj) and (
             obj.get("kind") not in ("Workload", "AdmissionCheck")
             or (obj.get("kind") == "Workload" and adm.is_finished(old) == adm.is_finished(obj)
                 and adm.admission_of(old) == adm.admission_of(obj) and checks.states_of(old) == checks.states_of(obj))
@@ -332,6 +334,13 @@ class AdmissionController(KeyedController[Key]):
                 continue
             held = adm.admitted_of(wl)
             if held is not None:
+                going = (cq := cq_objs.get(held.queue)) is None or is_deleting(cq)
+                if going and not adm.is_true(wl, kueue.COND_ADMITTED):
+                    # As Kueue: a reservation (checks pending) in a queue being deleted is given up.
+                    message = f"ClusterQueue {held.queue} is terminating or missing"
+                    wl = workloads[key] = self._assume(await unreserve(
+                        self.ctx, self.checking.rt, wl, reason=kueue.REASON_INADMISSIBLE, message=message))
+                    continue
                 if draining and (why := stopping.drain(lqs.get(adm.local_queue_of(wl)), cq_objs.get(held.queue))):
                     drained.append((wl, why))  # evicted below: its quota is free for this cycle
                     continue

@@ -38,6 +38,7 @@ from controlplane.controllers.hpascaletargets import HPAScaleTargetMarker
 from controlplane.controllers.policyselectors import PolicySelectorsController
 from controlplane.controllers.rebalancers import RebalancerController
 from controlplane.controllers.reconciling import ReconcileLoop
+from controlplane.controllers.resourceinuse import ResourceInUseController
 from controlplane.controllers.rollouthistory import RolloutHistoryController
 from controlplane.controllers.scaling import ScaleInterpreters
 from controlplane.controllers.status import StatusController
@@ -109,6 +110,7 @@ class ControllerManager(Service):
         finished_jobs = FinishedJobsController(ctx)
         hpa_targets = HPAScaleTargetMarker(ctx)
         admission = AdmissionController(ctx, metrics=self.queue_metrics)
+        resource_in_use = ResourceInUseController(ctx)
         collector = GarbageCollector(ctx)
         history = RolloutHistoryController(ctx)
 
@@ -129,7 +131,7 @@ class ControllerManager(Service):
         loops: list[ReconcileLoop[Any]] = [
             customizations.loop, detector.loop, scheduler.loop, binder.loop, status.loop, evictions.loop,
             *dependencies.loops, deletion.loop, selectors.loop, rebalancers.loop, finished_jobs.loop,
-            hpa_targets.loop, admission.loop, history.loop,
+            hpa_targets.loop, admission.loop, resource_in_use.loop, history.loop,
         ]
         self.context, self.scheduler, self.evictions = ctx, scheduler, evictions
         self._loops = [*loops, collector.loop]  # the collector starts its own, once it has listed every kind

@@ -80,3 +80,23 @@ async def evict(
     await record_event(ctx, written, type=event_type, reason=event or EventReason(f"{kueue.COND_EVICTED}DueTo{reason}"),
                        message=event_message or message)
     return written
+
+
+async def unreserve(
+    ctx: ControllerContext, rt: ResourceType, workload: Mapping[str, Any], *, reason: str, message: str,
+) -> dict[str, Any]:
+    """Kueue's ``UnsetQuotaReservationWithCondition`` of a Workload that holds quota but is not
+    admitted (its checks pending): ``status.admission`` removed, ``QuotaReserved=False`` with
+    ``reason`` and ``message``, ``Admitted=False`` (``NoReservation``); no eviction, no Event.
+    Return it as written."""
+    updated = copy.deepcopy(dict(workload))
+    status = updated.setdefault("status", {})
+    status.pop("admission", None)
+    set_conditions(status, [
+        {"type": kueue.COND_QUOTA_RESERVED, "status": "False", "reason": reason, "message": message},
+        {"type": kueue.COND_ADMITTED, "status": "False", "reason": kueue.REASON_NO_RESERVATION,
+         "message": "The workload has no reservation"},
+    ], now=ctx.now_text())
+    written = await ctx.objects.update_status(rt, updated)
+    log.info("Workload %s lost its quota reservation: %s", adm.key_of(workload), message)
+    return written

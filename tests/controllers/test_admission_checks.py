@@ -176,7 +176,14 @@ async def test_a_cluster_queue_with_a_missing_or_inactive_check_admits_nothing(
     await create(objects, job("a1", "team-a"))
     await settled(manager)
     assert condition(await workload(objects), "QuotaReserved").get("status") == "False"
-    await objects.delete(objects.registry.require(KUEUE, "AdmissionCheck"), name="budget")
+    checks_rt = objects.registry.require(KUEUE, "AdmissionCheck")
+    await objects.delete(checks_rt, name="budget")
+    await settled(manager)
+    # Kept by Kueue's finalizer while team-a names it; without it (as a user may take it off) it goes.
+    kept = await get(objects, KUEUE, "AdmissionCheck", "budget", namespace=None)
+    assert kept is not None and kept["metadata"]["deletionTimestamp"]
+    assert kept["metadata"]["finalizers"] == ["kueue.x-k8s.io/resource-in-use"]
+    await objects.update(checks_rt, {**kept, "metadata": {**kept["metadata"], "finalizers": []}})
     await settled(manager)
     assert await active(objects, "ClusterQueue", "team-a") == (
         "False", "AdmissionCheckNotFound", "Can't admit new workloads: references missing AdmissionCheck(s): [budget].")

@@ -103,8 +103,16 @@ async def test_queue_metrics_follow_admission_and_preemption(
     assert value(registry, "kueue_local_queue_resource_usage", **lq("team-a", flavor="onprem", resource=GPU)) == 8
     assert value(registry, "kueue_local_queue_reserving_active_workloads", **lq("team-b")) == 2
 
-    # A ClusterQueue deleted: its series go, the other queue's stay.
+    # A ClusterQueue deleted while its workloads hold quota: Terminating (Kueue's finalizer) ...
     await objects.delete(objects.registry.require(KUEUE, "ClusterQueue"), name="team-b")
+
+    async def team_b_terminating() -> float | None:
+        return value(registry, "kueue_cluster_queue_status", cluster_queue="team-b", status="terminating") or None
+
+    assert await eventually(team_b_terminating, what="team-b terminating") == 1
+    # ... until they are gone; then its series go, the other queue's stay.
+    for name in ("b1", "b2"):
+        await objects.delete(objects.registry.require("batch/v1", "Job"), namespace="default", name=name)
 
     async def team_b_gone() -> bool | None:
         text = generate_latest(registry).decode()
