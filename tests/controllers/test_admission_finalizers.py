@@ -78,11 +78,7 @@ async def test_a_cluster_queue_in_use_terminates_once_its_workloads_are_gone(obj
         assert await admitted(objects, "a2") is None
         jobs = objects.registry.require("batch/v1", "Job")
         await objects.delete(jobs, namespace="default", name="a1")  # its last quota-holding workload goes
-
-        async def gone() -> bool | None:
-            return True if await cluster_scoped(objects, "ClusterQueue", "team-a") is None else None
-
-        await eventually(gone, what="team-a deleted once nothing holds quota in it")
+        await eventually(lambda: _absent(objects, "ClusterQueue", "team-a"), what="team-a deleted once nothing holds quota in it")
         await eventually(lambda: _absent(objects, "ResourceFlavor", "onprem"), what="the flavor deleted once no queue names it")
         await settled(manager)
         assert await admitted(objects, "a2") is None  # nothing admitted it meanwhile
