@@ -9,6 +9,7 @@ and no member runs the Job's pods, so they never become ready.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from typing import Any
@@ -51,6 +52,21 @@ async def workload(objects: ObjectStore) -> dict[str, Any]:
     return await get(objects, KUEUE, "Workload", "job-slow") or {"spec": {}, "status": {}}
 
 
+async def conditions_since(
+    objects: ObjectStore, ctype: str, resource_version: str, last: dict[str, Any],
+) -> list[dict[str, Any]]:
+    """The ``ctype`` condition of each write of ``last`` after ``resource_version``, up to ``last``."""
+    seen: list[dict[str, Any]] = []
+    rt = objects.registry.require(KUEUE, "Workload")
+    async with asyncio.timeout(10):
+        async for event in objects.watch(rt, namespace="default", resource_version=resource_version):
+            if event.object["metadata"]["name"] == last["metadata"]["name"]:
+                seen.append(condition(event.object, ctype))
+                if event.object["metadata"]["resourceVersion"] == last["metadata"]["resourceVersion"]:
+                    break
+    return seen
+
+
 async def test_a_job_whose_pods_never_get_ready_is_requeued_with_backoff_then_deactivated(
     objects: ObjectStore, slow_manager: ControllerManager, registry: CollectorRegistry
 ) -> None:
@@ -86,6 +102,7 @@ async def test_a_job_whose_pods_never_get_ready_is_requeued_with_backoff_then_de
         return wl if condition(wl, "Admitted").get("status") == "True" else None
 
     wl = await eventually(readmitted, what="admitted again after the backoff")
+    readmitted_at = wl["metadata"]["resourceVersion"]
     requeued = condition(wl, "Requeued")
     assert (requeued["status"], requeued["reason"]) == ("True", "BackoffFinished")
     assert wl["status"]["requeueState"] == {"count": 1}
@@ -105,6 +122,10 @@ async def test_a_job_whose_pods_never_get_ready_is_requeued_with_backoff_then_de
         assert (got["reason"], got["message"]) == ("DeactivatedDueToRequeuingLimitExceeded", message)
     assert (condition(wl, "Evicted")["status"], condition(wl, "Requeued")["status"]) == ("True", "False")
     assert condition(wl, "DeactivationTarget") == {}
+    # On the way, Kueue's first step: the Workload marked as the target of a deactivation.
+    targets = [c for c in await conditions_since(objects, "DeactivationTarget", readmitted_at, wl) if c]
+    assert targets and {(c["status"], c["reason"], c["message"]) for c in targets} == {
+        ("True", "RequeuingLimitExceeded", "exceeding the maximum number of re-queuing retries")}
     assert "requeueState" not in wl["status"] and "admission" not in wl["status"]
     beta2 = await get(objects, "kueue.x-k8s.io/v1beta2", "Workload", "job-slow")
     assert condition(beta2, "Evicted")["reason"] == "DeactivatedDueToRequeuingLimitExceeded"
