@@ -2,7 +2,9 @@
 agent, kubectl): a ResourceFlavor, two ClusterQueues of one cohort (``cohortName``) and their
 LocalQueues written at v1beta2, as Kueue 0.15+'s docs write them, apply unchanged; a Job queued in them is
 admitted and Running in the member; ``kubectl get`` shows the objects at v1beta2 (the preferred
-version) and at v1beta1, and ``gpufed queues`` reads the quota and its usage."""
+version) and at v1beta1, and ``gpufed queues`` reads the quota and its usage. Deleted, the
+ClusterQueue stays Terminating (Kueue's finalizer) until the Job goes, and the flavor while a
+ClusterQueue names it."""
 
 from __future__ import annotations
 
@@ -92,3 +94,29 @@ def test_kueue_v1beta2_queues_admit_a_job(fleet: tuple[Kubectl, dict[str, Kubect
     )
     gpu = {r["clusterQueue"]: r for r in json.loads(queues.stdout) if r["resource"] == "nvidia.com/gpu"}
     assert (gpu["team-a"]["flavor"], gpu["team-a"]["usage"], gpu["team-b"]["usage"]) == ("onprem", "1", "0")
+
+
+def test_a_cluster_queue_in_use_is_terminating_until_its_workload_goes(fleet: tuple[Kubectl, dict[str, Kubectl]]) -> None:
+    """Kueue's ``kueue.x-k8s.io/resource-in-use`` finalizer, as ``kubectl delete`` meets it (after
+    the test above: team-a admitted the Job ``train``)."""
+    hub, _ = fleet
+    finalizer = "kueue.x-k8s.io/resource-in-use"
+    for kind, name in (("clusterqueue", "team-a"), ("resourceflavor", "onprem")):
+        assert hub.json("get", kind, name)["metadata"]["finalizers"] == [finalizer], kind
+    hub.run("delete", "clusterqueue", "team-a", "--wait=false")
+    hub.run("delete", "resourceflavor", "onprem", "--wait=false")
+
+    def terminating() -> dict[str, Any] | None:
+        cq = hub.json("get", "clusterqueue", "team-a")
+        active = {c["type"]: c for c in cq.get("status", {}).get("conditions") or ()}.get("Active", {})
+        return active if active.get("reason") == "Terminating" else None
+
+    active = wait_for(terminating, timeout=30, what="team-a Terminating")
+    assert (active["status"], active["message"]) == ("False", "Can't admit new workloads; clusterQueue is terminating")
+    assert _admitted(hub) is not None  # what it admitted keeps running
+    assert hub.json("get", "resourceflavor", "onprem")["metadata"]["deletionTimestamp"]  # team-b names it
+
+    hub.run("delete", "job", "train", "-n", "ml")
+    wait_for(lambda: hub.json_or_none("get", "clusterqueue", "team-a") is None, timeout=60,
+             what="team-a gone once its workload is")
+    assert hub.json("get", "resourceflavor", "onprem")["metadata"]["finalizers"] == [finalizer]
