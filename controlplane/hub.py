@@ -53,6 +53,7 @@ from controlplane.apis.kube.namespaces import SYSTEM_NAMESPACES
 from controlplane.apis.kube.serviceaccounttokens import DEFAULT_CLEAN_UP_PERIOD
 from controlplane.apiserver import errors
 from controlplane.apiserver.app import create_app
+from controlplane.apiserver.audit import AuditConfig
 from controlplane.apiserver.auth.bootstrap import ca_routes, join_routes, token_routes
 from controlplane.apiserver.auth.clusterrestriction import ClusterRestriction
 from controlplane.apiserver.auth.rbac.authorizing import HubAuthorizer
@@ -183,6 +184,8 @@ class HubConfig:
     #: --client-ca-file: the CA client certificates are verified against; None: the hub's own CA
     #: when it issues its serving certificate, else no client certificates (apiserver/clientcertificates.py).
     client_ca_file: Path | None = None
+    #: --audit-policy-file and --audit-log-*: the audit log (None: no auditing, as kube without a policy).
+    audit: AuditConfig | None = None
     #: Seconds a cluster may miss heartbeats before it is Unknown.
     cluster_monitor_grace_period: float = 40.0
     #: Failover: seconds replicas stay in an unreachable / not-ready cluster when their placement
@@ -430,6 +433,7 @@ class Hub(ShutdownOnce):
             watch_cache=self.watch_cache,
             warm=HOT_KINDS,
             webhooks=self.webhooks,
+            audit=self.config.audit.auditor() if self.config.audit is not None else None,
         )
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False, keepalive_timeout=IDLE_TIMEOUT)
         await self._runner.setup()

@@ -44,6 +44,7 @@ from controlplane.apis.apiextensions.crd import VERSION as CRD_VERSION
 from controlplane.apis.bookmarks import BOOKMARK_PERIOD
 from controlplane.apiserver import discovery, errors, negotiation
 from controlplane.apiserver.admission import AdmissionPlugin, ValidateWrite, WebhookCalls, write_validation
+from controlplane.apiserver.audit import AUTHENTICATED_AS, AUTHORIZATION, REQUEST_ATTRIBUTES, Auditor
 from controlplane.apiserver.clientcertificates import certificate_user, peer_certificate
 from controlplane.apiserver.computed import ComputedEndpoint, ComputedResource
 from controlplane.apiserver.crd.controller import CrdController
@@ -296,6 +297,7 @@ def auth_middleware(
                 "certificate its client CA signed, with a Common Name; check the credentials in your kubeconfig"
             )
         if authorizer is not None and asks_impersonation(request.headers):
+            request[AUTHENTICATED_AS] = user
             user = _impersonated(user, request, authorizer)
         request[USER] = user
         info: RequestInfo = request[REQUEST_INFO]
@@ -314,8 +316,11 @@ def auth_middleware(
             name=name,
             non_resource_path=None if info.is_resource else request.path,
         )
+        request[REQUEST_ATTRIBUTES] = attrs
         if authorizer is not None:
             decision = authorizer.authorize(attrs)
+            request[AUTHORIZATION] = {"authorization.k8s.io/decision": "allow" if decision.allowed else "forbid",
+                                      **({"authorization.k8s.io/reason": decision.reason} if decision.reason else {})}
             if not decision.allowed:
                 target = errors.Target(name=name or "", group=info.group, kind=info.resource)
                 raise errors.Forbidden(decision.reason or forbidden_message(attrs), target=target)
@@ -461,6 +466,7 @@ def create_app(
     watch_cache: WatchCacheConfig | WatchCache | None = DEFAULT_WATCH_CACHE,
     warm: Iterable[tuple[str, str]] = (),
     webhooks: WebhookAdmission | None = None,
+    audit: Auditor | None = None,
 ) -> web.Application:
     """The API server application over ``object_store`` serving ``registry``.
 
@@ -480,7 +486,8 @@ def create_app(
     one the caller built over ``object_store`` to share with in-process watchers (the app closes it);
     ``warm`` names the kinds (group, plural) it caches from the start.
     ``webhooks`` calls the configured admission webhooks for the users' writes (the app keeps its
-    configurations from a watch while it runs, and closes it).
+    configurations from a watch while it runs, and closes it). ``audit`` records each request in the
+    audit log as its policy says.
     """
     stop = asyncio.Event()
     plugins = tuple(admission)
@@ -508,6 +515,7 @@ def create_app(
     endpoints = _Endpoints(object_store, registry, resources, [endpoint.resource for endpoint in computed])
     middlewares: list[Middleware] = [
         *outer_middlewares,
+        *([audit.middleware] if audit is not None else []),  # outside the error handling: it sees every answer
         status_middleware,
     ]
     if authenticator is not None:
@@ -521,6 +529,8 @@ def create_app(
     middlewares.append(accept_middleware)
     app = web.Application(middlewares=middlewares, client_max_size=MAX_BODY_BYTES)
     app.on_response_prepare.append(add_flow_headers)
+    if audit is not None:
+        app.on_response_prepare.append(audit.on_response_prepare)
     app[OBJECT_STORE] = object_store
     app[REGISTRY] = registry
     app[WATCH_STOP] = stop
@@ -549,6 +559,8 @@ def create_app(
             await webhooks.close()
         if cache is not None:
             await cache.close()
+        if audit is not None:
+            audit.log.close()
         if webhooks is None:
             await conversion_client.close()
         if crd_task is not None:

@@ -15,6 +15,7 @@ from controlplane.admission.requeuing import (
     WaitForPodsReady,
 )
 from controlplane.apis.kube.serviceaccounttokens import DEFAULT_CLEAN_UP_PERIOD
+from controlplane.apiserver.audit import AuditConfig
 from controlplane.apiserver.auth.serviceaccountjwt import DEFAULT_ISSUER, issuer_url
 from controlplane.apiserver.flowcontrol.levels import (
     DEFAULT_QUEUE_LENGTH,
@@ -155,6 +156,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tls-ca-file", type=Path, metavar="FILE",
                         help="the CA that signed --tls-cert-file: written into kubeconfigs, served at /ca.crt and "
                              "pinned by agents (default: the self-signed certificate ending --tls-cert-file)")
+    parser.add_argument("--audit-policy-file", type=Path, metavar="FILE",
+                        help="an audit.k8s.io/v1 Policy: which requests the audit log records, at which level "
+                             "(needs --audit-log-path)")
+    parser.add_argument("--audit-log-path", metavar="FILE",
+                        help="write the audit events here, one JSON line each ('-': standard output)")
+    parser.add_argument("--audit-log-maxsize", type=int, default=0, metavar="MB",
+                        help="rotate the audit log when it would pass this size (default 0: 100 MB)")
+    parser.add_argument("--audit-log-maxbackup", type=int, default=0, metavar="N",
+                        help="rotated audit logs to keep (default 0: all)")
+    parser.add_argument("--audit-log-maxage", type=int, default=0, metavar="DAYS",
+                        help="remove rotated audit logs older than this (default 0: never)")
     parser.add_argument("--client-ca-file", type=Path, metavar="FILE",
                         help="authenticate clients by certificates this CA signed (user: the Common Name; groups: "
                              "the Organizations), as kube-apiserver's; default: the hub's own CA when it issues its "
@@ -296,6 +308,10 @@ def conflicting_flags(args: argparse.Namespace) -> str | None:
         return "--tls-cert-file and --tls-private-key-file go together: give both or neither"
     if args.tls_ca_file is not None and args.tls_cert_file is None:
         return "--tls-ca-file needs --tls-cert-file (without them the hub issues its certificate from its own CA)"
+    if (args.audit_policy_file is None) != (args.audit_log_path is None):
+        return "--audit-policy-file and --audit-log-path go together: give both or neither"
+    if min(args.audit_log_maxsize, args.audit_log_maxbackup, args.audit_log_maxage) < 0:
+        return "--audit-log-maxsize, --audit-log-maxbackup and --audit-log-maxage cannot be negative"
     return None
 
 
@@ -334,6 +350,9 @@ def hub_config(args: argparse.Namespace) -> HubConfig:
         tls_private_key_file=args.tls_private_key_file,
         tls_ca_file=args.tls_ca_file,
         client_ca_file=args.client_ca_file,
+        audit=AuditConfig(args.audit_policy_file, args.audit_log_path, max_size_mb=args.audit_log_maxsize,
+                          max_backups=args.audit_log_maxbackup, max_age_days=args.audit_log_maxage)
+        if args.audit_policy_file is not None else None,
         tls_hosts=tuple(args.tls_san),
         cluster_monitor_grace_period=args.cluster_monitor_grace_period,
         default_unreachable_toleration_seconds=args.default_unreachable_toleration_seconds,
@@ -371,6 +390,7 @@ def hub_config(args: argparse.Namespace) -> HubConfig:
 def run(args: argparse.Namespace) -> int:
     configure_logging(args.log_level, component="hub")
     from controlplane.allocator import return_large_buffers_to_the_system
+    from controlplane.apiserver.audit import PolicyError
     from controlplane.hub import Hub, run_until_signalled
     from controlplane.pki import PkiError
     from controlplane.storage.connecting import EtcdConfigError
@@ -386,4 +406,4 @@ def run(args: argparse.Namespace) -> int:
     config = hub_config(args)
     runner = run_until_signalled(Hub(config), collector=collector_policy(args), stall_warning=args.loop_stall_warning)
     return serve_reporting(runner, host=host, port=port,
-                           expected=(Unavailable, EtcdStartError, EtcdConfigError, PkiError))
+                           expected=(Unavailable, EtcdStartError, EtcdConfigError, PkiError, PolicyError))

@@ -272,7 +272,7 @@ async def test_match_policy_equivalent_evaluates_the_rules_version(api: Api) -> 
 
 
 async def test_audit_annotations_are_logged_and_their_errors_deny(api: Api, caplog: pytest.LogCaptureFixture) -> None:
-    """The hub keeps no audit log: a binding's audit annotations are logged at info under kube's
+    """A binding's audit annotations are logged at info (and go into the audit log) under kube's
     key ``<policy>/<key>``; one that fails under ``failurePolicy: Fail`` denies the write whatever
     the binding's actions (here only Warn)."""
     annotations = [{"key": "replicas", "valueExpression": "'replicas=' + string(object.spec.replicas)"},

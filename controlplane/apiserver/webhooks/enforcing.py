@@ -14,6 +14,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
+from controlplane.apiserver import audit
 from controlplane.apiserver.admission import WebhookRequest
 from controlplane.apiserver.resources import ResourceType
 from controlplane.apiserver.webhooks import equivalence, matching, policies, review
@@ -88,7 +89,9 @@ def _act(
                 f"Validation failed for ValidatingAdmissionPolicy '{policy.name}' with binding "
                 f"'{binding.name}': {decision.message}"
             )
-        elif action == "Audit":  # the hub keeps no audit log: the failure is logged
+        elif action == "Audit":  # in the request's audit events (kube's annotation), and logged
+            audit.add_validation_failure({"message": decision.message, "policy": policy.name,
+                                          "binding": binding.name, "validationActions": list(binding.actions)})
             logger.info(
                 "ValidatingAdmissionPolicy %s with binding %s failed (Audit): %s",
                 policy.name, binding.name, decision.message,
@@ -98,13 +101,14 @@ def _act(
 def _log_audit_annotations(
     request: WebhookRequest, policy: policies.Policy, binding: policies.Binding, annotations: list[tuple[str, str]]
 ) -> None:
-    """A binding's audit annotations, logged at info as the hub keeps no audit log: kube's key
+    """A binding's audit annotations, in the request's audit events and logged at info: kube's key
     ``<policy>/<key>``, the distinct values of its params joined by ``, `` as kube's collector does."""
     values: dict[str, list[str]] = {}
     for key, value in annotations:
         if value not in values.setdefault(key, []):
             values[key].append(value)
     for key, distinct in values.items():
+        audit.annotate(f"{policy.name}/{key}", ", ".join(distinct))
         logger.info(
             "ValidatingAdmissionPolicy %s with binding %s: audit annotation %s/%s=%s (%s %s %s)",
             policy.name, binding.name, policy.name, key, ", ".join(distinct), request.operation,
