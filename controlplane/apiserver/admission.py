@@ -108,6 +108,12 @@ class WebhookCalls(Protocol):
         """Return to admit; raise an ``ApiError`` (the webhook's denial, or a failed call) to refuse."""
         ...
 
+    def made_through(self, rt: ResourceType) -> WebhookCalls:
+        """These calls for the writes of a request made through ``rt`` that the object layer makes
+        in another version (the storage version of a CRD converted by its webhook): they see each
+        write in ``rt``'s version, as kube's admission sees a write in its request's version."""
+        ...
+
 
 class AdmissionPlugin(Protocol):
     def validate(self, user: UserInfo, write: WriteAttributes) -> None:

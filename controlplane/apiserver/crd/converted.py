@@ -27,6 +27,7 @@ from aiohttp import web
 
 from controlplane.apis.apiextensions.kind import ConversionWebhook
 from controlplane.apiserver import errors
+from controlplane.apiserver.admission import WebhookCalls
 from controlplane.apiserver.crd.converting import convert, group_version_kind
 from controlplane.apiserver.decoding import decode_body
 from controlplane.apiserver.handlers import (
@@ -46,6 +47,7 @@ from controlplane.apiserver.resources import Registry, ResourceType
 from controlplane.apiserver.routing import RequestInfo
 from controlplane.apiserver.tables import TABLE_CONTENT_TYPE, IncludeObject, table, wants_table
 from controlplane.apiserver.validation import check_object, decoded_applied
+from controlplane.apiserver.webhooks import equivalence
 from controlplane.apiserver.webhooks.calling import WebhookClient
 from controlplane.apiserver.webhooks.metrics import AdmissionMetrics
 
@@ -96,6 +98,16 @@ class WebhookConversions:
         what = group_version_kind(str(obj.get("apiVersion") or rt.api_version), rt.kind)
         [out] = await self._convert(webhook, [obj], rt.api_version, storage_version(rt), what=what)
         return out
+
+    async def between(self, objects: list[dict[str, Any]], source: ResourceType, target: ResourceType) -> list[dict[str, Any]]:
+        """``objects`` of ``source`` as ``target`` serves them, in one review when ``target`` is a
+        version converted by its CRD's webhook (an :data:`~..webhooks.equivalence.Converter`: what
+        admission webhooks and policies see a write as)."""
+        webhook = conversion_webhook(target) or conversion_webhook(source)
+        if webhook is None:
+            return await equivalence.converted(objects, source, target)
+        what = group_version_kind(str(objects[0].get("apiVersion") or source.api_version), source.kind) if objects else ""
+        return await self._convert(webhook, objects, source.api_version, target.api_version, what=what)
 
     async def _convert(
         self, webhook: ConversionWebhook, objects: list[dict[str, Any]], source: str, desired: str, *, what: str,
@@ -175,6 +187,17 @@ class ConvertedHandlers:
             return await self._delete(request, rt, stored, info)
         raise method_not_allowed()
 
+    def _webhook_calls(self, request: web.Request, rt: ResourceType, warnings: list[str]) -> WebhookCalls | None:
+        """The request's admission webhooks, seeing its writes in ``rt``'s version (kube's admission
+        sees a write in its request's version; a webhook naming another one converts it)."""
+        calls = self._handlers.webhook_calls(request, warnings)
+        return None if calls is None else calls.made_through(rt)
+
+    def _write_args(self, request: web.Request, rt: ResourceType, warnings: list[str]) -> WriteArgs:
+        args = self._handlers.write_args(request, warnings)
+        args["webhooks"] = self._webhook_calls(request, rt, warnings)
+        return args
+
     def _respond(self, request: web.Request, rt: ResourceType, obj: dict[str, Any], *, status: int = 200) -> web.Response:
         if wants_table(request.headers.get("Accept")):
             include = IncludeObject.parse(request.query.get("includeObject"))
@@ -240,7 +263,7 @@ class ConvertedHandlers:
 
     async def _create(self, request: web.Request, rt: ResourceType, stored: ResourceType, info: RequestInfo) -> web.Response:
         obj = await self._request_object(request, rt, info)
-        args = self._handlers.write_args(request, request_warnings(request))
+        args = self._write_args(request, rt, request_warnings(request))
         created = await self._handlers.objects.create(stored, obj, namespace=info.namespace, **args)
         [served] = await self._conversions.served(rt, [created])
         return self._respond(request, rt, served, status=201)
@@ -253,7 +276,7 @@ class ConvertedHandlers:
             # As kube, the stored object is read in the request's version for the checks of the update.
             [old] = await self._conversions.served(rt, [current])
         obj = await self._request_object(request, rt, info, old=old)
-        args = self._handlers.write_args(request, request_warnings(request))
+        args = self._write_args(request, rt, request_warnings(request))
         updated = await self._replace(stored, obj, current=current, info=info, args=args)
         [served] = await self._conversions.served(rt, [updated])
         return self._respond(request, rt, served)
@@ -264,7 +287,7 @@ class ConvertedHandlers:
         if patch_type is PatchType.APPLY:
             return await self._apply(request, rt, stored, info)
         patch = await decode_body(await request.read(), media="application/json")
-        args = self._handlers.write_args(request, request_warnings(request))
+        args = self._write_args(request, rt, request_warnings(request))
         manager, now = args.get("field_manager"), self._handlers.objects.now
 
         def patched(served: dict[str, Any] | None) -> dict[str, Any]:
@@ -295,7 +318,7 @@ class ConvertedHandlers:
         patch = await decode_body(await request.read(), media="application/yaml")
         warnings = request_warnings(request)
         force = force_of(request, PatchType.APPLY)
-        args = self._handlers.write_args(request, warnings)
+        args = self._write_args(request, rt, warnings)
         manager = args.get("field_manager")
         if isinstance(patch, dict):
             check_apply_request(rt, patch, manager=manager)  # before its fields are decoded, as kube
@@ -380,7 +403,7 @@ class ConvertedHandlers:
             preconditions=Preconditions(uid=pre.get("uid"), resource_version=pre.get("resourceVersion")),
             propagation_policy=options.get("propagationPolicy"),
             dry_run=dry_run_of(request) or "All" in (options.get("dryRun") or []),
-            orphan_dependents=options.get("orphanDependents"), webhooks=self._handlers.webhook_calls(request, warnings),
+            orphan_dependents=options.get("orphanDependents"), webhooks=self._webhook_calls(request, rt, warnings),
         )
         [served] = await self._conversions.served(rt, [result.object])
         accepted = not result.deleted and options.get("orphanDependents") is False
@@ -394,7 +417,7 @@ class ConvertedHandlers:
             stored, namespace=info.namespace, label_selector=request.query.get("labelSelector"),
             field_selector=request.query.get("fieldSelector"), dry_run=dry_run_of(request),
             propagation_policy=options.get("propagationPolicy"), orphan_dependents=options.get("orphanDependents"),
-            webhooks=self._handlers.webhook_calls(request, request_warnings(request)),
+            webhooks=self._webhook_calls(request, rt, request_warnings(request)),
         )
         items = await self._conversions.served(rt, deleted.items, is_list=True)
         return json_response({

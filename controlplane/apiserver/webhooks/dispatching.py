@@ -91,6 +91,9 @@ class WebhookAdmission:
         #: Answers the CEL ``authorizer`` of policies and match conditions (None: every check denied).
         self.authorizer = authorizer
         self.client = WebhookClient(objects, cache)
+        #: Converts a write's objects to the version a webhook or policy sees them in; the hub sets
+        #: one that converts a CRD's versions through its conversion webhook.
+        self.converter: equivalence.Converter = equivalence.converted
         self._types = {which: objects.registry.require(_GROUP, kind) for which, kind in _KINDS.items()}
         self._namespace_type = objects.registry.require("v1", "Namespace")
         self._configurations: dict[str, dict[str, dict[str, Any]]] = {which: {} for which in _KINDS}
@@ -196,12 +199,51 @@ class WebhookAdmission:
 class RequestWebhooks:
     """The webhooks called for one request's writes (a :class:`~controlplane.apiserver.admission.WebhookCalls`)."""
 
-    def __init__(self, admission: WebhookAdmission, user: UserInfo, warnings: list[str]) -> None:
+    def __init__(
+        self, admission: WebhookAdmission, user: UserInfo, warnings: list[str], *, through: ResourceType | None = None
+    ) -> None:
         self._admission = admission
         self._user = user
         self._warnings = warnings
+        #: The type the request was made through, when the object layer writes another (:meth:`made_through`).
+        self._through = through
         self._namespaces: dict[str, dict[str, Any]] = {}
         self._functions: dict[str, Any] | None = None
+        #: The last writes seen as another type (a conversion through a CRD's webhook is a call).
+        self._seen: list[tuple[WebhookRequest, ResourceType, WebhookRequest]] = []
+
+    async def as_type(self, request: WebhookRequest, rt: ResourceType) -> WebhookRequest:
+        """``request`` as a webhook or policy matching it through ``rt`` sees it (converted once per write and type)."""
+        for made, target, seen in self._seen:
+            if made is request and target is rt:
+                return seen
+        seen = await equivalence.as_type(request, rt, self._admission.converter)
+        self._seen = [*self._seen[-7:], (request, rt, seen)]
+        return seen
+
+    def made_through(self, rt: ResourceType) -> RequestWebhooks:
+        """These calls for writes the object layer makes in the storage version of a request made
+        through ``rt``: the webhooks and policies see each write in ``rt``'s version, converted by the
+        admission's converter, as kube's admission sees a write in its request's version; what the
+        mutating webhooks patch is converted back."""
+        return RequestWebhooks(self._admission, self._user, self._warnings, through=rt)
+
+    async def _as_made(self, request: WebhookRequest, *, policies_too: bool = False) -> WebhookRequest:
+        """``request`` (of the type the object layer writes) as made, in the request's version. Its
+        objects are converted only when a webhook (or, with ``policies_too``, a policy) names the
+        write by its rules: a write nothing may see costs no conversion."""
+        through = self._through
+        if through is None or through is request.resource:
+            return request
+        named = dataclasses.replace(request, resource=through)
+        registry = self._admission.objects.registry
+        hooks = self._admission.mutating if not policies_too else self._admission.validating
+        wanted = any(matching.matched_type(hook, named, registry) is not None for hook in hooks) or (
+            policies_too and any(policies.matched_resource(p.match, named, registry) is not None for p, _ in self._admission.bound)
+        )
+        if not wanted:
+            return named  # no webhook or policy reads its objects
+        return await equivalence.as_type(request, through, self._admission.converter, requested=False)
 
     @property
     def admission(self) -> WebhookAdmission:
@@ -213,6 +255,15 @@ class RequestWebhooks:
         return self._warnings
 
     async def mutate(self, request: WebhookRequest) -> dict[str, Any] | None:
+        made = request
+        request = await self._as_made(request)
+        obj = await self._mutated(request)
+        if obj is None or made is request or request.subresource == "scale":
+            return obj
+        [back] = await self._admission.converter([obj], request.resource, made.resource)
+        return back
+
+    async def _mutated(self, request: WebhookRequest) -> dict[str, Any] | None:
         hooks = await self._matching(self._admission.mutating, request)
         obj: dict[str, Any] | None = None
         last_change = -1
@@ -230,7 +281,7 @@ class RequestWebhooks:
     async def _mutate_once(self, hook: Webhook, rt: ResourceType, request: WebhookRequest) -> dict[str, Any] | None:
         """The object as ``hook`` (seeing the write as one of ``rt``) changed it, in the request's
         version; None when it changed nothing (or its call failed open)."""
-        sent = equivalence.as_type(request, rt)
+        sent = await self.as_type(request, rt)
         verdict = await self._call(hook, sent, mutating=True)
         if verdict is None:
             return None
@@ -246,18 +297,21 @@ class RequestWebhooks:
         assert sent.obj is not None
         patched = _patched(hook, sent.obj, verdict.patch)
         if sent is not request and request.subresource != "scale":  # kube converts the patched object back
-            patched = equivalence.convert(patched, rt, request.resource)
+            [patched] = await self._admission.converter([patched], rt, request.resource)
         return None if patched == request.obj else patched
 
     async def validate(self, request: WebhookRequest) -> None:
+        request = await self._as_made(request, policies_too=True)
         # kube's order: the ValidatingAdmissionPolicy plugin, then the validating webhooks.
         if self._admission.bound and matching.called(request):
             await run_policies(self, request)
         hooks = await self._matching(self._admission.validating, request)
         if not hooks:
             return
+        sent = [await self.as_type(request, rt) for _, rt in hooks]
         results = await asyncio.gather(
-            *(self._call(hook, equivalence.as_type(request, rt), mutating=False) for hook, rt in hooks), return_exceptions=True
+            *(self._call(hook, one, mutating=False) for (hook, _), one in zip(hooks, sent, strict=True)),
+            return_exceptions=True,
         )
         for (hook, _), result in zip(hooks, results, strict=True):
             if isinstance(result, BaseException):
@@ -279,7 +333,8 @@ class RequestWebhooks:
             if hook.match_conditions:
                 # kube evaluates the conditions with the object in the version the webhook sees.
                 if id(rt) not in contexts:
-                    contexts[id(rt)] = cel.activation(self.cel_variables(equivalence.as_type(request, rt)), self.functions)
+                    seen = await self.as_type(request, rt)
+                    contexts[id(rt)] = cel.activation(self.cel_variables(seen), self.functions)
                 matches, error = conditions_match(hook.match_conditions, contexts[id(rt)], fails_open=hook.fails_open)
                 if error is not None:
                     logger.warning("Failed evaluating match conditions, failing closed %s: %s", hook.name, error)

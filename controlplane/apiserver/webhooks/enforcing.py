@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from controlplane.apiserver import audit
 from controlplane.apiserver.admission import WebhookRequest
 from controlplane.apiserver.resources import ResourceType
-from controlplane.apiserver.webhooks import equivalence, matching, policies, review
+from controlplane.apiserver.webhooks import matching, policies, review
 from controlplane.apiserver.webhooks.params import ConfigurationError, params_of
 
 if TYPE_CHECKING:
@@ -54,7 +54,8 @@ async def run_policies(calls: RequestWebhooks, request: WebhookRequest) -> None:
                 calls.admission.metrics.observe_policy(policy.name, binding.name, "deny", 0.0)
             continue
         if id(rt) not in bases:  # kube evaluates with the object in the version the policy matched
-            bases[id(rt)] = {**calls.cel_variables(equivalence.as_type(request, rt)), "namespaceObject": None}
+            seen = await calls.as_type(request, rt)
+            bases[id(rt)] = {**calls.cel_variables(seen), "namespaceObject": None}
         base = bases[id(rt)]
         if policy.reads_namespace and request.namespace and not matching.is_namespace(request):
             base["namespaceObject"] = await calls.namespace_of(request.namespace)

@@ -10,12 +10,15 @@ same way, by :meth:`ResourceType.key_prefix`, which also makes ``policy.karmada.
 In: the hub's registry, the request's type and subresource. Out: the equivalent types (the
 request's own excluded, in the registry's order; for a subresource, those serving it), and the
 object converted between two of them through the storage form (the types' own
-:class:`~controlplane.apiserver.resources.VersionConversion`). Pure: no I/O.
+:class:`~controlplane.apiserver.resources.VersionConversion`). The versions of a CRD converted by
+its conversion webhook are converted by a :data:`Converter` the hub gives (kube's dispatcher
+converts through the CRD's converter, the webhook); this module itself does no I/O.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Awaitable, Callable
 from functools import lru_cache
 from typing import Any
 
@@ -61,16 +64,29 @@ def convert(obj: dict[str, Any], source: ResourceType, target: ResourceType) -> 
     return {**stored, "apiVersion": target.api_version}
 
 
-def as_type(request: WebhookRequest, rt: ResourceType) -> WebhookRequest:
+#: Converts objects of the first type to the second, equivalent one (:func:`converted`, or through
+#: a CRD's conversion webhook, all the objects in one review).
+Converter = Callable[[list[dict[str, Any]], ResourceType, ResourceType], Awaitable[list[dict[str, Any]]]]
+
+
+async def converted(objects: list[dict[str, Any]], source: ResourceType, target: ResourceType) -> list[dict[str, Any]]:
+    """:func:`convert` as a :data:`Converter`."""
+    return [convert(obj, source, target) for obj in objects]
+
+
+async def as_type(
+    request: WebhookRequest, rt: ResourceType, converter: Converter = converted, *, requested: bool = True
+) -> WebhookRequest:
     """``request`` as a webhook matching it through the equivalent ``rt`` sees it: its objects
-    converted (a Scale stays a Scale) and the type it was made through as ``requested``."""
+    converted by ``converter`` (a Scale stays a Scale) and the type it was made through as
+    ``requested`` (unless ``requested`` is false: ``rt`` is then the request's own type)."""
     if rt is request.resource:
         return request
+    made = request.resource if requested else None
     if request.subresource == "scale":
-        return dataclasses.replace(request, resource=rt, requested=request.resource)
-    source = request.resource
-    return dataclasses.replace(
-        request, resource=rt, requested=source,
-        obj=None if request.obj is None else convert(request.obj, source, rt),
-        old=None if request.old is None else convert(request.old, source, rt),
-    )
+        return dataclasses.replace(request, resource=rt, requested=made)
+    objects = [obj for obj in (request.obj, request.old) if obj is not None]
+    out = iter(await converter(objects, request.resource, rt) if objects else ())
+    obj = None if request.obj is None else next(out)
+    old = None if request.old is None else next(out)
+    return dataclasses.replace(request, resource=rt, requested=made, obj=obj, old=old)

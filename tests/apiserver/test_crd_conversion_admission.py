@@ -1,0 +1,89 @@
+"""Admission of writes to a CRD whose versions its conversion webhook converts, as kube admits them:
+webhooks and ValidatingAdmissionPolicies see a write in its request's version, and one whose rule
+names another version (``matchPolicy: Equivalent``) sees it converted there by the conversion
+webhook, with ``requestKind`` the request's. A real hub and a real HTTPS webhook server (admission
+and conversion), as in :mod:`tests.apiserver.test_crd_conversion_webhook`."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tests.apiserver import test_crd_conversion_webhook as conversion
+from tests.apiserver.test_admission_policies import bind, binding, policy
+from tests.apiserver.test_admission_webhooks import Api, configure
+from tests.apiserver.test_crd_conversion_webhook import V1, V2, crontab, served
+from tests.webhookserver import WebhookServer
+
+hub, api, server = conversion.hub, conversion.api, conversion.server
+
+
+def _rule(version: str) -> dict[str, Any]:
+    return {"operations": ["CREATE", "UPDATE", "DELETE"], "apiGroups": ["stable.example.com"],
+            "apiVersions": [version], "resources": ["crontabs"]}
+
+
+def _hook(name: str, client: dict[str, Any], version: str, policy: str = "Exact") -> dict[str, Any]:
+    return {"name": name, "clientConfig": client, "rules": [_rule(version)], "sideEffects": "None",
+            "admissionReviewVersions": ["v1"], "matchPolicy": policy}
+
+
+def _seen(review: dict[str, Any]) -> tuple[Any, ...]:
+    request = review["request"]
+    obj = request.get("object") or request["oldObject"]
+    return (request["operation"], request["kind"]["version"], request["requestKind"]["version"],
+            obj["apiVersion"], obj["spec"])
+
+
+async def test_webhooks_see_a_write_in_its_version_or_converted_to_theirs(api: Api, server: WebhookServer) -> None:
+    await served(api, server.client("/convert"))
+    mutating = _hook("cap.acme.io", server.client("/cap"), "v2")
+    mutating["rules"][0]["operations"] = ["CREATE"]
+    await configure(api, "Mutating", "cap", mutating)
+    await configure(
+        api, "Validating", "seen",
+        _hook("v2.acme.io", server.client("/seen-v2"), "v2"),
+        _hook("v1.acme.io", server.client("/seen-v1"), "v1", "Equivalent"),
+    )
+    # A v2 write: the v2 webhooks see it in v2 (an Exact rule naming v2 matches it), the v1 one
+    # converted to v1; the mutating webhook's change (in v2) is stored.
+    body = {**crontab("v2", "a"), "spec": {"schedule": "1 * * * *", "replicas": 5}}
+    code, created, _ = await api.call("POST", V2, body)
+    assert code == 201, json.dumps(created)
+    assert created["spec"] == {"schedule": "1 * * * *", "replicas": 2}
+    [mutating] = server.received["/cap"]
+    assert _seen(mutating) == ("CREATE", "v2", "v2", "stable.example.com/v2", {"schedule": "1 * * * *", "replicas": 5})
+    assert _seen(server.received["/seen-v2"][-1]) == (
+        "CREATE", "v2", "v2", "stable.example.com/v2", {"schedule": "1 * * * *", "replicas": 2}
+    )
+    assert _seen(server.received["/seen-v1"][-1]) == (
+        "CREATE", "v1", "v2", "stable.example.com/v1", {"cronSpec": "1 * * * *", "replicas": 2}
+    )
+    code, stored, _ = await api.call("GET", f"{V1}/a")
+    assert stored["spec"] == {"cronSpec": "1 * * * *", "replicas": 2}
+    # A v1 write: the v2 webhooks (Exact) do not see it; the Equivalent v1 one sees it as it is.
+    code, created, _ = await api.call("POST", V1, crontab("v1", "b", cronSpec="2 * * * *"))
+    assert code == 201, created
+    assert len(server.received["/seen-v2"]) == 1 and len(server.received["/cap"]) == 1
+    assert _seen(server.received["/seen-v1"][-1]) == ("CREATE", "v1", "v1", "stable.example.com/v1", {"cronSpec": "2 * * * *"})
+    # A v2 delete: its old object in v2.
+    code, deleted, _ = await api.call("DELETE", f"{V2}/a")
+    assert code == 200, json.dumps(deleted)
+    assert _seen(server.received["/seen-v2"][-1]) == (
+        "DELETE", "v2", "v2", "stable.example.com/v2", {"schedule": "1 * * * *", "replicas": 2}
+    )
+
+
+async def test_a_policy_sees_a_write_in_its_version(api: Api, server: WebhookServer) -> None:
+    await served(api, server.client("/convert"))
+    match = {"resourceRules": [_rule("v2")], "matchPolicy": "Exact"}
+    rule = {"expression": "object.spec.schedule != 'never'", "message": "a CronTab must run"}
+    await bind(api, policy("runs", rule, matchConstraints=match), binding("runs", "runs", "Deny"))
+    code, status, _ = await api.call("POST", V2, crontab("v2", "never", schedule="never"))
+    assert (code, status.get("reason")) == (422, "Invalid"), status
+    assert status["message"].endswith("denied request: a CronTab must run"), status
+    code, created, _ = await api.call("POST", V2, crontab("v2", "ok", schedule="1 * * * *"))
+    assert code == 201, created
+    # A v1 write is not one the policy's Exact rule names.
+    code, created, _ = await api.call("POST", V1, crontab("v1", "old", cronSpec="never"))
+    assert code == 201, created
