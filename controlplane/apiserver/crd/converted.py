@@ -41,7 +41,7 @@ from controlplane.apiserver.handlers import (
 from controlplane.apiserver.objects import ObjectEvent, Preconditions, WatchEventType, WriteArgs
 from controlplane.apiserver.objects.body_kind import checked_body
 from controlplane.apiserver.objects.writing import PATCH_RETRIES
-from controlplane.apiserver.patches import PatchType, apply_patch, check_apply_request
+from controlplane.apiserver.patches import PatchType, apply_patch, check_apply_request, record_update
 from controlplane.apiserver.queryparams import field_validation
 from controlplane.apiserver.resources import Registry, ResourceType
 from controlplane.apiserver.routing import RequestInfo
@@ -193,10 +193,24 @@ class ConvertedHandlers:
         calls = self._handlers.webhook_calls(request, warnings)
         return None if calls is None else calls.made_through(rt)
 
-    def _write_args(self, request: web.Request, rt: ResourceType, warnings: list[str]) -> WriteArgs:
+    def _write_args(self, request: web.Request, rt: ResourceType, warnings: list[str]) -> tuple[WriteArgs, str | None]:
+        """The write's options, and its field manager: the handlers record its managedFields entry
+        in the request's version (kube's field manager runs on the versioned object), and the
+        object layer keeps what they recorded."""
         args = self._handlers.write_args(request, warnings)
         args["webhooks"] = self._webhook_calls(request, rt, warnings)
-        return args
+        manager = args.get("field_manager")
+        args["field_manager"] = None
+        args["recorded_managed_fields"] = True
+        return args, manager
+
+    def _recorded(
+        self, rt: ResourceType, old: dict[str, Any] | None, obj: dict[str, Any], *, manager: str | None, info: RequestInfo
+    ) -> dict[str, Any]:
+        """``obj`` (in ``rt``'s version) with ``manager``'s write of it over ``old`` recorded in its managedFields."""
+        if not manager:
+            return obj
+        return record_update(rt, old, obj, manager=manager, now=self._handlers.objects.now(), subresource=info.subresource or None)
 
     def _respond(self, request: web.Request, rt: ResourceType, obj: dict[str, Any], *, status: int = 200) -> web.Response:
         if wants_table(request.headers.get("Accept")):
@@ -231,15 +245,17 @@ class ConvertedHandlers:
         return json_response({"apiVersion": rt.api_version, "kind": rt.list_kind, "metadata": metadata, "items": items})
 
     async def _request_object(
-        self, request: web.Request, rt: ResourceType, info: RequestInfo, *, old: dict[str, Any] | None = None
+        self, request: web.Request, rt: ResourceType, info: RequestInfo, *, old: dict[str, Any] | None = None,
+        manager: str | None,
     ) -> dict[str, Any]:
-        """The request's body, checked in its version and converted to the storage version."""
+        """The request's body, checked in its version, ``manager``'s write recorded there and
+        converted to the storage version."""
         body = await self._handlers.body(request)
         # The body must be of the request's version before it is converted (kube's decoding).
         obj = checked_body(rt, body, namespace=info.namespace, from_request=True)
         if not info.subresource:
             obj = self._checked(request, rt, obj, old=old)
-        return await self._conversions.stored(rt, obj)
+        return await self._conversions.stored(rt, self._recorded(rt, old, obj, manager=manager, info=info))
 
     @staticmethod
     def _checked(
@@ -262,21 +278,20 @@ class ConvertedHandlers:
         return checked.obj
 
     async def _create(self, request: web.Request, rt: ResourceType, stored: ResourceType, info: RequestInfo) -> web.Response:
-        obj = await self._request_object(request, rt, info)
-        args = self._write_args(request, rt, request_warnings(request))
+        args, manager = self._write_args(request, rt, request_warnings(request))
+        obj = await self._request_object(request, rt, info, manager=manager)
         created = await self._handlers.objects.create(stored, obj, namespace=info.namespace, **args)
         [served] = await self._conversions.served(rt, [created])
         return self._respond(request, rt, served, status=201)
 
     async def _update(self, request: web.Request, rt: ResourceType, stored: ResourceType, info: RequestInfo) -> web.Response:
         assert info.name is not None
-        old = None
         current = await self._handlers.objects.get(stored, namespace=info.namespace, name=info.name)
-        if not info.subresource:
-            # As kube, the stored object is read in the request's version for the checks of the update.
-            [old] = await self._conversions.served(rt, [current])
-        obj = await self._request_object(request, rt, info, old=old)
-        args = self._write_args(request, rt, request_warnings(request))
+        # As kube, the stored object is read in the request's version for the checks of the update
+        # and the managedFields of its writer.
+        [old] = await self._conversions.served(rt, [current])
+        args, manager = self._write_args(request, rt, request_warnings(request))
+        obj = await self._request_object(request, rt, info, old=old, manager=manager)
         updated = await self._replace(stored, obj, current=current, info=info, args=args)
         [served] = await self._conversions.served(rt, [updated])
         return self._respond(request, rt, served)
@@ -287,13 +302,13 @@ class ConvertedHandlers:
         if patch_type is PatchType.APPLY:
             return await self._apply(request, rt, stored, info)
         patch = await decode_body(await request.read(), media="application/json")
-        args = self._write_args(request, rt, request_warnings(request))
-        manager, now = args.get("field_manager"), self._handlers.objects.now
+        args, manager = self._write_args(request, rt, request_warnings(request))
+        now = self._handlers.objects.now
 
         def patched(served: dict[str, Any] | None) -> dict[str, Any]:
             return apply_patch(rt, served, patch_type, patch, manager=manager, force=False, now=now())
 
-        return await self._write_patched(request, rt, stored, info, patched, args=args)
+        return await self._write_patched(request, rt, stored, info, patched, args=args, manager=manager)
 
     async def _apply(self, request: web.Request, rt: ResourceType, stored: ResourceType, info: RequestInfo) -> web.StreamResponse:
         """Server-side apply as kube's apply handler makes it, in the request's version: the
@@ -318,14 +333,12 @@ class ConvertedHandlers:
         patch = await decode_body(await request.read(), media="application/yaml")
         warnings = request_warnings(request)
         force = force_of(request, PatchType.APPLY)
-        args = self._write_args(request, rt, warnings)
-        manager = args.get("field_manager")
+        args, manager = self._write_args(request, rt, warnings)
         if isinstance(patch, dict):
             check_apply_request(rt, patch, manager=manager)  # before its fields are decoded, as kube
             decoded = decoded_applied(rt, patch, args["field_validation"])
             patch = decoded.obj
             warnings.extend(decoded.warnings)
-        args["field_manager"] = None  # the apply records its own managedFields entry
         now = self._handlers.objects.now
 
         def applied(served: dict[str, Any] | None) -> dict[str, Any]:
@@ -336,11 +349,13 @@ class ConvertedHandlers:
     async def _write_patched(
         self, request: web.Request, rt: ResourceType, stored: ResourceType, info: RequestInfo,
         patched_of: Callable[[dict[str, Any] | None], dict[str, Any]], *, args: WriteArgs, creates: bool = False,
+        manager: str | None = None,
     ) -> web.Response:
         """The object ``patched_of`` makes of the stored one read in ``rt``'s version, checked
-        there, converted to the storage version and written as a compare-and-swap on the revision
-        read (read again and retried when a concurrent write wins, unless the patch names the
-        revision). ``creates``: an absent object is created from ``patched_of(None)``."""
+        there (``manager``'s write recorded in its managedFields, unless ``patched_of`` records it
+        itself: an apply), converted to the storage version and written as a compare-and-swap on
+        the revision read (read again and retried when a concurrent write wins, unless the patch
+        names the revision). ``creates``: an absent object is created from ``patched_of(None)``."""
         assert info.name is not None
         objects = self._handlers.objects
         for _attempt in range(PATCH_RETRIES):
@@ -358,6 +373,7 @@ class ConvertedHandlers:
             patched = checked_body(rt, patched_of(served), namespace=info.namespace, name=info.name, named=True)
             if not info.subresource:
                 patched = self._checked(request, rt, patched, old=served)
+            patched = self._recorded(rt, served, patched, manager=manager, info=info)
             named = patched.get("metadata", {}).get("resourceVersion") != served["metadata"].get("resourceVersion")
             new = await self._conversions.stored(rt, patched)
             new.setdefault("metadata", {})["resourceVersion"] = patched["metadata"].get("resourceVersion")
@@ -386,6 +402,8 @@ class ConvertedHandlers:
         [old] = await self._conversions.served(stored, [current])
         version = obj["metadata"].get("resourceVersion") or current["metadata"].get("resourceVersion")
         whole = copy.deepcopy(old if subresource == "status" else obj)
+        if subresource == "status":  # the managedFields recorded for the write
+            whole["metadata"]["managedFields"] = obj["metadata"].get("managedFields") or []
         whole.pop("status", None)
         status = (obj if subresource == "status" else old).get("status")
         if status is not None:

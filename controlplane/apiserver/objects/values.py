@@ -126,6 +126,9 @@ class WriteOptions:
     #: The uid the patched object must have: a Scale's ``metadata.uid``, which kube's scale
     #: subresource takes as a precondition (409 Conflict when the object's uid differs).
     expected_uid: str | None = None
+    #: The writer recorded the write's managedFields itself (in the version the request was made
+    #: in): the object's are kept as given, a status write's too.
+    recorded_managed_fields: bool = False
 
 
 class WriteArgs(TypedDict, total=False):
@@ -140,6 +143,7 @@ class WriteArgs(TypedDict, total=False):
     on_create: Callable[[], None] | None
     recorded_subresource: str | None
     expected_uid: str | None
+    recorded_managed_fields: bool
 
 
 @dataclass(frozen=True, slots=True)

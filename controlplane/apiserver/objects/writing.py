@@ -216,6 +216,8 @@ class Writer:
             obj = checked_body(rt, obj, namespace=namespace, name=name, copy_body=not handed_over, from_request=handed_over)
         kv, old = await self._replaced(rt, obj["metadata"])
         new = merged(rt, old, obj, subresource=subresource)
+        if subresource and options.recorded_managed_fields:
+            _set_managed_fields(new, obj)
         return await self.write_update(rt, kv, old, new, subresource=subresource, options=options)
 
     async def patch(
