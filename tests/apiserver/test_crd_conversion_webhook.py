@@ -221,11 +221,20 @@ async def test_server_side_apply_in_v2_is_made_in_v2_and_stored_as_v1(api: Api, 
     long = crontab("v2", "ssa", schedule="0 0 1 1 * " * 4)
     code, status, _ = await api.call("PATCH", f"{V2}/ssa?fieldManager=bob", long, **APPLY)
     assert (code, [c["field"] for c in status["details"]["causes"]]) == (422, ["spec.schedule"]), status
-    # A status apply in v2 is not served (apply it in v1).
-    code, status, _ = await api.call(
-        "PATCH", f"{V2}/ssa/status?fieldManager=bob", {**crontab("v2", "ssa"), "status": {"replicas": 1}}, **APPLY
+    # A status apply in v2 is made in v2 too: it merges and owns the status only.
+    code, applied, _ = await api.call(
+        "PATCH", f"{V2}/ssa/status?fieldManager=carol", {**crontab("v2", "ssa"), "status": {"replicas": 1}}, **APPLY
     )
-    assert code == 415, status
+    assert (code, applied.get("spec"), applied.get("status")) == (200, {"schedule": "3 3 * * *", "replicas": 2}, {"replicas": 1}), applied
+    assert _owners(applied)[2:] == [("carol", "Apply", "stable.example.com/v2", {"f:status": {"f:replicas": {}}})]
+    assert applied["metadata"]["managedFields"][2]["subresource"] == "status"
+    code, stored, _ = await api.call("GET", f"{V1}/ssa")
+    assert (stored["spec"], stored["status"]) == ({"cronSpec": "3 3 * * *", "replicas": 2}, {"replicas": 1})
+    # Through status, an apply creates nothing (kube's 404).
+    code, status, _ = await api.call(
+        "PATCH", f"{V2}/absent/status?fieldManager=carol", {**crontab("v2", "absent"), "status": {"replicas": 1}}, **APPLY
+    )
+    assert code == 404, status
 
 
 @asynccontextmanager

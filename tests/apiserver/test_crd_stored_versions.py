@@ -58,8 +58,9 @@ async def test_objects_stored_in_an_older_version_are_converted_on_every_read(ap
     # d, in a namespace of its own (out of the lists below), is applied to once stored as v1.
     code, created, _ = await api.call("POST", "/api/v1/namespaces", {"metadata": {"name": "applied"}})
     assert code == 201, created
-    code, created, _ = await api.call("POST", APPLIED_V1, crontab("v1", "d", cronSpec="4 * * * *"))
-    assert code == 201, created
+    for name in ("d", "e"):
+        code, created, _ = await api.call("POST", APPLIED_V1, crontab("v1", name, cronSpec="4 * * * *"))
+        assert code == 201, created
     await _store_as_v2(api)
 
     async def both_stored() -> bool:
@@ -154,6 +155,18 @@ async def test_objects_stored_in_an_older_version_are_converted_on_every_read(ap
     server.received["/convert"].clear()
     code, got, _ = await api.call("GET", f"{V2}/c")
     assert (code, got["spec"], got["status"]) == (200, {"schedule": "1 * * * *"}, {"replicas": 1})
+    assert [r for r in server.received["/convert"] if r["request"]["desiredAPIVersion"] != "stable.example.com/v1"] == []
+    # A status apply to e (still stored as v1) in v2: applied to it converted to v2, stored as v2 whole.
+    code, applied, _ = await api.call(
+        "PATCH", f"{APPLIED_V2}/e/status?fieldManager=t", {**crontab("v2", "e"), "status": {"replicas": 2}}, **apply
+    )
+    assert (code, applied.get("spec"), applied.get("status")) == (200, {"schedule": "4 * * * *"}, {"replicas": 2}), applied
+    assert sorted((m["manager"], m["apiVersion"], m.get("subresource") or "") for m in applied["metadata"]["managedFields"]) == [
+        ("Python", "stable.example.com/v1", ""), ("t", "stable.example.com/v2", "status")
+    ]
+    server.received["/convert"].clear()
+    code, got, _ = await api.call("GET", f"{APPLIED_V2}/e")
+    assert (code, got["spec"], got["status"]) == (200, {"schedule": "4 * * * *"}, {"replicas": 2})
     assert [r for r in server.received["/convert"] if r["request"]["desiredAPIVersion"] != "stable.example.com/v1"] == []
     # Until a migration rewrites every object and trims it, storedVersions keeps v1.
     assert await _stored_versions(api) == ["v1", "v2"]

@@ -9,7 +9,9 @@ or merge patch (applied to the object converted to the request's version, then c
 written as a compare-and-swap on the revision it was read at). A failed conversion answers kube's
 500 and writes nothing. A server-side apply is made in the request's version as kube's apply
 handler makes it (the object converted to it, the configuration merged there, the result converted
-back; an absent object created); one through the ``status`` subresource is refused (415). A delete (or a delete of a collection) answers with what it deleted, converted. The
+back; an absent object created, but not through ``status``, whose apply merges the status only).
+A write's managedFields entry is recorded in the request's version, as kube's field manager records
+it, and the admission webhooks see the write in that version (:meth:`WebhookCalls.made_through`). A delete (or a delete of a collection) answers with what it deleted, converted. The
 ``scale`` subresource is the storage version's. Each object is converted from the apiVersion it
 is stored as: while the CRD's ``status.storedVersions`` lists an earlier storage version, requests
 in the storage version come here too (server-side apply in it is then served as usual for an object
@@ -324,12 +326,6 @@ class ConvertedHandlers:
                 current = None
             if current is None or current.get("apiVersion") == rt.api_version:
                 return await self._handlers.patch(request, rt, info, subresource=subresource)
-        if subresource is not None:
-            raise errors.UnsupportedMediaType(
-                f"the body of the request was in an unknown format - accepted media types include: "
-                f"{PatchType.JSON.value}, {PatchType.MERGE.value} (server-side apply of the status of "
-                f"{rt.qualified()} \"{info.name}\" is served in {storage_version(rt)} once it is stored as it)"
-            )
         patch = await decode_body(await request.read(), media="application/yaml")
         warnings = request_warnings(request)
         force = force_of(request, PatchType.APPLY)
@@ -342,9 +338,12 @@ class ConvertedHandlers:
         now = self._handlers.objects.now
 
         def applied(served: dict[str, Any] | None) -> dict[str, Any]:
-            return apply_patch(rt, served, PatchType.APPLY, patch, manager=manager, force=force, now=now())
+            return apply_patch(
+                rt, served, PatchType.APPLY, patch, manager=manager, force=force, now=now(), subresource=subresource
+            )
 
-        return await self._write_patched(request, rt, stored, info, applied, args=args, creates=True)
+        # An apply through ``status`` merges and owns the status only, and creates nothing (kube's 404).
+        return await self._write_patched(request, rt, stored, info, applied, args=args, creates=subresource is None)
 
     async def _write_patched(
         self, request: web.Request, rt: ResourceType, stored: ResourceType, info: RequestInfo,
