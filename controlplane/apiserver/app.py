@@ -511,6 +511,8 @@ def create_app(
     conversion_client = webhooks.client if webhooks is not None else WebhookClient(object_store, cache)
     conversions = WebhookConversions(conversion_client, registry, webhooks.metrics if webhooks is not None else None)
     resources.converted = ConvertedHandlers(resources, conversions).handle
+    # managedFields entries of a CRD's other versions are compared in theirs, converted by its webhook.
+    object_store.versions.webhooks = conversions.to_version
     if webhooks is not None:  # admission sees a CRD's versions converted by its conversion webhook
         webhooks.converter = conversions.between
     computed = tuple(computed)

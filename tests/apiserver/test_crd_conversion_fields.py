@@ -47,3 +47,32 @@ async def test_writes_in_v2_record_their_fields_in_v2(api: Api, server: WebhookS
     code, stored, _ = await api.call("GET", f"{V1}/a")
     assert (stored["spec"], stored["status"]) == ({"cronSpec": "2 * * * *", "replicas": 3}, {"replicas": 1})
     assert _owners(stored) == _owners(written)
+
+
+async def test_an_apply_compares_the_entries_of_other_versions_in_theirs(api: Api, server: WebhookServer) -> None:
+    """v1's ``spec.cronSpec`` is v2's ``spec.schedule``: an apply of one conflicts with the owner of
+    the other, and forced takes it, whichever version each was written in (kube's versionConverter)."""
+    await served(api, server.client("/convert"))
+    v1, v2 = "stable.example.com/v1", "stable.example.com/v2"
+    code, created, _ = await api.call("PATCH", f"{V1}/a?fieldManager=alice", crontab("v1", "a", cronSpec="1 * * * *"), **APPLY)
+    assert code == 201, json.dumps(created)
+    # In v2 (converted), over alice's v1 entry.
+    server.received["/convert"].clear()
+    code, status, _ = await api.call("PATCH", f"{V2}/a?fieldManager=bob", crontab("v2", "a", schedule="2 * * * *"), **APPLY)
+    assert (code, status.get("message")) == (409, 'Apply failed with 1 conflict: conflict with "alice": .spec.cronSpec'), status
+    # The object read in v2, then before and after the apply converted to v1 for the comparison: one review.
+    assert [(r["request"]["desiredAPIVersion"], len(r["request"]["objects"])) for r in server.received["/convert"]] == [
+        (v2, 1), (v1, 2)
+    ]
+    code, forced, _ = await api.call(
+        "PATCH", f"{V2}/a?fieldManager=bob&force=true", crontab("v2", "a", schedule="2 * * * *"), **APPLY
+    )
+    assert code == 200, json.dumps(forced)
+    assert _owners(forced) == [("bob", "Apply", v2, "", {"f:spec": {"f:schedule": {}}})]
+    # In v1 (the storage version), over bob's v2 entry.
+    code, status, _ = await api.call("PATCH", f"{V1}/a?fieldManager=carol", crontab("v1", "a", cronSpec="3 * * * *"), **APPLY)
+    assert (code, status.get("message")) == (409, 'Apply failed with 1 conflict: conflict with "bob": .spec.schedule'), status
+    # An update takes it from him too.
+    code, patched, _ = await api.call("PATCH", f"{V1}/a?fieldManager=dave", {"spec": {"cronSpec": "4 * * * *"}}, **MERGE)
+    assert code == 200, json.dumps(patched)
+    assert _owners(patched) == [("dave", "Update", v1, "", {"f:spec": {"f:cronSpec": {}}})]

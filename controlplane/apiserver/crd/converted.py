@@ -23,6 +23,7 @@ from __future__ import annotations
 import copy
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
+from functools import partial
 from typing import Any
 
 from aiohttp import web
@@ -44,6 +45,8 @@ from controlplane.apiserver.objects import ObjectEvent, Preconditions, WatchEven
 from controlplane.apiserver.objects.body_kind import checked_body
 from controlplane.apiserver.objects.writing import PATCH_RETRIES
 from controlplane.apiserver.patches import PatchType, apply_patch, check_apply_request, record_update
+from controlplane.apiserver.patching.schema import FieldSchema
+from controlplane.apiserver.patching.versions import VersionConverter
 from controlplane.apiserver.queryparams import field_validation
 from controlplane.apiserver.resources import Registry, ResourceType
 from controlplane.apiserver.routing import RequestInfo
@@ -110,6 +113,22 @@ class WebhookConversions:
             return await equivalence.converted(objects, source, target)
         what = group_version_kind(str(objects[0].get("apiVersion") or source.api_version), source.kind) if objects else ""
         return await self._convert(webhook, objects, source.api_version, target.api_version, what=what)
+
+    async def to_version(
+        self, rt: ResourceType, objects: list[dict[str, Any]], api_version: str
+    ) -> tuple[list[dict[str, Any]], FieldSchema] | None:
+        """``objects`` of ``rt``'s kind at ``api_version`` and its schema, converted by the CRD's
+        webhook in one review (a :class:`~..objects.versions.BatchConverter`: the managedFields
+        entries of other versions are compared there); None for a version not served or a CRD
+        without a conversion webhook."""
+        group, _, version = api_version.rpartition("/")
+        target = self._registry.get(group, version, rt.plural) if group == rt.group else None
+        webhook = None if target is None else conversion_webhook(target) or conversion_webhook(rt)
+        if target is None or webhook is None or not objects:
+            return None
+        source = str(objects[0].get("apiVersion") or rt.api_version)
+        converted = await self._convert(webhook, objects, source, api_version, what=group_version_kind(source, rt.kind))
+        return converted, target.apply_schema
 
     async def _convert(
         self, webhook: ConversionWebhook, objects: list[dict[str, Any]], source: str, desired: str, *, what: str,
@@ -206,13 +225,17 @@ class ConvertedHandlers:
         args["recorded_managed_fields"] = True
         return args, manager
 
-    def _recorded(
+    async def _recorded(
         self, rt: ResourceType, old: dict[str, Any] | None, obj: dict[str, Any], *, manager: str | None, info: RequestInfo
     ) -> dict[str, Any]:
-        """``obj`` (in ``rt``'s version) with ``manager``'s write of it over ``old`` recorded in its managedFields."""
+        """``obj`` (in ``rt``'s version) with ``manager``'s write of it over ``old`` recorded in its
+        managedFields (the entries of other versions compared in theirs, converted by the webhook)."""
         if not manager:
             return obj
-        return record_update(rt, old, obj, manager=manager, now=self._handlers.objects.now(), subresource=info.subresource or None)
+        objects = self._handlers.objects
+        return await objects.versions.computed(rt, partial(
+            record_update, rt, old, obj, manager=manager, now=objects.now(), subresource=info.subresource or None
+        ))
 
     def _respond(self, request: web.Request, rt: ResourceType, obj: dict[str, Any], *, status: int = 200) -> web.Response:
         if wants_table(request.headers.get("Accept")):
@@ -257,7 +280,7 @@ class ConvertedHandlers:
         obj = checked_body(rt, body, namespace=info.namespace, from_request=True)
         if not info.subresource:
             obj = self._checked(request, rt, obj, old=old)
-        return await self._conversions.stored(rt, self._recorded(rt, old, obj, manager=manager, info=info))
+        return await self._conversions.stored(rt, await self._recorded(rt, old, obj, manager=manager, info=info))
 
     @staticmethod
     def _checked(
@@ -307,7 +330,8 @@ class ConvertedHandlers:
         args, manager = self._write_args(request, rt, request_warnings(request))
         now = self._handlers.objects.now
 
-        def patched(served: dict[str, Any] | None) -> dict[str, Any]:
+        def patched(served: dict[str, Any] | None, *, converter: VersionConverter | None) -> dict[str, Any]:
+            del converter  # a JSON or merge patch records no entry itself
             return apply_patch(rt, served, patch_type, patch, manager=manager, force=False, now=now())
 
         return await self._write_patched(request, rt, stored, info, patched, args=args, manager=manager)
@@ -337,9 +361,10 @@ class ConvertedHandlers:
             warnings.extend(decoded.warnings)
         now = self._handlers.objects.now
 
-        def applied(served: dict[str, Any] | None) -> dict[str, Any]:
+        def applied(served: dict[str, Any] | None, *, converter: VersionConverter | None) -> dict[str, Any]:
             return apply_patch(
-                rt, served, PatchType.APPLY, patch, manager=manager, force=force, now=now(), subresource=subresource
+                rt, served, PatchType.APPLY, patch, manager=manager, force=force, now=now(), subresource=subresource,
+                converter=converter,
             )
 
         # An apply through ``status`` merges and owns the status only, and creates nothing (kube's 404).
@@ -347,7 +372,7 @@ class ConvertedHandlers:
 
     async def _write_patched(
         self, request: web.Request, rt: ResourceType, stored: ResourceType, info: RequestInfo,
-        patched_of: Callable[[dict[str, Any] | None], dict[str, Any]], *, args: WriteArgs, creates: bool = False,
+        patched_of: Callable[..., dict[str, Any]], *, args: WriteArgs, creates: bool = False,
         manager: str | None = None,
     ) -> web.Response:
         """The object ``patched_of`` makes of the stored one read in ``rt``'s version, checked
@@ -363,16 +388,17 @@ class ConvertedHandlers:
             except errors.NotFound:
                 if not creates:
                     raise
-                new = checked_body(rt, patched_of(None), namespace=info.namespace, name=info.name)
+                new = checked_body(rt, patched_of(None, converter=None), namespace=info.namespace, name=info.name)
                 new = await self._conversions.stored(rt, self._checked(request, rt, new, old=None))
                 created = await objects.create(stored, new, namespace=info.namespace, **args)
                 [out] = await self._conversions.served(rt, [created])
                 return self._respond(request, rt, out, status=201)
             [served] = await self._conversions.served(rt, [current])
-            patched = checked_body(rt, patched_of(served), namespace=info.namespace, name=info.name, named=True)
+            patched = await objects.versions.computed(rt, partial(patched_of, served))
+            patched = checked_body(rt, patched, namespace=info.namespace, name=info.name, named=True)
             if not info.subresource:
                 patched = self._checked(request, rt, patched, old=served)
-            patched = self._recorded(rt, served, patched, manager=manager, info=info)
+            patched = await self._recorded(rt, served, patched, manager=manager, info=info)
             named = patched.get("metadata", {}).get("resourceVersion") != served["metadata"].get("resourceVersion")
             new = await self._conversions.stored(rt, patched)
             new.setdefault("metadata", {})["resourceVersion"] = patched["metadata"].get("resourceVersion")

@@ -105,6 +105,11 @@ class ObjectStore:
     def registry(self) -> Registry:
         return self._registry
 
+    @property
+    def versions(self) -> KindVersions:
+        """The kinds served at several versions, for the managedFields of writes made in one of them."""
+        return self._writer.versions
+
     def now(self) -> str:
         return format_time(self._clock())
 

@@ -259,10 +259,10 @@ class Writer:
                 return created
             old = decode(rt, kv)
             check_uid_precondition(rt, old, write.expected_uid)
-            patched = apply_patch(
-                rt, old, patch_type, patch, manager=field_manager, force=force, now=self.now(), subresource=subresource,
-                strict_decoding=write.field_validation is not FieldValidation.IGNORE, converter=self.versions.converter(rt),
-            )
+            patched = await self.versions.computed(rt, partial(
+                apply_patch, rt, old, patch_type, patch, manager=field_manager, force=force, now=self.now(),
+                subresource=subresource, strict_decoding=write.field_validation is not FieldValidation.IGNORE,
+            ))
             patched = checked_body(rt, patched, namespace=namespace, name=name, named=True)
             _check_resource_version(rt, kv, patched["metadata"].get("resourceVersion"), name=name)
             new = merged(rt, old, patched, subresource=subresource)
@@ -411,10 +411,10 @@ class Writer:
         if _without_resource_version(new) == _without_resource_version(old) or _only_managed_times_differ(old, new):
             return old  # kube writes nothing for a no-op update
         if options.field_manager:
-            new = record_update(
-                rt, old, new, manager=options.field_manager, now=self.now(),
-                subresource=subresource or options.recorded_subresource, converter=self.versions.converter(rt),
-            )
+            new = await self.versions.computed(rt, partial(
+                record_update, rt, old, new, manager=options.field_manager, now=self.now(),
+                subresource=subresource or options.recorded_subresource,
+            ))
         if options.validate is not None:
             options.validate(WriteAttributes(Operation.UPDATE, rt, new, old=old, subresource=subresource))
         if options.webhooks is not None:
