@@ -243,7 +243,10 @@ class RequestWebhooks:
         )
         if not wanted:
             return named  # no webhook or policy reads its objects
-        return await equivalence.as_type(request, through, self._admission.converter, requested=False)
+        made = await equivalence.as_type(request, through, self._admission.converter, requested=False)
+        # A webhook naming the version written sees the object as written, not converted back.
+        self._seen = [*self._seen[-7:], (made, request.resource, dataclasses.replace(request, requested=through))]
+        return made
 
     @property
     def admission(self) -> WebhookAdmission:
