@@ -216,7 +216,7 @@ class Writer:
             obj = checked_body(rt, obj, namespace=namespace, name=name, copy_body=not handed_over, from_request=handed_over)
         kv, old = await self._replaced(rt, obj["metadata"])
         new = merged(rt, old, obj, subresource=subresource)
-        if subresource and options.recorded_managed_fields:
+        if subresource and options.recorded_managed_fields:  # a status write's, recorded by its caller
             _set_managed_fields(new, obj)
         return await self.write_update(rt, kv, old, new, subresource=subresource, options=options)
 
@@ -411,10 +411,8 @@ class Writer:
         if _without_resource_version(new) == _without_resource_version(old) or _only_managed_times_differ(old, new):
             return old  # kube writes nothing for a no-op update
         if options.field_manager:
-            new = await self.versions.computed(rt, partial(
-                record_update, rt, old, new, manager=options.field_manager, now=self.now(),
-                subresource=subresource or options.recorded_subresource,
-            ))
+            recorded = partial(record_update, rt, old, new, manager=options.field_manager, now=self.now())
+            new = await self.versions.computed(rt, partial(recorded, subresource=subresource or options.recorded_subresource))
         if options.validate is not None:
             options.validate(WriteAttributes(Operation.UPDATE, rt, new, old=old, subresource=subresource))
         if options.webhooks is not None:
