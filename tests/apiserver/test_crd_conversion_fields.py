@@ -76,3 +76,20 @@ async def test_an_apply_compares_the_entries_of_other_versions_in_theirs(api: Ap
     code, patched, _ = await api.call("PATCH", f"{V1}/a?fieldManager=dave", {"spec": {"cronSpec": "4 * * * *"}}, **MERGE)
     assert code == 200, json.dumps(patched)
     assert _owners(patched) == [("dave", "Update", v1, "", {"f:spec": {"f:cronSpec": {}}})]
+
+
+async def test_a_write_over_entries_that_do_not_convert(api: Api, server: WebhookServer) -> None:
+    """The webhook down, a v1 write over a v2 entry cannot compare it: an apply fails with the
+    webhook's error, an update is stored without managedFields (kube's field manager drops them)."""
+    await served(api, server.client("/convert"))
+    code, created, _ = await api.call("POST", f"{V2}?fieldManager=alice", crontab("v2", "b", schedule="1 * * * *"))
+    assert code == 201, json.dumps(created)
+    await served(api, {"url": "https://127.0.0.1:1/convert", "caBundle": server.ca_bundle})
+    code, status, _ = await api.call("PATCH", f"{V1}/b?fieldManager=bob", crontab("v1", "b", cronSpec="2 * * * *"), **APPLY)
+    assert (code, status["message"]) == (500, (
+        'conversion webhook for stable.example.com/v1, Kind=CronTab failed: Post "https://127.0.0.1:1/convert?timeout=30s": '
+        "dial tcp 127.0.0.1:1: connect: connection refused"
+    )), status
+    code, patched, _ = await api.call("PATCH", f"{V1}/b?fieldManager=carol", {"spec": {"replicas": 2}}, **MERGE)
+    assert (code, patched["spec"]) == (200, {"cronSpec": "1 * * * *", "replicas": 2}), json.dumps(patched)
+    assert "managedFields" not in patched["metadata"]

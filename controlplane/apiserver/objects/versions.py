@@ -19,15 +19,18 @@ in another version (its fields are converted back).
 from __future__ import annotations
 
 import copy
+import logging
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, cast
 
 import orjson
 
+from controlplane.apiserver import errors
 from controlplane.apiserver.patching.schema import FieldSchema
 from controlplane.apiserver.patching.versions import VersionConverter
 from controlplane.apiserver.resources import Registry, ResourceType
 
+logger = logging.getLogger(__name__)
 T = TypeVar("T")
 #: How often :meth:`KindVersions.computed` converts what a comparison asked for before it compares
 #: without what is still missing: the comparison of each entry's version, then an applier's fields
@@ -67,9 +70,14 @@ class KindVersions:
     def converter(self, rt: ResourceType) -> VersionConverter | None:
         return self._converters.get((rt.api_version, rt.kind))
 
-    async def computed(self, rt: ResourceType, compute: Callable[..., T]) -> T:
+    async def computed(
+        self, rt: ResourceType, compute: Callable[..., T], *, dropping: dict[str, Any] | None = None
+    ) -> T:
         """``compute(converter=...)`` (pure, run again as needed) with ``rt``'s converter: a CRD's
-        versions converted by its webhook, one review per version the comparison asks for."""
+        versions converted by its webhook, one review per version the comparison asks for. A failed
+        conversion is the webhook's error; with ``dropping`` (an update's object, not an apply's),
+        that object is the answer without its managedFields instead, as kube's field manager drops
+        the entries of an update it cannot record (``UpdateNoErrors``)."""
         converter = self.converter(rt)
         if converter is not None or self.webhooks is None or rt.custom is None:
             return compute(converter=converter)
@@ -85,7 +93,14 @@ class KindVersions:
                 if not prefetched.missing:
                     return result
             for api_version, objects in prefetched.missing.items():
-                await self._fetch(rt, objects, api_version, prefetched.known)
+                try:
+                    await self._fetch(rt, objects, api_version, prefetched.known)
+                except errors.ApiError:
+                    if dropping is None:
+                        raise
+                    logger.warning("managedFields of %s %s dropped: its entries of other versions do not convert",
+                                   rt.qualified(), dropping["metadata"].get("name"), exc_info=True)
+                    return cast(T, {**dropping, "metadata": _without_managed_fields(dropping["metadata"])})
         prefetched.missing = None  # what is still missing is compared in the request's version
         return compute(converter=prefetched)
 
@@ -102,6 +117,10 @@ class KindVersions:
             out = await self.webhooks(rt, [obj for _, obj in batch], api_version)
             for index, (key, _) in enumerate(batch):
                 known[(key, api_version)] = None if out is None else (out[0][index], out[1])
+
+
+def _without_managed_fields(metadata: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in metadata.items() if key != "managedFields"}
 
 
 class _Prefetched:

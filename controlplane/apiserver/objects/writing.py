@@ -411,8 +411,8 @@ class Writer:
         if _without_resource_version(new) == _without_resource_version(old) or _only_managed_times_differ(old, new):
             return old  # kube writes nothing for a no-op update
         if options.field_manager:
-            recorded = partial(record_update, rt, old, new, manager=options.field_manager, now=self.now())
-            new = await self.versions.computed(rt, partial(recorded, subresource=subresource or options.recorded_subresource))
+            recorded = partial(record_update, rt, old, new, subresource=subresource or options.recorded_subresource)
+            new = await self.versions.computed(rt, partial(recorded, manager=options.field_manager, now=self.now()), dropping=new)
         if options.validate is not None:
             options.validate(WriteAttributes(Operation.UPDATE, rt, new, old=old, subresource=subresource))
         if options.webhooks is not None:
