@@ -11,11 +11,13 @@ written as a compare-and-swap on the revision it was read at). A failed conversi
 handler makes it (the object converted to it, the configuration merged there, the result converted
 back; an absent object created, but not through ``status``, whose apply merges the status only).
 A write's managedFields entry is recorded in the request's version, as kube's field manager records
-it, and the admission webhooks see the write in that version (:meth:`WebhookCalls.made_through`). A delete (or a delete of a collection) answers with what it deleted, converted. The
-``scale`` subresource is the storage version's. Each object is converted from the apiVersion it
-is stored as: while the CRD's ``status.storedVersions`` lists an earlier storage version, requests
-in the storage version come here too (server-side apply in it is then served as usual for an object
-stored in it, and as in a converted version for one still in the earlier version); otherwise they do not.
+it (the entries of other versions compared in theirs, :meth:`WebhookConversions.to_version`), and
+the admission webhooks see the write in that version (:meth:`WebhookCalls.made_through`). A delete
+(or a delete of a collection) answers with what it deleted, converted. The ``scale`` subresource
+is the storage version's. Each object is converted from the apiVersion it is stored as: while the
+CRD's ``status.storedVersions`` lists an earlier storage version, requests in the storage version
+come here too (server-side apply in it is then served as usual for an object stored in it, and as
+in a converted version for one still in the earlier version); otherwise they do not.
 """
 
 from __future__ import annotations
