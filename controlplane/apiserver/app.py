@@ -44,7 +44,13 @@ from controlplane.apis.apiextensions.crd import VERSION as CRD_VERSION
 from controlplane.apis.bookmarks import BOOKMARK_PERIOD
 from controlplane.apiserver import discovery, errors, negotiation
 from controlplane.apiserver.admission import AdmissionPlugin, ValidateWrite, WebhookCalls, write_validation
-from controlplane.apiserver.audit import AUTHENTICATED_AS, AUTHORIZATION, REQUEST_ATTRIBUTES, Auditor
+from controlplane.apiserver.audit import (
+    AUTHENTICATED_AS,
+    AUTHORIZATION,
+    REQUEST_ATTRIBUTES,
+    Auditor,
+    audit_id_header,
+)
 from controlplane.apiserver.clientcertificates import certificate_user, peer_certificate
 from controlplane.apiserver.computed import ComputedEndpoint, ComputedResource
 from controlplane.apiserver.crd.controller import CrdController
@@ -533,8 +539,7 @@ def create_app(
     middlewares.append(accept_middleware)
     app = web.Application(middlewares=middlewares, client_max_size=MAX_BODY_BYTES)
     app.on_response_prepare.append(add_flow_headers)
-    if audit is not None:
-        app.on_response_prepare.append(audit.on_response_prepare)
+    app.on_response_prepare.append(audit.on_response_prepare if audit is not None else audit_id_header)
     app[OBJECT_STORE] = object_store
     app[REGISTRY] = registry
     app[WATCH_STOP] = stop

@@ -18,11 +18,13 @@ from controlplane.apiserver.audit.recording import (
     Auditor,
     add_validation_failure,
     annotate,
+    audit_id_header,
 )
 
 __all__ = [
     "AUTHENTICATED_AS", "AUTHORIZATION", "REQUEST_ATTRIBUTES", "AuditConfig", "AuditLog", "AuditPolicy", "Auditor",
     "Level", "PolicyError", "Stage", "add_validation_failure", "annotate",
+    "audit_id_header",
 ]
 
 

@@ -64,6 +64,12 @@ def add_validation_failure(failure: dict[str, Any]) -> None:
         annotations[VALIDATION_FAILURE] = orjson.dumps([*failures, failure]).decode()
 
 
+async def audit_id_header(request: web.Request, response: web.StreamResponse) -> None:
+    """kube's ``Audit-Id`` response header without an audit log (kube's audit-init filter sets it
+    on every response): the client's ``Audit-ID``, else a new one."""
+    response.headers.setdefault("Audit-Id", request.headers.get("Audit-ID") or str(uuid.uuid4()))
+
+
 def _micro(moment: dt.datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 

@@ -6,6 +6,7 @@ the user, the impersonated user, the object's reference, the response's status, 
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -166,3 +167,12 @@ async def test_admission_policies_add_their_audit_annotations_and_audit_failures
     assert event["annotations"]["sized/keys"] == "2"
     assert json.loads(event["annotations"]["validation.policy.admission.k8s.io/validation_failure"]) == [
         {"message": "at most one key", "policy": "sized", "binding": "sized", "validationActions": ["Audit"]}]
+
+
+async def test_every_response_has_an_audit_id_without_an_audit_log(hub: Hub, session: aiohttp.ClientSession) -> None:
+    """kube's audit-init filter: ``Audit-Id`` on every response, the client's own when it sends one."""
+    headers = {"Authorization": f"Bearer {load_kubeconfig(hub.kubeconfig_path).token}"}
+    async with session.get(f"{hub.url}/api/v1/namespaces", headers=headers) as resp:
+        assert resp.status == 200 and str(uuid.UUID(resp.headers["Audit-Id"])) == resp.headers["Audit-Id"]
+    async with session.get(f"{hub.url}/api/v1/namespaces/none", headers={**headers, "Audit-ID": "trace-7"}) as resp:
+        assert resp.status == 404 and resp.headers["Audit-Id"] == "trace-7"
