@@ -61,7 +61,7 @@ from controlplane.apiserver.auth.rbac.cache import RbacCache, ensure_default_pol
 from controlplane.apiserver.auth.rbac.escalation import RbacEscalationCheck
 from controlplane.apiserver.auth.rbac.kinds import rbac_resources
 from controlplane.apiserver.auth.rbac.reviews import review_endpoints
-from controlplane.apiserver.auth.serviceaccountjwt import DEFAULT_ISSUER
+from controlplane.apiserver.auth.serviceaccountjwt import ServiceAccountOptions
 from controlplane.apiserver.auth.serviceaccounts import ServiceAccountTokens
 from controlplane.apiserver.auth.tokens import TokenStore
 from controlplane.apiserver.componentstatus import ComponentStatuses, leader_probe, store_probe
@@ -207,8 +207,10 @@ class HubConfig:
     leader_lease_ttl: int = DEFAULT_LEADER_LEASE_TTL
     #: kube's --legacy-service-account-token-clean-up-period (controllers/legacytokencleaning.py).
     legacy_token_clean_up_period: dt.timedelta = DEFAULT_CLEAN_UP_PERIOD
-    #: kube's --service-account-issuer: the ``iss`` of TokenRequests' JWTs and of the discovery documents.
-    service_account_issuer: str = DEFAULT_ISSUER
+    #: kube's --service-account-issuer (the first: the ``iss`` of TokenRequests' JWTs and of the discovery
+    #: documents), --api-audiences, --service-account-jwks-uri, --service-account-signing-key-file and
+    #: --service-account-key-file.
+    service_accounts: ServiceAccountOptions = field(default_factory=ServiceAccountOptions)
     #: This replica's name in leader election (empty: host-pid-random).
     identity: str = ""
     #: Extra route factories (e.g. the dashboard), given the running hub.
@@ -374,7 +376,7 @@ class Hub(ShutdownOnce):
         # Service account tokens are valid while their account exists: checked from this
         # replica's watch of the ServiceAccounts, complete before the first request too.
         self.service_account_tokens = await ServiceAccountTokens.load(
-            self.tokens, self.objects, self.store, issuer=self.config.service_account_issuer, cache=self.watch_cache
+            self.tokens, self.objects, self.store, options=self.config.service_accounts, cache=self.watch_cache
         )
         self._background.append(
             asyncio.create_task(self.service_account_tokens.run(), name="service-account-tokens")

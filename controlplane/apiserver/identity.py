@@ -25,8 +25,8 @@ class Role(StrEnum):
     USER = "user"
 
 
-#: The audience of the hub's tokens (kube-apiserver's default API audience, its issuer): what a
-#: TokenRequest issues for and a TokenReview accepts.
+#: The default audience of the hub's tokens: kubeadm's issuer, the default ``--service-account-issuer``,
+#: which kube-apiserver's API audiences default to (what a TokenRequest issues for, a TokenReview accepts).
 HUB_AUDIENCE: Final = "https://kubernetes.default.svc.cluster.local"
 
 #: Kubernetes' well-known groups, and gpufed's groups of its token roles.
@@ -154,6 +154,9 @@ class Authenticator(Protocol):
 
 
 class TokenReviewer(Protocol):
+    #: kube's API audiences: a TokenReview's audiences when it names none.
+    api_audiences: list[str]
+
     async def review(self, token: str, audiences: list[str]) -> tuple[UserInfo, list[str]] | str:
         """A TokenReview's answer: the user and the token's audiences among ``audiences``, or why
         the token is not accepted for them."""

@@ -16,7 +16,6 @@ from controlplane.admission.requeuing import (
 )
 from controlplane.apis.kube.serviceaccounttokens import DEFAULT_CLEAN_UP_PERIOD
 from controlplane.apiserver.audit import AuditConfig
-from controlplane.apiserver.auth.serviceaccountjwt import DEFAULT_ISSUER, issuer_url
 from controlplane.apiserver.flowcontrol.levels import (
     DEFAULT_QUEUE_LENGTH,
     DEFAULT_QUEUE_WAIT_SECONDS,
@@ -43,6 +42,7 @@ from gpufed.commands.running import (
     collector_policy,
     serve_reporting,
 )
+from gpufed.commands.serviceaccountflags import add_service_account_arguments, service_account_options
 from gpufed.logging_setup import LEVELS, configure_logging
 
 if TYPE_CHECKING:
@@ -79,13 +79,6 @@ def _flowcontrol_shares(text: str) -> dict[Level, int]:
 
 _whole_number = whole_number()
 _positive_int = whole_number(1)
-
-
-def _issuer(text: str) -> str:
-    try:
-        return issuer_url(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _ip_range(text: str) -> IPRange:
@@ -230,11 +223,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="as kube-controller-manager's flag: an auto-generated service account token Secret "
                              "unused this long is labelled kubernetes.io/legacy-token-invalid-since (its token "
                              "refused), and deleted this long after (default 8760h, a year)")
-    parser.add_argument("--service-account-issuer", type=_issuer, default=DEFAULT_ISSUER, metavar="URL",
-                        help="as kube-apiserver's flag: the iss of the service account tokens kubectl create "
-                             "token issues, and of /.well-known/openid-configuration, whose jwks_uri is "
-                             "URL/openid/v1/jwks; an https URL where verifiers can fetch those documents "
-                             f"(default {DEFAULT_ISSUER}, kubeadm's)")
+    add_service_account_arguments(parser)
     parser.add_argument("--leader-lease-ttl", type=_leader_lease_ttl, default=10, metavar="SECONDS",
                         help="TTL of the etcd lease behind controller leadership among hub replicas; a dead "
                              "leader is replaced within it (default 10, minimum 2)")
@@ -364,7 +353,7 @@ def hub_config(args: argparse.Namespace) -> HubConfig:
         wait_for_pods_ready=wait_for_pods_ready(args),
         leader_lease_ttl=args.leader_lease_ttl,
         legacy_token_clean_up_period=args.legacy_service_account_token_clean_up_period,
-        service_account_issuer=args.service_account_issuer,
+        service_accounts=service_account_options(args),
         identity=args.identity,
         waste_sample_interval=args.waste_sample_interval,
         serving_limits=ServingLimits(

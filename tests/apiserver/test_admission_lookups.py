@@ -148,11 +148,11 @@ async def test_a_pod_bound_token_is_checked_from_memory_and_ends_with_the_pod(co
     pod = await objects.create(pods, {"metadata": {"name": "worker"}, "spec": {
         "serviceAccountName": "bot", "containers": [{"name": "main", "image": "nginx:1"}]}}, namespace=NS)
     claims = token_claims(
-        issuer=tokens.issuer, namespace=NS, account="bot", account_uid=account["metadata"]["uid"],
+        issuer=tokens.issuer.issuer, namespace=NS, account="bot", account_uid=account["metadata"]["uid"],
         audiences=[HUB_AUDIENCE], seconds=3600, now=dt.datetime.now(dt.UTC),
         bound=("Pod", "worker", pod["metadata"]["uid"]),
     )
-    token = tokens.signing_key.sign(claims)
+    token = tokens.issuer.sign(claims)
     task = asyncio.create_task(tokens.run())
     try:
         await tokens.synced()

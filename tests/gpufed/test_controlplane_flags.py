@@ -107,7 +107,7 @@ def test_a_clean_up_period_that_is_no_duration_is_refused(value: str, capsys: py
 
 
 def test_the_service_account_issuer_is_kubeadms_by_default_and_an_https_url() -> None:
-    assert parse().service_account_issuer == "https://kubernetes.default.svc.cluster.local"
-    assert parse("--service-account-issuer", "https://hub.example.com:6443").service_account_issuer == (
+    assert parse().service_account_issuers == ("https://kubernetes.default.svc.cluster.local",)
+    assert parse("--service-account-issuer", "https://hub.example.com:6443").service_account_issuers == [
         "https://hub.example.com:6443"
-    )
+    ]

@@ -1,46 +1,39 @@
 """Service account tokens as kube-apiserver signs them: JWTs, and the issuer's discovery documents.
 
-A TokenRequest's token (:mod:`.serviceaccounts`) is a JWT signed ``RS256`` (kube-apiserver's
-default, which every OIDC verifier accepts: Vault's kubernetes auth, cloud workload identity,
-Istio) with the hub's signing key, whose ``kid`` header is kube's: the base64url SHA-256 of the
-DER public key. Its claims are kube's (``pkg/serviceaccount/claims.go``): ``iss`` (the issuer URL,
-:data:`DEFAULT_ISSUER` unless ``--service-account-issuer`` says otherwise),
-``sub`` ``system:serviceaccount:<ns>:<name>``, ``aud``, ``exp``, ``iat``, ``nbf``, ``jti`` and
+A TokenRequest's token (:mod:`.serviceaccounts`) is a JWT signed with the hub's signing key
+(:mod:`.serviceaccountkeys`: ``RS256`` for an RSA key, kube's default, which every OIDC verifier
+accepts: Vault's kubernetes auth, cloud workload identity, Istio; ``ES256`` and the like for an ECDSA
+``--service-account-signing-key-file``), whose ``kid`` header is kube's: the base64url SHA-256 of
+the DER public key. Its claims are kube's (``pkg/serviceaccount/claims.go``): ``iss`` (the first
+``--service-account-issuer``, :data:`DEFAULT_ISSUER` unless told otherwise), ``sub``
+``system:serviceaccount:<ns>:<name>``, ``aud``, ``exp``, ``iat``, ``nbf``, ``jti`` and
 ``kubernetes.io`` (``namespace``, ``serviceaccount`` {name, uid}, and the bound ``pod``, ``secret``
-or ``node`` {name, uid}).
+or ``node`` {name, uid}). As kube's authenticator, :class:`TokenIssuer` accepts a token of any of the
+issuers signed by any verification key (the one its ``kid`` names).
 
-The signing key is an RSA key created once, by the first hub to start, and kept in the hub's store
-(etcd) under :data:`SIGNING_KEY_KEY`, outside the API keyspace as the token records are: every
-replica and every restart signs and verifies with the same key, without a file to copy between
-replicas. Never logged.
+:func:`openid_routes` serves kube's ``/.well-known/openid-configuration`` (the first issuer's; its
+``jwks_uri`` ``--service-account-jwks-uri``, else the issuer's ``/openid/v1/jwks``) and
+``/openid/v1/jwks`` (every verification key); RBAC decides who reads them (kube's
+``system:service-account-issuer-discovery``, bound to ``system:serviceaccounts``).
 
-:func:`openid_routes` serves kube's ``/.well-known/openid-configuration`` and ``/openid/v1/jwks``;
-RBAC decides who reads them (kube's ``system:service-account-issuer-discovery``, bound to
-``system:serviceaccounts``).
-
-In: a Store (for the key), claims. Out: :class:`SigningKey` (sign, verify), :func:`token_claims`,
-:func:`check_times`, :class:`JwtRejected`.
+In: the keys, the flags (:class:`ServiceAccountOptions`), claims. Out: :class:`TokenIssuer` (sign,
+verify), :func:`token_claims`, :func:`check_times`, :class:`JwtRejected`.
 """
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import binascii
 import datetime as dt
-import hashlib
 import json
-import logging
 import urllib.parse
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from aiohttp import web
-from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
+from controlplane.apiserver.auth.serviceaccountkeys import PublicKey, SigningKey, b64
 from controlplane.apiserver.identity import (
     EXTRA_CREDENTIAL_ID,
     EXTRA_NODE_NAME,
@@ -50,22 +43,15 @@ from controlplane.apiserver.identity import (
     HUB_AUDIENCE,
     service_account_user,
 )
-from controlplane.storage.interface import AlreadyExists, NotFound, Store, Unavailable
 
-log = logging.getLogger(__name__)
 
 #: The default issuer of the hub's service account tokens (``iss``, ``--service-account-issuer``):
-#: kubeadm's, which is also the hub's API audience.
+#: kubeadm's, which is also the hub's API audience by default (``--api-audiences``: the issuers).
 DEFAULT_ISSUER: Final = HUB_AUDIENCE
-ALGORITHM: Final = "RS256"
-#: Where the signing key lives in the store (not an API object key, as the token records).
-SIGNING_KEY_KEY: Final = "/gpufed-auth/service-account-signing-key"
 DISCOVERY_PATH: Final = "/.well-known/openid-configuration"
 JWKS_PATH: Final = "/openid/v1/jwks"
 #: kube's ``jwt.DefaultLeeway``: clock skew tolerated on ``exp``/``nbf``/``iat``, and on deletions.
 LEEWAY: Final = dt.timedelta(seconds=60)
-_RSA_BITS: Final = 2048
-_STORE_TIMEOUT_SECONDS: Final = 10.0
 _CACHE_CONTROL: Final = "public, max-age=3600"
 #: The objects a token may be bound to (``boundObjectRef.kind``), as kube's claims name them.
 BOUND_CLAIMS: Final = {"Pod": "pod", "Secret": "secret", "Node": "node"}
@@ -75,16 +61,12 @@ class JwtRejected(Exception):
     """A JWT the hub does not accept; the message (kube's) never holds the token."""
 
 
-def _b64(data: bytes) -> str:
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
-
-
 def _unb64(text: str) -> bytes:
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
 def _segment(document: dict[str, Any]) -> str:
-    return _b64(json.dumps(document, sort_keys=True, separators=(",", ":")).encode())
+    return b64(json.dumps(document, sort_keys=True, separators=(",", ":")).encode())
 
 
 def looks_like_jwt(token: str) -> bool:
@@ -94,82 +76,63 @@ def looks_like_jwt(token: str) -> bool:
 
 
 @dataclass(frozen=True)
-class SigningKey:
-    """The hub's service account signing key."""
+class ServiceAccountOptions:
+    """kube-apiserver's service account flags, as the hub takes them."""
 
-    private: rsa.RSAPrivateKey
-
-    @classmethod
-    def generate(cls) -> SigningKey:
-        return cls(rsa.generate_private_key(public_exponent=65537, key_size=_RSA_BITS))
-
-    @classmethod
-    async def load_or_create(cls, store: Store) -> SigningKey:
-        """The key in ``store``, created there by the first hub that finds none."""
-        try:
-            async with asyncio.timeout(_STORE_TIMEOUT_SECONDS):
-                return await cls._load_or_create(store)
-        except TimeoutError:
-            raise Unavailable(
-                f"the store did not answer within {_STORE_TIMEOUT_SECONDS:g}s for the service account signing key"
-            ) from None
-
-    @classmethod
-    async def _load_or_create(cls, store: Store) -> SigningKey:
-        try:
-            return cls._of(await store.get(SIGNING_KEY_KEY))
-        except NotFound:
-            pass
-        key = cls.generate()
-        pem = key.private.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-        )
-        try:
-            await store.create(SIGNING_KEY_KEY, pem)
-        except AlreadyExists:  # another replica made it first: use that one
-            return cls._of(await store.get(SIGNING_KEY_KEY))
-        log.info("created the service account signing key (kid %s)", key.kid)
-        return key
-
-    @classmethod
-    def _of(cls, kv: Any) -> SigningKey:
-        try:
-            private = serialization.load_pem_private_key(kv.value, password=None)
-        except ValueError:
-            private = None
-        if not isinstance(private, rsa.RSAPrivateKey):
-            raise ValueError(
-                f"the store's {SIGNING_KEY_KEY} does not hold a PEM RSA private key: delete it to have a new one "
-                "made (service account tokens signed with the old one stop working)"
-            )
-        return cls(private)
+    #: ``--service-account-issuer``: the first signs and is the discovery documents'; all are accepted.
+    issuers: tuple[str, ...] = (DEFAULT_ISSUER,)
+    #: ``--api-audiences``: the audiences the hub's API accepts; empty: the issuers (kube's default).
+    api_audiences: tuple[str, ...] = ()
+    #: ``--service-account-jwks-uri``; empty: the first issuer's ``/openid/v1/jwks``.
+    jwks_uri: str = ""
+    #: ``--service-account-signing-key-file``'s key; None: the one kept in the store.
+    signing_key: SigningKey | None = None
+    #: ``--service-account-key-file``'s keys: they verify tokens too.
+    verification_keys: tuple[PublicKey, ...] = ()
 
     @property
-    def kid(self) -> str:
-        """kube's key id: the base64url SHA-256 of the DER (PKIX) public key."""
-        der = self.private.public_key().public_bytes(
-            serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
-        )
-        return _b64(hashlib.sha256(der).digest())
+    def audiences(self) -> tuple[str, ...]:
+        return self.api_audiences or self.issuers
 
-    def jwk(self) -> dict[str, str]:
-        """The public key as a JWK, as kube's ``/openid/v1/jwks`` lists it."""
-        numbers = self.private.public_key().public_numbers()
-        return {
-            "use": "sig", "kty": "RSA", "kid": self.kid, "alg": ALGORITHM,
-            "n": _b64(numbers.n.to_bytes((numbers.n.bit_length() + 7) // 8, "big")),
-            "e": _b64(numbers.e.to_bytes((numbers.e.bit_length() + 7) // 8, "big")),
-        }
+
+@dataclass(frozen=True)
+class TokenIssuer:
+    """Signs tokens as the first issuer with one key; verifies those of every issuer signed by any key."""
+
+    signing_key: SigningKey
+    issuers: tuple[str, ...] = (DEFAULT_ISSUER,)
+    #: The keys that verify besides the signing key's.
+    verification_keys: tuple[PublicKey, ...] = ()
+    jwks_uri: str = ""
+    #: Every key that verifies by its kid, the signing key's first, each once.
+    keys_by_kid: dict[str, PublicKey] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        keys = {k.kid: k for k in (self.signing_key.public, *self.verification_keys)}
+        object.__setattr__(self, "keys_by_kid", keys)
+
+    @classmethod
+    def of(cls, signing_key: SigningKey, options: ServiceAccountOptions) -> TokenIssuer:
+        return cls(signing_key, options.issuers, options.verification_keys, options.jwks_uri)
+
+    @property
+    def keys(self) -> list[PublicKey]:
+        return list(self.keys_by_kid.values())
+
+    @property
+    def issuer(self) -> str:
+        """The issuer tokens are signed as (``iss``), and the discovery documents'."""
+        return self.issuers[0]
 
     def sign(self, claims: dict[str, Any]) -> str:
-        signing_input = f"{_segment({'alg': ALGORITHM, 'kid': self.kid})}.{_segment(claims)}"
-        signature = self.private.sign(signing_input.encode("ascii"), padding.PKCS1v15(), hashes.SHA256())
-        return f"{signing_input}.{_b64(signature)}"
+        kid, public = next(iter(self.keys_by_kid.items()))  # the signing key's
+        signing_input = f"{_segment({'alg': public.algorithm, 'kid': kid})}.{_segment(claims)}"
+        return f"{signing_input}.{b64(self.signing_key.sign(signing_input.encode('ascii')))}"
 
-    def verify(self, token: str, *, issuer: str) -> dict[str, Any] | None:
-        """The claims of a JWT this key signed as ``issuer``; None for a token that is not the hub's
-        (another issuer, not a JWT). Raises :class:`JwtRejected` for one whose signature does not
-        verify."""
+    def verify(self, token: str) -> dict[str, Any] | None:
+        """The claims of a JWT one of the keys signed as one of the issuers; None for a token that
+        is not the hub's (another issuer, not a JWT). Raises :class:`JwtRejected` for one whose
+        signature does not verify (kube's: the key its ``kid`` names, every key without one)."""
         try:
             header_b64, payload_b64, signature_b64 = token.split(".")
             header = json.loads(_unb64(header_b64))
@@ -177,16 +140,17 @@ class SigningKey:
             signature = _unb64(signature_b64)
         except (ValueError, binascii.Error, UnicodeDecodeError):
             return None
-        if not isinstance(header, dict) or not isinstance(claims, dict) or claims.get("iss") != issuer:
+        if not isinstance(header, dict) or not isinstance(claims, dict) or claims.get("iss") not in self.issuers:
             return None
-        if header.get("alg") != ALGORITHM or header.get("kid") not in (None, self.kid):
+        kid = header.get("kid")
+        if not isinstance(kid, str | None):
+            raise JwtRejected("invalid signature, no keys found")
+        keys = ([self.keys_by_kid[kid]] if kid in self.keys_by_kid else []) if kid else self.keys
+        if not keys:
+            raise JwtRejected("invalid signature, no keys found")
+        signed = f"{header_b64}.{payload_b64}".encode("ascii")
+        if not any(k.verifies(str(header.get("alg")), signed, signature) for k in keys):
             raise JwtRejected("invalid signature: the token was not signed by this issuer's key")
-        try:
-            self.private.public_key().verify(
-                signature, f"{header_b64}.{payload_b64}".encode("ascii"), padding.PKCS1v15(), hashes.SHA256()
-            )
-        except InvalidSignature:
-            raise JwtRejected("invalid signature: the token was not signed by this issuer's key") from None
         return claims
 
 
@@ -282,17 +246,26 @@ def issuer_url(value: str) -> str:
     return value
 
 
-def openid_routes(key: SigningKey, *, issuer: str) -> list[web.RouteDef]:
-    """kube-apiserver's service account issuer discovery: the OpenID provider configuration and
-    the JSON Web Key Set, behind authentication and RBAC as kube serves them."""
+def jwks_uri(value: str) -> str:
+    """A ``--service-account-jwks-uri``, checked as kube-apiserver checks it: an ``https`` URL."""
+    parsed = urllib.parse.urlsplit(value)
+    if parsed.scheme != "https" or not parsed.netloc:
+        raise ValueError(f"service-account-jwks-uri requires https scheme, parsed as: {value}")
+    return value
+
+
+def openid_routes(issuer: TokenIssuer) -> list[web.RouteDef]:
+    """kube-apiserver's service account issuer discovery: the OpenID provider configuration of the
+    first issuer and the JSON Web Key Set of every verification key, behind authentication and RBAC
+    as kube serves them."""
     configuration = {
-        "issuer": issuer,
-        "jwks_uri": f"{issuer.rstrip('/')}{JWKS_PATH}",
+        "issuer": issuer.issuer,
+        "jwks_uri": issuer.jwks_uri or f"{issuer.issuer.rstrip('/')}{JWKS_PATH}",
         "response_types_supported": ["id_token"],
         "subject_types_supported": ["public"],
-        "id_token_signing_alg_values_supported": [ALGORITHM],
+        "id_token_signing_alg_values_supported": sorted({k.algorithm for k in issuer.keys}),
     }
-    keys = json.dumps({"keys": [key.jwk()]}).encode()
+    keys = json.dumps({"keys": [k.jwk() for k in issuer.keys]}).encode()
 
     async def discovery(_: web.Request) -> web.StreamResponse:
         return web.Response(body=json.dumps(configuration).encode(), content_type="application/json",

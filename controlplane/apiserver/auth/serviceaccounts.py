@@ -3,22 +3,23 @@
 As kube-apiserver's TokenRequest (``POST /api/v1/namespaces/<ns>/serviceaccounts/<name>/token``,
 ``authentication.k8s.io/v1`` ``TokenRequest``): the caller needs ``create`` on
 ``serviceaccounts/token`` (kube's ``edit`` and ``admin`` roles have it); the answer is ``201`` with
-the request, its ``spec`` defaulted (``expirationSeconds`` 3600; ``audiences`` the hub's), and
+the request, its ``spec`` defaulted (``expirationSeconds`` 3600; ``audiences`` the API audiences), and
 ``status.token`` and ``status.expirationTimestamp``. ``metadata.name``/``namespace`` in the body
 must match the URL; ``expirationSeconds`` is at least 600 and at most 2^32; a missing service
 account is ``404``.
 
 The token is kube's signed JWT (:mod:`.serviceaccountjwt`: ``RS256``, kube's claims, the issuer's
-keys at ``/openid/v1/jwks``), for the request's ``audiences`` (default: the hub's). ``boundObjectRef``
+keys at ``/openid/v1/jwks``), for the request's ``audiences`` (default: the API audiences, ``--api-audiences``, by default the
+issuers). ``boundObjectRef``
 binds it to a Pod (running as that account), Secret or Node that exists (with the given uid, if any),
-named in its claims, as kube's. For the hub's audience it authenticates as
+named in its claims, as kube's. For one of the API audiences it authenticates as
 ``system:serviceaccount:<ns>:<name>`` in the groups ``system:serviceaccounts`` and
 ``system:serviceaccounts:<ns>`` (RBAC bindings to the service account or those groups apply). As
 kube's authenticator, every request checks the signature, the issuer, the audience, ``exp``/``nbf``
 (60 s leeway), that the account still exists with the uid the token names (from memory:
 :class:`ServiceAccountTokens` watches the ServiceAccounts), and that the bound object does (from the
 watch cache's memory, as kube's getter reads its listers; from the store when memory has no such
-object, so a deleted one ends the token as soon as the hub's watch sees the deletion). A TokenReview checks its ``spec.audiences`` instead of the hub's and answers the
+object, so a deleted one ends the token as soon as the hub's watch sees the deletion). A TokenReview checks its ``spec.audiences`` instead of the API's and answers the
 token's audiences among them. Opaque ``<id>.<secret>`` tokens (:mod:`.tokens`) issued before keep
 working until they expire, bound to the account's uid the same way; their records are revoked when
 the account is deleted.
@@ -59,10 +60,10 @@ from controlplane.apiserver import errors
 from controlplane.apiserver.auth.bootstrap import read_object_body
 from controlplane.apiserver.auth.serviceaccountjwt import (
     BOUND_CLAIMS,
-    DEFAULT_ISSUER,
     LEEWAY,
     JwtRejected,
-    SigningKey,
+    ServiceAccountOptions,
+    TokenIssuer,
     check_audiences,
     check_times,
     claims_extra,
@@ -70,12 +71,12 @@ from controlplane.apiserver.auth.serviceaccountjwt import (
     openid_routes,
     token_claims,
 )
+from controlplane.apiserver.auth.serviceaccountkeys import SigningKey
 from controlplane.apiserver.auth.tokens import StoredToken, TokenStore
 from controlplane.apiserver.computed import ComputedEndpoint, ComputedResource
 from controlplane.apiserver.handlers import json_response
 from controlplane.apiserver.identity import (
     AUTHENTICATED,
-    HUB_AUDIENCE,
     Role,
     UserInfo,
     service_account_groups,
@@ -124,10 +125,10 @@ def _expiration(spec: dict[str, Any]) -> int:
     return value
 
 
-def _audiences(spec: dict[str, Any]) -> list[str]:
+def _audiences(spec: dict[str, Any], api_audiences: list[str]) -> list[str]:
     value = spec.get("audiences")
     if not value:
-        return [HUB_AUDIENCE]
+        return list(api_audiences)
     if not isinstance(value, list) or not all(isinstance(a, str) and a for a in value):
         raise _invalid("", "spec.audiences", value, "must be a list of non-empty strings")
     return list(value)
@@ -196,16 +197,18 @@ class ServiceAccountTokens:
     """
 
     def __init__(
-        self, tokens: TokenStore, objects: ObjectStore, signing_key: SigningKey | None = None, *,
-        issuer: str = DEFAULT_ISSUER, cache: WatchCache | None = None,
+        self, tokens: TokenStore, objects: ObjectStore, issuer: TokenIssuer | None = None, *,
+        api_audiences: tuple[str, ...] = (), cache: WatchCache | None = None,
     ) -> None:
         self._tokens = tokens
         self._objects = objects
         #: Where the bound Pods, Secrets and Nodes are read from memory (None: from the store).
         self._cache = cache
-        #: Signs and verifies the TokenRequests' JWTs (the hub passes the one kept in its store), as ``issuer``.
-        self.signing_key = signing_key or SigningKey.generate()
-        self.issuer = issuer
+        #: Signs and verifies the TokenRequests' JWTs (the hub's signs with the key its store keeps, or its flag's).
+        self.issuer = issuer or TokenIssuer(SigningKey.generate())
+        #: kube's API audiences (``--api-audiences``, by default the issuers): what a token must be for
+        #: to authenticate to the hub, a TokenRequest's and a TokenReview's default audiences.
+        self.api_audiences = list(api_audiences or self.issuer.issuers)
         self._rt = objects.registry.require("v1", "ServiceAccount")
         #: The ServiceAccounts (the leader's token controller reads this cache too, as kube's share informers).
         self.accounts = Informer(objects, self._rt)
@@ -221,15 +224,18 @@ class ServiceAccountTokens:
 
     @classmethod
     async def load(
-        cls, tokens: TokenStore, objects: ObjectStore, store: Store, *, issuer: str = DEFAULT_ISSUER,
-        cache: WatchCache | None = None,
+        cls, tokens: TokenStore, objects: ObjectStore, store: Store, *,
+        options: ServiceAccountOptions | None = None, cache: WatchCache | None = None,
     ) -> ServiceAccountTokens:
-        """With the signing key kept in ``store`` (made by the first hub), shared by every replica."""
-        return cls(tokens, objects, await SigningKey.load_or_create(store), issuer=issuer, cache=cache)
+        """As kube-apiserver's flags say (``options``); without a signing key among them, with the
+        one kept in ``store`` (made by the first hub), shared by every replica."""
+        options = options or ServiceAccountOptions()
+        key = options.signing_key or await SigningKey.load_or_create(store)
+        return cls(tokens, objects, TokenIssuer.of(key, options), api_audiences=options.audiences, cache=cache)
 
     def openid_routes(self) -> list[web.RouteDef]:
         """The issuer's discovery documents (``/.well-known/openid-configuration``, ``/openid/v1/jwks``)."""
-        return openid_routes(self.signing_key, issuer=self.issuer)
+        return openid_routes(self.issuer)
 
     async def run(self) -> None:
         async with asyncio.TaskGroup() as group:
@@ -266,8 +272,8 @@ class ServiceAccountTokens:
         await self._tokens.revoke_held(token, namespace=namespace, secret=secret)
 
     async def authenticate(self, token: str) -> UserInfo | None:
-        """The hub's authenticator: a JWT this hub signed for the hub's audience, else an opaque token."""
-        reviewed = await self.review(token, [HUB_AUDIENCE])
+        """The hub's authenticator: a JWT this hub signed for one of the API audiences, else an opaque token."""
+        reviewed = await self.review(token, self.api_audiences)
         return reviewed[0] if isinstance(reviewed, tuple) else None
 
     def authenticate_cached(self, token: str) -> tuple[bool, UserInfo | None]:
@@ -277,7 +283,7 @@ class ServiceAccountTokens:
         if not looks_like_jwt(token):
             return self._tokens.authenticate_cached(token)
         try:
-            claims = self._verified(token, [HUB_AUDIENCE])[0]
+            claims = self._verified(token, self.api_audiences)[0]
         except JwtRejected as exc:
             log.debug("service account token rejected: %s", exc)
             return True, None
@@ -301,9 +307,10 @@ class ServiceAccountTokens:
     async def review(self, token: str, audiences: list[str]) -> tuple[UserInfo, list[str]] | str:
         """A TokenReview's answer: the user and the token's audiences among ``audiences`` (kube's
         intersection), or why the token is refused (kube's message for a JWT)."""
-        if not looks_like_jwt(token):
-            user = await self._tokens.authenticate(token) if HUB_AUDIENCE in audiences else None
-            return "invalid bearer token" if user is None else (user, [HUB_AUDIENCE])
+        if not looks_like_jwt(token):  # audience-agnostic, as kube's: good for the API audiences asked for
+            implicit = [a for a in self.api_audiences if a in audiences]
+            user = await self._tokens.authenticate(token) if implicit else None
+            return "invalid bearer token" if user is None else (user, implicit)
         try:
             claims, common = self._verified(token, audiences)
             if claims is None:
@@ -319,7 +326,7 @@ class ServiceAccountTokens:
     def _verified(self, token: str, audiences: list[str]) -> tuple[dict[str, Any] | None, list[str]]:
         """The claims of a JWT signed by the hub for one of ``audiences``, and those audiences, not
         expired; None for a token of another issuer. JwtRejected otherwise."""
-        claims = self.signing_key.verify(token, issuer=self.issuer)
+        claims = self.issuer.verify(token)
         if claims is None:
             return None, []
         common = check_audiences(claims, audiences)
@@ -513,13 +520,13 @@ class ServiceAccountTokens:
                            "must match the service account namespace if specified")
         account = await self._objects.get(self._rt, namespace=namespace, name=name)  # 404 when absent
         spec: dict[str, Any] = body["spec"] if isinstance(body.get("spec"), dict) else {}
-        audiences, seconds = _audiences(spec), _expiration(spec)
+        audiences, seconds = _audiences(spec, self.api_audiences), _expiration(spec)
         ref = _bound_ref(spec)
         bound, node = (None, None) if ref is None else await self._bound_object(namespace, name, *ref)
         now = dt.datetime.now(dt.UTC).replace(microsecond=0)
-        claims = token_claims(issuer=self.issuer, namespace=namespace, account=name, account_uid=str(account["metadata"]["uid"]),
+        claims = token_claims(issuer=self.issuer.issuer, namespace=namespace, account=name, account_uid=str(account["metadata"]["uid"]),
                               audiences=audiences, seconds=seconds, now=now, bound=bound, node=node)
-        token = self.signing_key.sign(claims)
+        token = self.issuer.sign(claims)
         log.info("issued a token for service account %s/%s", namespace, name, extra={"jti": claims["jti"]})
         bound_ref = None if ref is None else {**spec["boundObjectRef"], "uid": bound[2] if bound else ""}
         document = {

@@ -20,7 +20,8 @@ import pytest
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
-from controlplane.apiserver.auth.serviceaccountjwt import SigningKey, token_claims
+from controlplane.apiserver.auth.serviceaccountjwt import ServiceAccountOptions, TokenIssuer, token_claims
+from controlplane.apiserver.auth.serviceaccountkeys import SigningKey
 from controlplane.apiserver.auth.serviceaccounts import ServiceAccountTokens
 from controlplane.apiserver.auth.tokens import TokenStore
 from controlplane.apiserver.identity import HUB_AUDIENCE, Role, service_account_groups
@@ -42,7 +43,8 @@ ISSUER = "https://hub.example.com:6443"
 
 @pytest.fixture
 async def hub(tmp_path: Path) -> AsyncIterator[Hub]:
-    async with Hub(HubConfig(state_dir=tmp_path / "hub", port=0, service_account_issuer=ISSUER)) as running:
+    options = ServiceAccountOptions(issuers=(ISSUER,), api_audiences=(HUB_AUDIENCE,))
+    async with Hub(HubConfig(state_dir=tmp_path / "hub", port=0, service_accounts=options)) as running:
         yield running
 
 
@@ -140,14 +142,14 @@ async def test_a_token_request_answers_a_jwt_with_kubes_claims_verifiable_from_t
     code, _, status = await get_raw(session, hub, "/openid/v1/jwks", None)
     assert (code, status["reason"]) == (401, "Unauthorized")
     # A forged token: the hub's kid, another key's signature.
-    forged = SigningKey.generate().sign(claims)
+    forged = TokenIssuer(SigningKey.generate(), (ISSUER,)).sign(claims)
     forged = ".".join([token.split(".")[0], forged.split(".")[1], forged.split(".")[2]])
     assert (await Client(session, hub, forged)("POST", WHOAMI, SELF_REVIEW))[0] == 401
     code, review = await admin("POST", TOKEN_REVIEWS, token_review(forged))
     assert review["status"]["error"].startswith("invalid signature"), review
     # The hub's key, another issuer: not the hub's token.
     assert hub.service_account_tokens is not None
-    elsewhere = hub.service_account_tokens.signing_key.sign({**claims, "iss": HUB_AUDIENCE})
+    elsewhere = hub.service_account_tokens.issuer.sign({**claims, "iss": HUB_AUDIENCE})
     code, review = await admin("POST", TOKEN_REVIEWS, token_review(elsewhere))
     assert review["status"] == {"authenticated": False, "error": "invalid bearer token"}, review
 
@@ -179,7 +181,7 @@ async def test_a_token_for_another_audience_is_refused_by_the_hub_and_reviewed_f
 async def test_expiry_is_checked_with_kubes_leeway(hub: Hub, session: aiohttp.ClientSession) -> None:
     admin, account = await setup(hub, session)
     assert hub.service_account_tokens is not None
-    key = hub.service_account_tokens.signing_key
+    key = hub.service_account_tokens.issuer
     now = dt.datetime.now(dt.UTC)
 
     def signed(issued_seconds_ago: int, seconds: int) -> str:
@@ -302,10 +304,10 @@ async def test_another_authenticator_over_the_same_store_verifies_and_old_opaque
     token = await issue(admin)
     assert hub.store is not None
     other = await ServiceAccountTokens.load(
-        TokenStore(hub.store), ObjectStore(hub.store, hub_registry()), hub.store, issuer=ISSUER
+        TokenStore(hub.store), ObjectStore(hub.store, hub_registry()), hub.store, options=ServiceAccountOptions(issuers=(ISSUER,), api_audiences=(HUB_AUDIENCE,))
     )
     assert hub.service_account_tokens is not None
-    assert other.signing_key.kid == hub.service_account_tokens.signing_key.kid
+    assert other.issuer.signing_key.public.kid == hub.service_account_tokens.issuer.signing_key.public.kid
     task = asyncio.create_task(other.run())
     try:
         await other.synced()
@@ -345,7 +347,8 @@ async def test_an_account_the_informer_has_not_seen_yet_is_read_from_the_store(h
     assert hub.store is not None and hub.service_account_tokens is not None
     # An authenticator whose informer has not run: it holds no ServiceAccount at all.
     lagging = ServiceAccountTokens(
-        TokenStore(hub.store), ObjectStore(hub.store, hub_registry()), hub.service_account_tokens.signing_key, issuer=ISSUER
+        TokenStore(hub.store), ObjectStore(hub.store, hub_registry()), hub.service_account_tokens.issuer,
+        api_audiences=(HUB_AUDIENCE,),
     )
     assert lagging.authenticate_cached(token) == (False, None)  # memory cannot tell: the store answers
     user = await lagging.authenticate(token)

@@ -35,7 +35,6 @@ from controlplane.apiserver.auth.rbac.rules import PolicyRule
 from controlplane.apiserver.computed import ComputedEndpoint, ComputedResource
 from controlplane.apiserver.handlers import json_response
 from controlplane.apiserver.identity import (
-    HUB_AUDIENCE,
     RequestAttributes,
     Role,
     TokenReviewer,
@@ -214,8 +213,8 @@ def review_endpoints(authorizer: HubAuthorizer, reviewer: TokenReviewer | None =
         token = spec.get("token")
         if not isinstance(token, str) or not token:
             raise errors.BadRequest("token is required for TokenReview in authentication")
-        # As kube's: the token must be for one of the review's audiences (the hub's when none).
-        audiences = [a for a in spec.get("audiences") or [] if isinstance(a, str)] or [HUB_AUDIENCE]
+        # As kube's: the token must be for one of the review's audiences (the API's when none).
+        audiences = [a for a in spec.get("audiences") or [] if isinstance(a, str)] or list(reviewer.api_audiences)
         reviewed = await reviewer.review(token, audiences)
         status: dict[str, Any]
         if isinstance(reviewed, str):
