@@ -44,7 +44,6 @@ from controlplane.apiserver.identity import (
     service_account_user,
 )
 
-
 #: The default issuer of the hub's service account tokens (``iss``, ``--service-account-issuer``):
 #: kubeadm's, which is also the hub's API audience by default (``--api-audiences``: the issuers).
 DEFAULT_ISSUER: Final = HUB_AUDIENCE
