@@ -9,18 +9,17 @@ must match the URL; ``expirationSeconds`` is at least 600 and at most 2^32; a mi
 account is ``404``.
 
 The token is kube's signed JWT (:mod:`.serviceaccountjwt`: ``RS256``, kube's claims, the issuer's
-keys at ``/openid/v1/jwks``), for the request's ``audiences`` (default: the API audiences, ``--api-audiences``, by default the
-issuers). ``boundObjectRef``
-binds it to a Pod (running as that account), Secret or Node that exists (with the given uid, if any),
-named in its claims, as kube's. For one of the API audiences it authenticates as
+keys at ``/openid/v1/jwks``), for the request's ``audiences`` (default: the API audiences,
+``--api-audiences``, by default the issuers). ``boundObjectRef`` binds it to a Pod (running as that
+account), Secret or Node that exists (with the given uid, if any), named in its claims, as kube's. For one of the API audiences it authenticates as
 ``system:serviceaccount:<ns>:<name>`` in the groups ``system:serviceaccounts`` and
 ``system:serviceaccounts:<ns>`` (RBAC bindings to the service account or those groups apply). As
 kube's authenticator, every request checks the signature, the issuer, the audience, ``exp``/``nbf``
 (60 s leeway), that the account still exists with the uid the token names (from memory:
 :class:`ServiceAccountTokens` watches the ServiceAccounts), and that the bound object does (from the
 watch cache's memory, as kube's getter reads its listers; from the store when memory has no such
-object, so a deleted one ends the token as soon as the hub's watch sees the deletion). A TokenReview checks its ``spec.audiences`` instead of the API's and answers the
-token's audiences among them. Opaque ``<id>.<secret>`` tokens (:mod:`.tokens`) issued before keep
+object, so a deleted one ends the token as soon as the hub's watch sees the deletion). A TokenReview
+checks its ``spec.audiences`` instead of the API's and answers the token's audiences among them. Opaque ``<id>.<secret>`` tokens (:mod:`.tokens`) issued before keep
 working until they expire, bound to the account's uid the same way; their records are revoked when
 the account is deleted.
 
