@@ -30,7 +30,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
@@ -42,7 +42,7 @@ from aiohttp.typedefs import Middleware
 from controlplane.apis.apiextensions.crd import GROUP as CRD_GROUP
 from controlplane.apis.apiextensions.crd import VERSION as CRD_VERSION
 from controlplane.apis.bookmarks import BOOKMARK_PERIOD
-from controlplane.apiserver import discovery, errors, negotiation
+from controlplane.apiserver import errors, negotiation
 from controlplane.apiserver.admission import AdmissionPlugin, ValidateWrite, WebhookCalls, write_validation
 from controlplane.apiserver.audit import (
     AUTHENTICATED_AS,
@@ -52,11 +52,12 @@ from controlplane.apiserver.audit import (
     audit_id_header,
 )
 from controlplane.apiserver.clientcertificates import certificate_user, peer_certificate
-from controlplane.apiserver.computed import ComputedEndpoint, ComputedResource
+from controlplane.apiserver.computed import ComputedEndpoint
 from controlplane.apiserver.crd.controller import CrdController
 from controlplane.apiserver.crd.converted import ConvertedHandlers, WebhookConversions
 from controlplane.apiserver.crd.registry import DynamicRegistry
 from controlplane.apiserver.crd.types import CRD_KIND
+from controlplane.apiserver.endpoints import Endpoints
 from controlplane.apiserver.flowcontrol import (
     FlowControlConfig,
     FlowController,
@@ -64,7 +65,6 @@ from controlplane.apiserver.flowcontrol import (
     add_flow_headers,
 )
 from controlplane.apiserver.handlers import REQUEST_INFO, WARNINGS, ResourceHandlers, json_response
-from controlplane.apiserver.health import HealthEndpoints
 from controlplane.apiserver.identity import (
     ANONYMOUS_USER,
     Authenticator,
@@ -84,7 +84,6 @@ from controlplane.apiserver.impersonation import (
     impersonate,
 )
 from controlplane.apiserver.objects import ObjectStore, utc_now
-from controlplane.apiserver.openapi.serving import OpenApiEndpoints
 from controlplane.apiserver.resources import Registry
 from controlplane.apiserver.routing import RequestInfo, is_upgrade, parse_request
 from controlplane.apiserver.selectors import pinned_name
@@ -115,13 +114,6 @@ _LONG_RUNNING_SUBRESOURCES = frozenset({"proxy", "tunnel", "log", "exec", "attac
 #: kube-apiserver's request body limit.
 MAX_BODY_BYTES = 3 * 1024 * 1024
 AUTH_TIMEOUT_SECONDS = 10.0
-READY_TIMEOUT_SECONDS = 2.0
-#: The hub's health endpoints and their checks (kube-apiserver's, less etcd in ``/livez``).
-HUB_HEALTH_CHECKS: Mapping[str, tuple[str, ...]] = {
-    "livez": ("ping", "log"),
-    "readyz": ("ping", "log", "etcd", "shutdown"),
-    "healthz": ("ping", "log", "etcd"),
-}
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -336,90 +328,6 @@ def auth_middleware(
     return authenticate
 
 
-class _Endpoints:
-    """The non-resource endpoints: health, version, discovery, OpenAPI."""
-
-    def __init__(
-        self, objects: ObjectStore, registry: Registry, resources: ResourceHandlers,
-        computed: Sequence[ComputedResource] = (),
-    ) -> None:
-        self._objects = objects
-        self._registry = registry
-        self._resources = resources
-        self._computed = computed
-        self.openapi = OpenApiEndpoints(registry, computed=computed)
-        #: The last readiness verdict, so that a failing store is logged once, not per probe.
-        self._ready = True
-
-    def health(self, stop: asyncio.Event) -> HealthEndpoints:
-        """``/livez``, ``/readyz`` and ``/healthz`` in kube's format: etcd answers (not for
-        ``/livez``: a hub cannot mend its store by restarting), and ``/readyz`` fails from the
-        moment the server begins to shut down (``stop``), so a load balancer stops sending to it."""
-
-        async def not_stopping() -> None:
-            if stop.is_set():
-                raise RuntimeError("the server is shutting down")
-
-        return HealthEndpoints(
-            {"ping": _passes, "log": _passes, "etcd": self._store_answers, "shutdown": not_stopping},
-            HUB_HEALTH_CHECKS,
-        )
-
-    async def _store_answers(self) -> None:
-        try:
-            async with asyncio.timeout(READY_TIMEOUT_SECONDS):
-                await self._objects.store.current_revision()
-        except Exception as exc:  # any failure of the store means "not ready"
-            # Logged when readiness changes, not on every probe (a load balancer probes often).
-            log_change = logger.warning if self._ready else logger.debug
-            log_change("readiness check failed: the store is unreachable (%s)", exc)
-            self._ready = False
-            raise RuntimeError("the store is unreachable") from exc
-        if not self._ready:
-            logger.info("readiness check passes again: the store answers")
-            self._ready = True
-
-    async def version(self, _request: web.Request) -> web.StreamResponse:
-        return json_response(discovery.version_info())
-
-    async def api(self, request: web.Request) -> web.StreamResponse:
-        return self._aggregated(request, core=True) or json_response(discovery.api_versions())
-
-    async def apis(self, request: web.Request) -> web.StreamResponse:
-        return self._aggregated(request, core=False) or json_response(
-            discovery.api_group_list(self._registry, self._computed)
-        )
-
-    def _aggregated(self, request: web.Request, *, core: bool) -> web.StreamResponse | None:
-        """Aggregated discovery when the client asks for it (kubectl does), else None."""
-        version = discovery.wanted_aggregated_version(request.headers.get("Accept"))
-        if version is None:
-            return None
-        document = discovery.aggregated(self._registry, self._computed, core=core, version=version)
-        response = json_response(document, content_type=discovery.aggregated_content_type(version))
-        response.headers["Vary"] = "Accept"
-        return response
-
-    async def resource_path(self, request: web.Request) -> web.StreamResponse:
-        """/api/... and /apis/...: discovery documents or resources."""
-        info: RequestInfo = request[REQUEST_INFO]
-        if info.is_resource:
-            return await self._resources.handle(request)
-        if request.method != "GET":
-            raise errors.MethodNotAllowed("the server does not allow this method on the requested resource")
-        parts = [p for p in request.path.split("/") if p]
-        document = None
-        if parts == ["api", "v1"]:
-            document = discovery.api_resource_list(self._registry, "", "v1", self._computed)
-        elif parts[0] == "apis" and len(parts) == 2:
-            document = discovery.api_group(self._registry, parts[1], self._computed)
-        elif parts[0] == "apis" and len(parts) == 3:
-            document = discovery.api_resource_list(self._registry, parts[1], parts[2], self._computed)
-        if document is None:
-            raise errors.NotFound("the server could not find the requested resource")
-        return json_response(document)
-
-
 async def _method_not_allowed(_request: web.Request) -> web.StreamResponse:
     """Any method but ``POST`` on a create-only resource (but ``GET`` on a read-only one): kube's
     answer (go-restful's 405, no route for the other verbs)."""
@@ -522,7 +430,7 @@ def create_app(
     if webhooks is not None:  # admission sees a CRD's versions converted by its conversion webhook
         webhooks.converter = conversions.between
     computed = tuple(computed)
-    endpoints = _Endpoints(object_store, registry, resources, [endpoint.resource for endpoint in computed])
+    endpoints = Endpoints(object_store, registry, resources, [endpoint.resource for endpoint in computed])
     middlewares: list[Middleware] = [
         *outer_middlewares,
         *([audit.middleware] if audit is not None else []),  # outside the error handling: it sees every answer
@@ -598,7 +506,3 @@ def create_app(
     app.router.add_route("*", "/api/{tail:.+}", endpoints.resource_path)
     app.router.add_route("*", "/apis/{tail:.+}", endpoints.resource_path)
     return app
-
-
-async def _passes() -> None:
-    """A check that passes while the server can answer at all (kube's ``ping`` and ``log``)."""
