@@ -55,6 +55,7 @@ from controlplane.apiserver import errors
 from controlplane.apiserver.app import create_app
 from controlplane.apiserver.audit import AuditConfig
 from controlplane.apiserver.auth.bootstrap import ca_routes, join_routes, token_routes
+from controlplane.apiserver.auth.certificates import CertificateAdmission
 from controlplane.apiserver.auth.clusterrestriction import ClusterRestriction
 from controlplane.apiserver.auth.rbac.authorizing import HubAuthorizer
 from controlplane.apiserver.auth.rbac.cache import RbacCache, ensure_default_policy
@@ -102,6 +103,7 @@ from controlplane.apiserver.watchcache.client import CachedObjects
 from controlplane.apiserver.watching import WatchLimits
 from controlplane.apiserver.webhooks import WebhookAdmission
 from controlplane.controllers.admissiongate import suspend_queued_job
+from controlplane.controllers.certificatesigning import CertificateSigningController
 from controlplane.controllers.clusterroleaggregation import ClusterRoleAggregationController
 from controlplane.controllers.clusters import ClusterNamespaceController
 from controlplane.controllers.context import ControllerSettings
@@ -120,7 +122,7 @@ from controlplane.lifecycle import ShutdownOnce
 from controlplane.loopwatch import Stall, watching_the_loop
 from controlplane.metrics import HubMetrics, hub_metrics, write_ledger_routes
 from controlplane.objectclient import ObjectClient
-from controlplane.pki import PkiError, private_directory
+from controlplane.pki import PkiError, ca_files, private_directory
 from controlplane.reports.api import ReportSource, waste_report_routes, waste_report_type
 from controlplane.reports.sampling import DEFAULT_INTERVAL as DEFAULT_WASTE_SAMPLE_INTERVAL
 from controlplane.reports.sampling import WasteSampler
@@ -207,6 +209,8 @@ class HubConfig:
     leader_lease_ttl: int = DEFAULT_LEADER_LEASE_TTL
     #: kube's --legacy-service-account-token-clean-up-period (controllers/legacytokencleaning.py).
     legacy_token_clean_up_period: dt.timedelta = DEFAULT_CLEAN_UP_PERIOD
+    #: kube's --cluster-signing-duration (None: its one year): the longest certificate a CSR gets.
+    cluster_signing_duration: dt.timedelta | None = None
     #: kube's --service-account-issuer (the first: the ``iss`` of TokenRequests' JWTs and of the discovery
     #: documents), --api-audiences, --service-account-jwks-uri, --service-account-signing-key-file and
     #: --service-account-key-file.
@@ -424,7 +428,7 @@ class Hub(ShutdownOnce):
             registry,
             authenticator=self.service_account_tokens,
             authorizer=authorizer,
-            admission=[ClusterRestriction(), RbacEscalationCheck(self.rbac.index, authorizer)],
+            admission=[ClusterRestriction(), RbacEscalationCheck(self.rbac.index, authorizer), CertificateAdmission(authorizer)],
             extra_routes=extra,
             computed=computed,
             public_paths=[CA_PATH, *ui_public_paths()],
@@ -542,6 +546,9 @@ class Hub(ShutdownOnce):
             "resourcequota": ResourceQuotaController(fenced, workqueue_metrics=queues).run,
             "serviceaccount-tokens": self.token_controller.run,
             "system-namespaces": SystemNamespacesController(fenced, system_namespaces, workqueue_metrics=queues).run,
+            "csrsigning": CertificateSigningController(  # the hub's own CA signs; a provided certificate has no CA key
+                fenced, ca_files=None if config.tls_cert_file else ca_files(config.state_dir / "pki"),
+                duration=config.cluster_signing_duration, workqueue_metrics=queues).run,
         }
         self._leader_tasks = [
             self.controllers.spawn(),

@@ -58,6 +58,11 @@ def private_directory(path: Path) -> Path:
     return path
 
 
+def ca_files(directory: Path) -> tuple[Path, Path]:
+    """The certificate and key files of the CA kept in ``directory``."""
+    return directory / "ca.crt", directory / "ca.key"
+
+
 def load_or_create_ca(cert_path: Path, key_path: Path, *, common_name: str) -> x509.Certificate:
     """Load the CA certificate at ``cert_path``, or create a new CA (key and certificate).
 

@@ -102,10 +102,10 @@ def api_resource_list(
         if rt.categories:
             entry["categories"] = list(rt.categories)
         resources.append(entry)
-        if rt.has_status:
+        for part in sorted({*rt.status_writes, *(("status",) if rt.has_status else ())}):
             resources.append(
                 {
-                    "name": f"{rt.plural}/status",
+                    "name": f"{rt.plural}/{part}",
                     "singularName": "",
                     "namespaced": rt.namespaced,
                     "kind": rt.kind,

@@ -235,14 +235,15 @@ class ResourceHandlers:
     async def subresource(self, request: web.Request, rt: ResourceType, info: RequestInfo) -> web.StreamResponse:
         if info.subresource == "scale" and rt.scale is not None and info.name is not None:
             return await self._scale(request, rt, info)
-        if info.subresource != "status" or not rt.has_status or info.name is None:
+        status_only = (info.subresource == "status" and rt.has_status) or info.subresource in rt.status_writes
+        if not status_only or info.name is None:
             raise errors.NotFound("the server could not find the requested resource")
         if info.verb == "get":
             return await self._get(request, rt, info)
         if info.verb == "update":
-            return await self._update(request, rt, info, subresource="status")
+            return await self._update(request, rt, info, subresource=info.subresource)
         if info.verb == "patch":
-            return await self.patch(request, rt, info, subresource="status")
+            return await self.patch(request, rt, info, subresource=info.subresource)
         raise method_not_allowed()
 
     async def _scale(self, request: web.Request, rt: ResourceType, info: RequestInfo) -> web.StreamResponse:

@@ -125,6 +125,16 @@ class ScaleSubresource:
 
 
 @dataclass(frozen=True, slots=True)
+class StatusWrite:
+    """kube's strategy of a write through a subresource that changes only the status (a
+    CertificateSigningRequest's ``status`` and ``approval``): ``prepare`` (new as merged, stored)
+    adjusts the new object in place (``PrepareForUpdate``); ``validate`` replaces the kind's."""
+
+    prepare: Callable[[dict[str, Any], dict[str, Any]], None]
+    validate: Validator
+
+
+@dataclass(frozen=True, slots=True)
 class VersionConversion:
     """How a version of a built-in kind is served from the objects stored in another version of
     its group (kube's conversion through the internal type: autoscaling/v1 HorizontalPodAutoscaler
@@ -173,6 +183,9 @@ class ResourceType:
     #: What an update does first, given (new, stored): kube's strategy ``PrepareForUpdate`` steps
     #: that read the stored object (a Service keeps its allocated values).
     prepare_update: Callable[[dict[str, Any], dict[str, Any]], None] | None = None
+    #: Subresources whose writes change only the status, each with kube's strategy: ``status``
+    #: (with :attr:`has_status`) and others (a CSR's ``approval``), routed as ``status`` is.
+    status_writes: Mapping[str, StatusWrite] = field(default_factory=dict)
     #: Served with a ``scale`` subresource (``kubectl scale``).
     scale: ScaleSubresource | None = None
     #: Warnings about a valid object on create/update/patch (accepted, but not doing what the
@@ -231,6 +244,10 @@ class ResourceType:
     def __post_init__(self) -> None:
         schema = self.field_schema if self.field_schema is not None else builtin_apply_schema(self.group, self.kind)
         object.__setattr__(self, "apply_schema", schema)
+
+    def writes_status_only(self, subresource: str | None) -> bool:
+        """Whether a write through ``subresource`` changes only the status."""
+        return subresource == "status" or (subresource is not None and subresource in self.status_writes)
 
     @property
     def api_version(self) -> str:

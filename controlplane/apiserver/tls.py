@@ -60,6 +60,7 @@ from controlplane.pki import (
     BACKDATE,
     SERVER_RENEW_BEFORE,
     PkiError,
+    ca_files,
     ensure_certificate,
     load_or_create_ca,
     san_entries,
@@ -118,11 +119,11 @@ class Pki:
 
     @property
     def ca_cert_path(self) -> Path:
-        return self.directory / "ca.crt"
+        return ca_files(self.directory)[0]
 
     @property
     def ca_key_path(self) -> Path:
-        return self.directory / "ca.key"
+        return ca_files(self.directory)[1]
 
     @property
     def server_cert_path(self) -> Path:

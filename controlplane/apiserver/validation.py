@@ -468,6 +468,7 @@ def check_object(
     field_validation: FieldValidation,
     old: dict[str, Any] | None = None,
     status_only: bool = False,
+    subresource: str | None = None,
 ) -> Checked:
     """Validate ``obj`` for a write (``old``: the stored object, on update; ``status_only``: a
     write of the status subresource, see :func:`check_model`). Raise BadRequest/Invalid; return
@@ -494,6 +495,8 @@ def check_object(
     # (ValidateDeploymentStatusUpdate and the like) validate the object's metadata and status,
     # not its spec again: ``validate_status``, where the kind has one.
     validate = rt.validate_status if status_only and rt.custom is None else rt.validate
+    if subresource is not None and subresource in rt.status_writes:
+        validate = rt.status_writes[subresource].validate
     if rt.model is None and rt.custom is not None:
         prune = rt.custom.prune
         if status_only:

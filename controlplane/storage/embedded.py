@@ -79,7 +79,7 @@ import aiohttp
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
 from controlplane.lifecycle import Lifecycle
-from controlplane.pki import ensure_certificate, load_or_create_ca
+from controlplane.pki import ca_files, ensure_certificate, load_or_create_ca
 from controlplane.processes import dying_with_parent
 from controlplane.storage.connecting import EtcdClientTls
 from controlplane.storage.etcdbinary import EtcdBinary, EtcdBinaryError, find_etcd
@@ -342,7 +342,7 @@ class EmbeddedEtcd(Lifecycle):
         """Create or reuse the launcher's CA, etcd's serving certificate and the hub's client one."""
         directory = self.pki_dir
         directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-        ca_cert_path, ca_key_path = directory / "ca.crt", directory / "ca.key"
+        ca_cert_path, ca_key_path = ca_files(directory)
         ca_cert = load_or_create_ca(ca_cert_path, ca_key_path, common_name="gpufed-etcd-ca")
         hosts = ["127.0.0.1", "::1", "localhost"]
         if self.host not in _WILDCARD_HOSTS:

@@ -36,6 +36,7 @@ WITHOUT_GENERATION: Final[frozenset[tuple[str, str]]] = frozenset({
     ("", "Service"),
     ("", "ServiceAccount"),
     ("autoscaling", "HorizontalPodAutoscaler"),
+    ("certificates.k8s.io", "CertificateSigningRequest"),
     ("coordination.k8s.io", "Lease"),
     ("events.k8s.io", "Event"),
     ("node.k8s.io", "RuntimeClass"),

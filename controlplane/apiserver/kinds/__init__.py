@@ -2,7 +2,8 @@
 
 In: nothing. Out: :func:`builtin_kind_resources` (apps ReplicaSet/DaemonSet/ControllerRevision, batch CronJob,
 networking and EndpointSlice, policy, autoscaling (v2 and v1), quota, storage and RuntimeClass kinds,
-events.k8s.io's Event, the admission webhook configurations) and :func:`gpu_workload_resources`
+events.k8s.io's Event, the admission webhook configurations, certificates.k8s.io's
+CertificateSigningRequest) and :func:`gpu_workload_resources`
 (LeaderWorkerSet, JobSet), each with kube's defaulting and validation attached where kube has
 them (``with_kube_rules``). The hub and the simulated members serve both lists.
 """
@@ -31,6 +32,7 @@ from controlplane.apiserver.kinds.apps import (
     REPLICATION_CONTROLLER,
 )
 from controlplane.apiserver.kinds.batch import CRONJOB
+from controlplane.apiserver.kinds.certificates import CERTIFICATE_SIGNING_REQUEST
 from controlplane.apiserver.kinds.events import EVENT
 from controlplane.apiserver.kinds.networking import ENDPOINT_SLICE, INGRESS, INGRESS_CLASS, NETWORK_POLICY
 from controlplane.apiserver.kinds.sigs import JOBSET, LEADER_WORKER_SET
@@ -61,6 +63,7 @@ def builtin_kind_resources() -> list[ResourceType]:
         MUTATING_WEBHOOK_CONFIGURATION,
         VALIDATING_ADMISSION_POLICY,
         VALIDATING_ADMISSION_POLICY_BINDING,
+        CERTIFICATE_SIGNING_REQUEST,
     ])
 
 

@@ -210,7 +210,7 @@ class Writer:
         ``.status``; ``subresource="status"`` changes only ``.status``. With ``handed_over``
         (a freshly parsed request body) ``obj`` is changed in place instead of copied.
         """
-        if subresource == "status" and not handed_over:
+        if rt.writes_status_only(subresource) and not handed_over:
             obj = checked_body(rt, status_request(obj), namespace=namespace, name=name, copy_body=False)
         else:
             obj = checked_body(rt, obj, namespace=namespace, name=name, copy_body=not handed_over, from_request=handed_over)
@@ -379,10 +379,11 @@ class Writer:
             rt.defaults(new)
         if options.webhooks is not None:
             new = await mutated(rt, options, Operation.UPDATE, new, old, subresource=subresource)
-            if subresource == "status":  # kube's status strategy keeps all but the status it was given
+            if rt.writes_status_only(subresource):  # kube's status strategy keeps all but the status it was given
                 new = merged(rt, old, new, subresource=subresource)
         checked = check_object(
-            new, rt, field_validation=options.field_validation, old=old, status_only=subresource == "status"
+            new, rt, field_validation=options.field_validation, old=old, status_only=rt.writes_status_only(subresource),
+            subresource=subresource,
         )
         new = checked.obj
         if subresource is None:
@@ -492,10 +493,12 @@ def merged(
     """The object an update would store: server-owned fields and the other half kept."""
     _check_uid(rt, old, incoming)
     new = _merged(rt, old, incoming, subresource=subresource)
+    if subresource is not None and subresource in rt.status_writes:
+        rt.status_writes[subresource].prepare(new, old)
     if rt.conversion is not None and rt.conversion.status_annotations:
         # Annotations that carry the status (in a converted version) go with it: the request's
         # on a status write, the stored ones on any other.
-        source = incoming if subresource == "status" else old
+        source = incoming if rt.writes_status_only(subresource) else old
         _set_annotations(new, source, rt.conversion.status_annotations)
     return new
 
@@ -536,7 +539,7 @@ def _set_annotations(obj: dict[str, Any], source: dict[str, Any], keys: tuple[st
 def _merged(
     rt: ResourceType, old: dict[str, Any], incoming: dict[str, Any], *, subresource: str | None
 ) -> dict[str, Any]:
-    if subresource == "status":
+    if rt.writes_status_only(subresource):
         # ``old`` is this write's own decoded copy. Where the kind is defaulted as it is read, it
         # carries its defaults already and defaulting ``new`` again writes no new value, so the
         # two share every subtree but metadata (whose resourceVersion and managedFields change)

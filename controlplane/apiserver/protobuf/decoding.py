@@ -19,6 +19,7 @@ are not well-formed protobuf. Pure: no I/O.
 from __future__ import annotations
 
 import base64
+import json
 from datetime import UTC, datetime
 from typing import Any
 
@@ -150,7 +151,7 @@ def _decode_message(data: bytes, message: Message, *, path: str) -> dict[str, An
 
 def _store(out: dict[str, Any], field: Field, wire: WireField, *, path: str) -> None:
     name = field.name
-    if field.type in (FieldType.STRING_MAP, FieldType.BYTES_MAP, FieldType.QUANTITY_MAP):
+    if field.type in (FieldType.STRING_MAP, FieldType.BYTES_MAP, FieldType.QUANTITY_MAP, FieldType.EXTRA_MAP):
         key, value = _map_entry(field, _payload(wire, path), path=path)
         out.setdefault(name, {})[key] = value
         return
@@ -180,6 +181,10 @@ def _value(field: Field, wire: WireField, *, path: str) -> Any:
     kind = field.type
     if kind is FieldType.STRING:
         return _decode_text(_payload(wire, path), path)
+    if kind is FieldType.BYTES:
+        return base64.b64encode(_payload(wire, path)).decode("ascii")
+    if kind is FieldType.FIELDS_V1:
+        return _fields_v1(_payload(wire, path), path)
     if kind in (FieldType.INT32, FieldType.INT64, FieldType.BOOL):
         number = _number(wire, path)
         if kind is FieldType.BOOL:
@@ -233,7 +238,21 @@ def _map_entry(field: Field, raw: bytes, *, path: str) -> tuple[str, Any]:
         return key, _decode_text(value_raw, entry_path)
     if field.type is FieldType.BYTES_MAP:
         return key, base64.b64encode(value_raw).decode("ascii")
+    if field.type is FieldType.EXTRA_MAP:
+        try:
+            items = [_decode_text(_payload(item, entry_path), entry_path) for item in iter_fields(value_raw) if item.number == 1]
+        except WireError as exc:
+            raise _Malformed(entry_path, str(exc)) from exc
+        return key, items
     return key, _quantity(value_raw, entry_path)
+
+
+def _fields_v1(raw: bytes, path: str) -> Any:
+    entry = _fields_of(raw, path)
+    try:
+        return json.loads(_payload(entry[1], path)) if 1 in entry else {}
+    except ValueError as exc:
+        raise _Malformed(path, "fieldsV1 is not JSON") from exc
 
 
 def _quantity(raw: bytes, path: str) -> str:

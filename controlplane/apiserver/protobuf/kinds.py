@@ -2,7 +2,7 @@
 
 ``kubectl create namespace|configmap|secret|serviceaccount|service|quota|deployment|job|
 cronjob|role|clusterrole|rolebinding|clusterrolebinding|ingress|poddisruptionbudget|
-priorityclass|token``, ``kubectl autoscale`` (an autoscaling/v1 HorizontalPodAutoscaler) and ``kubectl auth can-i|whoami`` use typed clients that write
+priorityclass|token``, ``kubectl certificate approve|deny`` (a CertificateSigningRequest), ``kubectl autoscale`` (an autoscaling/v1 HorizontalPodAutoscaler) and ``kubectl auth can-i|whoami`` use typed clients that write
 ``application/vnd.kubernetes.protobuf`` bodies; manifests
 (``kubectl apply -f``) always go as JSON, so no other kind needs a table here. Keys
 are ``(apiVersion, kind)`` as the envelope names them.
@@ -31,6 +31,7 @@ _KINDS: Mapping[str, tuple[str, ...]] = {
         "LocalSubjectAccessReview",
     ),
     "authentication.k8s.io/v1": ("SelfSubjectReview", "TokenRequest", "TokenReview"),
+    "certificates.k8s.io/v1": ("CertificateSigningRequest",),
 }
 
 MESSAGES_BY_KIND: Mapping[tuple[str, str], Message] = {

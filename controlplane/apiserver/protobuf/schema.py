@@ -42,6 +42,12 @@ class FieldType(StrEnum):
     #: map<string, bytes>: values are base64 in JSON (Secret.data, ConfigMap.binaryData).
     BYTES_MAP = "map<string, bytes>"
     QUANTITY_MAP = "map<string, Quantity>"
+    #: bytes: base64 in JSON (a CertificateSigningRequest's request and certificate).
+    BYTES = "bytes"
+    #: meta/v1 FieldsV1 (``{bytes Raw = 1}``, JSON text): the JSON object itself (managedFields).
+    FIELDS_V1 = "FieldsV1"
+    #: map<string, ExtraValue> (``{repeated string items = 1}``): lists of strings in JSON (user extra).
+    EXTRA_MAP = "map<string, ExtraValue>"
     UNSUPPORTED = "unsupported"
 
 

@@ -3,7 +3,8 @@
 Each file maps a message's Go name to its fields by number; a field is written
 ``TYPE jsonName [repeated] [pointer] [inline]``, where ``TYPE`` is a scalar (``string``,
 ``int32``, ``int64``, ``bool``), one of kube's own types (``Quantity``, ``IntOrString``,
-``Time``), a map (``map<string,string>``, ``map<string,bytes>``, ``map<string,Quantity>``),
+``Time``), a map (``map<string,string>``, ``map<string,bytes>``, ``map<string,Quantity>``,
+``map<string,ExtraValue>``), ``bytes``, ``FieldsV1``,
 ``unsupported`` (see :mod:`~controlplane.apiserver.protobuf.schema`), or the name of another
 message of any of the files. The flags are :class:`~controlplane.apiserver.protobuf.schema.Field`'s.
 Read once at import; a malformed table fails the import.
@@ -30,6 +31,7 @@ TABLE_FILES = (
     "autoscaling_v1.yaml",
     "scheduling_v1.yaml",
     "authentication_v1.yaml",
+    "certificates_v1.yaml",
 )
 
 _TYPES: Mapping[str, FieldType] = {
@@ -43,6 +45,9 @@ _TYPES: Mapping[str, FieldType] = {
     "map<string,string>": FieldType.STRING_MAP,
     "map<string,bytes>": FieldType.BYTES_MAP,
     "map<string,Quantity>": FieldType.QUANTITY_MAP,
+    "bytes": FieldType.BYTES,
+    "FieldsV1": FieldType.FIELDS_V1,
+    "map<string,ExtraValue>": FieldType.EXTRA_MAP,
     "unsupported": FieldType.UNSUPPORTED,
 }
 _FLAGS = frozenset({"repeated", "pointer", "inline"})

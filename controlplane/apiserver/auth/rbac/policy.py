@@ -7,7 +7,9 @@ filled by the aggregation controller from every ClusterRole labelled
 and ``admin`` includes ``edit``), ``system:discovery``, ``system:basic-user`` (every
 authenticated user may ask what it may do), ``system:public-info-viewer`` and
 ``system:service-account-issuer-discovery`` (every service account may read the token issuer's
-OpenID documents).
+OpenID documents), and the CertificateSigningRequest roles (``system:node-bootstrapper``,
+``system:certificates.k8s.io:*``: bind ``system:certificates.k8s.io:kube-apiserver-client-approver``
+to let someone approve client certificates).
 
 gpufed adds labelled ClusterRoles that aggregate its own kinds into the defaults (policies,
 workloads, bindings, reports) and ``gpufed:viewer`` for the hub's own read-only token role.
@@ -58,13 +60,15 @@ WRITE: Final = ("create", "update", "patch", "delete", "deletecollection")
 READ_WRITE: Final = (*READ, *WRITE)
 
 def rule(verbs: tuple[str, ...], groups: tuple[str, ...] = (), resources: tuple[str, ...] = (),
-         *, urls: tuple[str, ...] = ()) -> dict[str, Any]:
+         *, urls: tuple[str, ...] = (), names: tuple[str, ...] = ()) -> dict[str, Any]:
     out: dict[str, Any] = {"verbs": list(verbs)}
     if urls:
         out["nonResourceURLs"] = list(urls)
     else:
         out["apiGroups"] = list(groups)
         out["resources"] = list(resources)
+        if names:
+            out["resourceNames"] = list(names)
     return out
 
 
@@ -169,7 +173,37 @@ def cluster_roles() -> list[dict[str, Any]]:
             rule(("create",), ("authorization.k8s.io",), ("selfsubjectaccessreviews", "selfsubjectrulesreviews")),
             rule(("create",), ("authentication.k8s.io",), ("selfsubjectreviews",)),
         ]),
+        *certificates_cluster_roles(),
         *gpufed_cluster_roles(),
+    ]
+
+
+_CERTIFICATES: Final = "certificates.k8s.io"
+#: The signer each ``system:certificates.k8s.io:<name>-approver`` role may approve for.
+_APPROVERS: Final = {
+    "kube-apiserver-client": "kubernetes.io/kube-apiserver-client",
+    "kube-apiserver-client-kubelet": "kubernetes.io/kube-apiserver-client-kubelet",
+    "kubelet-serving": "kubernetes.io/kubelet-serving",
+    "legacy-unknown": "kubernetes.io/legacy-unknown",
+}
+
+
+def certificates_cluster_roles() -> list[dict[str, Any]]:
+    """kube's bootstrap roles for CertificateSigningRequests: the node bootstrapper's, the node
+    client subresources' and one approver role per kube signer (``approve`` on ``signers``)."""
+    return [
+        cluster_role("system:node-bootstrapper", [
+            rule(("create", "get", "list", "watch"), (_CERTIFICATES,), ("certificatesigningrequests",)),
+        ]),
+        cluster_role("system:certificates.k8s.io:certificatesigningrequests:nodeclient", [
+            rule(("create",), (_CERTIFICATES,), ("certificatesigningrequests/nodeclient",)),
+        ]),
+        cluster_role("system:certificates.k8s.io:certificatesigningrequests:selfnodeclient", [
+            rule(("create",), (_CERTIFICATES,), ("certificatesigningrequests/selfnodeclient",)),
+        ]),
+        *(cluster_role(f"system:certificates.k8s.io:{name}-approver", [
+            rule(("approve",), (_CERTIFICATES,), ("signers",), names=(signer,)),
+        ]) for name, signer in _APPROVERS.items()),
     ]
 
 
