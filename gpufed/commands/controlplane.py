@@ -218,6 +218,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="fleet admission: what a Workload evicted by the PodsReady timeout counts from in its "
                              "queue at equal priority: its eviction or its creation (Kueue's "
                              "requeuingStrategy.timestamp; default Eviction, as in Kueue)")
+    parser.add_argument("--cluster-signing-duration", type=positive_duration, default=None, metavar="DURATION",
+                        help="as kube-controller-manager's flag: the longest validity of a certificate the hub's "
+                             "CSR signer issues (default 8760h, a year)")
     parser.add_argument("--legacy-service-account-token-clean-up-period", type=positive_duration,
                         default=DEFAULT_CLEAN_UP_PERIOD, metavar="DURATION",
                         help="as kube-controller-manager's flag: an auto-generated service account token Secret "
@@ -354,6 +357,7 @@ def hub_config(args: argparse.Namespace) -> HubConfig:
         leader_lease_ttl=args.leader_lease_ttl,
         legacy_token_clean_up_period=args.legacy_service_account_token_clean_up_period,
         service_accounts=service_account_options(args),
+        cluster_signing_duration=args.cluster_signing_duration,
         identity=args.identity,
         waste_sample_interval=args.waste_sample_interval,
         serving_limits=ServingLimits(

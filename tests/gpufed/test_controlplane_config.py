@@ -47,6 +47,7 @@ def test_every_flag_sets_its_field(tmp_path: Path) -> None:
         "--kueue-requeuing-backoff-max-seconds", "700", "--kueue-requeuing-backoff-limit-count", "3",
         "--kueue-requeuing-timestamp", "Creation",
         "--legacy-service-account-token-clean-up-period", "48h", "--leader-lease-ttl", "4",
+        "--cluster-signing-duration", "720h",
         "--identity", "hub-a", "--waste-sample-interval", "15",
         "--request-header-timeout", "3", "--max-pending-connections", "64", "--max-requests-inflight", "80",
         "--flowcontrol-queue-length", "9", "--flowcontrol-queue-wait-seconds", "2.5",
@@ -69,6 +70,7 @@ def test_every_flag_sets_its_field(tmp_path: Path) -> None:
             timestamp=RequeuingTimestamp.CREATION,
         ),
         legacy_token_clean_up_period=dt.timedelta(hours=48), leader_lease_ttl=4, identity="hub-a",
+        cluster_signing_duration=dt.timedelta(days=30),
         waste_sample_interval=15.0,
         watch_limits=WatchLimits(max_bytes=1 << 20, max_events=500, slow_timeout=12.0), write_journal=100,
     )
