@@ -102,7 +102,7 @@ def api_resource_list(
         if rt.categories:
             entry["categories"] = list(rt.categories)
         resources.append(entry)
-        for part in sorted({*rt.status_writes, *(("status",) if rt.has_status else ())}):
+        for part in rt.status_subresources:
             resources.append(
                 {
                     "name": f"{rt.plural}/{part}",

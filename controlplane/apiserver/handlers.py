@@ -235,8 +235,7 @@ class ResourceHandlers:
     async def subresource(self, request: web.Request, rt: ResourceType, info: RequestInfo) -> web.StreamResponse:
         if info.subresource == "scale" and rt.scale is not None and info.name is not None:
             return await self._scale(request, rt, info)
-        status_only = (info.subresource == "status" and rt.has_status) or info.subresource in rt.status_writes
-        if not status_only or info.name is None:
+        if info.subresource not in rt.status_subresources or info.name is None:
             raise errors.NotFound("the server could not find the requested resource")
         if info.verb == "get":
             return await self._get(request, rt, info)

@@ -245,6 +245,11 @@ class ResourceType:
         schema = self.field_schema if self.field_schema is not None else builtin_apply_schema(self.group, self.kind)
         object.__setattr__(self, "apply_schema", schema)
 
+    @property
+    def status_subresources(self) -> list[str]:
+        """The subresources served that write only the status (``status``, ``approval``...), sorted."""
+        return sorted({*self.status_writes, *(("status",) if self.has_status else ())})
+
     def writes_status_only(self, subresource: str | None) -> bool:
         """Whether a write through ``subresource`` changes only the status."""
         return subresource == "status" or (subresource is not None and subresource in self.status_writes)

@@ -83,8 +83,8 @@ class PathItem:
     operations: tuple[Operation, ...]
 
 
-def _object_operations(rt: ResourceType, schema: str, *, status: bool) -> list[Operation]:
-    suffix = "Status" if status else ""
+def _object_operations(rt: ResourceType, schema: str, *, status: bool, part: str = "status") -> list[Operation]:
+    suffix = part.title() if status else ""
     op = partial(_operation, rt, f"{rt.kind}{suffix}")
     patch_types = (*PATCH_TYPES, STRATEGIC_MERGE_PATCH) if rt.strategic_merge else PATCH_TYPES
     out = [
@@ -131,10 +131,10 @@ def kind_paths(rt: ResourceType, schema: str) -> list[PathItem]:
         PathItem(scope, scope_params, tuple(collection)),
         PathItem(f"{scope}/{{name}}", (*scope_params, "name"), tuple(_object_operations(rt, schema, status=False))),
     ]
-    if rt.has_status:
+    for part in rt.status_subresources:
         items.append(
-            PathItem(f"{scope}/{{name}}/status", (*scope_params, "name"),
-                     tuple(_object_operations(rt, schema, status=True)))
+            PathItem(f"{scope}/{{name}}/{part}", (*scope_params, "name"),
+                     tuple(_object_operations(rt, schema, status=True, part=part)))
         )
     if rt.namespaced:
         all_namespaces = _operation(rt, f"{rt.kind}ForAllNamespaces", "get", "list", "list", query=_LIST)

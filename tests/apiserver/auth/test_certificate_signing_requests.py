@@ -216,3 +216,16 @@ async def test_approving_needs_the_approve_verb_on_the_signer(hub: Hub, admin: C
 
     await eventually(ivy_approves)
     await condition_becomes(config, "jay", "Approved,Issued")
+
+
+async def test_discovery_and_openapi_list_the_kind_and_its_subresources(hub: Hub, admin: Client) -> None:
+    code, out, err = await kubectl(hub.kubeconfig_path, "api-resources", "--api-group=certificates.k8s.io")
+    assert code == 0 and out.splitlines()[1].split() == [
+        "certificatesigningrequests", "csr", "certificates.k8s.io/v1", "false", "CertificateSigningRequest"], (out, err)
+    code, listed = await admin("GET", "/apis/certificates.k8s.io/v1")
+    assert code == 200 and [r["name"] for r in listed["resources"]] == [
+        "certificatesigningrequests", "certificatesigningrequests/approval", "certificatesigningrequests/status"], listed
+    code, document = await admin("GET", "/openapi/v3/apis/certificates.k8s.io/v1")
+    approval = document["paths"]["/apis/certificates.k8s.io/v1/certificatesigningrequests/{name}/approval"]
+    assert code == 200 and approval["put"]["operationId"].endswith("CertificateSigningRequestApproval"), approval
+    assert {"get", "put", "patch"} <= set(approval)
