@@ -28,6 +28,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Final
 
 from cryptography import x509
+from cryptography.hazmat.primitives.asymmetric import ed25519, rsa
 
 from controlplane.apis.kube import field, names
 from controlplane.apis.kube.field import FieldError, GoValue
@@ -101,8 +102,17 @@ def parse_request(pem: bytes) -> x509.CertificateSigningRequest:
     except ValueError as exc:
         raise ValueError(f"x509: malformed certificate request: {exc}") from None
     if not request.is_signature_valid:
-        raise ValueError("x509: ECDSA verification failure")
+        raise ValueError(_signature_failure(request.public_key()))
     return request
+
+
+def _signature_failure(key: object) -> str:
+    """Go's ``CheckSignature`` words for a signature that does not verify with ``key``."""
+    if isinstance(key, rsa.RSAPublicKey):
+        return "crypto/rsa: verification error"
+    if isinstance(key, ed25519.Ed25519PublicKey):
+        return "x509: Ed25519 verification failure"
+    return "x509: ECDSA verification failure"
 
 
 _PEM_BLOCK: Final = re.compile(

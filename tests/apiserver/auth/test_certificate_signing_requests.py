@@ -216,6 +216,15 @@ async def test_approving_needs_the_approve_verb_on_the_signer(hub: Hub, admin: C
 
     await eventually(ivy_approves)
     await condition_becomes(config, "jay", "Approved,Issued")
+    # A CSR ivy makes names ivy, with her certificate's credential id (sent back by approve as protobuf).
+    code, _, err = await kubectl(ivy, "apply", "-f", "-", stdin=manifest("kay", signing_request("kay")[0]))
+    assert code == 0, err
+    spec = (await get_csr(config, "kay"))["spec"]
+    assert (spec["username"], spec["groups"]) == ("ivy", ["reviewers", "system:authenticated"]), spec
+    assert list(spec["extra"]) == ["authentication.kubernetes.io/credential-id"], spec
+    code, _, err = await kubectl(ivy, "certificate", "approve", "kay")
+    assert code == 0, err
+    await condition_becomes(config, "kay", "Approved,Issued")
 
 
 async def test_discovery_and_openapi_list_the_kind_and_its_subresources(hub: Hub, admin: Client) -> None:
