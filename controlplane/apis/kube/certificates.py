@@ -341,7 +341,8 @@ def _stamp_conditions(new: Obj, old: Obj, now: dt.datetime) -> None:
     """``populateConditionTimestamps``."""
     moment = _timestamp(now)
     for condition in conditions(new):
-        condition.setdefault("lastUpdateTime", moment)
+        if not condition.get("lastUpdateTime"):
+            condition["lastUpdateTime"] = moment
         if not condition.get("lastTransitionTime"):
             condition["lastTransitionTime"] = next(
                 (c["lastTransitionTime"] for c in conditions(old)
