@@ -288,6 +288,11 @@ _KINDS: Mapping[tuple[str, str], FieldSchema] = MappingProxyType(
         ("events.k8s.io", "Event"): _struct(metadata=OBJECT_META),
         ("", "ServiceAccount"): _struct(metadata=OBJECT_META, secrets=_keyed(UNKNOWN, "name")),
         ("scheduling.k8s.io", "PriorityClass"): _struct(metadata=OBJECT_META),
+        # CertificateSigningRequest: usages and groups are ``+listType=atomic``; its conditions are
+        # ``+listType=map`` by type without patch tags (strategic merge replaces them whole).
+        ("certificates.k8s.io", "CertificateSigningRequest"): _struct(
+            metadata=OBJECT_META, spec=_struct(extra=_map()), status=_struct(conditions=_apply_keyed(UNKNOWN, "type")),
+        ),
         # Endpoints subsets are ``+listType=atomic``.
         ("", "Endpoints"): _METADATA_ONLY,
         ("", "PersistentVolume"): _struct(metadata=OBJECT_META, spec=_struct(capacity=_map())),
