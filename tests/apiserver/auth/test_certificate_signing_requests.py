@@ -100,6 +100,11 @@ async def test_a_csr_approved_with_kubectl_is_signed_by_the_hubs_ca_and_authenti
     usage = cert.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
     assert list(usage) == [ExtendedKeyUsageOID.CLIENT_AUTH]
     assert cert.extensions.get_extension_for_class(x509.BasicConstraints).value.ca is False
+    code, out, err = await kubectl(config, "describe", "csr", "erin")
+    assert code == 0, err
+    described = [line.split() for line in out.splitlines()]
+    assert ["Requesting", "User:", "gpufed-admin"] in described and ["Status:", "Approved,Issued"] in described, out
+    assert ["Common", "Name:", "erin"] in described and ["Organization:", "team-a"] in described, out
     # The certificate and the key authenticate the CSR's subject.
     erin = certificate_kubeconfig(tmp_path / "erin.kubeconfig", hub, (cert_pem, key))
     info = await whoami(erin)
