@@ -86,6 +86,16 @@ def _webhooks(name: str) -> dict[str, Any]:
     }]}
 
 
+#: A PEM certificate request for /CN=clients-suite/O=team-a (P-256), base64 as a CSR's spec.request carries it.
+_CLIENT_CSR = (
+    "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURSBSRVFVRVNULS0tLS0KTUlIa01JR0xBZ0VBTUNreEZqQVVCZ05WQkFNTURXTnNhV1Z1ZEhNdGMzVnBk"
+    "R1V4RHpBTkJnTlZCQW9NQm5SbApZVzB0WVRCWk1CTUdCeXFHU000OUFnRUdDQ3FHU000OUF3RUhBMElBQkEyTUg1TnprOW1qa2oyV2xqQXV0"
+    "WFJlCkVWZmxnSTlUOXdPZ0xSbGlEK3hSVkpYL3hNa1ZLSUlSa3ZHMDA0MVhHZ2FzSmNKT3FRNEw4MFhNcm03ajNwR2cKQURBS0JnZ3Foa2pP"
+    "UFFRREFnTklBREJGQWlFQTlKRkdFci9GMW03SWU5WTVzbmtMRXN1QmEvT3Z6Vm95Z045NgpvanE1K01VQ0lIbnJzZ0pZS0hQQThjL2JuNTRU"
+    "YTZwaEtncG5hQ3dKdHRCb05oM2hraS90Ci0tLS0tRU5EIENFUlRJRklDQVRFIFJFUVVFU1QtLS0tLQo="
+)
+
+
 #: (group, kind) -> the object's body without apiVersion, kind and metadata.
 SPECS: dict[tuple[str, str], Builder] = {
     ("", "Namespace"): lambda name: {},
@@ -133,6 +143,10 @@ SPECS: dict[tuple[str, str], Builder] = {
         "ports": [{"name": "http", "port": 8000, "protocol": "TCP"}],
     },
     ("node.k8s.io", "RuntimeClass"): lambda name: {"handler": "nvidia"},
+    ("certificates.k8s.io", "CertificateSigningRequest"): lambda name: {"spec": {
+        "request": _CLIENT_CSR, "signerName": "kubernetes.io/kube-apiserver-client", "usages": ["client auth"],
+        "expirationSeconds": 3600,
+    }},
     ("scheduling.k8s.io", "PriorityClass"): lambda name: {"value": 1000, "description": "clients suite"},
     ("coordination.k8s.io", "Lease"): lambda name: {"spec": {"holderIdentity": "clients-suite", "leaseDurationSeconds": 40}},
     ("apps", "Deployment"): lambda name: {"spec": {"replicas": 2, **_selected(name, gpus=True)}},
