@@ -17,9 +17,10 @@ Kueue's workload controller and ClusterQueue cache decide them:
   after eviction. Previously: Retry");
 * :func:`unusable_checks`: the checks a ClusterQueue names that do not exist or are not
   ``Active`` (the queue is inactive until they are);
-* :func:`start_pod_template` / :func:`restore_pod_template`: a Job's pod template as it starts
-  (its flavor's node labels and the Ready checks' ``podSetUpdates`` merged in, Kueue's
-  ``podset.Merge``; a conflicting key is an error) and as it is restored when stopped.
+* :func:`start_pod_template` / :func:`restore_pod_template`: one pod set's template as its job
+  starts (its flavor's node labels and the Ready checks' ``podSetUpdates`` merged in, Kueue's
+  ``podset.Merge``; a conflicting key is an error) and as it is restored when stopped (every pod
+  set of a job: :mod:`controlplane.admission.podsets`).
 
 Pure: times come in as RFC 3339 text.
 """
@@ -271,16 +272,3 @@ def restore_pod_template(template: Mapping[str, Any], original: Mapping[str, Any
     """``template`` with the labels, annotations, nodeSelector and tolerations of ``original``
     (the Workload's pod set, as the job was queued): Kueue's ``RestorePodSpec`` on stop."""
     return _with_info(template, pod_set_info(original))
-
-
-def job_template(
-    template: Mapping[str, Any], workload: Mapping[str, Any], node_labels: Mapping[str, str], *, admitted: bool,
-) -> dict[str, Any]:
-    """A batch/v1 Job's pod template (its Workload's one pod set) as it starts, ``admitted``
-    (:func:`start_pod_template`), or as it is stopped (:func:`restore_pod_template`, from the
-    Workload's pod set)."""
-    pod_sets = (workload.get("spec") or {}).get("podSets") or [{}]
-    pod_set = pod_sets[0] if isinstance(pod_sets[0], Mapping) else {}
-    if admitted:
-        return start_pod_template(template, str(pod_set.get("name") or "main"), node_labels, states_of(workload))
-    return restore_pod_template(template, pod_set.get("template") or {})

@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
-from controlplane.admission import checks
+from controlplane.admission import podsets
 from controlplane.admission.core import (
     DEFAULT_WEIGHT,
     Admission,
@@ -82,20 +82,18 @@ def pod_sets(workload: Mapping[str, Any]) -> list[Obj] | None:
         return None
     obj = dict(workload)
     components = interpreter.components(obj)
+    # As Kueue's: each pod template's labels, annotations, nodeSelector and tolerations, which
+    # the job gets back when it is stopped (:func:`controlplane.admission.podsets.restore`).
     if components:
-        return [
-            {"name": c.name.lower()[:63], "count": c.replicas, "template": _template(c.requirements)} for c in components
-        ]
+        return podsets.with_own_templates(obj, [
+            {"name": podsets.pod_set_name(c.name), "count": c.replicas, "template": _template(c.requirements)}
+            for c in components
+        ])
     count = interpreter.replicas(obj)
     main: Obj = {"name": "main", "count": count, "template": _template(interpreter.replica_requirements(obj))}
-    if _is_job(workload):
-        # As Kueue's: the pod template's labels, annotations, nodeSelector and tolerations, which
-        # the Job gets back when it is stopped (:func:`controlplane.admission.checks.restore_pod_template`).
-        template = ((workload.get("spec") or {}).get("template")) or {}
-        main["template"] = checks.restore_pod_template(main["template"], template)
     if (min_count := job_min_count(workload, count)) is not None:
         main["minCount"] = min_count
-    return [main]
+    return podsets.with_own_templates(obj, [main])
 
 
 def _is_job(obj: Mapping[str, Any]) -> bool:
@@ -408,3 +406,17 @@ def flavor_constraints(
             for key, value in flavors.get(str(flavor), {}).items():
                 (on_clusters if key in cluster_keys else on_nodes)[key] = value
     return on_clusters, on_nodes
+
+
+def node_labels_by_pod_set(
+    admission: Mapping[str, Any], flavors: Mapping[str, Mapping[str, str]], cluster_label_keys: Iterable[str]
+) -> dict[str, dict[str, str]]:
+    """Per pod set of an admission, its flavors' node labels that select nodes (not clusters,
+    :func:`flavor_constraints`): what goes into that pod set's nodeSelector as its job starts."""
+    cluster_keys = set(cluster_label_keys)
+    out: dict[str, dict[str, str]] = {}
+    for psa in admission.get("podSetAssignments") or ():
+        labels = out.setdefault(str(psa.get("name") or "main"), {})
+        for flavor in sorted(set((psa.get("flavors") or {}).values())):
+            labels.update({k: v for k, v in flavors.get(str(flavor), {}).items() if k not in cluster_keys})
+    return out

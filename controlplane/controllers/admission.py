@@ -6,11 +6,12 @@ ClusterQueues, LocalQueues, WorkloadPriorityClasses and Workloads (informers). O
 
 * per queued workload a Workload ``<kind>-<name>`` in its namespace (owner: the workload) with
   one pod set per role the interpreter reads, ``spec.queueName`` and the priority of its
-  WorkloadPriorityClass (label ``kueue.x-k8s.io/priority-class``); a batch/v1 Job is kept
-  ``spec.suspend: true`` at the hub until admitted (as Kueue does) and unsuspended then, with the
-  admitted flavor's node labels in its pod template's nodeSelector and its admission checks'
-  ``podSetUpdates`` merged in (partially admitted, with the admitted ``parallelism``; its own
-  template and count back when suspended again);
+  WorkloadPriorityClass (label ``kueue.x-k8s.io/priority-class``); a job of a kind Kueue suspends
+  (batch/v1 Job, JobSet, the Kubeflow jobs, RayJob, RayCluster) is kept suspended at the hub until
+  admitted (as Kueue does) and started then, with each pod set's admitted flavor's node labels in
+  its pod template's nodeSelector and its admission checks' ``podSetUpdates`` merged in (a
+  partially admitted Job with the admitted ``parallelism``; its own templates and count back when
+  suspended again: :mod:`controlplane.controllers.jobstarting`);
 * the admission cycle (:func:`controlplane.admission.core.decide`) over every ClusterQueue: an
   admitted Workload gets ``status.admission`` (ClusterQueue and flavor per resource) and the
   conditions QuotaReserved and Admitted; a waiting one QuotaReserved=False with Kueue's reason
@@ -54,7 +55,7 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any, Final
 
-from controlplane.admission import checks, requeuing, stopping
+from controlplane.admission import checks, podsets, requeuing, stopping
 from controlplane.admission import objects as adm
 from controlplane.admission import pending as pending_order
 from controlplane.admission.core import ClusterQueue, Pending, Target, Usage, Waiting, decide
@@ -64,10 +65,11 @@ from controlplane.apis import kueue_v1beta1 as kueue
 from controlplane.apis.events import EventType
 from controlplane.apis.meta import parse_time
 from controlplane.controllers.admissionchecks import AdmissionChecking
-from controlplane.controllers.admissiongate import API, JOB, Kinds, owner_of
+from controlplane.controllers.admissiongate import API, Kinds, owner_of
 from controlplane.controllers.context import ControllerContext
 from controlplane.controllers.events import EventReason, record_event
 from controlplane.controllers.informing import AssumedWrites, spec_unchanged
+from controlplane.controllers.jobstarting import JobStarting
 from controlplane.controllers.reconciling import KeyedController
 from controlplane.controllers.requeuing import Requeuing
 from controlplane.controllers.workloadevicting import evict, unreserve
@@ -76,10 +78,6 @@ from controlplane.interpreter import interpreter_for
 from controlplane.objectclient import ResourceType, WatchEventType, errors
 
 log = logging.getLogger(__name__)
-#: How many conflicts with other writers a Job's stop rides out before it gives up (and its
-#: sync is retried).
-_STOP_CONFLICTS: Final = 5
-
 CYCLE: Final = ("cycle",)
 
 Key = tuple[str, ...]
@@ -104,6 +102,7 @@ class AdmissionController(KeyedController[Key]):
         if self.kinds.workload is None:
             return
         self.requeuing = Requeuing(ctx, self.kinds.workload, metrics=metrics)
+        self.starting = JobStarting(ctx, self.kinds, self.kinds.workload)
         self.checking = AdmissionChecking(ctx, self.kinds.workload, assume=self._assume, waited=self._waited, metrics=metrics)
         ctx.add_workload_handler(self._on_source)
         kinds = self.kinds
@@ -167,7 +166,7 @@ class AdmissionController(KeyedController[Key]):
             await ctx.objects.create(wl_rt, self._new_workload(source, queue, pod_sets))
             log.info("Workload %s/%s created for %s in queue %s", ref.namespace, adm.workload_name(ref.kind, ref.name), ref, queue)
         elif adm.admission_of(wl) is None and not adm.is_finished(wl):
-            if (ref.api_version, ref.kind) == JOB and (source.get("spec") or {}).get("suspend") is not True:
+            if podsets.startable(source) and not podsets.suspended(source):
                 # Stopped first (its count restored): the Workload never takes a partial admission's count.
                 return await self._follow_source(wl_rt, wl, source, ref)
             # Still waiting: the Workload follows the workload's pods, queue and priority (as Kueue
@@ -218,7 +217,8 @@ class AdmissionController(KeyedController[Key]):
         return workload
 
     async def _follow_source(self, wl_rt: ResourceType, wl: dict[str, Any], source: dict[str, Any], ref: WorkloadRef) -> None:
-        """Finished → Finished=True (quota freed); a Job is suspended until admitted, then unsuspended."""
+        """Finished → Finished=True (quota freed); a job of a kind Kueue suspends is suspended until
+        admitted, then started (:class:`~controlplane.controllers.jobstarting.JobStarting`)."""
         ctx = self.ctx
         interpreter = interpreter_for(ref.api_version, ref.kind)
         phase = interpreter.finished(source.get("status")) if interpreter is not None else None
@@ -230,74 +230,8 @@ class AdmissionController(KeyedController[Key]):
             await ctx.objects.update_status(wl_rt, updated)
             return
         await self.requeuing.record_pods_ready(wl, source)
-        if (ref.api_version, ref.kind) != JOB or phase is not None:
-            return
-        admitted = adm.admission_of(wl) is not None and adm.is_true(wl, kueue.COND_ADMITTED)
-        flipping = admitted != ((source.get("spec") or {}).get("suspend") is not True)
-        rt = ctx.registry.require(ref.api_version, ref.kind)
-        # Kueue's podSetsInfo: admitted, the admitted count (partial admission); suspended again, its own.
-        updated = {**source, "spec": dict(source.get("spec") or {})}  # the count is in spec's own fields
-        if not adm.set_job_count(updated, adm.pod_count(wl, admitted=admitted) if admitted or flipping else None) and not flipping:
-            if not admitted and "startTime" in (source.get("status") or {}):
-                # kube's Job controller clears a suspended Job's startTime, so that its pod
-                # template's scheduling directives may change until it starts again (the next
-                # admission's flavor labels); the hub's Job has no Job controller of its own.
-                status = {k: v for k, v in source["status"].items() if k != "startTime"}
-                await ctx.objects.update_status(rt, {**source, "status": status})
-            return
-        updated = copy.deepcopy(updated)
-        updated["spec"]["suspend"] = not admitted
-        if flipping and not admitted:
-            return await self._stop(rt, updated, wl)
-        if flipping:
-            if adm.is_finished(wl):
-                return  # it failed to start
-            cluster_keys = {k for c in ctx.clusters.items() for k in ((c.get("metadata") or {}).get("labels") or {})}
-            _, on_nodes = adm.flavor_constraints(adm.admission_of(wl) or {}, self.kinds.flavors(), cluster_keys)
-            try:  # the flavor's node labels and the checks' podSetUpdates
-                updated["spec"]["template"] = checks.job_template(updated["spec"].get("template") or {}, wl, on_nodes, admitted=True)
-            except checks.PodSetUpdateConflict as err:  # as Kueue: no point in retrying
-                failed = {"type": kueue.COND_FINISHED, "status": "True", "reason": checks.REASON_FAILED_TO_START, "message": str(err)}
-                status = copy.deepcopy(wl.get("status") or {})
-                status["conditions"] = with_condition(status.get("conditions") or [], failed, now=ctx.now_text())
-                await ctx.objects.update_status(wl_rt, {**wl, "status": status})
-                log.warning("%s failed to start: %s", ref, err)
-                return
-        await ctx.objects.update(rt, updated)
-        log.info("%s %s", ("unsuspended" if admitted else "suspended until admitted:") if flipping else "admitted count set:", ref)
-
-    async def _stop(self, rt: ResourceType, job: dict[str, Any], wl: Mapping[str, Any]) -> None:
-        """Kueue's ``Stop`` of a batch/v1 Job: suspended (its own count back), its startTime
-        cleared (kube lets a suspended Job's scheduling directives change only until it starts),
-        then its own pod template back (the Workload's pod set)."""
-        written = await self.ctx.objects.update(rt, job)
-        log.info("suspended until admitted: %s", WorkloadRef.of(job))
-        step: dict[str, Any] | None = written
-        conflicts = 0
-        while step is not None:
-            try:
-                step = await self._restore(rt, step, wl)
-            except errors.Conflict:
-                # Another writer came in between (the detector's condition, a user's label): the
-                # step is taken again on the latest Job, for once the Job is suspended no later
-                # sync takes it, and the waiting Workload would follow the started template.
-                conflicts += 1
-                if conflicts > _STOP_CONFLICTS:
-                    raise
-                step = await self.ctx.objects.get(rt, namespace=str(job["metadata"]["namespace"]), name=str(job["metadata"]["name"]))
-
-    async def _restore(self, rt: ResourceType, job: dict[str, Any], wl: Mapping[str, Any]) -> dict[str, Any] | None:
-        """One step of a stopped Job's way back to its own template: its startTime cleared, then
-        its pod template restored from the Workload's pod set. The written Job, None when there was
-        nothing left to do."""
-        if "startTime" in (job.get("status") or {}):
-            status = {k: v for k, v in job["status"].items() if k != "startTime"}
-            return await self.ctx.objects.update_status(rt, {**job, "status": status})
-        template = (job.get("spec") or {}).get("template") or {}
-        restored = checks.job_template(template, wl, {}, admitted=False)
-        if restored == template:
-            return None
-        return await self.ctx.objects.update(rt, {**job, "spec": {**job["spec"], "template": restored}})
+        if phase is None and podsets.startable(source):
+            await self.starting.follow(wl, source, ref)
 
     # --- the admission cycle -----------------------------------------------------------------
 

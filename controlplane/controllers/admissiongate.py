@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from controlplane.admission import checks, requeuing
+from controlplane.admission import checks, podsets, requeuing
 from controlplane.admission import objects as adm
 from controlplane.apis import kueue_v1alpha1
 from controlplane.apis import kueue_v1beta1 as kueue
@@ -129,14 +129,15 @@ class AdmissionGate:
             if evicted.get("status") == "True":
                 return Gate(held=f"evicted: {evicted.get('message', '')}; {held}", evicted=True)
             return Gate(held=held)
-        if (str(workload.get("apiVersion")), str(workload.get("kind"))) == JOB and (workload.get("spec") or {}).get("suspend") is True:
-            # Admitted, but the admission controller has not started the Job yet: until it does,
-            # the Job has its own parallelism, not the admitted count, nor the flavor's node
-            # labels, and a member given it would be given another count soon after (kube
-            # refuses the completions that count then divides to).
+        if podsets.startable(workload) and podsets.suspended(workload):
+            # Admitted, but the admission controller has not started the job yet: until it does,
+            # it has neither the flavor's node labels nor the checks' podSetUpdates in its pod
+            # templates, and a Job has its own parallelism, not the admitted count (a member given
+            # it would be given another count soon after: kube refuses the completions that count
+            # then divides to).
             return Gate(held=(
                 f"admitted by ClusterQueue {admission.get('clusterQueue', '')} (Workload {adm.key_of(wl)}); "
-                "waiting for the Job to be started with its admission"
+                f"waiting for the {workload.get('kind')} to be started with its admission"
             ))
         cluster_keys = {k for c in self.kinds.ctx.clusters.items() for k in ((c.get("metadata") or {}).get("labels") or {})}
         on_clusters, _ = adm.flavor_constraints(admission, self.kinds.flavors(), cluster_keys)
@@ -144,15 +145,15 @@ class AdmissionGate:
 
 
 async def suspend_queued_job(rt: ResourceType, obj: dict[str, Any]) -> None:
-    """Kueue's Job webhook default, as a create check of the hub's API: a batch/v1 Job created with
-    a queue name is created suspended, so it starts only once its Workload is admitted, and then
-    with the admitted flavor's node labels in its pod template (kube lets a suspended Job's
-    scheduling directives change until it starts). Without it, a Job created unsuspended could
-    be admitted before the admission controller suspended it, and run without them."""
-    if (rt.api_version, rt.kind) == JOB and adm.queue_name(obj) is not None:
-        spec = obj.setdefault("spec", {})
-        if isinstance(spec, dict):
-            spec["suspend"] = True
+    """Kueue's job webhooks' default, as a create check of the hub's API: a job of a kind Kueue
+    suspends (batch/v1 Job, JobSet, the Kubeflow jobs, RayJob, RayCluster) created with a queue
+    name is created suspended, so it starts only once its Workload is admitted, and then with the
+    admitted flavor's node labels in its pod templates (kube lets a suspended Job's scheduling
+    directives change until it starts). Without it, a job created unsuspended could be admitted
+    before the admission controller suspended it, and run without them."""
+    typed = {**obj, "apiVersion": rt.api_version, "kind": rt.kind, "spec": obj.setdefault("spec", {})}
+    if adm.queue_name(obj) is not None and podsets.startable(typed):
+        kueue.set_job_suspend(typed, True)  # in obj's own spec
 
 
 def constrain_placement(spec: dict[str, Any], cluster_labels: Mapping[str, str]) -> None:

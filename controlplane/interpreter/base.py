@@ -39,6 +39,7 @@ __all__ = [
     "Health",
     "KindInterpreter",
     "MemberStatuses",
+    "PodSetSlot",
     "PodTemplateKind",
     "SplitAware",
     "keep_finished",
@@ -160,6 +161,9 @@ class SplitAware(Protocol):
 TemplateSlot = tuple[dict[str, Any], str]
 """(parent dict, key) where a pod template lives, so a copy can be rewritten in place."""
 
+PodSetSlot = tuple[str, TemplateSlot]
+"""(role name, slot): one pod set of a workload and where its pod template lives."""
+
 
 class PodTemplateKind:
     """Shared behaviour for kinds that embed pod templates; subclasses name where they are."""
@@ -172,6 +176,12 @@ class PodTemplateKind:
 
     def components(self, obj: Obj) -> list[Component]:
         return []
+
+    def pod_set_slots(self, obj: Obj) -> list[PodSetSlot]:
+        """Each role's pod template by the role's name (:meth:`components`; a single-template
+        kind's one template is ``main``): where Kueue starts and restores each pod set."""
+        slots = self.template_slots(obj)
+        return [("main", slots[0])] if len(slots) == 1 and not self.components(obj) else []
 
     def replica_requirements(self, obj: Obj) -> ReplicaRequirements:
         slots = self.template_slots(obj)

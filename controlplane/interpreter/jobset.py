@@ -23,6 +23,7 @@ from controlplane.interpreter.base import (
     GangOfRoles,
     Health,
     MemberStatuses,
+    PodSetSlot,
     TemplateSlot,
     condition_true,
     put_conditions,
@@ -49,11 +50,14 @@ class JobSetInterpreter(GangOfRoles):
     kind = "JobSet"
 
     def template_slots(self, obj: Obj) -> list[TemplateSlot]:
-        out: list[TemplateSlot] = []
-        for replicated in _replicated_jobs(obj):
+        return [slot for _, slot in self.pod_set_slots(obj)]
+
+    def pod_set_slots(self, obj: Obj) -> list[PodSetSlot]:
+        out: list[PodSetSlot] = []
+        for index, replicated in enumerate(_replicated_jobs(obj)):
             spec = (replicated.get("template") or {}).get("spec")
             if isinstance(spec, dict) and "template" in spec:
-                out.append((spec, "template"))
+                out.append((str(replicated.get("name") or f"job-{index}"), (spec, "template")))
         return out
 
     def components(self, obj: Obj) -> list[Component]:

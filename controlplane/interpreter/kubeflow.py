@@ -21,6 +21,7 @@ from controlplane.interpreter.base import (
     GangOfRoles,
     Health,
     MemberStatuses,
+    PodSetSlot,
     TemplateSlot,
     condition_true,
     extreme_time,
@@ -46,7 +47,10 @@ class KubeflowJobInterpreter(GangOfRoles):
         return {str(k): v for k, v in roles.items() if isinstance(v, dict)}
 
     def template_slots(self, obj: Obj) -> list[TemplateSlot]:
-        return [(role, "template") for role in self._roles(obj).values() if "template" in role]
+        return [slot for _, slot in self.pod_set_slots(obj)]
+
+    def pod_set_slots(self, obj: Obj) -> list[PodSetSlot]:
+        return [(name, (role, "template")) for name, role in self._roles(obj).items() if "template" in role]
 
     def components(self, obj: Obj) -> list[Component]:
         return [

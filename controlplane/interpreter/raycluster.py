@@ -22,6 +22,7 @@ from controlplane.interpreter.base import (
     GangOfRoles,
     Health,
     MemberStatuses,
+    PodSetSlot,
     TemplateSlot,
     nonzero_sums,
     reported,
@@ -51,15 +52,20 @@ def worker_pods(group: Mapping[str, Any]) -> int:
 
 
 def cluster_template_slots(cluster_spec: dict[str, Any] | None) -> list[TemplateSlot]:
+    return [slot for _, slot in cluster_pod_set_slots(cluster_spec)]
+
+
+def cluster_pod_set_slots(cluster_spec: dict[str, Any] | None) -> list[PodSetSlot]:
+    """The head's and each worker group's pod template, by the names of :func:`cluster_components`."""
     if not isinstance(cluster_spec, dict):
         return []
-    slots: list[TemplateSlot] = []
+    slots: list[PodSetSlot] = []
     head = cluster_spec.get("headGroupSpec")
     if isinstance(head, dict) and "template" in head:
-        slots.append((head, "template"))
-    for group in cluster_spec.get("workerGroupSpecs") or ():
+        slots.append((HEAD, (head, "template")))
+    for i, group in enumerate(cluster_spec.get("workerGroupSpecs") or ()):
         if isinstance(group, dict) and "template" in group:
-            slots.append((group, "template"))
+            slots.append((str(group.get("groupName") or f"workers-{i}"), (group, "template")))
     return slots
 
 
@@ -120,6 +126,9 @@ class RayClusterInterpreter(GangOfRoles):
 
     def template_slots(self, obj: Obj) -> list[TemplateSlot]:
         return cluster_template_slots(obj.get("spec"))
+
+    def pod_set_slots(self, obj: Obj) -> list[PodSetSlot]:
+        return cluster_pod_set_slots(obj.get("spec"))
 
     def components(self, obj: Obj) -> list[Component]:
         return cluster_components(obj.get("spec"))

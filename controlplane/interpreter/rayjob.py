@@ -19,6 +19,7 @@ from controlplane.interpreter.base import (
     GangOfRoles,
     Health,
     MemberStatuses,
+    PodSetSlot,
     TemplateSlot,
     reported,
 )
@@ -26,6 +27,7 @@ from controlplane.interpreter.dependencies import pod_template_dependencies, sor
 from controlplane.interpreter.health import status_of
 from controlplane.interpreter.raycluster import (
     cluster_components,
+    cluster_pod_set_slots,
     cluster_template_slots,
     main_worker_requirements,
     scale_cluster_spec,
@@ -57,6 +59,9 @@ class RayJobInterpreter(GangOfRoles):
 
     def template_slots(self, obj: Obj) -> list[TemplateSlot]:
         return cluster_template_slots((obj.get("spec") or {}).get("rayClusterSpec"))
+
+    def pod_set_slots(self, obj: Obj) -> list[PodSetSlot]:
+        return cluster_pod_set_slots((obj.get("spec") or {}).get("rayClusterSpec"))
 
     def components(self, obj: Obj) -> list[Component]:
         return cluster_components((obj.get("spec") or {}).get("rayClusterSpec"))

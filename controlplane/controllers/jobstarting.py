@@ -1,0 +1,114 @@
+"""Starting and stopping a queued job at the hub, as Kueue's job reconciler does.
+
+In: a queued job of a kind Kueue suspends (:func:`controlplane.admission.podsets.startable`:
+batch/v1 Job, JobSet, the Kubeflow jobs, RayJob, RayCluster) and its Workload. Out, written to
+the hub's job: admitted, it is unsuspended with every pod set's template started (its flavor's
+node labels and its admission checks' ``podSetUpdates``, :mod:`controlplane.admission.podsets`)
+and a partially admitted Job with the admitted ``parallelism``; not admitted, it is suspended
+again, then (a Job's ``startTime`` cleared first) its own templates and count are restored. A
+``podSetUpdates`` conflict is Kueue's ``FailedToStart``: the Workload finishes and the job stays
+suspended. The admission gate lets the job propagate only once it is started.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from collections.abc import Mapping
+from typing import Any, Final
+
+from controlplane.admission import checks, podsets
+from controlplane.admission import objects as adm
+from controlplane.apis import kueue_v1beta1 as kueue
+from controlplane.controllers.admissiongate import JOB, Kinds
+from controlplane.controllers.context import ControllerContext
+from controlplane.controllers.workloads import WorkloadRef, with_condition
+from controlplane.objectclient import ResourceType, errors
+
+log = logging.getLogger(__name__)
+#: How many conflicts with other writers a job's stop rides out before it gives up (and its
+#: sync is retried).
+_STOP_CONFLICTS: Final = 5
+
+
+def _is_job(obj: Mapping[str, Any]) -> bool:
+    return (str(obj.get("apiVersion")), str(obj.get("kind"))) == JOB
+
+
+class JobStarting:
+    """Kueue's ``StartJob`` / ``StopJob`` for the hub's queued jobs."""
+
+    def __init__(self, ctx: ControllerContext, kinds: Kinds, wl_rt: ResourceType) -> None:
+        self.ctx, self.kinds, self.wl_rt = ctx, kinds, wl_rt
+
+    async def follow(self, wl: dict[str, Any], source: dict[str, Any], ref: WorkloadRef) -> None:
+        """Start ``source`` once its Workload is admitted, stop it when it no longer is."""
+        ctx = self.ctx
+        admitted = adm.admission_of(wl) is not None and adm.is_true(wl, kueue.COND_ADMITTED)
+        flipping = admitted == podsets.suspended(source)
+        rt = ctx.registry.require(ref.api_version, ref.kind)
+        # Kueue's podSetsInfo: admitted, the admitted count (partial admission); suspended again, its own.
+        updated = {**source, "spec": dict(source.get("spec") or {})}  # the count is in spec's own fields
+        if not adm.set_job_count(updated, adm.pod_count(wl, admitted=admitted) if admitted or flipping else None) and not flipping:
+            if not admitted and _is_job(source) and "startTime" in (source.get("status") or {}):
+                # kube's Job controller clears a suspended Job's startTime, so that its pod
+                # template's scheduling directives may change until it starts again (the next
+                # admission's flavor labels); the hub's Job has no Job controller of its own.
+                status = {k: v for k, v in source["status"].items() if k != "startTime"}
+                await ctx.objects.update_status(rt, {**source, "status": status})
+            return
+        updated = copy.deepcopy(updated)
+        kueue.set_job_suspend(updated, not admitted)
+        if flipping and not admitted:
+            return await self._stop(rt, updated, wl)
+        if flipping:
+            if adm.is_finished(wl):
+                return  # it failed to start
+            cluster_keys = {k for c in ctx.clusters.items() for k in ((c.get("metadata") or {}).get("labels") or {})}
+            node_labels = adm.node_labels_by_pod_set(adm.admission_of(wl) or {}, self.kinds.flavors(), cluster_keys)
+            try:  # the flavors' node labels and the checks' podSetUpdates
+                updated = podsets.start(updated, wl, node_labels)
+            except checks.PodSetUpdateConflict as err:  # as Kueue: no point in retrying
+                failed = {"type": kueue.COND_FINISHED, "status": "True", "reason": checks.REASON_FAILED_TO_START, "message": str(err)}
+                status = copy.deepcopy(wl.get("status") or {})
+                status["conditions"] = with_condition(status.get("conditions") or [], failed, now=ctx.now_text())
+                await ctx.objects.update_status(self.wl_rt, {**wl, "status": status})
+                log.warning("%s failed to start: %s", ref, err)
+                return
+        await ctx.objects.update(rt, updated)
+        log.info("%s %s", ("unsuspended" if admitted else "suspended until admitted:") if flipping else "admitted count set:", ref)
+
+    async def _stop(self, rt: ResourceType, job: dict[str, Any], wl: Mapping[str, Any]) -> None:
+        """Kueue's ``Stop``: suspended (a Job's own count back), a Job's startTime cleared (kube
+        lets a suspended Job's scheduling directives change only until it starts), then its own
+        pod templates back (the Workload's pod sets)."""
+        written = await self.ctx.objects.update(rt, job)
+        log.info("suspended until admitted: %s", WorkloadRef.of(job))
+        step: dict[str, Any] | None = written
+        conflicts = 0
+        while step is not None:
+            try:
+                step = await self._restore(rt, step, wl)
+            except errors.Conflict:
+                # Another writer came in between (the detector's condition, a user's label): the
+                # step is taken again on the latest job, for once the job is suspended no later
+                # sync takes it, and the waiting Workload would follow the started templates.
+                conflicts += 1
+                if conflicts > _STOP_CONFLICTS:
+                    raise
+                step = await self.ctx.objects.get(rt, namespace=str(job["metadata"]["namespace"]), name=str(job["metadata"]["name"]))
+
+    async def _restore(self, rt: ResourceType, job: dict[str, Any], wl: Mapping[str, Any]) -> dict[str, Any] | None:
+        """One step of a stopped job's way back to its own templates: a Job's startTime cleared,
+        then every pod set's template restored from the Workload. The written job, None when there
+        was nothing left to do."""
+        if _is_job(job) and "startTime" in (job.get("status") or {}):
+            status = {k: v for k, v in job["status"].items() if k != "startTime"}
+            return await self.ctx.objects.update_status(rt, {**job, "status": status})
+        restored = podsets.restore(job, wl)
+        if restored == job:
+            return None
+        return await self.ctx.objects.update(rt, restored)
+
+
+__all__ = ["JobStarting"]
