@@ -122,3 +122,15 @@ def test_a_single_template_kind_names_its_pod_set_main() -> None:
     interpreter = interpreter_for("apps/v1", "Deployment")
     assert isinstance(interpreter, PodTemplateKind)
     assert [name for name, _ in interpreter.pod_set_slots(deployment)] == ["main"]
+
+
+def test_each_pod_set_gets_its_own_flavors_node_labels_and_no_cluster_labels() -> None:
+    admission = {"clusterQueue": "q", "podSetAssignments": [
+        {"name": "head", "flavors": {"cpu": "cpu-only"}},
+        {"name": "workers", "flavors": {"cpu": "cpu-only", GPU: "a100"}},
+    ]}
+    flavors = {"cpu-only": {"pool": "onprem", "node-type": "cpu"}, "a100": {"pool": "onprem", "nvidia.com/gpu.product": "A100"}}
+    assert adm.node_labels_by_pod_set(admission, flavors, {"pool"}) == {
+        "head": {"node-type": "cpu"},
+        "workers": {"node-type": "cpu", "nvidia.com/gpu.product": "A100"},
+    }
