@@ -101,7 +101,7 @@ def test_a_pod_set_update_conflicting_with_a_roles_template_fails_the_start(kind
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_the_workload_keeps_each_roles_own_template_fields(kind: str) -> None:
-    obj, names = KINDS[kind]
+    obj, _ = KINDS[kind]
     pod_sets = adm.pod_sets(queued(obj))
     assert pod_sets is not None
     for ps in pod_sets:
