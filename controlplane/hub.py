@@ -66,6 +66,8 @@ from controlplane.apiserver.auth.serviceaccountjwt import ServiceAccountOptions
 from controlplane.apiserver.auth.serviceaccounts import ServiceAccountTokens
 from controlplane.apiserver.auth.tokens import TokenStore
 from controlplane.apiserver.componentstatus import ComponentStatuses, leader_probe, store_probe
+from controlplane.apiserver.crd.client import ConvertedObjects
+from controlplane.apiserver.crd.converted import WebhookConversions
 from controlplane.apiserver.crd.registry import DynamicRegistry
 from controlplane.apiserver.crd.types import crd_resource_type
 from controlplane.apiserver.identity import Role
@@ -510,6 +512,11 @@ class Hub(ShutdownOnce):
         fenced: ObjectClient = writes if self.watch_cache is None or not config.cached_informers else CachedObjects(
             writes, self.watch_cache
         )
+        if self.webhooks is not None:
+            # As in kube, where controllers read through the API: a CRD's objects in the version
+            # asked for, converted by its conversion webhook (with the API's client and metrics).
+            conversions = WebhookConversions(self.webhooks.client, writes.registry, self.webhooks.metrics)
+            fenced = ConvertedObjects(fenced, conversions)
         queues = self.metrics.workqueues  # every controller's loop feeds client-go's workqueue series
         self.controllers = ControllerManager(
             fenced,

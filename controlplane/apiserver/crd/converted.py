@@ -57,6 +57,7 @@ from controlplane.apiserver.validation import check_object, decoded_applied
 from controlplane.apiserver.webhooks import equivalence
 from controlplane.apiserver.webhooks.calling import WebhookClient
 from controlplane.apiserver.webhooks.metrics import AdmissionMetrics
+from controlplane.objectclient import ObjectClient
 
 _NO_OBJECT = (WatchEventType.BOOKMARK, WatchEventType.ERROR)
 
@@ -131,6 +132,28 @@ class WebhookConversions:
         source = str(objects[0].get("apiVersion") or rt.api_version)
         converted = await self._convert(webhook, objects, source, api_version, what=group_version_kind(source, rt.kind))
         return converted, target.apply_schema
+
+    async def replace(
+        self, objects: ObjectClient, stored: ResourceType, obj: dict[str, Any], *, current: dict[str, Any],
+        namespace: str | None, name: str | None, subresource: str | None, args: WriteArgs,
+    ) -> dict[str, Any]:
+        """The update of ``obj`` (in the storage version) replacing ``current`` (as stored). An
+        object still stored in an earlier version is written whole, in one compare-and-swap on the
+        revision read unless the write names one: the part this write does not change (the status
+        on a main write, the rest on a status write) converted, as kube converts the old object."""
+        if not stored.has_status or current.get("apiVersion") == stored.api_version:
+            return await objects.update(stored, obj, namespace=namespace, name=name, subresource=subresource, **args)
+        [old] = await self.served(stored, [current])
+        version = obj["metadata"].get("resourceVersion") or current["metadata"].get("resourceVersion")
+        whole = copy.deepcopy(old if subresource == "status" else obj)
+        if subresource == "status":  # the managedFields recorded for the write
+            whole["metadata"]["managedFields"] = obj["metadata"].get("managedFields") or []
+        whole.pop("status", None)
+        status = (obj if subresource == "status" else old).get("status")
+        if status is not None:
+            whole["status"] = copy.deepcopy(status)
+        whole["metadata"]["resourceVersion"] = version
+        return await objects.update_with_status(stored, whole, **args)
 
     async def _convert(
         self, webhook: ConversionWebhook, objects: list[dict[str, Any]], source: str, desired: str, *, what: str,
@@ -417,26 +440,10 @@ class ConvertedHandlers:
     async def _replace(
         self, stored: ResourceType, obj: dict[str, Any], *, current: dict[str, Any], info: RequestInfo, args: WriteArgs
     ) -> dict[str, Any]:
-        """The update of ``obj`` (in the storage version) replacing ``current`` (as stored). An
-        object still stored in an earlier version is written whole, in one compare-and-swap on the
-        revision read unless the request names one: the part this write does not change (the
-        status on a main write, the rest on a status write) converted, as kube converts the old object."""
-        subresource = info.subresource or None
-        if not stored.has_status or current.get("apiVersion") == stored.api_version:
-            return await self._handlers.objects.update(
-                stored, obj, namespace=info.namespace, name=info.name, subresource=subresource, **args
-            )
-        [old] = await self._conversions.served(stored, [current])
-        version = obj["metadata"].get("resourceVersion") or current["metadata"].get("resourceVersion")
-        whole = copy.deepcopy(old if subresource == "status" else obj)
-        if subresource == "status":  # the managedFields recorded for the write
-            whole["metadata"]["managedFields"] = obj["metadata"].get("managedFields") or []
-        whole.pop("status", None)
-        status = (obj if subresource == "status" else old).get("status")
-        if status is not None:
-            whole["status"] = copy.deepcopy(status)
-        whole["metadata"]["resourceVersion"] = version
-        return await self._handlers.objects.update_with_status(stored, whole, **args)
+        return await self._conversions.replace(
+            self._handlers.objects, stored, obj, current=current, namespace=info.namespace, name=info.name,
+            subresource=info.subresource or None, args=args,
+        )
 
     async def _delete(self, request: web.Request, rt: ResourceType, stored: ResourceType, info: RequestInfo) -> web.Response:
         assert info.name is not None
