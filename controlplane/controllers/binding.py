@@ -74,6 +74,7 @@ from controlplane.controllers.context import (
     INDEX_CLUSTER,
     INDEX_NAMESPACE,
     INDEX_POLICY,
+    UNSYNCED_RETRY_SECONDS,
     ControllerContext,
     policy_key,
     policy_ref_of_binding,
@@ -397,6 +398,8 @@ class BindingController(KeyedController[BindingKey]):
         resource = BindingView(binding).resource
         api_version, kind = str(resource.get("apiVersion")), str(resource.get("kind"))
         informer = ctx.workload_informer(api_version, kind)
+        if informer is not None and not informer.synced.is_set():
+            return UNSYNCED_RETRY_SECONDS  # not listed yet: its Works stay until the workload is known gone
         workload = informer.get(resource.get("namespace"), str(resource.get("name"))) if informer else None
         if binding is None or is_deleting(binding) or workload is None or is_deleting(workload):
             await self._delete_works(key, existing)

@@ -47,6 +47,9 @@ INDEX_BINDING = "binding"
 
 PROPAGATION_KINDS = ("PropagationPolicy", "ClusterPropagationPolicy")
 OVERRIDE_KINDS = ("OverridePolicy", "ClusterOverridePolicy")
+#: How soon a reconcile that needs a workload informer not listed yet (a custom kind just watched,
+#: or one whose list fails, its conversion webhook down) looks again.
+UNSYNCED_RETRY_SECONDS = 1.0
 
 
 @dataclass(frozen=True)

@@ -58,6 +58,7 @@ from controlplane.controllers.admissiongate import AdmissionGate, constrain_plac
 from controlplane.controllers.context import (
     INDEX_NAMESPACE,
     INDEX_POLICY,
+    UNSYNCED_RETRY_SECONDS,
     ControllerContext,
     policy_key,
     policy_ref_of_binding,
@@ -348,10 +349,14 @@ class Detector(KeyedController[WorkloadRef]):
 
     async def reconcile(self, ref: WorkloadRef) -> float | None:
         ctx = self.ctx
-        rt = ctx.registry.for_kind(ref.api_version, ref.kind)
         informer = ctx.workload_informer(ref.api_version, ref.kind)
-        if rt is None or informer is None:
+        if informer is None:
             return None
+        if not informer.synced.is_set():
+            return UNSYNCED_RETRY_SECONDS  # not listed yet (a kind just watched, its list failing): absent says nothing
+        # The kind as watched (a CRD's storage version), whatever version the ref names (a binding
+        # made before the storage version moved): its objects come converted to that version.
+        rt = informer.rt
         # Cached reads: every write below is a compare-and-swap, so a stale copy only loses a race.
         workload = ctx.cached(rt, ref.namespace, ref.name)
         binding = ctx.bindings.get(ref.binding_namespace, ref.binding_name)

@@ -556,8 +556,8 @@ class StatusController(KeyedController[BindingKey]):
         works: Mapping[str, Mapping[str, Any]],
     ) -> None:
         ctx = self.ctx
-        rt = ctx.registry.for_kind(api_version, kind)
         informer = ctx.workload_informer(api_version, kind)
+        rt = informer.rt if informer is not None else None  # the version watched, its objects' own
         if rt is None or informer is None or not rt.has_status:
             return
         workload = informer.get(resource.get("namespace"), str(resource.get("name")))
