@@ -32,7 +32,6 @@ from controlplane.objectclient import (
     ObjectEvent,
     ObjectList,
     Preconditions,
-    Registry,
     ResourceType,
     WriteArgs,
 )
@@ -44,17 +43,14 @@ class ConvertedObjects:
     def __init__(self, objects: ObjectClient, conversions: WebhookConversions) -> None:
         self._objects = objects
         self._conversions = conversions
-
-    @property
-    def registry(self) -> Registry:
-        return self._objects.registry
+        self.registry = objects.registry  # the same object, swapped in place as CRDs change
 
     def _current(self, rt: ResourceType) -> ResourceType:
         """``rt`` as the registry serves it now: a caller (an informer) may hold a custom kind's type
         from before its CRD changed (another webhook, storage version or storedVersions)."""
         if rt.custom is None:
             return rt
-        return self._objects.registry.get(rt.group, rt.version, rt.plural) or rt
+        return self.registry.get(rt.group, rt.version, rt.plural) or rt
 
     async def get(
         self, rt: ResourceType, *, namespace: str | None = None, name: str, resource_version: str | None = None
