@@ -264,8 +264,12 @@ class ControllerContext:
         )
 
     async def wait_synced(self) -> None:
-        for informer in self._informers.values():
-            await informer.synced.wait()
+        """Until every informer but a custom kind's has listed. The informers change meanwhile (a CRD
+        established, or its storage version moved, while the controllers start); a custom kind's list
+        may fail for as long as its conversion webhook does, so its informer does not hold the others
+        back: the controllers treat its objects as unknown until it has listed."""
+        while pending := [i for i in self._informers.values() if i.rt.custom is None and not i.synced.is_set()]:
+            await pending[0].synced.wait()
 
     def workload_informer(self, api_version: str, kind: str) -> Informer | None:
         rt = self.registry.for_kind(api_version, kind)
