@@ -72,6 +72,7 @@ from controlplane.controllers.workloads import (
     WorkloadRef,
     is_deleting,
     is_plain,
+    keeps_propagated_condition,
     shape_problem,
     with_condition,
 )
@@ -354,9 +355,7 @@ class Detector(KeyedController[WorkloadRef]):
             return None
         if not informer.synced.is_set():
             return UNSYNCED_RETRY_SECONDS  # not listed yet (a kind just watched, its list failing): absent says nothing
-        # The kind as watched (a CRD's storage version), whatever version the ref names (a binding
-        # made before the storage version moved): its objects come converted to that version.
-        rt = informer.rt
+        rt = informer.rt  # as watched (a CRD's storage version), whatever version the ref names: its objects' own
         # Cached reads: every write below is a compare-and-swap, so a stale copy only loses a race.
         workload = ctx.cached(rt, ref.namespace, ref.name)
         binding = ctx.bindings.get(ref.binding_namespace, ref.binding_name)
@@ -527,7 +526,7 @@ class Detector(KeyedController[WorkloadRef]):
         self, rt: ResourceType, workload: dict[str, Any], status: bool, reason: PropagatedReason, message: str
     ) -> bool:
         """Set the ``Propagated`` condition; True when it changed (or the kind keeps no status)."""
-        if not rt.has_status or is_plain(rt.api_version, rt.kind):
+        if not keeps_propagated_condition(rt):
             return True
         status_block = self._propagated_status(rt, workload, status, reason, message)
         if status_block is None:
@@ -538,9 +537,8 @@ class Detector(KeyedController[WorkloadRef]):
     def _propagated_status(
         self, rt: ResourceType, workload: dict[str, Any], status: bool, reason: PropagatedReason, message: str
     ) -> dict[str, Any] | None:
-        """The workload's status with the ``Propagated`` condition set; None when it is set so
-        already or the kind keeps no status of its own."""
-        if not rt.has_status or is_plain(rt.api_version, rt.kind):
+        """The workload's status with the ``Propagated`` condition set; None: set so already, or kept by no status."""
+        if not keeps_propagated_condition(rt):
             return None
         view = ObjectView(workload)
         conditions = view.conditions

@@ -61,6 +61,23 @@ def is_plain(api_version: str, kind: str) -> bool:
     return interpreter_for(api_version, kind) is None
 
 
+def keeps_propagated_condition(rt: ResourceType) -> bool:
+    """Whether the detector writes its ``Propagated`` condition into objects of ``rt``: a kind with
+    replicas and a ``status`` subresource whose status keeps ``conditions`` (a custom kind's status
+    schema declares them or keeps unknown fields; otherwise kube's pruning drops them, or a strict
+    write refuses them: ``... cannot be handled as a CronTab: strict decoding error: unknown field
+    "status.conditions"``)."""
+    if not rt.has_status or is_plain(rt.api_version, rt.kind):
+        return False
+    if rt.custom is None:
+        return True
+    schema = rt.custom.schema
+    status = (schema.get("properties") or {}).get("status")
+    if status is None:
+        return bool(schema.get("x-kubernetes-preserve-unknown-fields"))
+    return bool(status.get("x-kubernetes-preserve-unknown-fields")) or "conditions" in (status.get("properties") or {})
+
+
 def is_propagatable(rt: ResourceType) -> bool:
     """Whether a policy may propagate objects of ``rt``: any namespaced kind the hub serves that
     is not part of the hub's own machinery, and the cluster-scoped kinds of :data:`PROPAGATABLE_CLUSTER_KINDS`."""

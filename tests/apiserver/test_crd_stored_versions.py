@@ -20,6 +20,7 @@ from tests.webhookserver import WebhookServer
 CRD = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/crontabs.stable.example.com"
 APPLIED_V1 = "/apis/stable.example.com/v1/namespaces/applied/crontabs"
 APPLIED_V2 = "/apis/stable.example.com/v2/namespaces/applied/crontabs"
+GROUP = "stable.example.com"
 hub, api, server = admission_webhooks.hub, admission_webhooks.api, admission_webhooks.server
 
 
@@ -38,6 +39,17 @@ async def _store_as_v2(api: Api) -> None:
         return rt is not None and rt.stored_in_version == "stable.example.com/v2"
 
     await eventually(stored_as_v2, what="the hub to store crontabs as v2")
+
+    async def controllers_listed_v2() -> bool:
+        # The leader's controllers read crontabs as v2 too (their list converts the v1 objects):
+        # the reviews counted below are the requests' own once they have.
+        context = api.hub.controllers.context if api.hub.controllers is not None else None
+        informer = context.workload_informer(f"{GROUP}/v2", "CronTab") if context is not None else None
+        return informer is not None and informer.rt.version == "v2" and informer.synced.is_set()
+
+    v2 = api.hub.objects.registry.get(GROUP, "v2", "crontabs") if api.hub.objects else None
+    if v2 is not None and v2.custom is not None and v2.custom.conversion_webhook is not None:
+        await eventually(controllers_listed_v2, what="the controllers to list crontabs as v2")
 
 
 async def _stored_versions(api: Api) -> list[str]:

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from controlplane.apis.constants import LABEL_BINDING
 from controlplane.apiserver import errors
 from controlplane.apiserver.crd.controller import CrdController
+from controlplane.apiserver.crd.types import custom_types
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.manager import ControllerManager
-from controlplane.controllers.workloads import propagatable_types
+from controlplane.controllers.workloads import keeps_propagated_condition, propagatable_types
 
 from .conftest import FAST
 from .fleet import eventually, node_shape, propagation_policy, put_cluster
@@ -221,3 +224,35 @@ async def test_a_cluster_propagation_policy_sends_the_crd_to_the_clusters(
             return False
 
         await eventually(gone, what="the CRD and its Works deleted")
+
+
+
+@pytest.mark.parametrize(
+    ("status", "root_keeps_unknown", "keeps"),
+    [
+        ({"type": "object", "properties": {"replicas": {"type": "integer"}}}, False, False),
+        ({"type": "object", "properties": {"conditions": {"type": "array"}}}, False, True),
+        ({"type": "object", "x-kubernetes-preserve-unknown-fields": True}, False, True),
+        (None, True, True),
+        (None, False, False),
+    ],
+)
+def test_the_propagated_condition_is_written_where_the_status_schema_keeps_it(
+    status: dict[str, Any] | None, root_keeps_unknown: bool, keeps: bool
+) -> None:
+    """A custom kind (here a PyTorchJob CRD, which has the built-in interpreter) whose status would
+    drop, or under a strict write refuse, ``conditions`` gets none: kube's ``PyTorchJob in version
+    "v1" cannot be handled as a PyTorchJob: strict decoding error: unknown field "status.conditions"``."""
+    schema: dict[str, Any] = {"type": "object", "properties": {"spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}
+    if status is not None:
+        schema["properties"]["status"] = status
+    if root_keeps_unknown:
+        schema["x-kubernetes-preserve-unknown-fields"] = True
+    version = {"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": schema}, "subresources": {"status": {}}}
+    crd_body = {
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": "pytorchjobs.kubeflow.org"},
+        "spec": {"group": "kubeflow.org", "scope": "Namespaced", "names": {"plural": "pytorchjobs", "kind": "PyTorchJob"},
+                 "versions": [version]},
+    }
+    [rt] = custom_types(crd_body)
+    assert keeps_propagated_condition(rt) is keeps
