@@ -15,7 +15,9 @@ def test_waste_classify_benchmark_reports_its_figures() -> None:
         f"{variant}{step}" for variant in ("matched", "one demand waiting")
         for step in ("", ", longest step of a first pass", ", longest step of a next pass")
     ]
-    assert all(figure.value is not None and figure.value > 0 for figure in result.figures)
+    # CPU time advances in the kernel's accounting steps: one short step of the tiny size can read 0.
+    assert all(figure.value is not None and figure.value >= 0 for figure in result.figures)
+    assert sum(figure.value or 0 for figure in result.figures) > 0
     runs = result.details["cpu_seconds"]
     assert all(len(values) == (1 if "first pass" in name else plan.repeats) for name, values in runs.items())
     states = result.details["gpus_by_state"]
