@@ -441,7 +441,7 @@ class Hub(ShutdownOnce):
             watch_cache=self.watch_cache,
             warm=HOT_KINDS,
             webhooks=self.webhooks,
-            audit=self.config.audit.auditor() if self.config.audit is not None else None,
+            audit=self.config.audit.auditor(self.metrics.audit) if self.config.audit is not None else None,
         )
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False, keepalive_timeout=IDLE_TIMEOUT)
         await self._runner.setup()

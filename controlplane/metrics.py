@@ -33,6 +33,8 @@ Metrics (all prefixed ``gpufed_``):
 * ``apiserver_admission_webhook_*`` and ``apiserver_validating_admission_policy_*`` (kube's names,
   no prefix) -- admission webhook calls, refusals and latency, and policy checks
   (:mod:`controlplane.apiserver.webhooks.metrics`);
+* ``apiserver_audit_event_total`` and ``apiserver_audit_error_total{plugin}`` (kube's names, no
+  prefix) -- audit events made and lost (:mod:`controlplane.apiserver.audit.metrics`);
 * ``kueue_*`` (Kueue's names, no prefix) -- fleet admission: pending, reserving and admitted
   workloads, usage and quotas per ClusterQueue, flavor and resource, admissions, evictions and
   wait times (:mod:`controlplane.admission.metrics`);
@@ -83,6 +85,7 @@ from controlplane.admission.metrics import QueueMetrics
 from controlplane.apis.meta import parse_time
 from controlplane.apiserver import errors
 from controlplane.apiserver.app import USER
+from controlplane.apiserver.audit.metrics import AuditMetrics
 from controlplane.apiserver.flowcontrol import FlowControlMetrics
 from controlplane.apiserver.handlers import REQUEST_INFO
 from controlplane.apiserver.identity import SYSTEM_MASTERS
@@ -269,6 +272,8 @@ class HubMetrics:
         self.flowcontrol = FlowControlMetrics(self.registry)
         #: Admission webhooks and policies, under kube's metric names (controlplane.apiserver.webhooks.metrics).
         self.admission = AdmissionMetrics(self.registry)
+        #: Audit events and the ones lost, under kube's metric names (controlplane.apiserver.audit.metrics).
+        self.audit = AuditMetrics(self.registry)
         #: Fleet admission, under Kueue's metric names (controlplane.admission.metrics).
         self.queues = QueueMetrics(self.registry)
         #: Every controller's work queue, under client-go's metric names (controlplane.controllers.workqueuemetrics).

@@ -7,7 +7,8 @@ patches of :data:`PATCHES`, ``/copy`` notes the label ``/label`` adds in an anno
 only a call made while another one is in flight (else ``called alone``). Every review
 received is kept, by path, for the test to read.
 
-A ConversionReview (a CRD's conversion webhook) is answered by :func:`_convert`: ``/convert``
+An EventList (the audit webhook's batch) is kept and answered ``{}``; ``/audit-refused`` answers
+``400``, ``/audit-once-500`` answers its first one ``500``. A ConversionReview (a CRD's conversion webhook) is answered by :func:`_convert`: ``/convert``
 converts CronTabs between ``v1`` (``spec.cronSpec``) and ``v2`` (``spec.schedule``) and labels them
 ``converted-to``; ``/convert-wrong-uid``, ``/convert-renamed``, ``/convert-fail`` and ``/convert-short``
 answer as a broken webhook would (another uid, a renamed object, a Failure result, too few objects).
@@ -124,6 +125,12 @@ async def webhook_server(directory: Path, *, hosts: tuple[str, ...] = ("127.0.0.
         received[request.path].append(review)
         if review.get("kind") == "ConversionReview":
             return web.json_response(_convert(request.path, review))
+        if review.get("kind") == "EventList":  # an audit webhook's batch: kept, nothing to answer
+            if request.path == "/audit-refused":
+                return web.json_response({"message": "not these events"}, status=400)
+            if request.path == "/audit-once-500" and len(received[request.path]) == 1:
+                return web.json_response({"message": "try again"}, status=500)
+            return web.json_response({})
         if request.path == "/deny":
             if _labels(review).get("deny") == "yes":
                 return _answer(review, allowed=False, warnings=["denied by the acme policy"],

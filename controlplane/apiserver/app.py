@@ -462,6 +462,8 @@ def create_app(
             await crds.wait_synced()
         if cache is not None:
             cache.warm(rt for rt in registry if (rt.group, rt.plural) in wanted)
+        if audit is not None:
+            audit.log.start()
         webhook_task = None
         if webhooks is not None:
             # This replica calls the webhooks configured before it answers its first write.
@@ -477,7 +479,7 @@ def create_app(
         if cache is not None:
             await cache.close()
         if audit is not None:
-            audit.log.close()
+            await audit.log.close()
         if webhooks is None:
             await conversion_client.close()
         if crd_task is not None:

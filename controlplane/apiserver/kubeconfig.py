@@ -75,12 +75,13 @@ def write_kubeconfig(
         raise
 
 
-def load_kubeconfig(path: Path, *, context: str | None = None) -> HubCredentials:
+def load_kubeconfig(path: Path, *, context: str | None = None, token_required: bool = True) -> HubCredentials:
     """Server URL, CA PEM and bearer token of ``context`` (default: ``current-context``).
 
     Supports ``certificate-authority-data`` or a ``certificate-authority`` file, and
     ``token`` or ``tokenFile``; relative file paths resolve against the kubeconfig's
-    directory, as kubectl resolves them.
+    directory, as kubectl resolves them. Without ``token_required``, a user without a token
+    has the token ``""``.
     """
     document = read_yaml_mapping(path, not_mapping=" is not a kubeconfig", error=KubeconfigError, quote_error=False)
     context_name = context or document.get("current-context")
@@ -106,8 +107,10 @@ def load_kubeconfig(path: Path, *, context: str | None = None) -> HubCredentials
         token = _str(user, "token", path=path)
     elif "tokenFile" in user:
         token = (base / _str(user, "tokenFile", path=path)).read_text(encoding="utf-8").strip()
-    else:
+    elif token_required:
         raise KubeconfigError(f"{path}: user has no bearer token")
+    else:
+        token = ""
     return HubCredentials(server=server, ca_pem=ca_pem, token=token)
 
 

@@ -12,7 +12,7 @@ header (the client's own ``Audit-ID`` when it sends one). Annotations: the autho
 (``authorization.k8s.io/decision`` and ``reason``), and what admission adds during the request
 (:func:`annotate`: the policies' audit annotations and ``Audit`` failures).
 
-In: the request, its response, the policy. Out: events to the audit log.
+In: the request, its response, the policy. Out: events to the audit backends (:mod:`.union`).
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ import orjson
 from aiohttp import web
 from aiohttp.typedefs import Handler
 
-from controlplane.apiserver.audit.backend import AuditLog
 from controlplane.apiserver.audit.policy import AuditPolicy, Decision, Level, Stage
+from controlplane.apiserver.audit.union import AuditBackends
 from controlplane.apiserver.handlers import REQUEST_INFO
 from controlplane.apiserver.identity import RequestAttributes, Role, UserInfo, user_info_document
 
@@ -78,7 +78,7 @@ class Auditor:
     """The audit filter: :attr:`middleware` (outside the error handling, so that it sees every
     answer) and :meth:`on_response_prepare` (the ``Audit-Id`` header, ``ResponseStarted``)."""
 
-    def __init__(self, policy: AuditPolicy, log: AuditLog, *, clock: Callable[[], dt.datetime] | None = None) -> None:
+    def __init__(self, policy: AuditPolicy, log: AuditBackends, *, clock: Callable[[], dt.datetime] | None = None) -> None:
         self.policy = policy
         self.log = log
         self._clock = clock or (lambda: dt.datetime.now(dt.UTC))
