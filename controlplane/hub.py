@@ -188,7 +188,8 @@ class HubConfig:
     #: --client-ca-file: the CA client certificates are verified against; None: the hub's own CA
     #: when it issues its serving certificate, else no client certificates (apiserver/clientcertificates.py).
     client_ca_file: Path | None = None
-    #: --audit-policy-file and --audit-log-*: the audit log (None: no auditing, as kube without a policy).
+    #: --audit-policy-file, --audit-log-* and --audit-webhook-*: the audit backends (None: no auditing,
+    #: as kube without a policy).
     audit: AuditConfig | None = None
     #: Seconds a cluster may miss heartbeats before it is Unknown.
     cluster_monitor_grace_period: float = 40.0
