@@ -76,6 +76,7 @@ from controlplane.controllers.context import (
     INDEX_POLICY,
     UNSYNCED_RETRY_SECONDS,
     ControllerContext,
+    not_listed,
     policy_key,
     policy_ref_of_binding,
 )
@@ -398,7 +399,7 @@ class BindingController(KeyedController[BindingKey]):
         resource = BindingView(binding).resource
         api_version, kind = str(resource.get("apiVersion")), str(resource.get("kind"))
         informer = ctx.workload_informer(api_version, kind)
-        if informer is not None and not informer.synced.is_set():
+        if not_listed(informer):
             return UNSYNCED_RETRY_SECONDS  # not listed yet: its Works stay until the workload is known gone
         workload = informer.get(resource.get("namespace"), str(resource.get("name"))) if informer else None
         if binding is None or is_deleting(binding) or workload is None or is_deleting(workload):

@@ -52,6 +52,12 @@ OVERRIDE_KINDS = ("OverridePolicy", "ClusterOverridePolicy")
 UNSYNCED_RETRY_SECONDS = 1.0
 
 
+def not_listed(informer: Informer | None) -> bool:
+    """Whether ``informer`` exists and has not listed yet: an object absent from it may exist, so
+    a reconcile that would act on its absence looks again in :data:`UNSYNCED_RETRY_SECONDS`."""
+    return informer is not None and not informer.synced.is_set()
+
+
 @dataclass(frozen=True)
 class ControllerSettings:
     """Tunables of the hub's controllers (defaults suit production; tests shorten them)."""

@@ -43,6 +43,10 @@ and check each against the cached bindings and workloads. Every change that can 
 binding needs queues it as a parent first, so a restarted hub (or a new leader), which starts
 with every binding queued, rebuilds everything from the store and never drops a parent it has
 not looked at yet; a reconcile costs what its own parents cost, not the namespace's size.
+A parent's workload or an object in an informer that has not listed yet (a custom kind just
+watched, or one whose list fails on its conversion webhook) is waited for, as the detector and
+the binding controller wait (:func:`~controlplane.controllers.context.not_listed`): never taken
+for gone, so no attached binding (and no member copy) is deleted meanwhile.
 
 The pure side -- keys, parent snapshots, the attached binding's spec, the condition -- is in
 :mod:`controlplane.controllers.attachments`; this module reads the caches and writes.
@@ -78,7 +82,9 @@ from controlplane.controllers.attachments import (
 from controlplane.controllers.context import (
     INDEX_BINDING,
     INDEX_POLICY,
+    UNSYNCED_RETRY_SECONDS,
     ControllerContext,
+    not_listed,
     policy_key,
     policy_ref_of_binding,
 )
@@ -283,8 +289,14 @@ class DependenciesController:
         workload = self._workload_of(binding, deleting=preserves(binding))
         return self._dependencies_of(workload) if workload is not None else ()
 
-    def parents_of(self, key: DependencyKey) -> list[BindingSnapshot]:
-        """Every binding of ``key.namespace`` whose workload needs ``key``, with its clusters.
+    def _unlisted(self, binding: Mapping[str, Any] | None) -> bool:
+        """Whether ``binding``'s workload is in an informer not listed yet: what it needs is unknown."""
+        resource = BindingView(binding).resource if binding is not None else {}
+        return not_listed(self.ctx.workload_informer(str(resource.get("apiVersion")), str(resource.get("kind"))))
+
+    def parents_of(self, key: DependencyKey) -> list[BindingSnapshot] | None:
+        """Every binding of ``key.namespace`` whose workload needs ``key``, with its clusters;
+        None while a candidate's workload informer has not listed (it may need ``key``).
 
         Candidates are the bindings last found to need it and those not looked at since they
         changed (at the start of a term: all of them); each is checked against the cache."""
@@ -293,6 +305,8 @@ class DependenciesController:
         out: list[BindingSnapshot] = []
         for namespace, name in sorted(candidates):
             binding = self.ctx.bindings.get(namespace, name)
+            if self._unlisted(binding):
+                return None
             if binding is not None and wanted in self.needed_by(binding):
                 out.append(BindingSnapshot(key.namespace, name, parent_clusters(binding)))
         return out
@@ -305,8 +319,10 @@ class DependenciesController:
     # --- reconcile: a parent ------------------------------------------------------------
 
     async def reconcile_parent(self, key: BindingKey) -> float | None:
-        self._seen(key)
         binding = self.ctx.bindings.get(key[0], key[1])
+        if self._unlisted(binding):
+            return UNSYNCED_RETRY_SECONDS  # not listed yet: an absent workload says nothing (it stays unseen)
+        self._seen(key)
         needed = self.needed_by(binding)
         keys = frozenset(DependencyKey.of(key[0], d) for d in needed)
         before = self._remember(key, keys)
@@ -388,8 +404,12 @@ class DependenciesController:
             return None
         if existing is not None and is_deleting(existing):
             return None  # its DELETED event brings the object back here
+        if not_listed(ctx.workload_informer(key.api_version, key.kind)):
+            return UNSYNCED_RETRY_SECONDS  # the object's informer has not listed: absent says nothing
         obj = self._dependency_object(key)
         parents = self.parents_of(key) if obj is not None else []
+        if parents is None:
+            return UNSYNCED_RETRY_SECONDS  # a candidate parent's workload informer has not listed
         orphan = existing is not None and not is_attached(existing)  # its policy was deleted
         if obj is None or not parents:
             if existing is not None and not orphan:

@@ -60,6 +60,7 @@ from controlplane.controllers.context import (
     INDEX_POLICY,
     UNSYNCED_RETRY_SECONDS,
     ControllerContext,
+    not_listed,
     policy_key,
     policy_ref_of_binding,
 )
@@ -353,7 +354,7 @@ class Detector(KeyedController[WorkloadRef]):
         informer = ctx.workload_informer(ref.api_version, ref.kind)
         if informer is None:
             return None
-        if not informer.synced.is_set():
+        if not_listed(informer):
             return UNSYNCED_RETRY_SECONDS  # not listed yet (a kind just watched, its list failing): absent says nothing
         rt = informer.rt  # as watched (a CRD's storage version), whatever version the ref names: its objects' own
         # Cached reads: every write below is a compare-and-swap, so a stale copy only loses a race.
