@@ -20,6 +20,9 @@ PropagationPolicy selection (Karmada's detector):
    ClusterPropagationPolicy claim whatever the priorities and a lower-priority
    PropagationPolicy claim; a ClusterPropagationPolicy preempts only a lower-priority
    ClusterPropagationPolicy claim. Only the best candidate is considered for preemption.
+6. A selector's ``apiVersion`` is the workload's own, or another version serving the same
+   objects when the caller says so (``served_as``: a CRD's other served versions, its objects
+   read in its storage version).
 
 Override order (Karmada's override manager): all matching ClusterOverridePolicies first, then
 the OverridePolicies of the workload's namespace (namespaced workloads only); within each group
@@ -33,7 +36,7 @@ last, so the most specific policy has the final word. The deprecated
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
@@ -52,6 +55,11 @@ class ImplicitPriority(IntEnum):
     MATCH_ALL = 1
     MATCH_LABEL_SELECTOR = 2
     MATCH_NAME = 3
+
+
+#: Whether an apiVersion other than the workload's own serves the workload's objects (a served
+#: version of its CRD): a resource selector naming it selects the workload.
+ServedAs = Callable[[str], bool]
 
 
 def is_reserved_namespace(namespace: str | None) -> bool:
@@ -87,14 +95,17 @@ def _meta(workload: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def selector_match(
-    workload: Mapping[str, Any], selector: ResourceSelector, *, ignore_namespace: bool = False
+    workload: Mapping[str, Any], selector: ResourceSelector, *, ignore_namespace: bool = False,
+    served_as: ServedAs | None = None,
 ) -> ImplicitPriority:
     """How ``selector`` matches ``workload`` (Karmada's ``ResourceMatches`` + its priority).
 
     ``name`` set: only the name counts and ``labelSelector`` is ignored.
     """
     meta = _meta(workload)
-    if workload.get("apiVersion") != selector.api_version or workload.get("kind") != selector.kind:
+    if workload.get("kind") != selector.kind:
+        return ImplicitPriority.MISMATCH
+    if workload.get("apiVersion") != selector.api_version and not (served_as and served_as(selector.api_version)):
         return ImplicitPriority.MISMATCH
     if not ignore_namespace and selector.namespace and meta.get("namespace") != selector.namespace:
         return ImplicitPriority.MISMATCH
@@ -109,11 +120,12 @@ def selector_match(
 
 
 def best_selector_match(
-    workload: Mapping[str, Any], selectors: Sequence[ResourceSelector], *, ignore_namespace: bool = False
+    workload: Mapping[str, Any], selectors: Sequence[ResourceSelector], *, ignore_namespace: bool = False,
+    served_as: ServedAs | None = None,
 ) -> ImplicitPriority:
     """The most precise match among ``selectors``."""
     return max(
-        (selector_match(workload, s, ignore_namespace=ignore_namespace) for s in selectors),
+        (selector_match(workload, s, ignore_namespace=ignore_namespace, served_as=served_as) for s in selectors),
         default=ImplicitPriority.MISMATCH,
     )
 
@@ -154,13 +166,15 @@ def policy_ref(policy: AnyPropagationPolicy) -> PolicyRef:
     return PolicyRef(kind=policy.kind, name=policy.metadata.name or "", namespace=namespace)
 
 
-def _match(workload: Mapping[str, Any], policy: AnyPropagationPolicy) -> PolicyMatch | None:
+def _match(workload: Mapping[str, Any], policy: AnyPropagationPolicy, served_as: ServedAs | None) -> PolicyMatch | None:
     if policy.metadata.deletion_timestamp:
         return None
     namespaced = isinstance(policy, PropagationPolicy)
     if namespaced and (policy.metadata.namespace or "default") != (_meta(workload).get("namespace") or ""):
         return None
-    priority = best_selector_match(workload, policy.spec.resource_selectors, ignore_namespace=namespaced)
+    priority = best_selector_match(
+        workload, policy.spec.resource_selectors, ignore_namespace=namespaced, served_as=served_as
+    )
     if priority == ImplicitPriority.MISMATCH:
         return None
     return PolicyMatch(policy=policy, implicit_priority=priority)
@@ -180,12 +194,12 @@ def _may_preempt(candidate: PolicyMatch, claimed: PolicyMatch) -> bool:
 
 
 def matching_policies(
-    workload: Mapping[str, Any], policies: Sequence[AnyPropagationPolicy]
+    workload: Mapping[str, Any], policies: Sequence[AnyPropagationPolicy], *, served_as: ServedAs | None = None
 ) -> list[PolicyMatch]:
     """Every policy that matches ``workload``, best first (see the module docstring)."""
     if is_reserved_namespace(_meta(workload).get("namespace")) or is_cluster_builtin(workload):
         return []
-    matches = [m for m in (_match(workload, p) for p in policies) if m is not None]
+    matches = [m for m in (_match(workload, p, served_as) for p in policies) if m is not None]
     return sorted(matches, key=_rank)
 
 
@@ -194,13 +208,14 @@ def select_policy(
     policies: Sequence[AnyPropagationPolicy],
     *,
     claimed_by: PolicyRef | None = None,
+    served_as: ServedAs | None = None,
 ) -> PolicyMatch | None:
     """The policy that should own ``workload`` now, or ``None`` when no policy matches.
 
     ``claimed_by`` is the policy that owns it today (from the binding); see rule 5 of the module
     docstring for when it is kept.
     """
-    matches = matching_policies(workload, policies)
+    matches = matching_policies(workload, policies, served_as=served_as)
     if not matches:
         return None
     best = matches[0]
@@ -288,6 +303,7 @@ __all__ = [
     "OverrideRule",
     "PolicyMatch",
     "PolicyRef",
+    "ServedAs",
     "best_selector_match",
     "collect_override_rules",
     "is_cluster_builtin",

@@ -33,7 +33,7 @@ from controlplane.controllers.workloads import propagatable_types
 from controlplane.controllers.workqueuemetrics import WorkqueueMetrics
 from controlplane.controllers.works import binding_key_of_work
 from controlplane.objectclient import WRITER, DynamicRegistry, ObjectClient, ResourceType, errors
-from policies.matching import PolicyRef
+from policies.matching import PolicyRef, ServedAs
 from policies.models import AnyPropagationPolicy, ClusterPropagationPolicy, PropagationPolicy
 from policies.override_models import AnyOverridePolicy, AnyPolicy, ClusterOverridePolicy, OverridePolicy
 from policies.validation import parse_policy
@@ -284,6 +284,19 @@ class ControllerContext:
         if rt is None:
             return None
         return self._informers.get(_key(rt))
+
+    def served_as(self, rt: ResourceType) -> ServedAs | None:
+        """For a custom kind's objects, read in ``rt`` (its storage version): whether an apiVersion
+        is another served version of its CRD (a resource selector naming it selects them); None
+        for other kinds, whose selectors name the version they are read in."""
+        if rt.custom is None:
+            return None
+
+        def serves(api_version: str) -> bool:
+            other = self.registry.for_kind(api_version, rt.kind)
+            return other is not None and other.custom is not None and other.stored_in_version == rt.api_version
+
+        return serves
 
     # --- time ------------------------------------------------------------------------
 

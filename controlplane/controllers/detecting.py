@@ -4,19 +4,19 @@ In: hub workloads (every namespaced kind the hub serves but its own machinery; k
 an interpreter propagate whole, see ``workloads.is_plain``), PropagationPolicies and ClusterPropagationPolicies (both API groups) and
 the existing bindings. Out, per workload:
 
-* claimed by a policy (``policies.matching.select_policy``, Karmada's order and sticky
-  claims): the workload gets the ``gpufed.io/propagation`` finalizer (so deleting it
-  cleans up the members first, see ``deleting``), a ResourceBinding ``<name>-<kind>`` in
-  its namespace with ``spec.resource``, replicas, per-replica requirements, gang,
-  components, the policy's placement and GPU shapes (``gpuShapes``) and ``spec.policy``
-  (everything a placement depends on, so a change to any of it moves the binding's
-  generation and the scheduler decides again), the policy's ``preserveResourcesOnDeletion``
-  (``spec.preserveResourcesOnDeletion``, which the binding controller copies into each Work),
-  its ``propagateDeps`` (``spec.propagateDeps``, which the dependencies controller reads, so
-  the workload's ConfigMaps and Secrets stay with it after the policy is deleted)
-  and its ``schedulePriority`` resolved to an integer (``spec.schedulePriority.priority``, the
-  scheduler's queue order; see below), and the status condition ``Propagated=True``
-  (reason ``PolicyClaimed``);
+* claimed by a policy (``policies.matching.select_policy``, Karmada's order and sticky claims; a
+  selector naming any served version of a CRD selects its objects, which are read and bound in the
+  CRD's storage version): the workload gets the ``gpufed.io/propagation`` finalizer (so deleting it
+  cleans up the members first, see ``deleting``), a ResourceBinding ``<name>-<kind>`` in its
+  namespace with ``spec.resource``, replicas, per-replica requirements, gang, components, the
+  policy's placement and GPU shapes (``gpuShapes``) and ``spec.policy`` (everything a placement
+  depends on, so a change to any of it moves the binding's generation and the scheduler decides
+  again), the policy's ``preserveResourcesOnDeletion`` (``spec.preserveResourcesOnDeletion``, which
+  the binding controller copies into each Work), its ``propagateDeps`` (``spec.propagateDeps``,
+  which the dependencies controller reads, so the workload's ConfigMaps and Secrets stay with it
+  after the policy is deleted) and its ``schedulePriority`` resolved to an integer
+  (``spec.schedulePriority.priority``, the scheduler's queue order; see below), and the status
+  condition ``Propagated=True`` (reason ``PolicyClaimed``);
 * claimed by none and never propagated: ``Propagated=False`` reason ``NoPolicyMatched``;
   the workload stays on the hub only;
 * claimed before but by no policy now (the policy was deleted or no longer selects it):
@@ -25,13 +25,12 @@ the existing bindings. Out, per workload:
 
 ``schedulePriority`` (Karmada's priority scheduling): with ``priorityClassSource:
 KubePriorityClass`` the priority is the ``value`` of the hub's ``scheduling.k8s.io/v1``
-PriorityClass ``priorityClassName`` (without a name: the PriorityClass marked
-``globalDefault``, else 0). The binding's condition ``SchedulePriorityResolved`` says where it
-came from. A PriorityClass the hub does not have (or another source, which Karmada reserves
-for later) gives priority 0, ``SchedulePriorityResolved=False`` and a warning in the log; the
-binding is written all the same, and fixed once the PriorityClass appears. (Karmada's
-detector instead creates no binding until the PriorityClass exists: the workload would not
-run at all for want of an ordering hint.)
+PriorityClass ``priorityClassName`` (without a name: the PriorityClass marked ``globalDefault``,
+else 0). The binding's condition ``SchedulePriorityResolved`` says where it came from. A
+PriorityClass the hub does not have (or another source, which Karmada reserves for later) gives
+priority 0, ``SchedulePriorityResolved=False`` and a warning in the log; the binding is written all
+the same, and fixed once the PriorityClass appears. (Karmada's detector instead creates no binding
+until the PriorityClass exists: the workload would not run at all for want of an ordering hint.)
 
 Reconciled again whenever the workload's spec, labels or deletion state change, any
 policy that selects it (or claims it) changes, its binding changes, or a PriorityClass
@@ -372,7 +371,8 @@ class Detector(KeyedController[WorkloadRef]):
             return None
 
         claimed_by = policy_ref_of_binding(binding)
-        match = select_policy(workload, ctx.propagation_policies(ref.namespace), claimed_by=claimed_by)
+        policies = ctx.propagation_policies(ref.namespace)
+        match = select_policy(workload, policies, claimed_by=claimed_by, served_as=ctx.served_as(rt))
         if match is None:
             if binding is None:
                 await self._set_propagated(

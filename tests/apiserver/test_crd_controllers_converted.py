@@ -23,7 +23,7 @@ from controlplane.hub import Hub
 from controlplane.objectclient import WatchEventType
 from tests.apiserver import test_admission_webhooks as admission_webhooks
 from tests.apiserver.test_admission_webhooks import Api
-from tests.apiserver.test_crd_conversion_webhook import CRDS, V1, crontab, served
+from tests.apiserver.test_crd_conversion_webhook import CRDS, V1, V2, crontab, served
 from tests.controllers.fleet import eventually, node_shape, put_cluster
 from tests.webhookserver import WebhookServer
 
@@ -35,13 +35,13 @@ BINDING = "nightly-crontab"
 WRONG_SHAPE = ("does not match the expected API version", "cannot be handled", "is gone; deleting its binding")
 
 
-def _policy() -> dict[str, Any]:
-    """Selects CronTabs by both versions: v1 while it is the storage version, v2 after."""
+def _policy(*versions: str) -> dict[str, Any]:
+    """Selects CronTabs by ``versions`` (default both: v1 while it is the storage version, v2 after)."""
     return {
         "apiVersion": "policy.gpufed.io/v1alpha1", "kind": "PropagationPolicy",
         "metadata": {"name": "crontabs", "namespace": "default"},
         "spec": {
-            "resourceSelectors": [{"apiVersion": f"{GROUP}/v1", "kind": "CronTab"}, {"apiVersion": f"{GROUP}/v2", "kind": "CronTab"}],
+            "resourceSelectors": [{"apiVersion": f"{GROUP}/{v}", "kind": "CronTab"} for v in versions or ("v1", "v2")],
             "placement": {"clusterAffinity": {"clusterNames": ["onprem"]}, "replicaScheduling": {"replicaSchedulingType": "Duplicated"}},
         },
     }
@@ -191,3 +191,27 @@ async def test_the_in_process_client_converts_reads_watches_and_writes(api: Api,
         assert isinstance(caught.value, errors.ApiError)
     finally:
         await client.close()
+
+
+async def test_a_selector_naming_a_served_version_other_than_the_storage_one_selects_the_kind(
+    api: Api, server: WebhookServer
+) -> None:
+    """A policy naming only v1 while v2 is the storage version claims the CronTabs: a selector
+    names the kind in any served version. The objects are bound and sent in the storage version."""
+    hub = api.hub
+    assert hub.objects is not None
+    await eventually(lambda: _started(hub), what="the leader's controllers")
+    await put_cluster(hub.objects, "onprem", node_shape(2, gpus=8), report_time=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
+    await served(api, server.client("/convert"))
+    await _store_as_v2(api, server.client("/convert"))
+    code, created, _ = await api.call("POST", "/apis/policy.gpufed.io/v1alpha1/namespaces/default/propagationpolicies", _policy("v1"))
+    assert code == 201, created
+    code, created, _ = await api.call("POST", V2, crontab("v2", "nightly", schedule="5 * * * *"))
+    assert code == 201, created
+
+    manifest = await eventually(lambda: _manifest(hub), what="the Work carrying the CronTab")
+    assert (manifest["apiVersion"], manifest["spec"]["schedule"]) == (f"{GROUP}/v2", "5 * * * *")
+    binding_rt = hub.objects.registry.require("work.gpufed.io/v1alpha1", "ResourceBinding")
+    binding = await hub.objects.get(binding_rt, namespace="default", name=BINDING)
+    assert binding["spec"]["resource"]["apiVersion"] == f"{GROUP}/v2"
+    assert binding["spec"]["policy"]["name"] == "crontabs"

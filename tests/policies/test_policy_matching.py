@@ -223,3 +223,21 @@ def test_override_policies_skip_cluster_scoped_workloads() -> None:
     namespace_obj = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop"}}
     policies: list[AnyOverridePolicy] = [op("all", None), cop("all", None)]
     assert [r.source for r in collect_override_rules(namespace_obj, policies)] == ["ClusterOverridePolicy/all#0"]
+
+
+@pytest.mark.parametrize(
+    ("selector", "served", "expected"),
+    [
+        (_selector(apiVersion="apps/v2"), set(), ImplicitPriority.MISMATCH),  # another version: only if it serves these objects
+        (_selector(apiVersion="apps/v2", name="web"), {"apps/v2"}, ImplicitPriority.MATCH_NAME),
+        (_selector(apiVersion="apps/v2", kind="StatefulSet"), {"apps/v2"}, ImplicitPriority.MISMATCH),  # the kind still counts
+        (_selector(apiVersion="apps/v3"), {"apps/v2"}, ImplicitPriority.MISMATCH),
+        (BY_KIND, set(), ImplicitPriority.MATCH_ALL),  # the workload's own version needs no answer
+    ],
+)
+def test_a_selector_may_name_another_version_serving_the_workload(
+    selector: dict[str, Any], served: set[str], expected: ImplicitPriority
+) -> None:
+    assert selector_match(WORKLOAD, ResourceSelector.model_validate(selector), served_as=served.__contains__) == expected
+    policy = pp("p", selector, namespace="shop")
+    assert (select_policy(WORKLOAD, [policy], served_as=served.__contains__) is not None) is (expected != ImplicitPriority.MISMATCH)
