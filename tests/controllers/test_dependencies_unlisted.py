@@ -6,7 +6,6 @@ the member copies they place, stay."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.attachments import DependencyKey
@@ -72,6 +71,4 @@ async def test_a_parent_in_an_informer_not_listed_yet_keeps_its_attached_binding
     finally:
         for task in running:
             task.cancel()
-        for task in running:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await asyncio.gather(*running, return_exceptions=True)
