@@ -22,7 +22,7 @@ PropagationPolicy selection (Karmada's detector):
    ClusterPropagationPolicy claim. Only the best candidate is considered for preemption.
 6. A selector's ``apiVersion`` is the workload's own, or another version serving the same
    objects when the caller says so (``served_as``: a CRD's other served versions, its objects
-   read in its storage version).
+   read in its storage version); override policies' selectors alike.
 
 Override order (Karmada's override manager): all matching ClusterOverridePolicies first, then
 the OverridePolicies of the workload's namespace (namespaced workloads only); within each group
@@ -252,15 +252,19 @@ class OverrideRule:
         return f"{self.policy_kind}/{scope}{self.policy_name}#{self.rule_index}"
 
 
-def _override_precision(workload: Mapping[str, Any], policy: AnyOverridePolicy) -> ImplicitPriority:
+def _override_precision(
+    workload: Mapping[str, Any], policy: AnyOverridePolicy, served_as: ServedAs | None
+) -> ImplicitPriority:
     selectors = policy.spec.resource_selectors
     if not selectors:
         return ImplicitPriority.MATCH_ALL
-    return best_selector_match(workload, selectors, ignore_namespace=isinstance(policy, OverridePolicy))
+    return best_selector_match(
+        workload, selectors, ignore_namespace=isinstance(policy, OverridePolicy), served_as=served_as
+    )
 
 
 def collect_override_rules(
-    workload: Mapping[str, Any], policies: Sequence[AnyOverridePolicy]
+    workload: Mapping[str, Any], policies: Sequence[AnyOverridePolicy], *, served_as: ServedAs | None = None
 ) -> list[OverrideRule]:
     """Every override rule that applies to ``workload`` on some cluster, in application order.
 
@@ -278,7 +282,7 @@ def collect_override_rules(
                 not namespace or (policy.metadata.namespace or "default") != namespace
             ):
                 continue
-            precision = _override_precision(workload, policy)
+            precision = _override_precision(workload, policy, served_as)
             if precision == ImplicitPriority.MISMATCH:
                 continue
             ranked.append((int(precision), policy.metadata.name or "", policy))

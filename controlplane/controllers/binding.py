@@ -414,7 +414,8 @@ class BindingController(KeyedController[BindingKey]):
             return None  # looked at again when the workload changes
         self._invalid.pop(key, None)
         interpreter = interpreter_for(api_version, kind)
-        rules = collect_override_rules(workload, ctx.override_policies(key[0]))
+        served_as = ctx.served_as(informer.rt) if informer is not None else None
+        rules = collect_override_rules(workload, ctx.override_policies(key[0]), served_as=served_as)
         policy_ref = policy_ref_of_binding(binding)
         policy = ctx.propagation_policy(policy_ref) if policy_ref else None
         shapes = decode_shapes(binding)

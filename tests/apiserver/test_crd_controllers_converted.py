@@ -196,8 +196,9 @@ async def test_the_in_process_client_converts_reads_watches_and_writes(api: Api,
 async def test_a_selector_naming_a_served_version_other_than_the_storage_one_selects_the_kind(
     api: Api, server: WebhookServer
 ) -> None:
-    """A policy naming only v1 while v2 is the storage version claims the CronTabs: a selector
-    names the kind in any served version. The objects are bound and sent in the storage version."""
+    """A policy naming only v1 while v2 is the storage version claims the CronTabs, and an
+    OverridePolicy naming v1 applies: a selector names the kind in any served version. The objects
+    are bound and sent in the storage version."""
     hub = api.hub
     assert hub.objects is not None
     await eventually(lambda: _started(hub), what="the leader's controllers")
@@ -206,10 +207,24 @@ async def test_a_selector_naming_a_served_version_other_than_the_storage_one_sel
     await _store_as_v2(api, server.client("/convert"))
     code, created, _ = await api.call("POST", "/apis/policy.gpufed.io/v1alpha1/namespaces/default/propagationpolicies", _policy("v1"))
     assert code == 201, created
+    override = {
+        "apiVersion": "policy.gpufed.io/v1alpha1", "kind": "OverridePolicy",
+        "metadata": {"name": "crontabs", "namespace": "default"},
+        "spec": {
+            "resourceSelectors": [{"apiVersion": f"{GROUP}/v1", "kind": "CronTab"}],
+            "overrideRules": [{"overriders": {"labelsOverrider": [{"operator": "add", "value": {"tier": "gpu"}}]}}],
+        },
+    }
+    code, created, _ = await api.call("POST", "/apis/policy.gpufed.io/v1alpha1/namespaces/default/overridepolicies", override)
+    assert code == 201, created
     code, created, _ = await api.call("POST", V2, crontab("v2", "nightly", schedule="5 * * * *"))
     assert code == 201, created
 
-    manifest = await eventually(lambda: _manifest(hub), what="the Work carrying the CronTab")
+    async def overridden() -> dict[str, Any] | None:
+        manifest = await _manifest(hub)
+        return manifest if manifest is not None and manifest["metadata"].get("labels", {}).get("tier") == "gpu" else None
+
+    manifest = await eventually(overridden, what="the Work carrying the CronTab with the override's label")
     assert (manifest["apiVersion"], manifest["spec"]["schedule"]) == (f"{GROUP}/v2", "5 * * * *")
     binding_rt = hub.objects.registry.require("work.gpufed.io/v1alpha1", "ResourceBinding")
     binding = await hub.objects.get(binding_rt, namespace="default", name=BINDING)

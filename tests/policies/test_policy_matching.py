@@ -241,3 +241,9 @@ def test_a_selector_may_name_another_version_serving_the_workload(
     assert selector_match(WORKLOAD, ResourceSelector.model_validate(selector), served_as=served.__contains__) == expected
     policy = pp("p", selector, namespace="shop")
     assert (select_policy(WORKLOAD, [policy], served_as=served.__contains__) is not None) is (expected != ImplicitPriority.MISMATCH)
+
+
+def test_an_override_selector_may_name_another_version_serving_the_workload() -> None:
+    policy = op("o", [_selector(apiVersion="apps/v2")])
+    assert collect_override_rules(WORKLOAD, [policy]) == []
+    assert [r.policy_name for r in collect_override_rules(WORKLOAD, [policy], served_as={"apps/v2"}.__contains__)] == ["o"]
