@@ -348,11 +348,15 @@ class ControllerContext:
 
     def policy_selects_kind(self, namespace: str | None, api_version: str, kind: str) -> bool:
         """Whether any PropagationPolicy of ``namespace`` or ClusterPropagationPolicy names the kind
-        in a resource selector (plain objects such as ConfigMaps matter only then)."""
+        in a resource selector (plain objects such as ConfigMaps matter only then); for a custom
+        kind, in any of its served versions (:meth:`served_as`)."""
+        watched = self.registry.for_kind(api_version, kind)
+        served_as = self.served_as(watched) if watched is not None else None
         for rt in self.propagation_types:
             for obj in self._policy_objects(rt, namespace):
                 for selector in ObjectView(obj).spec.get("resourceSelectors") or ():
-                    if selector.get("kind") == kind and selector.get("apiVersion") == api_version:
+                    named = str(selector.get("apiVersion"))
+                    if selector.get("kind") == kind and (named == api_version or (served_as and served_as(named))):
                         return True
         return False
 

@@ -279,3 +279,19 @@ async def test_starting_controllers_follow_a_crd_served_meanwhile(objects: Objec
     last.synced.set()
     await asyncio.wait_for(waiting, 5)  # the Trainer informer has not listed (nothing runs them here)
     assert not ctx.workload_informer(f"{GROUP}/v1", "Trainer").synced.is_set()  # type: ignore[union-attr]
+
+
+async def test_a_selector_naming_a_version_other_than_the_storage_one_claims_a_plain_custom_kind(
+    objects: ObjectStore, crds: CrdController
+) -> None:
+    """Trainers (no scale subresource: propagated whole) stored as v2 and served as v1 too: a
+    policy naming v1 only claims one created as v1, bound in the storage version."""
+    policy_rt = objects.registry.require("policy.gpufed.io/v1alpha1", "PropagationPolicy")
+    await objects.create(objects.registry.require("apiextensions.k8s.io/v1", "CustomResourceDefinition"), crd(versions=("v2", "v1")))
+    await eventually(lambda: _served(objects), what="Trainer served")
+    async with ControllerManager(objects, settings=FAST):
+        await objects.create(policy_rt, propagation_policy("trainers", kind="Trainer", api_version=f"{GROUP}/v1"))
+        await objects.create(objects.registry.require(f"{GROUP}/v1", "Trainer"), trainer("bert"))
+        binding = await eventually(lambda: _binding(objects, "bert"), what="the Trainer's binding")
+        assert binding["spec"]["resource"]["apiVersion"] == f"{GROUP}/v2"
+        assert binding["spec"]["policy"]["name"] == "trainers"
