@@ -16,6 +16,12 @@ One informer may serve several components of a process (the API's service accoun
 the leader's token controller): a handler added while it runs is given the cached objects with
 :meth:`Informer.replay` and taken off again with :meth:`Informer.remove_handler`.
 
+A list or watch that fails is tried again after a pause that grows as client-go's reflector's
+(``NewExponentialBackoffManager(800ms, 30s, 2m, 2.0, 1.0)``): 0.8 s doubling up to 30 s, each
+stretched by up to as much again at random, so a kind whose every list fails (a custom kind whose
+conversion webhook is down) is asked some twice a minute, not every second. A list that succeeds,
+a watch that delivers again, or two minutes without a failure start it from 0.8 s again.
+
 Indexes (``add_index``) map a value computed from each object (the clusters a binding
 is placed on, the policy that claims it, the binding a Work belongs to) to the keys of
 the objects that have it, so controllers find "every binding on cluster X" without
@@ -26,6 +32,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import random
+import time
 from collections.abc import Awaitable, Callable, Hashable, Iterable
 from typing import Any, TypeGuard
 
@@ -51,6 +59,48 @@ def spec_unchanged(old: dict[str, Any] | None, obj: dict[str, Any], event: Watch
 def object_key(obj: dict[str, Any]) -> ObjectKey:
     meta = obj.get("metadata", {})
     return (meta.get("namespace") or "", meta["name"])
+
+
+class ListWatchBackoff:
+    """The pauses between an informer's failed lists and watches (client-go's reflector's
+    ``ExponentialBackoffManager``): ``initial`` seconds, times ``factor`` per failure up to
+    ``maximum``, each stretched by up to ``jitter`` times itself at random; started again from
+    ``initial`` by :meth:`reset` or when ``reset_after`` seconds passed since the last pause."""
+
+    def __init__(
+        self,
+        *,
+        initial: float = 0.8,
+        maximum: float = 30.0,
+        reset_after: float = 120.0,
+        factor: float = 2.0,
+        jitter: float = 1.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if not 0 < initial <= maximum:
+            raise ValueError(f"the list/watch backoff needs 0 < initial ({initial}) <= maximum ({maximum})")
+        self.initial = initial
+        self.maximum = maximum
+        self.reset_after = reset_after
+        self.factor = factor
+        self.jitter = jitter
+        self._clock = clock
+        self._base = initial
+        self._last: float | None = None
+
+    def next_delay(self) -> float:
+        """The pause before the next try (and the one after it grows)."""
+        now = self._clock()
+        if self._last is not None and now - self._last > self.reset_after:
+            self._base = self.initial
+        self._last = now
+        delay = self._base
+        self._base = min(self._base * self.factor, self.maximum)
+        return delay + random.random() * self.jitter * delay
+
+    def reset(self) -> None:
+        """A list or watch succeeded: the next failure waits ``initial`` again."""
+        self._base = self.initial
 
 
 class _Index:
@@ -83,7 +133,8 @@ class Informer:
         *,
         namespace: str | None = None,
         label_selector: str | None = None,
-        retry_delay: float = 1.0,
+        backoff: ListWatchBackoff | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         keep: Callable[[dict[str, Any]], bool] | None = None,
     ) -> None:
         self._objects = objects
@@ -92,7 +143,9 @@ class Informer:
         self.rt = rt
         self._namespace = namespace
         self._label_selector = label_selector
-        self._retry_delay = retry_delay
+        #: The pauses between failed lists and watches (see the module docstring).
+        self.backoff = backoff if backoff is not None else ListWatchBackoff()
+        self._sleep = sleep
         self._cache: dict[ObjectKey, dict[str, Any]] = {}
         self._handlers: list[Handler] = []
         self._indexes: dict[str, _Index] = {}
@@ -201,7 +254,7 @@ class Informer:
         self._synced.set()
 
     async def run(self) -> None:
-        """List, then watch forever; relist on Gone; back off on outages.
+        """List, then watch forever; relist on Gone; back off on outages and failing lists.
 
         An outage is logged once when it interrupts the watch and once when the watch is
         back, not on every retry (an etcd outage would otherwise log every informer every
@@ -247,11 +300,13 @@ class Informer:
                 else:
                     log.warning("watch of %s interrupted: %s; retrying", self.rt.plural, exc)
                     interrupted = True
-                await asyncio.sleep(self._retry_delay)
+                await self._sleep(self.backoff.next_delay())
 
     def _resumed(self, interrupted: bool) -> bool:
-        """Log the end of an interruption once; the new interrupted state (False)."""
+        """Log the end of an interruption once (and start the backoff afresh); the new
+        interrupted state (False)."""
         if interrupted:
+            self.backoff.reset()
             log.info("watch of %s resumed", self.rt.plural)
         return False
 

@@ -18,7 +18,7 @@ from controlplane.apiserver.watchcache import WatchCache, WatchCacheConfig
 from controlplane.apiserver.watchcache.cacher import CACHE_WATCHER
 from controlplane.apiserver.watchcache.client import CachedObjects
 from controlplane.apiserver.watchcache.watcher import WatcherLimits
-from controlplane.controllers.informing import Informer
+from controlplane.controllers.informing import Informer, ListWatchBackoff
 from controlplane.objectclient import ObjectClient
 from controlplane.storage import MemoryStore
 from controlplane.storage.ledger import LedgerStore, WriteLedger
@@ -44,7 +44,7 @@ async def _informers(
     """One synced informer of widgets per client, each recording (event, name, resourceVersion)."""
     informers, seen = [], [[] for _ in clients]
     for index, client in enumerate(clients):
-        informer = Informer(client, WIDGET, retry_delay=0.01)
+        informer = Informer(client, WIDGET, backoff=ListWatchBackoff(initial=0.01, maximum=0.02))
 
         async def record(event: WatchEventType, obj: dict[str, Any], _old: Any, log: Seen = seen[index]) -> None:
             log.append((event.value, obj["metadata"]["name"], obj["metadata"]["resourceVersion"]))

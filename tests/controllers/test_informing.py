@@ -16,7 +16,7 @@ import pytest
 
 from controlplane.apiserver.errors import ServiceUnavailable
 from controlplane.apiserver.objects import ObjectStore, WatchEventType
-from controlplane.controllers.informing import AssumedWrites, Informer
+from controlplane.controllers.informing import AssumedWrites, Informer, ListWatchBackoff
 from controlplane.hub import hub_registry
 from controlplane.objectclient.errors import Gone
 from controlplane.storage import EmbeddedEtcd, EtcdStore, MemoryStore
@@ -102,7 +102,7 @@ async def test_an_etcd_outage_is_logged_once_when_it_interrupts_the_watch_and_on
             async def on_event(_event: WatchEventType, obj: dict[str, Any], _old: dict[str, Any] | None) -> None:
                 seen.append(obj["metadata"]["name"])
 
-            informer = Informer(objects, configmaps, retry_delay=0.1)
+            informer = Informer(objects, configmaps, backoff=ListWatchBackoff(initial=0.1, maximum=0.2))
             informer.add_handler(on_event)
             task = asyncio.create_task(informer.run())
             try:
@@ -117,7 +117,7 @@ async def test_an_etcd_outage_is_logged_once_when_it_interrupts_the_watch_and_on
                         _async(lambda: logged(logging.WARNING, "watch of configmaps interrupted")),
                         what="the informer to log the interruption",
                     )
-                    await asyncio.sleep(2)  # some twenty retries while etcd stays down
+                    await asyncio.sleep(2)  # some ten retries while etcd stays down
                     assert len(logged(logging.WARNING, "watch of configmaps interrupted")) == 1
                     await etcd.start()
 
