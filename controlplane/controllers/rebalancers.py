@@ -6,7 +6,8 @@ scheduler then places it afresh, as if it ran nowhere, once: see
 :func:`~controlplane.apis.apps_karmada_v1alpha1.requested_after_last_decision`), the
 rebalancer's ``status.observedWorkloads`` (Successful, or Failed with
 ``ReferencedBindingNotFound``), ``observedGeneration`` and ``finishTime``, and its deletion
-``spec.ttlSecondsAfterFinished`` after ``finishTime``.
+``spec.ttlSecondsAfterFinished`` after ``finishTime``. A custom kind's workload is found in any
+version its CRD serves (its binding names the storage one), as a policy's selector finds it.
 
 As in Karmada, a new generation (workloads added to the list) triggers the workloads that did
 not succeed yet; those that did keep their result and are not placed again.
@@ -107,7 +108,7 @@ class RebalancerController(KeyedController[str]):
         namespace = str(workload.get("namespace") or "") or None
         binding = await ctx.get(ctx.binding_rt, namespace, binding_name(str(workload.get("name")), str(workload.get("kind"))))
         resource = ((binding or {}).get("spec") or {}).get("resource") or {}
-        if binding is None or resource.get("apiVersion") != workload.get("apiVersion"):
+        if binding is None or not self._names_version(str(workload.get("apiVersion")), resource):
             return False
         written = copy.deepcopy(binding)
         written["spec"]["rescheduleTriggeredAt"] = format_micro_time(ctx.now())
@@ -116,6 +117,16 @@ class RebalancerController(KeyedController[str]):
         except errors.NotFound:
             return False
         return True
+
+    def _names_version(self, named: str, resource: dict[str, Any]) -> bool:
+        """Whether a workload naming ``named`` is the bound ``resource``: its apiVersion, or for a
+        custom kind (bound in its storage version) any served version of its CRD."""
+        bound = str(resource.get("apiVersion"))
+        if named == bound:
+            return True
+        rt = self.ctx.registry.for_kind(bound, str(resource.get("kind")))
+        served_as = self.ctx.served_as(rt) if rt is not None else None
+        return served_as is not None and served_as(named)
 
     async def _expire(self, obj: dict[str, Any]) -> float | None:
         """Delete the rebalancer ``ttlSecondsAfterFinished`` after it finished; else the seconds left."""

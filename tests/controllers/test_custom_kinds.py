@@ -295,3 +295,38 @@ async def test_a_selector_naming_a_version_other_than_the_storage_one_claims_a_p
         binding = await eventually(lambda: _binding(objects, "bert"), what="the Trainer's binding")
         assert binding["spec"]["resource"]["apiVersion"] == f"{GROUP}/v2"
         assert binding["spec"]["policy"]["name"] == "trainers"
+
+
+async def test_a_rebalancer_naming_another_served_version_of_a_custom_kind_finds_its_binding(
+    objects: ObjectStore, crds: CrdController
+) -> None:
+    """Trainers stored as v2 and served as v1 too are bound as v2: a WorkloadRebalancer naming v1
+    places the Trainer afresh; one naming a version the CRD does not serve finds no binding."""
+    policy_rt = objects.registry.require("policy.gpufed.io/v1alpha1", "PropagationPolicy")
+    rebalancer_rt = objects.registry.require("apps.karmada.io/v1alpha1", "WorkloadRebalancer")
+    await objects.create(objects.registry.require("apiextensions.k8s.io/v1", "CustomResourceDefinition"), crd(versions=("v2", "v1")))
+    await eventually(lambda: _served(objects), what="Trainer served")
+    async with ControllerManager(objects, settings=FAST):
+        await objects.create(policy_rt, propagation_policy("trainers", kind="Trainer", api_version=f"{GROUP}/v2"))
+        await objects.create(objects.registry.require(f"{GROUP}/v1", "Trainer"), trainer("bert"))
+        await eventually(lambda: _binding(objects, "bert"), what="the Trainer's binding")
+        workloads = [
+            {"apiVersion": f"{GROUP}/{version}", "kind": "Trainer", "namespace": NS, "name": "bert"} for version in ("v1", "v3")
+        ]
+        await objects.create(rebalancer_rt, {
+            "apiVersion": "apps.karmada.io/v1alpha1", "kind": "WorkloadRebalancer",
+            "metadata": {"name": "now"}, "spec": {"workloads": workloads},
+        })
+
+        async def finished() -> dict[str, Any] | None:
+            status = (await objects.get(rebalancer_rt, name="now")).get("status") or {}
+            return status if status.get("finishTime") else None
+
+        status = await eventually(finished, what="the rebalancer's results")
+        results = {w["workload"]["apiVersion"]: (w["result"], w.get("reason")) for w in status["observedWorkloads"]}
+        assert results == {
+            f"{GROUP}/v1": ("Successful", None),
+            f"{GROUP}/v3": ("Failed", "ReferencedBindingNotFound"),
+        }
+        binding = await _binding(objects, "bert")
+        assert binding is not None and binding["spec"].get("rescheduleTriggeredAt")
