@@ -281,18 +281,28 @@ async def test_starting_controllers_follow_a_crd_served_meanwhile(objects: Objec
     assert not ctx.workload_informer(f"{GROUP}/v1", "Trainer").synced.is_set()  # type: ignore[union-attr]
 
 
+async def _serve_v2_and_v1(objects: ObjectStore) -> None:
+    """Trainers (no scale subresource: propagated whole), stored as v2 and served as v1 too."""
+    await objects.create(objects.registry.require("apiextensions.k8s.io/v1", "CustomResourceDefinition"), crd(versions=("v2", "v1")))
+    await eventually(lambda: _served(objects), what="Trainer served")
+
+
+async def _bert_bound(objects: ObjectStore, *, policy_version: str) -> dict[str, Any]:
+    """Trainer ``bert`` (created as v1) claimed by a policy naming ``policy_version``: its binding."""
+    policy_rt = objects.registry.require("policy.gpufed.io/v1alpha1", "PropagationPolicy")
+    await objects.create(policy_rt, propagation_policy("trainers", kind="Trainer", api_version=f"{GROUP}/{policy_version}"))
+    await objects.create(objects.registry.require(f"{GROUP}/v1", "Trainer"), trainer("bert"))
+    return await eventually(lambda: _binding(objects, "bert"), what="the Trainer's binding")
+
+
 async def test_a_selector_naming_a_version_other_than_the_storage_one_claims_a_plain_custom_kind(
     objects: ObjectStore, crds: CrdController
 ) -> None:
     """Trainers (no scale subresource: propagated whole) stored as v2 and served as v1 too: a
     policy naming v1 only claims one created as v1, bound in the storage version."""
-    policy_rt = objects.registry.require("policy.gpufed.io/v1alpha1", "PropagationPolicy")
-    await objects.create(objects.registry.require("apiextensions.k8s.io/v1", "CustomResourceDefinition"), crd(versions=("v2", "v1")))
-    await eventually(lambda: _served(objects), what="Trainer served")
+    await _serve_v2_and_v1(objects)
     async with ControllerManager(objects, settings=FAST):
-        await objects.create(policy_rt, propagation_policy("trainers", kind="Trainer", api_version=f"{GROUP}/v1"))
-        await objects.create(objects.registry.require(f"{GROUP}/v1", "Trainer"), trainer("bert"))
-        binding = await eventually(lambda: _binding(objects, "bert"), what="the Trainer's binding")
+        binding = await _bert_bound(objects, policy_version="v1")
         assert binding["spec"]["resource"]["apiVersion"] == f"{GROUP}/v2"
         assert binding["spec"]["policy"]["name"] == "trainers"
 
@@ -302,14 +312,10 @@ async def test_a_rebalancer_naming_another_served_version_of_a_custom_kind_finds
 ) -> None:
     """Trainers stored as v2 and served as v1 too are bound as v2: a WorkloadRebalancer naming v1
     places the Trainer afresh; one naming a version the CRD does not serve finds no binding."""
-    policy_rt = objects.registry.require("policy.gpufed.io/v1alpha1", "PropagationPolicy")
     rebalancer_rt = objects.registry.require("apps.karmada.io/v1alpha1", "WorkloadRebalancer")
-    await objects.create(objects.registry.require("apiextensions.k8s.io/v1", "CustomResourceDefinition"), crd(versions=("v2", "v1")))
-    await eventually(lambda: _served(objects), what="Trainer served")
+    await _serve_v2_and_v1(objects)
     async with ControllerManager(objects, settings=FAST):
-        await objects.create(policy_rt, propagation_policy("trainers", kind="Trainer", api_version=f"{GROUP}/v2"))
-        await objects.create(objects.registry.require(f"{GROUP}/v1", "Trainer"), trainer("bert"))
-        await eventually(lambda: _binding(objects, "bert"), what="the Trainer's binding")
+        await _bert_bound(objects, policy_version="v2")
         workloads = [
             {"apiVersion": f"{GROUP}/{version}", "kind": "Trainer", "namespace": NS, "name": "bert"} for version in ("v1", "v3")
         ]

@@ -29,6 +29,8 @@ class _FailingLists:
         self.watch_failures = watch_failures
         self.lists = 0
         self.watches = 0
+        #: Set when the watch after the failed ones starts.
+        self.watching = asyncio.Event()
 
     async def list(self, rt: Any, **options: Any) -> Any:
         self.lists += 1
@@ -38,6 +40,8 @@ class _FailingLists:
 
     def watch(self, rt: Any, **options: Any) -> Any:
         self.watches += 1
+        if self.watches > self.watch_failures:
+            self.watching.set()
         return self._failing() if self.watches <= self.watch_failures else self._objects.watch(rt, **options)
 
     async def _failing(self) -> Any:
@@ -69,8 +73,7 @@ async def test_failing_lists_back_off_log_once_and_a_successful_list_starts_the_
             try:
                 async with asyncio.timeout(10):
                     await informer.synced.wait()
-                    while client.watches < 2:
-                        await asyncio.sleep(0)
+                    await client.watching.wait()
             finally:
                 running.cancel()
                 await asyncio.gather(running, return_exceptions=True)
