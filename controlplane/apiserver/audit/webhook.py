@@ -103,7 +103,8 @@ class AuditWebhook:
         """Send a batch whenever one is full or the oldest has waited ``batch_max_wait``."""
         while True:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._full.wait(), self.settings.batch_max_wait_seconds)
+                async with asyncio.timeout(self.settings.batch_max_wait_seconds):
+                    await self._full.wait()
             self._full.clear()
             while self._buffer:
                 await self._send(self._take(), retries=True)
