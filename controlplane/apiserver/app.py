@@ -317,8 +317,7 @@ def auth_middleware(
         request[REQUEST_ATTRIBUTES] = attrs
         if authorizer is not None:
             decision = authorizer.authorize(attrs)
-            request[AUTHORIZATION] = {"authorization.k8s.io/decision": "allow" if decision.allowed else "forbid",
-                                      **({"authorization.k8s.io/reason": decision.reason} if decision.reason else {})}
+            request[AUTHORIZATION] = decision  # the audit log's annotations
             if not decision.allowed:
                 target = errors.Target(name=name or "", group=info.group, kind=info.resource)
                 raise errors.Forbidden(decision.reason or forbidden_message(attrs), target=target)

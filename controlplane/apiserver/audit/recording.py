@@ -30,6 +30,7 @@ from aiohttp.typedefs import Handler
 from controlplane.apiserver.audit.policy import AuditPolicy, Decision, Level, Stage
 from controlplane.apiserver.audit.union import AuditBackends
 from controlplane.apiserver.handlers import REQUEST_INFO
+from controlplane.apiserver.identity import Decision as AuthorizationDecision
 from controlplane.apiserver.identity import RequestAttributes, Role, UserInfo, user_info_document
 
 #: What authorization saw (set by the authentication middleware), and who authenticated when
@@ -37,7 +38,7 @@ from controlplane.apiserver.identity import RequestAttributes, Role, UserInfo, u
 REQUEST_ATTRIBUTES = web.RequestKey("audit_attributes", RequestAttributes)
 AUTHENTICATED_AS = web.RequestKey("audit_authenticated_as", UserInfo)
 #: The authorization decision's annotations.
-AUTHORIZATION = web.RequestKey("audit_authorization", dict)
+AUTHORIZATION = web.RequestKey("audit_authorization", AuthorizationDecision)
 _STATE = web.RequestKey("audit_state", dict)
 
 _ANNOTATIONS: contextvars.ContextVar[dict[str, str] | None] = contextvars.ContextVar("audit_annotations", default=None)
@@ -177,10 +178,20 @@ class Auditor:
             event["responseObject"] = _without_managed_fields(answered) if decision.omit_managed_fields else answered
         event["requestReceivedTimestamp"] = _micro(state["received"])
         event["stageTimestamp"] = _micro(self._clock() if stage is not Stage.REQUEST_RECEIVED else state["received"])
-        merged = {**request.get(AUTHORIZATION, {}), **annotations}
+        merged = {**_authorization_annotations(request.get(AUTHORIZATION)), **annotations}
         if merged and stage is not Stage.REQUEST_RECEIVED:
             event["annotations"] = merged
         return event
+
+
+def _authorization_annotations(decision: AuthorizationDecision | None) -> dict[str, str]:
+    """kube's ``authorization.k8s.io/decision`` (and ``reason``) annotations of the request's decision."""
+    if decision is None:
+        return {}
+    annotations = {"authorization.k8s.io/decision": "allow" if decision.allowed else "forbid"}
+    if decision.reason:
+        annotations["authorization.k8s.io/reason"] = decision.reason
+    return annotations
 
 
 def _attributes(request: web.Request) -> RequestAttributes | None:
