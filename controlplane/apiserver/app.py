@@ -47,6 +47,7 @@ from controlplane.apiserver.admission import AdmissionPlugin, ValidateWrite, Web
 from controlplane.apiserver.audit import (
     AUTHENTICATED_AS,
     AUTHORIZATION,
+    PANIC,
     REQUEST_ATTRIBUTES,
     Auditor,
     audit_id_header,
@@ -221,8 +222,9 @@ async def status_middleware(request: web.Request, handler: Handler) -> web.Strea
         code = 499
         logger.debug("client went away during %s %s: %s", request.method, request.path, exc)
         raise
-    except Exception:
+    except Exception as exc:
         logger.exception("unhandled error serving %s %s", request.method, request.path)
+        request[PANIC] = exc  # the audit log's Panic stage
         error = errors.InternalError("an internal error occurred; the server log has the details")
         return json_response(error.to_status(), status=500)
     finally:
@@ -261,7 +263,8 @@ def _impersonated(actor: UserInfo, request: web.Request, authorizer: Authorizer)
 
 
 def auth_middleware(
-    authenticator: Authenticator, authorizer: Authorizer | None, public_paths: frozenset[str]
+    authenticator: Authenticator, authorizer: Authorizer | None, public_paths: frozenset[str],
+    audit: Auditor | None = None,
 ) -> Middleware:
     cached = authenticator.authenticate_cached if isinstance(authenticator, CachedAuthenticator) else None
 
@@ -315,6 +318,8 @@ def auth_middleware(
             non_resource_path=None if info.is_resource else request.path,
         )
         request[REQUEST_ATTRIBUTES] = attrs
+        if audit is not None:
+            await audit.request_received(request)  # kube audits after authentication, before authorization
         if authorizer is not None:
             decision = authorizer.authorize(attrs)
             request[AUTHORIZATION] = decision  # the audit log's annotations
@@ -436,7 +441,7 @@ def create_app(
         status_middleware,
     ]
     if authenticator is not None:
-        middlewares.append(auth_middleware(authenticator, authorizer, PUBLIC_PATHS | frozenset(public_paths)))
+        middlewares.append(auth_middleware(authenticator, authorizer, PUBLIC_PATHS | frozenset(public_paths), audit))
     if flow_control is None and max_requests_inflight > 0:
         flow_control = FlowControlConfig(total_concurrency=max_requests_inflight)
     if flow_control is not None and flow_control.total_concurrency > 0:

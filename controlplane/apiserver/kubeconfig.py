@@ -83,14 +83,7 @@ def load_kubeconfig(path: Path, *, context: str | None = None, token_required: b
     directory, as kubectl resolves them. Without ``token_required``, a user without a token
     has the token ``""``.
     """
-    document = read_yaml_mapping(path, not_mapping=" is not a kubeconfig", error=KubeconfigError, quote_error=False)
-    context_name = context or document.get("current-context")
-    if not context_name:
-        raise KubeconfigError(f"{path} has no current-context")
-    ctx = _named(document, "contexts", context_name, path=path, field="context")
-    cluster = _named(document, "clusters", _str(ctx, "cluster", path=path), path=path, field="cluster")
-    user = _named(document, "users", _str(ctx, "user", path=path), path=path, field="user")
-
+    cluster, user = _cluster_and_user(path, context)
     server = _str(cluster, "server", path=path)
     base = path.parent
     if "certificate-authority-data" in cluster:
@@ -112,6 +105,38 @@ def load_kubeconfig(path: Path, *, context: str | None = None, token_required: b
     else:
         token = ""
     return HubCredentials(server=server, ca_pem=ca_pem, token=token)
+
+
+def load_client_certificate(path: Path, *, context: str | None = None) -> tuple[bytes, bytes] | None:
+    """The PEM certificate and key of ``context``'s user (``client-certificate(-data)`` and
+    ``client-key(-data)``, files relative to the kubeconfig's directory, as kubectl reads them);
+    None when the user has neither."""
+    _, user = _cluster_and_user(path, context)
+    pems: list[bytes] = []
+    for field in ("client-certificate", "client-key"):
+        if f"{field}-data" in user:
+            try:
+                pems.append(base64.b64decode(_str(user, f"{field}-data", path=path), validate=True))
+            except binascii.Error as exc:
+                raise KubeconfigError(f"{path}: {field}-data is not base64") from exc
+        elif field in user:
+            pems.append((path.parent / _str(user, field, path=path)).read_bytes())
+    if not pems:
+        return None
+    if len(pems) == 1:
+        raise KubeconfigError(f"{path}: client-certificate and client-key go together: the user has only one")
+    return pems[0], pems[1]
+
+
+def _cluster_and_user(path: Path, context: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    document = read_yaml_mapping(path, not_mapping=" is not a kubeconfig", error=KubeconfigError, quote_error=False)
+    context_name = context or document.get("current-context")
+    if not context_name:
+        raise KubeconfigError(f"{path} has no current-context")
+    ctx = _named(document, "contexts", context_name, path=path, field="context")
+    cluster = _named(document, "clusters", _str(ctx, "cluster", path=path), path=path, field="cluster")
+    user = _named(document, "users", _str(ctx, "user", path=path), path=path, field="user")
+    return cluster, user
 
 
 def _named(document: dict[str, Any], section: str, name: str, *, path: Path, field: str) -> dict[str, Any]:

@@ -15,7 +15,6 @@ from controlplane.admission.requeuing import (
     WaitForPodsReady,
 )
 from controlplane.apis.kube.serviceaccounttokens import DEFAULT_CLEAN_UP_PERIOD
-from controlplane.apiserver.audit import AuditConfig, WebhookSettings
 from controlplane.apiserver.flowcontrol.levels import (
     DEFAULT_QUEUE_LENGTH,
     DEFAULT_QUEUE_WAIT_SECONDS,
@@ -36,6 +35,7 @@ from controlplane.apiserver.watching import (
     WatchLimits,
 )
 from gpufed.argtypes import parse_listen, positive_duration, positive_number, whole_number
+from gpufed.commands.auditflags import add_audit_arguments, audit_config, audit_conflicts
 from gpufed.commands.running import (
     add_collector_arguments,
     add_loop_stall_argument,
@@ -149,30 +149,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tls-ca-file", type=Path, metavar="FILE",
                         help="the CA that signed --tls-cert-file: written into kubeconfigs, served at /ca.crt and "
                              "pinned by agents (default: the self-signed certificate ending --tls-cert-file)")
-    parser.add_argument("--audit-policy-file", type=Path, metavar="FILE",
-                        help="an audit.k8s.io/v1 Policy: which requests are audited, at which level "
-                             "(needs --audit-log-path, --audit-webhook-config-file or both)")
-    parser.add_argument("--audit-log-path", metavar="FILE",
-                        help="write the audit events here, one JSON line each ('-': standard output)")
-    parser.add_argument("--audit-log-maxsize", type=int, default=0, metavar="MB",
-                        help="rotate the audit log when it would pass this size (default 0: 100 MB)")
-    parser.add_argument("--audit-log-maxbackup", type=int, default=0, metavar="N",
-                        help="rotated audit logs to keep (default 0: all)")
-    parser.add_argument("--audit-log-maxage", type=int, default=0, metavar="DAYS",
-                        help="remove rotated audit logs older than this (default 0: never)")
-    parser.add_argument("--audit-webhook-config-file", type=Path, metavar="FILE",
-                        help="send the audit events as audit.k8s.io/v1 EventLists to the server of this kubeconfig "
-                             "(its certificate-authority(-data), its user's token)")
-    parser.add_argument("--audit-webhook-mode", default="batch", choices=["batch"],
-                        help="batch: buffered, sent by a task of its own, never holding a request (the only mode)")
-    parser.add_argument("--audit-webhook-batch-max-size", type=whole_number(1), default=400, metavar="N",
-                        help="events in one batch at most (default 400)")
-    parser.add_argument("--audit-webhook-batch-max-wait", type=positive_duration, default="30s", metavar="DURATION",
-                        help="send a batch that is not full after this long (default 30s)")
-    parser.add_argument("--audit-webhook-batch-buffer-size", type=whole_number(1), default=10000, metavar="N",
-                        help="events waiting to be sent at most; more are dropped and counted (default 10000)")
-    parser.add_argument("--audit-webhook-initial-backoff", type=positive_duration, default="10s", metavar="DURATION",
-                        help="wait this long before retrying a failed batch, 1.5 times longer each try (default 10s)")
+    add_audit_arguments(parser)
     parser.add_argument("--client-ca-file", type=Path, metavar="FILE",
                         help="authenticate clients by certificates this CA signed (user: the Common Name; groups: "
                              "the Organizations), as kube-apiserver's; default: the hub's own CA when it issues its "
@@ -313,27 +290,7 @@ def conflicting_flags(args: argparse.Namespace) -> str | None:
         return "--tls-cert-file and --tls-private-key-file go together: give both or neither"
     if args.tls_ca_file is not None and args.tls_cert_file is None:
         return "--tls-ca-file needs --tls-cert-file (without them the hub issues its certificate from its own CA)"
-    backends = args.audit_log_path is not None or args.audit_webhook_config_file is not None
-    if args.audit_policy_file is not None and not backends:
-        return "--audit-policy-file needs --audit-log-path, --audit-webhook-config-file or both"
-    if args.audit_policy_file is None and backends:
-        return "--audit-log-path and --audit-webhook-config-file need --audit-policy-file"
-    if min(args.audit_log_maxsize, args.audit_log_maxbackup, args.audit_log_maxage) < 0:
-        return "--audit-log-maxsize, --audit-log-maxbackup and --audit-log-maxage cannot be negative"
-    return None
-
-
-def audit_webhook(args: argparse.Namespace) -> WebhookSettings | None:
-    """The ``--audit-webhook-*`` flags (None without ``--audit-webhook-config-file``)."""
-    if args.audit_webhook_config_file is None:
-        return None
-    return WebhookSettings(
-        args.audit_webhook_config_file,
-        batch_max_size=args.audit_webhook_batch_max_size,
-        batch_max_wait_seconds=args.audit_webhook_batch_max_wait.total_seconds(),
-        buffer_size=args.audit_webhook_batch_buffer_size,
-        initial_backoff_seconds=args.audit_webhook_initial_backoff.total_seconds(),
-    )
+    return audit_conflicts(args)
 
 
 def wait_for_pods_ready(args: argparse.Namespace) -> WaitForPodsReady:
@@ -371,10 +328,7 @@ def hub_config(args: argparse.Namespace) -> HubConfig:
         tls_private_key_file=args.tls_private_key_file,
         tls_ca_file=args.tls_ca_file,
         client_ca_file=args.client_ca_file,
-        audit=AuditConfig(args.audit_policy_file, args.audit_log_path, max_size_mb=args.audit_log_maxsize,
-                          max_backups=args.audit_log_maxbackup, max_age_days=args.audit_log_maxage,
-                          webhook=audit_webhook(args))
-        if args.audit_policy_file is not None else None,
+        audit=audit_config(args),
         tls_hosts=tuple(args.tls_san),
         cluster_monitor_grace_period=args.cluster_monitor_grace_period,
         default_unreachable_toleration_seconds=args.default_unreachable_toleration_seconds,
@@ -427,6 +381,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {conflict}", file=sys.stderr)
         return 2
     config = hub_config(args)
+    if config.audit is not None:
+        try:  # before etcd or anything else starts, as kube's flag validation
+            config.audit.check()
+        except PolicyError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
     runner = run_until_signalled(Hub(config), collector=collector_policy(args), stall_warning=args.loop_stall_warning)
     return serve_reporting(runner, host=host, port=port,
                            expected=(Unavailable, EtcdStartError, EtcdConfigError, PkiError, PolicyError))

@@ -97,12 +97,12 @@ def test_a_policy_kube_would_refuse_is_refused_naming_the_field(document: dict[s
         AuditPolicy.parse(document)
 
 
-def test_the_log_appends_json_lines_to_a_private_file_and_rotates_it(tmp_path: Path) -> None:
+async def test_the_log_appends_json_lines_to_a_private_file_and_rotates_it(tmp_path: Path) -> None:
     log = AuditLog(str(tmp_path / "audit" / "audit.log"), max_backups=2)
     log.max_bytes = 300  # the flag counts megabytes; a few events here
     for i in range(12):
         log.write({"kind": "Event", "auditID": str(i), "pad": "x" * 60})
-    log.close()
+    await log.close()
     current = tmp_path / "audit" / "audit.log"
     assert os.stat(current).st_mode & 0o777 == 0o600
     backups = log.backups()

@@ -3,12 +3,25 @@
 * ``apiserver_audit_event_total`` -- every audit event the audit filter made and handed to the
   backends (once per event, whichever backends take it);
 * ``apiserver_audit_error_total{plugin}`` -- events a backend lost: ``log`` (a write to the file
-  failed), ``webhook`` (the buffer was full, or the batch could not be sent).
+  failed), ``webhook`` (the batch could not be sent), ``buffered`` (a batch-mode buffer was full),
+  ``truncate`` (an event too large even without its objects);
+* ``apiserver_audit_requests_rejected_total`` -- requests refused because their ``RequestReceived``
+  event could not be recorded (``blocking-strict``).
+
+Each loss is also logged as kube's plugin error, at most once a minute per plugin.
 """
 
 from __future__ import annotations
 
+import logging
+import time
+from typing import Final
+
 from prometheus_client import CollectorRegistry, Counter
+
+log = logging.getLogger(__name__)
+
+_ERROR_LOG_PERIOD_SECONDS: Final = 60.0
 
 
 class AuditMetrics:
@@ -23,6 +36,16 @@ class AuditMetrics:
             "Counter of audit events that failed to be audited properly. Plugin identifies the plugin affected by the error.",
             ["plugin"], registry=registry,
         )
+        self.rejected = Counter(
+            "apiserver_audit_requests_rejected",
+            "Counter of apiserver requests rejected due to an error in audit logging backend.",
+            registry=registry,
+        )
+        self._last_logged: dict[str, float] = {}
 
-    def lost(self, plugin: str, count: int = 1) -> None:
+    def lost(self, plugin: str, count: int = 1, reason: str = "") -> None:
         self.errors.labels(plugin=plugin).inc(count)
+        now = time.monotonic()
+        if reason and now - self._last_logged.get(plugin, -_ERROR_LOG_PERIOD_SECONDS) >= _ERROR_LOG_PERIOD_SECONDS:
+            self._last_logged[plugin] = now
+            log.error("Error in audit plugin '%s' affecting %d audit events: %s", plugin, count, reason)

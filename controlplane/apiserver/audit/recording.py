@@ -4,10 +4,15 @@ The policy decides a request's level from who asked what (:mod:`.policy`, evalua
 attributes authorization saw). At ``Metadata`` an event has the request's URI, verb, user (and the
 impersonated one), source IPs, user agent, the object's reference and the response's status
 (kube's Status fields for a failure); ``Request`` adds the object the request sent; and
-``RequestResponse`` the object answered. Stages: ``RequestReceived`` and ``ResponseComplete`` for
-every request (both written once it is answered: the user and level are known only after
-authentication), and ``ResponseStarted`` when a long-running request (a watch, a proxied stream)
-starts its answer, which then completes when it ends. Every response carries the ``Audit-Id``
+``RequestResponse`` the object answered. Stages: ``RequestReceived`` once the request is
+authenticated (:meth:`Auditor.request_received`, called by authentication: the level depends on the
+user; a request refused before has it written with its answer), ``ResponseComplete`` when it is
+answered, ``ResponseStarted`` when a long-running request (a watch, a proxied stream) starts its
+answer, which then completes when it ends, and ``Panic`` instead of ``ResponseComplete`` when its
+handler failed unexpectedly (:data:`PANIC`; the client gets a 500 Status). With a backend in
+``blocking-strict`` mode, a request whose ``RequestReceived`` event cannot be recorded fails, as
+kube's (``500``, ``failed to store audit event``, counted in ``apiserver_audit_requests_rejected_total``).
+Every response carries the ``Audit-Id``
 header (the client's own ``Audit-ID`` when it sends one). Annotations: the authorization decision
 (``authorization.k8s.io/decision`` and ``reason``), and what admission adds during the request
 (:func:`annotate`: the policies' audit annotations and ``Audit`` failures).
@@ -27,6 +32,7 @@ import orjson
 from aiohttp import web
 from aiohttp.typedefs import Handler
 
+from controlplane.apiserver import errors
 from controlplane.apiserver.audit.policy import AuditPolicy, Decision, Level, Stage
 from controlplane.apiserver.audit.union import AuditBackends
 from controlplane.apiserver.handlers import REQUEST_INFO
@@ -40,6 +46,8 @@ AUTHENTICATED_AS = web.RequestKey("audit_authenticated_as", UserInfo)
 #: The authorization decision's annotations.
 AUTHORIZATION = web.RequestKey("audit_authorization", AuthorizationDecision)
 _STATE = web.RequestKey("audit_state", dict)
+#: The exception a handler failed with unexpectedly (set by the error handling): kube's ``Panic`` stage.
+PANIC = web.RequestKey("audit_panic", BaseException)
 
 _ANNOTATIONS: contextvars.ContextVar[dict[str, str] | None] = contextvars.ContextVar("audit_annotations", default=None)
 _WRITE_VERBS: Final = frozenset({"create", "update", "patch"})
@@ -87,7 +95,7 @@ class Auditor:
     @web.middleware
     async def middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         state: dict[str, Any] = {
-            "id": request.headers.get("Audit-ID") or str(uuid.uuid4()), "received": self._clock(), "started": False,
+            "id": request.headers.get("Audit-ID") or str(uuid.uuid4()), "received": self._clock(), "recorded": False,
         }
         request[_STATE] = state
         annotations: dict[str, str] = {}
@@ -102,6 +110,26 @@ class Auditor:
         await self._record(request, response.status, response, annotations)
         return response
 
+    async def request_received(self, request: web.Request) -> None:
+        """Record ``RequestReceived`` now that the request's user is known (kube's audit filter runs
+        after authentication, before authorization); :class:`errors.InternalError` when a
+        ``blocking-strict`` backend could not record it."""
+        decision = self._decide(request)
+        if decision.level is Level.NONE or not decision.records(Stage.REQUEST_RECEIVED):
+            return
+        if not await self._received(request, decision):
+            self.log.metrics.rejected.inc()
+            request[_STATE]["rejected"] = True  # kube records nothing more of it
+            raise errors.InternalError(f'Internal Server Error: "{request.rel_url}": failed to store audit event')
+
+    async def _received(self, request: web.Request, decision: Decision) -> bool:
+        """Record ``RequestReceived`` once; False when a ``blocking-strict`` backend could not."""
+        state = request[_STATE]
+        if state["recorded"]:
+            return True
+        state["recorded"] = True
+        return await self.log.process(self._event(request, decision, Stage.REQUEST_RECEIVED, None, None, {}))
+
     async def on_response_prepare(self, request: web.Request, response: web.StreamResponse) -> None:
         state = request.get(_STATE)
         if state is None:
@@ -113,11 +141,10 @@ class Auditor:
         decision = self._decide(request)
         if decision.level is Level.NONE:
             return
-        state["started"] = True
         if decision.records(Stage.REQUEST_RECEIVED):
-            self.log.write(self._event(request, decision, Stage.REQUEST_RECEIVED, None, None, {}))
+            await self._received(request, decision)  # the answer stands whatever the backends say
         if decision.records(Stage.RESPONSE_STARTED):
-            self.log.write(self._event(request, decision, Stage.RESPONSE_STARTED, response.status, None, {}))
+            await self.log.process(self._event(request, decision, Stage.RESPONSE_STARTED, response.status, None, {}))
 
     def _decide(self, request: web.Request) -> Decision:
         attrs = _attributes(request)
@@ -127,14 +154,14 @@ class Auditor:
         self, request: web.Request, code: int, response: web.StreamResponse | None, annotations: dict[str, str]
     ) -> None:
         decision = self._decide(request)
-        if decision.level is Level.NONE:
+        if decision.level is Level.NONE or request[_STATE].get("rejected"):
             return
-        state = request[_STATE]
-        if not state["started"] and decision.records(Stage.REQUEST_RECEIVED):
-            self.log.write(self._event(request, decision, Stage.REQUEST_RECEIVED, None, None, {}))
-        if decision.records(Stage.RESPONSE_COMPLETE):
+        if decision.records(Stage.REQUEST_RECEIVED):
+            await self._received(request, decision)  # the answer stands whatever the backends say
+        stage = Stage.PANIC if PANIC in request else Stage.RESPONSE_COMPLETE
+        if decision.records(stage):
             sent = await self._request_object(request, code)
-            self.log.write(self._event(request, decision, Stage.RESPONSE_COMPLETE, code, response, annotations, sent))
+            await self.log.process(self._event(request, decision, stage, code, response, annotations, sent))
 
     async def _request_object(self, request: web.Request, code: int) -> dict[str, Any] | None:
         attrs = request.get(REQUEST_ATTRIBUTES)
@@ -169,7 +196,10 @@ class Auditor:
             event["userAgent"] = user_agent
         if attrs is not None and attrs.non_resource_path is None:
             event["objectRef"] = _object_ref(request, attrs, sent)
-        if code is not None:
+        if stage is Stage.PANIC:
+            event["responseStatus"] = {"metadata": {}, "status": "Failure", "message": _panic_message(request[PANIC]),
+                                       "reason": "InternalError", "code": 500}
+        elif code is not None:
             event["responseStatus"] = _response_status(code, response)
         if sent is not None and decision.level in (Level.REQUEST, Level.REQUEST_RESPONSE):
             event["requestObject"] = _without_managed_fields(sent) if decision.omit_managed_fields else sent
@@ -182,6 +212,11 @@ class Auditor:
         if merged and stage is not Stage.REQUEST_RECEIVED:
             event["annotations"] = merged
         return event
+
+
+def _panic_message(exc: BaseException) -> str:
+    """kube's message of a ``Panic`` event."""
+    return f"APIServer panic'd: {type(exc).__name__}: {exc}" if str(exc) else f"APIServer panic'd: {type(exc).__name__}"
 
 
 def _authorization_annotations(decision: AuthorizationDecision | None) -> dict[str, str]:

@@ -1,43 +1,53 @@
 """The backends one hub sends its audit events to, as kube-apiserver's union backend: the log file
-(``--audit-log-path``), the webhook (``--audit-webhook-config-file``), or both when both are given.
-Every event is counted once (``apiserver_audit_event_total``) and handed to each backend; a write the
-log file loses is counted as ``apiserver_audit_error_total{plugin="log"}``.
+(``--audit-log-path``), the webhook (``--audit-webhook-config-file``), or both when both are given,
+each truncating (``--audit-*-truncate-enabled``) and in its mode (``--audit-*-mode``, :mod:`.buffered`).
+Every event is counted once (``apiserver_audit_event_total``) and handed to each backend.
 
 In: events (dicts). Out: the backends' writes; :meth:`AuditBackends.start` and :meth:`close` run
-the webhook's sending task.
+their tasks and sessions.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
-from controlplane.apiserver.audit.backend import AuditLog
+from controlplane.apiserver.audit.buffered import BatchSettings, Delegate, taking
 from controlplane.apiserver.audit.metrics import AuditMetrics
-from controlplane.apiserver.audit.webhook import AuditWebhook
+from controlplane.apiserver.audit.truncate import TruncateSettings, Truncating
+
+
+class Backend(Protocol):
+    async def process(self, events: list[dict[str, Any]]) -> bool: ...
+
+    def start(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+
+def backend(delegate: Delegate, batch: BatchSettings, truncate: TruncateSettings, metrics: AuditMetrics) -> Backend:
+    """``delegate`` as its flags configure it: truncating when enabled, in its mode."""
+    if truncate.enabled:
+        delegate = Truncating(delegate, truncate, metrics)
+    return taking(delegate, batch, metrics)
 
 
 class AuditBackends:
-    def __init__(self, metrics: AuditMetrics, *, log: AuditLog | None = None, webhook: AuditWebhook | None = None) -> None:
+    def __init__(self, metrics: AuditMetrics, backends: list[Backend]) -> None:
         self.metrics = metrics
-        self.log = log
-        self.webhook = webhook
+        self.backends = backends
 
-    def write(self, event: dict[str, Any]) -> None:
+    async def process(self, event: dict[str, Any]) -> bool:
+        """Hand ``event`` to every backend; False when one in ``blocking-strict`` mode failed."""
         self.metrics.events.inc()
-        if self.log is not None:
-            lost = self.log.errors
-            self.log.write(event)
-            if self.log.errors > lost:
-                self.metrics.lost("log", self.log.errors - lost)
-        if self.webhook is not None:
-            self.webhook.write(event)
+        success = True
+        for each in self.backends:
+            success = await each.process([event]) and success
+        return success
 
     def start(self) -> None:
-        if self.webhook is not None:
-            self.webhook.start()
+        for each in self.backends:
+            each.start()
 
     async def close(self) -> None:
-        if self.webhook is not None:
-            await self.webhook.close()
-        if self.log is not None:
-            self.log.close()
+        for each in self.backends:
+            await each.close()

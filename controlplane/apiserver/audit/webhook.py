@@ -1,16 +1,11 @@
-"""kube-apiserver's audit webhook backend in batch mode (``--audit-webhook-config-file``,
-``--audit-webhook-mode=batch``): events are POSTed as ``audit.k8s.io/v1`` EventLists to the server
-of a kubeconfig, from a buffer, by a task of their own, so that a slow or absent receiver never
-holds a request up.
+"""kube-apiserver's audit webhook backend (``--audit-webhook-config-file``): events are POSTed as
+``audit.k8s.io/v1`` EventLists to the server of a kubeconfig (its CA; its user's token or client
+certificate), in the mode of ``--audit-webhook-mode`` (:mod:`.buffered`: ``batch`` by default).
 
-As kube's buffered backend: :meth:`AuditWebhook.write` puts an event in a buffer of
-``--audit-webhook-batch-buffer-size`` events (10000), or drops it when the buffer is full (counted in
-``apiserver_audit_error_total{plugin="webhook"}``, logged at most once a minute). :meth:`run` takes a
-batch once ``--audit-webhook-batch-max-size`` events (400) wait or ``--audit-webhook-batch-max-wait``
-(30 s) has passed, and sends it; a send that fails as kube's webhook client retries (connection reset,
-``429``, ``500``, ``504``, an answer with ``Retry-After``) is retried with kube's backoff (from
-``--audit-webhook-initial-backoff``, 10 s, times 1.5 with 20 % jitter, 5 tries), any other failure
-drops the batch (counted). :meth:`close` sends what is left, within :data:`FLUSH_SECONDS`.
+:meth:`AuditWebhook.process` sends one list; a send that fails as kube's webhook client retries
+(connection reset, ``429``, ``500``, ``504``, an answer with ``Retry-After``) is retried with kube's
+backoff (from ``--audit-webhook-initial-backoff``, 10 s, times 1.5 with 20 % jitter, 5 tries), any
+other failure drops the list (counted in ``apiserver_audit_error_total{plugin="webhook"}``).
 
 In: events (dicts). Out: EventLists to the receiver. I/O: HTTPS to the receiver only.
 """
@@ -18,45 +13,40 @@ In: events (dicts). Out: EventLists to the receiver. I/O: HTTPS to the receiver 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import errno
-import logging
+import os
 import random
-import time
-from collections import deque
-from dataclasses import dataclass
+import ssl
+import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
 import aiohttp
 
+from controlplane.apiserver.audit.buffered import BatchSettings
 from controlplane.apiserver.audit.metrics import AuditMetrics
-from controlplane.apiserver.kubeconfig import load_kubeconfig
+from controlplane.apiserver.audit.truncate import TruncateSettings
+from controlplane.apiserver.kubeconfig import KubeconfigError, load_client_certificate, load_kubeconfig
 from controlplane.apiserver.tls import client_ssl_context
-
-log = logging.getLogger(__name__)
 
 PLUGIN: Final = "webhook"
 #: How long one POST may take (kube's webhook client default).
 REQUEST_TIMEOUT_SECONDS: Final = 30.0
-#: How long :meth:`AuditWebhook.close` may spend sending what the buffer holds.
-FLUSH_SECONDS: Final = 10.0
 #: kube's retry backoff: factor, jitter and tries (``DefaultRetryBackoffWithInitialDelay``).
 _BACKOFF_FACTOR: Final = 1.5
 _BACKOFF_JITTER: Final = 0.2
 _BACKOFF_STEPS: Final = 5
 _RETRIED_CODES: Final = frozenset({429, 500, 504})
-_ERROR_LOG_PERIOD_SECONDS: Final = 60.0
 
 
 @dataclass(frozen=True, slots=True)
 class WebhookSettings:
-    """``--audit-webhook-config-file`` and the batch flags, with kube's defaults."""
+    """``--audit-webhook-config-file`` and the other ``--audit-webhook-*`` flags, with kube's defaults."""
 
     config_file: Path
-    batch_max_size: int = 400
-    batch_max_wait_seconds: float = 30.0
-    buffer_size: int = 10000
+    batch: BatchSettings = field(default_factory=BatchSettings)
+    truncate: TruncateSettings = field(default_factory=TruncateSettings)
     initial_backoff_seconds: float = 10.0
 
 
@@ -67,7 +57,7 @@ class _SendError(Exception):
 
 
 class AuditWebhook:
-    """The batch-mode webhook backend; :meth:`write` never waits."""
+    """The webhook: :meth:`process` POSTs one EventList (retried as kube retries it)."""
 
     def __init__(self, settings: WebhookSettings, metrics: AuditMetrics) -> None:
         credentials = load_kubeconfig(settings.config_file, token_required=False)
@@ -75,86 +65,39 @@ class AuditWebhook:
         self.url = credentials.server
         self.metrics = metrics
         self._ssl = client_ssl_context(credentials.ca_pem)
+        if (pair := load_client_certificate(settings.config_file)) is not None:
+            _load_client_certificate(self._ssl, *pair, path=settings.config_file)
         self._headers = {"Content-Type": "application/json"}
         if credentials.token:
             self._headers["Authorization"] = f"Bearer {credentials.token}"
-        self._buffer: deque[dict[str, Any]] = deque()
-        self._full = asyncio.Event()
         self._session: aiohttp.ClientSession | None = None
-        self._task: asyncio.Task[None] | None = None
-        self._last_error_log = 0.0
-
-    def write(self, event: dict[str, Any]) -> None:
-        if len(self._buffer) >= self.settings.buffer_size:
-            self._lost(1, "audit buffer queue blocked")
-            return
-        self._buffer.append(event)
-        if len(self._buffer) >= self.settings.batch_max_size:
-            self._full.set()
 
     def start(self) -> None:
         self._session = aiohttp.ClientSession(
             connector=aiohttp.TCPConnector(ssl=self._ssl),
             timeout=aiohttp.ClientTimeout(total=REQUEST_TIMEOUT_SECONDS),
         )
-        self._task = asyncio.create_task(self.run(), name="audit-webhook")
-
-    async def run(self) -> None:
-        """Send a batch whenever one is full or the oldest has waited ``batch_max_wait``."""
-        while True:
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(self.settings.batch_max_wait_seconds):
-                    await self._full.wait()
-            self._full.clear()
-            while self._buffer:
-                await self._send(self._take(), retries=True)
-                if len(self._buffer) < self.settings.batch_max_size:
-                    break
 
     async def close(self) -> None:
-        """Stop the sending task, then send what the buffer holds within :data:`FLUSH_SECONDS`
-        (once each: what cannot be sent then is counted lost)."""
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
-        if self._session is None:
-            return
-        try:
-            async with asyncio.timeout(FLUSH_SECONDS):
-                while self._buffer:
-                    await self._send(self._take(), retries=False)
-        except TimeoutError:
-            pass
-        finally:
-            if self._buffer:
-                self._lost(len(self._buffer), "shutting down")
-                self._buffer.clear()
+        if self._session is not None:
             await self._session.close()
             self._session = None
 
-    def _take(self) -> list[dict[str, Any]]:
-        count = min(len(self._buffer), self.settings.batch_max_size)
-        return [self._buffer.popleft() for _ in range(count)]
-
-    async def _send(self, batch: list[dict[str, Any]], *, retries: bool) -> None:
+    async def process(self, events: list[dict[str, Any]], *, final: bool = False) -> bool:
+        """Send ``events``; False (and counted) when they could not be; ``final``: one try."""
         delay = self.settings.initial_backoff_seconds
-        tries = _BACKOFF_STEPS if retries else 1
+        tries = 1 if final else _BACKOFF_STEPS
         for attempt in range(1, tries + 1):
             try:
-                await self._post(batch)
-                return
+                await self._post(events)
+                return True
             except _SendError as exc:
                 if not exc.retry or attempt == tries:
-                    self._lost(len(batch), str(exc))
-                    return
-            except asyncio.CancelledError:
-                # Shutting down: what was being sent goes back first, for close() to flush.
-                self._buffer.extendleft(reversed(batch))
-                raise
+                    self.metrics.lost(PLUGIN, len(events), str(exc))
+                    return False
             await asyncio.sleep(delay * (1 + random.uniform(0, _BACKOFF_JITTER)))  # jitter, not a secret
             delay *= _BACKOFF_FACTOR
+        return False
 
     async def _post(self, batch: list[dict[str, Any]]) -> None:
         assert self._session is not None
@@ -173,9 +116,16 @@ class AuditWebhook:
         except (aiohttp.ClientError, TimeoutError) as exc:
             raise _SendError(f"cannot send to {self.url}: {exc or type(exc).__name__}", retry=False) from exc
 
-    def _lost(self, count: int, reason: str) -> None:
-        self.metrics.lost(PLUGIN, count)
-        now = time.monotonic()
-        if now - self._last_error_log >= _ERROR_LOG_PERIOD_SECONDS:
-            self._last_error_log = now
-            log.error("Error in audit plugin 'webhook' affecting %d audit events: %s", count, reason)
+
+def _load_client_certificate(context: ssl.SSLContext, cert_pem: bytes, key_pem: bytes, *, path: Path) -> None:
+    """Present the kubeconfig's client certificate (the ssl module reads it from a file: a private
+    one, removed at once)."""
+    with tempfile.TemporaryDirectory(prefix="audit-webhook-") as directory:
+        chain = Path(directory) / "client.pem"
+        fd = os.open(chain, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as file:
+            file.write(cert_pem.rstrip() + b"\n" + key_pem)
+        try:
+            context.load_cert_chain(chain)
+        except ssl.SSLError as exc:
+            raise KubeconfigError(f"{path}: client-certificate and client-key cannot be used: {exc.reason or exc}") from exc

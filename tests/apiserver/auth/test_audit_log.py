@@ -15,7 +15,7 @@ import aiohttp
 import pytest
 import yaml
 
-from controlplane.apiserver.audit import AuditConfig
+from controlplane.apiserver.audit import AuditConfig, LogSettings
 from controlplane.apiserver.identity import Role
 from controlplane.apiserver.kubeconfig import load_kubeconfig
 from controlplane.apiserver.tls import client_ssl_context
@@ -41,7 +41,7 @@ async def audited(tmp_path: Path) -> AsyncIterator[tuple[Hub, Path]]:
     policy = tmp_path / "policy.yaml"
     policy.write_text(yaml.safe_dump(POLICY))
     log = tmp_path / "audit" / "audit.log"
-    config = HubConfig(state_dir=tmp_path / "hub", port=0, audit=AuditConfig(policy, str(log)))
+    config = HubConfig(state_dir=tmp_path / "hub", port=0, audit=AuditConfig(policy, LogSettings(str(log))))
     async with Hub(config) as running:
         yield running, log
 
@@ -133,7 +133,7 @@ async def test_an_audit_policy_kube_would_refuse_stops_the_hub_with_the_reason(t
     from controlplane.apiserver.audit import PolicyError
 
     with pytest.raises(PolicyError, match=f'--audit-policy-file {policy}: rules\\[0\\].level: Unsupported value: "Everything"'):
-        async with Hub(HubConfig(state_dir=tmp_path / "hub", port=0, audit=AuditConfig(policy, str(tmp_path / "a.log")))):
+        async with Hub(HubConfig(state_dir=tmp_path / "hub", port=0, audit=AuditConfig(policy, LogSettings(str(tmp_path / "a.log"))))):
             pass
 
 

@@ -2,7 +2,7 @@
 mode: EventLists POSTed over HTTPS to a real receiver (its own CA, from the kubeconfig), alongside
 the log file when both are given; what the buffer holds is sent at shutdown; a receiver that is down
 never holds a request up, and the events past the buffer are dropped and counted in
-``apiserver_audit_error_total{plugin="webhook"}``."""
+``apiserver_audit_error_total{plugin="buffered"}``."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import aiohttp
 import pytest
 import yaml
 
-from controlplane.apiserver.audit import AuditConfig, PolicyError, WebhookSettings
+from controlplane.apiserver.audit import AuditConfig, BatchSettings, LogSettings, PolicyError, WebhookSettings
 from controlplane.apiserver.kubeconfig import load_kubeconfig, write_kubeconfig
 from controlplane.apiserver.tls import client_ssl_context
 from controlplane.hub import Hub, HubConfig
@@ -49,7 +49,10 @@ def webhook_config(tmp_path: Path, server: str, ca_pem: bytes, **settings: Any) 
     kubeconfig = tmp_path / "audit-webhook.kubeconfig"
     write_kubeconfig(kubeconfig, server=server, ca_pem=ca_pem, token="audit-token", user="audit")
     log = settings.pop("log_path", None)
-    return AuditConfig(policy, log, webhook=WebhookSettings(kubeconfig, **settings))
+    backoff = settings.pop("initial_backoff_seconds", 10.0)
+    batch = BatchSettings(**settings)
+    return AuditConfig(policy, LogSettings(log) if log else None,
+                       WebhookSettings(kubeconfig, batch=batch, initial_backoff_seconds=backoff))
 
 
 async def create_configmaps(hub: Hub, names: list[str]) -> None:
@@ -77,7 +80,7 @@ async def metric(hub: Hub, name: str, **labels: str) -> float:
 async def test_events_go_to_the_webhook_in_batches_and_to_the_log(tmp_path: Path, receiver: WebhookServer) -> None:
     log = tmp_path / "audit.log"
     config = webhook_config(tmp_path, f"{receiver.url}/audit", base64.b64decode(receiver.ca_bundle),
-                            log_path=str(log), batch_max_size=3, batch_max_wait_seconds=1.0)
+                            log_path=str(log), max_size=3, max_wait_seconds=1.0)
     names = [f"settings-{i}" for i in range(4)]
     async with Hub(HubConfig(state_dir=tmp_path / "hub", port=0, audit=config)) as hub:
         # The process's metrics: other hubs of this process counted before.
@@ -116,7 +119,7 @@ async def test_a_failed_batch_is_retried_as_kube_retries_it(
     tmp_path: Path, receiver: WebhookServer, path: str, posts: int, lost: int,
 ) -> None:
     config = webhook_config(tmp_path, f"{receiver.url}{path}", base64.b64decode(receiver.ca_bundle),
-                            batch_max_size=2, initial_backoff_seconds=0.05)
+                            max_size=2, initial_backoff_seconds=0.05)
     async with Hub(HubConfig(state_dir=tmp_path / "hub", port=0, audit=config)) as hub:
         errors = await metric(hub, "apiserver_audit_error_total", plugin="webhook")
         await create_configmaps(hub, ["once"])
@@ -139,11 +142,11 @@ async def test_a_receiver_that_is_down_holds_no_request_and_the_overflow_is_coun
         ca.write_bytes(base64.b64decode(other.ca_bundle))
     config = webhook_config(tmp_path, f"https://127.0.0.1:{port}/audit", ca.read_bytes(), buffer_size=5)
     async with Hub(HubConfig(state_dir=tmp_path / "hub", port=0, audit=config)) as hub:
-        events, errors = await metric(hub, "apiserver_audit_event_total"), await metric(hub, "apiserver_audit_error_total", plugin="webhook")
+        events, errors = await metric(hub, "apiserver_audit_event_total"), await metric(hub, "apiserver_audit_error_total", plugin="buffered")
         await create_configmaps(hub, [f"cm-{i}" for i in range(6)])  # every request answered (201)
         assert await metric(hub, "apiserver_audit_event_total") - events == 12
         # Five wait in the buffer; the other seven were dropped and counted.
-        assert await metric(hub, "apiserver_audit_error_total", plugin="webhook") - errors == 7
+        assert await metric(hub, "apiserver_audit_error_total", plugin="buffered") - errors == 7
 
 
 async def test_a_webhook_kubeconfig_that_cannot_be_read_stops_the_hub(tmp_path: Path) -> None:
