@@ -8,7 +8,8 @@ only a call made while another one is in flight (else ``called alone``). Every r
 received is kept, by path, for the test to read.
 
 An EventList (the audit webhook's batch) is kept and answered ``{}``; ``/audit-refused`` answers
-``400``, ``/audit-once-500`` answers its first one ``500``. A ConversionReview (a CRD's conversion webhook) is answered by :func:`_convert`: ``/convert``
+``400``, ``/audit-once-500`` answers its first one ``500``; with ``client_certificates``, the server
+asks for a client certificate its CA signed (:func:`client_certificate` issues one). A ConversionReview (a CRD's conversion webhook) is answered by :func:`_convert`: ``/convert``
 converts CronTabs between ``v1`` (``spec.cronSpec``) and ``v2`` (``spec.schedule``) and labels them
 ``converted-to``; ``/convert-wrong-uid``, ``/convert-renamed``, ``/convert-fail`` and ``/convert-short``
 answer as a broken webhook would (another uid, a renamed object, a Failure result, too few objects).
@@ -112,10 +113,24 @@ def _certificates(directory: Path, hosts: tuple[str, ...]) -> tuple[ssl.SSLConte
     return context, base64.b64encode((directory / "ca.crt").read_bytes()).decode()
 
 
+def client_certificate(directory: Path, common_name: str) -> tuple[bytes, bytes]:
+    """A client certificate (PEM) and its key, signed by the CA of the server in ``directory``."""
+    ca = pki.load_or_create_ca(directory / "ca.crt", directory / "ca.key", common_name="webhook-test-ca")
+    cert, key = directory / f"{common_name}.crt", directory / f"{common_name}.key"
+    pki.ensure_certificate(cert, key, ca_cert=ca, ca_key_path=directory / "ca.key", common_name=common_name,
+                           usages=[x509.oid.ExtendedKeyUsageOID.CLIENT_AUTH])
+    return cert.read_bytes(), key.read_bytes()
+
+
 @asynccontextmanager
-async def webhook_server(directory: Path, *, hosts: tuple[str, ...] = ("127.0.0.1",)) -> AsyncIterator[WebhookServer]:
+async def webhook_server(
+    directory: Path, *, hosts: tuple[str, ...] = ("127.0.0.1",), client_certificates: bool = False,
+) -> AsyncIterator[WebhookServer]:
     """The server on a free port of 127.0.0.1, its certificate valid for ``hosts``."""
     context, bundle = _certificates(directory, hosts)
+    if client_certificates:
+        context.verify_mode = ssl.CERT_REQUIRED
+        context.load_verify_locations(directory / "ca.crt")
     received: dict[str, list[dict[str, Any]]] = defaultdict(list)
     waiting: list[dict[str, Any]] = []
     paired = asyncio.Event()
