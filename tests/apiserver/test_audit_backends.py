@@ -62,6 +62,13 @@ def test_the_legacy_format_is_kubes_event_string() -> None:
         'response="<deferred>"')
 
 
+async def test_the_log_writes_the_legacy_format_when_asked(tmp_path: Path) -> None:
+    log = AuditLog(str(tmp_path / "audit.log"), format="legacy")
+    assert log.write(EVENT)
+    await log.close()
+    assert (tmp_path / "audit.log").read_text() == event_string(EVENT) + "\n"
+
+
 async def test_truncation_drops_objects_then_events_that_stay_too_large(tmp_path: Path) -> None:
     path = tmp_path / "audit.log"
     metrics = AuditMetrics()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -64,12 +65,14 @@ def webhook(tmp_path: Path, receiver: WebhookServer, path: str, **settings: Any)
     return WebhookSettings(kubeconfig, batch=BatchSettings(**settings), truncate=truncate)
 
 
-async def admin_client(hub: Hub, session: aiohttp.ClientSession) -> Client:
-    return Client(session, hub, load_kubeconfig(hub.kubeconfig_path).token)
-
-
-def connector(hub: Hub) -> aiohttp.TCPConnector:
-    return aiohttp.TCPConnector(ssl=client_ssl_context(load_kubeconfig(hub.kubeconfig_path).ca_pem))
+@asynccontextmanager
+async def audited(tmp_path: Path, config: AuditConfig) -> AsyncIterator[tuple[Hub, aiohttp.ClientSession, Client]]:
+    """A hub auditing as ``config``, a session to it and its admin."""
+    async with Hub(HubConfig(state_dir=tmp_path / "hub", port=0, audit=config)) as hub:
+        credentials = load_kubeconfig(hub.kubeconfig_path)
+        connector = aiohttp.TCPConnector(ssl=client_ssl_context(credentials.ca_pem))
+        async with aiohttp.ClientSession(connector=connector) as session:
+            yield hub, session, Client(session, hub, credentials.token)
 
 
 def sent(receiver: WebhookServer, path: str = "/audit") -> list[dict[str, Any]]:
@@ -78,14 +81,12 @@ def sent(receiver: WebhookServer, path: str = "/audit") -> list[dict[str, Any]]:
 
 async def test_blocking_sends_each_event_before_the_request_is_answered(tmp_path: Path, receiver: WebhookServer) -> None:
     config = AuditConfig(policy_file(tmp_path), webhook=webhook(tmp_path, receiver, "/audit", mode="blocking"))
-    async with Hub(HubConfig(state_dir=tmp_path / "hub", port=0, audit=config)) as hub:
-        async with aiohttp.ClientSession(connector=connector(hub)) as session:
-            admin = await admin_client(hub, session)
-            code, _ = await admin("POST", CONFIGMAPS, {"metadata": {"name": "first"}})
-            assert code == 201
-            # Already there: each event was POSTed (one EventList each) in the request's path.
-            assert [e["stage"] for e in sent(receiver)] == ["RequestReceived", "ResponseComplete"]
-            assert [len(b["items"]) for b in receiver.received["/audit"]] == [1, 1]
+    async with audited(tmp_path, config) as (_, _, admin):
+        code, _ = await admin("POST", CONFIGMAPS, {"metadata": {"name": "first"}})
+        assert code == 201
+        # Already there: each event was POSTed (one EventList each) in the request's path.
+        assert [e["stage"] for e in sent(receiver)] == ["RequestReceived", "ResponseComplete"]
+        assert [len(b["items"]) for b in receiver.received["/audit"]] == [1, 1]
 
 
 @pytest.mark.parametrize(("mode", "answered"), [("blocking", 201), ("blocking-strict", 500)])
@@ -93,17 +94,15 @@ async def test_blocking_strict_fails_a_request_whose_request_received_event_is_l
     tmp_path: Path, receiver: WebhookServer, mode: str, answered: int,
 ) -> None:
     config = AuditConfig(policy_file(tmp_path), webhook=webhook(tmp_path, receiver, "/audit-refused", mode=mode))
-    async with Hub(HubConfig(state_dir=tmp_path / "hub", port=0, audit=config)) as hub:
+    async with audited(tmp_path, config) as (hub, session, admin):
         rejected = sum(v for _, v in await hubmetrics.samples(hub, "apiserver_audit_requests_rejected_total"))
-        async with aiohttp.ClientSession(connector=connector(hub)) as session:
-            admin = await admin_client(hub, session)
-            code, status = await admin("POST", CONFIGMAPS, {"metadata": {"name": "unrecorded"}})
-            assert code == answered, status
-            stored, _ = await admin("GET", f"{CONFIGMAPS}/unrecorded")
-            assert hub.tokens is not None
-            alice = await hub.tokens.create(role=Role.USER, name="alice")
-            # Recorded after authentication, before authorization: kube's order.
-            refused, _ = await Client(session, hub, alice.token)("DELETE", f"{CONFIGMAPS}/unrecorded")
+        code, status = await admin("POST", CONFIGMAPS, {"metadata": {"name": "unrecorded"}})
+        assert code == answered, status
+        stored, _ = await admin("GET", f"{CONFIGMAPS}/unrecorded")
+        assert hub.tokens is not None
+        alice = await hub.tokens.create(role=Role.USER, name="alice")
+        # Recorded after authentication, before authorization: kube's order.
+        refused, _ = await Client(session, hub, alice.token)("DELETE", f"{CONFIGMAPS}/unrecorded")
         now_rejected = sum(v for _, v in await hubmetrics.samples(hub, "apiserver_audit_requests_rejected_total"))
     if mode == "blocking":
         assert (stored, refused, now_rejected - rejected) == (200, 403, 0)
@@ -118,17 +117,15 @@ async def test_the_log_in_batch_mode_writes_from_its_buffer(tmp_path: Path) -> N
     log = tmp_path / "audit.log"
     batch = BatchSettings(mode="batch", max_size=3, max_wait_seconds=600, throttle_enable=False)
     config = AuditConfig(policy_file(tmp_path), LogSettings(str(log), batch=batch))
-    async with Hub(HubConfig(state_dir=tmp_path / "hub", port=0, audit=config)) as hub:
-        async with aiohttp.ClientSession(connector=connector(hub)) as session:
-            admin = await admin_client(hub, session)
-            assert (await admin("POST", CONFIGMAPS, {"metadata": {"name": "one"}}))[0] == 201
-            assert log.read_text() == ""  # two events wait for a third
-            assert (await admin("POST", CONFIGMAPS, {"metadata": {"name": "two"}}))[0] == 201
+    async with audited(tmp_path, config) as (_, _, admin):
+        assert (await admin("POST", CONFIGMAPS, {"metadata": {"name": "one"}}))[0] == 201
+        assert log.read_text() == ""  # two events wait for a third
+        assert (await admin("POST", CONFIGMAPS, {"metadata": {"name": "two"}}))[0] == 201
 
-            async def batch_written() -> bool:
-                return len(log.read_text().splitlines()) == 3
+        async def batch_written() -> bool:
+            return len(log.read_text().splitlines()) == 3
 
-            await eventually(batch_written)
+        await eventually(batch_written)
     # The fourth at shutdown.
     stages = [json.loads(line)["stage"] for line in log.read_text().splitlines()]
     assert stages == ["RequestReceived", "ResponseComplete"] * 2
@@ -140,16 +137,14 @@ async def test_truncation_drops_the_objects_of_large_events_and_splits_batches(
     truncate = TruncateSettings(enabled=True, max_batch_size=2000, max_event_size=2000)
     settings = webhook(tmp_path, receiver, "/audit", max_size=4, max_wait_seconds=600, truncate=truncate)
     config = AuditConfig(policy_file(tmp_path), webhook=settings)
-    async with Hub(HubConfig(state_dir=tmp_path / "hub", port=0, audit=config)) as hub:
-        async with aiohttp.ClientSession(connector=connector(hub)) as session:
-            admin = await admin_client(hub, session)
-            assert (await admin("POST", CONFIGMAPS, {"metadata": {"name": "big"}, "data": {"k": "x" * 3000}}))[0] == 201
-            assert (await admin("POST", CONFIGMAPS, {"metadata": {"name": "small"}, "data": {"k": "y"}}))[0] == 201
+    async with audited(tmp_path, config) as (_, _, admin):
+        assert (await admin("POST", CONFIGMAPS, {"metadata": {"name": "big"}, "data": {"k": "x" * 3000}}))[0] == 201
+        assert (await admin("POST", CONFIGMAPS, {"metadata": {"name": "small"}, "data": {"k": "y"}}))[0] == 201
 
-            async def all_sent() -> bool:
-                return len(sent(receiver)) == 4
+        async def all_sent() -> bool:
+            return len(sent(receiver)) == 4
 
-            await eventually(all_sent)
+        await eventually(all_sent)
     [big] = [e for e in sent(receiver) if e["stage"] == "ResponseComplete" and e["objectRef"]["name"] == "big"]
     assert "requestObject" not in big and "responseObject" not in big
     assert big["annotations"]["audit.k8s.io/truncated"] == "true"
@@ -175,9 +170,8 @@ async def test_the_webhook_presents_its_kubeconfigs_client_certificate(tmp_path:
         }))
         (tmp_path / "audit.key").write_bytes(key)  # a file, relative to the kubeconfig
         config = AuditConfig(policy_file(tmp_path), webhook=WebhookSettings(kubeconfig, batch=BatchSettings(mode="blocking")))
-        async with Hub(HubConfig(state_dir=tmp_path / "hub", port=0, audit=config)) as hub:
-            async with aiohttp.ClientSession(connector=connector(hub)) as session:
-                assert (await (await admin_client(hub, session))("POST", CONFIGMAPS, {"metadata": {"name": "c"}}))[0] == 201
+        async with audited(tmp_path, config) as (_, _, admin):
+            assert (await admin("POST", CONFIGMAPS, {"metadata": {"name": "c"}}))[0] == 201
         assert [e["stage"] for e in sent(receiver)] == ["RequestReceived", "ResponseComplete"]
 
 
@@ -190,9 +184,8 @@ async def test_a_handler_that_fails_is_a_panic_event_and_a_500_status(
     monkeypatch.setattr(Endpoints, "version", broken)
     log = tmp_path / "audit.log"
     config = AuditConfig(policy_file(tmp_path), LogSettings(str(log)))
-    async with Hub(HubConfig(state_dir=tmp_path / "hub", port=0, audit=config)) as hub:
-        async with aiohttp.ClientSession(connector=connector(hub)) as session:
-            code, status = await (await admin_client(hub, session))("GET", "/version")
+    async with audited(tmp_path, config) as (_, _, admin):
+        code, status = await admin("GET", "/version")
     assert code == 500 and status["kind"] == "Status" and status["reason"] == "InternalError"
     assert "version table missing" not in json.dumps(status) and "Traceback" not in json.dumps(status)
     events = [json.loads(line) for line in log.read_text().splitlines()]
