@@ -101,30 +101,16 @@ class Throttle:
 
 
 class Blocking:
-    """``blocking``: the backend's failures are counted by it and hidden from the audit filter."""
+    """``blocking``: the backend's failures are counted by it and hidden from the audit filter;
+    ``blocking-strict`` (``strict``): its answer, as is."""
 
-    def __init__(self, delegate: Delegate) -> None:
+    def __init__(self, delegate: Delegate, *, strict: bool = False) -> None:
         self.delegate = delegate
+        self.strict = strict
 
     async def process(self, events: list[dict[str, Any]]) -> bool:
-        await self.delegate.process(events)
-        return True
-
-    def start(self) -> None:
-        self.delegate.start()
-
-    async def close(self) -> None:
-        await self.delegate.close()
-
-
-class Strict:
-    """``blocking-strict``: the backend's answer, as is."""
-
-    def __init__(self, delegate: Delegate) -> None:
-        self.delegate = delegate
-
-    async def process(self, events: list[dict[str, Any]]) -> bool:
-        return await self.delegate.process(events)
+        recorded = await self.delegate.process(events)
+        return recorded or not self.strict
 
     def start(self) -> None:
         self.delegate.start()
@@ -207,10 +193,8 @@ class Buffered:
         return [self.buffer.popleft() for _ in range(count)]
 
 
-def taking(delegate: Delegate, settings: BatchSettings, metrics: AuditMetrics) -> Blocking | Strict | Buffered:
+def taking(delegate: Delegate, settings: BatchSettings, metrics: AuditMetrics) -> Blocking | Buffered:
     """``delegate`` in ``settings.mode`` (kube's ``wrapBackend``)."""
-    if settings.mode == BLOCKING_STRICT:
-        return Strict(delegate)
-    if settings.mode == BLOCKING:
-        return Blocking(delegate)
+    if settings.mode in (BLOCKING, BLOCKING_STRICT):
+        return Blocking(delegate, strict=settings.mode == BLOCKING_STRICT)
     return Buffered(delegate, settings, metrics)
