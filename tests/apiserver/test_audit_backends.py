@@ -17,10 +17,11 @@ from typing import Any
 import pytest
 import yaml
 
-from controlplane.apiserver.audit import AuditConfig, AuditLog, AuditMetrics, BatchSettings, WebhookSettings
+from controlplane.apiserver.audit import AuditLog, AuditMetrics, BatchSettings, WebhookSettings
 from controlplane.apiserver.audit.buffered import Buffered, Throttle
 from controlplane.apiserver.audit.legacy import event_string
 from controlplane.apiserver.audit.truncate import TruncateSettings, Truncating
+from controlplane.apiserver.audit.webhook import AuditWebhook
 from controlplane.apiserver.kubeconfig import write_kubeconfig
 from gpufed.cli import build_parser
 from gpufed.commands.controlplane import conflicting_flags
@@ -105,10 +106,7 @@ async def test_a_throttled_buffer_waits_for_its_next_batch(tmp_path: Path) -> No
                          token="t", user="audit")
         metrics = AuditMetrics()
         settings = BatchSettings(max_size=1, max_wait_seconds=600, throttle_qps=0.001, throttle_burst=1)
-        config = AuditConfig(tmp_path / "policy", webhook=WebhookSettings(kubeconfig, batch=settings))
-        webhook = config._webhook(metrics)
-        assert webhook is not None
-        buffered = Buffered(webhook, settings, metrics)
+        buffered = Buffered(AuditWebhook(WebhookSettings(kubeconfig, batch=settings), metrics), settings, metrics)
         assert buffered.throttle is not None
         buffered.start()
         for i in range(3):

@@ -1,7 +1,8 @@
 """kube-apiserver's auditing: a policy (:mod:`.policy`), the backends it sends events to (the log
-file, :mod:`.backend`; the webhook, :mod:`.webhook`; both, :mod:`.union`) and the filter that records
-each request (:mod:`.recording`), configured as kube-apiserver's ``--audit-policy-file``,
-``--audit-log-*`` and ``--audit-webhook-*`` flags (:class:`AuditConfig`)."""
+file, :mod:`.backend`, in JSON or kube's :mod:`.legacy` text; the webhook, :mod:`.webhook`; both,
+:mod:`.union`), each in its mode (:mod:`.buffered`) and truncating (:mod:`.truncate`), and the
+filter that records each request (:mod:`.recording`), configured as kube-apiserver's
+``--audit-policy-file``, ``--audit-log-*`` and ``--audit-webhook-*`` flags (:class:`AuditConfig`)."""
 
 from __future__ import annotations
 

@@ -11,9 +11,9 @@ answered, ``ResponseStarted`` when a long-running request (a watch, a proxied st
 answer, which then completes when it ends, and ``Panic`` instead of ``ResponseComplete`` when its
 handler failed unexpectedly (:data:`PANIC`; the client gets a 500 Status). With a backend in
 ``blocking-strict`` mode, a request whose ``RequestReceived`` event cannot be recorded fails, as
-kube's (``500``, ``failed to store audit event``, counted in ``apiserver_audit_requests_rejected_total``).
-Every response carries the ``Audit-Id``
-header (the client's own ``Audit-ID`` when it sends one). Annotations: the authorization decision
+kube's (``500``, ``failed to store audit event``, counted in
+``apiserver_audit_requests_rejected_total``). Every response carries the ``Audit-Id`` header (the
+client's own ``Audit-ID`` when it sends one). Annotations: the authorization decision
 (``authorization.k8s.io/decision`` and ``reason``), and what admission adds during the request
 (:func:`annotate`: the policies' audit annotations and ``Audit`` failures).
 
