@@ -109,15 +109,17 @@ async def test_a_throttled_buffer_waits_for_its_next_batch(tmp_path: Path) -> No
         buffered = Buffered(AuditWebhook(WebhookSettings(kubeconfig, batch=settings), metrics), settings, metrics)
         assert buffered.throttle is not None
         buffered.start()
-        for i in range(3):
-            await buffered.process([{**EVENT, "auditID": str(i)}])
-        async with asyncio.timeout(20):
-            while not buffered.throttle.waiting:  # noqa: ASYNC110 - the state the test waits for
-                await asyncio.sleep(0.01)
-        # One batch went at once (the burst); the others wait in the buffer for tokens.
-        assert [[e["auditID"] for e in b["items"]] for b in receiver.received["/audit"]] == [["0"]]
-        assert [e["auditID"] for e in buffered.buffer] == ["1", "2"]
-        await buffered.close()  # what waits is sent at shutdown, unthrottled
+        try:
+            for i in range(3):
+                await buffered.process([{**EVENT, "auditID": str(i)}])
+            async with asyncio.timeout(20):
+                while not buffered.throttle.waiting:  # noqa: ASYNC110 - the state the test waits for
+                    await asyncio.sleep(0.01)
+            # One batch went at once (the burst); the others wait in the buffer for tokens.
+            assert [[e["auditID"] for e in b["items"]] for b in receiver.received["/audit"]] == [["0"]]
+            assert [e["auditID"] for e in buffered.buffer] == ["1", "2"]
+        finally:
+            await buffered.close()  # what waits is sent at shutdown, unthrottled
         assert [[e["auditID"] for e in b["items"]] for b in receiver.received["/audit"]] == [["0"], ["1"], ["2"]]
 
 
