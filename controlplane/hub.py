@@ -71,7 +71,7 @@ from controlplane.apiserver.crd.converted import WebhookConversions
 from controlplane.apiserver.crd.registry import DynamicRegistry
 from controlplane.apiserver.crd.types import crd_resource_type
 from controlplane.apiserver.identity import Role
-from controlplane.apiserver.kinds import builtin_kind_resources, gpu_workload_resources
+from controlplane.apiserver.kinds import aggregator_resources, builtin_kind_resources, gpu_workload_resources
 from controlplane.apiserver.kinds.gpufed import gpufed_resources
 from controlplane.apiserver.kinds.karmada_apps import karmada_apps_resources
 from controlplane.apiserver.kinds.karmada_config import interpreter_customization_resources
@@ -250,6 +250,7 @@ def hub_registry() -> DynamicRegistry:
                 *core_resources(),
                 *workload_resources(),
                 *builtin_kind_resources(),
+                *aggregator_resources(),
                 *gpu_workload_resources(),
                 *coordination_resources(),
                 *gpufed_resources(),

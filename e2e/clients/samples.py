@@ -147,6 +147,10 @@ SPECS: dict[tuple[str, str], Builder] = {
         "request": _CLIENT_CSR, "signerName": "kubernetes.io/kube-apiserver-client", "usages": ["client auth"],
         "expirationSeconds": 3600,
     }},
+    # A local APIService of a group nothing serves (an aggregated one would need a server behind it).
+    ("apiregistration.k8s.io", "APIService"): lambda name: {"spec": {
+        "group": f"{name}.example.com", "version": "v1", "groupPriorityMinimum": 1000, "versionPriority": 15,
+    }},
     ("scheduling.k8s.io", "PriorityClass"): lambda name: {"value": 1000, "description": "clients suite"},
     ("coordination.k8s.io", "Lease"): lambda name: {"spec": {"holderIdentity": "clients-suite", "leaseDurationSeconds": 40}},
     ("apps", "Deployment"): lambda name: {"spec": {"replicas": 2, **_selected(name, gpus=True)}},
@@ -311,19 +315,22 @@ VERSIONED_SPECS: dict[tuple[str, str], Builder] = {
 def sample(api_version: str, kind: str, name: str, *, namespace: str | None) -> dict[str, Any]:
     """A minimal valid ``kind`` named ``name`` (in ``namespace`` when the kind is namespaced); a
     CustomResourceDefinition's name must be ``<plural>.<group>``, so it is named from ``name``:
-    read the name from the sample."""
+    read the name from the sample (an APIService's is ``v1.<name>.example.com``, kube's ``<version>.<group>``)."""
     group = api_version.rpartition("/")[0]
     builder = VERSIONED_SPECS.get((api_version, kind)) or SPECS.get((group, kind))
     if builder is None:
         raise MissingSample(
             f"the hub serves {kind} ({api_version}) but e2e/clients/samples.py has no sample of it: add one to SPECS"
         )
+    built = name  # what the builder is given
     if (group, kind) == ("apiextensions.k8s.io", "CustomResourceDefinition"):
-        name = f"{name}.{name}.example.com"  # kube's rule: <plural>.<group>
+        name = built = f"{name}.{name}.example.com"  # kube's rule: <plural>.<group>
+    elif (group, kind) == ("apiregistration.k8s.io", "APIService"):
+        name = f"v1.{name}.example.com"  # kube's rule: <version>.<group>
     metadata: dict[str, Any] = {"name": name, "labels": {"suite": "clients"}}
     if namespace:
         metadata["namespace"] = namespace
-    body = builder(name)
+    body = builder(built)
     for about in ("involvedObject", "regarding"):  # an Event is about an object of its own namespace
         if namespace and about in body:
             body[about] = {**body[about], "namespace": namespace}

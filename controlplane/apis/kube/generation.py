@@ -35,6 +35,7 @@ WITHOUT_GENERATION: Final[frozenset[tuple[str, str]]] = frozenset({
     ("", "Secret"),
     ("", "Service"),
     ("", "ServiceAccount"),
+    ("apiregistration.k8s.io", "APIService"),
     ("autoscaling", "HorizontalPodAutoscaler"),
     ("certificates.k8s.io", "CertificateSigningRequest"),
     ("coordination.k8s.io", "Lease"),

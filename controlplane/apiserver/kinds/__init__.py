@@ -5,7 +5,8 @@ networking and EndpointSlice, policy, autoscaling (v2 and v1), quota, storage an
 events.k8s.io's Event, the admission webhook configurations, certificates.k8s.io's
 CertificateSigningRequest) and :func:`gpu_workload_resources`
 (LeaderWorkerSet, JobSet), each with kube's defaulting and validation attached where kube has
-them (``with_kube_rules``). The hub and the simulated members serve both lists.
+them (``with_kube_rules``). The hub and the simulated members serve both lists; the hub alone serves
+:func:`aggregator_resources` (APIService).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from controlplane.apiserver.kinds.admissionregistration import (
     VALIDATING_ADMISSION_POLICY_BINDING,
     VALIDATING_WEBHOOK_CONFIGURATION,
 )
+from controlplane.apiserver.kinds.apiregistration import API_SERVICE
 from controlplane.apiserver.kinds.apps import (
     CONTROLLER_REVISION,
     DAEMONSET,
@@ -67,9 +69,14 @@ def builtin_kind_resources() -> list[ResourceType]:
     ])
 
 
+def aggregator_resources() -> list[ResourceType]:
+    """apiregistration.k8s.io's APIService: served by the hub, which aggregates extension API servers."""
+    return with_kube_rules([API_SERVICE])
+
+
 def gpu_workload_resources() -> list[ResourceType]:
     """LeaderWorkerSet and JobSet: the SIG kinds GPU serving and training run on."""
     return with_kube_rules([LEADER_WORKER_SET, JOBSET])
 
 
-__all__ = ["REPLICASET", "builtin_kind_resources", "gpu_workload_resources"]
+__all__ = ["REPLICASET", "aggregator_resources", "builtin_kind_resources", "gpu_workload_resources"]
