@@ -52,6 +52,9 @@ from controlplane.apis.constants import (
 from controlplane.apis.kube.namespaces import SYSTEM_NAMESPACES
 from controlplane.apis.kube.serviceaccounttokens import DEFAULT_CLEAN_UP_PERIOD
 from controlplane.apiserver import errors
+from controlplane.apiserver.aggregator.frontproxy import authentication_configmap, ensure_front_proxy
+from controlplane.apiserver.aggregator.proxying import aggregation_middleware
+from controlplane.apiserver.aggregator.registrations import AggregatedApis, builtin_group_versions
 from controlplane.apiserver.app import create_app
 from controlplane.apiserver.audit import AuditConfig
 from controlplane.apiserver.auth.bootstrap import ca_routes, join_routes, token_routes
@@ -105,6 +108,8 @@ from controlplane.apiserver.watchcache.client import CachedObjects
 from controlplane.apiserver.watching import WatchLimits
 from controlplane.apiserver.webhooks import WebhookAdmission
 from controlplane.controllers.admissiongate import suspend_queued_job
+from controlplane.controllers.apiserviceavailability import AvailabilityController
+from controlplane.controllers.apiservices import LocalAPIServicesController
 from controlplane.controllers.certificatesigning import CertificateSigningController
 from controlplane.controllers.clusterroleaggregation import ClusterRoleAggregationController
 from controlplane.controllers.clusters import ClusterNamespaceController
@@ -328,6 +333,9 @@ class Hub(ShutdownOnce):
         self.waste_sampler: WasteSampler | None = None
         #: The cluster proxy: the agents' tunnels and the proxy route.
         self.proxy = ProxyEndpoints(metrics=self.metrics.proxy)
+        #: The APIServices this replica proxies to extension API servers, and their group-versions served here.
+        self.aggregation: AggregatedApis | None = None
+        self._local_group_versions: list[tuple[str, str]] = []
         self._waste_task: asyncio.Task[None] | None = None
         self.url = ""
         self._runner: web.AppRunner | None = None
@@ -427,6 +435,11 @@ class Hub(ShutdownOnce):
         self.objects.admit_writes(self.quota_admission)
         self.objects.check_creates(suspend_queued_job)  # Kueue's Job webhook default
         self.webhooks = WebhookAdmission(self.objects, authorizer, self.metrics.admission, cache=self.watch_cache)
+        front_proxy = await asyncio.to_thread(ensure_front_proxy, state / "pki")
+        self.aggregation = AggregatedApis(self.objects, cache=self.watch_cache, front_proxy=front_proxy)
+        self._background.append(asyncio.create_task(self.aggregation.run(), name="aggregated-apis"))
+        await self.aggregation.wait_synced()
+        self._local_group_versions = builtin_group_versions(registry, [endpoint.resource for endpoint in computed])
         app = create_app(
             self.objects,
             registry,
@@ -437,6 +450,7 @@ class Hub(ShutdownOnce):
             computed=computed,
             public_paths=[CA_PATH, *ui_public_paths()],
             outer_middlewares=[self.metrics.middleware()],
+            inner_middlewares=[aggregation_middleware(self.aggregation)],
             flow_control=self.config.serving_limits.flow_control(),
             flow_control_metrics=self.metrics.flowcontrol,
             watch_limits=self.config.watch_limits,
@@ -502,7 +516,7 @@ class Hub(ShutdownOnce):
     async def _start_leading(self, term: Term) -> None:
         """This replica leads: run the controllers over an ObjectStore fenced to ``term``."""
         assert self.elector is not None and self.objects is not None and self.service_allocator is not None
-        assert self.service_account_tokens is not None and self.pki is not None
+        assert self.service_account_tokens is not None and self.pki is not None and self.aggregation is not None
         fenced_store = self.elector.fenced_store(term)
         fenced_recent = RecentStore(LedgerStore(fenced_store, self.ledger), self.recent)
         writes = ObjectStore(fenced_recent, self.objects.registry, garbage_collection=True)
@@ -558,6 +572,10 @@ class Hub(ShutdownOnce):
             "csrsigning": CertificateSigningController(  # the hub's own CA signs; a provided certificate has no CA key
                 fenced, ca_files=None if config.tls_cert_file else ca_files(config.state_dir / "pki"),
                 duration=config.cluster_signing_duration, workqueue_metrics=queues).run,
+            "apiservice-registration": LocalAPIServicesController(fenced, self._local_group_versions, workqueue_metrics=queues,
+                authentication_configmap=authentication_configmap(front_proxy=self.aggregation.front_proxy, client_ca_pem=client_ca(
+                    config.client_ca_file, own_ca_pem=None if config.tls_cert_file else self.pki.ca_pem))).run,
+            "apiservice-availability": AvailabilityController(fenced, self.aggregation, workqueue_metrics=queues).run,
         }
         self._leader_tasks = [
             self.controllers.spawn(),
@@ -685,6 +703,8 @@ class Hub(ShutdownOnce):
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         await self.proxy.close()
+        if self.aggregation is not None:
+            await self.aggregation.close()
         if self._runner is not None:
             await self._runner.cleanup()
         if self.store is not None:

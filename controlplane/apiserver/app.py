@@ -374,6 +374,7 @@ def create_app(
     computed: Iterable[ComputedEndpoint] = (),
     public_paths: Iterable[str] = (),
     outer_middlewares: Iterable[Middleware] = (),
+    inner_middlewares: Iterable[Middleware] = (),
     bookmark_interval: float = BOOKMARK_PERIOD,
     watch_timeout_seconds: float = 1800.0,
     watch_limits: WatchLimits | None = None,
@@ -395,7 +396,9 @@ def create_app(
     ``computed`` are resources answered by handlers of their own and never stored, listed in
     discovery (the access reviews and ``serviceaccounts/token``, which only take a ``POST``;
     ComponentStatus and Kueue's pending workloads, read-only).
-    ``outer_middlewares`` wrap everything else (e.g. the hub's request-latency metrics).
+    ``outer_middlewares`` wrap everything else (e.g. the hub's request-latency metrics);
+    ``inner_middlewares`` see requests already authenticated, authorized and admitted by flow
+    control (the hub's API aggregation).
     ``max_requests_inflight`` requests at once (0: no limit; watches and health checks not
     counted) are shared by priority levels (API Priority and Fairness, ``flow_control``
     configures it in full); beyond a level's seats and queues a request is answered 429.
@@ -448,7 +451,7 @@ def create_app(
         # After authentication: a request's level and flow depend on who sends it.
         controller = FlowController(flow_control, metrics=flow_control_metrics)
         middlewares.append(controller.middleware(user_key=USER, not_counted=_long_running_or_health))
-    middlewares.append(accept_middleware)
+    middlewares += [*inner_middlewares, accept_middleware]
     app = web.Application(middlewares=middlewares, client_max_size=MAX_BODY_BYTES)
     app.on_response_prepare.append(add_flow_headers)
     app.on_response_prepare.append(audit.on_response_prepare if audit is not None else audit_id_header)

@@ -183,7 +183,7 @@ def _gvk(group: str, version: str, kind: str) -> dict[str, str]:
     return {"group": group, "version": version, "kind": kind}
 
 
-def _aggregated_resources(listed: dict[str, Any], group: str, version: str) -> list[dict[str, Any]]:
+def aggregated_resources(listed: dict[str, Any], group: str, version: str) -> list[dict[str, Any]]:
     """An APIResourceList's entries as aggregated discovery's: each subresource under its resource."""
     out: list[dict[str, Any]] = []
     by_name: dict[str, dict[str, Any]] = {}
@@ -227,7 +227,7 @@ def aggregated(
             if listed is not None:
                 entries.append({
                     "version": served,
-                    "resources": _aggregated_resources(listed, group, served),
+                    "resources": aggregated_resources(listed, group, served),
                     "freshness": "Current",
                 })
         metadata: dict[str, Any] = {"name": group} if group else {}

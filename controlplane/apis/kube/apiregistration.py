@@ -41,6 +41,35 @@ LOCAL_REASON: Final = "Local"
 LOCAL_MESSAGE: Final = "Local APIServices are always available"
 DEFAULT_SERVICE_PORT: Final = 443
 _STATUSES: Final = ("True", "False", "Unknown")
+#: kube-apiserver's ``apiVersionPriorities`` for its built-in group-versions: (group priority
+#: minimum, version priority). Another group served by the hub itself gets the priorities kube's
+#: crdregistration controller gives a CustomResourceDefinition's group (:data:`CRD_PRIORITY`),
+#: as Karmada's control plane serves those groups through CRDs.
+KUBE_PRIORITIES: Final[Mapping[tuple[str, str], tuple[int, int]]] = {
+    ("", "v1"): (18000, 1),
+    ("apiregistration.k8s.io", "v1"): (18000, 15),
+    ("apps", "v1"): (17800, 15),
+    ("events.k8s.io", "v1"): (17750, 15),
+    ("authentication.k8s.io", "v1"): (17700, 15),
+    ("authorization.k8s.io", "v1"): (17600, 15),
+    ("autoscaling", "v2"): (17500, 30),
+    ("autoscaling", "v1"): (17500, 15),
+    ("batch", "v1"): (17400, 15),
+    ("certificates.k8s.io", "v1"): (17300, 15),
+    ("networking.k8s.io", "v1"): (17200, 15),
+    ("policy", "v1"): (17100, 15),
+    ("rbac.authorization.k8s.io", "v1"): (17000, 15),
+    ("storage.k8s.io", "v1"): (16800, 15),
+    ("apiextensions.k8s.io", "v1"): (16700, 15),
+    ("admissionregistration.k8s.io", "v1"): (16700, 15),
+    ("scheduling.k8s.io", "v1"): (16600, 15),
+    ("coordination.k8s.io", "v1"): (16500, 15),
+    ("node.k8s.io", "v1"): (16300, 15),
+    ("discovery.k8s.io", "v1"): (16200, 15),
+    ("flowcontrol.apiserver.k8s.io", "v1"): (16100, 21),
+}
+#: kube's crdregistration: "CRDs should have relatively low priority", sorted by version name.
+CRD_PRIORITY: Final = (1000, 100)
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,10 +236,11 @@ def set_available(obj: Obj, *, status: str, reason: str, message: str, now: dt.d
     current = available_condition(obj)
     if current is not None and all(current.get(k) == v for k, v in condition.items()):
         return False
-    moved = current is None or current.get("status") != status
-    condition["lastTransitionTime"] = _timestamp(now) if moved else str(current.get("lastTransitionTime") or _timestamp(now))
+    kept = current.get("lastTransitionTime") if current is not None and current.get("status") == status else None
+    condition["lastTransitionTime"] = str(kept or _timestamp(now))
     others = [c for c in conditions(obj) if c.get("type") != AVAILABLE]
-    obj["status"] = {**(obj.get("status") if isinstance(obj.get("status"), dict) else {}), "conditions": [*others, condition]}
+    status_part = obj.get("status")
+    obj["status"] = {**(status_part if isinstance(status_part, dict) else {}), "conditions": [*others, condition]}
     return True
 
 

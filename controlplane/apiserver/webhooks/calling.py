@@ -120,28 +120,12 @@ class WebhookClient:
         shown = f"https://{host}:{port}{path}{query}"
         try:
             address, target_port = await self._endpoint(name, namespace, port)
-        except (errors.ApiError, _NoEndpoint) as exc:
+        except (errors.ApiError, NoEndpoint) as exc:
             raise CallFailed(f'Post "{shown}": {exc}') from None
         return _Target(f"https://{_join_host(address, target_port)}{path}{query}", shown, host)
 
     async def _endpoint(self, name: str, namespace: str, port: int) -> tuple[str, int]:
-        """kube's ``ResolveEndpoint``: a random ready address of the service port ``port``."""
-        registry = self._objects.registry
-        reads = self._objects if self._cache is None else self._cache
-        try:
-            service = await reads.get(registry.require("v1", "Service"), namespace=namespace, name=name)
-        except errors.NotFound:
-            raise _NoEndpoint(f'service "{name}" not found') from None  # kube's service lister's words
-        ports = [p for p in service.get("spec", {}).get("ports") or [] if isinstance(p, dict) and p.get("port") == port]
-        if not ports:
-            raise _NoEndpoint(f'no service port {port} found for service "{name}"')
-        port_name = str(ports[0].get("name") or "")
-        candidates = [] if self._cache is None else await _addresses(self._objects, self._cache, name, namespace, port_name)
-        if not candidates:  # none in memory: maybe written an instant ago
-            candidates = await _addresses(self._objects, None, name, namespace, port_name)
-        if not candidates:
-            raise _NoEndpoint(f'no endpoints available for service "{name}"')
-        return random.choice(candidates)
+        return await resolve_service(self._objects, self._cache, namespace=namespace, name=name, port=port)
 
     def _ssl_context(self, ca_bundle: str | None) -> ssl.SSLContext:
         context = self._contexts.get(ca_bundle)
@@ -163,8 +147,36 @@ class WebhookClient:
         return context
 
 
-class _NoEndpoint(Exception):
-    pass
+class NoEndpoint(Exception):
+    """The service cannot be reached: kube's resolver's words (``service "x" not found``…)."""
+
+
+async def resolve_service(
+    objects: ObjectStore, cache: WatchCache | None, *, namespace: str, name: str, port: int,
+    external_names: bool = False,
+) -> tuple[str, int]:
+    """kube's ``ResolveEndpoint``: a random ready address of the service port ``port`` (with
+    ``external_names``, an ``ExternalName`` Service's name and ``port``, as ``ResolveCluster``).
+    Read from ``cache`` when it has the objects, else from the store."""
+    registry = objects.registry
+    reads = objects if cache is None else cache
+    try:
+        service = await reads.get(registry.require("v1", "Service"), namespace=namespace, name=name)
+    except errors.NotFound:
+        raise NoEndpoint(f'service "{name}" not found') from None  # kube's service lister's words
+    spec = service.get("spec") or {}
+    if external_names and spec.get("type") == "ExternalName":
+        return str(spec.get("externalName") or ""), port
+    ports = [p for p in spec.get("ports") or [] if isinstance(p, dict) and p.get("port") == port]
+    if not ports:
+        raise NoEndpoint(f'no service port {port} found for service "{name}"')
+    port_name = str(ports[0].get("name") or "")
+    candidates = [] if cache is None else await _addresses(objects, cache, name, namespace, port_name)
+    if not candidates:  # none in memory: maybe written an instant ago
+        candidates = await _addresses(objects, None, name, namespace, port_name)
+    if not candidates:
+        raise NoEndpoint(f'no endpoints available for service "{name}"')
+    return random.choice(candidates)
 
 
 async def _bounded_body(response: aiohttp.ClientResponse) -> bytes:
