@@ -1,0 +1,112 @@
+"""Aggregated requests on a real hub (real etcd, HTTPS) to a real extension server in the same
+loop: the caller's own ``X-Remote-*`` headers and credentials never reach the server, the
+impersonated user's extra values do (client-go's header names); an APIService whose Service is
+missing is ``False (ServiceNotFound)`` with kube's message and its requests kube's 503; the
+aggregated group is listed in ``/apis`` and ``/apis/<group>``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from controlplane.hub import Hub
+from tests.extensionserver import GROUP, VERSION, extension_server
+
+from ..auth.realhub import Client, eventually
+
+APISERVICES = "/apis/apiregistration.k8s.io/v1/apiservices"
+NAME = f"{VERSION}.{GROUP}"
+
+
+def registrations(port: int, ca_bundle: str, *, service: str = "widgets") -> list[tuple[str, dict[str, Any]]]:
+    return [
+        ("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ext"}}),
+        ("/api/v1/namespaces/ext/services", {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "widgets"},
+                                             "spec": {"ports": [{"name": "https", "port": 443, "targetPort": port}]}}),
+        ("/api/v1/namespaces/ext/endpoints", {"apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": "widgets"},
+                                              "subsets": [{"addresses": [{"ip": "127.0.0.1"}],
+                                                           "ports": [{"name": "https", "port": port}]}]}),
+        (APISERVICES, {"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService", "metadata": {"name": NAME},
+                       "spec": {"group": GROUP, "version": VERSION, "groupPriorityMinimum": 1000, "versionPriority": 15,
+                                "caBundle": ca_bundle, "service": {"namespace": "ext", "name": service, "port": 443}}}),
+    ]
+
+
+async def available(admin: Client, name: str) -> dict[str, Any]:
+    _, obj = await admin("GET", f"{APISERVICES}/{name}")
+    return next((c for c in (obj.get("status") or {}).get("conditions") or [] if c["type"] == "Available"), {})
+
+
+async def authentication(admin: Client) -> dict[str, str]:
+    path = "/api/v1/namespaces/kube-system/configmaps/extension-apiserver-authentication"
+
+    async def written() -> bool:
+        return (await admin("GET", path))[0] == 200
+
+    await eventually(written)
+    return dict((await admin("GET", path))[1]["data"])
+
+
+async def test_only_the_hubs_identity_headers_reach_the_server(
+    hub: Hub, admin: Client, session: aiohttp.ClientSession, tmp_path: Path,
+) -> None:
+    async with extension_server(tmp_path / "widgets", authentication=await authentication(admin),
+                                hosts=("widgets.ext.svc",)) as server:
+        for path, body in registrations(server.port, server.ca_bundle):
+            code, created = await admin("POST", path, body)
+            assert code == 201, created
+
+        async def ready() -> bool:
+            return (await available(admin, NAME)).get("status") == "True"
+
+        await eventually(ready)
+        code, bound = await admin("POST", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", {
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": "devs"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "devs"}]})
+        assert code == 201, bound
+        code, role = await admin("POST", "/apis/rbac.authorization.k8s.io/v1/clusterroles", {
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": "widgets-view", "labels": {"rbac.authorization.k8s.io/aggregate-to-view": "true"}},
+            "rules": [{"apiGroups": [GROUP], "resources": ["widgets"], "verbs": ["list"]}]})
+        assert code == 201, role
+        path = f"/apis/{GROUP}/{VERSION}/namespaces/default/widgets"
+        headers = {"Authorization": f"Bearer {admin.token}", "X-Remote-User": "mallory", "X-Remote-Group": "system:masters",
+                   "Impersonate-User": "alice", "Impersonate-Group": "devs", "Impersonate-Extra-Team": "ml/gpu"}
+
+        async def listed() -> bool:  # once the view role has aggregated the widgets rule
+            async with session.get(f"{hub.url}{path}", headers=headers) as response:
+                return response.status == 200 and (await response.json())["items"][0]["metadata"]["name"] == "sprocket"
+
+        await eventually(listed)
+        seen = server.seen[path][-1]
+        assert (seen.user, set(seen.groups)) == ("alice", {"devs", "system:authenticated"})
+        assert seen.extra == {"team": ["ml/gpu"]}
+
+        # Discovery lists the aggregated group after the hub's own.
+        _, groups = await admin("GET", "/apis")
+        assert {"name": GROUP, "versions": [{"groupVersion": f"{GROUP}/{VERSION}", "version": VERSION}],
+                "preferredVersion": {"groupVersion": f"{GROUP}/{VERSION}", "version": VERSION}} in groups["groups"]
+        code, group = await admin("GET", f"/apis/{GROUP}")
+        assert code == 200 and group["versions"] == [{"groupVersion": f"{GROUP}/{VERSION}", "version": VERSION}]
+
+
+async def test_a_missing_service_is_kubes_condition_and_503(hub: Hub, admin: Client) -> None:
+    for path, body in registrations(1, "", service="nowhere"):
+        if path == APISERVICES:
+            body["spec"].pop("caBundle")
+            body["spec"]["insecureSkipTLSVerify"] = True
+        code, created = await admin("POST", path, body)
+        assert code == 201, created
+
+    async def failed() -> bool:
+        return (await available(admin, NAME)).get("reason") == "ServiceNotFound"
+
+    await eventually(failed)
+    condition = await available(admin, NAME)
+    assert (condition["status"], condition["message"]) == ("False", 'service/nowhere in "ext" is not present')
+    code, status = await admin("GET", f"/apis/{GROUP}/{VERSION}/namespaces/default/widgets")
+    assert code == 503
+    assert (status["reason"], status["message"]) == ("ServiceUnavailable", "the server is currently unable to handle the request")
