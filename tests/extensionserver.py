@@ -12,16 +12,14 @@ keeps every identity it saw, by path, for the test to read.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
-import queue
 import socket
 import ssl
-import threading
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +28,7 @@ from cryptography import x509
 from cryptography.x509.oid import NameOID
 
 from controlplane import pki
+from tests.webhookserver import served_in_thread
 
 GROUP = "widgets.example.com"
 VERSION = "v1alpha1"
@@ -143,26 +142,6 @@ def extension_server_thread(
 ) -> Iterator[ExtensionServer]:
     """:func:`extension_server` on an event loop of its own thread, for the e2e tests; it stops
     when the block ends."""
-    ready: queue.Queue[ExtensionServer | BaseException] = queue.Queue()
-    loop = asyncio.new_event_loop()
-    stop = asyncio.Event()
-
-    async def serve() -> None:
-        try:
-            async with extension_server(directory, authentication=authentication, hosts=hosts) as server:
-                ready.put(server)
-                await stop.wait()
-        except BaseException as exc:  # handed to the waiting test
-            ready.put(exc)
-
-    thread = threading.Thread(target=loop.run_until_complete, args=(serve(),), name="extension-server", daemon=True)
-    thread.start()
-    started = ready.get(timeout=30)
-    if isinstance(started, BaseException):
-        raise started
-    try:
-        yield started
-    finally:
-        loop.call_soon_threadsafe(stop.set)
-        thread.join(timeout=10)
-        loop.close()
+    serving = partial(extension_server, directory, authentication=authentication, hosts=hosts)
+    with served_in_thread(serving, name="extension-server") as server:
+        yield server

@@ -25,16 +25,18 @@ import socket
 import ssl
 import threading
 from collections import defaultdict
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from aiohttp import web
 from cryptography import x509
 
 from controlplane import pki
+
+T = TypeVar("T")
 
 SLOW_SECONDS = 3.0
 #: The JSON patch each mutating path answers with.
@@ -192,22 +194,22 @@ async def webhook_server(
 
 
 @contextmanager
-def webhook_server_thread(directory: Path, *, hosts: tuple[str, ...] = ("127.0.0.1",)) -> Iterator[WebhookServer]:
-    """:func:`webhook_server` on an event loop of its own thread, for tests that drive processes
-    synchronously (the e2e tests)."""
-    ready: queue.Queue[WebhookServer | BaseException] = queue.Queue()
+def served_in_thread(serving: Callable[[], AbstractAsyncContextManager[T]], *, name: str) -> Iterator[T]:
+    """The server ``serving()`` starts, on an event loop of its own thread, for tests that drive
+    processes synchronously (the e2e tests); it stops when the block ends."""
+    ready: queue.Queue[T | BaseException] = queue.Queue()
     loop = asyncio.new_event_loop()
     stop = asyncio.Event()
 
     async def serve() -> None:
         try:
-            async with webhook_server(directory, hosts=hosts) as server:
+            async with serving() as server:
                 ready.put(server)
                 await stop.wait()
         except BaseException as exc:  # handed to the waiting test
             ready.put(exc)
 
-    thread = threading.Thread(target=loop.run_until_complete, args=(serve(),), name="webhook-server", daemon=True)
+    thread = threading.Thread(target=loop.run_until_complete, args=(serve(),), name=name, daemon=True)
     thread.start()
     started = ready.get(timeout=30)
     if isinstance(started, BaseException):
@@ -218,3 +220,11 @@ def webhook_server_thread(directory: Path, *, hosts: tuple[str, ...] = ("127.0.0
         loop.call_soon_threadsafe(stop.set)
         thread.join(timeout=10)
         loop.close()
+
+
+@contextmanager
+def webhook_server_thread(directory: Path, *, hosts: tuple[str, ...] = ("127.0.0.1",)) -> Iterator[WebhookServer]:
+    """:func:`webhook_server` on an event loop of its own thread, for tests that drive processes
+    synchronously (the e2e tests)."""
+    with served_in_thread(lambda: webhook_server(directory, hosts=hosts), name="webhook-server") as server:
+        yield server
