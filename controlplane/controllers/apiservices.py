@@ -133,10 +133,13 @@ class LocalAPIServicesController:
         rt = self._objects.registry.require("v1", "ConfigMap")
         namespace, name = body["metadata"]["namespace"], body["metadata"]["name"]
         try:
-            current = await self._objects.get(rt, namespace=namespace, name=name)
-        except errors.NotFound:
-            with contextlib.suppress(errors.AlreadyExists):
-                await self._objects.create(rt, body, namespace=namespace)
-            return
-        if current.get("data") != body["data"]:
-            await self._objects.update(rt, {**current, "data": body["data"]}, namespace=namespace)
+            try:
+                current = await self._objects.get(rt, namespace=namespace, name=name)
+            except errors.NotFound:
+                with contextlib.suppress(errors.AlreadyExists):
+                    await self._objects.create(rt, body, namespace=namespace)
+                return
+            if current.get("data") != body["data"]:
+                await self._objects.update(rt, {**current, "data": body["data"]}, namespace=namespace)
+        except errors.ApiError as exc:  # the next term writes it again; the APIServices are kept meanwhile
+            log.warning("could not write ConfigMap %s/%s: %s", namespace, name, exc)

@@ -132,3 +132,9 @@ async def test_the_extension_apiserver_authentication_configmap(hub: Hub, admin:
     assert data["client-ca-file"] == (hub.config.state_dir / "pki" / "ca.crt").read_text()
     key = hub.config.state_dir / "pki" / "front-proxy-client.key"
     assert key.stat().st_mode & 0o077 == 0
+    # kube's bootstrap Role that lets an extension server's account read it.
+    code, role = await admin(
+        "GET", "/apis/rbac.authorization.k8s.io/v1/namespaces/kube-system/roles/extension-apiserver-authentication-reader")
+    assert code == 200, role
+    assert role["rules"] == [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch"],
+                              "resourceNames": ["extension-apiserver-authentication"]}]

@@ -34,6 +34,7 @@ from controlplane.apiserver.auth.rbac.policy import (
     RBAC_API_VERSION,
     cluster_role_bindings,
     cluster_roles,
+    namespace_roles,
 )
 from controlplane.apiserver.auth.rbac.rules import rules_of, uncovered
 from controlplane.apiserver.objects import ObjectStore, WatchEventType
@@ -75,21 +76,23 @@ class RbacCache:
 
 
 async def ensure_default_policy(objects: ObjectStore) -> None:
-    """Create or reconcile the default ClusterRoles and ClusterRoleBindings."""
+    """Create or reconcile the default ClusterRoles, ClusterRoleBindings and kube-system Roles."""
     role_type = objects.registry.require(RBAC_API_VERSION, CLUSTER_ROLE)
     binding_type = objects.registry.require(RBAC_API_VERSION, CLUSTER_ROLE_BINDING)
+    namespaced_type = objects.registry.require(RBAC_API_VERSION, ROLE)
     roles = cluster_roles()
     # New aggregated roles start filled from the defaults, so that admin, edit and view work
     # from the first request on a new hub; the aggregation controller keeps them current.
     aggregate_all(roles)
-    for rt, wanted_objects in ((role_type, roles), (binding_type, cluster_role_bindings())):
+    kinds = ((role_type, roles), (binding_type, cluster_role_bindings()), (namespaced_type, namespace_roles()))
+    for rt, wanted_objects in kinds:
         for wanted in wanted_objects:
-            name = wanted["metadata"]["name"]
+            name, namespace = wanted["metadata"]["name"], wanted["metadata"].get("namespace")
             try:
-                current = await objects.get(rt, name=name)
+                current = await objects.get(rt, namespace=namespace, name=name)
             except errors.NotFound:
                 with contextlib.suppress(errors.AlreadyExists):
-                    await objects.create(rt, wanted)
+                    await objects.create(rt, wanted, namespace=namespace)
                     log.info("created default %s %s", rt.kind, name)
                 continue
             updated = _reconciled(current, wanted)

@@ -9,7 +9,7 @@ authenticated user may ask what it may do), ``system:public-info-viewer`` and
 ``system:service-account-issuer-discovery`` (every service account may read the token issuer's
 OpenID documents), and the CertificateSigningRequest roles (``system:node-bootstrapper``,
 ``system:certificates.k8s.io:*``: bind ``system:certificates.k8s.io:kube-apiserver-client-approver``
-to let someone approve client certificates).
+to let someone approve client certificates), and the Role ``kube-system/extension-apiserver-authentication-reader``.
 
 gpufed adds labelled ClusterRoles that aggregate its own kinds into the defaults (policies,
 workloads, bindings, reports) and ``gpufed:viewer`` for the hub's own read-only token role.
@@ -267,6 +267,17 @@ def cluster_role_bindings() -> list[dict[str, Any]]:
         cluster_role_binding("gpufed:viewer", "gpufed:viewer", groups=(VIEWERS,)),
         cluster_role_binding("gpufed:cluster-joiners", "gpufed:cluster-joiner", groups=(BOOTSTRAPPERS,)),
     ]
+
+
+def namespace_roles() -> list[dict[str, Any]]:
+    """kube's bootstrap Roles in ``kube-system``: ``extension-apiserver-authentication-reader``
+    lets an extension API server's account read the ConfigMap that says how the hub's front
+    proxy calls it (bind it in ``kube-system``, with ``system:auth-delegator`` cluster-wide)."""
+    return [{
+        "apiVersion": RBAC_API_VERSION, "kind": "Role",
+        "metadata": {**_meta("extension-apiserver-authentication-reader"), "namespace": "kube-system"},
+        "rules": [rule(READ, ("",), ("configmaps",), names=("extension-apiserver-authentication",))],
+    }]
 
 
 def default_policy_index() -> RbacIndex:
