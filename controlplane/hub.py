@@ -30,9 +30,8 @@ import datetime as dt
 import logging
 import socket
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from aiohttp import web
 
@@ -43,9 +42,7 @@ from controlplane.apis.constants import (
     CA_PATH,
     CLUSTER_GROUP,
     COORDINATION_GROUP,
-    KARMADA_POLICY_GROUP,
     LEASE_NAMESPACE,
-    POLICY_GROUP,
     SYSTEM_NAMESPACE,
     WORK_GROUP,
 )
@@ -63,7 +60,6 @@ from controlplane.apiserver.auth.clusterrestriction import ClusterRestriction
 from controlplane.apiserver.auth.rbac.authorizing import HubAuthorizer
 from controlplane.apiserver.auth.rbac.cache import RbacCache, ensure_default_policy
 from controlplane.apiserver.auth.rbac.escalation import RbacEscalationCheck
-from controlplane.apiserver.auth.rbac.kinds import rbac_resources
 from controlplane.apiserver.auth.rbac.reviews import review_endpoints
 from controlplane.apiserver.auth.serviceaccountjwt import ServiceAccountOptions
 from controlplane.apiserver.auth.serviceaccounts import ServiceAccountTokens
@@ -71,27 +67,12 @@ from controlplane.apiserver.auth.tokens import TokenStore
 from controlplane.apiserver.componentstatus import ComponentStatuses, leader_probe, store_probe
 from controlplane.apiserver.crd.client import ConvertedObjects
 from controlplane.apiserver.crd.converted import WebhookConversions
-from controlplane.apiserver.crd.registry import DynamicRegistry
-from controlplane.apiserver.crd.types import crd_resource_type
 from controlplane.apiserver.identity import Role
-from controlplane.apiserver.kinds import aggregator_resources, builtin_kind_resources, gpu_workload_resources
-from controlplane.apiserver.kinds.gpufed import gpufed_resources
-from controlplane.apiserver.kinds.karmada_apps import karmada_apps_resources
-from controlplane.apiserver.kinds.karmada_config import interpreter_customization_resources
-from controlplane.apiserver.kinds.kueue import kueue_resources
 from controlplane.apiserver.kubeconfig import KubeconfigError, load_kubeconfig, write_kubeconfig
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.apiserver.proxy.podlist import pod_list_routes
 from controlplane.apiserver.proxy.routes import ProxyEndpoints
 from controlplane.apiserver.quotaadmission import QuotaAdmission
-from controlplane.apiserver.resources import (
-    Registry,
-    ResourceType,
-    Warner,
-    coordination_resources,
-    core_resources,
-    workload_resources,
-)
 from controlplane.apiserver.serviceallocation import (
     DEFAULT_SERVICE_CLUSTER_IP_RANGE,
     DEFAULT_SERVICE_NODE_PORT_RANGE,
@@ -121,8 +102,8 @@ from controlplane.controllers.resourcequota import ResourceQuotaController
 from controlplane.controllers.serviceaccounts import ServiceAccountsController
 from controlplane.controllers.serviceaccounttokens import ServiceAccountTokensController
 from controlplane.controllers.systemnamespaces import SystemNamespacesController
-from controlplane.controllers.workloads import kind_status
 from controlplane.gcpolicy import CollectorPolicy, collector_tuned
+from controlplane.hubregistry import hub_registry
 from controlplane.leader.election import DEFAULT_TTL as DEFAULT_LEADER_LEASE_TTL
 from controlplane.leader.election import LeaderElector, Term, default_identity
 from controlplane.lifecycle import ShutdownOnce
@@ -130,7 +111,7 @@ from controlplane.loopwatch import Stall, watching_the_loop
 from controlplane.metrics import HubMetrics, hub_metrics, write_ledger_routes
 from controlplane.objectclient import ObjectClient
 from controlplane.pki import PkiError, ca_files, private_directory
-from controlplane.reports.api import ReportSource, waste_report_routes, waste_report_type
+from controlplane.reports.api import ReportSource, waste_report_routes
 from controlplane.reports.sampling import DEFAULT_INTERVAL as DEFAULT_WASTE_SAMPLE_INTERVAL
 from controlplane.reports.sampling import WasteSampler
 from controlplane.storage.connecting import EtcdClientTls
@@ -139,7 +120,6 @@ from controlplane.storage.etcd import DEFAULT_MAX_RESPONSE_BYTES, EtcdStore
 from controlplane.storage.ledger import LedgerStore, WriteLedger
 from controlplane.storage.recent import RecentStore, RecentValues
 from controlplane.ui.serving import ui_public_paths, ui_routes
-from policies.served import KindStatus, unpropagatable_selector_warnings
 
 log = logging.getLogger(__name__)
 
@@ -242,52 +222,6 @@ class HubConfig:
     #: --service-node-port-range).
     service_cluster_ips: IPRange = field(default_factory=lambda: IPRange.parse(DEFAULT_SERVICE_CLUSTER_IP_RANGE))
     service_node_ports: PortRange = field(default_factory=lambda: PortRange.parse(DEFAULT_SERVICE_NODE_PORT_RANGE))
-
-
-def hub_registry() -> DynamicRegistry:
-    """Everything the hub serves: DESIGN.md's objects table, plus the kinds of the
-    CustomResourceDefinitions applied to it. Nodes are served as kube-apiserver and Karmada's
-    control plane serve them (an empty collection unless someone creates Nodes), so RBAC rules
-    and ``kubectl get nodes`` name them; the fleet's nodes live in the members."""
-    registry = DynamicRegistry(
-        with_selector_warnings(
-            [
-                *core_resources(),
-                *workload_resources(),
-                *builtin_kind_resources(),
-                *aggregator_resources(),
-                *gpu_workload_resources(),
-                *coordination_resources(),
-                *gpufed_resources(),
-                *interpreter_customization_resources(),
-                *karmada_apps_resources(),
-                *kueue_resources(),
-                *rbac_resources(),
-                waste_report_type(),
-                crd_resource_type(),
-            ],
-            lambda: registry,  # the registry as it is at the time of a write
-        )
-    )
-    return registry
-
-
-def with_selector_warnings(types: list[ResourceType], registry: Callable[[], Registry]) -> list[ResourceType]:
-    """``types`` with the policy kinds also warning about ``resourceSelectors`` that name a kind
-    the served registry cannot propagate (:mod:`policies.served`); ``registry`` gives the registry
-    as it is at the time of the write, so a kind a CRD added since counts as served."""
-
-    def lookup(api_version: str, kind: str) -> KindStatus:
-        return kind_status(registry(), api_version, kind)
-
-    def warner(previous: Warner | None) -> Warner:
-        def warn(obj: dict[str, Any]) -> list[str]:
-            return [*(previous(obj) if previous else []), *unpropagatable_selector_warnings(obj, lookup)]
-
-        return warn
-
-    policy_groups = (POLICY_GROUP, KARMADA_POLICY_GROUP)
-    return [replace(rt, warn=warner(rt.warn)) if rt.group in policy_groups else rt for rt in types]
 
 
 def advertised_host(host: str) -> str:
