@@ -6,12 +6,14 @@ It trusts a caller as such a server trusts kube-apiserver: the client certificat
 by the ``requestheader-client-ca-file`` of the hub's ``extension-apiserver-authentication``
 ConfigMap and name one of its ``requestheader-allowed-names``; the user is then read from the
 ``X-Remote-*`` headers the ConfigMap names. Anything else is answered 401. It serves its discovery
-(``/apis/widgets.example.com/v1alpha1``) and a list of one Widget per namespace (``widgets``), and
-keeps every identity it saw, by path, for the test to read.
+(``/apis/widgets.example.com/v1alpha1``) and a list of one Widget per namespace (``widgets``; a
+watch of it sends one event, then a second once :attr:`ExtensionServer.release` is set), and keeps
+every identity it saw, by path, for the test to read.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import socket
@@ -51,6 +53,8 @@ class ExtensionServer:
     port: int
     ca_bundle: str  # base64 of its CA's PEM, as an APIService's caBundle
     seen: dict[str, list[Identity]] = field(default_factory=dict)
+    #: A watch of widgets sends its first event, then waits for this before its second and its end.
+    release: asyncio.Event = field(default_factory=asyncio.Event)
 
 
 def _widget(namespace: str) -> dict[str, Any]:
@@ -94,6 +98,16 @@ def _caller(request: web.Request, authentication: dict[str, str]) -> Identity | 
     return Identity(user, tuple(request.headers.getall(group_header, [])), extra)
 
 
+async def _watch(request: web.Request, state: ExtensionServer, namespace: str) -> web.StreamResponse:
+    response = web.StreamResponse(headers={"Content-Type": "application/json"})
+    await response.prepare(request)
+    await response.write(json.dumps({"type": "ADDED", "object": _widget(namespace)}).encode() + b"\n")
+    await state.release.wait()
+    await response.write(json.dumps({"type": "DELETED", "object": _widget(namespace)}).encode() + b"\n")
+    await response.write_eof()
+    return response
+
+
 @asynccontextmanager
 async def extension_server(
     directory: Path, *, authentication: dict[str, str], hosts: tuple[str, ...],
@@ -116,6 +130,8 @@ async def extension_server(
             return web.json_response({"kind": "APIGroup", "apiVersion": "v1", "name": GROUP,
                                       "versions": [{"groupVersion": f"{GROUP}/{VERSION}", "version": VERSION}]})
         if len(parts) == 6 and parts[:3] == ["apis", GROUP, VERSION] and parts[3] == "namespaces" and parts[5] == "widgets":
+            if request.query.get("watch") in ("1", "true"):
+                return await _watch(request, state, parts[4])
             return web.json_response({"apiVersion": f"{GROUP}/{VERSION}", "kind": "WidgetList",
                                       "metadata": {"resourceVersion": "1"}, "items": [_widget(parts[4])]})
         return web.json_response({"kind": "Status", "apiVersion": "v1", "status": "Failure",

@@ -1,11 +1,13 @@
 """Aggregated requests on a real hub (real etcd, HTTPS) to a real extension server in the same
 loop: the caller's own ``X-Remote-*`` headers and credentials never reach the server, the
-impersonated user's extra values do (client-go's header names); an APIService whose Service is
+impersonated user's extra values do (client-go's header names); a watch streams through; an APIService whose Service is
 missing is ``False (ServiceNotFound)`` with kube's message and its requests kube's 503; the
 aggregated group is listed in ``/apis`` and ``/apis/<group>``."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 from pathlib import Path
 from typing import Any
 
@@ -84,6 +86,16 @@ async def test_only_the_hubs_identity_headers_reach_the_server(
         seen = server.seen[path][-1]
         assert (seen.user, set(seen.groups)) == ("alice", {"devs", "system:authenticated"})
         assert seen.extra == {"team": ["ml/gpu"]}
+
+        # A watch streams through as it comes: its first event arrives while the server holds the rest.
+        async with session.get(f"{hub.url}{path}?watch=1", headers={"Authorization": f"Bearer {admin.token}"}) as watch:
+            assert watch.status == 200
+            async with asyncio.timeout(10):
+                first = json.loads(await watch.content.readline())
+            assert first["type"] == "ADDED"
+            server.release.set()
+            async with asyncio.timeout(10):
+                assert json.loads(await watch.content.readline())["type"] == "DELETED"
 
         # Discovery lists the aggregated group after the hub's own.
         _, groups = await admin("GET", "/apis")
