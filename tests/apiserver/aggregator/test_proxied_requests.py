@@ -1,6 +1,7 @@
 """Aggregated requests on a real hub (real etcd, HTTPS) to a real extension server in the same
 loop: the caller's own ``X-Remote-*`` headers and credentials never reach the server, the
-impersonated user's extra values do (client-go's header names); a watch streams through; an APIService whose Service is
+impersonated user's extra values do (client-go's header names); a watch streams through; aggregated discovery lists the server's resources, ``Stale``
+once it stops; an APIService whose Service is
 missing is ``False (ServiceNotFound)`` with kube's message and its requests kube's 503; the
 aggregated group is listed in ``/apis`` and ``/apis/<group>``."""
 
@@ -49,6 +50,18 @@ async def authentication(admin: Client) -> dict[str, str]:
 
     await eventually(written)
     return dict((await admin("GET", path))[1]["data"])
+
+
+async def aggregated_discovery(session: aiohttp.ClientSession, hub: Hub, admin: Client) -> tuple[str, list[str]] | None:
+    """The aggregated group's version in ``/apis``' aggregated discovery: its freshness and resources."""
+    accept = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
+    async with session.get(f"{hub.url}/apis", headers={"Authorization": f"Bearer {admin.token}", "Accept": accept}) as response:
+        document = await response.json(content_type=None)
+    for item in document["items"]:
+        if item["metadata"].get("name") == GROUP:
+            [version] = item["versions"]
+            return version["freshness"], [r["resource"] for r in version["resources"]]
+    return None
 
 
 async def test_only_the_hubs_identity_headers_reach_the_server(
@@ -103,6 +116,14 @@ async def test_only_the_hubs_identity_headers_reach_the_server(
                 "preferredVersion": {"groupVersion": f"{GROUP}/{VERSION}", "version": VERSION}} in groups["groups"]
         code, group = await admin("GET", f"/apis/{GROUP}")
         assert code == 200 and group["versions"] == [{"groupVersion": f"{GROUP}/{VERSION}", "version": VERSION}]
+        assert await aggregated_discovery(session, hub, admin) == ("Current", ["widgets"])
+
+    # The server stopped: its last resources stay in aggregated discovery, marked Stale.
+    # Noticed by the next availability check (every 10 s), whose condition change refreshes discovery.
+    async with asyncio.timeout(60):
+        while await aggregated_discovery(session, hub, admin) != ("Stale", ["widgets"]):  # noqa: ASYNC110
+            await asyncio.sleep(0.2)
+    assert (await available(admin, NAME))["reason"] == "FailedDiscoveryCheck"
 
 
 async def test_a_missing_service_is_kubes_condition_and_503(hub: Hub, admin: Client) -> None:
