@@ -17,7 +17,8 @@ TYPED = list(BUILTIN)
 
 
 def snake(kind: str) -> str:
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", kind).lower()
+    """The generator's method suffix: ``Deployment`` -> ``deployment``, ``APIService`` -> ``api_service``."""
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", kind).lower()
 
 
 def group_prefix(kind: ServedKind) -> str:

@@ -293,6 +293,8 @@ _KINDS: Mapping[tuple[str, str], FieldSchema] = MappingProxyType(
         ("certificates.k8s.io", "CertificateSigningRequest"): _struct(
             metadata=OBJECT_META, spec=_struct(extra=_map()), status=_struct(conditions=_apply_keyed(UNKNOWN, "type")),
         ),
+        # APIService conditions: ``+patchMergeKey=type +patchStrategy=merge +listType=map``.
+        ("apiregistration.k8s.io", "APIService"): _struct(metadata=OBJECT_META, status=_struct(conditions=_CONDITIONS)),
         # Endpoints subsets are ``+listType=atomic``.
         ("", "Endpoints"): _METADATA_ONLY,
         ("", "PersistentVolume"): _struct(metadata=OBJECT_META, spec=_struct(capacity=_map())),
