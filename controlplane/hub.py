@@ -369,7 +369,7 @@ class Hub(ShutdownOnce):
         self.objects.admit_writes(self.quota_admission)
         self.objects.check_creates(suspend_queued_job)  # Kueue's Job webhook default
         self.webhooks = WebhookAdmission(self.objects, authorizer, self.metrics.admission, cache=self.watch_cache)
-        front_proxy = await asyncio.to_thread(ensure_front_proxy, state / "pki")
+        front_proxy = await asyncio.to_thread(ensure_front_proxy, state / "front-proxy")
         self.aggregation = AggregatedApis(self.objects, cache=self.watch_cache, front_proxy=front_proxy)
         self._background.append(asyncio.create_task(self.aggregation.run(), name="aggregated-apis"))
         await self.aggregation.wait_synced()

@@ -1,15 +1,18 @@
 """The hub's front-proxy identity: how an extension API server learns who is calling.
 
 As kube-apiserver with ``--requestheader-*`` and ``--proxy-client-cert-file``: the hub keeps a
-front-proxy CA of its own (``<state>/pki/front-proxy-ca.{crt,key}``) and a client certificate it
+front-proxy CA of its own (``<state>/front-proxy/front-proxy-ca.{crt,key}``, apart from the serving
+PKI and made whether or not the hub serves a provided certificate) and a client certificate it
 signs (``front-proxy-client.{crt,key}``, Common Name ``front-proxy-client``; keys 0600, never
 logged). Each proxied request carries that certificate and the caller, as the hub authenticated
 it (after impersonation), in kube's headers: ``X-Remote-User``, one ``X-Remote-Group`` per group and
 ``X-Remote-Extra-<key>`` per extra value (the key percent-escaped where a header name may not hold
-a character, as client-go's ``SetAuthProxyHeaders`` writes it). The ``kube-system/extension-apiserver-authentication``
-ConfigMap (:func:`authentication_configmap`) tells k8s.io/apiserver-based servers to trust it.
+a character, as client-go's ``SetAuthProxyHeaders`` writes it). The
+``kube-system/extension-apiserver-authentication`` ConfigMap (:func:`authentication_configmap`)
+tells k8s.io/apiserver-based servers to trust it.
 
-In: the state directory's PKI folder, a user. Out: a :class:`FrontProxy`, headers, a ConfigMap body.
+In: the front-proxy folder of the state directory, a user. Out: a :class:`FrontProxy`, headers,
+a ConfigMap body.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
 from controlplane.apiserver.identity import UserInfo
-from controlplane.pki import ensure_certificate, load_or_create_ca
+from controlplane.pki import ensure_certificate, load_or_create_ca, private_directory
 
 FRONT_PROXY_CLIENT: Final = "front-proxy-client"
 USER_HEADER: Final = "X-Remote-User"
@@ -58,12 +61,12 @@ class FrontProxy:
         return context
 
 
-def ensure_front_proxy(pki_dir: Path) -> FrontProxy:
-    """Create (first run) or load the front-proxy CA and its client certificate under ``pki_dir``."""
-    pki_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-    ca_cert_path, ca_key_path = pki_dir / "front-proxy-ca.crt", pki_dir / "front-proxy-ca.key"
+def ensure_front_proxy(directory: Path) -> FrontProxy:
+    """Create (first run) or load the front-proxy CA and its client certificate in ``directory`` (0700)."""
+    private_directory(directory)
+    ca_cert_path, ca_key_path = directory / "front-proxy-ca.crt", directory / "front-proxy-ca.key"
     ca_cert = load_or_create_ca(ca_cert_path, ca_key_path, common_name="gpufed-front-proxy-ca")
-    cert_path, key_path = pki_dir / "front-proxy-client.crt", pki_dir / "front-proxy-client.key"
+    cert_path, key_path = directory / "front-proxy-client.crt", directory / "front-proxy-client.key"
     ensure_certificate(
         cert_path, key_path, ca_cert=ca_cert, ca_key_path=ca_key_path, common_name=FRONT_PROXY_CLIENT,
         usages=(ExtendedKeyUsageOID.CLIENT_AUTH,),

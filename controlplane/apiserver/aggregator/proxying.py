@@ -90,6 +90,8 @@ async def _proxy(request: web.Request, apis: AggregatedApis, view: APIServiceVie
         if not name.lower().startswith(IDENTITY_HEADER_PREFIX)
     ]
     headers += identity_headers(request[USER])
+    if "Accept-Encoding" not in request.headers:  # else the client library would ask for gzip of its own
+        headers.append(("Accept-Encoding", "identity"))
     body = await request.read()  # bounded by the API's body limit
     watching = request.query.get("watch") in ("1", "true") or "/watch/" in request.path
     url = base + request.rel_url.raw_path + (f"?{request.rel_url.raw_query_string}" if request.rel_url.raw_query_string else "")

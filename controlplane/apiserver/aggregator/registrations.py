@@ -32,6 +32,7 @@ import orjson
 from controlplane.apis.kube import apiregistration
 from controlplane.apis.kube.apiregistration import APIServiceView
 from controlplane.apis.kube.webhookclient import ca_bundle_pem
+from controlplane.apiserver import errors
 from controlplane.apiserver.aggregator.frontproxy import FrontProxy, identity_headers
 from controlplane.apiserver.computed import ComputedResource, served_group_versions
 from controlplane.apiserver.identity import Role, UserInfo
@@ -163,6 +164,8 @@ class AggregatedApis:
             )
         except NoEndpoint as exc:
             raise Unreachable(str(exc)) from None
+        except errors.ApiError as exc:  # the store did not answer
+            raise Unreachable(f"service/{service.name} in {service.namespace!r} cannot be read: {exc}") from None
         shown = f"[{host}]" if ":" in host else host
         return f"https://{shown}:{port}", f"{service.name}.{service.namespace}.svc"
 
@@ -172,7 +175,7 @@ class AggregatedApis:
         path = f"/api/{view.version}" if not view.group else f"/apis/{view.group}/{view.version}"
         base, server_name = await self.location(view)
         url = base + path
-        headers = [*identity_headers(AGGREGATOR_USER), ("Accept", "application/json")]
+        headers = [*identity_headers(AGGREGATOR_USER), ("Accept", "application/json"), ("Accept-Encoding", "identity")]
         try:
             async with asyncio.timeout(DISCOVERY_TIMEOUT):
                 async with self.session().get(

@@ -128,9 +128,9 @@ async def test_the_extension_apiserver_authentication_configmap(hub: Hub, admin:
     assert json.loads(data["requestheader-group-headers"]) == ["X-Remote-Group"]
     assert json.loads(data["requestheader-extra-headers-prefix"]) == ["X-Remote-Extra-"]
     assert json.loads(data["requestheader-allowed-names"]) == ["front-proxy-client"]
-    assert data["requestheader-client-ca-file"] == (hub.config.state_dir / "pki" / "front-proxy-ca.crt").read_text()
+    assert data["requestheader-client-ca-file"] == (hub.config.state_dir / "front-proxy" / "front-proxy-ca.crt").read_text()
     assert data["client-ca-file"] == (hub.config.state_dir / "pki" / "ca.crt").read_text()
-    key = hub.config.state_dir / "pki" / "front-proxy-client.key"
+    key = hub.config.state_dir / "front-proxy" / "front-proxy-client.key"
     assert key.stat().st_mode & 0o077 == 0
     # kube's bootstrap Role that lets an extension server's account read it.
     code, role = await admin(
