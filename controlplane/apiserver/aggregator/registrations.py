@@ -39,7 +39,12 @@ from controlplane.apiserver.identity import Role, UserInfo
 from controlplane.apiserver.objects import ObjectStore, WatchEventType
 from controlplane.apiserver.resources import Registry
 from controlplane.apiserver.watchcache import WatchCache
-from controlplane.apiserver.webhooks.calling import MAX_RESPONSE_BYTES, NoEndpoint, resolve_service
+from controlplane.apiserver.webhooks.calling import (
+    MAX_RESPONSE_BYTES,
+    NoEndpoint,
+    go_client_error,
+    resolve_service,
+)
 from controlplane.controllers.informing import Informer
 
 log = logging.getLogger(__name__)
@@ -184,10 +189,8 @@ class AggregatedApis:
                     if not 200 <= response.status < 300:
                         raise Unreachable(f"failing or missing response from {url}: bad status from {url}: {response.status}")
                     body = await response.content.read(MAX_RESPONSE_BYTES + 1)
-        except TimeoutError:
-            raise Unreachable(f"failing or missing response from {url}: context deadline exceeded") from None
-        except (aiohttp.ClientError, ssl.SSLError, OSError) as exc:
-            raise Unreachable(f"failing or missing response from {url}: {exc}") from None
+        except (TimeoutError, aiohttp.ClientError, ssl.SSLError, OSError) as exc:
+            raise Unreachable(f"failing or missing response from {url}: {go_client_error('Get', url, exc)}") from None
         if len(body) > MAX_RESPONSE_BYTES:
             raise Unreachable(f"failing or missing response from {url}: the response is larger than {MAX_RESPONSE_BYTES} bytes")
         try:

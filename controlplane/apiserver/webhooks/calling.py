@@ -100,14 +100,8 @@ class WebhookClient:
                     if not 200 <= response.status < 300:
                         raise CallFailed(_status_failure(response.status, raw), response.status)
                     return raw
-        except TimeoutError:
-            raise CallFailed(f'Post "{target.shown}": context deadline exceeded') from None
-        except aiohttp.ClientConnectorCertificateError as exc:
-            raise CallFailed(f'Post "{target.shown}": {_tls_reason(exc.certificate_error)}') from None
-        except aiohttp.ClientConnectorError as exc:
-            raise CallFailed(f'Post "{target.shown}": dial tcp {exc.host}:{exc.port}: {_os_reason(exc.os_error)}') from None
-        except (aiohttp.ClientError, ssl.SSLError, OSError) as exc:
-            raise CallFailed(f'Post "{target.shown}": {exc}') from None
+        except (TimeoutError, aiohttp.ClientError, ssl.SSLError, OSError) as exc:
+            raise CallFailed(go_client_error("Post", target.shown, exc)) from None
 
     async def _target(self, hook: Endpoint, query: str) -> _Target:
         if hook.url is not None:
@@ -196,6 +190,18 @@ def _status_failure(status: int, raw: bytes) -> str:
         text = raw[:256].decode("utf-8", "replace").strip()
         return f'an error on the server ("{text}") has prevented the request from succeeding'
     return f"the server responded with the status code {status} but did not return more information"
+
+
+def go_client_error(method: str, url: str, exc: BaseException) -> str:
+    """A failed call as Go's HTTP client words it (``Get "https://...": dial tcp 10.0.0.1:443:
+    connect: connection refused``, ``... context deadline exceeded``)."""
+    if isinstance(exc, TimeoutError):
+        return f'{method} "{url}": context deadline exceeded'
+    if isinstance(exc, aiohttp.ClientConnectorCertificateError):
+        return f'{method} "{url}": {_tls_reason(exc.certificate_error)}'
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        return f'{method} "{url}": dial tcp {exc.host}:{exc.port}: {_os_reason(exc.os_error)}'
+    return f'{method} "{url}": {exc}'
 
 
 def _tls_reason(error: Any) -> str:

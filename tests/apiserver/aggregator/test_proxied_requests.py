@@ -143,3 +143,53 @@ async def test_a_missing_service_is_kubes_condition_and_503(hub: Hub, admin: Cli
     code, status = await admin("GET", f"/apis/{GROUP}/{VERSION}/namespaces/default/widgets")
     assert code == 503
     assert (status["reason"], status["message"]) == ("ServiceUnavailable", "the server is currently unable to handle the request")
+
+
+def _api_service(name: str, group: str, service: str) -> dict[str, Any]:
+    return {"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService", "metadata": {"name": f"v1.{group}"},
+            "spec": {"group": group, "version": "v1", "groupPriorityMinimum": 1000, "versionPriority": 15,
+                     "insecureSkipTLSVerify": True, "service": {"namespace": "checks", "name": service, "port": 443}}}
+
+
+async def test_the_availability_checks_speak_kubes_words(hub: Hub, admin: Client) -> None:
+    services = "/api/v1/namespaces/checks/services"
+    setup: list[tuple[str, dict[str, Any]]] = [
+        ("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "checks"}}),
+        (services, {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "other-port"},
+                    "spec": {"ports": [{"name": "https", "port": 8443}]}}),
+        (services, {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "no-endpoints"},
+                    "spec": {"ports": [{"name": "https", "port": 443}]}}),
+        (services, {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "no-addresses"},
+                    "spec": {"ports": [{"name": "https", "port": 443}]}}),
+        ("/api/v1/namespaces/checks/endpoints", {"apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": "no-addresses"},
+                                                 "subsets": [{"notReadyAddresses": [{"ip": "127.0.0.1"}],
+                                                              "ports": [{"name": "https", "port": 1}]}]}),
+        (services, {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "outside"},
+                    "spec": {"type": "ExternalName", "externalName": "127.0.0.1"}}),
+    ]
+    for path, body in setup:
+        code, created = await admin("POST", path, body)
+        assert code == 201, created
+    expected = {
+        "port.example.com": ("other-port", "ServicePortError", 'service/other-port in "checks" is not listening on port 443'),
+        "endpoints.example.com": ("no-endpoints", "EndpointsNotFound", 'cannot find endpoints for service/no-endpoints in "checks"'),
+        "addresses.example.com": ("no-addresses", "MissingEndpoints",
+                                  'endpoints for service/no-addresses in "checks" have no addresses with port name "https"'),
+        "outside.example.com": ("outside", "FailedDiscoveryCheck",
+                                "failing or missing response from https://127.0.0.1:443/apis/outside.example.com/v1: "
+                                'Get "https://127.0.0.1:443/apis/outside.example.com/v1": dial tcp 127.0.0.1:443: '
+                                "connect: connection refused"),
+    }
+    for group, (service, _, _) in expected.items():
+        code, created = await admin("POST", APISERVICES, _api_service(f"v1.{group}", group, service))
+        assert code == 201, created
+
+    async def checked() -> bool:
+        reasons = [(await available(admin, f"v1.{group}")).get("reason") for group in expected]
+        return reasons == [reason for _, reason, _ in expected.values()]
+
+    await eventually(checked)
+    for group, (_, _, message) in expected.items():
+        condition = await available(admin, f"v1.{group}")
+        assert condition["status"] == "False"
+        assert condition["message"] == message
