@@ -95,6 +95,7 @@ from controlplane.controllers.certificatesigning import CertificateSigningContro
 from controlplane.controllers.clusterroleaggregation import ClusterRoleAggregationController
 from controlplane.controllers.clusters import ClusterNamespaceController
 from controlplane.controllers.context import ControllerSettings
+from controlplane.controllers.flowcontrolconfig import FlowControlConfigController
 from controlplane.controllers.health import ClusterHealthMonitor
 from controlplane.controllers.legacytokencleaning import LegacyTokenCleaner
 from controlplane.controllers.manager import ControllerManager
@@ -503,6 +504,7 @@ class Hub(ShutdownOnce):
             "resourcequota": ResourceQuotaController(fenced, workqueue_metrics=queues).run,
             "serviceaccount-tokens": self.token_controller.run,
             "system-namespaces": SystemNamespacesController(fenced, system_namespaces, workqueue_metrics=queues).run,
+            "flowcontrol-config": FlowControlConfigController(fenced, workqueue_metrics=queues).run,
             "csrsigning": CertificateSigningController(  # the hub's own CA signs; a provided certificate has no CA key
                 fenced, ca_files=None if config.tls_cert_file else ca_files(config.state_dir / "pki"),
                 duration=config.cluster_signing_duration, workqueue_metrics=queues).run,

@@ -60,6 +60,7 @@ from controlplane.apiserver.crd.registry import DynamicRegistry
 from controlplane.apiserver.crd.types import CRD_KIND
 from controlplane.apiserver.endpoints import Endpoints
 from controlplane.apiserver.flowcontrol import (
+    ConfigurationWatch,
     FlowControlConfig,
     FlowController,
     FlowControlMetrics,
@@ -447,10 +448,12 @@ def create_app(
         middlewares.append(auth_middleware(authenticator, authorizer, PUBLIC_PATHS | frozenset(public_paths), audit))
     if flow_control is None and max_requests_inflight > 0:
         flow_control = FlowControlConfig(total_concurrency=max_requests_inflight)
+    flow_config = None
     if flow_control is not None and flow_control.total_concurrency > 0:
         # After authentication: a request's level and flow depend on who sends it.
         controller = FlowController(flow_control, metrics=flow_control_metrics)
         middlewares.append(controller.middleware(user_key=USER, not_counted=_long_running_or_health))
+        flow_config = ConfigurationWatch(object_store, controller)
     middlewares += [*inner_middlewares, accept_middleware]
     app = web.Application(middlewares=middlewares, client_max_size=MAX_BODY_BYTES)
     app.on_response_prepare.append(add_flow_headers)
@@ -471,6 +474,11 @@ def create_app(
             cache.warm(rt for rt in registry if (rt.group, rt.plural) in wanted)
         if audit is not None:
             audit.log.start()
+        flow_task = None
+        if flow_config is not None:
+            # This replica limits its requests by the stored FlowSchemas from its first request.
+            flow_task = asyncio.create_task(flow_config.run(stop), name="flowcontrol-configuration")
+            await flow_config.wait_synced()
         webhook_task = None
         if webhooks is not None:
             # This replica calls the webhooks configured before it answers its first write.
@@ -489,10 +497,12 @@ def create_app(
             await audit.log.close()
         if webhooks is None:
             await conversion_client.close()
-        if crd_task is not None:
-            crd_task.cancel()
+        for task in (flow_task, crd_task):
+            if task is None:
+                continue
+            task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
-                await crd_task
+                await task
 
     async def on_shutdown(_app: web.Application) -> None:
         # Runs before the server waits for open requests: let watches end now.

@@ -13,8 +13,8 @@ configuration of the API's priority and fairness (:meth:`ServingLimits.flow_cont
   sent a complete request header (so nobody is authenticated on them yet). A connection
   beyond the limit is closed at once; together with the header timeout this caps what a
   slow client ("slowloris") can hold.
-- **Requests in flight** (``--max-requests-inflight``, kube's flag of the same name):
-  requests being served at once, watches and health checks excluded (kube counts
+- **Requests in flight** (``--max-requests-inflight`` plus ``--max-mutating-requests-inflight``,
+  kube's flags): requests being served at once, watches and health checks excluded (kube counts
   long-running requests apart too), shared by priority levels
   (:mod:`controlplane.apiserver.flowcontrol`). Beyond a level's seats and queues a request
   is answered 429 TooManyRequests with ``Retry-After: 1`` and a client retries.
@@ -26,25 +26,21 @@ import asyncio
 import logging
 import ssl
 from asyncio.sslproto import SSLProtocol
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
 
 from controlplane.apiserver.flowcontrol import (
-    DEFAULT_QUEUE_LENGTH,
-    DEFAULT_QUEUE_WAIT_SECONDS,
-    DEFAULT_SHARES,
+    DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT,
+    DEFAULT_MAX_REQUESTS_INFLIGHT,
     FlowControlConfig,
-    Level,
 )
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_REQUEST_HEADER_TIMEOUT = 10.0
 DEFAULT_MAX_PENDING_CONNECTIONS = 512
-DEFAULT_MAX_REQUESTS_INFLIGHT = 400
 #: Seconds a keep-alive connection may sit between requests (pass to ``web.AppRunner``).
 IDLE_TIMEOUT = 90.0
 #: What separates a request's headers from its body (bare LFs are tolerated by the parser).
@@ -63,16 +59,12 @@ class ServingLimits:
     max_pending_connections: int = DEFAULT_MAX_PENDING_CONNECTIONS
     #: 0: no limit.
     max_requests_inflight: int = DEFAULT_MAX_REQUESTS_INFLIGHT
-    #: Each priority level's share of ``max_requests_inflight`` (``--flowcontrol-shares``).
-    flowcontrol_shares: Mapping[Level, int] = field(default_factory=lambda: dict(DEFAULT_SHARES))
-    flowcontrol_queue_length: int = DEFAULT_QUEUE_LENGTH
-    flowcontrol_queue_wait_seconds: float = DEFAULT_QUEUE_WAIT_SECONDS
+    #: kube's: API Priority and Fairness shares the sum of both among the priority levels.
+    max_mutating_requests_inflight: int = DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT
 
     def flow_control(self) -> FlowControlConfig:
-        return FlowControlConfig(
-            total_concurrency=self.max_requests_inflight, shares=self.flowcontrol_shares,
-            queue_length=self.flowcontrol_queue_length, queue_wait_seconds=self.flowcontrol_queue_wait_seconds,
-        )
+        total = self.max_requests_inflight + self.max_mutating_requests_inflight if self.max_requests_inflight else 0
+        return FlowControlConfig(total_concurrency=total)
 
 
 class _ConnectionGuard:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from controlplane.admission.requeuing import (
     DEFAULT_BACKOFF_BASE_SECONDS,
@@ -15,13 +16,7 @@ from controlplane.admission.requeuing import (
     WaitForPodsReady,
 )
 from controlplane.apis.kube.serviceaccounttokens import DEFAULT_CLEAN_UP_PERIOD
-from controlplane.apiserver.flowcontrol.levels import (
-    DEFAULT_QUEUE_LENGTH,
-    DEFAULT_QUEUE_WAIT_SECONDS,
-    DEFAULT_SHARES,
-    Level,
-    parse_shares,
-)
+from controlplane.apiserver.flowcontrol.levels import DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT
 from controlplane.apiserver.serviceallocation.ranges import (
     DEFAULT_SERVICE_CLUSTER_IP_RANGE,
     DEFAULT_SERVICE_NODE_PORT_RANGE,
@@ -70,11 +65,24 @@ def _fraction(text: str) -> float:
 _whole_seconds = whole_number(what="whole seconds")
 
 
-def _flowcontrol_shares(text: str) -> dict[Level, int]:
-    try:
-        return parse_shares(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+#: The flags of the fixed-in-code priority levels, now FlowSchema and PriorityLevelConfiguration objects.
+_REMOVED_FLOWCONTROL_FLAGS = {
+    "--flowcontrol-shares": "each level's spec.limited.nominalConcurrencyShares "
+                            "(kubectl edit prioritylevelconfiguration global-default)",
+    "--flowcontrol-queue-length": "each level's spec.limited.limitResponse.queuing.queueLengthLimit "
+                                  "(kubectl edit prioritylevelconfiguration global-default)",
+    "--flowcontrol-queue-wait-seconds": "nothing: a request waits at most 15 seconds for a seat, as in kube",
+}
+
+
+def _removed(replacement: str) -> Callable[[str], Any]:
+    def refuse(_text: str) -> Any:
+        raise argparse.ArgumentTypeError(
+            f"removed: API Priority and Fairness is configured by FlowSchema and PriorityLevelConfiguration "
+            f"objects, as in kube; use {replacement}"
+        )
+
+    return refuse
 
 
 _whole_number = whole_number()
@@ -234,19 +242,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="requests served at once, watches excluded, shared by the priority levels; "
                              "beyond a level's share and queues 429 TooManyRequests with Retry-After "
                              "(default 400, 0: no limit)")
-    parser.add_argument("--flowcontrol-shares", type=_flowcontrol_shares, default=dict(DEFAULT_SHARES),
-                        metavar="LEVEL=N,...",
-                        help="each priority level's share of --max-requests-inflight (default "
-                             + ",".join(f"{level}={share}" for level, share in DEFAULT_SHARES.items())
-                             + "; levels not named keep theirs)")
-    parser.add_argument("--flowcontrol-queue-length", type=_whole_number, default=DEFAULT_QUEUE_LENGTH,
-                        metavar="N",
-                        help="requests one of a level's queues holds while they wait for a seat "
-                             f"(default {DEFAULT_QUEUE_LENGTH}, 0: no queueing)")
-    parser.add_argument("--flowcontrol-queue-wait-seconds", type=_positive_seconds,
-                        default=DEFAULT_QUEUE_WAIT_SECONDS, metavar="SECONDS",
-                        help="how long a request may wait for a seat before 429 "
-                             f"(default {DEFAULT_QUEUE_WAIT_SECONDS:g})")
+    parser.add_argument("--max-mutating-requests-inflight", type=_whole_number,
+                        default=DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT, metavar="N",
+                        help="kube's: added to --max-requests-inflight, the concurrency the priority levels "
+                             f"share (default {DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT})")
+    for flag, replacement in _REMOVED_FLOWCONTROL_FLAGS.items():
+        parser.add_argument(flag, type=_removed(replacement), help=argparse.SUPPRESS)
     parser.add_argument("--watch-buffer-bytes", type=_positive_int, default=DEFAULT_WATCH_BUFFER_BYTES,
                         metavar="BYTES",
                         help="encoded events one write of a watch may carry (default "
@@ -348,9 +349,7 @@ def hub_config(args: argparse.Namespace) -> HubConfig:
             request_header_timeout=args.request_header_timeout,
             max_pending_connections=args.max_pending_connections,
             max_requests_inflight=args.max_requests_inflight,
-            flowcontrol_shares=args.flowcontrol_shares,
-            flowcontrol_queue_length=args.flowcontrol_queue_length,
-            flowcontrol_queue_wait_seconds=args.flowcontrol_queue_wait_seconds,
+            max_mutating_requests_inflight=args.max_mutating_requests_inflight,
         ),
         etcd_max_response_bytes=args.etcd_max_response_bytes or DEFAULT_MAX_RESPONSE_BYTES,
         watch_limits=WatchLimits(

@@ -1,8 +1,10 @@
-"""API Priority and Fairness for the hub's API (a simplified kube APF): requests are
-classified into priority levels (:mod:`.levels`), each level's share of the server's
-concurrency is served fairly across flows (:mod:`.queueing`), and the middleware
-(:mod:`.dispatching`) answers 429 with ``Retry-After`` beyond the queues."""
+"""API Priority and Fairness for the hub's API, configured as kube's is, by FlowSchema and
+PriorityLevelConfiguration objects: requests are matched to a FlowSchema (:mod:`.matching`), which
+names their priority level and flow (:mod:`.levels`), each level's share of the server's concurrency
+is served fairly across flows (:mod:`.queueing`), the middleware (:mod:`.dispatching`) answers 429
+with ``Retry-After`` beyond the queues, and :mod:`.configuring` keeps it following the objects."""
 
+from controlplane.apiserver.flowcontrol.configuring import ConfigurationWatch
 from controlplane.apiserver.flowcontrol.dispatching import (
     CLASSIFICATION,
     FLOW_SCHEMA_HEADER,
@@ -11,30 +13,31 @@ from controlplane.apiserver.flowcontrol.dispatching import (
     add_flow_headers,
 )
 from controlplane.apiserver.flowcontrol.levels import (
-    DEFAULT_QUEUE_LENGTH,
+    DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT,
+    DEFAULT_MAX_REQUESTS_INFLIGHT,
     DEFAULT_QUEUE_WAIT_SECONDS,
-    DEFAULT_QUEUES,
-    DEFAULT_SHARES,
     Classification,
+    Configuration,
     FlowControlConfig,
-    Level,
-    classify,
+    configuration,
 )
+from controlplane.apiserver.flowcontrol.matching import RequestDigest
 from controlplane.apiserver.flowcontrol.metrics import FlowControlMetrics
 
 __all__ = [
     "CLASSIFICATION",
-    "DEFAULT_QUEUES",
-    "DEFAULT_QUEUE_LENGTH",
+    "DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT",
+    "DEFAULT_MAX_REQUESTS_INFLIGHT",
     "DEFAULT_QUEUE_WAIT_SECONDS",
-    "DEFAULT_SHARES",
     "FLOW_SCHEMA_HEADER",
     "PRIORITY_LEVEL_HEADER",
     "Classification",
+    "Configuration",
+    "ConfigurationWatch",
     "FlowControlConfig",
     "FlowControlMetrics",
     "FlowController",
-    "Level",
+    "RequestDigest",
     "add_flow_headers",
-    "classify",
+    "configuration",
 ]

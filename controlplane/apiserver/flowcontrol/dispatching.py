@@ -1,7 +1,8 @@
 """The aiohttp middleware that holds each request to its priority level's seats.
 
 In: the authenticated user and parsed request of each request (so it runs after
-authentication), a :class:`FlowControlConfig`. Out: the request runs, waits its turn in its
+authentication), a :class:`FlowControlConfig` and the FlowSchema and PriorityLevelConfiguration
+objects (:meth:`FlowController.update`, kept by :mod:`.configuring`). Out: the request runs, waits its turn in its
 level's fair queues, or is answered 429 TooManyRequests with ``Retry-After`` (a kube
 ``Status``); every classified response carries kube's ``X-Kubernetes-PF-FlowSchema-UID``
 and ``X-Kubernetes-PF-PriorityLevel-UID`` headers. Requests ``not_counted`` says so of
@@ -12,18 +13,25 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
-from typing import Final
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any, Final
 
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
 from controlplane.apiserver import errors
-from controlplane.apiserver.flowcontrol.levels import Classification, FlowControlConfig, Level, classify
+from controlplane.apiserver.flowcontrol.levels import (
+    Classification,
+    Configuration,
+    FlowControlConfig,
+    bootstrap_configuration,
+    configuration,
+)
+from controlplane.apiserver.flowcontrol.matching import RequestDigest
 from controlplane.apiserver.flowcontrol.metrics import FlowControlMetrics
-from controlplane.apiserver.flowcontrol.queueing import FairQueues, LevelLimits, Outcome
+from controlplane.apiserver.flowcontrol.queueing import FairQueues, Outcome, flow_hash
 from controlplane.apiserver.handlers import REQUEST_INFO
-from controlplane.apiserver.identity import UserInfo
+from controlplane.apiserver.identity import ANONYMOUS, UNAUTHENTICATED, UserInfo
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -32,6 +40,7 @@ CLASSIFICATION: Final = web.RequestKey("flowcontrol_classification", Classificat
 FLOW_SCHEMA_HEADER: Final = "X-Kubernetes-PF-FlowSchema-UID"
 PRIORITY_LEVEL_HEADER: Final = "X-Kubernetes-PF-PriorityLevel-UID"
 RETRY_AFTER_SECONDS: Final = 1
+_ANONYMOUS_GROUPS: Final = (UNAUTHENTICATED,)
 
 _REJECTED_BECAUSE = {
     Outcome.QUEUE_FULL.value: "its queue is full",
@@ -41,27 +50,47 @@ _REJECTED_BECAUSE = {
 
 
 class FlowController:
-    """The levels' fair queues and the middleware over them."""
+    """The levels' fair queues and the middleware over them, following the configuration objects."""
 
     def __init__(self, config: FlowControlConfig, *, metrics: FlowControlMetrics | None = None) -> None:
         self.config = config
         self.metrics = metrics if metrics is not None else FlowControlMetrics()
-        self.levels: dict[Level, FairQueues[asyncio.Future[None]]] = {
-            level: FairQueues(LevelLimits(seats, config.queues, config.queue_length))
-            for level, seats in config.seats().items()
-        }
+        self.configuration = bootstrap_configuration(config.total_concurrency)
+        self.levels: dict[str, FairQueues[asyncio.Future[None]]] = {}
+        self._apply(self.configuration)
+
+    def update(self, flow_schemas: Iterable[dict[str, Any]], priority_levels: Iterable[dict[str, Any]]) -> None:
+        """Follow the objects as they are now (the schemas and levels of the next requests)."""
+        self._apply(configuration(flow_schemas, priority_levels, total=self.config.total_concurrency))
+
+    def _apply(self, new: Configuration) -> None:
+        levels: dict[str, FairQueues[asyncio.Future[None]]] = {}
+        for name, level in new.levels.items():
+            if level.limits is None:
+                continue
+            known = self.levels.get(name)
+            # A level whose limits changed starts new queues; requests in the old ones finish there.
+            levels[name] = known if known is not None and known.limits == level.limits else FairQueues(level.limits)
+        self.levels, self.configuration = levels, new
+
+    def classify(self, request: web.Request, user: UserInfo | None) -> Classification:
+        info = request.get(REQUEST_INFO)
+        name, groups = (ANONYMOUS, _ANONYMOUS_GROUPS) if user is None else (user.name, user.groups)
+        if info is None:
+            digest = RequestDigest(name, groups, request.method.lower(), False, path=request.path)
+        else:
+            digest = RequestDigest(
+                name, groups, info.verb, info.is_resource, info.group, info.resource, info.subresource,
+                info.namespace or "", info.path,
+            )
+        return self.configuration.classify(digest)
 
     def middleware(
         self, *, user_key: web.RequestKey[UserInfo], not_counted: Callable[[web.Request], bool]
     ) -> Middleware:
         @web.middleware
         async def flow_control(request: web.Request, handler: Handler) -> web.StreamResponse:
-            info = request.get(REQUEST_INFO)
-            user: UserInfo | None = request.get(user_key)
-            found = classify(
-                user, verb=info.verb if info else None, group=info.group if info else None,
-                resource=info.resource if info else None,
-            )
+            found = self.classify(request, request.get(user_key))
             request[CLASSIFICATION] = found
             if not_counted(request):
                 return await handler(request)
@@ -90,7 +119,7 @@ class _Seat:
             return
         started = time.perf_counter()
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        outcome: Outcome | str = queues.offer(found.flow, waiter)
+        outcome: Outcome | str = queues.offer(flow_hash(found.flow_schema, found.flow), waiter)
         if outcome is Outcome.QUEUED:
             self._inqueue.inc()
             try:
@@ -108,11 +137,11 @@ class _Seat:
             async with asyncio.timeout(self._controller.config.queue_wait_seconds):
                 await asyncio.shield(waiter)
         except TimeoutError:
-            if not queues.withdraw(self._found.flow, waiter):
+            if not queues.withdraw(waiter):
                 return Outcome.EXECUTE  # dispatched as the wait ran out: the seat is ours
             return "time-out"
         except asyncio.CancelledError:
-            if not queues.withdraw(self._found.flow, waiter):
+            if not queues.withdraw(waiter):
                 self._release()  # dispatched as the client left: hand the seat on
             self._controller.metrics.reject(self._found, "cancelled")
             raise
@@ -130,17 +159,17 @@ class _Seat:
             following.set_result(None)
 
     def _reject(self, reason: str) -> None:
-        found, config = self._found, self._controller.config
+        found = self._found
         self._controller.metrics.reject(found, reason)
-        seats = self._controller.levels[found.level].limits.seats
+        assert self._queues is not None
+        seats = self._queues.limits.seats
         raise errors.TooManyRequests(
-            f"Too many requests, please try again later: priority level {found.level.value!r} "
+            f"Too many requests, please try again later: priority level {found.level!r} "
             f"(flow schema {found.flow_schema!r}) is serving its {seats} requests at once and "
             f"{_REJECTED_BECAUSE.get(reason, reason)} ({reason}). Retry after the Retry-After "
             "seconds (kubectl and client-go do); an admin can raise the server's total with "
-            f"--max-requests-inflight (the levels share it by --flowcontrol-shares), the queues "
-            f"with --flowcontrol-queue-length ({config.queue_length}) and "
-            f"--flowcontrol-queue-wait-seconds ({config.queue_wait_seconds:g})",
+            "--max-requests-inflight and --max-mutating-requests-inflight, or the level's "
+            f"nominalConcurrencyShares and queuing (kubectl edit prioritylevelconfiguration {found.level})",
             retry_after_seconds=RETRY_AFTER_SECONDS,
         )
 

@@ -1,142 +1,138 @@
-"""Priority levels and flow schemas: which level serves a request, and as whose flow.
+"""The dispatcher's configuration, worked out from the FlowSchema and PriorityLevelConfiguration objects.
 
-A simplified form of kube-apiserver's API Priority and Fairness defaults, fixed in code
-(no FlowSchema or PriorityLevelConfiguration objects). Flow schemas in matching order:
+:func:`configuration` compiles the objects once per change (kube's config controller digests them
+the same way): the schemas in matching order (``matchingPrecedence``, then name), those whose level
+does not exist left out (they are ``Dangling``), and each level's limits. The bootstrap objects
+(:mod:`controlplane.apis.kube.flowcontrol_bootstrap`) stand in for any that are not stored: the
+leader's ensurer creates them again, and until it has, requests are served as they will be then.
 
-========================  ==================  ==============================================
-flow schema               priority level      matches (flow = the user's name)
-========================  ==================  ==============================================
-``exempt``                ``exempt``          ``system:masters`` (admin tokens): never limited
-``system-agents``         ``system``          member agents (``system:gpufed:agents``): their
-                                              leases, Cluster status reports, Work status
-``leader-election``       ``workload-high``   get/create/update/patch of ``coordination.k8s.io``
-                                              leases by other users (electors)
-``global-default``        ``global-default``  every other authenticated user
-``catch-all``             ``catch-all``       anything else (unauthenticated)
-========================  ==================  ==============================================
-
-Each limited level gets ``ceil(total * share / sum of shares)`` of the server's total
-concurrency (``--max-requests-inflight``), as kube computes its nominal concurrency limits.
+Each Limited level gets ``ceil(total * nominalConcurrencyShares / sum of every level's shares)`` of
+the server's concurrency (at least one seat: a level does not borrow seats from others here), queues
+and hand size from its ``queuing`` (a ``Reject`` level queues nothing). Pure: no I/O.
 """
 
 from __future__ import annotations
 
 import math
 import uuid
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from enum import StrEnum
-from typing import Final
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
 
-from controlplane.apiserver.identity import AGENTS, AUTHENTICATED, SYSTEM_MASTERS, UserInfo
+from controlplane.apis.kube.flowcontrol_bootstrap import FLOW_SCHEMAS, PRIORITY_LEVELS
+from controlplane.apis.untyped import dig
+from controlplane.apiserver.flowcontrol.matching import RequestDigest, SchemaMatcher, schema_matcher
+from controlplane.apiserver.flowcontrol.queueing import LevelLimits
 
-
-class Level(StrEnum):
-    EXEMPT = "exempt"
-    SYSTEM = "system"
-    WORKLOAD_HIGH = "workload-high"
-    GLOBAL_DEFAULT = "global-default"
-    CATCH_ALL = "catch-all"
-
-
-#: kube's default nominalConcurrencyShares for the levels kept here.
-DEFAULT_SHARES: Final[Mapping[Level, int]] = {
-    Level.SYSTEM: 30,
-    Level.WORKLOAD_HIGH: 40,
-    Level.GLOBAL_DEFAULT: 20,
-    Level.CATCH_ALL: 5,
-}
-#: Queues per level a flow is hashed into, and requests one queue holds (kube's defaults
-#: for global-default: 128 queues of 50; fewer queues here, no shuffle sharding).
-DEFAULT_QUEUES: Final = 64
-DEFAULT_QUEUE_LENGTH: Final = 50
 #: Seconds a request may wait in its queue (kube: a quarter of the 60 s request timeout).
 DEFAULT_QUEUE_WAIT_SECONDS: Final = 15.0
-
-_LEASE_VERBS = frozenset({"get", "create", "update", "patch"})
+#: kube's ``--max-requests-inflight`` and ``--max-mutating-requests-inflight``: APF's total is their sum.
+DEFAULT_MAX_REQUESTS_INFLIGHT: Final = 400
+DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT: Final = 200
+EXEMPT: Final = "exempt"
+CATCH_ALL: Final = "catch-all"
 
 
 @dataclass(frozen=True, slots=True)
 class FlowControlConfig:
-    #: The server's total concurrency (``--max-requests-inflight``); 0: no limit at all.
+    #: The server's total concurrency (``--max-requests-inflight`` + ``--max-mutating-requests-inflight``);
+    #: 0: no limit at all.
     total_concurrency: int
-    shares: Mapping[Level, int] = field(default_factory=lambda: dict(DEFAULT_SHARES))
-    queues: int = DEFAULT_QUEUES
-    #: 0: no queueing, a request beyond the level's seats is rejected at once.
-    queue_length: int = DEFAULT_QUEUE_LENGTH
     queue_wait_seconds: float = DEFAULT_QUEUE_WAIT_SECONDS
-
-    def seats(self) -> dict[Level, int]:
-        """Each limited level's concurrency limit (at least 1)."""
-        total_shares = sum(self.shares.values()) or 1
-        return {
-            level: max(1, math.ceil(self.total_concurrency * share / total_shares))
-            for level, share in self.shares.items()
-        }
 
 
 @dataclass(frozen=True, slots=True)
 class Classification:
     flow_schema: str
-    level: Level
-    #: The flow's distinguisher within its level (the user's name).
+    level: str
+    #: The flow's distinguisher within its level (the user's name, the namespace, or none).
     flow: str
+    flow_schema_uid: str
+    level_uid: str
 
-    @property
-    def flow_schema_uid(self) -> str:
-        uid = _FLOW_SCHEMA_UIDS.get(self.flow_schema)
-        return uid if uid is not None else object_uid("flowschemas", self.flow_schema)
 
-    @property
-    def level_uid(self) -> str:
-        return _LEVEL_UIDS[self.level]
+@dataclass(frozen=True, slots=True)
+class Level:
+    name: str
+    uid: str
+    #: None: exempt (never limited).
+    limits: LevelLimits | None
 
 
 def object_uid(kind: str, name: str) -> str:
-    """A stable UID for a built-in flow schema or priority level (same on every replica)."""
+    """A stable UID for a bootstrap object not stored yet (the same on every replica)."""
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"https://gpufed.io/flowcontrol/{kind}/{name}"))
 
 
-#: The built-in flow schemas (:func:`classify`'s) and levels, whose UIDs every response names:
-#: worked out once rather than a uuid5 per request.
-FLOW_SCHEMAS: Final = ("exempt", "system-agents", "leader-election", "global-default", "catch-all")
-_FLOW_SCHEMA_UIDS: Final = {name: object_uid("flowschemas", name) for name in FLOW_SCHEMAS}
-_LEVEL_UIDS: Final = {level: object_uid("prioritylevelconfigurations", level.value) for level in Level}
+class Configuration:
+    """The schemas in matching order and the levels, compiled from the objects."""
+
+    def __init__(self, schemas: tuple[SchemaMatcher, ...], levels: Mapping[str, Level]) -> None:
+        self.schemas = schemas
+        self.levels = levels
+        catch_all = next(s for s in schemas if s.name == CATCH_ALL)
+        self._fallback = catch_all
+
+    def classify(self, request: RequestDigest) -> Classification:
+        """The first schema ``request`` matches (kube's catch-all when none does)."""
+        for schema in self.schemas:
+            if schema.matches(request):
+                break
+        else:
+            schema = self._fallback
+        level = self.levels[schema.level]
+        return Classification(schema.name, level.name, schema.flow(request), schema.uid, level.uid)
 
 
-def classify(
-    user: UserInfo | None, *, verb: str | None, group: str | None, resource: str | None
-) -> Classification:
-    """The flow schema, priority level and flow of a request by ``user`` (None: unauthenticated)."""
-    if user is None:
-        return Classification("catch-all", Level.CATCH_ALL, "")
-    groups = user.groups
-    if SYSTEM_MASTERS in groups:
-        return Classification("exempt", Level.EXEMPT, user.name)
-    if AGENTS in groups:
-        return Classification("system-agents", Level.SYSTEM, user.name)
-    if group == "coordination.k8s.io" and resource == "leases" and verb in _LEASE_VERBS:
-        return Classification("leader-election", Level.WORKLOAD_HIGH, user.name)
-    if AUTHENTICATED in groups:
-        return Classification("global-default", Level.GLOBAL_DEFAULT, user.name)
-    return Classification("catch-all", Level.CATCH_ALL, user.name)
+def _with_bootstrap(stored: Iterable[dict[str, Any]], bootstrap: Mapping[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    objects = {str(obj["metadata"]["name"]): obj for obj in stored}
+    for name, obj in bootstrap.items():
+        if name not in objects:
+            objects[name] = obj
+    return list(objects.values())
 
 
-def parse_shares(text: str) -> dict[Level, int]:
-    """``system=30,global-default=10``: the defaults with the levels named changed.
+def _uid(obj: dict[str, Any], kind: str) -> str:
+    return str(dig(obj, "metadata", "uid") or object_uid(kind, str(obj["metadata"]["name"])))
 
-    Raises ValueError naming what is wrong."""
-    shares = dict(DEFAULT_SHARES)
-    for item in filter(None, (part.strip() for part in text.split(","))):
-        name, sep, value = item.partition("=")
-        try:
-            level = Level(name.strip())
-        except ValueError:
-            level = None
-        if level is None or level is Level.EXEMPT:
-            limited = ", ".join(lv.value for lv in DEFAULT_SHARES)
-            raise ValueError(f"unknown priority level {name.strip()!r}; the limited levels are {limited}")
-        if not sep or not value.strip().isdigit() or int(value) < 1:
-            raise ValueError(f"expected LEVEL=SHARES with whole SHARES >= 1, not {item!r}")
-        shares[level] = int(value)
-    return shares
+
+def level_limits(spec: dict[str, Any], *, total: int, share_sum: int) -> LevelLimits:
+    """A Limited level's seats, queues, hand size and queue length."""
+    limited = spec.get("limited") or {}
+    shares = int(limited.get("nominalConcurrencyShares") or 0)
+    seats = max(1, math.ceil(total * shares / share_sum)) if share_sum else 1
+    queuing = dig(limited, "limitResponse", "queuing")
+    if dig(limited, "limitResponse", "type") != "Queue" or not isinstance(queuing, dict):
+        return LevelLimits(seats, queues=1, queue_length=0, hand_size=1)
+    return LevelLimits(
+        seats, queues=int(queuing.get("queues") or 1), queue_length=int(queuing.get("queueLengthLimit") or 0),
+        hand_size=int(queuing.get("handSize") or 1),
+    )
+
+
+def configuration(
+    flow_schemas: Iterable[dict[str, Any]], priority_levels: Iterable[dict[str, Any]], *, total: int
+) -> Configuration:
+    """The configuration the stored objects (and the bootstrap ones missing) make, over ``total`` seats."""
+    level_objects = _with_bootstrap(priority_levels, PRIORITY_LEVELS)
+    share_sum = 0
+    for obj in level_objects:
+        spec = obj.get("spec") or {}
+        part = spec.get("limited") if spec.get("type") == "Limited" else spec.get("exempt")
+        share_sum += int(dig(part, "nominalConcurrencyShares") or 0) if isinstance(part, dict) else 0
+    levels: dict[str, Level] = {}
+    for obj in level_objects:
+        spec, name = obj.get("spec") or {}, str(obj["metadata"]["name"])
+        limits = None if spec.get("type") == "Exempt" else level_limits(spec, total=total, share_sum=share_sum)
+        levels[name] = Level(name, _uid(obj, "prioritylevelconfigurations"), limits)
+    schemas = [
+        schema_matcher(obj, uid=_uid(obj, "flowschemas"))
+        for obj in _with_bootstrap(flow_schemas, FLOW_SCHEMAS)
+    ]
+    ordered = sorted((s for s in schemas if s.level in levels), key=lambda s: (s.precedence, s.name))
+    return Configuration(tuple(ordered), levels)
+
+
+def bootstrap_configuration(total: int) -> Configuration:
+    """The configuration of the bootstrap objects alone (before any is read from the store)."""
+    return configuration((), (), total=total)

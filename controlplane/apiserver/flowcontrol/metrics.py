@@ -51,16 +51,16 @@ class FlowControlMetrics:
 
     def gauges(self, found: Classification) -> tuple[Gauge, Gauge]:
         """The in-queue and executing gauges of ``found``'s level and flow schema."""
-        key = (found.level.value, found.flow_schema)
+        key = (found.level, found.flow_schema)
         pair = self._gauges.get(key)
         if pair is None:
             pair = self._gauges[key] = (self.inqueue.labels(*key), self.executing.labels(*key))
         return pair
 
     def reject(self, found: Classification, reason: str) -> None:
-        self.rejected.labels(found.level.value, found.flow_schema, reason).inc()
+        self.rejected.labels(found.level, found.flow_schema, reason).inc()
 
     def observe_wait(self, found: Classification, seconds: float, *, executed: bool) -> None:
         self.wait_duration.labels(
-            found.level.value, found.flow_schema, "true" if executed else "false"
+            found.level, found.flow_schema, "true" if executed else "false"
         ).observe(max(seconds, 0.0))

@@ -3,7 +3,7 @@
 In: nothing. Out: :func:`builtin_kind_resources` (apps ReplicaSet/DaemonSet/ControllerRevision, batch CronJob,
 networking and EndpointSlice, policy, autoscaling (v2 and v1), quota, storage and RuntimeClass kinds,
 events.k8s.io's Event, the admission webhook configurations, certificates.k8s.io's
-CertificateSigningRequest) and :func:`gpu_workload_resources`
+CertificateSigningRequest, flowcontrol.apiserver.k8s.io's FlowSchema and PriorityLevelConfiguration) and :func:`gpu_workload_resources`
 (LeaderWorkerSet, JobSet), each with kube's defaulting and validation attached where kube has
 them (``with_kube_rules``). The hub and the simulated members serve both lists; the hub alone serves
 :func:`aggregator_resources` (APIService).
@@ -36,6 +36,7 @@ from controlplane.apiserver.kinds.apps import (
 from controlplane.apiserver.kinds.batch import CRONJOB
 from controlplane.apiserver.kinds.certificates import CERTIFICATE_SIGNING_REQUEST
 from controlplane.apiserver.kinds.events import EVENT
+from controlplane.apiserver.kinds.flowcontrol import FLOW_SCHEMA, PRIORITY_LEVEL_CONFIGURATION
 from controlplane.apiserver.kinds.networking import ENDPOINT_SLICE, INGRESS, INGRESS_CLASS, NETWORK_POLICY
 from controlplane.apiserver.kinds.sigs import JOBSET, LEADER_WORKER_SET
 from controlplane.apiserver.resources import ResourceType, with_kube_rules
@@ -66,6 +67,8 @@ def builtin_kind_resources() -> list[ResourceType]:
         VALIDATING_ADMISSION_POLICY,
         VALIDATING_ADMISSION_POLICY_BINDING,
         CERTIFICATE_SIGNING_REQUEST,
+        FLOW_SCHEMA,
+        PRIORITY_LEVEL_CONFIGURATION,
     ])
 
 

@@ -1,5 +1,6 @@
-"""Priority and fairness, the pure parts: classification, each level's seats, and fair
-queuing within a level (bounded queues, round robin across flows, withdrawal)."""
+"""Priority and fairness, the pure parts: classification by kube's bootstrap FlowSchemas, each
+level's seats, and fair queuing within a level (shuffle sharding, bounded queues, round robin
+across flows, withdrawal)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,9 @@ import asyncio
 import pytest
 
 from controlplane.apiserver import errors
-from controlplane.apiserver.flowcontrol import FlowControlConfig, FlowController, Level, classify
-from controlplane.apiserver.flowcontrol.levels import parse_shares
-from controlplane.apiserver.flowcontrol.queueing import FairQueues, LevelLimits, Outcome, queue_index
+from controlplane.apiserver.flowcontrol import FlowControlConfig, FlowController, RequestDigest
+from controlplane.apiserver.flowcontrol.levels import Classification, bootstrap_configuration
+from controlplane.apiserver.flowcontrol.queueing import FairQueues, LevelLimits, Outcome, deal, flow_hash
 from controlplane.apiserver.identity import Role, UserInfo
 
 ADMIN = UserInfo("admin", Role.ADMIN)
@@ -18,23 +19,35 @@ AGENT = UserInfo("agent:c1", Role.AGENT, cluster="c1")
 VIEWER = UserInfo("dashboard", Role.VIEWER)
 ALICE = UserInfo("alice", Role.USER, user_groups=("team-a", "system:authenticated"))
 NOBODY = UserInfo("system:anonymous", Role.USER, user_groups=("system:unauthenticated",))
+ROBOT = UserInfo("system:serviceaccount:ml:robot", Role.USER,
+                 user_groups=("system:serviceaccounts", "system:serviceaccounts:ml", "system:authenticated"))
+ELECTOR = UserInfo("system:serviceaccount:kube-system:elector", Role.USER,
+                   user_groups=("system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"))
+
+
+def classify(user: UserInfo, *, verb: str, group: str, resource: str, namespace: str = "ns1",
+             total: int = 600) -> Classification:
+    digest = RequestDigest(user.name, user.groups, verb, True, group, resource, "", namespace)
+    return bootstrap_configuration(total).classify(digest)
 
 
 @pytest.mark.parametrize(
     ("user", "verb", "group", "resource", "schema", "level", "flow"),
     [
-        (ADMIN, "list", "", "configmaps", "exempt", Level.EXEMPT, "admin"),
-        (AGENT, "update", "coordination.k8s.io", "leases", "system-agents", Level.SYSTEM, "agent:c1"),
-        (AGENT, "patch", "cluster.gpufed.io", "clusters", "system-agents", Level.SYSTEM, "agent:c1"),
-        (ALICE, "update", "coordination.k8s.io", "leases", "leader-election", Level.WORKLOAD_HIGH, "alice"),
-        (ALICE, "list", "coordination.k8s.io", "leases", "global-default", Level.GLOBAL_DEFAULT, "alice"),
-        (VIEWER, "list", "", "configmaps", "global-default", Level.GLOBAL_DEFAULT, "dashboard"),
-        (NOBODY, "get", "", "namespaces", "catch-all", Level.CATCH_ALL, "system:anonymous"),
-        (None, "get", "", "namespaces", "catch-all", Level.CATCH_ALL, ""),
+        (ADMIN, "list", "", "configmaps", "exempt", "exempt", ""),
+        (AGENT, "update", "coordination.k8s.io", "leases", "system-agents", "system", "agent:c1"),
+        (AGENT, "patch", "cluster.gpufed.io", "clusters", "system-agents", "system", "agent:c1"),
+        (ALICE, "update", "coordination.k8s.io", "leases", "leader-election", "leader-election", "alice"),
+        (ALICE, "list", "coordination.k8s.io", "leases", "global-default", "global-default", "alice"),
+        (VIEWER, "list", "", "configmaps", "global-default", "global-default", "dashboard"),
+        (NOBODY, "get", "", "namespaces", "global-default", "global-default", "system:anonymous"),
+        (ROBOT, "list", "", "pods", "service-accounts", "workload-low", ROBOT.name),
+        (ELECTOR, "update", "coordination.k8s.io", "leases", "system-leader-election", "leader-election", ELECTOR.name),
+        (ELECTOR, "list", "", "pods", "kube-system-service-accounts", "workload-high", "ns1"),
     ],
 )
 def test_classification(
-    user: UserInfo | None, verb: str, group: str, resource: str, schema: str, level: Level, flow: str
+    user: UserInfo, verb: str, group: str, resource: str, schema: str, level: str, flow: str
 ) -> None:
     found = classify(user, verb=verb, group=group, resource=resource)
     assert (found.flow_schema, found.level, found.flow) == (schema, level, flow)
@@ -43,27 +56,29 @@ def test_classification(
 @pytest.mark.parametrize(
     ("total", "expected"),
     [
-        (400, {Level.SYSTEM: 127, Level.WORKLOAD_HIGH: 169, Level.GLOBAL_DEFAULT: 85, Level.CATCH_ALL: 22}),
-        (1, {Level.SYSTEM: 1, Level.WORKLOAD_HIGH: 1, Level.GLOBAL_DEFAULT: 1, Level.CATCH_ALL: 1}),
+        # kube's shares (system 30, node-high 40, leader-election 10, workload-high 40, workload-low
+        # 100, global-default 20, catch-all 5; 245 in all) of 400 + 200 seats.
+        (600, {"system": 74, "node-high": 98, "leader-election": 25, "workload-high": 98, "workload-low": 245,
+               "global-default": 49, "catch-all": 13}),
+        (1, {"system": 1, "node-high": 1, "leader-election": 1, "workload-high": 1, "workload-low": 1,
+             "global-default": 1, "catch-all": 1}),
     ],
 )
-def test_levels_share_the_total_as_kube_computes_nominal_limits(total: int, expected: dict[Level, int]) -> None:
-    assert FlowControlConfig(total_concurrency=total).seats() == expected
+def test_levels_share_the_total_as_kube_computes_nominal_limits(total: int, expected: dict[str, int]) -> None:
+    levels = bootstrap_configuration(total).levels
+    assert {name: level.limits.seats for name, level in levels.items() if level.limits is not None} == expected
+    assert levels["exempt"].limits is None
 
 
-def test_shares_flag() -> None:
-    shares = parse_shares("system=60, catch-all=1")
-    assert (shares[Level.SYSTEM], shares[Level.CATCH_ALL], shares[Level.GLOBAL_DEFAULT]) == (60, 1, 20)
-    for bad, says in [("exempt=5", "unknown priority level"), ("system=0", "SHARES >= 1"), ("nope=1", "nope")]:
-        with pytest.raises(ValueError, match=says):
-            parse_shares(bad)
+def _queue(flow: str, queues: int) -> int:
+    return deal(flow_hash("s", flow), deck_size=queues, hand_size=1)[0]
 
 
 def _flows_in_distinct_queues(count: int, queues: int) -> list[str]:
     flows: list[str] = []
     for n in range(1000):
         name = f"user-{n}"
-        if queue_index(name, queues) not in {queue_index(f, queues) for f in flows}:
+        if _queue(name, queues) not in {_queue(f, queues) for f in flows}:
             flows.append(name)
         if len(flows) == count:
             return flows
@@ -84,7 +99,7 @@ def _flows_in_distinct_queues(count: int, queues: int) -> list[str]:
 def test_bounded_queues(limits: LevelLimits, offers: list[int], outcomes: list[str]) -> None:
     flows = _flows_in_distinct_queues(2, limits.queues)
     level: FairQueues[str] = FairQueues(limits)
-    assert [level.offer(flows[i], f"r{n}").value for n, i in enumerate(offers)] == outcomes
+    assert [level.offer(flow_hash("s", flows[i]), f"r{n}").value for n, i in enumerate(offers)] == outcomes
 
 
 @pytest.mark.parametrize(
@@ -98,36 +113,36 @@ def test_bounded_queues(limits: LevelLimits, offers: list[int], outcomes: list[s
 def test_seats_go_round_robin_across_flows(waiting: dict[int, int]) -> None:
     flows = _flows_in_distinct_queues(len(waiting), 64)
     level: FairQueues[tuple[int, int]] = FairQueues(LevelLimits(1, 64, 50))
-    assert level.offer("holder", (-1, 0)) is Outcome.EXECUTE
+    assert level.offer(flow_hash("s", "holder"), (-1, 0)) is Outcome.EXECUTE
     for flow, count in waiting.items():
         for n in range(count):
-            assert level.offer(flows[flow], (flow, n)) is Outcome.QUEUED
+            assert level.offer(flow_hash("s", flows[flow]), (flow, n)) is Outcome.QUEUED
     served: list[tuple[int, int]] = []
     while (following := level.finish()) is not None:
         served.append(following)
     assert level.executing == 0 and level.waiting == 0
     # Round robin: each round serves every flow still waiting once (in queue order), so a flow
     # with many requests waiting gets one turn per turn of a flow with few.
-    order = sorted(waiting, key=lambda f: queue_index(flows[f], 64))
+    order = sorted(waiting, key=lambda f: _queue(flows[f], 64))
     rounds = range(max(waiting.values()))
     assert served == [(f, n) for n in rounds for f in order if waiting[f] > n]
 
 
 def test_a_withdrawn_request_is_not_dispatched() -> None:
     level: FairQueues[str] = FairQueues(LevelLimits(1, 4, 5))
-    assert [level.offer("a", r) for r in ("r0", "r1", "r2")] == [Outcome.EXECUTE, Outcome.QUEUED, Outcome.QUEUED]
-    assert level.withdraw("a", "r1") is True
-    assert level.withdraw("a", "r1") is False
+    assert [level.offer(7, r) for r in ("r0", "r1", "r2")] == [Outcome.EXECUTE, Outcome.QUEUED, Outcome.QUEUED]
+    assert level.withdraw("r1") is True
+    assert level.withdraw("r1") is False
     assert level.finish() == "r2"
     assert level.finish() is None
     assert (level.executing, level.waiting) == (0, 0)
 
 
 async def test_levels_are_isolated_and_a_wait_times_out() -> None:
-    controller = FlowController(FlowControlConfig(total_concurrency=2, queue_length=5, queue_wait_seconds=0.05))
-    flood = classify(VIEWER, verb="list", group="", resource="configmaps")
-    agent = classify(AGENT, verb="update", group="coordination.k8s.io", resource="leases")
-    seats = controller.levels[Level.GLOBAL_DEFAULT].limits.seats
+    controller = FlowController(FlowControlConfig(total_concurrency=2, queue_wait_seconds=0.05))
+    flood = classify(VIEWER, verb="list", group="", resource="configmaps", total=2)
+    agent = classify(AGENT, verb="update", group="coordination.k8s.io", resource="leases", total=2)
+    seats = controller.levels["global-default"].limits.seats
     held = [controller.seat(flood) for _ in range(seats)]
     for seat in held:
         await seat.__aenter__()
@@ -138,19 +153,19 @@ async def test_levels_are_isolated_and_a_wait_times_out() -> None:
     assert refused.value.retry_after_seconds == 1
     rejected = controller.metrics.rejected.labels("global-default", "global-default", "time-out")
     assert rejected._value.get() == 1
-    assert controller.levels[Level.GLOBAL_DEFAULT].waiting == 0
+    assert controller.levels["global-default"].waiting == 0
     # ... while the system level serves the agent at once.
     async with asyncio.timeout(5):
         async with controller.seat(agent):
-            assert controller.levels[Level.SYSTEM].executing == 1
+            assert controller.levels["system"].executing == 1
     for seat in held:
         await seat.__aexit__(None, None, None)
-    assert controller.levels[Level.GLOBAL_DEFAULT].executing == 0
+    assert controller.levels["global-default"].executing == 0
 
 
 async def test_a_queued_request_runs_when_a_seat_frees() -> None:
-    controller = FlowController(FlowControlConfig(total_concurrency=1, queue_length=5, queue_wait_seconds=60))
-    flow = classify(ALICE, verb="list", group="", resource="configmaps")
+    controller = FlowController(FlowControlConfig(total_concurrency=1, queue_wait_seconds=60))
+    flow = classify(ALICE, verb="list", group="", resource="configmaps", total=1)
     first = controller.seat(flow)
     await first.__aenter__()
     ran = asyncio.Event()
@@ -161,10 +176,10 @@ async def test_a_queued_request_runs_when_a_seat_frees() -> None:
 
     task = asyncio.create_task(second())
     await asyncio.sleep(0)  # one step of the loop: the task queues (it has no other await before)
-    assert controller.levels[Level.GLOBAL_DEFAULT].waiting == 1 and not ran.is_set()
+    assert controller.levels["global-default"].waiting == 1 and not ran.is_set()
     await first.__aexit__(None, None, None)
     await task
-    assert ran.is_set() and controller.levels[Level.GLOBAL_DEFAULT].executing == 0
+    assert ran.is_set() and controller.levels["global-default"].executing == 0
 
 
 def test_the_hub_serves_the_metrics_under_kube_names() -> None:

@@ -1,0 +1,85 @@
+"""Keeps a :class:`~.dispatching.FlowController` following the stored FlowSchemas and
+PriorityLevelConfigurations, as kube's APF config controller follows its informers: a list, then a
+watch, of each kind; every change recompiles the configuration (a handful of objects), which the next
+requests are classified and limited by. No restart needed; a watch that breaks is listed again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any, Final
+
+from controlplane.apis.kube.flowcontrol import GROUP
+from controlplane.apiserver import errors
+from controlplane.apiserver.flowcontrol.dispatching import FlowController
+from controlplane.apiserver.objects import ObjectStore, WatchEventType
+from controlplane.apiserver.resources import ResourceType
+
+logger = logging.getLogger(__name__)
+
+RETRY_SECONDS: Final = 2.0
+_KINDS: Final = ("FlowSchema", "PriorityLevelConfiguration")
+
+
+class ConfigurationWatch:
+    """The objects of both kinds as last seen, handed to the controller on every change."""
+
+    def __init__(self, objects: ObjectStore, controller: FlowController) -> None:
+        self._objects = objects
+        self._controller = controller
+        self._types: dict[str, ResourceType] = {}
+        for kind in _KINDS:
+            rt = objects.registry.for_kind(f"{GROUP}/v1", kind)
+            if rt is not None:
+                self._types[kind] = rt
+        self._seen: dict[str, dict[str, dict[str, Any]]] = {kind: {} for kind in self._types}
+        self._synced = {kind: asyncio.Event() for kind in self._types}
+
+    async def wait_synced(self) -> None:
+        for event in self._synced.values():
+            await event.wait()
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Follow both kinds until ``stop`` (nothing when the registry serves neither)."""
+        async with asyncio.TaskGroup() as group:
+            for kind in self._types:
+                group.create_task(self._keep(kind, stop))
+
+    async def _keep(self, kind: str, stop: asyncio.Event) -> None:
+        rt = self._types[kind]
+        while not stop.is_set():
+            try:
+                listed = await self._objects.list(rt)
+                self._seen[kind] = {obj["metadata"]["name"]: obj for obj in listed.items}
+                self._apply()
+                self._synced[kind].set()
+                async for event in self._objects.watch(rt, resource_version=listed.resource_version):
+                    if stop.is_set() or event.type is WatchEventType.ERROR:
+                        break
+                    if event.type is WatchEventType.BOOKMARK:
+                        continue
+                    name = event.object["metadata"]["name"]
+                    if event.type is WatchEventType.DELETED:
+                        self._seen[kind].pop(name, None)
+                    else:
+                        self._seen[kind][name] = event.object
+                    self._apply()
+            except asyncio.CancelledError:
+                raise
+            except errors.ApiError as exc:
+                logger.warning("watch of %s interrupted: %s; retrying", kind, exc)
+            except Exception:
+                logger.exception("watching %s failed; retrying", kind)
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(RETRY_SECONDS):
+                    await stop.wait()
+
+    def _apply(self) -> None:
+        try:
+            self._controller.update(
+                self._seen.get("FlowSchema", {}).values(), self._seen.get("PriorityLevelConfiguration", {}).values()
+            )
+        except Exception:  # objects validated when written: one stored before a rule cannot stop the others
+            logger.exception("the FlowSchemas and PriorityLevelConfigurations do not compile; keeping the last ones")
