@@ -21,12 +21,12 @@ from controlplane.apis.constants import FIELD_MANAGER_AGENT, LEASE_NAMESPACE
 from controlplane.apiserver.app import create_app
 from controlplane.apiserver.auth import RoleAuthorizer, TokenStore
 from controlplane.apiserver.auth.clusterrestriction import ClusterRestriction
+from controlplane.apis.kube.flowcontrol_bootstrap import bootstrap_object
 from controlplane.apiserver.flowcontrol import (
     FLOW_SCHEMA_HEADER,
     PRIORITY_LEVEL_HEADER,
     FlowControlConfig,
     FlowControlMetrics,
-    Level,
 )
 from controlplane.apiserver.flowcontrol.levels import object_uid
 from controlplane.apiserver.identity import Role
@@ -39,10 +39,12 @@ from controlplane.storage import Store
 CLUSTER = "/apis/cluster.gpufed.io/v1alpha1/clusters/c1"
 LEASES = f"/apis/coordination.k8s.io/v1/namespaces/{LEASE_NAMESPACE}/leases"
 CONFIGMAPS = "/api/v1/namespaces/default/configmaps"
-#: 20 seats in all: global-default gets ceil(20 * 20 / 95) = 5 of them; one queue of 3 per flow.
-CONFIG = FlowControlConfig(total_concurrency=20, queue_length=3, queue_wait_seconds=600)
-SEATS = CONFIG.seats()[Level.GLOBAL_DEFAULT]
-FLOOD = SEATS + CONFIG.queue_length + 2
+#: 20 seats in all: global-default gets ceil(20 * 20 / 245) = 2 of them (kube's shares); its object
+#: is edited to one queue of 3.
+CONFIG = FlowControlConfig(total_concurrency=20, queue_wait_seconds=600)
+SEATS = 2
+QUEUE_LENGTH = 3
+FLOOD = SEATS + QUEUE_LENGTH + 2
 
 
 class GatedObjects(ObjectStore):
@@ -79,6 +81,8 @@ class Hub:
     objects: GatedObjects
     metrics: CollectorRegistry
     tokens: dict[str, str]
+    #: The stored global-default PriorityLevelConfiguration's UID.
+    level_uid: str
 
     async def call(
         self, method: str, path: str, *, who: str, body: Any = None, content_type: str = "application/json",
@@ -100,6 +104,10 @@ async def hub(tmp_path: Path, store: Store) -> AsyncIterator[Hub]:
     objects = GatedObjects(store, registry)
     tokens = TokenStore(store)
     metrics = CollectorRegistry()
+    level = bootstrap_object("PriorityLevelConfiguration", "global-default")
+    assert level is not None
+    level["spec"]["limited"]["limitResponse"]["queuing"] = {"queues": 1, "handSize": 1, "queueLengthLimit": QUEUE_LENGTH}
+    level = await objects.create(registry.require("flowcontrol.apiserver.k8s.io/v1", "PriorityLevelConfiguration"), level)
     app = create_app(
         objects, registry, authenticator=tokens, authorizer=RoleAuthorizer(), admission=[ClusterRestriction()],
         flow_control=CONFIG, flow_control_metrics=FlowControlMetrics(metrics), watch_cache=None,
@@ -117,7 +125,7 @@ async def hub(tmp_path: Path, store: Store) -> AsyncIterator[Hub]:
     connector = aiohttp.TCPConnector(ssl=pki.client_ssl_context(), limit=0)
     try:
         async with aiohttp.ClientSession(connector=connector) as session:
-            yield Hub(session, f"https://127.0.0.1:{port}", objects, metrics, issued)
+            yield Hub(session, f"https://127.0.0.1:{port}", objects, metrics, issued, level["metadata"]["uid"])
     finally:
         objects.gate.set()
         await runner.cleanup()
@@ -156,21 +164,21 @@ async def test_agents_are_served_while_user_lists_flood_the_hub(hub: Hub) -> Non
     # Seats fill and the flow's queue fills: the rest are refused at once, while the gate is closed.
     refused: list[tuple[int, dict[str, Any], dict[str, str]]] = []
     pending = set(flood)
-    while len(refused) < FLOOD - SEATS - CONFIG.queue_length:
+    while len(refused) < FLOOD - SEATS - QUEUE_LENGTH:
         done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
         refused.extend(task.result() for task in done)
     await hub.objects.all_held.wait()
-    assert len(pending) == SEATS + CONFIG.queue_length and not hub.objects.gate.is_set()
+    assert len(pending) == SEATS + QUEUE_LENGTH and not hub.objects.gate.is_set()
     for code, status_body, headers in refused:
         assert code == 429, status_body
         assert headers["Retry-After"] == "1"
         assert (status_body["kind"], status_body["reason"], status_body["code"]) == ("Status", "TooManyRequests", 429)
         assert "global-default" in status_body["message"] and "queue-full" in status_body["message"]
-        assert headers[PRIORITY_LEVEL_HEADER] == object_uid("prioritylevelconfigurations", "global-default")
+        assert headers[PRIORITY_LEVEL_HEADER] == hub.level_uid
     assert _value(hub.metrics, "apiserver_flowcontrol_rejected_requests_total", priority_level="global-default",
                   flow_schema="global-default", reason="queue-full") == len(refused)
     assert _value(hub.metrics, "apiserver_flowcontrol_current_inqueue_requests", priority_level="global-default",
-                  flow_schema="global-default") == CONFIG.queue_length
+                  flow_schema="global-default") == QUEUE_LENGTH
     assert _value(hub.metrics, "apiserver_flowcontrol_current_executing_requests", priority_level="global-default",
                   flow_schema="global-default") == SEATS
 

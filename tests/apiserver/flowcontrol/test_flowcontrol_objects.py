@@ -1,0 +1,149 @@
+"""The dispatcher follows the objects without a restart: an admin routes one user, by a FlowSchema,
+to a ``Reject`` priority level of one seat; while that user's first LIST holds the seat their next
+is refused at once with 429 (naming the objects' UIDs), another user's same LIST is served, and
+deleting the FlowSchema sends the user back to global-default."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any, Unpack
+
+import aiohttp
+import pytest
+from aiohttp import web
+
+from controlplane.apiserver.app import create_app
+from controlplane.apiserver.auth import RoleAuthorizer, TokenStore
+from controlplane.apiserver.flowcontrol import FLOW_SCHEMA_HEADER, PRIORITY_LEVEL_HEADER, FlowControlConfig
+from controlplane.apiserver.identity import Role
+from controlplane.apiserver.objects import EncodedList, ListArgs, ObjectList, ObjectStore
+from controlplane.apiserver.resources import Registry, ResourceType
+from controlplane.apiserver.tls import ensure_pki
+from controlplane.hub import hub_registry
+from controlplane.storage import Store
+
+APF = "/apis/flowcontrol.apiserver.k8s.io/v1"
+CONFIGMAPS = "/api/v1/namespaces/default/configmaps"
+Call = Callable[..., Awaitable[tuple[int, dict[str, Any], dict[str, str]]]]
+
+
+class FirstListHeld(ObjectStore):
+    """The object layer, whose first ConfigMap list waits for ``gate``."""
+
+    def __init__(self, store: Store, registry: Registry) -> None:
+        super().__init__(store, registry)
+        self.gate = asyncio.Event()
+        self.holding = asyncio.Event()
+
+    async def _hold(self, rt: ResourceType) -> None:
+        if rt.plural == "configmaps" and not self.holding.is_set():
+            self.holding.set()
+            await self.gate.wait()
+
+    async def list(self, rt: ResourceType, *, namespace: str | None = None, **options: Unpack[ListArgs]) -> ObjectList:
+        await self._hold(rt)
+        return await super().list(rt, namespace=namespace, **options)
+
+    async def list_encoded(
+        self, rt: ResourceType, *, namespace: str | None = None, **options: Unpack[ListArgs]
+    ) -> EncodedList:
+        await self._hold(rt)
+        return await super().list_encoded(rt, namespace=namespace, **options)
+
+
+@pytest.fixture
+async def hub(tmp_path: Path, store: Store) -> AsyncIterator[tuple[Call, FirstListHeld]]:
+    pki = ensure_pki(tmp_path, hosts=[])
+    registry = hub_registry()
+    objects = FirstListHeld(store, registry)
+    tokens = TokenStore(store)
+    app = create_app(
+        objects, registry, authenticator=tokens, authorizer=RoleAuthorizer(),
+        flow_control=FlowControlConfig(total_concurrency=20), watch_cache=None,
+    )
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=pki.server_ssl_context())
+    await site.start()
+    url = f"https://127.0.0.1:{runner.addresses[0][1]}"
+    issued = {
+        "admin": (await tokens.create(role=Role.ADMIN, name="admin")).token,
+        "bob": (await tokens.create(role=Role.VIEWER, name="bob")).token,
+        "carol": (await tokens.create(role=Role.VIEWER, name="carol")).token,
+    }
+    connector = aiohttp.TCPConnector(ssl=pki.client_ssl_context(), limit=0)
+    try:
+        async with aiohttp.ClientSession(connector=connector) as session:
+
+            async def call(method: str, path: str, *, who: str, body: Any = None) -> tuple[int, dict[str, Any], dict[str, str]]:
+                headers = {"Authorization": f"Bearer {issued[who]}", "Content-Type": "application/json"}
+                data = json.dumps(body).encode() if body is not None else None
+                async with session.request(method, url + path, headers=headers, data=data) as response:
+                    return response.status, await response.json(), dict(response.headers)
+
+            yield call, objects
+    finally:
+        objects.gate.set()
+        await runner.cleanup()
+
+
+async def wait_for_schema(call: Call, who: str, uid: str) -> None:
+    """Until ``who``'s requests are classified by the FlowSchema ``uid`` (the watch has it)."""
+    async with asyncio.timeout(10):
+        while (await call("GET", "/api/v1/namespaces", who=who))[2].get(FLOW_SCHEMA_HEADER) != uid:
+            await asyncio.sleep(0.02)
+
+
+async def test_a_flow_schema_routes_a_user_to_a_rejecting_level(hub: tuple[Call, FirstListHeld]) -> None:
+    call, objects = hub
+    level = {"apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "PriorityLevelConfiguration",
+             "metadata": {"name": "tiny"},
+             "spec": {"type": "Limited", "limited": {"nominalConcurrencyShares": 1, "limitResponse": {"type": "Reject"}}}}
+    code, level, _ = await call("POST", f"{APF}/prioritylevelconfigurations", who="admin", body=level)
+    assert code == 201, level
+    assert level["spec"]["limited"]["lendablePercent"] == 0  # kube's defaulting
+    schema = {"apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "FlowSchema", "metadata": {"name": "bob-to-tiny"},
+              "spec": {"priorityLevelConfiguration": {"name": "tiny"}, "matchingPrecedence": 100,
+                       "distinguisherMethod": {"type": "ByUser"},
+                       "rules": [{"subjects": [{"kind": "User", "user": {"name": "bob"}}],
+                                  "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"],
+                                                     "clusterScope": True, "namespaces": ["*"]}]}]}}
+    code, schema, _ = await call("POST", f"{APF}/flowschemas", who="admin", body=schema)
+    assert code == 201, schema
+    await wait_for_schema(call, "bob", schema["metadata"]["uid"])
+
+    held = asyncio.create_task(call("GET", CONFIGMAPS, who="bob"))
+    await objects.holding.wait()
+    code, refused, headers = await call("GET", CONFIGMAPS, who="bob")
+    assert code == 429, refused
+    assert headers["Retry-After"] == "1"
+    assert "priority level 'tiny' (flow schema 'bob-to-tiny')" in refused["message"]
+    assert "concurrency-limit" in refused["message"]
+    assert (headers[FLOW_SCHEMA_HEADER], headers[PRIORITY_LEVEL_HEADER]) == (schema["metadata"]["uid"], level["metadata"]["uid"])
+    # Another user's same LIST is served meanwhile (global-default).
+    code, _, headers = await call("GET", CONFIGMAPS, who="carol")
+    assert code == 200 and headers[FLOW_SCHEMA_HEADER] != schema["metadata"]["uid"]
+    objects.gate.set()
+    assert (await held)[0] == 200
+
+    # Without the schema bob is back in global-default, served.
+    code, _, _ = await call("DELETE", f"{APF}/flowschemas/bob-to-tiny", who="admin")
+    assert code == 200
+    async with asyncio.timeout(10):
+        while (await call("GET", CONFIGMAPS, who="bob"))[2].get(FLOW_SCHEMA_HEADER) == schema["metadata"]["uid"]:
+            await asyncio.sleep(0.02)
+
+
+async def test_kube_validation_messages_reach_the_client(hub: tuple[Call, FirstListHeld]) -> None:
+    call, _ = hub
+    schema = {"apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "FlowSchema", "metadata": {"name": "early"},
+              "spec": {"priorityLevelConfiguration": {"name": "global-default"}, "matchingPrecedence": 1}}
+    code, status, _ = await call("POST", f"{APF}/flowschemas", who="admin", body=schema)
+    assert code == 422, status
+    assert status["details"]["causes"] == [{
+        "reason": "FieldValueInvalid", "field": "spec.matchingPrecedence",
+        "message": "Invalid value: 1: only the schema named 'exempt' may have matchingPrecedence 1",
+    }]
