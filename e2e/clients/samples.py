@@ -152,6 +152,16 @@ SPECS: dict[tuple[str, str], Builder] = {
         "group": f"{name}.example.com", "version": "v1", "groupPriorityMinimum": 1000, "versionPriority": 15,
     }},
     ("scheduling.k8s.io", "PriorityClass"): lambda name: {"value": 1000, "description": "clients suite"},
+    ("flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration"): lambda name: {"spec": {
+        "type": "Limited", "limited": {"nominalConcurrencyShares": 5, "limitResponse": {
+            "type": "Queue", "queuing": {"queues": 16, "handSize": 4, "queueLengthLimit": 20}}},
+    }},
+    ("flowcontrol.apiserver.k8s.io", "FlowSchema"): lambda name: {"spec": {
+        "priorityLevelConfiguration": {"name": "workload-low"}, "matchingPrecedence": 5000,
+        "distinguisherMethod": {"type": "ByUser"},
+        "rules": [{"subjects": [{"kind": "Group", "group": {"name": "clients-suite"}}],
+                   "resourceRules": [{"verbs": ["list"], "apiGroups": ["batch"], "resources": ["jobs"], "namespaces": ["*"]}]}],
+    }},
     ("coordination.k8s.io", "Lease"): lambda name: {"spec": {"holderIdentity": "clients-suite", "leaseDurationSeconds": 40}},
     ("apps", "Deployment"): lambda name: {"spec": {"replicas": 2, **_selected(name, gpus=True)}},
     ("apps", "StatefulSet"): lambda name: {"spec": {"replicas": 1, "serviceName": name, **_selected(name, gpus=True)}},

@@ -8,8 +8,9 @@ import dataclasses
 import datetime as dt
 from pathlib import Path
 
+import pytest
+
 from controlplane.admission.requeuing import RequeuingTimestamp, WaitForPodsReady
-from controlplane.apiserver.flowcontrol.levels import Level
 from controlplane.apiserver.serviceallocation.ranges import IPRange, PortRange
 from controlplane.apiserver.serving import ServingLimits
 from controlplane.apiserver.watching import WatchLimits
@@ -50,7 +51,7 @@ def test_every_flag_sets_its_field(tmp_path: Path) -> None:
         "--cluster-signing-duration", "720h",
         "--identity", "hub-a", "--waste-sample-interval", "15",
         "--request-header-timeout", "3", "--max-pending-connections", "64", "--max-requests-inflight", "80",
-        "--flowcontrol-queue-length", "9", "--flowcontrol-queue-wait-seconds", "2.5",
+        "--max-mutating-requests-inflight", "40",
         "--watch-buffer-bytes", "1048576", "--watch-buffer-events", "500", "--watch-slow-client-timeout", "12",
         "--debug-write-journal", "100",
     ))
@@ -76,9 +77,14 @@ def test_every_flag_sets_its_field(tmp_path: Path) -> None:
     )
     limits = config.serving_limits
     assert (limits.request_header_timeout, limits.max_pending_connections, limits.max_requests_inflight) == (3, 64, 80)
-    assert (limits.flowcontrol_queue_length, limits.flowcontrol_queue_wait_seconds) == (9, 2.5)
+    # kube's APF shares both flags' sum among the priority levels.
+    assert (limits.max_mutating_requests_inflight, limits.flow_control().total_concurrency) == (40, 120)
 
 
-def test_flowcontrol_shares_reach_the_serving_limits() -> None:
-    shares = hub_config(parse("--flowcontrol-shares", "workload-high=50")).serving_limits.flowcontrol_shares
-    assert shares[Level("workload-high")] == 50
+@pytest.mark.parametrize("flag", ["--flowcontrol-shares", "--flowcontrol-queue-length", "--flowcontrol-queue-wait-seconds"])
+def test_the_removed_flowcontrol_flags_name_the_objects_instead(flag: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        parse(flag, "5")
+    error = capsys.readouterr().err
+    assert f"argument {flag}: removed: API Priority and Fairness is configured by FlowSchema and " in error
+    assert "PriorityLevelConfiguration" in error
