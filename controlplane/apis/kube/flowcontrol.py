@@ -337,10 +337,13 @@ def required_entropy_bits(deck_size: int, hand_size: int) -> int:
     return math.ceil(math.log2(deck_size) * hand_size)
 
 
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) else 0
+
+
 def _queuing_errors(queuing: Obj, path: str) -> list[FieldError]:
     errors: list[FieldError] = []
-    length, queues, hand = (queuing.get(k) if isinstance(queuing.get(k), int) else 0
-                            for k in ("queueLengthLimit", "queues", "handSize"))
+    length, queues, hand = (_int(queuing.get(k)) for k in ("queueLengthLimit", "queues", "handSize"))
     if length <= 0:
         errors.append(field.invalid(f"{path}.queueLengthLimit", length, "must be positive"))
     if queues <= 0:
