@@ -29,6 +29,8 @@ DEFAULT_QUEUE_WAIT_SECONDS: Final = 15.0
 #: kube's ``--max-requests-inflight`` and ``--max-mutating-requests-inflight``: APF's total is their sum.
 DEFAULT_MAX_REQUESTS_INFLIGHT: Final = 400
 DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT: Final = 200
+#: Classifications a configuration remembers (users x requests seen), at most.
+KNOWN_CLASSIFICATIONS: Final = 4096
 EXEMPT: Final = "exempt"
 CATCH_ALL: Final = "catch-all"
 
@@ -72,9 +74,20 @@ class Configuration:
         self.levels = levels
         catch_all = next(s for s in schemas if s.name == CATCH_ALL)
         self._fallback = catch_all
+        #: Classifications already made (a request like one seen before is not matched again);
+        #: emptied when full, and gone with the configuration when the objects change.
+        self._known: dict[RequestDigest, Classification] = {}
 
     def classify(self, request: RequestDigest) -> Classification:
         """The first schema ``request`` matches (kube's catch-all when none does)."""
+        found = self._known.get(request)
+        if found is None:
+            if len(self._known) >= KNOWN_CLASSIFICATIONS:
+                self._known.clear()
+            found = self._known[request] = self._match(request)
+        return found
+
+    def _match(self, request: RequestDigest) -> Classification:
         for schema in self.schemas:
             if schema.matches(request):
                 break
