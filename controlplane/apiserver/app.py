@@ -66,6 +66,7 @@ from controlplane.apiserver.flowcontrol import (
     FlowControlMetrics,
     add_flow_headers,
 )
+from controlplane.apiserver.flowcontrol.debugging import debug_routes
 from controlplane.apiserver.handlers import REQUEST_INFO, WARNINGS, ResourceHandlers, json_response
 from controlplane.apiserver.identity import (
     ANONYMOUS_USER,
@@ -449,11 +450,13 @@ def create_app(
     if flow_control is None and max_requests_inflight > 0:
         flow_control = FlowControlConfig(total_concurrency=max_requests_inflight)
     flow_config = None
+    flow_debug: list[web.RouteDef] = []
     if flow_control is not None and flow_control.total_concurrency > 0:
         # After authentication: a request's level and flow depend on who sends it.
         controller = FlowController(flow_control, metrics=flow_control_metrics)
         middlewares.append(controller.middleware(user_key=USER, not_counted=_long_running_or_health))
         flow_config = ConfigurationWatch(object_store, controller)
+        flow_debug = debug_routes(controller, user_key=USER)
     middlewares += [*inner_middlewares, accept_middleware]
     app = web.Application(middlewares=middlewares, client_max_size=MAX_BODY_BYTES)
     app.on_response_prepare.append(add_flow_headers)
@@ -520,7 +523,7 @@ def create_app(
     app.router.add_routes(endpoints.openapi.routes())
     # Extra and create-only routes first: some live under /apis/ (the join and token endpoints,
     # the access reviews) and must win over the generic resource routes.
-    app.router.add_routes(list(extra_routes))
+    app.router.add_routes([*extra_routes, *flow_debug])
     app.router.add_routes(_computed_routes(computed))
     app.router.add_route("*", "/api/{tail:.+}", endpoints.resource_path)
     app.router.add_route("*", "/apis/{tail:.+}", endpoints.resource_path)

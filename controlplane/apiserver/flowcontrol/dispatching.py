@@ -139,10 +139,13 @@ class _Seat:
         except TimeoutError:
             if not queues.withdraw(waiter):
                 return Outcome.EXECUTE  # dispatched as the wait ran out: the seat is ours
+            queues.timed_out += 1
             return "time-out"
         except asyncio.CancelledError:
             if not queues.withdraw(waiter):
                 self._release()  # dispatched as the client left: hand the seat on
+            else:
+                queues.cancelled += 1
             self._controller.metrics.reject(self._found, "cancelled")
             raise
         return Outcome.EXECUTE

@@ -69,18 +69,28 @@ class FairQueues(Generic[T]):
         self._hand_size = min(max(limits.hand_size, 1), count)
         self._where: dict[T, int] = {}
         self._turn = 0
+        #: Requests that got a seat, were refused by :meth:`offer`, left their queue when their
+        #: wait ran out, or left it with their client (kube's dump_priority_levels counts).
+        self.dispatched = self.rejected = self.timed_out = self.cancelled = 0
+
+    @property
+    def active_queues(self) -> int:
+        return sum(1 for queue in self._queues if queue)
 
     def offer(self, flow_id: int, request: T) -> Outcome:
         """Take a seat now (EXECUTE), wait for one (QUEUED), or be rejected; ``flow_id``: :func:`flow_hash`."""
         if self.executing < self.limits.seats and self.waiting == 0:
             self.executing += 1
+            self.dispatched += 1
             return Outcome.EXECUTE
         if self.limits.queue_length <= 0:
+            self.rejected += 1
             return Outcome.CONCURRENCY_LIMIT
         hand = deal(flow_id, deck_size=len(self._queues), hand_size=self._hand_size)
         index = min(hand, key=lambda i: len(self._queues[i]))
         queue = self._queues[index]
         if len(queue) >= self.limits.queue_length:
+            self.rejected += 1
             return Outcome.QUEUE_FULL
         queue.append(request)
         self._where[request] = index
@@ -113,6 +123,7 @@ class FairQueues(Generic[T]):
                 self._turn = (index + 1) % count
                 self.waiting -= 1
                 self.executing += 1
+                self.dispatched += 1
                 request = queue.popleft()
                 del self._where[request]
                 return request

@@ -1,7 +1,7 @@
 """The dispatcher follows the objects without a restart: an admin routes one user, by a FlowSchema,
 to a ``Reject`` priority level of one seat; while that user's first LIST holds the seat their next
-is refused at once with 429 (naming the objects' UIDs), another user's same LIST is served, and
-deleting the FlowSchema sends the user back to global-default."""
+is refused at once with 429 (naming the objects' UIDs; kube's ``dump_priority_levels`` counts it),
+another user's same LIST is served, and deleting the FlowSchema sends the user back to global-default."""
 
 from __future__ import annotations
 
@@ -73,6 +73,7 @@ async def hub(tmp_path: Path, store: Store) -> AsyncIterator[tuple[Call, FirstLi
         "admin": (await tokens.create(role=Role.ADMIN, name="admin")).token,
         "bob": (await tokens.create(role=Role.VIEWER, name="bob")).token,
         "carol": (await tokens.create(role=Role.VIEWER, name="carol")).token,
+        "dave": (await tokens.create(role=Role.USER, name="dave")).token,
     }
     connector = aiohttp.TCPConnector(ssl=pki.client_ssl_context(), limit=0)
     try:
@@ -82,6 +83,8 @@ async def hub(tmp_path: Path, store: Store) -> AsyncIterator[tuple[Call, FirstLi
                 headers = {"Authorization": f"Bearer {issued[who]}", "Content-Type": "application/json"}
                 data = json.dumps(body).encode() if body is not None else None
                 async with session.request(method, url + path, headers=headers, data=data) as response:
+                    if response.content_type != "application/json":
+                        return response.status, {"text": await response.text()}, dict(response.headers)
                     return response.status, await response.json(), dict(response.headers)
 
             yield call, objects
@@ -130,6 +133,21 @@ async def test_a_flow_schema_routes_a_user_to_a_rejecting_level(hub: tuple[Call,
     assert code == 200 and headers[FLOW_SCHEMA_HEADER] != schema["metadata"]["uid"]
     objects.gate.set()
     assert (await held)[0] == 200
+    # kube's debug dump counts it; only admins may read it.
+    code, dump, _ = await call("GET", "/debug/api_priority_and_fairness/dump_priority_levels", who="admin")
+    assert code == 200, dump
+    lines = dump["text"].splitlines()
+    assert lines[0].split() == ["PriorityLevelName,", "ActiveQueues,", "IsIdle,", "IsQuiescing,", "WaitingRequests,",
+                                "ExecutingRequests,", "DispatchedRequests,", "RejectedRequests,", "TimedoutRequests,",
+                                "CancelledRequests,"]
+    rows = {line.split(",")[0]: [cell.strip() for cell in line.split(",")[1:-1]] for line in lines[1:]}
+    tiny = rows["tiny"]
+    assert tiny[:5] + tiny[6:] == ["0", "true", "false", "0", "0", "1", "0", "0"]  # one rejected
+    assert int(tiny[5]) >= 2  # dispatched: the held LIST and the GETs that waited for the schema
+    assert rows["exempt"][0] == "<none>"
+    for who in ("carol", "dave"):
+        code, _, _ = await call("GET", "/debug/api_priority_and_fairness/dump_priority_levels", who=who)
+        assert code == 403
 
     # Without the schema bob is back in global-default, served.
     code, _, _ = await call("DELETE", f"{APF}/flowschemas/bob-to-tiny", who="admin")
