@@ -6,14 +6,22 @@ from __future__ import annotations
 import asyncio
 import logging
 
+import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
+from controlplane.apis.kube.flowcontrol_bootstrap import bootstrap_object
 from controlplane.apiserver.app import create_app
 from controlplane.apiserver.flowcontrol import FlowControlConfig
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.apiserver.resources import Registry
+from controlplane.hub import hub_registry
 from gpufed.logging_setup import ClientNoiseFilter
+
+
+@pytest.fixture
+def api_registry() -> Registry:
+    return hub_registry()  # with the flowcontrol kinds
 
 
 async def test_requests_beyond_the_inflight_limit_get_429(objects: ObjectStore, api_registry: Registry) -> None:
@@ -24,8 +32,12 @@ async def test_requests_beyond_the_inflight_limit_get_429(objects: ObjectStore, 
         await release.wait()
         return web.Response(text="done")
 
-    # One seat and no queue: the second request is refused at once.
-    limits = FlowControlConfig(total_concurrency=1, queue_length=0)
+    # One seat and no queue (global-default made a Reject level): the second request is refused at once.
+    limits = FlowControlConfig(total_concurrency=1)
+    level = bootstrap_object("PriorityLevelConfiguration", "global-default")
+    assert level is not None
+    level["spec"]["limited"]["limitResponse"] = {"type": "Reject"}
+    await objects.create(api_registry.require("flowcontrol.apiserver.k8s.io/v1", "PriorityLevelConfiguration"), level)
     app = create_app(objects, api_registry, flow_control=limits, extra_routes=[web.get("/slow", slow)])
     async with TestClient(TestServer(app)) as client:
         first = asyncio.create_task(client.get("/slow"))
