@@ -7,19 +7,17 @@ requests are classified and limited by. No restart needed; a watch that breaks i
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from typing import Any, Final
 
 from controlplane.apis.kube.flowcontrol import GROUP
-from controlplane.apiserver import errors
 from controlplane.apiserver.flowcontrol.dispatching import FlowController
-from controlplane.apiserver.objects import ObjectStore, WatchEventType
+from controlplane.apiserver.objects import ObjectStore
+from controlplane.apiserver.objects.following import follow_kind
 from controlplane.apiserver.resources import ResourceType
 
 logger = logging.getLogger(__name__)
 
-RETRY_SECONDS: Final = 2.0
 _KINDS: Final = ("FlowSchema", "PriorityLevelConfiguration")
 
 
@@ -48,33 +46,9 @@ class ConfigurationWatch:
                 group.create_task(self._keep(kind, stop))
 
     async def _keep(self, kind: str, stop: asyncio.Event) -> None:
-        rt = self._types[kind]
-        while not stop.is_set():
-            try:
-                listed = await self._objects.list(rt)
-                self._seen[kind] = {obj["metadata"]["name"]: obj for obj in listed.items}
-                self._apply()
-                self._synced[kind].set()
-                async for event in self._objects.watch(rt, resource_version=listed.resource_version):
-                    if stop.is_set() or event.type is WatchEventType.ERROR:
-                        break
-                    if event.type is WatchEventType.BOOKMARK:
-                        continue
-                    name = event.object["metadata"]["name"]
-                    if event.type is WatchEventType.DELETED:
-                        self._seen[kind].pop(name, None)
-                    else:
-                        self._seen[kind][name] = event.object
-                    self._apply()
-            except asyncio.CancelledError:
-                raise
-            except errors.ApiError as exc:
-                logger.warning("watch of %s interrupted: %s; retrying", kind, exc)
-            except Exception:
-                logger.exception("watching %s failed; retrying", kind)
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(RETRY_SECONDS):
-                    await stop.wait()
+        await follow_kind(
+            self._objects, self._types[kind], self._seen[kind], changed=self._apply, synced=self._synced[kind], stop=stop,
+        )
 
     def _apply(self) -> None:
         try:

@@ -28,7 +28,6 @@ the hub has one (the store when memory has none yet), once per request.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import copy
 import dataclasses
 import logging
@@ -45,7 +44,8 @@ from controlplane.apis.kube import field
 from controlplane.apiserver import errors
 from controlplane.apiserver.admission import WebhookRequest
 from controlplane.apiserver.identity import Authorizer, RequestAttributes, Role, UserInfo
-from controlplane.apiserver.objects import ObjectStore, WatchEventType
+from controlplane.apiserver.objects import ObjectStore
+from controlplane.apiserver.objects.following import follow_kind
 from controlplane.apiserver.resources import ResourceType
 from controlplane.apiserver.watchcache import WatchCache
 from controlplane.apiserver.webhooks import equivalence, matching, policies, review
@@ -66,7 +66,6 @@ from controlplane.apiserver.webhooks.metrics import (
 
 logger = logging.getLogger(__name__)
 
-RETRY_SECONDS = 2.0
 _GROUP = "admissionregistration.k8s.io/v1"
 _KINDS = {
     "validating": "ValidatingWebhookConfiguration",
@@ -134,33 +133,10 @@ class WebhookAdmission:
         await self.client.close()
 
     async def _keep(self, which: str, stop: asyncio.Event) -> None:
-        rt = self._types[which]
-        while not stop.is_set():
-            try:
-                listed = await self._objects.list(rt)
-                self._configurations[which] = {obj["metadata"]["name"]: obj for obj in listed.items}
-                self._rebuild(which)
-                self._synced[which].set()
-                async for event in self._objects.watch(rt, resource_version=listed.resource_version):
-                    if stop.is_set() or event.type is WatchEventType.ERROR:
-                        break
-                    if event.type is WatchEventType.BOOKMARK:
-                        continue
-                    name = event.object["metadata"]["name"]
-                    if event.type is WatchEventType.DELETED:
-                        self._configurations[which].pop(name, None)
-                    else:
-                        self._configurations[which][name] = event.object
-                    self._rebuild(which)
-            except asyncio.CancelledError:
-                raise
-            except errors.ApiError as exc:
-                logger.warning("watch of %s interrupted: %s; retrying", _KINDS[which], exc)
-            except Exception:
-                logger.exception("watching %s failed; retrying", _KINDS[which])
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(RETRY_SECONDS):
-                    await stop.wait()
+        await follow_kind(
+            self._objects, self._types[which], self._configurations[which],
+            changed=lambda: self._rebuild(which), synced=self._synced[which], stop=stop,
+        )
 
     def _rebuild(self, which: str) -> None:
         if which in ("policies", "bindings"):

@@ -10,7 +10,7 @@ import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Unpack
+from typing import Any
 
 import aiohttp
 import pytest
@@ -18,10 +18,10 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry
 
 from controlplane.apis.constants import FIELD_MANAGER_AGENT, LEASE_NAMESPACE
+from controlplane.apis.kube.flowcontrol_bootstrap import bootstrap_object
 from controlplane.apiserver.app import create_app
 from controlplane.apiserver.auth import RoleAuthorizer, TokenStore
 from controlplane.apiserver.auth.clusterrestriction import ClusterRestriction
-from controlplane.apis.kube.flowcontrol_bootstrap import bootstrap_object
 from controlplane.apiserver.flowcontrol import (
     FLOW_SCHEMA_HEADER,
     PRIORITY_LEVEL_HEADER,
@@ -30,11 +30,11 @@ from controlplane.apiserver.flowcontrol import (
 )
 from controlplane.apiserver.flowcontrol.levels import object_uid
 from controlplane.apiserver.identity import Role
-from controlplane.apiserver.objects import EncodedList, ListArgs, ObjectList, ObjectStore
-from controlplane.apiserver.resources import Registry, ResourceType
 from controlplane.apiserver.tls import ensure_pki
 from controlplane.hub import hub_registry
 from controlplane.storage import Store
+
+from .gating import GatedObjects
 
 CLUSTER = "/apis/cluster.gpufed.io/v1alpha1/clusters/c1"
 LEASES = f"/apis/coordination.k8s.io/v1/namespaces/{LEASE_NAMESPACE}/leases"
@@ -45,33 +45,6 @@ CONFIG = FlowControlConfig(total_concurrency=20, queue_wait_seconds=600)
 SEATS = 2
 QUEUE_LENGTH = 3
 FLOOD = SEATS + QUEUE_LENGTH + 2
-
-
-class GatedObjects(ObjectStore):
-    """The object layer, whose ConfigMap lists wait for ``gate`` (a slow LIST, held on purpose)."""
-
-    def __init__(self, store: Store, registry: Registry) -> None:
-        super().__init__(store, registry)
-        self.gate = asyncio.Event()
-        self.held = 0
-        self.all_held = asyncio.Event()
-
-    async def _hold(self, rt: ResourceType) -> None:
-        if rt.plural == "configmaps":
-            self.held += 1
-            if self.held == SEATS:
-                self.all_held.set()
-            await self.gate.wait()
-
-    async def list(self, rt: ResourceType, *, namespace: str | None = None, **options: Unpack[ListArgs]) -> ObjectList:
-        await self._hold(rt)
-        return await super().list(rt, namespace=namespace, **options)
-
-    async def list_encoded(
-        self, rt: ResourceType, *, namespace: str | None = None, **options: Unpack[ListArgs]
-    ) -> EncodedList:
-        await self._hold(rt)
-        return await super().list_encoded(rt, namespace=namespace, **options)
 
 
 @dataclass
@@ -101,7 +74,7 @@ async def hub(tmp_path: Path, store: Store) -> AsyncIterator[Hub]:
     """The hub's API over HTTPS on each store kind (memory and etcd)."""
     pki = ensure_pki(tmp_path, hosts=[])
     registry = hub_registry()
-    objects = GatedObjects(store, registry)
+    objects = GatedObjects(store, registry, signal_at=SEATS)
     tokens = TokenStore(store)
     metrics = CollectorRegistry()
     level = bootstrap_object("PriorityLevelConfiguration", "global-default")

@@ -9,7 +9,7 @@ import asyncio
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
-from typing import Any, Unpack
+from typing import Any
 
 import aiohttp
 import pytest
@@ -19,46 +19,22 @@ from controlplane.apiserver.app import create_app
 from controlplane.apiserver.auth import RoleAuthorizer, TokenStore
 from controlplane.apiserver.flowcontrol import FLOW_SCHEMA_HEADER, PRIORITY_LEVEL_HEADER, FlowControlConfig
 from controlplane.apiserver.identity import Role
-from controlplane.apiserver.objects import EncodedList, ListArgs, ObjectList, ObjectStore
-from controlplane.apiserver.resources import Registry, ResourceType
 from controlplane.apiserver.tls import ensure_pki
 from controlplane.hub import hub_registry
 from controlplane.storage import Store
+
+from .gating import GatedObjects
 
 APF = "/apis/flowcontrol.apiserver.k8s.io/v1"
 CONFIGMAPS = "/api/v1/namespaces/default/configmaps"
 Call = Callable[..., Awaitable[tuple[int, dict[str, Any], dict[str, str]]]]
 
 
-class FirstListHeld(ObjectStore):
-    """The object layer, whose first ConfigMap list waits for ``gate``."""
-
-    def __init__(self, store: Store, registry: Registry) -> None:
-        super().__init__(store, registry)
-        self.gate = asyncio.Event()
-        self.holding = asyncio.Event()
-
-    async def _hold(self, rt: ResourceType) -> None:
-        if rt.plural == "configmaps" and not self.holding.is_set():
-            self.holding.set()
-            await self.gate.wait()
-
-    async def list(self, rt: ResourceType, *, namespace: str | None = None, **options: Unpack[ListArgs]) -> ObjectList:
-        await self._hold(rt)
-        return await super().list(rt, namespace=namespace, **options)
-
-    async def list_encoded(
-        self, rt: ResourceType, *, namespace: str | None = None, **options: Unpack[ListArgs]
-    ) -> EncodedList:
-        await self._hold(rt)
-        return await super().list_encoded(rt, namespace=namespace, **options)
-
-
 @pytest.fixture
-async def hub(tmp_path: Path, store: Store) -> AsyncIterator[tuple[Call, FirstListHeld]]:
+async def hub(tmp_path: Path, store: Store) -> AsyncIterator[tuple[Call, GatedObjects]]:
     pki = ensure_pki(tmp_path, hosts=[])
     registry = hub_registry()
-    objects = FirstListHeld(store, registry)
+    objects = GatedObjects(store, registry, signal_at=1, hold_at_most=1)
     tokens = TokenStore(store)
     app = create_app(
         objects, registry, authenticator=tokens, authorizer=RoleAuthorizer(),
@@ -102,7 +78,7 @@ async def wait_for_schema(call: Call, who: str, uid: str) -> None:
             await asyncio.sleep(0.02)
 
 
-async def test_a_flow_schema_routes_a_user_to_a_rejecting_level(hub: tuple[Call, FirstListHeld]) -> None:
+async def test_a_flow_schema_routes_a_user_to_a_rejecting_level(hub: tuple[Call, GatedObjects]) -> None:
     call, objects = hub
     level = {"apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "PriorityLevelConfiguration",
              "metadata": {"name": "tiny"},
@@ -121,7 +97,7 @@ async def test_a_flow_schema_routes_a_user_to_a_rejecting_level(hub: tuple[Call,
     await wait_for_schema(call, "bob", schema["metadata"]["uid"])
 
     held = asyncio.create_task(call("GET", CONFIGMAPS, who="bob"))
-    await objects.holding.wait()
+    await objects.all_held.wait()
     code, refused, headers = await call("GET", CONFIGMAPS, who="bob")
     assert code == 429, refused
     assert headers["Retry-After"] == "1"
@@ -161,7 +137,7 @@ async def test_a_flow_schema_routes_a_user_to_a_rejecting_level(hub: tuple[Call,
     assert code == 200
 
 
-async def test_kube_validation_messages_reach_the_client(hub: tuple[Call, FirstListHeld]) -> None:
+async def test_kube_validation_messages_reach_the_client(hub: tuple[Call, GatedObjects]) -> None:
     call, _ = hub
     schema = {"apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "FlowSchema", "metadata": {"name": "early"},
               "spec": {"priorityLevelConfiguration": {"name": "global-default"}, "matchingPrecedence": 1}}
