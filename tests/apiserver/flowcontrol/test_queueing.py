@@ -196,3 +196,22 @@ def test_the_hub_serves_the_metrics_under_kube_names() -> None:
     ) in text
     for name in ("current_inqueue_requests", "current_executing_requests", "request_wait_duration_seconds"):
         assert f"# TYPE apiserver_flowcontrol_{name} " in text
+
+
+@pytest.mark.parametrize(("deck", "hand"), [(128, 6), (64, 8), (16, 4), (4, 4), (1, 1)])
+def test_shuffle_sharding_deals_distinct_queues_of_the_deck(deck: int, hand: int) -> None:
+    for flow in ("alice", "bob", "system:serviceaccount:ml:robot", ""):
+        cards = deal(flow_hash("global-default", flow), deck_size=deck, hand_size=hand)
+        assert len(set(cards)) == hand and all(0 <= card < deck for card in cards)
+    # Different flows get different hands (with 128 queues and 6 cards, nearly always).
+    assert deal(flow_hash("s", "alice"), deck_size=128, hand_size=6) != deal(flow_hash("s", "bob"), deck_size=128, hand_size=6)
+
+
+def test_a_request_joins_the_shortest_queue_of_its_hand() -> None:
+    # One seat, queues of one request, a hand of two: a flow queues two requests before it is full.
+    level: FairQueues[str] = FairQueues(LevelLimits(1, 8, 1, hand_size=2))
+    flow = flow_hash("s", "alice")
+    outcomes = [level.offer(flow, f"r{n}").value for n in range(4)]
+    assert outcomes == ["execute", "queued", "queued", "queue-full"]
+    assert level.active_queues == 2
+    assert (level.dispatched, level.rejected) == (1, 1)
