@@ -295,6 +295,11 @@ _KINDS: Mapping[tuple[str, str], FieldSchema] = MappingProxyType(
         ),
         # APIService conditions: ``+patchMergeKey=type +patchStrategy=merge +listType=map``.
         ("apiregistration.k8s.io", "APIService"): _struct(metadata=OBJECT_META, status=_struct(conditions=_CONDITIONS)),
+        # flowcontrol's rules, subjects and rule lists are ``+listType=atomic``; conditions merge by type.
+        ("flowcontrol.apiserver.k8s.io", "FlowSchema"): _struct(metadata=OBJECT_META, status=_struct(conditions=_CONDITIONS)),
+        ("flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration"): _struct(
+            metadata=OBJECT_META, status=_struct(conditions=_CONDITIONS),
+        ),
         # Endpoints subsets are ``+listType=atomic``.
         ("", "Endpoints"): _METADATA_ONLY,
         ("", "PersistentVolume"): _struct(metadata=OBJECT_META, spec=_struct(capacity=_map())),
