@@ -81,7 +81,7 @@ class FlowController:
         else:
             digest = RequestDigest(
                 name, groups, info.verb, info.is_resource, info.group, info.resource, info.subresource,
-                info.namespace or "", info.path,
+                info.namespace or "", "" if info.is_resource else info.path,  # a resource request matches by its parts
             )
         return self.configuration.classify(digest)
 
