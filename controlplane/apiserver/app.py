@@ -67,6 +67,7 @@ from controlplane.apiserver.flowcontrol import (
     add_flow_headers,
 )
 from controlplane.apiserver.flowcontrol.debugging import debug_routes
+from controlplane.apiserver.flowcontrol.maxinflight import MaxInFlight, MaxInFlightConfig
 from controlplane.apiserver.handlers import REQUEST_INFO, WARNINGS, ResourceHandlers, json_response
 from controlplane.apiserver.identity import (
     ANONYMOUS_USER,
@@ -382,7 +383,7 @@ def create_app(
     watch_limits: WatchLimits | None = None,
     clock: Callable[[], datetime] = utc_now,
     max_requests_inflight: int = 0,
-    flow_control: FlowControlConfig | None = None,
+    flow_control: FlowControlConfig | MaxInFlightConfig | None = None,
     flow_control_metrics: FlowControlMetrics | None = None,
     watch_cache: WatchCacheConfig | WatchCache | None = DEFAULT_WATCH_CACHE,
     warm: Iterable[tuple[str, str]] = (),
@@ -403,7 +404,8 @@ def create_app(
     control (the hub's API aggregation).
     ``max_requests_inflight`` requests at once (0: no limit; watches and health checks not
     counted) are shared by priority levels (API Priority and Fairness, ``flow_control``
-    configures it in full); beyond a level's seats and queues a request is answered 429.
+    configures it in full, or kube's max-in-flight filter instead); beyond a level's seats and
+    queues a request is answered 429.
     ``watch_limits`` bound what one watch holds for a client that does not read.
     ``watch_cache`` configures the watch cache (None: none, every read goes to the store), or is
     one the caller built over ``object_store`` to share with in-process watchers (the app closes it);
@@ -451,7 +453,9 @@ def create_app(
         flow_control = FlowControlConfig(total_concurrency=max_requests_inflight)
     flow_config = None
     flow_debug: list[web.RouteDef] = []
-    if flow_control is not None and flow_control.total_concurrency > 0:
+    if isinstance(flow_control, MaxInFlightConfig):
+        middlewares.append(MaxInFlight(flow_control).middleware(user_key=USER, not_counted=_long_running_or_health))
+    elif flow_control is not None and flow_control.total_concurrency > 0:
         # After authentication: a request's level and flow depend on who sends it.
         controller = FlowController(flow_control, metrics=flow_control_metrics)
         middlewares.append(controller.middleware(user_key=USER, not_counted=_long_running_or_health))

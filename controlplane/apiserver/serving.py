@@ -36,6 +36,7 @@ from controlplane.apiserver.flowcontrol import (
     DEFAULT_MAX_REQUESTS_INFLIGHT,
     FlowControlConfig,
 )
+from controlplane.apiserver.flowcontrol.maxinflight import MaxInFlightConfig
 
 logger = logging.getLogger(__name__)
 
@@ -61,8 +62,12 @@ class ServingLimits:
     max_requests_inflight: int = DEFAULT_MAX_REQUESTS_INFLIGHT
     #: kube's: API Priority and Fairness shares the sum of both among the priority levels.
     max_mutating_requests_inflight: int = DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT
+    #: False: kube's max-in-flight filter (each flag its own limit, no levels) instead.
+    enable_priority_and_fairness: bool = True
 
-    def flow_control(self) -> FlowControlConfig:
+    def flow_control(self) -> FlowControlConfig | MaxInFlightConfig:
+        if not self.enable_priority_and_fairness:
+            return MaxInFlightConfig(self.max_requests_inflight, self.max_mutating_requests_inflight)
         total = self.max_requests_inflight + self.max_mutating_requests_inflight if self.max_requests_inflight else 0
         return FlowControlConfig(total_concurrency=total)
 

@@ -75,6 +75,15 @@ _REMOVED_FLOWCONTROL_FLAGS = {
 }
 
 
+def _go_bool(text: str) -> bool:
+    """A boolean as Go's ``strconv.ParseBool`` reads it (kube's ``--flag=false``)."""
+    if text in ("1", "t", "T", "TRUE", "true", "True"):
+        return True
+    if text in ("0", "f", "F", "FALSE", "false", "False"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, not {text!r}")
+
+
 def _removed(replacement: str) -> Callable[[str], Any]:
     def refuse(_text: str) -> Any:
         raise argparse.ArgumentTypeError(
@@ -246,6 +255,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         default=DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT, metavar="N",
                         help="kube's: added to --max-requests-inflight, the concurrency the priority levels "
                              f"share (default {DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT})")
+    parser.add_argument("--enable-priority-and-fairness", type=_go_bool, nargs="?", const=True, default=True,
+                        metavar="true|false",
+                        help="kube's: limit requests by the FlowSchema and PriorityLevelConfiguration objects; "
+                             "false: kube's max-in-flight limits instead, each flag its own (default true)")
     for flag, replacement in _REMOVED_FLOWCONTROL_FLAGS.items():
         parser.add_argument(flag, type=_removed(replacement), help=argparse.SUPPRESS)
     parser.add_argument("--watch-buffer-bytes", type=_positive_int, default=DEFAULT_WATCH_BUFFER_BYTES,
@@ -350,6 +363,7 @@ def hub_config(args: argparse.Namespace) -> HubConfig:
             max_pending_connections=args.max_pending_connections,
             max_requests_inflight=args.max_requests_inflight,
             max_mutating_requests_inflight=args.max_mutating_requests_inflight,
+            enable_priority_and_fairness=args.enable_priority_and_fairness,
         ),
         etcd_max_response_bytes=args.etcd_max_response_bytes or DEFAULT_MAX_RESPONSE_BYTES,
         watch_limits=WatchLimits(

@@ -13,6 +13,7 @@ from aiohttp.test_utils import TestClient, TestServer
 from controlplane.apis.kube.flowcontrol_bootstrap import bootstrap_object
 from controlplane.apiserver.app import create_app
 from controlplane.apiserver.flowcontrol import FlowControlConfig
+from controlplane.apiserver.flowcontrol.maxinflight import MaxInFlightConfig
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.apiserver.resources import Registry
 from controlplane.hub import hub_registry
@@ -53,6 +54,33 @@ async def test_requests_beyond_the_inflight_limit_get_429(objects: ObjectStore, 
         watch = await client.get("/api/v1/namespaces?watch=1&timeoutSeconds=1")
         assert watch.status == 200
         await watch.read()
+        release.set()
+        assert (await first).status == 200
+        assert (await client.get("/api/v1/namespaces")).status == 200
+
+
+async def test_without_apf_kubes_max_in_flight_limits_reads_and_writes_apart(
+    objects: ObjectStore, api_registry: Registry
+) -> None:
+    entered, release = asyncio.Event(), asyncio.Event()
+
+    async def slow(_request: web.Request) -> web.StreamResponse:
+        entered.set()
+        await release.wait()
+        return web.Response(text="done")
+
+    # One read-only request at once, writes unlimited (0), no priority levels and no queue.
+    app = create_app(objects, api_registry, flow_control=MaxInFlightConfig(read_only=1, mutating=0),
+                     extra_routes=[web.get("/slow", slow)])
+    async with TestClient(TestServer(app)) as client:
+        first = asyncio.create_task(client.get("/slow"))
+        await entered.wait()
+        refused = await client.get("/api/v1/namespaces")
+        assert (refused.status, refused.headers["Retry-After"]) == (429, "1")
+        assert (await refused.json())["message"] == "Too many requests, please try again later."
+        assert "X-Kubernetes-PF-FlowSchema-UID" not in refused.headers
+        created = await client.post("/api/v1/namespaces", json={"metadata": {"name": "team-a"}})
+        assert created.status == 201
         release.set()
         assert (await first).status == 200
         assert (await client.get("/api/v1/namespaces")).status == 200

@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 
 from controlplane.admission.requeuing import RequeuingTimestamp, WaitForPodsReady
+from controlplane.apiserver.flowcontrol import FlowControlConfig
+from controlplane.apiserver.flowcontrol.maxinflight import MaxInFlightConfig
 from controlplane.apiserver.serviceallocation.ranges import IPRange, PortRange
 from controlplane.apiserver.serving import ServingLimits
 from controlplane.apiserver.watching import WatchLimits
@@ -51,7 +53,7 @@ def test_every_flag_sets_its_field(tmp_path: Path) -> None:
         "--cluster-signing-duration", "720h",
         "--identity", "hub-a", "--waste-sample-interval", "15",
         "--request-header-timeout", "3", "--max-pending-connections", "64", "--max-requests-inflight", "80",
-        "--max-mutating-requests-inflight", "40",
+        "--max-mutating-requests-inflight", "40", "--enable-priority-and-fairness=false",
         "--watch-buffer-bytes", "1048576", "--watch-buffer-events", "500", "--watch-slow-client-timeout", "12",
         "--debug-write-journal", "100",
     ))
@@ -77,8 +79,16 @@ def test_every_flag_sets_its_field(tmp_path: Path) -> None:
     )
     limits = config.serving_limits
     assert (limits.request_header_timeout, limits.max_pending_connections, limits.max_requests_inflight) == (3, 64, 80)
-    # kube's APF shares both flags' sum among the priority levels.
-    assert (limits.max_mutating_requests_inflight, limits.flow_control().total_concurrency) == (40, 120)
+    # Without APF, kube's max-in-flight filter: each flag its own limit.
+    assert (limits.max_mutating_requests_inflight, limits.flow_control()) == (40, MaxInFlightConfig(80, 40))
+
+
+def test_apf_shares_both_inflight_flags_sum() -> None:
+    limits = hub_config(parse("--max-requests-inflight", "80", "--max-mutating-requests-inflight", "40")).serving_limits
+    assert limits.flow_control() == FlowControlConfig(total_concurrency=120)
+    for value, enabled in (("true", True), ("False", False), ("0", False)):
+        assert hub_config(parse(f"--enable-priority-and-fairness={value}")).serving_limits.enable_priority_and_fairness is enabled
+    assert hub_config(parse("--enable-priority-and-fairness")).serving_limits.enable_priority_and_fairness is True
 
 
 @pytest.mark.parametrize("flag", ["--flowcontrol-shares", "--flowcontrol-queue-length", "--flowcontrol-queue-wait-seconds"])
