@@ -13,16 +13,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from controlplane.apis.untyped import dig
 
 _SERVICE_ACCOUNT_PREFIX = "system:serviceaccount:"
 
 
-@dataclass(frozen=True, slots=True)
-class RequestDigest:
-    """What matching reads of a request: who sends it and what it asks."""
+class RequestDigest(NamedTuple):
+    """What matching reads of a request: who sends it and what it asks (a tuple: made and hashed
+    on every request, the key of the classifications a configuration remembers)."""
 
     user: str
     groups: tuple[str, ...]
