@@ -280,6 +280,9 @@ SPECS: dict[tuple[str, str], Builder] = {
     ("apps.karmada.io", "WorkloadRebalancer"): lambda name: {
         "spec": {"workloads": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": name, "namespace": "default"}]}
     },
+    ("policy.karmada.io", "FederatedResourceQuota"): lambda name: {
+        "spec": {"overall": {"cpu": "100"}, "staticAssignments": [{"clusterName": "member1", "hard": {"cpu": "20"}}]}
+    },
     ("kueue.x-k8s.io", "ResourceFlavor"): lambda name: {"spec": {"nodeLabels": {"cluster.gpufed.io/tier": "0"}}},
     ("kueue.x-k8s.io", "ClusterQueue"): lambda name: {
         "spec": {

@@ -141,6 +141,17 @@ def validate_limit_range(obj: Obj, old: Obj | None) -> list[FieldError]:
     return errors
 
 
+def quota_list_errors(resources: Obj, path: str) -> list[FieldError]:
+    """A quota's resource list (``path[name]``): each name one a quota may limit, each value a
+    valid quantity for it (``ValidateResourceQuotaResourceName``, ``ValidateResourceQuantityValue``)."""
+    errors: list[FieldError] = []
+    for name, raw in resources.items():
+        key_path = f"{path}[{name}]"
+        errors += _quota_resource_errors(str(name), key_path)
+        errors += quantity_errors(str(name), raw, key_path)[1]
+    return errors
+
+
 def _quota_resource_errors(name: str, path: str) -> list[FieldError]:
     """``ValidateResourceQuotaResourceName``."""
     errors = resource_name_errors(name, path, container=False)
@@ -227,10 +238,7 @@ def validate_resource_quota(obj: Obj, old: Obj | None) -> list[FieldError]:
     spec = field.mapping(obj.get("spec"))
     errors: list[FieldError] = []
     hard = field.mapping(spec.get("hard"))
-    for name, raw in hard.items():
-        path = f"spec.hard[{name}]"
-        errors += _quota_resource_errors(str(name), path)
-        errors += quantity_errors(str(name), raw, path)[1]
+    errors += quota_list_errors(hard, "spec.hard")
     names = sorted(str(name) for name in hard)
     scopes = field.items(spec.get("scopes"))
     if scopes:

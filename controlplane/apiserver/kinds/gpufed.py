@@ -1,6 +1,7 @@
 """gpufed's own kinds as the hub serves them: Cluster, ResourceBinding, Work, and Karmada's policy
 kinds under both ``policy.gpufed.io`` and ``policy.karmada.io`` (one stored set), with Karmada's
-printer columns and defaults (:mod:`policies.defaulting`).
+printer columns and defaults (:mod:`policies.defaulting`), and Karmada's FederatedResourceQuota
+under ``policy.karmada.io`` (:mod:`policies.federated_quota`).
 
 In: the kinds' models (pydantic, from :mod:`controlplane.apis` and :mod:`policies`). Out:
 :func:`gpufed_resources` for the hub's registry; :func:`gpufed_resource_types` with any models
@@ -54,10 +55,12 @@ def gpufed_resource_types(
     work_model: type[BaseModel] | None,
     policy_models: Mapping[str, type[BaseModel] | None],
     policy_warnings: Warner | None = None,
+    federated_quota_model: type[BaseModel] | None = None,
 ) -> list[ResourceType]:
     """gpufed's own kinds with the given models (None = permissive) and the policy kinds'
     warnings hook; see gpufed_resources()."""
     from controlplane.apis import constants as c
+    from policies import federated_quota as frq
     from policies.defaulting import POLICY_DEFAULTS, name_denial
 
     types: list[ResourceType] = [
@@ -128,6 +131,14 @@ def gpufed_resource_types(
                     stored_as=c.POLICY_GROUP if group != c.POLICY_GROUP else None,
                 )
             )
+    # Karmada's own kind, served under its group only (gpufed has no version of it).
+    types.append(
+        ResourceType(
+            c.KARMADA_POLICY_GROUP, c.VERSION, frq.KIND, "federatedresourcequotas", "federatedresourcequota",
+            namespaced=True, categories=("karmada-io",), has_status=True, model=federated_quota_model,
+            defaults=frq.canonical_quantities, webhook_denial=frq.quota_denial,
+        )
+    )
     return types
 
 
@@ -138,6 +149,7 @@ def gpufed_resources() -> list[ResourceType]:
         ResourceBinding,
         Work,
     )
+    from policies.federated_quota import FederatedResourceQuota
     from policies.models import ClusterPropagationPolicy, PropagationPolicy
     from policies.override_models import ClusterOverridePolicy, OverridePolicy
     from policies.validation import validate_policy  # type: ignore[import-not-found,unused-ignore]
@@ -156,4 +168,5 @@ def gpufed_resources() -> list[ResourceType]:
             "ClusterOverridePolicy": ClusterOverridePolicy,
         },
         policy_warnings=policy_warnings,
+        federated_quota_model=FederatedResourceQuota,
     )
