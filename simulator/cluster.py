@@ -9,7 +9,9 @@ PyTorchJobs, MPIJobs, RayClusters and RayJobs into pods and keep their status
 (:mod:`simulator.controllers`, run by :mod:`simulator.controlling`), a garbage collector
 removes ReplicaSets and pods whose controller owner is gone, claims bind once their StorageClass
 exists (:mod:`simulator.volumes`), every namespace gets its ``default``
-ServiceAccount (the hub's :mod:`controlplane.controllers.serviceaccounts`), finished Jobs are deleted once
+ServiceAccount (the hub's :mod:`controlplane.controllers.serviceaccounts`), every ResourceQuota its
+``status.used`` (the hub's :mod:`controlplane.controllers.resourcequota`; the member's API refuses
+a pod past a quota with the hub's quota admission), finished Jobs are deleted once
 their ``ttlSecondsAfterFinished`` passes (:mod:`simulator.expiring`), and :meth:`metrics_text`
 renders the nodes' dcgm-exporter page (:mod:`simulator.dcgm`).
 
@@ -44,6 +46,7 @@ from typing import Any, Final
 from controlplane.apis.events import EventType
 from controlplane.apis.kube.namespaces import SYSTEM_NAMESPACES
 from controlplane.controllers.informing import Informer
+from controlplane.controllers.resourcequota import ResourceQuotaController
 from controlplane.controllers.serviceaccounts import ServiceAccountsController
 from controlplane.lifecycle import Service
 from controlplane.objectclient import ObjectClient, WatchEventType, errors
@@ -130,6 +133,8 @@ class SimulatedCluster(Service):
         self.service_accounts = (
             ServiceAccountsController(objects) if registry.for_kind("v1", "ServiceAccount") is not None else None
         )
+        #: kube-controller-manager's resourcequota controller: each quota's ``status.used``.
+        self.quotas = ResourceQuotaController(objects) if registry.for_kind("v1", "ResourceQuota") is not None else None
         jobs = self.controllers.informers.get("Job")
         self.finished_jobs = FinishedJobsCleaner(objects, jobs, clock=self.clock) if jobs is not None else None
         self._schedule_wake = asyncio.Event()
@@ -167,6 +172,8 @@ class SimulatedCluster(Service):
             tasks.append(group.create_task(self.controllers.retry_loop(), name="controller-retries"))
             if self.service_accounts is not None:
                 tasks.append(group.create_task(self.service_accounts.run(), name="serviceaccounts"))
+            if self.quotas is not None:
+                tasks.append(group.create_task(self.quotas.run(), name="resourcequota"))
             if self.claim_binder is not None:
                 tasks.append(group.create_task(self.claim_binder.run(), name="persistentvolume-binder"))
             if self.events is not None:

@@ -15,7 +15,8 @@ comes back with its objects and their resourceVersions, like a real cluster's et
 Pod logs (``pods/<name>/log``, :mod:`simulator.podlogs`) are generated lines, ``pods/<name>/exec``
 runs a small command set and ``attach`` streams the container's output, over WebSockets
 (:mod:`simulator.podexec`), a pod whose ServiceAccount is missing is refused as kube's admission
-refuses it (:mod:`simulator.admitting`), ``pods/<name>/portforward`` echoes on every port
+refuses it (:mod:`simulator.admitting`), and so is a write past a ResourceQuota (the hub's
+:mod:`controlplane.apiserver.quotaadmission`), ``pods/<name>/portforward`` echoes on every port
 (:mod:`simulator.portforward`), the resource metrics API (``metrics.k8s.io/v1beta1``,
 :mod:`simulator.podmetrics`) modelled usage; the server
 records its recent callers (peer address and ``Impersonate-*`` headers) at
@@ -52,6 +53,7 @@ from controlplane.apiserver.auth.static import StaticTokenAuthenticator, load_or
 from controlplane.apiserver.health import HealthEndpoints
 from controlplane.apiserver.kubeconfig import write_kubeconfig
 from controlplane.apiserver.objects import ObjectStore
+from controlplane.apiserver.quotaadmission import QuotaAdmission
 from controlplane.apiserver.tls import ensure_pki
 from controlplane.lifecycle import ShutdownOnce
 from controlplane.storage.interface import KeyValue
@@ -161,6 +163,8 @@ class SimServer(ShutdownOnce):
         self.store = MemoryStore()
         self.objects = ObjectStore(self.store, member_registry(without=frozenset(config.profile.unservedResources)))
         admit_pods(self.objects, self.objects.check_creates)
+        # kube-apiserver's ResourceQuota admission: a pod past a quota in its namespace is refused.
+        self.objects.admit_writes(QuotaAdmission(self.objects))
         self.cluster = SimulatedCluster(
             config.profile, self.objects, time_scale=config.time_scale, seed=config.seed, scoring=config.scoring
         )
