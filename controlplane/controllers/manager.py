@@ -2,6 +2,7 @@
 
 In: an :class:`ObjectClient` (in-process, no HTTP) and :class:`ControllerSettings`. Out:
 the detector, scheduler, binding, status, graceful eviction, dependencies (``propagateDeps``),
+FederatedResourceQuota (its Works and status),
 deletion, ttl-after-finished and rollout-history controllers running, sharing one informer per kind, and the
 garbage collector (ownerReferences), which watches every kind with informers of its own.
 
@@ -32,6 +33,7 @@ from controlplane.controllers.deleting import DeletionController
 from controlplane.controllers.dependencies import DependenciesController
 from controlplane.controllers.detecting import Detector
 from controlplane.controllers.evicting import GracefulEvictionController
+from controlplane.controllers.federatedquotas import FederatedQuotaController
 from controlplane.controllers.finishedjobs import FinishedJobsController
 from controlplane.controllers.garbagecollecting import GarbageCollector
 from controlplane.controllers.hpascaletargets import HPAScaleTargetMarker
@@ -107,6 +109,7 @@ class ControllerManager(Service):
         dependencies = DependenciesController(ctx)
         selectors = PolicySelectorsController(ctx)
         rebalancers = RebalancerController(ctx)
+        federated_quotas = FederatedQuotaController(ctx)
         finished_jobs = FinishedJobsController(ctx)
         hpa_targets = HPAScaleTargetMarker(ctx)
         admission = AdmissionController(ctx, metrics=self.queue_metrics)
@@ -130,7 +133,7 @@ class ControllerManager(Service):
         customizations = CustomizationsController(ctx, reinterpret)
         loops: list[ReconcileLoop[Any]] = [
             customizations.loop, detector.loop, scheduler.loop, binder.loop, status.loop, evictions.loop,
-            *dependencies.loops, deletion.loop, selectors.loop, rebalancers.loop, finished_jobs.loop,
+            *dependencies.loops, deletion.loop, selectors.loop, rebalancers.loop, federated_quotas.loop, finished_jobs.loop,
             hpa_targets.loop, admission.loop, resource_in_use.loop, history.loop,
         ]
         self.context, self.scheduler, self.evictions = ctx, scheduler, evictions

@@ -1,0 +1,187 @@
+"""Karmada's FederatedResourceQuota sync and status controllers, as one loop per quota.
+
+In: ``policy.karmada.io/v1alpha1`` FederatedResourceQuotas, the Clusters, and the Works this
+controller wrote (labelled as Karmada labels them: ``federatedresourcequota.karmada.io/namespace``
+and ``/name``). Out:
+
+* **sync** (Karmada 1.14): for each cluster ``spec.staticAssignments`` lists and the hub has, a Work
+  in ``gpufed-es-<cluster>`` named ``<namespace>-<name>-resourcequota`` carrying a ``v1``
+  ResourceQuota named as the FederatedResourceQuota, in its namespace, with the cluster's
+  ``hard`` (:func:`policies.federated_quota.member_quotas`). A changed assignment rewrites the
+  Work; a cluster no longer listed (or gone) loses it, and so does every cluster once the quota is
+  deleted. A cluster that joins later gets its Work then. The agent creates the namespace in the
+  member before the quota, as for any Work, and the member's own quota admission enforces it.
+* **status**: from each applied Work's manifest status (the member ResourceQuota's ``status``, as
+  the agent reports it), ``status.aggregatedStatus`` by cluster, ``status.overall`` (=
+  ``spec.overall``) and ``status.overallUsed`` (the clusters' ``used`` summed), written only when
+  it changed (:func:`policies.federated_quota.quota_status`).
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from collections.abc import Hashable, Iterable
+from typing import Any, Final
+
+from controlplane.apis import constants as c
+from controlplane.apis.views import WorkView
+from controlplane.apis.work_v1alpha1 import API_VERSION as WORK_API_VERSION
+from controlplane.apis.work_v1alpha1 import WORK_KIND, ConditionType
+from controlplane.controllers.context import ControllerContext
+from controlplane.controllers.reconciling import KeyedController
+from controlplane.controllers.workloads import is_deleting
+from controlplane.controllers.works import cluster_of_namespace, work_name
+from controlplane.objectclient import WatchEventType, errors
+from policies.federated_quota import API_VERSION, KIND, member_quotas, quota_status
+
+log = logging.getLogger(__name__)
+
+#: Karmada's labels on a quota's Works (``util.FederatedResourceQuotaNamespaceLabel``, ``...NameLabel``).
+LABEL_QUOTA_NAMESPACE: Final = "federatedresourcequota.karmada.io/namespace"
+LABEL_QUOTA_NAME: Final = "federatedresourcequota.karmada.io/name"
+_INDEX_QUOTA: Final = "federated-resource-quota"
+CONFLICT_RETRY_SECONDS: Final = 0.2
+
+QuotaKey = tuple[str, str]
+
+
+def quota_of_work(work: dict[str, Any]) -> QuotaKey | None:
+    """(namespace, name) of the FederatedResourceQuota a Work carries the ResourceQuota of."""
+    labels = WorkView(work).labels
+    namespace, name = labels.get(LABEL_QUOTA_NAMESPACE), labels.get(LABEL_QUOTA_NAME)
+    return (str(namespace), str(name)) if namespace and name else None
+
+
+def _indexed(work: dict[str, Any]) -> Iterable[Hashable]:
+    key = quota_of_work(work)
+    return (key,) if key is not None else ()
+
+
+def quota_work(cluster: str, manifest: dict[str, Any]) -> dict[str, Any]:
+    """The Work that carries ``manifest`` (a member ResourceQuota) to ``cluster``."""
+    namespace, name = str(manifest["metadata"]["namespace"]), str(manifest["metadata"]["name"])
+    labels = {
+        LABEL_QUOTA_NAMESPACE: namespace, LABEL_QUOTA_NAME: name, c.LABEL_CLUSTER: cluster,
+        c.LABEL_MANAGED_BY: c.MANAGED_BY_VALUE,
+    }
+    metadata = {"name": work_name(namespace, name, "ResourceQuota"), "namespace": c.execution_namespace(cluster),
+                "labels": labels}
+    return {"apiVersion": WORK_API_VERSION, "kind": WORK_KIND, "metadata": metadata,
+            "spec": {"workload": {"manifests": [manifest]}}}
+
+
+def reported_status(work: dict[str, Any]) -> dict[str, Any] | None:
+    """The member ResourceQuota's status a Work reports, once the Work is applied (Karmada skips
+    Works not applied and Works without a manifest status)."""
+    view = WorkView(work)
+    applied = any(
+        cond.get("type") == ConditionType.APPLIED and cond.get("status") == "True"
+        for cond in (work.get("status") or {}).get("conditions") or ()
+    )
+    statuses = view.manifest_statuses
+    if not applied or not statuses:
+        return None
+    status = statuses[0].get("status")
+    return status if isinstance(status, dict) else {}
+
+
+class FederatedQuotaController(KeyedController[QuotaKey]):
+    """Reconciles FederatedResourceQuotas (keys: ``(namespace, name)``) into Works and a status."""
+
+    name = "federated-resource-quotas"
+
+    def __init__(self, ctx: ControllerContext) -> None:
+        super().__init__(ctx, workers=1)
+        self.rt = ctx.watch_kind(API_VERSION, KIND, self._on_quota)
+        ctx.works.add_index(_INDEX_QUOTA, _indexed)
+        ctx.works.add_handler(self._on_work)
+        ctx.clusters.add_handler(self._on_cluster)
+
+    async def _on_quota(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        meta = obj.get("metadata") or {}
+        await self.loop.add((str(meta.get("namespace") or ""), str(meta.get("name"))))
+
+    async def _on_work(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        key = quota_of_work(obj)
+        if key is not None and (event is not WatchEventType.MODIFIED or old is None or old.get("status") != obj.get("status")
+                                or old.get("spec") != obj.get("spec")):
+            await self.loop.add(key)
+
+    async def _on_cluster(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        if event is WatchEventType.MODIFIED or self.rt is None:
+            return
+        informer = self.ctx.informer_if_any(self.rt)
+        for quota in informer.items() if informer is not None else ():
+            meta = quota.get("metadata") or {}
+            await self.loop.add((str(meta.get("namespace") or ""), str(meta.get("name"))))
+
+    async def reconcile(self, key: QuotaKey) -> float | None:
+        ctx = self.ctx
+        if self.rt is None:
+            return None
+        namespace, name = key
+        quota = ctx.cached(self.rt, namespace, name)
+        works = list(ctx.works.by_index(_INDEX_QUOTA, key))
+        desired: dict[str, dict[str, Any]] = {}
+        if quota is not None and not is_deleting(quota):
+            desired = {
+                cluster: quota_work(cluster, manifest)
+                for cluster, manifest in member_quotas(quota).items()
+                if ctx.clusters.get(None, cluster) is not None
+            }
+        try:
+            for cluster, work in desired.items():
+                await self._write_work(cluster, work)
+        except errors.Conflict:
+            return CONFLICT_RETRY_SECONDS
+        for work in works:
+            meta = work["metadata"]
+            if cluster_of_namespace(str(meta.get("namespace") or "")) not in desired:
+                await ctx.delete(ctx.work_rt, meta.get("namespace"), str(meta["name"]))
+                log.info("work %s/%s of FederatedResourceQuota %s/%s deleted", meta.get("namespace"), meta["name"], *key)
+        if quota is None or is_deleting(quota):
+            return None
+        return await self._write_status(quota, works, set(desired))
+
+    async def _write_work(self, cluster: str, desired: dict[str, Any]) -> None:
+        ctx = self.ctx
+        namespace, name = desired["metadata"]["namespace"], desired["metadata"]["name"]
+        current = ctx.works.get(namespace, name)
+        if current is None:
+            await ctx.ensure_namespace(namespace)
+            try:
+                await ctx.objects.create(ctx.work_rt, desired)
+                log.info("work %s/%s of FederatedResourceQuota created", namespace, name)
+                return
+            except errors.AlreadyExists:
+                current = await ctx.get(ctx.work_rt, namespace, name)
+                if current is None:
+                    raise errors.conflict_modified(plural=ctx.work_rt.plural, group=ctx.work_rt.group, name=name) from None
+        labels = current["metadata"].get("labels") or {}
+        if current.get("spec") == desired["spec"] and all(labels.get(k) == v for k, v in desired["metadata"]["labels"].items()):
+            return
+        updated = copy.deepcopy(current)
+        updated["spec"] = desired["spec"]
+        updated["metadata"]["labels"] = {**labels, **desired["metadata"]["labels"]}
+        await ctx.objects.update(ctx.work_rt, updated)
+        log.info("work %s/%s of FederatedResourceQuota updated (cluster %s)", namespace, name, cluster)
+
+    async def _write_status(self, quota: dict[str, Any], works: list[dict[str, Any]], clusters: set[str]) -> float | None:
+        reported: dict[str, dict[str, Any]] = {}
+        for work in works:
+            cluster = cluster_of_namespace(str(work["metadata"].get("namespace") or ""))
+            status = reported_status(work)
+            if cluster in clusters and status is not None:
+                reported[cluster] = status
+        status = quota_status(quota, reported)
+        if status == (quota.get("status") or {}):
+            return None
+        assert self.rt is not None
+        try:
+            await self.ctx.objects.update_status(self.rt, {**quota, "status": status})
+        except errors.Conflict:
+            return CONFLICT_RETRY_SECONDS
+        except errors.NotFound:
+            return None
+        return None
