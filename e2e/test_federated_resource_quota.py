@@ -1,7 +1,7 @@
 """Karmada's FederatedResourceQuota, end to end: Karmada's own sample applies unchanged to the hub,
 member1 and member2 get a v1 ResourceQuota with their share (member3 is not in the fleet and gets
-nothing), member1's own quota admission keeps a Deployment past its share from starting there,
-and the hub's status shows what each member uses and the sum. Real hub on real etcd, two simulated
+nothing), member1's own quota admission keeps a Deployment past its share from starting there
+(the hub's Event says so), and the hub's status shows what each member uses and the sum. Real hub on real etcd, two simulated
 members named as in Karmada's samples, their agents, the real kubectl."""
 
 from __future__ import annotations
@@ -101,6 +101,13 @@ def test_karmadas_sample_splits_the_quota_and_members_enforce_it(fleet: tuple[Ku
     assert "exceeded quota: test, requested: cpu=8, used: cpu=16, limited: cpu=20" in message
     pods = member1.json("get", "pods", "-n", "test")["items"]
     assert len(pods) == 2, [p["metadata"]["name"] for p in pods]
+
+    def hub_says() -> str | None:
+        events = hub.json("get", "events", "-n", "test", "--field-selector", "reason=PodsNotStarting")["items"]
+        return next((e["message"] for e in events if "exceeded quota: test" in e["message"]), None)
+
+    said = wait_for(hub_says, timeout=90, what="the hub's PodsNotStarting Event")
+    assert said.startswith("cluster member1: 1 pod(s) cannot be created: FailedCreate: "), said
 
     def status() -> dict[str, Any] | None:
         found = (hub.json_or_none("get", "federatedresourcequota", "test", "-n", "test") or {}).get("status") or {}
