@@ -190,6 +190,8 @@ class HubConfig:
     graceful_eviction_timeout: int = 600
     #: Fleet admission: Kueue's fair sharing (--kueue-fair-sharing; off, as Kueue's fairSharing.enable).
     kueue_fair_sharing: bool = False
+    #: Karmada's FederatedQuotaEnforcement (--federated-quota-enforcement; off, as Karmada's alpha gate).
+    federated_quota_enforcement: bool = False
     #: Seconds a member may report replicas it cannot place before the hub moves them elsewhere.
     unschedulable_grace_seconds: float = 120.0
     #: Fleet admission: Kueue's waitForPodsReady timeout (0: off) and requeuing backoff.
@@ -477,6 +479,7 @@ class Hub(ShutdownOnce):
                 graceful_eviction_timeout_seconds=config.graceful_eviction_timeout,
                 unschedulable_grace_seconds=config.unschedulable_grace_seconds,
                 kueue_fair_sharing=config.kueue_fair_sharing,
+                federated_quota_enforcement=config.federated_quota_enforcement,
                 wait_for_pods_ready=config.wait_for_pods_ready,
             ),
             queue_metrics=self.metrics.queues,

@@ -7,8 +7,11 @@ unchanged. In: a FederatedResourceQuota as a dict. Out: its model (:class:`Feder
 Karmada's validating webhook (:func:`quota_denial`, with its messages), the quantities as kube
 stores them (:func:`canonical_quantities`), the member ResourceQuota each listed cluster gets
 (:func:`member_quotas`) and the status Karmada's status controller computes from what the members
-report (:func:`quota_status`). Pure: the sync and status controller is
-:mod:`controlplane.controllers.federatedquotas`.
+report (:func:`quota_status`), and, for Karmada's ``FederatedQuotaEnforcement``, what bindings take
+of a namespace's quota and the refusal of one that would take it past ``spec.overall``
+(:func:`binding_usage`, :func:`quota_refusal`). Pure: the sync and status controller is
+:mod:`controlplane.controllers.federatedquotas`, the check runs in the scheduler
+(:mod:`controlplane.scheduler.controller.quotas`).
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from controlplane.apis.kube.field import FieldError
 from controlplane.apis.kube.names import dns_label_errors
 from controlplane.apis.kube.validate_admin import quota_list_errors
 from controlplane.apis.meta import ObjectMeta, SpecModel, WireModel
-from controlplane.apis.quantity import QuantityError, canonical_quantity, parse_kube_quantity
+from controlplane.apis.quantity import KubeQuantity, QuantityError, canonical_quantity, parse_kube_quantity
 
 API_VERSION: Final = "policy.karmada.io/v1alpha1"
 KIND: Final = "FederatedResourceQuota"
@@ -242,11 +245,15 @@ def member_quotas(frq: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def quota_status(frq: Mapping[str, Any], reported: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+def quota_status(
+    frq: Mapping[str, Any], reported: Mapping[str, Mapping[str, Any]], *, bindings_use: quota.Usage | None = None
+) -> dict[str, Any]:
     """The status Karmada's status controller writes: ``overall`` (= ``spec.overall``),
     ``aggregatedStatus`` (each cluster's ResourceQuota status as its member reports it, by
     cluster name) and ``overallUsed`` (their ``used`` summed). ``reported``: cluster -> the
-    member ResourceQuota's status, for the clusters whose Work is applied."""
+    member ResourceQuota's status, for the clusters whose Work is applied. With
+    ``FederatedQuotaEnforcement``, ``overallUsed`` is what the namespace's bindings take
+    (``bindings_use``, :func:`namespace_usage`), as Karmada's enforcement controller writes it."""
     aggregated = []
     for cluster in sorted(reported):
         status = field.mapping(reported[cluster])
@@ -259,9 +266,70 @@ def quota_status(frq: Mapping[str, Any], reported: Mapping[str, Mapping[str, Any
     overall = field.mapping(field.mapping(frq.get("spec")).get("overall"))
     if overall:
         out["overall"] = dict(overall)
-    used = quota.written_list(_summed(item.get("used") for item in aggregated))
+    used = quota.written_list(
+        _summed(item.get("used") for item in aggregated) if bindings_use is None else bindings_use
+    )
     if used:
         out["overallUsed"] = used
     if aggregated:
         out["aggregatedStatus"] = aggregated
     return out
+
+
+# --- FederatedQuotaEnforcement (Karmada's alpha gate) ---------------------------------------
+
+
+def binding_usage(spec: Mapping[str, Any], clusters: Mapping[str, int] | None = None) -> quota.Usage:
+    """What a ResourceBinding takes of a namespace's quota, as Karmada's ResourceBinding webhook
+    counts it: its per-replica ``replicaRequirements.resourceRequest`` times the replicas its
+    ``spec.clusters`` (or ``clusters``, a decision not written yet) place."""
+    if clusters is None:
+        clusters = {
+            str(target.get("name")): int(target.get("replicas") or 0)
+            for target in field.items(spec.get("clusters")) if isinstance(target, Mapping)
+        }
+    replicas = sum(clusters.values())
+    request = quota.read_list(field.mapping(field.mapping(spec.get("replicaRequirements")).get("resourceRequest")))
+    if replicas <= 0 or not request:
+        return {}
+    return {name: KubeQuantity(amount.value * replicas, amount.format) for name, amount in request.items()
+            if amount.value > 0}
+
+
+def usage_growth(new: Mapping[str, KubeQuantity], old: Mapping[str, KubeQuantity]) -> quota.Usage:
+    """What ``new`` takes beyond ``old``, per resource (only what grows)."""
+    out: quota.Usage = {}
+    for name, amount in new.items():
+        before = old[name].value if name in old else 0
+        if amount.value > before:
+            out[name] = KubeQuantity(amount.value - before, amount.format)
+    return out
+
+
+def namespace_usage(specs: Iterable[Mapping[str, Any]]) -> quota.Usage:
+    """The bindings' usage summed (Karmada's enforcement controller's ``overallUsed``)."""
+    total: quota.Usage = {}
+    for spec in specs:
+        total = quota.add(total, binding_usage(spec))
+    return total
+
+
+def quota_refusal(
+    frq: Mapping[str, Any], used: Mapping[str, KubeQuantity], added: Mapping[str, KubeQuantity]
+) -> str | None:
+    """Karmada's refusal of a binding that adds ``added`` to a namespace using ``used``, when that
+    takes a resource ``spec.overall`` names past it; None when it fits. Resources ``overall`` does
+    not name, and those the binding does not grow, are not checked."""
+    meta = field.mapping(frq.get("metadata"))
+    overall = quota.read_list(field.mapping(field.mapping(frq.get("spec")).get("overall")))
+    for name, limit in overall.items():
+        grows = added.get(name)
+        if grows is None or grows.value <= 0:
+            continue
+        total = quota.add({name: used[name]} if name in used else {}, {name: grows})[name]
+        if total.value > limit.value:
+            return (
+                f"FederatedResourceQuota({meta.get('namespace')}/{meta.get('name')}) exceeded for resource {name}: "
+                f"requested sum {total}, limit {limit}."
+            )
+    return None

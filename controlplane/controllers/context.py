@@ -85,6 +85,9 @@ class ControllerSettings:
     """The same for ``cluster.gpufed.io/not-ready:NoExecute`` (``--default-not-ready-toleration-seconds``)."""
     kueue_fair_sharing: bool = False
     """Fleet admission with Kueue's fair sharing (``--kueue-fair-sharing``, Kueue's ``fairSharing.enable``)."""
+    federated_quota_enforcement: bool = False
+    """Karmada's ``FederatedQuotaEnforcement``: no decision takes a namespace past a
+    FederatedResourceQuota's ``overall`` (``--federated-quota-enforcement``)."""
     graceful_eviction_timeout_seconds: int = 600
     """How long a Gracefully evicted copy waits for its replacement to be Healthy when the policy
     sets no ``failover.*.gracePeriodSeconds`` (``--graceful-eviction-timeout``)."""

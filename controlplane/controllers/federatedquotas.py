@@ -14,7 +14,12 @@ and ``/name``). Out:
 * **status**: from each applied Work's manifest status (the member ResourceQuota's ``status``, as
   the agent reports it), ``status.aggregatedStatus`` by cluster, ``status.overall`` (=
   ``spec.overall``) and ``status.overallUsed`` (the clusters' ``used`` summed), written only when
-  it changed (:func:`policies.federated_quota.quota_status`).
+  it changed (:func:`policies.federated_quota.quota_status`). With ``--federated-quota-enforcement``
+  (Karmada's ``FederatedQuotaEnforcement``), ``status.overallUsed`` is what the namespace's
+  ResourceBindings take instead (their per-replica request times their placed replicas), recounted
+  when a binding's placement or request changes or it goes, as Karmada's enforcement controller
+  does; the scheduler holds back decisions past ``overall``
+  (:mod:`controlplane.scheduler.controller.quotas`).
 """
 
 from __future__ import annotations
@@ -25,15 +30,22 @@ from collections.abc import Hashable, Iterable
 from typing import Any, Final
 
 from controlplane.apis import constants as c
-from controlplane.apis.views import WorkView
+from controlplane.apis.views import BindingView, WorkView
 from controlplane.apis.work_v1alpha1 import API_VERSION as WORK_API_VERSION
 from controlplane.apis.work_v1alpha1 import WORK_KIND, ConditionType
-from controlplane.controllers.context import ControllerContext
+from controlplane.controllers.context import INDEX_NAMESPACE, ControllerContext
 from controlplane.controllers.reconciling import KeyedController
 from controlplane.controllers.workloads import is_deleting
 from controlplane.controllers.works import cluster_of_namespace, work_name
 from controlplane.objectclient import WatchEventType, errors
-from policies.federated_quota import API_VERSION, KIND, member_quotas, quota_status
+from policies.federated_quota import (
+    API_VERSION,
+    KIND,
+    binding_usage,
+    member_quotas,
+    namespace_usage,
+    quota_status,
+)
 
 log = logging.getLogger(__name__)
 
@@ -97,6 +109,9 @@ class FederatedQuotaController(KeyedController[QuotaKey]):
         ctx.works.add_index(_INDEX_QUOTA, _indexed)
         ctx.works.add_handler(self._on_work)
         ctx.clusters.add_handler(self._on_cluster)
+        self.enforcing = ctx.settings.federated_quota_enforcement
+        if self.enforcing:
+            ctx.bindings.add_handler(self._on_binding)
 
     async def _on_quota(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         meta = obj.get("metadata") or {}
@@ -115,6 +130,17 @@ class FederatedQuotaController(KeyedController[QuotaKey]):
         for quota in informer.items() if informer is not None else ():
             meta = quota.get("metadata") or {}
             await self.loop.add((str(meta.get("namespace") or ""), str(meta.get("name"))))
+
+    async def _on_binding(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        spec = BindingView(obj).spec
+        if old is not None and event is WatchEventType.MODIFIED and binding_usage(BindingView(old).spec) == binding_usage(spec):
+            return
+        namespace = str((obj.get("metadata") or {}).get("namespace") or "")
+        informer = self.ctx.informer_if_any(self.rt) if self.rt is not None else None
+        for quota in informer.items() if informer is not None else ():
+            meta = quota.get("metadata") or {}
+            if meta.get("namespace") == namespace:
+                await self.loop.add((namespace, str(meta.get("name"))))
 
     async def reconcile(self, key: QuotaKey) -> float | None:
         ctx = self.ctx
@@ -174,7 +200,11 @@ class FederatedQuotaController(KeyedController[QuotaKey]):
             status = reported_status(work)
             if cluster in clusters and status is not None:
                 reported[cluster] = status
-        status = quota_status(quota, reported)
+        bindings_use = None
+        if self.enforcing:
+            namespace = str(quota["metadata"].get("namespace") or "")
+            bindings_use = namespace_usage(BindingView(b).spec for b in self.ctx.bindings.by_index(INDEX_NAMESPACE, namespace))
+        status = quota_status(quota, reported, bindings_use=bindings_use)
         if status == (quota.get("status") or {}):
             return None
         assert self.rt is not None

@@ -200,6 +200,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="fleet quotas: Kueue's fair sharing (its fairSharing.enable): queues that borrow are "
                              "admitted by their dominant resource share over fairSharing.weight, and preempt within "
                              "the cohort by fair share (default off, as in Kueue)")
+    parser.add_argument("--federated-quota-enforcement", action="store_true",
+                        help="Karmada's FederatedQuotaEnforcement: no ResourceBinding is scheduled past the overall "
+                             "of a FederatedResourceQuota of its namespace (default off, as Karmada's alpha gate)")
     parser.add_argument("--graceful-eviction-timeout", type=_whole_seconds, default=600, metavar="SECONDS",
                         help="failover: how long an evicted copy keeps running while its replacement starts, "
                              "when the policy sets no failover gracePeriodSeconds (default 600)")
@@ -350,6 +353,7 @@ def hub_config(args: argparse.Namespace) -> HubConfig:
         unhealthy_fleet_threshold=args.unhealthy_fleet_threshold,
         graceful_eviction_timeout=args.graceful_eviction_timeout,
         kueue_fair_sharing=args.kueue_fair_sharing,
+        federated_quota_enforcement=args.federated_quota_enforcement,
         unschedulable_grace_seconds=args.unschedulable_grace_seconds,
         wait_for_pods_ready=wait_for_pods_ready(args),
         leader_lease_ttl=args.leader_lease_ttl,

@@ -45,7 +45,7 @@ def test_every_flag_sets_its_field(tmp_path: Path) -> None:
         "--service-cluster-ip-range", "10.200.0.0/16", "--service-node-port-range", "31000-31999",
         "--cluster-monitor-grace-period", "55", "--default-unreachable-toleration-seconds", "60",
         "--default-not-ready-toleration-seconds", "70", "--unhealthy-fleet-threshold", "0.4",
-        "--kueue-fair-sharing", "--graceful-eviction-timeout", "90", "--unschedulable-grace-seconds", "45",
+        "--kueue-fair-sharing", "--federated-quota-enforcement", "--graceful-eviction-timeout", "90", "--unschedulable-grace-seconds", "45",
         "--kueue-wait-for-pods-ready-timeout", "300", "--kueue-requeuing-backoff-base-seconds", "7",
         "--kueue-requeuing-backoff-max-seconds", "700", "--kueue-requeuing-backoff-limit-count", "3",
         "--kueue-requeuing-timestamp", "Creation",
@@ -67,7 +67,7 @@ def test_every_flag_sets_its_field(tmp_path: Path) -> None:
         service_cluster_ips=IPRange.parse("10.200.0.0/16"), service_node_ports=PortRange.parse("31000-31999"),
         cluster_monitor_grace_period=55.0, default_unreachable_toleration_seconds=60,
         default_not_ready_toleration_seconds=70, unhealthy_fleet_threshold=0.4, kueue_fair_sharing=True,
-        graceful_eviction_timeout=90, unschedulable_grace_seconds=45.0,
+        federated_quota_enforcement=True, graceful_eviction_timeout=90, unschedulable_grace_seconds=45.0,
         wait_for_pods_ready=WaitForPodsReady(
             timeout_seconds=300, backoff_base_seconds=7, backoff_max_seconds=700, backoff_limit_count=3,
             timestamp=RequeuingTimestamp.CREATION,

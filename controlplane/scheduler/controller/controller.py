@@ -66,6 +66,7 @@ from controlplane.scheduler.controller.evictions import FailoverEvictions, with_
 from controlplane.scheduler.controller.finished import finished_phase
 from controlplane.scheduler.controller.moves import UnschedulableMoves
 from controlplane.scheduler.controller.ownwrites import OwnPlacements
+from controlplane.scheduler.controller.quotas import QuotaEnforcement
 from controlplane.scheduler.controller.reading import (
     applied_condition,
     binding_key,
@@ -132,6 +133,7 @@ class SchedulerController(KeyedController[BindingKey]):
         self.evictions = FailoverEvictions(ctx)
         self.reclaims = ReclaimReplacements(ctx)
         self.returns = TierReturns(ctx, keeper=self.reserving, cache=self.cache)
+        self.quota_enforcement = QuotaEnforcement(ctx, self._requeue)
         self._unplaced: set[BindingKey] = set()
         # Bindings no node of the fleet could ever hold: looked at again only when the fleet's
         # capacity changes (a cluster's nodes, their labels, taints or allocatable), not on every report.
@@ -445,6 +447,10 @@ class SchedulerController(KeyedController[BindingKey]):
             await write_error(ctx, binding, f"the scheduler failed: {exc}")
             return UNPLACED_RETRY_SECONDS
         observe_scheduling_latency(time.perf_counter() - started, result=result.condition.reason)
+        refused = self.quota_enforcement.refusal(binding, result.clusters)
+        if refused is not None:  # FederatedQuotaEnforcement: the decision is not written (quotas.py)
+            await self.quota_enforcement.refuse(binding, refused)
+            return UNPLACED_RETRY_SECONDS
         # Every cluster due for eviction that the decision leaves gets an eviction task.
         evicted = {name: cause for name, cause in check.due.items() if name in previous and name not in result.clusters}
         waiting = {} if moved else moves
