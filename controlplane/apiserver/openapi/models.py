@@ -118,6 +118,11 @@ KIND_DESCRIPTIONS: dict[str, str] = {
         "(Karmada's apps.karmada.io kind); its status gives the result per workload, and it is deleted "
         "ttlSecondsAfterFinished after it finished."
     ),
+    "FederatedResourceQuota": (
+        "FederatedResourceQuota sets aggregate quota restrictions enforced per namespace across all clusters "
+        "(Karmada's policy.karmada.io kind): each cluster its staticAssignments list gets a ResourceQuota with its "
+        "share, and its status gives what each cluster uses."
+    ),
 }
 
 #: JSON-schema keywords kube's OpenAPI v2 dialect shares, kept as they are.

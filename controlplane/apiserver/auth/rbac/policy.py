@@ -226,6 +226,8 @@ def gpufed_cluster_roles() -> list[dict[str, Any]]:
         rule(READ, (CLUSTER_GROUP,), ("clusters", "clusters/status")),
         rule(("get", "list"), (REPORTS_GROUP,), ("wastereports",)),
         rule(READ, ("apps.karmada.io",), ("workloadrebalancers", "workloadrebalancers/status")),
+        # As kube's ResourceQuotas: everyone may read a namespace's, only cluster-admin writes them.
+        rule(READ, (KARMADA_POLICY_GROUP,), ("federatedresourcequotas", "federatedresourcequotas/status")),
         # Quotas: everyone may see the queues and why a workload waits (the status subresources too).
         rule(READ, (KUEUE_GROUP,), (*_KUEUE_KINDS, *(f"{p}/status" for p in _KUEUE_KINDS))),
         # ... and their pending workloads in order (Kueue's visibility API, its viewer roles' verbs):

@@ -366,3 +366,29 @@ async def test_a_list_or_watch_of_one_named_object_is_authorized_by_its_resource
         status, denied = await bob("GET", f"{configmaps}{selector}")
         assert status == 403, selector
         assert denied["message"].startswith('configmaps is forbidden: User "bob" cannot list resource "configmaps"')
+
+
+async def test_a_team_editor_reads_its_federated_quotas_and_cannot_change_them(
+    hub: Hub, session: aiohttp.ClientSession, admin: Client
+) -> None:
+    """As kube's ResourceQuotas: a namespace's readers see its FederatedResourceQuotas (and their
+    status), its editors cannot write them, the cluster admin does."""
+    await give_team_edit(admin, "team-a")
+    alice = Client(session, hub, await user_token(hub, "alice", "team-a"))
+    frq = "/apis/policy.karmada.io/v1alpha1/namespaces/team-a/federatedresourcequotas"
+
+    async def edit_is_aggregated() -> bool:
+        return await can(alice, access("list", "policy.karmada.io", "federatedresourcequotas", "team-a"))
+
+    await eventually(edit_is_aggregated)
+    quota = {"apiVersion": "policy.karmada.io/v1alpha1", "kind": "FederatedResourceQuota",
+             "metadata": {"name": "team", "namespace": "team-a"}, "spec": {"overall": {"cpu": "8"}}}
+    status, body = await alice("POST", frq, quota)
+    assert status == 403
+    assert body["message"] == (
+        'federatedresourcequotas.policy.karmada.io is forbidden: User "alice" cannot create resource '
+        '"federatedresourcequotas" in API group "policy.karmada.io" in the namespace "team-a"'
+    )
+    assert (await admin("POST", frq, quota))[0] == 201
+    assert (await alice("GET", f"{frq}/team"))[0] == 200
+    assert (await alice("GET", f"{frq}/team/status"))[0] == 200
