@@ -123,24 +123,23 @@ class FederatedQuotaController(KeyedController[QuotaKey]):
                                 or old.get("spec") != obj.get("spec")):
             await self.loop.add(key)
 
-    async def _on_cluster(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
-        if event is WatchEventType.MODIFIED or self.rt is None:
-            return
-        informer = self.ctx.informer_if_any(self.rt)
+    async def _requeue_quotas(self, namespace: str | None) -> None:
+        """Look again at every FederatedResourceQuota (of ``namespace``, when given)."""
+        informer = self.ctx.informer_if_any(self.rt) if self.rt is not None else None
         for quota in informer.items() if informer is not None else ():
             meta = quota.get("metadata") or {}
-            await self.loop.add((str(meta.get("namespace") or ""), str(meta.get("name"))))
+            if namespace is None or meta.get("namespace") == namespace:
+                await self.loop.add((str(meta.get("namespace") or ""), str(meta.get("name"))))
+
+    async def _on_cluster(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        if event is not WatchEventType.MODIFIED:  # a cluster joins (its Works are due) or leaves
+            await self._requeue_quotas(None)
 
     async def _on_binding(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         spec = BindingView(obj).spec
         if old is not None and event is WatchEventType.MODIFIED and binding_usage(BindingView(old).spec) == binding_usage(spec):
             return
-        namespace = str((obj.get("metadata") or {}).get("namespace") or "")
-        informer = self.ctx.informer_if_any(self.rt) if self.rt is not None else None
-        for quota in informer.items() if informer is not None else ():
-            meta = quota.get("metadata") or {}
-            if meta.get("namespace") == namespace:
-                await self.loop.add((namespace, str(meta.get("name"))))
+        await self._requeue_quotas(str((obj.get("metadata") or {}).get("namespace") or ""))
 
     async def reconcile(self, key: QuotaKey) -> float | None:
         ctx = self.ctx
