@@ -116,10 +116,11 @@ from controlplane.reports.api import ReportSource, waste_report_routes
 from controlplane.reports.sampling import DEFAULT_INTERVAL as DEFAULT_WASTE_SAMPLE_INTERVAL
 from controlplane.reports.sampling import WasteSampler
 from controlplane.storage.connecting import EtcdClientTls
-from controlplane.storage.embedded import EmbeddedEtcd, EtcdClientTransport
+from controlplane.storage.embedded import QUOTA_BACKEND_BYTES, EmbeddedEtcd, EtcdClientTransport
 from controlplane.storage.etcd import DEFAULT_MAX_RESPONSE_BYTES, EtcdStore
 from controlplane.storage.ledger import LedgerStore, WriteLedger
 from controlplane.storage.recent import RecentStore, RecentValues
+from controlplane.storage.spacekeeping import SpaceKeeper, SpacePolicy
 from controlplane.ui.serving import ui_public_paths, ui_routes
 
 log = logging.getLogger(__name__)
@@ -162,6 +163,8 @@ class HubConfig:
     etcd_max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
     #: The embedded etcd's executable (--etcd-binary); None: the best etcd found (etcdbinary.find_etcd).
     etcd_binary: Path | None = None
+    #: The etcd space checks and, for the embedded etcd, its quota and defragmentation (--etcd-defrag-*).
+    etcd_space: SpacePolicy = field(default_factory=SpacePolicy)
     #: Extra names/addresses for the serving certificate the hub issues (with a provided
     #: certificate: names it is checked for, with a warning when missing).
     tls_hosts: tuple[str, ...] = ()
@@ -299,6 +302,7 @@ class Hub(ShutdownOnce):
             self.etcd = EmbeddedEtcd(
                 state / "etcd", log_file=state / "etcd.log", binary=self.config.etcd_binary,
                 transport=self.config.embedded_etcd_transport,
+                quota_backend_bytes=self.config.etcd_space.quota_backend_bytes or QUOTA_BACKEND_BYTES,
             )
             url = await self.etcd.start()
             log.info("embedded etcd ready at %s (data in %s)", url, state / "etcd")
@@ -307,6 +311,9 @@ class Hub(ShutdownOnce):
             )
         await self.store.connect()
         await self.store.ping()
+        keeper = SpaceKeeper(self.store, policy=self.config.etcd_space, metrics=self.metrics.storage_size,
+                             embedded=self.etcd is not None)
+        self._background.append(asyncio.create_task(keeper.run(), name="etcd-space"))
 
         self.tokens = TokenStore(self.store)
         registry = hub_registry()

@@ -96,6 +96,7 @@ from controlplane.controllers.workqueuemetrics import WorkqueueMetrics
 from controlplane.reports.classify import DeviceState
 from controlplane.reports.rollups import CELL_GPU, CELL_USD, CellKey, cell_rates
 from controlplane.storage.ledger import WriteLedger
+from controlplane.storage.spacekeeping import StorageSizeMetrics
 
 logger = logging.getLogger(__name__)
 
@@ -201,6 +202,8 @@ class HubMetrics:
         counter = partial(Counter, namespace=NAMESPACE, registry=self.registry)
         gauge = partial(Gauge, namespace=NAMESPACE, registry=self.registry)
         histogram = partial(Histogram, namespace=NAMESPACE, registry=self.registry)
+        #: etcd's size, under kube-apiserver's name (controlplane.storage.spacekeeping).
+        self.storage_size = StorageSizeMetrics(self.registry)
         self.api_request_duration = histogram(
             "apiserver_request_duration_seconds",
             "Latency of hub API requests (watches excluded), by verb, API group, resource and HTTP code.",

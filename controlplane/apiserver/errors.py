@@ -43,6 +43,8 @@ class StatusReason(StrEnum):
     INTERNAL_ERROR = "InternalError"
     SERVICE_UNAVAILABLE = "ServiceUnavailable"
     TIMEOUT = "Timeout"
+    #: metav1.StatusReasonUnknown: no reason given (left out of the Status).
+    UNKNOWN = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +112,8 @@ class ApiError(Exception):
             "reason": str(self.reason),
             "code": self.code,
         }
+        if not self.reason:
+            del status["reason"]
         if details:
             status["details"] = details
         return status
@@ -250,6 +254,15 @@ class InternalError(ApiError):
     reason = StatusReason.INTERNAL_ERROR
 
 
+class StorageSpaceExceeded(ApiError):
+    """etcd's NOSPACE answer to a write, as kube-apiserver returns it: a 500 Status whose message
+    is etcd's error and that has no reason (kubectl prints ``Error from server: etcdserver: mvcc:
+    database space exceeded``)."""
+
+    code = 500
+    reason = StatusReason.UNKNOWN
+
+
 class Timeout(ApiError):
     code = 504
     reason = StatusReason.TIMEOUT
@@ -350,6 +363,9 @@ def from_storage_error(
             "e.g. move large data out of it",
             target=Target(name=name, group=group, kind=plural),
         )
+    if isinstance(exc, storage.NoSpace):
+        # kube-apiserver passes etcd's error through as a Status without a reason (ErrorToAPIStatus).
+        return StorageSpaceExceeded(str(exc))
     # The store's own message names its endpoint; it goes to the server log, not to clients
     # (at debug: the store logs one warning when etcd goes away and one when it is back).
     if isinstance(exc, storage.Unavailable):

@@ -82,6 +82,7 @@ from controlplane.lifecycle import Lifecycle
 from controlplane.pki import ca_files, ensure_certificate, load_or_create_ca
 from controlplane.processes import dying_with_parent
 from controlplane.storage.connecting import EtcdClientTls
+from controlplane.storage.datalock import DataDirBusy, DataLock
 from controlplane.storage.etcdbinary import EtcdBinary, EtcdBinaryError, find_etcd
 
 logger = logging.getLogger(__name__)
@@ -94,7 +95,8 @@ PKI_SUBDIR = "pki"
 #: The CN of the client certificate the launcher issues for the hub.
 CLIENT_COMMON_NAME = "gpufed-hub"
 LOG_TAIL_LINES = 30
-#: etcd's default quota, stated explicitly: the hub keeps JSON objects, not blobs.
+#: etcd's default quota, stated explicitly: the hub keeps JSON objects, not blobs
+#: (``gpufed controlplane --etcd-quota-backend-bytes``).
 QUOTA_BACKEND_BYTES = 2 * 1024**3
 AUTO_COMPACTION_RETENTION = "5m"
 #: The private directory of the client socket, under the data directory.
@@ -210,6 +212,7 @@ class EmbeddedEtcd(Lifecycle):
         stop_timeout: float = 10.0,
         unsafe_no_fsync: bool = False,
         transport: EtcdClientTransport = EtcdClientTransport.UNIX,
+        quota_backend_bytes: int = QUOTA_BACKEND_BYTES,
     ) -> None:
         # Absolute: etcd runs in the socket's directory, where a relative --data-dir would mean another place.
         self.data_dir = data_dir.absolute()
@@ -221,6 +224,8 @@ class EmbeddedEtcd(Lifecycle):
         self._stop_timeout = stop_timeout
         self._unsafe_no_fsync = unsafe_no_fsync
         self.transport = transport
+        self.quota_backend_bytes = quota_backend_bytes
+        self._lock: DataLock | None = None
         if transport is EtcdClientTransport.UNIX and not socket_path_fits(self.socket_path):
             logger.warning(
                 "the etcd client socket path %s is longer than %d bytes, the limit of a Unix socket path; "
@@ -281,6 +286,11 @@ class EmbeddedEtcd(Lifecycle):
             return self.client_url
         binary = await self._choose_binary()
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        if self._lock is None:
+            try:
+                self._lock = DataLock.take(self.data_dir, role="a hub's embedded etcd")
+            except DataDirBusy as exc:
+                raise EtcdStartError(f"cannot start etcd: {exc}") from None
         self.log_file.parent.mkdir(parents=True, exist_ok=True)
         tls = self.transport is EtcdClientTransport.TLS
         client_tls = await asyncio.to_thread(self._ensure_pki) if tls else None
@@ -320,6 +330,9 @@ class EmbeddedEtcd(Lifecycle):
         """Stop etcd: SIGTERM, wait, then SIGKILL. Safe to call when not running."""
         await self._terminate()
         self._client_url = None
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
 
     shutdown = stop
 
@@ -428,7 +441,7 @@ class EmbeddedEtcd(Lifecycle):
             "--initial-cluster-state=new",
             "--auto-compaction-mode=periodic",
             f"--auto-compaction-retention={AUTO_COMPACTION_RETENTION}",
-            f"--quota-backend-bytes={QUOTA_BACKEND_BYTES}",
+            f"--quota-backend-bytes={self.quota_backend_bytes}",
             "--log-level=warn",
             # Refuse to serve data that diverged from the peers' and keep checking while running.
             *binary.corruption_check_flags(),

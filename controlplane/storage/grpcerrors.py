@@ -12,7 +12,7 @@ from typing import Any
 
 from aetcd import rpc
 
-from controlplane.storage.interface import StorageError, TooLarge, Unavailable
+from controlplane.storage.interface import NoSpace, StorageError, TooLarge, Unavailable
 from controlplane.storage.paging import ResponseTooLarge
 
 _COMPACTED = "required revision has been compacted"
@@ -21,6 +21,8 @@ _FUTURE = "required revision is a future revision"
 _REQUEST_TOO_LARGE = "request is too large"
 #: gRPC's words for a response over the receive limit.
 _RESPONSE_TOO_LARGE = "larger than max"
+#: etcd's words for a write refused under the NOSPACE alarm (``rpctypes.ErrGRPCNoSpace``).
+NO_SPACE = "etcdserver: mvcc: database space exceeded"
 #: The calls that send a value: a size refusal of one of these is the value's fault.
 _WRITES = frozenset({"create", "update"})
 #: How gRPC reports a stream that a stopping etcd cut (see ``connection_dropped``).
@@ -99,6 +101,8 @@ def storage_error(what: str, exc: Any, *, endpoint: str, timeout: float) -> Exce
         return Unavailable(
             f"etcd at {endpoint} did not answer {what} within {timeout:g}s: {details}"
         )
+    if code == rpc.StatusCode.RESOURCE_EXHAUSTED and NO_SPACE in details:
+        return NoSpace(NO_SPACE)
     if what in _WRITES and (
         (code == rpc.StatusCode.INVALID_ARGUMENT and _REQUEST_TOO_LARGE in details)
         or code == rpc.StatusCode.RESOURCE_EXHAUSTED

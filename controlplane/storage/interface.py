@@ -58,6 +58,11 @@ class TooLarge(StorageError):
     """The store refused a write because the value (or the request) is over its size limit."""
 
 
+class NoSpace(StorageError):
+    """The store refused a write because its database reached its space quota (etcd's NOSPACE
+    alarm is raised); reads and deletes still work. The message is the store's own."""
+
+
 class Fenced(StorageError):
     """A leader-only write was refused because the writer's leadership term is over.
 

@@ -132,6 +132,41 @@ _response_bytes = whole_number(
 )
 
 
+#: The smallest backend quota the flag takes: etcd needs room for its own bookkeeping.
+MIN_QUOTA_BACKEND_BYTES = 1024 * 1024
+_quota_bytes = whole_number(MIN_QUOTA_BACKEND_BYTES, what="a number of bytes")
+
+
+def _defrag_ratio(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 1:
+        raise argparse.ArgumentTypeError(f"expected a ratio above 1 such as 2, not {text!r}")
+    return value
+
+
+def add_etcd_space_arguments(parser: argparse.ArgumentParser) -> None:
+    """The etcd quota and defragmentation flags (controlplane.storage.spacekeeping)."""
+    from controlplane.storage.embedded import QUOTA_BACKEND_BYTES
+    from controlplane.storage.spacekeeping import DEFAULT_CHECK_INTERVAL, DEFAULT_MIN_DB_BYTES, DEFAULT_RATIO
+
+    parser.add_argument("--etcd-quota-backend-bytes", type=_quota_bytes, default=None, metavar="BYTES",
+                        help="the embedded etcd's space quota, etcd's --quota-backend-bytes: at the quota etcd "
+                             f"refuses writes (NOSPACE) until space is freed (default {QUOTA_BACKEND_BYTES}, 2 GiB)")
+    parser.add_argument("--etcd-defrag-check-interval", type=_positive_seconds, default=DEFAULT_CHECK_INTERVAL,
+                        metavar="SECONDS",
+                        help="how often the hub reads etcd's size (apiserver_storage_size_bytes) and alarms, and "
+                             f"defragments the embedded etcd when due (default {DEFAULT_CHECK_INTERVAL:g})")
+    parser.add_argument("--etcd-defrag-min-db-bytes", type=_whole_number, default=DEFAULT_MIN_DB_BYTES,
+                        metavar="BYTES",
+                        help="defragment the embedded etcd only when its database file is at least this large "
+                             f"(default {DEFAULT_MIN_DB_BYTES}, 100 MiB)")
+    parser.add_argument("--etcd-defrag-ratio", type=_defrag_ratio, default=DEFAULT_RATIO, metavar="RATIO",
+                        help=f"... and more than RATIO times what it uses (default {DEFAULT_RATIO:g})")
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--state-dir", type=Path, default=Path(".gpufed"),
                         help="where the PKI, the embedded etcd's data and hub.kubeconfig live (default .gpufed)")
@@ -158,6 +193,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the largest etcd response the hub accepts; lists read etcd in pages of at most 500 "
                              "keys that shrink to fit under it (default 536870912, 512 MiB; keep it above etcd's "
                              "--max-request-bytes)")
+    add_etcd_space_arguments(parser)
     parser.add_argument("--tls-cert-file", type=Path, metavar="FILE",
                         help="serve this certificate (then any intermediate CA certificates) instead of issuing "
                              "one from the hub's own CA; read on every start")
@@ -301,6 +337,8 @@ def conflicting_flags(args: argparse.Namespace) -> str | None:
         return "--etcd-cafile/--etcd-certfile/--etcd-keyfile need --etcd-endpoints (the embedded etcd has its own)"
     if args.etcd_binary is not None and endpoints:
         return "--etcd-binary is for the embedded etcd; it cannot go with --etcd-endpoints"
+    if args.etcd_quota_backend_bytes is not None and endpoints:
+        return "--etcd-quota-backend-bytes is for the embedded etcd; set --quota-backend-bytes on your etcd instead"
     if args.embedded_etcd_transport != "unix" and endpoints:
         return "--embedded-etcd-transport is for the embedded etcd; it cannot go with --etcd-endpoints"
     if (args.tls_cert_file is None) != (args.tls_private_key_file is None):
@@ -326,10 +364,12 @@ def hub_config(args: argparse.Namespace) -> HubConfig:
     from controlplane.apiserver.serving import ServingLimits
     from controlplane.hub import HubConfig
     from controlplane.storage.connecting import EtcdClientTls
-    from controlplane.storage.embedded import EtcdClientTransport
+    from controlplane.storage.embedded import QUOTA_BACKEND_BYTES, EtcdClientTransport
     from controlplane.storage.etcd import DEFAULT_MAX_RESPONSE_BYTES
+    from controlplane.storage.spacekeeping import SpacePolicy
 
     host, port = args.listen
+    endpoints = etcd_endpoints(args)
     etcd_tls = None
     if args.etcd_cafile is not None:
         etcd_tls = EtcdClientTls(ca_file=args.etcd_cafile, cert_file=args.etcd_certfile, key_file=args.etcd_keyfile)
@@ -337,10 +377,16 @@ def hub_config(args: argparse.Namespace) -> HubConfig:
         state_dir=args.state_dir,
         host=host,
         port=port,
-        etcd_endpoints=etcd_endpoints(args),
+        etcd_endpoints=endpoints,
         etcd_tls=etcd_tls,
         etcd_binary=args.etcd_binary,
         embedded_etcd_transport=EtcdClientTransport(args.embedded_etcd_transport),
+        etcd_space=SpacePolicy(
+            check_interval=args.etcd_defrag_check_interval,
+            min_db_bytes=args.etcd_defrag_min_db_bytes,
+            ratio=args.etcd_defrag_ratio,
+            quota_backend_bytes=None if endpoints else args.etcd_quota_backend_bytes or QUOTA_BACKEND_BYTES,
+        ),
         tls_cert_file=args.tls_cert_file,
         tls_private_key_file=args.tls_private_key_file,
         tls_ca_file=args.tls_ca_file,

@@ -69,6 +69,7 @@ from controlplane.lifecycle import Lifecycle
 from controlplane.storage.connecting import EtcdClientTls
 from controlplane.storage.etcd import wire
 from controlplane.storage.etcd.calls import DEFAULT_MAX_RESPONSE_BYTES, EtcdCalls
+from controlplane.storage.etcd.maintenance import EtcdMaintenance
 from controlplane.storage.etcd.watching import compacted_revision, key_value, watch_range
 from controlplane.storage.grpcerrors import RevisionError, StreamEnded
 from controlplane.storage.interface import (
@@ -169,6 +170,11 @@ class EtcdStore(Lifecycle):
         another thread's loop needs its twin, opened (on first call) and closed in that loop.
         Like any store, it opens its watch channel only with a first watch."""
         return self._twin()
+
+    @property
+    def maintenance(self) -> EtcdMaintenance:
+        """etcd's Maintenance calls (sizes, defragmentation, alarms, snapshots) on this store's channel."""
+        return EtcdMaintenance(self._calls)
 
     @property
     def open_channels(self) -> int:
@@ -295,12 +301,13 @@ class EtcdStore(Lifecycle):
             mod_revision=revision,
         )
 
-    async def compact(self, revision: int) -> None:
-        """Compact etcd's history before ``revision``.
+    async def compact(self, revision: int, *, physical: bool = False) -> None:
+        """Compact etcd's history before ``revision``; ``physical``: return once the compacted
+        pages are free in the backend (what a defragmentation that follows needs).
 
         Compaction is cluster-wide: it also forgets history under other prefixes.
         """
-        request = rpc.CompactionRequest(revision=revision, physical=False)
+        request = rpc.CompactionRequest(revision=revision, physical=physical)
         try:
             await self._calls.kv("compact", "Compact", request, write=True)
         except RevisionError as exc:

@@ -98,6 +98,7 @@ class EtcdCalls:
         self._kv_encoded: dict[str, Unary] = {}
         self._watch_stub: Any = None
         self._lease_stub: Any = None
+        self._maintenance_stub: Any = None
         #: Open watch streams, cancelled by :meth:`close`.
         self.watch_calls: set[Any] = set()
         self.closed = False
@@ -119,6 +120,7 @@ class EtcdCalls:
                 for method, response in (("Txn", rpc.TxnResponse), ("Range", rpc.RangeResponse))
             }
             self._lease_stub = rpc.LeaseStub(self._channel)
+            self._maintenance_stub = rpc.MaintenanceStub(self._channel)
 
     @property
     def watches(self) -> Any:
@@ -147,7 +149,7 @@ class EtcdCalls:
         self.watch_calls.clear()
         channels = (self._channel, self._watch_channel)
         self._channel = self._watch_channel = None
-        self._kv = self._watch_stub = self._lease_stub = None
+        self._kv = self._watch_stub = self._lease_stub = self._maintenance_stub = None
         self._kv_encoded = {}
         for channel in channels:
             if channel is not None:
@@ -180,6 +182,21 @@ class EtcdCalls:
             return call(request, timeout=self.timeout)
 
         return await self.call(what, attempt, idempotent=False)
+
+    async def maintenance(self, what: str, method: str, request: Any, *, deadline: float | None = None) -> Any:
+        """Call the Maintenance service's ``method`` (``Status``, ``Defragment``, ``Alarm``) with
+        ``request``, under a gRPC ``deadline`` in seconds (default: the per-call one); retried like a read."""
+
+        def attempt() -> Awaitable[Any]:
+            call: Callable[..., Awaitable[Any]] = getattr(self._maintenance_stub, method)
+            return call(request, timeout=deadline or self.timeout)
+
+        return await self.call(what, attempt, idempotent=True)
+
+    def snapshot_stream(self) -> Any:
+        """A new Snapshot stream: etcd's whole backend, in chunks (no deadline: it may be large)."""
+        self.open()
+        return self._maintenance_stub.Snapshot(rpc.SnapshotRequest())
 
     def lease_stream(self) -> Any:
         """A new LeaseKeepAlive stream."""
