@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Sequence
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "up": ("gpufed.commands.up", "run a hub and a demo fleet of simulated GPU clusters with their agents"),
     "controlplane": ("gpufed.commands.controlplane", "run the hub: API server, controllers, embedded etcd if none given"),
+    "backup": ("gpufed.commands.backup", "save a snapshot of the hub's etcd, or restore a stopped hub's etcd from one"),
     "sim-cluster": ("gpufed.commands.simcluster", "run a simulated GPU member cluster"),
     "sim-fleet": ("gpufed.commands.simfleet", "run many hollow member clusters with their agents in one process (scale tests)"),
     "agent": ("gpufed.commands.agent", "run the member agent for one cluster"),

