@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from typing import Any
 
 from aetcd import rpc
 
@@ -49,25 +50,31 @@ class EtcdMaintenance:
 
     async def status(self) -> EtcdStatus:
         response = await self._calls.maintenance("status", "Status", rpc.StatusRequest())
-        alarms = await self._calls.maintenance(
-            "alarm list", "Alarm", rpc.AlarmRequest(action=rpc.AlarmRequest.GET, memberID=0, alarm=rpc.NONE)
-        )
         return EtcdStatus(
             db_size=int(response.dbSize),
             db_size_in_use=int(response.dbSizeInUse),
             revision=int(response.header.revision),
             cluster_id=int(response.header.cluster_id),
-            alarms=frozenset(rpc.AlarmType.Name(member.alarm) for member in alarms.alarms),
+            alarms=frozenset(rpc.AlarmType.Name(member.alarm) for member in await self._alarms()),
         )
+
+    async def _alarms(self) -> list[Any]:
+        """Every member's raised alarms (``AlarmMember``: memberID, alarm)."""
+        response = await self._calls.maintenance(
+            "alarm list", "Alarm", rpc.AlarmRequest(action=rpc.AlarmRequest.GET, memberID=0, alarm=rpc.NONE)
+        )
+        return list(response.alarms)
 
     async def defragment(self) -> None:
         await self._calls.maintenance("defragment", "Defragment", rpc.DefragmentRequest(), deadline=DEFRAGMENT_TIMEOUT)
 
     async def disarm_nospace(self) -> None:
-        """Disarm the NOSPACE alarm of every member (``etcdctl alarm disarm``): writes resume."""
-        await self._calls.maintenance(
-            "alarm disarm", "Alarm", rpc.AlarmRequest(action=rpc.AlarmRequest.DEACTIVATE, memberID=0, alarm=rpc.NOSPACE)
-        )
+        """Disarm the NOSPACE alarm of every member that raised it (as ``etcdctl alarm disarm``,
+        member by member: etcd deactivates an alarm only for the member it names): writes resume."""
+        for member in await self._alarms():
+            if member.alarm == rpc.NOSPACE:
+                request = rpc.AlarmRequest(action=rpc.AlarmRequest.DEACTIVATE, memberID=member.memberID, alarm=rpc.NOSPACE)
+                await self._calls.maintenance("alarm disarm", "Alarm", request)
 
     async def snapshot(self) -> AsyncIterator[tuple[bytes, int]]:
         """A consistent snapshot of etcd's backend: each chunk with the bytes still to come."""
