@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gpufed.argtypes import whole_number
+from gpufed.commands.controlplane import etcd_client_tls, etcd_endpoints
 from gpufed.commands.running import run_reporting
 
 if TYPE_CHECKING:
@@ -98,20 +99,15 @@ def _embedded_store(state_dir: Path) -> EtcdStore:
 
 
 def _external_store(args: argparse.Namespace) -> EtcdStore:
-    from controlplane.storage.connecting import EtcdClientTls
     from controlplane.storage.etcd import EtcdStore
 
-    endpoints = [e.strip() for e in args.etcd_endpoints.split(",") if e.strip()]
-    tls = None
-    if args.etcd_cafile is not None:
-        tls = EtcdClientTls(ca_file=args.etcd_cafile, cert_file=args.etcd_certfile, key_file=args.etcd_keyfile)
-    return EtcdStore(endpoints, tls=tls, retry_budget=5.0)
+    return EtcdStore(list(etcd_endpoints(args)), tls=etcd_client_tls(args), retry_budget=5.0)
 
 
 async def _save(args: argparse.Namespace) -> int:
     from controlplane.storage.snapshots import BackupError, save_snapshot
 
-    if args.etcd_endpoints.strip():
+    if etcd_endpoints(args):
         store = _external_store(args)
     elif args.etcd_cafile or args.etcd_certfile or args.etcd_keyfile:
         raise BackupError("--etcd-cafile/--etcd-certfile/--etcd-keyfile need --etcd-endpoints")

@@ -42,6 +42,7 @@ from gpufed.logging_setup import LEVELS, configure_logging
 
 if TYPE_CHECKING:
     from controlplane.hub import HubConfig
+    from controlplane.storage.connecting import EtcdClientTls
 
 log = logging.getLogger("gpufed.controlplane")
 
@@ -326,6 +327,15 @@ def etcd_endpoints(args: argparse.Namespace) -> tuple[str, ...]:
     return tuple(e.strip() for e in args.etcd_endpoints.split(",") if e.strip())
 
 
+def etcd_client_tls(args: argparse.Namespace) -> EtcdClientTls | None:
+    """The ``--etcd-cafile/--etcd-certfile/--etcd-keyfile`` flags (None without a CA)."""
+    from controlplane.storage.connecting import EtcdClientTls
+
+    if args.etcd_cafile is None:
+        return None
+    return EtcdClientTls(ca_file=args.etcd_cafile, cert_file=args.etcd_certfile, key_file=args.etcd_keyfile)
+
+
 def conflicting_flags(args: argparse.Namespace) -> str | None:
     """Flags that cannot work together, as the one-line error to print; None when they can."""
     endpoints = etcd_endpoints(args)
@@ -363,16 +373,13 @@ def hub_config(args: argparse.Namespace) -> HubConfig:
     """The hub's configuration from its parsed flags (``--listen`` already split in host and port)."""
     from controlplane.apiserver.serving import ServingLimits
     from controlplane.hub import HubConfig
-    from controlplane.storage.connecting import EtcdClientTls
     from controlplane.storage.embedded import QUOTA_BACKEND_BYTES, EtcdClientTransport
     from controlplane.storage.etcd import DEFAULT_MAX_RESPONSE_BYTES
     from controlplane.storage.spacekeeping import SpacePolicy
 
     host, port = args.listen
     endpoints = etcd_endpoints(args)
-    etcd_tls = None
-    if args.etcd_cafile is not None:
-        etcd_tls = EtcdClientTls(ca_file=args.etcd_cafile, cert_file=args.etcd_certfile, key_file=args.etcd_keyfile)
+    etcd_tls = etcd_client_tls(args)
     return HubConfig(
         state_dir=args.state_dir,
         host=host,
