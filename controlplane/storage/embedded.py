@@ -291,6 +291,13 @@ class EmbeddedEtcd(Lifecycle):
                 self._lock = DataLock.take(self.data_dir, role="a hub's embedded etcd")
             except DataDirBusy as exc:
                 raise EtcdStartError(f"cannot start etcd: {exc}") from None
+        try:
+            return await self._start(binary)
+        except BaseException:
+            self._release_lock()
+            raise
+
+    async def _start(self, binary: EtcdBinary) -> str:
         self.log_file.parent.mkdir(parents=True, exist_ok=True)
         tls = self.transport is EtcdClientTransport.TLS
         client_tls = await asyncio.to_thread(self._ensure_pki) if tls else None
@@ -330,11 +337,14 @@ class EmbeddedEtcd(Lifecycle):
         """Stop etcd: SIGTERM, wait, then SIGKILL. Safe to call when not running."""
         await self._terminate()
         self._client_url = None
-        if self._lock is not None:
-            self._lock.release()
-            self._lock = None
+        self._release_lock()
 
     shutdown = stop
+
+    def _release_lock(self) -> None:
+        lock, self._lock = self._lock, None
+        if lock is not None:
+            lock.release()
 
     # -- internals -----------------------------------------------------------------
 
