@@ -33,6 +33,7 @@ from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Gauge
 
+from controlplane.storage.embedded import QUOTA_BACKEND_BYTES
 from controlplane.storage.etcd import EtcdStore
 from controlplane.storage.etcd.maintenance import NOSPACE, EtcdStatus
 from controlplane.storage.interface import StorageError
@@ -52,6 +53,7 @@ class SpacePolicy:
     check_interval: float = DEFAULT_CHECK_INTERVAL
     min_db_bytes: int = DEFAULT_MIN_DB_BYTES
     ratio: float = DEFAULT_RATIO
+    #: The embedded etcd's quota (None: etcd's default, 2 GiB).
     quota_backend_bytes: int | None = None
 
     def wants_defragment(self, status: EtcdStatus) -> bool:
@@ -149,8 +151,8 @@ class SpaceKeeper:
         with contextlib.suppress(ValueError):
             await self._store.compact(status.revision, physical=True)
         after = await self._defragment()
-        quota = self.policy.quota_backend_bytes
-        if quota is not None and after.db_size_in_use >= quota:
+        quota = self.policy.quota_backend_bytes or QUOTA_BACKEND_BYTES
+        if after.db_size_in_use >= quota:
             logger.warning(
                 "etcd still uses %s of its %s quota after compaction and defragmentation; the NOSPACE alarm "
                 "stays: delete objects, or restart the hub with a larger --etcd-quota-backend-bytes",

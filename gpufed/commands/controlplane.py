@@ -373,7 +373,7 @@ def hub_config(args: argparse.Namespace) -> HubConfig:
     """The hub's configuration from its parsed flags (``--listen`` already split in host and port)."""
     from controlplane.apiserver.serving import ServingLimits
     from controlplane.hub import HubConfig
-    from controlplane.storage.embedded import QUOTA_BACKEND_BYTES, EtcdClientTransport
+    from controlplane.storage.embedded import EtcdClientTransport
     from controlplane.storage.etcd import DEFAULT_MAX_RESPONSE_BYTES
     from controlplane.storage.spacekeeping import SpacePolicy
 
@@ -392,7 +392,7 @@ def hub_config(args: argparse.Namespace) -> HubConfig:
             check_interval=args.etcd_defrag_check_interval,
             min_db_bytes=args.etcd_defrag_min_db_bytes,
             ratio=args.etcd_defrag_ratio,
-            quota_backend_bytes=None if endpoints else args.etcd_quota_backend_bytes or QUOTA_BACKEND_BYTES,
+            quota_backend_bytes=args.etcd_quota_backend_bytes,
         ),
         tls_cert_file=args.tls_cert_file,
         tls_private_key_file=args.tls_private_key_file,
