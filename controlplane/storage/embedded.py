@@ -39,6 +39,9 @@ Port 0 means "pick a free port" (over a Unix socket only the peer port is used).
 ports are remembered in ``<data_dir>/ports.json`` so a restart on the same directory comes
 back on the same client URL when the port is still free. etcd's own files live in ``<data_dir>/etcd``.
 
+While etcd runs, the launcher holds ``<data_dir>/lock`` (:mod:`controlplane.storage.datalock`):
+a second launcher on the same directory, or ``gpufed backup restore``, is refused.
+
 The server is a plain ``subprocess.Popen`` child, not an asyncio subprocess: it belongs
 to no event loop, so one launcher may be started and stopped from different loops (a
 test session does exactly that). It runs in its own session so that a Ctrl-C aimed at

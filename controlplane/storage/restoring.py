@@ -12,7 +12,8 @@ starts meanwhile):
    backend file (``etcd/member/snap/db``) reads the highest revision the old data reached.
 2. ``etcdutl snapshot restore`` writes a new data directory beside the old one (its integrity
    hash checked).
-3. The revision bump. Clients (agents' informers, controllers, ``kubectl get -w``) hold
+3. The revision bump (after revoking the snapshot's etcd leases: their holders, the replaced
+   data's hub replicas, are stopped, and the restarted hub should not wait out the old leader's). Clients (agents' informers, controllers, ``kubectl get -w``) hold
    resourceVersions of the old data, newer than the snapshot's revision. Resumed as they are,
    they would skip or misread the writes of the restored history. kube's procedure restores
    with ``etcdutl snapshot restore --bump-revision N --mark-compacted``; etcdutl 3.5.1 has
@@ -26,7 +27,7 @@ starts meanwhile):
    ``etcd/`` always holds a whole data directory; the old one is then renamed aside.
 
 The hub's PKI, the embedded etcd's own certificates and its ports are untouched; what lives in
-etcd (objects, tokens, the leader lease) is the snapshot's.
+etcd (objects, tokens) is the snapshot's.
 """
 
 from __future__ import annotations
@@ -127,6 +128,10 @@ async def _bump_and_compact(data_dir: Path, target: int, say: Say) -> int:
     try:
         store = EtcdStore([url], prefix=BUMP_PREFIX, tls=etcd.client_tls)
         async with store:
+            # The leases were held by the processes of the replaced data, all stopped: the restarted
+            # hub need not wait out the old leader lease.
+            for lease in await store.lease_ids():
+                await store.revoke_lease(lease)
             reached = await _bump(store, target, say)
             say(f"compacting at revision {reached}: clients holding an older resourceVersion relist")
             await store.compact(reached, physical=True)

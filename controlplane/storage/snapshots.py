@@ -79,7 +79,10 @@ async def etcdutl(*args: str) -> str:
 
 async def snapshot_status(path: Path) -> SnapshotSummary:
     """What ``etcdutl snapshot status`` reads from a snapshot (or an etcd backend file)."""
-    text = await etcdutl("snapshot", "status", str(path), "--write-out=json")
+    try:
+        text = await etcdutl("snapshot", "status", str(path), "--write-out=json")
+    except BackupError as exc:
+        raise BackupError(f"{path} is not a readable etcd snapshot ({exc})") from None
     try:
         data = json.loads(text)
         return SnapshotSummary(

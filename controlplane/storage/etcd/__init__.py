@@ -351,6 +351,11 @@ class EtcdStore(Lifecycle):
             if "lease not found" not in str(exc):
                 raise
 
+    async def lease_ids(self) -> tuple[int, ...]:
+        """Every lease etcd holds (``etcdctl lease list``), whoever granted it."""
+        response = await self._calls.lease("lease_ids", "LeaseLeases", rpc.LeaseLeasesRequest())
+        return tuple(int(lease.ID) for lease in response.leases)
+
     # -- watch ---------------------------------------------------------------------
 
     def watch(self, prefix: str, *, from_revision: int) -> AsyncIterator[WatchEvent]:
