@@ -66,6 +66,8 @@ async def _informer_sees_the_restore(
 
         hub = next(proc for proc in processes.processes if proc.name == "hub" and proc.alive())
         await asyncio.to_thread(hub.stop)
+        not_running = await asyncio.to_thread(_gpufed, "backup", "save", str(snapshot) + ".2", "--state-dir", str(state))
+        assert not_running.returncode == 1 and "is not running: start it" in not_running.stderr, not_running.stderr
         restored = await asyncio.to_thread(_gpufed, "backup", "restore", str(snapshot), "--state-dir", str(state))
         assert restored.returncode == 0, restored.stderr
         assert "REVISION" in restored.stdout
