@@ -47,7 +47,13 @@ from pathlib import Path
 from controlplane.storage.datalock import DataDirBusy, DataLock
 from controlplane.storage.embedded import ETCD_SUBDIR, PORTS_FILE, EmbeddedEtcd, EtcdStartError
 from controlplane.storage.etcd import EtcdStore
-from controlplane.storage.snapshots import BackupError, SnapshotSummary, etcdutl, snapshot_status
+from controlplane.storage.snapshots import (
+    BackupError,
+    SnapshotSummary,
+    etcdutl,
+    snapshot_status,
+    sync_directory,
+)
 
 #: Revisions added past the old backend file's highest: etcd commits its backend every 100 ms,
 #: so a hub killed outright may have applied (and answered with) revisions its file lacks;
@@ -191,11 +197,7 @@ async def _restore(snapshot: Path, etcd_dir: Path, *, bump_revision: int | None,
             restored.rename(previous)
         else:
             restored.rename(current)
-        descriptor = os.open(etcd_dir, os.O_RDONLY | os.O_DIRECTORY)
-        try:
-            os.fsync(descriptor)
-        finally:
-            os.close(descriptor)
+        sync_directory(etcd_dir)
         return RestoreOutcome(snapshot=summary, revision=revision, previous=previous)
     finally:
         with contextlib.suppress(OSError):

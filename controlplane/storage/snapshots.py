@@ -93,7 +93,8 @@ async def snapshot_status(path: Path) -> SnapshotSummary:
         raise BackupError(f"{path} is not an etcd snapshot (etcdutl snapshot status: {text.strip()[:200]})") from None
 
 
-def _sync_directory(directory: Path) -> None:
+def sync_directory(directory: Path) -> None:
+    """Make the renames in ``directory`` durable."""
     descriptor = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
     try:
         os.fsync(descriptor)
@@ -142,7 +143,7 @@ async def save_snapshot(
                 os.link(partial, target)  # fails, rather than replaces, if the file appeared meanwhile
             except FileExistsError:
                 raise BackupError(f"{target} already exists; pass --force to replace it") from None
-        _sync_directory(target.parent)
+        sync_directory(target.parent)
         return summary
     finally:
         with contextlib.suppress(FileNotFoundError):
