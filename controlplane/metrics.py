@@ -41,6 +41,9 @@ Metrics (all prefixed ``gpufed_``):
 * ``workqueue_*{name}`` (client-go's names, no prefix) -- every controller's work queue: adds,
   depth, queue and work durations, retries, work in progress
   (:mod:`controlplane.controllers.workqueuemetrics`);
+* ``apiserver_storage_size_bytes{storage_cluster_id}`` (kube's name, no prefix) and
+  ``etcd_db_size_in_use_bytes{storage_cluster_id}`` -- etcd's database file and what it uses
+  (:mod:`controlplane.storage.spacekeeping`);
 * ``waste_samples_total{result}`` and ``waste_sample_duration_seconds`` -- the sampler itself;
 * ``storage_writes_total{resource,subresource,writer,verb}`` -- every etcd write of the API and
   the controllers, by who wrote (``admin``, ``agent``, ``controller:status``...) and

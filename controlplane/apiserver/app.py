@@ -206,7 +206,7 @@ async def status_middleware(request: web.Request, handler: Handler) -> web.Strea
         return _negotiated(request, _error_response(exc, request.get(WARNINGS)))
     except (storage.Unavailable, storage.NoSpace) as exc:
         # Reached from outside the object layer (e.g. a token lookup); same answer as there.
-        logger.debug("store unavailable serving %s %s: %s", request.method, request.path, exc)
+        logger.debug("store refused %s %s: %s", request.method, request.path, exc)
         api_error = errors.from_storage_error(exc, plural="", group="")
         code = api_error.code
         return _error_response(api_error)
