@@ -53,7 +53,7 @@ from controlplane.leader.fencing import FencedStore
 from controlplane.leader.renewing import RenewalThread
 from controlplane.lifecycle import Service
 from controlplane.storage.etcd import EtcdStore
-from controlplane.storage.interface import AlreadyExists, EventType, KeyValue, NotFound, StorageError
+from controlplane.storage.interface import AlreadyExists, EventType, NotFound, StorageError
 
 log = logging.getLogger(__name__)
 
@@ -188,17 +188,21 @@ class LeaderElector(Service):
             raise
         else:
             return Term(self.identity, created.create_revision, lease_id, acquired)
+        # The key is written once per term, so its own revision falls out of etcd's history at the
+        # next compaction: the watch starts after the revision the key was read at instead.
+        read_at = await self.store.current_revision()
         try:
             holder = await self.store.get(self.key)
         except NotFound:
             return None  # it went in between: campaign again at once
         await self._set_leader(holder_of(holder.value))
-        await self._wait_for_vacancy(holder)
+        await self._wait_for_vacancy(max(read_at, holder.mod_revision))
         return None
 
-    async def _wait_for_vacancy(self, holder: KeyValue) -> None:
-        """Return when the leader key is deleted, or after ``ttl`` seconds, or on shutdown."""
-        events = self.store.watch(self.key, from_revision=holder.mod_revision + 1)
+    async def _wait_for_vacancy(self, seen: int) -> None:
+        """Return when the leader key is deleted after revision ``seen``, or after ``ttl`` seconds,
+        or on shutdown."""
+        events = self.store.watch(self.key, from_revision=seen + 1)
 
         async def deleted() -> None:
             async for event in events:

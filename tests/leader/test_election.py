@@ -117,6 +117,28 @@ async def test_resignation_hands_over_at_once(stores: Callable[[], Awaitable[Etc
     await b.elector.shutdown()
 
 
+async def test_a_follower_of_a_leader_key_older_than_etcds_history_waits_quietly(
+    stores: Callable[[], Awaitable[EtcdStore]], caplog: pytest.LogCaptureFixture
+) -> None:
+    """The leader key is written once per term; after the periodic compaction has passed its
+    revision a follower still watches it (from the revision it read at), not retrying in a loop."""
+    a, b = Replica(await stores(), "a"), Replica(await stores(), "b")
+    a.start()
+    await asyncio.wait_for(a.elector.wait_leading(), TAKEOVER_LIMIT)
+    other = await stores()
+    for i in range(3):
+        await other.create(f"/objects/later-{i}", b"1")
+    await other.compact(await other.current_revision())
+    caplog.set_level("WARNING", logger="controlplane.leader")
+    b.start()
+    await eventually(lambda: b.elector.leader == "a", what="b to see a as leader")
+    await asyncio.sleep(0.5)  # long enough for a failing watch to be retried at least once
+    assert not [r.getMessage() for r in caplog.records if "etcd call failed" in r.getMessage()]
+    await a.elector.shutdown()
+    await eventually(lambda: b.elector.is_leader, what="b to take over after a resigned", limit=TTL)
+    await b.elector.shutdown()
+
+
 async def test_a_leader_that_loses_its_key_steps_down_and_campaigns_again(
     stores: Callable[[], Awaitable[EtcdStore]],
 ) -> None:
