@@ -3,14 +3,17 @@ policy validation, lumberjack's rotation): pure, no hub."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 from pathlib import Path
 from typing import Any
 
 import pytest
+from aiohttp.test_utils import make_mocked_request
 
 from controlplane.apiserver.audit import AuditLog, AuditPolicy, Level, PolicyError, Stage
+from controlplane.apiserver.audit.recording import _attempted_authentication
 from controlplane.apiserver.identity import RequestAttributes, Role, UserInfo
 
 ALICE = UserInfo(name="alice", role=Role.USER, user_groups=("team-a", "system:authenticated"))
@@ -111,3 +114,20 @@ async def test_the_log_appends_json_lines_to_a_private_file_and_rotates_it(tmp_p
     seen = [json.loads(line)["auditID"] for f in [*backups, current] for line in f.read_text().splitlines()]
     assert seen == [str(i) for i in range(12 - len(seen), 12)]  # in order, the newest kept, none torn
     assert all(f.stat().st_size <= 300 for f in [*backups, current])
+
+
+@pytest.mark.parametrize(
+    ("headers", "query", "message"),
+    [
+        ({}, "", "Authentication failed, no credentials provided"),
+        ({"Authorization": "Bearer abc"}, "", "Authentication failed, attempted: bearer"),
+        ({"Authorization": "Basic " + base64.b64encode(b"u:p").decode()}, "", "Authentication failed, attempted: basic"),
+        ({"Authorization": "Basic not-base64!"}, "", "Authentication failed, no credentials provided"),
+        ({"Authorization": "Bearer"}, "?access_token=t", "Authentication failed, attempted: access_token"),
+    ],
+)
+def test_a_failed_authentications_event_names_the_credentials_tried_as_kube(
+    headers: dict[str, str], query: str, message: str
+) -> None:
+    request = make_mocked_request("GET", "/api/v1/pods" + query, headers=headers)
+    assert _attempted_authentication(request) == message

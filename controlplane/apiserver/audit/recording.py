@@ -22,6 +22,7 @@ In: the request, its response, the policy. Out: events to the audit backends (:m
 
 from __future__ import annotations
 
+import base64
 import contextvars
 import datetime as dt
 import uuid
@@ -35,6 +36,7 @@ from aiohttp.typedefs import Handler
 from controlplane.apiserver import errors
 from controlplane.apiserver.audit.policy import AuditPolicy, Decision, Level, Stage
 from controlplane.apiserver.audit.union import AuditBackends
+from controlplane.apiserver.clientcertificates import peer_certificate
 from controlplane.apiserver.handlers import REQUEST_INFO
 from controlplane.apiserver.identity import Decision as AuthorizationDecision
 from controlplane.apiserver.identity import RequestAttributes, Role, UserInfo, user_info_document
@@ -156,6 +158,13 @@ class Auditor:
         decision = self._decide(request)
         if decision.level is Level.NONE or request[_STATE].get("rejected"):
             return
+        if code == 401 and REQUEST_ATTRIBUTES not in request:
+            # kube's failed-authentication audit: one ResponseStarted event naming what was tried.
+            if decision.records(Stage.RESPONSE_STARTED):
+                event = self._event(request, decision, Stage.RESPONSE_STARTED, None, None, {})
+                event["responseStatus"] = {"metadata": {}, "message": _attempted_authentication(request), "code": 401}
+                await self.log.process(event)
+            return
         if decision.records(Stage.REQUEST_RECEIVED):
             await self._received(request, decision)  # the answer stands whatever the backends say
         stage = Stage.PANIC if PANIC in request else Stage.RESPONSE_COMPLETE
@@ -212,6 +221,34 @@ class Auditor:
         if merged and stage is not Stage.REQUEST_RECEIVED:
             event["annotations"] = merged
         return event
+
+
+def _attempted_authentication(request: web.Request) -> str:
+    """kube's message of a failed authentication's event: the credentials the request carried."""
+    methods = []
+    authorization = request.headers.get("Authorization", "").strip()
+    if _basic_credentials(authorization):
+        methods.append("basic")
+    parts = authorization.split(" ")
+    if len(parts) > 1 and parts[0].lower() == "bearer":
+        methods.append("bearer")
+    if request.query.get("access_token", "").strip():
+        methods.append("access_token")
+    if request.transport is not None and peer_certificate(request.transport.get_extra_info("ssl_object")):
+        methods.append("x509")
+    if methods:
+        return f"Authentication failed, attempted: {', '.join(methods)}"
+    return "Authentication failed, no credentials provided"
+
+
+def _basic_credentials(authorization: str) -> bool:
+    """Go's ``Request.BasicAuth``: ``Basic`` and base64 of ``user:password``."""
+    if authorization[:6].lower() != "basic ":
+        return False
+    try:
+        return b":" in base64.b64decode(authorization[6:], validate=True)
+    except ValueError:
+        return False
 
 
 def _panic_message(exc: BaseException) -> str:
