@@ -18,6 +18,7 @@ from controlplane.apiserver.crd.types import crd_resource_type
 from controlplane.apiserver.kinds import aggregator_resources, builtin_kind_resources, gpu_workload_resources
 from controlplane.apiserver.kinds.gpufed import gpufed_resources
 from controlplane.apiserver.kinds.karmada_apps import karmada_apps_resources
+from controlplane.apiserver.kinds.karmada_autoscaling import karmada_autoscaling_resources
 from controlplane.apiserver.kinds.karmada_config import interpreter_customization_resources
 from controlplane.apiserver.kinds.kueue import kueue_resources
 from controlplane.apiserver.resources import (
@@ -50,6 +51,7 @@ def hub_registry() -> DynamicRegistry:
                 *gpufed_resources(),
                 *interpreter_customization_resources(),
                 *karmada_apps_resources(),
+                *karmada_autoscaling_resources(),
                 *kueue_resources(),
                 *rbac_resources(),
                 waste_report_type(),

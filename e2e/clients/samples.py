@@ -283,6 +283,21 @@ SPECS: dict[tuple[str, str], Builder] = {
     ("policy.karmada.io", "FederatedResourceQuota"): lambda name: {
         "spec": {"overall": {"cpu": "100"}, "staticAssignments": [{"clusterName": "member1", "hard": {"cpu": "20"}}]}
     },
+    ("autoscaling.karmada.io", "FederatedHPA"): lambda name: {
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name},
+            "minReplicas": 1,
+            "maxReplicas": 4,
+            "metrics": [{"type": "Pods", "pods": {"metric": {"name": "DCGM_FI_DEV_GPU_UTIL"},
+                                                  "target": {"type": "AverageValue", "averageValue": "50"}}}],
+        }
+    },
+    ("autoscaling.karmada.io", "CronFederatedHPA"): lambda name: {
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name},
+            "rules": [{"name": "nightly", "schedule": "0 22 * * *", "targetReplicas": 1}],
+        }
+    },
     ("kueue.x-k8s.io", "ResourceFlavor"): lambda name: {"spec": {"nodeLabels": {"cluster.gpufed.io/tier": "0"}}},
     ("kueue.x-k8s.io", "ClusterQueue"): lambda name: {
         "spec": {

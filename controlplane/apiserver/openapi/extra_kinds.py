@@ -1,4 +1,5 @@
-"""Schemas of the kinds the hub stores without a model: Kubeflow's and KubeRay's jobs, WasteReport.
+"""Schemas of the kinds the hub stores without a model: Kubeflow's and KubeRay's jobs, Karmada's
+autoscalers, WasteReport.
 
 PyTorchJob and MPIJob (``kubeflow.org/v1``) and RayJob and RayCluster (``ray.io/v1``) are other
 projects' CRDs; no maintained package ships their schemas, so these describe the fields
@@ -6,6 +7,8 @@ gpufed reads and the ones users set most, in the operators' own terms, with each
 template as kube's ``PodTemplateSpec`` (so ``kubectl explain`` reaches every container
 field). The hub does not validate these kinds against the schemas: fields not listed are
 kept (``x-kubernetes-preserve-unknown-fields``), as the operators' newer fields must be.
+Karmada's FederatedHPA and CronFederatedHPA (``autoscaling.karmada.io/v1alpha1``) are
+HorizontalPodAutoscaler parts (kube's own definitions) and Karmada's rules.
 ``WasteReport`` (``reports.gpufed.io/v1alpha1``) is computed, never stored: its schema
 documents what ``kubectl get wastereport -o yaml`` shows.
 
@@ -354,6 +357,68 @@ _REPORT_DEFINITIONS: dict[str, Any] = {
 }
 
 
+# --- Karmada's autoscalers (autoscaling.karmada.io/v1alpha1) ---------------------------------
+
+_KARMADA = "com.github.karmada-io.karmada.pkg.apis.autoscaling.v1alpha1."
+_HPA = "io.k8s.api.autoscaling.v2."
+_MICRO_TIME_NOTE = "RFC 3339, as metav1.Time."
+
+_KARMADA_AUTOSCALING_DEFINITIONS: dict[str, Any] = {
+    _KARMADA + "FederatedHPASpec": {
+        "description": "FederatedHPASpec describes the desired functionality of the FederatedHPA "
+                       "(a HorizontalPodAutoscaler's spec, over the pods of every member cluster).",
+        "type": "object",
+        "required": ["scaleTargetRef", "maxReplicas"],
+        "properties": {
+            "scaleTargetRef": _ref(_HPA + "CrossVersionObjectReference", "ScaleTargetRef points to the target resource to scale."),
+            "minReplicas": _int("minReplicas is the lower limit for the number of replicas. It defaults to 1 pod."),
+            "maxReplicas": _int("maxReplicas is the upper limit for the number of replicas."),
+            "metrics": _array("Metrics to compute the desired replica count from (the largest count wins).",
+                              {"$ref": DEFINITIONS_PREFIX + _HPA + "MetricSpec"}),
+            "behavior": _ref(_HPA + "HorizontalPodAutoscalerBehavior", "Behavior configures the scaling behavior "
+                             "of the target in both Up and Down directions."),
+        },
+    },
+    _KARMADA + "FederatedHPAStatus": _ref(_HPA + "HorizontalPodAutoscalerStatus",
+                                          "The current status of the FederatedHPA (a HorizontalPodAutoscaler's)."),
+    _KARMADA + "CronFederatedHPASpec": {
+        "description": "CronFederatedHPASpec is the specification of the CronFederatedHPA.",
+        "type": "object",
+        "required": ["scaleTargetRef", "rules"],
+        "properties": {
+            "scaleTargetRef": _ref(_HPA + "CrossVersionObjectReference",
+                                   "ScaleTargetRef points to the resource to scale: a workload or a FederatedHPA."),
+            "rules": _array("Rules declare when and how the target is scaled.",
+                            {"$ref": DEFINITIONS_PREFIX + _KARMADA + "CronFederatedHPARule"}),
+        },
+    },
+    _KARMADA + "CronFederatedHPARule": {
+        "description": "CronFederatedHPARule declares a schedule as well as scale actions.",
+        "type": "object",
+        "required": ["name", "schedule"],
+        "properties": {
+            "name": _s("Name of the rule, unique in the CronFederatedHPA."),
+            "schedule": _s("Schedule is the cron expression that represents a periodical time."),
+            "targetReplicas": _int("TargetReplicas to set on a workload."),
+            "targetMinReplicas": _int("TargetMinReplicas to set on a FederatedHPA."),
+            "targetMaxReplicas": _int("TargetMaxReplicas to set on a FederatedHPA."),
+            "suspend": _s("Suspend tells the controller to suspend subsequent executions.", "boolean"),
+            "timeZone": _s("TimeZone for the given schedule (the hub's when unset)."),
+            "successfulHistoryLimit": _int("How many successful executions are kept. Defaults to 3."),
+            "failedHistoryLimit": _int("How many failed executions are kept. Defaults to 3."),
+        },
+    },
+    _KARMADA + "CronFederatedHPAStatus": _object("CronFederatedHPAStatus represents the current status.", {
+        "executionHistories": _array("The execution histories of the rules.", _object("One rule's history.", {
+            "ruleName": _s("The name of the rule."),
+            "nextExecutionTime": _s("The next time to execute; unset while the rule is suspended. " + _MICRO_TIME_NOTE),
+            "successfulExecutions": _array("Successful executions.", _object("One execution.", {})),
+            "failedExecutions": _array("Failed executions.", _object("One execution.", {})),
+        })),
+    }),
+}
+
+
 def _kind(kind: str, prefix: str, description: str) -> dict[str, Any]:
     properties: dict[str, Any] = {
         **type_meta_properties(),
@@ -374,6 +439,11 @@ _KINDS: tuple[tuple[str, str, str, str, str], ...] = (
     ("reports.gpufed.io", "v1alpha1", "WasteReport", _REPORTS,
      "WasteReport tells, in GPU-hours and dollars, where the fleet's GPUs were busy, idle while "
      "allocated, or free, over a window of time. Computed on request; read-only."),
+    ("autoscaling.karmada.io", "v1alpha1", "FederatedHPA", _KARMADA,
+     "FederatedHPA scales a propagated workload from the metrics of its pods in every member cluster "
+     "(Karmada's kind); the hub answers the GPU utilization the members report."),
+    ("autoscaling.karmada.io", "v1alpha1", "CronFederatedHPA", _KARMADA,
+     "CronFederatedHPA scales a workload, or a FederatedHPA's bounds, on cron schedules (Karmada's kind)."),
 )
 
 
@@ -385,7 +455,9 @@ def _kinds() -> dict[tuple[str, str, str], tuple[str, dict[str, Any]]]:
 
 
 def _parts() -> dict[str, Any]:
-    parts: dict[str, Any] = {**_KUBEFLOW_SHARED, **_RAY_DEFINITIONS, **_REPORT_DEFINITIONS}
+    parts: dict[str, Any] = {
+        **_KUBEFLOW_SHARED, **_RAY_DEFINITIONS, **_REPORT_DEFINITIONS, **_KARMADA_AUTOSCALING_DEFINITIONS,
+    }
     pytorch = _kubeflow_job_definitions(
         "PyTorchJob", "pytorchReplicaSpecs", "Master, Worker",
         {"nprocPerNode": _s("The number of processes per node (torchrun --nproc-per-node): auto, cpu, gpu or a number.")},

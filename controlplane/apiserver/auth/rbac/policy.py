@@ -212,12 +212,14 @@ KUEUE_VISIBILITY_GROUP: Final = "visibility.kueue.x-k8s.io"
 _KUEUE_KINDS: Final = (
     "resourceflavors", "clusterqueues", "localqueues", "workloadpriorityclasses", "workloads", "cohorts", "admissionchecks",
 )
+#: Karmada's autoscalers, with their status subresources: a namespace's editors manage them.
+_AUTOSCALERS: Final = ("federatedhpas", "federatedhpas/status", "cronfederatedhpas", "cronfederatedhpas/status")
 _WORKLOAD_KINDS: Final = (("kubeflow.org", ("pytorchjobs", "mpijobs")), ("ray.io", ("rayjobs", "rayclusters")))
 
 
 def gpufed_cluster_roles() -> list[dict[str, Any]]:
     """gpufed's kinds aggregated into admin/edit/view, and the viewer token role's extras."""
-    edit = [rule(WRITE, _POLICY_GROUPS, _POLICIES)]
+    edit = [rule(WRITE, _POLICY_GROUPS, _POLICIES), rule(WRITE, ("autoscaling.karmada.io",), _AUTOSCALERS[::2])]
     view = [
         rule(READ, _POLICY_GROUPS, (*_POLICIES, *_CLUSTER_POLICIES)),
         rule(READ, (WORK_GROUP,), ("resourcebindings", "resourcebindings/status", "works", "works/status")),
@@ -228,6 +230,7 @@ def gpufed_cluster_roles() -> list[dict[str, Any]]:
         rule(READ, ("apps.karmada.io",), ("workloadrebalancers", "workloadrebalancers/status")),
         # As kube's ResourceQuotas: everyone may read a namespace's, only cluster-admin writes them.
         rule(READ, (KARMADA_POLICY_GROUP,), ("federatedresourcequotas", "federatedresourcequotas/status")),
+        rule(READ, ("autoscaling.karmada.io",), _AUTOSCALERS),
         # Quotas: everyone may see the queues and why a workload waits (the status subresources too).
         rule(READ, (KUEUE_GROUP,), (*_KUEUE_KINDS, *(f"{p}/status" for p in _KUEUE_KINDS))),
         # ... and their pending workloads in order (Kueue's visibility API, its viewer roles' verbs):

@@ -1,0 +1,130 @@
+"""Karmada's FederatedHPA and CronFederatedHPA YAML applies unchanged with the real kubectl, is
+listed by its short names with the columns of Karmada's CRDs, and bad rules are refused in the
+words of Karmada's webhooks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from controlplane.apiserver.kinds.karmada_autoscaling import karmada_autoscaling_resources
+from controlplane.apiserver.resources import Registry, core_resources
+
+from .test_real_clients import (  # noqa: F401 (fixtures)
+    kubeconfig,
+    kubectl,
+    kubectl_apply,
+    kubectl_apply_refused,
+    needs_kubectl,
+    server_url,
+)
+
+# As in Karmada's FederatedHPA and CronFederatedHPA user guides.
+KARMADA_YAML = """\
+apiVersion: autoscaling.karmada.io/v1alpha1
+kind: FederatedHPA
+metadata:
+  name: nginx
+spec:
+  scaleTargetRef:
+    apiVersion: apps/v1
+    kind: Deployment
+    name: nginx
+  minReplicas: 1
+  maxReplicas: 10
+  behavior:
+    scaleDown:
+      stabilizationWindowSeconds: 10
+    scaleUp:
+      stabilizationWindowSeconds: 10
+  metrics:
+    - type: Resource
+      resource:
+        name: cpu
+        target:
+          type: Utilization
+          averageUtilization: 10
+---
+apiVersion: autoscaling.karmada.io/v1alpha1
+kind: CronFederatedHPA
+metadata:
+  name: nginx-cronfhpa
+spec:
+  scaleTargetRef:
+    apiVersion: autoscaling.karmada.io/v1alpha1
+    kind: FederatedHPA
+    name: nginx
+  rules:
+    - name: "scale-up"
+      schedule: "*/1 * * * *"
+      targetMinReplicas: 5
+"""
+
+
+@pytest.fixture
+def api_registry() -> Registry:
+    return Registry(core_resources(), karmada_autoscaling_resources())
+
+
+@needs_kubectl
+async def test_kubectl_applies_karmadas_autoscalers(kubeconfig: Path) -> None:  # noqa: F811
+    out = await kubectl_apply(kubeconfig, KARMADA_YAML)
+    assert out.split("\n")[:2] == [
+        "federatedhpa.autoscaling.karmada.io/nginx created",
+        "cronfederatedhpa.autoscaling.karmada.io/nginx-cronfhpa created",
+    ]
+    code, out, err = await kubectl(kubeconfig, "get", "fhpa")
+    assert code == 0, err
+    header, *rows = out.splitlines()
+    assert header.split() == ["NAME", "REFERENCE-KIND", "REFERENCE-NAME", "MINPODS", "MAXPODS", "REPLICAS", "AGE"]
+    # No status yet: REPLICAS is empty, as for a CRD column whose path is unset.
+    assert [row.split()[:5] for row in rows] == [["nginx", "Deployment", "nginx", "1", "10"]]
+    assert len(rows[0].split()) == 6
+    code, out, err = await kubectl(kubeconfig, "get", "cronfhpa")
+    assert code == 0, err
+    header, *rows = out.splitlines()
+    assert header.split() == ["NAME", "REFERENCE-KIND", "REFERENCE-NAME", "AGE"]
+    assert [row.split()[:3] for row in rows] == [["nginx-cronfhpa", "FederatedHPA", "nginx"]]
+    # Karmada's defaults: the behaviour's unset fields as kube's HPA, the rule's history limits.
+    code, out, err = await kubectl(kubeconfig, "get", "cronfhpa", "nginx-cronfhpa", "-o",
+                                   "jsonpath={.spec.rules[0].successfulHistoryLimit},{.spec.rules[0].suspend}")
+    assert (code, out) == (0, "3,false"), err
+    code, out, err = await kubectl(kubeconfig, "get", "fhpa", "nginx", "-o",
+                                   "jsonpath={.spec.behavior.scaleUp.selectPolicy}")
+    assert (code, out) == (0, "Max"), err
+
+
+@needs_kubectl
+async def test_bad_autoscalers_are_refused_in_karmadas_words(kubeconfig: Path) -> None:  # noqa: F811
+    bad_fhpa = """\
+apiVersion: autoscaling.karmada.io/v1alpha1
+kind: FederatedHPA
+metadata: {name: bad}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}
+  minReplicas: 3
+  maxReplicas: 2
+"""
+    err = await kubectl_apply_refused(kubeconfig, bad_fhpa)
+    assert ('admission webhook "federatedhpa.karmada.io" denied the request: '
+            "spec.maxReplicas: Invalid value: 2: must be greater than or equal to `minReplicas`") in err
+    bad_cron = """\
+apiVersion: autoscaling.karmada.io/v1alpha1
+kind: CronFederatedHPA
+metadata: {name: bad}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}
+  rules:
+    - {name: a, schedule: "not a cron", targetReplicas: 1}
+    - {name: a, schedule: "0 * * * *", timeZone: Mars/Olympus}
+"""
+    err = await kubectl_apply_refused(kubeconfig, bad_cron)
+    assert 'admission webhook "cronfederatedhpa.karmada.io" denied the request: [' in err
+    for expected in (
+        'spec.rules[0].schedule: Invalid value: "not a cron": invalid cron format',
+        'spec.rules[1].name: Duplicate value: "a"',
+        'spec.rules[1].timeZone: Invalid value: "Mars/Olympus": unknown time zone Mars/Olympus',
+        'spec.rules[1].targetReplicas: Invalid value: "": targetReplicas cannot be nil if you want to scale Deployment',
+    ):
+        assert expected in err
