@@ -191,6 +191,8 @@ class HubConfig:
     unhealthy_fleet_threshold: float = 0.55
     #: Failover: seconds a Gracefully evicted copy may wait for its replacement to be Healthy.
     graceful_eviction_timeout: int = 600
+    #: Seconds between two syncs of a FederatedHPA (--horizontal-pod-autoscaler-sync-period).
+    federated_hpa_sync_period: float = 15.0
     #: Fleet admission: Kueue's fair sharing (--kueue-fair-sharing; off, as Kueue's fairSharing.enable).
     kueue_fair_sharing: bool = False
     #: Karmada's FederatedQuotaEnforcement (--federated-quota-enforcement; off, as Karmada's alpha gate).
@@ -484,6 +486,7 @@ class Hub(ShutdownOnce):
                 default_unreachable_toleration_seconds=config.default_unreachable_toleration_seconds,
                 default_not_ready_toleration_seconds=config.default_not_ready_toleration_seconds,
                 graceful_eviction_timeout_seconds=config.graceful_eviction_timeout,
+                federated_hpa_sync_seconds=config.federated_hpa_sync_period,
                 unschedulable_grace_seconds=config.unschedulable_grace_seconds,
                 kueue_fair_sharing=config.kueue_fair_sharing,
                 federated_quota_enforcement=config.federated_quota_enforcement,

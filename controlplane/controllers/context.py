@@ -91,6 +91,9 @@ class ControllerSettings:
     graceful_eviction_timeout_seconds: int = 600
     """How long a Gracefully evicted copy waits for its replacement to be Healthy when the policy
     sets no ``failover.*.gracePeriodSeconds`` (``--graceful-eviction-timeout``)."""
+    federated_hpa_sync_seconds: float = 15.0
+    """How often each FederatedHPA's metrics are read and its target scaled
+    (``--horizontal-pod-autoscaler-sync-period``, Karmada's default)."""
     wait_for_pods_ready: WaitForPodsReady = field(default_factory=WaitForPodsReady)
     """Fleet admission: Kueue's ``waitForPodsReady`` timeout and requeuing backoff
     (``--kueue-wait-for-pods-ready-timeout``, ``--kueue-requeuing-backoff-*``)."""

@@ -45,6 +45,17 @@ class EventReason(StrEnum):
     SELECTORS_SERVED = "ResourceSelectorsServed"
     # kube's garbage collector's.
     OWNER_REF_INVALID_NAMESPACE = "OwnerRefInvalidNamespace"
+    # kube's HPA controller's, on a FederatedHPA.
+    SUCCESSFUL_RESCALE = "SuccessfulRescale"
+    FAILED_RESCALE = "FailedRescale"
+    FAILED_GET_SCALE = "FailedGetScale"
+    FAILED_COMPUTE_METRICS_REPLICAS = "FailedComputeMetricsReplicas"
+    FAILED_GET_RESOURCE_METRIC = "FailedGetResourceMetric"
+    FAILED_GET_CONTAINER_RESOURCE_METRIC = "FailedGetContainerResourceMetric"
+    FAILED_GET_PODS_METRIC = "FailedGetPodsMetric"
+    FAILED_GET_OBJECT_METRIC = "FailedGetObjectMetric"
+    FAILED_GET_EXTERNAL_METRIC = "FailedGetExternalMetric"
+    INVALID_METRIC_SOURCE_TYPE = "InvalidMetricSourceType"
     # Kueue's reasons on a Workload (fleet admission).
     QUOTA_RESERVED = "QuotaReserved"
     ADMITTED = "Admitted"

@@ -3,7 +3,7 @@
 In: an :class:`ObjectClient` (in-process, no HTTP) and :class:`ControllerSettings`. Out:
 the detector, scheduler, binding, status, graceful eviction, dependencies (``propagateDeps``),
 FederatedResourceQuota (its Works and status),
-deletion, ttl-after-finished and rollout-history controllers running, sharing one informer per kind, and the
+deletion, ttl-after-finished, rollout-history and Karmada's autoscaler controllers running, sharing one informer per kind, and the
 garbage collector (ownerReferences), which watches every kind with informers of its own.
 
 ``run()`` builds everything afresh — informers, queues, the scheduler's reservations —
@@ -34,6 +34,7 @@ from controlplane.controllers.dependencies import DependenciesController
 from controlplane.controllers.detecting import Detector
 from controlplane.controllers.evicting import GracefulEvictionController
 from controlplane.controllers.federatedquotas import FederatedQuotaController
+from controlplane.controllers.federatedhpa.controller import FederatedHPAController
 from controlplane.controllers.finishedjobs import FinishedJobsController
 from controlplane.controllers.garbagecollecting import GarbageCollector
 from controlplane.controllers.hpascaletargets import HPAScaleTargetMarker
@@ -112,6 +113,7 @@ class ControllerManager(Service):
         federated_quotas = FederatedQuotaController(ctx)
         finished_jobs = FinishedJobsController(ctx)
         hpa_targets = HPAScaleTargetMarker(ctx)
+        federated_hpas = FederatedHPAController(ctx)
         admission = AdmissionController(ctx, metrics=self.queue_metrics)
         resource_in_use = ResourceInUseController(ctx)
         collector = GarbageCollector(ctx)
@@ -134,7 +136,7 @@ class ControllerManager(Service):
         loops: list[ReconcileLoop[Any]] = [
             customizations.loop, detector.loop, scheduler.loop, binder.loop, status.loop, evictions.loop,
             *dependencies.loops, deletion.loop, selectors.loop, rebalancers.loop, federated_quotas.loop, finished_jobs.loop,
-            hpa_targets.loop, admission.loop, resource_in_use.loop, history.loop,
+            hpa_targets.loop, admission.loop, resource_in_use.loop, history.loop, federated_hpas.loop,
         ]
         self.context, self.scheduler, self.evictions = ctx, scheduler, evictions
         self._loops = [*loops, collector.loop]  # the collector starts its own, once it has listed every kind

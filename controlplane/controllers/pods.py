@@ -21,7 +21,12 @@ from typing import Any
 
 from controlplane.apis.utilization import expand_utilization
 from controlplane.apis.views import ClusterObjectView
-from controlplane.reports.aggregated import is_aggregated, node_count, pods_by_owner
+from controlplane.reports.aggregated import (
+    is_aggregated,
+    mean_utilization_by_owner,
+    node_count,
+    pods_by_owner,
+)
 
 OwnerKey = tuple[str, str, str]
 """(namespace, kind, name) of the workload that owns pods in the member."""
@@ -47,6 +52,32 @@ def bound_pods_by_owner(cluster: Mapping[str, Any]) -> Counter[OwnerKey] | None:
             if owner.get("kind") and owner.get("name"):
                 counts[(str(pod.get("namespace") or ""), str(owner["kind"]), str(owner["name"]))] += 1
     return counts
+
+
+def gpu_utilization_of_pods(cluster: Mapping[str, Any], owner: OwnerKey) -> tuple[list[str], dict[str, float]]:
+    """The GPU pods ``owner`` has bound in the member, and the utilization percent of those the
+    last report measured (the mean over the devices each holds). A report too large to list
+    devices (an aggregated one without ``perDevice``) gives each pod its workload's mean."""
+    utilization = ClusterObjectView(cluster).status.get("utilization")
+    nodes = expand_utilization(utilization)
+    if not nodes and is_aggregated(utilization):
+        count = pods_by_owner(utilization).get(owner, 0)
+        names = [f"{owner[1]}/{owner[2]}#{index}" for index in range(count)]
+        mean = mean_utilization_by_owner(utilization).get(owner)
+        return names, ({} if mean is None else dict.fromkeys(names, mean))
+    namespace, kind, name = owner
+    pods: list[str] = []
+    measured: dict[str, list[float]] = {}
+    for node in nodes:
+        for pod in node.get("pods") or ():
+            held_by = (pod or {}).get("owner") or {}
+            if pod.get("namespace") == namespace and held_by.get("kind") == kind and held_by.get("name") == name:
+                pods.append(str(pod.get("pod")))
+        for device in node.get("devices") or ():
+            value = device.get("utilization")
+            if device.get("namespace") == namespace and device.get("pod") and isinstance(value, int | float):
+                measured.setdefault(str(device["pod"]), []).append(float(value) * 100)
+    return pods, {pod: sum(measured[pod]) / len(measured[pod]) for pod in pods if pod in measured}
 
 
 def unschedulable_pods_by_owner(cluster: Mapping[str, Any]) -> Counter[OwnerKey]:

@@ -63,7 +63,7 @@ from controlplane.reports.fleet import DeviceSample, NodeSample, PodRef
 #: ``held.state`` values.
 BUSY, IDLE, UNMEASURED = 0, 1, 2
 __all__ = ["AGGREGATED_VERSION", "BUSY", "IDLE", "UNMEASURED", "aggregate", "expand", "is_aggregated",
-           "node_count", "pods_by_owner"]
+           "mean_utilization_by_owner", "node_count", "pods_by_owner"]
 _HELD: Final = ("workload", "product", "ready", "kind", "state", "count", "percent")
 _PODS: Final = ("workload", "product", "ready", "shape", "count")
 
@@ -246,6 +246,22 @@ def pods_by_owner(utilization: Any) -> Counter[tuple[str, str, str]]:
         if workload.kind and workload.pods:
             counts[(workload.namespace, workload.kind, workload.name)] += workload.pods
     return counts
+
+
+def mean_utilization_by_owner(utilization: Any) -> dict[tuple[str, str, str], float]:
+    """The mean utilization percent of the measured devices each workload holds, per (namespace,
+    owner kind, owner name); workloads with no measured device are left out."""
+    raw = as_mapping(utilization)
+    workloads = _workloads(raw)
+    totals: dict[tuple[str, str, str], tuple[int, int]] = {}
+    for workload_at, _product, _ready, _kind, state, count, percent in _rows(raw.get("held"), _HELD):
+        workload = _at(workloads, workload_at)
+        if state == UNMEASURED or workload is None or not workload.kind or count <= 0:
+            continue
+        key = (workload.namespace, workload.kind, workload.name)
+        devices, total = totals.get(key, (0, 0))
+        totals[key] = (devices + count, total + percent)
+    return {key: total / devices for key, (devices, total) in totals.items()}
 
 
 def node_count(utilization: Any) -> int:

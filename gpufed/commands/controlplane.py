@@ -243,6 +243,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--graceful-eviction-timeout", type=_whole_seconds, default=600, metavar="SECONDS",
                         help="failover: how long an evicted copy keeps running while its replacement starts, "
                              "when the policy sets no failover gracePeriodSeconds (default 600)")
+    parser.add_argument("--horizontal-pod-autoscaler-sync-period", type=_positive_seconds, default=15.0,
+                        metavar="SECONDS",
+                        help="how often each FederatedHPA's metrics are read and its target scaled (default 15, as "
+                             "Karmada's controller manager)")
     parser.add_argument("--unschedulable-grace-seconds", type=_positive_seconds, default=120.0, metavar="SECONDS",
                         help="how long replicas a member reports unschedulable wait there before the hub moves "
                              "them to another cluster (default 120)")
@@ -405,6 +409,7 @@ def hub_config(args: argparse.Namespace) -> HubConfig:
         default_not_ready_toleration_seconds=args.default_not_ready_toleration_seconds,
         unhealthy_fleet_threshold=args.unhealthy_fleet_threshold,
         graceful_eviction_timeout=args.graceful_eviction_timeout,
+        federated_hpa_sync_period=args.horizontal_pod_autoscaler_sync_period,
         kueue_fair_sharing=args.kueue_fair_sharing,
         federated_quota_enforcement=args.federated_quota_enforcement,
         unschedulable_grace_seconds=args.unschedulable_grace_seconds,

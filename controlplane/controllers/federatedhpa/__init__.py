@@ -1,0 +1,9 @@
+"""Karmada's autoscalers on the hub: FederatedHPA and CronFederatedHPA.
+
+* :mod:`.calculating` -- kube's replica calculator (pure);
+* :mod:`.behavior` -- kube's stabilization windows, scaling policies and bounds (pure);
+* :mod:`.metrics` -- a FederatedHPA's metrics answered from the members' GPU utilization (pure);
+* :mod:`.controller` -- the FederatedHPA controller: every sync period, scale the target;
+* :mod:`.cronrules` -- when a CronFederatedHPA's rules fire and how their history is kept (pure);
+* :mod:`.cron` -- the CronFederatedHPA controller.
+"""

@@ -1,0 +1,217 @@
+"""The FederatedHPA controller: kube's HPA, over the pods of every member cluster.
+
+In: ``autoscaling.karmada.io/v1alpha1`` FederatedHPAs (informer), the workloads they target
+(read through the hub's store) and the Cluster objects (informer), whose reports carry each
+pod's GPU utilization. Out: the target's ``spec.replicas`` (what its ``scale`` subresource sets;
+the hub then divides the replicas over clusters as for any replica change), the FederatedHPA's
+status as kube's HPA controller writes it (``currentReplicas``, ``desiredReplicas``,
+``currentMetrics``, ``lastScaleTime``, conditions ``AbleToScale``, ``ScalingActive``,
+``ScalingLimited``) and Events (``SuccessfulRescale``, ``FailedGetScale``, ``FailedGet*Metric``...).
+
+Each FederatedHPA is looked at every ``--horizontal-pod-autoscaler-sync-period`` (the key comes
+back after that delay: one queue and one timer for them all) and at once when its spec changes.
+The recent recommendations and scale events the behaviour rules read live in memory, per
+FederatedHPA, as in kube; a new leader starts them afresh. A Warning Event is recorded when a
+failure's message changes, not on every sync.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from datetime import datetime
+from typing import Any
+
+from controlplane.apis.autoscaling_karmada_v1alpha1 import API_VERSION, FEDERATED_HPA_KIND
+from controlplane.apis.events import EventType
+from controlplane.apis.meta import format_time
+from controlplane.apis.untyped import dig
+from controlplane.controllers.context import ControllerContext
+from controlplane.controllers.events import EventReason, record_event
+from controlplane.controllers.federatedhpa.behavior import Condition, History, normalize
+from controlplane.controllers.federatedhpa.metrics import evaluate
+from controlplane.controllers.pods import gpu_utilization_of_pods
+from controlplane.controllers.reconciling import KeyedController
+from controlplane.controllers.workloads import is_deleting
+from controlplane.objectclient import WatchEventType, errors
+
+log = logging.getLogger(__name__)
+
+Key = tuple[str, str]
+CONFLICT_RETRY_SECONDS = 0.2
+_CONDITION_ORDER = ("AbleToScale", "ScalingActive", "ScalingLimited")
+
+
+def set_condition(status: dict[str, Any], condition_type: str, condition: Condition, *, now: datetime) -> None:
+    """kube's ``setCondition``: the transition time moves only when the status changes."""
+    conditions: list[dict[str, Any]] = [c for c in status.get("conditions") or () if isinstance(c, dict)]
+    old = next((c for c in conditions if c.get("type") == condition_type), None)
+    transition = old.get("lastTransitionTime") if old is not None and old.get("status") == condition.status else None
+    new = {"type": condition_type, "status": condition.status, "lastTransitionTime": transition or format_time(now),
+           "reason": condition.reason, "message": condition.message}
+    conditions = [new if c is old else c for c in conditions] if old is not None else [*conditions, new]
+    status["conditions"] = sorted(conditions, key=lambda c: _CONDITION_ORDER.index(c["type"])
+                                  if c.get("type") in _CONDITION_ORDER else len(_CONDITION_ORDER))
+
+
+def _condition(status: dict[str, Any], condition_type: str) -> dict[str, Any]:
+    return next((c for c in status.get("conditions") or () if c.get("type") == condition_type), {})
+
+
+class FederatedHPAController(KeyedController[Key]):
+    """Reconciles FederatedHPAs (keys: namespace, name)."""
+
+    name = "federated-hpa"
+
+    def __init__(self, ctx: ControllerContext) -> None:
+        super().__init__(ctx, workers=1)
+        self.sync_seconds = ctx.settings.federated_hpa_sync_seconds
+        self.histories: dict[Key, History] = {}
+        self.rt = ctx.watch_kind(API_VERSION, FEDERATED_HPA_KIND, self._on_fhpa)
+
+    async def _on_fhpa(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        meta = obj.get("metadata") or {}
+        key = (str(meta.get("namespace") or ""), str(meta.get("name")))
+        if event is WatchEventType.DELETED:
+            self.histories.pop(key, None)
+            return
+        # A status write (ours) does not bring the sync forward; a new spec does.
+        if old is None or (old.get("metadata") or {}).get("generation") != meta.get("generation"):
+            await self.loop.add(key)
+
+    async def reconcile(self, key: Key) -> float | None:
+        if self.rt is None:
+            return None
+        namespace, name = key
+        fhpa = await self.ctx.get(self.rt, namespace, name)
+        if fhpa is None or is_deleting(fhpa):
+            self.histories.pop(key, None)
+            return None
+        try:
+            await self._sync(fhpa)
+        except errors.Conflict:
+            return CONFLICT_RETRY_SECONDS
+        except errors.NotFound:
+            return None
+        return self.sync_seconds
+
+    async def _sync(self, fhpa: dict[str, Any]) -> None:
+        """kube's ``reconcileAutoscaler``."""
+        ctx, now = self.ctx, self.ctx.now()
+        meta, spec = fhpa.get("metadata") or {}, fhpa.get("spec") or {}
+        namespace, name = str(meta.get("namespace") or ""), str(meta.get("name"))
+        original = copy.deepcopy(fhpa.get("status") or {})
+        status: dict[str, Any] = copy.deepcopy(original)
+        status["observedGeneration"] = meta.get("generation")
+        ref = spec.get("scaleTargetRef") or {}
+        kind, target_name = str(ref.get("kind") or ""), str(ref.get("name") or "")
+        reference = f"{kind}/{target_name}"
+        target_rt = ctx.registry.for_kind(str(ref.get("apiVersion") or ""), kind)
+        target = None
+        if target_rt is not None and target_rt.scale is not None:
+            target = await ctx.get(target_rt, namespace, target_name)
+        if target_rt is None or target_rt.scale is None or target is None:
+            problem = (f'no matches for kind "{kind}" in version "{ref.get("apiVersion")}"' if target_rt is None
+                       else f"{kind} has no scale subresource" if target_rt.scale is None
+                       else f'{target_rt.plural}.{target_rt.group or ""}'.rstrip(".") + f' "{target_name}" not found')
+            failure = Condition("False", "FailedGetScale",
+                                f"the HPA controller was unable to get the target's current scale: {problem}")
+            await self._warn_on_change(fhpa, status, "AbleToScale", failure, EventReason.FAILED_GET_SCALE, problem)
+            set_condition(status, "AbleToScale", failure, now=now)
+            await self._write_status(fhpa, original, status)
+            return
+        spec_path = target_rt.scale.spec_replicas.split(".")
+        current = dig(target, *spec_path)
+        current = current if isinstance(current, int) and not isinstance(current, bool) else 1
+        set_condition(status, "AbleToScale", Condition(
+            "True", "SucceededGetScale", "the HPA controller was able to get the target's current scale"), now=now)
+        min_replicas = int(spec.get("minReplicas") or 1)
+        max_replicas = int(spec.get("maxReplicas") or 0)
+        desired, rescale_reason = current, ""
+        history = self.histories.setdefault((namespace, name), History())
+        metric_statuses: list[dict[str, Any]] | None = status.get("currentMetrics")
+        if current == 0 and min_replicas != 0:
+            desired = 0
+            set_condition(status, "ScalingActive", Condition(
+                "False", "ScalingDisabled", "scaling is disabled since the replica count of the target is zero"), now=now)
+        elif current > max_replicas:
+            desired, rescale_reason = max_replicas, "Current number of replicas above Spec.MaxReplicas"
+        elif current < min_replicas:
+            desired, rescale_reason = min_replicas, "Current number of replicas below Spec.MinReplicas"
+        else:
+            pods, samples = self._pod_samples((namespace, kind, target_name))
+            evaluation = evaluate(spec.get("metrics") or [], pods, samples, current=current)
+            metric_statuses = evaluation.statuses
+            if evaluation.failure is not None:
+                failure = Condition("False", evaluation.failure.reason, evaluation.failure.message)
+                await self._warn_on_change(fhpa, status, "ScalingActive", failure,
+                                           EventReason(evaluation.failure.reason), evaluation.failure.error)
+                set_condition(status, "ScalingActive", failure, now=now)
+                status.update(currentReplicas=current, currentMetrics=metric_statuses or None)
+                await self._write_status(fhpa, original, status)
+                log.info("FederatedHPA %s/%s: failed to compute desired number of replicas based on listed "
+                         "metrics for %s: %s", namespace, name, reference, evaluation.failure.error)
+                return
+            set_condition(status, "ScalingActive", Condition(
+                "True", "ValidMetricFound",
+                f"the HPA was able to successfully calculate a replica count from {evaluation.metric}"), now=now)
+            normalized = normalize(history, now, current=current, desired=evaluation.replicas,
+                                   min_replicas=min_replicas, max_replicas=max_replicas,
+                                   behavior=spec.get("behavior"))
+            set_condition(status, "AbleToScale", normalized.able_to_scale, now=now)
+            set_condition(status, "ScalingLimited", normalized.scaling_limited, now=now)
+            desired = normalized.replicas
+            if desired > current:
+                rescale_reason = f"{evaluation.metric} above target"
+            elif desired < current:
+                rescale_reason = "All metrics below target"
+        if desired != current and rescale_reason:
+            scaled = copy.deepcopy(target)
+            parent = dig(scaled, *spec_path[:-1])
+            if isinstance(parent, dict):
+                parent[spec_path[-1]] = desired
+            try:
+                await ctx.objects.update(target_rt, scaled)
+            except (errors.Conflict, errors.NotFound):
+                raise
+            except errors.ApiError as exc:
+                set_condition(status, "AbleToScale", Condition(
+                    "False", "FailedUpdateScale", f"the HPA controller was unable to update the target scale: {exc}"),
+                    now=now)
+                await record_event(ctx, fhpa, type=EventType.WARNING, reason=EventReason.FAILED_RESCALE,
+                                   message=f"New size: {desired}; reason: {rescale_reason}; error: {exc}")
+                await self._write_status(fhpa, original, status)
+                return
+            set_condition(status, "AbleToScale", Condition(
+                "True", "SucceededRescale", f"the HPA controller was able to update the target scale to {desired}"),
+                now=now)
+            await record_event(ctx, fhpa, type=EventType.NORMAL, reason=EventReason.SUCCESSFUL_RESCALE,
+                               message=f"New size: {desired}; reason: {rescale_reason}")
+            history.record_scale(now, current=current, desired=desired)
+            status["lastScaleTime"] = format_time(now)
+            log.info("FederatedHPA %s/%s: %s %s -> %s (%s)", namespace, name, reference, current, desired, rescale_reason)
+        status.update(currentReplicas=current, desiredReplicas=desired, currentMetrics=metric_statuses or None)
+        await self._write_status(fhpa, original, status)
+
+    def _pod_samples(self, owner: tuple[str, str, str]) -> tuple[list[str], dict[str, float]]:
+        """The target's GPU pods in every member and the utilization of those measured, each pod
+        named by its cluster and its name there."""
+        pods: list[str] = []
+        samples: dict[str, float] = {}
+        for cluster in self.ctx.clusters.items():
+            cluster_name = str((cluster.get("metadata") or {}).get("name"))
+            names, measured = gpu_utilization_of_pods(cluster, owner)
+            pods += [f"{cluster_name}/{pod}" for pod in names]
+            samples.update({f"{cluster_name}/{pod}": value for pod, value in measured.items()})
+        return pods, samples
+
+    async def _warn_on_change(self, fhpa: dict[str, Any], status: dict[str, Any], condition_type: str,
+                              failure: Condition, reason: EventReason, message: str) -> None:
+        """A Warning Event, unless the condition already says the same (one Event per change, not per sync)."""
+        if _condition(status, condition_type).get("message") != failure.message:
+            await record_event(self.ctx, fhpa, type=EventType.WARNING, reason=reason, message=message)
+
+    async def _write_status(self, fhpa: dict[str, Any], original: dict[str, Any], status: dict[str, Any]) -> None:
+        if status == original or self.rt is None:
+            return
+        await self.ctx.objects.update_status(self.rt, {**fhpa, "status": status})

@@ -1,0 +1,162 @@
+"""The metrics of a FederatedHPA, answered from the GPU utilization the members report.
+
+The hub knows one metric of a pod: its GPU utilization (percent, the mean over the devices it
+holds), from the agents' DCGM reports (:func:`controlplane.controllers.pods.gpu_utilization_of_pods`).
+A FederatedHPA reads it as a ``Pods`` metric named ``DCGM_FI_DEV_GPU_UTIL`` with an
+``AverageValue`` target (as prometheus-adapter exposes dcgm-exporter's series), or -- gpufed's
+extension -- as the ``Resource`` metric ``nvidia.com/gpu`` with a ``Utilization`` target. Any
+other metric (cpu, memory, External, Object, ...) is one the hub cannot answer: it gets kube's
+failure reason (``FailedGetResourceMetric``, ``FailedGetPodsMetric``...) and a message naming
+what is unavailable.
+
+In: the metric specs, the target's pods and their samples, the current replicas. Out:
+:class:`Evaluation`, kube's ``computeReplicasForMetrics``: the largest replica count a valid
+metric proposes, with each metric's status, or the failure that stops scaling. Pure; no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from decimal import InvalidOperation
+from typing import Any, Final
+
+from controlplane.apis.quantity import parse_quantity
+from controlplane.controllers.federatedhpa.calculating import (
+    MetricsUnavailable,
+    Proposal,
+    plain_metric_replicas,
+)
+
+GPU_UTIL_METRIC: Final = "DCGM_FI_DEV_GPU_UTIL"
+GPU_RESOURCE: Final = "nvidia.com/gpu"
+_ANSWERED: Final = f"the hub measures only GPU utilization (Pods metric {GPU_UTIL_METRIC}, Resource {GPU_RESOURCE})"
+#: kube's condition reason for a metric source that failed, by its type.
+FAILURE_REASONS: Final = {
+    "Resource": "FailedGetResourceMetric",
+    "ContainerResource": "FailedGetContainerResourceMetric",
+    "Pods": "FailedGetPodsMetric",
+    "Object": "FailedGetObjectMetric",
+    "External": "FailedGetExternalMetric",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    reason: str
+    """kube's reason, e.g. ``FailedGetPodsMetric``."""
+    error: str
+    """What failed, in kube's words."""
+
+    @property
+    def message(self) -> str:
+        """The ``ScalingActive`` condition's message."""
+        return f"the HPA was unable to compute the replica count: {self.error}"
+
+
+@dataclass(frozen=True, slots=True)
+class Evaluation:
+    replicas: int
+    """The largest proposal of the valid metrics (-1 when scaling stops: see ``failure``)."""
+    metric: str
+    """How kube names the metric that proposed it, e.g. ``pods metric DCGM_FI_DEV_GPU_UTIL``."""
+    statuses: list[dict[str, Any]] = field(default_factory=list)
+    """``status.currentMetrics``, one per metric (an empty one for a metric that failed)."""
+    failure: Failure | None = None
+    """Why no replica count comes from the metrics; set with ``replicas`` -1."""
+
+
+def milli_quantity(value: float) -> str:
+    """kube's ``resource.NewMilliQuantity(v, DecimalSI)`` text of ``value`` (``90``, ``900m``)."""
+    milli = int(value * 1000)
+    return str(milli // 1000) if milli % 1000 == 0 else f"{milli}m"
+
+
+def _quantity(value: Any) -> float | None:
+    try:
+        return float(parse_quantity(value)) if value is not None else None
+    except (InvalidOperation, ValueError, TypeError, ArithmeticError):
+        return None
+
+
+def _unanswered(metric: Mapping[str, Any]) -> Failure:
+    kind = str(metric.get("type") or "")
+    reason = FAILURE_REASONS.get(kind, "InvalidMetricSourceType")
+    if kind in ("Resource", "ContainerResource"):
+        source = metric.get("resource" if kind == "Resource" else "containerResource") or {}
+        name = source.get("name")
+        what = "utilization" if (source.get("target") or {}).get("type") == "Utilization" else "usage"
+        return Failure(reason, f"failed to get {name} {what}: unable to get metrics for resource {name}: {_ANSWERED}")
+    if kind == "Pods":
+        name = ((metric.get("pods") or {}).get("metric") or {}).get("name")
+        return Failure(reason, f"failed to get pods metric value: unable to get metric {name}: {_ANSWERED}")
+    if kind == "Object":
+        name = ((metric.get("object") or {}).get("metric") or {}).get("name")
+        return Failure(reason, f"failed to get object metric value: unable to get metric {name}: {_ANSWERED}")
+    if kind == "External":
+        name = ((metric.get("external") or {}).get("metric") or {}).get("name")
+        return Failure(reason, f"failed to get {name} external metric value: {_ANSWERED}")
+    return Failure(reason, f"unknown metric source type {kind!r}")
+
+
+def _evaluate_one(
+    metric: Mapping[str, Any], pods: Collection[str], samples: Mapping[str, float], *, current: int
+) -> tuple[Proposal, str, dict[str, Any]] | Failure:
+    kind = metric.get("type")
+    if kind == "Pods":
+        source = metric.get("pods") or {}
+        target = source.get("target") or {}
+        name = (source.get("metric") or {}).get("name")
+        average = _quantity(target.get("averageValue"))
+        if name != GPU_UTIL_METRIC or target.get("type") != "AverageValue" or average is None:
+            return _unanswered(metric)
+        try:
+            proposal = plain_metric_replicas(
+                samples, pods, current_replicas=current, target=average, scale_down_fallback=average)
+        except MetricsUnavailable as exc:
+            return Failure(FAILURE_REASONS["Pods"], f"failed to get pods metric value: unable to get metric {name}: {exc}")
+        status = {"type": "Pods", "pods": {"metric": {"name": name}, "current": {"averageValue": milli_quantity(proposal.usage)}}}
+        return proposal, f"pods metric {name}", status
+    if kind == "Resource":
+        source = metric.get("resource") or {}
+        target = source.get("target") or {}
+        utilization = target.get("averageUtilization")
+        if source.get("name") != GPU_RESOURCE or target.get("type") != "Utilization" or not isinstance(utilization, int):
+            return _unanswered(metric)
+        try:
+            proposal = plain_metric_replicas(
+                samples, pods, current_replicas=current, target=utilization,
+                scale_down_fallback=max(100, utilization))
+        except MetricsUnavailable as exc:
+            return Failure(FAILURE_REASONS["Resource"], f"failed to get {GPU_RESOURCE} utilization: {exc}")
+        status = {"type": "Resource", "resource": {"name": GPU_RESOURCE, "current": {
+            "averageUtilization": int(proposal.usage), "averageValue": milli_quantity(proposal.usage / 100)}}}
+        return proposal, f"{GPU_RESOURCE} resource utilization (percentage of request)", status
+    return _unanswered(metric)
+
+
+def evaluate(
+    metrics: Sequence[Mapping[str, Any]], pods: Collection[str], samples: Mapping[str, float], *, current: int
+) -> Evaluation:
+    """kube's ``computeReplicasForMetrics``: each metric's proposal, the largest wins; scaling stops
+    when every metric failed, or when some failed and the others would scale down."""
+    replicas, name = 0, ""
+    statuses: list[dict[str, Any]] = []
+    failure: Failure | None = None
+    failed = 0
+    for metric in metrics:
+        outcome = _evaluate_one(metric, pods, samples, current=current)
+        if isinstance(outcome, Failure):
+            failed, failure = failed + 1, outcome
+            statuses.append({"type": ""})
+            continue
+        proposal, metric_name, status = outcome
+        statuses.append(status)
+        if replicas == 0 or proposal.replicas > replicas:
+            replicas, name = proposal.replicas, metric_name
+    if failure is not None and (failed >= len(metrics) or replicas < current):
+        return Evaluation(-1, "", statuses, failure)
+    return Evaluation(replicas, name, statuses)
+
+
+__all__ = ["GPU_RESOURCE", "GPU_UTIL_METRIC", "Evaluation", "Failure", "evaluate", "milli_quantity"]

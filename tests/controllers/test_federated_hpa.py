@@ -1,0 +1,148 @@
+"""The FederatedHPA controller scales a hub workload on the GPU utilization its pods report in
+every member, writes kube's HPA status and Events, and stops (with kube's condition) on a metric
+the hub cannot answer."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from controlplane.apiserver.objects import ObjectStore
+from controlplane.controllers.manager import ControllerManager
+
+from .conftest import FAST
+from .fleet import deployment, eventually, node_shape, put_cluster
+
+FHPA_API = "autoscaling.karmada.io/v1alpha1"
+GPU_UTIL = {"type": "Pods", "pods": {"metric": {"name": "DCGM_FI_DEV_GPU_UTIL"},
+                                     "target": {"type": "AverageValue", "averageValue": "50"}}}
+QUICK_DOWN = {"scaleDown": {"stabilizationWindowSeconds": 0}}
+
+
+@pytest.fixture
+async def manager(objects: ObjectStore) -> AsyncIterator[ControllerManager]:
+    async with ControllerManager(objects, settings=dataclasses.replace(FAST, federated_hpa_sync_seconds=0.1)) as running:
+        yield running
+
+
+def fhpa(name: str, *metrics: dict[str, Any], behavior: dict[str, Any] | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name},
+                            "minReplicas": 1, "maxReplicas": 6, "metrics": list(metrics)}
+    if behavior is not None:
+        spec["behavior"] = behavior
+    return {"apiVersion": FHPA_API, "kind": "FederatedHPA", "metadata": {"name": name, "namespace": "default"},
+            "spec": spec}
+
+
+async def report(objects: ObjectStore, cluster: str, owner: str, utilization: list[float | None], *, start: int = 0) -> None:
+    """``cluster``'s agent reports one GPU pod of ``owner`` per entry, with that GPU utilization
+    (None: no sample yet)."""
+    pods, devices = [], []
+    for offset, value in enumerate(utilization):
+        pod = f"{owner}-{start + offset}"
+        pods.append({"pod": pod, "namespace": "default", "resources": {"nvidia.com/gpu": 1},
+                     "owner": {"kind": "Deployment", "name": owner}})
+        device: dict[str, Any] = {"gpu": offset, "uuid": f"GPU-{pod}", "pod": pod, "namespace": "default"}
+        if value is not None:
+            device["utilization"] = value
+        devices.append(device)
+    await put_cluster(objects, cluster, node_shape(1, gpus=8), pods=[])
+    rt = objects.registry.require("cluster.gpufed.io/v1alpha1", "Cluster")
+    current = await objects.get(rt, name=cluster)
+    status = {**current["status"], "utilization": {"sampleTime": None, "nodes": [
+        {"name": f"{cluster}-node-0", "devices": devices, "pods": pods}]}}
+    await objects.update_status(rt, {**current, "status": status})
+
+
+async def replicas(objects: ObjectStore, name: str) -> int:
+    rt = objects.registry.require("apps/v1", "Deployment")
+    return int((await objects.get(rt, namespace="default", name=name))["spec"]["replicas"])
+
+
+async def status_of(objects: ObjectStore, name: str) -> dict[str, Any]:
+    rt = objects.registry.require(FHPA_API, "FederatedHPA")
+    return (await objects.get(rt, namespace="default", name=name)).get("status") or {}
+
+
+def conditions(status: dict[str, Any]) -> dict[str, tuple[str, str]]:
+    return {c["type"]: (c["status"], c["reason"]) for c in status.get("conditions") or ()}
+
+
+async def events(objects: ObjectStore, name: str) -> list[tuple[str, str]]:
+    rt = objects.registry.require("v1", "Event")
+    items = (await objects.list(rt, namespace="default")).items
+    return [(e["reason"], e["message"]) for e in items if e["involvedObject"].get("name") == name
+            and e["involvedObject"].get("kind") == "FederatedHPA"]
+
+
+async def test_gpu_utilization_across_members_scales_the_workload(objects: ObjectStore, manager: ControllerManager) -> None:
+    await objects.create(objects.registry.require("apps/v1", "Deployment"), deployment("web", replicas=2))
+    # One pod in each member, both 90 % busy: 90 / 50 x 2 -> 4.
+    await report(objects, "onprem", "web", [0.9])
+    await report(objects, "cloud", "web", [0.9], start=1)
+    await objects.create(objects.registry.require(FHPA_API, "FederatedHPA"), fhpa("web", GPU_UTIL, behavior=QUICK_DOWN))
+
+    async def scaled_to(n: int) -> bool:
+        return await replicas(objects, "web") == n
+
+    await eventually(lambda: scaled_to(4), what="web scaled to 4")
+
+    async def recorded() -> dict[str, Any] | None:
+        status = await status_of(objects, "web")
+        return status if status.get("currentReplicas") == 4 or status.get("lastScaleTime") else None
+
+    status = await eventually(recorded, what="the FederatedHPA's status")
+    assert status["desiredReplicas"] == 4
+    assert status["currentMetrics"] == [
+        {"type": "Pods", "pods": {"metric": {"name": "DCGM_FI_DEV_GPU_UTIL"}, "current": {"averageValue": "90"}}}]
+    assert conditions(status)["ScalingActive"] == ("True", "ValidMetricFound")
+    assert ("SuccessfulRescale", "New size: 4; reason: pods metric DCGM_FI_DEV_GPU_UTIL above target") in await events(objects, "web")
+
+    # Four pods now, 10 % busy: 10 / 50 x 4 -> 1 (the 0 s window lets it go at once).
+    await report(objects, "onprem", "web", [0.1, 0.1])
+    await report(objects, "cloud", "web", [0.1, 0.1], start=2)
+    await eventually(lambda: scaled_to(1), what="web scaled down to 1")
+    assert ("SuccessfulRescale", "New size: 1; reason: All metrics below target") in await events(objects, "web")
+
+
+async def test_a_metric_the_hub_cannot_answer_stops_scaling(objects: ObjectStore, manager: ControllerManager) -> None:
+    await objects.create(objects.registry.require("apps/v1", "Deployment"), deployment("cpu-bound", replicas=2))
+    await report(objects, "onprem", "cpu-bound", [0.9, 0.9])
+    cpu = {"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 50}}}
+    await objects.create(objects.registry.require(FHPA_API, "FederatedHPA"), fhpa("cpu-bound", cpu))
+
+    async def failed() -> dict[str, Any] | None:
+        status = await status_of(objects, "cpu-bound")
+        return status if conditions(status).get("ScalingActive", ("",))[0] == "False" else None
+
+    status = await eventually(failed, what="ScalingActive False")
+    active = next(c for c in status["conditions"] if c["type"] == "ScalingActive")
+    assert active["reason"] == "FailedGetResourceMetric"
+    assert active["message"].startswith("the HPA was unable to compute the replica count: failed to get cpu utilization")
+    assert status["currentReplicas"] == 2
+    assert await replicas(objects, "cpu-bound") == 2
+    synced = manager.reconciles()["federated-hpa"]
+
+    async def synced_again() -> bool:
+        return manager.reconciles()["federated-hpa"] >= synced + 3
+
+    await eventually(synced_again, what="three more syncs")
+    assert await replicas(objects, "cpu-bound") == 2
+    warnings = [reason for reason, _ in await events(objects, "cpu-bound")]
+    assert warnings == ["FailedGetResourceMetric"]  # once, not once per sync
+
+
+async def test_a_missing_target_is_kubes_failed_get_scale(objects: ObjectStore, manager: ControllerManager) -> None:
+    await objects.create(objects.registry.require(FHPA_API, "FederatedHPA"), fhpa("ghost", GPU_UTIL))
+
+    async def failed() -> dict[str, Any] | None:
+        status = await status_of(objects, "ghost")
+        return status if conditions(status).get("AbleToScale") == ("False", "FailedGetScale") else None
+
+    status = await eventually(failed, what="AbleToScale False")
+    able = next(c for c in status["conditions"] if c["type"] == "AbleToScale")
+    assert able["message"] == ('the HPA controller was unable to get the target\'s current scale: '
+                               'deployments.apps "ghost" not found')
