@@ -5,8 +5,9 @@ A FederatedHPA's spec and status are kube's ``autoscaling/v2`` HorizontalPodAuto
 its defaulting (Karmada's mutating webhook: ``lifted.SetDefaultsFederatedHPA``) and validation
 (``lifted.ValidateFederatedHPA``, kube's without scale to zero) are kube's, from
 :mod:`controlplane.apis.kube`. A CronFederatedHPA's rules are checked as Karmada's
-``cronfederatedhpa`` webhook checks them; a schedule is parsed by the hub's CronJob schedule
-parser (:mod:`controlplane.apis.kube.cronschedule`). A refusal is Karmada's webhook's:
+``cronfederatedhpa`` webhook checks them; a schedule must parse as a CronJob's does
+(:mod:`controlplane.apis.kube.cronschedule`) and as the controller reads it (croniter: five
+fields or a descriptor such as ``@hourly``; ``@every`` is not one). A refusal is Karmada's webhook's:
 ``admission webhook "federatedhpa.karmada.io" denied the request: <errors>``.
 
 In: objects as written. Out: defaults applied in place, or (webhook, message) of a refusal.
@@ -18,6 +19,8 @@ from __future__ import annotations
 import copy
 from typing import Any, Final
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from croniter import croniter
 
 from controlplane.apis.kube import field
 from controlplane.apis.kube.cronschedule import schedule_error
@@ -107,7 +110,7 @@ def _rule_errors(rule: dict[str, Any], path: str, *, scales_fhpa: bool, kind: st
     elif len(name) > RULE_NAME_MAX_LENGTH:
         errors.append(field.too_long(f"{path}.name", RULE_NAME_MAX_LENGTH))
     schedule = rule.get("schedule")
-    if not isinstance(schedule, str) or schedule_error(schedule) is not None:
+    if not isinstance(schedule, str) or schedule_error(schedule) is not None or not croniter.is_valid(schedule):
         errors.append(field.invalid(f"{path}.schedule", schedule if isinstance(schedule, str) else "",
                                     "invalid cron format"))
     zone = rule.get("timeZone")

@@ -35,6 +35,7 @@ from controlplane.controllers.detecting import Detector
 from controlplane.controllers.evicting import GracefulEvictionController
 from controlplane.controllers.federatedquotas import FederatedQuotaController
 from controlplane.controllers.federatedhpa.controller import FederatedHPAController
+from controlplane.controllers.federatedhpa.cron import CronFederatedHPAController
 from controlplane.controllers.finishedjobs import FinishedJobsController
 from controlplane.controllers.garbagecollecting import GarbageCollector
 from controlplane.controllers.hpascaletargets import HPAScaleTargetMarker
@@ -114,6 +115,7 @@ class ControllerManager(Service):
         finished_jobs = FinishedJobsController(ctx)
         hpa_targets = HPAScaleTargetMarker(ctx)
         federated_hpas = FederatedHPAController(ctx)
+        cron_federated_hpas = CronFederatedHPAController(ctx)
         admission = AdmissionController(ctx, metrics=self.queue_metrics)
         resource_in_use = ResourceInUseController(ctx)
         collector = GarbageCollector(ctx)
@@ -137,6 +139,7 @@ class ControllerManager(Service):
             customizations.loop, detector.loop, scheduler.loop, binder.loop, status.loop, evictions.loop,
             *dependencies.loops, deletion.loop, selectors.loop, rebalancers.loop, federated_quotas.loop, finished_jobs.loop,
             hpa_targets.loop, admission.loop, resource_in_use.loop, history.loop, federated_hpas.loop,
+            cron_federated_hpas.loop,
         ]
         self.context, self.scheduler, self.evictions = ctx, scheduler, evictions
         self._loops = [*loops, collector.loop]  # the collector starts its own, once it has listed every kind

@@ -1,0 +1,152 @@
+"""The CronFederatedHPA controller: scales a workload, or a FederatedHPA's bounds, on schedules.
+
+In: ``autoscaling.karmada.io/v1alpha1`` CronFederatedHPAs (informer) and their targets. Out: when
+a rule fires, the workload's ``spec.replicas`` set to ``targetReplicas`` (what its ``scale``
+subresource sets), or the FederatedHPA's ``spec.minReplicas`` / ``spec.maxReplicas`` set to
+``targetMinReplicas`` / ``targetMaxReplicas``; and ``status.executionHistories`` as Karmada
+records them: per rule its ``nextExecutionTime`` and its last successful executions (with the
+replicas applied) and failed ones (with why), within the rule's history limits
+(:mod:`.cronrules`). Rules removed from the spec lose their history.
+
+Each CronFederatedHPA's key comes back when its next rule is due (one queue, one timer for all),
+and at once when it changes.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from datetime import datetime
+from typing import Any
+
+from controlplane.apis.autoscaling_karmada_v1alpha1 import (
+    API_VERSION,
+    CRON_FEDERATED_HPA_KIND,
+    FEDERATED_HPA_KIND,
+)
+from controlplane.apis.meta import format_time
+from controlplane.apis.untyped import dig
+from controlplane.controllers.context import ControllerContext
+from controlplane.controllers.federatedhpa.cronrules import plan, recorded
+from controlplane.controllers.reconciling import KeyedController
+from controlplane.controllers.workloads import is_deleting
+from controlplane.objectclient import WatchEventType, errors
+
+log = logging.getLogger(__name__)
+
+Key = tuple[str, str]
+CONFLICT_RETRY_SECONDS = 0.2
+#: The longest a key waits before its rules are looked at again (a clock that jumps is caught up).
+MAX_WAIT_SECONDS = 300.0
+
+
+class ScaleFailed(Exception):
+    """A rule's scaling could not be applied (the failed execution's message)."""
+
+
+class CronFederatedHPAController(KeyedController[Key]):
+    """Reconciles CronFederatedHPAs (keys: namespace, name)."""
+
+    name = "cron-federated-hpa"
+
+    def __init__(self, ctx: ControllerContext) -> None:
+        super().__init__(ctx, workers=1)
+        self.rt = ctx.watch_kind(API_VERSION, CRON_FEDERATED_HPA_KIND, self._on_cron)
+
+    async def _on_cron(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        meta = obj.get("metadata") or {}
+        if event is not WatchEventType.DELETED and (
+            old is None or (old.get("metadata") or {}).get("generation") != meta.get("generation")
+        ):
+            await self.loop.add((str(meta.get("namespace") or ""), str(meta.get("name"))))
+
+    async def reconcile(self, key: Key) -> float | None:
+        if self.rt is None:
+            return None
+        cron = await self.ctx.get(self.rt, *key)
+        if cron is None or is_deleting(cron):
+            return None
+        now = self.ctx.now()
+        spec, status = cron.get("spec") or {}, cron.get("status") or {}
+        histories = {h.get("ruleName"): h for h in status.get("executionHistories") or () if isinstance(h, dict)}
+        out: list[dict[str, Any]] = []
+        upcoming: list[datetime] = []
+        for rule in spec.get("rules") or ():
+            history = histories.get(rule.get("name"))
+            try:
+                planned = plan(rule, history, now)
+            except (ValueError, KeyError) as exc:  # a schedule stored before validation refused it
+                log.info("CronFederatedHPA %s/%s rule %s: %s", *key, rule.get("name"), exc)
+                out.append(recorded(rule, history, next_execution=None))
+                continue
+            if planned.next is not None:
+                upcoming.append(planned.next)
+            if planned.due is None:
+                out.append(recorded(rule, history, next_execution=planned.next))
+                continue
+            execution: dict[str, Any] = {"scheduleTime": format_time(planned.due), "executionTime": format_time(now)}
+            try:
+                execution.update(await self._scale(cron, rule))
+            except ScaleFailed as exc:
+                execution["message"] = str(exc)
+                out.append(recorded(rule, history, next_execution=planned.next, execution=execution, failed=True))
+                log.info("CronFederatedHPA %s/%s rule %s failed: %s", *key, rule.get("name"), exc)
+            else:
+                out.append(recorded(rule, history, next_execution=planned.next, execution=execution))
+                log.info("CronFederatedHPA %s/%s rule %s applied %s", *key, rule.get("name"), execution)
+        new_status = {**copy.deepcopy(status), "executionHistories": out}
+        if not out:
+            new_status.pop("executionHistories")
+        if new_status != status:
+            try:
+                await self.ctx.objects.update_status(self.rt, {**cron, "status": new_status})
+            except errors.Conflict:
+                return CONFLICT_RETRY_SECONDS
+            except errors.NotFound:
+                return None
+        if not upcoming:
+            return None
+        return min(max((min(upcoming) - now).total_seconds(), 0.0) + 0.01, MAX_WAIT_SECONDS)
+
+    async def _scale(self, cron: dict[str, Any], rule: dict[str, Any]) -> dict[str, Any]:
+        """Apply ``rule`` to the target; the applied replicas (Karmada's ``Applied*`` fields)."""
+        namespace = str((cron.get("metadata") or {}).get("namespace") or "")
+        ref = (cron.get("spec") or {}).get("scaleTargetRef") or {}
+        api_version, kind, name = str(ref.get("apiVersion") or ""), str(ref.get("kind") or ""), str(ref.get("name") or "")
+        rt = self.ctx.registry.for_kind(api_version, kind)
+        if rt is None:
+            raise ScaleFailed(f'no matches for kind "{kind}" in version "{api_version}"')
+        scales_fhpa = api_version == API_VERSION and kind == FEDERATED_HPA_KIND
+        if not scales_fhpa and rt.scale is None:
+            raise ScaleFailed(f"{kind} {namespace}/{name} has no scale subresource")
+        for _attempt in range(3):
+            target = await self.ctx.get(rt, namespace, name)
+            if target is None:
+                raise ScaleFailed(f'{rt.plural}{"." + rt.group if rt.group else ""} "{name}" not found')
+            written = copy.deepcopy(target)
+            applied: dict[str, Any] = {}
+            if scales_fhpa:
+                fhpa_spec = written.setdefault("spec", {})
+                if rule.get("targetMaxReplicas") is not None:
+                    fhpa_spec["maxReplicas"] = applied["appliedMaxReplicas"] = rule["targetMaxReplicas"]
+                if rule.get("targetMinReplicas") is not None:
+                    fhpa_spec["minReplicas"] = applied["appliedMinReplicas"] = rule["targetMinReplicas"]
+            else:
+                assert rt.scale is not None
+                path = rt.scale.spec_replicas.split(".")
+                parent = dig(written, *path[:-1])
+                if not isinstance(parent, dict):
+                    raise ScaleFailed(f"{kind} {namespace}/{name} has no {rt.scale.spec_replicas}")
+                parent[path[-1]] = applied["appliedReplicas"] = rule.get("targetReplicas")
+            if written == target:
+                return applied
+            try:
+                await self.ctx.objects.update(rt, written)
+            except errors.Conflict:
+                continue  # changed under us: read it again
+            except errors.NotFound as exc:
+                raise ScaleFailed(str(exc)) from exc
+            except errors.ApiError as exc:  # refused, e.g. minReplicas above maxReplicas
+                raise ScaleFailed(str(exc)) from exc
+            return applied
+        raise ScaleFailed(f"{kind} {namespace}/{name} kept changing; the rule is retried at its next time")

@@ -1,0 +1,86 @@
+"""When a CronFederatedHPA's rules fire, and the execution history Karmada records for them.
+
+In: a rule (``name``, ``schedule``, ``timeZone``, ``suspend``, history limits), its entry of
+``status.executionHistories`` and the time now. Out: :class:`RulePlan` -- whether the rule is
+due (and for which scheduled time) and when it fires next -- and the history with one more
+execution, newest first, cut to the rule's ``successfulHistoryLimit`` / ``failedHistoryLimit``.
+
+The next time a rule fires is kept in its history's ``nextExecutionTime`` (none while the rule
+is suspended), so a hub that restarts, or a new leader, fires what was due and no rule twice.
+A schedule that changed (the recorded time is not one the schedule gives) is planned afresh
+from now. A rule the hub was down for fires once, late, for its last scheduled time, as
+Karmada's scheduler runs a job that is due. Pure; the clock is an argument.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta, tzinfo
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from croniter import croniter
+
+from controlplane.apis.autoscaling_karmada_v1alpha1 import DEFAULT_HISTORY_LIMIT
+from controlplane.apis.meta import format_time, parse_time_or_none
+
+
+@dataclass(frozen=True, slots=True)
+class RulePlan:
+    due: datetime | None
+    """The scheduled time to execute now, or None."""
+    next: datetime | None
+    """When the rule fires next (after ``due`` when it is due); None while suspended."""
+
+
+def _zone(rule: Mapping[str, Any]) -> tzinfo:
+    name = rule.get("timeZone")
+    return ZoneInfo(name) if isinstance(name, str) and name not in ("", "UTC", "Local") else UTC
+
+
+def next_time(rule: Mapping[str, Any], after: datetime) -> datetime:
+    """The first time after ``after`` that the rule's schedule gives, in its time zone."""
+    start = after.astimezone(_zone(rule))
+    found: datetime = croniter(str(rule.get("schedule") or ""), start).get_next(datetime)
+    return found.astimezone(UTC)
+
+
+def plan(rule: Mapping[str, Any], history: Mapping[str, Any] | None, now: datetime) -> RulePlan:
+    """Whether ``rule`` is due at ``now`` and when it fires next (see the module docstring)."""
+    if rule.get("suspend") is True:
+        return RulePlan(None, None)
+    recorded = parse_time_or_none((history or {}).get("nextExecutionTime"))
+    if recorded is None or next_time(rule, recorded - timedelta(seconds=1)) != recorded:
+        return RulePlan(None, next_time(rule, now))
+    if recorded > now:
+        return RulePlan(None, recorded)
+    return RulePlan(recorded, next_time(rule, now))
+
+
+def _limit(rule: Mapping[str, Any], key: str) -> int:
+    value = rule.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) else DEFAULT_HISTORY_LIMIT
+
+
+def recorded(
+    rule: Mapping[str, Any],
+    history: Mapping[str, Any] | None,
+    *,
+    next_execution: datetime | None,
+    execution: Mapping[str, Any] | None = None,
+    failed: bool = False,
+) -> dict[str, Any]:
+    """The rule's history with ``nextExecutionTime`` set and ``execution`` (a successful or a
+    failed one) added first, each list cut to its limit."""
+    out: dict[str, Any] = {"ruleName": rule.get("name")}
+    if next_execution is not None:
+        out["nextExecutionTime"] = format_time(next_execution)
+    for key, limit_key in (("successfulExecutions", "successfulHistoryLimit"), ("failedExecutions", "failedHistoryLimit")):
+        entries = list((history or {}).get(key) or ())
+        if execution is not None and failed == (key == "failedExecutions"):
+            entries.insert(0, dict(execution))
+        entries = entries[: _limit(rule, limit_key)]
+        if entries:
+            out[key] = entries
+    return out

@@ -1,0 +1,126 @@
+"""CronFederatedHPA rules fire at their schedule (a controllable clock), scale a workload or a
+FederatedHPA's bounds, and keep Karmada's execution history within its limits."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from controlplane.apiserver.objects import ObjectStore
+from controlplane.controllers.context import ControllerContext
+from controlplane.controllers.federatedhpa.cron import CronFederatedHPAController
+from controlplane.controllers.federatedhpa.cronrules import next_time, plan, recorded
+
+from .conftest import FAST
+from .fleet import deployment
+
+API = "autoscaling.karmada.io/v1alpha1"
+START = datetime(2026, 3, 2, 8, 59, 30, tzinfo=UTC)  # a Monday
+
+
+@pytest.mark.parametrize(
+    ("rule", "after", "expected"),
+    [
+        ({"schedule": "0 9 * * *"}, START, datetime(2026, 3, 2, 9, 0, tzinfo=UTC)),
+        ({"schedule": "*/15 * * * *"}, START, datetime(2026, 3, 2, 9, 0, tzinfo=UTC)),
+        # 09:00 in Shanghai is 01:00 UTC: the next one is the following day's.
+        ({"schedule": "0 9 * * *", "timeZone": "Asia/Shanghai"}, START, datetime(2026, 3, 3, 1, 0, tzinfo=UTC)),
+        ({"schedule": "0 9 * * 1-5"}, datetime(2026, 3, 6, 10, 0, tzinfo=UTC), datetime(2026, 3, 9, 9, 0, tzinfo=UTC)),
+        ({"schedule": "@hourly"}, START, datetime(2026, 3, 2, 9, 0, tzinfo=UTC)),
+    ],
+)
+def test_next_time(rule: dict[str, Any], after: datetime, expected: datetime) -> None:
+    assert next_time(rule, after) == expected
+
+
+def test_a_rule_is_due_once_at_its_time() -> None:
+    rule = {"name": "morning", "schedule": "0 9 * * *"}
+    first = plan(rule, None, START)
+    assert first.due is None and first.next == datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+    history = recorded(rule, None, next_execution=first.next)
+    assert plan(rule, history, START + timedelta(seconds=29)).due is None
+    due = plan(rule, history, START + timedelta(seconds=31))
+    assert due.due == datetime(2026, 3, 2, 9, 0, tzinfo=UTC) and due.next == datetime(2026, 3, 3, 9, 0, tzinfo=UTC)
+    # A changed schedule is planned afresh, not fired for the old time.
+    assert plan({**rule, "schedule": "30 9 * * *"}, history, START + timedelta(minutes=5)).due is None
+    # Suspended: no next execution.
+    assert plan({**rule, "suspend": True}, history, START + timedelta(minutes=5)).next is None
+
+
+def test_history_is_newest_first_within_its_limits() -> None:
+    rule = {"name": "r", "schedule": "* * * * *", "successfulHistoryLimit": 2, "failedHistoryLimit": 1}
+    history: dict[str, Any] | None = None
+    for minute in range(4):
+        history = recorded(rule, history, next_execution=None, execution={"scheduleTime": f"m{minute}"})
+        history = recorded(rule, history, next_execution=None, execution={"scheduleTime": f"f{minute}"}, failed=True)
+    assert history is not None
+    assert [e["scheduleTime"] for e in history["successfulExecutions"]] == ["m3", "m2"]
+    assert [e["scheduleTime"] for e in history["failedExecutions"]] == ["f3"]
+
+
+class Clock:
+    def __init__(self, now: datetime) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+async def _status(objects: ObjectStore, name: str) -> dict[str, Any]:
+    rt = objects.registry.require(API, "CronFederatedHPA")
+    return (await objects.get(rt, namespace="default", name=name)).get("status") or {}
+
+
+async def test_rules_scale_a_workload_and_a_federated_hpa(objects: ObjectStore) -> None:
+    clock = Clock(START)
+    ctx = ControllerContext(objects, settings=FAST, clock=clock)
+    controller = CronFederatedHPAController(ctx)
+    deployments = objects.registry.require("apps/v1", "Deployment")
+    await objects.create(deployments, deployment("web", replicas=1))
+    await objects.create(objects.registry.require(API, "FederatedHPA"), {
+        "apiVersion": API, "kind": "FederatedHPA", "metadata": {"name": "web", "namespace": "default"},
+        "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+                 "minReplicas": 1, "maxReplicas": 4}})
+    crons = objects.registry.require(API, "CronFederatedHPA")
+    for name, ref, rules in (
+        ("workload", {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+         [{"name": "morning", "schedule": "0 9 * * *", "targetReplicas": 3}]),
+        ("bounds", {"apiVersion": API, "kind": "FederatedHPA", "name": "web"},
+         [{"name": "morning", "schedule": "0 9 * * *", "targetMinReplicas": 2, "targetMaxReplicas": 8}]),
+        ("ghost", {"apiVersion": "apps/v1", "kind": "Deployment", "name": "ghost"},
+         [{"name": "morning", "schedule": "0 9 * * *", "targetReplicas": 3}]),
+    ):
+        await objects.create(crons, {"apiVersion": API, "kind": "CronFederatedHPA",
+                                     "metadata": {"name": name, "namespace": "default"},
+                                     "spec": {"scaleTargetRef": ref, "rules": rules}})
+        # Planned, not fired: the next execution is 09:00, 30 s away.
+        assert await controller.reconcile(("default", name)) == pytest.approx(30.01)
+    assert (await _status(objects, "workload"))["executionHistories"] == [
+        {"ruleName": "morning", "nextExecutionTime": "2026-03-02T09:00:00Z"}]
+    assert (await objects.get(deployments, namespace="default", name="web"))["spec"]["replicas"] == 1
+
+    clock.now = START + timedelta(seconds=45)
+    for name in ("workload", "bounds", "ghost"):
+        await controller.reconcile(("default", name))
+    assert (await objects.get(deployments, namespace="default", name="web"))["spec"]["replicas"] == 3
+    fhpa = await objects.get(objects.registry.require(API, "FederatedHPA"), namespace="default", name="web")
+    assert (fhpa["spec"]["minReplicas"], fhpa["spec"]["maxReplicas"]) == (2, 8)
+    assert (await _status(objects, "workload"))["executionHistories"] == [{
+        "ruleName": "morning", "nextExecutionTime": "2026-03-03T09:00:00Z",
+        "successfulExecutions": [{"scheduleTime": "2026-03-02T09:00:00Z", "executionTime": "2026-03-02T09:00:15Z",
+                                  "appliedReplicas": 3}],
+    }]
+    bounds = (await _status(objects, "bounds"))["executionHistories"][0]["successfulExecutions"][0]
+    assert (bounds["appliedMinReplicas"], bounds["appliedMaxReplicas"]) == (2, 8)
+    failed = (await _status(objects, "ghost"))["executionHistories"][0]
+    assert failed["failedExecutions"][0]["message"] == 'deployments.apps "ghost" not found'
+    assert "successfulExecutions" not in failed
+
+    # Not again before the next day's time.
+    await objects.update(deployments, {**(await objects.get(deployments, namespace="default", name="web")),
+                                       "spec": {**deployment("web", replicas=1)["spec"]}})
+    clock.now = START + timedelta(hours=2)
+    await controller.reconcile(("default", "workload"))
+    assert (await objects.get(deployments, namespace="default", name="web"))["spec"]["replicas"] == 1
