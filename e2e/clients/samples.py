@@ -295,7 +295,11 @@ SPECS: dict[tuple[str, str], Builder] = {
     ("autoscaling.karmada.io", "CronFederatedHPA"): lambda name: {
         "spec": {
             "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name},
-            "rules": [{"name": "nightly", "schedule": "0 22 * * *", "targetReplicas": 1}],
+            # The CRD's defaults written out: ``rules`` is an atomic list, so a default filled in
+            # an item would make the live list differ from the applied one (an apply conflict
+            # after a client-side apply, as against kube with Karmada's CRD).
+            "rules": [{"name": "nightly", "schedule": "0 22 * * *", "targetReplicas": 1, "suspend": False,
+                       "successfulHistoryLimit": 3, "failedHistoryLimit": 3}],
         }
     },
     ("kueue.x-k8s.io", "ResourceFlavor"): lambda name: {"spec": {"nodeLabels": {"cluster.gpufed.io/tier": "0"}}},
