@@ -10,7 +10,8 @@ until a report shows the binding's pods bound, however late the member gets to t
 that lists a workload's pods unschedulable (``status.unschedulableWorkloads``) was taken after
 they became so. In:
 the Cluster object as stored. Out: pod counts per :data:`OwnerKey`, or None when the report
-lists no node (no per-pod information at all). Pure; no I/O.
+lists no node (no per-pod information at all); and, for the FederatedHPA controller, one
+workload's pods with the GPU utilization the report measured for each. Pure; no I/O.
 """
 
 from __future__ import annotations
