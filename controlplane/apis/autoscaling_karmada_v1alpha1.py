@@ -42,12 +42,6 @@ RULE_NAME_MAX_LENGTH: Final = 32
 _INT32_MAX: Final = 2**31 - 1
 
 
-def _aggregate(errors: list[FieldError]) -> str:
-    """``field.ErrorList.ToAggregate().Error()``: one error alone, several as ``[a, b]``."""
-    messages = [f"{error.field}: {error.message}" for error in errors]
-    return messages[0] if len(messages) == 1 else "[" + ", ".join(messages) + "]"
-
-
 def default_federated_hpa(obj: dict[str, Any]) -> None:
     """Karmada's ``SetDefaultsFederatedHPA``: kube's HPA defaults (one minimum replica, 80 % CPU
     when no metric is given, a given ``behavior``'s unset rules filled)."""
@@ -60,7 +54,7 @@ def federated_hpa_denial(obj: dict[str, Any]) -> tuple[str, str] | None:
     defaulted = copy.deepcopy(obj)
     default_federated_hpa(defaulted)
     errors = validate_horizontal_pod_autoscaler(defaulted, None)
-    return (FEDERATED_HPA_WEBHOOK, _aggregate(errors)) if errors else None
+    return (FEDERATED_HPA_WEBHOOK, field.error_list_text(errors)) if errors else None
 
 
 def default_cron_federated_hpa(obj: dict[str, Any]) -> None:
@@ -168,4 +162,4 @@ def cron_federated_hpa_denial(obj: dict[str, Any]) -> tuple[str, str] | None:
     defaulted = copy.deepcopy(obj)
     default_cron_federated_hpa(defaulted)
     errors = cron_federated_hpa_errors(defaulted)
-    return (CRON_FEDERATED_HPA_WEBHOOK, _aggregate(errors)) if errors else None
+    return (CRON_FEDERATED_HPA_WEBHOOK, field.error_list_text(errors)) if errors else None

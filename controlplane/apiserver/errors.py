@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from controlplane.apis.kube.field import aggregate
 from controlplane.apis.meta import CauseType as CauseType  # the causes of the Status errors below
 from controlplane.storage import interface as storage
 
@@ -308,7 +309,7 @@ def conflict_modified(*, plural: str, group: str, name: str) -> Conflict:
 def invalid(*, kind: str, group: str, name: str, causes: list[Cause]) -> Invalid:
     """kube's aggregate message: one cause bare, several in brackets."""
     parts = [f"{cause.field}: {cause.message}" if cause.field else cause.message for cause in causes]
-    joined = parts[0] if len(parts) == 1 else "[" + ", ".join(parts) + "]"
+    joined = aggregate(parts)
     return Invalid(
         f'{qualified_kind(kind, group)} "{name}" is invalid: {joined}',
         target=Target(name=name, group=group, kind=kind),

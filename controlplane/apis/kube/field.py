@@ -193,6 +193,16 @@ def too_many(path: str, actual: int, maximum: int) -> FieldError:
     )
 
 
+def aggregate(messages: list[str]) -> str:
+    """kube's ``utilerrors.NewAggregate`` text: one error alone, several as ``[a, b]``."""
+    return messages[0] if len(messages) == 1 else "[" + ", ".join(messages) + "]"
+
+
+def error_list_text(errors: Iterable[FieldError]) -> str:
+    """``field.ErrorList.ToAggregate().Error()``: each error as ``<field>: <message>``, aggregated."""
+    return aggregate([f"{error.field}: {error.message}" for error in errors])
+
+
 IS_NEGATIVE = "must be greater than or equal to 0"
 IMMUTABLE = "field is immutable"
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from controlplane.apis.apiextensions import cel
+from controlplane.apis.kube.field import aggregate
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,11 +38,6 @@ def expression(source: str) -> Expression:
 def evaluation_error(source: str, exc: Exception) -> str:
     """kube's message of an expression that failed at run time."""
     return f"expression '{source}' resulted in error: {exc}"
-
-
-def aggregate(messages: list[str]) -> str:
-    """kube's ``utilerrors.NewAggregate`` text: one error alone, several as ``[a, b]``."""
-    return messages[0] if len(messages) == 1 else "[" + ", ".join(messages) + "]"
 
 
 #: Answers an authorizer check: the target (group, resource, subresource, namespace, name or path,
