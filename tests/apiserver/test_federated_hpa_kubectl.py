@@ -93,6 +93,13 @@ async def test_kubectl_applies_karmadas_autoscalers(kubeconfig: Path) -> None:  
     code, out, err = await kubectl(kubeconfig, "get", "fhpa", "nginx", "-o",
                                    "jsonpath={.spec.behavior.scaleUp.selectPolicy}")
     assert (code, out) == (0, "Max"), err
+    # The schema is kube's HPA parts: `kubectl explain` reaches the metric sources.
+    code, out, err = await kubectl(kubeconfig, "explain", "fhpa.spec.metrics.pods.target")
+    assert code == 0, err
+    assert "averageValue" in out
+    code, out, err = await kubectl(kubeconfig, "explain", "cronfhpa.spec.rules")
+    assert code == 0, err
+    assert "targetMinReplicas" in out
 
 
 @needs_kubectl
