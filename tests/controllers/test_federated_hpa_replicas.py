@@ -44,6 +44,13 @@ def test_plain_metric_replicas(samples: dict[str, float], pods: str, current: in
     assert proposal.replicas == expected
 
 
+def test_the_average_is_cut_as_kubes_integers_cut_it() -> None:
+    """A Resource utilization is a whole percent: 50.9 % against 25 % is 50 %, twice the target."""
+    samples = {"a": 50.9, "b": 50.9}
+    assert plain_metric_replicas(samples, "ab", current_replicas=2, target=25, scale_down_fallback=100, step=1).replicas == 4
+    assert plain_metric_replicas(samples, "ab", current_replicas=2, target=25, scale_down_fallback=100).replicas == 5
+
+
 def test_no_samples_or_pods_is_kubes_error() -> None:
     with pytest.raises(MetricsUnavailable, match=r"did not receive metrics for targeted pods \(pods might be unready\)"):
         plain_metric_replicas({}, ["a"], current_replicas=1, target=50, scale_down_fallback=50)

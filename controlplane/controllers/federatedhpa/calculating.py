@@ -33,8 +33,13 @@ class Proposal:
     """The average of the samples the pods reported (before any fallback)."""
 
 
-def _ratio(values: Mapping[str, float], target: float) -> float:
-    return (sum(values.values()) / len(values)) / target
+def _average(values: Mapping[str, float], step: float) -> float:
+    """The mean, cut down to a multiple of ``step`` as kube's integer division cuts it."""
+    return math.floor(round(sum(values.values()) / len(values) / step, 9)) * step
+
+
+def _ratio(values: Mapping[str, float], target: float, step: float) -> float:
+    return _average(values, step) / target
 
 
 def plain_metric_replicas(
@@ -44,10 +49,13 @@ def plain_metric_replicas(
     current_replicas: int,
     target: float,
     scale_down_fallback: float,
+    step: float = 0.001,
     tolerance: float = TOLERANCE,
 ) -> Proposal:
     """kube's ``calcPlainMetricReplicas`` (and ``GetResourceReplicas``, whose utilization of pods
-    requesting alike is the same average): see the module docstring."""
+    requesting alike is the same average): see the module docstring. The average is cut to a
+    multiple of ``step``, as kube's integers cut it: a thousandth for a Pods metric (its
+    milli-units), a whole percent for a Resource utilization."""
     if not pods:
         raise MetricsUnavailable("no pods returned by selector while calculating replica count")
     if target <= 0:
@@ -55,8 +63,8 @@ def plain_metric_replicas(
     metrics = {name: float(value) for name, value in samples.items() if name in pods}
     if not metrics:
         raise MetricsUnavailable("did not receive metrics for targeted pods (pods might be unready)")
-    usage_ratio = _ratio(metrics, target)
-    usage = sum(metrics.values()) / len(metrics)
+    usage_ratio = _ratio(metrics, target, step)
+    usage = _average(metrics, step)
     missing = [name for name in pods if name not in metrics]
     if not missing:
         if abs(1.0 - usage_ratio) <= tolerance:
@@ -65,7 +73,7 @@ def plain_metric_replicas(
     fallback = scale_down_fallback if usage_ratio < 1.0 else 0.0
     for name in missing:
         metrics[name] = fallback
-    new_ratio = _ratio(metrics, target)
+    new_ratio = _ratio(metrics, target, step)
     if (
         abs(1.0 - new_ratio) <= tolerance
         or (usage_ratio < 1.0 and new_ratio > 1.0)

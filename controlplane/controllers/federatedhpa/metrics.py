@@ -126,7 +126,7 @@ def _evaluate_one(
         try:
             proposal = plain_metric_replicas(
                 samples, pods, current_replicas=current, target=utilization,
-                scale_down_fallback=max(100, utilization))
+                scale_down_fallback=max(100, utilization), step=1)
         except MetricsUnavailable as exc:
             return Failure(FAILURE_REASONS["Resource"], f"failed to get {GPU_RESOURCE} utilization: {exc}")
         status = {"type": "Resource", "resource": {"name": GPU_RESOURCE, "current": {
