@@ -55,30 +55,44 @@ def bound_pods_by_owner(cluster: Mapping[str, Any]) -> Counter[OwnerKey] | None:
     return counts
 
 
-def gpu_utilization_of_pods(cluster: Mapping[str, Any], owner: OwnerKey) -> tuple[list[str], dict[str, float]]:
-    """The GPU pods ``owner`` has bound in the member, and the utilization percent of those the
-    last report measured (the mean over the devices each holds). A report too large to list
+#: A workload's GPU pods in one member, and the utilization percent of those measured.
+PodUtilization = tuple[list[str], dict[str, float]]
+
+
+def gpu_utilization_by_owner(cluster: Mapping[str, Any]) -> dict[OwnerKey, PodUtilization]:
+    """Per owning workload, the GPU pods bound in the member and the utilization percent of those
+    the last report measured (the mean over the devices each holds). A report too large to list
     devices (an aggregated one without ``perDevice``) gives each pod its workload's mean."""
     utilization = ClusterObjectView(cluster).status.get("utilization")
     nodes = expand_utilization(utilization)
+    out: dict[OwnerKey, PodUtilization] = {}
     if not nodes and is_aggregated(utilization):
-        count = pods_by_owner(utilization).get(owner, 0)
-        names = [f"{owner[1]}/{owner[2]}#{index}" for index in range(count)]
-        mean = mean_utilization_by_owner(utilization).get(owner)
-        return names, ({} if mean is None else dict.fromkeys(names, mean))
-    namespace, kind, name = owner
-    pods: list[str] = []
-    measured: dict[str, list[float]] = {}
+        means = mean_utilization_by_owner(utilization)
+        for owner, count in pods_by_owner(utilization).items():
+            names = [f"{owner[1]}/{owner[2]}#{index}" for index in range(count)]
+            mean = means.get(owner)
+            out[owner] = (names, {} if mean is None else dict.fromkeys(names, mean))
+        return out
+    measured: dict[tuple[str, str], list[float]] = {}
+    owners: dict[tuple[str, str], OwnerKey] = {}
     for node in nodes:
         for pod in node.get("pods") or ():
             held_by = (pod or {}).get("owner") or {}
-            if pod.get("namespace") == namespace and held_by.get("kind") == kind and held_by.get("name") == name:
-                pods.append(str(pod.get("pod")))
+            if held_by.get("kind") and held_by.get("name"):
+                namespace = str(pod.get("namespace") or "")
+                owners[(namespace, str(pod.get("pod")))] = (namespace, str(held_by["kind"]), str(held_by["name"]))
         for device in node.get("devices") or ():
             value = device.get("utilization")
-            if device.get("namespace") == namespace and device.get("pod") and isinstance(value, int | float):
-                measured.setdefault(str(device["pod"]), []).append(float(value) * 100)
-    return pods, {pod: sum(measured[pod]) / len(measured[pod]) for pod in pods if pod in measured}
+            if device.get("pod") and isinstance(value, int | float) and not isinstance(value, bool):
+                key = (str(device.get("namespace") or ""), str(device["pod"]))
+                measured.setdefault(key, []).append(float(value) * 100)
+    for (namespace, pod), owner in owners.items():
+        names, samples = out.setdefault(owner, ([], {}))
+        names.append(pod)
+        values = measured.get((namespace, pod))
+        if values:
+            samples[pod] = sum(values) / len(values)
+    return out
 
 
 def unschedulable_pods_by_owner(cluster: Mapping[str, Any]) -> Counter[OwnerKey]:

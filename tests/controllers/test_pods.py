@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from controlplane.controllers.pods import bound_pods_by_owner, owner_key
+from controlplane.controllers.pods import bound_pods_by_owner, gpu_utilization_by_owner, owner_key
 from controlplane.reports.aggregated import aggregate
 from controlplane.reports.fleet import DeviceSample, NodeSample, PodRef
 
@@ -63,3 +63,33 @@ def test_bound_pods_by_owner_from_an_aggregated_report() -> None:
 )
 def test_owner_key(resource: dict[str, Any], expected: tuple[str, str, str] | None) -> None:
     assert owner_key(resource) == expected
+
+
+def test_gpu_utilization_by_owner_from_a_per_device_report() -> None:
+    """Each pod's utilization is the mean over its devices (percent); pods of two namespaces with
+    one name are told apart; a pod no device series names yet has no sample."""
+    def device(gpu: int, pod: str, namespace: str, utilization: float | None) -> dict[str, Any]:
+        entry: dict[str, Any] = {"gpu": gpu, "uuid": f"GPU-{gpu}", "pod": pod, "namespace": namespace}
+        if utilization is not None:
+            entry["utilization"] = utilization
+        return entry
+
+    report = {"nodes": [{
+        "name": "n0",
+        "pods": [bound_pod("web", namespace="a"), bound_pod("web", namespace="b"), bound_pod("web", index=1, namespace="a")],
+        "devices": [device(0, "web-0", "a", 0.8), device(1, "web-0", "a", 0.6), device(2, "web-0", "b", 0.1),
+                    device(3, "web-1", "a", None)],
+    }]}
+    found = gpu_utilization_by_owner(cluster(report))
+    assert found[("a", "Deployment", "web")] == (["web-0", "web-1"], {"web-0": pytest.approx(70.0)})
+    assert found[("b", "Deployment", "web")] == (["web-0"], {"web-0": pytest.approx(10.0)})
+
+
+def test_gpu_utilization_by_owner_from_an_aggregated_report() -> None:
+    """Without per-device entries, each of a workload's pods gets its measured devices' mean."""
+    owner = PodRef("default", "train-abc-x", "Deployment", "train")
+    node = NodeSample("n0", "A100", (DeviceSample("0", "", allocated_to=owner, utilization=0.9),
+                                     DeviceSample("1", "", allocated_to=owner, utilization=0.5)))
+    found = gpu_utilization_by_owner(cluster(aggregate([node], [("default", "Deployment", "train")] * 2, sample_time=None)))
+    names, samples = found[("default", "Deployment", "train")]
+    assert len(names) == 2 and samples == dict.fromkeys(names, pytest.approx(70.0))

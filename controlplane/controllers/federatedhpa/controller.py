@@ -30,7 +30,7 @@ from controlplane.controllers.context import ControllerContext
 from controlplane.controllers.events import EventReason, record_event
 from controlplane.controllers.federatedhpa.behavior import Condition, History, normalize
 from controlplane.controllers.federatedhpa.metrics import evaluate
-from controlplane.controllers.pods import gpu_utilization_of_pods
+from controlplane.controllers.pods import OwnerKey, PodUtilization, gpu_utilization_by_owner
 from controlplane.controllers.reconciling import KeyedController
 from controlplane.controllers.workloads import is_deleting
 from controlplane.objectclient import WatchEventType, errors
@@ -67,6 +67,8 @@ class FederatedHPAController(KeyedController[Key]):
         super().__init__(ctx, workers=1)
         self.sync_seconds = ctx.settings.federated_hpa_sync_seconds
         self.histories: dict[Key, History] = {}
+        #: Per cluster, the resourceVersion of its Cluster object and its report read per workload.
+        self.reports: dict[str, tuple[str, dict[OwnerKey, PodUtilization]]] = {}
         self.rt = ctx.watch_kind(API_VERSION, FEDERATED_HPA_KIND, self._on_fhpa)
 
     async def _on_fhpa(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
@@ -193,16 +195,25 @@ class FederatedHPAController(KeyedController[Key]):
         status.update(currentReplicas=current, desiredReplicas=desired, currentMetrics=metric_statuses or None)
         await self._write_status(fhpa, original, status)
 
-    def _pod_samples(self, owner: tuple[str, str, str]) -> tuple[list[str], dict[str, float]]:
+    def _pod_samples(self, owner: OwnerKey) -> PodUtilization:
         """The target's GPU pods in every member and the utilization of those measured, each pod
-        named by its cluster and its name there."""
+        named by its cluster and its name there. Each cluster's report is read once per version
+        (:attr:`reports`), however many FederatedHPAs look at it."""
         pods: list[str] = []
         samples: dict[str, float] = {}
+        seen: set[str] = set()
         for cluster in self.ctx.clusters.items():
-            cluster_name = str((cluster.get("metadata") or {}).get("name"))
-            names, measured = gpu_utilization_of_pods(cluster, owner)
+            meta = cluster.get("metadata") or {}
+            cluster_name, version = str(meta.get("name")), str(meta.get("resourceVersion"))
+            seen.add(cluster_name)
+            cached = self.reports.get(cluster_name)
+            if cached is None or cached[0] != version:
+                cached = self.reports[cluster_name] = (version, gpu_utilization_by_owner(cluster))
+            names, measured = cached[1].get(owner, ([], {}))
             pods += [f"{cluster_name}/{pod}" for pod in names]
             samples.update({f"{cluster_name}/{pod}": value for pod, value in measured.items()})
+        for gone in set(self.reports) - seen:
+            del self.reports[gone]
         return pods, samples
 
     async def _warn_on_change(self, fhpa: dict[str, Any], status: dict[str, Any], condition_type: str,
