@@ -80,9 +80,10 @@ def test_gpu_utilization_by_owner_from_a_per_device_report() -> None:
         "devices": [device(0, "web-0", "a", 0.8), device(1, "web-0", "a", 0.6), device(2, "web-0", "b", 0.1),
                     device(3, "web-1", "a", None)],
     }]}
-    found = gpu_utilization_by_owner(cluster(report))
-    assert found[("a", "Deployment", "web")] == (["web-0", "web-1"], {"web-0": pytest.approx(70.0)})
-    assert found[("b", "Deployment", "web")] == (["web-0"], {"web-0": pytest.approx(10.0)})
+    found = {owner: (names, {pod: round(value, 6) for pod, value in samples.items()})
+             for owner, (names, samples) in gpu_utilization_by_owner(cluster(report)).items()}
+    assert found == {("a", "Deployment", "web"): (["web-0", "web-1"], {"web-0": 70.0}),
+                     ("b", "Deployment", "web"): (["web-0"], {"web-0": 10.0})}
 
 
 def test_gpu_utilization_by_owner_from_an_aggregated_report() -> None:
@@ -92,4 +93,4 @@ def test_gpu_utilization_by_owner_from_an_aggregated_report() -> None:
                                      DeviceSample("1", "", allocated_to=owner, utilization=0.5)))
     found = gpu_utilization_by_owner(cluster(aggregate([node], [("default", "Deployment", "train")] * 2, sample_time=None)))
     names, samples = found[("default", "Deployment", "train")]
-    assert len(names) == 2 and samples == dict.fromkeys(names, pytest.approx(70.0))
+    assert len(names) == 2 and {pod: round(value, 6) for pod, value in samples.items()} == dict.fromkeys(names, 70.0)
