@@ -33,9 +33,9 @@ from controlplane.controllers.deleting import DeletionController
 from controlplane.controllers.dependencies import DependenciesController
 from controlplane.controllers.detecting import Detector
 from controlplane.controllers.evicting import GracefulEvictionController
-from controlplane.controllers.federatedquotas import FederatedQuotaController
 from controlplane.controllers.federatedhpa.controller import FederatedHPAController
 from controlplane.controllers.federatedhpa.cron import CronFederatedHPAController
+from controlplane.controllers.federatedquotas import FederatedQuotaController
 from controlplane.controllers.finishedjobs import FinishedJobsController
 from controlplane.controllers.garbagecollecting import GarbageCollector
 from controlplane.controllers.hpascaletargets import HPAScaleTargetMarker
