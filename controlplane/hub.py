@@ -391,7 +391,11 @@ class Hub(ShutdownOnce):
             registry,
             authenticator=self.service_account_tokens,
             authorizer=authorizer,
-            admission=[ClusterRestriction(), RbacEscalationCheck(self.rbac.index, authorizer), CertificateAdmission(authorizer)],
+            admission=[
+                ClusterRestriction(),
+                RbacEscalationCheck(self.rbac.index, authorizer, read_role=self.rbac.read_role),
+                CertificateAdmission(authorizer),
+            ],
             extra_routes=extra,
             computed=computed,
             public_paths=[CA_PATH, *ui_public_paths()],

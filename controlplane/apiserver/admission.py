@@ -56,8 +56,8 @@ class WriteAttributes:
     dry_run: bool = False
 
 
-#: Raises an ``ApiError`` (normally Forbidden) to refuse the write.
-ValidateWrite = Callable[[WriteAttributes], None]
+#: Awaited; raises an ``ApiError`` (normally Forbidden) to refuse the write.
+ValidateWrite = Callable[[WriteAttributes], Awaitable[None]]
 
 
 #: Awaited with every create's final object (dry runs included); raises an ``ApiError`` to
@@ -116,8 +116,10 @@ class WebhookCalls(Protocol):
 
 
 class AdmissionPlugin(Protocol):
-    def validate(self, user: UserInfo, write: WriteAttributes) -> None:
-        """Return to admit ``write`` by ``user``; raise an ``ApiError`` to refuse it."""
+    def validate(self, user: UserInfo, write: WriteAttributes) -> Awaitable[None] | None:
+        """Return to admit ``write`` by ``user``; raise an ``ApiError`` to refuse it. A plugin that
+        must read the store (kube's RBAC storage reads a role it cannot find in its cache) returns
+        an awaitable doing so, awaited before the next plugin runs."""
         ...
 
 
@@ -126,8 +128,10 @@ def write_validation(plugins: tuple[AdmissionPlugin, ...], user: UserInfo | None
     if not plugins or user is None:
         return None
 
-    def validate(write: WriteAttributes) -> None:
+    async def validate(write: WriteAttributes) -> None:
         for plugin in plugins:
-            plugin.validate(user, write)
+            pending = plugin.validate(user, write)
+            if pending is not None:
+                await pending
 
     return validate

@@ -37,7 +37,13 @@ from policies.served import PROPAGATABLE_CLUSTER_KINDS, KindStatus
 #: API groups whose kinds are the hub's own machinery and never propagate: gpufed's and
 #: Karmada's policy kinds, bindings, Works, clusters, reports, Leases, and the fleet's quotas (Kueue's kinds).
 HUB_ONLY_GROUPS: frozenset[str] = frozenset(
-    {CLUSTER_GROUP, POLICY_GROUP, KARMADA_POLICY_GROUP, WORK_GROUP, REPORTS_GROUP, COORDINATION_GROUP, "kueue.x-k8s.io"}
+    {
+        CLUSTER_GROUP, POLICY_GROUP, KARMADA_POLICY_GROUP, WORK_GROUP, REPORTS_GROUP, COORDINATION_GROUP,
+        "kueue.x-k8s.io",
+        # Karmada's FederatedHPA and CronFederatedHPA scale workloads on the hub, as Karmada's control
+        # plane keeps them (its detector skips the karmada.io groups).
+        "autoscaling.karmada.io",
+    }
 )
 #: Kinds that never propagate: Events describe hub objects (served as core v1 and events.k8s.io/v1).
 #: Namespaced kinds that stay on the hub: Events, and ControllerRevisions, a StatefulSet's or

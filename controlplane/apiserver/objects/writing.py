@@ -170,7 +170,7 @@ class Writer:
             if rt.warn is not None:
                 options.warnings.extend(rt.warn(obj))
         if options.validate is not None:
-            options.validate(WriteAttributes(Operation.CREATE, rt, obj))
+            await options.validate(WriteAttributes(Operation.CREATE, rt, obj))
         for check in self.create_checks:
             await check(rt, obj)
         if options.webhooks is not None:  # they see what the hub's own plugins set (kube's order)
@@ -415,7 +415,7 @@ class Writer:
             recorded = partial(record_update, rt, old, new, subresource=subresource or options.recorded_subresource)
             new = await self.versions.computed(rt, partial(recorded, manager=options.field_manager, now=self.now()), dropping=new)
         if options.validate is not None:
-            options.validate(WriteAttributes(Operation.UPDATE, rt, new, old=old, subresource=subresource))
+            await options.validate(WriteAttributes(Operation.UPDATE, rt, new, old=old, subresource=subresource))
         if options.webhooks is not None:
             await options.webhooks.validate(webhook_request(rt, options, Operation.UPDATE, new, old, subresource=subresource))
         if subresource is None:

@@ -36,7 +36,7 @@ from controlplane.apiserver.auth.rbac.policy import (
     cluster_roles,
     namespace_roles,
 )
-from controlplane.apiserver.auth.rbac.rules import rules_of, uncovered
+from controlplane.apiserver.auth.rbac.rules import PolicyRule, rules_of, uncovered
 from controlplane.apiserver.objects import ObjectStore, WatchEventType
 from controlplane.controllers.informing import Informer
 
@@ -50,6 +50,7 @@ class RbacCache:
 
     def __init__(self, objects: ObjectStore, index: RbacIndex | None = None) -> None:
         self.index = index or RbacIndex()
+        self._objects = objects
         self.informers: list[Informer] = []
         for kind in KINDS:
             informer = Informer(objects, objects.registry.require(RBAC_API_VERSION, kind))
@@ -65,6 +66,17 @@ class RbacCache:
                 self.index.put(kind, obj)
 
         return apply
+
+    async def read_role(self, kind: str, name: str, namespace: str) -> tuple[PolicyRule, ...] | None:
+        """A Role's or ClusterRole's rules read from the store, not the index (None: no such role):
+        for a binding's escalation check when the index has not yet seen the role it names."""
+        if kind not in (ROLE, CLUSTER_ROLE):
+            return None
+        rt = self._objects.registry.require(RBAC_API_VERSION, kind)
+        try:
+            return rules_of(await self._objects.get(rt, namespace=namespace or None, name=name))
+        except errors.NotFound:
+            return None
 
     async def run(self) -> None:
         async with asyncio.TaskGroup() as group:

@@ -11,12 +11,15 @@ update of the four kinds by an admission plugin, with kube's messages:
 
 A refusal is 403 Forbidden: ``roles.rbac.authorization.k8s.io "x" is forbidden: user
 "alice" (groups=["team-a" "system:authenticated"]) is attempting to grant RBAC permissions
-not currently held:`` followed by each missing right. Pure: no I/O.
+not currently held:`` followed by each missing right. The roles and bindings come from the
+hub's RBAC index; a role a binding references that the index has not seen yet (created a moment
+before, on a loaded hub) is read from the store, as kube's RBAC storage reads roles from its
+registry, so creating a Role and then its RoleBinding never fails on the cache's lag.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 
 from controlplane.apiserver import errors
 from controlplane.apiserver.admission import WriteAttributes
@@ -33,25 +36,28 @@ from controlplane.apiserver.auth.rbac.rules import (
 from controlplane.apiserver.identity import Authorizer, RequestAttributes, UserInfo
 
 _ROLES = {"roles": ROLE, "clusterroles": CLUSTER_ROLE}
+#: Reads a role from the store: (kind, name, namespace) -> its rules, None when it does not exist.
+ReadRole = Callable[[str, str, str], Awaitable[tuple[PolicyRule, ...] | None]]
 _BINDINGS = {"rolebindings", "clusterrolebindings"}
 
 
 class RbacEscalationCheck:
     """The admission plugin; see the module docstring."""
 
-    def __init__(self, index: RbacIndex, authorizer: Authorizer) -> None:
+    def __init__(self, index: RbacIndex, authorizer: Authorizer, *, read_role: ReadRole | None = None) -> None:
         self._index = index
         self._authorizer = authorizer
+        self._read_role = read_role
 
-    def validate(self, user: UserInfo, write: WriteAttributes) -> None:
+    def validate(self, user: UserInfo, write: WriteAttributes) -> Awaitable[None] | None:
         rt = write.resource
         if rt.group != RBAC_GROUP:
-            return
+            return None
         meta = write.new.get("metadata") or {}
         name, namespace = str(meta.get("name", "")), meta.get("namespace") or None
         if rt.plural in _ROLES:
             if self._may(user, "escalate", rt.plural, namespace, name):
-                return
+                return None
             if write.new.get("aggregationRule") is not None:
                 raise _forbidden(rt.plural, name, "must have cluster-admin privileges to use an aggregationRule")
             self._confirm_no_escalation(user, rt.plural, name, namespace, rules_of(write.new))
@@ -60,11 +66,28 @@ class RbacEscalationCheck:
             kind, role_name = str(ref.get("kind", "")), str(ref.get("name", ""))
             role_plural = "clusterroles" if kind == CLUSTER_ROLE else "roles"
             if self._may(user, "bind", role_plural, namespace, role_name):
-                return
+                return None
             rules = self._index.role_rules(kind, role_name, namespace or "")
-            if rules is None:
-                raise _forbidden(rt.plural, name, f'{role_plural[:-1]}.{RBAC_GROUP} "{role_name}" not found')
-            self._confirm_no_escalation(user, rt.plural, name, namespace, rules)
+            if rules is None and self._read_role is not None:
+                return self._bind_stored_role(user, rt.plural, name, namespace, kind, role_name)
+            self._confirm_binding(user, rt.plural, name, namespace, role_plural, role_name, rules)
+        return None
+
+    async def _bind_stored_role(
+        self, user: UserInfo, plural: str, name: str, namespace: str | None, kind: str, role_name: str
+    ) -> None:
+        assert self._read_role is not None
+        rules = await self._read_role(kind, role_name, namespace or "")
+        role_plural = "clusterroles" if kind == CLUSTER_ROLE else "roles"
+        self._confirm_binding(user, plural, name, namespace, role_plural, role_name, rules)
+
+    def _confirm_binding(
+        self, user: UserInfo, plural: str, name: str, namespace: str | None, role_plural: str, role_name: str,
+        rules: Iterable[PolicyRule] | None,
+    ) -> None:
+        if rules is None:
+            raise _forbidden(plural, name, f'{role_plural[:-1]}.{RBAC_GROUP} "{role_name}" not found')
+        self._confirm_no_escalation(user, plural, name, namespace, rules)
 
     def _may(self, user: UserInfo, verb: str, plural: str, namespace: str | None, name: str) -> bool:
         attributes = RequestAttributes(
