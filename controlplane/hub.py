@@ -71,6 +71,7 @@ from controlplane.apiserver.identity import Role
 from controlplane.apiserver.kubeconfig import KubeconfigError, load_kubeconfig, write_kubeconfig
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.apiserver.proxy.podlist import pod_list_routes
+from controlplane.apiserver.proxy.resourcemetrics import ResourceMetrics
 from controlplane.apiserver.proxy.routes import ProxyEndpoints
 from controlplane.apiserver.quotaadmission import QuotaAdmission
 from controlplane.apiserver.serviceallocation import (
@@ -275,6 +276,9 @@ class Hub(ShutdownOnce):
         self.waste_sampler: WasteSampler | None = None
         #: The cluster proxy: the agents' tunnels and the proxy route.
         self.proxy = ProxyEndpoints(metrics=self.metrics.proxy)
+        #: ``metrics.k8s.io`` merged from the members (``kubectl top``); the controllers read pods'
+        #: usage from it (:meth:`ResourceMetrics.pod_usage`). Made with the API.
+        self.resource_metrics: ResourceMetrics | None = None
         #: The APIServices this replica proxies to extension API servers, and their group-versions served here.
         self.aggregation: AggregatedApis | None = None
         self._local_group_versions: list[tuple[str, str]] = []
@@ -345,6 +349,7 @@ class Hub(ShutdownOnce):
         )
         await self.service_account_tokens.synced()
         authorizer = HubAuthorizer(self.rbac.index)
+        self.resource_metrics = resource_metrics = ResourceMetrics(self.objects, self.proxy)
         extra = [
             *join_routes(self.tokens, cluster_exists=self._cluster_exists),
             *token_routes(self.tokens, authorizer=authorizer),
@@ -356,6 +361,7 @@ class Hub(ShutdownOnce):
         computed = [
             *review_endpoints(authorizer, self.service_account_tokens), *self.service_account_tokens.endpoints(),
             self._component_statuses().endpoint(),
+            *resource_metrics.endpoints(),
             *PendingWorkloads(
                 CachedObjects(self.objects, self.watch_cache), timestamp=self.config.wait_for_pods_ready.timestamp,
             ).endpoints(),

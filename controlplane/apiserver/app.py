@@ -352,6 +352,10 @@ def _computed_routes(endpoints: Iterable[ComputedEndpoint]) -> list[web.RouteDef
         if "list" in verbs or ("get" in verbs and subresource):
             routes.append(web.get(path, endpoint.handler, allow_head=False))
         routes.append(web.route(hdrs.METH_ANY, path, _method_not_allowed))
+        if endpoint.resource.namespaced and "list" in verbs and not subresource:
+            # The list across every namespace (``/apis/metrics.k8s.io/v1beta1/pods``), as kube routes it.
+            every = endpoint.resource.path.replace("/namespaces/{namespace}", "")
+            routes += [web.get(every, endpoint.handler, allow_head=False), web.route(hdrs.METH_ANY, every, _method_not_allowed)]
         if "get" in verbs and not subresource:
             item = f"{path}/{{name}}"
             routes += [web.get(item, endpoint.handler, allow_head=False), web.route(hdrs.METH_ANY, item, _method_not_allowed)]

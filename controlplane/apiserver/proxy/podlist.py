@@ -46,11 +46,20 @@ FETCH_TIMEOUT_SECONDS = 30.0
 
 
 class FetchError(Exception):
-    """A member could not be read through its tunnel; the message names the cluster."""
+    """A member could not be read through its tunnel; the message names the cluster. ``status`` is
+    the member's HTTP code when it answered with an error (0 when it did not answer)."""
+
+    def __init__(self, message: str, *, status: int = 0) -> None:
+        super().__init__(message)
+        self.status = status
 
 
-async def fetch_json(tunnels: TunnelRegistry, cluster: str, path: str, user: UserInfo) -> Any:
-    """GET ``path`` on member ``cluster`` as ``user``, through its agent; the parsed JSON body."""
+async def fetch_json(
+    tunnels: TunnelRegistry, cluster: str, path: str, user: UserInfo, *,
+    timeout_seconds: float = FETCH_TIMEOUT_SECONDS,
+) -> Any:
+    """GET ``path`` on member ``cluster`` as ``user``, through its agent, within ``timeout_seconds``;
+    the parsed JSON body."""
     tunnel = tunnels.get(cluster)
     if tunnel is None:
         raise FetchError(f"cluster {cluster}'s agent is not connected")
@@ -61,7 +70,7 @@ async def fetch_json(tunnels: TunnelRegistry, cluster: str, path: str, user: Use
         raise FetchError(str(exc)) from None
     finished = False
     try:
-        async with asyncio.timeout(FETCH_TIMEOUT_SECONDS):
+        async with asyncio.timeout(timeout_seconds):
             await tunnel.send(framing.open_frame(stream.id, request, b""))
             status, body = 0, bytearray()
             while True:
@@ -79,7 +88,7 @@ async def fetch_json(tunnels: TunnelRegistry, cluster: str, path: str, user: Use
                     finished = True
                     break
     except TimeoutError:
-        raise FetchError(f"cluster {cluster} did not answer within {FETCH_TIMEOUT_SECONDS:g}s") from None
+        raise FetchError(f"cluster {cluster} did not answer within {timeout_seconds:g}s") from None
     except ConnectionResetError:
         raise FetchError(f"cluster {cluster}'s agent disconnected") from None
     finally:
@@ -90,7 +99,7 @@ async def fetch_json(tunnels: TunnelRegistry, cluster: str, path: str, user: Use
         raise FetchError(f"cluster {cluster} answered {status} with a body that is not JSON") from None
     if status >= 400:
         message = answer.get("message") if isinstance(answer, dict) else None
-        raise FetchError(f"cluster {cluster}: {message or status}")
+        raise FetchError(f"cluster {cluster}: {message or status}", status=status)
     return answer
 
 

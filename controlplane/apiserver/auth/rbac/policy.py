@@ -145,6 +145,10 @@ def cluster_roles() -> list[dict[str, Any]]:
             rule(WRITE, ("policy",), ("poddisruptionbudgets",)),
             rule(WRITE, ("networking.k8s.io",), ("networkpolicies", "ingresses")),
         ], labels=_to("edit")),
+        # metrics-server's role, aggregated into view, edit and admin (``kubectl top``).
+        cluster_role("system:aggregated-metrics-reader", [
+            rule(READ, ("metrics.k8s.io",), ("pods", "nodes")),
+        ], labels={**_to("view"), **_to("edit"), **_to("admin")}),
         cluster_role("system:aggregate-to-view", [
             rule(READ, ("",), ("pods", "replicationcontrollers", "replicationcontrollers/scale", "serviceaccounts",
                                "services", "services/status", "endpoints", "persistentvolumeclaims",

@@ -1,0 +1,179 @@
+"""The hub's ``metrics.k8s.io`` merged from its members: a real hub, two simulated members and
+their agents' tunnels in one process; requests over real HTTP."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import logging
+import ssl
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from controlplane import hub as hub_module
+from controlplane.apiserver import errors
+from controlplane.apiserver.identity import Role
+from controlplane.apiserver.proxy.resourcemetrics import CLUSTER_ANNOTATION, PodUsage
+from controlplane.apiserver.tls import ca_hash
+from member_agent.agent import Agent
+from member_agent.config import AgentConfig
+from simulator.profile import parse_fleet
+from simulator.server import SimServer, SimServerConfig
+from tests.proxy.test_proxy_tunnel import Fleet, eventually
+
+pytestmark = pytest.mark.timeout(180)
+
+MEMBERS = ("sim-a", "sim-b")
+BASE = "/apis/metrics.k8s.io/v1beta1"
+FLEET = {"clusters": [
+    {"name": name, "nodeGroups": [{"name": "cpu", "count": 1, "cpu": 64, "memoryGiB": 256}]} for name in MEMBERS
+]}
+
+
+def _pod(name: str, namespace: str, app: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace, "labels": {"app": app}},
+        "spec": {"containers": [{"name": "main", "image": "x:1",
+                                 "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]},
+    }
+
+
+@dataclass
+class TwoMembers:
+    fleet: Fleet
+    sims: dict[str, SimServer]
+    agents: dict[str, Agent]
+
+    async def get(self, path: str, *, who: str = "admin") -> tuple[int, Any]:
+        return await self.fleet.request("GET", path, who=who)
+
+
+@pytest.fixture
+async def members(tmp_path: Path) -> AsyncIterator[TwoMembers]:
+    profiles = parse_fleet(FLEET).clusters
+    async with hub_module.Hub(hub_module.HubConfig(state_dir=tmp_path / "hub", port=0)) as hub:
+        tokens = {role.value: (await hub.tokens.create(role=role, name=f"{role.value}-user")).token
+                  for role in (Role.ADMIN, Role.VIEWER)}
+        sims: dict[str, SimServer] = {}
+        agents: dict[str, Agent] = {}
+        try:
+            for profile in profiles:
+                sim = SimServer(SimServerConfig(profile=profile, state_dir=tmp_path / profile.name,
+                                                time_scale=20.0, snapshot_interval=None))
+                await sim.__aenter__()
+                sims[profile.name] = sim
+                join = await hub.tokens.create(role=Role.BOOTSTRAP, name=f"join-{profile.name}", cluster=profile.name,
+                                               one_time=True, ttl=dt.timedelta(hours=1))
+                agent = Agent(AgentConfig(
+                    hub=hub.url, hub_ca_hash=ca_hash(hub.pki.ca_pem), bootstrap_token=join.token,
+                    cluster_name=profile.name, kubeconfig=sim.kubeconfig_path, state_dir=tmp_path / f"agent-{profile.name}",
+                    enable_proxy=True,
+                ))
+                await agent.__aenter__()
+                agents[profile.name] = agent
+            context = ssl.create_default_context(cadata=hub.pki.ca_pem.decode())
+            fleet = Fleet(hub, sims[MEMBERS[0]], agents[MEMBERS[0]], tokens, context)
+            yield TwoMembers(fleet, sims, agents)
+        finally:
+            for agent in agents.values():
+                await agent.__aexit__(None, None, None)
+            for sim in sims.values():
+                await sim.__aexit__(None, None, None)
+
+
+async def _run(members: TwoMembers, cluster: str, pod: dict[str, Any]) -> None:
+    sim = members.sims[cluster].objects
+    namespace = pod["metadata"]["namespace"]
+    with contextlib.suppress(errors.AlreadyExists):
+        await sim.create(sim.registry.require("v1", "Namespace"),
+                         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+    await sim.create(sim.registry.require("v1", "Pod"), pod)
+
+
+async def _listed(members: TwoMembers, path: str, count: int, who: str = "admin") -> list[dict[str, Any]] | None:
+    code, body = await members.get(path, who=who)
+    assert code == 200, body
+    items: list[dict[str, Any]] = body["items"]
+    return items if len(items) >= count else None
+
+
+async def _ready(members: TwoMembers) -> None:
+    metrics = members.fleet.hub.resource_metrics
+
+    async def both() -> bool:
+        return await metrics.members() == list(MEMBERS)
+
+    await eventually(both, within=60, what="both members Ready with their tunnels")
+
+
+async def test_pods_and_nodes_merge_every_members_answer(members: TwoMembers) -> None:
+    await _ready(members)
+    await _run(members, "sim-a", _pod("web-a", "ml", "web"))
+    await _run(members, "sim-b", _pod("web-b", "ml", "web"))
+    await _run(members, "sim-b", _pod("batch-b", "other", "batch"))
+
+    items = await eventually(lambda: _listed(members, f"{BASE}/pods", 3), what="three pods' metrics")
+    assert [(i["metadata"]["namespace"], i["metadata"]["name"], i["metadata"]["annotations"][CLUSTER_ANNOTATION])
+            for i in items] == [("ml", "web-a", "sim-a"), ("ml", "web-b", "sim-b"), ("other", "batch-b", "sim-b")]
+    first = items[0]
+    assert first["kind"] == "PodMetrics" and first["window"] and first["timestamp"]
+    assert first["containers"][0]["name"] == "main" and first["containers"][0]["usage"]["cpu"].endswith("n")
+
+    code, body = await members.get(f"{BASE}/namespaces/ml/pods")
+    assert code == 200 and body["kind"] == "PodMetricsList"
+    assert sorted(i["metadata"]["name"] for i in body["items"]) == ["web-a", "web-b"]
+    code, body = await members.get(f"{BASE}/pods?labelSelector=app%3Dbatch")
+    assert [i["metadata"]["name"] for i in body["items"]] == ["batch-b"]
+    code, body = await members.get(f"{BASE}/pods?fieldSelector=metadata.namespace%3Dml,metadata.name%21%3Dweb-a")
+    assert code == 200 and [i["metadata"]["name"] for i in body["items"]] == ["web-b"]
+
+    code, body = await members.get(f"{BASE}/namespaces/ml/pods/web-b")
+    assert code == 200 and body["kind"] == "PodMetrics"
+    assert body["metadata"]["annotations"][CLUSTER_ANNOTATION] == "sim-b"
+    code, body = await members.get(f"{BASE}/namespaces/ml/pods/absent")
+    assert code == 404 and body["reason"] == "NotFound", body
+    assert body["message"] == 'pods.metrics.k8s.io "absent" not found'
+
+    code, body = await members.get(f"{BASE}/nodes")
+    assert code == 200 and body["kind"] == "NodeMetricsList"
+    assert sorted({i["metadata"]["annotations"][CLUSTER_ANNOTATION] for i in body["items"]}) == list(MEMBERS)
+    node = body["items"][0]
+    code, one = await members.get(f"{BASE}/nodes/{node['metadata']['name']}")
+    assert code == 200 and one["kind"] == "NodeMetrics" and one["usage"]["memory"].endswith("Ki")
+
+    usage = await members.fleet.hub.resource_metrics.pod_usage("ml", ["web-b"])
+    assert list(usage) == [("ml", "web-b")]
+    assert isinstance(usage["ml", "web-b"], PodUsage) and usage["ml", "web-b"].cluster == "sim-b"
+    assert usage["ml", "web-b"].cpu_milli > 0 and usage["ml", "web-b"].memory_bytes > 0
+
+
+async def test_the_viewer_reads_metrics_and_writes_are_refused(members: TwoMembers) -> None:
+    await _ready(members)
+    code, body = await members.get(f"{BASE}/nodes", who="viewer")
+    assert code == 200, body
+    code, body = await members.fleet.request("POST", f"{BASE}/namespaces/ml/pods", body={})
+    assert code == 405, body
+    code, body = await members.get(f"{BASE}/pods?watch=1")
+    assert code == 405, body
+
+
+async def test_a_member_that_is_gone_is_left_out_with_one_warning(
+    members: TwoMembers, caplog: pytest.LogCaptureFixture
+) -> None:
+    await _ready(members)
+    await _run(members, "sim-a", _pod("web-a", "ml", "web"))
+    await _run(members, "sim-b", _pod("web-b", "ml", "web"))
+    await eventually(lambda: _listed(members, f"{BASE}/namespaces/ml/pods", 2), what="both pods' metrics")
+    # The member's API stops answering while its agent keeps the tunnel open (and its Cluster Ready).
+    await members.sims.pop("sim-b").__aexit__(None, None, None)
+    caplog.set_level(logging.WARNING, logger="controlplane.apiserver.proxy.resourcemetrics")
+    for _ in range(2):
+        code, body = await members.get(f"{BASE}/namespaces/ml/pods")
+        assert code == 200, body
+        assert [i["metadata"]["name"] for i in body["items"]] == ["web-a"]
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING and "sim-b" in r.getMessage()]
+    assert len(warnings) == 1, warnings
