@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import json
 import logging
+import re
 import ssl
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -149,6 +151,24 @@ async def test_pods_and_nodes_merge_every_members_answer(members: TwoMembers) ->
     assert list(usage) == [("ml", "web-b")]
     assert isinstance(usage["ml", "web-b"], PodUsage) and usage["ml", "web-b"].cluster == "sim-b"
     assert usage["ml", "web-b"].cpu_milli > 0 and usage["ml", "web-b"].memory_bytes > 0
+
+
+async def test_discovery_and_openapi_list_the_metrics_api(members: TwoMembers) -> None:
+    code, body = await members.get(BASE)
+    assert code == 200, body
+    assert {(r["name"], r["kind"], r["namespaced"], tuple(r["verbs"])) for r in body["resources"]} == {
+        ("pods", "PodMetrics", True, ("get", "list")), ("nodes", "NodeMetrics", False, ("get", "list"))}
+    code, v2 = await members.get("/openapi/v2")
+    assert code == 200
+    prefix = "io.k8s.metrics.pkg.apis.metrics.v1beta1."
+    listed = v2["paths"][f"{BASE}/namespaces/{{namespace}}/pods"]["get"]
+    assert listed["responses"]["200"]["schema"]["$ref"] == f"#/definitions/{prefix}PodMetricsList"
+    assert f"{BASE}/pods" in v2["paths"] and f"{BASE}/nodes/{{name}}" in v2["paths"]
+    assert {f"{prefix}PodMetrics", f"{prefix}NodeMetricsList", f"{prefix}ContainerMetrics"} <= set(v2["definitions"])
+    refs = set(re.findall(r'"#/definitions/([^"]+)"', json.dumps(v2)))
+    assert refs - set(v2["definitions"]) == set()
+    code, v3 = await members.get(f"/openapi/v3/apis/metrics.k8s.io/{BASE.rsplit('/', 1)[1]}")
+    assert code == 200 and f"{BASE}/nodes" in v3["paths"], v3
 
 
 async def test_the_viewer_reads_metrics_and_writes_are_refused(members: TwoMembers) -> None:

@@ -25,6 +25,7 @@ from pydantic import BaseModel
 
 from controlplane.apiserver.computed import ComputedResource
 from controlplane.apiserver.openapi.extra_kinds import extra_kind_definitions
+from controlplane.apiserver.openapi.metrics_kinds import metrics_kind_definitions
 from controlplane.apiserver.openapi.models import model_definitions, model_json_schema
 from controlplane.apiserver.openapi.upstream import (
     DEFINITIONS_PREFIX,
@@ -116,7 +117,19 @@ class SchemaCatalog:
             return KindSchema(upstream_name, {})
         if (visibility := visibility_kind_definitions(group, version, resource.kind)) is not None:
             return KindSchema(*visibility)
+        if (metrics := metrics_kind_definitions(group, version, resource.kind)) is not None:
+            return KindSchema(*metrics)
         return None
+
+    def computed_list(self, resource: ComputedResource) -> str | None:
+        """The definition name of a listed computed resource's list kind (``PodMetricsList``), if known."""
+        if "list" not in resource.verbs or resource.subresource:
+            return None
+        group, version = resource.kind_group_version
+        if (upstream_name := self.upstream.for_kind(group, version, resource.kind + "List")) is not None:
+            return upstream_name
+        metrics = metrics_kind_definitions(group, version, resource.kind + "List")
+        return metrics[0] if metrics is not None else None
 
     def computed(self, resource: ComputedResource) -> str | None:
         """The definition name of a computed resource's kind (None when there is none)."""
@@ -135,6 +148,7 @@ class SchemaCatalog:
         for kind in filter(None, map(self.computed_kind, computed)):
             own.update(kind.definitions)
             names.append(kind.name)
+        names.extend(filter(None, map(self.computed_list, computed)))
         roots = [*own.values(), *({"$ref": DEFINITIONS_PREFIX + name} for name in names)]
         roots.extend({"$ref": DEFINITIONS_PREFIX + name} for name in COMMON_DEFINITIONS)
         return dict(sorted({**self.upstream.closure(roots), **own}.items()))

@@ -142,10 +142,12 @@ def kind_paths(rt: ResourceType, schema: str) -> list[PathItem]:
     return items
 
 
-def computed_paths(resource: ComputedResource, schema: str) -> list[PathItem]:
+def computed_paths(resource: ComputedResource, schema: str, list_schema: str | None = None) -> list[PathItem]:
     """The path item of a create-only resource, or of a read-only subresource, whose kind's
-    definition is ``schema``."""
+    definition is ``schema``; of a read-only resource, its list (``list_schema``) and get paths."""
     group, version = resource.kind_group_version
+    if "list" in resource.verbs and not resource.subresource:
+        return _read_only_paths(resource, schema, list_schema)
     if "create" in resource.verbs:
         operation = Operation("post", f"create{resource.kind}", "post", group, version, resource.kind, query=_WRITE,
                               body=schema, response=schema, created=True)
@@ -157,20 +159,40 @@ def computed_paths(resource: ComputedResource, schema: str) -> list[PathItem]:
     return [PathItem(resource.path, parameters, (operation,))]
 
 
+def _read_only_paths(resource: ComputedResource, schema: str, list_schema: str | None) -> list[PathItem]:
+    """kube's list and read operations of a resource that is only read (``PodMetrics``)."""
+    group, version = resource.kind_group_version
+    scope: tuple[str, ...] = ("namespace",) if resource.namespaced else ()
+
+    def read(operation_id: str, action: str, response: str | None, query: tuple[str, ...]) -> Operation:
+        return Operation("get", operation_id, action, group, version, resource.kind, query=query, response=response)
+
+    items = [
+        PathItem(resource.path, scope, (read(f"list{resource.kind}", "list", list_schema, _LIST),)),
+        PathItem(f"{resource.path}/{{name}}", (*scope, "name"),
+                 (read(f"read{resource.kind}", "get", schema, ()),)),
+    ]
+    if resource.namespaced:
+        every = resource.path.replace("/namespaces/{namespace}", "")
+        items.append(PathItem(every, (), (read(f"list{resource.kind}ForAllNamespaces", "list", list_schema, _LIST),)))
+    return items
+
+
 def has_paths(resource: ComputedResource) -> bool:
-    """Whether a computed resource has a path in the documents: a create-only one, or a
-    subresource that is read (a resource listed without verbs, or read-only, has none)."""
-    return "create" in resource.verbs or (bool(resource.subresource) and "get" in resource.verbs)
+    """Whether a computed resource has a path in the documents: a create-only one, a listed one,
+    or a subresource that is read (a resource listed without verbs has none)."""
+    return "create" in resource.verbs or "list" in resource.verbs or (
+        bool(resource.subresource) and "get" in resource.verbs
+    )
 
 
 def all_paths(
     catalog: SchemaCatalog, types: Iterable[ResourceType], computed: Iterable[ComputedResource]
 ) -> list[PathItem]:
-    """The path items of ``types`` and of the ``computed`` resources with a known kind (a
-    read-only resource, ComponentStatus, has none here)."""
+    """The path items of ``types`` and of the ``computed`` resources with a known kind."""
     items = [item for rt in types for item in kind_paths(rt, catalog.kind(rt).name)]
     for resource in computed:
         schema = catalog.computed(resource)
         if schema is not None and has_paths(resource):
-            items += computed_paths(resource, schema)
+            items += computed_paths(resource, schema, catalog.computed_list(resource))
     return items
