@@ -22,6 +22,7 @@ from typing import Any, Final
 
 from aiohttp import web
 
+from controlplane.apis.constants import METRICS_GROUP, METRICS_VERSION
 from controlplane.apis.pods import container_requests
 from controlplane.apiserver import errors
 from controlplane.apiserver.objects import ObjectStore
@@ -29,8 +30,8 @@ from controlplane.apiserver.resources import ResourceType
 from controlplane.apiserver.selectors import parse_label_selector
 from simulator.clock import Clock, rfc3339
 
-GROUP: Final = "metrics.k8s.io"
-VERSION: Final = "v1beta1"
+GROUP: Final = METRICS_GROUP
+VERSION: Final = METRICS_VERSION
 BASE: Final = f"/apis/{GROUP}/{VERSION}"
 WINDOW: Final = "30s"
 #: What a container that requests nothing is modelled to use: millicores, bytes.

@@ -11,6 +11,11 @@ KARMADA_POLICY_GROUP: Final = "policy.karmada.io"
 WORK_GROUP: Final = "work.gpufed.io"
 REPORTS_GROUP: Final = "reports.gpufed.io"
 VERSION: Final = "v1alpha1"
+#: The resource metrics API (metrics-server's), which members serve and the hub merges.
+METRICS_GROUP: Final = "metrics.k8s.io"
+METRICS_VERSION: Final = "v1beta1"
+#: Karmada's annotation naming the member cluster an object was read from.
+CACHED_FROM_CLUSTER_ANNOTATION: Final = "resource.karmada.io/cached-from-cluster"
 
 # Namespaces.
 EXECUTION_NAMESPACE_PREFIX: Final = "gpufed-es-"

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from controlplane.apis.constants import METRICS_GROUP, METRICS_VERSION
 from controlplane.apiserver.openapi.models import type_meta_properties
 from controlplane.apiserver.openapi.upstream import DEFINITIONS_PREFIX, LIST_META, QUANTITY
 
-GROUP: Final = "metrics.k8s.io"
-VERSION: Final = "v1beta1"
+GROUP: Final = METRICS_GROUP
+VERSION: Final = METRICS_VERSION
 PREFIX: Final = "io.k8s.metrics.pkg.apis.metrics.v1beta1."
 _USAGE: Final = {
     "description": "The memory and CPU usage.", "type": "object",

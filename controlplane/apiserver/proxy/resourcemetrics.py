@@ -35,7 +35,14 @@ from urllib.parse import urlencode
 
 from aiohttp import web
 
-from controlplane.apis.constants import CLUSTER_GROUP, VERSION, WORK_GROUP
+from controlplane.apis.constants import (
+    CACHED_FROM_CLUSTER_ANNOTATION,
+    CLUSTER_GROUP,
+    METRICS_GROUP,
+    METRICS_VERSION,
+    VERSION,
+    WORK_GROUP,
+)
 from controlplane.apis.kube.fieldlabels import BASE_FIELD_SELECTORS
 from controlplane.apis.quantity import parse_quantity
 from controlplane.apiserver import errors
@@ -51,11 +58,9 @@ from controlplane.apiserver.selectors import parse_field_selector
 
 logger = logging.getLogger(__name__)
 
-GROUP: Final = "metrics.k8s.io"
-METRICS_VERSION: Final = "v1beta1"
+GROUP: Final = METRICS_GROUP
 BASE: Final = f"/apis/{GROUP}/{METRICS_VERSION}"
-#: Karmada's annotation naming the member cluster an object was read from.
-CLUSTER_ANNOTATION: Final = "resource.karmada.io/cached-from-cluster"
+CLUSTER_ANNOTATION: Final = CACHED_FROM_CLUSTER_ANNOTATION
 PODS: Final = ComputedResource(GROUP, METRICS_VERSION, "pods", "PodMetrics", namespaced=True, verbs=("get", "list"))
 NODES: Final = ComputedResource(GROUP, METRICS_VERSION, "nodes", "NodeMetrics", namespaced=False, verbs=("get", "list"))
 #: Who the hub's controllers are at the members when they read metrics.
