@@ -197,3 +197,31 @@ async def test_a_member_that_is_gone_is_left_out_with_one_warning(
         assert [i["metadata"]["name"] for i in body["items"]] == ["web-a"]
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING and "sim-b" in r.getMessage()]
     assert len(warnings) == 1, warnings
+
+
+async def test_get_of_a_placed_pod_asks_only_the_cluster_its_workload_runs_on(members: TwoMembers) -> None:
+    await _ready(members)
+    policy = {
+        "apiVersion": "policy.gpufed.io/v1alpha1", "kind": "PropagationPolicy",
+        "metadata": {"name": "infer", "namespace": "default"},
+        "spec": {"resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "infer"}],
+                 "placement": {"clusterAffinity": {"clusterNames": ["sim-b"]}}},
+    }
+    deployment = {
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "infer", "namespace": "default"},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "infer"}},
+                 "template": {"metadata": {"labels": {"app": "infer"}},
+                              "spec": {"containers": [{"name": "server", "image": "infer:1"}]}}},
+    }
+    for path, obj in (("/apis/policy.gpufed.io/v1alpha1/namespaces/default/propagationpolicies", policy),
+                      ("/apis/apps/v1/namespaces/default/deployments", deployment)):
+        code, body = await members.fleet.request("POST", path, body=obj)
+        assert code == 201, body
+    [pod] = await eventually(lambda: _listed(members, f"{BASE}/namespaces/default/pods", 1), what="the infer pod")
+    name = pod["metadata"]["name"]
+    assert name.startswith("infer-") and pod["metadata"]["annotations"][CLUSTER_ANNOTATION] == "sim-b"
+    path = f"{BASE}/namespaces/default/pods/{name}"
+    code, body = await members.get(path)
+    assert code == 200 and body["metadata"]["annotations"][CLUSTER_ANNOTATION] == "sim-b", body
+    asked = {c: [e for e in sim.callers.entries if e["path"] == path] for c, sim in members.sims.items()}
+    assert asked["sim-a"] == [] and len(asked["sim-b"]) == 1, asked
