@@ -70,7 +70,9 @@ class FlowController:
                 continue
             known = self.levels.get(name)
             # A level whose limits changed starts new queues; requests in the old ones finish there.
-            levels[name] = known if known is not None and known.limits == level.limits else FairQueues(level.limits)
+            if known is None or known.limits != level.limits:
+                known = FairQueues(level.limits, wake=_wake, now=time.monotonic())
+            levels[name] = known
         self.levels, self.configuration = levels, new
 
     def classify(self, request: web.Request, user: UserInfo | None) -> Classification:
@@ -86,29 +88,38 @@ class FlowController:
         return self.configuration.classify(digest)
 
     def middleware(
-        self, *, user_key: web.RequestKey[UserInfo], not_counted: Callable[[web.Request], bool]
+        self, *, user_key: web.RequestKey[UserInfo], not_counted: Callable[[web.Request], bool],
+        seats: Callable[[web.Request], int] | None = None,
     ) -> Middleware:
+        """``seats``: the width of a request (kube's work estimate), one seat without it."""
+
         @web.middleware
         async def flow_control(request: web.Request, handler: Handler) -> web.StreamResponse:
             found = self.classify(request, request.get(user_key))
             request[CLASSIFICATION] = found
             if not_counted(request):
                 return await handler(request)
-            async with self.seat(found):
+            async with self.seat(found, 1 if seats is None else seats(request)):
                 return await handler(request)
 
         return flow_control
 
-    def seat(self, found: Classification) -> _Seat:
-        return _Seat(self, found)
+    def seat(self, found: Classification, seats: int = 1) -> _Seat:
+        return _Seat(self, found, seats)
+
+
+def _wake(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():  # waiters are shielded: never cancelled
+        waiter.set_result(None)
 
 
 class _Seat:
     """``async with``: a seat of the request's level for the duration of the block."""
 
-    def __init__(self, controller: FlowController, found: Classification) -> None:
+    def __init__(self, controller: FlowController, found: Classification, seats: int) -> None:
         self._controller = controller
         self._found = found
+        self._seats = seats
         self._queues = controller.levels.get(found.level)
         self._inqueue, self._executing = controller.metrics.gauges(found)
 
@@ -118,8 +129,10 @@ class _Seat:
             self._executing.inc()
             return
         started = time.perf_counter()
-        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        outcome: Outcome | str = queues.offer(flow_hash(found.flow_schema, found.flow), waiter)
+        self._waiter = waiter = asyncio.get_running_loop().create_future()
+        outcome: Outcome | str = queues.offer(
+            flow_hash(found.flow_schema, found.flow), waiter, now=time.monotonic(), seats=self._seats
+        )
         if outcome is Outcome.QUEUED:
             self._inqueue.inc()
             try:
@@ -137,12 +150,12 @@ class _Seat:
             async with asyncio.timeout(self._controller.config.queue_wait_seconds):
                 await asyncio.shield(waiter)
         except TimeoutError:
-            if not queues.withdraw(waiter):
+            if not queues.withdraw(waiter, now=time.monotonic()):
                 return Outcome.EXECUTE  # dispatched as the wait ran out: the seat is ours
             queues.timed_out += 1
             return "time-out"
         except asyncio.CancelledError:
-            if not queues.withdraw(waiter):
+            if not queues.withdraw(waiter, now=time.monotonic()):
                 self._release()  # dispatched as the client left: hand the seat on
             else:
                 queues.cancelled += 1
@@ -157,9 +170,7 @@ class _Seat:
 
     def _release(self) -> None:
         assert self._queues is not None
-        following = self._queues.finish()
-        if following is not None and not following.done():  # waiters are shielded: never cancelled
-            following.set_result(None)
+        self._queues.finish(self._waiter, now=time.monotonic())
 
     def _reject(self, reason: str) -> None:
         found = self._found

@@ -1,22 +1,38 @@
-"""Fair queuing within one priority level: pure state, no I/O, no clock.
+"""Fair queuing within one priority level, as kube's queueset does it: pure state, no I/O; the
+caller passes the time (monotonic seconds).
 
-A level serves at most ``seats`` requests at once. A request beyond that waits in one of ``queues``
-queues: its flow (the FlowSchema's name and the flow distinguisher) is hashed into a hand of
-``hand_size`` queues, dealt as kube's shuffle sharding deals them, and the request joins the
-shortest queue of its hand, which holds at most ``queue_length`` requests. When a seat frees, the
-next request is taken from the queues in round robin (kube orders by virtual finish time), so a flow
-with a thousand requests waiting gets one turn for every turn of a flow with one.
+A level serves requests holding at most ``seats`` seats at once; a request takes its width in seats
+(:class:`WorkEstimate`, one for most, more for a LIST of many objects). Every request goes through
+one of ``queues`` queues: its flow (the FlowSchema's name and the flow distinguisher) is hashed into
+a hand of ``hand_size`` queues, dealt as kube's shuffle sharding deals them, and it joins the queue
+of its hand with the least work waiting. When all seats are taken and that queue holds
+``queue_length`` requests, it is rejected.
+
+Which queue is served next is kube's fair queuing by virtual time: the level's virtual clock ``R``
+runs at ``min(seats requested, seats) / active queues`` seat-seconds per second, each queue has the
+virtual time its next request may start (``next_dispatch_r``), set to ``R`` when an idle queue
+gets a request and advanced by each dispatched request's work (width x the estimated 3 s of
+service); the waiting queue with the earliest one is served next (round robin among ties), and a
+request finishing sooner than estimated gives the difference back to its queue. The oldest request
+of that queue waits for enough seats to free, as in kube (a narrower one behind it does not jump
+ahead); a request wider than the level runs alone.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections import deque
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Generic, TypeVar
+from typing import Final, Generic, TypeVar
 
 T = TypeVar("T")
+
+#: kube's queueset ``estimatedServiceDuration``: the seconds a request is taken to run.
+ESTIMATED_SERVICE_SECONDS: Final = 3.0
+#: Hands remembered per level (flows seen), at most; emptied when full.
+_KNOWN_HANDS: Final = 4096
 
 
 class Outcome(StrEnum):
@@ -57,74 +73,219 @@ def deal(hash_value: int, *, deck_size: int, hand_size: int) -> list[int]:
     return hand
 
 
-class FairQueues(Generic[T]):
-    """Seats and queues of one priority level; ``T`` is whatever a waiting request is."""
+class Queue(Generic[T]):
+    """One queue of a level: its waiting requests (oldest first) and what it has running."""
 
-    def __init__(self, limits: LevelLimits) -> None:
-        self.limits = limits
+    __slots__ = ("executing", "index", "next_dispatch_r", "seats_in_use", "waiting", "waiting_seats")
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+        self.next_dispatch_r = 0.0
+        self.seats_in_use = 0
         self.executing = 0
-        self.waiting = 0
+        self.waiting: deque[Request[T]] = deque()
+        self.waiting_seats = 0
+
+    @property
+    def idle(self) -> bool:
+        return not self.waiting and not self.executing
+
+
+class Request(Generic[T]):
+    """A request of a level, waiting or running."""
+
+    __slots__ = ("arrival_r", "arrived", "item", "queue", "running", "seats", "started")
+
+    def __init__(self, item: T, queue: Queue[T] | None, seats: int, arrival_r: float, arrived: float) -> None:
+        self.item = item
+        self.queue = queue
+        self.seats = seats
+        self.arrival_r = arrival_r
+        self.arrived = arrived
+        self.started = 0.0
+        self.running = False
+
+    @property
+    def work(self) -> float:
+        """kube's ``totalWork`` (seat-seconds): the width times the estimated service time."""
+        return self.seats * ESTIMATED_SERVICE_SECONDS
+
+
+class FairQueues(Generic[T]):
+    """Seats and queues of one priority level; ``T`` is whatever a request is (hashable).
+
+    ``wake`` is called with each waiting request that gets its seats.
+    """
+
+    def __init__(self, limits: LevelLimits, *, wake: Callable[[T], None] | None = None, now: float = 0.0) -> None:
+        self.limits = limits
+        self._wake = wake
         count = max(limits.queues, 1)
-        self._queues: list[deque[T]] = [deque() for _ in range(count)]
+        self.queues: list[Queue[T]] = [Queue(i) for i in range(count)]
         self._hand_size = min(max(limits.hand_size, 1), count)
-        self._where: dict[T, int] = {}
-        self._turn = 0
+        self._hands: dict[int, list[int]] = {}
+        self.requests: dict[T, Request[T]] = {}
+        #: Requests and seats executing, requests waiting and the seats they ask for.
+        self.executing = self.seats_in_use = self.waiting = self._waiting_seats = 0
+        self._active_queues = 0
+        #: The virtual clock (seat-seconds) and the real time it was last advanced to.
+        self.virtual_time = 0.0
+        self._last = now
+        self._robin = -1
         #: Requests that got a seat, were refused by :meth:`offer`, left their queue when their
         #: wait ran out, or left it with their client (kube's dump_priority_levels counts).
         self.dispatched = self.rejected = self.timed_out = self.cancelled = 0
 
     @property
     def active_queues(self) -> int:
-        return sum(1 for queue in self._queues if queue)
+        return self._active_queues
 
-    def offer(self, flow_id: int, request: T) -> Outcome:
-        """Take a seat now (EXECUTE), wait for one (QUEUED), or be rejected; ``flow_id``: :func:`flow_hash`."""
-        if self.executing < self.limits.seats and self.waiting == 0:
-            self.executing += 1
-            self.dispatched += 1
+    def offer(self, flow_id: int, item: T, *, now: float, seats: int = 1) -> Outcome:
+        """Take seats now (EXECUTE), wait for them (QUEUED), or be rejected; ``flow_id``: :func:`flow_hash`."""
+        self._sync(now)
+        seats = max(seats, 1)
+        if self.limits.queue_length <= 0:  # kube's dispatchSansQueue
+            if not self._fits(seats):
+                self.rejected += 1
+                return Outcome.CONCURRENCY_LIMIT
+            request = Request(item, None, seats, self.virtual_time, now)
+            self.requests[item] = request
+            self._start(request, now)
             return Outcome.EXECUTE
-        if self.limits.queue_length <= 0:
-            self.rejected += 1
-            return Outcome.CONCURRENCY_LIMIT
-        hand = deal(flow_id, deck_size=len(self._queues), hand_size=self._hand_size)
-        index = min(hand, key=lambda i: len(self._queues[i]))
-        queue = self._queues[index]
-        if len(queue) >= self.limits.queue_length:
+        queue = self._choose(flow_id)
+        if self.seats_in_use >= self.limits.seats and len(queue.waiting) >= self.limits.queue_length:
             self.rejected += 1
             return Outcome.QUEUE_FULL
-        queue.append(request)
-        self._where[request] = index
+        request = Request(item, queue, seats, self.virtual_time, now)
+        self.requests[item] = request
+        if queue.idle:
+            queue.next_dispatch_r = self.virtual_time
+            self._active_queues += 1
+        alone = self.waiting == 0
+        queue.waiting.append(request)
+        queue.waiting_seats += seats
         self.waiting += 1
-        return Outcome.QUEUED
+        self._waiting_seats += seats
+        if alone:  # the only queue waiting is served next: no need to look through the others
+            if self._fits(seats):
+                self._dispatch(queue, now)
+        else:
+            self._wake_all([r for r in self._dispatch_all(now) if r is not request])
+        return Outcome.EXECUTE if request.running else Outcome.QUEUED
 
-    def withdraw(self, request: T) -> bool:
-        """Take a waiting ``request`` out of its queue (it timed out or its client left);
+    def withdraw(self, item: T, *, now: float) -> bool:
+        """Take a waiting request out of its queue (it timed out or its client left);
         False when it is no longer waiting (it was dispatched)."""
-        index = self._where.pop(request, None)
-        if index is None:
+        request = self.requests.get(item)
+        if request is None or request.running or request.queue is None:
             return False
-        self._queues[index].remove(request)
-        self.waiting -= 1
+        self._sync(now)
+        queue = request.queue
+        queue.waiting.remove(request)
+        self._unwait(queue, request)
+        del self.requests[item]
+        if queue.idle:
+            self._active_queues -= 1
+        self._wake_all(self._dispatch_all(now))  # its seats may have held back the queue behind it
         return True
 
-    def finish(self) -> T | None:
-        """A request gives its seat back; the request that takes it next, if any."""
+    def finish(self, item: T, *, now: float) -> None:
+        """A running request gives its seats back; the requests that get seats then are woken."""
+        request = self.requests.pop(item)
+        self._sync(now)
         self.executing -= 1
-        return self._dispatch()
+        self.seats_in_use -= request.seats
+        queue = request.queue
+        if queue is not None:
+            queue.executing -= 1
+            queue.seats_in_use -= request.seats
+            # kube: a request served in S seconds instead of the estimated G gives (G - S) x width
+            # back to its queue, no earlier than the arrival of the queue's oldest request.
+            queue.next_dispatch_r -= request.seats * (ESTIMATED_SERVICE_SECONDS - (now - request.started))
+            if queue.waiting:
+                queue.next_dispatch_r = max(queue.next_dispatch_r, queue.waiting[0].arrival_r)
+            elif queue.idle:
+                self._active_queues -= 1
+        self._wake_all(self._dispatch_all(now))
 
-    def _dispatch(self) -> T | None:
-        if self.waiting == 0 or self.executing >= self.limits.seats:
-            return None
-        count = len(self._queues)
-        for step in range(count):
-            index = (self._turn + step) % count
-            queue = self._queues[index]
-            if queue:
-                self._turn = (index + 1) % count
-                self.waiting -= 1
-                self.executing += 1
-                self.dispatched += 1
-                request = queue.popleft()
-                del self._where[request]
-                return request
-        return None  # pragma: no cover - waiting > 0 means some queue holds a request
+    def waiting_requests(self) -> Iterator[Request[T]]:
+        for queue in self.queues:
+            yield from queue.waiting
+
+    def _choose(self, flow_id: int) -> Queue[T]:
+        hand = self._hands.get(flow_id)
+        if hand is None:
+            if len(self._hands) >= _KNOWN_HANDS:
+                self._hands.clear()
+            hand = self._hands[flow_id] = deal(flow_id, deck_size=len(self.queues), hand_size=self._hand_size)
+        best = self.queues[hand[0]]
+        for index in hand[1:]:  # the least work waiting (kube's TotalWorkSum), the first of a tie
+            queue = self.queues[index]
+            if queue.waiting_seats < best.waiting_seats:
+                best = queue
+        return best
+
+    def _sync(self, now: float) -> None:
+        """Advance the virtual clock to ``now`` (kube's ``syncTimeLocked``)."""
+        elapsed = now - self._last
+        self._last = now
+        if elapsed > 0 and self._active_queues:
+            requested = self.seats_in_use + self._waiting_seats
+            self.virtual_time += elapsed * min(requested, self.limits.seats) / self._active_queues
+
+    def _fits(self, seats: int) -> bool:
+        """kube's ``canAccommodateSeatsLocked``: a request wider than the level runs alone."""
+        if seats > self.limits.seats:
+            return self.executing == 0
+        return self.seats_in_use + seats <= self.limits.seats
+
+    def _dispatch_all(self, now: float) -> list[Request[T]]:
+        started: list[Request[T]] = []
+        while self.waiting:
+            queue = self._next_queue()
+            request = queue.waiting[0]
+            if not self._fits(request.seats):
+                break
+            started.append(self._dispatch(queue, now))
+        return started
+
+    def _dispatch(self, queue: Queue[T], now: float) -> Request[T]:
+        """Start the oldest request of ``queue``; the next scan for a queue starts after it (kube)."""
+        self._robin = queue.index
+        request = queue.waiting.popleft()
+        self._unwait(queue, request)
+        queue.next_dispatch_r += request.work
+        queue.executing += 1
+        queue.seats_in_use += request.seats
+        self._start(request, now)
+        return request
+
+    def _next_queue(self) -> Queue[T]:
+        """The waiting queue with the earliest ``next_dispatch_r``, the first after the last served of a tie."""
+        count = len(self.queues)
+        best: Queue[T] | None = None
+        index = self._robin
+        for _ in range(count):
+            index = (index + 1) % count
+            queue = self.queues[index]
+            if queue.waiting and (best is None or queue.next_dispatch_r < best.next_dispatch_r):
+                best = queue
+        assert best is not None  # self.waiting > 0
+        return best
+
+    def _unwait(self, queue: Queue[T], request: Request[T]) -> None:
+        queue.waiting_seats -= request.seats
+        self.waiting -= 1
+        self._waiting_seats -= request.seats
+
+    def _start(self, request: Request[T], now: float) -> None:
+        request.started = now
+        request.running = True
+        self.executing += 1
+        self.seats_in_use += request.seats
+        self.dispatched += 1
+
+    def _wake_all(self, started: list[Request[T]]) -> None:
+        if self._wake is not None:
+            for request in started:
+                self._wake(request.item)

@@ -1,6 +1,6 @@
 """Priority and fairness, the pure parts: classification by kube's bootstrap FlowSchemas, each
-level's seats, and fair queuing within a level (shuffle sharding, bounded queues, round robin
-across flows, withdrawal)."""
+level's seats, and fair queuing within a level (shuffle sharding, bounded queues,
+withdrawal; the fair order itself is in test_queueset)."""
 
 from __future__ import annotations
 
@@ -99,43 +99,21 @@ def _flows_in_distinct_queues(count: int, queues: int) -> list[str]:
 def test_bounded_queues(limits: LevelLimits, offers: list[int], outcomes: list[str]) -> None:
     flows = _flows_in_distinct_queues(2, limits.queues)
     level: FairQueues[str] = FairQueues(limits)
-    assert [level.offer(flow_hash("s", flows[i]), f"r{n}").value for n, i in enumerate(offers)] == outcomes
-
-
-@pytest.mark.parametrize(
-    "waiting",
-    [
-        {0: 5, 1: 1, 2: 2},
-        {0: 1, 1: 6},
-        {0: 3, 1: 3, 2: 3, 3: 3},
-    ],
-)
-def test_seats_go_round_robin_across_flows(waiting: dict[int, int]) -> None:
-    flows = _flows_in_distinct_queues(len(waiting), 64)
-    level: FairQueues[tuple[int, int]] = FairQueues(LevelLimits(1, 64, 50))
-    assert level.offer(flow_hash("s", "holder"), (-1, 0)) is Outcome.EXECUTE
-    for flow, count in waiting.items():
-        for n in range(count):
-            assert level.offer(flow_hash("s", flows[flow]), (flow, n)) is Outcome.QUEUED
-    served: list[tuple[int, int]] = []
-    while (following := level.finish()) is not None:
-        served.append(following)
-    assert level.executing == 0 and level.waiting == 0
-    # Round robin: each round serves every flow still waiting once (in queue order), so a flow
-    # with many requests waiting gets one turn per turn of a flow with few.
-    order = sorted(waiting, key=lambda f: _queue(flows[f], 64))
-    rounds = range(max(waiting.values()))
-    assert served == [(f, n) for n in rounds for f in order if waiting[f] > n]
+    assert [level.offer(flow_hash("s", flows[i]), f"r{n}", now=0).value for n, i in enumerate(offers)] == outcomes
 
 
 def test_a_withdrawn_request_is_not_dispatched() -> None:
-    level: FairQueues[str] = FairQueues(LevelLimits(1, 4, 5))
-    assert [level.offer(7, r) for r in ("r0", "r1", "r2")] == [Outcome.EXECUTE, Outcome.QUEUED, Outcome.QUEUED]
-    assert level.withdraw("r1") is True
-    assert level.withdraw("r1") is False
-    assert level.finish() == "r2"
-    assert level.finish() is None
-    assert (level.executing, level.waiting) == (0, 0)
+    woken: list[str] = []
+    level: FairQueues[str] = FairQueues(LevelLimits(1, 4, 5), wake=woken.append)
+    assert [level.offer(7, r, now=0) for r in ("r0", "r1", "r2")] == [Outcome.EXECUTE, Outcome.QUEUED, Outcome.QUEUED]
+    assert level.withdraw("r1", now=1) is True
+    assert level.withdraw("r1", now=1) is False
+    level.finish("r0", now=2)
+    assert woken == ["r2"]
+    assert level.withdraw("r2", now=2) is False  # running: no longer waiting
+    level.finish("r2", now=3)
+    assert woken == ["r2"]
+    assert (level.executing, level.waiting, level.seats_in_use) == (0, 0, 0)
 
 
 async def test_levels_are_isolated_and_a_wait_times_out() -> None:
@@ -211,7 +189,7 @@ def test_a_request_joins_the_shortest_queue_of_its_hand() -> None:
     # One seat, queues of one request, a hand of two: a flow queues two requests before it is full.
     level: FairQueues[str] = FairQueues(LevelLimits(1, 8, 1, hand_size=2))
     flow = flow_hash("s", "alice")
-    outcomes = [level.offer(flow, f"r{n}").value for n in range(4)]
+    outcomes = [level.offer(flow, f"r{n}", now=0).value for n in range(4)]
     assert outcomes == ["execute", "queued", "queued", "queue-full"]
     assert level.active_queues == 2
     assert (level.dispatched, level.rejected) == (1, 1)
