@@ -67,6 +67,7 @@ from controlplane.apiserver.flowcontrol import (
     add_flow_headers,
 )
 from controlplane.apiserver.flowcontrol.debugging import debug_routes
+from controlplane.apiserver.flowcontrol.estimating import request_seats
 from controlplane.apiserver.flowcontrol.maxinflight import MaxInFlight, MaxInFlightConfig
 from controlplane.apiserver.handlers import REQUEST_INFO, WARNINGS, ResourceHandlers, json_response
 from controlplane.apiserver.identity import (
@@ -370,6 +371,14 @@ def _long_running_or_health(request: web.Request) -> bool:
     return info is not None and (info.verb == "watch" or info.subresource in _LONG_RUNNING_SUBRESOURCES)
 
 
+def _work_estimate(cache: WatchCache | None) -> Callable[[web.Request], int] | None:
+    """kube's work estimate of a request's seats, from the watch cache's object counts."""
+    if cache is None:
+        return None
+    count = cache.object_count
+    return lambda request: request_seats(request.get(REQUEST_INFO), request.query, count)
+
+
 def create_app(
     object_store: ObjectStore,
     registry: Registry,
@@ -462,7 +471,9 @@ def create_app(
     elif flow_control is not None and flow_control.total_concurrency > 0:
         # After authentication: a request's level and flow depend on who sends it.
         controller = FlowController(flow_control, metrics=flow_control_metrics)
-        middlewares.append(controller.middleware(user_key=USER, not_counted=_long_running_or_health))
+        middlewares.append(controller.middleware(
+            user_key=USER, not_counted=_long_running_or_health, seats=_work_estimate(cache),
+        ))
         flow_config = ConfigurationWatch(object_store, controller)
         flow_debug = debug_routes(controller, user_key=USER)
     middlewares += [*inner_middlewares, accept_middleware]

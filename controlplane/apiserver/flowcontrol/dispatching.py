@@ -179,7 +179,7 @@ class _Seat:
         seats = self._queues.limits.seats
         raise errors.TooManyRequests(
             f"Too many requests, please try again later: priority level {found.level!r} "
-            f"(flow schema {found.flow_schema!r}) is serving its {seats} requests at once and "
+            f"(flow schema {found.flow_schema!r}) is using all its {seats} seats and "
             f"{_REJECTED_BECAUSE.get(reason, reason)} ({reason}). Retry after the Retry-After "
             "seconds (kubectl and client-go do); an admin can raise the server's total with "
             "--max-requests-inflight and --max-mutating-requests-inflight, or the level's "

@@ -164,6 +164,13 @@ class WatchCache:
         """Each cached type's counters (store events taken, objects decoded, lines encoded)."""
         return {f"{cacher.rt.plural}.{cacher.rt.group}": cacher.counters for cacher in self._cachers.values()}
 
+    def object_count(self, group: str, plural: str) -> int | None:
+        """The objects of a resource the cache holds (every namespace); None while not cached."""
+        for (cached_group, _, cached_plural), cacher in self._cachers.items():
+            if cached_plural == plural and cached_group == group and cacher.ready:
+                return len(cacher.state)
+        return None
+
     def watcher_index(self, rt: ResourceType) -> dict[tuple[str, str], int]:
         """How many of ``rt``'s cached watches each entry of its watcher index holds (by trigger:
         every key, a namespace's prefix, one object's key, one name)."""
