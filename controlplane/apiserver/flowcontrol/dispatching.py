@@ -99,13 +99,13 @@ class FlowController:
             request[CLASSIFICATION] = found
             if not_counted(request):
                 return await handler(request)
-            async with self.seat(found, 1 if seats is None else seats(request)):
+            async with self.seat(found, 1 if seats is None else seats(request), request=request):
                 return await handler(request)
 
         return flow_control
 
-    def seat(self, found: Classification, seats: int = 1) -> _Seat:
-        return _Seat(self, found, seats)
+    def seat(self, found: Classification, seats: int = 1, *, request: web.Request | None = None) -> Seat:
+        return Seat(self, found, seats, request)
 
 
 def _wake(waiter: asyncio.Future[None]) -> None:
@@ -113,13 +113,17 @@ def _wake(waiter: asyncio.Future[None]) -> None:
         waiter.set_result(None)
 
 
-class _Seat:
+class Seat:
     """``async with``: a seat of the request's level for the duration of the block."""
 
-    def __init__(self, controller: FlowController, found: Classification, seats: int) -> None:
+    def __init__(
+        self, controller: FlowController, found: Classification, seats: int, request: web.Request | None
+    ) -> None:
         self._controller = controller
-        self._found = found
+        self.found = self._found = found
         self._seats = seats
+        #: The HTTP request (for the debug dumps).
+        self.request = request
         self._queues = controller.levels.get(found.level)
         self._inqueue, self._executing = controller.metrics.gauges(found)
 
@@ -131,7 +135,7 @@ class _Seat:
         started = time.perf_counter()
         self._waiter = waiter = asyncio.get_running_loop().create_future()
         outcome: Outcome | str = queues.offer(
-            flow_hash(found.flow_schema, found.flow), waiter, now=time.monotonic(), seats=self._seats
+            flow_hash(found.flow_schema, found.flow), waiter, now=time.monotonic(), seats=self._seats, about=self
         )
         if outcome is Outcome.QUEUED:
             self._inqueue.inc()

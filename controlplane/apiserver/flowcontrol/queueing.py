@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Final, Generic, TypeVar
@@ -94,10 +94,14 @@ class Queue(Generic[T]):
 class Request(Generic[T]):
     """A request of a level, waiting or running."""
 
-    __slots__ = ("arrival_r", "arrived", "item", "queue", "running", "seats", "started")
+    __slots__ = ("about", "arrival_r", "arrived", "item", "queue", "running", "seats", "started")
 
-    def __init__(self, item: T, queue: Queue[T] | None, seats: int, arrival_r: float, arrived: float) -> None:
+    def __init__(
+        self, item: T, queue: Queue[T] | None, seats: int, arrival_r: float, arrived: float, about: object = None
+    ) -> None:
         self.item = item
+        #: Whatever the caller tells of the request (for the debug dumps).
+        self.about = about
         self.queue = queue
         self.seats = seats
         self.arrival_r = arrival_r
@@ -140,7 +144,7 @@ class FairQueues(Generic[T]):
     def active_queues(self) -> int:
         return self._active_queues
 
-    def offer(self, flow_id: int, item: T, *, now: float, seats: int = 1) -> Outcome:
+    def offer(self, flow_id: int, item: T, *, now: float, seats: int = 1, about: object = None) -> Outcome:
         """Take seats now (EXECUTE), wait for them (QUEUED), or be rejected; ``flow_id``: :func:`flow_hash`."""
         self._sync(now)
         seats = max(seats, 1)
@@ -148,7 +152,7 @@ class FairQueues(Generic[T]):
             if not self._fits(seats):
                 self.rejected += 1
                 return Outcome.CONCURRENCY_LIMIT
-            request = Request(item, None, seats, self.virtual_time, now)
+            request = Request(item, None, seats, self.virtual_time, now, about)
             self.requests[item] = request
             self._start(request, now)
             return Outcome.EXECUTE
@@ -156,7 +160,7 @@ class FairQueues(Generic[T]):
         if self.seats_in_use >= self.limits.seats and len(queue.waiting) >= self.limits.queue_length:
             self.rejected += 1
             return Outcome.QUEUE_FULL
-        request = Request(item, queue, seats, self.virtual_time, now)
+        request = Request(item, queue, seats, self.virtual_time, now, about)
         self.requests[item] = request
         if queue.idle:
             queue.next_dispatch_r = self.virtual_time
@@ -208,9 +212,13 @@ class FairQueues(Generic[T]):
                 self._active_queues -= 1
         self._wake_all(self._dispatch_all(now))
 
-    def waiting_requests(self) -> Iterator[Request[T]]:
-        for queue in self.queues:
-            yield from queue.waiting
+    def executing_requests(self) -> dict[int, list[Request[T]]]:
+        """The running requests by their queue's index (-1: a level without queues)."""
+        running: dict[int, list[Request[T]]] = {}
+        for request in self.requests.values():
+            if request.running:
+                running.setdefault(-1 if request.queue is None else request.queue.index, []).append(request)
+        return running
 
     def _choose(self, flow_id: int) -> Queue[T]:
         hand = self._hands.get(flow_id)

@@ -27,6 +27,7 @@ from .gating import GatedObjects
 
 APF = "/apis/flowcontrol.apiserver.k8s.io/v1"
 CONFIGMAPS = "/api/v1/namespaces/default/configmaps"
+DEBUG = "/debug/api_priority_and_fairness"
 Call = Callable[..., Awaitable[tuple[int, dict[str, Any], dict[str, str]]]]
 
 
@@ -107,6 +108,33 @@ async def test_a_flow_schema_routes_a_user_to_a_rejecting_level(hub: tuple[Call,
     # Another user's same LIST is served meanwhile (global-default).
     code, _, headers = await call("GET", CONFIGMAPS, who="carol")
     assert code == 200 and headers[FLOW_SCHEMA_HEADER] != schema["metadata"]["uid"]
+    # kube's dump_requests shows the held LIST executing in the level, outside any queue (-1).
+    code, dump, _ = await call("GET", f"{DEBUG}/dump_requests?includeRequestDetails=1", who="admin")
+    assert code == 200, dump
+    rows = [[cell.strip() for cell in line.split(",")[:-1]] for line in dump["text"].splitlines()]
+    assert rows[0] == [
+        "PriorityLevelName", "FlowSchemaName", "QueueIndex", "RequestIndexInQueue", "FlowDistingsher", "ArriveTime",
+        "InitialSeats", "FinalSeats", "AdditionalLatency", "StartTime", "UserName", "Verb", "APIPath", "Namespace",
+        "Name", "APIVersion", "Resource", "SubResource",
+    ]
+    [bobs] = [row for row in rows[1:] if row[0] == "tiny"]
+    assert bobs[1:5] + bobs[6:9] == ["bob-to-tiny", "-1", "-1", "bob", "1", "0", "0s"]
+    assert bobs[5].endswith("Z") and bobs[9] >= bobs[5]  # arrived, then started
+    assert bobs[10:] == ["bob", "list", CONFIGMAPS, "default", "", "v1", "configmaps", ""]
+    code, dump, _ = await call("GET", f"{DEBUG}/dump_requests", who="admin")
+    assert [line.count(",") for line in dump["text"].splitlines()] == [10] * len(dump["text"].splitlines())
+    # dump_queues: a line per queue of each queuing level (a Reject level has none).
+    code, dump, _ = await call("GET", f"{DEBUG}/dump_queues", who="admin")
+    assert code == 200, dump
+    lines = dump["text"].splitlines()
+    assert lines[0].split() == ["PriorityLevelName,", "Index,", "PendingRequests,", "ExecutingRequests,", "SeatsInUse,",
+                                "NextDispatchR,", "InitialSeatsSum,", "MaxSeatsSum,", "TotalWorkSum,"]
+    names = [line.split(",")[0] for line in lines[1:]]
+    assert names.count("global-default") == 128 and "tiny" not in names and names.count("exempt") == 1
+    idle = [line.split(",")[1:-1] for line in lines[1:] if line.startswith("global-default,")]
+    assert [[cell.strip() for cell in cells[1:4] + cells[5:]] for cells in idle] == [
+        ["0", "0", "0", "0", "0", "0.00000000ss"]
+    ] * 128
     objects.gate.set()
     assert (await held)[0] == 200
     # kube's debug dump counts it; only admins may read it.
@@ -122,8 +150,9 @@ async def test_a_flow_schema_routes_a_user_to_a_rejecting_level(hub: tuple[Call,
     assert int(tiny[5]) >= 2  # dispatched: the held LIST and the GETs that waited for the schema
     assert rows["exempt"][0] == "<none>"
     for who in ("carol", "dave"):
-        code, _, _ = await call("GET", "/debug/api_priority_and_fairness/dump_priority_levels", who=who)
-        assert code == 403
+        for dump_name in ("dump_priority_levels", "dump_queues", "dump_requests"):
+            code, _, _ = await call("GET", f"{DEBUG}/{dump_name}", who=who)
+            assert code == 403
 
     # Without the schema bob is back in global-default, served.
     code, _, _ = await call("DELETE", f"{APF}/flowschemas/bob-to-tiny", who="admin")
