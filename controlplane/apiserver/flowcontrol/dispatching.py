@@ -12,6 +12,7 @@ and ``X-Kubernetes-PF-PriorityLevel-UID`` headers. Requests ``not_counted`` says
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Final
@@ -20,6 +21,13 @@ from aiohttp import web
 from aiohttp.typedefs import Middleware
 
 from controlplane.apiserver import errors
+from controlplane.apiserver.flowcontrol.borrowing import (
+    ADJUSTMENT_SECONDS,
+    DemandStats,
+    Item,
+    allocate,
+    go_round,
+)
 from controlplane.apiserver.flowcontrol.levels import (
     Classification,
     Configuration,
@@ -57,6 +65,8 @@ class FlowController:
         self.metrics = metrics if metrics is not None else FlowControlMetrics()
         self.configuration = bootstrap_configuration(config.total_concurrency)
         self.levels: dict[str, FairQueues[asyncio.Future[None]]] = {}
+        self.demand: dict[str, DemandStats] = {}
+        self._adjusted = time.monotonic()
         self._apply(self.configuration)
 
     def update(self, flow_schemas: Iterable[dict[str, Any]], priority_levels: Iterable[dict[str, Any]]) -> None:
@@ -74,6 +84,36 @@ class FlowController:
                 known = FairQueues(level.limits, wake=_wake, now=time.monotonic())
             levels[name] = known
         self.levels, self.configuration = levels, new
+        self.adjust(time.monotonic())
+
+    def adjust(self, now: float) -> None:
+        """kube's borrowing: each level's current limit from its seat demand since the last time."""
+        self._adjusted = now
+        names: list[str] = []
+        items: list[Item] = []
+        nominal_sum = 0
+        for name, level in self.configuration.levels.items():
+            queues, limits = self.levels.get(name), level.bounds
+            nominal_sum += limits.nominal
+            upper = math.inf if limits.upper is None else limits.upper
+            if queues is None:  # exempt: its demand is not counted, its own seats are kept
+                items.append(Item(limits.lower, max(upper, limits.lower), limits.lower))
+            else:
+                stats = self.demand.setdefault(name, DemandStats())
+                stats.update(*queues.demand.reset(now))
+                items.append(Item(limits.lower, upper, max(limits.lower, stats.smoothed)))
+            names.append(name)
+        allocations, _fair = allocate(nominal_sum, items)
+        for name, item, share in zip(names, items, allocations, strict=True):
+            current = go_round(share)
+            queues, limits = self.levels.get(name), self.configuration.levels[name].bounds
+            if queues is not None:
+                queues.set_concurrency(current, now=now)
+            self.metrics.note_limits(
+                name, nominal=limits.nominal, lower=limits.lower, current=current, target=item.target,
+                upper=nominal_sum if limits.upper is None else limits.upper,
+                demand=self.demand.get(name) if queues is not None else None,
+            )
 
     def classify(self, request: web.Request, user: UserInfo | None) -> Classification:
         info = request.get(REQUEST_INFO)
@@ -133,9 +173,12 @@ class Seat:
             self._executing.inc()
             return
         started = time.perf_counter()
+        now = time.monotonic()
+        if now - self._controller._adjusted >= ADJUSTMENT_SECONDS:
+            self._controller.adjust(now)
         self._waiter = waiter = asyncio.get_running_loop().create_future()
         outcome: Outcome | str = queues.offer(
-            flow_hash(found.flow_schema, found.flow), waiter, now=time.monotonic(), seats=self._seats, about=self
+            flow_hash(found.flow_schema, found.flow), waiter, now=now, seats=self._seats, about=self
         )
         if outcome is Outcome.QUEUED:
             self._inqueue.inc()
@@ -180,7 +223,7 @@ class Seat:
         found = self._found
         self._controller.metrics.reject(found, reason)
         assert self._queues is not None
-        seats = self._queues.limits.seats
+        seats = self._queues.concurrency
         raise errors.TooManyRequests(
             f"Too many requests, please try again later: priority level {found.level!r} "
             f"(flow schema {found.flow_schema!r}) is using all its {seats} seats and "

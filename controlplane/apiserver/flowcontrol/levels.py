@@ -7,7 +7,8 @@ does not exist left out (they are ``Dangling``), and each level's limits. The bo
 leader's ensurer creates them again, and until it has, requests are served as they will be then.
 
 Each Limited level gets ``ceil(total * nominalConcurrencyShares / sum of every level's shares)`` of
-the server's concurrency (at least one seat: a level does not borrow seats from others here), queues
+the server's concurrency (at least one seat) as its nominal limit, with the bounds its
+``lendablePercent`` and ``borrowingLimitPercent`` set on what :mod:`.borrowing` gives it; queues
 and hand size from its ``queuing`` (a ``Reject`` level queues nothing). Pure: no I/O.
 """
 
@@ -21,6 +22,7 @@ from typing import Any, Final
 
 from controlplane.apis.kube.flowcontrol_bootstrap import FLOW_SCHEMAS, PRIORITY_LEVELS
 from controlplane.apis.untyped import dig
+from controlplane.apiserver.flowcontrol.borrowing import Bounds, bounds
 from controlplane.apiserver.flowcontrol.matching import RequestDigest, SchemaMatcher, schema_matcher
 from controlplane.apiserver.flowcontrol.queueing import LevelLimits
 
@@ -59,6 +61,8 @@ class Level:
     uid: str
     #: None: exempt (never limited).
     limits: LevelLimits | None
+    #: Its nominal limit and the bounds of its current one (borrowing).
+    bounds: Bounds
 
 
 def object_uid(kind: str, name: str) -> str:
@@ -123,6 +127,18 @@ def level_limits(spec: dict[str, Any], *, total: int, share_sum: int) -> LevelLi
     )
 
 
+def level_bounds(spec: dict[str, Any], limits: LevelLimits | None, *, total: int, share_sum: int) -> Bounds:
+    """A level's nominal limit and bounds (an exempt one's nominal limit from its own shares, default 0)."""
+    if limits is None:
+        exempt = spec.get("exempt") or {}
+        shares = int(exempt.get("nominalConcurrencyShares") or 0)
+        nominal = math.ceil(total * shares / share_sum) if share_sum else 0
+        return bounds(nominal, int(exempt.get("lendablePercent") or 0), None)
+    limited = spec.get("limited") or {}
+    borrowing = limited.get("borrowingLimitPercent")
+    return bounds(limits.seats, int(limited.get("lendablePercent") or 0), None if borrowing is None else int(borrowing))
+
+
 def configuration(
     flow_schemas: Iterable[dict[str, Any]], priority_levels: Iterable[dict[str, Any]], *, total: int
 ) -> Configuration:
@@ -137,7 +153,9 @@ def configuration(
     for obj in level_objects:
         spec, name = obj.get("spec") or {}, str(obj["metadata"]["name"])
         limits = None if spec.get("type") == "Exempt" else level_limits(spec, total=total, share_sum=share_sum)
-        levels[name] = Level(name, _uid(obj, "prioritylevelconfigurations"), limits)
+        levels[name] = Level(name, _uid(obj, "prioritylevelconfigurations"), limits, level_bounds(
+            spec, limits, total=total, share_sum=share_sum,
+        ))
     schemas = [
         schema_matcher(obj, uid=_uid(obj, "flowschemas"))
         for obj in _with_bootstrap(flow_schemas, FLOW_SCHEMAS)

@@ -1,7 +1,8 @@
 """Fair queuing within one priority level, as kube's queueset does it: pure state, no I/O; the
 caller passes the time (monotonic seconds).
 
-A level serves requests holding at most ``seats`` seats at once; a request takes its width in seats
+A level serves requests holding at most its ``concurrency`` seats at once (its nominal ``seats``,
+then what :mod:`.borrowing` gives it); a request takes its width in seats
 (:class:`WorkEstimate`, one for most, more for a LIST of many objects). Every request goes through
 one of ``queues`` queues: its flow (the FlowSchema's name and the flow distinguisher) is hashed into
 a hand of ``hand_size`` queues, dealt as kube's shuffle sharding deals them, and it joins the queue
@@ -26,6 +27,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Final, Generic, TypeVar
+
+from controlplane.apiserver.flowcontrol.borrowing import DemandIntegrator
 
 T = TypeVar("T")
 
@@ -123,6 +126,10 @@ class FairQueues(Generic[T]):
 
     def __init__(self, limits: LevelLimits, *, wake: Callable[[T], None] | None = None, now: float = 0.0) -> None:
         self.limits = limits
+        #: The seats the level may use now: its nominal limit, then what borrowing gives it.
+        self.concurrency = limits.seats
+        #: Its seat demand (seats in use and seats asked for by waiting requests) over time.
+        self.demand = DemandIntegrator(now)
         self._wake = wake
         count = max(limits.queues, 1)
         self.queues: list[Queue[T]] = [Queue(i) for i in range(count)]
@@ -155,9 +162,10 @@ class FairQueues(Generic[T]):
             request = Request(item, None, seats, self.virtual_time, now, about)
             self.requests[item] = request
             self._start(request, now)
+            self.demand.set(now, self.seats_in_use)
             return Outcome.EXECUTE
         queue = self._choose(flow_id)
-        if self.seats_in_use >= self.limits.seats and len(queue.waiting) >= self.limits.queue_length:
+        if self.seats_in_use >= self.concurrency and len(queue.waiting) >= self.limits.queue_length:
             self.rejected += 1
             return Outcome.QUEUE_FULL
         request = Request(item, queue, seats, self.virtual_time, now, about)
@@ -175,6 +183,7 @@ class FairQueues(Generic[T]):
                 self._dispatch(queue, now)
         else:
             self._wake_all([r for r in self._dispatch_all(now) if r is not request])
+        self.demand.set(now, self.seats_in_use + self._waiting_seats)
         return Outcome.EXECUTE if request.running else Outcome.QUEUED
 
     def withdraw(self, item: T, *, now: float) -> bool:
@@ -191,6 +200,7 @@ class FairQueues(Generic[T]):
         if queue.idle:
             self._active_queues -= 1
         self._wake_all(self._dispatch_all(now))  # its seats may have held back the queue behind it
+        self.demand.set(now, self.seats_in_use + self._waiting_seats)
         return True
 
     def finish(self, item: T, *, now: float) -> None:
@@ -210,6 +220,13 @@ class FairQueues(Generic[T]):
                 queue.next_dispatch_r = max(queue.next_dispatch_r, queue.waiting[0].arrival_r)
             elif queue.idle:
                 self._active_queues -= 1
+        self._wake_all(self._dispatch_all(now))
+        self.demand.set(now, self.seats_in_use + self._waiting_seats)
+
+    def set_concurrency(self, seats: int, *, now: float) -> None:
+        """Use ``seats`` from now on (borrowing's current limit); more seats start waiting requests."""
+        self._sync(now)
+        self.concurrency = seats
         self._wake_all(self._dispatch_all(now))
 
     def executing_requests(self) -> dict[int, list[Request[T]]]:
@@ -239,13 +256,13 @@ class FairQueues(Generic[T]):
         self._last = now
         if elapsed > 0 and self._active_queues:
             requested = self.seats_in_use + self._waiting_seats
-            self.virtual_time += elapsed * min(requested, self.limits.seats) / self._active_queues
+            self.virtual_time += elapsed * min(requested, self.concurrency) / self._active_queues
 
     def _fits(self, seats: int) -> bool:
         """kube's ``canAccommodateSeatsLocked``: a request wider than the level runs alone."""
-        if seats > self.limits.seats:
+        if seats > self.concurrency:
             return self.executing == 0
-        return self.seats_in_use + seats <= self.limits.seats
+        return self.seats_in_use + seats <= self.concurrency
 
     def _dispatch_all(self, now: float) -> list[Request[T]]:
         started: list[Request[T]] = []

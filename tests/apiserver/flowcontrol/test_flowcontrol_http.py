@@ -40,7 +40,7 @@ CLUSTER = "/apis/cluster.gpufed.io/v1alpha1/clusters/c1"
 LEASES = f"/apis/coordination.k8s.io/v1/namespaces/{LEASE_NAMESPACE}/leases"
 CONFIGMAPS = "/api/v1/namespaces/default/configmaps"
 #: 20 seats in all: global-default gets ceil(20 * 20 / 245) = 2 of them (kube's shares); its object
-#: is edited to one queue of 3.
+#: is edited to one queue of 3 and to borrow no seats.
 CONFIG = FlowControlConfig(total_concurrency=20, queue_wait_seconds=600)
 SEATS = 2
 QUEUE_LENGTH = 3
@@ -80,6 +80,7 @@ async def hub(tmp_path: Path, store: Store) -> AsyncIterator[Hub]:
     level = bootstrap_object("PriorityLevelConfiguration", "global-default")
     assert level is not None
     level["spec"]["limited"]["limitResponse"]["queuing"] = {"queues": 1, "handSize": 1, "queueLengthLimit": QUEUE_LENGTH}
+    level["spec"]["limited"]["borrowingLimitPercent"] = 0  # its two seats, none borrowed
     level = await objects.create(registry.require("flowcontrol.apiserver.k8s.io/v1", "PriorityLevelConfiguration"), level)
     app = create_app(
         objects, registry, authenticator=tokens, authorizer=RoleAuthorizer(), admission=[ClusterRestriction()],

@@ -1,5 +1,5 @@
 """The dispatcher follows the objects without a restart: an admin routes one user, by a FlowSchema,
-to a ``Reject`` priority level of one seat; while that user's first LIST holds the seat their next
+to a ``Reject`` priority level of one seat (that borrows none); while that user's first LIST holds the seat their next
 is refused at once with 429 (naming the objects' UIDs; kube's ``dump_priority_levels`` counts it),
 another user's same LIST is served, and deleting the FlowSchema sends the user back to global-default."""
 
@@ -83,7 +83,8 @@ async def test_a_flow_schema_routes_a_user_to_a_rejecting_level(hub: tuple[Call,
     call, objects = hub
     level = {"apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "PriorityLevelConfiguration",
              "metadata": {"name": "tiny"},
-             "spec": {"type": "Limited", "limited": {"nominalConcurrencyShares": 1, "limitResponse": {"type": "Reject"}}}}
+             "spec": {"type": "Limited", "limited": {"nominalConcurrencyShares": 1, "borrowingLimitPercent": 0,
+                                                     "limitResponse": {"type": "Reject"}}}}
     code, level, _ = await call("POST", f"{APF}/prioritylevelconfigurations", who="admin", body=level)
     assert code == 201, level
     assert level["spec"]["limited"]["lendablePercent"] == 0  # kube's defaulting

@@ -1,0 +1,125 @@
+"""Seats lent and borrowed between priority levels, as kube's config controller does it
+(apf_controller.go ``updateBorrowingLocked``): pure, no I/O; the caller passes the time.
+
+Each level has a nominal limit (its share of the server's seats), may lend ``lendablePercent`` of it
+(its lower limit is the rest) and borrow ``borrowingLimitPercent`` of it (its upper limit; no limit
+without one). Every :data:`ADJUSTMENT_SECONDS` each level's seat demand (seats in use plus seats
+asked for by waiting requests) over the period gives its high watermark, time-weighted average and
+standard deviation, and a smoothed demand (``max(avg + stdev, 0.977 x the previous + 0.023 x (avg +
+stdev))``); the nominal limits' sum is then shared so that each level gets its smoothed demand times
+one fair proportion, within its lower and upper limits (:func:`allocate`): its current limit.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final
+
+#: kube's ``borrowingAdjustmentPeriod`` and ``seatDemandSmoothingCoefficient``.
+ADJUSTMENT_SECONDS: Final = 10.0
+SMOOTHING: Final = 0.977
+
+
+@dataclass(frozen=True, slots=True)
+class Bounds:
+    """One level's share: its nominal limit and the limits of its current one (None: unbounded)."""
+
+    nominal: int
+    lower: int
+    upper: int | None
+
+
+def go_round(value: float) -> int:
+    """Go's ``math.Round`` of a non-negative number: halves away from zero (Python's go to even)."""
+    return math.floor(value + 0.5)
+
+
+def bounds(nominal: int, lendable_percent: int, borrowing_limit_percent: int | None) -> Bounds:
+    """kube's ``lendableCL = round(nominal x lendablePercent / 100)``, ``borrowingCL`` alike."""
+    lendable = go_round(nominal * lendable_percent / 100)
+    upper = None if borrowing_limit_percent is None else nominal + go_round(nominal * borrowing_limit_percent / 100)
+    return Bounds(nominal, nominal - lendable, upper)
+
+
+class DemandIntegrator:
+    """kube's ``fq.Integrator``: the time-weighted average, deviation and maximum of a level's seat demand."""
+
+    __slots__ = ("_last", "_max", "_start", "_sum", "_sum2", "value")
+
+    def __init__(self, now: float) -> None:
+        self.value = 0
+        self._start = self._last = now
+        self._sum = self._sum2 = 0.0
+        self._max = 0
+
+    def set(self, now: float, value: int) -> None:
+        elapsed = now - self._last
+        if elapsed > 0:
+            self._sum += self.value * elapsed
+            self._sum2 += self.value * self.value * elapsed
+            self._last = now
+        self.value = value
+        if value > self._max:
+            self._max = value
+
+    def reset(self, now: float) -> tuple[float, float, int]:
+        """The average, standard deviation and maximum since the last reset; starts a new period."""
+        self.set(now, self.value)
+        span = now - self._start
+        average = self._sum / span if span > 0 else float(self.value)
+        variance = self._sum2 / span - average * average if span > 0 else 0.0
+        results = (average, math.sqrt(max(variance, 0.0)), self._max)
+        self._start, self._sum, self._sum2, self._max = now, 0.0, 0.0, self.value
+        return results
+
+
+@dataclass(slots=True)
+class DemandStats:
+    """kube's ``seatDemandStats`` of one level, as of the last adjustment."""
+
+    average: float = 0.0
+    stdev: float = 0.0
+    high_watermark: int = 0
+    smoothed: float = 0.0
+
+    def update(self, average: float, stdev: float, high_watermark: int) -> None:
+        self.average, self.stdev, self.high_watermark = average, stdev, high_watermark
+        envelope = average + stdev
+        self.smoothed = max(envelope, SMOOTHING * self.smoothed + (1 - SMOOTHING) * envelope)
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """kube's ``allocProblemItem``."""
+
+    lower: float
+    upper: float
+    target: float
+
+
+def allocate(total: int, items: Sequence[Item]) -> tuple[list[float], float]:
+    """kube's ``computeConcurrencyAllocation``: each item's ``clamp(target x p, lower, upper)`` for the
+    one fair proportion ``p`` that makes them sum to ``total`` (the lower limits when even they
+    exceed it, the upper ones when even they fall short); and ``p``."""
+
+    def shares(proportion: float) -> list[float]:
+        return [min(max(item.target * proportion, item.lower), item.upper) for item in items]
+
+    if sum(item.lower for item in items) >= total:
+        return [item.lower for item in items], 0.0
+    if sum(item.upper for item in items) <= total:
+        return [item.upper for item in items], math.inf
+    low, high = 0.0, 1.0
+    while sum(shares(high)) < total:
+        if high > 1e12:  # no target can grow: what the limits give
+            return shares(high), high
+        high *= 2
+    for _ in range(100):  # bisection: far finer than a seat
+        middle = (low + high) / 2
+        if sum(shares(middle)) < total:
+            low = middle
+        else:
+            high = middle
+    return shares(high), high
