@@ -156,6 +156,18 @@ async def test_agents_are_served_while_user_lists_flood_the_hub(hub: Hub) -> Non
     assert _value(hub.metrics, "apiserver_flowcontrol_current_executing_requests", priority_level="global-default",
                   flow_schema="global-default") == SEATS
 
+    # kube's dump_queues: the level's one queue holds the waiting LISTs, its seats the running ones.
+    async with hub.session.get(
+        f"{hub.url}/debug/api_priority_and_fairness/dump_queues", headers={"Authorization": f"Bearer {hub.tokens['admin']}"}
+    ) as response:
+        assert response.status == 200
+        dump = await response.text()
+    [queue] = [line.split(",")[1:-1] for line in dump.splitlines() if line.startswith("global-default,")]
+    cells = [cell.strip() for cell in queue]
+    assert cells[:4] + cells[5:] == ["0", str(QUEUE_LENGTH), str(SEATS), str(SEATS), str(QUEUE_LENGTH),
+                                     str(QUEUE_LENGTH), f"{QUEUE_LENGTH * 3}.00000000ss"]
+    assert cells[4].endswith("ss")
+
     # The agent's report and its lease renewal go through the system level meanwhile.
     report = {"status": {"lastReportTime": "2026-01-01T00:00:10Z"}}
     code, reported, headers = await hub.call(
