@@ -1,0 +1,68 @@
+"""A LIST takes the seats kube's work estimate gives it, from the watch cache's count of its
+resource: with 250 ConfigMaps stored, a consistent LIST (read from the store: twice the count)
+holds 5 seats of its level while it runs, as kube's ``dump_requests`` shows."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import aiohttp
+from aiohttp import web
+
+from controlplane.apiserver.app import create_app
+from controlplane.apiserver.auth import RoleAuthorizer, TokenStore
+from controlplane.apiserver.flowcontrol import FlowControlConfig
+from controlplane.apiserver.identity import Role
+from controlplane.apiserver.tls import ensure_pki
+from controlplane.hub import hub_registry
+from controlplane.storage import Store
+
+from .gating import GatedObjects
+
+CONFIGMAPS = "/api/v1/namespaces/default/configmaps"
+STORED = 250
+
+
+async def test_a_list_holds_seats_by_the_objects_it_goes_through(tmp_path: Path, store: Store) -> None:
+    pki = ensure_pki(tmp_path, hosts=[])
+    registry = hub_registry()
+    objects = GatedObjects(store, registry, signal_at=1, hold_at_most=1)
+    tokens = TokenStore(store)
+    app = create_app(
+        objects, registry, authenticator=tokens, authorizer=RoleAuthorizer(),
+        flow_control=FlowControlConfig(total_concurrency=600),
+    )
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=pki.server_ssl_context())
+    await site.start()
+    url = f"https://127.0.0.1:{runner.addresses[0][1]}"
+    admin = {"Authorization": f"Bearer {(await tokens.create(role=Role.ADMIN, name='admin')).token}"}
+    viewer = {"Authorization": f"Bearer {(await tokens.create(role=Role.VIEWER, name='bob')).token}"}
+    configmap = registry.require("v1", "ConfigMap")
+    for n in range(STORED):
+        await objects.create(configmap, {"apiVersion": "v1", "kind": "ConfigMap",
+                                         "metadata": {"name": f"cm-{n}", "namespace": "default"}})
+    connector = aiohttp.TCPConnector(ssl=pki.client_ssl_context(), limit=0)
+    try:
+        async with aiohttp.ClientSession(connector=connector) as session:
+            # A list at resourceVersion=0 is served by the watch cache, which then counts the objects.
+            async with session.get(url + CONFIGMAPS, params={"resourceVersion": "0"}, headers=viewer) as response:
+                assert response.status == 200
+                assert len((await response.json())["items"]) == STORED
+            held = asyncio.create_task(session.get(url + CONFIGMAPS, headers=viewer))
+            async with asyncio.timeout(10):
+                await objects.all_held.wait()
+            async with session.get(url + "/debug/api_priority_and_fairness/dump_requests", headers=admin) as response:
+                dump = await response.text()
+            rows = [[cell.strip() for cell in line.split(",")[:-1]] for line in dump.splitlines()]
+            [bobs] = [row for row in rows[1:] if row[4] == "bob"]
+            assert (bobs[0], bobs[3], bobs[6]) == ("global-default", "-1", str(2 * STORED // 100))
+            objects.gate.set()
+            response = await held
+            assert response.status == 200
+            response.release()
+    finally:
+        objects.gate.set()
+        await runner.cleanup()
