@@ -21,6 +21,8 @@ import pytest
 from controlplane.apiserver.auth.rbac.reviews import REVIEW_RESOURCES
 from controlplane.apiserver.auth.serviceaccounts import TOKEN_REQUESTS
 from controlplane.apiserver.componentstatus import RESOURCE as COMPONENT_STATUSES
+from controlplane.apiserver.proxy.resourcemetrics import NODES as METRICS_NODES
+from controlplane.apiserver.proxy.resourcemetrics import PODS as METRICS_PODS
 from controlplane.apiserver.visibility import RESOURCES as VISIBILITY_RESOURCES
 from controlplane.hub import hub_registry
 from e2e.harness import Kubectl, ProcessGroup
@@ -84,8 +86,8 @@ def registry_kinds() -> list[ServedKind]:
 def computed_kinds() -> list[ServedKind]:
     """The resources the hub answers with a handler of their own beside its registry (the access
     reviews, TokenReview with the verb ``create`` alone; ComponentStatus, read-only; Kueue's
-    visibility API): they are not in :data:`KINDS`."""
-    declared = (*REVIEW_RESOURCES, TOKEN_REQUESTS, COMPONENT_STATUSES, *VISIBILITY_RESOURCES)
+    visibility API; the members' resource metrics): they are not in :data:`KINDS`."""
+    declared = (*REVIEW_RESOURCES, TOKEN_REQUESTS, COMPONENT_STATUSES, *VISIBILITY_RESOURCES, METRICS_PODS, METRICS_NODES)
     return [ServedKind(r.group, r.version, r.kind, r.plural, r.namespaced) for r in declared if not r.subresource]
 
 
