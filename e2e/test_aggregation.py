@@ -3,7 +3,7 @@ API server (``tests/extensionserver.py``, TLS with its own CA) trusts the hub as
 kube-apiserver, from the hub's ``extension-apiserver-authentication`` ConfigMap; registered with an
 APIService (its Service's endpoints written by hand, as the hub has no pods), its resource is
 listed with ``kubectl get``, the hub authorizing first and passing the (impersonated) user in
-``X-Remote-*`` headers; once the server stops, the APIService is ``False (FailedDiscoveryCheck)`` and
+``X-Remote-*`` headers; ``kubectl explain`` prints its kind's fields from the server's OpenAPI; once the server stops, the APIService is ``False (FailedDiscoveryCheck)`` and
 its resource kube's 503."""
 
 from __future__ import annotations
@@ -61,6 +61,18 @@ def test_an_extension_api_server_is_reached_through_the_hub(processes, tmp_path:
         assert "sprocket" in listed.stdout, listed.stdout
         resources = kubectl.run("api-resources", "--api-group", "widgets.example.com").stdout
         assert "widgets" in resources and "Widget" in resources, resources
+
+        # kubectl explain and its client-side validation read the server's schema from the hub's OpenAPI.
+        def explained() -> str | None:
+            out = kubectl.run("explain", "widgets.spec", check=False)
+            return out.stdout if out.returncode == 0 else None
+
+        text = wait_for(explained, timeout=60, what="kubectl explain widgets.spec")
+        assert "How many teeth the sprocket has." in text and "size" in text, text
+        widget = yaml.safe_dump({"apiVersion": "widgets.example.com/v1alpha1", "kind": "Widget",
+                                 "metadata": {"name": "cog", "namespace": "default"}, "spec": {"colour": "red"}})
+        invalid = kubectl.run("create", "--dry-run=client", "--validate=strict", "-f", "-", input_text=widget, check=False)
+        assert invalid.returncode != 0 and 'unknown field "colour" in com.example.widgets.v1alpha1.Widget.spec' in invalid.stderr, invalid.stderr
 
         # The hub authorizes before proxying: alice may not until a RoleBinding says so.
         denied = kubectl.run("get", "widgets", "-n", "default", "--as", "alice", "--as-group", "devs", check=False)

@@ -6,7 +6,8 @@ It trusts a caller as such a server trusts kube-apiserver: the client certificat
 by the ``requestheader-client-ca-file`` of the hub's ``extension-apiserver-authentication``
 ConfigMap and name one of its ``requestheader-allowed-names``; the user is then read from the
 ``X-Remote-*`` headers the ConfigMap names. Anything else is answered 401. It serves its discovery
-(``/apis/widgets.example.com/v1alpha1``) and a list of one Widget per namespace (``widgets``; a
+(``/apis/widgets.example.com/v1alpha1``), its OpenAPI (``/openapi/v2``, ``/openapi/v3`` and
+``/openapi/v3/apis/widgets.example.com/v1alpha1``, a Widget's schema) and a list of one Widget per namespace (``widgets``; a
 watch of it sends one event, then a second once :attr:`ExtensionServer.release` is set), and keeps
 every identity it saw, by path, for the test to read.
 """
@@ -38,6 +39,45 @@ DISCOVERY = {
     "kind": "APIResourceList", "apiVersion": "v1", "groupVersion": f"{GROUP}/{VERSION}",
     "resources": [{"name": "widgets", "singularName": "widget", "namespaced": True, "kind": "Widget",
                    "verbs": ["get", "list"], "shortNames": ["wg"]}],
+}
+
+#: The Widget schema its OpenAPI documents give (``kubectl explain widget.spec`` prints it).
+WIDGET_SCHEMA = {
+    "type": "object", "description": "A Widget is a small test object served by the extension server.",
+    "properties": {
+        "apiVersion": {"type": "string", "description": "APIVersion of the object."},
+        "kind": {"type": "string", "description": "Kind of the object."},
+        "metadata": {"type": "object", "description": "Standard object's metadata."},
+        "spec": {"type": "object", "description": "WidgetSpec is what a Widget should be.",
+                 "properties": {"size": {"type": "integer", "format": "int32",
+                                         "description": "How many teeth the sprocket has."}}},
+    },
+    "x-kubernetes-group-version-kind": [{"group": GROUP, "version": VERSION, "kind": "Widget"}],
+}
+WIDGET_DEFINITION = "com.example.widgets.v1alpha1.Widget"
+#: A definition the hub has too, with other content: the hub renames this one when merging.
+STATUS_DEFINITION = "io.k8s.apimachinery.pkg.apis.meta.v1.Status"
+_LIST_PATH = f"/apis/{GROUP}/{VERSION}/namespaces/{{namespace}}/widgets"
+OPENAPI_V2 = {
+    "swagger": "2.0", "info": {"title": "widgets", "version": "v0.1"},
+    "paths": {_LIST_PATH: {"get": {
+        "operationId": "listWidgets", "produces": ["application/json"],
+        "responses": {"200": {"description": "OK", "schema": {"$ref": f"#/definitions/{WIDGET_DEFINITION}"}},
+                      "401": {"description": "Unauthorized", "schema": {"$ref": f"#/definitions/{STATUS_DEFINITION}"}}},
+        "x-kubernetes-action": "list",
+        "x-kubernetes-group-version-kind": {"group": GROUP, "version": VERSION, "kind": "Widget"}}}},
+    "definitions": {WIDGET_DEFINITION: WIDGET_SCHEMA,
+                    STATUS_DEFINITION: {"type": "object", "description": "The extension server's Status."}},
+}
+OPENAPI_V3 = {
+    "openapi": "3.0.0", "info": {"title": "widgets", "version": "v0.1"},
+    "paths": {_LIST_PATH: {"get": {
+        "operationId": "listWidgets",
+        "responses": {"200": {"description": "OK", "content": {"application/json": {
+            "schema": {"$ref": f"#/components/schemas/{WIDGET_DEFINITION}"}}}}},
+        "x-kubernetes-action": "list",
+        "x-kubernetes-group-version-kind": {"group": GROUP, "version": VERSION, "kind": "Widget"}}}},
+    "components": {"schemas": {WIDGET_DEFINITION: WIDGET_SCHEMA}},
 }
 
 
@@ -126,6 +166,13 @@ async def extension_server(
         parts = [p for p in request.path.split("/") if p]
         if parts == ["apis", GROUP, VERSION]:
             return web.json_response(DISCOVERY)
+        if parts == ["openapi", "v2"]:
+            return web.json_response(OPENAPI_V2)
+        if parts == ["openapi", "v3"]:
+            return web.json_response({"paths": {f"apis/{GROUP}/{VERSION}": {
+                "serverRelativeURL": f"/openapi/v3/apis/{GROUP}/{VERSION}?hash=1"}}})
+        if parts == ["openapi", "v3", "apis", GROUP, VERSION]:
+            return web.json_response(OPENAPI_V3)
         if parts == ["apis", GROUP]:
             return web.json_response({"kind": "APIGroup", "apiVersion": "v1", "name": GROUP,
                                       "versions": [{"groupVersion": f"{GROUP}/{VERSION}", "version": VERSION}]})

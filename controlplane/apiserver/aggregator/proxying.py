@@ -13,7 +13,8 @@ The answer streams back as it comes (a watch included), each write waiting at mo
 is not a watch. Upgrade requests (exec, port-forward) are not proxied.
 
 ``/apis`` (plain and aggregated discovery) lists the aggregated groups after the hub's own, and
-``/apis/<group>`` of an aggregated group answers from the APIServices, as kube's aggregator does.
+``/apis/<group>`` of an aggregated group answers from the APIServices, as kube's aggregator does;
+``/openapi/v2`` and ``/openapi/v3`` add the Available ones' documents (:mod:`.openapi`).
 
 In: the request, :class:`AggregatedApis`. Out: the extension server's answer, or a Status.
 """
@@ -41,6 +42,9 @@ from controlplane.apiserver.aggregator.frontproxy import IDENTITY_HEADER_PREFIX,
 from controlplane.apiserver.aggregator.registrations import AggregatedApis, Unreachable
 from controlplane.apiserver.app import USER
 from controlplane.apiserver.handlers import json_response
+from controlplane.apiserver.openapi.gnostic import ACCEPTED_MEDIA_TYPES as PROTOBUF_ACCEPTS
+from controlplane.apiserver.openapi.gnostic import MEDIA_TYPE as PROTOBUF_MEDIA_TYPE
+from controlplane.apiserver.openapi.serving import JSON, serve, serve_v3_document
 from controlplane.apiserver.routing import is_upgrade
 
 logger = logging.getLogger(__name__)
@@ -60,6 +64,8 @@ def aggregation_middleware(apis: AggregatedApis) -> Middleware:
     @web.middleware
     async def aggregate(request: web.Request, handler: Handler) -> web.StreamResponse:
         parts = [p for p in request.path.split("/") if p]
+        if parts[:1] == ["openapi"] and request.method == "GET":
+            return await _openapi(request, handler, apis, parts)
         if not parts or parts[0] != "apis":
             return await handler(request)
         if len(parts) >= 3 and (view := apis.target(parts[1], parts[2])) is not None:
@@ -127,6 +133,35 @@ async def _proxy(request: web.Request, apis: AggregatedApis, view: APIServiceVie
             return response
         await response.write_eof()
         return response
+
+
+async def _openapi(request: web.Request, handler: Handler, apis: AggregatedApis, parts: list[str]) -> web.StreamResponse:
+    """``/openapi/v2`` merged with the aggregated servers' specs, ``/openapi/v3`` listing their
+    documents and ``/openapi/v3/apis/<group>/<version>`` of one of them (:mod:`.openapi`); the hub's
+    own answers as they are while there is none."""
+    served = [view.name for view in apis.aggregated() if view.available]
+    specs = apis.specs
+    if parts == ["openapi", "v2"]:
+        names = specs.served_v2(served)
+        if not names:
+            return await handler(request)
+        hub = await handler(request.clone(headers={"Accept": "application/json"}))
+        if type(hub) is not web.Response or hub.status != 200 or not isinstance(hub.body, bytes):
+            return hub
+        protobuf = any(media in request.headers.get("Accept", "") for media in PROTOBUF_ACCEPTS)
+        merged = specs.merged_v2(hub.headers.get("ETag", ""), hub.body, names, protobuf=protobuf)
+        return serve(request, merged, PROTOBUF_MEDIA_TYPE if protobuf else JSON)
+    if len(parts) >= 3 and parts[1] == "v3":
+        key = "/".join(parts[2:])
+        found = specs.v3.get(key)
+        if found is None or found[0] not in served:
+            return await handler(request)
+        return serve_v3_document(request, key, found[1])
+    if parts == ["openapi", "v3"] and any(name in served for name, _ in specs.v3.values()):
+        hub = await handler(request.clone(headers={"Accept": "application/json"}))
+        document = _read_json(hub)
+        return hub if document is None else serve(request, specs.index(document, served), JSON)
+    return await handler(request)
 
 
 def _versions(apis: AggregatedApis) -> dict[str, list[APIServiceView]]:

@@ -8,7 +8,9 @@ proxy and discovery read their listers. An aggregated APIService's discovery (it
 (identity ``system:kube-aggregator``, group ``system:masters``, as kube checks); one that fails
 keeps its last answer marked ``Stale``, and one never answered is left out, as kube's aggregated
 discovery does. At most one fetch runs at a time, each bounded by :data:`DISCOVERY_TIMEOUT`, and an
-answer is read up to :data:`~controlplane.apiserver.webhooks.calling.MAX_RESPONSE_BYTES`.
+answer is read up to :data:`~controlplane.apiserver.webhooks.calling.MAX_RESPONSE_BYTES`. After a
+discovery answer, the server's OpenAPI v2 and v3 documents are fetched the same way into
+:attr:`AggregatedApis.specs` (:mod:`.openapi`).
 
 In: the object store (APIServices, and the Services and endpoints the calls resolve), the front
 proxy. Out: :meth:`AggregatedApis.target`, the discovery entries, and :meth:`AggregatedApis.session`
@@ -34,6 +36,7 @@ from controlplane.apis.kube.apiregistration import APIServiceView
 from controlplane.apis.kube.webhookclient import ca_bundle_pem
 from controlplane.apiserver import errors
 from controlplane.apiserver.aggregator.frontproxy import FrontProxy, identity_headers
+from controlplane.apiserver.aggregator.openapi import AggregatedSpecs
 from controlplane.apiserver.computed import ComputedResource, served_group_versions
 from controlplane.apiserver.identity import Role, UserInfo
 from controlplane.apiserver.objects import ObjectStore, WatchEventType
@@ -91,6 +94,7 @@ class AggregatedApis:
         self.informer.add_handler(self._changed)
         self._views: dict[tuple[str, str], APIServiceView] = {}
         self.discovered: dict[str, Discovered] = {}
+        self.specs = AggregatedSpecs()
         self._refresh = asyncio.Event()
         self._contexts: OrderedDict[tuple[str | None, bool], ssl.SSLContext] = OrderedDict()
         self._session: aiohttp.ClientSession | None = None
@@ -102,6 +106,7 @@ class AggregatedApis:
             if self._views.get(key, view).name == view.name:
                 self._views.pop(key, None)
             self.discovered.pop(view.name, None)
+            self.specs.forget(view.name)
             return
         previous = self._views.get(key)
         self._views[key] = view
@@ -178,6 +183,15 @@ class AggregatedApis:
         """GET ``/apis/<group>/<version>`` from ``view``'s server as kube's checks do; its JSON.
         Raises :class:`Unreachable` with kube's wording."""
         path = f"/api/{view.version}" if not view.group else f"/apis/{view.group}/{view.version}"
+        document = orjson.loads(await self.fetch(view, path))
+        if not isinstance(document, dict):
+            raise Unreachable(f"failing or missing response from {path}: the answer is not an APIResourceList")
+        return document
+
+    async def fetch(self, view: APIServiceView, path: str) -> bytes:
+        """GET ``path`` (JSON) from ``view``'s server as the aggregator: within
+        :data:`DISCOVERY_TIMEOUT`, at most :data:`MAX_RESPONSE_BYTES`, and JSON. Raises
+        :class:`Unreachable` with kube's wording."""
         base, server_name = await self.location(view)
         url = base + path
         headers = [*identity_headers(AGGREGATOR_USER), ("Accept", "application/json"), ("Accept-Encoding", "identity")]
@@ -194,12 +208,10 @@ class AggregatedApis:
         if len(body) > MAX_RESPONSE_BYTES:
             raise Unreachable(f"failing or missing response from {url}: the response is larger than {MAX_RESPONSE_BYTES} bytes")
         try:
-            document = orjson.loads(body)
+            orjson.loads(body)
         except orjson.JSONDecodeError:
             raise Unreachable(f"failing or missing response from {url}: the answer is not JSON") from None
-        if not isinstance(document, dict):
-            raise Unreachable(f"failing or missing response from {url}: the answer is not an APIResourceList")
-        return document
+        return body
 
     async def _discover_forever(self) -> None:
         while True:
@@ -223,3 +235,21 @@ class AggregatedApis:
                 self.discovered[view.name] = Discovered(last.resources, fresh=False)
             return
         self.discovered[view.name] = Discovered(document, fresh=True)
+        await self._fetch_openapi(view)
+
+    async def _fetch_openapi(self, view: APIServiceView) -> None:
+        """The server's ``/openapi/v2`` and ``/openapi/v3/apis/<group>/<version>`` into
+        :attr:`specs`; one that fails keeps the last good one (kube's openapi controllers)."""
+        key = f"apis/{view.group}/{view.version}" if view.group else f"api/{view.version}"
+        try:
+            spec = orjson.loads(await self.fetch(view, "/openapi/v2"))
+            if isinstance(spec, dict) and isinstance(spec.get("paths"), dict):
+                self.specs.set_v2(view.name, spec)
+        except Unreachable as exc:
+            log.debug("OpenAPI v2 of %s not fetched: %s", view.name, exc)
+        try:
+            body = await self.fetch(view, f"/openapi/v3/{key}")
+            if isinstance(orjson.loads(body), dict):
+                self.specs.set_v3(view.name, key, body)
+        except Unreachable as exc:
+            log.debug("OpenAPI v3 of %s not fetched: %s", view.name, exc)

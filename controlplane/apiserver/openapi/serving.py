@@ -29,7 +29,7 @@ JSON = "application/json"
 _YEAR_SECONDS = 365 * 24 * 3600
 
 
-def _serve(request: web.Request, rendered: Rendered, content_type: str, *, immutable: bool = False) -> web.Response:
+def serve(request: web.Request, rendered: Rendered, content_type: str, *, immutable: bool = False) -> web.Response:
     etag = f'"{rendered.etag}"'
     headers = {"ETag": etag, "Vary": "Accept, Accept-Encoding", "Content-Type": content_type}
     if immutable:
@@ -43,6 +43,16 @@ def _serve(request: web.Request, rendered: Rendered, content_type: str, *, immut
         headers["Content-Encoding"] = "gzip"
         return web.Response(body=rendered.gzipped(), headers=headers)
     return web.Response(body=rendered.body, headers=headers)
+
+
+def serve_v3_document(request: web.Request, key: str, rendered: Rendered) -> web.Response:
+    """``/openapi/v3/<key>``: immutable when asked by its current hash, redirected (301) to it
+    when asked by another."""
+    asked = request.query.get("hash")
+    if asked and asked != rendered.etag:
+        location = f"/openapi/v3/{key.strip('/')}?hash={rendered.etag}"
+        return web.Response(status=301, headers={"Location": location, "Cache-Control": "no-cache, private"})
+    return serve(request, rendered, JSON, immutable=bool(asked))
 
 
 class OpenApiEndpoints:
@@ -67,7 +77,7 @@ class OpenApiEndpoints:
 
     async def index(self, request: web.Request) -> web.StreamResponse:
         documents = await self._ready()
-        return _serve(request, documents.index_rendered(), JSON)
+        return serve(request, documents.index_rendered(), JSON)
 
     async def v3_document(self, request: web.Request) -> web.StreamResponse:
         documents = await self._ready()
@@ -75,18 +85,14 @@ class OpenApiEndpoints:
         rendered = documents.document(key)
         if rendered is None:
             raise errors.NotFound("the server could not find the requested resource")
-        asked = request.query.get("hash")
-        if asked and asked != rendered.etag:
-            location = f"/openapi/v3/{key.strip('/')}?hash={rendered.etag}"
-            return web.Response(status=301, headers={"Location": location, "Cache-Control": "no-cache, private"})
-        return _serve(request, rendered, JSON, immutable=bool(asked))
+        return serve_v3_document(request, key, rendered)
 
     async def v2(self, request: web.Request) -> web.StreamResponse:
         documents = await self._ready()
         accept = request.headers.get("Accept", "")
         if any(media in accept for media in PROTOBUF_ACCEPTS):
-            return _serve(request, documents.swagger(protobuf=True), PROTOBUF_MEDIA_TYPE)
-        return _serve(request, documents.swagger(protobuf=False), JSON)
+            return serve(request, documents.swagger(protobuf=True), PROTOBUF_MEDIA_TYPE)
+        return serve(request, documents.swagger(protobuf=False), JSON)
 
     def routes(self) -> list[web.RouteDef]:
         return [
