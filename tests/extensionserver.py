@@ -7,7 +7,7 @@ by the ``requestheader-client-ca-file`` of the hub's ``extension-apiserver-authe
 ConfigMap and name one of its ``requestheader-allowed-names``; the user is then read from the
 ``X-Remote-*`` headers the ConfigMap names. Anything else is answered 401. It serves its discovery
 (``/apis/widgets.example.com/v1alpha1``), its OpenAPI (``/openapi/v2``, ``/openapi/v3`` and
-``/openapi/v3/apis/widgets.example.com/v1alpha1``, a Widget's schema) and a list of one Widget per namespace (``widgets``; a
+``/openapi/v3/apis/widgets.example.com/v1alpha1``, a Widget's schema), a WebSocket ``echo`` subresource of a widget, and a list of one Widget per namespace (``widgets``; a
 watch of it sends one event, then a second once :attr:`ExtensionServer.release` is set), and keeps
 every identity it saw, by path, for the test to read.
 """
@@ -26,7 +26,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from aiohttp import web
+from aiohttp import WSMsgType, web
 from cryptography import x509
 from cryptography.x509.oid import NameOID
 
@@ -148,6 +148,21 @@ async def _watch(request: web.Request, state: ExtensionServer, namespace: str) -
     return response
 
 
+async def _echo(request: web.Request) -> web.StreamResponse:
+    """A widget's ``echo`` subresource: a WebSocket on kube's ``v5.channel.k8s.io`` that answers each
+    message with ``echo: `` before it, and closes with code 4000 when told ``bye``."""
+    ws = web.WebSocketResponse(protocols=("v5.channel.k8s.io",))
+    await ws.prepare(request)
+    async for message in ws:
+        if message.type is WSMsgType.BINARY:
+            await ws.send_bytes(b"echo: " + message.data)
+        elif message.type is WSMsgType.TEXT and message.data == "bye":
+            await ws.close(code=4000)
+        elif message.type is WSMsgType.TEXT:
+            await ws.send_str("echo: " + message.data)
+    return ws
+
+
 @asynccontextmanager
 async def extension_server(
     directory: Path, *, authentication: dict[str, str], hosts: tuple[str, ...],
@@ -157,7 +172,7 @@ async def extension_server(
                                       client_ca_pem=authentication["requestheader-client-ca-file"])
     state = ExtensionServer(0, bundle)
 
-    async def handle(request: web.Request) -> web.Response:
+    async def handle(request: web.Request) -> web.StreamResponse:
         caller = _caller(request, authentication)
         if caller is None:
             return web.json_response({"kind": "Status", "apiVersion": "v1", "status": "Failure",
@@ -176,6 +191,8 @@ async def extension_server(
         if parts == ["apis", GROUP]:
             return web.json_response({"kind": "APIGroup", "apiVersion": "v1", "name": GROUP,
                                       "versions": [{"groupVersion": f"{GROUP}/{VERSION}", "version": VERSION}]})
+        if parts[:3] == ["apis", GROUP, VERSION] and parts[-1] == "echo" and len(parts) == 8:
+            return await _echo(request)
         if len(parts) == 6 and parts[:3] == ["apis", GROUP, VERSION] and parts[3] == "namespaces" and parts[5] == "widgets":
             if request.query.get("watch") in ("1", "true"):
                 return await _watch(request, state, parts[4])

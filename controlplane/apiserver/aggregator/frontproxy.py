@@ -27,6 +27,7 @@ from typing import Any, Final
 from cryptography.hazmat.primitives import serialization
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
+from controlplane.apis.proxyframing import DROPPED_REQUEST_HEADERS, forwarded_headers
 from controlplane.apiserver.identity import UserInfo
 from controlplane.pki import ensure_certificate, load_or_create_ca, private_directory
 
@@ -81,6 +82,20 @@ def identity_headers(user: UserInfo) -> list[tuple[str, str]]:
         name = EXTRA_HEADER_PREFIX + urllib.parse.quote(key, safe=_HEADER_KEY_SAFE)
         headers += [(name, value) for value in values]
     return headers
+
+
+def proxied_headers(
+    headers: list[tuple[str, str]], user: UserInfo, *, drop: frozenset[str] = frozenset(),
+) -> list[tuple[str, str]]:
+    """A client's request ``headers`` as sent on to an extension server: without its credentials,
+    hop-by-hop headers, ``Impersonate-*``, any ``X-Remote-*`` of its own and ``drop``, with
+    ``user`` in kube's headers."""
+    kept = [
+        (name, value)
+        for name, value in forwarded_headers(headers, drop=DROPPED_REQUEST_HEADERS)
+        if not name.lower().startswith(IDENTITY_HEADER_PREFIX) and name.lower() not in drop
+    ]
+    return kept + identity_headers(user)
 
 
 def authentication_configmap(*, client_ca_pem: bytes | None, front_proxy: FrontProxy) -> dict[str, Any]:

@@ -10,7 +10,7 @@ has no address, is answered kube's 503 (``the server is currently unable to hand
 The answer streams back as it comes (a watch included), each write waiting at most
 :data:`STALL_SECONDS` for a slow client; the answer's head must come within
 :data:`HEAD_TIMEOUT_SECONDS`, and a body that stays silent longer than that ends a request that
-is not a watch. Upgrade requests (exec, port-forward) are not proxied.
+is not a watch. Upgrade requests (exec, port-forward) are relayed as WebSockets (:mod:`.upgrading`).
 
 ``/apis`` (plain and aggregated discovery) lists the aggregated groups after the hub's own, and
 ``/apis/<group>`` of an aggregated group answers from the APIServices, as kube's aggregator does;
@@ -32,14 +32,11 @@ from aiohttp import web
 from aiohttp.typedefs import Middleware
 
 from controlplane.apis.kube.apiregistration import APIServiceView
-from controlplane.apis.proxyframing import (
-    DROPPED_REQUEST_HEADERS,
-    DROPPED_RESPONSE_HEADERS,
-    forwarded_headers,
-)
+from controlplane.apis.proxyframing import DROPPED_RESPONSE_HEADERS
 from controlplane.apiserver import discovery, errors
-from controlplane.apiserver.aggregator.frontproxy import IDENTITY_HEADER_PREFIX, identity_headers
+from controlplane.apiserver.aggregator.frontproxy import proxied_headers
 from controlplane.apiserver.aggregator.registrations import AggregatedApis, Unreachable
+from controlplane.apiserver.aggregator.upgrading import relay_upgrade
 from controlplane.apiserver.app import USER
 from controlplane.apiserver.handlers import json_response
 from controlplane.apiserver.openapi.gnostic import ACCEPTED_MEDIA_TYPES as PROTOBUF_ACCEPTS
@@ -80,8 +77,6 @@ def aggregation_middleware(apis: AggregatedApis) -> Middleware:
 
 
 async def _proxy(request: web.Request, apis: AggregatedApis, view: APIServiceView) -> web.StreamResponse:
-    if is_upgrade(request.headers):
-        raise errors.BadRequest(f"upgrade requests are not proxied to the server of {view.name}")
     if not view.available:
         raise errors.ServiceUnavailable(UNAVAILABLE)
     try:
@@ -90,12 +85,10 @@ async def _proxy(request: web.Request, apis: AggregatedApis, view: APIServiceVie
     except Unreachable as exc:
         logger.info("aggregated API %s is unreachable: %s", view.name, exc)
         raise errors.ServiceUnavailable(UNAVAILABLE) from None
-    headers = [
-        (name, value)
-        for name, value in forwarded_headers(list(request.headers.items()), drop=DROPPED_REQUEST_HEADERS)
-        if not name.lower().startswith(IDENTITY_HEADER_PREFIX)
-    ]
-    headers += identity_headers(request[USER])
+    if is_upgrade(request.headers):
+        url = base + request.rel_url.raw_path + (f"?{request.rel_url.raw_query_string}" if request.rel_url.raw_query_string else "")
+        return await relay_upgrade(request, apis.session(), url, name=view.name, context=context, server_name=server_name)
+    headers = proxied_headers(list(request.headers.items()), request[USER])
     if "Accept-Encoding" not in request.headers:  # else the client library would ask for gzip of its own
         headers.append(("Accept-Encoding", "identity"))
     body = await request.read()  # bounded by the API's body limit
