@@ -142,7 +142,8 @@ async def _openapi(request: web.Request, handler: Handler, apis: AggregatedApis,
         if type(hub) is not web.Response or hub.status != 200 or not isinstance(hub.body, bytes):
             return hub
         protobuf = any(media in request.headers.get("Accept", "") for media in PROTOBUF_ACCEPTS)
-        merged = specs.merged_v2(hub.headers.get("ETag", ""), hub.body, names, protobuf=protobuf)
+        # Merged (and encoded) in a worker thread, as the hub renders its own, once per change.
+        merged = await asyncio.to_thread(specs.merged_v2, hub.headers.get("ETag", ""), hub.body, names, protobuf=protobuf)
         return serve(request, merged, PROTOBUF_MEDIA_TYPE if protobuf else JSON)
     if len(parts) >= 3 and parts[1] == "v3":
         key = "/".join(parts[2:])

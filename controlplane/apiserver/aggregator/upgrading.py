@@ -32,7 +32,12 @@ from controlplane.apis.proxyframing import WEBSOCKET_HANDSHAKE_HEADERS, ProxyLim
 from controlplane.apiserver import errors
 from controlplane.apiserver.aggregator.frontproxy import proxied_headers
 from controlplane.apiserver.app import USER
-from controlplane.apiserver.proxy.upgrades import STATUS_CHANNEL_PROTOCOLS, is_websocket, offered_protocols
+from controlplane.apiserver.proxy.upgrades import (
+    STATUS_CHANNEL_PROTOCOLS,
+    cancel_relays,
+    is_websocket,
+    offered_protocols,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -96,11 +101,7 @@ async def _relay(request: web.Request, upstream: aiohttp.ClientWebSocketResponse
         logger.info("upgraded stream %s to %s closed: idle for %gs", request.path, name, LIMITS.idle_timeout_seconds)
     finally:
         setup.cancel()
-        for task in pending:
-            task.cancel()
-        for task in pending:
-            with contextlib.suppress(asyncio.CancelledError, ConnectionError):
-                await task
+        await cancel_relays(pending)
         for side in (ws, upstream):
             if not side.closed:
                 with contextlib.suppress(ConnectionError):

@@ -90,6 +90,15 @@ def _header(headers: list[tuple[str, str]], name: str) -> str:
     return next((value for key, value in headers if key.lower() == name.lower()), "")
 
 
+async def cancel_relays(tasks: set[asyncio.Task[bool]] | set[asyncio.Task[None]]) -> None:
+    """Cancel the relaying ``tasks`` still running and wait for them to end."""
+    for task in tasks:
+        task.cancel()
+    for task in tasks:
+        with contextlib.suppress(asyncio.CancelledError, ConnectionError):
+            await task
+
+
 async def relay_websocket(
     request: web.Request, stream: HubStream, head: list[tuple[str, str]]
 ) -> tuple[web.StreamResponse, bool]:
@@ -125,11 +134,7 @@ async def relay_websocket(
         await _fail(ws, protocol, f"the connection was idle for {limits.idle_timeout_seconds:g}s")
     finally:
         setup.cancel()
-        for task in pending:
-            task.cancel()
-        for task in pending:
-            with contextlib.suppress(asyncio.CancelledError, ConnectionError):
-                await task
+        await cancel_relays(pending)
         if not ws.closed:
             await ws.close()
     return ws, finished

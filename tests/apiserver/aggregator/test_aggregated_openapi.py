@@ -21,11 +21,10 @@ from tests.extensionserver import (
     VERSION,
     WIDGET_DEFINITION,
     WIDGET_SCHEMA,
-    extension_server,
 )
 
 from ..auth.realhub import Client, eventually
-from .test_proxied_requests import NAME, authentication, available, registrations
+from .test_proxied_requests import NAME, available, registered_server
 
 KEY = f"apis/{GROUP}/{VERSION}"
 LIST_PATH = f"/apis/{GROUP}/{VERSION}/namespaces/{{namespace}}/widgets"
@@ -41,12 +40,7 @@ async def test_the_servers_openapi_is_in_the_hubs(
     hub: Hub, admin: Client, session: aiohttp.ClientSession, tmp_path: Path,
 ) -> None:
     auth = {"Authorization": f"Bearer {admin.token}"}
-    async with extension_server(tmp_path / "widgets", authentication=await authentication(admin),
-                                hosts=("widgets.ext.svc",)) as server:
-        for path, body in registrations(server.port, server.ca_bundle):
-            code, created = await admin("POST", path, body)
-            assert code == 201, created
-
+    async with registered_server(admin, tmp_path) as server:
         async def listed() -> bool:
             return KEY in await index(admin)
 

@@ -11,10 +11,10 @@ import aiohttp
 import pytest
 
 from controlplane.hub import Hub
-from tests.extensionserver import GROUP, VERSION, extension_server
+from tests.extensionserver import GROUP, VERSION
 
-from ..auth.realhub import Client, eventually
-from .test_proxied_requests import NAME, authentication, available, registrations
+from ..auth.realhub import Client
+from .test_proxied_requests import registered_server
 
 ECHO = f"/apis/{GROUP}/{VERSION}/namespaces/default/widgets/sprocket/echo"
 
@@ -22,16 +22,7 @@ ECHO = f"/apis/{GROUP}/{VERSION}/namespaces/default/widgets/sprocket/echo"
 async def test_an_upgrade_is_relayed_both_ways(
     hub: Hub, admin: Client, session: aiohttp.ClientSession, tmp_path: Path,
 ) -> None:
-    async with extension_server(tmp_path / "widgets", authentication=await authentication(admin),
-                                hosts=("widgets.ext.svc",)) as server:
-        for path, body in registrations(server.port, server.ca_bundle):
-            code, created = await admin("POST", path, body)
-            assert code == 201, created
-
-        async def ready() -> bool:
-            return (await available(admin, NAME)).get("status") == "True"
-
-        await eventually(ready)
+    async with registered_server(admin, tmp_path) as server:
         headers = {"Authorization": f"Bearer {admin.token}", "X-Remote-User": "mallory"}
         async with session.ws_connect(f"{hub.url}{ECHO}", headers=headers,
                                       protocols=("v5.channel.k8s.io", "v4.channel.k8s.io")) as ws:

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 
 from controlplane.hub import Hub
-from tests.extensionserver import GROUP, VERSION, extension_server
+from tests.extensionserver import GROUP, VERSION, ExtensionServer, extension_server
 
 from ..auth.realhub import Client, eventually
 
@@ -52,6 +54,22 @@ async def authentication(admin: Client) -> dict[str, str]:
     return dict((await admin("GET", path))[1]["data"])
 
 
+@asynccontextmanager
+async def registered_server(admin: Client, tmp_path: Path) -> AsyncIterator[ExtensionServer]:
+    """The extension server, registered with its APIService, once that is Available."""
+    async with extension_server(tmp_path / "widgets", authentication=await authentication(admin),
+                                hosts=("widgets.ext.svc",)) as server:
+        for path, body in registrations(server.port, server.ca_bundle):
+            code, created = await admin("POST", path, body)
+            assert code == 201, created
+
+        async def ready() -> bool:
+            return (await available(admin, NAME)).get("status") == "True"
+
+        await eventually(ready)
+        yield server
+
+
 async def aggregated_discovery(session: aiohttp.ClientSession, hub: Hub, admin: Client) -> tuple[str, list[str]] | None:
     """The aggregated group's version in ``/apis``' aggregated discovery: its freshness and resources."""
     accept = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
@@ -67,16 +85,7 @@ async def aggregated_discovery(session: aiohttp.ClientSession, hub: Hub, admin: 
 async def test_only_the_hubs_identity_headers_reach_the_server(
     hub: Hub, admin: Client, session: aiohttp.ClientSession, tmp_path: Path,
 ) -> None:
-    async with extension_server(tmp_path / "widgets", authentication=await authentication(admin),
-                                hosts=("widgets.ext.svc",)) as server:
-        for path, body in registrations(server.port, server.ca_bundle):
-            code, created = await admin("POST", path, body)
-            assert code == 201, created
-
-        async def ready() -> bool:
-            return (await available(admin, NAME)).get("status") == "True"
-
-        await eventually(ready)
+    async with registered_server(admin, tmp_path) as server:
         code, bound = await admin("POST", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", {
             "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": "devs"},
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
