@@ -277,6 +277,20 @@ SPECS: dict[tuple[str, str], Builder] = {
             },
         }
     },
+    ("config.karmada.io", "ResourceInterpreterWebhookConfiguration"): lambda name: {
+        "webhooks": [
+            {
+                "name": "workloads.example.com",
+                "clientConfig": {"url": "https://webhook.example.com:443/interpreter-workload"},
+                "rules": [
+                    {"operations": ["InterpretReplica"], "apiGroups": ["clients.example.com"],
+                     "apiVersions": ["v1"], "kinds": ["Widget"]}
+                ],
+                "interpreterContextVersions": ["v1alpha1"],
+                "timeoutSeconds": 3,
+            }
+        ]
+    },
     ("apps.karmada.io", "WorkloadRebalancer"): lambda name: {
         "spec": {"workloads": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": name, "namespace": "default"}]}
     },

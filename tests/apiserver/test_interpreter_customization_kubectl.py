@@ -59,3 +59,42 @@ async def test_kubectl_applies_karmada_customizations(kubeconfig: Path, tmp_path
     assert code != 0
     assert 'The ResourceInterpreterCustomization "broken" is invalid' in err
     assert "spec.customizations.replicaResource.luaScript" in err and "does not compile" in err
+
+
+#: Karmada's examples/customresourceinterpreter/webhook-configuration.yaml, its placeholders filled.
+KARMADA_WEBHOOK_CONFIGURATION = """---
+apiVersion: config.karmada.io/v1alpha1
+kind: ResourceInterpreterWebhookConfiguration
+metadata:
+  name: examples
+webhooks:
+  - name: workloads.example.com
+    rules:
+      - operations: [ "InterpretReplica","ReviseReplica","Retain","AggregateStatus", "InterpretHealth", "InterpretStatus" ]
+        apiGroups: [ "workload.example.io" ]
+        apiVersions: [ "v1alpha1" ]
+        kinds: [ "Workload" ]
+    clientConfig:
+      url: https://10.0.0.7:443/interpreter-workload
+      caBundle: Cg==
+    interpreterContextVersions: [ "v1alpha1" ]
+    timeoutSeconds: 3
+"""
+
+
+@needs_kubectl
+async def test_kubectl_applies_karmada_webhook_configuration(kubeconfig: Path, tmp_path: Path) -> None:  # noqa: F811
+    sample = tmp_path / "webhook-configuration.yaml"
+    sample.write_text(KARMADA_WEBHOOK_CONFIGURATION)
+    code, out, err = await kubectl(kubeconfig, "apply", "-f", str(sample))
+    assert code == 0, err
+    assert out.strip() == "resourceinterpreterwebhookconfiguration.config.karmada.io/examples created"
+    code, out, err = await kubectl(kubeconfig, "get", "resourceinterpreterwebhookconfigurations")
+    assert code == 0, err
+    assert [row.split()[0] for row in out.splitlines()] == ["NAME", "examples"]
+
+    sample.write_text(KARMADA_WEBHOOK_CONFIGURATION.replace("timeoutSeconds: 3", "timeoutSeconds: 60"))
+    code, out, err = await kubectl(kubeconfig, "apply", "-f", str(sample))
+    assert code != 0
+    assert 'The ResourceInterpreterWebhookConfiguration "examples" is invalid' in err
+    assert "webhooks[0].timeoutSeconds: Invalid value: 60: the timeout value must be between 1 and 30 seconds" in err

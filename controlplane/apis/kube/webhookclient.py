@@ -119,13 +119,14 @@ def ca_bundle_errors(ca_bundle: Any, path: str) -> list[FieldError]:
 
 
 def review_versions_errors(
-    versions: Any, path: str, *, required_detail: str = "", require_recognized: bool = True
+    versions: Any, path: str, *, required_detail: str = "", require_recognized: bool = True,
+    accepted: tuple[str, ...] = ACCEPTED_REVIEW_VERSIONS,
 ) -> list[FieldError]:
     """``validateAdmissionReviewVersions``/``validateConversionReviewVersions``: unique DNS-1035
     names (Required with ``required_detail`` when empty), at least one this server sends unless
-    ``require_recognized`` is off."""
+    ``require_recognized`` is off (``accepted``: the versions this server sends)."""
     versions = field.items(versions)
-    accepted = ", ".join(ACCEPTED_REVIEW_VERSIONS)
+    shown = ", ".join(accepted)
     if not versions:
         return [field.required(path, required_detail)]
     errors: list[FieldError] = []
@@ -137,6 +138,6 @@ def review_versions_errors(
             continue
         seen.add(version)
         errors += [field.invalid(f"{path}[{i}]", version, message) for message in dns_1035_errors(version)]
-    if require_recognized and not seen & set(ACCEPTED_REVIEW_VERSIONS):
-        errors.append(field.invalid(path, go_strings(versions), f"must include at least one of {accepted}"))
+    if require_recognized and not seen & set(accepted):
+        errors.append(field.invalid(path, go_strings(versions), f"must include at least one of {shown}"))
     return errors

@@ -1,9 +1,12 @@
-"""Karmada's ``config.karmada.io/v1alpha1`` ResourceInterpreterCustomization, served by the hub.
+"""Karmada's ``config.karmada.io/v1alpha1`` ResourceInterpreterCustomization and
+ResourceInterpreterWebhookConfiguration, served by the hub.
 
 Cluster-scoped, with a status subresource (the hub reports failing scripts there), validated
 by :func:`~controlplane.interpreter.customization_validation.validate_customization`: the target
 is required, every hook's Lua script compiles and defines its function, and no other
-customization of the same target sets the same hook.
+customization of the same target sets the same hook. A webhook configuration is cluster-scoped
+without status, validated by
+:func:`~controlplane.interpreter.webhook_validation.validate_webhook_configuration`.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 from controlplane.apiserver.kinds import cells
 from controlplane.apiserver.resources import AGE, ResourceType, TableColumn
 from controlplane.interpreter.customization_validation import validate_against_others, validate_customization
+from controlplane.interpreter.webhook_validation import validate_webhook_configuration
 
 CONFIG_GROUP = "config.karmada.io"
 
@@ -26,7 +30,13 @@ RESOURCE_INTERPRETER_CUSTOMIZATION = ResourceType(
     ),
 )
 
+RESOURCE_INTERPRETER_WEBHOOK_CONFIGURATION = ResourceType(
+    CONFIG_GROUP, "v1alpha1", "ResourceInterpreterWebhookConfiguration", "resourceinterpreterwebhookconfigurations",
+    "resourceinterpreterwebhookconfiguration", namespaced=False,
+    validate=validate_webhook_configuration,
+)
+
 
 def interpreter_customization_resources() -> list[ResourceType]:
     """The kinds of ``config.karmada.io`` the hub serves."""
-    return [RESOURCE_INTERPRETER_CUSTOMIZATION]
+    return [RESOURCE_INTERPRETER_CUSTOMIZATION, RESOURCE_INTERPRETER_WEBHOOK_CONFIGURATION]
