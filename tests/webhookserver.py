@@ -13,6 +13,8 @@ asks for a client certificate its CA signed (:func:`client_certificate` issues o
 converts CronTabs between ``v1`` (``spec.cronSpec``) and ``v2`` (``spec.schedule``) and labels them
 ``converted-to``; ``/convert-wrong-uid``, ``/convert-renamed``, ``/convert-fail`` and ``/convert-short``
 answer as a broken webhook would (another uid, a renamed object, a Failure result, too few objects).
+A ResourceInterpreterContext (a Karmada interpreter webhook's call) is answered by
+:func:`tests.interpreterwebhook.interpret`.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from aiohttp import web
 from cryptography import x509
 
 from controlplane import pki
+from tests.interpreterwebhook import interpret
 
 T = TypeVar("T")
 
@@ -142,6 +145,8 @@ async def webhook_server(
         received[request.path].append(review)
         if review.get("kind") == "ConversionReview":
             return web.json_response(_convert(request.path, review))
+        if review.get("kind") == "ResourceInterpreterContext":
+            return web.json_response(interpret(request.path, review))
         if review.get("kind") == "EventList":  # an audit webhook's batch: kept, nothing to answer
             if request.path == "/audit-refused":
                 return web.json_response({"message": "not these events"}, status=400)
