@@ -1,11 +1,12 @@
-"""A Karmada resource interpreter webhook, called over TLS with the admission webhooks' client:
-the ResourceInterpreterContext it gets and how its answers are read (replicas, JSONPatches,
-status, health, dependencies), and the failures Karmada reports (a refused call, another uid,
-a CA that does not sign the server)."""
+"""A Karmada resource interpreter webhook, configured by a stored ResourceInterpreterWebhookConfiguration
+(followed by a watch) and called over TLS with the admission webhooks' client: the
+ResourceInterpreterContext it gets and how its answers are read (replicas, JSONPatches, status,
+health, dependencies), and the failures Karmada reports (a refused call, another uid, a CA that
+does not sign the server)."""
 
 from __future__ import annotations
 
-import uuid
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,9 @@ from typing import Any
 import orjson
 import pytest
 
-from controlplane.apiserver.webhooks.calling import CallFailed, WebhookClient
+from controlplane.apiserver import errors
+from controlplane.apiserver.objects import ObjectStore
+from controlplane.apiserver.webhooks.interpreting import InterpreterWebhookFailed, InterpreterWebhooks
 from controlplane.interpreter.webhook_context import (
     HookFailed,
     InterpreterHook,
@@ -24,7 +27,7 @@ from controlplane.interpreter.webhook_context import (
     verify_response,
 )
 from controlplane.storage import MemoryStore
-from tests.controllers.fleet import hub_objects
+from tests.controllers.fleet import eventually, hub_objects
 from tests.webhookserver import WebhookServer, webhook_server
 
 WORKLOAD: dict[str, Any] = {
@@ -54,27 +57,38 @@ async def server(tmp_path: Path) -> AsyncIterator[WebhookServer]:
 
 
 @pytest.fixture
-async def client() -> AsyncIterator[WebhookClient]:
-    calls = WebhookClient(await hub_objects(MemoryStore()))
-    yield calls
-    await calls.close()
+async def hub() -> AsyncIterator[tuple[ObjectStore, InterpreterWebhooks]]:
+    objects = await hub_objects(MemoryStore())
+    webhooks = InterpreterWebhooks(objects)
+    stop = asyncio.Event()
+    following = asyncio.create_task(webhooks.run(stop))
+    await webhooks.wait_synced()
+    yield objects, webhooks
+    stop.set()
+    following.cancel()
+    await webhooks.close()
 
 
-async def _call(client: WebhookClient, hook: InterpreterHook, operation: str, obj: dict[str, Any], **extra: Any) -> dict[str, Any]:
-    uid = str(uuid.uuid4())
-    body = orjson.dumps(interpreter_context(hook, uid, operation, obj, **extra))
-    try:
-        raw = await client.post(hook, body)
-    except CallFailed as exc:
-        raise HookFailed(f"failed to call webhook: {exc}") from None
-    return verify_response(raw, uid, operation)
+async def _configure(objects: ObjectStore, config: dict[str, Any]) -> None:
+    rt = objects.registry.require("config.karmada.io/v1alpha1", "ResourceInterpreterWebhookConfiguration")
+    await objects.create(rt, config)
 
 
-async def test_a_karmada_workload_webhook_interprets_over_tls(client: WebhookClient, server: WebhookServer) -> None:
-    hook = first_hook(hooks_of([_configuration(server)]), "workload.example.io/v1alpha1", "Workload", "InterpretReplica")
-    assert hook is not None and hook.uid == "examples/workloads.example.com"
+Hub = tuple[ObjectStore, InterpreterWebhooks]
 
-    replicas = await _call(client, hook, "InterpretReplica", WORKLOAD)
+
+async def test_a_karmada_workload_webhook_interprets_over_tls(hub: Hub, server: WebhookServer) -> None:
+    objects, webhooks = hub
+    assert await webhooks.interpret("InterpretReplica", WORKLOAD) is None  # no webhook for it yet
+    await _configure(objects, _configuration(server))
+
+    async def configured() -> bool:
+        return webhooks.hook_for("workload.example.io/v1alpha1", "Workload", "InterpretReplica") is not None
+
+    await eventually(configured, what="the watch to bring the configuration")
+    call = webhooks.interpret
+
+    replicas = await call("InterpretReplica", WORKLOAD)
     assert (replicas["replicas"], replicas["replicaRequirements"]) == (
         5, {"resourceRequest": {"cpu": "500m", "nvidia.com/gpu": "1"}}
     )
@@ -83,42 +97,56 @@ async def test_a_karmada_workload_webhook_interprets_over_tls(client: WebhookCli
     assert sent["request"]["kind"] == {"group": "workload.example.io", "version": "v1alpha1", "kind": "Workload"}
     assert (sent["request"]["name"], sent["request"]["namespace"]) == ("nginx", "default")
 
-    revised = apply_patch(WORKLOAD, await _call(client, hook, "ReviseReplica", WORKLOAD, desired_replicas=2))
+    revised = apply_patch(WORKLOAD, await call("ReviseReplica", WORKLOAD, desired_replicas=2))
     assert revised["spec"]["replicas"] == 2 and WORKLOAD["spec"]["replicas"] == 5
 
     observed = {**WORKLOAD, "spec": {**WORKLOAD["spec"], "paused": True}}
-    retained = apply_patch(WORKLOAD, await _call(client, hook, "Retain", WORKLOAD, observed=observed))
+    retained = apply_patch(WORKLOAD, await call("Retain", WORKLOAD, observed=observed))
     assert retained["spec"]["paused"] is True
 
     members = [{"clusterName": "member1", "applied": True, "status": {"readyReplicas": 2}},
                {"clusterName": "member2", "applied": True, "status": {"readyReplicas": 3}}]
-    aggregated = apply_patch(WORKLOAD, await _call(client, hook, "AggregateStatus", WORKLOAD, aggregated_status=members))
+    aggregated = apply_patch(WORKLOAD, await call("AggregateStatus", WORKLOAD, aggregated_status=members))
     assert aggregated["status"] == {"readyReplicas": 5}
 
     member = {**WORKLOAD, "status": {"readyReplicas": 5, "observedGeneration": 3}}
-    assert (await _call(client, hook, "InterpretStatus", member))["rawStatus"] == {"readyReplicas": 5}
-    assert (await _call(client, hook, "InterpretHealth", member))["healthy"] is True
-    assert (await _call(client, hook, "InterpretHealth", WORKLOAD))["healthy"] is False
-    dependencies = (await _call(client, hook, "InterpretDependency", WORKLOAD))["dependencies"]
+    assert (await call("InterpretStatus", member))["rawStatus"] == {"readyReplicas": 5}
+    assert (await call("InterpretHealth", member))["healthy"] is True
+    assert (await call("InterpretHealth", WORKLOAD))["healthy"] is False
+    dependencies = (await call("InterpretDependency", WORKLOAD))["dependencies"]
     assert dependencies == [{"apiVersion": "v1", "kind": "ServiceAccount", "namespace": "default", "name": "runner"}]
 
 
-async def test_failed_calls_are_reported_in_karmadas_words(client: WebhookClient, server: WebhookServer) -> None:
-    def hook(path: str, **client_config: Any) -> InterpreterHook:
-        return hooks_of([_configuration(server, path, **client_config)])[0]
+async def test_failed_calls_are_reported_in_karmadas_words(hub: Hub, server: WebhookServer) -> None:
+    objects, webhooks = hub
+    rt = objects.registry.require("config.karmada.io/v1alpha1", "ResourceInterpreterWebhookConfiguration")
 
-    with pytest.raises(HookFailed) as failed:
-        await _call(client, hook("/interpreter-failing"), "InterpretReplica", WORKLOAD)
-    assert failed.value.internal_error(hook("/interpreter-failing")) == (
-        'Internal error occurred: failed calling webhook "examples/workloads.example.com": '
-        "webhook call failed, get status code: 500, msg: workload unreadable"
+    async def failure(path: str, **client_config: Any) -> str:
+        config = _configuration(server, path, **client_config)
+        try:
+            stored = await objects.get(rt, name="examples")
+        except errors.NotFound:
+            await objects.create(rt, config)
+        else:
+            await objects.update(rt, {**config, "metadata": stored["metadata"]})
+        wanted = hooks_of([config])
+
+        async def seen() -> bool:
+            return list(webhooks.hooks) == wanted
+
+        await eventually(seen, what="the watch to bring the configuration")
+        with pytest.raises(InterpreterWebhookFailed) as failed:
+            await webhooks.interpret("InterpretReplica", WORKLOAD)
+        return str(failed.value)
+
+    prefix = 'Internal error occurred: failed calling webhook "examples/workloads.example.com": '
+    assert await failure("/interpreter-failing") == (
+        prefix + "webhook call failed, get status code: 500, msg: workload unreadable"
     )
-    with pytest.raises(HookFailed, match=r'reveived invalid webhook response: expected response.uid ".*", got "not-the-request"'):
-        await _call(client, hook("/interpreter-wrong-uid"), "InterpretReplica", WORKLOAD)
-
-    untrusted = hook("/interpreter-workload", caBundle=None)
-    with pytest.raises(HookFailed, match="x509: certificate signed by unknown authority"):
-        await _call(client, untrusted, "InterpretReplica", WORKLOAD)
+    assert (await failure("/interpreter-wrong-uid")).startswith(prefix + "reveived invalid webhook response: expected response.uid")
+    untrusted = await failure("/interpreter-workload", caBundle=None)
+    assert untrusted.startswith(prefix + 'failed to call webhook: Post "https://127.0.0.1:')
+    assert untrusted.endswith("x509: certificate signed by unknown authority")
 
 
 def test_the_first_matching_webhook_by_configuration_and_name_is_called() -> None:

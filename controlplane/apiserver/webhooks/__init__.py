@@ -8,7 +8,8 @@ the policies (pure), :mod:`.enforcing` runs the bound ones for a write, :mod:`.p
 binding's params, :mod:`.review` builds the
 AdmissionReview, reads the answer and words the refusals (pure), :mod:`.calling` posts it over
 HTTPS, and :mod:`.dispatching` keeps the configurations, policies and bindings from a watch and runs
-the calls and policies of each request.
+the calls and policies of each request. :mod:`.interpreting` keeps Karmada's
+ResourceInterpreterWebhookConfigurations from a watch and calls their webhooks with the same client.
 """
 
 from controlplane.apiserver.webhooks.dispatching import RequestWebhooks, WebhookAdmission

@@ -1,0 +1,103 @@
+"""Karmada's resource interpreter webhooks, called as Karmada's webhook interpreter calls them.
+
+:class:`InterpreterWebhooks` keeps the ResourceInterpreterWebhookConfigurations from one list and
+watch (:func:`~controlplane.apiserver.objects.following.follow_kind`) and, for an operation on an
+object, calls the first webhook whose rules match
+(:func:`~controlplane.interpreter.webhook_context.first_hook`) with the admission webhooks'
+client (:class:`~.calling.WebhookClient`: the ``caBundle``, a ``service``'s endpoints, the
+webhook's timeout, an answer read up to 3 MiB). The request and the reading of the answer are
+:mod:`controlplane.interpreter.webhook_context`'s. A failed call is never retried here: it is
+:class:`InterpreterWebhookFailed` with Karmada's words, for the caller to report where Karmada
+does (the binding or Work) and to try again on its next reconcile.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any
+
+import orjson
+
+from controlplane.apiserver.objects import ObjectStore
+from controlplane.apiserver.objects.following import follow_kind
+from controlplane.apiserver.watchcache import WatchCache
+from controlplane.apiserver.webhooks.calling import CallFailed, WebhookClient
+from controlplane.interpreter.webhook_context import (
+    HookFailed,
+    InterpreterHook,
+    first_hook,
+    hooks_of,
+    interpreter_context,
+    verify_response,
+)
+
+__all__ = ["InterpreterWebhookFailed", "InterpreterWebhooks"]
+
+_GROUP_VERSION = "config.karmada.io/v1alpha1"
+_KIND = "ResourceInterpreterWebhookConfiguration"
+
+
+class InterpreterWebhookFailed(Exception):
+    """A webhook could not interpret: Karmada's message (``Internal error occurred: failed calling
+    webhook "CONFIGURATION/WEBHOOK": …``)."""
+
+
+class InterpreterWebhooks:
+    """The interpreter webhooks of one hub replica."""
+
+    def __init__(self, objects: ObjectStore, cache: WatchCache | None = None, client: WebhookClient | None = None) -> None:
+        self._objects = objects
+        self._type = objects.registry.require(_GROUP_VERSION, _KIND)
+        self._configurations: dict[str, dict[str, Any]] = {}
+        self._own_client = client is None
+        self.client = client if client is not None else WebhookClient(objects, cache)
+        self.hooks: tuple[InterpreterHook, ...] = ()
+        self._synced = asyncio.Event()
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Keep the configurations from a list and a watch, until ``stop``."""
+        await follow_kind(
+            self._objects, self._type, self._configurations, changed=self._rebuild, synced=self._synced, stop=stop
+        )
+
+    async def wait_synced(self) -> None:
+        await self._synced.wait()
+
+    async def close(self) -> None:
+        if self._own_client:
+            await self.client.close()
+
+    def _rebuild(self) -> None:
+        self.hooks = tuple(hooks_of(self._configurations.values()))
+
+    def hook_for(self, api_version: str, kind: str, operation: str) -> InterpreterHook | None:
+        """The webhook that interprets ``operation`` on the kind, if any."""
+        return first_hook(self.hooks, api_version, kind, operation)
+
+    async def interpret(
+        self, operation: str, obj: dict[str, Any], *, observed: dict[str, Any] | None = None,
+        desired_replicas: int = 0, aggregated_status: list[dict[str, Any]] | None = None,
+    ) -> dict[str, Any] | None:
+        """The webhook's verified ``response`` for ``operation`` on ``obj``; None when no webhook
+        interprets it. :class:`InterpreterWebhookFailed` when the call or its answer fails."""
+        if not self._synced.is_set():
+            raise InterpreterWebhookFailed("not yet ready to handle request")
+        hook = self.hook_for(str(obj.get("apiVersion") or ""), str(obj.get("kind") or ""), operation)
+        if hook is None:
+            return None
+        uid = str(uuid.uuid4())
+        try:
+            body = orjson.dumps(
+                interpreter_context(
+                    hook, uid, operation, obj, observed=observed, desired_replicas=desired_replicas,
+                    aggregated_status=aggregated_status,
+                )
+            )
+            try:
+                raw = await self.client.post(hook, body)
+            except CallFailed as exc:
+                raise HookFailed(f"failed to call webhook: {exc}") from None
+            return verify_response(raw, uid, operation)
+        except HookFailed as exc:
+            raise InterpreterWebhookFailed(exc.internal_error(hook)) from None
