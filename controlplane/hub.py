@@ -89,6 +89,7 @@ from controlplane.apiserver.watchcache import DEFAULT_WATCH_CACHE, WatchCache
 from controlplane.apiserver.watchcache.client import CachedObjects
 from controlplane.apiserver.watching import WatchLimits
 from controlplane.apiserver.webhooks import WebhookAdmission
+from controlplane.apiserver.webhooks.interpreting import InterpreterWebhooks
 from controlplane.controllers.admissiongate import suspend_queued_job
 from controlplane.controllers.apiserviceavailability import AvailabilityController
 from controlplane.controllers.apiservices import LocalAPIServicesController
@@ -265,6 +266,8 @@ class Hub(ShutdownOnce):
         self.quota_admission: QuotaAdmission | None = None
         #: The admission webhooks users' writes are sent to (the hub's own writes are not).
         self.webhooks: WebhookAdmission | None = None
+        #: Karmada's resource interpreter webhooks, which the controllers call (with the same client).
+        self.interpreter_webhooks: InterpreterWebhooks | None = None
         self._leader_tasks: list[asyncio.Task[None]] = []
         #: Called once a lost term's work has stopped and been let go (see :meth:`after_each_term`).
         self._term_released: list[Callable[[str], None]] = []
@@ -387,6 +390,11 @@ class Hub(ShutdownOnce):
         self.objects.admit_writes(self.quota_admission)
         self.objects.check_creates(suspend_queued_job)  # Kueue's Job webhook default
         self.webhooks = WebhookAdmission(self.objects, authorizer, self.metrics.admission, cache=self.watch_cache)
+        self.interpreter_webhooks = InterpreterWebhooks(self.objects, self.watch_cache, self.webhooks.client)
+        self._background.append(
+            asyncio.create_task(self.interpreter_webhooks.run(asyncio.Event()), name="interpreter-webhooks")
+        )
+        await self.interpreter_webhooks.wait_synced()
         front_proxy = await asyncio.to_thread(ensure_front_proxy, state / "front-proxy")
         self.aggregation = AggregatedApis(self.objects, cache=self.watch_cache, front_proxy=front_proxy)
         self._background.append(asyncio.create_task(self.aggregation.run(), name="aggregated-apis"))
@@ -504,6 +512,7 @@ class Hub(ShutdownOnce):
             ),
             queue_metrics=self.metrics.queues,
             workqueue_metrics=queues,
+            interpreter_webhooks=self.interpreter_webhooks,
         )
         self.health = ClusterHealthMonitor(
             fenced,

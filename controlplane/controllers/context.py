@@ -32,6 +32,7 @@ from controlplane.controllers.informing import Handler, Informer
 from controlplane.controllers.workloads import propagatable_types
 from controlplane.controllers.workqueuemetrics import WorkqueueMetrics
 from controlplane.controllers.works import binding_key_of_work
+from controlplane.interpreter.webhook_calls import InterpreterWebhookCaller
 from controlplane.objectclient import WRITER, DynamicRegistry, ObjectClient, ResourceType, errors
 from policies.matching import PolicyRef, ServedAs
 from policies.models import AnyPropagationPolicy, ClusterPropagationPolicy, PropagationPolicy
@@ -141,8 +142,11 @@ class ControllerContext:
         settings: ControllerSettings,
         clock: Callable[[], datetime] = utc_now,
         workqueue_metrics: WorkqueueMetrics | None = None,
+        interpreter_webhooks: InterpreterWebhookCaller | None = None,
     ) -> None:
         self.objects = objects
+        #: Karmada's resource interpreter webhooks (the hub's); None: none are called.
+        self.interpreter_webhooks = interpreter_webhooks
         self.registry = objects.registry
         self.settings = settings
         self.clock = clock

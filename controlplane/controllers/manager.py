@@ -49,6 +49,7 @@ from controlplane.controllers.status import StatusController
 from controlplane.controllers.workloads import WorkloadRef
 from controlplane.controllers.workqueuemetrics import WorkqueueMetrics
 from controlplane.interpreter.registry import group_of
+from controlplane.interpreter.webhook_calls import InterpreterWebhookCaller
 from controlplane.lifecycle import Service
 from controlplane.objectclient import ObjectClient
 from controlplane.scheduler.controller import SchedulerController
@@ -69,8 +70,10 @@ class ControllerManager(Service):
         clock: Callable[[], datetime] = utc_now,
         queue_metrics: QueueMetrics | None = None,
         workqueue_metrics: WorkqueueMetrics | None = None,
+        interpreter_webhooks: InterpreterWebhookCaller | None = None,
     ) -> None:
         super().__init__("controller-manager")
+        self.interpreter_webhooks = interpreter_webhooks
         self.objects = objects
         self.queue_metrics = queue_metrics
         """Kueue's metrics, which the admission controller feeds while the controllers run."""
@@ -100,7 +103,8 @@ class ControllerManager(Service):
         self._stop = asyncio.Event()
         self._started.clear()
         ctx = ControllerContext(
-            self.objects, settings=self.settings, clock=self._clock, workqueue_metrics=self.workqueue_metrics
+            self.objects, settings=self.settings, clock=self._clock, workqueue_metrics=self.workqueue_metrics,
+            interpreter_webhooks=self.interpreter_webhooks,
         )
         detector = Detector(ctx)
         scheduler = SchedulerController(ctx)

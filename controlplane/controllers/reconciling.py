@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from controlplane.apis.views import ObjectView
 from controlplane.controllers.queueing import ShutDown, WorkQueue
+from controlplane.interpreter.webhook_calls import InterpreterWebhookFailed
 from controlplane.objectclient import WRITER, errors
 
 if TYPE_CHECKING:
@@ -99,7 +100,7 @@ class ReconcileLoop(Generic[K]):
                 log.debug("%s: %s lost a write race, retrying: %s", self.name, key, exc)
                 # The next attempt re-reads, so a lost race is retried soon, not backed off for long.
                 await queue.add_rate_limited(key, max_delay=CONFLICT_MAX_DELAY)
-            except (errors.ApiError, errors.StorageError) as exc:
+            except (errors.ApiError, errors.StorageError, InterpreterWebhookFailed) as exc:
                 log.warning("%s: reconciling %s failed: %s; retrying", self.name, key, exc)
                 await queue.add_rate_limited(key)
             except Exception as exc:

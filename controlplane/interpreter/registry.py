@@ -77,6 +77,12 @@ def builtin_interpreter_for(api_version: str, kind: str) -> KindInterpreter | No
     return _uncustomized((group_of(api_version), kind))
 
 
+def customizes(api_version: str, kind: str, hook: str) -> bool:
+    """Whether a customization of the kind has the Lua script ``hook`` (e.g. ``replicaResource``)."""
+    custom = _CUSTOMIZED.get((group_of(api_version), kind))
+    return custom is not None and custom.has(hook)
+
+
 def customized_status_for(api_version: str, kind: str) -> CustomizedInterpreter | None:
     """The customization of a kind without replicas, which folds and judges its status."""
     custom = _CUSTOMIZED.get((group_of(api_version), kind))

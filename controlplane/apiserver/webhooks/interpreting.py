@@ -23,6 +23,7 @@ from controlplane.apiserver.objects import ObjectStore
 from controlplane.apiserver.objects.following import follow_kind
 from controlplane.apiserver.watchcache import WatchCache
 from controlplane.apiserver.webhooks.calling import CallFailed, WebhookClient
+from controlplane.interpreter.webhook_calls import InterpreterWebhookFailed
 from controlplane.interpreter.webhook_context import (
     HookFailed,
     InterpreterHook,
@@ -36,11 +37,6 @@ __all__ = ["InterpreterWebhookFailed", "InterpreterWebhooks"]
 
 _GROUP_VERSION = "config.karmada.io/v1alpha1"
 _KIND = "ResourceInterpreterWebhookConfiguration"
-
-
-class InterpreterWebhookFailed(Exception):
-    """A webhook could not interpret: Karmada's message (``Internal error occurred: failed calling
-    webhook "CONFIGURATION/WEBHOOK": …``)."""
 
 
 class InterpreterWebhooks:
