@@ -6,7 +6,8 @@ ClusterOverridePolicies that select the workload, the claiming policy (for
 ``targetCluster``). Out: in ``gpufed-es-<cluster>`` (created when missing) a Work named
 ``<namespace>-<name>-<kind>`` labelled ``work.gpufed.io/binding=<binding>`` and
 ``work.gpufed.io/namespace=<namespace>``, holding the workload rendered for that cluster
-(``works.render_manifest``: replicas revised, GPU shape rewritten, Kueue's queue label kept
+(``works.render_manifest``: replicas revised (by a ReviseReplica webhook first, see
+``webhookinterpreting``), GPU shape rewritten, Kueue's queue label kept
 for a member that runs Kueue and stripped otherwise, overrides applied); Works
 of clusters no longer chosen are deleted, and so are all of a binding's Works once the
 binding or its workload is gone or being deleted. The Work of a cluster with a graceful
@@ -84,6 +85,7 @@ from controlplane.controllers.events import EventReason, record_event
 from controlplane.controllers.failover import evicting_clusters
 from controlplane.controllers.informing import spec_unchanged
 from controlplane.controllers.reconciling import KeyedController, OwnWrites
+from controlplane.controllers.webhookinterpreting import revised_by_webhook
 from controlplane.controllers.workloads import binding_namespace, is_deleting, shape_problem
 from controlplane.controllers.works import (
     binding_key_of_work,
@@ -426,8 +428,11 @@ class BindingController(KeyedController[BindingKey]):
         for target in targets:
             cluster = str(target["name"])
             keep.add(cluster)
+            revised = await revised_by_webhook(  # before the pure rendering; a failed call writes no Work
+                ctx, workload, binding, int(target.get("replicas") or 0), f"{execution_namespace(cluster)}/{name}"
+            )
             rendered = render_manifest(
-                workload,
+                revised,
                 interpreter=interpreter,
                 replicas=int(target.get("replicas") or 0),
                 shape=shapes.get(cluster),

@@ -16,7 +16,8 @@ the existing bindings. Out, per workload:
   which the dependencies controller reads, so the workload's ConfigMaps and Secrets stay with it
   after the policy is deleted) and its ``schedulePriority`` resolved to an integer
   (``spec.schedulePriority.priority``, the scheduler's queue order; see below), and the status
-  condition ``Propagated=True`` (reason ``PolicyClaimed``);
+  condition ``Propagated=True`` (reason ``PolicyClaimed``). An InterpretReplica webhook's replicas
+  and requirements win over the interpreter's (``webhookinterpreting``; a failed call writes nothing);
 * claimed by none and never propagated: ``Propagated=False`` reason ``NoPolicyMatched``;
   the workload stays on the hub only;
 * claimed before but by no policy now (the policy was deleted or no longer selects it):
@@ -66,6 +67,7 @@ from controlplane.controllers.context import (
 from controlplane.controllers.events import EventReason, record_event
 from controlplane.controllers.informing import spec_unchanged
 from controlplane.controllers.reconciling import KeyedController, OwnWrites
+from controlplane.controllers.webhookinterpreting import webhook_replicas
 from controlplane.controllers.workloads import (
     PropagatedReason,
     WorkloadConditionType,
@@ -77,7 +79,6 @@ from controlplane.controllers.workloads import (
     with_condition,
 )
 from controlplane.interpreter import interpreter_for
-from controlplane.interpreter.registry import group_of
 from controlplane.interpreter.shape import InvalidObject
 from controlplane.objectclient import ResourceType, WatchEventType, errors
 from policies.defaulting import placement_as_stored
@@ -168,9 +169,11 @@ def binding_spec(
     existing: dict[str, Any] | None,
     *,
     schedule_priority: int | None = None,
+    webhook_replicas: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The binding spec for ``workload`` claimed by ``policy``, keeping the scheduler's fields.
-    ``schedule_priority``: the policy's ``schedulePriority`` resolved (None when it has none)."""
+    ``schedule_priority``: the policy's ``schedulePriority`` resolved (None when it has none);
+    ``webhook_replicas``: an InterpretReplica webhook's answer, which wins over the interpreter."""
     meta = ObjectView(workload).metadata
     api_version, kind = str(workload.get("apiVersion")), str(workload.get("kind"))
     interpreter = interpreter_for(api_version, kind)
@@ -191,6 +194,8 @@ def binding_spec(
     else:
         spec["replicas"] = 0
         spec["gang"] = False
+    if webhook_replicas is not None:
+        spec["replicas"], spec["replicaRequirements"] = webhook_replicas["replicas"], webhook_replicas["replicaRequirements"]
     if policy.spec.placement is not None:
         spec["placement"] = _kept_placement(policy.spec.placement.to_wire(), existing)
     if policy.spec.gpu_shapes is not None:
@@ -359,7 +364,7 @@ class Detector(KeyedController[WorkloadRef]):
         # Cached reads: every write below is a compare-and-swap, so a stale copy only loses a race.
         workload = ctx.cached(rt, ref.namespace, ref.name)
         binding = ctx.bindings.get(ref.binding_namespace, ref.binding_name)
-        if binding is not None and not _binding_is_for(binding, ref):
+        if binding is not None and not ref.bound_by(binding):
             binding = None  # another kind's binding that happens to share the name
         if workload is None:
             if binding is not None:
@@ -401,7 +406,8 @@ class Detector(KeyedController[WorkloadRef]):
             match.policy.spec.schedule_priority,
             priority_classes=self._priority_classes.items() if self._priority_classes is not None else (),
         )
-        spec = _interpret(workload, match, binding, priority=priority, rt=rt)
+        replicas = await webhook_replicas(ctx, workload, match.ref)  # before the pure building
+        spec = _interpret(workload, match, binding, priority=priority, rt=rt, replicas=replicas)
         if isinstance(spec, InvalidObject):
             # A value, not a retry: nothing changes until the object does (its next event).
             await self._report_invalid(rt, workload, spec)
@@ -565,6 +571,7 @@ def _interpret(
     *,
     priority: PriorityResolution | None,
     rt: ResourceType,
+    replicas: dict[str, Any] | None = None,
 ) -> dict[str, Any] | InvalidObject:
     """The binding spec, or :class:`InvalidObject` when the workload cannot be read or is one
     kube would refuse (stored before the API validated its kind). Pure."""
@@ -576,7 +583,8 @@ def _interpret(
         return InvalidObject(path=refused[0].field, expected="object", found="object", body=refused[0].message)
     try:
         return binding_spec(
-            workload, match.policy, binding, schedule_priority=priority.priority if priority is not None else None
+            workload, match.policy, binding, schedule_priority=priority.priority if priority is not None else None,
+            webhook_replicas=replicas,
         )
     except (AttributeError, TypeError, ValueError, KeyError) as exc:
         # A shape the check above does not know yet: still a value, with what the reader hit.
@@ -585,16 +593,6 @@ def _interpret(
         )
 
 
-def _binding_is_for(binding: dict[str, Any], ref: WorkloadRef) -> bool:
-    resource = BindingView(binding).resource
-    return bool(resource.get("kind") == ref.kind and group_of(str(resource.get("apiVersion"))) == group_of(ref.api_version))
-
-
 __all__ = [
-    "Detector",
-    "PriorityResolution",
-    "binding_priority",
-    "binding_spec",
-    "describe_policy",
-    "resolve_schedule_priority",
+    "Detector", "PriorityResolution", "binding_priority", "binding_spec", "describe_policy", "resolve_schedule_priority",
 ]

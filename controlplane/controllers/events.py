@@ -43,6 +43,9 @@ class EventReason(StrEnum):
     SCRIPT_FAILED = "InterpreterScriptFailed"
     SELECTORS_NOT_SERVED = "ResourceSelectorsNotServed"
     SELECTORS_SERVED = "ResourceSelectorsServed"
+    # Karmada's, when a resource interpreter webhook fails (on the workload).
+    APPLY_POLICY_FAILED = "ApplyPolicyFailed"
+    SYNC_WORK_FAILED = "SyncWorkFailed"
     # kube's garbage collector's.
     OWNER_REF_INVALID_NAMESPACE = "OwnerRefInvalidNamespace"
     # kube's HPA controller's, on a FederatedHPA.

@@ -26,10 +26,11 @@ from controlplane.apis.constants import (
     SYSTEM_NAMESPACE,
     WORK_GROUP,
 )
-from controlplane.apis.views import ObjectView
+from controlplane.apis.views import BindingView, ObjectView
 from controlplane.apis.work_v1alpha1 import binding_name
 from controlplane.interpreter import interpreter_for
 from controlplane.interpreter.pruning import prune_for_member
+from controlplane.interpreter.registry import group_of
 from controlplane.interpreter.shape import InvalidObject, malformed
 from controlplane.objectclient import Registry, ResourceType
 from policies.served import PROPAGATABLE_CLUSTER_KINDS, KindStatus
@@ -144,6 +145,12 @@ class WorkloadRef:
     def of(cls, obj: Mapping[str, Any]) -> WorkloadRef:
         meta = ObjectView(obj).metadata
         return cls(str(obj.get("apiVersion")), str(obj.get("kind")), str(meta.get("namespace") or ""), str(meta["name"]))
+
+    def bound_by(self, binding: Mapping[str, Any]) -> bool:
+        """Whether ``binding`` is this workload's (not another kind's sharing its name)."""
+        resource = BindingView(binding).resource
+        group = group_of(str(resource.get("apiVersion")))
+        return bool(resource.get("kind") == self.kind and group == group_of(self.api_version))
 
     def __str__(self) -> str:
         return f"{self.kind}/{self.namespace}/{self.name}"

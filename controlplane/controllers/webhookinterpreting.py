@@ -1,0 +1,80 @@
+"""The controllers' calls of Karmada's resource interpreter webhooks (awaited before the pure
+building of a binding or a Work, whose answers are handed to it).
+
+A failed call is reported as Karmada does: a Warning Event on the workload naming the webhook and
+the error (``ApplyPolicyFailed`` for InterpretReplica, ``SyncWorkFailed`` for ReviseReplica), and
+:class:`InterpreterWebhookFailed` raised, so the reconcile loop retries it with its backoff and
+nothing is written meanwhile.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from controlplane.apis.events import EventType
+from controlplane.apis.views import BindingView
+from controlplane.controllers.context import ControllerContext
+from controlplane.controllers.events import EventReason, record_event
+from controlplane.interpreter.webhook_calls import InterpreterWebhookFailed, webhook_interprets
+from controlplane.interpreter.webhook_context import HookFailed, apply_patch
+from policies.matching import PolicyRef
+
+__all__ = ["revised_by_webhook", "webhook_replicas"]
+
+
+async def webhook_replicas(ctx: ControllerContext, workload: dict[str, Any], policy: PolicyRef) -> dict[str, Any] | None:
+    """The webhook's ``replicas`` and ``replicaRequirements`` for the workload (None: no webhook
+    interprets its replicas). ``policy``: the claiming policy, which Karmada's event names."""
+    webhooks = ctx.interpreter_webhooks
+    if webhooks is None or not webhook_interprets(webhooks, workload, "InterpretReplica"):
+        return None
+    try:
+        answer = await webhooks.interpret("InterpretReplica", workload)
+    except InterpreterWebhookFailed as exc:
+        await record_event(
+            ctx, workload, type=EventType.WARNING, reason=EventReason.APPLY_POLICY_FAILED,
+            message=(
+                f"Apply policy({policy.namespace}/{policy.name}) failed: {exc}" if policy.namespace
+                else f"Apply cluster policy({policy.name}) failed: {exc}"
+            ),
+        )
+        raise
+    if answer is None:
+        return None
+    requirements = answer.get("replicaRequirements")
+    return {"replicas": answer["replicas"], "replicaRequirements": requirements if isinstance(requirements, dict) else {}}
+
+
+def _divides(binding: dict[str, Any]) -> bool:
+    """Karmada revises replicas only where they are divided: the binding has some and its
+    placement's ``replicaScheduling`` is Divided."""
+    spec = BindingView(binding).spec
+    scheduling = (spec.get("placement") or {}).get("replicaScheduling")
+    divided = isinstance(scheduling, dict) and scheduling.get("replicaSchedulingType", "Divided") == "Divided"
+    return divided and int(spec.get("replicas") or 0) > 0
+
+
+async def revised_by_webhook(
+    ctx: ControllerContext, workload: dict[str, Any], binding: dict[str, Any], replicas: int, work: str
+) -> dict[str, Any]:
+    """The workload with ``replicas`` for one cluster as its ReviseReplica webhook patches it
+    (unchanged when no webhook revises it or the binding's replicas are not divided).
+    ``work``: the Work's ``namespace/name``, which the event names."""
+    webhooks = ctx.interpreter_webhooks
+    if webhooks is None or not _divides(binding) or not webhook_interprets(webhooks, workload, "ReviseReplica"):
+        return workload
+    try:
+        answer = await webhooks.interpret("ReviseReplica", workload, desired_replicas=replicas)
+        if answer is None:
+            return workload
+        try:
+            return apply_patch(workload, answer)
+        except HookFailed as exc:
+            hook = webhooks.hook_for(str(workload.get("apiVersion")), str(workload.get("kind")), "ReviseReplica")
+            raise InterpreterWebhookFailed(exc.internal_error(hook) if hook is not None else str(exc)) from None
+    except InterpreterWebhookFailed as exc:
+        await record_event(
+            ctx, workload, type=EventType.WARNING, reason=EventReason.SYNC_WORK_FAILED,
+            message=f"Failed to sync work({work}): {exc}",
+        )
+        raise
