@@ -46,6 +46,7 @@ class EventReason(StrEnum):
     # Karmada's, when a resource interpreter webhook fails (on the workload).
     APPLY_POLICY_FAILED = "ApplyPolicyFailed"
     SYNC_WORK_FAILED = "SyncWorkFailed"
+    AGGREGATE_STATUS_FAILED = "AggregateStatusFailed"
     # kube's garbage collector's.
     OWNER_REF_INVALID_NAMESPACE = "OwnerRefInvalidNamespace"
     # kube's HPA controller's, on a FederatedHPA.

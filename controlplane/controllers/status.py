@@ -73,6 +73,7 @@ from controlplane.controllers.notstarting import (
     what_is_said,
 )
 from controlplane.controllers.reconciling import KeyedController
+from controlplane.controllers.webhookinterpreting import aggregated_by_webhook
 from controlplane.controllers.workloads import (
     WorkloadConditionType,
     binding_namespace,
@@ -480,6 +481,8 @@ class StatusController(KeyedController[BindingKey]):
         if hold is not None:
             return hold
         await self._write_binding_status(binding, items, pending, len(targets))
+        if await aggregated_by_webhook(ctx, resource, items):  # Karmada's precedence: before the interpreter
+            return None
         if folding is not None:
             await self._write_workload_status(
                 api_version, kind, resource, folding, members, interpreted, targets=targets, works=works

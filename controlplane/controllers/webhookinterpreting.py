@@ -9,17 +9,19 @@ nothing is written meanwhile.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from controlplane.apis.events import EventType
-from controlplane.apis.views import BindingView
+from controlplane.apis.views import BindingView, ObjectView
 from controlplane.controllers.context import ControllerContext
 from controlplane.controllers.events import EventReason, record_event
+from controlplane.controllers.workloads import WorkloadConditionType, find_condition, is_deleting
 from controlplane.interpreter.webhook_calls import InterpreterWebhookFailed, webhook_interprets
 from controlplane.interpreter.webhook_context import HookFailed, apply_patch
 from policies.matching import PolicyRef
 
-__all__ = ["revised_by_webhook", "webhook_replicas"]
+__all__ = ["aggregated_by_webhook", "revised_by_webhook", "webhook_replicas"]
 
 
 async def webhook_replicas(ctx: ControllerContext, workload: dict[str, Any], policy: PolicyRef) -> dict[str, Any] | None:
@@ -78,3 +80,42 @@ async def revised_by_webhook(
             message=f"Failed to sync work({work}): {exc}",
         )
         raise
+
+
+async def aggregated_by_webhook(
+    ctx: ControllerContext, resource: Mapping[str, Any], items: list[dict[str, Any]]
+) -> bool:
+    """Whether an AggregateStatus webhook folds the members' statuses (``items``: the binding's
+    ``aggregatedStatus``) into the hub workload's; its patched ``status`` is written, the hub's own
+    conditions kept. False when no webhook does (the interpreter folds them)."""
+    webhooks = ctx.interpreter_webhooks
+    informer = ctx.workload_informer(str(resource.get("apiVersion")), str(resource.get("kind")))
+    if webhooks is None or informer is None or not informer.rt.has_status:
+        return False
+    workload = informer.get(resource.get("namespace"), str(resource.get("name")))
+    if workload is None or is_deleting(workload) or not webhook_interprets(webhooks, workload, "AggregateStatus"):
+        return False
+    if resource.get("uid") and ObjectView(workload).metadata.get("uid") != resource.get("uid"):
+        return True  # the binding still describes an earlier object of that name
+    try:
+        answer = await webhooks.interpret("AggregateStatus", workload, aggregated_status=items)
+        try:
+            patched = apply_patch(workload, answer or {})
+        except HookFailed as exc:
+            hook = webhooks.hook_for(str(workload.get("apiVersion")), str(workload.get("kind")), "AggregateStatus")
+            raise InterpreterWebhookFailed(exc.internal_error(hook) if hook is not None else str(exc)) from None
+    except InterpreterWebhookFailed as exc:
+        await record_event(
+            ctx, workload, type=EventType.WARNING, reason=EventReason.AGGREGATE_STATUS_FAILED,
+            message=f"Failed to aggregate status: {exc}",
+        )
+        raise
+    current = workload.get("status") or {}
+    status = dict(patched.get("status") or {})
+    for ctype in WorkloadConditionType:  # the hub's own conditions stay
+        own = find_condition(current.get("conditions"), ctype)
+        if own is not None and find_condition(status.get("conditions"), ctype) is None:
+            status["conditions"] = [*(status.get("conditions") or []), dict(own)]
+    if status != current:
+        await ctx.objects.update_status(informer.rt, {**workload, "status": status})
+    return True

@@ -17,7 +17,9 @@ from controlplane.interpreter.webhook_context import InterpreterHook
 __all__ = ["InterpreterWebhookCaller", "InterpreterWebhookFailed", "webhook_interprets"]
 
 #: The Lua script that answers each webhook operation (a customization with it wins).
-_LUA_HOOKS = {"InterpretReplica": "replicaResource", "ReviseReplica": "replicaRevision"}
+_LUA_HOOKS = {
+    "InterpretReplica": "replicaResource", "ReviseReplica": "replicaRevision", "AggregateStatus": "statusAggregation",
+}
 
 
 class InterpreterWebhookFailed(Exception):

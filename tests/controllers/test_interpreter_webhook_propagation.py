@@ -59,7 +59,7 @@ def workload(replicas: int) -> dict[str, Any]:
 def configuration(server: WebhookServer, path: str) -> dict[str, Any]:
     return {"metadata": {"name": "examples"}, "webhooks": [{
         "name": "workloads.example.com",
-        "rules": [{"operations": ["InterpretReplica", "ReviseReplica"], "apiGroups": [WORKLOAD_GROUP],
+        "rules": [{"operations": ["InterpretReplica", "ReviseReplica", "AggregateStatus"], "apiGroups": [WORKLOAD_GROUP],
                    "apiVersions": ["v1alpha1"], "kinds": ["Workload"]}],
         "clientConfig": server.client(path), "interpreterContextVersions": ["v1alpha1"], "timeoutSeconds": 3,
     }]}
@@ -88,6 +88,22 @@ async def _shares(objects: ObjectStore, wanted: dict[str, int]) -> dict[str, dic
     works = {w["metadata"]["namespace"].removeprefix("gpufed-es-"): w for w in listed.items}
     shares = {name: w["spec"]["workload"]["manifests"][0]["spec"]["replicas"] for name, w in works.items()}
     return works if shares == wanted else None
+
+
+async def _report(objects: ObjectStore, work: dict[str, Any], ready: int) -> None:
+    """What the agent writes back: applied, with the member copy's status."""
+    status = {
+        "conditions": [{
+            "type": "Applied", "status": "True", "reason": "AppliedSuccessful", "message": "applied",
+            "lastTransitionTime": "2024-05-01T10:00:00Z", "observedGeneration": work["metadata"]["generation"],
+        }],
+        "manifestStatuses": [{
+            "identifier": {"group": WORKLOAD_GROUP, "version": "v1alpha1", "kind": "Workload", "namespace": NS,
+                           "name": "nginx", "ordinal": 0},
+            "status": {"readyReplicas": ready},
+        }],
+    }
+    await objects.update_status(objects.registry.require(WORK_API, "Work"), {**work, "status": status})
 
 
 async def test_webhooks_interpret_and_revise_a_custom_kinds_replicas(
@@ -125,6 +141,19 @@ async def test_webhooks_interpret_and_revise_a_custom_kinds_replicas(
         revised = [c["request"]["desiredReplicas"] for c in server.received["/interpreter-workload"]
                    if c["request"]["operation"] == "ReviseReplica"]
         assert revised and set(revised) == {2}
+
+        # AggregateStatus: the webhook sums the members' ready replicas into the hub's status.
+        await _report(objects, works["east"], 2)
+        await _report(objects, works["west"], 1)
+
+        async def folded() -> dict[str, Any] | None:
+            hub = await objects.get(kind_rt, namespace=NS, name="nginx")
+            return hub if (hub.get("status") or {}).get("readyReplicas") == 3 else None
+
+        hub = await eventually(folded, what="the members' 2 + 1 ready replicas on the hub")
+        assert hub["status"] == {"readyReplicas": 3}
+        sent = [c["request"] for c in server.received["/interpreter-workload"] if c["request"]["operation"] == "AggregateStatus"]
+        assert {"clusterName": "west", "applied": True, "status": {"readyReplicas": 1}}.items() <= sent[-1]["aggregatedStatus"][1].items()
 
         # The webhook fails: the binding keeps its replicas, the workload gets Karmada's event.
         stored = await objects.get(config_rt, name="examples")
