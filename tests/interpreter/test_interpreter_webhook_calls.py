@@ -17,6 +17,9 @@ import pytest
 from controlplane.apiserver import errors
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.apiserver.webhooks.interpreting import InterpreterWebhookFailed, InterpreterWebhooks
+from controlplane.interpreter.customized import Customization, CustomizedInterpreter
+from controlplane.interpreter.registry import set_customized
+from controlplane.interpreter.webhook_calls import webhook_interprets
 from controlplane.interpreter.webhook_context import (
     HookFailed,
     InterpreterHook,
@@ -192,3 +195,27 @@ def test_a_webhook_without_v1alpha1_is_not_called() -> None:
     hook = InterpreterHook("examples", "old.example.com", url="https://old.example.com/", context_versions=("v1beta9",))
     with pytest.raises(HookFailed, match="webhook does not accept known ResourceInterpreterContext versions"):
         interpreter_context(hook, "u", "Retain", WORKLOAD)
+
+
+async def test_a_lua_customization_of_the_same_operation_wins_over_the_webhook(hub: Hub, server: WebhookServer) -> None:
+    objects, webhooks = hub
+    await _configure(objects, _configuration(server))
+
+    async def configured() -> bool:
+        return webhooks.hook_for("workload.example.io/v1alpha1", "Workload", "InterpretReplica") is not None
+
+    await eventually(configured, what="the watch to bring the configuration")
+    assert webhook_interprets(webhooks, WORKLOAD, "InterpretReplica")
+    assert not webhook_interprets(None, WORKLOAD, "InterpretReplica")
+    replicas = Customization(
+        "workloads", "workload.example.io/v1alpha1", "Workload",
+        {"replicaResource": "function GetReplicas(obj) return obj.spec.replicas, {} end"},
+    )
+    set_customized("workload.example.io/v1alpha1", "Workload", CustomizedInterpreter(replicas, None))
+    try:
+        assert not webhook_interprets(webhooks, WORKLOAD, "InterpretReplica")  # the script's operation
+        assert webhook_interprets(webhooks, WORKLOAD, "ReviseReplica")  # no script for it: the webhook's
+        assert webhook_interprets(webhooks, WORKLOAD, "AggregateStatus")
+    finally:
+        set_customized("workload.example.io/v1alpha1", "Workload", None)
+    assert webhook_interprets(webhooks, WORKLOAD, "InterpretReplica")
