@@ -9,7 +9,8 @@ waiting keys of higher priority are taken first, equal ones in FIFO order; retri
 
 Outcomes: ``None`` means done; a number means "look again in that many seconds" (waiting for
 a grace period or for members to catch up). A ``Conflict`` (a compare-and-swap write lost a
-race) re-queues the key with backoff, and the next attempt re-reads; any other failure is
+race) re-queues the key with backoff, and the next attempt re-reads; an API or storage error
+or a failed interpreter webhook call is logged in one line and re-queued with backoff; any other failure is
 logged (with its traceback the first time for a key) and re-queued with exponential backoff,
 capped. Malformed objects are not failures: controllers report them on the object.
 

@@ -8,7 +8,9 @@ client (:class:`~.calling.WebhookClient`: the ``caBundle``, a ``service``'s endp
 webhook's timeout, an answer read up to 3 MiB). The request and the reading of the answer are
 :mod:`controlplane.interpreter.webhook_context`'s. A failed call is never retried here: it is
 :class:`InterpreterWebhookFailed` with Karmada's words, for the caller to report where Karmada
-does (the binding or Work) and to try again on its next reconcile.
+does (an Event on the workload, :mod:`controlplane.controllers.webhookinterpreting`) and to try
+again with its backoff. The controllers see it as a
+:class:`~controlplane.interpreter.webhook_calls.InterpreterWebhookCaller` (the hub hands it to them).
 """
 
 from __future__ import annotations
