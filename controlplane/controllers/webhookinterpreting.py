@@ -17,11 +17,37 @@ from controlplane.apis.views import BindingView, ObjectView
 from controlplane.controllers.context import ControllerContext
 from controlplane.controllers.events import EventReason, record_event
 from controlplane.controllers.workloads import WorkloadConditionType, find_condition, is_deleting
-from controlplane.interpreter.webhook_calls import InterpreterWebhookFailed, webhook_interprets
+from controlplane.interpreter.webhook_calls import (
+    InterpreterWebhookCaller,
+    InterpreterWebhookFailed,
+    webhook_interprets,
+)
 from controlplane.interpreter.webhook_context import HookFailed, apply_patch
 from policies.matching import PolicyRef
 
 __all__ = ["aggregated_by_webhook", "revised_by_webhook", "webhook_replicas"]
+
+
+async def _called(
+    ctx: ControllerContext, webhooks: InterpreterWebhookCaller, operation: str, workload: dict[str, Any],
+    failed: tuple[EventReason, str], *, patch: bool = False, **request: Any,
+) -> dict[str, Any] | None:
+    """The webhook's answer to ``operation`` (with ``patch``: the workload as its JSONPatch leaves
+    it); None when no webhook answers. A failed call is a Warning Event on the workload (``failed``:
+    its reason and the words before the error) and :class:`InterpreterWebhookFailed`."""
+    try:
+        answer = await webhooks.interpret(operation, workload, **request)
+        if not patch or answer is None:
+            return answer
+        try:
+            return apply_patch(workload, answer)
+        except HookFailed as exc:
+            hook = webhooks.hook_for(str(workload.get("apiVersion")), str(workload.get("kind")), operation)
+            raise InterpreterWebhookFailed(exc.internal_error(hook) if hook is not None else str(exc)) from None
+    except InterpreterWebhookFailed as exc:
+        reason, words = failed
+        await record_event(ctx, workload, type=EventType.WARNING, reason=reason, message=f"{words}: {exc}")
+        raise
 
 
 async def webhook_replicas(ctx: ControllerContext, workload: dict[str, Any], policy: PolicyRef) -> dict[str, Any] | None:
@@ -30,17 +56,10 @@ async def webhook_replicas(ctx: ControllerContext, workload: dict[str, Any], pol
     webhooks = ctx.interpreter_webhooks
     if webhooks is None or not webhook_interprets(webhooks, workload, "InterpretReplica"):
         return None
-    try:
-        answer = await webhooks.interpret("InterpretReplica", workload)
-    except InterpreterWebhookFailed as exc:
-        await record_event(
-            ctx, workload, type=EventType.WARNING, reason=EventReason.APPLY_POLICY_FAILED,
-            message=(
-                f"Apply policy({policy.namespace}/{policy.name}) failed: {exc}" if policy.namespace
-                else f"Apply cluster policy({policy.name}) failed: {exc}"
-            ),
-        )
-        raise
+    failed = f"Apply policy({policy.namespace}/{policy.name}) failed" if policy.namespace else (
+        f"Apply cluster policy({policy.name}) failed"
+    )
+    answer = await _called(ctx, webhooks, "InterpretReplica", workload, (EventReason.APPLY_POLICY_FAILED, failed))
     if answer is None:
         return None
     requirements = answer.get("replicaRequirements")
@@ -65,21 +84,9 @@ async def revised_by_webhook(
     webhooks = ctx.interpreter_webhooks
     if webhooks is None or not _divides(binding) or not webhook_interprets(webhooks, workload, "ReviseReplica"):
         return workload
-    try:
-        answer = await webhooks.interpret("ReviseReplica", workload, desired_replicas=replicas)
-        if answer is None:
-            return workload
-        try:
-            return apply_patch(workload, answer)
-        except HookFailed as exc:
-            hook = webhooks.hook_for(str(workload.get("apiVersion")), str(workload.get("kind")), "ReviseReplica")
-            raise InterpreterWebhookFailed(exc.internal_error(hook) if hook is not None else str(exc)) from None
-    except InterpreterWebhookFailed as exc:
-        await record_event(
-            ctx, workload, type=EventType.WARNING, reason=EventReason.SYNC_WORK_FAILED,
-            message=f"Failed to sync work({work}): {exc}",
-        )
-        raise
+    failed = (EventReason.SYNC_WORK_FAILED, f"Failed to sync work({work})")
+    revised = await _called(ctx, webhooks, "ReviseReplica", workload, failed, patch=True, desired_replicas=replicas)
+    return revised if revised is not None else workload
 
 
 async def aggregated_by_webhook(
@@ -97,19 +104,9 @@ async def aggregated_by_webhook(
         return False
     if resource.get("uid") and ObjectView(workload).metadata.get("uid") != resource.get("uid"):
         return True  # the binding still describes an earlier object of that name
-    try:
-        answer = await webhooks.interpret("AggregateStatus", workload, aggregated_status=items)
-        try:
-            patched = apply_patch(workload, answer or {})
-        except HookFailed as exc:
-            hook = webhooks.hook_for(str(workload.get("apiVersion")), str(workload.get("kind")), "AggregateStatus")
-            raise InterpreterWebhookFailed(exc.internal_error(hook) if hook is not None else str(exc)) from None
-    except InterpreterWebhookFailed as exc:
-        await record_event(
-            ctx, workload, type=EventType.WARNING, reason=EventReason.AGGREGATE_STATUS_FAILED,
-            message=f"Failed to aggregate status: {exc}",
-        )
-        raise
+    failed = (EventReason.AGGREGATE_STATUS_FAILED, "Failed to aggregate status")
+    patched = await _called(ctx, webhooks, "AggregateStatus", workload, failed, patch=True, aggregated_status=items)
+    patched = patched if patched is not None else workload
     current = workload.get("status") or {}
     status = dict(patched.get("status") or {})
     for ctype in WorkloadConditionType:  # the hub's own conditions stay
