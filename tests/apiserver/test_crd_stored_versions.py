@@ -58,6 +58,13 @@ async def _stored_versions(api: Api) -> list[str]:
     return list(current["status"]["storedVersions"])
 
 
+def _own(reviews: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The conversion reviews of the test's requests, which read the default namespace: a list
+    the hub's controllers make on their own (an informer relisting after its watch ended, across
+    every namespace) also converts d and e, kept in the namespace ``applied`` for that reason."""
+    return [r for r in reviews if all(o["metadata"].get("namespace") != "applied" for o in r["request"]["objects"])]
+
+
 def _specs(items: list[dict[str, Any]]) -> list[tuple[str, str, dict[str, Any]]]:
     return [(o["metadata"]["name"], o["apiVersion"], o["spec"]) for o in items]
 
@@ -88,7 +95,7 @@ async def test_objects_stored_in_an_older_version_are_converted_on_every_read(ap
     code, got, _ = await api.call("GET", f"{V2}/a")
     assert code == 200, got
     assert (got["apiVersion"], got["spec"]) == ("stable.example.com/v2", {"schedule": "1 * * * *"})
-    [review] = server.received["/convert"]
+    [review] = _own(server.received["/convert"])
     assert review["request"]["desiredAPIVersion"] == "stable.example.com/v2"
     assert [(o["apiVersion"], o["metadata"]["name"]) for o in review["request"]["objects"]] == [
         ("stable.example.com/v1", "a")
@@ -99,7 +106,7 @@ async def test_objects_stored_in_an_older_version_are_converted_on_every_read(ap
     assert "converted-to" not in (got["metadata"].get("labels") or {})
     code, got, _ = await api.call("GET", f"{V1}/b")
     assert (code, got["apiVersion"], got["spec"]) == (200, "stable.example.com/v1", {"cronSpec": "2 * * * *"})
-    assert len(server.received["/convert"]) == 2
+    assert len(_own(server.received["/convert"])) == 2
 
     # A list of both: each converted from the version it is stored as.
     server.received["/convert"].clear()
@@ -116,7 +123,9 @@ async def test_objects_stored_in_an_older_version_are_converted_on_every_read(ap
         ("c", "stable.example.com/v1", {"cronSpec": "1 * * * *"}),
     ]
     # One review per list, of the objects not stored in the version asked for (kube's batching).
-    assert [[o["metadata"]["name"] for o in r["request"]["objects"]] for r in server.received["/convert"]] == [["a", "c"], ["b"]]
+    assert [[o["metadata"]["name"] for o in r["request"]["objects"]] for r in _own(server.received["/convert"])] == [
+        ["a", "c"], ["b"]
+    ]
 
     # A watch in v2 from the start: both added in v2.
     async with watching(api, f"{V2}?watch=true&timeoutSeconds=20") as lines:
