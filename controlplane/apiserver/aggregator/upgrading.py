@@ -61,10 +61,11 @@ async def relay_upgrade(
             f"{request.headers.get('Upgrade', '')!r}: use a client that speaks WebSockets")
     headers = proxied_headers(list(request.headers.items()), request[USER], drop=WEBSOCKET_HANDSHAKE_HEADERS)
     try:
-        upstream = await asyncio.wait_for(session.ws_connect(
-            url, method=request.method, protocols=offered_protocols(request), headers=headers, ssl=context,
-            server_hostname=server_name, autoclose=False, max_msg_size=LIMITS.max_message_bytes,
-        ), HANDSHAKE_TIMEOUT_SECONDS)
+        async with asyncio.timeout(HANDSHAKE_TIMEOUT_SECONDS):
+            upstream = await session.ws_connect(
+                url, method=request.method, protocols=offered_protocols(request), headers=headers, ssl=context,
+                server_hostname=server_name, autoclose=False, max_msg_size=LIMITS.max_message_bytes,
+            )
     except aiohttp.WSServerHandshakeError as exc:
         error = _REFUSALS.get(exc.status, errors.ServiceUnavailable)
         raise error(f"the server of {name} refused the upgrade: {exc.status} {exc.message}") from None
