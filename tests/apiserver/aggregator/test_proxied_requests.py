@@ -66,7 +66,14 @@ async def registered_server(admin: Client, tmp_path: Path) -> AsyncIterator[Exte
         async def ready() -> bool:
             return (await available(admin, NAME)).get("status") == "True"
 
+        async def routed() -> bool:
+            # The leader writes Available; this replica routes the group once its own watch of the
+            # APIServices has the change (an informer's lag, as in kube).
+            code, _ = await admin("GET", f"/apis/{GROUP}/{VERSION}")
+            return code == 200
+
         await eventually(ready)
+        await eventually(routed)
         yield server
 
 
