@@ -24,7 +24,14 @@ import aiohttp
 from controlplane.apis import constants as c
 from controlplane.apis.podview import owned_by, propagated_workloads
 from controlplane.apiserver.tls import client_ssl_context
-from gpufed.hubclient import HubClient, HubError, read_answer, unreachable
+from gpufed.hubclient import (
+    HubClient,
+    HubError,
+    add_chunk_size_argument,
+    add_kubeconfig_argument,
+    read_answer,
+    unreachable,
+)
 
 CLUSTERS_PATH = f"/apis/{c.CLUSTER_GROUP}/{c.VERSION}/clusters"
 WORKS_PATH = f"/apis/{c.WORK_GROUP}/{c.VERSION}/works"
@@ -38,6 +45,16 @@ def proxy_path(cluster: str, path: str) -> str:
 def add_clusters_argument(parser: argparse.ArgumentParser) -> None:
     """``--clusters``: the member clusters a command looks in (see :func:`clusters`)."""
     parser.add_argument("--clusters", default="all", help="where to look: c1,c2 or all (default all)")
+
+
+def add_object_arguments(parser: argparse.ArgumentParser, *, examples: str) -> None:
+    """``KIND/NAME [-n NS] [--clusters ...] [--chunk-size N] [--kubeconfig ...]``: one hub object
+    of a namespace, looked up across the member clusters (`gpufed describe`, `gpufed events`)."""
+    parser.add_argument("target", metavar="KIND/NAME", help=f"e.g. {examples}")
+    parser.add_argument("-n", "--namespace", default="default")
+    add_clusters_argument(parser)
+    add_chunk_size_argument(parser)
+    add_kubeconfig_argument(parser)
 
 
 def print_unreached(failed: Mapping[str, str]) -> None:

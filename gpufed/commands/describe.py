@@ -29,9 +29,9 @@ from controlplane.apis.podview import (
 )
 from gpufed.commands.events import about, collect, timeline
 from gpufed.commands.running import run_reporting
-from gpufed.hubclient import HubClient, HubError, add_chunk_size_argument, add_kubeconfig_argument
+from gpufed.hubclient import HubClient, HubError
 from gpufed.memberproxy import (
-    add_clusters_argument,
+    add_object_arguments,
     cluster_utilization,
     clusters,
     print_unreached,
@@ -45,11 +45,7 @@ LABEL_WIDTH = 14
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("target", metavar="KIND/NAME", help="e.g. deployment/llm-serving, pytorchjob/train, pod/x-0")
-    parser.add_argument("-n", "--namespace", default="default")
-    add_clusters_argument(parser)
-    add_chunk_size_argument(parser)
-    add_kubeconfig_argument(parser)
+    add_object_arguments(parser, examples="deployment/llm-serving, pytorchjob/train, pod/x-0")
 
 
 def field(label: str, value: object, *, indent: str = "") -> str:

@@ -14,9 +14,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from gpufed.commands.running import run_reporting
-from gpufed.hubclient import HubClient, HubError, add_chunk_size_argument, add_kubeconfig_argument
+from gpufed.hubclient import HubClient, HubError
 from gpufed.memberproxy import (
-    add_clusters_argument,
+    add_object_arguments,
     clusters,
     print_unreached,
     proxy_path,
@@ -28,11 +28,7 @@ HUB = "hub"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("target", metavar="KIND/NAME", help="e.g. deployment/llm-serving, pytorchjob/train")
-    parser.add_argument("-n", "--namespace", default="default")
-    add_clusters_argument(parser)
-    add_chunk_size_argument(parser)
-    add_kubeconfig_argument(parser)
+    add_object_arguments(parser, examples="deployment/llm-serving, pytorchjob/train")
 
 
 def event_time(event: Mapping[str, Any]) -> str:
