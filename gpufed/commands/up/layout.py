@@ -20,40 +20,30 @@ from typing import Final
 DEFAULT_STATE_DIR: Final = Path(".gpufed")
 
 
+class _Below:
+    """A file or directory of the state dir: ``parts`` joined below the layout's root."""
+
+    def __init__(self, *parts: str) -> None:
+        self.parts = parts
+
+    def __get__(self, layout: Layout, owner: type[Layout] | None = None) -> Path:
+        return layout.root.joinpath(*self.parts)
+
+
 @dataclass(frozen=True)
 class Layout:
     """The files of one `gpufed up` state dir."""
 
     root: Path
 
-    @property
-    def hub_dir(self) -> Path:
-        return self.root / "hub"
-
-    @property
-    def hub_kubeconfig(self) -> Path:
-        return self.hub_dir / "hub.kubeconfig"
-
-    @property
-    def kubeconfig(self) -> Path:
-        """What users point kubectl at: a link to the hub's admin kubeconfig."""
-        return self.root / "hub.kubeconfig"
-
-    @property
-    def fleet(self) -> Path:
-        return self.root / "fleet.yaml"
-
-    @property
-    def ports(self) -> Path:
-        return self.root / "up.json"
-
-    @property
-    def lock(self) -> Path:
-        return self.root / "up.lock"
-
-    @property
-    def logs(self) -> Path:
-        return self.root / "logs"
+    hub_dir = _Below("hub")
+    hub_kubeconfig = _Below("hub", "hub.kubeconfig")
+    kubeconfig = _Below("hub.kubeconfig")
+    """What users point kubectl at: a link to the hub's admin kubeconfig."""
+    fleet = _Below("fleet.yaml")
+    ports = _Below("up.json")
+    lock = _Below("up.lock")
+    logs = _Below("logs")
 
     def member_dir(self, cluster: str) -> Path:
         return self.root / "members" / cluster
