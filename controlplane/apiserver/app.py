@@ -67,7 +67,6 @@ from controlplane.apiserver.flowcontrol import (
     add_flow_headers,
 )
 from controlplane.apiserver.flowcontrol.debugging import debug_routes
-from controlplane.apiserver.flowcontrol.estimating import request_seats
 from controlplane.apiserver.flowcontrol.maxinflight import MaxInFlight, MaxInFlightConfig
 from controlplane.apiserver.handlers import REQUEST_INFO, WARNINGS, ResourceHandlers, json_response
 from controlplane.apiserver.identity import (
@@ -365,18 +364,21 @@ def _computed_routes(endpoints: Iterable[ComputedEndpoint]) -> list[web.RouteDef
 
 def _long_running_or_health(request: web.Request) -> bool:
     """What kube's in-flight limit leaves out: watches (long-running) and health checks."""
+    return _is_watch(request) or _long_running_not_watch_or_health(request)
+
+
+def _long_running_not_watch_or_health(request: web.Request) -> bool:
+    """What kube's APF leaves out: long-running requests but watches (a watch takes seats while it
+    starts), and health checks."""
     if request.path in PUBLIC_PATHS:
         return True
     info = request.get(REQUEST_INFO)
-    return info is not None and (info.verb == "watch" or info.subresource in _LONG_RUNNING_SUBRESOURCES)
+    return info is not None and info.subresource in _LONG_RUNNING_SUBRESOURCES
 
 
-def _work_estimate(cache: WatchCache | None) -> Callable[[web.Request], int] | None:
-    """kube's work estimate of a request's seats, from the watch cache's object counts."""
-    if cache is None:
-        return None
-    count = cache.object_count
-    return lambda request: request_seats(request.get(REQUEST_INFO), request.query, count)
+def _is_watch(request: web.Request) -> bool:
+    info = request.get(REQUEST_INFO)
+    return info is not None and info.verb == "watch"
 
 
 def create_app(
@@ -470,10 +472,10 @@ def create_app(
         middlewares.append(MaxInFlight(flow_control).middleware(user_key=USER, not_counted=_long_running_or_health))
     elif flow_control is not None and flow_control.total_concurrency > 0:
         # After authentication: a request's level and flow depend on who sends it.
-        controller = FlowController(flow_control, metrics=flow_control_metrics)
-        middlewares.append(controller.middleware(
-            user_key=USER, not_counted=_long_running_or_health, seats=_work_estimate(cache),
-        ))
+        controller = FlowController(
+            flow_control, metrics=flow_control_metrics, object_count=None if cache is None else cache.object_count,
+        )
+        middlewares.append(controller.middleware(user_key=USER, not_counted=_long_running_not_watch_or_health))
         flow_config = ConfigurationWatch(object_store, controller)
         flow_debug = debug_routes(controller, user_key=USER)
     middlewares += [*inner_middlewares, accept_middleware]

@@ -55,7 +55,19 @@ REQUEST_INFO = web.RequestKey("request_info", RequestInfo)
 #: The warnings a request's write gathered, sent as ``Warning`` headers with its answer, an error
 #: included (kube writes the warnings its handlers recorded whatever the outcome).
 WARNINGS = web.RequestKey("warnings", list[str])
+#: What a watch calls once it has started, its initial events sent (kube's ``WatchInitialized``):
+#: flow control sets it, and gives the watch's seats back to its level then.
+WATCH_STARTED: web.RequestKey[Callable[[], None]] = web.RequestKey("watch_started")
 JSON_CONTENT_TYPE = "application/json"
+
+
+def watch_started(request: web.Request) -> None:
+    """Tell flow control a watch has started (its initial events sent, or handed to another server)."""
+    started = request.get(WATCH_STARTED)
+    if started is not None:
+        started()
+
+
 _TRUE = frozenset({"1", "true", "True"})
 _BODY_MEDIA = ("application/json", "application/yaml", "text/yaml", "application/x-yaml")
 #: How often an idle watch checks for a closed connection or a server shutdown.
@@ -372,11 +384,13 @@ class ResourceHandlers:
             batches = self._cache.watch_batches(
                 source, namespace=info.namespace, label_selector=labels, field_selector=fields,
                 resource_version=resource_version, bookmark_interval=bookmark_interval, deadline=deadline,
-                send_initial_events=send_initial_events,
+                send_initial_events=send_initial_events, started=lambda: watch_started(request),
             )
         elif send_initial_events is not None:
             raise errors.BadRequest("sendInitialEvents: Forbidden: this server has no watch cache to serve it")
         else:
+            # kube's store watch says it has started at once (it cannot tell when it caught up).
+            watch_started(request)
             batches = in_batches_of_one(self._objects.watch(
                 source, namespace=info.namespace, label_selector=labels, field_selector=fields,
                 resource_version=resource_version, bookmark_interval=bookmark_interval, deadline=deadline,

@@ -10,7 +10,8 @@ has no address, is answered kube's 503 (``the server is currently unable to hand
 The answer streams back as it comes (a watch included), each write waiting at most
 :data:`STALL_SECONDS` for a slow client; the answer's head must come within
 :data:`HEAD_TIMEOUT_SECONDS`, and a body that stays silent longer than that ends a request that
-is not a watch. Upgrade requests (exec, port-forward) are relayed as WebSockets (:mod:`.upgrading`).
+is not a watch; a watch gives its flow-control seats back once it is handed on, as kube's proxy
+does. Upgrade requests (exec, port-forward) are relayed as WebSockets (:mod:`.upgrading`).
 
 ``/apis`` (plain and aggregated discovery) lists the aggregated groups after the hub's own, and
 ``/apis/<group>`` of an aggregated group answers from the APIServices, as kube's aggregator does;
@@ -38,7 +39,7 @@ from controlplane.apiserver.aggregator.frontproxy import proxied_headers
 from controlplane.apiserver.aggregator.registrations import AggregatedApis, Unreachable
 from controlplane.apiserver.aggregator.upgrading import relay_upgrade
 from controlplane.apiserver.app import USER
-from controlplane.apiserver.handlers import json_response
+from controlplane.apiserver.handlers import json_response, watch_started
 from controlplane.apiserver.openapi.gnostic import ACCEPTED_MEDIA_TYPES as PROTOBUF_ACCEPTS
 from controlplane.apiserver.openapi.gnostic import MEDIA_TYPE as PROTOBUF_MEDIA_TYPE
 from controlplane.apiserver.openapi.serving import JSON, serve, serve_v3_document
@@ -88,6 +89,7 @@ async def _proxy(request: web.Request, apis: AggregatedApis, view: APIServiceVie
     if is_upgrade(request.headers):
         url = base + request.rel_url.raw_path + (f"?{request.rel_url.raw_query_string}" if request.rel_url.raw_query_string else "")
         return await relay_upgrade(request, apis.session(), url, name=view.name, context=context, server_name=server_name)
+    watch_started(request)  # kube's RequestDelegated: a watch's start is the extension server's work
     headers = proxied_headers(list(request.headers.items()), request[USER])
     if "Accept-Encoding" not in request.headers:  # else the client library would ask for gzip of its own
         headers.append(("Accept-Encoding", "identity"))

@@ -4,7 +4,7 @@ queues, waiting and executing requests, and the requests it dispatched, rejected
 cancelled); ``dump_queues``, one line per queue (its waiting and executing requests, seats in use,
 virtual dispatch time and the seats and work waiting); ``dump_requests``, one line per request
 waiting or executing (its level, schema, queue, place in the queue (-1: executing), flow, arrival,
-seats and start; ``?includeRequestDetails=1`` adds the user and what it asks). For members of
+initial and final seats, additional latency and start; ``?includeRequestDetails=1`` adds the user and what it asks). For members of
 ``system:masters`` only (admin tokens), as ``/debug/writes``: they name every level and what waits
 in it.
 """
@@ -20,7 +20,7 @@ from aiohttp import web
 
 from controlplane.apiserver import errors
 from controlplane.apiserver.flowcontrol.dispatching import FlowController, Seat
-from controlplane.apiserver.flowcontrol.queueing import ESTIMATED_SERVICE_SECONDS, Request
+from controlplane.apiserver.flowcontrol.queueing import Request
 from controlplane.apiserver.handlers import REQUEST_INFO
 from controlplane.apiserver.identity import SYSTEM_MASTERS, UserInfo
 
@@ -72,6 +72,20 @@ def dump_priority_levels(controller: FlowController) -> str:
     return tab_written(rows)
 
 
+def go_duration(seconds: float) -> str:
+    """Go's ``time.Duration.String`` below a minute: ``0s``, ``5ms``, ``7.5ms``, ``1.5s``."""
+    nanos = round(seconds * 1e9)
+    if nanos == 0:
+        return "0s"
+    for unit, size in (("s", 10**9), ("ms", 10**6), ("µs", 10**3), ("ns", 1)):
+        if nanos >= size or unit == "ns":
+            whole, rest = divmod(nanos, size)
+            digits = len(str(size)) - 1
+            fraction = f"{rest:0{digits}d}".rstrip("0") if digits else ""
+            return f"{whole}.{fraction}{unit}" if fraction else f"{whole}{unit}"
+    raise AssertionError("unreachable")
+
+
 def seat_seconds(value: float) -> str:
     """kube's ``SeatSeconds.String``: eight decimals and ``ss``."""
     return f"{value:.8f}ss"
@@ -87,8 +101,8 @@ def dump_queues(controller: FlowController) -> str:
         for queue in level.queues if level.limits.queue_length > 0 else ():  # a Reject level has none
             rows.append([
                 name, str(queue.index), str(len(queue.waiting)), str(queue.executing), str(queue.seats_in_use),
-                seat_seconds(queue.next_dispatch_r), str(queue.waiting_seats), str(queue.waiting_seats),
-                seat_seconds(queue.waiting_seats * ESTIMATED_SERVICE_SECONDS),
+                seat_seconds(queue.next_dispatch_r), str(queue.waiting_initial_seats), str(queue.waiting_seats),
+                seat_seconds(queue.waiting_work),
             ])
     return tab_written(rows)
 
@@ -126,7 +140,8 @@ def dump_requests(
         started = _go_time(request.started, now=now, wall=wall) if request.running else _GO_ZERO_TIME
         cells = [
             level, found.flow_schema if found else "", str(queue), str(place), found.flow if found else "",
-            _go_time(request.arrived, now=now, wall=wall), str(request.seats), "0", "0s", started,
+            _go_time(request.arrived, now=now, wall=wall), str(request.estimate.initial_seats),
+            str(request.estimate.final_seats), go_duration(request.estimate.additional_latency), started,
         ]
         return cells + (_details(seat, user_key) if details else [])
 

@@ -5,8 +5,13 @@ authentication), a :class:`FlowControlConfig` and the FlowSchema and PriorityLev
 objects (:meth:`FlowController.update`, kept by :mod:`.configuring`). Out: the request runs, waits its turn in its
 level's fair queues, or is answered 429 TooManyRequests with ``Retry-After`` (a kube
 ``Status``); every classified response carries kube's ``X-Kubernetes-PF-FlowSchema-UID``
-and ``X-Kubernetes-PF-PriorityLevel-UID`` headers. Requests ``not_counted`` says so of
-(watches, other long-running requests, health checks) pass without taking a seat.
+and ``X-Kubernetes-PF-PriorityLevel-UID`` headers. A request takes the seats of its work estimate
+(:mod:`.estimating`); a write keeps its final seats for its additional latency after its answer.
+A watch, as in kube, takes its seats only while it starts: from its turn until its handler calls
+:func:`~controlplane.apiserver.handlers.watch_started` (its initial events sent, or handed to
+another server), or returns; it
+counts in :attr:`FlowController.watches` while it lasts. Requests ``not_counted`` says so of
+(long-running requests other than watches, health checks) pass without taking a seat.
 """
 
 from __future__ import annotations
@@ -28,6 +33,13 @@ from controlplane.apiserver.flowcontrol.borrowing import (
     allocate,
     go_round,
 )
+from controlplane.apiserver.flowcontrol.counting import WatchCounts
+from controlplane.apiserver.flowcontrol.estimating import (
+    ONE_SEAT,
+    ObjectCount,
+    WorkEstimate,
+    request_estimate,
+)
 from controlplane.apiserver.flowcontrol.levels import (
     Classification,
     Configuration,
@@ -38,7 +50,7 @@ from controlplane.apiserver.flowcontrol.levels import (
 from controlplane.apiserver.flowcontrol.matching import RequestDigest
 from controlplane.apiserver.flowcontrol.metrics import FlowControlMetrics
 from controlplane.apiserver.flowcontrol.queueing import FairQueues, Outcome, flow_hash
-from controlplane.apiserver.handlers import REQUEST_INFO
+from controlplane.apiserver.handlers import REQUEST_INFO, WATCH_STARTED
 from controlplane.apiserver.identity import ANONYMOUS, UNAUTHENTICATED, UserInfo
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -60,12 +72,20 @@ _REJECTED_BECAUSE = {
 class FlowController:
     """The levels' fair queues and the middleware over them, following the configuration objects."""
 
-    def __init__(self, config: FlowControlConfig, *, metrics: FlowControlMetrics | None = None) -> None:
+    def __init__(
+        self, config: FlowControlConfig, *, metrics: FlowControlMetrics | None = None,
+        object_count: ObjectCount | None = None,
+    ) -> None:
+        """``object_count``: the objects of a resource the server holds, for a LIST's estimate
+        (without it a LIST takes one seat)."""
         self.config = config
         self.metrics = metrics if metrics is not None else FlowControlMetrics()
         self.configuration = bootstrap_configuration(config.total_concurrency)
         self.levels: dict[str, FairQueues[asyncio.Future[None]]] = {}
         self.demand: dict[str, DemandStats] = {}
+        #: The watches open, for a write's estimate (kube's watch tracker).
+        self.watches = WatchCounts()
+        self._object_count = object_count
         self._adjusted = time.monotonic()
         self._apply(self.configuration)
 
@@ -127,25 +147,50 @@ class FlowController:
             )
         return self.configuration.classify(digest)
 
-    def middleware(
-        self, *, user_key: web.RequestKey[UserInfo], not_counted: Callable[[web.Request], bool],
-        seats: Callable[[web.Request], int] | None = None,
-    ) -> Middleware:
-        """``seats``: the width of a request (kube's work estimate), one seat without it."""
+    def estimate(self, request: web.Request, found: Classification) -> WorkEstimate:
+        """kube's work estimate of ``request`` in its level (and kube's samples of it)."""
+        level = self.configuration.levels.get(found.level)
+        estimate = request_estimate(
+            request.get(REQUEST_INFO), request.query, objects=self._object_count, watches=self.watches.interested,
+            level_max=0 if level is None else level.max_seats,
+            observe_watches=lambda count: self.metrics.observe_watch_count(found, count),
+        )
+        self.metrics.observe_estimated_seats(found, estimate.max_seats)
+        return estimate
 
+    def middleware(
+        self, *, user_key: web.RequestKey[UserInfo], not_counted: Callable[[web.Request], bool]
+    ) -> Middleware:
         @web.middleware
         async def flow_control(request: web.Request, handler: Handler) -> web.StreamResponse:
             found = self.classify(request, request.get(user_key))
             request[CLASSIFICATION] = found
             if not_counted(request):
                 return await handler(request)
-            async with self.seat(found, 1 if seats is None else seats(request), request=request):
+            estimate = self.estimate(request, found)
+            info = request.get(REQUEST_INFO)
+            if info is not None and info.verb == "watch":
+                return await self._watch(request, handler, self.seat(found, estimate, request=request))
+            async with self.seat(found, estimate, request=request):
                 return await handler(request)
 
         return flow_control
 
-    def seat(self, found: Classification, seats: int = 1, *, request: web.Request | None = None) -> Seat:
-        return Seat(self, found, seats, request)
+    async def _watch(self, request: web.Request, handler: Handler, seat: Seat) -> web.StreamResponse:
+        """kube's watch in APF: its seats until it has started, counted while it lasts."""
+        await seat.__aenter__()  # a 429 when its level has no room
+        info = request[REQUEST_INFO]
+        assert info is not None
+        forget = self.watches.register(info, request.query)
+        request[WATCH_STARTED] = seat.release
+        try:
+            return await handler(request)
+        finally:
+            seat.release()  # one that ended before it said it had started
+            forget()
+
+    def seat(self, found: Classification, estimate: WorkEstimate = ONE_SEAT, *, request: web.Request | None = None) -> Seat:
+        return Seat(self, found, estimate, request)
 
 
 def _wake(waiter: asyncio.Future[None]) -> None:
@@ -154,23 +199,28 @@ def _wake(waiter: asyncio.Future[None]) -> None:
 
 
 class Seat:
-    """``async with``: a seat of the request's level for the duration of the block."""
+    """``async with``: the request's seats in its level for the duration of the block (and, for a
+    write, its additional latency after it); :meth:`release` ends the block's hold early."""
 
     def __init__(
-        self, controller: FlowController, found: Classification, seats: int, request: web.Request | None
+        self, controller: FlowController, found: Classification, estimate: WorkEstimate, request: web.Request | None
     ) -> None:
         self._controller = controller
         self.found = self._found = found
-        self._seats = seats
+        self._estimate = estimate
         #: The HTTP request (for the debug dumps).
         self.request = request
         self._queues = controller.levels.get(found.level)
-        self._inqueue, self._executing = controller.metrics.gauges(found)
+        self._inqueue, self._executing, self._seats = controller.metrics.gauges(found)
+        self._held = 0
+        self._released = False
 
     async def __aenter__(self) -> None:
         queues, found = self._queues, self._found
         if queues is None:  # exempt
             self._executing.inc()
+            self._held = self._estimate.max_seats
+            self._seats.inc(self._held)
             return
         started = time.perf_counter()
         now = time.monotonic()
@@ -178,7 +228,7 @@ class Seat:
             self._controller.adjust(now)
         self._waiter = waiter = asyncio.get_running_loop().create_future()
         outcome: Outcome | str = queues.offer(
-            flow_hash(found.flow_schema, found.flow), waiter, now=now, seats=self._seats, about=self
+            flow_hash(found.flow_schema, found.flow), waiter, now=now, estimate=self._estimate, about=self
         )
         if outcome is Outcome.QUEUED:
             self._inqueue.inc()
@@ -189,8 +239,11 @@ class Seat:
         executed = outcome is Outcome.EXECUTE
         self._controller.metrics.observe_wait(found, time.perf_counter() - started, executed=executed)
         if not executed:
+            self._released = True
             self._reject(outcome.value if isinstance(outcome, Outcome) else outcome)
         self._executing.inc()
+        self._held = queues.requests[waiter].seats
+        self._seats.inc(self._held)
 
     async def _wait(self, queues: FairQueues[asyncio.Future[None]], waiter: asyncio.Future[None]) -> Outcome | str:
         try:
@@ -202,8 +255,9 @@ class Seat:
             queues.timed_out += 1
             return "time-out"
         except asyncio.CancelledError:
+            self._released = True
             if not queues.withdraw(waiter, now=time.monotonic()):
-                self._release()  # dispatched as the client left: hand the seat on
+                self._hand_back()  # dispatched as the client left: hand the seat on
             else:
                 queues.cancelled += 1
             self._controller.metrics.reject(self._found, "cancelled")
@@ -211,13 +265,31 @@ class Seat:
         return Outcome.EXECUTE
 
     async def __aexit__(self, *_exc: object) -> None:
-        self._executing.dec()
-        if self._queues is not None:
-            self._release()
+        self.release()
 
-    def _release(self) -> None:
+    def release(self) -> None:
+        """The request is done with its seats (once; later calls do nothing)."""
+        if self._released:
+            return
+        self._released = True
+        self._executing.dec()
+        if self._queues is None:
+            self._seats.dec(self._held)
+        else:
+            self._hand_back()
+
+    def _hand_back(self) -> None:
         assert self._queues is not None
-        self._queues.finish(self._waiter, now=time.monotonic())
+        lingering = self._queues.finish(self._waiter, now=time.monotonic())
+        if lingering > 0:  # kube's additional latency: the final seats stay taken a while
+            asyncio.get_running_loop().call_later(lingering, self._end_lingering)
+        else:
+            self._seats.dec(self._held)
+
+    def _end_lingering(self) -> None:
+        assert self._queues is not None
+        self._queues.release(self._waiter, now=time.monotonic())
+        self._seats.dec(self._held)
 
     def _reject(self, reason: str) -> None:
         found = self._found

@@ -9,7 +9,8 @@ leader's ensurer creates them again, and until it has, requests are served as th
 Each Limited level gets ``ceil(total * nominalConcurrencyShares / sum of every level's shares)`` of
 the server's concurrency (at least one seat) as its nominal limit, with the bounds its
 ``lendablePercent`` and ``borrowingLimitPercent`` set on what :mod:`.borrowing` gives it; queues
-and hand size from its ``queuing`` (a ``Reject`` level queues nothing). Pure: no I/O.
+and hand size from its ``queuing`` (a ``Reject`` level queues nothing), and for a level that queues
+the most seats one request may take in it (:func:`~.estimating.level_max_seats`). Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any, Final
 from controlplane.apis.kube.flowcontrol_bootstrap import FLOW_SCHEMAS, PRIORITY_LEVELS
 from controlplane.apis.untyped import dig
 from controlplane.apiserver.flowcontrol.borrowing import Bounds, bounds
+from controlplane.apiserver.flowcontrol.estimating import level_max_seats
 from controlplane.apiserver.flowcontrol.matching import RequestDigest, SchemaMatcher, schema_matcher
 from controlplane.apiserver.flowcontrol.queueing import LevelLimits
 
@@ -63,6 +65,9 @@ class Level:
     limits: LevelLimits | None
     #: Its nominal limit and the bounds of its current one (borrowing).
     bounds: Bounds
+    #: The most seats one request takes in it (kube's ``MaxSeatsTracker``; 0: not set, a level
+    #: that does not queue), before the estimators' own limit.
+    max_seats: int = 0
 
 
 def object_uid(kind: str, name: str) -> str:
@@ -155,7 +160,7 @@ def configuration(
         limits = None if spec.get("type") == "Exempt" else level_limits(spec, total=total, share_sum=share_sum)
         levels[name] = Level(name, _uid(obj, "prioritylevelconfigurations"), limits, level_bounds(
             spec, limits, total=total, share_sum=share_sum,
-        ))
+        ), 0 if limits is None or limits.queue_length <= 0 else level_max_seats(limits.seats, limits.hand_size))
     schemas = [
         schema_matcher(obj, uid=_uid(obj, "flowschemas"))
         for obj in _with_bootstrap(flow_schemas, FLOW_SCHEMAS)

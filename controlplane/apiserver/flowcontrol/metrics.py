@@ -3,6 +3,10 @@ kube's dashboards and alerts read them as they are):
 
 * ``apiserver_flowcontrol_current_inqueue_requests{priority_level,flow_schema}`` -- waiting;
 * ``apiserver_flowcontrol_current_executing_requests{priority_level,flow_schema}`` -- served;
+* ``apiserver_flowcontrol_current_executing_seats{priority_level,flow_schema}`` -- the seats they
+  hold (a watch's while it starts, a write's until the end of its additional latency);
+* ``apiserver_flowcontrol_work_estimated_seats{priority_level,flow_schema}`` -- each request's
+  estimated seats, and ``..._watch_count_samples`` the watches each write may be seen by;
 * ``apiserver_flowcontrol_rejected_requests_total{priority_level,flow_schema,reason}`` --
   429s (``queue-full``, ``concurrency-limit``, ``time-out``) and clients gone while waiting
   (``cancelled``);
@@ -37,6 +41,9 @@ _LIMIT_GAUGES = {
     "demand_seats_smoothed": "Smoothed seat demands.",
 }
 _WAIT_BUCKETS = (0.0, 0.005, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 15.0, 30.0)
+#: kube's buckets of ``work_estimated_seats`` and ``watch_count_samples``.
+_SEATS_BUCKETS = (1.0, 2.0, 4.0, 10.0)
+_WATCH_COUNT_BUCKETS = (0.0, 1.0, 10.0, 100.0, 1000.0, 10000.0)
 
 
 class FlowControlMetrics:
@@ -49,6 +56,21 @@ class FlowControlMetrics:
         self.executing = Gauge(
             "apiserver_flowcontrol_current_executing_requests",
             "Requests being served, by priority level.", _LABELS, registry=registry,
+        )
+        self.executing_seats = Gauge(
+            "apiserver_flowcontrol_current_executing_seats",
+            "Concurrency (number of seats) occupied by the currently executing (initial stage for a WATCH, "
+            "any stage otherwise) requests in the API Priority and Fairness subsystem", _LABELS, registry=registry,
+        )
+        self.estimated_seats = Histogram(
+            "apiserver_flowcontrol_work_estimated_seats",
+            "Number of estimated seats (maximum of initial and final seats) associated with requests in API "
+            "Priority and Fairness", _LABELS, buckets=_SEATS_BUCKETS, registry=registry,
+        )
+        self.watch_counts = Histogram(
+            "apiserver_flowcontrol_watch_count_samples",
+            "count of watchers for mutating requests in API Priority and Fairness", _LABELS,
+            buckets=_WATCH_COUNT_BUCKETS, registry=registry,
         )
         self.rejected = Counter(
             "apiserver_flowcontrol_rejected_requests",
@@ -65,17 +87,25 @@ class FlowControlMetrics:
             for name, help_text in _LIMIT_GAUGES.items()
         }
 
-        #: Each (level, flow schema)'s in-queue and executing gauges, looked up once (a handful:
-        #: the built-in schemas), not through labels() on every request.
-        self._gauges: dict[tuple[str, str], tuple[Gauge, Gauge]] = {}
+        #: Each (level, flow schema)'s in-queue, executing and seats gauges, looked up once (a
+        #: handful: the built-in schemas), not through labels() on every request.
+        self._gauges: dict[tuple[str, str], tuple[Gauge, Gauge, Gauge]] = {}
 
-    def gauges(self, found: Classification) -> tuple[Gauge, Gauge]:
-        """The in-queue and executing gauges of ``found``'s level and flow schema."""
+    def gauges(self, found: Classification) -> tuple[Gauge, Gauge, Gauge]:
+        """The in-queue, executing and executing-seats gauges of ``found``'s level and flow schema."""
         key = (found.level, found.flow_schema)
-        pair = self._gauges.get(key)
-        if pair is None:
-            pair = self._gauges[key] = (self.inqueue.labels(*key), self.executing.labels(*key))
-        return pair
+        gauges = self._gauges.get(key)
+        if gauges is None:
+            gauges = self._gauges[key] = (
+                self.inqueue.labels(*key), self.executing.labels(*key), self.executing_seats.labels(*key),
+            )
+        return gauges
+
+    def observe_estimated_seats(self, found: Classification, seats: int) -> None:
+        self.estimated_seats.labels(found.level, found.flow_schema).observe(seats)
+
+    def observe_watch_count(self, found: Classification, count: int) -> None:
+        self.watch_counts.labels(found.level, found.flow_schema).observe(count)
 
     def reject(self, found: Classification, reason: str) -> None:
         self.rejected.labels(found.level, found.flow_schema, reason).inc()

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-from collections.abc import AsyncGenerator, Iterable, Sequence
+from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any, Unpack
@@ -338,11 +338,13 @@ class WatchCache:
         namespace: str | None = None,
         send_initial_events: bool | None = None,
         window_only: bool = False,
+        started: Callable[[], None] | None = None,
         **options: Unpack[WatchArgs],
     ) -> AsyncGenerator[Sequence[ObjectEvent]]:
         """The events of :meth:`watch` in batches: the initial objects a few at a time, then
         every event queued for the watch at once, so that its consumer wakes once per batch
-        (the HTTP handler writes a batch in one transport write)."""
+        (the HTTP handler writes a batch in one transport write). ``started`` is called once the
+        consumer has taken the initial events (kube's cacher says then that the watch is initialized)."""
         asked = WatchOptions(**options)
         resource_version, bookmark_interval = asked.resource_version, asked.bookmark_interval
         labels = label_selector_of(asked.label_selector)
@@ -353,6 +355,8 @@ class WatchCache:
         if cacher is None and send_initial_events is None:
             # Not listed yet (the store is slow or away): the store serves this watch, as without a cache.
             parsed = replace(asked, label_selector=labels, field_selector=fields)
+            if started is not None:
+                started()
             async for batch in self._store_batches(rt, namespace, parsed):
                 yield batch
             return
@@ -405,6 +409,8 @@ class WatchCache:
             del chunk
             if send_initial_events and bookmark_interval is not None:
                 yield (bookmark(rt, start, initial_events_end=True),)
+            if started is not None:
+                started()
             async for batch in events:
                 yield batch
         finally:

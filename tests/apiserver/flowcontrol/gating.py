@@ -1,4 +1,5 @@
-"""The object layer with its ConfigMap lists held on purpose (a slow LIST), for the APF tests."""
+"""The object layer with its ConfigMap lists held on purpose (a slow LIST), and a store whose
+ConfigMap reads are held once armed (a watch's slow initial list), for the APF tests."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from typing import Unpack
 from controlplane.apiserver.objects import EncodedList, ListArgs, ObjectList, ObjectStore
 from controlplane.apiserver.resources import Registry, ResourceType
 from controlplane.storage import Store
+from controlplane.storage.interface import ListResult
+from controlplane.storage.wrapping import WrappedStore
 
 
 class GatedObjects(ObjectStore):
@@ -38,3 +41,21 @@ class GatedObjects(ObjectStore):
     ) -> EncodedList:
         await self._hold(rt)
         return await super().list_encoded(rt, namespace=namespace, **options)
+
+
+class GatedStore(WrappedStore):
+    """``inner``, its lists of ConfigMaps waiting for ``gate`` once ``armed`` (``held`` set then)."""
+
+    def __init__(self, inner: Store) -> None:
+        super().__init__(inner)
+        self.armed = False
+        self.gate = asyncio.Event()
+        self.held = asyncio.Event()
+
+    async def list(
+        self, prefix: str, *, revision: int | None = None, limit: int = 0, start_after: str | None = None
+    ) -> ListResult:
+        if self.armed and "/configmaps/" in prefix:
+            self.held.set()
+            await self.gate.wait()
+        return await super().list(prefix, revision=revision, limit=limit, start_after=start_after)

@@ -1,6 +1,7 @@
 """A LIST takes the seats kube's work estimate gives it, from the watch cache's count of its
 resource: with 250 ConfigMaps stored, a consistent LIST (read from the store: twice the count)
-holds 5 seats of its level while it runs, as kube's ``dump_requests`` shows."""
+holds 5 seats of its level while it runs, as kube's ``dump_requests`` shows; a watch with its
+initial events holds 3 (the count, from the cache) until they are sent, and none after."""
 
 from __future__ import annotations
 
@@ -8,19 +9,22 @@ import asyncio
 from pathlib import Path
 
 import aiohttp
+import orjson
 from aiohttp import web
 
 from controlplane.apiserver.app import create_app
 from controlplane.apiserver.auth import RoleAuthorizer, TokenStore
-from controlplane.apiserver.flowcontrol import FlowControlConfig
+from controlplane.apiserver.flowcontrol import FlowControlConfig, FlowControlMetrics
 from controlplane.apiserver.identity import Role
+from controlplane.apiserver.objects import ObjectStore
 from controlplane.apiserver.tls import ensure_pki
 from controlplane.hub import hub_registry
 from controlplane.storage import Store
 
-from .gating import GatedObjects
+from .gating import GatedObjects, GatedStore
 
 CONFIGMAPS = "/api/v1/namespaces/default/configmaps"
+DUMP_REQUESTS = "/debug/api_priority_and_fairness/dump_requests"
 STORED = 250
 
 
@@ -65,4 +69,68 @@ async def test_a_list_holds_seats_by_the_objects_it_goes_through(tmp_path: Path,
             response.release()
     finally:
         objects.gate.set()
+        await runner.cleanup()
+
+
+def _rows(dump: str) -> list[list[str]]:
+    return [[cell.strip() for cell in line.split(",")[:-1]] for line in dump.splitlines()]
+
+
+async def test_a_watch_holds_its_seats_while_its_initial_events_are_read(tmp_path: Path, store: Store) -> None:
+    pki = ensure_pki(tmp_path, hosts=[])
+    registry = hub_registry()
+    gated = GatedStore(store)
+    objects = ObjectStore(gated, registry)
+    tokens = TokenStore(store)
+    metrics = FlowControlMetrics()
+    app = create_app(
+        objects, registry, authenticator=tokens, authorizer=RoleAuthorizer(),
+        flow_control=FlowControlConfig(total_concurrency=600), flow_control_metrics=metrics,
+    )
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=pki.server_ssl_context())
+    await site.start()
+    url = f"https://127.0.0.1:{runner.addresses[0][1]}"
+    admin = {"Authorization": f"Bearer {(await tokens.create(role=Role.ADMIN, name='admin')).token}"}
+    viewer = {"Authorization": f"Bearer {(await tokens.create(role=Role.VIEWER, name='bob')).token}"}
+    configmap = registry.require("v1", "ConfigMap")
+    for n in range(STORED):
+        await objects.create(configmap, {"apiVersion": "v1", "kind": "ConfigMap",
+                                         "metadata": {"name": f"cm-{n}", "namespace": "default"}})
+    seats = metrics.executing_seats.labels("global-default", "global-default")
+    connector = aiohttp.TCPConnector(ssl=pki.client_ssl_context(), limit=0)
+    try:
+        async with aiohttp.ClientSession(connector=connector) as session:
+            async with session.get(url + CONFIGMAPS, params={"resourceVersion": "0"}, headers=viewer) as response:
+                assert response.status == 200  # the watch cache counts the ConfigMaps from now on
+            gated.armed = True
+            params = {"watch": "1", "sendInitialEvents": "true", "resourceVersionMatch": "NotOlderThan",
+                      "allowWatchBookmarks": "true", "timeoutSeconds": "60"}
+            async with session.get(url + CONFIGMAPS, params=params, headers=viewer) as watch:
+                assert watch.status == 200
+                async with asyncio.timeout(10):
+                    await gated.held.wait()  # its initial list is being read
+                async with session.get(url + DUMP_REQUESTS, headers=admin) as response:
+                    rows = _rows(await response.text())
+                [bobs] = [row for row in rows[1:] if row[4] == "bob"]
+                # Executing (-1) in global-default with 3 seats: 250 objects from the cache.
+                assert (bobs[0], bobs[3], bobs[6]) == ("global-default", "-1", str(-(-STORED // 100)))
+                assert seats._value.get() == 3
+                gated.gate.set()
+                async with asyncio.timeout(10):
+                    added = 0
+                    while True:
+                        event = orjson.loads(await watch.content.readline())
+                        if event["type"] == "BOOKMARK":
+                            break
+                        added += 1
+                assert added == STORED
+                # Started: its seats are back while it goes on.
+                async with session.get(url + DUMP_REQUESTS, headers=admin) as response:
+                    rows = _rows(await response.text())
+                assert [row for row in rows[1:] if row[4] == "bob"] == []
+                assert seats._value.get() == 0
+    finally:
+        gated.gate.set()
         await runner.cleanup()
