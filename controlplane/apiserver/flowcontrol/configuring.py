@@ -1,7 +1,8 @@
 """Keeps a :class:`~.dispatching.FlowController` following the stored FlowSchemas and
 PriorityLevelConfigurations, as kube's APF config controller follows its informers: a list, then a
 watch, of each kind; every change recompiles the configuration (a handful of objects), which the next
-requests are classified and limited by. No restart needed; a watch that breaks is listed again.
+requests are classified and limited by. No restart needed; a watch that breaks is listed again. It
+also runs the controller's borrowing timer (:meth:`~.dispatching.FlowController.keep_adjusting`).
 """
 
 from __future__ import annotations
@@ -40,8 +41,10 @@ class ConfigurationWatch:
             await event.wait()
 
     async def run(self, stop: asyncio.Event) -> None:
-        """Follow both kinds until ``stop`` (nothing when the registry serves neither)."""
+        """Follow both kinds until ``stop`` (nothing when the registry serves neither), and share the
+        seats between the levels anew every 10 s, as kube's config controller does."""
         async with asyncio.TaskGroup() as group:
+            group.create_task(self._controller.keep_adjusting(stop))
             for kind in self._types:
                 group.create_task(self._keep(kind, stop))
 

@@ -11,12 +11,15 @@ A watch, as in kube, takes its seats only while it starts: from its turn until i
 :func:`~controlplane.apiserver.handlers.watch_started` (its initial events sent, or handed to
 another server), or returns; it
 counts in :attr:`FlowController.watches` while it lasts. Requests ``not_counted`` says so of
-(long-running requests other than watches, health checks) pass without taking a seat.
+(long-running requests other than watches, health checks) pass without taking a seat. Every
+:data:`~.borrowing.ADJUSTMENT_SECONDS` :meth:`FlowController.keep_adjusting` shares the seats
+anew between the levels, as kube's timer does.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import time
 from collections.abc import Awaitable, Callable, Iterable
@@ -86,7 +89,6 @@ class FlowController:
         #: The watches open, for a write's estimate (kube's watch tracker).
         self.watches = WatchCounts()
         self._object_count = object_count
-        self._adjusted = time.monotonic()
         self._apply(self.configuration)
 
     def update(self, flow_schemas: Iterable[dict[str, Any]], priority_levels: Iterable[dict[str, Any]]) -> None:
@@ -106,9 +108,18 @@ class FlowController:
         self.levels, self.configuration = levels, new
         self.adjust(time.monotonic())
 
+    async def keep_adjusting(self, stop: asyncio.Event, *, period: float = ADJUSTMENT_SECONDS) -> None:
+        """:meth:`adjust` every ``period`` seconds until ``stop`` (kube's ``updateBorrowing`` timer):
+        the limits, and their metrics, follow the demand even while no request comes."""
+        while not stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(period):
+                    await stop.wait()
+            if not stop.is_set():
+                self.adjust(time.monotonic())
+
     def adjust(self, now: float) -> None:
         """kube's borrowing: each level's current limit from its seat demand since the last time."""
-        self._adjusted = now
         names: list[str] = []
         items: list[Item] = []
         nominal_sum = 0
@@ -224,8 +235,6 @@ class Seat:
             return
         started = time.perf_counter()
         now = time.monotonic()
-        if now - self._controller._adjusted >= ADJUSTMENT_SECONDS:
-            self._controller.adjust(now)
         self._waiter = waiter = asyncio.get_running_loop().create_future()
         outcome: Outcome | str = queues.offer(
             flow_hash(found.flow_schema, found.flow), waiter, now=now, estimate=self._estimate, about=self

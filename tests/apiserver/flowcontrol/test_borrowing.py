@@ -108,3 +108,24 @@ async def test_a_busy_level_borrows_what_idle_ones_lend(borrowing_limit: int | N
     assert _current(controller, "workload-low") >= 24
     total = sum(_current(controller, name) for name in controller.levels)
     assert total == pytest.approx(sum(lv.bounds.nominal for lv in controller.configuration.levels.values()), abs=len(controller.levels))
+
+
+async def test_the_limits_are_shared_anew_on_a_timer_while_no_request_comes() -> None:
+    controller = FlowController(FlowControlConfig(total_concurrency=600))
+    level = controller.levels["global-default"]
+    before = level.concurrency
+    loop = asyncio.get_running_loop()
+    for n in range(700):  # straight into the level: no request goes through the controller
+        level.offer(flow_hash("global-default", f"user-{n % 20}"), loop.create_future(), now=time.monotonic())
+    stop = asyncio.Event()
+    timer = asyncio.create_task(controller.keep_adjusting(stop, period=0.01))  # kube's is every 10 s
+    try:
+        async with asyncio.timeout(10):
+            while True:
+                if _current(controller, "global-default") != before:
+                    break
+                await asyncio.sleep(0.01)
+        assert level.concurrency > before and _current(controller, "global-default") == level.concurrency
+    finally:
+        stop.set()
+        await timer
