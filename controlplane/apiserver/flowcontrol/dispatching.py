@@ -9,8 +9,7 @@ and ``X-Kubernetes-PF-PriorityLevel-UID`` headers. A request takes the seats of 
 (:mod:`.estimating`); a write keeps its final seats for its additional latency after its answer.
 A watch, as in kube, takes its seats only while it starts: from its turn until its handler calls
 :func:`~controlplane.apiserver.handlers.watch_started` (its initial events sent, or handed to
-another server), or returns; it
-counts in :attr:`FlowController.watches` while it lasts. Requests ``not_counted`` says so of
+another server), or returns; it counts in :attr:`FlowController.watches` while it lasts. Requests ``not_counted`` says so of
 (long-running requests other than watches, health checks) pass without taking a seat. Every
 :data:`~.borrowing.ADJUSTMENT_SECONDS` :meth:`FlowController.keep_adjusting` shares the seats
 anew between the levels, as kube's timer does.
