@@ -59,15 +59,6 @@ WARNINGS = web.RequestKey("warnings", list[str])
 #: flow control sets it, and gives the watch's seats back to its level then.
 WATCH_STARTED: web.RequestKey[Callable[[], None]] = web.RequestKey("watch_started")
 JSON_CONTENT_TYPE = "application/json"
-
-
-def watch_started(request: web.Request) -> None:
-    """Tell flow control a watch has started (its initial events sent, or handed to another server)."""
-    started = request.get(WATCH_STARTED)
-    if started is not None:
-        started()
-
-
 _TRUE = frozenset({"1", "true", "True"})
 _BODY_MEDIA = ("application/json", "application/yaml", "text/yaml", "application/x-yaml")
 #: How often an idle watch checks for a closed connection or a server shutdown.
@@ -75,6 +66,13 @@ WATCH_POLL_SECONDS = 1.0
 #: A list response larger than this is encoded and sent in pieces of about this size, so
 #: the hub never holds a second (and third) copy of a large collection as one body.
 STREAMED_LIST_BYTES = 1024 * 1024
+
+
+def watch_started(request: web.Request) -> None:
+    """Tell flow control a watch has started (its initial events sent, or handed to another server)."""
+    started = request.get(WATCH_STARTED)
+    if started is not None:
+        started()
 
 
 def json_response(
