@@ -91,12 +91,14 @@ from controlplane.controllers.context import (
 from controlplane.controllers.events import EventReason, record_event
 from controlplane.controllers.informing import spec_unchanged
 from controlplane.controllers.reconciling import ReconcileLoop
+from controlplane.controllers.webhookinterpreting import webhook_dependencies
 from controlplane.controllers.workloads import find_condition, is_deleting, with_condition
 from controlplane.controllers.works import cluster_of_namespace, preserves
 from controlplane.interpreter import interpreter_for
 from controlplane.interpreter.dependencies import DEPENDENCY_KINDS, Dependency
 from controlplane.interpreter.registry import group_of
 from controlplane.interpreter.shape import malformed
+from controlplane.interpreter.webhook_calls import webhook_interprets
 from controlplane.objectclient import WatchEventType, errors
 from policies.matching import PolicyRef
 
@@ -258,35 +260,81 @@ class DependenciesController:
             return None
         return workload
 
-    def _dependencies_of(self, workload: Mapping[str, Any]) -> tuple[Dependency, ...]:
+    def _dependency_webhook(self, workload: Mapping[str, Any]) -> str | None:
+        """The InterpretDependency webhook that lists the workload's dependencies (its uid), if any."""
+        webhooks = self.ctx.interpreter_webhooks
+        if webhooks is None or not webhook_interprets(webhooks, dict(workload), "InterpretDependency"):
+            return None
+        hook = webhooks.hook_for(str(workload.get("apiVersion")), str(workload.get("kind")), "InterpretDependency")
+        return hook.uid if hook is not None else None
+
+    def _memo_key(self, workload: Mapping[str, Any], webhook: str | None) -> tuple[tuple[str, str, str, str], Any]:
+        """The workload's key in the memo and the version of its spec (and of who lists its dependencies)."""
         api_version, kind = str(workload.get("apiVersion")), str(workload.get("kind"))
-        interpreter = interpreter_for(api_version, kind)
-        if interpreter is None:
-            return ()
         meta = ObjectView(workload).metadata
         memo_key = (group_of(api_version), kind, str(meta.get("namespace") or ""), str(meta.get("name")))
         # Its spec's version: the generation where kube keeps one, else any write's.
         generation = meta.get("generation") if keeps_generation(group_of(api_version), kind) else None
-        version = (meta.get("uid"), generation or meta.get("resourceVersion"))
+        return memo_key, (meta.get("uid"), generation or meta.get("resourceVersion"), webhook)
+
+    def _dependencies_of(self, workload: Mapping[str, Any]) -> tuple[Dependency, ...]:
+        webhook = self._dependency_webhook(workload)
+        interpreter = interpreter_for(str(workload.get("apiVersion")), str(workload.get("kind")))
+        if interpreter is None and webhook is None:
+            return ()
+        memo_key, version = self._memo_key(workload, webhook)
         cached = self._memo.get(memo_key)
         if cached is not None and cached[0] == version:
             return cached[1]
-        if malformed(workload) is not None:
-            # The detector reports it on the workload; until it is fixed its objects stay where they are.
+        if webhook is not None or malformed(workload) is not None or interpreter is None:
+            # The detector reports a malformed one on the workload; until it is fixed its objects
+            # stay where they are. A webhook's answer is asked for when the parent is reconciled
+            # (:meth:`_ask_webhook`); until it comes, the previous one stands.
             return cached[1] if cached is not None else ()
         found = tuple(interpreter.dependencies(dict(workload)))
         self._memo[memo_key] = (version, found)
         return found
 
-    def needed_by(self, binding: Mapping[str, Any] | None) -> tuple[Dependency, ...]:
-        """What the parent ``binding`` propagates along: nothing unless it says ``propagateDeps``
-        and it and its workload are alive — or it preserves and is being deleted (its workload
-        or itself), so the objects stay with the member copies it leaves behind."""
+    async def _ask_webhook(self, binding: Mapping[str, Any] | None) -> None:
+        """Put the answer of the parent's InterpretDependency webhook in the memo, unless it is
+        there for the workload's current spec. A failed call raises (with Karmada's event) and
+        leaves the memo as it was: the parent is retried with backoff."""
+        workload = self._parent_workload(binding)
+        webhook = self._dependency_webhook(workload) if workload is not None else None
+        if workload is None or webhook is None or malformed(workload) is not None:
+            return
+        memo_key, version = self._memo_key(workload, webhook)
+        cached = self._memo.get(memo_key)
+        if cached is not None and cached[0] == version:
+            return
+        found = await webhook_dependencies(self.ctx, workload)
+        if found is not None:
+            self._memo[memo_key] = (version, tuple(found))
+
+    def _unasked(self, binding: Mapping[str, Any] | None) -> bool:
+        """Whether what ``binding`` needs waits for its InterpretDependency webhook's first answer
+        for the workload's current spec (the call failed, or the parent is not reconciled yet)."""
+        workload = self._parent_workload(binding)
+        webhook = self._dependency_webhook(workload) if workload is not None else None
+        if workload is None or webhook is None or malformed(workload) is not None:
+            return False
+        memo_key, version = self._memo_key(workload, webhook)
+        cached = self._memo.get(memo_key)
+        return cached is None or cached[0] != version
+
+    def _parent_workload(self, binding: Mapping[str, Any] | None) -> dict[str, Any] | None:
+        """The workload whose dependencies the parent ``binding`` propagates along: none unless it
+        says ``propagateDeps`` and it and its workload are alive — or it preserves and is being
+        deleted (its workload or itself), so the objects stay with the member copies it leaves behind."""
         if binding is None or not is_parent_candidate(binding) or is_attached(binding):
-            return ()
+            return None
         if not propagates_deps(binding) and not self._policy_propagates_deps(binding):
-            return ()
-        workload = self._workload_of(binding, deleting=preserves(binding))
+            return None
+        return self._workload_of(binding, deleting=preserves(binding))
+
+    def needed_by(self, binding: Mapping[str, Any] | None) -> tuple[Dependency, ...]:
+        """What the parent ``binding`` propagates along (:meth:`_parent_workload`'s dependencies)."""
+        workload = self._parent_workload(binding)
         return self._dependencies_of(workload) if workload is not None else ()
 
     def _unlisted(self, binding: Mapping[str, Any] | None) -> bool:
@@ -305,7 +353,7 @@ class DependenciesController:
         out: list[BindingSnapshot] = []
         for namespace, name in sorted(candidates):
             binding = self.ctx.bindings.get(namespace, name)
-            if self._unlisted(binding):
+            if self._unlisted(binding) or self._unasked(binding):
                 return None
             if binding is not None and wanted in self.needed_by(binding):
                 out.append(BindingSnapshot(key.namespace, name, parent_clusters(binding)))
@@ -322,6 +370,7 @@ class DependenciesController:
         binding = self.ctx.bindings.get(key[0], key[1])
         if self._unlisted(binding):
             return UNSYNCED_RETRY_SECONDS  # not listed yet: an absent workload says nothing (it stays unseen)
+        await self._ask_webhook(binding)  # a failed call leaves it unseen
         self._seen(key)
         needed = self.needed_by(binding)
         keys = frozenset(DependencyKey.of(key[0], d) for d in needed)
@@ -409,7 +458,7 @@ class DependenciesController:
         obj = self._dependency_object(key)
         parents = self.parents_of(key) if obj is not None else []
         if parents is None:
-            return UNSYNCED_RETRY_SECONDS  # a candidate parent's workload informer has not listed
+            return UNSYNCED_RETRY_SECONDS  # a candidate parent's workload informer has not listed, or its webhook not answered
         orphan = existing is not None and not is_attached(existing)  # its policy was deleted
         if obj is None or not parents:
             if existing is not None and not orphan:

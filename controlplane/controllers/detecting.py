@@ -16,8 +16,8 @@ the existing bindings. Out, per workload:
   which the dependencies controller reads, so the workload's ConfigMaps and Secrets stay with it
   after the policy is deleted) and its ``schedulePriority`` resolved to an integer
   (``spec.schedulePriority.priority``, the scheduler's queue order; see below), and the status
-  condition ``Propagated=True`` (reason ``PolicyClaimed``). An InterpretReplica webhook's replicas
-  and requirements win over the interpreter's (``webhookinterpreting``; a failed call writes nothing);
+  condition ``Propagated=True`` (reason ``PolicyClaimed``). An InterpretReplica webhook's replicas and
+  requirements win over the interpreter's (``webhookinterpreting``; after the checks; a failed call writes nothing);
 * claimed by none and never propagated: ``Propagated=False`` reason ``NoPolicyMatched``;
   the workload stays on the hub only;
 * claimed before but by no policy now (the policy was deleted or no longer selects it):
@@ -406,8 +406,9 @@ class Detector(KeyedController[WorkloadRef]):
             match.policy.spec.schedule_priority,
             priority_classes=self._priority_classes.items() if self._priority_classes is not None else (),
         )
-        replicas = await webhook_replicas(ctx, workload, match.ref)  # before the pure building
-        spec = _interpret(workload, match, binding, priority=priority, rt=rt, replicas=replicas)
+        refused = _refusal(rt, workload)  # a webhook is called only for an object the checks accept, as a script is run
+        replicas = await webhook_replicas(ctx, workload, match.ref) if refused is None else None
+        spec = refused or _interpret(workload, match, binding, priority=priority, replicas=replicas)
         if isinstance(spec, InvalidObject):
             # A value, not a retry: nothing changes until the object does (its next event).
             await self._report_invalid(rt, workload, spec)
@@ -564,23 +565,24 @@ class Detector(KeyedController[WorkloadRef]):
         return status_block
 
 
+def _refusal(rt: ResourceType, workload: dict[str, Any]) -> InvalidObject | None:
+    """Why the workload cannot be read or is one kube would refuse (stored before the API validated its kind)."""
+    invalid = shape_problem(rt, workload)
+    refused = rt.validate(workload, None) if invalid is None and rt.validate is not None else []
+    if refused:
+        return InvalidObject(path=refused[0].field, expected="object", found="object", body=refused[0].message)
+    return invalid
+
+
 def _interpret(
     workload: dict[str, Any],
     match: PolicyMatch,
     binding: dict[str, Any] | None,
     *,
     priority: PriorityResolution | None,
-    rt: ResourceType,
     replicas: dict[str, Any] | None = None,
 ) -> dict[str, Any] | InvalidObject:
-    """The binding spec, or :class:`InvalidObject` when the workload cannot be read or is one
-    kube would refuse (stored before the API validated its kind). Pure."""
-    invalid = shape_problem(rt, workload)
-    if invalid is not None:
-        return invalid
-    refused = rt.validate(workload, None) if rt.validate is not None else []
-    if refused:
-        return InvalidObject(path=refused[0].field, expected="object", found="object", body=refused[0].message)
+    """The binding spec of a workload :func:`_refusal` accepts, or :class:`InvalidObject` when it cannot be read. Pure."""
     try:
         return binding_spec(
             workload, match.policy, binding, schedule_priority=priority.priority if priority is not None else None,
@@ -593,6 +595,4 @@ def _interpret(
         )
 
 
-__all__ = [
-    "Detector", "PriorityResolution", "binding_priority", "binding_spec", "describe_policy", "resolve_schedule_priority",
-]
+__all__ = ["Detector", "PriorityResolution", "binding_priority", "binding_spec", "describe_policy", "resolve_schedule_priority"]

@@ -43,10 +43,13 @@ class EventReason(StrEnum):
     SCRIPT_FAILED = "InterpreterScriptFailed"
     SELECTORS_NOT_SERVED = "ResourceSelectorsNotServed"
     SELECTORS_SERVED = "ResourceSelectorsServed"
-    # Karmada's, when a resource interpreter webhook fails (on the workload).
+    # Karmada's, when a resource interpreter webhook fails (on the workload; the last two on the Work).
     APPLY_POLICY_FAILED = "ApplyPolicyFailed"
     SYNC_WORK_FAILED = "SyncWorkFailed"
     AGGREGATE_STATUS_FAILED = "AggregateStatusFailed"
+    GET_DEPENDENCIES_FAILED = "GetDependenciesFailed"
+    REFLECT_STATUS_FAILED = "ReflectStatusFailed"
+    INTERPRET_HEALTH_FAILED = "InterpretHealthFailed"
     # kube's garbage collector's.
     OWNER_REF_INVALID_NAMESPACE = "OwnerRefInvalidNamespace"
     # kube's HPA controller's, on a FederatedHPA.

@@ -8,7 +8,9 @@ object's status and health the agent reported) and the hub workload. Out:
   condition (True when every chosen cluster's Work is applied at its current generation); the
   health is the agent's, or, from an agent that did not report one, the kind's rule (the one the
   agents apply) on what the hub knows of the member's copy: the status reported and the spec the
-  Work asks for (:func:`member_object`);
+  Work asks for (:func:`member_object`); an InterpretStatus or InterpretHealth webhook of the
+  kind, where the agent ran no customization's script, reflects each member's status or judges
+  its health first (:func:`~controlplane.controllers.webhookinterpreting.reflected_by_webhook`);
 * the workload's ``.status`` on the hub, merged by its interpreter from the members'
   statuses (a Deployment's ``readyReplicas`` is the sum over members; a kind without replicas
   by its status interpreter, :mod:`controlplane.interpreter.native`, if it has one: a
@@ -73,7 +75,7 @@ from controlplane.controllers.notstarting import (
     what_is_said,
 )
 from controlplane.controllers.reconciling import KeyedController
-from controlplane.controllers.webhookinterpreting import aggregated_by_webhook
+from controlplane.controllers.webhookinterpreting import aggregated_by_webhook, reflected_by_webhook
 from controlplane.controllers.workloads import (
     WorkloadConditionType,
     binding_namespace,
@@ -81,7 +83,13 @@ from controlplane.controllers.workloads import (
     is_deleting,
     with_condition,
 )
-from controlplane.controllers.works import binding_key_of_work, cluster_of_namespace, resource_generation
+from controlplane.controllers.works import (
+    binding_key_of_work,
+    cluster_of_namespace,
+    main_manifest,
+    resource_generation,
+    work_manifest,
+)
 from controlplane.interpreter import interpreter_for, keep_finished, stamp_finish
 from controlplane.interpreter.customized import CustomizedInterpreter, hook_of_reason
 from controlplane.interpreter.native import StatusInterpreter, status_interpreter_for
@@ -99,25 +107,6 @@ MAX_WAITING_HOLD_SECONDS = 10.0
 WORK_NOT_WRITTEN = "the Work is not written yet"
 WORK_NOT_APPLIED = "the member has not applied the current Work yet"
 WAITING_MESSAGES = frozenset({WORK_NOT_WRITTEN, WORK_NOT_APPLIED})
-
-
-def main_manifest(work: Mapping[str, Any], resource: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    """The manifest status of the workload itself (a Work may one day carry dependencies too)."""
-    entries = WorkView(work).manifest_statuses
-    for entry in entries:
-        ident = entry.get("identifier") or {}
-        if ident.get("kind") == resource.get("kind") and ident.get("name") == resource.get("name"):
-            return dict(entry)
-    return dict(entries[0]) if entries else None
-
-
-def work_manifest(work: Mapping[str, Any], resource: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    """The Work's manifest of the workload itself, None when the Work carries none of it."""
-    for manifest in WorkView(work).manifests:
-        meta = manifest.get("metadata") or {}
-        if manifest.get("kind") == resource.get("kind") and meta.get("name") == resource.get("name"):
-            return manifest
-    return None
 
 
 def member_object(
@@ -472,6 +461,7 @@ class StatusController(KeyedController[BindingKey]):
             cluster = cluster_of_namespace(str(work["metadata"].get("namespace") or ""))
             if cluster is not None:
                 works[cluster] = work
+        works = await reflected_by_webhook(ctx, resource, works)  # where the agent ran no script for them
         items, members, pending = aggregate(resource, list(targets), works, folding)
         interpreted = None
         if isinstance(folding, CustomizedInterpreter):

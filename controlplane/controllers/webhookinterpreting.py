@@ -1,52 +1,73 @@
 """The controllers' calls of Karmada's resource interpreter webhooks (awaited before the pure
-building of a binding or a Work, whose answers are handed to it).
+building of a binding, a Work or a status, whose answers are handed to it).
 
-A failed call is reported as Karmada does: a Warning Event on the workload naming the webhook and
-the error (``ApplyPolicyFailed`` for InterpretReplica, ``SyncWorkFailed`` for ReviseReplica), and
-:class:`InterpreterWebhookFailed` raised, so the reconcile loop retries it with its backoff and
-nothing is written meanwhile.
+A failed call is reported as Karmada does: a Warning Event naming the webhook and the error — on
+the workload ``ApplyPolicyFailed`` for InterpretReplica, ``SyncWorkFailed`` for ReviseReplica,
+``AggregateStatusFailed`` for AggregateStatus, ``GetDependenciesFailed`` for InterpretDependency;
+on the Work ``ReflectStatusFailed`` for InterpretStatus and ``InterpretHealthFailed`` for
+InterpretHealth — and :class:`InterpreterWebhookFailed` raised, so the reconcile loop retries it
+with its backoff and nothing is written meanwhile.
+
+``Retain`` is not called: it needs the member's object, which only the agent reads, and the agent
+does not reach the hub's webhooks (a ``service`` is resolved on the hub's side).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from controlplane.apis.events import EventType
 from controlplane.apis.views import BindingView, ObjectView
+from controlplane.apis.work_v1alpha1 import Health
 from controlplane.controllers.context import ControllerContext
 from controlplane.controllers.events import EventReason, record_event
 from controlplane.controllers.workloads import WorkloadConditionType, find_condition, is_deleting
+from controlplane.controllers.works import main_manifest, with_main_manifest, work_manifest
+from controlplane.interpreter.dependencies import Dependency
 from controlplane.interpreter.webhook_calls import (
     InterpreterWebhookCaller,
     InterpreterWebhookFailed,
     webhook_interprets,
 )
-from controlplane.interpreter.webhook_context import HookFailed, apply_patch
+from controlplane.interpreter.webhook_context import (
+    HookFailed,
+    apply_patch,
+    dependencies_of,
+    healthy_of,
+    raw_status_of,
+)
 from policies.matching import PolicyRef
 
-__all__ = ["aggregated_by_webhook", "revised_by_webhook", "webhook_replicas"]
+__all__ = [
+    "aggregated_by_webhook", "reflected_by_webhook", "revised_by_webhook", "webhook_dependencies", "webhook_replicas",
+]
 
 
 async def _called(
     ctx: ControllerContext, webhooks: InterpreterWebhookCaller, operation: str, workload: dict[str, Any],
-    failed: tuple[EventReason, str], *, patch: bool = False, **request: Any,
-) -> dict[str, Any] | None:
-    """The webhook's answer to ``operation`` (with ``patch``: the workload as its JSONPatch leaves
-    it); None when no webhook answers. A failed call is a Warning Event on the workload (``failed``:
-    its reason and the words before the error) and :class:`InterpreterWebhookFailed`."""
+    failed: tuple[EventReason, str], *, read: Callable[[dict[str, Any]], Any] | None = None,
+    involved: Mapping[str, Any] | None = None, **request: Any,
+) -> Any:
+    """The webhook's answer to ``operation`` on ``workload`` (with ``read``: what it reads of the
+    answer); None when no webhook answers. A failed call is a Warning Event on ``involved`` (by
+    default the workload; ``failed``: its reason and message, ``{error}`` standing for the error)
+    and :class:`InterpreterWebhookFailed`."""
     try:
         answer = await webhooks.interpret(operation, workload, **request)
-        if not patch or answer is None:
+        if read is None or answer is None:
             return answer
         try:
-            return apply_patch(workload, answer)
+            return read(answer)
         except HookFailed as exc:
             hook = webhooks.hook_for(str(workload.get("apiVersion")), str(workload.get("kind")), operation)
             raise InterpreterWebhookFailed(exc.internal_error(hook) if hook is not None else str(exc)) from None
     except InterpreterWebhookFailed as exc:
-        reason, words = failed
-        await record_event(ctx, workload, type=EventType.WARNING, reason=reason, message=f"{words}: {exc}")
+        reason, message = failed
+        await record_event(
+            ctx, involved if involved is not None else workload, type=EventType.WARNING, reason=reason,
+            message=message.replace("{error}", str(exc)),
+        )
         raise
 
 
@@ -56,8 +77,8 @@ async def webhook_replicas(ctx: ControllerContext, workload: dict[str, Any], pol
     webhooks = ctx.interpreter_webhooks
     if webhooks is None or not webhook_interprets(webhooks, workload, "InterpretReplica"):
         return None
-    failed = f"Apply policy({policy.namespace}/{policy.name}) failed" if policy.namespace else (
-        f"Apply cluster policy({policy.name}) failed"
+    failed = f"Apply policy({policy.namespace}/{policy.name}) failed: {{error}}" if policy.namespace else (
+        f"Apply cluster policy({policy.name}) failed: {{error}}"
     )
     answer = await _called(ctx, webhooks, "InterpretReplica", workload, (EventReason.APPLY_POLICY_FAILED, failed))
     if answer is None:
@@ -84,8 +105,10 @@ async def revised_by_webhook(
     webhooks = ctx.interpreter_webhooks
     if webhooks is None or not _divides(binding) or not webhook_interprets(webhooks, workload, "ReviseReplica"):
         return workload
-    failed = (EventReason.SYNC_WORK_FAILED, f"Failed to sync work({work})")
-    revised = await _called(ctx, webhooks, "ReviseReplica", workload, failed, patch=True, desired_replicas=replicas)
+    failed = (EventReason.SYNC_WORK_FAILED, f"Failed to sync work({work}): {{error}}")
+    revised = await _called(
+        ctx, webhooks, "ReviseReplica", workload, failed, read=lambda a: apply_patch(workload, a), desired_replicas=replicas
+    )
     return revised if revised is not None else workload
 
 
@@ -104,8 +127,10 @@ async def aggregated_by_webhook(
         return False
     if resource.get("uid") and ObjectView(workload).metadata.get("uid") != resource.get("uid"):
         return True  # the binding still describes an earlier object of that name
-    failed = (EventReason.AGGREGATE_STATUS_FAILED, "Failed to aggregate status")
-    patched = await _called(ctx, webhooks, "AggregateStatus", workload, failed, patch=True, aggregated_status=items)
+    failed = (EventReason.AGGREGATE_STATUS_FAILED, "Failed to aggregate status: {error}")
+    patched = await _called(
+        ctx, webhooks, "AggregateStatus", workload, failed, read=lambda a: apply_patch(workload, a), aggregated_status=items
+    )
     patched = patched if patched is not None else workload
     current = workload.get("status") or {}
     status = dict(patched.get("status") or {})
@@ -116,3 +141,62 @@ async def aggregated_by_webhook(
     if status != current:
         await ctx.objects.update_status(informer.rt, {**workload, "status": status})
     return True
+
+
+async def webhook_dependencies(ctx: ControllerContext, workload: dict[str, Any]) -> list[Dependency] | None:
+    """The objects the workload's InterpretDependency webhook names (None: no webhook names them).
+    Karmada's event on a failed call is the error alone."""
+    webhooks = ctx.interpreter_webhooks
+    if webhooks is None or not webhook_interprets(webhooks, workload, "InterpretDependency"):
+        return None
+    namespace = str(ObjectView(workload).metadata.get("namespace") or "")
+    failed = (EventReason.GET_DEPENDENCIES_FAILED, "{error}")
+    found: list[Dependency] | None = await _called(
+        ctx, webhooks, "InterpretDependency", workload, failed, read=lambda a: dependencies_of(a, namespace)
+    )
+    return found
+
+
+async def reflected_by_webhook(
+    ctx: ControllerContext, resource: Mapping[str, Any], works: Mapping[str, dict[str, Any]]
+) -> dict[str, dict[str, Any]]:
+    """``works`` (by cluster) with each member status an InterpretStatus webhook reflects
+    (``rawStatus``) and each health an InterpretHealth webhook judges (``healthy``), unless the
+    agent ran a customization's script for it. The object sent is the member's copy as the hub
+    knows it: the Work's manifest with the status and generation its member reported."""
+    webhooks = ctx.interpreter_webhooks
+    kind = {"apiVersion": str(resource.get("apiVersion")), "kind": str(resource.get("kind"))}
+    if webhooks is None:
+        return dict(works)
+    reflects = webhook_interprets(webhooks, kind, "InterpretStatus")
+    judges = webhook_interprets(webhooks, kind, "InterpretHealth")
+    if not reflects and not judges:
+        return dict(works)
+    out = dict(works)
+    for cluster, work in works.items():
+        entry = dict(main_manifest(work, resource) or {})
+        interpreted = entry.get("interpretedBy") or {}
+        if entry.get("status") is None:
+            continue  # no member object reported yet
+        observed = _member_copy(work, resource, entry)
+        what = f"object({kind['kind']}/{resource.get('namespace') or ''}/{resource.get('name')})"
+        if reflects and "statusReflection" not in interpreted:
+            failed = (EventReason.REFLECT_STATUS_FAILED, f"Reflect status for {what} failed, err: {{error}}.")
+            entry["status"] = await _called(ctx, webhooks, "InterpretStatus", observed, failed, read=raw_status_of, involved=work)
+        if judges and "healthInterpretation" not in interpreted:
+            failed = (EventReason.INTERPRET_HEALTH_FAILED, f"Interpret health of {what} failed, err: {{error}}.")
+            healthy = await _called(ctx, webhooks, "InterpretHealth", observed, failed, read=healthy_of, involved=work)
+            entry["health"] = str(Health.HEALTHY if healthy else Health.UNHEALTHY)
+        out[cluster] = with_main_manifest(work, resource, entry)
+    return out
+
+
+def _member_copy(work: Mapping[str, Any], resource: Mapping[str, Any], entry: Mapping[str, Any]) -> dict[str, Any]:
+    manifest = work_manifest(work, resource) or {
+        "apiVersion": resource.get("apiVersion"), "kind": resource.get("kind"),
+        "metadata": {"namespace": resource.get("namespace"), "name": resource.get("name")},
+    }
+    metadata = dict(manifest.get("metadata") or {})
+    if isinstance(entry.get("generation"), int):
+        metadata["generation"] = entry["generation"]
+    return {**manifest, "metadata": metadata, "status": entry["status"]}

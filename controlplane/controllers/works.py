@@ -303,3 +303,37 @@ def work_differs(existing: Mapping[str, Any], desired: Mapping[str, Any]) -> boo
         if any(have.get(k) != v for k, v in want.items()):
             return True
     return False
+
+
+def _main_index(entries: Sequence[Mapping[str, Any]], resource: Mapping[str, Any]) -> int | None:
+    for i, entry in enumerate(entries):
+        ident = entry.get("identifier") or {}
+        if ident.get("kind") == resource.get("kind") and ident.get("name") == resource.get("name"):
+            return i
+    return 0 if entries else None
+
+
+def main_manifest(work: Mapping[str, Any], resource: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The manifest status of the workload itself (a Work may one day carry dependencies too)."""
+    entries = WorkView(work).manifest_statuses
+    index = _main_index(entries, resource)
+    return dict(entries[index]) if index is not None else None
+
+
+def with_main_manifest(work: Mapping[str, Any], resource: Mapping[str, Any], entry: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of ``work`` whose :func:`main_manifest` is ``entry`` (the stored Work unchanged)."""
+    entries = list(WorkView(work).manifest_statuses)
+    index = _main_index(entries, resource)
+    if index is None:
+        return dict(work)
+    entries[index] = entry
+    return {**work, "status": {**(work.get("status") or {}), "manifestStatuses": entries}}
+
+
+def work_manifest(work: Mapping[str, Any], resource: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The Work's manifest of the workload itself, None when the Work carries none of it."""
+    for manifest in WorkView(work).manifests:
+        meta = manifest.get("metadata") or {}
+        if manifest.get("kind") == resource.get("kind") and meta.get("name") == resource.get("name"):
+            return manifest
+    return None

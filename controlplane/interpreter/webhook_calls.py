@@ -19,6 +19,8 @@ __all__ = ["InterpreterWebhookCaller", "InterpreterWebhookFailed", "webhook_inte
 #: The Lua script that answers each webhook operation (a customization with it wins).
 _LUA_HOOKS = {
     "InterpretReplica": "replicaResource", "ReviseReplica": "replicaRevision", "AggregateStatus": "statusAggregation",
+    "InterpretDependency": "dependencyInterpretation", "Retain": "retention", "InterpretStatus": "statusReflection",
+    "InterpretHealth": "healthInterpretation",
 }
 
 

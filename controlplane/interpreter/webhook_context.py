@@ -9,7 +9,9 @@
 - :func:`verify_response` reads the answer (uid echoed, ``successful`` or a status, the field the
   operation needs) and :func:`apply_patch` applies its JSONPatch; both raise
   :class:`HookFailed` with Karmada's words, which :meth:`HookFailed.internal_error` wraps as
-  Karmada reports a failed call (``Internal error occurred: failed calling webhook "..."``).
+  Karmada reports a failed call (``Internal error occurred: failed calling webhook "..."``);
+- :func:`dependencies_of`, :func:`raw_status_of` and :func:`healthy_of` read the answers of
+  ``InterpretDependency``, ``InterpretStatus`` and ``InterpretHealth`` (:class:`HookFailed` too).
 
 Pure: the call itself is the caller's (it posts :func:`interpreter_context` and gives the bytes
 here, read up to :data:`MAX_RESPONSE_BYTES`).
@@ -28,6 +30,8 @@ from typing import Any, Final
 import jsonpatch
 import jsonpointer
 
+from controlplane.interpreter.dependencies import Dependency, sorted_dependencies
+
 __all__ = [
     "CONTEXT_API_VERSION",
     "DEFAULT_TIMEOUT_SECONDS",
@@ -35,9 +39,12 @@ __all__ = [
     "HookFailed",
     "InterpreterHook",
     "apply_patch",
+    "dependencies_of",
     "first_hook",
+    "healthy_of",
     "hooks_of",
     "interpreter_context",
+    "raw_status_of",
     "verify_response",
 ]
 
@@ -214,3 +221,36 @@ def apply_patch(obj: Mapping[str, Any], response: Mapping[str, Any]) -> Obj:
         raise HookFailed("the patched object is not an object")
     return patched
 
+
+
+def dependencies_of(response: Mapping[str, Any], namespace: str) -> list[Dependency]:
+    """The answer's ``dependencies``, named objects of the workload's ``namespace`` (an entry
+    without a namespace is in it); :class:`HookFailed` for one that is not, or has no name."""
+    found = []
+    for i, dep in enumerate(response.get("dependencies") or []):
+        where = str(dep.get("namespace") or namespace)
+        if where != namespace:
+            raise HookFailed(
+                f"dependencies[{i}]: namespace {json.dumps(where)} is not the workload's namespace "
+                f"{json.dumps(namespace)}: dependencies follow a workload in its own namespace"
+            )
+        if not dep.get("name"):
+            raise HookFailed(f"dependencies[{i}]: name is required (a labelSelector is not supported)")
+        found.append(Dependency(kind=str(dep["kind"]), name=str(dep["name"]), api_version=str(dep["apiVersion"])))
+    return sorted_dependencies(found)
+
+
+def raw_status_of(response: Mapping[str, Any]) -> Obj:
+    """The answer's ``rawStatus``: what the hub takes of the member object's status."""
+    raw = response.get("rawStatus")
+    if not isinstance(raw, dict):
+        raise HookFailed(f"response.rawStatus must be an object, not {json.dumps(raw)}")
+    return raw
+
+
+def healthy_of(response: Mapping[str, Any]) -> bool:
+    """The answer's ``healthy``."""
+    healthy = response.get("healthy")
+    if not isinstance(healthy, bool):
+        raise HookFailed(f"response.healthy must be a boolean, not {json.dumps(healthy)}")
+    return healthy

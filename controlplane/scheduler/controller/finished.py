@@ -20,8 +20,7 @@ from typing import Any
 
 from controlplane.apis.views import BindingView, ObjectView
 from controlplane.controllers.context import INDEX_BINDING, ControllerContext
-from controlplane.controllers.status import main_manifest
-from controlplane.controllers.works import cluster_of_namespace
+from controlplane.controllers.works import cluster_of_namespace, main_manifest
 from controlplane.interpreter import FinishedPhase, interpreter_for
 
 

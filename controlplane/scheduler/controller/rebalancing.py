@@ -51,8 +51,7 @@ from controlplane.apis.meta import format_time, parse_time, parse_time_or_none
 from controlplane.apis.work_v1alpha1 import BindingKey
 from controlplane.controllers.context import INDEX_BINDING, ControllerContext
 from controlplane.controllers.events import EventReason, record_event
-from controlplane.controllers.status import main_manifest
-from controlplane.controllers.works import cluster_of_namespace
+from controlplane.controllers.works import cluster_of_namespace, main_manifest
 from controlplane.interpreter import interpreter_for
 from controlplane.scheduler.controller.reading import binding_key, unschedulable_pods, workload_of
 from controlplane.scheduler.controller.reserving import ReservationKeeper
