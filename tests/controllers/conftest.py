@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 from prometheus_client import CollectorRegistry
@@ -12,10 +13,12 @@ from prometheus_client import CollectorRegistry
 from controlplane.apiserver.crd.controller import CrdController
 from controlplane.apiserver.crd.registry import DynamicRegistry
 from controlplane.apiserver.objects import ObjectStore
+from controlplane.apiserver.webhooks.interpreting import InterpreterWebhooks
 from controlplane.controllers.context import ControllerSettings
 from controlplane.controllers.manager import ControllerManager
 from controlplane.hub import hub_registry
 from controlplane.storage import MemoryStore
+from tests.webhookserver import WebhookServer, webhook_server
 
 FAST = ControllerSettings(
     workers=2,
@@ -57,3 +60,23 @@ async def crds(objects: ObjectStore) -> AsyncIterator[CrdController]:
     yield controller
     stop.set()
     await task
+
+
+@pytest.fixture
+async def server(tmp_path: Path) -> AsyncIterator[WebhookServer]:
+    """A real HTTPS webhook server (an interpreter webhook's answers: :mod:`tests.interpreterwebhook`)."""
+    async with webhook_server(tmp_path / "webhook") as running:
+        yield running
+
+
+@pytest.fixture
+async def webhooks(objects: ObjectStore) -> AsyncIterator[InterpreterWebhooks]:
+    """The hub's interpreter webhooks, following the configurations in ``objects``."""
+    hooks = InterpreterWebhooks(objects)
+    stop = asyncio.Event()
+    following = asyncio.create_task(hooks.run(stop))
+    await hooks.wait_synced()
+    yield hooks
+    stop.set()
+    following.cancel()
+    await hooks.close()

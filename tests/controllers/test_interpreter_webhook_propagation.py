@@ -7,19 +7,14 @@ Event on the workload naming the webhook and its error, and the controllers runn
 
 from __future__ import annotations
 
-import asyncio
 import copy
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
-
-import pytest
 
 from controlplane.apiserver.crd.controller import CrdController
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.apiserver.webhooks.interpreting import InterpreterWebhooks
 from controlplane.controllers.manager import ControllerManager
-from tests.webhookserver import WebhookServer, webhook_server
+from tests.webhookserver import WebhookServer
 
 from .conftest import FAST
 from .fleet import eventually, node_shape, propagation_policy, put_cluster
@@ -63,24 +58,6 @@ def configuration(server: WebhookServer, path: str) -> dict[str, Any]:
                    "apiVersions": ["v1alpha1"], "kinds": ["Workload"]}],
         "clientConfig": server.client(path), "interpreterContextVersions": ["v1alpha1"], "timeoutSeconds": 3,
     }]}
-
-
-@pytest.fixture
-async def server(tmp_path: Path) -> AsyncIterator[WebhookServer]:
-    async with webhook_server(tmp_path / "webhook") as running:
-        yield running
-
-
-@pytest.fixture
-async def webhooks(objects: ObjectStore) -> AsyncIterator[InterpreterWebhooks]:
-    hooks = InterpreterWebhooks(objects)
-    stop = asyncio.Event()
-    following = asyncio.create_task(hooks.run(stop))
-    await hooks.wait_synced()
-    yield hooks
-    stop.set()
-    following.cancel()
-    await hooks.close()
 
 
 async def _shares(objects: ObjectStore, wanted: dict[str, int]) -> dict[str, dict[str, Any]] | None:

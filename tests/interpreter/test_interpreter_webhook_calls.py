@@ -18,15 +18,19 @@ from controlplane.apiserver import errors
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.apiserver.webhooks.interpreting import InterpreterWebhookFailed, InterpreterWebhooks
 from controlplane.interpreter.customized import Customization, CustomizedInterpreter
+from controlplane.interpreter.dependencies import Dependency
 from controlplane.interpreter.registry import set_customized
 from controlplane.interpreter.webhook_calls import webhook_interprets
 from controlplane.interpreter.webhook_context import (
     HookFailed,
     InterpreterHook,
     apply_patch,
+    dependencies_of,
     first_hook,
+    healthy_of,
     hooks_of,
     interpreter_context,
+    raw_status_of,
     verify_response,
 )
 from controlplane.storage import MemoryStore
@@ -219,3 +223,43 @@ async def test_a_lua_customization_of_the_same_operation_wins_over_the_webhook(h
     finally:
         set_customized("workload.example.io/v1alpha1", "Workload", None)
     assert webhook_interprets(webhooks, WORKLOAD, "InterpretReplica")
+    member_side = Customization(
+        "workloads", "workload.example.io/v1alpha1", "Workload",
+        {hook: "function F(obj) return obj end" for hook in ("dependencyInterpretation", "statusReflection")},
+    )
+    set_customized("workload.example.io/v1alpha1", "Workload", CustomizedInterpreter(member_side, None))
+    try:
+        assert not webhook_interprets(webhooks, WORKLOAD, "InterpretDependency")
+        assert not webhook_interprets(webhooks, WORKLOAD, "InterpretStatus")
+        assert webhook_interprets(webhooks, WORKLOAD, "InterpretHealth")
+    finally:
+        set_customized("workload.example.io/v1alpha1", "Workload", None)
+    assert webhook_interprets(webhooks, WORKLOAD, "InterpretDependency")
+
+
+def test_dependencies_status_and_health_answers_are_read() -> None:
+    answer = {"dependencies": [
+        {"apiVersion": "v1", "kind": "Secret", "name": "token"},
+        {"apiVersion": "v1", "kind": "ConfigMap", "namespace": "default", "name": "settings"},
+    ]}
+    assert dependencies_of(answer, "default") == [Dependency("ConfigMap", "settings"), Dependency("Secret", "token")]
+    assert raw_status_of({"rawStatus": {"ready": 1}}) == {"ready": 1}
+    assert healthy_of({"healthy": False}) is False
+
+
+@pytest.mark.parametrize(
+    ("read", "response", "message"),
+    [
+        (lambda r: dependencies_of(r, "default"), {"dependencies": [{"apiVersion": "v1", "kind": "Secret", "namespace": "kube-system", "name": "t"}]},
+         'dependencies[0]: namespace "kube-system" is not the workload\'s namespace "default": '
+         "dependencies follow a workload in its own namespace"),
+        (lambda r: dependencies_of(r, "default"), {"dependencies": [{"apiVersion": "v1", "kind": "Secret", "labelSelector": {}}]},
+         "dependencies[0]: name is required (a labelSelector is not supported)"),
+        (raw_status_of, {"rawStatus": [1]}, "response.rawStatus must be an object, not [1]"),
+        (healthy_of, {"healthy": "yes"}, 'response.healthy must be a boolean, not "yes"'),
+    ],
+)
+def test_unreadable_dependencies_status_and_health_are_refused(read: Any, response: dict[str, Any], message: str) -> None:
+    with pytest.raises(HookFailed) as failed:
+        read(response)
+    assert str(failed.value) == message
