@@ -3,7 +3,10 @@ follow it to exactly the clusters it runs in (Karmada's dependencies distributor
 
 In: bindings with ``spec.propagateDeps: true`` (the *parents*; the detector copies the
 claiming policy's field there, so a binding that outlives its policy keeps its objects), their hub
-workloads (the interpreter's ``dependencies`` lists what their pod templates reference), the
+workloads (the interpreter's ``dependencies`` lists what their pod templates reference; an
+InterpretDependency webhook's answer, asked when the parent is reconciled, wins over it unless a
+customization's script lists them: until it has answered for the workload's current spec, what the
+parent needs is unknown and nothing it may need is taken away), the
 referenced objects on the hub, and the parents' scheduling results. Out:
 
 * per referenced object that exists on the hub, one **attached** ResourceBinding
