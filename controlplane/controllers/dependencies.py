@@ -177,7 +177,7 @@ class DependenciesController:
             await self.loop.add(key)
             await self._requeue_parents_of(key)
             return
-        if interpreter_for(api_version, kind) is None:
+        if interpreter_for(api_version, kind) is None and self._dependency_webhook(obj) is None:
             return
         if event is WatchEventType.DELETED:
             self._memo.pop((group_of(api_version), kind, namespace, name), None)
