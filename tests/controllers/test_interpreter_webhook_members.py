@@ -19,7 +19,15 @@ from tests.webhookserver import WebhookServer
 
 from .conftest import FAST
 from .fleet import deployment, eventually, get_object, node_shape, propagation_policy, put_cluster
-from .test_interpreter_webhook_propagation import CONFIG_API, CRD, NS, WORK_API, WORKLOAD_GROUP, workload
+from .test_interpreter_webhook_propagation import (
+    CONFIG_API,
+    CRD,
+    NS,
+    WORK_API,
+    WORKLOAD_GROUP,
+    report,
+    workload,
+)
 
 KIND_API = f"{WORKLOAD_GROUP}/v1alpha1"
 FAILED = (
@@ -70,24 +78,6 @@ async def _serve_workloads(objects: ObjectStore, **policy: Any) -> None:
     ))
 
 
-async def _report(objects: ObjectStore, work: dict[str, Any], status: dict[str, Any]) -> None:
-    """What the agent writes back: applied, the member copy's whole status, healthy by its own rules."""
-    current = await objects.get(objects.registry.require(WORK_API, "Work"), namespace=work["metadata"]["namespace"],
-                                name=work["metadata"]["name"])
-    report = {
-        "conditions": [{
-            "type": "Applied", "status": "True", "reason": "AppliedSuccessful", "message": "applied",
-            "lastTransitionTime": "2024-05-01T10:00:00Z", "observedGeneration": current["metadata"]["generation"],
-        }],
-        "manifestStatuses": [{
-            "identifier": {"group": WORKLOAD_GROUP, "version": "v1alpha1", "kind": "Workload", "namespace": NS,
-                           "name": "nginx", "ordinal": 0},
-            "status": status, "health": "Healthy", "generation": 1,
-        }],
-    }
-    await objects.update_status(objects.registry.require(WORK_API, "Work"), {**current, "status": report})
-
-
 async def _events(objects: ObjectStore, reason: str, namespace: str = NS) -> list[dict[str, Any]]:
     listed = await objects.list(objects.registry.require("v1", "Event"), namespace=namespace)
     return [e for e in listed.items if e.get("reason") == reason]
@@ -111,8 +101,8 @@ async def test_status_and_health_webhooks_interpret_what_a_member_reports(
             return await get_object(objects, WORK_API, "Work", "default-nginx-workload", namespace="gpufed-es-east")
 
         work = await eventually(written, what="the Work in east")
-        # The agent says Healthy and reports the whole status; the webhooks say what the hub takes.
-        await _report(objects, work, {"readyReplicas": 1, "memberOnly": "x"})
+        # The agent says Healthy by its own rules and reports the whole status; the webhooks say what the hub takes.
+        await report(objects, work, {"readyReplicas": 1, "memberOnly": "x"}, health="Healthy")
         entry = {"clusterName": "east", "applied": True, "health": "Unhealthy", "status": {"readyReplicas": 1}}
         await eventually(lambda: _aggregated(objects, entry), what="the reflected status, judged unhealthy")
         sent = {c["request"]["operation"]: c["request"] for c in server.received["/interpreter-workload"]}
@@ -122,13 +112,13 @@ async def test_status_and_health_webhooks_interpret_what_a_member_reports(
         assert observed["status"] == {"readyReplicas": 1, "memberOnly": "x"}
         assert sent["InterpretHealth"]["object"]["status"] == {"readyReplicas": 1, "memberOnly": "x"}
 
-        await _report(objects, work, {"readyReplicas": 2, "memberOnly": "y"})
+        await report(objects, work, {"readyReplicas": 2, "memberOnly": "y"}, health="Healthy")
         entry = {"clusterName": "east", "applied": True, "health": "Healthy", "status": {"readyReplicas": 2}}
         await eventually(lambda: _aggregated(objects, entry), what="two ready replicas, healthy")
 
         # InterpretStatus fails: the binding keeps what it showed, the Work gets Karmada's event.
         await _configure(objects, webhooks, configuration(server, "/interpreter-failing", ["InterpretStatus"]))
-        await _report(objects, work, {"readyReplicas": 0})
+        await report(objects, work, {"readyReplicas": 0}, health="Healthy")
         reflect = await eventually(lambda: _events(objects, "ReflectStatusFailed", "gpufed-es-east"), what="ReflectStatusFailed")
         assert reflect[0]["type"] == "Warning" and reflect[0]["involvedObject"]["kind"] == "Work"
         assert reflect[0]["message"] == f"Reflect status for object(Workload/{NS}/nginx) failed, err: {FAILED}."

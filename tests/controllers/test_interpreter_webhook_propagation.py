@@ -67,20 +67,23 @@ async def _shares(objects: ObjectStore, wanted: dict[str, int]) -> dict[str, dic
     return works if shares == wanted else None
 
 
-async def _report(objects: ObjectStore, work: dict[str, Any], ready: int) -> None:
-    """What the agent writes back: applied, with the member copy's status."""
-    status = {
-        "conditions": [{
-            "type": "Applied", "status": "True", "reason": "AppliedSuccessful", "message": "applied",
-            "lastTransitionTime": "2024-05-01T10:00:00Z", "observedGeneration": work["metadata"]["generation"],
-        }],
-        "manifestStatuses": [{
-            "identifier": {"group": WORKLOAD_GROUP, "version": "v1alpha1", "kind": "Workload", "namespace": NS,
-                           "name": "nginx", "ordinal": 0},
-            "status": {"readyReplicas": ready},
-        }],
+async def report(objects: ObjectStore, work: dict[str, Any], status: dict[str, Any], *, health: str | None = None) -> None:
+    """What the agent writes back: applied, with the member copy's whole status (and the health
+    its own rules give, with the member's generation)."""
+    rt = objects.registry.require(WORK_API, "Work")
+    current = await objects.get(rt, namespace=work["metadata"]["namespace"], name=work["metadata"]["name"])
+    manifest: dict[str, Any] = {
+        "identifier": {"group": WORKLOAD_GROUP, "version": "v1alpha1", "kind": "Workload", "namespace": NS,
+                       "name": "nginx", "ordinal": 0},
+        "status": status,
     }
-    await objects.update_status(objects.registry.require(WORK_API, "Work"), {**work, "status": status})
+    if health is not None:
+        manifest.update(health=health, generation=1)
+    conditions = [{
+        "type": "Applied", "status": "True", "reason": "AppliedSuccessful", "message": "applied",
+        "lastTransitionTime": "2024-05-01T10:00:00Z", "observedGeneration": current["metadata"]["generation"],
+    }]
+    await objects.update_status(rt, {**current, "status": {"conditions": conditions, "manifestStatuses": [manifest]}})
 
 
 async def test_webhooks_interpret_and_revise_a_custom_kinds_replicas(
@@ -120,8 +123,8 @@ async def test_webhooks_interpret_and_revise_a_custom_kinds_replicas(
         assert revised and set(revised) == {2}
 
         # AggregateStatus: the webhook sums the members' ready replicas into the hub's status.
-        await _report(objects, works["east"], 2)
-        await _report(objects, works["west"], 1)
+        await report(objects, works["east"], {"readyReplicas": 2})
+        await report(objects, works["west"], {"readyReplicas": 1})
 
         async def folded() -> dict[str, Any] | None:
             hub = await objects.get(kind_rt, namespace=NS, name="nginx")
