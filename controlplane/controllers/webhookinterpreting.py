@@ -165,11 +165,11 @@ async def reflected_by_webhook(
     agent ran a customization's script for it. The object sent is the member's copy as the hub
     knows it: the Work's manifest with the status and generation its member reported."""
     webhooks = ctx.interpreter_webhooks
-    kind = {"apiVersion": str(resource.get("apiVersion")), "kind": str(resource.get("kind"))}
+    target = {"apiVersion": str(resource.get("apiVersion")), "kind": str(resource.get("kind"))}
     if webhooks is None:
         return dict(works)
-    reflects = webhook_interprets(webhooks, kind, "InterpretStatus")
-    judges = webhook_interprets(webhooks, kind, "InterpretHealth")
+    reflects = webhook_interprets(webhooks, target, "InterpretStatus")
+    judges = webhook_interprets(webhooks, target, "InterpretHealth")
     if not reflects and not judges:
         return dict(works)
     out = dict(works)
@@ -179,14 +179,16 @@ async def reflected_by_webhook(
         if entry.get("status") is None:
             continue  # no member object reported yet
         observed = _member_copy(work, resource, entry)
-        what = f"object({kind['kind']}/{resource.get('namespace') or ''}/{resource.get('name')})"
+        what = f"object({target['kind']}/{resource.get('namespace') or ''}/{resource.get('name')})"
         if reflects and "statusReflection" not in interpreted:
             failed = (EventReason.REFLECT_STATUS_FAILED, f"Reflect status for {what} failed, err: {{error}}.")
-            entry["status"] = await _called(ctx, webhooks, "InterpretStatus", observed, failed, read=raw_status_of, involved=work)
+            reflected = await _called(ctx, webhooks, "InterpretStatus", observed, failed, read=raw_status_of, involved=work)
+            entry["status"] = reflected if reflected is not None else entry["status"]  # None: the webhook went meanwhile
         if judges and "healthInterpretation" not in interpreted:
             failed = (EventReason.INTERPRET_HEALTH_FAILED, f"Interpret health of {what} failed, err: {{error}}.")
             healthy = await _called(ctx, webhooks, "InterpretHealth", observed, failed, read=healthy_of, involved=work)
-            entry["health"] = str(Health.HEALTHY if healthy else Health.UNHEALTHY)
+            if healthy is not None:
+                entry["health"] = str(Health.HEALTHY if healthy else Health.UNHEALTHY)
         out[cluster] = with_main_manifest(work, resource, entry)
     return out
 
