@@ -5,8 +5,8 @@ In: bindings with ``spec.propagateDeps: true`` (the *parents*; the detector copi
 claiming policy's field there, so a binding that outlives its policy keeps its objects), their hub
 workloads (the interpreter's ``dependencies`` lists what their pod templates reference; an
 InterpretDependency webhook's answer, asked when the parent is reconciled, wins over it unless a
-customization's script lists them: until it has answered for the workload's current spec, what the
-parent needs is unknown and nothing it may need is taken away), the
+customization's script lists them; a failed call leaves the previous answer, and while a webhook
+has never answered for a workload here, nothing its attached bindings record it needing is taken away), the
 referenced objects on the hub, and the parents' scheduling results. Out:
 
 * per referenced object that exists on the hub, one **attached** ResourceBinding
@@ -314,16 +314,15 @@ class DependenciesController:
         if found is not None:
             self._memo[memo_key] = (version, tuple(found))
 
-    def _unasked(self, binding: Mapping[str, Any] | None) -> bool:
-        """Whether what ``binding`` needs waits for its InterpretDependency webhook's first answer
-        for the workload's current spec (the call failed, or the parent is not reconciled yet)."""
+    def _unanswered(self, binding: Mapping[str, Any] | None) -> bool:
+        """Whether ``binding``'s workload has an InterpretDependency webhook that has never answered
+        for it here (a restarted hub, or every call failed): what it needs is unknown. One that
+        answered for an earlier spec has its previous answer stand."""
         workload = self._parent_workload(binding)
         webhook = self._dependency_webhook(workload) if workload is not None else None
         if workload is None or webhook is None or malformed(workload) is not None:
             return False
-        memo_key, version = self._memo_key(workload, webhook)
-        cached = self._memo.get(memo_key)
-        return cached is None or cached[0] != version
+        return self._memo_key(workload, webhook)[0] not in self._memo
 
     def _parent_workload(self, binding: Mapping[str, Any] | None) -> dict[str, Any] | None:
         """The workload whose dependencies the parent ``binding`` propagates along: none unless it
@@ -353,11 +352,12 @@ class DependenciesController:
         changed (at the start of a term: all of them); each is checked against the cache."""
         wanted = Dependency(key.kind, key.name, key.api_version)
         candidates = self._needed_by.get(key, set()) | self._unseen.get(key.namespace, set())
+        recorded = {(p.namespace, p.name) for p in required_by(self.ctx.bindings.get(key.namespace, key.binding_name)) or ()}
         out: list[BindingSnapshot] = []
         for namespace, name in sorted(candidates):
             binding = self.ctx.bindings.get(namespace, name)
-            if self._unlisted(binding) or self._unasked(binding):
-                return None
+            if self._unlisted(binding) or ((namespace, name) in recorded and self._unanswered(binding)):
+                return None  # it may still need ``key``: wait, never take it away meanwhile
             if binding is not None and wanted in self.needed_by(binding):
                 out.append(BindingSnapshot(key.namespace, name, parent_clusters(binding)))
         return out

@@ -163,6 +163,16 @@ async def test_a_dependency_webhook_names_what_follows_the_workload(
         assert events[0]["message"] == FAILED
         assert await attached("runner") is not None and await attached("other") is None
 
+    # A new term (a restarted hub) has no answer of the webhook yet: what followed still stays.
+    async with ControllerManager(objects, settings=FAST, interpreter_webhooks=webhooks):
+        before = len(await _events(objects, "GetDependenciesFailed"))
+
+        async def failed_again() -> bool:
+            return len(await _events(objects, "GetDependenciesFailed")) >= before + 2
+
+        await eventually(failed_again, what="the parent tried again, twice")
+        assert await attached("runner") is not None and await attached("other") is None
+
         # Answering again, the webhook's new answer is followed.
         await _configure(objects, webhooks, configuration(server, "/interpreter-workload", ["InterpretDependency"]))
         await eventually(lambda: attached("other"), what="the ServiceAccount now named, attached")
