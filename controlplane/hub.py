@@ -64,6 +64,7 @@ from controlplane.apiserver.auth.rbac.reviews import review_endpoints
 from controlplane.apiserver.auth.serviceaccountjwt import ServiceAccountOptions
 from controlplane.apiserver.auth.serviceaccounts import ServiceAccountTokens
 from controlplane.apiserver.auth.tokens import TokenStore
+from controlplane.apiserver.clientcertificates import ClientCertificates
 from controlplane.apiserver.componentstatus import ComponentStatuses, leader_probe, store_probe
 from controlplane.apiserver.crd.client import ConvertedObjects
 from controlplane.apiserver.crd.converted import WebhookConversions
@@ -400,10 +401,13 @@ class Hub(ShutdownOnce):
         self._background.append(asyncio.create_task(self.aggregation.run(), name="aggregated-apis"))
         await self.aggregation.wait_synced()
         self._local_group_versions = builtin_group_versions(registry, [endpoint.resource for endpoint in computed])
+        client_ca_pem = client_ca(self.config.client_ca_file, own_ca_pem=None if self.config.tls_cert_file else self.pki.ca_pem)
         app = create_app(
             self.objects,
             registry,
             authenticator=self.service_account_tokens,
+            client_certificates=ClientCertificates(client_ca_pem, expiration=self.metrics.client_certificate_expiration)
+            if client_ca_pem else None,
             authorizer=authorizer,
             admission=[
                 ClusterRestriction(),
@@ -426,8 +430,7 @@ class Hub(ShutdownOnce):
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False, keepalive_timeout=IDLE_TIMEOUT)
         await self._runner.setup()
         site = GuardedTCPSite(
-            self._runner, self.config.host, self.config.port, ssl_context=self.pki.server_ssl_context(client_ca(
-                self.config.client_ca_file, own_ca_pem=None if self.config.tls_cert_file else self.pki.ca_pem)),
+            self._runner, self.config.host, self.config.port, ssl_context=self.pki.server_ssl_context(client_ca_pem),
             limits=self.config.serving_limits,
         )
         await site.start()

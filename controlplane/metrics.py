@@ -33,6 +33,9 @@ Metrics (all prefixed ``gpufed_``):
 * ``apiserver_admission_webhook_*`` and ``apiserver_validating_admission_policy_*`` (kube's names,
   no prefix) -- admission webhook calls, refusals and latency, and policy checks
   (:mod:`controlplane.apiserver.webhooks.metrics`);
+* ``apiserver_client_certificate_expiration_seconds`` (kube's name and buckets, no prefix) -- the
+  remaining lifetime of each client certificate offered
+  (:mod:`controlplane.apiserver.clientcertificates`);
 * ``apiserver_audit_event_total`` and ``apiserver_audit_error_total{plugin}`` (kube's names, no
   prefix) -- audit events made and lost (:mod:`controlplane.apiserver.audit.metrics`);
 * ``kueue_*`` (Kueue's names, no prefix) -- fleet admission: pending, reserving and admitted
@@ -89,6 +92,7 @@ from controlplane.apis.meta import parse_time
 from controlplane.apiserver import errors
 from controlplane.apiserver.app import USER
 from controlplane.apiserver.audit.metrics import AuditMetrics
+from controlplane.apiserver.clientcertificates import expiration_histogram
 from controlplane.apiserver.flowcontrol import FlowControlMetrics
 from controlplane.apiserver.handlers import REQUEST_INFO
 from controlplane.apiserver.identity import SYSTEM_MASTERS
@@ -280,6 +284,8 @@ class HubMetrics:
         self.admission = AdmissionMetrics(self.registry)
         #: Audit events and the ones lost, under kube's metric names (controlplane.apiserver.audit.metrics).
         self.audit = AuditMetrics(self.registry)
+        #: Client certificates' remaining lifetimes, under kube's name (controlplane.apiserver.clientcertificates).
+        self.client_certificate_expiration = expiration_histogram(self.registry)
         #: Fleet admission, under Kueue's metric names (controlplane.admission.metrics).
         self.queues = QueueMetrics(self.registry)
         #: Every controller's work queue, under client-go's metric names (controlplane.controllers.workqueuemetrics).

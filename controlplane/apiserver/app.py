@@ -52,7 +52,11 @@ from controlplane.apiserver.audit import (
     Auditor,
     audit_id_header,
 )
-from controlplane.apiserver.clientcertificates import certificate_user, peer_certificate
+from controlplane.apiserver.clientcertificates import (
+    CertificateRejected,
+    ClientCertificates,
+    peer_certificate,
+)
 from controlplane.apiserver.computed import ComputedEndpoint
 from controlplane.apiserver.crd.controller import CrdController
 from controlplane.apiserver.crd.converted import ConvertedHandlers, WebhookConversions
@@ -267,7 +271,7 @@ def _impersonated(actor: UserInfo, request: web.Request, authorizer: Authorizer)
 
 def auth_middleware(
     authenticator: Authenticator, authorizer: Authorizer | None, public_paths: frozenset[str],
-    audit: Auditor | None = None,
+    audit: Auditor | None = None, client_certificates: ClientCertificates | None = None,
 ) -> Middleware:
     cached = authenticator.authenticate_cached if isinstance(authenticator, CachedAuthenticator) else None
 
@@ -277,10 +281,15 @@ def auth_middleware(
             return await handler(request)
         token = _bearer_token(request.headers.get("Authorization"))
         user = None
-        # As kube's authenticators: a client certificate the TLS handshake verified comes first.
+        rejected: CertificateRejected | None = None
+        # As kube's union of authenticators: a client certificate comes first, one that does not
+        # verify is an error that a bearer token may still overcome, and never anonymous.
         der = peer_certificate(request.transport.get_extra_info("ssl_object") if request.transport else None)
-        if der is not None:
-            user = certificate_user(der)
+        if der is not None and client_certificates is not None:
+            try:
+                user = client_certificates.user(der)
+            except CertificateRejected as exc:
+                rejected = exc
         if user is None and token is not None:
             answered, user = cached(token) if cached is not None else (False, None)
             if not answered:
@@ -293,6 +302,10 @@ def auth_middleware(
                         "(the object store is slow or unavailable); retry in a few seconds",
                         retry_after_seconds=1,
                     ) from None
+        if user is None and rejected is not None:
+            errors_seen = [str(rejected), *(["invalid bearer token"] if token is not None else [])]
+            logger.error('"Unable to authenticate the request" err="[%s]"', ", ".join(errors_seen))
+            raise errors.Unauthorized("Unauthorized")  # kube's words: the reason is in the server's log only
         if user is None and token is None and request.path in ANONYMOUS_PATHS:
             user = ANONYMOUS_USER  # the authorizer decides: RBAC's system:public-info-viewer allows it
         if user is None:
@@ -404,6 +417,7 @@ def create_app(
     warm: Iterable[tuple[str, str]] = (),
     webhooks: WebhookAdmission | None = None,
     audit: Auditor | None = None,
+    client_certificates: ClientCertificates | None = None,
 ) -> web.Application:
     """The API server application over ``object_store`` serving ``registry``.
 
@@ -427,7 +441,8 @@ def create_app(
     ``warm`` names the kinds (group, plural) it caches from the start.
     ``webhooks`` calls the configured admission webhooks for the users' writes (the app keeps its
     configurations from a watch while it runs, and closes it). ``audit`` records each request in the
-    audit log as its policy says.
+    audit log as its policy says. ``client_certificates`` verifies the certificates clients offer
+    (none are taken without it).
     """
     stop = asyncio.Event()
     plugins = tuple(admission)
@@ -463,7 +478,9 @@ def create_app(
         status_middleware,
     ]
     if authenticator is not None:
-        middlewares.append(auth_middleware(authenticator, authorizer, PUBLIC_PATHS | frozenset(public_paths), audit))
+        middlewares.append(auth_middleware(
+            authenticator, authorizer, PUBLIC_PATHS | frozenset(public_paths), audit, client_certificates
+        ))
     if flow_control is None and max_requests_inflight > 0:
         flow_control = FlowControlConfig(total_concurrency=max_requests_inflight)
     flow_config = None

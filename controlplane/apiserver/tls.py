@@ -56,6 +56,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
 from controlplane.apis.constants import CA_PATH
+from controlplane.apiserver.requestclientcert import request_client_certificates
 from controlplane.pki import (
     BACKDATE,
     SERVER_RENEW_BEFORE,
@@ -95,14 +96,15 @@ class ServingCertificate:
 
     def server_ssl_context(self, client_ca_pem: bytes | None = None) -> ssl.SSLContext:
         """A TLS server context presenting the serving certificate (TLS 1.2+); with
-        ``client_ca_pem``, it asks clients for a certificate and verifies one offered against that
-        CA (:mod:`controlplane.apiserver.clientcertificates`), as kube-apiserver's ``--client-ca-file``."""
+        ``client_ca_pem``, it asks clients for a certificate and takes any one offered, for the
+        authenticator to verify against that CA (:mod:`controlplane.apiserver.clientcertificates`),
+        as kube-apiserver's ``--client-ca-file``."""
         context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         context.minimum_version = ssl.TLSVersion.TLSv1_2
         context.load_cert_chain(certfile=self.cert_path, keyfile=self.key_path)
         if client_ca_pem:
-            context.verify_mode = ssl.CERT_OPTIONAL
             context.load_verify_locations(cadata=client_ca_pem.decode())
+            request_client_certificates(context)
         return context
 
     def client_ssl_context(self) -> ssl.SSLContext:
@@ -142,8 +144,8 @@ class Pki:
         return ServingCertificate(cert_path=self.server_cert_path, key_path=self.server_key_path, ca_pem=self.ca_pem)
 
     def server_ssl_context(self, client_ca_pem: bytes | None = None) -> ssl.SSLContext:
-        """A TLS server context presenting the serving certificate (TLS 1.2+), verifying client
-        certificates against ``client_ca_pem`` when given."""
+        """A TLS server context presenting the serving certificate (TLS 1.2+), asking for client
+        certificates when ``client_ca_pem`` is given."""
         return self.serving.server_ssl_context(client_ca_pem)
 
     def client_ssl_context(self) -> ssl.SSLContext:

@@ -1,20 +1,24 @@
 """Client certificates on a real hub (real etcd, HTTPS, the real kubectl), as kube-apiserver's x509
 authenticator: a certificate the hub's CA (or ``--client-ca-file``'s) signed authenticates its Common
 Name with its Organizations as groups and kube's credential id; RBAC decides the rest; a certificate
-of another CA or one that expired is refused in the handshake; without a certificate the bearer
-token counts."""
+of another CA, one expired or one for another usage is answered 401 (the handshake takes it) unless a
+bearer token authenticates the request; without a certificate the bearer token counts."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import datetime as dt
 import hashlib
 import json
+import ssl
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import aiohttp
+import httpx
 import pytest
+import requests
 import yaml
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
@@ -47,7 +51,8 @@ def new_ca(name: str) -> tuple[x509.Certificate, Key]:
 
 
 def client_certificate(
-    ca: tuple[x509.Certificate, Key], name: str | None, *orgs: str, expired: bool = False
+    ca: tuple[x509.Certificate, Key], name: str | None, *orgs: str, expired: bool = False,
+    usage: x509.ObjectIdentifier = ExtendedKeyUsageOID.CLIENT_AUTH,
 ) -> tuple[bytes, bytes]:
     """A client certificate (PEM) and its key (PEM), as ``openssl x509 -req -CA`` would sign it."""
     key = ec.generate_private_key(ec.SECP256R1())
@@ -58,7 +63,7 @@ def client_certificate(
     cert = (x509.CertificateBuilder().subject_name(x509.Name(attributes)).issuer_name(ca[0].subject)
             .public_key(key.public_key()).serial_number(x509.random_serial_number())
             .not_valid_before(now - dt.timedelta(minutes=5)).not_valid_after(now + dt.timedelta(days=1))
-            .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+            .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
             .sign(ca[1], hashes.SHA256()))
     key_pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                                 serialization.NoEncryption())
@@ -130,12 +135,78 @@ async def test_a_certificate_signed_by_the_hubs_ca_authenticates_its_common_name
     assert code != 0 and "Unauthorized" in err, err
 
 
-async def test_a_certificate_of_another_ca_or_an_expired_one_is_refused(hub: Hub, tmp_path: Path) -> None:
-    for name, cert in (("stranger", client_certificate(new_ca("other-ca"), "mallory", "system:masters")),
-                       ("expired", client_certificate(hub_ca(hub), "carol", expired=True))):
-        code, _, err = await kubectl(certificate_kubeconfig(tmp_path / f"{name}.kubeconfig", hub, cert), "auth", "whoami")
-        # The handshake ends (kube answers 401 instead): the connection, not a request, fails.
-        assert code != 0 and "Unable to connect to the server" in err, (name, err)
+def bad_certificates(hub: Hub) -> dict[str, tuple[bytes, bytes]]:
+    """Certificates the hub's client CA does not accept, each with the error kube logs for it."""
+    return {
+        "x509: certificate signed by unknown authority": client_certificate(
+            new_ca("other-ca"), "mallory", "system:masters"),
+        "x509: certificate has expired or is not yet valid: current time": client_certificate(
+            hub_ca(hub), "carol", expired=True),
+        "x509: certificate specifies an incompatible key usage": client_certificate(
+            hub_ca(hub), "carol", usage=ExtendedKeyUsageOID.SERVER_AUTH),
+    }
+
+
+async def test_a_certificate_of_another_ca_expired_or_for_another_usage_is_answered_401(
+    hub: Hub, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    token = load_kubeconfig(hub.kubeconfig_path).token
+    for index, (reason, cert) in enumerate(bad_certificates(hub).items()):
+        config = certificate_kubeconfig(tmp_path / f"{index}.kubeconfig", hub, cert)
+        caplog.clear()
+        code, _, err = await kubectl(config, "auth", "whoami")
+        # The handshake takes the certificate; the authenticator refuses it with kube's 401.
+        assert (code, err.strip()) == (1, "error: You must be logged in to the server (Unauthorized)"), err
+        logged = [r.getMessage() for r in caplog.records if "Unable to authenticate the request" in r.getMessage()]
+        serial = x509.load_pem_x509_certificate(cert[0]).serial_number
+        assert logged and f"verifying certificate SN={serial}, SKID=, AKID= failed: {reason}" in logged[-1], logged
+        # As kube's union of authenticators: a bearer token sent with it still authenticates.
+        with_token = certificate_kubeconfig(tmp_path / f"{index}-token.kubeconfig", hub, cert, token=token)
+        assert (await whoami(with_token))["username"] == "gpufed-admin"
+    # Where kubectl reads discovery first, client-go words the same 401 as for any credential.
+    code, _, err = await kubectl(config, "get", "configmaps", "-n", "default")
+    assert code != 0 and err.strip().splitlines()[-1] == (
+        "error: You must be logged in to the server (the server has asked for the client to provide credentials)"), err
+
+
+async def test_real_clients_get_kubes_401_status_and_the_expiration_histogram_counts(
+    hub: Hub, tmp_path: Path
+) -> None:
+    """aiohttp, requests and httpx with a certificate of another CA: a 401 Status, never anonymous
+    (``/version`` is open to a client without credentials, not to one whose certificate fails)."""
+    ca_file = tmp_path / "hub-ca.crt"
+    ca_file.write_bytes(load_kubeconfig(hub.kubeconfig_path).ca_pem)
+    cert_file, key_file = tmp_path / "mallory.crt", tmp_path / "mallory.key"
+    cert, key = client_certificate(new_ca("other-ca"), "mallory")
+    cert_file.write_bytes(cert)
+    key_file.write_bytes(key)
+    status = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+              "message": "Unauthorized", "reason": "Unauthorized", "code": 401}
+    def observed() -> list[float]:
+        """The histogram's count, and its buckets of 12 hours and one day."""
+        sample = hub.metrics.registry.get_sample_value
+        name = "apiserver_client_certificate_expiration_seconds"
+        return [sample(f"{name}_count") or 0.0, *(sample(f"{name}_bucket", {"le": b}) or 0.0 for b in ("43200.0", "86400.0"))]
+
+    before = observed()
+
+    context = ssl.create_default_context(cafile=str(ca_file))
+    context.load_cert_chain(cert_file, key_file)
+    async with aiohttp.ClientSession() as session:
+        for path in ("/api/v1/namespaces", "/version"):
+            async with session.get(hub.url + path, ssl=context) as response:
+                assert (response.status, await response.json()) == (401, status), path
+
+    def blocking_clients() -> list[tuple[int, object]]:
+        with httpx.Client(verify=context) as client:
+            by_httpx = client.get(hub.url + "/version")
+        by_requests = requests.get(hub.url + "/version", verify=str(ca_file), cert=(str(cert_file), str(key_file)),
+                                   timeout=10)
+        return [(by_httpx.status_code, by_httpx.json()), (by_requests.status_code, by_requests.json())]
+
+    assert await asyncio.to_thread(blocking_clients) == [(401, status), (401, status)]
+    # Four requests, each with a certificate that expires within the day but not within 12 hours.
+    assert [after - earlier for after, earlier in zip(observed(), before, strict=True)] == [4, 0, 4]
 
 
 @pytest.fixture
@@ -156,7 +227,7 @@ async def test_client_ca_file_names_the_ca_that_signs_client_certificates(
     # The hub's own CA no longer signs client certificates the hub accepts.
     code, _, err = await kubectl(certificate_kubeconfig(tmp_path / "hubs.kubeconfig", hub, client_certificate(
         hub_ca(hub), "carol")), "auth", "whoami")
-    assert code != 0 and "Unable to connect to the server" in err, err
+    assert code != 0 and "error: You must be logged in to the server (Unauthorized)" in err, err
     not_a_ca = tmp_path / "empty.crt"
     not_a_ca.write_text("no certificate here\n")
     with pytest.raises(PkiError, match=f"--client-ca-file {not_a_ca} holds no PEM certificate"):
