@@ -11,9 +11,11 @@ chunk per stream, and :attr:`AgentTunnel.peak_buffered_bytes` records the most e
 An UPGRADE frame (exec, attach, port-forward) opens a WebSocket to the member instead and
 relays its messages both ways (:mod:`member_agent.tunnelupgrades`).
 
-With ``identity="impersonate"`` the member sees the hub user (``Impersonate-User`` and
-``Impersonate-Group``), so the member's RBAC limits what each user may do through the proxy;
-the agent's member identity then needs the ``impersonate`` verb on users and groups. With
+With ``identity="impersonate"`` the member sees the hub user (``Impersonate-User``,
+``Impersonate-Group``, ``Impersonate-Uid`` and ``Impersonate-Extra-*``, as Karmada's proxy), so the
+member's RBAC limits what each user may do through the proxy; the agent's member identity then
+needs the ``impersonate`` verb on users, groups, and for users that have them on uids and
+userextras. With
 ``identity="agent"`` requests run with the agent's own member rights.
 
 A lost connection is re-established with exponential backoff (:class:`ReconnectBackoff`: from
@@ -232,9 +234,8 @@ class AgentTunnel:
             framing.forwarded_headers(request.headers, drop=framing.DROPPED_REQUEST_HEADERS)
         )
         if self.identity == "impersonate":
-            headers["Impersonate-User"] = request.user
-            for group in request.groups:
-                headers.add("Impersonate-Group", group)
+            for name, value in framing.impersonation_headers(request):
+                headers.add(name, value)
         return headers
 
     async def _authorized_headers(self, request: ProxyRequest, *, upgrade: bool) -> CIMultiDict[str]:

@@ -1,9 +1,11 @@
 """A simulated member's RBAC for impersonated requests (opt-in per cluster in the fleet file).
 
 A real member limits what the hub's users do through the cluster proxy with its own RBAC,
-seeing each request as the impersonated hub user (``Impersonate-User`` and
-``Impersonate-Group``). A fleet entry's ``impersonatedAccess`` rules stand in for that RBAC: an
-impersonated request passes only if a rule names its user or one of its groups and allows its
+seeing each request as the impersonated hub user (``Impersonate-User``, ``Impersonate-Group``,
+and ``Impersonate-Uid`` and ``Impersonate-Extra-*``, which pass: no rule names them). A fleet
+entry's ``impersonatedAccess`` rules stand in for that RBAC: an impersonated request passes only if
+a rule names its user or one of its groups (``system:authenticated`` included, as kube's
+impersonation adds it) and allows its
 verb, resource (``pods``, ``pods/exec``, ``*``) and namespace (``*`` for any, and for
 cluster-wide requests); otherwise it is answered 403 as kube words it. Discovery (``/api``,
 ``/apis``, ``/version``) passes, as kube's ``system:discovery`` role does. Requests without
@@ -19,6 +21,7 @@ from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
 from controlplane.apiserver import errors
+from controlplane.apiserver.identity import ANONYMOUS, AUTHENTICATED
 from controlplane.apiserver.routing import RequestInfo, is_upgrade, parse_request
 from simulator.profile import AccessRule
 
@@ -50,7 +53,9 @@ def access_middleware(rules: Sequence[AccessRule], cluster: str) -> Middleware:
         if user is None:
             return await handler(request)
         info = parse_request(request.method, request.path, request.query, upgrade=is_upgrade(request.headers))
-        subjects = {user, *request.headers.getall("Impersonate-Group", [])}
+        # As kube's impersonation: a user other than the anonymous one is also system:authenticated.
+        subjects = {user, *request.headers.getall("Impersonate-Group", []),
+                    *([AUTHENTICATED] if user != ANONYMOUS else [])}
         if info.is_resource and not any(allows(rule, subjects, info) for rule in rules):
             status = errors.Forbidden(refusal(user, info, cluster)).to_status()
             return web.json_response(status, status=403)

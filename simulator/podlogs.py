@@ -22,6 +22,7 @@ from typing import Any
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
+from controlplane.apiserver.impersonation import extra_of_headers
 from controlplane.objectclient import ObjectClient, errors
 from simulator.clock import Clock, parse_rfc3339, rfc3339
 
@@ -144,7 +145,8 @@ class PodLogs:
 
 
 class CallerLog:
-    """The most recent callers of the member API: peer address, token user and impersonation."""
+    """The most recent callers of the member API: peer address and impersonation (user, groups, uid
+    and extra, its keys unescaped as kube-apiserver reads them)."""
 
     def __init__(self, size: int = CALLER_LOG_SIZE) -> None:
         self.entries: collections.deque[dict[str, Any]] = collections.deque(maxlen=size)
@@ -159,6 +161,8 @@ class CallerLog:
                 "path": request.path,
                 "impersonateUser": request.headers.get("Impersonate-User", ""),
                 "impersonateGroups": request.headers.getall("Impersonate-Group", []),
+                "impersonateUid": request.headers.get("Impersonate-Uid", ""),
+                "impersonateExtra": extra_of_headers(request.headers.items()),
             })
             return await handler(request)
 

@@ -49,6 +49,10 @@ _SENDABLE_CLOSE_CODES: Final = frozenset({1000, 1001, 1002, 1003, 1007, 1008, 10
 
 #: Request headers never forwarded to the member: the hub's credential, any impersonation
 #: the caller tried to set itself, and hop-by-hop headers.
+#: The bytes of an HTTP header name (RFC 7230 ``tchar``) but ``%``, which starts an escape.
+_HEADER_NAME_BYTES: Final = frozenset(
+    b"!#$&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+)
 DROPPED_REQUEST_HEADERS: Final = frozenset({
     "authorization", "host", "connection", "keep-alive", "proxy-authorization", "proxy-connection",
     "te", "trailer", "transfer-encoding", "upgrade", "content-length", "cookie",
@@ -128,9 +132,12 @@ class ProxyRequest:
     #: The member API path (``/api/v1/namespaces/ml/pods``), query string included.
     path: str
     headers: list[tuple[str, str]] = field(default_factory=list)
-    #: The authenticated hub user (impersonated at the member when the agent is so configured).
+    #: The authenticated hub user (impersonated at the member when the agent is so configured):
+    #: its name, groups, uid and extra, as Karmada's cluster proxy impersonates them.
     user: str = ""
     groups: list[str] = field(default_factory=list)
+    uid: str = ""
+    extra: dict[str, list[str]] = field(default_factory=dict)
     #: The WebSocket subprotocols the client offered (UPGRADE only), in its order of preference.
     protocols: list[str] = field(default_factory=list)
 
@@ -173,7 +180,8 @@ def open_frame(stream: int, request: ProxyRequest, body: bytes, *, kind: FrameKi
     """An OPEN frame, or with ``kind=FrameKind.UPGRADE`` (and no body) an UPGRADE frame."""
     head = json.dumps({
         "method": request.method, "path": request.path, "headers": request.headers,
-        "user": request.user, "groups": request.groups, "protocols": request.protocols,
+        "user": request.user, "groups": request.groups, "uid": request.uid, "extra": request.extra,
+        "protocols": request.protocols,
     }).encode()
     return Frame(kind, stream, _U32.pack(len(head)) + head + body)
 
@@ -188,9 +196,11 @@ def parse_open(payload: bytes) -> tuple[ProxyRequest, bytes]:
             method=str(data["method"]), path=str(data["path"]),
             headers=[(str(k), str(v)) for k, v in data.get("headers", [])],
             user=str(data.get("user", "")), groups=[str(g) for g in data.get("groups", [])],
+            uid=str(data.get("uid", "")),
+            extra={str(key): [str(v) for v in values] for key, values in data.get("extra", {}).items()},
             protocols=[str(p) for p in data.get("protocols", [])],
         )
-    except (KeyError, TypeError, ValueError) as exc:
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise FrameError(f"a malformed OPEN frame: {exc!r}") from None
     if not request.path.startswith("/"):
         raise FrameError(f"an OPEN frame whose path {request.path!r} does not start with /")
@@ -276,6 +286,25 @@ def forwarded_headers(headers: list[tuple[str, str]], *, drop: frozenset[str]) -
         (name, value) for name, value in headers
         if name.lower() not in drop and not name.lower().startswith("impersonate-")
     ]
+
+
+def impersonation_headers(request: ProxyRequest) -> list[tuple[str, str]]:
+    """The ``Impersonate-*`` headers that make the member see ``request``'s hub user, as client-go's
+    impersonation sends them: ``Impersonate-User``, one ``Impersonate-Group`` per group,
+    ``Impersonate-Uid`` when it has one, one ``Impersonate-Extra-<key>`` per value of each extra."""
+    headers = [("Impersonate-User", request.user), *(("Impersonate-Group", group) for group in request.groups)]
+    if request.uid:
+        headers.append(("Impersonate-Uid", request.uid))
+    for key, values in request.extra.items():
+        headers += [(f"Impersonate-Extra-{escape_extra_key(key)}", value) for value in values]
+    return headers
+
+
+def escape_extra_key(key: str) -> str:
+    """client-go's ``headerKeyEscape``: each byte of ``key`` an HTTP header name may not hold, and
+    ``%``, as ``%XX`` (``authentication.kubernetes.io/credential-id`` becomes
+    ``authentication.kubernetes.io%2Fcredential-id``); kube-apiserver unescapes it."""
+    return "".join(chr(byte) if byte in _HEADER_NAME_BYTES else f"%{byte:02X}" for byte in key.encode())
 
 
 def header_bytes(headers: list[tuple[str, str]]) -> int:

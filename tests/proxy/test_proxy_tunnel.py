@@ -139,6 +139,27 @@ async def test_admin_reads_member_pods_as_itself_through_the_agent(fleet: Fleet)
     assert code == 200 and any(r["name"] == "pods/log" or r["name"] == "pods" for r in body["resources"])
 
 
+async def test_the_member_sees_the_hub_users_name_groups_uid_and_extra(fleet: Fleet) -> None:
+    """A hub user with a uid and extras (here the admin impersonating one at the hub, as a user of
+    kube's impersonation would) reaches the member with all of them, as Karmada's proxy sends them."""
+    credential = "authentication.kubernetes.io/credential-id"
+    headers = {
+        "Authorization": f"Bearer {fleet.tokens['admin']}", "Impersonate-User": "bob",
+        "Impersonate-Group": "system:masters", "Impersonate-Uid": "uid-7",
+        "Impersonate-Extra-Scopes": "view", "Impersonate-Extra-authentication.kubernetes.io%2Fcredential-id": "JTI=abc",
+    }
+    async with aiohttp.ClientSession() as session, session.get(
+        fleet.hub.url + PROXY + "/api/v1/namespaces/default/configmaps", ssl=fleet.ssl, headers=headers
+    ) as response:
+        assert response.status == 200, await response.text()
+    proxied = [c for c in fleet.sim.callers.entries if c["path"] == "/api/v1/namespaces/default/configmaps"]
+    assert proxied and {key: proxied[-1][key] for key in (
+        "impersonateUser", "impersonateGroups", "impersonateUid", "impersonateExtra")} == {
+        "impersonateUser": "bob", "impersonateGroups": ["gpufed:users", "system:masters"],
+        "impersonateUid": "uid-7", "impersonateExtra": {credential: ["JTI=abc"], "scopes": ["view"]},
+    }
+
+
 async def test_viewer_may_read_but_not_write_and_agents_may_not_proxy(fleet: Fleet) -> None:
     code, _ = await fleet.request("GET", PROXY + "/api/v1/namespaces", who="viewer")
     assert code == 200

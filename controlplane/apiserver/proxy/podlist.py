@@ -29,11 +29,11 @@ from aiohttp import web
 from controlplane.apis import proxyframing as framing
 from controlplane.apis.constants import CLUSTER_GROUP, VERSION, WORK_GROUP
 from controlplane.apis.podview import devices_by_pod, owned_by, pod_rows
-from controlplane.apis.proxyframing import FrameKind, ProxyRequest
+from controlplane.apis.proxyframing import FrameKind
 from controlplane.apiserver import errors
 from controlplane.apiserver.app import OBJECT_STORE, USER
 from controlplane.apiserver.identity import Authorizer, RequestAttributes, UserInfo
-from controlplane.apiserver.proxy.routes import CLUSTERS_PATH, ProxyEndpoints, user_groups
+from controlplane.apiserver.proxy.routes import CLUSTERS_PATH, ProxyEndpoints, proxy_request
 from controlplane.apiserver.proxy.tunnels import TooManyStreams, TunnelRegistry
 
 logger = logging.getLogger(__name__)
@@ -63,7 +63,7 @@ async def fetch_json(
     tunnel = tunnels.get(cluster)
     if tunnel is None:
         raise FetchError(f"cluster {cluster}'s agent is not connected")
-    request = ProxyRequest("GET", path, [("Accept", "application/json")], user=user.name, groups=user_groups(user))
+    request = proxy_request("GET", path, [("Accept", "application/json")], user)
     try:
         stream = tunnel.open_stream()
     except TooManyStreams as exc:

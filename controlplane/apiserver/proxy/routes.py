@@ -29,7 +29,7 @@ from controlplane.apis.proxyframing import FrameKind, ProxyRequest
 from controlplane.apiserver import errors
 from controlplane.apiserver.app import OBJECT_STORE, USER
 from controlplane.apiserver.handlers import REQUEST_INFO
-from controlplane.apiserver.identity import Role, UserInfo
+from controlplane.apiserver.identity import AUTHENTICATED, UNAUTHENTICATED, Role, UserInfo
 from controlplane.apiserver.proxy import upgrades
 from controlplane.apiserver.proxy.metrics import ProxyMetrics
 from controlplane.apiserver.proxy.tunnels import HubStream, TooManyStreams, TunnelRegistry
@@ -45,8 +45,23 @@ HEARTBEAT_SECONDS = 20.0
 
 
 def user_groups(user: UserInfo) -> list[str]:
-    """The groups the member sees for an impersonated hub user."""
-    return [f"gpufed:{user.role.value}s", "system:authenticated"]
+    """The groups the member sees for an impersonated hub user: its token role's group
+    (``gpufed:admins``, ``gpufed:viewers``, ``gpufed:users``), then a user's own groups, without
+    ``system:authenticated`` and ``system:unauthenticated`` (Karmada's ``SkipGroup``: the member's
+    impersonation adds the first itself)."""
+    own = user.user_groups if user.role is Role.USER else ()
+    return [g for g in dict.fromkeys([f"gpufed:{user.role.value}s", *own]) if g not in (AUTHENTICATED, UNAUTHENTICATED)]
+
+
+def proxy_request(
+    method: str, path: str, headers: list[tuple[str, str]], user: UserInfo, *, protocols: list[str] | None = None
+) -> ProxyRequest:
+    """A request for a member's API as ``user``: its name, groups (:func:`user_groups`), uid and
+    extra, which the agent impersonates at the member as Karmada's cluster proxy does."""
+    return ProxyRequest(
+        method, path, headers, user=user.name, groups=user_groups(user), uid=user.uid,
+        extra={key: list(values) for key, values in user.extra}, protocols=protocols or [],
+    )
 
 
 class ProxyEndpoints:
@@ -152,9 +167,7 @@ class ProxyEndpoints:
         path = (tail if tail.startswith("/") else "/" + tail) + (f"?{query}" if query else "")
         if spdy and not upgrades.asks_member_of_spdy(request.method, path):
             raise upgrades.spdy_refused(request)
-        proxied = ProxyRequest(
-            request.method, path, headers, user=user.name, groups=user_groups(user), protocols=protocols
-        )
+        proxied = proxy_request(request.method, path, headers, user, protocols=protocols)
         try:
             stream = tunnel.open_stream(upgraded=upgrade)
         except TooManyStreams as exc:
