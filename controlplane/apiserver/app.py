@@ -92,6 +92,7 @@ from controlplane.apiserver.impersonation import (
     impersonate,
 )
 from controlplane.apiserver.objects import ObjectStore, utc_now
+from controlplane.apiserver.requestclientcert import peer_intermediates
 from controlplane.apiserver.resources import Registry
 from controlplane.apiserver.routing import RequestInfo, is_upgrade, parse_request
 from controlplane.apiserver.selectors import pinned_name
@@ -284,10 +285,11 @@ def auth_middleware(
         rejected: CertificateRejected | None = None
         # As kube's union of authenticators: a client certificate comes first, one that does not
         # verify is an error that a bearer token may still overcome, and never anonymous.
-        der = peer_certificate(request.transport.get_extra_info("ssl_object") if request.transport else None)
+        connection = request.transport.get_extra_info("ssl_object") if request.transport else None
+        der = peer_certificate(connection)
         if der is not None and client_certificates is not None:
             try:
-                user = client_certificates.user(der)
+                user = client_certificates.user(der, peer_intermediates(connection))
             except CertificateRejected as exc:
                 rejected = exc
         if user is None and token is not None:

@@ -18,10 +18,10 @@ Common Name is the user, each Organization a group (with ``system:authenticated`
 ``authentication.kubernetes.io/credential-id`` is ``X509SHA256=<hex SHA-256 of the certificate>``.
 A certificate without a Common Name authenticates nobody. As in kube, a certificate is checked
 before a bearer token, and it stays valid until it expires (there is no revocation): issue
-short-lived ones. Python 3.11's ``ssl`` exposes only the client's leaf certificate, so an
-intermediate CA must be in the client CA bundle (kube also takes one the client sends).
+short-lived ones. Intermediate CAs the client sends after its certificate build the chain, as
+kube's (:func:`~controlplane.apiserver.requestclientcert.peer_intermediates`).
 
-In: the DER certificate a client offered. Out: the :class:`UserInfo` it names. No I/O; the users of
+In: the DER certificate a client offered and the intermediates it sent. Out: the :class:`UserInfo` it names. No I/O; the users of
 the certificates seen last are kept.
 """
 
@@ -32,7 +32,7 @@ import functools
 import hashlib
 import ssl
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Final
 
 from cryptography import x509
@@ -87,26 +87,30 @@ class ClientCertificates:
         self._store = Store(x509.load_pem_x509_certificates(ca_pem))
         self._expiration = expiration
         self._clock = clock
-        #: Verified certificates' users, each until the first certificate of its chain expires.
-        self._verified: OrderedDict[bytes, tuple[UserInfo | None, dt.datetime]] = OrderedDict()
+        #: Verified certificates' users (by the certificate and the intermediates sent with it), each
+        #: with its expiry and the time until which its chain is valid.
+        self._verified: OrderedDict[tuple[bytes, ...], tuple[UserInfo | None, dt.datetime, dt.datetime]] = OrderedDict()
 
-    def user(self, der: bytes) -> UserInfo | None:
-        """The user a client's certificate names (None: no Common Name, so nobody); raise
-        :class:`CertificateRejected` when it does not verify."""
+    def user(self, der: bytes, intermediates: Sequence[bytes] = ()) -> UserInfo | None:
+        """The user a client's certificate names (None: no Common Name, so nobody), with the
+        ``intermediates`` the client sent after it; raise :class:`CertificateRejected` when it does
+        not verify."""
         now = self._clock()
-        known = self._verified.get(der)
-        if known is not None and now < known[1]:
-            self._verified.move_to_end(der)
+        key = (der, *intermediates)
+        known = self._verified.get(key)
+        if known is not None and now < known[2]:
+            self._verified.move_to_end(key)
             self._observe(known[1], now)
             return known[0]
         try:
             certificate = x509.load_der_x509_certificate(der)
+            sent = [x509.load_der_x509_certificate(c) for c in intermediates]
         except ValueError:
             raise CertificateRejected("verifying certificate failed: x509: malformed certificate") from None
         self._observe(certificate.not_valid_after_utc, now)
-        chain = self._verified_chain(certificate, now)
+        chain = self._verified_chain(certificate, sent, now)
         user = certificate_user(der)
-        self._verified[der] = (user, min(c.not_valid_after_utc for c in chain))
+        self._verified[key] = (user, certificate.not_valid_after_utc, min(c.not_valid_after_utc for c in chain))
         if len(self._verified) > _CACHED_CERTIFICATES:
             self._verified.popitem(last=False)
         return user
@@ -115,7 +119,9 @@ class ClientCertificates:
         if self._expiration is not None:
             self._expiration.observe((not_after - now).total_seconds())
 
-    def _verified_chain(self, certificate: x509.Certificate, now: dt.datetime) -> list[x509.Certificate]:
+    def _verified_chain(
+        self, certificate: x509.Certificate, intermediates: list[x509.Certificate], now: dt.datetime
+    ) -> list[x509.Certificate]:
         """As Go's ``Verify`` with ``KeyUsages: [ExtKeyUsageClientAuth]``: the leaf's validity period
         first, then a chain to the bundle, then each certificate's extended key usage in it."""
         def rejected(reason: str) -> CertificateRejected:
@@ -132,7 +138,7 @@ class ClientCertificates:
                     .extension_policies(ca_policy=_CA_POLICY, ee_policy=ExtensionPolicy.permit_all())
                     .build_client_verifier())
         try:
-            chain = verifier.verify(certificate, []).chain
+            chain = verifier.verify(certificate, intermediates).chain
         except VerificationError as exc:
             expired = "not valid at validation time" in str(exc)
             raise rejected("x509: certificate has expired or is not yet valid" if expired else UNKNOWN_AUTHORITY) from None

@@ -16,8 +16,13 @@ it right after the object header; the pointer is used only once OpenSSL reports,
 context's own options and verify mode. Where that check fails (another Python implementation or
 layout) nothing is changed and the caller is told: the handshake then verifies as before.
 
-In: a server ``SSLContext`` with its client CA loaded. Out: the same context, asking for a
-certificate it no longer verifies (:mod:`controlplane.apiserver.clientcertificates` does).
+:func:`peer_intermediates` reads the intermediate CA certificates a client sent after its own,
+which kube's authenticator builds the chain with (Python 3.11's ``ssl`` exposes only the client's
+own certificate).
+
+In: a server ``SSLContext`` with its client CA loaded; a connection of it. Out: the same context,
+asking for a certificate it no longer verifies (:mod:`controlplane.apiserver.clientcertificates`
+does); the connection's intermediates.
 """
 
 from __future__ import annotations
@@ -53,6 +58,16 @@ def _openssl() -> ctypes.CDLL | None:
         library.SSL_CTX_get_verify_mode.restype = ctypes.c_int
         library.SSL_CTX_get_options.argtypes = [ctypes.c_void_p]
         library.SSL_CTX_get_options.restype = ctypes.c_uint64
+        library.SSL_get_SSL_CTX.argtypes = [ctypes.c_void_p]
+        library.SSL_get_SSL_CTX.restype = ctypes.c_void_p
+        library.SSL_get_peer_cert_chain.argtypes = [ctypes.c_void_p]
+        library.SSL_get_peer_cert_chain.restype = ctypes.c_void_p
+        library.OPENSSL_sk_num.argtypes = [ctypes.c_void_p]
+        library.OPENSSL_sk_num.restype = ctypes.c_int
+        library.OPENSSL_sk_value.argtypes = [ctypes.c_void_p, ctypes.c_int]
+        library.OPENSSL_sk_value.restype = ctypes.c_void_p
+        library.i2d_X509.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.POINTER(ctypes.c_ubyte))]
+        library.i2d_X509.restype = ctypes.c_int
     except (OSError, AttributeError):
         return None
     return library
@@ -87,3 +102,39 @@ def request_client_certificates(context: ssl.SSLContext) -> bool:
         return False
     _LIBRARY.SSL_CTX_set_verify(pointer, _SSL_VERIFY_PEER, _ACCEPT_ANY_CHAIN)
     return True
+
+
+def peer_intermediates(ssl_object: ssl.SSLObject | ssl.SSLSocket | None) -> list[bytes]:
+    """The DER certificates a client sent after its own (the intermediates kube's x509 authenticator
+    builds chains with), in the client's order; none when they cannot be read.
+
+    Python 3.13 reads them with ``get_unverified_chain``; before, OpenSSL's
+    ``SSL_get_peer_cert_chain`` (which on a server leaves the client's own certificate out) on the
+    connection's ``SSL`` (read after the ``_ssl._SSLSocket`` header and its socket reference, and
+    used only when it belongs to the context :func:`request_client_certificates` checked)."""
+    if ssl_object is None:
+        return []
+    unverified = getattr(ssl_object, "get_unverified_chain", None)
+    if unverified is not None:
+        return [c.public_bytes(_ssl.ENCODING_DER) for c in (unverified() or [])[1:]]
+    connection = getattr(ssl_object, "_sslobj", None)
+    if _LIBRARY is None or connection is None:
+        return []
+    pointer = ctypes.c_void_p.from_address(id(connection) + object.__basicsize__ + ctypes.sizeof(ctypes.c_void_p)).value
+    context = _ssl_ctx(ssl_object.context, _LIBRARY)
+    if not pointer or context is None or _LIBRARY.SSL_get_SSL_CTX(pointer) != context:
+        return []
+    stack = _LIBRARY.SSL_get_peer_cert_chain(pointer)
+    if not stack:
+        return []
+    certificates = []
+    for index in range(_LIBRARY.OPENSSL_sk_num(stack)):
+        certificate = _LIBRARY.OPENSSL_sk_value(stack, index)
+        size = _LIBRARY.i2d_X509(certificate, None)
+        if size <= 0:
+            return []
+        buffer = (ctypes.c_ubyte * size)()
+        cursor = ctypes.cast(buffer, ctypes.POINTER(ctypes.c_ubyte))
+        _LIBRARY.i2d_X509(certificate, ctypes.byref(cursor))
+        certificates.append(bytes(buffer))
+    return certificates

@@ -76,6 +76,15 @@ def test_a_certificate_of_the_bundle_names_its_user(leaf: Pair, cas: tuple[Pair,
         assert verified.groups == ("team-a", "system:authenticated")
 
 
+def test_intermediates_the_client_sends_build_the_chain() -> None:
+    leaf = certificate("carol", INTERMEDIATE)
+    authenticator = ClientCertificates(bundle(CA), clock=lambda: NOW)
+    verified = authenticator.user(der(leaf), [der(INTERMEDIATE)])
+    assert verified is not None and verified.name == "carol"
+    with pytest.raises(CertificateRejected, match="unknown authority"):  # the same certificate, sent alone
+        authenticator.user(der(leaf))
+
+
 @pytest.mark.parametrize(("leaf", "reason"), [
     pytest.param(certificate("mallory", OTHER_CA), "x509: certificate signed by unknown authority", id="other-ca"),
     pytest.param(certificate("mallory", INTERMEDIATE), "x509: certificate signed by unknown authority",

@@ -209,6 +209,17 @@ async def test_real_clients_get_kubes_401_status_and_the_expiration_histogram_co
     assert [after - earlier for after, earlier in zip(observed(), before, strict=True)] == [4, 0, 4]
 
 
+def intermediate_ca(parent: tuple[x509.Certificate, Key], name: str) -> tuple[x509.Certificate, Key]:
+    key = ec.generate_private_key(ec.SECP256R1())
+    now = dt.datetime.now(dt.UTC)
+    cert = (x509.CertificateBuilder().subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)]))
+            .issuer_name(parent[0].subject).public_key(key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(now - dt.timedelta(minutes=5)).not_valid_after(now + dt.timedelta(days=1))
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .sign(parent[1], hashes.SHA256()))
+    return cert, key
+
+
 @pytest.fixture
 async def hub_with_client_ca(tmp_path: Path) -> AsyncIterator[tuple[Hub, tuple[x509.Certificate, Key]]]:
     ca = new_ca("team-ca")
@@ -239,3 +250,29 @@ async def test_a_client_without_a_certificate_still_uses_its_token(hub: Hub, ses
         "POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews",
         {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"})
     assert code == 201 and review["status"]["userInfo"]["username"] == "gpufed-admin", review
+
+
+async def test_intermediates_the_client_sends_build_the_chain(
+    hub_with_client_ca: tuple[Hub, tuple[x509.Certificate, Key]], tmp_path: Path
+) -> None:
+    """As kube's: a certificate of an intermediate CA that the client sends after its own verifies
+    against the client CA; sent alone, it is signed by an unknown authority. (The hub's own CA
+    signs no intermediates: its path length is 0.)"""
+    hub, ca = hub_with_client_ca
+    team_ca = intermediate_ca(ca, "team-intermediate")
+    cert, key = client_certificate(team_ca, "erin", "team-c")
+    intermediate = team_ca[0].public_bytes(serialization.Encoding.PEM)
+    (tmp_path / "erin.key").write_bytes(key)
+    ca_pem = load_kubeconfig(hub.kubeconfig_path).ca_pem
+    review = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
+    answers = []
+    for name, chain in (("chain", cert + intermediate), ("alone", cert)):
+        (tmp_path / f"{name}.crt").write_bytes(chain)
+        context = ssl.create_default_context(cadata=ca_pem.decode())
+        context.load_cert_chain(tmp_path / f"{name}.crt", tmp_path / "erin.key")
+        async with aiohttp.ClientSession() as session, session.post(
+            hub.url + "/apis/authentication.k8s.io/v1/selfsubjectreviews", json=review, ssl=context
+        ) as response:
+            answers.append((response.status, await response.json()))
+    assert answers[0][0] == 201 and answers[0][1]["status"]["userInfo"]["username"] == "erin", answers[0]
+    assert answers[1][0] == 401 and answers[1][1]["message"] == "Unauthorized", answers[1]
