@@ -45,6 +45,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from controlplane.apis import proxyframing as framing
+from controlplane.apis.impersonation import impersonation_headers
 from controlplane.apis.proxyframing import Frame, FrameKind, ProxyLimits, ProxyRequest
 from member_agent.reachability import Reachability
 from member_agent.tunnelupgrades import AgentStream, serve_upgrade
@@ -234,7 +235,9 @@ class AgentTunnel:
             framing.forwarded_headers(request.headers, drop=framing.DROPPED_REQUEST_HEADERS)
         )
         if self.identity == "impersonate":
-            for name, value in framing.impersonation_headers(request):
+            for name, value in impersonation_headers(
+                request.user, groups=request.groups, uid=request.uid, extra=request.extra
+            ):
                 headers.add(name, value)
         return headers
 

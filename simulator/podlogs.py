@@ -22,7 +22,7 @@ from typing import Any
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
-from controlplane.apiserver.impersonation import extra_of_headers
+from controlplane.apis.impersonation import extra_of_headers
 from controlplane.objectclient import ObjectClient, errors
 from simulator.clock import Clock, parse_rfc3339, rfc3339
 

@@ -49,10 +49,6 @@ _SENDABLE_CLOSE_CODES: Final = frozenset({1000, 1001, 1002, 1003, 1007, 1008, 10
 
 #: Request headers never forwarded to the member: the hub's credential, any impersonation
 #: the caller tried to set itself, and hop-by-hop headers.
-#: The bytes of an HTTP header name (RFC 7230 ``tchar``) but ``%``, which starts an escape.
-_HEADER_NAME_BYTES: Final = frozenset(
-    b"!#$&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-)
 DROPPED_REQUEST_HEADERS: Final = frozenset({
     "authorization", "host", "connection", "keep-alive", "proxy-authorization", "proxy-connection",
     "te", "trailer", "transfer-encoding", "upgrade", "content-length", "cookie",
@@ -286,25 +282,6 @@ def forwarded_headers(headers: list[tuple[str, str]], *, drop: frozenset[str]) -
         (name, value) for name, value in headers
         if name.lower() not in drop and not name.lower().startswith("impersonate-")
     ]
-
-
-def impersonation_headers(request: ProxyRequest) -> list[tuple[str, str]]:
-    """The ``Impersonate-*`` headers that make the member see ``request``'s hub user, as client-go's
-    impersonation sends them: ``Impersonate-User``, one ``Impersonate-Group`` per group,
-    ``Impersonate-Uid`` when it has one, one ``Impersonate-Extra-<key>`` per value of each extra."""
-    headers = [("Impersonate-User", request.user), *(("Impersonate-Group", group) for group in request.groups)]
-    if request.uid:
-        headers.append(("Impersonate-Uid", request.uid))
-    for key, values in request.extra.items():
-        headers += [(f"Impersonate-Extra-{escape_extra_key(key)}", value) for value in values]
-    return headers
-
-
-def escape_extra_key(key: str) -> str:
-    """client-go's ``headerKeyEscape``: each byte of ``key`` an HTTP header name may not hold, and
-    ``%``, as ``%XX`` (``authentication.kubernetes.io/credential-id`` becomes
-    ``authentication.kubernetes.io%2Fcredential-id``); kube-apiserver unescapes it."""
-    return "".join(chr(byte) if byte in _HEADER_NAME_BYTES else f"%{byte:02X}" for byte in key.encode())
 
 
 def header_bytes(headers: list[tuple[str, str]]) -> int:

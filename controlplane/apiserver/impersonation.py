@@ -12,15 +12,22 @@ service account asked for without groups is in ``system:serviceaccounts`` and
 
 In: the authenticated user, the requested user, groups, uid and extras, and an ``Authorizer``.
 Out: the impersonated :class:`UserInfo`, or :class:`ImpersonationDenied` naming the check that
-failed (the API server answers kube's 403). Pure: no I/O.
+failed (the API server answers kube's 403). Pure: no I/O. The headers' names and the escaping of
+an extra's key are :mod:`controlplane.apis.impersonation`'s.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from typing import Final
-from urllib.parse import unquote
 
+from controlplane.apis.impersonation import (
+    EXTRA_HEADER_PREFIX,
+    GROUP_HEADER,
+    UID_HEADER,
+    USER_HEADER,
+    extra_of_headers,
+)
 from controlplane.apiserver.identity import (
     ANONYMOUS,
     AUTHENTICATED,
@@ -34,11 +41,11 @@ from controlplane.apiserver.identity import (
     user_extra,
 )
 
-USER_HEADER: Final = "Impersonate-User"
-GROUP_HEADER: Final = "Impersonate-Group"
-UID_HEADER: Final = "Impersonate-Uid"
-#: Followed by the extra's key, %-escaped (``Impersonate-Extra-Scopes: view``).
-EXTRA_HEADER_PREFIX: Final = "Impersonate-Extra-"
+__all__ = [
+    "GROUP_HEADER", "UID_HEADER", "USER_HEADER", "ImpersonationDenied", "ImpersonationInvalid", "asks_impersonation",
+    "extra_of_headers", "impersonate",
+]
+
 _EXTRA_PREFIX_LOWER: Final = EXTRA_HEADER_PREFIX.lower()
 _HEADERS_LOWER: Final = frozenset(h.lower() for h in (USER_HEADER, GROUP_HEADER, UID_HEADER))
 AUTHENTICATION_GROUP: Final = "authentication.k8s.io"
@@ -87,16 +94,6 @@ def asks_impersonation(headers: Iterable[str]) -> bool:
     return any(
         (lowered := name.lower()) in _HEADERS_LOWER or lowered.startswith(_EXTRA_PREFIX_LOWER) for name in headers
     )
-
-
-def extra_of_headers(headers: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
-    """The extras the ``Impersonate-Extra-<key>`` headers among ``headers`` ask for: each key
-    lower-cased and %-unescaped (kube's ``unescapeExtraKey``), with its values in order."""
-    extra: dict[str, list[str]] = {}
-    for name, value in headers:
-        if name.lower().startswith(_EXTRA_PREFIX_LOWER):
-            extra.setdefault(unquote(name[len(EXTRA_HEADER_PREFIX):].lower()), []).append(value)
-    return extra
 
 
 def _check(

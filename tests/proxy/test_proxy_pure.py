@@ -7,9 +7,9 @@ import pytest
 from kubernetes_asyncio.client import ApiClient, Configuration
 
 from controlplane.apis import proxyframing as framing
+from controlplane.apis.impersonation import escape_extra_key, extra_of_headers
 from controlplane.apis.proxyframing import FrameKind, ProxyRequest
 from controlplane.apiserver.identity import ANONYMOUS_USER, AUTHENTICATED, Role, UserInfo
-from controlplane.apiserver.impersonation import extra_of_headers
 from controlplane.apiserver.proxy.routes import proxy_request
 from controlplane.apiserver.routing import parse_request
 from member_agent.tunnel import AgentTunnel
@@ -82,7 +82,7 @@ async def test_the_agent_impersonates_the_hub_user_only_when_configured() -> Non
     ("ü", "%C3%BC"),
 ])
 def test_extra_keys_are_escaped_as_client_go_does(key: str, escaped: str) -> None:
-    assert framing.escape_extra_key(key) == escaped
+    assert escape_extra_key(key) == escaped
     assert extra_of_headers([(f"Impersonate-Extra-{escaped}", "v")]) == {key.lower(): ["v"]}
 
 
