@@ -31,6 +31,7 @@ import _ssl
 import ctypes
 import logging
 import ssl
+import sys
 from typing import Final
 
 log = logging.getLogger(__name__)
@@ -49,7 +50,10 @@ _ACCEPT_ANY_CHAIN: Final = _VerifyCallback(_accept_any_chain)
 
 
 def _openssl() -> ctypes.CDLL | None:
-    """The ``_ssl`` extension's library: its symbols resolve to the OpenSSL it is linked with."""
+    """The ``_ssl`` extension's library: its symbols resolve to the OpenSSL it is linked with. None
+    outside CPython (whose object layouts the pointers below are read from)."""
+    if sys.implementation.name != "cpython":
+        return None
     try:
         library = ctypes.CDLL(_ssl.__file__)
         library.SSL_CTX_set_verify.argtypes = [ctypes.c_void_p, ctypes.c_int, _VerifyCallback]

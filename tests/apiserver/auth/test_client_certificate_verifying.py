@@ -13,6 +13,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from controlplane.apiserver import requestclientcert
 from controlplane.apiserver.clientcertificates import (
     CertificateRejected,
     ClientCertificates,
@@ -134,3 +135,13 @@ def test_the_server_context_asks_for_a_certificate_and_leaves_judging_it_to_the_
     assert context.verify_mode == ssl.CERT_OPTIONAL
     context.verify_mode = ssl.CERT_OPTIONAL  # setting the mode again keeps the callback (Python keeps it)
     assert context.verify_mode == ssl.CERT_OPTIONAL
+
+
+def test_without_openssl_access_the_handshake_verifies_as_before(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(requestclientcert, "_LIBRARY", None)
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    assert not requestclientcert.request_client_certificates(context)
+    assert context.verify_mode == ssl.CERT_OPTIONAL
+    assert "ends the TLS handshake instead of being answered 401" in caplog.text
