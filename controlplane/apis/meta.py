@@ -30,6 +30,7 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
+from controlplane.apis.kube.field import CauseType as CauseType  # the reasons of the causes below
 from controlplane.apis.kube.names import (
     DNS_LABEL,
     DNS_LABEL_REGEX_MESSAGE,
@@ -352,22 +353,6 @@ def taints_tolerated(
 # ---------------------------------------------------------------------------------------------
 # Validation errors as Kubernetes Status causes
 # ---------------------------------------------------------------------------------------------
-
-
-class CauseType(StrEnum):
-    """``Status.details.causes[].reason`` values the API server returns (metav1.CauseType): the
-    causes of the hub's own ``Status`` errors and of the models' validation errors."""
-
-    FIELD_VALUE_INVALID = "FieldValueInvalid"
-    FIELD_VALUE_REQUIRED = "FieldValueRequired"
-    FIELD_VALUE_NOT_SUPPORTED = "FieldValueNotSupported"
-    FIELD_VALUE_DUPLICATE = "FieldValueDuplicate"
-    FIELD_VALUE_FORBIDDEN = "FieldValueForbidden"
-    FIELD_VALUE_UNKNOWN = "FieldValueUnknown"
-    FIELD_VALUE_TYPE_INVALID = "FieldValueTypeInvalid"
-    FIELD_MANAGER_CONFLICT = "FieldManagerConflict"
-    UNEXPECTED_SERVER_RESPONSE = "UnexpectedServerResponse"
-    RESOURCE_VERSION_TOO_LARGE = "ResourceVersionTooLarge"
 
 
 @dataclass(frozen=True)

@@ -43,7 +43,7 @@ from controlplane.apis.apiextensions.schema import (
     same,
     type_name,
 )
-from controlplane.apis.kube.field import ErrorType, FieldError
+from controlplane.apis.kube.field import CauseType, FieldError
 
 #: kube's StaticEstimatedCostLimit for one rule.
 COST_LIMIT = 10_000_000
@@ -56,10 +56,10 @@ _MACRO = re.compile(r"([A-Za-z_][\w]*(?:\s*\.\s*[A-Za-z_]\w*)*|\))\s*\.\s*(all|e
 #: call failed: ValueError: <message>. Check function arguments and their types."
 _WRAPPED = re.compile(r"Python function call failed: \w+: (.*?)\.? Check function arguments and their types\.?$", re.S)
 _REASONS = {
-    "FieldValueInvalid": ErrorType.INVALID,
-    "FieldValueForbidden": ErrorType.FORBIDDEN,
-    "FieldValueRequired": ErrorType.REQUIRED,
-    "FieldValueDuplicate": ErrorType.DUPLICATE,
+    "FieldValueInvalid": CauseType.FIELD_VALUE_INVALID,
+    "FieldValueForbidden": CauseType.FIELD_VALUE_FORBIDDEN,
+    "FieldValueRequired": CauseType.FIELD_VALUE_REQUIRED,
+    "FieldValueDuplicate": CauseType.FIELD_VALUE_DUPLICATE,
 }
 
 
@@ -167,7 +167,7 @@ class Rule:
     program: Any
     message: str = ""
     message_expression: Any = None
-    reason: ErrorType = ErrorType.INVALID
+    reason: CauseType = CauseType.FIELD_VALUE_INVALID
     field_path: str = ""
     transition: bool = False
 
@@ -180,7 +180,7 @@ def _rule(spec: dict[str, Any]) -> Rule:
         program=_compile(source),
         message=str(spec.get("message") or ""),
         message_expression=_compile(expression) if isinstance(expression, str) and expression else None,
-        reason=_REASONS.get(str(spec.get("reason") or ""), ErrorType.INVALID),
+        reason=_REASONS.get(str(spec.get("reason") or ""), CauseType.FIELD_VALUE_INVALID),
         field_path=str(spec.get("fieldPath") or "").lstrip("."),
         transition=re.search(r"\boldSelf\b", source) is not None,
     )
@@ -308,9 +308,9 @@ def _outcome(rule: Rule, context: Any, shown: str, where: str) -> FieldError | N
     try:
         result = rule.program.execute(context)
     except KeyError as exc:  # a field the rule reads is not set: kube's "no such key"
-        return FieldError(ErrorType.INVALID, where, f"Invalid value: {shown}: no such key: {exc.args[0] if exc.args else ''}")
+        return FieldError(CauseType.FIELD_VALUE_INVALID, where, f"Invalid value: {shown}: no such key: {exc.args[0] if exc.args else ''}")
     except Exception as exc:  # the evaluator's message is kube's "Invalid value" detail
-        return FieldError(ErrorType.INVALID, where, f"Invalid value: {shown}: {_runtime_message(exc)}")
+        return FieldError(CauseType.FIELD_VALUE_INVALID, where, f"Invalid value: {shown}: {_runtime_message(exc)}")
     if result is True:
         return None
     message = rule.message or f"failed rule: {rule.source}"
@@ -321,13 +321,13 @@ def _outcome(rule: Rule, context: Any, shown: str, where: str) -> FieldError | N
             produced = None
         if isinstance(produced, str) and produced.strip():
             message = produced
-    if rule.reason is ErrorType.FORBIDDEN:
+    if rule.reason is CauseType.FIELD_VALUE_FORBIDDEN:
         return FieldError(rule.reason, where, f"Forbidden: {message}")
-    if rule.reason is ErrorType.REQUIRED:
+    if rule.reason is CauseType.FIELD_VALUE_REQUIRED:
         return FieldError(rule.reason, where, f"Required value: {message}")
-    if rule.reason is ErrorType.DUPLICATE:
+    if rule.reason is CauseType.FIELD_VALUE_DUPLICATE:
         return FieldError(rule.reason, where, f"Duplicate value: {message}")
-    return FieldError(ErrorType.INVALID, where, f"Invalid value: {shown}: {message}")
+    return FieldError(CauseType.FIELD_VALUE_INVALID, where, f"Invalid value: {shown}: {message}")
 
 
 def compile_schema_rules(schema: Schema) -> SchemaRules:

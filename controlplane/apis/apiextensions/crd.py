@@ -30,7 +30,7 @@ from controlplane.apis.apiextensions.schema import (
     walk,
 )
 from controlplane.apis.kube import field, webhookclient
-from controlplane.apis.kube.field import ErrorType, FieldError
+from controlplane.apis.kube.field import CauseType, FieldError
 from controlplane.apis.kube.names import (
     DNS_1035,
     DNS_1035_REGEX_MESSAGE,
@@ -70,11 +70,11 @@ def default_crd(crd: dict[str, Any]) -> None:
 
 def _invalid(path: str, value: Any, detail: str) -> FieldError:
     shown = f'"{value}"' if isinstance(value, str) else str(value).lower() if isinstance(value, bool) else str(value)
-    return FieldError(ErrorType.INVALID, path, f"Invalid value: {shown}: {detail}")
+    return FieldError(CauseType.FIELD_VALUE_INVALID, path, f"Invalid value: {shown}: {detail}")
 
 
 def _required(path: str, detail: str = "") -> FieldError:
-    return FieldError(ErrorType.REQUIRED, path, "Required value" + (f": {detail}" if detail else ""))
+    return FieldError(CauseType.FIELD_VALUE_REQUIRED, path, "Required value" + (f": {detail}" if detail else ""))
 
 
 def validate_crd(
@@ -101,7 +101,7 @@ def validate_crd(
         out.append(_required("spec.scope"))
     elif scope not in ("Cluster", "Namespaced"):
         out.append(FieldError(
-            ErrorType.NOT_SUPPORTED, "spec.scope", f'Unsupported value: "{scope}": supported values: "Cluster", "Namespaced"'
+            CauseType.FIELD_VALUE_NOT_SUPPORTED, "spec.scope", f'Unsupported value: "{scope}": supported values: "Cluster", "Namespaced"'
         ))
     if spec.get("preserveUnknownFields") is True:
         out.append(_invalid("spec.preserveUnknownFields", True, "must be false"))
@@ -216,7 +216,7 @@ def _versions_errors(versions: Any, compile_rule: RuleCompiler | None) -> list[F
         elif not isinstance(vname, str) or not DNS_1035.match(vname):
             out.append(_invalid(f"{base}.name", vname, DNS_1035_REGEX_MESSAGE))
         elif vname in seen:
-            out.append(FieldError(ErrorType.DUPLICATE, f"{base}.name", f'Duplicate value: "{vname}"'))
+            out.append(FieldError(CauseType.FIELD_VALUE_DUPLICATE, f"{base}.name", f'Duplicate value: "{vname}"'))
         else:
             seen.add(vname)
         for flag in ("served", "storage"):
@@ -302,12 +302,12 @@ def selectable_fields_errors(fields: Any, schema: Schema, base: str) -> list[Fie
             ))
         shown = ".".join(path).replace(".[", "[")
         if shown in seen:
-            out.append(FieldError(ErrorType.DUPLICATE, where, f'Duplicate value: "{json_path}"'))
+            out.append(FieldError(CauseType.FIELD_VALUE_DUPLICATE, where, f'Duplicate value: "{json_path}"'))
         else:
             seen.add(shown)
     if len(seen) > MAX_SELECTABLE_FIELDS:
         out.append(FieldError(
-            ErrorType.TOO_MANY, base, f"Too many: {len(seen)}: must have at most {MAX_SELECTABLE_FIELDS} items"
+            CauseType.FIELD_VALUE_TOO_MANY, base, f"Too many: {len(seen)}: must have at most {MAX_SELECTABLE_FIELDS} items"
         ))
     return out
 
@@ -405,7 +405,7 @@ def structural_errors(schema: Schema, base: str, compile_rule: RuleCompiler | No
             out.append(_required(f"{where}.type", detail))
         elif node_type and node_type not in _SCHEMA_TYPES:
             out.append(FieldError(
-                ErrorType.NOT_SUPPORTED, f"{where}.type",
+                CauseType.FIELD_VALUE_NOT_SUPPORTED, f"{where}.type",
                 f'Unsupported value: "{node_type}": supported values: ' + ", ".join(f'"{t}"' for t in _SCHEMA_TYPES),
             ))
         if not path and node_type not in (None, "object"):
@@ -413,12 +413,12 @@ def structural_errors(schema: Schema, base: str, compile_rule: RuleCompiler | No
         if node_type == "array" and not isinstance(node.get("items"), dict):
             out.append(_required(f"{where}.items", "must be specified"))
         if node.get("uniqueItems"):
-            out.append(FieldError(ErrorType.FORBIDDEN, f"{where}.uniqueItems", "Forbidden: uniqueItems cannot be set to true since the runtime complexity becomes quadratic"))
+            out.append(FieldError(CauseType.FIELD_VALUE_FORBIDDEN, f"{where}.uniqueItems", "Forbidden: uniqueItems cannot be set to true since the runtime complexity becomes quadratic"))
         pattern = node.get("pattern")
         if isinstance(pattern, str) and isinstance(problem := compiled_pattern(pattern), str):
             out.append(_invalid(f"{where}.pattern", pattern, f"must be a valid regular expression, but isn't: {problem}"))
         if node.get("properties") and isinstance(node.get("additionalProperties"), dict):
-            out.append(FieldError(ErrorType.FORBIDDEN, f"{where}.additionalProperties", "Forbidden: additionalProperties and properties are mutual exclusive"))
+            out.append(FieldError(CauseType.FIELD_VALUE_FORBIDDEN, f"{where}.additionalProperties", "Forbidden: additionalProperties and properties are mutual exclusive"))
         if "default" in node and node["default"] is not None:
             # As kube: the default with the defaults nested under it applied is what must be valid.
             default = copy.deepcopy(node["default"])
@@ -427,7 +427,7 @@ def structural_errors(schema: Schema, base: str, compile_rule: RuleCompiler | No
         list_type = node.get("x-kubernetes-list-type")
         if list_type is not None and list_type not in ("atomic", "set", "map"):
             out.append(FieldError(
-                ErrorType.NOT_SUPPORTED, f"{where}.x-kubernetes-list-type",
+                CauseType.FIELD_VALUE_NOT_SUPPORTED, f"{where}.x-kubernetes-list-type",
                 f'Unsupported value: "{list_type}": supported values: "atomic", "set", "map"',
             ))
         if list_type == "map" and not node.get("x-kubernetes-list-map-keys"):

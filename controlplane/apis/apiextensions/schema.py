@@ -35,7 +35,7 @@ from typing import Any
 
 import re2
 
-from controlplane.apis.kube.field import ErrorType, FieldError
+from controlplane.apis.kube.field import CauseType, FieldError
 
 Schema = dict[str, Any]
 Path = tuple[str | int, ...]
@@ -179,12 +179,12 @@ def correlate(schema: Schema, old: Any, key: str | int, value: Any) -> Any:
     return old[key] if key < len(old) else NO_OLD
 
 
-def _err(kind: ErrorType, path: Path, message: str) -> FieldError:
+def _err(kind: CauseType, path: Path, message: str) -> FieldError:
     return FieldError(kind, format_path(path), message)
 
 
 def _invalid(path: Path, value: Any, detail: str) -> FieldError:
-    return _err(ErrorType.INVALID, path, f"Invalid value: {_shown(value)}: {detail}")
+    return _err(CauseType.FIELD_VALUE_INVALID, path, f"Invalid value: {_shown(value)}: {detail}")
 
 
 def validate(obj: Any, schema: Schema, *, path: Path = (), old: Any = NO_OLD) -> list[FieldError]:
@@ -252,20 +252,20 @@ def _passes(value: Any, schema: Schema, path: Path) -> bool:
 def _value_checks(value: Any, schema: Schema, path: Path, where: str, out: list[FieldError]) -> None:
     if "enum" in schema and value not in schema["enum"]:
         supported = ", ".join(_shown(v) for v in schema["enum"])
-        out.append(_err(ErrorType.NOT_SUPPORTED, path, f"Unsupported value: {_shown(value)}: supported values: {supported}"))
+        out.append(_err(CauseType.FIELD_VALUE_NOT_SUPPORTED, path, f"Unsupported value: {_shown(value)}: supported values: {supported}"))
     if isinstance(value, str):
         _string_checks(value, schema, path, where, out)
     elif isinstance(value, int | float) and not isinstance(value, bool):
         _number_checks(value, schema, path, where, out)
     elif isinstance(value, list):
         if "maxItems" in schema and len(value) > schema["maxItems"]:
-            out.append(_err(ErrorType.TOO_MANY, path, f"Too many: {len(value)}: must have at most {schema['maxItems']} items"))
+            out.append(_err(CauseType.FIELD_VALUE_TOO_MANY, path, f"Too many: {len(value)}: must have at most {schema['maxItems']} items"))
         if "minItems" in schema and len(value) < schema["minItems"]:
             out.append(_invalid(path, len(value), f"{where} in body should have at least {schema['minItems']} items"))
     elif isinstance(value, dict):
         if "maxProperties" in schema and len(value) > schema["maxProperties"]:
             out.append(_err(
-                ErrorType.TOO_MANY, path, f"Too many: {len(value)}: must have at most {schema['maxProperties']} items"
+                CauseType.FIELD_VALUE_TOO_MANY, path, f"Too many: {len(value)}: must have at most {schema['maxProperties']} items"
             ))
         if "minProperties" in schema and len(value) < schema["minProperties"]:
             out.append(_invalid(path, len(value), f"{where} in body should have at least {schema['minProperties']} properties"))
@@ -273,7 +273,7 @@ def _value_checks(value: Any, schema: Schema, path: Path, where: str, out: list[
 
 def _string_checks(value: str, schema: Schema, path: Path, where: str, out: list[FieldError]) -> None:
     if "maxLength" in schema and len(value) > schema["maxLength"]:
-        out.append(_err(ErrorType.TOO_LONG, path, f"Too long: may not be more than {schema['maxLength']} bytes"))
+        out.append(_err(CauseType.FIELD_VALUE_TOO_LONG, path, f"Too long: may not be more than {schema['maxLength']} bytes"))
     if "minLength" in schema and len(value) < schema["minLength"]:
         out.append(_invalid(path, value, f"{where} in body should be at least {schema['minLength']} chars long"))
     pattern = schema.get("pattern")
@@ -311,11 +311,11 @@ def _validate_object(
     properties: dict[str, Schema] = schema.get("properties") or {}
     for name in schema.get("required") or []:
         if name not in value:
-            out.append(_err(ErrorType.REQUIRED, (*path, name), "Required value"))
+            out.append(_err(CauseType.FIELD_VALUE_REQUIRED, (*path, name), "Required value"))
     if schema.get("x-kubernetes-embedded-resource"):
         for name in ("apiVersion", "kind"):
             if not isinstance(value.get(name), str) or not value.get(name):
-                out.append(_err(ErrorType.REQUIRED, (*path, name), "Required value: must not be empty"))
+                out.append(_err(CauseType.FIELD_VALUE_REQUIRED, (*path, name), "Required value: must not be empty"))
     additional = schema.get("additionalProperties")
     for key, item in value.items():
         if root and key in _ROOT_KEPT and key not in properties:
@@ -336,7 +336,7 @@ def _validate_array(value: list[Any], schema: Schema, path: Path, out: list[Fiel
         seen: list[Any] = []
         for index, item in enumerate(value):
             if item in seen:
-                out.append(_err(ErrorType.DUPLICATE, (*path, index), f"Duplicate value: {_shown(item)}"))
+                out.append(_err(CauseType.FIELD_VALUE_DUPLICATE, (*path, index), f"Duplicate value: {_shown(item)}"))
             else:
                 seen.append(item)
     elif list_type == "map":
@@ -348,7 +348,7 @@ def _validate_array(value: list[Any], schema: Schema, path: Path, out: list[Fiel
             identity = {k: item.get(k) for k in keys if k in item}
             marker = json.dumps(identity, sort_keys=True, default=str)
             if marker in seen_keys:
-                out.append(_err(ErrorType.DUPLICATE, (*path, index), f"Duplicate value: {_shown(identity)}"))
+                out.append(_err(CauseType.FIELD_VALUE_DUPLICATE, (*path, index), f"Duplicate value: {_shown(identity)}"))
             seen_keys.add(marker)
 
 

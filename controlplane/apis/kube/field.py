@@ -21,22 +21,29 @@ from enum import StrEnum
 from typing import Any
 
 
-class ErrorType(StrEnum):
-    """``field.ErrorType`` as sent in ``Status.details.causes[].reason``."""
+class CauseType(StrEnum):
+    """``Status.details.causes[].reason`` (metav1.CauseType): the ``FieldValue*`` reasons of field
+    errors (kube's ``field.ErrorType`` takes the same values) and the other causes of the API
+    server's ``Status`` errors."""
 
-    NOT_FOUND = "FieldValueNotFound"
-    INVALID = "FieldValueInvalid"
-    REQUIRED = "FieldValueRequired"
-    NOT_SUPPORTED = "FieldValueNotSupported"
-    DUPLICATE = "FieldValueDuplicate"
-    FORBIDDEN = "FieldValueForbidden"
-    TOO_LONG = "FieldValueTooLong"
-    TOO_MANY = "FieldValueTooMany"
+    FIELD_VALUE_NOT_FOUND = "FieldValueNotFound"
+    FIELD_VALUE_INVALID = "FieldValueInvalid"
+    FIELD_VALUE_REQUIRED = "FieldValueRequired"
+    FIELD_VALUE_NOT_SUPPORTED = "FieldValueNotSupported"
+    FIELD_VALUE_DUPLICATE = "FieldValueDuplicate"
+    FIELD_VALUE_FORBIDDEN = "FieldValueForbidden"
+    FIELD_VALUE_TOO_LONG = "FieldValueTooLong"
+    FIELD_VALUE_TOO_MANY = "FieldValueTooMany"
+    FIELD_VALUE_UNKNOWN = "FieldValueUnknown"
+    FIELD_VALUE_TYPE_INVALID = "FieldValueTypeInvalid"
+    FIELD_MANAGER_CONFLICT = "FieldManagerConflict"
+    UNEXPECTED_SERVER_RESPONSE = "UnexpectedServerResponse"
+    RESOURCE_VERSION_TOO_LARGE = "ResourceVersionTooLarge"
 
 
 @dataclass(frozen=True, slots=True)
 class FieldError:
-    type: ErrorType
+    type: CauseType
     #: The field's path as kube prints it: ``spec.replicas``, ``spec.template.spec.containers[0].name``.
     field: str
     #: The whole message of the cause, as kube writes it (``Invalid value: -2: must be greater
@@ -157,39 +164,39 @@ def _with_detail(head: str, detail: str) -> str:
 
 
 def invalid(path: str, value: Any, detail: str) -> FieldError:
-    return FieldError(ErrorType.INVALID, path, _with_detail(f"Invalid value: {show(value)}", detail))
+    return FieldError(CauseType.FIELD_VALUE_INVALID, path, _with_detail(f"Invalid value: {show(value)}", detail))
 
 
 def required(path: str, detail: str = "") -> FieldError:
-    return FieldError(ErrorType.REQUIRED, path, _with_detail("Required value", detail))
+    return FieldError(CauseType.FIELD_VALUE_REQUIRED, path, _with_detail("Required value", detail))
 
 
 def forbidden(path: str, detail: str) -> FieldError:
-    return FieldError(ErrorType.FORBIDDEN, path, _with_detail("Forbidden", detail))
+    return FieldError(CauseType.FIELD_VALUE_FORBIDDEN, path, _with_detail("Forbidden", detail))
 
 
 def duplicate(path: str, value: Any) -> FieldError:
-    return FieldError(ErrorType.DUPLICATE, path, f"Duplicate value: {show(value)}")
+    return FieldError(CauseType.FIELD_VALUE_DUPLICATE, path, f"Duplicate value: {show(value)}")
 
 
 def not_found(path: str, value: Any) -> FieldError:
-    return FieldError(ErrorType.NOT_FOUND, path, f"Not found: {show(value)}")
+    return FieldError(CauseType.FIELD_VALUE_NOT_FOUND, path, f"Not found: {show(value)}")
 
 
 def not_supported(path: str, value: Any, supported: Iterable[str]) -> FieldError:
     quoted = ", ".join(go_quote(v) for v in supported)
     return FieldError(
-        ErrorType.NOT_SUPPORTED, path, _with_detail(f"Unsupported value: {show(value)}", f"supported values: {quoted}")
+        CauseType.FIELD_VALUE_NOT_SUPPORTED, path, _with_detail(f"Unsupported value: {show(value)}", f"supported values: {quoted}")
     )
 
 
 def too_long(path: str, max_length: int) -> FieldError:
-    return FieldError(ErrorType.TOO_LONG, path, f"Too long: may not be more than {max_length} bytes")
+    return FieldError(CauseType.FIELD_VALUE_TOO_LONG, path, f"Too long: may not be more than {max_length} bytes")
 
 
 def too_many(path: str, actual: int, maximum: int) -> FieldError:
     return FieldError(
-        ErrorType.TOO_MANY, path, f"Too many: {actual}: must have at most {maximum} item{'' if maximum == 1 else 's'}"
+        CauseType.FIELD_VALUE_TOO_MANY, path, f"Too many: {actual}: must have at most {maximum} item{'' if maximum == 1 else 's'}"
     )
 
 

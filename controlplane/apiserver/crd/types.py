@@ -21,7 +21,7 @@ from controlplane.apis.apiextensions import cel
 from controlplane.apis.apiextensions import crd as crds
 from controlplane.apis.apiextensions.kind import ConversionWebhook, CustomKind
 from controlplane.apis.apiextensions.schema import NO_OLD, Schema, apply_defaults, prune, validate
-from controlplane.apis.kube.field import ErrorType, FieldError
+from controlplane.apis.kube.field import CauseType, FieldError
 from controlplane.apis.kube.fieldlabels import FieldGetter, field_path
 from controlplane.apiserver import columns as col
 from controlplane.apiserver.patching.structural import structural_apply_schema
@@ -52,7 +52,7 @@ def _crd_validate(obj: dict[str, Any], old: dict[str, Any] | None) -> list[Field
             before, after = (old.get("spec") or {}).get(key), (obj.get("spec") or {}).get(key)
             if before != after:
                 errors.append(FieldError(
-                    ErrorType.INVALID, f"spec.{key}", f'Invalid value: "{after}": field is immutable'
+                    CauseType.FIELD_VALUE_INVALID, f"spec.{key}", f'Invalid value: "{after}": field is immutable'
                 ))
     return errors
 

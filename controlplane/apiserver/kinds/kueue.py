@@ -20,7 +20,7 @@ from controlplane.apis import kueue_conversion as convert
 from controlplane.apis import kueue_defaulting as defaulting
 from controlplane.apis import kueue_v1alpha1, kueue_v1beta2
 from controlplane.apis import kueue_v1beta1 as kueue
-from controlplane.apis.kube.field import ErrorType, FieldError
+from controlplane.apis.kube.field import CauseType, FieldError
 from controlplane.apiserver.kinds import cells
 from controlplane.apiserver.resources import AGE, ResourceType, TableColumn, VersionConversion
 
@@ -112,7 +112,7 @@ def _controller_name_kept(obj: dict[str, Any], old: dict[str, Any] | None) -> li
     """Kueue's CRD rule ``self == oldSelf`` on ``spec.controllerName``, as kube reports a failed rule."""
     if old is None or (obj.get("spec") or {}).get("controllerName") == (old.get("spec") or {}).get("controllerName"):
         return []
-    return [FieldError(ErrorType.INVALID, "spec.controllerName", 'Invalid value: "string": field is immutable')]
+    return [FieldError(CauseType.FIELD_VALUE_INVALID, "spec.controllerName", 'Invalid value: "string": field is immutable')]
 
 
 ADMISSION_CHECK = ResourceType(

@@ -298,4 +298,4 @@ def _exhausted(name: str, path: str, detail: str) -> errors.Invalid:
     """A range with no free value left. kube answers ``NewInternalError`` (500); the request
     cannot succeed until a Service is deleted or the range widened, which a 500 does not say, so
     the hub answers 422 with kube's words as the cause at ``path``."""
-    return _invalid(name, [FieldError(kube_field.ErrorType.INVALID, path, detail)])
+    return _invalid(name, [FieldError(kube_field.CauseType.FIELD_VALUE_INVALID, path, detail)])

@@ -16,7 +16,7 @@ import json
 from datetime import datetime
 from typing import Any, Final
 
-from controlplane.apis.kube.field import ErrorType, FieldError
+from controlplane.apis.kube.field import CauseType, FieldError
 from controlplane.apis.untyped import dig
 from controlplane.apiserver.auth.rbac.index import CLUSTER_ROLE, CLUSTER_ROLE_BINDING, ROLE, ROLE_BINDING
 from controlplane.apiserver.auth.rbac.policy import RBAC_GROUP, RBAC_VERSION
@@ -62,16 +62,16 @@ def _value(value: Any) -> str:
 
 
 def _invalid(field: str, value: Any, detail: str) -> FieldError:
-    return FieldError(ErrorType.INVALID, field, f"Invalid value: {_value(value)}: {detail}")
+    return FieldError(CauseType.FIELD_VALUE_INVALID, field, f"Invalid value: {_value(value)}: {detail}")
 
 
 def _required(field: str, detail: str = "") -> FieldError:
-    return FieldError(ErrorType.REQUIRED, field, "Required value" + (f": {detail}" if detail else ""))
+    return FieldError(CauseType.FIELD_VALUE_REQUIRED, field, "Required value" + (f": {detail}" if detail else ""))
 
 
 def _not_supported(field: str, value: Any, supported: tuple[str, ...]) -> FieldError:
     choices = ", ".join(f'"{s}"' for s in supported)
-    return FieldError(ErrorType.NOT_SUPPORTED, field, f"Unsupported value: {_value(value)}: supported values: {choices}")
+    return FieldError(CauseType.FIELD_VALUE_NOT_SUPPORTED, field, f"Unsupported value: {_value(value)}: supported values: {choices}")
 
 
 def _list(value: Any) -> list[Any]:
