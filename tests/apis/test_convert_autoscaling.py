@@ -14,10 +14,10 @@ from controlplane.apis.kube.convert_autoscaling import (
     CONDITIONS_ANNOTATION,
     CURRENT_METRICS_ANNOTATION,
     METRICS_ANNOTATION,
-    go_json,
     v1_to_v2,
     v2_to_v1,
 )
+from controlplane.gojson import go_json
 
 Obj = dict[str, Any]
 REF = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}

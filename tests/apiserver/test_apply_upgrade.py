@@ -18,8 +18,8 @@ from controlplane.apiserver.patching.lastapplied import (
     LAST_APPLIED_ANNOTATION,
     allowed_conflicts,
     apply_upgrading_client_side,
-    go_json,
 )
+from controlplane.gojson import go_json
 
 from .kinds import deployment
 from .patching.builders import kind_schema, record_update
@@ -33,7 +33,7 @@ REPLICAS = (field_element("spec"), field_element("replicas"))
 def client_side_applied(obj: dict[str, Any]) -> dict[str, Any]:
     """``obj`` as ``kubectl apply`` leaves it: the annotation and kubectl-client-side-apply's fields."""
     annotated = json.loads(json.dumps(obj))
-    annotated["metadata"]["annotations"] = {LAST_APPLIED_ANNOTATION: go_json(obj)}
+    annotated["metadata"]["annotations"] = {LAST_APPLIED_ANNOTATION: go_json(obj, sort_keys=True) + "\n"}
     return record_update(None, annotated, manager="kubectl-client-side-apply", operation="Update", now=NOW)
 
 
@@ -80,7 +80,18 @@ def test_without_the_annotation_it_conflicts() -> None:
 
 
 def test_go_json_matches_kubes_encoding() -> None:
-    assert go_json({"b": "<&>", "a": [1, "x"]}) == '{"a":[1,"x"],"b":"\\u003c\\u0026\\u003e"}\n'
+    assert go_json({"b": "<&>", "a": [1, "x"]}, sort_keys=True) == '{"a":[1,"x"],"b":"\\u003c\\u0026\\u003e"}'
+
+
+def test_the_annotation_is_written_as_gos_json_encoder_writes_it() -> None:
+    live = client_side_applied(deployment("web", replicas=1))
+    applied = deployment("web", replicas=3)
+    applied["metadata"]["annotations"] = {"note": "<&>"}
+    result = apply_upgrading_client_side(live, applied, schema=kind_schema(live), manager="kubectl", force=False, now=LATER)
+    text = result["metadata"]["annotations"][LAST_APPLIED_ANNOTATION]
+    # Sorted keys, Go's escapes, no spaces and the encoder's closing newline.
+    assert text.startswith('{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"annotations":{"note":"\\u003c\\u0026\\u003e"}')
+    assert text.endswith("}}\n")
 
 
 @needs_kubectl

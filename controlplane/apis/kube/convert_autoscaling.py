@@ -24,8 +24,8 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
-from controlplane.apis.kube.field import go_json
 from controlplane.apis.quantity import QuantityError, canonical_quantity
+from controlplane.gojson import go_json
 
 Obj = dict[str, Any]
 

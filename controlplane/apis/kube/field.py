@@ -65,15 +65,6 @@ def go_quote(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
 
 
-def go_json(value: Any, *, sort_keys: bool = False) -> str:
-    """``json.Marshal``'s text of ``value``: compact, keys in the order given (``sort_keys``: as
-    Go orders a map's), and ``<``, ``>``, ``&``, U+2028 and U+2029 escaped as Go escapes them."""
-    text = json.dumps(value, sort_keys=sort_keys, separators=(",", ":"), ensure_ascii=False)
-    for raw, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
-        text = text.replace(raw, escaped)
-    return text
-
-
 def go_printed(value: Any) -> str:
     """``%+v`` of a decoded JSON value (``map[string]interface{}`` and what it holds): maps as
     ``map[key:value ...]`` with sorted keys, lists as ``[a b]``, strings bare, nil as ``<nil>``,

@@ -16,7 +16,7 @@ from datetime import datetime
 from functools import partial
 from typing import Any, Unpack
 
-from controlplane.apis.kube.field import go_json, go_printed
+from controlplane.apis.kube.field import go_printed
 from controlplane.apis.kube.namespaces import SYSTEM_NAMESPACES
 from controlplane.apis.untyped import dig
 from controlplane.apiserver import codec, errors
@@ -68,6 +68,7 @@ from controlplane.apiserver.patches import PatchType
 from controlplane.apiserver.patching.scalefields import replicas_path
 from controlplane.apiserver.resources import Registry, ResourceType
 from controlplane.apiserver.validation import DecodingError
+from controlplane.gojson import go_json
 from controlplane.storage import interface as storage
 from controlplane.storage.recent import latest_seen
 

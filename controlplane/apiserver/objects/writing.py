@@ -24,7 +24,7 @@ from typing import Any
 
 import orjson
 
-from controlplane.apis.kube.field import go_json, go_printed, immutable
+from controlplane.apis.kube.field import go_printed, immutable
 from controlplane.apis.kube.generation import generation_content, status_write_metadata
 from controlplane.apiserver import errors
 from controlplane.apiserver.admission import (
@@ -59,6 +59,7 @@ from controlplane.apiserver.validation import (
     check_object,
     decoded_applied,
 )
+from controlplane.gojson import go_json
 from controlplane.storage import interface as storage
 from controlplane.storage.ledger import WriteReason, changed_fields, writing_because
 from controlplane.storage.recent import known_stale, known_value

@@ -32,6 +32,7 @@ from controlplane.apiserver.patching.conflicts import ApplyConflict
 from controlplane.apiserver.patching.fieldpaths import Path
 from controlplane.apiserver.patching.schema import FieldSchema
 from controlplane.apiserver.patching.versions import VersionConverter
+from controlplane.gojson import go_json
 
 LAST_APPLIED_ANNOTATION = "kubectl.kubernetes.io/last-applied-configuration"
 #: The field manager whose server-side applies upgrade client-side apply's ownership.
@@ -108,7 +109,8 @@ def _set_last_applied(result: dict[str, Any], applied: Mapping[str, Any]) -> Non
     """Record ``applied`` (without the annotation itself) as the last-applied configuration."""
     meta = result.setdefault("metadata", {})
     annotations = dict(meta.get("annotations") or {})
-    annotations[LAST_APPLIED_ANNOTATION] = go_json(_without_last_applied(applied))
+    # As Go's json.Encoder writes it (kube's unstructured encoding): sorted keys and a closing newline.
+    annotations[LAST_APPLIED_ANNOTATION] = go_json(_without_last_applied(applied), sort_keys=True) + "\n"
     if sum(len(k) + len(v) for k, v in annotations.items() if isinstance(v, str)) > TOTAL_ANNOTATION_SIZE_LIMIT:
         del annotations[LAST_APPLIED_ANNOTATION]
     meta["annotations"] = annotations
@@ -122,11 +124,3 @@ def _without_last_applied(applied: Mapping[str, Any]) -> dict[str, Any]:
         out["metadata"] = {**meta, "annotations": annotations}
     return out
 
-
-def go_json(value: Any) -> str:
-    """JSON as Go's ``json.Encoder`` writes it (kube's unstructured encoding): sorted keys, no
-    spaces, ``<``, ``>``, ``&``, U+2028 and U+2029 escaped, and a closing newline."""
-    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    for char, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
-        text = text.replace(char, escaped)
-    return text + "\n"
