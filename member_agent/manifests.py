@@ -16,12 +16,7 @@ from typing import Any
 
 from controlplane.apis import constants as c
 from controlplane.apis import kueue_v1beta1 as kueue
-from controlplane.apis.work_v1alpha1 import DEFAULT_CONFLICT_RESOLUTION
-
-
-class ConflictResolution(StrEnum):
-    ABORT = DEFAULT_CONFLICT_RESOLUTION
-    OVERWRITE = "Overwrite"
+from controlplane.apis.conflictresolution import DEFAULT_CONFLICT_RESOLUTION, ConflictResolution
 
 
 class ApplyDecision(StrEnum):
@@ -170,8 +165,8 @@ def released(live: Mapping[str, Any], *, work_namespace: str, work_name: str) ->
 
 
 def conflict_resolution(work: Mapping[str, Any]) -> ConflictResolution:
-    value = (work.get("spec") or {}).get("conflictResolution") or ConflictResolution.ABORT
-    return ConflictResolution.OVERWRITE if value == ConflictResolution.OVERWRITE else ConflictResolution.ABORT
+    value = (work.get("spec") or {}).get("conflictResolution")
+    return ConflictResolution.OVERWRITE if value == ConflictResolution.OVERWRITE else DEFAULT_CONFLICT_RESOLUTION
 
 
 def desired_manifests(work: Mapping[str, Any]) -> list[tuple[Identifier, dict[str, Any]]]:

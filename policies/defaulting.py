@@ -36,13 +36,14 @@ import copy
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
+from controlplane.apis.conflictresolution import DEFAULT_CONFLICT_RESOLUTION
 from controlplane.apis.kube.objects import child, set_default, set_nil_default
 
 #: Fills unset fields of one policy object in place.
 PolicyDefaulter = Callable[[dict[str, Any]], None]
 
 _SPEC_DEFAULTS: Final[tuple[tuple[str, Any], ...]] = (
-    ("conflictResolution", "Abort"),
+    ("conflictResolution", DEFAULT_CONFLICT_RESOLUTION.value),
     ("preemption", "Never"),
     ("priority", 0),
     ("schedulerName", "default-scheduler"),

@@ -27,6 +27,7 @@ from typing import Any, Final, Literal, TypeAlias
 
 from pydantic import Field, ValidationInfo, field_validator
 
+from controlplane.apis.conflictresolution import ConflictResolution
 from controlplane.apis.meta import (
     Condition,
     LabelSelector,
@@ -497,7 +498,7 @@ class PropagationSpec(SpecModel):
     scheduler places every workload."""
     failover: FailoverBehavior | None = None
     """What happens when the application or a cluster fails."""
-    conflict_resolution: Literal["Abort", "Overwrite"] | None = None
+    conflict_resolution: ConflictResolution | None = None
     """What happens when a resource of the same name already exists in a member cluster: Abort (the default:
     report the conflict) or Overwrite (take it over)."""
     activation_preference: Literal["Lazy"] | None = None

@@ -16,6 +16,7 @@ from typing import Any, Final, Literal
 
 from pydantic import Field, field_validator
 
+from controlplane.apis.conflictresolution import ConflictResolution
 from controlplane.apis.meta import (
     Condition,
     ObjectMeta,
@@ -389,14 +390,10 @@ class WorkloadTemplate(SpecModel):
         return manifests
 
 
-#: A Work's ``conflictResolution`` when it has none (the agent's reading, Karmada's CRD default).
-DEFAULT_CONFLICT_RESOLUTION = "Abort"
-
-
 class WorkSpec(SpecModel):
     workload: WorkloadTemplate = Field(default_factory=WorkloadTemplate)
     """The objects the member cluster's agent applies."""
-    conflict_resolution: Literal["Abort", "Overwrite"] | None = None
+    conflict_resolution: ConflictResolution | None = None
     """What the agent does when an object of the same name exists in the member and was not created by gpufed:
     Abort (default: report a conflict) or Overwrite (take it over)."""
     suspend_dispatching: bool | None = None

@@ -32,9 +32,10 @@ from typing import Any
 
 from controlplane.apis import constants as c
 from controlplane.apis import kueue_v1beta1 as kueue
+from controlplane.apis.conflictresolution import DEFAULT_CONFLICT_RESOLUTION
 from controlplane.apis.gpus import is_gpu_resource
 from controlplane.apis.views import BindingView, ObjectView, WorkView
-from controlplane.apis.work_v1alpha1 import API_VERSION, DEFAULT_CONFLICT_RESOLUTION, WORK_KIND
+from controlplane.apis.work_v1alpha1 import API_VERSION, WORK_KIND
 from controlplane.controllers.workloads import without_server_fields
 from controlplane.interpreter import KindInterpreter
 from controlplane.interpreter.base import PodTemplateKind, SplitAware
@@ -243,7 +244,7 @@ def build_work(
     if conflict_resolution and conflict_resolution != DEFAULT_CONFLICT_RESOLUTION:
         # Abort is what a Work without the field means to the agent: a policy stored with its
         # default (``policies.defaulting``) and one stored before it render the same Work.
-        spec["conflictResolution"] = conflict_resolution
+        spec["conflictResolution"] = str(conflict_resolution)
     if suspend_dispatching:
         spec["suspendDispatching"] = True
     if preserve_resources_on_deletion:

@@ -6,10 +6,11 @@ from typing import Any
 
 import pytest
 
+from controlplane.apis.conflictresolution import ConflictResolution
 from controlplane.apis.work_v1alpha1 import Health
 from member_agent import applying, manifests, podstates
 from member_agent.applying import ManifestResult
-from member_agent.manifests import ApplyDecision, ConflictResolution, Identifier
+from member_agent.manifests import ApplyDecision, Identifier
 
 NOW = "2025-01-01T00:00:00Z"
 
