@@ -35,7 +35,6 @@ from pathlib import Path
 
 from aiohttp import web
 
-from controlplane.admission.requeuing import WaitForPodsReady
 from controlplane.apis.cluster_v1alpha1 import API_VERSION as CLUSTER_API_VERSION
 from controlplane.apis.cluster_v1alpha1 import KIND as CLUSTER_KIND
 from controlplane.apis.constants import (
@@ -185,25 +184,13 @@ class HubConfig:
     audit: AuditConfig | None = None
     #: Seconds a cluster may miss heartbeats before it is Unknown.
     cluster_monitor_grace_period: float = 40.0
-    #: Failover: seconds replicas stay in an unreachable / not-ready cluster when their placement
-    #: does not tolerate its NoExecute taint itself.
-    default_unreachable_toleration_seconds: int = 300
-    default_not_ready_toleration_seconds: int = 300
     #: Failover: the fraction of not-ready clusters (more than 2) that holds evictions back
     #: (controllers/disruption.py); with none Ready the hub evicts nothing.
     unhealthy_fleet_threshold: float = 0.55
-    #: Failover: seconds a Gracefully evicted copy may wait for its replacement to be Healthy.
-    graceful_eviction_timeout: int = 600
-    #: Seconds between two syncs of a FederatedHPA (--horizontal-pod-autoscaler-sync-period).
-    federated_hpa_sync_period: float = 15.0
-    #: Fleet admission: Kueue's fair sharing (--kueue-fair-sharing; off, as Kueue's fairSharing.enable).
-    kueue_fair_sharing: bool = False
-    #: Karmada's FederatedQuotaEnforcement (--federated-quota-enforcement; off, as Karmada's alpha gate).
-    federated_quota_enforcement: bool = False
-    #: Seconds a member may report replicas it cannot place before the hub moves them elsewhere.
-    unschedulable_grace_seconds: float = 120.0
-    #: Fleet admission: Kueue's waitForPodsReady timeout (0: off) and requeuing backoff.
-    wait_for_pods_ready: WaitForPodsReady = field(default_factory=WaitForPodsReady)
+    #: The leader's controllers: failover's default tolerations and graceful eviction timeout, the
+    #: FederatedHPA sync period, Kueue's fair sharing and waitForPodsReady, federated quota
+    #: enforcement, the unschedulable grace (their flags: gpufed/commands/controlplane.py).
+    controllers: ControllerSettings = field(default_factory=ControllerSettings)
     #: TTL of the etcd lease behind controller leadership: a dead leader is replaced within it.
     leader_lease_ttl: int = DEFAULT_LEADER_LEASE_TTL
     #: kube's --legacy-service-account-token-clean-up-period (controllers/legacytokencleaning.py).
@@ -367,7 +354,7 @@ class Hub(ShutdownOnce):
             self._component_statuses().endpoint(),
             *resource_metrics.endpoints(),
             *PendingWorkloads(
-                CachedObjects(self.objects, self.watch_cache), timestamp=self.config.wait_for_pods_ready.timestamp,
+                CachedObjects(self.objects, self.watch_cache), timestamp=self.config.controllers.wait_for_pods_ready.timestamp,
             ).endpoints(),
         ]
         self.waste_sampler = WasteSampler(
@@ -503,16 +490,7 @@ class Hub(ShutdownOnce):
         queues = self.metrics.workqueues  # every controller's loop feeds client-go's workqueue series
         self.controllers = ControllerManager(
             fenced,
-            settings=ControllerSettings(
-                default_unreachable_toleration_seconds=config.default_unreachable_toleration_seconds,
-                default_not_ready_toleration_seconds=config.default_not_ready_toleration_seconds,
-                graceful_eviction_timeout_seconds=config.graceful_eviction_timeout,
-                federated_hpa_sync_seconds=config.federated_hpa_sync_period,
-                unschedulable_grace_seconds=config.unschedulable_grace_seconds,
-                kueue_fair_sharing=config.kueue_fair_sharing,
-                federated_quota_enforcement=config.federated_quota_enforcement,
-                wait_for_pods_ready=config.wait_for_pods_ready,
-            ),
+            settings=config.controllers,
             queue_metrics=self.metrics.queues,
             workqueue_metrics=queues,
             interpreter_webhooks=self.interpreter_webhooks,

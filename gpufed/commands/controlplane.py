@@ -41,6 +41,7 @@ from gpufed.commands.serviceaccountflags import add_service_account_arguments, s
 from gpufed.logging_setup import LEVELS, configure_logging
 
 if TYPE_CHECKING:
+    from controlplane.controllers.context import ControllerSettings
     from controlplane.hub import HubConfig
     from controlplane.storage.connecting import EtcdClientTls
 
@@ -169,6 +170,9 @@ def add_etcd_space_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from controlplane.controllers.context import ControllerSettings
+
+    controllers = ControllerSettings()  # the controllers' flags default to the settings' own defaults
     parser.add_argument("--state-dir", type=Path, default=Path(".gpufed"),
                         help="where the PKI, the embedded etcd's data and hub.kubeconfig live (default .gpufed)")
     parser.add_argument("--listen", type=parse_listen, default=("127.0.0.1", 6443), metavar="HOST:PORT",
@@ -221,14 +225,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              f"(default {DEFAULT_SERVICE_NODE_PORT_RANGE})")
     parser.add_argument("--cluster-monitor-grace-period", type=_positive_seconds, default=40.0, metavar="SECONDS",
                         help="how long a cluster may miss heartbeats before it is Unknown (default 40)")
-    parser.add_argument("--default-unreachable-toleration-seconds", type=_whole_seconds, default=300,
-                        metavar="SECONDS",
+    parser.add_argument("--default-unreachable-toleration-seconds", type=_whole_seconds,
+                        default=controllers.default_unreachable_toleration_seconds, metavar="SECONDS",
                         help="failover: how long replicas stay in an unreachable cluster when their placement has "
-                             "no toleration for cluster.gpufed.io/unreachable:NoExecute (default 300)")
-    parser.add_argument("--default-not-ready-toleration-seconds", type=_whole_seconds, default=300,
-                        metavar="SECONDS",
+                             "no toleration for cluster.gpufed.io/unreachable:NoExecute "
+                             f"(default {controllers.default_unreachable_toleration_seconds})")
+    parser.add_argument("--default-not-ready-toleration-seconds", type=_whole_seconds,
+                        default=controllers.default_not_ready_toleration_seconds, metavar="SECONDS",
                         help="failover: the same for a cluster whose agent reports it not ready "
-                             "(cluster.gpufed.io/not-ready:NoExecute; default 300)")
+                             f"(cluster.gpufed.io/not-ready:NoExecute; default {controllers.default_not_ready_toleration_seconds})")
     parser.add_argument("--unhealthy-fleet-threshold", type=_fraction, default=0.55, metavar="FRACTION",
                         help="failover: when more than 2 clusters and at least this fraction of the fleet are not "
                              "ready at once, hold evictions back; when none is ready, suspect the hub itself and "
@@ -240,16 +245,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--federated-quota-enforcement", action="store_true",
                         help="Karmada's FederatedQuotaEnforcement: no ResourceBinding is scheduled past the overall "
                              "of a FederatedResourceQuota of its namespace (default off, as Karmada's alpha gate)")
-    parser.add_argument("--graceful-eviction-timeout", type=_whole_seconds, default=600, metavar="SECONDS",
+    parser.add_argument("--graceful-eviction-timeout", type=_whole_seconds,
+                        default=controllers.graceful_eviction_timeout_seconds, metavar="SECONDS",
                         help="failover: how long an evicted copy keeps running while its replacement starts, "
-                             "when the policy sets no failover gracePeriodSeconds (default 600)")
-    parser.add_argument("--horizontal-pod-autoscaler-sync-period", type=_positive_seconds, default=15.0,
-                        metavar="SECONDS",
-                        help="how often each FederatedHPA's metrics are read and its target scaled (default 15, as "
-                             "Karmada's controller manager)")
-    parser.add_argument("--unschedulable-grace-seconds", type=_positive_seconds, default=120.0, metavar="SECONDS",
+                             "when the policy sets no failover gracePeriodSeconds "
+                             f"(default {controllers.graceful_eviction_timeout_seconds})")
+    parser.add_argument("--horizontal-pod-autoscaler-sync-period", type=_positive_seconds,
+                        default=controllers.federated_hpa_sync_seconds, metavar="SECONDS",
+                        help="how often each FederatedHPA's metrics are read and its target scaled "
+                             f"(default {controllers.federated_hpa_sync_seconds:g}, as Karmada's controller manager)")
+    parser.add_argument("--unschedulable-grace-seconds", type=_positive_seconds,
+                        default=controllers.unschedulable_grace_seconds, metavar="SECONDS",
                         help="how long replicas a member reports unschedulable wait there before the hub moves "
-                             "them to another cluster (default 120)")
+                             f"them to another cluster (default {controllers.unschedulable_grace_seconds:g})")
     parser.add_argument("--kueue-wait-for-pods-ready-timeout", type=_whole_seconds, default=0, metavar="SECONDS",
                         help="fleet admission: evict an admitted workload whose pods are not all ready (or "
                              "succeeded) within this time and requeue it with backoff, as Kueue's "
@@ -373,6 +381,22 @@ def wait_for_pods_ready(args: argparse.Namespace) -> WaitForPodsReady:
     )
 
 
+def controller_settings(args: argparse.Namespace) -> ControllerSettings:
+    """The settings of the leader's controllers that flags set (the others keep their defaults)."""
+    from controlplane.controllers.context import ControllerSettings
+
+    return ControllerSettings(
+        default_unreachable_toleration_seconds=args.default_unreachable_toleration_seconds,
+        default_not_ready_toleration_seconds=args.default_not_ready_toleration_seconds,
+        graceful_eviction_timeout_seconds=args.graceful_eviction_timeout,
+        federated_hpa_sync_seconds=args.horizontal_pod_autoscaler_sync_period,
+        unschedulable_grace_seconds=args.unschedulable_grace_seconds,
+        kueue_fair_sharing=args.kueue_fair_sharing,
+        federated_quota_enforcement=args.federated_quota_enforcement,
+        wait_for_pods_ready=wait_for_pods_ready(args),
+    )
+
+
 def hub_config(args: argparse.Namespace) -> HubConfig:
     """The hub's configuration from its parsed flags (``--listen`` already split in host and port)."""
     from controlplane.apiserver.serving import ServingLimits
@@ -405,15 +429,8 @@ def hub_config(args: argparse.Namespace) -> HubConfig:
         audit=audit_config(args),
         tls_hosts=tuple(args.tls_san),
         cluster_monitor_grace_period=args.cluster_monitor_grace_period,
-        default_unreachable_toleration_seconds=args.default_unreachable_toleration_seconds,
-        default_not_ready_toleration_seconds=args.default_not_ready_toleration_seconds,
         unhealthy_fleet_threshold=args.unhealthy_fleet_threshold,
-        graceful_eviction_timeout=args.graceful_eviction_timeout,
-        federated_hpa_sync_period=args.horizontal_pod_autoscaler_sync_period,
-        kueue_fair_sharing=args.kueue_fair_sharing,
-        federated_quota_enforcement=args.federated_quota_enforcement,
-        unschedulable_grace_seconds=args.unschedulable_grace_seconds,
-        wait_for_pods_ready=wait_for_pods_ready(args),
+        controllers=controller_settings(args),
         leader_lease_ttl=args.leader_lease_ttl,
         legacy_token_clean_up_period=args.legacy_service_account_token_clean_up_period,
         service_accounts=service_account_options(args),

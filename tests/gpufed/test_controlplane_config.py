@@ -16,6 +16,7 @@ from controlplane.apiserver.flowcontrol.maxinflight import MaxInFlightConfig
 from controlplane.apiserver.serviceallocation.ranges import IPRange, PortRange
 from controlplane.apiserver.serving import ServingLimits
 from controlplane.apiserver.watching import WatchLimits
+from controlplane.controllers.context import ControllerSettings
 from controlplane.hub import HubConfig
 from controlplane.storage.connecting import EtcdClientTls
 from controlplane.storage.embedded import EtcdClientTransport
@@ -46,6 +47,7 @@ def test_every_flag_sets_its_field(tmp_path: Path) -> None:
         "--cluster-monitor-grace-period", "55", "--default-unreachable-toleration-seconds", "60",
         "--default-not-ready-toleration-seconds", "70", "--unhealthy-fleet-threshold", "0.4",
         "--kueue-fair-sharing", "--federated-quota-enforcement", "--graceful-eviction-timeout", "90", "--unschedulable-grace-seconds", "45",
+        "--horizontal-pod-autoscaler-sync-period", "20",
         "--kueue-wait-for-pods-ready-timeout", "300", "--kueue-requeuing-backoff-base-seconds", "7",
         "--kueue-requeuing-backoff-max-seconds", "700", "--kueue-requeuing-backoff-limit-count", "3",
         "--kueue-requeuing-timestamp", "Creation",
@@ -65,12 +67,15 @@ def test_every_flag_sets_its_field(tmp_path: Path) -> None:
         tls_cert_file=Path("/s.crt"), tls_private_key_file=Path("/s.key"), tls_ca_file=Path("/s-ca.crt"),
         tls_hosts=("hub.example.com", "10.0.0.1"),
         service_cluster_ips=IPRange.parse("10.200.0.0/16"), service_node_ports=PortRange.parse("31000-31999"),
-        cluster_monitor_grace_period=55.0, default_unreachable_toleration_seconds=60,
-        default_not_ready_toleration_seconds=70, unhealthy_fleet_threshold=0.4, kueue_fair_sharing=True,
-        federated_quota_enforcement=True, graceful_eviction_timeout=90, unschedulable_grace_seconds=45.0,
-        wait_for_pods_ready=WaitForPodsReady(
-            timeout_seconds=300, backoff_base_seconds=7, backoff_max_seconds=700, backoff_limit_count=3,
-            timestamp=RequeuingTimestamp.CREATION,
+        cluster_monitor_grace_period=55.0, unhealthy_fleet_threshold=0.4,
+        controllers=ControllerSettings(
+            default_unreachable_toleration_seconds=60, default_not_ready_toleration_seconds=70,
+            kueue_fair_sharing=True, federated_quota_enforcement=True, graceful_eviction_timeout_seconds=90,
+            unschedulable_grace_seconds=45.0, federated_hpa_sync_seconds=20.0,
+            wait_for_pods_ready=WaitForPodsReady(
+                timeout_seconds=300, backoff_base_seconds=7, backoff_max_seconds=700, backoff_limit_count=3,
+                timestamp=RequeuingTimestamp.CREATION,
+            ),
         ),
         legacy_token_clean_up_period=dt.timedelta(hours=48), leader_lease_ttl=4, identity="hub-a",
         cluster_signing_duration=dt.timedelta(days=30),
