@@ -2,12 +2,14 @@
 (apf_controller.go ``updateBorrowingLocked``): pure, no I/O; the caller passes the time.
 
 Each level has a nominal limit (its share of the server's seats), may lend ``lendablePercent`` of it
-(its lower limit is the rest) and borrow ``borrowingLimitPercent`` of it (its upper limit; no limit
-without one). Every :data:`ADJUSTMENT_SECONDS` each level's seat demand (seats in use plus seats
-asked for by waiting requests) over the period gives its high watermark, time-weighted average and
-standard deviation, and a smoothed demand (``max(avg + stdev, 0.977 x the previous + 0.023 x (avg +
-stdev))``); the nominal limits' sum is then shared so that each level gets its smoothed demand times
-one fair proportion, within its lower and upper limits (:func:`allocate`): its current limit.
+(its lower limit is the rest) and borrow ``borrowingLimitPercent`` of it (its upper limit; without
+one, as many as the server has). Every :data:`ADJUSTMENT_SECONDS` each level's seat demand (seats
+in use plus seats asked for by waiting requests) over the period gives its high watermark,
+time-weighted average and standard deviation, and a smoothed demand (``max(avg + stdev, 0.977 x the
+previous + 0.023 x (avg + stdev))``); the nominal limits' sum is then shared so that each level gets
+its smoothed demand times one fair proportion, within its lower bound for the period
+(:meth:`Bounds.current_lower`: what it used, up to its nominal limit, never below its lower limit)
+and its upper limit (:func:`allocate`): its current limit.
 """
 
 from __future__ import annotations
@@ -24,11 +26,17 @@ SMOOTHING: Final = 0.977
 
 @dataclass(frozen=True, slots=True)
 class Bounds:
-    """One level's share: its nominal limit and the limits of its current one (None: unbounded)."""
+    """One level's share: its nominal limit and the limits of its current one (kube's ``nominalCL``,
+    ``minCL`` and ``maxCL``)."""
 
     nominal: int
     lower: int
-    upper: int | None
+    upper: int
+
+    def current_lower(self, high_watermark: float) -> float:
+        """kube's ``minCurrentCL``: ``max(minCL, min(nominalCL, high watermark))``, so a level keeps
+        the seats it used in the last period (up to its nominal limit) rather than lending them."""
+        return max(self.lower, min(self.nominal, high_watermark))
 
 
 def go_round(value: float) -> int:
@@ -36,11 +44,12 @@ def go_round(value: float) -> int:
     return math.floor(value + 0.5)
 
 
-def bounds(nominal: int, lendable_percent: int, borrowing_limit_percent: int | None) -> Bounds:
-    """kube's ``lendableCL = round(nominal x lendablePercent / 100)``, ``borrowingCL`` alike."""
+def bounds(nominal: int, lendable_percent: int, borrowing_limit_percent: int | None, *, total: int) -> Bounds:
+    """kube's ``lendableCL = round(nominal x lendablePercent / 100)``, ``borrowingCL`` alike, or
+    ``total`` (the server's seats) without ``borrowingLimitPercent``."""
     lendable = go_round(nominal * lendable_percent / 100)
-    upper = None if borrowing_limit_percent is None else nominal + go_round(nominal * borrowing_limit_percent / 100)
-    return Bounds(nominal, nominal - lendable, upper)
+    borrowable = total if borrowing_limit_percent is None else go_round(nominal * borrowing_limit_percent / 100)
+    return Bounds(nominal, nominal - lendable, nominal + borrowable)
 
 
 class DemandIntegrator:

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import math
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Final
@@ -125,13 +124,13 @@ class FlowController:
         for name, level in self.configuration.levels.items():
             queues, limits = self.levels.get(name), level.bounds
             nominal_sum += limits.nominal
-            upper = math.inf if limits.upper is None else limits.upper
             if queues is None:  # exempt: its demand is not counted, its own seats are kept
-                items.append(Item(limits.lower, max(upper, limits.lower), limits.lower))
+                items.append(Item(limits.lower, limits.upper, limits.lower))
             else:
                 stats = self.demand.setdefault(name, DemandStats())
                 stats.update(*queues.demand.reset(now))
-                items.append(Item(limits.lower, upper, max(limits.lower, stats.smoothed)))
+                lower = limits.current_lower(stats.high_watermark)
+                items.append(Item(lower, limits.upper, max(lower, stats.smoothed)))
             names.append(name)
         allocations, _fair = allocate(nominal_sum, items)
         for name, item, share in zip(names, items, allocations, strict=True):
@@ -140,8 +139,8 @@ class FlowController:
             if queues is not None:
                 queues.set_concurrency(current, now=now)
             self.metrics.note_limits(
-                name, nominal=limits.nominal, lower=limits.lower, current=current, target=item.target,
-                upper=nominal_sum if limits.upper is None else limits.upper,
+                name, nominal=limits.nominal, lower=limits.lower, upper=limits.upper, current=current,
+                target=item.target,
                 demand=self.demand.get(name) if queues is not None else None,
             )
 

@@ -138,10 +138,13 @@ def level_bounds(spec: dict[str, Any], limits: LevelLimits | None, *, total: int
         exempt = spec.get("exempt") or {}
         shares = int(exempt.get("nominalConcurrencyShares") or 0)
         nominal = math.ceil(total * shares / share_sum) if share_sum else 0
-        return bounds(nominal, int(exempt.get("lendablePercent") or 0), None)
+        return bounds(nominal, int(exempt.get("lendablePercent") or 0), None, total=total)
     limited = spec.get("limited") or {}
     borrowing = limited.get("borrowingLimitPercent")
-    return bounds(limits.seats, int(limited.get("lendablePercent") or 0), None if borrowing is None else int(borrowing))
+    return bounds(
+        limits.seats, int(limited.get("lendablePercent") or 0), None if borrowing is None else int(borrowing),
+        total=total,
+    )
 
 
 def configuration(

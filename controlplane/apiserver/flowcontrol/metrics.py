@@ -13,7 +13,8 @@ kube's dashboards and alerts read them as they are):
 * ``apiserver_flowcontrol_request_wait_duration_seconds{priority_level,flow_schema,execute}``
   -- time in the queue, ``execute="true"`` for requests that then ran;
 * by ``priority_level``, from the last borrowing adjustment: ``..._nominal_limit_seats``,
-  ``..._lower_limit_seats``, ``..._upper_limit_seats`` (the seats of every level when unbounded),
+  ``..._lower_limit_seats``, ``..._upper_limit_seats`` (without ``borrowingLimitPercent``, the
+  nominal limit plus the server's seats, as kube's),
   ``..._current_limit_seats``, ``..._target_seats`` and the seat demand's
   ``..._demand_seats_high_watermark``, ``_average``, ``_stdev`` and ``_smoothed``.
 """

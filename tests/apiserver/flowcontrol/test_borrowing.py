@@ -28,14 +28,36 @@ INF = math.inf
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
-        ((49, 50, None), Bounds(49, 24, None)),  # global-default lends round(24.5) = 25 (Go rounds halves up)
-        ((245, 90, None), Bounds(245, 24, None)),  # workload-low lends 221
-        ((10, 0, 0), Bounds(10, 10, 10)),  # lends none, borrows none
-        ((10, 20, 50), Bounds(10, 8, 15)),
+        # global-default lends round(24.5) = 25 (Go rounds halves up); without borrowingLimitPercent
+        # kube's maxCL is the nominal limit plus the server's seats: 49 + 600.
+        ((49, 50, None, 600), Bounds(49, 24, 649)),
+        ((245, 90, None, 600), Bounds(245, 24, 845)),  # workload-low lends 221, may reach 245 + 600
+        ((0, 0, None, 600), Bounds(0, 0, 600)),  # exempt: no shares, no borrowingLimitPercent in its spec
+        ((10, 0, 0, 600), Bounds(10, 10, 10)),  # lends none, borrows none
+        ((10, 20, 50, 600), Bounds(10, 8, 15)),  # borrows round(5.0) = 5
+        ((49, 50, 25, 600), Bounds(49, 24, 61)),  # borrows round(12.25) = 12
+        ((1, 50, None, 1), Bounds(1, 0, 2)),  # a server of one seat: 1 + 1
     ],
 )
-def test_bounds(args: tuple[int, int, int | None], expected: Bounds) -> None:
-    assert bounds(*args) == expected
+def test_bounds(args: tuple[int, int, int | None, int], expected: Bounds) -> None:
+    nominal, lendable, borrowing, total = args
+    assert bounds(nominal, lendable, borrowing, total=total) == expected
+
+
+@pytest.mark.parametrize(
+    ("limits", "high_watermark", "expected"),
+    [
+        # kube's minCurrentCL = max(minCL, min(nominalCL, seat demand's high watermark)).
+        (Bounds(49, 24, 649), 0, 24),  # idle: it may lend all it lends
+        (Bounds(49, 24, 649), 30, 30),  # it used 30: it keeps them
+        (Bounds(49, 24, 649), 700, 49),  # never more than its nominal limit
+        (Bounds(245, 24, 845), 100.5, 100.5),
+        (Bounds(10, 10, 10), 3, 10),  # never below its lower limit
+        (Bounds(0, 0, 600), 5, 0),  # exempt with no nominal seats
+    ],
+)
+def test_current_lower_bound(limits: Bounds, high_watermark: float, expected: float) -> None:
+    assert limits.current_lower(high_watermark) == expected
 
 
 @pytest.mark.parametrize(
@@ -108,6 +130,61 @@ async def test_a_busy_level_borrows_what_idle_ones_lend(borrowing_limit: int | N
     assert _current(controller, "workload-low") >= 24
     total = sum(_current(controller, name) for name in controller.levels)
     assert total == pytest.approx(sum(lv.bounds.nominal for lv in controller.configuration.levels.values()), abs=len(controller.levels))
+
+
+def _limit(controller: FlowController, name: str, level: str) -> float:
+    value = controller.metrics.limits[name].labels(level)._value.get()
+    assert isinstance(value, float)
+    return value
+
+
+async def test_a_level_keeps_the_seats_it_used_in_the_period() -> None:
+    """kube's lower bound is the period's high watermark (up to the nominal limit): global-default
+    ran 30 requests a moment (average demand 0), so its target is 30, not its lower limit 24."""
+    controller = FlowController(FlowControlConfig(total_concurrency=600))
+    level = controller.levels["global-default"]
+    start = time.monotonic()
+    loop = asyncio.get_running_loop()
+    waiters = [loop.create_future() for _ in range(30)]
+    for n, waiter in enumerate(waiters):
+        level.offer(flow_hash("global-default", f"user-{n}"), waiter, now=start)
+    assert level.executing == 30
+    for waiter in waiters:
+        level.finish(waiter, now=start)
+    controller.adjust(start + 10)
+    assert _limit(controller, "demand_seats_high_watermark", "global-default") == 30
+    assert _limit(controller, "demand_seats_smoothed", "global-default") == 0
+    assert _limit(controller, "target_seats", "global-default") == 30
+    assert _limit(controller, "lower_limit_seats", "global-default") == 24  # kube's metric: the configured minCL
+    # Every level idle at its lower bound, so each gets it times 602 / their sum: catch-all 13,
+    # system 50, node-high 73, leader-election 25, workload-high 49, workload-low 24 and
+    # global-default 30 make 264, and global-default gets round(30 x 602 / 264) = round(68.4).
+    assert level.concurrency == 68
+    assert _current(controller, "workload-low") == round(24 * 602 / 264)  # 54.7
+
+
+@pytest.mark.parametrize(
+    ("level", "upper"),
+    [("global-default", 649), ("workload-low", 845), ("catch-all", 613), ("exempt", 600)],
+)
+async def test_without_borrowing_limit_the_upper_limit_is_the_nominal_one_plus_the_servers(level: str, upper: int) -> None:
+    controller = FlowController(FlowControlConfig(total_concurrency=600))
+    assert _limit(controller, "upper_limit_seats", level) == upper
+
+
+async def test_a_busy_level_borrows_at_most_the_servers_seats() -> None:
+    """At one seat for the server each Limited level has a nominal limit of 1 (7 in all), and
+    global-default without borrowingLimitPercent may reach 1 + 1 = 2: no more, however busy."""
+    controller = FlowController(FlowControlConfig(total_concurrency=1))
+    level = controller.levels["global-default"]
+    start = time.monotonic()
+    loop = asyncio.get_running_loop()
+    for n in range(700):
+        level.offer(flow_hash("global-default", f"user-{n % 20}"), loop.create_future(), now=start)
+    controller.adjust(start + 10)
+    assert _limit(controller, "upper_limit_seats", "global-default") == 2
+    assert level.concurrency == 2
+    assert _limit(controller, "target_seats", "global-default") > 600  # it wants far more
 
 
 async def test_the_limits_are_shared_anew_on_a_timer_while_no_request_comes() -> None:
