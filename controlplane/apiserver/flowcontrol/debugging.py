@@ -1,7 +1,7 @@
 """kube's ``/debug/api_priority_and_fairness/`` dumps, as kube's config controller prints them (Go's
 tabwriter over ``value,`` cells): ``dump_priority_levels``, one line per priority level (its active
-queues, waiting and executing requests, and the requests it dispatched, rejected, timed out and saw
-cancelled); ``dump_queues``, one line per queue (its waiting and executing requests, seats in use,
+queues -- those with requests waiting --, waiting and executing requests, and the requests it
+dispatched, rejected, timed out and saw cancelled); ``dump_queues``, one line per queue (its waiting and executing requests, seats in use,
 virtual dispatch time and the seats and work waiting); ``dump_requests``, one line per request
 waiting or executing (its level, schema, queue, place in the queue (-1: executing), flow, arrival,
 initial and final seats, additional latency and start; ``?includeRequestDetails=1`` adds the user and what it asks). For members of
@@ -65,7 +65,7 @@ def dump_priority_levels(controller: FlowController) -> str:
             rows.append([name, *(["<none>"] * (len(_HEADERS) - 1))])
             continue
         rows.append([
-            name, str(queues.active_queues), _go_bool(queues.executing == 0 and queues.waiting == 0), "false",
+            name, str(sum(1 for queue in queues.queues if queue.waiting)), _go_bool(queues.executing == 0 and queues.waiting == 0), "false",
             str(queues.waiting), str(queues.executing), str(queues.dispatched), str(queues.rejected),
             str(queues.timed_out), str(queues.cancelled),
         ])
