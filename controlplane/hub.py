@@ -51,7 +51,7 @@ from controlplane.apiserver import errors
 from controlplane.apiserver.aggregator.frontproxy import authentication_configmap, ensure_front_proxy
 from controlplane.apiserver.aggregator.proxying import aggregation_middleware
 from controlplane.apiserver.aggregator.registrations import AggregatedApis, builtin_group_versions
-from controlplane.apiserver.app import create_app
+from controlplane.apiserver.app import ANONYMOUS_PATHS, create_app
 from controlplane.apiserver.audit import AuditConfig
 from controlplane.apiserver.auth.bootstrap import ca_routes, join_routes, token_routes
 from controlplane.apiserver.auth.certificates import CertificateAdmission
@@ -179,6 +179,8 @@ class HubConfig:
     #: --client-ca-file: the CA client certificates are verified against; None: the hub's own CA
     #: when it issues its serving certificate, else no client certificates (apiserver/clientcertificates.py).
     client_ca_file: Path | None = None
+    #: --anonymous-auth: a request without credentials to a public-info path is system:anonymous; else 401.
+    anonymous_auth: bool = True
     #: --audit-policy-file, --audit-log-* and --audit-webhook-*: the audit backends (None: no auditing,
     #: as kube without a policy).
     audit: AuditConfig | None = None
@@ -404,6 +406,7 @@ class Hub(ShutdownOnce):
             extra_routes=extra,
             computed=computed,
             public_paths=[CA_PATH, *ui_public_paths()],
+            anonymous_paths=ANONYMOUS_PATHS if self.config.anonymous_auth else (),
             outer_middlewares=[self.metrics.middleware()],
             inner_middlewares=[aggregation_middleware(self.aggregation)],
             flow_control=self.config.serving_limits.flow_control(),

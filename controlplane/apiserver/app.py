@@ -1,8 +1,8 @@
 """The kube-compatible HTTP API of the hub (and of simulated member clusters).
 
 ``create_app(object_store, registry, authenticator=..., authorizer=...)`` returns an
-aiohttp application serving: health (``/healthz``, ``/livez``, ``/readyz`` in kube's format, no auth; :mod:`.health`),
-``/version`` (also without a token, as ``system:anonymous``), discovery (``/api``, ``/api/v1``, ``/apis``, ``/apis/<g>[/<v>]``),
+aiohttp application serving: health (``/healthz``, ``/livez``, ``/readyz`` in kube's format; :mod:`.health`),
+``/version`` (these four also without credentials, as ``system:anonymous``), discovery (``/api``, ``/api/v1``, ``/apis``, ``/apis/<g>[/<v>]``),
 OpenAPI (``/openapi/v3``, one v3 document per group-version, and ``/openapi/v2`` as JSON
 or protobuf: :mod:`controlplane.apiserver.openapi`), every resource path, and the create-only
 resources given to it (:mod:`.computed`: their ``POST``, kube's 405 for any other method,
@@ -111,12 +111,14 @@ REGISTRY = web.AppKey("registry", Registry)
 WATCH_STOP = web.AppKey("watch_stop", asyncio.Event)
 USER = web.RequestKey("user", UserInfo)
 
-PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/readyz"})
+#: The health checks: not counted by flow control. They are authenticated as any other path.
+HEALTH_PATHS = frozenset({"/healthz", "/livez", "/readyz"})
 #: Paths a request without credentials may ask as ``system:anonymous`` (group
 #: ``system:unauthenticated``), as kube's anonymous authenticator restricted by
-#: ``AuthenticationConfiguration`` ``anonymous.conditions`` to the public-info paths; the
-#: authorizer still decides. Any other path without credentials is 401.
-ANONYMOUS_PATHS = frozenset({"/version", "/version/"})
+#: ``AuthenticationConfiguration`` ``anonymous.conditions`` to exactly the paths of RBAC's
+#: ``system:public-info-viewer``; the authorizer still decides. Any other path without credentials
+#: (``/healthz/etcd`` too) is 401, and so is every path with credentials that fail.
+ANONYMOUS_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/version", "/version/"})
 #: Subresources kube counts as long-running (not in the in-flight limit): proxied streams and
 #: the agents' tunnels that carry them.
 _LONG_RUNNING_SUBRESOURCES = frozenset({"proxy", "tunnel", "log", "exec", "attach", "portforward"})
@@ -273,6 +275,7 @@ def _impersonated(actor: UserInfo, request: web.Request, authorizer: Authorizer)
 def auth_middleware(
     authenticator: Authenticator, authorizer: Authorizer | None, public_paths: frozenset[str],
     audit: Auditor | None = None, client_certificates: ClientCertificates | None = None,
+    anonymous_paths: frozenset[str] = ANONYMOUS_PATHS,
 ) -> Middleware:
     cached = authenticator.authenticate_cached if isinstance(authenticator, CachedAuthenticator) else None
 
@@ -308,7 +311,7 @@ def auth_middleware(
             errors_seen = [str(rejected), *(["invalid bearer token"] if token is not None else [])]
             logger.error('"Unable to authenticate the request" err="[%s]"', ", ".join(errors_seen))
             raise errors.Unauthorized("Unauthorized")  # kube's words: the reason is in the server's log only
-        if user is None and token is None and request.path in ANONYMOUS_PATHS:
+        if user is None and token is None and request.path in anonymous_paths:
             user = ANONYMOUS_USER  # the authorizer decides: RBAC's system:public-info-viewer allows it
         if user is None:
             raise errors.Unauthorized(
@@ -385,7 +388,7 @@ def _long_running_or_health(request: web.Request) -> bool:
 def _long_running_not_watch_or_health(request: web.Request) -> bool:
     """What kube's APF leaves out: long-running requests but watches (a watch takes seats while it
     starts), and health checks."""
-    if request.path in PUBLIC_PATHS:
+    if request.path in HEALTH_PATHS:
         return True
     info = request.get(REQUEST_INFO)
     return info is not None and info.subresource in _LONG_RUNNING_SUBRESOURCES
@@ -406,6 +409,7 @@ def create_app(
     extra_routes: Iterable[web.AbstractRouteDef] = (),
     computed: Iterable[ComputedEndpoint] = (),
     public_paths: Iterable[str] = (),
+    anonymous_paths: Iterable[str] = ANONYMOUS_PATHS,
     outer_middlewares: Iterable[Middleware] = (),
     inner_middlewares: Iterable[Middleware] = (),
     bookmark_interval: float = BOOKMARK_PERIOD,
@@ -423,8 +427,9 @@ def create_app(
 ) -> web.Application:
     """The API server application over ``object_store`` serving ``registry``.
 
-    With an ``authenticator`` every request but the health checks and ``public_paths``
-    needs a bearer token, and the ``authorizer`` (if any) decides each request; the
+    With an ``authenticator`` every request but ``public_paths`` is authenticated (a bearer token or
+    a client certificate; without either, ``anonymous_paths`` are asked as ``system:anonymous``,
+    any other is 401), and the ``authorizer`` (if any) decides each request; the
     ``admission`` plugins then check each write's final object for its user. Open
     watches end when the application shuts down; the store is the caller's to close.
     ``computed`` are resources answered by handlers of their own and never stored, listed in
@@ -481,7 +486,7 @@ def create_app(
     ]
     if authenticator is not None:
         middlewares.append(auth_middleware(
-            authenticator, authorizer, PUBLIC_PATHS | frozenset(public_paths), audit, client_certificates
+            authenticator, authorizer, frozenset(public_paths), audit, client_certificates, frozenset(anonymous_paths)
         ))
     if flow_control is None and max_requests_inflight > 0:
         flow_control = FlowControlConfig(total_concurrency=max_requests_inflight)

@@ -212,6 +212,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="authenticate clients by certificates this CA signed (user: the Common Name; groups: "
                              "the Organizations), as kube-apiserver's; default: the hub's own CA when it issues its "
                              "serving certificate, else no client certificates")
+    parser.add_argument("--anonymous-auth", type=_go_bool, nargs="?", const=True, default=True, metavar="true|false",
+                        help="kube-apiserver's: a request without credentials to /healthz, /livez, /readyz or /version "
+                             "is system:anonymous, which RBAC's system:public-info-viewer lets read them; false: 401 "
+                             "(default true)")
     parser.add_argument("--tls-san", action="append", default=[], metavar="NAME",
                         help="extra DNS name or IP for the serving certificate the hub issues (repeatable); with "
                              "--tls-cert-file, names that certificate is expected to hold")
@@ -426,6 +430,7 @@ def hub_config(args: argparse.Namespace) -> HubConfig:
         tls_private_key_file=args.tls_private_key_file,
         tls_ca_file=args.tls_ca_file,
         client_ca_file=args.client_ca_file,
+        anonymous_auth=args.anonymous_auth,
         audit=audit_config(args),
         tls_hosts=tuple(args.tls_san),
         cluster_monitor_grace_period=args.cluster_monitor_grace_period,

@@ -538,18 +538,20 @@ async def test_authentication_and_authorization(objects: ObjectStore, api_regist
         assert (await client.post(DEPLOYMENTS, json=deployment("web"), headers=admin)).status == 201
 
 
-@pytest.mark.parametrize("path", ["/version", "/version/"])
-async def test_version_is_public_info_for_anonymous_requests_as_rbac_allows(
+@pytest.mark.parametrize("path", ["/version", "/version/", "/healthz", "/livez", "/readyz"])
+async def test_public_info_is_for_anonymous_requests_as_rbac_allows(
     objects: ObjectStore, api_registry: Registry, path: str
 ) -> None:
     """kube's ``system:public-info-viewer`` binding lets ``system:unauthenticated`` read
-    ``/version``; without the binding the anonymous request is 403 with kube's message."""
+    ``/version`` and the health checks; without the binding the anonymous request is 403 with
+    kube's message (a kubelet's probe then fails, as against kube-apiserver)."""
     with_policy = create_app(objects, api_registry, authenticator=_Tokens(),
                              authorizer=HubAuthorizer(default_policy_index()))
     async with TestClient(TestServer(with_policy)) as client:
         response = await client.get(path)
         assert response.status == 200
-        assert "gitVersion" in await response.json()
+        assert "gitVersion" in await response.json() if path.startswith("/version") else await response.text() == "ok"
+        assert (await client.get(path, headers={"Authorization": "Bearer nope"})).status == 401
         assert (await client.get("/api/v1/namespaces")).status == 401, "anonymous only for public info"
         assert (await client.get("/apis")).status == 401
     without_binding = create_app(objects, api_registry, authenticator=_Tokens(), authorizer=HubAuthorizer(RbacIndex()))

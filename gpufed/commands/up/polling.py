@@ -39,7 +39,9 @@ async def _readyz(kubeconfig: Path) -> bool:
     timeout = aiohttp.ClientTimeout(total=REQUEST_TIMEOUT)
     async with (
         aiohttp.ClientSession(connector=connector, timeout=timeout) as session,
-        session.get(credentials.server.rstrip("/") + "/readyz") as response,
+        # With its credentials: a hub started with --anonymous-auth=false answers 401 without them.
+        session.get(credentials.server.rstrip("/") + "/readyz",
+                    headers={"Authorization": f"Bearer {credentials.token}"} if credentials.token else None) as response,
     ):
         return response.status == 200
 

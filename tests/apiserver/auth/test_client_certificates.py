@@ -173,7 +173,8 @@ async def test_real_clients_get_kubes_401_status_and_the_expiration_histogram_co
     hub: Hub, tmp_path: Path
 ) -> None:
     """aiohttp, requests and httpx with a certificate of another CA: a 401 Status, never anonymous
-    (``/version`` is open to a client without credentials, not to one whose certificate fails)."""
+    (``/version`` and ``/healthz`` are open to a client without credentials, not to one whose
+    certificate fails)."""
     ca_file = tmp_path / "hub-ca.crt"
     ca_file.write_bytes(load_kubeconfig(hub.kubeconfig_path).ca_pem)
     cert_file, key_file = tmp_path / "mallory.crt", tmp_path / "mallory.key"
@@ -193,20 +194,20 @@ async def test_real_clients_get_kubes_401_status_and_the_expiration_histogram_co
     context = ssl.create_default_context(cafile=str(ca_file))
     context.load_cert_chain(cert_file, key_file)
     async with aiohttp.ClientSession() as session:
-        for path in ("/api/v1/namespaces", "/version"):
+        for path in ("/api/v1/namespaces", "/version", "/healthz"):
             async with session.get(hub.url + path, ssl=context) as response:
                 assert (response.status, await response.json()) == (401, status), path
 
     def blocking_clients() -> list[tuple[int, object]]:
         with httpx.Client(verify=context) as client:
-            by_httpx = client.get(hub.url + "/version")
+            by_httpx = client.get(hub.url + "/healthz")
         by_requests = requests.get(hub.url + "/version", verify=str(ca_file), cert=(str(cert_file), str(key_file)),
                                    timeout=10)
         return [(by_httpx.status_code, by_httpx.json()), (by_requests.status_code, by_requests.json())]
 
     assert await asyncio.to_thread(blocking_clients) == [(401, status), (401, status)]
-    # Four requests, each with a certificate that expires within the day but not within 12 hours.
-    assert [after - earlier for after, earlier in zip(observed(), before, strict=True)] == [4, 0, 4]
+    # Five requests, each with a certificate that expires within the day but not within 12 hours.
+    assert [after - earlier for after, earlier in zip(observed(), before, strict=True)] == [5, 0, 5]
 
 
 def intermediate_ca(parent: tuple[x509.Certificate, Key], name: str) -> tuple[x509.Certificate, Key]:
