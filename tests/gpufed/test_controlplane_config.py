@@ -42,7 +42,7 @@ def test_every_flag_sets_its_field(tmp_path: Path) -> None:
         "--etcd-certfile", str(cert), "--etcd-keyfile", str(key), "--etcd-binary", "/opt/etcd",
         "--embedded-etcd-transport", "tls", "--etcd-max-response-bytes", str(64 << 20),
         "--tls-cert-file", "/s.crt", "--tls-private-key-file", "/s.key", "--tls-ca-file", "/s-ca.crt",
-        "--tls-san", "hub.example.com", "--tls-san", "10.0.0.1",
+        "--tls-san", "hub.example.com", "--tls-san", "10.0.0.1", "--anonymous-auth=false",
         "--service-cluster-ip-range", "10.200.0.0/16", "--service-node-port-range", "31000-31999",
         "--cluster-monitor-grace-period", "55", "--default-unreachable-toleration-seconds", "60",
         "--default-not-ready-toleration-seconds", "70", "--unhealthy-fleet-threshold", "0.4",
@@ -65,7 +65,7 @@ def test_every_flag_sets_its_field(tmp_path: Path) -> None:
         etcd_tls=EtcdClientTls(ca_file=ca, cert_file=cert, key_file=key), etcd_binary=Path("/opt/etcd"),
         embedded_etcd_transport=EtcdClientTransport.TLS, etcd_max_response_bytes=64 << 20,
         tls_cert_file=Path("/s.crt"), tls_private_key_file=Path("/s.key"), tls_ca_file=Path("/s-ca.crt"),
-        tls_hosts=("hub.example.com", "10.0.0.1"),
+        tls_hosts=("hub.example.com", "10.0.0.1"), anonymous_auth=False,
         service_cluster_ips=IPRange.parse("10.200.0.0/16"), service_node_ports=PortRange.parse("31000-31999"),
         cluster_monitor_grace_period=55.0, unhealthy_fleet_threshold=0.4,
         controllers=ControllerSettings(
