@@ -269,8 +269,9 @@ class Hub(ShutdownOnce):
         self.waste_sampler: WasteSampler | None = None
         #: The cluster proxy: the agents' tunnels and the proxy route.
         self.proxy = ProxyEndpoints(metrics=self.metrics.proxy)
-        #: ``metrics.k8s.io`` merged from the members (``kubectl top``); the controllers read pods'
-        #: usage from it (:meth:`ResourceMetrics.pod_usage`). Made with the API.
+        #: ``metrics.k8s.io`` merged from the members (``kubectl top``); the FederatedHPA controller
+        #: reads the target's pods and their usage from it (:meth:`ResourceMetrics.pod_metrics`).
+        #: Made with the API.
         self.resource_metrics: ResourceMetrics | None = None
         #: The APIServices this replica proxies to extension API servers, and their group-versions served here.
         self.aggregation: AggregatedApis | None = None
@@ -497,6 +498,7 @@ class Hub(ShutdownOnce):
             queue_metrics=self.metrics.queues,
             workqueue_metrics=queues,
             interpreter_webhooks=self.interpreter_webhooks,
+            pod_metrics=self.resource_metrics,
         )
         self.health = ClusterHealthMonitor(
             fenced,

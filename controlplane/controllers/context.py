@@ -28,6 +28,7 @@ from controlplane.apis import constants as c
 from controlplane.apis.meta import format_time
 from controlplane.apis.views import BindingView, ObjectView
 from controlplane.apis.work_v1alpha1 import binding_name
+from controlplane.controllers.federatedhpa.podmetrics import PodMetricsSource
 from controlplane.controllers.informing import Handler, Informer
 from controlplane.controllers.workloads import propagatable_types
 from controlplane.controllers.workqueuemetrics import WorkqueueMetrics
@@ -143,10 +144,14 @@ class ControllerContext:
         clock: Callable[[], datetime] = utc_now,
         workqueue_metrics: WorkqueueMetrics | None = None,
         interpreter_webhooks: InterpreterWebhookCaller | None = None,
+        pod_metrics: PodMetricsSource | None = None,
     ) -> None:
         self.objects = objects
         #: Karmada's resource interpreter webhooks (the hub's); None: none are called.
         self.interpreter_webhooks = interpreter_webhooks
+        #: The members' pods and their ``metrics.k8s.io`` usage (the hub's resource metrics); None:
+        #: FederatedHPA metrics answered from them (cpu, memory) are unavailable.
+        self.pod_metrics = pod_metrics
         self.registry = objects.registry
         self.settings = settings
         self.clock = clock

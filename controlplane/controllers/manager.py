@@ -35,6 +35,7 @@ from controlplane.controllers.detecting import Detector
 from controlplane.controllers.evicting import GracefulEvictionController
 from controlplane.controllers.federatedhpa.controller import FederatedHPAController
 from controlplane.controllers.federatedhpa.cron import CronFederatedHPAController
+from controlplane.controllers.federatedhpa.podmetrics import PodMetricsSource
 from controlplane.controllers.federatedquotas import FederatedQuotaController
 from controlplane.controllers.finishedjobs import FinishedJobsController
 from controlplane.controllers.garbagecollecting import GarbageCollector
@@ -71,9 +72,12 @@ class ControllerManager(Service):
         queue_metrics: QueueMetrics | None = None,
         workqueue_metrics: WorkqueueMetrics | None = None,
         interpreter_webhooks: InterpreterWebhookCaller | None = None,
+        pod_metrics: PodMetricsSource | None = None,
     ) -> None:
         super().__init__("controller-manager")
         self.interpreter_webhooks = interpreter_webhooks
+        #: The members' pods and resource metrics, which the FederatedHPA controller reads.
+        self.pod_metrics = pod_metrics
         self.objects = objects
         self.queue_metrics = queue_metrics
         """Kueue's metrics, which the admission controller feeds while the controllers run."""
@@ -104,7 +108,7 @@ class ControllerManager(Service):
         self._started.clear()
         ctx = ControllerContext(
             self.objects, settings=self.settings, clock=self._clock, workqueue_metrics=self.workqueue_metrics,
-            interpreter_webhooks=self.interpreter_webhooks,
+            interpreter_webhooks=self.interpreter_webhooks, pod_metrics=self.pod_metrics,
         )
         detector = Detector(ctx)
         scheduler = SchedulerController(ctx)

@@ -147,12 +147,13 @@ def test_gpu_metrics_give_kubes_metric_statuses() -> None:
 
 
 def test_metrics_the_hub_cannot_answer_stop_scaling() -> None:
+    """Without the members' pods and resource metrics (no source of them), cpu is unavailable."""
     only_cpu = evaluate([_CPU], ["a"], {"a": 90.0}, current=1)
     assert only_cpu.replicas == -1 and only_cpu.failure is not None
     assert only_cpu.failure.reason == "FailedGetResourceMetric"
     assert only_cpu.failure.message.startswith(
         "the HPA was unable to compute the replica count: failed to get cpu utilization: "
-        "unable to get metrics for resource cpu: the hub measures only GPU utilization")
+        "unable to get metrics for resource cpu: unable to fetch metrics from resource metrics API")
     assert only_cpu.statuses == [{"type": ""}]
     # A valid metric still scales up; it may not scale down while another metric is unavailable.
     assert evaluate([_CPU, _GPU_PODS], ["a"], {"a": 90.0}, current=1).replicas == 2

@@ -20,8 +20,12 @@ the answers. Each object carries the annotation :data:`CLUSTER_ANNOTATION` (Karm
   that does not answer is left out of the answer, with one WARNING per outage (and one INFO when
   it answers again); the answer is never a 500 for it.
 
-:meth:`ResourceMetrics.pod_usage` gives the hub's controllers the CPU and memory a set of pods
-uses across the members. The merge (:func:`merge_items`, :func:`pod_totals`) is pure.
+:meth:`ResourceMetrics.pod_usage` gives the CPU and memory a set of pods uses across the members;
+:meth:`ResourceMetrics.pod_metrics` gives the FederatedHPA controller (its
+:class:`~controlplane.controllers.federatedhpa.podmetrics.PodMetricsSource`) the pods a selector
+selects in each member, read from the member's pod list, with their ``PodMetrics``: a member
+whose pod list does not answer is left out; one whose metrics do not answer gives its pods
+without metrics. The merge (:func:`merge_items`, :func:`pod_totals`) is pure.
 """
 
 from __future__ import annotations
@@ -54,7 +58,9 @@ from controlplane.apiserver.objects import ObjectStore
 from controlplane.apiserver.proxy.podlist import FetchError, fetch_json
 from controlplane.apiserver.proxy.routes import ProxyEndpoints
 from controlplane.apiserver.proxy.tunnels import TunnelRegistry
-from controlplane.apiserver.selectors import parse_field_selector
+from controlplane.apiserver.kinds.cells import format_label_selector
+from controlplane.apiserver.selectors import parse_field_selector, parse_label_selector
+from controlplane.controllers.federatedhpa.podmetrics import MemberPods, pod_metric_of
 
 logger = logging.getLogger(__name__)
 
@@ -200,6 +206,33 @@ class ResourceMetrics:
         usage = pod_usage_of(merge_items(answers))
         wanted = set(names)
         return {k: v for k, v in usage.items() if not wanted or k[1] in wanted}
+
+    async def pod_metrics(self, namespace: str, selector: Mapping[str, Any] | str) -> list[MemberPods]:
+        """The pods ``selector`` selects in ``namespace`` of each member whose pod list answers,
+        with the ``PodMetrics`` its metrics API gives (None when that does not answer)."""
+        text = selector if isinstance(selector, str) else format_label_selector(selector)
+        if not text or text == "<none>":
+            return []
+        matches = parse_label_selector(text).matches
+        query = "?" + urlencode({"labelSelector": text})
+        clusters = await self.members()
+
+        async def member(cluster: str) -> MemberPods | None:
+            pods, metrics = await asyncio.gather(
+                self._ask(cluster, f"/api/v1/namespaces/{namespace}/pods{query}", CONTROLLERS),
+                self._ask(cluster, f"{BASE}/namespaces/{namespace}/pods{query}", CONTROLLERS),
+            )
+            if not isinstance(pods, dict):
+                return None
+            selected = [p for p in pods.get("items") or () if matches((p.get("metadata") or {}).get("labels") or {})]
+            usage = None if not isinstance(metrics, dict) else {
+                str((item.get("metadata") or {}).get("name")): pod_metric_of(item)
+                for item in metrics.get("items") or ()
+            }
+            return MemberPods(cluster, selected, usage)
+
+        answers = await asyncio.gather(*(member(cluster) for cluster in clusters))
+        return [answer for answer in answers if answer is not None]
 
     async def pods(self, request: web.Request) -> web.StreamResponse:
         namespace, name = request.match_info.get("namespace"), request.match_info.get("name")

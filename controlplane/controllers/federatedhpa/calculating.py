@@ -14,7 +14,7 @@ direction around. Pure; no I/O.
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 
 #: ``--horizontal-pod-autoscaler-tolerance``'s default.
@@ -38,8 +38,51 @@ def _average(values: Mapping[str, float], step: float) -> float:
     return math.floor(round(sum(values.values()) / len(values) / step, 9)) * step
 
 
-def _ratio(values: Mapping[str, float], target: float, step: float) -> float:
-    return _average(values, step) / target
+def within_tolerance(usage_ratio: float, tolerance: float = TOLERANCE) -> bool:
+    """kube's ``Tolerances.isWithin``: the change is too small to act on."""
+    return 1.0 - tolerance <= usage_ratio <= 1.0 + tolerance
+
+
+def usage_ratio_replicas(
+    metrics: Mapping[str, float],
+    ratio: Callable[[Mapping[str, float]], float],
+    *,
+    current_replicas: int,
+    ready_count: int,
+    unready: Collection[str] = (),
+    missing: Collection[str] = (),
+    scale_down_value: Callable[[str], float],
+    tolerance: float = TOLERANCE,
+) -> int:
+    """The replica count kube's ``GetResourceReplicas`` and ``calcPlainMetricReplicas`` share:
+    ``ratio`` of the pods' ``metrics`` to the target, times the ready pods; when pods lack
+    metrics, or unready pods would take part in a scale-up, the ratio is taken again with the
+    missing pods at ``scale_down_value`` (scale-down) or 0 (scale-up) and the unready at 0, and
+    the count stays when that is within the tolerance or turns the direction around."""
+    usage_ratio = ratio(metrics)
+    scale_up_with_unready = bool(unready) and usage_ratio > 1.0
+    if not scale_up_with_unready and not missing:
+        if within_tolerance(usage_ratio, tolerance):
+            return current_replicas
+        return math.ceil(usage_ratio * ready_count)
+    filled = dict(metrics)
+    if usage_ratio < 1.0:
+        filled.update({name: scale_down_value(name) for name in missing})
+    elif usage_ratio > 1.0:
+        filled.update(dict.fromkeys(missing, 0.0))
+    if scale_up_with_unready:
+        filled.update(dict.fromkeys(unready, 0.0))
+    new_ratio = ratio(filled)
+    if (
+        within_tolerance(new_ratio, tolerance)
+        or (usage_ratio < 1.0 and new_ratio > 1.0)
+        or (usage_ratio > 1.0 and new_ratio < 1.0)
+    ):
+        return current_replicas
+    replicas = math.ceil(new_ratio * len(filled))
+    if (new_ratio < 1.0 and replicas > current_replicas) or (new_ratio > 1.0 and replicas < current_replicas):
+        return current_replicas
+    return replicas
 
 
 def plain_metric_replicas(
@@ -63,24 +106,8 @@ def plain_metric_replicas(
     metrics = {name: float(value) for name, value in samples.items() if name in pods}
     if not metrics:
         raise MetricsUnavailable("did not receive metrics for targeted pods (pods might be unready)")
-    usage_ratio = _ratio(metrics, target, step)
-    usage = _average(metrics, step)
-    missing = [name for name in pods if name not in metrics]
-    if not missing:
-        if abs(1.0 - usage_ratio) <= tolerance:
-            return Proposal(current_replicas, usage)
-        return Proposal(math.ceil(usage_ratio * len(metrics)), usage)
-    fallback = scale_down_fallback if usage_ratio < 1.0 else 0.0
-    for name in missing:
-        metrics[name] = fallback
-    new_ratio = _ratio(metrics, target, step)
-    if (
-        abs(1.0 - new_ratio) <= tolerance
-        or (usage_ratio < 1.0 and new_ratio > 1.0)
-        or (usage_ratio > 1.0 and new_ratio < 1.0)
-    ):
-        return Proposal(current_replicas, usage)
-    replicas = math.ceil(new_ratio * len(metrics))
-    if (new_ratio < 1.0 and replicas > current_replicas) or (new_ratio > 1.0 and replicas < current_replicas):
-        return Proposal(current_replicas, usage)
-    return Proposal(replicas, usage)
+    replicas = usage_ratio_replicas(
+        metrics, lambda values: _average(values, step) / target, current_replicas=current_replicas,
+        ready_count=len(metrics), missing=[name for name in pods if name not in metrics],
+        scale_down_value=lambda _: scale_down_fallback, tolerance=tolerance)
+    return Proposal(replicas, _average(metrics, step))

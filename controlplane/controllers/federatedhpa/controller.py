@@ -1,8 +1,10 @@
 """The FederatedHPA controller: kube's HPA, over the pods of every member cluster.
 
 In: ``autoscaling.karmada.io/v1alpha1`` FederatedHPAs (informer), the workloads they target
-(read through the hub's store) and the Cluster objects (informer), whose reports carry each
-pod's GPU utilization. Out: the target's ``spec.replicas`` (what its ``scale`` subresource sets;
+(read through the hub's store), the Cluster objects (informer), whose reports carry each
+pod's GPU utilization, and -- for cpu and memory metrics -- the target's pods in the members with
+their ``metrics.k8s.io`` usage (the context's :class:`~.podmetrics.PodMetricsSource`, read once
+per sync). Out: the target's ``spec.replicas`` (what its ``scale`` subresource sets;
 the hub then divides the replicas over clusters as for any replica change), the FederatedHPA's
 status as kube's HPA controller writes it (``currentReplicas``, ``desiredReplicas``,
 ``currentMetrics``, ``lastScaleTime``, conditions ``AbleToScale``, ``ScalingActive``,
@@ -29,7 +31,8 @@ from controlplane.apis.untyped import dig
 from controlplane.controllers.context import ControllerContext
 from controlplane.controllers.events import EventReason, record_event
 from controlplane.controllers.federatedhpa.behavior import Condition, History, normalize
-from controlplane.controllers.federatedhpa.metrics import evaluate
+from controlplane.controllers.federatedhpa.metrics import evaluate, needs_pod_metrics
+from controlplane.controllers.federatedhpa.resources import FleetPods
 from controlplane.controllers.pods import OwnerKey, PodUtilization, gpu_utilization_by_owner
 from controlplane.controllers.reconciling import KeyedController
 from controlplane.controllers.workloads import is_deleting
@@ -142,7 +145,15 @@ class FederatedHPAController(KeyedController[Key]):
             desired, rescale_reason = min_replicas, "Current number of replicas below Spec.MinReplicas"
         else:
             pods, samples = self._pod_samples((namespace, kind, target_name))
-            evaluation = evaluate(spec.get("metrics") or [], pods, samples, current=current)
+            metrics = spec.get("metrics") or []
+            fleet = None
+            if ctx.pod_metrics is not None and needs_pod_metrics(metrics):
+                selector = dig(target, *target_rt.scale.label_selector.split("."))
+                if target_rt.scale.label_set and isinstance(selector, dict):
+                    selector = {"matchLabels": selector}
+                members = await ctx.pod_metrics.pod_metrics(namespace, selector if isinstance(selector, dict | str) else {})
+                fleet = FleetPods(namespace, members, now)
+            evaluation = evaluate(metrics, pods, samples, current=current, fleet=fleet)
             metric_statuses = evaluation.statuses
             if evaluation.failure is not None:
                 failure = Condition("False", evaluation.failure.reason, evaluation.failure.message)

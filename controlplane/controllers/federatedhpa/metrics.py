@@ -1,16 +1,21 @@
-"""The metrics of a FederatedHPA, answered from the GPU utilization the members report.
+"""The metrics of a FederatedHPA, answered from what the members report.
 
-The hub knows one metric of a pod: its GPU utilization (percent, the mean over the devices it
-holds), from the agents' DCGM reports (:func:`controlplane.controllers.pods.gpu_utilization_of_pods`).
-A FederatedHPA reads it as a ``Pods`` metric named ``DCGM_FI_DEV_GPU_UTIL`` with an
-``AverageValue`` target (as prometheus-adapter exposes dcgm-exporter's series), or -- gpufed's
-extension -- as the ``Resource`` metric ``nvidia.com/gpu`` with a ``Utilization`` target. Any
-other metric (cpu, memory, External, Object, ...) is one the hub cannot answer: it gets kube's
-failure reason (``FailedGetResourceMetric``, ``FailedGetPodsMetric``...) and a message naming
+* The GPU utilization of a pod (percent, the mean over the devices it holds), from the agents'
+  DCGM reports (:func:`controlplane.controllers.pods.gpu_utilization_of_pods`): a ``Pods``
+  metric named ``DCGM_FI_DEV_GPU_UTIL`` with an ``AverageValue`` target (as prometheus-adapter
+  exposes dcgm-exporter's series), or -- gpufed's extension -- the ``Resource`` metric
+  ``nvidia.com/gpu`` with a ``Utilization`` target.
+* Any other ``Resource`` metric (cpu, memory) and ``ContainerResource`` metrics, with a
+  ``Utilization`` or ``AverageValue`` target: from the target's pods in every member and their
+  ``metrics.k8s.io`` usage (:mod:`.resources`), when the controllers have a source of them.
+
+Any other metric (``External``, ``Object``, another ``Pods`` metric) is one the hub cannot
+answer: it gets kube's failure reason (``FailedGetExternalMetric``...) and a message naming
 what is unavailable.
 
-In: the metric specs, the target's pods and their samples, the current replicas. Out:
-:class:`Evaluation`, kube's ``computeReplicasForMetrics``: the largest replica count a valid
+In: the metric specs, the target's GPU pods and their samples, the target's pods with their
+resource metrics (:class:`~.resources.FleetPods`, None: unavailable), the current replicas.
+Out: :class:`Evaluation`, kube's ``computeReplicasForMetrics``: the largest replica count a valid
 metric proposes, with each metric's status, or the failure that stops scaling. Pure; no I/O.
 """
 
@@ -21,16 +26,20 @@ from dataclasses import dataclass, field
 from decimal import InvalidOperation
 from typing import Any, Final
 
-from controlplane.apis.quantity import parse_quantity
+from controlplane.apis.quantity import canonical_quantity, parse_quantity
 from controlplane.controllers.federatedhpa.calculating import (
     MetricsUnavailable,
     Proposal,
     plain_metric_replicas,
 )
+from controlplane.controllers.federatedhpa.podmetrics import milli_value
+from controlplane.controllers.federatedhpa.resources import FleetPods, resource_replicas
 
 GPU_UTIL_METRIC: Final = "DCGM_FI_DEV_GPU_UTIL"
 GPU_RESOURCE: Final = "nvidia.com/gpu"
-_ANSWERED: Final = f"the hub measures only GPU utilization (Pods metric {GPU_UTIL_METRIC}, Resource {GPU_RESOURCE})"
+_ANSWERED: Final = (f"the hub answers the Pods metric {GPU_UTIL_METRIC} and Resource and ContainerResource metrics, "
+                    "not this one")
+_NO_RESOURCE_METRICS: Final = "unable to fetch metrics from resource metrics API: the hub's controllers have no source of them"
 #: kube's condition reason for a metric source that failed, by its type.
 FAILURE_REASONS: Final = {
     "Resource": "FailedGetResourceMetric",
@@ -66,10 +75,14 @@ class Evaluation:
     """Why no replica count comes from the metrics; set with ``replicas`` -1."""
 
 
+def milli_text(milli: int) -> str:
+    """kube's ``resource.NewMilliQuantity(milli, DecimalSI)`` text (``90``, ``900m``, ``1k``)."""
+    return canonical_quantity(f"{milli}m")
+
+
 def milli_quantity(value: float) -> str:
-    """kube's ``resource.NewMilliQuantity(v, DecimalSI)`` text of ``value`` (``90``, ``900m``)."""
-    milli = int(value * 1000)
-    return str(milli // 1000) if milli % 1000 == 0 else f"{milli}m"
+    """:func:`milli_text` of ``value`` units."""
+    return milli_text(int(value * 1000))
 
 
 def _quantity(value: Any) -> float | None:
@@ -86,7 +99,8 @@ def _unanswered(metric: Mapping[str, Any]) -> Failure:
         source = metric.get("resource" if kind == "Resource" else "containerResource") or {}
         name = source.get("name")
         what = "utilization" if (source.get("target") or {}).get("type") == "Utilization" else "usage"
-        return Failure(reason, f"failed to get {name} {what}: unable to get metrics for resource {name}: {_ANSWERED}")
+        problem = f"{GPU_RESOURCE} is answered with a Utilization target" if name == GPU_RESOURCE else _NO_RESOURCE_METRICS
+        return Failure(reason, f"failed to get {name} {what}: unable to get metrics for resource {name}: {problem}")
     if kind == "Pods":
         name = ((metric.get("pods") or {}).get("metric") or {}).get("name")
         return Failure(reason, f"failed to get pods metric value: unable to get metric {name}: {_ANSWERED}")
@@ -99,10 +113,49 @@ def _unanswered(metric: Mapping[str, Any]) -> Failure:
     return Failure(reason, f"unknown metric source type {kind!r}")
 
 
+def _evaluate_resource(
+    metric: Mapping[str, Any], fleet: FleetPods, *, current: int
+) -> tuple[int, str, dict[str, Any]] | Failure:
+    """kube's ``computeStatusForResourceMetricGeneric`` of a Resource or ContainerResource metric."""
+    kind = str(metric.get("type"))
+    field_name = "resource" if kind == "Resource" else "containerResource"
+    source = metric.get(field_name) or {}
+    name, container = str(source.get("name") or ""), str(source.get("container") or "")
+    target = source.get("target") or {}
+    reason = FAILURE_REASONS[kind]
+    average = milli_value(target.get("averageValue")) if target.get("averageValue") is not None else None
+    utilization = target.get("averageUtilization")
+    if average is None and not isinstance(utilization, int):
+        return Failure(reason, "invalid resource metric source: neither an average utilization target nor an "
+                               "average value target was set")
+    try:
+        proposal = resource_replicas(
+            fleet.members, name, namespace=fleet.namespace, container=container, current_replicas=current,
+            target_utilization=None if average is not None else utilization, target_average=average, now=fleet.now)
+    except MetricsUnavailable as exc:
+        what = "usage" if average is not None else "utilization"
+        return Failure(reason, f"failed to get {name} {what}: {exc}")
+    current_status: dict[str, Any] = {"averageValue": milli_text(proposal.average)}
+    if proposal.utilization is not None:
+        current_status = {"averageUtilization": proposal.utilization, **current_status}
+        label = f"{name} container resource" if kind == "ContainerResource" else f"{name} resource"
+        metric_name = f"{label} utilization (percentage of request)"
+    else:
+        metric_name = f"{name} resource"
+    status_body: dict[str, Any] = {"name": name, "current": current_status}
+    if kind == "ContainerResource":
+        status_body = {"name": name, "container": container, "current": current_status}
+    return proposal.replicas, metric_name, {"type": kind, field_name: status_body}
+
+
 def _evaluate_one(
-    metric: Mapping[str, Any], pods: Collection[str], samples: Mapping[str, float], *, current: int
-) -> tuple[Proposal, str, dict[str, Any]] | Failure:
+    metric: Mapping[str, Any], pods: Collection[str], samples: Mapping[str, float], *, current: int,
+    fleet: FleetPods | None,
+) -> tuple[Proposal | int, str, dict[str, Any]] | Failure:
     kind = metric.get("type")
+    if kind in ("Resource", "ContainerResource") and (
+            kind == "ContainerResource" or (metric.get("resource") or {}).get("name") != GPU_RESOURCE):
+        return _unanswered(metric) if fleet is None else _evaluate_resource(metric, fleet, current=current)
     if kind == "Pods":
         source = metric.get("pods") or {}
         target = source.get("target") or {}
@@ -135,8 +188,15 @@ def _evaluate_one(
     return _unanswered(metric)
 
 
+def needs_pod_metrics(metrics: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether a metric is answered from the members' pods and resource metrics."""
+    return any(m.get("type") == "ContainerResource" or (
+        m.get("type") == "Resource" and (m.get("resource") or {}).get("name") != GPU_RESOURCE) for m in metrics)
+
+
 def evaluate(
-    metrics: Sequence[Mapping[str, Any]], pods: Collection[str], samples: Mapping[str, float], *, current: int
+    metrics: Sequence[Mapping[str, Any]], pods: Collection[str], samples: Mapping[str, float], *, current: int,
+    fleet: FleetPods | None = None,
 ) -> Evaluation:
     """kube's ``computeReplicasForMetrics``: each metric's proposal, the largest wins; scaling stops
     when every metric failed, or when some failed and the others would scale down."""
@@ -145,18 +205,20 @@ def evaluate(
     failure: Failure | None = None
     failed = 0
     for metric in metrics:
-        outcome = _evaluate_one(metric, pods, samples, current=current)
+        outcome = _evaluate_one(metric, pods, samples, current=current, fleet=fleet)
         if isinstance(outcome, Failure):
             failed, failure = failed + 1, outcome
             statuses.append({"type": ""})
             continue
         proposal, metric_name, status = outcome
+        proposed = proposal if isinstance(proposal, int) else proposal.replicas
         statuses.append(status)
-        if replicas == 0 or proposal.replicas > replicas:
-            replicas, name = proposal.replicas, metric_name
+        if replicas == 0 or proposed > replicas:
+            replicas, name = proposed, metric_name
     if failure is not None and (failed >= len(metrics) or replicas < current):
         return Evaluation(-1, "", statuses, failure)
     return Evaluation(replicas, name, statuses)
 
 
-__all__ = ["GPU_RESOURCE", "GPU_UTIL_METRIC", "Evaluation", "Failure", "evaluate", "milli_quantity"]
+__all__ = ["GPU_RESOURCE", "GPU_UTIL_METRIC", "Evaluation", "Failure", "evaluate", "milli_quantity", "milli_text",
+           "needs_pod_metrics"]
