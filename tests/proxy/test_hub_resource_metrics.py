@@ -4,28 +4,19 @@ their agents' tunnels in one process; requests over real HTTP."""
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import json
 import logging
 import re
-import ssl
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from controlplane import hub as hub_module
 from controlplane.apiserver import errors
-from controlplane.apiserver.identity import Role
 from controlplane.apiserver.proxy.resourcemetrics import CLUSTER_ANNOTATION, PodUsage
-from controlplane.apiserver.tls import ca_hash
-from member_agent.agent import Agent
-from member_agent.config import AgentConfig
-from simulator.profile import parse_fleet
-from simulator.server import SimServer, SimServerConfig
-from tests.proxy.test_proxy_tunnel import Fleet, eventually
+from tests.proxy.members import TwoMembers, two_members
+from tests.proxy.test_proxy_tunnel import eventually
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -44,47 +35,10 @@ def _pod(name: str, namespace: str, app: str) -> dict[str, Any]:
     }
 
 
-@dataclass
-class TwoMembers:
-    fleet: Fleet
-    sims: dict[str, SimServer]
-    agents: dict[str, Agent]
-
-    async def get(self, path: str, *, who: str = "admin") -> tuple[int, Any]:
-        return await self.fleet.request("GET", path, who=who)
-
-
 @pytest.fixture
 async def members(tmp_path: Path) -> AsyncIterator[TwoMembers]:
-    profiles = parse_fleet(FLEET).clusters
-    async with hub_module.Hub(hub_module.HubConfig(state_dir=tmp_path / "hub", port=0)) as hub:
-        tokens = {role.value: (await hub.tokens.create(role=role, name=f"{role.value}-user")).token
-                  for role in (Role.ADMIN, Role.VIEWER)}
-        sims: dict[str, SimServer] = {}
-        agents: dict[str, Agent] = {}
-        try:
-            for profile in profiles:
-                sim = SimServer(SimServerConfig(profile=profile, state_dir=tmp_path / profile.name,
-                                                time_scale=20.0, snapshot_interval=None))
-                await sim.__aenter__()
-                sims[profile.name] = sim
-                join = await hub.tokens.create(role=Role.BOOTSTRAP, name=f"join-{profile.name}", cluster=profile.name,
-                                               one_time=True, ttl=dt.timedelta(hours=1))
-                agent = Agent(AgentConfig(
-                    hub=hub.url, hub_ca_hash=ca_hash(hub.pki.ca_pem), bootstrap_token=join.token,
-                    cluster_name=profile.name, kubeconfig=sim.kubeconfig_path, state_dir=tmp_path / f"agent-{profile.name}",
-                    enable_proxy=True,
-                ))
-                await agent.__aenter__()
-                agents[profile.name] = agent
-            context = ssl.create_default_context(cadata=hub.pki.ca_pem.decode())
-            fleet = Fleet(hub, sims[MEMBERS[0]], agents[MEMBERS[0]], tokens, context)
-            yield TwoMembers(fleet, sims, agents)
-        finally:
-            for agent in agents.values():
-                await agent.__aexit__(None, None, None)
-            for sim in sims.values():
-                await sim.__aexit__(None, None, None)
+    async with two_members(tmp_path, FLEET) as running:
+        yield running
 
 
 async def _run(members: TwoMembers, cluster: str, pod: dict[str, Any]) -> None:
@@ -152,6 +106,13 @@ async def test_pods_and_nodes_merge_every_members_answer(members: TwoMembers) ->
     assert isinstance(usage["ml", "web-b"], PodUsage) and usage["ml", "web-b"].cluster == "sim-b"
     assert usage["ml", "web-b"].cpu_milli > 0 and usage["ml", "web-b"].memory_bytes > 0
 
+    # What the FederatedHPA controller reads: each member's selected pods with their PodMetrics.
+    fleet = await members.fleet.hub.resource_metrics.pod_metrics("ml", {"matchLabels": {"app": "web"}})
+    assert [(m.cluster, [p["metadata"]["name"] for p in m.pods], sorted(m.metrics or {})) for m in fleet] == [
+        ("sim-a", ["web-a"], ["web-a"]), ("sim-b", ["web-b"], ["web-b"])]
+    assert fleet[0].pods[0]["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "1"
+    assert fleet[0].metrics is not None and fleet[0].metrics["web-a"].containers["main"]["cpu"] > 0
+
 
 async def test_discovery_and_openapi_list_the_metrics_api(members: TwoMembers) -> None:
     code, body = await members.get(BASE)
@@ -197,6 +158,9 @@ async def test_a_member_that_is_gone_is_left_out_with_one_warning(
         assert [i["metadata"]["name"] for i in body["items"]] == ["web-a"]
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING and "sim-b" in r.getMessage()]
     assert len(warnings) == 1, warnings
+    # A member whose pod list does not answer is left out of what the FederatedHPA controller reads.
+    fleet = await members.fleet.hub.resource_metrics.pod_metrics("ml", "app=web")
+    assert [(m.cluster, len(m.pods)) for m in fleet] == [("sim-a", 1)]
 
 
 async def test_get_of_a_placed_pod_asks_only_the_cluster_its_workload_runs_on(members: TwoMembers) -> None:
