@@ -81,13 +81,13 @@ def test_average_value_is_the_mean_usage_per_pod() -> None:
 
 def test_a_container_without_the_request_is_kubes_error() -> None:
     fleet = [member("a", [pod("p1"), pod("web-1", ("main", {"memory": "1Gi"}))], {"p1": 500, "web-1": 500})]
-    with pytest.raises(MetricsUnavailable, match="^missing request for cpu in container main of Pod web-1$"):
+    with pytest.raises(MetricsUnavailable, match=r"^missing request for cpu in container main of Pod web-1$"):
         replicas(fleet, 2, utilization=50)
     # A pod-level request stands in for the containers' when no container is named.
     fleet = [member("a", [pod("web-1", ("main", {"memory": "1Gi"}), own={"cpu": "2"})], {"web-1": 500})]
     assert replicas(fleet, 1, utilization=50)[1] == 25
     fleet = [MemberPods("a", fleet[0].pods, {"web-1": sample(main={"memory": 1000})})]
-    with pytest.raises(MetricsUnavailable, match="^missing pod-level request for memory in Pod web-1$"):
+    with pytest.raises(MetricsUnavailable, match=r"^missing pod-level request for memory in Pod web-1$"):
         replicas(fleet, 1, utilization=50, resource="memory")
 
 

@@ -54,11 +54,11 @@ from controlplane.apiserver.app import USER
 from controlplane.apiserver.computed import ComputedEndpoint, ComputedResource
 from controlplane.apiserver.handlers import json_response
 from controlplane.apiserver.identity import Role, UserInfo
+from controlplane.apiserver.kinds.cells import format_label_selector
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.apiserver.proxy.podlist import FetchError, fetch_json
 from controlplane.apiserver.proxy.routes import ProxyEndpoints
 from controlplane.apiserver.proxy.tunnels import TunnelRegistry
-from controlplane.apiserver.kinds.cells import format_label_selector
 from controlplane.apiserver.selectors import parse_field_selector, parse_label_selector
 from controlplane.controllers.federatedhpa.podmetrics import MemberPods, pod_metric_of
 

@@ -26,7 +26,11 @@ from typing import Any, Final
 
 from controlplane.apis.meta import parse_time_or_none
 from controlplane.apis.pods import container_requests
-from controlplane.controllers.federatedhpa.calculating import TOLERANCE, MetricsUnavailable, usage_ratio_replicas
+from controlplane.controllers.federatedhpa.calculating import (
+    TOLERANCE,
+    MetricsUnavailable,
+    usage_ratio_replicas,
+)
 from controlplane.controllers.federatedhpa.podmetrics import MemberPods, milli_value
 
 #: ``--horizontal-pod-autoscaler-cpu-initialization-period``'s default (seconds).
