@@ -108,8 +108,8 @@ async def test_pods_and_nodes_merge_every_members_answer(members: TwoMembers) ->
 
     # What the FederatedHPA controller reads: each member's selected pods with their PodMetrics.
     fleet = await members.fleet.hub.resource_metrics.pod_metrics("ml", {"matchLabels": {"app": "web"}})
-    assert [(m.cluster, [p["metadata"]["name"] for p in m.pods], sorted(m.metrics or {})) for m in fleet] == [
-        ("sim-a", ["web-a"], ["web-a"]), ("sim-b", ["web-b"], ["web-b"])]
+    assert [(m.cluster, [p["metadata"]["name"] for p in m.pods], sorted(m.metrics or {}), m.answered)
+            for m in fleet] == [("sim-a", ["web-a"], ["web-a"], True), ("sim-b", ["web-b"], ["web-b"], True)]
     assert fleet[0].pods[0]["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "1"
     assert fleet[0].metrics is not None and fleet[0].metrics["web-a"].containers["main"]["cpu"] > 0
 
@@ -158,9 +158,10 @@ async def test_a_member_that_is_gone_is_left_out_with_one_warning(
         assert [i["metadata"]["name"] for i in body["items"]] == ["web-a"]
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING and "sim-b" in r.getMessage()]
     assert len(warnings) == 1, warnings
-    # A member whose pod list does not answer is left out of what the FederatedHPA controller reads.
+    # A member whose pod list does not answer is given to the FederatedHPA controller as such.
     fleet = await members.fleet.hub.resource_metrics.pod_metrics("ml", "app=web")
-    assert [(m.cluster, len(m.pods)) for m in fleet] == [("sim-a", 1)]
+    assert [(m.cluster, len(m.pods), m.metrics is None, m.answered) for m in fleet] == [
+        ("sim-a", 1, False, True), ("sim-b", 0, True, False)]
 
 
 async def test_get_of_a_placed_pod_asks_only_the_cluster_its_workload_runs_on(members: TwoMembers) -> None:

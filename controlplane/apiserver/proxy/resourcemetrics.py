@@ -23,9 +23,8 @@ the answers. Each object carries the annotation :data:`CLUSTER_ANNOTATION` (Karm
 :meth:`ResourceMetrics.pod_usage` gives the CPU and memory a set of pods uses across the members;
 :meth:`ResourceMetrics.pod_metrics` gives the FederatedHPA controller (its
 :class:`~controlplane.controllers.federatedhpa.podmetrics.PodMetricsSource`) the pods a selector
-selects in each member, read from the member's pod list, with their ``PodMetrics``: a member
-whose pod list does not answer is left out; one whose metrics do not answer gives its pods
-without metrics. The merge (:func:`merge_items`, :func:`pod_totals`) is pure.
+selects in each member, read from the member's pod list, with their ``PodMetrics`` (or, from a
+member that does not answer, neither). The merge (:func:`merge_items`, :func:`pod_totals`) is pure.
 """
 
 from __future__ import annotations
@@ -208,8 +207,8 @@ class ResourceMetrics:
         return {k: v for k, v in usage.items() if not wanted or k[1] in wanted}
 
     async def pod_metrics(self, namespace: str, selector: Mapping[str, Any] | str) -> list[MemberPods]:
-        """The pods ``selector`` selects in ``namespace`` of each member whose pod list answers,
-        with the ``PodMetrics`` its metrics API gives (None when that does not answer)."""
+        """The pods ``selector`` selects in ``namespace`` of each member, with the ``PodMetrics``
+        its metrics API gives (None when that does not answer; neither when its pod list does not)."""
         text = selector if isinstance(selector, str) else format_label_selector(selector)
         if not text or text == "<none>":
             return []
@@ -217,13 +216,13 @@ class ResourceMetrics:
         query = "?" + urlencode({"labelSelector": text})
         clusters = await self.members()
 
-        async def member(cluster: str) -> MemberPods | None:
+        async def member(cluster: str) -> MemberPods:
             pods, metrics = await asyncio.gather(
                 self._ask(cluster, f"/api/v1/namespaces/{namespace}/pods{query}", CONTROLLERS),
                 self._ask(cluster, f"{BASE}/namespaces/{namespace}/pods{query}", CONTROLLERS),
             )
             if not isinstance(pods, dict):
-                return None
+                return MemberPods(cluster, (), None, answered=False)
             selected = [p for p in pods.get("items") or () if matches((p.get("metadata") or {}).get("labels") or {})]
             usage = None if not isinstance(metrics, dict) else {
                 str((item.get("metadata") or {}).get("name")): pod_metric_of(item)
@@ -231,8 +230,7 @@ class ResourceMetrics:
             }
             return MemberPods(cluster, selected, usage)
 
-        answers = await asyncio.gather(*(member(cluster) for cluster in clusters))
-        return [answer for answer in answers if answer is not None]
+        return list(await asyncio.gather(*(member(cluster) for cluster in clusters)))
 
     async def pods(self, request: web.Request) -> web.StreamResponse:
         namespace, name = request.match_info.get("namespace"), request.match_info.get("name")

@@ -32,7 +32,7 @@ from controlplane.controllers.context import ControllerContext
 from controlplane.controllers.events import EventReason, record_event
 from controlplane.controllers.federatedhpa.behavior import Condition, History, normalize
 from controlplane.controllers.federatedhpa.metrics import evaluate, needs_pod_metrics
-from controlplane.controllers.federatedhpa.resources import FleetPods
+from controlplane.controllers.federatedhpa.resources import FleetPods, with_stand_ins
 from controlplane.controllers.pods import OwnerKey, PodUtilization, gpu_utilization_by_owner
 from controlplane.controllers.reconciling import KeyedController
 from controlplane.controllers.workloads import is_deleting
@@ -152,6 +152,11 @@ class FederatedHPAController(KeyedController[Key]):
                 if target_rt.scale.label_set and isinstance(selector, dict):
                     selector = {"matchLabels": selector}
                 members = await ctx.pod_metrics.pod_metrics(namespace, selector if isinstance(selector, dict | str) else {})
+                binding = ctx.binding_for(namespace, target_name, kind) or {}
+                placed = {str(c.get("name")): int(c.get("replicas") or 0)
+                          for c in (binding.get("spec") or {}).get("clusters") or () if isinstance(c, dict)}
+                pod_spec = dig(target, "spec", "template", "spec")
+                members = with_stand_ins(members, placed=placed, pod_spec=pod_spec if isinstance(pod_spec, dict) else None)
                 fleet = FleetPods(namespace, members, now)
             evaluation = evaluate(metrics, pods, samples, current=current, fleet=fleet)
             metric_statuses = evaluation.statuses

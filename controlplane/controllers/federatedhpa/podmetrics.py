@@ -48,12 +48,14 @@ class MemberPods:
     """The member's pods the selector selects (v1 Pod objects)."""
     metrics: Mapping[str, PodMetric] | None = field(default_factory=dict)
     """By pod name; None when the member's metrics API did not answer (its pods have no metrics)."""
+    answered: bool = True
+    """Whether the member's pod list answered (when not, ``pods`` is empty and ``metrics`` None)."""
 
 
 class PodMetricsSource(Protocol):
     async def pod_metrics(self, namespace: str, selector: Mapping[str, Any] | str) -> list[MemberPods]:
         """The pods ``selector`` (a ``metav1.LabelSelector``, or one as a string) selects in
-        ``namespace`` of each Ready member whose pod list answers, with their metrics."""
+        ``namespace`` of each Ready member, with their metrics."""
         ...
 
 
