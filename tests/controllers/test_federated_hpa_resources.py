@@ -207,6 +207,10 @@ def test_evaluate_gives_kubes_statuses_names_and_failures() -> None:
     assert failed.failure.reason == "FailedGetContainerResourceMetric"
     assert failed.failure.message == ("the HPA was unable to compute the replica count: failed to get cpu utilization: "
                                       "missing request for cpu in container app of Pod p1")
+    no_target = {"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization"}}}
+    invalid = evaluate([no_target], [], {}, current=1, fleet=fleet).failure
+    assert invalid is not None and invalid.error == ("invalid resource metric source: neither an average utilization "
+                                                     "target nor an average value (usage) target was set")
     unavailable = evaluate([_MEMORY], [], {}, current=1).failure
     assert unavailable is not None and unavailable.reason == "FailedGetResourceMetric"
     assert unavailable.error == ("failed to get memory usage: unable to get metrics for resource memory: unable to fetch "

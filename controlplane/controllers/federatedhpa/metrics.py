@@ -127,7 +127,7 @@ def _evaluate_resource(
     utilization = target.get("averageUtilization")
     if average is None and not isinstance(utilization, int):
         return Failure(reason, "invalid resource metric source: neither an average utilization target nor an "
-                               "average value target was set")
+                               "average value (usage) target was set")
     try:
         proposal = resource_replicas(
             fleet.members, name, namespace=fleet.namespace, container=container, current_replicas=current,
