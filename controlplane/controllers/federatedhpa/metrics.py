@@ -153,8 +153,7 @@ def _evaluate_one(
     fleet: FleetPods | None,
 ) -> tuple[Proposal | int, str, dict[str, Any]] | Failure:
     kind = metric.get("type")
-    if kind in ("Resource", "ContainerResource") and (
-            kind == "ContainerResource" or (metric.get("resource") or {}).get("name") != GPU_RESOURCE):
+    if _from_pod_metrics(metric):
         return _unanswered(metric) if fleet is None else _evaluate_resource(metric, fleet, current=current)
     if kind == "Pods":
         source = metric.get("pods") or {}
@@ -188,10 +187,15 @@ def _evaluate_one(
     return _unanswered(metric)
 
 
+def _from_pod_metrics(metric: Mapping[str, Any]) -> bool:
+    """Whether ``metric`` is answered from the members' pods and their resource metrics."""
+    kind = metric.get("type")
+    return kind == "ContainerResource" or (kind == "Resource" and (metric.get("resource") or {}).get("name") != GPU_RESOURCE)
+
+
 def needs_pod_metrics(metrics: Sequence[Mapping[str, Any]]) -> bool:
-    """Whether a metric is answered from the members' pods and resource metrics."""
-    return any(m.get("type") == "ContainerResource" or (
-        m.get("type") == "Resource" and (m.get("resource") or {}).get("name") != GPU_RESOURCE) for m in metrics)
+    """Whether a metric is answered from the members' pods and their resource metrics."""
+    return any(_from_pod_metrics(m) for m in metrics)
 
 
 def evaluate(
