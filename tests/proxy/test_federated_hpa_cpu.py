@@ -86,6 +86,11 @@ async def test_a_federated_hpa_on_cpu_utilization_scales_the_deployment(members:
         return await members.fleet.hub.resource_metrics.members() == list(MEMBERS)
 
     await eventually(ready, within=120, what="both members Ready with their tunnels")
+
+    async def default_namespace() -> bool:  # made by the leader's controllers
+        return (await members.get("/api/v1/namespaces/default"))[0] == 200
+
+    await eventually(default_namespace, within=60, what="the default namespace")
     await _create(members, "/apis/policy.karmada.io/v1alpha1/namespaces/default/propagationpolicies", POLICY)
     await _create(members, "/apis/apps/v1/namespaces/default/deployments", deployment("1.0"))
     await _create(members, "/apis/autoscaling.karmada.io/v1alpha1/namespaces/default/federatedhpas", FHPA)
