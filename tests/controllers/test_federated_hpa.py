@@ -1,22 +1,26 @@
 """The FederatedHPA controller scales a hub workload on the GPU utilization its pods report in
-every member, writes kube's HPA status and Events, and stops (with kube's condition) on a metric
-the hub cannot answer."""
+every member, and on cpu from the members' pods and resource metrics, writes kube's HPA status
+and Events, and stops (with kube's condition) on a metric the hub cannot answer."""
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
+from controlplane.apis.meta import format_time
 from controlplane.apiserver.objects import ObjectStore
+from controlplane.controllers.federatedhpa.podmetrics import MemberPods, PodMetric
 from controlplane.controllers.manager import ControllerManager
 
 from .conftest import FAST
-from .fleet import deployment, eventually, node_shape, put_cluster
+from .fleet import deployment, eventually, get_object, node_shape, propagation_policy, put_cluster
 
 FHPA_API = "autoscaling.karmada.io/v1alpha1"
+WORK_API = "work.gpufed.io/v1alpha1"
 GPU_UTIL = {"type": "Pods", "pods": {"metric": {"name": "DCGM_FI_DEV_GPU_UTIL"},
                                      "target": {"type": "AverageValue", "averageValue": "50"}}}
 QUICK_DOWN = {"scaleDown": {"stabilizationWindowSeconds": 0}}
@@ -146,3 +150,81 @@ async def test_a_missing_target_is_kubes_failed_get_scale(objects: ObjectStore, 
     able = next(c for c in status["conditions"] if c["type"] == "AbleToScale")
     assert able["message"] == ('the HPA controller was unable to get the target\'s current scale: '
                                'deployments.apps "ghost" not found')
+
+
+class MemberAnswers:
+    """What each member answers for the target's pods and their metrics: a stand-in for the
+    hub's resource metrics, whose reads through the agents' tunnels tests/proxy cover."""
+
+    def __init__(self) -> None:
+        self.answers: list[MemberPods] = []
+        self.selectors: list[Any] = []
+
+    async def pod_metrics(self, namespace: str, selector: Any) -> list[MemberPods]:
+        self.selectors.append((namespace, selector))
+        return self.answers
+
+
+def _running(name: str) -> dict[str, Any]:
+    started = format_time(datetime.now(UTC) - timedelta(hours=1))
+    return {"metadata": {"name": name, "namespace": "default", "labels": {"app": "web"}},
+            "spec": {"containers": [{"name": "main", "resources": {"requests": {"cpu": "1"}}}]},
+            "status": {"phase": "Running", "startTime": started,
+                       "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": started}]}}
+
+
+def _idle(*names: str) -> dict[str, PodMetric]:
+    return {name: PodMetric({"main": {"cpu": 100}}, datetime.now(UTC), 30.0) for name in names}
+
+
+async def test_cpu_utilization_counts_a_silent_members_replicas_as_pods_without_metrics(objects: ObjectStore) -> None:
+    """Two replicas in each member, 10 % busy where measured. While one member's pod list does
+    not answer, its two replicas (from the binding) count at 100 % of their request on a
+    scale-down: 55 % against 50 % stays at 4. Once it answers, 10 % everywhere scales down."""
+    source = MemberAnswers()
+    settings = dataclasses.replace(FAST, federated_hpa_sync_seconds=0.1)
+    for cluster in ("onprem", "cloud"):
+        await put_cluster(objects, cluster, node_shape(2, gpus=8))
+    placement = {"clusterAffinity": {"clusterNames": ["onprem", "cloud"]}, "replicaScheduling": {
+        "replicaSchedulingType": "Divided", "replicaDivisionPreference": "Weighted", "weightPreference": {
+            "staticWeightList": [{"targetCluster": {"clusterNames": [c]}, "weight": 1} for c in ("onprem", "cloud")]}}}
+    await objects.create(objects.registry.require("policy.gpufed.io/v1alpha1", "PropagationPolicy"),
+                         propagation_policy("web", placement=placement))
+    async with ControllerManager(objects, settings=settings, pod_metrics=source) as manager:
+        await objects.create(objects.registry.require("apps/v1", "Deployment"), deployment("web", replicas=4))
+
+        async def placed() -> bool:
+            binding = await get_object(objects, WORK_API, "ResourceBinding", "web-deployment", namespace="default")
+            clusters = ((binding or {}).get("spec") or {}).get("clusters") or []
+            got = sorted((c["name"], c.get("replicas")) for c in clusters)
+            return got == [("cloud", 2), ("onprem", 2)]
+
+        await eventually(placed, what="web placed 2 and 2")
+        source.answers = [MemberPods("onprem", [_running("web-a"), _running("web-b")], _idle("web-a", "web-b")),
+                          MemberPods("cloud", (), None, answered=False)]
+        cpu = {"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 50}}}
+        await objects.create(objects.registry.require(FHPA_API, "FederatedHPA"), fhpa("web", cpu, behavior=QUICK_DOWN))
+
+        async def measured() -> dict[str, Any] | None:
+            status = await status_of(objects, "web")
+            return status if status.get("currentMetrics") else None
+
+        status = await eventually(measured, what="the FederatedHPA's cpu status")
+        assert status["currentMetrics"] == [
+            {"type": "Resource", "resource": {"name": "cpu", "current": {"averageUtilization": 10, "averageValue": "100m"}}}]
+        synced = manager.reconciles()["federated-hpa"]
+
+        async def synced_again() -> bool:
+            return manager.reconciles()["federated-hpa"] >= synced + 3
+
+        await eventually(synced_again, what="three more syncs")
+        assert await replicas(objects, "web") == 4
+        assert source.selectors[-1] == ("default", {"matchLabels": {"app": "web"}})
+
+        source.answers = [source.answers[0], MemberPods("cloud", [_running("web-a"), _running("web-c")],
+                                                         _idle("web-a", "web-c"))]
+
+        async def scaled_down() -> bool:
+            return await replicas(objects, "web") < 4
+
+        await eventually(scaled_down, what="web scaled down")

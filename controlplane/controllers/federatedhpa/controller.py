@@ -28,15 +28,17 @@ from controlplane.apis.autoscaling_karmada_v1alpha1 import API_VERSION, FEDERATE
 from controlplane.apis.events import EventType
 from controlplane.apis.meta import format_time
 from controlplane.apis.untyped import dig
+from controlplane.apis.views import BindingView
 from controlplane.controllers.context import ControllerContext
 from controlplane.controllers.events import EventReason, record_event
 from controlplane.controllers.federatedhpa.behavior import Condition, History, normalize
 from controlplane.controllers.federatedhpa.metrics import evaluate, needs_pod_metrics
+from controlplane.controllers.federatedhpa.podmetrics import PodMetricsSource
 from controlplane.controllers.federatedhpa.resources import FleetPods, with_stand_ins
 from controlplane.controllers.pods import OwnerKey, PodUtilization, gpu_utilization_by_owner
 from controlplane.controllers.reconciling import KeyedController
 from controlplane.controllers.workloads import is_deleting
-from controlplane.objectclient import WatchEventType, errors
+from controlplane.objectclient import ResourceType, WatchEventType, errors
 
 log = logging.getLogger(__name__)
 
@@ -148,16 +150,7 @@ class FederatedHPAController(KeyedController[Key]):
             metrics = spec.get("metrics") or []
             fleet = None
             if ctx.pod_metrics is not None and needs_pod_metrics(metrics):
-                selector = dig(target, *target_rt.scale.label_selector.split("."))
-                if target_rt.scale.label_set and isinstance(selector, dict):
-                    selector = {"matchLabels": selector}
-                members = await ctx.pod_metrics.pod_metrics(namespace, selector if isinstance(selector, dict | str) else {})
-                binding = ctx.binding_for(namespace, target_name, kind) or {}
-                placed = {str(c.get("name")): int(c.get("replicas") or 0)
-                          for c in (binding.get("spec") or {}).get("clusters") or () if isinstance(c, dict)}
-                pod_spec = dig(target, "spec", "template", "spec")
-                members = with_stand_ins(members, placed=placed, pod_spec=pod_spec if isinstance(pod_spec, dict) else None)
-                fleet = FleetPods(namespace, members, now)
+                fleet = await self._fleet_pods(ctx.pod_metrics, target, target_rt, now=now)
             evaluation = evaluate(metrics, pods, samples, current=current, fleet=fleet)
             metric_statuses = evaluation.statuses
             if evaluation.failure is not None:
@@ -210,6 +203,24 @@ class FederatedHPAController(KeyedController[Key]):
             log.info("FederatedHPA %s/%s: %s %s -> %s (%s)", namespace, name, reference, current, desired, rescale_reason)
         status.update(currentReplicas=current, desiredReplicas=desired, currentMetrics=metric_statuses or None)
         await self._write_status(fhpa, original, status)
+
+    async def _fleet_pods(self, source: PodMetricsSource, target: dict[str, Any], rt: ResourceType, *,
+                          now: datetime) -> FleetPods:
+        """The target's pods in each member (its scale selector's), with their resource metrics;
+        a member whose pod list did not answer stands for the replicas its binding gives it."""
+        meta = target.get("metadata") or {}
+        namespace, name = str(meta.get("namespace") or ""), str(meta.get("name"))
+        assert rt.scale is not None
+        selector = dig(target, *rt.scale.label_selector.split("."))
+        if rt.scale.label_set and isinstance(selector, dict):
+            selector = {"matchLabels": selector}
+        members = await source.pod_metrics(namespace, selector if isinstance(selector, dict | str) else {})
+        binding = self.ctx.binding_for(namespace, name, rt.kind)
+        placed = {} if binding is None else {
+            str(c["name"]): int(c.get("replicas") or 0) for c in BindingView(binding).clusters if c.get("name")}
+        pod_spec = dig(target, "spec", "template", "spec")
+        return FleetPods(namespace, with_stand_ins(
+            members, placed=placed, pod_spec=pod_spec if isinstance(pod_spec, dict) else None), now)
 
     def _pod_samples(self, owner: OwnerKey) -> PodUtilization:
         """The target's GPU pods in every member and the utilization of those measured, each pod
