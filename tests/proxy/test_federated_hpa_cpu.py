@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from controlplane.controllers.context import ControllerSettings
 from tests.proxy.members import TwoMembers, two_members
 from tests.proxy.test_proxy_tunnel import eventually
 
@@ -54,7 +55,7 @@ FHPA = {
 
 @pytest.fixture
 async def members(tmp_path: Path) -> AsyncIterator[TwoMembers]:
-    async with two_members(tmp_path, FLEET, federated_hpa_sync_period=0.5) as running:
+    async with two_members(tmp_path, FLEET, controllers=ControllerSettings(federated_hpa_sync_seconds=0.5)) as running:
         yield running
 
 

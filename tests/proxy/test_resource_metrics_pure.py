@@ -8,12 +8,9 @@ import pytest
 
 from controlplane.apiserver.proxy.resourcemetrics import (
     CLUSTER_ANNOTATION,
-    PodUsage,
     annotated,
     merge_items,
     placed_clusters,
-    pod_totals,
-    pod_usage_of,
 )
 
 
@@ -58,22 +55,6 @@ def test_merge_items_orders_by_namespace_name_and_member(
     merged = merge_items(answers)
     assert [(i["metadata"]["namespace"], i["metadata"]["name"], i["metadata"]["annotations"][CLUSTER_ANNOTATION])
             for i in merged] == expected
-
-
-@pytest.mark.parametrize(
-    ("cpu", "memory", "expected"),
-    [("250000000n", "1024Ki", (255, 1024 * 1024 + 1024 * 1024)), ("1", "1Gi", (1005, 1024**3 + 1024**2)),
-     ("0", "0", (5, 1024**2))],
-)
-def test_pod_totals_sum_the_containers(cpu: str, memory: str, expected: tuple[int, int]) -> None:
-    assert pod_totals(_pod("a", cpu=cpu, memory=memory)) == expected
-
-
-def test_pod_usage_keeps_the_first_members_answer_per_pod() -> None:
-    merged = merge_items([("sim-b", _list(_pod("a", cpu="1"))), ("sim-a", _list(_pod("a", cpu="2"), _pod("b")))])
-    usage = pod_usage_of(merged)
-    assert usage[("ml", "a")] == PodUsage("sim-a", 2005, 2 * 1024**2)
-    assert usage[("ml", "b")].cluster == "sim-a"
 
 
 @pytest.mark.parametrize(

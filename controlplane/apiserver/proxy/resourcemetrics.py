@@ -20,11 +20,10 @@ the answers. Each object carries the annotation :data:`CLUSTER_ANNOTATION` (Karm
   that does not answer is left out of the answer, with one WARNING per outage (and one INFO when
   it answers again); the answer is never a 500 for it.
 
-:meth:`ResourceMetrics.pod_usage` gives the CPU and memory a set of pods uses across the members;
 :meth:`ResourceMetrics.pod_metrics` gives the FederatedHPA controller (its
 :class:`~controlplane.controllers.federatedhpa.podmetrics.PodMetricsSource`) the pods a selector
 selects in each member, read from the member's pod list, with their ``PodMetrics`` (or, from a
-member that does not answer, neither). The merge (:func:`merge_items`, :func:`pod_totals`) is pure.
+member that does not answer, neither). The merge (:func:`merge_items`) is pure.
 """
 
 from __future__ import annotations
@@ -32,7 +31,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import urlencode
 
@@ -47,7 +45,6 @@ from controlplane.apis.constants import (
     WORK_GROUP,
 )
 from controlplane.apis.kube.fieldlabels import BASE_FIELD_SELECTORS
-from controlplane.apis.quantity import parse_quantity
 from controlplane.apiserver import errors
 from controlplane.apiserver.app import USER
 from controlplane.apiserver.computed import ComputedEndpoint, ComputedResource
@@ -74,15 +71,6 @@ MAX_CONCURRENT: Final = 8
 TIMEOUT_SECONDS: Final = 10.0
 
 
-@dataclass(frozen=True, slots=True)
-class PodUsage:
-    """A pod's summed container usage at the member that runs it."""
-
-    cluster: str
-    cpu_milli: int
-    memory_bytes: int
-
-
 def annotated(item: Mapping[str, Any], cluster: str) -> dict[str, Any]:
     """A member's metrics object with the member named in its annotations."""
     meta = dict(item.get("metadata") or {})
@@ -100,28 +88,6 @@ def merge_items(answers: Sequence[tuple[str, Mapping[str, Any]]]) -> list[dict[s
         return str(meta.get("namespace") or ""), str(meta.get("name") or ""), meta["annotations"][CLUSTER_ANNOTATION]
 
     return sorted(merged, key=key)
-
-
-def pod_totals(item: Mapping[str, Any]) -> tuple[int, int]:
-    """(millicores, bytes) a PodMetrics object's containers use together."""
-    cpu, memory = 0.0, 0.0
-    for container in item.get("containers") or []:
-        usage = container.get("usage") or {}
-        cpu += float(parse_quantity(str(usage.get("cpu") or "0")))
-        memory += float(parse_quantity(str(usage.get("memory") or "0")))
-    return round(cpu * 1000), round(memory)
-
-
-def pod_usage_of(items: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], PodUsage]:
-    """(namespace, name) -> usage of annotated PodMetrics ``items`` (the first member's, by order)."""
-    out: dict[tuple[str, str], PodUsage] = {}
-    for item in items:
-        meta = item.get("metadata") or {}
-        key = (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
-        if key not in out:
-            cpu, memory = pod_totals(item)
-            out[key] = PodUsage(str((meta.get("annotations") or {}).get(CLUSTER_ANNOTATION, "")), cpu, memory)
-    return out
 
 
 def placed_clusters(bindings: Iterable[Mapping[str, Any]], pod: str) -> list[str]:
@@ -193,18 +159,6 @@ class ResourceMetrics:
         """``path`` asked of each of ``clusters`` in parallel: (cluster, answer) of those that answered."""
         answers = await asyncio.gather(*(self._ask(cluster, path, user) for cluster in clusters))
         return [(c, a) for c, a in zip(clusters, answers, strict=True) if isinstance(a, dict)]
-
-    async def pod_usage(
-        self, namespace: str, names: Iterable[str] = (), *, label_selector: str | None = None,
-    ) -> dict[tuple[str, str], PodUsage]:
-        """The CPU and memory the pods of ``namespace`` (only ``names`` when given; only those
-        ``label_selector`` selects when given) use across the members that answer; a pod no member
-        has metrics for is absent."""
-        query = "?" + urlencode({"labelSelector": label_selector}) if label_selector else ""
-        answers = await self.gather(f"{BASE}/namespaces/{namespace}/pods{query}", await self.members(), CONTROLLERS)
-        usage = pod_usage_of(merge_items(answers))
-        wanted = set(names)
-        return {k: v for k, v in usage.items() if not wanted or k[1] in wanted}
 
     async def pod_metrics(self, namespace: str, selector: Mapping[str, Any] | str) -> list[MemberPods]:
         """The pods ``selector`` selects in ``namespace`` of each member, with the ``PodMetrics``
