@@ -12,6 +12,8 @@ import re
 from collections.abc import Mapping
 from typing import Final
 
+from controlplane.gojson import go_time_quote
+
 _PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w)")
 #: Seconds per unit.
 UNITS: Final[Mapping[str, float]] = {
@@ -47,24 +49,10 @@ _GO_NUMBER = re.compile(r"([0-9]*)(?:\.([0-9]*))?")
 _GO_UNIT = re.compile(r"[^0-9.]*")
 
 
-def _go_quote(text: str) -> str:
-    """``time``'s own quoting of a duration in its errors."""
-    out = []
-    for byte in text.encode():
-        char = chr(byte)
-        if char in '"\\':
-            out.append("\\" + char)
-        elif 0x20 <= byte < 0x80:
-            out.append(char)
-        else:
-            out.append(f"\\x{byte:02x}")
-    return '"' + "".join(out) + '"'
-
-
 def go_duration_error(text: str) -> str | None:
     """Why Go's ``time.ParseDuration`` refuses ``text`` (``time: unknown unit "d" in duration
     "5d"``), or None: a sign, then parts of a number (digits, a fraction) and a unit."""
-    invalid = f"time: invalid duration {_go_quote(text)}"
+    invalid = f"time: invalid duration {go_time_quote(text)}"
     rest = text[1:] if text[:1] in ("-", "+") else text
     if rest == "0":
         return None
@@ -82,9 +70,9 @@ def go_duration_error(text: str) -> str | None:
         assert unit is not None
         name = unit.group(0)
         if not name:
-            return f"time: missing unit in duration {_go_quote(text)}"
+            return f"time: missing unit in duration {go_time_quote(text)}"
         if name not in _GO_UNIT_NANOS:
-            return f"time: unknown unit {_go_quote(name)} in duration {_go_quote(text)}"
+            return f"time: unknown unit {go_time_quote(name)} in duration {go_time_quote(text)}"
         rest = rest[unit.end():]
         scale = _GO_UNIT_NANOS[name]
         if int(whole or "0") > 2**63 // scale:

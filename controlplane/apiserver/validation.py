@@ -28,7 +28,6 @@ from typing import Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from controlplane.apis.kube.field import go_quote
 from controlplane.apis.kube.names import (
     DNS_1035,
     DNS_1035_REGEX_MESSAGE,
@@ -45,6 +44,7 @@ from controlplane.apiserver.decoding import INT64_MAX
 from controlplane.apiserver.errors import BadRequest, Cause, CauseType, Forbidden, Invalid, Target, invalid
 from controlplane.apiserver.openapi import known_fields
 from controlplane.apiserver.resources import NameRule, ResourceType
+from controlplane.gojson import go_quote
 
 
 class FieldValidation(StrEnum):

@@ -18,7 +18,6 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from controlplane.apis.kube.field import go_quote
 from controlplane.apis.kube.flowcontrol import GROUP
 from controlplane.apis.kube.flowcontrol_bootstrap import (
     FLOW_SCHEMAS,
@@ -32,6 +31,7 @@ from controlplane.apis.meta import format_time
 from controlplane.controllers.informing import Informer
 from controlplane.controllers.reconciling import ReconcileLoop
 from controlplane.controllers.workqueuemetrics import WorkqueueMetrics
+from controlplane.gojson import go_quote
 from controlplane.objectclient import ObjectClient, WatchEventType, errors
 
 log = logging.getLogger(__name__)

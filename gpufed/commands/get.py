@@ -19,10 +19,10 @@ from typing import Any
 
 import yaml
 
-from controlplane.apis.kube.field import go_quote
 from controlplane.apis.kube.names import path_segment_errors
 from controlplane.apiserver.errors import BadRequest
 from controlplane.apiserver.selectors import parse_label_selector
+from controlplane.gojson import go_quote
 from gpufed.commands.running import run_reporting
 from gpufed.hubclient import HubClient, HubError, add_chunk_size_argument, add_kubeconfig_argument
 from gpufed.memberproxy import TABLE_ACCEPT, Resource, clusters, proxy_path, resolve

@@ -12,8 +12,8 @@ from __future__ import annotations
 import ipaddress
 from typing import Any
 
-from controlplane.apis.apiextensions.cel_url import go_quote
 from controlplane.apis.apiextensions.schema import parses
+from controlplane.gojson import go_quote
 
 _IP_KEY = "kubernetes.io/ip"
 _CIDR_KEY = "kubernetes.io/cidr"

@@ -20,8 +20,8 @@ from typing import Any, Final
 
 from cel import stdlib
 
-from controlplane.apis.apiextensions.cel_url import go_quote
 from controlplane.apis.kube.field import go_float
+from controlplane.gojson import go_quote
 
 #: Go's unicode.IsSpace.
 _GO_SPACE: Final = "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"

@@ -11,6 +11,8 @@ import re
 import urllib.parse
 from typing import Any
 
+from controlplane.gojson import go_quote
+
 _URL_KEY = "kubernetes.io/url"
 #: Bytes Go's url.escape leaves alone in a path (shouldEscape in encodePath mode).
 _PATH_UNESCAPED = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.~$&+,/:;=@")
@@ -27,25 +29,6 @@ _BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
 class _URLError(ValueError):
     def __init__(self, raw: str, reason: str) -> None:
         super().__init__(f"parse {go_quote(raw)}: {reason}")
-
-
-def go_quote(text: str) -> str:
-    """Go's strconv.Quote for the text kube's messages quote."""
-    out = []
-    for ch in text:
-        if ch in '"\\':
-            out.append("\\" + ch)
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\t":
-            out.append("\\t")
-        elif ch == "\r":
-            out.append("\\r")
-        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
-            out.append(f"\\x{ord(ch):02x}")
-        else:
-            out.append(ch)
-    return '"' + "".join(out) + '"'
 
 
 def _check_escapes(raw: str, text: str) -> None:

@@ -22,7 +22,7 @@ from controlplane.apis.kube.admissionregistration import (
     one_of,
     rule_errors,
 )
-from controlplane.apis.kube.field import FieldError, GoValue, go_quote
+from controlplane.apis.kube.field import FieldError, GoValue
 from controlplane.apis.kube.label_selectors import selector_errors
 from controlplane.apis.kube.names import (
     dns_1035_errors,
@@ -30,6 +30,7 @@ from controlplane.apis.kube.names import (
     path_segment_errors,
     qualified_name_errors,
 )
+from controlplane.gojson import go_quote
 
 Obj = dict[str, Any]
 

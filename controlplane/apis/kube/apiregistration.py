@@ -26,6 +26,7 @@ from typing import Any, Final
 
 from controlplane.apis.kube import field, names
 from controlplane.apis.kube.field import FieldError
+from controlplane.gojson import go_quote
 
 Obj = dict[str, Any]
 
@@ -154,7 +155,7 @@ def _validate(obj: Obj) -> list[FieldError]:
     required_name = f"{version}.{group}"
     if name and not names.path_segment_errors(name) and name != required_name:
         errors.append(field.invalid(
-            "metadata.name", name, f"must be `spec.version+\".\"+spec.group`: {field.go_quote(required_name)}"
+            "metadata.name", name, f"must be `spec.version+\".\"+spec.group`: {go_quote(required_name)}"
         ))
     if not group and version != "v1":
         errors.append(field.required("spec.group", "only v1 may have an empty group and it better be legacy kube"))

@@ -33,6 +33,7 @@ from cryptography.hazmat.primitives.asymmetric import ed25519, rsa
 from controlplane.apis.kube import field, names
 from controlplane.apis.kube.field import FieldError, GoValue
 from controlplane.apis.kube.gobase64 import CorruptInput, std_decode
+from controlplane.gojson import go_quote
 
 Obj = dict[str, Any]
 
@@ -146,7 +147,7 @@ def _certificate_problem(pem: bytes) -> str | None:
     blocks = 0
     for label, der, headers in _pem_blocks(pem):
         if label != "CERTIFICATE":
-            return f"only CERTIFICATE PEM blocks are allowed, found {field.go_quote(label)}"
+            return f"only CERTIFICATE PEM blocks are allowed, found {go_quote(label)}"
         if headers:
             return "no PEM block headers are permitted"
         blocks += 1
@@ -172,14 +173,14 @@ def signer_name_errors(path: str, signer: str) -> list[FieldError]:
     for label in labels:
         problems = names.dns_label_errors(label)
         if problems:
-            errors += [field.invalid(path, domain, f"validating label {field.go_quote(label)}: {p}") for p in problems]
+            errors += [field.invalid(path, domain, f"validating label {go_quote(label)}: {p}") for p in problems]
             break
     if len(labels) < 2:
         errors.append(field.invalid(path, domain, "should be a domain with at least two segments separated by dots"))
     for label in rest.split("."):
         problems = names.dns_subdomain_errors(label)
         if problems:
-            errors += [field.invalid(path, rest, f"validating label {field.go_quote(label)}: {p}") for p in problems]
+            errors += [field.invalid(path, rest, f"validating label {go_quote(label)}: {p}") for p in problems]
             break
     longest = _DNS1123_SUBDOMAIN_MAX + (_DNS1123_SUBDOMAIN_MAX + _DNS1123_LABEL_MAX + 1) + 1
     if len(signer) > longest:
@@ -274,14 +275,14 @@ def _validate_update(new: Obj, old: Obj, *, approval: bool, certificate: bool) -
     errors = _validate_object(new, old)
     for kind in (APPROVED, DENIED, FAILED):
         if len(_of_type(new, kind)) < len(_of_type(old, kind)):
-            errors.append(field.forbidden("status.conditions", f"updates may not remove a condition of type {field.go_quote(kind)}"))
+            errors.append(field.forbidden("status.conditions", f"updates may not remove a condition of type {go_quote(kind)}"))
     if not approval:
         for kind in (APPROVED, DENIED):
             before, after = _of_type(old, kind), _of_type(new, kind)
             if len(after) > len(before):
-                errors.append(field.forbidden("status.conditions", f"updates may not add a condition of type {field.go_quote(kind)}"))
+                errors.append(field.forbidden("status.conditions", f"updates may not add a condition of type {go_quote(kind)}"))
             elif len(after) == len(before) and after != before:
-                errors.append(field.forbidden("status.conditions", f"updates may not modify a condition of type {field.go_quote(kind)}"))
+                errors.append(field.forbidden("status.conditions", f"updates may not modify a condition of type {go_quote(kind)}"))
     if certificate_bytes(new) != certificate_bytes(old):
         if not certificate:
             errors.append(field.forbidden("status.certificate", "updates may not set certificate content"))

@@ -20,6 +20,8 @@ from decimal import Decimal
 from enum import StrEnum
 from typing import Any
 
+from controlplane.gojson import go_quote
+
 
 class CauseType(StrEnum):
     """``Status.details.causes[].reason`` (metav1.CauseType): the ``FieldValue*`` reasons of field
@@ -58,11 +60,6 @@ class GoValue:
 
     def __init__(self, text: str) -> None:
         self.text = text
-
-
-def go_quote(text: str) -> str:
-    """Go's ``%q`` of a string (``strconv.Quote``)."""
-    return json.dumps(text, ensure_ascii=False)
 
 
 def go_printed(value: Any) -> str:

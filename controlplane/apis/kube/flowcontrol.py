@@ -14,6 +14,7 @@ from controlplane.apis.kube import field
 from controlplane.apis.kube.field import FieldError, GoValue
 from controlplane.apis.kube.flowcontrol_bootstrap import MANDATORY_FLOW_SCHEMAS, MANDATORY_PRIORITY_LEVELS
 from controlplane.apis.kube.names import dns_label_errors, dns_subdomain_errors
+from controlplane.gojson import go_quote
 
 Obj = dict[str, Any]
 
@@ -104,7 +105,7 @@ def _flow_schema_spec_errors(name: str, spec: Obj) -> list[FieldError]:
         errors.append(field.invalid(path, precedence, "only the schema named 'exempt' may have matchingPrecedence 1"))
     method = spec.get("distinguisherMethod")
     if method is not None and field.mapping(method).get("type") not in _DISTINGUISHER_METHODS:
-        shown = GoValue(f"&flowcontrol.FlowDistinguisherMethod{{Type:{field.go_quote(str(field.mapping(method).get('type') or ''))}}}")
+        shown = GoValue(f"&flowcontrol.FlowDistinguisherMethod{{Type:{go_quote(str(field.mapping(method).get('type') or ''))}}}")
         errors.append(field.not_supported("spec.distinguisherMethod.type", shown, _DISTINGUISHER_METHODS))
     level = str(field.mapping(spec.get("priorityLevelConfiguration")).get("name") or "")
     if level:

@@ -23,6 +23,7 @@ from typing import Any, Final
 from controlplane.apis.kube import field
 from controlplane.apis.kube.field import FieldError, GoValue
 from controlplane.apis.kube.objects import child, items
+from controlplane.gojson import go_quote
 
 CLUSTER_IP_NONE: Final = "None"
 SINGLE_STACK: Final = "SingleStack"
@@ -101,7 +102,7 @@ def node_ports(spec: Obj) -> list[int]:
 def go_strings(values: Any) -> GoValue:
     """``%#v`` of a ``[]string``, as kube shows ``clusterIPs`` in its errors."""
     shown = [str(v) for v in values] if isinstance(values, list) else []
-    return GoValue("[]string{" + ", ".join(field.go_quote(v) for v in shown) + "}" if shown else "[]string(nil)")
+    return GoValue("[]string{" + ", ".join(go_quote(v) for v in shown) + "}" if shown else "[]string(nil)")
 
 
 def normalize_cluster_ips(obj: Obj) -> None:

@@ -22,6 +22,7 @@ from controlplane.apis.kube.validate_resources import (
     resource_name_errors,
     shown,
 )
+from controlplane.gojson import go_quote
 
 Obj = dict[str, Any]
 
@@ -174,7 +175,7 @@ def _scope_fits(scope: str, resource: str) -> bool:
 
 
 def _scopes_shown(scopes: list[Any]) -> GoValue:
-    return GoValue("[]core.ResourceQuotaScope{" + ", ".join(field.go_quote(str(s)) for s in scopes) + "}")
+    return GoValue("[]core.ResourceQuotaScope{" + ", ".join(go_quote(str(s)) for s in scopes) + "}")
 
 
 def _scope_errors(scopes: list[Any], hard: list[str]) -> list[FieldError]:
@@ -225,7 +226,7 @@ def _scope_operator_errors(operator: Any, values: list[Any], path: str) -> list[
             f"{path}.values", "must be at least one value when `operator` is 'In' or 'NotIn' for scope selector"
         )]
     if not listing and values:
-        shown_values = GoValue("[]string{" + ", ".join(field.go_quote(str(v)) for v in values) + "}")
+        shown_values = GoValue("[]string{" + ", ".join(go_quote(str(v)) for v in values) + "}")
         return [field.invalid(
             f"{path}.values", shown_values,
             "must be no value when `operator` is 'Exist' or 'DoesNotExist' for scope selector",

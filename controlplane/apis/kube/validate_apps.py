@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from controlplane.apis.kube import field
-from controlplane.apis.kube.field import FieldError, GoValue, go_quote
+from controlplane.apis.kube.field import FieldError, GoValue
 from controlplane.apis.kube.label_selectors import (
     is_empty,
     normalized,
@@ -24,7 +24,7 @@ from controlplane.apis.kube.label_selectors import (
 from controlplane.apis.kube.names import percent_errors
 from controlplane.apis.kube.validate_pod import pod_template_errors, restart_policy, template_metadata_errors
 from controlplane.apis.untyped import json_int
-from controlplane.gojson import go_json
+from controlplane.gojson import go_json, go_quote
 
 Obj = dict[str, Any]
 

@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 
 from controlplane.apis.kube import field
-from controlplane.apis.kube.field import FieldError, GoValue, go_quote
+from controlplane.apis.kube.field import FieldError, GoValue
 from controlplane.apis.kube.gobase64 import CorruptInput, std_decode
 from controlplane.apis.kube.names import (
     config_key_errors,
@@ -32,6 +32,7 @@ from controlplane.apis.kube.validate_pod import (
     pod_spec_errors,
 )
 from controlplane.apis.kube.validate_resources import quantity_errors, shown
+from controlplane.gojson import go_quote
 
 Obj = dict[str, Any]
 

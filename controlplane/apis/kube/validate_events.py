@@ -26,6 +26,7 @@ from typing import Any, Final
 from controlplane.apis.kube import field
 from controlplane.apis.kube.field import FieldError
 from controlplane.apis.kube.names import qualified_name_errors
+from controlplane.gojson import go_quote
 
 Obj = dict[str, Any]
 
@@ -119,13 +120,13 @@ def _go_reference(value: Any) -> field.GoValue | None:
     """``%#v`` of a ``core.ObjectReference`` (``related`` is a pointer: nil shows ``null``)."""
     if not isinstance(value, dict):
         return None
-    parts = ", ".join(f"{name}:{field.go_quote(str(value.get(key) or ''))}" for name, key in _REFERENCE_FIELDS)
+    parts = ", ".join(f"{name}:{go_quote(str(value.get(key) or ''))}" for name, key in _REFERENCE_FIELDS)
     return field.GoValue(f"core.ObjectReference{{{parts}}}")
 
 
 def _go_source(value: Any) -> field.GoValue:
     source = field.mapping(value)
-    component, host = (field.go_quote(str(source.get(key) or "")) for key in ("component", "host"))
+    component, host = (go_quote(str(source.get(key) or "")) for key in ("component", "host"))
     return field.GoValue(f"core.EventSource{{Component:{component}, Host:{host}}}")
 
 

@@ -11,12 +11,13 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from controlplane.apis.kube import field
-from controlplane.apis.kube.field import FieldError, GoValue, go_quote
+from controlplane.apis.kube.field import FieldError, GoValue
 from controlplane.apis.kube.label_selectors import selector_errors
 from controlplane.apis.kube.names import dns_label_errors, path_segment_errors, qualified_name_errors
 from controlplane.apis.kube.validate_apps import positive_int_or_percent_errors
 from controlplane.apis.kube.validate_pod import labels_errors, tolerations_errors
 from controlplane.apis.kube.validate_resources import parse, requirements_errors, shown
+from controlplane.gojson import go_quote
 
 Obj = dict[str, Any]
 

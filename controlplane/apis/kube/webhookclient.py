@@ -14,8 +14,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from controlplane.apis.kube import field
-from controlplane.apis.kube.field import FieldError, GoValue, go_quote
+from controlplane.apis.kube.field import FieldError, GoValue
 from controlplane.apis.kube.names import dns_1035_errors, dns_subdomain_errors, port_number_errors
+from controlplane.gojson import go_quote
 
 Obj = dict[str, Any]
 

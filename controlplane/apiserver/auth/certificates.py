@@ -21,10 +21,11 @@ from typing import Any
 
 from cryptography.x509.oid import NameOID
 
-from controlplane.apis.kube import certificates, field
+from controlplane.apis.kube import certificates
 from controlplane.apiserver import errors
 from controlplane.apiserver.admission import Operation, WriteAttributes
 from controlplane.apiserver.identity import Authorizer, RequestAttributes, UserInfo
+from controlplane.gojson import go_quote
 
 _PLURAL = "certificatesigningrequests"
 SYSTEM_MASTERS = "system:masters"
@@ -86,7 +87,7 @@ class CertificateAdmission:
 
 
 def _quoted(text: str) -> str:
-    return field.go_quote(text)
+    return go_quote(text)
 
 
 def _forbidden(name: str, reason: str) -> errors.Forbidden:

@@ -14,12 +14,12 @@ booleans and :class:`PolicyRule` values. Pure: no I/O.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
 from controlplane.apiserver.identity import RequestAttributes
+from controlplane.gojson import go_quote
 
 ALL: Final = "*"
 
@@ -196,7 +196,7 @@ def compact(rules: Iterable[PolicyRule]) -> list[PolicyRule]:
 
 def go_quoted(values: Sequence[str]) -> str:
     """Go's ``%q`` of a ``[]string``: ``["a" "b"]``."""
-    return "[" + " ".join(json.dumps(v) for v in values) + "]"
+    return "[" + " ".join(go_quote(v) for v in values) + "]"
 
 
 def compact_string(rule: PolicyRule) -> str:
