@@ -264,21 +264,24 @@ class DependenciesController:
         return workload
 
     def _dependency_webhook(self, workload: Mapping[str, Any]) -> str | None:
-        """The InterpretDependency webhook that lists the workload's dependencies (its uid), if any."""
+        """The InterpretDependency webhook that lists the workload's dependencies, if any: its uid and
+        its configuration's resourceVersion (an edited configuration asks again)."""
         webhooks = self.ctx.interpreter_webhooks
         if webhooks is None or not webhook_interprets(webhooks, dict(workload), "InterpretDependency"):
             return None
         hook = webhooks.hook_for(str(workload.get("apiVersion")), str(workload.get("kind")), "InterpretDependency")
-        return hook.uid if hook is not None else None
+        return f"{hook.uid}@{hook.resource_version}" if hook is not None else None
 
     def _memo_key(self, workload: Mapping[str, Any], webhook: str | None) -> tuple[tuple[str, str, str, str], Any]:
-        """The workload's key in the memo and the version of its spec (and of who lists its dependencies)."""
+        """The workload's key in the memo and the version of its spec and of who lists its
+        dependencies (the webhook, or the interpreter: a customization installed anew is another)."""
         api_version, kind = str(workload.get("apiVersion")), str(workload.get("kind"))
         meta = ObjectView(workload).metadata
         memo_key = (group_of(api_version), kind, str(meta.get("namespace") or ""), str(meta.get("name")))
         # Its spec's version: the generation where kube keeps one, else any write's.
         generation = meta.get("generation") if keeps_generation(group_of(api_version), kind) else None
-        return memo_key, (meta.get("uid"), generation or meta.get("resourceVersion"), webhook)
+        interpreter = interpreter_for(api_version, kind) if webhook is None else None
+        return memo_key, (meta.get("uid"), generation or meta.get("resourceVersion"), webhook, interpreter)
 
     def _dependencies_of(self, workload: Mapping[str, Any]) -> tuple[Dependency, ...]:
         webhook = self._dependency_webhook(workload)

@@ -24,7 +24,6 @@ from datetime import datetime
 from typing import Any
 
 from controlplane.admission.metrics import QueueMetrics
-from controlplane.apis.views import BindingView
 from controlplane.controllers.admission import AdmissionController
 from controlplane.controllers.binding import BindingController
 from controlplane.controllers.context import ControllerContext, ControllerSettings, utc_now
@@ -43,13 +42,12 @@ from controlplane.controllers.hpascaletargets import HPAScaleTargetMarker
 from controlplane.controllers.policyselectors import PolicySelectorsController
 from controlplane.controllers.rebalancers import RebalancerController
 from controlplane.controllers.reconciling import ReconcileLoop
+from controlplane.controllers.reinterpreting import Reinterpreting
 from controlplane.controllers.resourceinuse import ResourceInUseController
 from controlplane.controllers.rollouthistory import RolloutHistoryController
 from controlplane.controllers.scaling import ScaleInterpreters
 from controlplane.controllers.status import StatusController
-from controlplane.controllers.workloads import WorkloadRef
 from controlplane.controllers.workqueuemetrics import WorkqueueMetrics
-from controlplane.interpreter.registry import group_of
 from controlplane.interpreter.webhook_calls import InterpreterWebhookCaller
 from controlplane.lifecycle import Service
 from controlplane.objectclient import ObjectClient
@@ -129,20 +127,11 @@ class ControllerManager(Service):
         collector = GarbageCollector(ctx)
         history = RolloutHistoryController(ctx)
 
-        async def reinterpret(api_version: str, kind: str) -> None:
-            """A kind's interpretation changed: its workloads and bindings are looked at again."""
-            informer = ctx.workload_informer(api_version, kind)
-            for obj in informer.items() if informer is not None else ():
-                await detector.loop.add(WorkloadRef.of(obj))
-            for binding in ctx.bindings.items():
-                resource = BindingView(binding).resource
-                if resource.get("kind") == kind and group_of(str(resource.get("apiVersion"))) == group_of(api_version):
-                    key = (str(binding["metadata"].get("namespace") or ""), str(binding["metadata"]["name"]))
-                    await binder.loop.add(key)
-                    await status.loop.add(key)
-
-        scaling = ScaleInterpreters(ctx.registry, reinterpret)
-        customizations = CustomizationsController(ctx, reinterpret)
+        reinterpreting = Reinterpreting(
+            ctx, detector=detector.loop, bindings=[binder.loop, status.loop], parents=dependencies.parents
+        )
+        scaling = ScaleInterpreters(ctx.registry, reinterpreting.kind_changed)
+        customizations = CustomizationsController(ctx, reinterpreting.kind_changed)
         loops: list[ReconcileLoop[Any]] = [
             customizations.loop, detector.loop, scheduler.loop, binder.loop, status.loop, evictions.loop,
             *dependencies.loops, deletion.loop, selectors.loop, rebalancers.loop, federated_quotas.loop, finished_jobs.loop,
@@ -165,6 +154,7 @@ class ControllerManager(Service):
                     scaling.install()  # custom kinds' replicas, which customizations fall back to
                     await customizations.install()  # scripts in force before any workload is interpreted
                     tasks.append(group.create_task(scaling.run(), name="scale-interpreters"))
+                    tasks.append(group.create_task(reinterpreting.follow_webhooks(), name="interpreter-webhooks-followed"))
                     tasks.append(group.create_task(selectors.follow_served_kinds(), name="policy-selectors-served"))
                     for loop in loops:
                         tasks.append(group.create_task(loop.run(), name=f"controller-{loop.name}"))

@@ -75,7 +75,11 @@ from controlplane.controllers.notstarting import (
     what_is_said,
 )
 from controlplane.controllers.reconciling import KeyedController
-from controlplane.controllers.webhookinterpreting import aggregated_by_webhook, reflected_by_webhook
+from controlplane.controllers.webhookinterpreting import (
+    MemberAnswers,
+    aggregated_by_webhook,
+    reflected_by_webhook,
+)
 from controlplane.controllers.workloads import (
     WorkloadConditionType,
     binding_namespace,
@@ -344,6 +348,7 @@ class StatusController(KeyedController[BindingKey]):
         #: every Work was applied then (replicas starting), and whether the hold ran out.
         self._waiting_since: dict[BindingKey, tuple[float, bool, bool]] = {}
         self.hold = WaitingHold()
+        self.answers = MemberAnswers()  # the status and health webhooks' answers about unchanged reports
         ctx.works.add_handler(self._on_work)
         ctx.bindings.add_handler(self._on_binding)
         ctx.add_workload_handler(self._on_workload)
@@ -461,7 +466,7 @@ class StatusController(KeyedController[BindingKey]):
             cluster = cluster_of_namespace(str(work["metadata"].get("namespace") or ""))
             if cluster is not None:
                 works[cluster] = work
-        works = await reflected_by_webhook(ctx, resource, works)  # where the agent ran no script for them
+        works = await reflected_by_webhook(ctx, resource, works, self.answers)  # where the agent ran no script for them
         items, members, pending = aggregate(resource, list(targets), works, folding)
         interpreted = None
         if isinstance(folding, CustomizedInterpreter):

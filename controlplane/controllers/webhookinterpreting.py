@@ -8,13 +8,20 @@ on the Work ``ReflectStatusFailed`` for InterpretStatus and ``InterpretHealthFai
 InterpretHealth — and :class:`InterpreterWebhookFailed` raised, so the reconcile loop retries it
 with its backoff and nothing is written meanwhile.
 
+The InterpretStatus and InterpretHealth answers about a member's report are kept in a bounded
+:class:`MemberAnswers` (the status controller's), so a status reconcile that finds the report
+unchanged sends nothing: an answer is kept by webhook, its configuration's resourceVersion, Work and
+the Work's resourceVersion with the generation the member reported (a new report is a new Work
+resourceVersion). A failed call is not kept.
+
 ``Retain`` is not called: it needs the member's object, which only the agent reads, and the agent
 does not reach the hub's webhooks (a ``service`` is resolved on the hub's side).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Mapping
 from typing import Any
 
 from controlplane.apis.events import EventType
@@ -40,8 +47,52 @@ from controlplane.interpreter.webhook_context import (
 from policies.matching import PolicyRef
 
 __all__ = [
-    "aggregated_by_webhook", "reflected_by_webhook", "revised_by_webhook", "webhook_dependencies", "webhook_replicas",
+    "MemberAnswers", "aggregated_by_webhook", "reflected_by_webhook", "revised_by_webhook", "webhook_dependencies", "webhook_replicas",
 ]
+
+
+#: How many answers about members' reports :class:`MemberAnswers` keeps by default.
+ANSWERS_KEPT = 4096
+
+
+class MemberAnswers:
+    """The status and health webhooks' answers about members' reports, the least recently used
+    dropped beyond ``size``."""
+
+    def __init__(self, size: int = ANSWERS_KEPT) -> None:
+        self._size = size
+        self._answers: OrderedDict[Hashable, Any] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._answers)
+
+    def get(self, key: Hashable) -> Any:
+        """The answer kept for ``key`` (None: none)."""
+        found = self._answers.get(key)
+        if found is not None:
+            self._answers.move_to_end(key)
+        return found
+
+    def put(self, key: Hashable, answer: Any) -> None:
+        """Keep ``answer`` (None: nothing to keep)."""
+        if answer is None:
+            return
+        self._answers[key] = answer
+        while len(self._answers) > self._size:
+            self._answers.popitem(last=False)
+
+
+def _report_key(
+    webhooks: InterpreterWebhookCaller, target: Mapping[str, str], operation: str, work: Mapping[str, Any],
+    entry: Mapping[str, Any],
+) -> Hashable:
+    """What an answer about the member's report in ``work`` depends on."""
+    hook = webhooks.hook_for(target["apiVersion"], target["kind"], operation)
+    meta = ObjectView(work).metadata
+    return (
+        hook.uid if hook else None, hook.resource_version if hook else None, operation, meta.get("namespace"),
+        meta.get("name"), meta.get("uid"), meta.get("resourceVersion"), entry.get("generation"),
+    )
 
 
 async def _called(
@@ -158,12 +209,13 @@ async def webhook_dependencies(ctx: ControllerContext, workload: dict[str, Any])
 
 
 async def reflected_by_webhook(
-    ctx: ControllerContext, resource: Mapping[str, Any], works: Mapping[str, dict[str, Any]]
+    ctx: ControllerContext, resource: Mapping[str, Any], works: Mapping[str, dict[str, Any]], answers: MemberAnswers,
 ) -> dict[str, dict[str, Any]]:
     """``works`` (by cluster) with each member status an InterpretStatus webhook reflects
     (``rawStatus``) and each health an InterpretHealth webhook judges (``healthy``), unless the
     agent ran a customization's script for it. The object sent is the member's copy as the hub
-    knows it: the Work's manifest with the status and generation its member reported."""
+    knows it: the Work's manifest with the status and generation its member reported; an answer
+    about an unchanged report comes from ``answers``."""
     webhooks = ctx.interpreter_webhooks
     target = {"apiVersion": str(resource.get("apiVersion")), "kind": str(resource.get("kind"))}
     if webhooks is None:
@@ -182,11 +234,19 @@ async def reflected_by_webhook(
         what = f"object({target['kind']}/{resource.get('namespace') or ''}/{resource.get('name')})"
         if reflects and "statusReflection" not in interpreted:
             failed = (EventReason.REFLECT_STATUS_FAILED, f"Reflect status for {what} failed, err: {{error}}.")
-            reflected = await _called(ctx, webhooks, "InterpretStatus", observed, failed, read=raw_status_of, involved=work)
+            key = _report_key(webhooks, target, "InterpretStatus", work, entry)
+            reflected = answers.get(key)
+            if reflected is None:
+                reflected = await _called(ctx, webhooks, "InterpretStatus", observed, failed, read=raw_status_of, involved=work)
+                answers.put(key, reflected)
             entry["status"] = reflected if reflected is not None else entry["status"]  # None: the webhook went meanwhile
         if judges and "healthInterpretation" not in interpreted:
             failed = (EventReason.INTERPRET_HEALTH_FAILED, f"Interpret health of {what} failed, err: {{error}}.")
-            healthy = await _called(ctx, webhooks, "InterpretHealth", observed, failed, read=healthy_of, involved=work)
+            key = _report_key(webhooks, target, "InterpretHealth", work, entry)
+            healthy = answers.get(key)
+            if healthy is None:
+                healthy = await _called(ctx, webhooks, "InterpretHealth", observed, failed, read=healthy_of, involved=work)
+                answers.put(key, healthy)
             if healthy is not None:
                 entry["health"] = str(Health.HEALTHY if healthy else Health.UNHEALTHY)
         out[cluster] = with_main_manifest(work, resource, entry)

@@ -9,6 +9,7 @@ wins, then the webhook, then the built-in interpreter.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from controlplane.interpreter.registry import customizes
@@ -36,6 +37,10 @@ class InterpreterWebhookCaller(Protocol):
         self, operation: str, obj: dict[str, Any], *, observed: dict[str, Any] | None = None,
         desired_replicas: int = 0, aggregated_status: list[dict[str, Any]] | None = None,
     ) -> dict[str, Any] | None: ...
+
+    def follow(self, listener: Callable[[tuple[InterpreterHook, ...]], None]) -> Callable[[], None]:
+        """Hear of the webhooks that went or came (returns the call that stops it)."""
+        ...
 
 
 def webhook_interprets(webhooks: InterpreterWebhookCaller | None, obj: dict[str, Any], operation: str) -> bool:

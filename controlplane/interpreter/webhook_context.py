@@ -68,7 +68,8 @@ class HookFailed(Exception):
 @dataclass(frozen=True, slots=True)
 class InterpreterHook:
     """One ``webhooks[i]`` of a ResourceInterpreterWebhookConfiguration (an endpoint the admission
-    webhooks' client can call: ``url``/``service``, ``ca_bundle``, ``timeout_seconds``)."""
+    webhooks' client can call: ``url``/``service``, ``ca_bundle``, ``timeout_seconds``).
+    ``resource_version``: the configuration's, so a hook of an edited configuration is a new one."""
 
     configuration: str
     name: str
@@ -78,16 +79,18 @@ class InterpreterHook:
     timeout_seconds: int = DEFAULT_TIMEOUT_SECONDS
     rules: tuple[Mapping[str, Any], ...] = ()
     context_versions: tuple[str, ...] = ()
+    resource_version: str = ""
 
     @property
     def uid(self) -> str:
         """How Karmada names the webhook: ``<configuration>/<webhook>``."""
         return f"{self.configuration}/{self.name}"
 
-    def matches(self, api_version: str, kind: str, operation: str) -> bool:
+    def matches(self, api_version: str, kind: str, operation: str | None = None) -> bool:
+        """Whether a rule matches ``operation`` on the kind (None: any operation)."""
         group, _, version = api_version.rpartition("/")
         return any(
-            _has(rule.get("operations"), operation) and _has(rule.get("apiGroups"), group)
+            (operation is None or _has(rule.get("operations"), operation)) and _has(rule.get("apiGroups"), group)
             and _has(rule.get("apiVersions"), version) and _has(rule.get("kinds"), kind)
             for rule in self.rules
         )
@@ -102,6 +105,7 @@ def hooks_of(configurations: Iterable[Mapping[str, Any]]) -> list[InterpreterHoo
     hooks = []
     for config in configurations:
         name = str((config.get("metadata") or {}).get("name") or "")
+        resource_version = str((config.get("metadata") or {}).get("resourceVersion") or "")
         for hook in config.get("webhooks") or []:
             if not isinstance(hook, Mapping):
                 continue
@@ -117,6 +121,7 @@ def hooks_of(configurations: Iterable[Mapping[str, Any]]) -> list[InterpreterHoo
                     timeout_seconds=timeout if isinstance(timeout, int) and timeout > 0 else DEFAULT_TIMEOUT_SECONDS,
                     rules=tuple(r for r in hook.get("rules") or [] if isinstance(r, Mapping)),
                     context_versions=tuple(str(v) for v in hook.get("interpreterContextVersions") or []),
+                    resource_version=resource_version,
                 )
             )
     return sorted(hooks, key=lambda h: h.uid)

@@ -10,13 +10,17 @@ webhook's timeout, an answer read up to 3 MiB). The request and the reading of t
 :class:`InterpreterWebhookFailed` with Karmada's words, for the caller to report where Karmada
 does (an Event on the workload, :mod:`controlplane.controllers.webhookinterpreting`) and to try
 again with its backoff. The controllers see it as a
-:class:`~controlplane.interpreter.webhook_calls.InterpreterWebhookCaller` (the hub hands it to them).
+:class:`~controlplane.interpreter.webhook_calls.InterpreterWebhookCaller` (the hub hands it to them);
+a listener given to :meth:`InterpreterWebhooks.follow` hears of each change of the webhooks, with
+the webhooks that went or came (an edited configuration's webhooks both, old and new), so the
+controllers requeue the objects their rules match.
 """
 
 from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -52,6 +56,7 @@ class InterpreterWebhooks:
         self.client = client if client is not None else WebhookClient(objects, cache)
         self.hooks: tuple[InterpreterHook, ...] = ()
         self._synced = asyncio.Event()
+        self._listeners: list[Callable[[tuple[InterpreterHook, ...]], None]] = []
 
     async def run(self, stop: asyncio.Event) -> None:
         """Keep the configurations from a list and a watch, until ``stop``."""
@@ -66,8 +71,17 @@ class InterpreterWebhooks:
         if self._own_client:
             await self.client.close()
 
+    def follow(self, listener: Callable[[tuple[InterpreterHook, ...]], None]) -> Callable[[], None]:
+        """Call ``listener`` with the webhooks that went or came at each change; returns the call
+        that stops it."""
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
+
     def _rebuild(self) -> None:
-        self.hooks = tuple(hooks_of(self._configurations.values()))
+        old, self.hooks = self.hooks, tuple(hooks_of(self._configurations.values()))
+        changed = (*(h for h in old if h not in self.hooks), *(h for h in self.hooks if h not in old))
+        for listener in list(self._listeners) if changed else ():
+            listener(changed)
 
     def hook_for(self, api_version: str, kind: str, operation: str) -> InterpreterHook | None:
         """The webhook that interprets ``operation`` on the kind, if any."""
