@@ -24,7 +24,7 @@ import binascii
 import copy
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 import jsonpatch
@@ -69,7 +69,8 @@ class HookFailed(Exception):
 class InterpreterHook:
     """One ``webhooks[i]`` of a ResourceInterpreterWebhookConfiguration (an endpoint the admission
     webhooks' client can call: ``url``/``service``, ``ca_bundle``, ``timeout_seconds``).
-    ``resource_version``: the configuration's, so a hook of an edited configuration is a new one."""
+    ``resource_version``: the configuration's (not compared: an edit that leaves the webhook as it
+    was does not change it), which keys what is kept of its answers."""
 
     configuration: str
     name: str
@@ -79,7 +80,7 @@ class InterpreterHook:
     timeout_seconds: int = DEFAULT_TIMEOUT_SECONDS
     rules: tuple[Mapping[str, Any], ...] = ()
     context_versions: tuple[str, ...] = ()
-    resource_version: str = ""
+    resource_version: str = field(default="", compare=False)
 
     @property
     def uid(self) -> str:

@@ -23,6 +23,7 @@ from .test_interpreter_webhook_members import (
     _configure,
     _serve_workloads,
     configuration,
+    runs_as_runner,
 )
 from .test_interpreter_webhook_propagation import CONFIG_API, NS, WORK_API, report, workload
 
@@ -85,12 +86,8 @@ async def test_a_customization_created_later_reinterprets_what_exists(
     objects: ObjectStore, crds: CrdController, webhooks: InterpreterWebhooks
 ) -> None:
     await _serve_workloads(objects, propagateDeps=True)
-    accounts = objects.registry.require("v1", "ServiceAccount")
-    for name in ("runner", "other"):
-        await objects.create(accounts, {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "namespace": NS}})
+    uses_runner = await runs_as_runner(objects, replicas=3)
     kind_rt = objects.registry.require(KIND_API, "Workload")
-    uses_runner = workload(3)
-    uses_runner["spec"]["template"]["spec"]["serviceAccountName"] = "runner"
 
     async def attached(name: str = "runner") -> dict[str, Any] | None:
         return await get_object(objects, WORK_API, "ResourceBinding", f"{name}-serviceaccount")

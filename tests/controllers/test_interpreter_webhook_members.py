@@ -78,6 +78,16 @@ async def _serve_workloads(objects: ObjectStore, **policy: Any) -> None:
     ))
 
 
+async def runs_as_runner(objects: ObjectStore, *, replicas: int) -> dict[str, Any]:
+    """A Workload whose pods run as the ServiceAccount ``runner`` (``runner`` and ``other`` created)."""
+    accounts = objects.registry.require("v1", "ServiceAccount")
+    for name in ("runner", "other"):
+        await objects.create(accounts, {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "namespace": NS}})
+    uses_runner = workload(replicas)
+    uses_runner["spec"]["template"]["spec"]["serviceAccountName"] = "runner"
+    return uses_runner
+
+
 async def _events(objects: ObjectStore, reason: str, namespace: str = NS) -> list[dict[str, Any]]:
     listed = await objects.list(objects.registry.require("v1", "Event"), namespace=namespace)
     return [e for e in listed.items if e.get("reason") == reason]
@@ -136,12 +146,8 @@ async def test_a_dependency_webhook_names_what_follows_the_workload(
 ) -> None:
     await _serve_workloads(objects, propagateDeps=True)
     await _configure(objects, webhooks, configuration(server, "/interpreter-workload", ["InterpretDependency"]))
-    accounts = objects.registry.require("v1", "ServiceAccount")
-    for name in ("runner", "other"):
-        await objects.create(accounts, {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "namespace": NS}})
+    uses_runner = await runs_as_runner(objects, replicas=2)
     kind_rt = objects.registry.require(KIND_API, "Workload")
-    uses_runner = workload(2)
-    uses_runner["spec"]["template"]["spec"]["serviceAccountName"] = "runner"
 
     async def attached(name: str) -> dict[str, Any] | None:
         binding = await get_object(objects, WORK_API, "ResourceBinding", f"{name}-serviceaccount")
