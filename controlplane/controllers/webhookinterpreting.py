@@ -20,6 +20,7 @@ does not reach the hub's webhooks (a ``service`` is resolved on the hub's side).
 
 from __future__ import annotations
 
+import copy
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Mapping
 from typing import Any
@@ -67,11 +68,11 @@ class MemberAnswers:
         return len(self._answers)
 
     def get(self, key: Hashable) -> Any:
-        """The answer kept for ``key`` (None: none)."""
+        """A copy of the answer kept for ``key`` (None: none)."""
         found = self._answers.get(key)
         if found is not None:
             self._answers.move_to_end(key)
-        return found
+        return copy.deepcopy(found)
 
     def put(self, key: Hashable, answer: Any) -> None:
         """Keep ``answer`` (None: nothing to keep)."""

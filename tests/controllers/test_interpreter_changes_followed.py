@@ -178,5 +178,6 @@ def test_member_answers_are_bounded_dropping_the_least_recently_used() -> None:
     answers.put("b", False)  # a health answer: kept, though falsy
     answers.put("none", None)  # no answer: nothing kept
     assert answers.get("a") == {"readyReplicas": 1}  # now the most recently used
+    answers.get("a")["readyReplicas"] = 5  # what a caller does with its answer stays its own
     answers.put("c", True)
     assert (answers.get("a"), answers.get("b"), answers.get("c"), len(answers)) == ({"readyReplicas": 1}, None, True, 2)
