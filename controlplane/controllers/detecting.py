@@ -72,11 +72,13 @@ from controlplane.controllers.workloads import (
     PropagatedReason,
     WorkloadConditionType,
     WorkloadRef,
+    condition_is_true,
     is_deleting,
     is_plain,
     keeps_propagated_condition,
     shape_problem,
     with_condition,
+    with_job_suspension,
 )
 from controlplane.interpreter import interpreter_for
 from controlplane.interpreter.shape import InvalidObject
@@ -545,24 +547,19 @@ class Detector(KeyedController[WorkloadRef]):
     def _propagated_status(
         self, rt: ResourceType, workload: dict[str, Any], status: bool, reason: PropagatedReason, message: str
     ) -> dict[str, Any] | None:
-        """The workload's status with the ``Propagated`` condition set; None: set so already, or kept by no status."""
+        """The workload's status with the ``Propagated`` condition set (and a Job's ``Suspended``
+        while the hub holds it, :func:`with_job_suspension`); None: set so already, or kept by no status."""
         if not keeps_propagated_condition(rt):
             return None
-        view = ObjectView(workload)
-        conditions = view.conditions
-        wanted = {
-            "type": str(WorkloadConditionType.PROPAGATED),
-            "status": "True" if status else "False",
-            "reason": str(reason),
-            "message": message,
-        }
-        current = view.condition(WorkloadConditionType.PROPAGATED)
-        if current is not None and all(current.get(k) == v for k, v in wanted.items()):
+        view, now = ObjectView(workload), self.ctx.now_text()
+        wanted = {"type": str(WorkloadConditionType.PROPAGATED), "status": str(status), "reason": str(reason), "message": message}
+        conditions = with_condition(view.conditions, wanted, now=now)
+        if not (status and condition_is_true(workload, WorkloadConditionType.PROPAGATED)):  # held, or claimed now
+            conditions = with_job_suspension(rt, workload, conditions, now=now)
+        if conditions == list(view.conditions):
             return None
         current_status = workload.get("status")
-        status_block = dict(current_status) if isinstance(current_status, dict) else {}
-        status_block["conditions"] = with_condition(conditions, wanted, now=self.ctx.now_text())
-        return status_block
+        return {**(current_status if isinstance(current_status, dict) else {}), "conditions": conditions}
 
 
 def _refusal(rt: ResourceType, workload: dict[str, Any]) -> InvalidObject | None:

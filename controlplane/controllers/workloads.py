@@ -29,6 +29,7 @@ from controlplane.apis.constants import (
 from controlplane.apis.views import BindingView, ObjectView
 from controlplane.apis.work_v1alpha1 import binding_name
 from controlplane.interpreter import interpreter_for
+from controlplane.interpreter.job import suspension_condition
 from controlplane.interpreter.pruning import prune_for_member
 from controlplane.interpreter.registry import group_of
 from controlplane.interpreter.shape import InvalidObject, malformed
@@ -214,6 +215,17 @@ def with_condition(
     if not replaced:
         out.append({**condition, "lastTransitionTime": condition.get("lastTransitionTime") or now})
     return out
+
+
+def with_job_suspension(
+    rt: ResourceType, workload: Mapping[str, Any], conditions: Sequence[Mapping[str, Any]], *, now: str
+) -> list[dict[str, Any]]:
+    """``conditions`` with a batch/v1 Job's ``Suspended`` condition set as kube's Job controller
+    keeps it (:func:`~controlplane.interpreter.job.suspension_condition`), for a Job the hub holds:
+    no member runs it, so no member's status says it is suspended (``kubectl get jobs`` would say
+    ``Running``). Other kinds' ``conditions`` come back as they are."""
+    suspended = suspension_condition(workload) if (rt.group, rt.kind) == ("batch", "Job") else None
+    return with_condition(conditions, suspended, now=now) if suspended else [dict(c) for c in conditions]
 
 
 #: Annotations that mean something on the hub only and never reach a member's copy: kubectl's

@@ -13,6 +13,10 @@ The hub's status sums active/ready/succeeded/failed/terminating; it is Complete 
 when every member's share is Complete, Failed as soon as one member's share Failed. A member's
 share is unhealthy once it Failed.
 
+:func:`suspension_condition` is the ``Suspended`` condition kube's Job controller keeps for a
+Job's ``spec.suspend``; the hub sets it on a Job it holds (no member runs it, so no member's
+status says so).
+
 :func:`ttl_expiry` is when a finished Job with ``spec.ttlSecondsAfterFinished`` is due for
 deletion, as kube's ttl-after-finished controller computes it (the simulated members' and the
 hub's controllers both use it).
@@ -72,6 +76,21 @@ def job_pods(spec: Mapping[str, Any]) -> int:
     parallelism = as_int(spec.get("parallelism"), 1)
     completions = spec.get("completions")
     return min(parallelism, as_int(completions)) if completions is not None else parallelism
+
+
+def suspension_condition(job: Mapping[str, Any]) -> dict[str, str] | None:
+    """The ``Suspended`` condition kube's Job controller gives ``job`` for its ``spec.suspend``
+    (``syncJob``): True, reason ``JobSuspended``, while it is suspended; False, reason
+    ``JobResumed``, once it is not but was; None when there is nothing to say (never suspended,
+    or finished: kube leaves a finished Job's conditions alone)."""
+    status = job.get("status") or {}
+    if finished_by_conditions(status, succeeded="Complete") is not None:
+        return None
+    if (job.get("spec") or {}).get("suspend") is True:
+        return {"type": "Suspended", "status": "True", "reason": "JobSuspended", "message": "Job suspended"}
+    if condition_true(status, "Suspended"):
+        return {"type": "Suspended", "status": "False", "reason": "JobResumed", "message": "Job resumed"}
+    return None
 
 
 def ttl_expiry(job: Mapping[str, Any]) -> datetime | None:

@@ -188,6 +188,17 @@ async def test_a_queued_job_stays_suspended_until_admitted(objects: ObjectStore,
         return obj if obj and obj["spec"].get("suspend") is True and cond.get("reason") == "Inadmissible" else None
 
     await eventually(suspended_waiting, what="the Job suspended, its Workload waiting for a LocalQueue")
+
+    async def shown_suspended() -> dict[str, Any] | None:
+        # kube's Job controller's condition, which `kubectl get jobs` shows as STATUS Suspended:
+        # no member runs the held Job, so the hub sets it.
+        obj = await get(objects, "batch/v1", "Job", "train")
+        return obj if condition(obj, "Suspended").get("status") == "True" else None
+
+    held = await eventually(shown_suspended, what="the held Job's Suspended condition")
+    assert {k: v for k, v in condition(held, "Suspended").items() if k != "lastTransitionTime"} == {
+        "type": "Suspended", "status": "True", "reason": "JobSuspended", "message": "Job suspended",
+    }
     wl = await get(objects, KUEUE, "Workload", "job-train")
     assert condition(wl, "QuotaReserved")["message"] == "LocalQueue solo-lq doesn't exist"
     assert await get(objects, "work.gpufed.io/v1alpha1", "ResourceBinding", "train-job") is None
@@ -210,3 +221,5 @@ async def test_a_queued_job_stays_suspended_until_admitted(objects: ObjectStore,
 
     binding = await eventually(bound, what="the Job's binding with the flavor's node labels")
     assert binding["spec"]["replicaRequirements"]["nodeSelector"] == {"nvidia.com/gpu.product": A100}
+    # Claimed, it is resumed (kube's JobResumed), until its members' conditions replace the hub's.
+    assert condition(await get(objects, "batch/v1", "Job", "train"), "Suspended").get("status") != "True"
