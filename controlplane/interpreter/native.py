@@ -1,5 +1,5 @@
 """Status interpretation of built-in kinds that have no replicas: DaemonSet, CronJob, Service,
-Ingress, PodDisruptionBudget.
+Ingress, PodDisruptionBudget, Pod.
 
 A kind without a :class:`~controlplane.interpreter.base.KindInterpreter` has no replicas: the
 whole object goes to every chosen cluster and its member statuses are collected into the
@@ -14,12 +14,16 @@ does (``pkg/resourceinterpreter/default/native/aggregatestatus.go``):
   and ``lastSuccessfulTime``;
 * Service (LoadBalancer) and Ingress: every member's ``loadBalancer.ingress`` points, in
   cluster name order, as the members reported them, without repeats;
-* PodDisruptionBudget: the pod counts summed, ``disruptionsAllowed`` summed.
+* PodDisruptionBudget: the pod counts summed, ``disruptionsAllowed`` summed;
+* Pod: the worst phase (Failed, then Pending -- a member that has not reported counts as
+  Pending --, then Running, then Succeeded) and every member's container statuses, each its
+  ``ready`` and ``state`` (Karmada's ``aggregatePodStatus``) with its name, image and restart
+  count, so ``kubectl get pods`` on the hub says what the members' copies do.
 
 Each also judges a member copy's health (``health_of``, as the agent and the hub do): a
 DaemonSet's updated and available daemon pods at the current generation, a LoadBalancer
 Service's or an Ingress's load balancer points, a PodDisruptionBudget's healthy pods; a CronJob
-is always healthy. :func:`pod_health` judges a Pod, whose status the hub does not fold.
+is always healthy; :func:`pod_health` judges a Pod.
 
 :data:`StatusInterpreter` is the part of the kind contract the status controller needs.
 """
@@ -217,21 +221,11 @@ class PodDisruptionBudgetStatus(SummedStatus):
         return Health.HEALTHY if healthy else Health.UNHEALTHY
 
 
-_STATUS_INTERPRETERS: dict[tuple[str, str], StatusInterpreter] = {
-    (i.group, i.kind): i
-    for i in (
-        DaemonSetStatus(),
-        CronJobStatus(),
-        LoadBalancerStatus("", "Service"),
-        LoadBalancerStatus("networking.k8s.io", "Ingress"),
-        PodDisruptionBudgetStatus(),
-    )
-}
-
-
-def status_interpreter_for(group: str, kind: str) -> StatusInterpreter | None:
-    """How the hub status of a kind without replicas is folded; None: it is left as it is."""
-    return _STATUS_INTERPRETERS.get((group, kind))
+#: A Pod's phases, the one that wins the hub status first (Karmada's order; Unknown is ignored).
+POD_PHASES = ("Failed", "Pending", "Running", "Succeeded")
+#: What a member's container status keeps besides ``ready`` and ``state`` (Karmada's two): the
+#: fields kube always serialises, so ``kubectl get pods`` counts restarts and names containers.
+_CONTAINER_STATUS_KEYS = ("name", "image", "imageID", "restartCount")
 
 
 def pod_health(observed: Obj) -> Health:
@@ -245,12 +239,50 @@ def pod_health(observed: Obj) -> Health:
     return Health.UNKNOWN
 
 
-#: The health rules of the built-in kinds here: those of the status interpreters, and those of
-#: kinds whose hub status is not folded (the hub never judges them; the agent does).
-_HEALTH_RULES: dict[tuple[str, str], HealthRule] = {
-    **{key: i.health_of for key, i in _STATUS_INTERPRETERS.items()},
-    ("", "Pod"): pod_health,
+class PodStatus(_NeverFinishes):
+    group = ""
+    kind = "Pod"
+
+    def aggregate_status(self, obj: Obj, member_statuses: MemberStatuses) -> Obj:
+        phases = {"Pending" if s is None else s.get("phase") for _, s in member_statuses}
+        out: Obj = {}
+        phase = next((p for p in POD_PHASES if p in phases), None)
+        if phase is not None:
+            out["phase"] = phase
+        containers = [
+            {**{k: c[k] for k in _CONTAINER_STATUS_KEYS if k in c}, "ready": bool(c.get("ready")), "state": c.get("state") or {}}
+            for s in reported(member_statuses)
+            for c in s.get("containerStatuses") or ()
+            if isinstance(c, Mapping)
+        ]
+        if containers:
+            out["containerStatuses"] = containers
+        return out
+
+    def health_of(self, observed: Obj) -> Health:
+        return pod_health(observed)
+
+
+_STATUS_INTERPRETERS: dict[tuple[str, str], StatusInterpreter] = {
+    (i.group, i.kind): i
+    for i in (
+        DaemonSetStatus(),
+        CronJobStatus(),
+        LoadBalancerStatus("", "Service"),
+        LoadBalancerStatus("networking.k8s.io", "Ingress"),
+        PodDisruptionBudgetStatus(),
+        PodStatus(),
+    )
 }
+
+
+def status_interpreter_for(group: str, kind: str) -> StatusInterpreter | None:
+    """How the hub status of a kind without replicas is folded; None: it is left as it is."""
+    return _STATUS_INTERPRETERS.get((group, kind))
+
+
+#: The health rules of the built-in kinds here: those of the status interpreters.
+_HEALTH_RULES: dict[tuple[str, str], HealthRule] = {key: i.health_of for key, i in _STATUS_INTERPRETERS.items()}
 
 
 def native_health_rule(group: str, kind: str) -> HealthRule | None:
