@@ -3,8 +3,8 @@ each with the upstream path it comes from), do what their documentation says: Ka
 sample splits its Deployment over member1 and member2 and its OverridePolicy changes each
 member's copy; Karmada's guestbook sample propagates a CRD and an object of it with its size
 overridden; Kueue's quick-start Job waits suspended (``kubectl get jobs`` says so) until its
-queue exists, then is admitted and runs to completion; Kueue's plain Pod runs in a member and the
-hub's Pod shows it (``kubectl get pods``). Kueue's examples are written for one cluster: the hub
+queue exists, then is admitted and runs to completion; Kueue's plain Pod is queued (a Workload of
+one pod), runs in one member once admitted, and the hub's Pod shows it (``kubectl get pods``). Kueue's examples are written for one cluster: the hub
 also needs a policy that says where their objects go, which this test applies. Real hub on real
 etcd, two simulated members named as in Karmada's samples, their agents, the real kubectl."""
 
@@ -128,9 +128,13 @@ def test_kueues_plain_pod_runs_in_a_member_and_the_hubs_pod_says_so(
 ) -> None:
     hub, members = fleet
     hub.run("apply", "-f", "-", input_text=KUEUE_PLACEMENT)
+    hub.run("apply", "-f", str(UPSTREAM / "kueue" / "quick-start-setup.yaml"))
     out = hub.run("create", "-f", str(UPSTREAM / "kueue" / "kueue-pod.yaml")).stdout
     name = out.split()[0].removeprefix("pod/")
     assert name.startswith("kueue-sleep-"), out
+    # Queued as by Kueue's pod integration: a Workload of one pod, admitted by cluster-queue.
+    wait_for(lambda: _row(hub, "workload", f"pod-{name}")[1:4] == ["user-queue", "cluster-queue", "True"],
+             timeout=60, what="the Pod's Workload admitted")
 
     def phase() -> str | None:
         return (hub.json("get", "pod", name).get("status") or {}).get("phase")
@@ -142,3 +146,4 @@ def test_kueues_plain_pod_runs_in_a_member_and_the_hubs_pod_says_so(
     assert _row(hub, "pod", name)[1:3] == ["0/1", "Completed"]
     assert members["member1"].json("get", "pod", name)["status"]["phase"] == "Succeeded"
     assert members["member2"].json_or_none("get", "pod", name) is None
+    wait_for(lambda: _row(hub, "workload", f"pod-{name}")[4] == "True", timeout=60, what="the Pod's Workload finished")

@@ -1,8 +1,9 @@
 """Find the interpreter for a workload by (API group, kind).
 
 The key ignores the version: ``kubeflow.org/v1`` and ``kubeflow.org/v2beta1`` MPIJobs
-share one interpreter, as their replica specs have the same shape. Kinds without an
-interpreter (ConfigMap, Service, DaemonSet, any kind the hub serves…) have no replicas:
+share one interpreter, as their replica specs have the same shape. A Pod is one replica, as in
+Karmada. Kinds without an interpreter (ConfigMap, Service, DaemonSet, any kind the hub serves…)
+have no replicas:
 callers treat ``None`` as "propagate the whole object to every chosen cluster" (Karmada's
 default interpretation); :func:`~controlplane.interpreter.native.status_interpreter_for` says
 how the hub status of some of them is folded from the members'. A ResourceInterpreterCustomization
@@ -32,6 +33,7 @@ from controlplane.interpreter.jobset import JobSetInterpreter
 from controlplane.interpreter.leaderworkerset import LeaderWorkerSetInterpreter
 from controlplane.interpreter.mpijob import MPIJobInterpreter
 from controlplane.interpreter.native import HealthRule, native_health_rule, native_health_rules
+from controlplane.interpreter.pod import PodInterpreter
 from controlplane.interpreter.pytorchjob import PyTorchJobInterpreter
 from controlplane.interpreter.raycluster import RayClusterInterpreter
 from controlplane.interpreter.rayjob import RayJobInterpreter
@@ -165,5 +167,6 @@ for _interpreter in (
     ReplicaSetInterpreter(),
     LeaderWorkerSetInterpreter(),
     JobSetInterpreter(),
+    PodInterpreter(),
 ):
     register(_interpreter)

@@ -10,6 +10,7 @@ import pytest
 
 from controlplane.interpreter import Dependency, DependencyKind, interpreter_for, registered_kinds
 from controlplane.interpreter.dependencies import pod_template_dependencies
+from controlplane.interpreter.registry import group_of
 
 CM, SECRET, SA, PVC = (
     DependencyKind.CONFIG_MAP,
@@ -214,6 +215,7 @@ WORKLOADS: list[tuple[str, dict[str, Any], list[Dependency]]] = [
         },
         sorted([*ALL_SITES, Dependency(SECRET, "worker-only")]),
     ),
+    ("Pod: its own spec", {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": all_sites()["spec"]}, ALL_SITES),
     ("Deployment without a template", {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}, "spec": {}}, []),
 ]
 
@@ -228,5 +230,5 @@ def test_each_kind_finds_the_dependencies_of_every_template(obj: dict[str, Any],
 
 
 def test_every_registered_kind_is_covered_above() -> None:
-    covered = {(str(o["apiVersion"]).split("/")[0], str(o["kind"])) for _, o, _ in WORKLOADS}
+    covered = {(group_of(str(o["apiVersion"])), str(o["kind"])) for _, o, _ in WORKLOADS}
     assert sorted(covered) == registered_kinds()

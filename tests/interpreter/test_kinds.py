@@ -130,6 +130,7 @@ def test_registry_knows_every_kind_and_ignores_versions() -> None:
         ("kubeflow.org", "MPIJob"),
         ("ray.io", "RayJob"),
         ("ray.io", "RayCluster"),
+        ("", "Pod"),
     }
     assert interpreter_for("kubeflow.org/v1", "MPIJob") is interpreter_for("kubeflow.org/v2beta1", "MPIJob")
     assert interpreter_for("v1", "ConfigMap") is None
