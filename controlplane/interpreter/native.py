@@ -1,5 +1,5 @@
 """Status interpretation of built-in kinds that have no replicas: DaemonSet, CronJob, Service,
-Ingress, PodDisruptionBudget, Pod.
+Ingress, PodDisruptionBudget; and a Pod's (one replica, :mod:`controlplane.interpreter.pod`).
 
 A kind without a :class:`~controlplane.interpreter.base.KindInterpreter` has no replicas: the
 whole object goes to every chosen cluster and its member statuses are collected into the
@@ -271,7 +271,6 @@ _STATUS_INTERPRETERS: dict[tuple[str, str], StatusInterpreter] = {
         LoadBalancerStatus("", "Service"),
         LoadBalancerStatus("networking.k8s.io", "Ingress"),
         PodDisruptionBudgetStatus(),
-        PodStatus(),
     )
 }
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from controlplane.interpreter.native import status_interpreter_for
+from controlplane.interpreter import interpreter_for
 
 POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "sleep", "namespace": "default"}}
 
@@ -36,13 +36,13 @@ def member(phase: str, *, ready: bool = True, restarts: int = 0) -> dict[str, An
     ],
 )
 def test_the_worst_phase_wins(members: list[tuple[str, dict[str, Any] | None]], phase: str) -> None:
-    folding = status_interpreter_for("", "Pod")
+    folding = interpreter_for("v1", "Pod")
     assert folding is not None
     assert folding.aggregate_status(POD, members)["phase"] == phase
 
 
 def test_each_members_container_statuses_are_kept_without_what_is_of_one_node() -> None:
-    folding = status_interpreter_for("", "Pod")
+    folding = interpreter_for("v1", "Pod")
     assert folding is not None
     status = folding.aggregate_status(POD, [("member1", member("Running", restarts=2)), ("member2", member("Running", ready=False))])
     assert status == {
@@ -57,6 +57,6 @@ def test_each_members_container_statuses_are_kept_without_what_is_of_one_node() 
 
 
 def test_no_member_reported_yet() -> None:
-    folding = status_interpreter_for("", "Pod")
+    folding = interpreter_for("v1", "Pod")
     assert folding is not None
     assert folding.aggregate_status(POD, [("member1", None)]) == {"phase": "Pending"}
