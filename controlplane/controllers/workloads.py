@@ -10,7 +10,7 @@ of ``set_condition`` for status conditions. Pure; no I/O.
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -29,7 +29,8 @@ from controlplane.apis.constants import (
 from controlplane.apis.views import BindingView, ObjectView
 from controlplane.apis.work_v1alpha1 import binding_name
 from controlplane.interpreter import interpreter_for
-from controlplane.interpreter.job import suspension_condition
+from controlplane.interpreter.job import suspension_condition as job_suspension
+from controlplane.interpreter.kubeflow import suspension_condition as kubeflow_suspension
 from controlplane.interpreter.pruning import prune_for_member
 from controlplane.interpreter.registry import group_of
 from controlplane.interpreter.shape import InvalidObject, malformed
@@ -217,14 +218,24 @@ def with_condition(
     return out
 
 
+#: The ``Suspended`` condition of a job kind, as the controller that runs it keeps it.
+_SUSPENSION_CONDITIONS: dict[tuple[str, str], Callable[[Mapping[str, Any]], dict[str, str] | None]] = {
+    ("batch", "Job"): job_suspension,
+    ("kubeflow.org", "PyTorchJob"): kubeflow_suspension,
+    ("kubeflow.org", "MPIJob"): kubeflow_suspension,
+}
+
+
 def with_job_suspension(
     rt: ResourceType, workload: Mapping[str, Any], conditions: Sequence[Mapping[str, Any]], *, now: str
 ) -> list[dict[str, Any]]:
-    """``conditions`` with a batch/v1 Job's ``Suspended`` condition set as kube's Job controller
-    keeps it (:func:`~controlplane.interpreter.job.suspension_condition`), for a Job the hub holds:
-    no member runs it, so no member's status says it is suspended (``kubectl get jobs`` would say
-    ``Running``). Other kinds' ``conditions`` come back as they are."""
-    suspended = suspension_condition(workload) if (rt.group, rt.kind) == ("batch", "Job") else None
+    """``conditions`` with a job's ``Suspended`` condition set as the controller that runs it keeps
+    it (kube's Job controller, :func:`~controlplane.interpreter.job.suspension_condition`; the
+    training operator, :func:`~controlplane.interpreter.kubeflow.suspension_condition`), for a job
+    the hub holds: no member runs it, so no member's status says it is suspended (``kubectl get
+    jobs`` would say ``Running``). Other kinds' ``conditions`` come back as they are."""
+    condition_of = _SUSPENSION_CONDITIONS.get((rt.group, rt.kind))
+    suspended = condition_of(workload) if condition_of is not None else None
     return with_condition(conditions, suspended, now=now) if suspended else [dict(c) for c in conditions]
 
 

@@ -6,6 +6,9 @@ hangs), and report ``status.replicaStatuses[role] = {active, succeeded, failed}`
 conditions Created/Running/Restarting/Succeeded/Failed. Gangs are placed whole, so
 ``with_replicas`` normally returns a copy; asked for another total it keeps the fixed
 roles (Master, Launcher) and gives the difference to the Worker role.
+
+:func:`suspension_condition` is the ``Suspended`` condition the training operator keeps for a
+``kubeflow.org/v1`` job's ``spec.runPolicy.suspend``; the hub sets it on a job it holds.
 """
 
 from __future__ import annotations
@@ -33,6 +36,23 @@ from controlplane.interpreter.health import health_by_conditions, status_of
 from controlplane.interpreter.requirements import Obj, ReplicaRequirements, requirements
 
 ROLE_COUNTS = ("active", "succeeded", "failed")
+
+
+def suspension_condition(job: Mapping[str, Any]) -> dict[str, str] | None:
+    """The ``Suspended`` condition the training operator's job controller gives a
+    ``kubeflow.org/v1`` job for ``spec.runPolicy.suspend``: True, reason ``<Kind>Suspended``
+    ("PyTorchJob NAME is suspended."), while suspended; False, reason ``<Kind>Resumed``, once it
+    is not but was; None when there is nothing to say (never suspended, finished, or another
+    version, whose operator words it otherwise)."""
+    status = job.get("status") or {}
+    if job.get("apiVersion") != "kubeflow.org/v1" or finished_by_conditions(status, succeeded="Succeeded") is not None:
+        return None
+    kind, name = str(job.get("kind")), str((job.get("metadata") or {}).get("name"))
+    if ((job.get("spec") or {}).get("runPolicy") or {}).get("suspend") is True:
+        return {"type": "Suspended", "status": "True", "reason": f"{kind}Suspended", "message": f"{kind} {name} is suspended."}
+    if condition_true(status, "Suspended"):
+        return {"type": "Suspended", "status": "False", "reason": f"{kind}Resumed", "message": f"{kind} {name} is resumed."}
+    return None
 
 
 class KubeflowJobInterpreter(GangOfRoles):

@@ -223,3 +223,28 @@ async def test_a_queued_job_stays_suspended_until_admitted(objects: ObjectStore,
     assert binding["spec"]["replicaRequirements"]["nodeSelector"] == {"nvidia.com/gpu.product": A100}
     # Claimed, it is resumed (kube's JobResumed), until its members' conditions replace the hub's.
     assert condition(await get(objects, "batch/v1", "Job", "train"), "Suspended").get("status") != "True"
+
+
+async def test_a_queued_pytorchjob_waits_with_the_training_operators_suspended_condition(
+    objects: ObjectStore, manager: ControllerManager,
+) -> None:
+    # As Kueue's sample-pytorchjob.yaml: queued to a LocalQueue "main" that does not exist.
+    template = {"spec": {"containers": [{"name": "pytorch", "image": "mnist:1", "resources": {"requests": {"cpu": "1"}}}]}}
+    job = {
+        "apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
+        "metadata": {"name": "pytorch-simple", "namespace": "default", "labels": {"kueue.x-k8s.io/queue-name": "main"}},
+        "spec": {"pytorchReplicaSpecs": {
+            role: {"replicas": 1, "restartPolicy": "OnFailure", "template": template} for role in ("Master", "Worker")
+        }},
+    }
+    await create(objects, job)
+
+    async def shown_suspended() -> dict[str, Any] | None:
+        obj = await get(objects, "kubeflow.org/v1", "PyTorchJob", "pytorch-simple")
+        return obj if condition(obj, "Suspended").get("status") == "True" else None
+
+    held = await eventually(shown_suspended, what="the held PyTorchJob's Suspended condition")
+    assert held["spec"]["runPolicy"]["suspend"] is True
+    assert {k: v for k, v in condition(held, "Suspended").items() if k != "lastTransitionTime"} == {
+        "type": "Suspended", "status": "True", "reason": "PyTorchJobSuspended", "message": "PyTorchJob pytorch-simple is suspended.",
+    }

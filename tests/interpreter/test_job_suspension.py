@@ -1,5 +1,6 @@
-"""A Job's ``Suspended`` condition as kube's Job controller keeps it for ``spec.suspend``: the hub
-sets it on a Job it holds, so ``kubectl get jobs`` says ``Suspended`` as on one cluster."""
+"""A Job's ``Suspended`` condition as kube's Job controller keeps it for ``spec.suspend``, and a
+Kubeflow job's as the training operator keeps it for ``spec.runPolicy.suspend``: the hub sets it on
+a job it holds, so ``kubectl get`` says ``Suspended`` as on one cluster."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 import pytest
 
 from controlplane.interpreter.job import suspension_condition
+from controlplane.interpreter.kubeflow import suspension_condition as kubeflow_suspension
 
 SUSPENDED = {"type": "Suspended", "status": "True", "reason": "JobSuspended", "message": "Job suspended"}
 RESUMED = {"type": "Suspended", "status": "False", "reason": "JobResumed", "message": "Job resumed"}
@@ -33,3 +35,27 @@ def job(*, suspend: bool | None, conditions: list[dict[str, Any]] | None = None)
 )
 def test_the_condition_follows_spec_suspend(obj: dict[str, Any], wanted: dict[str, str] | None) -> None:
     assert suspension_condition(obj) == wanted
+
+
+def pytorchjob(*, suspend: bool | None, conditions: list[dict[str, Any]] | None = None, api_version: str = "kubeflow.org/v1") -> dict[str, Any]:
+    spec: dict[str, Any] = {} if suspend is None else {"runPolicy": {"suspend": suspend}}
+    return {"apiVersion": api_version, "kind": "PyTorchJob", "metadata": {"name": "mnist"}, "spec": spec,
+            "status": {"conditions": conditions or []}}
+
+
+KF_SUSPENDED = {"type": "Suspended", "status": "True", "reason": "PyTorchJobSuspended", "message": "PyTorchJob mnist is suspended."}
+KF_RESUMED = {"type": "Suspended", "status": "False", "reason": "PyTorchJobResumed", "message": "PyTorchJob mnist is resumed."}
+
+
+@pytest.mark.parametrize(
+    ("obj", "wanted"),
+    [
+        (pytorchjob(suspend=True), KF_SUSPENDED),
+        (pytorchjob(suspend=False, conditions=[KF_SUSPENDED]), KF_RESUMED),
+        (pytorchjob(suspend=None), None),
+        (pytorchjob(suspend=True, conditions=[{"type": "Succeeded", "status": "True"}]), None),
+        (pytorchjob(suspend=True, api_version="kubeflow.org/v2beta1"), None),  # another operator's words
+    ],
+)
+def test_a_kubeflow_jobs_condition_follows_run_policy_suspend(obj: dict[str, Any], wanted: dict[str, str] | None) -> None:
+    assert kubeflow_suspension(obj) == wanted
