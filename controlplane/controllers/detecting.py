@@ -547,19 +547,18 @@ class Detector(KeyedController[WorkloadRef]):
     def _propagated_status(
         self, rt: ResourceType, workload: dict[str, Any], status: bool, reason: PropagatedReason, message: str
     ) -> dict[str, Any] | None:
-        """The workload's status with the ``Propagated`` condition set (and a Job's ``Suspended``
+        """The workload's status with the ``Propagated`` condition set (and a job's suspension
         while the hub holds it, :func:`with_job_suspension`); None: set so already, or kept by no status."""
         if not keeps_propagated_condition(rt):
             return None
         view, now = ObjectView(workload), self.ctx.now_text()
         wanted = {"type": str(WorkloadConditionType.PROPAGATED), "status": str(status), "reason": str(reason), "message": message}
-        conditions = with_condition(view.conditions, wanted, now=now)
+        current = workload.get("status")
+        current = current if isinstance(current, dict) else {}
+        new = {**current, "conditions": with_condition(view.conditions, wanted, now=now)}
         if not (status and condition_is_true(workload, WorkloadConditionType.PROPAGATED)):  # held, or claimed now
-            conditions = with_job_suspension(rt, workload, conditions, now=now)
-        if conditions == list(view.conditions):
-            return None
-        current_status = workload.get("status")
-        return {**(current_status if isinstance(current_status, dict) else {}), "conditions": conditions}
+            new = with_job_suspension(rt, workload, new, now=now)
+        return None if new == current else new
 
 
 def _refusal(rt: ResourceType, workload: dict[str, Any]) -> InvalidObject | None:

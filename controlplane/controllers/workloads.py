@@ -32,6 +32,7 @@ from controlplane.interpreter import interpreter_for
 from controlplane.interpreter.job import suspension_condition as job_suspension
 from controlplane.interpreter.kubeflow import suspension_condition as kubeflow_suspension
 from controlplane.interpreter.pruning import prune_for_member
+from controlplane.interpreter.rayjob import suspension_deployment_status as rayjob_suspension
 from controlplane.interpreter.registry import group_of
 from controlplane.interpreter.shape import InvalidObject, malformed
 from controlplane.objectclient import Registry, ResourceType
@@ -226,17 +227,25 @@ _SUSPENSION_CONDITIONS: dict[tuple[str, str], Callable[[Mapping[str, Any]], dict
 }
 
 
-def with_job_suspension(
-    rt: ResourceType, workload: Mapping[str, Any], conditions: Sequence[Mapping[str, Any]], *, now: str
-) -> list[dict[str, Any]]:
-    """``conditions`` with a job's ``Suspended`` condition set as the controller that runs it keeps
-    it (kube's Job controller, :func:`~controlplane.interpreter.job.suspension_condition`; the
-    training operator, :func:`~controlplane.interpreter.kubeflow.suspension_condition`), for a job
+def with_job_suspension(rt: ResourceType, workload: Mapping[str, Any], status: Mapping[str, Any], *, now: str) -> dict[str, Any]:
+    """``status`` with what the controller that runs a job kind says of its suspension, for a job
     the hub holds: no member runs it, so no member's status says it is suspended (``kubectl get
-    jobs`` would say ``Running``). Other kinds' ``conditions`` come back as they are."""
+    jobs`` would say ``Running``). A Job's or a ``kubeflow.org/v1`` job's ``Suspended`` condition
+    (kube's Job controller, :func:`~controlplane.interpreter.job.suspension_condition`; the
+    training operator, :func:`~controlplane.interpreter.kubeflow.suspension_condition`), a
+    RayJob's ``jobDeploymentStatus`` (KubeRay, :func:`~controlplane.interpreter.rayjob.suspension_deployment_status`).
+    Other kinds' ``status`` comes back as it is."""
+    out = dict(status)
+    if (rt.group, rt.kind) == ("ray.io", "RayJob"):
+        deployment = rayjob_suspension(workload)
+        if deployment is not None:
+            out["jobDeploymentStatus"] = deployment
+        return out
     condition_of = _SUSPENSION_CONDITIONS.get((rt.group, rt.kind))
     suspended = condition_of(workload) if condition_of is not None else None
-    return with_condition(conditions, suspended, now=now) if suspended else [dict(c) for c in conditions]
+    if suspended:
+        out["conditions"] = with_condition(out.get("conditions"), suspended, now=now)
+    return out
 
 
 #: Annotations that mean something on the hub only and never reach a member's copy: kubectl's

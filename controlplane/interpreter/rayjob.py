@@ -4,6 +4,8 @@ A RayJob that targets an existing cluster (``spec.clusterSelector``) brings no p
 its own beyond the submitter and counts 0 replicas here. Its dependencies include those of
 the submitter's pod template (``spec.submitterPodTemplate``) as well as the cluster's. The status is the member's own
 (a gang runs in one cluster); with several members the worst deployment status wins.
+:func:`suspension_deployment_status` is KubeRay's ``jobDeploymentStatus`` for ``spec.suspend``,
+which the hub sets on a RayJob it holds.
 """
 
 from __future__ import annotations
@@ -38,6 +40,18 @@ FAILED_DEPLOYMENT = frozenset({"Failed", "ValidationFailed"})
 #: KubeRay's terminal ``jobStatus`` values (the Ray job itself), for a status without a deployment one.
 SUCCEEDED_JOB = "SUCCEEDED"
 FAILED_JOB = frozenset({"FAILED", "STOPPED"})
+
+
+def suspension_deployment_status(job: Mapping[str, Any]) -> str | None:
+    """KubeRay's ``jobDeploymentStatus`` for a RayJob's ``spec.suspend`` while no cluster of it runs:
+    ``Suspended`` while suspended (a RayJob created suspended goes there at once), ``New`` once
+    resumed from it; None when there is nothing to say (finished, or neither)."""
+    current = (job.get("status") or {}).get("jobDeploymentStatus")
+    if current in ("Complete", *FAILED_DEPLOYMENT):
+        return None
+    if (job.get("spec") or {}).get("suspend") is True:
+        return "Suspended"
+    return "New" if current == "Suspended" else None
 HEALTHY_JOB = frozenset({"RUNNING", SUCCEEDED_JOB})
 # Worst first.
 DEPLOYMENT_ORDER = (

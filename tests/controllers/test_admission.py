@@ -248,3 +248,25 @@ async def test_a_queued_pytorchjob_waits_with_the_training_operators_suspended_c
     assert {k: v for k, v in condition(held, "Suspended").items() if k != "lastTransitionTime"} == {
         "type": "Suspended", "status": "True", "reason": "PyTorchJobSuspended", "message": "PyTorchJob pytorch-simple is suspended.",
     }
+
+
+async def test_a_queued_rayjob_waits_with_kuberays_suspended_deployment_status(
+    objects: ObjectStore, manager: ControllerManager,
+) -> None:
+    template = {"spec": {"containers": [{"name": "ray", "image": "rayproject/ray:2.52.0", "resources": {"requests": {"cpu": "1"}}}]}}
+    job = {
+        "apiVersion": "ray.io/v1", "kind": "RayJob",
+        "metadata": {"name": "rayjob-sample", "namespace": "default", "labels": {"kueue.x-k8s.io/queue-name": "user-queue"}},
+        "spec": {"entrypoint": "python /home/ray/samples/sample_code.py", "rayClusterSpec": {
+            "headGroupSpec": {"rayStartParams": {}, "template": template},
+            "workerGroupSpecs": [{"groupName": "small-group", "replicas": 1, "rayStartParams": {}, "template": template}],
+        }},
+    }
+    await create(objects, job)
+
+    async def shown_suspended() -> dict[str, Any] | None:
+        obj = await get(objects, "ray.io/v1", "RayJob", "rayjob-sample")
+        return obj if ((obj or {}).get("status") or {}).get("jobDeploymentStatus") == "Suspended" else None
+
+    held = await eventually(shown_suspended, what="the held RayJob's jobDeploymentStatus")
+    assert held["spec"]["suspend"] is True

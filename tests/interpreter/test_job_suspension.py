@@ -10,6 +10,7 @@ import pytest
 
 from controlplane.interpreter.job import suspension_condition
 from controlplane.interpreter.kubeflow import suspension_condition as kubeflow_suspension
+from controlplane.interpreter.rayjob import suspension_deployment_status
 
 SUSPENDED = {"type": "Suspended", "status": "True", "reason": "JobSuspended", "message": "Job suspended"}
 RESUMED = {"type": "Suspended", "status": "False", "reason": "JobResumed", "message": "Job resumed"}
@@ -59,3 +60,21 @@ KF_RESUMED = {"type": "Suspended", "status": "False", "reason": "PyTorchJobResum
 )
 def test_a_kubeflow_jobs_condition_follows_run_policy_suspend(obj: dict[str, Any], wanted: dict[str, str] | None) -> None:
     assert kubeflow_suspension(obj) == wanted
+
+
+@pytest.mark.parametrize(
+    ("suspend", "current", "wanted"),
+    [
+        (True, None, "Suspended"),  # created suspended: KubeRay goes to Suspended at once
+        (True, "Suspended", "Suspended"),
+        (False, "Suspended", "New"),  # resumed
+        (False, None, None),
+        (False, "Running", None),
+        (True, "Complete", None),
+        (True, "Failed", None),
+    ],
+)
+def test_a_rayjobs_deployment_status_follows_spec_suspend(suspend: bool, current: str | None, wanted: str | None) -> None:
+    job = {"apiVersion": "ray.io/v1", "kind": "RayJob", "spec": {"suspend": suspend},
+           "status": {} if current is None else {"jobDeploymentStatus": current}}
+    assert suspension_deployment_status(job) == wanted
