@@ -23,17 +23,7 @@ UPSTREAM = Path(__file__).parent / "manifests" / "upstream"
 pytestmark = pytest.mark.e2e
 
 #: Where the Kueue examples' Job and Pod go: the hub's own addition to a single-cluster example.
-KUEUE_PLACEMENT = """
-apiVersion: policy.karmada.io/v1alpha1
-kind: ClusterPropagationPolicy
-metadata: {name: kueue-examples}
-spec:
-  resourceSelectors:
-    - {apiVersion: batch/v1, kind: Job, name: sample-job}
-    - {apiVersion: v1, kind: Pod, labelSelector: {matchLabels: {kueue.x-k8s.io/queue-name: user-queue}}}
-  placement:
-    clusterAffinity: {clusterNames: [member1]}
-"""
+KUEUE_PLACEMENT = Path(__file__).parent / "manifests" / "quotas" / "kueue-examples-placement.yaml"
 
 
 @pytest.fixture(scope="module")
@@ -101,7 +91,7 @@ def test_kueues_quick_start_job_waits_suspended_then_runs_to_completion(
 ) -> None:
     hub, members = fleet
     kueue = UPSTREAM / "kueue"
-    hub.run("apply", "-f", "-", input_text=KUEUE_PLACEMENT)
+    hub.run("apply", "-f", str(KUEUE_PLACEMENT))
     hub.run("create", "-f", str(kueue / "quick-start-job.yaml"))  # before its queue exists: it waits
 
     def waiting() -> dict[str, Any] | None:
@@ -127,7 +117,7 @@ def test_kueues_plain_pod_runs_in_a_member_and_the_hubs_pod_says_so(
     fleet: tuple[Kubectl, dict[str, Kubectl]],
 ) -> None:
     hub, members = fleet
-    hub.run("apply", "-f", "-", input_text=KUEUE_PLACEMENT)
+    hub.run("apply", "-f", str(KUEUE_PLACEMENT))
     hub.run("apply", "-f", str(UPSTREAM / "kueue" / "quick-start-setup.yaml"))
     out = hub.run("create", "-f", str(UPSTREAM / "kueue" / "kueue-pod.yaml")).stdout
     name = out.split()[0].removeprefix("pod/")

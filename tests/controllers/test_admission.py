@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import pytest
+
 from controlplane.apiserver import errors
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.manager import ControllerManager
@@ -225,48 +227,44 @@ async def test_a_queued_job_stays_suspended_until_admitted(objects: ObjectStore,
     assert condition(await get(objects, "batch/v1", "Job", "train"), "Suspended").get("status") != "True"
 
 
-async def test_a_queued_pytorchjob_waits_with_the_training_operators_suspended_condition(
-    objects: ObjectStore, manager: ControllerManager,
+_TEMPLATE = {"spec": {"containers": [{"name": "main", "image": "registry.local/train:1", "resources": {"requests": {"cpu": "1"}}}]}}
+_QUEUED = {"labels": {"kueue.x-k8s.io/queue-name": "main"}, "namespace": "default"}
+
+
+def _suspended_condition(status: dict[str, Any]) -> dict[str, Any]:
+    found = condition({"status": status}, "Suspended")
+    return {k: v for k, v in found.items() if k != "lastTransitionTime"}
+
+
+@pytest.mark.parametrize(
+    ("job", "shown", "wanted"),
+    [
+        pytest.param(  # as Kueue's sample-pytorchjob.yaml, its LocalQueue "main" missing
+            {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": {"name": "pytorch-simple", **_QUEUED},
+             "spec": {"pytorchReplicaSpecs": {
+                 role: {"replicas": 1, "restartPolicy": "OnFailure", "template": _TEMPLATE} for role in ("Master", "Worker")}}},
+            _suspended_condition,
+            {"type": "Suspended", "status": "True", "reason": "PyTorchJobSuspended", "message": "PyTorchJob pytorch-simple is suspended."},
+            id="PyTorchJob: the training operator's condition",
+        ),
+        pytest.param(
+            {"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": "rayjob-sample", **_QUEUED},
+             "spec": {"entrypoint": "python sample_code.py", "rayClusterSpec": {
+                 "headGroupSpec": {"rayStartParams": {}, "template": _TEMPLATE},
+                 "workerGroupSpecs": [{"groupName": "small-group", "replicas": 1, "rayStartParams": {}, "template": _TEMPLATE}]}}},
+            lambda status: status.get("jobDeploymentStatus"),
+            "Suspended",
+            id="RayJob: KubeRay's jobDeploymentStatus",
+        ),
+    ],
+)
+async def test_a_held_job_shows_the_suspension_its_controller_would(
+    objects: ObjectStore, manager: ControllerManager, job: dict[str, Any], shown: Callable[[dict[str, Any]], Any], wanted: Any,
 ) -> None:
-    # As Kueue's sample-pytorchjob.yaml: queued to a LocalQueue "main" that does not exist.
-    template = {"spec": {"containers": [{"name": "pytorch", "image": "mnist:1", "resources": {"requests": {"cpu": "1"}}}]}}
-    job = {
-        "apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
-        "metadata": {"name": "pytorch-simple", "namespace": "default", "labels": {"kueue.x-k8s.io/queue-name": "main"}},
-        "spec": {"pytorchReplicaSpecs": {
-            role: {"replicas": 1, "restartPolicy": "OnFailure", "template": template} for role in ("Master", "Worker")
-        }},
-    }
     await create(objects, job)
 
-    async def shown_suspended() -> dict[str, Any] | None:
-        obj = await get(objects, "kubeflow.org/v1", "PyTorchJob", "pytorch-simple")
-        return obj if condition(obj, "Suspended").get("status") == "True" else None
+    async def held() -> dict[str, Any] | None:
+        obj = await get(objects, job["apiVersion"], job["kind"], job["metadata"]["name"])
+        return obj if obj and shown(obj.get("status") or {}) == wanted else None
 
-    held = await eventually(shown_suspended, what="the held PyTorchJob's Suspended condition")
-    assert held["spec"]["runPolicy"]["suspend"] is True
-    assert {k: v for k, v in condition(held, "Suspended").items() if k != "lastTransitionTime"} == {
-        "type": "Suspended", "status": "True", "reason": "PyTorchJobSuspended", "message": "PyTorchJob pytorch-simple is suspended.",
-    }
-
-
-async def test_a_queued_rayjob_waits_with_kuberays_suspended_deployment_status(
-    objects: ObjectStore, manager: ControllerManager,
-) -> None:
-    template = {"spec": {"containers": [{"name": "ray", "image": "rayproject/ray:2.52.0", "resources": {"requests": {"cpu": "1"}}}]}}
-    job = {
-        "apiVersion": "ray.io/v1", "kind": "RayJob",
-        "metadata": {"name": "rayjob-sample", "namespace": "default", "labels": {"kueue.x-k8s.io/queue-name": "user-queue"}},
-        "spec": {"entrypoint": "python /home/ray/samples/sample_code.py", "rayClusterSpec": {
-            "headGroupSpec": {"rayStartParams": {}, "template": template},
-            "workerGroupSpecs": [{"groupName": "small-group", "replicas": 1, "rayStartParams": {}, "template": template}],
-        }},
-    }
-    await create(objects, job)
-
-    async def shown_suspended() -> dict[str, Any] | None:
-        obj = await get(objects, "ray.io/v1", "RayJob", "rayjob-sample")
-        return obj if ((obj or {}).get("status") or {}).get("jobDeploymentStatus") == "Suspended" else None
-
-    held = await eventually(shown_suspended, what="the held RayJob's jobDeploymentStatus")
-    assert held["spec"]["suspend"] is True
+    await eventually(held, what=f"the held {job['kind']} shown suspended")
