@@ -1,5 +1,5 @@
 """Status interpretation of built-in kinds that have no replicas: DaemonSet, CronJob, Service,
-Ingress, PodDisruptionBudget; and a Pod's (one replica, :mod:`controlplane.interpreter.pod`).
+Ingress, PodDisruptionBudget, PersistentVolumeClaim; and a Pod's (one replica, :mod:`controlplane.interpreter.pod`).
 
 A kind without a :class:`~controlplane.interpreter.base.KindInterpreter` has no replicas: the
 whole object goes to every chosen cluster and its member statuses are collected into the
@@ -15,6 +15,9 @@ does (``pkg/resourceinterpreter/default/native/aggregatestatus.go``):
 * Service (LoadBalancer) and Ingress: every member's ``loadBalancer.ingress`` points, in
   cluster name order, as the members reported them, without repeats;
 * PodDisruptionBudget: the pod counts summed, ``disruptionsAllowed`` summed;
+* PersistentVolumeClaim: ``Bound`` while every member that reported has its claim bound, else the
+  phase of one that has not, ``Lost`` first (Karmada's ``aggregatePersistentVolumeClaimStatus``);
+  a claim is healthy whatever its phase (one waits for its first consumer);
 * Pod: the worst phase (Failed, then Pending -- a member that has not reported counts as
   Pending --, then Running, then Succeeded) and every member's container statuses, each its
   ``ready`` and ``state`` (Karmada's ``aggregatePodStatus``) with its name, image and restart
@@ -221,6 +224,19 @@ class PodDisruptionBudgetStatus(SummedStatus):
         return Health.HEALTHY if healthy else Health.UNHEALTHY
 
 
+class PersistentVolumeClaimStatus(_NeverFinishes):
+    group = ""
+    kind = "PersistentVolumeClaim"
+
+    def aggregate_status(self, obj: Obj, member_statuses: MemberStatuses) -> Obj:
+        phases = [s.get("phase") for s in reported(member_statuses)]
+        if not phases:
+            return {}
+        if "Lost" in phases:
+            return {"phase": "Lost"}
+        return {"phase": next((str(p) for p in reversed(phases) if p != "Bound"), "Bound")}
+
+
 #: A Pod's phases, the one that wins the hub status first (Karmada's order; Unknown is ignored).
 POD_PHASES = ("Failed", "Pending", "Running", "Succeeded")
 #: What a member's container status keeps besides ``ready`` and ``state`` (Karmada's two): the
@@ -271,6 +287,7 @@ _STATUS_INTERPRETERS: dict[tuple[str, str], StatusInterpreter] = {
         LoadBalancerStatus("", "Service"),
         LoadBalancerStatus("networking.k8s.io", "Ingress"),
         PodDisruptionBudgetStatus(),
+        PersistentVolumeClaimStatus(),
     )
 }
 

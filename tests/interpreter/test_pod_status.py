@@ -1,5 +1,7 @@
-"""A propagated Pod's hub status, folded from its members' copies as Karmada's
-``aggregatePodStatus`` does: the worst phase and every member's container statuses."""
+"""A propagated Pod's and PersistentVolumeClaim's hub status, folded from the members' copies as
+Karmada folds them: a Pod's worst phase and every member's container statuses
+(``aggregatePodStatus``), a claim's Bound unless a member's is not
+(``aggregatePersistentVolumeClaimStatus``)."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ from typing import Any
 import pytest
 
 from controlplane.interpreter import interpreter_for
+from controlplane.interpreter.native import status_interpreter_for
 
 POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "sleep", "namespace": "default"}}
 
@@ -60,3 +63,20 @@ def test_no_member_reported_yet() -> None:
     folding = interpreter_for("v1", "Pod")
     assert folding is not None
     assert folding.aggregate_status(POD, [("member1", None)]) == {"phase": "Pending"}
+
+
+@pytest.mark.parametrize(
+    ("phases", "phase"),
+    [
+        (["Bound", "Bound"], "Bound"),
+        (["Bound", "Pending"], "Pending"),
+        (["Pending", "Lost", "Bound"], "Lost"),
+        (["Bound", None], "Bound"),  # a member that has not reported is left out, as in Karmada
+    ],
+)
+def test_a_claims_hub_phase_is_bound_only_when_every_member_bound_it(phases: list[str | None], phase: str) -> None:
+    folding = status_interpreter_for("", "PersistentVolumeClaim")
+    assert folding is not None
+    members = [(f"member{i}", None if p is None else {"phase": p, "capacity": {"storage": "10Gi"}}) for i, p in enumerate(phases)]
+    assert folding.aggregate_status({"kind": "PersistentVolumeClaim"}, members) == {"phase": phase}
+    assert folding.aggregate_status({"kind": "PersistentVolumeClaim"}, [("member1", None)]) == {}
