@@ -136,6 +136,7 @@ CASES: list[tuple[dict[str, Any], Health, Health | None]] = [
     (member("v1", "Pod", status={"phase": "Running", "conditions": conds(Ready="True")}), H, None),
     (member("v1", "Pod", status={"phase": "Running", "conditions": conds(Ready="False")}), K, None),
     (member("v1", "Pod", status={"phase": "Failed"}), U, None),
+    (member("v1", "PersistentVolumeClaim", status={"phase": "Pending"}), H, None),  # it may wait for its first consumer
     (member("v1", "ConfigMap"), H, None),
     (member("example.com/v1", "Widget", status={}), H, None),
     (member("example.com/v1", "Widget", status={"conditions": conds(Ready="False")}), U, None),
