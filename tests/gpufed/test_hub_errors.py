@@ -108,18 +108,24 @@ async def test_a_hub_that_is_down_is_a_refused_connection(
         )
 
 
+# Restores SIGINT's default action, then execs the command: Python then raises KeyboardInterrupt on
+# it, as at a terminal.
+_SIGINT_AS_AT_A_TERMINAL = (
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+    "os.execv(sys.executable, [sys.executable, '-m', 'gpufed.cli', *sys.argv[1:]])"
+)
+
+
 def _subprocess(argv: list[str], *, stdout: int) -> subprocess.Popen[str]:
     """The real command in its own process, this tree's code; stderr captured. Ctrl-C is
     delivered as at a terminal: a suite started in the background of a non-interactive shell
     runs with SIGINT ignored, which the child would inherit (and Python then never raises
-    KeyboardInterrupt)."""
+    KeyboardInterrupt). A small trampoline restores it rather than a ``preexec_fn``: that makes
+    ``subprocess`` fork this process, whose hubs' etcd clients are gRPC's, and gRPC's fork
+    handlers can abort the child before it runs the command (``controlplane.processes``)."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.Popen([sys.executable, "-m", "gpufed.cli", *argv], env=env, text=True, stdout=stdout,
-                            stderr=subprocess.PIPE, preexec_fn=_default_sigint)
-
-
-def _default_sigint() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    return subprocess.Popen([sys.executable, "-c", _SIGINT_AS_AT_A_TERMINAL, *argv], env=env, text=True,
+                            stdout=stdout, stderr=subprocess.PIPE)
 
 
 @pytest.mark.parametrize("command", ["token list", "whatif run"])
