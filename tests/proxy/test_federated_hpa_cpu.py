@@ -123,10 +123,13 @@ async def test_a_federated_hpa_on_cpu_utilization_scales_the_deployment(members:
     # The pods go idle (200m of 1 cpu: 20 % against 50 %): 4 x 0.4 -> 2 once the new pods report,
     # and the minimum holds it there (2 x 0.4 would be 1).
     path = "/apis/apps/v1/namespaces/default/deployments/web"
-    code, web = await members.get(path)
-    assert code == 200, web
-    web["spec"]["template"]["metadata"]["annotations"]["sim.gpufed.io/gpu-utilization"] = "0"
-    code, body = await members.fleet.request("PUT", path, body=web)
+    for _ in range(5):  # client-go's RetryOnConflict: the hub writes the Deployment's status meanwhile
+        code, web = await members.get(path)
+        assert code == 200, web
+        web["spec"]["template"]["metadata"]["annotations"]["sim.gpufed.io/gpu-utilization"] = "0"
+        code, body = await members.fleet.request("PUT", path, body=web)
+        if code != 409:
+            break
     assert code == 200, body
     await wait_for(2, "web scaled down to 2")
     assert ("SuccessfulRescale", "New size: 2; reason: All metrics below target") in await _events(members)
