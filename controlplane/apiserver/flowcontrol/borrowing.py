@@ -9,7 +9,9 @@ time-weighted average and standard deviation, and a smoothed demand (``max(avg +
 previous + 0.023 x (avg + stdev))``); the nominal limits' sum is then shared so that each level gets
 its smoothed demand times one fair proportion, within its lower bound for the period
 (:meth:`Bounds.current_lower`: what it used, up to its nominal limit, never below its lower limit)
-and its upper limit (:func:`allocate`): its current limit.
+and its upper limit (:func:`allocate`): its current limit. The exempt level takes part like the
+others: its requests' seats count in its demand (:class:`ExemptSeats`), though nothing limits them.
+A level just configured starts at :attr:`Bounds.initial`.
 """
 
 from __future__ import annotations
@@ -37,6 +39,12 @@ class Bounds:
         """kube's ``minCurrentCL``: ``max(minCL, min(nominalCL, high watermark))``, so a level keeps
         the seats it used in the last period (up to its nominal limit) rather than lending them."""
         return max(self.lower, min(self.nominal, high_watermark))
+
+    @property
+    def initial(self) -> int:
+        """kube's ``currentCL`` of a level just configured, before its first adjustment:
+        ``nominalCL - lendableCL/2`` (Go's integer halving)."""
+        return self.nominal - (self.nominal - self.lower) // 2
 
 
 def go_round(value: float) -> int:
@@ -82,6 +90,25 @@ class DemandIntegrator:
         results = (average, math.sqrt(max(variance, 0.0)), self._max)
         self._start, self._sum, self._sum2, self._max = now, 0.0, 0.0, self.value
         return results
+
+
+class ExemptSeats:
+    """An exempt level's seats in use and its demand over time: kube's exempt queueSet never
+    limits its requests but counts their seats in its ``seatDemandIntegrator`` all the same."""
+
+    __slots__ = ("demand", "in_use")
+
+    def __init__(self, now: float) -> None:
+        self.in_use = 0
+        self.demand = DemandIntegrator(now)
+
+    def take(self, seats: int, *, now: float) -> None:
+        self.in_use += seats
+        self.demand.set(now, self.in_use)
+
+    def give_back(self, seats: int, *, now: float) -> None:
+        self.in_use -= seats
+        self.demand.set(now, self.in_use)
 
 
 @dataclass(slots=True)

@@ -30,6 +30,7 @@ from controlplane.apiserver import errors
 from controlplane.apiserver.flowcontrol.borrowing import (
     ADJUSTMENT_SECONDS,
     DemandStats,
+    ExemptSeats,
     Item,
     allocate,
     go_round,
@@ -84,6 +85,8 @@ class FlowController:
         self.configuration = bootstrap_configuration(config.total_concurrency)
         self.levels: dict[str, FairQueues[asyncio.Future[None]]] = {}
         self.demand: dict[str, DemandStats] = {}
+        #: The exempt levels' seats in use, for their demand.
+        self.exempt: dict[str, ExemptSeats] = {}
         #: The watches open, for a write's estimate (kube's watch tracker).
         self.watches = WatchCounts()
         self._object_count = object_count
@@ -95,15 +98,23 @@ class FlowController:
 
     def _apply(self, new: Configuration) -> None:
         levels: dict[str, FairQueues[asyncio.Future[None]]] = {}
+        exempt: dict[str, ExemptSeats] = {}
+        now = time.monotonic()
         for name, level in new.levels.items():
             if level.limits is None:
+                exempt[name] = self.exempt.get(name) or ExemptSeats(now)
                 continue
             known = self.levels.get(name)
-            # A level whose limits changed starts new queues; requests in the old ones finish there.
+            # A level whose limits changed starts new queues (requests in the old ones finish
+            # there) at the old current limit; a new level at kube's initial one.
             if known is None or known.limits != level.limits:
-                known = FairQueues(level.limits, wake=_wake, now=time.monotonic())
+                current = level.bounds.initial if known is None else known.concurrency
+                known = FairQueues(level.limits, wake=_wake, now=now)
+                known.concurrency = current
             levels[name] = known
-        self.levels, self.configuration = levels, new
+        # A level gone forgets its demand: configured again, it starts afresh (kube's new level state).
+        self.demand = {name: stats for name, stats in self.demand.items() if name in new.levels}
+        self.levels, self.exempt, self.configuration = levels, exempt, new
         self.adjust(time.monotonic())
 
     async def keep_adjusting(self, stop: asyncio.Event, *, period: float = ADJUSTMENT_SECONDS) -> None:
@@ -124,13 +135,11 @@ class FlowController:
         for name, level in self.configuration.levels.items():
             queues, limits = self.levels.get(name), level.bounds
             nominal_sum += limits.nominal
-            if queues is None:  # exempt: its demand is not counted, its own seats are kept
-                items.append(Item(limits.lower, limits.upper, limits.lower))
-            else:
-                stats = self.demand.setdefault(name, DemandStats())
-                stats.update(*queues.demand.reset(now))
-                lower = limits.current_lower(stats.high_watermark)
-                items.append(Item(lower, limits.upper, max(lower, stats.smoothed)))
+            demand = queues.demand if queues is not None else self.exempt[name].demand
+            stats = self.demand.setdefault(name, DemandStats())
+            stats.update(*demand.reset(now))
+            lower = limits.current_lower(stats.high_watermark)
+            items.append(Item(lower, limits.upper, max(lower, stats.smoothed)))
             names.append(name)
         allocations, _fair = allocate(nominal_sum, items)
         for name, item, share in zip(names, items, allocations, strict=True):
@@ -140,8 +149,7 @@ class FlowController:
                 queues.set_concurrency(current, now=now)
             self.metrics.note_limits(
                 name, nominal=limits.nominal, lower=limits.lower, upper=limits.upper, current=current,
-                target=item.target,
-                demand=self.demand.get(name) if queues is not None else None,
+                target=item.target, demand=self.demand[name],
             )
 
     def classify(self, request: web.Request, user: UserInfo | None) -> Classification:
@@ -220,6 +228,7 @@ class Seat:
         #: The HTTP request (for the debug dumps).
         self.request = request
         self._queues = controller.levels.get(found.level)
+        self._exempt = controller.exempt.get(found.level)
         self._inqueue, self._executing, self._seats = controller.metrics.gauges(found)
         self._held = 0
         self._released = False
@@ -230,6 +239,8 @@ class Seat:
             self._executing.inc()
             self._held = self._estimate.max_seats
             self._seats.inc(self._held)
+            if self._exempt is not None:
+                self._exempt.take(self._held, now=time.monotonic())
             return
         started = time.perf_counter()
         now = time.monotonic()
@@ -282,6 +293,8 @@ class Seat:
         self._executing.dec()
         if self._queues is None:
             self._seats.dec(self._held)
+            if self._exempt is not None:
+                self._exempt.give_back(self._held, now=time.monotonic())
         else:
             self._hand_back()
 

@@ -20,6 +20,8 @@ from controlplane.apiserver.flowcontrol.borrowing import (
     allocate,
     bounds,
 )
+from controlplane.apiserver.flowcontrol.estimating import WorkEstimate
+from controlplane.apiserver.flowcontrol.levels import Classification
 from controlplane.apiserver.flowcontrol.queueing import flow_hash
 
 INF = math.inf
@@ -206,3 +208,115 @@ async def test_the_limits_are_shared_anew_on_a_timer_while_no_request_comes() ->
     finally:
         stop.set()
         await timer
+
+
+@pytest.mark.parametrize(
+    ("limits", "expected"),
+    [
+        (Bounds(49, 24, 649), 37),  # global-default lends 25: 49 - 25 // 2
+        (Bounds(245, 24, 845), 135),  # workload-low lends 221: 245 - 110
+        (Bounds(10, 8, 15), 9),  # lends 2
+        (Bounds(1, 0, 2), 1),  # lends 1: half of it is 0 (Go's integer division)
+        (Bounds(10, 10, 10), 10),  # lends none
+        (Bounds(0, 0, 600), 0),
+    ],
+)
+def test_a_new_levels_first_limit(limits: Bounds, expected: int) -> None:
+    """kube's ``currentCL`` of a level just configured: ``nominalCL - lendableCL/2``."""
+    assert limits.initial == expected
+
+
+_BATCH = {
+    "apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "PriorityLevelConfiguration",
+    "metadata": {"name": "batch"},
+    "spec": {"type": "Limited", "limited": {
+        "nominalConcurrencyShares": 30, "lendablePercent": 50,
+        "limitResponse": {"type": "Queue", "queuing": {"queues": 16, "handSize": 4, "queueLengthLimit": 50}},
+    }},
+}
+
+
+class _FirstLimits(FlowController):
+    """Notes each level's current limit as each adjustment starts."""
+
+    def adjust(self, now: float) -> None:
+        self.before = {name: queues.concurrency for name, queues in self.levels.items()}
+        super().adjust(now)
+
+
+async def test_a_new_level_starts_at_its_initial_limit_and_a_changed_one_keeps_its_current() -> None:
+    controller = _FirstLimits(FlowControlConfig(total_concurrency=600))
+    assert controller.before["global-default"] == 37 and controller.before["workload-low"] == 135
+    assert controller.levels["global-default"].concurrency == 56  # idle: round(24 x 602 / 258)
+    controller.update((), [_BATCH])
+    # Shares 245 + 30: batch's nominal limit is ceil(600 x 30 / 275) = 66, it lends 33 and starts
+    # at 66 - 16; global-default's nominal limit falls to 44 (new queues) but it keeps its 56.
+    assert controller.configuration.levels["batch"].bounds == Bounds(66, 33, 666)
+    assert controller.before["batch"] == 50
+    assert controller.configuration.levels["global-default"].bounds.nominal == 44
+    assert controller.before["global-default"] == 56
+
+
+def _exempt() -> Classification:
+    return Classification("exempt", "exempt", "", "", "")
+
+
+async def test_the_exempt_levels_requests_count_in_its_demand() -> None:
+    controller = FlowController(FlowControlConfig(total_concurrency=600))
+    seats = controller.exempt["exempt"]
+    async with controller.seat(_exempt(), WorkEstimate(3)):
+        assert seats.in_use == 3
+    assert seats.in_use == 0
+    controller.adjust(time.monotonic())
+    assert _limit(controller, "demand_seats_high_watermark", "exempt") == 3
+
+
+async def test_a_busy_exempt_level_takes_seats_from_the_others() -> None:
+    """kube counts the exempt level's demand: 100 seats all the period make its target 100, so the
+    602 seats go in one proportion to it and the idle levels' lower limits (258 in all): exempt gets
+    round(100 x 602 / 358) = 168 and global-default round(24 x 602 / 358) = 40 (56 without it)."""
+    controller = FlowController(FlowControlConfig(total_concurrency=600))
+    start = time.monotonic()
+    controller.adjust(start)  # every level's period starts now
+    controller.exempt["exempt"].take(100, now=start)
+    controller.adjust(start + 10)
+    assert _limit(controller, "target_seats", "exempt") == pytest.approx(100)
+    assert _current(controller, "exempt") == 168
+    assert controller.levels["global-default"].concurrency == 40
+    assert _current(controller, "system") == 84  # round(50 x 602 / 358)
+
+
+async def test_the_exempt_levels_lower_bound_is_what_it_used_up_to_its_nominal_limit() -> None:
+    """An exempt level with 20 shares of 265 has a nominal limit of ceil(600 x 20 / 265) = 46 and,
+    lending all of it, a lower limit of 0; 30 seats used a moment raise its lower bound to 30."""
+    exempt = bootstrap_object("PriorityLevelConfiguration", "exempt")
+    assert exempt is not None
+    exempt["spec"]["exempt"] = {"nominalConcurrencyShares": 20, "lendablePercent": 100}
+    controller = FlowController(FlowControlConfig(total_concurrency=600))
+    controller.update((), [exempt])
+    assert controller.configuration.levels["exempt"].bounds == Bounds(46, 0, 646)
+    start = time.monotonic()
+    controller.exempt["exempt"].take(30, now=start)
+    controller.exempt["exempt"].give_back(30, now=start)
+    controller.adjust(start + 10)
+    assert _limit(controller, "demand_seats_smoothed", "exempt") == 0
+    assert _limit(controller, "target_seats", "exempt") == 30
+    assert _current(controller, "exempt") >= 30
+
+
+async def test_a_level_configured_anew_starts_its_demand_afresh() -> None:
+    """kube's new level state has zero seat demand statistics: a level deleted and created again does
+    not inherit the smoothed demand of the old one (0.977 x 100 = 97.7 if it did)."""
+    controller = FlowController(FlowControlConfig(total_concurrency=600))
+    controller.update((), [_BATCH])
+    start = time.monotonic()
+    controller.adjust(start)
+    loop = asyncio.get_running_loop()
+    for n in range(100):
+        controller.levels["batch"].offer(flow_hash("batch", f"user-{n}"), loop.create_future(), now=start)
+    controller.adjust(start + 10)
+    assert _limit(controller, "demand_seats_smoothed", "batch") == pytest.approx(100)
+    controller.update((), [])
+    assert "batch" not in controller.levels
+    controller.update((), [_BATCH])
+    assert _limit(controller, "demand_seats_smoothed", "batch") == 0
