@@ -30,8 +30,10 @@ from controlplane.apis.views import BindingView, ObjectView
 from controlplane.apis.work_v1alpha1 import binding_name
 from controlplane.interpreter import interpreter_for
 from controlplane.interpreter.job import suspension_condition as job_suspension
+from controlplane.interpreter.jobset import suspension_condition as jobset_suspension
 from controlplane.interpreter.kubeflow import suspension_condition as kubeflow_suspension
 from controlplane.interpreter.pruning import prune_for_member
+from controlplane.interpreter.raycluster import suspension_status as raycluster_suspension
 from controlplane.interpreter.rayjob import suspension_deployment_status as rayjob_suspension
 from controlplane.interpreter.registry import group_of
 from controlplane.interpreter.shape import InvalidObject, malformed
@@ -222,6 +224,7 @@ def with_condition(
 #: The ``Suspended`` condition of a job kind, as the controller that runs it keeps it.
 _SUSPENSION_CONDITIONS: dict[tuple[str, str], Callable[[Mapping[str, Any]], dict[str, str] | None]] = {
     ("batch", "Job"): job_suspension,
+    ("jobset.x-k8s.io", "JobSet"): jobset_suspension,
     ("kubeflow.org", "PyTorchJob"): kubeflow_suspension,
     ("kubeflow.org", "MPIJob"): kubeflow_suspension,
 }
@@ -230,10 +233,12 @@ _SUSPENSION_CONDITIONS: dict[tuple[str, str], Callable[[Mapping[str, Any]], dict
 def with_job_suspension(rt: ResourceType, workload: Mapping[str, Any], status: Mapping[str, Any], *, now: str) -> dict[str, Any]:
     """``status`` with what the controller that runs a job kind says of its suspension, for a job
     the hub holds: no member runs it, so no member's status says it is suspended (``kubectl get
-    jobs`` would say ``Running``). A Job's or a ``kubeflow.org/v1`` job's ``Suspended`` condition
-    (kube's Job controller, :func:`~controlplane.interpreter.job.suspension_condition`; the
+    jobs`` would say ``Running``). A Job's, a JobSet's or a ``kubeflow.org/v1`` job's ``Suspended``
+    condition (kube's Job controller, :func:`~controlplane.interpreter.job.suspension_condition`;
+    the JobSet controller, :func:`~controlplane.interpreter.jobset.suspension_condition`; the
     training operator, :func:`~controlplane.interpreter.kubeflow.suspension_condition`), a
-    RayJob's ``jobDeploymentStatus`` (KubeRay, :func:`~controlplane.interpreter.rayjob.suspension_deployment_status`).
+    RayJob's ``jobDeploymentStatus`` (KubeRay, :func:`~controlplane.interpreter.rayjob.suspension_deployment_status`),
+    a RayCluster's ``state`` and suspension conditions (KubeRay, :func:`~controlplane.interpreter.raycluster.suspension_status`).
     Other kinds' ``status`` comes back as it is."""
     out = dict(status)
     if (rt.group, rt.kind) == ("ray.io", "RayJob"):
@@ -241,10 +246,16 @@ def with_job_suspension(rt: ResourceType, workload: Mapping[str, Any], status: M
         if deployment is not None:
             out["jobDeploymentStatus"] = deployment
         return out
-    condition_of = _SUSPENSION_CONDITIONS.get((rt.group, rt.kind))
-    suspended = condition_of(workload) if condition_of is not None else None
-    if suspended:
-        out["conditions"] = with_condition(out.get("conditions"), suspended, now=now)
+    if (rt.group, rt.kind) == ("ray.io", "RayCluster"):
+        state, conditions = raycluster_suspension(workload)
+    else:
+        condition_of = _SUSPENSION_CONDITIONS.get((rt.group, rt.kind))
+        suspended = condition_of(workload) if condition_of is not None else None
+        state, conditions = None, [suspended] if suspended else []
+    if state is not None:
+        out["state"] = state
+    for condition in conditions:
+        out["conditions"] = with_condition(out.get("conditions"), condition, now=now)
     return out
 
 

@@ -433,6 +433,20 @@ def finished_by_conditions(status: Mapping[str, Any] | None, *, succeeded: str) 
     return None
 
 
+def suspended_condition(
+    suspend: Any, status: Mapping[str, Any] | None, *, suspended: tuple[str, str], resumed: tuple[str, str]
+) -> dict[str, str] | None:
+    """The ``Suspended`` condition a job controller keeps for its job's suspend flag: True with
+    ``suspended``'s reason and message while ``suspend`` is true; False with ``resumed``'s once it
+    is not but the condition was True; None otherwise (never suspended). The caller leaves out a
+    finished job, whose conditions its controller leaves alone."""
+    if suspend is True:
+        return {"type": "Suspended", "status": "True", "reason": suspended[0], "message": suspended[1]}
+    if condition_true(status, "Suspended"):
+        return {"type": "Suspended", "status": "False", "reason": resumed[0], "message": resumed[1]}
+    return None
+
+
 def scale_counts(counts: Sequence[int], target: int) -> list[int]:
     """Split ``target`` over roles proportionally to ``counts`` (largest remainder, ties to the first)."""
     if target <= 0:

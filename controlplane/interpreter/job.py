@@ -45,6 +45,7 @@ from controlplane.interpreter.base import (
     nonzero_sums,
     put_conditions,
     reported,
+    suspended_condition,
 )
 from controlplane.interpreter.health import conditions_of, status_of
 from controlplane.interpreter.requirements import Obj
@@ -86,11 +87,8 @@ def suspension_condition(job: Mapping[str, Any]) -> dict[str, str] | None:
     status = job.get("status") or {}
     if finished_by_conditions(status, succeeded="Complete") is not None:
         return None
-    if (job.get("spec") or {}).get("suspend") is True:
-        return {"type": "Suspended", "status": "True", "reason": "JobSuspended", "message": "Job suspended"}
-    if condition_true(status, "Suspended"):
-        return {"type": "Suspended", "status": "False", "reason": "JobResumed", "message": "Job resumed"}
-    return None
+    suspend = (job.get("spec") or {}).get("suspend")
+    return suspended_condition(suspend, status, suspended=("JobSuspended", "Job suspended"), resumed=("JobResumed", "Job resumed"))
 
 
 def ttl_expiry(job: Mapping[str, Any]) -> datetime | None:

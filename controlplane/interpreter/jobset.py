@@ -8,6 +8,10 @@ The hub's status sums each replicated Job's ``ready``/``succeeded``/``failed``/`
 ``suspended`` counts by name, keeps the highest ``restarts``, and merges the conditions
 (Failed True when any member failed; Completed only when all completed); ``terminalState`` is
 Failed when any member's is, Completed when all are.
+
+:func:`suspension_condition` is the ``Suspended`` condition the JobSet controller keeps for
+``spec.suspend``; the hub sets it on a JobSet it holds (no member runs it, so no member's status
+says so).
 """
 
 from __future__ import annotations
@@ -28,12 +32,37 @@ from controlplane.interpreter.base import (
     condition_true,
     put_conditions,
     reported,
+    suspended_condition,
 )
 from controlplane.interpreter.health import health_by_conditions, status_of
 from controlplane.interpreter.job import job_pods
 from controlplane.interpreter.requirements import Obj, ReplicaRequirements, requirements
 
 JOB_COUNTS = ("ready", "succeeded", "failed", "active", "suspended")
+
+
+def finished_phase(status: Mapping[str, Any] | None) -> FinishedPhase | None:
+    """Failed or succeeded by the ``Failed`` / ``Completed`` condition or ``terminalState``; None while it runs."""
+    if condition_true(status, "Failed") or (status or {}).get("terminalState") == "Failed":
+        return FinishedPhase.FAILED
+    if condition_true(status, "Completed") or (status or {}).get("terminalState") == "Completed":
+        return FinishedPhase.SUCCEEDED
+    return None
+
+
+def suspension_condition(jobset: Mapping[str, Any]) -> dict[str, str] | None:
+    """The ``Suspended`` condition the JobSet controller gives ``jobset`` for its ``spec.suspend``
+    (``suspendJobs`` / ``resumeJobsIfNecessary``): True, reason ``SuspendedJobs`` ("jobset is
+    suspended"), while suspended; False, reason ``ResumeJobs`` ("jobset is resumed"), once it is
+    not but was; None when there is nothing to say (never suspended, or finished: the controller
+    leaves a finished JobSet's conditions alone)."""
+    status = jobset.get("status") or {}
+    if finished_phase(status) is not None:
+        return None
+    suspend = (jobset.get("spec") or {}).get("suspend")
+    return suspended_condition(
+        suspend, status, suspended=("SuspendedJobs", "jobset is suspended"), resumed=("ResumeJobs", "jobset is resumed")
+    )
 
 
 def _replicated_jobs(obj: Obj) -> list[dict[str, Any]]:
@@ -117,8 +146,4 @@ class JobSetInterpreter(GangOfRoles):
         return health_by_conditions(status)
 
     def finished(self, status: Mapping[str, Any] | None) -> FinishedPhase | None:
-        if condition_true(status, "Failed") or (status or {}).get("terminalState") == "Failed":
-            return FinishedPhase.FAILED
-        if condition_true(status, "Completed") or (status or {}).get("terminalState") == "Completed":
-            return FinishedPhase.SUCCEEDED
-        return None
+        return finished_phase(status)

@@ -31,6 +31,7 @@ from controlplane.interpreter.base import (
     finished_by_conditions,
     put_conditions,
     reported,
+    suspended_condition,
 )
 from controlplane.interpreter.health import health_by_conditions, status_of
 from controlplane.interpreter.requirements import Obj, ReplicaRequirements, requirements
@@ -48,11 +49,10 @@ def suspension_condition(job: Mapping[str, Any]) -> dict[str, str] | None:
     if job.get("apiVersion") != "kubeflow.org/v1" or finished_by_conditions(status, succeeded="Succeeded") is not None:
         return None
     kind, name = str(job.get("kind")), str((job.get("metadata") or {}).get("name"))
-    if ((job.get("spec") or {}).get("runPolicy") or {}).get("suspend") is True:
-        return {"type": "Suspended", "status": "True", "reason": f"{kind}Suspended", "message": f"{kind} {name} is suspended."}
-    if condition_true(status, "Suspended"):
-        return {"type": "Suspended", "status": "False", "reason": f"{kind}Resumed", "message": f"{kind} {name} is resumed."}
-    return None
+    return suspended_condition(
+        ((job.get("spec") or {}).get("runPolicy") or {}).get("suspend"), status,
+        suspended=(f"{kind}Suspended", f"{kind} {name} is suspended."), resumed=(f"{kind}Resumed", f"{kind} {name} is resumed."),
+    )
 
 
 class KubeflowJobInterpreter(GangOfRoles):

@@ -8,6 +8,9 @@ spreads the difference over the worker groups in proportion to their current siz
 
 The helpers here are shared with :mod:`controlplane.interpreter.rayjob`, whose
 ``spec.rayClusterSpec`` has the same shape as a RayCluster's ``spec``.
+
+:func:`suspension_status` is what KubeRay says of a RayCluster's ``spec.suspend`` (its
+``status.state`` and suspension conditions); the hub sets it on a RayCluster it holds.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from controlplane.interpreter.base import (
     MemberStatuses,
     PodSetSlot,
     TemplateSlot,
+    condition_true,
     nonzero_sums,
     reported,
     scale_counts,
@@ -39,8 +43,28 @@ COUNT_FIELDS = (
     "minWorkerReplicas",
     "maxWorkerReplicas",
 )
+#: KubeRay's ``status.state`` of a suspended cluster whose pods are gone.
+SUSPENDED_STATE = "suspended"
 # Worst first: the merged state is the worst any member reports.
-STATE_ORDER = ("failed", "suspended", "", "ready")
+STATE_ORDER = ("failed", SUSPENDED_STATE, "", "ready")
+SUSPENDED, SUSPENDING = "RayClusterSuspended", "RayClusterSuspending"
+
+
+def suspension_status(cluster: Mapping[str, Any]) -> tuple[str | None, list[dict[str, str]]]:
+    """KubeRay's ``status.state`` and conditions for a RayCluster's ``spec.suspend`` while none of
+    its pods runs (``calculateStatus`` with the ``RayClusterStatusConditions`` gate, on by
+    default): suspended, state ``suspended``, ``RayClusterSuspended`` True and
+    ``RayClusterSuspending`` False (each condition's reason its type, no message); resumed
+    (``spec.suspend: false``) from it, ``RayClusterSuspended`` False, the state kept until the
+    pods are ready, as KubeRay keeps it; otherwise nothing to say."""
+    if (cluster.get("spec") or {}).get("suspend") is True:
+        return SUSPENDED_STATE, [
+            {"type": SUSPENDED, "status": "True", "reason": SUSPENDED},
+            {"type": SUSPENDING, "status": "False", "reason": SUSPENDING},
+        ]
+    if (cluster.get("spec") or {}).get("suspend") is False and condition_true(cluster.get("status"), SUSPENDED):
+        return None, [{"type": SUSPENDED, "status": "False", "reason": SUSPENDED}]
+    return None, []
 
 
 def worker_pods(group: Mapping[str, Any]) -> int:

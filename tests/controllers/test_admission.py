@@ -256,6 +256,22 @@ def _suspended_condition(status: dict[str, Any]) -> dict[str, Any]:
             "Suspended",
             id="RayJob: KubeRay's jobDeploymentStatus",
         ),
+        pytest.param(  # as Kueue's sample-jobset.yaml
+            {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata": {"name": "sleep-job", **_QUEUED},
+             "spec": {"replicatedJobs": [{"name": "workers", "replicas": 2, "template": {"spec": {
+                 "parallelism": 1, "completions": 1, "template": {**_TEMPLATE, "spec": {**_TEMPLATE["spec"], "restartPolicy": "Never"}}}}}]}},
+            _suspended_condition,
+            {"type": "Suspended", "status": "True", "reason": "SuspendedJobs", "message": "jobset is suspended"},
+            id="JobSet: the JobSet controller's condition",
+        ),
+        pytest.param(
+            {"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": "raycluster-sample", **_QUEUED},
+             "spec": {"headGroupSpec": {"rayStartParams": {}, "template": _TEMPLATE},
+                      "workerGroupSpecs": [{"groupName": "small-group", "replicas": 1, "rayStartParams": {}, "template": _TEMPLATE}]}},
+            lambda status: (status.get("state"), condition({"status": status}, "RayClusterSuspended").get("status")),
+            ("suspended", "True"),
+            id="RayCluster: KubeRay's state and RayClusterSuspended condition",
+        ),
     ],
 )
 async def test_a_held_job_shows_the_suspension_its_controller_would(
