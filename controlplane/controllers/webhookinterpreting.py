@@ -231,27 +231,35 @@ async def reflected_by_webhook(
         interpreted = entry.get("interpretedBy") or {}
         if entry.get("status") is None:
             continue  # no member object reported yet
-        observed = _member_copy(work, resource, entry)
+        report = (work, entry, _member_copy(work, resource, entry))
         what = f"object({target['kind']}/{resource.get('namespace') or ''}/{resource.get('name')})"
         if reflects and "statusReflection" not in interpreted:
             failed = (EventReason.REFLECT_STATUS_FAILED, f"Reflect status for {what} failed, err: {{error}}.")
-            key = _report_key(webhooks, target, "InterpretStatus", work, entry)
-            reflected = answers.get(key)
-            if reflected is None:
-                reflected = await _called(ctx, webhooks, "InterpretStatus", observed, failed, read=raw_status_of, involved=work)
-                answers.put(key, reflected)
+            reflected = await _answer(ctx, webhooks, answers, target, report, "InterpretStatus", failed, raw_status_of)
             entry["status"] = reflected if reflected is not None else entry["status"]  # None: the webhook went meanwhile
         if judges and "healthInterpretation" not in interpreted:
             failed = (EventReason.INTERPRET_HEALTH_FAILED, f"Interpret health of {what} failed, err: {{error}}.")
-            key = _report_key(webhooks, target, "InterpretHealth", work, entry)
-            healthy = answers.get(key)
-            if healthy is None:
-                healthy = await _called(ctx, webhooks, "InterpretHealth", observed, failed, read=healthy_of, involved=work)
-                answers.put(key, healthy)
+            healthy = await _answer(ctx, webhooks, answers, target, report, "InterpretHealth", failed, healthy_of)
             if healthy is not None:
                 entry["health"] = str(Health.HEALTHY if healthy else Health.UNHEALTHY)
         out[cluster] = with_main_manifest(work, resource, entry)
     return out
+
+
+async def _answer(
+    ctx: ControllerContext, webhooks: InterpreterWebhookCaller, answers: MemberAnswers, target: Mapping[str, str],
+    report: tuple[Mapping[str, Any], Mapping[str, Any], dict[str, Any]], operation: str,
+    failed: tuple[EventReason, str], read: Callable[[dict[str, Any]], Any],
+) -> Any:
+    """A webhook's answer about one member report (``report``: the Work, its manifest entry and the
+    member's copy sent): the one ``answers`` keeps, else a call (kept unless it failed)."""
+    work, entry, observed = report
+    key = _report_key(webhooks, target, operation, work, entry)
+    found = answers.get(key)
+    if found is None:
+        found = await _called(ctx, webhooks, operation, observed, failed, read=read, involved=work)
+        answers.put(key, found)
+    return found
 
 
 def _member_copy(work: Mapping[str, Any], resource: Mapping[str, Any], entry: Mapping[str, Any]) -> dict[str, Any]:
