@@ -93,8 +93,11 @@ FIELD_MANAGER_HUB: Final = "gpufed-hub"
 # exchange, token management).
 AUTH_GROUP: Final = "auth.gpufed.io"
 COORDINATION_GROUP: Final = "coordination.k8s.io"
-#: Served without authentication: the hub's CA, checked by joining agents against a pin.
+#: The hub's CA, fetched by joining agents (without credentials: they do not trust the hub yet) and
+#: checked against a pin.
 CA_PATH: Final = "/.well-known/gpufed/ca.crt"
+#: The dashboard's page and static files.
+UI_PATH: Final = "/ui"
 #: The token exchange: a bootstrap token in, an agent token out.
 JOIN_PATH: Final = f"/apis/{AUTH_GROUP}/{VERSION}/clusterjoins"
 #: Admin-only token management (create, list, revoke).

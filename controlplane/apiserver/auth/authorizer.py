@@ -7,23 +7,30 @@ rules below are what those roles meant before RBAC; the hub now grants them by b
 
 In: :class:`RequestAttributes` (the authenticated user plus verb, API group, resource,
 subresource, namespace, name, or a non-resource path). Out: a :class:`Decision`; a
-denial carries one sentence naming who may not do what and which right is missing,
+denial carries kube's sentence naming who may not do what, and then which right is missing,
 shown to the user in the 403 ``Status``.
 
 The rights, least privilege first:
 
 - **admin**: everything.
 - **viewer**: get, list, watch on every resource except Secrets and the hub's own
-  credentials (``auth.gpufed.io``); every non-resource read (discovery, /metrics, /ui).
+  credentials (``auth.gpufed.io``); the public paths below and ``/metrics``.
 - **agent** of cluster C (``UserInfo.cluster``): read and watch the Works in its
   execution namespace ``gpufed-es-C`` and update their ``status``; get, create and
   update its own Cluster ``C`` and its ``status``; get, create and update its Lease
   ``gpufed-cluster-lease/C``; open its proxy tunnel (``get clusters/tunnel`` named C); get, list
   and watch ResourceInterpreterCustomizations (cluster-scoped, no secrets: the agent runs their
-  member-side hooks, as Karmada's agent does); read discovery, OpenAPI, version and health.
-  Nothing else.
-- **bootstrap**: create a ``clusterjoins`` (the token exchange) and read discovery,
-  version and health. Nothing else.
+  member-side hooks, as Karmada's agent does); read the public paths. Nothing else.
+- **bootstrap**: create a ``clusterjoins`` (the token exchange) and read the public paths.
+  Nothing else: as kube's bootstrap tokens, which RBAC's defaults let read no more than
+  discovery and public info.
+
+The public paths are what the default RBAC policy gives every authenticated user
+(:data:`~controlplane.apiserver.auth.rbac.policy.DISCOVERY_URLS` and the CA and dashboard of
+:data:`~controlplane.apiserver.auth.rbac.policy.GPUFED_PUBLIC_URLS`), matched as RBAC matches
+them: ``get`` only, ``/healthz`` but not its single checks (``/healthz/etcd``), which are
+``system:monitoring``'s. So these credentials get the same non-resource rights with this
+authorizer alone as in the hub's chain.
 
 Request attributes follow Kubernetes: resource verbs are get, list, watch, create,
 update, patch, delete, deletecollection; non-resource verbs are the lowercase HTTP
@@ -40,7 +47,6 @@ from typing import Final
 
 from controlplane.apis.constants import (
     AUTH_GROUP,
-    CA_PATH,
     CLUSTER_GROUP,
     COORDINATION_GROUP,
     JOIN_PATH,
@@ -49,7 +55,14 @@ from controlplane.apis.constants import (
     WORK_GROUP,
     execution_namespace,
 )
-from controlplane.apiserver.identity import Decision, RequestAttributes, Role, UserInfo
+from controlplane.apiserver.auth.rbac.policy import (
+    DISCOVERY_URLS,
+    GPUFED_PUBLIC_URLS,
+    PUBLIC_INFO_URLS,
+    VIEWER_URLS,
+)
+from controlplane.apiserver.auth.rbac.rules import PolicyRule, rules_allow
+from controlplane.apiserver.identity import Decision, RequestAttributes, Role, forbidden_message
 
 AUTH_VERSION: Final = VERSION
 
@@ -57,13 +70,17 @@ CLUSTERJOINS: Final = "clusterjoins"
 TOKENS: Final = "tokens"
 
 READ_VERBS: Final = frozenset({"get", "list", "watch"})
-_NON_RESOURCE_READ_VERBS: Final = frozenset({"get", "head"})
 _AGENT_WRITE_VERBS: Final = frozenset({"get", "create", "update", "patch"})
 _STATUS_VERBS: Final = frozenset({"get", "update", "patch"})
 _CUSTOMIZATIONS_GROUP: Final = "config.karmada.io"
 _CUSTOMIZATIONS: Final = "resourceinterpretercustomizations"
-_DISCOVERY_ROOTS: Final = ("/api", "/apis", "/openapi")
-_PUBLIC_INFO_ROOTS: Final = ("/version", "/healthz", "/livez", "/readyz")
+#: The default policy's non-resource rules for every authenticated user, and for viewers.
+_PUBLIC: Final = (PolicyRule(verbs=("get",), non_resource_urls=(*DISCOVERY_URLS, *PUBLIC_INFO_URLS, *GPUFED_PUBLIC_URLS)),)
+_VIEWER_NON_RESOURCE: Final = (*_PUBLIC, PolicyRule(verbs=("get",), non_resource_urls=VIEWER_URLS))
+_PUBLIC_HINT: Final = (
+    "read what every user may: discovery, OpenAPI, /version, /healthz, /livez and /readyz (not their single "
+    "checks), the hub's CA and the dashboard"
+)
 
 _ALLOW: Final = Decision(allowed=True)
 
@@ -86,9 +103,9 @@ class RoleAuthorizer:
 
 def _authorize_viewer(attributes: RequestAttributes) -> Decision:
     if attributes.non_resource_path is not None:
-        if attributes.verb in _NON_RESOURCE_READ_VERBS:
+        if rules_allow(_VIEWER_NON_RESOURCE, attributes):
             return _ALLOW
-        return _deny(attributes, "viewers have read-only access")
+        return _deny(attributes, "viewers may only read discovery, health, version, /metrics and the dashboard")
     if attributes.verb not in READ_VERBS:
         return _deny(attributes, "viewers have read-only access (get, list, watch)")
     if attributes.api_group == "" and attributes.resource == "secrets":
@@ -103,9 +120,9 @@ def _authorize_agent(attributes: RequestAttributes) -> Decision:
     if not cluster:
         return _deny(attributes, "this agent credential is not scoped to a cluster")
     if attributes.non_resource_path is not None:
-        if attributes.verb in _NON_RESOURCE_READ_VERBS and _is_discovery_or_public(attributes.non_resource_path):
+        if rules_allow(_PUBLIC, attributes):
             return _ALLOW
-        return _deny(attributes, "agents may only read discovery, OpenAPI, version and health endpoints")
+        return _deny(attributes, f"agents may only {_PUBLIC_HINT}")
 
     group, resource, sub, verb = attributes.api_group, attributes.resource, attributes.subresource, attributes.verb
     if group == WORK_GROUP and resource == "works":
@@ -160,7 +177,7 @@ def _authorize_agent(attributes: RequestAttributes) -> Decision:
 def _authorize_bootstrap(attributes: RequestAttributes) -> Decision:
     path = attributes.non_resource_path
     if path is not None:
-        if attributes.verb in _NON_RESOURCE_READ_VERBS and _is_discovery_or_public(path):
+        if rules_allow(_PUBLIC, attributes):
             return _ALLOW
         if attributes.verb in ("post", "create") and path.rstrip("/") == JOIN_PATH:
             return _ALLOW
@@ -173,32 +190,12 @@ def _authorize_bootstrap(attributes: RequestAttributes) -> Decision:
         return _ALLOW
     return _deny(
         attributes,
-        f"a bootstrap token may only join a cluster (create {CLUSTERJOINS} in API group "
-        f'"{AUTH_GROUP}") and read discovery',
+        f'a bootstrap token may only join a cluster (create {CLUSTERJOINS} in API group "{AUTH_GROUP}") and '
+        f"{_PUBLIC_HINT}",
     )
-
-
-def _is_discovery_or_public(path: str) -> bool:
-    return path == CA_PATH or any(
-        path == root or path.startswith(root + "/") for root in (*_DISCOVERY_ROOTS, *_PUBLIC_INFO_ROOTS)
-    )
-
-
-def _subject(user: UserInfo) -> str:
-    if user.role is Role.AGENT:
-        return f'agent "{user.cluster or user.name}"'
-    if user.role is Role.BOOTSTRAP:
-        return f'bootstrap token "{user.token_id or user.name}"'
-    return f'{user.role} "{user.name}"'
 
 
 def _deny(attributes: RequestAttributes, hint: str) -> Decision:
-    """A denial in Kubernetes' wording, followed by the missing right."""
-    subject = _subject(attributes.user)
-    if attributes.non_resource_path is not None:
-        what = f'{attributes.verb} path "{attributes.non_resource_path}"'
-    else:
-        resource = attributes.resource + (f"/{attributes.subresource}" if attributes.subresource else "")
-        where = f'in namespace "{attributes.namespace}"' if attributes.namespace else "at the cluster scope"
-        what = f'{attributes.verb} resource "{resource}" in API group "{attributes.api_group}" {where}'
-    return Decision(allowed=False, reason=f"{subject} cannot {what}: {hint}")
+    """A denial in kube's words (``forbidden: User "x" cannot get path "/metrics"``), followed by
+    the missing right, as kube appends an authorizer's reason."""
+    return Decision(allowed=False, reason=f"{forbidden_message(attributes)}: {hint}")

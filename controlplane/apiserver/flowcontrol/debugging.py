@@ -4,9 +4,10 @@ queues -- those with requests waiting --, waiting and executing requests, and th
 dispatched, rejected, timed out and saw cancelled); ``dump_queues``, one line per queue (its waiting and executing requests, seats in use,
 virtual dispatch time and the seats and work waiting); ``dump_requests``, one line per request
 waiting or executing (its level, schema, queue, place in the queue (-1: executing), flow, arrival,
-initial and final seats, additional latency and start; ``?includeRequestDetails=1`` adds the user and what it asks). For members of
-``system:masters`` only (admin tokens), as ``/debug/writes``: they name every level and what waits
-in it.
+initial and final seats, additional latency and start; ``?includeRequestDetails=1`` adds the user and what it asks). Authorized as
+kube authorizes them, as any non-resource path: the default policy grants them only to ``cluster-admin``
+(they name every level and what waits in it); a ClusterRole with ``nonResourceURLs: ["/debug/*"]``
+grants them to others.
 """
 
 from __future__ import annotations
@@ -18,11 +19,10 @@ from typing import Any, Final
 
 from aiohttp import web
 
-from controlplane.apiserver import errors
 from controlplane.apiserver.flowcontrol.dispatching import FlowController, Seat
 from controlplane.apiserver.flowcontrol.queueing import Request
 from controlplane.apiserver.handlers import REQUEST_INFO
-from controlplane.apiserver.identity import SYSTEM_MASTERS, UserInfo
+from controlplane.apiserver.identity import UserInfo
 
 DUMP_PRIORITY_LEVELS: Final = "/debug/api_priority_and_fairness/dump_priority_levels"
 DUMP_QUEUES: Final = "/debug/api_priority_and_fairness/dump_queues"
@@ -158,19 +158,19 @@ def dump_requests(
 
 
 def debug_routes(controller: FlowController, *, user_key: web.RequestKey[UserInfo]) -> list[web.RouteDef]:
-    def admins_only(path: str, dump: Callable[[web.Request], str]) -> web.RouteDef:
+    """The three dumps. The API server authorizes them as any non-resource path (``get``), so the
+    default policy lets only ``cluster-admin`` read them, as kube's."""
+
+    def dump_route(path: str, dump: Callable[[web.Request], str]) -> web.RouteDef:
         async def serve(request: web.Request) -> web.Response:
-            user = request.get(user_key)
-            if user is None or SYSTEM_MASTERS not in user.groups:
-                raise errors.Forbidden(f"only members of {SYSTEM_MASTERS} may read {path} (an admin token)")
             return web.Response(text=dump(request), content_type="text/plain")
 
         return web.get(path, serve)
 
     return [
-        admins_only(DUMP_PRIORITY_LEVELS, lambda _request: dump_priority_levels(controller)),
-        admins_only(DUMP_QUEUES, lambda _request: dump_queues(controller)),
-        admins_only(DUMP_REQUESTS, lambda request: dump_requests(
+        dump_route(DUMP_PRIORITY_LEVELS, lambda _request: dump_priority_levels(controller)),
+        dump_route(DUMP_QUEUES, lambda _request: dump_queues(controller)),
+        dump_route(DUMP_REQUESTS, lambda request: dump_requests(
             controller, details=bool(request.query.get("includeRequestDetails")), user_key=user_key,
         )),
     ]

@@ -84,6 +84,12 @@ ALLOWED = [
     (BOOTSTRAP, path("get", "/apis")),
     (BOOTSTRAP, path("get", "/version")),
     (BOOTSTRAP, path("get", "/.well-known/gpufed/ca.crt")),
+    (BOOTSTRAP, path("get", "/healthz")),
+    (BOOTSTRAP, path("get", "/livez")),
+    (BOOTSTRAP, path("get", "/openapi/v2")),
+    (BOOTSTRAP, path("get", "/version/")),
+    (BOOTSTRAP, path("get", "/ui/dashboard.js")),
+    (AGENT, path("get", "/.well-known/gpufed/ca.crt")),
 ]
 
 
@@ -95,16 +101,16 @@ def test_allowed(user: UserInfo, request_: dict[str, object]) -> None:
 
 DENIED = [
     # viewer
-    (VIEWER, res("create", "apps", "deployments", ns="ml"), 'viewer "victor" cannot create resource "deployments" in API group "apps" in namespace "ml": viewers have read-only access'),
+    (VIEWER, res("create", "apps", "deployments", ns="ml"), 'deployments.apps is forbidden: User "victor" cannot create resource "deployments" in API group "apps" in the namespace "ml": viewers have read-only access'),
     (VIEWER, res("delete", W, "works", ns=OWN_ES, name="w"), "read-only"),
     (VIEWER, res("patch", C, "clusters", sub="status", name="x"), 'cannot patch resource "clusters/status"'),
-    (VIEWER, res("get", "", "secrets", ns="ml", name="s"), 'viewer "victor" cannot get resource "secrets" in API group "" in namespace "ml": viewers may not read Secrets'),
+    (VIEWER, res("get", "", "secrets", ns="ml", name="s"), 'secrets "s" is forbidden: User "victor" cannot get resource "secrets" in API group "" in the namespace "ml": viewers may not read Secrets'),
     (VIEWER, res("list", "", "secrets"), 'cannot list resource "secrets" in API group "" at the cluster scope'),
     (VIEWER, res("watch", "", "secrets", ns="ml"), "may not read Secrets"),
     (VIEWER, res("list", "auth.gpufed.io", "tokens"), "credentials"),
-    (VIEWER, path("post", "/apis/auth.gpufed.io/v1alpha1/clusterjoins"), 'viewer "victor" cannot post path'),
+    (VIEWER, path("post", "/apis/auth.gpufed.io/v1alpha1/clusterjoins"), 'forbidden: User "victor" cannot post path "/apis/auth.gpufed.io/v1alpha1/clusterjoins"'),
     # agent: other clusters' Works
-    (AGENT, res("list", W, "works", ns=OTHER_ES), 'agent "onprem-a" cannot list resource "works" in API group "work.gpufed.io" in namespace "gpufed-es-cloud-h100": agents may only read the Works of their own cluster (gpufed-es-onprem-a)'),
+    (AGENT, res("list", W, "works", ns=OTHER_ES), 'works.work.gpufed.io is forbidden: User "agent:onprem-a" cannot list resource "works" in API group "work.gpufed.io" in the namespace "gpufed-es-cloud-h100": agents may only read the Works of their own cluster (gpufed-es-onprem-a)'),
     (AGENT, res("get", W, "works", ns=OTHER_ES, name="w1"), "own cluster (gpufed-es-onprem-a)"),
     (AGENT, res("watch", W, "works"), 'cannot watch resource "works" in API group "work.gpufed.io" at the cluster scope'),
     (AGENT, res("update", W, "works", sub="status", ns=OTHER_ES, name="w1"), "update the status of the Works of their own cluster"),
@@ -113,7 +119,7 @@ DENIED = [
     (AGENT, res("update", W, "works", ns=OWN_ES, name="w1"), "update their status"),
     (AGENT, res("delete", W, "works", ns=OWN_ES, name="w1"), "update their status"),
     # agent: other Clusters, and verbs beyond get/create/update
-    (AGENT, res("update", C, "clusters", sub="status", name="cloud-h100"), 'agent "onprem-a" cannot update resource "clusters/status" in API group "cluster.gpufed.io" at the cluster scope: agents may only write their own Cluster (onprem-a)'),
+    (AGENT, res("update", C, "clusters", sub="status", name="cloud-h100"), 'clusters.cluster.gpufed.io "cloud-h100" is forbidden: User "agent:onprem-a" cannot update resource "clusters/status" in API group "cluster.gpufed.io" at the cluster scope: agents may only write their own Cluster (onprem-a)'),
     (AGENT, res("create", C, "clusters", name="cloud-h100"), "own Cluster (onprem-a)"),
     (AGENT, res("get", C, "clusters", name="cloud-h100"), "own Cluster (onprem-a)"),
     (AGENT, res("create", C, "clusters"), "does not name a Cluster"),
@@ -132,16 +138,29 @@ DENIED = [
     (AGENT, res("update", "config.karmada.io", "resourceinterpretercustomizations", name="x"), "may only read ResourceInterpreterCustomizations"),
     (AGENT, res("delete", "config.karmada.io", "resourceinterpretercustomizations", name="x"), "may only read"),
     (AGENT, res("update", "config.karmada.io", "resourceinterpretercustomizations", sub="status", name="x"), "may only read"),
-    (AGENT, path("get", "/metrics"), 'agent "onprem-a" cannot get path "/metrics": agents may only read discovery'),
-    (AGENT, path("post", "/apis"), "may only read discovery"),
+    (AGENT, path("get", "/metrics"), 'forbidden: User "agent:onprem-a" cannot get path "/metrics": agents may only read what every user may'),
+    (AGENT, path("post", "/apis"), "may only read what every user may"),
+    (AGENT, path("get", "/healthz/etcd"), "(not their single checks)"),
+    (AGENT, path("head", "/version"), 'cannot head path "/version"'),
     (UNSCOPED_AGENT, res("list", W, "works", ns=OWN_ES), "not scoped to a cluster"),
     # bootstrap: nothing but the exchange
-    (BOOTSTRAP, res("list", W, "works", ns=OWN_ES), 'bootstrap token "bbbbbb" cannot list resource "works"'),
+    (BOOTSTRAP, res("list", W, "works", ns=OWN_ES), 'works.work.gpufed.io is forbidden: User "bootstrap" cannot list resource "works"'),
     (BOOTSTRAP, res("create", C, "clusters", name="x"), "may only join a cluster"),
     (BOOTSTRAP, res("create", "auth.gpufed.io", "tokens"), "may only join a cluster"),
     (BOOTSTRAP, res("get", "auth.gpufed.io", "clusterjoins", name="x"), "may only join a cluster"),
     (BOOTSTRAP, path("get", "/metrics"), "may only join a cluster"),
     (BOOTSTRAP, path("post", "/apis/auth.gpufed.io/v1alpha1/tokens"), "may only join a cluster"),
+    # bootstrap: what kube's bootstrap tokens get from RBAC's defaults (system:discovery and public
+    # info): /healthz, not its single checks, which are system:monitoring's
+    (BOOTSTRAP, path("get", "/healthz/etcd"), 'forbidden: User "bootstrap" cannot get path "/healthz/etcd": a bootstrap token may only join'),
+    (BOOTSTRAP, path("get", "/readyz/informer-sync"), "not their single checks"),
+    (BOOTSTRAP, path("get", "/livez/ping"), "may only join a cluster"),
+    (BOOTSTRAP, path("head", "/healthz"), "may only join a cluster"),
+    (BOOTSTRAP, path("get", "/debug/writes"), "may only join a cluster"),
+    (BOOTSTRAP, path("get", "/versions"), "may only join a cluster"),
+    # viewer: what RBAC gives its groups (view, gpufed:viewer, discovery), no debug dumps
+    (VIEWER, path("get", "/debug/writes"), 'forbidden: User "victor" cannot get path "/debug/writes"'),
+    (VIEWER, path("get", "/debug/api_priority_and_fairness/dump_requests"), "viewers may only read"),
 ]
 
 
@@ -158,4 +177,4 @@ def test_every_denial_names_its_subject_and_every_allow_is_silent(user: UserInfo
         allowed, reason = decide(user, request_)
         assert (reason == "") is allowed
         if not allowed:
-            assert reason.startswith(f"{user.role} ") or reason.startswith("bootstrap token ")
+            assert f'User "{user.name}" cannot' in reason, reason

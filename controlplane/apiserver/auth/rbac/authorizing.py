@@ -10,8 +10,8 @@ A request is allowed when any of these allows it, in order:
 3. RBAC: the rules bound to the user, its groups or its service account
    (:class:`~controlplane.apiserver.auth.rbac.index.RbacIndex`).
 
-A denial of an agent or join credential keeps the credential authorizer's sentence (which
-right is missing); a viewer token's adds, after kube's message, that viewer tokens only read;
+A denial of an agent or join credential keeps the credential authorizer's reason (kube's message,
+then which right is missing); a viewer token's adds, after kube's message, that viewer tokens only read;
 every other denial carries no reason, so the API server answers with kube's message (``deployments.apps is forbidden: User "alice" cannot create resource
 "deployments" in API group "apps" in the namespace "team-b"``). Pure: no I/O.
 """

@@ -5,14 +5,17 @@ the user-facing ``admin``, ``edit`` and ``view``, which are *aggregated* (their 
 filled by the aggregation controller from every ClusterRole labelled
 ``rbac.authorization.k8s.io/aggregate-to-<role>: "true"``, so ``edit`` includes ``view``
 and ``admin`` includes ``edit``), ``system:discovery``, ``system:basic-user`` (every
-authenticated user may ask what it may do), ``system:public-info-viewer`` and
+authenticated user may ask what it may do), ``system:public-info-viewer``, ``system:monitoring``
+(``/metrics`` and the single health checks, for the group ``system:monitoring``) and
 ``system:service-account-issuer-discovery`` (every service account may read the token issuer's
 OpenID documents), and the CertificateSigningRequest roles (``system:node-bootstrapper``,
 ``system:certificates.k8s.io:*``: bind ``system:certificates.k8s.io:kube-apiserver-client-approver``
 to let someone approve client certificates), and the Role ``kube-system/extension-apiserver-authentication-reader``.
 
 gpufed adds labelled ClusterRoles that aggregate its own kinds into the defaults (policies,
-workloads, bindings, reports) and ``gpufed:viewer`` for the hub's own read-only token role.
+workloads, bindings, reports), ``gpufed:viewer`` for the hub's own read-only token role, and
+``gpufed:public-info-viewer`` (the hub's CA and the dashboard's static files, for everyone, as
+kube's public info).
 Every object carries kube's ``kubernetes.io/bootstrapping: rbac-defaults`` label and the
 ``rbac.authorization.kubernetes.io/autoupdate: "true"`` annotation: the hub re-adds missing
 rules on every start unless an admin set the annotation to ``"false"``.
@@ -29,11 +32,13 @@ from typing import Any, Final
 
 from controlplane.apis.constants import (
     AUTH_GROUP,
+    CA_PATH,
     CLUSTER_GROUP,
     COORDINATION_GROUP,
     KARMADA_POLICY_GROUP,
     POLICY_GROUP,
     REPORTS_GROUP,
+    UI_PATH,
     WORK_GROUP,
 )
 from controlplane.apiserver.auth.rbac.aggregation import aggregate_all
@@ -105,11 +110,22 @@ def _to(role: str) -> dict[str, str]:
     return {AGGREGATE_TO + role: "true"}
 
 
-_DISCOVERY_URLS: Final = (
+#: What every authenticated user may read (kube's ``system:discovery``).
+DISCOVERY_URLS: Final = (
     "/api", "/api/*", "/apis", "/apis/*", "/healthz", "/livez", "/openapi", "/openapi/*", "/readyz",
     "/version", "/version/",
 )
-_PUBLIC_INFO_URLS: Final = ("/healthz", "/livez", "/readyz", "/version", "/version/")
+#: What everyone may read, without credentials too (kube's ``system:public-info-viewer``).
+PUBLIC_INFO_URLS: Final = ("/healthz", "/livez", "/readyz", "/version", "/version/")
+#: gpufed's public paths, for everyone as kube's public info (``gpufed:public-info-viewer``): the CA a
+#: joining agent fetches before it trusts the hub (as kubeadm's ``cluster-info``, which kubeadm lets
+#: ``system:anonymous`` read) and the dashboard's static files a browser opens.
+GPUFED_PUBLIC_URLS: Final = (CA_PATH, UI_PATH, f"{UI_PATH}/*")
+#: kube's ``system:monitoring``: metrics and every single health check, for the group of that name.
+MONITORING_URLS: Final = ("/healthz", "/healthz/*", "/livez", "/livez/*", "/metrics", "/metrics/slis", "/readyz", "/readyz/*")
+MONITORING: Final = "system:monitoring"
+#: What gpufed's viewer tokens may read besides (``gpufed:viewer``).
+VIEWER_URLS: Final = ("/metrics",)
 _ISSUER_DISCOVERY_URLS: Final = (
     "/.well-known/openid-configuration", "/.well-known/openid-configuration/", "/openid/v1/jwks", "/openid/v1/jwks/",
 )
@@ -166,8 +182,9 @@ def cluster_roles() -> list[dict[str, Any]]:
             rule(READ, ("policy",), ("poddisruptionbudgets", "poddisruptionbudgets/status")),
             rule(READ, ("networking.k8s.io",), ("networkpolicies", "ingresses", "ingresses/status")),
         ], labels=_to("view")),
-        cluster_role("system:discovery", [rule(("get",), urls=_DISCOVERY_URLS)]),
-        cluster_role("system:public-info-viewer", [rule(("get",), urls=_PUBLIC_INFO_URLS)]),
+        cluster_role("system:discovery", [rule(("get",), urls=DISCOVERY_URLS)]),
+        cluster_role("system:monitoring", [rule(("get",), urls=MONITORING_URLS)]),
+        cluster_role("system:public-info-viewer", [rule(("get",), urls=PUBLIC_INFO_URLS)]),
         cluster_role("system:service-account-issuer-discovery", [rule(("get",), urls=_ISSUER_DISCOVERY_URLS)]),
         cluster_role("system:auth-delegator", [
             rule(("create",), ("authentication.k8s.io",), ("tokenreviews",)),
@@ -252,7 +269,7 @@ def gpufed_cluster_roles() -> list[dict[str, Any]]:
         cluster_role("gpufed:viewer", [
             rule(READ, (COORDINATION_GROUP,), ("leases",)),
             rule(READ, ("scheduling.k8s.io",), ("priorityclasses",)),
-            rule(("get",), urls=("/metrics",)),
+            rule(("get",), urls=VIEWER_URLS),
             # The hub's health as kubectl get componentstatuses shows it (read-only, as kube serves it).
             rule(("get", "list"), ("",), ("componentstatuses",)),
             # Reads through the cluster proxy (GET only; the member decides what the viewer
@@ -260,6 +277,7 @@ def gpufed_cluster_roles() -> list[dict[str, Any]]:
             rule(("get",), (CLUSTER_GROUP,), ("clusters/proxy",)),
         ]),
         cluster_role("gpufed:cluster-joiner", [rule(("create",), (AUTH_GROUP,), ("clusterjoins",))]),
+        cluster_role("gpufed:public-info-viewer", [rule(("get",), urls=GPUFED_PUBLIC_URLS)]),
     ]
 
 
@@ -268,6 +286,7 @@ def cluster_role_bindings() -> list[dict[str, Any]]:
         cluster_role_binding("cluster-admin", "cluster-admin", groups=(SYSTEM_MASTERS,)),
         cluster_role_binding("system:discovery", "system:discovery", groups=(AUTHENTICATED,)),
         cluster_role_binding("system:basic-user", "system:basic-user", groups=(AUTHENTICATED,)),
+        cluster_role_binding("system:monitoring", "system:monitoring", groups=(MONITORING,)),
         cluster_role_binding("system:public-info-viewer", "system:public-info-viewer",
                              groups=(AUTHENTICATED, UNAUTHENTICATED)),
         cluster_role_binding("system:service-account-issuer-discovery", "system:service-account-issuer-discovery",
@@ -275,6 +294,8 @@ def cluster_role_bindings() -> list[dict[str, Any]]:
         cluster_role_binding("gpufed:viewers", "view", groups=(VIEWERS,)),
         cluster_role_binding("gpufed:viewer", "gpufed:viewer", groups=(VIEWERS,)),
         cluster_role_binding("gpufed:cluster-joiners", "gpufed:cluster-joiner", groups=(BOOTSTRAPPERS,)),
+        cluster_role_binding("gpufed:public-info-viewer", "gpufed:public-info-viewer",
+                             groups=(AUTHENTICATED, UNAUTHENTICATED)),
     ]
 
 
