@@ -123,7 +123,7 @@ from controlplane.storage.etcd import DEFAULT_MAX_RESPONSE_BYTES, EtcdStore
 from controlplane.storage.ledger import LedgerStore, WriteLedger
 from controlplane.storage.recent import RecentStore, RecentValues
 from controlplane.storage.spacekeeping import SpaceKeeper, SpacePolicy
-from controlplane.ui.serving import ui_public_paths, ui_routes
+from controlplane.ui.serving import ui_anonymous_paths, ui_routes
 
 log = logging.getLogger(__name__)
 
@@ -179,7 +179,8 @@ class HubConfig:
     #: --client-ca-file: the CA client certificates are verified against; None: the hub's own CA
     #: when it issues its serving certificate, else no client certificates (apiserver/clientcertificates.py).
     client_ca_file: Path | None = None
-    #: --anonymous-auth: a request without credentials to a public-info path is system:anonymous; else 401.
+    #: --anonymous-auth: a request without credentials to a public-info path or the dashboard is
+    #: system:anonymous; else 401 (but for the CA, which joining agents fetch without credentials).
     anonymous_auth: bool = True
     #: --audit-policy-file, --audit-log-* and --audit-webhook-*: the audit backends (None: no auditing,
     #: as kube without a policy).
@@ -286,6 +287,11 @@ class Hub(ShutdownOnce):
     def kubeconfig_path(self) -> Path:
         return self.config.state_dir / KUBECONFIG_NAME
 
+    @property
+    def routes(self) -> list[web.AbstractRoute]:
+        """Every route the running hub serves (none before it starts)."""
+        return [] if self._runner is None else list(self._runner.app.router.routes())
+
     async def start(self) -> None:
         # etcd's data, the CA key and the admin kubeconfig live here: the owner's alone.
         state = private_directory(self.config.state_dir)
@@ -367,7 +373,7 @@ class Hub(ShutdownOnce):
             metrics=self.metrics,
             backlog=self.metrics.workqueues.longest_wait,
         )
-        # The reports API, the dashboard and /metrics (all read-only; /ui's static files are public,
+        # The reports API, the dashboard and /metrics (all read-only; /ui's static files are anyone's,
         # the data they show comes from authenticated API calls).
         extra.extend(waste_report_routes(ReportSource(self.store, sampler=self.waste_sampler), objects=self.objects))
         extra.extend(ui_routes())
@@ -406,8 +412,9 @@ class Hub(ShutdownOnce):
             ],
             extra_routes=extra,
             computed=computed,
-            public_paths=[CA_PATH, *ui_public_paths()],
-            anonymous_paths=ANONYMOUS_PATHS if self.config.anonymous_auth else (),
+            # Asked as system:anonymous without credentials, then RBAC decides: the CA whatever --anonymous-auth
+            # (a joining agent cannot send its token before it trusts the hub; kubeadm's cluster-info).
+            anonymous_paths=[CA_PATH, *([*ANONYMOUS_PATHS, *ui_anonymous_paths()] if self.config.anonymous_auth else [])],
             outer_middlewares=[self.metrics.middleware()],
             inner_middlewares=[aggregation_middleware(self.aggregation)],
             flow_control=self.config.serving_limits.flow_control(),

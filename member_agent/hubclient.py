@@ -1,6 +1,6 @@
 """The agent's connection to the hub: CA pinning, the bootstrap token exchange, the credential.
 
-First start: fetch the hub's CA from the unauthenticated ``/.well-known/gpufed/ca.crt``, accept it
+First start: fetch the hub's CA from ``/.well-known/gpufed/ca.crt`` without credentials, accept it
 only if its public-key hash equals ``--hub-ca-hash`` (:mod:`member_agent.trust`), then trade the
 one-time bootstrap token for an agent credential scoped to this cluster
 (``POST /apis/auth.gpufed.io/v1alpha1/clusterjoins`` with ``{"clusterName": ...}``). The CA and

@@ -2,7 +2,7 @@
 
 ``create_app(object_store, registry, authenticator=..., authorizer=...)`` returns an
 aiohttp application serving: health (``/healthz``, ``/livez``, ``/readyz`` in kube's format; :mod:`.health`),
-``/version`` (these four also without credentials, as ``system:anonymous``), discovery (``/api``, ``/api/v1``, ``/apis``, ``/apis/<g>[/<v>]``),
+``/version`` (these four also without credentials, as ``system:anonymous``, by default), discovery (``/api``, ``/api/v1``, ``/apis``, ``/apis/<g>[/<v>]``),
 OpenAPI (``/openapi/v3``, one v3 document per group-version, and ``/openapi/v2`` as JSON
 or protobuf: :mod:`controlplane.apiserver.openapi`), every resource path, and the create-only
 resources given to it (:mod:`.computed`: their ``POST``, kube's 405 for any other method,
@@ -273,7 +273,7 @@ def _impersonated(actor: UserInfo, request: web.Request, authorizer: Authorizer)
 
 
 def auth_middleware(
-    authenticator: Authenticator, authorizer: Authorizer | None, public_paths: frozenset[str],
+    authenticator: Authenticator, authorizer: Authorizer | None,
     audit: Auditor | None = None, client_certificates: ClientCertificates | None = None,
     anonymous_paths: frozenset[str] = ANONYMOUS_PATHS,
 ) -> Middleware:
@@ -281,8 +281,6 @@ def auth_middleware(
 
     @web.middleware
     async def authenticate(request: web.Request, handler: Handler) -> web.StreamResponse:
-        if request.path in public_paths:
-            return await handler(request)
         token = _bearer_token(request.headers.get("Authorization"))
         user = None
         rejected: CertificateRejected | None = None
@@ -408,7 +406,6 @@ def create_app(
     admission: Iterable[AdmissionPlugin] = (),
     extra_routes: Iterable[web.AbstractRouteDef] = (),
     computed: Iterable[ComputedEndpoint] = (),
-    public_paths: Iterable[str] = (),
     anonymous_paths: Iterable[str] = ANONYMOUS_PATHS,
     outer_middlewares: Iterable[Middleware] = (),
     inner_middlewares: Iterable[Middleware] = (),
@@ -427,7 +424,7 @@ def create_app(
 ) -> web.Application:
     """The API server application over ``object_store`` serving ``registry``.
 
-    With an ``authenticator`` every request but ``public_paths`` is authenticated (a bearer token or
+    With an ``authenticator`` every request is authenticated, whatever its path (a bearer token or
     a client certificate; without either, ``anonymous_paths`` are asked as ``system:anonymous``,
     any other is 401), and the ``authorizer`` (if any) decides each request; the
     ``admission`` plugins then check each write's final object for its user. Open
@@ -486,7 +483,7 @@ def create_app(
     ]
     if authenticator is not None:
         middlewares.append(auth_middleware(
-            authenticator, authorizer, frozenset(public_paths), audit, client_certificates, frozenset(anonymous_paths)
+            authenticator, authorizer, audit, client_certificates, frozenset(anonymous_paths)
         ))
     if flow_control is None and max_requests_inflight > 0:
         flow_control = FlowControlConfig(total_concurrency=max_requests_inflight)

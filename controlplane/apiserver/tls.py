@@ -25,7 +25,7 @@ The CA and certificate building blocks (:func:`~controlplane.pki.load_or_create_
 embedded etcd's own PKI uses too; this module holds what is specific to serving the hub.
 
 Joining agents discover the CA the way kubeadm's ``cluster-info`` ConfigMap works: the
-hub serves its CA certificate without authentication at :data:`CA_PATH`; the agent
+hub serves its CA certificate to anyone, without credentials too, at :data:`CA_PATH`; the agent
 fetches it over an unverified connection, accepts it only when its public-key hash
 equals the ``--hub-ca-hash`` it was given, and from then on verifies the hub normally
 against that CA (:func:`fetch_and_verify_ca`). This is preferred over reading the CA

@@ -2,9 +2,12 @@
 
 In: the files in ``controlplane/ui/static`` (HTML, CSS and vanilla JavaScript, read once when
 the routes are made). Out: aiohttp routes for ``/ui``, ``/ui/`` and ``/ui/<file>``, and
-:func:`ui_public_paths`, the exact paths the API server must serve without a token.
+:func:`ui_anonymous_paths`, the exact paths a browser asks without credentials.
 
-The static files hold no data and no secret, so they are public; the page asks for a bearer
+The static files hold no data and no secret. They are authenticated as every other path (a token
+or certificate that fails is 401), and a request without credentials (a browser opening the page)
+is ``system:anonymous``, which the default RBAC policy lets read them (``gpufed:public-info-viewer``);
+with ``--anonymous-auth=false`` they need credentials too. The page asks for a bearer
 token (kept in the browser's ``sessionStorage``) and calls the hub's JSON APIs with it, so
 every number it shows passes the same authentication and authorization as ``kubectl``. Files
 are served from memory with an ETag (``If-None-Match`` answers 304), compressed when the
@@ -20,7 +23,8 @@ from importlib import resources
 
 from aiohttp import web
 
-UI_PATH = "/ui"
+from controlplane.apis.constants import UI_PATH
+
 _STATIC_PACKAGE = "controlplane.ui"
 _STATIC_DIR = "static"
 _INDEX = "index.html"
@@ -77,8 +81,8 @@ def _respond(request: web.Request, file: StaticFile) -> web.StreamResponse:
     return response
 
 
-def ui_public_paths(files: dict[str, StaticFile] | None = None) -> list[str]:
-    """The dashboard's paths, to be served without authentication."""
+def ui_anonymous_paths(files: dict[str, StaticFile] | None = None) -> list[str]:
+    """The dashboard's paths, which a request without credentials may ask as ``system:anonymous``."""
     names = files if files is not None else load_static_files()
     return [UI_PATH, f"{UI_PATH}/", *(f"{UI_PATH}/{name}" for name in sorted(names))]
 
@@ -103,4 +107,4 @@ def ui_routes() -> list[web.RouteDef]:
     ]
 
 
-__all__ = ["UI_PATH", "StaticFile", "load_static_files", "ui_public_paths", "ui_routes"]
+__all__ = ["UI_PATH", "StaticFile", "load_static_files", "ui_anonymous_paths", "ui_routes"]

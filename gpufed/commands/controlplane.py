@@ -213,9 +213,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "the Organizations), as kube-apiserver's; default: the hub's own CA when it issues its "
                              "serving certificate, else no client certificates")
     parser.add_argument("--anonymous-auth", type=_go_bool, nargs="?", const=True, default=True, metavar="true|false",
-                        help="kube-apiserver's: a request without credentials to /healthz, /livez, /readyz or /version "
-                             "is system:anonymous, which RBAC's system:public-info-viewer lets read them; false: 401 "
-                             "(default true)")
+                        help="kube-apiserver's: a request without credentials to /healthz, /livez, /readyz, /version "
+                             "or the dashboard (/ui) is system:anonymous, which the default RBAC lets read them; false: "
+                             "401 (the hub's CA, which joining agents fetch without credentials, stays anonymous; "
+                             "default true)")
     parser.add_argument("--tls-san", action="append", default=[], metavar="NAME",
                         help="extra DNS name or IP for the serving certificate the hub issues (repeatable); with "
                              "--tls-cert-file, names that certificate is expected to hold")

@@ -1,6 +1,7 @@
-"""The dashboard's static files on the hub's HTTP app: public without a token (they hold no
-data), cached by ETag, locked down by a Content-Security-Policy, while every data call the page
-makes still needs a token."""
+"""The dashboard's static files on the hub's HTTP app: readable without credentials as
+``system:anonymous`` (they hold no data; the default RBAC policy allows it), 401 with credentials that
+fail as every other path, cached by ETag, locked down by a Content-Security-Policy, while every data
+call the page makes still needs a token."""
 
 from __future__ import annotations
 
@@ -12,14 +13,15 @@ import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
 from controlplane.apiserver.app import create_app
-from controlplane.apiserver.auth.authorizer import RoleAuthorizer
+from controlplane.apiserver.auth.rbac.authorizing import HubAuthorizer
+from controlplane.apiserver.auth.rbac.policy import default_policy_index
 from controlplane.apiserver.auth.tokens import TokenStore
 from controlplane.apiserver.identity import Role
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.hub import hub_registry
 from controlplane.reports.api import ReportSource, waste_report_routes
 from controlplane.storage import MemoryStore
-from controlplane.ui.serving import load_static_files, ui_public_paths, ui_routes
+from controlplane.ui.serving import load_static_files, ui_anonymous_paths, ui_routes
 
 
 @pytest.fixture
@@ -28,8 +30,8 @@ async def client() -> AsyncIterator[tuple[TestClient[Any, Any], str]]:
         tokens = TokenStore(store)
         viewer = (await tokens.create(role=Role.VIEWER, name="viewer")).token
         app = create_app(
-            ObjectStore(store, hub_registry()), hub_registry(), authenticator=tokens, authorizer=RoleAuthorizer(),
-            extra_routes=[*waste_report_routes(ReportSource(store)), *ui_routes()], public_paths=ui_public_paths(),
+            ObjectStore(store, hub_registry()), hub_registry(), authenticator=tokens, authorizer=HubAuthorizer(default_policy_index()),
+            extra_routes=[*waste_report_routes(ReportSource(store)), *ui_routes()], anonymous_paths=ui_anonymous_paths(),
         )
         async with TestClient(TestServer(app)) as test_client:
             yield test_client, viewer
@@ -52,6 +54,16 @@ async def test_static_files_are_public_and_locked_down(
         assert await response.read()
     async with test_client.get(path, headers={"If-None-Match": etag}) as cached:
         assert cached.status == 304
+
+
+@pytest.mark.parametrize("path", ["/ui", "/ui/", "/ui/dashboard.js", "/ui/secrets.txt"])
+async def test_static_files_refuse_credentials_that_fail(client: tuple[TestClient[Any, Any], str], path: str) -> None:
+    """As every path of kube-apiserver: a token that fails is 401, never served as anonymous."""
+    test_client, _ = client
+    async with test_client.get(path, headers={"Authorization": "Bearer not-a-token"}) as response:
+        assert response.status == 401
+        status = await response.json()
+        assert (status["kind"], status["reason"], status["code"]) == ("Status", "Unauthorized", 401)
 
 
 async def test_the_page_loads_only_its_own_assets(client: tuple[TestClient[Any, Any], str]) -> None:

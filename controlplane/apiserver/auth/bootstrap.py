@@ -2,7 +2,7 @@
 
 A new member agent arrives with a bootstrap token and the hub's CA hash (the line
 ``gpufed token create --print-join-command`` prints). It fetches the CA from
-:data:`CA_PATH` (served without authentication, checked against the hash), then posts
+:data:`CA_PATH` (without credentials, as ``system:anonymous``; checked against the hash), then posts
 ``{"clusterName": "x"}`` to :data:`JOIN_PATH` with the bootstrap token. The hub issues
 an agent token scoped to cluster ``x``, marks a one-time bootstrap token used, and
 answers with a ``ClusterJoin`` object holding the new token, which the agent keeps in
@@ -231,7 +231,9 @@ def token_routes(tokens: TokenStore, *, authorizer: Authorizer | None = None) ->
 def ca_routes(*, ca_pem: bytes) -> list[web.RouteDef]:
     """``GET`` :data:`CA_PATH`: the hub's CA certificate, public like kubeadm's cluster-info.
 
-    The API server must serve this path without authentication; it holds no secret.
+    It holds no secret: the API server asks a request without credentials here as ``system:anonymous``
+    (whatever ``--anonymous-auth``: an agent cannot send its token before it trusts the hub), which the
+    default RBAC lets read it (``gpufed:public-info-viewer``); credentials that fail are 401 as anywhere.
     """
 
     async def get_ca(_: web.Request) -> web.StreamResponse:

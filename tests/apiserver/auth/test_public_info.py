@@ -1,7 +1,9 @@
-"""The public-info paths (``/healthz``, ``/livez``, ``/readyz``, ``/version``) on a real hub (real
-etcd, HTTPS), authenticated as kube-apiserver authenticates them: credentials that fail are 401
-there too, a request without credentials is ``system:anonymous`` and RBAC's
-``system:public-info-viewer`` lets it read them, and ``--anonymous-auth=false`` answers it 401."""
+"""The public-info paths (``/healthz``, ``/livez``, ``/readyz``, ``/version``), the hub's CA and the
+dashboard on a real hub (real etcd, HTTPS), authenticated as kube-apiserver authenticates them:
+credentials that fail are 401 there too, a request without credentials is ``system:anonymous`` and
+RBAC decides (``system:public-info-viewer``, ``gpufed:public-info-viewer``), and
+``--anonymous-auth=false`` answers it 401 but for the CA, which a joining agent fetches before it
+trusts the hub."""
 
 from __future__ import annotations
 
@@ -14,13 +16,19 @@ import aiohttp
 import pytest
 import yaml
 
+from controlplane.apis.constants import CA_PATH
 from controlplane.apiserver.audit import AuditConfig, LogSettings
 from controlplane.apiserver.kubeconfig import load_kubeconfig
-from controlplane.apiserver.tls import client_ssl_context
+from controlplane.apiserver.tls import ca_hash, client_ssl_context
 from controlplane.hub import Hub, HubConfig
 from gpufed.commands.up.polling import kube_probe
+from member_agent.hubclient import fetch_hub_ca
+
+from .realhub import Client, eventually
 
 PUBLIC_INFO = ("/healthz", "/livez", "/readyz", "/version", "/version/")
+DASHBOARD = ("/ui", "/ui/", "/ui/dashboard.js")
+PUBLIC_INFO_BINDING = "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/gpufed:public-info-viewer"
 POLICY = {"apiVersion": "audit.k8s.io/v1", "kind": "Policy", "rules": [{"level": "Metadata"}]}
 
 
@@ -74,10 +82,42 @@ async def test_public_info_is_anonymous_but_credentials_that_fail_are_401(audite
 
 
 async def test_without_anonymous_auth_every_path_needs_credentials(tmp_path: Path) -> None:
-    """kube-apiserver's ``--anonymous-auth=false``; the hub's own readiness check sends its token."""
+    """kube-apiserver's ``--anonymous-auth=false``; the hub's own readiness check sends its token. The CA
+    stays anonymous: an agent joins as before."""
     async with Hub(HubConfig(state_dir=tmp_path / "hub", port=0, anonymous_auth=False)) as hub:
-        token = load_kubeconfig(hub.kubeconfig_path).token
-        for path in PUBLIC_INFO:
+        kubeconfig = load_kubeconfig(hub.kubeconfig_path)
+        for path in (*PUBLIC_INFO, *DASHBOARD):
             assert_unauthorized(await get(hub, path), path)
-            assert (await get(hub, path, token))[0] == 200, path
+            assert (await get(hub, path, kubeconfig.token))[0] == 200, path
         assert await kube_probe(hub.kubeconfig_path)(0.0)
+        assert await fetch_hub_ca(hub.url, ca_hash(kubeconfig.ca_pem)) == kubeconfig.ca_pem
+        assert_unauthorized(await get(hub, CA_PATH, token="not-a-token"), CA_PATH)
+
+
+async def test_the_ca_and_the_dashboard_are_anonymous_as_rbac_allows(tmp_path: Path) -> None:
+    """Credentials that fail are 401 on them as anywhere; without credentials RBAC's
+    ``gpufed:public-info-viewer`` decides, so taking ``system:unauthenticated`` off its binding makes them
+    kube's 403 for ``system:anonymous``."""
+    async with Hub(HubConfig(state_dir=tmp_path / "hub", port=0)) as hub:
+        kubeconfig = load_kubeconfig(hub.kubeconfig_path)
+        assert await get(hub, CA_PATH) == (200, kubeconfig.ca_pem.decode())
+        for path in (CA_PATH, *DASHBOARD):
+            assert (await get(hub, path))[0] == 200, path
+            assert_unauthorized(await get(hub, path, token="not-a-token"), path)
+        connector = aiohttp.TCPConnector(ssl=client_ssl_context(kubeconfig.ca_pem))
+        async with aiohttp.ClientSession(connector=connector) as session:
+            admin = Client(session, hub, kubeconfig.token)
+            code, binding = await admin("GET", PUBLIC_INFO_BINDING)
+            assert code == 200, binding
+            binding["subjects"] = [s for s in binding["subjects"] if s["name"] != "system:unauthenticated"]
+            assert (await admin("PUT", PUBLIC_INFO_BINDING, binding))[0] == 200
+
+            async def refused() -> bool:
+                return (await get(hub, CA_PATH))[0] == 403
+
+            await eventually(refused)
+        for path in (CA_PATH, *DASHBOARD):
+            code, status = await get(hub, path)
+            assert code == 403, (path, status)
+            assert status["message"] == f'forbidden: User "system:anonymous" cannot get path "{path}"'
+            assert (await get(hub, path, kubeconfig.token))[0] == 200, path  # system:authenticated still bound
