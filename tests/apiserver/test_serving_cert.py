@@ -21,7 +21,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from controlplane.apiserver.auth.authorizer import CA_PATH
+from controlplane.apis.constants import CA_PATH
 from controlplane.apiserver.kubeconfig import load_kubeconfig
 from controlplane.apiserver.tls import ca_hash, client_ssl_context, load_serving_certificate
 from controlplane.hub import Hub, HubConfig
