@@ -40,11 +40,14 @@ from controlplane.apis import kueue_v1beta1 as kueue
 from controlplane.apis.meta import LabelSelector
 from controlplane.apis.quantity import QuantityError, format_quantity, parse_quantity, to_int
 from controlplane.interpreter import interpreter_for
+from controlplane.interpreter.registry import group_of
 from controlplane.interpreter.requirements import ReplicaRequirements
 
 Obj = dict[str, Any]
 
-_MAX_NAME: Final = 253
+_HASH_LENGTH: Final = 5
+#: A Workload name's longest prefix: 253 characters less the hash and its ``-`` (Kueue's maxPrefixLength).
+_MAX_PREFIX: Final = 253 - 1 - _HASH_LENGTH
 #: What Go's ``strconv.Atoi`` reads as an int32, and its ``ParseBool`` as true.
 _INT: Final = re.compile(r"[+-]?[0-9]{1,10}")
 _TRUE: Final = frozenset({"1", "t", "T", "TRUE", "true", "True"})
@@ -57,14 +60,45 @@ def queue_name(workload: Mapping[str, Any]) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def workload_name(kind: str, name: str) -> str:
-    """The Workload's name for a workload: ``<kind>-<name>`` (Kueue's ``job-<name>``), shortened
-    with a hash when too long."""
-    full = f"{kind.lower()}-{name}"
-    if len(full) <= _MAX_NAME:
-        return full
-    digest = hashlib.sha256(full.encode()).hexdigest()[:10]
-    return f"{full[: _MAX_NAME - 11]}-{digest}"
+def workload_name(name: str, uid: str, *, kind: str, group: str) -> str:
+    """Kueue's ``GetWorkloadNameForOwnerWithGVK``: ``<lowercase kind>-<name>`` (cut to fit 253
+    characters with the suffix) ``-`` the first 5 hex digits of the SHA-1 of the owner's kind,
+    group, name and UID (one per line), so a recreated job of the same name gets another name."""
+    prefix = f"{kind.lower()}-{name}"[:_MAX_PREFIX]
+    digest = hashlib.sha1(f"{kind}\n{group}\n{name}\n{uid}".encode(), usedforsecurity=False).hexdigest()
+    return f"{prefix}-{digest[:_HASH_LENGTH]}"
+
+
+def workload_name_of(workload: Mapping[str, Any]) -> str:
+    """The name of the Workload Kueue makes for a queued workload (:func:`workload_name`)."""
+    meta = workload.get("metadata") or {}
+    return workload_name(
+        str(meta.get("name") or ""), str(meta.get("uid") or ""),
+        kind=str(workload.get("kind") or ""), group=group_of(str(workload.get("apiVersion") or "")),
+    )
+
+
+def controller_owner(workload: Mapping[str, Any]) -> tuple[str, str, str, str] | None:
+    """(group, kind, name, uid) of the controller owner of a Workload: the workload it queues,
+    whatever the Workload's name (one made before the hub named them as Kueue does included)."""
+    for ref in (workload.get("metadata") or {}).get("ownerReferences") or ():
+        if isinstance(ref, Mapping) and ref.get("controller") and ref.get("kind") and ref.get("name"):
+            return group_of(str(ref.get("apiVersion") or "")), str(ref["kind"]), str(ref["name"]), str(ref.get("uid") or "")
+    return None
+
+
+def queues_for(wl: Mapping[str, Any], workload: Mapping[str, Any]) -> bool:
+    """Whether the Workload ``wl`` is the one of ``workload``: its controller owner is that kind,
+    group and name (and, when both say, that UID)."""
+    owner = controller_owner(wl)
+    meta = workload.get("metadata") or {}
+    if owner is None or (wl.get("metadata") or {}).get("namespace") != meta.get("namespace"):
+        return False
+    uid = str(meta.get("uid") or "")
+    group, kind, name, owner_uid = owner
+    return (group, kind, name) == (group_of(str(workload.get("apiVersion") or "")), workload.get("kind"), meta.get("name")) and (
+        not uid or not owner_uid or uid == owner_uid
+    )
 
 
 def _template(req: ReplicaRequirements) -> Obj:

@@ -4,7 +4,8 @@ In: hub workloads with the label ``kueue.x-k8s.io/queue-name`` (any kind the int
 Job, Deployment, PyTorchJob ...), and Kueue's ``kueue.x-k8s.io/v1beta1`` ResourceFlavors,
 ClusterQueues, LocalQueues, WorkloadPriorityClasses and Workloads (informers). Out:
 
-* per queued workload a Workload ``<kind>-<name>`` in its namespace (owner: the workload) with
+* per queued workload a Workload in its namespace, named as Kueue names it
+  (:func:`controlplane.admission.objects.workload_name`; owner: the workload, by which it is found) with
   one pod set per role the interpreter reads, ``spec.queueName`` and the priority of its
   WorkloadPriorityClass (label ``kueue.x-k8s.io/priority-class``); a job of a kind Kueue suspends
   (batch/v1 Job, JobSet, the Kubeflow jobs, RayJob, RayCluster) is kept suspended at the hub until
@@ -152,7 +153,7 @@ class AdmissionController(KeyedController[Key]):
         if rt is None or wl_rt is None:
             return
         source = ctx.cached(rt, ref.namespace, ref.name)
-        wl = self.kinds.workload_of(ref)
+        wl = self.kinds.workload_of(ref) if source is None else self.kinds.workload_for(source)
         queue = adm.queue_name(source) if source is not None else None
         if source is None or is_deleting(source) or queue is None:
             if wl is not None:
@@ -163,8 +164,8 @@ class AdmissionController(KeyedController[Key]):
         if pod_sets is None:
             return
         if wl is None:
-            await ctx.objects.create(wl_rt, self._new_workload(source, queue, pod_sets))
-            log.info("Workload %s/%s created for %s in queue %s", ref.namespace, adm.workload_name(ref.kind, ref.name), ref, queue)
+            created = await ctx.objects.create(wl_rt, self._new_workload(source, queue, pod_sets))
+            log.info("Workload %s created for %s in queue %s", adm.key_of(created), ref, queue)
         elif adm.admission_of(wl) is None and not adm.is_finished(wl):
             if podsets.startable(source) and not podsets.suspended(source):
                 # Stopped first (its count restored): the Workload never takes a partial admission's count.
@@ -207,7 +208,7 @@ class AdmissionController(KeyedController[Key]):
         workload = {
             "apiVersion": API, "kind": "Workload",
             "metadata": {
-                "name": adm.workload_name(str(source.get("kind")), str(meta.get("name"))),
+                "name": adm.workload_name_of(source),
                 "namespace": meta.get("namespace"), "ownerReferences": [owner],
             },
             "spec": spec,

@@ -20,11 +20,14 @@ from controlplane.apis import kueue_v1beta1 as kueue
 from controlplane.controllers.context import ControllerContext
 from controlplane.controllers.workloads import WorkloadRef
 from controlplane.interpreter import interpreter_for
+from controlplane.interpreter.registry import group_of
 from controlplane.objectclient import ResourceType, WatchEventType
 
 API: Final = kueue.API_VERSION
 COHORT_API: Final = kueue_v1alpha1.API_VERSION
 JOB: Final = ("batch/v1", "Job")
+#: The Workloads' index by their controller owner: (namespace, group, kind, name).
+INDEX_OWNER: Final = "kueue-owner"
 
 
 def owner_of(wl: Mapping[str, Any]) -> WorkloadRef | None:
@@ -52,6 +55,8 @@ class Kinds:
     def __post_init__(self) -> None:
         kind = self.ctx.registry.for_kind
         self.workload, self.cluster_queue = kind(API, "Workload"), kind(API, "ClusterQueue")
+        if self.workload is not None:
+            self.ctx.informer(self.workload).add_index(INDEX_OWNER, _owner_index)
         self.local_queue, self.flavor = kind(API, "LocalQueue"), kind(API, "ResourceFlavor")
         self.priority_class = kind(API, "WorkloadPriorityClass")
         self.cohort = kind(COHORT_API, "Cohort")
@@ -67,10 +72,30 @@ class Kinds:
         """The AdmissionChecks by name."""
         return {str(o["metadata"]["name"]): o for o in self.items(self.admission_check)}
 
-    def workload_of(self, ref: WorkloadRef) -> dict[str, Any] | None:
+    def workload_of(self, ref: WorkloadRef, *, uid: str | None = None) -> dict[str, Any] | None:
+        """The Workload of a queued workload, found by its controller owner reference as Kueue
+        finds it (so one named before the hub named Workloads as Kueue does is found too); with
+        ``uid``, only one owned by that incarnation of the workload."""
         if self.workload is None:
             return None
-        return self.ctx.informer(self.workload).get(ref.namespace, adm.workload_name(ref.kind, ref.name))
+        key = (ref.namespace, group_of(ref.api_version), ref.kind, ref.name)
+        for wl in self.ctx.informer(self.workload).by_index(INDEX_OWNER, key):
+            owner = adm.controller_owner(wl)
+            if uid is None or (owner is not None and owner[3] in (uid, "")):
+                return wl
+        return None
+
+    def workload_for(self, source: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The Workload of ``source`` (a queued workload as stored: its UID decides)."""
+        uid = (source.get("metadata") or {}).get("uid")
+        return self.workload_of(WorkloadRef.of(source), uid=str(uid) if uid else None)
+
+
+def _owner_index(wl: dict[str, Any]) -> list[tuple[str, str, str, str]]:
+    owner = adm.controller_owner(wl)
+    if owner is None:
+        return []
+    return [(str((wl.get("metadata") or {}).get("namespace") or ""), owner[0], owner[1], owner[2])]
 
 
 @dataclass(frozen=True)
@@ -103,7 +128,7 @@ class AdmissionGate:
             return Gate()
         if interpreter_for(str(workload.get("apiVersion")), str(workload.get("kind"))) is None:
             return Gate()
-        wl = self.kinds.workload_of(WorkloadRef.of(workload))
+        wl = self.kinds.workload_for(workload)
         if wl is None:
             return Gate(held="waiting for its Workload to be created")
         admission = adm.admission_of(wl)

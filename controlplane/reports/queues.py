@@ -15,12 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-
-def _controller(workload: Mapping[str, Any]) -> tuple[str, str] | None:
-    for ref in (workload.get("metadata") or {}).get("ownerReferences") or ():
-        if isinstance(ref, Mapping) and ref.get("controller") and ref.get("kind") and ref.get("name"):
-            return str(ref["kind"]), str(ref["name"])
-    return None
+from controlplane.admission.objects import controller_owner
 
 
 def cluster_queues_of(
@@ -34,7 +29,7 @@ def cluster_queues_of(
     }
     out: dict[tuple[str, str], str] = {}
     for wl in workloads:
-        owner = _controller(wl)
+        owner = controller_owner(wl)
         if owner is None:
             continue
         namespace = str((wl.get("metadata") or {}).get("namespace") or "")
@@ -42,7 +37,7 @@ def cluster_queues_of(
         queue = admission.get("clusterQueue") if isinstance(admission, Mapping) else None
         queue = queue or pointing.get((namespace, str((wl.get("spec") or {}).get("queueName") or "")))
         if queue:
-            out[(namespace, f"{owner[0]}/{owner[1]}")] = str(queue)
+            out[(namespace, f"{owner[1]}/{owner[2]}")] = str(queue)
     return out
 
 

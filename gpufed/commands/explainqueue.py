@@ -1,7 +1,7 @@
 """`gpufed explain`'s queue block: why a queued workload waits, or what admitted it.
 
 In: a hub workload with the label ``kueue.x-k8s.io/queue-name``, and from the hub its Workload
-(``<kind>-<name>``), its LocalQueue, the ClusterQueue behind it and the Workloads waiting there.
+(the one it owns, named as Kueue names it), its LocalQueue, the ClusterQueue behind it and the Workloads waiting there.
 Out: lines — the LocalQueue and ClusterQueue (cohort, queueing strategy), the Workload's
 QuotaReserved condition (Kueue's reason and message: which flavor and resource lacks quota,
 how much more is needed), a queue's ``stopPolicy`` when it is stopped, the ClusterQueue's quota and usage for what the workload asks, its
@@ -217,16 +217,27 @@ async def _readable(answer: Awaitable[dict[str, Any] | None]) -> dict[str, Any] 
         raise
 
 
+async def workload_of(client: HubClient, workload: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The Workload of a queued workload: the one Kueue's name gives (:func:`~controlplane.admission.objects.workload_name`),
+    else the one of its namespace the workload owns (a Workload made before the hub named them as Kueue does)."""
+    namespace = str((workload.get("metadata") or {}).get("namespace"))
+    wl = await client.get_or_none(f"{BASE}/namespaces/{namespace}/workloads/{adm.workload_name_of(workload)}")
+    if wl is not None and adm.queues_for(wl, workload):
+        return wl
+    listed = await client.read_list(f"{BASE}/namespaces/{namespace}/workloads")
+    return next((item for item in listed.get("items") or () if adm.queues_for(item, workload)), None)
+
+
 async def queue_section(client: HubClient, workload: Mapping[str, Any]) -> list[str]:
     """The queue block of ``workload`` read from the hub ([] when it names no queue)."""
     if adm.queue_name(workload) is None:
         return []
     meta = workload.get("metadata") or {}
     namespace = str(meta.get("namespace"))
-    name = adm.workload_name(str(workload.get("kind")), str(meta.get("name")))
-    wl = await client.get_or_none(f"{BASE}/namespaces/{namespace}/workloads/{name}")
+    wl = await workload_of(client, workload)
     if wl is None:
-        return [_line("Queue:", f"no Workload {namespace}/{name} yet (is the hub's admission controller running?)")]
+        kind, name = workload.get("kind"), meta.get("name")
+        return [_line("Queue:", f"no Workload for {kind} {namespace}/{name} yet (is the hub's admission controller running?)")]
     queue_name = str((wl.get("spec") or {}).get("queueName") or "")
     local_queue = await client.get_or_none(f"{BASE}/namespaces/{namespace}/localqueues/{queue_name}")
     admission = (wl.get("status") or {}).get("admission") or {}
@@ -241,4 +252,4 @@ async def queue_section(client: HubClient, workload: Mapping[str, Any]) -> list[
     return render_queue(wl, local_queue=local_queue, cluster_queue=cluster_queue,
                         cluster_queue_place=cq_place, local_queue_place=local_place)
 
-__all__ = ["Place", "queue_section", "render_queue"]
+__all__ = ["Place", "queue_section", "render_queue", "workload_of"]

@@ -44,10 +44,46 @@ def test_a_kind_without_interpreter_has_no_pod_sets() -> None:
     assert adm.pod_sets({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}) is None
 
 
-def test_workload_names_stay_within_kube_limits() -> None:
-    assert adm.workload_name("Job", "train") == "job-train"
-    long = adm.workload_name("Deployment", "x" * 300)
-    assert len(long) == 253 and long != adm.workload_name("Deployment", "x" * 299)
+# SHA-1 over "<Kind>\n<group>\n<name>\n<uid>", worked out apart from the code under test
+# (`printf 'kind\ngroup\nowner\nuid' | sha1sum` → 2aabfae8c5...): Kueue's own test vector
+# (jobframework TestGetWorkloadNameForOwnerWithGVK, "RegularInput"), a Job, and a core-group Pod.
+@pytest.mark.parametrize(
+    ("name", "uid", "kind", "group", "expected"),
+    [
+        ("owner", "uid", "kind", "group", "kind-owner-2aabf"),
+        ("train", "6f1b4a2e-8d3c-4b5a-9e7f-0a1b2c3d4e5f", "Job", "batch", "job-train-75aad"),
+        ("sample-pod", "0d5e2c1a-3b4f-4a6e-8c7d-9e0f1a2b3c4d", "Pod", "", "pod-sample-pod-72a39"),
+    ],
+)
+def test_workload_names_are_kueues(name: str, uid: str, kind: str, group: str, expected: str) -> None:
+    assert adm.workload_name(name, uid, kind=kind, group=group) == expected
+
+
+def test_a_long_name_keeps_kueues_prefix_and_a_hash_of_the_whole_name() -> None:
+    # Kueue's "InputThatResultsInTrimmedPrefix": the prefix is cut to 247 characters, the hash
+    # (`python3 -c` sha1 of "kind\ngroup\n" + "a"*247 + "\nuid": e93ce...) is of the full name.
+    owner = "a" * 247
+    assert adm.workload_name(owner, "uid", kind="kind", group="group") == "kind-" + "a" * 242 + "-e93ce"
+    assert len(adm.workload_name("x" * 300, "u", kind="Deployment", group="apps")) == 253
+
+
+def test_the_name_follows_the_owners_uid_group_and_kind() -> None:
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "train", "uid": "6f1b4a2e-8d3c-4b5a-9e7f-0a1b2c3d4e5f"}}
+    assert adm.workload_name_of(job) == "job-train-75aad"
+    again = {**job, "metadata": {"name": "train", "uid": "another"}}
+    assert adm.workload_name_of(again) != "job-train-75aad"
+    assert adm.workload_name_of({**job, "apiVersion": "example.com/v1"}) != "job-train-75aad"
+
+
+def test_a_workload_is_found_by_its_owner_whatever_its_name() -> None:
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "train", "namespace": "ml", "uid": "u1"}}
+    owner = {"apiVersion": "batch/v1", "kind": "Job", "name": "train", "uid": "u1", "controller": True}
+    legacy = {"metadata": {"name": "job-train", "namespace": "ml", "ownerReferences": [owner]}}
+    assert adm.controller_owner(legacy) == ("batch", "Job", "train", "u1")
+    assert adm.queues_for(legacy, job)
+    assert not adm.queues_for(legacy, {**job, "metadata": {**job["metadata"], "uid": "u2"}})  # another incarnation
+    assert not adm.queues_for(legacy, {**job, "apiVersion": "example.com/v1"})
+    assert not adm.queues_for(legacy, {**job, "metadata": {**job["metadata"], "namespace": "other"}})
 
 
 def cq(**spec: Any) -> dict[str, Any]:

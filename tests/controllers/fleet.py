@@ -151,6 +151,27 @@ async def get_object(
         return None
 
 
+async def queued_workload(
+    objects: ObjectStore, kind: str, name: str, namespace: str = "default", *, version: str = "v1beta1",
+) -> dict[str, Any] | None:
+    """The Kueue Workload the hub made for the queued workload ``kind``/``name``, found by its
+    controller owner as the hub finds it (its name is Kueue's, with a hash of the owner's UID);
+    None while there is none."""
+    listed = await objects.list(objects.registry.require(f"kueue.x-k8s.io/{version}", "Workload"), namespace=namespace)
+    for wl in listed.items:
+        for ref in wl["metadata"].get("ownerReferences") or ():
+            if ref.get("controller") and (ref.get("kind"), ref.get("name")) == (kind, name):
+                return wl
+    return None
+
+
+async def queued_workload_name(objects: ObjectStore, kind: str, name: str, namespace: str = "default") -> str:
+    """The name of :func:`queued_workload` (which must exist)."""
+    wl = await queued_workload(objects, kind, name, namespace)
+    assert wl is not None, f"no Workload for {kind} {namespace}/{name}"
+    return str(wl["metadata"]["name"])
+
+
 WAIT_SECONDS = 30.0
 
 

@@ -13,7 +13,17 @@ from controlplane.apiserver import errors
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.manager import ControllerManager
 
-from .fleet import A100, deployment, eventually, node_shape, propagation_policy, put_cluster, settled
+from .fleet import (
+    A100,
+    deployment,
+    eventually,
+    node_shape,
+    propagation_policy,
+    put_cluster,
+    queued_workload,
+    queued_workload_name,
+    settled,
+)
 
 KUEUE = "kueue.x-k8s.io/v1beta1"
 GPU = "nvidia.com/gpu"
@@ -75,7 +85,7 @@ async def setup_fleet(objects: ObjectStore, manager: ControllerManager) -> None:
 
 
 async def admitted_in(objects: ObjectStore, name: str) -> str | None:
-    wl = await get(objects, KUEUE, "Workload", f"deployment-{name}")
+    wl = await queued_workload(objects, "Deployment", name)
     if condition(wl, "Admitted").get("status") != "True":
         return None
     return str(((wl or {}).get("status") or {})["admission"]["clusterQueue"])
@@ -96,7 +106,7 @@ async def test_borrow_wait_and_admit_when_quota_frees(objects: ObjectStore, mana
     for name in ("a1", "a2", "a3"):  # 12 GPUs: 8 of team A's quota, 4 borrowed from idle team B
         await create(objects, queued(name, "team-a"))
         assert await eventually(admitted_probe(objects, name), what=f"{name} admitted") == "team-a"
-    wl = await get(objects, KUEUE, "Workload", "deployment-a1")
+    wl = await queued_workload(objects, "Deployment", "a1")
     assert wl is not None
     assert wl["spec"]["queueName"] == "team-a"
     assert [(p["name"], p["count"]) for p in wl["spec"]["podSets"]] == [("main", 4)]
@@ -123,7 +133,7 @@ async def test_borrow_wait_and_admit_when_quota_frees(objects: ObjectStore, mana
     await create(objects, queued("b2", "team-b"))
 
     async def b2_waiting() -> dict[str, Any] | None:
-        cond = condition(await get(objects, KUEUE, "Workload", "deployment-b2"), "QuotaReserved")
+        cond = condition(await queued_workload(objects, "Deployment", "b2"), "QuotaReserved")
         return cond if cond.get("status") == "False" else None
 
     reserved = await eventually(b2_waiting, what="b2 waiting")
@@ -132,7 +142,8 @@ async def test_borrow_wait_and_admit_when_quota_frees(objects: ObjectStore, mana
     await settled(manager)
     events = (await objects.list(objects.registry.require("v1", "Event"), namespace="default")).items
     told = {(e["involvedObject"]["name"], e["reason"]) for e in events if e["involvedObject"]["kind"] == "Workload"}
-    assert {("deployment-b1", "QuotaReserved"), ("deployment-b1", "Admitted"), ("deployment-b2", "Pending")} <= told
+    b1, b2 = [await queued_workload_name(objects, "Deployment", name) for name in ("b1", "b2")]
+    assert {(b1, "QuotaReserved"), (b1, "Admitted"), (b2, "Pending")} <= told
     assert await get(objects, "work.gpufed.io/v1alpha1", "ResourceBinding", "b2-deployment") is None
     propagated = condition(await get(objects, "apps/v1", "Deployment", "b2"), "Propagated")
     assert (propagated["status"], propagated["reason"]) == ("False", "WaitingForQuota")
@@ -149,7 +160,7 @@ async def test_borrow_wait_and_admit_when_quota_frees(objects: ObjectStore, mana
     await objects.update(deployments, b2)
 
     async def b2_follows() -> dict[str, Any] | None:
-        wl = await get(objects, KUEUE, "Workload", "deployment-b2")
+        wl = await queued_workload(objects, "Deployment", "b2")
         cond = condition(wl, "QuotaReserved")
         return cond if wl and wl["spec"]["podSets"][0]["count"] == 2 and "2 more needed" in cond.get("message", "") else None
 
@@ -159,7 +170,7 @@ async def test_borrow_wait_and_admit_when_quota_frees(objects: ObjectStore, mana
     await objects.delete(objects.registry.require("apps/v1", "Deployment"), namespace="default", name="a3")
 
     async def a3_gone() -> bool:
-        return await get(objects, KUEUE, "Workload", "deployment-a3") is None
+        return await queued_workload(objects, "Deployment", "a3") is None
 
     await eventually(a3_gone, what="a3's Workload deleted")
     assert await eventually(lambda: admitted_in(objects, "b2"), what="b2 admitted") == "team-b"
@@ -185,7 +196,7 @@ async def test_a_queued_job_stays_suspended_until_admitted(objects: ObjectStore,
 
     async def suspended_waiting() -> dict[str, Any] | None:
         obj = await get(objects, "batch/v1", "Job", "train")
-        wl = await get(objects, KUEUE, "Workload", "job-train")
+        wl = await queued_workload(objects, "Job", "train")
         cond = condition(wl, "QuotaReserved")
         return obj if obj and obj["spec"].get("suspend") is True and cond.get("reason") == "Inadmissible" else None
 
@@ -201,7 +212,7 @@ async def test_a_queued_job_stays_suspended_until_admitted(objects: ObjectStore,
     assert {k: v for k, v in condition(held, "Suspended").items() if k != "lastTransitionTime"} == {
         "type": "Suspended", "status": "True", "reason": "JobSuspended", "message": "Job suspended",
     }
-    wl = await get(objects, KUEUE, "Workload", "job-train")
+    wl = await queued_workload(objects, "Job", "train")
     assert condition(wl, "QuotaReserved")["message"] == "LocalQueue solo-lq doesn't exist"
     assert await get(objects, "work.gpufed.io/v1alpha1", "ResourceBinding", "train-job") is None
 

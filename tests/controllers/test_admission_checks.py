@@ -20,7 +20,16 @@ from controlplane.objectclient import ResourceType
 from controlplane.storage import MemoryStore
 
 from .conftest import FAST
-from .fleet import A100, eventually, node_shape, propagation_policy, put_cluster, settled
+from .fleet import (
+    A100,
+    eventually,
+    node_shape,
+    propagation_policy,
+    put_cluster,
+    queued_workload,
+    queued_workload_name,
+    settled,
+)
 from .test_admission import KUEUE, PLACEMENT, condition, create, get, kueue_obj, team_queue
 from .test_admission_metrics import metered, value  # noqa: F401 (fixture)
 from .test_admission_preemption import job, works_of
@@ -40,9 +49,10 @@ async def set_active(objects: ObjectStore, name: str, status: str) -> None:
     await objects.update_status(objects.registry.require(KUEUE, "AdmissionCheck"), obj)
 
 
-async def set_state(objects: ObjectStore, wl_name: str, check_name: str, state: str, message: str = "", **extra: Any) -> None:
-    """``kubectl patch workload <wl> --subresource=status``: the check's controller decides."""
-    wl = await get(objects, KUEUE, "Workload", wl_name)
+async def set_state(objects: ObjectStore, kind: str, name: str, check_name: str, state: str, message: str = "", **extra: Any) -> None:
+    """``kubectl patch workload <wl> --subresource=status`` for the Workload of ``kind``/``name``:
+    the check's controller decides."""
+    wl = await queued_workload(objects, kind, name)
     assert wl is not None
     for s in wl["status"]["admissionChecks"]:
         if s["name"] == check_name:
@@ -65,7 +75,7 @@ async def fleet_with_check(objects: ObjectStore, manager: ControllerManager, *, 
 
 
 async def workload(objects: ObjectStore) -> dict[str, Any]:
-    return await get(objects, KUEUE, "Workload", "job-a1") or {"spec": {}, "status": {}}
+    return await queued_workload(objects, "Job", "a1") or {"spec": {}, "status": {}}
 
 
 async def reserved_with_checks(objects: ObjectStore) -> dict[str, Any]:
@@ -90,7 +100,8 @@ async def test_a_job_runs_only_once_its_admission_check_is_ready(
     hub_job = await get(objects, "batch/v1", "Job", "a1")
     assert hub_job is not None and hub_job["spec"]["suspend"] is True
     assert await works_of(objects, "a1") == []
-    assert "waiting for admission checks (Workload default/job-a1): budget (Pending)" in condition(hub_job, "Propagated")["message"]
+    wl_name = await queued_workload_name(objects, "Job", "a1")
+    assert f"waiting for admission checks (Workload default/{wl_name}): budget (Pending)" in condition(hub_job, "Propagated")["message"]
     assert value(registry, "kueue_quota_reserved_workloads_total", cluster_queue="team-a") == 1
     assert not value(registry, "kueue_admitted_workloads_total", cluster_queue="team-a")
     assert value(registry, "kueue_reserving_active_workloads", cluster_queue="team-a") == 1
@@ -98,7 +109,7 @@ async def test_a_job_runs_only_once_its_admission_check_is_ready(
     cq = await get(objects, KUEUE, "ClusterQueue", "team-a", None)
     assert cq is not None and (cq["status"]["reservingWorkloads"], cq["status"]["admittedWorkloads"]) == (1, 0)
 
-    await set_state(objects, "job-a1", "budget", "Ready")
+    await set_state(objects, "Job", "a1", "budget", "Ready")
 
     async def admitted() -> dict[str, Any] | None:
         wl = await workload(objects)
@@ -122,7 +133,7 @@ async def test_retry_evicts_and_requeues_with_the_check_pending_again(objects: O
     await fleet_with_check(objects, manager)
     await create(objects, job("a1", "team-a"))
     first = await reserved_with_checks(objects)
-    await set_state(objects, "job-a1", "budget", "Retry", "no budget this hour")
+    await set_state(objects, "Job", "a1", "budget", "Retry", "no budget this hour")
 
     async def requeued() -> dict[str, Any] | None:
         wl = await workload(objects)
@@ -141,14 +152,15 @@ async def test_retry_evicts_and_requeues_with_the_check_pending_again(objects: O
     assert condition(again, "QuotaReserved")["lastTransitionTime"] >= condition(first, "QuotaReserved")["lastTransitionTime"]
     assert condition(again, "Requeued")["status"] == "True"
     events = (await objects.list(objects.registry.require("v1", "Event"), namespace="default")).items
-    assert any(e["reason"] == "EvictedDueToAdmissionCheck" and e["involvedObject"]["name"] == "job-a1" for e in events)
+    wl_name = await queued_workload_name(objects, "Job", "a1")
+    assert any(e["reason"] == "EvictedDueToAdmissionCheck" and e["involvedObject"]["name"] == wl_name for e in events)
 
 
 async def test_rejected_deactivates_the_workload(objects: ObjectStore, manager: ControllerManager) -> None:
     await fleet_with_check(objects, manager)
     await create(objects, job("a1", "team-a"))
     await reserved_with_checks(objects)
-    await set_state(objects, "job-a1", "budget", "Rejected", "over budget")
+    await set_state(objects, "Job", "a1", "budget", "Rejected", "over budget")
 
     async def deactivated() -> dict[str, Any] | None:
         wl = await workload(objects)
@@ -207,7 +219,7 @@ async def test_a_ready_checks_pod_set_updates_start_the_job_and_eviction_restore
     queued = await get(objects, "batch/v1", "Job", "a1")
     assert queued is not None
     own_labels = queued["spec"]["template"]["metadata"]["labels"]  # kube's job-name and controller-uid
-    await set_state(objects, "job-a1", "budget", "Ready", podSetUpdates=[UPDATE])
+    await set_state(objects, "Job", "a1", "budget", "Ready", podSetUpdates=[UPDATE])
 
     async def started() -> dict[str, Any] | None:
         obj = await get(objects, "batch/v1", "Job", "a1")
@@ -228,7 +240,7 @@ async def test_a_ready_checks_pod_set_updates_start_the_job_and_eviction_restore
     binding = await get(objects, "work.gpufed.io/v1alpha1", "ResourceBinding", "a1-job")
     assert binding is not None and binding["spec"]["replicaRequirements"]["nodeSelector"] == UPDATE["nodeSelector"]
 
-    await set_state(objects, "job-a1", "budget", "Retry", "no budget this hour")
+    await set_state(objects, "Job", "a1", "budget", "Retry", "no budget this hour")
 
     template = (await eventually(lambda: restored(objects), what="the Job suspended with its template back"))["spec"]["template"]
     assert template["metadata"] == {"labels": own_labels}
@@ -277,9 +289,9 @@ async def test_a_template_restore_that_loses_a_race_is_taken_again_on_the_latest
             await fleet_with_check(objects, manager)
             await create(objects, job("a1", "team-a"))
             await reserved_with_checks(objects)
-            await set_state(objects, "job-a1", "budget", "Ready", podSetUpdates=[UPDATE])
+            await set_state(objects, "Job", "a1", "budget", "Ready", podSetUpdates=[UPDATE])
             await eventually(lambda: works_of(objects, "a1"), what="a1 propagated")
-            await set_state(objects, "job-a1", "budget", "Retry", "no budget this hour")
+            await set_state(objects, "Job", "a1", "budget", "Retry", "no budget this hour")
 
             await eventually(lambda: restored(objects), what="the Job's template back after the conflict")
             assert objects.raced
@@ -296,7 +308,7 @@ async def test_a_conflicting_pod_set_update_fails_the_job_to_start(objects: Obje
     queued["spec"]["template"]["spec"]["nodeSelector"] = {"nvidia.com/gpu.product": "H100"}
     await create(objects, queued)
     await reserved_with_checks(objects)
-    await set_state(objects, "job-a1", "budget", "Ready", podSetUpdates=[UPDATE])
+    await set_state(objects, "Job", "a1", "budget", "Ready", podSetUpdates=[UPDATE])
 
     async def failed() -> dict[str, Any] | None:
         wl = await workload(objects)
@@ -311,7 +323,8 @@ async def test_a_conflicting_pod_set_update_fails_the_job_to_start(objects: Obje
     assert hub_job is not None and hub_job["spec"]["suspend"] is True
     assert hub_job["spec"]["template"]["spec"]["nodeSelector"] == {"nvidia.com/gpu.product": "H100"}
     assert await works_of(objects, "a1") == []
-    assert "failed to start (Workload default/job-a1): invalid admission check" in condition(hub_job, "Propagated")["message"]
+    wl_name = await queued_workload_name(objects, "Job", "a1")
+    assert f"failed to start (Workload default/{wl_name}): invalid admission check" in condition(hub_job, "Propagated")["message"]
 
 
 async def test_retry_with_requeue_after_seconds_holds_the_workload_until_requeue_at(
@@ -321,7 +334,7 @@ async def test_retry_with_requeue_after_seconds_holds_the_workload_until_requeue
     await create(objects, job("a1", "team-a"))
     await reserved_with_checks(objects)
     before = datetime.now(UTC)
-    await set_state(objects, "job-a1", "budget", "Retry", "no budget this hour", requeueAfterSeconds=3600)
+    await set_state(objects, "Job", "a1", "budget", "Retry", "no budget this hour", requeueAfterSeconds=3600)
 
     async def held() -> dict[str, Any] | None:
         wl = await workload(objects)

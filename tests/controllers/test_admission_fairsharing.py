@@ -17,7 +17,7 @@ from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.manager import ControllerManager
 
 from .conftest import FAST
-from .fleet import eventually
+from .fleet import eventually, queued_workload
 from .test_admission import KUEUE, condition, create, get
 from .test_admission_preemption import admitted, job, team_a_borrows
 
@@ -57,7 +57,7 @@ async def test_fair_sharing_reports_shares_and_preempts_by_share(
     for name in ("b1", "b2"):  # team B takes its 8 back: b2 needs a3's borrowed GPUs
         await create(objects, job(name, "team-b"))
     assert await eventually(lambda: admitted(objects, "b2"), what="b2 admitted") == "team-b"
-    a3: dict[str, Any] | None = await get(objects, KUEUE, "Workload", "job-a3")
+    a3: dict[str, Any] | None = await queued_workload(objects, "Job", "a3")
     preempted = condition(a3, "Preempted")
     assert preempted.get("reason") == "InCohortFairSharing"
     assert "due to Fair Sharing within the cohort" in str(preempted.get("message"))

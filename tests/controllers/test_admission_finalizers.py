@@ -12,7 +12,7 @@ from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.manager import ControllerManager
 
 from .conftest import FAST
-from .fleet import eventually, node_shape, propagation_policy, put_cluster, settled
+from .fleet import eventually, node_shape, propagation_policy, put_cluster, queued_workload, settled
 from .test_admission import KUEUE, PLACEMENT, condition, create, get, kueue_obj, team_queue
 from .test_admission_checks import fleet_with_check, reserved_with_checks, workload
 from .test_admission_preemption import admitted, job
@@ -65,7 +65,7 @@ async def test_a_cluster_queue_in_use_terminates_once_its_workloads_are_gone(obj
         assert (active["status"], active["reason"], active["message"]) == (
             "False", "Terminating", "Can't admit new workloads; clusterQueue is terminating")
         assert await admitted(objects, "a1") == "team-a"  # what it admitted keeps running
-        waiting = condition(await get(objects, KUEUE, "Workload", "job-a2"), "QuotaReserved")
+        waiting = condition(await queued_workload(objects, "Job", "a2"), "QuotaReserved")
         assert (waiting["status"], waiting["reason"]) == ("False", "Inadmissible")
         assert await finalizers(objects, "ResourceFlavor", "onprem") == [FINALIZER]  # team-a still names it
         lq = condition(await get(objects, KUEUE, "LocalQueue", "team-a"), "Active")

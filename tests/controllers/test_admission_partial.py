@@ -16,7 +16,15 @@ from controlplane.objectclient import ResourceType
 from controlplane.storage import MemoryStore
 
 from .conftest import FAST
-from .fleet import eventually, node_shape, propagation_policy, put_cluster, settled
+from .fleet import (
+    eventually,
+    node_shape,
+    propagation_policy,
+    put_cluster,
+    queued_workload,
+    queued_workload_name,
+    settled,
+)
 from .test_admission import GPU, KUEUE, PLACEMENT, condition, create, get, kueue_obj
 from .test_admission_preemption import WORK, admitted, job
 from .test_admission_stopping import stop
@@ -58,7 +66,7 @@ async def test_a_job_with_min_parallelism_runs_with_the_pods_that_fit(objects: O
 
     obj = await eventually(lambda: running_with(objects, "wide", 3), what="wide running 3 of its 4 pods")
     assert obj["spec"]["completions"] == 4  # kept: only job-completions-equal-parallelism moves it
-    wl = await get(objects, KUEUE, "Workload", "job-wide")
+    wl = await queued_workload(objects, "Job", "wide")
     assert wl is not None
     assert [(p["count"], p["minCount"]) for p in wl["spec"]["podSets"]] == [(4, 2)]
     assignment = wl["status"]["admission"]["podSetAssignments"][0]
@@ -74,7 +82,7 @@ async def test_a_job_with_min_parallelism_runs_with_the_pods_that_fit(objects: O
 
     # Without the annotation the same Job waits for all its 4 GPUs.
     async def whole_waits() -> dict[str, Any] | None:
-        reserved = condition(await get(objects, KUEUE, "Workload", "job-whole"), "QuotaReserved")
+        reserved = condition(await queued_workload(objects, "Job", "whole"), "QuotaReserved")
         return reserved if reserved.get("status") == "False" else None
 
     reserved = await eventually(whole_waits, what="whole waiting")
@@ -88,13 +96,13 @@ async def test_a_job_with_min_parallelism_runs_with_the_pods_that_fit(objects: O
 
     async def suspended_whole() -> dict[str, Any] | None:
         obj = await get(objects, "batch/v1", "Job", "wide")
-        wl = await get(objects, KUEUE, "Workload", "job-wide")
+        wl = await queued_workload(objects, "Job", "wide")
         evicted = condition(wl, "Evicted").get("status") == "True"
         return obj if obj and evicted and obj["spec"].get("suspend") is True and obj["spec"]["parallelism"] == 4 else None
 
     await eventually(suspended_whole, what="wide suspended at parallelism 4")
     await settled(manager)
-    wl = await get(objects, KUEUE, "Workload", "job-wide")
+    wl = await queued_workload(objects, "Job", "wide")
     assert wl is not None and [(p["count"], p["minCount"]) for p in wl["spec"]["podSets"]] == [(4, 2)]
     await stop(objects, "ClusterQueue", "partial", "None")
     await eventually(lambda: running_with(objects, "wide", 3), what="wide running 3 pods again")
@@ -184,7 +192,8 @@ async def test_an_admitted_job_propagates_only_once_started_with_its_admitted_co
 
             propagated = await eventually(waiting_to_start, what="wide held until started")
             assert propagated["status"] == "False"
-            assert propagated["message"].startswith("admitted by ClusterQueue partial (Workload default/job-wide)")
+            wl_name = await queued_workload_name(objects, "Job", "wide")
+            assert propagated["message"].startswith(f"admitted by ClusterQueue partial (Workload default/{wl_name})")
             assert await get(objects, WORK, "ResourceBinding", "wide-job") is None
             stored = await get(objects, "batch/v1", "Job", "wide")
             assert stored is not None and (stored["spec"]["suspend"], stored["spec"]["parallelism"]) == (True, 4)

@@ -11,8 +11,8 @@ from typing import Any
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.manager import ControllerManager
 
-from .fleet import A100, eventually, node_shape, propagation_policy, put_cluster, settled
-from .test_admission import GPU, KUEUE, PLACEMENT, condition, create, get, kueue_obj, team_queue
+from .fleet import A100, eventually, node_shape, propagation_policy, put_cluster, queued_workload, settled
+from .test_admission import GPU, PLACEMENT, condition, create, get, kueue_obj, team_queue
 from .test_admission_checks import check, set_active, set_state
 
 JOBSET = "jobset.x-k8s.io/v1alpha2"
@@ -72,7 +72,7 @@ async def test_a_jobset_starts_with_its_flavor_and_checks_in_every_replicated_jo
     own = templates(await hub_jobset(objects))
 
     async def reserved() -> dict[str, Any] | None:
-        wl = await get(objects, KUEUE, "Workload", "jobset-train")
+        wl = await queued_workload(objects, "JobSet", "train")
         return wl if wl and wl.get("status", {}).get("admissionChecks") else None
 
     wl = await eventually(reserved, what="quota reserved, the check pending")
@@ -80,7 +80,7 @@ async def test_a_jobset_starts_with_its_flavor_and_checks_in_every_replicated_jo
     queued = await hub_jobset(objects)
     assert queued["spec"]["suspend"] is True  # Kueue's JobSet webhook default
 
-    await set_state(objects, "jobset-train", "budget", "Ready", podSetUpdates=[update("leader"), update("workers")])
+    await set_state(objects, "JobSet", "train", "budget", "Ready", podSetUpdates=[update("leader"), update("workers")])
 
     async def started() -> dict[str, Any] | None:
         obj = await get(objects, JOBSET, "JobSet", "train")
@@ -108,7 +108,7 @@ async def test_a_jobset_starts_with_its_flavor_and_checks_in_every_replicated_jo
     assert {c["name"]: c["replicaRequirements"]["nodeSelector"] for c in binding["spec"]["components"]} == {
         "leader": {"nvidia.com/gpu.product": A100, ZONE: "z1"}, "workers": {"nvidia.com/gpu.product": A100, ZONE: "z1"}}
 
-    await set_state(objects, "jobset-train", "budget", "Retry", "no budget this hour")
+    await set_state(objects, "JobSet", "train", "budget", "Retry", "no budget this hour")
 
     async def restored() -> dict[str, Any] | None:
         obj = await get(objects, JOBSET, "JobSet", "train")
@@ -119,7 +119,7 @@ async def test_a_jobset_starts_with_its_flavor_and_checks_in_every_replicated_jo
     stopped = await eventually(restored, what="the JobSet suspended with its templates back")
     assert templates(stopped) == own
     await settled(manager)
-    wl = await get(objects, KUEUE, "Workload", "jobset-train")
+    wl = await queued_workload(objects, "JobSet", "train")
     assert wl is not None and condition(wl, "Admitted").get("status") != "True"
     # The Workload keeps the JobSet's own templates, not the ones it started with.
     assert [copy.deepcopy(ps["template"]["metadata"]) for ps in wl["spec"]["podSets"]] == [

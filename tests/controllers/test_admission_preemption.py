@@ -16,7 +16,15 @@ from controlplane.controllers.manager import ControllerManager
 from controlplane.objectclient import ObjectClient
 
 from .conftest import FAST
-from .fleet import eventually, node_shape, propagation_policy, put_cluster, settled
+from .fleet import (
+    eventually,
+    node_shape,
+    propagation_policy,
+    put_cluster,
+    queued_workload,
+    queued_workload_name,
+    settled,
+)
 from .test_admission import GPU, KUEUE, PLACEMENT, condition, create, get, kueue_obj, team_queue
 
 WORK = "work.gpufed.io/v1alpha1"
@@ -58,7 +66,7 @@ def job(name: str, queue: str, pods: int = 4) -> dict[str, Any]:
 
 
 async def admitted(objects: ObjectStore, name: str) -> str | None:
-    wl = await get(objects, KUEUE, "Workload", f"job-{name}")
+    wl = await queued_workload(objects, "Job", name)
     if condition(wl, "Admitted").get("status") != "True":
         return None
     return str(((wl or {}).get("status") or {})["admission"]["clusterQueue"])
@@ -99,12 +107,13 @@ async def test_an_in_quota_job_preempts_a_borrowing_one(objects: ObjectStore, ma
     assert await eventually(lambda: admitted(objects, "b2"), what="b2 admitted after preempting") == "team-b"
 
     async def a3_evicted() -> dict[str, Any] | None:
-        wl = await get(objects, KUEUE, "Workload", "job-a3")
+        wl = await queued_workload(objects, "Job", "a3")
         return wl if condition(wl, "Evicted").get("status") == "True" else None
 
     wl = await eventually(a3_evicted, what="a3's Workload evicted")
     evicted, preempted = condition(wl, "Evicted"), condition(wl, "Preempted")
-    assert evicted["reason"] == "Preempted" and "Workload: default/job-b2" in evicted["message"]
+    b2 = await queued_workload_name(objects, "Job", "b2")
+    assert evicted["reason"] == "Preempted" and f"Workload: default/{b2}" in evicted["message"]
     assert "due to reclamation within the cohort" in evicted["message"]
     assert (preempted["status"], preempted["reason"]) == ("True", "InCohortReclamation")
     requeued = condition(wl, "Requeued")  # as Kueue: back in the queue at once, no backoff
@@ -126,8 +135,9 @@ async def test_an_in_quota_job_preempts_a_borrowing_one(objects: ObjectStore, ma
     assert "evicted: Preempted to accommodate" in propagated["message"]
     await settled(manager)
     events = (await objects.list(objects.registry.require("v1", "Event"), namespace="default")).items
-    told = [e["message"] for e in events if e["involvedObject"]["name"] == "job-a3" and e["reason"] == "Preempted"]
-    assert told and "default/job-b2" in told[0]
+    a3 = await queued_workload_name(objects, "Job", "a3")
+    told = [e["message"] for e in events if e["involvedObject"]["name"] == a3 and e["reason"] == "Preempted"]
+    assert told and f"default/{b2}" in told[0]
     assert await works_of(objects, "b2")
     cq_a = await get(objects, KUEUE, "ClusterQueue", "team-a", None)
     assert cq_a is not None and (cq_a["status"]["pendingWorkloads"], cq_a["status"]["admittedWorkloads"]) == (1, 2)
@@ -135,7 +145,7 @@ async def test_an_in_quota_job_preempts_a_borrowing_one(objects: ObjectStore, ma
     # Once team B's Job goes, a3 is admitted again: the eviction is history, and it propagates anew.
     await objects.delete(objects.registry.require("batch/v1", "Job"), namespace="default", name="b2")
     assert await eventually(lambda: admitted(objects, "a3"), what="a3 admitted again") == "team-a"
-    wl = await get(objects, KUEUE, "Workload", "job-a3")
+    wl = await queued_workload(objects, "Job", "a3")
     evicted = condition(wl, "Evicted")
     assert (evicted["status"], evicted["reason"]) == ("False", "QuotaReserved")
     assert evicted["message"].startswith("Previously: Preempted to accommodate")
@@ -157,10 +167,11 @@ async def test_the_preemptor_gets_what_its_evictions_freed(objects: ObjectStore,
     events = (await objects.list(objects.registry.require("v1", "Event"), namespace="default")).items
     # One eviction, no readmission: without the claim a4 (and then a3) borrowed the GPUs back and
     # were evicted again.
-    assert [e["involvedObject"]["name"] for e in events if e["reason"] == "Preempted"] == ["job-a4"]
-    assert [e["involvedObject"]["name"] for e in events if e["reason"] == "Admitted"].count("job-a4") == 1
-    evicted = condition(await get(objects, KUEUE, "Workload", "job-a4"), "Evicted")
-    assert evicted["status"] == "True" and "Workload: default/job-b2" in evicted["message"]
+    a4, b2 = [await queued_workload_name(objects, "Job", name) for name in ("a4", "b2")]
+    assert [e["involvedObject"]["name"] for e in events if e["reason"] == "Preempted"] == [a4]
+    assert [e["involvedObject"]["name"] for e in events if e["reason"] == "Admitted"].count(a4) == 1
+    evicted = condition(await queued_workload(objects, "Job", "a4"), "Evicted")
+    assert evicted["status"] == "True" and f"Workload: default/{b2}" in evicted["message"]
     assert await admitted(objects, "a4") is None and await admitted(objects, "b0") is None
     for name in ("a1", "a2", "a3"):
         assert await admitted(objects, name) == "team-a"

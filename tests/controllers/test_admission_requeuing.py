@@ -23,7 +23,7 @@ from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.manager import ControllerManager
 
 from .conftest import FAST
-from .fleet import eventually, node_shape, propagation_policy, put_cluster, settled
+from .fleet import eventually, node_shape, propagation_policy, put_cluster, queued_workload, settled
 from .test_admission import KUEUE, PLACEMENT, condition, create, get, kueue_obj, team_queue
 from .test_admission_preemption import job, works_of
 
@@ -49,7 +49,7 @@ async def team_a_on_one_cluster(objects: ObjectStore, manager: ControllerManager
 
 
 async def workload(objects: ObjectStore) -> dict[str, Any]:
-    return await get(objects, KUEUE, "Workload", "job-slow") or {"spec": {}, "status": {}}
+    return await queued_workload(objects, "Job", "slow") or {"spec": {}, "status": {}}
 
 
 async def conditions_since(
@@ -81,7 +81,7 @@ async def test_a_job_whose_pods_never_get_ready_is_requeued_with_backoff_then_de
     assert wl["status"]["requeueState"]["count"] == 1 and wl["status"]["requeueState"]["requeueAt"]
     assert "admission" not in wl["status"]
     evicted = condition(wl, "Evicted")
-    assert evicted["message"] == "Exceeded the PodsReady timeout default/job-slow"
+    assert evicted["message"] == f"Exceeded the PodsReady timeout default/{wl['metadata']['name']}"
     requeued = condition(wl, "Requeued")
     assert (requeued["status"], requeued["reason"]) == ("False", "PodsReadyTimeout")
     assert (condition(wl, "QuotaReserved")["status"], condition(wl, "QuotaReserved")["reason"]) == ("False", "Pending")
@@ -93,7 +93,7 @@ async def test_a_job_whose_pods_never_get_ready_is_requeued_with_backoff_then_de
         return message if "PodsReady timeout(s))" in message else None
 
     message = await eventually(explained, what="the Job's Propagated condition naming the backoff")
-    assert message.startswith("evicted: Exceeded the PodsReady timeout default/job-slow")
+    assert message.startswith(f"evicted: Exceeded the PodsReady timeout default/{wl['metadata']['name']}")
     assert f"requeued at {wl['status']['requeueState']['requeueAt']} (backoff after 1 PodsReady timeout(s))" in message
 
     # After the backoff it is queued and admitted again; the count stays, the time goes.
@@ -127,7 +127,7 @@ async def test_a_job_whose_pods_never_get_ready_is_requeued_with_backoff_then_de
     assert targets and {(c["status"], c["reason"], c["message"]) for c in targets} == {
         ("True", "RequeuingLimitExceeded", "exceeding the maximum number of re-queuing retries")}
     assert "requeueState" not in wl["status"] and "admission" not in wl["status"]
-    beta2 = await get(objects, "kueue.x-k8s.io/v1beta2", "Workload", "job-slow")
+    beta2 = await queued_workload(objects, "Job", "slow", version="v1beta2")
     assert condition(beta2, "Evicted")["reason"] == "DeactivatedDueToRequeuingLimitExceeded"
 
     async def stopped() -> dict[str, Any] | None:
@@ -139,7 +139,7 @@ async def test_a_job_whose_pods_never_get_ready_is_requeued_with_backoff_then_de
     wl = await workload(objects)
     assert condition(wl, "Admitted")["status"] == "False" and wl["spec"]["active"] is False
     events = (await objects.list(objects.registry.require("v1", "Event"), namespace="default")).items
-    reasons = [e["reason"] for e in events if e["involvedObject"]["name"] == "job-slow"]
+    reasons = [e["reason"] for e in events if e["involvedObject"]["name"] == wl["metadata"]["name"]]
     assert "EvictedDueToPodsReadyTimeout" in reasons and "EvictedDueToDeactivatedDueToRequeuingLimitExceeded" in reasons
     evictions = "kueue_evicted_workloads_total"
     assert registry.get_sample_value(evictions, {"cluster_queue": "team-a", "reason": "PodsReadyTimeout"}) == 1
@@ -175,7 +175,7 @@ async def test_a_job_whose_pods_get_ready_is_timed_in_kueues_ready_histograms(
         await objects.update_status(jobs, obj)  # its pods ready in a member
 
         async def ready() -> dict[str, Any] | None:
-            wl = await get(objects, KUEUE, "Workload", "job-quick")
+            wl = await queued_workload(objects, "Job", "quick")
             return wl if condition(wl, "PodsReady").get("status") == "True" else None
 
         await eventually(ready, what="PodsReady=True")

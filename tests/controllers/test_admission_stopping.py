@@ -10,7 +10,7 @@ from typing import Any
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.manager import ControllerManager
 
-from .fleet import eventually, settled
+from .fleet import eventually, queued_workload, queued_workload_name, settled
 from .test_admission import KUEUE, condition, create, get
 from .test_admission_preemption import WORK, admitted, job, team_a_borrows, works_of
 
@@ -32,7 +32,7 @@ async def active(objects: ObjectStore, kind: str, name: str) -> tuple[str, str, 
 
 def waits(objects: ObjectStore, name: str, message: str) -> Any:
     async def probe() -> dict[str, Any] | None:
-        reserved = condition(await get(objects, KUEUE, "Workload", f"job-{name}"), "QuotaReserved")
+        reserved = condition(await queued_workload(objects, "Job", name), "QuotaReserved")
         return reserved if reserved.get("status") == "False" and reserved.get("message") == message else None
     return probe
 
@@ -42,7 +42,7 @@ async def all_drained(objects: ObjectStore, names: tuple[str, ...], reason: str,
     its Workload Evicted and held out of line (``Requeued=False``) with ``reason``."""
     for name in names:
         async def probe(name: str = name) -> dict[str, Any] | None:
-            wl = await get(objects, KUEUE, "Workload", f"job-{name}")
+            wl = await queued_workload(objects, "Job", name)
             obj = await get(objects, "batch/v1", "Job", name)
             stopped = obj is not None and obj["spec"].get("suspend") is True
             gone = await get(objects, WORK, "ResourceBinding", f"{name}-job") is None and not await works_of(objects, name)
@@ -73,13 +73,13 @@ async def test_hold_and_drain_on_a_cluster_queue_evicts_what_it_admitted_until_i
         "False", "ClusterQueueIsInactive", "Can't submit new workloads to clusterQueue")
     events = (await objects.list(objects.registry.require("v1", "Event"), namespace="default")).items
     told = sorted(e["involvedObject"]["name"] for e in events if e["reason"] == "EvictedDueToClusterQueueStopped")
-    assert told == ["job-a1", "job-a2", "job-a3"]
+    assert told == sorted([await queued_workload_name(objects, "Job", n) for n in ("a1", "a2", "a3")])
     assert [await admitted(objects, n) for n in ("a1", "a2", "a3", "a4")] == [None] * 4
 
     await stop(objects, "ClusterQueue", "team-a", "None")
     for name in ("a1", "a2"):
         assert await eventually(lambda n=name: admitted(objects, n), what=f"{name} admitted again") == "team-a"  # type: ignore[misc]
-        requeued = condition(await get(objects, KUEUE, "Workload", f"job-{name}"), "Requeued")
+        requeued = condition(await queued_workload(objects, "Job", name), "Requeued")
         assert (requeued["status"], requeued["reason"], requeued["message"]) == (
             "True", "ClusterQueueRestarted", "The ClusterQueue was restarted after being stopped")
     await eventually(lambda: works_of(objects, "a1"), what="a1 propagated again")
@@ -96,7 +96,7 @@ async def test_hold_on_a_cluster_queue_keeps_what_runs(objects: ObjectStore, man
     await settled(manager)
     for name in ("a1", "a2", "a3"):
         assert await admitted(objects, name) == "team-a"
-        assert condition(await get(objects, KUEUE, "Workload", f"job-{name}"), "Evicted") == {}
+        assert condition(await queued_workload(objects, "Job", name), "Evicted") == {}
     assert await works_of(objects, "a1")
     await stop(objects, "ClusterQueue", "team-a", "None")
     await stop(objects, "ClusterQueue", "team-b", "None")
@@ -123,7 +123,7 @@ async def test_a_stopped_local_queue_holds_its_workloads_and_drains_them(objects
     await stop(objects, "LocalQueue", "team-a", "None")
     for name in ("a1", "a2", "a3", "a4"):  # 16 GPUs: team-a's 8 and idle team-b's 8
         assert await eventually(lambda n=name: admitted(objects, n), what=f"{name} admitted") == "team-a"  # type: ignore[misc]
-    requeued = condition(await get(objects, KUEUE, "Workload", "job-a1"), "Requeued")
+    requeued = condition(await queued_workload(objects, "Job", "a1"), "Requeued")
     assert (requeued["status"], requeued["reason"], requeued["message"]) == (
         "True", "LocalQueueRestarted", "The LocalQueue was restarted after being stopped")
     await settled(manager)

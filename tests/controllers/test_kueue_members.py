@@ -18,8 +18,8 @@ from controlplane.controllers.works import render_manifest
 from controlplane.interpreter import interpreter_for
 from policies.affinity import ClusterView
 
-from .fleet import eventually, node_shape, propagation_policy, put_cluster, settled
-from .test_admission import GPU, KUEUE, condition, create, get, kueue_obj, team_queue
+from .fleet import eventually, node_shape, propagation_policy, put_cluster, queued_workload, settled
+from .test_admission import GPU, condition, create, get, kueue_obj, team_queue
 
 QUEUE = "kueue.x-k8s.io/queue-name"
 WORK = "work.gpufed.io/v1alpha1"
@@ -148,7 +148,7 @@ async def test_the_works_of_an_admitted_job_per_kind_of_member(objects: ObjectSt
         return (onprem, cloud) if onprem and cloud else None
 
     onprem, cloud = await eventually(both, what="the Job's Works in both clusters")
-    wl = await get(objects, KUEUE, "Workload", "job-train", namespace="ml")
+    wl = await queued_workload(objects, "Job", "train", "ml")
     assert condition(wl, "Admitted")["status"] == "True"
     hub_job = await get(objects, "batch/v1", "Job", "train", namespace="ml")
     assert hub_job is not None and hub_job["spec"]["suspend"] is False  # admitted at the hub

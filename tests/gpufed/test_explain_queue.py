@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from controlplane.admission import objects as adm
 from controlplane.apiserver import errors
 from controlplane.hub import Hub, HubConfig
 from gpufed.commands.explainqueue import render_queue
@@ -36,20 +37,23 @@ def job(name: str) -> dict[str, Any]:
     }
 
 
-async def reserved(hub: Hub, name: str) -> str:
-    """The Workload's QuotaReserved status once the admission cycle has looked at it."""
+async def reserved(hub: Hub, name: str, *, workload: str | None = None) -> str:
+    """The QuotaReserved status of Job ``name``'s Workload (Kueue's name for it, or ``workload``)
+    once the admission cycle has looked at it."""
     assert hub.objects is not None
     rt = hub.objects.registry.require(KUEUE, "Workload")
+    source = await hub.objects.get(hub.objects.registry.require("batch/v1", "Job"), namespace="default", name=name)
+    wl_name = workload or adm.workload_name_of(source)
     for _ in range(400):
         try:
-            wl = await hub.objects.get(rt, namespace="default", name=f"job-{name}")
+            wl = await hub.objects.get(rt, namespace="default", name=wl_name)
         except errors.NotFound:  # not created yet
             wl = {}
         for cond in (wl.get("status") or {}).get("conditions") or ():
             if cond.get("type") == "QuotaReserved":
                 return str(cond["status"])
         await asyncio.sleep(0.05)
-    raise AssertionError(f"job-{name} was never looked at by the admission cycle")
+    raise AssertionError(f"{wl_name} was never looked at by the admission cycle")
 
 
 async def test_explain_says_why_a_job_waits_and_where_the_admitted_one_went(
@@ -86,6 +90,45 @@ async def test_explain_says_why_a_job_waits_and_where_the_admitted_one_went(
     assert "Admission:   admitted by ClusterQueue team-a" in out
     assert f"Flavors:     main x1: {GPU}=onprem" in out
     assert "Position:" not in out
+
+
+async def test_explain_finds_a_workload_named_before_the_hub_named_them_as_kueue(
+    hub: Hub, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A Workload an older hub made (``job-<name>``) is found by its owner: the admission
+    controller keeps it (makes no second one) and `gpufed explain` reads it."""
+    objects = hub.objects
+    assert objects is not None
+    wl_rt = objects.registry.require(KUEUE, "Workload")
+
+    async def create(obj: dict[str, Any]) -> dict[str, Any]:
+        return await objects.create(objects.registry.require(obj["apiVersion"], obj["kind"]), obj)
+
+    await create({"apiVersion": KUEUE, "kind": "ResourceFlavor", "metadata": {"name": "onprem"}, "spec": {}})
+    await create({"apiVersion": KUEUE, "kind": "ClusterQueue", "metadata": {"name": "team-a"}, "spec": {
+        "namespaceSelector": {}, "resourceGroups": [{"coveredResources": ["cpu", GPU], "flavors": [
+            {"name": "onprem", "resources": [{"name": "cpu", "nominalQuota": 8}, {"name": GPU, "nominalQuota": 1}]}]}]}})
+    await create({"apiVersion": KUEUE, "kind": "LocalQueue", "metadata": {"name": "team-a", "namespace": "default"},
+                  "spec": {"clusterQueue": "team-a"}})
+    source = await create(job("old"))
+    assert await reserved(hub, "old") == "True"
+    new_name = adm.workload_name_of(source)
+    made = await objects.get(wl_rt, namespace="default", name=new_name)
+    await create({"apiVersion": KUEUE, "kind": "Workload", "metadata": {
+        "name": "job-old", "namespace": "default", "ownerReferences": made["metadata"]["ownerReferences"]}, "spec": made["spec"]})
+    await objects.delete(wl_rt, namespace="default", name=new_name)
+    for _ in range(400):  # pending while the first held the quota, admitted once it is gone
+        if await reserved(hub, "old", workload="job-old") == "True":
+            break
+        await asyncio.sleep(0.05)
+    assert await reserved(hub, "old", workload="job-old") == "True"
+
+    assert await gpufed(hub, "explain", "job/old") == 0
+    out = capsys.readouterr().out
+    assert "Admission:   admitted by ClusterQueue team-a" in out
+    assert "no Workload" not in out
+    names = [wl["metadata"]["name"] for wl in (await objects.list(wl_rt, namespace="default")).items]
+    assert names == ["job-old"]
 
 
 def workload(name: str, *, priority: int = 0, created: str = "2026-01-01T00:00:00Z", queue: str = "lq",
