@@ -27,6 +27,8 @@ from typing import Any
 
 import yaml
 
+from controlplane.admission.objects import workload_name_of
+
 GPUFED = str(Path(sys.executable).with_name("gpufed"))
 KUBECTL = shutil.which("kubectl") or "/usr/bin/kubectl"
 
@@ -149,6 +151,11 @@ class Kubectl:
         """:meth:`json`, or None when kubectl fails (the object is not there yet, or any more)."""
         result = self.run(*args, "-o", "json", check=False)
         return json.loads(result.stdout) if result.returncode == 0 else None
+
+    def workload_name(self, resource: str, name: str, *args: str) -> str:
+        """The name of the Kueue Workload of the queued ``resource``/``name``: Kueue's
+        (``<kind>-<name>-<hash of its kind, group, name and UID>``), read from the object."""
+        return workload_name_of(self.json("get", resource, name, *args))
 
 
 @dataclass

@@ -51,7 +51,7 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Kubectl, d
 
 
 def _admitted(hub: Kubectl) -> dict[str, Any] | None:
-    wl = hub.json_or_none("get", "workload", "job-train", "-n", "ml")
+    wl = hub.json_or_none("get", "workload", hub.workload_name("job", "train", "-n", "ml"), "-n", "ml")
     conds = {c["type"]: c for c in ((wl or {}).get("status") or {}).get("conditions") or ()}
     return wl if conds.get("Admitted", {}).get("status") == "True" else None
 

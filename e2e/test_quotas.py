@@ -86,7 +86,7 @@ def _submit(hub: Kubectl, name: str, queue: str, node_selector: dict[str, str] |
 
 
 def _admitted_in(hub: Kubectl, job: str) -> str | None:
-    wl = hub.json_or_none("get", "workload", f"job-{job}", "-n", "ml")
+    wl = hub.json_or_none("get", "workload", hub.workload_name("job", job, "-n", "ml"), "-n", "ml")
     conds = {c["type"]: c for c in ((wl or {}).get("status") or {}).get("conditions") or ()}
     if conds.get("Admitted", {}).get("status") != "True":
         return None
@@ -129,7 +129,7 @@ def test_two_teams_share_a_cohort(processes: ProcessGroup) -> None:
              what="team A's Jobs Running on-prem")
     wait_for(lambda: _running_pods(cloud, "a4") == 1, timeout=120, what="a4 (borrowed cloud GPU) Running in the cloud member")
     assert not _pods(onprem, "a4") and all(not _pods(cloud, n) for n in ("a1", "a2", "a3"))
-    assert hub.json("get", "workload", "job-a4", "-n", "ml")["status"]["admission"]["podSetAssignments"][0]["flavors"] == {
+    assert hub.json("get", "workload", hub.workload_name("job", "a4", "-n", "ml"), "-n", "ml")["status"]["admission"]["podSetAssignments"][0]["flavors"] == {
         "cpu": "cloud", "memory": "cloud", "nvidia.com/gpu": "cloud",
     }
 
@@ -138,7 +138,7 @@ def test_two_teams_share_a_cohort(processes: ProcessGroup) -> None:
     _submit(hub, "b2", "team-b")
 
     def b2_pending() -> bool:
-        wl = hub.json_or_none("get", "workload", "job-b2", "-n", "ml")
+        wl = hub.json_or_none("get", "workload", hub.workload_name("job", "b2", "-n", "ml"), "-n", "ml")
         conds = {c["type"]: c for c in ((wl or {}).get("status") or {}).get("conditions") or ()}
         return bool(conds.get("QuotaReserved", {}).get("reason") == "Pending")
 
@@ -146,9 +146,10 @@ def test_two_teams_share_a_cohort(processes: ProcessGroup) -> None:
     table = hub.run("get", "workloads", "-n", "ml").stdout.splitlines()
     assert table[0].split() == ["NAME", "QUEUE", "RESERVED", "IN", "ADMITTED", "FINISHED", "AGE"]
     rows = {line.split()[0]: line.split() for line in table[1:]}
-    assert rows["job-a3"][1:4] == ["team-a", "team-a", "True"]
-    assert rows["job-b2"][1] == "team-b" and rows["job-b2"][2] != "team-b"
-    described = hub.run("describe", "workload", "job-b2", "-n", "ml").stdout
+    a3, b2 = hub.workload_name("job", "a3", "-n", "ml"), hub.workload_name("job", "b2", "-n", "ml")
+    assert rows[a3][1:4] == ["team-a", "team-a", "True"]
+    assert rows[b2][1] == "team-b" and rows[b2][2] != "team-b"
+    described = hub.run("describe", "workload", hub.workload_name("job", "b2", "-n", "ml"), "-n", "ml").stdout
     assert "insufficient unused quota for nvidia.com/gpu in flavor onprem, 1 more needed" in described
     cqs = hub.run("get", "clusterqueues").stdout.splitlines()
     assert cqs[0].split()[:6] == ["NAME", "COHORT", "PENDING", "WORKLOADS", "ADMITTED", "WORKLOADS"]
@@ -178,15 +179,15 @@ def test_two_teams_share_a_cohort(processes: ProcessGroup) -> None:
     wait_for(lambda: _running_pods(onprem, "b2") == 1, timeout=120, what="b2 Running on-prem")
     assert hub.json("get", "job", "b2", "-n", "ml")["spec"]["suspend"] is False
     assert _running_pods(cloud, "b2") == 0
-    wl = hub.json("get", "workload", "job-a3", "-n", "ml")
+    wl = hub.json("get", "workload", hub.workload_name("job", "a3", "-n", "ml"), "-n", "ml")
     conds = {c["type"]: c for c in wl["status"]["conditions"]}
     assert (conds["Evicted"]["status"], conds["Evicted"]["reason"]) == ("True", "Preempted")
-    assert "Workload: ml/job-b2" in conds["Evicted"]["message"]
+    assert f"Workload: ml/{hub.workload_name('job', 'b2', '-n', 'ml')}" in conds["Evicted"]["message"]
     assert (conds["QuotaReserved"]["status"], conds["QuotaReserved"]["reason"]) == ("False", "Pending")
     assert "admission" not in wl["status"]
     assert hub.json("get", "job", "a3", "-n", "ml")["spec"]["suspend"] is True
     assert all(_running_pods(onprem, n) == 1 for n in ("a1", "a2"))
-    described = hub.run("describe", "workload", "job-a3", "-n", "ml").stdout
+    described = hub.run("describe", "workload", hub.workload_name("job", "a3", "-n", "ml"), "-n", "ml").stdout
     assert "Preempted to accommodate a workload" in described
 
     # Visible to people: Kueue's metrics on the hub's /metrics, and why a3 waits now.
@@ -213,10 +214,10 @@ def test_two_teams_share_a_cohort(processes: ProcessGroup) -> None:
     assert _running_pods(onprem, "b3") == 0
     assert all(_running_pods(onprem, n) == 1 for n in ("b1", "b2"))
     assert hub.json("get", "job", "b3", "-n", "ml")["spec"]["suspend"] is False
-    wl = hub.json("get", "workload", "job-a4", "-n", "ml")
+    wl = hub.json("get", "workload", hub.workload_name("job", "a4", "-n", "ml"), "-n", "ml")
     conds = {c["type"]: c for c in wl["status"]["conditions"]}
     assert (conds["Evicted"]["status"], conds["Evicted"]["reason"]) == ("True", "Preempted")
-    assert "Workload: ml/job-b3" in conds["Evicted"]["message"]
+    assert f"Workload: ml/{hub.workload_name('job', 'b3', '-n', 'ml')}" in conds["Evicted"]["message"]
     assert (conds["QuotaReserved"]["status"], conds["QuotaReserved"]["reason"]) == ("False", "Pending")
     assert "admission" not in wl["status"]
     assert hub.json("get", "job", "a4", "-n", "ml")["spec"]["suspend"] is True
@@ -244,7 +245,7 @@ def test_two_teams_share_a_cohort(processes: ProcessGroup) -> None:
     hub.run("patch", "localqueue", "team-b", "-n", "ml", "--type", "merge", "-p", '{"spec":{"stopPolicy":"HoldAndDrain"}}')
     wait_for(lambda: all(not _pods(m, n) for m in (onprem, cloud) for n in ("b1", "b2", "b3")), timeout=120,
              what="team B's pods gone from the members")
-    conds = {c["type"]: c for c in hub.json("get", "workload", "job-b1", "-n", "ml")["status"]["conditions"]}
+    conds = {c["type"]: c for c in hub.json("get", "workload", hub.workload_name("job", "b1", "-n", "ml"), "-n", "ml")["status"]["conditions"]}
     assert (conds["Evicted"]["reason"], conds["Evicted"]["message"]) == ("LocalQueueStopped", "The LocalQueue is stopped")
     assert (conds["Requeued"]["status"], conds["Requeued"]["reason"]) == ("False", "LocalQueueStopped")
     assert hub.json("get", "job", "b1", "-n", "ml")["spec"]["suspend"] is True
@@ -258,7 +259,7 @@ def test_two_teams_share_a_cohort(processes: ProcessGroup) -> None:
     hub.run("patch", "localqueue", "team-b", "-n", "ml", "--type", "merge", "-p", '{"spec":{"stopPolicy":"None"}}')
     wait_for(_admitted_by(hub, "b1", "team-b"), timeout=90, what="b1 admitted again once team B's LocalQueue runs")
     wait_for(lambda: _running_pods(onprem, "b1") == 1, timeout=120, what="b1 Running on-prem again")
-    conds = {c["type"]: c for c in hub.json("get", "workload", "job-b1", "-n", "ml")["status"]["conditions"]}
+    conds = {c["type"]: c for c in hub.json("get", "workload", hub.workload_name("job", "b1", "-n", "ml"), "-n", "ml")["status"]["conditions"]}
     assert (conds["Requeued"]["status"], conds["Requeued"]["reason"]) == ("True", "LocalQueueRestarted")
     assert team_b_queue_says("True", "Active")
 
@@ -276,7 +277,7 @@ def test_two_teams_share_a_cohort(processes: ProcessGroup) -> None:
     }
     hub.run("apply", "-f", "-", input_text=json.dumps(wide))
     wait_for(_admitted_by(hub, "wide", "team-d"), timeout=60, what="wide admitted by team-d")
-    assert hub.json("get", "workload", "job-wide", "-n", "ml")["status"]["admission"]["podSetAssignments"][0]["count"] == 2
+    assert hub.json("get", "workload", hub.workload_name("job", "wide", "-n", "ml"), "-n", "ml")["status"]["admission"]["podSetAssignments"][0]["count"] == 2
     wait_for(lambda: hub.json("get", "job", "wide", "-n", "ml")["spec"]["parallelism"] == 2, timeout=30,
              what="wide unsuspended with parallelism 2")
     wait_for(lambda: _running_pods(cloud, "wide") == 2, timeout=120, what="wide's 2 admitted pods Running in the cloud member")

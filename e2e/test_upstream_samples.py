@@ -95,7 +95,7 @@ def test_kueues_quick_start_job_waits_suspended_then_runs_to_completion(
     hub.run("create", "-f", str(kueue / "quick-start-job.yaml"))  # before its queue exists: it waits
 
     def waiting() -> dict[str, Any] | None:
-        wl = hub.json_or_none("get", "workload", "job-sample-job")
+        wl = hub.json_or_none("get", "workload", hub.workload_name("job", "sample-job"))
         cond = next((c for c in ((wl or {}).get("status") or {}).get("conditions") or () if c["type"] == "QuotaReserved"), {})
         return wl if cond.get("message") == "LocalQueue user-queue doesn't exist" else None
 
@@ -106,11 +106,11 @@ def test_kueues_quick_start_job_waits_suspended_then_runs_to_completion(
 
     hub.run("apply", "-f", str(kueue / "quick-start-setup.yaml"))
     # Kueue's docs: the Workload is admitted by cluster-queue, and the Job runs to completion.
-    wait_for(lambda: _row(hub, "workload", "job-sample-job")[1:4] == ["user-queue", "cluster-queue", "True"],
+    wait_for(lambda: _row(hub, "workload", hub.workload_name("job", "sample-job"))[1:4] == ["user-queue", "cluster-queue", "True"],
              timeout=60, what="the Workload admitted")
     wait_for(lambda: _row(hub, "job", "sample-job")[1:3] == ["Complete", "3/3"], timeout=120, what="sample-job Complete 3/3")
     assert members["member1"].json("get", "job", "sample-job")["status"]["succeeded"] == 3
-    wait_for(lambda: _row(hub, "workload", "job-sample-job")[4] == "True", timeout=60, what="the Workload finished")
+    wait_for(lambda: _row(hub, "workload", hub.workload_name("job", "sample-job"))[4] == "True", timeout=60, what="the Workload finished")
 
 
 def test_kueues_plain_pod_runs_in_a_member_and_the_hubs_pod_says_so(
@@ -123,7 +123,7 @@ def test_kueues_plain_pod_runs_in_a_member_and_the_hubs_pod_says_so(
     name = out.split()[0].removeprefix("pod/")
     assert name.startswith("kueue-sleep-"), out
     # Queued as by Kueue's pod integration: a Workload of one pod, admitted by cluster-queue.
-    wait_for(lambda: _row(hub, "workload", f"pod-{name}")[1:4] == ["user-queue", "cluster-queue", "True"],
+    wait_for(lambda: _row(hub, "workload", hub.workload_name("pod", name))[1:4] == ["user-queue", "cluster-queue", "True"],
              timeout=60, what="the Pod's Workload admitted")
 
     def phase() -> str | None:
@@ -136,4 +136,4 @@ def test_kueues_plain_pod_runs_in_a_member_and_the_hubs_pod_says_so(
     assert _row(hub, "pod", name)[1:3] == ["0/1", "Completed"]
     assert members["member1"].json("get", "pod", name)["status"]["phase"] == "Succeeded"
     assert members["member2"].json_or_none("get", "pod", name) is None
-    wait_for(lambda: _row(hub, "workload", f"pod-{name}")[4] == "True", timeout=60, what="the Pod's Workload finished")
+    wait_for(lambda: _row(hub, "workload", hub.workload_name("pod", name))[4] == "True", timeout=60, what="the Pod's Workload finished")
