@@ -12,7 +12,18 @@ from controlplane.controllers.manager import ControllerManager
 
 from .conftest import FAST
 from .fleet import eventually, node_shape, propagation_policy, put_cluster, settled
-from .test_admission import GPU, KUEUE, PLACEMENT, condition, create, get, kueue_obj, placed, queued, team_queue
+from .test_admission import (
+    GPU,
+    KUEUE,
+    PLACEMENT,
+    condition,
+    create,
+    get,
+    kueue_obj,
+    placed,
+    queued,
+    team_queue,
+)
 
 NOW = "2026-01-01T00:00:00Z"
 
