@@ -90,7 +90,7 @@ from controlplane.apiserver.watchcache.client import CachedObjects
 from controlplane.apiserver.watching import WatchLimits
 from controlplane.apiserver.webhooks import WebhookAdmission
 from controlplane.apiserver.webhooks.interpreting import InterpreterWebhooks
-from controlplane.controllers.admissiongate import suspend_queued_job
+from controlplane.controllers.admissiongate import hold_queued_workload
 from controlplane.controllers.apiserviceavailability import AvailabilityController
 from controlplane.controllers.apiservices import LocalAPIServicesController
 from controlplane.controllers.certificatesigning import CertificateSigningController
@@ -385,7 +385,7 @@ class Hub(ShutdownOnce):
             extra.extend(factory(self))
         self.quota_admission = QuotaAdmission(self.objects, cache=self.watch_cache)
         self.objects.admit_writes(self.quota_admission)
-        self.objects.check_creates(suspend_queued_job)  # Kueue's Job webhook default
+        self.objects.check_creates(hold_queued_workload)  # Kueue's job and pod webhooks' defaults
         self.webhooks = WebhookAdmission(self.objects, authorizer, self.metrics.admission, cache=self.watch_cache)
         self.interpreter_webhooks = InterpreterWebhooks(self.objects, self.watch_cache, self.webhooks.client)
         self._background.append(

@@ -68,6 +68,20 @@ def unschedulable_condition(pod: Mapping[str, Any]) -> Mapping[str, Any] | None:
     return None
 
 
+#: kube-scheduler's ``PodScheduled`` reason for a pod that still has scheduling gates (``v1.PodReasonSchedulingGated``).
+REASON_SCHEDULING_GATED = "SchedulingGated"
+
+
+def scheduling_gated_condition(pod: Mapping[str, Any]) -> dict[str, str] | None:
+    """The ``PodScheduled`` condition kube-scheduler gives a pod whose ``spec.schedulingGates`` is
+    not empty (False, ``SchedulingGated``), for a pod held where no scheduler runs (the hub);
+    None for an ungated pod."""
+    if not (pod.get("spec") or {}).get("schedulingGates"):
+        return None
+    return {"type": "PodScheduled", "status": "False", "reason": REASON_SCHEDULING_GATED,
+            "message": "Scheduling is blocked due to non-empty scheduling gates"}
+
+
 def pod_claims(pod_spec: Mapping[str, Any]) -> tuple[str, ...]:
     """The PersistentVolumeClaims the volumes of ``pod_spec`` name (``persistentVolumeClaim.claimName``), in order."""
     return tuple(

@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from controlplane.apis import constants as c
+from controlplane.apis.pods import REASON_SCHEDULING_GATED
 from controlplane.apis.untyped import dig, json_int
 
 Obj = dict[str, Any]
@@ -251,10 +252,14 @@ def pod_ready(obj: Obj, _now: datetime) -> str:
 
 
 def pod_status(obj: Obj, _now: datetime) -> str:
-    """kubectl's pod STATUS: the reason of a waiting/terminated container, else the phase."""
+    """kubectl's pod STATUS: the reason of a waiting/terminated container, else ``SchedulingGated``
+    for a pod kube-scheduler says is gated, else the status' reason or the phase."""
     if dig(obj, "metadata", "deletionTimestamp"):
         return "Terminating"
     reason = dig(obj, "status", "reason")
+    for cond in dig(obj, "status", "conditions") or []:
+        if isinstance(cond, dict) and cond.get("type") == "PodScheduled" and cond.get("reason") == REASON_SCHEDULING_GATED:
+            reason = REASON_SCHEDULING_GATED
     for st in dig(obj, "status", "containerStatuses") or []:
         if not isinstance(st, dict):
             continue

@@ -56,7 +56,7 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any, Final
 
-from controlplane.admission import checks, podsets, requeuing, stopping
+from controlplane.admission import checks, pods, podsets, requeuing, stopping
 from controlplane.admission import objects as adm
 from controlplane.admission import pending as pending_order
 from controlplane.admission.core import ClusterQueue, Pending, Target, Usage, Waiting, decide
@@ -233,6 +233,8 @@ class AdmissionController(KeyedController[Key]):
         await self.requeuing.record_pods_ready(wl, source)
         if phase is None and podsets.startable(source):
             await self.starting.follow(wl, source, ref)
+        elif phase is None and pods.is_pod(source):
+            await self.starting.ungate(wl, source, ref)
 
     # --- the admission cycle -----------------------------------------------------------------
 

@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from controlplane.admission import checks, podsets, requeuing
+from controlplane.admission import checks, pods, podsets, requeuing
 from controlplane.admission import objects as adm
 from controlplane.apis import kueue_v1alpha1
 from controlplane.apis import kueue_v1beta1 as kueue
@@ -154,12 +154,12 @@ class AdmissionGate:
             if evicted.get("status") == "True":
                 return Gate(held=f"evicted: {evicted.get('message', '')}; {held}", evicted=True)
             return Gate(held=held)
-        if podsets.startable(workload) and podsets.suspended(workload):
+        if (podsets.startable(workload) and podsets.suspended(workload)) or (pods.is_pod(workload) and pods.gated(workload)):
             # Admitted, but the admission controller has not started the job yet: until it does,
             # it has neither the flavor's node labels nor the checks' podSetUpdates in its pod
             # templates, and a Job has its own parallelism, not the admitted count (a member given
             # it would be given another count soon after: kube refuses the completions that count
-            # then divides to).
+            # then divides to). A Pod waits the same way for its scheduling gate to go.
             return Gate(held=(
                 f"admitted by ClusterQueue {admission.get('clusterQueue', '')} (Workload {adm.key_of(wl)}); "
                 f"waiting for the {workload.get('kind')} to be started with its admission"
@@ -169,15 +169,21 @@ class AdmissionGate:
         return Gate(cluster_labels=on_clusters)
 
 
-async def suspend_queued_job(rt: ResourceType, obj: dict[str, Any]) -> None:
-    """Kueue's job webhooks' default, as a create check of the hub's API: a job of a kind Kueue
-    suspends (batch/v1 Job, JobSet, the Kubeflow jobs, RayJob, RayCluster) created with a queue
-    name is created suspended, so it starts only once its Workload is admitted, and then with the
-    admitted flavor's node labels in its pod templates (kube lets a suspended Job's scheduling
-    directives change until it starts). Without it, a job created unsuspended could be admitted
-    before the admission controller suspended it, and run without them."""
+async def hold_queued_workload(rt: ResourceType, obj: dict[str, Any]) -> None:
+    """Kueue's webhooks' defaults, as a create check of the hub's API, for a workload created
+    with a queue name. A job of a kind Kueue suspends (batch/v1 Job, JobSet, the Kubeflow jobs,
+    RayJob, RayCluster) is created suspended, so it starts only once its Workload is admitted, and
+    then with the admitted flavor's node labels in its pod templates (kube lets a suspended Job's
+    scheduling directives change until it starts). Without it, a job created unsuspended could be
+    admitted before the admission controller suspended it, and run without them. A Pod gets
+    Kueue's scheduling gate ``kueue.x-k8s.io/admission`` (Kueue's pod webhook), removed when it is
+    admitted (:mod:`controlplane.admission.pods`)."""
+    if adm.queue_name(obj) is None:
+        return
     typed = {**obj, "apiVersion": rt.api_version, "kind": rt.kind, "spec": obj.setdefault("spec", {})}
-    if adm.queue_name(obj) is not None and podsets.startable(typed):
+    if pods.is_pod(typed):
+        pods.add_gate(typed)  # in obj's own spec
+    elif podsets.startable(typed):
         kueue.set_job_suspend(typed, True)  # in obj's own spec
 
 
@@ -195,5 +201,5 @@ def constrain_placement(spec: dict[str, Any], cluster_labels: Mapping[str, str])
 
 
 __all__ = [
-    "API", "COHORT_API", "JOB", "AdmissionGate", "Gate", "Kinds", "constrain_placement", "owner_of", "suspend_queued_job",
+    "API", "COHORT_API", "JOB", "AdmissionGate", "Gate", "Kinds", "constrain_placement", "hold_queued_workload", "owner_of",
 ]

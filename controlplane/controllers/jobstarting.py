@@ -7,7 +7,9 @@ node labels and its admission checks' ``podSetUpdates``, :mod:`controlplane.admi
 and a partially admitted Job with the admitted ``parallelism``; not admitted, it is suspended
 again, then (a Job's ``startTime`` cleared first) its own templates and count are restored. A
 ``podSetUpdates`` conflict is Kueue's ``FailedToStart``: the Workload finishes and the job stays
-suspended. The admission gate lets the job propagate only once it is started.
+suspended. A Pod (Kueue's pod integration) is started by removing its scheduling gate
+``kueue.x-k8s.io/admission``, with the same labels merged in (:mod:`controlplane.admission.pods`).
+The admission gate lets the job propagate only once it is started.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any, Final
 
-from controlplane.admission import checks, podsets
+from controlplane.admission import checks, pods, podsets
 from controlplane.admission import objects as adm
 from controlplane.apis import kueue_v1beta1 as kueue
 from controlplane.controllers.admissiongate import JOB, Kinds
@@ -64,19 +66,39 @@ class JobStarting:
         if flipping:
             if adm.is_finished(wl):
                 return  # it failed to start
-            cluster_keys = {k for c in ctx.clusters.items() for k in ((c.get("metadata") or {}).get("labels") or {})}
-            node_labels = adm.node_labels_by_pod_set(adm.admission_of(wl) or {}, self.kinds.flavors(), cluster_keys)
             try:  # the flavors' node labels and the checks' podSetUpdates
-                updated = podsets.start(updated, wl, node_labels)
+                updated = podsets.start(updated, wl, self._node_labels(wl))
             except checks.PodSetUpdateConflict as err:  # as Kueue: no point in retrying
-                failed = {"type": kueue.COND_FINISHED, "status": "True", "reason": checks.REASON_FAILED_TO_START, "message": str(err)}
-                status = copy.deepcopy(wl.get("status") or {})
-                status["conditions"] = with_condition(status.get("conditions") or [], failed, now=ctx.now_text())
-                await ctx.objects.update_status(self.wl_rt, {**wl, "status": status})
-                log.warning("%s failed to start: %s", ref, err)
-                return
+                return await self._failed_to_start(wl, ref, err)
         await ctx.objects.update(rt, updated)
         log.info("%s %s", ("unsuspended" if admitted else "suspended until admitted:") if flipping else "admitted count set:", ref)
+
+    async def ungate(self, wl: dict[str, Any], pod: dict[str, Any], ref: WorkloadRef) -> None:
+        """Kueue's ``Run`` of a Pod: once its Workload is admitted, its scheduling gate removed and
+        the admission's node labels and checks' ``podSetUpdates`` merged in. A Pod is never gated
+        again (kube lets gates only be removed): stopped, it is held at the hub."""
+        admitted = adm.admission_of(wl) is not None and adm.is_true(wl, kueue.COND_ADMITTED)
+        if not admitted or not pods.gated(pod) or adm.is_finished(wl):
+            return
+        try:
+            started = pods.start(pod, self._node_labels(wl).get("main", {}), checks.states_of(wl))
+        except checks.PodSetUpdateConflict as err:
+            return await self._failed_to_start(wl, ref, err)
+        await self.ctx.objects.update(self.ctx.registry.require(ref.api_version, ref.kind), started)
+        log.info("ungated: %s", ref)
+
+    def _node_labels(self, wl: Mapping[str, Any]) -> dict[str, dict[str, str]]:
+        """Per pod set, its admitted flavors' node labels that select nodes (not clusters)."""
+        cluster_keys = {k for c in self.ctx.clusters.items() for k in ((c.get("metadata") or {}).get("labels") or {})}
+        return adm.node_labels_by_pod_set(adm.admission_of(wl) or {}, self.kinds.flavors(), cluster_keys)
+
+    async def _failed_to_start(self, wl: dict[str, Any], ref: WorkloadRef, err: checks.PodSetUpdateConflict) -> None:
+        """Kueue's ``FailedToStart``: the Workload finishes (its quota freed), the job stays held."""
+        failed = {"type": kueue.COND_FINISHED, "status": "True", "reason": checks.REASON_FAILED_TO_START, "message": str(err)}
+        status = copy.deepcopy(wl.get("status") or {})
+        status["conditions"] = with_condition(status.get("conditions") or [], failed, now=self.ctx.now_text())
+        await self.ctx.objects.update_status(self.wl_rt, {**wl, "status": status})
+        log.warning("%s failed to start: %s", ref, err)
 
     async def _stop(self, rt: ResourceType, job: dict[str, Any], wl: Mapping[str, Any]) -> None:
         """Kueue's ``Stop``: suspended (a Job's own count back), a Job's startTime cleared (kube

@@ -26,6 +26,7 @@ from controlplane.apis.constants import (
     SYSTEM_NAMESPACE,
     WORK_GROUP,
 )
+from controlplane.apis.pods import scheduling_gated_condition
 from controlplane.apis.views import BindingView, ObjectView
 from controlplane.apis.work_v1alpha1 import binding_name
 from controlplane.interpreter import interpreter_for
@@ -221,8 +222,10 @@ def with_condition(
     return out
 
 
-#: The ``Suspended`` condition of a job kind, as the controller that runs it keeps it.
+#: The ``Suspended`` condition of a job kind, as the controller that runs it keeps it (a gated
+#: Pod's ``PodScheduled=False``, ``SchedulingGated``, as kube-scheduler keeps it).
 _SUSPENSION_CONDITIONS: dict[tuple[str, str], Callable[[Mapping[str, Any]], dict[str, str] | None]] = {
+    ("", "Pod"): scheduling_gated_condition,
     ("batch", "Job"): job_suspension,
     ("jobset.x-k8s.io", "JobSet"): jobset_suspension,
     ("kubeflow.org", "PyTorchJob"): kubeflow_suspension,
@@ -238,7 +241,8 @@ def with_job_suspension(rt: ResourceType, workload: Mapping[str, Any], status: M
     the JobSet controller, :func:`~controlplane.interpreter.jobset.suspension_condition`; the
     training operator, :func:`~controlplane.interpreter.kubeflow.suspension_condition`), a
     RayJob's ``jobDeploymentStatus`` (KubeRay, :func:`~controlplane.interpreter.rayjob.suspension_deployment_status`),
-    a RayCluster's ``state`` and suspension conditions (KubeRay, :func:`~controlplane.interpreter.raycluster.suspension_status`).
+    a RayCluster's ``state`` and suspension conditions (KubeRay, :func:`~controlplane.interpreter.raycluster.suspension_status`),
+    a gated Pod's ``PodScheduled`` (kube-scheduler, :func:`~controlplane.apis.pods.scheduling_gated_condition`).
     Other kinds' ``status`` comes back as it is."""
     out = dict(status)
     if (rt.group, rt.kind) == ("ray.io", "RayJob"):

@@ -11,7 +11,8 @@ fields, then the cluster's replicas (``with_replicas``, after ``with_split`` for
 copy depends on the whole split: a StatefulSet's part of the partition), then the GPU shape the
 scheduler picked for that cluster (``with_gpu_request`` plus the shape's node selector, both
 only in the pod templates that request a GPU), then Kueue's queue label and suspension as the member
-wants them (``queue_for_member``: kept for a member that runs Kueue, stripped otherwise), then
+wants them (``queue_for_member``: kept for a member that runs Kueue, stripped otherwise) and a
+Pod without the hub's Kueue scheduling gate (a member's Kueue gates it anew), then
 the override rules, so that an OverridePolicy has the last word. The Work's spec also
 carries the policy's ``conflictResolution``, whether dispatching is suspended, and
 ``preserveResourcesOnDeletion`` (as Karmada's Work does: the agent reads it when the Work is
@@ -30,6 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from controlplane.admission import pods
 from controlplane.apis import constants as c
 from controlplane.apis import kueue_v1beta1 as kueue
 from controlplane.apis.conflictresolution import DEFAULT_CONFLICT_RESOLUTION
@@ -222,6 +224,8 @@ def render_manifest(
             manifest = interpreter.with_gpu_request(manifest, dict(shape.resources))
             _add_node_selector(manifest, interpreter, shape.node_selector, gpu_templates=gpu_templates)
     queue_for_member(manifest, member_runs_kueue=member_runs_kueue)
+    if pods.is_pod(manifest):  # a member's scheduler must not wait for the hub's Kueue
+        manifest = pods.without_gate(manifest)
     if not rules:
         return RenderedManifest(manifest)
     result = apply_overrides(manifest, rules, cluster)

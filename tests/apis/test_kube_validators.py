@@ -55,6 +55,14 @@ CASES: list[tuple[str, Callable[[], Obj], Callable[[Obj], Any], str, str]] = [
      "spec.initContainers[0].restartPolicy", 'Unsupported value: "OnFailure": supported values: "Always"'),
     ("pod-init-name-clash", pod, lambda o: o["spec"].update(initContainers=[{"name": "main", "image": "i:1"}]),
      "spec.initContainers[0].name", 'Duplicate value: "main"'),
+    ("pod-gate-twice", pod, lambda o: o["spec"].update(schedulingGates=[{"name": "example.com/a"}, {"name": "example.com/a"}]),
+     "spec.schedulingGates[1]", 'Duplicate value: "example.com/a"'),
+    ("pod-gate-name", pod, lambda o: o["spec"].update(schedulingGates=[{"name": "bad name"}]),
+     "spec.schedulingGates[0]", "Invalid value: \"bad name\": name part must consist of alphanumeric characters, '-', '_' or '.', "
+     "and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
+     "validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"),
+    ("pod-gated-on-a-node", pod, lambda o: o["spec"].update(schedulingGates=[{"name": "example.com/a"}], nodeName="n1"),
+     "spec.nodeName", "Forbidden: cannot be set until all schedulingGates have been cleared"),
     ("pod-deadline", pod, lambda o: o["spec"].update(activeDeadlineSeconds=0),
      "spec.activeDeadlineSeconds", "Invalid value: 0: must be between 1 and 2147483647, inclusive"),
     ("pod-toleration-seconds", pod, lambda o: o["spec"].update(tolerations=[{
@@ -136,6 +144,26 @@ def test_an_update_is_refused_only_for_errors_the_stored_object_lacks() -> None:
     worse["spec"]["minReadySeconds"] = -5
     assert errors_of(worse, stored) == [
         ("spec.minReadySeconds", "Invalid value: -5: must be greater than or equal to 0")
+    ]
+
+
+def test_a_pods_scheduling_gates_may_only_be_removed() -> None:
+    gated = pod()
+    gated["spec"]["schedulingGates"] = [{"name": "kueue.x-k8s.io/admission"}, {"name": "example.com/a"}]
+    one_left = copy.deepcopy(gated)
+    one_left["spec"]["schedulingGates"] = [{"name": "example.com/a"}]
+    assert errors_of(one_left, gated) == []
+    ungated = copy.deepcopy(gated)
+    del ungated["spec"]["schedulingGates"]
+    assert errors_of(ungated, gated) == []
+    assert errors_of(gated, ungated) == [
+        ("spec.schedulingGates[0].name", "Forbidden: only deletion is allowed, but found new scheduling gate 'kueue.x-k8s.io/admission'"),
+        ("spec.schedulingGates[1].name", "Forbidden: only deletion is allowed, but found new scheduling gate 'example.com/a'"),
+    ]
+    swapped = copy.deepcopy(gated)
+    swapped["spec"]["schedulingGates"] = [{"name": "example.com/b"}]
+    assert errors_of(swapped, gated) == [
+        ("spec.schedulingGates[0].name", "Forbidden: only deletion is allowed, but found new scheduling gate 'example.com/b'"),
     ]
 
 

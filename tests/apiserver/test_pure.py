@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from controlplane.apiserver import codec, errors
-from controlplane.apiserver.columns import human_duration
+from controlplane.apiserver.columns import human_duration, pod_status
 from controlplane.apiserver.patches import merge_patch
 from controlplane.apiserver.resources import NameRule, Registry, core_resources, workload_resources
 from controlplane.apiserver.routing import parse_request
@@ -334,3 +334,19 @@ def test_persistent_volume_claim_columns_are_kubes() -> None:
         ("VolumeAttributesClass", "<unset>"), ("Age", "5m"), ("VolumeMode", "Filesystem"),
     ]
     assert [c.name for c in claims.columns if c.priority] == ["VolumeMode"]
+
+
+@pytest.mark.parametrize(
+    ("status", "shown"),
+    [
+        ({"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False", "reason": "SchedulingGated"}]},
+         "SchedulingGated"),
+        ({"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]}, "Pending"),
+        ({"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False", "reason": "SchedulingGated"}],
+          "containerStatuses": [{"state": {"waiting": {"reason": "ContainerCreating"}}}]}, "ContainerCreating"),
+    ],
+)
+def test_a_gated_pods_status_reads_as_kubectls(status: dict[str, Any], shown: str) -> None:
+    """kubectl's printPod: a PodScheduled condition with reason SchedulingGated names the pod's
+    status, unless a container's state says more."""
+    assert pod_status({"status": status}, datetime.now(UTC)) == shown

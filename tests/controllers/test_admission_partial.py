@@ -9,7 +9,7 @@ import asyncio
 from typing import Any, Unpack
 
 from controlplane.apiserver.objects import ObjectStore, WriteArgs
-from controlplane.controllers.admissiongate import suspend_queued_job
+from controlplane.controllers.admissiongate import hold_queued_workload
 from controlplane.controllers.manager import ControllerManager
 from controlplane.hub import hub_registry
 from controlplane.objectclient import ResourceType
@@ -115,7 +115,7 @@ async def test_a_drained_job_that_had_started_takes_its_new_flavors_node_labels(
     suspension, so that when it is admitted again the pod template's scheduling directives may
     change (kube refuses a template change of a Job that has started): here the flavor's node
     labels changed while its queue was drained."""
-    objects.check_creates(suspend_queued_job)  # as the hub's API creates Jobs
+    objects.check_creates(hold_queued_workload)  # as the hub's API creates Jobs
     await two_queues_of_3_gpus(objects, manager)
     await create(objects, job("ran", "partial", pods=2))
     started = await eventually(lambda: running_with(objects, "ran", 2), what="ran running")
@@ -177,7 +177,7 @@ async def test_an_admitted_job_propagates_only_once_started_with_its_admitted_co
         objects = _JobStartsHeld(store, hub_registry(), garbage_collection=True)
         objects.started = asyncio.Event()
         await objects.bootstrap()
-        objects.check_creates(suspend_queued_job)
+        objects.check_creates(hold_queued_workload)
         async with ControllerManager(objects, settings=FAST) as manager:
             await two_queues_of_3_gpus(objects, manager)
             wide = job("wide", "partial")

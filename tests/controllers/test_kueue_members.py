@@ -94,6 +94,25 @@ def test_the_queue_label_and_suspension_per_kind_of_member(
     assert workload == before  # the hub's object is not touched
 
 
+@pytest.mark.parametrize("kueue_member", [True, False])
+def test_a_member_never_gets_the_hubs_kueue_scheduling_gate(kueue_member: bool) -> None:
+    """A Pod the hub still gates (its queue label removed after create, say) reaches a member
+    without Kueue's gate: a member's own Kueue gates it anew, another member has no Kueue to wait for."""
+    gates = [{"name": "example.com/mine"}, {"name": "kueue.x-k8s.io/admission"}]
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ml", "labels": {QUEUE: "team-a"}},
+           "spec": {"schedulingGates": gates, "containers": [{"name": "main", "image": "train:1"}]}}
+    before = copy.deepcopy(pod)
+    manifest = render_manifest(pod, interpreter=interpreter_for("v1", "Pod"), replicas=1, shape=None, rules=(),
+                               cluster=ClusterView(name="m"), member_runs_kueue=kueue_member).manifest
+    assert manifest["spec"]["schedulingGates"] == [{"name": "example.com/mine"}]
+    assert pod == before
+    only_kueues = copy.deepcopy(pod)
+    only_kueues["spec"]["schedulingGates"] = gates[1:]
+    manifest = render_manifest(only_kueues, interpreter=interpreter_for("v1", "Pod"), replicas=1, shape=None, rules=(),
+                               cluster=ClusterView(name="m"), member_runs_kueue=kueue_member).manifest
+    assert "schedulingGates" not in manifest["spec"]
+
+
 @pytest.mark.parametrize(
     ("spec", "expected"),
     [

@@ -27,6 +27,7 @@ from controlplane.apis.kube.serviceaccounttokens import ACCOUNT_NAME_ANNOTATION,
 from controlplane.apis.kube.services import cluster_ip_fields_errors
 from controlplane.apis.kube.validate_pod import (
     PROTOCOLS,
+    added_scheduling_gates_errors,
     defaulted_enum_errors,
     labels_errors,
     pod_spec_errors,
@@ -43,8 +44,16 @@ MAX_SECRET_SIZE = 1024 * 1024
 
 
 def validate_pod(obj: Obj, old: Obj | None) -> list[FieldError]:
-    """``ValidatePodCreate``: the pod spec (updates are checked the same way)."""
-    return pod_spec_errors(obj.get("spec"), "spec")
+    """``ValidatePodCreate``: the pod spec, and no ``nodeName`` while scheduling gates remain;
+    an update is checked the same way, and may only remove scheduling gates (kube's other pod
+    update rules are not checked)."""
+    spec = field.mapping(obj.get("spec"))
+    errors = pod_spec_errors(spec, "spec")
+    if spec.get("nodeName") and field.items(spec.get("schedulingGates")):
+        errors.append(field.forbidden("spec.nodeName", "cannot be set until all schedulingGates have been cleared"))
+    if old is not None:
+        errors += added_scheduling_gates_errors(spec, old.get("spec"), "spec.schedulingGates")
+    return errors
 
 
 def _target_port_errors(value: Any, path: str) -> list[FieldError]:

@@ -263,6 +263,32 @@ def tolerations_errors(tolerations: Any, path: str) -> list[FieldError]:
     return errors
 
 
+def _gate_names(spec: Any) -> list[Any]:
+    return [field.mapping(gate).get("name") for gate in field.items(field.mapping(spec).get("schedulingGates"))]
+
+
+def scheduling_gates_errors(spec: Any, path: str) -> list[FieldError]:
+    """``validateSchedulingGates``: each gate's name a qualified name, none twice."""
+    errors: list[FieldError] = []
+    seen: set[str] = set()
+    for i, name in enumerate(_gate_names(spec)):
+        text = name if isinstance(name, str) else ""
+        errors += [field.invalid(f"{path}[{i}]", text, msg) for msg in qualified_name_errors(text)]
+        if text in seen:
+            errors.append(field.duplicate(f"{path}[{i}]", text))
+        seen.add(text)
+    return errors
+
+
+def added_scheduling_gates_errors(spec: Any, old_spec: Any, path: str) -> list[FieldError]:
+    """``validateOnlyDeletedSchedulingGates``: after create a Pod's gates may only be removed."""
+    before = set(_gate_names(old_spec))
+    return [
+        field.forbidden(f"{path}[{i}].name", f"only deletion is allowed, but found new scheduling gate '{name}'")
+        for i, name in enumerate(_gate_names(spec)) if name not in before
+    ]
+
+
 def pod_spec_errors(spec: Any, path: str) -> list[FieldError]:
     """``ValidatePodSpec``."""
     spec = field.mapping(spec)
@@ -283,6 +309,7 @@ def pod_spec_errors(spec: Any, path: str) -> list[FieldError]:
         errors.append(field.invalid(f"{path}.activeDeadlineSeconds", deadline, inclusive_range_error(1, MAX_INT32)))
     errors += field.nonnegative(spec.get("terminationGracePeriodSeconds"), f"{path}.terminationGracePeriodSeconds")
     errors += tolerations_errors(spec.get("tolerations"), f"{path}.tolerations")
+    errors += scheduling_gates_errors(spec, f"{path}.schedulingGates")
     return errors
 
 
