@@ -5,7 +5,7 @@ against a real hub, and the block's rules table-driven."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -56,14 +56,13 @@ async def reserved(hub: Hub, name: str, *, workload: str | None = None) -> str:
     raise AssertionError(f"{wl_name} was never looked at by the admission cycle")
 
 
-async def test_explain_says_why_a_job_waits_and_where_the_admitted_one_went(
-    hub: Hub, capsys: pytest.CaptureFixture[str]
-) -> None:
+async def one_gpu_queue(hub: Hub) -> Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]:
+    """A ClusterQueue ``team-a`` of one GPU and its LocalQueue in ``default``; the hub's create."""
     objects = hub.objects
     assert objects is not None
 
-    async def create(obj: dict[str, Any]) -> None:
-        await objects.create(objects.registry.require(obj["apiVersion"], obj["kind"]), obj)
+    async def create(obj: dict[str, Any]) -> dict[str, Any]:
+        return await objects.create(objects.registry.require(obj["apiVersion"], obj["kind"]), obj)
 
     await create({"apiVersion": KUEUE, "kind": "ResourceFlavor", "metadata": {"name": "onprem"}, "spec": {}})
     await create({"apiVersion": KUEUE, "kind": "ClusterQueue", "metadata": {"name": "team-a"}, "spec": {
@@ -71,6 +70,13 @@ async def test_explain_says_why_a_job_waits_and_where_the_admitted_one_went(
             {"name": "onprem", "resources": [{"name": "cpu", "nominalQuota": 8}, {"name": GPU, "nominalQuota": 1}]}]}]}})
     await create({"apiVersion": KUEUE, "kind": "LocalQueue", "metadata": {"name": "team-a", "namespace": "default"},
                   "spec": {"clusterQueue": "team-a"}})
+    return create
+
+
+async def test_explain_says_why_a_job_waits_and_where_the_admitted_one_went(
+    hub: Hub, capsys: pytest.CaptureFixture[str]
+) -> None:
+    create = await one_gpu_queue(hub)
     await create(job("j1"))
     assert await reserved(hub, "j1") == "True"
     for name in ("j2", "j3"):
@@ -100,16 +106,7 @@ async def test_explain_finds_a_workload_named_before_the_hub_named_them_as_kueue
     objects = hub.objects
     assert objects is not None
     wl_rt = objects.registry.require(KUEUE, "Workload")
-
-    async def create(obj: dict[str, Any]) -> dict[str, Any]:
-        return await objects.create(objects.registry.require(obj["apiVersion"], obj["kind"]), obj)
-
-    await create({"apiVersion": KUEUE, "kind": "ResourceFlavor", "metadata": {"name": "onprem"}, "spec": {}})
-    await create({"apiVersion": KUEUE, "kind": "ClusterQueue", "metadata": {"name": "team-a"}, "spec": {
-        "namespaceSelector": {}, "resourceGroups": [{"coveredResources": ["cpu", GPU], "flavors": [
-            {"name": "onprem", "resources": [{"name": "cpu", "nominalQuota": 8}, {"name": GPU, "nominalQuota": 1}]}]}]}})
-    await create({"apiVersion": KUEUE, "kind": "LocalQueue", "metadata": {"name": "team-a", "namespace": "default"},
-                  "spec": {"clusterQueue": "team-a"}})
+    create = await one_gpu_queue(hub)
     source = await create(job("old"))
     assert await reserved(hub, "old") == "True"
     new_name = adm.workload_name_of(source)
