@@ -17,11 +17,12 @@ from controlplane.admission import checks, pods, podsets, requeuing
 from controlplane.admission import objects as adm
 from controlplane.apis import kueue_v1alpha1
 from controlplane.apis import kueue_v1beta1 as kueue
+from controlplane.apis.kube.validate_core import validate_pod
 from controlplane.controllers.context import ControllerContext
 from controlplane.controllers.workloads import WorkloadRef
 from controlplane.interpreter import interpreter_for
 from controlplane.interpreter.registry import group_of
-from controlplane.objectclient import ResourceType, WatchEventType
+from controlplane.objectclient import ResourceType, WatchEventType, errors
 
 API: Final = kueue.API_VERSION
 COHORT_API: Final = kueue_v1alpha1.API_VERSION
@@ -183,6 +184,12 @@ async def hold_queued_workload(rt: ResourceType, obj: dict[str, Any]) -> None:
     typed = {**obj, "apiVersion": rt.api_version, "kind": rt.kind, "spec": obj.setdefault("spec", {})}
     if pods.is_pod(typed):
         pods.add_gate(typed)  # in obj's own spec
+        # kube validates what a mutating webhook made: a Pod bound to a node may not be gated.
+        refused = validate_pod(typed, None)
+        if refused:
+            meta = obj.get("metadata") or {}
+            causes = [errors.Cause(str(e.type), e.message, e.field) for e in refused]
+            raise errors.invalid(kind="Pod", group="", name=str(meta.get("name") or ""), causes=causes)
     elif podsets.startable(typed):
         kueue.set_job_suspend(typed, True)  # in obj's own spec
 

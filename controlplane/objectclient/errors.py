@@ -26,6 +26,7 @@ from controlplane.apiserver.errors import (
     TooManyRequests,
     WebhookDenied,
     conflict_modified,
+    invalid,
 )
 from controlplane.storage.interface import Gone as StoreGone
 from controlplane.storage.interface import StorageError
@@ -56,4 +57,5 @@ __all__ = [
     "TooManyRequests",
     "WebhookDenied",
     "conflict_modified",
+    "invalid",
 ]

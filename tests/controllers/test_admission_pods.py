@@ -110,3 +110,15 @@ async def test_a_pod_its_queue_cannot_admit_stays_gated(objects: ObjectStore, ma
     held = await get(objects, "v1", "Pod", "h100")
     assert held is not None and held["spec"]["schedulingGates"] == [KUEUE_GATE]
     assert await placed(objects, "h100") is None
+
+
+async def test_a_queued_pod_bound_to_a_node_is_refused_as_kube_refuses_it(objects: ObjectStore, manager: ControllerManager) -> None:
+    """Kueue's webhook gates the Pod before kube validates it: a Pod with ``nodeName`` cannot be
+    gated, so it is not created."""
+    await solo_queue(objects, manager)
+    bound = queued_pod("bound")
+    bound["spec"]["nodeName"] = "node-1"
+    with pytest.raises(errors.Invalid) as refused:
+        await create(objects, bound)
+    assert str(refused.value) == 'Pod "bound" is invalid: spec.nodeName: Forbidden: cannot be set until all schedulingGates have been cleared'
+    assert await get(objects, "v1", "Pod", "bound") is None
