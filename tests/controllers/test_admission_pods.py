@@ -17,6 +17,7 @@ from controlplane.controllers.manager import ControllerManager
 
 from .fleet import A100, eventually, node_shape, propagation_policy, put_cluster, queued_workload, settled
 from .test_admission import GPU, PLACEMENT, condition, create, get, kueue_obj
+from .test_admission_checks import UPDATE, fleet_with_check, set_state
 from .test_pod_replica import placed
 
 KUEUE_GATE = {"name": "kueue.x-k8s.io/admission"}
@@ -122,3 +123,44 @@ async def test_a_queued_pod_bound_to_a_node_is_refused_as_kube_refuses_it(object
         await create(objects, bound)
     assert str(refused.value) == 'Pod "bound" is invalid: spec.nodeName: Forbidden: cannot be set until all schedulingGates have been cleared'
     assert await get(objects, "v1", "Pod", "bound") is None
+
+
+async def test_a_ready_checks_pod_set_updates_start_the_pod_and_a_conflict_keeps_it_gated(
+    objects: ObjectStore, manager: ControllerManager,
+) -> None:
+    """As a Job: a Ready check's podSetUpdates are merged into the Pod as its gate goes; one that
+    contradicts the Pod is Kueue's FailedToStart, and the Pod keeps its gate."""
+    objects.check_creates(hold_queued_workload)
+    await fleet_with_check(objects, manager)
+    await create(objects, propagation_policy("pods", kind="Pod", api_version="v1", placement=PLACEMENT))
+    for name, selector in (("fits", None), ("clash", {"nvidia.com/gpu.product": "H100"})):
+        queued = queued_pod(name)
+        queued["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = "team-a"
+        if selector:
+            queued["spec"]["nodeSelector"] = selector
+        await create(objects, queued)
+
+        async def reserved(name: str = name) -> dict[str, Any] | None:
+            wl = await queued_workload(objects, "Pod", name)
+            return wl if condition(wl, "QuotaReserved").get("status") == "True" and wl["status"].get("admissionChecks") else None
+
+        await eventually(reserved, what=f"{name}'s quota reserved, its check pending")
+        await set_state(objects, "Pod", name, "budget", "Ready", podSetUpdates=[UPDATE])
+
+    await eventually(lambda: placed(objects, "fits"), what="the Pod started with the check's updates")
+    started = await get(objects, "v1", "Pod", "fits")
+    assert started is not None and "schedulingGates" not in started["spec"]
+    assert started["spec"]["nodeSelector"] == {"nvidia.com/gpu.product": A100}
+    assert started["spec"]["tolerations"] == UPDATE["tolerations"]
+    assert started["metadata"]["labels"]["budget.example.com/tier"] == "gold"
+
+    async def failed() -> dict[str, Any] | None:
+        wl = await queued_workload(objects, "Pod", "clash")
+        return wl if condition(wl, "Finished").get("status") == "True" else None
+
+    finished = condition(await eventually(failed, what="the clashing Pod's Workload finished"), "Finished")
+    assert finished["reason"] == "FailedToStart" and "conflict for key=nvidia.com/gpu.product" in finished["message"]
+    await settled(manager)
+    held = await get(objects, "v1", "Pod", "clash")
+    assert held is not None and held["spec"]["schedulingGates"] == [KUEUE_GATE]
+    assert await placed(objects, "clash") is None
