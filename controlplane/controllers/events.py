@@ -56,6 +56,8 @@ class EventReason(StrEnum):
     SUCCESSFUL_RESCALE = "SuccessfulRescale"
     FAILED_RESCALE = "FailedRescale"
     FAILED_GET_SCALE = "FailedGetScale"
+    SELECTOR_REQUIRED = "SelectorRequired"
+    INVALID_SELECTOR = "InvalidSelector"
     FAILED_COMPUTE_METRICS_REPLICAS = "FailedComputeMetricsReplicas"
     FAILED_GET_RESOURCE_METRIC = "FailedGetResourceMetric"
     FAILED_GET_CONTAINER_RESOURCE_METRIC = "FailedGetContainerResourceMetric"

@@ -219,7 +219,7 @@ async def test_cpu_utilization_counts_a_silent_members_replicas_as_pods_without_
 
         await eventually(synced_again, what="three more syncs")
         assert await replicas(objects, "web") == 4
-        assert source.selectors[-1] == ("default", {"matchLabels": {"app": "web"}})
+        assert source.selectors[-1] == ("default", "app=web")
 
         source.answers = [source.answers[0], MemberPods("cloud", [_running("web-a"), _running("web-c")],
                                                          _idle("web-a", "web-c"))]

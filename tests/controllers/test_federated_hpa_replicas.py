@@ -9,7 +9,11 @@ from typing import Any
 import pytest
 
 from controlplane.controllers.federatedhpa.behavior import History, normalize
-from controlplane.controllers.federatedhpa.calculating import MetricsUnavailable, plain_metric_replicas
+from controlplane.controllers.federatedhpa.calculating import (
+    MetricsUnavailable,
+    calibration_of,
+    plain_metric_replicas,
+)
 from controlplane.controllers.federatedhpa.metrics import evaluate, milli_quantity
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
@@ -49,6 +53,27 @@ def test_the_average_is_cut_as_kubes_integers_cut_it() -> None:
     samples = {"a": 50.9, "b": 50.9}
     assert plain_metric_replicas(samples, "ab", current_replicas=2, target=25, scale_down_fallback=100, step=1).replicas == 4
     assert plain_metric_replicas(samples, "ab", current_replicas=2, target=25, scale_down_fallback=100).replicas == 5
+
+
+def test_calibration_scales_a_count_from_some_members_to_the_whole_target() -> None:
+    """Karmada's calibration, by hand: 4 replicas placed 2 and 2, member b unreachable. Its pods
+    are not counted and the calibration is b's absence: 2 of 4 replicas counted, 0.5. a's two
+    pods at 60 against 50 are a ratio of 1.2: ceil(1.2 x 2 / 0.5) = 5 for the whole target (the
+    two counted pods alone would say 3, a scale-down)."""
+    calibration = calibration_of({"a": 2, "b": 2}, {"a"}, current_replicas=4)
+    assert calibration == 0.5
+    samples = {"a/p1": 60.0, "a/p2": 60.0}
+    proposal = plain_metric_replicas(samples, list(samples), current_replicas=4, target=50, scale_down_fallback=50,
+                                     calibration=calibration)
+    assert proposal.replicas == 5
+    assert plain_metric_replicas(samples, list(samples), current_replicas=4, target=50,
+                                 scale_down_fallback=50).replicas == 3
+    # Every member counted: 1; Duplicated (each member runs all 4): the number of members.
+    assert calibration_of({"a": 2, "b": 2}, {"a", "b"}, current_replicas=4) == 1.0
+    assert calibration_of({"a": 4, "b": 4}, {"a", "b"}, current_replicas=4) == 2.0
+    # Nothing placed yet, or no replicas: no calibration.
+    assert calibration_of({}, (), current_replicas=4) == 1.0
+    assert calibration_of({"a": 0}, {"a"}, current_replicas=0) == 1.0
 
 
 def test_no_samples_or_pods_is_kubes_error() -> None:

@@ -169,6 +169,20 @@ def test_a_member_whose_metrics_do_not_answer_has_its_pods_missing() -> None:
         replicas([member("a", [pod("p1")], {})], 1, utilization=50)
 
 
+def test_calibration_divides_the_resource_count() -> None:
+    """cpu by hand: b unreachable, a's two pods at 900m of 1 cpu against 60 %: a ratio of 1.5,
+    ceil(1.5 x 2 / 0.5) = 6 for the 4 replicas placed 2 and 2 (3 uncalibrated); an average value
+    the same way (900m against 600m)."""
+    busy = [member("a", [pod("p1"), pod("p2")], {"p1": 900, "p2": 900})]
+    proposal = resource_replicas(busy, "cpu", namespace="default", current_replicas=4, target_utilization=60,
+                                 now=NOW, calibration=0.5)
+    assert (proposal.replicas, proposal.utilization) == (6, 90)
+    assert replicas(busy, 4, utilization=60)[0] == 3
+    proposal = resource_replicas(busy, "cpu", namespace="default", current_replicas=4, target_average=600, now=NOW,
+                                 calibration=0.5)
+    assert proposal.replicas == 6
+
+
 def test_pod_metrics_objects_are_read_in_milli_units() -> None:
     metric = pod_metric_of({"timestamp": "2026-01-01T11:59:30Z", "window": "30s", "containers": [
         {"name": "main", "usage": {"cpu": "912345678n", "memory": "524288Ki"}}]})

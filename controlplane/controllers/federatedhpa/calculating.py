@@ -53,18 +53,21 @@ def usage_ratio_replicas(
     missing: Collection[str] = (),
     scale_down_value: Callable[[str], float],
     tolerance: float = TOLERANCE,
+    calibration: float = 1.0,
 ) -> int:
     """The replica count kube's ``GetResourceReplicas`` and ``calcPlainMetricReplicas`` share:
     ``ratio`` of the pods' ``metrics`` to the target, times the ready pods; when pods lack
     metrics, or unready pods would take part in a scale-up, the ratio is taken again with the
     missing pods at ``scale_down_value`` (scale-down) or 0 (scale-up) and the unready at 0, and
-    the count stays when that is within the tolerance or turns the direction around."""
+    the count stays when that is within the tolerance or turns the direction around. A new count
+    is divided by ``calibration`` (Karmada's: the share of the target's replicas whose pods were
+    counted, see :func:`calibration_of`)."""
     usage_ratio = ratio(metrics)
     scale_up_with_unready = bool(unready) and usage_ratio > 1.0
     if not scale_up_with_unready and not missing:
         if within_tolerance(usage_ratio, tolerance):
             return current_replicas
-        return math.ceil(usage_ratio * ready_count)
+        return math.ceil(usage_ratio * ready_count / calibration)
     filled = dict(metrics)
     if usage_ratio < 1.0:
         filled.update({name: scale_down_value(name) for name in missing})
@@ -79,10 +82,21 @@ def usage_ratio_replicas(
         or (usage_ratio > 1.0 and new_ratio < 1.0)
     ):
         return current_replicas
-    replicas = math.ceil(new_ratio * len(filled))
+    replicas = math.ceil(new_ratio * len(filled) / calibration)
     if (new_ratio < 1.0 and replicas > current_replicas) or (new_ratio > 1.0 and replicas < current_replicas):
         return current_replicas
     return replicas
+
+
+def calibration_of(placed: Mapping[str, int], counted: Collection[str], *, current_replicas: int) -> float:
+    """Karmada's calibration: the replicas of the members whose pods were counted (``placed``:
+    each member's replicas, from the binding) over the target's own (``current_replicas``), so a
+    count from the pods of some members is one for the whole target (0.5 when the members
+    counted hold half of them; the number of members when each runs all of them). 1 when nothing
+    is placed or the target has no replicas."""
+    if not placed or current_replicas <= 0:
+        return 1.0
+    return sum(replicas for member, replicas in placed.items() if member in counted) / current_replicas
 
 
 def plain_metric_replicas(
@@ -94,6 +108,7 @@ def plain_metric_replicas(
     scale_down_fallback: float,
     step: float = 0.001,
     tolerance: float = TOLERANCE,
+    calibration: float = 1.0,
 ) -> Proposal:
     """kube's ``calcPlainMetricReplicas`` (and ``GetResourceReplicas``, whose utilization of pods
     requesting alike is the same average): see the module docstring. The average is cut to a
@@ -109,5 +124,5 @@ def plain_metric_replicas(
     replicas = usage_ratio_replicas(
         metrics, lambda values: _average(values, step) / target, current_replicas=current_replicas,
         ready_count=len(metrics), missing=[name for name in pods if name not in metrics],
-        scale_down_value=lambda _: scale_down_fallback, tolerance=tolerance)
+        scale_down_value=lambda _: scale_down_fallback, tolerance=tolerance, calibration=calibration)
     return Proposal(replicas, _average(metrics, step))

@@ -29,16 +29,19 @@ from controlplane.apis.events import EventType
 from controlplane.apis.meta import format_time
 from controlplane.apis.untyped import dig
 from controlplane.apis.views import BindingView
+from controlplane.controllers.binding import ready_since
 from controlplane.controllers.context import ControllerContext
 from controlplane.controllers.events import EventReason, record_event
 from controlplane.controllers.federatedhpa.behavior import Condition, History, normalize
+from controlplane.controllers.federatedhpa.calculating import calibration_of
 from controlplane.controllers.federatedhpa.metrics import evaluate, needs_pod_metrics
-from controlplane.controllers.federatedhpa.podmetrics import PodMetricsSource
+from controlplane.controllers.federatedhpa.podmetrics import MemberPods, PodMetricsSource
 from controlplane.controllers.federatedhpa.resources import FleetPods, with_stand_ins
+from controlplane.controllers.federatedhpa.selecting import InvalidSelector, scale_selector
 from controlplane.controllers.pods import OwnerKey, PodUtilization, gpu_utilization_by_owner
 from controlplane.controllers.reconciling import KeyedController
 from controlplane.controllers.workloads import is_deleting
-from controlplane.objectclient import ResourceType, WatchEventType, errors
+from controlplane.objectclient import WatchEventType, errors
 
 log = logging.getLogger(__name__)
 
@@ -127,6 +130,15 @@ class FederatedHPAController(KeyedController[Key]):
             set_condition(status, "AbleToScale", failure, now=now)
             await self._write_status(fhpa, original, status)
             return
+        placed, counted = self._members(namespace, target_name, target_rt.kind)
+        if counted is not None and not counted:
+            problem = "failed to get replicas in any of clusters, possibly because all of clusters are not ready"
+            failure = Condition("False", "FailedGetScale",
+                                f"the HPA controller was unable to get the target's current scale: {problem}")
+            await self._warn_on_change(fhpa, status, "AbleToScale", failure, EventReason.FAILED_GET_SCALE, problem)
+            set_condition(status, "AbleToScale", failure, now=now)
+            await self._write_status(fhpa, original, status)
+            return
         spec_path = target_rt.scale.spec_replicas.split(".")
         current = dig(target, *spec_path)
         current = current if isinstance(current, int) and not isinstance(current, bool) else 1
@@ -146,12 +158,23 @@ class FederatedHPAController(KeyedController[Key]):
         elif current < min_replicas:
             desired, rescale_reason = min_replicas, "Current number of replicas below Spec.MinReplicas"
         else:
-            pods, samples = self._pod_samples((namespace, kind, target_name))
+            selector = scale_selector(target_rt, target)
+            if isinstance(selector, InvalidSelector):
+                await self._warn_on_change(fhpa, status, "ScalingActive", selector.condition, selector.reason,
+                                           selector.message)
+                set_condition(status, "ScalingActive", selector.condition, now=now)
+                status.update(currentReplicas=current, currentMetrics=None)
+                await self._write_status(fhpa, original, status)
+                log.info("FederatedHPA %s/%s: failed to compute desired number of replicas based on listed "
+                         "metrics for %s: %s", namespace, name, reference, selector.message)
+                return
+            pods, samples = self._pod_samples((namespace, kind, target_name), counted)
             metrics = spec.get("metrics") or []
             fleet = None
             if ctx.pod_metrics is not None and needs_pod_metrics(metrics):
-                fleet = await self._fleet_pods(ctx.pod_metrics, target, target_rt, now=now)
-            evaluation = evaluate(metrics, pods, samples, current=current, fleet=fleet)
+                fleet = await self._fleet_pods(ctx.pod_metrics, target, selector, placed, counted, now=now)
+            evaluation = evaluate(metrics, pods, samples, current=current, fleet=fleet,
+                                  calibration=calibration_of(placed, counted or (), current_replicas=current))
             metric_statuses = evaluation.statuses
             if evaluation.failure is not None:
                 failure = Condition("False", evaluation.failure.reason, evaluation.failure.message)
@@ -204,28 +227,40 @@ class FederatedHPAController(KeyedController[Key]):
         status.update(currentReplicas=current, desiredReplicas=desired, currentMetrics=metric_statuses or None)
         await self._write_status(fhpa, original, status)
 
-    async def _fleet_pods(self, source: PodMetricsSource, target: dict[str, Any], rt: ResourceType, *,
-                          now: datetime) -> FleetPods:
-        """The target's pods in each member (its scale selector's), with their resource metrics;
-        a member whose pod list did not answer stands for the replicas its binding gives it."""
-        meta = target.get("metadata") or {}
-        namespace, name = str(meta.get("namespace") or ""), str(meta.get("name"))
-        assert rt.scale is not None
-        selector = dig(target, *rt.scale.label_selector.split("."))
-        if rt.scale.label_set and isinstance(selector, dict):
-            selector = {"matchLabels": selector}
-        members = await source.pod_metrics(namespace, selector if isinstance(selector, dict | str) else {})
-        binding = self.ctx.binding_for(namespace, name, rt.kind)
+    def _members(self, namespace: str, name: str, kind: str) -> tuple[dict[str, int], set[str] | None]:
+        """Karmada's target clusters: the replicas the target's binding places in each member, and
+        the members among them that are Ready, whose pods are counted (None when the binding places
+        nothing yet: every member's pods are)."""
+        binding = self.ctx.binding_for(namespace, name, kind)
         placed = {} if binding is None else {
             str(c["name"]): int(c.get("replicas") or 0) for c in BindingView(binding).clusters if c.get("name")}
+        if not placed:
+            return placed, None
+        ready = {str((c.get("metadata") or {}).get("name")) for c in self.ctx.clusters.items()
+                 if ready_since(c) is not None}
+        return placed, {member for member in placed if member in ready}
+
+    async def _fleet_pods(self, source: PodMetricsSource, target: dict[str, Any], selector: str,
+                          placed: dict[str, int], counted: set[str] | None, *, now: datetime) -> FleetPods:
+        """The target's pods (its scale ``selector``'s) in each counted member, with their resource
+        metrics; a counted member whose pod list did not answer stands for the replicas its binding
+        gives it."""
+        meta = target.get("metadata") or {}
+        namespace = str(meta.get("namespace") or "")
+        members = await source.pod_metrics(namespace, selector)
+        if counted is not None:
+            answered = {m.cluster for m in members}
+            members = [m for m in members if m.cluster in counted] + [
+                MemberPods(c, (), None, answered=False) for c in sorted(counted - answered)]
         pod_spec = dig(target, "spec", "template", "spec")
         return FleetPods(namespace, with_stand_ins(
             members, placed=placed, pod_spec=pod_spec if isinstance(pod_spec, dict) else None), now)
 
-    def _pod_samples(self, owner: OwnerKey) -> PodUtilization:
-        """The target's GPU pods in every member and the utilization of those measured, each pod
-        named by its cluster and its name there. Each cluster's report is read once per version
-        (:attr:`reports`), however many FederatedHPAs look at it."""
+    def _pod_samples(self, owner: OwnerKey, counted: set[str] | None) -> PodUtilization:
+        """The target's GPU pods in the ``counted`` members (None: every member) and the
+        utilization of those measured, each pod named by its cluster and its name there. Each
+        cluster's report is read once per version (:attr:`reports`), however many FederatedHPAs
+        look at it."""
         pods: list[str] = []
         samples: dict[str, float] = {}
         seen: set[str] = set()
@@ -233,6 +268,8 @@ class FederatedHPAController(KeyedController[Key]):
             meta = cluster.get("metadata") or {}
             cluster_name, version = str(meta.get("name")), str(meta.get("resourceVersion"))
             seen.add(cluster_name)
+            if counted is not None and cluster_name not in counted:
+                continue
             cached = self.reports.get(cluster_name)
             if cached is None or cached[0] != version:
                 cached = self.reports[cluster_name] = (version, gpu_utilization_by_owner(cluster))

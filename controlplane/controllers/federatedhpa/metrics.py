@@ -114,7 +114,7 @@ def _unanswered(metric: Mapping[str, Any]) -> Failure:
 
 
 def _evaluate_resource(
-    metric: Mapping[str, Any], fleet: FleetPods, *, current: int
+    metric: Mapping[str, Any], fleet: FleetPods, *, current: int, calibration: float,
 ) -> tuple[int, str, dict[str, Any]] | Failure:
     """kube's ``computeStatusForResourceMetricGeneric`` of a Resource or ContainerResource metric."""
     kind = str(metric.get("type"))
@@ -131,7 +131,8 @@ def _evaluate_resource(
     try:
         proposal = resource_replicas(
             fleet.members, name, namespace=fleet.namespace, container=container, current_replicas=current,
-            target_utilization=None if average is not None else utilization, target_average=average, now=fleet.now)
+            target_utilization=None if average is not None else utilization, target_average=average, now=fleet.now,
+            calibration=calibration)
     except MetricsUnavailable as exc:
         what = "usage" if average is not None else "utilization"
         return Failure(reason, f"failed to get {name} {what}: {exc}")
@@ -150,11 +151,13 @@ def _evaluate_resource(
 
 def _evaluate_one(
     metric: Mapping[str, Any], pods: Collection[str], samples: Mapping[str, float], *, current: int,
-    fleet: FleetPods | None,
+    fleet: FleetPods | None, calibration: float,
 ) -> tuple[Proposal | int, str, dict[str, Any]] | Failure:
     kind = metric.get("type")
     if _from_pod_metrics(metric):
-        return _unanswered(metric) if fleet is None else _evaluate_resource(metric, fleet, current=current)
+        if fleet is None:
+            return _unanswered(metric)
+        return _evaluate_resource(metric, fleet, current=current, calibration=calibration)
     if kind == "Pods":
         source = metric.get("pods") or {}
         target = source.get("target") or {}
@@ -164,7 +167,8 @@ def _evaluate_one(
             return _unanswered(metric)
         try:
             proposal = plain_metric_replicas(
-                samples, pods, current_replicas=current, target=average, scale_down_fallback=average)
+                samples, pods, current_replicas=current, target=average, scale_down_fallback=average,
+                calibration=calibration)
         except MetricsUnavailable as exc:
             return Failure(FAILURE_REASONS["Pods"], f"failed to get pods metric value: unable to get metric {name}: {exc}")
         status = {"type": "Pods", "pods": {"metric": {"name": name}, "current": {"averageValue": milli_quantity(proposal.usage)}}}
@@ -178,7 +182,7 @@ def _evaluate_one(
         try:
             proposal = plain_metric_replicas(
                 samples, pods, current_replicas=current, target=utilization,
-                scale_down_fallback=max(100, utilization), step=1)
+                scale_down_fallback=max(100, utilization), step=1, calibration=calibration)
         except MetricsUnavailable as exc:
             return Failure(FAILURE_REASONS["Resource"], f"failed to get {GPU_RESOURCE} utilization: {exc}")
         status = {"type": "Resource", "resource": {"name": GPU_RESOURCE, "current": {
@@ -200,16 +204,17 @@ def needs_pod_metrics(metrics: Sequence[Mapping[str, Any]]) -> bool:
 
 def evaluate(
     metrics: Sequence[Mapping[str, Any]], pods: Collection[str], samples: Mapping[str, float], *, current: int,
-    fleet: FleetPods | None = None,
+    fleet: FleetPods | None = None, calibration: float = 1.0,
 ) -> Evaluation:
     """kube's ``computeReplicasForMetrics``: each metric's proposal, the largest wins; scaling stops
-    when every metric failed, or when some failed and the others would scale down."""
+    when every metric failed, or when some failed and the others would scale down. Each proposal
+    is Karmada's, divided by ``calibration`` (:func:`~.calculating.calibration_of`)."""
     replicas, name = 0, ""
     statuses: list[dict[str, Any]] = []
     failure: Failure | None = None
     failed = 0
     for metric in metrics:
-        outcome = _evaluate_one(metric, pods, samples, current=current, fleet=fleet)
+        outcome = _evaluate_one(metric, pods, samples, current=current, fleet=fleet, calibration=calibration)
         if isinstance(outcome, Failure):
             failed, failure = failed + 1, outcome
             statuses.append({"type": ""})

@@ -225,7 +225,7 @@ def utilization_ratio(metrics: Mapping[str, float], requests: Mapping[str, int],
 def resource_replicas(
     members: Sequence[MemberPods], resource: str, *, namespace: str, container: str = "", current_replicas: int,
     target_utilization: int | None = None, target_average: int | None = None, now: datetime,
-    tolerance: float = TOLERANCE,
+    tolerance: float = TOLERANCE, calibration: float = 1.0,
 ) -> ResourceProposal:
     """kube's ``GetResourceReplicas`` (``target_utilization``, percent) or ``GetRawResourceReplicas``
     (``target_average``, milli-units)."""
@@ -250,7 +250,7 @@ def resource_replicas(
 
         replicas = usage_ratio_replicas(
             metrics, average, current_replicas=current_replicas, ready_count=groups.ready, unready=groups.unready,
-            missing=groups.missing, scale_down_value=lambda _: target, tolerance=tolerance)
+            missing=groups.missing, scale_down_value=lambda _: target, tolerance=tolerance, calibration=calibration)
         return ResourceProposal(replicas, None, sum(int(v) for v in metrics.values()) // len(metrics))
     if target_utilization <= 0:
         raise MetricsUnavailable(f"invalid target value {target_utilization}")
@@ -260,5 +260,5 @@ def resource_replicas(
     replicas = usage_ratio_replicas(
         metrics, lambda values: utilization_ratio(values, requests, target_utilization)[0],
         current_replicas=current_replicas, ready_count=groups.ready, unready=groups.unready, missing=groups.missing,
-        scale_down_value=lambda key: requests[key] * fallback // 100, tolerance=tolerance)
+        scale_down_value=lambda key: requests[key] * fallback // 100, tolerance=tolerance, calibration=calibration)
     return ResourceProposal(replicas, utilization, average_value)

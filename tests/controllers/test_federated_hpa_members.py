@@ -1,0 +1,186 @@
+"""The FederatedHPA over members that are not all there, and over a target whose scale has no
+usable selector: Karmada's calibration when a member is not Ready (its replicas, from the
+binding, are left out of the count and the result scaled to the whole target), and kube's
+``InvalidSelector`` when the scale's selector is missing or does not parse."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from controlplane.apiserver.crd.controller import CrdController
+from controlplane.apiserver.errors import Conflict
+from controlplane.apiserver.objects import ObjectStore
+from controlplane.controllers.manager import ControllerManager
+
+from .conftest import FAST
+from .fleet import deployment, eventually, get_object, node_shape, propagation_policy, put_cluster
+from .test_federated_hpa import (
+    FHPA_API,
+    GPU_UTIL,
+    WORK_API,
+    conditions,
+    events,
+    fhpa,
+    replicas,
+    report,
+    status_of,
+)
+
+CLUSTER_API = "cluster.gpufed.io/v1alpha1"
+GROUP = "scaled.example.io"
+SCALED_CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+    "metadata": {"name": f"servers.{GROUP}"},
+    "spec": {
+        "group": GROUP, "scope": "Namespaced", "names": {"plural": "servers", "kind": "Server"},
+        "versions": [{"name": "v1", "served": True, "storage": True, "subresources": {"status": {}, "scale": {
+            "specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas",
+            "labelSelectorPath": ".status.selector"}},
+            "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}],
+    },
+}
+
+
+@pytest.fixture
+async def manager(objects: ObjectStore) -> AsyncIterator[ControllerManager]:
+    async with ControllerManager(objects, settings=dataclasses.replace(FAST, federated_hpa_sync_seconds=0.1)) as running:
+        yield running
+
+
+async def unreachable(objects: ObjectStore, cluster: str) -> None:
+    """The hub's health monitor's verdict on a member whose agent fell silent."""
+    rt = objects.registry.require(CLUSTER_API, "Cluster")
+    current = await objects.get(rt, name=cluster)
+    ready = {"type": "Ready", "status": "Unknown", "reason": "ClusterStatusUnknown",
+             "message": "cluster status unknown", "lastTransitionTime": "2024-05-01T10:00:05Z"}
+    others = [c for c in current["status"].get("conditions") or () if c["type"] != "Ready"]
+    await objects.update_status(rt, {**current, "status": {**current["status"], "conditions": [*others, ready]}})
+
+
+async def test_an_unready_member_is_left_out_and_calibrated_for(objects: ObjectStore) -> None:
+    """4 replicas placed 2 and 2; cloud becomes unreachable with its last report (two pods at
+    10 %) stale. onprem's two pods at 60 % against 50 %: a ratio of 1.2, over 2 of the 4 replicas
+    (a calibration of 0.5), is ceil(1.2 x 2 / 0.5) = 5. Counting cloud's stale pods would say
+    35 %: a scale-down (held by kube's 5-minute window)."""
+    for cluster in ("onprem", "cloud"):
+        await put_cluster(objects, cluster, node_shape(2, gpus=8))
+    placement = {"clusterAffinity": {"clusterNames": ["onprem", "cloud"]}, "replicaScheduling": {
+        "replicaSchedulingType": "Divided", "replicaDivisionPreference": "Weighted", "weightPreference": {
+            "staticWeightList": [{"targetCluster": {"clusterNames": [c]}, "weight": 1} for c in ("onprem", "cloud")]}}}
+    await objects.create(objects.registry.require("policy.gpufed.io/v1alpha1", "PropagationPolicy"),
+                         propagation_policy("web", placement=placement))
+    settings = dataclasses.replace(FAST, federated_hpa_sync_seconds=0.1)
+    async with ControllerManager(objects, settings=settings):
+        await objects.create(objects.registry.require("apps/v1", "Deployment"), deployment("web", replicas=4))
+
+        async def placed() -> bool:
+            binding = await get_object(objects, WORK_API, "ResourceBinding", "web-deployment", namespace="default")
+            clusters = ((binding or {}).get("spec") or {}).get("clusters") or []
+            return sorted((c["name"], c.get("replicas")) for c in clusters) == [("cloud", 2), ("onprem", 2)]
+
+        await eventually(placed, what="web placed 2 and 2")
+        await report(objects, "onprem", "web", [0.6, 0.6])
+        await report(objects, "cloud", "web", [0.1, 0.1], start=2)
+        await unreachable(objects, "cloud")
+        await objects.create(objects.registry.require(FHPA_API, "FederatedHPA"), fhpa("web", GPU_UTIL))
+
+        async def rescaled() -> list[tuple[str, str]] | None:
+            found = [e for e in await events(objects, "web") if e[0] == "SuccessfulRescale"]
+            return found or None
+
+        assert await eventually(rescaled, what="a rescale") == [
+            ("SuccessfulRescale", "New size: 5; reason: pods metric DCGM_FI_DEV_GPU_UTIL above target")]
+        assert await replicas(objects, "web") == 5
+
+
+async def test_every_member_unready_is_karmadas_failed_get_scale(objects: ObjectStore) -> None:
+    await put_cluster(objects, "onprem", node_shape(2, gpus=8))
+    await objects.create(objects.registry.require("policy.gpufed.io/v1alpha1", "PropagationPolicy"),
+                         propagation_policy("web", placement={"clusterAffinity": {"clusterNames": ["onprem"]}}))
+    async with ControllerManager(objects, settings=dataclasses.replace(FAST, federated_hpa_sync_seconds=0.1)):
+        await objects.create(objects.registry.require("apps/v1", "Deployment"), deployment("web", replicas=2))
+
+        async def placed() -> bool:
+            binding = await get_object(objects, WORK_API, "ResourceBinding", "web-deployment", namespace="default")
+            return bool(((binding or {}).get("spec") or {}).get("clusters"))
+
+        await eventually(placed, what="web placed")
+        await unreachable(objects, "onprem")
+        await objects.create(objects.registry.require(FHPA_API, "FederatedHPA"), fhpa("web", GPU_UTIL))
+
+        async def failed() -> dict[str, Any] | None:
+            status = await status_of(objects, "web")
+            return status if conditions(status).get("AbleToScale") == ("False", "FailedGetScale") else None
+
+        status = await eventually(failed, what="AbleToScale False")
+        problem = "failed to get replicas in any of clusters, possibly because all of clusters are not ready"
+        able = next(c for c in status["conditions"] if c["type"] == "AbleToScale")
+        assert able["message"] == f"the HPA controller was unable to get the target's current scale: {problem}"
+        assert ("FailedGetScale", problem) in await events(objects, "web")
+
+
+async def test_a_scale_without_a_usable_selector_is_kubes_invalid_selector(
+    objects: ObjectStore, crds: CrdController, manager: ControllerManager
+) -> None:
+    await objects.create(objects.registry.require("apiextensions.k8s.io/v1", "CustomResourceDefinition"), SCALED_CRD)
+
+    async def served() -> bool:
+        return objects.registry.for_kind(f"{GROUP}/v1", "Server") is not None
+
+    await eventually(served, what="Server served")
+    server_rt = objects.registry.require(f"{GROUP}/v1", "Server")
+    await objects.create(server_rt, {"apiVersion": f"{GROUP}/v1", "kind": "Server",
+                                              "metadata": {"name": "web", "namespace": "default"},
+                                              "spec": {"replicas": 2}})
+    target = fhpa("web", GPU_UTIL)
+    target["spec"]["scaleTargetRef"] = {"apiVersion": f"{GROUP}/v1", "kind": "Server", "name": "web"}
+    await objects.create(objects.registry.require(FHPA_API, "FederatedHPA"), target)
+
+    async def active(reason: str) -> dict[str, Any] | None:
+        status = await status_of(objects, "web")
+        found = next((c for c in status.get("conditions") or () if c["type"] == "ScalingActive"), None)
+        return found if found is not None and found["reason"] == reason else None
+
+    # No selector at the scale's labelSelectorPath.
+    missing = await eventually(lambda: active("InvalidSelector"), what="InvalidSelector")
+    assert (missing["status"], missing["message"]) == ("False", "the HPA target's scale is missing a selector")
+    assert await events(objects, "web") == [("SelectorRequired", "selector is required")]
+    assert (await status_of(objects, "web"))["currentReplicas"] == 2
+
+    # One that does not parse.
+    await select(objects, server_rt, "app in (web")
+    message = ("couldn't convert selector into a corresponding internal selector object: unable to parse "
+               'requirement: found end of input in selector "app in (web"')
+
+    async def unparsed() -> dict[str, Any] | None:
+        found = await active("InvalidSelector")
+        return found if found is not None and found["message"] == message else None
+
+    await eventually(unparsed, what="the parse error")
+    assert ("InvalidSelector", message) in await events(objects, "web")
+
+    # A good one: the metrics are looked at (no pods report yet).
+    await select(objects, server_rt, "app=web")
+    await eventually(lambda: active("FailedGetPodsMetric"), what="the metric looked at")
+    assert await replicas_of(objects, server_rt) == 2
+
+
+async def select(objects: ObjectStore, rt: Any, selector: str) -> None:
+    """The Server's ``status.selector`` (the hub writes conditions of its own there too)."""
+    for _ in range(20):
+        current = await objects.get(rt, namespace="default", name="web")
+        try:
+            await objects.update_status(rt, {**current, "status": {
+                **(current.get("status") or {}), "replicas": 2, "selector": selector}})
+            return
+        except Conflict:
+            continue
+    raise AssertionError("the Server's status kept changing")
+
+
+async def replicas_of(objects: ObjectStore, rt: Any) -> int:
+    return int((await objects.get(rt, namespace="default", name="web"))["spec"]["replicas"])
