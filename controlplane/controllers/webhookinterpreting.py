@@ -6,7 +6,8 @@ the workload ``ApplyPolicyFailed`` for InterpretReplica, ``SyncWorkFailed`` for 
 ``AggregateStatusFailed`` for AggregateStatus, ``GetDependenciesFailed`` for InterpretDependency;
 on the Work ``ReflectStatusFailed`` for InterpretStatus and ``InterpretHealthFailed`` for
 InterpretHealth — and :class:`InterpreterWebhookFailed` raised, so the reconcile loop retries it
-with its backoff and nothing is written meanwhile.
+with its backoff and nothing is written meanwhile; except InterpretHealth, whose failure makes that
+member's health ``Unknown``, as Karmada's work status controller does.
 
 The InterpretStatus and InterpretHealth answers about a member's report are kept in a bounded
 :class:`MemberAnswers` (the status controller's), so a status reconcile that finds the report
@@ -239,9 +240,13 @@ async def reflected_by_webhook(
             entry["status"] = reflected if reflected is not None else entry["status"]  # None: the webhook went meanwhile
         if judges and "healthInterpretation" not in interpreted:
             failed = (EventReason.INTERPRET_HEALTH_FAILED, f"Interpret health of {what} failed, err: {{error}}.")
-            healthy = await _answer(ctx, webhooks, answers, target, report, "InterpretHealth", failed, healthy_of)
-            if healthy is not None:
-                entry["health"] = str(Health.HEALTHY if healthy else Health.UNHEALTHY)
+            try:
+                healthy = await _answer(ctx, webhooks, answers, target, report, "InterpretHealth", failed, healthy_of)
+            except InterpreterWebhookFailed:
+                entry["health"] = str(Health.UNKNOWN)  # Karmada's: the member's health is not known, no retry
+            else:
+                if healthy is not None:
+                    entry["health"] = str(Health.HEALTHY if healthy else Health.UNHEALTHY)
         out[cluster] = with_main_manifest(work, resource, entry)
     return out
 

@@ -2,8 +2,8 @@
 workload: InterpretStatus reflects each member's status and InterpretHealth judges its health
 (the binding's ``aggregatedStatus`` shows their answers, not the agent's report), and
 InterpretDependency names the objects ``propagateDeps`` sends along. The webhook is served over
-TLS (:mod:`tests.interpreterwebhook`'s answers). A failing webhook leaves the previous result and
-Karmada's Warning Event; a malformed workload is refused before any webhook is called."""
+TLS (:mod:`tests.interpreterwebhook`'s answers). A failing webhook leaves the previous result (a
+failing InterpretHealth: the member's health ``Unknown``) and Karmada's Warning Event; a malformed workload is refused before any webhook is called."""
 
 from __future__ import annotations
 
@@ -134,11 +134,13 @@ async def test_status_and_health_webhooks_interpret_what_a_member_reports(
         assert reflect[0]["message"] == f"Reflect status for object(Workload/{NS}/nginx) failed, err: {FAILED}."
         assert await _aggregated(objects, entry) is not None
 
-        # InterpretHealth fails: the same, in its words.
+        # InterpretHealth fails: Karmada's event in its words, and the member's health is Unknown (the
+        # status, no longer reflected by a webhook, is the agent's report).
         await _configure(objects, webhooks, configuration(server, "/interpreter-failing", ["InterpretHealth"]))
         health = await eventually(lambda: _events(objects, "InterpretHealthFailed", "gpufed-es-east"), what="InterpretHealthFailed")
         assert health[0]["message"] == f"Interpret health of object(Workload/{NS}/nginx) failed, err: {FAILED}."
-        assert await _aggregated(objects, entry) is not None
+        entry = {"clusterName": "east", "applied": True, "health": "Unknown", "status": {"readyReplicas": 0}}
+        await eventually(lambda: _aggregated(objects, entry), what="the member's health Unknown")
 
 
 async def test_a_dependency_webhook_names_what_follows_the_workload(
