@@ -152,6 +152,23 @@ async def test_a_missing_target_is_kubes_failed_get_scale(objects: ObjectStore, 
                                'deployments.apps "ghost" not found')
 
 
+async def spread_over_two(objects: ObjectStore) -> None:
+    """Clusters onprem and cloud, and a policy dividing Deployments named web evenly over them."""
+    for cluster in ("onprem", "cloud"):
+        await put_cluster(objects, cluster, node_shape(2, gpus=8))
+    placement = {"clusterAffinity": {"clusterNames": ["onprem", "cloud"]}, "replicaScheduling": {
+        "replicaSchedulingType": "Divided", "replicaDivisionPreference": "Weighted", "weightPreference": {
+            "staticWeightList": [{"targetCluster": {"clusterNames": [c]}, "weight": 1} for c in ("onprem", "cloud")]}}}
+    await objects.create(objects.registry.require("policy.gpufed.io/v1alpha1", "PropagationPolicy"),
+                         propagation_policy("web", placement=placement))
+
+
+async def placed_two_and_two(objects: ObjectStore) -> bool:
+    binding = await get_object(objects, WORK_API, "ResourceBinding", "web-deployment", namespace="default")
+    clusters = ((binding or {}).get("spec") or {}).get("clusters") or []
+    return sorted((c["name"], c.get("replicas")) for c in clusters) == [("cloud", 2), ("onprem", 2)]
+
+
 class MemberAnswers:
     """What each member answers for the target's pods and their metrics: a stand-in for the
     hub's resource metrics, whose reads through the agents' tunnels tests/proxy cover."""
@@ -183,23 +200,10 @@ async def test_cpu_utilization_counts_a_silent_members_replicas_as_pods_without_
     scale-down: 55 % against 50 % stays at 4. Once it answers, 10 % everywhere scales down."""
     source = MemberAnswers()
     settings = dataclasses.replace(FAST, federated_hpa_sync_seconds=0.1)
-    for cluster in ("onprem", "cloud"):
-        await put_cluster(objects, cluster, node_shape(2, gpus=8))
-    placement = {"clusterAffinity": {"clusterNames": ["onprem", "cloud"]}, "replicaScheduling": {
-        "replicaSchedulingType": "Divided", "replicaDivisionPreference": "Weighted", "weightPreference": {
-            "staticWeightList": [{"targetCluster": {"clusterNames": [c]}, "weight": 1} for c in ("onprem", "cloud")]}}}
-    await objects.create(objects.registry.require("policy.gpufed.io/v1alpha1", "PropagationPolicy"),
-                         propagation_policy("web", placement=placement))
+    await spread_over_two(objects)
     async with ControllerManager(objects, settings=settings, pod_metrics=source) as manager:
         await objects.create(objects.registry.require("apps/v1", "Deployment"), deployment("web", replicas=4))
-
-        async def placed() -> bool:
-            binding = await get_object(objects, WORK_API, "ResourceBinding", "web-deployment", namespace="default")
-            clusters = ((binding or {}).get("spec") or {}).get("clusters") or []
-            got = sorted((c["name"], c.get("replicas")) for c in clusters)
-            return got == [("cloud", 2), ("onprem", 2)]
-
-        await eventually(placed, what="web placed 2 and 2")
+        await eventually(lambda: placed_two_and_two(objects), what="web placed 2 and 2")
         source.answers = [MemberPods("onprem", [_running("web-a"), _running("web-b")], _idle("web-a", "web-b")),
                           MemberPods("cloud", (), None, answered=False)]
         cpu = {"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 50}}}

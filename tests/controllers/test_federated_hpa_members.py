@@ -25,8 +25,10 @@ from .test_federated_hpa import (
     conditions,
     events,
     fhpa,
+    placed_two_and_two,
     replicas,
     report,
+    spread_over_two,
     status_of,
 )
 
@@ -66,23 +68,11 @@ async def test_an_unready_member_is_left_out_and_calibrated_for(objects: ObjectS
     10 %) stale. onprem's two pods at 60 % against 50 %: a ratio of 1.2, over 2 of the 4 replicas
     (a calibration of 0.5), is ceil(1.2 x 2 / 0.5) = 5. Counting cloud's stale pods would say
     35 %: a scale-down (held by kube's 5-minute window)."""
-    for cluster in ("onprem", "cloud"):
-        await put_cluster(objects, cluster, node_shape(2, gpus=8))
-    placement = {"clusterAffinity": {"clusterNames": ["onprem", "cloud"]}, "replicaScheduling": {
-        "replicaSchedulingType": "Divided", "replicaDivisionPreference": "Weighted", "weightPreference": {
-            "staticWeightList": [{"targetCluster": {"clusterNames": [c]}, "weight": 1} for c in ("onprem", "cloud")]}}}
-    await objects.create(objects.registry.require("policy.gpufed.io/v1alpha1", "PropagationPolicy"),
-                         propagation_policy("web", placement=placement))
+    await spread_over_two(objects)
     settings = dataclasses.replace(FAST, federated_hpa_sync_seconds=0.1)
     async with ControllerManager(objects, settings=settings):
         await objects.create(objects.registry.require("apps/v1", "Deployment"), deployment("web", replicas=4))
-
-        async def placed() -> bool:
-            binding = await get_object(objects, WORK_API, "ResourceBinding", "web-deployment", namespace="default")
-            clusters = ((binding or {}).get("spec") or {}).get("clusters") or []
-            return sorted((c["name"], c.get("replicas")) for c in clusters) == [("cloud", 2), ("onprem", 2)]
-
-        await eventually(placed, what="web placed 2 and 2")
+        await eventually(lambda: placed_two_and_two(objects), what="web placed 2 and 2")
         await report(objects, "onprem", "web", [0.6, 0.6])
         await report(objects, "cloud", "web", [0.1, 0.1], start=2)
         await unreachable(objects, "cloud")

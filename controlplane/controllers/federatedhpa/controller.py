@@ -124,20 +124,12 @@ class FederatedHPAController(KeyedController[Key]):
             problem = (f'no matches for kind "{kind}" in version "{ref.get("apiVersion")}"' if target_rt is None
                        else f"{kind} has no scale subresource" if target_rt.scale is None
                        else f'{target_rt.plural}.{target_rt.group or ""}'.rstrip(".") + f' "{target_name}" not found')
-            failure = Condition("False", "FailedGetScale",
-                                f"the HPA controller was unable to get the target's current scale: {problem}")
-            await self._warn_on_change(fhpa, status, "AbleToScale", failure, EventReason.FAILED_GET_SCALE, problem)
-            set_condition(status, "AbleToScale", failure, now=now)
-            await self._write_status(fhpa, original, status)
+            await self._failed_get_scale(fhpa, original, status, problem, now=now)
             return
         placed, counted = self._members(namespace, target_name, target_rt.kind)
         if counted is not None and not counted:
             problem = "failed to get replicas in any of clusters, possibly because all of clusters are not ready"
-            failure = Condition("False", "FailedGetScale",
-                                f"the HPA controller was unable to get the target's current scale: {problem}")
-            await self._warn_on_change(fhpa, status, "AbleToScale", failure, EventReason.FAILED_GET_SCALE, problem)
-            set_condition(status, "AbleToScale", failure, now=now)
-            await self._write_status(fhpa, original, status)
+            await self._failed_get_scale(fhpa, original, status, problem, now=now)
             return
         spec_path = target_rt.scale.spec_replicas.split(".")
         current = dig(target, *spec_path)
@@ -279,6 +271,15 @@ class FederatedHPAController(KeyedController[Key]):
         for gone in set(self.reports) - seen:
             del self.reports[gone]
         return pods, samples
+
+    async def _failed_get_scale(self, fhpa: dict[str, Any], original: dict[str, Any], status: dict[str, Any],
+                                problem: str, *, now: datetime) -> None:
+        """kube's ``FailedGetScale``: ``AbleToScale`` ``False`` and the Warning Event."""
+        failure = Condition("False", "FailedGetScale",
+                            f"the HPA controller was unable to get the target's current scale: {problem}")
+        await self._warn_on_change(fhpa, status, "AbleToScale", failure, EventReason.FAILED_GET_SCALE, problem)
+        set_condition(status, "AbleToScale", failure, now=now)
+        await self._write_status(fhpa, original, status)
 
     async def _warn_on_change(self, fhpa: dict[str, Any], status: dict[str, Any], condition_type: str,
                               failure: Condition, reason: EventReason, message: str) -> None:
