@@ -28,6 +28,7 @@ from controlplane.apis import constants as c
 from controlplane.apis.meta import format_time
 from controlplane.apis.views import BindingView, ObjectView
 from controlplane.apis.work_v1alpha1 import binding_name
+from controlplane.controllers.eventcorrelating import EventCorrelator
 from controlplane.controllers.federatedhpa.podmetrics import PodMetricsSource
 from controlplane.controllers.informing import Handler, Informer
 from controlplane.controllers.workloads import propagatable_types
@@ -164,6 +165,8 @@ class ControllerContext:
         self.cluster_rt = require(f"{c.CLUSTER_GROUP}/{c.VERSION}", "Cluster")
         self.namespace_rt = require("v1", "Namespace")
         self.event_rt = self.registry.for_kind("v1", "Event")
+        #: client-go's EventCorrelator: a repeated Event is one Event whose count grows.
+        self.event_correlator = EventCorrelator()
         self.workload_types = propagatable_types(self.registry)
         self.propagation_types = self._policy_types(PROPAGATION_KINDS)
         self.override_types = self._policy_types(OVERRIDE_KINDS)

@@ -3,7 +3,10 @@
 In: the involved object (a hub workload dict), a type, a reason and a message. Out: one
 ``v1`` Event in the object's namespace, named ``<object name>.<unique suffix>``. Events
 are best effort: failing to record one is logged and never fails a reconcile. Callers
-record an Event only when their decision changes, so repeated reconciles do not flood.
+record an Event only when their decision changes, so repeated reconciles do not flood; an
+Event recorded again (a retried failure) is, as client-go's recorder makes it, the same Event
+with its ``count`` grown and ``lastTimestamp`` moved (the context's
+:class:`~controlplane.controllers.eventcorrelating.EventCorrelator`).
 """
 
 from __future__ import annotations
@@ -17,7 +20,8 @@ from typing import Any
 from controlplane.apis.events import EventType
 from controlplane.apis.views import ObjectView
 from controlplane.controllers.context import ControllerContext
-from controlplane.objectclient import errors
+from controlplane.controllers.eventcorrelating import Correlated
+from controlplane.objectclient import ResourceType, errors
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +116,25 @@ async def record_event(
         "lastTimestamp": now,
         "count": 1,
     }
+    correlated = ctx.event_correlator.correlate(event, now=ctx.now())
     try:
-        await ctx.objects.create(ctx.event_rt, event)
+        stored = await _write(ctx, ctx.event_rt, correlated)
     except (errors.ApiError, errors.StorageError) as exc:
         log.info("could not record event %s on %s/%s: %s", reason, namespace, meta.get("name"), exc)
+        return
+    ctx.event_correlator.written(correlated, stored)
+
+
+async def _write(ctx: ControllerContext, rt: ResourceType, correlated: Correlated) -> dict[str, Any]:
+    """client-go's ``recordToSink``: a repeated Event updates the one written (its ``count``,
+    ``lastTimestamp`` and ``message``); one deleted meanwhile is created again with its count."""
+    event = correlated.event
+    meta = event["metadata"]
+    if correlated.updates:
+        try:
+            existing = await ctx.objects.get(rt, namespace=meta["namespace"], name=meta["name"])
+            return await ctx.objects.update(rt, {**existing, "count": event["count"],
+                                                 "lastTimestamp": event["lastTimestamp"], "message": event["message"]})
+        except errors.NotFound:
+            pass
+    return await ctx.objects.create(rt, event)

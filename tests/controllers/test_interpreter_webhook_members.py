@@ -134,6 +134,13 @@ async def test_status_and_health_webhooks_interpret_what_a_member_reports(
         assert reflect[0]["message"] == f"Reflect status for object(Workload/{NS}/nginx) failed, err: {FAILED}."
         assert await _aggregated(objects, entry) is not None
 
+        async def retried() -> list[dict[str, Any]] | None:
+            found = await _events(objects, "ReflectStatusFailed", "gpufed-es-east")
+            return found if len(found) == 1 and found[0]["count"] >= 2 else None
+
+        # Each retry fails alike: one Event, its count growing (client-go's correlation).
+        await eventually(retried, what="the retried failure counted on one Event")
+
         # InterpretHealth fails: Karmada's event in its words, and the member's health is Unknown (the
         # status, no longer reflected by a webhook, is the agent's report).
         await _configure(objects, webhooks, configuration(server, "/interpreter-failing", ["InterpretHealth"]))
@@ -173,10 +180,13 @@ async def test_a_dependency_webhook_names_what_follows_the_workload(
 
     # A new term (a restarted hub) has no answer of the webhook yet: what followed still stays.
     async with ControllerManager(objects, settings=FAST, interpreter_webhooks=webhooks):
-        before = len(await _events(objects, "GetDependenciesFailed"))
+        async def failures() -> int:  # each recorded again counts on its Event
+            return sum(int(e.get("count") or 1) for e in await _events(objects, "GetDependenciesFailed"))
+
+        before = await failures()
 
         async def failed_again() -> bool:
-            return len(await _events(objects, "GetDependenciesFailed")) >= before + 2
+            return await failures() >= before + 2
 
         await eventually(failed_again, what="the parent tried again, twice")
         assert await attached("runner") is not None and await attached("other") is None

@@ -73,8 +73,10 @@ async def report_ready(objects: ObjectStore, cluster: str, workload: str, ready:
 
 
 async def events_of(objects: ObjectStore, reason: str) -> list[str]:
+    """The message of each occurrence of ``reason`` (an Event recorded again counts again)."""
     listed = await objects.list(objects.registry.require("v1", "Event"), namespace="default")
-    return [str(e.get("message")) for e in listed.items if e.get("reason") == reason]
+    return [str(e.get("message")) for e in listed.items if e.get("reason") == reason
+            for _ in range(int(e.get("count") or 1))]
 
 
 def placed_as(objects: ObjectStore, wanted: dict[str, int]) -> Callable[[], Awaitable[dict[str, int] | None]]:
