@@ -93,7 +93,8 @@ def calibration_of(placed: Mapping[str, int], counted: Collection[str], *, curre
     each member's replicas, from the binding) over the target's own (``current_replicas``), so a
     count from the pods of some members is one for the whole target (0.5 when the members
     counted hold half of them; the number of members when each runs all of them). 1 when nothing
-    is placed or the target has no replicas."""
+    is placed or the target has no replicas; the caller stops before the counted members hold
+    none (Karmada's ``failed to get replicas in any of clusters``)."""
     if not placed or current_replicas <= 0:
         return 1.0
     return sum(replicas for member, replicas in placed.items() if member in counted) / current_replicas

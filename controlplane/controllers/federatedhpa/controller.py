@@ -126,14 +126,14 @@ class FederatedHPAController(KeyedController[Key]):
                        else f'{target_rt.plural}.{target_rt.group or ""}'.rstrip(".") + f' "{target_name}" not found')
             await self._failed_get_scale(fhpa, original, status, problem, now=now)
             return
-        placed, counted = self._members(namespace, target_name, target_rt.kind)
-        if counted is not None and not counted:
-            problem = "failed to get replicas in any of clusters, possibly because all of clusters are not ready"
-            await self._failed_get_scale(fhpa, original, status, problem, now=now)
-            return
         spec_path = target_rt.scale.spec_replicas.split(".")
         current = dig(target, *spec_path)
         current = current if isinstance(current, int) and not isinstance(current, bool) else 1
+        placed, counted = self._members(namespace, target_name, target_rt.kind)
+        if counted is not None and current > 0 and not sum(placed[member] for member in counted):
+            problem = "failed to get replicas in any of clusters, possibly because all of clusters are not ready"
+            await self._failed_get_scale(fhpa, original, status, problem, now=now)
+            return
         set_condition(status, "AbleToScale", Condition(
             "True", "SucceededGetScale", "the HPA controller was able to get the target's current scale"), now=now)
         min_replicas = int(spec.get("minReplicas") or 1)
