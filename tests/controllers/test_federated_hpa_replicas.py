@@ -189,3 +189,6 @@ def test_metrics_the_hub_cannot_answer_stop_scaling() -> None:
     assert failure is not None and failure.reason == "FailedGetExternalMetric" and "queue_depth" in failure.error
     unmeasured = evaluate([_GPU_PODS], ["a"], {}, current=1).failure
     assert unmeasured is not None and unmeasured.reason == "FailedGetPodsMetric"
+    # Several fail: the condition is the first's, as kube's.
+    first = evaluate([external, _GPU_PODS], ["a"], {}, current=1).failure
+    assert first is not None and first.reason == "FailedGetExternalMetric"

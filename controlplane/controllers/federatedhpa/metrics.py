@@ -216,7 +216,7 @@ def evaluate(
     for metric in metrics:
         outcome = _evaluate_one(metric, pods, samples, current=current, fleet=fleet, calibration=calibration)
         if isinstance(outcome, Failure):
-            failed, failure = failed + 1, outcome
+            failed, failure = failed + 1, failure or outcome  # kube's condition is the first failure's
             statuses.append({"type": ""})
             continue
         proposal, metric_name, status = outcome
