@@ -135,8 +135,9 @@ async def test_a_metric_the_hub_cannot_answer_stops_scaling(objects: ObjectStore
 
     await eventually(synced_again, what="three more syncs")
     assert await replicas(objects, "cpu-bound") == 2
-    warnings = [reason for reason, _ in await events(objects, "cpu-bound")]
-    assert warnings == ["FailedGetResourceMetric"]  # once, not once per sync
+    warnings = sorted(await events(objects, "cpu-bound"))  # once each, not once per sync
+    assert [reason for reason, _ in warnings] == ["FailedComputeMetricsReplicas", "FailedGetResourceMetric"]
+    assert warnings[0][1] == f"invalid metrics (1 invalid out of 1), first error is: {warnings[1][1]}"
 
 
 async def test_a_missing_target_is_kubes_failed_get_scale(objects: ObjectStore, manager: ControllerManager) -> None:

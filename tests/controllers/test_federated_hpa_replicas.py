@@ -190,5 +190,6 @@ def test_metrics_the_hub_cannot_answer_stop_scaling() -> None:
     unmeasured = evaluate([_GPU_PODS], ["a"], {}, current=1).failure
     assert unmeasured is not None and unmeasured.reason == "FailedGetPodsMetric"
     # Several fail: the condition is the first's, as kube's.
-    first = evaluate([external, _GPU_PODS], ["a"], {}, current=1).failure
-    assert first is not None and first.reason == "FailedGetExternalMetric"
+    both = evaluate([external, _GPU_PODS], ["a"], {}, current=1)
+    assert both.failure is not None and both.failure.reason == "FailedGetExternalMetric"
+    assert both.error == f"invalid metrics (2 invalid out of 2), first error is: {both.failure.error}"

@@ -152,8 +152,9 @@ class FederatedHPAController(KeyedController[Key]):
         else:
             selector = scale_selector(target_rt, target)
             if isinstance(selector, InvalidSelector):
-                await self._warn_on_change(fhpa, status, "ScalingActive", selector.condition, selector.reason,
-                                           selector.message)
+                await self._warn_on_change(fhpa, status, "ScalingActive", selector.condition,
+                                           (selector.reason, selector.message),
+                                           (EventReason.FAILED_COMPUTE_METRICS_REPLICAS, selector.message))
                 set_condition(status, "ScalingActive", selector.condition, now=now)
                 status.update(currentReplicas=current, currentMetrics=None)
                 await self._write_status(fhpa, original, status)
@@ -171,7 +172,8 @@ class FederatedHPAController(KeyedController[Key]):
             if evaluation.failure is not None:
                 failure = Condition("False", evaluation.failure.reason, evaluation.failure.message)
                 await self._warn_on_change(fhpa, status, "ScalingActive", failure,
-                                           EventReason(evaluation.failure.reason), evaluation.failure.error)
+                                           (EventReason(evaluation.failure.reason), evaluation.failure.error),
+                                           (EventReason.FAILED_COMPUTE_METRICS_REPLICAS, evaluation.error))
                 set_condition(status, "ScalingActive", failure, now=now)
                 status.update(currentReplicas=current, currentMetrics=metric_statuses or None)
                 await self._write_status(fhpa, original, status)
@@ -277,15 +279,17 @@ class FederatedHPAController(KeyedController[Key]):
         """kube's ``FailedGetScale``: ``AbleToScale`` ``False`` and the Warning Event."""
         failure = Condition("False", "FailedGetScale",
                             f"the HPA controller was unable to get the target's current scale: {problem}")
-        await self._warn_on_change(fhpa, status, "AbleToScale", failure, EventReason.FAILED_GET_SCALE, problem)
+        await self._warn_on_change(fhpa, status, "AbleToScale", failure, (EventReason.FAILED_GET_SCALE, problem))
         set_condition(status, "AbleToScale", failure, now=now)
         await self._write_status(fhpa, original, status)
 
     async def _warn_on_change(self, fhpa: dict[str, Any], status: dict[str, Any], condition_type: str,
-                              failure: Condition, reason: EventReason, message: str) -> None:
-        """A Warning Event, unless the condition already says the same (one Event per change, not per sync)."""
+                              failure: Condition, *events: tuple[EventReason, str]) -> None:
+        """kube's Warning ``events`` (reason, message), unless the condition already says the same
+        (one Event per change, not per sync)."""
         if _condition(status, condition_type).get("message") != failure.message:
-            await record_event(self.ctx, fhpa, type=EventType.WARNING, reason=reason, message=message)
+            for reason, message in events:
+                await record_event(self.ctx, fhpa, type=EventType.WARNING, reason=reason, message=message)
 
     async def _write_status(self, fhpa: dict[str, Any], original: dict[str, Any], status: dict[str, Any]) -> None:
         if status == original or self.rt is None:

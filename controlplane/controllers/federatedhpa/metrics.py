@@ -73,6 +73,9 @@ class Evaluation:
     """``status.currentMetrics``, one per metric (an empty one for a metric that failed)."""
     failure: Failure | None = None
     """Why no replica count comes from the metrics; set with ``replicas`` -1."""
+    error: str = ""
+    """kube's error of ``computeReplicasForMetrics`` with ``failure`` (``invalid metrics (1 invalid
+    out of 2), first error is: ...``), its ``FailedComputeMetricsReplicas`` Event's message."""
 
 
 def milli_text(milli: int) -> str:
@@ -225,7 +228,8 @@ def evaluate(
         if replicas == 0 or proposed > replicas:
             replicas, name = proposed, metric_name
     if failure is not None and (failed >= len(metrics) or replicas < current):
-        return Evaluation(-1, "", statuses, failure)
+        error = f"invalid metrics ({failed} invalid out of {len(metrics)}), first error is: {failure.error}"
+        return Evaluation(-1, "", statuses, failure, error)
     return Evaluation(replicas, name, statuses)
 
 
