@@ -45,12 +45,15 @@ def _binding(placement: dict[str, Any] | None, *, replicas: int = 2, **spec: Any
         (_binding(None), True),
         (_binding(DIVIDED), False),  # Divided replicas are not sent to every cluster
         (_binding(DUPLICATED, requiredBy=[{"name": "x", "namespace": "ns"}]), False),  # propagateDeps' placement
+        (_binding(DUPLICATED, clusters=None), True),  # its first decision may be on its way
+        (_binding(DIVIDED, clusters=None), False),
     ],
-    ids=["duplicated", "no-replica-scheduling", "no-placement", "divided", "required-by"],
+    ids=["duplicated", "no-replica-scheduling", "no-placement", "divided", "required-by", "undecided", "undecided-divided"],
 )
 def test_a_duplicated_workload_is_requeued_for_a_cluster_it_is_not_in(binding: dict[str, Any], expected: bool) -> None:
     assert goes_everywhere_but(binding, "late") is expected
-    assert goes_everywhere_but(binding, "onprem") is False  # it runs there already
+    placed = binding["spec"]["clusters"] is not None
+    assert goes_everywhere_but(binding, "onprem") is (expected and not placed)  # False: it runs there already
 
 
 def test_a_cluster_that_joins_gets_all_the_replicas_and_the_others_keep_theirs() -> None:

@@ -246,7 +246,10 @@ class SchedulerController(KeyedController[BindingKey]):
             await self._requeue(key)
 
     async def _requeue_everywhere_kinds(self, cluster: str) -> None:
-        """Bindings that go to every feasible cluster, placed but not in ``cluster``: it may admit them now."""
+        """Bindings that go to every feasible cluster, not (or not yet) placed in ``cluster``: it may admit them now.
+
+        One whose first decision is under way is marked too: that decision may have judged the fleet
+        before ``cluster`` joined or changed, and the mark has it decided again."""
         for binding in self.ctx.bindings.items():
             if goes_everywhere_but(binding, cluster):
                 key = binding_key(binding)

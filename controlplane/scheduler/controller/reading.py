@@ -76,7 +76,11 @@ def workload_of(ctx: ControllerContext, binding: Mapping[str, Any]) -> dict[str,
 def goes_everywhere_but(binding: Mapping[str, Any], cluster: str) -> bool:
     """Whether ``binding`` goes to every feasible cluster — a kind without replicas (no
     ``replicaRequirements``) or a workload whose placement is Duplicated (every feasible cluster runs
-    all its replicas) —, is placed, of its own placement (not propagateDeps'), and not in ``cluster``."""
+    all its replicas) —, of its own placement (not propagateDeps'), and not in ``cluster``.
+
+    One with no placement yet counts too: its first decision may be on its way, taken before
+    ``cluster`` joined or changed and not in the cache yet (Karmada's scheduler requeues a binding
+    its scheduler has not observed for the same reason)."""
     spec = binding.get("spec") or {}
     if spec.get("requiredBy"):
         return False
@@ -84,7 +88,7 @@ def goes_everywhere_but(binding: Mapping[str, Any], cluster: str) -> bool:
     if has_replicas and not duplicated(spec.get("placement")):
         return False
     placed = spec.get("clusters")
-    return isinstance(placed, list) and all(
+    return not isinstance(placed, list) or all(
         not isinstance(target, Mapping) or target.get("name") != cluster for target in placed
     )
 
