@@ -6,8 +6,9 @@ Each level has a nominal limit (its share of the server's seats), may lend ``len
 one, as many as the server has). Every :data:`ADJUSTMENT_SECONDS` each level's seat demand (seats
 in use plus seats asked for by waiting requests) over the period gives its high watermark,
 time-weighted average and standard deviation, and a smoothed demand (``max(avg + stdev, 0.977 x the
-previous + 0.023 x (avg + stdev))``); the nominal limits' sum is then shared so that each level gets
-its smoothed demand times one fair proportion, within its lower bound for the period
+previous + 0.023 x (avg + stdev))``; a period of no time, as when the configuration changes twice at
+once, gives its high watermark alone); the nominal limits' sum is then shared so that each level gets
+its smoothed demand (at least kube's ``MinTarget``) times one fair proportion, within its lower bound for the period
 (:meth:`Bounds.current_lower`: what it used, up to its nominal limit, never below its lower limit)
 and its upper limit (:func:`allocate`): its current limit. The exempt level takes part like the
 others: its requests' seats count in its demand (:class:`ExemptSeats`), though nothing limits them.
@@ -24,6 +25,9 @@ from typing import Final
 #: kube's ``borrowingAdjustmentPeriod`` and ``seatDemandSmoothingCoefficient``.
 ADJUSTMENT_SECONDS: Final = 10.0
 SMOOTHING: Final = 0.977
+#: kube's ``MinTarget``: a smaller target counts as this one when the seats are shared, so a level
+#: with no demand still gets its part of seats nobody else may take.
+MIN_TARGET: Final = 0.001
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +64,17 @@ def bounds(nominal: int, lendable_percent: int, borrowing_limit_percent: int | N
     return Bounds(nominal, nominal - lendable, nominal + borrowable)
 
 
+@dataclass(frozen=True, slots=True)
+class Observation:
+    """kube's ``IntegratorResults`` of one period: time-weighted average and standard deviation
+    (NaN over no time), maximum, and the period's seconds."""
+
+    average: float
+    stdev: float
+    high_watermark: int
+    duration: float
+
+
 class DemandIntegrator:
     """kube's ``fq.Integrator``: the time-weighted average, deviation and maximum of a level's seat demand."""
 
@@ -81,13 +96,16 @@ class DemandIntegrator:
         if value > self._max:
             self._max = value
 
-    def reset(self, now: float) -> tuple[float, float, int]:
-        """The average, standard deviation and maximum since the last reset; starts a new period."""
+    def reset(self, now: float) -> Observation:
+        """The period since the last reset; starts a new one."""
         self.set(now, self.value)
         span = now - self._start
-        average = self._sum / span if span > 0 else float(self.value)
-        variance = self._sum2 / span - average * average if span > 0 else 0.0
-        results = (average, math.sqrt(max(variance, 0.0)), self._max)
+        if span > 0:
+            average = self._sum / span
+            stdev = math.sqrt(max(self._sum2 / span - average * average, 0.0))
+        else:  # kube: no time, no average (NaN there)
+            average = stdev = math.nan
+        results = Observation(average, stdev, self._max, max(span, 0.0))
         self._start, self._sum, self._sum2, self._max = now, 0.0, 0.0, self.value
         return results
 
@@ -120,9 +138,14 @@ class DemandStats:
     high_watermark: int = 0
     smoothed: float = 0.0
 
-    def update(self, average: float, stdev: float, high_watermark: int) -> None:
-        self.average, self.stdev, self.high_watermark = average, stdev, high_watermark
-        envelope = average + stdev
+    def update(self, observed: Observation) -> None:
+        """kube's ``seatDemandStats.update``: a period of no time gives only its high watermark."""
+        self.high_watermark = observed.high_watermark
+        if observed.duration <= 0:
+            return
+        stdev = 0.0 if math.isnan(observed.stdev) else observed.stdev
+        self.average, self.stdev = observed.average, stdev
+        envelope = observed.average + stdev
         self.smoothed = max(envelope, SMOOTHING * self.smoothed + (1 - SMOOTHING) * envelope)
 
 
@@ -138,10 +161,12 @@ class Item:
 def allocate(total: int, items: Sequence[Item]) -> tuple[list[float], float]:
     """kube's ``computeConcurrencyAllocation``: each item's ``clamp(target x p, lower, upper)`` for the
     one fair proportion ``p`` that makes them sum to ``total`` (the lower limits when even they
-    exceed it, the upper ones when even they fall short); and ``p``."""
+    exceed it, the upper ones when even they fall short); and ``p``. A target below
+    :data:`MIN_TARGET` counts as that (kube's ``MinTarget``)."""
+    targets = [max(item.target, MIN_TARGET) for item in items]
 
     def shares(proportion: float) -> list[float]:
-        return [min(max(item.target * proportion, item.lower), item.upper) for item in items]
+        return [min(max(target * proportion, item.lower), item.upper) for item, target in zip(items, targets, strict=True)]
 
     if sum(item.lower for item in items) >= total:
         return [item.lower for item in items], 0.0
@@ -149,7 +174,7 @@ def allocate(total: int, items: Sequence[Item]) -> tuple[list[float], float]:
         return [item.upper for item in items], math.inf
     low, high = 0.0, 1.0
     while sum(shares(high)) < total:
-        if high > 1e12:  # no target can grow: what the limits give
+        if high > 1e15:  # cannot happen (every target counts): what the limits give
             return shares(high), high
         high *= 2
     for _ in range(100):  # bisection: far finer than a seat

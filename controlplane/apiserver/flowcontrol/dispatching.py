@@ -137,7 +137,7 @@ class FlowController:
             nominal_sum += limits.nominal
             demand = queues.demand if queues is not None else self.exempt[name].demand
             stats = self.demand.setdefault(name, DemandStats())
-            stats.update(*demand.reset(now))
+            stats.update(demand.reset(now))
             lower = limits.current_lower(stats.high_watermark)
             items.append(Item(lower, limits.upper, max(lower, stats.smoothed)))
             names.append(name)

@@ -21,7 +21,9 @@ additional latency); the waiting queue whose oldest request would finish earlies
 served next (round robin among ties), and a request served in S seconds instead of 3 ms moves its
 queue by its initial seats x (S - 3 ms). The oldest request of that queue waits for enough seats to
 free, as in kube (a narrower one behind it does not jump ahead); a request wider than the level runs
-alone, and final seats beyond the level's are reshaped to the level's seats for longer.
+alone, and final seats beyond the level's are reshaped to the level's seats for longer. A queue is served only while fewer seats than the level's limit are in use, so at a limit of
+0 (all its seats lent) requests wait, and time out, as in kube; a ``Reject`` level, which has no
+queues, still runs one request alone then (kube's ``dispatchSansQueue``).
 """
 
 from __future__ import annotations
@@ -209,7 +211,7 @@ class FairQueues(Generic[T]):
         self._waiting_seats += request.seats
         self._bound(queue)
         if self.waiting == 1:  # the only queue waiting is served next: no need to look through the others
-            if self._fits(request.seats):
+            if self._free_seats() and self._fits(request.seats):
                 self._dispatch(queue, now)
         else:
             self._wake_all([r for r in self._dispatch_all(now) if r is not request])
@@ -318,9 +320,14 @@ class FairQueues(Generic[T]):
             return self.executing == 0
         return self.seats_in_use + seats <= self.concurrency
 
+    def _free_seats(self) -> bool:
+        """kube's ``dispatchAsMuchAsPossibleLocked`` dispatches from the queues only while fewer seats
+        than the limit are in use: at a limit of 0 requests wait (and time out), none runs alone."""
+        return self.seats_in_use < self.concurrency
+
     def _dispatch_all(self, now: float) -> list[Request[T]]:
         started: list[Request[T]] = []
-        while self.waiting:
+        while self.waiting and self._free_seats():
             queue = self._next_queue()
             request = queue.waiting[0]
             if not self._fits(request.seats):

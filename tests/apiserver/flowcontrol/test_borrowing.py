@@ -17,6 +17,7 @@ from controlplane.apiserver.flowcontrol.borrowing import (
     DemandIntegrator,
     DemandStats,
     Item,
+    Observation,
     allocate,
     bounds,
 )
@@ -73,8 +74,11 @@ def test_current_lower_bound(limits: Bounds, high_watermark: float, expected: fl
         (3, [Item(2, 5, 2), Item(2, 5, 2)], [2, 2]),
         # Even the upper bounds fall short: they are what each gets.
         (10, [Item(0, 3, 3), Item(0, 4, 4)], [3, 4]),
-        # A level with no demand keeps its lower bound.
-        (10, [Item(0, INF, 0), Item(1, INF, 1)], [0, 10]),
+        # A level with no demand counts as kube's MinTarget of 0.001: 0.001p + p = 10.
+        (10, [Item(0, INF, 0), Item(1, INF, 1)], [0.01 / 1.001, 10 / 1.001]),
+        # ... so seats a level may not borrow go to one with no demand rather than to nobody.
+        (10, [Item(0, 2, 1), Item(0, 100, 0)], [2, 8]),
+        (10, [Item(0, 2, 1), Item(0, 100, 0), Item(0, 100, 0)], [2, 4, 4]),
     ],
 )
 def test_allocation(total: int, items: list[Item], expected: list[float]) -> None:
@@ -86,15 +90,32 @@ def test_seat_demand_statistics() -> None:
     demand = DemandIntegrator(0.0)
     demand.set(2.0, 4)  # 0 seats for 2 s, 4 for 4 s, 0 for 4 s
     demand.set(6.0, 0)
-    average, stdev, high = demand.reset(10.0)
-    assert (average, high) == (pytest.approx(1.6), 4)
-    assert stdev == pytest.approx(math.sqrt(6.4 - 1.6 * 1.6))
-    assert demand.reset(20.0) == (0.0, 0.0, 0)  # a new period
+    observed = demand.reset(10.0)
+    assert (observed.average, observed.high_watermark, observed.duration) == (pytest.approx(1.6), 4, 10.0)
+    assert observed.stdev == pytest.approx(math.sqrt(6.4 - 1.6 * 1.6))
+    assert demand.reset(20.0) == Observation(0.0, 0.0, 0, 10.0)  # a new period
     stats = DemandStats()
-    stats.update(1.0, 1.0, 3)
+    stats.update(Observation(1.0, 1.0, 3, 10.0))
     assert stats.smoothed == 2.0  # the envelope avg + stdev
-    stats.update(0.0, 0.0, 0)
+    stats.update(Observation(0.0, 0.0, 0, 10.0))
     assert stats.smoothed == pytest.approx(0.977 * 2.0)  # decays slowly
+
+
+def test_a_period_of_no_time_gives_its_high_watermark_alone() -> None:
+    """kube's seatDemandStats.update: an adjustment right after another (a configuration change at
+    the same instant) has no average to give; the smoothed demand and the average stay."""
+    demand = DemandIntegrator(0.0)
+    demand.set(5.0, 2)
+    stats = DemandStats()
+    stats.update(demand.reset(10.0))
+    before = (stats.average, stats.stdev, stats.smoothed)
+    assert before == (1.0, 1.0, 2.0)
+    demand.set(10.0, 50)  # 50 seats asked for at this very instant
+    observed = demand.reset(10.0)
+    assert observed.duration == 0 and math.isnan(observed.average)
+    stats.update(observed)
+    assert stats.high_watermark == 50
+    assert (stats.average, stats.stdev, stats.smoothed) == before
 
 
 def _current(controller: FlowController, level: str) -> float:

@@ -117,10 +117,13 @@ def test_a_withdrawn_request_is_not_dispatched() -> None:
 
 
 async def test_levels_are_isolated_and_a_wait_times_out() -> None:
-    controller = FlowController(FlowControlConfig(total_concurrency=2, queue_wait_seconds=0.05))
-    flood = classify(VIEWER, verb="list", group="", resource="configmaps", total=2)
-    agent = classify(AGENT, verb="update", group="coordination.k8s.io", resource="leases", total=2)
-    seats = controller.levels["global-default"].limits.seats
+    # 20 seats: global-default's current limit is 2 (a tiny server lends all of it: 0 seats, and
+    # its requests wait for the next adjustment, as in kube).
+    controller = FlowController(FlowControlConfig(total_concurrency=20, queue_wait_seconds=0.05))
+    flood = classify(VIEWER, verb="list", group="", resource="configmaps", total=20)
+    agent = classify(AGENT, verb="update", group="coordination.k8s.io", resource="leases", total=20)
+    seats = controller.levels["global-default"].concurrency
+    assert seats > 0
     held = [controller.seat(flood) for _ in range(seats)]
     for seat in held:
         await seat.__aenter__()
@@ -142,10 +145,13 @@ async def test_levels_are_isolated_and_a_wait_times_out() -> None:
 
 
 async def test_a_queued_request_runs_when_a_seat_frees() -> None:
-    controller = FlowController(FlowControlConfig(total_concurrency=1, queue_wait_seconds=60))
-    flow = classify(ALICE, verb="list", group="", resource="configmaps", total=1)
-    first = controller.seat(flow)
-    await first.__aenter__()
+    controller = FlowController(FlowControlConfig(total_concurrency=20, queue_wait_seconds=60))
+    flow = classify(ALICE, verb="list", group="", resource="configmaps", total=20)
+    held = [controller.seat(flow) for _ in range(controller.levels["global-default"].concurrency)]
+    assert held
+    for seat in held:
+        await seat.__aenter__()
+    first, *others = held
     ran = asyncio.Event()
 
     async def second() -> None:
@@ -157,6 +163,8 @@ async def test_a_queued_request_runs_when_a_seat_frees() -> None:
     assert controller.levels["global-default"].waiting == 1 and not ran.is_set()
     await first.__aexit__(None, None, None)
     await task
+    for seat in others:
+        await seat.__aexit__(None, None, None)
     assert ran.is_set() and controller.levels["global-default"].executing == 0
 
 

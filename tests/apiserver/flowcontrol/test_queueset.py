@@ -250,3 +250,41 @@ def test_the_queue_whose_oldest_request_finishes_first_is_served() -> None:
     assert sim.offer(b, "b-narrow", seconds=5) is Outcome.QUEUED
     sim.run(until=1)
     assert sim.order == ["holder", "b-narrow"]
+
+
+def test_a_level_with_no_seats_serves_nothing_from_its_queues() -> None:
+    """kube's dispatchAsMuchAsPossibleLocked serves the queues only while fewer seats than the
+    limit are in use: a level whose current limit is 0 (all its seats lent) runs no request, not
+    even one alone; its requests wait for seats, or their wait runs out."""
+    woken: list[str] = []
+    level: FairQueues[str] = FairQueues(LevelLimits(2, 8, 10), wake=woken.append)
+    level.set_concurrency(0, now=0)
+    assert level.offer(flow_hash("s", "a"), "first", now=0) is Outcome.QUEUED
+    assert level.offer(flow_hash("s", "b"), "second", now=0) is Outcome.QUEUED
+    assert (level.executing, level.waiting) == (0, 2)
+    assert level.withdraw("second", now=15)  # its wait ran out
+    level.set_concurrency(1, now=16)  # the next adjustment gives it a seat
+    assert woken == ["first"] and level.executing == 1
+
+
+def test_a_level_without_queues_still_runs_one_request_alone_with_no_seats() -> None:
+    """kube's dispatchSansQueue asks canAccommodateSeats only: with nothing running, a request wider
+    than the limit (any, at 0) runs."""
+    level: FairQueues[str] = FairQueues(LevelLimits(2, 1, 0))
+    level.set_concurrency(0, now=0)
+    assert level.offer(1, "alone", now=0) is Outcome.EXECUTE
+    assert level.offer(1, "next", now=0) is Outcome.CONCURRENCY_LIMIT
+
+
+def test_a_wide_request_waits_for_the_seats_a_finished_write_keeps() -> None:
+    """Nothing runs, but a served write keeps its final seats for its additional latency: a request
+    wider than the level waits until fewer seats than the limit are in use (kube)."""
+    woken: list[str] = []
+    level: FairQueues[str] = FairQueues(LevelLimits(2, 8, 10), wake=woken.append)
+    write = WorkEstimate(1, 2, 1.0)
+    assert level.offer(flow_hash("s", "a"), "write", now=0, estimate=write) is Outcome.EXECUTE
+    assert level.finish("write", now=0.1) == 1.0  # keeps its 2 seats for 1 s
+    assert level.executing == 0 and level.seats_in_use == 2
+    assert level.offer(flow_hash("s", "b"), "wide", now=0.2, estimate=WorkEstimate(4)) is Outcome.QUEUED
+    level.release("write", now=1.1)
+    assert woken == ["wide"] and level.seats_in_use == 4
