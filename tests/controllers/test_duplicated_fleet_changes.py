@@ -5,7 +5,8 @@ the binding's first decision is on its way used to be missed: the cluster's even
 bindings placed but not in it, the binding had no placement yet in the scheduler's cache, and the
 decision written a moment later named only the clusters seen before. Karmada's scheduler requeues
 every binding whose affinity the changed cluster matches, placed or not, and schedules a Duplicated
-one again on every pass; a Divided one is not scheduled again for a cluster change.
+one again on every pass; a Divided one is not scheduled again for a cluster change. A new scheduler
+(a new leader) decides every Duplicated binding once, whatever order its informers list in.
 """
 
 from __future__ import annotations
@@ -17,9 +18,11 @@ import pytest
 
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.manager import ControllerManager
+from controlplane.objectclient import WRITER
 from controlplane.scheduler.controller import controller as scheduler_controller
 from controlplane.scheduler.core.snapshot import ClusterSnapshot
 
+from .conftest import FAST
 from .fleet import deployment, eventually, node_shape, propagation_policy, put_cluster, settled
 
 WORK_API = "work.gpufed.io/v1alpha1"
@@ -197,3 +200,38 @@ async def test_a_divided_workload_is_not_scheduled_again_when_a_cluster_joins(
     await join(objects)
     await settled(manager)
     assert await placement(objects) == {"onprem": 2}
+
+
+async def test_a_new_scheduler_decides_again_a_duplicated_binding_a_cluster_joined_without(
+    objects: ObjectStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cluster joins while no scheduler runs (between two leaders). The next scheduler may hear of
+    it before it knows the binding (its clusters are listed first): Karmada's scheduler schedules
+    every Duplicated binding again when it starts, and so does the hub's."""
+    await put_cluster(objects, "onprem", node_shape(2, gpus=8))
+    await create(objects, propagation_policy("serving", placement=DUPLICATED))
+    async with ControllerManager(objects, settings=FAST) as first:
+        await create(objects, deployment("serve", replicas=2))
+        await placed_in(objects, {"onprem": 2})
+        await settled(first)
+    await join(objects)
+    second = ControllerManager(objects, settings=FAST)
+    listing = objects.list
+    held: list[str] = []
+
+    async def clusters_first(rt: Any, *args: Any, **kwargs: Any) -> Any:
+        if rt.kind == "ResourceBinding" and WRITER.get() == "controller:informers" and not held:
+            held.append("bindings")
+            context = second.context
+            assert context is not None
+
+            async def clusters_seen() -> bool:
+                return context.clusters.synced.is_set() and context.clusters.get(None, "late") is not None
+
+            await eventually(clusters_seen, what="the clusters listed")
+        return await listing(rt, *args, **kwargs)
+
+    monkeypatch.setattr(objects, "list", clusters_first)
+    async with second:
+        await placed_in(objects, {"onprem": 2, "late": 2})
+    assert held == ["bindings"]

@@ -16,8 +16,10 @@ not move for nothing:
   any cluster, and every 30 s in any case;
 * a cluster it runs in is gone, or no longer admitted by the placement's affinity term;
 * for a kind without replicas or a Duplicated workload (it goes to every feasible cluster): a
-  cluster it does not run in joined or changed (labels, taints, readiness), as Karmada schedules
-  such objects every time and reschedules a Duplicated workload when the fleet changes;
+  cluster it does not run in (or may not yet: its first decision under way) joined or changed
+  (labels, taints, readiness), and once whenever this scheduler first sees the binding (a new
+  leader), as Karmada schedules such objects every time and reschedules a Duplicated workload when
+  the fleet changes;
 * a member reported replicas it cannot place, and a report confirms there is no room for them
   or they waited longer than the grace period (:mod:`~controlplane.scheduler.controller.moves`).
   Those replicas are moved — the cluster keeps the rest and takes no new ones in that
@@ -70,6 +72,7 @@ from controlplane.scheduler.controller.quotas import QuotaEnforcement
 from controlplane.scheduler.controller.reading import (
     applied_condition,
     binding_key,
+    goes_everywhere,
     goes_everywhere_but,
     key_text,
     placement_facts,
@@ -159,6 +162,11 @@ class SchedulerController(KeyedController[BindingKey]):
         if event is WatchEventType.DELETED:
             self._forget(key)
             return
+        if event is WatchEventType.ADDED and goes_everywhere(obj):
+            # New to this scheduler (a new leader's first list among them): judged against the fleet
+            # once, since clusters may have joined or changed unseen (Karmada's scheduler schedules
+            # every Duplicated binding it is given).
+            self._fleet_changed.add(key)
         scheduled = view.condition(ConditionType.SCHEDULED)
         if scheduled is not None and scheduled.get("reason") == ScheduledReason.NEVER_FITS:
             self._never_fit.add(key)

@@ -73,21 +73,26 @@ def workload_of(ctx: ControllerContext, binding: Mapping[str, Any]) -> dict[str,
     return informer.get(resource.get("namespace"), str(resource.get("name"))) if informer else None
 
 
-def goes_everywhere_but(binding: Mapping[str, Any], cluster: str) -> bool:
+def goes_everywhere(binding: Mapping[str, Any]) -> bool:
     """Whether ``binding`` goes to every feasible cluster — a kind without replicas (no
     ``replicaRequirements``) or a workload whose placement is Duplicated (every feasible cluster runs
-    all its replicas) —, of its own placement (not propagateDeps'), and not in ``cluster``.
-
-    One with no placement yet counts too: its first decision may be on its way, taken before
-    ``cluster`` joined or changed and not in the cache yet (Karmada's scheduler requeues a binding
-    its scheduler has not observed for the same reason)."""
+    all its replicas) — of its own placement (not propagateDeps')."""
     spec = binding.get("spec") or {}
     if spec.get("requiredBy"):
         return False
     has_replicas = spec.get("replicaRequirements") is not None or bool(spec.get("replicas"))
-    if has_replicas and not duplicated(spec.get("placement")):
+    return not has_replicas or duplicated(spec.get("placement"))
+
+
+def goes_everywhere_but(binding: Mapping[str, Any], cluster: str) -> bool:
+    """Whether ``binding`` :func:`goes_everywhere` and is not in ``cluster``.
+
+    One with no placement yet counts too: its first decision may be on its way, taken before
+    ``cluster`` joined or changed and not in the cache yet (Karmada's scheduler requeues a binding
+    its scheduler has not observed for the same reason)."""
+    if not goes_everywhere(binding):
         return False
-    placed = spec.get("clusters")
+    placed = (binding.get("spec") or {}).get("clusters")
     return not isinstance(placed, list) or all(
         not isinstance(target, Mapping) or target.get("name") != cluster for target in placed
     )
