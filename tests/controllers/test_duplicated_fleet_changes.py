@@ -235,3 +235,19 @@ async def test_a_new_scheduler_decides_again_a_duplicated_binding_a_cluster_join
     async with second:
         await placed_in(objects, {"onprem": 2, "late": 2})
     assert held == ["bindings"]
+
+
+async def test_a_cluster_whose_nodes_come_to_hold_a_duplicated_workload_gets_it(
+    objects: ObjectStore, manager: ControllerManager
+) -> None:
+    """A member Ready before its GPUs are reported (the device plugin starts after the node) is left
+    out; its next report, with the GPUs, brings it the workload."""
+    await put_cluster(objects, "onprem", node_shape(2, gpus=8))
+    await put_cluster(objects, "late", node_shape(1))  # Ready, no GPU yet
+    await create(objects, propagation_policy("serving", placement=DUPLICATED))
+    await settled(manager)
+    await create(objects, deployment("serve", replicas=2))
+    await placed_in(objects, {"onprem": 2})
+    await settled(manager)
+    await put_cluster(objects, "late", node_shape(1, gpus=8))  # the same node, its GPUs allocatable now
+    await placed_in(objects, {"onprem": 2, "late": 2})

@@ -17,7 +17,7 @@ not move for nothing:
 * a cluster it runs in is gone, or no longer admitted by the placement's affinity term;
 * for a kind without replicas or a Duplicated workload (it goes to every feasible cluster): a
   cluster it does not run in (or may not yet: its first decision under way) joined or changed
-  (labels, taints, readiness), and once whenever this scheduler first sees the binding (a new
+  (labels, taints, readiness, or its nodes' labels, taints and allocatable resources), and once whenever this scheduler first sees the binding (a new
   leader), as Karmada schedules such objects every time and reschedules a Duplicated workload when
   the fleet changes;
 * a member reported replicas it cannot place, and a report confirms there is no room for them
@@ -204,7 +204,8 @@ class SchedulerController(KeyedController[BindingKey]):
             return
         self._snapshots[name] = snapshot
         facts = capacity_facts(snapshot)
-        if self._capacity.get(name) != facts:
+        nodes_changed = self._capacity.get(name) != facts
+        if nodes_changed:
             self._capacity[name] = facts
             for key in sorted(self._never_fit):  # the fleet's capacity changed: they may fit now
                 await self._requeue(key)
@@ -216,6 +217,8 @@ class SchedulerController(KeyedController[BindingKey]):
             await self._requeue_everywhere_kinds(name)
             if event is WatchEventType.MODIFIED:
                 await self._requeue_stale_explanations(name)
+        elif nodes_changed:  # e.g. its GPUs reported once the device plugin runs: it may hold them now
+            await self._requeue_everywhere_kinds(name)
         # Bindings whose pods this member reports unschedulable: the new report may confirm
         # there is no room for them.
         for key in self.moves.waiting_in(name):
