@@ -7,7 +7,8 @@ does not exist left out (they are ``Dangling``), and each level's limits. The bo
 leader's ensurer creates them again, and until it has, requests are served as they will be then.
 
 Each Limited level gets ``ceil(total * nominalConcurrencyShares / sum of every level's shares)`` of
-the server's concurrency (at least one seat) as its nominal limit, with the bounds its
+the server's concurrency as its nominal limit (none for 0 shares, as in kube: such a level serves
+only the seats it borrows), with the bounds its
 ``lendablePercent`` and ``borrowingLimitPercent`` set on what :mod:`.borrowing` gives it; queues
 and hand size from its ``queuing`` (a ``Reject`` level queues nothing), and for a level that queues
 the most seats one request may take in it (:func:`~.estimating.level_max_seats`). Pure: no I/O.
@@ -122,7 +123,7 @@ def level_limits(spec: dict[str, Any], *, total: int, share_sum: int) -> LevelLi
     """A Limited level's seats, queues, hand size and queue length."""
     limited = spec.get("limited") or {}
     shares = int(limited.get("nominalConcurrencyShares") or 0)
-    seats = max(1, math.ceil(total * shares / share_sum)) if share_sum else 1
+    seats = math.ceil(total * shares / share_sum) if share_sum else 1
     queuing = dig(limited, "limitResponse", "queuing")
     if dig(limited, "limitResponse", "type") != "Queue" or not isinstance(queuing, dict):
         return LevelLimits(seats, queues=1, queue_length=0, hand_size=1)

@@ -341,3 +341,22 @@ async def test_a_level_configured_anew_starts_its_demand_afresh() -> None:
     assert "batch" not in controller.levels
     controller.update((), [_BATCH])
     assert _limit(controller, "demand_seats_smoothed", "batch") == 0
+
+
+async def test_a_level_of_no_shares_runs_what_it_borrows() -> None:
+    """kube: a level of 0 nominalConcurrencyShares has no seats of its own; its requests wait (none
+    runs alone) until an adjustment lends it seats for the demand they make."""
+    controller = FlowController(FlowControlConfig(total_concurrency=600))
+    borrower = {"kind": "PriorityLevelConfiguration", "metadata": {"name": "borrower"}, "spec": {
+        "type": "Limited", "limited": {"nominalConcurrencyShares": 0, "limitResponse": {
+            "type": "Queue", "queuing": {"queues": 4, "handSize": 2, "queueLengthLimit": 50}}}}}
+    controller.update((), [borrower])
+    level = controller.levels["borrower"]
+    assert level.concurrency == 0
+    start = time.monotonic()
+    loop = asyncio.get_running_loop()
+    for n in range(5):
+        level.offer(flow_hash("borrower", f"user-{n}"), loop.create_future(), now=start)
+    assert (level.executing, level.waiting) == (0, 5)
+    controller.adjust(start + 10)  # 5 seats asked for the whole period
+    assert level.concurrency >= 5 and level.executing == 5

@@ -61,3 +61,15 @@ def test_limits_follow_the_level_objects() -> None:
     assert levels["global-default"].limits == LevelLimits(255, 16, 7, 4)
     assert levels["tiny"].limits == LevelLimits(2, 1, 0, 1)
 
+
+
+def test_a_level_of_no_shares_has_no_seats_of_its_own() -> None:
+    """kube's nominalCL is ceil(total x shares / share sum), 0 for 0 shares (v1 allows them): such a
+    level runs only what it borrows."""
+    borrower = {"kind": "PriorityLevelConfiguration", "metadata": {"name": "borrower"}, "spec": {
+        "type": "Limited", "limited": {"nominalConcurrencyShares": 0, "limitResponse": {
+            "type": "Queue", "queuing": {"queues": 4, "handSize": 2, "queueLengthLimit": 5}}}}}
+    level = configuration([], [borrower], total=600).levels["borrower"]
+    assert level.limits == LevelLimits(0, 4, 5, 2)
+    assert (level.bounds.nominal, level.bounds.lower, level.bounds.upper) == (0, 0, 600)
+    assert level.max_seats == 1  # kube's max(1, ...)
