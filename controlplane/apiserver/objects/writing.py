@@ -9,7 +9,8 @@ applies the four patch types (re-reading and retrying when a concurrent write wi
 compare-and-swap), runs admission, and honours dry run. A write whose object has a
 ``deletionTimestamp`` and no finalizers left deletes it. Creating in a namespace asks
 :class:`~controlplane.apiserver.objects.namespaces.NamespaceLifecycle` whether the
-namespace exists and accepts content.
+namespace exists and accepts content. What an update keeps of the stored object is
+:mod:`~controlplane.apiserver.objects.merging`'s.
 """
 
 from __future__ import annotations
@@ -22,10 +23,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-import orjson
-
-from controlplane.apis.kube.field import go_printed, immutable
-from controlplane.apis.kube.generation import generation_content, status_write_metadata
+from controlplane.apis.kube.field import go_printed
 from controlplane.apiserver import errors
 from controlplane.apiserver.admission import (
     AdmitWrite,
@@ -36,6 +34,13 @@ from controlplane.apiserver.admission import (
 from controlplane.apiserver.allocating import Allocations, NoAllocations, stored_with
 from controlplane.apiserver.objects.admitting import mutated, webhook_request
 from controlplane.apiserver.objects.body_kind import checked_body, status_request
+from controlplane.apiserver.objects.merging import (
+    SERVER_OWNED_METADATA,
+    merged,
+    set_managed_fields,
+    spec_changed,
+    unchanged,
+)
 from controlplane.apiserver.objects.namespaces import NamespaceLifecycle
 from controlplane.apiserver.objects.reading import (
     check_preconditions,
@@ -69,10 +74,6 @@ from controlplane.storage.recent import known_stale, known_value
 PATCH_RETRIES = 32
 _GENERATE_NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 _GENERATE_NAME_MAX_PREFIX = 58
-_SERVER_OWNED_METADATA = (
-    "uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation", "resourceVersion",
-    "selfLink",
-)
 
 
 #: No ``.status`` in the object written (the key is absent, which differs from an empty one).
@@ -133,7 +134,7 @@ class Writer:
         """One create attempt of ``obj``, which is this store's own (:func:`checked_body`'s) copy."""
         meta = obj["metadata"]
         given_generation = meta.get("generation")
-        for key in _SERVER_OWNED_METADATA:
+        for key in SERVER_OWNED_METADATA:
             meta.pop(key, None)
         if not rt.keeps_generation and given_generation is not None:
             # kube's create sets a generation only where the kind's strategy does; it keeps
@@ -218,7 +219,7 @@ class Writer:
         kv, old = await self._replaced(rt, obj["metadata"])
         new = merged(rt, old, obj, subresource=subresource)
         if subresource and options.recorded_managed_fields:  # a status write's, recorded by its caller
-            _set_managed_fields(new, obj)
+            set_managed_fields(new, obj)
         return await self.write_update(rt, kv, old, new, subresource=subresource, options=options)
 
     async def patch(
@@ -269,7 +270,7 @@ class Writer:
             new = merged(rt, old, patched, subresource=subresource)
             if patch_type is PatchType.APPLY and subresource:
                 # A status write keeps the stored metadata, but for the applier's own entry.
-                _set_managed_fields(new, patched)
+                set_managed_fields(new, patched)
             try:
                 return await self.write_update(
                     rt, kv, old, new, subresource=subresource,
@@ -404,13 +405,13 @@ class Writer:
                         "metadata.finalizers",
                     )],
                 )
-        if subresource is None and rt.keeps_generation and _spec_changed(rt, old, new):
+        if subresource is None and rt.keeps_generation and spec_changed(rt, old, new):
             meta["generation"] = int(old_meta.get("generation") or 0) + 1
         if options.warnings is not None:
             options.warnings.extend(checked.warnings)
             if rt.warn is not None and subresource is None:
                 options.warnings.extend(rt.warn(new))
-        if _without_resource_version(new) == _without_resource_version(old) or _only_managed_times_differ(old, new):
+        if unchanged(old, new):
             return old  # kube writes nothing for a no-op update
         if options.field_manager:
             recorded = partial(record_update, rt, old, new, subresource=subresource or options.recorded_subresource)
@@ -486,123 +487,3 @@ def _known(store: storage.Store, rt: ResourceType, meta: dict[str, Any], wanted:
     if known_stale(store, key, int(wanted)):
         raise errors.conflict_modified(plural=rt.plural, group=rt.group, name=meta["name"])
     return known_value(store, key, int(wanted))
-
-
-def merged(
-    rt: ResourceType, old: dict[str, Any], incoming: dict[str, Any], *, subresource: str | None
-) -> dict[str, Any]:
-    """The object an update would store: server-owned fields and the other half kept."""
-    _check_uid(rt, old, incoming)
-    new = _merged(rt, old, incoming, subresource=subresource)
-    if subresource is not None and subresource in rt.status_writes:
-        rt.status_writes[subresource].prepare(new, old)
-    if rt.conversion is not None and rt.conversion.status_annotations:
-        # Annotations that carry the status (in a converted version) go with it: the request's
-        # on a status write, the stored ones on any other.
-        source = incoming if rt.writes_status_only(subresource) else old
-        _set_annotations(new, source, rt.conversion.status_annotations)
-    return new
-
-
-def _check_uid(rt: ResourceType, old: dict[str, Any], incoming: dict[str, Any]) -> None:
-    """kube's ``ValidateObjectMetaUpdate``: an update may leave ``metadata.uid`` out (the stored one
-    is kept), never change it. So a patch that names the uid it was made for (kube-apiserver's merge
-    patch of a token Secret's last-used label) cannot land on an object re-created under the name."""
-    uid, stored = incoming["metadata"].get("uid"), old["metadata"].get("uid")
-    if not uid or uid == stored:
-        return
-    causes = [errors.Cause(str(e.type), e.message, e.field) for e in immutable(uid, stored, "metadata.uid")]
-    raise errors.invalid(kind=rt.kind, group=rt.group, name=str(old["metadata"].get("name") or ""), causes=causes)
-
-
-def _set_managed_fields(obj: dict[str, Any], source: dict[str, Any]) -> None:
-    """``obj``'s managedFields as ``source`` has them (``obj``'s metadata is its own dict)."""
-    managed = source["metadata"].get("managedFields")
-    if managed:
-        obj["metadata"]["managedFields"] = managed
-    else:
-        obj["metadata"].pop("managedFields", None)
-
-
-def _set_annotations(obj: dict[str, Any], source: dict[str, Any], keys: tuple[str, ...]) -> None:
-    """``obj``'s annotations ``keys`` as ``source`` has them (set or absent); its annotations are
-    replaced by a new dict, never changed in place (a status write shares the stored metadata)."""
-    meta = obj["metadata"] = dict(obj.get("metadata") or {})
-    given = (source.get("metadata") or {}).get("annotations") or {}
-    annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k not in keys}
-    annotations.update({k: given[k] for k in keys if k in given})
-    if annotations:
-        meta["annotations"] = annotations
-    else:
-        meta.pop("annotations", None)
-
-
-def _merged(
-    rt: ResourceType, old: dict[str, Any], incoming: dict[str, Any], *, subresource: str | None
-) -> dict[str, Any]:
-    if rt.writes_status_only(subresource):
-        # ``old`` is this write's own decoded copy. Where the kind is defaulted as it is read, it
-        # carries its defaults already and defaulting ``new`` again writes no new value, so the
-        # two share every subtree but metadata (whose resourceVersion and managedFields change)
-        # and status; otherwise defaulting may fill the spec in: ``new`` gets a copy of its own.
-        # A ``prepare`` may change nested values in place (a CRD's finalizers): never shared with it.
-        shared = rt.prepare is None and (rt.defaults_on_read is not None or rt.defaults is None)
-        new = {**old, "metadata": dict(old["metadata"])} if shared else copy.deepcopy(old)
-        if "status" in incoming:
-            new["status"] = incoming["status"]
-        else:
-            new.pop("status", None)
-        new["metadata"] = status_write_metadata(rt.group, rt.kind, stored=new["metadata"], request=incoming["metadata"])
-        return new
-    if subresource:
-        raise errors.NotFound(f"the server could not find the requested resource ({rt.plural}/{subresource})")
-    new = incoming
-    meta = new["metadata"]
-    old_meta = old["metadata"]
-    for key in _SERVER_OWNED_METADATA:
-        if key in old_meta:
-            meta[key] = old_meta[key]
-        else:
-            meta.pop(key, None)
-    if "managedFields" not in meta and "managedFields" in old_meta:
-        meta["managedFields"] = old_meta["managedFields"]
-    if rt.has_status:
-        if "status" in old:
-            new["status"] = old["status"]
-        else:
-            new.pop("status", None)
-    return new
-
-
-def _spec_changed(rt: ResourceType, old: dict[str, Any], new: dict[str, Any]) -> bool:
-    """Whether an update moves the generation (:func:`generation_content`): of the storage forms,
-    for a converted version (a v1 HPA's metrics other than CPU are annotations)."""
-    if rt.conversion is not None:
-        old, new = rt.conversion.to_storage(old), rt.conversion.to_storage(new)
-    content = partial(generation_content, group=rt.group, kind=rt.kind, has_status=rt.has_status)
-    return content(new) != content(old)
-
-
-def _without_resource_version(obj: dict[str, Any]) -> dict[str, Any]:
-    meta = {k: v for k, v in obj["metadata"].items() if k != "resourceVersion"}
-    return {**obj, "metadata": meta}
-
-
-def _only_managed_times_differ(old: dict[str, Any], new: dict[str, Any]) -> bool:
-    """Whether ``new`` is ``old`` but for its managedFields' timestamps, which kube-apiserver
-    treats as no change (its ``IgnoreManagedFieldsTimestampsTransformer``): an apply that changed
-    a field which defaulting then put back as it was writes nothing."""
-    before, after = old["metadata"].get("managedFields"), new["metadata"].get("managedFields")
-    if before == after or not isinstance(before, list) or not isinstance(after, list) or len(before) != len(after):
-        return False
-    # As entries, not as a list: the sort by time moves the applier's re-dated entry behind others.
-    if sorted(map(_untimed_key, before)) != sorted(map(_untimed_key, after)):
-        return False
-    return _without_resource_version({**new, "metadata": {**new["metadata"], "managedFields": before}}) == (
-        _without_resource_version(old)
-    )
-
-
-def _untimed_key(entry: Any) -> bytes:
-    untimed = {k: v for k, v in entry.items() if k != "time"} if isinstance(entry, dict) else entry
-    return orjson.dumps(untimed, option=orjson.OPT_SORT_KEYS)
