@@ -27,8 +27,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench.common import BenchmarkResult, Figure, Size, script_main
+from controlplane.apiserver.kinds.core import core_resources
+from controlplane.apiserver.kinds.workloads import workload_resources
 from controlplane.apiserver.objects import ObjectStore
-from controlplane.apiserver.resources import Registry, core_resources, workload_resources
+from controlplane.apiserver.resources import Registry
 from controlplane.storage import MemoryStore
 
 NAME = "defaulting"

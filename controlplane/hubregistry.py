@@ -16,19 +16,15 @@ from controlplane.apiserver.auth.rbac.kinds import rbac_resources
 from controlplane.apiserver.crd.registry import DynamicRegistry
 from controlplane.apiserver.crd.types import crd_resource_type
 from controlplane.apiserver.kinds import aggregator_resources, builtin_kind_resources, gpu_workload_resources
+from controlplane.apiserver.kinds.coordination import coordination_resources
+from controlplane.apiserver.kinds.core import core_resources
 from controlplane.apiserver.kinds.gpufed import gpufed_resources
 from controlplane.apiserver.kinds.karmada_apps import karmada_apps_resources
 from controlplane.apiserver.kinds.karmada_autoscaling import karmada_autoscaling_resources
 from controlplane.apiserver.kinds.karmada_config import interpreter_customization_resources
 from controlplane.apiserver.kinds.kueue import kueue_resources
-from controlplane.apiserver.resources import (
-    Registry,
-    ResourceType,
-    Warner,
-    coordination_resources,
-    core_resources,
-    workload_resources,
-)
+from controlplane.apiserver.kinds.workloads import workload_resources
+from controlplane.apiserver.resources import Registry, ResourceType, Warner
 from controlplane.controllers.workloads import kind_status
 from controlplane.reports.api import waste_report_type
 from policies.served import KindStatus, unpropagatable_selector_warnings

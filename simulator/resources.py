@@ -16,12 +16,10 @@ from controlplane.apiserver.auth.rbac.kinds import rbac_resources
 from controlplane.apiserver.crd.registry import DynamicRegistry
 from controlplane.apiserver.crd.types import crd_resource_type
 from controlplane.apiserver.kinds import REPLICASET, builtin_kind_resources, gpu_workload_resources
-from controlplane.apiserver.resources import (
-    ResourceType,
-    coordination_resources,
-    core_resources,
-    workload_resources,
-)
+from controlplane.apiserver.kinds.coordination import coordination_resources
+from controlplane.apiserver.kinds.core import core_resources
+from controlplane.apiserver.kinds.workloads import workload_resources
+from controlplane.apiserver.resources import ResourceType
 from simulator.podmetrics import metrics_resource_types
 
 __all__ = ["REPLICASET", "member_registry"]

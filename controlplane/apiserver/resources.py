@@ -7,9 +7,11 @@ accepts any object), the columns ``kubectl get`` prints, which patch types it ta
 which field selectors it supports, how its names are validated, and which advisory
 warnings a write of it returns (the policy kinds: ``policies.validation``).
 
-A :class:`Registry` is a value. The hub serves ``core_resources() + workload_resources()
-+ coordination_resources()`` and gpufed's kinds (:mod:`controlplane.apiserver.kinds.gpufed`); a simulated member cluster serves
-another combination. Nothing here does I/O.
+A :class:`Registry` is a value. The kinds themselves are declared in :mod:`controlplane.apiserver.kinds`
+(core/v1 in ``kinds.core``, the workloads in ``kinds.workloads``, the Lease in ``kinds.coordination``,
+gpufed's in ``kinds.gpufed``, …), each list passed through :func:`with_kube_rules`; the hub serves
+one combination of them (:mod:`controlplane.hubregistry`), a simulated member cluster another.
+Nothing here does I/O.
 """
 
 from __future__ import annotations
@@ -23,27 +25,10 @@ from typing import Any
 from pydantic import BaseModel
 
 from controlplane.apis.apiextensions.kind import CustomKind
-from controlplane.apis.kube import (
-    configdata,
-    defaulting,
-    fieldlabels,
-    generation,
-    services,
-    validate_groups,
-    validation,
-)
+from controlplane.apis.kube import defaulting, fieldlabels, generation, validation
 from controlplane.apis.kube.defaulting import Defaulter
 from controlplane.apis.kube.field import FieldError
-from controlplane.apis.kube.fieldlabels import (
-    JOB_FIELDS,
-    NAMESPACE_FIELDS,
-    NODE_FIELDS,
-    POD_FIELDS,
-    SECRET_FIELDS,
-    SERVICE_FIELDS,
-    FieldGetter,
-    field_path,
-)
+from controlplane.apis.kube.fieldlabels import FieldGetter
 from controlplane.apis.kube.validation import Validator
 from controlplane.apis.untyped import dig
 from controlplane.apiserver import columns as col
@@ -379,11 +364,6 @@ class Registry:
         return [rt for rt in self._types if rt.namespaced and rt.stored_as is None and not rt.stored_in_version]
 
 
-# --- built-in kinds -------------------------------------------------------------------
-
-_WORKLOAD_CATEGORIES = ("all",)
-
-
 def with_kube_rules(types: Iterable[ResourceType]) -> list[ResourceType]:
     """``types`` with kube's defaulting and validation of each kind attached, where kube has them,
     and whether kube keeps a generation for it.
@@ -421,235 +401,3 @@ def _converted_validator(conversion: VersionConversion, validate: Validator | No
         return None
     to_storage = conversion.to_storage
     return lambda new, old: validate(to_storage(new), None if old is None else to_storage(old))
-
-
-#: kube's table of an Event (printed from core v1's fields, whichever version is asked for).
-EVENT_COLUMNS: tuple[TableColumn, ...] = (
-    TableColumn("Last Seen", col.event_last_seen),
-    TableColumn("Type", path("type")),
-    TableColumn("Reason", path("reason")),
-    TableColumn("Object", col.event_object),
-    TableColumn("Subobject", path("involvedObject.fieldPath"), priority=1),
-    TableColumn("Source", col.event_source, priority=1),
-    TableColumn("Message", path("message")),
-    TableColumn("First Seen", col.event_first_seen, priority=1),
-    TableColumn("Count", path("count", default=1), type="integer", priority=1),
-)
-
-
-def core_resources() -> list[ResourceType]:
-    """core/v1: the plain Kubernetes objects the hub stores and the simulator serves."""
-    return with_kube_rules([
-        ResourceType(
-            "", "v1", "Namespace", "namespaces", "namespace", namespaced=False,
-            short_names=("ns",), has_status=True, strategic_merge=True, name_rule=NameRule.LABEL,
-            columns=(TableColumn("Status", path("status.phase"), description="The phase of the namespace."), AGE),
-            extra_field_selectors=NAMESPACE_FIELDS,
-        ),
-        ResourceType(
-            "", "v1", "ConfigMap", "configmaps", "configmap", namespaced=True,
-            short_names=("cm",), strategic_merge=True,
-            columns=(TableColumn("Data", col.data_count, type="integer"), AGE),
-            prepare=configdata.prepare_config_map,
-        ),
-        ResourceType(
-            "", "v1", "PersistentVolumeClaim", "persistentvolumeclaims", "persistentvolumeclaim", namespaced=True,
-            short_names=("pvc",), has_status=True, strategic_merge=True, returns_deleted_object=True,
-            columns=(
-                TableColumn("Status", path("status.phase")),
-                TableColumn("Volume", path("spec.volumeName")),
-                TableColumn("Capacity", path("status.capacity.storage")),
-                TableColumn("Access Modes", col.access_modes),
-                TableColumn("StorageClass", path("spec.storageClassName")),
-                TableColumn("VolumeAttributesClass", path("spec.volumeAttributesClassName", default="<unset>")),
-                AGE,
-                TableColumn("VolumeMode", path("spec.volumeMode", default="<unset>"), priority=1),
-            ),
-        ),
-        # kubectl's default prune list (`kubectl apply --prune`) names Endpoints, PersistentVolume
-        # and ReplicationController: it cannot prune on a server that does not serve them.
-        ResourceType(
-            "", "v1", "Endpoints", "endpoints", "endpoints", namespaced=True,
-            short_names=("ep",), strategic_merge=True,
-            columns=(TableColumn("Endpoints", col.endpoints_addresses, description="Endpoints of the service."), AGE),
-        ),
-        ResourceType(
-            "", "v1", "PersistentVolume", "persistentvolumes", "persistentvolume", namespaced=False,
-            short_names=("pv",), has_status=True, strategic_merge=True, returns_deleted_object=True,
-            columns=(
-                TableColumn("Capacity", path("spec.capacity.storage")),
-                TableColumn("Access Modes", col.access_modes),
-                TableColumn("Reclaim Policy", path("spec.persistentVolumeReclaimPolicy")),
-                TableColumn("Status", path("status.phase")),
-                TableColumn("Claim", col.persistent_volume_claim),
-                TableColumn("StorageClass", col.persistent_volume_class),
-                TableColumn("VolumeAttributesClass", path("spec.volumeAttributesClassName", default="<unset>")),
-                TableColumn("Reason", path("status.reason")),
-                AGE,
-                TableColumn("VolumeMode", path("spec.volumeMode", default="Filesystem"), priority=1),
-            ),
-        ),
-        ResourceType(
-            "", "v1", "Secret", "secrets", "secret", namespaced=True, strategic_merge=True,
-            columns=(TableColumn("Type", path("type")), TableColumn("Data", col.data_count, type="integer"), AGE),
-            extra_field_selectors=SECRET_FIELDS,
-            prepare=configdata.prepare_secret,
-        ),
-        ResourceType(
-            "", "v1", "Service", "services", "service", namespaced=True,
-            short_names=("svc",), categories=_WORKLOAD_CATEGORIES, has_status=True, strategic_merge=True, returns_deleted_object=True,
-            name_rule=NameRule.LABEL_1035,
-            prepare=services.normalize_cluster_ips, prepare_update=services.prepare_update,
-            extra_field_selectors=SERVICE_FIELDS,
-            columns=(
-                TableColumn("Type", path("spec.type")),
-                TableColumn("Cluster-IP", col.service_cluster_ip),
-                TableColumn("External-IP", col.service_external_ips),
-                TableColumn("Port(s)", col.service_ports),
-                AGE,
-                TableColumn("Selector", col.selector_string("spec.selector"), priority=1),
-            ),
-        ),
-        ResourceType(
-            "", "v1", "Event", "events", "event", namespaced=True,
-            short_names=("ev",), strategic_merge=True, name_first=False,
-            # kube's Event table: NAME is a wide column at the end.
-            columns=EVENT_COLUMNS,
-            extra_field_selectors={
-                name: field_path(name)
-                for name in (
-                    "involvedObject.kind", "involvedObject.namespace", "involvedObject.name",
-                    "involvedObject.uid", "involvedObject.apiVersion", "involvedObject.resourceVersion",
-                    "involvedObject.fieldPath", "reason", "reportingComponent", "source", "type",
-                )
-            },
-        ),
-        ResourceType(
-            "", "v1", "Node", "nodes", "node", namespaced=False,
-            short_names=("no",), has_status=True, strategic_merge=True,
-            columns=(
-                TableColumn("Status", col.node_status),
-                TableColumn("Roles", col.node_roles),
-                AGE,
-                TableColumn("Version", path("status.nodeInfo.kubeletVersion")),
-                TableColumn("Internal-IP", col.node_internal_ip, priority=1),
-                TableColumn("GPU", col.node_gpus, priority=1, description="Allocatable GPUs and MIG slices."),
-            ),
-            extra_field_selectors=NODE_FIELDS,
-        ),
-        ResourceType(
-            "", "v1", "Pod", "pods", "pod", namespaced=True,
-            short_names=("po",), categories=_WORKLOAD_CATEGORIES, has_status=True, strategic_merge=True, returns_deleted_object=True,
-            columns=(
-                TableColumn("Ready", col.pod_ready),
-                TableColumn("Status", col.pod_status),
-                TableColumn("Restarts", col.pod_restarts, type="string"),
-                AGE,
-                TableColumn("IP", path("status.podIP", default="<none>"), priority=1),
-                TableColumn("Node", path("spec.nodeName", default="<none>"), priority=1),
-                TableColumn("Nominated Node", path("status.nominatedNodeName", default="<none>"), priority=1),
-                TableColumn("Readiness Gates", col.pod_readiness_gates, priority=1),
-            ),
-            extra_field_selectors=POD_FIELDS,
-        ),
-        ResourceType(
-            "", "v1", "ServiceAccount", "serviceaccounts", "serviceaccount", namespaced=True,
-            short_names=("sa",), strategic_merge=True, returns_deleted_object=True,
-            columns=(TableColumn("Secrets", col.secrets_count, type="integer"), AGE),
-        ),
-        # Not core/v1, but as plain: the hub reads it for schedulePriority (detector).
-        ResourceType(
-            "scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", "priorityclass", namespaced=False,
-            short_names=("pc",), strategic_merge=True, admit_against_stored=validate_groups.second_default_priority_class,
-            columns=(
-                TableColumn("Value", path("value"), type="integer"),
-                TableColumn("Global-Default", path("globalDefault", default=False)),
-                AGE,
-                TableColumn("PreemptionPolicy", path("preemptionPolicy", default="PreemptLowerPriority")),
-            ),
-        ),
-    ])
-
-
-def workload_resources() -> list[ResourceType]:
-    """The workload kinds users apply to the hub (and members run)."""
-    cats = _WORKLOAD_CATEGORIES
-    deployment_columns = (
-        TableColumn("Ready", col.ready_of("status.readyReplicas", "spec.replicas", default_total=1)),
-        TableColumn("Up-to-date", path("status.updatedReplicas", default=0), type="integer"),
-        TableColumn("Available", path("status.availableReplicas", default=0), type="integer"),
-        AGE,
-        TableColumn("Containers", col.containers_names, priority=1),
-        TableColumn("Images", col.containers_images, priority=1),
-        TableColumn("Selector", col.selector_string("spec.selector.matchLabels"), priority=1),
-    )
-    job_like = (TableColumn("State", col.job_state), AGE)
-    return with_kube_rules([
-        ResourceType(
-            "apps", "v1", "Deployment", "deployments", "deployment", namespaced=True,
-            short_names=("deploy",), categories=cats, has_status=True, strategic_merge=True,
-            columns=deployment_columns, scale=ScaleSubresource(),
-        ),
-        ResourceType(
-            "apps", "v1", "StatefulSet", "statefulsets", "statefulset", namespaced=True,
-            short_names=("sts",), categories=cats, has_status=True, strategic_merge=True,
-            scale=ScaleSubresource(),
-            columns=(
-                TableColumn("Ready", col.ready_of("status.readyReplicas", "spec.replicas", default_total=1)),
-                AGE,
-                TableColumn("Containers", col.containers_names, priority=1),
-                TableColumn("Images", col.containers_images, priority=1),
-            ),
-        ),
-        ResourceType(
-            "batch", "v1", "Job", "jobs", "job", namespaced=True,
-            categories=cats, has_status=True, strategic_merge=True,
-            extra_field_selectors=JOB_FIELDS,
-            columns=(
-                TableColumn("Status", col.job_status),
-                TableColumn("Completions", col.job_completions),
-                TableColumn("Duration", col.job_duration),
-                AGE,
-                TableColumn("Containers", col.containers_names, priority=1),
-                TableColumn("Images", col.containers_images, priority=1),
-                TableColumn("Selector", col.selector_string("spec.selector.matchLabels"), priority=1),
-            ),
-        ),
-        ResourceType(
-            "kubeflow.org", "v1", "PyTorchJob", "pytorchjobs", "pytorchjob", namespaced=True,
-            categories=("kubeflow-org",), has_status=True, columns=job_like,
-        ),
-        ResourceType(
-            "kubeflow.org", "v1", "MPIJob", "mpijobs", "mpijob", namespaced=True,
-            categories=("kubeflow-org",), has_status=True, columns=job_like,
-        ),
-        ResourceType(
-            "ray.io", "v1", "RayJob", "rayjobs", "rayjob", namespaced=True,
-            categories=cats, has_status=True,
-            columns=(
-                TableColumn("Job Status", path("status.jobStatus")),
-                TableColumn("Deployment Status", path("status.jobDeploymentStatus")),
-                AGE,
-            ),
-        ),
-        ResourceType(
-            "ray.io", "v1", "RayCluster", "rayclusters", "raycluster", namespaced=True,
-            categories=cats, has_status=True,
-            columns=(
-                TableColumn("Desired Workers", path("status.desiredWorkerReplicas", default=0), type="integer"),
-                TableColumn("Available Workers", path("status.availableWorkerReplicas", default=0), type="integer"),
-                TableColumn("Status", path("status.state")),
-                AGE,
-            ),
-        ),
-    ])
-
-
-def coordination_resources() -> list[ResourceType]:
-    """coordination.k8s.io/v1 Lease: agent heartbeats."""
-    return with_kube_rules([
-        ResourceType(
-            "coordination.k8s.io", "v1", "Lease", "leases", "lease", namespaced=True, strategic_merge=True,
-            columns=(TableColumn("Holder", path("spec.holderIdentity")), AGE),
-        ),
-    ])

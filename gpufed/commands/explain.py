@@ -49,7 +49,9 @@ async def _explain(args: argparse.Namespace) -> int:
 def resolve_kind(text: str) -> tuple[str, str, str]:
     """(apiVersion, Kind, plural) of a kind typed as kubectl accepts it (kind, plural, short name)."""
     from controlplane.apiserver.kinds import builtin_kind_resources, gpu_workload_resources
-    from controlplane.apiserver.resources import Registry, core_resources, workload_resources
+    from controlplane.apiserver.kinds.core import core_resources
+    from controlplane.apiserver.kinds.workloads import workload_resources
+    from controlplane.apiserver.resources import Registry
 
     wanted = text.lower()
     group = ""

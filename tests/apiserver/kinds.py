@@ -11,15 +11,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from controlplane.apiserver.resources import (
-    Registry,
-    ResourceType,
-    TableColumn,
-    coordination_resources,
-    core_resources,
-    path,
-    workload_resources,
-)
+from controlplane.apiserver.kinds.coordination import coordination_resources
+from controlplane.apiserver.kinds.core import core_resources
+from controlplane.apiserver.kinds.workloads import workload_resources
+from controlplane.apiserver.resources import Registry, ResourceType, TableColumn, path
 
 
 class Part(BaseModel):

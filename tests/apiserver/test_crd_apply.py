@@ -15,7 +15,9 @@ from aiohttp.test_utils import TestClient
 
 from controlplane.apiserver.crd.registry import DynamicRegistry
 from controlplane.apiserver.crd.types import crd_resource_type
-from controlplane.apiserver.resources import Registry, core_resources, workload_resources
+from controlplane.apiserver.kinds.core import core_resources
+from controlplane.apiserver.kinds.workloads import workload_resources
+from controlplane.apiserver.resources import Registry
 
 from .test_real_clients import kubeconfig, kubectl, needs_kubectl, server_url  # noqa: F401 (fixtures)
 

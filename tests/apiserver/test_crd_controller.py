@@ -12,8 +12,9 @@ from controlplane.apiserver.crd import controller
 from controlplane.apiserver.crd.controller import CrdController
 from controlplane.apiserver.crd.registry import DynamicRegistry
 from controlplane.apiserver.crd.types import crd_resource_type
+from controlplane.apiserver.kinds.core import core_resources
 from controlplane.apiserver.objects import ObjectList, ObjectStore
-from controlplane.apiserver.resources import ResourceType, core_resources
+from controlplane.apiserver.resources import ResourceType
 from controlplane.storage import MemoryStore
 
 CRD: dict[str, Any] = {

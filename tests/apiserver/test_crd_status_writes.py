@@ -17,8 +17,8 @@ from aiohttp.test_utils import TestClient, TestServer
 from controlplane.apiserver.app import create_app
 from controlplane.apiserver.crd.registry import DynamicRegistry
 from controlplane.apiserver.crd.types import crd_resource_type
+from controlplane.apiserver.kinds.core import core_resources
 from controlplane.apiserver.objects import ObjectStore
-from controlplane.apiserver.resources import core_resources
 from controlplane.storage import MemoryStore
 from tests.apiserver.test_crds import CRD
 

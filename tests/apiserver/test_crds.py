@@ -17,8 +17,10 @@ from controlplane.apiserver import codec
 from controlplane.apiserver.app import create_app
 from controlplane.apiserver.crd.registry import DynamicRegistry
 from controlplane.apiserver.crd.types import crd_resource_type
+from controlplane.apiserver.kinds.coordination import coordination_resources
+from controlplane.apiserver.kinds.core import core_resources
+from controlplane.apiserver.kinds.workloads import workload_resources
 from controlplane.apiserver.objects import ObjectStore
-from controlplane.apiserver.resources import coordination_resources, core_resources, workload_resources
 from controlplane.storage import MemoryStore
 
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"

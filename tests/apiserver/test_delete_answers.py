@@ -12,8 +12,9 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from controlplane.apiserver.app import create_app
 from controlplane.apiserver.kinds import builtin_kind_resources
+from controlplane.apiserver.kinds.core import core_resources
 from controlplane.apiserver.objects import ObjectStore
-from controlplane.apiserver.resources import Registry, core_resources
+from controlplane.apiserver.resources import Registry
 from controlplane.storage import MemoryStore
 
 OBJECTS: dict[str, dict[str, Any]] = {

@@ -13,8 +13,10 @@ import pytest
 import yaml
 from aiohttp.test_utils import TestClient
 
+from controlplane.apiserver.kinds.core import core_resources
 from controlplane.apiserver.kinds.gpufed import gpufed_resources
-from controlplane.apiserver.resources import Registry, core_resources, workload_resources
+from controlplane.apiserver.kinds.workloads import workload_resources
+from controlplane.apiserver.resources import Registry
 
 from .test_real_clients import kubeconfig, kubectl, needs_kubectl, server_url  # noqa: F401 (fixtures)
 

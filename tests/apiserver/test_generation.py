@@ -13,9 +13,11 @@ import pytest
 from controlplane.apiserver import codec, errors
 from controlplane.apiserver.crd.types import custom_types
 from controlplane.apiserver.kinds import builtin_kind_resources
+from controlplane.apiserver.kinds.core import core_resources
+from controlplane.apiserver.kinds.workloads import workload_resources
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.apiserver.patches import PatchType
-from controlplane.apiserver.resources import Registry, core_resources, workload_resources
+from controlplane.apiserver.resources import Registry
 from controlplane.storage import interface as storage
 from tests.apiserver.test_crds import CRD
 

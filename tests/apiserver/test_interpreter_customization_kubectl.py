@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from controlplane.apiserver.kinds.core import core_resources
 from controlplane.apiserver.kinds.karmada_config import interpreter_customization_resources
-from controlplane.apiserver.resources import Registry, core_resources
+from controlplane.apiserver.resources import Registry
 
 from .test_real_clients import kubeconfig, kubectl, needs_kubectl, server_url  # noqa: F401 (fixtures)
 

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from controlplane.apiserver.kinds.core import core_resources
 from controlplane.apiserver.kinds.kueue import kueue_resources
-from controlplane.apiserver.resources import Registry, core_resources
+from controlplane.apiserver.resources import Registry
 
 from .test_real_clients import (  # noqa: F401 (fixtures)
     kubeconfig,

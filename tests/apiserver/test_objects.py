@@ -12,11 +12,12 @@ import pytest
 
 from controlplane.apiserver import errors
 from controlplane.apiserver.kinds import gpu_workload_resources
+from controlplane.apiserver.kinds.core import core_resources
 from controlplane.apiserver.kinds.gpufed import gpufed_resources
 from controlplane.apiserver.objects import ObjectEvent, ObjectStore, Preconditions, WatchEventType
 from controlplane.apiserver.openapi.documents import OpenApiDocuments
 from controlplane.apiserver.patches import PatchType
-from controlplane.apiserver.resources import Registry, core_resources
+from controlplane.apiserver.resources import Registry
 from controlplane.apiserver.validation import FieldValidation
 from controlplane.storage import MemoryStore
 

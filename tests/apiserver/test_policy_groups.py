@@ -18,11 +18,13 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from controlplane.apiserver import codec, errors
 from controlplane.apiserver.app import create_app
+from controlplane.apiserver.kinds.core import core_resources
 from controlplane.apiserver.kinds.gpufed import gpufed_resources
+from controlplane.apiserver.kinds.workloads import workload_resources
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.apiserver.objects.aliases import MOVED_FROM_ANNOTATION, own_key_prefix
 from controlplane.apiserver.objects.values import WatchEventType
-from controlplane.apiserver.resources import Registry, core_resources, workload_resources
+from controlplane.apiserver.resources import Registry
 from controlplane.storage import Store
 
 from .test_real_clients import kubeconfig, kubectl, needs_kubectl, server_url  # noqa: F401 (fixtures)

@@ -17,9 +17,11 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
 from controlplane.apiserver.app import create_app
+from controlplane.apiserver.kinds.core import core_resources
 from controlplane.apiserver.kinds.gpufed import gpufed_resources
+from controlplane.apiserver.kinds.workloads import workload_resources
 from controlplane.apiserver.objects import ObjectStore
-from controlplane.apiserver.resources import Registry, core_resources, workload_resources
+from controlplane.apiserver.resources import Registry
 from controlplane.storage import MemoryStore
 
 KUBECTL = shutil.which("kubectl") or "/usr/bin/kubectl"

@@ -11,9 +11,11 @@ import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
 from controlplane.apiserver.app import create_app
+from controlplane.apiserver.kinds.core import core_resources
 from controlplane.apiserver.kinds.gpufed import gpufed_resources
+from controlplane.apiserver.kinds.workloads import workload_resources
 from controlplane.apiserver.objects import ObjectStore
-from controlplane.apiserver.resources import Registry, core_resources, workload_resources
+from controlplane.apiserver.resources import Registry
 from controlplane.storage import MemoryStore
 
 POLICIES = "/apis/policy.gpufed.io/v1alpha1/namespaces/default/propagationpolicies"

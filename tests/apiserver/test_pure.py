@@ -10,8 +10,10 @@ import pytest
 
 from controlplane.apiserver import codec, errors
 from controlplane.apiserver.columns import human_duration, pod_status
+from controlplane.apiserver.kinds.core import core_resources
+from controlplane.apiserver.kinds.workloads import workload_resources
 from controlplane.apiserver.patches import merge_patch
-from controlplane.apiserver.resources import NameRule, Registry, core_resources, workload_resources
+from controlplane.apiserver.resources import NameRule, Registry
 from controlplane.apiserver.routing import parse_request
 from controlplane.apiserver.selectors import LabelSelector, parse_field_selector, parse_label_selector
 from controlplane.apiserver.tables import IncludeObject, column_definitions, row, wants_table

@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
+from controlplane.apiserver.kinds.core import core_resources
 from controlplane.apiserver.kinds.networking import INGRESS
-from controlplane.apiserver.resources import Registry, core_resources
+from controlplane.apiserver.resources import Registry
 from controlplane.apiserver.tables import IncludeObject, column_definitions, row
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)

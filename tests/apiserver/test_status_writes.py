@@ -13,8 +13,10 @@ from typing import Any
 import pytest
 
 from controlplane.apiserver import codec, errors
+from controlplane.apiserver.kinds.core import core_resources
+from controlplane.apiserver.kinds.workloads import workload_resources
 from controlplane.apiserver.objects import ObjectStore
-from controlplane.apiserver.resources import Registry, core_resources, workload_resources
+from controlplane.apiserver.resources import Registry
 from controlplane.apiserver.validation import FieldValidation
 from controlplane.hub import hub_registry
 from controlplane.storage import MemoryStore

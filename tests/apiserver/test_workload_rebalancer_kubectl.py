@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from controlplane.apiserver.kinds.core import core_resources
 from controlplane.apiserver.kinds.karmada_apps import karmada_apps_resources
-from controlplane.apiserver.resources import Registry, core_resources
+from controlplane.apiserver.resources import Registry
 
 from .test_real_clients import (  # noqa: F401 (fixtures)
     kubeconfig,

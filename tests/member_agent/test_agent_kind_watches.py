@@ -20,8 +20,10 @@ import yaml
 from controlplane import hub as hub_module
 from controlplane.apiserver import errors
 from controlplane.apiserver.identity import Role
+from controlplane.apiserver.kinds.core import core_resources
+from controlplane.apiserver.kinds.workloads import workload_resources
 from controlplane.apiserver.objects import ObjectStore
-from controlplane.apiserver.resources import Registry, core_resources, workload_resources
+from controlplane.apiserver.resources import Registry
 from controlplane.apiserver.tls import ca_hash
 from member_agent.agent import Agent
 from member_agent.config import AgentConfig

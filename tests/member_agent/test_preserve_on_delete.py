@@ -34,8 +34,10 @@ from controlplane import hub as hub_module
 from controlplane.apiserver import app as app_module
 from controlplane.apiserver import errors
 from controlplane.apiserver.identity import Role
+from controlplane.apiserver.kinds.core import core_resources
+from controlplane.apiserver.kinds.workloads import workload_resources
 from controlplane.apiserver.objects import ObjectStore
-from controlplane.apiserver.resources import Registry, core_resources, workload_resources
+from controlplane.apiserver.resources import Registry
 from controlplane.apiserver.tls import ca_hash
 from controlplane.storage import MemoryStore
 from member_agent import applying, manifests

@@ -17,8 +17,10 @@ from typing import Any
 import pytest
 
 from controlplane.apis import constants as c
+from controlplane.apiserver.kinds.core import core_resources
+from controlplane.apiserver.kinds.workloads import workload_resources
 from controlplane.apiserver.objects import ObjectStore
-from controlplane.apiserver.resources import Registry, core_resources, workload_resources
+from controlplane.apiserver.resources import Registry
 from member_agent.applying import ManifestResult, WorkApplier, status_fields, work_status
 from member_agent.informing import Informer
 from member_agent.kubeapi import KubeApi

@@ -1,4 +1,5 @@
-"""Built-in kinds served beside the core, workload and gpufed ones, one module per API family.
+"""Built-in kinds served beside the core (``core``, ``coordination``), workload (``workloads``) and gpufed
+(``gpufed``) ones, one module per API family.
 
 In: nothing. Out: :func:`builtin_kind_resources` (apps ReplicaSet/DaemonSet/ControllerRevision, batch CronJob,
 networking and EndpointSlice, policy, autoscaling (v2 and v1), quota, storage and RuntimeClass kinds,

@@ -13,7 +13,8 @@ from dataclasses import replace
 from controlplane.apis.kube import convert_events
 from controlplane.apis.kube.fieldlabels import field_path
 from controlplane.apiserver.kinds import cells
-from controlplane.apiserver.resources import EVENT_COLUMNS, ResourceType, VersionConversion
+from controlplane.apiserver.kinds.core import EVENT_COLUMNS
+from controlplane.apiserver.resources import ResourceType, VersionConversion
 
 _SELECTABLE = (
     "regarding.kind", "regarding.namespace", "regarding.name", "regarding.uid", "regarding.apiVersion",

@@ -1,0 +1,90 @@
+"""The workload kinds users apply to the hub and members run: apps/v1 Deployment and StatefulSet,
+batch/v1 Job, Kubeflow's PyTorchJob and MPIJob, Ray's RayJob and RayCluster.
+"""
+
+from __future__ import annotations
+
+from controlplane.apis.kube.fieldlabels import JOB_FIELDS
+from controlplane.apiserver import columns as col
+from controlplane.apiserver.resources import (
+    AGE,
+    ResourceType,
+    ScaleSubresource,
+    TableColumn,
+    path,
+    with_kube_rules,
+)
+
+
+def workload_resources() -> list[ResourceType]:
+    """The workload kinds users apply to the hub (and members run)."""
+    cats = ("all",)
+    deployment_columns = (
+        TableColumn("Ready", col.ready_of("status.readyReplicas", "spec.replicas", default_total=1)),
+        TableColumn("Up-to-date", path("status.updatedReplicas", default=0), type="integer"),
+        TableColumn("Available", path("status.availableReplicas", default=0), type="integer"),
+        AGE,
+        TableColumn("Containers", col.containers_names, priority=1),
+        TableColumn("Images", col.containers_images, priority=1),
+        TableColumn("Selector", col.selector_string("spec.selector.matchLabels"), priority=1),
+    )
+    job_like = (TableColumn("State", col.job_state), AGE)
+    return with_kube_rules([
+        ResourceType(
+            "apps", "v1", "Deployment", "deployments", "deployment", namespaced=True,
+            short_names=("deploy",), categories=cats, has_status=True, strategic_merge=True,
+            columns=deployment_columns, scale=ScaleSubresource(),
+        ),
+        ResourceType(
+            "apps", "v1", "StatefulSet", "statefulsets", "statefulset", namespaced=True,
+            short_names=("sts",), categories=cats, has_status=True, strategic_merge=True,
+            scale=ScaleSubresource(),
+            columns=(
+                TableColumn("Ready", col.ready_of("status.readyReplicas", "spec.replicas", default_total=1)),
+                AGE,
+                TableColumn("Containers", col.containers_names, priority=1),
+                TableColumn("Images", col.containers_images, priority=1),
+            ),
+        ),
+        ResourceType(
+            "batch", "v1", "Job", "jobs", "job", namespaced=True,
+            categories=cats, has_status=True, strategic_merge=True,
+            extra_field_selectors=JOB_FIELDS,
+            columns=(
+                TableColumn("Status", col.job_status),
+                TableColumn("Completions", col.job_completions),
+                TableColumn("Duration", col.job_duration),
+                AGE,
+                TableColumn("Containers", col.containers_names, priority=1),
+                TableColumn("Images", col.containers_images, priority=1),
+                TableColumn("Selector", col.selector_string("spec.selector.matchLabels"), priority=1),
+            ),
+        ),
+        ResourceType(
+            "kubeflow.org", "v1", "PyTorchJob", "pytorchjobs", "pytorchjob", namespaced=True,
+            categories=("kubeflow-org",), has_status=True, columns=job_like,
+        ),
+        ResourceType(
+            "kubeflow.org", "v1", "MPIJob", "mpijobs", "mpijob", namespaced=True,
+            categories=("kubeflow-org",), has_status=True, columns=job_like,
+        ),
+        ResourceType(
+            "ray.io", "v1", "RayJob", "rayjobs", "rayjob", namespaced=True,
+            categories=cats, has_status=True,
+            columns=(
+                TableColumn("Job Status", path("status.jobStatus")),
+                TableColumn("Deployment Status", path("status.jobDeploymentStatus")),
+                AGE,
+            ),
+        ),
+        ResourceType(
+            "ray.io", "v1", "RayCluster", "rayclusters", "raycluster", namespaced=True,
+            categories=cats, has_status=True,
+            columns=(
+                TableColumn("Desired Workers", path("status.desiredWorkerReplicas", default=0), type="integer"),
+                TableColumn("Available Workers", path("status.availableWorkerReplicas", default=0), type="integer"),
+                TableColumn("Status", path("status.state")),
+                AGE,
+            ),
+        ),
+    ])
