@@ -4,10 +4,10 @@ In: nodes (``add_node`` / ``remove_node``), pods already bound (``assume``), pod
 finished (``release``) and pending pods (``schedule``); out: a
 :class:`~.model.ScheduleResult` of bindings (with the concrete devices each pod gets, for
 DCGM) and unschedulable pods with kube's message. Gangs bind all-or-nothing. Filtering
-(:mod:`.filtering` plus resource fit) and scoring (:class:`~.model.Scoring`) run over
-NumPy arrays with one row per node, kept in step with the :class:`~.model.NodeState`
-objects; ties are broken with the seeded generator, so runs are reproducible.
-Pure: no I/O; the state is plain mutable memory.
+(:mod:`.filtering` plus resource fit) and scoring (:class:`~.model.Scoring`: :mod:`.scoring`,
+:mod:`.fgd`) run over NumPy arrays with one row per node, kept in step with the
+:class:`~.model.NodeState` objects (a pod shape's columns: :mod:`.demand`); ties are broken
+with the seeded generator, so runs are reproducible. Pure: no I/O; the state is plain mutable memory.
 """
 
 from __future__ import annotations
@@ -25,13 +25,12 @@ from controlplane.apis.constants import LABEL_GPU_PRODUCT
 from controlplane.apis.fragmentation import DemandMix, TaskShape
 from controlplane.apis.gpus import is_nvidia_resource
 from simulator.devices import Device, NodeInventory
+from simulator.scheduling.demand import POD_SLOTS_COLUMN, Demand, IndexArray, IntArray, request_demand
 from simulator.scheduling.fgd import FgdRows, device_slots, pod_task, slots_after
 from simulator.scheduling.filtering import adaptive_nodes_to_find, fit_error_message, static_reason
 from simulator.scheduling.model import (
-    GPU_MILLI,
     Allocation,
     Binding,
-    FilterReason,
     NodeState,
     PodRequest,
     ScheduleResult,
@@ -39,22 +38,11 @@ from simulator.scheduling.model import (
     Unschedulable,
 )
 from simulator.scheduling.reading import gpu_milli_per_unit, node_state
+from simulator.scheduling.scoring import allocated_scores, best_fit_scores
 
-#: kube-scheduler's non-zero defaults for pods that request nothing (scoring only).
-_DEFAULT_CPU_MILLI: Final = 100
-_DEFAULT_MEMORY: Final = 200 * 1024 * 1024
+#: kube's default pod capacity of a node that declares none.
 _DEFAULT_MAX_PODS: Final = 110
 
-#: best-fit's normalisation, as in the FGD paper's simulator: a node of 128 cores and 8 GPUs.
-BEST_FIT_MAX_CPU_MILLI: Final = 128_000
-BEST_FIT_MAX_GPU_MILLI: Final = 8 * GPU_MILLI
-_BEST_FIT_WEIGHT: Final = 0.5
-
-#: Array columns that are not Kubernetes resources (a space is never in a resource name).
-POD_SLOTS_COLUMN: Final = "pod slots"
-
-IntArray = NDArray[np.int64]
-IndexArray = NDArray[np.intp]
 _NO_ROWS: Final[IndexArray] = np.zeros(0, dtype=np.intp)
 
 
@@ -68,24 +56,6 @@ class _Static:
     capable_rows: IndexArray
     #: Why the other nodes failed.
     reasons: Counter[str]
-
-
-@dataclass(frozen=True, slots=True)
-class _Demand:
-    """One request shape as array columns, built once per shape."""
-
-    #: Columns a node's free amounts must cover, and the amounts (requests, a pod slot, extras).
-    fit_columns: IndexArray
-    fit_amounts: IntArray
-    #: kube's per-node failure texts, each with its column and amount, in kube's order.
-    reason_checks: tuple[tuple[str, int, int], ...]
-    #: least/most-allocated: cpu and memory (with kube's defaults) and the GPU resources.
-    score_columns: IndexArray
-    score_amounts: IntArray
-    #: best-fit: the pod's GPU resources (converted per node to thousandths) and its cpu.
-    gpu_columns: IndexArray
-    gpu_amounts: IntArray
-    cpu: int
 
 
 class ClusterState:
@@ -125,7 +95,7 @@ class ClusterState:
         self._next_start = 0
         self._static_cache: dict[tuple[Any, ...], _Static] = {}
         self._passing_cache: dict[tuple[Any, ...], tuple[IndexArray, Counter[str]]] = {}
-        self._demand_cache: dict[tuple[tuple[str, int], ...], _Demand] = {}
+        self._demand_cache: dict[tuple[tuple[str, int], ...], Demand] = {}
         self._row: dict[str, int] = {}
         self._columns: dict[str, int] = {}
         self._built = False
@@ -259,42 +229,12 @@ class ClusterState:
         if self._fgd is not None:
             self._fgd.set_row(row, self._gpu_slots(node), node.labels.get(LABEL_GPU_PRODUCT, ""))
 
-    def _demand(self, pod: PodRequest) -> _Demand:
+    def _demand(self, pod: PodRequest) -> Demand:
         key = tuple(pod.requests.items())
         cached = self._demand_cache.get(key)
-        if cached is not None:
-            return cached
-        column = self._column
-        requests = pod.requests
-        fit = {column(resource): amount for resource, amount in requests.items()}
-        slots = column(POD_SLOTS_COLUMN)
-        fit[slots] = 1
-        for name, amount in self._extra_demand(pod).items():
-            fit[column(name)] = amount
-        checks = [(FilterReason.TOO_MANY_PODS.value, slots, 1)]
-        checks += [
-            (f"{FilterReason.INSUFFICIENT.value} {resource}", column(resource), amount)
-            for resource, amount in requests.items()
-        ]
-        scored = {"cpu": max(requests.get("cpu", 0), _DEFAULT_CPU_MILLI)}
-        scored["memory"] = max(requests.get("memory", 0), _DEFAULT_MEMORY)
-        gpus = {}
-        for resource, amount in requests.items():
-            if is_nvidia_resource(resource):
-                scored[resource] = amount
-                gpus[resource] = amount
-        demand = _Demand(
-            fit_columns=np.fromiter(fit, dtype=np.intp, count=len(fit)),
-            fit_amounts=np.fromiter(fit.values(), dtype=np.int64, count=len(fit)),
-            reason_checks=tuple(checks),
-            score_columns=np.array([column(r) for r in scored], dtype=np.intp),
-            score_amounts=np.fromiter(scored.values(), dtype=np.int64, count=len(scored)),
-            gpu_columns=np.array([column(r) for r in gpus], dtype=np.intp),
-            gpu_amounts=np.fromiter(gpus.values(), dtype=np.int64, count=len(gpus)),
-            cpu=requests.get("cpu", 0),
-        )
-        self._demand_cache[key] = demand
-        return demand
+        if cached is None:
+            cached = self._demand_cache[key] = request_demand(pod.requests, self._extra_demand(pod), self._column)
+        return cached
 
     # --- allocations ---------------------------------------------------------------------
 
@@ -391,7 +331,7 @@ class ClusterState:
         self._passing_cache[key] = result
         return result
 
-    def _fit_mask(self, demand: _Demand, rows: IndexArray) -> NDArray[np.bool_]:
+    def _fit_mask(self, demand: Demand, rows: IndexArray) -> NDArray[np.bool_]:
         """Per row: whether the pod fits the node now (kube's NodeResourcesFit plus the extras)."""
         free = self._free.take(demand.fit_columns, axis=1).take(rows, axis=0)
         return cast("NDArray[np.bool_]", (free >= demand.fit_amounts).all(axis=1))
@@ -427,7 +367,7 @@ class ClusterState:
                 return found, Counter()
         return _NO_ROWS, self._fit_reasons(static, demand)
 
-    def _fit_reasons(self, static: _Static, demand: _Demand) -> Counter[str]:
+    def _fit_reasons(self, static: _Static, demand: Demand) -> Counter[str]:
         """The static reasons plus kube's resource reasons counted over the passing nodes.
 
         Reasons are added in the order a node-by-node walk would first meet them.
@@ -517,39 +457,14 @@ class ClusterState:
             self._seen[pod_task(pod, self._units_for(pod))[0]] += 1
             self._learned = None
 
-    def _scores(self, demand: _Demand, rows: IndexArray) -> IntArray:
+    def _scores(self, demand: Demand, rows: IndexArray) -> IntArray:
         if self.scoring is Scoring.RANDOM:
             return np.zeros(len(rows), dtype=np.int64)
         if self.scoring is Scoring.BEST_FIT:
-            return self._best_fit_scores(demand, rows)
-        columns = demand.score_columns
-        capacity = self._alloc.take(columns, axis=1).take(rows, axis=0)
-        free = self._free.take(columns, axis=1).take(rows, axis=0)
-        used = capacity - free + demand.score_amounts
-        present = capacity > 0
-        divisor = np.where(present, capacity, 1)
-        if self.scoring is Scoring.MOST_ALLOCATED:
-            part = np.where(used > capacity, 100, used * 100 // divisor)
-        else:
-            part = np.where(used > capacity, 0, (capacity - used) * 100 // divisor)
-        total = np.where(present, part, 0).sum(axis=1)
-        weight = present.sum(axis=1)
-        scores: IntArray = np.where(weight > 0, total // np.maximum(weight, 1), 0)
-        return scores
-
-    def _best_fit_scores(self, demand: _Demand, rows: IndexArray) -> IntArray:
-        cpu_left = self._free[rows, self._columns["cpu"]] - demand.cpu
-        gpu_left = self._gpu_left[rows]
-        if len(demand.gpu_columns):
-            units = self._units.take(demand.gpu_columns, axis=1).take(rows, axis=0)
-            gpu_left = gpu_left - (units * demand.gpu_amounts).sum(axis=1)
-        # The FGD simulator's expression, term by term, so the float rounding is the same.
-        left = (
-            cpu_left / BEST_FIT_MAX_CPU_MILLI * _BEST_FIT_WEIGHT
-            + gpu_left / BEST_FIT_MAX_GPU_MILLI * _BEST_FIT_WEIGHT
-        )
-        scores: IntArray = np.trunc((1.0 - left) * 100.0).astype(np.int64)
-        return scores
+            cpu_free = self._free[rows, self._columns["cpu"]]
+            return best_fit_scores(demand, rows, cpu_free=cpu_free, gpu_left=self._gpu_left[rows], units=self._units)
+        most = self.scoring is Scoring.MOST_ALLOCATED
+        return allocated_scores(demand, rows, alloc=self._alloc, free=self._free, most=most)
 
     def _select(self, pod: PodRequest, rows: IndexArray) -> NodeState:
         """The node to bind: the best score, ties drawn with the seeded generator."""
