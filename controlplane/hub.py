@@ -1,7 +1,7 @@
 """The hub process: etcd, the API server over TLS with token auth, and (on the leader)
 the controllers.
 
-In: a :class:`HubConfig` (state dir, listen address, etcd endpoints and their client TLS
+In: a :class:`~controlplane.hubconfig.HubConfig` (state dir, listen address, etcd endpoints and their client TLS
 files, or none for an embedded etcd; optionally a provided serving certificate). Out: a
 running HTTPS API, ``<state-dir>/hub.kubeconfig`` with an admin token and the CA, and
 ``/readyz`` answering once everything is up.
@@ -18,7 +18,7 @@ as the agents' pin); the files are read on every start.
 
 Several replicas may share one etcd (``--etcd-endpoints``) for a highly available hub:
 all serve the API; one, elected through an etcd lease (``controlplane.leader``), runs the
-controllers, whose writes are fenced to its term. The Lease
+controllers, whose writes are fenced to its term (:mod:`controlplane.hubleading`). The Lease
 ``gpufed-system/gpufed-controllers`` shows the current leader.
 """
 
@@ -26,11 +26,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import datetime as dt
 import logging
 import socket
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from aiohttp import web
@@ -45,14 +43,11 @@ from controlplane.apis.constants import (
     SYSTEM_NAMESPACE,
     WORK_GROUP,
 )
-from controlplane.apis.kube.namespaces import SYSTEM_NAMESPACES
-from controlplane.apis.kube.serviceaccounttokens import DEFAULT_CLEAN_UP_PERIOD
 from controlplane.apiserver import errors
-from controlplane.apiserver.aggregator.frontproxy import authentication_configmap, ensure_front_proxy
+from controlplane.apiserver.aggregator.frontproxy import ensure_front_proxy
 from controlplane.apiserver.aggregator.proxying import aggregation_middleware
 from controlplane.apiserver.aggregator.registrations import AggregatedApis, builtin_group_versions
 from controlplane.apiserver.app import ANONYMOUS_PATHS, create_app
-from controlplane.apiserver.audit import AuditConfig
 from controlplane.apiserver.auth.bootstrap import ca_routes, join_routes, token_routes
 from controlplane.apiserver.auth.certificates import CertificateAdmission
 from controlplane.apiserver.auth.clusterrestriction import ClusterRestriction
@@ -60,13 +55,10 @@ from controlplane.apiserver.auth.rbac.authorizing import HubAuthorizer
 from controlplane.apiserver.auth.rbac.cache import RbacCache, ensure_default_policy
 from controlplane.apiserver.auth.rbac.escalation import RbacEscalationCheck
 from controlplane.apiserver.auth.rbac.reviews import review_endpoints
-from controlplane.apiserver.auth.serviceaccountjwt import ServiceAccountOptions
 from controlplane.apiserver.auth.serviceaccounts import ServiceAccountTokens
 from controlplane.apiserver.auth.tokens import TokenStore
 from controlplane.apiserver.clientcertificates import ClientCertificates
 from controlplane.apiserver.componentstatus import ComponentStatuses, leader_probe, store_probe
-from controlplane.apiserver.crd.client import ConvertedObjects
-from controlplane.apiserver.crd.converted import WebhookConversions
 from controlplane.apiserver.identity import Role
 from controlplane.apiserver.kubeconfig import KubeconfigError, load_kubeconfig, write_kubeconfig
 from controlplane.apiserver.objects import ObjectStore
@@ -74,155 +66,42 @@ from controlplane.apiserver.proxy.podlist import pod_list_routes
 from controlplane.apiserver.proxy.resourcemetrics import ResourceMetrics
 from controlplane.apiserver.proxy.routes import ProxyEndpoints
 from controlplane.apiserver.quotaadmission import QuotaAdmission
-from controlplane.apiserver.serviceallocation import (
-    DEFAULT_SERVICE_CLUSTER_IP_RANGE,
-    DEFAULT_SERVICE_NODE_PORT_RANGE,
-    AllocationRepair,
-    IPRange,
-    PortRange,
-    ServiceAllocator,
-)
-from controlplane.apiserver.serving import IDLE_TIMEOUT, GuardedTCPSite, ServingLimits
+from controlplane.apiserver.serviceallocation import ServiceAllocator
+from controlplane.apiserver.serving import IDLE_TIMEOUT, GuardedTCPSite
 from controlplane.apiserver.tls import ServingCertificate, client_ca, ensure_pki, load_serving_certificate
 from controlplane.apiserver.visibility import PendingWorkloads
 from controlplane.apiserver.watchcache import DEFAULT_WATCH_CACHE, WatchCache
 from controlplane.apiserver.watchcache.client import CachedObjects
-from controlplane.apiserver.watching import WatchLimits
 from controlplane.apiserver.webhooks import WebhookAdmission
 from controlplane.apiserver.webhooks.interpreting import InterpreterWebhooks
 from controlplane.controllers.admissiongate import hold_queued_workload
-from controlplane.controllers.apiserviceavailability import AvailabilityController
-from controlplane.controllers.apiservices import LocalAPIServicesController
-from controlplane.controllers.certificatesigning import CertificateSigningController
-from controlplane.controllers.clusterroleaggregation import ClusterRoleAggregationController
-from controlplane.controllers.clusters import ClusterNamespaceController
-from controlplane.controllers.context import ControllerSettings
-from controlplane.controllers.flowcontrolconfig import FlowControlConfigController
 from controlplane.controllers.health import ClusterHealthMonitor
-from controlplane.controllers.legacytokencleaning import LegacyTokenCleaner
 from controlplane.controllers.manager import ControllerManager
-from controlplane.controllers.resourcequota import ResourceQuotaController
-from controlplane.controllers.serviceaccounts import ServiceAccountsController
 from controlplane.controllers.serviceaccounttokens import ServiceAccountTokensController
-from controlplane.controllers.systemnamespaces import SystemNamespacesController
 from controlplane.gcpolicy import CollectorPolicy, collector_tuned
+from controlplane.hubconfig import HubConfig
+from controlplane.hubleading import LeaderTerm
 from controlplane.hubregistry import hub_registry
-from controlplane.leader.election import DEFAULT_TTL as DEFAULT_LEADER_LEASE_TTL
 from controlplane.leader.election import LeaderElector, Term, default_identity
 from controlplane.lifecycle import ShutdownOnce
 from controlplane.loopwatch import Stall, watching_the_loop
 from controlplane.metrics import HubMetrics, hub_metrics, write_ledger_routes
-from controlplane.objectclient import ObjectClient
-from controlplane.pki import PkiError, ca_files, private_directory
+from controlplane.pki import PkiError, private_directory
 from controlplane.reports.api import ReportSource, waste_report_routes
-from controlplane.reports.sampling import DEFAULT_INTERVAL as DEFAULT_WASTE_SAMPLE_INTERVAL
 from controlplane.reports.sampling import WasteSampler
-from controlplane.storage.connecting import EtcdClientTls
-from controlplane.storage.embedded import QUOTA_BACKEND_BYTES, EmbeddedEtcd, EtcdClientTransport
-from controlplane.storage.etcd import DEFAULT_MAX_RESPONSE_BYTES, EtcdStore
+from controlplane.storage.embedded import QUOTA_BACKEND_BYTES, EmbeddedEtcd
+from controlplane.storage.etcd import EtcdStore
 from controlplane.storage.ledger import LedgerStore, WriteLedger
 from controlplane.storage.recent import RecentStore, RecentValues
-from controlplane.storage.spacekeeping import SpaceKeeper, SpacePolicy
+from controlplane.storage.spacekeeping import SpaceKeeper
 from controlplane.ui.serving import ui_anonymous_paths, ui_routes
 
 log = logging.getLogger(__name__)
 
 KUBECONFIG_NAME = "hub.kubeconfig"
-#: The coordination.k8s.io Lease in gpufed-system that shows which replica leads.
-LEADER_LEASE_NAME = "gpufed-controllers"
 ADMIN_USER = "gpufed-admin"
 #: The kinds every member agent watches: the watch cache holds them from the start.
 HOT_KINDS = ((WORK_GROUP, "works"), (CLUSTER_GROUP, "clusters"), (COORDINATION_GROUP, "leases"))
-#: How long a stopping hub lets the waste sampler save its last rollups.
-WASTE_SAVE_SECONDS = 10.0
-
-
-async def _finish(task: asyncio.Task[None], *, seconds: float) -> None:
-    """Wait up to ``seconds`` for ``task`` to end on its own, then cancel it; log what it failed
-    with. A cancellation of the caller is not swallowed, unlike ``suppress(CancelledError)``
-    around ``await task``."""
-    done, _ = await asyncio.wait({task}, timeout=seconds)
-    if not done:
-        task.cancel()
-        await asyncio.wait({task})
-    if not task.cancelled() and (error := task.exception()) is not None:
-        log.warning("%s ended with an error while stopping: %s", task.get_name(), error)
-
-
-@dataclass(frozen=True)
-class HubConfig:
-    state_dir: Path
-    host: str = "127.0.0.1"
-    port: int = 6443
-    #: Empty: start an embedded etcd with its data under the state dir.
-    etcd_endpoints: tuple[str, ...] = ()
-    #: How the hub reaches its embedded etcd: a private Unix socket without TLS, or loopback TCP
-    #: with TLS and client-certificate auth (for tools that must reach it over TCP).
-    embedded_etcd_transport: EtcdClientTransport = EtcdClientTransport.UNIX
-    #: CA and client certificate for https:// etcd endpoints (--etcd-cafile/--etcd-certfile/--etcd-keyfile).
-    etcd_tls: EtcdClientTls | None = None
-    #: The largest etcd response the hub accepts; list pages shrink to fit under it.
-    etcd_max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
-    #: The embedded etcd's executable (--etcd-binary); None: the best etcd found (etcdbinary.find_etcd).
-    etcd_binary: Path | None = None
-    #: The etcd space checks and, for the embedded etcd, its quota and defragmentation (--etcd-defrag-*).
-    etcd_space: SpacePolicy = field(default_factory=SpacePolicy)
-    #: Extra names/addresses for the serving certificate the hub issues (with a provided
-    #: certificate: names it is checked for, with a warning when missing).
-    tls_hosts: tuple[str, ...] = ()
-    #: A provided serving certificate (chain) and key; None: issue one from the hub's own CA.
-    tls_cert_file: Path | None = None
-    tls_private_key_file: Path | None = None
-    #: The CA that signed tls_cert_file (advertised to clients, pinned by agents); None: the
-    #: self-signed certificate that ends tls_cert_file.
-    tls_ca_file: Path | None = None
-    #: --client-ca-file: the CA client certificates are verified against; None: the hub's own CA
-    #: when it issues its serving certificate, else no client certificates (apiserver/clientcertificates.py).
-    client_ca_file: Path | None = None
-    #: --anonymous-auth: a request without credentials to a public-info path or the dashboard is
-    #: system:anonymous; else 401 (but for the CA, which joining agents fetch without credentials).
-    anonymous_auth: bool = True
-    #: --audit-policy-file, --audit-log-* and --audit-webhook-*: the audit backends (None: no auditing,
-    #: as kube without a policy).
-    audit: AuditConfig | None = None
-    #: Seconds a cluster may miss heartbeats before it is Unknown.
-    cluster_monitor_grace_period: float = 40.0
-    #: Failover: the fraction of not-ready clusters (more than 2) that holds evictions back
-    #: (controllers/disruption.py); with none Ready the hub evicts nothing.
-    unhealthy_fleet_threshold: float = 0.55
-    #: The leader's controllers: failover's default tolerations and graceful eviction timeout, the
-    #: FederatedHPA sync period, Kueue's fair sharing and waitForPodsReady, federated quota
-    #: enforcement, the unschedulable grace (their flags: gpufed/commands/controlplane.py).
-    controllers: ControllerSettings = field(default_factory=ControllerSettings)
-    #: TTL of the etcd lease behind controller leadership: a dead leader is replaced within it.
-    leader_lease_ttl: int = DEFAULT_LEADER_LEASE_TTL
-    #: kube's --legacy-service-account-token-clean-up-period (controllers/legacytokencleaning.py).
-    legacy_token_clean_up_period: dt.timedelta = DEFAULT_CLEAN_UP_PERIOD
-    #: kube's --cluster-signing-duration (None: its one year): the longest certificate a CSR gets.
-    cluster_signing_duration: dt.timedelta | None = None
-    #: kube's --service-account-issuer (the first: the ``iss`` of TokenRequests' JWTs and of the discovery
-    #: documents), --api-audiences, --service-account-jwks-uri, --service-account-signing-key-file and
-    #: --service-account-key-file.
-    service_accounts: ServiceAccountOptions = field(default_factory=ServiceAccountOptions)
-    #: This replica's name in leader election (empty: host-pid-random).
-    identity: str = ""
-    #: Extra route factories (e.g. the dashboard), given the running hub.
-    extra_routes: tuple[Callable[[Hub], list[web.RouteDef]], ...] = field(default=())
-    #: Seconds between two fleet samples of the waste accounting.
-    waste_sample_interval: float = DEFAULT_WASTE_SAMPLE_INTERVAL
-    #: Header timeout, pending connections and requests in flight (apiserver.serving).
-    serving_limits: ServingLimits = field(default_factory=ServingLimits)
-    #: What one watch may hold for a client that does not read, and how long before it is dropped.
-    watch_limits: WatchLimits = field(default_factory=WatchLimits)
-    #: Keep the last this many writes in full for ``/debug/writes`` (0: counters only).
-    write_journal: int = 0
-    #: The controllers', scheduler's and waste sampler's lists and watches served by the API's
-    #: watch cache (each event decoded once for all watchers); False: each reads the store itself.
-    cached_informers: bool = True
-    #: Where Services' cluster IPs and node ports come from (--service-cluster-ip-range,
-    #: --service-node-port-range).
-    service_cluster_ips: IPRange = field(default_factory=lambda: IPRange.parse(DEFAULT_SERVICE_CLUSTER_IP_RANGE))
-    service_node_ports: PortRange = field(default_factory=lambda: PortRange.parse(DEFAULT_SERVICE_NODE_PORT_RANGE))
 
 
 def advertised_host(host: str) -> str:
@@ -246,20 +125,17 @@ class Hub(ShutdownOnce):
         #: The API's watch cache, shared with the leader's controllers (``cached_informers``).
         self.watch_cache: WatchCache | None = None
         self.pki: ServingCertificate | None = None
-        self.controllers: ControllerManager | None = None
         self.elector: LeaderElector | None = None
-        self.health: ClusterHealthMonitor | None = None
         self.rbac: RbacCache | None = None
         self.service_account_tokens: ServiceAccountTokens | None = None
-        #: The leader's token Secret controller (the latest term's).
-        self.token_controller: ServiceAccountTokensController | None = None
         self.service_allocator: ServiceAllocator | None = None
         self.quota_admission: QuotaAdmission | None = None
         #: The admission webhooks users' writes are sent to (the hub's own writes are not).
         self.webhooks: WebhookAdmission | None = None
         #: Karmada's resource interpreter webhooks, which the controllers call (with the same client).
         self.interpreter_webhooks: InterpreterWebhooks | None = None
-        self._leader_tasks: list[asyncio.Task[None]] = []
+        #: The leader's work while this replica leads (see :mod:`controlplane.hubleading`).
+        self._term: LeaderTerm | None = None
         #: Called once a lost term's work has stopped and been let go (see :meth:`after_each_term`).
         self._term_released: list[Callable[[str], None]] = []
         self.metrics: HubMetrics = hub_metrics()
@@ -276,12 +152,27 @@ class Hub(ShutdownOnce):
         self.resource_metrics: ResourceMetrics | None = None
         #: The APIServices this replica proxies to extension API servers, and their group-versions served here.
         self.aggregation: AggregatedApis | None = None
-        self._local_group_versions: list[tuple[str, str]] = []
-        self._waste_task: asyncio.Task[None] | None = None
+        #: The group-versions served here, which the leader registers as local APIServices.
+        self.local_group_versions: list[tuple[str, str]] = []
         self.url = ""
         self._runner: web.AppRunner | None = None
         self._background: list[asyncio.Task[None]] = []
         self._stopped = asyncio.Event()
+
+    @property
+    def controllers(self) -> ControllerManager | None:
+        """The leader's controllers (None unless this replica leads)."""
+        return self._term.controllers if self._term is not None else None
+
+    @property
+    def health(self) -> ClusterHealthMonitor | None:
+        """The leader's cluster health monitor (None unless this replica leads)."""
+        return self._term.health if self._term is not None else None
+
+    @property
+    def token_controller(self) -> ServiceAccountTokensController | None:
+        """The leader's token Secret controller (None unless this replica leads)."""
+        return self._term.token_controller if self._term is not None else None
 
     @property
     def kubeconfig_path(self) -> Path:
@@ -396,7 +287,7 @@ class Hub(ShutdownOnce):
         self.aggregation = AggregatedApis(self.objects, cache=self.watch_cache, front_proxy=front_proxy)
         self._background.append(asyncio.create_task(self.aggregation.run(), name="aggregated-apis"))
         await self.aggregation.wait_synced()
-        self._local_group_versions = builtin_group_versions(registry, [endpoint.resource for endpoint in computed])
+        self.local_group_versions = builtin_group_versions(registry, [endpoint.resource for endpoint in computed])
         client_ca_pem = client_ca(self.config.client_ca_file, own_ca_pem=None if self.config.tls_cert_file else self.pki.ca_pem)
         app = create_app(
             self.objects,
@@ -479,79 +370,9 @@ class Hub(ShutdownOnce):
         )
 
     async def _start_leading(self, term: Term) -> None:
-        """This replica leads: run the controllers over an ObjectStore fenced to ``term``."""
-        assert self.elector is not None and self.objects is not None and self.service_allocator is not None
-        assert self.service_account_tokens is not None and self.pki is not None and self.aggregation is not None
-        fenced_store = self.elector.fenced_store(term)
-        fenced_recent = RecentStore(LedgerStore(fenced_store, self.ledger), self.recent)
-        writes = ObjectStore(fenced_recent, self.objects.registry, garbage_collection=True)
-        writes.allocate_with(self.service_allocator)
-        if self.quota_admission is not None:
-            writes.admit_writes(self.quota_admission)  # kube's controllers' writes are admitted too
-        config = self.config
-        # Writes fenced to the term; lists and watches from the API's watch cache when it is shared.
-        fenced: ObjectClient = writes if self.watch_cache is None or not config.cached_informers else CachedObjects(
-            writes, self.watch_cache
-        )
-        if self.webhooks is not None:
-            # As in kube, where controllers read through the API: a CRD's objects in the version
-            # asked for, converted by its conversion webhook (with the API's client and metrics).
-            conversions = WebhookConversions(self.webhooks.client, writes.registry, self.webhooks.metrics)
-            fenced = ConvertedObjects(fenced, conversions)
-        queues = self.metrics.workqueues  # every controller's loop feeds client-go's workqueue series
-        self.controllers = ControllerManager(
-            fenced,
-            settings=config.controllers,
-            queue_metrics=self.metrics.queues,
-            workqueue_metrics=queues,
-            interpreter_webhooks=self.interpreter_webhooks,
-            pod_metrics=self.resource_metrics,
-        )
-        self.health = ClusterHealthMonitor(
-            fenced,
-            grace_period=self.config.cluster_monitor_grace_period,
-            unhealthy_threshold=self.config.unhealthy_fleet_threshold,
-            on_fleet_state=self.metrics.record_fleet_state,
-            workqueue_metrics=queues,
-        )
-        system_namespaces = (*SYSTEM_NAMESPACES, LEASE_NAMESPACE, SYSTEM_NAMESPACE)
-        tokens = self.service_account_tokens  # its caches serve the token controller too: one of each kind
-        self.token_controller = ServiceAccountTokensController(
-            fenced, tokens, ca_pem=self.pki.ca_pem, accounts=tokens.accounts, secrets=tokens.secrets,
-            workqueue_metrics=queues,
-        )
-        runs = {  # each leader-only controller's run
-            "cluster-namespaces": ClusterNamespaceController(fenced, workqueue_metrics=queues).run,
-            "clusterrole-aggregation": ClusterRoleAggregationController(fenced, workqueue_metrics=queues).run,
-            "serviceaccounts": ServiceAccountsController(
-                fenced, accounts=tokens.accounts, workqueue_metrics=queues
-            ).run,
-            "resourcequota": ResourceQuotaController(fenced, workqueue_metrics=queues).run,
-            "serviceaccount-tokens": self.token_controller.run,
-            "system-namespaces": SystemNamespacesController(fenced, system_namespaces, workqueue_metrics=queues).run,
-            "flowcontrol-config": FlowControlConfigController(fenced, workqueue_metrics=queues).run,
-            "csrsigning": CertificateSigningController(  # the hub's own CA signs; a provided certificate has no CA key
-                fenced, ca_files=None if config.tls_cert_file else ca_files(config.state_dir / "pki"),
-                duration=config.cluster_signing_duration, workqueue_metrics=queues).run,
-            "apiservice-registration": LocalAPIServicesController(fenced, self._local_group_versions, workqueue_metrics=queues,
-                authentication_configmap=authentication_configmap(front_proxy=self.aggregation.front_proxy, client_ca_pem=client_ca(
-                    config.client_ca_file, own_ca_pem=None if config.tls_cert_file else self.pki.ca_pem))).run,
-            "apiservice-availability": AvailabilityController(fenced, self.aggregation, workqueue_metrics=queues).run,
-        }
-        self._leader_tasks = [
-            self.controllers.spawn(),
-            self.health.spawn(),
-            *(asyncio.create_task(run(), name=name) for name, run in runs.items()),
-            asyncio.create_task(LegacyTokenCleaner(
-                fenced, accounts=tokens.accounts, secrets=tokens.secrets, period=config.legacy_token_clean_up_period,
-            ).run(), name="legacy-token-cleaner"),
-            asyncio.create_task(AllocationRepair(writes, self.service_allocator).run(), name="service-allocation-repair"),
-        ]
-        if self.waste_sampler is not None:
-            self._waste_task = asyncio.create_task(
-                self.waste_sampler.run(store=fenced_store), name="waste-sampler"
-            )
-        await self._mirror_leader_lease(writes, term)
+        """This replica leads: run the leader's work (:class:`LeaderTerm`) for ``term``."""
+        self._term = LeaderTerm(self, term)
+        await self._term.start()
 
     def after_each_term(self, released: Callable[[str], None]) -> None:
         """Call ``released(what)`` each time a leadership term this replica lost has stopped and
@@ -562,53 +383,15 @@ class Hub(ShutdownOnce):
     async def _stop_leading(self) -> None:
         """Leadership ended (or the hub stops): stop everything :meth:`_start_leading` started,
         and let it go: the next term builds its own."""
-        controllers, health, self.controllers, self.health = self.controllers, self.health, None, None
-        self.token_controller = None
-        if controllers is not None:
-            await controllers.shutdown()
-        if health is not None:
-            await health.shutdown()
-        if self.waste_sampler is not None:
+        term, self._term = self._term, None
+        if term is not None:
+            await term.stop()
+        elif self.waste_sampler is not None:
             self.waste_sampler.request_stop()
-        waste_task, self._waste_task = self._waste_task, None
-        if waste_task is not None:
-            # Let the sampler save its last rollups (a deposed leader's save may fail: fine).
-            await _finish(waste_task, seconds=WASTE_SAVE_SECONDS)
-        tasks, self._leader_tasks = self._leader_tasks, []
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
         self.metrics.workqueues.detach_all()  # a loop cancelled before it ran never detached its queue
-        if controllers is not None and not self._stopped.is_set():
+        if term is not None and term.started_controllers and not self._stopped.is_set():
             for released in self._term_released:
                 released("a lost leadership term")
-
-    async def _mirror_leader_lease(self, objects: ObjectStore, term: Term) -> None:
-        """Show the leader as ``kubectl get lease -n gpufed-system gpufed-controllers`` (visibility only)."""
-        lease_type = objects.registry.require(f"{COORDINATION_GROUP}/v1", "Lease")
-        moment = term.acquired.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-        spec = {
-            "holderIdentity": term.identity,
-            "leaseDurationSeconds": self.config.leader_lease_ttl,
-            "acquireTime": moment,
-            "renewTime": moment,
-        }
-        try:
-            try:
-                current = await objects.get(lease_type, namespace=SYSTEM_NAMESPACE, name=LEADER_LEASE_NAME)
-            except errors.NotFound:
-                body = {
-                    "apiVersion": f"{COORDINATION_GROUP}/v1",
-                    "kind": "Lease",
-                    "metadata": {"name": LEADER_LEASE_NAME, "namespace": SYSTEM_NAMESPACE},
-                    "spec": {**spec, "leaseTransitions": 0},
-                }
-                await objects.create(lease_type, body)
-                return
-            transitions = int((current.get("spec") or {}).get("leaseTransitions") or 0) + 1
-            await objects.update(lease_type, {**current, "spec": {**spec, "leaseTransitions": transitions}})
-        except errors.ApiError as exc:
-            log.warning("could not record the leader in lease %s/%s: %s", SYSTEM_NAMESPACE, LEADER_LEASE_NAME, exc)
 
     async def _cluster_exists(self, name: str) -> bool:
         """Whether a Cluster of this name is on the hub (the join endpoint asks)."""

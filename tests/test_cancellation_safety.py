@@ -71,7 +71,7 @@ async def test_wait_for_swallows_that_cancellation_on_this_python() -> None:
 
 
 async def test_a_stopping_hub_waits_for_its_sampler_but_stays_cancellable() -> None:
-    from controlplane.hub import _finish
+    from controlplane.hubleading import _finish
 
     async def saves(seconds: float) -> None:
         await asyncio.sleep(seconds)

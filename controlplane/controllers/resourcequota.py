@@ -13,7 +13,7 @@ Resources no kind here counts keep the used value they had.
 
 A count reads the namespace's objects of each kind as kube's evaluators read their listers: at
 resourceVersion "0", which the hub's watch cache answers from memory when the controller's client
-lists from it (the leader's, see ``controlplane.hub``); a client that reads the store is answered a
+lists from it (the leader's, see ``controlplane.hubleading``); a client that reads the store is answered a
 page of at most ``page_size`` objects at a time, each page folded into the sum before the next is
 read, so no read is unbounded and no namespace is held in memory whole.
 """

@@ -42,7 +42,7 @@ from gpufed.logging_setup import LEVELS, configure_logging
 
 if TYPE_CHECKING:
     from controlplane.controllers.context import ControllerSettings
-    from controlplane.hub import HubConfig
+    from controlplane.hubconfig import HubConfig
     from controlplane.storage.connecting import EtcdClientTls
 
 log = logging.getLogger("gpufed.controlplane")
@@ -405,7 +405,7 @@ def controller_settings(args: argparse.Namespace) -> ControllerSettings:
 def hub_config(args: argparse.Namespace) -> HubConfig:
     """The hub's configuration from its parsed flags (``--listen`` already split in host and port)."""
     from controlplane.apiserver.serving import ServingLimits
-    from controlplane.hub import HubConfig
+    from controlplane.hubconfig import HubConfig
     from controlplane.storage.embedded import EtcdClientTransport
     from controlplane.storage.etcd import DEFAULT_MAX_RESPONSE_BYTES
     from controlplane.storage.spacekeeping import SpacePolicy

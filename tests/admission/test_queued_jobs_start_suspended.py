@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from controlplane.hub import Hub, HubConfig
+from controlplane.hub import Hub
+from controlplane.hubconfig import HubConfig
 
 
 @pytest.fixture

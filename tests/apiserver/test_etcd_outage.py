@@ -21,7 +21,8 @@ import pytest
 from controlplane.apiserver.identity import Role
 from controlplane.apiserver.kubeconfig import load_kubeconfig
 from controlplane.apiserver.tls import client_ssl_context
-from controlplane.hub import Hub, HubConfig
+from controlplane.hub import Hub
+from controlplane.hubconfig import HubConfig
 from controlplane.storage import EmbeddedEtcd, EtcdClientTransport
 from controlplane.storage.embedded import SOCKET_NAME
 

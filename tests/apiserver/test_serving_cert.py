@@ -24,7 +24,8 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from controlplane.apis.constants import CA_PATH
 from controlplane.apiserver.kubeconfig import load_kubeconfig
 from controlplane.apiserver.tls import ca_hash, client_ssl_context, load_serving_certificate
-from controlplane.hub import Hub, HubConfig
+from controlplane.hub import Hub
+from controlplane.hubconfig import HubConfig
 from controlplane.pki import PkiError
 from gpufed.cli import build_parser
 from gpufed.commands.controlplane import conflicting_flags

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from controlplane.controllers.queueing import WorkQueue
-from controlplane.hub import Hub, HubConfig
+from controlplane.hub import Hub
+from controlplane.hubconfig import HubConfig
 from tests.controllers.fleet import deployment, eventually, node_shape, propagation_policy, put_cluster
 from tests.hubmetrics import samples
 

@@ -25,7 +25,8 @@ from controlplane.apiserver.identity import Role
 from controlplane.apiserver.kubeconfig import load_kubeconfig
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.apiserver.tls import client_ssl_context
-from controlplane.hub import Hub, HubConfig
+from controlplane.hub import Hub
+from controlplane.hubconfig import HubConfig
 from controlplane.storage.ledger import acting_as
 from member_agent.holding import DEFAULT_HOLD_SECONDS, StatusHold
 from tests.controllers.fleet import (

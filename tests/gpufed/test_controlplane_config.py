@@ -17,7 +17,7 @@ from controlplane.apiserver.serviceallocation.ranges import IPRange, PortRange
 from controlplane.apiserver.serving import ServingLimits
 from controlplane.apiserver.watching import WatchLimits
 from controlplane.controllers.context import ControllerSettings
-from controlplane.hub import HubConfig
+from controlplane.hubconfig import HubConfig
 from controlplane.storage.connecting import EtcdClientTls
 from controlplane.storage.embedded import EtcdClientTransport
 from gpufed.commands.controlplane import add_arguments, hub_config

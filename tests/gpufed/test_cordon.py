@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from controlplane.apis import constants as c
-from controlplane.hub import Hub, HubConfig
+from controlplane.hub import Hub
+from controlplane.hubconfig import HubConfig
 from gpufed.cli import main
 from gpufed.commands.cordon import (
     TaintChange,

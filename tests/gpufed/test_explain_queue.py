@@ -13,7 +13,8 @@ import pytest
 
 from controlplane.admission import objects as adm
 from controlplane.apiserver import errors
-from controlplane.hub import Hub, HubConfig
+from controlplane.hub import Hub
+from controlplane.hubconfig import HubConfig
 from gpufed.commands.explainqueue import render_queue
 
 from .test_explain_command import gpufed

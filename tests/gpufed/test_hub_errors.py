@@ -19,7 +19,8 @@ import pytest
 from controlplane.apiserver.identity import Role
 from controlplane.apiserver.kubeconfig import load_kubeconfig, write_kubeconfig
 from controlplane.apiserver.tls import ensure_pki
-from controlplane.hub import Hub, HubConfig
+from controlplane.hub import Hub
+from controlplane.hubconfig import HubConfig
 from gpufed.cli import main
 from gpufed.commands.up.layout import demo_fleet
 

@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from controlplane.hub import Hub, HubConfig
+from controlplane.hub import Hub
+from controlplane.hubconfig import HubConfig
 from gpufed.cli import main
 from gpufed.hubclient import DEFAULT_CHUNK_SIZE, HubClient, HubError
 from tests.hubmetrics import samples

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from controlplane.apiserver.identity import Role
-from controlplane.hub import Hub, HubConfig
+from controlplane.hub import Hub
+from controlplane.hubconfig import HubConfig
 from gpufed.cli import main
 
 

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from controlplane.gcpolicy import NO_AUTOMATIC_FULL_PASS, CollectorPolicy
-from controlplane.hub import Hub, HubConfig, run_until_signalled
+from controlplane.hub import Hub, run_until_signalled
+from controlplane.hubconfig import HubConfig
 from tests.controllers.fleet import eventually
 from tests.hubmetrics import samples
 

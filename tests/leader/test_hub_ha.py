@@ -14,7 +14,9 @@ from controlplane.apis import constants as c
 from controlplane.apiserver import errors
 from controlplane.apiserver.kubeconfig import load_kubeconfig
 from controlplane.apiserver.tls import client_ssl_context
-from controlplane.hub import LEADER_LEASE_NAME, Hub, HubConfig
+from controlplane.hub import Hub
+from controlplane.hubconfig import HubConfig
+from controlplane.hubleading import LEADER_LEASE_NAME
 from controlplane.storage import EmbeddedEtcd
 
 LIMIT = 20.0

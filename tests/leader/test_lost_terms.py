@@ -28,7 +28,8 @@ import pytest
 
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.gcpolicy import CollectorPolicy
-from controlplane.hub import Hub, HubConfig, run_until_signalled
+from controlplane.hub import Hub, run_until_signalled
+from controlplane.hubconfig import HubConfig
 from tests.controllers.fleet import deployment, eventually, node_shape, propagation_policy, put_cluster
 
 #: The fleet's objects carry this name prefix; the test counts their copies in memory.

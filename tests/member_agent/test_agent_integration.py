@@ -29,6 +29,7 @@ from controlplane.apiserver.objects import ObjectStore
 from controlplane.apiserver.patches import PatchType
 from controlplane.apiserver.resources import Registry
 from controlplane.apiserver.tls import ca_hash
+from controlplane.hubconfig import HubConfig
 from controlplane.storage import MemoryStore
 from member_agent import capacity
 from member_agent.agent import Agent
@@ -110,7 +111,7 @@ class Member:
 
 @pytest.fixture
 async def hub(tmp_path: Path) -> AsyncIterator[Hub]:
-    async with hub_module.Hub(hub_module.HubConfig(state_dir=tmp_path / "hub", port=0)) as running:
+    async with hub_module.Hub(HubConfig(state_dir=tmp_path / "hub", port=0)) as running:
         assert running.objects is not None
         namespace = running.objects.registry.require("v1", "Namespace")
         await running.objects.create(

@@ -25,6 +25,7 @@ from controlplane.apiserver.kinds.workloads import workload_resources
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.apiserver.resources import Registry
 from controlplane.apiserver.tls import ca_hash
+from controlplane.hubconfig import HubConfig
 from member_agent.agent import Agent
 from member_agent.config import AgentConfig
 from member_agent.manifests import desired_manifests
@@ -83,7 +84,7 @@ async def until(probe: Callable[[], Awaitable[Any]], *, what: str, within: float
 
 @pytest.fixture
 async def hub(tmp_path: Path) -> AsyncIterator[Hub]:
-    async with hub_module.Hub(hub_module.HubConfig(state_dir=tmp_path / "hub", port=0)) as running:
+    async with hub_module.Hub(HubConfig(state_dir=tmp_path / "hub", port=0)) as running:
         assert running.objects is not None
         namespace = running.objects.registry.require("v1", "Namespace")
         await running.objects.create(namespace, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": WORK_NS}})

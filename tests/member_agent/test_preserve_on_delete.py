@@ -39,6 +39,7 @@ from controlplane.apiserver.kinds.workloads import workload_resources
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.apiserver.resources import Registry
 from controlplane.apiserver.tls import ca_hash
+from controlplane.hubconfig import HubConfig
 from controlplane.storage import MemoryStore
 from member_agent import applying, manifests
 from member_agent.agent import Agent
@@ -165,7 +166,7 @@ FLEET = {"clusters": [{"name": CLUSTER, "nodeGroups": [
 
 @pytest.fixture
 async def hub(tmp_path: Path) -> AsyncIterator[Hub]:
-    async with hub_module.Hub(hub_module.HubConfig(state_dir=tmp_path / "hub", port=0)) as running:
+    async with hub_module.Hub(HubConfig(state_dir=tmp_path / "hub", port=0)) as running:
         namespace = running.objects.registry.require("v1", "Namespace")
         await running.objects.create(namespace, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": WORK_NS}})
         yield running

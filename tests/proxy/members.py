@@ -14,6 +14,7 @@ from typing import Any
 from controlplane import hub as hub_module
 from controlplane.apiserver.identity import Role
 from controlplane.apiserver.tls import ca_hash
+from controlplane.hubconfig import HubConfig
 from member_agent.agent import Agent
 from member_agent.config import AgentConfig
 from simulator.profile import parse_fleet
@@ -36,7 +37,7 @@ async def two_members(tmp_path: Path, fleet_profile: dict[str, Any], **hub_optio
     """The hub (``HubConfig`` with ``hub_options``), and a simulated member (time 20 times as fast)
     with its agent per cluster of ``fleet_profile``; the first member is ``fleet.sim``."""
     profiles = parse_fleet(fleet_profile).clusters
-    config = hub_module.HubConfig(state_dir=tmp_path / "hub", port=0, **hub_options)
+    config = HubConfig(state_dir=tmp_path / "hub", port=0, **hub_options)
     async with hub_module.Hub(config) as hub:
         tokens = {role.value: (await hub.tokens.create(role=role, name=f"{role.value}-user")).token
                   for role in (Role.ADMIN, Role.VIEWER)}

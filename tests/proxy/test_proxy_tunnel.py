@@ -22,6 +22,7 @@ from controlplane.apis.proxyframing import Frame, FrameKind, ProxyLimits
 from controlplane.apiserver.identity import Role
 from controlplane.apiserver.proxy.tunnels import TunnelRegistry
 from controlplane.apiserver.tls import ca_hash
+from controlplane.hubconfig import HubConfig
 from member_agent.agent import Agent
 from member_agent.config import AgentConfig
 from simulator.clock import rfc3339
@@ -88,7 +89,7 @@ async def fleet(tmp_path: Path) -> AsyncIterator[Fleet]:
     profile = parse_fleet(FLEET).clusters[0]
     sim_config = SimServerConfig(profile=profile, state_dir=tmp_path / "member", time_scale=20.0, snapshot_interval=None)
     async with (
-        hub_module.Hub(hub_module.HubConfig(state_dir=tmp_path / "hub", port=0)) as hub,
+        hub_module.Hub(HubConfig(state_dir=tmp_path / "hub", port=0)) as hub,
         SimServer(sim_config) as sim,
     ):
         hub.proxy.tunnels = TunnelRegistry(LIMITS)

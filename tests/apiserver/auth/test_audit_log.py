@@ -19,7 +19,8 @@ from controlplane.apiserver.audit import AuditConfig, LogSettings
 from controlplane.apiserver.identity import Role
 from controlplane.apiserver.kubeconfig import load_kubeconfig
 from controlplane.apiserver.tls import client_ssl_context
-from controlplane.hub import Hub, HubConfig
+from controlplane.hub import Hub
+from controlplane.hubconfig import HubConfig
 
 from ..test_real_clients import kubectl, needs_kubectl
 from .realhub import Client, eventually

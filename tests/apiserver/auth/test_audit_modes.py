@@ -28,7 +28,8 @@ from controlplane.apiserver.endpoints import Endpoints
 from controlplane.apiserver.identity import Role
 from controlplane.apiserver.kubeconfig import load_kubeconfig, write_kubeconfig
 from controlplane.apiserver.tls import client_ssl_context
-from controlplane.hub import Hub, HubConfig
+from controlplane.hub import Hub
+from controlplane.hubconfig import HubConfig
 from tests import hubmetrics
 from tests.webhookserver import WebhookServer, client_certificate, webhook_server
 

@@ -20,7 +20,8 @@ import yaml
 from controlplane.apiserver.audit import AuditConfig, BatchSettings, LogSettings, PolicyError, WebhookSettings
 from controlplane.apiserver.kubeconfig import load_kubeconfig, write_kubeconfig
 from controlplane.apiserver.tls import client_ssl_context
-from controlplane.hub import Hub, HubConfig
+from controlplane.hub import Hub
+from controlplane.hubconfig import HubConfig
 from gpufed.cli import build_parser
 from gpufed.commands.controlplane import conflicting_flags
 from tests import hubmetrics

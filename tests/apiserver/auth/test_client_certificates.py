@@ -27,7 +27,8 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from controlplane.apiserver.kubeconfig import load_kubeconfig
 from controlplane.apiserver.tls import client_ca
-from controlplane.hub import Hub, HubConfig
+from controlplane.hub import Hub
+from controlplane.hubconfig import HubConfig
 from controlplane.pki import PkiError
 
 from ..test_real_clients import kubectl, needs_kubectl

@@ -20,7 +20,8 @@ from controlplane.apis.constants import CA_PATH
 from controlplane.apiserver.audit import AuditConfig, LogSettings
 from controlplane.apiserver.kubeconfig import load_kubeconfig
 from controlplane.apiserver.tls import ca_hash, client_ssl_context
-from controlplane.hub import Hub, HubConfig
+from controlplane.hub import Hub
+from controlplane.hubconfig import HubConfig
 from gpufed.commands.up.polling import kube_probe
 from member_agent.hubclient import fetch_hub_ca
 

@@ -27,7 +27,8 @@ from controlplane.apiserver.auth.tokens import TokenStore
 from controlplane.apiserver.identity import HUB_AUDIENCE, Role, service_account_groups
 from controlplane.apiserver.kubeconfig import load_kubeconfig
 from controlplane.apiserver.objects import ObjectStore
-from controlplane.hub import Hub, HubConfig, hub_registry
+from controlplane.hub import Hub, hub_registry
+from controlplane.hubconfig import HubConfig
 
 from .realhub import Client, eventually
 
