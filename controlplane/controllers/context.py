@@ -53,6 +53,12 @@ OVERRIDE_KINDS = ("OverridePolicy", "ClusterOverridePolicy")
 #: How soon a reconcile that needs a workload informer not listed yet (a custom kind just watched,
 #: or one whose list fails, its conversion webhook down) looks again.
 UNSYNCED_RETRY_SECONDS = 1.0
+#: How long a status in which a cluster is only waiting (controllers/status.py) is held back
+#: (within the controller manager's idle horizon: a held binding counts as work to do).
+WAITING_HOLD_SECONDS = 1.0
+#: The longest that hold grows to when members report late (a busy hub or fleet): a member that
+#: stays silent shows as waiting after this at most.
+MAX_WAITING_HOLD_SECONDS = 10.0
 
 
 def not_listed(informer: Informer | None) -> bool:
@@ -97,6 +103,10 @@ class ControllerSettings:
     federated_hpa_sync_seconds: float = 15.0
     """How often each FederatedHPA's metrics are read and its target scaled
     (``--horizontal-pod-autoscaler-sync-period``, Karmada's default)."""
+    waiting_hold_seconds: float = WAITING_HOLD_SECONDS
+    """How long the status controller holds back a status in which a cluster is only waiting."""
+    max_waiting_hold_seconds: float = MAX_WAITING_HOLD_SECONDS
+    """The longest that hold grows to when members report late."""
     wait_for_pods_ready: WaitForPodsReady = field(default_factory=WaitForPodsReady)
     """Fleet admission: Kueue's ``waitForPodsReady`` timeout and requeuing backoff
     (``--kueue-wait-for-pods-ready-timeout``, ``--kueue-requeuing-backoff-*``)."""

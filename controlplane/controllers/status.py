@@ -64,7 +64,12 @@ from controlplane.apis.work_v1alpha1 import (
     WorkReason,
     binding_name,
 )
-from controlplane.controllers.context import INDEX_BINDING, ControllerContext
+from controlplane.controllers.context import (
+    INDEX_BINDING,
+    MAX_WAITING_HOLD_SECONDS,
+    WAITING_HOLD_SECONDS,
+    ControllerContext,
+)
 from controlplane.controllers.customizations import INTERPRETED, RIC_API_VERSION, RIC_KIND
 from controlplane.controllers.events import EventReason, record_event
 from controlplane.controllers.informing import spec_unchanged
@@ -102,12 +107,6 @@ from controlplane.objectclient import WatchEventType
 
 log = logging.getLogger(__name__)
 
-#: How long a status in which a cluster is only waiting (see the module docstring) is held back
-#: (within the controller manager's idle horizon: a held binding counts as work to do).
-WAITING_HOLD_SECONDS = 1.0
-#: The longest that hold grows to when members report late (a busy hub or fleet): a member that
-#: stays silent shows as waiting after this at most.
-MAX_WAITING_HOLD_SECONDS = 10.0
 WORK_NOT_WRITTEN = "the Work is not written yet"
 WORK_NOT_APPLIED = "the member has not applied the current Work yet"
 WAITING_MESSAGES = frozenset({WORK_NOT_WRITTEN, WORK_NOT_APPLIED})
@@ -347,7 +346,7 @@ class StatusController(KeyedController[BindingKey]):
         #: Bindings whose status is held while a cluster is waiting: since when (monotonic), whether
         #: every Work was applied then (replicas starting), and whether the hold ran out.
         self._waiting_since: dict[BindingKey, tuple[float, bool, bool]] = {}
-        self.hold = WaitingHold()
+        self.hold = WaitingHold(ctx.settings.waiting_hold_seconds, ctx.settings.max_waiting_hold_seconds)
         self.answers = MemberAnswers()  # the status and health webhooks' answers about unchanged reports
         ctx.works.add_handler(self._on_work)
         ctx.bindings.add_handler(self._on_binding)

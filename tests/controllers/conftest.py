@@ -25,6 +25,8 @@ FAST = ControllerSettings(
     unschedulable_grace_seconds=0.3,
     reservation_settle_seconds=0.0,
     deletion_poll_seconds=0.05,
+    waiting_hold_seconds=0.2,
+    max_waiting_hold_seconds=0.5,
 )
 
 

@@ -8,15 +8,18 @@ from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from controlplane.apiserver.objects import ObjectStore
+from controlplane.controllers.context import MAX_WAITING_HOLD_SECONDS, WAITING_HOLD_SECONDS
 from controlplane.controllers.manager import IDLE_HORIZON, ControllerManager
 from controlplane.controllers.status import WORK_NOT_APPLIED, WaitingHold
 from controlplane.objectclient import WatchEventType
 
+from .conftest import FAST
 from .fleet import deployment, eventually, node_shape, propagation_policy, put_cluster
 from .test_federation_loop import apply, report_work_status, works_by_cluster
 
@@ -59,6 +62,16 @@ def test_a_hold_that_runs_out_counts_as_a_wait_of_twice_its_length() -> None:
 
 def test_a_cap_below_the_base_is_the_base() -> None:
     assert WaitingHold(base=2.0, cap=1.0).cap == 2.0
+
+
+async def test_the_hold_and_its_cap_are_the_controller_settings(objects: ObjectStore) -> None:
+    async with ControllerManager(objects) as running:
+        assert running.status is not None
+        assert (running.status.hold.base, running.status.hold.cap) == (WAITING_HOLD_SECONDS, MAX_WAITING_HOLD_SECONDS)
+    settings = replace(FAST, waiting_hold_seconds=0.3, max_waiting_hold_seconds=2.0)
+    async with ControllerManager(objects, settings=settings) as running:
+        assert running.status is not None
+        assert (running.status.hold.base, running.status.hold.cap) == (0.3, 2.0)
 
 
 def record_binding_statuses(manager: ControllerManager) -> list[dict[str, Any]]:
