@@ -60,6 +60,8 @@ class EventReason(StrEnum):
     SUCCESSFUL_RESCALE = "SuccessfulRescale"
     FAILED_RESCALE = "FailedRescale"
     FAILED_GET_SCALE = "FailedGetScale"
+    FAILED_GET_TARGET_CLUSTERS = "FailedGetTargetClusters"
+    AMBIGUOUS_SELECTOR = "AmbiguousSelector"
     SELECTOR_REQUIRED = "SelectorRequired"
     INVALID_SELECTOR = "InvalidSelector"
     FAILED_COMPUTE_METRICS_REPLICAS = "FailedComputeMetricsReplicas"

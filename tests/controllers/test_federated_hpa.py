@@ -191,45 +191,39 @@ def _running(name: str) -> dict[str, Any]:
                        "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": started}]}}
 
 
-def _idle(*names: str) -> dict[str, PodMetric]:
-    return {name: PodMetric({"main": {"cpu": 100}}, datetime.now(UTC), 30.0) for name in names}
+def _busy(*names: str) -> dict[str, PodMetric]:
+    return {name: PodMetric({"main": {"cpu": 900}}, datetime.now(UTC), 30.0) for name in names}
 
 
-async def test_cpu_utilization_counts_a_silent_members_replicas_as_pods_without_metrics(objects: ObjectStore) -> None:
-    """Two replicas in each member, 10 % busy where measured. While one member's pod list does
-    not answer, its two replicas (from the binding) count at 100 % of their request on a
-    scale-down: 55 % against 50 % stays at 4. Once it answers, 10 % everywhere scales down."""
+async def test_a_member_whose_pod_list_does_not_answer_is_left_out_as_karmada_leaves_it(objects: ObjectStore) -> None:
+    """Two replicas in each member; cloud's pod list does not answer. Karmada leaves such a member
+    out of the pods and of the calibration: onprem's two pods at 90 % against 50 % (a ratio of 1.8)
+    over 2 of the 4 replicas, ceil(1.8 x 2 / 0.5) = 8, 6 at most. (Standing cloud's replicas in as
+    pods without metrics would say 45 %: no change.) When no member's pod list answers, scaling
+    stops with Karmada's FailedGetScale."""
     source = MemberAnswers()
     settings = dataclasses.replace(FAST, federated_hpa_sync_seconds=0.1)
     await spread_over_two(objects)
-    async with ControllerManager(objects, settings=settings, pod_metrics=source) as manager:
+    async with ControllerManager(objects, settings=settings, pod_metrics=source):
         await objects.create(objects.registry.require("apps/v1", "Deployment"), deployment("web", replicas=4))
         await eventually(lambda: placed_two_and_two(objects), what="web placed 2 and 2")
-        source.answers = [MemberPods("onprem", [_running("web-a"), _running("web-b")], _idle("web-a", "web-b")),
+        source.answers = [MemberPods("onprem", [_running("web-a"), _running("web-b")], _busy("web-a", "web-b")),
                           MemberPods("cloud", (), None, answered=False)]
         cpu = {"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 50}}}
-        await objects.create(objects.registry.require(FHPA_API, "FederatedHPA"), fhpa("web", cpu, behavior=QUICK_DOWN))
+        await objects.create(objects.registry.require(FHPA_API, "FederatedHPA"), fhpa("web", cpu))
 
-        async def measured() -> dict[str, Any] | None:
-            status = await status_of(objects, "web")
-            return status if status.get("currentMetrics") else None
+        async def rescaled() -> list[tuple[str, str]] | None:
+            return [e for e in await events(objects, "web") if e[0] == "SuccessfulRescale"] or None
 
-        status = await eventually(measured, what="the FederatedHPA's cpu status")
-        assert status["currentMetrics"] == [
-            {"type": "Resource", "resource": {"name": "cpu", "current": {"averageUtilization": 10, "averageValue": "100m"}}}]
-        synced = manager.reconciles()["federated-hpa"]
-
-        async def synced_again() -> bool:
-            return manager.reconciles()["federated-hpa"] >= synced + 3
-
-        await eventually(synced_again, what="three more syncs")
-        assert await replicas(objects, "web") == 4
+        assert await eventually(rescaled, what="a rescale") == [
+            ("SuccessfulRescale", "New size: 6; reason: cpu resource utilization (percentage of request) above target")]
         assert source.selectors[-1] == ("default", "app=web")
 
-        source.answers = [source.answers[0], MemberPods("cloud", [_running("web-a"), _running("web-c")],
-                                                         _idle("web-a", "web-c"))]
+        source.answers = [MemberPods("onprem", (), None, answered=False), source.answers[1]]
 
-        async def scaled_down() -> bool:
-            return await replicas(objects, "web") < 4
+        async def failed() -> dict[str, Any] | None:
+            status = await status_of(objects, "web")
+            return status if conditions(status).get("AbleToScale") == ("False", "FailedGetScale") else None
 
-        await eventually(scaled_down, what="web scaled down")
+        await eventually(failed, what="FailedGetScale")
+        assert await replicas(objects, "web") == 6

@@ -1,6 +1,7 @@
 """The FederatedHPA over members that are not all there, and over a target whose scale has no
 usable selector: Karmada's calibration when a member is not Ready (its replicas, from the
-binding, are left out of the count and the result scaled to the whole target), and kube's
+binding, are left out of the count and the result scaled to the whole target), Karmada's
+``FailedGetTargetClusters`` when the binding places the target nowhere, and kube's
 ``InvalidSelector`` when the scale's selector is missing or does not parse."""
 
 from __future__ import annotations
@@ -111,6 +112,34 @@ async def test_every_member_unready_is_karmadas_failed_get_scale(objects: Object
         able = next(c for c in status["conditions"] if c["type"] == "AbleToScale")
         assert able["message"] == f"the HPA controller was unable to get the target's current scale: {problem}"
         assert ("FailedGetScale", problem) in await events(objects, "web")
+
+
+async def test_a_binding_placing_no_cluster_is_karmadas_failed_get_target_clusters(objects: ObjectStore) -> None:
+    """The policy names a cluster that does not exist: the binding is there, placing nothing."""
+    await put_cluster(objects, "onprem", node_shape(2, gpus=8))
+    await report(objects, "onprem", "web", [0.9, 0.9])
+    await objects.create(objects.registry.require("policy.gpufed.io/v1alpha1", "PropagationPolicy"),
+                         propagation_policy("web", placement={"clusterAffinity": {"clusterNames": ["elsewhere"]}}))
+    async with ControllerManager(objects, settings=dataclasses.replace(FAST, federated_hpa_sync_seconds=0.1)):
+        await objects.create(objects.registry.require("apps/v1", "Deployment"), deployment("web", replicas=2))
+
+        async def bound() -> bool:
+            return await get_object(objects, WORK_API, "ResourceBinding", "web-deployment", namespace="default") is not None
+
+        await eventually(bound, what="web's binding")
+        await objects.create(objects.registry.require(FHPA_API, "FederatedHPA"), fhpa("web", GPU_UTIL))
+
+        async def failed() -> dict[str, Any] | None:
+            status = await status_of(objects, "web")
+            return status if conditions(status).get("AbleToScale", ("", ""))[1] == "FailedGetTargetClusters" else None
+
+        status = await eventually(failed, what="AbleToScale False")
+        able = next(c for c in status["conditions"] if c["type"] == "AbleToScale")
+        assert (able["status"], able["message"]) == (
+            "False", "the HPA controller was unable to get the target clusters from binding: "
+                     "Binding has no schedulable clusters. ")
+        assert await events(objects, "web") == [("FailedGetTargetClusters", "Binding has no schedulable clusters. ")]
+        assert await replicas(objects, "web") == 2
 
 
 async def test_a_scale_without_a_usable_selector_is_kubes_invalid_selector(

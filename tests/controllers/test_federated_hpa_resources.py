@@ -11,7 +11,7 @@ import pytest
 from controlplane.controllers.federatedhpa.calculating import MetricsUnavailable
 from controlplane.controllers.federatedhpa.metrics import evaluate
 from controlplane.controllers.federatedhpa.podmetrics import MemberPods, PodMetric, pod_metric_of
-from controlplane.controllers.federatedhpa.resources import FleetPods, resource_replicas, with_stand_ins
+from controlplane.controllers.federatedhpa.resources import FleetPods, resource_replicas
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 
@@ -153,15 +153,6 @@ def test_a_member_whose_metrics_do_not_answer_has_its_pods_missing() -> None:
     idle = member("a", [pod("p1"), pod("p2")], {"p1": 100, "p2": 100})
     assert replicas([idle, silent], 4, utilization=50)[0] == 4
     assert replicas([idle], 2, utilization=50)[0] == 1
-    # A member whose pod list did not answer stands for the replicas the binding gives it, from the
-    # pod template, without metrics: the same as ``silent``.
-    unlisted = MemberPods("b", (), None, answered=False)
-    template = pod("x")["spec"]
-    stood_in = with_stand_ins([busy, unlisted], placed={"a": 2, "b": 2}, pod_spec=template)
-    assert [len(m.pods) for m in stood_in] == [2, 2]
-    assert replicas(stood_in, 4, utilization=30)[0] == 6
-    assert replicas(with_stand_ins([idle, unlisted], placed={"b": 2}, pod_spec=template), 4, utilization=50)[0] == 4
-    assert replicas(with_stand_ins([idle, unlisted], placed={}, pod_spec=template), 2, utilization=50)[0] == 1
     with pytest.raises(MetricsUnavailable, match=r"^unable to get metrics for resource cpu: unable to fetch metrics "
                                                  r"from resource metrics API: no member answered \(b\)$"):
         replicas([silent], 2, utilization=50)

@@ -35,8 +35,8 @@ from controlplane.controllers.events import EventReason, record_event
 from controlplane.controllers.federatedhpa.behavior import Condition, History, normalize
 from controlplane.controllers.federatedhpa.calculating import calibration_of
 from controlplane.controllers.federatedhpa.metrics import evaluate, needs_pod_metrics
-from controlplane.controllers.federatedhpa.podmetrics import MemberPods, PodMetricsSource
-from controlplane.controllers.federatedhpa.resources import FleetPods, with_stand_ins
+from controlplane.controllers.federatedhpa.podmetrics import MemberPods
+from controlplane.controllers.federatedhpa.resources import FleetPods
 from controlplane.controllers.federatedhpa.selecting import InvalidSelector, scale_selector
 from controlplane.controllers.pods import OwnerKey, PodUtilization, gpu_utilization_by_owner
 from controlplane.controllers.reconciling import KeyedController
@@ -48,6 +48,8 @@ log = logging.getLogger(__name__)
 Key = tuple[str, str]
 CONFLICT_RETRY_SECONDS = 0.2
 _CONDITION_ORDER = ("AbleToScale", "ScalingActive", "ScalingLimited")
+#: Karmada's error when the target's binding places it in no cluster (its trailing space included).
+NO_TARGET_CLUSTERS = "Binding has no schedulable clusters. "
 
 
 def set_condition(status: dict[str, Any], condition_type: str, condition: Condition, *, now: datetime) -> None:
@@ -129,7 +131,23 @@ class FederatedHPAController(KeyedController[Key]):
         spec_path = target_rt.scale.spec_replicas.split(".")
         current = dig(target, *spec_path)
         current = current if isinstance(current, int) and not isinstance(current, bool) else 1
-        placed, counted = self._members(namespace, target_name, target_rt.kind)
+        binding = ctx.binding_for(namespace, target_name, target_rt.kind)
+        if binding is not None and not BindingView(binding).clusters:
+            await self._unable_to_scale(fhpa, original, status, "FailedGetTargetClusters",
+                                        "the HPA controller was unable to get the target clusters from binding",
+                                        NO_TARGET_CLUSTERS, now=now)
+            return
+        placed, counted = self._members(binding)
+        metrics = spec.get("metrics") or []
+        selector = scale_selector(target_rt, target)
+        members: list[MemberPods] | None = None
+        if ctx.pod_metrics is not None and needs_pod_metrics(metrics) and isinstance(selector, str) and current > 0:
+            # Karmada lists each target cluster's pods first and leaves out, replicas and all, a
+            # cluster it cannot list them in.
+            members = [m for m in await ctx.pod_metrics.pod_metrics(namespace, selector)
+                       if m.answered and (counted is None or m.cluster in counted)]
+            if counted is not None:
+                counted &= {m.cluster for m in members}
         if counted is not None and current > 0 and not sum(placed[member] for member in counted):
             problem = "failed to get replicas in any of clusters, possibly because all of clusters are not ready"
             await self._failed_get_scale(fhpa, original, status, problem, now=now)
@@ -150,7 +168,6 @@ class FederatedHPAController(KeyedController[Key]):
         elif current < min_replicas:
             desired, rescale_reason = min_replicas, "Current number of replicas below Spec.MinReplicas"
         else:
-            selector = scale_selector(target_rt, target)
             if isinstance(selector, InvalidSelector):
                 await self._warn_on_change(fhpa, status, "ScalingActive", selector.condition,
                                            (selector.reason, selector.message),
@@ -162,10 +179,7 @@ class FederatedHPAController(KeyedController[Key]):
                          "metrics for %s: %s", namespace, name, reference, selector.message)
                 return
             pods, samples = self._pod_samples((namespace, kind, target_name), counted)
-            metrics = spec.get("metrics") or []
-            fleet = None
-            if ctx.pod_metrics is not None and needs_pod_metrics(metrics):
-                fleet = await self._fleet_pods(ctx.pod_metrics, target, selector, placed, counted, now=now)
+            fleet = None if members is None else FleetPods(namespace, members, now)
             evaluation = evaluate(metrics, pods, samples, current=current, fleet=fleet,
                                   calibration=calibration_of(placed, counted or (), current_replicas=current))
             metric_statuses = evaluation.statuses
@@ -221,34 +235,16 @@ class FederatedHPAController(KeyedController[Key]):
         status.update(currentReplicas=current, desiredReplicas=desired, currentMetrics=metric_statuses or None)
         await self._write_status(fhpa, original, status)
 
-    def _members(self, namespace: str, name: str, kind: str) -> tuple[dict[str, int], set[str] | None]:
-        """Karmada's target clusters: the replicas the target's binding places in each member, and
-        the members among them that are Ready, whose pods are counted (None when the binding places
-        nothing yet: every member's pods are)."""
-        binding = self.ctx.binding_for(namespace, name, kind)
-        placed = {} if binding is None else {
-            str(c["name"]): int(c.get("replicas") or 0) for c in BindingView(binding).clusters if c.get("name")}
-        if not placed:
-            return placed, None
+    def _members(self, binding: dict[str, Any] | None) -> tuple[dict[str, int], set[str] | None]:
+        """Karmada's target clusters: the replicas the target's ``binding`` places in each member,
+        and the members among them that are Ready, whose pods are counted (None when the target has
+        no binding: every member's pods are)."""
+        if binding is None:
+            return {}, None
+        placed = {str(c["name"]): int(c.get("replicas") or 0) for c in BindingView(binding).clusters if c.get("name")}
         ready = {str((c.get("metadata") or {}).get("name")) for c in self.ctx.clusters.items()
                  if ready_since(c) is not None}
         return placed, {member for member in placed if member in ready}
-
-    async def _fleet_pods(self, source: PodMetricsSource, target: dict[str, Any], selector: str,
-                          placed: dict[str, int], counted: set[str] | None, *, now: datetime) -> FleetPods:
-        """The target's pods (its scale ``selector``'s) in each counted member, with their resource
-        metrics; a counted member whose pod list did not answer stands for the replicas its binding
-        gives it."""
-        meta = target.get("metadata") or {}
-        namespace = str(meta.get("namespace") or "")
-        members = await source.pod_metrics(namespace, selector)
-        if counted is not None:
-            answered = {m.cluster for m in members}
-            members = [m for m in members if m.cluster in counted] + [
-                MemberPods(c, (), None, answered=False) for c in sorted(counted - answered)]
-        pod_spec = dig(target, "spec", "template", "spec")
-        return FleetPods(namespace, with_stand_ins(
-            members, placed=placed, pod_spec=pod_spec if isinstance(pod_spec, dict) else None), now)
 
     def _pod_samples(self, owner: OwnerKey, counted: set[str] | None) -> PodUtilization:
         """The target's GPU pods in the ``counted`` members (None: every member) and the
@@ -276,10 +272,16 @@ class FederatedHPAController(KeyedController[Key]):
 
     async def _failed_get_scale(self, fhpa: dict[str, Any], original: dict[str, Any], status: dict[str, Any],
                                 problem: str, *, now: datetime) -> None:
-        """kube's ``FailedGetScale``: ``AbleToScale`` ``False`` and the Warning Event."""
-        failure = Condition("False", "FailedGetScale",
-                            f"the HPA controller was unable to get the target's current scale: {problem}")
-        await self._warn_on_change(fhpa, status, "AbleToScale", failure, (EventReason.FAILED_GET_SCALE, problem))
+        """kube's ``FailedGetScale``."""
+        await self._unable_to_scale(fhpa, original, status, EventReason.FAILED_GET_SCALE,
+                                    "the HPA controller was unable to get the target's current scale", problem, now=now)
+
+    async def _unable_to_scale(self, fhpa: dict[str, Any], original: dict[str, Any], status: dict[str, Any],
+                               reason: str, what: str, problem: str, *, now: datetime) -> None:
+        """``AbleToScale`` ``False`` with ``reason`` and ``what: problem``, and the Warning Event
+        ``reason``, ``problem``."""
+        failure = Condition("False", reason, f"{what}: {problem}")
+        await self._warn_on_change(fhpa, status, "AbleToScale", failure, (EventReason(reason), problem))
         set_condition(status, "AbleToScale", failure, now=now)
         await self._write_status(fhpa, original, status)
 

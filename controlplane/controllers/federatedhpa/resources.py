@@ -10,9 +10,7 @@ pod is unready while it has no Ready condition or start time, within
 :data:`CPU_INITIALIZATION_PERIOD` of its start when it is not Ready or its sample predates one
 window after its readiness changed, and after that when it is not Ready and never was
 (its readiness last changed within :data:`INITIAL_READINESS_DELAY` of its start). A pod is
-named ``<cluster>/<name>``: two members may run pods of one name. A member whose pod list does
-not answer stands for the replicas the binding gives it, as pods without metrics
-(:func:`with_stand_ins`).
+named ``<cluster>/<name>``: two members may run pods of one name.
 
 In: :class:`~.podmetrics.MemberPods` of each member, the resource (and container), the target,
 the current replicas and the time. Out: :class:`ResourceProposal`, or
@@ -69,23 +67,6 @@ class ResourceProposal:
     """The percentage of request (a ``Utilization`` target only)."""
     average: int
     """The mean usage per pod, milli-units."""
-
-
-def with_stand_ins(
-    members: Sequence[MemberPods], *, placed: Mapping[str, int], pod_spec: Mapping[str, Any] | None,
-) -> list[MemberPods]:
-    """``members``, each whose pod list did not answer given as many pods as ``placed`` (the
-    binding) gives it, from the workload's ``pod_spec`` and without metrics: kube's missing pods."""
-    out: list[MemberPods] = []
-    for member in members:
-        count = placed.get(member.cluster, 0)
-        if member.answered or pod_spec is None or count <= 0:
-            out.append(member)
-            continue
-        pods = [{"metadata": {"name": f"<{member.cluster} replica {index + 1} of {count}>"}, "spec": pod_spec,
-                 "status": {"phase": "Running"}} for index in range(count)]
-        out.append(MemberPods(member.cluster, pods, None, answered=False))
-    return out
 
 
 def pods_by_key(members: Sequence[MemberPods]) -> dict[str, Mapping[str, Any]]:
