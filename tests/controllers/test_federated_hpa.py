@@ -137,7 +137,38 @@ async def test_a_metric_the_hub_cannot_answer_stops_scaling(objects: ObjectStore
     assert await replicas(objects, "cpu-bound") == 2
     warnings = sorted(await events(objects, "cpu-bound"))  # once each, not once per sync
     assert [reason for reason, _ in warnings] == ["FailedComputeMetricsReplicas", "FailedGetResourceMetric"]
-    assert warnings[0][1] == f"invalid metrics (1 invalid out of 1), first error is: {warnings[1][1]}"
+    assert warnings[0][1] == ("invalid metrics (1 invalid out of 1), first error is: failed to get cpu resource metric "
+                              f"value: {warnings[1][1]}")
+
+
+async def test_a_failing_metric_is_reported_while_the_others_scale(objects: ObjectStore, manager: ControllerManager) -> None:
+    """kube records each failing metric's Warning Event even when another metric scales the target
+    (then without FailedComputeMetricsReplicas); here once, while the failure stays the same."""
+    await objects.create(objects.registry.require("apps/v1", "Deployment"), deployment("web", replicas=2))
+    await report(objects, "onprem", "web", [0.9, 0.9])
+    external = {"type": "External", "external": {"metric": {"name": "queue_depth"},
+                                                 "target": {"type": "Value", "value": "10"}}}
+    rt = objects.registry.require(FHPA_API, "FederatedHPA")
+    await objects.create(rt, fhpa("web", GPU_UTIL))
+
+    async def scaled() -> bool:
+        return await replicas(objects, "web") == 4
+
+    await eventually(scaled, what="web scaled to 4")
+    # The pods metric still asks for 4 (1.8 x 2 pods); the external one fails.
+    current = await objects.get(rt, namespace="default", name="web")
+    await objects.update(rt, {**current, "spec": {**current["spec"], "metrics": [external, GPU_UTIL]}})
+    synced = manager.reconciles()["federated-hpa"]
+
+    async def synced_again() -> bool:
+        return manager.reconciles()["federated-hpa"] >= synced + 3
+
+    await eventually(synced_again, what="three more syncs")
+    items = (await objects.list(objects.registry.require("v1", "Event"), namespace="default")).items
+    warnings = [(e["reason"], e["message"], e.get("count")) for e in items if "queue_depth" in e["message"]]
+    assert warnings == [("FailedGetExternalMetric", "unable to get external metric queue_depth: the hub answers the Pods "
+                         "metric DCGM_FI_DEV_GPU_UTIL and Resource and ContainerResource metrics, not this one", 1)]
+    assert conditions(await status_of(objects, "web"))["ScalingActive"] == ("True", "ValidMetricFound")
 
 
 async def test_a_missing_target_is_kubes_failed_get_scale(objects: ObjectStore, manager: ControllerManager) -> None:

@@ -192,4 +192,10 @@ def test_metrics_the_hub_cannot_answer_stop_scaling() -> None:
     # Several fail: the condition is the first's, as kube's.
     both = evaluate([external, _GPU_PODS], ["a"], {}, current=1)
     assert both.failure is not None and both.failure.reason == "FailedGetExternalMetric"
-    assert both.error == f"invalid metrics (2 invalid out of 2), first error is: {both.failure.error}"
+    assert both.error == ("invalid metrics (2 invalid out of 2), first error is: failed to get queue_depth external "
+                          f"metric value: {both.failure.error}")
+    assert [f.reason for f in both.failures] == ["FailedGetExternalMetric", "FailedGetPodsMetric"]
+    assert both.failures[1].error.startswith("unable to get metric DCGM_FI_DEV_GPU_UTIL: ")
+    # A valid metric scales up while another fails: each failure is still reported.
+    partly = evaluate([external, _GPU_PODS], ["a"], {"a": 90.0}, current=1)
+    assert (partly.replicas, partly.failure, [f.reason for f in partly.failures]) == (2, None, ["FailedGetExternalMetric"])

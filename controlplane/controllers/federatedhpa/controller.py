@@ -77,6 +77,9 @@ class FederatedHPAController(KeyedController[Key]):
         super().__init__(ctx, workers=1)
         self.sync_seconds = ctx.settings.federated_hpa_sync_seconds
         self.histories: dict[Key, History] = {}
+        #: Per FederatedHPA, the metrics that failed at its last sync (reason, message): each one's
+        #: Warning Event is recorded when it starts failing or its message changes.
+        self.failed_metrics: dict[Key, frozenset[tuple[EventReason, str]]] = {}
         #: Per cluster, the resourceVersion of its Cluster object and its report read per workload.
         self.reports: dict[str, tuple[str, dict[OwnerKey, PodUtilization]]] = {}
         self.rt = ctx.watch_kind(API_VERSION, FEDERATED_HPA_KIND, self._on_fhpa)
@@ -86,6 +89,7 @@ class FederatedHPAController(KeyedController[Key]):
         key = (str(meta.get("namespace") or ""), str(meta.get("name")))
         if event is WatchEventType.DELETED:
             self.histories.pop(key, None)
+            self.failed_metrics.pop(key, None)
             return
         # A status write (ours) does not bring the sync forward; a new spec does.
         if old is None or (old.get("metadata") or {}).get("generation") != meta.get("generation"):
@@ -98,6 +102,7 @@ class FederatedHPAController(KeyedController[Key]):
         fhpa = await self.ctx.get(self.rt, namespace, name)
         if fhpa is None or is_deleting(fhpa):
             self.histories.pop(key, None)
+            self.failed_metrics.pop(key, None)
             return None
         try:
             await self._sync(fhpa)
@@ -112,6 +117,7 @@ class FederatedHPAController(KeyedController[Key]):
         ctx, now = self.ctx, self.ctx.now()
         meta, spec = fhpa.get("metadata") or {}, fhpa.get("spec") or {}
         namespace, name = str(meta.get("namespace") or ""), str(meta.get("name"))
+        reported = self.failed_metrics.pop((namespace, name), frozenset())
         original = copy.deepcopy(fhpa.get("status") or {})
         status: dict[str, Any] = copy.deepcopy(original)
         status["observedGeneration"] = meta.get("generation")
@@ -183,16 +189,21 @@ class FederatedHPAController(KeyedController[Key]):
             evaluation = evaluate(metrics, pods, samples, current=current, fleet=fleet,
                                   calibration=calibration_of(placed, counted or (), current_replicas=current))
             metric_statuses = evaluation.statuses
+            # kube's Warning Event of each metric that failed, whether or not the others scale.
+            self.failed_metrics[(namespace, name)] = frozenset(
+                (EventReason(f.reason), f.error) for f in evaluation.failures)
+            for reason, message in ((EventReason(f.reason), f.error) for f in evaluation.failures):
+                if (reason, message) not in reported:
+                    await record_event(ctx, fhpa, type=EventType.WARNING, reason=reason, message=message)
             if evaluation.failure is not None:
                 failure = Condition("False", evaluation.failure.reason, evaluation.failure.message)
                 await self._warn_on_change(fhpa, status, "ScalingActive", failure,
-                                           (EventReason(evaluation.failure.reason), evaluation.failure.error),
                                            (EventReason.FAILED_COMPUTE_METRICS_REPLICAS, evaluation.error))
                 set_condition(status, "ScalingActive", failure, now=now)
                 status.update(currentReplicas=current, currentMetrics=metric_statuses or None)
                 await self._write_status(fhpa, original, status)
                 log.info("FederatedHPA %s/%s: failed to compute desired number of replicas based on listed "
-                         "metrics for %s: %s", namespace, name, reference, evaluation.failure.error)
+                         "metrics for %s: %s", namespace, name, reference, evaluation.error)
                 return
             set_condition(status, "ScalingActive", Condition(
                 "True", "ValidMetricFound",

@@ -55,12 +55,19 @@ class Failure:
     reason: str
     """kube's reason, e.g. ``FailedGetPodsMetric``."""
     error: str
-    """What failed, in kube's words."""
+    """What failed, in kube's words: the Warning Event's message (reason ``reason``)."""
+    context: str = ""
+    """What kube's ``computeReplicasForMetric`` prefixes to ``error`` (``failed to get cpu resource
+    metric value``), in ``FailedComputeMetricsReplicas``'s first error."""
 
     @property
     def message(self) -> str:
         """The ``ScalingActive`` condition's message."""
         return f"the HPA was unable to compute the replica count: {self.error}"
+
+    @property
+    def wrapped(self) -> str:
+        return f"{self.context}: {self.error}" if self.context else self.error
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +80,9 @@ class Evaluation:
     """``status.currentMetrics``, one per metric (an empty one for a metric that failed)."""
     failure: Failure | None = None
     """Why no replica count comes from the metrics; set with ``replicas`` -1."""
+    failures: list[Failure] = field(default_factory=list)
+    """Every metric that failed, in order, whether or not scaling stops (kube records each one's
+    Warning Event)."""
     error: str = ""
     """kube's error of ``computeReplicasForMetrics`` with ``failure`` (``invalid metrics (1 invalid
     out of 2), first error is: ...``), its ``FailedComputeMetricsReplicas`` Event's message."""
@@ -103,17 +113,34 @@ def _unanswered(metric: Mapping[str, Any]) -> Failure:
         name = source.get("name")
         what = "utilization" if (source.get("target") or {}).get("type") == "Utilization" else "usage"
         problem = f"{GPU_RESOURCE} is answered with a Utilization target" if name == GPU_RESOURCE else _NO_RESOURCE_METRICS
-        return Failure(reason, f"failed to get {name} {what}: unable to get metrics for resource {name}: {problem}")
+        return Failure(reason, f"failed to get {name} {what}: unable to get metrics for resource {name}: {problem}",
+                       _context(metric))
     if kind == "Pods":
         name = ((metric.get("pods") or {}).get("metric") or {}).get("name")
-        return Failure(reason, f"failed to get pods metric value: unable to get metric {name}: {_ANSWERED}")
+        return Failure(reason, f"unable to get metric {name}: {_ANSWERED}", _context(metric))
     if kind == "Object":
         name = ((metric.get("object") or {}).get("metric") or {}).get("name")
-        return Failure(reason, f"failed to get object metric value: unable to get metric {name}: {_ANSWERED}")
+        return Failure(reason, f"unable to get metric {name}: {_ANSWERED}", _context(metric))
     if kind == "External":
         name = ((metric.get("external") or {}).get("metric") or {}).get("name")
-        return Failure(reason, f"failed to get {name} external metric value: {_ANSWERED}")
+        return Failure(reason, f"unable to get external metric {name}: {_ANSWERED}", _context(metric))
     return Failure(reason, f"unknown metric source type {kind!r}")
+
+
+def _context(metric: Mapping[str, Any]) -> str:
+    """kube's wrapping of a metric's error in ``computeReplicasForMetric``, by its type."""
+    kind = str(metric.get("type") or "")
+    if kind == "Resource":
+        return f"failed to get {(metric.get('resource') or {}).get('name')} resource metric value"
+    if kind == "ContainerResource":
+        return f"failed to get {(metric.get('containerResource') or {}).get('container')} container metric value"
+    if kind == "Pods":
+        return "failed to get pods metric value"
+    if kind == "Object":
+        return "failed to get object metric value"
+    if kind == "External":
+        return f"failed to get {((metric.get('external') or {}).get('metric') or {}).get('name')} external metric value"
+    return ""
 
 
 def _evaluate_resource(
@@ -130,7 +157,7 @@ def _evaluate_resource(
     utilization = target.get("averageUtilization")
     if average is None and not isinstance(utilization, int):
         return Failure(reason, "invalid resource metric source: neither an average utilization target nor an "
-                               "average value (usage) target was set")
+                               "average value (usage) target was set", _context(metric))
     try:
         proposal = resource_replicas(
             fleet.members, name, namespace=fleet.namespace, container=container, current_replicas=current,
@@ -138,7 +165,7 @@ def _evaluate_resource(
             calibration=calibration)
     except MetricsUnavailable as exc:
         what = "usage" if average is not None else "utilization"
-        return Failure(reason, f"failed to get {name} {what}: {exc}")
+        return Failure(reason, f"failed to get {name} {what}: {exc}", _context(metric))
     current_status: dict[str, Any] = {"averageValue": milli_text(proposal.average)}
     if proposal.utilization is not None:
         current_status = {"averageUtilization": proposal.utilization, **current_status}
@@ -173,7 +200,7 @@ def _evaluate_one(
                 samples, pods, current_replicas=current, target=average, scale_down_fallback=average,
                 calibration=calibration)
         except MetricsUnavailable as exc:
-            return Failure(FAILURE_REASONS["Pods"], f"failed to get pods metric value: unable to get metric {name}: {exc}")
+            return Failure(FAILURE_REASONS["Pods"], f"unable to get metric {name}: {exc}", _context(metric))
         status = {"type": "Pods", "pods": {"metric": {"name": name}, "current": {"averageValue": milli_quantity(proposal.usage)}}}
         return proposal, f"pods metric {name}", status
     if kind == "Resource":
@@ -187,7 +214,7 @@ def _evaluate_one(
                 samples, pods, current_replicas=current, target=utilization,
                 scale_down_fallback=max(100, utilization), step=1, calibration=calibration)
         except MetricsUnavailable as exc:
-            return Failure(FAILURE_REASONS["Resource"], f"failed to get {GPU_RESOURCE} utilization: {exc}")
+            return Failure(FAILURE_REASONS["Resource"], f"failed to get {GPU_RESOURCE} utilization: {exc}", _context(metric))
         status = {"type": "Resource", "resource": {"name": GPU_RESOURCE, "current": {
             "averageUtilization": int(proposal.usage), "averageValue": milli_quantity(proposal.usage / 100)}}}
         return proposal, f"{GPU_RESOURCE} resource utilization (percentage of request)", status
@@ -214,12 +241,11 @@ def evaluate(
     is Karmada's, divided by ``calibration`` (:func:`~.calculating.calibration_of`)."""
     replicas, name = 0, ""
     statuses: list[dict[str, Any]] = []
-    failure: Failure | None = None
-    failed = 0
+    failures: list[Failure] = []
     for metric in metrics:
         outcome = _evaluate_one(metric, pods, samples, current=current, fleet=fleet, calibration=calibration)
         if isinstance(outcome, Failure):
-            failed, failure = failed + 1, failure or outcome  # kube's condition is the first failure's
+            failures.append(outcome)
             statuses.append({"type": ""})
             continue
         proposal, metric_name, status = outcome
@@ -227,10 +253,11 @@ def evaluate(
         statuses.append(status)
         if replicas == 0 or proposed > replicas:
             replicas, name = proposed, metric_name
-    if failure is not None and (failed >= len(metrics) or replicas < current):
-        error = f"invalid metrics ({failed} invalid out of {len(metrics)}), first error is: {failure.error}"
-        return Evaluation(-1, "", statuses, failure, error)
-    return Evaluation(replicas, name, statuses)
+    if failures and (len(failures) >= len(metrics) or replicas < current):
+        # kube's condition is the first failure's.
+        error = f"invalid metrics ({len(failures)} invalid out of {len(metrics)}), first error is: {failures[0].wrapped}"
+        return Evaluation(-1, "", statuses, failures[0], failures, error)
+    return Evaluation(replicas, name, statuses, failures=failures)
 
 
 __all__ = ["GPU_RESOURCE", "GPU_UTIL_METRIC", "Evaluation", "Failure", "evaluate", "milli_quantity", "milli_text",
