@@ -2,12 +2,13 @@
 usable selector: Karmada's calibration when a member is not Ready (its replicas, from the
 binding, are left out of the count and the result scaled to the whole target), Karmada's
 ``FailedGetTargetClusters`` when the binding places the target nowhere, and kube's
-``InvalidSelector`` when the scale's selector is missing or does not parse."""
+``InvalidSelector`` when the scale's selector is missing or does not parse and
+``AmbiguousSelector`` when two FederatedHPAs select the same pods."""
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -140,6 +141,47 @@ async def test_a_binding_placing_no_cluster_is_karmadas_failed_get_target_cluste
                      "Binding has no schedulable clusters. ")
         assert await events(objects, "web") == [("FailedGetTargetClusters", "Binding has no schedulable clusters. ")]
         assert await replicas(objects, "web") == 2
+
+
+async def test_pods_two_federated_hpas_select_are_kubes_ambiguous_selector(
+    objects: ObjectStore, manager: ControllerManager
+) -> None:
+    """Both select the pods of web (app=web): neither scales, each says kube's AmbiguousSelector
+    with kube's Events; once one is deleted, the other scales."""
+    await objects.create(objects.registry.require("apps/v1", "Deployment"), deployment("web", replicas=2))
+    await report(objects, "onprem", "web", [0.9, 0.9])
+    rt = objects.registry.require(FHPA_API, "FederatedHPA")
+    second = fhpa("web", GPU_UTIL)
+    second["metadata"]["name"] = "web-again"
+    await objects.create(rt, fhpa("web", GPU_UTIL))
+    await objects.create(rt, second)
+    message = "pods by selector app=web are controlled by multiple HPAs: [default/web default/web-again]"
+
+    def ambiguous(name: str) -> Callable[[], Awaitable[dict[str, Any] | None]]:
+        async def check() -> dict[str, Any] | None:
+            status = await status_of_named(objects, name)
+            found = next((c for c in status.get("conditions") or () if c["type"] == "ScalingActive"), None)
+            return found if found is not None and found["reason"] == "AmbiguousSelector" else None
+        return check
+
+    for name in ("web", "web-again"):
+        active = await eventually(ambiguous(name), what=f"{name} AmbiguousSelector")
+        assert (active["status"], active["message"]) == ("False", message)
+        assert {("AmbiguousSelector", message), ("FailedComputeMetricsReplicas", message)} <= set(
+            await events(objects, name))
+    assert await replicas(objects, "web") == 2
+
+    await objects.delete(rt, namespace="default", name="web-again")
+
+    async def scaled() -> bool:
+        return await replicas(objects, "web") == 4
+
+    await eventually(scaled, what="web scaled to 4")
+
+
+async def status_of_named(objects: ObjectStore, name: str) -> dict[str, Any]:
+    found = await get_object(objects, FHPA_API, "FederatedHPA", name, namespace="default")
+    return (found or {}).get("status") or {}
 
 
 async def test_a_scale_without_a_usable_selector_is_kubes_invalid_selector(

@@ -15,6 +15,7 @@ from controlplane.controllers.federatedhpa.calculating import (
     plain_metric_replicas,
 )
 from controlplane.controllers.federatedhpa.metrics import evaluate, milli_quantity
+from controlplane.controllers.federatedhpa.selecting import HPASelectors
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 
@@ -199,3 +200,23 @@ def test_metrics_the_hub_cannot_answer_stop_scaling() -> None:
     # A valid metric scales up while another fails: each failure is still reported.
     partly = evaluate([external, _GPU_PODS], ["a"], {"a": 90.0}, current=1)
     assert (partly.replicas, partly.failure, [f.reason for f in partly.failures]) == (2, None, ["FailedGetExternalMetric"])
+
+
+def test_hpa_selectors_find_pods_two_federated_hpas_select() -> None:
+    """kube's hpaSelectors: within a namespace, and only among FederatedHPAs whose selector is known."""
+    selectors = HPASelectors()
+    for key in (("ml", "web"), ("ml", "all"), ("other", "web")):
+        selectors.known(key)
+    web = [{"app": "web", "tier": "front"}]
+    # "all" is known but has not been synced: it selects nothing yet.
+    assert selectors.ambiguity(("ml", "web"), "app=web", web) is None
+    assert selectors.ambiguity(("other", "web"), "app=web", web) is None
+    ambiguous = selectors.ambiguity(("ml", "all"), "tier in (front,back)", web)
+    assert ambiguous is not None
+    assert (ambiguous.condition.reason, ambiguous.reason) == ("AmbiguousSelector", "AmbiguousSelector")
+    assert ambiguous.message == "pods by selector tier in (front,back) are controlled by multiple HPAs: [ml/all ml/web]"
+    # The pods of another workload that only "all" selects are not ambiguous; nor are none.
+    assert selectors.ambiguity(("ml", "all"), "tier in (front,back)", [{"app": "api", "tier": "back"}]) is None
+    assert selectors.ambiguity(("ml", "web"), "app=web", []) is None
+    selectors.forget(("ml", "all"))
+    assert selectors.ambiguity(("ml", "web"), "app=web", web) is None

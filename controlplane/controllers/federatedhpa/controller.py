@@ -37,7 +37,7 @@ from controlplane.controllers.federatedhpa.calculating import calibration_of
 from controlplane.controllers.federatedhpa.metrics import evaluate, needs_pod_metrics
 from controlplane.controllers.federatedhpa.podmetrics import MemberPods
 from controlplane.controllers.federatedhpa.resources import FleetPods
-from controlplane.controllers.federatedhpa.selecting import InvalidSelector, scale_selector
+from controlplane.controllers.federatedhpa.selecting import HPASelectors, InvalidSelector, scale_selector
 from controlplane.controllers.pods import OwnerKey, PodUtilization, gpu_utilization_by_owner
 from controlplane.controllers.reconciling import KeyedController
 from controlplane.controllers.workloads import is_deleting
@@ -77,6 +77,7 @@ class FederatedHPAController(KeyedController[Key]):
         super().__init__(ctx, workers=1)
         self.sync_seconds = ctx.settings.federated_hpa_sync_seconds
         self.histories: dict[Key, History] = {}
+        self.selectors = HPASelectors()
         #: Per FederatedHPA, the metrics that failed at its last sync (reason, message): each one's
         #: Warning Event is recorded when it starts failing or its message changes.
         self.failed_metrics: dict[Key, frozenset[tuple[EventReason, str]]] = {}
@@ -90,6 +91,7 @@ class FederatedHPAController(KeyedController[Key]):
         if event is WatchEventType.DELETED:
             self.histories.pop(key, None)
             self.failed_metrics.pop(key, None)
+            self.selectors.forget(key)
             return
         # A status write (ours) does not bring the sync forward; a new spec does.
         if old is None or (old.get("metadata") or {}).get("generation") != meta.get("generation"):
@@ -103,7 +105,9 @@ class FederatedHPAController(KeyedController[Key]):
         if fhpa is None or is_deleting(fhpa):
             self.histories.pop(key, None)
             self.failed_metrics.pop(key, None)
+            self.selectors.forget(key)
             return None
+        self.selectors.known(key)
         try:
             await self._sync(fhpa)
         except errors.Conflict:
@@ -174,6 +178,10 @@ class FederatedHPAController(KeyedController[Key]):
         elif current < min_replicas:
             desired, rescale_reason = min_replicas, "Current number of replicas below Spec.MinReplicas"
         else:
+            pods, samples = self._pod_samples((namespace, kind, target_name), counted)
+            if isinstance(selector, str):
+                selector = self.selectors.ambiguity(
+                    (namespace, name), selector, self._pod_labels(target, pods, members)) or selector
             if isinstance(selector, InvalidSelector):
                 await self._warn_on_change(fhpa, status, "ScalingActive", selector.condition,
                                            (selector.reason, selector.message),
@@ -184,7 +192,6 @@ class FederatedHPAController(KeyedController[Key]):
                 log.info("FederatedHPA %s/%s: failed to compute desired number of replicas based on listed "
                          "metrics for %s: %s", namespace, name, reference, selector.message)
                 return
-            pods, samples = self._pod_samples((namespace, kind, target_name), counted)
             fleet = None if members is None else FleetPods(namespace, members, now)
             evaluation = evaluate(metrics, pods, samples, current=current, fleet=fleet,
                                   calibration=calibration_of(placed, counted or (), current_replicas=current))
@@ -256,6 +263,16 @@ class FederatedHPAController(KeyedController[Key]):
         ready = {str((c.get("metadata") or {}).get("name")) for c in self.ctx.clusters.items()
                  if ready_since(c) is not None}
         return placed, {member for member in placed if member in ready}
+
+    @staticmethod
+    def _pod_labels(target: dict[str, Any], pods: list[str], members: list[MemberPods] | None) -> list[dict[str, Any]]:
+        """The labels of the pods the FederatedHPA reads: those of the members' pod lists when it
+        reads them, else (the GPU reports name pods, not their labels) the target's pod template's
+        for the GPU pods found."""
+        if members is not None:
+            return [dict(dig(pod, "metadata", "labels") or {}) for member in members for pod in member.pods]
+        template = dig(target, "spec", "template", "metadata", "labels")
+        return [template] if pods and isinstance(template, dict) else []
 
     def _pod_samples(self, owner: OwnerKey, counted: set[str] | None) -> PodUtilization:
         """The target's GPU pods in the ``counted`` members (None: every member) and the

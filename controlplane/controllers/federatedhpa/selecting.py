@@ -3,11 +3,14 @@
 In: the target and its kind. Out: the selector's text as the target's ``scale`` subresource
 gives it (``status.selector``), or :class:`InvalidSelector` -- the ``ScalingActive`` condition,
 the Warning Event's reason and message kube writes -- when the scale has no selector or its
-selector does not parse. Pure; no I/O.
+selector does not parse. :class:`HPASelectors` is kube's (and Karmada's) ``hpaSelectors``: each
+FederatedHPA's selector, so that pods more than one of them selects stop them all with
+``AmbiguousSelector``. Pure; no I/O.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,4 +50,38 @@ def scale_selector(rt: ResourceType, target: dict[str, Any]) -> str | InvalidSel
     return text
 
 
-__all__ = ["InvalidSelector", "scale_selector"]
+class HPASelectors:
+    """kube's ``hpaSelectors``: the pod selector of each FederatedHPA (namespace, name), kept in
+    memory by the controller. A FederatedHPA is known from its first sync and selects nothing
+    until its selector has been checked, as in kube."""
+
+    def __init__(self) -> None:
+        self._selectors: dict[tuple[str, str], Callable[[Mapping[str, str]], bool] | None] = {}
+
+    def known(self, key: tuple[str, str]) -> None:
+        self._selectors.setdefault(key, None)
+
+    def forget(self, key: tuple[str, str]) -> None:
+        self._selectors.pop(key, None)
+
+    def ambiguity(self, key: tuple[str, str], selector: str,
+                  pod_labels: Iterable[Mapping[str, str]]) -> InvalidSelector | None:
+        """Record ``selector`` (a parsed one) as ``key``'s; kube's ``AmbiguousSelector`` when the
+        pods it selects (their ``pod_labels``) are selected by another FederatedHPA of the
+        namespace too."""
+        if key in self._selectors:
+            self._selectors[key] = parse_label_selector(selector).matches
+        namespace = key[0]
+        selecting: set[tuple[str, str]] = set()
+        for labels in pod_labels:
+            selecting.update(other for other, matches in self._selectors.items()
+                             if other[0] == namespace and matches is not None and matches(labels))
+        if len(selecting) <= 1:
+            return None
+        names = " ".join(f"{ns}/{name}" for ns, name in sorted(selecting))
+        message = f"pods by selector {selector} are controlled by multiple HPAs: [{names}]"
+        return InvalidSelector(Condition("False", "AmbiguousSelector", message), EventReason.AMBIGUOUS_SELECTOR,
+                               message)
+
+
+__all__ = ["HPASelectors", "InvalidSelector", "scale_selector"]
