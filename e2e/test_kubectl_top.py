@@ -50,5 +50,5 @@ def test_kubectl_top_on_the_hub_shows_every_members_pods_and_nodes(processes: Pr
     member_nodes = {name for member in members.values() for name in member.run("get", "nodes", "-o", "name").stdout.split()}
     rows = wait_for(lambda: _rows(hub, "node"), timeout=60, what="kubectl top node")
     assert {f"node/{r[0]}" for r in rows} == member_nodes, rows
-    # The hub stores no Node (no allocatable to divide by): kubectl leaves the percentages empty.
+    # The hub stores no Node (no allocatable to divide by): kubectl prints no percentages.
     assert all(len(r) == 3 and r[1].endswith("m") and r[2].endswith("Mi") for r in rows), rows
