@@ -8,13 +8,15 @@ per sync). Out: the target's ``spec.replicas`` (what its ``scale`` subresource s
 the hub then divides the replicas over clusters as for any replica change), the FederatedHPA's
 status as kube's HPA controller writes it (``currentReplicas``, ``desiredReplicas``,
 ``currentMetrics``, ``lastScaleTime``, conditions ``AbleToScale``, ``ScalingActive``,
-``ScalingLimited``) and Events (``SuccessfulRescale``, ``FailedGetScale``, ``FailedGet*Metric``...).
+``ScalingLimited``) and Events (``SuccessfulRescale``, ``FailedGetScale``, Karmada's
+``FailedGetTargetClusters``, ``AmbiguousSelector``, ``FailedGet*Metric``...).
 
 Each FederatedHPA is looked at every ``--horizontal-pod-autoscaler-sync-period`` (the key comes
 back after that delay: one queue and one timer for them all) and at once when its spec changes.
-The recent recommendations and scale events the behaviour rules read live in memory, per
-FederatedHPA, as in kube; a new leader starts them afresh. A Warning Event is recorded when a
-failure's message changes, not on every sync.
+The recent recommendations and scale events the behaviour rules read, and each FederatedHPA's
+selector (kube's ``hpaSelectors``, for ``AmbiguousSelector``), live in memory, as in kube; a new
+leader starts them afresh. A Warning Event is recorded when a failure's message changes, not on
+every sync.
 """
 
 from __future__ import annotations
@@ -143,7 +145,7 @@ class FederatedHPAController(KeyedController[Key]):
         current = current if isinstance(current, int) and not isinstance(current, bool) else 1
         binding = ctx.binding_for(namespace, target_name, target_rt.kind)
         if binding is not None and not BindingView(binding).clusters:
-            await self._unable_to_scale(fhpa, original, status, "FailedGetTargetClusters",
+            await self._unable_to_scale(fhpa, original, status, EventReason.FAILED_GET_TARGET_CLUSTERS,
                                         "the HPA controller was unable to get the target clusters from binding",
                                         NO_TARGET_CLUSTERS, now=now)
             return
@@ -305,11 +307,11 @@ class FederatedHPAController(KeyedController[Key]):
                                     "the HPA controller was unable to get the target's current scale", problem, now=now)
 
     async def _unable_to_scale(self, fhpa: dict[str, Any], original: dict[str, Any], status: dict[str, Any],
-                               reason: str, what: str, problem: str, *, now: datetime) -> None:
+                               reason: EventReason, what: str, problem: str, *, now: datetime) -> None:
         """``AbleToScale`` ``False`` with ``reason`` and ``what: problem``, and the Warning Event
         ``reason``, ``problem``."""
         failure = Condition("False", reason, f"{what}: {problem}")
-        await self._warn_on_change(fhpa, status, "AbleToScale", failure, (EventReason(reason), problem))
+        await self._warn_on_change(fhpa, status, "AbleToScale", failure, (reason, problem))
         set_condition(status, "AbleToScale", failure, now=now)
         await self._write_status(fhpa, original, status)
 
