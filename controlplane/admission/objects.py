@@ -37,6 +37,7 @@ from controlplane.admission.core import (
     WhenCanPreempt,
 )
 from controlplane.apis import kueue_v1beta1 as kueue
+from controlplane.apis.kube.names import label_value_errors
 from controlplane.apis.meta import LabelSelector
 from controlplane.apis.quantity import QuantityError, format_quantity, parse_quantity, to_int
 from controlplane.interpreter import interpreter_for
@@ -76,6 +77,14 @@ def workload_name_of(workload: Mapping[str, Any]) -> str:
         str(meta.get("name") or ""), str(meta.get("uid") or ""),
         kind=str(workload.get("kind") or ""), group=group_of(str(workload.get("apiVersion") or "")),
     )
+
+
+def workload_labels(workload: Mapping[str, Any]) -> dict[str, str]:
+    """The labels Kueue's ``constructWorkload`` gives the Workload of a queued workload: its UID
+    under ``kueue.x-k8s.io/job-uid`` when the UID is a valid label value (else none, as Kueue
+    logs and goes on)."""
+    uid = str((workload.get("metadata") or {}).get("uid") or "")
+    return {kueue.LABEL_JOB_UID: uid} if not label_value_errors(uid) else {}
 
 
 def controller_owner(workload: Mapping[str, Any]) -> tuple[str, str, str, str] | None:

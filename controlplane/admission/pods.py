@@ -4,20 +4,34 @@ Kueue's pod webhook gives a Pod created with ``kueue.x-k8s.io/queue-name`` the s
 ``kueue.x-k8s.io/admission``, and its pod controller removes the gate once the Pod's Workload is
 admitted, merging the admission's node labels and its checks' ``podSetUpdates`` into the Pod
 (``podset.Merge``). A Pod cannot be suspended again: kube lets scheduling gates only be removed.
-In: a Pod (wire dict). Out: whether it is gated, the Pod with the gate added (in place, as the
-create check does it), and the Pod as it starts or as a member gets it (without the gate). Pure.
+So Kueue stops a started Pod whose Workload is evicted, no longer admitted, deleted or missing
+(its pod controller's ``Stop``): the condition ``TerminationTarget`` on the Pod, then the Pod
+deleted. The webhook also marks the Pod it gates as managed (label and finalizer
+``kueue.x-k8s.io/managed``); the finalizer stays while the Workload needs the Pod and goes once
+the Pod finishes, is deleted, or its Workload finishes (``Finalize``). Kueue leaves a Pod
+without the label alone (``Skip``).
+In: a Pod (wire dict) and its Workload. Out: whether it is gated or managed, the Pod marked and
+gated (in place, as the create check does it), the Pod as it starts or as a member gets it
+(without the gate), and why a Pod is stopped. Pure.
 """
 
 from __future__ import annotations
 
 import copy
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Final
 
 from controlplane.admission import checks
+from controlplane.admission.objects import admission_of, condition, is_finished, is_true
+from controlplane.apis import kueue_v1beta1 as kueue
 
 SCHEDULING_GATE: Final = "kueue.x-k8s.io/admission"
 """Kueue's ``SchedulingGateName``."""
+MANAGED_VALUE: Final = "true"
+"""The value of Kueue's label ``kueue.x-k8s.io/managed`` (``ManagedByKueueLabelValue``)."""
+TERMINATION_TARGET: Final = "TerminationTarget"
+"""The Pod condition Kueue sets on a Pod it stops (``ConditionTypeTerminationTarget``)."""
 
 
 def is_pod(obj: Mapping[str, Any]) -> bool:
@@ -53,6 +67,86 @@ def without_gate(pod: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    meta = obj.get("metadata")
+    return meta if isinstance(meta, Mapping) else {}
+
+
+def managed(obj: Mapping[str, Any]) -> bool:
+    """Whether a Pod carries Kueue's ``kueue.x-k8s.io/managed: "true"`` (else Kueue's ``Skip``)."""
+    labels = _meta(obj).get("labels")
+    return isinstance(labels, Mapping) and labels.get(kueue.LABEL_MANAGED) == MANAGED_VALUE
+
+
+def has_finalizer(obj: Mapping[str, Any]) -> bool:
+    finalizers = _meta(obj).get("finalizers")
+    return isinstance(finalizers, list) and kueue.MANAGED_FINALIZER in finalizers
+
+
+def manage(pod: dict[str, Any]) -> None:
+    """Kueue's pod webhook ``Default`` for a Pod it suspends, in place: its finalizer, its label
+    ``kueue.x-k8s.io/managed: "true"`` and its scheduling gate."""
+    meta = pod.setdefault("metadata", {})
+    if not has_finalizer(pod):
+        meta["finalizers"] = [*(meta.get("finalizers") or []), kueue.MANAGED_FINALIZER]
+    meta["labels"] = {**(meta.get("labels") or {}), kueue.LABEL_MANAGED: MANAGED_VALUE}
+    add_gate(pod)
+
+
+def without_finalizer(pod: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of ``pod`` without Kueue's finalizer (Kueue's ``Finalize``); its others stay."""
+    out = copy.deepcopy(dict(pod))
+    kept = [f for f in (out.get("metadata") or {}).get("finalizers") or [] if f != kueue.MANAGED_FINALIZER]
+    if kept:
+        out["metadata"]["finalizers"] = kept
+    else:
+        out.get("metadata", {}).pop("finalizers", None)
+    return out
+
+
+def finished(pod: Mapping[str, Any]) -> bool:
+    """A Pod ``Succeeded`` or ``Failed`` (Kueue's ``isPodTerminated``)."""
+    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+
+
+@dataclass(frozen=True)
+class Stop:
+    """Why Kueue stops a Pod: its ``StopReason`` (the ``TerminationTarget`` reason) and the message
+    of the condition and of the Pod's Event ``Stopped``."""
+
+    reason: str
+    message: str
+
+
+def stop_of(pod: Mapping[str, Any], workload: Mapping[str, Any] | None) -> Stop | None:
+    """Whether Kueue's job reconciler stops a managed Pod whose Workload is ``workload`` (None:
+    it has none), in its order: a Workload being deleted stops even a gated or finished Pod; a
+    finished Workload stops nothing; a gated or finished Pod is not stopped; a started Pod is
+    stopped when its Workload is missing, evicted (reason ``WorkloadEvictedDueTo<Evicted's
+    reason>``, its message) or not admitted. None: the Pod stays (a Pod being deleted too)."""
+    if _meta(pod).get("deletionTimestamp"):
+        return None
+    if workload is not None and is_finished(workload):
+        return None
+    if workload is not None and _meta(workload).get("deletionTimestamp"):
+        return Stop("WorkloadDeleted", "Workload is deleted")
+    if gated(pod) or finished(pod):
+        return None
+    if workload is None:
+        return Stop("NoMatchingWorkload", "Missing Workload; unable to restore pod templates")
+    evicted = condition(workload, kueue.COND_EVICTED) or {}
+    if evicted.get("status") == "True":
+        return Stop(f"WorkloadEvictedDueTo{evicted.get('reason', '')}", str(evicted.get("message", "")))
+    if admission_of(workload) is None or not is_true(workload, kueue.COND_ADMITTED):
+        return Stop("NotAdmitted", "Not admitted by cluster queue")
+    return None
+
+
+def termination_target(stop: Stop) -> dict[str, str]:
+    """The ``TerminationTarget=True`` condition Kueue gives a Pod it stops."""
+    return {"type": TERMINATION_TARGET, "status": "True", "reason": stop.reason, "message": stop.message}
+
+
 def start(pod: Mapping[str, Any], node_labels: Mapping[str, str], states: Sequence[Mapping[str, Any]],
           *, pod_set: str = "main") -> dict[str, Any]:
     """Kueue's ``Run`` of a single Pod: ungated, with its pod set's flavor ``node_labels`` and its
@@ -65,4 +159,7 @@ def start(pod: Mapping[str, Any], node_labels: Mapping[str, str], states: Sequen
     return out
 
 
-__all__ = ["SCHEDULING_GATE", "add_gate", "gated", "is_pod", "start", "without_gate"]
+__all__ = [
+    "MANAGED_VALUE", "SCHEDULING_GATE", "TERMINATION_TARGET", "Stop", "add_gate", "finished", "gated", "has_finalizer",
+    "is_pod", "manage", "managed", "start", "stop_of", "termination_target", "without_finalizer", "without_gate",
+]

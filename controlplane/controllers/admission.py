@@ -113,7 +113,7 @@ class AdmissionController(KeyedController[Key]):
         ctx.informer(self.kinds.workload).add_handler(self._on_workload)
 
     async def _on_source(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
-        if adm.queue_name(obj) is None and (old is None or adm.queue_name(old) is None):
+        if adm.queue_name(obj) is None and (old is None or adm.queue_name(old) is None) and not pods.has_finalizer(obj):
             return
         ref = WorkloadRef.of(obj)
         await self.loop.add(("workload", ref.api_version, ref.kind, ref.namespace, ref.name))
@@ -130,8 +130,9 @@ class AdmissionController(KeyedController[Key]):
     async def _on_workload(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         owner = owner_of(obj)
         if owner is not None and (
-            old is None or adm.admission_of(old) != adm.admission_of(obj)
+            old is None or event is WatchEventType.DELETED or adm.admission_of(old) != adm.admission_of(obj)
             or adm.is_true(old, kueue.COND_ADMITTED) != adm.is_true(obj, kueue.COND_ADMITTED)
+            or adm.is_finished(old) != adm.is_finished(obj) or is_deleting(old) != is_deleting(obj)
         ):
             await self.loop.add(("workload", owner.api_version, owner.kind, owner.namespace, owner.name))
 
@@ -159,7 +160,14 @@ class AdmissionController(KeyedController[Key]):
             if wl is not None:
                 await ctx.delete(wl_rt, ref.namespace, str(wl["metadata"]["name"]))
                 await self.loop.add(CYCLE)
+            if source is not None and is_deleting(source) and pods.is_pod(source):
+                await self.starting.finalize_pod(source)
             return
+        if pods.is_pod(source) and pods.managed(source):  # Kueue's pod controller (Kueue skips the others)
+            if (stop := pods.stop_of(source, wl)) is not None:
+                return await self.starting.stop_pod(source, stop)
+            if pods.finished(source) or (wl is not None and adm.is_finished(wl)):
+                await self.starting.finalize_pod(source)
         pod_sets = adm.pod_sets(source)
         if pod_sets is None:
             return
@@ -208,8 +216,8 @@ class AdmissionController(KeyedController[Key]):
         workload = {
             "apiVersion": API, "kind": "Workload",
             "metadata": {
-                "name": adm.workload_name_of(source),
-                "namespace": meta.get("namespace"), "ownerReferences": [owner],
+                "name": adm.workload_name_of(source), "namespace": meta.get("namespace"),
+                "labels": adm.workload_labels(source), "ownerReferences": [owner],
             },
             "spec": spec,
         }

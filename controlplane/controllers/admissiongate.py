@@ -177,13 +177,15 @@ async def hold_queued_workload(rt: ResourceType, obj: dict[str, Any]) -> None:
     then with the admitted flavor's node labels in its pod templates (kube lets a suspended Job's
     scheduling directives change until it starts). Without it, a job created unsuspended could be
     admitted before the admission controller suspended it, and run without them. A Pod gets
-    Kueue's scheduling gate ``kueue.x-k8s.io/admission`` (Kueue's pod webhook), removed when it is
-    admitted (:mod:`controlplane.admission.pods`)."""
+    Kueue's scheduling gate ``kueue.x-k8s.io/admission``, removed when it is admitted, and Kueue's
+    mark of a Pod it manages, the label and finalizer ``kueue.x-k8s.io/managed`` (Kueue's pod
+    webhook; :mod:`controlplane.admission.pods`)."""
     if adm.queue_name(obj) is None:
         return
-    typed = {**obj, "apiVersion": rt.api_version, "kind": rt.kind, "spec": obj.setdefault("spec", {})}
+    typed = {**obj, "apiVersion": rt.api_version, "kind": rt.kind, "spec": obj.setdefault("spec", {}),
+             "metadata": obj.setdefault("metadata", {})}
     if pods.is_pod(typed):
-        pods.add_gate(typed)  # in obj's own spec
+        pods.manage(typed)  # in obj's own metadata and spec
         # kube validates what a mutating webhook made: a Pod bound to a node may not be gated.
         refused = validate_pod(typed, None)
         if refused:

@@ -82,6 +82,8 @@ class EventReason(StrEnum):
     EVICTED_LOCAL_QUEUE_STOPPED = "EvictedDueToLocalQueueStopped"
     EVICTED_ADMISSION_CHECK = "EvictedDueToAdmissionCheck"
     ADMISSION_CHECK_REJECTED = "AdmissionCheckRejected"
+    # Kueue's job reconciler's, on a job it stops (a Pod, deleted).
+    STOPPED = "Stopped"
 
 
 async def record_event(

@@ -8,12 +8,17 @@ and a partially admitted Job with the admitted ``parallelism``; not admitted, it
 again, then (a Job's ``startTime`` cleared first) its own templates and count are restored. A
 ``podSetUpdates`` conflict is Kueue's ``FailedToStart``: the Workload finishes and the job stays
 suspended. A Pod (Kueue's pod integration) is started by removing its scheduling gate
-``kueue.x-k8s.io/admission``, with the same labels merged in (:mod:`controlplane.admission.pods`).
-The admission gate lets the job propagate only once it is started.
+``kueue.x-k8s.io/admission``, with the same labels merged in (:mod:`controlplane.admission.pods`);
+as it cannot be gated again, a started Pod whose Workload is evicted, not admitted or missing is
+stopped as Kueue's pod controller stops it: ``TerminationTarget=True`` with Kueue's reason, an
+Event ``Stopped``, then deleted, and Kueue's finalizer ``kueue.x-k8s.io/managed`` is removed once
+the Pod finishes, is deleted or its Workload finishes. The admission gate lets the job propagate
+only once it is started.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import logging
 from collections.abc import Mapping
@@ -22,8 +27,10 @@ from typing import Any, Final
 from controlplane.admission import checks, pods, podsets
 from controlplane.admission import objects as adm
 from controlplane.apis import kueue_v1beta1 as kueue
+from controlplane.apis.events import EventType
 from controlplane.controllers.admissiongate import JOB, Kinds
 from controlplane.controllers.context import ControllerContext
+from controlplane.controllers.events import EventReason, record_event
 from controlplane.controllers.workloads import WorkloadRef, with_condition
 from controlplane.objectclient import ResourceType, errors
 
@@ -86,6 +93,28 @@ class JobStarting:
             return await self._failed_to_start(wl, ref, err)
         await self.ctx.objects.update(self.ctx.registry.require(ref.api_version, ref.kind), started)
         log.info("ungated: %s", ref)
+
+    async def stop_pod(self, pod: dict[str, Any], stop: pods.Stop) -> None:
+        """Kueue's ``Stop`` of a Pod: ``TerminationTarget=True`` (the stop's reason and message) in
+        its status, the Pod deleted (it stays, ``Terminating``, until its finalizers go), and an
+        Event ``Stopped`` with the message."""
+        rt = self.ctx.registry.require("v1", "Pod")
+        status = copy.deepcopy(pod.get("status") or {})
+        status["conditions"] = with_condition(status.get("conditions") or [], pods.termination_target(stop), now=self.ctx.now_text())
+        try:
+            written = await self.ctx.objects.update_status(rt, {**pod, "status": status})
+        except errors.NotFound:
+            return
+        meta = written["metadata"]
+        await self.ctx.delete(rt, meta.get("namespace"), str(meta["name"]))
+        await record_event(self.ctx, written, type=EventType.NORMAL, reason=EventReason.STOPPED, message=stop.message)
+        log.info("stopped (%s): %s", stop.reason, WorkloadRef.of(written))
+
+    async def finalize_pod(self, pod: dict[str, Any]) -> None:
+        """Kueue's ``Finalize``: its finalizer ``kueue.x-k8s.io/managed`` removed."""
+        if pods.has_finalizer(pod):
+            with contextlib.suppress(errors.NotFound):
+                await self.ctx.objects.update(self.ctx.registry.require("v1", "Pod"), pods.without_finalizer(pod))
 
     def _node_labels(self, wl: Mapping[str, Any]) -> dict[str, dict[str, str]]:
         """Per pod set, its admitted flavors' node labels that select nodes (not clusters)."""

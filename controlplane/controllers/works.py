@@ -11,7 +11,8 @@ fields, then the cluster's replicas (``with_replicas``, after ``with_split`` for
 copy depends on the whole split: a StatefulSet's part of the partition), then the GPU shape the
 scheduler picked for that cluster (``with_gpu_request`` plus the shape's node selector, both
 only in the pod templates that request a GPU), then Kueue's queue label and suspension as the member
-wants them (``queue_for_member``: kept for a member that runs Kueue, stripped otherwise) and a
+wants them (``queue_for_member``: kept for a member that runs Kueue, stripped otherwise, with a
+Pod's mark ``kueue.x-k8s.io/managed``) and a
 Pod without the hub's Kueue scheduling gate (a member's Kueue gates it anew), then
 the override rules, so that an OverridePolicy has the last word. The Work's spec also
 carries the policy's ``conflictResolution``, whether dispatching is suspended, and
@@ -189,12 +190,17 @@ def queue_for_member(manifest: dict[str, Any], *, member_runs_kueue: bool) -> No
     ``kueue.x-k8s.io/queue-name``) keeps the label in a member that runs Kueue, and a job of a
     kind Kueue manages is suspended there, as Kueue wants it created: the member's Kueue admits it
     in its LocalQueue of the same name and unsuspends it. Any other member gets no label (no
-    queue there would ever admit it) and the job as the hub admitted it (unsuspended)."""
+    queue there would ever admit it) and the job as the hub admitted it (unsuspended); a Pod
+    there loses Kueue's mark ``kueue.x-k8s.io/managed`` too (no Kueue manages it there; a Kueue
+    run there for other tenants with ``manageJobsWithoutQueueName`` would stop a marked Pod that
+    has no Workload). No member copy carries the hub's finalizers."""
     labels = manifest.get("metadata", {}).get("labels")
     if not isinstance(labels, dict) or kueue.LABEL_QUEUE_NAME not in labels:
         return
     if not member_runs_kueue:
         del labels[kueue.LABEL_QUEUE_NAME]
+        if pods.is_pod(manifest):
+            labels.pop(kueue.LABEL_MANAGED, None)
         if not labels:
             del manifest["metadata"]["labels"]
         return

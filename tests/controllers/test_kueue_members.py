@@ -113,6 +113,21 @@ def test_a_member_never_gets_the_hubs_kueue_scheduling_gate(kueue_member: bool) 
     assert "schedulingGates" not in manifest["spec"]
 
 
+@pytest.mark.parametrize("kueue_member", [True, False])
+def test_kueues_marks_of_a_managed_pod_per_kind_of_member(kueue_member: bool) -> None:
+    """The hub's finalizer ``kueue.x-k8s.io/managed`` never reaches a member (nothing there would
+    remove it); the label of that name stays with the queue label for a member that runs Kueue
+    (its webhook sets it anyway), and goes with it for any other member (no Kueue manages it there)."""
+    pod = {"apiVersion": "v1", "kind": "Pod", "spec": {"containers": [{"name": "main", "image": "train:1"}]}, "metadata": {
+        "name": "p", "namespace": "ml", "finalizers": ["kueue.x-k8s.io/managed"],
+        "labels": {QUEUE: "team-a", "kueue.x-k8s.io/managed": "true", "app": "train"}}}
+    manifest = render_manifest(pod, interpreter=interpreter_for("v1", "Pod"), replicas=1, shape=None, rules=(),
+                               cluster=ClusterView(name="m"), member_runs_kueue=kueue_member).manifest
+    assert "finalizers" not in manifest["metadata"]
+    expected = {QUEUE: "team-a", "kueue.x-k8s.io/managed": "true", "app": "train"} if kueue_member else {"app": "train"}
+    assert manifest["metadata"]["labels"] == expected
+
+
 @pytest.mark.parametrize(
     ("spec", "expected"),
     [
