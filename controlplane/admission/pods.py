@@ -25,6 +25,7 @@ from typing import Any, Final
 from controlplane.admission import checks
 from controlplane.admission.objects import admission_of, condition, is_finished, is_true
 from controlplane.apis import kueue_v1beta1 as kueue
+from controlplane.apis.kube.field import FieldError, forbidden
 
 SCHEDULING_GATE: Final = "kueue.x-k8s.io/admission"
 """Kueue's ``SchedulingGateName``."""
@@ -76,6 +77,16 @@ def managed(obj: Mapping[str, Any]) -> bool:
     """Whether a Pod carries Kueue's ``kueue.x-k8s.io/managed: "true"`` (else Kueue's ``Skip``)."""
     labels = _meta(obj).get("labels")
     return isinstance(labels, Mapping) and labels.get(kueue.LABEL_MANAGED) == MANAGED_VALUE
+
+
+def managed_label_errors(obj: Mapping[str, Any]) -> list[FieldError]:
+    """Kueue's pod webhook's ``validateManagedLabel`` (on create and update): the label
+    ``kueue.x-k8s.io/managed``, when set, must be ``"true"``."""
+    labels = _meta(obj).get("labels")
+    value = labels.get(kueue.LABEL_MANAGED) if isinstance(labels, Mapping) else None
+    if value is None or value == MANAGED_VALUE:
+        return []
+    return [forbidden(f"metadata.labels[{kueue.LABEL_MANAGED}]", f"managed label value can only be '{MANAGED_VALUE}'")]
 
 
 def has_finalizer(obj: Mapping[str, Any]) -> bool:
@@ -161,5 +172,5 @@ def start(pod: Mapping[str, Any], node_labels: Mapping[str, str], states: Sequen
 
 __all__ = [
     "MANAGED_VALUE", "SCHEDULING_GATE", "TERMINATION_TARGET", "Stop", "add_gate", "finished", "gated", "has_finalizer",
-    "is_pod", "manage", "managed", "start", "stop_of", "termination_target", "without_finalizer", "without_gate",
+    "is_pod", "manage", "managed", "managed_label_errors", "start", "stop_of", "termination_target", "without_finalizer", "without_gate",
 ]

@@ -115,3 +115,10 @@ def test_a_workload_is_labelled_with_its_jobs_uid_when_kueue_can() -> None:
     uid = "0f6e3c1a-6f7e-4c36-9b8e-8a0d2b7c5d11"
     assert workload_labels({"metadata": {"uid": uid}}) == {"kueue.x-k8s.io/job-uid": uid}
     assert workload_labels({"metadata": {"uid": "not a label value"}}) == {}
+
+
+@pytest.mark.parametrize(("labels", "refused"), [({}, False), ({MANAGED: "true"}, False), ({MANAGED: "false"}, True), ({MANAGED: ""}, True)])
+def test_kueues_managed_label_can_only_be_true(labels: dict[str, str], refused: bool) -> None:
+    errors = pods.managed_label_errors({"metadata": {"labels": labels}})
+    assert [(e.field, e.message) for e in errors] == (
+        [(f"metadata.labels[{MANAGED}]", "Forbidden: managed label value can only be 'true'")] if refused else [])

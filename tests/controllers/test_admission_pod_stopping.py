@@ -8,6 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
+from controlplane.apiserver import errors
+from controlplane.apiserver.kueuepods import check_managed_label
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.manager import ControllerManager
 
@@ -128,3 +132,19 @@ async def test_a_gated_pod_deleted_goes_and_a_started_one_without_workload_is_st
     assert (target["reason"], target["message"]) == ("NoMatchingWorkload", "Missing Workload; unable to restore pod templates")
 
 
+
+
+async def test_the_managed_label_can_only_be_true(objects: ObjectStore, manager: ControllerManager) -> None:
+    """Kueue's pod webhook refuses any other value of ``kueue.x-k8s.io/managed``, on create (a Pod
+    with no queue name too) and on update."""
+    objects.admit_writes(check_managed_label)  # as the hub's API admits writes
+    started = await started_pod(objects, manager, "p1")
+    plain = queued_pod("plain")
+    plain["metadata"]["labels"] = {MANAGED: "false"}
+    with pytest.raises(errors.Invalid) as refused:
+        await create(objects, plain)
+    assert str(refused.value) == (
+        "Pod \"plain\" is invalid: metadata.labels[kueue.x-k8s.io/managed]: Forbidden: managed label value can only be 'true'")
+    started["metadata"]["labels"][MANAGED] = "no"
+    with pytest.raises(errors.Invalid, match="managed label value can only be 'true'"):
+        await objects.update(objects.registry.require(*POD), started)

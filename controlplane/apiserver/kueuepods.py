@@ -1,0 +1,25 @@
+"""Kueue's pod webhook's validation, as an admission of the hub's API (the hub serves Kueue).
+
+In: every create and update of a Pod (:data:`~controlplane.apiserver.admission.AdmitWrite`).
+Out: a 422 ``Invalid`` when the Pod's label ``kueue.x-k8s.io/managed`` is set to anything but
+``"true"`` (:func:`controlplane.admission.pods.managed_label_errors`), as Kueue's webhook refuses it.
+"""
+
+from __future__ import annotations
+
+from controlplane.admission import pods
+from controlplane.apiserver import errors
+from controlplane.apiserver.admission import WriteAttributes
+
+
+async def check_managed_label(attrs: WriteAttributes) -> None:
+    if (attrs.resource.group, attrs.resource.kind) != ("", "Pod"):
+        return
+    refused = pods.managed_label_errors(attrs.new)
+    if refused:
+        name = str((attrs.new.get("metadata") or {}).get("name") or "")
+        raise errors.invalid(kind="Pod", group="", name=name,
+                             causes=[errors.Cause(str(e.type), e.message, e.field) for e in refused])
+
+
+__all__ = ["check_managed_label"]
