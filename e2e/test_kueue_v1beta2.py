@@ -120,3 +120,31 @@ def test_a_cluster_queue_in_use_is_terminating_until_its_workload_goes(fleet: tu
     wait_for(lambda: hub.json_or_none("get", "clusterqueue", "team-a") is None, timeout=60,
              what="team-a gone once its workload is")
     assert hub.json("get", "resourceflavor", "onprem")["metadata"]["finalizers"] == [finalizer]
+
+
+def _pod(name: str, labels: dict[str, str]) -> str:
+    return json.dumps({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": "ml", "labels": labels},
+        "spec": {"containers": [{"name": "main", "image": "registry.example.com/ml/train:0.3"}]},
+    })
+
+
+def test_kubectl_meets_kueues_pod_webhook(fleet: tuple[Kubectl, dict[str, Kubectl]]) -> None:
+    """What Kueue's pod webhook does, as kubectl meets it at the hub: a queued Pod is created gated
+    with Kueue's managed marks, and a ``managed`` label other than "true" is refused."""
+    hub, _ = fleet
+    hub.run("create", "namespace", "ml", check=False)
+    refused = hub.run("apply", "-f", "-", input_text=_pod("odd", {"kueue.x-k8s.io/managed": "false"}), check=False)
+    assert refused.returncode != 0
+    assert "metadata.labels[kueue.x-k8s.io/managed]: Forbidden: managed label value can only be 'true'" in refused.stderr
+    assert hub.json_or_none("get", "pod", "odd", "-n", "ml") is None, "nothing is written"
+
+    hub.run("apply", "-f", "-", input_text=_pod("held", {"kueue.x-k8s.io/queue-name": "no-such-queue"}))
+    pod = hub.json("get", "pod", "held", "-n", "ml")
+    assert pod["metadata"]["labels"]["kueue.x-k8s.io/managed"] == "true"
+    assert "kueue.x-k8s.io/managed" in pod["metadata"]["finalizers"]
+    assert {"name": "kueue.x-k8s.io/admission"} in pod["spec"]["schedulingGates"]
+    hub.run("delete", "pod", "held", "-n", "ml", "--wait=false")
+    wait_for(lambda: hub.json_or_none("get", "pod", "held", "-n", "ml") is None, timeout=60,
+             what="the held Pod deleted (Kueue's finalizer does not hold a held Pod's delete)")
