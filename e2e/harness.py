@@ -204,15 +204,24 @@ class ProcessGroup:
     def start_hub(self, name: str = "hub", *extra: str) -> tuple[Process, Kubectl]:
         """Start `gpufed controlplane` (embedded etcd unless ``extra`` names endpoints) and
         wait until its kubeconfig exists and /readyz answers."""
+        return self.launch_hub(name, *extra)()
+
+    def launch_hub(self, name: str = "hub", *extra: str) -> Callable[[], tuple[Process, Kubectl]]:
+        """:meth:`start_hub` in two steps: the process starts now; the call returned waits
+        until it is up (so several hubs start side by side)."""
         state = self.root / name
         proc = self.start(name, "controlplane", "--state-dir", str(state), "--listen", "127.0.0.1:0", *extra)
         kubeconfig = state / "hub.kubeconfig"
-        wait_for(lambda: kubeconfig.exists() or not proc.alive(), timeout=60, what=f"{name} to write its kubeconfig")
-        assert proc.alive(), f"{name} exited:\n{proc.log()[-4000:]}"
-        kubectl = Kubectl(kubeconfig)
-        wait_for(lambda: kubectl.run("get", "--raw", "/readyz", check=False).returncode == 0,
-                 timeout=30, what=f"{name} /readyz")
-        return proc, kubectl
+
+        def up() -> tuple[Process, Kubectl]:
+            wait_for(lambda: kubeconfig.exists() or not proc.alive(), timeout=60, what=f"{name} to write its kubeconfig")
+            assert proc.alive(), f"{name} exited:\n{proc.log()[-4000:]}"
+            kubectl = Kubectl(kubeconfig)
+            wait_for(lambda: kubectl.run("get", "--raw", "/readyz", check=False).returncode == 0,
+                     timeout=30, what=f"{name} /readyz")
+            return proc, kubectl
+
+        return up
 
     def start_member(
         self, fleet: Path, cluster: str, *, time_scale: float = 10.0, extra: tuple[str, ...] = ()
