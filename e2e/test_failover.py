@@ -26,7 +26,7 @@ import socket
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -111,15 +111,22 @@ class ReadyWatch:
         return condition
 
 
-def _start_fleet(processes: ProcessGroup, hub: Kubectl, *, via: dict[str, str] | None = None) -> tuple[
-    dict[str, Kubectl], dict[str, Any], dict[str, str]
-]:
-    """Both members of FLEET and their agents (an agent in ``via`` talks to the hub through that URL)."""
+def _launch_members(processes: ProcessGroup) -> dict[str, Callable[[], tuple[Any, Kubectl, str]]]:
+    """Both members of FLEET started (before the hub, so they come up beside it)."""
+    return {name: processes.launch_member(FLEET, name, time_scale=20.0) for name in (ONPREM, CLOUD)}
+
+
+def _start_fleet(
+    processes: ProcessGroup, hub: Kubectl, launched: dict[str, Callable[[], tuple[Any, Kubectl, str]]],
+    *, via: dict[str, str] | None = None,
+) -> tuple[dict[str, Kubectl], dict[str, Any], dict[str, str]]:
+    """The :func:`_launch_members` members, once up, and their agents (an agent in ``via`` talks
+    to the hub through that URL)."""
     members: dict[str, Kubectl] = {}
     agents: dict[str, Any] = {}
     dcgms: dict[str, str] = {}
-    for name in (ONPREM, CLOUD):
-        _, member, dcgm = processes.start_member(FLEET, name, time_scale=20.0)
+    for name, up in launched.items():
+        _, member, dcgm = up()
         join = processes.join_command(hub)
         if via and name in via:
             join[join.index("--hub") + 1] = via[name]
@@ -132,8 +139,9 @@ def _start_fleet(processes: ProcessGroup, hub: Kubectl, *, via: dict[str, str] |
 
 
 def test_silent_agent_goes_unknown_its_replicas_move_and_cordon_keeps_running_work(processes: ProcessGroup) -> None:
+    launched = _launch_members(processes)
     _, hub = processes.start_hub("hub", *FAST_FAILOVER)
-    members, agents, dcgms = _start_fleet(processes, hub)
+    members, agents, dcgms = _start_fleet(processes, hub, launched)
     apply_overflow_policy_without_returns(hub, MANIFESTS)
     hub.run("apply", "-f", str(MANIFESTS / "infer.yaml"))
     onprem, cloud = members[ONPREM], members[CLOUD]
@@ -304,11 +312,12 @@ spec:
 
 
 def test_a_cut_off_agent_keeps_its_pods_and_reconnecting_removes_only_what_moved(processes: ProcessGroup) -> None:
+    launched = _launch_members(processes)
     _, hub = processes.start_hub("hub", *FAST_FAILOVER)
     server = yaml.safe_load(hub.kubeconfig.read_text())["clusters"][0]["cluster"]["server"]
     hub_port = int(server.rsplit(":", 1)[1])
     with partition_proxy(hub_port) as proxy:
-        members, _, _ = _start_fleet(processes, hub, via={ONPREM: proxy.url})
+        members, _, _ = _start_fleet(processes, hub, launched, via={ONPREM: proxy.url})
         onprem, cloud = members[ONPREM], members[CLOUD]
         apply_overflow_policy_without_returns(hub, MANIFESTS)
         infer = (MANIFESTS / "infer.yaml").read_text().replace("replicas: 10", "replicas: 4")
@@ -421,10 +430,11 @@ def _fleet_state(hub: Kubectl, members: dict[str, Kubectl]) -> tuple[list[str], 
 def test_killing_the_leader_while_500_workloads_are_applied_places_each_exactly_once(
     processes: ProcessGroup, tmp_path: Path
 ) -> None:
+    launched = _launch_members(processes)
     _, etcd_url = processes.start_etcd()
     common = ("--etcd-endpoints", etcd_url, "--leader-lease-ttl", "3")
-    first, hub_a = processes.start_hub("hub-a", *common, "--identity", "hub-a")
-    second, hub_b = processes.start_hub("hub-b", *common, "--identity", "hub-b")
+    hubs = [processes.launch_hub(name, *common, "--identity", name) for name in ("hub-a", "hub-b")]
+    (first, hub_a), (second, hub_b) = (up() for up in hubs)
     replicas = {"hub-a": (first, hub_a), "hub-b": (second, hub_b)}
 
     def holder(via: Kubectl) -> str:
@@ -437,7 +447,7 @@ def test_killing_the_leader_while_500_workloads_are_applied_places_each_exactly_
     _, other = replicas[other_name]
     assert holder(hub_a) == holder(hub_b) == leader_name
 
-    members, _, _ = _start_fleet(processes, other)
+    members, _, _ = _start_fleet(processes, other, launched)
     other.run("apply", "-f", "-", input_text="apiVersion: v1\nkind: Namespace\nmetadata: {name: load}\n")
     manifests = tmp_path / "load.yaml"
     manifests.write_text(_load_manifests(LOAD_WORKLOADS))
