@@ -63,12 +63,13 @@ def _fleet_state(hub: Kubectl) -> str | None:
 
 @pytest.mark.slow
 def test_every_cluster_silent_at_once_is_not_evicted(processes: ProcessGroup) -> None:
+    launched = {name: processes.launch_member(FLEET, name, time_scale=20.0) for name in (ONPREM, CLOUD)}
     hub_proc, hub = processes.start_hub("hub", *HUB_FLAGS)
     server = yaml.safe_load(hub.kubeconfig.read_text())["clusters"][0]["cluster"]["server"]
     with partition_proxy(int(server.rsplit(":", 1)[1])) as balancer:
         members: dict[str, Kubectl] = {}
-        for name in (ONPREM, CLOUD):
-            _, members[name], dcgm = processes.start_member(FLEET, name, time_scale=20.0)
+        for name, up in launched.items():
+            _, members[name], dcgm = up()
             join = processes.join_command(hub)
             join[join.index("--hub") + 1] = balancer.url
             processes.start_agent(hub, FLEET, name, members[name], dcgm, join=join)
