@@ -105,14 +105,17 @@ def _ready_replicas(hub: Kubectl, workload: str) -> int:
 
 
 def test_member_api_outage_marks_the_cluster_not_ready_fails_over_and_recovers(processes: ProcessGroup) -> None:
+    # Fixed addresses, so a member can be started again where its agent looks for it.
+    listens = {name: ("--listen", f"127.0.0.1:{free_port()}", "--dcgm-listen", f"127.0.0.1:{free_port()}")
+               for name in (ONPREM, CLOUD)}
+    launched = {name: processes.launch_member(FLEET, name, time_scale=20.0, extra=listen)
+                for name, listen in listens.items()}
     _, hub = processes.start_hub("hub", *HUB_FLAGS)
     members: dict[str, Kubectl] = {}
     sims: dict[str, Process] = {}
     agents: dict[str, Process] = {}
-    for name in (ONPREM, CLOUD):
-        # Fixed addresses, so the member can be started again where its agent looks for it.
-        listen = ("--listen", f"127.0.0.1:{free_port()}", "--dcgm-listen", f"127.0.0.1:{free_port()}")
-        sims[name], members[name], dcgm = processes.start_member(FLEET, name, time_scale=20.0, extra=listen)
+    for name, up in launched.items():
+        sims[name], members[name], dcgm = up()
         agents[name] = processes.start_agent(hub, FLEET, name, members[name], dcgm, extra=AGENT_FLAGS)
     wait_for(lambda: [_ready(c)[0] for c in hub.json("get", "clusters")["items"]] == ["True", "True"],
              timeout=90, what="both clusters Ready")
