@@ -33,8 +33,9 @@ def _forbidden(result: Any, *fields: str) -> None:
 def test_agent_credential_cannot_undo_an_admins_cordon_but_reports_status(
     processes: ProcessGroup, tmp_path: Path
 ) -> None:
+    launched = processes.launch_member(FLEET, CLUSTER)
     _, hub = processes.start_hub()
-    _sim, member, dcgm = processes.start_member(FLEET, CLUSTER)
+    _sim, member, dcgm = launched()
     agent_proc = processes.start_agent(hub, FLEET, CLUSTER, member, dcgm)
     wait_for(lambda: _ready(hub.json("get", "cluster", CLUSTER)), timeout=90, what=f"{CLUSTER} Ready")
 
@@ -109,8 +110,9 @@ def _agent_argv(join: list[str], member: Kubectl, dcgm: str, state: Path) -> lis
 def test_a_cluster_name_is_taken_over_only_with_a_token_scoped_to_it(
     processes: ProcessGroup, tmp_path: Path
 ) -> None:
+    launched = processes.launch_member(FLEET, CLUSTER)
     _, hub = processes.start_hub()
-    sim, member, dcgm = processes.start_member(FLEET, CLUSTER)
+    sim, member, dcgm = launched()
     first = processes.start_agent(hub, FLEET, CLUSTER, member, dcgm)
     wait_for(lambda: _ready(hub.json("get", "cluster", CLUSTER)), timeout=90, what=f"{CLUSTER} Ready")
     # The join token reached the agent through a file: nothing secret on its command line.
