@@ -55,10 +55,11 @@ def _ready_status(cluster: dict[str, Any]) -> str | None:
 
 
 def _fleet(processes: ProcessGroup) -> tuple[Kubectl, dict[str, tuple[Any, Kubectl, str]]]:
+    launched = {name: processes.launch_member(FLEET, name) for name in ("onprem-a100", "cloud-h100")}
     _, hub = processes.start_hub()
     members = {}
-    for name in ("onprem-a100", "cloud-h100"):
-        _sim, member, dcgm = processes.start_member(FLEET, name)
+    for name, up in launched.items():
+        _sim, member, dcgm = up()
         agent = processes.start_agent(hub, FLEET, name, member, dcgm)
         members[name] = (agent, member, dcgm)
     return hub, members
@@ -173,8 +174,9 @@ def _agent_kubeconfig(state_dir: Path, hub: Kubectl, tmp_path: Path) -> Path:
 
 def test_agent_restart_resumes_without_duplicates(processes: ProcessGroup, tmp_path: Path) -> None:
     # A short heartbeat grace, so that the hub marks the cluster Unknown soon after its agent goes.
+    launched = processes.launch_member(FLEET, "cloud-h100")
     _, hub = processes.start_hub("hub", "--cluster-monitor-grace-period", str(MONITOR_GRACE_S))
-    _sim, member, dcgm = processes.start_member(FLEET, "cloud-h100")
+    _sim, member, dcgm = launched()
     agent = processes.start_agent(hub, FLEET, "cloud-h100", member, dcgm)
     wait_for(lambda: _ready(hub.json("get", "cluster", "cloud-h100")), timeout=60, what="cloud-h100 Ready")
 
