@@ -82,11 +82,12 @@ def _placed_replicas(hub: Kubectl) -> int:
 def test_a_new_leader_starts_its_controllers_over_a_collection_larger_than_one_etcd_response(
     processes: ProcessGroup, tmp_path: Path
 ) -> None:
+    launched = processes.launch_member(FLEET, CLUSTER, time_scale=20.0)
     _, etcd_url = processes.start_etcd()
     common = ("--etcd-endpoints", etcd_url, "--leader-lease-ttl", "2",
               "--etcd-max-response-bytes", str(MAX_RESPONSE_BYTES))
-    first, hub_a = processes.start_hub("hub-a", *common, "--identity", "hub-a")
-    second, hub_b = processes.start_hub("hub-b", *common, "--identity", "hub-b")
+    hubs = [processes.launch_hub(name, *common, "--identity", name) for name in ("hub-a", "hub-b")]
+    (first, hub_a), (second, hub_b) = (up() for up in hubs)
     replicas = {"hub-a": (first, hub_a), "hub-b": (second, hub_b)}
     leader_name = wait_for(lambda: _holder(hub_b), timeout=60, what="a leader")
     leader_proc, _ = replicas[leader_name]
@@ -94,7 +95,7 @@ def test_a_new_leader_starts_its_controllers_over_a_collection_larger_than_one_e
     other_proc, other = replicas[other_name]
 
     # A member joined through the replica that survives.
-    _, member, dcgm = processes.start_member(FLEET, CLUSTER, time_scale=20.0)
+    _, member, dcgm = launched()
     processes.start_agent(other, FLEET, CLUSTER, member, dcgm)
     wait_for(lambda: _ready(other), timeout=90, what=f"{CLUSTER} Ready")
 
