@@ -61,6 +61,12 @@ def _running(member: Kubectl) -> int:
     return sum(1 for p in items if (p.get("status") or {}).get("phase") == "Running")
 
 
+def _job_admitted_and_running(hub: Kubectl, members: dict[str, Kubectl]) -> None:
+    hub.run("apply", "-f", "-", input_text=json.dumps(JOB))
+    wait_for(lambda: _admitted(hub) is not None, timeout=60, what="the Job's Workload admitted by team-a")
+    wait_for(lambda: _running(members["onprem-a100"]) == 1, timeout=120, what="the Job Running on-prem")
+
+
 def test_kueue_v1beta2_queues_admit_a_job(fleet: tuple[Kubectl, dict[str, Kubectl]]) -> None:
     hub, members = fleet
     out = hub.run("apply", "-f", "-", input_text=QUEUES_V1BETA2).stdout
@@ -70,9 +76,7 @@ def test_kueue_v1beta2_queues_admit_a_job(fleet: tuple[Kubectl, dict[str, Kubect
         "clusterqueue.kueue.x-k8s.io/team-b created", "localqueue.kueue.x-k8s.io/team-a created",
         "localqueue.kueue.x-k8s.io/team-b created",
     ]
-    hub.run("apply", "-f", "-", input_text=json.dumps(JOB))
-    wait_for(lambda: _admitted(hub) is not None, timeout=60, what="the Job's Workload admitted by team-a")
-    wait_for(lambda: _running(members["onprem-a100"]) == 1, timeout=120, what="the Job Running on-prem")
+    _job_admitted_and_running(hub, members)
 
     workload = _admitted(hub)
     assert workload is not None and workload["apiVersion"] == "kueue.x-k8s.io/v1beta2"
@@ -97,9 +101,13 @@ def test_kueue_v1beta2_queues_admit_a_job(fleet: tuple[Kubectl, dict[str, Kubect
 
 
 def test_a_cluster_queue_in_use_is_terminating_until_its_workload_goes(fleet: tuple[Kubectl, dict[str, Kubectl]]) -> None:
-    """Kueue's ``kueue.x-k8s.io/resource-in-use`` finalizer, as ``kubectl delete`` meets it (after
-    the test above: team-a admitted the Job ``train``)."""
-    hub, _ = fleet
+    """Kueue's ``kueue.x-k8s.io/resource-in-use`` finalizer, as ``kubectl delete`` meets it, with
+    team-a's Job ``train`` admitted: as the test above leaves the fleet, or, where that test ran in
+    another worker (pytest-xdist gives each worker a fleet of its own), made so here."""
+    hub, members = fleet
+    if hub.json_or_none("get", "clusterqueue", "team-a") is None:
+        hub.run("apply", "-f", "-", input_text=QUEUES_V1BETA2)
+        _job_admitted_and_running(hub, members)
     finalizer = "kueue.x-k8s.io/resource-in-use"
     for kind, name in (("clusterqueue", "team-a"), ("resourceflavor", "onprem")):
         assert hub.json("get", kind, name)["metadata"]["finalizers"] == [finalizer], kind
