@@ -230,6 +230,16 @@ def test_idle_and_stranded_gpus_are_reported_with_hand_computed_dollars(
     assert raw["kind"] == "WasteReport"
     assert raw["status"]["totals"] == report["totals"]
 
+    # The dashboard's window (last-1h with its series and top 10) and the same window asked as
+    # custom classify every second alike, busy-train's first seconds too (bound but not yet
+    # running, at 0 %: idle-allocated in both, like any allocated GPU under the threshold).
+    reports = "/apis/reports.gpufed.io/v1alpha1/wastereports"
+    named = json.loads(hub.run("get", "--raw", f"{reports}/last-1h?step=1m&top=10").stdout)["status"]
+    window = named["window"]
+    same = json.loads(hub.run("get", "--raw", f"{reports}/custom?from={window['from']}&to={window['to']}").stdout)
+    assert same["status"]["totals"] == named["totals"]
+    assert same["status"]["top_idle_workloads"] == named["top_idle_workloads"]
+
 
 def _listing_and_gauges(hub: Kubectl) -> None:
     """What does not depend on the measured minute: kubectl's Table of the WasteReports, one

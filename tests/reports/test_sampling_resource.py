@@ -19,6 +19,7 @@ from controlplane.reports.resource import (
     parse_duration,
     parse_query,
     report_from_json,
+    report_object,
 )
 from controlplane.reports.summary import Dimension
 
@@ -99,6 +100,40 @@ NOW = datetime(2024, 5, 1, 12, 0, 0, 750000, tzinfo=UTC)
 )
 def test_windows(query: ReportQuery, newest: datetime | None, expected: tuple[datetime, datetime]) -> None:
     assert query.window(newest=newest, now=NOW) == expected
+
+
+def test_a_workload_starting_mid_minute_is_classified_alike_in_the_named_and_the_custom_window() -> None:
+    """A pod holds its GPU at 0 % for its first two samples (bound, not yet running), then is
+    busy; it starts mid-minute. ``last-1h`` as the dashboard asks for it (``step``, ``top``) and
+    ``custom`` over the window it reports give the same numbers, and both count exactly those
+    two seconds as idle-allocated (allocated, utilization under the threshold: DESIGN.md); a
+    window after the start has none."""
+    accumulator = Accumulator()
+    started = at(61.5 / 60)
+    moment = at(0)
+    while moment <= at(3) + timedelta(seconds=10):
+        held = (gpu(0, pod("i", workload="idle-infer"), 0.03),)
+        if moment >= started:
+            utilization = 0.0 if moment - started < timedelta(seconds=2) else 0.8
+            held += (gpu(1, pod("t", workload="busy-train"), utilization),)
+        accumulator.add(fleet(cluster("a", [node("n1", held)], pricing={A100: 1.2}), time=moment))
+        moment += timedelta(seconds=1)
+    now = at(3) + timedelta(seconds=11)
+
+    named = report_object(parse_query("last-1h", QueryParams(step="1m", top="10")), accumulator, now=now)["status"]
+    window = named["window"]
+    assert (window["from"], window["to"]) == ("2024-04-30T23:03:00Z", "2024-05-01T00:03:00Z")
+    custom = report_object(parse_query("custom", QueryParams(start=window["from"], end=window["to"])),
+                           accumulator, now=now)["status"]
+    assert {k: v for k, v in named.items() if k != "series"} == custom
+    idle = {w["workload"]: w["idle_gpu_hours"] for w in custom["top_idle_workloads"]}
+    assert idle == {"Deployment/idle-infer": pytest.approx(3 / 60, abs=1e-4),
+                    "Deployment/busy-train": pytest.approx(2 / 3600, abs=1e-4)}
+    assert custom["totals"]["gpu_hours"]["idle-allocated"] == pytest.approx(3 / 60 + 2 / 3600, abs=1e-4)
+
+    after = report_object(parse_query("custom", QueryParams(start="2024-05-01T00:02:00Z", end=window["to"])),
+                          accumulator, now=now)["status"]
+    assert [w["workload"] for w in after["top_idle_workloads"]] == ["Deployment/idle-infer"]
 
 
 def _report_accumulator() -> Accumulator:
