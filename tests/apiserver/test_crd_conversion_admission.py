@@ -87,3 +87,28 @@ async def test_a_policy_sees_a_write_in_its_version(api: Api, server: WebhookSer
     # A v1 write is not one the policy's Exact rule names.
     code, created, _ = await api.call("POST", V1, crontab("v1", "old", cronSpec="never"))
     assert code == 201, created
+
+
+async def test_webhooks_see_a_scale_write_through_its_version(api: Api, server: WebhookServer) -> None:
+    """A write through v2's ``scale`` is admitted as kube admits it: a Scale of the v2 resource,
+    seen by a rule naming v2's ``crontabs/scale``, not by an Exact rule naming v1's."""
+    await served(api, server.client("/convert"))
+    hooks = [_hook("v2.acme.io", server.client("/seen-v2"), "v2"), _hook("v1.acme.io", server.client("/seen-v1"), "v1")]
+    for hook in hooks:
+        hook["rules"][0]["resources"] = ["crontabs/scale"]
+    await configure(api, "Validating", "seen", *hooks)
+    code, created, _ = await api.call("POST", V1, crontab("v1", "s", cronSpec="1 * * * *"))
+    assert code == 201, created
+    scale = {"apiVersion": "autoscaling/v1", "kind": "Scale", "metadata": {"name": "s", "namespace": "default"},
+             "spec": {"replicas": 3}}
+    code, scaled, _ = await api.call("PUT", f"{V2}/s/scale", scale)
+    assert (code, scaled["spec"]) == (200, {"replicas": 3}), json.dumps(scaled)
+    [review] = server.received["/seen-v2"]
+    request = review["request"]
+    assert (request["kind"], request["resource"], request["subResource"], request["requestResource"]) == (
+        {"group": "autoscaling", "version": "v1", "kind": "Scale"},
+        {"group": "stable.example.com", "version": "v2", "resource": "crontabs"}, "scale",
+        {"group": "stable.example.com", "version": "v2", "resource": "crontabs"},
+    )
+    assert request["object"]["spec"] == {"replicas": 3}
+    assert server.received["/seen-v1"] == []

@@ -1,6 +1,6 @@
 """Field ownership of writes to a CRD version its conversion webhook converts, as kube's field
 manager keeps it (it runs on the object in the request's version): a create, update, patch or
-status write in v2 records a managedFields entry of v2, with v2's field names. A real hub and a real
+status or scale write in v2 records a managedFields entry of v2, with v2's field names. A real hub and a real
 HTTPS conversion webhook, as in :mod:`tests.apiserver.test_crd_conversion_webhook`."""
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ from typing import Any
 
 from tests.apiserver import test_crd_conversion_webhook as conversion
 from tests.apiserver.test_admission_webhooks import Api
-from tests.apiserver.test_crd_conversion_webhook import V1, V2, crontab, served
+from tests.apiserver.test_crd_conversion_webhook import CRDS, V1, V2, crontab, served
+from tests.controllers.fleet import eventually
 from tests.webhookserver import WebhookServer
 
 hub, api, server = conversion.hub, conversion.api, conversion.server
@@ -93,3 +94,46 @@ async def test_a_write_over_entries_that_do_not_convert(api: Api, server: Webhoo
     code, patched, _ = await api.call("PATCH", f"{V1}/b?fieldManager=carol", {"spec": {"replicas": 2}}, **MERGE)
     assert (code, patched["spec"]) == (200, {"cronSpec": "1 * * * *", "replicas": 2}), json.dumps(patched)
     assert "managedFields" not in patched["metadata"]
+
+
+async def test_writes_through_v2s_scale_record_their_fields_in_v2(api: Api, server: WebhookServer) -> None:
+    """kube's scale handler records a write of the Scale at the version it was asked through
+    (its ``parentGV``), the replicas taken from their owners at any version."""
+    await served(api, server.client("/convert"))
+    v1, v2 = "stable.example.com/v1", "stable.example.com/v2"
+    body = {**crontab("v1", "s", cronSpec="1 * * * *"), "spec": {"cronSpec": "1 * * * *", "replicas": 1}}
+    code, created, _ = await api.call("POST", f"{V1}?fieldManager=alice", body)
+    assert code == 201, json.dumps(created)
+    scale = {"apiVersion": "autoscaling/v1", "kind": "Scale", "metadata": {"name": "s", "namespace": "default"}}
+    for replicas in (3, 4):  # the second write keeps one entry
+        code, scaled, _ = await api.call("PUT", f"{V2}/s/scale?fieldManager=erin", {**scale, "spec": {"replicas": replicas}})
+        assert (code, scaled["spec"]) == (200, {"replicas": replicas}), json.dumps(scaled)
+    code, stored, _ = await api.call("GET", f"{V1}/s")
+    assert _owners(stored) == [
+        ("alice", "Update", v1, "", {"f:spec": {"f:cronSpec": {}}}),
+        ("erin", "Update", v2, "scale", {"f:spec": {"f:replicas": {}}}),
+    ]
+    code, patched, _ = await api.call("PATCH", f"{V2}/s/scale?fieldManager=frank", {"spec": {"replicas": 5}}, **MERGE)
+    assert code == 200, json.dumps(patched)
+    code, applied, _ = await api.call(
+        "PATCH", f"{V2}/s/scale?fieldManager=gina&force=true", {**scale, "spec": {"replicas": 6}}, **APPLY
+    )
+    assert code == 200, json.dumps(applied)
+    code, stored, _ = await api.call("GET", f"{V1}/s")
+    assert (stored["spec"], _owners(stored)) == ({"cronSpec": "1 * * * *", "replicas": 6}, [
+        ("gina", "Apply", v2, "scale", {"f:spec": {"f:replicas": {}}}),
+        ("alice", "Update", v1, "", {"f:spec": {"f:cronSpec": {}}}),
+    ]), json.dumps(stored)
+    # A version without a scale subresource serves none, whatever the storage version has.
+    code, crd, _ = await api.call("GET", f"{CRDS}/crontabs.stable.example.com")
+    del crd["spec"]["versions"][1]["subresources"]["scale"]
+    code, changed, _ = await api.call("PUT", f"{CRDS}/crontabs.stable.example.com", crd)
+    assert code == 200, json.dumps(changed)
+
+    async def unserved() -> bool:
+        code, _, _ = await api.call("GET", f"{V2}/s/scale")
+        return code == 404
+
+    await eventually(unserved, what="v2's scale subresource gone")
+    code, status, _ = await api.call("PUT", f"{V2}/s/scale", {**scale, "spec": {"replicas": 7}})
+    assert (code, status["reason"], status["message"]) == (404, "NotFound", "the server could not find the requested resource")

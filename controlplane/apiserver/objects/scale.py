@@ -113,11 +113,13 @@ def applied_scale(
     manager: str | None,
     force: bool,
     now: str,
+    api_version: str | None = None,
 ) -> dict[str, Any]:
     """``parent`` as a server-side apply of the Scale ``patch`` leaves it: its replicas the
     applied ones, and the applier the owner of them in the parent's managedFields (kube's
     ``ScaleHandler``, :mod:`~controlplane.apiserver.patching.scalefields`). A conflict with
-    another owner of the replicas is kube's 409 naming it; ``force`` takes them over."""
+    another owner of the replicas is kube's 409 naming it; ``force`` takes them over. A manager new
+    to the replicas is recorded at ``api_version`` (the request's; the parent's when not given)."""
     scale_type = dataclasses.replace(
         rt, group="autoscaling", version="v1", kind="Scale", strategic_merge=False, model=None, field_schema=None
     )
@@ -131,7 +133,7 @@ def applied_scale(
     replicas = replicas_patch(rt, applied, name=str(parent["metadata"]["name"]))
     replicas.pop("metadata", None)
     out: dict[str, Any] = merge_patch(parent, replicas)
-    managed = to_parent(owners, applied["metadata"].get("managedFields"), replicas_paths, api_version=rt.api_version)
+    managed = to_parent(owners, applied["metadata"].get("managedFields"), replicas_paths, api_version=api_version or rt.api_version)
     out["metadata"] = {**out["metadata"], "managedFields": managed}
     if not managed:
         del out["metadata"]["managedFields"]
