@@ -41,7 +41,7 @@ from aiohttp.typedefs import Middleware
 
 from controlplane.apis.apiextensions.crd import GROUP as CRD_GROUP
 from controlplane.apis.apiextensions.crd import VERSION as CRD_VERSION
-from controlplane.apis.bookmarks import BOOKMARK_PERIOD
+from controlplane.apis.bookmarks import BOOKMARK_BEFORE_TIMEOUT, BOOKMARK_PERIOD
 from controlplane.apiserver import errors, negotiation
 from controlplane.apiserver.admission import AdmissionPlugin, ValidateWrite, WebhookCalls, write_validation
 from controlplane.apiserver.audit import (
@@ -410,6 +410,7 @@ def create_app(
     outer_middlewares: Iterable[Middleware] = (),
     inner_middlewares: Iterable[Middleware] = (),
     bookmark_interval: float = BOOKMARK_PERIOD,
+    bookmark_before_timeout: float = BOOKMARK_BEFORE_TIMEOUT,
     watch_timeout_seconds: float = 1800.0,
     watch_limits: WatchLimits | None = None,
     clock: Callable[[], datetime] = utc_now,
@@ -439,7 +440,9 @@ def create_app(
     counted) are shared by priority levels (API Priority and Fairness, ``flow_control``
     configures it in full, or kube's max-in-flight filter instead); beyond a level's seats and
     queues a request is answered 429.
-    ``watch_limits`` bound what one watch holds for a client that does not read.
+    ``watch_limits`` bound what one watch holds for a client that does not read. A watch that asked
+    for bookmarks gets one every ``bookmark_interval`` seconds and one ``bookmark_before_timeout``
+    seconds before its ``timeoutSeconds`` ends it (kube's one minute and 2 s).
     ``watch_cache`` configures the watch cache (None: none, every read goes to the store), or is
     one the caller built over ``object_store`` to share with in-process watchers (the app closes it);
     ``warm`` names the kinds (group, plural) it caches from the start.
@@ -463,6 +466,7 @@ def create_app(
     )
     resources = ResourceHandlers(
         object_store, stop=stop, bookmark_interval=bookmark_interval,
+        bookmark_before_timeout=bookmark_before_timeout,
         watch_timeout_seconds=watch_timeout_seconds, clock=clock, validation=validation,
         watch_limits=watch_limits, watch_cache=cache, webhooks=webhook_calls,
     )

@@ -153,6 +153,7 @@ class ResourceHandlers:
         *,
         stop: asyncio.Event,
         bookmark_interval: float,
+        bookmark_before_timeout: float,
         watch_timeout_seconds: float,
         clock: Callable[[], datetime],
         validation: Callable[[web.Request], ValidateWrite | None] = lambda _request: None,
@@ -171,6 +172,7 @@ class ResourceHandlers:
         self._registry = objects.registry
         self._stop = stop
         self._bookmark_interval = bookmark_interval
+        self._bookmark_before_timeout = bookmark_before_timeout
         self._watch_timeout = watch_timeout_seconds
         self._watch_limits = watch_limits or WatchLimits()
         self._clock = clock
@@ -391,6 +393,7 @@ class ResourceHandlers:
             batches = self._cache.watch_batches(
                 source, namespace=info.namespace, label_selector=labels, field_selector=fields,
                 resource_version=resource_version, bookmark_interval=bookmark_interval, deadline=deadline,
+                bookmark_before_timeout=self._bookmark_before_timeout,
                 send_initial_events=send_initial_events, started=lambda: watch_started(request),
             )
         elif send_initial_events is not None:
@@ -401,6 +404,7 @@ class ResourceHandlers:
             batches = in_batches_of_one(self._objects.watch(
                 source, namespace=info.namespace, label_selector=labels, field_selector=fields,
                 resource_version=resource_version, bookmark_interval=bookmark_interval, deadline=deadline,
+                bookmark_before_timeout=self._bookmark_before_timeout,
             ))
         if convert is not None:
             batches = convert(batches)

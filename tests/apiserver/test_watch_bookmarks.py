@@ -43,12 +43,27 @@ def test_the_next_bookmark_follows_kubes_schedule(
     assert next_bookmark(now, deadline=deadline, period=period) == expected
 
 
+@pytest.mark.parametrize(
+    ("now", "deadline", "expected"),
+    [(0.0, 1.0, 0.5), (0.5, 1.0, None), (0.0, None, 60.0)],
+)
+def test_the_lead_before_the_timeout_can_be_shorter(now: float, deadline: float | None, expected: float | None) -> None:
+    assert next_bookmark(now, deadline=deadline, before_timeout=0.5) == expected
+
+
 def test_kubes_constants() -> None:
     assert (BOOKMARK_PERIOD, BOOKMARK_BEFORE_TIMEOUT) == (60.0, 2.0)
 
 
+#: The watches below end after a second (``timeoutSeconds`` is whole seconds) and get their last
+#: bookmark this long before (kube's lead of 2 s would outlast them).
+LEAD = 0.5
+
+
 async def _client(objects: ObjectStore, registry: Registry, *, cached: bool, **options: Any) -> AsyncIterator[Client]:
-    app = create_app(objects, registry, watch_cache=DEFAULT_WATCH_CACHE if cached else None, **options)
+    app = create_app(
+        objects, registry, watch_cache=DEFAULT_WATCH_CACHE if cached else None, bookmark_before_timeout=LEAD, **options
+    )
     async with TestClient(TestServer(app)) as client:
         yield client
 
@@ -78,7 +93,7 @@ async def test_a_watch_gets_a_bookmark_shortly_before_its_timeout(hub: Client) -
     start = created["metadata"]["resourceVersion"]
     # Far less than the one-minute period: only the bookmark before the timeout can come.
     response = await hub.get(WIDGETS, params={
-        "watch": "1", "resourceVersion": start, "allowWatchBookmarks": "true", "timeoutSeconds": "3",
+        "watch": "1", "resourceVersion": start, "allowWatchBookmarks": "true", "timeoutSeconds": "1",
     })
     assert response.status == 200
     patched = await hub.patch(f"{WIDGETS}/a", data='{"spec":{"size":2}}', headers=MERGE)
@@ -94,12 +109,12 @@ async def test_a_watch_gets_a_bookmark_shortly_before_its_timeout(hub: Client) -
 @pytest.mark.parametrize("asked", [None, "false"])
 async def test_a_watch_that_did_not_ask_gets_no_bookmark(beating: Client, asked: str | None) -> None:
     created = await (await beating.post(WIDGETS, json=widget("a"))).json()
-    params = {"watch": "1", "resourceVersion": created["metadata"]["resourceVersion"], "timeoutSeconds": "3"}
+    params = {"watch": "1", "resourceVersion": created["metadata"]["resourceVersion"], "timeoutSeconds": "1"}
     if asked is not None:
         params["allowWatchBookmarks"] = asked
     response = await beating.get(WIDGETS, params=params)
     assert response.status == 200
-    # Three seconds of a 0.2 s beat, and the moment before the timeout: none of them is sent.
+    # A second of a 0.2 s beat, and the moment before the timeout: none of them is sent.
     assert await _all_events(response) == []
 
 
@@ -152,7 +167,7 @@ async def test_no_bookmark_while_the_watch_is_at_its_start_revision(beating: Cli
     started from): a bookmark would tell the client nothing new, so none comes, on the beat or
     before the timeout, until something changed."""
     created = await (await beating.post(WIDGETS, json=widget("a"))).json()
-    params = {"watch": "1", "allowWatchBookmarks": "true", "timeoutSeconds": "3"}
+    params = {"watch": "1", "allowWatchBookmarks": "true", "timeoutSeconds": "1"}
     if resource_version is not None:
         params["resourceVersion"] = created["metadata"]["resourceVersion"] if resource_version == "created" else "0"
     response = await beating.get(WIDGETS, params=params)
@@ -171,7 +186,7 @@ async def test_a_watch_list_gets_its_initial_events_end_bookmark_and_then_none_a
         created = await (await client.post(WIDGETS, json=widget("a"))).json()
         response = await client.get(WIDGETS, params={
             "watch": "1", "sendInitialEvents": "true", "resourceVersionMatch": "NotOlderThan",
-            "allowWatchBookmarks": "true", "timeoutSeconds": "3",
+            "allowWatchBookmarks": "true", "timeoutSeconds": "1",
         })
         assert response.status == 200
         events = await _all_events(response)

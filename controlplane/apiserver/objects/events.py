@@ -43,7 +43,8 @@ async def watch_events(
     "N": changes after revision N (Gone when N is compacted). With selectors, an
     object that stops matching arrives as DELETED and one that starts as ADDED.
     With ``bookmark_interval``, a BOOKMARK event carries the last revision seen every
-    that many seconds, events or not, and once more shortly before ``options.deadline``;
+    that many seconds, events or not, and once more ``options.bookmark_before_timeout`` seconds
+    before ``options.deadline``;
     none while that is still the watch's start revision.
     """
     resource_version, bookmark_interval = options.resource_version, options.bookmark_interval
@@ -91,8 +92,9 @@ async def watch_events(
     events = store.watch(prefix, from_revision=start + 1).__aiter__()
     pending: asyncio.Task[storage.WatchEvent | None] | None = None
     loop = asyncio.get_running_loop()
+    lead = options.bookmark_before_timeout
     bookmark_at = None if bookmark_interval is None else next_bookmark(
-        loop.time(), deadline=options.deadline, period=bookmark_interval
+        loop.time(), deadline=options.deadline, period=bookmark_interval, before_timeout=lead
     )
     try:
         while True:
@@ -107,7 +109,7 @@ async def watch_events(
                     # Every event up to last_revision has been handed out; the pending one is later.
                     # (A timed wait may end a hair early: the next one is counted from this one's time.)
                     now = max(loop.time(), bookmark_at)
-                    bookmark_at = next_bookmark(now, deadline=options.deadline, period=bookmark_interval)
+                    bookmark_at = next_bookmark(now, deadline=options.deadline, period=bookmark_interval, before_timeout=lead)
                     if last_revision <= start:
                         continue  # none at the watch's start revision, as kube's cacher
                     bookmark = {

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, TypedDict
 
+from controlplane.apis.bookmarks import BOOKMARK_BEFORE_TIMEOUT
 from controlplane.apiserver import codec
 from controlplane.apiserver.admission import ValidateWrite, WebhookCalls
 from controlplane.apiserver.selectors import FieldSelector, LabelSelector
@@ -178,13 +179,14 @@ class DeleteOptions:
 class WatchOptions:
     """kube's metav1.ListOptions for a watch: selectors, the revision to start after, how often
     to send a BOOKMARK (None: never), and the event-loop time at which the server ends the watch
-    (its ``timeoutSeconds``; None: none), shortly before which it sends one more
-    (:func:`controlplane.apis.bookmarks.next_bookmark`)."""
+    (its ``timeoutSeconds``; None: none), ``bookmark_before_timeout`` seconds before which it sends
+    one more (:func:`controlplane.apis.bookmarks.next_bookmark`)."""
 
     label_selector: LabelSelectorArg = None
     field_selector: FieldSelectorArg = None
     resource_version: str | None = None
     bookmark_interval: float | None = None
+    bookmark_before_timeout: float = BOOKMARK_BEFORE_TIMEOUT
     deadline: float | None = None
 
 
@@ -196,6 +198,7 @@ class WatchArgs(TypedDict, total=False):
     field_selector: FieldSelectorArg
     resource_version: str | None
     bookmark_interval: float | None
+    bookmark_before_timeout: float
     deadline: float | None
 
 

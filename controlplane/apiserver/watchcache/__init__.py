@@ -382,7 +382,10 @@ class WatchCache:
         watcher = CacheWatcher(rt, prefix=prefix, labels=labels, fields=fields, after=start, limits=self._config.watcher)
         events: AsyncGenerator[Sequence[ObjectEvent]]
         if cacher is not None and cacher.attach(watcher, start):
-            events = watcher.batches(bookmark_interval=bookmark_interval, deadline=asked.deadline, on_close=cacher.detach)
+            events = watcher.batches(
+                bookmark_interval=bookmark_interval, deadline=asked.deadline,
+                bookmark_before_timeout=asked.bookmark_before_timeout, on_close=cacher.detach,
+            )
         elif cacher is not None and window_only:
             raise errors.expired_resource_version(start, cacher.window.floor)
         else:

@@ -20,7 +20,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from controlplane.apis.bookmarks import next_bookmark
+from controlplane.apis.bookmarks import BOOKMARK_BEFORE_TIMEOUT, next_bookmark
 from controlplane.apiserver import errors
 from controlplane.apiserver.objects.values import ObjectEvent, WatchEventType
 from controlplane.apiserver.resources import ResourceType
@@ -120,6 +120,7 @@ class CacheWatcher:
         self._bytes = 0
         self._waiter: asyncio.Future[None] | None = None
         self._bookmark_interval: float | None = None
+        self._bookmark_before_timeout = BOOKMARK_BEFORE_TIMEOUT
         self._deadline: float | None = None
         self._bookmark_timer: asyncio.TimerHandle | None = None
         self._bookmark_due = False
@@ -199,7 +200,7 @@ class CacheWatcher:
         interval = self._bookmark_interval
         if interval is None or self._closed:
             return
-        at = next_bookmark(now, deadline=self._deadline, period=interval)
+        at = next_bookmark(now, deadline=self._deadline, period=interval, before_timeout=self._bookmark_before_timeout)
         if at is not None:
             self._bookmark_timer = asyncio.get_running_loop().call_at(at, self._bookmark_fire, at)
 
@@ -219,16 +220,18 @@ class CacheWatcher:
         *,
         bookmark_interval: float | None,
         deadline: float | None = None,
+        bookmark_before_timeout: float = BOOKMARK_BEFORE_TIMEOUT,
         on_close: Callable[[CacheWatcher], None],
     ) -> AsyncGenerator[Sequence[ObjectEvent]]:
         """Every event queued, as one batch, as they come (one wake-up of the consumer per batch
         however many events it holds); with ``bookmark_interval``, a BOOKMARK every that many
-        seconds, events or not, and one shortly before ``deadline`` (the event-loop time at which
-        the server ends the watch), as kube's cacher sends them. A batch is the consumer's (it no
+        seconds, events or not, and one ``bookmark_before_timeout`` seconds before ``deadline`` (the
+        event-loop time at which the server ends the watch), as kube's cacher sends them. A batch is the consumer's (it no
         longer counts against the queue's bound) and must not be changed: its events are shared
         with the other watchers. A bookmark goes only once the watch has moved past its start
         revision (kube's ``cacheWatcher.process`` drops one at it)."""
         self._bookmark_interval = bookmark_interval
+        self._bookmark_before_timeout = bookmark_before_timeout
         self._deadline = deadline
         self._schedule_bookmark(asyncio.get_running_loop().time())
         try:
