@@ -141,7 +141,9 @@ class LeaderTerm:
             "apiservice-registration": LocalAPIServicesController(fenced, hub.local_group_versions, workqueue_metrics=queues,
                 authentication_configmap=authentication_configmap(front_proxy=hub.aggregation.front_proxy, client_ca_pem=client_ca(
                     config.client_ca_file, own_ca_pem=None if config.tls_cert_file else hub.pki.ca_pem))).run,
-            "apiservice-availability": AvailabilityController(fenced, hub.aggregation, workqueue_metrics=queues).run,
+            "apiservice-availability": AvailabilityController(
+                fenced, hub.aggregation, workqueue_metrics=queues,
+                recheck_seconds=config.controllers.apiservice_recheck_seconds).run,
         }
         self._tasks = [
             self.controllers.spawn(),

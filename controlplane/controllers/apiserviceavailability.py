@@ -10,7 +10,8 @@ All passing: ``True``, ``Passed``, ``all checks passed``. The condition is writt
 status subresource, only when it changes (its transition time moves with its status).
 
 Level-based: an APIService's event queues its name; an aggregated APIService is checked again
-every :data:`RECHECK_SECONDS` (a failing one every :data:`RETRY_SECONDS`), which is how a server
+every ``recheck_seconds`` (:data:`RECHECK_SECONDS` by default; a failing one every
+:data:`RETRY_SECONDS`), which is how a server
 that stops, or a Service or endpoints that change, are noticed.
 
 In: an ObjectClient, a :class:`Checker` (the replica's discovery client). Out: status writes.
@@ -52,8 +53,10 @@ class AvailabilityController:
 
     def __init__(
         self, objects: ObjectClient, checker: Checker, *, workqueue_metrics: WorkqueueMetrics | None = None,
+        recheck_seconds: float = RECHECK_SECONDS,
     ) -> None:
         self._objects = objects
+        self._recheck_seconds = recheck_seconds
         self._checker = checker
         self._rt = objects.registry.require(f"{apiregistration.GROUP}/{apiregistration.VERSION}", "APIService")
         self.api_services = Informer(objects, self._rt)
@@ -91,7 +94,7 @@ class AvailabilityController:
                 return None
         if view.local:
             return None
-        return RECHECK_SECONDS if status == "True" else RETRY_SECONDS
+        return self._recheck_seconds if status == "True" else RETRY_SECONDS
 
     async def _checked(self, view: APIServiceView) -> tuple[str, str, str]:
         service = view.service

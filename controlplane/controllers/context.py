@@ -28,6 +28,7 @@ from controlplane.apis import constants as c
 from controlplane.apis.meta import format_time
 from controlplane.apis.views import BindingView, ObjectView
 from controlplane.apis.work_v1alpha1 import binding_name
+from controlplane.controllers.apiserviceavailability import RECHECK_SECONDS as APISERVICE_RECHECK_SECONDS
 from controlplane.controllers.eventcorrelating import EventCorrelator
 from controlplane.controllers.federatedhpa.podmetrics import PodMetricsSource
 from controlplane.controllers.informing import Handler, Informer
@@ -110,6 +111,9 @@ class ControllerSettings:
     wait_for_pods_ready: WaitForPodsReady = field(default_factory=WaitForPodsReady)
     """Fleet admission: Kueue's ``waitForPodsReady`` timeout and requeuing backoff
     (``--kueue-wait-for-pods-ready-timeout``, ``--kueue-requeuing-backoff-*``)."""
+    apiservice_recheck_seconds: float = APISERVICE_RECHECK_SECONDS
+    """How often an Available aggregated APIService is checked again (a server that stopped is
+    noticed within it)."""
 
 
 def utc_now() -> datetime:
