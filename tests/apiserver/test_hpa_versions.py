@@ -17,7 +17,7 @@ from controlplane.controllers.workloads import propagatable_types
 from controlplane.hub import hub_registry
 
 from .test_kube_validation import Client, hub, hub_kubeconfig  # noqa: F401 (fixtures)
-from .test_real_clients import kubectl, needs_kubectl
+from .test_real_clients import kubectl, kubectl_streaming, needs_kubectl
 
 Obj = dict[str, Any]
 V1 = "/apis/autoscaling/v1/namespaces/default/horizontalpodautoscalers"
@@ -241,20 +241,34 @@ async def test_kubectl_autoscale_and_v1_manifests(hub_kubeconfig: Path) -> None:
 
 @needs_kubectl
 async def test_kubectl_watch_of_v1_sees_a_v1_write(hub_kubeconfig: Path) -> None:  # noqa: F811
-    code, out, err = await kubectl(hub_kubeconfig, "apply", "-f", "-", stdin=yaml.safe_dump(hpa_v1("chart", targetCPUUtilizationPercentage=55)))
+    code, _, err = await kubectl(hub_kubeconfig, "apply", "-f", "-", stdin=yaml.safe_dump(hpa_v1("chart", targetCPUUtilizationPercentage=55)))
     assert code == 0, err
-    watch = asyncio.create_task(kubectl(
-        hub_kubeconfig, "get", "horizontalpodautoscalers.v1.autoscaling", "-w", "--output-watch-events",
-        "-o", "json", "--request-timeout=4s",
-    ))
-    await asyncio.sleep(1.5)
-    code, out, err = await kubectl(hub_kubeconfig, "patch", "horizontalpodautoscalers.v1.autoscaling", "chart", "-p",
-                                   '{"spec":{"targetCPUUtilizationPercentage":45}}')
-    assert code == 0, err
-    _code, out, err = await watch
-    events, decoder, at = [], json.JSONDecoder(), 0
-    while out[at:].strip():
-        event, at = decoder.raw_decode(out, len(out) - len(out[at:].lstrip()))
-        obj = event["object"]
-        events.append((event["type"], obj["apiVersion"], obj["metadata"]["name"], obj["spec"]["targetCPUUtilizationPercentage"]))
-    assert events == [("ADDED", "autoscaling/v1", "chart", 55), ("MODIFIED", "autoscaling/v1", "chart", 45)], err
+    events: list[tuple[str, str, str, int]] = []
+    async with kubectl_streaming(
+        hub_kubeconfig, "get", "horizontalpodautoscalers.v1.autoscaling", "-w", "--output-watch-events", "-o", "json",
+    ) as stream:
+        decoder, text = json.JSONDecoder(), ""
+
+        async def next_event() -> None:
+            """Read kubectl's output until it holds one more whole event."""
+            nonlocal text
+            while True:
+                text = text.lstrip()
+                try:
+                    event, end = decoder.raw_decode(text)
+                except json.JSONDecodeError:
+                    chunk = await stream.read(65536)
+                    assert chunk, f"kubectl's watch ended: {text!r}"
+                    text += chunk.decode()
+                    continue
+                text, obj = text[end:], event["object"]
+                events.append((event["type"], obj["apiVersion"], obj["metadata"]["name"],
+                               obj["spec"]["targetCPUUtilizationPercentage"]))
+                return
+
+        await next_event()  # listed: the watch from the list's revision sees every later change
+        code, _, err = await kubectl(hub_kubeconfig, "patch", "horizontalpodautoscalers.v1.autoscaling", "chart", "-p",
+                                     '{"spec":{"targetCPUUtilizationPercentage":45}}')
+        assert code == 0, err
+        await next_event()
+    assert events == [("ADDED", "autoscaling/v1", "chart", 55), ("MODIFIED", "autoscaling/v1", "chart", 45)]

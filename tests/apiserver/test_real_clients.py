@@ -8,6 +8,7 @@ import json
 import shutil
 import socket
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -62,13 +63,31 @@ def kubeconfig(server_url: str, tmp_path: Path) -> Path:
     return path
 
 
-async def kubectl(kubeconfig: Path, *args: str, stdin: str | None = None) -> tuple[int, str, str]:
-    process = await asyncio.create_subprocess_exec(
+async def _started(kubeconfig: Path, *args: str, stdin: bool = False) -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(
         KUBECTL, "--kubeconfig", str(kubeconfig), *args,
-        stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
+        stdin=asyncio.subprocess.PIPE if stdin else asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
         env={"PATH": "/usr/bin:/bin", "HOME": str(kubeconfig.parent)},
     )
+
+
+@asynccontextmanager
+async def kubectl_streaming(kubeconfig: Path, *args: str) -> AsyncIterator[asyncio.StreamReader]:
+    """kubectl running with ``args`` (a watch): its output as it comes; killed when the block ends,
+    which must be within :data:`KUBECTL_TIMEOUT`."""
+    process = await _started(kubeconfig, *args)
+    assert process.stdout is not None
+    try:
+        async with asyncio.timeout(KUBECTL_TIMEOUT):
+            yield process.stdout
+    finally:
+        process.kill()
+        await process.wait()
+
+
+async def kubectl(kubeconfig: Path, *args: str, stdin: str | None = None) -> tuple[int, str, str]:
+    process = await _started(kubeconfig, *args, stdin=stdin is not None)
     try:
         async with asyncio.timeout(KUBECTL_TIMEOUT):
             out, err = await process.communicate(stdin.encode() if stdin is not None else None)
@@ -201,21 +220,11 @@ async def test_kubectl_reports_server_validation(kubeconfig: Path, tmp_path: Pat
 async def test_kubectl_get_watch_prints_changes(kubeconfig: Path, objects: ObjectStore) -> None:
     deploy = objects.registry.require("apps/v1", "Deployment")
     await objects.create(deploy, deployment("w1"))
-    process = await asyncio.create_subprocess_exec(
-        KUBECTL, "--kubeconfig", str(kubeconfig), "get", "deploy", "--watch", "--request-timeout=3s",
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-        env={"PATH": "/usr/bin:/bin", "HOME": str(kubeconfig.parent)},
-    )
-    assert process.stdout is not None
-    try:
-        async with asyncio.timeout(KUBECTL_TIMEOUT):
-            header = await process.stdout.readline()
-            first = await process.stdout.readline()
-            await objects.create(deploy, deployment("w2", replicas=4))
-            second = await process.stdout.readline()
-    finally:
-        process.kill()
-        await process.wait()
+    async with kubectl_streaming(kubeconfig, "get", "deploy", "--watch", "--request-timeout=3s") as out:
+        header = await out.readline()
+        first = await out.readline()
+        await objects.create(deploy, deployment("w2", replicas=4))
+        second = await out.readline()
     assert header.decode().split()[:2] == ["NAME", "READY"]
     assert first.decode().split()[:2] == ["w1", "0/1"]
     assert second.decode().split()[:2] == ["w2", "0/4"]
