@@ -264,6 +264,14 @@ class StorageSpaceExceeded(ApiError):
     reason = StatusReason.UNKNOWN
 
 
+class ServerError(ApiError):
+    """An error kube's registry returns as a plain Go error, which its handlers answer as a 500
+    Status with the error's text and no reason (a custom resource's scale field of the wrong type)."""
+
+    code = 500
+    reason = StatusReason.UNKNOWN
+
+
 class Timeout(ApiError):
     code = 504
     reason = StatusReason.TIMEOUT

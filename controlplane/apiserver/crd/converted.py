@@ -14,8 +14,7 @@ A write's managedFields entry is recorded in the request's version, as kube's fi
 it (the entries of other versions compared in theirs, :meth:`WebhookConversions.to_version`), and
 the admission webhooks see the write in that version (:meth:`WebhookCalls.made_through`). A delete
 (or a delete of a collection) answers with what it deleted, converted. The ``scale`` subresource
-is the storage version's, served where the request's version has one, its writes' managedFields
-entries recorded in the request's version. Each object is converted from the apiVersion it is stored as: while the
+is the request's version's own (:mod:`.scaling`). Each object is converted from the apiVersion it is stored as: while the
 CRD's ``status.storedVersions`` lists an earlier storage version, requests in the storage version
 come here too (server-side apply in it is then served as usual for an object stored in it, and as
 in a converted version for one still in the earlier version); otherwise they do not.
@@ -35,6 +34,7 @@ from controlplane.apis.apiextensions.kind import ConversionWebhook
 from controlplane.apiserver import errors
 from controlplane.apiserver.admission import WebhookCalls
 from controlplane.apiserver.crd.converting import convert, group_version_kind
+from controlplane.apiserver.crd.scaling import ConvertedScale
 from controlplane.apiserver.decoding import decode_body
 from controlplane.apiserver.handlers import (
     ResourceHandlers,
@@ -203,14 +203,13 @@ class ConvertedHandlers:
     def __init__(self, handlers: ResourceHandlers, conversions: WebhookConversions) -> None:
         self._handlers = handlers
         self._conversions = conversions
+        self._scale = ConvertedScale(handlers, conversions)
 
     async def handle(self, request: web.Request, rt: ResourceType, info: RequestInfo) -> web.StreamResponse:
         stored = self._conversions.storage_type(rt)
         subresource = info.subresource or None
-        if subresource == "scale" and rt.scale is not None:
-            # A Scale is the same in every version: the storage version's scale paths read and set it;
-            # a write's managedFields entry is the request's version's, as kube's scale handler records it.
-            return await self._handlers.subresource(request, stored, info, requested=rt)
+        if subresource == "scale":
+            return await self._scale.handle(request, rt, stored, info)
         if subresource is not None and (subresource != "status" or not rt.has_status or info.name is None):
             raise errors.NotFound("the server could not find the requested resource")
         if info.verb == "watch":

@@ -309,7 +309,7 @@ class ObjectStore:
         moved = None
         if field_manager and requested is not None and requested.api_version != rt.api_version:
             moved = partial(
-                moved_to_version, replicas_paths=self._replicas_paths(rt), manager=field_manager,
+                moved_to_version, replicas_paths=self.replicas_paths(rt), manager=field_manager,
                 from_version=rt.api_version, to_version=requested.api_version,
             )
         updated = await self.patch(
@@ -319,7 +319,7 @@ class ObjectStore:
         )
         return scale_of(rt, updated)
 
-    def _replicas_paths(self, rt: ResourceType) -> ReplicasPaths:
+    def replicas_paths(self, rt: ResourceType) -> ReplicasPaths:
         """The replicas field of ``rt``'s kind by served apiVersion (None: no scale subresource)."""
         return {
             other.api_version: replicas_path(other.scale.spec_replicas) if other.scale is not None else None
@@ -386,7 +386,7 @@ class ObjectStore:
         (:func:`applied_scale`) in ``requested``'s version (``rt``'s when not given), re-reading and
         retrying when a concurrent write wins."""
         require_scale(rt)
-        paths = self._replicas_paths(rt)
+        paths = self.replicas_paths(rt)
         options = WriteOptions(dry_run=dry_run, webhooks=webhooks, recorded_subresource="scale")
         for _attempt in range(PATCH_RETRIES):
             kv = await get_kv(self._store, rt, namespace=namespace, name=name)

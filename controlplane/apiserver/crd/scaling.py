@@ -1,0 +1,251 @@
+"""The ``scale`` subresource of a CRD version its conversion webhook serves, as kube's ``ScaleREST``
+serves each version with that version's own ``subresources.scale``: the object read and converted
+to the request's version, its Scale read there through that version's ``specReplicasPath``,
+``statusReplicasPath`` and ``labelSelectorPath`` (:func:`custom_scale`, kube's
+``scaleFromCustomResource`` and its errors); a write sets that version's replicas field on it, and
+the object is converted back and stored. The write's managedFields entry is recorded as kube's
+scale handler records it: the replicas' owners found by each version's replicas field (no
+conversion), the writer's entry at the request's version.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+
+from controlplane.apis.kube.field import go_printed
+from controlplane.apis.untyped import dig
+from controlplane.apiserver import errors
+from controlplane.apiserver.decoding import decode_body
+from controlplane.apiserver.handlers import (
+    ResourceHandlers,
+    field_manager_for,
+    force_of,
+    json_response,
+    method_not_allowed,
+    request_warnings,
+)
+from controlplane.apiserver.objects.scale import (
+    applied_scale,
+    patched_scale,
+    replicas_patch,
+    scale_patch_type,
+)
+from controlplane.apiserver.objects.writing import PATCH_RETRIES
+from controlplane.apiserver.patches import PatchType, merge_patch, record_update
+from controlplane.apiserver.patching.scalefields import ReplicasPaths, to_parent, to_subresource
+from controlplane.apiserver.resources import ResourceType
+from controlplane.apiserver.routing import RequestInfo
+from controlplane.apiserver.tables import TABLE_CONTENT_TYPE, IncludeObject, table, wants_table
+
+if TYPE_CHECKING:
+    from controlplane.apiserver.crd.converted import WebhookConversions
+
+#: kube's mark for a Scale read from an object without replicas: a write must set them.
+_NO_REPLICAS = -2147483648
+
+
+def _go_type(value: Any) -> str:
+    """Go's ``%T`` of a decoded JSON value."""
+    if value is None:
+        return "<nil>"
+    for kind, name in ((bool, "bool"), (str, "string"), (int, "int64"), (float, "float64"), (list, "[]interface {}")):
+        if isinstance(value, kind):
+            return name
+    return "map[string]interface {}"
+
+
+def _nested(obj: dict[str, Any], dotted: str, expected: str) -> tuple[Any, bool]:
+    """The value at ``dotted`` and whether it is there, as kube's ``unstructured.NestedInt64`` and
+    ``NestedString`` read it; a value of another type is their accessor error."""
+    fields = dotted.removeprefix(".").split(".")
+    value: Any = obj
+    for depth, field in enumerate(fields):
+        if value is None:
+            return None, False
+        if not isinstance(value, dict):
+            path = "." + ".".join(fields[:depth + 1])
+            raise errors.ServerError(
+                f"{path} accessor error: {go_printed(value)} is of the type {_go_type(value)}, expected map[string]interface{{}}"
+            )
+        if field not in value:
+            return None, False
+        value = value[field]
+    if _go_type(value) != expected:
+        raise errors.ServerError(
+            f".{'.'.join(fields)} accessor error: {go_printed(value)} is of the type {_go_type(value)}, expected {expected}"
+        )
+    return value, True
+
+
+def custom_scale(rt: ResourceType, obj: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    """The autoscaling/v1 Scale of ``obj`` (in ``rt``'s version) read through ``rt``'s scale paths,
+    and whether its spec replicas are set (kube's ``scaleFromCustomResource``): absent replicas are
+    0, a selector that is absent is none, a value of another type kube's 500."""
+    if rt.scale is None:
+        raise errors.NotFound("the server could not find the requested resource")
+    spec, found = _nested(obj, rt.scale.spec_replicas, "int64")
+    status, _ = _nested(obj, rt.scale.status_replicas, "int64")
+    selector, _ = _nested(obj, rt.scale.label_selector, "string")
+    meta = obj["metadata"]
+    scale: dict[str, Any] = {
+        "kind": "Scale", "apiVersion": "autoscaling/v1",
+        "metadata": {key: meta[key] for key in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp") if key in meta},
+        "spec": {"replicas": spec or 0},
+        "status": {"replicas": status or 0},
+    }
+    if selector:
+        scale["status"]["selector"] = selector
+    return scale, found
+
+
+def scaled(
+    rt: ResourceType, obj: dict[str, Any], new_scale: Callable[[dict[str, Any]], dict[str, Any]], *,
+    replicas_paths: ReplicasPaths, manager: str | None, now: str, sent_to: tuple[str | None, str] | None,
+) -> dict[str, Any]:
+    """``obj`` (in ``rt``'s version) as a write of its Scale leaves it (kube's
+    ``scaleUpdatedObjectInfo``): ``new_scale`` makes the Scale written from the one read (replicas
+    it did not find marked, which it must set: kube's 400), its replicas set at ``rt``'s
+    ``specReplicasPath`` (its resourceVersion, when given, a precondition), and ``manager`` the
+    owner of them at ``rt``'s version."""
+    assert rt.scale is not None
+    name = str(obj["metadata"]["name"])
+    view, found = custom_scale(rt, obj)
+    if not found:
+        view["spec"]["replicas"] = _NO_REPLICAS
+    owners = obj["metadata"].get("managedFields")
+    if seen := to_subresource(owners, replicas_paths):
+        view["metadata"]["managedFields"] = seen
+    written = new_scale(copy.deepcopy(view))
+    if dig(written, "spec", "replicas") == _NO_REPLICAS:
+        raise errors.BadRequest(f"the spec replicas field {json.dumps('.' + rt.scale.spec_replicas)} cannot be empty")
+    patch = replicas_patch(rt, written, name=name, sent_to=sent_to)
+    out: dict[str, Any] = merge_patch(obj, patch)
+    if manager:
+        scale_type = dataclasses.replace(
+            rt, group="autoscaling", version="v1", kind="Scale", strategic_merge=False, model=None, field_schema=None
+        )
+        after = copy.deepcopy(view)
+        after["spec"]["replicas"] = dig(patch, *rt.scale.spec_replicas.split("."))
+        recorded = record_update(scale_type, view, after, manager=manager, now=now, subresource="scale")
+        managed = to_parent(owners, recorded["metadata"].get("managedFields"), replicas_paths, api_version=rt.api_version)
+        out["metadata"] = {**out["metadata"], "managedFields": managed}
+        if not managed:
+            del out["metadata"]["managedFields"]
+    return out
+
+
+class ConvertedScale:
+    """The ``scale`` handlers of a version served through its CRD's conversion webhook."""
+
+    def __init__(self, handlers: ResourceHandlers, conversions: WebhookConversions) -> None:
+        self._handlers = handlers
+        self._conversions = conversions
+
+    async def handle(self, request: web.Request, rt: ResourceType, stored: ResourceType, info: RequestInfo) -> web.StreamResponse:
+        if rt.scale is None or info.name is None:
+            raise errors.NotFound("the server could not find the requested resource")
+        if info.verb == "get":
+            return await self._get(request, rt, stored, info)
+        if info.verb == "update":
+            body = await self._handlers.body(request)
+            return await self._write(request, rt, stored, info, lambda _view: body, sent=True)
+        if info.verb != "patch":
+            raise method_not_allowed()
+        patch_type = PatchType.from_content_type(request.headers.get("Content-Type", ""), rt)
+        media = "application/yaml" if patch_type is PatchType.APPLY else "application/json"
+        patch = await decode_body(await request.read(), media=media)
+        if patch_type is PatchType.APPLY:
+            return await self._write(request, rt, stored, info, None, applied=patch)
+        now, manager = self._handlers.objects.now, field_manager_for(request)
+
+        def patched(view: dict[str, Any]) -> dict[str, Any]:
+            return patched_scale(rt, view, scale_patch_type(patch_type), patch, field_manager=manager, now=now())
+
+        return await self._write(request, rt, stored, info, patched)
+
+    async def _served(self, rt: ResourceType, stored: ResourceType, info: RequestInfo, **read: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The object as stored and converted to ``rt``'s version."""
+        assert info.name is not None
+        current = await self._handlers.objects.get(stored, namespace=info.namespace, name=info.name, **read)
+        [served] = await self._conversions.served(rt, [current])
+        return current, served
+
+    async def _get(self, request: web.Request, rt: ResourceType, stored: ResourceType, info: RequestInfo) -> web.Response:
+        _, served = await self._served(rt, stored, info, resource_version=request.query.get("resourceVersion"))
+        scale, found = custom_scale(rt, served)
+        if not found:
+            assert rt.scale is not None
+            raise errors.InternalError(
+                f"Internal error occurred: the spec replicas field {json.dumps('.' + rt.scale.spec_replicas)} does not exist"
+            )
+        if wants_table(request.headers.get("Accept")):
+            include = IncludeObject.parse(request.query.get("includeObject"))
+            rendered = table(rt, [scale], include=include, now=self._handlers.now())
+            return json_response(rendered, content_type=TABLE_CONTENT_TYPE)
+        return json_response(scale)
+
+    async def _write(
+        self, request: web.Request, rt: ResourceType, stored: ResourceType, info: RequestInfo,
+        new_scale: Callable[[dict[str, Any]], dict[str, Any]] | None, *, sent: bool = False, applied: Any = None,
+    ) -> web.Response:
+        """The object read in ``rt``'s version with the Scale ``new_scale`` makes written (or the
+        Scale ``applied``), converted and stored as a compare-and-swap on the revision read (read
+        again and retried when a concurrent write wins, unless the Scale names the revision)."""
+        assert info.name is not None
+        objects, warnings = self._handlers.objects, request_warnings(request)
+        args = self._handlers.write_args(request, warnings)
+        manager = args.pop("field_manager", None)
+        webhooks = args.get("webhooks")
+        args["webhooks"] = None if webhooks is None else webhooks.made_through(rt)
+        args["recorded_managed_fields"], args["recorded_subresource"] = True, "scale"
+        # The admission webhooks see the write as a Scale of the stored object; a storage version
+        # without a scale subresource of its own has it read through the request's version's paths.
+        writing = stored if stored.scale is not None else dataclasses.replace(stored, scale=rt.scale)
+        paths = objects.replicas_paths(rt)
+        modified = errors.conflict_modified(plural=rt.plural, group=rt.group, name=info.name)
+        for _attempt in range(PATCH_RETRIES):
+            current, served = await self._served(rt, stored, info)
+            uid: Any = None
+            if new_scale is None:
+                new = applied_scale(
+                    rt, served, applied, replicas_paths=paths, manager=manager, force=force_of(request, PatchType.APPLY),
+                    now=objects.now(), api_version=rt.api_version,
+                )
+            else:
+                def made(view: dict[str, Any]) -> dict[str, Any]:
+                    nonlocal uid
+                    assert new_scale is not None
+                    written = new_scale(view)
+                    uid = dig(written, "metadata", "uid")
+                    return written
+
+                new = scaled(
+                    rt, served, made, replicas_paths=paths, manager=manager, now=objects.now(),
+                    sent_to=(info.namespace, info.name) if sent else None,
+                )
+            named = new["metadata"].get("resourceVersion") != served["metadata"].get("resourceVersion")
+            converted = await self._conversions.stored(rt, new)
+            converted["metadata"]["resourceVersion"] = new["metadata"].get("resourceVersion")
+            args["expected_uid"] = str(uid) if uid else None
+            try:
+                updated = await self._conversions.replace(
+                    objects, writing, converted, current=current, namespace=info.namespace, name=info.name,
+                    subresource=None, args=args,
+                )
+            except errors.Conflict as exc:
+                if named or exc.message != modified.message:
+                    raise
+                continue
+            [out] = await self._conversions.served(rt, [updated])
+            try:
+                scale, _ = custom_scale(rt, out)
+            except errors.ServerError as exc:
+                raise errors.BadRequest(exc.message) from None
+            return json_response(scale, warnings=warnings)
+        raise modified
