@@ -244,13 +244,9 @@ class ResourceHandlers:
         # A namespaced object needs its namespace in the path; collections may span all.
         return info.namespace is not None or (info.name is None and info.verb in ("list", "watch"))
 
-    async def subresource(
-        self, request: web.Request, rt: ResourceType, info: RequestInfo, *, requested: ResourceType | None = None
-    ) -> web.StreamResponse:
-        """``requested``: the version of ``rt``'s kind a write through ``scale`` was asked in (its CRD's
-        conversion webhook's): its managedFields entry is recorded and the webhooks see it there."""
+    async def subresource(self, request: web.Request, rt: ResourceType, info: RequestInfo) -> web.StreamResponse:
         if info.subresource == "scale" and rt.scale is not None and info.name is not None:
-            return await self._scale(request, rt, info, requested=requested)
+            return await self._scale(request, rt, info)
         if info.subresource not in rt.status_subresources or info.name is None:
             raise errors.NotFound("the server could not find the requested resource")
         if info.verb == "get":
@@ -261,9 +257,7 @@ class ResourceHandlers:
             return await self.patch(request, rt, info, subresource=info.subresource)
         raise method_not_allowed()
 
-    async def _scale(
-        self, request: web.Request, rt: ResourceType, info: RequestInfo, *, requested: ResourceType | None
-    ) -> web.StreamResponse:
+    async def _scale(self, request: web.Request, rt: ResourceType, info: RequestInfo) -> web.StreamResponse:
         assert info.name is not None
         if info.verb == "get":
             scale = await self._objects.get_scale(
@@ -280,14 +274,11 @@ class ResourceHandlers:
                 return json_response(rendered, content_type=TABLE_CONTENT_TYPE)
             return json_response(scale)
         warnings = request_warnings(request)
-        webhooks = self._webhooks(request, warnings)
-        if webhooks is not None and requested is not None:
-            webhooks = webhooks.made_through(requested)
         if info.verb == "update":
             scale = await self._objects.update_scale(
                 rt, await self.body(request), namespace=info.namespace, name=info.name,
                 dry_run=dry_run_of(request), field_manager=field_manager_for(request),
-                webhooks=webhooks, requested=requested,
+                webhooks=self._webhooks(request, warnings),
             )
             return json_response(scale, warnings=warnings)
         if info.verb == "patch":
@@ -298,7 +289,7 @@ class ResourceHandlers:
                 rt, namespace=info.namespace, name=info.name, patch_type=patch_type,
                 patch=await decode_body(await request.read(), media=media),
                 dry_run=dry_run_of(request), field_manager=field_manager_for(request), force=force,
-                webhooks=webhooks, requested=requested,
+                webhooks=self._webhooks(request, warnings),
             )
             return json_response(scale, warnings=warnings)
         raise method_not_allowed()

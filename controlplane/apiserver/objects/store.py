@@ -65,7 +65,7 @@ from controlplane.apiserver.objects.values import (
 from controlplane.apiserver.objects.versions import KindVersions
 from controlplane.apiserver.objects.writing import PATCH_RETRIES, Writer
 from controlplane.apiserver.patches import PatchType
-from controlplane.apiserver.patching.scalefields import ReplicasPaths, moved_to_version, replicas_path
+from controlplane.apiserver.patching.scalefields import ReplicasPaths, replicas_path
 from controlplane.apiserver.resources import Registry, ResourceType
 from controlplane.apiserver.validation import DecodingError
 from controlplane.gojson import go_json
@@ -299,23 +299,15 @@ class ObjectStore:
         dry_run: bool = False,
         field_manager: str | None = None,
         webhooks: WebhookCalls | None = None,
-        requested: ResourceType | None = None,
     ) -> dict[str, Any]:
         """Set the object's replicas from a Scale (its resourceVersion and uid, when given, are
-        preconditions). ``requested``: the version of ``rt``'s kind the request was made in, where
-        its managedFields entry is recorded (``rt``'s when not given)."""
+        preconditions)."""
         patch = replicas_patch(rt, scale, name=name, sent_to=(namespace, name))
         uid = dig(scale, "metadata", "uid")
-        moved = None
-        if field_manager and requested is not None and requested.api_version != rt.api_version:
-            moved = partial(
-                moved_to_version, replicas_paths=self.replicas_paths(rt), manager=field_manager,
-                from_version=rt.api_version, to_version=requested.api_version,
-            )
         updated = await self.patch(
             rt, namespace=namespace, name=name, patch_type=PatchType.MERGE, patch=patch,
             dry_run=dry_run, field_manager=field_manager, recorded_subresource="scale",
-            expected_uid=str(uid) if uid else None, webhooks=webhooks, recorded_entries=moved,
+            expected_uid=str(uid) if uid else None, webhooks=webhooks,
         )
         return scale_of(rt, updated)
 
@@ -339,14 +331,12 @@ class ObjectStore:
         field_manager: str | None = None,
         force: bool = False,
         webhooks: WebhookCalls | None = None,
-        requested: ResourceType | None = None,
     ) -> dict[str, Any]:
-        """Patch the object's replicas through its Scale (a server-side apply: :meth:`apply_scale`);
-        ``requested`` as for :meth:`update_scale`."""
+        """Patch the object's replicas through its Scale (a server-side apply: :meth:`apply_scale`)."""
         if patch_type is PatchType.APPLY:
             return await self.apply_scale(
                 rt, namespace=namespace, name=name, patch=patch, field_manager=field_manager, force=force, dry_run=dry_run,
-                webhooks=webhooks, requested=requested,
+                webhooks=webhooks,
             )
         effective = scale_patch_type(patch_type)
         modified = errors.conflict_modified(plural=rt.plural, group=rt.group, name=name)
@@ -356,7 +346,7 @@ class ObjectStore:
             try:
                 return await self.update_scale(
                     rt, patched, namespace=namespace, name=name, dry_run=dry_run, field_manager=field_manager,
-                    webhooks=webhooks, requested=requested,
+                    webhooks=webhooks,
                 )
             except errors.Conflict as exc:
                 # As kube's patch handler: a concurrent write is retried against the latest object,
@@ -380,11 +370,9 @@ class ObjectStore:
         force: bool = False,
         dry_run: bool = False,
         webhooks: WebhookCalls | None = None,
-        requested: ResourceType | None = None,
     ) -> dict[str, Any]:
         """Server-side apply of a Scale: the object's replicas set and owned by ``field_manager``
-        (:func:`applied_scale`) in ``requested``'s version (``rt``'s when not given), re-reading and
-        retrying when a concurrent write wins."""
+        (:func:`applied_scale`), re-reading and retrying when a concurrent write wins."""
         require_scale(rt)
         paths = self.replicas_paths(rt)
         options = WriteOptions(dry_run=dry_run, webhooks=webhooks, recorded_subresource="scale")
@@ -392,8 +380,7 @@ class ObjectStore:
             kv = await get_kv(self._store, rt, namespace=namespace, name=name)
             old = decode(rt, kv)
             new = applied_scale(
-                rt, old, patch, replicas_paths=paths, manager=field_manager, force=force, now=self.now(),
-                api_version=(requested or rt).api_version,
+                rt, old, patch, replicas_paths=paths, manager=field_manager, force=force, now=self.now()
             )
             try:
                 written = await self._writer.write_update(rt, kv, old, new, subresource=None, options=options)

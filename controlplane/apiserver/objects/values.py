@@ -130,9 +130,6 @@ class WriteOptions:
     #: The writer recorded the write's managedFields itself (in the version the request was made
     #: in): the object's are kept as given, a status write's too.
     recorded_managed_fields: bool = False
-    #: What becomes of the managedFields the write recorded: a write through ``scale`` of a CRD
-    #: version its conversion webhook serves moves the writer's entry to that version.
-    recorded_entries: Callable[[Any], list[dict[str, Any]]] | None = None
 
 
 class WriteArgs(TypedDict, total=False):
@@ -148,7 +145,6 @@ class WriteArgs(TypedDict, total=False):
     recorded_subresource: str | None
     expected_uid: str | None
     recorded_managed_fields: bool
-    recorded_entries: Callable[[Any], list[dict[str, Any]]] | None
 
 
 @dataclass(frozen=True, slots=True)

@@ -416,8 +416,6 @@ class Writer:
         if options.field_manager:
             recorded = partial(record_update, rt, old, new, subresource=subresource or options.recorded_subresource)
             new = await self.versions.computed(rt, partial(recorded, manager=options.field_manager, now=self.now()), dropping=new)
-            if options.recorded_entries is not None and "managedFields" in new["metadata"]:
-                new["metadata"]["managedFields"] = options.recorded_entries(new["metadata"]["managedFields"])
         if options.validate is not None:
             await options.validate(WriteAttributes(Operation.UPDATE, rt, new, old=old, subresource=subresource))
         if options.webhooks is not None:

@@ -10,8 +10,7 @@ owned nothing else); a manager new to the replicas (an apply through ``/scale``)
 owning the parent's replicas field at the parent's version, without a time (kube takes the
 times from the parent's entries, where the new manager has none); an entry the write left
 alone stays as it was. Entries at a version the kind is not served at are dropped, as kube drops
-them. :func:`moved_to_version` records an update through ``scale`` at the version it was
-requested in, where the write was made in another (a CRD version its conversion webhook serves).
+them.
 
 In: the raw managedFields lists and ``replicas_paths``, the parent's replicas field by served
 apiVersion (None for a version without a scale subresource). Out: new lists; inputs unchanged.
@@ -19,7 +18,7 @@ apiVersion (None for a version without a scale subresource). Out: new lists; inp
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from controlplane.apiserver.patching.fieldpaths import (
@@ -84,38 +83,9 @@ def to_parent(
         if entry.get("subresource"):
             moved["subresource"] = entry["subresource"]
         out[identity] = moved
-    return _in_kubes_order(out.values())
-
-
-def moved_to_version(
-    entries: Any, replicas_paths: ReplicasPaths, *, manager: str, from_version: str, to_version: str
-) -> list[dict[str, Any]]:
-    """``entries`` with ``manager``'s update through ``scale``, recorded at ``from_version`` (the
-    version the object was written in), recorded at ``to_version`` instead (the request's, as kube's
-    scale handler records it), owning that version's replicas field; merged into an entry it has there."""
-    from_path, to_path = replicas_paths.get(from_version), replicas_paths.get(to_version)
-    wanted = (manager, "Update", "scale", from_version)
-    decoded = _decoded(entries)
-    moved = next(((entry, fields) for entry, fields in decoded if _identity(entry) == wanted), None)
-    if moved is None or from_path is None or to_path is None:
-        return [entry for entry, _ in decoded]
-    target = (manager, "Update", "scale", to_version)
-    fields = (moved[1] - {from_path}) | {to_path}
-    out: list[dict[str, Any]] = []
-    for entry, owned in decoded:
-        identity = _identity(entry)
-        if identity == target:
-            fields |= owned
-        elif identity != wanted:
-            out.append(entry)
-    out.append({**moved[0], "apiVersion": to_version, "fieldsV1": encode_fields(fields)})
-    return _in_kubes_order(out)
-
-
-def _in_kubes_order(entries: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """kube's order of managedFields: operation, then time (none first), manager, version, subresource."""
+    # kube's order: operation, then time (none first), manager, version, subresource.
     return sorted(
-        entries,
+        out.values(),
         key=lambda e: (
             str(e.get("operation") or ""), str(e.get("time") or ""), str(e.get("manager") or ""),
             str(e.get("apiVersion") or ""), str(e.get("subresource") or ""),
