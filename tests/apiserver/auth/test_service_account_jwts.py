@@ -357,3 +357,37 @@ async def test_an_account_the_informer_has_not_seen_yet_is_read_from_the_store(h
     code, _ = await admin("DELETE", f"/api/v1/namespaces/{NAMESPACE}/serviceaccounts/bot")
     assert code == 200
     assert await lagging.review(token, [HUB_AUDIENCE]) == 'serviceaccount "bot" not found'
+
+
+async def test_a_token_whose_bound_object_was_recreated_is_refused_with_kubes_message(
+    hub: Hub, session: aiohttp.ClientSession
+) -> None:
+    """A Pod, Secret or Node deleted and created again under its name is another object: its old
+    tokens are refused with kube's message naming both uids."""
+    admin, _ = await setup(hub, session)
+    pod_spec = {"serviceAccountName": "bot", "containers": [{"name": "main", "image": "nginx:1"}]}
+    objects = {"Pod": (f"/api/v1/namespaces/{NAMESPACE}/pods", {"metadata": {"name": "worker"}, "spec": pod_spec}),
+               "Secret": (f"/api/v1/namespaces/{NAMESPACE}/secrets", {"metadata": {"name": "worker"}}),
+               "Node": ("/api/v1/nodes", {"metadata": {"name": "worker"}})}
+    for kind, (path, body) in objects.items():
+        code, old = await admin("POST", path, body)
+        assert code == 201, old
+        token = await issue(admin, boundObjectRef={"kind": kind, "apiVersion": "v1", "name": "worker"})
+        code, answer = await admin("POST", TOKEN_REVIEWS, token_review(token))
+        assert answer["status"]["authenticated"] is True, answer
+        if kind == "Node":  # a node-bound token names its node in its extras
+            assert answer["status"]["user"]["extra"]["authentication.kubernetes.io/node-uid"] == [old["metadata"]["uid"]]
+        assert (await admin("DELETE", f"{path}/worker?gracePeriodSeconds=0"))[0] == 200
+        code, new = await admin("POST", path, body)
+        assert code == 201, new
+        claim = kind.lower()
+        message = (f"{claim} UID ({new['metadata']['uid']}) does not match service account {claim} ref claim "
+                   f"({old['metadata']['uid']})")
+        bound = Client(session, hub, token)
+
+        async def refused(bound: Client = bound) -> bool:
+            return (await bound("POST", WHOAMI, SELF_REVIEW))[0] == 401
+
+        await eventually(refused)
+        code, answer = await admin("POST", TOKEN_REVIEWS, token_review(token))
+        assert (code, answer["status"]) == (201, {"authenticated": False, "error": message}), answer

@@ -240,3 +240,37 @@ async def test_a_token_review_says_whose_a_token_is(hub: Hub, session: aiohttp.C
         return code == 201 and review["status"]["authenticated"] is False
 
     await eventually(no_longer_authenticated)
+
+
+@needs_kubectl
+async def test_kubectl_auth_whoami_shows_a_bound_tokens_extras(hub: Hub, session: aiohttp.ClientSession) -> None:
+    """``kubectl auth whoami`` of a token bound to a pod on a node, and of one bound to the node:
+    kube's extras (the token's id, the pod's and the node's name and uid)."""
+    kubeconfig = hub.kubeconfig_path
+    for args in (("create", "namespace", NAMESPACE), ("create", "serviceaccount", "bot", "-n", NAMESPACE)):
+        code, _, err = await kubectl(kubeconfig, *args)
+        assert code == 0, err
+    admin = Client(session, hub, load_kubeconfig(kubeconfig).token)
+    code, node = await admin("POST", "/api/v1/nodes", {"metadata": {"name": "gpu-1"}})
+    assert code == 201, node
+    spec = {"serviceAccountName": "bot", "nodeName": "gpu-1", "containers": [{"name": "main", "image": "nginx:1"}]}
+    code, pod = await admin("POST", f"/api/v1/namespaces/{NAMESPACE}/pods", {"metadata": {"name": "worker"}, "spec": spec})
+    assert code == 201, pod
+    node_uid, pod_uid = node["metadata"]["uid"], pod["metadata"]["uid"]
+
+    expected: dict[str, dict[str, str]] = {
+        "Pod": {"pod-name": "worker", "pod-uid": pod_uid, "node-name": "gpu-1", "node-uid": node_uid},
+        "Node": {"node-name": "gpu-1", "node-uid": node_uid},
+    }
+    for kind, bound_name in (("Pod", "worker"), ("Node", "gpu-1")):
+        code, out, err = await kubectl(kubeconfig, "create", "token", "bot", "-n", NAMESPACE,
+                                       "--bound-object-kind", kind, "--bound-object-name", bound_name)
+        assert code == 0, err
+        token = out.strip()
+        jti = json.loads(base64.urlsafe_b64decode(token.split(".")[1] + "=="))["jti"]
+        code, out, err = await kubectl(kubeconfig, "--token", token, "auth", "whoami")
+        assert code == 0, err
+        rows = {" ".join(line.split()[:2]): line.split()[2:] for line in out.splitlines() if line.startswith("Extra:")}
+        want = {f"Extra: authentication.kubernetes.io/{key}": [f"[{value}]"] for key, value in expected[kind].items()}
+        want["Extra: authentication.kubernetes.io/credential-id"] = [f"[JTI={jti}]"]
+        assert rows == want, out
