@@ -17,7 +17,8 @@ issuers signed by any verification key (the one its ``kid`` names).
 ``system:service-account-issuer-discovery``, bound to ``system:serviceaccounts``).
 
 In: the keys, the flags (:class:`ServiceAccountOptions`), claims. Out: :class:`TokenIssuer` (sign,
-verify), :func:`token_claims`, :func:`check_times`, :class:`JwtRejected`.
+verify), :func:`token_claims`, :func:`claims_extra`, :func:`credential_id`, :func:`check_times`,
+:class:`JwtRejected`.
 """
 
 from __future__ import annotations
@@ -54,6 +55,15 @@ LEEWAY: Final = dt.timedelta(seconds=60)
 _CACHE_CONTROL: Final = "public, max-age=3600"
 #: The objects a token may be bound to (``boundObjectRef.kind``), as kube's claims name them.
 BOUND_CLAIMS: Final = {"Pod": "pod", "Secret": "secret", "Node": "node"}
+
+
+#: kube's audit annotation of a TokenRequest: the issued token's credential id (:func:`credential_id`).
+ISSUED_CREDENTIAL_ID: Final = "authentication.kubernetes.io/issued-credential-id"
+
+
+def credential_id(jti: str) -> str:
+    """kube's credential id of a token with this ``jti`` (``CredentialIDForJTI``)."""
+    return f"JTI={jti}"
 
 
 class JwtRejected(Exception):
@@ -193,7 +203,7 @@ def claims_extra(claims: dict[str, Any]) -> dict[str, list[str]]:
         if node.get("uid"):
             extra[EXTRA_NODE_UID] = [str(node["uid"])]
     if isinstance(claims.get("jti"), str) and claims["jti"]:
-        extra[EXTRA_CREDENTIAL_ID] = [f"JTI={claims['jti']}"]
+        extra[EXTRA_CREDENTIAL_ID] = [credential_id(claims["jti"])]
     return extra
 
 

@@ -55,10 +55,11 @@ from controlplane.apis.kube.serviceaccounttokens import (
     token_secret,
 )
 from controlplane.apis.meta import format_time, parse_time_or_none
-from controlplane.apiserver import errors
+from controlplane.apiserver import audit, errors
 from controlplane.apiserver.auth.bootstrap import read_object_body
 from controlplane.apiserver.auth.serviceaccountjwt import (
     BOUND_CLAIMS,
+    ISSUED_CREDENTIAL_ID,
     LEEWAY,
     JwtRejected,
     ServiceAccountOptions,
@@ -66,6 +67,7 @@ from controlplane.apiserver.auth.serviceaccountjwt import (
     check_audiences,
     check_times,
     claims_extra,
+    credential_id,
     looks_like_jwt,
     openid_routes,
     token_claims,
@@ -527,6 +529,7 @@ class ServiceAccountTokens:
                               audiences=audiences, seconds=seconds, now=now, bound=bound, node=node)
         token = self.issuer.sign(claims)
         log.info("issued a token for service account %s/%s", namespace, name, extra={"jti": claims["jti"]})
+        audit.annotate(ISSUED_CREDENTIAL_ID, credential_id(claims["jti"]))  # as kube's TokenRequest
         bound_ref = None if ref is None else {**spec["boundObjectRef"], "uid": bound[2] if bound else ""}
         document = {
             "kind": KIND,

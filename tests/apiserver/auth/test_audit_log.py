@@ -5,6 +5,7 @@ the user, the impersonated user, the object's reference, the response's status, 
 
 from __future__ import annotations
 
+import base64
 import json
 import uuid
 from collections.abc import AsyncIterator
@@ -179,3 +180,28 @@ async def test_every_response_has_an_audit_id_without_an_audit_log(hub: Hub, ses
         assert resp.status == 200 and str(uuid.UUID(resp.headers["Audit-Id"])) == resp.headers["Audit-Id"]
     async with session.get(f"{hub.url}/api/v1/namespaces/none", headers={**headers, "Audit-ID": "trace-7"}) as resp:
         assert resp.status == 404 and resp.headers["Audit-Id"] == "trace-7"
+
+
+async def test_a_token_requests_event_names_the_issued_credential_id_and_its_uses_the_users(
+    audited: tuple[Hub, Path],
+) -> None:
+    """kube's TokenRequest annotates its event with the token's credential id; the events of the
+    token's requests carry it in the user's extras, so the two can be joined."""
+    hub, log = audited
+    connector = aiohttp.TCPConnector(ssl=client_ssl_context(load_kubeconfig(hub.kubeconfig_path).ca_pem))
+    async with aiohttp.ClientSession(connector=connector) as session:
+        admin = Client(session, hub, load_kubeconfig(hub.kubeconfig_path).token)
+        code, account = await admin("POST", "/api/v1/namespaces/default/serviceaccounts", {"metadata": {"name": "bot"}})
+        assert code == 201, account
+        code, answer = await admin("POST", "/api/v1/namespaces/default/serviceaccounts/bot/token",
+                                   {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}})
+        assert code == 201, answer
+        token = answer["status"]["token"]
+        jti = json.loads(base64.urlsafe_b64decode(token.split(".")[1] + "=="))["jti"]
+        review = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
+        code, _ = await Client(session, hub, token)("POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", review)
+        assert code == 201
+    [issued] = events(log, name="bot", subresource="token", stage="ResponseComplete")
+    assert issued["annotations"]["authentication.kubernetes.io/issued-credential-id"] == f"JTI={jti}", issued
+    [used] = [e for e in events(log, stage="ResponseComplete") if e["user"]["username"] == "system:serviceaccount:default:bot"]
+    assert used["user"]["extra"]["authentication.kubernetes.io/credential-id"] == [f"JTI={jti}"], used
