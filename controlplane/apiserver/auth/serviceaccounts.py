@@ -180,13 +180,13 @@ def _deleted_before(obj: dict[str, Any], cutoff: dt.datetime) -> bool:
 
 
 def _check_bound_object(obj: dict[str, Any], kind: str, ref: dict[str, Any]) -> None:
-    """kube's check of a token's existing bound object: not deleted, with the uid the token names."""
-    if _deleted_before(obj, dt.datetime.now(dt.UTC) - LEEWAY):
-        raise JwtRejected("service account token has been invalidated")
+    """kube's check of a token's existing bound object: the uid the token names, not deleted (in kube's order)."""
     uid = obj["metadata"].get("uid")
     if uid != ref.get("uid"):
         claim = BOUND_CLAIMS[kind]
         raise JwtRejected(f"{claim} UID ({uid}) does not match service account {claim} ref claim ({ref.get('uid')})")
+    if _deleted_before(obj, dt.datetime.now(dt.UTC) - LEEWAY):
+        raise JwtRejected("service account token has been invalidated")
 
 
 class ServiceAccountTokens:
@@ -351,11 +351,11 @@ class ServiceAccountTokens:
         namespace, name, uid_claim = _account_of(claims)
         if account is None:
             raise JwtRejected(f'serviceaccount "{name}" not found')  # kube's lister's message
-        if _deleted_before(account, dt.datetime.now(dt.UTC) - LEEWAY):
-            raise JwtRejected(f"service account {namespace}/{name} has been deleted")
         uid = (account.get("metadata") or {}).get("uid")
         if uid != uid_claim:
             raise JwtRejected(f"service account UID ({uid}) does not match claim ({uid_claim})")
+        if _deleted_before(account, dt.datetime.now(dt.UTC) - LEEWAY):
+            raise JwtRejected(f"service account {namespace}/{name} has been deleted")
         groups = (*service_account_groups(namespace), AUTHENTICATED)
         return UserInfo(name=service_account_user(namespace, name), role=Role.USER, user_groups=groups,
                         uid=str(uid), extra=user_extra(claims_extra(claims)))

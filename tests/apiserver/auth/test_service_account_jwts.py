@@ -20,9 +20,9 @@ import pytest
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
-from controlplane.apiserver.auth.serviceaccountjwt import ServiceAccountOptions, TokenIssuer, token_claims
+from controlplane.apiserver.auth.serviceaccountjwt import JwtRejected, ServiceAccountOptions, TokenIssuer, token_claims
 from controlplane.apiserver.auth.serviceaccountkeys import SigningKey
-from controlplane.apiserver.auth.serviceaccounts import ServiceAccountTokens
+from controlplane.apiserver.auth.serviceaccounts import ServiceAccountTokens, _check_bound_object
 from controlplane.apiserver.auth.tokens import TokenStore
 from controlplane.apiserver.identity import HUB_AUDIENCE, Role, service_account_groups
 from controlplane.apiserver.kubeconfig import load_kubeconfig
@@ -391,3 +391,21 @@ async def test_a_token_whose_bound_object_was_recreated_is_refused_with_kubes_me
         await eventually(refused)
         code, answer = await admin("POST", TOKEN_REVIEWS, token_review(token))
         assert (code, answer["status"]) == (201, {"authenticated": False, "error": message}), answer
+
+
+def test_a_recreated_object_being_deleted_is_refused_for_its_uid_first_as_kube(hub: Hub) -> None:
+    """kube's validator checks the uid before the deletion: an account or bound object created again
+    under its name, and being deleted for longer than the leeway, is refused for its uid."""
+    tokens = hub.service_account_tokens
+    assert tokens is not None
+    long_ago = (dt.datetime.now(dt.UTC) - dt.timedelta(minutes=5)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    deleting = {"metadata": {"name": "bot", "namespace": NAMESPACE, "uid": "new", "deletionTimestamp": long_ago}}
+    claims = token_claims(issuer=ISSUER, namespace=NAMESPACE, account="bot", account_uid="old", audiences=[HUB_AUDIENCE],
+                          seconds=3600, now=dt.datetime.now(dt.UTC), bound=("Pod", "worker", "old"))
+    with pytest.raises(JwtRejected, match=r"^service account UID \(new\) does not match claim \(old\)$"):
+        tokens._jwt_user(claims, deleting)
+    with pytest.raises(JwtRejected, match=r"^pod UID \(new\) does not match service account pod ref claim \(old\)$"):
+        _check_bound_object(deleting, "Pod", claims["kubernetes.io"]["pod"])
+    same = {"metadata": {**deleting["metadata"], "uid": "old"}}
+    with pytest.raises(JwtRejected, match="^service account token has been invalidated$"):
+        _check_bound_object(same, "Pod", claims["kubernetes.io"]["pod"])
