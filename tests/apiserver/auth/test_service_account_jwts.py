@@ -20,7 +20,12 @@ import pytest
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
-from controlplane.apiserver.auth.serviceaccountjwt import JwtRejected, ServiceAccountOptions, TokenIssuer, token_claims
+from controlplane.apiserver.auth.serviceaccountjwt import (
+    JwtRejected,
+    ServiceAccountOptions,
+    TokenIssuer,
+    token_claims,
+)
 from controlplane.apiserver.auth.serviceaccountkeys import SigningKey
 from controlplane.apiserver.auth.serviceaccounts import ServiceAccountTokens, _check_bound_object
 from controlplane.apiserver.auth.tokens import TokenStore
@@ -407,5 +412,5 @@ def test_a_recreated_object_being_deleted_is_refused_for_its_uid_first_as_kube(h
     with pytest.raises(JwtRejected, match=r"^pod UID \(new\) does not match service account pod ref claim \(old\)$"):
         _check_bound_object(deleting, "Pod", claims["kubernetes.io"]["pod"])
     same = {"metadata": {**deleting["metadata"], "uid": "old"}}
-    with pytest.raises(JwtRejected, match="^service account token has been invalidated$"):
+    with pytest.raises(JwtRejected, match=r"^service account token has been invalidated$"):
         _check_bound_object(same, "Pod", claims["kubernetes.io"]["pod"])
