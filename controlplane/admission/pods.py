@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Final
 
 from controlplane.admission import checks
-from controlplane.admission.objects import admission_of, condition, is_finished, is_true
+from controlplane.admission.jobevents import Stop, stop_of_started
+from controlplane.admission.objects import is_finished
 from controlplane.apis import kueue_v1beta1 as kueue
 from controlplane.apis.kube.field import FieldError, forbidden
 
@@ -120,15 +120,6 @@ def finished(pod: Mapping[str, Any]) -> bool:
     return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
 
 
-@dataclass(frozen=True)
-class Stop:
-    """Why Kueue stops a Pod: its ``StopReason`` (the ``TerminationTarget`` reason) and the message
-    of the condition and of the Pod's Event ``Stopped``."""
-
-    reason: str
-    message: str
-
-
 def stop_of(pod: Mapping[str, Any], workload: Mapping[str, Any] | None) -> Stop | None:
     """Whether Kueue's job reconciler stops a managed Pod whose Workload is ``workload`` (None:
     it has none), in its order: a Workload being deleted stops even a gated or finished Pod; a
@@ -140,17 +131,10 @@ def stop_of(pod: Mapping[str, Any], workload: Mapping[str, Any] | None) -> Stop 
     if workload is not None and is_finished(workload):
         return None
     if workload is not None and _meta(workload).get("deletionTimestamp"):
-        return Stop("WorkloadDeleted", "Workload is deleted")
+        return stop_of_started(workload)
     if gated(pod) or finished(pod):
         return None
-    if workload is None:
-        return Stop("NoMatchingWorkload", "Missing Workload; unable to restore pod templates")
-    evicted = condition(workload, kueue.COND_EVICTED) or {}
-    if evicted.get("status") == "True":
-        return Stop(f"WorkloadEvictedDueTo{evicted.get('reason', '')}", str(evicted.get("message", "")))
-    if admission_of(workload) is None or not is_true(workload, kueue.COND_ADMITTED):
-        return Stop("NotAdmitted", "Not admitted by cluster queue")
-    return None
+    return stop_of_started(workload)
 
 
 def termination_target(stop: Stop) -> dict[str, str]:

@@ -40,7 +40,10 @@ ClusterQueues, LocalQueues, WorkloadPriorityClasses and Workloads (informers). O
   :mod:`controlplane.controllers.resourceinuse`) admits nothing and gives up the reservations
   still waiting for admission checks;
 * a finished workload's Workload gets Finished=True, and its quota is free again; a deleted
-  workload's Workload is deleted.
+  workload's Workload is deleted;
+* Kueue's job reconciler's Events on the queued workload: ``CreatedWorkload``, ``UpdatedWorkload``
+  (a held job's pod sets changed), ``FinishedWorkload``, and those of
+  :mod:`controlplane.controllers.jobstarting`.
 
 The detector holds a queued workload (no binding, so the scheduler never sees it) until its
 Workload is admitted (:class:`~controlplane.controllers.admissiongate.AdmissionGate`), and adds the admitted flavor's cluster labels
@@ -56,7 +59,7 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any, Final
 
-from controlplane.admission import checks, pods, podsets, requeuing, stopping
+from controlplane.admission import checks, jobevents, pods, podsets, requeuing, stopping
 from controlplane.admission import objects as adm
 from controlplane.admission import pending as pending_order
 from controlplane.admission.core import ClusterQueue, Pending, Target, Usage, Waiting, decide
@@ -133,6 +136,7 @@ class AdmissionController(KeyedController[Key]):
             old is None or event is WatchEventType.DELETED or adm.admission_of(old) != adm.admission_of(obj)
             or adm.is_true(old, kueue.COND_ADMITTED) != adm.is_true(obj, kueue.COND_ADMITTED)
             or adm.is_finished(old) != adm.is_finished(obj) or is_deleting(old) != is_deleting(obj)
+            or checks.states_of(old) != checks.states_of(obj)  # its job's UpdatedAdmissionCheck
         ):
             await self.loop.add(("workload", owner.api_version, owner.kind, owner.namespace, owner.name))
 
@@ -172,8 +176,13 @@ class AdmissionController(KeyedController[Key]):
         if pod_sets is None:
             return
         if wl is None:
+            if podsets.startable(source) and not podsets.suspended(source) and not self._finished(source, ref):
+                # As Kueue: a started job without a Workload is stopped first; it is made next sync.
+                return await self.starting.stop_without_workload(source)
             created = await ctx.objects.create(wl_rt, self._new_workload(source, queue, pod_sets))
             log.info("Workload %s created for %s in queue %s", adm.key_of(created), ref, queue)
+            await record_event(ctx, source, type=EventType.NORMAL, reason=EventReason.CREATED_WORKLOAD,
+                               message=jobevents.created(created))
         elif adm.admission_of(wl) is None and not adm.is_finished(wl):
             if podsets.startable(source) and not podsets.suspended(source):
                 # Stopped first (its count restored): the Workload never takes a partial admission's count.
@@ -184,7 +193,10 @@ class AdmissionController(KeyedController[Key]):
             if isinstance(active := (wl.get("spec") or {}).get("active"), bool):
                 wanted["active"] = active  # Kueue's switch: set by hand, or past the requeuing limit
             if (wl.get("spec") or {}) != wanted:
-                await ctx.objects.update(wl_rt, {**wl, "spec": wanted})
+                written = await ctx.objects.update(wl_rt, {**wl, "spec": wanted})
+                if (wl.get("spec") or {}).get("podSets") != wanted.get("podSets"):  # not a queue or priority alone
+                    await record_event(ctx, source, type=EventType.NORMAL, reason=EventReason.UPDATED_WORKLOAD,
+                                       message=jobevents.updated(written))
                 return
             await self._follow_source(wl_rt, wl, source, ref)
         else:
@@ -229,20 +241,28 @@ class AdmissionController(KeyedController[Key]):
         """Finished → Finished=True (quota freed); a job of a kind Kueue suspends is suspended until
         admitted, then started (:class:`~controlplane.controllers.jobstarting.JobStarting`)."""
         ctx = self.ctx
-        interpreter = interpreter_for(ref.api_version, ref.kind)
-        phase = interpreter.finished(source.get("status")) if interpreter is not None else None
+        phase = self._finished(source, ref)
         if phase is not None and not adm.is_finished(wl):
             finished = {"type": kueue.COND_FINISHED, "status": "True", "reason": str(phase), "message": f"Job finished: {phase}"}
             updated = copy.deepcopy(wl)
             status = updated.setdefault("status", {})
             status["conditions"] = with_condition(status.get("conditions") or [], finished, now=ctx.now_text())
-            await ctx.objects.update_status(wl_rt, updated)
+            written = await ctx.objects.update_status(wl_rt, updated)
+            await record_event(ctx, source, type=EventType.NORMAL, reason=EventReason.FINISHED_WORKLOAD,
+                               message=jobevents.finished(written))
             return
         await self.requeuing.record_pods_ready(wl, source)
         if phase is None and podsets.startable(source):
             await self.starting.follow(wl, source, ref)
         elif phase is None and pods.is_pod(source):
             await self.starting.ungate(wl, source, ref)
+
+    @staticmethod
+    def _finished(source: Mapping[str, Any], ref: WorkloadRef) -> str | None:
+        """The phase a finished workload ended in (the interpreter's word), None while it runs."""
+        interpreter = interpreter_for(ref.api_version, ref.kind)
+        phase = interpreter.finished(source.get("status")) if interpreter is not None else None
+        return None if phase is None else str(phase)
 
     # --- the admission cycle -----------------------------------------------------------------
 

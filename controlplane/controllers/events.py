@@ -82,8 +82,13 @@ class EventReason(StrEnum):
     EVICTED_LOCAL_QUEUE_STOPPED = "EvictedDueToLocalQueueStopped"
     EVICTED_ADMISSION_CHECK = "EvictedDueToAdmissionCheck"
     ADMISSION_CHECK_REJECTED = "AdmissionCheckRejected"
-    # Kueue's job reconciler's, on a job it stops (a Pod, deleted).
+    # Kueue's job reconciler's, on the queued job itself (``jobframework/events.go``).
     STOPPED = "Stopped"
+    STARTED = "Started"
+    CREATED_WORKLOAD = "CreatedWorkload"
+    UPDATED_WORKLOAD = "UpdatedWorkload"
+    FINISHED_WORKLOAD = "FinishedWorkload"
+    UPDATED_ADMISSION_CHECK = "UpdatedAdmissionCheck"
 
 
 async def record_event(

@@ -13,7 +13,9 @@ as it cannot be gated again, a started Pod whose Workload is evicted, not admitt
 stopped as Kueue's pod controller stops it: ``TerminationTarget=True`` with Kueue's reason, an
 Event ``Stopped``, then deleted, and Kueue's finalizer ``kueue.x-k8s.io/managed`` is removed once
 the Pod finishes, is deleted or its Workload finishes. The admission gate lets the job propagate
-only once it is started.
+only once it is started. The job gets Kueue's job reconciler's Events
+(:mod:`controlplane.admission.jobevents`): ``Started``, ``Stopped`` with why, ``UpdatedAdmissionCheck``
+while its checks are pending, ``FinishedWorkload`` when it fails to start.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any, Final
 
-from controlplane.admission import checks, pods, podsets
+from controlplane.admission import checks, jobevents, pods, podsets
 from controlplane.admission import objects as adm
 from controlplane.apis import kueue_v1beta1 as kueue
 from controlplane.apis.events import EventType
@@ -49,12 +51,17 @@ class JobStarting:
 
     def __init__(self, ctx: ControllerContext, kinds: Kinds, wl_rt: ResourceType) -> None:
         self.ctx, self.kinds, self.wl_rt = ctx, kinds, wl_rt
+        self._told_checks: dict[str, str] = {}
+        """Per Workload UID, the ``UpdatedAdmissionCheck`` message last recorded on its job (so a
+        message is told once, not on every sync)."""
 
     async def follow(self, wl: dict[str, Any], source: dict[str, Any], ref: WorkloadRef) -> None:
         """Start ``source`` once its Workload is admitted, stop it when it no longer is."""
         ctx = self.ctx
         admitted = adm.admission_of(wl) is not None and adm.is_true(wl, kueue.COND_ADMITTED)
         flipping = admitted == podsets.suspended(source)
+        if not admitted and podsets.suspended(source):
+            await self._tell_checks(wl, source)
         rt = ctx.registry.require(ref.api_version, ref.kind)
         # Kueue's podSetsInfo: admitted, the admitted count (partial admission); suspended again, its own.
         updated = {**source, "spec": dict(source.get("spec") or {})}  # the count is in spec's own fields
@@ -76,8 +83,10 @@ class JobStarting:
             try:  # the flavors' node labels and the checks' podSetUpdates
                 updated = podsets.start(updated, wl, self._node_labels(wl))
             except checks.PodSetUpdateConflict as err:  # as Kueue: no point in retrying
-                return await self._failed_to_start(wl, ref, err)
-        await ctx.objects.update(rt, updated)
+                return await self._failed_to_start(wl, source, err)
+        written = await ctx.objects.update(rt, updated)
+        if flipping:
+            await record_event(ctx, written, type=EventType.NORMAL, reason=EventReason.STARTED, message=jobevents.started(wl))
         log.info("%s %s", ("unsuspended" if admitted else "suspended until admitted:") if flipping else "admitted count set:", ref)
 
     async def ungate(self, wl: dict[str, Any], pod: dict[str, Any], ref: WorkloadRef) -> None:
@@ -85,14 +94,37 @@ class JobStarting:
         the admission's node labels and checks' ``podSetUpdates`` merged in. A Pod is never gated
         again (kube lets gates only be removed): stopped, it is held at the hub."""
         admitted = adm.admission_of(wl) is not None and adm.is_true(wl, kueue.COND_ADMITTED)
+        if not admitted and pods.gated(pod):
+            await self._tell_checks(wl, pod)
         if not admitted or not pods.gated(pod) or adm.is_finished(wl):
             return
         try:
             started = pods.start(pod, self._node_labels(wl).get("main", {}), checks.states_of(wl))
         except checks.PodSetUpdateConflict as err:
-            return await self._failed_to_start(wl, ref, err)
-        await self.ctx.objects.update(self.ctx.registry.require(ref.api_version, ref.kind), started)
+            return await self._failed_to_start(wl, pod, err)
+        written = await self.ctx.objects.update(self.ctx.registry.require(ref.api_version, ref.kind), started)
+        await record_event(self.ctx, written, type=EventType.NORMAL, reason=EventReason.STARTED, message=jobevents.started(wl))
         log.info("ungated: %s", ref)
+
+    async def stop_without_workload(self, job: dict[str, Any]) -> None:
+        """Kueue's stop of a started job it finds no Workload for (``NoMatchingWorkload``):
+        suspended, with nothing to restore its templates from; its Workload is made next."""
+        suspended = copy.deepcopy(job)
+        kueue.set_job_suspend(suspended, True)
+        await self._stop(self.ctx.registry.require(str(job.get("apiVersion")), str(job.get("kind"))), suspended, None)
+
+    async def _tell_checks(self, wl: Mapping[str, Any], job: Mapping[str, Any]) -> None:
+        """Kueue's ``UpdatedAdmissionCheck`` on a held job whose Workload holds quota: the pending
+        checks' messages, once per change."""
+        uid = str((wl.get("metadata") or {}).get("uid") or "")
+        message = jobevents.admission_checks_message(wl) if adm.admission_of(wl) is not None else ""
+        if not message:
+            self._told_checks.pop(uid, None)
+            return
+        if self._told_checks.get(uid) == message:
+            return
+        self._told_checks[uid] = message
+        await record_event(self.ctx, job, type=EventType.NORMAL, reason=EventReason.UPDATED_ADMISSION_CHECK, message=message)
 
     async def stop_pod(self, pod: dict[str, Any], stop: pods.Stop) -> None:
         """Kueue's ``Stop`` of a Pod: ``TerminationTarget=True`` (the stop's reason and message) in
@@ -121,19 +153,24 @@ class JobStarting:
         cluster_keys = {k for c in self.ctx.clusters.items() for k in ((c.get("metadata") or {}).get("labels") or {})}
         return adm.node_labels_by_pod_set(adm.admission_of(wl) or {}, self.kinds.flavors(), cluster_keys)
 
-    async def _failed_to_start(self, wl: dict[str, Any], ref: WorkloadRef, err: checks.PodSetUpdateConflict) -> None:
-        """Kueue's ``FailedToStart``: the Workload finishes (its quota freed), the job stays held."""
+    async def _failed_to_start(self, wl: dict[str, Any], job: dict[str, Any], err: checks.PodSetUpdateConflict) -> None:
+        """Kueue's ``FailedToStart``: the Workload finishes (its quota freed, the job's Event
+        ``FinishedWorkload``), the job stays held."""
         failed = {"type": kueue.COND_FINISHED, "status": "True", "reason": checks.REASON_FAILED_TO_START, "message": str(err)}
         status = copy.deepcopy(wl.get("status") or {})
         status["conditions"] = with_condition(status.get("conditions") or [], failed, now=self.ctx.now_text())
         await self.ctx.objects.update_status(self.wl_rt, {**wl, "status": status})
-        log.warning("%s failed to start: %s", ref, err)
+        await record_event(self.ctx, job, type=EventType.NORMAL, reason=EventReason.FINISHED_WORKLOAD, message=jobevents.finished(wl))
+        log.warning("%s failed to start: %s", WorkloadRef.of(job), err)
 
-    async def _stop(self, rt: ResourceType, job: dict[str, Any], wl: Mapping[str, Any]) -> None:
-        """Kueue's ``Stop``: suspended (a Job's own count back), a Job's startTime cleared (kube
-        lets a suspended Job's scheduling directives change only until it starts), then its own
-        pod templates back (the Workload's pod sets)."""
+    async def _stop(self, rt: ResourceType, job: dict[str, Any], wl: Mapping[str, Any] | None) -> None:
+        """Kueue's ``Stop``: suspended (a Job's own count back) with the Event ``Stopped`` saying
+        why, a Job's startTime cleared (kube lets a suspended Job's scheduling directives change
+        only until it starts), then its own pod templates back (the Workload's pod sets; none
+        without a Workload)."""
         written = await self.ctx.objects.update(rt, job)
+        stop = jobevents.stop_of_started(wl) or jobevents.Stop("NotAdmitted", jobevents.NOT_ADMITTED)
+        await record_event(self.ctx, written, type=EventType.NORMAL, reason=EventReason.STOPPED, message=stop.message)
         log.info("suspended until admitted: %s", WorkloadRef.of(job))
         step: dict[str, Any] | None = written
         conflicts = 0
@@ -149,13 +186,15 @@ class JobStarting:
                     raise
                 step = await self.ctx.objects.get(rt, namespace=str(job["metadata"]["namespace"]), name=str(job["metadata"]["name"]))
 
-    async def _restore(self, rt: ResourceType, job: dict[str, Any], wl: Mapping[str, Any]) -> dict[str, Any] | None:
+    async def _restore(self, rt: ResourceType, job: dict[str, Any], wl: Mapping[str, Any] | None) -> dict[str, Any] | None:
         """One step of a stopped job's way back to its own templates: a Job's startTime cleared,
         then every pod set's template restored from the Workload. The written job, None when there
         was nothing left to do."""
         if _is_job(job) and "startTime" in (job.get("status") or {}):
             status = {k: v for k, v in job["status"].items() if k != "startTime"}
             return await self.ctx.objects.update_status(rt, {**job, "status": status})
+        if wl is None:
+            return None
         restored = podsets.restore(job, wl)
         if restored == job:
             return None

@@ -325,6 +325,9 @@ async def test_a_conflicting_pod_set_update_fails_the_job_to_start(objects: Obje
     assert await works_of(objects, "a1") == []
     wl_name = await queued_workload_name(objects, "Job", "a1")
     assert f"failed to start (Workload default/{wl_name}): invalid admission check" in condition(hub_job, "Propagated")["message"]
+    events = (await objects.list(objects.registry.require("v1", "Event"), namespace="default")).items
+    assert [e["message"] for e in events if e["reason"] == "FinishedWorkload" and e["involvedObject"]["name"] == "a1"] == [
+        f"Workload 'default/{wl_name}' is declared finished"]  # on the Job, as Kueue's job reconciler says it
 
 
 async def test_retry_with_requeue_after_seconds_holds_the_workload_until_requeue_at(
