@@ -17,7 +17,7 @@ from controlplane.controllers.federatedhpa.podmetrics import MemberPods, PodMetr
 from controlplane.controllers.manager import ControllerManager
 
 from .conftest import FAST
-from .fleet import deployment, eventually, get_object, node_shape, propagation_policy, put_cluster
+from .fleet import deployment, eventually, get_object, node_shape, propagation_policy, put_cluster, settled
 
 FHPA_API = "autoscaling.karmada.io/v1alpha1"
 WORK_API = "work.gpufed.io/v1alpha1"
@@ -61,6 +61,20 @@ async def report(objects: ObjectStore, cluster: str, owner: str, utilization: li
     await objects.update_status(rt, {**current, "status": status})
 
 
+async def placed_on_onprem(objects: ObjectStore, name: str, *, kind: str = "Deployment", api_version: str = "apps/v1") -> None:
+    """Cluster onprem and a policy placing every ``kind`` there; returns once ``name`` is placed
+    (a FederatedHPA reads its target's binding: Karmada's target clusters)."""
+    await put_cluster(objects, "onprem", node_shape(2, gpus=8))
+    await objects.create(objects.registry.require("policy.gpufed.io/v1alpha1", "PropagationPolicy"), propagation_policy(
+        f"onprem-{kind.lower()}", kind=kind, api_version=api_version, placement={"clusterAffinity": {"clusterNames": ["onprem"]}}))
+
+    async def bound() -> bool:
+        binding = await get_object(objects, WORK_API, "ResourceBinding", f"{name}-{kind.lower()}", namespace="default")
+        return bool(((binding or {}).get("spec") or {}).get("clusters"))
+
+    await eventually(bound, what=f"{name} placed on onprem")
+
+
 async def replicas(objects: ObjectStore, name: str) -> int:
     rt = objects.registry.require("apps/v1", "Deployment")
     return int((await objects.get(rt, namespace="default", name=name))["spec"]["replicas"])
@@ -83,29 +97,32 @@ async def events(objects: ObjectStore, name: str) -> list[tuple[str, str]]:
 
 
 async def test_gpu_utilization_across_members_scales_the_workload(objects: ObjectStore, manager: ControllerManager) -> None:
-    await objects.create(objects.registry.require("apps/v1", "Deployment"), deployment("web", replicas=2))
-    # One pod in each member, both 90 % busy: 90 / 50 x 2 -> 4.
-    await report(objects, "onprem", "web", [0.9])
-    await report(objects, "cloud", "web", [0.9], start=1)
+    await spread_over_two(objects)
+    await settled(manager)  # both members seen, so the first decision divides over both
+    await objects.create(objects.registry.require("apps/v1", "Deployment"), deployment("web", replicas=4))
+    await eventually(lambda: placed_two_and_two(objects), what="web placed 2 and 2")
+    # Two pods in each member, all 75 % busy: 75 / 50 x 4 -> 6.
+    await report(objects, "onprem", "web", [0.75, 0.75])
+    await report(objects, "cloud", "web", [0.75, 0.75], start=2)
     await objects.create(objects.registry.require(FHPA_API, "FederatedHPA"), fhpa("web", GPU_UTIL, behavior=QUICK_DOWN))
 
     async def scaled_to(n: int) -> bool:
         return await replicas(objects, "web") == n
 
-    await eventually(lambda: scaled_to(4), what="web scaled to 4")
+    await eventually(lambda: scaled_to(6), what="web scaled to 6")
 
     async def recorded() -> dict[str, Any] | None:
         status = await status_of(objects, "web")
-        return status if status.get("currentReplicas") == 4 or status.get("lastScaleTime") else None
+        return status if status.get("currentReplicas") == 6 or status.get("lastScaleTime") else None
 
     status = await eventually(recorded, what="the FederatedHPA's status")
-    assert status["desiredReplicas"] == 4
+    assert status["desiredReplicas"] == 6
     assert status["currentMetrics"] == [
-        {"type": "Pods", "pods": {"metric": {"name": "DCGM_FI_DEV_GPU_UTIL"}, "current": {"averageValue": "90"}}}]
+        {"type": "Pods", "pods": {"metric": {"name": "DCGM_FI_DEV_GPU_UTIL"}, "current": {"averageValue": "75"}}}]
     assert conditions(status)["ScalingActive"] == ("True", "ValidMetricFound")
-    assert ("SuccessfulRescale", "New size: 4; reason: pods metric DCGM_FI_DEV_GPU_UTIL above target") in await events(objects, "web")
+    assert ("SuccessfulRescale", "New size: 6; reason: pods metric DCGM_FI_DEV_GPU_UTIL above target") in await events(objects, "web")
 
-    # Four pods now, 10 % busy: 10 / 50 x 4 -> 1 (the 0 s window lets it go at once).
+    # The same four pods, 10 % busy: 10 / 50 x 4 -> 1 (the 0 s window lets it go at once).
     await report(objects, "onprem", "web", [0.1, 0.1])
     await report(objects, "cloud", "web", [0.1, 0.1], start=2)
     await eventually(lambda: scaled_to(1), what="web scaled down to 1")
@@ -114,6 +131,7 @@ async def test_gpu_utilization_across_members_scales_the_workload(objects: Objec
 
 async def test_a_metric_the_hub_cannot_answer_stops_scaling(objects: ObjectStore, manager: ControllerManager) -> None:
     await objects.create(objects.registry.require("apps/v1", "Deployment"), deployment("cpu-bound", replicas=2))
+    await placed_on_onprem(objects, "cpu-bound")
     await report(objects, "onprem", "cpu-bound", [0.9, 0.9])
     cpu = {"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 50}}}
     await objects.create(objects.registry.require(FHPA_API, "FederatedHPA"), fhpa("cpu-bound", cpu))
@@ -145,11 +163,16 @@ async def test_a_failing_metric_is_reported_while_the_others_scale(objects: Obje
     """kube records each failing metric's Warning Event even when another metric scales the target
     (then without FailedComputeMetricsReplicas); here once, while the failure stays the same."""
     await objects.create(objects.registry.require("apps/v1", "Deployment"), deployment("web", replicas=2))
+    await placed_on_onprem(objects, "web")
     await report(objects, "onprem", "web", [0.9, 0.9])
     external = {"type": "External", "external": {"metric": {"name": "queue_depth"},
                                                  "target": {"type": "Value", "value": "10"}}}
     rt = objects.registry.require(FHPA_API, "FederatedHPA")
-    await objects.create(rt, fhpa("web", GPU_UTIL))
+    capped = fhpa("web", GPU_UTIL)
+    # At most 4: right after a rescale the binding still places the old count, and the
+    # calibration (its replicas over the new count) would ask for more for a sync.
+    capped["spec"]["maxReplicas"] = 4
+    await objects.create(rt, capped)
 
     async def scaled() -> bool:
         return await replicas(objects, "web") == 4

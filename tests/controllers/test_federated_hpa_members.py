@@ -1,7 +1,8 @@
 """The FederatedHPA over members that are not all there, and over a target whose scale has no
 usable selector: Karmada's calibration when a member is not Ready (its replicas, from the
 binding, are left out of the count and the result scaled to the whole target), Karmada's
-``FailedGetTargetClusters`` when the binding places the target nowhere, and kube's
+``FailedGetBinding`` when the target has no binding, ``FailedGetTargetClusters`` when the
+binding places it nowhere, and kube's
 ``InvalidSelector`` when the scale's selector is missing or does not parse and
 ``AmbiguousSelector`` when two FederatedHPAs select the same pods."""
 
@@ -16,6 +17,7 @@ import pytest
 from controlplane.apiserver.crd.controller import CrdController
 from controlplane.apiserver.errors import Conflict
 from controlplane.apiserver.objects import ObjectStore
+from controlplane.controllers.federatedhpa.controller import no_binding_error
 from controlplane.controllers.manager import ControllerManager
 
 from .conftest import FAST
@@ -27,6 +29,7 @@ from .test_federated_hpa import (
     conditions,
     events,
     fhpa,
+    placed_on_onprem,
     placed_two_and_two,
     replicas,
     report,
@@ -143,12 +146,53 @@ async def test_a_binding_placing_no_cluster_is_karmadas_failed_get_target_cluste
         assert await replicas(objects, "web") == 2
 
 
+async def test_a_target_without_a_binding_is_karmadas_failed_get_binding(objects: ObjectStore, manager: ControllerManager) -> None:
+    """No policy selects web: Karmada's ``FailedGetBinding`` (not every member's pods counted); once
+    a policy places it, it scales."""
+    await objects.create(objects.registry.require("apps/v1", "Deployment"), deployment("web", replicas=2))
+    await report(objects, "onprem", "web", [0.9, 0.9])
+    await objects.create(objects.registry.require(FHPA_API, "FederatedHPA"), fhpa("web", GPU_UTIL))
+
+    async def failed() -> dict[str, Any] | None:
+        status = await status_of(objects, "web")
+        return status if conditions(status).get("AbleToScale", ("", ""))[1] == "FailedGetBinding" else None
+
+    status = await eventually(failed, what="AbleToScale False")
+    able = next(c for c in status["conditions"] if c["type"] == "AbleToScale")
+    assert (able["status"], able["message"]) == (
+        "False", "the HPA controller was unable to get the binding by scaleTargetRef: No label of policy found. ")
+    assert await events(objects, "web") == [("FailedGetBindings", "No label of policy found. ")]
+    assert await replicas(objects, "web") == 2
+
+    await placed_on_onprem(objects, "web")
+    await report(objects, "onprem", "web", [0.9, 0.9])  # its report again, after the cluster's
+
+    async def scaled() -> bool:
+        return await replicas(objects, "web") == 4
+
+    await eventually(scaled, what="web scaled once placed")
+
+
+@pytest.mark.parametrize(("labels", "propagated", "error"), [
+    ({}, None, "Target resource has no label. "),
+    ({"app": "web"}, None, "No label of policy found. "),
+    ({"app": "web"}, "NoPolicyMatched", "No label of policy found. "),
+    ({}, "WaitingForQuota", "Length of binding list is zero. "),  # selected, held for quota
+    ({"app": "web"}, "PolicyClaimed", "Length of binding list is zero. "),  # selected, not written yet
+])
+def test_karmadas_error_for_a_target_without_a_binding(labels: dict[str, str], propagated: str | None, error: str) -> None:
+    conditions = [{"type": "Propagated", "status": "False", "reason": propagated}] if propagated else []
+    target = {"metadata": {"name": "web", "labels": labels}, "status": {"conditions": conditions}}
+    assert no_binding_error(target) == error
+
+
 async def test_pods_two_federated_hpas_select_are_kubes_ambiguous_selector(
     objects: ObjectStore, manager: ControllerManager
 ) -> None:
     """Both select the pods of web (app=web): neither scales, each says kube's AmbiguousSelector
     with kube's Events; once one is deleted, the other scales."""
     await objects.create(objects.registry.require("apps/v1", "Deployment"), deployment("web", replicas=2))
+    await placed_on_onprem(objects, "web")
     await report(objects, "onprem", "web", [0.9, 0.9])
     rt = objects.registry.require(FHPA_API, "FederatedHPA")
     second = fhpa("web", GPU_UTIL)
@@ -197,6 +241,7 @@ async def test_a_scale_without_a_usable_selector_is_kubes_invalid_selector(
     await objects.create(server_rt, {"apiVersion": f"{GROUP}/v1", "kind": "Server",
                                               "metadata": {"name": "web", "namespace": "default"},
                                               "spec": {"replicas": 2}})
+    await placed_on_onprem(objects, "web", kind="Server", api_version=f"{GROUP}/v1")
     target = fhpa("web", GPU_UTIL)
     target["spec"]["scaleTargetRef"] = {"apiVersion": f"{GROUP}/v1", "kind": "Server", "name": "web"}
     await objects.create(objects.registry.require(FHPA_API, "FederatedHPA"), target)

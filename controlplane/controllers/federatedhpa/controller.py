@@ -9,7 +9,7 @@ the hub then divides the replicas over clusters as for any replica change), the 
 status as kube's HPA controller writes it (``currentReplicas``, ``desiredReplicas``,
 ``currentMetrics``, ``lastScaleTime``, conditions ``AbleToScale``, ``ScalingActive``,
 ``ScalingLimited``) and Events (``SuccessfulRescale``, ``FailedGetScale``, Karmada's
-``FailedGetTargetClusters``, ``AmbiguousSelector``, ``FailedGet*Metric``...).
+``FailedGetBindings`` and ``FailedGetTargetClusters``, ``AmbiguousSelector``, ``FailedGet*Metric``...).
 
 Each FederatedHPA is looked at every ``--horizontal-pod-autoscaler-sync-period`` (the key comes
 back after that delay: one queue and one timer for them all) and at once when its spec changes.
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import copy
 import logging
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
@@ -42,7 +43,7 @@ from controlplane.controllers.federatedhpa.resources import FleetPods
 from controlplane.controllers.federatedhpa.selecting import HPASelectors, InvalidSelector, scale_selector
 from controlplane.controllers.pods import OwnerKey, PodUtilization, gpu_utilization_by_owner
 from controlplane.controllers.reconciling import KeyedController
-from controlplane.controllers.workloads import is_deleting
+from controlplane.controllers.workloads import PropagatedReason, WorkloadConditionType, is_deleting
 from controlplane.objectclient import WatchEventType, errors
 
 log = logging.getLogger(__name__)
@@ -52,6 +53,22 @@ CONFLICT_RETRY_SECONDS = 0.2
 _CONDITION_ORDER = ("AbleToScale", "ScalingActive", "ScalingLimited")
 #: Karmada's error when the target's binding places it in no cluster (its trailing space included).
 NO_TARGET_CLUSTERS = "Binding has no schedulable clusters. "
+#: Karmada's ``AbleToScale`` reason when the target has no binding (its Event's is ``FailedGetBindings``).
+FAILED_GET_BINDING = "FailedGetBinding"
+#: The Propagated reasons of a target a policy selects (Karmada would have labelled it as claimed).
+_SELECTED = frozenset({PropagatedReason.CLAIMED, PropagatedReason.WAITING_FOR_QUOTA, PropagatedReason.INVALID_OBJECT})
+
+
+def no_binding_error(target: Mapping[str, Any]) -> str:
+    """Karmada's error for a target it finds no binding of (its trailing space included), in its
+    order: a target without labels; one no policy claims (Karmada reads the claim from a policy
+    label; the hub from the target's ``Propagated`` condition); one claimed, its binding not made
+    yet (a queued workload held for quota, say)."""
+    propagated = next((c for c in dig(target, "status", "conditions") or () if isinstance(c, Mapping)
+                       and c.get("type") == WorkloadConditionType.PROPAGATED), {})
+    if propagated.get("reason") in _SELECTED:
+        return "Length of binding list is zero. "
+    return "No label of policy found. " if dig(target, "metadata", "labels") else "Target resource has no label. "
 
 
 def set_condition(status: dict[str, Any], condition_type: str, condition: Condition, *, now: datetime) -> None:
@@ -144,7 +161,12 @@ class FederatedHPAController(KeyedController[Key]):
         current = dig(target, *spec_path)
         current = current if isinstance(current, int) and not isinstance(current, bool) else 1
         binding = ctx.binding_for(namespace, target_name, target_rt.kind)
-        if binding is not None and not BindingView(binding).clusters:
+        if binding is None:
+            await self._unable_to_scale(fhpa, original, status, EventReason.FAILED_GET_BINDINGS,
+                                        "the HPA controller was unable to get the binding by scaleTargetRef",
+                                        no_binding_error(target), now=now, condition_reason=FAILED_GET_BINDING)
+            return
+        if not BindingView(binding).clusters:
             await self._unable_to_scale(fhpa, original, status, EventReason.FAILED_GET_TARGET_CLUSTERS,
                                         "the HPA controller was unable to get the target clusters from binding",
                                         NO_TARGET_CLUSTERS, now=now)
@@ -157,10 +179,9 @@ class FederatedHPAController(KeyedController[Key]):
             # Karmada lists each target cluster's pods first and leaves out, replicas and all, a
             # cluster it cannot list them in.
             members = [m for m in await ctx.pod_metrics.pod_metrics(namespace, selector)
-                       if m.answered and (counted is None or m.cluster in counted)]
-            if counted is not None:
-                counted &= {m.cluster for m in members}
-        if counted is not None and current > 0 and not sum(placed[member] for member in counted):
+                       if m.answered and m.cluster in counted]
+            counted &= {m.cluster for m in members}
+        if current > 0 and not sum(placed[member] for member in counted):
             problem = "failed to get replicas in any of clusters, possibly because all of clusters are not ready"
             await self._failed_get_scale(fhpa, original, status, problem, now=now)
             return
@@ -196,7 +217,7 @@ class FederatedHPAController(KeyedController[Key]):
                 return
             fleet = None if members is None else FleetPods(namespace, members, now)
             evaluation = evaluate(metrics, pods, samples, current=current, fleet=fleet,
-                                  calibration=calibration_of(placed, counted or (), current_replicas=current))
+                                  calibration=calibration_of(placed, counted, current_replicas=current))
             metric_statuses = evaluation.statuses
             # kube's Warning Event of each metric that failed, whether or not the others scale.
             self.failed_metrics[(namespace, name)] = frozenset(
@@ -255,12 +276,9 @@ class FederatedHPAController(KeyedController[Key]):
         status.update(currentReplicas=current, desiredReplicas=desired, currentMetrics=metric_statuses or None)
         await self._write_status(fhpa, original, status)
 
-    def _members(self, binding: dict[str, Any] | None) -> tuple[dict[str, int], set[str] | None]:
+    def _members(self, binding: dict[str, Any]) -> tuple[dict[str, int], set[str]]:
         """Karmada's target clusters: the replicas the target's ``binding`` places in each member,
-        and the members among them that are Ready, whose pods are counted (None when the target has
-        no binding: every member's pods are)."""
-        if binding is None:
-            return {}, None
+        and the members among them that are Ready, whose pods are counted."""
         placed = {str(c["name"]): int(c.get("replicas") or 0) for c in BindingView(binding).clusters if c.get("name")}
         ready = {str((c.get("metadata") or {}).get("name")) for c in self.ctx.clusters.items()
                  if ready_since(c) is not None}
@@ -276,8 +294,8 @@ class FederatedHPAController(KeyedController[Key]):
         template = dig(target, "spec", "template", "metadata", "labels")
         return [template] if pods and isinstance(template, dict) else []
 
-    def _pod_samples(self, owner: OwnerKey, counted: set[str] | None) -> PodUtilization:
-        """The target's GPU pods in the ``counted`` members (None: every member) and the
+    def _pod_samples(self, owner: OwnerKey, counted: set[str]) -> PodUtilization:
+        """The target's GPU pods in the ``counted`` members and the
         utilization of those measured, each pod named by its cluster and its name there. Each
         cluster's report is read once per version (:attr:`reports`), however many FederatedHPAs
         look at it."""
@@ -288,7 +306,7 @@ class FederatedHPAController(KeyedController[Key]):
             meta = cluster.get("metadata") or {}
             cluster_name, version = str(meta.get("name")), str(meta.get("resourceVersion"))
             seen.add(cluster_name)
-            if counted is not None and cluster_name not in counted:
+            if cluster_name not in counted:
                 continue
             cached = self.reports.get(cluster_name)
             if cached is None or cached[0] != version:
@@ -307,10 +325,11 @@ class FederatedHPAController(KeyedController[Key]):
                                     "the HPA controller was unable to get the target's current scale", problem, now=now)
 
     async def _unable_to_scale(self, fhpa: dict[str, Any], original: dict[str, Any], status: dict[str, Any],
-                               reason: EventReason, what: str, problem: str, *, now: datetime) -> None:
-        """``AbleToScale`` ``False`` with ``reason`` and ``what: problem``, and the Warning Event
-        ``reason``, ``problem``."""
-        failure = Condition("False", reason, f"{what}: {problem}")
+                               reason: EventReason, what: str, problem: str, *, now: datetime,
+                               condition_reason: str | None = None) -> None:
+        """``AbleToScale`` ``False`` with ``condition_reason`` (default: ``reason``) and ``what:
+        problem``, and the Warning Event ``reason``, ``problem``."""
+        failure = Condition("False", condition_reason or reason, f"{what}: {problem}")
         await self._warn_on_change(fhpa, status, "AbleToScale", failure, (reason, problem))
         set_condition(status, "AbleToScale", failure, now=now)
         await self._write_status(fhpa, original, status)
