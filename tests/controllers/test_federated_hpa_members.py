@@ -133,17 +133,20 @@ async def test_a_binding_placing_no_cluster_is_karmadas_failed_get_target_cluste
         await eventually(bound, what="web's binding")
         await objects.create(objects.registry.require(FHPA_API, "FederatedHPA"), fhpa("web", GPU_UTIL))
 
-        async def failed() -> dict[str, Any] | None:
-            status = await status_of(objects, "web")
-            return status if conditions(status).get("AbleToScale", ("", ""))[1] == "FailedGetTargetClusters" else None
-
-        status = await eventually(failed, what="AbleToScale False")
-        able = next(c for c in status["conditions"] if c["type"] == "AbleToScale")
+        able = await unable_to_scale(objects, "web", "FailedGetTargetClusters")
         assert (able["status"], able["message"]) == (
             "False", "the HPA controller was unable to get the target clusters from binding: "
                      "Binding has no schedulable clusters. ")
         assert await events(objects, "web") == [("FailedGetTargetClusters", "Binding has no schedulable clusters. ")]
         assert await replicas(objects, "web") == 2
+
+
+async def unable_to_scale(objects: ObjectStore, name: str, reason: str) -> dict[str, Any]:
+    """``name``'s ``AbleToScale`` condition, once its reason is ``reason``."""
+    async def probe() -> dict[str, Any] | None:
+        status = await status_of(objects, name)
+        return next((c for c in status.get("conditions") or () if c["type"] == "AbleToScale" and c["reason"] == reason), None)
+    return await eventually(probe, what=f"AbleToScale {reason}")
 
 
 async def test_a_target_without_a_binding_is_karmadas_failed_get_binding(objects: ObjectStore, manager: ControllerManager) -> None:
@@ -153,12 +156,7 @@ async def test_a_target_without_a_binding_is_karmadas_failed_get_binding(objects
     await report(objects, "onprem", "web", [0.9, 0.9])
     await objects.create(objects.registry.require(FHPA_API, "FederatedHPA"), fhpa("web", GPU_UTIL))
 
-    async def failed() -> dict[str, Any] | None:
-        status = await status_of(objects, "web")
-        return status if conditions(status).get("AbleToScale", ("", ""))[1] == "FailedGetBinding" else None
-
-    status = await eventually(failed, what="AbleToScale False")
-    able = next(c for c in status["conditions"] if c["type"] == "AbleToScale")
+    able = await unable_to_scale(objects, "web", "FailedGetBinding")
     assert (able["status"], able["message"]) == (
         "False", "the HPA controller was unable to get the binding by scaleTargetRef: No label of policy found. ")
     assert await events(objects, "web") == [("FailedGetBindings", "No label of policy found. ")]
