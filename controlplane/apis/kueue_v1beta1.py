@@ -38,8 +38,7 @@ LABEL_QUEUE_NAME: Final = "kueue.x-k8s.io/queue-name"
 LABEL_PRIORITY_CLASS: Final = "kueue.x-k8s.io/priority-class"
 #: The label Kueue puts on a Workload: the UID of the job it was made for (``JobUIDLabel``).
 LABEL_JOB_UID: Final = "kueue.x-k8s.io/job-uid"
-#: Kueue's mark of a Pod it manages (``ManagedByKueueLabelKey``; its only value ``"true"``), and the
-#: name of the finalizer Kueue's pod webhook gives such a Pod (``PodFinalizer``).
+#: Kueue's mark of a Pod it manages (its only value ``"true"``), also its finalizer's name.
 LABEL_MANAGED: Final = "kueue.x-k8s.io/managed"
 MANAGED_FINALIZER: Final = LABEL_MANAGED
 #: A batch/v1 Job's annotation allowing partial admission: the fewest pods it runs with (its pod
