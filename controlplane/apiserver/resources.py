@@ -103,7 +103,7 @@ class ScaleSubresource:
     spec_replicas: str = "spec.replicas"
     status_replicas: str = "status.replicas"
     #: A metav1.LabelSelector (matchLabels/matchExpressions) shown as a selector string, or a
-    #: field already holding one as a string.
+    #: field already holding one as a string; empty for none (a CRD without ``labelSelectorPath``).
     label_selector: str = "spec.selector"
     #: The selector is a plain map of labels (ReplicationController's ``spec.selector``).
     label_set: bool = False

@@ -44,7 +44,7 @@ def scale_interpreters(types: Iterable[ResourceType]) -> list[tuple[str, ScaleIn
                 group, kind,
                 spec_replicas=tuple(rt.scale.spec_replicas.split(".")),
                 status_replicas=tuple(rt.scale.status_replicas.split(".")),
-                label_selector=tuple(rt.scale.label_selector.split(".")),
+                label_selector=tuple(rt.scale.label_selector.split(".")) if rt.scale.label_selector else (),
             )))
         except ValueError as exc:  # only a CRD written around the API's validation gets here
             log.warning("%s.%s: its scale subresource gives it no replicas: %s", kind, group, exc)

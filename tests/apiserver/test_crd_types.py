@@ -3,6 +3,7 @@ JSONPath cells) and the scale subresource's label selector string."""
 
 from __future__ import annotations
 
+import copy
 from datetime import UTC, datetime
 from typing import Any
 
@@ -14,6 +15,7 @@ from controlplane.apiserver.crd.types import (
     json_path_getter,
     version_priority,
 )
+from controlplane.apiserver.crd.scaling import custom_scale
 from controlplane.apiserver.objects.scale import scale_of
 
 CRD: dict[str, Any] = {
@@ -70,6 +72,18 @@ def test_the_storage_version_is_served_with_the_crds_names_and_subresources() ->
     assert rt.key(namespace=None, name="a") == "/registry/ml.example.com/trainers/a"
     scale = scale_of(rt, OBJ)
     assert (scale["spec"], scale["status"]) == ({"replicas": 3}, {"replicas": 2, "selector": "app=a"})
+
+
+def test_a_scale_without_label_selector_path_has_no_selector() -> None:
+    """kube's scaleFromCustomResource reads a selector only through a declared
+    ``labelSelectorPath``: without one the Scale has none, whatever ``.status.selector`` holds."""
+    crd = copy.deepcopy(CRD)
+    del crd["spec"]["versions"][1]["subresources"]["scale"]["labelSelectorPath"]
+    rt, _ = custom_types(crd)
+    assert rt.scale is not None and rt.scale.label_selector == ""
+    scale = scale_of(rt, OBJ)
+    assert scale["status"] == {"replicas": 2}
+    assert custom_scale(rt, OBJ)[0]["status"] == {"replicas": 2}
 
 
 def test_printer_columns_read_kubes_jsonpath() -> None:

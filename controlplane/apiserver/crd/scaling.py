@@ -91,7 +91,7 @@ def custom_scale(rt: ResourceType, obj: dict[str, Any]) -> tuple[dict[str, Any],
         raise errors.NotFound("the server could not find the requested resource")
     spec, found = _nested(obj, rt.scale.spec_replicas, "int64")
     status, _ = _nested(obj, rt.scale.status_replicas, "int64")
-    selector, _ = _nested(obj, rt.scale.label_selector, "string")
+    selector, _ = _nested(obj, rt.scale.label_selector, "string") if rt.scale.label_selector else (None, False)
     meta = obj["metadata"]
     scale: dict[str, Any] = {
         "kind": "Scale", "apiVersion": "autoscaling/v1",

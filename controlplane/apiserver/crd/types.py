@@ -241,7 +241,8 @@ def custom_types(crd: dict[str, Any]) -> list[ResourceType]:
             scale=ScaleSubresource(
                 spec_replicas=_dotted(scale["specReplicasPath"]),
                 status_replicas=_dotted(scale["statusReplicasPath"]),
-                label_selector=_dotted(scale.get("labelSelectorPath") or ".status.selector"),
+                # No labelSelectorPath: kube's Scale has no selector.
+                label_selector=_dotted(scale["labelSelectorPath"]) if scale.get("labelSelectorPath") else "",
             ) if isinstance(scale, dict) else None,
             extra_field_selectors=_selectable_fields(version),
             defaults=hooks.defaults, validate=hooks.validate,

@@ -32,7 +32,7 @@ def scale_of(rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
     """The autoscaling/v1 Scale view of ``obj``."""
     spec = require_scale(rt)
     meta = obj["metadata"]
-    selector = dig(obj, *spec.label_selector.split("."))
+    selector = dig(obj, *spec.label_selector.split(".")) if spec.label_selector else None
     status: dict[str, Any] = {"replicas": dig(obj, *spec.status_replicas.split(".")) or 0}
     if isinstance(selector, dict) and spec.label_set:
         status["selector"] = LabelSelector.from_dict({"matchLabels": selector}).to_string()
