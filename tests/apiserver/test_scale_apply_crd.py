@@ -42,6 +42,31 @@ async def test_an_applied_scale_sets_and_owns_the_crds_replicas_path(api: Client
     assert owners[("creator", "Update", "")]["fieldsV1"]["f:spec"] == {"f:image": {}}
 
 
+async def test_a_scale_update_is_recorded_without_a_time(api: Client) -> None:
+    """kube's ScaleHandler.ToParent gives the replicas' new owner an entry at the parent's version
+    without a time (it takes times from the parent's entries only), for a PUT and a patch alike."""
+    definition = crd("ml.example.com", "Trainer", "trainers", SCHEMA)
+    definition["spec"]["versions"][0]["subresources"]["scale"] = {
+        "specReplicasPath": ".spec.workers", "statusReplicasPath": ".status.workers",
+    }
+    await install(api, definition, TRAINERS)
+    trainer = {"apiVersion": "ml.example.com/v1", "kind": "Trainer", "metadata": {"name": "t"},
+               "spec": {"workers": 2, "image": "i"}}
+    assert (await api.post(f"{TRAINERS}?fieldManager=creator", json=trainer)).status == 201
+    scale = {"apiVersion": "autoscaling/v1", "kind": "Scale", "metadata": {"name": "t"}, "spec": {"replicas": 4}}
+    assert (await api.put(f"{TRAINERS}/t/scale?fieldManager=scaler", json=scale)).status == 200
+    merge = {"Content-Type": "application/merge-patch+json"}
+    patched = await api.patch(f"{TRAINERS}/t/scale?fieldManager=patcher", json={"spec": {"replicas": 5}}, headers=merge)
+    assert patched.status == 200, await patched.text()
+    stored = await (await api.get(f"{TRAINERS}/t")).json()
+    owners = {(m["manager"], m["operation"], m.get("subresource", "")): m for m in stored["metadata"]["managedFields"]}
+    assert owners.pop(("patcher", "Update", "scale")) == {
+        "manager": "patcher", "operation": "Update", "apiVersion": "ml.example.com/v1",
+        "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {"f:workers": {}}}, "subresource": "scale",
+    }
+    assert list(owners) == [("creator", "Update", "")] and "time" in owners[("creator", "Update", "")]
+
+
 async def test_a_custom_resources_scale_takes_its_uid_as_a_precondition(api: Client) -> None:
     definition = crd("ml.example.com", "Trainer", "trainers", SCHEMA)
     definition["spec"]["versions"][0]["subresources"]["scale"] = {

@@ -287,10 +287,12 @@ def record_update(
         else:
             entry.fields -= _trackable(seen.added | seen.modified, section) | seen.removed
     if changed:
-        entry = _Entry(manager, operation, api_version, section, now)
+        # A write through /scale is recorded as kube's ScaleHandler records it: without a time.
+        time = None if section == "scale" else now
+        entry = _Entry(manager, operation, api_version, section, time)
         existing = managed.setdefault(entry.identity, entry)
         existing.fields |= changed
-        existing.time = now
+        existing.time = time
     _store_managed(result, managed)
     return result
 
