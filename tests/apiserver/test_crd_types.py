@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
+from controlplane.apiserver.crd.scaling import custom_scale
 from controlplane.apiserver.crd.types import (
     crd_resource_type,
     custom_types,
     json_path_getter,
     version_priority,
 )
-from controlplane.apiserver.crd.scaling import custom_scale
 from controlplane.apiserver.objects.scale import scale_of
 
 CRD: dict[str, Any] = {

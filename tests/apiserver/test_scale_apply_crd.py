@@ -17,7 +17,9 @@ SCHEMA: dict[str, Any] = {"type": "object", "properties": {
 }}
 
 
-async def test_an_applied_scale_sets_and_owns_the_crds_replicas_path(api: Client) -> None:
+async def created_by_creator(api: Client) -> None:
+    """Trainer ``t`` (2 workers, image ``i``), created by the manager ``creator``; its CRD's
+    scale subresource at ``.spec.workers``."""
     definition = crd("ml.example.com", "Trainer", "trainers", SCHEMA)
     definition["spec"]["versions"][0]["subresources"]["scale"] = {
         "specReplicasPath": ".spec.workers", "statusReplicasPath": ".status.workers",
@@ -26,6 +28,10 @@ async def test_an_applied_scale_sets_and_owns_the_crds_replicas_path(api: Client
     trainer = {"apiVersion": "ml.example.com/v1", "kind": "Trainer", "metadata": {"name": "t"},
                "spec": {"workers": 2, "image": "i"}}
     assert (await api.post(f"{TRAINERS}?fieldManager=creator", json=trainer)).status == 201
+
+
+async def test_an_applied_scale_sets_and_owns_the_crds_replicas_path(api: Client) -> None:
+    await created_by_creator(api)
     body = "apiVersion: autoscaling/v1\nkind: Scale\nmetadata:\n  name: t\nspec:\n  replicas: 6\n"
     refused = await api.patch(f"{TRAINERS}/t/scale?fieldManager=autoscaler", data=body, headers=APPLY)
     assert refused.status == 409
@@ -45,14 +51,7 @@ async def test_an_applied_scale_sets_and_owns_the_crds_replicas_path(api: Client
 async def test_a_scale_update_is_recorded_without_a_time(api: Client) -> None:
     """kube's ScaleHandler.ToParent gives the replicas' new owner an entry at the parent's version
     without a time (it takes times from the parent's entries only), for a PUT and a patch alike."""
-    definition = crd("ml.example.com", "Trainer", "trainers", SCHEMA)
-    definition["spec"]["versions"][0]["subresources"]["scale"] = {
-        "specReplicasPath": ".spec.workers", "statusReplicasPath": ".status.workers",
-    }
-    await install(api, definition, TRAINERS)
-    trainer = {"apiVersion": "ml.example.com/v1", "kind": "Trainer", "metadata": {"name": "t"},
-               "spec": {"workers": 2, "image": "i"}}
-    assert (await api.post(f"{TRAINERS}?fieldManager=creator", json=trainer)).status == 201
+    await created_by_creator(api)
     scale = {"apiVersion": "autoscaling/v1", "kind": "Scale", "metadata": {"name": "t"}, "spec": {"replicas": 4}}
     assert (await api.put(f"{TRAINERS}/t/scale?fieldManager=scaler", json=scale)).status == 200
     merge = {"Content-Type": "application/merge-patch+json"}
