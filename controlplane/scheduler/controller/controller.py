@@ -17,9 +17,9 @@ not move for nothing:
 * a cluster it runs in is gone, or no longer admitted by the placement's affinity term;
 * for a kind without replicas or a Duplicated workload (it goes to every feasible cluster): a
   cluster it does not run in (or may not yet: its first decision under way) joined or changed
-  (labels, taints, readiness, or its nodes' labels, taints and allocatable resources), and once whenever this scheduler first sees the binding (a new
-  leader), as Karmada schedules such objects every time and reschedules a Duplicated workload when
-  the fleet changes;
+  (labels, taints, readiness, or its nodes' labels, taints and allocatable resources), and once
+  whenever this scheduler first sees the binding (a new leader), as Karmada schedules such
+  objects every time and reschedules a Duplicated workload when the fleet changes;
 * a member reported replicas it cannot place, and a report confirms there is no room for them
   or they waited longer than the grace period (:mod:`~controlplane.scheduler.controller.moves`).
   Those replicas are moved — the cluster keeps the rest and takes no new ones in that
