@@ -47,7 +47,8 @@ from controlplane.apiserver import errors
 from controlplane.apiserver.aggregator.frontproxy import ensure_front_proxy
 from controlplane.apiserver.aggregator.proxying import aggregation_middleware
 from controlplane.apiserver.aggregator.registrations import AggregatedApis, builtin_group_versions
-from controlplane.apiserver.app import ANONYMOUS_PATHS, create_app
+from controlplane.apiserver.anonymous import ANONYMOUS_PATHS, MONITORING_PATHS
+from controlplane.apiserver.app import create_app
 from controlplane.apiserver.auth.bootstrap import ca_routes, join_routes, token_routes
 from controlplane.apiserver.auth.certificates import CertificateAdmission
 from controlplane.apiserver.auth.clusterrestriction import ClusterRestriction
@@ -307,7 +308,9 @@ class Hub(ShutdownOnce):
             computed=computed,
             # Asked as system:anonymous without credentials, then RBAC decides: the CA whatever --anonymous-auth
             # (a joining agent cannot send its token before it trusts the hub; kubeadm's cluster-info).
-            anonymous_paths=[CA_PATH, *([*ANONYMOUS_PATHS, *ui_anonymous_paths()] if self.config.anonymous_auth else [])],
+            anonymous_paths=[CA_PATH, *(
+                [*ANONYMOUS_PATHS, *MONITORING_PATHS, *ui_anonymous_paths()] if self.config.anonymous_auth else []
+            )],
             outer_middlewares=[self.metrics.middleware()],
             inner_middlewares=[aggregation_middleware(self.aggregation)],
             flow_control=self.config.serving_limits.flow_control(),

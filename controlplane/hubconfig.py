@@ -70,8 +70,9 @@ class HubConfig:
     #: --client-ca-file: the CA client certificates are verified against; None: the hub's own CA
     #: when it issues its serving certificate, else no client certificates (apiserver/clientcertificates.py).
     client_ca_file: Path | None = None
-    #: --anonymous-auth: a request without credentials to a public-info path or the dashboard is
-    #: system:anonymous; else 401 (but for the CA, which joining agents fetch without credentials).
+    #: --anonymous-auth: a request without credentials to a public-info path, the dashboard or a
+    #: monitoring path (/metrics, a single check, /debug/*: then RBAC's 403) is system:anonymous; else
+    #: 401 (but for the CA, which joining agents fetch without credentials).
     anonymous_auth: bool = True
     #: --audit-policy-file, --audit-log-* and --audit-webhook-*: the audit backends (None: no auditing,
     #: as kube without a policy).

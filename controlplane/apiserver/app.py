@@ -1,7 +1,8 @@
 """The kube-compatible HTTP API of the hub (and of simulated member clusters).
 
 ``create_app(object_store, registry, authenticator=..., authorizer=...)`` returns an
-aiohttp application serving: health (``/healthz``, ``/livez``, ``/readyz`` in kube's format; :mod:`.health`),
+aiohttp application serving: health (``/healthz``, ``/livez``, ``/readyz`` in kube's format; :mod:`.health`;
+their checks' results on ``/metrics/slis``, :mod:`.healthslis`),
 ``/version`` (these four also without credentials, as ``system:anonymous``, by default), discovery (``/api``, ``/api/v1``, ``/apis``, ``/apis/<g>[/<v>]``),
 OpenAPI (``/openapi/v3``, one v3 document per group-version, and ``/openapi/v2`` as JSON
 or protobuf: :mod:`controlplane.apiserver.openapi`), every resource path, and the create-only
@@ -44,6 +45,7 @@ from controlplane.apis.apiextensions.crd import VERSION as CRD_VERSION
 from controlplane.apis.bookmarks import BOOKMARK_BEFORE_TIMEOUT, BOOKMARK_PERIOD
 from controlplane.apiserver import errors, negotiation
 from controlplane.apiserver.admission import AdmissionPlugin, ValidateWrite, WebhookCalls, write_validation
+from controlplane.apiserver.anonymous import ANONYMOUS_PATHS, AnonymousPaths
 from controlplane.apiserver.audit import (
     AUTHENTICATED_AS,
     AUTHORIZATION,
@@ -73,6 +75,7 @@ from controlplane.apiserver.flowcontrol import (
 from controlplane.apiserver.flowcontrol.debugging import debug_routes
 from controlplane.apiserver.flowcontrol.maxinflight import MaxInFlight, MaxInFlightConfig
 from controlplane.apiserver.handlers import REQUEST_INFO, WARNINGS, ResourceHandlers, json_response
+from controlplane.apiserver.healthslis import HealthcheckSLIs
 from controlplane.apiserver.identity import (
     ANONYMOUS_USER,
     Authenticator,
@@ -113,12 +116,6 @@ USER = web.RequestKey("user", UserInfo)
 
 #: The health checks: not counted by flow control. They are authenticated as any other path.
 HEALTH_PATHS = frozenset({"/healthz", "/livez", "/readyz"})
-#: Paths a request without credentials may ask as ``system:anonymous`` (group
-#: ``system:unauthenticated``), as kube's anonymous authenticator restricted by
-#: ``AuthenticationConfiguration`` ``anonymous.conditions`` to exactly the paths of RBAC's
-#: ``system:public-info-viewer``; the authorizer still decides. Any other path without credentials
-#: (``/healthz/etcd`` too) is 401, and so is every path with credentials that fail.
-ANONYMOUS_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/version", "/version/"})
 #: Subresources kube counts as long-running (not in the in-flight limit): proxied streams and
 #: the agents' tunnels that carry them.
 _LONG_RUNNING_SUBRESOURCES = frozenset({"proxy", "tunnel", "log", "exec", "attach", "portforward"})
@@ -278,6 +275,7 @@ def auth_middleware(
     anonymous_paths: frozenset[str] = ANONYMOUS_PATHS,
 ) -> Middleware:
     cached = authenticator.authenticate_cached if isinstance(authenticator, CachedAuthenticator) else None
+    anonymous = AnonymousPaths(anonymous_paths)
 
     @web.middleware
     async def authenticate(request: web.Request, handler: Handler) -> web.StreamResponse:
@@ -309,7 +307,7 @@ def auth_middleware(
             errors_seen = [str(rejected), *(["invalid bearer token"] if token is not None else [])]
             logger.error('"Unable to authenticate the request" err="[%s]"', ", ".join(errors_seen))
             raise errors.Unauthorized("Unauthorized")  # kube's words: the reason is in the server's log only
-        if user is None and token is None and request.path in anonymous_paths:
+        if user is None and token is None and anonymous.match(request.path):
             user = ANONYMOUS_USER  # the authorizer decides: RBAC's system:public-info-viewer allows it
         if user is None:
             raise errors.Unauthorized(
@@ -426,7 +424,7 @@ def create_app(
     """The API server application over ``object_store`` serving ``registry``.
 
     With an ``authenticator`` every request is authenticated, whatever its path (a bearer token or
-    a client certificate; without either, ``anonymous_paths`` are asked as ``system:anonymous``,
+    a client certificate; without either, ``anonymous_paths`` (a trailing ``*`` a prefix) are asked as ``system:anonymous``,
     any other is 401), and the ``authorizer`` (if any) decides each request; the
     ``admission`` plugins then check each write's final object for its user. Open
     watches end when the application shuts down; the store is the caller's to close.
@@ -559,7 +557,8 @@ def create_app(
 
     app.cleanup_ctx.append(lifecycle)
     app.on_shutdown.append(on_shutdown)
-    app.router.add_routes(endpoints.health(stop).routes())
+    slis = HealthcheckSLIs()
+    app.router.add_routes([*endpoints.health(stop, slis).routes(), *slis.routes()])
     app.router.add_get("/version", endpoints.version)
     app.router.add_get("/version/", endpoints.version)  # as kube-apiserver does (kr8s asks for it)
     # Both with and without the slash, as kube-apiserver serves them (the kubernetes Python

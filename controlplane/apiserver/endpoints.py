@@ -1,5 +1,5 @@
 """The API server's non-resource endpoints: health (``/livez``, ``/readyz``, ``/healthz`` with
-their checks), ``/version``, discovery (``/api``, ``/apis``, plain and aggregated), OpenAPI, and the
+their checks, their results on ``/metrics/slis``), ``/version``, discovery (``/api``, ``/apis``, plain and aggregated), OpenAPI, and the
 route of ``/api/...`` and ``/apis/...`` to discovery documents or the resource handlers.
 
 In: the object store (the ``etcd`` check), the registry and the computed resources (discovery), the
@@ -19,6 +19,7 @@ from controlplane.apiserver import discovery, errors
 from controlplane.apiserver.computed import ComputedResource
 from controlplane.apiserver.handlers import REQUEST_INFO, ResourceHandlers, json_response
 from controlplane.apiserver.health import HealthEndpoints
+from controlplane.apiserver.healthslis import HealthcheckSLIs
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.apiserver.openapi.serving import OpenApiEndpoints
 from controlplane.apiserver.resources import Registry
@@ -50,10 +51,11 @@ class Endpoints:
         #: The last readiness verdict, so that a failing store is logged once, not per probe.
         self._ready = True
 
-    def health(self, stop: asyncio.Event) -> HealthEndpoints:
+    def health(self, stop: asyncio.Event, slis: HealthcheckSLIs | None = None) -> HealthEndpoints:
         """``/livez``, ``/readyz`` and ``/healthz`` in kube's format: etcd answers (not for
         ``/livez``: a hub cannot mend its store by restarting), and ``/readyz`` fails from the
-        moment the server begins to shut down (``stop``), so a load balancer stops sending to it."""
+        moment the server begins to shut down (``stop``), so a load balancer stops sending to it.
+        Their checks' results are recorded in ``slis`` (``/metrics/slis``)."""
 
         async def not_stopping() -> None:
             if stop.is_set():
@@ -62,6 +64,7 @@ class Endpoints:
         return HealthEndpoints(
             {"ping": _passes, "log": _passes, "etcd": self._store_answers, "shutdown": not_stopping},
             HUB_HEALTH_CHECKS,
+            slis,
         )
 
     async def _store_answers(self) -> None:

@@ -12,9 +12,10 @@ real one when its API is unhealthy.
 
 In: named asynchronous checks (an exception or a timeout is a failure) and which endpoint runs
 which. Out: :func:`render_health` (pure) and :class:`HealthEndpoints`, served as routes (the hub:
-``/<endpoint>`` needs no credentials, ``/<endpoint>/<check>`` does, as kube's
-``system:public-info-viewer`` allows) or as a middleware in front of an application (a simulated
-member, where all of them are public).
+``/<endpoint>`` is anyone's, as kube's ``system:public-info-viewer`` allows, ``/<endpoint>/<check>``
+``system:monitoring``'s) or as a middleware in front of an application (a simulated member, where all
+of them are public). Each check an endpoint runs is recorded for ``/metrics/slis``
+(:mod:`.healthslis`) when given a place to record it.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from dataclasses import dataclass
 
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
+
+from controlplane.apiserver.healthslis import HealthcheckSLIs
 
 #: kube-apiserver's endpoints, each with the checks it runs (by name, from the checks given).
 ENDPOINTS: Mapping[str, tuple[str, ...]] = {
@@ -81,11 +84,16 @@ async def _run(check: Check) -> str | None:
 class HealthEndpoints:
     """The health endpoints of one server: ``checks`` by name, and which endpoint runs which."""
 
-    def __init__(self, checks: Mapping[str, Check], endpoints: Mapping[str, tuple[str, ...]] = ENDPOINTS) -> None:
+    def __init__(
+        self, checks: Mapping[str, Check], endpoints: Mapping[str, tuple[str, ...]] = ENDPOINTS,
+        slis: HealthcheckSLIs | None = None,
+    ) -> None:
         if missing := {name for names in endpoints.values() for name in names} - checks.keys():
             raise ValueError(f"health endpoints name checks that are not given: {sorted(missing)}")
         self._checks = checks
         self._endpoints = endpoints
+        #: Where each check ``/<endpoint>`` runs is recorded (``/metrics/slis``), if anywhere.
+        self._slis = slis
 
     async def answer(self, request: web.Request, endpoint: str, single: str = "") -> web.StreamResponse:
         """The answer of ``/<endpoint>`` (``single``: of ``/<endpoint>/<single>``)."""
@@ -98,10 +106,15 @@ class HealthEndpoints:
                 return web.Response(status=500, text=f"internal server error: {error}\n")
             return web.Response(text="ok")
         excluded = {name for value in request.query.getall("exclude", []) for name in value.split(",") if name}
-        results = [
-            CheckResult(name, excluded=True) if name in excluded else CheckResult(name, await _run(self._checks[name]))
-            for name in names
-        ]
+        results = []
+        for name in names:
+            if name in excluded:
+                results.append(CheckResult(name, excluded=True))
+                continue
+            result = CheckResult(name, await _run(self._checks[name]))
+            if self._slis is not None:
+                self._slis.observe(name, endpoint, passed=result.error is None)
+            results.append(result)
         status, body = render_health(
             endpoint, results, verbose="verbose" in request.query, unmatched_excludes=sorted(excluded - set(names))
         )

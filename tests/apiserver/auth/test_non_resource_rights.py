@@ -1,8 +1,9 @@
 """Who may read the hub's non-resource paths, on a real hub (real etcd, HTTPS), as kube's default RBAC
-decides: discovery and OpenAPI for every authenticated user (``system:discovery``), ``/metrics`` and
-the single health checks for the group ``system:monitoring``, ``/debug/*`` for ``cluster-admin`` or
-whom a ClusterRole grants it, and a bootstrap token no more than discovery, public info, the CA and
-the dashboard. A refusal is kube's 403 (``forbidden: User "x" cannot get path "/metrics"``)."""
+decides: discovery and OpenAPI for every authenticated user (``system:discovery``), ``/metrics``,
+``/metrics/slis`` and the single health checks for the group ``system:monitoring``, ``/debug/*`` for
+``cluster-admin`` or whom a ClusterRole grants it, and a bootstrap token no more than discovery,
+public info, the CA and the dashboard. A refusal is kube's 403 (``forbidden: User "x" cannot get
+path "/metrics"``), for ``system:anonymous`` too."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from .realhub import Client, eventually
 RBAC = "/apis/rbac.authorization.k8s.io/v1"
 DISCOVERY = ("/api", "/api/v1", "/apis", "/apis/apps/v1", "/openapi/v2", "/openapi/v3", "/version")
 PUBLIC = (*DISCOVERY, "/healthz", "/livez", "/readyz", CA_PATH, "/ui", "/ui/dashboard.js")
-MONITORING = ("/metrics", "/healthz/etcd", "/readyz/ping", "/livez/ping")
+MONITORING = ("/metrics", "/metrics/slis", "/healthz/etcd", "/readyz/ping", "/livez/ping")
 DEBUG = ("/debug/writes", "/debug/api_priority_and_fairness/dump_priority_levels")
 
 
@@ -63,8 +64,13 @@ async def test_metrics_and_single_checks_are_for_system_monitoring(hub: Hub, ses
         assert (await get(session, hub, path, alice))[0] == 200, path
     for path in DEBUG:
         await assert_forbidden(session, hub, path, prometheus, "prometheus")
-    # Without credentials, only the public-info paths and the CA and dashboard are anonymous.
-    for path in ("/metrics", "/api", "/openapi/v2", *DEBUG):
+    # Without credentials: system:anonymous on the monitoring and debug paths, which RBAC refuses it
+    # (kube's 403); discovery and OpenAPI are 401.
+    for path in (*MONITORING, *DEBUG):
+        code, status = await get(session, hub, path, None)
+        assert code == 403, (path, status)
+        assert status["message"] == f'forbidden: User "system:anonymous" cannot get path "{path}"', status
+    for path in ("/api", "/openapi/v2"):
         assert (await get(session, hub, path, None))[0] == 401, path
 
 

@@ -1,7 +1,8 @@
 """The public-info paths (``/healthz``, ``/livez``, ``/readyz``, ``/version``), the hub's CA and the
 dashboard on a real hub (real etcd, HTTPS), authenticated as kube-apiserver authenticates them:
 credentials that fail are 401 there too, a request without credentials is ``system:anonymous`` and
-RBAC decides (``system:public-info-viewer``, ``gpufed:public-info-viewer``), and
+RBAC decides (``system:public-info-viewer``, ``gpufed:public-info-viewer``; on ``/metrics``, the single
+checks and ``/debug/*`` kube's 403 for ``system:anonymous``), and
 ``--anonymous-auth=false`` answers it 401 but for the CA, which a joining agent fetches before it
 trusts the hub."""
 
@@ -29,6 +30,7 @@ from .realhub import Client, eventually
 
 PUBLIC_INFO = ("/healthz", "/livez", "/readyz", "/version", "/version/")
 DASHBOARD = ("/ui", "/ui/", "/ui/dashboard.js")
+MONITORING = ("/metrics", "/metrics/slis", "/healthz/etcd", "/livez/ping", "/readyz/shutdown", "/debug/writes")
 PUBLIC_INFO_BINDING = "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/gpufed:public-info-viewer"
 POLICY = {"apiVersion": "audit.k8s.io/v1", "kind": "Policy", "rules": [{"level": "Metadata"}]}
 
@@ -67,8 +69,14 @@ async def test_public_info_is_anonymous_but_credentials_that_fail_are_401(audite
         assert code == 200, (path, body)
         assert "gitVersion" in body if path.startswith("/version") else body == "ok", (path, body)
         assert_unauthorized(await get(hub, path, token="not-a-token"), path)
-    # Only the paths system:public-info-viewer names: one check of /healthz needs credentials.
-    assert_unauthorized(await get(hub, "/healthz/etcd"), "/healthz/etcd")
+    # Only the paths system:public-info-viewer names: the single checks, /metrics and /debug/* are
+    # system:anonymous's too, and kube's 403 for it (system:monitoring's, cluster-admin's).
+    for path in MONITORING:
+        code, status = await get(hub, path)
+        assert code == 403, (path, status)
+        assert (status["kind"], status["reason"]) == ("Status", "Forbidden"), status
+        assert status["message"] == f'forbidden: User "system:anonymous" cannot get path "{path}"', status
+        assert_unauthorized(await get(hub, path, token="not-a-token"), path)
     assert await get(hub, "/healthz/etcd", load_kubeconfig(hub.kubeconfig_path).token) == (200, "ok")
 
     found = [json.loads(line) for line in log.read_text().splitlines()]
@@ -87,7 +95,7 @@ async def test_without_anonymous_auth_every_path_needs_credentials(tmp_path: Pat
     stays anonymous: an agent joins as before."""
     async with Hub(HubConfig(state_dir=tmp_path / "hub", port=0, anonymous_auth=False)) as hub:
         kubeconfig = load_kubeconfig(hub.kubeconfig_path)
-        for path in (*PUBLIC_INFO, *DASHBOARD):
+        for path in (*PUBLIC_INFO, *DASHBOARD, *MONITORING):
             assert_unauthorized(await get(hub, path), path)
             assert (await get(hub, path, kubeconfig.token))[0] == 200, path
         assert await kube_probe(hub.kubeconfig_path)(0.0)
