@@ -102,6 +102,7 @@ async def test_webhooks_see_a_scale_write_through_its_version(api: Api, server: 
     scale = {"apiVersion": "autoscaling/v1", "kind": "Scale", "metadata": {"name": "s", "namespace": "default"},
              "spec": {"replicas": 3}}
     code, scaled, _ = await api.call("PUT", f"{V2}/s/scale", scale)
+    assert code == 200, json.dumps(scaled)
     assert (code, scaled["spec"]) == (200, {"replicas": 3}), json.dumps(scaled)
     [review] = server.received["/seen-v2"]
     request = review["request"]
@@ -112,3 +113,53 @@ async def test_webhooks_see_a_scale_write_through_its_version(api: Api, server: 
     )
     assert request["object"]["spec"] == {"replicas": 3}
     assert server.received["/seen-v1"] == []
+
+
+async def test_admission_sees_the_scale_of_the_requests_version(api: Api, server: WebhookServer) -> None:
+    """kube's ScaleREST admits a write through a version's ``scale`` with the Scale read through that
+    version's own scale paths: here v1, the storage version, has no ``labelSelectorPath`` and v2 has
+    one, so the webhooks and a ValidatingAdmissionPolicy see v2's selector, and what the mutating
+    webhook sets is the object's replicas."""
+    crd = conversion.crd(server.client("/convert"))
+    for version in crd["spec"]["versions"]:
+        version["schema"]["openAPIV3Schema"]["properties"]["status"]["properties"]["selector"] = {"type": "string"}
+    crd["spec"]["versions"][1]["subresources"]["scale"]["labelSelectorPath"] = ".status.selector"
+    code, created, _ = await api.call("POST", conversion.CRDS, crd)
+    assert code == 201, created
+    await served(api, server.client("/convert"))
+    body = {**crontab("v1", "s"), "spec": {"cronSpec": "1 * * * *", "replicas": 1}}
+    code, created, _ = await api.call("POST", V1, body)
+    assert code == 201, json.dumps(created)
+    code, written, _ = await api.call("PUT", f"{V1}/s/status", {**created, "status": {"replicas": 1, "selector": "app=s"}})
+    assert code == 200, json.dumps(written)
+
+    rule = {**_rule("v2"), "operations": ["UPDATE"], "resources": ["crontabs/scale"]}
+    await configure(api, "Mutating", "cap", {**_hook("cap.acme.io", server.client("/cap"), "v2"), "rules": [rule]})
+    await configure(api, "Validating", "seen", {**_hook("v2.acme.io", server.client("/seen-v2"), "v2"), "rules": [rule]})
+    selector = {"expression": "has(object.status.selector) && object.status.selector == 'app=s'",
+                "message": "the Scale names its selector"}
+    await bind(api, policy("selects", selector, matchConstraints={"resourceRules": [rule]}), binding("selects", "selects", "Deny"))
+
+    scale = {"apiVersion": "autoscaling/v1", "kind": "Scale", "metadata": {"name": "s", "namespace": "default"},
+             "spec": {"replicas": 5}}
+    code, scaled, _ = await api.call("PUT", f"{V2}/s/scale", scale)
+    assert code == 200, json.dumps(scaled)
+    assert (code, scaled["spec"], scaled["status"]) == (200, {"replicas": 2}, {"replicas": 1, "selector": "app=s"}), json.dumps(scaled)
+    [mutating] = server.received["/cap"]
+    [validating] = server.received["/seen-v2"]
+    for review in (mutating, validating):
+        request = review["request"]
+        assert (request["kind"], request["resource"], request["subResource"]) == (
+            {"group": "autoscaling", "version": "v1", "kind": "Scale"},
+            {"group": "stable.example.com", "version": "v2", "resource": "crontabs"}, "scale",
+        )
+        assert (request["object"]["kind"], request["object"]["status"]) == ("Scale", {"replicas": 1, "selector": "app=s"})
+        assert request["oldObject"]["spec"] == {"replicas": 1} and request["oldObject"]["status"]["selector"] == "app=s"
+    assert (mutating["request"]["object"]["spec"], validating["request"]["object"]["spec"]) == ({"replicas": 5}, {"replicas": 2})
+    code, stored, _ = await api.call("GET", f"{V1}/s")
+    assert stored["spec"] == {"cronSpec": "1 * * * *", "replicas": 2}, json.dumps(stored)
+    # A merge patch through v2's scale is admitted the same way.
+    code, patched, _ = await api.call("PATCH", f"{V2}/s/scale", {"spec": {"replicas": 7}},
+                                      **{"Content-Type": "application/merge-patch+json"})
+    assert (code, patched["spec"]) == (200, {"replicas": 2}), json.dumps(patched)
+    assert server.received["/seen-v2"][-1]["request"]["object"]["status"]["selector"] == "app=s"

@@ -21,6 +21,7 @@ from aiohttp import web
 from controlplane.apis.kube.field import go_printed
 from controlplane.apis.untyped import dig
 from controlplane.apiserver import errors
+from controlplane.apiserver.admission import Operation, WebhookCalls, WebhookRequest
 from controlplane.apiserver.decoding import decode_body
 from controlplane.apiserver.handlers import (
     ResourceHandlers,
@@ -201,11 +202,11 @@ class ConvertedScale:
         objects, warnings = self._handlers.objects, request_warnings(request)
         args = self._handlers.write_args(request, warnings)
         manager = args.pop("field_manager", None)
-        webhooks = args.get("webhooks")
-        args["webhooks"] = None if webhooks is None else webhooks.made_through(rt)
+        webhooks: WebhookCalls | None = args.get("webhooks")
         args["recorded_managed_fields"], args["recorded_subresource"] = True, "scale"
-        # The admission webhooks see the write as a Scale of the stored object; a storage version
-        # without a scale subresource of its own has it read through the request's version's paths.
+        # The object layer writes the storage version (its Scale read through the request's
+        # version's paths when the storage version has no scale subresource); admission sees the
+        # request's version's Scale (:class:`_RequestVersionScale`).
         writing = stored if stored.scale is not None else dataclasses.replace(stored, scale=rt.scale)
         paths = objects.replicas_paths(rt)
         modified = errors.conflict_modified(plural=rt.plural, group=rt.group, name=info.name)
@@ -230,6 +231,10 @@ class ConvertedScale:
                     sent_to=(info.namespace, info.name) if sent else None,
                 )
             named = new["metadata"].get("resourceVersion") != served["metadata"].get("resourceVersion")
+            if webhooks is not None:
+                admitted = _RequestVersionScale(webhooks, rt, served)
+                new = await admitted.mutated(new, name=info.name, namespace=info.namespace, dry_run=args["dry_run"])
+                args["webhooks"] = admitted
             converted = await self._conversions.stored(rt, new)
             converted["metadata"]["resourceVersion"] = new["metadata"].get("resourceVersion")
             args["expected_uid"] = str(uid) if uid else None
@@ -249,3 +254,39 @@ class ConvertedScale:
                 raise errors.BadRequest(exc.message) from None
             return json_response(scale, warnings=warnings)
         raise modified
+
+
+class _RequestVersionScale:
+    """The admission of one write through ``rt``'s ``scale`` whose object the object layer stores in
+    the storage version: as kube's ScaleREST admits it, the webhooks and policies see a Scale read
+    through ``rt``'s own scale paths (an ``autoscaling/v1`` Scale of ``rt``'s resource, subresource
+    ``scale``). The mutating webhooks run on the object in ``rt``'s version before it is converted
+    (:meth:`mutated`; kube's scale update admits the Scale before its store's update), the
+    validating ones and the policies when the object layer asks, on the object written."""
+
+    def __init__(self, calls: WebhookCalls, rt: ResourceType, served: dict[str, Any]) -> None:
+        self._calls = calls
+        self._rt = rt
+        self._old, _ = custom_scale(rt, served)
+        self._new: dict[str, Any] | None = None
+
+    async def mutated(self, new: dict[str, Any], *, name: str, namespace: str | None, dry_run: bool) -> dict[str, Any]:
+        """``new`` (in ``rt``'s version) with the replicas the mutating webhooks set on its Scale."""
+        scale, _ = custom_scale(self._rt, new)
+        request = WebhookRequest(Operation.UPDATE, self._rt, name, namespace, scale, self._old,
+                                 subresource="scale", dry_run=dry_run)
+        patched = await self._calls.mutate(request)
+        if patched is not None:
+            new = merge_patch(new, replicas_patch(self._rt, patched, name=name))
+        self._new, _ = custom_scale(self._rt, new)
+        return new
+
+    async def mutate(self, request: WebhookRequest) -> dict[str, Any] | None:
+        return None  # done in the request's version (:meth:`mutated`)
+
+    async def validate(self, request: WebhookRequest) -> None:
+        assert self._new is not None, "mutated() runs before the object layer validates"
+        await self._calls.validate(dataclasses.replace(request, resource=self._rt, obj=self._new, old=self._old))
+
+    def made_through(self, rt: ResourceType) -> WebhookCalls:
+        return self
