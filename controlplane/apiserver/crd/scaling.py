@@ -3,9 +3,10 @@ serves each version with that version's own ``subresources.scale``: the object r
 to the request's version, its Scale read there through that version's ``specReplicasPath``,
 ``statusReplicasPath`` and ``labelSelectorPath`` (:func:`custom_scale`, kube's
 ``scaleFromCustomResource`` and its errors); a write sets that version's replicas field on it, and
-the object is converted back and stored. The write's managedFields entry is recorded as kube's
-scale handler records it: the replicas' owners found by each version's replicas field (no
-conversion), the writer's entry at the request's version.
+the object is converted back and stored. Admission sees the write as kube's does: a Scale of the
+request's version read through its paths (:class:`_RequestVersionScale`). The write's managedFields
+entry is recorded as kube's scale handler records it: the replicas' owners found by each version's
+replicas field (no conversion), the writer's entry at the request's version.
 """
 
 from __future__ import annotations
