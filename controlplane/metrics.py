@@ -28,6 +28,9 @@ Metrics (all prefixed ``gpufed_``):
 * ``proxy_requests_total{cluster,verb,code}``, ``proxy_open_streams{cluster}``,
   ``proxy_relayed_bytes_total{cluster,direction}``, ``proxy_tunnel_connected{cluster}`` -- the
   cluster proxy (:mod:`controlplane.apiserver.proxy.metrics`);
+* ``apiserver_request_total`` and ``apiserver_request_duration_seconds`` (kube's names, labels and
+  buckets, no prefix) -- every resource request by verb, dry run, group, version, resource,
+  subresource, scope and code (:mod:`controlplane.apiserver.requestmetrics`);
 * ``apiserver_flowcontrol_*`` (kube's names, no prefix) -- API Priority and Fairness
   (:mod:`controlplane.apiserver.flowcontrol.metrics`);
 * ``apiserver_admission_webhook_*`` and ``apiserver_validating_admission_policy_*`` (kube's names,
@@ -95,6 +98,7 @@ from controlplane.apiserver.clientcertificates import expiration_histogram
 from controlplane.apiserver.flowcontrol import FlowControlMetrics
 from controlplane.apiserver.handlers import REQUEST_INFO
 from controlplane.apiserver.proxy.metrics import ProxyMetrics
+from controlplane.apiserver.requestmetrics import RequestMetrics
 from controlplane.apiserver.webhooks.metrics import AdmissionMetrics
 from controlplane.controllers.disruption import FleetState
 from controlplane.controllers.workqueuemetrics import WorkqueueMetrics
@@ -274,6 +278,8 @@ class HubMetrics:
             "Clusters Ready ('ready') and not ready or unreachable ('unhealthy') at the health monitor's last pass.",
             ["health"],
         )
+        #: kube-apiserver's request counter and latency, under its names (controlplane.apiserver.requestmetrics).
+        self.requests = RequestMetrics(self.registry)
         #: The cluster proxy's requests, streams, bytes and tunnels (controlplane.apiserver.proxy).
         self.proxy = ProxyMetrics(self.registry)
         #: API Priority and Fairness, under kube's metric names (controlplane.apiserver.flowcontrol).
@@ -386,8 +392,10 @@ class HubMetrics:
         return bytes(generate_latest(self.registry))
 
     def middleware(self) -> Middleware:
-        """Times every API request into ``apiserver_request_duration_seconds``; put it outermost."""
+        """Times every API request into ``gpufed_apiserver_request_duration_seconds``, and counts and
+        times each resource request under kube's names (:class:`RequestMetrics`); put it outermost."""
         histogram = self.api_request_duration
+        requests = self.requests
         # Each label set's series, looked up once (labels() converts, checks and locks on every
         # call); bounded, past which a new label set is looked up each time as before.
         series: dict[tuple[str, str, str, int], Histogram] = {}
@@ -405,6 +413,8 @@ class HubMetrics:
                 raise
             finally:
                 info = request.get(REQUEST_INFO)
+                if info is not None and info.is_resource:
+                    requests.observe(request, info, code=code, seconds=time.perf_counter() - started)
                 verb = (info.verb if info is not None else "") or request.method.lower()
                 if verb not in _SKIPPED_VERBS:
                     group = info.group if info is not None and info.is_resource else ""

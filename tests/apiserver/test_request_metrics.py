@@ -1,0 +1,90 @@
+"""kube-apiserver's ``apiserver_request_total`` and ``apiserver_request_duration_seconds`` on the hub's
+``/metrics``: every resource request under kube's labels (``LIST`` for a collection's ``GET``,
+``WATCH``, ``APPLY``, ``scope``, ``dry_run``, ``subresource``, ``component``), through the API server
+and the hub's request middleware, as a Prometheus scrape reads them."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from aiohttp.test_utils import TestClient, TestServer
+from prometheus_client.parser import text_string_to_metric_families
+
+from controlplane.apiserver.app import create_app
+from controlplane.apiserver.objects import ObjectStore
+from controlplane.apiserver.resources import Registry
+from controlplane.metrics import HubMetrics
+
+from .kinds import deployment
+
+DEPLOYMENTS = "/apis/apps/v1/namespaces/default/deployments"
+LABELS = ("verb", "dry_run", "group", "version", "resource", "subresource", "scope", "component")
+
+
+@pytest.fixture
+async def hub_api(objects: ObjectStore, api_registry: Registry) -> AsyncIterator[tuple[TestClient[Any, Any], HubMetrics]]:
+    metrics = HubMetrics(process_collectors=False)
+    app = create_app(objects, api_registry, extra_routes=metrics.routes(), outer_middlewares=[metrics.middleware()])
+    async with TestClient(TestServer(app)) as client:
+        yield client, metrics
+
+
+def _samples(text: str, name: str) -> dict[tuple[str, ...], float]:
+    return {
+        tuple(sample.labels.get(label, "") for label in (*LABELS, "code")): sample.value
+        for family in text_string_to_metric_families(text) for sample in family.samples if sample.name == name
+    }
+
+
+async def test_resource_requests_are_counted_and_timed_under_kubes_labels(
+    hub_api: tuple[TestClient[Any, Any], HubMetrics],
+) -> None:
+    client, _ = hub_api
+    assert (await client.post(f"{DEPLOYMENTS}?dryRun=All", json=deployment("web"))).status == 201
+    assert (await client.post(DEPLOYMENTS, json=deployment("web"))).status == 201
+    assert (await client.post(f"{DEPLOYMENTS}?dryRun=Some", json=deployment("x"))).status == 400
+    for _ in range(2):
+        assert (await client.get(f"{DEPLOYMENTS}/web")).status == 200
+    assert (await client.get(f"{DEPLOYMENTS}/missing")).status == 404
+    assert (await client.get(DEPLOYMENTS)).status == 200
+    assert (await client.get("/apis/apps/v1/deployments")).status == 200
+    applied = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 2\n"
+    answer = await client.patch(f"{DEPLOYMENTS}/web?fieldManager=me&force=true", data=applied,
+                                headers={"Content-Type": "application/apply-patch+yaml"})
+    assert answer.status == 200, await answer.text()
+    answer = await client.patch(f"{DEPLOYMENTS}/web/scale", json={"spec": {"replicas": 3}},
+                                headers={"Content-Type": "application/merge-patch+json"})
+    assert answer.status == 200, await answer.text()
+    async with client.get(DEPLOYMENTS, params={"watch": "true", "timeoutSeconds": "1"}) as watch:
+        assert watch.status == 200
+        await watch.read()  # it ends after a second, then it is timed
+    assert (await client.delete(f"{DEPLOYMENTS}/web")).status == 200
+    assert (await client.get("/healthz")).status == 200  # not a resource request: not counted
+    text = await (await client.get("/metrics")).text()
+
+    def key(verb: str, scope: str, code: str, *, dry_run: str = "", subresource: str = "") -> tuple[str, ...]:
+        return (verb, dry_run, "apps", "v1", "deployments", subresource, scope, "apiserver", code)
+
+    assert _samples(text, "apiserver_request_total") == {
+        key("POST", "resource", "201", dry_run="All"): 1.0,
+        key("POST", "resource", "201"): 1.0,
+        key("POST", "resource", "400", dry_run="invalid"): 1.0,
+        key("GET", "resource", "200"): 2.0,
+        key("GET", "resource", "404"): 1.0,
+        key("LIST", "namespace", "200"): 1.0,
+        key("LIST", "cluster", "200"): 1.0,
+        key("APPLY", "resource", "200"): 1.0,
+        key("PATCH", "resource", "200", subresource="scale"): 1.0,
+        key("WATCH", "namespace", "200"): 1.0,
+        key("DELETE", "resource", "200"): 1.0,
+    }
+    # The latency has no code label: the two answers of a GET are one series.
+    counts = _samples(text, "apiserver_request_duration_seconds_count")
+    assert counts[key("GET", "resource", "")] == 3.0
+    assert counts[key("WATCH", "namespace", "")] == 1.0
+    buckets = {s.labels["le"] for f in text_string_to_metric_families(text) for s in f.samples
+               if s.name == "apiserver_request_duration_seconds_bucket"}
+    assert {"0.005", "1.25", "45.0", "60.0", "+Inf"} <= buckets
+    assert "# HELP apiserver_request_total [STABLE] Counter of apiserver requests broken out" in text
