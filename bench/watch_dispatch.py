@@ -22,9 +22,9 @@ from typing import Any
 
 from bench.bench_watch import work
 from bench.common import BenchmarkResult, Figure, Size, percentile, script_main
+from controlplane.apis.kube.selectors import FieldSelector, parse_label_selector
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.apiserver.patches import PatchType
-from controlplane.apiserver.selectors import FieldSelector, parse_label_selector
 from controlplane.apiserver.watchcache.cacher import Cacher
 from controlplane.apiserver.watchcache.watcher import CacheWatcher, WatcherLimits
 from controlplane.apiserver.watchcache.window import EventWindow

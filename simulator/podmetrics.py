@@ -23,11 +23,11 @@ from typing import Any, Final
 from aiohttp import web
 
 from controlplane.apis.constants import METRICS_GROUP, METRICS_VERSION
+from controlplane.apis.kube.selectors import parse_label_selector
 from controlplane.apis.pods import container_requests
 from controlplane.apiserver import errors
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.apiserver.resources import ResourceType
-from controlplane.apiserver.selectors import parse_label_selector
 from simulator.clock import Clock, rfc3339
 
 GROUP: Final = METRICS_GROUP

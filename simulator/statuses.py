@@ -30,8 +30,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import croniter
 
+from controlplane.apis.meta import parse_time_or_none
 from controlplane.apis.pods import FrozenTaint, FrozenToleration, untolerated
-from controlplane.apiserver.columns import parse_time
 from controlplane.lifecycle import Service
 from controlplane.objectclient import ObjectClient, ResourceType, errors
 from simulator.clock import Clock, rfc3339
@@ -112,7 +112,9 @@ def cronjob_due(cronjob: Mapping[str, Any], now: datetime, *, active: int) -> da
     except (ZoneInfoNotFoundError, ValueError):
         return None
     status = cronjob.get("status") or {}
-    since = parse_time(status.get("lastScheduleTime")) or parse_time((cronjob.get("metadata") or {}).get("creationTimestamp"))
+    since = parse_time_or_none(status.get("lastScheduleTime"), naive_as_utc=True) or parse_time_or_none(
+        (cronjob.get("metadata") or {}).get("creationTimestamp"), naive_as_utc=True
+    )
     if since is None:
         return None
     try:

@@ -104,15 +104,20 @@ def parse_time(value: str) -> datetime:
     return moment
 
 
-def parse_time_or_none(value: object) -> datetime | None:
+def parse_time_or_none(value: object, *, naive_as_utc: bool = False) -> datetime | None:
     """:func:`parse_time` of a timestamp read from an object: None when it is absent, not a
-    string or not RFC 3339 (a reader that must go on with what it can use)."""
+    string or not RFC 3339 (a reader that must go on with what it can use). With
+    ``naive_as_utc``, a timestamp without a time zone is read as UTC rather than dropped (the
+    lenient reading of the API server's table columns and of the simulated members)."""
     if not isinstance(value, str) or not value:
         return None
     try:
-        return parse_time(value)
+        moment = datetime.fromisoformat(value)
     except ValueError:
         return None
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=UTC) if naive_as_utc else None
+    return moment
 
 
 def _check_time(value: str) -> str:

@@ -43,6 +43,7 @@ from aiohttp.typedefs import Middleware
 from controlplane.apis.apiextensions.crd import GROUP as CRD_GROUP
 from controlplane.apis.apiextensions.crd import VERSION as CRD_VERSION
 from controlplane.apis.bookmarks import BOOKMARK_BEFORE_TIMEOUT, BOOKMARK_PERIOD
+from controlplane.apis.kube.selectors import SelectorError, pinned_name
 from controlplane.apiserver import errors, negotiation
 from controlplane.apiserver.admission import AdmissionPlugin, ValidateWrite, WebhookCalls, write_validation
 from controlplane.apiserver.anonymous import ANONYMOUS_PATHS, AnonymousPaths
@@ -98,7 +99,6 @@ from controlplane.apiserver.objects import ObjectStore, utc_now
 from controlplane.apiserver.requestclientcert import peer_intermediates
 from controlplane.apiserver.resources import Registry
 from controlplane.apiserver.routing import RequestInfo, is_upgrade, parse_request
-from controlplane.apiserver.selectors import pinned_name
 from controlplane.apiserver.watchcache import DEFAULT_WATCH_CACHE, WatchCache, WatchCacheConfig
 from controlplane.apiserver.watching import WatchLimits
 from controlplane.apiserver.webhooks import WebhookAdmission
@@ -205,9 +205,11 @@ async def status_middleware(request: web.Request, handler: Handler) -> web.Strea
         response = await handler(request)
         code = response.status
         return _negotiated(request, response)
-    except errors.ApiError as exc:
-        code = exc.code
-        return _negotiated(request, _error_response(exc, request.get(WARNINGS)))
+    except (errors.ApiError, SelectorError) as exc:
+        # A query's selector is parsed by the pure parser, whose error is kube's 400 here.
+        api_error = errors.bad_selector(exc) if isinstance(exc, SelectorError) else exc
+        code = api_error.code
+        return _negotiated(request, _error_response(api_error, request.get(WARNINGS)))
     except (storage.Unavailable, storage.NoSpace) as exc:
         # Reached from outside the object layer (e.g. a token lookup); same answer as there.
         logger.debug("store refused %s %s: %s", request.method, request.path, exc)

@@ -8,24 +8,20 @@ STATUS from the pod's container states). ``resources.py`` wires them into column
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from controlplane.apis import constants as c
+from controlplane.apis.meta import parse_time_or_none
 from controlplane.apis.pods import REASON_SCHEDULING_GATED
 from controlplane.apis.untyped import dig, json_int
 
 Obj = dict[str, Any]
 
 
-def parse_time(value: Any) -> datetime | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+def _when(value: Any) -> datetime | None:
+    """A timestamp a cell shows, read leniently: None when it is not one, UTC when it names no zone."""
+    return parse_time_or_none(value, naive_as_utc=True)
 
 
 _YEAR = 365 * 86400
@@ -59,7 +55,7 @@ def human_duration(seconds_total: float) -> str:
 
 
 def since(value: Any, now: datetime) -> str:
-    when = parse_time(value)
+    when = _when(value)
     if when is None:
         return "<unknown>"
     return human_duration((now - when).total_seconds())
@@ -313,10 +309,10 @@ def job_completions(obj: Obj, _now: datetime) -> str:
 
 
 def job_duration(obj: Obj, now: datetime) -> str:
-    start = parse_time(dig(obj, "status", "startTime"))
+    start = _when(dig(obj, "status", "startTime"))
     if start is None:
         return ""
-    end = parse_time(dig(obj, "status", "completionTime")) or now
+    end = _when(dig(obj, "status", "completionTime")) or now
     return human_duration((end - start).total_seconds())
 
 

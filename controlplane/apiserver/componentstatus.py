@@ -28,12 +28,12 @@ from typing import Any, Final
 from aiohttp import web
 
 from controlplane.apis.kube.fieldlabels import BASE_FIELD_SELECTORS, refusal
+from controlplane.apis.kube.selectors import parse_field_selector, parse_label_selector
 from controlplane.apiserver import errors
 from controlplane.apiserver.computed import ComputedEndpoint, ComputedResource
 from controlplane.apiserver.handlers import json_response
 from controlplane.apiserver.objects.values import utc_now
 from controlplane.apiserver.resources import ResourceType, TableColumn
-from controlplane.apiserver.selectors import parse_field_selector, parse_label_selector
 from controlplane.apiserver.tables import TABLE_CONTENT_TYPE, IncludeObject, table, wants_table
 from controlplane.storage.interface import Store
 

@@ -1,8 +1,8 @@
 """The API server's one error tree, and how each error becomes a Kubernetes ``Status``.
 
-Everything below the HTTP layer (the object layer, validation, patching, selectors)
-raises an :class:`ApiError` subclass; storage errors are translated once, in
-:func:`from_storage_error`. The HTTP layer turns any ``ApiError`` into the JSON
+Everything below the HTTP layer (the object layer, validation, patching) raises an
+:class:`ApiError` subclass; storage errors are translated once, in
+:func:`from_storage_error`, and the pure selector parser's once, in :func:`bad_selector`. The HTTP layer turns any ``ApiError`` into the JSON
 ``Status`` object kubectl and the client libraries expect (``to_status``); in-process
 callers (controllers) catch the same classes.
 
@@ -18,6 +18,7 @@ from enum import StrEnum
 from typing import Any
 
 from controlplane.apis.kube.field import aggregate
+from controlplane.apis.kube.selectors import SelectorError
 from controlplane.apis.meta import CauseType as CauseType  # the causes of the Status errors below
 from controlplane.storage import interface as storage
 
@@ -323,6 +324,12 @@ def invalid(*, kind: str, group: str, name: str, causes: list[Cause]) -> Invalid
         target=Target(name=name, group=group, kind=kind),
         causes=causes,
     )
+
+
+def bad_selector(exc: SelectorError) -> BadRequest:
+    """A label or field selector that does not parse (or selects on a field its kind does not
+    offer): kube's 400 in the parser's words."""
+    return BadRequest(exc.message)
 
 
 def expired_resource_version(requested: int, compacted: int) -> Gone:

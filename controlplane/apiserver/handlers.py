@@ -21,6 +21,7 @@ from typing import Any
 
 from aiohttp import web
 
+from controlplane.apis.kube.selectors import of_named_object, parse_field_selector, parse_label_selector
 from controlplane.apiserver import codec, errors, protobuf
 from controlplane.apiserver.admission import ValidateWrite, WebhookCalls
 from controlplane.apiserver.decoding import INT64_MAX, decode_body
@@ -43,7 +44,6 @@ from controlplane.apiserver.queryparams import (
 )
 from controlplane.apiserver.resources import ResourceType
 from controlplane.apiserver.routing import RequestInfo
-from controlplane.apiserver.selectors import of_named_object, parse_field_selector, parse_label_selector
 from controlplane.apiserver.tables import TABLE_CONTENT_TYPE, IncludeObject, scale_table, table, wants_table
 from controlplane.apiserver.watchcache import WatchCache, check_list_options, check_watch_list_options
 from controlplane.apiserver.watchcache.watcher import SharedEvent, in_batches_of_one

@@ -2,7 +2,7 @@
 
 As kube-controller-manager's ``clusterrole-aggregation`` controller: a ClusterRole with an
 ``aggregationRule`` gets, as its ``rules``, the rules of every other ClusterRole matched by
-one of its ``clusterRoleSelectors`` (:mod:`controlplane.apiserver.auth.rbac.aggregation`).
+one of its ``clusterRoleSelectors`` (:mod:`controlplane.apis.kube.roleaggregation`).
 That is how ``admin``, ``edit`` and ``view`` grow when a ClusterRole labelled
 ``rbac.authorization.k8s.io/aggregate-to-edit: "true"`` is created, and shrink when it goes.
 ``view`` is itself labelled aggregate-to-edit, so ``edit`` includes ``view`` (and ``admin``
@@ -19,7 +19,7 @@ import contextlib
 import logging
 from typing import Any
 
-from controlplane.apiserver.auth.rbac.aggregation import aggregated_rules
+from controlplane.apis.kube.roleaggregation import aggregated_rules
 from controlplane.controllers.informing import Informer
 from controlplane.controllers.reconciling import ReconcileLoop
 from controlplane.controllers.workqueuemetrics import WorkqueueMetrics

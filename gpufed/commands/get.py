@@ -20,8 +20,7 @@ from typing import Any
 import yaml
 
 from controlplane.apis.kube.names import path_segment_errors
-from controlplane.apiserver.errors import BadRequest
-from controlplane.apiserver.selectors import parse_label_selector
+from controlplane.apis.kube.selectors import SelectorError, parse_label_selector
 from controlplane.gojson import go_quote
 from gpufed.commands.running import run_reporting
 from gpufed.hubclient import HubClient, HubError, add_chunk_size_argument, add_kubeconfig_argument
@@ -119,7 +118,7 @@ def refusal(args: argparse.Namespace, *, name: str | None) -> str | None:
     if args.selector and not name:
         try:
             parse_label_selector(args.selector)
-        except BadRequest as exc:
+        except SelectorError as exc:
             return f"error: {exc.message}"
     return None
 

@@ -258,3 +258,10 @@ def test_parse_time_or_none_gives_none_for_what_it_cannot_use(value: Any) -> Non
 def test_parse_time_or_none_reads_a_timestamp() -> None:
     assert parse_time_or_none("2024-05-01T10:00:00Z") == T0
     assert parse_time_or_none("2024-05-01T12:00:00+02:00") == T0
+
+
+def test_parse_time_or_none_can_read_a_timestamp_without_a_zone_as_utc() -> None:
+    """The table columns' lenient reading: no zone is UTC, what is not a timestamp still None."""
+    assert parse_time_or_none("2024-05-01T10:00:00", naive_as_utc=True) == T0
+    assert parse_time_or_none("2024-05-01T12:00:00+02:00", naive_as_utc=True) == T0
+    assert parse_time_or_none("yesterday", naive_as_utc=True) is None

@@ -12,6 +12,7 @@ import yaml
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
+from controlplane.apiserver import errors
 from controlplane.apiserver.app import create_app
 from controlplane.apiserver.auth.rbac.authorizing import HubAuthorizer
 from controlplane.apiserver.auth.rbac.index import RbacIndex
@@ -232,6 +233,31 @@ async def test_errors_are_status_objects(
     assert response.status == code
     assert response.headers["Content-Type"].startswith("application/json")
     assert_status(await response.json(), code=code, reason=reason)
+
+
+@pytest.mark.parametrize(
+    ("query", "message"),
+    [
+        ("labelSelector=a%20in", 'unable to parse requirement: found end of input in selector "a in"'),
+        ("watch=1&labelSelector=a%20b", "unable to parse requirement: found 'b', expected: in, notin, =, ==, !=, gt, lt"),
+        ("fieldSelector=spec.foo%3D1", '"spec.foo" is not a known field selector: only "metadata.name", "metadata.namespace"'),
+        ("watch=1&fieldSelector=a", "invalid selector: 'a'; can't understand 'a'"),
+    ],
+)
+async def test_a_selector_that_does_not_parse_is_kubes_400_in_the_parsers_words(
+    api: Client, objects: ObjectStore, api_registry: Registry, query: str, message: str
+) -> None:
+    response = await api.get(f"{DEPLOYMENTS}?{query}")
+    status = await response.json()
+    assert_status(status, code=400, reason="BadRequest")
+    assert status["message"] == message
+    # An in-process caller handing the object layer the same text gets the same error.
+    rt = api_registry.require("apps/v1", "Deployment")
+    selectors = dict(part.split("=", 1) for part in query.replace("%20", " ").replace("%3D", "=").split("&"))
+    with pytest.raises(errors.BadRequest) as caught:
+        await objects.list(rt, namespace="default", label_selector=selectors.get("labelSelector"),
+                           field_selector=selectors.get("fieldSelector"))
+    assert caught.value.message == message
 
 
 async def test_unexpected_exception_is_a_generic_500(objects: ObjectStore, api_registry: Registry) -> None:

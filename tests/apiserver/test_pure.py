@@ -8,14 +8,20 @@ from typing import Any
 
 import pytest
 
-from controlplane.apiserver import codec, errors
+from controlplane.apis.kube.selectors import (
+    LabelSelector,
+    SelectorError,
+    parse_field_selector,
+    parse_label_selector,
+    scale_status_selector,
+)
+from controlplane.apiserver import codec
 from controlplane.apiserver.columns import human_duration, pod_status
 from controlplane.apiserver.kinds.core import core_resources
 from controlplane.apiserver.kinds.workloads import workload_resources
 from controlplane.apiserver.patches import merge_patch
 from controlplane.apiserver.resources import NameRule, Registry
 from controlplane.apiserver.routing import parse_request
-from controlplane.apiserver.selectors import LabelSelector, parse_field_selector, parse_label_selector
 from controlplane.apiserver.tables import IncludeObject, column_definitions, row, wants_table
 from controlplane.apiserver.validation import name_errors
 from controlplane.storage import KeyValue
@@ -51,7 +57,7 @@ def test_label_selector_matches(selector: str, labels: dict[str, str], expected:
 
 @pytest.mark.parametrize("selector", ["app in a", "app in ()", "=x", "a b", "Bad Key=1", "a=b c", "a=(", "app=x!"])
 def test_label_selector_rejects_malformed(selector: str) -> None:
-    with pytest.raises(errors.BadRequest, match="unable to parse requirement"):
+    with pytest.raises(SelectorError, match="unable to parse requirement"):
         parse_label_selector(selector)
 
 
@@ -67,6 +73,28 @@ def test_label_selector_from_dict_round_trips(selector: dict[str, Any], text: st
     parsed = LabelSelector.from_dict(selector)
     assert parsed.to_string() == text
     assert parse_label_selector(text) == LabelSelector(tuple(sorted(parsed.requirements, key=lambda r: r.key)))
+
+
+@pytest.mark.parametrize(
+    ("obj", "path", "label_set", "shown"),
+    [
+        ({"spec": {"selector": {"matchLabels": {"app": "a"}}}}, "spec.selector", False, "app=a"),
+        ({"spec": {"selector": {"app": "a", "b": "1"}}}, "spec.selector", True, "app=a,b=1"),
+        ({"spec": {"selector": {}}}, "spec.selector", False, ""),
+        ({"status": {"hpaPodSelector": "x in (1)"}}, "status.hpaPodSelector", False, "x in (1)"),
+        ({"status": {"hpaPodSelector": ""}}, "status.hpaPodSelector", False, None),
+        ({"spec": {"selector": {"matchLabels": {"app": "a"}}}}, "", False, None),
+        ({"spec": {}}, "spec.selector", False, None),
+    ],
+)
+def test_scale_status_selector(obj: dict[str, Any], path: str, label_set: bool, shown: str | None) -> None:
+    assert scale_status_selector(obj, path=path, label_set=label_set) == shown
+
+
+def test_scale_status_selector_refuses_an_unknown_operator() -> None:
+    selector = {"matchExpressions": [{"key": "a", "operator": "Near"}]}
+    with pytest.raises(SelectorError, match='"Near" is not a valid label selector operator'):
+        scale_status_selector({"spec": {"selector": selector}}, path="spec.selector", label_set=False)
 
 
 POD_FIELDS = {r.plural: r for r in core_resources()}["pods"].field_selectors
@@ -87,7 +115,7 @@ def test_field_selector(selector: str, obj: dict[str, Any], expected: bool) -> N
 
 
 def test_field_selector_rejects_unknown_field() -> None:
-    with pytest.raises(errors.BadRequest, match=r"field label not supported: spec\.foo"):
+    with pytest.raises(SelectorError, match=r"field label not supported: spec\.foo"):
         parse_field_selector("spec.foo=1", POD_FIELDS)
 
 

@@ -15,6 +15,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from controlplane.apis.kube.selectors import (
+    FieldSelector,
+    LabelSelector,
+    SelectorError,
+    parse_field_selector,
+    parse_label_selector,
+)
 from controlplane.apiserver import codec, errors
 from controlplane.apiserver.decoding import INT64_MAX
 from controlplane.apiserver.objects import continuation
@@ -25,12 +32,6 @@ from controlplane.apiserver.objects.values import (
     Preconditions,
 )
 from controlplane.apiserver.resources import ResourceType
-from controlplane.apiserver.selectors import (
-    FieldSelector,
-    LabelSelector,
-    parse_field_selector,
-    parse_label_selector,
-)
 from controlplane.storage import interface as storage
 
 
@@ -219,15 +220,24 @@ def served(rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
 
 
 def label_selector_of(selector: LabelSelectorArg) -> LabelSelector:
+    """``selector``, parsed when it is text (kube's 400 when that does not parse)."""
     if isinstance(selector, LabelSelector):
         return selector
-    return parse_label_selector(selector)
+    try:
+        return parse_label_selector(selector)
+    except SelectorError as exc:
+        raise errors.bad_selector(exc) from None
 
 
 def field_selector_of(rt: ResourceType, selector: FieldSelectorArg) -> FieldSelector:
+    """``selector``, parsed over ``rt``'s field labels when it is text (kube's 400 when that does
+    not parse or names a field ``rt`` does not offer)."""
     if isinstance(selector, FieldSelector):
         return selector
-    return parse_field_selector(selector, rt.field_selectors, refuse=rt.field_label_refusal)
+    try:
+        return parse_field_selector(selector, rt.field_selectors, refuse=rt.field_label_refusal)
+    except SelectorError as exc:
+        raise errors.bad_selector(exc) from None
 
 
 def parse_resource_version(value: str) -> int:

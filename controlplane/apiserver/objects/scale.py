@@ -14,6 +14,7 @@ import dataclasses
 from typing import Any
 
 from controlplane.apis.kube.field import IS_NEGATIVE
+from controlplane.apis.kube.selectors import SelectorError, scale_status_selector
 from controlplane.apis.untyped import dig
 from controlplane.apiserver import errors
 from controlplane.apiserver.objects.body_kind import check_url_identity
@@ -21,7 +22,6 @@ from controlplane.apiserver.openapi.known_fields import CannotUnmarshal, unknown
 from controlplane.apiserver.patches import PatchType, apply_patch, merge_patch
 from controlplane.apiserver.patching.scalefields import ReplicasPaths, to_parent, to_subresource
 from controlplane.apiserver.resources import ResourceType, ScaleSubresource
-from controlplane.apiserver.selectors import LabelSelector
 from controlplane.apiserver.validation import DecodingError
 
 #: kube's decoding of an autoscaling/v1 Scale.
@@ -32,16 +32,13 @@ def scale_of(rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
     """The autoscaling/v1 Scale view of ``obj``."""
     spec = require_scale(rt)
     meta = obj["metadata"]
-    selector = dig(obj, *spec.label_selector.split(".")) if spec.label_selector else None
     status: dict[str, Any] = {"replicas": dig(obj, *spec.status_replicas.split(".")) or 0}
-    if isinstance(selector, dict) and spec.label_set:
-        status["selector"] = LabelSelector.from_dict({"matchLabels": selector}).to_string()
-    elif isinstance(selector, dict):
-        status["selector"] = LabelSelector.from_dict(selector).to_string()
-    elif isinstance(selector, str) and selector:
-        # A custom kind's labelSelectorPath names a serialized selector (LeaderWorkerSet's
-        # status.hpaPodSelector), which the Scale carries as it is.
-        status["selector"] = selector
+    try:
+        shown = scale_status_selector(obj, path=spec.label_selector, label_set=spec.label_set)
+    except SelectorError as exc:
+        raise errors.bad_selector(exc) from None
+    if shown is not None:
+        status["selector"] = shown
     return {
         "kind": "Scale",
         "apiVersion": "autoscaling/v1",

@@ -17,9 +17,9 @@ from enum import StrEnum
 from typing import Any, TypedDict
 
 from controlplane.apis.bookmarks import BOOKMARK_BEFORE_TIMEOUT
+from controlplane.apis.kube.selectors import FieldSelector, LabelSelector
 from controlplane.apiserver import codec
 from controlplane.apiserver.admission import ValidateWrite, WebhookCalls
-from controlplane.apiserver.selectors import FieldSelector, LabelSelector
 from controlplane.apiserver.validation import FieldValidation
 from controlplane.storage import interface as storage
 

@@ -45,6 +45,7 @@ from controlplane.apis.constants import (
     WORK_GROUP,
 )
 from controlplane.apis.kube.fieldlabels import BASE_FIELD_SELECTORS
+from controlplane.apis.kube.selectors import parse_field_selector, parse_label_selector
 from controlplane.apiserver import errors
 from controlplane.apiserver.app import USER
 from controlplane.apiserver.computed import ComputedEndpoint, ComputedResource
@@ -55,7 +56,6 @@ from controlplane.apiserver.objects import ObjectStore
 from controlplane.apiserver.proxy.podlist import FetchError, fetch_json
 from controlplane.apiserver.proxy.routes import ProxyEndpoints
 from controlplane.apiserver.proxy.tunnels import TunnelRegistry
-from controlplane.apiserver.selectors import parse_field_selector, parse_label_selector
 from controlplane.controllers.federatedhpa.podmetrics import MemberPods, pod_metric_of
 
 logger = logging.getLogger(__name__)

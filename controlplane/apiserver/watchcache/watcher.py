@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from controlplane.apis.bookmarks import BOOKMARK_BEFORE_TIMEOUT, next_bookmark
+from controlplane.apis.kube.selectors import FieldSelector, LabelSelector
 from controlplane.apiserver import errors
 from controlplane.apiserver.objects.values import ObjectEvent, WatchEventType
 from controlplane.apiserver.resources import ResourceType
-from controlplane.apiserver.selectors import FieldSelector, LabelSelector
 from controlplane.apiserver.watchcache.window import CachedEvent
 
 #: Events one cached watch may have queued that its consumer has not taken.

@@ -14,12 +14,10 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from controlplane.apiserver.objects.scale import scale_of
-from controlplane.apiserver.selectors import parse_label_selector
+from controlplane.apis.kube.selectors import SelectorError, parse_label_selector, scale_status_selector
 from controlplane.controllers.events import EventReason
 from controlplane.controllers.federatedhpa.behavior import Condition
 from controlplane.objectclient import ResourceType
-from controlplane.objectclient.errors import BadRequest
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,13 +36,16 @@ MISSING = InvalidSelector(
 
 
 def scale_selector(rt: ResourceType, target: dict[str, Any]) -> str | InvalidSelector:
-    """The selector of ``target``'s scale, or why kube's HPA cannot use it."""
+    """The selector of ``target``'s scale (``rt`` has one), or why kube's HPA cannot use it."""
+    scale = rt.scale
+    if scale is None:
+        return MISSING
     try:
-        text = str(scale_of(rt, target)["status"].get("selector") or "")
+        text = scale_status_selector(target, path=scale.label_selector, label_set=scale.label_set)
         if not text:
             return MISSING
         parse_label_selector(text)
-    except BadRequest as exc:
+    except SelectorError as exc:
         message = f"couldn't convert selector into a corresponding internal selector object: {exc.message}"
         return InvalidSelector(Condition("False", "InvalidSelector", message), EventReason.INVALID_SELECTOR, message)
     return text

@@ -20,8 +20,8 @@ import contextlib
 import logging
 from typing import Any
 
+from controlplane.apis.kube.roleaggregation import aggregate_all
 from controlplane.apiserver import errors
-from controlplane.apiserver.auth.rbac.aggregation import aggregate_all
 from controlplane.apiserver.auth.rbac.index import (
     CLUSTER_ROLE,
     CLUSTER_ROLE_BINDING,

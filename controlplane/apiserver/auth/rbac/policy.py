@@ -41,7 +41,7 @@ from controlplane.apis.constants import (
     UI_PATH,
     WORK_GROUP,
 )
-from controlplane.apiserver.auth.rbac.aggregation import aggregate_all
+from controlplane.apis.kube.roleaggregation import aggregate_all
 from controlplane.apiserver.auth.rbac.index import CLUSTER_ROLE, CLUSTER_ROLE_BINDING, RbacIndex
 from controlplane.apiserver.identity import (
     AUTHENTICATED,

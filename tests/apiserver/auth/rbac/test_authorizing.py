@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from controlplane.apiserver.auth.rbac.aggregation import aggregated_rules
+from controlplane.apis.kube.roleaggregation import aggregated_rules
 from controlplane.apiserver.auth.rbac.authorizing import HubAuthorizer
 from controlplane.apiserver.auth.rbac.index import (
     CLUSTER_ROLE,
@@ -210,3 +210,7 @@ def test_aggregation_gathers_labelled_roles_in_name_order_once() -> None:
     ]
     assert aggregated_rules(edit, roles) == [rule_b, rule_a]
     assert aggregated_rules(roles[1], roles) is None
+    # A selector with an operator kube does not know matches nothing; the others still gather.
+    broken = {"matchExpressions": [{"key": "rbac.authorization.k8s.io/aggregate-to-edit", "operator": "Near"}]}
+    edit["aggregationRule"]["clusterRoleSelectors"].insert(0, broken)
+    assert aggregated_rules(edit, roles) == [rule_b, rule_a]

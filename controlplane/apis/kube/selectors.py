@@ -4,7 +4,9 @@
 whose ``matches(labels)`` follows kube's semantics (``!=`` and ``notin`` match objects
 without the key). ``parse_field_selector("status.phase=Running")`` gives a
 :class:`FieldSelector` checked against a resource type's supported fields. Malformed
-input raises :class:`~controlplane.apiserver.errors.BadRequest` with kube's wording.
+input raises :class:`SelectorError` with kube's wording, which the API server answers as
+its 400 ``BadRequest``. :func:`scale_status_selector` is the selector an autoscaling/v1 Scale shows.
+(``label_selectors`` is the other side: a ``metav1.LabelSelector`` in a spec, validated.)
 Pure: no I/O.
 """
 
@@ -17,7 +19,16 @@ from enum import StrEnum
 from typing import Any
 
 from controlplane.apis.kube.names import label_value_errors, qualified_name_errors
-from controlplane.apiserver.errors import BadRequest
+from controlplane.apis.untyped import dig
+
+
+class SelectorError(ValueError):
+    """A label or field selector that does not parse, or asks for what its kind does not offer:
+    ``message`` is kube's error, word for word."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
 
 
 class Operator(StrEnum):
@@ -106,24 +117,37 @@ class LabelSelector:
         for expr in selector.get("matchExpressions") or []:
             op = ops.get(str(expr.get("operator")))
             if op is None:
-                raise BadRequest(f'"{expr.get("operator")}" is not a valid label selector operator')
+                raise SelectorError(f'"{expr.get("operator")}" is not a valid label selector operator')
             reqs.append(Requirement(str(expr.get("key")), op, frozenset(str(v) for v in expr.get("values") or [])))
         return cls(tuple(reqs))
+
+
+def scale_status_selector(obj: Mapping[str, Any], *, path: str, label_set: bool) -> str | None:
+    """What an autoscaling/v1 Scale's ``status.selector`` shows of ``obj``'s label selector at the
+    dotted ``path`` (its kind's; empty for none): a ``metav1.LabelSelector`` (or, with
+    ``label_set``, a plain map of labels) in kube's string form, a string as it is (a custom kind's
+    serialized selector, LeaderWorkerSet's ``status.hpaPodSelector``); None for anything else."""
+    selector = dig(obj, *path.split(".")) if path else None
+    if isinstance(selector, dict):
+        return LabelSelector.from_dict({"matchLabels": selector} if label_set else selector).to_string()
+    if isinstance(selector, str) and selector:
+        return selector
+    return None
 
 
 _TOKEN = re.compile(r"\s*(\(|\)|,|!=|==|=|!|[^\s(),!=<>]+|<|>)")
 
 
 def parse_label_selector(text: str | None) -> LabelSelector:
-    """Parse kube's label selector string; raise BadRequest on malformed input."""
+    """Parse kube's label selector string; :class:`SelectorError` on malformed input."""
     if not text or not text.strip():
         return LabelSelector()
     tokens = _tokenize(text)
     reqs: list[Requirement] = []
     pos = 0
 
-    def fail(why: str) -> BadRequest:
-        return BadRequest(f"unable to parse requirement: {why}")
+    def fail(why: str) -> SelectorError:
+        return SelectorError(f"unable to parse requirement: {why}")
 
     def take() -> str:
         nonlocal pos
@@ -192,13 +216,13 @@ def _tokenize(text: str) -> list[str]:
         if match is None:
             if text[pos:].strip() == "":
                 break
-            raise BadRequest(f"unable to parse requirement: unexpected character in selector \"{text}\"")
+            raise SelectorError(f"unable to parse requirement: unexpected character in selector \"{text}\"")
         tokens.append(match.group(1))
         pos = match.end()
     return tokens
 
 
-def _check_key(key: str, fail: Callable[[str], BadRequest]) -> None:
+def _check_key(key: str, fail: Callable[[str], SelectorError]) -> None:
     if key in ("(", ")", ",", "=", "==", "!=", "!"):
         raise fail(f"found '{key}', expected: identifier")
     errors = qualified_name_errors(key)
@@ -206,7 +230,7 @@ def _check_key(key: str, fail: Callable[[str], BadRequest]) -> None:
         raise fail(f'key: Invalid value: "{key}": {"; ".join(errors)}')
 
 
-def _value(value: str, fail: Callable[[str], BadRequest]) -> str:
+def _value(value: str, fail: Callable[[str], SelectorError]) -> str:
     if value in ("(", ")", "=", "==", "!=", "!"):
         raise fail(f"found '{value}', expected: identifier")
     errors = label_value_errors(value)
@@ -253,11 +277,11 @@ def of_named_object(
 ) -> FieldSelector:
     """The field selector of a watch of the object ``name`` (kube's deprecated ``/watch/`` path of
     an object): ``metadata.name=<name>``, or ``selector`` when it pins that same name; any other
-    is kube's 400."""
+    is kube's 400 (a :class:`SelectorError`)."""
     if selector.empty:
         return FieldSelector((FieldRequirement("metadata.name", name, False, supported["metadata.name"]),))
     if selector.exact_name() != name:
-        raise BadRequest("fieldSelector metadata.name doesn't match requested name")
+        raise SelectorError("fieldSelector metadata.name doesn't match requested name")
     return selector
 
 
@@ -267,7 +291,8 @@ def parse_field_selector(
     *,
     refuse: Callable[[str], str] = lambda name: f"field label not supported: {name}",
 ) -> FieldSelector:
-    """The selector over the ``supported`` fields; another field is a 400 in ``refuse``'s words."""
+    """The selector over the ``supported`` fields; another field is a :class:`SelectorError`
+    in ``refuse``'s words (kube's 400)."""
     if not text or not text.strip():
         return FieldSelector()
     reqs: list[FieldRequirement] = []
@@ -277,13 +302,13 @@ def parse_field_selector(
             continue
         op = next((candidate for candidate in ("!=", "==", "=") if candidate in part), None)
         if op is None:
-            raise BadRequest(f"invalid selector: '{text}'; can't understand '{part}'")
+            raise SelectorError(f"invalid selector: '{text}'; can't understand '{part}'")
         field, _, value = part.partition(op)
         negated = op == "!="
         field = field.strip()
         getter = supported.get(field)
         if getter is None:
-            raise BadRequest(refuse(field))
+            raise SelectorError(refuse(field))
         reqs.append(FieldRequirement(field, _unescape(value.strip()), negated, getter))
     return FieldSelector(tuple(reqs))
 

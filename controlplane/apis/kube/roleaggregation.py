@@ -4,15 +4,15 @@ A ClusterRole with an ``aggregationRule`` has, as its ``rules``, the rules of ev
 ClusterRole matched by one of its ``clusterRoleSelectors`` (selectors in order, matched roles
 by name, each rule once), as kube-controller-manager's ``clusterrole-aggregation`` controller
 computes them. :func:`aggregate_all` repeats that until nothing changes, since aggregated
-roles aggregate each other (``view`` into ``edit`` into ``admin``). Pure: no I/O.
+roles aggregate each other (``view`` into ``edit`` into ``admin``): the authorizer's bootstrap
+roles and the hub's ClusterRole aggregation controller both use it. Pure: no I/O.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from controlplane.apiserver import errors
-from controlplane.apiserver.selectors import LabelSelector
+from controlplane.apis.kube.selectors import LabelSelector, SelectorError
 
 
 def aggregated_rules(role: dict[str, Any], roles: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
@@ -26,7 +26,7 @@ def aggregated_rules(role: dict[str, Any], roles: list[dict[str, Any]]) -> list[
     for raw in rule.get("clusterRoleSelectors") or []:
         try:
             selector = LabelSelector.from_dict(raw if isinstance(raw, dict) else {})
-        except errors.ApiError:
+        except SelectorError:
             continue  # an invalid selector matches nothing, as in kube
         for other in by_name:
             if not selector.matches(other["metadata"].get("labels")):
