@@ -15,11 +15,12 @@ A watch of one object is served as kube serves it: a collection watch with
 (``/api/v1/watch/namespaces/ns/pods/x``), which is the same watch (a field selector that names
 another object is kube's 400).
 
-What is left out: the member's HTTP server, TLS and authentication, paging (a LIST answers in
-one page, as kube-apiserver's watch cache does), label selectors other than equality and
-existence, and escaped characters in field selectors. Field selectors take each kind's field
-labels as the hub serves them (:mod:`controlplane.apis.kube.fieldlabels`: a Pod's
-``spec.nodeName``, ``status.phase`` ..., and kube's 400 for another field).
+Label and field selectors are parsed as the hub parses them (:mod:`controlplane.apis.kube.selectors`,
+set-based requirements and escaped characters included; kube's 400 in its words for one that does
+not parse). Field selectors take each kind's field labels as the hub serves them
+(:mod:`controlplane.apis.kube.fieldlabels`: a Pod's ``spec.nodeName``, ``status.phase`` ..., and
+kube's 400 for another field). What is left out: the member's HTTP server, TLS and
+authentication, and paging (a LIST answers in one page, as kube-apiserver's watch cache does).
 """
 
 from __future__ import annotations
@@ -31,10 +32,19 @@ from typing import Any, NamedTuple
 import orjson
 
 from controlplane.apis.bookmarks import next_bookmark
+from controlplane.apis.kube.fieldlabels import FieldGetter, refusal
+from controlplane.apis.kube.selectors import (
+    FieldSelector,
+    LabelSelector,
+    SelectorError,
+    of_named_object,
+    parse_field_selector,
+    parse_label_selector,
+)
 from member_agent.apierrors import error_from_status
 from member_agent.kubeapi import APPLY_PATCH, KubeTransport, Request
 from simulator.hollow.member import SERVED, HollowError, HollowMember, kind_of
-from simulator.hollow.watching import Expired, FieldSelector, parse_field_selector, parse_selector
+from simulator.hollow.watching import Expired, field_labels
 
 #: Health endpoints answered "ok" (the hollow member is up while its process runs).
 HEALTH = frozenset({"/readyz", "/livez", "/healthz"})
@@ -148,7 +158,7 @@ class HollowKubeApi(KubeTransport):
         if name is None:
             if method == "GET":
                 return self._list(
-                    collection, namespace, str(query.get("labelSelector") or ""),
+                    collection, namespace, _labels(query.get("labelSelector")),
                     _fields(query.get("fieldSelector"), collection),
                 )
             if method == "POST":
@@ -166,15 +176,11 @@ class HollowKubeApi(KubeTransport):
         raise HollowError(405, "MethodNotAllowed", f"{method} is not supported on {path}")
 
     def _list(
-        self, collection: str, namespace: str | None, selector_text: str, fields: FieldSelector
+        self, collection: str, namespace: str | None, labels: LabelSelector, fields: FieldSelector
     ) -> dict[str, Any]:
-        try:
-            selector = parse_selector(selector_text)
-        except ValueError as exc:
-            raise HollowError(400, "BadRequest", str(exc)) from exc
         items = self.member.page(collection, namespace, 0, self.member.count(collection))  # fresh copies
-        if selector_text or fields.terms:
-            items = [i for i in items if fields.matches(i) and selector((i.get("metadata") or {}).get("labels") or {})]
+        if not (labels.empty and fields.empty):
+            items = [i for i in items if fields.matches(i) and labels.matches((i.get("metadata") or {}).get("labels"))]
         return {"kind": "List", "apiVersion": "v1", "items": items,
                 "metadata": {"resourceVersion": str(self.member.watches.revision)}}
 
@@ -194,13 +200,13 @@ class HollowKubeApi(KubeTransport):
                 if not legacy_watch:  # kube answers a GET of the object there, not a stream
                     raise HollowError(404, "NotFound", f"cannot watch {path}: watch its collection with "
                                       "fieldSelector=metadata.name, or its /watch/ path")
-                fields = _one_object(fields, name)
+                fields = _one_object(fields, name, collection)
+            selector = _labels(query.get("labelSelector"))
         except HollowError as exc:
             _raise(exc)
             return
         hub = self.member.watches
         try:
-            selector = parse_selector(str(query.get("labelSelector") or ""))
             resource_version = str(query.get("resourceVersion") or "")
             since = int(resource_version) if resource_version not in ("", "0") else hub.revision
             opened = hub.open(collection, namespace, selector, since, fields=fields)
@@ -208,7 +214,7 @@ class HollowKubeApi(KubeTransport):
             _raise(HollowError(410, "Expired", str(exc)))
             return
         except ValueError as exc:
-            _raise(HollowError(400, "BadRequest", f"resourceVersion or labelSelector: {exc}"))
+            _raise(HollowError(400, "BadRequest", f"resourceVersion: {exc}"))
             return
         bookmarks = str(query.get("allowWatchBookmarks") or "") in TRUE
         loop = asyncio.get_running_loop()
@@ -239,20 +245,33 @@ class HollowKubeApi(KubeTransport):
             hub.close(opened)
 
 
-def _fields(text: Any, collection: str) -> FieldSelector:
-    served = kind_of(collection)
+def _labels(text: Any) -> LabelSelector:
     try:
-        return parse_field_selector(str(text or ""), collection, namespaced=served is not None and served[2])
-    except ValueError as exc:
-        raise HollowError(400, "BadRequest", str(exc)) from exc
+        return parse_label_selector(str(text or ""))
+    except SelectorError as exc:
+        raise HollowError(400, "BadRequest", exc.message) from exc
 
 
-def _one_object(fields: FieldSelector, name: str) -> FieldSelector:
+def _field_labels(collection: str) -> tuple[dict[str, FieldGetter], bool]:
+    served = kind_of(collection)
+    return field_labels(collection, namespaced=served is not None and served[2])
+
+
+def _fields(text: Any, collection: str) -> FieldSelector:
+    getters, own_conversion = _field_labels(collection)
+    try:
+        return parse_field_selector(
+            str(text or ""), getters, refuse=lambda field: refusal(field, own_conversion=own_conversion)
+        )
+    except SelectorError as exc:
+        raise HollowError(400, "BadRequest", exc.message) from exc
+
+
+def _one_object(fields: FieldSelector, name: str, collection: str) -> FieldSelector:
     """The selector of a watch of the object ``name`` that a deprecated ``/watch/`` path names:
     ``metadata.name=name``, as kube's watch handler makes it; a selector that does not pin that
     same name is kube's 400."""
-    if not fields.terms:
-        return FieldSelector((("metadata.name", name, True),), fields.getters)
-    if fields.exact_name() != name:
-        raise HollowError(400, "BadRequest", "fieldSelector metadata.name doesn't match requested name")
-    return fields
+    try:
+        return of_named_object(fields, name, _field_labels(collection)[0])
+    except SelectorError as exc:
+        raise HollowError(400, "BadRequest", exc.message) from exc

@@ -15,16 +15,15 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from controlplane.apis.bookmarks import BOOKMARK_PERIOD
-from controlplane.apis.kube.fieldlabels import BUILT_IN_FIELDS, FieldGetter, refusal, selectable
+from controlplane.apis.kube.fieldlabels import BUILT_IN_FIELDS, FieldGetter, selectable
+from controlplane.apis.kube.selectors import FieldSelector, LabelSelector
 
 #: (collection, namespace or "") of a watched object: collection is "<apiVersion>/<plural>".
 Scope = tuple[str, str]
-Selector = Callable[[Mapping[str, str]], bool]
 
 
 class Expired(Exception):
@@ -40,28 +39,12 @@ class Event:
     object: dict[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
-class FieldSelector:
-    """Field selector terms (``=``, ``==``, ``!=``), all of which an object must meet: (field,
-    value, whether the field must equal it), read with the kind's field labels (``getters``)."""
-
-    terms: tuple[tuple[str, str, bool], ...] = ()
-    getters: Mapping[str, FieldGetter] = field(default_factory=dict)
-
-    def matches(self, obj: dict[str, Any]) -> bool:
-        return all((self.getters[name](obj) == value) == equal for name, value, equal in self.terms)
-
-    def exact_name(self) -> str | None:
-        """The name a ``metadata.name=x`` term pins (kube's ``RequiresExactMatch``)."""
-        return next((value for name, value, equal in self.terms if name == "metadata.name" and equal), None)
-
-
 @dataclass(eq=False, slots=True)
 class Watch:
     collection: str
     namespace: str | None
-    selector: Selector
-    fields: FieldSelector = FieldSelector()
+    selector: LabelSelector
+    fields: FieldSelector
     queue: asyncio.Queue[Event | None] = field(default_factory=asyncio.Queue)
     dropped: bool = False
 
@@ -71,7 +54,7 @@ class Watch:
         if self.namespace is not None and event.namespace != self.namespace:
             return False
         metadata = event.object.get("metadata") or {}
-        return self.fields.matches(event.object) and self.selector(metadata.get("labels") or {})
+        return self.fields.matches(event.object) and self.selector.matches(metadata.get("labels"))
 
 
 class WatchHub:
@@ -97,8 +80,8 @@ class WatchHub:
                 watch.queue.put_nowait(event)
 
     def open(
-        self, collection: str, namespace: str | None, selector: Selector, since: int,
-        *, fields: FieldSelector = FieldSelector(),
+        self, collection: str, namespace: str | None, selector: LabelSelector, since: int,
+        *, fields: FieldSelector,
     ) -> Watch:
         """A watch that first gets the history after ``since``; raises :class:`Expired`."""
         oldest = self._history[0].resource_version if self._history else self.revision + 1
@@ -122,36 +105,6 @@ class WatchHub:
         return len(self._watches)
 
 
-def _requirement(raw: str) -> tuple[str, str, str]:
-    """(operator, key, value) of one requirement: "=", "!=", "exists" or "absent"."""
-    if "!=" in raw:
-        key, value = raw.split("!=", 1)
-        return "!=", key.strip(), value.strip()
-    if "=" in raw:
-        key, value = raw.replace("==", "=").split("=", 1)
-        return "=", key.strip(), value.strip()
-    if raw.startswith("!"):
-        return "absent", raw[1:].strip(), ""
-    if " " in raw or "(" in raw:
-        raise ValueError(f"unsupported label selector requirement {raw!r}: only =, ==, != and existence")
-    return "exists", raw, ""
-
-
-def _holds(requirement: tuple[str, str, str], labels: Mapping[str, str]) -> bool:
-    operator, key, value = requirement
-    if operator == "=":
-        return labels.get(key) == value
-    if operator == "!=":
-        return labels.get(key) != value
-    return (key in labels) == (operator == "exists")
-
-
-def parse_selector(text: str) -> Selector:
-    """An equality-based label selector (``a=b,c!=d,e,!f``); raises ValueError."""
-    requirements = [_requirement(raw) for raw in filter(None, (part.strip() for part in text.split(",")))]
-    return lambda labels: all(_holds(r, labels) for r in requirements)
-
-
 def field_labels(collection: str, *, namespaced: bool) -> tuple[dict[str, FieldGetter], bool]:
     """The fields a selector of ``collection`` ("<apiVersion>/<plural>") may name, as the hub's
     registry serves them (a Pod's ``spec.nodeName``, ``status.phase`` ...), and whether the
@@ -160,18 +113,3 @@ def field_labels(collection: str, *, namespaced: bool) -> tuple[dict[str, FieldG
     group = api_version.rpartition("/")[0]
     extra = BUILT_IN_FIELDS.get((group, plural), {})
     return selectable(extra, own_conversion=bool(extra), namespaced=namespaced), bool(extra)
-
-
-def parse_field_selector(text: str, collection: str, *, namespaced: bool) -> FieldSelector:
-    """A field selector over the field labels of ``collection``; raises ValueError with kube's words."""
-    getters, own_conversion = field_labels(collection, namespaced=namespaced)
-    terms: list[tuple[str, str, bool]] = []
-    for part in filter(None, (raw.strip() for raw in text.split(","))):
-        operator = next((op for op in ("!=", "==", "=") if op in part), None)
-        if operator is None:
-            raise ValueError(f"invalid selector: '{text}'; can't understand '{part}'")
-        name, _, value = part.partition(operator)
-        if name.strip() not in getters:
-            raise ValueError(refusal(name.strip(), own_conversion=own_conversion))
-        terms.append((name.strip(), value.strip(), operator != "!="))
-    return FieldSelector(tuple(terms), getters)
