@@ -38,7 +38,7 @@ from controlplane.apis.kube.names import (
     DNS_SUBDOMAIN_REGEX_MESSAGE,
     format_errors,
 )
-from controlplane.apis.pods import FILTERED_EFFECTS, tolerates
+from controlplane.apis.pods import FILTERED_EFFECTS, requirement_matches, tolerates
 
 # ---------------------------------------------------------------------------------------------
 # Base classes
@@ -276,14 +276,7 @@ class LabelSelectorRequirement(SpecModel):
 
     def matches(self, labels: Mapping[str, str]) -> bool:
         """Kubernetes set-based semantics (``NotIn`` and ``DoesNotExist`` match absent keys)."""
-        present = self.key in labels
-        if self.operator == "In":
-            return present and labels[self.key] in (self.values or [])
-        if self.operator == "NotIn":
-            return not present or labels[self.key] not in (self.values or [])
-        if self.operator == "Exists":
-            return present
-        return not present
+        return requirement_matches(self.operator, self.values or (), labels.get(self.key))
 
 
 class LabelSelector(SpecModel):
