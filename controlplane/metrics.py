@@ -91,7 +91,7 @@ from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.registry import Collector
 
 from controlplane.admission.metrics import QueueMetrics
-from controlplane.apis.meta import parse_time
+from controlplane.apis.timestamps import parse_time
 from controlplane.apiserver import errors
 from controlplane.apiserver.audit.metrics import AuditMetrics
 from controlplane.apiserver.clientcertificates import expiration_histogram

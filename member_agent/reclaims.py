@@ -23,6 +23,7 @@ from datetime import datetime
 from typing import Any
 
 from controlplane.apis import spot
+from controlplane.apis.timestamps import format_time
 from member_agent.capacity import owner_workload, pod_is_active
 
 #: (namespace, kind, name) of a hub workload, as the agent's Work index keys it.
@@ -132,7 +133,7 @@ class ReclaimLog:
         if (now - lost.time).total_seconds() > self.window_seconds:
             del self._lost[ref]
             return None
-        return {"pods": lost.pods, "nodes": sorted(lost.nodes), "time": _rfc3339(lost.time)}
+        return {"pods": lost.pods, "nodes": sorted(lost.nodes), "time": format_time(lost.time)}
 
     def annotate(self, status: Mapping[str, Any], *, now: datetime) -> dict[str, Any]:
         """``status`` (a Work status) with each manifest's ``reclaimed`` entry set or cleared."""
@@ -157,5 +158,3 @@ def workload_of(pod: Mapping[str, Any]) -> WorkloadRef:
     return (namespace, owner["kind"], owner["name"]) if owner else (namespace, "Pod", str(meta.get("name")))
 
 
-def _rfc3339(moment: datetime) -> str:
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -28,10 +28,6 @@ LEASES_PATH = f"/apis/coordination.k8s.io/v1/namespaces/{c.LEASE_NAMESPACE}/leas
 MAX_CONFLICT_RETRIES = 5
 
 
-def rfc3339(moment: datetime) -> str:
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def micro_time(moment: datetime) -> str:
     """Kubernetes MicroTime, as Lease renewTime carries it."""
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")

@@ -24,13 +24,14 @@ from typing import Any
 
 import aiohttp
 
+from controlplane.apis.timestamps import format_time
 from member_agent import capacity, dcgm, probing
 from member_agent.agentbase import MAX_BACKOFF, AgentBase
 from member_agent.kubeapi import ApiError, NotFound
 from member_agent.nodetotals import NodeTotals
 from member_agent.podstates import no_claim_trouble
 from member_agent.reachability import failure_level
-from member_agent.registering import desired_cluster, register_cluster, rfc3339, write_cluster_status
+from member_agent.registering import desired_cluster, register_cluster, write_cluster_status
 
 logger = logging.getLogger(__name__)
 
@@ -53,7 +54,7 @@ class CapacityReporting(AgentBase):
             _summarize,
             self.node_totals,
             list(self.pods.objects.values()),
-            now=rfc3339(self.clock()),
+            now=format_time(self.clock()),
             utilization=self._utilization,
             utilization_time=self._utilization_time,
             kubernetes_version=self._kubernetes_version or capacity.kubelet_version(self.nodes.objects.values()),
@@ -154,7 +155,7 @@ class CapacityReporting(AgentBase):
                         max_bytes=self.config.dcgm_max_bytes,
                     )
                     self._utilization = await asyncio.to_thread(_utilization_by_node, text)
-                    self._utilization_time = rfc3339(self.clock())
+                    self._utilization_time = format_time(self.clock())
                     self.metrics.dcgm_scraped(ok=True)
                 except dcgm.ScrapeError as exc:
                     self.metrics.dcgm_scraped(ok=False)

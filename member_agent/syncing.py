@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from controlplane.apis import constants as c
+from controlplane.apis.timestamps import format_time
 from member_agent.agentbase import MAX_BACKOFF, WORK_API, AgentBase, Kind, KindWatch
 from member_agent.applying import WorkApplier, status_changed, status_fields
 from member_agent.config import AgentConfig
@@ -31,7 +32,6 @@ from member_agent.kubeapi import ApiError, Conflict, NotFound
 from member_agent.ledger import Ledger
 from member_agent.manifests import Identifier, desired_manifests, preserves_on_deletion, work_key
 from member_agent.reachability import failure_level
-from member_agent.registering import rfc3339
 from member_agent.unserved import carries_crd
 
 logger = logging.getLogger(__name__)
@@ -288,7 +288,7 @@ class WorkSyncing(AgentBase):
         if work is None or _suspended(work) or (work.get("metadata") or {}).get("deletionTimestamp"):
             return
         self.status_passes += 1
-        await self._write_work_status(work, await applier.refresh_status(work, now=rfc3339(self.clock())))
+        await self._write_work_status(work, await applier.refresh_status(work, now=format_time(self.clock())))
 
     async def _reconcile_work(self, applier: WorkApplier, key: str) -> bool:
         """Apply (or remove) the Work; True when its status was computed and written."""
@@ -314,7 +314,7 @@ class WorkSyncing(AgentBase):
         if self._applied_generation.get(key) == generation:
             return False  # a status write of ours, or a no-op update
         await self._watch_kinds(work)
-        status = await applier.reconcile(work, now=rfc3339(self.clock()))
+        status = await applier.reconcile(work, now=format_time(self.clock()))
         self._hold_kinds(key, work)
         self._applied_generation[key] = generation
         await self._write_work_status(work, status)

@@ -24,7 +24,8 @@ from types import MappingProxyType
 from typing import NamedTuple
 
 from controlplane.apis.cluster_v1alpha1 import Cluster
-from controlplane.apis.meta import Taint, Toleration, parse_time
+from controlplane.apis.meta import Taint, Toleration
+from controlplane.apis.timestamps import parse_time
 from policies.models import ClusterAffinity, SpreadConstraint
 
 

@@ -20,6 +20,8 @@ import time
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from controlplane.apis.timestamps import format_time
+
 
 class Clock(Protocol):
     def now(self) -> float:
@@ -32,7 +34,7 @@ class Clock(Protocol):
 
 
 def rfc3339(seconds: float) -> str:
-    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return format_time(datetime.fromtimestamp(seconds, UTC))
 
 
 def parse_rfc3339(text: str | None) -> float | None:

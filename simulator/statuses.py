@@ -30,8 +30,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import croniter
 
-from controlplane.apis.meta import parse_time_or_none
 from controlplane.apis.pods import FrozenTaint, FrozenToleration, untolerated
+from controlplane.apis.timestamps import parse_time_or_none
 from controlplane.lifecycle import Service
 from controlplane.objectclient import ObjectClient, ResourceType, errors
 from simulator.clock import Clock, rfc3339

@@ -27,7 +27,7 @@ from typing import Any, Final
 from controlplane.admission.checks import REASON_ADMISSION_CHECK
 from controlplane.admission.objects import condition
 from controlplane.apis import kueue_v1beta1 as kueue
-from controlplane.apis.meta import format_time, parse_time_or_none
+from controlplane.apis.timestamps import format_time, parse_time_or_none
 from controlplane.apis.untyped import json_int
 
 DEFAULT_TIMEOUT_SECONDS: Final = 300

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
@@ -39,6 +39,7 @@ from controlplane.apis.kube.names import (
     format_errors,
 )
 from controlplane.apis.pods import FILTERED_EFFECTS, requirement_matches, tolerates
+from controlplane.apis.timestamps import format_time, parse_time
 
 # ---------------------------------------------------------------------------------------------
 # Base classes
@@ -87,37 +88,6 @@ def repeated(names: Iterable[str]) -> str | None:
             return name
         seen.add(name)
     return None
-
-
-def format_time(moment: datetime) -> str:
-    """An RFC 3339 timestamp in UTC with second precision, as Kubernetes writes it."""
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def parse_time(value: str) -> datetime:
-    """Parse an RFC 3339 timestamp ("2024-05-01T10:00:00Z") into an aware datetime."""
-    moment = datetime.fromisoformat(value)
-    if moment.tzinfo is None:
-        raise ValueError(f"timestamp {value!r} has no time zone (expected e.g. 2024-05-01T10:00:00Z)")
-    return moment
-
-
-def parse_time_or_none(value: object, *, naive_as_utc: bool = False) -> datetime | None:
-    """:func:`parse_time` of a timestamp read from an object: None when it is absent, not a
-    string or not RFC 3339 (a reader that must go on with what it can use). With
-    ``naive_as_utc``, a timestamp without a time zone is read as UTC rather than dropped (the
-    lenient reading of the API server's table columns and of the simulated members)."""
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        moment = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    if moment.tzinfo is None:
-        return moment.replace(tzinfo=UTC) if naive_as_utc else None
-    return moment
 
 
 def _check_time(value: str) -> str:

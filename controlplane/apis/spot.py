@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
 
+from controlplane.apis.timestamps import parse_time_or_none
+
 #: On a ResourceBinding: the spot reclaims whose replicas the scheduler replaced (JSON:
 #: ``{"count": n, "recent": [{"time", "cluster", "replicas"}], "acted": {cluster: mark}}``).
 ANNOTATION_SPOT_RECLAIMS: Final = "scheduler.gpufed.io/spot-reclaims"
@@ -105,9 +107,8 @@ def recorded_reclaims(binding: Mapping[str, Any]) -> tuple[RecordedReclaim, ...]
     for entry in data.get("recent") or ():
         if not isinstance(entry, dict):
             continue
-        try:
-            moment = datetime.fromisoformat(str(entry.get("time")).replace("Z", "+00:00"))
-        except ValueError:
+        moment = parse_time_or_none(entry.get("time"), naive_as_utc=True)
+        if moment is None:
             continue
         replicas = entry.get("replicas")
         out.append(

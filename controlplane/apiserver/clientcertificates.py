@@ -46,6 +46,7 @@ from cryptography.x509.verification import (
 )
 from prometheus_client import CollectorRegistry, Histogram
 
+from controlplane.apis.timestamps import format_time
 from controlplane.apiserver.identity import AUTHENTICATED, EXTRA_CREDENTIAL_ID, Role, UserInfo
 from controlplane.pki import utc_now
 
@@ -132,8 +133,8 @@ class ClientCertificates:
                 (certificate.not_valid_after_utc, "after") if now > certificate.not_valid_after_utc
                 else (certificate.not_valid_before_utc, "before")
             )
-            raise rejected(f"x509: certificate has expired or is not yet valid: current time {_rfc3339(now)} is "
-                           f"{word} {_rfc3339(bound)}")
+            raise rejected(f"x509: certificate has expired or is not yet valid: current time {format_time(now)} is "
+                           f"{word} {format_time(bound)}")
         verifier = (PolicyBuilder().store(self._store).time(now)
                     .extension_policies(ca_policy=_CA_POLICY, ee_policy=ExtensionPolicy.permit_all())
                     .build_client_verifier())
@@ -165,8 +166,6 @@ def certificate_identifier(certificate: x509.Certificate) -> str:
     return f"SN={certificate.serial_number}, SKID={skid.hex(':').upper()}, AKID={akid.hex(':').upper()}"
 
 
-def _rfc3339(moment: dt.datetime) -> str:
-    return moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def peer_certificate(ssl_object: ssl.SSLObject | ssl.SSLSocket | None) -> bytes | None:

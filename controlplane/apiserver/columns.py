@@ -12,8 +12,8 @@ from datetime import datetime
 from typing import Any
 
 from controlplane.apis import constants as c
-from controlplane.apis.meta import parse_time_or_none
 from controlplane.apis.pods import REASON_SCHEDULING_GATED
+from controlplane.apis.timestamps import parse_time_or_none
 from controlplane.apis.untyped import dig, json_int
 
 Obj = dict[str, Any]

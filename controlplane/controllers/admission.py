@@ -67,7 +67,7 @@ from controlplane.admission.core.preemption import HUMAN_REASONS
 from controlplane.admission.metrics import QueueMetrics, local_queue_figures, queue_figures
 from controlplane.apis import kueue_v1beta1 as kueue
 from controlplane.apis.events import EventType
-from controlplane.apis.meta import parse_time
+from controlplane.apis.timestamps import parse_time
 from controlplane.controllers.admissionchecks import AdmissionChecking
 from controlplane.controllers.admissiongate import API, Kinds, owner_of
 from controlplane.controllers.context import ControllerContext

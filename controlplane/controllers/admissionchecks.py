@@ -24,7 +24,7 @@ from controlplane.admission import objects as adm
 from controlplane.admission.metrics import QueueMetrics
 from controlplane.apis import kueue_v1beta1 as kueue
 from controlplane.apis.events import EventType
-from controlplane.apis.meta import format_time
+from controlplane.apis.timestamps import format_time
 from controlplane.controllers.context import ControllerContext
 from controlplane.controllers.events import EventReason, record_event
 from controlplane.controllers.workloadevicting import evict, set_conditions

@@ -66,7 +66,7 @@ from controlplane.apis.cluster_v1alpha1 import runs_kueue
 from controlplane.apis.constants import execution_namespace
 from controlplane.apis.events import EventType
 from controlplane.apis.kube.generation import content_changed
-from controlplane.apis.meta import parse_time
+from controlplane.apis.timestamps import parse_time
 from controlplane.apis.untyped import as_int
 from controlplane.apis.views import BindingView, ClusterObjectView, ObjectView, WorkView
 from controlplane.apis.work_v1alpha1 import BindingKey, binding_name

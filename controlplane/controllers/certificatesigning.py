@@ -38,6 +38,7 @@ from controlplane.apis.kube.certificatesigning import (
     SIGNER_VALIDATION_FAILURE,
     Issued,
 )
+from controlplane.apis.timestamps import format_time
 from controlplane.controllers.informing import Informer
 from controlplane.controllers.reconciling import ReconcileLoop
 from controlplane.controllers.workqueuemetrics import WorkqueueMetrics
@@ -70,8 +71,6 @@ def _utc_now() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
 
 
-def _timestamp(now: dt.datetime) -> str:
-    return now.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class CertificateSigningController:
@@ -120,7 +119,7 @@ class CertificateSigningController:
         else:
             status["conditions"] = [*(status.get("conditions") or []), {
                 "type": FAILED, "status": "True", "reason": SIGNER_VALIDATION_FAILURE,
-                "message": outcome.message, "lastUpdateTime": _timestamp(self._clock()),
+                "message": outcome.message, "lastUpdateTime": format_time(self._clock()),
             }]
         with contextlib.suppress(errors.NotFound):  # a Conflict is retried by the loop
             await self._objects.update_status(self._rt, {**csr, "status": status})

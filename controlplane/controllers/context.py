@@ -25,7 +25,7 @@ from pydantic import ValidationError
 
 from controlplane.admission.requeuing import WaitForPodsReady
 from controlplane.apis import constants as c
-from controlplane.apis.meta import format_time
+from controlplane.apis.timestamps import format_time
 from controlplane.apis.views import BindingView, ObjectView
 from controlplane.apis.work_v1alpha1 import binding_name
 from controlplane.controllers.apiserviceavailability import RECHECK_SECONDS as APISERVICE_RECHECK_SECONDS

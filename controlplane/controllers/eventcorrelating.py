@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Final, Generic, TypeVar
 
-from controlplane.apis.meta import format_time
+from controlplane.apis.timestamps import format_time
 
 #: client-go's ``maxLruCacheEntries``.
 CACHE_SIZE: Final = 4096

@@ -37,7 +37,8 @@ from enum import StrEnum
 from typing import Any
 
 from controlplane.apis import constants as c
-from controlplane.apis.meta import Taint, Toleration, format_time, parse_time
+from controlplane.apis.meta import Taint, Toleration
+from controlplane.apis.timestamps import format_time, parse_time
 from controlplane.apis.views import WorkView
 from controlplane.apis.work_v1alpha1 import EvictionReason
 from policies.affinity import ClusterView, no_execute_eviction

@@ -27,7 +27,7 @@ from controlplane.apis.kube.flowcontrol_bootstrap import (
     bootstrap_object,
     ensured,
 )
-from controlplane.apis.meta import format_time
+from controlplane.apis.timestamps import format_time
 from controlplane.controllers.informing import Informer
 from controlplane.controllers.reconciling import ReconcileLoop
 from controlplane.controllers.workqueuemetrics import WorkqueueMetrics

@@ -52,7 +52,7 @@ from typing import Any
 
 from controlplane.apis import constants as c
 from controlplane.apis.cluster_v1alpha1 import ClusterConditionType, ClusterReadyReason
-from controlplane.apis.meta import format_time, parse_time_or_none
+from controlplane.apis.timestamps import format_time, parse_time_or_none
 from controlplane.apis.views import ClusterObjectView, ObjectView
 from controlplane.controllers.disruption import (
     DEFAULT_UNHEALTHY_THRESHOLD,

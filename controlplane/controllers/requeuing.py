@@ -38,7 +38,7 @@ from controlplane.admission import objects as adm
 from controlplane.admission import requeuing
 from controlplane.admission.metrics import QueueMetrics
 from controlplane.apis import kueue_v1beta1 as kueue
-from controlplane.apis.meta import parse_time
+from controlplane.apis.timestamps import parse_time
 from controlplane.controllers.context import ControllerContext
 from controlplane.controllers.events import EventReason
 from controlplane.controllers.workloadevicting import evict, set_conditions

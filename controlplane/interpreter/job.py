@@ -31,7 +31,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from controlplane.apis.constants import ANNOTATION_GANG
-from controlplane.apis.meta import parse_time_or_none
+from controlplane.apis.timestamps import parse_time_or_none
 from controlplane.apis.untyped import as_int
 from controlplane.interpreter.base import (
     FinishedPhase,

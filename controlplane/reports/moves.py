@@ -19,7 +19,7 @@ from datetime import datetime
 from typing import Any
 
 from controlplane.apis.constants import ANNOTATION_MOVES
-from controlplane.apis.meta import parse_time
+from controlplane.apis.timestamps import parse_time
 
 
 @dataclass(frozen=True)

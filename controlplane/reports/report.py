@@ -46,7 +46,7 @@ from collections.abc import Mapping, Sequence
 from enum import StrEnum
 from typing import Any
 
-from controlplane.apis.meta import format_time
+from controlplane.apis.timestamps import format_time
 from controlplane.reports.classify import STATES, WasteState
 from controlplane.reports.recommend import describe_workload
 from controlplane.reports.summary import StateTotals, WasteReport, WorkloadUsage

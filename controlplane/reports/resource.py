@@ -41,8 +41,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from controlplane.apis.constants import REPORTS_GROUP
-from controlplane.apis.meta import format_time, parse_time
 from controlplane.apis.spot import RecordedReclaim
+from controlplane.apis.timestamps import format_time, parse_time
 from controlplane.reports.accounting import Accumulator
 from controlplane.reports.classify import STATES, WasteState
 from controlplane.reports.moves import MoveRecord

@@ -35,9 +35,10 @@ from typing import Any, ParamSpec, TypeVar
 from pydantic import ValidationError
 
 from controlplane.apis.cluster_v1alpha1 import PROVIDER_ONPREM
-from controlplane.apis.meta import Taint, parse_time
+from controlplane.apis.meta import Taint
 from controlplane.apis.podview import propagated_workloads
 from controlplane.apis.spot import RecordedReclaim, recorded_reclaims
+from controlplane.apis.timestamps import parse_time
 from controlplane.apis.untyped import as_int, as_list, as_mapping
 from controlplane.apis.utilization import expand_utilization
 from controlplane.reports.aggregated import expand as expand_aggregated

@@ -29,6 +29,7 @@ from typing import Any
 
 from controlplane.apis import constants as c
 from controlplane.apis.kube.names import label_value_errors, qualified_name_errors
+from controlplane.apis.timestamps import format_time
 from gpufed.argtypes import object_name
 from gpufed.commands.running import run_reporting
 from gpufed.hubclient import HubClient, HubError, add_kubeconfig_argument
@@ -105,7 +106,7 @@ def apply_taint_changes(
                 raise TaintSpecError(f"taint {what!r} not found")
             out = kept
             continue
-        new: dict[str, Any] = {"key": change.key, "effect": change.effect, "timeAdded": now.strftime("%Y-%m-%dT%H:%M:%SZ")}
+        new: dict[str, Any] = {"key": change.key, "effect": change.effect, "timeAdded": format_time(now)}
         if change.value:
             new["value"] = change.value
         for index, existing in enumerate(out):
@@ -128,7 +129,7 @@ def cordoned_spec(spec: dict[str, Any], *, cordon: bool, now: datetime) -> dict[
         previous = next((t for t in spec.get("taints") or () if t.get("key") == c.TAINT_CORDONED
                          and t.get("effect") == "NoSchedule"), None)
         taints.append(previous or {"key": c.TAINT_CORDONED, "effect": "NoSchedule",
-                                   "timeAdded": now.strftime("%Y-%m-%dT%H:%M:%SZ")})
+                                   "timeAdded": format_time(now)})
     return {"unschedulable": True if cordon else None, "taints": taints or None}
 
 

@@ -23,6 +23,7 @@ from controlplane.apis import spot
 from controlplane.apis.constants import ANNOTATION_MOVES, ANNOTATION_REBALANCE
 from controlplane.apis.explanations import expanded
 from controlplane.apis.spot import recorded_reclaims
+from controlplane.apis.timestamps import format_time
 from gpufed.commands.explainqueue import queue_section
 from gpufed.commands.running import run_reporting
 from gpufed.hubclient import HubClient, HubError, add_kubeconfig_argument
@@ -220,7 +221,7 @@ def render_explanation(workload: Mapping[str, Any], binding: Mapping[str, Any] |
             ((binding.get("metadata") or {}).get("annotations") or {}).get(spot.ANNOTATION_SPOT_RECLAIMS)
         ).get("count", len(reclaims))
         lines.append(f"{'Spot:':<13}{count} reclaim(s) survived; the latest took {latest.replicas} replica(s) "
-                     f"from {latest.cluster} at {latest.time.strftime('%Y-%m-%dT%H:%M:%SZ')}")
+                     f"from {latest.cluster} at {format_time(latest.time)}")
     lines.extend(_move_lines(binding))
     explanation = expanded(((binding.get("status") or {}).get("explanation")) or [])
     if not explanation:

@@ -15,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import quote
 
+from controlplane.apis.timestamps import format_time
 from gpufed.argtypes import positive_duration, time_or_duration
 from gpufed.commands.running import report as report_error
 from gpufed.hubclient import HubClient, HubError, add_kubeconfig_argument
@@ -52,8 +53,6 @@ def _dimensions(values: list[str]) -> list[str]:
     return parts
 
 
-def _format(moment: datetime) -> str:
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def request_path(args: argparse.Namespace, *, now: datetime) -> tuple[str, dict[str, str]]:
@@ -76,9 +75,9 @@ def request_path(args: argparse.Namespace, *, now: datetime) -> tuple[str, dict[
     if args.top < 0:
         raise ValueError("--top must not be negative")
     if args.start is not None:
-        params["from"] = _format(parse_time(args.start, now=now))
+        params["from"] = format_time(parse_time(args.start, now=now))
         if args.end is not None:
-            params["to"] = _format(parse_time(args.end, now=now))
+            params["to"] = format_time(parse_time(args.end, now=now))
         return f"{collection}/{CUSTOM}", params
     since = args.since or timedelta(hours=24)
     return f"{collection}/last-{quote(format_duration(since))}", params

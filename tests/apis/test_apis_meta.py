@@ -15,11 +15,8 @@ from controlplane.apis.meta import (
     ObjectMeta,
     Taint,
     Toleration,
-    format_time,
     get_condition,
     is_condition_true,
-    parse_time,
-    parse_time_or_none,
     repeated,
     set_condition,
     taints_tolerated,
@@ -27,6 +24,7 @@ from controlplane.apis.meta import (
     validate_dns1123_subdomain,
     validation_causes,
 )
+from controlplane.apis.timestamps import format_time, parse_time, parse_time_or_none
 
 T0 = datetime(2024, 5, 1, 10, 0, 0, tzinfo=UTC)
 T1 = datetime(2024, 5, 1, 11, 30, 0, tzinfo=UTC)

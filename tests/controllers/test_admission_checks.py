@@ -12,7 +12,7 @@ from typing import Any, Unpack
 
 from prometheus_client import CollectorRegistry
 
-from controlplane.apis.meta import parse_time
+from controlplane.apis.timestamps import parse_time
 from controlplane.apiserver.objects import ObjectStore, WriteArgs
 from controlplane.controllers.manager import ControllerManager
 from controlplane.hub import hub_registry

@@ -17,7 +17,7 @@ import pytest
 
 from controlplane.apis import constants as c
 from controlplane.apis.cluster_v1alpha1 import ClusterReadyReason
-from controlplane.apis.meta import format_time
+from controlplane.apis.timestamps import format_time
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.disruption import (
     EvictionGate,

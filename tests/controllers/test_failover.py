@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from controlplane.apis.meta import Taint, Toleration, format_time
+from controlplane.apis.meta import Taint, Toleration
+from controlplane.apis.timestamps import format_time
 from controlplane.apis.work_v1alpha1 import EvictionReason
 from controlplane.controllers.failover import (
     EvictionCause,

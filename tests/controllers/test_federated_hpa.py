@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from controlplane.apis.meta import format_time
+from controlplane.apis.timestamps import format_time
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.federatedhpa.podmetrics import MemberPods, PodMetric
 from controlplane.controllers.manager import ControllerManager

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from controlplane.apis.meta import format_time
+from controlplane.apis.timestamps import format_time
 from controlplane.apis.work_v1alpha1 import PriorityReason
 from controlplane.apiserver import errors
 from controlplane.apiserver.objects import ObjectStore, WatchEventType

@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from controlplane.apis.meta import parse_time
+from controlplane.apis.timestamps import parse_time
 from controlplane.apis.utilization import encode_utilization
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.hub import hub_registry

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
+from controlplane.apis.timestamps import format_time
 from member_agent.agent import Agent
 from member_agent.holding import StatusHold, starting
-from member_agent.registering import rfc3339
 from tests.member_agent import test_agent_integration as integration
 from tests.member_agent.test_agent_integration import (
     DEPLOYMENT,
@@ -122,7 +122,7 @@ async def test_a_rollout_ready_within_the_hold_is_one_status_write(
         # The agent applied the Work and holds its "applied, replicas starting" status.
         await eventually(lambda: _async(f"{WORK_NS}/infer" in agent.held_works), what="the held status")
         await asyncio.sleep(1.1)  # the status written below is computed in a later second
-        made_ready = rfc3339(agent.clock())
+        made_ready = format_time(agent.clock())
         live = await member.get("apps/v1", "Deployment", "infer", "ml")
         assert live is not None
         ready = {"observedGeneration": live["metadata"]["generation"], "replicas": 2, "updatedReplicas": 2,

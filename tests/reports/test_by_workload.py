@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from controlplane.apis.meta import format_time
+from controlplane.apis.timestamps import format_time
 from controlplane.reports.accounting import Accumulator
 from controlplane.reports.report import render_table, to_json
 from controlplane.reports.resource import report_from_json

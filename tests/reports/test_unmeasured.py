@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from controlplane.apis.meta import format_time
+from controlplane.apis.timestamps import format_time
 from controlplane.metrics import HubMetrics
 from controlplane.reports.accounting import Accumulator
 from controlplane.reports.classify import WasteState, classify

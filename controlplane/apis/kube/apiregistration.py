@@ -26,6 +26,7 @@ from typing import Any, Final
 
 from controlplane.apis.kube import field, names
 from controlplane.apis.kube.field import FieldError
+from controlplane.apis.timestamps import format_time
 from controlplane.gojson import go_quote
 
 Obj = dict[str, Any]
@@ -226,8 +227,6 @@ def available_condition(obj: Obj) -> Obj | None:
     return next((c for c in conditions(obj) if c.get("type") == AVAILABLE), None)
 
 
-def _timestamp(now: dt.datetime) -> str:
-    return now.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def set_available(obj: Obj, *, status: str, reason: str, message: str, now: dt.datetime) -> bool:
@@ -238,7 +237,7 @@ def set_available(obj: Obj, *, status: str, reason: str, message: str, now: dt.d
     if current is not None and all(current.get(k) == v for k, v in condition.items()):
         return False
     kept = current.get("lastTransitionTime") if current is not None and current.get("status") == status else None
-    condition["lastTransitionTime"] = str(kept or _timestamp(now))
+    condition["lastTransitionTime"] = str(kept or format_time(now))
     others = [c for c in conditions(obj) if c.get("type") != AVAILABLE]
     status_part = obj.get("status")
     obj["status"] = {**(status_part if isinstance(status_part, dict) else {}), "conditions": [*others, condition]}

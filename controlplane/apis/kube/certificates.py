@@ -33,6 +33,7 @@ from cryptography.hazmat.primitives.asymmetric import ed25519, rsa
 from controlplane.apis.kube import field, names
 from controlplane.apis.kube.field import FieldError, GoValue
 from controlplane.apis.kube.gobase64 import CorruptInput, std_decode
+from controlplane.apis.timestamps import format_time
 from controlplane.gojson import go_quote
 
 Obj = dict[str, Any]
@@ -334,13 +335,11 @@ def keep_spec(new: Obj, old: Obj) -> None:
         new["spec"] = old["spec"]
 
 
-def _timestamp(now: dt.datetime) -> str:
-    return now.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _stamp_conditions(new: Obj, old: Obj, now: dt.datetime) -> None:
     """``populateConditionTimestamps``."""
-    moment = _timestamp(now)
+    moment = format_time(now)
     for condition in conditions(new):
         if not condition.get("lastUpdateTime"):
             condition["lastUpdateTime"] = moment

@@ -32,6 +32,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, ObjectIdentifier
 
 from controlplane.apis.kube import certificates, field
 from controlplane.apis.kube.certificates import APPROVED, DENIED, FAILED, KUBE_APISERVER_CLIENT, Obj
+from controlplane.apis.timestamps import parse_time_or_none
 
 #: kube's ``--cluster-signing-duration`` default.
 DEFAULT_SIGNING_DURATION: Final = dt.timedelta(days=365)
@@ -166,13 +167,8 @@ def sign(
 
 
 def _older_than(timestamp: Any, age: dt.timedelta, now: dt.datetime) -> bool:
-    if not isinstance(timestamp, str) or not timestamp:
-        return False
-    try:
-        moment = dt.datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
-    except ValueError:
-        return False
-    return now - moment > age
+    moment = parse_time_or_none(timestamp, naive_as_utc=True)
+    return moment is not None and now - moment > age
 
 
 def _issued_expired(csr: Obj, now: dt.datetime) -> bool:

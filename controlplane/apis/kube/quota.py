@@ -39,6 +39,7 @@ from controlplane.apis.quantity import (
     parse_kube_quantity,
     parse_quantity,
 )
+from controlplane.apis.timestamps import parse_time_or_none
 
 #: Resource name -> quantity (exact value and the suffix family kube prints it in).
 Usage = dict[str, KubeQuantity]
@@ -208,11 +209,7 @@ def _terminal(pod: Mapping[str, Any], *, now: datetime) -> bool:
         return True
     meta = mapping(pod.get("metadata"))
     deleted, grace = meta.get("deletionTimestamp"), meta.get("deletionGracePeriodSeconds")
-    if isinstance(deleted, str) and isinstance(grace, int):
-        try:
-            moment = datetime.fromisoformat(deleted.replace("Z", "+00:00"))
-        except ValueError:
-            return False
+    if isinstance(grace, int) and (moment := parse_time_or_none(deleted, naive_as_utc=True)) is not None:
         return now > moment + timedelta(seconds=grace)
     return False
 

@@ -24,6 +24,7 @@ from typing import Any, Final
 
 from controlplane.apis.kube.field import mapping
 from controlplane.apis.kube.gobase64 import CorruptInput, std_decode
+from controlplane.apis.timestamps import parse_time_or_none
 
 SECRET_TYPE: Final = "kubernetes.io/service-account-token"
 ACCOUNT_NAME_ANNOTATION: Final = "kubernetes.io/service-account.name"
@@ -184,13 +185,9 @@ def cleanup_step(
         return Cleanup.KEEP
     meta = mapping(secret.get("metadata"))
     cutoff = now - period
-    created = meta.get("creationTimestamp")
-    try:
-        created_at = dt.datetime.fromisoformat(str(created).replace("Z", "+00:00"))
-    except ValueError:
+    created_at = parse_time_or_none(meta.get("creationTimestamp"), naive_as_utc=True)
+    if created_at is None:
         return Cleanup.KEEP
-    if created_at.tzinfo is None:
-        created_at = created_at.replace(tzinfo=dt.UTC)
     if created_at >= cutoff or meta.get("deletionTimestamp"):
         return Cleanup.KEEP
     labels = mapping(meta.get("labels"))

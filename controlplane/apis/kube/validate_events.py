@@ -26,6 +26,7 @@ from typing import Any, Final
 from controlplane.apis.kube import field
 from controlplane.apis.kube.field import FieldError
 from controlplane.apis.kube.names import qualified_name_errors
+from controlplane.apis.timestamps import parse_time_or_none
 from controlplane.gojson import go_quote
 
 Obj = dict[str, Any]
@@ -100,12 +101,7 @@ def _comparable(key: str, value: Any) -> Any:
 
 
 def _instant(value: Any) -> datetime | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
+    return parse_time_or_none(value, naive_as_utc=True)
 
 
 def _go_time(value: Any) -> field.GoValue:

@@ -48,7 +48,8 @@ from controlplane.apis.constants import (
     JOIN_PATH,
     TOKENS_PATH,
 )
-from controlplane.apis.meta import DNS1123_LABEL_MAX_LENGTH, format_time, validate_dns1123_label
+from controlplane.apis.meta import DNS1123_LABEL_MAX_LENGTH, validate_dns1123_label
+from controlplane.apis.timestamps import format_time
 from controlplane.apiserver import errors, protobuf
 from controlplane.apiserver.app import USER
 from controlplane.apiserver.auth.authorizer import (

@@ -54,7 +54,7 @@ from controlplane.apis.kube.serviceaccounttokens import (
     last_used_due,
     token_secret,
 )
-from controlplane.apis.meta import format_time, parse_time_or_none
+from controlplane.apis.timestamps import format_time, parse_time_or_none
 from controlplane.apiserver import audit, errors
 from controlplane.apiserver.auth.bootstrap import read_object_body
 from controlplane.apiserver.auth.serviceaccountjwt import (

@@ -23,6 +23,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
+from controlplane.apis.timestamps import format_time
 from controlplane.apiserver import errors
 from controlplane.apiserver.protobuf.kinds import MESSAGES_BY_KIND
 from controlplane.apiserver.protobuf.schema import Field, FieldType, Message
@@ -278,7 +279,7 @@ def _time(raw: bytes, path: str) -> str | None:
         moment = datetime.fromtimestamp(seconds, tz=UTC)
     except (OverflowError, OSError, ValueError) as exc:
         raise _Malformed(path, f"the time {seconds}s since the epoch is out of range") from exc
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return format_time(moment)
 
 
 def _is_empty(wire: WireField) -> bool:

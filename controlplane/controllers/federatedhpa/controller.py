@@ -29,7 +29,7 @@ from typing import Any
 
 from controlplane.apis.autoscaling_karmada_v1alpha1 import API_VERSION, FEDERATED_HPA_KIND
 from controlplane.apis.events import EventType
-from controlplane.apis.meta import format_time
+from controlplane.apis.timestamps import format_time
 from controlplane.apis.untyped import dig
 from controlplane.apis.views import BindingView
 from controlplane.controllers.binding import ready_since

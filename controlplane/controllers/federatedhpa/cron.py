@@ -24,7 +24,7 @@ from controlplane.apis.autoscaling_karmada_v1alpha1 import (
     CRON_FEDERATED_HPA_KIND,
     FEDERATED_HPA_KIND,
 )
-from controlplane.apis.meta import format_time
+from controlplane.apis.timestamps import format_time
 from controlplane.apis.untyped import dig
 from controlplane.controllers.context import ControllerContext
 from controlplane.controllers.federatedhpa.cronrules import plan, recorded

@@ -23,7 +23,7 @@ from zoneinfo import ZoneInfo
 from croniter import croniter
 
 from controlplane.apis.autoscaling_karmada_v1alpha1 import DEFAULT_HISTORY_LIMIT
-from controlplane.apis.meta import format_time, parse_time_or_none
+from controlplane.apis.timestamps import format_time, parse_time_or_none
 
 
 @dataclass(frozen=True, slots=True)

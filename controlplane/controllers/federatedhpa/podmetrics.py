@@ -22,8 +22,8 @@ from decimal import InvalidOperation
 from typing import Any, Protocol
 
 from controlplane.apis.durations import duration_seconds
-from controlplane.apis.meta import parse_time_or_none
 from controlplane.apis.quantity import parse_quantity
+from controlplane.apis.timestamps import parse_time_or_none
 
 #: metrics-server's window when a PodMetrics does not say (kube's ``metricServerDefaultMetricWindow``).
 DEFAULT_WINDOW_SECONDS = 60.0

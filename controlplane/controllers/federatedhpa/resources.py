@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
-from controlplane.apis.meta import parse_time_or_none
 from controlplane.apis.pods import container_requests
+from controlplane.apis.timestamps import parse_time_or_none
 from controlplane.controllers.federatedhpa.calculating import (
     TOLERANCE,
     MetricsUnavailable,

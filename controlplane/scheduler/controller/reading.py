@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from controlplane.apis.meta import parse_time_or_none
+from controlplane.apis.timestamps import parse_time_or_none
 from controlplane.apis.views import BindingView, ClusterObjectView, WorkView
 from controlplane.apis.work_v1alpha1 import BindingKey, ConditionType
 from controlplane.controllers.context import ControllerContext

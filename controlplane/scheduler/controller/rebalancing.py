@@ -47,7 +47,7 @@ from typing import Any, Final
 
 from controlplane.apis.constants import ANNOTATION_ABANDONED, ANNOTATION_MOVES, ANNOTATION_REBALANCE
 from controlplane.apis.events import EventType
-from controlplane.apis.meta import format_time, parse_time, parse_time_or_none
+from controlplane.apis.timestamps import format_time, parse_time, parse_time_or_none
 from controlplane.apis.work_v1alpha1 import BindingKey
 from controlplane.controllers.context import INDEX_BINDING, ControllerContext
 from controlplane.controllers.events import EventReason, record_event

@@ -32,6 +32,7 @@ from typing import Any, Final
 
 from controlplane.apis.events import EventType
 from controlplane.apis.spot import ANNOTATION_SPOT_RECLAIMS, parse_annotation
+from controlplane.apis.timestamps import parse_time_or_none
 from controlplane.apis.work_v1alpha1 import BindingKey
 from controlplane.controllers.context import INDEX_BINDING, ControllerContext
 from controlplane.controllers.events import EventReason, record_event
@@ -89,10 +90,7 @@ class History:
 
 
 def _parse(text: Any) -> datetime | None:
-    try:
-        return datetime.fromisoformat(str(text).replace("Z", "+00:00")) if text else None
-    except ValueError:
-        return None
+    return parse_time_or_none(text, naive_as_utc=True)
 
 
 def reclaimed_of(work: Mapping[str, Any]) -> Reclaimed | None:

@@ -34,8 +34,9 @@ from pydantic import BaseModel
 
 from controlplane.apis.constants import LABEL_GPU_PRODUCT
 from controlplane.apis.gpus import is_mig_invalid_product
-from controlplane.apis.meta import Taint, parse_time
+from controlplane.apis.meta import Taint
 from controlplane.apis.pods import FrozenTaint
+from controlplane.apis.timestamps import parse_time
 from controlplane.apis.views import ClusterObjectView
 from controlplane.scheduler.core.cache import SchedulerCache
 from controlplane.scheduler.core.slots import slot_setters

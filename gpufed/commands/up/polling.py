@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import Any, Final
 
 import aiohttp
 
+from controlplane.apis.timestamps import parse_time_or_none
 from gpufed.supervising import Probe
 
 CLUSTERS_PATH: Final = "/apis/cluster.gpufed.io/v1alpha1/clusters"
@@ -90,12 +90,8 @@ class ClusterView:
 
 
 def _timestamp(value: Any) -> float | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        return dt.datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
+    moment = parse_time_or_none(value, naive_as_utc=True)
+    return None if moment is None else moment.timestamp()
 
 
 @dataclass

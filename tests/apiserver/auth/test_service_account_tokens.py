@@ -13,7 +13,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from controlplane.apis.meta import parse_time
+from controlplane.apis.timestamps import parse_time
 from controlplane.apiserver.identity import HUB_AUDIENCE
 from controlplane.apiserver.kubeconfig import load_kubeconfig
 from controlplane.hub import Hub

@@ -26,7 +26,7 @@ from typing import Any, Final
 
 from aiohttp import web
 
-from controlplane.apis.meta import format_time
+from controlplane.apis.timestamps import format_time
 from controlplane.apiserver import errors
 from controlplane.apiserver.app import USER
 from controlplane.apiserver.auth.bootstrap import read_object_body
