@@ -149,3 +149,19 @@ def test_set_requestor_replaces_what_the_request_claims() -> None:
     assert (obj["spec"]["username"], obj["spec"]["groups"], obj["status"]) == (
         "ann", ["dev", "system:authenticated"], {})
     assert "uid" not in obj["spec"] and "extra" not in obj["spec"]
+
+
+@pytest.mark.parametrize(
+    ("created", "cleaned"),
+    [
+        ("2026-01-01T00:00:00Z", True),
+        ("2026-01-01T00:00:00", True),  # no zone: read as UTC, not a naive time to fail the comparison
+        ("2026-01-02T23:00:00Z", False),
+        ("yesterday", False),
+        (None, False),
+    ],
+)
+def test_a_pending_request_is_cleaned_after_a_day_by_its_creation_time(created: str | None, cleaned: bool) -> None:
+    now = dt.datetime(2026, 1, 3, tzinfo=dt.UTC)
+    csr = {"metadata": {"name": "a", "creationTimestamp": created}, "spec": {}, "status": {}}
+    assert certificatesigning.should_clean(csr, now) is cleaned
