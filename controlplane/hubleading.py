@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from controlplane.apis.constants import COORDINATION_GROUP, LEASE_NAMESPACE, SYSTEM_NAMESPACE
 from controlplane.apis.kube.namespaces import SYSTEM_NAMESPACES
+from controlplane.apis.timestamps import format_micro_time
 from controlplane.apiserver import errors
 from controlplane.apiserver.aggregator.frontproxy import authentication_configmap
 from controlplane.apiserver.crd.client import ConvertedObjects
@@ -183,7 +184,7 @@ class LeaderTerm:
         """Show the leader as ``kubectl get lease -n gpufed-system gpufed-controllers`` (visibility only)."""
         term = self.term
         lease_type = objects.registry.require(f"{COORDINATION_GROUP}/v1", "Lease")
-        moment = term.acquired.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        moment = format_micro_time(term.acquired)
         spec = {
             "holderIdentity": term.identity,
             "leaseDurationSeconds": self.hub.config.leader_lease_ttl,

@@ -14,10 +14,11 @@ from __future__ import annotations
 import copy
 import logging
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from controlplane.apis import constants as c
+from controlplane.apis.timestamps import format_micro_time
 from member_agent.kubeapi import ApiError, Conflict, Forbidden, KubeApi, NotFound
 
 logger = logging.getLogger(__name__)
@@ -26,11 +27,6 @@ CLUSTER_API_VERSION = f"{c.CLUSTER_GROUP}/{c.VERSION}"
 CLUSTERS_PATH = f"/apis/{CLUSTER_API_VERSION}/clusters"
 LEASES_PATH = f"/apis/coordination.k8s.io/v1/namespaces/{c.LEASE_NAMESPACE}/leases"
 MAX_CONFLICT_RETRIES = 5
-
-
-def micro_time(moment: datetime) -> str:
-    """Kubernetes MicroTime, as Lease renewTime carries it."""
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def desired_cluster(
@@ -164,8 +160,8 @@ def lease_object(name: str, *, now: datetime, duration_seconds: int) -> dict[str
         "spec": {
             "holderIdentity": name,
             "leaseDurationSeconds": duration_seconds,
-            "acquireTime": micro_time(now),
-            "renewTime": micro_time(now),
+            "acquireTime": format_micro_time(now),
+            "renewTime": format_micro_time(now),
         },
     }
 
@@ -188,7 +184,7 @@ async def renew_lease(
         body = copy.deepcopy(current)
         spec = body.setdefault("spec", {})
         spec.update(
-            {"holderIdentity": name, "leaseDurationSeconds": duration_seconds, "renewTime": micro_time(now)}
+            {"holderIdentity": name, "leaseDurationSeconds": duration_seconds, "renewTime": format_micro_time(now)}
         )
         try:
             return await hub.replace(f"{LEASES_PATH}/{name}", body)

@@ -11,7 +11,7 @@ finished.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from enum import StrEnum
 from typing import Final, Literal
 
@@ -22,12 +22,6 @@ from controlplane.apis.meta import ObjectMeta, SpecModel, WireModel
 API_GROUP: Final = "apps.karmada.io"
 API_VERSION: Final = "apps.karmada.io/v1alpha1"
 KIND: Final = "WorkloadRebalancer"
-
-
-def format_micro_time(moment: datetime) -> str:
-    """RFC 3339 with microseconds (kube's MicroTime): a fresh-placement request and the decision
-    that follows it may fall in the same second, and must still compare in order."""
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def requested_after_last_decision(spec: Mapping[str, object], status: Mapping[str, object]) -> bool:

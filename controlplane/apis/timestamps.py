@@ -1,5 +1,5 @@
 """RFC 3339 timestamps as Kubernetes writes and reads them: written in UTC to the second
-(``2024-05-01T10:00:00Z``), read strictly (:func:`parse_time`) or leniently, by a reader that
+(``2024-05-01T10:00:00Z``; kube's ``MicroTime`` with microseconds), read strictly (:func:`parse_time`) or leniently, by a reader that
 must go on with what it can use (:func:`parse_time_or_none`).
 
 Pure and standard-library only, so that kube's API rules (``controlplane.apis.kube``), the
@@ -16,6 +16,15 @@ def format_time(moment: datetime) -> str:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def format_micro_time(moment: datetime) -> str:
+    """kube's ``MicroTime``: :func:`format_time` with microseconds (a Lease's renew time, an audit
+    event's stages, Karmada's reschedule and decision times), for times that must keep their
+    order within one second."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def parse_time(value: str) -> datetime:

@@ -25,9 +25,8 @@ from controlplane.apis.apps_karmada_v1alpha1 import (
     KIND,
     RebalanceFailedReason,
     RebalanceResult,
-    format_micro_time,
 )
-from controlplane.apis.timestamps import format_time, parse_time
+from controlplane.apis.timestamps import format_micro_time, format_time, parse_time
 from controlplane.apis.work_v1alpha1 import binding_name
 from controlplane.controllers.context import ControllerContext
 from controlplane.controllers.reconciling import KeyedController

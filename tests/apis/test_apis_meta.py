@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -24,7 +24,7 @@ from controlplane.apis.meta import (
     validate_dns1123_subdomain,
     validation_causes,
 )
-from controlplane.apis.timestamps import format_time, parse_time, parse_time_or_none
+from controlplane.apis.timestamps import format_micro_time, format_time, parse_time, parse_time_or_none
 
 T0 = datetime(2024, 5, 1, 10, 0, 0, tzinfo=UTC)
 T1 = datetime(2024, 5, 1, 11, 30, 0, tzinfo=UTC)
@@ -263,3 +263,9 @@ def test_parse_time_or_none_can_read_a_timestamp_without_a_zone_as_utc() -> None
     assert parse_time_or_none("2024-05-01T10:00:00", naive_as_utc=True) == T0
     assert parse_time_or_none("2024-05-01T12:00:00+02:00", naive_as_utc=True) == T0
     assert parse_time_or_none("yesterday", naive_as_utc=True) is None
+
+
+def test_format_micro_time_is_kubes_micro_time_in_utc() -> None:
+    moment = datetime(2024, 5, 1, 12, 0, 0, 1500, tzinfo=timezone(timedelta(hours=2)))
+    assert format_micro_time(moment) == "2024-05-01T10:00:00.001500Z"
+    assert format_micro_time(datetime(2024, 5, 1, 10, 0)) == "2024-05-01T10:00:00.000000Z"  # no zone: UTC

@@ -33,6 +33,7 @@ import orjson
 from aiohttp import web
 from aiohttp.typedefs import Handler
 
+from controlplane.apis.timestamps import format_micro_time
 from controlplane.apiserver import errors
 from controlplane.apiserver.audit.policy import AuditPolicy, Decision, Level, Stage
 from controlplane.apiserver.audit.union import AuditBackends
@@ -79,10 +80,6 @@ async def audit_id_header(request: web.Request, response: web.StreamResponse) ->
     """kube's ``Audit-Id`` response header without an audit log (kube's audit-init filter sets it
     on every response): the client's ``Audit-ID``, else a new one."""
     response.headers.setdefault("Audit-Id", request.headers.get("Audit-ID") or str(uuid.uuid4()))
-
-
-def _micro(moment: dt.datetime) -> str:
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 class Auditor:
@@ -215,8 +212,8 @@ class Auditor:
         if (stage is Stage.RESPONSE_COMPLETE and decision.level is Level.REQUEST_RESPONSE
                 and (answered := _json_body(response)) is not None):
             event["responseObject"] = _without_managed_fields(answered) if decision.omit_managed_fields else answered
-        event["requestReceivedTimestamp"] = _micro(state["received"])
-        event["stageTimestamp"] = _micro(self._clock() if stage is not Stage.REQUEST_RECEIVED else state["received"])
+        event["requestReceivedTimestamp"] = format_micro_time(state["received"])
+        event["stageTimestamp"] = format_micro_time(self._clock() if stage is not Stage.REQUEST_RECEIVED else state["received"])
         merged = {**_authorization_annotations(request.get(AUTHORIZATION)), **annotations}
         if merged and stage is not Stage.REQUEST_RECEIVED:
             event["annotations"] = merged

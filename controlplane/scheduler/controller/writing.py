@@ -21,8 +21,9 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any, Final
 
-from controlplane.apis.apps_karmada_v1alpha1 import format_micro_time, requested_after_last_decision
+from controlplane.apis.apps_karmada_v1alpha1 import requested_after_last_decision
 from controlplane.apis.explanations import compacted, expanded
+from controlplane.apis.timestamps import format_micro_time
 from controlplane.apis.views import BindingView, ObjectView
 from controlplane.apis.work_v1alpha1 import ConditionType, ScheduledReason
 from controlplane.controllers.context import ControllerContext
