@@ -2,9 +2,10 @@
 
 Everything below the HTTP layer (the object layer, validation, patching) raises an
 :class:`ApiError` subclass; storage errors are translated once, in
-:func:`from_storage_error`, and the pure selector parser's once, in :func:`bad_selector`. The HTTP layer turns any ``ApiError`` into the JSON
-``Status`` object kubectl and the client libraries expect (``to_status``); in-process
-callers (controllers) catch the same classes.
+:func:`from_storage_error`, and the pure selector parser's once, in :func:`bad_selector`.
+The HTTP layer turns any ``ApiError`` into the JSON ``Status`` object kubectl and the
+client libraries expect (``to_status``); in-process callers (controllers) catch the same
+classes.
 
 Messages follow kube-apiserver's wording where clients or people match on it, e.g.
 ``deployments.apps "x" not found``.
