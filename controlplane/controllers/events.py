@@ -60,6 +60,7 @@ class EventReason(StrEnum):
     SUCCESSFUL_RESCALE = "SuccessfulRescale"
     FAILED_RESCALE = "FailedRescale"
     FAILED_GET_SCALE = "FailedGetScale"
+    FAILED_GET_SCALE_TARGET_REF = "FailedGetScaleTargetRef"
     FAILED_GET_BINDINGS = "FailedGetBindings"
     FAILED_GET_TARGET_CLUSTERS = "FailedGetTargetClusters"
     AMBIGUOUS_SELECTOR = "AmbiguousSelector"

@@ -194,19 +194,6 @@ async def test_a_failing_metric_is_reported_while_the_others_scale(objects: Obje
     assert conditions(await status_of(objects, "web"))["ScalingActive"] == ("True", "ValidMetricFound")
 
 
-async def test_a_missing_target_is_kubes_failed_get_scale(objects: ObjectStore, manager: ControllerManager) -> None:
-    await objects.create(objects.registry.require(FHPA_API, "FederatedHPA"), fhpa("ghost", GPU_UTIL))
-
-    async def failed() -> dict[str, Any] | None:
-        status = await status_of(objects, "ghost")
-        return status if conditions(status).get("AbleToScale") == ("False", "FailedGetScale") else None
-
-    status = await eventually(failed, what="AbleToScale False")
-    able = next(c for c in status["conditions"] if c["type"] == "AbleToScale")
-    assert able["message"] == ('the HPA controller was unable to get the target\'s current scale: '
-                               'deployments.apps "ghost" not found')
-
-
 async def spread_over_two(objects: ObjectStore) -> None:
     """Clusters onprem and cloud, and a policy dividing Deployments named web evenly over them."""
     for cluster in ("onprem", "cloud"):

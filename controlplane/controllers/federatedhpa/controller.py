@@ -148,14 +148,17 @@ class FederatedHPAController(KeyedController[Key]):
         kind, target_name = str(ref.get("kind") or ""), str(ref.get("name") or "")
         reference = f"{kind}/{target_name}"
         target_rt = ctx.registry.for_kind(str(ref.get("apiVersion") or ""), kind)
-        target = None
-        if target_rt is not None and target_rt.scale is not None:
-            target = await ctx.get(target_rt, namespace, target_name)
-        if target_rt is None or target_rt.scale is None or target is None:
+        target = None if target_rt is None else await ctx.get(target_rt, namespace, target_name)
+        if target_rt is None or target is None:
+            # Karmada reads the target itself first: FailedGetScaleTargetRef, with the read's error.
             problem = (f'no matches for kind "{kind}" in version "{ref.get("apiVersion")}"' if target_rt is None
-                       else f"{kind} has no scale subresource" if target_rt.scale is None
                        else f'{target_rt.plural}.{target_rt.group or ""}'.rstrip(".") + f' "{target_name}" not found')
-            await self._failed_get_scale(fhpa, original, status, problem, now=now)
+            await self._unable_to_scale(fhpa, original, status, EventReason.FAILED_GET_SCALE_TARGET_REF,
+                                        "the HPA controller was unable to get the target reference object", problem,
+                                        now=now)
+            return
+        if target_rt.scale is None:
+            await self._failed_get_scale(fhpa, original, status, f"{kind} has no scale subresource", now=now)
             return
         spec_path = target_rt.scale.spec_replicas.split(".")
         current = dig(target, *spec_path)
@@ -175,13 +178,16 @@ class FederatedHPAController(KeyedController[Key]):
         metrics = spec.get("metrics") or []
         selector = scale_selector(target_rt, target)
         members: list[MemberPods] | None = None
-        if ctx.pod_metrics is not None and needs_pod_metrics(metrics) and isinstance(selector, str) and current > 0:
+        if ctx.pod_metrics is not None and needs_pod_metrics(metrics) and isinstance(selector, str):
             # Karmada lists each target cluster's pods first and leaves out, replicas and all, a
             # cluster it cannot list them in.
             members = [m for m in await ctx.pod_metrics.pod_metrics(namespace, selector)
                        if m.answered and m.cluster in counted]
             counted &= {m.cluster for m in members}
-        if current > 0 and not sum(placed[member] for member in counted):
+        # Karmada sums its members' scales and stops when they hold no replicas: a target at 0
+        # replicas (its binding then places 0) stops here too, so its ``ScalingDisabled`` branch
+        # (the members' sum at 0) is never reached.
+        if not sum(placed[member] for member in counted):
             problem = "failed to get replicas in any of clusters, possibly because all of clusters are not ready"
             await self._failed_get_scale(fhpa, original, status, problem, now=now)
             return
@@ -192,11 +198,7 @@ class FederatedHPAController(KeyedController[Key]):
         desired, rescale_reason = current, ""
         history = self.histories.setdefault((namespace, name), History())
         metric_statuses: list[dict[str, Any]] | None = status.get("currentMetrics")
-        if current == 0 and min_replicas != 0:
-            desired = 0
-            set_condition(status, "ScalingActive", Condition(
-                "False", "ScalingDisabled", "scaling is disabled since the replica count of the target is zero"), now=now)
-        elif current > max_replicas:
+        if current > max_replicas:
             desired, rescale_reason = max_replicas, "Current number of replicas above Spec.MaxReplicas"
         elif current < min_replicas:
             desired, rescale_reason = min_replicas, "Current number of replicas below Spec.MinReplicas"
