@@ -1,20 +1,35 @@
-"""What a FederatedHPA reads of its target's scale, as Karmada's controller reads it: a target at
-0 replicas (its members hold none) is Karmada's ``FailedGetScale``; a target that is not there
-is Karmada's ``FailedGetScaleTargetRef``."""
+"""What a FederatedHPA reads of its target's scale and writes in its status, as Karmada's
+controller does: a target at 0 replicas (its members hold none) is Karmada's ``FailedGetScale``; a
+target that is not there is Karmada's ``FailedGetScaleTargetRef``; the first sync's replicas are a
+recommendation of the stabilization window; the status is made anew as kube's ``setStatus``
+makes it."""
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 
 from controlplane.apiserver.objects import ObjectStore
+from controlplane.controllers.federatedhpa.controller import current_replicas_set, status_set
 from controlplane.controllers.manager import ControllerManager
 
 from .conftest import FAST
 from .fleet import deployment, eventually, get_object
-from .test_federated_hpa import FHPA_API, GPU_UTIL, WORK_API, events, fhpa, placed_on_onprem, replicas, report
+from .test_federated_hpa import (
+    FHPA_API,
+    GPU_UTIL,
+    WORK_API,
+    conditions,
+    events,
+    fhpa,
+    placed_on_onprem,
+    replicas,
+    report,
+    status_of,
+)
 from .test_federated_hpa_members import unable_to_scale
 
 FAILED_GET_REPLICAS = "failed to get replicas in any of clusters, possibly because all of clusters are not ready"
@@ -65,3 +80,59 @@ async def test_a_missing_target_is_karmadas_failed_get_scale_target_ref(
         "False", f"the HPA controller was unable to get the target reference object: {problem}")
     assert await events(objects, "ghost") == [("FailedGetScaleTargetRef", problem)]
 
+
+
+async def status_when(objects: ObjectStore, name: str, condition: str, reason: str) -> dict[str, Any]:
+    async def probe() -> dict[str, Any] | None:
+        status = await status_of(objects, name)
+        return status if conditions(status).get(condition, ("", ""))[1] == reason else None
+    return await eventually(probe, what=f"{condition} {reason}")
+
+
+async def test_the_first_scale_down_waits_out_the_window(objects: ObjectStore, manager: ControllerManager) -> None:
+    """kube records the replicas a target has at the autoscaler's first sync as a recommendation:
+    4 pods at 10 % against 50 % ask for 1, and the 5-minute downscale window holds 4. The status is
+    kube's, made anew each sync: no ``observedGeneration``. When the metric then fails, the last
+    metrics' statuses stay, as Karmada keeps them."""
+    await objects.create(objects.registry.require("apps/v1", "Deployment"), deployment("web", replicas=4))
+    await placed_on_onprem(objects, "web")
+    await report(objects, "onprem", "web", [0.1, 0.1, 0.1, 0.1])
+    rt = objects.registry.require(FHPA_API, "FederatedHPA")
+    await objects.create(rt, fhpa("web", GPU_UTIL))
+
+    status = await status_when(objects, "web", "AbleToScale", "ScaleDownStabilized")
+    assert (status["currentReplicas"], status["desiredReplicas"]) == (4, 4)
+    assert status["currentMetrics"] == [
+        {"type": "Pods", "pods": {"metric": {"name": "DCGM_FI_DEV_GPU_UTIL"}, "current": {"averageValue": "10"}}}]
+    assert "observedGeneration" not in status and "lastScaleTime" not in status
+    assert await replicas(objects, "web") == 4
+    assert not [e for e in await events(objects, "web") if e[0] == "SuccessfulRescale"]
+
+    external = {"type": "External", "external": {"metric": {"name": "queue_depth"},
+                                                 "target": {"type": "Value", "value": "10"}}}
+    current = await objects.get(rt, namespace="default", name="web")
+    await objects.update(rt, {**current, "spec": {**current["spec"], "metrics": [external]}})
+    failed = await status_when(objects, "web", "ScalingActive", "FailedGetExternalMetric")
+    assert failed["currentMetrics"] == status["currentMetrics"]
+    assert (failed["currentReplicas"], failed["desiredReplicas"]) == (4, 4)
+
+
+@pytest.mark.parametrize(("before", "current", "desired", "metrics", "expected"), [
+    # A new status: the replicas and metrics given, the old time and conditions kept, nothing else.
+    ({"observedGeneration": 3, "currentReplicas": 2, "desiredReplicas": 2, "currentMetrics": [{"type": ""}],
+      "lastScaleTime": "2024-05-01T10:00:00Z", "conditions": [{"type": "AbleToScale"}]},
+     4, 6, None,
+     {"currentReplicas": 4, "desiredReplicas": 6, "currentMetrics": None, "lastScaleTime": "2024-05-01T10:00:00Z",
+      "conditions": [{"type": "AbleToScale"}]}),
+    # currentReplicas is omitted at 0, as kube's omitempty leaves it out.
+    ({}, 0, 1, [{"type": ""}], {"desiredReplicas": 1, "currentMetrics": [{"type": ""}]}),
+])
+def test_status_is_made_anew_as_kube_sets_it(before: dict[str, Any], current: int, desired: int,
+                                             metrics: list[dict[str, Any]] | None, expected: dict[str, Any]) -> None:
+    assert status_set(before, current=current, desired=desired, metrics=metrics) == expected
+
+
+def test_a_failed_sync_keeps_the_last_desired_replicas_and_metrics() -> None:
+    before = {"currentReplicas": 2, "desiredReplicas": 3, "currentMetrics": [{"type": "Pods"}], "observedGeneration": 1}
+    assert current_replicas_set(before, 5) == {"currentReplicas": 5, "desiredReplicas": 3,
+                                               "currentMetrics": [{"type": "Pods"}]}

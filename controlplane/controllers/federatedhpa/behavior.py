@@ -43,6 +43,15 @@ class History:
     recommendations: list[tuple[datetime, int]] = field(default_factory=list)
     scale_ups: list[tuple[datetime, int]] = field(default_factory=list)
     scale_downs: list[tuple[datetime, int]] = field(default_factory=list)
+    started: bool = False
+    """Whether the first sync's current replicas were recorded (:meth:`record_initial`)."""
+
+    def record_initial(self, now: datetime, current: int) -> None:
+        """kube's ``recordInitialRecommendation``: the replicas the target has when the autoscaler
+        is first looked at count as a recommendation, so a first scale-down waits out the window."""
+        if not self.started:
+            self.started = True
+            self.recommendations.append((now, current))
 
     def record_scale(self, now: datetime, *, current: int, desired: int) -> None:
         """kube's ``storeScaleEvent``: the change, on the side it went."""

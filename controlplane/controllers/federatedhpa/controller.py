@@ -9,7 +9,7 @@ the hub then divides the replicas over clusters as for any replica change), the 
 status as kube's HPA controller writes it (``currentReplicas``, ``desiredReplicas``,
 ``currentMetrics``, ``lastScaleTime``, conditions ``AbleToScale``, ``ScalingActive``,
 ``ScalingLimited``) and Events (``SuccessfulRescale``, ``FailedGetScale``, Karmada's
-``FailedGetBindings`` and ``FailedGetTargetClusters``, ``AmbiguousSelector``, ``FailedGet*Metric``...).
+``FailedGetScaleTargetRef``, ``FailedGetBindings`` and ``FailedGetTargetClusters``, ``AmbiguousSelector``, ``FailedGet*Metric``...).
 
 Each FederatedHPA is looked at every ``--horizontal-pod-autoscaler-sync-period`` (the key comes
 back after that delay: one queue and one timer for them all) and at once when its spec changes.
@@ -83,6 +83,27 @@ def set_condition(status: dict[str, Any], condition_type: str, condition: Condit
                                   if c.get("type") in _CONDITION_ORDER else len(_CONDITION_ORDER))
 
 
+def status_set(status: dict[str, Any], *, current: int, desired: int,
+               metrics: list[dict[str, Any]] | None) -> dict[str, Any]:
+    """kube's (and Karmada's) ``setStatus``: the status made anew from the replicas, the metrics'
+    statuses, and the old status's ``lastScaleTime`` and conditions (no ``observedGeneration``:
+    neither controller writes one)."""
+    out: dict[str, Any] = {"desiredReplicas": desired, "currentMetrics": metrics or None}
+    if current:  # omitempty
+        out["currentReplicas"] = current
+    for kept in ("lastScaleTime", "conditions"):
+        if status.get(kept):
+            out[kept] = status[kept]
+    return out
+
+
+def current_replicas_set(status: dict[str, Any], current: int) -> dict[str, Any]:
+    """Karmada's ``setCurrentReplicasInStatus``: the current replicas, the desired replicas and the
+    metrics' statuses of the last sync kept."""
+    return status_set(status, current=current, desired=int(status.get("desiredReplicas") or 0),
+                      metrics=status.get("currentMetrics"))
+
+
 def _condition(status: dict[str, Any], condition_type: str) -> dict[str, Any]:
     return next((c for c in status.get("conditions") or () if c.get("type") == condition_type), {})
 
@@ -143,7 +164,6 @@ class FederatedHPAController(KeyedController[Key]):
         reported = self.failed_metrics.pop((namespace, name), frozenset())
         original = copy.deepcopy(fhpa.get("status") or {})
         status: dict[str, Any] = copy.deepcopy(original)
-        status["observedGeneration"] = meta.get("generation")
         ref = spec.get("scaleTargetRef") or {}
         kind, target_name = str(ref.get("kind") or ""), str(ref.get("name") or "")
         reference = f"{kind}/{target_name}"
@@ -197,7 +217,8 @@ class FederatedHPAController(KeyedController[Key]):
         max_replicas = int(spec.get("maxReplicas") or 0)
         desired, rescale_reason = current, ""
         history = self.histories.setdefault((namespace, name), History())
-        metric_statuses: list[dict[str, Any]] | None = status.get("currentMetrics")
+        history.record_initial(now, current)
+        metric_statuses: list[dict[str, Any]] | None = None
         if current > max_replicas:
             desired, rescale_reason = max_replicas, "Current number of replicas above Spec.MaxReplicas"
         elif current < min_replicas:
@@ -212,8 +233,7 @@ class FederatedHPAController(KeyedController[Key]):
                                            (selector.reason, selector.message),
                                            (EventReason.FAILED_COMPUTE_METRICS_REPLICAS, selector.message))
                 set_condition(status, "ScalingActive", selector.condition, now=now)
-                status.update(currentReplicas=current, currentMetrics=None)
-                await self._write_status(fhpa, original, status)
+                await self._write_status(fhpa, original, current_replicas_set(status, current))
                 log.info("FederatedHPA %s/%s: failed to compute desired number of replicas based on listed "
                          "metrics for %s: %s", namespace, name, reference, selector.message)
                 return
@@ -232,8 +252,7 @@ class FederatedHPAController(KeyedController[Key]):
                 await self._warn_on_change(fhpa, status, "ScalingActive", failure,
                                            (EventReason.FAILED_COMPUTE_METRICS_REPLICAS, evaluation.error))
                 set_condition(status, "ScalingActive", failure, now=now)
-                status.update(currentReplicas=current, currentMetrics=metric_statuses or None)
-                await self._write_status(fhpa, original, status)
+                await self._write_status(fhpa, original, current_replicas_set(status, current))
                 log.info("FederatedHPA %s/%s: failed to compute desired number of replicas based on listed "
                          "metrics for %s: %s", namespace, name, reference, evaluation.error)
                 return
@@ -265,18 +284,19 @@ class FederatedHPAController(KeyedController[Key]):
                     now=now)
                 await record_event(ctx, fhpa, type=EventType.WARNING, reason=EventReason.FAILED_RESCALE,
                                    message=f"New size: {desired}; reason: {rescale_reason}; error: {exc}")
-                await self._write_status(fhpa, original, status)
+                await self._write_status(fhpa, original, current_replicas_set(status, current))
                 return
             set_condition(status, "AbleToScale", Condition(
                 "True", "SucceededRescale", f"the HPA controller was able to update the target scale to {desired}"),
                 now=now)
             await record_event(ctx, fhpa, type=EventType.NORMAL, reason=EventReason.SUCCESSFUL_RESCALE,
                                message=f"New size: {desired}; reason: {rescale_reason}")
-            history.record_scale(now, current=current, desired=desired)
+            if spec.get("behavior") is not None:  # kube keeps scale events for the behaviour's policies only
+                history.record_scale(now, current=current, desired=desired)
             status["lastScaleTime"] = format_time(now)
             log.info("FederatedHPA %s/%s: %s %s -> %s (%s)", namespace, name, reference, current, desired, rescale_reason)
-        status.update(currentReplicas=current, desiredReplicas=desired, currentMetrics=metric_statuses or None)
-        await self._write_status(fhpa, original, status)
+        await self._write_status(fhpa, original, status_set(status, current=current, desired=desired,
+                                                            metrics=metric_statuses))
 
     def _members(self, binding: dict[str, Any]) -> tuple[dict[str, int], set[str]]:
         """Karmada's target clusters: the replicas the target's ``binding`` places in each member,
