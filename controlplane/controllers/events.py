@@ -73,6 +73,9 @@ class EventReason(StrEnum):
     FAILED_GET_OBJECT_METRIC = "FailedGetObjectMetric"
     FAILED_GET_EXTERNAL_METRIC = "FailedGetExternalMetric"
     INVALID_METRIC_SOURCE_TYPE = "InvalidMetricSourceType"
+    # Karmada's CronFederatedHPA controller's.
+    SCALE_FAILED = "ScaleFailed"
+    START_RULE_FAILED = "StartRuleFailed"
     # Kueue's reasons on a Workload (fleet admission).
     QUOTA_RESERVED = "QuotaReserved"
     ADMITTED = "Admitted"

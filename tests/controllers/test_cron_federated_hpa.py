@@ -11,7 +11,7 @@ import pytest
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.context import ControllerContext
 from controlplane.controllers.federatedhpa.cron import CronFederatedHPAController
-from controlplane.controllers.federatedhpa.cronrules import next_time, plan, recorded
+from controlplane.controllers.federatedhpa.cronrules import in_status_order, next_time, plan, recorded
 
 from .conftest import FAST
 from .fleet import deployment
@@ -124,3 +124,59 @@ async def test_rules_scale_a_workload_and_a_federated_hpa(objects: ObjectStore) 
     clock.now = START + timedelta(hours=2)
     await controller.reconcile(("default", "workload"))
     assert (await objects.get(deployments, namespace="default", name="web"))["spec"]["replicas"] == 1
+
+
+def test_a_lowered_limit_cuts_a_list_at_its_next_execution_only() -> None:
+    """Karmada cuts the list it adds an execution to, not the others, and not without one."""
+    rule = {"name": "r", "schedule": "* * * * *", "successfulHistoryLimit": 1, "failedHistoryLimit": 1}
+    history = {"ruleName": "r", "successfulExecutions": [{"scheduleTime": f"m{i}"} for i in range(3)],
+               "failedExecutions": [{"scheduleTime": f"f{i}"} for i in range(3)]}
+    kept = recorded(rule, history, next_execution=None)
+    assert (len(kept["successfulExecutions"]), len(kept["failedExecutions"])) == (3, 3)
+    failed = recorded(rule, history, next_execution=None, execution={"scheduleTime": "f9"}, failed=True)
+    assert [e["scheduleTime"] for e in failed["failedExecutions"]] == ["f9"]
+    assert len(failed["successfulExecutions"]) == 3
+
+
+def test_histories_keep_the_status_order_and_new_rules_come_last() -> None:
+    old = [{"ruleName": "b"}, {"ruleName": "gone"}, {"ruleName": "a"}]
+    new = {"a": {"ruleName": "a", "n": 1}, "new": {"ruleName": "new"}, "b": {"ruleName": "b", "n": 2}}
+    assert in_status_order(old, new) == [{"ruleName": "b", "n": 2}, {"ruleName": "a", "n": 1}, {"ruleName": "new"}]
+
+
+async def _events(objects: ObjectStore, name: str) -> list[tuple[str, str, str]]:
+    items = (await objects.list(objects.registry.require("v1", "Event"), namespace="default")).items
+    return [(e["type"], e["reason"], e["message"]) for e in items if e["involvedObject"].get("name") == name
+            and e["involvedObject"].get("kind") == "CronFederatedHPA"]
+
+
+async def test_karmadas_events_and_the_rules_targets_as_applied(objects: ObjectStore) -> None:
+    """A failed execution is Karmada's ``ScaleFailed`` Warning Event; a rule whose schedule cannot
+    be planned (30 February passes the webhook, as in Karmada, and never comes) its
+    ``StartRuleFailed``, with no history; a successful execution records each of the rule's
+    targets as applied, as Karmada records them, whatever the target reads."""
+    clock = Clock(START)
+    ctx = ControllerContext(objects, settings=FAST, clock=clock)
+    controller = CronFederatedHPAController(ctx)
+    await objects.create(objects.registry.require("apps/v1", "Deployment"), deployment("web", replicas=1))
+    crons = objects.registry.require(API, "CronFederatedHPA")
+    for name, target, rules in (
+        ("workload", "web", [{"name": "morning", "schedule": "0 9 * * *", "targetReplicas": 3, "targetMinReplicas": 2}]),
+        ("ghost", "ghost", [{"name": "morning", "schedule": "0 9 * * *", "targetReplicas": 3}]),
+        ("never", "web", [{"name": "feb30", "schedule": "0 0 30 2 *", "targetReplicas": 3}]),
+    ):
+        await objects.create(crons, {"apiVersion": API, "kind": "CronFederatedHPA",
+                                     "metadata": {"name": name, "namespace": "default"}, "spec": {
+                                         "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": target},
+                                         "rules": rules}})
+        await controller.reconcile(("default", name))
+    assert await _events(objects, "never") == [("Warning", "StartRuleFailed", "failed to find next date")]
+    assert "executionHistories" not in await _status(objects, "never")
+
+    clock.now = START + timedelta(seconds=45)
+    for name in ("workload", "ghost"):
+        await controller.reconcile(("default", name))
+    applied = (await _status(objects, "workload"))["executionHistories"][0]["successfulExecutions"][0]
+    assert (applied["appliedReplicas"], applied["appliedMinReplicas"]) == (3, 2)
+    assert await _events(objects, "workload") == []
+    assert await _events(objects, "ghost") == [("Warning", "ScaleFailed", 'deployments.apps "ghost" not found')]

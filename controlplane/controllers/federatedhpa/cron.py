@@ -6,7 +6,9 @@ subresource sets), or the FederatedHPA's ``spec.minReplicas`` / ``spec.maxReplic
 ``targetMinReplicas`` / ``targetMaxReplicas``; and ``status.executionHistories`` as Karmada
 records them: per rule its ``nextExecutionTime`` and its last successful executions (with the
 replicas applied) and failed ones (with why), within the rule's history limits
-(:mod:`.cronrules`). Rules removed from the spec lose their history.
+(:mod:`.cronrules`), in the status's order; and Karmada's Warning Events, ``ScaleFailed`` (a
+failed execution, its message) and ``StartRuleFailed`` (a rule whose schedule or time zone
+cannot be read). Rules removed from the spec lose their history.
 
 Each CronFederatedHPA's key comes back when its next rule is due (one queue, one timer for all),
 and at once when it changes.
@@ -24,10 +26,12 @@ from controlplane.apis.autoscaling_karmada_v1alpha1 import (
     CRON_FEDERATED_HPA_KIND,
     FEDERATED_HPA_KIND,
 )
+from controlplane.apis.events import EventType
 from controlplane.apis.timestamps import format_time
 from controlplane.apis.untyped import dig
 from controlplane.controllers.context import ControllerContext
-from controlplane.controllers.federatedhpa.cronrules import plan, recorded
+from controlplane.controllers.events import EventReason, record_event
+from controlplane.controllers.federatedhpa.cronrules import in_status_order, plan, recorded
 from controlplane.controllers.reconciling import KeyedController
 from controlplane.controllers.workloads import is_deleting
 from controlplane.objectclient import WatchEventType, errors
@@ -38,6 +42,9 @@ Key = tuple[str, str]
 CONFLICT_RETRY_SECONDS = 0.2
 #: The longest a key waits before its rules are looked at again (a clock that jumps is caught up).
 MAX_WAIT_SECONDS = 300.0
+#: A successful execution's ``applied*`` field of each of a rule's targets.
+_APPLIED = (("appliedReplicas", "targetReplicas"), ("appliedMinReplicas", "targetMinReplicas"),
+            ("appliedMaxReplicas", "targetMaxReplicas"))
 
 
 class ScaleFailed(Exception):
@@ -68,32 +75,44 @@ class CronFederatedHPAController(KeyedController[Key]):
             return None
         now = self.ctx.now()
         spec, status = cron.get("spec") or {}, cron.get("status") or {}
-        histories = {h.get("ruleName"): h for h in status.get("executionHistories") or () if isinstance(h, dict)}
-        out: list[dict[str, Any]] = []
+        old = [h for h in status.get("executionHistories") or () if isinstance(h, dict)]
+        histories = {h.get("ruleName"): h for h in old}
+        by_rule: dict[str, dict[str, Any]] = {}
         upcoming: list[datetime] = []
         for rule in spec.get("rules") or ():
-            history = histories.get(rule.get("name"))
+            rule_name = str(rule.get("name"))
+            history = histories.get(rule_name)
             try:
                 planned = plan(rule, history, now)
-            except (ValueError, KeyError) as exc:  # a schedule stored before validation refused it
-                log.info("CronFederatedHPA %s/%s rule %s: %s", *key, rule.get("name"), exc)
-                out.append(recorded(rule, history, next_execution=None))
+            except (ValueError, KeyError) as exc:  # a schedule or zone stored before validation refused it
+                # Karmada's rule that cannot start: its Event, its history left as it was.
+                log.info("CronFederatedHPA %s/%s rule %s: %s", *key, rule_name, exc)
+                await record_event(self.ctx, cron, type=EventType.WARNING, reason=EventReason.START_RULE_FAILED,
+                                   message=str(exc))
+                if history is not None:
+                    by_rule[rule_name] = history
                 continue
             if planned.next is not None:
                 upcoming.append(planned.next)
             if planned.due is None:
-                out.append(recorded(rule, history, next_execution=planned.next))
+                by_rule[rule_name] = recorded(rule, history, next_execution=planned.next)
                 continue
             execution: dict[str, Any] = {"scheduleTime": format_time(planned.due), "executionTime": format_time(now)}
             try:
-                execution.update(await self._scale(cron, rule))
+                await self._scale(cron, rule)
             except ScaleFailed as exc:
                 execution["message"] = str(exc)
-                out.append(recorded(rule, history, next_execution=planned.next, execution=execution, failed=True))
-                log.info("CronFederatedHPA %s/%s rule %s failed: %s", *key, rule.get("name"), exc)
+                by_rule[rule_name] = recorded(rule, history, next_execution=planned.next, execution=execution,
+                                              failed=True)
+                await record_event(self.ctx, cron, type=EventType.WARNING, reason=EventReason.SCALE_FAILED,
+                                   message=str(exc))
+                log.info("CronFederatedHPA %s/%s rule %s failed: %s", *key, rule_name, exc)
             else:
-                out.append(recorded(rule, history, next_execution=planned.next, execution=execution))
-                log.info("CronFederatedHPA %s/%s rule %s applied %s", *key, rule.get("name"), execution)
+                # Karmada records the rule's targets as applied, whichever the target's kind reads.
+                execution.update({applied: rule[target] for applied, target in _APPLIED if rule.get(target) is not None})
+                by_rule[rule_name] = recorded(rule, history, next_execution=planned.next, execution=execution)
+                log.info("CronFederatedHPA %s/%s rule %s applied %s", *key, rule_name, execution)
+        out = in_status_order(old, by_rule)
         new_status = {**copy.deepcopy(status), "executionHistories": out}
         if not out:
             new_status.pop("executionHistories")
@@ -108,8 +127,8 @@ class CronFederatedHPAController(KeyedController[Key]):
             return None
         return min(max((min(upcoming) - now).total_seconds(), 0.0) + 0.01, MAX_WAIT_SECONDS)
 
-    async def _scale(self, cron: dict[str, Any], rule: dict[str, Any]) -> dict[str, Any]:
-        """Apply ``rule`` to the target; the applied replicas (Karmada's ``Applied*`` fields)."""
+    async def _scale(self, cron: dict[str, Any], rule: dict[str, Any]) -> None:
+        """Apply ``rule`` to the target."""
         namespace = str((cron.get("metadata") or {}).get("namespace") or "")
         ref = (cron.get("spec") or {}).get("scaleTargetRef") or {}
         api_version, kind, name = str(ref.get("apiVersion") or ""), str(ref.get("kind") or ""), str(ref.get("name") or "")
@@ -124,22 +143,21 @@ class CronFederatedHPAController(KeyedController[Key]):
             if target is None:
                 raise ScaleFailed(f'{rt.plural}{"." + rt.group if rt.group else ""} "{name}" not found')
             written = copy.deepcopy(target)
-            applied: dict[str, Any] = {}
             if scales_fhpa:
                 fhpa_spec = written.setdefault("spec", {})
                 if rule.get("targetMaxReplicas") is not None:
-                    fhpa_spec["maxReplicas"] = applied["appliedMaxReplicas"] = rule["targetMaxReplicas"]
+                    fhpa_spec["maxReplicas"] = rule["targetMaxReplicas"]
                 if rule.get("targetMinReplicas") is not None:
-                    fhpa_spec["minReplicas"] = applied["appliedMinReplicas"] = rule["targetMinReplicas"]
+                    fhpa_spec["minReplicas"] = rule["targetMinReplicas"]
             else:
                 assert rt.scale is not None
                 path = rt.scale.spec_replicas.split(".")
                 parent = dig(written, *path[:-1])
                 if not isinstance(parent, dict):
                     raise ScaleFailed(f"{kind} {namespace}/{name} has no {rt.scale.spec_replicas}")
-                parent[path[-1]] = applied["appliedReplicas"] = rule.get("targetReplicas")
+                parent[path[-1]] = rule.get("targetReplicas")
             if written == target:
-                return applied
+                return
             try:
                 await self.ctx.objects.update(rt, written)
             except errors.Conflict:
@@ -148,5 +166,5 @@ class CronFederatedHPAController(KeyedController[Key]):
                 raise ScaleFailed(str(exc)) from exc
             except errors.ApiError as exc:  # refused, e.g. minReplicas above maxReplicas
                 raise ScaleFailed(str(exc)) from exc
-            return applied
+            return
         raise ScaleFailed(f"{kind} {namespace}/{name} kept changing; the rule is retried at its next time")

@@ -14,7 +14,7 @@ Karmada's scheduler runs a job that is due. Pure; the clock is an argument.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any
@@ -72,15 +72,23 @@ def recorded(
     failed: bool = False,
 ) -> dict[str, Any]:
     """The rule's history with ``nextExecutionTime`` set and ``execution`` (a successful or a
-    failed one) added first, each list cut to its limit."""
+    failed one) added first, its list then cut to its limit, as Karmada cuts it: only the list an
+    execution is added to (a lowered limit takes effect at the rule's next such execution)."""
     out: dict[str, Any] = {"ruleName": rule.get("name")}
     if next_execution is not None:
         out["nextExecutionTime"] = format_time(next_execution)
     for key, limit_key in (("successfulExecutions", "successfulHistoryLimit"), ("failedExecutions", "failedHistoryLimit")):
         entries = list((history or {}).get(key) or ())
         if execution is not None and failed == (key == "failedExecutions"):
-            entries.insert(0, dict(execution))
-        entries = entries[: _limit(rule, limit_key)]
+            entries = [dict(execution), *entries][: _limit(rule, limit_key)]
         if entries:
             out[key] = entries
     return out
+
+
+def in_status_order(old: Sequence[Mapping[str, Any]], new: Mapping[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rules' ``new`` histories (by rule name) as Karmada keeps ``executionHistories``: those
+    the status had in its order (a removed rule's left out), a new rule's after them."""
+    left = dict(new)
+    out = [left.pop(name) for name in (h.get("ruleName") for h in old) if isinstance(name, str) and name in left]
+    return out + list(left.values())
