@@ -180,3 +180,26 @@ async def test_karmadas_events_and_the_rules_targets_as_applied(objects: ObjectS
     assert (applied["appliedReplicas"], applied["appliedMinReplicas"]) == (3, 2)
     assert await _events(objects, "workload") == []
     assert await _events(objects, "ghost") == [("Warning", "ScaleFailed", 'deployments.apps "ghost" not found')]
+
+
+async def test_a_rule_sets_a_kube_hpas_bounds(objects: ObjectStore) -> None:
+    """Karmada's rules set the bounds of an ``autoscaling/v2`` HorizontalPodAutoscaler as of a
+    FederatedHPA (its webhook asks for ``targetReplicas`` all the same)."""
+    clock = Clock(START)
+    controller = CronFederatedHPAController(ControllerContext(objects, settings=FAST, clock=clock))
+    hpas = objects.registry.require("autoscaling/v2", "HorizontalPodAutoscaler")
+    await objects.create(hpas, {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+                                "metadata": {"name": "web", "namespace": "default"},
+                                "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+                                         "minReplicas": 1, "maxReplicas": 4}})
+    await objects.create(objects.registry.require(API, "CronFederatedHPA"), {
+        "apiVersion": API, "kind": "CronFederatedHPA", "metadata": {"name": "bounds", "namespace": "default"},
+        "spec": {"scaleTargetRef": {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "name": "web"},
+                 "rules": [{"name": "morning", "schedule": "0 9 * * *", "targetReplicas": 1,
+                            "targetMinReplicas": 2, "targetMaxReplicas": 8}]}})
+    await controller.reconcile(("default", "bounds"))
+    clock.now = START + timedelta(seconds=45)
+    await controller.reconcile(("default", "bounds"))
+    hpa = await objects.get(hpas, namespace="default", name="web")
+    assert (hpa["spec"]["minReplicas"], hpa["spec"]["maxReplicas"]) == (2, 8)
+    assert "successfulExecutions" in (await _status(objects, "bounds"))["executionHistories"][0]

@@ -2,8 +2,8 @@
 
 In: ``autoscaling.karmada.io/v1alpha1`` CronFederatedHPAs (informer) and their targets. Out: when
 a rule fires, the workload's ``spec.replicas`` set to ``targetReplicas`` (what its ``scale``
-subresource sets), or the FederatedHPA's ``spec.minReplicas`` / ``spec.maxReplicas`` set to
-``targetMinReplicas`` / ``targetMaxReplicas``; and ``status.executionHistories`` as Karmada
+subresource sets), or the FederatedHPA's (or an ``autoscaling/v2`` HorizontalPodAutoscaler's)
+``spec.minReplicas`` / ``spec.maxReplicas`` set to ``targetMinReplicas`` / ``targetMaxReplicas``; and ``status.executionHistories`` as Karmada
 records them: per rule its ``nextExecutionTime`` and its last successful executions (with the
 replicas applied) and failed ones (with why), within the rule's history limits
 (:mod:`.cronrules`), in the status's order; and Karmada's Warning Events, ``ScaleFailed`` (a
@@ -42,6 +42,9 @@ Key = tuple[str, str]
 CONFLICT_RETRY_SECONDS = 0.2
 #: The longest a key waits before its rules are looked at again (a clock that jumps is caught up).
 MAX_WAIT_SECONDS = 300.0
+#: The autoscalers whose ``minReplicas``/``maxReplicas`` a rule sets (Karmada's ``minMaxScaleHandler``);
+#: any other target has its replicas set.
+MIN_MAX_TARGETS = frozenset({(API_VERSION, FEDERATED_HPA_KIND), ("autoscaling/v2", "HorizontalPodAutoscaler")})
 #: A successful execution's ``applied*`` field of each of a rule's targets.
 _APPLIED = (("appliedReplicas", "targetReplicas"), ("appliedMinReplicas", "targetMinReplicas"),
             ("appliedMaxReplicas", "targetMaxReplicas"))
@@ -135,15 +138,15 @@ class CronFederatedHPAController(KeyedController[Key]):
         rt = self.ctx.registry.for_kind(api_version, kind)
         if rt is None:
             raise ScaleFailed(f'no matches for kind "{kind}" in version "{api_version}"')
-        scales_fhpa = api_version == API_VERSION and kind == FEDERATED_HPA_KIND
-        if not scales_fhpa and rt.scale is None:
+        sets_bounds = (api_version, kind) in MIN_MAX_TARGETS
+        if not sets_bounds and rt.scale is None:
             raise ScaleFailed(f"{kind} {namespace}/{name} has no scale subresource")
         for _attempt in range(3):
             target = await self.ctx.get(rt, namespace, name)
             if target is None:
                 raise ScaleFailed(f'{rt.plural}{"." + rt.group if rt.group else ""} "{name}" not found')
             written = copy.deepcopy(target)
-            if scales_fhpa:
+            if sets_bounds:
                 fhpa_spec = written.setdefault("spec", {})
                 if rule.get("targetMaxReplicas") is not None:
                     fhpa_spec["maxReplicas"] = rule["targetMaxReplicas"]
