@@ -210,7 +210,7 @@ def _condition(
 
 
 def _allocations(node_pods: Iterable[tuple[Mapping[str, Any], dict[str, int]]]) -> list[PodAllocation]:
-    """The node's pods that request GPUs, with their GPU requests and owning workload."""
+    """The node's pods that request GPUs, with their GPU requests, owning workload and labels."""
     out = []
     for pod, requests in node_pods:
         gpu_requests = {
@@ -227,6 +227,7 @@ def _allocations(node_pods: Iterable[tuple[Mapping[str, Any], dict[str, int]]]) 
                 resources=gpu_requests,
                 owner_kind=owner.get("kind"),
                 owner_name=owner.get("name"),
+                labels=dict(metadata.get("labels") or {}),
             )
         )
     return out
@@ -249,7 +250,8 @@ def _with_finished_holders(
         listed.add(key)
         owner = owner_workload(pod) or {}
         out.append(
-            PodAllocation(namespace=key[0], name=key[1], owner_kind=owner.get("kind"), owner_name=owner.get("name"))
+            PodAllocation(namespace=key[0], name=key[1], owner_kind=owner.get("kind"), owner_name=owner.get("name"),
+                          labels=dict((pod.get("metadata") or {}).get("labels") or {}))
         )
     return out
 

@@ -36,6 +36,7 @@ devices and ``P`` pods::
     namespaces: [str]                # indexed by podGroups.namespace
     kinds: [str]                     # workload kinds, indexed by podGroups.kind
     requests: [{res: int}]           # distinct per-pod GPU requests, indexed by podGroups.request
+    podLabelSets: [{k: v}]           # distinct pod label sets, indexed by podGroups.labels
     podGroups:                       # G entries each: pods of one workload, name stem and request
       namespace: [int]
       kind: [int]                    # -1: bare pods (no owner)
@@ -44,6 +45,8 @@ devices and ``P`` pods::
       podPrefix: [str]               # the start the group's pod names share; one that starts
                                      # with "-" continues the workload's name (a pod name never
                                      # starts with "-"), as in "-7d4b9c8f5-" for a ReplicaSet
+      labels: [int]                  # the labels every pod of the group has (its template's;
+                                     # not a StatefulSet pod's own name label); -1: none known
     nodes:                           # N entries each
       name: [str]
       product: [int]
@@ -62,7 +65,9 @@ devices and ``P`` pods::
 
 Pods of one group share owner, request and the start of their names: a group is one
 ReplicaSet, Job or StatefulSet (its pods' names up to the last "-"), so a pod costs its
-random suffix and two small numbers.
+random suffix and two small numbers. A group's labels (what a FederatedHPA's selector is
+matched against) are kept once per distinct set, so they cost what the workloads' pod templates
+do, however many pods there are.
 
 Only nodes with DCGM devices are listed (the hub fills in GPUs that no exporter reported from
 ``gpuSummary``), and per node only its pods that request GPUs or hold a device. A device's
@@ -104,13 +109,15 @@ UNKNOWN_PRODUCT = "unknown"
 
 @dataclass(frozen=True, slots=True)
 class PodAllocation:
-    """A pod on a node that requests GPUs (or holds a device): its GPU requests and owner."""
+    """A pod on a node that requests GPUs (or holds a device): its GPU requests, owner and labels."""
 
     namespace: str
     name: str
     resources: Mapping[str, int] = field(default_factory=dict)
     owner_kind: str | None = None
     owner_name: str | None = None
+    labels: Mapping[str, str] | None = None
+    """None: not known (a pod only a device names)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,6 +218,21 @@ def _group_key(pod: PodAllocation) -> _GroupKey:
     return (pod.namespace, "", "", stem, request)
 
 
+def _group_labels(
+    node_pods: Sequence[Sequence[PodAllocation]], node_keys: Sequence[Sequence[_GroupKey]]
+) -> dict[_GroupKey, dict[str, str] | None]:
+    """Per group, the labels all its pods have (None when a pod's labels are not known)."""
+    shared: dict[_GroupKey, dict[str, str] | None] = {}
+    for pods, keys in zip(node_pods, node_keys, strict=True):
+        for pod, key in zip(pods, keys, strict=True):
+            labels = None if pod.labels is None else {str(k): str(v) for k, v in pod.labels.items()}
+            if key not in shared:
+                shared[key] = labels
+            elif (known := shared[key]) is not None:
+                shared[key] = None if labels is None else {k: v for k, v in known.items() if labels.get(k) == v}
+    return shared
+
+
 def _pod_groups(
     node_pods: Sequence[Sequence[PodAllocation]], node_keys: Sequence[Sequence[_GroupKey]]
 ) -> tuple[dict[_GroupKey, int], dict[_GroupKey, str], dict[str, Any]]:
@@ -221,8 +243,9 @@ def _pod_groups(
             names.setdefault(key, []).append(pod.name)
     keys = sorted(names)
     prefixes = {key: _common_prefix(group) for key, group in names.items()}
-    namespaces, kinds, requests = InternTable(), InternTable(), InternTable()
-    columns: dict[str, list[Any]] = {key: [] for key in ("namespace", "kind", "name", "request", "podPrefix")}
+    group_labels = _group_labels(node_pods, node_keys)
+    namespaces, kinds, requests, label_sets = InternTable(), InternTable(), InternTable(), InternTable()
+    columns: dict[str, list[Any]] = {key: [] for key in ("namespace", "kind", "name", "request", "podPrefix", "labels")}
     for key in keys:
         namespace, kind, name, _, request = key
         prefix = prefixes[key]
@@ -232,10 +255,17 @@ def _pod_groups(
         columns["request"].append(requests.index(request, dict(request)))
         continued = f"{name}-"
         columns["podPrefix"].append(prefix[len(name) :] if name and prefix.startswith(continued) else prefix)
+        labels = group_labels.get(key)
+        if labels is None:
+            columns["labels"].append(-1)
+        else:
+            ordered = tuple(sorted(labels.items()))
+            columns["labels"].append(label_sets.index(ordered, dict(ordered)))
     tables = {
         "namespaces": namespaces.values,
         "kinds": kinds.values,
         "requests": requests.values,
+        "podLabelSets": label_sets.values,
         "podGroups": columns,
     }
     return {key: index for index, key in enumerate(keys)}, prefixes, tables
@@ -319,6 +349,7 @@ class _PodGroup:
     name: str | None
     resources: Mapping[str, Any]
     prefix: str
+    labels: Mapping[str, Any] | None = None
 
 
 _UNKNOWN_GROUP = _PodGroup("", None, None, MappingProxyType({}), "")
@@ -326,9 +357,10 @@ _UNKNOWN_GROUP = _PodGroup("", None, None, MappingProxyType({}), "")
 
 def _decode_pod_groups(raw: Mapping[str, Any]) -> list[_PodGroup]:
     """The ``podGroups`` of a compact utilization, with their names' prefixes made whole."""
-    namespaces, kinds, requests = (as_list(raw.get(k)) for k in ("namespaces", "kinds", "requests"))
-    namespace_at, kind_at, names, request_at, prefixes = _columns(
-        raw.get("podGroups"), "namespace", "kind", "name", "request", "podPrefix"
+    namespaces, kinds, requests, label_sets = (
+        as_list(raw.get(k)) for k in ("namespaces", "kinds", "requests", "podLabelSets"))
+    namespace_at, kind_at, names, request_at, prefixes, labels_at = _columns(
+        raw.get("podGroups"), "namespace", "kind", "name", "request", "podPrefix", "labels"
     )
     groups = []
     for index, name in enumerate(names):
@@ -343,9 +375,14 @@ def _decode_pod_groups(raw: Mapping[str, Any]) -> list[_PodGroup]:
                 name=str(name) if name else None,
                 resources=as_mapping(_at(requests, as_int(_at(request_at, index), -1))),
                 prefix=prefix,
+                labels=_label_set(_at(label_sets, as_int(_at(labels_at, index), -1))),
             )
         )
     return groups
+
+
+def _label_set(value: Any) -> dict[str, Any] | None:
+    return dict(value) if isinstance(value, Mapping) else None
 
 
 def expand_utilization(utilization: Any) -> list[dict[str, Any]]:
@@ -353,7 +390,7 @@ def expand_utilization(utilization: Any) -> list[dict[str, Any]]:
 
     Out, per node that reported DCGM devices: ``{name, product, ready, schedulable,
     sharedReplicas, labels, devices: [{gpu, uuid, profile?, instance?, pod?, namespace?,
-    utilization?}], pods: [{pod, namespace, resources, owner?: {kind, name}}]}`` (the original
+    utilization?}], pods: [{pod, namespace, resources, owner?: {kind, name}, labels?}]}`` (the original
     encoding, which is returned as it is). In the compact encoding a device has no UUID
     (``uuid`` is ``""``), a MIG instance's ``instance`` is its position on the node, and
     ``utilization`` is the reported percent / 100 (absent when unknown). Entries that point
@@ -389,6 +426,8 @@ def expand_utilization(utilization: Any) -> list[dict[str, Any]]:
             }
             if group.kind and group.name:
                 pod["owner"] = {"kind": group.kind, "name": group.name}
+            if group.labels is not None:
+                pod["labels"] = dict(group.labels)
             pods.append(pod)
         pod_at += len(pods)
         devices: list[dict[str, Any]] = []
@@ -429,11 +468,13 @@ def node_entries(nodes: Sequence[NodeUtilization]) -> list[dict[str, Any]]:
     whose utilization is rounded to the percent, devices without UUIDs, MIG instances numbered
     by their position on the node)."""
     out: list[dict[str, Any]] = []
-    for node in nodes:
-        if not node.devices:
-            continue
+    reported = [node for node in nodes if node.devices]
+    node_pods = [_node_pods(node) for node in reported]
+    node_keys = [[_group_key(pod) for pod in pods] for pods in node_pods]
+    group_labels = _group_labels(node_pods, node_keys)
+    for node, allocations, keys in zip(reported, node_pods, node_keys, strict=True):
         pods: list[dict[str, Any]] = []
-        for allocation in _node_pods(node):
+        for allocation, key in zip(allocations, keys, strict=True):
             pod: dict[str, Any] = {
                 "pod": allocation.name,
                 "namespace": allocation.namespace,
@@ -441,6 +482,8 @@ def node_entries(nodes: Sequence[NodeUtilization]) -> list[dict[str, Any]]:
             }
             if allocation.owner_kind and allocation.owner_name:
                 pod["owner"] = {"kind": allocation.owner_kind, "name": allocation.owner_name}
+            if (labels := group_labels.get(key)) is not None:
+                pod["labels"] = dict(sorted(labels.items()))
             pods.append(pod)
         devices: list[dict[str, Any]] = []
         for offset, source in enumerate(node.devices):

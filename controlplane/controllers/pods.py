@@ -11,7 +11,8 @@ that lists a workload's pods unschedulable (``status.unschedulableWorkloads``) w
 they became so. In:
 the Cluster object as stored. Out: pod counts per :data:`OwnerKey`, or None when the report
 lists no node (no per-pod information at all); and, for the FederatedHPA controller, one
-workload's pods with the GPU utilization the report measured for each. Pure; no I/O.
+workload's pods with the GPU utilization the report measured for each and the labels it
+reported for them. Pure; no I/O.
 """
 
 from __future__ import annotations
@@ -55,8 +56,9 @@ def bound_pods_by_owner(cluster: Mapping[str, Any]) -> Counter[OwnerKey] | None:
     return counts
 
 
-#: A workload's GPU pods in one member, and the utilization percent of those measured.
-PodUtilization = tuple[list[str], dict[str, float]]
+#: A workload's GPU pods in one member, the utilization percent of those measured, and the labels
+#: of those the report gives labels for (an older agent's, or a large member's, gives none).
+PodUtilization = tuple[list[str], dict[str, float], dict[str, dict[str, str]]]
 
 
 def gpu_utilization_by_owner(cluster: Mapping[str, Any]) -> dict[OwnerKey, PodUtilization]:
@@ -71,24 +73,30 @@ def gpu_utilization_by_owner(cluster: Mapping[str, Any]) -> dict[OwnerKey, PodUt
         for owner, count in pods_by_owner(utilization).items():
             names = [f"{owner[1]}/{owner[2]}#{index}" for index in range(count)]
             mean = means.get(owner)
-            out[owner] = (names, {} if mean is None else dict.fromkeys(names, mean))
+            out[owner] = (names, {} if mean is None else dict.fromkeys(names, mean), {})
         return out
     measured: dict[tuple[str, str], list[float]] = {}
     owners: dict[tuple[str, str], OwnerKey] = {}
+    labelled: dict[tuple[str, str], dict[str, str]] = {}
     for node in nodes:
         for pod in node.get("pods") or ():
             held_by = (pod or {}).get("owner") or {}
             if held_by.get("kind") and held_by.get("name"):
                 namespace = str(pod.get("namespace") or "")
-                owners[(namespace, str(pod.get("pod")))] = (namespace, str(held_by["kind"]), str(held_by["name"]))
+                key = (namespace, str(pod.get("pod")))
+                owners[key] = (namespace, str(held_by["kind"]), str(held_by["name"]))
+                if isinstance(labels := pod.get("labels"), Mapping):
+                    labelled[key] = {str(k): str(v) for k, v in labels.items()}
         for device in node.get("devices") or ():
             value = device.get("utilization")
             if device.get("pod") and isinstance(value, int | float) and not isinstance(value, bool):
                 key = (str(device.get("namespace") or ""), str(device["pod"]))
                 measured.setdefault(key, []).append(float(value) * 100)
     for (namespace, pod), owner in owners.items():
-        names, samples = out.setdefault(owner, ([], {}))
+        names, samples, pod_labels = out.setdefault(owner, ([], {}, {}))
         names.append(pod)
+        if (namespace, pod) in labelled:
+            pod_labels[pod] = labelled[(namespace, pod)]
         values = measured.get((namespace, pod))
         if values:
             samples[pod] = sum(values) / len(values)

@@ -41,14 +41,20 @@ def fhpa(name: str, *metrics: dict[str, Any], behavior: dict[str, Any] | None = 
             "spec": spec}
 
 
-async def report(objects: ObjectStore, cluster: str, owner: str, utilization: list[float | None], *, start: int = 0) -> None:
+async def report(objects: ObjectStore, cluster: str, owner: str, utilization: list[float | None], *, start: int = 0,
+                 labels: dict[str, str] | None = None, also: tuple[str, dict[str, str]] | None = None) -> None:
     """``cluster``'s agent reports one GPU pod of ``owner`` per entry, with that GPU utilization
-    (None: no sample yet)."""
+    (None: no sample yet) and ``labels`` (none: not reported); ``also``: one more pod, busy, of
+    another Deployment, with its labels."""
     pods, devices = [], []
-    for offset, value in enumerate(utilization):
-        pod = f"{owner}-{start + offset}"
+    entries: list[tuple[str, str, float | None, dict[str, str] | None]] = [
+        (owner, f"{owner}-{start + offset}", value, labels) for offset, value in enumerate(utilization)]
+    if also is not None:
+        entries.append((also[0], f"{also[0]}-0", 0.9, also[1]))
+    for offset, (held_by, pod, value, pod_labels) in enumerate(entries):
         pods.append({"pod": pod, "namespace": "default", "resources": {"nvidia.com/gpu": 1},
-                     "owner": {"kind": "Deployment", "name": owner}})
+                     "owner": {"kind": "Deployment", "name": held_by},
+                     **({"labels": pod_labels} if pod_labels is not None else {})})
         device: dict[str, Any] = {"gpu": offset, "uuid": f"GPU-{pod}", "pod": pod, "namespace": "default"}
         if value is not None:
             device["utilization"] = value

@@ -221,6 +221,48 @@ async def test_pods_two_federated_hpas_select_are_kubes_ambiguous_selector(
     await eventually(scaled, what="web scaled to 4")
 
 
+async def test_another_workloads_pods_under_the_selector_are_kubes_ambiguous_selector(
+    objects: ObjectStore, manager: ControllerManager
+) -> None:
+    """kube looks at the pods the selector selects, whoever runs them, by their own labels (the
+    agents report each GPU pod's): web's selector app=web selects web-canary's pod too (app=web,
+    track=canary), which web-canary's selector selects, so web stops with AmbiguousSelector. (Its
+    pod template's labels alone would not say so.)"""
+    deployments = objects.registry.require("apps/v1", "Deployment")
+    canary = deployment("web-canary", replicas=1)
+    canary["spec"]["selector"] = {"matchLabels": {"app": "web", "track": "canary"}}
+    canary["spec"]["template"]["metadata"]["labels"] = {"app": "web", "track": "canary"}
+    await objects.create(deployments, deployment("web", replicas=2))
+    await objects.create(deployments, canary)
+    await placed_on_onprem(objects, "web")
+
+    async def canary_placed() -> bool:
+        binding = await get_object(objects, WORK_API, "ResourceBinding", "web-canary-deployment", namespace="default")
+        return bool(((binding or {}).get("spec") or {}).get("clusters"))
+
+    await eventually(canary_placed, what="web-canary placed")
+    await report(objects, "onprem", "web", [0.9, 0.9], labels={"app": "web", "pod-template-hash": "7d4"},
+                 also=("web-canary", {"app": "web", "track": "canary"}))
+    rt = objects.registry.require(FHPA_API, "FederatedHPA")
+    await objects.create(rt, fhpa("web-canary", GPU_UTIL))
+
+    async def synced() -> bool:
+        return bool((await status_of_named(objects, "web-canary")).get("conditions"))
+
+    await eventually(synced, what="web-canary's first sync")
+    await objects.create(rt, fhpa("web", GPU_UTIL))
+    message = "pods by selector app=web are controlled by multiple HPAs: [default/web default/web-canary]"
+
+    async def ambiguous() -> dict[str, Any] | None:
+        status = await status_of_named(objects, "web")
+        found = next((c for c in status.get("conditions") or () if c["type"] == "ScalingActive"), None)
+        return found if found is not None and found["reason"] == "AmbiguousSelector" else None
+
+    active = await eventually(ambiguous, what="web AmbiguousSelector")
+    assert active["message"] == message
+    assert await replicas(objects, "web") == 2
+
+
 async def status_of_named(objects: ObjectStore, name: str) -> dict[str, Any]:
     found = await get_object(objects, FHPA_API, "FederatedHPA", name, namespace="default")
     return (found or {}).get("status") or {}

@@ -67,7 +67,8 @@ def test_owner_key(resource: dict[str, Any], expected: tuple[str, str, str] | No
 
 def test_gpu_utilization_by_owner_from_a_per_device_report() -> None:
     """Each pod's utilization is the mean over its devices (percent); pods of two namespaces with
-    one name are told apart; a pod no device series names yet has no sample."""
+    one name are told apart; a pod no device series names yet has no sample; a pod's labels are
+    those the report gives."""
     def device(gpu: int, pod: str, namespace: str, utilization: float | None) -> dict[str, Any]:
         entry: dict[str, Any] = {"gpu": gpu, "uuid": f"GPU-{gpu}", "pod": pod, "namespace": namespace}
         if utilization is not None:
@@ -76,14 +77,15 @@ def test_gpu_utilization_by_owner_from_a_per_device_report() -> None:
 
     report = {"nodes": [{
         "name": "n0",
-        "pods": [bound_pod("web", namespace="a"), bound_pod("web", namespace="b"), bound_pod("web", index=1, namespace="a")],
+        "pods": [{**bound_pod("web", namespace="a"), "labels": {"app": "web"}}, bound_pod("web", namespace="b"),
+                 bound_pod("web", index=1, namespace="a")],
         "devices": [device(0, "web-0", "a", 0.8), device(1, "web-0", "a", 0.6), device(2, "web-0", "b", 0.1),
                     device(3, "web-1", "a", None)],
     }]}
-    found = {owner: (names, {pod: round(value, 6) for pod, value in samples.items()})
-             for owner, (names, samples) in gpu_utilization_by_owner(cluster(report)).items()}
-    assert found == {("a", "Deployment", "web"): (["web-0", "web-1"], {"web-0": 70.0}),
-                     ("b", "Deployment", "web"): (["web-0"], {"web-0": 10.0})}
+    found = {owner: (names, {pod: round(value, 6) for pod, value in samples.items()}, labels)
+             for owner, (names, samples, labels) in gpu_utilization_by_owner(cluster(report)).items()}
+    assert found == {("a", "Deployment", "web"): (["web-0", "web-1"], {"web-0": 70.0}, {"web-0": {"app": "web"}}),
+                     ("b", "Deployment", "web"): (["web-0"], {"web-0": 10.0}, {})}
 
 
 def test_gpu_utilization_by_owner_from_an_aggregated_report() -> None:
@@ -92,5 +94,6 @@ def test_gpu_utilization_by_owner_from_an_aggregated_report() -> None:
     node = NodeSample("n0", "A100", (DeviceSample("0", "", allocated_to=owner, utilization=0.9),
                                      DeviceSample("1", "", allocated_to=owner, utilization=0.5)))
     found = gpu_utilization_by_owner(cluster(aggregate([node], [("default", "Deployment", "train")] * 2, sample_time=None)))
-    names, samples = found[("default", "Deployment", "train")]
+    names, samples, labels = found[("default", "Deployment", "train")]
+    assert labels == {}
     assert len(names) == 2 and {pod: round(value, 6) for pod, value in samples.items()} == dict.fromkeys(names, 70.0)

@@ -82,6 +82,7 @@ GPU1 = {"nvidia.com/gpu": 1}
                     "name": ["web"],
                     "request": [0],
                     "podPrefix": ["-7d4-abcde"],
+                    "labels": [-1],
                 },
                 "devices": {"pod": [0, -1], "utilization": [91, 0]},
                 "layouts": [{"gpu": [0, 1]}],
@@ -107,6 +108,7 @@ GPU1 = {"nvidia.com/gpu": 1}
                     "name": ["web"],
                     "request": [0],
                     "podPrefix": ["-7d4-"],
+                    "labels": [-1],
                 },
                 "devices": {"pod": [0, 1, 0, -1], "utilization": [50, 50, 100, 0]},
                 "layouts": [{"gpu": [0, 1]}],
@@ -130,6 +132,7 @@ GPU1 = {"nvidia.com/gpu": 1}
                     "name": [None],
                     "request": [0],
                     "podPrefix": ["solo"],
+                    "labels": [-1],
                 },
                 "devices": {"pod": [0, -1, -1], "utilization": [25, 0, None]},
                 "layouts": [{"gpu": [0, 0, 1], "profile": ["3g.40gb", "1g.10gb", ""]}],
@@ -146,6 +149,7 @@ GPU1 = {"nvidia.com/gpu": 1}
                     "name": [None],
                     "request": [0],
                     "podPrefix": ["ghost"],
+                    "labels": [-1],
                 },
                 "devices": {"pod": [0], "utilization": [30]},
                 "layouts": [{"gpu": [0]}],
@@ -352,3 +356,28 @@ def test_the_size_bound_of_a_dense_report_is_near_its_encoded_size() -> None:
     """Loose enough never to be above the size, close enough to spare large members the encoding."""
     encoded = json.dumps(encode_utilization(DENSE_NODES, sample_time=T), separators=(",", ":"))
     assert encoded_size_at_least(DENSE_NODES) >= 0.75 * len(encoded)
+
+
+def test_a_groups_pods_carry_the_labels_they_all_have() -> None:
+    """A group's labels are kept once, as the labels all its pods have (a StatefulSet pod's own
+    name label is not one of them); a pod whose labels the agent does not know has none."""
+    web = {"app": "web", "pod-template-hash": "7d4"}
+    nodes = [
+        node("n1", [whole(0, 0.5, "web-7d4-aaaaa"), whole(1, 0.5, "web-7d4-bbbbb")], (
+            PodAllocation("ml", "web-7d4-aaaaa", GPU1, "Deployment", "web", labels=web),
+            PodAllocation("ml", "web-7d4-bbbbb", GPU1, "Deployment", "web", labels={**web, "canary": "yes"}),
+        )),
+        node("n2", [whole(0, 0.2, "db-0"), whole(1, 0.2, "db-1"), whole(2, 0.1, "ghost")], (
+            PodAllocation("ml", "db-0", GPU1, "StatefulSet", "db",
+                          labels={"app": "db", "statefulset.kubernetes.io/pod-name": "db-0"}),
+            PodAllocation("ml", "db-1", GPU1, "StatefulSet", "db",
+                          labels={"app": "db", "statefulset.kubernetes.io/pod-name": "db-1"}),
+        )),
+    ]
+    encoded = encode_utilization(nodes, sample_time=T)
+    assert sorted(map(json.dumps, encoded["podLabelSets"])) == sorted(map(json.dumps, [{"app": "db"}, web]))
+    expanded = expand_utilization(encoded)
+    labels = {pod["pod"]: pod.get("labels") for entry in expanded for pod in entry["pods"]}
+    assert labels == {"web-7d4-aaaaa": web, "web-7d4-bbbbb": web, "db-0": {"app": "db"}, "db-1": {"app": "db"},
+                      "ghost": None}
+    assert node_entries(nodes) == expanded

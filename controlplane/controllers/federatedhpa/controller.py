@@ -40,7 +40,12 @@ from controlplane.controllers.federatedhpa.calculating import calibration_of
 from controlplane.controllers.federatedhpa.metrics import evaluate, needs_pod_metrics
 from controlplane.controllers.federatedhpa.podmetrics import MemberPods
 from controlplane.controllers.federatedhpa.resources import FleetPods
-from controlplane.controllers.federatedhpa.selecting import HPASelectors, InvalidSelector, scale_selector
+from controlplane.controllers.federatedhpa.selecting import (
+    HPASelectors,
+    InvalidSelector,
+    scale_selector,
+    selected,
+)
 from controlplane.controllers.pods import OwnerKey, PodUtilization, gpu_utilization_by_owner
 from controlplane.controllers.reconciling import KeyedController
 from controlplane.controllers.workloads import PropagatedReason, WorkloadConditionType, is_deleting
@@ -224,10 +229,11 @@ class FederatedHPAController(KeyedController[Key]):
         elif current < min_replicas:
             desired, rescale_reason = min_replicas, "Current number of replicas below Spec.MinReplicas"
         else:
-            pods, samples = self._pod_samples((namespace, kind, target_name), counted)
+            pods, samples, _ = self._pod_samples((namespace, kind, target_name), counted)
             if isinstance(selector, str):
-                selector = self.selectors.ambiguity(
-                    (namespace, name), selector, self._pod_labels(target, pods, members)) or selector
+                pod_labels = (self._pod_labels(members) if members is not None
+                              else self._gpu_pod_labels((namespace, kind, target_name), selector, counted, target))
+                selector = self.selectors.ambiguity((namespace, name), selector, pod_labels) or selector
             if isinstance(selector, InvalidSelector):
                 await self._warn_on_change(fhpa, status, "ScalingActive", selector.condition,
                                            (selector.reason, selector.message),
@@ -307,14 +313,29 @@ class FederatedHPAController(KeyedController[Key]):
         return placed, {member for member in placed if member in ready}
 
     @staticmethod
-    def _pod_labels(target: dict[str, Any], pods: list[str], members: list[MemberPods] | None) -> list[dict[str, Any]]:
-        """The labels of the pods the FederatedHPA reads: those of the members' pod lists when it
-        reads them, else (the GPU reports name pods, not their labels) the target's pod template's
-        for the GPU pods found."""
-        if members is not None:
-            return [dict(dig(pod, "metadata", "labels") or {}) for member in members for pod in member.pods]
+    def _pod_labels(members: list[MemberPods]) -> list[Mapping[str, str]]:
+        """The labels of the pods the members' pod lists give for the selector."""
+        return [dict(dig(pod, "metadata", "labels") or {}) for member in members for pod in member.pods]
+
+    def _gpu_pod_labels(self, owner: OwnerKey, selector: str, counted: set[str],
+                        target: dict[str, Any]) -> list[Mapping[str, str]]:
+        """kube's pods by selector, from the GPU reports of the ``counted`` members (as
+        :meth:`_pod_samples` last read them): the labels of the namespace's GPU pods the selector
+        selects; a pod of the target whose report gives no labels (an older agent's, or a large
+        member's, which lists no pod) counts with its pod template's."""
         template = dig(target, "spec", "template", "metadata", "labels")
-        return [template] if pods and isinstance(template, dict) else []
+        out: list[dict[str, str]] = []
+        for cluster in counted:
+            for held_by, (names, _, labels) in (self.reports.get(cluster) or ("", {}))[1].items():
+                if held_by[0] != owner[0]:
+                    continue
+                for pod in names:
+                    known = labels.get(pod)
+                    if known is None and held_by == owner and isinstance(template, dict):
+                        known = {str(k): str(v) for k, v in template.items()}
+                    if known is not None:
+                        out.append(known)
+        return selected(selector, out)
 
     def _pod_samples(self, owner: OwnerKey, counted: set[str]) -> PodUtilization:
         """The target's GPU pods in the ``counted`` members and the
@@ -323,6 +344,7 @@ class FederatedHPAController(KeyedController[Key]):
         look at it."""
         pods: list[str] = []
         samples: dict[str, float] = {}
+        labels: dict[str, dict[str, str]] = {}
         seen: set[str] = set()
         for cluster in self.ctx.clusters.items():
             meta = cluster.get("metadata") or {}
@@ -333,12 +355,13 @@ class FederatedHPAController(KeyedController[Key]):
             cached = self.reports.get(cluster_name)
             if cached is None or cached[0] != version:
                 cached = self.reports[cluster_name] = (version, gpu_utilization_by_owner(cluster))
-            names, measured = cached[1].get(owner, ([], {}))
+            names, measured, known = cached[1].get(owner, ([], {}, {}))
             pods += [f"{cluster_name}/{pod}" for pod in names]
             samples.update({f"{cluster_name}/{pod}": value for pod, value in measured.items()})
+            labels.update({f"{cluster_name}/{pod}": value for pod, value in known.items()})
         for gone in set(self.reports) - seen:
             del self.reports[gone]
-        return pods, samples
+        return pods, samples, labels
 
     async def _failed_get_scale(self, fhpa: dict[str, Any], original: dict[str, Any], status: dict[str, Any],
                                 problem: str, *, now: datetime) -> None:

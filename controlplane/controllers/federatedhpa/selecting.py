@@ -51,6 +51,12 @@ def scale_selector(rt: ResourceType, target: dict[str, Any]) -> str | InvalidSel
     return text
 
 
+def selected(selector: str, pod_labels: Iterable[Mapping[str, str]]) -> list[Mapping[str, str]]:
+    """The pods (their labels) that ``selector`` (a parsed one) selects."""
+    matches = parse_label_selector(selector).matches
+    return [labels for labels in pod_labels if matches(labels)]
+
+
 class HPASelectors:
     """kube's ``hpaSelectors``: the pod selector of each FederatedHPA (namespace, name), kept in
     memory by the controller. A FederatedHPA is known from its first sync and selects nothing
@@ -85,4 +91,4 @@ class HPASelectors:
                                message)
 
 
-__all__ = ["HPASelectors", "InvalidSelector", "scale_selector"]
+__all__ = ["HPASelectors", "InvalidSelector", "scale_selector", "selected"]
