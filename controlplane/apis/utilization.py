@@ -22,7 +22,7 @@ one field, so it stays small too.
 
 In: per node, the facts :func:`member_agent.capacity.summarize` gathers (:class:`NodeUtilization`:
 the DCGM device samples of :func:`member_agent.dcgm.utilization_by_node`, the node's GPU pods
-with their GPU requests and owner). Out (:func:`encode_utilization`), with ``N`` nodes, ``D``
+with their GPU requests, owner and labels). Out (:func:`encode_utilization`), with ``N`` nodes, ``D``
 devices and ``P`` pods::
 
     version: 2
