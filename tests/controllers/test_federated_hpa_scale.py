@@ -16,20 +16,10 @@ from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.federatedhpa.controller import current_replicas_set, status_set
 from controlplane.controllers.manager import ControllerManager
 
+from . import test_federated_hpa as hpa
 from .conftest import FAST
 from .fleet import deployment, eventually, get_object
-from .test_federated_hpa import (
-    FHPA_API,
-    GPU_UTIL,
-    WORK_API,
-    conditions,
-    events,
-    fhpa,
-    placed_on_onprem,
-    replicas,
-    report,
-    status_of,
-)
+from .test_federated_hpa import FHPA_API, GPU_UTIL, events, fhpa, replicas, report
 from .test_federated_hpa_members import unable_to_scale
 
 FAILED_GET_REPLICAS = "failed to get replicas in any of clusters, possibly because all of clusters are not ready"
@@ -42,7 +32,7 @@ async def manager(objects: ObjectStore) -> AsyncIterator[ControllerManager]:
 
 
 async def placed(objects: ObjectStore, name: str) -> list[tuple[str, int]]:
-    binding = await get_object(objects, WORK_API, "ResourceBinding", f"{name}-deployment", namespace="default")
+    binding = await get_object(objects, hpa.WORK_API, "ResourceBinding", f"{name}-deployment", namespace="default")
     return sorted((c["name"], int(c.get("replicas") or 0)) for c in ((binding or {}).get("spec") or {}).get("clusters") or ())
 
 
@@ -51,7 +41,7 @@ async def test_a_target_at_zero_replicas_is_karmadas_failed_get_scale(objects: O
     scaled to 0 gets ``FailedGetScale`` (its ``ScalingDisabled`` is never reached), and stays at 0."""
     rt = objects.registry.require("apps/v1", "Deployment")
     await objects.create(rt, deployment("web", replicas=2))
-    await placed_on_onprem(objects, "web")
+    await hpa.placed_on_onprem(objects, "web")
     current = await objects.get(rt, namespace="default", name="web")
     await objects.update(rt, {**current, "spec": {**current["spec"], "replicas": 0}})
 
@@ -84,8 +74,8 @@ async def test_a_missing_target_is_karmadas_failed_get_scale_target_ref(
 
 async def status_when(objects: ObjectStore, name: str, condition: str, reason: str) -> dict[str, Any]:
     async def probe() -> dict[str, Any] | None:
-        status = await status_of(objects, name)
-        return status if conditions(status).get(condition, ("", ""))[1] == reason else None
+        status = await hpa.status_of(objects, name)
+        return status if hpa.conditions(status).get(condition, ("", ""))[1] == reason else None
     return await eventually(probe, what=f"{condition} {reason}")
 
 
@@ -95,7 +85,7 @@ async def test_the_first_scale_down_waits_out_the_window(objects: ObjectStore, m
     kube's, made anew each sync: no ``observedGeneration``. When the metric then fails, the last
     metrics' statuses stay, as Karmada keeps them."""
     await objects.create(objects.registry.require("apps/v1", "Deployment"), deployment("web", replicas=4))
-    await placed_on_onprem(objects, "web")
+    await hpa.placed_on_onprem(objects, "web")
     await report(objects, "onprem", "web", [0.1, 0.1, 0.1, 0.1])
     rt = objects.registry.require(FHPA_API, "FederatedHPA")
     await objects.create(rt, fhpa("web", GPU_UTIL))
