@@ -3,7 +3,7 @@ the Events it records on the job (``jobframework/reconciler.go``, ``events.go``)
 
 In: a queued job's Workload (wire dict; None when it has none). Out: :class:`Stop` (Kueue's
 ``StopReason`` and the message of the Event ``Stopped``) and the messages of the Events
-``CreatedWorkload``, ``UpdatedWorkload``, ``Started``, ``FinishedWorkload`` and
+``CreatedWorkload``, ``UpdatedWorkload``, ``DeletedWorkload``, ``Started``, ``FinishedWorkload`` and
 ``UpdatedAdmissionCheck``. Pure.
 """
 
@@ -58,6 +58,11 @@ def updated(workload: Mapping[str, Any]) -> str:
     return f"Updated not matching Workload for suspended job: {key_of(workload)}"
 
 
+def deleted(workload: Mapping[str, Any]) -> str:
+    """``DeletedWorkload``: a Workload holding quota no longer matches its job, and is deleted."""
+    return f"Deleted not matching Workload: {key_of(workload)}"
+
+
 def started(workload: Mapping[str, Any]) -> str:
     """``Started``: the job is unsuspended (a Pod ungated) with its admission."""
     return f"Admitted by clusterQueue {(admission_of(workload) or {}).get('clusterQueue', '')}"
@@ -76,6 +81,6 @@ def admission_checks_message(workload: Mapping[str, Any]) -> str:
 
 
 __all__ = [
-    "MISSING_WORKLOAD", "NOT_ADMITTED", "WORKLOAD_DELETED", "Stop", "admission_checks_message", "created", "finished",
+    "MISSING_WORKLOAD", "NOT_ADMITTED", "WORKLOAD_DELETED", "Stop", "admission_checks_message", "created", "deleted", "finished",
     "started", "stop_of_started", "updated",
 ]

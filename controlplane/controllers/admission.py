@@ -59,7 +59,7 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any, Final
 
-from controlplane.admission import checks, jobevents, pods, podsets, requeuing, stopping
+from controlplane.admission import checks, jobevents, matching, pods, podsets, requeuing, stopping
 from controlplane.admission import objects as adm
 from controlplane.admission import pending as pending_order
 from controlplane.admission.core import ClusterQueue, Pending, Target, Usage, Waiting, decide
@@ -183,6 +183,11 @@ class AdmissionController(KeyedController[Key]):
             log.info("Workload %s created for %s in queue %s", adm.key_of(created), ref, queue)
             await record_event(ctx, source, type=EventType.NORMAL, reason=EventReason.CREATED_WORKLOAD,
                                message=jobevents.created(created))
+        elif (podsets.startable(source) and adm.admission_of(wl) is not None
+              and not matching.equivalent(pod_sets, wl, suspended=podsets.suspended(source))):
+            # As Kueue: quota held for pods the job no longer has is given back, and it queues anew.
+            await self.starting.replace_workload(wl, source)
+            await self.loop.add(CYCLE)
         elif adm.admission_of(wl) is None and not adm.is_finished(wl):
             if podsets.startable(source) and not podsets.suspended(source):
                 # Stopped first (its count restored): the Workload never takes a partial admission's count.

@@ -92,6 +92,7 @@ class EventReason(StrEnum):
     STARTED = "Started"
     CREATED_WORKLOAD = "CreatedWorkload"
     UPDATED_WORKLOAD = "UpdatedWorkload"
+    DELETED_WORKLOAD = "DeletedWorkload"
     FINISHED_WORKLOAD = "FinishedWorkload"
     UPDATED_ADMISSION_CHECK = "UpdatedAdmissionCheck"
 

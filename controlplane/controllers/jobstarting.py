@@ -26,7 +26,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any, Final
 
-from controlplane.admission import checks, jobevents, pods, podsets
+from controlplane.admission import checks, jobevents, matching, pods, podsets
 from controlplane.admission import objects as adm
 from controlplane.apis import kueue_v1beta1 as kueue
 from controlplane.apis.events import EventType
@@ -163,13 +163,33 @@ class JobStarting:
         await record_event(self.ctx, job, type=EventType.NORMAL, reason=EventReason.FINISHED_WORKLOAD, message=jobevents.finished(wl))
         log.warning("%s failed to start: %s", WorkloadRef.of(job), err)
 
-    async def _stop(self, rt: ResourceType, job: dict[str, Any], wl: Mapping[str, Any] | None) -> None:
+    async def replace_workload(self, wl: dict[str, Any], job: dict[str, Any]) -> None:
+        """Kueue's ``ensureOneWorkload`` for a job whose Workload holds quota but no longer matches
+        it (:func:`controlplane.admission.matching.equivalent`): a started job is stopped, its
+        templates restored from that Workload, then the Workload is deleted, with the Event
+        ``DeletedWorkload``; the job's next sync makes another."""
+        rt = self.ctx.registry.require(str(job.get("apiVersion")), str(job.get("kind")))
+        if not podsets.suspended(job):
+            suspended = copy.deepcopy(job)
+            kueue.set_job_suspend(suspended, True)
+            await self._stop(rt, suspended, wl, stop=jobevents.Stop("NoMatchingWorkload", matching.NOT_MATCHING))
+        meta = wl["metadata"]
+        try:
+            await self.ctx.objects.delete(self.wl_rt, namespace=meta.get("namespace"), name=str(meta["name"]))
+        except errors.NotFound:
+            return
+        await record_event(self.ctx, job, type=EventType.NORMAL, reason=EventReason.DELETED_WORKLOAD,
+                           message=jobevents.deleted(wl))
+        log.info("Workload %s deleted: it no longer matches %s", adm.key_of(wl), WorkloadRef.of(job))
+
+    async def _stop(self, rt: ResourceType, job: dict[str, Any], wl: Mapping[str, Any] | None,
+                    *, stop: jobevents.Stop | None = None) -> None:
         """Kueue's ``Stop``: suspended (a Job's own count back) with the Event ``Stopped`` saying
-        why, a Job's startTime cleared (kube lets a suspended Job's scheduling directives change
-        only until it starts), then its own pod templates back (the Workload's pod sets; none
-        without a Workload)."""
+        why (``stop``, else what the Workload says), a Job's startTime cleared (kube lets a
+        suspended Job's scheduling directives change only until it starts), then its own pod
+        templates back (the Workload's pod sets; none without a Workload)."""
         written = await self.ctx.objects.update(rt, job)
-        stop = jobevents.stop_of_started(wl) or jobevents.Stop("NotAdmitted", jobevents.NOT_ADMITTED)
+        stop = stop or jobevents.stop_of_started(wl) or jobevents.Stop("NotAdmitted", jobevents.NOT_ADMITTED)
         await record_event(self.ctx, written, type=EventType.NORMAL, reason=EventReason.STOPPED, message=stop.message)
         log.info("suspended until admitted: %s", WorkloadRef.of(job))
         step: dict[str, Any] | None = written
