@@ -47,6 +47,15 @@ ANNOTATION_JOB_MIN_PARALLELISM: Final = "kueue.x-k8s.io/job-min-parallelism"
 #: "true": a partially admitted Job's ``completions`` follows its admitted ``parallelism``.
 ANNOTATION_JOB_COMPLETIONS_EQUAL_PARALLELISM: Final = "kueue.x-k8s.io/job-completions-equal-parallelism"
 
+#: Kueue's pod groups: Pods with the same group name label (and the total count annotation, the
+#: Pods the group has) share one Workload, named for the group; each Pod's role is the hash of its
+#: shape (Kueue's webhook writes it in the role hash annotation), one pod set per role; the group's
+#: Workload carries the group annotation.
+LABEL_POD_GROUP_NAME: Final = "kueue.x-k8s.io/pod-group-name"
+ANNOTATION_POD_GROUP_TOTAL_COUNT: Final = "kueue.x-k8s.io/pod-group-total-count"
+ANNOTATION_ROLE_HASH: Final = "kueue.x-k8s.io/role-hash"
+ANNOTATION_IS_GROUP_WORKLOAD: Final = "kueue.x-k8s.io/is-group-workload"
+
 #: Where Kueue's job integrations keep the flag it flips to start a job it admitted (Kueue suspends
 #: a queued job when it is created and unsuspends it on admission), by API group and kind.
 SUSPEND_PATHS: Final[dict[tuple[str, str], tuple[str, ...]]] = {

@@ -39,6 +39,11 @@ ClusterQueues, LocalQueues, WorkloadPriorityClasses and Workloads (informers). O
   condition ``Active``; a ClusterQueue being deleted (kept by Kueue's finalizer,
   :mod:`controlplane.controllers.resourceinuse`) admits nothing and gives up the reservations
   still waiting for admission checks;
+* Kueue's pod groups (:mod:`controlplane.controllers.podgroups`): the Pods of one group share
+  one Workload named for the group, made once the group's total count of Pods is there, and are
+  ungated together once it is admitted;
+* a Workload holding quota that no longer matches its job (:mod:`controlplane.admission.matching`)
+  is deleted (``DeletedWorkload``; a started job stopped first) and made anew;
 * a finished workload's Workload gets Finished=True, and its quota is free again; a deleted
   workload's Workload is deleted;
 * Kueue's job reconciler's Events on the queued workload: ``CreatedWorkload``, ``UpdatedWorkload``
@@ -59,7 +64,7 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any, Final
 
-from controlplane.admission import checks, jobevents, matching, pods, podsets, requeuing, stopping
+from controlplane.admission import checks, jobevents, matching, podgroups, pods, podsets, requeuing, stopping
 from controlplane.admission import objects as adm
 from controlplane.admission import pending as pending_order
 from controlplane.admission.core import ClusterQueue, Pending, Target, Usage, Waiting, decide
@@ -74,6 +79,7 @@ from controlplane.controllers.context import ControllerContext
 from controlplane.controllers.events import EventReason, record_event
 from controlplane.controllers.informing import AssumedWrites, spec_unchanged
 from controlplane.controllers.jobstarting import JobStarting
+from controlplane.controllers.podgroups import PodGroups
 from controlplane.controllers.reconciling import KeyedController
 from controlplane.controllers.requeuing import Requeuing
 from controlplane.controllers.workloadevicting import evict, unreserve
@@ -108,6 +114,7 @@ class AdmissionController(KeyedController[Key]):
         self.requeuing = Requeuing(ctx, self.kinds.workload, metrics=metrics)
         self.starting = JobStarting(ctx, self.kinds, self.kinds.workload)
         self.checking = AdmissionChecking(ctx, self.kinds.workload, assume=self._assume, waited=self._waited, metrics=metrics)
+        self.groups = PodGroups(ctx, self.kinds, self.starting, self._new_workload)
         ctx.add_workload_handler(self._on_source)
         kinds = self.kinds
         for rt in (kinds.cluster_queue, kinds.local_queue, kinds.flavor, kinds.workload, kinds.cohort, kinds.admission_check):
@@ -119,6 +126,8 @@ class AdmissionController(KeyedController[Key]):
         if adm.queue_name(obj) is None and (old is None or adm.queue_name(old) is None) and not pods.has_finalizer(obj):
             return
         ref = WorkloadRef.of(obj)
+        if pods.is_pod(obj) and (group := podgroups.group_name(obj)) is not None:
+            return await self.loop.add(("group", ref.namespace, group))  # Kueue's pod group: one key
         await self.loop.add(("workload", ref.api_version, ref.kind, ref.namespace, ref.name))
 
     async def _on_queue_object(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
@@ -132,6 +141,9 @@ class AdmissionController(KeyedController[Key]):
 
     async def _on_workload(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         owner = owner_of(obj)
+        if owner is None and podgroups.is_group_workload(obj):
+            meta = obj.get("metadata") or {}
+            return await self.loop.add(("group", str(meta.get("namespace") or ""), str(meta.get("name") or "")))
         if owner is not None and (
             old is None or event is WatchEventType.DELETED or adm.admission_of(old) != adm.admission_of(obj)
             or adm.is_true(old, kueue.COND_ADMITTED) != adm.is_true(obj, kueue.COND_ADMITTED)
@@ -144,6 +156,9 @@ class AdmissionController(KeyedController[Key]):
         try:
             if key == CYCLE:
                 return await self.cycle()
+            elif key[0] == "group":
+                if await self.groups.sync(key[1], key[2]):
+                    await self.loop.add(CYCLE)
             else:
                 await self.sync(WorkloadRef(*key[1:]))
         except errors.Conflict:
@@ -158,6 +173,8 @@ class AdmissionController(KeyedController[Key]):
         if rt is None or wl_rt is None:
             return
         source = ctx.cached(rt, ref.namespace, ref.name)
+        if source is not None and pods.is_pod(source) and (group := podgroups.group_name(source)) is not None:
+            return await self.loop.add(("group", ref.namespace, group))
         wl = self.kinds.workload_of(ref) if source is None else self.kinds.workload_for(source)
         queue = adm.queue_name(source) if source is not None else None
         if source is None or is_deleting(source) or queue is None:

@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from controlplane.admission import checks, pods, podsets, requeuing
+from controlplane.admission import checks, podgroups, pods, podsets, requeuing
 from controlplane.admission import objects as adm
 from controlplane.apis import kueue_v1alpha1
 from controlplane.apis import kueue_v1beta1 as kueue
@@ -29,6 +29,8 @@ COHORT_API: Final = kueue_v1alpha1.API_VERSION
 JOB: Final = ("batch/v1", "Job")
 #: The Workloads' index by their controller owner: (namespace, group, kind, name).
 INDEX_OWNER: Final = "kueue-owner"
+#: The Pods' index by their Kueue pod group: (namespace, group name).
+INDEX_POD_GROUP: Final = "kueue-pod-group"
 
 
 def owner_of(wl: Mapping[str, Any]) -> WorkloadRef | None:
@@ -52,6 +54,7 @@ class Kinds:
     priority_class: ResourceType | None = field(init=False)
     cohort: ResourceType | None = field(init=False)
     admission_check: ResourceType | None = field(init=False)
+    pod: ResourceType | None = field(init=False)
 
     def __post_init__(self) -> None:
         kind = self.ctx.registry.for_kind
@@ -62,6 +65,9 @@ class Kinds:
         self.priority_class = kind(API, "WorkloadPriorityClass")
         self.cohort = kind(COHORT_API, "Cohort")
         self.admission_check = kind(API, "AdmissionCheck")
+        self.pod = kind("v1", "Pod")
+        if self.pod is not None:
+            self.ctx.informer(self.pod).add_index(INDEX_POD_GROUP, _pod_group_index)
 
     def items(self, rt: ResourceType | None) -> list[dict[str, Any]]:
         return self.ctx.informer(rt).items() if rt is not None else []
@@ -86,10 +92,38 @@ class Kinds:
                 return wl
         return None
 
+    def members(self, namespace: str, group: str) -> list[dict[str, Any]]:
+        """The Pods of a Kueue pod group (label ``kueue.x-k8s.io/pod-group-name``)."""
+        return self.ctx.informer(self.pod).by_index(INDEX_POD_GROUP, (namespace, group)) if self.pod is not None else []
+
+    def group_workload(self, namespace: str, group: str) -> dict[str, Any] | None:
+        """The Workload of a pod group: named for the group, as Kueue names it (one another
+        workload owns is none of the group's)."""
+        wl = self.ctx.cached(self.workload, namespace, group) if self.workload is not None else None
+        return wl if wl is not None and adm.controller_owner(wl) is None else None
+
+    def owners(self, wl: Mapping[str, Any]) -> list[WorkloadRef]:
+        """The workloads a Workload queues: its controller owner, or a pod group's Pods."""
+        owner = owner_of(wl)
+        if owner is not None:
+            return [owner]
+        if not podgroups.is_group_workload(wl):
+            return []
+        meta = wl.get("metadata") or {}
+        return [WorkloadRef.of(p) for p in self.members(str(meta.get("namespace") or ""), str(meta.get("name") or ""))]
+
     def workload_for(self, source: Mapping[str, Any]) -> dict[str, Any] | None:
-        """The Workload of ``source`` (a queued workload as stored: its UID decides)."""
+        """The Workload of ``source`` (a queued workload as stored: its UID decides; a Pod of a
+        pod group: the group's)."""
+        if pods.is_pod(source) and (group := podgroups.group_name(source)) is not None:
+            return self.group_workload(str((source.get("metadata") or {}).get("namespace") or ""), group)
         uid = (source.get("metadata") or {}).get("uid")
         return self.workload_of(WorkloadRef.of(source), uid=str(uid) if uid else None)
+
+
+def _pod_group_index(pod: dict[str, Any]) -> list[tuple[str, str]]:
+    group = podgroups.group_name(pod)
+    return [] if group is None else [(str((pod.get("metadata") or {}).get("namespace") or ""), group)]
 
 
 def _owner_index(wl: dict[str, Any]) -> list[tuple[str, str, str, str]]:
@@ -120,9 +154,9 @@ class AdmissionGate:
             ctx.informer(self.kinds.workload).add_handler(self._on_workload)
 
     async def _on_workload(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
-        owner = owner_of(obj)
-        if owner is not None and (old is None or old.get("status") != obj.get("status") or event is WatchEventType.DELETED):
-            await self._on_change(owner)
+        if old is None or old.get("status") != obj.get("status") or event is WatchEventType.DELETED:
+            for owner in self.kinds.owners(obj):
+                await self._on_change(owner)
 
     def gate(self, workload: Mapping[str, Any]) -> Gate:
         if adm.queue_name(workload) is None or self.kinds.workload is None:
@@ -179,13 +213,17 @@ async def hold_queued_workload(rt: ResourceType, obj: dict[str, Any]) -> None:
     admitted before the admission controller suspended it, and run without them. A Pod gets
     Kueue's scheduling gate ``kueue.x-k8s.io/admission``, removed when it is admitted, and Kueue's
     mark of a Pod it manages, the label and finalizer ``kueue.x-k8s.io/managed`` (Kueue's pod
-    webhook; :mod:`controlplane.admission.pods`)."""
+    webhook; :mod:`controlplane.admission.pods`), and a Pod of a pod group its role's hash in the
+    annotation ``kueue.x-k8s.io/role-hash`` (:mod:`controlplane.admission.podgroups`)."""
     if adm.queue_name(obj) is None:
         return
     typed = {**obj, "apiVersion": rt.api_version, "kind": rt.kind, "spec": obj.setdefault("spec", {}),
              "metadata": obj.setdefault("metadata", {})}
     if pods.is_pod(typed):
         pods.manage(typed)  # in obj's own metadata and spec
+        if podgroups.group_name(typed) is not None:  # Kueue's webhook: the Pod's role in its group
+            meta = obj["metadata"]
+            meta["annotations"] = {**(meta.get("annotations") or {}), kueue.ANNOTATION_ROLE_HASH: podgroups.role_hash(typed)}
         # kube validates what a mutating webhook made: a Pod bound to a node may not be gated.
         refused = validate_pod(typed, None)
         if refused:

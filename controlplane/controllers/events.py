@@ -93,6 +93,10 @@ class EventReason(StrEnum):
     CREATED_WORKLOAD = "CreatedWorkload"
     UPDATED_WORKLOAD = "UpdatedWorkload"
     DELETED_WORKLOAD = "DeletedWorkload"
+    # Kueue's pod controller's, on the Pods of a pod group and its Workload.
+    ERR_WORKLOAD_COMPOSE = "ErrWorkloadCompose"
+    EXCESS_POD_DELETED = "ExcessPodDeleted"
+    OWNER_REFERENCES_ADDED = "OwnerReferencesAdded"
     FINISHED_WORKLOAD = "FinishedWorkload"
     UPDATED_ADMISSION_CHECK = "UpdatedAdmissionCheck"
 

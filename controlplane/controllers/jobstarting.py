@@ -89,17 +89,18 @@ class JobStarting:
             await record_event(ctx, written, type=EventType.NORMAL, reason=EventReason.STARTED, message=jobevents.started(wl))
         log.info("%s %s", ("unsuspended" if admitted else "suspended until admitted:") if flipping else "admitted count set:", ref)
 
-    async def ungate(self, wl: dict[str, Any], pod: dict[str, Any], ref: WorkloadRef) -> None:
+    async def ungate(self, wl: dict[str, Any], pod: dict[str, Any], ref: WorkloadRef, *, pod_set: str = "main") -> None:
         """Kueue's ``Run`` of a Pod: once its Workload is admitted, its scheduling gate removed and
-        the admission's node labels and checks' ``podSetUpdates`` merged in. A Pod is never gated
-        again (kube lets gates only be removed): stopped, it is held at the hub."""
+        its pod set's (a pod group's Pod: its role's) node labels and checks' ``podSetUpdates``
+        merged in. A Pod is never gated again (kube lets gates only be removed): stopped, it is
+        held at the hub."""
         admitted = adm.admission_of(wl) is not None and adm.is_true(wl, kueue.COND_ADMITTED)
         if not admitted and pods.gated(pod):
             await self._tell_checks(wl, pod)
         if not admitted or not pods.gated(pod) or adm.is_finished(wl):
             return
         try:
-            started = pods.start(pod, self._node_labels(wl).get("main", {}), checks.states_of(wl))
+            started = pods.start(pod, self._node_labels(wl).get(pod_set, {}), checks.states_of(wl), pod_set=pod_set)
         except checks.PodSetUpdateConflict as err:
             return await self._failed_to_start(wl, pod, err)
         written = await self.ctx.objects.update(self.ctx.registry.require(ref.api_version, ref.kind), started)

@@ -2,8 +2,8 @@
 
 Why this module exists: a team's quota is a ClusterQueue, so its idle GPU-hours and their cost
 are the GPU time of the workloads that queue admitted. In: the hub's Kueue Workloads (each owned
-by the workload it queues, named in its controller ownerReference) and LocalQueues. Out: a map
-from (namespace, ``Kind/name``) — the report's workload key — to the ClusterQueue: the one in the
+by the workload it queues, named in its controller ownerReference; a Kueue pod group's by each of
+its Pods) and LocalQueues. Out: a map from (namespace, ``Kind/name``) — the report's workload key — to the ClusterQueue: the one in the
 Workload's ``status.admission`` (kept once it finished, as Kueue keeps it), else, for a workload
 not admitted (evicted and waiting again, or never admitted yet), the ClusterQueue its LocalQueue
 points at (a workload never admitted has no GPU time to attribute). Workloads with no Workload
@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from controlplane.admission.objects import controller_owner
+from controlplane.admission.podgroups import is_group_workload
 
 
 def cluster_queues_of(
@@ -30,14 +31,18 @@ def cluster_queues_of(
     out: dict[tuple[str, str], str] = {}
     for wl in workloads:
         owner = controller_owner(wl)
-        if owner is None:
+        if owner is not None:
+            owned = [f"{owner[1]}/{owner[2]}"]
+        elif is_group_workload(wl):  # a Kueue pod group's: each of its Pods
+            owned = [f"Pod/{r.get('name')}" for r in (wl.get("metadata") or {}).get("ownerReferences") or () if r.get("kind") == "Pod"]
+        else:
             continue
         namespace = str((wl.get("metadata") or {}).get("namespace") or "")
         admission = (wl.get("status") or {}).get("admission") or {}
         queue = admission.get("clusterQueue") if isinstance(admission, Mapping) else None
         queue = queue or pointing.get((namespace, str((wl.get("spec") or {}).get("queueName") or "")))
         if queue:
-            out[(namespace, f"{owner[1]}/{owner[2]}")] = str(queue)
+            out.update({(namespace, name): str(queue) for name in owned})
     return out
 
 

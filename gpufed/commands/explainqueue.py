@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any, Final
 
-from controlplane.admission import checks, requeuing, stopping
+from controlplane.admission import checks, podgroups, requeuing, stopping
 from controlplane.admission import objects as adm
 from controlplane.apis import kueue_v1beta1 as kueue
 from gpufed.hubclient import HubClient, HubError
@@ -219,8 +219,12 @@ async def _readable(answer: Awaitable[dict[str, Any] | None]) -> dict[str, Any] 
 
 async def workload_of(client: HubClient, workload: Mapping[str, Any]) -> dict[str, Any] | None:
     """The Workload of a queued workload: the one Kueue's name gives (:func:`~controlplane.admission.objects.workload_name`),
-    else the one of its namespace the workload owns (a Workload made before the hub named them as Kueue does)."""
+    else the one of its namespace the workload owns (a Workload made before the hub named them as Kueue does); a Pod
+    of a Kueue pod group: its group's, named for the group."""
     namespace = str((workload.get("metadata") or {}).get("namespace"))
+    if workload.get("kind") == "Pod" and (group := podgroups.group_name(workload)) is not None:
+        wl = await client.get_or_none(f"{BASE}/namespaces/{namespace}/workloads/{group}")
+        return wl if wl is not None and podgroups.is_group_workload(wl) else None
     wl = await client.get_or_none(f"{BASE}/namespaces/{namespace}/workloads/{adm.workload_name_of(workload)}")
     if wl is not None and adm.queues_for(wl, workload):
         return wl

@@ -128,14 +128,19 @@ async def test_a_held_jobs_workload_follows_its_pods_and_a_job_started_by_hand_i
     assert (await get(objects, *JOB, "big") or {})["spec"]["suspend"] is True
 
 
-async def test_a_started_job_without_its_workload_is_stopped_then_queued_again(
-    objects: ObjectStore, manager: ControllerManager,
-) -> None:
+async def started_job(objects: ObjectStore, manager: ControllerManager) -> str:
+    """Job ``a1`` of queue ``team-a`` admitted and started; its Workload's name."""
     await one_team(objects, manager, "team-a")
     await create(objects, held_job("a1", "team-a"))
     assert await eventually(lambda: admitted(objects, "a1"), what="a1 admitted") == "team-a"
     await eventually(told(objects, "Job", "a1", "Started", 1), what="a1 started")
-    wl_name = await queued_workload_name(objects, "Job", "a1")
+    return await queued_workload_name(objects, "Job", "a1")
+
+
+async def test_a_started_job_without_its_workload_is_stopped_then_queued_again(
+    objects: ObjectStore, manager: ControllerManager,
+) -> None:
+    wl_name = await started_job(objects, manager)
     await objects.delete(objects.registry.require(KUEUE, "Workload"), namespace="default", name=wl_name)
 
     assert await eventually(told(objects, "Job", "a1", "Stopped", 1), what="a1 stopped") == [

@@ -14,8 +14,7 @@ from controlplane.controllers.manager import ControllerManager
 from .fleet import eventually, queued_workload, queued_workload_name, settled
 from .test_admission import create, get
 from .test_admission_checks import fleet_with_check, reserved_with_checks
-from .test_admission_job_events import JOB, events_on, held_job, one_team, told
-from .test_admission_preemption import admitted
+from .test_admission_job_events import JOB, events_on, held_job, started_job, told
 
 
 async def change(objects: ObjectStore, name: str, **spec: Any) -> None:
@@ -60,13 +59,9 @@ async def test_a_suspended_job_holding_quota_whose_parallelism_changes_gets_a_ne
 async def test_a_running_job_whose_parallelism_changes_is_stopped_and_queued_anew(
     objects: ObjectStore, manager: ControllerManager,
 ) -> None:
-    await one_team(objects, manager, "team-a")
-    await create(objects, held_job("a1", "team-a"))
-    assert await eventually(lambda: admitted(objects, "a1"), what="a1 admitted") == "team-a"
-    await eventually(told(objects, "Job", "a1", "Started", 1), what="a1 started")
+    wl_name = await started_job(objects, manager)
     old = await queued_workload(objects, "Job", "a1")
     assert old is not None
-    wl_name = old["metadata"]["name"]
     await change(objects, "a1", parallelism=2)
 
     assert await eventually(told(objects, "Job", "a1", "Stopped", 1), what="a1 stopped") == [

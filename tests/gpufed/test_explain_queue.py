@@ -129,6 +129,33 @@ async def test_explain_finds_a_workload_named_before_the_hub_named_them_as_kueue
     assert names == ["job-old"]
 
 
+async def test_explain_finds_a_pod_groups_workload_for_each_of_its_pods(hub: Hub, capsys: pytest.CaptureFixture[str]) -> None:
+    """A Pod of a Kueue pod group is queued by its group's Workload, named for the group."""
+    objects = hub.objects
+    assert objects is not None
+    create = await one_gpu_queue(hub)
+    for name in ("g0", "g1"):  # two GPUs asked of a queue of one: the group waits whole
+        pod = job(name)["spec"]["template"]
+        await create({"apiVersion": "v1", "kind": "Pod", "spec": pod["spec"], "metadata": {
+            "name": name, "namespace": "default", "annotations": {"kueue.x-k8s.io/pod-group-total-count": "2"},
+            "labels": {"kueue.x-k8s.io/queue-name": "team-a", "kueue.x-k8s.io/pod-group-name": "grp"}}})
+    wl_rt = objects.registry.require(KUEUE, "Workload")
+    for _ in range(400):
+        try:
+            wl = await objects.get(wl_rt, namespace="default", name="grp")
+        except errors.NotFound:
+            wl = {}
+        if any(c.get("type") == "QuotaReserved" for c in (wl.get("status") or {}).get("conditions") or ()):
+            break
+        await asyncio.sleep(0.05)
+
+    assert await gpufed(hub, "explain", "pod/g1") == 0
+    out = capsys.readouterr().out
+    assert "Queue:       LocalQueue default/team-a -> ClusterQueue team-a (BestEffortFIFO)" in out
+    assert "Admission:   QuotaReserved=False" in out
+    assert "no Workload" not in out
+
+
 def workload(name: str, *, priority: int = 0, created: str = "2026-01-01T00:00:00Z", queue: str = "lq",
              namespace: str = "default", status: dict[str, Any] | None = None) -> dict[str, Any]:
     return {

@@ -122,3 +122,10 @@ def test_the_workload_key_is_the_owner_a_finished_or_evicted_one_keeps_its_queue
         ("ns", "Job/done"): "research",
         ("ns", "PyTorchJob/bert"): "research",
     }
+
+
+def test_a_pod_groups_workload_gives_each_of_its_pods_its_queue() -> None:
+    grouped = {**workload("Pod", "ignored", "ns", queue="lq", admitted_by="prod"), "metadata": {
+        "name": "grp", "namespace": "ns", "annotations": {"kueue.x-k8s.io/is-group-workload": "true"},
+        "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": f"g{i}", "uid": f"u{i}"} for i in range(2)]}}
+    assert cluster_queues_of([grouped], []) == {("ns", "Pod/g0"): "prod", ("ns", "Pod/g1"): "prod"}
