@@ -150,10 +150,14 @@ class PodGroups:
         assert self.kinds.pod is not None
         for pod in extra:
             await self.starting.finalize_pod(pod)
-            if not is_deleting(pod):
-                await self.ctx.delete(self.kinds.pod, (pod.get("metadata") or {}).get("namespace"), _name(pod))
-                await record_event(self.ctx, pod, type=EventType.NORMAL, reason=EventReason.EXCESS_POD_DELETED,
-                                   message="Excess pod deleted")
+            if is_deleting(pod):
+                continue
+            try:  # once: a later sync may still see it in the cache
+                await self.ctx.objects.delete(self.kinds.pod, namespace=(pod.get("metadata") or {}).get("namespace"), name=_name(pod))
+            except errors.NotFound:
+                continue
+            await record_event(self.ctx, pod, type=EventType.NORMAL, reason=EventReason.EXCESS_POD_DELETED,
+                               message="Excess pod deleted")
 
     async def _finalize(self, members: Sequence[dict[str, Any]]) -> None:
         for pod in members:

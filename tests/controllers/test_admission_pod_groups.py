@@ -20,6 +20,7 @@ from controlplane.controllers.manager import ControllerManager
 from .fleet import eventually, node_shape, propagation_policy, put_cluster, settled
 from .test_admission import GPU, KUEUE, PLACEMENT, condition, create, get, kueue_obj
 from .test_admission_job_events import events_on
+from .test_admission_stopping import stop
 from .test_pod_replica import placed
 
 POD = ("v1", "Pod")
@@ -228,3 +229,54 @@ async def test_a_pods_group_name_is_immutable(objects: ObjectStore, manager: Con
     with pytest.raises(errors.Invalid) as refused:
         await objects.update(objects.registry.require(*POD), created)
     assert str(refused.value) == 'Pod "g0" is invalid: metadata.labels[kueue.x-k8s.io/pod-group-name]: Invalid value: "other": field is immutable'
+
+
+async def test_an_evicted_group_has_every_started_pod_stopped_and_goes_with_its_last_pod(
+    objects: ObjectStore, manager: ControllerManager,
+) -> None:
+    """Drained (``HoldAndDrain``), each started Pod of the group gets ``TerminationTarget`` and an
+    Event ``Stopped`` and is deleted (a finalizer of its own keeps it ``Terminating`` here); the
+    group's Workload goes with the last of its Pods."""
+    await team(objects, manager)
+    for name in ("g0", "g1", "g2"):
+        created = group_pod(name)
+        created["metadata"]["finalizers"] = ["example.com/keep"]
+        await create(objects, created)
+    await eventually(lambda: _admitted(objects), what="the group admitted")
+    for name in ("g0", "g1", "g2"):
+        await eventually(lambda n=name: _ungated(objects, n), what=f"{name} ungated")
+    await stop(objects, "ClusterQueue", "team", "HoldAndDrain")
+
+    for name in ("g0", "g1", "g2"):
+        async def stopped(n: str = name) -> dict[str, Any] | None:
+            found = await get(objects, *POD, n)
+            return found if found is not None and found["metadata"].get("finalizers") == ["example.com/keep"] else None
+
+        found = await eventually(stopped, what=f"{name} stopped")
+        assert found["metadata"].get("deletionTimestamp")
+        target = condition(found, "TerminationTarget")
+        assert (target["reason"], target["message"]) == ("WorkloadEvictedDueToClusterQueueStopped", "The ClusterQueue is stopped")
+        assert await events_on(objects, "Pod", name, "Stopped") == ["The ClusterQueue is stopped"]
+        del found["metadata"]["finalizers"]
+        await objects.update(objects.registry.require(*POD), found)
+
+    async def gone() -> bool | None:
+        return await group_workload(objects) is None or None
+
+    await eventually(gone, what="the group's Workload deleted with its last Pod")
+
+
+async def test_a_pod_beyond_the_total_count_is_deleted(objects: ObjectStore, manager: ControllerManager) -> None:
+    await team(objects, manager, local_queue=False)
+    for name in ("a0", "a1", "a2"):
+        await create(objects, group_pod(name, total="2"))
+
+    async def deleted() -> bool | None:
+        found = await get(objects, *POD, "a2")
+        return (found is None or bool(found["metadata"].get("deletionTimestamp"))) or None
+
+    await eventually(deleted, what="the third Pod of a group of two deleted")
+    assert await events_on(objects, "Pod", "a2", "ExcessPodDeleted") == ["Excess pod deleted"]
+    wl = await eventually(lambda: group_workload(objects), what="the group's Workload")
+    assert [p["count"] for p in wl["spec"]["podSets"]] == [2]
+    assert sorted(r["name"] for r in wl["metadata"]["ownerReferences"]) == ["a0", "a1"]
