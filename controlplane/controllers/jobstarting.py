@@ -51,9 +51,10 @@ class JobStarting:
 
     def __init__(self, ctx: ControllerContext, kinds: Kinds, wl_rt: ResourceType) -> None:
         self.ctx, self.kinds, self.wl_rt = ctx, kinds, wl_rt
-        self._told_checks: dict[str, str] = {}
-        """Per Workload UID, the ``UpdatedAdmissionCheck`` message last recorded on its job (so a
-        message is told once, not on every sync)."""
+        self._told_checks: dict[tuple[str, str], str] = {}
+        """Per Workload and job UID (a pod group's Workload has several Pods), the
+        ``UpdatedAdmissionCheck`` message last recorded on the job (so a message is told once, not
+        on every sync)."""
 
     async def follow(self, wl: dict[str, Any], source: dict[str, Any], ref: WorkloadRef) -> None:
         """Start ``source`` once its Workload is admitted, stop it when it no longer is."""
@@ -61,7 +62,7 @@ class JobStarting:
         admitted = adm.admission_of(wl) is not None and adm.is_true(wl, kueue.COND_ADMITTED)
         flipping = admitted == podsets.suspended(source)
         if not admitted and podsets.suspended(source):
-            await self._tell_checks(wl, source)
+            await self.tell_checks(wl, source)
         rt = ctx.registry.require(ref.api_version, ref.kind)
         # Kueue's podSetsInfo: admitted, the admitted count (partial admission); suspended again, its own.
         updated = {**source, "spec": dict(source.get("spec") or {})}  # the count is in spec's own fields
@@ -96,7 +97,7 @@ class JobStarting:
         held at the hub."""
         admitted = adm.admission_of(wl) is not None and adm.is_true(wl, kueue.COND_ADMITTED)
         if not admitted and pods.gated(pod):
-            await self._tell_checks(wl, pod)
+            await self.tell_checks(wl, pod)
         if not admitted or not pods.gated(pod) or adm.is_finished(wl):
             return
         try:
@@ -114,10 +115,10 @@ class JobStarting:
         kueue.set_job_suspend(suspended, True)
         await self._stop(self.ctx.registry.require(str(job.get("apiVersion")), str(job.get("kind"))), suspended, None)
 
-    async def _tell_checks(self, wl: Mapping[str, Any], job: Mapping[str, Any]) -> None:
-        """Kueue's ``UpdatedAdmissionCheck`` on a held job whose Workload holds quota: the pending
-        checks' messages, once per change."""
-        uid = str((wl.get("metadata") or {}).get("uid") or "")
+    async def tell_checks(self, wl: Mapping[str, Any], job: Mapping[str, Any]) -> None:
+        """Kueue's ``UpdatedAdmissionCheck`` on a held job (each Pod of a pod group) whose Workload
+        holds quota: the pending checks' messages, once per change."""
+        uid = (str((wl.get("metadata") or {}).get("uid") or ""), str((job.get("metadata") or {}).get("uid") or ""))
         message = jobevents.admission_checks_message(wl) if adm.admission_of(wl) is not None else ""
         if not message:
             self._told_checks.pop(uid, None)

@@ -104,7 +104,11 @@ class PodGroups:
             for pod in members:  # Kueue's Run of a group: every gated Pod, with its role's admission
                 if pods.gated(pod) and not is_deleting(pod):
                     await self.starting.ungate(wl, pod, WorkloadRef.of(pod), pod_set=podgroups.role_hash(pod))
-        elif adm.admission_of(wl) is None and (wl.get("spec") or {}).get("queueName") != queue:
+            return False
+        for pod in members:
+            if pods.gated(pod):
+                await self.starting.tell_checks(wl, pod)
+        if adm.admission_of(wl) is None and (wl.get("spec") or {}).get("queueName") != queue:
             await self.ctx.objects.update(wl_rt, {**wl, "spec": {**(wl.get("spec") or {}), "queueName": queue}})
         return False
 

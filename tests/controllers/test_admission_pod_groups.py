@@ -19,6 +19,7 @@ from controlplane.controllers.manager import ControllerManager
 
 from .fleet import eventually, node_shape, propagation_policy, put_cluster, settled
 from .test_admission import GPU, KUEUE, PLACEMENT, condition, create, get, kueue_obj
+from .test_admission_checks import fleet_with_check
 from .test_admission_job_events import events_on
 from .test_admission_stopping import stop
 from .test_pod_replica import placed
@@ -280,3 +281,32 @@ async def test_a_pod_beyond_the_total_count_is_deleted(objects: ObjectStore, man
     wl = await eventually(lambda: group_workload(objects), what="the group's Workload")
     assert [p["count"] for p in wl["spec"]["podSets"]] == [2]
     assert sorted(r["name"] for r in wl["metadata"]["ownerReferences"]) == ["a0", "a1"]
+
+
+async def test_a_groups_pending_checks_are_told_on_each_pod_and_all_start_once_ready(
+    objects: ObjectStore, manager: ControllerManager,
+) -> None:
+    objects.check_creates(hold_queued_workload)
+    await fleet_with_check(objects, manager)
+    await create(objects, propagation_policy("pods", kind="Pod", api_version="v1", placement=PLACEMENT))
+    for name in ("g0", "g1"):
+        await create(objects, group_pod(name, total="2", queue="team-a"))
+
+    async def reserved() -> dict[str, Any] | None:
+        wl = await group_workload(objects)
+        return wl if condition(wl, "QuotaReserved").get("status") == "True" and wl["status"].get("admissionChecks") else None
+
+    async def check(state: str, message: str) -> None:
+        wl = await eventually(reserved, what="the group's quota reserved, its check pending")
+        wl["status"]["admissionChecks"][0].update(state=state, message=message, lastTransitionTime="2026-01-01T00:00:01Z")
+        await objects.update_status(objects.registry.require(KUEUE, "Workload"), wl)
+
+    await check("Pending", "waiting for budget approval")
+    for name in ("g0", "g1"):
+        async def told(n: str = name) -> list[str] | None:
+            return await events_on(objects, "Pod", n, "UpdatedAdmissionCheck") or None
+        assert await eventually(told, what=f"{name} told") == ["budget: waiting for budget approval"]
+        assert (await pod(objects, name))["spec"]["schedulingGates"] == [KUEUE_GATE]
+    await check("Ready", "")
+    for name in ("g0", "g1"):
+        await eventually(lambda n=name: _ungated(objects, n), what=f"{name} ungated once the check is Ready")
