@@ -310,3 +310,28 @@ async def test_a_groups_pending_checks_are_told_on_each_pod_and_all_start_once_r
     await check("Ready", "")
     for name in ("g0", "g1"):
         await eventually(lambda n=name: _ungated(objects, n), what=f"{name} ungated once the check is Ready")
+
+
+async def test_a_workload_none_of_whose_roles_is_left_is_deleted_and_made_anew(
+    objects: ObjectStore, manager: ControllerManager,
+) -> None:
+    """A group of one: its Workload counts Pod ``a``'s role; ``b`` (another shape) is not its, and
+    once ``a`` is gone the Workload matches nothing of the group: ``DeletedWorkload``, then a
+    Workload for ``b``'s role."""
+    await team(objects, manager, local_queue=False)
+    await create(objects, group_pod("a", total="1"))
+    first = await eventually(lambda: group_workload(objects), what="a's group Workload")
+    await create(objects, group_pod("b", total="1", gpus=2))
+    await settled(manager)
+    assert (await group_workload(objects) or {})["metadata"]["uid"] == first["metadata"]["uid"]
+    await objects.delete(objects.registry.require(*POD), namespace="default", name="a")
+    role_b = (await pod(objects, "b"))["metadata"]["annotations"]["kueue.x-k8s.io/role-hash"]
+
+    async def remade() -> dict[str, Any] | None:
+        wl = await group_workload(objects)
+        return wl if wl is not None and wl["metadata"]["uid"] != first["metadata"]["uid"] else None
+
+    wl = await eventually(remade, what="the group's Workload made anew")
+    assert [(p["name"], p["count"]) for p in wl["spec"]["podSets"]] == [(role_b, 1)]
+    assert await events_on(objects, "Pod", "b", "DeletedWorkload") == ["Deleted not matching Workload: default/grp"]
+    assert await events_on(objects, "Pod", "b", "CreatedWorkload") == ["Created Workload: default/grp"]
