@@ -15,6 +15,7 @@ from enum import StrEnum
 from typing import Any
 
 from controlplane.apis import constants as c
+from controlplane.apis import kueue_jobs
 from controlplane.apis import kueue_v1beta1 as kueue
 from controlplane.apis.conflictresolution import DEFAULT_CONFLICT_RESOLUTION, ConflictResolution
 
@@ -206,11 +207,11 @@ def with_member_kueue_suspend(body: dict[str, Any], live: Mapping[str, Any]) -> 
     the flag as the member has it, so the Work never suspends again a job the member's Kueue
     admitted (nor starts one it holds). ``body`` unchanged when not such a job."""
     labels = (body.get("metadata") or {}).get("labels") or {}
-    have = kueue.job_suspend(live)
+    have = kueue_jobs.job_suspend(live)
     if kueue.LABEL_QUEUE_NAME not in labels or have is None:
         return body
     out = copy.deepcopy(body)
-    kueue.set_job_suspend(out, have)
+    kueue_jobs.set_job_suspend(out, have)
     return out
 
 

@@ -1,7 +1,7 @@
 """The pod set templates of a queued job: Kueue's ``RunWithPodSetsInfo`` and
 ``RestorePodSetsInfo`` for every kind the hub starts and stops by its suspend flag.
 
-In: a job (wire dict) of a kind Kueue suspends (:data:`~controlplane.apis.kueue_v1beta1.SUSPEND_PATHS`:
+In: a job (wire dict) of a kind Kueue suspends (:data:`~controlplane.apis.kueue_jobs.SUSPEND_PATHS`:
 batch/v1 Job, JobSet, the Kubeflow jobs, RayJob, RayCluster) whose interpreter knows where each
 role's pod template lives (:meth:`~controlplane.interpreter.base.PodTemplateKind.pod_set_slots`),
 and its Workload. Out: the job with every pod set's template started (its flavor's node labels
@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from controlplane.admission import checks
-from controlplane.apis import kueue_v1beta1 as kueue
+from controlplane.apis import kueue_jobs
 from controlplane.interpreter.base import PodSetSlot, PodTemplateKind
 from controlplane.interpreter.registry import builtin_interpreter_for
 
@@ -31,12 +31,12 @@ def startable(obj: Mapping[str, Any]) -> bool:
     """Whether the hub starts and stops this job by its suspend flag, as Kueue's integration of
     the kind does (the flag's path is known and so are its pod sets' templates)."""
     api_version, kind = str(obj.get("apiVersion") or ""), str(obj.get("kind") or "")
-    return kueue.suspend_path(api_version, kind) is not None and _kind(api_version, kind) is not None
+    return kueue_jobs.suspend_path(api_version, kind) is not None and _kind(api_version, kind) is not None
 
 
 def suspended(obj: Mapping[str, Any]) -> bool:
     """Whether a startable job is suspended (its flag true)."""
-    return kueue.job_suspend(obj) is True
+    return kueue_jobs.job_suspend(obj) is True
 
 
 def _kind(api_version: str, kind: str) -> PodTemplateKind | None:

@@ -9,12 +9,10 @@ applies to the hub unchanged; unknown spec fields are refused (or pruned with
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Annotated, Any, Final, Literal
 
 from pydantic import AfterValidator, Field, field_validator, model_validator
 
-from controlplane.apis.kube import objects
 from controlplane.apis.kueue_podset import PodSetUpdate
 from controlplane.apis.meta import (
     Condition,
@@ -55,49 +53,6 @@ LABEL_POD_GROUP_NAME: Final = "kueue.x-k8s.io/pod-group-name"
 ANNOTATION_POD_GROUP_TOTAL_COUNT: Final = "kueue.x-k8s.io/pod-group-total-count"
 ANNOTATION_ROLE_HASH: Final = "kueue.x-k8s.io/role-hash"
 ANNOTATION_IS_GROUP_WORKLOAD: Final = "kueue.x-k8s.io/is-group-workload"
-
-#: Where Kueue's job integrations keep the flag it flips to start a job it admitted (Kueue suspends
-#: a queued job when it is created and unsuspends it on admission), by API group and kind.
-SUSPEND_PATHS: Final[dict[tuple[str, str], tuple[str, ...]]] = {
-    ("batch", "Job"): ("spec", "suspend"),
-    ("jobset.x-k8s.io", "JobSet"): ("spec", "suspend"),
-    ("ray.io", "RayJob"): ("spec", "suspend"),
-    ("ray.io", "RayCluster"): ("spec", "suspend"),
-    **{("kubeflow.org", kind): ("spec", "runPolicy", "suspend")
-       for kind in ("PyTorchJob", "TFJob", "XGBoostJob", "PaddleJob", "JAXJob", "MPIJob")},
-}
-
-
-def suspend_path(api_version: str, kind: str) -> tuple[str, ...] | None:
-    """The path of the field Kueue flips to start a job of this kind (None: not a Kueue job kind)."""
-    group = api_version.rpartition("/")[0]
-    return SUSPEND_PATHS.get((group, kind))
-
-
-def job_suspend(obj: Mapping[str, Any]) -> bool | None:
-    """The suspend flag of a job of a kind Kueue manages (None: another kind, or not set)."""
-    path = suspend_path(str(obj.get("apiVersion") or ""), str(obj.get("kind") or ""))
-    if path is None:
-        return None
-    parent: dict[str, Any] | None = dict(obj)
-    for key in path[:-1]:
-        parent = objects.child(parent, key)
-    value = parent.get(path[-1]) if parent is not None else None
-    return value if isinstance(value, bool) else None
-
-
-def set_job_suspend(obj: dict[str, Any], value: bool) -> bool:
-    """Set, in place, the suspend flag of a job of a kind Kueue manages; False for another kind
-    (or one whose parents of the flag are not maps: left as written for validation to report)."""
-    path = suspend_path(str(obj.get("apiVersion") or ""), str(obj.get("kind") or ""))
-    parent: dict[str, Any] | None = obj if path is not None else None
-    for key in (path or ())[:-1]:
-        parent = objects.ensure(parent, key) if parent is not None else None
-    if path is None or parent is None:
-        return False
-    parent[path[-1]] = value
-    return True
-
 
 #: The finalizer Kueue keeps on a ClusterQueue while Workloads hold quota in it, and on a
 #: ResourceFlavor or AdmissionCheck while a ClusterQueue names it.

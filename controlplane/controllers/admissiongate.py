@@ -15,7 +15,7 @@ from typing import Any, Final
 
 from controlplane.admission import checks, podgroups, pods, podsets, requeuing
 from controlplane.admission import objects as adm
-from controlplane.apis import kueue_v1alpha1
+from controlplane.apis import kueue_jobs, kueue_v1alpha1
 from controlplane.apis import kueue_v1beta1 as kueue
 from controlplane.apis.kube.validate_core import validate_pod
 from controlplane.controllers.context import ControllerContext
@@ -231,7 +231,7 @@ async def hold_queued_workload(rt: ResourceType, obj: dict[str, Any]) -> None:
             causes = [errors.Cause(str(e.type), e.message, e.field) for e in refused]
             raise errors.invalid(kind="Pod", group="", name=str(meta.get("name") or ""), causes=causes)
     elif podsets.startable(typed):
-        kueue.set_job_suspend(typed, True)  # in obj's own spec
+        kueue_jobs.set_job_suspend(typed, True)  # in obj's own spec
 
 
 def constrain_placement(spec: dict[str, Any], cluster_labels: Mapping[str, str]) -> None:

@@ -28,6 +28,7 @@ from typing import Any, Final
 
 from controlplane.admission import checks, jobevents, matching, pods, podsets
 from controlplane.admission import objects as adm
+from controlplane.apis import kueue_jobs
 from controlplane.apis import kueue_v1beta1 as kueue
 from controlplane.apis.events import EventType
 from controlplane.controllers.admissiongate import JOB, Kinds
@@ -75,7 +76,7 @@ class JobStarting:
                 await ctx.objects.update_status(rt, {**source, "status": status})
             return
         updated = copy.deepcopy(updated)
-        kueue.set_job_suspend(updated, not admitted)
+        kueue_jobs.set_job_suspend(updated, not admitted)
         if flipping and not admitted:
             return await self._stop(rt, updated, wl)
         if flipping:
@@ -112,7 +113,7 @@ class JobStarting:
         """Kueue's stop of a started job it finds no Workload for (``NoMatchingWorkload``):
         suspended, with nothing to restore its templates from; its Workload is made next."""
         suspended = copy.deepcopy(job)
-        kueue.set_job_suspend(suspended, True)
+        kueue_jobs.set_job_suspend(suspended, True)
         await self._stop(self.ctx.registry.require(str(job.get("apiVersion")), str(job.get("kind"))), suspended, None)
 
     async def tell_checks(self, wl: Mapping[str, Any], job: Mapping[str, Any]) -> None:
@@ -173,7 +174,7 @@ class JobStarting:
         rt = self.ctx.registry.require(str(job.get("apiVersion")), str(job.get("kind")))
         if not podsets.suspended(job):
             suspended = copy.deepcopy(job)
-            kueue.set_job_suspend(suspended, True)
+            kueue_jobs.set_job_suspend(suspended, True)
             await self._stop(rt, suspended, wl, stop=jobevents.Stop("NoMatchingWorkload", matching.NOT_MATCHING))
         meta = wl["metadata"]
         try:

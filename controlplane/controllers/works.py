@@ -34,6 +34,7 @@ from typing import Any
 
 from controlplane.admission import pods
 from controlplane.apis import constants as c
+from controlplane.apis import kueue_jobs
 from controlplane.apis import kueue_v1beta1 as kueue
 from controlplane.apis.conflictresolution import DEFAULT_CONFLICT_RESOLUTION
 from controlplane.apis.gpus import is_gpu_resource
@@ -204,7 +205,7 @@ def queue_for_member(manifest: dict[str, Any], *, member_runs_kueue: bool) -> No
         if not labels:
             del manifest["metadata"]["labels"]
         return
-    kueue.set_job_suspend(manifest, True)
+    kueue_jobs.set_job_suspend(manifest, True)
 
 
 def render_manifest(

@@ -1,0 +1,51 @@
+"""Where Kueue's job integrations keep the flag it flips to start a job it admitted, and how the hub
+reads and sets it on a wire object (pure; Kueue's ``jobframework`` keeps the same per kind)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+from controlplane.apis.kube import objects
+
+#: Where Kueue's job integrations keep the flag it flips to start a job it admitted (Kueue suspends
+#: a queued job when it is created and unsuspends it on admission), by API group and kind.
+SUSPEND_PATHS: Final[dict[tuple[str, str], tuple[str, ...]]] = {
+    ("batch", "Job"): ("spec", "suspend"),
+    ("jobset.x-k8s.io", "JobSet"): ("spec", "suspend"),
+    ("ray.io", "RayJob"): ("spec", "suspend"),
+    ("ray.io", "RayCluster"): ("spec", "suspend"),
+    **{("kubeflow.org", kind): ("spec", "runPolicy", "suspend")
+       for kind in ("PyTorchJob", "TFJob", "XGBoostJob", "PaddleJob", "JAXJob", "MPIJob")},
+}
+
+
+def suspend_path(api_version: str, kind: str) -> tuple[str, ...] | None:
+    """The path of the field Kueue flips to start a job of this kind (None: not a Kueue job kind)."""
+    group = api_version.rpartition("/")[0]
+    return SUSPEND_PATHS.get((group, kind))
+
+
+def job_suspend(obj: Mapping[str, Any]) -> bool | None:
+    """The suspend flag of a job of a kind Kueue manages (None: another kind, or not set)."""
+    path = suspend_path(str(obj.get("apiVersion") or ""), str(obj.get("kind") or ""))
+    if path is None:
+        return None
+    parent: dict[str, Any] | None = dict(obj)
+    for key in path[:-1]:
+        parent = objects.child(parent, key)
+    value = parent.get(path[-1]) if parent is not None else None
+    return value if isinstance(value, bool) else None
+
+
+def set_job_suspend(obj: dict[str, Any], value: bool) -> bool:
+    """Set, in place, the suspend flag of a job of a kind Kueue manages; False for another kind
+    (or one whose parents of the flag are not maps: left as written for validation to report)."""
+    path = suspend_path(str(obj.get("apiVersion") or ""), str(obj.get("kind") or ""))
+    parent: dict[str, Any] | None = obj if path is not None else None
+    for key in (path or ())[:-1]:
+        parent = objects.ensure(parent, key) if parent is not None else None
+    if path is None or parent is None:
+        return False
+    parent[path[-1]] = value
+    return True
