@@ -263,6 +263,7 @@ class Hub(ShutdownOnce):
             self.objects,
             self.store,
             interval=self.config.waste_sample_interval,
+            bucket_seconds=self.config.waste_bucket_length,
             metrics=self.metrics,
             backlog=self.metrics.workqueues.longest_wait,
         )

@@ -30,6 +30,7 @@ from controlplane.apiserver.serving import ServingLimits
 from controlplane.apiserver.watching import WatchLimits
 from controlplane.controllers.context import ControllerSettings
 from controlplane.leader.election import DEFAULT_TTL as DEFAULT_LEADER_LEASE_TTL
+from controlplane.reports.rollups import DEFAULT_BUCKET_SECONDS as DEFAULT_WASTE_BUCKET_LENGTH
 from controlplane.reports.sampling import DEFAULT_INTERVAL as DEFAULT_WASTE_SAMPLE_INTERVAL
 from controlplane.storage.connecting import EtcdClientTls
 from controlplane.storage.embedded import EtcdClientTransport
@@ -102,6 +103,9 @@ class HubConfig:
     extra_routes: tuple[Callable[[Hub], list[web.RouteDef]], ...] = field(default=())
     #: Seconds between two fleet samples of the waste accounting.
     waste_sample_interval: float = DEFAULT_WASTE_SAMPLE_INTERVAL
+    #: Seconds in one fine bucket of the waste rollups (a divisor of a minute): the shortest report
+    #: step and the alignment of the named report windows.
+    waste_bucket_length: int = DEFAULT_WASTE_BUCKET_LENGTH
     #: Header timeout, pending connections and requests in flight (apiserver.serving).
     serving_limits: ServingLimits = field(default_factory=ServingLimits)
     #: What one watch may hold for a client that does not read, and how long before it is dropped.

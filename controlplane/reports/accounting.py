@@ -23,16 +23,18 @@ Integration rules, exactly:
   allocated devices with a known utilization also add ``share x utilization`` so reports can
   show mean utilization. Opportunities (:mod:`controlplane.reports.recommend`) integrate the
   same way.
-* Rollups: every interval is split at bucket boundaries and added both to per-minute buckets
-  (kept ``minute_retention``, default 48 h) and to per-hour buckets (kept ``hour_retention``,
-  default 90 days); older buckets are dropped as time advances, so memory is bounded by
-  (2880 + 2160) buckets whatever the uptime. Only the retained part of an interval is written.
+* Rollups: every interval is split at bucket boundaries and added both to fine buckets of
+  ``bucket_seconds`` (default a minute; kept ``minute_retention``, default 2,880 buckets: 48 h
+  of minutes) and to per-hour buckets (kept ``hour_retention``, default 90 days); older buckets
+  are dropped as time advances, so memory is bounded by (2880 + 2160) buckets whatever the
+  uptime. Only the retained part of an interval is written.
 * Requests that can never fit (no node of the fleet could hold one of their pods) take no part
   in the states; the latest sample's are kept (not persisted) and every report lists them apart.
-* ``query(from, to)`` reads hour buckets for the part of the window older than the minute
-  retention (starting at the first whole hour inside it) and minute buckets for the rest. A
+* ``query(from, to)`` reads hour buckets for the part of the window older than the fine
+  retention (starting at the first whole hour inside it) and fine buckets for the rest. A
   bucket partly inside the window counts in proportion to its overlap (exact for
-  minute-aligned windows in the last 48 h, an approximation at the edges of older windows).
+  bucket-aligned windows inside the fine retention, an approximation at the edges of older
+  windows).
 """
 
 from __future__ import annotations
@@ -58,7 +60,9 @@ from controlplane.reports.fleet import ClusterSample, FleetSample
 from controlplane.reports.moves import MoveRecord, in_window
 from controlplane.reports.recommend import find_opportunities, recommend
 from controlplane.reports.rollups import (
+    DEFAULT_BUCKET_SECONDS,
     FORMAT_VERSION,
+    HOUR_SECONDS,
     Bucket,
     BucketId,
     CellKey,
@@ -70,6 +74,7 @@ from controlplane.reports.rollups import (
     add_into,
     bucket_from_doc,
     bucket_to_doc,
+    check_bucket_seconds,
     cursor_from_doc,
     cursor_to_doc,
     encode_json,
@@ -89,7 +94,9 @@ from controlplane.reports.totals import (
 logger = logging.getLogger(__name__)
 
 DEFAULT_MAX_INTERVAL = timedelta(minutes=5)
-DEFAULT_MINUTE_RETENTION = timedelta(hours=48)
+#: How many fine buckets are kept by default, whatever their length (48 h of minutes).
+DEFAULT_FINE_BUCKETS = 2880
+DEFAULT_MINUTE_RETENTION = timedelta(seconds=DEFAULT_FINE_BUCKETS * DEFAULT_BUCKET_SECONDS)
 DEFAULT_HOUR_RETENTION = timedelta(days=90)
 
 
@@ -119,22 +126,28 @@ def _timestamp(moment: datetime) -> float:
 
 
 class Accumulator:
-    """Integrates fleet samples into per-minute and per-hour rollups of GPU-seconds and dollars."""
+    """Integrates fleet samples into fine (``bucket_seconds``, a minute by default) and per-hour
+    rollups of GPU-seconds and dollars. ``minute_retention`` (the fine rollups') defaults to
+    :data:`DEFAULT_FINE_BUCKETS` buckets of ``bucket_seconds``."""
 
     def __init__(
         self,
         *,
         threshold: float = DEFAULT_THRESHOLD,
         max_interval: timedelta = DEFAULT_MAX_INTERVAL,
-        minute_retention: timedelta = DEFAULT_MINUTE_RETENTION,
+        minute_retention: timedelta | None = None,
         hour_retention: timedelta = DEFAULT_HOUR_RETENTION,
         cap_needed_by_demand: bool = True,
+        bucket_seconds: int = DEFAULT_BUCKET_SECONDS,
     ) -> None:
         if max_interval <= timedelta(0):
             raise ValueError("max_interval must be positive")
+        self.bucket_seconds = check_bucket_seconds(bucket_seconds)
         self.threshold = threshold
         self.max_interval = max_interval
-        self.minute_retention = minute_retention
+        self.minute_retention = (
+            timedelta(seconds=DEFAULT_FINE_BUCKETS * bucket_seconds) if minute_retention is None else minute_retention
+        )
         self.hour_retention = hour_retention
         self.cap_needed_by_demand = cap_needed_by_demand
         # OrderedDict: dropping the oldest bucket and peeking at the next oldest are O(1).
@@ -219,6 +232,10 @@ class Accumulator:
         if held_until < until:
             self._spread(held_until, until, unavailable_rates(held.cells), {}, observed=False)
 
+    def bucket_length(self, resolution: Resolution) -> int:
+        """Seconds in one bucket of ``resolution``."""
+        return self.bucket_seconds if resolution is Resolution.MINUTE else HOUR_SECONDS
+
     def _retention(self, resolution: Resolution) -> float:
         retention = self.minute_retention if resolution is Resolution.MINUTE else self.hour_retention
         return retention.total_seconds()
@@ -234,7 +251,7 @@ class Accumulator:
     ) -> None:
         assert self._newest is not None
         for resolution in Resolution:
-            size = resolution.seconds
+            size = self.bucket_length(resolution)
             buckets = self._buckets[resolution]
             piece = max(start, self._newest - self._retention(resolution))
             while piece < end:
@@ -262,7 +279,7 @@ class Accumulator:
             # Buckets are created (and re-ordered on load) in time order.
             while buckets:
                 start = next(iter(buckets))
-                if start + resolution.seconds > cutoff:
+                if start + self.bucket_length(resolution) > cutoff:
                     break
                 buckets.popitem(last=False)
                 self._dirty.discard((resolution, start))
@@ -282,7 +299,7 @@ class Accumulator:
         if self._newest is None:
             return []
         minute_floor = self._newest - self.minute_retention.total_seconds()
-        split = math.ceil(minute_floor / 3600.0) * 3600.0
+        split = math.ceil(minute_floor / HOUR_SECONDS) * HOUR_SECONDS
         parts = []
         if start < min(end, split):
             parts.append((Resolution.HOUR, start, min(end, split)))
@@ -303,7 +320,7 @@ class Accumulator:
         opportunities: dict[OpportunityKey, list[float]] = {}
         observed = unobserved = 0.0
         for resolution, part_start, part_end in self._parts(window_start, window_end):
-            size = resolution.seconds
+            size = self.bucket_length(resolution)
             for bucket in self._buckets[resolution].values():
                 overlap = min(part_end, bucket.start + size) - max(part_start, bucket.start)
                 if overlap <= 0:
@@ -359,7 +376,7 @@ class Accumulator:
     def encode_bucket(self, bucket_id: BucketId) -> bytes:
         """One bucket as JSON bytes (the unit persistence stores); KeyError when not retained."""
         resolution, start = bucket_id
-        return encode_json(bucket_to_doc(resolution, self._buckets[resolution][start]))
+        return encode_json(bucket_to_doc(resolution, self._buckets[resolution][start], seconds=self.bucket_seconds))
 
     def encode_cursor(self) -> bytes | None:
         """The held sample's rates as JSON bytes, None before the first sample."""
@@ -369,6 +386,9 @@ class Accumulator:
         """Load one document written by :meth:`encode_bucket` or :meth:`encode_cursor`.
 
         Buckets outside the retention are ignored; call :meth:`finish_restore` after the last.
+        A fine bucket of another length than :attr:`bucket_seconds` (saved by a hub with another
+        ``--waste-bucket-length``) raises :class:`~controlplane.reports.rollups.BucketLengthMismatch`
+        and is not loaded.
         """
         doc = json.loads(data)
         if doc.get("version") != FORMAT_VERSION:
@@ -378,7 +398,7 @@ class Accumulator:
             newest = float(doc.get("newest") or self._cursor.time)
             self._newest = newest if self._newest is None else max(self._newest, newest)
             return
-        bucket = bucket_from_doc(doc)
+        bucket = bucket_from_doc(doc, seconds=self.bucket_seconds)
         self._buckets[Resolution(doc["resolution"])][bucket.start] = bucket
 
     def finish_restore(self) -> None:
@@ -388,7 +408,7 @@ class Accumulator:
         if self._newest is None:
             for resolution in Resolution:
                 for start in self._buckets[resolution]:
-                    end = float(start + resolution.seconds)
+                    end = float(start + self.bucket_length(resolution))
                     self._newest = end if self._newest is None else max(self._newest, end)
         self._prune()
         self._dirty.clear()
@@ -404,11 +424,12 @@ class Accumulator:
                 "minuteRetentionSeconds": self.minute_retention.total_seconds(),
                 "hourRetentionSeconds": self.hour_retention.total_seconds(),
                 "capNeededByDemand": self.cap_needed_by_demand,
+                "bucketSeconds": self.bucket_seconds,
             },
             "newest": self._newest,
             "cursor": None if self._cursor is None else cursor_to_doc(self._cursor, self._newest),
             "buckets": [
-                bucket_to_doc(resolution, bucket)
+                bucket_to_doc(resolution, bucket, seconds=self.bucket_seconds)
                 for resolution in Resolution
                 for bucket in self._buckets[resolution].values()
             ],
@@ -428,10 +449,11 @@ class Accumulator:
             minute_retention=timedelta(seconds=float(config["minuteRetentionSeconds"])),
             hour_retention=timedelta(seconds=float(config["hourRetentionSeconds"])),
             cap_needed_by_demand=bool(config["capNeededByDemand"]),
+            bucket_seconds=int(config.get("bucketSeconds", DEFAULT_BUCKET_SECONDS)),
         )
         for bucket_doc in doc["buckets"]:
             accumulator._buckets[Resolution(bucket_doc["resolution"])][int(bucket_doc["start"])] = (
-                bucket_from_doc(bucket_doc)
+                bucket_from_doc(bucket_doc, seconds=accumulator.bucket_seconds)
             )
         if doc.get("cursor") is not None:
             accumulator._cursor = cursor_from_doc(doc["cursor"])

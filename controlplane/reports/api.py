@@ -63,6 +63,7 @@ from controlplane.reports.resource import (
     report_list,
     report_object,
 )
+from controlplane.reports.rollups import DEFAULT_BUCKET_SECONDS, check_bucket_seconds
 from controlplane.reports.sampling import WasteSampler
 from controlplane.reports.summary import Dimension
 from controlplane.reports.totals import QueueOf
@@ -180,7 +181,8 @@ def api_resource_list() -> dict[str, Any]:
 
 class ReportSource:
     """The accumulator to answer from: the local sampler's while it runs, else the store's
-    rollups, loaded at most every ``cache_seconds``."""
+    rollups, loaded at most every ``cache_seconds``. ``bucket_seconds``: the length of the fine
+    rollup buckets, the hub's ``--waste-bucket-length`` (the sampler's when one is given)."""
 
     def __init__(
         self,
@@ -190,7 +192,12 @@ class ReportSource:
         prefix: str = DEFAULT_PREFIX,
         cache_seconds: float = DEFAULT_CACHE_SECONDS,
         load_timeout: float = DEFAULT_LOAD_TIMEOUT,
+        bucket_seconds: int | None = None,
     ) -> None:
+        if bucket_seconds is None:
+            bucket_seconds = sampler.bucket_seconds if sampler is not None else DEFAULT_BUCKET_SECONDS
+        #: Seconds in one fine rollup bucket: the shortest report step, the alignment of named windows.
+        self.bucket_seconds = check_bucket_seconds(bucket_seconds)
         self._store = store
         self._sampler = sampler
         self._prefix = prefix
@@ -208,7 +215,7 @@ class ReportSource:
             try:
                 async with asyncio.timeout(self._load_timeout):
                     loaded = await RollupStore(self._store, prefix=self._prefix).load(
-                        Accumulator(), read_only=True
+                        Accumulator(bucket_seconds=self.bucket_seconds), read_only=True
                     )
             except (StorageError, TimeoutError) as exc:
                 # The store's message names its endpoint: the log gets it, the client does not.
@@ -298,9 +305,9 @@ class _ReportHandlers:
         params = _params(request)
         try:
             if params.since is not None or params.start is not None or params.end is not None:
-                queries = [parse_query(None, params)]
+                queries = [parse_query(None, params, bucket_seconds=self._source.bucket_seconds)]
             else:
-                queries = default_queries(params)
+                queries = default_queries(params, bucket_seconds=self._source.bucket_seconds)
             accumulator = await self._source.accumulator()
             objects = await self._objects(request, queries, accumulator)
         except QueryError as exc:
@@ -312,7 +319,7 @@ class _ReportHandlers:
             raise _method_not_allowed(request)
         name = request.match_info["name"]
         try:
-            query = parse_query(name, _params(request))
+            query = parse_query(name, _params(request), bucket_seconds=self._source.bucket_seconds)
             accumulator = await self._source.accumulator()
             objects = await self._objects(request, [query], accumulator)
         except QueryError as exc:

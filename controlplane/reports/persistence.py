@@ -7,9 +7,15 @@ from them (``load``). This is the reports package's only I/O.
 
 Key layout (one document per rollup bucket, plus the held sample)::
 
-    <prefix>minute/<start epoch seconds, 12 digits>/<part, 3 digits>   kept 48 h
+    <prefix>minute/<start epoch seconds, 12 digits>/<part, 3 digits>   fine buckets, kept 2,880
     <prefix>hour/<start epoch seconds, 12 digits>/<part, 3 digits>     kept 90 days
     <prefix>cursor/<part, 3 digits>                                    the held sample's rates
+
+The fine buckets are a minute long unless the hub runs with another ``--waste-bucket-length``;
+their documents then record their length (``seconds``). A hub loads only fine buckets of its
+own length: the others (saved before the length changed) are dropped with one warning, and
+deleted unless ``read_only``, as expired ones are; the hour buckets and the cursor do not depend
+on the length and are kept, so the hour rollups still cover the time before the change.
 
 A document is the bucket's JSON (:meth:`Accumulator.encode_bucket`) compressed with zlib, and
 split into parts of at most ``max_value_bytes`` (default 768 KiB, under etcd's 1.5 MiB request
@@ -32,7 +38,7 @@ from collections.abc import Awaitable
 from typing import TypeVar
 
 from controlplane.reports.accounting import Accumulator
-from controlplane.reports.rollups import BucketId
+from controlplane.reports.rollups import BucketId, BucketLengthMismatch
 from controlplane.storage.interface import AlreadyExists, Conflict, KeyValue, NotFound, Store
 
 logger = logging.getLogger(__name__)
@@ -108,13 +114,24 @@ class RollupStore:
                 continue
             documents.setdefault(f"{doc_prefix}/", []).append(kv)
             self._revisions[kv.key] = kv.mod_revision
+        mismatched: dict[int, int] = {}
         for doc_prefix, parts in sorted(documents.items()):
             parts.sort(key=lambda kv: kv.key)
             self._parts[doc_prefix] = len(parts)
             try:
                 target.restore(zlib.decompress(b"".join(kv.value for kv in parts)))
+            except BucketLengthMismatch as exc:
+                mismatched[exc.stored] = mismatched.get(exc.stored, 0) + 1
             except (zlib.error, ValueError, KeyError, TypeError, IndexError) as exc:
                 logger.warning("skipping unreadable waste rollup %s: %s", doc_prefix, exc)
+        for stored, count in sorted(mismatched.items()):
+            logger.warning(
+                "dropping %d waste rollup buckets of %d s: this hub's buckets are %d s long"
+                " (--waste-bucket-length); the hour rollups keep the time they covered",
+                count,
+                stored,
+                target.bucket_seconds,
+            )
         target.finish_restore()
         # Buckets finish_restore dropped as expired are not in the accumulator any more.
         retained = {self._doc_prefix(bucket_id) for bucket_id in target.bucket_ids()}

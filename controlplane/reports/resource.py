@@ -23,12 +23,13 @@ The object::
         - {from, to, observed_hours, gpus: {<state>: f}, cost_usd: {<state>: f}}
 
 Names: ``last-<duration>`` (``last-1h``, ``last-24h``, ``last-7d``, ``last-1h30m``) is the window
-of that length ending at the last complete minute of accounting (the rollups are per minute:
-a minute-aligned window is exact, and asking again with the reported ``from``/``to`` gives the
-same numbers, as nothing inside it changes any more), and ``custom`` takes ``from`` (required)
-and ``to`` (default: that same minute) as query parameters, RFC 3339 times. Both take ``by`` (comma-separated dimensions, repeatable),
-``top`` (how many idle workloads, default 10) and ``step`` (a duration of at least 1m: add the
-time series; at most :data:`MAX_SERIES_POINTS` steps). Listing without a name returns the
+of that length ending at the last complete bucket of accounting (the rollups' buckets are a
+minute long unless the hub's ``--waste-bucket-length`` says otherwise: a bucket-aligned window
+is exact, and asking again with the reported ``from``/``to`` gives the same numbers, as nothing
+inside it changes any more), and ``custom`` takes ``from`` (required) and ``to`` (default: the
+start of that same bucket) as query parameters, RFC 3339 times. Both take ``by`` (comma-separated dimensions, repeatable),
+``top`` (how many idle workloads, default 10) and ``step`` (a duration of at least one bucket,
+1m by default: add the time series; at most :data:`MAX_SERIES_POINTS` steps). Listing without a name returns the
 windows of :data:`DEFAULT_WINDOWS`, or the one window that ``since`` or ``from``/``to`` asks for.
 """
 
@@ -47,6 +48,7 @@ from controlplane.reports.accounting import Accumulator
 from controlplane.reports.classify import STATES, WasteState
 from controlplane.reports.moves import MoveRecord
 from controlplane.reports.report import DEFAULT_TOP, to_json
+from controlplane.reports.rollups import DEFAULT_BUCKET_SECONDS
 from controlplane.reports.scoping import for_namespace, with_namespace
 from controlplane.reports.summary import (
     Dimension,
@@ -79,7 +81,6 @@ def namespaced_collection_path(namespace: str) -> str:
 LAST_PREFIX = "last-"
 CUSTOM = "custom"
 DEFAULT_WINDOWS = ("last-1h", "last-24h", "last-7d", "last-30d")
-MIN_STEP = timedelta(minutes=1)
 MAX_SERIES_POINTS = 1000
 MAX_TOP = 1000
 _DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
@@ -144,15 +145,17 @@ class ReportQuery:
     top: int = DEFAULT_TOP
     step: timedelta | None = None
 
-    def window(self, *, newest: datetime | None, now: datetime) -> tuple[datetime, datetime]:
-        """``[from, to)`` in UTC, whole seconds: ``to`` defaults to the start of the minute of the
-        newest accounted sample (of ``now`` when nothing was accounted yet) -- every minute before
-        it is complete, so the report is exact and asking again gives the same numbers --
-        and ``from`` to ``to - since``."""
+    def window(
+        self, *, newest: datetime | None, now: datetime, bucket_seconds: int = DEFAULT_BUCKET_SECONDS
+    ) -> tuple[datetime, datetime]:
+        """``[from, to)`` in UTC, whole seconds: ``to`` defaults to the start of the rollup bucket
+        (``bucket_seconds`` long) of the newest accounted sample (of ``now`` when nothing was
+        accounted yet) -- every bucket before it is complete, so the report is exact and asking
+        again gives the same numbers -- and ``from`` to ``to - since``."""
         if self.end is not None:
             end = _floor_second(self.end)
         else:
-            end = _floor_minute(min(now, newest) if newest is not None else now)
+            end = _floor_bucket(min(now, newest) if newest is not None else now, bucket_seconds)
         if self.start is not None:
             start = _floor_second(self.start)
         else:
@@ -192,8 +195,11 @@ class ReportQuery:
         return out
 
 
-def _floor_minute(moment: datetime) -> datetime:
-    return _floor_second(moment).replace(second=0)
+def _floor_bucket(moment: datetime, seconds: int) -> datetime:
+    """The start of the ``seconds``-long bucket ``moment`` is in (buckets start at multiples of
+    ``seconds`` since the epoch, as the accumulator's)."""
+    stamp = int(_floor_second(moment).timestamp())
+    return datetime.fromtimestamp(stamp - stamp % seconds, UTC)
 
 
 def _floor_second(moment: datetime) -> datetime:
@@ -253,9 +259,12 @@ def _parse_positive_duration(value: str, name: str) -> timedelta:
         raise QueryError(f"{name}: {exc}", field=name) from None
 
 
-def parse_query(name: str | None, params: QueryParams) -> ReportQuery:
+def parse_query(
+    name: str | None, params: QueryParams, *, bucket_seconds: int = DEFAULT_BUCKET_SECONDS
+) -> ReportQuery:
     """The report a request asks for: by ``name`` (``last-<duration>`` or ``custom``), or for a
-    list request (``name`` None) by ``since`` or ``from``/``to``. Raises :class:`QueryError`."""
+    list request (``name`` None) by ``since`` or ``from``/``to``; a ``step`` is at least one
+    rollup bucket (``bucket_seconds``). Raises :class:`QueryError`."""
     by = _parse_by(params.by)
     top = DEFAULT_TOP
     if params.top is not None:
@@ -268,8 +277,13 @@ def parse_query(name: str | None, params: QueryParams) -> ReportQuery:
     step = None
     if params.step is not None:
         step = _parse_positive_duration(params.step, "step")
-        if step < MIN_STEP:
-            raise QueryError(f"step: must be at least {format_duration(MIN_STEP)}, got {params.step}", field="step")
+        bucket = timedelta(seconds=bucket_seconds)
+        if step < bucket:
+            raise QueryError(
+                f"step: must be at least {format_duration(bucket)} (the length of the waste rollups' buckets),"
+                f" got {params.step}",
+                field="step",
+            )
     start = _parse_time(params.start, "from") if params.start is not None else None
     end = _parse_time(params.end, "to") if params.end is not None else None
     since = _parse_positive_duration(params.since, "since") if params.since is not None else None
@@ -312,9 +326,9 @@ def parse_query(name: str | None, params: QueryParams) -> ReportQuery:
     return ReportQuery(name=name, since=named, end=end, by=by, top=top, step=step)
 
 
-def default_queries(params: QueryParams) -> list[ReportQuery]:
+def default_queries(params: QueryParams, *, bucket_seconds: int = DEFAULT_BUCKET_SECONDS) -> list[ReportQuery]:
     """The reports a plain list returns: one per :data:`DEFAULT_WINDOWS`."""
-    return [parse_query(name, params) for name in DEFAULT_WINDOWS]
+    return [parse_query(name, params, bucket_seconds=bucket_seconds) for name in DEFAULT_WINDOWS]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -327,8 +341,8 @@ def series(
 ) -> list[dict[str, Any]]:
     """Mean GPU-equivalents and dollars per state in each ``step`` of ``[start, end)``.
 
-    Steps are aligned to multiples of ``step`` since the epoch (so minute steps match the
-    minute rollups exactly); the first and last steps are clipped to the window.
+    Steps are aligned to multiples of ``step`` since the epoch (so a step of whole buckets
+    matches the rollups exactly); the first and last steps are clipped to the window.
     """
     size = step.total_seconds()
     first = math.floor(start.timestamp() / size) * size
@@ -370,7 +384,7 @@ def report_object(
     """The WasteReport object ``query`` asks for, computed from ``accumulator``; with a
     ``namespace``, that namespace's share of it (no fleet-wide ``series``). ``queues``: the
     ClusterQueue of each queued workload, for ``by=clusterqueue``."""
-    start, end = query.window(newest=accumulator.newest, now=now)
+    start, end = query.window(newest=accumulator.newest, now=now, bucket_seconds=accumulator.bucket_seconds)
     metadata: dict[str, Any] = {"name": query.name, "creationTimestamp": format_time(now)}
     if namespace is None:
         report = accumulator.query(start, end, by=query.by, queues=queues)

@@ -28,17 +28,48 @@ from controlplane.reports.recommend import Opportunity
 FORMAT_VERSION = 1
 
 
+#: The length of the fine rollups' buckets unless the hub is told otherwise (``--waste-bucket-length``).
+DEFAULT_BUCKET_SECONDS = 60
+#: The bucket lengths a hub may use: those that divide a minute, so every report step of whole
+#: minutes (the dashboard's, ``step=1m``) is a whole number of buckets and the hour rollups start
+#: on a bucket boundary.
+BUCKET_LENGTHS = tuple(seconds for seconds in range(1, 61) if 60 % seconds == 0)
+#: The length of an hour bucket.
+HOUR_SECONDS = 3600
+
+
 class Resolution(StrEnum):
+    """The two rollups: fine buckets (a minute long by default, the store's ``minute`` keys
+    whatever their length) and hour buckets."""
+
     MINUTE = "minute"
     HOUR = "hour"
-
-    @property
-    def seconds(self) -> int:
-        return 60 if self is Resolution.MINUTE else 3600
 
 
 BucketId = tuple[Resolution, int]
 """A rollup bucket: its resolution and its start (epoch seconds, aligned to the resolution)."""
+
+
+class BucketLengthMismatch(ValueError):
+    """A stored fine bucket of another length than the accumulator's: read as this length, its
+    GPU-seconds would land in the wrong buckets, so it is not read."""
+
+    def __init__(self, stored: int, expected: int) -> None:
+        super().__init__(f"its buckets are {stored} s long, this hub's are {expected} s")
+        self.stored = stored
+        self.expected = expected
+
+
+def check_bucket_seconds(value: int) -> int:
+    """``value`` when it is a bucket length a hub may use (:data:`BUCKET_LENGTHS`); else a
+    ValueError that says which lengths are."""
+    if isinstance(value, bool) or not isinstance(value, int) or value not in BUCKET_LENGTHS:
+        allowed = ", ".join(str(seconds) for seconds in BUCKET_LENGTHS[:-1])
+        raise ValueError(
+            f"the waste rollups' bucket length must be a whole number of seconds that divides a minute"
+            f" ({allowed} or {BUCKET_LENGTHS[-1]}), got {value!r}"
+        )
+    return value
 
 #: (state, cluster, product, profile or "", namespace or "", workload or "")
 CellKey = tuple[str, str, str, str, str, str]
@@ -235,21 +266,29 @@ def _entries_from_doc(
     return cells, _decode_entries(table, doc["opportunities"])
 
 
-def bucket_to_doc(resolution: Resolution, bucket: Bucket) -> dict[str, Any]:
-    """The JSON document of one bucket."""
-    return {
+def bucket_to_doc(resolution: Resolution, bucket: Bucket, *, seconds: int = DEFAULT_BUCKET_SECONDS) -> dict[str, Any]:
+    """The JSON document of one bucket; a fine bucket of another length than the default
+    records its ``seconds`` (the default's documents are as they always were)."""
+    doc: dict[str, Any] = {
         "version": FORMAT_VERSION,
         "type": "bucket",
         "resolution": resolution.value,
         "start": bucket.start,
-        "observed": bucket.observed,
-        "unobserved": bucket.unobserved,
-        **_entries_to_doc(bucket.cells, bucket.opportunities),
     }
+    if resolution is Resolution.MINUTE and seconds != DEFAULT_BUCKET_SECONDS:
+        doc["seconds"] = seconds
+    doc.update(observed=bucket.observed, unobserved=bucket.unobserved)
+    doc.update(_entries_to_doc(bucket.cells, bucket.opportunities))
+    return doc
 
 
-def bucket_from_doc(doc: Mapping[str, Any]) -> Bucket:
-    """The bucket :func:`bucket_to_doc` wrote."""
+def bucket_from_doc(doc: Mapping[str, Any], *, seconds: int = DEFAULT_BUCKET_SECONDS) -> Bucket:
+    """The bucket :func:`bucket_to_doc` wrote; :class:`BucketLengthMismatch` when it is a fine
+    bucket of another length than ``seconds``."""
+    if Resolution(doc["resolution"]) is Resolution.MINUTE:
+        stored = int(doc.get("seconds", DEFAULT_BUCKET_SECONDS))
+        if stored != seconds:
+            raise BucketLengthMismatch(stored, seconds)
     cells, opportunities = _entries_from_doc(doc)
     return Bucket(
         start=int(doc["start"]),

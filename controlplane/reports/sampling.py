@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
 from collections.abc import Callable
@@ -56,6 +57,7 @@ from controlplane.reports.accounting import Accumulator, PassMemos, PreparedSamp
 from controlplane.reports.classify import Steps
 from controlplane.reports.fleet import FleetSample
 from controlplane.reports.persistence import DEFAULT_PREFIX, RollupStore
+from controlplane.reports.rollups import DEFAULT_BUCKET_SECONDS, check_bucket_seconds
 from controlplane.reports.snapshot import ClusterNodesCache, sample_steps, warm_cluster_nodes
 from controlplane.storage.interface import StorageError, Store
 
@@ -164,7 +166,8 @@ async def _in_turns(steps: Steps[T], held: LoopTime | None = None) -> T:
 
 
 class WasteSampler(Service):
-    """Samples the fleet every ``interval`` seconds into an accumulator kept in ``store``.
+    """Samples the fleet every ``interval`` seconds into an accumulator kept in ``store``, with
+    fine rollup buckets of ``bucket_seconds``.
 
     ``async with WasteSampler(objects, store, interval=60):`` runs it in the background, or
     ``await sampler.run()`` / ``sampler.request_stop()`` (it returns after the current pass).
@@ -180,7 +183,8 @@ class WasteSampler(Service):
         timeout: float = DEFAULT_TIMEOUT,
         metrics: HubMetrics | None = None,
         prefix: str = DEFAULT_PREFIX,
-        accumulator_factory: Callable[[], Accumulator] = Accumulator,
+        bucket_seconds: int = DEFAULT_BUCKET_SECONDS,
+        accumulator_factory: Callable[[], Accumulator] | None = None,
         clock: Clock = _utc_now,
         page_size: int = DEFAULT_PAGE_SIZE,
         loop_share: float = MAX_LOOP_SHARE,
@@ -194,6 +198,7 @@ class WasteSampler(Service):
             raise ValueError("the waste sample interval must be positive")
         if page_size <= 0:
             raise ValueError("the list page size must be positive")
+        check_bucket_seconds(bucket_seconds)
         super().__init__("waste-sampler")
         self._objects = objects
         self._store = store
@@ -202,7 +207,9 @@ class WasteSampler(Service):
         self._timeout = timeout
         self._metrics = metrics
         self._prefix = prefix
-        self._new_accumulator = accumulator_factory
+        #: Seconds in one fine rollup bucket (the accumulators' unless ``accumulator_factory`` says otherwise).
+        self.bucket_seconds = bucket_seconds
+        self._new_accumulator = accumulator_factory or functools.partial(Accumulator, bucket_seconds=bucket_seconds)
         self._clock = clock
         self._page_size = page_size
         self._share = loop_share

@@ -29,6 +29,7 @@ from controlplane.apiserver.watching import (
     DEFAULT_WATCH_BUFFER_EVENTS,
     WatchLimits,
 )
+from controlplane.reports.rollups import DEFAULT_BUCKET_SECONDS, check_bucket_seconds
 from gpufed.argtypes import parse_listen, positive_duration, positive_number, whole_number
 from gpufed.commands.auditflags import add_audit_arguments, audit_config, audit_conflicts
 from gpufed.commands.running import (
@@ -65,6 +66,13 @@ def _fraction(text: str) -> float:
 
 
 _whole_seconds = whole_number(what="whole seconds")
+
+
+def _bucket_seconds(text: str) -> int:
+    try:
+        return check_bucket_seconds(_whole_seconds(text))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 #: The flags of the fixed-in-code priority levels, now FlowSchema and PriorityLevelConfiguration objects.
@@ -298,6 +306,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="this replica's name in leader election (default: host-pid-random)")
     parser.add_argument("--waste-sample-interval", type=_positive_seconds, default=60.0, metavar="SECONDS",
                         help="seconds between two fleet samples of the GPU waste accounting (default 60)")
+    parser.add_argument("--waste-bucket-length", type=_bucket_seconds, default=DEFAULT_BUCKET_SECONDS,
+                        metavar="SECONDS",
+                        help="seconds in one bucket of the waste accounting's fine rollups, a divisor of a minute: "
+                             "the shortest report step, what the named report windows end on, and 2,880 of them "
+                             "kept (default 60: 48 hours); buckets saved under another length are dropped at start")
     parser.add_argument("--request-header-timeout", type=_positive_seconds, default=10.0, metavar="SECONDS",
                         help="close a connection that has not sent a complete request header (TLS handshake "
                              "included) within this time (default 10)")
@@ -443,6 +456,7 @@ def hub_config(args: argparse.Namespace) -> HubConfig:
         cluster_signing_duration=args.cluster_signing_duration,
         identity=args.identity,
         waste_sample_interval=args.waste_sample_interval,
+        waste_bucket_length=args.waste_bucket_length,
         serving_limits=ServingLimits(
             request_header_timeout=args.request_header_timeout,
             max_pending_connections=args.max_pending_connections,

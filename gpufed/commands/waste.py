@@ -29,12 +29,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_kubeconfig_argument(parser)
     window = parser.add_mutually_exclusive_group()
     window.add_argument("--since", type=positive_duration, default=None, metavar="DURATION",
-                        help="report the window of this length ending at the last complete minute, e.g. 1h, 24h, 7d"
-                             " (default 24h)")
+                        help="report the window of this length ending at the last complete bucket of the hub's "
+                             "accounting (a minute by default), e.g. 1h, 24h, 7d (default 24h)")
     window.add_argument("--from", dest="start", type=time_or_duration, metavar="TIME",
                         help="window start: RFC 3339 (2024-05-01T00:00:00Z) or a duration ago (48h)")
     parser.add_argument("--to", dest="end", type=time_or_duration, metavar="TIME",
-                        help="window end with --from: RFC 3339 or a duration ago (default: the last complete minute)")
+                        help="window end with --from: RFC 3339 or a duration ago (default: the end of the last "
+                             "complete bucket, as --since)")
     parser.add_argument("--by", action="append", default=[], metavar="DIMENSION",
                         help=f"group by {', '.join(DIMENSIONS)} (comma-separated or repeated)")
     parser.add_argument("-o", "--output", choices=OUTPUTS, default="table", help="output format (default table)")

@@ -285,7 +285,8 @@ _REPORT_DEFINITIONS: dict[str, Any] = {
     _REPORTS + "WasteReportSpec": _object(
         "WasteReportSpec is what the report was asked for (the object's name and the request's query).",
         {
-            "since": _s("Since is the length of the window, ending at the last complete minute (24h, 7d, ...)."),
+            "since": _s("Since is the length of the window (24h, 7d, ...), ending at the last complete bucket of "
+                      "the hub's waste accounting (a minute by default)."),
             "from": _s("From is the start of a custom window (RFC 3339)."),
             "to": _s("To is the end of a custom window (RFC 3339)."),
             "by": _array("By lists the dimensions the report is grouped by (cluster, namespace, ...).", {"type": "string"}),
