@@ -31,7 +31,9 @@ Integration rules, exactly:
 * Requests that can never fit (no node of the fleet could hold one of their pods) take no part
   in the states; the latest sample's are kept (not persisted) and every report lists them apart.
 * ``query(from, to)`` reads hour buckets for the part of the window older than the fine
-  retention (starting at the first whole hour inside it) and fine buckets for the rest. A
+  retention (starting at the first whole hour inside it), or than the hour of the oldest fine
+  bucket when that is later (fine buckets of another length were dropped), and fine buckets for
+  the rest. A
   bucket partly inside the window counts in proportion to its overlap (exact for
   bucket-aligned windows inside the fine retention, an approximation at the edges of older
   windows).
@@ -300,6 +302,12 @@ class Accumulator:
             return []
         minute_floor = self._newest - self.minute_retention.total_seconds()
         split = math.ceil(minute_floor / HOUR_SECONDS) * HOUR_SECONDS
+        fine = self._buckets[Resolution.MINUTE]
+        if fine:
+            # The hours before the oldest fine bucket's are the hour rollups' even inside the fine
+            # retention: fine buckets of another length were dropped there (none were ever kept
+            # before a hub's first sample, and its hour buckets are empty then too).
+            split = max(split, math.floor(next(iter(fine)) / HOUR_SECONDS) * HOUR_SECONDS)
         parts = []
         if start < min(end, split):
             parts.append((Resolution.HOUR, start, min(end, split)))
