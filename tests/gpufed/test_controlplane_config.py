@@ -53,7 +53,7 @@ def test_every_flag_sets_its_field(tmp_path: Path) -> None:
         "--kueue-requeuing-timestamp", "Creation",
         "--legacy-service-account-token-clean-up-period", "48h", "--leader-lease-ttl", "4",
         "--cluster-signing-duration", "720h",
-        "--identity", "hub-a", "--waste-sample-interval", "15",
+        "--identity", "hub-a", "--waste-sample-interval", "15", "--waste-bucket-length", "5",
         "--request-header-timeout", "3", "--max-pending-connections", "64", "--max-requests-inflight", "80",
         "--max-mutating-requests-inflight", "40", "--enable-priority-and-fairness=false",
         "--watch-buffer-bytes", "1048576", "--watch-buffer-events", "500", "--watch-slow-client-timeout", "12",
@@ -79,7 +79,7 @@ def test_every_flag_sets_its_field(tmp_path: Path) -> None:
         ),
         legacy_token_clean_up_period=dt.timedelta(hours=48), leader_lease_ttl=4, identity="hub-a",
         cluster_signing_duration=dt.timedelta(days=30),
-        waste_sample_interval=15.0,
+        waste_sample_interval=15.0, waste_bucket_length=5,
         watch_limits=WatchLimits(max_bytes=1 << 20, max_events=500, slow_timeout=12.0), write_journal=100,
     )
     limits = config.serving_limits
@@ -103,3 +103,15 @@ def test_the_removed_flowcontrol_flags_name_the_objects_instead(flag: str, capsy
     error = capsys.readouterr().err
     assert f"argument {flag}: removed: API Priority and Fairness is configured by FlowSchema and " in error
     assert "PriorityLevelConfiguration" in error
+
+
+@pytest.mark.parametrize("value", ["0", "7", "90", "2.5", "-5", "five"])
+def test_a_bucket_length_that_does_not_divide_a_minute_is_refused_at_start(
+    value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit):
+        parse(f"--waste-bucket-length={value}")
+    error = capsys.readouterr().err
+    assert "--waste-bucket-length" in error, error
+    if value.isdigit():
+        assert "divides a minute (1, 2, 3, 4, 5, 6, 10, 12, 15, 20, 30 or 60)" in error, error
