@@ -20,7 +20,14 @@ from controlplane.reports.api import ReportSource, waste_report_routes
 from controlplane.reports.classify import WasteState
 from controlplane.reports.fleet import FleetSample
 from controlplane.reports.persistence import DEFAULT_PREFIX, RollupStore
-from controlplane.reports.resource import QueryError, QueryParams, ReportQuery, format_duration, parse_query, report_object
+from controlplane.reports.resource import (
+    QueryError,
+    QueryParams,
+    ReportQuery,
+    format_duration,
+    parse_query,
+    report_object,
+)
 from controlplane.reports.rollups import Resolution
 from controlplane.storage import MemoryStore, Store
 
