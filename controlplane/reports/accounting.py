@@ -33,8 +33,7 @@ Integration rules, exactly:
 * ``query(from, to)`` reads hour buckets for the part of the window older than the fine
   retention (starting at the first whole hour inside it), or than the hour of the oldest fine
   bucket when that is later (fine buckets of another length were dropped), and fine buckets for
-  the rest. A
-  bucket partly inside the window counts in proportion to its overlap (exact for
+  the rest. A bucket partly inside the window counts in proportion to its overlap (exact for
   bucket-aligned windows inside the fine retention, an approximation at the edges of older
   windows).
 """
