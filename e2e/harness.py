@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import shlex
 import shutil
@@ -22,6 +23,7 @@ import urllib.request
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +33,18 @@ from controlplane.admission.objects import workload_name_of
 
 GPUFED = str(Path(sys.executable).with_name("gpufed"))
 KUBECTL = shutil.which("kubectl") or "/usr/bin/kubectl"
+
+#: The waste rollups' bucket length of a hub started with :data:`FAST_WASTE`.
+WASTE_BUCKET_SECONDS = 5
+#: Hub flags for tests that wait for waste rollups: a fleet sample every second into 5-second
+#: buckets, so a whole bucket passes in seconds rather than a minute.
+FAST_WASTE = ("--waste-sample-interval", "1", "--waste-bucket-length", str(WASTE_BUCKET_SECONDS))
+
+
+def next_bucket(after: datetime) -> datetime:
+    """The start of the first waste rollup bucket (:data:`WASTE_BUCKET_SECONDS`) after ``after``."""
+    stamp = math.floor(after.timestamp() / WASTE_BUCKET_SECONDS) * WASTE_BUCKET_SECONDS
+    return datetime.fromtimestamp(stamp + WASTE_BUCKET_SECONDS, UTC)
 
 
 @dataclass

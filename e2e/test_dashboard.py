@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 import yaml
 
-from e2e.harness import GPUFED, Kubectl, ProcessGroup, wait_for
+from e2e.harness import FAST_WASTE, GPUFED, Kubectl, ProcessGroup, wait_for
 
 FLEET = Path(__file__).parent / "fleets" / "waste.yaml"
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
@@ -131,7 +131,7 @@ def test_dashboard_shows_the_same_numbers_as_the_api(processes: ProcessGroup, tm
     from selenium.webdriver.common.by import By
 
     launched = {name: processes.launch_member(FLEET, name) for name in ("gpu-a", "mig-b")}
-    _, hub = processes.start_hub("hub", "--waste-sample-interval", "1")
+    _, hub = processes.start_hub("hub", *FAST_WASTE)
     processes.join_members(hub, FLEET, launched)
     wait_for(lambda: len(hub.json("get", "clusters")["items"]) == 2, timeout=90, what="both clusters to join")
     work = {
@@ -165,7 +165,7 @@ def test_dashboard_shows_the_same_numbers_as_the_api(processes: ProcessGroup, tm
     ]))
     hub.run("apply", "-f", str(tmp_path / "queues.yaml"))
 
-    # Reports end at the last complete minute: wait for one with the idle workload in it.
+    # Reports end at the last complete bucket (5 s here): wait for one with the idle workload in it.
     wait_for(idle_accounted, timeout=150, interval=2, what="the idle workload to show in the report")
 
     # Sign in as a user would: the page asks for the token.

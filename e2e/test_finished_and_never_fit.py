@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from e2e.harness import GPUFED, Kubectl, ProcessGroup, wait_for
+from e2e.harness import FAST_WASTE, GPUFED, Kubectl, ProcessGroup, next_bucket, wait_for
 
 HERE = Path(__file__).parent
 FLEET = HERE / "fleets" / "placement.yaml"
@@ -138,17 +138,13 @@ def _gpufed_waste(hub: Kubectl, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-#: How much of the minute after the verdict the waste report covers.
+#: How much time after the verdict the waste report covers (two of the hub's 5-second buckets).
 REPORTED_SECONDS = 10
-
-
-def _next_minute(after: datetime) -> datetime:
-    return after.replace(second=0, microsecond=0) + timedelta(minutes=1)
 
 
 @pytest.mark.slow
 def test_a_request_that_can_never_fit_is_told_so_and_wastes_nothing(processes: ProcessGroup) -> None:
-    hub, _ = _start_fleet(processes, "--waste-sample-interval", "1")
+    hub, _ = _start_fleet(processes, *FAST_WASTE)
     hub.run("apply", "-f", str(MANIFESTS / "huge.yaml"))
 
     def never_fits() -> dict[str, Any] | None:
@@ -169,10 +165,9 @@ def test_a_request_that_can_never_fit_is_told_so_and_wastes_nothing(processes: P
               if e["involvedObject"]["name"] == "huge" and cond["message"] in e["message"]]
     assert len(events) == 1 and events[0]["type"] == "Warning", events
 
-    # The first seconds of the minute after the verdict (a bucket that holds no sample from
-    # before it; a part of a bucket counts in proportion): the fleet's free GPUs are
-    # free-spare, the request apart.
-    start = _next_minute(told)
+    # The first buckets after the verdict (they hold no sample from before it): the fleet's free
+    # GPUs are free-spare, the request apart.
+    start = next_bucket(told)
     end = start + timedelta(seconds=REPORTED_SECONDS)
     wait_for(lambda: datetime.now(UTC) > end + timedelta(seconds=3), timeout=150, interval=1,
              what="the reported seconds to pass")
@@ -181,7 +176,7 @@ def test_a_request_that_can_never_fit_is_told_so_and_wastes_nothing(processes: P
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     hours = report["totals"]["gpu_hours"]
-    print(f"gpu-hours per state over {start:%H:%M}-{end:%H:%M}: {hours}")
+    print(f"gpu-hours per state over {start:%H:%M:%S}-{end:%H:%M:%S}: {hours}")
     assert hours["free-fragmented"] == 0 and hours["free-needed"] == 0, hours
     assert hours["free-spare"] > 0, hours
     assert report["totals"]["waste_pct"] == 0, report["totals"]

@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from e2e.harness import GPUFED, KUBECTL, Kubectl, ProcessGroup, wait_for
+from e2e.harness import FAST_WASTE, GPUFED, KUBECTL, Kubectl, ProcessGroup, next_bucket, wait_for
 
 HERE = Path(__file__).parent
 FLEET = HERE / "fleets" / "spot.yaml"
@@ -36,7 +36,7 @@ SPOT, ONPREM = "spot-l4", "onprem-a100"
 BOUND_SECONDS = 10.0
 #: Allowance for a loaded machine on top of the issue's bound (see the module docstring).
 SLACK_SECONDS = 20.0
-#: How much of the minute after the replacement the waste report covers.
+#: How much time after the replacement the waste report covers (four of the hub's 5-second buckets).
 REPORTED_SECONDS = 20
 pytestmark = pytest.mark.e2e
 
@@ -133,7 +133,7 @@ def _stamp(moment: datetime) -> str:
 def test_reclaimed_spot_replicas_run_elsewhere_within_seconds(
     processes: ProcessGroup, watches: list[Watch]
 ) -> None:
-    hub, members = processes.start_fleet(FLEET, (SPOT, ONPREM), "--waste-sample-interval", "1")
+    hub, members = processes.start_fleet(FLEET, (SPOT, ONPREM), *FAST_WASTE)
     spot, onprem = members[SPOT], members[ONPREM]
     # The spot cluster's nodes are reported spot (the simulator labels them as GKE does).
     wide = hub.run("get", "clusters", "-o", "wide").stdout
@@ -170,7 +170,7 @@ def test_reclaimed_spot_replicas_run_elsewhere_within_seconds(
     wait_for(lambda: _running(spot) == kept and _running(onprem) == 4 - kept, timeout=60,
              what="each cluster to run what the hub placed there")
     # The waste report's window (see below) is chosen now; the checks until then run while it comes.
-    start = (datetime.now(UTC) + timedelta(seconds=65)).replace(second=0, microsecond=0)
+    start = next_bucket(datetime.now(UTC) + timedelta(seconds=5))
     end = start + timedelta(seconds=REPORTED_SECONDS)
 
     # The Event names the reclaim; the binding counts it.
@@ -185,9 +185,8 @@ def test_reclaimed_spot_replicas_run_elsewhere_within_seconds(
 
     # Nothing counted twice: over a window after the replacement the fleet's GPU-hours are its
     # GPUs left (4 spot L4s, 8 A100s) times the window, and the workload held 4 GPUs, not 7.
-    # Rollups are per minute and a bucket partly inside the window counts in proportion: the
-    # first seconds of a minute that starts after the replacement (its bucket holds nothing
-    # from before it; test_waste.py checks a whole minute to the dollar).
+    # Whole rollup buckets that start after the replacement (they hold nothing from before it;
+    # test_waste.py checks whole buckets to the dollar).
     time.sleep(max((end - datetime.now(UTC)).total_seconds() + 4, 0))
     report = _waste(hub, "--from", _stamp(start), "--to", _stamp(end), "-n", "ml", "--by", "cluster,namespace,workload")
     fleet = _waste(hub, "--from", _stamp(start), "--to", _stamp(end), "--by", "cluster")
@@ -199,7 +198,7 @@ def test_reclaimed_spot_replicas_run_elsewhere_within_seconds(
     assert totals["gpu_hours_total"] - totals["gpu_hours"]["unavailable"] == pytest.approx(12 * observed, abs=12 * rounding)
     held = report["totals"]["gpu_hours"]
     allocated = held["busy"] + held["idle-allocated"] + held["unmeasured"]
-    # Each report against its own observed hours: the minute's bucket fills while they are read.
+    # Each report against its own observed hours: a sample may land between the two reads.
     observed = report["window"]["observed_hours"]
     assert allocated == pytest.approx(4 * observed, abs=4 * rounding), (report["groups"], fleet["groups"], observed)
     infer = next(w for w in report["top_idle_workloads"] if w["workload"].endswith("Deployment/infer"))

@@ -1,4 +1,5 @@
-"""GPU waste accounting end to end: a hub sampling every second, two simulated members joined by
+"""GPU waste accounting end to end: a hub sampling every second into 5-second rollup buckets
+(``FAST_WASTE``), two simulated members joined by
 their agents, Works created by hand, and `gpufed waste -o json` checked against dollars and
 GPU-hours computed by hand from the fleet's pricing.
 
@@ -12,10 +13,9 @@ The fleet (e2e/fleets/waste.yaml):
   request cannot use them, so they are stranded (free-fragmented); gpu-a's free GPU cannot take
   the request either, but the request excludes gpu-a, so that one is free-spare.
 
-The report covers one whole minute during which nothing changed (the rollups are per minute,
-so a minute-aligned window is exact); every number is then a multiple of that minute's observed
-hours H: busy 1 H, idle-allocated 2 H, free-fragmented 1 H, free-spare 1 H, total 5 H (the
-fleet's 5 GPUs).
+The report covers four whole buckets during which nothing changed (a bucket-aligned window is
+exact); every number is then a multiple of that window's observed hours H: busy 1 H,
+idle-allocated 2 H, free-fragmented 1 H, free-spare 1 H, total 5 H (the fleet's 5 GPUs).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ import pytest
 import yaml
 
 from controlplane.apis.utilization import expand_utilization
-from e2e.harness import GPUFED, Kubectl, ProcessGroup, wait_for
+from e2e.harness import FAST_WASTE, GPUFED, WASTE_BUCKET_SECONDS, Kubectl, ProcessGroup, next_bucket, wait_for
 
 FLEET = Path(__file__).parent / "fleets" / "waste.yaml"
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(360)]
@@ -41,6 +41,8 @@ A100 = "NVIDIA-A100-SXM4-80GB"
 PRICE = {"gpu-a": 1.20, "mig-b": 2.00}
 IDLE_UTILIZATION = "0.03"
 BUSY_UTILIZATION = "0.8"
+#: The window the report covers: four whole rollup buckets.
+WINDOW = timedelta(seconds=4 * WASTE_BUCKET_SECONDS)
 
 
 def _deployment(name: str, *, replicas: int, resource: str, utilization: str) -> dict[str, Any]:
@@ -114,16 +116,12 @@ def _gpufed_waste(hub: Kubectl, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def _next_minute(after: datetime) -> datetime:
-    return after.replace(second=0, microsecond=0) + timedelta(minutes=1)
-
-
 @pytest.mark.slow
 def test_idle_and_stranded_gpus_are_reported_with_hand_computed_dollars(
     processes: ProcessGroup, tmp_path: Path
 ) -> None:
     launched = {name: processes.launch_member(FLEET, name) for name in ("gpu-a", "mig-b")}
-    _, hub = processes.start_hub("hub", "--waste-sample-interval", "1")
+    _, hub = processes.start_hub("hub", *FAST_WASTE)
     processes.join_members(hub, FLEET, launched)
 
     def joined() -> list[dict[str, Any]]:
@@ -149,13 +147,13 @@ def test_idle_and_stranded_gpus_are_reported_with_hand_computed_dollars(
     hub.run("create", "-f", str(tmp_path / "work.yaml"))
     wait_for(lambda: _stable(hub), timeout=90, what="the idle, busy and unschedulable pods to be reported")
 
-    # One whole minute that starts after the state settled and a second of margin for the
-    # sample before it; then wait until a sample after its end has been accounted.
-    start = _next_minute(datetime.now(UTC) + timedelta(seconds=4))
-    end = start + timedelta(minutes=1)
-    _listing_and_gauges(hub)  # checked while the minute passes
+    # Whole buckets that start after the state settled and a second of margin for the
+    # sample before them; then wait until a sample after their end has been accounted.
+    start = next_bucket(datetime.now(UTC) + timedelta(seconds=4))
+    end = start + WINDOW
+    _listing_and_gauges(hub)  # checked while the window passes
     time.sleep(max((end - datetime.now(UTC)).total_seconds() + 3, 0))
-    assert _stable(hub), "the scenario changed during the measured minute"
+    assert _stable(hub), "the scenario changed during the measured window"
 
     result = _gpufed_waste(
         hub, "--from", start.strftime("%Y-%m-%dT%H:%M:%SZ"), "--to", end.strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -165,7 +163,7 @@ def test_idle_and_stranded_gpus_are_reported_with_hand_computed_dollars(
     report = json.loads(result.stdout)
     assert report["window"]["from"] == start.strftime("%Y-%m-%dT%H:%M:%SZ")
     assert report["window"]["to"] == end.strftime("%Y-%m-%dT%H:%M:%SZ")
-    # The sampler ran through the whole minute (a sample every second): H is the minute.
+    # The sampler ran through the whole window (a sample every second): H is the window.
     observed = (end - start).total_seconds() / 3600
     assert report["window"]["observed_hours"] == pytest.approx(observed, abs=1e-4)
     assert report["window"]["unobserved_hours"] == 0
@@ -213,7 +211,7 @@ def test_idle_and_stranded_gpus_are_reported_with_hand_computed_dollars(
     repartition = next(r for r in report["recommendations"] if r["kind"] == "repartition")
     assert "mig-b" in repartition["text"] and "1g.10gb" in repartition["text"]
 
-    # The same minute as a table: the states and the money are there for a person to read.
+    # The same window as a table: the states and the money are there for a person to read.
     table = _gpufed_waste(
         hub, "--from", start.strftime("%Y-%m-%dT%H:%M:%SZ"), "--to", end.strftime("%Y-%m-%dT%H:%M:%SZ")
     )
@@ -242,7 +240,7 @@ def test_idle_and_stranded_gpus_are_reported_with_hand_computed_dollars(
 
 
 def _listing_and_gauges(hub: Kubectl) -> None:
-    """What does not depend on the measured minute: kubectl's Table of the WasteReports, one
+    """What does not depend on the measured window: kubectl's Table of the WasteReports, one
     column per state, and the hub's /metrics (the accounting as counters, the fleet now as gauges)."""
     listing = hub.run("get", "wastereports").stdout.splitlines()
     assert listing[0].split()[:3] == ["NAME", "FROM", "OBSERVED"], listing
