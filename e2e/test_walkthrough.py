@@ -18,6 +18,7 @@ import signal
 import subprocess
 import sys
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -169,6 +170,14 @@ def test_walkthrough_matches_readme(processes: ProcessGroup, tmp_path: Path) -> 
 
             out = wait_for(idle_reported, timeout=240, interval=5,
                            what="the waste report to list ml/llm-serving as idle, with idle GPU-hours above 0.0")
+            # The window as the README prints it: an hour between two whole minutes (the hub's
+            # default one-minute rollup buckets; `gpufed up` does not change them).
+            window = re.compile(r"^GPU waste from (\S+):00Z to (\S+):00Z \(observed ")
+            assert window.match(expected[0]), expected[0]
+            shown = window.match(out.splitlines()[0])
+            assert shown is not None, out
+            start, end = (datetime.fromisoformat(f"{stamp}:00+00:00") for stamp in shown.groups())
+            assert end - start == timedelta(hours=1), out
             states = [line.split()[0] for line in out.splitlines()
                       if re.match(r"^(busy|idle-allocated|unmeasured|free-\S+|unavailable)\s", line)]
             assert states == ["busy", "idle-allocated", "unmeasured", "free-needed", "free-fragmented", "free-spare",
