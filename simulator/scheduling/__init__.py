@@ -14,7 +14,9 @@ sees realistic outcomes (fragmentation included) and realistic refusals:
 * scoring (:class:`Scoring`): ``least-allocated`` (kube's default), ``most-allocated``,
   ``best-fit`` (the FGD paper's: CPU and GPU left after the pod, normalised to a
   128-core, 8-GPU node), ``fgd`` (the paper's Fragmentation Gradient Descent, :mod:`.fgd`)
-  or ``random``; ties are broken with the seeded random generator (under ``fgd``: the
+  or ``random``, plus kube's NodeAffinity (preferred terms, weight 2) and TaintToleration
+  (PreferNoSchedule taints, weight 3) scores when the pod or the nodes state preferences
+  (:mod:`.preferences`); ties are broken with the seeded random generator (under ``fgd``: the
   first node in name order), so runs are reproducible;
 * gangs bind all-or-nothing. A pod belongs to a gang when it has the label
   ``scheduling.x-k8s.io/pod-group: <name>`` (the coscheduling plugin's key; the
@@ -31,7 +33,8 @@ gets, for DCGM. Pure: no I/O; :class:`ClusterState` is plain mutable memory.
 The modules, by concern: :mod:`.model` (the pod, node and placement types and the gang
 and GPU constants), :mod:`.reading` (v1 Pod and Node objects into those types),
 :mod:`.filtering` (the usage-independent filters, kube's search limit and FitError text)
-:mod:`.fgd` (FGD's per-node GPU slots and fragmentation deltas) and :mod:`.cluster_state`
+:mod:`.fgd` (FGD's per-node GPU slots and fragmentation deltas), :mod:`.preferences` (kube's
+preference scores) and :mod:`.cluster_state`
 (:class:`ClusterState`: the arrays, allocations, resource fit,
 scoring and the scheduling cycle, gangs included). Import a name from its module; this
 package re-exports only the scheduler and how it scores.

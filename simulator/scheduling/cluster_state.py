@@ -37,6 +37,7 @@ from simulator.scheduling.model import (
     Scoring,
     Unschedulable,
 )
+from simulator.scheduling.preferences import Preferences
 from simulator.scheduling.reading import gpu_milli_per_unit, node_state
 from simulator.scheduling.scoring import allocated_scores, best_fit_scores
 
@@ -96,6 +97,7 @@ class ClusterState:
         self._static_cache: dict[tuple[Any, ...], _Static] = {}
         self._passing_cache: dict[tuple[Any, ...], tuple[IndexArray, Counter[str]]] = {}
         self._demand_cache: dict[tuple[tuple[str, int], ...], Demand] = {}
+        self._preferences = Preferences()
         self._row: dict[str, int] = {}
         self._columns: dict[str, int] = {}
         self._built = False
@@ -142,6 +144,7 @@ class ClusterState:
         self._static_cache.clear()
         self._passing_cache.clear()
         self._demand_cache.clear()
+        self._preferences.clear()
         self._built = False
 
     # --- the arrays ----------------------------------------------------------------------
@@ -399,12 +402,20 @@ class ClusterState:
     # --- scoring -------------------------------------------------------------------------
 
     def score_nodes(self, pod: PodRequest, nodes: Sequence[NodeState]) -> list[int]:
-        """Each node's score for ``pod`` under this state's :class:`Scoring` (0 under random)."""
+        """Each node's score for ``pod`` under this state's :class:`Scoring` (0 under random), plus
+        kube's preference scores (:mod:`.preferences`) normalised over ``nodes``."""
         self._ensure_arrays()
         rows = np.array([self._row[node.name] for node in nodes], dtype=np.intp)
+        return [int(score) for score in self._total_scores(pod, rows)]
+
+    def _total_scores(self, pod: PodRequest, rows: IndexArray) -> IntArray:
+        """The member scoring's score per row plus kube's NodeAffinity and TaintToleration scores."""
         if self.scoring is Scoring.FGD:
-            return [int(score) for score in self._fgd_scores(pod, rows)[0]]
-        return [int(score) for score in self._scores(self._demand(pod), rows)]
+            scores = self._fgd_scores(pod, rows)[0]
+        else:
+            scores = self._scores(self._demand(pod), rows)
+        preferred = self._preferences.scores(pod, rows, self._order)
+        return scores if preferred is None else scores + preferred
 
     # --- FGD -----------------------------------------------------------------------------
 
@@ -470,12 +481,9 @@ class ClusterState:
         """The node to bind: the best score, ties drawn with the seeded generator."""
         if len(rows) == 1:
             return self._order[int(rows[0])]
-        if self.scoring is Scoring.RANDOM:
+        if self.scoring is Scoring.RANDOM and self._preferences.scores(pod, rows, self._order) is None:
             return self._order[int(rows[self.rng.choice(range(len(rows)))])]
-        if self.scoring is Scoring.FGD:
-            scores = self._fgd_scores(pod, rows)[0]
-        else:
-            scores = self._scores(self._demand(pod), rows)
+        scores = self._total_scores(pod, rows)
         best = rows[scores == scores.max()]
         if self.scoring is Scoring.FGD:
             # FGD's ties go to the first node in name order: a fixed order packs the many

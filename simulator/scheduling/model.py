@@ -106,6 +106,8 @@ class Requirement:
 
 #: A node selector term: all requirements must hold (terms are ORed).
 SelectorTerm = tuple[Requirement, ...]
+#: A ``preferredDuringSchedulingIgnoredDuringExecution`` entry: its weight and its term.
+PreferredTerm = tuple[int, SelectorTerm]
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +122,8 @@ class PodRequest:
     node_selector: Mapping[str, str] = field(default_factory=dict)
     #: Required node affinity terms (ORed); None when the pod has none.
     affinity: tuple[SelectorTerm, ...] | None = None
+    #: Preferred node affinity terms (scoring only, :mod:`.preferences`).
+    preferred: tuple[PreferredTerm, ...] = ()
     tolerations: tuple[FrozenToleration, ...] = ()
     gang: str | None = None
     #: Pods the gang needs before any binds; 0 means all pods of the gang that exist.

@@ -1,8 +1,8 @@
 """Reading v1 Pod and Node objects into what the simulated member's scheduler works on.
 
 In: a Pod or Node dict (and, for a node, the device plugin's inventory when known); out:
-:class:`~.model.PodRequest` (effective requests as kube computes them, node selector and
-required affinity, tolerations, gang and min-member) and :class:`~.model.NodeState`
+:class:`~.model.PodRequest` (effective requests as kube computes them, node selector,
+required and preferred affinity, tolerations, gang and min-member) and :class:`~.model.NodeState`
 (allocatable, taints, including kube's not-ready taint on a node that is not Ready, free
 devices and the GPU thousandths each GPU resource's unit is). Malformed quantities raise
 ValueError / QuantityError. Pure.
@@ -27,12 +27,25 @@ from simulator.scheduling.model import (
     TAINT_NOT_READY,
     NodeState,
     PodRequest,
+    PreferredTerm,
     Requirement,
     SelectorTerm,
 )
 
 _MIG_RESOURCE = re.compile(r"nvidia\.com/mig-(\d+)g\.")
 _MIG_SLICES: Final = 7
+
+
+def _term(term: Mapping[str, Any]) -> SelectorTerm:
+    reqs = [
+        Requirement(e["key"], e["operator"], tuple(str(v) for v in e.get("values") or ()))
+        for e in term.get("matchExpressions") or []
+    ]
+    reqs += [
+        Requirement(e["key"], e["operator"], tuple(str(v) for v in e.get("values") or ()), field=True)
+        for e in term.get("matchFields") or []
+    ]
+    return tuple(reqs)
 
 
 def _terms(affinity: Mapping[str, Any] | None) -> tuple[SelectorTerm, ...] | None:
@@ -42,18 +55,14 @@ def _terms(affinity: Mapping[str, Any] | None) -> tuple[SelectorTerm, ...] | Non
     terms = required.get("nodeSelectorTerms")
     if not terms:
         return None
-    out: list[SelectorTerm] = []
-    for term in terms:
-        reqs = [
-            Requirement(e["key"], e["operator"], tuple(str(v) for v in e.get("values") or ()))
-            for e in term.get("matchExpressions") or []
-        ]
-        reqs += [
-            Requirement(e["key"], e["operator"], tuple(str(v) for v in e.get("values") or ()), field=True)
-            for e in term.get("matchFields") or []
-        ]
-        out.append(tuple(reqs))
-    return tuple(out)
+    return tuple(_term(term) for term in terms)
+
+
+def preferred_terms(affinity: Mapping[str, Any] | None) -> tuple[PreferredTerm, ...]:
+    """The ``nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution`` entries of a pod's
+    ``affinity`` as (weight, term), in order."""
+    entries = ((affinity or {}).get("nodeAffinity") or {}).get("preferredDuringSchedulingIgnoredDuringExecution")
+    return tuple((int(e.get("weight") or 0), _term(e.get("preference") or {})) for e in entries or ())
 
 
 def pod_request(pod: Mapping[str, Any]) -> PodRequest:
@@ -98,6 +107,7 @@ def pod_request(pod: Mapping[str, Any]) -> PodRequest:
         requests=requests,
         node_selector=dict(spec.get("nodeSelector") or {}),
         affinity=_terms(spec.get("affinity")),
+        preferred=preferred_terms(spec.get("affinity")),
         tolerations=tolerations,
         gang=gang,
         min_member=min_member,
