@@ -295,6 +295,10 @@ class TieredOverflow(SpecModel):
     """Among clusters tied on tier and price, whether a replica that accepts several GPU models avoids
     the capacity recent replicas accepting only some models need (default true). Ties are otherwise
     broken by the expected growth of GPU fragmentation, then by the fewest free GPUs."""
+    scarcity_steering: bool | None = None
+    """Whether a replica that accepts several GPU models is steered, inside the cluster it goes to, away
+    from the models recent replicas accepting only some models need: the Work gets a preferred node
+    affinity term against those models (default false; off whenever scarcityAware is false)."""
     price_band_percent: float | None = Field(default=None, ge=0, le=1000)
     """Prices per GPU-hour within this many percent of each other tie (default 0: only equal prices). The
     fleet's listed prices, lowest first, are cut into bands: the lowest starts the first band, which holds

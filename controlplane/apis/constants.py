@@ -119,5 +119,10 @@ ANNOTATION_ABANDONED: Final = "scheduler.gpufed.io/move-abandoned"
 """On a binding, when its latest abandoned move was abandoned (RFC 3339): the minimum interval
 counts from it as from a finished move, so a surge that never gets ready is not retried at once."""
 
+ANNOTATION_GPU_STEERING: Final = "scheduler.gpufed.io/gpu-steering"
+"""On a binding, per cluster whose replicas are steered away from GPU models (scheduler/core/steering.py):
+JSON ``{cluster: [model, ...]}``. The binding controller adds the preferred node affinity term to
+the Work's pod templates that request a GPU."""
+
 # The condition the hub adds to a workload's status, beside the ones its members report.
 CONDITION_PROPAGATED: Final = "Propagated"

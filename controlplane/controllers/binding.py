@@ -92,6 +92,7 @@ from controlplane.controllers.works import (
     build_work,
     cluster_of_namespace,
     decode_shapes,
+    decode_steering,
     preserves,
     render_manifest,
     work_differs,
@@ -421,6 +422,7 @@ class BindingController(KeyedController[BindingKey]):
         policy_ref = policy_ref_of_binding(binding)
         policy = ctx.propagation_policy(policy_ref) if policy_ref else None
         shapes = decode_shapes(binding)
+        steering = decode_steering(binding)
         preserve = self._preserve(binding, existing)
         name = work_name(key[0], str(resource.get("name")), kind)
         keep: set[str] = set()
@@ -440,6 +442,7 @@ class BindingController(KeyedController[BindingKey]):
                 cluster=self._view(cluster),
                 member_runs_kueue=runs_kueue(ctx.clusters.get(None, cluster)),
                 split=split,
+                steering=steering.get(cluster, ()),
             )
             if rendered.error is not None:
                 await self._override_failed(key, cluster, workload, str(rendered.error))

@@ -10,7 +10,9 @@ Rendering order follows Karmada's binding controller: the workload without serve
 fields, then the cluster's replicas (``with_replicas``, after ``with_split`` for a kind whose
 copy depends on the whole split: a StatefulSet's part of the partition), then the GPU shape the
 scheduler picked for that cluster (``with_gpu_request`` plus the shape's node selector, both
-only in the pod templates that request a GPU), then Kueue's queue label and suspension as the member
+only in the pod templates that request a GPU), then the scheduler's steering away from GPU
+models constrained demand needs (a preferred node-affinity term after the user's own, in the
+same templates; ``scheduler.gpufed.io/gpu-steering``, scheduler/core/steering.py), then Kueue's queue label and suspension as the member
 wants them (``queue_for_member``: kept for a member that runs Kueue, stripped otherwise, with a
 Pod's mark ``kueue.x-k8s.io/managed``) and a
 Pod without the hub's Kueue scheduling gate (a member's Kueue gates it anew), then
@@ -26,6 +28,7 @@ hash of the full name is appended. Pure; no I/O.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
@@ -44,6 +47,7 @@ from controlplane.controllers.workloads import without_server_fields
 from controlplane.interpreter import KindInterpreter
 from controlplane.interpreter.base import PodTemplateKind, SplitAware
 from controlplane.interpreter.customized import CustomizedInterpreter
+from controlplane.scheduler.core.steering import preferred_term
 from policies.affinity import ClusterView
 from policies.matching import OverrideRule
 from policies.overriders import OverrideError, apply_overrides
@@ -103,6 +107,29 @@ class ChosenShape:
         if self.node_selector:
             out["nodeSelector"] = dict(sorted(self.node_selector.items()))
         return out
+
+
+def encode_steering(steering: Mapping[str, Sequence[str]]) -> str | None:
+    """The ``scheduler.gpufed.io/gpu-steering`` annotation of a decision's steering (None: none)."""
+    if not steering:
+        return None
+    return json.dumps({name: sorted(steering[name]) for name in sorted(steering)}, sort_keys=True)
+
+
+def decode_steering(binding: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
+    """Per cluster, the GPU models its Work steers away from (the binding's annotation)."""
+    raw = BindingView(binding).annotations.get(c.ANNOTATION_GPU_STEERING)
+    try:
+        data = json.loads(raw) if raw else {}
+    except ValueError:
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {
+        str(name): tuple(str(m) for m in models)
+        for name, models in data.items()
+        if isinstance(models, list) and models
+    }
 
 
 def encode_shapes(shapes: Mapping[str, ChosenShape]) -> str | None:
@@ -186,6 +213,25 @@ def _add_node_selector(
         spec["nodeSelector"] = merged
 
 
+def _add_preferred_term(
+    obj: dict[str, Any], interpreter: KindInterpreter, term: Mapping[str, Any], *, gpu_templates: Sequence[bool]
+) -> None:
+    """Append the preferred node-affinity ``term`` to the pod templates that request a GPU, after the
+    user's own terms (kept as they are); a template that already has it is left alone."""
+    templates = _template_kind(interpreter)
+    if templates is None:
+        return
+    for (parent, key), wants_gpu in zip(templates.template_slots(obj), gpu_templates, strict=False):
+        template = parent.get(key)
+        if not wants_gpu or not isinstance(template, dict):
+            continue
+        affinity = template.setdefault("spec", {}).setdefault("affinity", {})
+        node_affinity = affinity.setdefault("nodeAffinity", {})
+        preferred = node_affinity.setdefault("preferredDuringSchedulingIgnoredDuringExecution", [])
+        if term not in preferred:
+            preferred.append(copy.deepcopy(dict(term)))
+
+
 def queue_for_member(manifest: dict[str, Any], *, member_runs_kueue: bool) -> None:
     """Two-level admission, in place. A workload queued at the hub (label
     ``kueue.x-k8s.io/queue-name``) keeps the label in a member that runs Kueue, and a job of a
@@ -218,6 +264,7 @@ def render_manifest(
     cluster: ClusterView,
     member_runs_kueue: bool = False,
     split: Mapping[str, int] | None = None,
+    steering: Sequence[str] = (),
 ) -> RenderedManifest:
     """The workload as ``cluster`` must run it (see the module docstring for the order)."""
     manifest = without_server_fields(workload)
@@ -226,10 +273,12 @@ def render_manifest(
         if split and isinstance(divided, SplitAware):
             manifest = divided.with_split(manifest, cluster=cluster.name, split=split)
         manifest = interpreter.with_replicas(manifest, replicas)
+        gpu_templates = _gpu_templates(manifest, interpreter) if shape is not None or steering else []
         if shape is not None:
-            gpu_templates = _gpu_templates(manifest, interpreter)
             manifest = interpreter.with_gpu_request(manifest, dict(shape.resources))
             _add_node_selector(manifest, interpreter, shape.node_selector, gpu_templates=gpu_templates)
+        if steering:
+            _add_preferred_term(manifest, interpreter, preferred_term(steering), gpu_templates=gpu_templates)
     queue_for_member(manifest, member_runs_kueue=member_runs_kueue)
     if pods.is_pod(manifest):  # a member's scheduler must not wait for the hub's Kueue
         manifest = pods.without_gate(manifest)

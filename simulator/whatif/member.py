@@ -32,7 +32,7 @@ import json
 import random
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any, Final
 
@@ -40,6 +40,7 @@ from controlplane.apis.constants import LABEL_GPU_PRODUCT, RESOURCE_GPU
 from controlplane.apis.fragmentation import DemandMix, TaskShape
 from controlplane.apis.quantity import format_quantity
 from controlplane.scheduler.core.snapshot import ClusterSnapshot, NodeShape
+from controlplane.scheduler.core.steering import preferred_term
 from member_agent.capacity import node_shape_key, summarize, trim_node
 from simulator.devices import NodeInventory
 from simulator.nodes import build_inventory, build_nodes
@@ -47,7 +48,7 @@ from simulator.profile import ClusterProfile
 from simulator.scheduling.cluster_state import ClusterState
 from simulator.scheduling.model import RESOURCE_GPU_MILLI as RESOURCE_GPU_MILLI  # re-exported for the what-if
 from simulator.scheduling.model import Allocation, NodeState, PodRequest, Requirement, Scoring
-from simulator.scheduling.reading import node_state
+from simulator.scheduling.reading import node_state, preferred_terms
 from simulator.whatif.trace import MILLI_PER_GPU, Job
 
 #: ``lastReportTime`` of every what-if report: the replay has no wall clock.
@@ -281,6 +282,13 @@ def pod_request(
         requests=requests,
         affinity=affinity,
     )
+
+
+def steered(pod: PodRequest, avoid: Sequence[str]) -> PodRequest:
+    """``pod`` with the hub's steering term (:func:`~controlplane.scheduler.core.steering.preferred_term`)
+    added to its preferred node affinity, read as the member reads a pod's."""
+    affinity = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [preferred_term(avoid)]}}
+    return replace(pod, preferred=pod.preferred + preferred_terms(affinity))
 
 
 def _pod_object(pod: PodRequest, node: str, requests: Mapping[str, int]) -> dict[str, Any]:

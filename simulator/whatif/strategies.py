@@ -64,6 +64,7 @@ from simulator.whatif.member import (
     Placed,
     PodShape,
     pod_request,
+    steered,
 )
 from simulator.whatif.returns import Returned, return_candidates
 from simulator.whatif.trace import MILLI_PER_GPU, Job
@@ -170,7 +171,10 @@ class Strategy(ABC):
             return job_shapes(job, mig=self._mig, shared=self._shared)
         return job_shapes(job, mig=member.mig_resources, shared=member.shared_resources)
 
-    def pods(self, job: Job, shapes: Sequence[PodShape]) -> dict[PodShape, PodRequest]:
+    def pods(
+        self, job: Job, shapes: Sequence[PodShape], steering: Sequence[str] = ()
+    ) -> dict[PodShape, PodRequest]:
+        """The job's pod per shape; ``steering``: the hub's steering away from those GPU models."""
         out = {}
         for shape in shapes:
             key = (job.name, shape)
@@ -183,14 +187,14 @@ class Strategy(ABC):
                     memory_bytes=job.memory_mib * MIB,
                     products=job.gpu_products,
                 )
-            out[shape] = pod
+            out[shape] = steered(pod, steering) if steering else pod
         return out
 
     def place_in(
-        self, member: MemberCluster, job: Job, shapes: Sequence[PodShape] | None = None
+        self, member: MemberCluster, job: Job, shapes: Sequence[PodShape] | None = None, steering: Sequence[str] = ()
     ) -> Placed | None:
         chosen = tuple(shapes) if shapes is not None else self.shapes(job, member)
-        placed = member.place(self.pods(job, chosen), chosen)
+        placed = member.place(self.pods(job, chosen, steering), chosen)
         if placed is not None:
             self.where[job.name] = member.name
         return placed
@@ -250,7 +254,7 @@ class GpufedStrategy(Strategy):
                 if not chosen:
                     break
                 member = self.members[chosen[0]]
-                placed = self.place_in(member, job, (shape,))
+                placed = self.place_in(member, job, (shape,), result.steering.get(member.name, ()))
                 if placed is not None:
                     return Outcome(placed)
                 rejected.add(member.name)  # the member disagrees: reschedule elsewhere
@@ -268,9 +272,9 @@ class ReturningGpufedStrategy(GpufedStrategy):
         self.last_move: dict[str, datetime] = {}
 
     def place_in(
-        self, member: MemberCluster, job: Job, shapes: Sequence[PodShape] | None = None
+        self, member: MemberCluster, job: Job, shapes: Sequence[PodShape] | None = None, steering: Sequence[str] = ()
     ) -> Placed | None:
-        placed = super().place_in(member, job, shapes)
+        placed = super().place_in(member, job, shapes, steering)
         if placed is not None:
             self.shape_of[job.name] = placed.shape
         return placed

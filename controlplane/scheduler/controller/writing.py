@@ -3,7 +3,8 @@
 In: a binding (wire dict), the :class:`~controlplane.scheduler.core.outcome.ScheduleResult`
 decided for it and what the decision changed (replicas moved, failover evictions, replicas
 waiting for room). Out: the binding's ``spec.clusters`` (and, where an alternative GPU shape
-won, the ``scheduler.gpufed.io/gpu-shapes`` annotation the binding controller reads) and new
+won, the ``scheduler.gpufed.io/gpu-shapes`` annotation the binding controller reads; where
+replicas are steered away from GPU models, ``scheduler.gpufed.io/gpu-steering``) and new
 ``spec.gracefulEvictionTasks`` entries; in status the ``Scheduled`` condition with its reason,
 the per-cluster ``explanation``, ``schedulerObservingAffinityName`` and ``observedGeneration``;
 the Events of :mod:`controlplane.scheduler.controller.recording`; and the workload's own
@@ -22,6 +23,7 @@ from datetime import datetime
 from typing import Any, Final
 
 from controlplane.apis.apps_karmada_v1alpha1 import requested_after_last_decision
+from controlplane.apis.constants import ANNOTATION_GPU_STEERING
 from controlplane.apis.explanations import compacted, expanded
 from controlplane.apis.timestamps import format_micro_time
 from controlplane.apis.views import BindingView, ObjectView
@@ -29,7 +31,13 @@ from controlplane.apis.work_v1alpha1 import ConditionType, ScheduledReason
 from controlplane.controllers.context import ControllerContext
 from controlplane.controllers.failover import EvictionCause, eviction_task, with_tasks
 from controlplane.controllers.workloads import WorkloadConditionType, find_condition, with_condition
-from controlplane.controllers.works import ANNOTATION_GPU_SHAPES, ChosenShape, encode_shapes
+from controlplane.controllers.works import (
+    ANNOTATION_GPU_SHAPES,
+    ChosenShape,
+    decode_steering,
+    encode_shapes,
+    encode_steering,
+)
 from controlplane.objectclient import errors
 from controlplane.scheduler.controller.explaining import (
     WAITING_PREFIX,
@@ -79,6 +87,25 @@ async def update_binding_status(
     return current
 
 
+def kept_steering(
+    binding: Mapping[str, Any], request: BindingRequest, result: ScheduleResult
+) -> dict[str, tuple[str, ...]]:
+    """The steering to write: the decision's for clusters that get their first replicas; a cluster
+    that already runs some keeps what its Work has (a changed pod template would restart a
+    Deployment's pods, and a Job's template cannot change)."""
+    before = decode_steering(binding)
+    out: dict[str, tuple[str, ...]] = {}
+    for name, replicas in result.clusters.items():
+        if not replicas:
+            continue
+        if request.previous.get(name):
+            if name in before:
+                out[name] = before[name]
+        elif name in result.steering:
+            out[name] = result.steering[name]
+    return out
+
+
 async def write_decision(
     ctx: ControllerContext,
     keeper: ReservationKeeper,
@@ -111,19 +138,26 @@ async def write_decision(
         name: ChosenShape(shape.resource_map, dict(shape.node_selector)) for name, shape in result.chosen_shapes.items()
     }
     annotation = encode_shapes(shapes)
+    steered = encode_steering(kept_steering(binding, request, result))
     annotations = dict(view.annotations)
     # An absent list and an empty one say the same: no write turns one into the other.
     previous_clusters = spec.get("clusters") or []
     placed: dict[str, Any] | None = None  # the binding with the new placement, when it changes
-    if previous_clusters != clusters or annotations.get(ANNOTATION_GPU_SHAPES) != annotation or added:
+    if (
+        previous_clusters != clusters
+        or annotations.get(ANNOTATION_GPU_SHAPES) != annotation
+        or annotations.get(ANNOTATION_GPU_STEERING) != steered
+        or added
+    ):
         placed = copy.deepcopy(binding)
         placed["spec"]["clusters"] = clusters
         if tasks:
             placed["spec"]["gracefulEvictionTasks"] = tasks
-        if annotation is None:
-            annotations.pop(ANNOTATION_GPU_SHAPES, None)
-        else:
-            annotations[ANNOTATION_GPU_SHAPES] = annotation
+        for key, value in ((ANNOTATION_GPU_SHAPES, annotation), (ANNOTATION_GPU_STEERING, steered)):
+            if value is None:
+                annotations.pop(key, None)
+            else:
+                annotations[key] = value
         if annotations:
             placed["metadata"]["annotations"] = annotations
         else:

@@ -21,6 +21,7 @@ from controlplane.scheduler.core.framework import CycleState, GpuShape, Status
 from controlplane.scheduler.core.plugins import cluster_price
 from controlplane.scheduler.core.slots import worked_out
 from controlplane.scheduler.core.snapshot import ClusterSnapshot
+from controlplane.scheduler.core.steering import describe, steering
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +66,7 @@ class ScheduleResult:
         "condition",
         "requirements",
         "shapes",
+        "steering",
         "unplaced",
     )
 
@@ -80,6 +82,9 @@ class ScheduleResult:
     """Per chosen cluster, the per-replica requirements with its GPU shape applied."""
     chosen_shapes: dict[str, GpuShape]
     """Per chosen cluster where an alternative won, that alternative."""
+    steering: dict[str, tuple[str, ...]]
+    """Per chosen cluster where its replicas are steered away from GPU models, those models
+    (:mod:`~controlplane.scheduler.core.steering`)."""
     _explanation: Explanation | None
     _explain: Callable[[], Explanation] | None
 
@@ -93,6 +98,7 @@ class ScheduleResult:
         unplaced: int,
         requirements: dict[str, ReplicaRequirements] | None = None,
         chosen_shapes: dict[str, GpuShape] | None = None,
+        steering: dict[str, tuple[str, ...]] | None = None,
         *,
         explain: Callable[[], Explanation] | None = None,
     ) -> None:
@@ -105,6 +111,7 @@ class ScheduleResult:
         init(self, "unplaced", unplaced)
         init(self, "requirements", {} if requirements is None else requirements)
         init(self, "chosen_shapes", {} if chosen_shapes is None else chosen_shapes)
+        init(self, "steering", {} if steering is None else steering)
         init(self, "_explanation", explanation if explanation is not None or explain is None else None)
         init(self, "_explain", None if explanation is not None else explain)
         if explanation is None and explain is None:
@@ -139,6 +146,7 @@ class ScheduleResult:
             self.unplaced,
             self.requirements,
             self.chosen_shapes,
+            self.steering,
         )
 
     def __eq__(self, other: object) -> bool:
@@ -152,7 +160,7 @@ class ScheduleResult:
         return (
             f"ScheduleResult(clusters={self.clusters!r}, shapes={self.shapes!r}, condition={self.condition!r}, "
             f"affinity_name={self.affinity_name!r}, unplaced={self.unplaced!r}, "
-            f"requirements={self.requirements!r}, chosen_shapes={self.chosen_shapes!r})"
+            f"requirements={self.requirements!r}, chosen_shapes={self.chosen_shapes!r}, steering={self.steering!r})"
         )
 
 
@@ -198,10 +206,12 @@ def decision_result(
             shapes[name] = feasibility.shape.resource_map
             chosen_shapes[name] = feasibility.shape
     decided = dict(assignments)
+    fresh = {name: requirements[name] for name, replicas in assignments.items() if replicas and not request.previous.get(name)}
+    steered = steering(state, clusters, fresh)
 
     def explain() -> Explanation:
         reasons_of = {**division_reasons, **more_reasons()} if more_reasons is not None else division_reasons
-        return _explanation(state, clusters, decided, rejected, scores(), reasons_of)
+        return _explanation(state, clusters, decided, rejected, scores(), reasons_of, steered)
 
     return ScheduleResult(
         clusters=assignments,
@@ -212,6 +222,7 @@ def decision_result(
         unplaced=unplaced,
         requirements=requirements,
         chosen_shapes=chosen_shapes,
+        steering=steered,
         explain=explain,
     )
 
@@ -223,6 +234,7 @@ def _explanation(
     rejected: Mapping[str, Status],
     scores: Mapping[str, float],
     division_reasons: Mapping[str, str],
+    steered: Mapping[str, tuple[str, ...]],
 ) -> Explanation:
     request = state.request
     explanation: Explanation = []
@@ -254,6 +266,8 @@ def _explanation(
                 reasons += (f"GPU shape {feasibility.shape.describe()} (alternative)",)
             if name in state.tie_reasons:
                 reasons += (state.tie_reasons[name],)
+            if name in steered:
+                reasons += (describe(steered[name]),)
             if name in state.caps:
                 reasons += (
                     state.cap_reasons.get(name)

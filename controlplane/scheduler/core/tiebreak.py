@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from controlplane.apis.fragmentation import GPU_MILLI, TaskShape
+from controlplane.interpreter.requirements import ReplicaRequirements
 from controlplane.scheduler.core.cache import BoundedMemo, SchedulerCache
 from controlplane.scheduler.core.clusterfit import (
     NodeRow,
@@ -55,7 +56,11 @@ ROW_MEMO: Final = 65_536
 
 
 def task_for(request: BindingRequest, cache: SchedulerCache) -> TaskShape | None:
-    requirements = request.requirements
+    return cached_task(request.requirements, cache)
+
+
+def cached_task(requirements: ReplicaRequirements, cache: SchedulerCache) -> TaskShape | None:
+    """:func:`~controlplane.scheduler.core.clusterfit.task_of`, remembered in ``cache``."""
     if requirements in cache.tasks:
         return cache.tasks[requirements]
     return cache.tasks.remember(requirements, task_of(requirements))
@@ -94,7 +99,8 @@ class TieCost:
         return (not self.fits, cost, self.free, self.name)
 
 
-def _free(cluster: ClusterSnapshot, cache: SchedulerCache) -> dict[str, float]:
+def free_gpus(cluster: ClusterSnapshot, cache: SchedulerCache) -> dict[str, float]:
+    """Free GPUs per model of ``cluster``, remembered per snapshot."""
     found = cache.free_by_model.get(cluster.serial)
     if found is None:
         found = cache.free_by_model.remember(cluster.serial, free_by_model(cluster))
@@ -120,36 +126,38 @@ def _fit(cluster: ClusterSnapshot, task: TaskShape, cache: SchedulerCache) -> tu
     if memo is None or len(memo) >= ROW_MEMO:
         memo = cache.growths.remember(key[1:], BoundedMemo(ROW_MEMO))
     growth = fragmentation_growth(_rows(cluster, cache), task, mix, memo)
-    free = _free(cluster, cache)
+    free = free_gpus(cluster, cache)
     accepted = sum(f for m, f in free.items() if task.accepts(m)) if task.models else sum(free.values())
     return cache.tie_costs.remember(key, (growth is not None, (growth or 0.0) / GPU_MILLI, accepted))
 
 
+def fleet_free(state: CycleState, fallback: Sequence[ClusterSnapshot]) -> dict[str, float]:
+    """Free GPUs per model of the decision's fleet (``fallback`` when it has none), remembered."""
+    cache = state.cache
+    fleet = state.fleet_clusters or fallback
+    serials = state.fleet(fleet) if fleet is state.fleet_clusters else fleet_key(fleet)
+    found = cache.fleet_free.get(serials)
+    if found is None:
+        found = cache.fleet_free.remember(serials, summed(free_gpus(c, cache) for c in fleet))
+    return found
+
+
 def costs(state: CycleState, tied: Sequence[ClusterSnapshot]) -> list[TieCost]:
     """Each tied cluster's cost for this cycle's replica, best first (see the module)."""
-    fleet = state.fleet_clusters
     cache = state.cache
     task = task_for(state.request, cache)
     if task is None:
-        out = [TieCost(c.name, True, 0.0, 0.0, sum(_free(c, cache).values())) for c in tied]
+        out = [TieCost(c.name, True, 0.0, 0.0, sum(free_gpus(c, cache).values())) for c in tied]
         out.sort(key=lambda cost: cost.key)
         return out
     constrained = cache.demand.constrained() if scarcity_aware(state) and task.num_gpu else {}
-    if constrained and len({frozenset(m for m, f in _free(c, cache).items() if f > 0) for c in tied}) < 2:
+    if constrained and len({frozenset(m for m, f in free_gpus(c, cache).items() if f > 0) for c in tied}) < 2:
         constrained = {}  # every tied cluster offers the same models: none deprives constrained demand
-    fleet_models: dict[str, float] = {}
-    if constrained:
-        if not fleet:
-            fleet = tied
-        serials = state.fleet(fleet) if fleet is state.fleet_clusters else fleet_key(fleet)
-        found = cache.fleet_free.get(serials)
-        if found is None:
-            found = cache.fleet_free.remember(serials, summed(_free(c, cache) for c in fleet))
-        fleet_models = found
+    fleet_models = fleet_free(state, tied) if constrained else {}
     out = []
     for cluster in tied:
         fits, growth, accepted = _fit(cluster, task, cache)
-        taken = scarcity(task, _free(cluster, cache), fleet_models, constrained) if fleet_models else 0.0
+        taken = scarcity(task, free_gpus(cluster, cache), fleet_models, constrained) if fleet_models else 0.0
         out.append(TieCost(cluster.name, fits, growth, taken, accepted))
     out.sort(key=lambda cost: cost.key)
     return out

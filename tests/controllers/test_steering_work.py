@@ -1,0 +1,109 @@
+"""The hub's steering away from scarce GPU models reaches the member in the Work: a preferred
+node-affinity term after the user's own affinity, which stays as the user wrote it."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+from controlplane.apiserver.objects import ObjectStore
+from controlplane.controllers.manager import ControllerManager
+
+from .fleet import deployment, eventually, get_object, node_shape, propagation_policy, put_cluster, settled
+
+WORK_API = "work.gpufed.io/v1alpha1"
+T4 = "Tesla-T4"
+V100 = "Tesla-V100-SXM2-16GB"
+PRODUCT = "nvidia.com/gpu.product"
+STEERING = {"weight": 1, "preference": {"matchExpressions": [{"key": PRODUCT, "operator": "NotIn", "values": [T4]}]}}
+USER_AFFINITY: dict[str, Any] = {
+    "nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a", "b"]}]}]
+        },
+        "preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": 20, "preference": {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}}
+        ],
+    },
+    "podAntiAffinity": {
+        "preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": 5, "podAffinityTerm": {"topologyKey": "kubernetes.io/hostname",
+                                              "labelSelector": {"matchLabels": {"app": "flex"}}}}
+        ]
+    },
+}
+
+
+async def create(objects: ObjectStore, obj: dict[str, Any]) -> dict[str, Any]:
+    return await objects.create(objects.registry.require(obj["apiVersion"], obj["kind"]), obj)
+
+
+def steered_policy(name: str, **tiered_overflow: Any) -> dict[str, Any]:
+    placement = {
+        "replicaScheduling": {
+            "replicaSchedulingType": "Divided",
+            "replicaDivisionPreference": "TieredOverflow",
+            "tieredOverflow": tiered_overflow,
+        }
+    }
+    return propagation_policy(name, placement=placement)
+
+
+def flexible_with_own_affinity() -> dict[str, Any]:
+    obj = deployment("flex", replicas=1)
+    obj["spec"]["template"]["spec"]["affinity"] = copy.deepcopy(USER_AFFINITY)
+    return obj
+
+
+async def work_of(objects: ObjectStore, name: str) -> dict[str, Any] | None:
+    return await get_object(objects, WORK_API, "Work", f"default-{name}-deployment", namespace="gpufed-es-mixed")
+
+
+async def flexible_work(objects: ObjectStore, manager: ControllerManager, **tiered_overflow: Any) -> dict[str, Any]:
+    """A cluster of 8 free T4s and 8 free V100s; a T4-only Deployment of one 8-GPU replica (8 GPUs
+    of T4-only demand: as many as the fleet's free T4s), then a flexible one with its own affinity."""
+    shapes = [node_shape(1, gpus=8, product=T4), node_shape(1, gpus=8, product=V100)]
+    for found in shapes:
+        found["labels"]["zone"] = "a"
+    await put_cluster(objects, "mixed", *shapes)
+    await settled(manager)
+    await create(objects, steered_policy("steered", **tiered_overflow))
+    pinned = deployment("pinned", replicas=1, gpus=8)
+    pinned["spec"]["template"]["spec"]["nodeSelector"] = {PRODUCT: T4}
+    await create(objects, pinned)
+    await eventually(lambda: work_of(objects, "pinned"), what="the T4-only Work")
+    await create(objects, flexible_with_own_affinity())
+    return await eventually(lambda: work_of(objects, "flex"), what="the flexible Work")
+
+
+def pod_spec(work: dict[str, Any]) -> dict[str, Any]:
+    spec: dict[str, Any] = work["spec"]["workload"]["manifests"][0]["spec"]["template"]["spec"]
+    return spec
+
+
+async def test_the_work_carries_the_steering_term_after_the_users_own_affinity(
+    objects: ObjectStore, manager: ControllerManager
+) -> None:
+    work = await flexible_work(objects, manager, scarcitySteering=True)
+    affinity = pod_spec(work)["affinity"]
+    expected = copy.deepcopy(USER_AFFINITY)
+    expected["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"].append(STEERING)
+    assert affinity == expected
+    binding = await get_object(objects, WORK_API, "ResourceBinding", "flex-deployment")
+    assert binding is not None
+    assert json.loads(binding["metadata"]["annotations"]["scheduler.gpufed.io/gpu-steering"]) == {"mixed": [T4]}
+    reasons = next(e["reasons"] for e in binding["status"]["explanation"] if e["cluster"] == "mixed")
+    assert any("steered inside the cluster away from Tesla-T4" in r for r in reasons), reasons
+    # The T4-only replica itself is never steered.
+    pinned = await work_of(objects, "pinned")
+    assert pinned is not None and "affinity" not in pod_spec(pinned)
+
+
+async def test_without_steering_the_work_keeps_the_users_affinity_alone(
+    objects: ObjectStore, manager: ControllerManager
+) -> None:
+    work = await flexible_work(objects, manager, scarcitySteering=True, scarcityAware=False)
+    assert pod_spec(work)["affinity"] == USER_AFFINITY
+    binding = await get_object(objects, WORK_API, "ResourceBinding", "flex-deployment")
+    assert binding is not None and "scheduler.gpufed.io/gpu-steering" not in (binding["metadata"].get("annotations") or {})

@@ -1,0 +1,118 @@
+"""Steering a flexible replica inside its cluster away from GPU models constrained demand needs,
+on small hand-computed fleets."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from controlplane.apis.fragmentation import TaskShape
+from controlplane.interpreter.requirements import ReplicaRequirements
+from controlplane.scheduler.core.cache import SchedulerCache
+from controlplane.scheduler.core.deciding import schedule
+from controlplane.scheduler.core.framework import BindingRequest
+from controlplane.scheduler.core.steering import avoided_models, preferred_term
+
+from .builders import cluster, shape
+from .test_tiebreak import CPU, NOW, T4, V100, observe, reasons, tiered
+
+P100 = "Tesla-P100-PCIE-16GB"
+FLEX_1 = TaskShape(CPU, 1000, 1)
+
+
+@pytest.mark.parametrize(
+    ("task", "cluster_free", "fleet_free", "constrained", "expected"),
+    [
+        # 10 GPUs of T4-only demand against 8 free T4s in the fleet: at least PRESSURE (1.0) x 8.
+        pytest.param(FLEX_1, {T4: 8, V100: 8}, {T4: 8, V100: 8}, {T4: 10.0}, (T4,), id="t4-scarce"),
+        pytest.param(FLEX_1, {T4: 8, V100: 8}, {T4: 8, V100: 8}, {T4: 8.0}, (T4,), id="demand-equals-free"),
+        pytest.param(FLEX_1, {T4: 8, V100: 8}, {T4: 8, V100: 8}, {T4: 6.0}, (), id="t4-not-scarce"),
+        # The fleet's free T4s count, not the cluster's: 10 against 16 in the fleet.
+        pytest.param(FLEX_1, {T4: 8, V100: 8}, {T4: 16, V100: 8}, {T4: 10.0}, (), id="fleet-has-room"),
+        pytest.param(FLEX_1, {T4: 8, V100: 8, P100: 2}, {T4: 8, V100: 8, P100: 2}, {T4: 9.0, P100: 3.0},
+                     (P100, T4), id="two-models-sorted"),
+        # Nothing left once T4 is avoided, or too little for the replica's GPUs: no term.
+        pytest.param(FLEX_1, {T4: 8}, {T4: 8, V100: 8}, {T4: 10.0}, (), id="t4-only-cluster"),
+        pytest.param(TaskShape(CPU, 1000, 2), {T4: 8, V100: 1}, {T4: 8, V100: 1}, {T4: 10.0}, (), id="too-little-v100"),
+        pytest.param(FLEX_1, {T4: 8, V100: 0}, {T4: 8, V100: 0}, {T4: 10.0}, (), id="v100-full"),
+        # A replica bound to one model, or without GPUs, is never steered.
+        pytest.param(TaskShape(CPU, 1000, 1, (T4,)), {T4: 8, V100: 8}, {T4: 8, V100: 8}, {T4: 10.0}, (), id="t4-only"),
+        pytest.param(TaskShape(CPU, 0, 0), {T4: 8, V100: 8}, {T4: 8, V100: 8}, {T4: 10.0}, (), id="cpu-only"),
+        # Accepting two models is flexible: it is steered among them.
+        pytest.param(TaskShape(CPU, 1000, 1, (T4, V100)), {T4: 8, V100: 8, P100: 8}, {T4: 8, V100: 8, P100: 8},
+                     {T4: 10.0, P100: 10.0}, (T4,), id="accepts-t4-and-v100"),
+        # A share of a GPU needs its thousandths only.
+        pytest.param(TaskShape(CPU, 500, 1), {T4: 8, V100: 0.5}, {T4: 8, V100: 0.5}, {T4: 10.0}, (T4,), id="share"),
+    ],
+)
+def test_avoided_models_by_hand(
+    task: TaskShape,
+    cluster_free: dict[str, float],
+    fleet_free: dict[str, float],
+    constrained: dict[str, float],
+    expected: tuple[str, ...],
+) -> None:
+    assert avoided_models(task, cluster_free, fleet_free, constrained) == expected
+
+
+def test_the_term_prefers_nodes_of_other_models_with_kubes_lowest_weight() -> None:
+    assert preferred_term((T4, P100)) == {
+        "weight": 1,
+        "preference": {"matchExpressions": [{"key": "nvidia.com/gpu.product", "operator": "NotIn", "values": [T4, P100]}]},
+    }
+
+
+def mixed_fleet() -> list[Any]:
+    """One cluster of 2 T4 nodes and 1 V100 node, 4 free GPUs each: 8 free T4s in the fleet."""
+    return [cluster("mixed", shape(2, gpus=4, product=T4), shape(1, gpus=4, product=V100))]
+
+
+def flexible(key: str, *, previous: dict[str, int] | None = None, **tiered_overflow: Any) -> BindingRequest:
+    return BindingRequest(
+        key=key,
+        replicas=1,
+        requirements=ReplicaRequirements.build({"nvidia.com/gpu": 1, "cpu": CPU}),
+        placement=tiered(**tiered_overflow),
+        previous=previous or {},
+    )
+
+
+def t4_demand_waits(cache: SchedulerCache) -> None:
+    """Recent T4-only demand of 10 GPUs (5 replicas of 2): more than the fleet's 8 free T4s."""
+    observe(cache, TaskShape(CPU, 1000, 2, (T4,)), 5, "t4only")
+
+
+def test_a_flexible_replica_in_a_t4_and_v100_cluster_is_steered_off_t4_while_t4_demand_waits() -> None:
+    cache = SchedulerCache()
+    t4_demand_waits(cache)
+    result = schedule(flexible("ns/job", scarcitySteering=True), mixed_fleet(), now=NOW, cache=cache)
+    assert result.clusters == {"mixed": 1}
+    assert result.steering == {"mixed": (T4,)}
+    assert any("steered inside the cluster away from Tesla-T4" in r for r in reasons(result, "mixed"))
+
+
+@pytest.mark.parametrize(
+    "tiered_overflow",
+    [
+        pytest.param({}, id="off-by-default"),
+        pytest.param({"scarcitySteering": True, "scarcityAware": False}, id="scarcity-switched-off"),
+        pytest.param({"scarcitySteering": False}, id="switched-off"),
+    ],
+)
+def test_no_steering_unless_asked_for_with_scarcity_on(tiered_overflow: dict[str, Any]) -> None:
+    cache = SchedulerCache()
+    t4_demand_waits(cache)
+    result = schedule(flexible("ns/job", **tiered_overflow), mixed_fleet(), now=NOW, cache=cache)
+    assert result.clusters == {"mixed": 1}
+    assert result.steering == {}
+    assert not any("steered" in r for r in reasons(result, "mixed"))
+
+
+def test_no_steering_without_constrained_demand_or_for_a_cluster_already_running_replicas() -> None:
+    cache = SchedulerCache()
+    observe(cache, FLEX_1, 20, "flex")
+    assert schedule(flexible("ns/a", scarcitySteering=True), mixed_fleet(), now=NOW, cache=cache).steering == {}
+    t4_demand_waits(cache)
+    running = flexible("ns/b", previous={"mixed": 1}, scarcitySteering=True)
+    assert schedule(running, mixed_fleet(), now=NOW, cache=cache).steering == {}
