@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from controlplane.apis import spot
-from controlplane.apis.constants import ANNOTATION_MOVES, ANNOTATION_REBALANCE
+from controlplane.apis.constants import ANNOTATION_GPU_STEERING, ANNOTATION_MOVES, ANNOTATION_REBALANCE
 from controlplane.apis.explanations import expanded
 from controlplane.apis.spot import recorded_reclaims
 from controlplane.apis.timestamps import format_time
@@ -184,6 +184,23 @@ def _move_lines(binding: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def _steering_lines(binding: Mapping[str, Any]) -> list[str]:
+    """Per cluster whose Work steers replicas away from GPU models (binding annotation), which models."""
+    annotations = (binding.get("metadata") or {}).get("annotations") or {}
+    try:
+        steering = json.loads(annotations.get(ANNOTATION_GPU_STEERING) or "{}")
+    except ValueError:
+        return []
+    if not isinstance(steering, dict):
+        return []
+    return [
+        f"{'Steering:':<13}in {cluster}, nodes other than {', '.join(map(str, models))} preferred (a preferred "
+        "node-affinity term in the Work: replicas that accept only those models need them)"
+        for cluster, models in sorted(steering.items())
+        if isinstance(models, list) and models
+    ]
+
+
 def render_explanation(workload: Mapping[str, Any], binding: Mapping[str, Any] | None) -> str:
     """The text ``gpufed explain`` prints for ``workload`` and its binding (None when it has none)."""
     meta = workload.get("metadata") or {}
@@ -223,6 +240,7 @@ def render_explanation(workload: Mapping[str, Any], binding: Mapping[str, Any] |
         lines.append(f"{'Spot:':<13}{count} reclaim(s) survived; the latest took {latest.replicas} replica(s) "
                      f"from {latest.cluster} at {format_time(latest.time)}")
     lines.extend(_move_lines(binding))
+    lines.extend(_steering_lines(binding))
     explanation = expanded(((binding.get("status") or {}).get("explanation")) or [])
     if not explanation:
         lines.append("No per-cluster explanation yet.")

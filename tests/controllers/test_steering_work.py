@@ -9,6 +9,7 @@ from typing import Any
 
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.manager import ControllerManager
+from gpufed.commands.explain import render_explanation
 
 from .fleet import deployment, eventually, get_object, node_shape, propagation_policy, put_cluster, settled
 
@@ -95,6 +96,10 @@ async def test_the_work_carries_the_steering_term_after_the_users_own_affinity(
     assert json.loads(binding["metadata"]["annotations"]["scheduler.gpufed.io/gpu-steering"]) == {"mixed": [T4]}
     reasons = next(e["reasons"] for e in binding["status"]["explanation"] if e["cluster"] == "mixed")
     assert any("steered inside the cluster away from Tesla-T4" in r for r in reasons), reasons
+    workload = await get_object(objects, "apps/v1", "Deployment", "flex")
+    assert workload is not None
+    text = render_explanation(workload, binding)
+    assert "Steering:    in mixed, nodes other than Tesla-T4 preferred" in text, text
     # The T4-only replica itself is never steered.
     pinned = await work_of(objects, "pinned")
     assert pinned is not None and "affinity" not in pod_spec(pinned)
@@ -107,3 +112,5 @@ async def test_without_steering_the_work_keeps_the_users_affinity_alone(
     assert pod_spec(work)["affinity"] == USER_AFFINITY
     binding = await get_object(objects, WORK_API, "ResourceBinding", "flex-deployment")
     assert binding is not None and "scheduler.gpufed.io/gpu-steering" not in (binding["metadata"].get("annotations") or {})
+    workload = await get_object(objects, "apps/v1", "Deployment", "flex")
+    assert workload is not None and "Steering:" not in render_explanation(workload, binding)
