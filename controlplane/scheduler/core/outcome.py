@@ -206,8 +206,7 @@ def decision_result(
             shapes[name] = feasibility.shape.resource_map
             chosen_shapes[name] = feasibility.shape
     decided = dict(assignments)
-    fresh = {name: requirements[name] for name, replicas in assignments.items() if replicas and not request.previous.get(name)}
-    steered = steering(state, clusters, fresh)
+    steered = steering(state, clusters, assignments, requirements)
 
     def explain() -> Explanation:
         reasons_of = {**division_reasons, **more_reasons()} if more_reasons is not None else division_reasons
