@@ -24,11 +24,12 @@ paper's simulator runs every variant on, CPU variants included (its ``prepare_in
 copies the GPU-node list next to every pod list); ``all`` is ``openb_node_list_all_node.csv``,
 the same GPU nodes and 310 CPU-only nodes (quick and tiny sizes take every fourth / eighth
 GPU node and every fourth / eighth CPU-only node). ``--seed`` draws variants, splits and the
-fill again (default 42); ``--traces cpu250`` runs only the named traces of the size.
+fill again (default 42); ``--traces cpu250`` runs only the named traces of the size;
+``--scarcity-steering`` gives gpufed a policy with ``tieredOverflow.scarcitySteering: true``.
 
 Reproduce::
 
-    .venv/bin/python -m bench.bench_placement_quality --size quick [--nodes all] [--seed 7] [--traces cpu250]
+    .venv/bin/python -m bench.bench_placement_quality --size quick [--nodes all] [--seed 7] [--traces cpu250] [--scarcity-steering]
 """
 
 from __future__ import annotations
@@ -135,7 +136,26 @@ def _lacking(fill: FillResult) -> dict[str, object]:
     }
 
 
-def run(size: Size, *, node_list: str = "gpu", seed: int = SEED, only: Sequence[str] = ()) -> BenchmarkResult:
+STEERING = Placement.model_validate(
+    {
+        "replicaScheduling": {
+            "replicaSchedulingType": "Divided",
+            "replicaDivisionPreference": "TieredOverflow",
+            "tieredOverflow": {"scarcitySteering": True},
+        }
+    }
+)
+"""The default placement with ``tieredOverflow.scarcitySteering`` on (``--scarcity-steering``)."""
+
+
+def run(
+    size: Size,
+    *,
+    node_list: str = "gpu",
+    seed: int = SEED,
+    only: Sequence[str] = (),
+    placement: Placement | None = None,
+) -> BenchmarkResult:
     started = time.perf_counter()
     path = NODE_LISTS[node_list]
     found = inputs(size, path)
@@ -158,7 +178,7 @@ def run(size: Size, *, node_list: str = "gpu", seed: int = SEED, only: Sequence[
             fleet = split_nodes(nodes, clusters=4, by=split, seed=seed, csv_path=str(path))
             for scoring in scorings:
                 lacking: dict[str, dict[str, object]] = {}
-                cell = _allocation(fleet, trace, FLEET_STRATEGIES, scoring, lacking=lacking, seed=seed)
+                cell = _allocation(fleet, trace, FLEET_STRATEGIES, scoring, placement, lacking=lacking, seed=seed)
                 cell.update(pooled)
                 rows.append(
                     {
@@ -177,7 +197,13 @@ def run(size: Size, *, node_list: str = "gpu", seed: int = SEED, only: Sequence[
         benchmark="placement",
         size=size,
         figures=figures,
-        details={"nodes": len(nodes), "node_list": path.name, "seed": seed, "rows": rows},
+        details={
+            "nodes": len(nodes),
+            "node_list": path.name,
+            "seed": seed,
+            "scarcity_steering": placement is not None,
+            "rows": rows,
+        },
         seconds=time.perf_counter() - started,
     )
 
@@ -239,6 +265,9 @@ OPTIONS.add_argument(
 )
 OPTIONS.add_argument("--seed", type=int, default=SEED, help=f"seed of the variants, splits and fill (default {SEED})")
 OPTIONS.add_argument(
+    "--scarcity-steering", action="store_true", help="gpufed's policy with tieredOverflow.scarcitySteering: true"
+)
+OPTIONS.add_argument(
     "--traces", default="", metavar="NAME,...", help="only these traces of the size, e.g. default,cpu250 (default: all)"
 )
 
@@ -246,7 +275,8 @@ OPTIONS.add_argument(
 def main(argv: Sequence[str]) -> int:
     options, _ = OPTIONS.parse_known_args(argv)
     only = tuple(name for name in options.traces.split(",") if name)
-    bound = functools.partial(run, node_list=options.nodes, seed=options.seed, only=only)
+    placement = STEERING if options.scarcity_steering else None
+    bound = functools.partial(run, node_list=options.nodes, seed=options.seed, only=only, placement=placement)
     return benchmark_main(bound, argv, description=(__doc__ or "").splitlines()[0], parents=(OPTIONS,))
 
 
