@@ -3,15 +3,19 @@ on small hand-computed fleets."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
 from controlplane.apis.fragmentation import TaskShape
+from controlplane.apis.work_v1alpha1 import ScheduledReason
 from controlplane.interpreter.requirements import ReplicaRequirements
+from controlplane.scheduler.controller.writing import kept_steering
 from controlplane.scheduler.core.cache import SchedulerCache
 from controlplane.scheduler.core.deciding import schedule
 from controlplane.scheduler.core.framework import BindingRequest
+from controlplane.scheduler.core.outcome import ScheduledCondition, ScheduleResult
 from controlplane.scheduler.core.steering import avoided_models, preferred_term
 
 from .builders import cluster, shape
@@ -116,3 +120,16 @@ def test_no_steering_without_constrained_demand_or_for_a_cluster_already_running
     t4_demand_waits(cache)
     running = flexible("ns/b", previous={"mixed": 1}, scarcitySteering=True)
     assert schedule(running, mixed_fleet(), now=NOW, cache=cache).steering == {}
+
+
+def test_a_cluster_already_running_replicas_keeps_the_steering_its_work_has() -> None:
+    """New clusters get the decision's steering; one that already ran replicas keeps the binding's
+    (a changed pod template would restart a Deployment's pods, and a Job's cannot change)."""
+    binding = {"metadata": {"annotations": {"scheduler.gpufed.io/gpu-steering": json.dumps({"old": [P100]})}}}
+    request = flexible("ns/job", previous={"old": 1, "bare": 1})
+    condition = ScheduledCondition(True, ScheduledReason.SUCCESS, "scheduled")
+    result = ScheduleResult(
+        {"old": 2, "bare": 1, "new": 1, "gone": 0}, {}, condition, None, [], 0,
+        steering={"old": (T4,), "bare": (T4,), "new": (T4,)},
+    )
+    assert kept_steering(binding, request, result) == {"old": (P100,), "new": (T4,)}

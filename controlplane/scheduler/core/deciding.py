@@ -21,6 +21,9 @@ constraints and then the division the placement asks for (``policies.division``)
   unchanged and the cluster can still run its pods). Otherwise nothing is placed.
 * **Alternative GPU shapes** — per cluster the first shape that fits (the workload's own
   request first); clusters that got an alternative appear in ``ScheduleResult.shapes``.
+* **Steering** — with ``tieredOverflow.scarcitySteering``, a cluster that gets the first replicas
+  of a replica accepting several GPU models may be told to prefer nodes without the models
+  constrained demand needs (``ScheduleResult.steering``, :mod:`~controlplane.scheduler.core.steering`).
 
 The result records, per cluster, why it was chosen or not. Pure and deterministic given the
 scheduler cache's recent demand: clusters are taken in name order; ties of tier and price of
