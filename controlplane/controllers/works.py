@@ -225,11 +225,13 @@ def _add_preferred_term(
         template = parent.get(key)
         if not wants_gpu or not isinstance(template, dict):
             continue
-        affinity = template.setdefault("spec", {}).setdefault("affinity", {})
-        node_affinity = affinity.setdefault("nodeAffinity", {})
-        preferred = node_affinity.setdefault("preferredDuringSchedulingIgnoredDuringExecution", [])
+        spec = template.setdefault("spec", {})
+        affinity = spec["affinity"] = dict(spec.get("affinity") or {})
+        node_affinity = affinity["nodeAffinity"] = dict(affinity.get("nodeAffinity") or {})
+        preferred = list(node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution") or [])
         if term not in preferred:
             preferred.append(copy.deepcopy(dict(term)))
+        node_affinity["preferredDuringSchedulingIgnoredDuringExecution"] = preferred
 
 
 def queue_for_member(manifest: dict[str, Any], *, member_runs_kueue: bool) -> None:

@@ -18,6 +18,8 @@ H100 = "NVIDIA-H100-80GB-HBM3"
 PRODUCT = "nvidia.com/gpu.product"
 MIG_3G = "nvidia.com/mig-3g.40gb"
 SHAPE = ChosenShape({"nvidia.com/gpu": 2}, {PRODUCT: H100})
+STEERED = {"weight": 1, "preference": {"matchExpressions": [{"key": PRODUCT, "operator": "NotIn", "values": ["Tesla-T4"]}]}}
+OWN = {"weight": 40, "preference": {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}}
 
 
 def template(limits: dict[str, Any], **spec: Any) -> dict[str, Any]:
@@ -196,3 +198,39 @@ def test_a_quota_goes_to_members_without_the_hubs_count() -> None:
         "apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "q", "namespace": "team"},
         "spec": {"hard": {"requests.nvidia.com/gpu": "8"}},
     }
+
+
+@pytest.mark.parametrize(
+    ("affinity", "expected"),
+    [
+        pytest.param(None, {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [STEERED]}}, id="none"),
+        pytest.param(
+            {"nodeAffinity": None, "podAffinity": {"x": 1}},
+            {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [STEERED]}, "podAffinity": {"x": 1}},
+            id="null-node-affinity",
+        ),
+        pytest.param(
+            {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [OWN]}},
+            {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [OWN, STEERED]}},
+            id="after-the-users-own",
+        ),
+    ],
+)
+def test_steering_adds_its_term_to_gpu_templates_only(affinity: dict[str, Any] | None, expected: dict[str, Any]) -> None:
+    master = template({"memory": "1Gi"})
+    worker = template({"nvidia.com/gpu": 1}, affinity=copy.deepcopy(affinity))
+    workload = pytorchjob(master, worker)
+    before = copy.deepcopy(workload)
+    rendered = render_manifest(
+        workload,
+        interpreter=interpreter_for("kubeflow.org/v1", "PyTorchJob"),
+        replicas=4,
+        shape=None,
+        rules=(),
+        cluster=ClusterView(name="c"),
+        steering=("Tesla-T4",),
+    )
+    master_spec, worker_spec = pod_specs(rendered.manifest)
+    assert "affinity" not in master_spec
+    assert worker_spec["affinity"] == expected
+    assert workload == before  # the hub's object is not touched
