@@ -31,7 +31,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -195,22 +195,28 @@ def _gpu_templates(obj: dict[str, Any], interpreter: KindInterpreter) -> list[bo
     return [_requests_gpu(parent.get(key)) for parent, key in templates.template_slots(obj)]
 
 
-def _add_node_selector(
-    obj: dict[str, Any], interpreter: KindInterpreter, selector: Mapping[str, str], *, gpu_templates: Sequence[bool]
-) -> None:
-    """Merge ``selector`` into the pod templates that request a GPU (``gpu_templates``, by slot):
-    a CPU-only role (a PyTorchJob Master without a GPU) may run on any node."""
+def _gpu_pod_specs(
+    obj: dict[str, Any], interpreter: KindInterpreter, gpu_templates: Sequence[bool]
+) -> Iterator[dict[str, Any]]:
+    """The pod specs (created when absent) of ``obj``'s templates that request a GPU
+    (``gpu_templates``, by slot): a CPU-only role (a PyTorchJob Master without a GPU) is left out."""
     templates = _template_kind(interpreter)
-    if not selector or templates is None:
+    if templates is None:
         return
     for (parent, key), wants_gpu in zip(templates.template_slots(obj), gpu_templates, strict=False):
         template = parent.get(key)
-        if not wants_gpu or not isinstance(template, dict):
-            continue
-        spec = template.setdefault("spec", {})
-        merged = dict(spec.get("nodeSelector") or {})
-        merged.update(selector)
-        spec["nodeSelector"] = merged
+        if wants_gpu and isinstance(template, dict):
+            yield template.setdefault("spec", {})
+
+
+def _add_node_selector(
+    obj: dict[str, Any], interpreter: KindInterpreter, selector: Mapping[str, str], *, gpu_templates: Sequence[bool]
+) -> None:
+    """Merge ``selector`` into the pod templates that request a GPU; a CPU-only role may run on any node."""
+    if not selector:
+        return
+    for spec in _gpu_pod_specs(obj, interpreter, gpu_templates):
+        spec["nodeSelector"] = {**(spec.get("nodeSelector") or {}), **selector}
 
 
 def _add_preferred_term(
@@ -218,14 +224,7 @@ def _add_preferred_term(
 ) -> None:
     """Append the preferred node-affinity ``term`` to the pod templates that request a GPU, after the
     user's own terms (kept as they are); a template that already has it is left alone."""
-    templates = _template_kind(interpreter)
-    if templates is None:
-        return
-    for (parent, key), wants_gpu in zip(templates.template_slots(obj), gpu_templates, strict=False):
-        template = parent.get(key)
-        if not wants_gpu or not isinstance(template, dict):
-            continue
-        spec = template.setdefault("spec", {})
+    for spec in _gpu_pod_specs(obj, interpreter, gpu_templates):
         affinity = spec["affinity"] = dict(spec.get("affinity") or {})
         node_affinity = affinity["nodeAffinity"] = dict(affinity.get("nodeAffinity") or {})
         preferred = list(node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution") or [])
