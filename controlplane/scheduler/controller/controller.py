@@ -68,6 +68,7 @@ from controlplane.scheduler.controller.evictions import FailoverEvictions, with_
 from controlplane.scheduler.controller.finished import finished_phase
 from controlplane.scheduler.controller.moves import UnschedulableMoves
 from controlplane.scheduler.controller.ownwrites import OwnPlacements
+from controlplane.scheduler.controller.podgroups import PodGroupPlacement
 from controlplane.scheduler.controller.quotas import QuotaEnforcement
 from controlplane.scheduler.controller.reading import (
     applied_condition,
@@ -137,6 +138,10 @@ class SchedulerController(KeyedController[BindingKey]):
         self.reclaims = ReclaimReplacements(ctx)
         self.returns = TierReturns(ctx, keeper=self.reserving, cache=self.cache)
         self.quota_enforcement = QuotaEnforcement(ctx, self._requeue)
+        self.pod_groups = PodGroupPlacement(
+            ctx, keeper=self.reserving, quotas=self.quota_enforcement, cache=self.cache,
+            request_of=self._request_of, requeue=self._requeue,
+        )
         self._unplaced: set[BindingKey] = set()
         # Bindings no node of the fleet could ever hold: looked at again only when the fleet's
         # capacity changes (a cluster's nodes, their labels, taints or allocatable), not on every report.
@@ -325,7 +330,27 @@ class SchedulerController(KeyedController[BindingKey]):
 
     # --- reconcile --------------------------------------------------------------------
 
+    def _request_of(self, binding: dict[str, Any]) -> BindingRequest | None:
+        """The scheduler's request for ``binding`` (None when it is not valid)."""
+        try:
+            model = ResourceBinding.model_validate(binding)
+        except ValidationError as exc:
+            log.warning("binding %s is not valid: %s", key_text(binding_key(binding)), exc)
+            return None
+        return with_default_tolerations(
+            BindingRequest.from_binding(model),  # GPU shapes as the binding carries them (detector)
+            unreachable_seconds=self.ctx.settings.default_unreachable_toleration_seconds,
+            not_ready_seconds=self.ctx.settings.default_not_ready_toleration_seconds,
+        )
+
     async def reconcile(self, key: BindingKey) -> float | None:
+        cached = self.ctx.bindings.get(key[0], key[1])
+        if cached is not None and self.pod_groups.group_of(cached) is not None:
+            async with self.pod_groups.lock:  # one decision for a group at a time (podgroups.py)
+                return await self._reconcile(key)
+        return await self._reconcile(key)
+
+    async def _reconcile(self, key: BindingKey) -> float | None:
         ctx = self.ctx
         self._ensure_rebuilt()
         # Its latest version as the hub saw it: the scheduler's and the status controller's own
@@ -344,24 +369,21 @@ class SchedulerController(KeyedController[BindingKey]):
                 log.info("binding %s: the workload %s; its placement is final", key_text(key), phase.lower())
             self._forget(key)
             return None
-        try:
-            model = ResourceBinding.model_validate(binding)
-        except ValidationError as exc:
-            log.warning("binding %s is not valid: %s", key_text(key), exc)
+        request = self._request_of(binding)
+        if request is None:
             return None
         view = BindingView(binding)
         self.reserving.owners[key_text(key)] = owner_key(view.resource)
         policy_ref = policy_ref_of_binding(binding)
         policy = ctx.propagation_policy(policy_ref) if policy_ref else None
-        request = with_default_tolerations(
-            BindingRequest.from_binding(model),  # GPU shapes as the binding carries them (detector)
-            unreachable_seconds=ctx.settings.default_unreachable_toleration_seconds,
-            not_ready_seconds=ctx.settings.default_not_ready_toleration_seconds,
-        )
         spec = view.spec
         all_snapshots = dict(self._snapshots)
         evicting = evicting_clusters(spec)
         snapshots = {name: s for name, s in all_snapshots.items() if name not in evicting}
+        group = self.pod_groups.group_of(binding)
+        home = self.pod_groups.home(group, key) if group is not None else set()
+        if home:  # a Pod of a placed group goes, and stays, where the rest of its group runs
+            snapshots = {name: s for name, s in snapshots.items() if name in home or name in request.previous}
         moves, wait, move_reasons = self.moves.due(key, binding, request)
         underway = in_progress(binding)
         if underway is not None and underway.target in moves and self.returns.eligible(binding, request):
@@ -409,6 +431,11 @@ class SchedulerController(KeyedController[BindingKey]):
             return wait
 
         ordered = [snapshots[name] for name in sorted(snapshots)]
+        if group is not None and not request.previous and why is not None and not moves and not check.due:
+            placed = await self.pod_groups.place(
+                group, binding, request, ordered, home=home, reservations=self.reservations, now=now
+            )
+            return wait if placed else _sooner(wait, UNPLACED_RETRY_SECONDS)
         moved: dict[str, int] = {}
         result: ScheduleResult | None = None
         started = time.perf_counter()  # gpufed_scheduling_duration_seconds: one decision's time

@@ -252,9 +252,13 @@ async def write_refreshed_explanation(
 
 
 async def write_error(ctx: ControllerContext, binding: dict[str, Any], message: str) -> None:
-    condition = ScheduledCondition(False, ScheduledReason.SCHEDULER_ERROR, message).to_wire()
+    await write_condition(ctx, binding, ScheduledCondition(False, ScheduledReason.SCHEDULER_ERROR, message))
+
+
+async def write_condition(ctx: ControllerContext, binding: dict[str, Any], decided: ScheduledCondition) -> None:
+    """Write the binding's ``Scheduled`` condition alone (only when it changes)."""
     status = copy.deepcopy(binding.get("status") or {})
-    status["conditions"] = with_condition(status.get("conditions"), condition, now=ctx.now_text())
+    status["conditions"] = with_condition(status.get("conditions"), decided.to_wire(), now=ctx.now_text())
     if status != BindingView(binding).status:
         await ctx.objects.update_status(ctx.binding_rt, {**binding, "status": status})
 

@@ -48,6 +48,9 @@ def scheduled(replicas: int, clusters: int) -> ScheduledCondition:
 
 Explanation = list[ClusterExplanation]
 
+GANG_HOLDS = "holds the whole gang"
+"""The reason of the cluster a gang was placed in."""
+
 
 class ScheduleResult:
     """What :func:`schedule` decided. Immutable.
@@ -260,7 +263,7 @@ def _explanation(
         reasons: tuple[str, ...]
         if chosen:
             reasons = (_holds(capacity_of(state, name), request.previous.get(name, 0)) if not request.gang
-                       else "holds the whole gang",)
+                       else GANG_HOLDS,)
             if feasibility is not None and feasibility.shape is not None:
                 reasons += (f"GPU shape {feasibility.shape.describe()} (alternative)",)
             if name in state.tie_reasons:

@@ -1,0 +1,148 @@
+"""A Kueue pod group lands whole in one cluster, as MultiKueue runs a group's Workload in one
+worker: the group's Pods (each its own binding) are decided together, in the one cluster that
+holds them all, or none is placed and each binding says why. A Pod outside any group is placed
+on its own, as before."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from controlplane.apiserver.kueuepods import check_managed_label
+from controlplane.apiserver.objects import ObjectStore
+from controlplane.controllers.admissiongate import hold_queued_workload
+from controlplane.controllers.manager import ControllerManager
+
+from .fleet import eventually, node_shape, propagation_policy, put_cluster, settled
+from .test_admission import GPU, PLACEMENT, create, kueue_obj
+from .test_admission_pod_groups import group_pod
+
+BINDING_API = "work.gpufed.io/v1alpha1"
+
+
+async def fleet(objects: ObjectStore, manager: ControllerManager, *, small: int, big: int, small_nodes: int = 1) -> None:
+    """Two clusters: ``a-small`` with ``small_nodes`` nodes of ``small`` free GPUs (first by name,
+    and cheaper), ``b-big`` with one node of ``big``; a queue of 8 GPUs and a Divided policy for Pods."""
+    objects.check_creates(hold_queued_workload)
+    objects.admit_writes(check_managed_label)
+    await put_cluster(objects, "a-small", node_shape(small_nodes, gpus=small), pods=[])
+    await put_cluster(objects, "b-big", node_shape(1, gpus=big), provider="cloud", pricing={"A100": 4.0}, pods=[])
+    await create(objects, kueue_obj("ResourceFlavor", "a100", spec={}))
+    await create(objects, kueue_obj("ClusterQueue", "team", spec={
+        "namespaceSelector": {},
+        "resourceGroups": [{"coveredResources": [GPU], "flavors": [{"name": "a100", "resources": [{"name": GPU, "nominalQuota": 8}]}]}],
+    }))
+    await create(objects, kueue_obj("LocalQueue", "team-lq", "default", spec={"clusterQueue": "team"}))
+    await create(objects, propagation_policy("pods", kind="Pod", api_version="v1", placement=PLACEMENT))
+    await settled(manager)
+
+
+def plain_pod(name: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"}, "spec": {
+        "restartPolicy": "Never",
+        "containers": [{"name": "main", "image": "registry.local/train:1", "resources": {"limits": {GPU: "1"}}}]}}
+
+
+async def binding(objects: ObjectStore, pod: str) -> dict[str, Any] | None:
+    rt = objects.registry.require(BINDING_API, "ResourceBinding")
+    found = (await objects.list(rt, namespace="default")).items
+    return next((b for b in found if b["metadata"]["name"] == f"{pod}-pod"), None)
+
+
+def scheduled(found: dict[str, Any]) -> dict[str, Any]:
+    return next(c for c in found.get("status", {}).get("conditions", ()) if c["type"] == "Scheduled")
+
+
+async def decided(objects: ObjectStore, pod: str) -> dict[str, Any] | None:
+    found = await binding(objects, pod)
+    if found is None or not any(c["type"] == "Scheduled" for c in found.get("status", {}).get("conditions", ())):
+        return None
+    return found
+
+
+def clusters(found: dict[str, Any]) -> dict[str, int]:
+    return {c["name"]: c["replicas"] for c in found["spec"].get("clusters") or ()}
+
+
+async def test_a_group_of_three_lands_whole_in_the_one_cluster_that_holds_it(
+    objects: ObjectStore, manager: ControllerManager,
+) -> None:
+    """``a-small`` (cheaper, first) holds two of the three pods, ``b-big`` all three: all three go
+    to ``b-big``; a Pod outside any group still goes where it alone is best placed."""
+    await fleet(objects, manager, small=2, big=4)
+    await create(objects, plain_pod("solo"))
+    for name in ("g0", "g1", "g2"):
+        await create(objects, group_pod(name, queue="team-lq"))
+    for name in ("g0", "g1", "g2"):
+        found = await eventually(lambda n=name: placed_binding(objects, n), what=f"{name} placed")
+        assert clusters(found) == {"b-big": 1}, (name, clusters(found))
+        assert scheduled(found)["message"] == "pod group grp: scheduled with its 3 pods to b-big"
+        [chosen] = [e for e in found["status"]["explanation"] if e.get("chosen")]
+        assert chosen["cluster"] == "b-big" and "holds the whole pod group (3 pods)" in chosen["reasons"]
+    solo = await eventually(lambda: placed_binding(objects, "solo"), what="the plain Pod placed")
+    assert clusters(solo) == {"a-small": 1}  # the cheaper cluster, on its own
+    assert scheduled(solo)["message"] == "scheduled 1 replica(s) to 1 cluster(s)"
+
+
+async def test_each_role_of_a_group_keeps_its_own_shape(objects: ObjectStore, manager: ControllerManager) -> None:
+    """One Pod of 2 GPUs and two of 1: ``a-small`` has 4 free GPUs, but one per node, so the 2-GPU
+    Pod fits nowhere there; the group goes whole to ``b-big``, whose one node holds all three."""
+    await fleet(objects, manager, small=1, small_nodes=4, big=4)
+    await create(objects, group_pod("big", gpus=2, queue="team-lq"))
+    for name in ("small-a", "small-b"):
+        await create(objects, group_pod(name, queue="team-lq"))
+    for name in ("big", "small-a", "small-b"):
+        found = await eventually(lambda n=name: placed_binding(objects, n), what=f"{name} placed")
+        assert clusters(found) == {"b-big": 1}, (name, clusters(found))
+
+
+async def placed_binding(objects: ObjectStore, pod: str) -> dict[str, Any] | None:
+    found = await binding(objects, pod)
+    return found if found is not None and found["spec"].get("clusters") else None
+
+
+async def test_a_group_no_cluster_can_hold_is_not_placed_and_each_pod_says_why(
+    objects: ObjectStore, manager: ControllerManager,
+) -> None:
+    await fleet(objects, manager, small=2, big=2)
+    for name in ("g0", "g1", "g2"):
+        await create(objects, group_pod(name, queue="team-lq"))
+
+    async def refused(pod: str) -> dict[str, Any] | None:
+        found = await decided(objects, pod)
+        return found if found is not None and "no cluster can hold" in scheduled(found)["message"] else None
+
+    for name in ("g0", "g1", "g2"):
+        await eventually(lambda n=name: refused(n), what=f"{name} told why")
+    await settled(manager)
+    for name in ("g0", "g1", "g2"):
+        found = await binding(objects, name)
+        assert found is not None and clusters(found) == {}, (name, found and clusters(found))
+        condition = scheduled(found)
+        assert condition["status"] == "False"
+        assert condition["message"].startswith("pod group grp: no cluster can hold its 3 pods: "), condition["message"]
+        assert "gang does not fit" in condition["message"] or "0/2 clusters" in condition["message"], condition["message"]
+
+
+async def test_a_later_pod_of_a_placed_group_follows_it(objects: ObjectStore, manager: ControllerManager) -> None:
+    """The group holds ``b-big``; its Pods' bindings stay there, and a change of one Pod's binding
+    (its placement taken away) puts it back with the rest, not in the cheaper ``a-small``."""
+    await fleet(objects, manager, small=2, big=4)
+    for name in ("g0", "g1", "g2"):
+        await create(objects, group_pod(name, queue="team-lq"))
+    for name in ("g0", "g1", "g2"):
+        await eventually(lambda n=name: placed_binding(objects, n), what=f"{name} placed")
+    await settled(manager)
+    rt = objects.registry.require(BINDING_API, "ResourceBinding")
+    found = await binding(objects, "g1")
+    assert found is not None
+    found["spec"]["clusters"] = []
+    await objects.update(rt, found)
+
+    async def back(pod: str) -> dict[str, Any] | None:
+        again = await placed_binding(objects, pod)
+        return again if again is not None and again["metadata"]["generation"] > found["metadata"]["generation"] else None
+
+    again = await eventually(lambda: back("g1"), what="g1 placed again")
+    assert clusters(again) == {"b-big": 1}
+    assert scheduled(again)["message"] == "pod group grp: scheduled to b-big, where its other pods run"
+
