@@ -20,8 +20,8 @@ and the group's Workload (named for the group). Out, as Kueue's pod controller d
 * a Workload that no longer matches the group (none of its roles' Pods left) is deleted
   (``DeletedWorkload``) and the group queues anew.
 
-Placement: each Pod of a group is still its own binding, placed by its own policy; the hub does
-not keep the Pods of one group in one cluster.
+Placement: each Pod of a group is its own binding, and the scheduler decides a group's bindings
+together, whole in one cluster (:mod:`controlplane.scheduler.controller.podgroups`).
 """
 
 from __future__ import annotations

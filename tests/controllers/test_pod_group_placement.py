@@ -11,6 +11,7 @@ from controlplane.apiserver.kueuepods import check_managed_label
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.admissiongate import hold_queued_workload
 from controlplane.controllers.manager import ControllerManager
+from gpufed.commands.explain import render_explanation
 
 from .fleet import eventually, node_shape, propagation_policy, put_cluster, settled
 from .test_admission import GPU, PLACEMENT, create, kueue_obj
@@ -78,6 +79,9 @@ async def test_a_group_of_three_lands_whole_in_the_one_cluster_that_holds_it(
         assert scheduled(found)["message"] == "pod group grp: scheduled with its 3 pods to b-big"
         [chosen] = [e for e in found["status"]["explanation"] if e.get("chosen")]
         assert chosen["cluster"] == "b-big" and "holds the whole pod group (3 pods)" in chosen["reasons"]
+        pod = await objects.get(objects.registry.require("v1", "Pod"), namespace="default", name=name)
+        explained = render_explanation(pod, found)  # gpufed explain pod/<name>
+        assert "Scheduled:   True (Success): pod group grp: scheduled with its 3 pods to b-big" in explained, explained
     solo = await eventually(lambda: placed_binding(objects, "solo"), what="the plain Pod placed")
     assert clusters(solo) == {"a-small": 1}  # the cheaper cluster, on its own
     assert scheduled(solo)["message"] == "scheduled 1 replica(s) to 1 cluster(s)"

@@ -431,7 +431,7 @@ class SchedulerController(KeyedController[BindingKey]):
             return wait
 
         ordered = [snapshots[name] for name in sorted(snapshots)]
-        if group is not None and not request.previous and why is not None and not moves and not check.due:
+        if group is not None and not previous and why is not None and not moves and not check.due:
             placed = await self.pod_groups.place(
                 group, binding, request, ordered, home=home, reservations=self.reservations, now=now
             )

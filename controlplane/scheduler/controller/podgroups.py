@@ -151,7 +151,7 @@ class PodGroupPlacement:
         if len(members) < group.count:
             waiting = (
                 f"pod group {group.name}: waiting for the bindings of its {group.count} pods "
-                f"({len(members)} not placed so far)"
+                f"({len(members)} so far)"
             )
             await write_condition(self.ctx, binding, ScheduledCondition(False, ScheduledReason.UNSCHEDULABLE, waiting))
             return False
