@@ -22,7 +22,8 @@ from controlplane.scheduler.core.outcome import GANG_HOLDS, ScheduledCondition, 
 
 
 def _pod_name(request: BindingRequest) -> str:
-    return request.key.rpartition("/")[2]
+    """The Pod a member's binding is for (bindings are named ``<pod>-pod``)."""
+    return request.key.rpartition("/")[2].removesuffix("-pod")
 
 
 def _gpus(requirements: ReplicaRequirements) -> int:
@@ -58,17 +59,21 @@ def group_request(key: str, members: Sequence[BindingRequest]) -> BindingRequest
     )
 
 
+def _pods(count: int) -> str:
+    return f"{count} pod" if count == 1 else f"{count} pods"
+
+
 def group_condition(result: ScheduleResult, *, group: str, pods: int) -> ScheduledCondition:
     """The ``Scheduled`` condition every Pod of the group gets from the group's decision."""
     if result.condition.status and result.clusters:
         (cluster,) = result.clusters
         return ScheduledCondition(
-            True, result.condition.reason, f"pod group {group}: scheduled with its {pods} pods to {cluster}"
+            True, result.condition.reason, f"pod group {group}: scheduled with its {_pods(pods)} to {cluster}"
         )
     return ScheduledCondition(
         False,
         result.condition.reason,
-        f"pod group {group}: no cluster can hold its {pods} pods: {result.condition.message}",
+        f"pod group {group}: no cluster can hold its {_pods(pods)}: {result.condition.message}",
     )
 
 
@@ -81,7 +86,7 @@ def member_result(result: ScheduleResult, member: BindingRequest, *, group: str,
     requirements = {
         name: shapes[name].apply(member.requirements) if name in shapes else member.requirements for name in clusters
     }
-    holds = f"holds the whole pod group ({pods} pods)"
+    holds = f"holds the whole pod group ({_pods(pods)})"
 
     def explain() -> list[ClusterExplanation]:
         return [
