@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from controlplane.apiserver.kueuepods import check_managed_label
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.admissiongate import hold_queued_workload
@@ -16,6 +18,7 @@ from gpufed.commands.explain import render_explanation
 from .fleet import eventually, node_shape, propagation_policy, put_cluster, settled
 from .test_admission import GPU, PLACEMENT, create, kueue_obj
 from .test_admission_pod_groups import group_pod
+from .test_failover_loop import taint
 
 BINDING_API = "work.gpufed.io/v1alpha1"
 
@@ -150,3 +153,35 @@ async def test_a_later_pod_of_a_placed_group_follows_it(objects: ObjectStore, ma
     assert clusters(again) == {"b-big": 1}
     assert scheduled(again)["message"] == "pod group grp: scheduled to b-big, where its other pods run"
 
+
+
+@pytest.mark.parametrize("other_gpus", [4, 2])
+async def test_a_group_fails_over_whole_or_not_at_all(
+    objects: ObjectStore, manager: ControllerManager, other_gpus: int,
+) -> None:
+    """``b-big`` is tainted NoExecute: the group moves whole to ``c-other`` when it holds all three
+    Pods (each binding with its eviction task), and stays where it is when it holds only two."""
+    await fleet(objects, manager, small=2, big=4)
+    await put_cluster(objects, "c-other", node_shape(1, gpus=other_gpus), provider="cloud", pricing={"A100": 5.0}, pods=[])
+    for name in ("g0", "g1", "g2"):
+        await create(objects, group_pod(name, queue="team-lq"))
+    for name in ("g0", "g1", "g2"):
+        await eventually(lambda n=name: placed_binding(objects, n), what=f"{name} placed")
+    await settled(manager)
+    await taint(objects, "b-big", ("maintenance", "NoExecute"))  # tolerated by no policy: due at once
+
+    async def moved(pod: str) -> dict[str, Any] | None:
+        found = await placed_binding(objects, pod)
+        return found if found is not None and "b-big" not in clusters(found) else None
+
+    if other_gpus == 4:
+        for name in ("g0", "g1", "g2"):
+            found = await eventually(lambda n=name: moved(n), what=f"{name} moved")
+            assert clusters(found) == {"c-other": 1}
+            assert [t["fromCluster"] for t in found["spec"]["gracefulEvictionTasks"]] == ["b-big"]
+        return
+    await settled(manager)
+    for name in ("g0", "g1", "g2"):
+        found = await binding(objects, name)
+        assert found is not None and clusters(found) == {"b-big": 1}, (name, found and clusters(found))
+        assert not found["spec"].get("gracefulEvictionTasks")

@@ -31,6 +31,9 @@ not move for nothing:
   room elsewhere. Clusters with an eviction task of the binding take none of its replicas while
   the task lasts (as Karmada's scheduler does).
 
+The Pods of a Kueue pod group are placed, and fail over, together: whole in one cluster
+(:mod:`~controlplane.scheduler.controller.podgroups`).
+
 A binding that can never fit (:mod:`controlplane.scheduler.core.neverfit`) is looked at again
 only when the fleet's capacity facts change; a binding whose workload finished
 (:mod:`~controlplane.scheduler.controller.finished`) keeps its placement for good. Capacity a
@@ -57,7 +60,7 @@ from controlplane.apis.work_v1alpha1 import BindingKey, ConditionType, ResourceB
 from controlplane.controllers.attachments import is_attached
 from controlplane.controllers.context import INDEX_CLUSTER, ControllerContext, policy_ref_of_binding
 from controlplane.controllers.detecting import binding_priority
-from controlplane.controllers.failover import evicting_clusters
+from controlplane.controllers.failover import EvictionCause, evicting_clusters
 from controlplane.controllers.pods import owner_key
 from controlplane.controllers.reconciling import KeyedController
 from controlplane.controllers.workloads import is_deleting
@@ -68,7 +71,7 @@ from controlplane.scheduler.controller.evictions import FailoverEvictions, with_
 from controlplane.scheduler.controller.finished import finished_phase
 from controlplane.scheduler.controller.moves import UnschedulableMoves
 from controlplane.scheduler.controller.ownwrites import OwnPlacements
-from controlplane.scheduler.controller.podgroups import PodGroupPlacement
+from controlplane.scheduler.controller.podgroups import PodGroup, PodGroupPlacement
 from controlplane.scheduler.controller.quotas import QuotaEnforcement
 from controlplane.scheduler.controller.reading import (
     applied_condition,
@@ -382,6 +385,8 @@ class SchedulerController(KeyedController[BindingKey]):
         snapshots = {name: s for name, s in all_snapshots.items() if name not in evicting}
         group = self.pod_groups.group_of(binding)
         home = self.pod_groups.home(group, key) if group is not None else set()
+        # A pod group's failover looks at every cluster; its Pods' other decisions at its own (podgroups.py).
+        fleet = [snapshots[name] for name in sorted(snapshots)] if group is not None else []
         if home:  # a Pod of a placed group goes, and stays, where the rest of its group runs
             snapshots = {name: s for name, s in snapshots.items() if name in home or name in request.previous}
         moves, wait, move_reasons = self.moves.due(key, binding, request)
@@ -440,6 +445,8 @@ class SchedulerController(KeyedController[BindingKey]):
         result: ScheduleResult | None = None
         started = time.perf_counter()  # gpufed_scheduling_duration_seconds: one decision's time
         try:
+            if check.due and group is not None and await self._evict_group(group, binding, request, check.due, fleet, now):
+                return wait
             if check.due:
                 evicted_decision = decide_with_evictions(
                     request, ordered, check.due, reservations=self.reservations, now=now, cache=self.cache
@@ -551,6 +558,19 @@ class SchedulerController(KeyedController[BindingKey]):
         if not result.condition.status:
             return min(UNPLACED_RETRY_SECONDS, wait) if wait is not None else UNPLACED_RETRY_SECONDS
         return wait
+
+    async def _evict_group(
+        self, group: PodGroup, binding: dict[str, Any], request: BindingRequest,
+        due: Mapping[str, EvictionCause], fleet: list[ClusterSnapshot], now: datetime,
+    ) -> bool:
+        """Fail a pod group over whole (podgroups.py); False when it stays."""
+        moved = await self.pod_groups.evict(group, binding, request, due, fleet, reservations=self.reservations, now=now)
+        for member, left in moved or ():
+            for cluster in left:
+                self.reservations.release(key_text(member), cluster=cluster)
+            self.evictions.evicted(member, left)
+            self.evictions.blocked.discard(member)
+        return moved is not None
 
     async def _refresh_explanation(
         self, binding: dict[str, Any], request: BindingRequest, snapshots: dict[str, ClusterSnapshot], *, now: datetime

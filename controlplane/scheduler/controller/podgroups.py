@@ -14,7 +14,10 @@ gate's index) and their bindings. Out:
 * :meth:`PodGroupPlacement.place`: the decision for a binding of the group not placed yet. Once
   the bindings of all ``n`` Pods exist, they are decided together as one gang
   (:mod:`controlplane.scheduler.core.podgroups`) and the decision is written into each: the one
-  cluster that holds them all, or none, each with why. Until then the binding says it waits.
+  cluster that holds them all, or none, each with why. Until then the binding says it waits;
+* :meth:`PodGroupPlacement.evict`: failover of a group whose cluster is due for eviction: the
+  whole group to one other cluster that holds it all, each binding with its eviction task, or
+  none moves (the bindings then wait as any eviction with no room elsewhere does).
 
 Decisions of group bindings run one at a time (:attr:`PodGroupPlacement.lock`), so two Pods of one
 group popped together do not both decide for the group.
@@ -24,8 +27,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Final
 
@@ -34,6 +37,7 @@ from controlplane.apis.views import BindingView
 from controlplane.apis.work_v1alpha1 import BindingKey, ScheduledReason, binding_name
 from controlplane.controllers.admissiongate import Kinds
 from controlplane.controllers.context import ControllerContext
+from controlplane.controllers.failover import EvictionCause
 from controlplane.controllers.workloads import binding_namespace, is_deleting
 from controlplane.objectclient import errors
 from controlplane.scheduler.controller.quotas import QuotaEnforcement
@@ -138,16 +142,7 @@ class PodGroupPlacement:
         if home:
             decided = schedule(request, snapshots, reservations=reservations, now=now, cache=self.cache)
             return await self._write(binding, request, follower_result(decided, group=group.name, home=sorted(home)))
-        members: list[tuple[dict[str, Any], BindingRequest]] = []
-        own = binding_key(binding)
-        for cached in self._bindings(group):
-            key = binding_key(cached)
-            latest = binding if key == own else await self.ctx.latest_seen(self.ctx.binding_rt, *key)
-            if latest is None or is_deleting(latest) or _placed(latest) or pods.finished(workload_of(self.ctx, latest) or {}):
-                continue
-            member = request if key == own else self.request_of(latest)
-            if member is not None:
-                members.append((latest, member))
+        members = [(b, m) for b, m in await self._members(group, binding, request) if not m.previous]
         if len(members) < group.count:
             waiting = (
                 f"pod group {group.name}: waiting for the bindings of its {group.count} pods "
@@ -181,3 +176,59 @@ class PodGroupPlacement:
             await set_schedulable(self.ctx, workload, result.condition)
         log.debug("binding %s: %s", key_text(binding_key(binding)), result.condition.message)
         return bool(result.clusters)
+
+    async def _members(self, group: PodGroup, binding: dict[str, Any], request: BindingRequest) -> list[
+        tuple[dict[str, Any], BindingRequest]
+    ]:
+        """The group's bindings as the hub last saw them, with their requests (Pods that finished,
+        and bindings being deleted or not valid, left out)."""
+        members: list[tuple[dict[str, Any], BindingRequest]] = []
+        own = binding_key(binding)
+        for cached in self._bindings(group):
+            key = binding_key(cached)
+            latest = binding if key == own else await self.ctx.latest_seen(self.ctx.binding_rt, *key)
+            if latest is None or is_deleting(latest) or pods.finished(workload_of(self.ctx, latest) or {}):
+                continue
+            member = request if key == own else self.request_of(latest)
+            if member is not None:
+                members.append((latest, member))
+        return members
+
+    async def evict(
+        self,
+        group: PodGroup,
+        binding: dict[str, Any],
+        request: BindingRequest,
+        due: Mapping[str, EvictionCause],
+        snapshots: Sequence[ClusterSnapshot],
+        *,
+        reservations: Reservations,
+        now: datetime,
+    ) -> list[tuple[BindingKey, list[str]]] | None:
+        """Move the whole group out of the clusters ``due`` for eviction, into one cluster that holds
+        it all; per binding moved, the clusters it left. None when it does not move: some Pod of
+        the group runs elsewhere or is not placed, or no other cluster holds the group."""
+        members = await self._members(group, binding, request)
+        if not members or any(not m.previous or not set(m.previous) <= set(due) for _, m in members):
+            return None
+        gang = group_request(f"{group.namespace}/{group.name}", [m for _, m in members])
+        result = schedule(gang, [s for s in snapshots if s.name not in due], reservations=reservations, now=now, cache=self.cache)
+        if not result.clusters:
+            return None
+        shares = [(b, m, member_result(result, m, group=group.name, pods=len(members))) for b, m in members]
+        if any(self.quotas.refusal(b, share.clusters) is not None for b, _, share in shares):
+            return None  # FederatedQuotaEnforcement would refuse a Pod there: the group stays whole
+        moved: list[tuple[BindingKey, list[str]]] = []
+        for member_binding, member, share in shares:
+            leaving = {name: due[name] for name in member.previous}
+            try:
+                await write_decision(
+                    self.ctx, self.keeper, member_binding, replace(member, previous={}), share,
+                    moved={}, evicted=leaving, previous=dict(member.previous), why=WHY,
+                )
+            except errors.Conflict:
+                log.info("binding %s changed while its pod group was moved; it is decided again", member.key)
+                await self.requeue(binding_key(member_binding))
+                continue
+            moved.append((binding_key(member_binding), sorted(leaving)))
+        return moved
