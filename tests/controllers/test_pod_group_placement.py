@@ -23,9 +23,13 @@ from .test_failover_loop import taint
 BINDING_API = "work.gpufed.io/v1alpha1"
 
 
-async def fleet(objects: ObjectStore, manager: ControllerManager, *, small: int, big: int, small_nodes: int = 1) -> None:
+async def fleet(
+    objects: ObjectStore, manager: ControllerManager, *, small: int, big: int, small_nodes: int = 1,
+    only: tuple[str, ...] = (),
+) -> None:
     """Two clusters: ``a-small`` with ``small_nodes`` nodes of ``small`` free GPUs (first by name,
-    and cheaper), ``b-big`` with one node of ``big``; a queue of 8 GPUs and a Divided policy for Pods."""
+    and cheaper), ``b-big`` with one node of ``big``; a queue of 8 GPUs and a Divided policy for Pods
+    (``only``: for the Pods of these names alone)."""
     objects.check_creates(hold_queued_workload)
     objects.admit_writes(check_managed_label)
     await put_cluster(objects, "a-small", node_shape(small_nodes, gpus=small), pods=[])
@@ -36,7 +40,10 @@ async def fleet(objects: ObjectStore, manager: ControllerManager, *, small: int,
         "resourceGroups": [{"coveredResources": [GPU], "flavors": [{"name": "a100", "resources": [{"name": GPU, "nominalQuota": 8}]}]}],
     }))
     await create(objects, kueue_obj("LocalQueue", "team-lq", "default", spec={"clusterQueue": "team"}))
-    await create(objects, propagation_policy("pods", kind="Pod", api_version="v1", placement=PLACEMENT))
+    policy = propagation_policy("pods", kind="Pod", api_version="v1", placement=PLACEMENT)
+    if only:
+        policy["spec"]["resourceSelectors"] = [{"apiVersion": "v1", "kind": "Pod", "name": name} for name in only]
+    await create(objects, policy)
     await settled(manager)
 
 
@@ -185,3 +192,22 @@ async def test_a_group_fails_over_whole_or_not_at_all(
         found = await binding(objects, name)
         assert found is not None and clusters(found) == {"b-big": 1}, (name, found and clusters(found))
         assert not found["spec"].get("gracefulEvictionTasks")
+
+
+async def test_a_group_waits_until_every_pod_has_its_binding(objects: ObjectStore, manager: ControllerManager) -> None:
+    """No policy claims ``g2``: ``g0`` and ``g1`` are not placed on their own, and say what they wait for."""
+    await fleet(objects, manager, small=2, big=4, only=("g0", "g1"))
+    for name in ("g0", "g1", "g2"):
+        await create(objects, group_pod(name, queue="team-lq"))
+
+    async def waiting(pod: str) -> dict[str, Any] | None:
+        found = await decided(objects, pod)
+        return found if found is not None and "(2 so far)" in scheduled(found)["message"] else None
+
+    for name in ("g0", "g1"):
+        await eventually(lambda n=name: waiting(n), what=f"{name} waiting")
+    await settled(manager)
+    for name in ("g0", "g1"):
+        found = await binding(objects, name)
+        assert found is not None and clusters(found) == {}
+        assert scheduled(found)["message"] == "pod group grp: waiting for the bindings of its 3 pods (2 so far)"

@@ -148,7 +148,10 @@ class PodGroupPlacement:
                 f"pod group {group.name}: waiting for the bindings of its {group.count} pods "
                 f"({len(members)} so far)"
             )
-            await write_condition(self.ctx, binding, ScheduledCondition(False, ScheduledReason.UNSCHEDULABLE, waiting))
+            for member_binding, _ in members:  # every binding of the group says how many there are now
+                await write_condition(
+                    self.ctx, member_binding, ScheduledCondition(False, ScheduledReason.UNSCHEDULABLE, waiting)
+                )
             return False
         gang = group_request(f"{group.namespace}/{group.name}", [m for _, m in members])
         result = schedule(gang, snapshots, reservations=reservations, now=now, cache=self.cache)
