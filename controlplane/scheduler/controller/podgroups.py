@@ -26,6 +26,7 @@ group popped together do not both decide for the group.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -56,6 +57,8 @@ log = logging.getLogger(__name__)
 
 POD: Final = ("v1", "Pod")
 WHY: Final = "pod group"
+#: A binding of the group changed or went while the group's decision was written.
+CHANGED: Final = (errors.Conflict, errors.NotFound)
 
 #: A binding's scheduler request (None when the binding is not valid).
 RequestOf = Callable[[dict[str, Any]], BindingRequest | None]
@@ -149,9 +152,10 @@ class PodGroupPlacement:
                 f"({len(members)} so far)"
             )
             for member_binding, _ in members:  # every binding of the group says how many there are now
-                await write_condition(
-                    self.ctx, member_binding, ScheduledCondition(False, ScheduledReason.UNSCHEDULABLE, waiting)
-                )
+                with contextlib.suppress(*CHANGED):  # its write's event, or the retry, tells it again
+                    await write_condition(
+                        self.ctx, member_binding, ScheduledCondition(False, ScheduledReason.UNSCHEDULABLE, waiting)
+                    )
             return False
         gang = group_request(f"{group.namespace}/{group.name}", [m for _, m in members])
         result = schedule(gang, snapshots, reservations=reservations, now=now, cache=self.cache)
@@ -165,7 +169,7 @@ class PodGroupPlacement:
         for member_binding, member, share in shares:
             try:
                 placed = await self._write(member_binding, member, share) or placed
-            except errors.Conflict:
+            except CHANGED:
                 # Changed meanwhile: decided again, following the pods of its group placed already.
                 log.info("binding %s changed while its pod group was placed; it is decided again", member.key)
                 await self.requeue(binding_key(member_binding))
@@ -229,7 +233,7 @@ class PodGroupPlacement:
                     self.ctx, self.keeper, member_binding, replace(member, previous={}), share,
                     moved={}, evicted=leaving, previous=dict(member.previous), why=WHY,
                 )
-            except errors.Conflict:
+            except CHANGED:
                 log.info("binding %s changed while its pod group was moved; it is decided again", member.key)
                 await self.requeue(binding_key(member_binding))
                 continue
