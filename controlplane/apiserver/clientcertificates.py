@@ -48,6 +48,7 @@ from prometheus_client import CollectorRegistry, Histogram
 
 from controlplane.apis.timestamps import format_time
 from controlplane.apiserver.identity import AUTHENTICATED, EXTRA_CREDENTIAL_ID, Role, UserInfo
+from controlplane.metricstability import Stability, kube_help
 from controlplane.pki import utc_now
 
 #: Certificates whose user is kept (a fleet of clients each with its own certificate fits).
@@ -74,7 +75,9 @@ def expiration_histogram(registry: CollectorRegistry | None = None) -> Histogram
     """kube's ``apiserver_client_certificate_expiration_seconds``, in ``registry``."""
     return Histogram(
         "apiserver_client_certificate_expiration_seconds",
-        "Distribution of the remaining lifetime on the certificate used to authenticate a request.",
+        kube_help(
+            Stability.ALPHA, "Distribution of the remaining lifetime on the certificate used to authenticate a request.",
+        ),
         buckets=EXPIRATION_BUCKETS, registry=registry,
     )
 

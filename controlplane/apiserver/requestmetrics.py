@@ -27,6 +27,7 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from controlplane.apiserver.routing import RequestInfo
+from controlplane.metricstability import Stability, kube_help
 
 COMPONENT: Final = "apiserver"
 #: kube's buckets of ``apiserver_request_duration_seconds``.
@@ -86,14 +87,20 @@ class RequestMetrics:
         registry = registry if registry is not None else CollectorRegistry()
         self.total = Counter(
             "apiserver_request_total",
-            "[STABLE] Counter of apiserver requests broken out for each verb, dry run value, group, version, "
-            "resource, scope, component, and HTTP response code.",
+            kube_help(
+                Stability.STABLE,
+                "Counter of apiserver requests broken out for each verb, dry run value, group, version, "
+                "resource, scope, component, and HTTP response code.",
+            ),
             [*_LABELS, "code"], registry=registry,
         )
         self.duration = Histogram(
             "apiserver_request_duration_seconds",
-            "[STABLE] Response latency distribution in seconds for each verb, dry run value, group, version, "
-            "resource, subresource, scope and component.",
+            kube_help(
+                Stability.STABLE,
+                "Response latency distribution in seconds for each verb, dry run value, group, version, "
+                "resource, subresource, scope and component.",
+            ),
             _LABELS, buckets=DURATION_BUCKETS, registry=registry,
         )
         self._series: dict[_Key, tuple[Counter, Histogram]] = {}

@@ -33,6 +33,23 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from controlplane.metricstability import Stability, kube_help
+
+#: kube's help texts (component-base ``metrics/prometheus/workqueue``), all ``BETA``.
+_HELP: Final = {
+    key: kube_help(Stability.BETA, text) for key, text in {
+        "depth": "Current depth of workqueue",
+        "adds": "Total number of adds handled by workqueue",
+        "queue_duration": "How long in seconds an item stays in workqueue before being requested.",
+        "work_duration": "How long in seconds processing an item from workqueue takes.",
+        "unfinished_work": "How many seconds of work has done that is in progress and hasn't been observed by "
+        "work_duration. Large values indicate stuck threads. One can deduce the number of stuck threads by "
+        "observing the rate at which this increases.",
+        "longest_running_processor": "How many seconds has the longest running processor for workqueue been running.",
+        "retries": "Total number of retries handled by workqueue",
+    }.items()
+}
+
 
 def _exponential_buckets(start: float, factor: float, count: int) -> tuple[float, ...]:
     """Prometheus's ``ExponentialBuckets``, multiplied out as Go does (so the ``le`` labels match kube's)."""
@@ -140,30 +157,15 @@ class WorkqueueMetrics(Collector):
                    default=0.0)
 
     def collect(self) -> Iterator[Metric]:
-        depth = GaugeMetricFamily("workqueue_depth", "Current depth of workqueue", labels=LABELS)
-        adds = CounterMetricFamily("workqueue_adds", "Total number of adds handled by workqueue", labels=LABELS)
-        latency = HistogramMetricFamily(
-            "workqueue_queue_duration_seconds",
-            "How long in seconds an item stays in workqueue before being requested.",
-            labels=LABELS,
-        )
-        work = HistogramMetricFamily(
-            "workqueue_work_duration_seconds", "How long in seconds processing an item from workqueue takes.",
-            labels=LABELS,
-        )
-        unfinished = GaugeMetricFamily(
-            "workqueue_unfinished_work_seconds",
-            "How many seconds of work has done that is in progress and hasn't been observed by work_duration. "
-            "Large values indicate stuck threads. One can deduce the number of stuck threads by observing the "
-            "rate at which this increases.",
-            labels=LABELS,
-        )
+        depth = GaugeMetricFamily("workqueue_depth", _HELP["depth"], labels=LABELS)
+        adds = CounterMetricFamily("workqueue_adds", _HELP["adds"], labels=LABELS)
+        latency = HistogramMetricFamily("workqueue_queue_duration_seconds", _HELP["queue_duration"], labels=LABELS)
+        work = HistogramMetricFamily("workqueue_work_duration_seconds", _HELP["work_duration"], labels=LABELS)
+        unfinished = GaugeMetricFamily("workqueue_unfinished_work_seconds", _HELP["unfinished_work"], labels=LABELS)
         longest = GaugeMetricFamily(
-            "workqueue_longest_running_processor_seconds",
-            "How many seconds has the longest running processor for workqueue been running.",
-            labels=LABELS,
+            "workqueue_longest_running_processor_seconds", _HELP["longest_running_processor"], labels=LABELS,
         )
-        retries = CounterMetricFamily("workqueue_retries", "Total number of retries handled by workqueue", labels=LABELS)
+        retries = CounterMetricFamily("workqueue_retries", _HELP["retries"], labels=LABELS)
         for name, series in sorted(self._series.items()):
             queue = series.live
             ages = queue.running_seconds() if queue is not None else ()

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Gauge
 
+from controlplane.metricstability import Stability, kube_help
 from controlplane.storage.embedded import QUOTA_BACKEND_BYTES
 from controlplane.storage.etcd import EtcdStore
 from controlplane.storage.etcd.maintenance import NOSPACE, EtcdStatus
@@ -66,7 +67,7 @@ class StorageSizeMetrics:
     def __init__(self, registry: CollectorRegistry) -> None:
         self.size = Gauge(
             "apiserver_storage_size_bytes",
-            "Size of the storage database file physically allocated in bytes.",
+            kube_help(Stability.STABLE, "Size of the storage database file physically allocated in bytes."),
             ["storage_cluster_id"], registry=registry,
         )
         self.in_use = Gauge(

@@ -88,3 +88,37 @@ async def test_resource_requests_are_counted_and_timed_under_kubes_labels(
                if s.name == "apiserver_request_duration_seconds_bucket"}
     assert {"0.005", "1.25", "45.0", "60.0", "+Inf"} <= buckets
     assert "# HELP apiserver_request_total [STABLE] Counter of apiserver requests broken out" in text
+
+
+#: kube-apiserver's HELP lines, as its metrics framework renders them: the stability level kube
+#: declares for the metric, in brackets, before kube's help text.
+KUBE_HELP_LINES = (
+    "# HELP apiserver_request_total [STABLE] Counter of apiserver requests broken out for each verb, dry run value, "
+    "group, version, resource, scope, component, and HTTP response code.",
+    "# HELP apiserver_storage_size_bytes [STABLE] Size of the storage database file physically allocated in bytes.",
+    "# HELP apiserver_admission_webhook_admission_duration_seconds [STABLE] Admission webhook latency histogram in "
+    "seconds, identified by name and broken out for each operation and API resource and type (validate or admit).",
+    "# HELP apiserver_flowcontrol_current_inqueue_requests [BETA] Number of requests currently pending in queues of "
+    "the API Priority and Fairness subsystem",
+    "# HELP apiserver_flowcontrol_request_wait_duration_seconds [BETA] Length of time a request spent waiting in its "
+    "queue",
+    "# HELP apiserver_validating_admission_policy_check_total [BETA] Validation admission policy check total, labeled "
+    "by policy and further identified by binding and enforcement action taken.",
+    "# HELP workqueue_depth [BETA] Current depth of workqueue",
+    "# HELP apiserver_flowcontrol_current_limit_seats [ALPHA] current derived number of execution seats available to "
+    "each priority level",
+    "# HELP apiserver_audit_event_total [ALPHA] Counter of audit events generated and sent to the audit backend.",
+    "# HELP apiserver_client_certificate_expiration_seconds [ALPHA] Distribution of the remaining lifetime on the "
+    "certificate used to authenticate a request.",
+    "# HELP apiserver_crd_conversion_webhook_duration_seconds [ALPHA] CRD webhook conversion duration in seconds",
+)
+
+
+async def test_kubes_metrics_carry_kubes_stability_level_in_their_help(
+    hub_api: tuple[TestClient[Any, Any], HubMetrics],
+) -> None:
+    client, _ = hub_api
+    lines = set((await (await client.get("/metrics")).text()).splitlines())
+    assert [line for line in KUBE_HELP_LINES if line not in lines] == []
+    # The hub's own metrics are not kube's: no stability level.
+    assert "# HELP gpufed_waste_samples_total Fleet samples taken by the waste accounting, by result (ok, error)." in lines

@@ -19,6 +19,8 @@ from typing import Final
 
 from prometheus_client import CollectorRegistry, Counter
 
+from controlplane.metricstability import Stability, kube_help
+
 log = logging.getLogger(__name__)
 
 _ERROR_LOG_PERIOD_SECONDS: Final = 60.0
@@ -28,17 +30,21 @@ class AuditMetrics:
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         registry = registry if registry is not None else CollectorRegistry()
         self.events = Counter(
-            "apiserver_audit_event", "Counter of audit events generated and sent to the audit backend.",
+            "apiserver_audit_event", kube_help(Stability.ALPHA, "Counter of audit events generated and sent to the audit backend."),
             registry=registry,
         )
         self.errors = Counter(
             "apiserver_audit_error",
-            "Counter of audit events that failed to be audited properly. Plugin identifies the plugin affected by the error.",
+            kube_help(
+                Stability.ALPHA,
+                "Counter of audit events that failed to be audited properly. Plugin identifies the plugin affected "
+                "by the error.",
+            ),
             ["plugin"], registry=registry,
         )
         self.rejected = Counter(
             "apiserver_audit_requests_rejected",
-            "Counter of apiserver requests rejected due to an error in audit logging backend.",
+            kube_help(Stability.ALPHA, "Counter of apiserver requests rejected due to an error in audit logging backend."),
             registry=registry,
         )
         self._last_logged: dict[str, float] = {}

@@ -25,21 +25,32 @@ from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from controlplane.metricstability import Stability, kube_help
+
 if TYPE_CHECKING:
     from controlplane.apiserver.flowcontrol.borrowing import DemandStats
     from controlplane.apiserver.flowcontrol.levels import Classification
 
 _LABELS = ["priority_level", "flow_schema"]
+#: Gauge name -> (kube's stability level, kube's help text).
 _LIMIT_GAUGES = {
-    "nominal_limit_seats": "Nominal number of execution seats configured for each priority level.",
-    "lower_limit_seats": "Configured lower bound on number of execution seats available to each priority level.",
-    "upper_limit_seats": "Configured upper bound on number of execution seats available to each priority level.",
-    "current_limit_seats": "Current derived number of execution seats available to each priority level.",
-    "target_seats": "Seat allocation targets.",
-    "demand_seats_high_watermark": "High watermark, over last adjustment period, of demand_seats.",
-    "demand_seats_average": "Time-weighted average, over last adjustment period, of demand_seats.",
-    "demand_seats_stdev": "Time-weighted standard deviation, over last adjustment period, of demand_seats.",
-    "demand_seats_smoothed": "Smoothed seat demands.",
+    "nominal_limit_seats": (Stability.BETA, "Nominal number of execution seats configured for each priority level"),
+    "lower_limit_seats": (
+        Stability.ALPHA, "Configured lower bound on number of execution seats available to each priority level",
+    ),
+    "upper_limit_seats": (
+        Stability.ALPHA, "Configured upper bound on number of execution seats available to each priority level",
+    ),
+    "current_limit_seats": (
+        Stability.ALPHA, "current derived number of execution seats available to each priority level",
+    ),
+    "target_seats": (Stability.ALPHA, "Seat allocation targets"),
+    "demand_seats_high_watermark": (Stability.ALPHA, "High watermark, over last adjustment period, of demand_seats"),
+    "demand_seats_average": (Stability.ALPHA, "Time-weighted average, over last adjustment period, of demand_seats"),
+    "demand_seats_stdev": (
+        Stability.ALPHA, "Time-weighted standard deviation, over last adjustment period, of demand_seats",
+    ),
+    "demand_seats_smoothed": (Stability.ALPHA, "Smoothed seat demands"),
 }
 _WAIT_BUCKETS = (0.0, 0.005, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 15.0, 30.0)
 #: kube's buckets of ``work_estimated_seats`` and ``watch_count_samples``.
@@ -52,40 +63,58 @@ class FlowControlMetrics:
         registry = registry if registry is not None else CollectorRegistry()
         self.inqueue = Gauge(
             "apiserver_flowcontrol_current_inqueue_requests",
-            "Requests waiting in a priority level's queues.", _LABELS, registry=registry,
+            kube_help(
+                Stability.BETA,
+                "Number of requests currently pending in queues of the API Priority and Fairness subsystem",
+            ),
+            _LABELS, registry=registry,
         )
         self.executing = Gauge(
             "apiserver_flowcontrol_current_executing_requests",
-            "Requests being served, by priority level.", _LABELS, registry=registry,
+            kube_help(
+                Stability.BETA,
+                "Number of requests in initial (for a WATCH) or any (for a non-WATCH) execution stage in the API "
+                "Priority and Fairness subsystem",
+            ),
+            _LABELS, registry=registry,
         )
         self.executing_seats = Gauge(
             "apiserver_flowcontrol_current_executing_seats",
-            "Concurrency (number of seats) occupied by the currently executing (initial stage for a WATCH, "
-            "any stage otherwise) requests in the API Priority and Fairness subsystem", _LABELS, registry=registry,
+            kube_help(
+                Stability.BETA,
+                "Concurrency (number of seats) occupied by the currently executing (initial stage for a WATCH, "
+                "any stage otherwise) requests in the API Priority and Fairness subsystem",
+            ),
+            _LABELS, registry=registry,
         )
         self.estimated_seats = Histogram(
             "apiserver_flowcontrol_work_estimated_seats",
-            "Number of estimated seats (maximum of initial and final seats) associated with requests in API "
-            "Priority and Fairness", _LABELS, buckets=_SEATS_BUCKETS, registry=registry,
+            kube_help(
+                Stability.ALPHA,
+                "Number of estimated seats (maximum of initial and final seats) associated with requests in API "
+                "Priority and Fairness",
+            ),
+            _LABELS, buckets=_SEATS_BUCKETS, registry=registry,
         )
         self.watch_counts = Histogram(
             "apiserver_flowcontrol_watch_count_samples",
-            "count of watchers for mutating requests in API Priority and Fairness", _LABELS,
+            kube_help(Stability.ALPHA, "count of watchers for mutating requests in API Priority and Fairness"), _LABELS,
             buckets=_WATCH_COUNT_BUCKETS, registry=registry,
         )
         self.rejected = Counter(
             "apiserver_flowcontrol_rejected_requests",
-            "Requests rejected by API Priority and Fairness, by reason.", [*_LABELS, "reason"],
+            kube_help(Stability.BETA, "Number of requests rejected by API Priority and Fairness subsystem"),
+            [*_LABELS, "reason"],
             registry=registry,
         )
         self.wait_duration = Histogram(
             "apiserver_flowcontrol_request_wait_duration_seconds",
-            "Time requests spent waiting in their queue.", [*_LABELS, "execute"],
+            kube_help(Stability.BETA, "Length of time a request spent waiting in its queue"), [*_LABELS, "execute"],
             buckets=_WAIT_BUCKETS, registry=registry,
         )
         self.limits = {
-            name: Gauge(f"apiserver_flowcontrol_{name}", help_text, ["priority_level"], registry=registry)
-            for name, help_text in _LIMIT_GAUGES.items()
+            name: Gauge(f"apiserver_flowcontrol_{name}", kube_help(level, text), ["priority_level"], registry=registry)
+            for name, (level, text) in _LIMIT_GAUGES.items()
         }
 
         #: Each (level, flow schema)'s in-queue, executing and seats gauges, looked up once (a

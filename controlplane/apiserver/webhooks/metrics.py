@@ -27,6 +27,8 @@ from collections.abc import Iterator
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import Metric
 
+from controlplane.metricstability import Stability, kube_help
+
 _WEBHOOK_BUCKETS = (0.005, 0.025, 0.1, 0.5, 1.0, 2.5, 10.0, 25.0)
 _POLICY_BUCKETS = (0.0000005, 0.001, 0.01, 0.1, 1.0)
 _POLICY_LABELS = ["policy", "policy_binding", "enforcement_action"]
@@ -43,44 +45,72 @@ class AdmissionMetrics:
         registry = registry if registry is not None else CollectorRegistry()
         self.webhook_duration = Histogram(
             "apiserver_admission_webhook_admission_duration_seconds",
-            "Admission webhook latency histogram in seconds, identified by name and broken out for each "
-            "operation and type (validating or admit).",
+            kube_help(
+                Stability.STABLE,
+                "Admission webhook latency histogram in seconds, identified by name and broken out for each "
+                "operation and API resource and type (validate or admit).",
+            ),
             ["name", "type", "operation", "rejected"], buckets=_WEBHOOK_BUCKETS, registry=registry,
         )
         self.webhook_requests = Counter(
             "apiserver_admission_webhook_request",
-            "Admission webhook request total, identified by name and broken out for each admission type "
-            "(validating or admit) and operation, whether the request was rejected and an HTTP status code.",
+            kube_help(
+                Stability.ALPHA,
+                "Admission webhook request total, identified by name and broken out for each admission type "
+                "(validating or mutating) and operation. Additional labels specify whether the request was "
+                "rejected or not and an HTTP status code. Codes greater than 600 are truncated to 600, to keep "
+                "the metrics cardinality bounded.",
+            ),
             ["name", "type", "operation", "code", "rejected"], registry=registry,
         )
         # kube's two counters named ``..._count`` carry no ``_total`` suffix, which prometheus_client's
         # Counter would add: they are served as they are by a collector of their own.
         self.webhook_rejections = _PlainCounter(
             "apiserver_admission_webhook_rejection_count",
-            "Admission webhook rejection count, identified by name and broken out for each admission type "
-            "(validating or admit), operation, error type and rejection code.",
+            kube_help(
+                Stability.ALPHA,
+                "Admission webhook rejection count, identified by name and broken out for each admission type "
+                "(validating or admit) and operation. Additional labels specify an error type "
+                "(calling_webhook_error or apiserver_internal_error if an error occurred; no_error otherwise) and "
+                "optionally a non-zero rejection code if the webhook rejects the request with an HTTP status code "
+                "(honored by the apiserver when the code is greater or equal to 400). Codes greater than 600 are "
+                "truncated to 600, to keep the metrics cardinality bounded.",
+            ),
             ("name", "type", "operation", "error_type", "rejection_code"),
         )
         self.webhook_fail_open = _PlainCounter(
             "apiserver_admission_webhook_fail_open_count",
-            "Admission webhook fail open count, identified by name and admission type (validating or admit).",
+            kube_help(
+                Stability.ALPHA,
+                "Admission webhook fail open count, identified by name and broken out for each admission type "
+                "(validating or mutating).",
+            ),
             ("name", "type"),
         )
         registry.register(self.webhook_rejections)
         registry.register(self.webhook_fail_open)
         self.policy_checks = Counter(
             "apiserver_validating_admission_policy_check",
-            "Validation admission policy check total, labeled by policy, binding and enforcement action taken.",
+            kube_help(
+                Stability.BETA,
+                "Validation admission policy check total, labeled by policy and further identified by binding and "
+                "enforcement action taken.",
+            ),
             _POLICY_LABELS, registry=registry,
         )
         self.policy_duration = Histogram(
             "apiserver_validating_admission_policy_check_duration_seconds",
-            "Validation admission latency in seconds, labeled by policy, binding and enforcement action taken.",
+            kube_help(
+                Stability.BETA,
+                "Validation admission latency for individual validation expressions in seconds, labeled by policy "
+                "and further including binding and enforcement action taken.",
+            ),
             _POLICY_LABELS, buckets=_POLICY_BUCKETS, registry=registry,
         )
 
         self.crd_conversion_duration = Histogram(
-            "apiserver_crd_conversion_webhook_duration_seconds", "CRD webhook conversion duration in seconds",
+            "apiserver_crd_conversion_webhook_duration_seconds",
+            kube_help(Stability.ALPHA, "CRD webhook conversion duration in seconds"),
             ["crd_name", "from_version", "to_version", "succeeded"], buckets=_CONVERSION_BUCKETS, registry=registry,
         )
 
