@@ -10,8 +10,11 @@ Prometheus text format, from their own registry (not on ``/metrics``):
 * ``kubernetes_healthchecks_total{name,type,status}`` -- the results, ``status`` ``success`` or
   ``error``;
 
-``name`` is the check (``etcd``), ``type`` the endpoint that ran it (``readyz``). Authorized as any
-non-resource path: the default RBAC policy lets ``system:monitoring`` read it, as kube's.
+``name`` is the check (``etcd``), ``type`` the endpoint that ran it (``readyz``). ``DELETE
+/metrics/slis`` forgets every result and answers ``metrics reset`` (kube's ``HandlerWithReset``, which
+kube-apiserver installs with profiling on, its default). Authorized as any non-resource path, with
+the request's verb: the default RBAC policy lets ``system:monitoring`` ``get`` it, as kube's, and only
+whom a role grants ``delete`` on the path (``cluster-admin``) may reset it.
 """
 
 from __future__ import annotations
@@ -24,10 +27,11 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from controlplane.metricstability import Stability, kube_help
+
 SLIS_PATH = "/metrics/slis"
-#: kube's help texts, with the stability level its metrics framework puts before them.
-_HEALTHCHECK_HELP = "[STABLE] This metric records the result of a single healthcheck."
-_HEALTHCHECKS_TOTAL_HELP = "[STABLE] This metric records the results of all healthcheck."
+_HEALTHCHECK_HELP = kube_help(Stability.STABLE, "This metric records the result of a single healthcheck.")
+_HEALTHCHECKS_TOTAL_HELP = kube_help(Stability.STABLE, "This metric records the results of all healthcheck.")
 
 
 class HealthcheckSLIs(Collector):
@@ -45,6 +49,10 @@ class HealthcheckSLIs(Collector):
         self._last[name, endpoint] = passed
         self._totals[name, endpoint, "success" if passed else "error"] += 1
 
+    def reset(self) -> None:
+        self._last.clear()
+        self._totals.clear()
+
     def collect(self) -> Iterator[Metric]:
         last = GaugeMetricFamily("kubernetes_healthcheck", _HEALTHCHECK_HELP, labels=["name", "type"])
         for (name, endpoint), passed in sorted(self._last.items()):
@@ -60,12 +68,16 @@ class HealthcheckSLIs(Collector):
         return bytes(generate_latest(self._registry))
 
     def routes(self) -> list[web.RouteDef]:
-        """``GET /metrics/slis`` in the Prometheus text format."""
+        """``GET /metrics/slis`` in the Prometheus text format, ``DELETE`` to reset it."""
 
         async def slis(_request: web.Request) -> web.StreamResponse:
             return web.Response(body=self.render(), headers={"Content-Type": CONTENT_TYPE_LATEST})
 
-        return [web.get(SLIS_PATH, slis)]
+        async def reset(_request: web.Request) -> web.StreamResponse:
+            self.reset()
+            return web.Response(text="metrics reset\n")
+
+        return [web.get(SLIS_PATH, slis), web.delete(SLIS_PATH, reset)]
 
 
 __all__ = ["SLIS_PATH", "HealthcheckSLIs"]

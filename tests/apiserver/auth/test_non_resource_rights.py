@@ -90,3 +90,19 @@ async def test_debug_paths_are_whatever_rbac_grants(hub: Hub, session: aiohttp.C
         return all([(await get(session, hub, path, sre))[0] == 200 for path in DEBUG])
 
     await eventually(granted)
+
+
+async def test_resetting_the_slis_takes_delete_on_the_path(hub: Hub, session: aiohttp.ClientSession, admin: Client) -> None:
+    """kube's ``HandlerWithReset``: ``DELETE /metrics/slis`` is the verb ``delete`` on the path, which
+    ``system:monitoring`` (``get`` only) lacks and ``cluster-admin`` has."""
+    prometheus = await token(hub, Role.USER, "prometheus", "system:monitoring")
+    headers = {"Authorization": f"Bearer {prometheus}"}
+    async with session.delete(hub.url + "/metrics/slis", headers=headers) as refused:
+        status = await refused.json()
+    assert (refused.status, status["reason"]) == (403, "Forbidden"), status
+    assert status["message"].startswith('forbidden: User "prometheus" cannot delete path "/metrics/slis"'), status
+    assert (await get(session, hub, "/readyz", None))[0] == 200
+    assert "kubernetes_healthchecks_total{" in (await get(session, hub, "/metrics/slis", prometheus))[1]
+    async with session.delete(hub.url + "/metrics/slis", headers={"Authorization": f"Bearer {admin.token}"}) as reset:
+        assert (reset.status, await reset.text()) == (200, "metrics reset\n")
+    assert "kubernetes_healthchecks_total{" not in (await get(session, hub, "/metrics/slis", prometheus))[1]
