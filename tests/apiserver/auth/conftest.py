@@ -1,5 +1,10 @@
 """A real hub (real etcd, HTTPS) for the auth tests that need one, an HTTPS session trusting its
-CA, and its admin as a :class:`~tests.apiserver.auth.realhub.Client`."""
+CA, and its admin as a :class:`~tests.apiserver.auth.realhub.Client`.
+
+Each test gets a hub of its own, unless its module shares one (``pytestmark = SHARED_HUB`` from
+:mod:`.realhub`): a module whose tests neither see nor change each other's objects (their own
+names, no hub-wide object that changes what another test sees) runs them all on one hub, started
+for the module's first test and stopped after its last."""
 
 from __future__ import annotations
 
@@ -8,28 +13,59 @@ from pathlib import Path
 
 import aiohttp
 import pytest
+import pytest_asyncio
 
 from controlplane.apiserver.kubeconfig import load_kubeconfig
 from controlplane.apiserver.tls import client_ssl_context
 from controlplane.hub import Hub
 from controlplane.hubconfig import HubConfig
 
-from .realhub import Client
+from .realhub import Client, shares_hub
 
 
 @pytest.fixture
-async def hub(tmp_path: Path) -> AsyncIterator[Hub]:
-    async with Hub(HubConfig(state_dir=tmp_path / "hub", port=0)) as running:
-        yield running
+def hub(request: pytest.FixtureRequest) -> Hub:
+    hub: Hub = request.getfixturevalue("module_hub" if shares_hub(request.node) else "own_hub")
+    return hub
 
 
 @pytest.fixture
-async def session(hub: Hub) -> AsyncIterator[aiohttp.ClientSession]:
-    connector = aiohttp.TCPConnector(ssl=client_ssl_context(load_kubeconfig(hub.kubeconfig_path).ca_pem))
-    async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=30)) as s:
-        yield s
+def session(request: pytest.FixtureRequest) -> aiohttp.ClientSession:
+    session: aiohttp.ClientSession = request.getfixturevalue(
+        "module_session" if shares_hub(request.node) else "own_session"
+    )
+    return session
 
 
 @pytest.fixture
 def admin(hub: Hub, session: aiohttp.ClientSession) -> Client:
     return Client(session, hub, load_kubeconfig(hub.kubeconfig_path).token)
+
+
+@pytest.fixture
+async def own_hub(tmp_path: Path) -> AsyncIterator[Hub]:
+    async with Hub(HubConfig(state_dir=tmp_path / "hub", port=0)) as running:
+        yield running
+
+
+@pytest.fixture
+async def own_session(own_hub: Hub) -> AsyncIterator[aiohttp.ClientSession]:
+    async with _session(own_hub) as s:
+        yield s
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def module_hub(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Hub]:
+    async with Hub(HubConfig(state_dir=tmp_path_factory.mktemp("hub"), port=0)) as running:
+        yield running
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def module_session(module_hub: Hub) -> AsyncIterator[aiohttp.ClientSession]:
+    async with _session(module_hub) as s:
+        yield s
+
+
+def _session(hub: Hub) -> aiohttp.ClientSession:
+    connector = aiohttp.TCPConnector(ssl=client_ssl_context(load_kubeconfig(hub.kubeconfig_path).ca_pem))
+    return aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=30))

@@ -1,6 +1,7 @@
 """A client of a real hub for the auth tests (real etcd, HTTPS): one caller's bearer token, and a
 wait for what the hub reaches asynchronously (the RBAC watch, aggregation, the ServiceAccount watch).
-The ``hub``, ``session`` and ``admin`` fixtures are in this folder's conftest."""
+The ``hub``, ``session`` and ``admin`` fixtures are in this folder's conftest; a module whose
+tests are independent of each other shares one hub with ``pytestmark = SHARED_HUB``."""
 
 from __future__ import annotations
 
@@ -9,10 +10,19 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import aiohttp
+import pytest
 
 from controlplane.hub import Hub
 
 DEADLINE_SECONDS = 20.0
+#: A module's mark for one hub shared by its tests, which then run on the module's event loop.
+SHARED_HUB = pytest.mark.asyncio(loop_scope="module")
+
+
+def shares_hub(test: pytest.Item) -> bool:
+    """Whether ``test``'s module shares one hub (it is marked :data:`SHARED_HUB`)."""
+    marker = test.get_closest_marker("asyncio")
+    return marker is not None and marker.kwargs.get("loop_scope") == "module"
 
 
 class Client:

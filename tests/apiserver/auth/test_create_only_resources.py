@@ -17,7 +17,10 @@ import yaml
 from controlplane.apiserver.identity import Role
 from controlplane.hub import Hub
 
-from .realhub import Client
+from .realhub import SHARED_HUB, Client
+
+#: The tests read discovery and create reviews, which store nothing: one hub for them all.
+pytestmark = SHARED_HUB
 
 AUTHZ = "/apis/authorization.k8s.io/v1"
 AUTHN = "/apis/authentication.k8s.io/v1"
