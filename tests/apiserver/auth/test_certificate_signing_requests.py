@@ -20,10 +20,12 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from controlplane.hub import Hub
 
 from ..test_real_clients import kubectl, needs_kubectl
-from .realhub import Client, eventually
+from .realhub import SHARED_HUB, Client, eventually
 from .test_client_certificates import certificate_kubeconfig, hub_ca, whoami
 
-pytestmark = needs_kubectl
+#: One hub for the module: each test has CSRs of its own names, and the one ClusterRole and its
+#: bindings a test makes are for a group (``reviewers``) no other test's users are in.
+pytestmark = [needs_kubectl, SHARED_HUB]
 
 CLIENT_SIGNER = "kubernetes.io/kube-apiserver-client"
 
