@@ -1,10 +1,10 @@
 """A real hub (real etcd, HTTPS) for the auth tests that need one, an HTTPS session trusting its
 CA, and its admin as a :class:`~tests.apiserver.auth.realhub.Client`.
 
-Each test gets a hub of its own, unless its module shares one (``pytestmark = SHARED_HUB`` from
-:mod:`.realhub`): a module whose tests neither see nor change each other's objects (their own
-names, no hub-wide object that changes what another test sees) runs them all on one hub, started
-for the module's first test and stopped after its last."""
+Each test gets a hub of its own, unless it shares its module's (marked :data:`.realhub.SHARED_HUB`,
+or its module ``pytestmark = SHARED_HUB``): tests that neither see nor change each other's objects
+(their own names, no hub-wide object that changes what another test sees) run on one hub, started
+for the first of them and stopped after the module's last test."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """A client of a real hub for the auth tests (real etcd, HTTPS): one caller's bearer token, and a
 wait for what the hub reaches asynchronously (the RBAC watch, aggregation, the ServiceAccount watch).
 The ``hub``, ``session`` and ``admin`` fixtures are in this folder's conftest; a module whose
-tests are independent of each other shares one hub with ``pytestmark = SHARED_HUB``."""
+tests are independent of each other shares one hub with ``pytestmark = SHARED_HUB`` (a single test's
+cases with ``@SHARED_HUB``)."""
 
 from __future__ import annotations
 
@@ -15,12 +16,13 @@ import pytest
 from controlplane.hub import Hub
 
 DEADLINE_SECONDS = 20.0
-#: A module's mark for one hub shared by its tests, which then run on the module's event loop.
+#: The mark of tests that share their module's hub (a test's, or a module's for all of its tests):
+#: they run on the module's event loop, where that hub runs.
 SHARED_HUB = pytest.mark.asyncio(loop_scope="module")
 
 
 def shares_hub(test: pytest.Item) -> bool:
-    """Whether ``test``'s module shares one hub (it is marked :data:`SHARED_HUB`)."""
+    """Whether ``test`` runs on its module's shared hub (it is marked :data:`SHARED_HUB`)."""
     marker = test.get_closest_marker("asyncio")
     return marker is not None and marker.kwargs.get("loop_scope") == "module"
 

@@ -19,7 +19,7 @@ from controlplane.apiserver.kubeconfig import load_kubeconfig
 from controlplane.hub import Hub
 
 from ..test_real_clients import kubectl, needs_kubectl
-from .realhub import Client, eventually
+from .realhub import SHARED_HUB, Client, eventually
 
 NAMESPACE = "team"
 ACCOUNTS = f"/api/v1/namespaces/{NAMESPACE}/serviceaccounts"
@@ -105,6 +105,7 @@ async def test_a_service_account_token_works_until_its_account_is_deleted(
      "metadata.name: Invalid value: \"other\": must match the service account name if specified"),
     (f"{ACCOUNTS}/bot/token?dryRun=All", token_request(), 400, "dryRun is not supported"),
 ])
+@SHARED_HUB  # each case counts the tokens around its own request: one hub for them all
 async def test_a_token_request_kube_refuses_is_refused_and_issues_nothing(
     hub: Hub, session: aiohttp.ClientSession, path: str, body: dict[str, Any], code: int, expected: str
 ) -> None:
