@@ -157,20 +157,6 @@ async def test_health_endpoints_answer_in_kubes_format(api: Client, objects: Obj
         'kubernetes_healthchecks_total{name="shutdown",status="success",type="readyz"} 4.0\n'
     )
 
-    # DELETE resets them, as kube's HandlerWithReset: the next scrape has the families, no samples.
-    reset = await api.delete("/metrics/slis")
-    assert (reset.status, await reset.text()) == (200, "metrics reset\n")
-    assert await (await api.get("/metrics/slis")).text() == (
-        "# HELP kubernetes_healthcheck [STABLE] This metric records the result of a single healthcheck.\n"
-        "# TYPE kubernetes_healthcheck gauge\n"
-        "# HELP kubernetes_healthchecks_total [STABLE] This metric records the results of all healthcheck.\n"
-        "# TYPE kubernetes_healthchecks_total counter\n"
-    )
-    assert (await api.get("/livez")).status == 200
-    assert 'kubernetes_healthchecks_total{name="ping",status="success",type="livez"} 1.0' in (
-        await (await api.get("/metrics/slis")).text()
-    )
-
 
 # --- CRUD and errors ------------------------------------------------------------------------
 
