@@ -49,8 +49,9 @@ async def own_hub(tmp_path: Path) -> AsyncIterator[Hub]:
 
 
 @pytest.fixture
-async def own_session(own_hub: Hub) -> AsyncIterator[aiohttp.ClientSession]:
-    async with _session(own_hub) as s:
+async def own_session(hub: Hub) -> AsyncIterator[aiohttp.ClientSession]:
+    """A session for the test's hub: its own, or the one its module configures (a ``hub`` fixture of its own)."""
+    async with _session(hub) as s:
         yield s
 
 
