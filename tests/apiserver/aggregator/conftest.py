@@ -13,9 +13,9 @@ from controlplane.controllers.context import ControllerSettings
 from controlplane.hub import Hub
 from controlplane.hubconfig import HubConfig
 
-from ..auth.conftest import admin, session
+from ..auth.conftest import admin, own_session, session
 
-__all__ = ["admin", "hub", "session"]
+__all__ = ["admin", "hub", "own_session", "session"]
 
 
 @pytest.fixture
