@@ -60,6 +60,57 @@ async def test_a_target_at_zero_replicas_is_karmadas_failed_get_scale(objects: O
     assert await replicas(objects, "web") == 0
 
 
+async def warning_counts(objects: ObjectStore, name: str) -> list[tuple[str, str, int]]:
+    """The FederatedHPA ``name``'s Events: reason, message and count."""
+    items = (await objects.list(objects.registry.require("v1", "Event"), namespace="default")).items
+    return [(e["reason"], e["message"], int(e.get("count") or 0)) for e in items
+            if e["involvedObject"].get("kind") == "FederatedHPA" and e["involvedObject"].get("name") == name]
+
+
+async def test_failed_get_scale_is_recorded_every_sync_on_one_event(
+    objects: ObjectStore, manager: ControllerManager
+) -> None:
+    """Karmada records the failure's Event at every sync; the hub's Event correlation counts the
+    repeats on one Event, as client-go's does."""
+    await objects.create(objects.registry.require("apps/v1", "Deployment"), deployment("web", replicas=0))
+    await hpa.placed_on_onprem(objects, "web")
+    await objects.create(objects.registry.require(FHPA_API, "FederatedHPA"), fhpa("web", GPU_UTIL))
+
+    async def repeated() -> list[tuple[str, str, int]] | None:
+        found = await warning_counts(objects, "web")
+        return found if found and found[0][2] >= 3 else None
+
+    found = await eventually(repeated, what="FailedGetScale counted three times")
+    assert [(reason, message) for reason, message, _ in found] == [("FailedGetScale", FAILED_GET_REPLICAS)]
+
+
+async def test_a_target_without_a_scale_subresource_is_karmadas_failed_get_scale(
+    objects: ObjectStore, manager: ControllerManager
+) -> None:
+    """Karmada reads a target's replicas from its members' scale subresources: for a kind that has
+    none (a ConfigMap, placed whole) no member answers, and it stops where a target at 0 does.
+    Before that it looks for the target's binding, as for any kind."""
+    rt = objects.registry.require(FHPA_API, "FederatedHPA")
+    unbound = fhpa("loose", GPU_UTIL)
+    unbound["spec"]["scaleTargetRef"] = {"apiVersion": "v1", "kind": "ConfigMap", "name": "loose"}
+    await objects.create(objects.registry.require("v1", "ConfigMap"),
+                         {"metadata": {"name": "loose", "namespace": "default"}, "data": {}})
+    await objects.create(rt, unbound)
+    able = await unable_to_scale(objects, "loose", "FailedGetBinding")
+    assert able["message"] == "the HPA controller was unable to get the binding by scaleTargetRef: Target resource has no label. "
+
+    await objects.create(objects.registry.require("v1", "ConfigMap"),
+                         {"metadata": {"name": "settings", "namespace": "default"}, "data": {"a": "b"}})
+    await hpa.placed_on_onprem(objects, "settings", kind="ConfigMap", api_version="v1")
+    settings = fhpa("settings", GPU_UTIL)
+    settings["spec"]["scaleTargetRef"] = {"apiVersion": "v1", "kind": "ConfigMap", "name": "settings"}
+    await objects.create(rt, settings)
+    able = await unable_to_scale(objects, "settings", "FailedGetScale")
+    assert (able["status"], able["message"]) == (
+        "False", f"the HPA controller was unable to get the target's current scale: {FAILED_GET_REPLICAS}")
+    assert await events(objects, "settings") == [("FailedGetScale", FAILED_GET_REPLICAS)]
+
+
 async def test_a_missing_target_is_karmadas_failed_get_scale_target_ref(
     objects: ObjectStore, manager: ControllerManager
 ) -> None:

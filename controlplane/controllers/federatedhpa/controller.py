@@ -15,8 +15,8 @@ Each FederatedHPA is looked at every ``--horizontal-pod-autoscaler-sync-period``
 back after that delay: one queue and one timer for them all) and at once when its spec changes.
 The recent recommendations and scale events the behaviour rules read, and each FederatedHPA's
 selector (kube's ``hpaSelectors``, for ``AmbiguousSelector``), live in memory, as in kube; a new
-leader starts them afresh. A Warning Event is recorded when a failure's message changes, not on
-every sync.
+leader starts them afresh. As in Karmada, a failure's Warning Event is recorded at every sync it
+fails at; the hub's Event correlation (client-go's) counts the repeats on one Event.
 """
 
 from __future__ import annotations
@@ -58,6 +58,9 @@ CONFLICT_RETRY_SECONDS = 0.2
 _CONDITION_ORDER = ("AbleToScale", "ScalingActive", "ScalingLimited")
 #: Karmada's error when the target's binding places it in no cluster (its trailing space included).
 NO_TARGET_CLUSTERS = "Binding has no schedulable clusters. "
+#: Karmada's error when its members' scales hold no replicas: none is Ready, the target is at 0, or
+#: its kind has no scale subresource (a member's scale client cannot read one).
+NO_REPLICAS = "failed to get replicas in any of clusters, possibly because all of clusters are not ready"
 #: Karmada's ``AbleToScale`` reason when the target has no binding (its Event's is ``FailedGetBindings``).
 FAILED_GET_BINDING = "FailedGetBinding"
 #: The Propagated reasons of a target a policy selects (Karmada would have labelled it as claimed).
@@ -109,10 +112,6 @@ def current_replicas_set(status: dict[str, Any], current: int) -> dict[str, Any]
                       metrics=status.get("currentMetrics"))
 
 
-def _condition(status: dict[str, Any], condition_type: str) -> dict[str, Any]:
-    return next((c for c in status.get("conditions") or () if c.get("type") == condition_type), {})
-
-
 class FederatedHPAController(KeyedController[Key]):
     """Reconciles FederatedHPAs (keys: namespace, name)."""
 
@@ -123,9 +122,6 @@ class FederatedHPAController(KeyedController[Key]):
         self.sync_seconds = ctx.settings.federated_hpa_sync_seconds
         self.histories: dict[Key, History] = {}
         self.selectors = HPASelectors()
-        #: Per FederatedHPA, the metrics that failed at its last sync (reason, message): each one's
-        #: Warning Event is recorded when it starts failing or its message changes.
-        self.failed_metrics: dict[Key, frozenset[tuple[EventReason, str]]] = {}
         #: Per cluster, the resourceVersion of its Cluster object and its report read per workload.
         self.reports: dict[str, tuple[str, dict[OwnerKey, PodUtilization]]] = {}
         self.rt = ctx.watch_kind(API_VERSION, FEDERATED_HPA_KIND, self._on_fhpa)
@@ -135,7 +131,6 @@ class FederatedHPAController(KeyedController[Key]):
         key = (str(meta.get("namespace") or ""), str(meta.get("name")))
         if event is WatchEventType.DELETED:
             self.histories.pop(key, None)
-            self.failed_metrics.pop(key, None)
             self.selectors.forget(key)
             return
         # A status write (ours) does not bring the sync forward; a new spec does.
@@ -149,7 +144,6 @@ class FederatedHPAController(KeyedController[Key]):
         fhpa = await self.ctx.get(self.rt, namespace, name)
         if fhpa is None or is_deleting(fhpa):
             self.histories.pop(key, None)
-            self.failed_metrics.pop(key, None)
             self.selectors.forget(key)
             return None
         self.selectors.known(key)
@@ -166,7 +160,6 @@ class FederatedHPAController(KeyedController[Key]):
         ctx, now = self.ctx, self.ctx.now()
         meta, spec = fhpa.get("metadata") or {}, fhpa.get("spec") or {}
         namespace, name = str(meta.get("namespace") or ""), str(meta.get("name"))
-        reported = self.failed_metrics.pop((namespace, name), frozenset())
         original = copy.deepcopy(fhpa.get("status") or {})
         status: dict[str, Any] = copy.deepcopy(original)
         ref = spec.get("scaleTargetRef") or {}
@@ -182,12 +175,6 @@ class FederatedHPAController(KeyedController[Key]):
                                         "the HPA controller was unable to get the target reference object", problem,
                                         now=now)
             return
-        if target_rt.scale is None:
-            await self._failed_get_scale(fhpa, original, status, f"{kind} has no scale subresource", now=now)
-            return
-        spec_path = target_rt.scale.spec_replicas.split(".")
-        current = dig(target, *spec_path)
-        current = current if isinstance(current, int) and not isinstance(current, bool) else 1
         binding = ctx.binding_for(namespace, target_name, target_rt.kind)
         if binding is None:
             await self._unable_to_scale(fhpa, original, status, EventReason.FAILED_GET_BINDINGS,
@@ -199,6 +186,14 @@ class FederatedHPAController(KeyedController[Key]):
                                         "the HPA controller was unable to get the target clusters from binding",
                                         NO_TARGET_CLUSTERS, now=now)
             return
+        if target_rt.scale is None:
+            # Karmada asks each member for the target's scale, which a kind without one does not
+            # have: no member gives replicas.
+            await self._failed_get_scale(fhpa, original, status, NO_REPLICAS, now=now)
+            return
+        spec_path = target_rt.scale.spec_replicas.split(".")
+        current = dig(target, *spec_path)
+        current = current if isinstance(current, int) and not isinstance(current, bool) else 1
         placed, counted = self._members(binding)
         metrics = spec.get("metrics") or []
         selector = scale_selector(target_rt, target)
@@ -213,8 +208,7 @@ class FederatedHPAController(KeyedController[Key]):
         # replicas (its binding then places 0) stops here too, so its ``ScalingDisabled`` branch
         # (the members' sum at 0) is never reached.
         if not sum(placed[member] for member in counted):
-            problem = "failed to get replicas in any of clusters, possibly because all of clusters are not ready"
-            await self._failed_get_scale(fhpa, original, status, problem, now=now)
+            await self._failed_get_scale(fhpa, original, status, NO_REPLICAS, now=now)
             return
         set_condition(status, "AbleToScale", Condition(
             "True", "SucceededGetScale", "the HPA controller was able to get the target's current scale"), now=now)
@@ -235,9 +229,8 @@ class FederatedHPAController(KeyedController[Key]):
                               else self._gpu_pod_labels((namespace, kind, target_name), selector, counted, target))
                 selector = self.selectors.ambiguity((namespace, name), selector, pod_labels) or selector
             if isinstance(selector, InvalidSelector):
-                await self._warn_on_change(fhpa, status, "ScalingActive", selector.condition,
-                                           (selector.reason, selector.message),
-                                           (EventReason.FAILED_COMPUTE_METRICS_REPLICAS, selector.message))
+                await self._warn(fhpa, (selector.reason, selector.message),
+                                 (EventReason.FAILED_COMPUTE_METRICS_REPLICAS, selector.message))
                 set_condition(status, "ScalingActive", selector.condition, now=now)
                 await self._write_status(fhpa, original, current_replicas_set(status, current))
                 log.info("FederatedHPA %s/%s: failed to compute desired number of replicas based on listed "
@@ -248,15 +241,10 @@ class FederatedHPAController(KeyedController[Key]):
                                   calibration=calibration_of(placed, counted, current_replicas=current))
             metric_statuses = evaluation.statuses
             # kube's Warning Event of each metric that failed, whether or not the others scale.
-            self.failed_metrics[(namespace, name)] = frozenset(
-                (EventReason(f.reason), f.error) for f in evaluation.failures)
-            for reason, message in ((EventReason(f.reason), f.error) for f in evaluation.failures):
-                if (reason, message) not in reported:
-                    await record_event(ctx, fhpa, type=EventType.WARNING, reason=reason, message=message)
+            await self._warn(fhpa, *((EventReason(f.reason), f.error) for f in evaluation.failures))
             if evaluation.failure is not None:
                 failure = Condition("False", evaluation.failure.reason, evaluation.failure.message)
-                await self._warn_on_change(fhpa, status, "ScalingActive", failure,
-                                           (EventReason.FAILED_COMPUTE_METRICS_REPLICAS, evaluation.error))
+                await self._warn(fhpa, (EventReason.FAILED_COMPUTE_METRICS_REPLICAS, evaluation.error))
                 set_condition(status, "ScalingActive", failure, now=now)
                 await self._write_status(fhpa, original, current_replicas_set(status, current))
                 log.info("FederatedHPA %s/%s: failed to compute desired number of replicas based on listed "
@@ -375,17 +363,14 @@ class FederatedHPAController(KeyedController[Key]):
         """``AbleToScale`` ``False`` with ``condition_reason`` (default: ``reason``) and ``what:
         problem``, and the Warning Event ``reason``, ``problem``."""
         failure = Condition("False", condition_reason or reason, f"{what}: {problem}")
-        await self._warn_on_change(fhpa, status, "AbleToScale", failure, (reason, problem))
+        await self._warn(fhpa, (reason, problem))
         set_condition(status, "AbleToScale", failure, now=now)
         await self._write_status(fhpa, original, status)
 
-    async def _warn_on_change(self, fhpa: dict[str, Any], status: dict[str, Any], condition_type: str,
-                              failure: Condition, *events: tuple[EventReason, str]) -> None:
-        """kube's Warning ``events`` (reason, message), unless the condition already says the same
-        (one Event per change, not per sync)."""
-        if _condition(status, condition_type).get("message") != failure.message:
-            for reason, message in events:
-                await record_event(self.ctx, fhpa, type=EventType.WARNING, reason=reason, message=message)
+    async def _warn(self, fhpa: dict[str, Any], *events: tuple[EventReason, str]) -> None:
+        """kube's Warning ``events`` (reason, message), recorded at every sync that fails."""
+        for reason, message in events:
+            await record_event(self.ctx, fhpa, type=EventType.WARNING, reason=reason, message=message)
 
     async def _write_status(self, fhpa: dict[str, Any], original: dict[str, Any], status: dict[str, Any]) -> None:
         if status == original or self.rt is None:
