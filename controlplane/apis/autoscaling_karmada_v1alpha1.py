@@ -24,7 +24,7 @@ from croniter import croniter
 
 from controlplane.apis.kube import field
 from controlplane.apis.kube.cronschedule import schedule_error
-from controlplane.apis.kube.defaults_groups import horizontal_pod_autoscaler
+from controlplane.apis.kube.defaults_groups import horizontal_pod_autoscaler_spec
 from controlplane.apis.kube.field import FieldError
 from controlplane.apis.kube.names import path_segment_errors
 from controlplane.apis.kube.validate_groups import validate_horizontal_pod_autoscaler
@@ -44,8 +44,10 @@ _INT32_MAX: Final = 2**31 - 1
 
 def default_federated_hpa(obj: dict[str, Any]) -> None:
     """Karmada's ``SetDefaultsFederatedHPA``: kube's HPA defaults (one minimum replica, 80 % CPU
-    when no metric is given, a given ``behavior``'s unset rules filled)."""
-    horizontal_pod_autoscaler(obj)
+    when no metric is given, a given ``behavior``'s unset rules filled). The status is left as it
+    is: the zero status Karmada's webhook writes is dropped by a create and replaced by the stored
+    one on an update, as for any CRD with a status subresource."""
+    horizontal_pod_autoscaler_spec(obj)
 
 
 def federated_hpa_denial(obj: dict[str, Any]) -> tuple[str, str] | None:

@@ -92,6 +92,8 @@ def test_printer_columns_read_kubes_jsonpath() -> None:
     cells = [column.getter(OBJ, now) for column in rt.columns]
     assert cells == ["True", "x", "eu-1", "5m"]
     assert [c.priority for c in rt.columns] == [0, 0, 1, 0]
+    # kube's description of a column the CRD gives none.
+    assert rt.columns[1].description == "Custom resource definition column (in JSONPath format): .spec.items[0]"
     assert [column.getter({"metadata": {}}, now) for column in rt.columns] == [None, None, None, "<unknown>"]
 
 

@@ -4,6 +4,7 @@ words of Karmada's webhooks."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ import pytest
 from controlplane.apiserver.kinds.core import core_resources
 from controlplane.apiserver.kinds.karmada_autoscaling import karmada_autoscaling_resources
 from controlplane.apiserver.resources import Registry
+from controlplane.apiserver.tables import IncludeObject, column_definitions, row
 
 from .test_real_clients import (  # noqa: F401 (fixtures)
     kubeconfig,
@@ -87,6 +89,14 @@ async def test_kubectl_applies_karmadas_autoscalers(kubeconfig: Path) -> None:  
     header, *rows = out.splitlines()
     assert header.split() == ["NAME", "REFERENCE-KIND", "REFERENCE-NAME", "AGE"]
     assert [row.split()[:3] for row in rows] == [["nginx-cronfhpa", "FederatedHPA", "nginx"]]
+    # kubectl's generic description of a CRD's object: no status until the controller writes one
+    # (a CRD's create drops the zero status Karmada's webhook gives it).
+    code, out, err = await kubectl(kubeconfig, "describe", "fhpa", "nginx")
+    assert code == 0, err
+    described = [line.split(":")[0].strip() for line in out.splitlines()]
+    assert described[:6] == ["Name", "Namespace", "Labels", "Annotations", "API Version", "Kind"]
+    assert "Scale Target Ref" in described and "Status" not in described
+    assert out.splitlines()[-1].split() == ["Events:", "<none>"]
     # Karmada's defaults: the behaviour's unset fields as kube's HPA, the rule's history limits.
     code, out, err = await kubectl(kubeconfig, "get", "cronfhpa", "nginx-cronfhpa", "-o",
                                    "jsonpath={.spec.rules[0].successfulHistoryLimit},{.spec.rules[0].suspend}")
@@ -136,3 +146,28 @@ spec:
         'spec.rules[1].targetReplicas: Invalid value: "": targetReplicas cannot be nil if you want to scale Deployment',
     ):
         assert expected in err
+
+
+def test_columns_are_those_kube_serves_for_karmadas_crds() -> None:
+    """The Table's columns are those kube's CRD table convertor makes of the
+    ``additionalPrinterColumns`` of Karmada's CRDs: their names, types and priorities, the
+    description kube gives a column without one, AGE a ``date``; an unset field is no value."""
+    def crd(json_path: str) -> str:
+        return f"Custom resource definition column (in JSONPath format): {json_path}"
+
+    reference = [("REFERENCE-KIND", "string", 0, crd(".spec.scaleTargetRef.kind")),
+                 ("REFERENCE-NAME", "string", 0, crd(".spec.scaleTargetRef.name"))]
+    age = ("AGE", "date", 0, crd(".metadata.creationTimestamp"))
+    fhpa_rt, cron_rt = karmada_autoscaling_resources()
+    assert [(d["name"], d["type"], d["priority"], d["description"]) for d in column_definitions(fhpa_rt)[1:]] == [
+        *reference, ("MINPODS", "integer", 0, crd(".spec.minReplicas")),
+        ("MAXPODS", "integer", 0, crd(".spec.maxReplicas")), ("REPLICAS", "integer", 0, crd(".status.currentReplicas")),
+        age]
+    assert [(d["name"], d["type"], d["priority"], d["description"])
+            for d in column_definitions(cron_rt)[1:]] == [*reference, age]
+    now = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
+    obj = {"metadata": {"name": "nginx", "creationTimestamp": "2024-05-01T11:00:00Z"},
+           "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "nginx"},
+                    "minReplicas": 1, "maxReplicas": 10}}
+    assert row(fhpa_rt, obj, include=IncludeObject.NONE, now=now)["cells"] == [
+        "nginx", "Deployment", "nginx", 1, 10, None, "60m"]

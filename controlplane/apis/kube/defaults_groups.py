@@ -91,9 +91,15 @@ def horizontal_pod_autoscaler_v1(obj: dict[str, Any]) -> None:
 
 
 def horizontal_pod_autoscaler(obj: dict[str, Any]) -> None:
+    """autoscaling/v2 ``SetDefaults_HorizontalPodAutoscaler`` (:func:`horizontal_pod_autoscaler_spec`),
+    with the status fields kube's Go type always writes."""
+    zero_status(obj, {"desiredReplicas": 0, "currentMetrics": None})
+    horizontal_pod_autoscaler_spec(obj)
+
+
+def horizontal_pod_autoscaler_spec(obj: dict[str, Any]) -> None:
     """autoscaling/v2 ``SetDefaults_HorizontalPodAutoscaler``: one minimum replica, 80 % CPU when
     no metric is given, and a given ``behavior``'s unset rules and fields filled."""
-    zero_status(obj, {"desiredReplicas": 0, "currentMetrics": None})
     spec = child(obj, "spec")
     if spec is None:
         return

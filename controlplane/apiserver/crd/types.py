@@ -96,8 +96,11 @@ def json_path_getter(expression: str) -> Callable[[Any], Any]:
     return get
 
 
-def _column(definition: dict[str, Any]) -> TableColumn:
-    get = json_path_getter(str(definition.get("jsonPath", "")))
+def printer_column(definition: dict[str, Any]) -> TableColumn:
+    """An ``additionalPrinterColumns`` entry as kube's CRD table convertor shows it: its
+    description, or ``Custom resource definition column (in JSONPath format): <jsonPath>``."""
+    json_path = str(definition.get("jsonPath", ""))
+    get = json_path_getter(json_path)
     kind = str(definition.get("type") or "string")
 
     def cell(obj: dict[str, Any], now: datetime) -> Any:
@@ -112,7 +115,9 @@ def _column(definition: dict[str, Any]) -> TableColumn:
 
     return TableColumn(
         str(definition["name"]), cell, type=kind, priority=int(definition.get("priority") or 0),
-        description=str(definition.get("description") or ""), format=str(definition.get("format") or ""),
+        description=str(definition.get("description")
+                        or f"Custom resource definition column (in JSONPath format): {json_path}"),
+        format=str(definition.get("format") or ""),
     )
 
 
@@ -237,7 +242,7 @@ def custom_types(crd: dict[str, Any]) -> list[ResourceType]:
             short_names=tuple(names.get("shortNames") or ()),
             categories=tuple(names.get("categories") or ()),
             has_status="status" in subresources,
-            columns=tuple(_column(c) for c in printer) if printer else (AGE,),
+            columns=tuple(printer_column(c) for c in printer) if printer else (AGE,),
             scale=ScaleSubresource(
                 spec_replicas=_dotted(scale["specReplicasPath"]),
                 status_replicas=_dotted(scale["statusReplicasPath"]),
