@@ -3,14 +3,17 @@ FederatedHPA's bounds, and keep Karmada's execution history within its limits.""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+import shutil
+from datetime import UTC, datetime, timedelta, tzinfo
+from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pytest
 
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.context import ControllerContext
-from controlplane.controllers.federatedhpa.cron import CronFederatedHPAController
+from controlplane.controllers.federatedhpa.cron import CronFederatedHPAController, local_zone
 from controlplane.controllers.federatedhpa.cronrules import in_status_order, next_time, plan, recorded
 
 from .conftest import FAST
@@ -18,6 +21,47 @@ from .fleet import deployment
 
 API = "autoscaling.karmada.io/v1alpha1"
 START = datetime(2026, 3, 2, 8, 59, 30, tzinfo=UTC)  # a Monday
+SHANGHAI = ZoneInfo("Asia/Shanghai")
+
+
+@pytest.fixture(autouse=True)
+def utc_hub(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The controllers here run in a hub whose local time zone is UTC (as in its container)."""
+    monkeypatch.setenv("TZ", "UTC")
+
+
+def _offset(zone: tzinfo) -> timedelta | None:
+    return datetime(2026, 7, 1, 12, 0).replace(tzinfo=zone).utcoffset()
+
+
+@pytest.mark.parametrize(("environ", "expected"), [
+    ({"TZ": "Asia/Shanghai"}, timedelta(hours=8)),
+    ({"TZ": ":Europe/Paris"}, timedelta(hours=2)),  # summer time
+    ({"TZ": "/usr/share/zoneinfo/Asia/Tokyo"}, timedelta(hours=9)),
+    ({"TZ": ""}, timedelta(0)),
+    ({"TZ": "UTC"}, timedelta(0)),
+    ({"TZ": "Nowhere/Else"}, timedelta(0)),  # Go falls back to UTC
+    ({}, timedelta(hours=8)),  # the localtime file: Shanghai's here
+])
+def test_the_local_zone_is_found_as_go_finds_time_local(
+    environ: dict[str, str], expected: timedelta, tmp_path: Path
+) -> None:
+    localtime = tmp_path / "localtime"
+    shutil.copy("/usr/share/zoneinfo/Asia/Shanghai", localtime)
+    assert _offset(local_zone(environ, str(localtime))) == expected
+    assert _offset(local_zone({}, str(tmp_path / "missing"))) == timedelta(0)
+
+
+@pytest.mark.parametrize(("zone", "expected"), [
+    (None, datetime(2026, 3, 3, 1, 0, tzinfo=UTC)),  # the local zone: Shanghai's 09:00
+    ("Local", datetime(2026, 3, 3, 1, 0, tzinfo=UTC)),
+    ("UTC", datetime(2026, 3, 2, 9, 0, tzinfo=UTC)),
+    ("", datetime(2026, 3, 2, 9, 0, tzinfo=UTC)),
+])
+def test_a_rule_without_a_time_zone_is_read_in_the_local_one(zone: str | None, expected: datetime) -> None:
+    rule = {"schedule": "0 9 * * *", **({"timeZone": zone} if zone is not None else {})}
+    assert next_time(rule, START, local=SHANGHAI) == expected
+    assert plan(rule, None, START, local=SHANGHAI).next == expected
 
 
 @pytest.mark.parametrize(
@@ -148,6 +192,22 @@ async def _events(objects: ObjectStore, name: str) -> list[tuple[str, str, str]]
     items = (await objects.list(objects.registry.require("v1", "Event"), namespace="default")).items
     return [(e["type"], e["reason"], e["message"]) for e in items if e["involvedObject"].get("name") == name
             and e["involvedObject"].get("kind") == "CronFederatedHPA"]
+
+
+async def test_the_controller_reads_rules_in_the_hub_process_zone(
+    objects: ObjectStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Karmada's controller reads a rule without a ``timeZone`` in its process's local zone."""
+    monkeypatch.setenv("TZ", "Asia/Shanghai")
+    controller = CronFederatedHPAController(ControllerContext(objects, settings=FAST, clock=Clock(START)))
+    await objects.create(objects.registry.require("apps/v1", "Deployment"), deployment("web", replicas=1))
+    await objects.create(objects.registry.require(API, "CronFederatedHPA"), {
+        "apiVersion": API, "kind": "CronFederatedHPA", "metadata": {"name": "local", "namespace": "default"},
+        "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+                 "rules": [{"name": "morning", "schedule": "0 9 * * *", "targetReplicas": 3}]}})
+    await controller.reconcile(("default", "local"))
+    assert (await _status(objects, "local"))["executionHistories"] == [
+        {"ruleName": "morning", "nextExecutionTime": "2026-03-03T01:00:00Z"}]
 
 
 async def test_karmadas_events_and_the_rules_targets_as_applied(objects: ObjectStore) -> None:

@@ -11,15 +11,20 @@ failed execution, its message) and ``StartRuleFailed`` (a rule whose schedule or
 cannot be read). Rules removed from the spec lose their history.
 
 Each CronFederatedHPA's key comes back when its next rule is due (one queue, one timer for all),
-and at once when it changes.
+and at once when it changes. A rule without a ``timeZone`` (or with ``Local``) is read in the hub
+process's local time zone, found as Go finds ``time.Local`` for Karmada's controller
+(:func:`local_zone`): ``TZ``, else ``/etc/localtime``, else UTC.
 """
 
 from __future__ import annotations
 
 import copy
 import logging
-from datetime import datetime
+import os
+from collections.abc import Mapping
+from datetime import UTC, datetime, tzinfo
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from controlplane.apis.autoscaling_karmada_v1alpha1 import (
     API_VERSION,
@@ -50,6 +55,32 @@ _APPLIED = (("appliedReplicas", "targetReplicas"), ("appliedMinReplicas", "targe
             ("appliedMaxReplicas", "targetMaxReplicas"))
 
 
+def _zone_file(path: str) -> tzinfo | None:
+    try:
+        with open(path, "rb") as data:
+            return ZoneInfo.from_file(data, key=path)
+    except (OSError, ValueError):
+        return None
+
+
+def local_zone(environ: Mapping[str, str] = os.environ, localtime: str = "/etc/localtime") -> tzinfo:
+    """Go's ``time.Local`` (its ``initLocal``): no ``TZ``, the ``localtime`` file; ``TZ`` empty
+    or ``UTC``, UTC; ``TZ`` (a leading ``:`` dropped) an absolute path, that file; else the zone
+    it names. UTC when what it names cannot be read."""
+    name = environ.get("TZ")
+    if name is None:
+        return _zone_file(localtime) or UTC
+    name = name.removeprefix(":")
+    if name.startswith("/"):
+        return _zone_file(name) or UTC
+    if name in ("", "UTC"):
+        return UTC
+    try:
+        return ZoneInfo(name)
+    except (KeyError, ValueError, OSError):  # ZoneInfoNotFoundError is a KeyError
+        return UTC
+
+
 class ScaleFailed(Exception):
     """A rule's scaling could not be applied (the failed execution's message)."""
 
@@ -61,6 +92,8 @@ class CronFederatedHPAController(KeyedController[Key]):
 
     def __init__(self, ctx: ControllerContext) -> None:
         super().__init__(ctx, workers=1)
+        #: The zone of a rule without one, read once, as Go reads ``time.Local``.
+        self.local_zone = local_zone()
         self.rt = ctx.watch_kind(API_VERSION, CRON_FEDERATED_HPA_KIND, self._on_cron)
 
     async def _on_cron(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
@@ -86,7 +119,7 @@ class CronFederatedHPAController(KeyedController[Key]):
             rule_name = str(rule.get("name"))
             history = histories.get(rule_name)
             try:
-                planned = plan(rule, history, now)
+                planned = plan(rule, history, now, local=self.local_zone)
             except (ValueError, KeyError) as exc:  # a schedule or zone stored before validation refused it
                 # Karmada's rule that cannot start: its Event, its history left as it was.
                 log.info("CronFederatedHPA %s/%s rule %s: %s", *key, rule_name, exc)

@@ -1,7 +1,8 @@
 """When a CronFederatedHPA's rules fire, and the execution history Karmada records for them.
 
 In: a rule (``name``, ``schedule``, ``timeZone``, ``suspend``, history limits), its entry of
-``status.executionHistories`` and the time now. Out: :class:`RulePlan` -- whether the rule is
+``status.executionHistories``, the time now and the local time zone (a rule's without a
+``timeZone``, or with ``Local``, as Go's ``time.Local`` is Karmada's controller's). Out: :class:`RulePlan` -- whether the rule is
 due (and for which scheduled time) and when it fires next -- and the history with one more
 execution, newest first, cut to the rule's ``successfulHistoryLimit`` / ``failedHistoryLimit``.
 
@@ -34,28 +35,32 @@ class RulePlan:
     """When the rule fires next (after ``due`` when it is due); None while suspended."""
 
 
-def _zone(rule: Mapping[str, Any]) -> tzinfo:
+def _zone(rule: Mapping[str, Any], local: tzinfo) -> tzinfo:
+    """Go's ``time.LoadLocation`` of the rule's ``timeZone``; ``local`` without one."""
     name = rule.get("timeZone")
-    return ZoneInfo(name) if isinstance(name, str) and name not in ("", "UTC", "Local") else UTC
+    if not isinstance(name, str) or name == "Local":
+        return local
+    return UTC if name in ("", "UTC") else ZoneInfo(name)
 
 
-def next_time(rule: Mapping[str, Any], after: datetime) -> datetime:
+def next_time(rule: Mapping[str, Any], after: datetime, *, local: tzinfo = UTC) -> datetime:
     """The first time after ``after`` that the rule's schedule gives, in its time zone."""
-    start = after.astimezone(_zone(rule))
+    start = after.astimezone(_zone(rule, local))
     found: datetime = croniter(str(rule.get("schedule") or ""), start).get_next(datetime)
     return found.astimezone(UTC)
 
 
-def plan(rule: Mapping[str, Any], history: Mapping[str, Any] | None, now: datetime) -> RulePlan:
+def plan(rule: Mapping[str, Any], history: Mapping[str, Any] | None, now: datetime, *,
+         local: tzinfo = UTC) -> RulePlan:
     """Whether ``rule`` is due at ``now`` and when it fires next (see the module docstring)."""
     if rule.get("suspend") is True:
         return RulePlan(None, None)
     recorded = parse_time_or_none((history or {}).get("nextExecutionTime"))
-    if recorded is None or next_time(rule, recorded - timedelta(seconds=1)) != recorded:
-        return RulePlan(None, next_time(rule, now))
+    if recorded is None or next_time(rule, recorded - timedelta(seconds=1), local=local) != recorded:
+        return RulePlan(None, next_time(rule, now, local=local))
     if recorded > now:
         return RulePlan(None, recorded)
-    return RulePlan(recorded, next_time(rule, now))
+    return RulePlan(recorded, next_time(rule, now, local=local))
 
 
 def _limit(rule: Mapping[str, Any], key: str) -> int:
