@@ -382,17 +382,35 @@ def pending_of(workload: Mapping[str, Any], cluster_queue_name: str) -> Pending:
     )
 
 
+def _counts_after_reclaim(workload: Mapping[str, Any]) -> dict[Any, tuple[int, int]]:
+    """Per pod set of a Workload, its count and Kueue's ``podSetsCountsAfterReclaim``: the count
+    less its ``status.reclaimablePods`` (Pods that finished and need their quota no more)."""
+    reclaim = {r.get("name"): r.get("count") for r in (workload.get("status") or {}).get("reclaimablePods") or ()
+               if isinstance(r, Mapping) and isinstance(r.get("count"), int)}
+    out: dict[Any, tuple[int, int]] = {}
+    for ps in (workload.get("spec") or {}).get("podSets") or ():
+        count = ps.get("count") if isinstance(ps.get("count"), int) else 1
+        out[ps.get("name")] = (count, count - (reclaim.get(ps.get("name")) or 0))
+    return out
+
+
 def admitted_of(workload: Mapping[str, Any]) -> Admitted | None:
     admission = admission_of(workload)
     if admission is None:
         return None
     usage: dict[tuple[str, str], int] = {}
+    counts = _counts_after_reclaim(workload)
     for psa in admission.get("podSetAssignments") or ():
         flavors = psa.get("flavors") or {}
+        count = psa.get("count") if isinstance(psa.get("count"), int) else counts.get(psa.get("name"), (0, 0))[0]
+        after = counts.get(psa.get("name"), (count, count))[1]
         for resource, amount in (psa.get("resourceUsage") or {}).items():
             if resource in flavors:
                 fr = (str(flavors[resource]), str(resource))
-                usage[fr] = usage.get(fr, 0) + _int(resource, amount)
+                used = _int(resource, amount)
+                if 0 <= after < count:  # Kueue's totalRequestsFromAdmission: scaled down to the Pods not yet reclaimable
+                    used = used // count * after
+                usage[fr] = usage.get(fr, 0) + used
     spec, meta = workload.get("spec") or {}, workload.get("metadata") or {}
     priority = spec.get("priority")
     reserved = condition(workload, kueue.COND_QUOTA_RESERVED) or {}

@@ -132,11 +132,96 @@ def _resource_list(value: Any) -> Any:
     return out
 
 
-def _fields(value: Any, order: Sequence[str], *, always: str = "") -> Any:
-    """A struct as Go encodes it: its fields in declaration order, the empty ``omitempty`` ones left out."""
+def _fields(value: Any, order: Sequence[str], *, always: Sequence[str] = (), pointers: Sequence[str] = (),
+            nested: Mapping[str, Any] | None = None) -> Any:
+    """A struct as Go encodes it: its fields in declaration order, the empty ``omitempty`` ones
+    left out (``always``: fields without ``omitempty``, null when absent; ``pointers``: kept
+    whenever set, even to a zero value); ``nested`` encodes a field's own struct or list."""
     if not isinstance(value, Mapping):
         return None
-    return {k: value[k] for k in order if k == always or value.get(k) not in (None, "", 0, False)}
+    out = {}
+    for k in order:
+        v = value.get(k)
+        if nested and k in nested and v is not None:
+            v = nested[k](v)
+        if k in always or (k in pointers and v is not None) or v not in (None, "", 0, False, [], {}):
+            out[k] = v
+    return out
+
+
+def _each(encode: Any) -> Any:
+    return lambda items: [encode(i) for i in items] if isinstance(items, list) else None
+
+
+def _requirement(value: Any) -> Any:
+    """``NodeSelectorRequirement`` / ``LabelSelectorRequirement``."""
+    return _fields(value, ("key", "operator", "values"), always=("key", "operator"))
+
+
+def _label_selector(value: Any) -> Any:
+    if not isinstance(value, Mapping):
+        return None
+    labels = value.get("matchLabels")
+    return _fields({**value, "matchLabels": dict(sorted(labels.items())) if isinstance(labels, Mapping) else labels},
+                   ("matchLabels", "matchExpressions"), nested={"matchExpressions": _each(_requirement)})
+
+
+def _node_term(value: Any) -> Any:
+    """``NodeSelectorTerm``: ``{}`` when empty (it is a struct value where it is nested)."""
+    return _fields(value if isinstance(value, Mapping) else {}, ("matchExpressions", "matchFields"),
+                   nested={"matchExpressions": _each(_requirement), "matchFields": _each(_requirement)})
+
+
+def _pod_term(value: Any) -> Any:
+    """``PodAffinityTerm``."""
+    return _fields(value if isinstance(value, Mapping) else {},
+                   ("labelSelector", "namespaces", "topologyKey", "namespaceSelector", "matchLabelKeys", "mismatchLabelKeys"),
+                   always=("topologyKey",), pointers=("labelSelector", "namespaceSelector"), nested={"labelSelector": _label_selector, "namespaceSelector": _label_selector})
+
+
+def _weighted(term: str, encode: Any) -> Any:
+    """``PreferredSchedulingTerm`` / ``WeightedPodAffinityTerm``: a weight and a struct term."""
+    return lambda v: _fields({**v, term: encode(v.get(term))}, ("weight", term), always=("weight", term))
+
+
+_REQUIRED: Final = "requiredDuringSchedulingIgnoredDuringExecution"
+_PREFERRED: Final = "preferredDuringSchedulingIgnoredDuringExecution"
+
+
+def _pod_affinity(value: Any) -> Any:
+    return _fields(value, (_REQUIRED, _PREFERRED),
+                   nested={_REQUIRED: _each(_pod_term), _PREFERRED: _each(_weighted("podAffinityTerm", _pod_term))})
+
+
+def _affinity(value: Any) -> Any:
+    """``corev1.Affinity`` in Go's field order, with each nested struct's."""
+    def node_selector(v: Any) -> Any:
+        return _fields(v, ("nodeSelectorTerms",), always=("nodeSelectorTerms",), nested={"nodeSelectorTerms": _each(_node_term)})
+
+    def node(v: Any) -> Any:
+        return _fields(v, (_REQUIRED, _PREFERRED), pointers=(_REQUIRED,),
+                       nested={_REQUIRED: node_selector, _PREFERRED: _each(_weighted("preference", _node_term))})
+
+    return _fields(value, ("nodeAffinity", "podAffinity", "podAntiAffinity"), pointers=("nodeAffinity", "podAffinity", "podAntiAffinity"),
+                   nested={"nodeAffinity": node, "podAffinity": _pod_affinity, "podAntiAffinity": _pod_affinity})
+
+
+def _spread(value: Any) -> Any:
+    """``TopologySpreadConstraint``."""
+    return _fields(value, ("maxSkew", "topologyKey", "whenUnsatisfiable", "labelSelector", "minDomains",
+                           "nodeAffinityPolicy", "nodeTaintsPolicy", "matchLabelKeys"),
+                   always=("maxSkew", "topologyKey", "whenUnsatisfiable"),
+                   pointers=("labelSelector", "minDomains", "nodeAffinityPolicy", "nodeTaintsPolicy"), nested={"labelSelector": _label_selector})
+
+
+def _toleration(value: Any) -> Any:
+    return _fields(value, ("key", "operator", "value", "effect", "tolerationSeconds"), pointers=("tolerationSeconds",))
+
+
+def _claim(value: Any) -> Any:
+    """``PodResourceClaim``."""
+    return _fields(value, ("name", "resourceClaimName", "resourceClaimTemplateName"), always=("name",),
+                   pointers=("resourceClaimName", "resourceClaimTemplateName"))
 
 
 def _containers(value: Any) -> Any:
@@ -147,23 +232,22 @@ def _containers(value: Any) -> Any:
     for c in value:
         c = c if isinstance(c, Mapping) else {}
         ports = c.get("ports")
-        shaped = [_fields(p, ("name", "hostPort", "containerPort", "protocol", "hostIP"), always="containerPort")
+        shaped = [_fields(p, ("name", "hostPort", "containerPort", "protocol", "hostIP"), always=("containerPort",))
                   for p in ports] if isinstance(ports, list) and ports else None
         out.append({"ports": shaped, "resources": {"requests": _resource_list((c.get("resources") or {}).get("requests"))}})
     return out
 
 
-def _list(value: Any) -> Any:
-    return value if isinstance(value, list) and value else None
+def _list(value: Any, encode: Any) -> Any:
+    """A slice with ``omitempty``: null when empty, else each item encoded."""
+    return [encode(v) for v in value] if isinstance(value, list) and value else None
 
 
 def role_hash(pod: Mapping[str, Any]) -> str:
     """Kueue's ``getRoleHash``: the Pod's ``kueue.x-k8s.io/role-hash`` annotation, else the first 8
-    hex digits of the SHA-256 of its shape as Go's JSON encodes it (``SpecShape``). Containers,
-    nodeSelector, tolerations, priority, runtimeClassName and overhead are encoded field by field
-    as Go does; affinity, topologySpreadConstraints and resourceClaims as stored (their fields in
-    the hub's order), so a Pod with them may hash otherwise than in Kueue: the hub's own Pods of one
-    shape still share one role."""
+    hex digits of the SHA-256 of its shape as Go's JSON encodes it (``SpecShape``: a map, so its
+    keys sorted; each field a ``corev1`` struct, so its fields in declaration order, the empty
+    ``omitempty`` ones left out)."""
     given = _strings(pod, "annotations").get(kueue.ANNOTATION_ROLE_HASH)
     if isinstance(given, str):
         return given
@@ -171,17 +255,16 @@ def role_hash(pod: Mapping[str, Any]) -> str:
     assert isinstance(spec, Mapping)
     tolerations = spec.get("tolerations")
     shape = {"spec": {
-        "affinity": spec.get("affinity") or None,
+        "affinity": _affinity(spec.get("affinity")),
         "containers": _containers(spec.get("containers")),
         "initContainers": _containers(spec.get("initContainers")),
         "nodeSelector": dict(sorted(spec["nodeSelector"].items())) if isinstance(spec.get("nodeSelector"), Mapping) else None,
         "overhead": _resource_list(spec.get("overhead")),
         "priority": spec.get("priority"),
-        "resourceClaims": _list(spec.get("resourceClaims")),
+        "resourceClaims": _list(spec.get("resourceClaims"), _claim),
         "runtimeClassName": spec.get("runtimeClassName"),
-        "tolerations": [_fields(t, ("key", "operator", "value", "effect", "tolerationSeconds")) for t in tolerations]
-        if isinstance(tolerations, list) and tolerations else None,
-        "topologySpreadConstraints": _list(spec.get("topologySpreadConstraints")),
+        "tolerations": _list(tolerations, _toleration),
+        "topologySpreadConstraints": _list(spec.get("topologySpreadConstraints"), _spread),
     }}
     return hashlib.sha256(_go_json(shape).encode()).hexdigest()[:8]
 
@@ -209,6 +292,16 @@ def pod_sets(members: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return [roles[name] for name in sorted(roles)]
 
 
+def pod_sets_fast(members: Iterable[Mapping[str, Any]], count: int) -> list[dict[str, Any]]:
+    """Kueue's ``constructGroupPodSetsFast``: one pod set, the first runnable Pod's role, for
+    the group's total count (the later Pods must share that role, else the Workload is remade)."""
+    for pod in members:
+        if runnable_or_succeeded(pod):
+            (main,) = adm.pod_sets(pod) or [{"template": {}}]
+            return [{**main, "name": role_hash(pod), "count": count}]
+    return []
+
+
 def not_composable(group: str, members: Sequence[Mapping[str, Any]]) -> str | None:
     """Why Kueue cannot make the group's Workload yet (``validatePodGroupMetadata``; the first
     Pod stands for the group), None when it can: fewer runnable Pods than the total count, or
@@ -217,7 +310,7 @@ def not_composable(group: str, members: Sequence[Mapping[str, Any]]) -> str | No
     count = total_count(first)
     if isinstance(count, str):
         return count
-    if sum(1 for p in members if runnable_or_succeeded(p)) < count:
+    if not fast_admission(first) and sum(1 for p in members if runnable_or_succeeded(p)) < count:
         return f"'{group}' group has fewer runnable pods than expected"
     name, queue = _meta(first).get("name"), adm.queue_name(first) or ""
     for pod in members:
@@ -233,14 +326,76 @@ def not_composable(group: str, members: Sequence[Mapping[str, Any]]) -> str | No
     return None
 
 
+def _annotation(pod: Mapping[str, Any], key: str) -> Any:
+    return _strings(pod, "annotations").get(key)
+
+
+def serving(members: Sequence[Mapping[str, Any]]) -> bool:
+    """Kueue's ``isServing``: the group's Pod says ``kueue.x-k8s.io/pod-group-serving: "true"``;
+    such a group never finishes and reclaims no quota."""
+    return bool(members) and _annotation(first(members), kueue.ANNOTATION_POD_GROUP_SERVING) == "true"
+
+
+def fast_admission(pod: Mapping[str, Any]) -> bool:
+    """Whether the group's Pod carries ``kueue.x-k8s.io/pod-group-fast-admission`` (any value,
+    as Kueue reads it): its Workload is made from the first runnable Pod, for the total count."""
+    return kueue.ANNOTATION_POD_GROUP_FAST_ADMISSION in _strings(pod, "annotations")
+
+
+def _unretriable(members: Iterable[Mapping[str, Any]]) -> bool:
+    """Kueue's ``isUnretriableGroup``: a Pod of it says ``kueue.x-k8s.io/retriable-in-group: "false"``."""
+    return any(_annotation(p, kueue.ANNOTATION_RETRIABLE_IN_GROUP) == "false" for p in members)
+
+
 def finished_message(members: Sequence[Mapping[str, Any]]) -> str | None:
-    """Kueue's ``Finished`` of a group: once as many Pods as the total count have succeeded,
-    ``Pods succeeded: <n>/<total>.``; None while it runs."""
-    count = total_count(members[0]) if members else 0
+    """Kueue's ``Finished`` of a group: once as many Pods as the total count have succeeded, or
+    once none runs in a group a Pod of which is not retriable, ``Pods succeeded: <n>/<total>.``;
+    None while it runs, and always for a serving group."""
+    if not members or serving(members):
+        return None
+    count = total_count(first(members))
     succeeded = sum(1 for p in members if (p.get("status") or {}).get("phase") == "Succeeded")
-    if isinstance(count, str) or succeeded != count:
+    if isinstance(count, str):
+        return None
+    if succeeded != count and (any(not finished(p) for p in members) or not _unretriable(members)):
         return None
     return f"Pods succeeded: {succeeded}/{count}."
+
+
+def reclaimable_pods(members: Iterable[Mapping[str, Any]], *, is_serving: bool) -> list[dict[str, Any]]:
+    """Kueue's ``ReclaimablePods`` of a group: per role, how many of its Pods have succeeded
+    (none for a serving group), in role order."""
+    counts: dict[str, int] = {}
+    for pod in members:
+        if not is_serving and (pod.get("status") or {}).get("phase") == "Succeeded":
+            counts[role_hash(pod)] = counts.get(role_hash(pod), 0) + 1
+    return [{"name": name, "count": counts[name]} for name in sorted(counts)]
+
+
+def replacement_condition(workload: Mapping[str, Any], absent: int) -> dict[str, Any] | None:
+    """Kueue's ``WaitingForReplacementPods`` condition of a group's Workload given how many of
+    its Pods are missing (failed and not replaced): True, reason ``PodsFailed`` (or the Evicted
+    condition's reason and message while evicted), False ``PodsReady`` once none is missing;
+    None when there is nothing to change."""
+    conds = (workload.get("status") or {}).get("conditions") or []
+    old = next((c for c in conds if c.get("type") == kueue.COND_WAITING_FOR_REPLACEMENT_PODS), None)
+    if old is None and absent <= 0:
+        return None
+    new = {"type": kueue.COND_WAITING_FOR_REPLACEMENT_PODS, "status": (old or {}).get("status"),
+           "reason": (old or {}).get("reason"), "message": (old or {}).get("message")}
+    if absent > 0:
+        evicted = next((c for c in conds if c.get("type") == kueue.COND_EVICTED and c.get("status") == "True"), None)
+        if evicted is not None:
+            new |= {"reason": evicted.get("reason"), "message": evicted.get("message")}
+        elif new["status"] != "True":
+            new |= {"reason": "PodsFailed", "message": "Some Failed pods need replacement"}
+        new["status"] = "True"
+    elif new["status"] != "False":
+        new |= {"status": "False", "reason": "PodsReady", "message": "No pods need replacement"}
+    if old is not None and all(old.get(k) == new[k] for k in ("status", "reason", "message")):
+        return None
+    generation = (workload.get("metadata") or {}).get("generation")
+    return new | ({"observedGeneration": generation} if isinstance(generation, int) else {})
 
 
 def _created(pod: Mapping[str, Any]) -> tuple[str, str]:
@@ -271,7 +426,7 @@ def suspended(members: Iterable[Mapping[str, Any]]) -> bool:
 
 
 __all__ = [
-    "GROUP_LABEL", "MAX_ROLES", "TOO_MANY_ROLES", "TOTAL_COUNT", "active", "excess", "finished_message", "first",
-    "group_name", "is_group_workload", "metadata_errors", "not_composable", "pod_sets", "role_hash", "runnable_or_succeeded", "suspended",
-    "total_count",
+    "GROUP_LABEL", "MAX_ROLES", "TOO_MANY_ROLES", "TOTAL_COUNT", "active", "excess", "fast_admission", "finished_message",
+    "first", "group_name", "is_group_workload", "metadata_errors", "not_composable", "pod_sets", "pod_sets_fast",
+    "reclaimable_pods", "replacement_condition", "role_hash", "runnable_or_succeeded", "serving", "suspended", "total_count",
 ]

@@ -53,6 +53,9 @@ LABEL_POD_GROUP_NAME: Final = "kueue.x-k8s.io/pod-group-name"
 ANNOTATION_POD_GROUP_TOTAL_COUNT: Final = "kueue.x-k8s.io/pod-group-total-count"
 ANNOTATION_ROLE_HASH: Final = "kueue.x-k8s.io/role-hash"
 ANNOTATION_IS_GROUP_WORKLOAD: Final = "kueue.x-k8s.io/is-group-workload"
+ANNOTATION_POD_GROUP_SERVING: Final = "kueue.x-k8s.io/pod-group-serving"
+ANNOTATION_POD_GROUP_FAST_ADMISSION: Final = "kueue.x-k8s.io/pod-group-fast-admission"
+ANNOTATION_RETRIABLE_IN_GROUP: Final = "kueue.x-k8s.io/retriable-in-group"
 
 #: The finalizer Kueue keeps on a ClusterQueue while Workloads hold quota in it, and on a
 #: ResourceFlavor or AdmissionCheck while a ClusterQueue names it.
@@ -63,6 +66,7 @@ COND_QUOTA_RESERVED: Final = "QuotaReserved"
 COND_ADMITTED: Final = "Admitted"
 COND_FINISHED: Final = "Finished"
 COND_EVICTED: Final = "Evicted"
+COND_WAITING_FOR_REPLACEMENT_PODS: Final = "WaitingForReplacementPods"
 COND_PREEMPTED: Final = "Preempted"
 REASON_PENDING: Final = "Pending"
 REASON_QUOTA_RESERVED: Final = "QuotaReserved"
