@@ -382,11 +382,16 @@ def pending_of(workload: Mapping[str, Any], cluster_queue_name: str) -> Pending:
     )
 
 
+def reclaimable_pods(workload: Mapping[str, Any] | None) -> dict[Any, int]:
+    """A Workload's ``status.reclaimablePods``: per pod set, how many of its Pods need their quota no more."""
+    return {r.get("name"): r["count"] for r in ((workload or {}).get("status") or {}).get("reclaimablePods") or ()
+            if isinstance(r, Mapping) and isinstance(r.get("count"), int)}
+
+
 def _counts_after_reclaim(workload: Mapping[str, Any]) -> dict[Any, tuple[int, int]]:
     """Per pod set of a Workload, its count and Kueue's ``podSetsCountsAfterReclaim``: the count
-    less its ``status.reclaimablePods`` (Pods that finished and need their quota no more)."""
-    reclaim = {r.get("name"): r.get("count") for r in (workload.get("status") or {}).get("reclaimablePods") or ()
-               if isinstance(r, Mapping) and isinstance(r.get("count"), int)}
+    less its reclaimable Pods."""
+    reclaim = reclaimable_pods(workload)
     out: dict[Any, tuple[int, int]] = {}
     for ps in (workload.get("spec") or {}).get("podSets") or ():
         count = ps.get("count") if isinstance(ps.get("count"), int) else 1

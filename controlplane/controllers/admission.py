@@ -134,7 +134,8 @@ class AdmissionController(KeyedController[Key]):
         if spec_unchanged(old, obj, event) and is_deleting(old) == is_deleting(obj) and (
             obj.get("kind") not in ("Workload", "AdmissionCheck")
             or (obj.get("kind") == "Workload" and adm.is_finished(old) == adm.is_finished(obj)
-                and adm.admission_of(old) == adm.admission_of(obj) and checks.states_of(old) == checks.states_of(obj))
+                and adm.admission_of(old) == adm.admission_of(obj) and checks.states_of(old) == checks.states_of(obj)
+                and adm.reclaimable_pods(old) == adm.reclaimable_pods(obj))
         ):
             return
         await self.loop.add(CYCLE)

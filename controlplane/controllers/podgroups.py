@@ -83,17 +83,20 @@ class PodGroups:
         queue = adm.queue_name(first)
         if queue is None:
             return False
+        absent = 0
         if wl is not None and not adm.is_finished(wl):
-            kept = await self._matching(wl, members)
-            if kept is None:
+            matched = await self._matching(wl, members)
+            if matched is None:
                 return await self._replace(wl, members, first)
-            members = kept
+            members, absent = matched
         if wl is not None and adm.is_finished(wl):
             await self._finalize(members)
             return False
         if (message := podgroups.finished_message(members)) is not None:
             await self._finish(wl, members, first, message)
             return True
+        if wl is not None:
+            wl = await self._status(wl, members, absent)
         for pod in members:
             if (stop := pods.stop_of(pod, wl)) is not None:
                 await self.starting.stop_pod(pod, stop)
@@ -112,11 +115,32 @@ class PodGroups:
             await self.ctx.objects.update(wl_rt, {**wl, "spec": {**(wl.get("spec") or {}), "queueName": queue}})
         return False
 
-    async def _matching(self, wl: dict[str, Any], members: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+    async def _status(self, wl: dict[str, Any], members: Sequence[Mapping[str, Any]], absent: int) -> dict[str, Any]:
+        """Kueue's ``ReclaimablePods`` and ``WaitingForReplacementPods`` of the group written to
+        its Workload's status when they change (the quota of its reclaimable Pods is released
+        as the admission cycle sees the Workload change)."""
+        status = copy.deepcopy(wl.get("status") or {})
+        old = status.get("reclaimablePods") or []
+        new = podgroups.reclaimable_pods(members, is_serving=podgroups.serving(members))
+        changed = sorted(old, key=lambda r: str(r.get("name"))) != new
+        if changed and new:
+            status["reclaimablePods"] = new
+        elif changed:
+            del status["reclaimablePods"]
+        if (cond := podgroups.replacement_condition(wl, absent)) is not None:
+            status["conditions"] = with_condition(status.get("conditions") or [], cond, now=self.ctx.now_text())
+        if not changed and cond is None:
+            return wl
+        assert self.kinds.workload is not None
+        return await self.ctx.objects.update_status(self.kinds.workload, {**wl, "status": status})
+
+    async def _matching(self, wl: dict[str, Any], members: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int] | None:
         """Kueue's ``FindMatchingWorkloads`` of a group: per role of the Workload, the Pods kept
         (as many runnable ones as it counts, and failed ones not yet replaced); the runnable
         ones beyond are deleted, the replaced failed ones finalized, and the Workload gets the
-        kept Pods as owners. None: the Workload no longer matches the group."""
+        kept Pods as owners. Also how many Pods its roles miss (failed, not yet replaced).
+        None: the Workload no longer matches the group."""
+        absent = 0
         kept: list[dict[str, Any]] = []
         extra: list[dict[str, Any]] = []
         replaced: list[dict[str, Any]] = []
@@ -125,6 +149,7 @@ class PodGroups:
             role = [p for p in members if podgroups.role_hash(p) == ps.get("name")]
             running = [p for p in role if podgroups.runnable_or_succeeded(p)]
             inactive = [p for p in role if not podgroups.runnable_or_succeeded(p)]
+            absent += max(0, count - len(running))
             over = podgroups.excess(running, count)
             extra += over
             kept += [p for p in running if p not in over]
@@ -136,7 +161,7 @@ class PodGroups:
         await self._own(wl, kept)
         await self._delete_excess(extra)
         await self._finalize(replaced)
-        return kept
+        return kept, absent
 
     async def _own(self, wl: dict[str, Any], kept: Sequence[Mapping[str, Any]]) -> None:
         """Kueue's ``ensureWorkloadOwnedByAllMembers``: every kept Pod an owner of the Workload."""
@@ -208,7 +233,7 @@ class PodGroups:
             extra = podgroups.excess(members, count)
             await self._delete_excess([p for p in members if p in extra])
             members = [p for p in members if p not in extra]
-            sets = podgroups.pod_sets(members)
+            sets = podgroups.pod_sets_fast(members, count) if podgroups.fast_admission(first) else podgroups.pod_sets(members)
             why = podgroups.TOO_MANY_ROLES if len(sets) > podgroups.MAX_ROLES else None
         if why is not None:
             await record_event(self.ctx, first, type=EventType.WARNING, reason=EventReason.ERR_WORKLOAD_COMPOSE, message=why)
