@@ -8,11 +8,14 @@ on (requests, ports, nodeSelector, affinity, tolerations ...), so Pods of the sa
 role. Once the group's runnable Pods reach the total count, Kueue makes one Workload named for the
 group, one pod set per role (named by its hash, in name order, counting its Pods); it is admitted
 whole, each Pod is ungated with its role's admission, and it finishes once the total count of
-Pods has succeeded.
+Pods has succeeded. The annotations ``kueue.x-k8s.io/pod-group-serving``,
+``kueue.x-k8s.io/pod-group-fast-admission`` and ``kueue.x-k8s.io/retriable-in-group`` change that
+as Kueue's pod controller reads them.
 
 In: Pods (wire dicts). Out: the group's name and count, the role hash, the webhook's field errors,
 the Pods that count (runnable or succeeded), the group's pod sets, why a Workload cannot be made
-yet (Kueue's words), whether it has finished and the excess Pods Kueue deletes. Pure.
+yet (Kueue's words), whether it has finished, its reclaimable Pods, its
+``WaitingForReplacementPods`` condition and the excess Pods Kueue deletes. Pure.
 """
 
 from __future__ import annotations
@@ -294,7 +297,7 @@ def pod_sets(members: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
 
 def pod_sets_fast(members: Iterable[Mapping[str, Any]], count: int) -> list[dict[str, Any]]:
     """Kueue's ``constructGroupPodSetsFast``: one pod set, the first runnable Pod's role, for
-    the group's total count (the later Pods must share that role, else the Workload is remade)."""
+    the group's total count (a later Pod of another role is not one of its Pods)."""
     for pod in members:
         if runnable_or_succeeded(pod):
             (main,) = adm.pod_sets(pod) or [{"template": {}}]

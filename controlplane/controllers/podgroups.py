@@ -14,9 +14,12 @@ and the group's Workload (named for the group). Out, as Kueue's pod controller d
 * admitted, every gated Pod of the group is ungated in the same sync, each with its role's
   flavor and checks (``Started`` on each);
 * a started Pod whose Workload is evicted, not admitted or missing is stopped, as a single Pod;
+* its Workload's ``status.reclaimablePods`` counts each role's succeeded Pods (none in a serving
+  group), and ``WaitingForReplacementPods`` says whether a failed Pod waits for its replacement;
 * finished once the total count of Pods has succeeded (``Finished=True``, reason ``Succeeded``,
-  ``Pods succeeded: 3/3.``; ``FinishedWorkload``), and then, or when the Workload finishes
-  otherwise, every Pod of the group loses Kueue's finalizer ``kueue.x-k8s.io/managed``;
+  ``Pods succeeded: 3/3.``; ``FinishedWorkload``), or once none runs in a group with a Pod not
+  retriable in it, never when serving; then, or when the Workload finishes otherwise, every Pod
+  of the group loses Kueue's finalizer ``kueue.x-k8s.io/managed``;
 * a Workload that no longer matches the group (none of its roles' Pods left) is deleted
   (``DeletedWorkload``) and the group queues anew.
 
