@@ -1,0 +1,90 @@
+"""Kueue's ``ReclaimablePods`` of a Job and of a JobSet, from the status the hub aggregates from
+the members, and the Workload status that carries them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from controlplane.admission import objects as adm
+from controlplane.admission import reclaimable
+
+GPU = "nvidia.com/gpu"
+
+
+def job(*, succeeded: int | None = None, **spec: int) -> dict[str, Any]:
+    status = {} if succeeded is None else {"succeeded": succeeded}
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"}, "spec": dict(spec), "status": status}
+
+
+@pytest.mark.parametrize(("spec", "succeeded", "expected"), [
+    ({"completions": 4, "parallelism": 2}, 3, [{"name": "main", "count": 1}]),  # 1 completion left, 2 pods ran
+    ({"completions": 4, "parallelism": 2}, 4, [{"name": "main", "count": 2}]),
+    ({"completions": 4, "parallelism": 2}, 2, []),  # 2 completions left: both pods run again
+    ({"completions": 4, "parallelism": 2}, 0, []),
+    ({"completions": 4, "parallelism": 2}, None, []),
+    ({"completions": 3, "parallelism": 1}, 2, []),  # Kueue: a Job of parallelism 1 reclaims nothing
+    ({"completions": 3}, 2, []),  # parallelism defaults to 1
+    ({"parallelism": 3}, 1, [{"name": "main", "count": 1}]),  # completions default to parallelism
+    ({"completions": 10, "parallelism": 4}, 7, [{"name": "main", "count": 1}]),
+])
+def test_a_jobs_reclaimable_pods_are_those_that_will_not_run_again(
+    spec: dict[str, int], succeeded: int | None, expected: list[dict[str, Any]],
+) -> None:
+    assert reclaimable.of(job(succeeded=succeeded, **spec)) == expected
+
+
+def jobset(statuses: list[dict[str, Any]]) -> dict[str, Any]:
+    def replicated(name: str, replicas: int, **spec: int) -> dict[str, Any]:
+        return {"name": name, "replicas": replicas, "template": {"spec": {**spec, "template": {"spec": {}}}}}
+    return {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata": {"name": "js"},
+        "spec": {"replicatedJobs": [replicated("Driver", 1), replicated("workers", 3, parallelism=4, completions=2)]},
+        "status": {"replicatedJobsStatus": statuses},
+    }
+
+
+@pytest.mark.parametrize(("statuses", "expected"), [
+    ([], []),
+    ([{"name": "workers", "succeeded": 2, "active": 1}], [{"name": "workers", "count": 4}]),  # 2 Jobs of 2 pods
+    ([{"name": "Driver", "succeeded": 1}, {"name": "workers", "succeeded": 0}], [{"name": "driver", "count": 1}]),
+    ([{"name": "workers", "succeeded": 4}], []),  # more than its replicas: Kueue reports none
+    ([{"name": "gone", "succeeded": 1}], []),
+])
+def test_a_jobsets_reclaimable_pods_are_the_pods_of_its_succeeded_jobs(
+    statuses: list[dict[str, Any]], expected: list[dict[str, Any]],
+) -> None:
+    assert reclaimable.of(jobset(statuses)) == expected
+
+
+@pytest.mark.parametrize("kind", [("kubeflow.org/v1", "PyTorchJob"), ("ray.io/v1", "RayJob"), ("apps/v1", "Deployment")])
+def test_kinds_whose_kueue_integration_reports_none_have_none(kind: tuple[str, str]) -> None:
+    source = {"apiVersion": kind[0], "kind": kind[1], "metadata": {"name": "x"}, "status": {"succeeded": 3}}
+    assert reclaimable.of(source) is None
+    assert reclaimable.status_with({"status": {}}, source) is None
+
+
+def workload(reclaim: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    status: dict[str, Any] = {"admission": {"clusterQueue": "cq", "podSetAssignments": [
+        {"name": "main", "count": 2, "flavors": {GPU: "onprem"}, "resourceUsage": {GPU: "2"}}]}}
+    if reclaim is not None:
+        status["reclaimablePods"] = reclaim
+    return {"metadata": {"name": "w", "namespace": "default"},
+            "spec": {"podSets": [{"name": "main", "count": 2}]}, "status": status}
+
+
+def test_the_workload_status_carries_them_and_its_admitted_quota_shrinks() -> None:
+    running = job(succeeded=3, completions=4, parallelism=2)
+    status = reclaimable.status_with(workload(), running)
+    assert status is not None and status["reclaimablePods"] == [{"name": "main", "count": 1}]
+    assert status["admission"] == workload()["status"]["admission"]
+    admitted = adm.admitted_of({**workload(), "status": status})
+    assert admitted is not None and admitted.usage == {("onprem", GPU): 1}
+    assert reclaimable.status_with({**workload(), "status": status}, running) is None  # unchanged: no write
+
+
+def test_none_left_removes_the_field() -> None:
+    status = reclaimable.with_pods(workload([{"name": "main", "count": 1}]), [])
+    assert status is not None and "reclaimablePods" not in status
+    assert reclaimable.with_pods(workload(), []) is None
