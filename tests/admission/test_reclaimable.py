@@ -24,8 +24,9 @@ def job(*, succeeded: int | None = None, **spec: int) -> dict[str, Any]:
     ({"completions": 4, "parallelism": 2}, 2, []),  # 2 completions left: both pods run again
     ({"completions": 4, "parallelism": 2}, 0, []),
     ({"completions": 4, "parallelism": 2}, None, []),
-    ({"completions": 3, "parallelism": 1}, 2, []),  # Kueue: a Job of parallelism 1 reclaims nothing
-    ({"completions": 3}, 2, []),  # parallelism defaults to 1
+    ({"completions": 3, "parallelism": 1}, 3, []),  # Kueue: a Job of parallelism 1 reclaims nothing
+    ({"completions": 3}, 3, []),  # parallelism defaults to 1
+    ({"parallelism": 1}, 1, []),
     ({"parallelism": 3}, 1, [{"name": "main", "count": 1}]),  # completions default to parallelism
     ({"completions": 10, "parallelism": 4}, 7, [{"name": "main", "count": 1}]),
 ])

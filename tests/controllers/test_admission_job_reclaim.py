@@ -1,0 +1,97 @@
+"""Kueue's reclaimable Pods of a running Job at the hub: once its members report enough Pods
+succeeded that fewer completions remain than its parallelism, its Workload's
+``status.reclaimablePods`` counts the Pods that will not run again and their quota admits the next
+waiting workload; a Job of parallelism 1 reclaims nothing (as Kueue's)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from controlplane.apis.timestamps import format_time
+from controlplane.apiserver.objects import ObjectStore
+from controlplane.controllers.manager import ControllerManager
+
+from .fleet import eventually, node_shape, propagation_policy, put_cluster, queued_workload, settled
+from .test_admission import KUEUE, PLACEMENT, create, kueue_obj
+from .test_admission_partial import queue
+from .test_admission_preemption import WORK, admitted, job
+from .test_finished_jobs import T0
+
+
+async def one_queue(objects: ObjectStore, manager: ControllerManager, gpus: int) -> None:
+    await put_cluster(objects, "onprem", node_shape(2, gpus=8), labels={"gpufed.io/pool": "onprem"}, pods=[])
+    await create(objects, kueue_obj("ResourceFlavor", "onprem", spec={"nodeLabels": {"gpufed.io/pool": "onprem"}}))
+    await create(objects, queue("team", gpus))
+    await create(objects, kueue_obj("LocalQueue", "team", "default", spec={"clusterQueue": "team"}))
+    await create(objects, propagation_policy("jobs", kind="Job", api_version="batch/v1", placement=PLACEMENT))
+    await settled(manager)
+
+
+async def report(objects: ObjectStore, name: str, **counts: int) -> None:
+    """The member's agent reports its copy of the Job with these Pod counts."""
+    work = await eventually(lambda: get_work(objects, name), what=f"{name}'s Work")
+    entry = {
+        "identifier": {"group": "batch", "version": "v1", "kind": "Job", "namespace": "default", "name": name, "ordinal": 0},
+        "status": counts, "health": "Healthy",
+    }
+    applied = {"type": "Applied", "status": "True", "reason": "AppliedSuccessful", "message": "applied",
+               "lastTransitionTime": format_time(T0), "observedGeneration": work["metadata"]["generation"]}
+    await objects.update_status(objects.registry.require(WORK, "Work"),
+                                {**work, "status": {"conditions": [applied], "manifestStatuses": [entry]}})
+
+
+async def get_work(objects: ObjectStore, name: str) -> dict[str, Any] | None:
+    works = (await objects.list(objects.registry.require(WORK, "Work"), namespace="gpufed-es-onprem")).items
+    return next((w for w in works if w["metadata"]["name"] == f"default-{name}-job"), None)
+
+
+def sized(name: str, *, completions: int, parallelism: int) -> dict[str, Any]:
+    obj = job(name, "team", pods=parallelism)
+    obj["spec"]["completions"] = completions
+    return obj
+
+
+async def succeeded(objects: ObjectStore, name: str, count: int) -> dict[str, Any] | None:
+    """The hub's Job once its status (aggregated from the members) has ``count`` Pods succeeded."""
+    obj = await objects.get(objects.registry.require("batch/v1", "Job"), namespace="default", name=name)
+    return obj if (obj.get("status") or {}).get("succeeded") == count else None
+
+
+async def reclaimable(objects: ObjectStore, name: str) -> list[dict[str, Any]] | None:
+    wl = await queued_workload(objects, "Job", name)
+    return ((wl or {}).get("status") or {}).get("reclaimablePods")
+
+
+async def test_a_finishing_jobs_pods_that_will_not_run_again_free_their_quota(
+    objects: ObjectStore, manager: ControllerManager,
+) -> None:
+    await one_queue(objects, manager, gpus=2)
+    await create(objects, sized("wide", completions=4, parallelism=2))
+    await eventually(lambda: admitted(objects, "wide"), what="wide admitted with the queue's 2 GPUs")
+    await create(objects, sized("next", completions=1, parallelism=1))
+    await eventually(lambda: queued_workload(objects, "Job", "next"), what="next's Workload")
+    await report(objects, "wide", succeeded=2, active=2)
+    await eventually(lambda: succeeded(objects, "wide", 2), what="the member's counts on the hub's Job")
+    await settled(manager)
+    assert await reclaimable(objects, "wide") is None  # 2 completions left: both Pods run again
+    assert await admitted(objects, "next") is None
+
+    await report(objects, "wide", succeeded=3, active=1)
+    assert await eventually(lambda: reclaimable(objects, "wide"), what="wide's reclaimablePods") == [{"name": "main", "count": 1}]
+    assert await eventually(lambda: admitted(objects, "next"), what="next admitted in the GPU wide gave back") == "team"
+    cq = await objects.get(objects.registry.require(KUEUE, "ClusterQueue"), namespace=None, name="team")
+    assert cq["status"]["flavorsReservation"][0]["resources"][0]["total"] == "2"  # 1 of wide's, 1 of next's
+
+
+async def test_a_job_of_parallelism_1_reclaims_nothing(objects: ObjectStore, manager: ControllerManager) -> None:
+    await one_queue(objects, manager, gpus=1)
+    await create(objects, sized("serial", completions=2, parallelism=1))
+    await eventually(lambda: admitted(objects, "serial"), what="serial admitted")
+    await create(objects, sized("next", completions=1, parallelism=1))
+    await eventually(lambda: queued_workload(objects, "Job", "next"), what="next's Workload")
+    # All its completions in, not yet Complete: with a parallelism above 1 its Pod would be reclaimable.
+    await report(objects, "serial", succeeded=2)
+    await eventually(lambda: succeeded(objects, "serial", 2), what="the member's counts on the hub's Job")
+    await settled(manager)
+    assert await reclaimable(objects, "serial") is None
+    assert await admitted(objects, "next") is None
