@@ -1,7 +1,8 @@
 """Kueue's reclaimable Pods of a running Job at the hub: once its members report enough Pods
 succeeded that fewer completions remain than its parallelism, its Workload's
 ``status.reclaimablePods`` counts the Pods that will not run again and their quota admits the next
-waiting workload; a Job of parallelism 1 reclaims nothing (as Kueue's)."""
+waiting workload; a Job of parallelism 1 reclaims nothing (as Kueue's). A JobSet's replicated
+Jobs that succeeded give back their Pods' quota the same way."""
 
 from __future__ import annotations
 
@@ -12,8 +13,9 @@ from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.manager import ControllerManager
 
 from .fleet import eventually, node_shape, propagation_policy, put_cluster, queued_workload, settled
-from .test_admission import KUEUE, PLACEMENT, create, kueue_obj
+from .test_admission import GPU, KUEUE, PLACEMENT, condition, create, kueue_obj, team_queue
 from .test_admission_partial import queue
+from .test_admission_podsets import JOBSET, pod
 from .test_admission_preemption import WORK, admitted, job
 from .test_finished_jobs import T0
 
@@ -27,12 +29,13 @@ async def one_queue(objects: ObjectStore, manager: ControllerManager, gpus: int)
     await settled(manager)
 
 
-async def report(objects: ObjectStore, name: str, **counts: int) -> None:
-    """The member's agent reports its copy of the Job with these Pod counts."""
-    work = await eventually(lambda: get_work(objects, name), what=f"{name}'s Work")
+async def report(objects: ObjectStore, name: str, *, kind: tuple[str, str] = ("batch", "Job"), **status: Any) -> None:
+    """The member's agent reports its copy of the job with this status."""
+    work = await eventually(lambda: get_work(objects, f"default-{name}-{kind[1].lower()}"), what=f"{name}'s Work")
     entry = {
-        "identifier": {"group": "batch", "version": "v1", "kind": "Job", "namespace": "default", "name": name, "ordinal": 0},
-        "status": counts, "health": "Healthy",
+        "identifier": {"group": kind[0], "version": "v1" if kind[0] == "batch" else "v1alpha2", "kind": kind[1],
+                       "namespace": "default", "name": name, "ordinal": 0},
+        "status": status, "health": "Healthy",
     }
     applied = {"type": "Applied", "status": "True", "reason": "AppliedSuccessful", "message": "applied",
                "lastTransitionTime": format_time(T0), "observedGeneration": work["metadata"]["generation"]}
@@ -42,7 +45,7 @@ async def report(objects: ObjectStore, name: str, **counts: int) -> None:
 
 async def get_work(objects: ObjectStore, name: str) -> dict[str, Any] | None:
     works = (await objects.list(objects.registry.require(WORK, "Work"), namespace="gpufed-es-onprem")).items
-    return next((w for w in works if w["metadata"]["name"] == f"default-{name}-job"), None)
+    return next((w for w in works if w["metadata"]["name"] == name), None)
 
 
 def sized(name: str, *, completions: int, parallelism: int) -> dict[str, Any]:
@@ -95,3 +98,41 @@ async def test_a_job_of_parallelism_1_reclaims_nothing(objects: ObjectStore, man
     await settled(manager)
     assert await reclaimable(objects, "serial") is None
     assert await admitted(objects, "next") is None
+
+
+async def test_a_jobsets_succeeded_jobs_free_their_pods_quota(objects: ObjectStore, manager: ControllerManager) -> None:
+    await put_cluster(objects, "onprem", node_shape(2, gpus=8), labels={"gpufed.io/pool": "onprem"}, pods=[])
+    await create(objects, kueue_obj("ResourceFlavor", "onprem", spec={"nodeLabels": {"gpufed.io/pool": "onprem"}}))
+    await create(objects, team_queue("team", 4))
+    await create(objects, kueue_obj("LocalQueue", "team", "default", spec={"clusterQueue": "team"}))
+    for kind, api_version in (("JobSet", JOBSET), ("Job", "batch/v1")):
+        await create(objects, propagation_policy(kind.lower(), kind=kind, api_version=api_version, placement=PLACEMENT))
+    await settled(manager)
+    await create(objects, {
+        "apiVersion": JOBSET, "kind": "JobSet",
+        "metadata": {"name": "train", "namespace": "default", "labels": {"kueue.x-k8s.io/queue-name": "team"}},
+        "spec": {"replicatedJobs": [
+            {"name": "leader", "replicas": 1, "template": {"spec": {"template": pod("leader", {"cpu": "1"})}}},
+            {"name": "workers", "replicas": 2, "template": {"spec": {"parallelism": 2, "template": pod("worker", {GPU: "1"})}}},
+        ]},
+    })
+
+    async def train_admitted() -> dict[str, Any] | None:
+        wl = await queued_workload(objects, "JobSet", "train")
+        return wl if condition(wl, "Admitted").get("status") == "True" else None
+
+    await eventually(train_admitted, what="the JobSet admitted with the queue's 4 GPUs")
+    await create(objects, sized("next", completions=2, parallelism=2))
+    await eventually(lambda: queued_workload(objects, "Job", "next"), what="next's Workload")
+    await settled(manager)
+    assert await admitted(objects, "next") is None
+    await report(objects, "train", kind=("jobset.x-k8s.io", "JobSet"), replicatedJobsStatus=[
+        {"name": "leader", "ready": 1, "succeeded": 0, "failed": 0, "active": 1, "suspended": 0},
+        {"name": "workers", "ready": 1, "succeeded": 1, "failed": 0, "active": 1, "suspended": 0}])
+
+    async def train_reclaimable() -> list[dict[str, Any]] | None:
+        wl = await queued_workload(objects, "JobSet", "train")
+        return ((wl or {}).get("status") or {}).get("reclaimablePods")
+
+    assert await eventually(train_reclaimable, what="the JobSet's reclaimablePods") == [{"name": "workers", "count": 2}]
+    await eventually(lambda: admitted(objects, "next"), what="next admitted in the 2 GPUs of the succeeded worker Job")
