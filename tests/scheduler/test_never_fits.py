@@ -119,6 +119,40 @@ def test_a_gang_needs_every_role_in_one_cluster() -> None:
     assert never_fits(same, fleet()) is None
 
 
+@pytest.mark.parametrize(
+    ("pods", "gpus", "selector", "message"),
+    [
+        pytest.param(4, 8, None, None, id="as-many-gpus-as-the-largest-cluster-has"),
+        pytest.param(
+            5, 8, None, "can never fit: its 5 pods need 40 nvidia.com/gpu together; the largest cluster has 32",
+            id="more-gpus-than-any-cluster-has",
+        ),
+        pytest.param(2, 8, {PRODUCT: A100}, None, id="allocatable-counts-not-free"),
+        pytest.param(
+            3, 8, {PRODUCT: A100},
+            "can never fit: its 3 pods need 24 nvidia.com/gpu together; the largest cluster has 16",
+            id="more-of-a-model-than-any-cluster-has",
+        ),
+        pytest.param(
+            5, 5, None, "can never fit: its 5 pods do not fit together in any one cluster, even on empty nodes",
+            id="enough-gpus-but-never-on-few-enough-nodes",
+        ),
+    ],
+)
+def test_a_gangs_pods_must_fit_one_cluster_together(
+    pods: int, gpus: int, selector: dict[str, str] | None, message: str | None
+) -> None:
+    """Each pod alone fits some node; the gang never fits when no cluster, empty, holds them all."""
+    each = req({"nvidia.com/gpu": gpus}, selector)
+    gang = BindingRequest(
+        key="default/grp", replicas=pods, requirements=each, gang=True,
+        components=(Component("role of g0", pods, each),),
+    )
+    found = never_fits(gang, fleet())
+    assert (found.message if found is not None else None) == message
+    assert never_fits(BindingRequest(key="default/g0-pod", replicas=pods, requirements=each), fleet()) is None
+
+
 def test_nothing_is_decided_before_any_cluster_reports_nodes() -> None:
     assert never_fits(request(req({"nvidia.com/gpu": 64})), []) is None
     assert never_fits(request(req({"nvidia.com/gpu": 64})), [cluster("empty")]) is None

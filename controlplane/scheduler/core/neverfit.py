@@ -11,7 +11,9 @@ required node affinity and taints, and the node's **allocatable** resources (not
 ones) cover the request: a whole-GPU count above any node's GPUs, a MIG profile no node is
 partitioned into, a time-sliced share (``nvidia.com/gpu.shared``) in a fleet without time
 slicing, a GPU model no node has. Each alternative GPU shape of the policy counts: the request
-never fits only when none of them can. A gang's roles must all fit in one cluster. Waiting will
+never fits only when none of them can. A gang's pods must all fit in one cluster at once, were its
+nodes empty (a Kueue pod group of 8 one-GPU Pods never fits a fleet whose largest cluster has 4
+GPUs in all, though each Pod alone fits any node). Waiting will
 not help such a request (only a change of the fleet's capacity can): the scheduler says so once
 instead of retrying, and the waste accounting does not count the GPUs it cannot use as
 fragmented. Clusters that report no nodes are left out; with none reporting, nothing is decided.
@@ -33,10 +35,12 @@ from typing import Any
 from controlplane.apis.gpus import is_gpu_resource
 from controlplane.apis.quantity import format_quantity
 from controlplane.apis.work_v1alpha1 import ScheduledReason
+from controlplane.interpreter.base import Component
 from controlplane.interpreter.requirements import RESOURCE_PODS, ReplicaRequirements
 from controlplane.scheduler.core.estimating import node_eligible
 from controlplane.scheduler.core.estimator import can_ever_run
 from controlplane.scheduler.core.framework import BindingRequest
+from controlplane.scheduler.core.gangs import gang_fit
 from controlplane.scheduler.core.outcome import ScheduledCondition, ScheduleResult
 from controlplane.scheduler.core.snapshot import ClusterSnapshot, NodeShape
 
@@ -50,24 +54,77 @@ class NeverFits:
     message: str
 
 
-def _options(request: BindingRequest) -> list[tuple[ReplicaRequirements, ...]]:
-    """Per GPU shape the request may take (its own first), the per-pod requirements that must all
-    fit in one cluster: each role of a gang, else the one pod template."""
-    roles = [c.requirements for c in request.gang_components()] if request.gang else [request.requirements]
+def _options(request: BindingRequest) -> list[tuple[Component, ...]]:
+    """Per GPU shape the request may take (its own first), the pods that must all fit in one
+    cluster: each role of a gang, else one pod of the template."""
+    roles = request.gang_components() if request.gang else (
+        Component(name="pod", replicas=1, requirements=request.requirements),
+    )
     shapes = [None, *request.gpu_shapes]
-    return [tuple(shape.apply(r) if shape is not None else r for r in roles) for shape in shapes]
+    return [
+        tuple(
+            Component(name=c.name, replicas=c.replicas, requirements=shape.apply(c.requirements) if shape else c.requirements)
+            for c in roles
+        )
+        for shape in shapes
+    ]
 
 
 def never_fits(request: BindingRequest, clusters: Sequence[ClusterSnapshot]) -> NeverFits | None:
-    """None when some cluster could run the request (every role of a gang) on empty nodes."""
+    """None when some cluster could run the request (every pod of a gang at once) on empty nodes."""
     reporting = [c for c in clusters if c.shapes]
     if not reporting:
         return None
     options = _options(request)
+    each_alone = False  # every pod of a gang fits some cluster alone, but not all of them together
     for roles in options:
-        if any(all(can_ever_run(cluster, r) for r in roles) for cluster in reporting):
-            return None
-    return NeverFits(PREFIX + _why(options[0], reporting))
+        for cluster in reporting:
+            if all(can_ever_run(cluster, c.requirements) for c in roles):
+                if not request.gang or _holds_together(cluster, roles):
+                    return None
+                each_alone = True
+    if each_alone:
+        return NeverFits(PREFIX + _why_together(options[0], reporting))
+    return NeverFits(PREFIX + _why([c.requirements for c in options[0]], reporting))
+
+
+def _emptied(cluster: ClusterSnapshot) -> ClusterSnapshot:
+    """``cluster`` with every node as free as it could ever be (its allocatable resources)."""
+    shapes = []
+    for shape in cluster.shapes:
+        names = {*shape.allocatable, *shape.free}
+        empty = {name: max(shape.allocatable.get(name, 0), shape.free.get(name, 0)) for name in names}
+        shapes.append(shape.with_free(empty, shape.count))
+    return cluster.with_shapes(tuple(shapes))
+
+
+def _holds_together(cluster: ClusterSnapshot, roles: tuple[Component, ...]) -> bool:
+    fits, _ = gang_fit(_emptied(cluster), roles)
+    return fits
+
+
+def _why_together(roles: Sequence[Component], clusters: Sequence[ClusterSnapshot]) -> str:
+    """The first resource the gang's pods need more of together than any cluster has, in words."""
+    pods = sum(c.replicas for c in roles)
+    totals: dict[str, int] = {}
+    for role in roles:
+        for name, amount in role.requirements.resources:
+            totals[name] = totals.get(name, 0) + amount * role.replicas
+    for name, total in sorted(totals.items(), key=lambda kv: (not is_gpu_resource(kv[0]), kv[0])):
+        largest = max(
+            sum(
+                s.count * max(s.allocatable.get(name, 0), s.free.get(name, 0))
+                for s in cluster.shapes
+                if any(node_eligible(s, role.requirements) for role in roles)
+            )
+            for cluster in clusters
+        )
+        if largest < total:
+            return (
+                f"its {pods} pods need {format_quantity(name, total)} {name} together; "
+                f"the largest cluster has {format_quantity(name, largest)}"
+            )
+    return f"its {pods} pods do not fit together in any one cluster, even on empty nodes"
 
 
 def _why(roles: Sequence[ReplicaRequirements], clusters: Sequence[ClusterSnapshot]) -> str:
