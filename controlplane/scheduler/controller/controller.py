@@ -71,7 +71,7 @@ from controlplane.scheduler.controller.evictions import FailoverEvictions, with_
 from controlplane.scheduler.controller.finished import finished_phase
 from controlplane.scheduler.controller.moves import UnschedulableMoves
 from controlplane.scheduler.controller.ownwrites import OwnPlacements
-from controlplane.scheduler.controller.podgroups import PodGroup, PodGroupPlacement
+from controlplane.scheduler.controller.podgroups import GroupOutcome, PodGroup, PodGroupPlacement
 from controlplane.scheduler.controller.quotas import QuotaEnforcement
 from controlplane.scheduler.controller.reading import (
     applied_condition,
@@ -319,6 +319,7 @@ class SchedulerController(KeyedController[BindingKey]):
         self._never_fit.discard(key)
         self.returns.forget(key)
         self._own.forget(key)
+        self.pod_groups.forget(key)
 
     async def maintain(self) -> None:
         """Expire reservations whose reports never came; retry unplaced bindings when capacity frees."""
@@ -437,10 +438,11 @@ class SchedulerController(KeyedController[BindingKey]):
 
         ordered = [snapshots[name] for name in sorted(snapshots)]
         if group is not None and not previous and why is not None and not moves and not check.due:
-            placed = await self.pod_groups.place(
+            outcome = await self.pod_groups.place(
                 group, binding, request, ordered, home=home, reservations=self.reservations, now=now
             )
-            return wait if placed else _sooner(wait, UNPLACED_RETRY_SECONDS)
+            # One that never fits waits for a change of the fleet's capacity, not for the next retry.
+            return _sooner(wait, UNPLACED_RETRY_SECONDS) if outcome is GroupOutcome.UNPLACED else wait
         moved: dict[str, int] = {}
         result: ScheduleResult | None = None
         started = time.perf_counter()  # gpufed_scheduling_duration_seconds: one decision's time

@@ -20,7 +20,12 @@ gate's index) and their bindings. Out:
   none moves (the bindings then wait as any eviction with no room elsewhere does).
 
 Decisions of group bindings run one at a time (:attr:`PodGroupPlacement.lock`), so two Pods of one
-group popped together do not both decide for the group.
+group popped together do not both decide for the group. A group that is not placed is decided once
+per trigger, not once per Pod: a capacity report (or the retry) queues all ``n`` bindings, the first
+decides for the group and the others reuse that decision while its inputs are unchanged (the
+clusters' snapshots, the reservations, the group's bindings' resourceVersions as the decision left
+them). A group that can never fit (:mod:`controlplane.scheduler.core.neverfit`, its Pods as one gang)
+gets NeverFits in every binding and waits for the fleet's capacity facts, as a single binding does.
 """
 
 from __future__ import annotations
@@ -28,9 +33,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
+from enum import StrEnum
 from typing import Any, Final
 
 from controlplane.admission import podgroups, pods
@@ -40,6 +47,7 @@ from controlplane.controllers.admissiongate import Kinds
 from controlplane.controllers.context import ControllerContext
 from controlplane.controllers.failover import EvictionCause
 from controlplane.controllers.workloads import binding_namespace, is_deleting
+from controlplane.metrics import observe_scheduling_latency
 from controlplane.objectclient import errors
 from controlplane.scheduler.controller.quotas import QuotaEnforcement
 from controlplane.scheduler.controller.reading import binding_key, key_text, workload_of
@@ -48,6 +56,7 @@ from controlplane.scheduler.controller.writing import set_schedulable, write_con
 from controlplane.scheduler.core.cache import SchedulerCache
 from controlplane.scheduler.core.deciding import schedule
 from controlplane.scheduler.core.framework import BindingRequest
+from controlplane.scheduler.core.neverfit import never_fit_result, never_fits
 from controlplane.scheduler.core.outcome import ScheduledCondition, ScheduleResult
 from controlplane.scheduler.core.podgroups import follower_result, group_request, member_result
 from controlplane.scheduler.core.reservations import Reservations
@@ -71,6 +80,27 @@ class PodGroup:
     namespace: str
     name: str
     count: int
+
+
+class GroupOutcome(StrEnum):
+    """What deciding a binding of a group that is not placed came to."""
+
+    PLACED = "placed"
+    UNPLACED = "unplaced"
+    """Not placed now (no room, a quota refused it, its bindings not all there): retried."""
+    NEVER_FITS = "never fits"
+    """No cluster could ever hold the group: looked at again when the fleet's capacity changes."""
+
+
+@dataclass(slots=True)
+class GroupDecision:
+    """The last decision for a group that is not placed, with what it was made of."""
+
+    inputs: tuple[Any, ...]
+    outcome: GroupOutcome
+    members: frozenset[BindingKey]
+    covered: set[BindingKey] = field(default_factory=set)
+    """Bindings of the group queued by the trigger that made it, not yet popped: they reuse it."""
 
 
 def _placed(binding: dict[str, Any]) -> list[str]:
@@ -98,6 +128,7 @@ class PodGroupPlacement:
         self.request_of = request_of
         self.requeue = requeue
         self.lock = asyncio.Lock()
+        self._decisions: dict[tuple[str, str], GroupDecision] = {}
 
     def group_of(self, binding: dict[str, Any]) -> PodGroup | None:
         """The pod group of the Pod ``binding`` is for (a Pod Kueue manages), or None."""
@@ -137,14 +168,16 @@ class PodGroupPlacement:
         home: set[str],
         reservations: Reservations,
         now: datetime,
-    ) -> bool:
-        """Decide a binding of ``group`` that is not placed; True when it is placed now.
+    ) -> GroupOutcome:
+        """Decide a binding of ``group`` that is not placed.
 
         With ``home`` (the clusters its other Pods run in, the only ``snapshots`` given), it follows
         them; otherwise the whole group is decided once all its Pods have bindings."""
         if home:
             decided = schedule(request, snapshots, reservations=reservations, now=now, cache=self.cache)
-            return await self._write(binding, request, follower_result(decided, group=group.name, home=sorted(home)))
+            follows = follower_result(decided, group=group.name, home=sorted(home))
+            await self._write(binding, request, follows)
+            return GroupOutcome.PLACED if follows.clusters else GroupOutcome.UNPLACED
         members = [(b, m) for b, m in await self._members(group, binding, request) if not m.previous]
         if len(members) < group.count:
             waiting = (
@@ -156,33 +189,60 @@ class PodGroupPlacement:
                     await write_condition(
                         self.ctx, member_binding, ScheduledCondition(False, ScheduledReason.UNSCHEDULABLE, waiting)
                     )
-            return False
+            return GroupOutcome.UNPLACED
+        name, own = (group.namespace, group.name), binding_key(binding)
+        last = self._decisions.get(name)
+        if last is not None and own in last.covered and last.inputs == _inputs(snapshots, reservations, members):
+            last.covered.discard(own)  # decided for it in this round, from the same inputs
+            return last.outcome
+        self._decisions.pop(name, None)
         gang = group_request(f"{group.namespace}/{group.name}", [m for _, m in members])
+        started = time.perf_counter()
         result = schedule(gang, snapshots, reservations=reservations, now=now, cache=self.cache)
+        if not result.clusters and (never := never_fits(gang, snapshots)) is not None:
+            result = never_fit_result(gang, result, never.message)
+        observe_scheduling_latency(time.perf_counter() - started, result=result.condition.reason)
         shares = [(b, m, member_result(result, m, group=group.name, pods=len(members))) for b, m in members]
         refusals = [(b, why) for b, _, share in shares if (why := self.quotas.refusal(b, share.clusters)) is not None]
         if refusals:  # FederatedQuotaEnforcement refuses one of them: none is placed
             for refused, why in refusals:
                 await self.quotas.refuse(refused, why)
-            return False
-        placed = False
+            return GroupOutcome.UNPLACED
+        stored: list[tuple[Mapping[str, Any], BindingRequest]] = []
         for member_binding, member, share in shares:
             try:
-                placed = await self._write(member_binding, member, share) or placed
+                stored.append((await self._write(member_binding, member, share), member))
             except CHANGED:
                 # Changed meanwhile: decided again, following the pods of its group placed already.
                 log.info("binding %s changed while its pod group was placed; it is decided again", member.key)
                 await self.requeue(binding_key(member_binding))
         log.debug("pod group %s/%s: %s", group.namespace, group.name, result.condition.message)
-        return placed
+        if result.clusters:
+            return GroupOutcome.PLACED
+        outcome = GroupOutcome.NEVER_FITS if result.condition.reason is ScheduledReason.NEVER_FITS else GroupOutcome.UNPLACED
+        if len(stored) == len(members):  # the others of this round reuse it (a binding that changed decides anew)
+            keys = frozenset(binding_key(b) for b, _ in members)
+            self._decisions[name] = GroupDecision(
+                _inputs(snapshots, reservations, stored), outcome, keys, covered=set(keys - {own})
+            )
+        return outcome
 
-    async def _write(self, binding: dict[str, Any], request: BindingRequest, result: ScheduleResult) -> bool:
-        await write_decision(self.ctx, self.keeper, binding, request, result, moved={}, previous={}, why=WHY)
+    def forget(self, key: BindingKey) -> None:
+        """A binding went: the decision of its group is not reused."""
+        for name, decision in list(self._decisions.items()):
+            if key in decision.members:
+                del self._decisions[name]
+
+    async def _write(
+        self, binding: dict[str, Any], request: BindingRequest, result: ScheduleResult
+    ) -> Mapping[str, Any]:
+        """Write one binding's share of the decision; the binding as stored."""
+        stored = await write_decision(self.ctx, self.keeper, binding, request, result, moved={}, previous={}, why=WHY)
         workload = workload_of(self.ctx, binding)
         if workload is not None:
             await set_schedulable(self.ctx, workload, result.condition)
         log.debug("binding %s: %s", key_text(binding_key(binding)), result.condition.message)
-        return bool(result.clusters)
+        return stored
 
     async def _members(self, group: PodGroup, binding: dict[str, Any], request: BindingRequest) -> list[
         tuple[dict[str, Any], BindingRequest]
@@ -239,3 +299,16 @@ class PodGroupPlacement:
                 continue
             moved.append((binding_key(member_binding), sorted(leaving)))
         return moved
+
+
+def _inputs(
+    snapshots: Sequence[ClusterSnapshot],
+    reservations: Reservations,
+    members: Sequence[tuple[Mapping[str, Any], BindingRequest]],
+) -> tuple[Any, ...]:
+    """What a group's decision is made of: the clusters' snapshots (a report makes a new one), the
+    reservations' versions and the group's bindings as they were (their resourceVersions)."""
+    versions = tuple(
+        (binding_key(b), (b.get("metadata") or {}).get("resourceVersion")) for b, _ in members
+    )
+    return (tuple(snapshots), tuple(sorted(reservations.versions().items())), tuple(sorted(versions)))

@@ -120,11 +120,12 @@ async def write_decision(
     why: str | None = None,
     announced: bool = False,
     placement_written: Callable[[Mapping[str, Any]], None] | None = None,
-) -> None:
-    """Write ``result`` as the binding's decision and record its Events; ``announced``: the caller
-    records the move's own ``ReplicasMoved`` Event (a return, rebalancing.py). ``placement_written``
-    is called with the stored binding when a new placement (spec) is written, with its status in
-    the same write, so that the caller knows that write's watch event when it comes."""
+) -> Mapping[str, Any]:
+    """Write ``result`` as the binding's decision, record its Events and return the binding as
+    stored (``binding`` itself when nothing changed); ``announced``: the caller records the move's
+    own ``ReplicasMoved`` Event (a return, rebalancing.py). ``placement_written`` is called with the
+    stored binding when a new placement (spec) is written, with its status in the same write, so
+    that the caller knows that write's watch event when it comes."""
     view = BindingView(binding)
     spec = view.spec
     evicted = evicted or {}
@@ -189,8 +190,9 @@ async def write_decision(
         ):
             status["lastScheduledTime"] = format_micro_time(now)
 
+    stored: Mapping[str, Any]
     if placed is None:
-        await update_binding_status(ctx, binding, lambda status: decided(status, binding))
+        stored = await update_binding_status(ctx, binding, lambda status: decided(status, binding))
     else:
         def placed_status(stored: dict[str, Any]) -> dict[str, Any]:
             status = copy.deepcopy(stored.get("status") or {})
@@ -209,11 +211,13 @@ async def write_decision(
             raise
         if placement_written is not None:
             placement_written(updated)
+        stored = updated
     await record_decision(ctx, binding, old_condition, new_condition, previous_clusters, clusters, moved)
     if not moved and not evicted and not announced:
         await record_rescheduled(ctx, binding, previous or {}, result.clusters, clusters, why=why)
     if evicted:
         await record_evictions(ctx, binding, evicted, clusters)
+    return stored
 
 
 async def write_waiting(ctx: ControllerContext, binding: dict[str, Any], waiting: Mapping[str, int]) -> None:

@@ -14,6 +14,7 @@ import dataclasses
 from collections.abc import Sequence
 
 from controlplane.apis.gpus import is_gpu_resource
+from controlplane.apis.work_v1alpha1 import ScheduledReason
 from controlplane.interpreter.base import Component
 from controlplane.interpreter.requirements import ReplicaRequirements
 from controlplane.scheduler.core.explanation import ClusterExplanation
@@ -64,7 +65,10 @@ def _pods(count: int) -> str:
 
 
 def group_condition(result: ScheduleResult, *, group: str, pods: int) -> ScheduledCondition:
-    """The ``Scheduled`` condition every Pod of the group gets from the group's decision."""
+    """The ``Scheduled`` condition every Pod of the group gets from the group's decision (a
+    NeverFits decision keeps its reason and its ``can never fit: ...`` message, the group named)."""
+    if result.condition.reason is ScheduledReason.NEVER_FITS:
+        return ScheduledCondition(False, result.condition.reason, f"pod group {group}: {result.condition.message}")
     if result.condition.status and result.clusters:
         (cluster,) = result.clusters
         return ScheduledCondition(
