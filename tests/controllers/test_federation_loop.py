@@ -148,7 +148,7 @@ def pytorchjob(name: str, *, workers: int, gpus_per_worker: int) -> dict[str, An
     ("workers", "expected"),
     [
         (3, {"big": 4}),  # 3 workers x 2 GPUs fit only on big's 8-GPU node
-        (5, {}),  # 10 GPUs fit nowhere at once: nothing is placed
+        (5, {}),  # 10 GPUs fit nowhere at once, even on empty nodes: nothing is placed, ever
     ],
 )
 async def test_gang_is_placed_whole_or_not_at_all(
@@ -179,7 +179,9 @@ async def test_gang_is_placed_whole_or_not_at_all(
 
         assert await eventually(work_in_big, what="the gang's Work") == {"big": workers}
     else:
-        assert (scheduled["status"], scheduled["reason"]) == ("False", "Unschedulable")
+        assert (scheduled["status"], scheduled["reason"], scheduled["message"]) == (
+            "False", "NeverFits", "can never fit: its 6 pods need 10 nvidia.com/gpu together; the largest cluster has 8"
+        )
         assert not explanation["big"]["chosen"] and not explanation["small"]["chosen"]
         assert any("gang does not fit" in r for r in explanation["big"]["reasons"])
         await settled(manager)
