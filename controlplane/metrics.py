@@ -10,7 +10,8 @@ Metrics (all prefixed ``gpufed_``):
 
 * ``apiserver_request_duration_seconds{verb,group,resource,code}`` -- histogram of API
   request latency; watches are left out (they last as long as the client wants);
-* ``scheduling_duration_seconds{result}`` -- histogram of one binding's scheduling attempt;
+* ``scheduling_duration_seconds{result}`` -- histogram of one binding's scheduling attempt (one a
+  Kueue pod group's, for all its Pods);
 * ``gpus{state,cluster,model}`` -- GPU-equivalents in each waste state at the last sample (a
   MIG slice counts as its share of the GPU);
 * ``gpu_hours_total{state,cluster,model}`` and ``gpu_cost_usd_total{state,cluster,model}`` --
