@@ -83,7 +83,6 @@ from prometheus_client import (
     Counter,
     Gauge,
     Histogram,
-    generate_latest,
 )
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.gc_collector import GCCollector
@@ -103,6 +102,7 @@ from controlplane.apiserver.requestmetrics import RequestMetrics
 from controlplane.apiserver.webhooks.metrics import AdmissionMetrics
 from controlplane.controllers.disruption import FleetState
 from controlplane.controllers.workqueuemetrics import WorkqueueMetrics
+from controlplane.exposition import render
 from controlplane.reports.classify import DeviceState
 from controlplane.reports.rollups import CELL_GPU, CELL_USD, CellKey, cell_rates
 from controlplane.storage.ledger import WriteLedger
@@ -390,7 +390,7 @@ class HubMetrics:
     # -- serving -------------------------------------------------------------------------------
 
     def render(self) -> bytes:
-        return bytes(generate_latest(self.registry))
+        return render(self.registry)
 
     def middleware(self) -> Middleware:
         """Times every API request into ``gpufed_apiserver_request_duration_seconds``, and counts and

@@ -226,16 +226,27 @@ async def test_the_authorizer_checks_with_the_hubs_rbac(api: Api) -> None:
 
 
 async def test_policy_checks_are_on_the_hubs_metrics_under_kubes_names(api: Api) -> None:
-    """kube's ``apiserver_validating_admission_policy_check_total``: one per binding evaluated and action taken."""
+    """kube's ``apiserver_validating_admission_policy_check_total``, as its dispatcher counts: a failed
+    validation once per action taken, an error ignored under ``failurePolicy: Ignore`` as ``allow``, a
+    passing validation not at all; ``error_type`` is kube's (a false validation is an ``invalid_error``)."""
     await bind(api, policy("metered-team", TEAM), binding("metered-team", "metered-team", "Deny", "Audit"))
+    broken = {"expression": "object.spec.missing == 1", "message": "never shown"}
+    await bind(api, policy("metered-broken", broken, failurePolicy="Ignore"),
+               binding("metered-broken", "metered-broken", "Deny"))
     code, _, _ = await api.call("POST", DEPLOYMENTS, deployment("metered-anon", replicas=1))
     assert code == 422
     code, _, _ = await api.call("POST", DEPLOYMENTS, deployment("metered-ml", replicas=1, labels={"app": "m", "team": "ml"}))
     assert code == 201
-    checks = await hubmetrics.samples(api.hub, "apiserver_validating_admission_policy_check_total")
-    assert {labels["enforcement_action"]: value for labels, value in checks
-            if (labels["policy"], labels["policy_binding"]) == ("metered-team", "metered-team")} == {
-        "deny": 1.0, "audit": 1.0, "allow": 1.0}
+    lines = await hubmetrics.lines(api.hub)
+    name = "apiserver_validating_admission_policy_check_total"
+    assert sorted(line for line in lines if line.startswith(f"{name}{{") and 'policy="metered-' in line) == [
+        f'{name}{{enforcement_action="allow",error_type="invalid_error",policy="metered-broken",'
+        'policy_binding="metered-broken"} 2.0',
+        f'{name}{{enforcement_action="audit",error_type="invalid_error",policy="metered-team",policy_binding="metered-team"}} 1.0',
+        f'{name}{{enforcement_action="deny",error_type="invalid_error",policy="metered-team",policy_binding="metered-team"}} 1.0',
+    ]
+    assert f"# TYPE {name} counter" in lines
+    assert not [line for line in lines if line.startswith("apiserver_validating_admission_policy_check_created")]
     buckets = {labels["le"] for labels, _ in await hubmetrics.samples(
         api.hub, "apiserver_validating_admission_policy_check_duration_seconds_bucket") if labels["policy"] == "metered-team"}
     assert buckets == {"5e-07", "0.001", "0.01", "0.1", "1.0", "+Inf"}

@@ -342,11 +342,21 @@ async def test_webhook_calls_are_on_the_hubs_metrics_under_kubes_names(api: Api,
     assert by(requests, "metered.acme.io") == {("403", "true"): 1.0, ("200", "false"): 1.0}
     # A failed call ignored under failurePolicy: Ignore is not a refusal; kube's client reports it as a 503.
     assert by(requests, "metered-tls.acme.io") == {("503", "false"): 2.0}
-    rejections = await hubmetrics.samples(api.hub, "apiserver_admission_webhook_rejection_count")
-    assert by(rejections, "metered.acme.io") == {("no_error", "403"): 1.0}
-    assert by(rejections, "metered-tls.acme.io") == {}
-    fail_open = await hubmetrics.samples(api.hub, "apiserver_admission_webhook_fail_open_count")
-    assert by(fail_open, "metered-tls.acme.io") == {(): 2.0}
+    # kube's two counters declared as ``..._count``: HELP, TYPE and samples under that name, no ``_total``.
+    lines = await hubmetrics.lines(api.hub)
+    rejection = "apiserver_admission_webhook_rejection_count"
+    assert [line for line in lines if line.startswith(rejection) or line.endswith(f"{rejection} counter")] == [
+        f"# TYPE {rejection} counter",
+        f'{rejection}{{error_type="no_error",name="metered.acme.io",operation="CREATE",rejection_code="403",'
+        'type="validating"} 1.0',
+    ]
+    fail_open = "apiserver_admission_webhook_fail_open_count"
+    assert [line for line in lines if fail_open in line and not line.startswith("# HELP")] == [
+        f"# TYPE {fail_open} counter",
+        f'{fail_open}{{name="metered-tls.acme.io",type="validating"}} 2.0',
+    ]
+    assert f"# HELP {fail_open} [ALPHA] Admission webhook fail open count, identified by name and broken out for " \
+        "each admission type (validating or mutating)." in lines
     latencies = await hubmetrics.samples(api.hub, "apiserver_admission_webhook_admission_duration_seconds_count")
     assert by(latencies, "metered.acme.io") == {("true",): 1.0, ("false",): 1.0}
     buckets = {labels["le"] for labels, _ in await hubmetrics.samples(
@@ -358,8 +368,8 @@ async def test_webhook_calls_are_on_the_hubs_metrics_under_kubes_names(api: Api,
     await configure(api, "Validating", "metered-closed", closed)
     code, _, _ = await api.call("POST", DEPLOYMENTS, deployment("closed", replicas=1))
     assert code == 500
-    rejections = await hubmetrics.samples(api.hub, "apiserver_admission_webhook_rejection_count")
-    assert by(rejections, "closed.acme.io") == {("calling_webhook_error", "503"): 1.0}
+    assert 'apiserver_admission_webhook_rejection_count{error_type="calling_webhook_error",name="closed.acme.io",' \
+        'operation="CREATE",rejection_code="503",type="validating"} 1.0' in await hubmetrics.lines(api.hub)
 
 
 async def test_match_policy_equivalent_sends_a_write_as_the_rules_version(api: Api, server: WebhookServer) -> None:

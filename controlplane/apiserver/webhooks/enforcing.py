@@ -5,7 +5,7 @@ In: the request's :class:`~.dispatching.RequestWebhooks` (the bound policies, th
 CEL's lookups, the request's warnings) and the write. Each binding whose policy and own match
 select the write is evaluated once per param (:mod:`.params`); its failures go to the binding's
 actions — Deny (the first refuses the write), Warn (a warning), Audit (logged: the hub keeps no
-audit log) — and each evaluation is observed in :mod:`.metrics`.
+audit log) — and each decision is counted in :mod:`.metrics` as kube's dispatcher counts it.
 """
 
 from __future__ import annotations
@@ -49,9 +49,8 @@ async def run_policies(calls: RequestWebhooks, request: WebhookRequest) -> None:
         try:
             params = await params_of(calls.admission.objects, policy, binding, request, calls.admission.cache)
         except ConfigurationError as exc:
-            if not policy.fails_open:  # kube: a configuration error denies, whatever the actions
+            if not policy.fails_open:  # kube: a configuration error denies, whatever the actions (uncounted)
                 denials.append((policy, binding, policies.Decision(True, f"failed to configure binding: {exc}")))
-                calls.admission.metrics.observe_policy(policy.name, binding.name, "deny", 0.0)
             continue
         if id(rt) not in bases:  # kube evaluates with the object in the version the policy matched
             seen = await calls.as_type(request, rt)
@@ -64,8 +63,6 @@ async def run_policies(calls: RequestWebhooks, request: WebhookRequest) -> None:
             started = time.monotonic()
             decisions = policies.evaluate(policy, {**base, "params": param}, calls.functions, annotations)
             elapsed = time.monotonic() - started
-            if not decisions:
-                calls.admission.metrics.observe_policy(policy.name, binding.name, "allow", elapsed)
             for decision in decisions:
                 _act(calls, policy, binding, decision, denials, elapsed)
         _log_audit_annotations(request, policy, binding, annotations)
@@ -77,12 +74,16 @@ def _act(
     calls: RequestWebhooks, policy: policies.Policy, binding: policies.Binding, decision: policies.Decision,
     denials: list[tuple[policies.Policy, policies.Binding, policies.Decision]], elapsed: float = 0.0,
 ) -> None:
+    observe = calls.admission.metrics.observe_policy
+    if not decision.denied:  # an error ignored under failurePolicy: Ignore, counted as kube does
+        observe(policy.name, binding.name, "allow", elapsed, message=decision.message)
+        return
     if decision.denies_always:  # an audit annotation's error under failurePolicy: Fail
         denials.append((policy, binding, decision))
-        calls.admission.metrics.observe_policy(policy.name, binding.name, "deny", elapsed)
+        observe(policy.name, binding.name, "deny", elapsed, message=decision.message)
         return
     for action in binding.actions:
-        calls.admission.metrics.observe_policy(policy.name, binding.name, action.lower(), elapsed)
+        observe(policy.name, binding.name, action.lower(), elapsed, message=decision.message)
         if action == "Deny":
             denials.append((policy, binding, decision))
         elif action == "Warn":

@@ -11,10 +11,12 @@
   failed under ``failurePolicy: Fail``), ``apiserver_internal_error`` (anything else);
 * ``apiserver_admission_webhook_fail_open_count{name,type}`` -- failed calls ignored under
   ``failurePolicy: Ignore``;
-* ``apiserver_validating_admission_policy_check_total{policy,policy_binding,enforcement_action}``
-  and ``..._check_duration_seconds`` -- each binding's evaluation (once per param):
-  ``enforcement_action`` ``deny``, ``warn`` or ``audit`` for each action a failure took,
-  ``allow`` when nothing failed;
+* ``apiserver_validating_admission_policy_check_total{policy,policy_binding,error_type,enforcement_action}``
+  and ``..._check_duration_seconds`` -- as kube's dispatcher counts: each failed validation once
+  per action its binding took (``deny``, ``warn``, ``audit``; an audit annotation's error under
+  ``failurePolicy: Fail`` as ``deny``), and each validation whose error was ignored under
+  ``failurePolicy: Ignore`` as ``allow``; a validation that passed is not counted. ``error_type``
+  is kube's, read from the decision's message (:func:`policy_error_type`);
 * ``apiserver_crd_conversion_webhook_duration_seconds{crd_name,from_version,to_version,succeeded}``
   -- each conversion of objects between two versions of a CRD through its webhook (kube's buckets:
   1 ms doubling 15 times).
@@ -27,17 +29,33 @@ from collections.abc import Iterator
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import Metric
 
+from controlplane.exposition import DeclaredCounterFamily
 from controlplane.metricstability import Stability, kube_help
 
 _WEBHOOK_BUCKETS = (0.005, 0.025, 0.1, 0.5, 1.0, 2.5, 10.0, 25.0)
 _POLICY_BUCKETS = (0.0000005, 0.001, 0.01, 0.1, 1.0)
-_POLICY_LABELS = ["policy", "policy_binding", "enforcement_action"]
+_POLICY_LABELS = ["policy", "policy_binding", "error_type", "enforcement_action"]
 _CONVERSION_BUCKETS = tuple(0.001 * 2**i for i in range(15))
 
 #: kube's ``WebhookRejectionErrorType`` values.
 CALLING_WEBHOOK_ERROR = "calling_webhook_error"
 APISERVER_INTERNAL_ERROR = "apiserver_internal_error"
 NO_ERROR = "no_error"
+
+#: kube's ``ValidationErrorType`` values (``policy/validating/metrics``); ``no_error`` as above.
+COMPILE_ERROR = "compile_error"
+OUT_OF_BUDGET = "out_of_budget"
+INVALID_ERROR = "invalid_error"
+
+
+def policy_error_type(message: str) -> str:
+    """kube's ``ErrorType`` of a policy decision that did not plainly admit, from its message: a
+    failed validation that evaluated to false is an ``invalid_error`` too, as kube labels it."""
+    if message.startswith("compilation"):
+        return COMPILE_ERROR
+    if message.startswith("validation failed due to running out of cost budget"):
+        return OUT_OF_BUDGET
+    return INVALID_ERROR
 
 
 class AdmissionMetrics:
@@ -64,7 +82,7 @@ class AdmissionMetrics:
             ["name", "type", "operation", "code", "rejected"], registry=registry,
         )
         # kube's two counters named ``..._count`` carry no ``_total`` suffix, which prometheus_client's
-        # Counter would add: they are served as they are by a collector of their own.
+        # Counter would add: they are collected as declared counters (controlplane.exposition).
         self.webhook_rejections = _PlainCounter(
             "apiserver_admission_webhook_rejection_count",
             kube_help(
@@ -133,14 +151,16 @@ class AdmissionMetrics:
     def observe_fail_open(self, name: str, step: str) -> None:
         self.webhook_fail_open.inc(name, step)
 
-    def observe_policy(self, policy: str, binding: str, action: str, seconds: float) -> None:
-        """One binding's evaluation that took ``action`` (``allow``, ``deny``, ``warn``, ``audit``)."""
-        self.policy_checks.labels(policy, binding, action).inc()
-        self.policy_duration.labels(policy, binding, action).observe(max(seconds, 0.0))
+    def observe_policy(self, policy: str, binding: str, action: str, seconds: float, *, message: str) -> None:
+        """One decision of a binding's evaluation that took ``action`` (``allow``, ``deny``, ``warn``,
+        ``audit``); its ``message`` gives kube's ``error_type``."""
+        error_type = policy_error_type(message)
+        self.policy_checks.labels(policy, binding, error_type, action).inc()
+        self.policy_duration.labels(policy, binding, error_type, action).observe(max(seconds, 0.0))
 
 
 class _PlainCounter:
-    """A labelled counter served under its name as given (no ``_total`` appended)."""
+    """A labelled counter served under its name as declared (no ``_total`` appended)."""
 
     def __init__(self, name: str, documentation: str, labels: tuple[str, ...]) -> None:
         self._name, self._documentation, self._labels = name, documentation, labels
@@ -153,10 +173,10 @@ class _PlainCounter:
         return self._values.get(values, 0.0)
 
     def describe(self) -> Iterator[Metric]:
-        yield Metric(self._name, self._documentation, "counter")
+        yield DeclaredCounterFamily(self._name, self._documentation)
 
     def collect(self) -> Iterator[Metric]:
-        family = Metric(self._name, self._documentation, "counter")
+        family = DeclaredCounterFamily(self._name, self._documentation)
         for values, count in list(self._values.items()):
             family.add_sample(self._name, dict(zip(self._labels, values, strict=True)), count)
         yield family

@@ -164,7 +164,9 @@ def matched_resource(match: Match, request: WebhookRequest, registry: Registry) 
 
 @dataclass(frozen=True, slots=True)
 class Decision:
-    """One validation's outcome (or the policy's, for an error before its validations)."""
+    """One validation's outcome (or the policy's, for an error before its validations): a denial,
+    or (``denied`` false) an evaluation error ignored under ``failurePolicy: Ignore``, which kube's
+    dispatcher only counts."""
 
     denied: bool
     message: str = ""
@@ -176,14 +178,14 @@ class Decision:
 
 def _error(policy: Policy, message: str) -> list[Decision]:
     """An evaluation error: its failure policy decides (kube's ``policyDecisionActionForError``)."""
-    return [] if policy.fails_open else [Decision(True, message)]
+    return [Decision(not policy.fails_open, message)]
 
 
 def evaluate(
     policy: Policy, variables: dict[str, Any], functions: dict[str, Any] | None = None,
     annotations: list[tuple[str, str]] | None = None,
 ) -> list[Decision]:
-    """The decisions of ``policy`` for one write (and one param): the denials, in its order.
+    """The decisions of ``policy`` for one write (and one param): the denials and ignored errors, in its order.
     ``variables``: ``object``, ``oldObject``, ``request``, ``namespaceObject``, ``params`` (and
     ``authorizer``, with its ``functions``: :func:`.expressions.authorizer_functions`). The audit
     annotations to publish are added to ``annotations`` (key, value), as kube's validator does."""
