@@ -4,13 +4,16 @@
 each other: the kube API rules (``apis.kube``: the autoscaling/v1 annotations, patch error
 messages) and the API server's pure patch logic (``apiserver.patching``: the last-applied
 annotation). :func:`go_quote` is ``strconv.Quote`` (``%q``), which kube's messages use, and
-:func:`go_time_quote` the ``time`` package's own quoting in its duration errors. A leaf: the
+:func:`go_time_quote` the ``time`` package's own quoting in its duration errors;
+:func:`go_json_value` is ``json.Marshal`` of a decoded JSON value (a CRD's printer columns). A leaf: the
 standard library only, no I/O.
 """
 
 from __future__ import annotations
 
 import json
+import math
+from decimal import Decimal
 from typing import Any
 
 #: What Go's encoder escapes that Python's leaves as is: HTML's special characters and the two
@@ -71,3 +74,28 @@ def go_json(value: Any, *, sort_keys: bool = False) -> str:
     for raw, escaped in _GO_ESCAPES:
         text = text.replace(raw, escaped)
     return text
+
+
+def go_json_value(value: Any) -> str:
+    """``json.Marshal`` of a decoded JSON value (``map[string]interface{}`` and what it holds): as
+    :func:`go_json` with a map's keys sorted as Go sorts them, and a float64 as Go writes it (``1``
+    for 1.0, ``0.5``, ``1e-7``, ``1e+21``). ValueError for NaN and infinities, which Go refuses."""
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{go_json(str(k))}:{go_json_value(v)}" for k, v in sorted(value.items())) + "}"
+    if isinstance(value, list):
+        return "[" + ",".join(go_json_value(v) for v in value) + "]"
+    if isinstance(value, float):
+        return _go_json_float(value)
+    return go_json(value)
+
+
+def _go_json_float(value: float) -> str:
+    # encoding/json: strconv's shortest 'f' form, or its 'e' form below 1e-6 and from 1e21 on,
+    # with a one-digit negative exponent written as such (1e-7, not 1e-07).
+    if not math.isfinite(value):
+        raise ValueError(f"json: unsupported value: {value}")
+    magnitude = abs(value)
+    if magnitude != 0 and (magnitude < 1e-6 or magnitude >= 1e21):
+        text = repr(value)
+        return text[:-2] + text[-1] if text[-4:-1] == "e-0" else text
+    return format(Decimal(repr(value)).normalize(), "f")

@@ -14,14 +14,14 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
-from typing import Any
+from datetime import UTC, datetime
+from typing import Any, Final
 
 from controlplane.apis.apiextensions import cel
 from controlplane.apis.apiextensions import crd as crds
 from controlplane.apis.apiextensions.kind import ConversionWebhook, CustomKind
 from controlplane.apis.apiextensions.schema import NO_OLD, Schema, apply_defaults, prune, validate
-from controlplane.apis.kube.field import CauseType, FieldError
+from controlplane.apis.kube.field import CauseType, FieldError, go_float
 from controlplane.apis.kube.fieldlabels import FieldGetter, field_path
 from controlplane.apiserver import columns as col
 from controlplane.apiserver.patching.structural import structural_apply_schema
@@ -33,6 +33,7 @@ from controlplane.apiserver.resources import (
     path,
     with_kube_rules,
 )
+from controlplane.gojson import go_json_value
 
 #: kube's finalizer on every CRD: its objects are deleted before it goes.
 CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
@@ -77,48 +78,116 @@ _STEP = re.compile(r"\.([A-Za-z0-9_\-/]+)|\[(\d+)\]|\[\?\(@\.([A-Za-z0-9_]+)==[\
 def json_path_getter(expression: str) -> Callable[[Any], Any]:
     """A reader of kube's simple JSONPath (``.spec.x``, ``[0]``, ``['a.b']``,
     ``[?(@.type=="Ready")]``) over an object; None where nothing matches."""
-    steps = [m.groups() for m in _STEP.finditer(expression.strip().removeprefix("{").removesuffix("}"))]
+    find = _json_path_finder(expression)
 
     def get(obj: Any) -> Any:
-        node = obj
-        for name, index, key, wanted, quoted in steps:
-            if name is not None or quoted is not None:
-                node = node.get(name or quoted) if isinstance(node, dict) else None
-            elif index is not None:
-                node = node[int(index)] if isinstance(node, list) and int(index) < len(node) else None
-            else:
-                matches = [i for i in node if isinstance(i, dict) and str(i.get(key)) == wanted] if isinstance(node, list) else []
-                node = matches[0] if matches else None
-            if node is None:
-                return None
-        return node
+        value = find(obj)
+        return None if value is _MISSING else value
 
     return get
 
 
+#: What a JSONPath finds where nothing matches (unlike a field present with a null value).
+_MISSING: Final = object()
+
+
+def _json_path_finder(expression: str) -> Callable[[Any], Any]:
+    steps = [m.groups() for m in _STEP.finditer(expression.strip().removeprefix("{").removesuffix("}"))]
+
+    def find(obj: Any) -> Any:
+        node = obj
+        for name, index, key, wanted, quoted in steps:
+            if name is not None or quoted is not None:
+                field = name if name is not None else quoted
+                if not isinstance(node, dict) or field not in node:
+                    return _MISSING
+                node = node[field]
+            elif index is not None:
+                if not isinstance(node, list) or int(index) >= len(node):
+                    return _MISSING
+                node = node[int(index)]
+            else:
+                matches = [i for i in node if isinstance(i, dict) and str(i.get(key)) == wanted] if isinstance(node, list) else []
+                if not matches:
+                    return _MISSING
+                node = matches[0]
+        return node
+
+    return find
+
+
 def printer_column(definition: dict[str, Any]) -> TableColumn:
     """An ``additionalPrinterColumns`` entry as kube's CRD table convertor shows it: its
-    description, or ``Custom resource definition column (in JSONPath format): <jsonPath>``."""
+    description, or ``Custom resource definition column (in JSONPath format): <jsonPath>``, and
+    its cells as :func:`printer_cell` makes them."""
     json_path = str(definition.get("jsonPath", ""))
-    get = json_path_getter(json_path)
+    find = _json_path_finder(json_path)
     kind = str(definition.get("type") or "string")
-
-    def cell(obj: dict[str, Any], now: datetime) -> Any:
-        value = get(obj)
-        if kind == "date":
-            return col.since(value, now) if value is not None else "<unknown>"
-        if value is None:
-            return None
-        if isinstance(value, dict | list):
-            return str(value)
-        return value
-
     return TableColumn(
-        str(definition["name"]), cell, type=kind, priority=int(definition.get("priority") or 0),
+        str(definition["name"]), lambda obj, now: printer_cell(kind, find(obj), now), type=kind,
+        priority=int(definition.get("priority") or 0),
         description=str(definition.get("description")
                         or f"Custom resource definition column (in JSONPath format): {json_path}"),
         format=str(definition.get("format") or ""),
     )
+
+
+#: Go's ``time.RFC3339`` as ``time.Parse`` reads it (fractional seconds allowed).
+_RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})")
+_GO_ZERO_TIME: Final = datetime(1, 1, 1, tzinfo=UTC)
+
+
+def printer_cell(kind: str, value: Any, now: datetime) -> Any:
+    """kube's cell of a printer column of type ``kind`` for what its JSONPath found (``_MISSING``:
+    nothing, an empty cell whatever the type). A ``string`` column prints the value as kube's
+    JSONPath printer does: a string as it is, a map or a list as Go's JSON (``{"a":1}``, ``["x"]``),
+    another value with Go's ``%v`` (``3``, ``1.5``, ``true``; null: ``<no value>``). Other types
+    (``cellForJSONValue``): an ``integer`` (a float truncated), a ``number``, a ``boolean``, or a
+    ``date`` as its age (``<unknown>`` for an empty one, ``<invalid>`` for one that is not RFC 3339);
+    a value of another JSON type than the column's leaves the cell empty."""
+    if value is _MISSING:
+        return None
+    if kind == "string":
+        return _printed(value)
+    if kind == "integer" and isinstance(value, int | float) and not isinstance(value, bool):
+        return int(value)
+    if kind == "number" and isinstance(value, int | float) and not isinstance(value, bool):
+        return value
+    if kind == "boolean" and isinstance(value, bool):
+        return value
+    if kind == "date" and isinstance(value, str):
+        return _age(value, now)
+    return None
+
+
+def _printed(value: Any) -> str | None:
+    if value is None:
+        return "<no value>"
+    if isinstance(value, dict | list):
+        try:
+            return go_json_value(value)
+        except ValueError:
+            return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return go_float(value)
+    return str(value)
+
+
+def _age(text: str, now: datetime) -> str:
+    """kube's ``ConvertToHumanReadableDateType`` of the time ``metav1.Time`` reads from ``text``."""
+    if text in ("", "null"):
+        return "<unknown>"
+    if not _RFC3339.fullmatch(text):
+        return "<invalid>"
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        return "<invalid>"
+    if moment == _GO_ZERO_TIME:
+        return "<unknown>"
+    return col.human_duration((now - moment).total_seconds())
 
 
 # --- instances ---------------------------------------------------------------------------
