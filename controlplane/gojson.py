@@ -80,13 +80,13 @@ def go_json_value(value: Any) -> str:
     """``json.Marshal`` of a decoded JSON value (``map[string]interface{}`` and what it holds): as
     :func:`go_json` with a map's keys sorted as Go sorts them, and a float64 as Go writes it (``1``
     for 1.0, ``0.5``, ``1e-7``, ``1e+21``). ValueError for NaN and infinities, which Go refuses."""
-    if isinstance(value, dict):
-        return "{" + ",".join(f"{go_json(str(k))}:{go_json_value(v)}" for k, v in sorted(value.items())) + "}"
-    if isinstance(value, list):
-        return "[" + ",".join(go_json_value(v) for v in value) + "]"
     if isinstance(value, float):
         return _go_json_float(value)
-    return go_json(value)
+    if not isinstance(value, dict | list):
+        return go_json(value)
+    if isinstance(value, list):
+        return "[" + ",".join(map(go_json_value, value)) + "]"
+    return "{" + ",".join(f"{go_json(str(k))}:{go_json_value(v)}" for k, v in sorted(value.items())) + "}"
 
 
 def _go_json_float(value: float) -> str:
