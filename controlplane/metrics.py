@@ -4,7 +4,7 @@ In: observations from the parts of the hub that see them -- the API server (one 
 times every request), the scheduler controller (:func:`observe_scheduling_latency`), and the
 waste sampler (:meth:`HubMetrics.record_fleet`, :meth:`HubMetrics.record_bindings`,
 :meth:`HubMetrics.record_cluster_reports` once per sample). Out: the Prometheus text format
-from :meth:`HubMetrics.routes`.
+from :meth:`HubMetrics.routes`, as kube's metrics framework writes it (:mod:`controlplane.exposition`).
 
 Metrics (all prefixed ``gpufed_``):
 
