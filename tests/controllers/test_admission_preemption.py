@@ -125,14 +125,18 @@ async def test_an_in_quota_job_preempts_a_borrowing_one(objects: ObjectStore, ma
         assert await admitted(objects, other) == "team-a"
 
     async def a3_stopped() -> dict[str, Any] | None:
+        # Writers in no set order: the job controller suspends the Job; the detector deletes its
+        # binding (the Works go with it) and then, in a write of its own that is retried when
+        # another write of the Job wins the race, says why in the Job's Propagated condition.
         obj = await get(objects, "batch/v1", "Job", "a3")
         gone = await get(objects, WORK, "ResourceBinding", "a3-job") is None and not await works_of(objects, "a3")
-        return obj if gone and obj and obj["spec"].get("suspend") is True else None
+        told = condition(obj, "Propagated").get("message", "").startswith("evicted: ")
+        return obj if gone and told and obj and obj["spec"].get("suspend") is True else None
 
-    a3 = await eventually(a3_stopped, what="a3 suspended, its binding and Works gone")
+    a3 = await eventually(a3_stopped, what="a3 suspended, its binding and Works gone, its Propagated condition saying why")
     propagated = condition(a3, "Propagated")
     assert (propagated["status"], propagated["reason"]) == ("False", "WaitingForQuota")
-    assert "evicted: Preempted to accommodate" in propagated["message"]
+    assert "evicted: Preempted to accommodate" in propagated["message"] and f"Workload: default/{b2}" in propagated["message"]
     await settled(manager)
     events = (await objects.list(objects.registry.require("v1", "Event"), namespace="default")).items
     a3 = await queued_workload_name(objects, "Job", "a3")
