@@ -65,16 +65,22 @@ def crontab(version: str, name: str, **spec: str) -> dict[str, Any]:
 
 
 async def served(api: Api, client: dict[str, Any]) -> None:
-    """Create (or point at ``client``) the CRD and wait until the hub converts through ``client``."""
-    code, current, _ = await api.call("GET", f"{CRDS}/crontabs.stable.example.com")
-    if code == 404:
-        code, created, _ = await api.call("POST", CRDS, crd(client))
-        assert code == 201, created
-    else:
+    """Create (or point at ``client``) the CRD and wait until the hub converts through ``client``.
+    The hub's CRD controller writes a CRD's status (``NamesAccepted``, ``Established``) when it gets
+    to it, as kube's do, so an update made from an older read is a 409: retried from a fresh read,
+    as client-go's ``RetryOnConflict`` does."""
+    for _ in range(5):
+        code, current, _ = await api.call("GET", f"{CRDS}/crontabs.stable.example.com")
+        if code == 404:
+            code, written, _ = await api.call("POST", CRDS, crd(client))
+            assert code == 201, written
+            break
         changed = copy.deepcopy(current)
         changed["spec"]["conversion"]["webhook"]["clientConfig"] = client
-        code, updated, _ = await api.call("PUT", f"{CRDS}/crontabs.stable.example.com", changed)
-        assert code == 200, updated
+        code, written, _ = await api.call("PUT", f"{CRDS}/crontabs.stable.example.com", changed)
+        if code != 409:
+            break
+    assert code in (200, 201), written
 
     async def converting() -> bool:
         rt = api.hub.objects.registry.get("stable.example.com", "v2", "crontabs") if api.hub.objects else None
