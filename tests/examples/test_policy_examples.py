@@ -243,7 +243,7 @@ async def test_training_gang_kept_whole_or_waiting(
         roles = manifest_of(works[CLOUD_H100])["spec"]["pytorchReplicaSpecs"]
         assert (roles["Master"]["replicas"], roles["Worker"]["replicas"]) == (1, 3)
         return
-    assert (scheduled["status"], scheduled["reason"]) == ("False", "Unschedulable")
+    assert (scheduled["status"], scheduled["reason"]) == ("False", "NeverFits")
     assert not any(entry["chosen"] for entry in why.values())
     assert "gang does not fit" in reasons_of(binding, CLOUD_H100)
     assert "gang does not fit" in reasons_of(binding, ONPREM)

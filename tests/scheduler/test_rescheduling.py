@@ -181,6 +181,8 @@ def test_decide_with_evictions(
         pytest.param(shape(2, gpus=4, taints=[{"key": "k", "effect": "NoSchedule"}]), False, id="taints"),
         pytest.param(shape(2, gpus=4, allocatable={"nvidia.com/gpu": 4}), False, id="allocatable"),
         pytest.param(shape(2, gpus=4, product=H100, allocatable={"nvidia.com/gpu": 8}), False, id="gpu-model"),
+        # A gang's pods at once fit by the nodes' number, too.
+        pytest.param(shape(3, gpus=8, allocatable={"nvidia.com/gpu": 8}), False, id="more-nodes-alike"),
     ],
 )
 def test_capacity_facts_change_only_with_what_could_ever_run(changed: dict[str, Any], same: bool) -> None:

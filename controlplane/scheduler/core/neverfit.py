@@ -28,6 +28,7 @@ report that shows more room should send back to the scheduler. Pure; no I/O.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -157,13 +158,17 @@ def _why(roles: Sequence[ReplicaRequirements], clusters: Sequence[ClusterSnapsho
 
 
 def capacity_facts(snapshot: ClusterSnapshot) -> frozenset[Any]:
-    """What of a cluster's report can change whether a pod could ever run there: its nodes'
-    labels, taints and allocatable resources (not what is free now)."""
+    """What of a cluster's report can change whether a pod, or a gang's pods at once, could ever
+    run there: its nodes' labels, taints and allocatable resources, and how many nodes have each
+    (not what is free now)."""
 
     def facts(shape: NodeShape) -> Any:
         return (tuple(sorted(shape.labels.items())), shape.taints, tuple(sorted(shape.allocatable.items())))
 
-    return frozenset(facts(shape) for shape in snapshot.shapes)
+    counts: Counter[Any] = Counter()
+    for shape in snapshot.shapes:
+        counts[facts(shape)] += shape.count
+    return frozenset(counts.items())
 
 
 def never_fit_result(request: BindingRequest, result: ScheduleResult, message: str) -> ScheduleResult:
