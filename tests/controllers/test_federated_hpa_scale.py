@@ -120,6 +120,10 @@ async def test_a_missing_target_is_karmadas_failed_get_scale_target_ref(
     assert (able["status"], able["message"]) == (
         "False", f"the HPA controller was unable to get the target reference object: {problem}")
     assert await events(objects, "ghost") == [("FailedGetScaleTargetRef", problem)]
+    # The status is written as Go writes it: desiredReplicas even at 0 (the CRD's schema requires
+    # it, so kubectl's validation of a `get -o yaml` applied back would refuse a status without it).
+    status = await hpa.status_of(objects, "ghost")
+    assert status["desiredReplicas"] == 0 and "currentReplicas" not in status, status
 
 
 

@@ -373,6 +373,9 @@ class FederatedHPAController(KeyedController[Key]):
             await record_event(self.ctx, fhpa, type=EventType.WARNING, reason=reason, message=message)
 
     async def _write_status(self, fhpa: dict[str, Any], original: dict[str, Any], status: dict[str, Any]) -> None:
+        # ``desiredReplicas`` is written even at 0, as Go writes the status (no ``omitempty``; the
+        # CRD's schema requires it, so a status without it fails kubectl's validation of a get).
+        status = {"desiredReplicas": 0, **status}
         if status == original or self.rt is None:
             return
         await self.ctx.objects.update_status(self.rt, {**fhpa, "status": status})
