@@ -98,7 +98,7 @@ from controlplane.apiserver.clientcertificates import expiration_histogram
 from controlplane.apiserver.flowcontrol import FlowControlMetrics
 from controlplane.apiserver.handlers import REQUEST_INFO
 from controlplane.apiserver.proxy.metrics import ProxyMetrics
-from controlplane.apiserver.requestmetrics import RequestMetrics
+from controlplane.apiserver.requestmetrics import RequestMetrics, labelled
 from controlplane.apiserver.webhooks.metrics import AdmissionMetrics
 from controlplane.controllers.disruption import FleetState
 from controlplane.controllers.workqueuemetrics import WorkqueueMetrics
@@ -414,6 +414,8 @@ class HubMetrics:
                 raise
             finally:
                 info = request.get(REQUEST_INFO)
+                if info is not None:
+                    info = labelled(request, info)
                 if info is not None and info.is_resource:
                     requests.observe(request, info, code=code, seconds=time.perf_counter() - started)
                 verb = (info.verb if info is not None else "") or request.method.lower()

@@ -12,7 +12,10 @@ case, ``LIST`` for a ``GET`` of a collection, ``WATCH``, ``APPLY`` for a server-
 (one object, or a create), ``namespace`` or ``cluster``; ``dry_run`` ``All`` (``invalid`` for any
 other value) or empty; ``component`` ``apiserver``. Non-resource requests (``/healthz``,
 ``/metrics``, discovery) are not counted, as kube counts only its resource routes; unlike kube, a
-resource request refused before its handler (401, 403, 429) is.
+resource request refused before its handler (401, 403, 429) is. A path naming a resource the hub
+does not serve is counted without its group, version, resource and subresource (:func:`labelled`):
+the labels come from the path, so requests for made-up resources would otherwise add a series each,
+without bound.
 
 In: each request's :class:`~controlplane.apiserver.routing.RequestInfo`, answer code and duration,
 from the hub's request middleware (:meth:`controlplane.metrics.HubMetrics.middleware`). Out: the two
@@ -21,11 +24,13 @@ metrics in the registry given.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Final
 
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
+from controlplane.apiserver.app import REGISTRY
 from controlplane.apiserver.routing import RequestInfo
 from controlplane.metricstability import Stability, kube_help
 
@@ -47,6 +52,15 @@ _APPLY_PATCH: Final = "application/apply-patch+yaml"
 _SERIES_MEMO: Final = 2048
 
 _Key = tuple[str, str, str, str, str, str, str, int]
+
+
+def labelled(request: web.Request, info: RequestInfo) -> RequestInfo:
+    """``info`` as the request metrics label it: a resource the app's registry does not serve loses
+    its group, version, resource and subresource (a made-up path must not make a series)."""
+    registry = request.app.get(REGISTRY)
+    if not info.is_resource or registry is None or registry.get(info.group, info.version, info.resource) is not None:
+        return info
+    return replace(info, group="", version="", resource="", subresource="")
 
 
 def scope_of(info: RequestInfo) -> str:
@@ -121,4 +135,4 @@ class RequestMetrics:
         duration.observe(seconds)
 
 
-__all__ = ["COMPONENT", "DURATION_BUCKETS", "RequestMetrics", "dry_run_of", "scope_of", "verb_of"]
+__all__ = ["COMPONENT", "DURATION_BUCKETS", "RequestMetrics", "dry_run_of", "labelled", "scope_of", "verb_of"]

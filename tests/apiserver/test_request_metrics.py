@@ -90,6 +90,23 @@ async def test_resource_requests_are_counted_and_timed_under_kubes_labels(
     assert "# HELP apiserver_request_total [STABLE] Counter of apiserver requests broken out" in text
 
 
+async def test_paths_of_resources_not_served_add_no_series(
+    hub_api: tuple[TestClient[Any, Any], HubMetrics],
+) -> None:
+    """The labels come from the path: requests for made-up resources are counted without them, so
+    they cannot grow the metrics without bound."""
+    client, _ = hub_api
+    for n in range(5):
+        assert (await client.get(f"/apis/made.up/v1/things{n}")).status == 404
+    assert (await client.get(f"{DEPLOYMENTS}/missing")).status == 404
+    text = await (await client.get("/metrics")).text()
+    assert 'resource="things' not in text and 'group="made.up"' not in text
+    assert _samples(text, "apiserver_request_total") == {
+        ("LIST", "", "", "", "", "", "cluster", "apiserver", "404"): 5.0,
+        ("GET", "", "apps", "v1", "deployments", "", "resource", "apiserver", "404"): 1.0,
+    }
+
+
 #: kube-apiserver's HELP lines, as its metrics framework renders them: the stability level kube
 #: declares for the metric, in brackets, before kube's help text.
 KUBE_HELP_LINES = (
