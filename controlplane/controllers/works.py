@@ -12,11 +12,11 @@ copy depends on the whole split: a StatefulSet's part of the partition), then th
 scheduler picked for that cluster (``with_gpu_request`` plus the shape's node selector, both
 only in the pod templates that request a GPU), then the scheduler's steering away from GPU
 models constrained demand needs (a preferred node-affinity term after the user's own, in the
-same templates; ``scheduler.gpufed.io/gpu-steering``, scheduler/core/steering.py), then Kueue's queue label and suspension as the member
-wants them (``queue_for_member``: kept for a member that runs Kueue, stripped otherwise, with a
-Pod's mark ``kueue.x-k8s.io/managed``) and a
-Pod without the hub's Kueue scheduling gate (a member's Kueue gates it anew), then
-the override rules, so that an OverridePolicy has the last word. The Work's spec also
+same templates; ``scheduler.gpufed.io/gpu-steering``, scheduler/core/steering.py), then
+Kueue's queue label and suspension as the member wants them (``queue_for_member``: kept for a
+member that runs Kueue, stripped otherwise, with a Pod's mark ``kueue.x-k8s.io/managed``) and a
+Pod without the hub's Kueue scheduling gate (a member's Kueue gates it anew), then the override
+rules, so that an OverridePolicy has the last word. The Work's spec also
 carries the policy's ``conflictResolution``, whether dispatching is suspended, and
 ``preserveResourcesOnDeletion`` (as Karmada's Work does: the agent reads it when the Work is
 deleted).
