@@ -57,7 +57,7 @@ def _placement(hub: Kubectl) -> dict[str, int]:
 
 def _fleet_state(hub: Kubectl) -> str | None:
     metrics = hub.run("get", "--raw", "/metrics").stdout
-    states = re.findall(r'^gpufed_fleet_disruption_state\{state="(\w+)"\} 1\.0$', metrics, flags=re.M)
+    states = re.findall(r'^gpufed_fleet_disruption_state\{state="(\w+)"\} 1$', metrics, flags=re.M)
     return states[0] if len(states) == 1 else None
 
 

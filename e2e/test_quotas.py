@@ -192,9 +192,9 @@ def test_two_teams_share_a_cohort(processes: ProcessGroup) -> None:
 
     # Visible to people: Kueue's metrics on the hub's /metrics, and why a3 waits now.
     def metrics_say_so() -> bool:
-        text = hub.run("get", "--raw", "/metrics").stdout
-        return ('kueue_evicted_workloads_total{cluster_queue="team-a",reason="Preempted"} 1.0' in text
-                and 'kueue_pending_workloads{cluster_queue="team-a",status="active"} 1.0' in text)
+        lines = hub.run("get", "--raw", "/metrics").stdout.splitlines()
+        return ('kueue_evicted_workloads_total{cluster_queue="team-a",reason="Preempted"} 1' in lines
+                and 'kueue_pending_workloads{cluster_queue="team-a",status="active"} 1' in lines)
 
     wait_for(metrics_say_so, timeout=30, what="Kueue's metrics to show a3's eviction")
     explained = subprocess.run(

@@ -23,10 +23,11 @@ from collections import Counter
 from collections.abc import Iterator
 
 from aiohttp import web
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from controlplane.exposition import render
 from controlplane.metricstability import Stability, kube_help
 
 SLIS_PATH = "/metrics/slis"
@@ -65,7 +66,7 @@ class HealthcheckSLIs(Collector):
         yield totals
 
     def render(self) -> bytes:
-        return bytes(generate_latest(self._registry))
+        return render(self._registry)
 
     def routes(self) -> list[web.RouteDef]:
         """``GET /metrics/slis`` in the Prometheus text format, ``DELETE`` to reset it."""

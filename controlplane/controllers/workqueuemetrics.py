@@ -64,14 +64,8 @@ BUCKETS: Final = _exponential_buckets(10e-7, 10, 10)
 LABELS: Final = ["name"]
 
 
-def go_float(value: float) -> str:
-    """A bucket bound as Go's Prometheus client writes its ``le`` (``strconv`` shortest ``g``):
-    for the bounds here, 1e-06 to 1000, that is Python's ``repr`` without the ``.0`` of a whole
-    number (``1``, ``1000``, ``1e-06``); the two differ otherwise only from 1e6 up."""
-    return repr(value).removesuffix(".0")
-
-
-_BOUNDS: Final = [*(go_float(bound) for bound in BUCKETS), "+Inf"]
+#: The bounds as ``le`` labels (the exposition writes them in Go's form: ``1e-06``, ``1``).
+_BOUNDS: Final = [*(repr(bound) for bound in BUCKETS), "+Inf"]
 
 
 class LiveQueue(Protocol):

@@ -134,27 +134,27 @@ async def test_health_endpoints_answer_in_kubes_format(api: Client, objects: Obj
     assert await slis.text() == (
         "# HELP kubernetes_healthcheck [STABLE] This metric records the result of a single healthcheck.\n"
         "# TYPE kubernetes_healthcheck gauge\n"
-        'kubernetes_healthcheck{name="etcd",type="healthz"} 0.0\n'
-        'kubernetes_healthcheck{name="etcd",type="readyz"} 0.0\n'
-        'kubernetes_healthcheck{name="log",type="healthz"} 1.0\n'
-        'kubernetes_healthcheck{name="log",type="livez"} 1.0\n'
-        'kubernetes_healthcheck{name="log",type="readyz"} 1.0\n'
-        'kubernetes_healthcheck{name="ping",type="healthz"} 1.0\n'
-        'kubernetes_healthcheck{name="ping",type="livez"} 1.0\n'
-        'kubernetes_healthcheck{name="ping",type="readyz"} 1.0\n'
-        'kubernetes_healthcheck{name="shutdown",type="readyz"} 1.0\n'
+        'kubernetes_healthcheck{name="etcd",type="healthz"} 0\n'
+        'kubernetes_healthcheck{name="etcd",type="readyz"} 0\n'
+        'kubernetes_healthcheck{name="log",type="healthz"} 1\n'
+        'kubernetes_healthcheck{name="log",type="livez"} 1\n'
+        'kubernetes_healthcheck{name="log",type="readyz"} 1\n'
+        'kubernetes_healthcheck{name="ping",type="healthz"} 1\n'
+        'kubernetes_healthcheck{name="ping",type="livez"} 1\n'
+        'kubernetes_healthcheck{name="ping",type="readyz"} 1\n'
+        'kubernetes_healthcheck{name="shutdown",type="readyz"} 1\n'
         "# HELP kubernetes_healthchecks_total [STABLE] This metric records the results of all healthcheck.\n"
         "# TYPE kubernetes_healthchecks_total counter\n"
-        'kubernetes_healthchecks_total{name="etcd",status="error",type="healthz"} 1.0\n'
-        'kubernetes_healthchecks_total{name="etcd",status="error",type="readyz"} 1.0\n'
-        'kubernetes_healthchecks_total{name="etcd",status="success",type="readyz"} 1.0\n'
-        'kubernetes_healthchecks_total{name="log",status="success",type="healthz"} 1.0\n'
-        'kubernetes_healthchecks_total{name="log",status="success",type="livez"} 1.0\n'
-        'kubernetes_healthchecks_total{name="log",status="success",type="readyz"} 4.0\n'
-        'kubernetes_healthchecks_total{name="ping",status="success",type="healthz"} 1.0\n'
-        'kubernetes_healthchecks_total{name="ping",status="success",type="livez"} 1.0\n'
-        'kubernetes_healthchecks_total{name="ping",status="success",type="readyz"} 4.0\n'
-        'kubernetes_healthchecks_total{name="shutdown",status="success",type="readyz"} 4.0\n'
+        'kubernetes_healthchecks_total{name="etcd",status="error",type="healthz"} 1\n'
+        'kubernetes_healthchecks_total{name="etcd",status="error",type="readyz"} 1\n'
+        'kubernetes_healthchecks_total{name="etcd",status="success",type="readyz"} 1\n'
+        'kubernetes_healthchecks_total{name="log",status="success",type="healthz"} 1\n'
+        'kubernetes_healthchecks_total{name="log",status="success",type="livez"} 1\n'
+        'kubernetes_healthchecks_total{name="log",status="success",type="readyz"} 4\n'
+        'kubernetes_healthchecks_total{name="ping",status="success",type="healthz"} 1\n'
+        'kubernetes_healthchecks_total{name="ping",status="success",type="livez"} 1\n'
+        'kubernetes_healthchecks_total{name="ping",status="success",type="readyz"} 4\n'
+        'kubernetes_healthchecks_total{name="shutdown",status="success",type="readyz"} 4\n'
     )
 
 

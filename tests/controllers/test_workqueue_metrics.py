@@ -9,12 +9,13 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 
-from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
 from controlplane.controllers.queueing import WorkQueue
 from controlplane.controllers.reconciling import ReconcileLoop
-from controlplane.controllers.workqueuemetrics import BUCKETS, WorkqueueMetrics, go_float
+from controlplane.controllers.workqueuemetrics import BUCKETS, WorkqueueMetrics
+from controlplane.exposition import go_value, render
 from controlplane.objectclient import errors
 
 SLOW = 0.3
@@ -26,7 +27,7 @@ Scrape = dict[tuple[str, str, str], float]
 def scrape(registry: CollectorRegistry) -> Scrape:
     """(sample, queue name, le) -> value, parsed from the text ``/metrics`` would serve."""
     out: Scrape = {}
-    for family in text_string_to_metric_families(generate_latest(registry).decode()):
+    for family in text_string_to_metric_families(render(registry).decode()):
         for sample in family.samples:
             out[(sample.name, sample.labels.get("name", ""), sample.labels.get("le", ""))] = sample.value
     return out
@@ -42,7 +43,7 @@ def values(scraped: Scrape, queue: str, *samples: str) -> dict[str, float]:
 
 def observed_above(scraped: Scrape, histogram: str, queue: str, bound: float) -> float:
     """Observations of ``histogram`` greater than ``bound`` (one of the bucket bounds)."""
-    return value(scraped, f"{histogram}_count", queue) - value(scraped, f"{histogram}_bucket", queue, go_float(bound))
+    return value(scraped, f"{histogram}_count", queue) - value(scraped, f"{histogram}_bucket", queue, go_value(bound))
 
 
 class Clock:

@@ -98,7 +98,7 @@ async def test_api_requests_are_timed_by_verb_and_resource(hub_client: tuple[Tes
     }
     assert counts[("list", "clusters", "200")] == 3
     assert counts[("get", "clusters", "404")] == 1
-    assert "gpufed_scheduling_duration_seconds_count{result=\"Success\"} 1.0" in text
+    assert "gpufed_scheduling_duration_seconds_count{result=\"Success\"} 1" in text
 
 
 @pytest.mark.parametrize(("text", "expected"), [("127.0.0.1:9464", ("127.0.0.1", 9464)), (":0", ("0.0.0.0", 0)),
