@@ -251,3 +251,27 @@ async def test_a_cluster_whose_nodes_come_to_hold_a_duplicated_workload_gets_it(
     await settled(manager)
     await put_cluster(objects, "late", node_shape(1, gpus=8))  # the same node, its GPUs allocatable now
     await placed_in(objects, {"onprem": 2, "late": 2})
+
+
+def busy_node(*, free_gpus: int) -> dict[str, Any]:
+    """One 8-GPU node of which other work holds all but ``free_gpus`` (its allocatable stays 8)."""
+    shape = node_shape(1, gpus=8)
+    shape["free"] = {**shape["free"], "nvidia.com/gpu": free_gpus}
+    return shape
+
+
+async def test_a_cluster_where_a_duplicated_workload_did_not_fit_gets_it_once_room_frees(
+    objects: ObjectStore, manager: ControllerManager
+) -> None:
+    """A member whose GPUs other work holds is left out; its report after that work finished (its
+    nodes as they were, only more free) brings it the workload, as Karmada's Duplicated scheduling
+    adds a cluster that comes to fit."""
+    await put_cluster(objects, "onprem", node_shape(2, gpus=8))
+    await put_cluster(objects, "busy", busy_node(free_gpus=1))
+    await create(objects, propagation_policy("serving", placement=DUPLICATED))
+    await settled(manager)
+    await create(objects, deployment("serve", replicas=2))
+    await placed_in(objects, {"onprem": 2})
+    await settled(manager)
+    await put_cluster(objects, "busy", busy_node(free_gpus=8), report_time="2024-05-01T10:00:30Z")
+    await placed_in(objects, {"onprem": 2, "busy": 2})

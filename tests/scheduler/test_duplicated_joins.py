@@ -11,6 +11,7 @@ import pytest
 
 from controlplane.interpreter.requirements import ReplicaRequirements
 from controlplane.scheduler.controller.reading import goes_everywhere_but
+from controlplane.scheduler.controller.roomwaits import RoomWaits
 from controlplane.scheduler.core.deciding import schedule
 from controlplane.scheduler.core.framework import BindingRequest
 from policies.models import Placement
@@ -68,3 +69,76 @@ def test_a_cluster_that_joins_gets_all_the_replicas_and_the_others_keep_theirs()
     result = schedule(request, fleet, now=NOW)
     assert result.clusters == {"late": 2, "onprem": 2}
     assert result.condition.status
+
+
+NO_SCHEDULE = [{"key": "maintenance", "value": "true", "effect": "NoSchedule"}]
+
+
+def _request(placement: dict[str, Any], *, gang: bool = False, **requests: int) -> BindingRequest:
+    return BindingRequest(
+        key="ns/serve-deployment",
+        replicas=2,
+        requirements=ReplicaRequirements.build(requests or {"nvidia.com/gpu": 1}),
+        placement=Placement.model_validate(placement),
+        gang=gang,
+    )
+
+
+BUSY_FLEET = [
+    cluster("onprem", shape(2, gpus=8)),
+    cluster("busy", shape(1, gpus=1, allocatable={"nvidia.com/gpu": 8})),  # room for 1 of the 2 replicas
+    cluster("full", shape(1, allocatable={"nvidia.com/gpu": 8})),  # its GPUs all in use
+    cluster("tainted", shape(1, gpus=8), taints=NO_SCHEDULE),  # the placement rules it out, room or not
+]
+
+
+@pytest.mark.parametrize(
+    ("placement", "gang", "short"),
+    [
+        (DUPLICATED, False, {"busy", "full"}),
+        (DIVIDED, False, set()),  # a Divided workload is not decided again for room elsewhere
+        (DUPLICATED, True, set()),  # a gang goes to one cluster, not to every one
+    ],
+    ids=["duplicated", "divided", "gang"],
+)
+def test_a_decision_names_the_clusters_a_duplicated_workload_was_left_out_of_for_want_of_room(
+    placement: dict[str, Any], gang: bool, short: set[str]
+) -> None:
+    result = schedule(_request(placement, gang=gang), BUSY_FLEET, now=NOW)
+    assert result.condition.status
+    assert result.short_of_room == short
+
+
+def _decided(roomwaits: RoomWaits, key: tuple[str, str], request: BindingRequest) -> None:
+    roomwaits.record(key, request, schedule(request, BUSY_FLEET, now=NOW))
+
+
+@pytest.mark.parametrize(
+    ("freed", "expected"),
+    [
+        ({"nvidia.com/gpu": 8}, [("ns", "gpu")]),  # only the binding whose pods ask for GPUs
+        ({"cpu": 64_000, "nvidia.com/gpu": 1}, [("ns", "cpu"), ("ns", "gpu")]),
+        ({"nvidia.com/gpu": 1, "memory": 0}, [("ns", "gpu")]),
+    ],
+    ids=["gpus", "cpu-and-gpus", "less-memory"],
+)
+def test_a_report_with_more_free_room_decides_again_only_the_bindings_left_out_there_that_it_may_hold(
+    freed: dict[str, int], expected: list[tuple[str, str]]
+) -> None:
+    roomwaits = RoomWaits()
+    busy = BUSY_FLEET[1]
+    _decided(roomwaits, ("ns", "gpu"), _request(DUPLICATED))
+    # 2 replicas of 40 CPUs, no GPU: busy (64 CPUs) holds one, onprem's two nodes one each
+    _decided(roomwaits, ("ns", "cpu"), _request(DUPLICATED, cpu=40_000))
+    _decided(roomwaits, ("ns", "divided"), _request(DIVIDED))
+    assert roomwaits.waiting_in("busy") == {("ns", "gpu"), ("ns", "cpu")}
+    assert roomwaits.waiting_in("full") == {("ns", "gpu"), ("ns", "cpu")}
+    free = {"cpu": 64_000, "memory": 512 * 2**30, "pods": 110, "nvidia.com/gpu": 1}
+    for name, more in freed.items():
+        free[name] += more
+    after = cluster("busy", {**shape(1), "free": free, "allocatable": {**free, "nvidia.com/gpu": 8}})
+    assert roomwaits.freed("busy", busy, after) == expected
+    assert roomwaits.freed("onprem", BUSY_FLEET[0], after) == []  # nothing waits for room there
+    roomwaits.record(("ns", "gpu"), _request(DUPLICATED), schedule(_request(DUPLICATED), [BUSY_FLEET[0], after], now=NOW))
+    roomwaits.forget(("ns", "cpu"))
+    assert roomwaits.waiting_in("busy") == set()

@@ -17,7 +17,8 @@ not move for nothing:
 * a cluster it runs in is gone, or no longer admitted by the placement's affinity term;
 * for a kind without replicas or a Duplicated workload (it goes to every feasible cluster): a
   cluster it does not run in (or may not yet: its first decision under way) joined or changed
-  (labels, taints, readiness, or its nodes' labels, taints and allocatable resources), and once
+  (labels, taints, readiness, or its nodes' labels, taints and allocatable resources), a cluster
+  it was left out of for want of room reports more of it free (:mod:`.roomwaits`), and once
   whenever this scheduler first sees the binding (a new leader), as Karmada schedules such
   objects every time and reschedules a Duplicated workload when the fleet changes;
 * a member reported replicas it cannot place, and a report confirms there is no room for them
@@ -88,6 +89,7 @@ from controlplane.scheduler.controller.rebalancing import TierReturns, in_progre
 from controlplane.scheduler.controller.reclaims import ReclaimReplacements, reclaimed_of
 from controlplane.scheduler.controller.recording import placement_text, record_eviction_waits
 from controlplane.scheduler.controller.reserving import ReservationKeeper
+from controlplane.scheduler.controller.roomwaits import RoomWaits
 from controlplane.scheduler.controller.writing import (
     set_schedulable,
     write_decision,
@@ -107,7 +109,6 @@ from controlplane.scheduler.core.rescheduling import (
 )
 from controlplane.scheduler.core.returning import room_grew
 from controlplane.scheduler.core.snapshot import ClusterSnapshot
-from policies.models import DivisionStrategy
 
 log = logging.getLogger(__name__)
 
@@ -156,6 +157,7 @@ class SchedulerController(KeyedController[BindingKey]):
         self._stale_explanations: set[BindingKey] = set()
         #: Bindings going to every feasible cluster that a cluster they do not run in may now admit.
         self._fleet_changed: set[BindingKey] = set()
+        self.room_waits = RoomWaits()  # and those a cluster left out for want of room (roomwaits.py)
         #: The placements this scheduler writes, whose own watch events need no reconcile.
         self._own = OwnPlacements()
         ctx.bindings.add_handler(self._on_binding)
@@ -201,6 +203,7 @@ class SchedulerController(KeyedController[BindingKey]):
         if event is WatchEventType.DELETED:
             self._snapshots.pop(name, None)
             self._capacity.pop(name, None)
+            self.room_waits.forget_cluster(name)
             await self._requeue_cluster(name)
             await self._requeue_unplaced()
             return
@@ -220,6 +223,9 @@ class SchedulerController(KeyedController[BindingKey]):
             for key in sorted(self.returns.weighted):  # the clusters their weights count may change
                 await self._requeue(key)
         self.reserving.observe_report(name, obj, snapshot)
+        for key in self.room_waits.freed(name, before, snapshot):  # it may hold them now: decided again
+            self._fleet_changed.add(key)
+            await self._requeue(key)
         if event is WatchEventType.ADDED or placement_facts(old) != placement_facts(obj):
             await self._requeue_cluster(name)
             await self._requeue_everywhere_kinds(name)
@@ -316,6 +322,7 @@ class SchedulerController(KeyedController[BindingKey]):
         self.reclaims.forget(key)
         self._stale_explanations.discard(key)
         self._fleet_changed.discard(key)
+        self.room_waits.forget(key)
         self._never_fit.discard(key)
         self.returns.forget(key)
         self._own.forget(key)
@@ -422,7 +429,7 @@ class SchedulerController(KeyedController[BindingKey]):
             why = placement_broken(request, all_snapshots)
         if key in self._fleet_changed:
             self._fleet_changed.discard(key)
-            if why is None and (not request.has_replicas or request.strategy is DivisionStrategy.DUPLICATED):
+            if why is None and request.goes_everywhere:
                 why = FLEET_CHANGED
         if not moves:
             self.moves.blocked.discard(key)
@@ -497,6 +504,7 @@ class SchedulerController(KeyedController[BindingKey]):
             await write_error(ctx, binding, f"the scheduler failed: {exc}")
             return UNPLACED_RETRY_SECONDS
         observe_scheduling_latency(time.perf_counter() - started, result=result.condition.reason)
+        self.room_waits.record(key, request, result)
         refused = self.quota_enforcement.refusal(binding, result.clusters)
         if refused is not None:  # FederatedQuotaEnforcement: the decision is not written (quotas.py)
             await self.quota_enforcement.refuse(binding, refused)

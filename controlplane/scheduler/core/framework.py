@@ -207,6 +207,11 @@ class BindingRequest:
         return self.placement.division_strategy
 
     @property
+    def goes_everywhere(self) -> bool:
+        """Whether it goes to every feasible cluster: a kind without replicas, or a Duplicated workload."""
+        return not self.has_replicas or self.strategy is DivisionStrategy.DUPLICATED
+
+    @property
     def tolerations(self) -> Sequence[Toleration]:
         return self.placement.cluster_tolerations or ()
 

@@ -17,7 +17,7 @@ from controlplane.apis.work_v1alpha1 import ScheduledReason
 from controlplane.interpreter.requirements import ReplicaRequirements
 from controlplane.scheduler.core.estimating import UNLIMITED
 from controlplane.scheduler.core.explanation import ClusterExplanation, cluster_explanation, rejection_reasons
-from controlplane.scheduler.core.framework import CycleState, GpuShape, Status
+from controlplane.scheduler.core.framework import Code, CycleState, GpuShape, Status
 from controlplane.scheduler.core.plugins import cluster_price
 from controlplane.scheduler.core.slots import worked_out
 from controlplane.scheduler.core.snapshot import ClusterSnapshot
@@ -69,6 +69,7 @@ class ScheduleResult:
         "condition",
         "requirements",
         "shapes",
+        "short_of_room",
         "steering",
         "unplaced",
     )
@@ -88,6 +89,10 @@ class ScheduleResult:
     steering: dict[str, tuple[str, ...]]
     """Per chosen cluster where its replicas are steered away from GPU models, those models
     (:mod:`~controlplane.scheduler.core.steering`)."""
+    short_of_room: frozenset[str]
+    """For a binding that goes to every feasible cluster (a Duplicated workload, a kind without
+    replicas; not a gang), the clusters its placement admits that it was left out of for want of
+    room now: room freeing there may add them (empty for other bindings)."""
     _explanation: Explanation | None
     _explain: Callable[[], Explanation] | None
 
@@ -104,6 +109,7 @@ class ScheduleResult:
         steering: dict[str, tuple[str, ...]] | None = None,
         *,
         explain: Callable[[], Explanation] | None = None,
+        short_of_room: frozenset[str] = frozenset(),
     ) -> None:
         """``explanation`` as a list, or None with ``explain`` building it on first read."""
         init = object.__setattr__
@@ -115,6 +121,7 @@ class ScheduleResult:
         init(self, "requirements", {} if requirements is None else requirements)
         init(self, "chosen_shapes", {} if chosen_shapes is None else chosen_shapes)
         init(self, "steering", {} if steering is None else steering)
+        init(self, "short_of_room", short_of_room)
         init(self, "_explanation", explanation if explanation is not None or explain is None else None)
         init(self, "_explain", None if explanation is not None else explain)
         if explanation is None and explain is None:
@@ -210,6 +217,10 @@ def decision_result(
             chosen_shapes[name] = feasibility.shape
     decided = dict(assignments)
     steered = steering(state, clusters, assignments, requirements)
+    short_of_room: frozenset[str] = frozenset()
+    if request.goes_everywhere and not request.gang:
+        # Rejected for capacity now (Duplicated: not all its replicas fit), not by the placement itself.
+        short_of_room = frozenset(name for name, status in rejected.items() if status.code is Code.UNSCHEDULABLE)
 
     def explain() -> Explanation:
         reasons_of = {**division_reasons, **more_reasons()} if more_reasons is not None else division_reasons
@@ -226,6 +237,7 @@ def decision_result(
         chosen_shapes=chosen_shapes,
         steering=steered,
         explain=explain,
+        short_of_room=short_of_room,
     )
 
 

@@ -363,3 +363,18 @@ def _link_report(previous: ClusterSnapshot, snapshot: ClusterSnapshot) -> None:
     removed = [shape for bucket in unmatched.values() for shape in bucket]
     if len(removed) + len(added) < len(snapshot.shapes):
         snapshot.memo.previous_report = ReportChange(previous.estimates, removed, added)
+
+
+def free_totals(snapshot: ClusterSnapshot | None) -> dict[str, int]:
+    """Per resource, how much a cluster's report shows free over all its nodes (none without a report)."""
+    totals: dict[str, int] = {}
+    for shape in snapshot.shapes if snapshot is not None else ():
+        for name, amount in shape.free.items():
+            totals[name] = totals.get(name, 0) + shape.count * amount
+    return totals
+
+
+def resources_freed(before: ClusterSnapshot | None, after: ClusterSnapshot) -> frozenset[str]:
+    """The resources of which ``after`` (a cluster's new report) shows more free than ``before``."""
+    was = free_totals(before)
+    return frozenset(name for name, amount in free_totals(after).items() if amount > was.get(name, 0))
