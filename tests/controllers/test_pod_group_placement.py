@@ -17,8 +17,9 @@ from gpufed.commands.explain import render_explanation
 
 from .fleet import REPORT_TIME, eventually, node_shape, propagation_policy, put_cluster, settled
 from .test_admission import GPU, PLACEMENT, create, kueue_obj
+from .test_admission_job_events import events_on
 from .test_admission_pod_groups import group_pod
-from .test_failover_loop import taint
+from .test_failover_loop import taint, works_by_cluster
 
 BINDING_API = "work.gpufed.io/v1alpha1"
 
@@ -213,6 +214,73 @@ async def test_a_group_fails_over_whole_or_not_at_all(
         found = await binding(objects, name)
         assert found is not None and clusters(found) == {"b-big": 1}, (name, found and clusters(found))
         assert not found["spec"].get("gracefulEvictionTasks")
+
+
+async def report_unschedulable(objects: ObjectStore, cluster: str, pod: str) -> None:
+    """What the agent writes back for ``pod``'s Work in ``cluster``: applied, and the Pod unschedulable."""
+    work = (await works_by_cluster(objects, f"{pod}-pod"))[cluster]
+    entry = {
+        "identifier": {"group": "", "version": "v1", "kind": "Pod", "namespace": "default", "name": pod, "ordinal": 0},
+        "status": {"phase": "Pending"},
+        "health": "Unhealthy",
+        "unschedulable": {"pods": 1, "message": "0/1 nodes are available: 1 Insufficient nvidia.com/gpu."},
+    }
+    status = {
+        "conditions": [
+            {"type": "Applied", "status": "True", "reason": "AppliedSuccessful", "message": "all 1 manifest(s) applied",
+             "lastTransitionTime": REPORT_TIME, "observedGeneration": work["metadata"]["generation"]},
+        ],
+        "manifestStatuses": [entry],
+    }
+    await objects.update_status(objects.registry.require(BINDING_API, "Work"), {**work, "status": status})
+
+
+@pytest.mark.parametrize("other_gpus", [4, 2])
+async def test_a_group_whose_member_cannot_place_one_pod_moves_whole_or_not_at_all(
+    objects: ObjectStore, manager: ControllerManager, other_gpus: int,
+) -> None:
+    """``b-big``'s own scheduler cannot place ``g1`` (the grace period passes): the whole group moves
+    to ``c-other`` when it holds all three Pods, and every Pod stays in ``b-big`` (``g1`` waiting
+    there for room elsewhere) when it holds only two; never one Pod apart from the others."""
+    await fleet(objects, manager, small=2, big=4)
+    await put_cluster(objects, "c-other", node_shape(1, gpus=other_gpus), provider="cloud", pricing={"A100": 5.0}, pods=[])
+    for name in ("g0", "g1", "g2"):
+        await create(objects, group_pod(name, queue="team-lq"))
+    for name in ("g0", "g1", "g2"):
+        await eventually(lambda n=name: placed_binding(objects, n), what=f"{name} placed")
+    await settled(manager)
+    await report_unschedulable(objects, "b-big", "g1")
+
+    async def moved(pod: str) -> dict[str, Any] | None:
+        found = await placed_binding(objects, pod)
+        return found if found is not None and "b-big" not in clusters(found) else None
+
+    if other_gpus == 4:
+        for name in ("g0", "g1", "g2"):
+            found = await eventually(lambda n=name: moved(n), what=f"{name} moved")
+            assert clusters(found) == {"c-other": 1}, (name, clusters(found))
+            assert scheduled(found)["message"] == "pod group grp: scheduled with its 3 pods to c-other"
+            assert not found["spec"].get("gracefulEvictionTasks")
+        await settled(manager)
+        assert await events_on(objects, "Pod", "g1", "ReplicasMoved") == [
+            "moved replicas members could not place (1 from b-big); now c-other:1"
+        ]
+        assert await events_on(objects, "Pod", "g0", "ReplicasMoved") == [
+            "rescheduled (pod group grp: moved whole, b-big cannot place its pod g1): moved 1 from b-big; now c-other:1"
+        ]
+        return
+
+    async def waiting() -> dict[str, Any] | None:
+        found = await binding(objects, "g1")
+        entries = {e["cluster"]: e for e in ((found or {}).get("status") or {}).get("explanation") or ()}
+        reasons = entries.get("b-big", {}).get("reasons") or ()
+        return found if any(r.startswith("waiting for room elsewhere: ") for r in reasons) else None
+
+    await eventually(waiting, what="g1 waiting in b-big for room elsewhere")
+    await settled(manager)
+    for name in ("g0", "g1", "g2"):
+        found = await binding(objects, name)
+        assert found is not None and clusters(found) == {"b-big": 1}, (name, found and clusters(found))
 
 
 async def test_a_group_waits_until_every_pod_has_its_binding(objects: ObjectStore, manager: ControllerManager) -> None:

@@ -32,8 +32,8 @@ not move for nothing:
   room elsewhere. Clusters with an eviction task of the binding take none of its replicas while
   the task lasts (as Karmada's scheduler does).
 
-The Pods of a Kueue pod group are placed, and fail over, together: whole in one cluster
-(:mod:`~controlplane.scheduler.controller.podgroups`).
+The Pods of a Kueue pod group are placed, fail over and move off a member that cannot place one
+of them together: whole in one cluster (:mod:`~controlplane.scheduler.controller.podgroups`).
 
 A binding that can never fit (:mod:`controlplane.scheduler.core.neverfit`) is looked at again
 only when the fleet's capacity facts change; a binding whose workload finished
@@ -53,11 +53,9 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from pydantic import ValidationError
-
 from controlplane.apis.apps_karmada_v1alpha1 import requested_after_last_decision
 from controlplane.apis.views import BindingView, ClusterObjectView, WorkView
-from controlplane.apis.work_v1alpha1 import BindingKey, ConditionType, ResourceBinding, ScheduledReason
+from controlplane.apis.work_v1alpha1 import BindingKey, ConditionType, ScheduledReason
 from controlplane.controllers.attachments import is_attached
 from controlplane.controllers.context import INDEX_CLUSTER, ControllerContext, policy_ref_of_binding
 from controlplane.controllers.detecting import binding_priority
@@ -68,7 +66,7 @@ from controlplane.controllers.workloads import is_deleting
 from controlplane.controllers.works import binding_key_of_work, cluster_of_namespace
 from controlplane.metrics import observe_scheduling_latency
 from controlplane.objectclient import WatchEventType
-from controlplane.scheduler.controller.evictions import FailoverEvictions, with_default_tolerations
+from controlplane.scheduler.controller.evictions import FailoverEvictions, binding_request
 from controlplane.scheduler.controller.finished import finished_phase
 from controlplane.scheduler.controller.moves import UnschedulableMoves
 from controlplane.scheduler.controller.ownwrites import OwnPlacements
@@ -342,17 +340,7 @@ class SchedulerController(KeyedController[BindingKey]):
     # --- reconcile --------------------------------------------------------------------
 
     def _request_of(self, binding: dict[str, Any]) -> BindingRequest | None:
-        """The scheduler's request for ``binding`` (None when it is not valid)."""
-        try:
-            model = ResourceBinding.model_validate(binding)
-        except ValidationError as exc:
-            log.warning("binding %s is not valid: %s", key_text(binding_key(binding)), exc)
-            return None
-        return with_default_tolerations(
-            BindingRequest.from_binding(model),  # GPU shapes as the binding carries them (detector)
-            unreachable_seconds=self.ctx.settings.default_unreachable_toleration_seconds,
-            not_ready_seconds=self.ctx.settings.default_not_ready_toleration_seconds,
-        )
+        return binding_request(self.ctx, binding)
 
     async def reconcile(self, key: BindingKey) -> float | None:
         cached = self.ctx.bindings.get(key[0], key[1])
@@ -454,7 +442,10 @@ class SchedulerController(KeyedController[BindingKey]):
         result: ScheduleResult | None = None
         started = time.perf_counter()  # gpufed_scheduling_duration_seconds: one decision's time
         try:
-            if check.due and group is not None and await self._evict_group(group, binding, request, check.due, fleet, now):
+            # A pod group fails over, or moves off a member that cannot place one of its Pods, whole.
+            if group is not None and (check.due or (moves and not reclaimed)) and await self._relocate_group(
+                group, binding, request, check.due, moves, fleet, now
+            ):
                 return wait
             if check.due:
                 evicted_decision = decide_with_evictions(
@@ -569,17 +560,24 @@ class SchedulerController(KeyedController[BindingKey]):
             return min(UNPLACED_RETRY_SECONDS, wait) if wait is not None else UNPLACED_RETRY_SECONDS
         return wait
 
-    async def _evict_group(
+    async def _relocate_group(
         self, group: PodGroup, binding: dict[str, Any], request: BindingRequest,
-        due: Mapping[str, EvictionCause], fleet: list[ClusterSnapshot], now: datetime,
+        due: Mapping[str, EvictionCause], moves: Mapping[str, int], fleet: list[ClusterSnapshot], now: datetime,
     ) -> bool:
-        """Fail a pod group over whole (podgroups.py); False when it stays."""
-        moved = await self.pod_groups.evict(group, binding, request, due, fleet, reservations=self.reservations, now=now)
+        """Fail a pod group over whole, or move it whole off a member that cannot place one of its
+        Pods (podgroups.py); False when it stays."""
+        groups, reserved = self.pod_groups, self.reservations
+        moved = (
+            await groups.evict(group, binding, request, due, fleet, reservations=reserved, now=now) if due
+            else await groups.move(group, binding, request, moves, fleet, reservations=reserved, now=now)
+        )
         for member, left in moved or ():
             for cluster in left:
                 self.reservations.release(key_text(member), cluster=cluster)
             self.evictions.evicted(member, left)
             self.evictions.blocked.discard(member)
+            self.moves.acted(member, dict.fromkeys(left, 1))  # their members' reports there are acted on
+            self.moves.blocked.discard(member)
         return moved is not None
 
     async def _refresh_explanation(

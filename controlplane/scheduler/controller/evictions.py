@@ -34,7 +34,7 @@ from pydantic import ValidationError
 
 from controlplane.apis.meta import Taint
 from controlplane.apis.views import ClusterObjectView
-from controlplane.apis.work_v1alpha1 import BindingKey
+from controlplane.apis.work_v1alpha1 import BindingKey, ResourceBinding
 from controlplane.controllers.context import INDEX_BINDING, ControllerContext
 from controlplane.controllers.failover import (
     EvictionCheck,
@@ -47,6 +47,7 @@ from controlplane.controllers.failover import (
     taint_evictions,
 )
 from controlplane.controllers.works import cluster_of_namespace
+from controlplane.scheduler.controller.reading import binding_key, key_text
 from controlplane.scheduler.core.framework import BindingRequest
 from controlplane.scheduler.core.snapshot import ClusterSnapshot
 from policies.affinity import ClusterView
@@ -67,6 +68,21 @@ def with_default_tolerations(request: BindingRequest, *, unreachable_seconds: in
         return request
     placement = request.placement.model_copy(update={"cluster_tolerations": tolerations})
     return replace(request, placement=placement)
+
+
+def binding_request(ctx: ControllerContext, binding: dict[str, Any]) -> BindingRequest | None:
+    """The scheduler's request for ``binding`` (None when it is not valid), tolerating the hub's
+    health taints for the default time (:func:`with_default_tolerations`)."""
+    try:
+        model = ResourceBinding.model_validate(binding)
+    except ValidationError as exc:
+        log.warning("binding %s is not valid: %s", key_text(binding_key(binding)), exc)
+        return None
+    return with_default_tolerations(
+        BindingRequest.from_binding(model),  # GPU shapes as the binding carries them (detector)
+        unreachable_seconds=ctx.settings.default_unreachable_toleration_seconds,
+        not_ready_seconds=ctx.settings.default_not_ready_toleration_seconds,
+    )
 
 
 class FailoverEvictions:

@@ -22,7 +22,7 @@ from controlplane.scheduler.core.framework import BindingRequest
 from controlplane.scheduler.core.outcome import GANG_HOLDS, ScheduledCondition, ScheduleResult
 
 
-def _pod_name(request: BindingRequest) -> str:
+def pod_name(request: BindingRequest) -> str:
     """The Pod a member's binding is for (bindings are named ``<pod>-pod``)."""
     return request.key.rpartition("/")[2].removesuffix("-pod")
 
@@ -41,7 +41,7 @@ def group_request(key: str, members: Sequence[BindingRequest]) -> BindingRequest
         roles.setdefault(member.requirements, []).append(member)
     components = tuple(
         Component(
-            name=f"role of {_pod_name(same[0])}",
+            name=f"role of {pod_name(same[0])}",
             replicas=sum(m.replicas for m in same),
             requirements=requirements,
         )
