@@ -184,28 +184,35 @@ async def test_a_later_pod_of_a_placed_group_follows_it(objects: ObjectStore, ma
 
 
 
+async def placed_in_b_big(objects: ObjectStore, manager: ControllerManager, *, other_gpus: int) -> None:
+    """The fleet, and ``c-other`` of ``other_gpus`` free GPUs; a group of three placed in ``b-big``."""
+    await fleet(objects, manager, small=2, big=4)
+    await put_cluster(objects, "c-other", node_shape(1, gpus=other_gpus), provider="cloud", pricing={"A100": 5.0}, pods=[])
+    for name in ("g0", "g1", "g2"):
+        await create(objects, group_pod(name, queue="team-lq"))
+    for name in ("g0", "g1", "g2"):
+        found = await eventually(lambda n=name: placed_binding(objects, n), what=f"{name} placed")
+        assert clusters(found) == {"b-big": 1}, (name, clusters(found))
+    await settled(manager)
+
+
+async def moved_off_b_big(objects: ObjectStore, pod: str) -> dict[str, Any] | None:
+    found = await placed_binding(objects, pod)
+    return found if found is not None and "b-big" not in clusters(found) else None
+
+
 @pytest.mark.parametrize("other_gpus", [4, 2])
 async def test_a_group_fails_over_whole_or_not_at_all(
     objects: ObjectStore, manager: ControllerManager, other_gpus: int,
 ) -> None:
     """``b-big`` is tainted NoExecute: the group moves whole to ``c-other`` when it holds all three
     Pods (each binding with its eviction task), and stays where it is when it holds only two."""
-    await fleet(objects, manager, small=2, big=4)
-    await put_cluster(objects, "c-other", node_shape(1, gpus=other_gpus), provider="cloud", pricing={"A100": 5.0}, pods=[])
-    for name in ("g0", "g1", "g2"):
-        await create(objects, group_pod(name, queue="team-lq"))
-    for name in ("g0", "g1", "g2"):
-        await eventually(lambda n=name: placed_binding(objects, n), what=f"{name} placed")
-    await settled(manager)
+    await placed_in_b_big(objects, manager, other_gpus=other_gpus)
     await taint(objects, "b-big", ("maintenance", "NoExecute"))  # tolerated by no policy: due at once
-
-    async def moved(pod: str) -> dict[str, Any] | None:
-        found = await placed_binding(objects, pod)
-        return found if found is not None and "b-big" not in clusters(found) else None
 
     if other_gpus == 4:
         for name in ("g0", "g1", "g2"):
-            found = await eventually(lambda n=name: moved(n), what=f"{name} moved")
+            found = await eventually(lambda n=name: moved_off_b_big(objects, n), what=f"{name} moved")
             assert clusters(found) == {"c-other": 1}
             assert [t["fromCluster"] for t in found["spec"]["gracefulEvictionTasks"]] == ["b-big"]
         return
@@ -242,22 +249,12 @@ async def test_a_group_whose_member_cannot_place_one_pod_moves_whole_or_not_at_a
     """``b-big``'s own scheduler cannot place ``g1`` (the grace period passes): the whole group moves
     to ``c-other`` when it holds all three Pods, and every Pod stays in ``b-big`` (``g1`` waiting
     there for room elsewhere) when it holds only two; never one Pod apart from the others."""
-    await fleet(objects, manager, small=2, big=4)
-    await put_cluster(objects, "c-other", node_shape(1, gpus=other_gpus), provider="cloud", pricing={"A100": 5.0}, pods=[])
-    for name in ("g0", "g1", "g2"):
-        await create(objects, group_pod(name, queue="team-lq"))
-    for name in ("g0", "g1", "g2"):
-        await eventually(lambda n=name: placed_binding(objects, n), what=f"{name} placed")
-    await settled(manager)
+    await placed_in_b_big(objects, manager, other_gpus=other_gpus)
     await report_unschedulable(objects, "b-big", "g1")
-
-    async def moved(pod: str) -> dict[str, Any] | None:
-        found = await placed_binding(objects, pod)
-        return found if found is not None and "b-big" not in clusters(found) else None
 
     if other_gpus == 4:
         for name in ("g0", "g1", "g2"):
-            found = await eventually(lambda n=name: moved(n), what=f"{name} moved")
+            found = await eventually(lambda n=name: moved_off_b_big(objects, n), what=f"{name} moved")
             assert clusters(found) == {"c-other": 1}, (name, clusters(found))
             assert scheduled(found)["message"] == "pod group grp: scheduled with its 3 pods to c-other"
             assert not found["spec"].get("gracefulEvictionTasks")

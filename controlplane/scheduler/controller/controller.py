@@ -566,10 +566,8 @@ class SchedulerController(KeyedController[BindingKey]):
     ) -> bool:
         """Fail a pod group over whole, or move it whole off a member that cannot place one of its
         Pods (podgroups.py); False when it stays."""
-        groups, reserved = self.pod_groups, self.reservations
-        moved = (
-            await groups.evict(group, binding, request, due, fleet, reservations=reserved, now=now) if due
-            else await groups.move(group, binding, request, moves, fleet, reservations=reserved, now=now)
+        moved = await self.pod_groups.relocate(
+            group, binding, request, fleet, due=due, unplaceable=moves, reservations=self.reservations, now=now
         )
         for member, left in moved or ():
             for cluster in left:

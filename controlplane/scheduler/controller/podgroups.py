@@ -15,12 +15,11 @@ gate's index) and their bindings. Out:
   the bindings of all ``n`` Pods exist, they are decided together as one gang
   (:mod:`controlplane.scheduler.core.podgroups`) and the decision is written into each: the one
   cluster that holds them all, or none, each with why. Until then the binding says it waits;
-* :meth:`PodGroupPlacement.evict`: failover of a group whose cluster is due for eviction: the
-  whole group to one other cluster that holds it all, each binding with its eviction task, or
-  none moves (the bindings then wait as any eviction with no room elsewhere does);
-* :meth:`PodGroupPlacement.move`: a group one of whose Pods its member cannot place (reported
-  unschedulable, due to move as :mod:`~controlplane.scheduler.controller.moves` says): the whole
-  group to one other cluster that holds it all, or none moves (the Pod waits with the rest).
+* :meth:`PodGroupPlacement.relocate`: failover of a group whose cluster is due for eviction, or a
+  group one of whose Pods its member cannot place (reported unschedulable, due to move as
+  :mod:`~controlplane.scheduler.controller.moves` says): the whole group to one other cluster that
+  holds it all (each binding with its eviction task, for failover), or none moves (the bindings then
+  wait as any eviction with no room elsewhere does; the Pod waits with the rest of its group).
 
 Decisions of group bindings run one at a time (:attr:`PodGroupPlacement.lock`), so two Pods of one
 group popped together do not both decide for the group. A group that is not placed is decided once
@@ -264,91 +263,29 @@ class PodGroupPlacement:
                 members.append((latest, member))
         return members
 
-    async def evict(
+    async def relocate(
         self,
         group: PodGroup,
         binding: dict[str, Any],
         request: BindingRequest,
+        snapshots: Sequence[ClusterSnapshot],
+        *,
         due: Mapping[str, EvictionCause],
-        snapshots: Sequence[ClusterSnapshot],
-        *,
-        reservations: Reservations,
-        now: datetime,
-    ) -> list[tuple[BindingKey, list[str]]] | None:
-        """Move the whole group out of the clusters ``due`` for eviction, into one cluster that holds
-        it all; per binding moved, the clusters it left. None when it does not move: some Pod of
-        the group runs elsewhere or is not placed, or no other cluster holds the group."""
-        shares = await self._whole_elsewhere(group, binding, request, set(due), snapshots, reservations=reservations, now=now)
-        if shares is None:
-            return None
-        moved: list[tuple[BindingKey, list[str]]] = []
-        for member_binding, member, share in shares:
-            leaving = {name: due[name] for name in member.previous}
-            try:
-                await write_decision(
-                    self.ctx, self.keeper, member_binding, replace(member, previous={}), share,
-                    moved={}, evicted=leaving, previous=dict(member.previous), why=WHY,
-                )
-            except CHANGED:
-                log.info("binding %s changed while its pod group was moved; it is decided again", member.key)
-                await self.requeue(binding_key(member_binding))
-                continue
-            moved.append((binding_key(member_binding), sorted(leaving)))
-        return moved
-
-    async def move(
-        self,
-        group: PodGroup,
-        binding: dict[str, Any],
-        request: BindingRequest,
         unplaceable: Mapping[str, int],
-        snapshots: Sequence[ClusterSnapshot],
-        *,
         reservations: Reservations,
         now: datetime,
     ) -> list[tuple[BindingKey, list[str]]] | None:
-        """Move the whole group out of the clusters whose member cannot place ``binding``'s Pod
-        (``unplaceable``: cluster -> pods, due to move), into one other cluster that holds it all, as
-        Kueue evicts and requeues a group's whole Workload when its Pods do not all start; per
-        binding moved, the clusters it left. None when it does not move (as :meth:`evict`): the Pod
-        then waits where the rest of its group runs."""
-        shares = await self._whole_elsewhere(
-            group, binding, request, set(unplaceable), snapshots, reservations=reservations, now=now
+        """Move the whole group into one other cluster that holds it all: out of the clusters ``due``
+        for eviction, each binding with its eviction task (failover); else out of the clusters whose
+        member cannot place ``binding``'s Pod (``unplaceable``: cluster -> pods, due to move), as
+        Kueue's ``waitForPodsReady`` evicts a group's whole Workload when its Pods do not all start.
+        Per binding moved, the clusters it left. None when it does not move: some Pod of the group
+        runs elsewhere or is not placed, or no other cluster holds the group (the bindings then wait
+        as any eviction with no room elsewhere does, or the Pod waits with the rest of its group)."""
+        leaving = set(due or unplaceable)
+        why = WHY if due else (
+            f"{WHY} {group.name}: moved whole, {', '.join(sorted(leaving))} cannot place its pod {pod_name(request)}"
         )
-        if shares is None:
-            return None
-        own = binding_key(binding)
-        where = ", ".join(sorted(unplaceable))
-        why = f"{WHY} {group.name}: moved whole, {where} cannot place its pod {pod_name(request)}"
-        moved: list[tuple[BindingKey, list[str]]] = []
-        for member_binding, member, share in shares:
-            key = binding_key(member_binding)
-            try:
-                await write_decision(
-                    self.ctx, self.keeper, member_binding, replace(member, previous={}), share,
-                    moved=dict(member.previous) if key == own else {}, previous=dict(member.previous), why=why,
-                )
-            except CHANGED:
-                log.info("binding %s changed while its pod group was moved; it is decided again", member.key)
-                await self.requeue(key)
-                continue
-            moved.append((key, sorted(member.previous)))
-        return moved
-
-    async def _whole_elsewhere(
-        self,
-        group: PodGroup,
-        binding: dict[str, Any],
-        request: BindingRequest,
-        leaving: set[str],
-        snapshots: Sequence[ClusterSnapshot],
-        *,
-        reservations: Reservations,
-        now: datetime,
-    ) -> list[tuple[dict[str, Any], BindingRequest, ScheduleResult]] | None:
-        """Each binding of the group with its share of one decision that puts the whole group in one
-        cluster outside ``leaving``; None when every Pod of the group does not run in ``leaving``, or
-        no other cluster holds the group (or a quota would refuse a Pod there)."""
         members = await self._members(group, binding, request)
         if not members or any(not m.previous or not set(m.previous) <= leaving for _, m in members):
             return None
@@ -359,7 +296,23 @@ class PodGroupPlacement:
         shares = [(b, m, member_result(result, m, group=group.name, pods=len(members))) for b, m in members]
         if any(self.quotas.refusal(b, share.clusters) is not None for b, _, share in shares):
             return None  # FederatedQuotaEnforcement would refuse a Pod there: the group stays whole
-        return shares
+        own = binding_key(binding)
+        moved: list[tuple[BindingKey, list[str]]] = []
+        for member_binding, member, share in shares:
+            key = binding_key(member_binding)
+            evicted = {name: due[name] for name in member.previous if name in due}
+            try:
+                await write_decision(
+                    self.ctx, self.keeper, member_binding, replace(member, previous={}), share,
+                    moved=dict(member.previous) if key == own and not evicted else {}, evicted=evicted,
+                    previous=dict(member.previous), why=why,
+                )
+            except CHANGED:
+                log.info("binding %s changed while its pod group was moved; it is decided again", member.key)
+                await self.requeue(key)
+                continue
+            moved.append((key, sorted(member.previous)))
+        return moved
 
 
 def _inputs(
