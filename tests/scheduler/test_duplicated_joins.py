@@ -142,3 +142,14 @@ def test_a_report_with_more_free_room_decides_again_only_the_bindings_left_out_t
     roomwaits.record(("ns", "gpu"), _request(DUPLICATED), schedule(_request(DUPLICATED), [BUSY_FLEET[0], after], now=NOW))
     roomwaits.forget(("ns", "cpu"))
     assert roomwaits.waiting_in("busy") == set()
+    assert roomwaits.waiting_in("full") == set()  # the decision without it forgot it there too
+
+
+def test_a_cluster_that_leaves_takes_its_waiting_bindings_along() -> None:
+    roomwaits = RoomWaits()
+    _decided(roomwaits, ("ns", "gpu"), _request(DUPLICATED))
+    roomwaits.forget_cluster("busy")
+    assert roomwaits.waiting_in("busy") == set()
+    assert roomwaits.waiting_in("full") == {("ns", "gpu")}
+    roomwaits.forget(("ns", "gpu"))
+    assert roomwaits.waiting_in("full") == set()

@@ -57,7 +57,7 @@ class RoomWaits:
         freed = resources_freed(before, after)
         if not freed:
             return []
-        # A pod that requests nothing that runs out is never short of room: any freed resource counts.
+        # Pods that name no resource (a kind without replicas) can only wait for pod slots: any freed resource counts.
         return sorted(key for key, resources in waiting.items() if not resources or resources & freed)
 
     def waiting_in(self, cluster: str) -> frozenset[BindingKey]:
