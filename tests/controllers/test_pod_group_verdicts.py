@@ -1,5 +1,6 @@
-"""A pod group that does not fit is decided once per trigger, not once per Pod, and one that can
-never fit says so, as a single binding does, and waits for the fleet's capacity to change.
+"""A pod group that does not fit, or that a FederatedResourceQuota refuses, is decided once per
+trigger, not once per Pod, and one that can never fit says so, as a single binding does, and waits
+for the fleet's capacity to change.
 
 Decisions are counted with the hub's ``gpufed_scheduling_duration_seconds`` histogram, which
 observes one sample per scheduling decision.
@@ -7,6 +8,8 @@ observes one sample per scheduling decision.
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -15,6 +18,7 @@ from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.manager import ControllerManager
 from controlplane.metrics import hub_metrics
 
+from .conftest import FAST
 from .fleet import eventually, put_cluster, settled
 from .test_admission import create
 from .test_admission_pod_groups import group_pod
@@ -76,6 +80,49 @@ async def test_a_group_of_eight_that_does_not_fit_is_decided_once_per_report(
         found = await binding(objects, name)
         assert found is not None and clusters(found) == {}
         assert found["metadata"]["resourceVersion"] == versions[name], f"{name}'s unchanged status was written again"
+
+
+QUOTA_API = "policy.karmada.io/v1alpha1"
+
+
+@pytest.fixture
+async def enforcing(objects: ObjectStore) -> AsyncIterator[ControllerManager]:
+    """The controllers with Karmada's FederatedQuotaEnforcement on."""
+    async with ControllerManager(objects, settings=dataclasses.replace(FAST, federated_quota_enforcement=True)) as running:
+        yield running
+
+
+async def test_a_group_a_federated_quota_refuses_is_decided_once_per_report(
+    objects: ObjectStore, enforcing: ControllerManager,
+) -> None:
+    """A FederatedResourceQuota of 2 GPUs, a group of three 1-GPU Pods that ``b-big`` holds: what the
+    three take together is past ``overall`` (each alone is not), so none is placed and every binding
+    says so, with the same message; each capacity report decides for the group once and rewrites no
+    binding."""
+    quota = {"apiVersion": QUOTA_API, "kind": "FederatedResourceQuota", "metadata": {"name": "q", "namespace": "default"},
+             "spec": {"overall": {"nvidia.com/gpu": "2"}}}
+    await objects.create(objects.registry.require(QUOTA_API, "FederatedResourceQuota"), quota)
+    await fleet(objects, enforcing, small=2, big=4)
+    names = ["g0", "g1", "g2"]
+    for name in names:
+        await create(objects, group_pod(name, queue="team-lq"))
+    message = "FederatedResourceQuota(default/q) exceeded for resource nvidia.com/gpu: requested sum 3, limit 2."
+    for name in names:
+        found = await eventually(lambda n=name: told(objects, n, "FederatedResourceQuota"), what=f"{name} refused")
+        condition = scheduled(found)
+        assert (condition["status"], condition["reason"], condition["message"]) == ("False", "QuotaExceeded", message)
+    await settled(enforcing)
+    versions = {name: (await binding(objects, name) or {})["metadata"]["resourceVersion"] for name in names}
+    for minute in range(1, 4):
+        before = decisions()
+        await put_big(objects, gpus=4, minute=minute)
+        await settled(enforcing)
+        assert decisions() - before == 1, f"report {minute}: {decisions() - before} decisions for one group"
+    for name in names:
+        found = await binding(objects, name)
+        assert found is not None and clusters(found) == {}
+        assert found["metadata"]["resourceVersion"] == versions[name], f"{name}'s unchanged status was written again"
+    assert sorted(n for n, m in await pod_events(objects, "FailedScheduling") if m == message) == names
 
 
 async def pod_events(objects: ObjectStore, reason: str) -> list[tuple[str, str]]:

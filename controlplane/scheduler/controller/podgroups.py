@@ -26,8 +26,10 @@ group popped together do not both decide for the group. A group that is not plac
 per trigger, not once per Pod: a capacity report (or the retry) queues all ``n`` bindings, the first
 decides for the group and the others reuse that decision while its inputs are unchanged (the
 clusters' snapshots, the reservations, the group's bindings' resourceVersions as the decision left
-them). A group that can never fit (:mod:`controlplane.scheduler.core.neverfit`, its Pods as one gang)
-gets NeverFits in every binding and waits for the fleet's capacity facts, as a single binding does.
+them). So is a group ``FederatedQuotaEnforcement`` refuses (what all its Pods take counts
+together): none is placed, and each binding gets the one refusal. A group that can never fit
+(:mod:`controlplane.scheduler.core.neverfit`, its Pods as one gang) gets NeverFits in every binding
+and waits for the fleet's capacity facts, as a single binding does.
 """
 
 from __future__ import annotations
@@ -205,23 +207,26 @@ class PodGroupPlacement:
             result = never_fit_result(gang, result, never.message)
         observe_scheduling_latency(time.perf_counter() - started, result=result.condition.reason)
         shares = [(b, m, member_result(result, m, group=group.name, pods=len(members))) for b, m in members]
-        refusals = [(b, why) for b, _, share in shares if (why := self.quotas.refusal(b, share.clusters)) is not None]
-        if refusals:  # FederatedQuotaEnforcement refuses one of them: none is placed
-            for refused, why in refusals:
-                await self.quotas.refuse(refused, why)
-            return GroupOutcome.UNPLACED
+        # FederatedQuotaEnforcement counts what all its Pods take: refused, none is placed and each binding says why.
+        refused = self.quotas.refusal_together([(b, share.clusters) for b, _, share in shares])
         stored: list[tuple[Mapping[str, Any], BindingRequest]] = []
         for member_binding, member, share in shares:
             try:
-                stored.append((await self._write(member_binding, member, share), member))
+                written = (
+                    await self._write(member_binding, member, share) if refused is None
+                    else await self.quotas.refuse(member_binding, refused)
+                )
             except CHANGED:
                 # Changed meanwhile: decided again, following the pods of its group placed already.
-                log.info("binding %s changed while its pod group was placed; it is decided again", member.key)
+                log.info("binding %s changed while its pod group was decided; it is decided again", member.key)
                 await self.requeue(binding_key(member_binding))
-        log.debug("pod group %s/%s: %s", group.namespace, group.name, result.condition.message)
-        if result.clusters:
+                continue
+            stored.append((written, member))
+        log.debug("pod group %s/%s: %s", group.namespace, group.name, refused or result.condition.message)
+        if refused is None and result.clusters:
             return GroupOutcome.PLACED
-        outcome = GroupOutcome.NEVER_FITS if result.condition.reason is ScheduledReason.NEVER_FITS else GroupOutcome.UNPLACED
+        never_fit = refused is None and result.condition.reason is ScheduledReason.NEVER_FITS
+        outcome = GroupOutcome.NEVER_FITS if never_fit else GroupOutcome.UNPLACED
         if len(stored) == len(members):  # the others of this round reuse it (a binding that changed decides anew)
             keys = frozenset(binding_key(b) for b, _ in members)
             self._decisions[name] = GroupDecision(
@@ -294,7 +299,7 @@ class PodGroupPlacement:
         if not result.clusters:
             return None
         shares = [(b, m, member_result(result, m, group=group.name, pods=len(members))) for b, m in members]
-        if any(self.quotas.refusal(b, share.clusters) is not None for b, _, share in shares):
+        if self.quotas.refusal_together([(b, share.clusters) for b, _, share in shares]) is not None:
             return None  # FederatedQuotaEnforcement would refuse a Pod there: the group stays whole
         own = binding_key(binding)
         moved: list[tuple[BindingKey, list[str]]] = []

@@ -11,19 +11,21 @@ where it is (a new one unplaced) with ``Scheduled=False``, reason ``QuotaExceede
 message (``FederatedResourceQuota(ns/name) exceeded for resource cpu: requested sum 120, limit
 100.``), and a ``FailedScheduling`` Event on the workload; it is decided again on the scheduler's
 retry, so it goes through once room is made (a binding deleted, ``overall`` raised). Usage is
-read from the controllers' binding cache, not charged to the quota's status.
+read from the controllers' binding cache, not charged to the quota's status. The bindings of a pod
+group, placed whole, are checked together (:meth:`QuotaEnforcement.refusal_together`).
 
 In: the controllers' context (its bindings and the FederatedResourceQuotas, informers). Out:
-:meth:`QuotaEnforcement.refusal` and :meth:`QuotaEnforcement.refuse`.
+:meth:`QuotaEnforcement.refusal` (and ``refusal_together``) and :meth:`QuotaEnforcement.refuse`.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Final
 
 from controlplane.apis.events import EventType
+from controlplane.apis.kube import quota
 from controlplane.apis.views import BindingView
 from controlplane.controllers.context import INDEX_NAMESPACE, ControllerContext
 from controlplane.controllers.events import EventReason, record_event
@@ -73,39 +75,48 @@ class QuotaEnforcement:
 
     def refusal(self, binding: Mapping[str, Any], clusters: Mapping[str, int]) -> str | None:
         """Why placing ``clusters`` replicas of ``binding`` is refused, or None when it fits."""
-        if self.quotas is None:
+        return self.refusal_together([(binding, clusters)])
+
+    def refusal_together(self, decisions: Sequence[tuple[Mapping[str, Any], Mapping[str, int]]]) -> str | None:
+        """Why placing each binding of ``decisions`` (bindings of one namespace) as its clusters
+        say, all of them at once, is refused, or None when they fit: a pod group is placed whole,
+        so what all its Pods take counts together."""
+        if self.quotas is None or not decisions:
             return None
-        view = BindingView(binding)
-        namespace = str(view.metadata.get("namespace") or "")
+        namespace = str(BindingView(decisions[0][0]).metadata.get("namespace") or "")
         quotas = [q for q in self.quotas.items() if (q.get("metadata") or {}).get("namespace") == namespace]
         if not quotas:
             return None
-        now = binding_usage(view.spec)
-        growth = usage_growth(binding_usage(view.spec, clusters), now)
+        growth: quota.Usage = {}
+        for binding, clusters in decisions:
+            spec = BindingView(binding).spec
+            growth = quota.add(growth, usage_growth(binding_usage(spec, clusters), binding_usage(spec)))
         if not growth:
             return None
-        name = view.metadata.get("name")
+        names = {BindingView(binding).metadata.get("name") for binding, _ in decisions}
         others = (
             BindingView(b).spec for b in self.ctx.bindings.by_index(INDEX_NAMESPACE, namespace)
-            if (b.get("metadata") or {}).get("name") != name
+            if (b.get("metadata") or {}).get("name") not in names
         )
-        used = namespace_usage([*others, view.spec])
+        used = namespace_usage([*others, *(BindingView(binding).spec for binding, _ in decisions)])
         for frq in sorted(quotas, key=lambda q: str((q.get("metadata") or {}).get("name"))):
             refused = quota_refusal(frq, used, growth)
             if refused is not None:
                 return refused
         return None
 
-    async def refuse(self, binding: dict[str, Any], message: str) -> None:
-        """Record the refusal: the binding's ``Scheduled`` condition and, when it is news, an Event."""
+    async def refuse(self, binding: dict[str, Any], message: str) -> Mapping[str, Any]:
+        """Record the refusal: the binding's ``Scheduled`` condition and, when it is news, an Event.
+        The binding as stored (as given when its condition says so already)."""
         ctx = self.ctx
         condition = {"type": "Scheduled", "status": "False", "reason": QUOTA_EXCEEDED, "message": message}
         status = copy.deepcopy(dict(BindingView(binding).status))
         current = next((c for c in status.get("conditions") or () if c.get("type") == "Scheduled"), None)
         if current is not None and all(current.get(k) == v for k, v in condition.items()):
-            return
+            return binding
         status["conditions"] = with_condition(status.get("conditions"), condition, now=ctx.now_text())
-        await ctx.objects.update_status(ctx.binding_rt, {**binding, "status": status})
+        stored = await ctx.objects.update_status(ctx.binding_rt, {**binding, "status": status})
         workload = workload_of(ctx, binding)
         if workload is not None:
             await record_event(ctx, workload, type=EventType.WARNING, reason=EventReason.FAILED_SCHEDULING, message=message)
+        return stored
