@@ -5,10 +5,12 @@ on its own, as before."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
+from controlplane.apis.spot import ANNOTATION_SPOT_RECLAIMS
 from controlplane.apiserver.kueuepods import check_managed_label
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.admissiongate import hold_queued_workload
@@ -278,6 +280,50 @@ async def test_a_group_whose_member_cannot_place_one_pod_moves_whole_or_not_at_a
     for name in ("g0", "g1", "g2"):
         found = await binding(objects, name)
         assert found is not None and clusters(found) == {"b-big": 1}, (name, found and clusters(found))
+
+
+async def report_reclaimed(objects: ObjectStore, cluster: str, pod: str, *, node: str) -> None:
+    """What the agent writes back for ``pod``'s Work in ``cluster`` once a spot reclaim of ``node`` took it."""
+    work = (await works_by_cluster(objects, f"{pod}-pod"))[cluster]
+    entry = {
+        "identifier": {"group": "", "version": "v1", "kind": "Pod", "namespace": "default", "name": pod, "ordinal": 0},
+        "health": "Unhealthy",
+        "reclaimed": {"pods": 1, "nodes": [node], "time": REPORT_TIME},
+    }
+    await objects.update_status(objects.registry.require(BINDING_API, "Work"), {**work, "status": {"manifestStatuses": [entry]}})
+
+
+@pytest.mark.parametrize("other_gpus", [4, 2])
+async def test_a_group_one_of_whose_pods_a_spot_reclaim_took_moves_whole_or_not_at_all(
+    objects: ObjectStore, manager: ControllerManager, other_gpus: int,
+) -> None:
+    """A spot reclaim of ``b-big``'s node takes ``g1``: the whole group moves to ``c-other`` when it
+    holds all three Pods (``g1``'s workload gets the ``SpotReclaimed`` Event, its binding the count),
+    and every Pod stays in ``b-big`` when it holds only two, ``g1`` waiting there with its group."""
+    await placed_in_b_big(objects, manager, other_gpus=other_gpus)
+    await report_reclaimed(objects, "b-big", "g1", node="b-big-0")
+
+    if other_gpus == 4:
+        for name in ("g0", "g1", "g2"):
+            found = await eventually(lambda n=name: moved_off_b_big(objects, n), what=f"{name} moved")
+            assert clusters(found) == {"c-other": 1}, (name, clusters(found))
+            assert not found["spec"].get("gracefulEvictionTasks")
+        await settled(manager)
+        [reclaimed] = await events_on(objects, "Pod", "g1", "SpotReclaimed")
+        assert reclaimed.startswith("spot node(s) b-big-0 of cluster b-big reclaimed: 1 replica(s) replaced, now c-other:1")
+        assert await events_on(objects, "Pod", "g0", "ReplicasMoved") == [
+            "rescheduled (pod group grp: moved whole, spot node(s) b-big-0 of b-big reclaimed its pod g1): "
+            "moved 1 from b-big; now c-other:1"
+        ]
+        found = await binding(objects, "g1")
+        assert found is not None
+        assert json.loads(found["metadata"]["annotations"][ANNOTATION_SPOT_RECLAIMS])["count"] == 1
+        return
+    await settled(manager)
+    for name in ("g0", "g1", "g2"):
+        found = await binding(objects, name)
+        assert found is not None and clusters(found) == {"b-big": 1}, (name, found and clusters(found))
+    assert await events_on(objects, "Pod", "g1", "SpotReclaimed") == []
 
 
 async def test_a_group_waits_until_every_pod_has_its_binding(objects: ObjectStore, manager: ControllerManager) -> None:

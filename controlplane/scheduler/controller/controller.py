@@ -32,8 +32,9 @@ not move for nothing:
   room elsewhere. Clusters with an eviction task of the binding take none of its replicas while
   the task lasts (as Karmada's scheduler does).
 
-The Pods of a Kueue pod group are placed, fail over and move off a member that cannot place one
-of them together: whole in one cluster (:mod:`~controlplane.scheduler.controller.podgroups`).
+The Pods of a Kueue pod group are placed, fail over and move off a member that cannot place (or
+lost to a spot reclaim) one of them together: whole in one cluster
+(:mod:`~controlplane.scheduler.controller.podgroups`).
 
 A binding that can never fit (:mod:`controlplane.scheduler.core.neverfit`) is looked at again
 only when the fleet's capacity facts change; a binding whose workload finished
@@ -59,7 +60,7 @@ from controlplane.apis.work_v1alpha1 import BindingKey, ConditionType, Scheduled
 from controlplane.controllers.attachments import is_attached
 from controlplane.controllers.context import INDEX_CLUSTER, ControllerContext, policy_ref_of_binding
 from controlplane.controllers.detecting import binding_priority
-from controlplane.controllers.failover import EvictionCause, evicting_clusters
+from controlplane.controllers.failover import evicting_clusters
 from controlplane.controllers.pods import owner_key
 from controlplane.controllers.reconciling import KeyedController
 from controlplane.controllers.workloads import is_deleting
@@ -70,7 +71,7 @@ from controlplane.scheduler.controller.evictions import FailoverEvictions, bindi
 from controlplane.scheduler.controller.finished import finished_phase
 from controlplane.scheduler.controller.moves import UnschedulableMoves
 from controlplane.scheduler.controller.ownwrites import OwnPlacements
-from controlplane.scheduler.controller.podgroups import GroupOutcome, PodGroup, PodGroupPlacement
+from controlplane.scheduler.controller.podgroups import GroupOutcome, PodGroupPlacement
 from controlplane.scheduler.controller.quotas import QuotaEnforcement
 from controlplane.scheduler.controller.reading import (
     applied_condition,
@@ -141,8 +142,8 @@ class SchedulerController(KeyedController[BindingKey]):
         self.returns = TierReturns(ctx, keeper=self.reserving, cache=self.cache)
         self.quota_enforcement = QuotaEnforcement(ctx, self._requeue)
         self.pod_groups = PodGroupPlacement(
-            ctx, keeper=self.reserving, quotas=self.quota_enforcement, cache=self.cache,
-            request_of=self._request_of, requeue=self._requeue,
+            ctx, keeper=self.reserving, quotas=self.quota_enforcement, evictions=self.evictions, moves=self.moves,
+            reclaims=self.reclaims, cache=self.cache, request_of=self._request_of, requeue=self._requeue,
         )
         self._unplaced: set[BindingKey] = set()
         # Bindings no node of the fleet could ever hold: looked at again only when the fleet's
@@ -442,9 +443,10 @@ class SchedulerController(KeyedController[BindingKey]):
         result: ScheduleResult | None = None
         started = time.perf_counter()  # gpufed_scheduling_duration_seconds: one decision's time
         try:
-            # A pod group fails over, or moves off a member that cannot place one of its Pods, whole.
-            if group is not None and (check.due or (moves and not reclaimed)) and await self._relocate_group(
-                group, binding, request, check.due, moves, fleet, now
+            # A pod group fails over, or moves off a member that cannot place (or lost) one of its Pods, whole.
+            if group is not None and (check.due or moves) and await self.pod_groups.relocate(
+                group, binding, request, fleet, due=check.due, unplaceable=moves,
+                policy=policy.spec if policy else None, reservations=self.reservations, now=now,
             ):
                 return wait
             if check.due:
@@ -559,24 +561,6 @@ class SchedulerController(KeyedController[BindingKey]):
         if not result.condition.status:
             return min(UNPLACED_RETRY_SECONDS, wait) if wait is not None else UNPLACED_RETRY_SECONDS
         return wait
-
-    async def _relocate_group(
-        self, group: PodGroup, binding: dict[str, Any], request: BindingRequest,
-        due: Mapping[str, EvictionCause], moves: Mapping[str, int], fleet: list[ClusterSnapshot], now: datetime,
-    ) -> bool:
-        """Fail a pod group over whole, or move it whole off a member that cannot place one of its
-        Pods (podgroups.py); False when it stays."""
-        moved = await self.pod_groups.relocate(
-            group, binding, request, fleet, due=due, unplaceable=moves, reservations=self.reservations, now=now
-        )
-        for member, left in moved or ():
-            for cluster in left:
-                self.reservations.release(key_text(member), cluster=cluster)
-            self.evictions.evicted(member, left)
-            self.evictions.blocked.discard(member)
-            self.moves.acted(member, dict.fromkeys(left, 1))  # their members' reports there are acted on
-            self.moves.blocked.discard(member)
-        return moved is not None
 
     async def _refresh_explanation(
         self, binding: dict[str, Any], request: BindingRequest, snapshots: dict[str, ClusterSnapshot], *, now: datetime

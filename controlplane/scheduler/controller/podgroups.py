@@ -17,7 +17,8 @@ gate's index) and their bindings. Out:
   cluster that holds them all, or none, each with why. Until then the binding says it waits;
 * :meth:`PodGroupPlacement.relocate`: failover of a group whose cluster is due for eviction, or a
   group one of whose Pods its member cannot place (reported unschedulable, due to move as
-  :mod:`~controlplane.scheduler.controller.moves` says): the whole group to one other cluster that
+  :mod:`~controlplane.scheduler.controller.moves` says) or lost with reclaimed spot nodes
+  (:mod:`~controlplane.scheduler.controller.reclaims`): the whole group to one other cluster that
   holds it all (each binding with its eviction task, for failover), or none moves (the bindings then
   wait as any eviction with no room elsewhere does; the Pod waits with the rest of its group).
 
@@ -53,8 +54,12 @@ from controlplane.controllers.failover import EvictionCause
 from controlplane.controllers.workloads import binding_namespace, is_deleting
 from controlplane.metrics import observe_scheduling_latency
 from controlplane.objectclient import errors
+from controlplane.scheduler.controller.evictions import FailoverEvictions
+from controlplane.scheduler.controller.moves import UnschedulableMoves
 from controlplane.scheduler.controller.quotas import QuotaEnforcement
 from controlplane.scheduler.controller.reading import binding_key, key_text, workload_of
+from controlplane.scheduler.controller.reclaims import ReclaimReplacements
+from controlplane.scheduler.controller.recording import placement_text
 from controlplane.scheduler.controller.reserving import ReservationKeeper
 from controlplane.scheduler.controller.writing import set_schedulable, write_condition, write_decision
 from controlplane.scheduler.core.cache import SchedulerCache
@@ -65,6 +70,7 @@ from controlplane.scheduler.core.outcome import ScheduledCondition, ScheduleResu
 from controlplane.scheduler.core.podgroups import follower_result, group_request, member_result, pod_name
 from controlplane.scheduler.core.reservations import Reservations
 from controlplane.scheduler.core.snapshot import ClusterSnapshot
+from policies.models import PropagationSpec
 
 log = logging.getLogger(__name__)
 
@@ -120,6 +126,9 @@ class PodGroupPlacement:
         *,
         keeper: ReservationKeeper,
         quotas: QuotaEnforcement,
+        evictions: FailoverEvictions,
+        moves: UnschedulableMoves,
+        reclaims: ReclaimReplacements,
         cache: SchedulerCache,
         request_of: RequestOf,
         requeue: Callable[[BindingKey], Awaitable[None]],
@@ -128,6 +137,9 @@ class PodGroupPlacement:
         self.kinds = Kinds(ctx)
         self.keeper = keeper
         self.quotas = quotas
+        self.evictions = evictions
+        self.moves = moves
+        self.reclaims = reclaims
         self.cache = cache
         self.request_of = request_of
         self.requeue = requeue
@@ -273,24 +285,78 @@ class PodGroupPlacement:
         group: PodGroup,
         binding: dict[str, Any],
         request: BindingRequest,
+        fleet: Sequence[ClusterSnapshot],
+        *,
+        due: Mapping[str, EvictionCause],
+        unplaceable: Mapping[str, int],
+        policy: PropagationSpec | None,
+        reservations: Reservations,
+        now: datetime,
+    ) -> bool:
+        """Fail the group over whole, or move it whole off a member that cannot place ``binding``'s
+        Pod or lost it to a spot reclaim (after repeated reclaims, to non-spot clusters first, as
+        :meth:`ReclaimReplacements.candidate_sets` orders them), as :meth:`_move_whole` says; then
+        the moved bindings' reservations there go, their evictions and moves are recorded, and so
+        is the reclaim (the ``SpotReclaimed`` Event, the binding's reclaim count). False when it stays."""
+        key = binding_key(binding)
+        lost = {} if due else self.reclaims.nodes(key)
+        relocation: Relocation | None = None
+        non_spot = False
+        for candidates, non_spot_only in self.reclaims.candidate_sets(
+            binding, policy, fleet, previous=request.previous, reclaimed=bool(lost)
+        ):
+            relocation = await self._move_whole(
+                group, binding, request, candidates, due=due, unplaceable=unplaceable, reclaimed=lost,
+                reservations=reservations, now=now,
+            )
+            if relocation is not None:
+                non_spot = non_spot_only
+                break
+        if relocation is None:
+            return False
+        for member, left in relocation.moved:
+            for cluster in left:
+                self.keeper.reservations.release(key_text(member), cluster=cluster)
+            self.evictions.evicted(member, left)
+            self.moves.acted(member, dict.fromkeys(left, 1))  # their members' reports there are acted on
+        if lost and relocation.placed:
+            reclaimed = {name: pods for name, pods in unplaceable.items() if name in lost}
+            await self.reclaims.acted(
+                key, binding, reclaimed, placed=placement_text(relocation.placed), non_spot=non_spot
+            )
+        return True
+
+    async def _move_whole(
+        self,
+        group: PodGroup,
+        binding: dict[str, Any],
+        request: BindingRequest,
         snapshots: Sequence[ClusterSnapshot],
         *,
         due: Mapping[str, EvictionCause],
         unplaceable: Mapping[str, int],
+        reclaimed: Mapping[str, Sequence[str]],
         reservations: Reservations,
         now: datetime,
-    ) -> list[tuple[BindingKey, list[str]]] | None:
+    ) -> Relocation | None:
         """Move the whole group into one other cluster that holds it all: out of the clusters ``due``
         for eviction, each binding with its eviction task (failover); else out of the clusters whose
-        member cannot place ``binding``'s Pod (``unplaceable``: cluster -> pods, due to move), as
-        Kueue's ``waitForPodsReady`` evicts a group's whole Workload when its Pods do not all start.
-        Per binding moved, the clusters it left. None when it does not move: some Pod of the group
-        runs elsewhere or is not placed, or no other cluster holds the group (the bindings then wait
-        as any eviction with no room elsewhere does, or the Pod waits with the rest of its group)."""
+        member cannot place ``binding``'s Pod, or whose spot nodes were reclaimed with it
+        (``unplaceable``: cluster -> pods, due to move; ``reclaimed``: those of them a spot reclaim
+        took, with the nodes), as Kueue's ``waitForPodsReady`` evicts a group's whole Workload when
+        its Pods do not all start. None when it does not move: some Pod of the group runs elsewhere
+        or is not placed, or no other cluster holds the group (the bindings then wait as any
+        eviction with no room elsewhere does, or the Pod waits with the rest of its group)."""
         leaving = set(due or unplaceable)
-        why = WHY if due else (
-            f"{WHY} {group.name}: moved whole, {', '.join(sorted(leaving))} cannot place its pod {pod_name(request)}"
-        )
+        pod = pod_name(request)
+        lost = {name: nodes for name, nodes in reclaimed.items() if name in leaving}
+        if due:
+            why = WHY
+        elif lost:
+            nodes = ", ".join(node for name in sorted(lost) for node in lost[name]) or "?"
+            why = f"{WHY} {group.name}: moved whole, spot node(s) {nodes} of {', '.join(sorted(lost))} reclaimed its pod {pod}"
+        else:
+            why = f"{WHY} {group.name}: moved whole, {', '.join(sorted(leaving))} cannot place its pod {pod}"
         members = await self._members(group, binding, request)
         if not members or any(not m.previous or not set(m.previous) <= leaving for _, m in members):
             return None
@@ -302,7 +368,7 @@ class PodGroupPlacement:
         if self.quotas.refusal_together([(b, share.clusters) for b, _, share in shares]) is not None:
             return None  # FederatedQuotaEnforcement would refuse a Pod there: the group stays whole
         own = binding_key(binding)
-        moved: list[tuple[BindingKey, list[str]]] = []
+        relocation = Relocation()
         for member_binding, member, share in shares:
             key = binding_key(member_binding)
             evicted = {name: due[name] for name in member.previous if name in due}
@@ -316,8 +382,18 @@ class PodGroupPlacement:
                 log.info("binding %s changed while its pod group was moved; it is decided again", member.key)
                 await self.requeue(key)
                 continue
-            moved.append((key, sorted(member.previous)))
-        return moved
+            relocation.moved.append((key, sorted(member.previous)))
+            if key == own:
+                relocation.placed = share.target_clusters()
+        return relocation
+
+
+@dataclass(slots=True)
+class Relocation:
+    """A group moved whole: per binding moved, the clusters it left; and ``binding``'s new placement."""
+
+    moved: list[tuple[BindingKey, list[str]]] = field(default_factory=list)
+    placed: list[dict[str, Any]] = field(default_factory=list)
 
 
 def _inputs(

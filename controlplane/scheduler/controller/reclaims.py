@@ -164,6 +164,10 @@ class ReclaimReplacements:
             self._pending.pop(key, None)
         return moves, reasons
 
+    def nodes(self, key: BindingKey) -> dict[str, tuple[str, ...]]:
+        """Per cluster where the latest :meth:`due` found reclaimed replicas of ``key``, the nodes."""
+        return {cluster: reclaimed.nodes for cluster, reclaimed in (self._pending.get(key) or {}).items()}
+
     def candidate_sets(
         self, binding: Mapping[str, Any], policy: PropagationSpec | None, ordered: Sequence[ClusterSnapshot],
         *, previous: Mapping[str, int], reclaimed: bool,
