@@ -275,3 +275,34 @@ async def test_a_cluster_where_a_duplicated_workload_did_not_fit_gets_it_once_ro
     await settled(manager)
     await put_cluster(objects, "busy", busy_node(free_gpus=8), report_time="2024-05-01T10:00:30Z")
     await placed_in(objects, {"onprem": 2, "busy": 2})
+
+
+async def test_a_cluster_where_a_duplicated_workload_did_not_fit_gets_it_once_a_hold_there_is_dropped(
+    objects: ObjectStore, manager: ControllerManager
+) -> None:
+    """Another workload placed in ``busy`` holds 7 of its 8 free GPUs until reports show its pods;
+    the Duplicated workload is left out there. That workload is deleted before its pods ever start:
+    its hold is dropped on the hub, no report follows, and the Duplicated workload gets ``busy``."""
+    await put_cluster(objects, "onprem", node_shape(2, gpus=8))
+    await put_cluster(objects, "busy", node_shape(1, gpus=8))
+    hog = propagation_policy("hog", placement={"clusterAffinity": {"clusterNames": ["busy"]}, **STATIC_WEIGHTS})
+    hog["spec"]["resourceSelectors"][0]["name"] = "hog"
+    serving = propagation_policy("serving", placement=DUPLICATED)
+    serving["spec"]["resourceSelectors"][0]["name"] = "serve"
+    for policy in (hog, serving):
+        await create(objects, policy)
+    await settled(manager)
+    await create(objects, deployment("hog", replicas=7))
+
+    async def hog_placed() -> bool:
+        rt = objects.registry.require(WORK_API, "ResourceBinding")
+        found = (await objects.list(rt, namespace="default")).items
+        return any(b["metadata"]["name"] == "hog-deployment" and b["spec"].get("clusters") for b in found)
+
+    await eventually(hog_placed, what="hog placed in busy")
+    await create(objects, deployment("serve", replicas=2))
+    await placed_in(objects, {"onprem": 2})
+    await settled(manager)
+    assert await placement(objects) == {"onprem": 2}
+    await objects.delete(objects.registry.require("apps/v1", "Deployment"), namespace="default", name="hog")
+    await placed_in(objects, {"onprem": 2, "busy": 2})

@@ -1,6 +1,7 @@
 """A Duplicated workload goes to every feasible cluster with all its replicas, as a kind without
 replicas does: the controller schedules it again when a cluster it does not run in joins or changes
-(reading.goes_everywhere_but), and the decision adds that cluster and keeps the others."""
+(reading.goes_everywhere_but), or when room frees in a cluster it was left out of (a report, or a
+hold dropped on the hub: roomwaits), and the decision adds that cluster and keeps the others."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from controlplane.scheduler.controller.reading import goes_everywhere_but
 from controlplane.scheduler.controller.roomwaits import RoomWaits
 from controlplane.scheduler.core.deciding import schedule
 from controlplane.scheduler.core.framework import BindingRequest
+from controlplane.scheduler.core.reservations import Demand, Reservation
 from policies.models import Placement
 
 from .builders import cluster, shape
@@ -153,3 +155,24 @@ def test_a_cluster_that_leaves_takes_its_waiting_bindings_along() -> None:
     assert roomwaits.waiting_in("full") == {("ns", "gpu")}
     roomwaits.forget(("ns", "gpu"))
     assert roomwaits.waiting_in("full") == set()
+
+
+@pytest.mark.parametrize(
+    ("cluster_name", "held", "expected"),
+    [
+        ("busy", {"nvidia.com/gpu": 7, "cpu": 1000}, [("ns", "cpu"), ("ns", "gpu")]),
+        ("busy", {"nvidia.com/gpu": 7}, [("ns", "gpu")]),  # only the binding whose pods ask for GPUs
+        ("busy", {"memory": 2**30}, []),  # room none of them waits for
+        ("onprem", {"nvidia.com/gpu": 7}, []),  # nothing waits for room there
+    ],
+    ids=["gpus-and-cpu", "gpus", "memory", "elsewhere"],
+)
+def test_a_hold_dropped_on_the_hub_decides_again_only_the_bindings_left_out_there_that_it_held_room_for(
+    cluster_name: str, held: dict[str, int], expected: list[tuple[str, str]]
+) -> None:
+    roomwaits = RoomWaits()
+    _decided(roomwaits, ("ns", "gpu"), _request(DUPLICATED))
+    _decided(roomwaits, ("ns", "cpu"), _request(DUPLICATED, cpu=40_000))
+    _decided(roomwaits, ("ns", "divided"), _request(DIVIDED))
+    hold = Reservation("ns/hog", cluster_name, (Demand(1, ReplicaRequirements.build(held)),), NOW)
+    assert roomwaits.released(hold) == expected

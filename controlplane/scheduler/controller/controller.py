@@ -49,7 +49,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -106,6 +106,7 @@ from controlplane.scheduler.core.rescheduling import (
     decide_with_moves,
     placement_broken,
 )
+from controlplane.scheduler.core.reservations import Reservation
 from controlplane.scheduler.core.returning import room_grew
 from controlplane.scheduler.core.snapshot import ClusterSnapshot
 
@@ -169,7 +170,7 @@ class SchedulerController(KeyedController[BindingKey]):
         view = BindingView(obj)
         key = (str(view.metadata.get("namespace")), str(view.metadata.get("name")))
         if event is WatchEventType.DELETED:
-            self._forget(key)
+            await self._forget(key)
             return
         if event is WatchEventType.ADDED and goes_everywhere(obj):
             # New to this scheduler (a new leader's first list among them): judged against the fleet
@@ -313,7 +314,8 @@ class SchedulerController(KeyedController[BindingKey]):
         if count:
             log.info("derived %d reservation(s) from bindings and capacity reports", count)
 
-    def _forget(self, key: BindingKey) -> None:
+    async def _forget(self, key: BindingKey) -> None:
+        held = self.reservations.of_binding(key_text(key))
         self.reserving.forget(key_text(key))
         self._unplaced.discard(key)
         self.moves.forget(key)
@@ -326,6 +328,15 @@ class SchedulerController(KeyedController[BindingKey]):
         self.returns.forget(key)
         self._own.forget(key)
         self.pod_groups.forget(key)
+        await self._requeue_room_freed(held.values())
+
+    async def _requeue_room_freed(self, dropped: Iterable[Reservation]) -> None:
+        """Reservations dropped on the hub alone (no report will show the room they held freed):
+        the bindings left out of their clusters for want of that room are decided again (roomwaits.py)."""
+        for reservation in dropped:
+            for key in self.room_waits.released(reservation):
+                self._fleet_changed.add(key)
+                await self._requeue(key)
 
     async def maintain(self) -> None:
         """Expire reservations whose reports never came; retry unplaced bindings when capacity frees."""
@@ -333,8 +344,9 @@ class SchedulerController(KeyedController[BindingKey]):
         while True:
             await asyncio.sleep(MAINTENANCE_SECONDS)
             self._ensure_rebuilt()
-            if self.reservations.expire(now=self.ctx.now(), max_age=max_age):
+            if expired := self.reservations.expire(now=self.ctx.now(), max_age=max_age):
                 await self._requeue_unplaced()
+                await self._requeue_room_freed(expired)
             for key in sorted(self.returns.candidates):  # those that were not settled when room appeared
                 await self._requeue(key)
 
@@ -358,7 +370,7 @@ class SchedulerController(KeyedController[BindingKey]):
         # compare-and-swap.
         binding = await ctx.latest_seen(ctx.binding_rt, key[0], key[1])
         if binding is None or is_deleting(binding):
-            self._forget(key)
+            await self._forget(key)
             return None
         if is_attached(binding):
             return None  # propagateDeps: placed where the workloads that need it run (dependencies.py)
@@ -367,7 +379,7 @@ class SchedulerController(KeyedController[BindingKey]):
             # Finished work stays where it ran: no move, re-placement, failover or second run.
             if key_text(key) in self.reserving.owners or self.reservations.of_binding(key_text(key)):
                 log.info("binding %s: the workload %s; its placement is final", key_text(key), phase.lower())
-            self._forget(key)
+            await self._forget(key)
             return None
         request = self._request_of(binding)
         if request is None:

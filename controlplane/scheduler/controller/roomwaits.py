@@ -9,9 +9,14 @@ bindings left out of that cluster, and only when the report shows more free of a
 pods request, are decided again; the decision then adds the cluster, as Karmada's Duplicated
 scheduling does. No rescan of every binding on a report.
 
+Room can also free on the hub alone: a binding deleted before its pods ever started (or a hold
+whose report never came, expired) drops its reservation in a cluster, and no report follows to
+show it. The bindings left out of that cluster whose pods request a resource the reservation held
+are decided again then, as for a report.
+
 In: each decision of such a binding (:attr:`~controlplane.scheduler.core.outcome.ScheduleResult.short_of_room`
-and the resources its pods request), and each cluster report with the one before. Out: the
-bindings to decide again.
+and the resources its pods request), each cluster report with the one before, and each
+reservation dropped on the hub. Out: the bindings to decide again.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from __future__ import annotations
 from controlplane.apis.work_v1alpha1 import BindingKey
 from controlplane.scheduler.core.framework import BindingRequest
 from controlplane.scheduler.core.outcome import ScheduleResult
+from controlplane.scheduler.core.reservations import Reservation
 from controlplane.scheduler.core.snapshot import ClusterSnapshot, resources_freed
 
 
@@ -59,6 +65,15 @@ class RoomWaits:
             return []
         # Pods that name no resource (a kind without replicas) can only wait for pod slots: any freed resource counts.
         return sorted(key for key, resources in waiting.items() if not resources or resources & freed)
+
+    def released(self, reservation: Reservation) -> list[BindingKey]:
+        """The bindings left out of ``reservation``'s cluster for want of room whose pods request a
+        resource it held, now that it is dropped on the hub (no report shows that room freed)."""
+        waiting = self._by_cluster.get(reservation.cluster)
+        if not waiting:
+            return []
+        held = {name for demand in reservation.demands for name, _ in demand.requirements.resources}
+        return sorted(key for key, resources in waiting.items() if not resources or resources & held)
 
     def waiting_in(self, cluster: str) -> frozenset[BindingKey]:
         return frozenset(self._by_cluster.get(cluster) or ())
