@@ -125,6 +125,37 @@ async def test_a_group_a_federated_quota_refuses_is_decided_once_per_report(
     assert sorted(n for n, m in await pod_events(objects, "FailedScheduling") if m == message) == names
 
 
+async def test_a_later_pod_of_a_placed_group_is_held_back_by_a_federated_quota(
+    objects: ObjectStore, enforcing: ControllerManager,
+) -> None:
+    """The group of three fits a quota of 3 GPUs and is placed; ``overall`` is lowered to 2 and one
+    Pod's placement is taken away: that Pod follows the rest of its group only within the quota."""
+    quota = {"apiVersion": QUOTA_API, "kind": "FederatedResourceQuota", "metadata": {"name": "q", "namespace": "default"},
+             "spec": {"overall": {"nvidia.com/gpu": "3"}}}
+    quota_rt = objects.registry.require(QUOTA_API, "FederatedResourceQuota")
+    await objects.create(quota_rt, quota)
+    await fleet(objects, enforcing, small=2, big=4)
+    for name in ("g0", "g1", "g2"):
+        await create(objects, group_pod(name, queue="team-lq"))
+    for name in ("g0", "g1", "g2"):
+        await eventually(lambda n=name: placed_binding(objects, n), what=f"{name} placed")
+    await settled(enforcing)
+    lowered = await objects.get(quota_rt, namespace="default", name="q")
+    lowered["spec"]["overall"] = {"nvidia.com/gpu": "2"}
+    await objects.update(quota_rt, lowered)
+    await settled(enforcing)
+    found = await binding(objects, "g1")
+    assert found is not None
+    found["spec"]["clusters"] = []
+    await objects.update(objects.registry.require("work.gpufed.io/v1alpha1", "ResourceBinding"), found)
+    held = await eventually(lambda: told(objects, "g1", "FederatedResourceQuota"), what="g1 held back")
+    assert scheduled(held)["message"] == (
+        "FederatedResourceQuota(default/q) exceeded for resource nvidia.com/gpu: requested sum 3, limit 2."
+    )
+    await settled(enforcing)
+    assert clusters(await binding(objects, "g1") or {"spec": {}}) == {}
+
+
 async def pod_events(objects: ObjectStore, reason: str) -> list[tuple[str, str]]:
     listed = await objects.list(objects.registry.require("v1", "Event"), namespace="default")
     return [(e["involvedObject"]["name"], e["message"]) for e in listed.items if e["reason"] == reason]

@@ -192,6 +192,9 @@ class PodGroupPlacement:
         if home:
             decided = schedule(request, snapshots, reservations=reservations, now=now, cache=self.cache)
             follows = follower_result(decided, group=group.name, home=sorted(home))
+            if (refused := self.quotas.refusal(binding, follows.clusters)) is not None:
+                await self.quotas.refuse(binding, refused)
+                return GroupOutcome.UNPLACED
             await self._write(binding, request, follows)
             return GroupOutcome.PLACED if follows.clusters else GroupOutcome.UNPLACED
         members = [(b, m) for b, m in await self._members(group, binding, request) if not m.previous]
