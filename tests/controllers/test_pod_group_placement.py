@@ -165,16 +165,8 @@ async def test_a_later_pod_of_a_placed_group_follows_it(objects: ObjectStore, ma
     """The group holds ``b-big``; its Pods' bindings stay there, and a change of one Pod's binding
     (its placement taken away) puts it back with the rest, not in the cheaper ``a-small``."""
     await fleet(objects, manager, small=2, big=4)
-    for name in ("g0", "g1", "g2"):
-        await create(objects, group_pod(name, queue="team-lq"))
-    for name in ("g0", "g1", "g2"):
-        await eventually(lambda n=name: placed_binding(objects, n), what=f"{name} placed")
-    await settled(manager)
-    rt = objects.registry.require(BINDING_API, "ResourceBinding")
-    found = await binding(objects, "g1")
-    assert found is not None
-    found["spec"]["clusters"] = []
-    await objects.update(rt, found)
+    await place_group(objects, manager)
+    found = await take_placement_away(objects, "g1")
 
     async def back(pod: str) -> dict[str, Any] | None:
         again = await placed_binding(objects, pod)
@@ -186,16 +178,31 @@ async def test_a_later_pod_of_a_placed_group_follows_it(objects: ObjectStore, ma
 
 
 
-async def placed_in_b_big(objects: ObjectStore, manager: ControllerManager, *, other_gpus: int) -> None:
-    """The fleet, and ``c-other`` of ``other_gpus`` free GPUs; a group of three placed in ``b-big``."""
-    await fleet(objects, manager, small=2, big=4)
-    await put_cluster(objects, "c-other", node_shape(1, gpus=other_gpus), provider="cloud", pricing={"A100": 5.0}, pods=[])
+async def place_group(objects: ObjectStore, manager: ControllerManager) -> None:
+    """A group of three, placed in ``b-big`` (the one cluster of the fleet that holds it)."""
     for name in ("g0", "g1", "g2"):
         await create(objects, group_pod(name, queue="team-lq"))
     for name in ("g0", "g1", "g2"):
         found = await eventually(lambda n=name: placed_binding(objects, n), what=f"{name} placed")
         assert clusters(found) == {"b-big": 1}, (name, clusters(found))
     await settled(manager)
+
+
+async def take_placement_away(objects: ObjectStore, pod: str) -> dict[str, Any]:
+    """Empty ``pod``'s binding's placement (as a change of its binding may); the binding as it was."""
+    found = await binding(objects, pod)
+    assert found is not None
+    await objects.update(objects.registry.require(BINDING_API, "ResourceBinding"), {
+        **found, "spec": {**found["spec"], "clusters": []},
+    })
+    return found
+
+
+async def placed_in_b_big(objects: ObjectStore, manager: ControllerManager, *, other_gpus: int) -> None:
+    """The fleet, and ``c-other`` of ``other_gpus`` free GPUs; a group of three placed in ``b-big``."""
+    await fleet(objects, manager, small=2, big=4)
+    await put_cluster(objects, "c-other", node_shape(1, gpus=other_gpus), provider="cloud", pricing={"A100": 5.0}, pods=[])
+    await place_group(objects, manager)
 
 
 async def moved_off_b_big(objects: ObjectStore, pod: str) -> dict[str, Any] | None:

@@ -28,8 +28,10 @@ from .test_pod_group_placement import (
     decided,
     fleet,
     nodes,
+    place_group,
     placed_binding,
     scheduled,
+    take_placement_away,
 )
 
 
@@ -69,11 +71,19 @@ async def test_a_group_of_eight_that_does_not_fit_is_decided_once_per_report(
         await create(objects, group_pod(name, total="8", queue="team-lq"))
     for name in names:
         await eventually(lambda n=name: told(objects, n, "no cluster can hold its 8 pods"), what=f"{name} told why")
+    await decided_once_per_report(objects, manager, names, gpus=2, allocatable=8)
+
+
+async def decided_once_per_report(
+    objects: ObjectStore, manager: ControllerManager, names: list[str], *, gpus: int, allocatable: int | None = None,
+) -> None:
+    """Three reports of ``b-big`` (``gpus`` free of ``allocatable``), each of which decides for the
+    unplaced group of ``names`` once and rewrites none of its bindings."""
     await settled(manager)
     versions = {name: (await binding(objects, name) or {})["metadata"]["resourceVersion"] for name in names}
     for minute in range(1, 4):
         before = decisions()
-        await put_big(objects, gpus=2, allocatable=8, minute=minute)
+        await put_big(objects, gpus=gpus, allocatable=allocatable, minute=minute)
         await settled(manager)
         assert decisions() - before == 1, f"report {minute}: {decisions() - before} decisions for one group"
     for name in names:
@@ -111,17 +121,7 @@ async def test_a_group_a_federated_quota_refuses_is_decided_once_per_report(
         found = await eventually(lambda n=name: told(objects, n, "FederatedResourceQuota"), what=f"{name} refused")
         condition = scheduled(found)
         assert (condition["status"], condition["reason"], condition["message"]) == ("False", "QuotaExceeded", message)
-    await settled(enforcing)
-    versions = {name: (await binding(objects, name) or {})["metadata"]["resourceVersion"] for name in names}
-    for minute in range(1, 4):
-        before = decisions()
-        await put_big(objects, gpus=4, minute=minute)
-        await settled(enforcing)
-        assert decisions() - before == 1, f"report {minute}: {decisions() - before} decisions for one group"
-    for name in names:
-        found = await binding(objects, name)
-        assert found is not None and clusters(found) == {}
-        assert found["metadata"]["resourceVersion"] == versions[name], f"{name}'s unchanged status was written again"
+    await decided_once_per_report(objects, enforcing, names, gpus=4)
     assert sorted(n for n, m in await pod_events(objects, "FailedScheduling") if m == message) == names
 
 
@@ -135,19 +135,12 @@ async def test_a_later_pod_of_a_placed_group_is_held_back_by_a_federated_quota(
     quota_rt = objects.registry.require(QUOTA_API, "FederatedResourceQuota")
     await objects.create(quota_rt, quota)
     await fleet(objects, enforcing, small=2, big=4)
-    for name in ("g0", "g1", "g2"):
-        await create(objects, group_pod(name, queue="team-lq"))
-    for name in ("g0", "g1", "g2"):
-        await eventually(lambda n=name: placed_binding(objects, n), what=f"{name} placed")
-    await settled(enforcing)
+    await place_group(objects, enforcing)
     lowered = await objects.get(quota_rt, namespace="default", name="q")
     lowered["spec"]["overall"] = {"nvidia.com/gpu": "2"}
     await objects.update(quota_rt, lowered)
     await settled(enforcing)
-    found = await binding(objects, "g1")
-    assert found is not None
-    found["spec"]["clusters"] = []
-    await objects.update(objects.registry.require("work.gpufed.io/v1alpha1", "ResourceBinding"), found)
+    await take_placement_away(objects, "g1")
     held = await eventually(lambda: told(objects, "g1", "FederatedResourceQuota"), what="g1 held back")
     assert scheduled(held)["message"] == (
         "FederatedResourceQuota(default/q) exceeded for resource nvidia.com/gpu: requested sum 3, limit 2."

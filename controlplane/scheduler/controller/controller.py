@@ -458,7 +458,7 @@ class SchedulerController(KeyedController[BindingKey]):
             # A pod group fails over, or moves off a member that cannot place (or lost) one of its Pods, whole.
             if group is not None and (check.due or moves) and await self.pod_groups.relocate(
                 group, binding, request, fleet, due=check.due, unplaceable=moves,
-                policy=policy.spec if policy else None, reservations=self.reservations, now=now,
+                policy=policy.spec if policy else None, now=now,
             ):
                 return wait
             if check.due:

@@ -293,7 +293,6 @@ class PodGroupPlacement:
         due: Mapping[str, EvictionCause],
         unplaceable: Mapping[str, int],
         policy: PropagationSpec | None,
-        reservations: Reservations,
         now: datetime,
     ) -> bool:
         """Fail the group over whole, or move it whole off a member that cannot place ``binding``'s
@@ -302,15 +301,22 @@ class PodGroupPlacement:
         the moved bindings' reservations there go, their evictions and moves are recorded, and so
         is the reclaim (the ``SpotReclaimed`` Event, the binding's reclaim count). False when it stays."""
         key = binding_key(binding)
-        lost = {} if due else self.reclaims.nodes(key)
+        leaving, pod = set(due or unplaceable), pod_name(request)
+        lost = {} if due else {name: nodes for name, nodes in self.reclaims.nodes(key).items() if name in leaving}
+        if due:
+            why = WHY
+        elif lost:
+            nodes = ", ".join(node for name in sorted(lost) for node in lost[name]) or "?"
+            why = f"{WHY} {group.name}: moved whole, spot node(s) {nodes} of {', '.join(sorted(lost))} reclaimed its pod {pod}"
+        else:
+            why = f"{WHY} {group.name}: moved whole, {', '.join(sorted(leaving))} cannot place its pod {pod}"
         relocation: Relocation | None = None
         non_spot = False
         for candidates, non_spot_only in self.reclaims.candidate_sets(
             binding, policy, fleet, previous=request.previous, reclaimed=bool(lost)
         ):
             relocation = await self._move_whole(
-                group, binding, request, candidates, due=due, unplaceable=unplaceable, reclaimed=lost,
-                reservations=reservations, now=now,
+                group, binding, request, candidates, due=due, leaving=leaving, why=why, now=now
             )
             if relocation is not None:
                 non_spot = non_spot_only
@@ -330,41 +336,24 @@ class PodGroupPlacement:
         return True
 
     async def _move_whole(
-        self,
-        group: PodGroup,
-        binding: dict[str, Any],
-        request: BindingRequest,
-        snapshots: Sequence[ClusterSnapshot],
-        *,
-        due: Mapping[str, EvictionCause],
-        unplaceable: Mapping[str, int],
-        reclaimed: Mapping[str, Sequence[str]],
-        reservations: Reservations,
-        now: datetime,
+        self, group: PodGroup, binding: dict[str, Any], request: BindingRequest, snapshots: Sequence[ClusterSnapshot],
+        *, due: Mapping[str, EvictionCause], leaving: set[str], why: str, now: datetime,
     ) -> Relocation | None:
-        """Move the whole group into one other cluster that holds it all: out of the clusters ``due``
-        for eviction, each binding with its eviction task (failover); else out of the clusters whose
-        member cannot place ``binding``'s Pod, or whose spot nodes were reclaimed with it
-        (``unplaceable``: cluster -> pods, due to move; ``reclaimed``: those of them a spot reclaim
-        took, with the nodes), as Kueue's ``waitForPodsReady`` evicts a group's whole Workload when
-        its Pods do not all start. None when it does not move: some Pod of the group runs elsewhere
-        or is not placed, or no other cluster holds the group (the bindings then wait as any
-        eviction with no room elsewhere does, or the Pod waits with the rest of its group)."""
-        leaving = set(due or unplaceable)
-        pod = pod_name(request)
-        lost = {name: nodes for name, nodes in reclaimed.items() if name in leaving}
-        if due:
-            why = WHY
-        elif lost:
-            nodes = ", ".join(node for name in sorted(lost) for node in lost[name]) or "?"
-            why = f"{WHY} {group.name}: moved whole, spot node(s) {nodes} of {', '.join(sorted(lost))} reclaimed its pod {pod}"
-        else:
-            why = f"{WHY} {group.name}: moved whole, {', '.join(sorted(leaving))} cannot place its pod {pod}"
+        """Move the whole group into one other cluster of ``snapshots`` that holds it all, out of
+        the clusters it is ``leaving``: those ``due`` for eviction, each binding with its eviction
+        task (failover); else those whose member cannot place ``binding``'s Pod, or whose spot
+        nodes were reclaimed with it, as Kueue's ``waitForPodsReady`` evicts a group's whole
+        Workload when its Pods do not all start. None when it does not move: some Pod of the group
+        runs elsewhere or is not placed, or no other cluster holds the group (the bindings then wait
+        as any eviction with no room elsewhere does, or the Pod waits with the rest of its group)."""
         members = await self._members(group, binding, request)
         if not members or any(not m.previous or not set(m.previous) <= leaving for _, m in members):
             return None
         gang = group_request(f"{group.namespace}/{group.name}", [m for _, m in members])
-        result = schedule(gang, [s for s in snapshots if s.name not in leaving], reservations=reservations, now=now, cache=self.cache)
+        result = schedule(
+            gang, [s for s in snapshots if s.name not in leaving], reservations=self.keeper.reservations, now=now,
+            cache=self.cache,
+        )
         if not result.clusters:
             return None
         shares = [(b, m, member_result(result, m, group=group.name, pods=len(members))) for b, m in members]
