@@ -68,7 +68,8 @@ def _fraction(text: str) -> float:
 _whole_seconds = whole_number(what="whole seconds")
 
 
-def _bucket_seconds(text: str) -> int:
+def bucket_seconds(text: str) -> int:
+    """A ``type=`` for ``--waste-bucket-length``: whole seconds that divide a minute."""
     try:
         return check_bucket_seconds(_whole_seconds(text))
     except ValueError as exc:
@@ -306,7 +307,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="this replica's name in leader election (default: host-pid-random)")
     parser.add_argument("--waste-sample-interval", type=_positive_seconds, default=60.0, metavar="SECONDS",
                         help="seconds between two fleet samples of the GPU waste accounting (default 60)")
-    parser.add_argument("--waste-bucket-length", type=_bucket_seconds, default=DEFAULT_BUCKET_SECONDS,
+    parser.add_argument("--waste-bucket-length", type=bucket_seconds, default=DEFAULT_BUCKET_SECONDS,
                         metavar="SECONDS",
                         help="seconds in one bucket of the waste accounting's fine rollups, a divisor of a minute: "
                              "the shortest report step, what the named report windows end on, and 2,880 of them "

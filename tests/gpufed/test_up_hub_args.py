@@ -46,3 +46,32 @@ def test_up_refuses_a_wrong_hub_arg_before_starting_anything(tmp_path: Path, cap
     assert main(["up", "--state-dir", str(state), "--hub-arg=--kueue-fair-shareing"]) == 2
     assert "error: --hub-arg: unrecognized arguments: --kueue-fair-shareing" in capsys.readouterr().err
     assert not state.exists()
+
+
+def test_up_passes_its_waste_flags_to_the_hub(tmp_path: Path) -> None:
+    args = build_parser().parse_args([
+        "up", "--state-dir", str(tmp_path), "--waste-sample-interval", "5", "--waste-bucket-length", "10",
+    ])
+    argv = hub_spec(args, Layout(tmp_path), 7443).argv
+    assert argv[argv.index("--log-level"):] == (
+        "--log-level", "INFO", "--waste-sample-interval", "5.0", "--waste-bucket-length", "10",
+    )
+    unset = build_parser().parse_args(["up", "--state-dir", str(tmp_path)])
+    assert "--waste-bucket-length" not in hub_spec(unset, Layout(tmp_path), 7443).argv  # the hub's default
+
+
+@pytest.mark.parametrize("value", ["7", "90", "0", "2.5", "five"])
+def test_up_refuses_a_bucket_length_the_hub_would_refuse(value: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["up", f"--waste-bucket-length={value}"])
+    error = capsys.readouterr().err
+    assert "argument --waste-bucket-length:" in error, error
+    if value.isdigit():
+        assert "divides a minute (1, 2, 3, 4, 5, 6, 10, 12, 15, 20, 30 or 60)" in error, error
+    else:
+        assert f"expected whole seconds >= 0, not '{value}'" in error, error
+
+
+def test_up_sets_the_hubs_bucket_length_itself() -> None:
+    with pytest.raises(UpError, match="gpufed up sets the hub's --waste-bucket-length itself; use gpufed up --waste-bucket-length"):
+        hub_args(["--waste-bucket-length 5"])

@@ -45,6 +45,13 @@ MEMBER_START_TIMEOUT: Final = 120.0
 AGENT_START_TIMEOUT: Final = 180.0
 
 
+def _bucket_seconds(text: str) -> int:
+    """The hub's own check of ``--waste-bucket-length`` (imported when used: `gpufed up --help` stays light)."""
+    from gpufed.commands.controlplane import bucket_seconds
+
+    return bucket_seconds(text)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fleet", type=Path, metavar="FILE",
                         help="fleet YAML (default: the fleet of the previous run in DIR, else the demo fleet)")
@@ -58,6 +65,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="log level of every component (logs go to DIR/logs)")
     parser.add_argument("--waste-sample-interval", type=float, default=None, metavar="SECONDS",
                         help="how often the hub samples GPU usage for the waste report (default: the hub's, 60)")
+    parser.add_argument("--waste-bucket-length", type=_bucket_seconds, default=None, metavar="SECONDS",
+                        help="the length of the waste rollups' fine buckets, a divisor of a minute (default: the hub's, 60)")
     parser.add_argument("--hub-arg", action="append", default=[], metavar="FLAG",
                         help="one more flag for the hub (any flag of `gpufed controlplane`), repeatable: "
                              "--hub-arg=--kueue-fair-sharing --hub-arg='--kueue-wait-for-pods-ready-timeout 300'")
@@ -65,7 +74,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 #: The hub flags `gpufed up` sets itself, and its own flag that sets each.
 _UP_OWNS_HUB_FLAGS: Final = {"--state-dir": "--state-dir", "--listen": "--port", "--log-level": "--log-level",
-                             "--waste-sample-interval": "--waste-sample-interval"}
+                             "--waste-sample-interval": "--waste-sample-interval",
+                             "--waste-bucket-length": "--waste-bucket-length"}
 
 
 class _HubFlags(argparse.ArgumentParser):
@@ -94,9 +104,12 @@ def hub_args(values: Sequence[str]) -> tuple[str, ...]:
     return argv
 
 
-def _waste_interval(args: argparse.Namespace) -> tuple[str, ...]:
+def _waste_flags(args: argparse.Namespace) -> tuple[str, ...]:
+    """The waste accounting's flags given to `gpufed up`, for the hub (unset ones are the hub's defaults)."""
     interval = getattr(args, "waste_sample_interval", None)
-    return ("--waste-sample-interval", str(interval)) if interval else ()
+    length = getattr(args, "waste_bucket_length", None)
+    return (*(("--waste-sample-interval", str(interval)) if interval else ()),
+            *(("--waste-bucket-length", str(length)) if length else ()))
 
 
 def cluster_file(profile: Any) -> dict[str, Any]:
@@ -244,7 +257,7 @@ def hub_spec(args: argparse.Namespace, layout: Layout, hub_port: int) -> Process
     return ProcessSpec(
         name="hub",
         argv=_gpufed("controlplane", "--state-dir", str(layout.hub_dir), "--listen", f"{HOST}:{hub_port}",
-                     "--log-level", args.log_level, *_waste_interval(args), *args.hub_arg),
+                     "--log-level", args.log_level, *_waste_flags(args), *args.hub_arg),
         log_path=layout.log("hub"),
         ready=kube_probe(layout.hub_kubeconfig),
     )
