@@ -4,12 +4,15 @@ CA, and its admin as a :class:`~tests.apiserver.auth.realhub.Client`.
 Each test gets a hub of its own, unless it shares its module's (marked :data:`.realhub.SHARED_HUB`,
 or its module ``pytestmark = SHARED_HUB``): tests that neither see nor change each other's objects
 (their own names, no hub-wide object that changes what another test sees) run on one hub, started
-for the first of them and stopped after the module's last test."""
+for the first of them and stopped after the module's last test. A module whose hub runs with flags
+gives them as its own ``hub_options`` (HubConfig's fields), for its own hubs and its shared one."""
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import pytest
@@ -20,7 +23,7 @@ from controlplane.apiserver.tls import client_ssl_context
 from controlplane.hub import Hub
 from controlplane.hubconfig import HubConfig
 
-from .realhub import Client, shares_hub
+from .realhub import Client, Team, shares_hub
 
 
 @pytest.fixture
@@ -43,8 +46,20 @@ def admin(hub: Hub, session: aiohttp.ClientSession) -> Client:
 
 
 @pytest.fixture
-async def own_hub(tmp_path: Path) -> AsyncIterator[Hub]:
-    async with Hub(HubConfig(state_dir=tmp_path / "hub", port=0)) as running:
+def team(request: pytest.FixtureRequest) -> Team:
+    """A namespace of the test's own (named from its id): tests sharing a hub do not meet in it."""
+    return Team("team-" + hashlib.sha256(request.node.nodeid.encode()).hexdigest()[:12])
+
+
+@pytest.fixture(scope="module")
+def hub_options() -> dict[str, Any]:
+    """The hub's flags beyond its state dir and port: none unless the module says."""
+    return {}
+
+
+@pytest.fixture
+async def own_hub(tmp_path: Path, hub_options: dict[str, Any]) -> AsyncIterator[Hub]:
+    async with Hub(HubConfig(state_dir=tmp_path / "hub", port=0, **hub_options)) as running:
         yield running
 
 
@@ -56,8 +71,8 @@ async def own_session(hub: Hub) -> AsyncIterator[aiohttp.ClientSession]:
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def module_hub(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Hub]:
-    async with Hub(HubConfig(state_dir=tmp_path_factory.mktemp("hub"), port=0)) as running:
+async def module_hub(tmp_path_factory: pytest.TempPathFactory, hub_options: dict[str, Any]) -> AsyncIterator[Hub]:
+    async with Hub(HubConfig(state_dir=tmp_path_factory.mktemp("hub"), port=0, **hub_options)) as running:
         yield running
 
 

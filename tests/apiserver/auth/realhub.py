@@ -27,6 +27,18 @@ def shares_hub(test: pytest.Item) -> bool:
     return marker is not None and marker.kwargs.get("loop_scope") == "module"
 
 
+class Team:
+    """A test's own namespace (the ``team`` fixture) and the paths and user name of its ServiceAccount
+    ``bot``: tests that share their module's hub each work in theirs."""
+
+    def __init__(self, namespace: str) -> None:
+        self.namespace = namespace
+        self.accounts = f"/api/v1/namespaces/{namespace}/serviceaccounts"
+        self.secrets = f"/api/v1/namespaces/{namespace}/secrets"
+        self.configmaps = f"/api/v1/namespaces/{namespace}/configmaps"
+        self.bot_user = f"system:serviceaccount:{namespace}:bot"
+
+
 class Client:
     def __init__(self, session: aiohttp.ClientSession, hub: Hub, token: str) -> None:
         self.session, self.hub, self.token = session, hub, token

@@ -11,8 +11,6 @@ import datetime as dt
 import hashlib
 import json
 import uuid
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -33,13 +31,13 @@ from controlplane.apiserver.identity import HUB_AUDIENCE, Role, service_account_
 from controlplane.apiserver.kubeconfig import load_kubeconfig
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.hub import Hub, hub_registry
-from controlplane.hubconfig import HubConfig
 
-from .realhub import Client, eventually
+from .realhub import SHARED_HUB, Client, Team, eventually
 
-NAMESPACE = "team"
-ACCOUNTS = f"/api/v1/namespaces/{NAMESPACE}/serviceaccounts"
-CONFIGMAPS = f"/api/v1/namespaces/{NAMESPACE}/configmaps"
+#: One hub for the module: each test has its account ``bot`` in a namespace of its own, and the
+#: Nodes it binds tokens to are of its own names.
+pytestmark = SHARED_HUB
+
 WHOAMI = "/apis/authentication.k8s.io/v1/selfsubjectreviews"
 TOKEN_REVIEWS = "/apis/authentication.k8s.io/v1/tokenreviews"
 SELF_REVIEW = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
@@ -47,11 +45,9 @@ SELF_REVIEW = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectRev
 ISSUER = "https://hub.example.com:6443"
 
 
-@pytest.fixture
-async def hub(tmp_path: Path) -> AsyncIterator[Hub]:
-    options = ServiceAccountOptions(issuers=(ISSUER,), api_audiences=(HUB_AUDIENCE,))
-    async with Hub(HubConfig(state_dir=tmp_path / "hub", port=0, service_accounts=options)) as running:
-        yield running
+@pytest.fixture(scope="module")
+def hub_options() -> dict[str, Any]:
+    return {"service_accounts": ServiceAccountOptions(issuers=(ISSUER,), api_audiences=(HUB_AUDIENCE,))}
 
 
 def token_request(**spec: Any) -> dict[str, Any]:
@@ -84,16 +80,16 @@ def verify_with_jwks(token: str, jwks: dict[str, Any]) -> rsa.RSAPublicKey:
     return key
 
 
-async def setup(hub: Hub, session: aiohttp.ClientSession) -> tuple[Client, dict[str, Any]]:
+async def setup(hub: Hub, session: aiohttp.ClientSession, team: Team) -> tuple[Client, dict[str, Any]]:
     admin = Client(session, hub, load_kubeconfig(hub.kubeconfig_path).token)
-    assert (await admin("POST", "/api/v1/namespaces", {"metadata": {"name": NAMESPACE}}))[0] == 201
-    code, account = await admin("POST", ACCOUNTS, {"metadata": {"name": "bot"}})
+    assert (await admin("POST", "/api/v1/namespaces", {"metadata": {"name": team.namespace}}))[0] == 201
+    code, account = await admin("POST", team.accounts, {"metadata": {"name": "bot"}})
     assert code == 201, account
     return admin, account
 
 
-async def issue(admin: Client, **spec: Any) -> str:
-    code, answer = await admin("POST", f"{ACCOUNTS}/bot/token", token_request(**spec))
+async def issue(admin: Client, team: Team, **spec: Any) -> str:
+    code, answer = await admin("POST", f"{team.accounts}/bot/token", token_request(**spec))
     assert code == 201, answer
     token: str = answer["status"]["token"]
     return token
@@ -106,10 +102,10 @@ async def get_raw(session: aiohttp.ClientSession, hub: Hub, path: str, token: st
 
 
 async def test_a_token_request_answers_a_jwt_with_kubes_claims_verifiable_from_the_jwks(
-    hub: Hub, session: aiohttp.ClientSession
+    hub: Hub, session: aiohttp.ClientSession, team: Team
 ) -> None:
-    admin, account = await setup(hub, session)
-    token = await issue(admin, audiences=[HUB_AUDIENCE, "vault"], expirationSeconds=1800)
+    admin, account = await setup(hub, session, team)
+    token = await issue(admin, team, audiences=[HUB_AUDIENCE, "vault"], expirationSeconds=1800)
 
     # The issuer's discovery documents, as kube serves them: readable by service accounts.
     code, content_type, configuration = await get_raw(session, hub, "/.well-known/openid-configuration", token)
@@ -132,12 +128,12 @@ async def test_a_token_request_answers_a_jwt_with_kubes_claims_verifiable_from_t
     issued = claims["iat"]
     assert claims == {
         "iss": ISSUER,
-        "sub": "system:serviceaccount:team:bot",
+        "sub": team.bot_user,
         "aud": [HUB_AUDIENCE, "vault"],
         "iat": issued,
         "nbf": issued,
         "exp": issued + 1800,
-        "kubernetes.io": {"namespace": NAMESPACE,
+        "kubernetes.io": {"namespace": team.namespace,
                           "serviceaccount": {"name": "bot", "uid": account["metadata"]["uid"]}},
     }
     # RBAC decides who reads them: a user outside system:serviceaccounts is not bound; no credentials is 401.
@@ -161,10 +157,10 @@ async def test_a_token_request_answers_a_jwt_with_kubes_claims_verifiable_from_t
 
 
 async def test_a_token_for_another_audience_is_refused_by_the_hub_and_reviewed_for_that_audience(
-    hub: Hub, session: aiohttp.ClientSession
+    hub: Hub, session: aiohttp.ClientSession, team: Team
 ) -> None:
-    admin, account = await setup(hub, session)
-    token = await issue(admin, audiences=["vault"])
+    admin, account = await setup(hub, session, team)
+    token = await issue(admin, team, audiences=["vault"])
     assert decode(token)[1]["aud"] == ["vault"]
     code, status = await Client(session, hub, token)("POST", WHOAMI, SELF_REVIEW)
     assert code == 401, status
@@ -172,8 +168,8 @@ async def test_a_token_for_another_audience_is_refused_by_the_hub_and_reviewed_f
     assert code == 201, review
     assert review["status"] == {
         "authenticated": True,
-        "user": {"username": "system:serviceaccount:team:bot", "uid": account["metadata"]["uid"],
-                 "groups": ["system:serviceaccounts", "system:serviceaccounts:team", "system:authenticated"],
+        "user": {"username": team.bot_user, "uid": account["metadata"]["uid"],
+                 "groups": ["system:serviceaccounts", f"system:serviceaccounts:{team.namespace}", "system:authenticated"],
                  "extra": {"authentication.kubernetes.io/credential-id": [f"JTI={decode(token)[1]['jti']}"]}},
         "audiences": ["vault"],
     }
@@ -184,15 +180,15 @@ async def test_a_token_for_another_audience_is_refused_by_the_hub_and_reviewed_f
     }
 
 
-async def test_expiry_is_checked_with_kubes_leeway(hub: Hub, session: aiohttp.ClientSession) -> None:
-    admin, account = await setup(hub, session)
+async def test_expiry_is_checked_with_kubes_leeway(hub: Hub, session: aiohttp.ClientSession, team: Team) -> None:
+    admin, account = await setup(hub, session, team)
     assert hub.service_account_tokens is not None
     key = hub.service_account_tokens.issuer
     now = dt.datetime.now(dt.UTC)
 
     def signed(issued_seconds_ago: int, seconds: int) -> str:
         return key.sign(token_claims(
-            issuer=ISSUER, namespace=NAMESPACE, account="bot", account_uid=account["metadata"]["uid"], audiences=[HUB_AUDIENCE],
+            issuer=ISSUER, namespace=team.namespace, account="bot", account_uid=account["metadata"]["uid"], audiences=[HUB_AUDIENCE],
             seconds=seconds, now=now - dt.timedelta(seconds=issued_seconds_ago),
         ))
 
@@ -206,14 +202,14 @@ async def test_expiry_is_checked_with_kubes_leeway(hub: Hub, session: aiohttp.Cl
         assert code == 201 and status.items() <= review["status"].items(), review
 
 
-async def test_a_token_bound_to_a_pod_secret_or_node_ends_with_it(hub: Hub, session: aiohttp.ClientSession) -> None:
-    admin, _ = await setup(hub, session)
-    pods = f"/api/v1/namespaces/{NAMESPACE}/pods"
+async def test_a_token_bound_to_a_pod_secret_or_node_ends_with_it(hub: Hub, session: aiohttp.ClientSession, team: Team) -> None:
+    admin, _ = await setup(hub, session, team)
+    pods = f"/api/v1/namespaces/{team.namespace}/pods"
     containers = [{"name": "main", "image": "nginx:1"}]
     code, pod = await admin("POST", pods, {"metadata": {"name": "worker"},
                                            "spec": {"serviceAccountName": "bot", "containers": containers}})
     assert code == 201, pod
-    code, secret = await admin("POST", f"/api/v1/namespaces/{NAMESPACE}/secrets", {"metadata": {"name": "s"}})
+    code, secret = await admin("POST", team.secrets, {"metadata": {"name": "s"}})
     assert code == 201, secret
     code, node = await admin("POST", "/api/v1/nodes", {"metadata": {"name": "n1"}})
     assert code == 201, node
@@ -221,11 +217,11 @@ async def test_a_token_bound_to_a_pod_secret_or_node_ends_with_it(hub: Hub, sess
     # kube's refusals: a pod of another account, a uid that is not the object's.
     code, other = await admin("POST", pods, {"metadata": {"name": "other"}, "spec": {"containers": containers}})
     assert code == 201, other
-    code, status = await admin("POST", f"{ACCOUNTS}/bot/token",
+    code, status = await admin("POST", f"{team.accounts}/bot/token",
                                token_request(boundObjectRef={"kind": "Pod", "apiVersion": "v1", "name": "other"}))
     assert (code, status["message"]) == (
         400, 'cannot bind token for serviceaccount "bot" to pod running with different serviceaccount name.'), status
-    code, status = await admin("POST", f"{ACCOUNTS}/bot/token", token_request(
+    code, status = await admin("POST", f"{team.accounts}/bot/token", token_request(
         boundObjectRef={"kind": "Secret", "apiVersion": "v1", "name": "s", "uid": "1234"}))
     assert (code, status["reason"]) == (409, "Conflict"), status
     assert "the UID in the bound object reference (1234) does not match the UID in record" in status["message"]
@@ -233,7 +229,7 @@ async def test_a_token_bound_to_a_pod_secret_or_node_ends_with_it(hub: Hub, sess
     tokens = {}
     for kind, obj in (("Pod", pod), ("Secret", secret), ("Node", node)):
         name, uid = obj["metadata"]["name"], obj["metadata"]["uid"]
-        code, answer = await admin("POST", f"{ACCOUNTS}/bot/token",
+        code, answer = await admin("POST", f"{team.accounts}/bot/token",
                                    token_request(boundObjectRef={"kind": kind, "apiVersion": "v1", "name": name}))
         assert code == 201, answer
         assert answer["spec"]["boundObjectRef"] == {"kind": kind, "apiVersion": "v1", "name": name, "uid": uid}
@@ -241,7 +237,7 @@ async def test_a_token_bound_to_a_pod_secret_or_node_ends_with_it(hub: Hub, sess
         assert decode(tokens[kind])[1]["kubernetes.io"][kind.lower()] == {"name": name, "uid": uid}
         assert (await Client(session, hub, tokens[kind])("POST", WHOAMI, SELF_REVIEW))[0] == 201
 
-    for kind, path in (("Pod", f"{pods}/worker"), ("Secret", f"/api/v1/namespaces/{NAMESPACE}/secrets/s"),
+    for kind, path in (("Pod", f"{pods}/worker"), ("Secret", f"{team.secrets}/s"),
                        ("Node", "/api/v1/nodes/n1")):
         bound = Client(session, hub, tokens[kind])
         assert (await admin("DELETE", f"{path}?gracePeriodSeconds=0"))[0] == 200
@@ -255,12 +251,12 @@ async def test_a_token_bound_to_a_pod_secret_or_node_ends_with_it(hub: Hub, sess
 
 
 async def test_a_token_authenticates_with_kubes_uid_and_extras_and_a_pod_bound_one_names_its_node(
-    hub: Hub, session: aiohttp.ClientSession
+    hub: Hub, session: aiohttp.ClientSession, team: Team
 ) -> None:
-    admin, account = await setup(hub, session)
+    admin, account = await setup(hub, session, team)
     code, node = await admin("POST", "/api/v1/nodes", {"metadata": {"name": "gpu-1"}})
     assert code == 201, node
-    pods = f"/api/v1/namespaces/{NAMESPACE}/pods"
+    pods = f"/api/v1/namespaces/{team.namespace}/pods"
     containers = [{"name": "main", "image": "nginx:1"}]
     placed = {}
     for pod_name, node_name in (("on-node", "gpu-1"), ("on-missing-node", "gone"), ("unscheduled", None)):
@@ -270,13 +266,13 @@ async def test_a_token_authenticates_with_kubes_uid_and_extras_and_a_pod_bound_o
     account_uid, node_uid = account["metadata"]["uid"], node["metadata"]["uid"]
 
     # An unbound token: the account's uid, and the token's id as its credential id.
-    token = await issue(admin)
+    token = await issue(admin, team)
     jti = decode(token)[1]["jti"]
     code, review = await Client(session, hub, token)("POST", WHOAMI, SELF_REVIEW)
     assert code == 201, review
     assert review["status"]["userInfo"] == {
-        "username": "system:serviceaccount:team:bot", "uid": account_uid,
-        "groups": ["system:serviceaccounts", "system:serviceaccounts:team", "system:authenticated"],
+        "username": team.bot_user, "uid": account_uid,
+        "groups": ["system:serviceaccounts", f"system:serviceaccounts:{team.namespace}", "system:authenticated"],
         "extra": {"authentication.kubernetes.io/credential-id": [f"JTI={jti}"]},
     }
     code, answer = await admin("POST", TOKEN_REVIEWS, token_review(token))
@@ -285,7 +281,7 @@ async def test_a_token_authenticates_with_kubes_uid_and_extras_and_a_pod_bound_o
     # Pod-bound: the pod's name and uid, and its node's (name only when that Node is not there).
     expected_node = {"on-node": {"name": "gpu-1", "uid": node_uid}, "on-missing-node": {"name": "gone"}, "unscheduled": None}
     for pod_name, node_claim in expected_node.items():
-        bound = await issue(admin, boundObjectRef={"kind": "Pod", "apiVersion": "v1", "name": pod_name})
+        bound = await issue(admin, team, boundObjectRef={"kind": "Pod", "apiVersion": "v1", "name": pod_name})
         claims = decode(bound)[1]
         assert claims["kubernetes.io"].get("node") == node_claim, claims
         code, answer = await admin("POST", TOKEN_REVIEWS, token_review(bound))
@@ -303,11 +299,11 @@ async def test_a_token_authenticates_with_kubes_uid_and_extras_and_a_pod_bound_o
 
 
 async def test_another_authenticator_over_the_same_store_verifies_and_old_opaque_tokens_still_work(
-    hub: Hub, session: aiohttp.ClientSession
+    hub: Hub, session: aiohttp.ClientSession, team: Team
 ) -> None:
     """The signing key is the store's: a restarted hub or another replica signs and verifies with it."""
-    admin, account = await setup(hub, session)
-    token = await issue(admin)
+    admin, account = await setup(hub, session, team)
+    token = await issue(admin, team)
     assert hub.store is not None
     other = await ServiceAccountTokens.load(
         TokenStore(hub.store), ObjectStore(hub.store, hub_registry()), hub.store, options=ServiceAccountOptions(issuers=(ISSUER,), api_audiences=(HUB_AUDIENCE,))
@@ -318,7 +314,7 @@ async def test_another_authenticator_over_the_same_store_verifies_and_old_opaque
     try:
         await other.synced()
         user = await other.authenticate(token)
-        assert user is not None and user.name == "system:serviceaccount:team:bot"
+        assert user is not None and user.name == team.bot_user
         assert other.authenticate_cached(token) == (True, user)
     finally:
         task.cancel()
@@ -327,13 +323,13 @@ async def test_another_authenticator_over_the_same_store_verifies_and_old_opaque
     # A token issued as an opaque one before the hub signed JWTs keeps working until it expires.
     assert hub.tokens is not None
     opaque = await hub.tokens.create(
-        role=Role.USER, name="system:serviceaccount:team:bot", groups=service_account_groups(NAMESPACE),
+        role=Role.USER, name=team.bot_user, groups=service_account_groups(team.namespace),
         ttl=dt.timedelta(hours=1), bound_uid=account["metadata"]["uid"],
     )
     code, review = await Client(session, hub, opaque.token)("POST", WHOAMI, SELF_REVIEW)
-    assert (code, review["status"]["userInfo"]["username"]) == (201, "system:serviceaccount:team:bot"), review
+    assert (code, review["status"]["userInfo"]["username"]) == (201, team.bot_user), review
     # Deleting the account ends both.
-    assert (await admin("DELETE", f"{ACCOUNTS}/bot"))[0] == 200
+    assert (await admin("DELETE", f"{team.accounts}/bot"))[0] == 200
     for gone in (token, opaque.token):
         bot = Client(session, hub, gone)
 
@@ -345,11 +341,11 @@ async def test_another_authenticator_over_the_same_store_verifies_and_old_opaque
     assert review["status"] == {"authenticated": False, "error": 'serviceaccount "bot" not found'}
 
 
-async def test_an_account_the_informer_has_not_seen_yet_is_read_from_the_store(hub: Hub, session: aiohttp.ClientSession) -> None:
+async def test_an_account_the_informer_has_not_seen_yet_is_read_from_the_store(hub: Hub, session: aiohttp.ClientSession, team: Team) -> None:
     """kube's getter reads the lister, then GETs: a token of an account created a moment ago (not
     yet in the informer's memory) is accepted, and one of an account that does not exist is not."""
-    admin, _ = await setup(hub, session)
-    token = await issue(admin)
+    admin, _ = await setup(hub, session, team)
+    token = await issue(admin, team)
     assert hub.store is not None and hub.service_account_tokens is not None
     # An authenticator whose informer has not run: it holds no ServiceAccount at all.
     lagging = ServiceAccountTokens(
@@ -358,26 +354,26 @@ async def test_an_account_the_informer_has_not_seen_yet_is_read_from_the_store(h
     )
     assert lagging.authenticate_cached(token) == (False, None)  # memory cannot tell: the store answers
     user = await lagging.authenticate(token)
-    assert user is not None and user.name == "system:serviceaccount:team:bot"
-    code, _ = await admin("DELETE", f"/api/v1/namespaces/{NAMESPACE}/serviceaccounts/bot")
+    assert user is not None and user.name == team.bot_user
+    code, _ = await admin("DELETE", f"{team.accounts}/bot")
     assert code == 200
     assert await lagging.review(token, [HUB_AUDIENCE]) == 'serviceaccount "bot" not found'
 
 
 async def test_a_token_whose_bound_object_was_recreated_is_refused_with_kubes_message(
-    hub: Hub, session: aiohttp.ClientSession
+    hub: Hub, session: aiohttp.ClientSession, team: Team
 ) -> None:
     """A Pod, Secret or Node deleted and created again under its name is another object: its old
     tokens are refused with kube's message naming both uids."""
-    admin, _ = await setup(hub, session)
+    admin, _ = await setup(hub, session, team)
     pod_spec = {"serviceAccountName": "bot", "containers": [{"name": "main", "image": "nginx:1"}]}
-    objects = {"Pod": (f"/api/v1/namespaces/{NAMESPACE}/pods", {"metadata": {"name": "worker"}, "spec": pod_spec}),
-               "Secret": (f"/api/v1/namespaces/{NAMESPACE}/secrets", {"metadata": {"name": "worker"}}),
+    objects = {"Pod": (f"/api/v1/namespaces/{team.namespace}/pods", {"metadata": {"name": "worker"}, "spec": pod_spec}),
+               "Secret": (team.secrets, {"metadata": {"name": "worker"}}),
                "Node": ("/api/v1/nodes", {"metadata": {"name": "worker"}})}
     for kind, (path, body) in objects.items():
         code, old = await admin("POST", path, body)
         assert code == 201, old
-        token = await issue(admin, boundObjectRef={"kind": kind, "apiVersion": "v1", "name": "worker"})
+        token = await issue(admin, team, boundObjectRef={"kind": kind, "apiVersion": "v1", "name": "worker"})
         code, answer = await admin("POST", TOKEN_REVIEWS, token_review(token))
         assert answer["status"]["authenticated"] is True, answer
         if kind == "Node":  # a node-bound token names its node in its extras
@@ -398,14 +394,14 @@ async def test_a_token_whose_bound_object_was_recreated_is_refused_with_kubes_me
         assert (code, answer["status"]) == (201, {"authenticated": False, "error": message}), answer
 
 
-def test_a_recreated_object_being_deleted_is_refused_for_its_uid_first_as_kube(hub: Hub) -> None:
+async def test_a_recreated_object_being_deleted_is_refused_for_its_uid_first_as_kube(hub: Hub) -> None:
     """kube's validator checks the uid before the deletion: an account or bound object created again
     under its name, and being deleted for longer than the leeway, is refused for its uid."""
     tokens = hub.service_account_tokens
     assert tokens is not None
     long_ago = (dt.datetime.now(dt.UTC) - dt.timedelta(minutes=5)).strftime("%Y-%m-%dT%H:%M:%SZ")
-    deleting = {"metadata": {"name": "bot", "namespace": NAMESPACE, "uid": "new", "deletionTimestamp": long_ago}}
-    claims = token_claims(issuer=ISSUER, namespace=NAMESPACE, account="bot", account_uid="old", audiences=[HUB_AUDIENCE],
+    deleting = {"metadata": {"name": "bot", "namespace": "team", "uid": "new", "deletionTimestamp": long_ago}}
+    claims = token_claims(issuer=ISSUER, namespace="team", account="bot", account_uid="old", audiences=[HUB_AUDIENCE],
                           seconds=3600, now=dt.datetime.now(dt.UTC), bound=("Pod", "worker", "old"))
     with pytest.raises(JwtRejected, match=r"^service account UID \(new\) does not match claim \(old\)$"):
         tokens._jwt_user(claims, deleting)

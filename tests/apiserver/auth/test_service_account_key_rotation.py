@@ -27,9 +27,8 @@ from controlplane.apiserver.tls import client_ssl_context
 from controlplane.hub import Hub
 from gpufed.commands.controlplane import add_arguments, hub_config
 
-from .realhub import Client
+from .realhub import Client, Team
 from .test_service_account_jwts import (
-    ACCOUNTS,
     SELF_REVIEW,
     TOKEN_REVIEWS,
     WHOAMI,
@@ -37,6 +36,8 @@ from .test_service_account_jwts import (
     token_review,
     unb64,
 )
+
+ACCOUNTS = Team("team").accounts
 
 NEW_ISSUER = "https://hub.example.com"
 OTHER_ISSUER = "https://old-hub.example.com"

@@ -19,11 +19,14 @@ from controlplane.apiserver.kubeconfig import load_kubeconfig
 from controlplane.hub import Hub
 
 from ..test_real_clients import kubectl, needs_kubectl
-from .realhub import SHARED_HUB, Client, eventually
+from .realhub import SHARED_HUB, Client, Team, eventually
 
-NAMESPACE = "team"
-ACCOUNTS = f"/api/v1/namespaces/{NAMESPACE}/serviceaccounts"
-CONFIGMAPS = f"/api/v1/namespaces/{NAMESPACE}/configmaps"
+#: One hub for the module: each test works in a namespace of its own (the refused requests' cases
+#: share theirs, :data:`REFUSED`, and count the tokens around their own request).
+pytestmark = SHARED_HUB
+
+REFUSED = Team("team")
+ACCOUNTS = REFUSED.accounts
 WHOAMI = "/apis/authentication.k8s.io/v1/selfsubjectreviews"
 
 
@@ -32,15 +35,15 @@ def token_request(**spec: Any) -> dict[str, Any]:
 
 
 async def test_a_service_account_token_works_until_its_account_is_deleted(
-    hub: Hub, session: aiohttp.ClientSession
+    hub: Hub, session: aiohttp.ClientSession, team: Team
 ) -> None:
     admin = Client(session, hub, load_kubeconfig(hub.kubeconfig_path).token)
-    assert (await admin("POST", "/api/v1/namespaces", {"metadata": {"name": NAMESPACE}}))[0] == 201
-    code, account = await admin("POST", ACCOUNTS, {"metadata": {"name": "bot"}})
+    assert (await admin("POST", "/api/v1/namespaces", {"metadata": {"name": team.namespace}}))[0] == 201
+    code, account = await admin("POST", team.accounts, {"metadata": {"name": "bot"}})
     assert code == 201, account
 
     before = dt.datetime.now(dt.UTC).replace(microsecond=0)
-    async with session.post(f"{hub.url}{ACCOUNTS}/bot/token", json=token_request(),
+    async with session.post(f"{hub.url}{team.accounts}/bot/token", json=token_request(),
                             headers={"Authorization": f"Bearer {admin.token}"}) as resp:
         assert resp.status == 201, await resp.text()
         assert resp.headers["Cache-Control"] == "no-store"
@@ -55,38 +58,38 @@ async def test_a_service_account_token_works_until_its_account_is_deleted(
     assert code == 201, review
     jti = json.loads(base64.urlsafe_b64decode(answer["status"]["token"].split(".")[1] + "=="))["jti"]
     assert review["status"]["userInfo"] == {
-        "username": "system:serviceaccount:team:bot", "uid": account["metadata"]["uid"],
-        "groups": ["system:serviceaccounts", "system:serviceaccounts:team", "system:authenticated"],
+        "username": team.bot_user, "uid": account["metadata"]["uid"],
+        "groups": ["system:serviceaccounts", f"system:serviceaccounts:{team.namespace}", "system:authenticated"],
         "extra": {"authentication.kubernetes.io/credential-id": [f"JTI={jti}"]},
     }
-    code, status = await bot("GET", CONFIGMAPS)
+    code, status = await bot("GET", team.configmaps)
     assert code == 403, status
     binding = {
         "metadata": {"name": "bot-view"},
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
-        "subjects": [{"kind": "ServiceAccount", "name": "bot", "namespace": NAMESPACE}],
+        "subjects": [{"kind": "ServiceAccount", "name": "bot", "namespace": team.namespace}],
     }
-    assert (await admin("POST", f"/apis/rbac.authorization.k8s.io/v1/namespaces/{NAMESPACE}/rolebindings",
+    assert (await admin("POST", f"/apis/rbac.authorization.k8s.io/v1/namespaces/{team.namespace}/rolebindings",
                         binding))[0] == 201
 
     async def reads() -> bool:
-        return (await bot("GET", CONFIGMAPS))[0] == 200
+        return (await bot("GET", team.configmaps))[0] == 200
 
     await eventually(reads)
     # Only who may create serviceaccounts/token gets one: the bot's view role does not.
-    code, status = await bot("POST", f"{ACCOUNTS}/bot/token", token_request())
+    code, status = await bot("POST", f"{team.accounts}/bot/token", token_request())
     assert code == 403 and "serviceaccounts/token" in status["message"], status
 
-    code, _ = await admin("DELETE", f"{ACCOUNTS}/bot")
+    code, _ = await admin("DELETE", f"{team.accounts}/bot")
     assert code == 200
 
     async def refused() -> bool:
-        return (await bot("GET", CONFIGMAPS))[0] == 401
+        return (await bot("GET", team.configmaps))[0] == 401
 
     await eventually(refused)
     # A new account of the same name is another account: the old token stays refused.
-    assert (await admin("POST", ACCOUNTS, {"metadata": {"name": "bot"}}))[0] == 201
-    assert (await bot("GET", CONFIGMAPS))[0] == 401
+    assert (await admin("POST", team.accounts, {"metadata": {"name": "bot"}}))[0] == 201
+    assert (await bot("GET", team.configmaps))[0] == 401
 
 
 @pytest.mark.parametrize(("path", "body", "code", "expected"), [
@@ -105,12 +108,11 @@ async def test_a_service_account_token_works_until_its_account_is_deleted(
      "metadata.name: Invalid value: \"other\": must match the service account name if specified"),
     (f"{ACCOUNTS}/bot/token?dryRun=All", token_request(), 400, "dryRun is not supported"),
 ])
-@SHARED_HUB  # each case counts the tokens around its own request: one hub for them all
 async def test_a_token_request_kube_refuses_is_refused_and_issues_nothing(
     hub: Hub, session: aiohttp.ClientSession, path: str, body: dict[str, Any], code: int, expected: str
 ) -> None:
     admin = Client(session, hub, load_kubeconfig(hub.kubeconfig_path).token)
-    await admin("POST", "/api/v1/namespaces", {"metadata": {"name": NAMESPACE}})
+    await admin("POST", "/api/v1/namespaces", {"metadata": {"name": REFUSED.namespace}})
     await admin("POST", ACCOUNTS, {"metadata": {"name": "bot"}})
     assert hub.tokens is not None
     before = len(await hub.tokens.list())
@@ -121,38 +123,38 @@ async def test_a_token_request_kube_refuses_is_refused_and_issues_nothing(
 
 
 @needs_kubectl
-async def test_kubectl_create_token_and_use_it(hub: Hub, tmp_path: Path) -> None:
+async def test_kubectl_create_token_and_use_it(hub: Hub, tmp_path: Path, team: Team) -> None:
     kubeconfig = hub.kubeconfig_path
-    for args in (("create", "namespace", NAMESPACE), ("create", "serviceaccount", "bot", "-n", NAMESPACE)):
+    for args in (("create", "namespace", team.namespace), ("create", "serviceaccount", "bot", "-n", team.namespace)):
         code, _, err = await kubectl(kubeconfig, *args)
         assert code == 0, err
-    code, out, err = await kubectl(kubeconfig, "create", "token", "bot", "-n", NAMESPACE, "--duration=20m")
+    code, out, err = await kubectl(kubeconfig, "create", "token", "bot", "-n", team.namespace, "--duration=20m")
     assert code == 0, err
     token = out.strip()
     claims = json.loads(base64.urlsafe_b64decode(token.split(".")[1] + "=="))
-    assert (claims["sub"], claims["exp"] - claims["iat"]) == ("system:serviceaccount:team:bot", 1200)
-    code, out, err = await kubectl(kubeconfig, "create", "token", "bot", "-n", NAMESPACE, "--audience", "vault",
+    assert (claims["sub"], claims["exp"] - claims["iat"]) == (team.bot_user, 1200)
+    code, out, err = await kubectl(kubeconfig, "create", "token", "bot", "-n", team.namespace, "--audience", "vault",
                                    "--bound-object-kind", "Secret", "--bound-object-name", "nothing")
     assert code != 0 and 'secrets "nothing" not found' in err, err
-    code, out, err = await kubectl(kubeconfig, "create", "token", "bot", "-n", NAMESPACE, "--audience", "vault")
+    code, out, err = await kubectl(kubeconfig, "create", "token", "bot", "-n", team.namespace, "--audience", "vault")
     assert code == 0, err
     assert json.loads(base64.urlsafe_b64decode(out.strip().split(".")[1] + "=="))["aud"] == ["vault"]
     code, out, err = await kubectl(kubeconfig, "--token", token, "auth", "whoami", "-o", "jsonpath={.status.userInfo.username}")
-    assert (code, out) == (0, "system:serviceaccount:team:bot"), err
-    code, _, err = await kubectl(kubeconfig, "create", "token", "bot", "-n", NAMESPACE, "--duration=5m")
+    assert (code, out) == (0, team.bot_user), err
+    code, _, err = await kubectl(kubeconfig, "create", "token", "bot", "-n", team.namespace, "--duration=5m")
     assert code != 0
     assert "spec.expirationSeconds: Invalid value: 300: may not specify a duration less than 10 minutes" in err
 
 
-async def test_every_namespace_has_a_default_service_account(hub: Hub, session: aiohttp.ClientSession) -> None:
+async def test_every_namespace_has_a_default_service_account(hub: Hub, session: aiohttp.ClientSession, team: Team) -> None:
     """As kube-controller-manager's serviceaccount controller: created with the namespace, created
     again when deleted, so that ``kubectl create token default`` works in a new namespace."""
     admin = Client(session, hub, load_kubeconfig(hub.kubeconfig_path).token)
-    assert (await admin("POST", "/api/v1/namespaces", {"metadata": {"name": NAMESPACE}}))[0] == 201
+    assert (await admin("POST", "/api/v1/namespaces", {"metadata": {"name": team.namespace}}))[0] == 201
     first: dict[str, Any] = {}
 
     async def has_default() -> bool:
-        code, body = await admin("GET", f"{ACCOUNTS}/default")
+        code, body = await admin("GET", f"{team.accounts}/default")
         if code == 200:
             first.update(body)
         return code == 200
@@ -160,20 +162,20 @@ async def test_every_namespace_has_a_default_service_account(hub: Hub, session: 
     await eventually(has_default)
     for namespace in ("default", "gpufed-system"):
         assert (await admin("GET", f"/api/v1/namespaces/{namespace}/serviceaccounts/default"))[0] == 200
-    code, answer = await admin("POST", f"{ACCOUNTS}/default/token", token_request())
+    code, answer = await admin("POST", f"{team.accounts}/default/token", token_request())
     assert code == 201, answer
-    assert (await admin("DELETE", f"{ACCOUNTS}/default"))[0] == 200
+    assert (await admin("DELETE", f"{team.accounts}/default"))[0] == 200
 
     async def recreated() -> bool:
-        code, body = await admin("GET", f"{ACCOUNTS}/default")
+        code, body = await admin("GET", f"{team.accounts}/default")
         return code == 200 and body["metadata"]["uid"] != first["metadata"]["uid"]
 
     await eventually(recreated)
     # The namespace's deletion is not held up by an account created again behind it.
-    assert (await admin("DELETE", f"/api/v1/namespaces/{NAMESPACE}"))[0] == 200
+    assert (await admin("DELETE", f"/api/v1/namespaces/{team.namespace}"))[0] == 200
 
     async def namespace_gone() -> bool:
-        return (await admin("GET", f"/api/v1/namespaces/{NAMESPACE}"))[0] == 404
+        return (await admin("GET", f"/api/v1/namespaces/{team.namespace}"))[0] == 404
 
     await eventually(namespace_gone)
 
@@ -186,14 +188,14 @@ def token_review(token: str, *audiences: str) -> dict[str, Any]:
     return {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": spec}
 
 
-async def test_a_token_review_says_whose_a_token_is(hub: Hub, session: aiohttp.ClientSession) -> None:
+async def test_a_token_review_says_whose_a_token_is(hub: Hub, session: aiohttp.ClientSession, team: Team) -> None:
     """kube's TokenReview: for a service given hub tokens by its callers; who may ask is who has
     ``create tokenreviews`` (kube's ``system:auth-delegator``)."""
     admin = Client(session, hub, load_kubeconfig(hub.kubeconfig_path).token)
-    assert (await admin("POST", "/api/v1/namespaces", {"metadata": {"name": NAMESPACE}}))[0] == 201
-    code, account = await admin("POST", ACCOUNTS, {"metadata": {"name": "bot"}})
+    assert (await admin("POST", "/api/v1/namespaces", {"metadata": {"name": team.namespace}}))[0] == 201
+    code, account = await admin("POST", team.accounts, {"metadata": {"name": "bot"}})
     assert code == 201, account
-    code, issued = await admin("POST", f"{ACCOUNTS}/bot/token", token_request())
+    code, issued = await admin("POST", f"{team.accounts}/bot/token", token_request())
     assert code == 201, issued
     token = issued["status"]["token"]
     jti = json.loads(base64.urlsafe_b64decode(token.split(".")[1] + "=="))["jti"]
@@ -202,8 +204,8 @@ async def test_a_token_review_says_whose_a_token_is(hub: Hub, session: aiohttp.C
     assert code == 201, review
     assert review["status"] == {
         "authenticated": True,
-        "user": {"username": "system:serviceaccount:team:bot", "uid": account["metadata"]["uid"],
-                 "groups": ["system:serviceaccounts", "system:serviceaccounts:team", "system:authenticated"],
+        "user": {"username": team.bot_user, "uid": account["metadata"]["uid"],
+                 "groups": ["system:serviceaccounts", f"system:serviceaccounts:{team.namespace}", "system:authenticated"],
                  "extra": {"authentication.kubernetes.io/credential-id": [f"JTI={jti}"]}},
         "audiences": [HUB_AUDIENCE],
     }
@@ -226,7 +228,7 @@ async def test_a_token_review_says_whose_a_token_is(hub: Hub, session: aiohttp.C
     binding = {
         "metadata": {"name": "bot-delegator"},
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "system:auth-delegator"},
-        "subjects": [{"kind": "ServiceAccount", "name": "bot", "namespace": NAMESPACE}],
+        "subjects": [{"kind": "ServiceAccount", "name": "bot", "namespace": team.namespace}],
     }
     assert (await admin("POST", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", binding))[0] == 201
 
@@ -234,7 +236,7 @@ async def test_a_token_review_says_whose_a_token_is(hub: Hub, session: aiohttp.C
         return (await bot("POST", TOKEN_REVIEWS, token_review(admin.token)))[0] == 201
 
     await eventually(reviews)
-    assert (await admin("DELETE", f"{ACCOUNTS}/bot"))[0] == 200
+    assert (await admin("DELETE", f"{team.accounts}/bot"))[0] == 200
 
     async def no_longer_authenticated() -> bool:
         code, review = await admin("POST", TOKEN_REVIEWS, token_review(token))
@@ -244,18 +246,18 @@ async def test_a_token_review_says_whose_a_token_is(hub: Hub, session: aiohttp.C
 
 
 @needs_kubectl
-async def test_kubectl_auth_whoami_shows_a_bound_tokens_extras(hub: Hub, session: aiohttp.ClientSession) -> None:
+async def test_kubectl_auth_whoami_shows_a_bound_tokens_extras(hub: Hub, session: aiohttp.ClientSession, team: Team) -> None:
     """``kubectl auth whoami`` of a token bound to a pod on a node, and of one bound to the node:
     kube's extras (the token's id, the pod's and the node's name and uid)."""
     kubeconfig = hub.kubeconfig_path
-    for args in (("create", "namespace", NAMESPACE), ("create", "serviceaccount", "bot", "-n", NAMESPACE)):
+    for args in (("create", "namespace", team.namespace), ("create", "serviceaccount", "bot", "-n", team.namespace)):
         code, _, err = await kubectl(kubeconfig, *args)
         assert code == 0, err
     admin = Client(session, hub, load_kubeconfig(kubeconfig).token)
     code, node = await admin("POST", "/api/v1/nodes", {"metadata": {"name": "gpu-1"}})
     assert code == 201, node
     spec = {"serviceAccountName": "bot", "nodeName": "gpu-1", "containers": [{"name": "main", "image": "nginx:1"}]}
-    code, pod = await admin("POST", f"/api/v1/namespaces/{NAMESPACE}/pods", {"metadata": {"name": "worker"}, "spec": spec})
+    code, pod = await admin("POST", f"/api/v1/namespaces/{team.namespace}/pods", {"metadata": {"name": "worker"}, "spec": spec})
     assert code == 201, pod
     node_uid, pod_uid = node["metadata"]["uid"], pod["metadata"]["uid"]
 
@@ -264,7 +266,7 @@ async def test_kubectl_auth_whoami_shows_a_bound_tokens_extras(hub: Hub, session
         "Node": {"node-name": "gpu-1", "node-uid": node_uid},
     }
     for kind, bound_name in (("Pod", "worker"), ("Node", "gpu-1")):
-        code, out, err = await kubectl(kubeconfig, "create", "token", "bot", "-n", NAMESPACE,
+        code, out, err = await kubectl(kubeconfig, "create", "token", "bot", "-n", team.namespace,
                                        "--bound-object-kind", kind, "--bound-object-name", bound_name)
         assert code == 0, err
         token = out.strip()
