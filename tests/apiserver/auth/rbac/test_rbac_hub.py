@@ -1,6 +1,10 @@
 """RBAC on a real hub (real etcd, real HTTPS, the real kubectl): a team given ``edit`` in its
 namespace works there and nowhere else, with kube's 403; access reviews answer the same;
-aggregation grows ``edit``; escalation is refused with kube's message."""
+aggregation grows ``edit``; escalation is refused with kube's message.
+
+The tests marked :data:`SHARED_HUB` share the module's hub: each has namespaces, groups and users
+of its own names. The aggregation test has a hub of its own: it changes ``edit`` and ``admin``,
+which the others' users hold."""
 
 from __future__ import annotations
 
@@ -18,7 +22,7 @@ from controlplane.apiserver.identity import Role
 from controlplane.apiserver.kubeconfig import load_kubeconfig, write_kubeconfig
 from controlplane.hub import Hub
 
-from ..realhub import Client, eventually
+from ..realhub import SHARED_HUB, Client, eventually
 
 RBAC = "/apis/rbac.authorization.k8s.io/v1"
 AUTHZ = "/apis/authorization.k8s.io/v1"
@@ -60,11 +64,12 @@ def access(verb: str, group: str, resource: str, namespace: str | None = None) -
     return {"resourceAttributes": attributes}
 
 
-async def give_team_edit(admin: Client, team: str, *, role: str = "edit") -> None:
-    for namespace in ("team-a", "team-b"):
+async def give_team_edit(admin: Client, team: str, *, role: str = "edit", elsewhere: str = "team-b") -> None:
+    """Group ``team`` gets ``role`` in namespace ``team``; namespace ``elsewhere`` is not theirs."""
+    for namespace in (team, elsewhere):
         await admin("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
-    status, body = await admin("POST", f"{RBAC}/namespaces/team-a/rolebindings", binding(
-        f"{team}-{role}", "team-a", "ClusterRole", role, [{"kind": "Group", "name": team}]))
+    status, body = await admin("POST", f"{RBAC}/namespaces/{team}/rolebindings", binding(
+        f"{team}-{role}", team, "ClusterRole", role, [{"kind": "Group", "name": team}]))
     assert status == 201, body
 
 
@@ -75,6 +80,7 @@ async def can(client: Client, spec: dict[str, Any]) -> bool:
     return bool(review["status"]["allowed"])
 
 
+@SHARED_HUB
 async def test_a_team_editor_writes_in_its_namespace_and_nowhere_else(
     hub: Hub, session: aiohttp.ClientSession, admin: Client
 ) -> None:
@@ -149,47 +155,48 @@ async def test_a_cluster_role_labelled_aggregate_to_edit_adds_to_edit_and_admin(
     await eventually(has_rule("edit", False))
 
 
+@SHARED_HUB
 async def test_escalation_is_refused_with_kubes_message(
     hub: Hub, session: aiohttp.ClientSession, admin: Client
 ) -> None:
-    await give_team_edit(admin, "team-a", role="admin")
-    alice = Client(session, hub, await user_token(hub, "alice", "team-a"))
+    await give_team_edit(admin, "ops-a", role="admin", elsewhere="ops-b")
+    dana = Client(session, hub, await user_token(hub, "dana", "ops-a"))
 
     async def admin_is_aggregated() -> bool:  # admin's own rules, and edit's through it
-        return await can(alice, access("create", "rbac.authorization.k8s.io", "roles", "team-a")) and await can(
-            alice, access("create", "apps", "deployments", "team-a")
+        return await can(dana, access("create", "rbac.authorization.k8s.io", "roles", "ops-a")) and await can(
+            dana, access("create", "apps", "deployments", "ops-a")
         )
 
     await eventually(admin_is_aggregated)
     role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
-            "metadata": {"name": "deployer", "namespace": "team-a"},
+            "metadata": {"name": "deployer", "namespace": "ops-a"},
             "rules": [{"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["get", "create"]}]}
-    status, body = await alice("POST", f"{RBAC}/namespaces/team-a/roles", role)
+    status, body = await dana("POST", f"{RBAC}/namespaces/ops-a/roles", role)
     assert status == 201, body  # rights she holds herself
-    quota = {**role, "metadata": {"name": "quota-writer", "namespace": "team-a"},
+    quota = {**role, "metadata": {"name": "quota-writer", "namespace": "ops-a"},
              "rules": [{"apiGroups": [""], "resources": ["resourcequotas"], "verbs": ["create"]}]}
-    status, body = await alice("POST", f"{RBAC}/namespaces/team-a/roles", quota)
+    status, body = await dana("POST", f"{RBAC}/namespaces/ops-a/roles", quota)
     assert status == 403
     assert body["message"] == (
-        'roles.rbac.authorization.k8s.io "quota-writer" is forbidden: user "alice" (groups=["team-a" '
+        'roles.rbac.authorization.k8s.io "quota-writer" is forbidden: user "dana" (groups=["ops-a" '
         '"system:authenticated"]) is attempting to grant RBAC permissions not currently held:\n'
         '{APIGroups:[""], Resources:["resourcequotas"], Verbs:["create"]}'
     )
-    status, body = await alice("POST", f"{RBAC}/namespaces/team-a/rolebindings", binding(
-        "root", "team-a", "ClusterRole", "cluster-admin", [{"kind": "User", "name": "alice"}]))
+    status, body = await dana("POST", f"{RBAC}/namespaces/ops-a/rolebindings", binding(
+        "root", "ops-a", "ClusterRole", "cluster-admin", [{"kind": "User", "name": "dana"}]))
     assert status == 403
     assert body["message"].startswith(
-        'rolebindings.rbac.authorization.k8s.io "root" is forbidden: user "alice" (groups=["team-a" '
+        'rolebindings.rbac.authorization.k8s.io "root" is forbidden: user "dana" (groups=["ops-a" '
         '"system:authenticated"]) is attempting to grant RBAC permissions not currently held:\n'
     )
     assert '{APIGroups:["*"], Resources:["*"], Verbs:["*"]}' in body["message"]
     # Binding a role she holds is fine, and the binding's roleRef cannot change afterwards.
-    status, body = await alice("POST", f"{RBAC}/namespaces/team-a/rolebindings", binding(
-        "bob-deployer", "team-a", "Role", "deployer", [{"kind": "User", "name": "bob"}]))
+    status, body = await dana("POST", f"{RBAC}/namespaces/ops-a/rolebindings", binding(
+        "evan-deployer", "ops-a", "Role", "deployer", [{"kind": "User", "name": "evan"}]))
     assert status == 201, body
     assert body["subjects"][0]["apiGroup"] == "rbac.authorization.k8s.io"  # defaulted, as kube does
     changed = {**body, "roleRef": {**body["roleRef"], "kind": "ClusterRole", "name": "view"}}
-    status, body = await admin("PUT", f"{RBAC}/namespaces/team-a/rolebindings/bob-deployer", changed)
+    status, body = await admin("PUT", f"{RBAC}/namespaces/ops-a/rolebindings/evan-deployer", changed)
     assert (status, body["reason"]) == (422, "Invalid")
     assert "roleRef: Invalid value" in body["message"] and "cannot change roleRef" in body["message"]
 
@@ -199,29 +206,30 @@ def kubectl(kubeconfig: Path, *args: str) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, timeout=60, check=False)
 
 
+@SHARED_HUB
 async def test_kubectl_auth_can_i_list_whoami_and_as(hub: Hub, tmp_path: Path) -> None:
     # Giving a team a namespace, as the README says: kubectl create namespace + rolebinding.
-    for args in (("create", "namespace", "team-a"),
-                 ("create", "rolebinding", "team-a-edit", "--clusterrole=edit", "--group=team-a", "-n", "team-a")):
+    for args in (("create", "namespace", "ml-a"),
+                 ("create", "rolebinding", "ml-a-edit", "--clusterrole=edit", "--group=ml-a", "-n", "ml-a")):
         created = await asyncio.to_thread(kubectl, hub.kubeconfig_path, *args)
         assert created.returncode == 0, created.stderr
-    token = await user_token(hub, "alice", "team-a")
-    config = tmp_path / "alice.kubeconfig"
-    write_kubeconfig(config, server=hub.url, ca_pem=load_kubeconfig(hub.kubeconfig_path).ca_pem, token=token, user="alice")
+    token = await user_token(hub, "fay", "ml-a")
+    config = tmp_path / "fay.kubeconfig"
+    write_kubeconfig(config, server=hub.url, ca_pem=load_kubeconfig(hub.kubeconfig_path).ca_pem, token=token, user="fay")
 
     async def run(path: Path, *args: str) -> subprocess.CompletedProcess[str]:
         return await asyncio.to_thread(kubectl, path, *args)
 
-    async def alice_may_create() -> bool:
-        return (await run(config, "auth", "can-i", "create", "deployments", "-n", "team-a")).stdout.strip() == "yes"
+    async def fay_may_create() -> bool:
+        return (await run(config, "auth", "can-i", "create", "deployments", "-n", "ml-a")).stdout.strip() == "yes"
 
-    await eventually(alice_may_create)
-    denied = await run(config, "auth", "can-i", "create", "deployments", "-n", "team-b")
+    await eventually(fay_may_create)
+    denied = await run(config, "auth", "can-i", "create", "deployments", "-n", "ml-b")
     assert (denied.returncode, denied.stdout.strip()) == (1, "no")
     cpp = await run(config, "auth", "can-i", "create", "clusterpropagationpolicies.policy.gpufed.io")
     assert cpp.stdout.strip() == "no"
 
-    listed = await run(config, "auth", "can-i", "--list", "-n", "team-a")
+    listed = await run(config, "auth", "can-i", "--list", "-n", "ml-a")
     assert listed.returncode == 0, listed.stderr
     rows = {line.split()[0]: line for line in listed.stdout.splitlines()[1:] if line.strip()}
     assert "create" in rows["deployments.apps"] and "delete" in rows["deployments.apps"]
@@ -230,26 +238,27 @@ async def test_kubectl_auth_can_i_list_whoami_and_as(hub: Hub, tmp_path: Path) -
 
     whoami = await run(config, "auth", "whoami", "-o", "json")
     assert whoami.returncode == 0, whoami.stderr
-    assert '"username": "alice"' in whoami.stdout and '"team-a"' in whoami.stdout
+    assert '"username": "fay"' in whoami.stdout and '"ml-a"' in whoami.stdout
 
-    # An admin asks on alice's behalf through impersonation (kubectl --as / --as-group).
-    as_alice = await run(hub.kubeconfig_path, "auth", "can-i", "create", "deployments", "-n", "team-a",
-                         "--as", "alice", "--as-group", "team-a")
-    assert as_alice.stdout.strip() == "yes", as_alice.stderr
-    without_group = await run(hub.kubeconfig_path, "auth", "can-i", "create", "deployments", "-n", "team-a",
-                              "--as", "alice")
+    # An admin asks on fay's behalf through impersonation (kubectl --as / --as-group).
+    as_fay = await run(hub.kubeconfig_path, "auth", "can-i", "create", "deployments", "-n", "ml-a",
+                         "--as", "fay", "--as-group", "ml-a")
+    assert as_fay.stdout.strip() == "yes", as_fay.stderr
+    without_group = await run(hub.kubeconfig_path, "auth", "can-i", "create", "deployments", "-n", "ml-a",
+                              "--as", "fay")
     assert without_group.stdout.strip() == "no"
     # ... with a uid (kubectl --as-uid): kube's user.Info carries it.
-    as_uid = await run(hub.kubeconfig_path, "auth", "whoami", "-o", "json", "--as", "alice", "--as-uid", "u-42")
+    as_uid = await run(hub.kubeconfig_path, "auth", "whoami", "-o", "json", "--as", "fay", "--as-uid", "u-42")
     assert as_uid.returncode == 0, as_uid.stderr
     assert json.loads(as_uid.stdout)["status"]["userInfo"] == {
-        "username": "alice", "uid": "u-42", "groups": ["system:authenticated"]}
-    # alice may not impersonate anyone.
-    impersonating = await run(config, "get", "deployments", "-n", "team-a", "--as", "bob")
+        "username": "fay", "uid": "u-42", "groups": ["system:authenticated"]}
+    # fay may not impersonate anyone.
+    impersonating = await run(config, "get", "deployments", "-n", "ml-a", "--as", "gus")
     assert impersonating.returncode != 0
-    assert 'users "bob" is forbidden: User "alice" cannot impersonate resource "users" in API group ""' in impersonating.stderr
+    assert 'users "gus" is forbidden: User "fay" cannot impersonate resource "users" in API group ""' in impersonating.stderr
 
 
+@SHARED_HUB
 async def test_impersonated_extras_reach_the_request_with_kubes_checks(hub: Hub, session: aiohttp.ClientSession) -> None:
     admin = Client(session, hub, load_kubeconfig(hub.kubeconfig_path).token)
     whoami = "/apis/authentication.k8s.io/v1/selfsubjectreviews"
@@ -272,26 +281,27 @@ async def test_impersonated_extras_reach_the_request_with_kubes_checks(hub: Hub,
     assert "without impersonating a user" in answer["message"]
     # One who may impersonate users but no extras: kube's 403 names the extra.
     status, body = await admin("POST", f"{RBAC}/clusterroles", {
-        "metadata": {"name": "as-users"}, "rules": [{"apiGroups": [""], "resources": ["users"], "verbs": ["impersonate"]}]})
+        "metadata": {"name": "hal-as-users"}, "rules": [{"apiGroups": [""], "resources": ["users"], "verbs": ["impersonate"]}]})
     assert status == 201, body
     status, body = await admin("POST", f"{RBAC}/clusterrolebindings", {
-        "metadata": {"name": "bob-as-users"},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "as-users"},
-        "subjects": [{"kind": "User", "name": "bob"}]})
+        "metadata": {"name": "hal-as-users"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "hal-as-users"},
+        "subjects": [{"kind": "User", "name": "hal"}]})
     assert status == 201, body
-    bob = await user_token(hub, "bob")
+    hal = await user_token(hub, "hal")
 
-    async def bob_may_impersonate() -> bool:
-        return (await as_(bob, [("Impersonate-User", "alice")]))[0] == 201
+    async def hal_may_impersonate() -> bool:
+        return (await as_(hal, [("Impersonate-User", "alice")]))[0] == 201
 
-    await eventually(bob_may_impersonate)
-    code, answer = await as_(bob, extras[:2])
+    await eventually(hal_may_impersonate)
+    code, answer = await as_(hal, extras[:2])
     assert (code, answer["message"]) == (403, (
-        'userextras.authentication.k8s.io "view" is forbidden: User "bob" cannot impersonate resource '
+        'userextras.authentication.k8s.io "view" is forbidden: User "hal" cannot impersonate resource '
         '"userextras/scopes" in API group "authentication.k8s.io" at the cluster scope')), answer
     assert answer["details"] == {"name": "view", "group": "authentication.k8s.io", "kind": "userextras"}
 
 
+@SHARED_HUB
 async def test_reviews_refuse_invalid_specs_with_kubes_causes(admin: Client) -> None:
     both = {"resourceAttributes": {"verb": "get", "resource": "pods"}, "nonResourceAttributes": {"path": "/x", "verb": "get"}}
     status, body = await admin("POST", f"{AUTHZ}/selfsubjectaccessreviews", {"kind": "SelfSubjectAccessReview", "spec": both})
@@ -309,6 +319,7 @@ async def test_reviews_refuse_invalid_specs_with_kubes_causes(admin: Client) -> 
     assert (status, body["status"]["allowed"], body["metadata"]["namespace"]) == (201, True, "a")
 
 
+@SHARED_HUB
 async def test_a_viewer_token_reads_and_its_denial_is_kubes_message(hub: Hub, session: aiohttp.ClientSession) -> None:
     assert hub.tokens is not None
     viewer = Client(session, hub, (await hub.tokens.create(role=Role.VIEWER, name="dashboards")).token)
@@ -323,26 +334,27 @@ async def test_a_viewer_token_reads_and_its_denial_is_kubes_message(hub: Hub, se
     )
 
 
+@SHARED_HUB
 async def test_a_list_or_watch_of_one_named_object_is_authorized_by_its_resource_names(
     hub: Hub, session: aiohttp.ClientSession, admin: Client
 ) -> None:
     """kube reads ``fieldSelector=metadata.name=x`` on a list or watch as naming ``x``, so a Role
     limited to ``resourceNames: [settings]`` lets an informer of that one ConfigMap list and watch
     it, and nothing else."""
-    await admin("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-b"}})
+    await admin("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-c"}})
     for name in ("settings", "other"):
-        status, body = await admin("POST", "/api/v1/namespaces/team-b/configmaps", {
+        status, body = await admin("POST", "/api/v1/namespaces/team-c/configmaps", {
             "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"k": name}})
         assert status == 201, body
     role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
-            "metadata": {"name": "settings-reader", "namespace": "team-b"},
+            "metadata": {"name": "settings-reader", "namespace": "team-c"},
             "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch"],
                        "resourceNames": ["settings"]}]}
-    assert (await admin("POST", f"{RBAC}/namespaces/team-b/roles", role))[0] == 201
-    assert (await admin("POST", f"{RBAC}/namespaces/team-b/rolebindings", binding(
-        "bob-settings", "team-b", "Role", "settings-reader", [{"kind": "User", "name": "bob"}])))[0] == 201
+    assert (await admin("POST", f"{RBAC}/namespaces/team-c/roles", role))[0] == 201
+    assert (await admin("POST", f"{RBAC}/namespaces/team-c/rolebindings", binding(
+        "bob-settings", "team-c", "Role", "settings-reader", [{"kind": "User", "name": "bob"}])))[0] == 201
     bob = Client(session, hub, await user_token(hub, "bob"))
-    configmaps = "/api/v1/namespaces/team-b/configmaps"
+    configmaps = "/api/v1/namespaces/team-c/configmaps"
 
     async def bound() -> bool:
         return (await bob("GET", f"{configmaps}/settings"))[0] == 200
@@ -351,7 +363,7 @@ async def test_a_list_or_watch_of_one_named_object_is_authorized_by_its_resource
     status, listed = await bob("GET", f"{configmaps}?fieldSelector=metadata.name%3Dsettings")
     assert status == 200, listed
     assert [item["metadata"]["name"] for item in listed["items"]] == ["settings"]
-    status, _ = await bob("GET", f"{configmaps}?fieldSelector=metadata.name%3D%3Dsettings,metadata.namespace%3Dteam-b")
+    status, _ = await bob("GET", f"{configmaps}?fieldSelector=metadata.name%3D%3Dsettings,metadata.namespace%3Dteam-c")
     assert status == 200
     async with session.get(f"{hub.url}{configmaps}?watch=1&fieldSelector=metadata.name%3Dsettings&timeoutSeconds=1",
                            headers={"Authorization": f"Bearer {bob.token}"}) as watch:
@@ -368,27 +380,28 @@ async def test_a_list_or_watch_of_one_named_object_is_authorized_by_its_resource
         assert denied["message"].startswith('configmaps is forbidden: User "bob" cannot list resource "configmaps"')
 
 
+@SHARED_HUB
 async def test_a_team_editor_reads_its_federated_quotas_and_cannot_change_them(
     hub: Hub, session: aiohttp.ClientSession, admin: Client
 ) -> None:
     """As kube's ResourceQuotas: a namespace's readers see its FederatedResourceQuotas (and their
     status), its editors cannot write them, the cluster admin does."""
-    await give_team_edit(admin, "team-a")
-    alice = Client(session, hub, await user_token(hub, "alice", "team-a"))
-    frq = "/apis/policy.karmada.io/v1alpha1/namespaces/team-a/federatedresourcequotas"
+    await give_team_edit(admin, "quota-a", elsewhere="quota-b")
+    ivy = Client(session, hub, await user_token(hub, "ivy", "quota-a"))
+    frq = "/apis/policy.karmada.io/v1alpha1/namespaces/quota-a/federatedresourcequotas"
 
     async def edit_is_aggregated() -> bool:
-        return await can(alice, access("list", "policy.karmada.io", "federatedresourcequotas", "team-a"))
+        return await can(ivy, access("list", "policy.karmada.io", "federatedresourcequotas", "quota-a"))
 
     await eventually(edit_is_aggregated)
     quota = {"apiVersion": "policy.karmada.io/v1alpha1", "kind": "FederatedResourceQuota",
-             "metadata": {"name": "team", "namespace": "team-a"}, "spec": {"overall": {"cpu": "8"}}}
-    status, body = await alice("POST", frq, quota)
+             "metadata": {"name": "team", "namespace": "quota-a"}, "spec": {"overall": {"cpu": "8"}}}
+    status, body = await ivy("POST", frq, quota)
     assert status == 403
     assert body["message"] == (
-        'federatedresourcequotas.policy.karmada.io is forbidden: User "alice" cannot create resource '
-        '"federatedresourcequotas" in API group "policy.karmada.io" in the namespace "team-a"'
+        'federatedresourcequotas.policy.karmada.io is forbidden: User "ivy" cannot create resource '
+        '"federatedresourcequotas" in API group "policy.karmada.io" in the namespace "quota-a"'
     )
     assert (await admin("POST", frq, quota))[0] == 201
-    assert (await alice("GET", f"{frq}/team"))[0] == 200
-    assert (await alice("GET", f"{frq}/team/status"))[0] == 200
+    assert (await ivy("GET", f"{frq}/team"))[0] == 200
+    assert (await ivy("GET", f"{frq}/team/status"))[0] == 200
