@@ -3,7 +3,11 @@ decides: discovery and OpenAPI for every authenticated user (``system:discovery`
 ``/metrics/slis`` and the single health checks for the group ``system:monitoring``, ``/debug/*`` for
 ``cluster-admin`` or whom a ClusterRole grants it, and a bootstrap token no more than discovery,
 public info, the CA and the dashboard. A refusal is kube's 403 (``forbidden: User "x" cannot get
-path "/metrics"``), for ``system:anonymous`` too."""
+path "/metrics"``), for ``system:anonymous`` too.
+
+The tests marked :data:`SHARED_HUB` share the module's hub: each reads with tokens of its own users
+(the one ClusterRole made is bound to a user no other test has). Resetting the SLIs, which are the
+hub's, takes a hub of its own."""
 
 from __future__ import annotations
 
@@ -16,7 +20,7 @@ from controlplane.apis.constants import CA_PATH
 from controlplane.apiserver.identity import Role
 from controlplane.hub import Hub
 
-from .realhub import Client, eventually
+from .realhub import SHARED_HUB, Client, eventually
 
 RBAC = "/apis/rbac.authorization.k8s.io/v1"
 DISCOVERY = ("/api", "/api/v1", "/apis", "/apis/apps/v1", "/openapi/v2", "/openapi/v3", "/version")
@@ -44,6 +48,7 @@ async def token(hub: Hub, role: Role, name: str, *groups: str) -> str:
     return (await hub.tokens.create(role=role, name=name, groups=groups, one_time=role is Role.BOOTSTRAP)).token
 
 
+@SHARED_HUB
 async def test_a_bootstrap_token_reads_only_discovery_and_public_info(hub: Hub, session: aiohttp.ClientSession) -> None:
     joiner = await token(hub, Role.BOOTSTRAP, "join")
     for path in PUBLIC:
@@ -53,6 +58,7 @@ async def test_a_bootstrap_token_reads_only_discovery_and_public_info(hub: Hub, 
         await assert_forbidden(session, hub, path, joiner, "join")
 
 
+@SHARED_HUB
 async def test_metrics_and_single_checks_are_for_system_monitoring(hub: Hub, session: aiohttp.ClientSession) -> None:
     prometheus = await token(hub, Role.USER, "prometheus", "system:monitoring")
     alice = await token(hub, Role.USER, "alice")
@@ -74,6 +80,7 @@ async def test_metrics_and_single_checks_are_for_system_monitoring(hub: Hub, ses
         assert (await get(session, hub, path, None))[0] == 401, path
 
 
+@SHARED_HUB
 async def test_debug_paths_are_whatever_rbac_grants(hub: Hub, session: aiohttp.ClientSession, admin: Client) -> None:
     sre = await token(hub, Role.USER, "sre")
     for path in DEBUG:
