@@ -3,7 +3,10 @@
 Status; a Warn binding answers with kube's Warning header and stores the object; params come from
 a ConfigMap the binding names (and a missing one denies, or not, as ``parameterNotFoundAction``
 says); an evaluation error follows the policy's ``failurePolicy``; invalid policies and bindings
-are refused with kube's field errors."""
+are refused with kube's field errors.
+
+Each test has a hub of its own: the policies it binds are the hub's, checked on every write,
+and would reach the other tests' writes."""
 
 from __future__ import annotations
 

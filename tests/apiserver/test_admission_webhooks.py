@@ -4,7 +4,10 @@ configuration's ``caBundle``. Users' writes are sent (creates, updates, deletes,
 denial is kube's Status and the webhook's warnings reach the client; a mutating webhook's JSON
 patch is stored, and one that breaks the object is refused by the validation that follows; a
 webhook that does not answer in time refuses the write (``failurePolicy: Fail``) or not
-(``Ignore``); a ``service`` client config is resolved to the Service's Endpoints."""
+(``Ignore``); a ``service`` client config is resolved to the Service's Endpoints.
+
+Each test has a hub of its own: its webhook configurations are the hub's, called for every write,
+and would reach the other tests' writes (after their webhook server stopped)."""
 
 from __future__ import annotations
 
