@@ -1,18 +1,6 @@
 """The pure admission core: quota arithmetic and Kueue's scheduling cycle. No I/O."""
 
-from controlplane.admission.core.cycle import (
-    Admission,
-    Admitted,
-    Assignment,
-    Decisions,
-    Mode,
-    Pending,
-    PodSetRequest,
-    Preempting,
-    Waiting,
-    decide,
-    queue_order,
-)
+from controlplane.admission.core.cycle import Mode, decide
 from controlplane.admission.core.preemption import Reason, Target
 from controlplane.admission.core.quota import (
     DEFAULT_WEIGHT,
@@ -30,6 +18,17 @@ from controlplane.admission.core.quota import (
     Usage,
     WhenCanBorrow,
     WhenCanPreempt,
+)
+from controlplane.admission.core.workloads import (
+    Admission,
+    Admitted,
+    Assignment,
+    Decisions,
+    Pending,
+    PodSetRequest,
+    Preempting,
+    Waiting,
+    queue_order,
 )
 
 __all__ = [
