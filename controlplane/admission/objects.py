@@ -379,6 +379,7 @@ def pending_of(workload: Mapping[str, Any], cluster_queue_name: str) -> Pending:
     return Pending(
         key_of(workload), cluster_queue_name, pod_set_requests(workload),
         priority if isinstance(priority, int) else 0, str(meta.get("creationTimestamp") or ""),
+        "/".join(local_queue_of(workload)),
     )
 
 

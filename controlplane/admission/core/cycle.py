@@ -18,6 +18,8 @@ neither fit nor find preemption targets is tried with fewer pods (Kueue's partia
 With fair sharing on (Kueue's ``fairSharing.enable``) the offered workloads are tried in
 fair-sharing order instead, and preemption in a cohort follows the queues' shares
 (:mod:`controlplane.admission.core.fairsharing`).
+A ClusterQueue with Kueue's admission fair sharing takes its workloads by their LocalQueue's
+recent usage first (:mod:`controlplane.admission.core.admissionfairsharing`).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from enum import IntEnum
 from typing import NamedTuple
 
 from controlplane.admission.core import partial
+from controlplane.admission.core.admissionfairsharing import LocalQueueUsage
 from controlplane.admission.core.fairsharing import fair_targets, tournament
 from controlplane.admission.core.preemption import Preemptor, Target, targets
 from controlplane.admission.core.quota import (
@@ -370,6 +373,7 @@ def decide(
     cohorts: Mapping[str, Cohort] | None = None,
     usage: Usage | None = None,
     claims: Collection[str] = (),
+    fair_usage: LocalQueueUsage | None = None,
 ) -> Decisions:
     """Admit what the quotas allow now; the rest waits with Kueue's reason and message.
 
@@ -381,14 +385,17 @@ def decide(
     workloads and the new admissions. ``claims``: pending workloads whose preemptions an earlier
     cycle issued; they are decided first, ahead of their queue's order, so that no other
     workload takes the quota their evictions freed (Kueue keeps a preemptor's claim while its
-    preemptions complete)."""
+    preemptions complete). ``fair_usage``: with Kueue's admission fair sharing, the ClusterQueues
+    that take their workloads by their LocalQueue's usage (an admission adds its entry penalty, so
+    the order is taken again after each one)."""
     if usage is None:
         usage = Usage(queues, cohorts)
     for a in admitted:
         usage.add(a.queue, a.usage)
     by_queue: dict[str, list[Pending]] = {}
     waiting: dict[str, Waiting] = {}
-    for p in sorted(pending, key=queue_order):
+    order_of = fair_usage.order if fair_usage is not None else queue_order
+    for p in sorted(pending, key=order_of):
         if p.queue not in queues:
             waiting[p.key] = Waiting(p.key, p.queue, "Inadmissible", f"ClusterQueue {p.queue} doesn't exist", 0)
             continue
@@ -445,6 +452,8 @@ def decide(
 
     def consider(head: Pending, tried: _Tried, later: Sequence[Pending]) -> None:
         if tried.mode is Mode.FIT and tried.admission is not None:
+            if fair_usage is not None and fair_usage.orders(head.queue):
+                fair_usage.admitted(head.local_queue, tried.usage)
             usage.add(head.queue, tried.usage)
             done.append(tried.admission)
             return
@@ -479,6 +488,8 @@ def decide(
         for name, items in by_queue.items():
             if name in blocked or cursor[name] >= len(items):
                 continue
+            if fair_usage is not None and fair_usage.orders(name):  # its last admission's penalty counts
+                items[cursor[name]:] = sorted(items[cursor[name]:], key=order_of)
             head = items[cursor[name]]
             tried = attempt(head)
             offered.append(((tried.borrowing, *queue_order(head)), head, tried))

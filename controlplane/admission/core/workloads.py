@@ -36,6 +36,8 @@ class Pending:
     created: str = ""
     """The time it counts from in its queue (RFC 3339 sorts by time), older first at equal
     priority: its creation, or its last PodsReady-timeout eviction (Kueue's queue-order timestamp)."""
+    local_queue: str = ""
+    """namespace/name of its LocalQueue (admission fair sharing orders by its usage)."""
 
 
 @dataclass(frozen=True)
