@@ -83,3 +83,14 @@ def go_duration_error(text: str) -> str | None:
     if text[:1] != "-" and total > 2**63 - 1:
         return invalid
     return None
+
+
+_GO_PART = re.compile(r"([0-9]*(?:\.[0-9]*)?)(ns|us|µs|μs|ms|s|m|h)")
+
+
+def go_duration_seconds(text: str) -> float:
+    """The seconds of a duration Go's ``time.ParseDuration`` reads (``-1.5h``, ``300ms``, ``0``);
+    check it with :func:`go_duration_error` first."""
+    sign = -1.0 if text.startswith("-") else 1.0
+    nanos = sum(float(number or 0) * _GO_UNIT_NANOS[unit] for number, unit in _GO_PART.findall(text.lstrip("+-")))
+    return sign * nanos / 1e9

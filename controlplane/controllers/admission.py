@@ -32,11 +32,15 @@ ClusterQueues, LocalQueues, WorkloadPriorityClasses and Workloads (informers). O
 * with ``--kueue-fair-sharing`` the cycle runs with Kueue's fair sharing over the tree of cohorts
   (``kueue.x-k8s.io/v1alpha1`` Cohorts: parents, quota, weights), and ClusterQueues and Cohorts
   get ``status.fairSharing.weightedShare``;
+* with ``--kueue-admission-fair-sharing``, Kueue's admission fair sharing: a ClusterQueue whose
+  ``admissionScope.admissionMode`` is ``UsageBasedAdmissionFairSharing`` takes its workloads by
+  their LocalQueue's recent usage, which its LocalQueues keep in ``status.fairSharing`` (sampled
+  every ``usageSamplingInterval``: the cycle returns then);
 * Kueue's admission checks (:mod:`controlplane.controllers.admissionchecks`): a Workload whose
   ClusterQueue names checks gets QuotaReserved and its checks ``Pending``, and Admitted only once
   every check is Ready; a ClusterQueue naming a missing or inactive check admits nothing;
-* ClusterQueue and LocalQueue status: pending/reserving/admitted counts, usage per flavor, the
-  condition ``Active``; a ClusterQueue being deleted (kept by Kueue's finalizer,
+* ClusterQueue and LocalQueue status (:mod:`controlplane.controllers.queuestatuses`):
+  pending/reserving/admitted counts, usage per flavor, the condition ``Active``; a ClusterQueue being deleted (kept by Kueue's finalizer,
   :mod:`controlplane.controllers.resourceinuse`) admits nothing and gives up the reservations
   still waiting for admission checks;
 * Kueue's pod groups (:mod:`controlplane.controllers.podgroups`): the Pods of one group share
@@ -79,7 +83,7 @@ from controlplane.admission import (
 )
 from controlplane.admission import objects as adm
 from controlplane.admission import pending as pending_order
-from controlplane.admission.core import ClusterQueue, Pending, Target, Usage, Waiting, decide
+from controlplane.admission.core import Pending, Target, Usage, Waiting, decide
 from controlplane.admission.core.preemption import HUMAN_REASONS
 from controlplane.admission.metrics import QueueMetrics, local_queue_figures, queue_figures
 from controlplane.apis import kueue_v1beta1 as kueue
@@ -92,6 +96,7 @@ from controlplane.controllers.events import EventReason, record_event
 from controlplane.controllers.informing import AssumedWrites, spec_unchanged
 from controlplane.controllers.jobstarting import JobStarting
 from controlplane.controllers.podgroups import PodGroups
+from controlplane.controllers.queuestatuses import QueueStatuses
 from controlplane.controllers.reconciling import KeyedController
 from controlplane.controllers.requeuing import Requeuing
 from controlplane.controllers.workloadevicting import evict, unreserve
@@ -118,6 +123,7 @@ class AdmissionController(KeyedController[Key]):
         """Kueue's metrics (the hub's /metrics), fed from each cycle; None: not exported."""
         self._claims: set[str] = set()
         """Workloads whose preemptions the last cycle issued (Kueue's preemptions in progress)."""
+        self.statuses = QueueStatuses(ctx, self.kinds)
         self._assumed = AssumedWrites()
         """The cycles' own Workload writes until the informer delivers them: a cycle that ran
         between the events of the last one's evictions would evict again for the same preemptor."""
@@ -322,7 +328,7 @@ class AdmissionController(KeyedController[Key]):
         unusable = {name: checks.unusable_checks(o, kinds.admission_checks()) for name, o in cq_objs.items()}
         queues = adm.deactivate_unusable_checks(queues, unusable)
         fair_sharing = self.ctx.settings.kueue_fair_sharing
-        lqs = {(str(o["metadata"].get("namespace")), str(o["metadata"]["name"])): o for o in kinds.items(kinds.local_queue)}
+        lqs = self.statuses.local_queues()
         namespaces = {str(o["metadata"]["name"]): (o["metadata"].get("labels") or {}) for o in self.ctx.informer(self.ctx.namespace_rt).items()}
         workloads = self._assumed.overlay({adm.key_of(w): w for w in kinds.items(kinds.workload)})
         pending: list[Pending] = []
@@ -383,6 +389,7 @@ class AdmissionController(KeyedController[Key]):
             await self._drain(wl, why)
         decisions = decide(
             queues, pending, admitted, flavors, fair_sharing=fair_sharing, cohorts=cohorts, usage=usage, claims=self._claims,
+            fair_usage=self.statuses.fair_usage(cq_objs, lqs),
         )
         # Those preempting now are decided first next cycle, before anyone takes what their evictions free.
         self._claims = {p.key for p in decisions.preempting}
@@ -402,21 +409,24 @@ class AdmissionController(KeyedController[Key]):
             name: stopping.cluster_queue_active(o, adm.missing_flavors(o, flavors), queues[name].inactive_reason, *unusable[name])
             for name, o in cq_objs.items()
         }
+        holdings = {a.key: a.usage for a in admitted} | {d.key: d.usage() for d in decisions.admitted}
         if self.metrics is not None:
             self.metrics.attempt(time.perf_counter() - started, admitted=bool(decisions.admitted))
             in_line = (*queued, *(u for u in unqueued.values() if u.queue))
             shares = {name: usage.share(usage.cohorts[name]) for name in cohort_objs} if fair_sharing else None
             figures = queue_figures(queues, cq_objs, usage, in_line, holders, fair_sharing=fair_sharing, admitted=admitted_keys)
             self.metrics.record_queues(figures, cohort_shares=shares)
-            holdings = {a.key: a.usage for a in admitted} | {d.key: d.usage() for d in decisions.admitted}
             self.metrics.local_queues.record(local_queue_figures(lqs, active, workloads, in_line, holdings, admitted_keys))
-        await self._queue_statuses(queues, cq_objs, lqs, workloads, queued, holders, admitted_keys, usage, active)
+        sample_in = await self.statuses.write(
+            queues, cq_objs, lqs, workloads, queued, holders, admitted_keys, usage, active, holdings)
+        if sample_in is not None:  # admission fair sharing: the next sample of a LocalQueue's usage
+            wake.append(sample_in)
         for name, obj in cohort_objs.items():
             status = {k: v for k, v in (obj.get("status") or {}).items() if k != "fairSharing"}
             if fair_sharing:
                 status["fairSharing"] = {"weightedShare": usage.share(usage.cohorts[name])}
             if status != (obj.get("status") or {}):
-                await self._write_status(kinds.cohort, obj, status)
+                await self.statuses.write_status(kinds.cohort, obj, status)
         return max(0.0, min(wake)) if wake else None
 
     def _assume(self, written: dict[str, Any]) -> dict[str, Any]:
@@ -529,63 +539,6 @@ class AdmissionController(KeyedController[Key]):
         status["conditions"] = with_condition(status.get("conditions") or [], cond, now=self.ctx.now_text())
         written = self._assume(await self.ctx.objects.update_status(rt, updated))
         await record_event(self.ctx, written, type=EventType.NORMAL, reason=EventReason.PENDING, message=waiting.message)
-
-    async def _queue_statuses(
-        self,
-        queues: Mapping[str, ClusterQueue],
-        cq_objs: Mapping[str, dict[str, Any]],
-        lqs: Mapping[tuple[str, str], dict[str, Any]],
-        workloads: Mapping[str, dict[str, Any]],
-        waiting: tuple[Waiting, ...],
-        holders: Mapping[str, str],
-        admitted: set[str],
-        usage: Usage,
-        active: Mapping[str, Mapping[str, Any]],
-    ) -> None:
-        """Counts, usage and the ``Active`` condition of every ClusterQueue and LocalQueue.
-        ``holders``: Workload key → the ClusterQueue whose quota it holds (``admitted``: those
-        of them admitted); ``active``: each ClusterQueue's ``Active`` condition."""
-        now = self.ctx.now_text()
-        cq_counts: dict[str, list[int]] = {}
-        lq_counts: dict[tuple[str, str], list[int]] = {}
-
-        def lq_of(key: str) -> tuple[str, str]:
-            return adm.local_queue_of(workloads[key])
-
-        for w in waiting:
-            cq_counts.setdefault(w.queue, [0, 0, 0])[0] += 1
-            lq_counts.setdefault(lq_of(w.key), [0, 0, 0])[0] += 1
-        for key, queue in holders.items():
-            for counts in (cq_counts.setdefault(queue, [0, 0, 0]), lq_counts.setdefault(lq_of(key), [0, 0, 0])):
-                counts[1] += 1
-                counts[2] += key in admitted
-        for name, obj in cq_objs.items():
-            pending, holding, admitted_count = cq_counts.get(name, [0, 0, 0])
-            flavors = adm.flavors_usage(queues[name], usage)
-            status = {
-                **{k: v for k, v in (obj.get("status") or {}).items() if k != "fairSharing"},
-                "pendingWorkloads": pending, "reservingWorkloads": holding, "admittedWorkloads": admitted_count,
-                "flavorsReservation": flavors, "flavorsUsage": flavors,
-                "conditions": with_condition((obj.get("status") or {}).get("conditions"), active[name], now=now),
-            }
-            if self.ctx.settings.kueue_fair_sharing:
-                status["fairSharing"] = {"weightedShare": usage.queue_share(name)}
-            await self._write_status(self.kinds.cluster_queue, obj, status)
-        for lq_key, obj in lqs.items():
-            pending, holding, admitted_count = lq_counts.get(lq_key, [0, 0, 0])
-            lq_active = stopping.local_queue_active(obj, active.get(str((obj.get("spec") or {}).get("clusterQueue") or "")))
-            status = {
-                **(obj.get("status") or {}),
-                "pendingWorkloads": pending, "reservingWorkloads": holding, "admittedWorkloads": admitted_count,
-                "conditions": with_condition((obj.get("status") or {}).get("conditions"), lq_active, now=now),
-            }
-            await self._write_status(self.kinds.local_queue, obj, status)
-
-    async def _write_status(self, rt: ResourceType | None, obj: dict[str, Any], status: dict[str, Any]) -> None:
-        if rt is None or obj.get("status") == status:
-            return
-        # A Conflict (a stale cached copy) goes up: the cycle runs again a moment later.
-        await self.ctx.objects.update_status(rt, {**obj, "status": status})
 
 
 __all__ = ["AdmissionController"]

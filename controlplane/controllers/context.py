@@ -23,6 +23,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from controlplane.admission.core.admissionfairsharing import AdmissionFairSharing
 from controlplane.admission.requeuing import WaitForPodsReady
 from controlplane.apis import constants as c
 from controlplane.apis.timestamps import format_time
@@ -95,6 +96,9 @@ class ControllerSettings:
     """The same for ``cluster.gpufed.io/not-ready:NoExecute`` (``--default-not-ready-toleration-seconds``)."""
     kueue_fair_sharing: bool = False
     """Fleet admission with Kueue's fair sharing (``--kueue-fair-sharing``, Kueue's ``fairSharing.enable``)."""
+    kueue_admission_fair_sharing: AdmissionFairSharing | None = None
+    """Kueue's admission fair sharing (``--kueue-admission-fair-sharing``, Kueue's
+    ``admissionFairSharing``): None when off."""
     federated_quota_enforcement: bool = False
     """Karmada's ``FederatedQuotaEnforcement``: no decision takes a namespace past a
     FederatedResourceQuota's ``overall`` (``--federated-quota-enforcement``)."""
