@@ -16,7 +16,6 @@ left as it is.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, MutableMapping
 from datetime import datetime
 from typing import Any
@@ -87,8 +86,9 @@ def local_queue_usage(
 
 
 def _quantity(amount: float) -> str:
-    """Kueue's ``NewMilliQuantity`` of an amount: milli-units, printed as kube does (``1171m``, ``8``)."""
-    return canonical_quantity(f"{math.trunc(amount * 1000)}m")
+    """Kueue's ``NewMilliQuantity`` of an amount already in milli-units (a sum of them), printed
+    as kube does (``1171m``, ``8``)."""
+    return canonical_quantity(f"{round(amount * 1000)}m")
 
 
 def next_sample_in(local_queue: Mapping[str, Any], now: datetime, settings: AdmissionFairSharing) -> float:

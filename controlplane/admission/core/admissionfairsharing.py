@@ -54,8 +54,9 @@ def alpha_rate(elapsed: float, half_life: float) -> float:
 
 
 def _milli(value: float) -> float:
-    """Kueue's quantities keep milli-units: a product is truncated to them (``MulByFloat``)."""
-    return math.trunc(value * 1000) / 1000
+    """Kueue's quantities keep milli-units: a product is truncated to them (``MulByFloat``; the
+    float's own rounding noise is not truncated away)."""
+    return math.trunc(round(value * 1000, 6)) / 1000
 
 
 def _scaled(resources: Resources, factor: float) -> dict[str, float]:
