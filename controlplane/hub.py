@@ -257,6 +257,7 @@ class Hub(ShutdownOnce):
             *resource_metrics.endpoints(),
             *PendingWorkloads(
                 CachedObjects(self.objects, self.watch_cache), timestamp=self.config.controllers.wait_for_pods_ready.timestamp,
+                admission_fair_sharing=self.config.controllers.kueue_admission_fair_sharing,
             ).endpoints(),
         ]
         self.waste_sampler = WasteSampler(

@@ -3,7 +3,8 @@
 In: Workloads and LocalQueues (wire dicts, ``kueue.x-k8s.io/v1beta1``). Out: the waiting ones in
 the order the admission cycle takes them (:func:`controlplane.admission.core.queue_order`: higher
 priority first, then older; a Workload evicted by the PodsReady timeout counts from its eviction
-unless ``requeuingStrategy.timestamp`` is ``Creation``), and the pages of Kueue's visibility API (``PendingWorkload`` items with their positions, 0-based, in the
+unless ``requeuingStrategy.timestamp`` is ``Creation``; with admission fair sharing, the LocalQueue
+that consumed least first), and the pages of Kueue's visibility API (``PendingWorkload`` items with their positions, 0-based, in the
 ClusterQueue and in their LocalQueue; ``limit`` and ``offset`` as Kueue applies them), from
 which ``gpufed explain`` reads a workload's place.
 
@@ -21,6 +22,7 @@ from typing import Any, Final
 from controlplane.admission import objects as adm
 from controlplane.admission import requeuing, stopping
 from controlplane.admission.core import Pending, queue_order
+from controlplane.admission.core.admissionfairsharing import LocalQueueUsage
 from controlplane.admission.requeuing import RequeuingTimestamp
 
 #: Kueue's default ``limit`` of a pending-workloads page.
@@ -35,8 +37,11 @@ def queued(
     return replace(adm.pending_of(workload, cluster_queue), created=requeuing.queue_order_timestamp(workload, timestamp))
 
 
-def _order(timestamp: RequeuingTimestamp) -> Callable[[Mapping[str, Any]], tuple[int, str, str]]:
-    return lambda workload: queue_order(queued(workload, "", timestamp=timestamp))
+def _order(
+    timestamp: RequeuingTimestamp, cluster_queue: str, fair_usage: LocalQueueUsage | None,
+) -> Callable[[Mapping[str, Any]], tuple[float, int, str, str]]:
+    order = fair_usage.order if fair_usage is not None else lambda p: (0.0, *queue_order(p))
+    return lambda workload: order(queued(workload, cluster_queue, timestamp=timestamp))
 
 
 def is_waiting(workload: Mapping[str, Any]) -> bool:
@@ -48,10 +53,13 @@ def is_waiting(workload: Mapping[str, Any]) -> bool:
 
 
 def in_order(
-    workloads: Iterable[Mapping[str, Any]], *, timestamp: RequeuingTimestamp = RequeuingTimestamp.EVICTION
+    workloads: Iterable[Mapping[str, Any]], *, timestamp: RequeuingTimestamp = RequeuingTimestamp.EVICTION,
+    cluster_queue: str = "", fair_usage: LocalQueueUsage | None = None,
 ) -> list[Mapping[str, Any]]:
-    """The waiting ones of ``workloads``, in the admission cycle's order."""
-    return sorted((w for w in workloads if is_waiting(w)), key=_order(timestamp))
+    """The waiting ones of ``workloads``, in the admission cycle's order; with ``fair_usage``
+    (Kueue's admission fair sharing), a usage-based ``cluster_queue`` orders them by their
+    LocalQueue's usage first."""
+    return sorted((w for w in workloads if is_waiting(w)), key=_order(timestamp, cluster_queue, fair_usage))
 
 
 def _queue_of(obj: Mapping[str, Any], name_field: str) -> tuple[str, str]:

@@ -30,7 +30,8 @@ from typing import Any, Final
 
 from aiohttp import web
 
-from controlplane.admission import pending
+from controlplane.admission import pending, usagehistory
+from controlplane.admission.core.admissionfairsharing import AdmissionFairSharing
 from controlplane.admission.requeuing import RequeuingTimestamp
 from controlplane.apis import kueue_v1beta1 as kueue
 from controlplane.apiserver import errors
@@ -76,10 +77,15 @@ async def _not_served(_request: web.Request) -> web.StreamResponse:
 class PendingWorkloads:
     """The visibility API over the hub's ``objects`` (lists from its watch cache)."""
 
-    def __init__(self, objects: ObjectClient, *, timestamp: RequeuingTimestamp = RequeuingTimestamp.EVICTION) -> None:
+    def __init__(
+        self, objects: ObjectClient, *, timestamp: RequeuingTimestamp = RequeuingTimestamp.EVICTION,
+        admission_fair_sharing: AdmissionFairSharing | None = None,
+    ) -> None:
         self._objects = objects
         self._timestamp = timestamp
         """Kueue's ``requeuingStrategy.timestamp``, as the hub's admission cycle orders by it."""
+        self._fair = admission_fair_sharing
+        """Kueue's admission fair sharing (None: off), as the cycle orders a usage-based ClusterQueue."""
 
     def _type(self, kind: str) -> ResourceType:
         return self._objects.registry.require(kueue.API_VERSION, kind)
@@ -88,7 +94,12 @@ class PendingWorkloads:
         """The Workloads waiting in ``cluster_queue``, in the admission cycle's order."""
         local_queues = (await self._objects.list(self._type("LocalQueue"))).items
         workloads = (await self._objects.list(self._type("Workload"))).items
-        return pending.in_order(pending.in_cluster_queue(workloads, local_queues, cluster_queue), timestamp=self._timestamp)
+        fair_usage = None
+        if self._fair is not None:
+            cq = await self._get("ClusterQueue", name=cluster_queue)
+            fair_usage = usagehistory.local_queue_usage(self._fair, {cluster_queue: cq or {}}, local_queues, {})
+        return pending.in_order(pending.in_cluster_queue(workloads, local_queues, cluster_queue), timestamp=self._timestamp,
+                                cluster_queue=cluster_queue, fair_usage=fair_usage)
 
     async def _get(self, kind: str, *, namespace: str | None = None, name: str) -> dict[str, Any] | None:
         try:

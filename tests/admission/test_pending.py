@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from controlplane.admission import pending, requeuing
+from controlplane.admission import pending, requeuing, usagehistory
+from controlplane.admission.core.admissionfairsharing import AdmissionFairSharing
 from controlplane.admission.requeuing import RequeuingTimestamp
 
 T0, T1, T2 = "2026-01-01T00:00:00Z", "2026-01-01T00:00:01Z", "2026-01-01T00:00:02Z"
@@ -171,3 +172,23 @@ def test_the_queue_order_timestamp(status: dict[str, Any], counts_from: str) -> 
     assert requeuing.queue_order_timestamp(wl, RequeuingTimestamp.EVICTION) == counts_from
     assert requeuing.queue_order_timestamp(wl, RequeuingTimestamp.CREATION) == T0
     assert pending.queued(wl, "cq").created == counts_from
+
+
+def local_queue(namespace: str, consumed: dict[str, str]) -> dict[str, Any]:
+    history = {"consumedResources": consumed, "lastUpdate": T0}
+    return {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "LocalQueue", "metadata": {"name": "lq", "namespace": namespace},
+            "spec": {"clusterQueue": "cq"}, "status": {"fairSharing": {"admissionFairSharingStatus": history}}}
+
+
+def test_with_admission_fair_sharing_the_local_queue_that_consumed_least_comes_first() -> None:
+    cq = {"spec": {"admissionScope": {"admissionMode": "UsageBasedAdmissionFairSharing"}}}
+    queues = [local_queue("team-a", {"nvidia.com/gpu": "12"}), local_queue("team-b", {"nvidia.com/gpu": "500m"})]
+    fair = usagehistory.local_queue_usage(AdmissionFairSharing(), {"cq": cq}, queues, {})
+    ordered = pending.in_order(MIXED, cluster_queue="cq", fair_usage=fair)
+    # team-b's LocalQueue consumed less: all of its workloads first, each queue as before.
+    assert names(pending.cluster_queue_page(ordered, limit=1000, offset=0)) == [
+        ("b-high", 0, 0), ("b-old", 1, 1), ("b-mid", 2, 2), ("a-high", 3, 0), ("a-low", 4, 1),
+    ]
+    plain = usagehistory.local_queue_usage(AdmissionFairSharing(), {"cq": {}}, queues, {})  # not usage-based
+    assert [w["metadata"]["name"] for w in pending.in_order(MIXED, cluster_queue="cq", fair_usage=plain)] == [
+        w["metadata"]["name"] for w in pending.in_order(MIXED)]
