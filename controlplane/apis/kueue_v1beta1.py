@@ -247,6 +247,13 @@ class FairSharing(SpecModel):
     no other queue wants). Used when the hub runs with --kueue-fair-sharing."""
 
 
+class AdmissionScope(SpecModel):
+    admission_mode: Literal["UsageBasedAdmissionFairSharing", "NoAdmissionFairSharing"]
+    """UsageBasedAdmissionFairSharing: the queue admits the workloads of the LocalQueue that
+    consumed least lately first (with --kueue-admission-fair-sharing); NoAdmissionFairSharing: by
+    priority, then age."""
+
+
 class FairSharingStatus(WireModel):
     weighted_share: int = 0
     """The dominant resource share (per thousand of what the cohort could lend) divided by the
@@ -286,8 +293,8 @@ class ClusterQueueSpec(SpecModel):
     """Hold: admit nothing new; HoldAndDrain: also evict the admitted workloads."""
     fair_sharing: FairSharing | None = None
     """Fair-sharing weight among the cohort's queues and cohorts."""
-    admission_scope: dict[str, Any] | None = None
-    """Admission fair sharing scope (served; not enforced)."""
+    admission_scope: AdmissionScope | None = None
+    """Admission fair sharing: whether the queue orders its workloads by their LocalQueue's usage."""
 
     @field_validator("resource_groups")
     @classmethod
@@ -357,7 +364,7 @@ class LocalQueueSpec(SpecModel):
     stop_policy: Literal["None", "Hold", "HoldAndDrain"] | None = None
     """Hold: admit nothing new from this queue; HoldAndDrain: also evict its admitted workloads."""
     fair_sharing: FairSharing | None = None
-    """Fair-sharing weight of the queue (served; not enforced)."""
+    """The LocalQueue's weight in admission fair sharing: its usage is divided by it (default 1)."""
 
 
 class LocalQueueStatus(WireModel):

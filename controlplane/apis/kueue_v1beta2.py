@@ -127,8 +127,8 @@ class ClusterQueueSpec(SpecModel):
     """Hold: admit nothing new; HoldAndDrain: also evict the admitted workloads."""
     fair_sharing: v1beta1.FairSharing | None = None
     """Fair-sharing weight among the cohort's queues and cohorts."""
-    admission_scope: dict[str, object] | None = None
-    """Admission fair sharing scope (served; not enforced)."""
+    admission_scope: v1beta1.AdmissionScope | None = None
+    """Admission fair sharing: whether the queue orders its workloads by their LocalQueue's usage."""
     concurrent_admission_policy: ConcurrentAdmissionPolicy | None = None
     """Admission in several flavors at once (served; not enforced by the hub)."""
 

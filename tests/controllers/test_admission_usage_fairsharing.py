@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from controlplane.admission.core.admissionfairsharing import AdmissionFairSharing
+from controlplane.apiserver import errors
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.manager import ControllerManager
 
@@ -118,3 +119,16 @@ async def test_consumed_resources_get_the_entry_penalty_at_once_then_decay_with_
 
     assert (await eventually(sampled, what="heavy sampled"))["consumedResources"] == {"cpu": "3999m", "nvidia.com/gpu": "3999m"}
     assert (await consumed(objects, "light") or {}).get("consumedResources") == {}
+
+
+@pytest.mark.parametrize(("scope", "message"), [
+    ({"admissionMode": "Sometimes"}, 'spec.admissionScope.admissionMode: Unsupported value: "Sometimes": supported values: '
+                                     '"UsageBasedAdmissionFairSharing", "NoAdmissionFairSharing"'),
+    ({}, "spec.admissionScope.admissionMode: Required value"),
+])
+async def test_an_admission_scope_without_a_known_mode_is_refused(objects: ObjectStore, scope: dict[str, Any], message: str) -> None:
+    cq = team_queue("shared", 8)
+    cq["spec"]["admissionScope"] = scope
+    with pytest.raises(errors.Invalid) as refused:
+        await create(objects, cq)
+    assert message in str(refused.value)
