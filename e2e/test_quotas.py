@@ -14,7 +14,9 @@ team B's cloud GPU and runs in the cloud member, and is preempted there when tea
 
 Then team B's LocalQueue is stopped with ``HoldAndDrain``: its Jobs' pods leave the members and
 their Workloads are Evicted (``LocalQueueStopped``); ``stopPolicy: None`` admits them again. Last,
-a Job with ``kueue.x-k8s.io/job-min-parallelism`` is partially admitted and runs the pods that fit.
+a Job with ``kueue.x-k8s.io/job-min-parallelism`` is partially admitted and runs the pods that fit;
+its ClusterQueue has Kueue's admission fair sharing (the hub runs with
+``--kueue-admission-fair-sharing``), so its LocalQueue's status keeps the admission's entry penalty.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ CLOUD_FLAVOR = (
 
 PARTIAL_QUEUE = (
     "apiVersion: kueue.x-k8s.io/v1beta1\nkind: ClusterQueue\nmetadata: {name: team-d}\nspec:\n  namespaceSelector: {}\n"
+    "  admissionScope: {admissionMode: UsageBasedAdmissionFairSharing}\n"
     "  resourceGroups:\n  - coveredResources: [nvidia.com/gpu]\n    flavors:\n    - name: cloud\n"
     "      resources: [{name: nvidia.com/gpu, nominalQuota: 2}]\n"
     "---\napiVersion: kueue.x-k8s.io/v1beta1\nkind: LocalQueue\nmetadata: {name: team-d, namespace: ml}\nspec: {clusterQueue: team-d}\n"
@@ -108,7 +111,8 @@ def _running_pods(member: Kubectl, job: str) -> int:
 
 
 def test_two_teams_share_a_cohort(processes: ProcessGroup) -> None:
-    hub, members = processes.start_fleet(FLEET, ("onprem-a100", "cloud-h100"))
+    hub, members = processes.start_fleet(
+        FLEET, ("onprem-a100", "cloud-h100"), "--kueue-admission-fair-sharing", "--kueue-usage-half-life-time", "1h")
     out = hub.run("apply", "-f", str(QUEUES)).stdout
     assert "clusterqueue.kueue.x-k8s.io/team-a created" in out and "localqueue.kueue.x-k8s.io/team-b created" in out
     # The cloud flavor selects the cloud member by its cluster label; team B owns its one GPU.
@@ -286,3 +290,8 @@ def test_two_teams_share_a_cohort(processes: ProcessGroup) -> None:
         capture_output=True, text=True, check=True, timeout=60,
     ).stdout
     assert "(partially admitted: 2 of 3 pods, minCount 1)" in explained, explained
+    # Team D's queue has admission fair sharing: its LocalQueue's usage history holds the entry
+    # penalty of the 2 GPUs, 2 * (1 - 0.5 ** (5m / 1h)) = 0.112 (and what they ran since it was created).
+    consumed = hub.run("get", "localqueue", "team-d", "-n", "ml", "-o",
+                       "jsonpath={.status.fairSharing.admissionFairSharingStatus.consumedResources.nvidia\\.com/gpu}").stdout
+    assert consumed.endswith("m") and 112 <= int(consumed[:-1]) < 200, consumed
