@@ -116,7 +116,8 @@ class QueueStatuses:
             }
             fair_key = usagehistory.key_of(obj)
             sample = None
-            if settings is not None and usagehistory.usage_based(cq_objs.get(cq_name)):
+            # As Kueue: a stopped LocalQueue, or one whose ClusterQueue is inactive, is not sampled.
+            if settings is not None and usagehistory.usage_based(cq_objs.get(cq_name)) and lq_active.get("status") == "True":
                 sample = usagehistory.sampled(obj, held.get(lq_key, {}), self.penalties.get(fair_key), self.ctx.now(), settings)
                 soon = settings.usage_sampling_interval_seconds if sample is not None else (
                     usagehistory.next_sample_in(obj, self.ctx.now(), settings))

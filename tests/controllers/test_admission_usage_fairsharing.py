@@ -92,7 +92,9 @@ async def test_the_local_queue_that_consumed_more_waits_behind_the_other(
 async def test_consumed_resources_get_the_entry_penalty_at_once_then_decay_with_the_half_life(
     objects: ObjectStore, afs_manager: ControllerManager, clock: Clock,
 ) -> None:
+    await create(objects, kueue_obj("LocalQueue", "held", "default", spec={"clusterQueue": "shared", "stopPolicy": "Hold"}))
     await shared_queue(objects, afs_manager, "UsageBasedAdmissionFairSharing")
+    assert await consumed(objects, "held") is None  # as Kueue: a stopped LocalQueue is not sampled
     # Kueue's first sample: nothing consumed yet.
     assert await consumed(objects, "heavy") == {"consumedResources": {}, "lastUpdate": "2026-01-05T09:00:00Z"}
     assert await consumed(objects, "light") == {"consumedResources": {}, "lastUpdate": "2026-01-05T09:00:00Z"}
