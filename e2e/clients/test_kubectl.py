@@ -1,8 +1,9 @@
 """The real kubectl against the hub, over every kind it serves: client-side ``apply``, then
 ``apply --server-side`` of a change, then a ``get -o yaml`` round trip (the ``List`` kubectl
 printed, replaced and applied unchanged, changes nothing); ``create -f`` and ``delete -f`` of a
-``List``; the client- to server-side apply migration; and Karmada's taint-toleration sample
-policy applied as Karmada's users apply it."""
+``List``; the client- to server-side apply migration; Karmada's taint-toleration sample
+policy applied as Karmada's users apply it; and a namespace held ``Terminating`` by its content's
+finalizers, as ``kubectl get namespace`` shows it."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import yaml
 
 from e2e.clients.conftest import KINDS, NAMESPACE, Hub, ServedKind, unique_name
 from e2e.clients.samples import sample
+from e2e.harness import wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -151,3 +153,53 @@ def test_karmada_taint_toleration_sample_applies_unchanged(hub: Hub) -> None:
         {"key": "", "operator": "Equal", "value": "true", "effect": "NoSchedule"}
     ]
     hub.kubectl.run("delete", "pp", "nginx-propagation", "-n", NAMESPACE)
+
+
+def test_a_terminating_namespace_says_what_holds_it_and_outlives_writes(hub: Hub) -> None:
+    """A namespace whose content finalizers hold stays ``Terminating`` through a label and a patch
+    of its ``spec.finalizers`` (kube keeps them on update), its status names what is left and which
+    finalizers hold it (kube's namespace controller's conditions), and it goes once they are off."""
+    namespace = unique_name("terminating")
+    kubectl = hub.kubectl
+    kubectl.run("create", "namespace", namespace)
+    held = {"one": ["clients.example.com/hold"], "two": ["clients.example.com/hold", "clients.example.com/other"]}
+    for name, finalizers in held.items():
+        config_map = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "finalizers": finalizers}}
+        kubectl.run("create", "-n", namespace, "-f", "-", input_text=json.dumps(config_map))
+    kubectl.run("delete", "namespace", namespace, "--wait=false")
+
+    kubectl.run("label", "namespace", namespace, "touched=yes")
+    kubectl.run("patch", "namespace", namespace, "--type=merge", "-p", '{"spec":{"finalizers":[]}}')
+    live = kubectl.json("get", "namespace", namespace)
+    assert live["status"]["phase"] == "Terminating" and live["spec"]["finalizers"] == ["kubernetes"], live
+    assert {cm["metadata"]["name"] for cm in kubectl.json("get", "configmaps", "-n", namespace)["items"]} == set(held)
+
+    wanted = {
+        "NamespaceDeletionDiscoveryFailure": ("False", "ResourcesDiscovered", "All resources successfully discovered"),
+        "NamespaceDeletionGroupVersionParsingFailure": (
+            "False", "ParsedGroupVersions", "All legacy kube types successfully parsed",
+        ),
+        "NamespaceDeletionContentFailure": (
+            "False", "ContentDeleted", "All content successfully deleted, may be waiting on finalization",
+        ),
+        "NamespaceContentRemaining": (
+            "True", "SomeResourcesRemain", "Some resources are remaining: configmaps. has 2 resource instances",
+        ),
+        "NamespaceFinalizersRemaining": (
+            "True", "SomeFinalizersRemain",
+            "Some content in the namespace has finalizers remaining: clients.example.com/hold in 2 resource "
+            "instances, clients.example.com/other in 1 resource instances",
+        ),
+    }
+
+    def conditions() -> dict[str, tuple[str, str, str]]:
+        status = kubectl.json("get", "namespace", namespace)["status"]
+        return {c["type"]: (c["status"], c["reason"], c["message"]) for c in status.get("conditions") or []}
+
+    # The first count may still see the content the deletion is removing (the default ServiceAccount).
+    wait_for(lambda: conditions() == wanted, timeout=60, what="the namespace's deletion conditions")
+    kubectl.run("wait", "--for=condition=NamespaceFinalizersRemaining", f"namespace/{namespace}", "--timeout=5s")
+
+    for name in held:
+        kubectl.run("patch", "configmap", name, "-n", namespace, "--type=merge", "-p", '{"metadata":{"finalizers":null}}')
+    kubectl.run("wait", "--for=delete", f"namespace/{namespace}", "--timeout=60s")

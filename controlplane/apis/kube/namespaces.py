@@ -4,13 +4,27 @@ kube-apiserver creates :data:`SYSTEM_NAMESPACES` at start and again whenever one
 (``default`` from its bootstrap controller, the others from its ``systemnamespaces``
 controller); its NamespaceLifecycle admission plugin refuses to delete
 :data:`IMMORTAL_NAMESPACES` with ``this namespace may not be deleted``. The hub and the
-simulated members both follow it.
+simulated members both follow it, and keep a namespace's ``spec.finalizers`` through updates
+(:func:`keep_spec_finalizers`).
 """
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Any, Final
 
 SYSTEM_NAMESPACES: Final[tuple[str, ...]] = ("default", "kube-system", "kube-public", "kube-node-lease")
 #: ``kube-node-lease`` is not among them: deleting it is allowed, and it is created again.
 IMMORTAL_NAMESPACES: Final[frozenset[str]] = frozenset({"default", "kube-system", "kube-public"})
+
+
+def keep_spec_finalizers(new: dict[str, Any], old: dict[str, Any]) -> None:
+    """kube's namespace ``PrepareForUpdate``: an update keeps the stored ``spec.finalizers``
+    (``kubernetes``, taken off only by the namespace's finalization), so a write to a terminating
+    namespace never finishes its deletion early."""
+    finalizers = (old.get("spec") or {}).get("finalizers")
+    spec = dict(new.get("spec") or {})
+    if finalizers is None:
+        spec.pop("finalizers", None)
+    else:
+        spec["finalizers"] = list(finalizers)
+    new["spec"] = spec

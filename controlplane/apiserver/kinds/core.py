@@ -6,7 +6,7 @@ the Event table events.k8s.io's Event prints too.
 
 from __future__ import annotations
 
-from controlplane.apis.kube import configdata, services, validate_groups
+from controlplane.apis.kube import configdata, namespaces, services, validate_groups
 from controlplane.apis.kube.fieldlabels import (
     NAMESPACE_FIELDS,
     NODE_FIELDS,
@@ -39,7 +39,7 @@ def core_resources() -> list[ResourceType]:
             "", "v1", "Namespace", "namespaces", "namespace", namespaced=False,
             short_names=("ns",), has_status=True, strategic_merge=True, name_rule=NameRule.LABEL,
             columns=(TableColumn("Status", path("status.phase"), description="The phase of the namespace."), AGE),
-            extra_field_selectors=NAMESPACE_FIELDS,
+            extra_field_selectors=NAMESPACE_FIELDS, prepare_update=namespaces.keep_spec_finalizers,
         ),
         ResourceType(
             "", "v1", "ConfigMap", "configmaps", "configmap", namespaced=True,

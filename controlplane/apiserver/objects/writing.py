@@ -7,7 +7,8 @@ subresource), sets ``generation`` and bumps it when the spec changes (for the ki
 one for: :attr:`ResourceType.keeps_generation`), records ``managedFields``,
 applies the four patch types (re-reading and retrying when a concurrent write wins the
 compare-and-swap), runs admission, and honours dry run. A write whose object has a
-``deletionTimestamp`` and no finalizers left deletes it. Creating in a namespace asks
+``deletionTimestamp`` and no finalizers left deletes it (a namespace: none in its
+``spec.finalizers`` either). Creating in a namespace asks
 :class:`~controlplane.apiserver.objects.namespaces.NamespaceLifecycle` whether the
 namespace exists and accepts content. What an update keeps of the stored object is
 :mod:`~controlplane.apiserver.objects.merging`'s.
@@ -441,6 +442,8 @@ class Writer:
         name = meta["name"]
         key = kv.key
         deleting = bool(meta.get("deletionTimestamp") and not meta.get("finalizers"))
+        if rt is self._namespaces.type and (new.get("spec") or {}).get("finalizers"):
+            deleting = False  # kube's ShouldDeleteNamespaceDuringUpdate: its spec.finalizers hold it too
         # A status write changes no allocated value (and gives none to an object stored without).
         allocating = not deleting and subresource is None
         reserved = await self.allocations.on_update(rt, old, new, dry_run=options.dry_run) if allocating else None

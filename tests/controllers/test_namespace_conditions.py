@@ -1,0 +1,126 @@
+"""A terminating namespace's status says what is left in it and which finalizers hold it, as
+kube's namespace controller writes it; writes to the namespace meanwhile do not remove it early;
+content created as its deletion began is deleted on a later pass."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from controlplane.apiserver import errors
+from controlplane.apiserver.objects import ObjectStore
+from controlplane.controllers import namespaceconditions
+from controlplane.controllers.namespaceconditions import NamespaceConditionsController
+from controlplane.hub import hub_registry
+
+from .fleet import eventually
+
+OK = {
+    "NamespaceDeletionDiscoveryFailure": ("False", "ResourcesDiscovered", "All resources successfully discovered"),
+    "NamespaceDeletionGroupVersionParsingFailure": ("False", "ParsedGroupVersions", "All legacy kube types successfully parsed"),
+    "NamespaceDeletionContentFailure": (
+        "False", "ContentDeleted", "All content successfully deleted, may be waiting on finalization",
+    ),
+}
+
+
+@pytest.fixture
+async def controller(objects: ObjectStore, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[NamespaceConditionsController]:
+    monkeypatch.setattr(namespaceconditions, "RECHECK_SECONDS", 0.05)
+    running = NamespaceConditionsController(objects)
+    task = asyncio.create_task(running.run())
+    await running.namespaces.synced.wait()
+    yield running
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+
+async def namespace_of(objects: ObjectStore, name: str) -> dict[str, Any] | None:
+    try:
+        return await objects.get(objects.registry.require("v1", "Namespace"), name=name)
+    except errors.NotFound:
+        return None
+
+
+async def conditions_of(objects: ObjectStore, name: str) -> dict[str, tuple[str, str, str]]:
+    namespace = await namespace_of(objects, name) or {}
+    listed = (namespace.get("status") or {}).get("conditions") or []
+    return {c["type"]: (c["status"], c["reason"], c["message"]) for c in listed}
+
+
+async def test_the_conditions_name_what_is_left_until_the_namespace_goes(
+    objects: ObjectStore, controller: NamespaceConditionsController
+) -> None:
+    namespaces, configmaps = objects.registry.require("v1", "Namespace"), objects.registry.require("v1", "ConfigMap")
+    await objects.create(namespaces, {"metadata": {"name": "team-a"}})
+    for name, finalizers in (("one", ["example.com/hold"]), ("two", ["example.com/hold", "example.com/other"])):
+        await objects.create(configmaps, {"metadata": {"name": name, "namespace": "team-a", "finalizers": finalizers}})
+    assert not (await objects.delete(namespaces, name="team-a")).deleted
+
+    # Written to meanwhile (its spec.finalizers asked away too), it stays: kube keeps them on update.
+    namespace = await namespace_of(objects, "team-a")
+    assert namespace is not None
+    await objects.update(namespaces, {
+        **namespace, "metadata": {**namespace["metadata"], "labels": {"x": "y"}}, "spec": {"finalizers": []},
+    })
+    namespace = await namespace_of(objects, "team-a")
+    assert namespace is not None and namespace["spec"] == {"finalizers": ["kubernetes"]}
+
+    held = {
+        **OK,
+        "NamespaceContentRemaining": ("True", "SomeResourcesRemain", "Some resources are remaining: configmaps. has 2 resource instances"),
+        "NamespaceFinalizersRemaining": (
+            "True", "SomeFinalizersRemain",
+            "Some content in the namespace has finalizers remaining: example.com/hold in 2 resource instances, "
+            "example.com/other in 1 resource instances",
+        ),
+    }
+
+    async def shows(wanted: dict[str, tuple[str, str, str]]) -> bool:
+        return await conditions_of(objects, "team-a") == wanted
+
+    await eventually(lambda: shows(held), what="the conditions of the held namespace")
+    written = (await namespace_of(objects, "team-a") or {})["status"]["conditions"]
+
+    # A finalizer taken off an object that keeps another deletes nothing: the next count sees it.
+    two = await objects.get(configmaps, namespace="team-a", name="two")
+    await objects.update(configmaps, {**two, "metadata": {**two["metadata"], "finalizers": ["example.com/other"]}})
+    fewer = {**held, "NamespaceFinalizersRemaining": (
+        "True", "SomeFinalizersRemain",
+        "Some content in the namespace has finalizers remaining: example.com/hold in 1 resource instances, "
+        "example.com/other in 1 resource instances",
+    )}
+    await eventually(lambda: shows(fewer), what="the finalizer count after one is taken off")
+    rewritten = (await namespace_of(objects, "team-a") or {})["status"]["conditions"]
+    # Still True: the transition time stays the one first written.
+    assert [c["lastTransitionTime"] for c in rewritten] == [c["lastTransitionTime"] for c in written]
+
+    for name in ("one", "two"):
+        held_map = await objects.get(configmaps, namespace="team-a", name=name)
+        await objects.update(configmaps, {**held_map, "metadata": {**held_map["metadata"], "finalizers": []}})
+    await eventually(lambda: _gone(objects, "team-a"), what="the namespace removed")
+
+
+async def test_content_created_as_the_deletion_began_is_deleted_on_a_later_pass(
+    objects: ObjectStore, controller: NamespaceConditionsController
+) -> None:
+    namespaces, configmaps = objects.registry.require("v1", "Namespace"), objects.registry.require("v1", "ConfigMap")
+    await objects.create(namespaces, {"metadata": {"name": "team-b"}})
+    # A second writer over the same store (the leader's controllers) holds the namespace as
+    # active in its cache, and creates in it after the deletion took the content.
+    other = ObjectStore(objects.store, hub_registry(), namespace_cache_seconds=60.0)
+    await other.create(configmaps, {"metadata": {"name": "held", "namespace": "team-b", "finalizers": ["example.com/hold"]}})
+    assert not (await objects.delete(namespaces, name="team-b")).deleted
+    await other.create(configmaps, {"metadata": {"name": "late", "namespace": "team-b"}})
+    held = await objects.get(configmaps, namespace="team-b", name="held")
+    await objects.update(configmaps, {**held, "metadata": {**held["metadata"], "finalizers": []}})
+    await eventually(lambda: _gone(objects, "team-b"), what="the late object deleted and the namespace removed")
+    assert (await objects.list(configmaps, namespace="team-b")).items == []
+
+
+async def _gone(objects: ObjectStore, name: str) -> bool:
+    return await namespace_of(objects, name) is None
