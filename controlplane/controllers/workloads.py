@@ -13,7 +13,7 @@ import copy
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, Final
 
 from controlplane.apis.constants import (
     ANNOTATION_RETAIN_REPLICAS_BY_HPA,
@@ -74,12 +74,17 @@ def is_plain(api_version: str, kind: str) -> bool:
     return interpreter_for(api_version, kind) is None
 
 
+#: The fields of the condition the detector writes (kube's metav1.Condition, less observedGeneration).
+CONDITION_FIELDS: Final = frozenset({"type", "status", "reason", "message", "lastTransitionTime"})
+
+
 def keeps_propagated_condition(rt: ResourceType) -> bool:
     """Whether the detector writes its ``Propagated`` condition into objects of ``rt``: a kind with
     replicas and a ``status`` subresource whose status keeps ``conditions`` (a custom kind's status
-    schema declares them or keeps unknown fields; otherwise kube's pruning drops them, or a strict
-    write refuses them: ``... cannot be handled as a CronTab: strict decoding error: unknown field
-    "status.conditions"``)."""
+    schema declares them, each with the fields of :data:`CONDITION_FIELDS`, or keeps unknown fields;
+    otherwise kube's pruning drops them, or a strict write refuses them: ``... cannot be handled as a
+    CronTab: strict decoding error: unknown field "status.conditions"``, or ``"status.conditions[0].reason"``
+    for a schema whose conditions have a type and a status only)."""
     if not rt.has_status or is_plain(rt.api_version, rt.kind):
         return False
     if rt.custom is None:
@@ -88,7 +93,15 @@ def keeps_propagated_condition(rt: ResourceType) -> bool:
     status = (schema.get("properties") or {}).get("status")
     if status is None:
         return bool(schema.get("x-kubernetes-preserve-unknown-fields"))
-    return bool(status.get("x-kubernetes-preserve-unknown-fields")) or "conditions" in (status.get("properties") or {})
+    if status.get("x-kubernetes-preserve-unknown-fields"):
+        return True
+    conditions = (status.get("properties") or {}).get("conditions")
+    if not isinstance(conditions, dict):
+        return False
+    items = conditions.get("items")
+    if not isinstance(items, dict) or items.get("x-kubernetes-preserve-unknown-fields"):
+        return True
+    return set(items.get("properties") or {}) >= CONDITION_FIELDS
 
 
 def is_propagatable(rt: ResourceType) -> bool:

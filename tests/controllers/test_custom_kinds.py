@@ -234,6 +234,14 @@ async def test_a_cluster_propagation_policy_sends_the_crd_to_the_clusters(
     [
         ({"type": "object", "properties": {"replicas": {"type": "integer"}}}, False, False),
         ({"type": "object", "properties": {"conditions": {"type": "array"}}}, False, True),
+        # Conditions of a type and a status only: the reason, message and time would be refused.
+        ({"type": "object", "properties": {"conditions": {"type": "array", "items": {
+            "type": "object", "properties": {"type": {"type": "string"}, "status": {"type": "string"}}}}}}, False, False),
+        ({"type": "object", "properties": {"conditions": {"type": "array", "items": {"type": "object", "properties": {
+            field: {"type": "string"} for field in ("type", "status", "reason", "message", "lastTransitionTime")}}}}},
+         False, True),
+        ({"type": "object", "properties": {"conditions": {"type": "array", "items": {
+            "type": "object", "x-kubernetes-preserve-unknown-fields": True}}}}, False, True),
         ({"type": "object", "x-kubernetes-preserve-unknown-fields": True}, False, True),
         (None, True, True),
         (None, False, False),
