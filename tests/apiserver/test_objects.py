@@ -329,9 +329,11 @@ async def test_watch_from_revision_with_selector_sends_leaving_objects_as_delete
         got = await _collect(events, 2)
     finally:
         await events.aclose()  # type: ignore[attr-defined]
-    assert [(e.type, e.object["metadata"]["labels"]["tier"]) for e in got] == [
-        (WatchEventType.DELETED, "cpu"), (WatchEventType.ADDED, "gpu"),
+    # The leaving object as the watch last saw it, at the change's resourceVersion (kube's).
+    assert [(e.type, e.object["metadata"]["labels"]["tier"], e.object["metadata"]["resourceVersion"]) for e in got[:1]] == [
+        (WatchEventType.DELETED, "gpu", moved["metadata"]["resourceVersion"]),
     ]
+    assert (got[1].type, got[1].object["metadata"]["labels"]["tier"]) == (WatchEventType.ADDED, "gpu")
 
 
 async def test_watch_bookmarks_and_gone(objects_on: ObjectStore) -> None:

@@ -83,6 +83,9 @@ async def test_a_cached_watch_gets_what_the_stores_watch_gets_with_selectors(
     got, want = await _take(cached, 4), await _take(direct, 4)
     assert _summary(got) == [("DELETED", "x"), ("ADDED", "z"), ("ADDED", "x"), ("DELETED", "z")]
     assert [(e.type, e.object, e.revision) for e in got] == [(e.type, e.object, e.revision) for e in want]
+    # x leaving the selection shows as the watch last saw it, at the change's resourceVersion (kube's).
+    left = got[0].object["metadata"]
+    assert (left["labels"], left["resourceVersion"]) == ({"tier": "gpu"}, str(got[0].revision))
     assert _summary(await _take(everything, 5)) == [
         ("ADDED", "y"), ("MODIFIED", "x"), ("ADDED", "z"), ("MODIFIED", "x"), ("DELETED", "z"),
     ]

@@ -135,10 +135,16 @@ async def test_watchers_with_one_selector_share_its_match_when_the_labels_change
     # One event object per selector (shared by its watchers), the object and its previous
     # version decoded once, one line per event type.
     assert len({id(event) for event in left}) == 1 and len({id(event) for event in joined}) == 1
-    assert left[0].object["metadata"]["labels"] == {"tier": "cpu"}
+    # The DELETED shows the object as the watch last saw it, at the change's resourceVersion
+    # (kube's cacher); the ADDED as it is now.
+    assert left[0].object["metadata"]["labels"] == {"tier": "gpu"}
+    assert left[0].object["metadata"]["resourceVersion"] == joined[0].object["metadata"]["resourceVersion"]
+    assert joined[0].object["metadata"]["labels"] == {"tier": "cpu"}
     assert (counters.decodes - decodes, counters.lines - lines) == (2, 2)
-    await _relabel(objects_on, "x", {"tier": "gpu"})  # back: ADDED for tier=gpu, DELETED for tier!=gpu
+    relabelled = await _relabel(objects_on, "x", {"tier": "gpu"})  # back: ADDED for tier=gpu, DELETED for tier!=gpu
     async with asyncio.timeout(10):
         again = [await anext(events) for events in gpu + not_gpu]
     assert [event.type.value for event in again] == ["ADDED"] * 4 + ["DELETED"] * 3
+    assert again[-1].object["metadata"]["labels"] == {"tier": "cpu"}
+    assert again[-1].object["metadata"]["resourceVersion"] == relabelled["metadata"]["resourceVersion"]
     await _close(gpu + not_gpu, [])

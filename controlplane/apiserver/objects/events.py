@@ -3,7 +3,8 @@
 :func:`watch_events` lists the current objects as ADDED (or starts after a given
 resourceVersion, Gone when it is compacted), then translates every store change into
 ADDED/MODIFIED/DELETED. With selectors, an object that stops matching arrives as DELETED
-and one that starts as ADDED; with a bookmark interval, a BOOKMARK carries the last
+(showing the version the watch last saw, at the change's resourceVersion, as kube's) and one
+that starts as ADDED; with a bookmark interval, a BOOKMARK carries the last
 revision seen on kube's beat (:func:`~controlplane.apis.bookmarks.next_bookmark`: every
 interval, and shortly before the watch's deadline) once the watch has moved past its start
 revision. It keeps no event its consumer has taken, so a slow watcher holds at most one.
@@ -130,6 +131,8 @@ async def watch_events(
                 return
             last_revision = event.kv.mod_revision
             translated = _translate(rt, event, filtered=filtered, matched=matched, matches=matches)
+            if translated is not None and translated.type is WatchEventType.DELETED and event.type is not storage.EventType.DELETE:
+                translated = await _as_last_seen(store, rt, event.kv.key, translated)
             del event
             if translated is not None:
                 ready.append(translated)
@@ -175,6 +178,22 @@ def _translate(
         matched.discard(key)
         return ObjectEvent(WatchEventType.DELETED, obj, revision)
     return None
+
+
+async def _as_last_seen(store: storage.Store, rt: ResourceType, key: str, left: ObjectEvent) -> ObjectEvent:
+    """The DELETED of an object that stopped matching the watch's selectors, showing it as the
+    watch last saw it (its version before the change) at the change's resourceVersion, as kube
+    sends it; as it is now when that version is compacted away."""
+    try:
+        listed = await store.list(key, revision=left.revision - 1, limit=1)
+    except storage.StorageError:
+        return left
+    previous = next((kv for kv in listed.items if kv.key == key), None)
+    if previous is None:
+        return left
+    obj = decode(rt, previous)
+    obj["metadata"]["resourceVersion"] = str(left.revision)
+    return ObjectEvent(WatchEventType.DELETED, obj, left.revision)
 
 
 async def _next_event(events: AsyncIterator[storage.WatchEvent]) -> storage.WatchEvent | None:

@@ -3,7 +3,8 @@
 The cacher hands each event to the watchers its index names for the event's key (see
 :attr:`CacheWatcher.trigger`) through :meth:`CacheWatcher.offer`, which never waits: an event
 outside the watch's namespace or selectors is skipped (an object that stops matching arrives
-as DELETED, one that starts as ADDED, as kube's cacher does from the event's previous object),
+as DELETED, showing the version the watch last saw at the event's resourceVersion, one that
+starts as ADDED, as kube's cacher does from the event's previous object),
 and a matching one is queued as a :class:`SharedEvent`. Watchers with the same selectors share
 one :class:`Selection`, so an event is matched once per distinct selector, and the event's
 :class:`SharedEvent` (object and encoded line) once per selection. A watcher whose queue is full -- its client reads slower than the type
@@ -87,7 +88,13 @@ class Selection:
             shared: SharedEvent | None = found
             return shared
         kind = self.kind(event)
-        shared = None if kind is None else SharedEvent(kind, event.object(), event.revision, event.line(kind))
+        if kind is None:
+            shared = None
+        elif kind is WatchEventType.DELETED and not event.deleted:  # stopped matching: as it was
+            left, line = event.left_selection()
+            shared = SharedEvent(kind, left, event.revision, line)
+        else:
+            shared = SharedEvent(kind, event.object(), event.revision, event.line(kind))
         event.memo[self] = shared
         return shared
 

@@ -43,7 +43,9 @@ class CacheCounters:
 class CachedEvent:
     """One store event of the cached type, with the value it replaced (``prev``)."""
 
-    __slots__ = ("_lines", "_object", "_prev_object", "counters", "created", "deleted", "kv", "memo", "prev", "rt")
+    __slots__ = (
+        "_left", "_lines", "_object", "_prev_object", "counters", "created", "deleted", "kv", "memo", "prev", "rt",
+    )
 
     def __init__(
         self,
@@ -61,6 +63,7 @@ class CachedEvent:
         self._object: dict[str, Any] | None = None
         self._prev_object: dict[str, Any] | None = None
         self._lines: dict[WatchEventType, bytes] = {}
+        self._left: tuple[dict[str, Any], bytes] | None = None
         #: What each selection of watchers gets of this event, worked out once (see ``Selection.shared``).
         self.memo: dict[Any, Any] = {}
 
@@ -100,9 +103,22 @@ class CachedEvent:
             line = self._lines[kind] = codec.dumps({"type": kind.value, "object": self.object()}) + b"\n"
         return line
 
+    def left_selection(self) -> tuple[dict[str, Any], bytes]:
+        """What a watch whose selectors the object stops matching with this event gets, and its
+        line: DELETED with the object as it was before (the one the watch last saw), at this
+        event's resourceVersion, as kube's cacher sends it."""
+        if self._left is None:
+            previous = self.prev_object()
+            assert previous is not None, "an object that stops matching had a previous version"
+            left = {**previous, "metadata": {**previous["metadata"], "resourceVersion": str(self.revision)}}
+            self.counters.lines += 1
+            line = codec.dumps({"type": WatchEventType.DELETED.value, "object": left}) + b"\n"
+            self._left = (left, line)
+        return self._left
+
     def release(self) -> None:
         """Forget the decoded objects and lines (the watchers that got them keep theirs)."""
-        self._object = self._prev_object = None
+        self._object = self._prev_object = self._left = None
         self._lines = {}
         self.memo = {}
 
