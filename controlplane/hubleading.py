@@ -136,7 +136,7 @@ class LeaderTerm:
             "resourcequota": ResourceQuotaController(fenced, workqueue_metrics=queues).run,
             "serviceaccount-tokens": self.token_controller.run,
             "system-namespaces": SystemNamespacesController(fenced, system_namespaces, workqueue_metrics=queues).run,
-            "namespace-conditions": NamespaceConditionsController(fenced, workqueue_metrics=queues).run,
+            "namespace-conditions": NamespaceConditionsController(fenced, content=writes, workqueue_metrics=queues).run,
             "flowcontrol-config": FlowControlConfigController(fenced, workqueue_metrics=queues).run,
             "csrsigning": CertificateSigningController(  # the hub's own CA signs; a provided certificate has no CA key
                 fenced, ca_files=None if config.tls_cert_file else ca_files(config.state_dir / "pki"),

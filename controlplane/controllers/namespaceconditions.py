@@ -33,8 +33,13 @@ RECHECK_SECONDS: Final = 5.0
 class NamespaceConditionsController:
     """Keeps the deletion conditions of the terminating namespaces of ``objects``."""
 
-    def __init__(self, objects: ObjectClient, *, workqueue_metrics: WorkqueueMetrics | None = None) -> None:
+    def __init__(
+        self, objects: ObjectClient, *, content: ObjectClient | None = None, workqueue_metrics: WorkqueueMetrics | None = None
+    ) -> None:
         self._objects = objects
+        #: Where the namespaces' content is counted: the store itself, so that counting every kind
+        #: starts no watch cache of kinds nothing else watches.
+        self._content = content or objects
         self._rt = objects.registry.require("v1", "Namespace")
         self.namespaces = Informer(objects, self._rt)
         self._loop: ReconcileLoop[str] = ReconcileLoop(
@@ -55,14 +60,14 @@ class NamespaceConditionsController:
         namespace = self.namespaces.get(None, name)
         if namespace is None or not namespace["metadata"].get("deletionTimestamp"):
             return None
-        content = await self._content(name)
+        content = await self._count(name)
         if content.unmarked or not content.remaining:
             # As each pass of kube's namespace controller: what is left unmarked (created as the
             # deletion began) is deleted, and an empty namespace removed.
             with contextlib.suppress(errors.NotFound):
                 if (await self._objects.delete(self._rt, name=name)).deleted:
                     return None
-            content = await self._content(name)
+            content = await self._count(name)
         status = namespace.get("status") or {}
         conditions = updated_conditions(
             status.get("conditions") or [], deletion_conditions(content.remaining, content.finalizers),
@@ -73,10 +78,10 @@ class NamespaceConditionsController:
                 await self._objects.update_status(self._rt, {**namespace, "status": {**status, "conditions": conditions}})
         return RECHECK_SECONDS
 
-    async def _content(self, namespace: str) -> Content:
+    async def _count(self, namespace: str) -> Content:
         content = Content()
-        for rt in self._objects.registry.namespaced_types():
-            items = (await self._objects.list(rt, namespace=namespace)).items
+        for rt in self._content.registry.namespaced_types():
+            items = (await self._content.list(rt, namespace=namespace)).items
             if items:
                 content.remaining[f"{rt.plural}.{rt.group}"] = len(items)
             for item in items:
