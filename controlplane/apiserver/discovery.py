@@ -26,7 +26,17 @@ KUBE_MAJOR = "1"
 KUBE_MINOR = "32"
 
 
-def version_info(*, git_version: str = "v1.32.0-gpufed") -> dict[str, str]:
+#: The version ``/version`` reports.
+GIT_VERSION = "v1.32.0-gpufed"
+
+
+def openapi_version() -> str:
+    """The ``info.version`` of the OpenAPI documents: the server's version up to its first ``-``,
+    as kube's generic API server sets it."""
+    return GIT_VERSION.split("-")[0]
+
+
+def version_info(*, git_version: str = GIT_VERSION) -> dict[str, str]:
     return {
         "major": KUBE_MAJOR,
         "minor": KUBE_MINOR,

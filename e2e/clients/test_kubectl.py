@@ -203,3 +203,15 @@ def test_a_terminating_namespace_says_what_holds_it_and_outlives_writes(hub: Hub
     for name in held:
         kubectl.run("patch", "configmap", name, "-n", namespace, "--type=merge", "-p", '{"metadata":{"finalizers":null}}')
     kubectl.run("wait", "--for=delete", f"namespace/{namespace}", "--timeout=60s")
+
+
+def test_the_openapi_documents_carry_the_servers_version(hub: Hub) -> None:
+    """``info.version`` of /openapi/v2 and of each /openapi/v3 document is the version ``kubectl
+    version`` shows, up to its first ``-`` (kube's generic API server sets it so)."""
+    served = hub.kubectl.json("version")["serverVersion"]["gitVersion"]
+    documents = ["/openapi/v2", *(
+        entry["serverRelativeURL"] for entry in json.loads(hub.kubectl.run("get", "--raw", "/openapi/v3").stdout)["paths"].values()
+    )][:4]
+    for document in documents:
+        info = json.loads(hub.kubectl.run("get", "--raw", document).stdout)["info"]
+        assert info == {"title": "Kubernetes", "version": served.split("-")[0]}, document

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from controlplane.apiserver.computed import ComputedResource
+from controlplane.apiserver.discovery import openapi_version
 from controlplane.apiserver.openapi.catalog import SchemaCatalog
 from controlplane.apiserver.openapi.paths import PARAMETERS, Operation, PathItem, all_paths
 from controlplane.apiserver.openapi.upstream import DEFINITIONS_PREFIX
@@ -70,7 +71,7 @@ def swagger_document(
     paths = {item.path: _path_item(item) for item in all_paths(catalog, types, computed)}
     return {
         "swagger": "2.0",
-        "info": {"title": "Kubernetes", "version": catalog.upstream.release},
+        "info": {"title": "Kubernetes", "version": openapi_version()},
         "paths": dict(sorted(paths.items())),
         "definitions": catalog.definitions(types, computed),
     }

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from controlplane.apiserver.computed import ComputedResource
+from controlplane.apiserver.discovery import openapi_version
 from controlplane.apiserver.openapi.catalog import SchemaCatalog
 from controlplane.apiserver.openapi.paths import PARAMETERS, Operation, PathItem, all_paths
 from controlplane.apiserver.openapi.upstream import (
@@ -112,7 +113,7 @@ def group_version_document(
     schemas = {name: _definition(name, schema) for name, schema in catalog.definitions(types, served).items()}
     return {
         "openapi": "3.0.0",
-        "info": {"title": "Kubernetes", "version": catalog.upstream.release},
+        "info": {"title": "Kubernetes", "version": openapi_version()},
         "paths": paths,
         "components": {"schemas": schemas},
     }
