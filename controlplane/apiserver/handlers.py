@@ -546,9 +546,9 @@ class ResourceHandlers:
             propagation_policy=options.get("propagationPolicy"), dry_run=dry_run,
             orphan_dependents=options.get("orphanDependents"), webhooks=self._webhooks(request, warnings),
         )
-        if result.deleted and rt.strategic_merge and rt.kind != "Namespace" and not rt.returns_deleted_object:
-            # Built-in kinds answer an immediate delete with a success Status, as kube does
-            # (except those whose registry returns the deleted object).
+        if result.deleted and rt.kind != "Namespace" and not rt.returns_deleted_object:
+            # An immediate delete is answered with a success Status, as kube's registry does (for
+            # custom resources too), except by the kinds whose registry returns the deleted object.
             meta = result.object["metadata"]
             details = {"name": meta["name"], "kind": rt.plural, "uid": meta.get("uid", "")}
             if rt.group:

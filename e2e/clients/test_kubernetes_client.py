@@ -1,11 +1,12 @@
 """The official ``kubernetes`` client's typed API over every built-in kind the hub serves:
 create, read, list, patch, replace, watch and delete through ``CoreV1Api``, ``AppsV1Api``…,
 each answer parsed into the typed model (``V1Deployment``…); plus the README's GPU Deployment
-read back with its GPU request intact."""
+read back with its GPU request intact, and what deleting a custom object answers."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
@@ -20,6 +21,7 @@ from e2e.clients.conftest import (
     computed_kinds,
     discovered_kinds,
     registry_kinds,
+    unique_name,
 )
 from e2e.clients.scenario import exercise
 from e2e.clients.typed import TYPED, TypedDriver
@@ -121,3 +123,50 @@ spec:
             requests: {{cpu: "4", memory: 24Gi}}
             limits: {{nvidia.com/gpu: "1", memory: 24Gi}}
 """
+
+
+GADGETS = "gadgets.clients.example.com"
+GADGET_CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": GADGETS},
+    "spec": {
+        "group": "clients.example.com",
+        "scope": "Namespaced",
+        "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
+        "versions": [{
+            "name": "v1", "served": True, "storage": True,
+            "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
+        }],
+    },
+}
+
+
+def test_deleting_a_custom_object_answers_as_kube(hub: Hub, api_client: Any) -> None:
+    """``CustomObjectsApi.delete_namespaced_custom_object``: a custom object deleted at once is
+    answered with a success Status naming it (kube's registry returns no object for custom
+    resources); one a finalizer keeps, with the object as it now is."""
+    hub.kubectl.run("apply", "-f", "-", input_text=json.dumps(GADGET_CRD))
+    hub.kubectl.run("wait", "--for=condition=Established", f"crd/{GADGETS}", "--timeout=30s")
+    custom = kubernetes.client.CustomObjectsApi(api_client)
+    where = ("clients.example.com", "v1", NAMESPACE, "gadgets")
+    try:
+        gone = custom.create_namespaced_custom_object(*where, {
+            "apiVersion": "clients.example.com/v1", "kind": "Gadget", "metadata": {"name": unique_name("gadget")},
+        })
+        name = gone["metadata"]["name"]
+        assert custom.delete_namespaced_custom_object(*where, name) == {
+            "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+            "details": {"name": name, "group": "clients.example.com", "kind": "gadgets", "uid": gone["metadata"]["uid"]},
+        }
+        held = custom.create_namespaced_custom_object(*where, {
+            "apiVersion": "clients.example.com/v1", "kind": "Gadget",
+            "metadata": {"name": unique_name("gadget"), "finalizers": ["clients.example.com/hold"]},
+        })
+        name = held["metadata"]["name"]
+        answer = custom.delete_namespaced_custom_object(*where, name)
+        assert (answer["kind"], answer["metadata"]["uid"]) == ("Gadget", held["metadata"]["uid"])
+        assert answer["metadata"]["deletionTimestamp"]
+        custom.patch_namespaced_custom_object(*where, name, {"metadata": {"finalizers": None}})
+    finally:
+        hub.kubectl.run("delete", "crd", GADGETS, "--wait=false")
