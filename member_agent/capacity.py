@@ -38,7 +38,10 @@ Accounting rules, exactly:
   down to whole cores and free memory down to whole GiB (rounding down never promises
   capacity that is not there). Selection-relevant labels are all labels except per-node
   identities (:data:`member_agent.nodes.PER_NODE_LABELS`, and any label whose value is the
-  node's own name).
+  node's own name). A shape whose nodes' GPU resources are partly held by pods (some allocated,
+  some free) lists their names in ``hostnames`` (name order, at most
+  :data:`~controlplane.apis.cluster_v1alpha1.MAX_SHAPE_HOSTNAMES`): the nodes the hub's packing
+  hints prefer.
 * Spot nodes (a label clouds put on them, :mod:`controlplane.apis.spot`) make their shape
   ``spot: true`` and are counted in ``nodeSummary.spot``.
 * ``utilization`` carries, for every node with DCGM devices, each device's holder and

@@ -20,6 +20,7 @@ pods, not every node. No I/O happens here.
 
 from __future__ import annotations
 
+import heapq
 import json
 import threading
 from collections import Counter
@@ -30,7 +31,8 @@ from typing import Any
 
 from controlplane.apis import constants as c
 from controlplane.apis import spot
-from controlplane.apis.gpus import is_nvidia_resource
+from controlplane.apis.cluster_v1alpha1 import MAX_SHAPE_HOSTNAMES
+from controlplane.apis.gpus import gpus_partly_used, is_nvidia_resource
 from member_agent.nodes import (
     UNKNOWN_PRODUCT,
     gpu_info,
@@ -361,19 +363,21 @@ class NodeTotals:
         }
         # Nodes of one kind whose pods hold the same are worked out once (the kinds are kept
         # while their nodes are: their ids are their own for the whole report).
-        alike: dict[tuple[int, tuple[tuple[str, int], ...]], tuple[NodeKind, Mapping[str, int], list[int]]] = {}
+        alike: dict[tuple[int, tuple[tuple[str, int], ...]], tuple[NodeKind, Mapping[str, int], list[str]]] = {}
         for name, allocated in allocated_by_node.items():
             kind = self._nodes.get(name)
             if kind is None or not allocated:
                 continue
             key = (id(kind), tuple(sorted(allocated.items())))
             if (group := alike.get(key)) is None:
-                alike[key] = (kind, allocated, [1])
+                alike[key] = (kind, allocated, [name])
             else:
-                group[2][0] += 1
+                group[2].append(name)
         allocated_total: dict[str, int] = {}
         shapes = Counter(self._shapes)
-        for kind, allocated, (nodes,) in alike.values():
+        named: dict[str, list[str]] = {}  # shape key -> its nodes whose GPUs are partly in use
+        for kind, allocated, names in alike.values():
+            nodes = len(names)
             for resource, amount in allocated.items():
                 allocated_total[resource] = allocated_total.get(resource, 0) + amount * nodes
                 if not is_nvidia_resource(resource):
@@ -386,7 +390,10 @@ class NodeTotals:
                 entry.allocated += amount * nodes
             if kind.shape is not None:
                 shapes[kind.shape.empty] -= nodes
-                shapes[kind.shape.holding(allocated)] += nodes
+                holding = kind.shape.holding(allocated)
+                shapes[holding] += nodes
+                if gpus_partly_used(kind.allocatable, allocated):
+                    named.setdefault(holding, []).extend(names)
         ranked = sorted(((key, n) for key, n in shapes.items() if n), key=lambda item: (-item[1], item[0]))
         return NodeSummary(
             total=len(self._nodes),
@@ -396,5 +403,14 @@ class NodeTotals:
             gpu_summary=[entries[key].as_dict() for key in sorted(entries)],
             allocatable=dict(sorted(self._allocatable.items())),
             allocated=dict(sorted(allocated_total.items())),
-            node_shapes=[{"count": count, **json.loads(key)} for key, count in ranked],
+            node_shapes=[_shape_entry(key, count, named.get(key)) for key, count in ranked],
         )
+
+
+def _shape_entry(key: str, count: int, names: list[str] | None) -> dict[str, Any]:
+    """A ``nodeShapes`` entry, with the first names (in name order) of its nodes whose GPUs are
+    partly in use, when it has some."""
+    entry = {"count": count, **json.loads(key)}
+    if names:
+        entry["hostnames"] = heapq.nsmallest(MAX_SHAPE_HOSTNAMES, names)
+    return entry

@@ -21,6 +21,9 @@ from controlplane.apis.meta import Condition, ObjectMeta, SpecModel, Taint, Time
 API_VERSION: Final = "cluster.gpufed.io/v1alpha1"
 KIND: Final = "Cluster"
 PLURAL: Final = "clusters"
+#: Names a ``nodeShapes`` entry lists at most (``NodeShape.hostnames``): as many as a packing hint
+#: names (controlplane/scheduler/core/packhints.py), so one shape can fill a hint alone.
+MAX_SHAPE_HOSTNAMES: Final = 32
 
 PROVIDER_ONPREM = "onprem"
 DEFAULT_ONPREM_TIER = 0
@@ -204,6 +207,10 @@ class NodeShape(WireModel):
     """The GPUs of these nodes, from the GPU Feature Discovery labels."""
     spot: bool | None = None
     """True when these nodes are spot (preemptible) capacity, which the cloud may reclaim at short notice."""
+    hostnames: list[str] | None = None
+    """The names of the nodes of this shape whose GPUs are partly in use (some held by pods, some free),
+    in name order, at most 32 (``MAX_SHAPE_HOSTNAMES``); absent for other shapes. The hub's packing hints
+    (``tieredOverflow.packingHints``) prefer these nodes for replicas smaller than a node."""
 
 
 class UnschedulableWorkload(WireModel):

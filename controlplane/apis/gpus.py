@@ -9,15 +9,18 @@ Two questions about a resource name, with different answers on purpose:
   (``nvidia.com/...``, including ones the hub does not know, such as the simulator's
   ``nvidia.com/gpu-milli``)? The agent tracks and reports every one of them.
 
-And one about a node: :func:`is_mig_invalid_product` — GPU Feature Discovery labels
+And two about a node: :func:`is_mig_invalid_product` — GPU Feature Discovery labels
 ``nvidia.com/gpu.product`` with :data:`MIG_INVALID_SUFFIX` when a node's MIG layout is mixed
-under the ``single`` strategy; such a node's GPUs are unusable.
+under the ``single`` strategy; such a node's GPUs are unusable; and :func:`gpus_partly_used` —
+do pods hold some of its GPU resources while some are still free (the nodes the agent names in
+its report, for the hub's packing hints)?
 
-Pure: names in, booleans out.
+Pure: names and amounts in, booleans out.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Final
 
 from controlplane.apis.constants import RESOURCE_GPU, RESOURCE_GPU_SHARED, RESOURCE_MIG_PREFIX
@@ -39,3 +42,15 @@ def is_nvidia_resource(name: str) -> bool:
 def is_mig_invalid_product(product: str) -> bool:
     """Whether a ``nvidia.com/gpu.product`` label marks an invalid (unusable) MIG layout."""
     return product.endswith(MIG_INVALID_SUFFIX)
+
+
+def gpus_partly_used(allocatable: Mapping[str, int], allocated: Mapping[str, int]) -> bool:
+    """Whether pods hold some of a node's ``nvidia.com/`` resources (``allocated``) and some are still
+    free (``allocatable`` beyond it)."""
+    used = free = False
+    for name, amount in allocatable.items():
+        if amount > 0 and is_nvidia_resource(name):
+            held = allocated.get(name, 0)
+            used = used or held > 0
+            free = free or held < amount
+    return used and free

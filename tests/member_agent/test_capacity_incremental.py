@@ -62,6 +62,7 @@ def reference(
     allocatable_total: dict[str, int] = {}
     allocated_total: dict[str, int] = {}
     shapes: Counter[str] = Counter()
+    named: dict[str, list[str]] = {}  # shape key -> its nodes whose GPUs are partly held
     util_nodes = []
     for node in node_list:
         name, labels = str(node["metadata"]["name"]), node["metadata"].get("labels") or {}
@@ -94,7 +95,11 @@ def reference(
                      "allocatable": dict(sorted(allocatable.items())), "gpu": nodes.gpu_info(node)}
             if spot.is_spot(labels):
                 shape["spot"] = True
-            shapes[json.dumps(shape, sort_keys=True, separators=(",", ":"))] += 1
+            key = json.dumps(shape, sort_keys=True, separators=(",", ":"))
+            shapes[key] += 1
+            gpu_free = [r for r, a in allocatable.items() if is_nvidia_resource(r) and a > 0]
+            if any(allocated.get(r, 0) > 0 for r in gpu_free) and any(allocated.get(r, 0) < allocatable[r] for r in gpu_free):
+                named.setdefault(key, []).append(name)
         if (utilization or {}).get(name):
             devices = (utilization or {})[name]
             util_nodes.append(NodeUtilization(
@@ -134,7 +139,10 @@ def reference(
         "gpuSummary": gpu_summary,
         "resourceSummary": {"allocatable": dict(sorted(allocatable_total.items())),
                             "allocated": dict(sorted(allocated_total.items()))},
-        "nodeShapes": [{"count": n, **json.loads(key)} for key, n in sorted(shapes.items(), key=lambda kv: (-kv[1], kv[0]))],
+        "nodeShapes": [
+            {"count": n, **json.loads(key), **({"hostnames": sorted(named[key])[:32]} if key in named else {})}
+            for key, n in sorted(shapes.items(), key=lambda kv: (-kv[1], kv[0]))
+        ],
         "utilization": utilization_report(sorted(util_nodes, key=lambda u: u.name), sample_time=NOW),
     }
     if unschedulable:
@@ -357,9 +365,10 @@ def test_a_pool_is_one_kind_and_kinds_go_with_their_last_node() -> None:
 @pytest.mark.parametrize("seed", range(60))
 def test_one_nodes_shape_key_is_the_shape_summarize_reports_for_it_alone(seed: int) -> None:
     """:func:`capacity.node_shape_key`, the what-if member's way to read one node, is the one
-    ``nodeShapes`` entry ``summarize([node], pods)`` reports (but for its count), byte for byte as
-    JSON with sorted keys; None when that report has no shape. Pods of other nodes, finished and
-    unbound pods are among the pods given, as the report is given them."""
+    ``nodeShapes`` entry ``summarize([node], pods)`` reports (but for its count and the node's
+    name, which the what-if member lists itself), byte for byte as JSON with sorted keys; None when
+    that report has no shape. Pods of other nodes, finished and unbound pods are among the pods
+    given, as the report is given them."""
     rng = random.Random(seed)
     trimmer = capacity.NodeTrimmer()
     for i in range(20):
@@ -373,6 +382,6 @@ def test_one_nodes_shape_key_is_the_shape_summarize_reports_for_it_alone(seed: i
                 assert got is None
                 continue
             assert shapes[0]["count"] == 1
-            expected = {k: v for k, v in shapes[0].items() if k != "count"}
+            expected = {k: v for k, v in shapes[0].items() if k not in ("count", "hostnames")}
             assert got == json.dumps(expected, sort_keys=True, separators=(",", ":"))
             assert json.loads(got) == expected

@@ -72,6 +72,8 @@ class NodeShape:
     free: Mapping[str, int]
     allocatable: Mapping[str, int]
     gpu: GpuInfo | None = None
+    hostnames: tuple[str, ...] = ()
+    """Names of the nodes whose GPUs are partly in use, as the agent lists them (packing hints)."""
     product: str = field(init=False, default="")
     """``nvidia.com/gpu.product`` of the nodes ("" for CPU-only nodes)."""
     invalid_mig: bool = field(init=False, default=False)
@@ -92,6 +94,12 @@ class NodeShape:
     def with_free(self, free: Mapping[str, int], count: int) -> NodeShape:
         """``count`` nodes like these with other free resources (a fresh per-node memo)."""
         return _piece(self, free, count, {})
+
+    def named(self, hostnames: tuple[str, ...], count: int) -> NodeShape:
+        """``count`` of the same nodes, named ``hostnames`` (:attr:`hostnames`); shares the per-node memo."""
+        out = _piece(self, self.free, count, self.fits)
+        _SET_HOSTNAMES(out, hostnames)
+        return out
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any], *, cache: SchedulerCache | None = None) -> NodeShape:
@@ -116,6 +124,7 @@ class NodeShape:
             free={str(k): int(v) for k, v in (raw.get("free") or {}).items()},
             allocatable={str(k): int(v) for k, v in (raw.get("allocatable") or {}).items()},
             gpu=gpu,
+            hostnames=tuple(str(name) for name in raw.get("hostnames") or ()),
         )
         if cache is not None:
             object.__setattr__(shape, "fits", cache.node_memo(shape))
@@ -129,6 +138,7 @@ _SET_TAINTS = _SLOT["taints"]
 _SET_FREE = _SLOT["free"]
 _SET_ALLOCATABLE = _SLOT["allocatable"]
 _SET_GPU = _SLOT["gpu"]
+_SET_HOSTNAMES = _SLOT["hostnames"]
 _SET_PRODUCT = _SLOT["product"]
 _SET_INVALID_MIG = _SLOT["invalid_mig"]
 _SET_FITS = _SLOT["fits"]
@@ -149,6 +159,7 @@ def _piece(shape: NodeShape, free: Mapping[str, int], count: int, fits: dict[Any
     _SET_FREE(out, free)
     _SET_ALLOCATABLE(out, shape.allocatable)
     _SET_GPU(out, shape.gpu)
+    _SET_HOSTNAMES(out, shape.hostnames)
     _SET_PRODUCT(out, shape.product)
     _SET_INVALID_MIG(out, shape.invalid_mig)
     _SET_FITS(out, fits)
