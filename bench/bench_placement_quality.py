@@ -25,11 +25,12 @@ copies the GPU-node list next to every pod list); ``all`` is ``openb_node_list_a
 the same GPU nodes and 310 CPU-only nodes (quick and tiny sizes take every fourth / eighth
 GPU node and every fourth / eighth CPU-only node). ``--seed`` draws variants, splits and the
 fill again (default 42); ``--traces cpu250`` runs only the named traces of the size;
-``--scarcity-steering`` gives gpufed a policy with ``tieredOverflow.scarcitySteering: true``.
+``--scarcity-steering`` gives gpufed a policy with ``tieredOverflow.scarcitySteering: true``,
+``--packing-hints`` one with ``tieredOverflow.packingHints: true`` (both: both).
 
 Reproduce::
 
-    .venv/bin/python -m bench.bench_placement_quality --size quick [--nodes all] [--seed 7] [--traces cpu250] [--scarcity-steering]
+    .venv/bin/python -m bench.bench_placement_quality --size quick [--nodes all] [--seed 7] [--traces cpu250] [--scarcity-steering] [--packing-hints]
 """
 
 from __future__ import annotations
@@ -136,16 +137,20 @@ def _lacking(fill: FillResult) -> dict[str, object]:
     }
 
 
-STEERING = Placement.model_validate(
-    {
-        "replicaScheduling": {
-            "replicaSchedulingType": "Divided",
-            "replicaDivisionPreference": "TieredOverflow",
-            "tieredOverflow": {"scarcitySteering": True},
+def tiered_placement(**tiered_overflow: bool) -> Placement | None:
+    """The default placement with these ``tieredOverflow`` fields (None when none is on)."""
+    fields = {name: True for name, on in tiered_overflow.items() if on}
+    if not fields:
+        return None
+    return Placement.model_validate(
+        {
+            "replicaScheduling": {
+                "replicaSchedulingType": "Divided",
+                "replicaDivisionPreference": "TieredOverflow",
+                "tieredOverflow": fields,
+            }
         }
-    }
-)
-"""The default placement with ``tieredOverflow.scarcitySteering`` on (``--scarcity-steering``)."""
+    )
 
 
 def run(
@@ -201,7 +206,11 @@ def run(
             "nodes": len(nodes),
             "node_list": path.name,
             "seed": seed,
-            "scarcity_steering": placement is not None,
+            "tiered_overflow": (
+                placement.replica_scheduling.tiered_overflow.model_dump(by_alias=True, exclude_none=True)
+                if placement is not None and placement.replica_scheduling and placement.replica_scheduling.tiered_overflow
+                else {}
+            ),
             "rows": rows,
         },
         seconds=time.perf_counter() - started,
@@ -268,6 +277,9 @@ OPTIONS.add_argument(
     "--scarcity-steering", action="store_true", help="gpufed's policy with tieredOverflow.scarcitySteering: true"
 )
 OPTIONS.add_argument(
+    "--packing-hints", action="store_true", help="gpufed's policy with tieredOverflow.packingHints: true"
+)
+OPTIONS.add_argument(
     "--traces", default="", metavar="NAME,...", help="only these traces of the size, e.g. default,cpu250 (default: all)"
 )
 
@@ -275,7 +287,7 @@ OPTIONS.add_argument(
 def main(argv: Sequence[str]) -> int:
     options, _ = OPTIONS.parse_known_args(argv)
     only = tuple(name for name in options.traces.split(",") if name)
-    placement = STEERING if options.scarcity_steering else None
+    placement = tiered_placement(scarcitySteering=options.scarcity_steering, packingHints=options.packing_hints)
     bound = functools.partial(run, node_list=options.nodes, seed=options.seed, only=only, placement=placement)
     return benchmark_main(bound, argv, description=(__doc__ or "").splitlines()[0], parents=(OPTIONS,))
 

@@ -299,6 +299,10 @@ class TieredOverflow(SpecModel):
     """Whether a replica that accepts several GPU models is steered, inside the cluster it goes to, away
     from the models recent replicas accepting only some models need: the Work gets a preferred node
     affinity term against those models (default false; off whenever scarcityAware is false)."""
+    packing_hints: bool | None = None
+    """Whether a replica that asks for fewer GPUs than a node of its cluster holds is packed, inside the
+    cluster, toward the nodes whose GPUs are already partly in use: the Work gets a preferred node
+    affinity term on kubernetes.io/hostname naming them, fewest free GPUs first, at most 32 (default false)."""
     price_band_percent: float | None = Field(default=None, ge=0, le=1000)
     """Prices per GPU-hour within this many percent of each other tie (default 0: only equal prices). The
     fleet's listed prices, lowest first, are cut into bands: the lowest starts the first band, which holds

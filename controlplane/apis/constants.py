@@ -62,6 +62,8 @@ RESOURCE_GPU: Final = "nvidia.com/gpu"
 RESOURCE_GPU_SHARED: Final = "nvidia.com/gpu.shared"
 RESOURCE_MIG_PREFIX: Final = "nvidia.com/mig-"
 LABEL_GPU_PRODUCT: Final = "nvidia.com/gpu.product"
+#: The node's name, as kubelet labels every node (kube's ``v1.LabelHostname``).
+LABEL_HOSTNAME: Final = "kubernetes.io/hostname"
 LABEL_GPU_MEMORY: Final = "nvidia.com/gpu.memory"
 LABEL_GPU_COUNT: Final = "nvidia.com/gpu.count"
 LABEL_GPU_FAMILY: Final = "nvidia.com/gpu.family"
@@ -123,6 +125,10 @@ ANNOTATION_GPU_STEERING: Final = "scheduler.gpufed.io/gpu-steering"
 """On a binding, per cluster whose replicas are steered away from GPU models (scheduler/core/steering.py):
 JSON ``{cluster: [model, ...]}``. The binding controller adds the preferred node affinity term to
 the Work's pod templates that request a GPU."""
+ANNOTATION_PACKING_HINTS: Final = "scheduler.gpufed.io/packing-hints"
+"""On a binding, per cluster whose replicas are packed toward nodes already running GPU work
+(scheduler/core/packhints.py): JSON ``{cluster: [hostname, ...]}``. The binding controller adds
+the preferred node affinity term to the Work's pod templates that request a GPU."""
 
 # The condition the hub adds to a workload's status, beside the ones its members report.
 CONDITION_PROPAGATED: Final = "Propagated"

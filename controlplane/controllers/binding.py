@@ -91,6 +91,7 @@ from controlplane.controllers.works import (
     binding_key_of_work,
     build_work,
     cluster_of_namespace,
+    decode_packing,
     decode_shapes,
     decode_steering,
     preserves,
@@ -423,6 +424,7 @@ class BindingController(KeyedController[BindingKey]):
         policy = ctx.propagation_policy(policy_ref) if policy_ref else None
         shapes = decode_shapes(binding)
         steering = decode_steering(binding)
+        packing = decode_packing(binding)
         preserve = self._preserve(binding, existing)
         name = work_name(key[0], str(resource.get("name")), kind)
         keep: set[str] = set()
@@ -443,6 +445,7 @@ class BindingController(KeyedController[BindingKey]):
                 member_runs_kueue=runs_kueue(ctx.clusters.get(None, cluster)),
                 split=split,
                 steering=steering.get(cluster, ()),
+                packing=packing.get(cluster, ()),
             )
             if rendered.error is not None:
                 await self._override_failed(key, cluster, workload, str(rendered.error))

@@ -12,7 +12,9 @@ copy depends on the whole split: a StatefulSet's part of the partition), then th
 scheduler picked for that cluster (``with_gpu_request`` plus the shape's node selector, both
 only in the pod templates that request a GPU), then the scheduler's steering away from GPU
 models constrained demand needs (a preferred node-affinity term after the user's own, in the
-same templates; ``scheduler.gpufed.io/gpu-steering``, scheduler/core/steering.py), then
+same templates; ``scheduler.gpufed.io/gpu-steering``, scheduler/core/steering.py) and its packing
+toward nodes already running GPU work (another such term; ``scheduler.gpufed.io/packing-hints``,
+scheduler/core/packhints.py), then
 Kueue's queue label and suspension as the member wants them (``queue_for_member``: kept for a
 member that runs Kueue, stripped otherwise, with a Pod's mark ``kueue.x-k8s.io/managed``) and a
 Pod without the hub's Kueue scheduling gate (a member's Kueue gates it anew), then the override
@@ -47,6 +49,7 @@ from controlplane.controllers.workloads import without_server_fields
 from controlplane.interpreter import KindInterpreter
 from controlplane.interpreter.base import PodTemplateKind, SplitAware
 from controlplane.interpreter.customized import CustomizedInterpreter
+from controlplane.scheduler.core.packhints import preferred_term as packing_term
 from controlplane.scheduler.core.steering import preferred_term
 from policies.affinity import ClusterView
 from policies.matching import OverrideRule
@@ -109,16 +112,16 @@ class ChosenShape:
         return out
 
 
-def encode_steering(steering: Mapping[str, Sequence[str]]) -> str | None:
-    """The ``scheduler.gpufed.io/gpu-steering`` annotation of a decision's steering (None: none)."""
-    if not steering:
+def encode_per_cluster(values: Mapping[str, Sequence[str]]) -> str | None:
+    """A decision's steering or packing hints as their binding annotation (None: none)."""
+    if not values:
         return None
-    return json.dumps({name: sorted(steering[name]) for name in sorted(steering)}, sort_keys=True)
+    return json.dumps({name: sorted(values[name]) for name in sorted(values)}, sort_keys=True)
 
 
-def decode_steering(binding: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
-    """Per cluster, the GPU models its Work steers away from (the binding's annotation)."""
-    raw = BindingView(binding).annotations.get(c.ANNOTATION_GPU_STEERING)
+def decode_per_cluster(binding: Mapping[str, Any], annotation: str) -> dict[str, tuple[str, ...]]:
+    """Per cluster, the values of the binding's ``annotation`` (:func:`encode_per_cluster`)."""
+    raw = BindingView(binding).annotations.get(annotation)
     try:
         data = json.loads(raw) if raw else {}
     except ValueError:
@@ -126,10 +129,20 @@ def decode_steering(binding: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
     if not isinstance(data, dict):
         return {}
     return {
-        str(name): tuple(str(m) for m in models)
-        for name, models in data.items()
-        if isinstance(models, list) and models
+        str(name): tuple(str(v) for v in values)
+        for name, values in data.items()
+        if isinstance(values, list) and values
     }
+
+
+def decode_steering(binding: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
+    """Per cluster, the GPU models its Work steers away from (``scheduler.gpufed.io/gpu-steering``)."""
+    return decode_per_cluster(binding, c.ANNOTATION_GPU_STEERING)
+
+
+def decode_packing(binding: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
+    """Per cluster, the nodes its Work packs toward (``scheduler.gpufed.io/packing-hints``)."""
+    return decode_per_cluster(binding, c.ANNOTATION_PACKING_HINTS)
 
 
 def encode_shapes(shapes: Mapping[str, ChosenShape]) -> str | None:
@@ -266,6 +279,7 @@ def render_manifest(
     member_runs_kueue: bool = False,
     split: Mapping[str, int] | None = None,
     steering: Sequence[str] = (),
+    packing: Sequence[str] = (),
 ) -> RenderedManifest:
     """The workload as ``cluster`` must run it (see the module docstring for the order)."""
     manifest = without_server_fields(workload)
@@ -274,12 +288,15 @@ def render_manifest(
         if split and isinstance(divided, SplitAware):
             manifest = divided.with_split(manifest, cluster=cluster.name, split=split)
         manifest = interpreter.with_replicas(manifest, replicas)
-        gpu_templates = _gpu_templates(manifest, interpreter) if shape is not None or steering else []
+        wanted = shape is not None or steering or packing
+        gpu_templates = _gpu_templates(manifest, interpreter) if wanted else []
         if shape is not None:
             manifest = interpreter.with_gpu_request(manifest, dict(shape.resources))
             _add_node_selector(manifest, interpreter, shape.node_selector, gpu_templates=gpu_templates)
         if steering:
             _add_preferred_term(manifest, interpreter, preferred_term(steering), gpu_templates=gpu_templates)
+        if packing:
+            _add_preferred_term(manifest, interpreter, packing_term(packing), gpu_templates=gpu_templates)
     queue_for_member(manifest, member_runs_kueue=member_runs_kueue)
     if pods.is_pod(manifest):  # a member's scheduler must not wait for the hub's Kueue
         manifest = pods.without_gate(manifest)

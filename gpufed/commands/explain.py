@@ -20,7 +20,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from controlplane.apis import spot
-from controlplane.apis.constants import ANNOTATION_GPU_STEERING, ANNOTATION_MOVES, ANNOTATION_REBALANCE
+from controlplane.apis.constants import (
+    ANNOTATION_GPU_STEERING,
+    ANNOTATION_MOVES,
+    ANNOTATION_PACKING_HINTS,
+    ANNOTATION_REBALANCE,
+)
 from controlplane.apis.explanations import expanded
 from controlplane.apis.spot import recorded_reclaims
 from controlplane.apis.timestamps import format_time
@@ -184,21 +189,40 @@ def _move_lines(binding: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def _steering_lines(binding: Mapping[str, Any]) -> list[str]:
-    """Per cluster whose Work steers replicas away from GPU models (binding annotation), which models."""
+def _per_cluster(binding: Mapping[str, Any], annotation: str) -> list[tuple[str, list[str]]]:
+    """The binding's ``{cluster: [value, ...]}`` annotation (steering, packing hints), by cluster."""
     annotations = (binding.get("metadata") or {}).get("annotations") or {}
     try:
-        steering = json.loads(annotations.get(ANNOTATION_GPU_STEERING) or "{}")
+        found = json.loads(annotations.get(annotation) or "{}")
     except ValueError:
         return []
-    if not isinstance(steering, dict):
+    if not isinstance(found, dict):
         return []
     return [
-        f"{'Steering:':<13}in {cluster}, nodes other than {', '.join(map(str, models))} preferred (a preferred "
-        "node-affinity term in the Work: replicas that accept only those models need them)"
-        for cluster, models in sorted(steering.items())
-        if isinstance(models, list) and models
+        (str(cluster), [str(v) for v in values])
+        for cluster, values in sorted(found.items())
+        if isinstance(values, list) and values
     ]
+
+
+def _steering_lines(binding: Mapping[str, Any]) -> list[str]:
+    """Per cluster whose Work steers replicas away from GPU models (binding annotation), which models;
+    per cluster whose Work packs them toward nodes already running GPU work, which nodes."""
+    steered = [
+        f"{'Steering:':<13}in {cluster}, nodes other than {', '.join(models)} preferred (a preferred "
+        "node-affinity term in the Work: replicas that accept only those models need them)"
+        for cluster, models in _per_cluster(binding, ANNOTATION_GPU_STEERING)
+    ]
+    packed = [
+        f"{'Packing:':<13}in {cluster}, {len(hosts)} node(s) already running GPU work preferred: "
+        f"{_first(hosts)} (a preferred node-affinity term in the Work, so whole nodes stay free)"
+        for cluster, hosts in _per_cluster(binding, ANNOTATION_PACKING_HINTS)
+    ]
+    return steered + packed
+
+
+def _first(names: list[str], shown: int = 3) -> str:
+    return ", ".join(names[:shown]) + (f" and {len(names) - shown} more" if len(names) > shown else "")
 
 
 def render_explanation(workload: Mapping[str, Any], binding: Mapping[str, Any] | None) -> str:

@@ -28,6 +28,7 @@ cluster-wide free totals a Karmada-style estimator reads. Pure: no I/O.
 
 from __future__ import annotations
 
+import heapq
 import json
 import random
 from collections import Counter
@@ -36,9 +37,12 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any, Final
 
+from controlplane.apis.cluster_v1alpha1 import MAX_SHAPE_HOSTNAMES
 from controlplane.apis.constants import LABEL_GPU_PRODUCT, RESOURCE_GPU
 from controlplane.apis.fragmentation import DemandMix, TaskShape
+from controlplane.apis.gpus import gpus_partly_used
 from controlplane.apis.quantity import format_quantity
+from controlplane.scheduler.core.packhints import preferred_term as packing_term
 from controlplane.scheduler.core.snapshot import ClusterSnapshot, NodeShape
 from controlplane.scheduler.core.steering import preferred_term
 from member_agent.capacity import node_shape_key, summarize, trim_node
@@ -284,10 +288,12 @@ def pod_request(
     )
 
 
-def steered(pod: PodRequest, avoid: Sequence[str]) -> PodRequest:
+def steered(pod: PodRequest, avoid: Sequence[str], packed: Sequence[str] = ()) -> PodRequest:
     """``pod`` with the hub's steering term (:func:`~controlplane.scheduler.core.steering.preferred_term`)
-    added to its preferred node affinity, read as the member reads a pod's."""
-    affinity = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [preferred_term(avoid)]}}
+    and packing term (:func:`~controlplane.scheduler.core.packhints.preferred_term`) added to its
+    preferred node affinity, as the Work carries them, read as the member reads a pod's."""
+    terms = ([preferred_term(avoid)] if avoid else []) + ([packing_term(packed)] if packed else [])
+    affinity = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": terms}}
     return replace(pod, preferred=pod.preferred + preferred_terms(affinity))
 
 
@@ -370,6 +376,8 @@ class MemberCluster:
         self._protos: dict[str, NodeShape] = {}
         self._counts: Counter[str] = Counter()
         self._shape_objs: dict[str, NodeShape] = {}
+        #: Per shape key, its nodes whose GPUs are partly in use (the report's ``hostnames``).
+        self._named: dict[str, set[str]] = {}
         self._base: ClusterSnapshot | None = None
         self._snapshot: ClusterSnapshot | None = None
         self._free_by_node: dict[str, dict[str, int]] = {}
@@ -470,15 +478,36 @@ class MemberCluster:
                     if changed is None:
                         continue
                     self._counts[changed] += delta
+                    self._name(changed, name, delta > 0)
                     count = self._counts[changed]
                     if count <= 0:
                         del self._counts[changed]
                         self._shape_objs.pop(changed, None)
                     else:
-                        proto = self._protos[changed]
-                        self._shape_objs[changed] = proto.with_free(proto.free, count)
+                        self._shape_objs[changed] = self._shape(changed, count)
                 self._node_key[name] = key
         self._dirty.clear()
+
+    def _name(self, key: str, node: str, present: bool) -> None:
+        """Keep ``node`` among shape ``key``'s named nodes while it is of that shape, when the
+        shape's GPUs are partly in use."""
+        proto = self._protos[key]
+        allocated = {res: amount - proto.free.get(res, 0) for res, amount in proto.allocatable.items()}
+        if not gpus_partly_used(proto.allocatable, allocated):
+            return
+        names = self._named.setdefault(key, set())
+        if present:
+            names.add(node)
+        else:
+            names.discard(node)
+
+    def _shape(self, key: str, count: int) -> NodeShape:
+        """The hub's shape ``key`` with ``count`` nodes, named as the agent's report names them."""
+        proto = self._protos[key]
+        names = self._named.get(key)
+        if not names:
+            return proto.with_free(proto.free, count)
+        return proto.with_free(proto.free, count).named(tuple(heapq.nsmallest(MAX_SHAPE_HOSTNAMES, names)), count)
 
     def cluster_object(self) -> dict[str, Any]:
         """The ``Cluster`` the hub stores for this member (status as :func:`summarize` reports it)."""

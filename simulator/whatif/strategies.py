@@ -172,9 +172,10 @@ class Strategy(ABC):
         return job_shapes(job, mig=member.mig_resources, shared=member.shared_resources)
 
     def pods(
-        self, job: Job, shapes: Sequence[PodShape], steering: Sequence[str] = ()
+        self, job: Job, shapes: Sequence[PodShape], steering: Sequence[str] = (), packing: Sequence[str] = ()
     ) -> dict[PodShape, PodRequest]:
-        """The job's pod per shape; ``steering``: the hub's steering away from those GPU models."""
+        """The job's pod per shape; ``steering``: the hub's steering away from those GPU models;
+        ``packing``: its packing hint toward those nodes."""
         out = {}
         for shape in shapes:
             key = (job.name, shape)
@@ -187,14 +188,19 @@ class Strategy(ABC):
                     memory_bytes=job.memory_mib * MIB,
                     products=job.gpu_products,
                 )
-            out[shape] = steered(pod, steering) if steering else pod
+            out[shape] = steered(pod, steering, packing) if steering or packing else pod
         return out
 
     def place_in(
-        self, member: MemberCluster, job: Job, shapes: Sequence[PodShape] | None = None, steering: Sequence[str] = ()
+        self,
+        member: MemberCluster,
+        job: Job,
+        shapes: Sequence[PodShape] | None = None,
+        steering: Sequence[str] = (),
+        packing: Sequence[str] = (),
     ) -> Placed | None:
         chosen = tuple(shapes) if shapes is not None else self.shapes(job, member)
-        placed = member.place(self.pods(job, chosen, steering), chosen)
+        placed = member.place(self.pods(job, chosen, steering, packing), chosen)
         if placed is not None:
             self.where[job.name] = member.name
         return placed
@@ -254,7 +260,9 @@ class GpufedStrategy(Strategy):
                 if not chosen:
                     break
                 member = self.members[chosen[0]]
-                placed = self.place_in(member, job, (shape,), result.steering.get(member.name, ()))
+                placed = self.place_in(
+                    member, job, (shape,), result.steering.get(member.name, ()), result.packing.get(member.name, ())
+                )
                 if placed is not None:
                     return Outcome(placed)
                 rejected.add(member.name)  # the member disagrees: reschedule elsewhere
@@ -272,9 +280,14 @@ class ReturningGpufedStrategy(GpufedStrategy):
         self.last_move: dict[str, datetime] = {}
 
     def place_in(
-        self, member: MemberCluster, job: Job, shapes: Sequence[PodShape] | None = None, steering: Sequence[str] = ()
+        self,
+        member: MemberCluster,
+        job: Job,
+        shapes: Sequence[PodShape] | None = None,
+        steering: Sequence[str] = (),
+        packing: Sequence[str] = (),
     ) -> Placed | None:
-        placed = super().place_in(member, job, shapes, steering)
+        placed = super().place_in(member, job, shapes, steering, packing)
         if placed is not None:
             self.shape_of[job.name] = placed.shape
         return placed

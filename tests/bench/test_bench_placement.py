@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from bench import bench_placement_quality as placement
-from bench.bench_placement_quality import STEERING
 from bench.common import BenchmarkResult, Size
 from policies.models import Placement
 
@@ -25,19 +24,25 @@ def test_node_lists_and_their_sizes() -> None:
 
 
 def test_options_reach_the_run(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    seen: list[tuple[Size, str, int, tuple[str, ...], bool]] = []
+    seen: list[tuple[Size, str, int, tuple[str, ...], dict[str, object]]] = []
     real = placement.run
 
     def spy(
         size: Size, *, node_list: str, seed: int, only: tuple[str, ...], placement: Placement | None
     ) -> BenchmarkResult:
-        seen.append((size, node_list, seed, only, placement is STEERING))
+        tiered = placement.replica_scheduling.tiered_overflow if placement and placement.replica_scheduling else None
+        seen.append((size, node_list, seed, only, tiered.model_dump(by_alias=True, exclude_none=True) if tiered else {}))
         return real(size, node_list=node_list, seed=seed, only=only, placement=placement)
 
     monkeypatch.setattr(placement, "run", spy)
     assert placement.main(["--size", "tiny", "--nodes", "all", "--seed", "7", "--traces", "cpu250"]) == 0
     assert placement.main(["--size", "tiny", "--traces", "cpu250", "--scarcity-steering"]) == 0
-    assert seen == [(Size.TINY, "all", 7, ("cpu250",), False), (Size.TINY, "gpu", 42, ("cpu250",), True)]
+    assert placement.main(["--size", "tiny", "--traces", "cpu250", "--packing-hints"]) == 0
+    assert seen == [
+        (Size.TINY, "all", 7, ("cpu250",), {}),
+        (Size.TINY, "gpu", 42, ("cpu250",), {"scarcitySteering": True}),
+        (Size.TINY, "gpu", 42, ("cpu250",), {"packingHints": True}),
+    ]
     assert "| default |" not in capsys.readouterr().out  # tiny has only the default trace: nothing ran
     with pytest.raises(SystemExit):
         placement.main(["--nodes", "some"])

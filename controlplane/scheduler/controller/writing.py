@@ -4,7 +4,8 @@ In: a binding (wire dict), the :class:`~controlplane.scheduler.core.outcome.Sche
 decided for it and what the decision changed (replicas moved, failover evictions, replicas
 waiting for room). Out: the binding's ``spec.clusters`` (and, where an alternative GPU shape
 won, the ``scheduler.gpufed.io/gpu-shapes`` annotation the binding controller reads; where
-replicas are steered away from GPU models, ``scheduler.gpufed.io/gpu-steering``) and new
+replicas are steered away from GPU models, ``scheduler.gpufed.io/gpu-steering``; where they
+are packed toward nodes already running GPU work, ``scheduler.gpufed.io/packing-hints``) and new
 ``spec.gracefulEvictionTasks`` entries; in status the ``Scheduled`` condition with its reason,
 the per-cluster ``explanation``, ``schedulerObservingAffinityName`` and ``observedGeneration``;
 the Events of :mod:`controlplane.scheduler.controller.recording`; and the workload's own
@@ -23,7 +24,7 @@ from datetime import datetime
 from typing import Any, Final
 
 from controlplane.apis.apps_karmada_v1alpha1 import requested_after_last_decision
-from controlplane.apis.constants import ANNOTATION_GPU_STEERING
+from controlplane.apis.constants import ANNOTATION_GPU_STEERING, ANNOTATION_PACKING_HINTS
 from controlplane.apis.explanations import compacted, expanded
 from controlplane.apis.timestamps import format_micro_time
 from controlplane.apis.views import BindingView, ObjectView
@@ -34,9 +35,10 @@ from controlplane.controllers.workloads import WorkloadConditionType, find_condi
 from controlplane.controllers.works import (
     ANNOTATION_GPU_SHAPES,
     ChosenShape,
+    decode_packing,
     decode_steering,
+    encode_per_cluster,
     encode_shapes,
-    encode_steering,
 )
 from controlplane.objectclient import errors
 from controlplane.scheduler.controller.explaining import (
@@ -87,13 +89,15 @@ async def update_binding_status(
     return current
 
 
-def kept_steering(
-    binding: Mapping[str, Any], request: BindingRequest, result: ScheduleResult
+def kept_per_cluster(
+    before: Mapping[str, tuple[str, ...]],
+    decided: Mapping[str, tuple[str, ...]],
+    request: BindingRequest,
+    result: ScheduleResult,
 ) -> dict[str, tuple[str, ...]]:
-    """The steering to write: the decision's for clusters that get their first replicas; a cluster
-    that already runs some keeps what its Work has (a changed pod template would restart a
-    Deployment's pods, and a Job's template cannot change)."""
-    before = decode_steering(binding)
+    """The steering or packing hints to write: ``decided`` for clusters that get their first
+    replicas; a cluster that already runs some keeps what its Work has (``before``; a changed pod
+    template would restart a Deployment's pods, and a Job's template cannot change)."""
     out: dict[str, tuple[str, ...]] = {}
     for name, replicas in result.clusters.items():
         if not replicas:
@@ -101,9 +105,23 @@ def kept_steering(
         if request.previous.get(name):
             if name in before:
                 out[name] = before[name]
-        elif name in result.steering:
-            out[name] = result.steering[name]
+        elif name in decided:
+            out[name] = decided[name]
     return out
+
+
+def kept_steering(
+    binding: Mapping[str, Any], request: BindingRequest, result: ScheduleResult
+) -> dict[str, tuple[str, ...]]:
+    """The steering to write (:func:`kept_per_cluster`)."""
+    return kept_per_cluster(decode_steering(binding), result.steering, request, result)
+
+
+def kept_packing(
+    binding: Mapping[str, Any], request: BindingRequest, result: ScheduleResult
+) -> dict[str, tuple[str, ...]]:
+    """The packing hints to write (:func:`kept_per_cluster`)."""
+    return kept_per_cluster(decode_packing(binding), result.packing, request, result)
 
 
 async def write_decision(
@@ -139,7 +157,8 @@ async def write_decision(
         name: ChosenShape(shape.resource_map, dict(shape.node_selector)) for name, shape in result.chosen_shapes.items()
     }
     annotation = encode_shapes(shapes)
-    steered = encode_steering(kept_steering(binding, request, result))
+    steered = encode_per_cluster(kept_steering(binding, request, result))
+    packed = encode_per_cluster(kept_packing(binding, request, result))
     annotations = dict(view.annotations)
     # An absent list and an empty one say the same: no write turns one into the other.
     previous_clusters = spec.get("clusters") or []
@@ -148,13 +167,18 @@ async def write_decision(
         previous_clusters != clusters
         or annotations.get(ANNOTATION_GPU_SHAPES) != annotation
         or annotations.get(ANNOTATION_GPU_STEERING) != steered
+        or annotations.get(ANNOTATION_PACKING_HINTS) != packed
         or added
     ):
         placed = copy.deepcopy(binding)
         placed["spec"]["clusters"] = clusters
         if tasks:
             placed["spec"]["gracefulEvictionTasks"] = tasks
-        for key, value in ((ANNOTATION_GPU_SHAPES, annotation), (ANNOTATION_GPU_STEERING, steered)):
+        for key, value in (
+            (ANNOTATION_GPU_SHAPES, annotation),
+            (ANNOTATION_GPU_STEERING, steered),
+            (ANNOTATION_PACKING_HINTS, packed),
+        ):
             if value is None:
                 annotations.pop(key, None)
             else:

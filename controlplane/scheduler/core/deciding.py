@@ -24,6 +24,9 @@ constraints and then the division the placement asks for (``policies.division``)
 * **Steering** — with ``tieredOverflow.scarcitySteering``, a cluster that gets the first replicas
   of a replica accepting several GPU models may be told to prefer nodes without the models
   constrained demand needs (``ScheduleResult.steering``, :mod:`~controlplane.scheduler.core.steering`).
+* **Packing hints** — with ``tieredOverflow.packingHints``, a cluster that gets the first replicas
+  of a replica smaller than its nodes may be told to prefer the nodes already running GPU work
+  (``ScheduleResult.packing``, :mod:`~controlplane.scheduler.core.packhints`).
 
 The result records, per cluster, why it was chosen or not. Pure and deterministic given the
 scheduler cache's recent demand: clusters are taken in name order; ties of tier and price of

@@ -15,6 +15,7 @@ from typing import Any
 
 from controlplane.apis.work_v1alpha1 import ScheduledReason
 from controlplane.interpreter.requirements import ReplicaRequirements
+from controlplane.scheduler.core import packhints
 from controlplane.scheduler.core.estimating import UNLIMITED
 from controlplane.scheduler.core.explanation import ClusterExplanation, cluster_explanation, rejection_reasons
 from controlplane.scheduler.core.framework import Code, CycleState, GpuShape, Status
@@ -67,6 +68,7 @@ class ScheduleResult:
         "chosen_shapes",
         "clusters",
         "condition",
+        "packing",
         "requirements",
         "shapes",
         "short_of_room",
@@ -93,6 +95,9 @@ class ScheduleResult:
     """For a binding that goes to every feasible cluster (a Duplicated workload, a kind without
     replicas; not a gang), the clusters its placement admits that it was left out of for want of
     room now: room freeing there may add them (empty for other bindings)."""
+    packing: dict[str, tuple[str, ...]]
+    """Per chosen cluster where its replicas are packed toward nodes already running GPU work, those
+    nodes (:mod:`~controlplane.scheduler.core.packhints`)."""
     _explanation: Explanation | None
     _explain: Callable[[], Explanation] | None
 
@@ -107,6 +112,7 @@ class ScheduleResult:
         requirements: dict[str, ReplicaRequirements] | None = None,
         chosen_shapes: dict[str, GpuShape] | None = None,
         steering: dict[str, tuple[str, ...]] | None = None,
+        packing: dict[str, tuple[str, ...]] | None = None,
         *,
         explain: Callable[[], Explanation] | None = None,
         short_of_room: frozenset[str] = frozenset(),
@@ -122,6 +128,7 @@ class ScheduleResult:
         init(self, "chosen_shapes", {} if chosen_shapes is None else chosen_shapes)
         init(self, "steering", {} if steering is None else steering)
         init(self, "short_of_room", short_of_room)
+        init(self, "packing", {} if packing is None else packing)
         init(self, "_explanation", explanation if explanation is not None or explain is None else None)
         init(self, "_explain", None if explanation is not None else explain)
         if explanation is None and explain is None:
@@ -157,6 +164,7 @@ class ScheduleResult:
             self.requirements,
             self.chosen_shapes,
             self.steering,
+            self.packing,
         )
 
     def __eq__(self, other: object) -> bool:
@@ -170,7 +178,8 @@ class ScheduleResult:
         return (
             f"ScheduleResult(clusters={self.clusters!r}, shapes={self.shapes!r}, condition={self.condition!r}, "
             f"affinity_name={self.affinity_name!r}, unplaced={self.unplaced!r}, "
-            f"requirements={self.requirements!r}, chosen_shapes={self.chosen_shapes!r}, steering={self.steering!r})"
+            f"requirements={self.requirements!r}, chosen_shapes={self.chosen_shapes!r}, steering={self.steering!r}, "
+            f"packing={self.packing!r})"
         )
 
 
@@ -221,10 +230,11 @@ def decision_result(
     if request.goes_everywhere and not request.gang:
         # Rejected for capacity now (Duplicated: not all its replicas fit), not by the placement itself.
         short_of_room = frozenset(name for name, status in rejected.items() if status.code is Code.UNSCHEDULABLE)
+    packed = packhints.packing_hints(state, clusters, assignments, requirements)
 
     def explain() -> Explanation:
         reasons_of = {**division_reasons, **more_reasons()} if more_reasons is not None else division_reasons
-        return _explanation(state, clusters, decided, rejected, scores(), reasons_of, steered)
+        return _explanation(state, clusters, decided, rejected, scores(), reasons_of, (steered, packed))
 
     return ScheduleResult(
         clusters=assignments,
@@ -236,6 +246,7 @@ def decision_result(
         requirements=requirements,
         chosen_shapes=chosen_shapes,
         steering=steered,
+        packing=packed,
         explain=explain,
         short_of_room=short_of_room,
     )
@@ -248,9 +259,11 @@ def _explanation(
     rejected: Mapping[str, Status],
     scores: Mapping[str, float],
     division_reasons: Mapping[str, str],
-    steered: Mapping[str, tuple[str, ...]],
+    inside: tuple[Mapping[str, tuple[str, ...]], Mapping[str, tuple[str, ...]]],
 ) -> Explanation:
+    """``inside``: the decision's steering and packing hints, per cluster."""
     request = state.request
+    steered, packed = inside
     explanation: Explanation = []
     for cluster in clusters:
         name = cluster.name
@@ -282,6 +295,8 @@ def _explanation(
                 reasons += (state.tie_reasons[name],)
             if name in steered:
                 reasons += (describe(steered[name]),)
+            if name in packed:
+                reasons += (packhints.describe(packed[name]),)
             if name in state.caps:
                 reasons += (
                     state.cap_reasons.get(name)

@@ -1,0 +1,151 @@
+"""Packing a small replica, inside the cluster it goes to, onto nodes that already run GPU work.
+
+The hub picks the cluster; the member's scheduler picks the node. Under kube's default scoring
+(least-allocated) a member spreads 1-GPU replicas over its empty 8-GPU nodes, and then 8-GPU
+replicas find no whole node (docs/benchmarks.md, "The seven cells under pooled-best-fit"). The
+agent names, per node shape, the nodes whose GPUs are partly in use
+(``nodeShapes[].hostnames``), so the hub knows where GPU work already runs. When a policy asks
+for it (``tieredOverflow.packingHints``, default :data:`PACKING_DEFAULT`), the Work sent to a
+cluster for a replica that asks for fewer GPUs than the cluster's largest nodes hold (among the
+nodes its selectors and tolerations admit) carries one more
+``preferredDuringSchedulingIgnoredDuringExecution`` node-affinity term: prefer the nodes
+``kubernetes.io/hostname In`` :func:`hinted_hosts`, weight :data:`PACKING_WEIGHT`.
+
+Which nodes (:func:`hinted_hosts`): the named nodes of shapes that hold the replica (its node
+selector, required affinity, tolerations and resources, as the estimator judges a shape), the
+fewest free GPUs first, at most :data:`MAX_HINTED`. The bound keeps the term small: the Work
+repeats it in every pod template that asks for a GPU, and every member node is matched against
+it; the fullest nodes are the ones worth filling first, and the member's own scoring still ranks
+the hinted nodes among themselves. 32 names are also what the agent lists per shape
+(:data:`~controlplane.apis.cluster_v1alpha1.MAX_SHAPE_HOSTNAMES`), so the fullest shape that fits
+can fill a hint alone. No term for a replica without GPUs, for one that asks for MIG slices or
+time-sliced shares (the shapes do not say which node has which), for one the user pins to nodes
+by name (a ``kubernetes.io/hostname`` selector or requirement, or ``matchFields``: the hub's
+shapes do not carry the names those are matched against), or when no named node has room.
+
+Weight 1, the lowest kube accepts, as steering's (:mod:`~controlplane.scheduler.core.steering`):
+alone it decides between the named nodes and the others (kube's NodeAffinity weighs 2 against
+the resource score's 1); next to the user's own preferred terms, kept as written, it can at most
+even out a difference of their weights. A preference, not a requirement: when the named nodes
+are full by the time the member schedules, the replica runs elsewhere.
+
+:func:`packing_hints` is what the decision records per cluster (``ScheduleResult.packing``), the
+binding controller writes into the Work (:func:`preferred_term`) and the what-if hands its
+simulated members. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+from controlplane.apis.cluster_v1alpha1 import MAX_SHAPE_HOSTNAMES
+from controlplane.apis.constants import LABEL_HOSTNAME, RESOURCE_GPU
+from controlplane.apis.fragmentation import GPU_MILLI
+from controlplane.interpreter.requirements import ReplicaRequirements
+from controlplane.scheduler.core.clusterfit import gpu_vector
+from controlplane.scheduler.core.estimating import node_eligible, shape_fit
+from controlplane.scheduler.core.framework import CycleState
+from controlplane.scheduler.core.snapshot import ClusterSnapshot, NodeShape
+from controlplane.scheduler.core.tiebreak import cached_task
+
+#: Whether packing hints are on when the policy does not say.
+PACKING_DEFAULT: Final = False
+#: Weight of the packing term (kube's lowest; see the module).
+PACKING_WEIGHT: Final = 1
+#: Node names one hint lists at most (see the module).
+MAX_HINTED: Final = MAX_SHAPE_HOSTNAMES
+
+
+def packing_enabled(state: CycleState) -> bool:
+    """Whether the decision's policy asks for packing hints."""
+    replica_scheduling = state.request.placement.replica_scheduling
+    tiered = replica_scheduling.tiered_overflow if replica_scheduling else None
+    asked = tiered.packing_hints if tiered is not None else None
+    return PACKING_DEFAULT if asked is None else asked
+
+
+def pinned_by_name(requirements: ReplicaRequirements) -> bool:
+    """Whether the user's node selector or required node affinity names nodes (see the module)."""
+    if any(key == LABEL_HOSTNAME for key, _ in requirements.node_selector):
+        return True
+    return any(
+        term.has_field_selector or any(e.key == LABEL_HOSTNAME for e in term.expressions)
+        for term in requirements.node_affinity
+    )
+
+
+def _node_gpus(shape: NodeShape) -> int:
+    """GPUs of one node of ``shape``: GPU Feature Discovery's count, else its allocatable whole GPUs."""
+    if shape.gpu is not None and shape.gpu.count:
+        return shape.gpu.count
+    return shape.allocatable.get(RESOURCE_GPU, 0)
+
+
+def hinted_hosts(cluster: ClusterSnapshot, requirements: ReplicaRequirements, gpus: float) -> tuple[str, ...]:
+    """The nodes of ``cluster`` a replica of ``requirements`` asking for ``gpus`` GPUs (a share: a
+    fraction) is packed toward, sorted; () when it fills one of the largest nodes or no named node
+    holds it."""
+    if gpus <= 0 or pinned_by_name(requirements):
+        return ()
+    whole = max((_node_gpus(s) for s in cluster.shapes if node_eligible(s, requirements)), default=0)
+    if gpus >= whole:
+        return ()
+    ranked = sorted(
+        (sum(gpu_vector(s)), s.hostnames)
+        for s in cluster.shapes
+        if s.hostnames and shape_fit(s, requirements) > 0
+    )
+    chosen: dict[str, None] = {}
+    for _, names in ranked:
+        for name in names:
+            if len(chosen) >= MAX_HINTED:
+                return tuple(sorted(chosen))
+            chosen[name] = None
+    return tuple(sorted(chosen))
+
+
+def packing_hints(
+    state: CycleState,
+    clusters: Sequence[ClusterSnapshot],
+    assignments: Mapping[str, int],
+    requirements: Mapping[str, ReplicaRequirements],
+) -> dict[str, tuple[str, ...]]:
+    """Per cluster that gets its first replicas (``assignments``; ``requirements`` per replica,
+    by cluster), the nodes its replicas are packed toward; clusters with none are left out. A
+    cluster already running replicas keeps what its Work has (the binding controller's part)."""
+    if not assignments or not packing_enabled(state):
+        return {}
+    previous = state.request.previous
+    by_name = {c.name: c for c in clusters}
+    out: dict[str, tuple[str, ...]] = {}
+    for name, replicas in assignments.items():
+        cluster = by_name.get(name)
+        if not replicas or previous.get(name) or cluster is None:
+            continue
+        task = cached_task(requirements[name], state.cache)
+        if task is None or not task.num_gpu:
+            continue
+        hosts = hinted_hosts(cluster, requirements[name], task.num_gpu * task.gpu_milli / GPU_MILLI)
+        if hosts:
+            out[name] = hosts
+    return out
+
+
+def preferred_term(hosts: Sequence[str]) -> dict[str, Any]:
+    """The ``preferredDuringSchedulingIgnoredDuringExecution`` entry that packs toward ``hosts``."""
+    expression = {"key": LABEL_HOSTNAME, "operator": "In", "values": list(hosts)}
+    return {"weight": PACKING_WEIGHT, "preference": {"matchExpressions": [expression]}}
+
+
+def describe(hosts: Sequence[str]) -> str:
+    """The explanation's words for a packing hint."""
+    return (
+        f"packed inside the cluster toward {len(hosts)} node(s) already running GPU work ({first_names(hosts)}; "
+        f"preferred node affinity, weight {PACKING_WEIGHT}): whole nodes stay free for larger replicas"
+    )
+
+
+def first_names(names: Sequence[str], shown: int = 3) -> str:
+    """The first ``shown`` of ``names`` and how many more."""
+    return ", ".join(names[:shown]) + (f" and {len(names) - shown} more" if len(names) > shown else "")

@@ -1,0 +1,77 @@
+"""The hub's packing hint reaches the member in the Work: a preferred node-affinity term after the
+user's own affinity, which stays as the user wrote it; `gpufed explain` says so."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import pytest
+
+from controlplane.apiserver.objects import ObjectStore
+from controlplane.controllers.manager import ControllerManager
+from gpufed.commands.explain import render_explanation
+
+from .fleet import eventually, get_object, node_shape, put_cluster, settled
+from .test_steering_work import (
+    USER_AFFINITY,
+    WORK_API,
+    create,
+    flexible_with_own_affinity,
+    pod_spec,
+    steered_policy,
+)
+
+PACKED = {"weight": 1, "preference": {"matchExpressions": [
+    {"key": "kubernetes.io/hostname", "operator": "In", "values": ["node-a"]}]}}
+
+
+async def packed_work(objects: ObjectStore, manager: ControllerManager, **tiered_overflow: Any) -> dict[str, Any]:
+    """A cluster of one 8-GPU node with 4 GPUs in use (``node-a``) and three empty ones; a Deployment
+    of one 1-GPU replica with its own affinity."""
+    half = node_shape(1, gpus=4)
+    half["allocatable"]["nvidia.com/gpu"] = 8
+    half["hostnames"] = ["node-a"]
+    shapes = [half, node_shape(3, gpus=8)]
+    for found in shapes:
+        found["labels"]["zone"] = "a"
+    await put_cluster(objects, "c", *shapes)
+    await settled(manager)
+    await create(objects, steered_policy("packed", **tiered_overflow))
+    await create(objects, flexible_with_own_affinity())
+    return await eventually(
+        lambda: get_object(objects, WORK_API, "Work", "default-flex-deployment", namespace="gpufed-es-c"),
+        what="the Work",
+    )
+
+
+async def test_the_work_carries_the_packing_term_after_the_users_own_affinity(
+    objects: ObjectStore, manager: ControllerManager
+) -> None:
+    work = await packed_work(objects, manager, packingHints=True)
+    expected = copy.deepcopy(USER_AFFINITY)
+    expected["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"].append(PACKED)
+    assert pod_spec(work)["affinity"] == expected
+    binding = await get_object(objects, WORK_API, "ResourceBinding", "flex-deployment")
+    assert binding is not None
+    assert json.loads(binding["metadata"]["annotations"]["scheduler.gpufed.io/packing-hints"]) == {"c": ["node-a"]}
+    reasons = next(e["reasons"] for e in binding["status"]["explanation"] if e["cluster"] == "c")
+    assert any("packed inside the cluster toward 1 node(s) already running GPU work (node-a" in r for r in reasons), reasons
+    workload = await get_object(objects, "apps/v1", "Deployment", "flex")
+    assert workload is not None
+    text = render_explanation(workload, binding)
+    assert "Packing:     in c, 1 node(s) already running GPU work preferred: node-a (a preferred" in text, text
+
+
+@pytest.mark.parametrize("tiered_overflow", [{}, {"packingHints": False}], ids=["default", "off"])
+async def test_without_packing_hints_the_work_keeps_the_users_affinity_alone(
+    objects: ObjectStore, manager: ControllerManager, tiered_overflow: dict[str, Any]
+) -> None:
+    work = await packed_work(objects, manager, **tiered_overflow)
+    assert pod_spec(work)["affinity"] == USER_AFFINITY
+    binding = await get_object(objects, WORK_API, "ResourceBinding", "flex-deployment")
+    assert binding is not None
+    assert "scheduler.gpufed.io/packing-hints" not in (binding["metadata"].get("annotations") or {})
+    workload = await get_object(objects, "apps/v1", "Deployment", "flex")
+    assert workload is not None and "Packing:" not in render_explanation(workload, binding)

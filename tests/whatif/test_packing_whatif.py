@@ -1,0 +1,41 @@
+"""The what-if hands its simulated members the hub's packing hint: under kube's default scoring
+(least-allocated) a second 1-GPU job joins the first on its node, and the other 8-GPU nodes stay
+whole for 8-GPU jobs; without the hint the member spreads them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from simulator.whatif.engine import fleet_nodes
+from simulator.whatif.strategies import GpufedStrategy, StrategyName, build_strategy
+from simulator.whatif.trace import Job
+from tests.whatif.fleets import make_fleet
+from tests.whatif.test_steering_whatif import placement
+
+V100 = "Tesla-V100-SXM2-16GB"
+
+
+def spreading_cluster() -> dict[str, Any]:
+    return {
+        "name": "c",
+        "nodeGroups": [{"name": "big", "count": 3, "cpu": 96, "memoryGiB": 512, "gpu": {"product": V100, "count": 8}}],
+        "simulation": {"scoring": "least-allocated"},
+    }
+
+
+@pytest.mark.parametrize(("tiered_overflow", "eight_gpu_jobs"), [({"packingHints": True}, 2), ({}, 1)])
+def test_small_jobs_share_a_node_when_the_hub_hints_it(tiered_overflow: dict[str, Any], eight_gpu_jobs: int) -> None:
+    gpufed = build_strategy(
+        StrategyName.GPUFED, fleet_nodes(make_fleet(spreading_cluster())), placement=placement(**tiered_overflow)
+    )
+    assert isinstance(gpufed, GpufedStrategy)
+    nodes = set()
+    for index in range(2):
+        placed = gpufed.try_place(Job(f"small-{index}", 0, 1, 1, 1000, cpu_milli=1000)).placed
+        assert placed is not None
+        nodes.add(placed.node)
+    assert len(nodes) == 3 - eight_gpu_jobs
+    whole = [gpufed.try_place(Job(f"big-{index}", 0, 1, 8, 1000, cpu_milli=1000)).placed for index in range(3)]
+    assert sum(1 for placed in whole if placed is not None) == eight_gpu_jobs
