@@ -1,5 +1,5 @@
-"""Packing hints: a replica smaller than its cluster's largest nodes is steered, inside the cluster,
-toward the nodes already running GPU work; on small hand-computed fleets."""
+"""Packing hints: a replica smaller than a node is steered, inside its cluster, toward the nodes
+already running GPU work; on small hand-computed fleets."""
 
 from __future__ import annotations
 
@@ -135,7 +135,7 @@ def test_only_named_nodes_with_room_the_fewest_free_gpus_first_and_at_most_32() 
     assert hosts(small, 7) == ("seven",)
 
 
-def test_in_a_cluster_of_two_node_sizes_the_largest_decides_what_fills_a_node() -> None:
+def test_in_a_cluster_of_two_node_sizes_a_replica_goes_where_a_node_is_in_use() -> None:
     """8-GPU nodes and 2-GPU nodes, one of these half used (``small-a``): a 1-GPU replica or a share
     is packed onto it, a 2-GPU replica has no room there; in a cluster of 2-GPU nodes only, a 2-GPU
     replica fills a node: no hint; nothing named: no hint."""

@@ -6,8 +6,7 @@ replicas find no whole node (docs/benchmarks.md, "The seven cells under pooled-b
 agent names, per node shape, the nodes whose GPUs are partly in use
 (``nodeShapes[].hostnames``), so the hub knows where GPU work already runs. When a policy asks
 for it (``tieredOverflow.packingHints``, default :data:`PACKING_DEFAULT`), the Work sent to a
-cluster for a replica that asks for fewer GPUs than the cluster's largest nodes hold (among the
-nodes its selectors and tolerations admit) carries one more
+cluster for a replica that asks for fewer GPUs than a node holds carries one more
 ``preferredDuringSchedulingIgnoredDuringExecution`` node-affinity term: prefer the nodes
 ``kubernetes.io/hostname In`` :func:`hinted_hosts`, weight :data:`PACKING_WEIGHT`.
 
@@ -19,9 +18,10 @@ it; the fullest nodes are the ones worth filling first, and the member's own sco
 the hinted nodes among themselves. 32 names are also what the agent lists per shape
 (:data:`~controlplane.apis.cluster_v1alpha1.MAX_SHAPE_HOSTNAMES`), so the fullest shape that fits
 can fill a hint alone. No term for a replica without GPUs, for one that asks for MIG slices or
-time-sliced shares (the shapes do not say which node has which), for one the user pins to nodes
-by name (a ``kubernetes.io/hostname`` selector or requirement, or ``matchFields``: the hub's
-shapes do not carry the names those are matched against), or when no named node has room.
+time-sliced shares (the shapes do not say which node has which), for one that fills a node (it
+never fits a node already in use), for one the user pins to nodes by name (a
+``kubernetes.io/hostname`` selector or requirement, or ``matchFields``: the hub's shapes do not
+carry the names those are matched against), or when no named node has room.
 
 Weight 1, the lowest kube accepts, as steering's (:mod:`~controlplane.scheduler.core.steering`):
 alone it decides between the named nodes and the others (kube's NodeAffinity weighs 2 against
@@ -40,13 +40,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from controlplane.apis.cluster_v1alpha1 import MAX_SHAPE_HOSTNAMES
-from controlplane.apis.constants import LABEL_HOSTNAME, RESOURCE_GPU
+from controlplane.apis.constants import LABEL_HOSTNAME
 from controlplane.apis.fragmentation import GPU_MILLI
 from controlplane.interpreter.requirements import ReplicaRequirements
 from controlplane.scheduler.core.clusterfit import gpu_vector
-from controlplane.scheduler.core.estimating import node_eligible, shape_fit
+from controlplane.scheduler.core.estimating import shape_fit
 from controlplane.scheduler.core.framework import CycleState
-from controlplane.scheduler.core.snapshot import ClusterSnapshot, NodeShape
+from controlplane.scheduler.core.snapshot import ClusterSnapshot
 from controlplane.scheduler.core.tiebreak import cached_task
 
 #: Whether packing hints are on when the policy does not say.
@@ -75,21 +75,11 @@ def pinned_by_name(requirements: ReplicaRequirements) -> bool:
     )
 
 
-def _node_gpus(shape: NodeShape) -> int:
-    """GPUs of one node of ``shape``: GPU Feature Discovery's count, else its allocatable whole GPUs."""
-    if shape.gpu is not None and shape.gpu.count:
-        return shape.gpu.count
-    return shape.allocatable.get(RESOURCE_GPU, 0)
-
-
 def hinted_hosts(cluster: ClusterSnapshot, requirements: ReplicaRequirements, gpus: float) -> tuple[str, ...]:
     """The nodes of ``cluster`` a replica of ``requirements`` asking for ``gpus`` GPUs (a share: a
-    fraction) is packed toward, sorted; () when it fills one of the largest nodes or no named node
-    holds it."""
+    fraction) is packed toward, sorted; () when no named node holds it. A replica that fills a node
+    never fits one already in use, so it gets none (nor is any needed: it breaks no whole node)."""
     if gpus <= 0 or pinned_by_name(requirements):
-        return ()
-    whole = max((_node_gpus(s) for s in cluster.shapes if node_eligible(s, requirements)), default=0)
-    if gpus >= whole:
         return ()
     ranked = sorted(
         (sum(gpu_vector(s)), s.hostnames)
