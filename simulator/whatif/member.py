@@ -35,7 +35,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from controlplane.apis.cluster_v1alpha1 import MAX_SHAPE_HOSTNAMES
 from controlplane.apis.constants import LABEL_GPU_PRODUCT, RESOURCE_GPU
@@ -288,11 +288,23 @@ def pod_request(
     )
 
 
-def steered(pod: PodRequest, avoid: Sequence[str], packed: Sequence[str] = ()) -> PodRequest:
-    """``pod`` with the hub's steering term (:func:`~controlplane.scheduler.core.steering.preferred_term`)
-    and packing term (:func:`~controlplane.scheduler.core.packhints.preferred_term`) added to its
-    preferred node affinity, as the Work carries them, read as the member reads a pod's."""
-    terms = ([preferred_term(avoid)] if avoid else []) + ([packing_term(packed)] if packed else [])
+class InsideHints(NamedTuple):
+    """What the hub's Work adds to a job's pod for its cluster's scheduler: steering away from GPU
+    models (:func:`~controlplane.scheduler.core.steering.preferred_term`) and packing toward nodes
+    (:func:`~controlplane.scheduler.core.packhints.preferred_term`)."""
+
+    steering: Sequence[str] = ()
+    packing: Sequence[str] = ()
+
+
+def steered(pod: PodRequest, hints: InsideHints) -> PodRequest:
+    """``pod`` with the hub's preferred terms of ``hints`` added to its preferred node affinity, as
+    the Work carries them, read as the member reads a pod's."""
+    terms = ([preferred_term(hints.steering)] if hints.steering else []) + (
+        [packing_term(hints.packing)] if hints.packing else []
+    )
+    if not terms:
+        return pod
     affinity = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": terms}}
     return replace(pod, preferred=pod.preferred + preferred_terms(affinity))
 

@@ -59,6 +59,7 @@ from simulator.profile import ClusterProfile
 from simulator.scheduling.model import PodRequest
 from simulator.whatif.member import (
     RESOURCE_GPU_MILLI,
+    InsideHints,
     MemberCluster,
     MemberScoring,
     Placed,
@@ -172,10 +173,10 @@ class Strategy(ABC):
         return job_shapes(job, mig=member.mig_resources, shared=member.shared_resources)
 
     def pods(
-        self, job: Job, shapes: Sequence[PodShape], steering: Sequence[str] = (), packing: Sequence[str] = ()
+        self, job: Job, shapes: Sequence[PodShape], hints: InsideHints | None = None
     ) -> dict[PodShape, PodRequest]:
-        """The job's pod per shape; ``steering``: the hub's steering away from those GPU models;
-        ``packing``: its packing hint toward those nodes."""
+        """The job's pod per shape, with the hub's ``hints`` for the cluster (steering away from GPU
+        models, packing toward nodes)."""
         out = {}
         for shape in shapes:
             key = (job.name, shape)
@@ -188,19 +189,14 @@ class Strategy(ABC):
                     memory_bytes=job.memory_mib * MIB,
                     products=job.gpu_products,
                 )
-            out[shape] = steered(pod, steering, packing) if steering or packing else pod
+            out[shape] = steered(pod, hints) if hints is not None else pod
         return out
 
     def place_in(
-        self,
-        member: MemberCluster,
-        job: Job,
-        shapes: Sequence[PodShape] | None = None,
-        steering: Sequence[str] = (),
-        packing: Sequence[str] = (),
+        self, member: MemberCluster, job: Job, shapes: Sequence[PodShape] | None = None, hints: InsideHints | None = None
     ) -> Placed | None:
         chosen = tuple(shapes) if shapes is not None else self.shapes(job, member)
-        placed = member.place(self.pods(job, chosen, steering, packing), chosen)
+        placed = member.place(self.pods(job, chosen, hints), chosen)
         if placed is not None:
             self.where[job.name] = member.name
         return placed
@@ -260,9 +256,8 @@ class GpufedStrategy(Strategy):
                 if not chosen:
                     break
                 member = self.members[chosen[0]]
-                placed = self.place_in(
-                    member, job, (shape,), result.steering.get(member.name, ()), result.packing.get(member.name, ())
-                )
+                hints = InsideHints(result.steering.get(member.name, ()), result.packing.get(member.name, ()))
+                placed = self.place_in(member, job, (shape,), hints)
                 if placed is not None:
                     return Outcome(placed)
                 rejected.add(member.name)  # the member disagrees: reschedule elsewhere
@@ -280,14 +275,9 @@ class ReturningGpufedStrategy(GpufedStrategy):
         self.last_move: dict[str, datetime] = {}
 
     def place_in(
-        self,
-        member: MemberCluster,
-        job: Job,
-        shapes: Sequence[PodShape] | None = None,
-        steering: Sequence[str] = (),
-        packing: Sequence[str] = (),
+        self, member: MemberCluster, job: Job, shapes: Sequence[PodShape] | None = None, hints: InsideHints | None = None
     ) -> Placed | None:
-        placed = super().place_in(member, job, shapes, steering, packing)
+        placed = super().place_in(member, job, shapes, hints)
         if placed is not None:
             self.shape_of[job.name] = placed.shape
         return placed

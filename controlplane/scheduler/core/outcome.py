@@ -225,12 +225,14 @@ def decision_result(
             shapes[name] = feasibility.shape.resource_map
             chosen_shapes[name] = feasibility.shape
     decided = dict(assignments)
-    steered = steering(state, clusters, assignments, requirements)
+    # Steering and packing hints are worked out for the clusters that get their first replicas.
+    fresh = [c for c in clusters if assignments.get(c.name) and not request.previous.get(c.name)]
+    steered = steering(state, fresh, requirements)
+    packed = packhints.packing_hints(state, fresh, requirements)
     short_of_room: frozenset[str] = frozenset()
     if request.goes_everywhere and not request.gang:
         # Rejected for capacity now (Duplicated: not all its replicas fit), not by the placement itself.
         short_of_room = frozenset(name for name, status in rejected.items() if status.code is Code.UNSCHEDULABLE)
-    packed = packhints.packing_hints(state, clusters, assignments, requirements)
 
     def explain() -> Explanation:
         reasons_of = {**division_reasons, **more_reasons()} if more_reasons is not None else division_reasons

@@ -96,29 +96,20 @@ def hinted_hosts(cluster: ClusterSnapshot, requirements: ReplicaRequirements, gp
 
 
 def packing_hints(
-    state: CycleState,
-    clusters: Sequence[ClusterSnapshot],
-    assignments: Mapping[str, int],
-    requirements: Mapping[str, ReplicaRequirements],
+    state: CycleState, fresh: Sequence[ClusterSnapshot], requirements: Mapping[str, ReplicaRequirements]
 ) -> dict[str, tuple[str, ...]]:
-    """Per cluster that gets its first replicas (``assignments``; ``requirements`` per replica,
+    """Per cluster of ``fresh`` (those that get their first replicas; ``requirements`` per replica,
     by cluster), the nodes its replicas are packed toward; clusters with none are left out. A
     cluster already running replicas keeps what its Work has (the binding controller's part)."""
-    if not assignments or not packing_enabled(state):
+    if not fresh or not packing_enabled(state):
         return {}
-    previous = state.request.previous
-    by_name = {c.name: c for c in clusters}
     out: dict[str, tuple[str, ...]] = {}
-    for name, replicas in assignments.items():
-        cluster = by_name.get(name)
-        if not replicas or previous.get(name) or cluster is None:
-            continue
-        task = cached_task(requirements[name], state.cache)
-        if task is None or not task.num_gpu:
-            continue
-        hosts = hinted_hosts(cluster, requirements[name], task.num_gpu * task.gpu_milli / GPU_MILLI)
+    for cluster in fresh:
+        needs = requirements[cluster.name]
+        task = cached_task(needs, state.cache)
+        hosts = hinted_hosts(cluster, needs, task.num_gpu * task.gpu_milli / GPU_MILLI) if task else ()
         if hosts:
-            out[name] = hosts
+            out[cluster.name] = hosts
     return out
 
 

@@ -77,32 +77,23 @@ def avoided_models(
 
 
 def steering(
-    state: CycleState,
-    clusters: Sequence[ClusterSnapshot],
-    assignments: Mapping[str, int],
-    requirements: Mapping[str, ReplicaRequirements],
+    state: CycleState, fresh: Sequence[ClusterSnapshot], requirements: Mapping[str, ReplicaRequirements]
 ) -> dict[str, tuple[str, ...]]:
-    """Per cluster that gets its first replicas (``assignments``; ``requirements`` per replica,
+    """Per cluster of ``fresh`` (those that get their first replicas; ``requirements`` per replica,
     by cluster), the models its replicas are steered away from; clusters with none are left out.
     A cluster already running replicas keeps what its Work has (the binding controller's part)."""
-    if not assignments or not steering_enabled(state):
+    if not fresh or not steering_enabled(state):
         return {}
     constrained = state.cache.demand.constrained()
     if not constrained:
         return {}
-    previous = state.request.previous
-    fresh = [name for name, replicas in assignments.items() if replicas and not previous.get(name)]
-    by_name = {c.name: c for c in clusters if c.name in fresh}
-    fleet = fleet_free(state, list(by_name.values()))
+    fleet = fleet_free(state, fresh)
     out: dict[str, tuple[str, ...]] = {}
-    for name in fresh:
-        cluster = by_name.get(name)
-        task = cached_task(requirements[name], state.cache)
-        if cluster is None or task is None:
-            continue
-        avoid = avoided_models(task, free_gpus(cluster, state.cache), fleet, constrained)
+    for cluster in fresh:
+        task = cached_task(requirements[cluster.name], state.cache)
+        avoid = avoided_models(task, free_gpus(cluster, state.cache), fleet, constrained) if task else ()
         if avoid:
-            out[name] = avoid
+            out[cluster.name] = avoid
     return out
 
 
