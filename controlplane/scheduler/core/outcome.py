@@ -22,7 +22,7 @@ from controlplane.scheduler.core.framework import Code, CycleState, GpuShape, St
 from controlplane.scheduler.core.plugins import cluster_price
 from controlplane.scheduler.core.slots import worked_out
 from controlplane.scheduler.core.snapshot import ClusterSnapshot
-from controlplane.scheduler.core.steering import describe, steering
+from controlplane.scheduler.core.steering import describe, steering, steering_enabled
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,8 +225,10 @@ def decision_result(
             shapes[name] = feasibility.shape.resource_map
             chosen_shapes[name] = feasibility.shape
     decided = dict(assignments)
-    # Steering and packing hints are worked out for the clusters that get their first replicas.
-    fresh = [c for c in clusters if assignments.get(c.name) and not request.previous.get(c.name)]
+    # Steering and packing hints are worked out for the clusters that get their first replicas,
+    # only when the policy asks for one of them (most decisions do not: no walk over the clusters).
+    asked = steering_enabled(state) or packhints.packing_enabled(state)
+    fresh = [c for c in clusters if assignments.get(c.name) and not request.previous.get(c.name)] if asked else []
     steered = steering(state, fresh, requirements)
     packed = packhints.packing_hints(state, fresh, requirements)
     short_of_room: frozenset[str] = frozenset()
