@@ -209,8 +209,8 @@ class NodeShape(WireModel):
     """True when these nodes are spot (preemptible) capacity, which the cloud may reclaim at short notice."""
     hostnames: list[str] | None = None
     """The names of the nodes of this shape whose GPUs are partly in use (some held by pods, some free),
-    in name order, at most 32 (``MAX_SHAPE_HOSTNAMES``); absent for other shapes. The hub's packing hints
-    (``tieredOverflow.packingHints``) prefer these nodes for replicas smaller than a node."""
+    in name order, at most 32; absent for other shapes. The hub's packing hints (tieredOverflow.packingHints
+    of a propagation policy) prefer these nodes for replicas smaller than a node."""
 
 
 class UnschedulableWorkload(WireModel):
