@@ -11,13 +11,13 @@ import pytest
 
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.manager import ControllerManager
-from gpufed.commands.explain import render_explanation
 
 from .fleet import eventually, get_object, node_shape, put_cluster, settled
 from .test_steering_work import (
     USER_AFFINITY,
     WORK_API,
     create,
+    flex_binding,
     flexible_with_own_affinity,
     pod_spec,
     steered_policy,
@@ -53,14 +53,9 @@ async def test_the_work_carries_the_packing_term_after_the_users_own_affinity(
     expected = copy.deepcopy(USER_AFFINITY)
     expected["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"].append(PACKED)
     assert pod_spec(work)["affinity"] == expected
-    binding = await get_object(objects, WORK_API, "ResourceBinding", "flex-deployment")
-    assert binding is not None
+    binding, reasons, text = await flex_binding(objects, "c")
     assert json.loads(binding["metadata"]["annotations"]["scheduler.gpufed.io/packing-hints"]) == {"c": ["node-a"]}
-    reasons = next(e["reasons"] for e in binding["status"]["explanation"] if e["cluster"] == "c")
     assert any("packed inside the cluster toward 1 node(s) already running GPU work (node-a" in r for r in reasons), reasons
-    workload = await get_object(objects, "apps/v1", "Deployment", "flex")
-    assert workload is not None
-    text = render_explanation(workload, binding)
     assert "Packing:     in c, 1 node(s) already running GPU work preferred: node-a (a preferred" in text, text
 
 
@@ -70,8 +65,6 @@ async def test_without_packing_hints_the_work_keeps_the_users_affinity_alone(
 ) -> None:
     work = await packed_work(objects, manager, **tiered_overflow)
     assert pod_spec(work)["affinity"] == USER_AFFINITY
-    binding = await get_object(objects, WORK_API, "ResourceBinding", "flex-deployment")
-    assert binding is not None
+    binding, _, text = await flex_binding(objects, "c")
     assert "scheduler.gpufed.io/packing-hints" not in (binding["metadata"].get("annotations") or {})
-    workload = await get_object(objects, "apps/v1", "Deployment", "flex")
-    assert workload is not None and "Packing:" not in render_explanation(workload, binding)
+    assert "Packing:" not in text

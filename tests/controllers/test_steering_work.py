@@ -78,6 +78,17 @@ async def flexible_work(objects: ObjectStore, manager: ControllerManager, **tier
     return await eventually(lambda: work_of(objects, "flex"), what="the flexible Work")
 
 
+async def flex_binding(objects: ObjectStore, cluster: str) -> tuple[dict[str, Any], tuple[str, ...], str]:
+    """The flexible Deployment's binding, its explanation's reasons for ``cluster`` and what
+    `gpufed explain` prints for it."""
+    binding = await get_object(objects, WORK_API, "ResourceBinding", "flex-deployment")
+    assert binding is not None
+    reasons = next(e["reasons"] for e in binding["status"]["explanation"] if e["cluster"] == cluster)
+    workload = await get_object(objects, "apps/v1", "Deployment", "flex")
+    assert workload is not None
+    return binding, tuple(reasons), render_explanation(workload, binding)
+
+
 def pod_spec(work: dict[str, Any]) -> dict[str, Any]:
     spec: dict[str, Any] = work["spec"]["workload"]["manifests"][0]["spec"]["template"]["spec"]
     return spec
@@ -91,14 +102,9 @@ async def test_the_work_carries_the_steering_term_after_the_users_own_affinity(
     expected = copy.deepcopy(USER_AFFINITY)
     expected["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"].append(STEERING)
     assert affinity == expected
-    binding = await get_object(objects, WORK_API, "ResourceBinding", "flex-deployment")
-    assert binding is not None
+    binding, reasons, text = await flex_binding(objects, "mixed")
     assert json.loads(binding["metadata"]["annotations"]["scheduler.gpufed.io/gpu-steering"]) == {"mixed": [T4]}
-    reasons = next(e["reasons"] for e in binding["status"]["explanation"] if e["cluster"] == "mixed")
     assert any("steered inside the cluster away from Tesla-T4" in r for r in reasons), reasons
-    workload = await get_object(objects, "apps/v1", "Deployment", "flex")
-    assert workload is not None
-    text = render_explanation(workload, binding)
     assert "Steering:    in mixed, nodes other than Tesla-T4 preferred" in text, text
     # The T4-only replica itself is never steered.
     pinned = await work_of(objects, "pinned")
