@@ -1,7 +1,8 @@
 """Fair sharing, table-driven with Kueue's documented semantics (KEP-1714 and the hierarchical
 cohorts it builds on): the dominant resource share of ClusterQueues and cohorts, the order of
 heads by the share they would have once admitted, weight 0, fair-sharing preemption with the
-default strategies (LessThanOrEqualToFinalShare, then LessThanInitialShare), and the KEP's own
+default strategies (LessThanOrEqualToFinalShare, then LessThanInitialShare) and with either one
+alone (Kueue's ``fairSharing.preemptionStrategies``), and the KEP's own
 example: two cohorts of equal weight share 300 GPUs 150/150, and inside one of them three queues
 weighted 1:1:3 get 30/30/90."""
 
@@ -27,7 +28,7 @@ from controlplane.admission.core import (
     Usage,
     decide,
 )
-from controlplane.admission.core.fairsharing import fair_targets
+from controlplane.admission.core.fairsharing import PreemptionStrategy, fair_targets
 from controlplane.admission.core.preemption import Preemptor
 from controlplane.admission.objects import deactivate_cycles
 
@@ -274,6 +275,37 @@ def test_the_cycle_preempts_by_fair_share_only_when_enabled() -> None:
     (preempting,) = fair.preempting
     assert {t.key for t in preempting.targets} == {"a7", "a6"}
     assert "Pending the preemption of 2 workload(s)" in fair.waiting[0].message
+
+
+FINAL, INITIAL = PreemptionStrategy.LESS_THAN_OR_EQUAL_TO_FINAL_SHARE, PreemptionStrategy.LESS_THAN_INITIAL_SHARE
+# Shares in GPUs borrowed (the same denominator for a and b). Greedy: a holds 10 of nominal 4
+# (borrows 6); b takes 6 with its nominal 4 (would borrow 2). Without greedy a borrows nothing:
+# 2 <= 0 fails (S2-a); 2 < 6 holds (S2-b). Big and small: a holds small (2, older) and big (6,
+# newer), borrows 4; b holds its 4 and takes 2 more (borrows 2). Without big a borrows 0, 2 <= 0
+# fails; without small a borrows 2, 2 <= 2 holds (S2-a takes small); S2-b alone takes the first
+# candidate, big (2 < 4), where S2-a would have refused it.
+STRATEGY_CASES: dict[str, tuple[list[Admitted], str, int, dict[tuple[PreemptionStrategy, ...], set[str]]]] = {
+    "a greedy workload": ([held("greedy", "a", 10)], "b", 6, {
+        (FINAL,): set(), (INITIAL,): {"greedy"}, (FINAL, INITIAL): {"greedy"}}),
+    "a big and a small workload": ([held("small", "a", 2, at="001"), held("big", "a", 6, at="002"), *ones("b", 4, first=100)], "b", 2, {
+        (FINAL,): {"small"}, (INITIAL,): {"big"}, (FINAL, INITIAL): {"small"}}),
+}
+
+
+@pytest.mark.parametrize("strategies", [(FINAL,), (INITIAL,), (FINAL, INITIAL)], ids=lambda s: ",".join(s))
+@pytest.mark.parametrize("case", STRATEGY_CASES.values(), ids=list(STRATEGY_CASES))
+def test_preemption_follows_the_configured_strategies(
+    case: tuple[list[Admitted], str, int, dict[tuple[PreemptionStrategy, ...], set[str]]], strategies: tuple[PreemptionStrategy, ...],
+) -> None:
+    admitted, cq, gpus, want = case
+    usage = Usage(THREE)
+    for a in admitted:
+        usage.add(a.queue, a.usage)
+    preemptor = Preemptor(THREE[cq], {FR: gpus}, frozenset({FR}), 0, "9")
+    assert {t.key for t in fair_targets(preemptor, usage, admitted, strategies=strategies)} == want[strategies]
+    # The cycle passes the setting on.
+    decisions = decide(THREE, [job("p", cq, gpus, at="9")], admitted, {}, fair_sharing=True, preemption_strategies=strategies)
+    assert {t.key for p in decisions.preempting for t in p.targets} == want[strategies]
 
 
 # --- the KEP's example -----------------------------------------------------------------------------

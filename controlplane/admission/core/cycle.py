@@ -32,7 +32,12 @@ from typing import NamedTuple
 
 from controlplane.admission.core import partial
 from controlplane.admission.core.admissionfairsharing import LocalQueueUsage
-from controlplane.admission.core.fairsharing import fair_targets, tournament
+from controlplane.admission.core.fairsharing import (
+    DEFAULT_PREEMPTION_STRATEGIES,
+    PreemptionStrategy,
+    fair_targets,
+    tournament,
+)
 from controlplane.admission.core.preemption import Preemptor, Target, targets
 from controlplane.admission.core.quota import (
     ClusterQueue,
@@ -284,8 +289,14 @@ def _may_preempt_while_borrowing(queue: ClusterQueue, fair_sharing: bool) -> boo
     )
 
 
-def _choose(preemptor: Preemptor, usage: Usage, holders: Sequence[Admitted], fair_sharing: bool) -> tuple[Target, ...]:
-    return fair_targets(preemptor, usage, holders) if fair_sharing else targets(preemptor, usage, holders)
+#: How preemption picks its targets: classical, or fair sharing with its strategies.
+Chooser = Callable[[Preemptor, Usage, Sequence[Admitted]], tuple[Target, ...]]
+
+
+def _chooser(fair_sharing: bool, strategies: Sequence[PreemptionStrategy]) -> Chooser:
+    if not fair_sharing:
+        return targets
+    return functools.partial(fair_targets, strategies=tuple(strategies))
 
 
 def _oracle(
@@ -293,7 +304,7 @@ def _oracle(
     workload: Pending,
     usage: Usage,
     holders: Sequence[Admitted],
-    fair_sharing: bool,
+    choose: Chooser,
     memo: dict[tuple[str, FlavorResource, int], tuple[Mode, int]],
 ) -> Oracle:
     """Kueue's ``SimulatePreemption``: the targets preemption would pick for one flavor and
@@ -311,7 +322,7 @@ def _oracle(
 
     def _simulate(fr: FlavorResource, amount: int) -> tuple[Mode, int]:
         preemptor = Preemptor(queue, {fr: amount}, frozenset({fr}), workload.priority, workload.created)
-        chosen = _choose(preemptor, usage, holders, fair_sharing)
+        chosen = choose(preemptor, usage, holders)
         if not chosen:
             return Mode.NO_CANDIDATES, 0
         keys = {t.key for t in chosen}
@@ -327,11 +338,11 @@ def _oracle(
 
 
 def _targets(
-    queue: ClusterQueue, workload: Pending, tried: _Tried, usage: Usage, holders: Sequence[Admitted], fair_sharing: bool,
+    queue: ClusterQueue, workload: Pending, tried: _Tried, usage: Usage, holders: Sequence[Admitted], choose: Chooser,
 ) -> tuple[Preemptor, tuple[Target, ...]]:
     """The workloads preemption would evict for ``tried`` (Kueue's ``GetTargets``)."""
     preemptor = Preemptor(queue, tried.usage, tried.needs, workload.priority, workload.created)
-    return preemptor, (_choose(preemptor, usage, holders, fair_sharing) if tried.needs else ())
+    return preemptor, (choose(preemptor, usage, holders) if tried.needs else ())
 
 
 def _try_preempting(
@@ -341,11 +352,12 @@ def _try_preempting(
     usage: Usage,
     holders: Sequence[Admitted],
     fair_sharing: bool,
+    choose: Chooser,
 ) -> tuple[Preempting, dict[FlavorResource, int]] | None:
     """The evictions that let ``workload`` in, in the flavors its assignment chose, and its claim:
     the quota reserved in ``usage`` (Kueue's ``resourcesToReserve``), so that the rest of the
     cycle does not take what they free."""
-    preemptor, chosen = _targets(queue, workload, tried, usage, holders, fair_sharing)
+    preemptor, chosen = _targets(queue, workload, tried, usage, holders, choose)
     if not chosen:
         return None
     reserve: dict[FlavorResource, int] = {}
@@ -370,6 +382,7 @@ def decide(
     flavor_labels: Mapping[str, Mapping[str, str]],
     *,
     fair_sharing: bool = False,
+    preemption_strategies: Sequence[PreemptionStrategy] = DEFAULT_PREEMPTION_STRATEGIES,
     cohorts: Mapping[str, Cohort] | None = None,
     usage: Usage | None = None,
     claims: Collection[str] = (),
@@ -378,7 +391,8 @@ def decide(
     """Admit what the quotas allow now; the rest waits with Kueue's reason and message.
 
     ``fair_sharing`` (Kueue's ``fairSharing.enable``): the heads are taken in fair-sharing order
-    and preemption in a cohort follows fair shares (:mod:`controlplane.admission.core.fairsharing`).
+    and preemption in a cohort follows fair shares (:mod:`controlplane.admission.core.fairsharing`)
+    by ``preemption_strategies`` (Kueue's ``fairSharing.preemptionStrategies``).
     ``cohorts``: Cohort objects (parents, quotas, weights); a cohort only named by ClusterQueues
     has no quota of its own, no parent and weight 1. ``usage``: the tree of ``queues`` and
     ``cohorts``, built by the caller, with nothing used yet; on return it holds the admitted
@@ -418,6 +432,7 @@ def decide(
             holders.setdefault(scope_of(queues[a.queue]), []).append(a)
 
     simulated: dict[tuple[str, FlavorResource, int], tuple[Mode, int]] = {}
+    choose = _chooser(fair_sharing, preemption_strategies)
 
     def may_preempt(queue: ClusterQueue) -> bool:
         """Once its cohort tree has a preemption this cycle a workload cannot preempt."""
@@ -429,7 +444,7 @@ def decide(
         # Flavors are valued without simulating a preemption that cannot happen.
         oracle: Oracle = _no_preemption
         if may_preempt(queue):
-            oracle = _oracle(queue, head, usage, holders[scope_of(queue)], fair_sharing, simulated)
+            oracle = _oracle(queue, head, usage, holders[scope_of(queue)], choose, simulated)
         tried = _assign(queue, head, usage, flavor_labels, oracle, fair_sharing)
         # Only a workload that does not fit at its full counts is looked at again (cost unchanged otherwise).
         if tried.mode is Mode.FIT or not partial.reducible(bounds := [(ps.count, ps.min_count) for ps in head.pod_sets]):
@@ -438,7 +453,7 @@ def decide(
         def admissible(t: _Tried) -> bool:
             """Kueue's test of an assignment: it fits, or preemption finds targets for it."""
             return t.mode is Mode.FIT or (t.mode is Mode.PREEMPT and may_preempt(queue) and bool(
-                _targets(queue, head, t, usage, holders[scope_of(queue)], fair_sharing)[1]))
+                _targets(queue, head, t, usage, holders[scope_of(queue)], choose)[1]))
 
         def fewer(counts: tuple[int, ...]) -> _Tried | None:
             pod_sets = tuple(replace(ps, count=c) for ps, c in zip(head.pod_sets, counts, strict=True))
@@ -461,7 +476,7 @@ def decide(
         message = tried.message
         scope = scope_of(queue)
         if tried.mode is Mode.PREEMPT and may_preempt(queue):
-            found = _try_preempting(queue, head, tried, usage, holders[scope], fair_sharing)
+            found = _try_preempting(queue, head, tried, usage, holders[scope], fair_sharing, choose)
             if found is not None:
                 preempting.append(found[0])
                 reserved.append((queue.name, found[1]))

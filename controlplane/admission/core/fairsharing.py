@@ -9,23 +9,26 @@ and which admitted workloads to preempt so that a queue gets its share. Pure.
   ``fairSharing.weight``); the lowest share wins, then the higher priority, then the older
   workload. The shares are computed again before every pick, from the usage the earlier
   admissions left. A queue without a cohort offers its head as it comes.
-* **Preemption** (Kueue's ``fairPreemptions`` with the default strategies): with the
-  preemptor's request added, the ClusterQueue to take from is found from the root down, always
-  entering the child with the highest share (cohorts that do not borrow, and queues that do not
-  borrow other than the preemptor's own, are skipped). A workload of another queue is taken when
-  the share of the preemptor's side (its ancestor just below the two queues' lowest common
-  ancestor) would be at most the target side's share after losing it
-  (``LessThanOrEqualToFinalShare``); if that frees too little, the first workload of each queue
-  whose side's share is still above the preemptor side's (``LessThanInitialShare``). Workloads
-  of the preemptor's own queue are taken by its ``withinClusterQueue`` policy. Those whose
-  return still leaves room go back, latest first.
+* **Preemption** (Kueue's ``fairPreemptions``, by its ``fairSharing.preemptionStrategies``):
+  with the preemptor's request added, the ClusterQueue to take from is found from the root
+  down, always entering the child with the highest share (cohorts that do not borrow, and queues
+  that do not borrow other than the preemptor's own, are skipped). A workload of another queue
+  is taken when the first strategy lets the preemptor's side (its ancestor just below the two
+  queues' lowest common ancestor) take it from the target's side: ``LessThanOrEqualToFinalShare``,
+  when the preemptor side's share would be at most the target side's after losing it;
+  ``LessThanInitialShare``, when it would be below the target side's share before. With both
+  (Kueue's default), when the first frees too little, the first workload of each queue whose
+  side's share is still above the preemptor side's goes (``LessThanInitialShare``). Workloads of
+  the preemptor's own queue are taken by its ``withinClusterQueue`` policy. Those whose return
+  still leaves room go back, latest first.
 """
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import TypeVar
+from enum import StrEnum
+from typing import Final, TypeVar
 
 from controlplane.admission.core.preemption import (
     Holder,
@@ -41,6 +44,24 @@ from controlplane.admission.core.quota import FlavorResource, Node, Usage
 
 #: A head offered to the cycle.
 E = TypeVar("E", bound=Queued)
+
+
+class PreemptionStrategy(StrEnum):
+    """Kueue's ``fairSharing.preemptionStrategies`` values (KEP-1714's rules S2-a and S2-b)."""
+
+    LESS_THAN_OR_EQUAL_TO_FINAL_SHARE = "LessThanOrEqualToFinalShare"
+    LESS_THAN_INITIAL_SHARE = "LessThanInitialShare"
+
+
+#: Kueue's default: S2-a, then S2-b for what it left.
+DEFAULT_PREEMPTION_STRATEGIES: Final = (
+    PreemptionStrategy.LESS_THAN_OR_EQUAL_TO_FINAL_SHARE, PreemptionStrategy.LESS_THAN_INITIAL_SHARE)
+#: The lists Kueue's configuration validation accepts (one strategy alone, or the two in this order).
+VALID_PREEMPTION_STRATEGIES: Final = (
+    (PreemptionStrategy.LESS_THAN_OR_EQUAL_TO_FINAL_SHARE,),
+    (PreemptionStrategy.LESS_THAN_INITIAL_SHARE,),
+    DEFAULT_PREEMPTION_STRATEGIES,
+)
 
 
 def tournament(entries: Sequence[E], usage: Usage, request: Callable[[E], Mapping[FlavorResource, int]]) -> Iterator[E]:
@@ -169,9 +190,16 @@ class _Targets:
         return best_queue
 
 
-def fair_targets(preemptor: Preemptor, usage: Usage, holders: Iterable[Holder]) -> tuple[Target, ...]:
-    """The workloads to evict so that the preemptor fits, by Kueue's fair-sharing preemption;
-    empty: preempting does not help. ``usage`` is left as it was."""
+def fair_targets(
+    preemptor: Preemptor,
+    usage: Usage,
+    holders: Iterable[Holder],
+    *,
+    strategies: Sequence[PreemptionStrategy] = DEFAULT_PREEMPTION_STRATEGIES,
+) -> tuple[Target, ...]:
+    """The workloads to evict so that the preemptor fits, by Kueue's fair-sharing preemption with
+    ``strategies`` (one of :data:`VALID_PREEMPTION_STRATEGIES`); empty: preempting does not help.
+    ``usage`` is left as it was."""
     found = candidates(preemptor, usage, holders)
     if not found:
         return ()
@@ -197,19 +225,23 @@ def fair_targets(preemptor: Preemptor, usage: Usage, holders: Iterable[Holder]) 
                 break
             continue
         mine, theirs = _almost_lcas(queue, target)
-        preemptor_share = usage.share(mine)
+        preemptor_share, target_share = usage.share(mine), usage.share(theirs)
         while order.has_workload(target):
             h = order.pop(target)
-            usage.add(h.queue, h.usage, -1)
-            share_after = usage.share(theirs)
-            usage.add(h.queue, h.usage)
-            if preemptor_share <= share_after:  # LessThanOrEqualToFinalShare
+            if strategies[0] is PreemptionStrategy.LESS_THAN_INITIAL_SHARE:
+                passed = preemptor_share < target_share
+            else:  # LessThanOrEqualToFinalShare
+                usage.add(h.queue, h.usage, -1)
+                passed = preemptor_share <= usage.share(theirs)
+                usage.add(h.queue, h.usage)
+            if passed:
                 fits = take(h, Reason.IN_COHORT_FAIR_SHARING)
                 break
             retry.append(h)
         if fits:
             break
-    if not fits and retry:
+    # The second strategy can only be LessThanInitialShare (Kueue's validation).
+    if not fits and retry and len(strategies) > 1:
         order = _Targets(usage, queue, retry)
         for target in order:
             mine, theirs = _almost_lcas(queue, target)
