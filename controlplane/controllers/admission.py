@@ -389,6 +389,7 @@ class AdmissionController(KeyedController[Key]):
             await self._drain(wl, why)
         decisions = decide(
             queues, pending, admitted, flavors, fair_sharing=fair_sharing, cohorts=cohorts, usage=usage, claims=self._claims,
+            preemption_strategies=self.ctx.settings.kueue_fair_sharing_preemption_strategies,
             fair_usage=self.statuses.fair_usage(cq_objs, lqs),
         )
         # Those preempting now are decided first next cycle, before anyone takes what their evictions free.

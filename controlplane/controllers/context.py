@@ -24,6 +24,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from controlplane.admission.core.admissionfairsharing import AdmissionFairSharing
+from controlplane.admission.core.fairsharing import DEFAULT_PREEMPTION_STRATEGIES, PreemptionStrategy
 from controlplane.admission.requeuing import WaitForPodsReady
 from controlplane.apis import constants as c
 from controlplane.apis.timestamps import format_time
@@ -96,6 +97,9 @@ class ControllerSettings:
     """The same for ``cluster.gpufed.io/not-ready:NoExecute`` (``--default-not-ready-toleration-seconds``)."""
     kueue_fair_sharing: bool = False
     """Fleet admission with Kueue's fair sharing (``--kueue-fair-sharing``, Kueue's ``fairSharing.enable``)."""
+    kueue_fair_sharing_preemption_strategies: tuple[PreemptionStrategy, ...] = DEFAULT_PREEMPTION_STRATEGIES
+    """How fair sharing picks what to preempt (``--kueue-fair-sharing-preemption-strategies``,
+    Kueue's ``fairSharing.preemptionStrategies``)."""
     kueue_admission_fair_sharing: AdmissionFairSharing | None = None
     """Kueue's admission fair sharing (``--kueue-admission-fair-sharing``, Kueue's
     ``admissionFairSharing``): None when off."""

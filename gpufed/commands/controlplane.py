@@ -34,8 +34,11 @@ from gpufed.argtypes import parse_listen, positive_duration, positive_number, wh
 from gpufed.commands.auditflags import add_audit_arguments, audit_config, audit_conflicts
 from gpufed.commands.kueueflags import (
     add_admission_fair_sharing_arguments,
+    add_fair_sharing_arguments,
     admission_fair_sharing,
     admission_fair_sharing_conflicts,
+    fair_sharing_conflicts,
+    preemption_strategies,
 )
 from gpufed.commands.running import (
     add_collector_arguments,
@@ -257,10 +260,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="failover: when more than 2 clusters and at least this fraction of the fleet are not "
                              "ready at once, hold evictions back; when none is ready, suspect the hub itself and "
                              "evict nothing (default 0.55, as kube's --unhealthy-zone-threshold)")
-    parser.add_argument("--kueue-fair-sharing", action="store_true",
-                        help="fleet quotas: Kueue's fair sharing (its fairSharing.enable): queues that borrow are "
-                             "admitted by their dominant resource share over fairSharing.weight, and preempt within "
-                             "the cohort by fair share (default off, as in Kueue)")
+    add_fair_sharing_arguments(parser)
     add_admission_fair_sharing_arguments(parser)
     parser.add_argument("--federated-quota-enforcement", action="store_true",
                         help="Karmada's FederatedQuotaEnforcement: no ResourceBinding is scheduled past the overall "
@@ -392,7 +392,7 @@ def conflicting_flags(args: argparse.Namespace) -> str | None:
         return "--tls-cert-file and --tls-private-key-file go together: give both or neither"
     if args.tls_ca_file is not None and args.tls_cert_file is None:
         return "--tls-ca-file needs --tls-cert-file (without them the hub issues its certificate from its own CA)"
-    return audit_conflicts(args) or admission_fair_sharing_conflicts(args)
+    return audit_conflicts(args) or fair_sharing_conflicts(args) or admission_fair_sharing_conflicts(args)
 
 
 def wait_for_pods_ready(args: argparse.Namespace) -> WaitForPodsReady:
@@ -417,6 +417,7 @@ def controller_settings(args: argparse.Namespace) -> ControllerSettings:
         federated_hpa_sync_seconds=args.horizontal_pod_autoscaler_sync_period,
         unschedulable_grace_seconds=args.unschedulable_grace_seconds,
         kueue_fair_sharing=args.kueue_fair_sharing,
+        kueue_fair_sharing_preemption_strategies=preemption_strategies(args),
         kueue_admission_fair_sharing=admission_fair_sharing(args),
         federated_quota_enforcement=args.federated_quota_enforcement,
         wait_for_pods_ready=wait_for_pods_ready(args),

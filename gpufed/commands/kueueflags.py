@@ -1,9 +1,14 @@
-"""The hub's flags for Kueue's admission fair sharing (its Configuration's ``admissionFairSharing``).
+"""The hub's flags for Kueue's fair sharing and admission fair sharing (its Configuration's
+``fairSharing`` and ``admissionFairSharing``).
 
-``--kueue-admission-fair-sharing`` turns it on, as the section's presence does in Kueue's
-Configuration; ``--kueue-usage-half-life-time`` (default 0), ``--kueue-usage-sampling-interval``
-(default 5m) and ``--kueue-resource-weights`` (none: every resource weighs 1) are its fields,
-durations written as Go writes them and checked as Kueue's configuration validation checks them.
+``--kueue-fair-sharing`` turns fair sharing on (Kueue's ``fairSharing.enable``);
+``--kueue-fair-sharing-preemption-strategies`` is its ``preemptionStrategies``, one of the lists
+Kueue's configuration validation accepts. ``--kueue-admission-fair-sharing`` turns admission
+fair sharing on, as the section's presence does in Kueue's Configuration;
+``--kueue-usage-half-life-time`` (default 0), ``--kueue-usage-sampling-interval`` (default 5m)
+and ``--kueue-resource-weights`` (none: every resource weighs 1) are its fields, durations
+written as Go writes them and checked as Kueue's configuration validation checks them. A setting
+given without the flag that turns its feature on is refused, naming that flag.
 """
 
 from __future__ import annotations
@@ -14,6 +19,11 @@ import math
 from controlplane.admission.core.admissionfairsharing import (
     DEFAULT_SAMPLING_INTERVAL_SECONDS,
     AdmissionFairSharing,
+)
+from controlplane.admission.core.fairsharing import (
+    DEFAULT_PREEMPTION_STRATEGIES,
+    VALID_PREEMPTION_STRATEGIES,
+    PreemptionStrategy,
 )
 from controlplane.apis.durations import go_duration_error, go_duration_seconds
 
@@ -58,6 +68,44 @@ def _resource_weights(text: str) -> dict[str, float]:
             raise argparse.ArgumentTypeError(f"{name.strip()} is given a weight twice")
         weights[name.strip()] = weight
     return weights
+
+
+def _preemption_strategies(text: str) -> tuple[PreemptionStrategy, ...]:
+    """A comma-separated ``preemptionStrategies``, refused with Kueue's words unless it is one of
+    the lists Kueue accepts."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("Required value: must be specified")
+    names = tuple(part.strip() for part in text.split(","))
+    for valid in VALID_PREEMPTION_STRATEGIES:
+        if names == tuple(valid):
+            return valid
+    supported = ", ".join(f'"{",".join(valid)}"' for valid in VALID_PREEMPTION_STRATEGIES)
+    raise argparse.ArgumentTypeError(f'Unsupported value: "{",".join(names)}": supported values: {supported}')
+
+
+def add_fair_sharing_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--kueue-fair-sharing", action="store_true",
+                        help="fleet quotas: Kueue's fair sharing (its fairSharing.enable): queues that borrow are "
+                             "admitted by their dominant resource share over fairSharing.weight, and preempt within "
+                             "the cohort by fair share (default off, as in Kueue)")
+    parser.add_argument("--kueue-fair-sharing-preemption-strategies", type=_preemption_strategies, default=None,
+                        metavar="STRATEGY[,STRATEGY]",
+                        help="fair sharing: when a workload of another queue may be preempted (Kueue's "
+                             "fairSharing.preemptionStrategies): LessThanOrEqualToFinalShare, LessThanInitialShare, "
+                             "or both in that order (default, as in Kueue)")
+
+
+def fair_sharing_conflicts(args: argparse.Namespace) -> str | None:
+    """A fair-sharing setting given without ``--kueue-fair-sharing``, as the error to print."""
+    if args.kueue_fair_sharing_preemption_strategies is not None and not args.kueue_fair_sharing:
+        return "--kueue-fair-sharing-preemption-strategies is a setting of fair sharing: add --kueue-fair-sharing to turn it on"
+    return None
+
+
+def preemption_strategies(args: argparse.Namespace) -> tuple[PreemptionStrategy, ...]:
+    """Kueue's ``fairSharing.preemptionStrategies`` from the flags (its default pair when not given)."""
+    given: tuple[PreemptionStrategy, ...] | None = args.kueue_fair_sharing_preemption_strategies
+    return given if given is not None else DEFAULT_PREEMPTION_STRATEGIES
 
 
 def add_admission_fair_sharing_arguments(parser: argparse.ArgumentParser) -> None:
