@@ -20,6 +20,7 @@ from controlplane.apis.meta import (
     ObjectMeta,
     SpecModel,
     Taint,
+    Timestamp,
     Toleration,
     WireModel,
     repeated,
@@ -254,10 +255,24 @@ class AdmissionScope(SpecModel):
     priority, then age."""
 
 
+class AdmissionFairSharingStatus(WireModel):
+    consumed_resources: dict[str, Quantity]
+    """The LocalQueue's usage over time, per resource with its flavors summed: each sample decays
+    the old value by the half-life and adds what the queue's admitted workloads hold then; an
+    admission adds its entry penalty at once."""
+    last_update: Timestamp
+    """When consumedResources was last sampled."""
+
+
 class FairSharingStatus(WireModel):
     weighted_share: int = 0
     """The dominant resource share (per thousand of what the cohort could lend) divided by the
-    weight; 0 when not borrowing. Written when the hub runs with --kueue-fair-sharing."""
+    weight; 0 when not borrowing. Written when the hub runs with --kueue-fair-sharing (0 on a
+    LocalQueue)."""
+    admission_fair_sharing_status: AdmissionFairSharingStatus | None = None
+    """A LocalQueue's usage history, which admission fair sharing orders its ClusterQueue's
+    workloads by (with --kueue-admission-fair-sharing, when the ClusterQueue's admissionScope is
+    UsageBasedAdmissionFairSharing)."""
 
 
 class AdmissionCheckStrategyRule(SpecModel):
@@ -380,6 +395,8 @@ class LocalQueueStatus(WireModel):
     """Quota reserved by the queue's workloads per flavor (not written by the hub yet)."""
     flavor_usage: list[FlavorUsage] | None = None
     """Quota used by the queue's admitted workloads per flavor (not written by the hub yet)."""
+    fair_sharing: FairSharingStatus | None = None
+    """The queue's admission fair sharing state: its consumed resources and when they were sampled."""
 
 
 class LocalQueue(SpecModel):

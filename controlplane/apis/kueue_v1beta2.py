@@ -174,6 +174,8 @@ class LocalQueueStatus(WireModel):
     """Quota reserved by the queue's workloads per flavor (not written by the hub yet)."""
     flavors_usage: list[v1beta1.FlavorUsage] | None = None
     """Quota used by the queue's admitted workloads per flavor (not written by the hub yet)."""
+    fair_sharing: v1beta1.FairSharingStatus | None = None
+    """The queue's admission fair sharing state: its consumed resources and when they were sampled."""
 
 
 class LocalQueue(SpecModel):

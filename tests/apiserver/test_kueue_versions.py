@@ -291,3 +291,36 @@ async def test_pod_set_updates_follow_kueues_schema(hub: Client, update: Obj, fi
     written = await ok(await hub.patch(f"{V1B1}/namespaces/default/workloads/job-a/status", headers=merge,
                                        json={"status": {"admissionChecks": [good]}}))
     assert written["status"]["admissionChecks"] == [good]
+
+
+@pytest.mark.parametrize("version", ["v1beta2", "v1beta1"])
+async def test_a_local_queues_fair_sharing_status_is_in_the_served_openapi(hub: Client, version: str) -> None:  # noqa: F811
+    """Kueue's FairSharingStatus on a LocalQueue: weightedShare, and admission fair sharing's
+    consumedResources (quantities) and lastUpdate, both required as in Kueue's CRD."""
+    document = await ok(await hub.get(f"/openapi/v3/apis/kueue.x-k8s.io/{version}"))
+    schemas = document["components"]["schemas"]
+    prefix = f"io.x-k8s.kueue.{version}"
+
+    def ref(schema: Obj) -> str:  # a $ref with a description is wrapped in allOf, as kube's v3
+        return str(schema["allOf"][0]["$ref"]).removeprefix("#/components/schemas/")
+
+    fair_sharing = schemas[f"{prefix}.LocalQueueStatus"]["properties"]["fairSharing"]
+    status = schemas[ref(fair_sharing)]
+    assert status["properties"]["weightedShare"]["type"] == "integer"
+    history = schemas[ref(status["properties"]["admissionFairSharingStatus"])]
+    assert set(history["properties"]) == {"consumedResources", "lastUpdate"}
+    assert set(history["required"]) == {"consumedResources", "lastUpdate"}
+    assert history["properties"]["consumedResources"]["additionalProperties"]["x-kubernetes-int-or-string"] is True
+
+
+@needs_kubectl
+@pytest.mark.parametrize("version", ["v1beta2", "v1beta1"])
+async def test_kubectl_explains_a_local_queues_fair_sharing_status(hub_kubeconfig: Path, version: str) -> None:  # noqa: F811
+    code, out, err = await kubectl(hub_kubeconfig, "explain", "localqueue.status.fairSharing", "--api-version", f"kueue.x-k8s.io/{version}")
+    assert code == 0, err
+    assert "FIELD: fairSharing <FairSharingStatus>" in out
+    assert "weightedShare\t<integer>" in out and "admissionFairSharingStatus\t<AdmissionFairSharingStatus>" in out
+    code, out, err = await kubectl(hub_kubeconfig, "explain", "localqueue.status.fairSharing.admissionFairSharingStatus",
+                                   "--api-version", f"kueue.x-k8s.io/{version}")
+    assert code == 0, err
+    assert "consumedResources\t<map[string]Object> -required-" in out and "lastUpdate\t<string> -required-" in out
