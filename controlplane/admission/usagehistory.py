@@ -25,7 +25,7 @@ from controlplane.admission.core.admissionfairsharing import (
     AdmissionFairSharing,
     LocalQueueUsage,
     Resources,
-    decayed,
+    sampled_consumed,
 )
 from controlplane.apis.quantity import QuantityError, canonical_quantity, parse_quantity
 from controlplane.apis.timestamps import format_time, parse_time_or_none
@@ -109,15 +109,9 @@ def sampled(
     last = parse_time_or_none((history or {}).get("lastUpdate"))
     if history is not None and last is not None and not penalty and next_sample_in(local_queue, now, settings) > 0:
         return None
-    if settings.usage_half_life_seconds == 0:
-        consumed: dict[str, float] = {}  # as Kueue: no half-life, no history
-    elif history is None or last is None:
-        consumed = dict(penalty or {})  # Kueue's first sample: nothing consumed yet
-    else:
-        elapsed = max(0.0, (now - last).total_seconds())
-        consumed = decayed(consumed_of(local_queue), held, elapsed=elapsed, half_life=settings.usage_half_life_seconds)
-        for name, amount in (penalty or {}).items():
-            consumed[name] = consumed.get(name, 0.0) + amount
+    first = history is None or last is None
+    elapsed = 0.0 if last is None else max(0.0, (now - last).total_seconds())
+    consumed = sampled_consumed(None if first else consumed_of(local_queue), held, penalty, elapsed=elapsed, settings=settings)
     block = dict(((local_queue.get("status") or {}).get("fairSharing")) or {})
     block.setdefault("weightedShare", 0)
     block["admissionFairSharingStatus"] = {

@@ -74,6 +74,22 @@ def decayed(old: Resources, now: Resources, *, elapsed: float, half_life: float)
     return _summed(_scaled(old, 1 - alpha), _scaled(now, alpha))
 
 
+def sampled_consumed(
+    previous: Resources | None, held: Resources, penalty: Resources | None, *, elapsed: float, settings: AdmissionFairSharing,
+) -> dict[str, float]:
+    """A LocalQueue's consumed resources at a sample, as Kueue's LocalQueue controller computes
+    them: none without a half-life (no history); at the first sample (``previous`` None) only
+    the pending entry penalties; else the old value decayed over ``elapsed`` seconds with
+    ``held`` (what its admitted workloads hold now) taking the weight it lost, plus the penalties
+    of the admissions since the last sample."""
+    if settings.usage_half_life_seconds == 0:
+        return {}
+    if previous is None:
+        return dict(penalty or {})
+    consumed = decayed(previous, held, elapsed=elapsed, half_life=settings.usage_half_life_seconds)
+    return _summed(consumed, penalty or {})
+
+
 def entry_penalty(requests: Resources, settings: AdmissionFairSharing) -> dict[str, float]:
     """Kueue's ``CalculateEntryPenalty``: what an admission adds to its LocalQueue's usage at once."""
     alpha = alpha_rate(settings.usage_sampling_interval_seconds, settings.usage_half_life_seconds)
