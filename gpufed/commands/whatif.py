@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -20,6 +21,11 @@ import yaml
 from pydantic import ValidationError
 
 from gpufed.argtypes import whole_number
+from gpufed.commands.kueueflags import (
+    add_admission_fair_sharing_arguments,
+    admission_fair_sharing,
+    admission_fair_sharing_conflicts,
+)
 from gpufed.commands.running import report
 from gpufed.logging_setup import LEVELS, configure_logging
 
@@ -131,6 +137,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="give jobs without a tenant one of team-1..team-N, by a hash of the seed and the job's name "
         "(Zipf weights 1/k: team-1 submits most)",
     )
+    add_admission_fair_sharing_arguments(run)  # the hub's flags: with --quotas, the replay keeps usage as the hub does
     run.add_argument("-o", "--output", choices=["table", "json"], default="table")
     run.add_argument(
         "--plot", type=Path, metavar="FILE", help="also draw the comparison to FILE (.png, .svg, .pdf)"
@@ -274,6 +281,10 @@ def _run(args: argparse.Namespace) -> int:
     if not args.quotas and (args.fair_sharing != "off" or args.synthetic_tenants):
         flag = "--fair-sharing" if args.fair_sharing != "off" else "--synthetic-tenants"
         raise ValueError(f"{flag} needs --quotas (tenants and fair sharing matter only under Kueue quotas)")
+    if (conflict := admission_fair_sharing_conflicts(args)) is not None:
+        raise ValueError(conflict)
+    if not args.quotas and args.kueue_admission_fair_sharing:
+        raise ValueError("--kueue-admission-fair-sharing needs --quotas (it orders the LocalQueues of Kueue quotas)")
     if args.synthetic_tenants:
         from simulator.whatif.tenants import assign_synthetic_tenants
 
@@ -284,7 +295,7 @@ def _run(args: argparse.Namespace) -> int:
 
         if args.no_replay:
             raise ValueError("--quotas gates the timed replay; it cannot go with --no-replay")
-        quotas = read_quotas(args.quotas)
+        quotas = replace(read_quotas(args.quotas), admission_fair_sharing=admission_fair_sharing(args))
     if not trace_format.timed and not args.no_replay:
         raise ValueError(
             f"{args.trace}: the pod list has no creation_time/deletion_time columns, so it cannot be "

@@ -415,6 +415,7 @@ class _Replay:
             self._tier_hours(now - last)
             if self.tally is not None and self.gate is not None:
                 self.tally.advance(now - last, self.gate.waiting_by_tenant)
+                self.gate.advance(now)
             last = now
             freed: set[str | None] = set()
             while self.events and self.events[0][0] == now:

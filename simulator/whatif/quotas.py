@@ -9,7 +9,12 @@ namespace's LocalQueue and so to its ClusterQueue, and is admitted by the same p
 hub's admission controller calls (:func:`controlplane.admission.core.decide`, with or without
 fair sharing), with every admitted job's usage held until it finishes. When a ClusterQueue's
 ``preemption`` policies let a waiting job preempt, the gate reports the admitted jobs to evict;
-the replay stops them (their work is lost) and they queue again.
+the replay stops them (their work is lost) and they queue again. With Kueue's admission fair
+sharing (:attr:`Quotas.admission_fair_sharing`, the hub's settings) a ClusterQueue whose
+``admissionScope`` is usage-based takes its jobs by their LocalQueue's consumed resources, kept
+as the hub keeps them (:mod:`controlplane.admission.core.admissionfairsharing`): sampled every
+``usageSamplingInterval`` of replay time from what the queue's admitted jobs hold, and an
+admission's entry penalty added at once.
 
 A job is one pod set of one pod. It requests what its pod would: ``nvidia.com/gpu`` (whole
 GPUs) or ``nvidia.com/gpu-milli`` (thousandths of one GPU), ``cpu`` and ``memory`` when the
@@ -33,7 +38,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from controlplane.admission import objects
+from controlplane.admission import objects, usagehistory
 from controlplane.admission.core import (
     Admitted,
     ClusterQueue,
@@ -41,6 +46,12 @@ from controlplane.admission.core import (
     PodSetRequest,
     QueueingStrategy,
     decide,
+)
+from controlplane.admission.core.admissionfairsharing import (
+    AdmissionFairSharing,
+    LocalQueueUsage,
+    flattened,
+    sampled_consumed,
 )
 from controlplane.admission.core.quota import Cohort, Usage
 from controlplane.apis import kueue_v1alpha1
@@ -81,6 +92,10 @@ class Quotas:
     raw_queues: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     #: Cohort objects (parents, quotas, weights); a cohort only named by ClusterQueues has none.
     cohorts: Mapping[str, Cohort] = field(default_factory=dict)
+    #: LocalQueue (namespace/name) -> ``spec.fairSharing.weight`` (default 1).
+    local_queue_weights: Mapping[str, float] = field(default_factory=dict)
+    #: Kueue's admission fair sharing settings (None: off, every queue by priority then age).
+    admission_fair_sharing: AdmissionFairSharing | None = None
 
 
 def parse_quotas(documents: Iterable[Any], *, source: str = "quotas") -> Quotas:
@@ -89,6 +104,7 @@ def parse_quotas(documents: Iterable[Any], *, source: str = "quotas") -> Quotas:
     cqs: dict[str, Mapping[str, Any]] = {}
     cohorts: dict[str, Cohort] = {}
     local: dict[str, list[tuple[str, str]]] = {}
+    local_weights: dict[str, float] = {}
     for index, doc in enumerate(documents, 1):
         if doc is None:
             continue
@@ -120,6 +136,7 @@ def parse_quotas(documents: Iterable[Any], *, source: str = "quotas") -> Quotas:
             if not cluster_queue:
                 raise QuotaError(f"{source}: LocalQueue {namespace}/{name}: spec.clusterQueue is required")
             local.setdefault(namespace, []).append((name, cluster_queue))
+            local_weights[f"{namespace}/{name}"] = usagehistory.weight_of(doc)
     if not cqs:
         raise QuotaError(f"{source}: no ClusterQueue (give ResourceFlavor, ClusterQueue and LocalQueue objects)")
     several = {ns: sorted(q for q, _ in qs) for ns, qs in local.items() if len(qs) > 1}
@@ -138,6 +155,7 @@ def parse_quotas(documents: Iterable[Any], *, source: str = "quotas") -> Quotas:
         weights={name: objects.fair_weight(doc.get("spec") or {}) / 1000 for name, doc in cqs.items()},
         raw_queues=cqs,
         cohorts=cohorts,
+        local_queue_weights=local_weights,
     )
 
 
@@ -252,13 +270,16 @@ class QuotaGate:
         self._preempting = any(q.preemption.enabled for q in quotas.queues.values())
         #: Jobs whose preemptions the last cycle issued: the next one decides them first, as the hub does.
         self._claims: set[str] = set()
+        self._fair = _UsageHistory.of(quotas, tenancy)
 
     def submit(self, job: Job) -> None:
         tenant = str(job.tenant)
         selector = {LABEL_GPU_PRODUCT: job.gpu_products[0]} if len(job.gpu_products) == 1 else {}
         pod_set = PodSetRequest("main", 1, requests(job), selector)
         key = f"{tenant}/{job.name}"
-        self.waiting[key] = (job, Pending(key, self.tenancy.queue_of[tenant], (pod_set,), 0, _moment(job.submit_s)))
+        local_queue = f"{tenant}/{self.quotas.local_queues[tenant][0]}"
+        pending = Pending(key, self.tenancy.queue_of[tenant], (pod_set,), 0, _moment(job.submit_s), local_queue=local_queue)
+        self.waiting[key] = (job, pending)
         self.waiting_by_tenant[tenant] += 1
         self._fresh.append(key)
 
@@ -275,6 +296,12 @@ class QuotaGate:
         self._freed = True
         self.returning.append((now, job))
         return job
+
+    def advance(self, now: float) -> None:
+        """Replay time reached ``now`` (before its events): the LocalQueues' usage samples due by
+        then are taken, with what their jobs held since the last event."""
+        if self._fair is not None and self._fair.advance(now, self.holding.values()):
+            self._freed = True  # the order of the waiting jobs changed: offer them all again
 
     def admit(self, now: float) -> Cycle:
         """Run one admission cycle if a job arrived or quota was freed since the last one (one cycle
@@ -304,7 +331,11 @@ class QuotaGate:
                 for key, (_, pending) in self.waiting.items()
                 if key not in fresh_keys and self.quotas.queues[pending.queue].strategy is QueueingStrategy.STRICT_FIFO
             }
+            # A StrictFIFO queue ordered by usage may put a new job ahead of its parked head: all its jobs are offered.
+            ordering = self._fair.ordering if self._fair is not None else frozenset()
+            reordered = {self.waiting[key][1].queue for key in fresh} & blocked & ordering
             offered = [p for key in fresh if (p := self.waiting[key][1]).queue not in blocked]
+            offered += [p for _, p in self.waiting.values() if p.queue in reordered]
         if not offered:
             return Cycle()
         decisions = decide(
@@ -315,6 +346,7 @@ class QuotaGate:
             fair_sharing=self.fair_sharing,
             cohorts=self.quotas.cohorts,
             claims=self._claims,
+            fair_usage=self._fair.usage() if self._fair is not None else None,
         )
         self._claims = {p.key for p in decisions.preempting}
         admitted: list[Job] = []
@@ -333,10 +365,84 @@ class QuotaGate:
             if len(products) == 1:
                 job = replace(job, gpu_products=tuple(products))
             admitted.append(job)
+        if self._fair is not None:  # as the hub: the admissions' entry penalties are sampled in at once
+            self._fair.sample_penalties(now, self.holding.values())
         if admitted and self._preempting:
             self._freed = True
         evict = sorted({t.key for p in decisions.preempting for t in p.targets if t.key in self.holding})
         return Cycle(admitted, evict)
+
+
+class _UsageHistory:
+    """The consumed resources of the LocalQueues of usage-based ClusterQueues, kept as the hub
+    keeps them in their ``status.fairSharing``: each sampled every interval since its last
+    sample, and at once when an admission adds its entry penalty."""
+
+    def __init__(self, settings: AdmissionFairSharing, quotas: Quotas, local_queue_of: Mapping[str, str]) -> None:
+        self.settings = settings
+        self.weights = quotas.local_queue_weights
+        self.ordering = frozenset(name for name, obj in quotas.raw_queues.items() if usagehistory.usage_based(obj))
+        #: tenant -> its LocalQueue (namespace/name), for the tenants of usage-based ClusterQueues.
+        self.local_queue_of = local_queue_of
+        self.consumed: dict[str, dict[str, float]] = {}
+        self.penalties: dict[str, dict[str, float]] = {}
+        #: LocalQueue -> the replay time of its last sample (its ``lastUpdate``).
+        self.last: dict[str, float] = {}
+
+    @classmethod
+    def of(cls, quotas: Quotas, tenancy: Tenancy) -> _UsageHistory | None:
+        settings = quotas.admission_fair_sharing
+        if settings is None:
+            return None
+        ordering = {name for name, obj in quotas.raw_queues.items() if usagehistory.usage_based(obj)}
+        local = {t: f"{t}/{quotas.local_queues[t][0]}" for t, cq in tenancy.queue_of.items() if cq in ordering}
+        return cls(settings, quotas, local) if local else None
+
+    def usage(self) -> LocalQueueUsage:
+        return LocalQueueUsage(
+            self.settings, cluster_queues=self.ordering, consumed=self.consumed, weights=self.weights, penalties=self.penalties,
+        )
+
+    def _held(self, holding: Iterable[tuple[Job, Admitted]]) -> dict[str, dict[str, float]]:
+        out: dict[str, dict[str, float]] = {}
+        for job, admitted in holding:
+            local_queue = self.local_queue_of.get(str(job.tenant))
+            if local_queue is not None:
+                mine = out.setdefault(local_queue, {})
+                for resource, amount in flattened(admitted.usage).items():
+                    mine[resource] = mine.get(resource, 0.0) + amount
+        return out
+
+    def _sample(self, local_queue: str, at: float, held: Mapping[str, Mapping[str, float]]) -> bool:
+        """Sample one LocalQueue at ``at``; whether its usage changed."""
+        last = self.last.get(local_queue)
+        before = self.consumed.get(local_queue) if last is not None else None
+        self.consumed[local_queue] = sampled_consumed(
+            before, held.get(local_queue, {}), self.penalties.pop(local_queue, None),
+            elapsed=at - last if last is not None else 0.0, settings=self.settings,
+        )
+        self.last[local_queue] = at
+        return self.consumed[local_queue] != (before or {})
+
+    def advance(self, now: float, holding: Iterable[tuple[Job, Admitted]]) -> bool:
+        """Take the samples due by ``now``; whether a LocalQueue's usage changed."""
+        interval = self.settings.usage_sampling_interval_seconds
+        held: dict[str, dict[str, float]] | None = None
+        changed = False
+        for local_queue in self.local_queue_of.values():
+            if local_queue not in self.last:  # the first sample: nothing consumed yet
+                changed = self._sample(local_queue, now, {}) or changed
+            while now - self.last[local_queue] >= interval:
+                held = self._held(holding) if held is None else held  # constant since the last event
+                changed = self._sample(local_queue, self.last[local_queue] + interval, held) or changed
+        return changed
+
+    def sample_penalties(self, now: float, holding: Iterable[tuple[Job, Admitted]]) -> None:
+        """Fold the entry penalties of a cycle's admissions in, at ``now``."""
+        if self.penalties:
+            held = self._held(holding)
+            for local_queue in list(self.penalties):
+                self._sample(local_queue, now, held)
 
 
 @dataclass(frozen=True)
