@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
+
+import yaml
 
 from simulator.profile import Fleet, parse_fleet
 
@@ -46,3 +49,12 @@ MIG_CLUSTER: dict[str, Any] = {
         }
     ],
 }
+
+
+def run_files(directory: Path, *, trace: str, quotas: list[dict[str, Any]]) -> tuple[Path, Path, Path]:
+    """The files of a ``gpufed whatif run`` with quotas: one 4-GPU T4 node, the trace CSV, the quotas YAML."""
+    fleet, trace_csv, quotas_yaml = directory / "fleet.yaml", directory / "trace.csv", directory / "quotas.yaml"
+    fleet.write_text(yaml.safe_dump({"clusters": [t4_cluster("onprem", nodes=1, gpus=4)]}))
+    trace_csv.write_text(trace)
+    quotas_yaml.write_text(yaml.safe_dump_all(quotas))
+    return fleet, trace_csv, quotas_yaml

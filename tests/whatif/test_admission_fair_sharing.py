@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from controlplane.admission.core.admissionfairsharing import AdmissionFairSharing
 from gpufed.cli import main
@@ -19,7 +18,7 @@ from simulator.whatif.engine import Settings, fleet_nodes, run_replay
 from simulator.whatif.quotas import QuotaGate, parse_quotas, resolve
 from simulator.whatif.strategies import StrategyName, build_strategy
 from simulator.whatif.trace import Job
-from tests.whatif.fleets import make_fleet, t4_cluster
+from tests.whatif.fleets import make_fleet, run_files, t4_cluster
 
 KUEUE = "kueue.x-k8s.io/v1beta1"
 
@@ -117,12 +116,10 @@ def test_parking_changes_no_decision_with_admission_fair_sharing(strategy: str) 
 
 
 def test_the_command_takes_the_hubs_flags(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    fleet = tmp_path / "fleet.yaml"
-    fleet.write_text(yaml.safe_dump({"clusters": [t4_cluster("onprem", nodes=1, gpus=4)]}))
-    trace = tmp_path / "trace.csv"
-    trace.write_text("name,submit_s,duration_s,gpus,tenant\na1,0,1000,2,a\na2,10,50,2,a\nb1,20,50,2,b\n")
-    quotas = tmp_path / "quotas.yaml"
-    quotas.write_text(yaml.safe_dump_all(shared_queue()))
+    fleet, trace, quotas = run_files(
+        tmp_path, trace="name,submit_s,duration_s,gpus,tenant\na1,0,1000,2,a\na2,10,50,2,a\nb1,20,50,2,b\n",
+        quotas=shared_queue(),
+    )
     argv = ["whatif", "run", "--fleet", str(fleet), "--trace", str(trace), "--compare", "gpufed", "-o", "json"]
     fair = ["--kueue-admission-fair-sharing", "--kueue-usage-half-life-time", "10m", "--kueue-usage-sampling-interval", "5m"]
     for flags, b_waits in (([], 1030.0), (fair, 980.0)):

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from gpufed.cli import main
 from simulator.whatif.engine import Settings, fleet_nodes, run_replay
@@ -18,7 +17,7 @@ from simulator.whatif.quotas import QuotaError, QuotaGate, parse_quotas, read_qu
 from simulator.whatif.strategies import StrategyName, build_strategy
 from simulator.whatif.tenants import TenantTally, assign_synthetic_tenants, jain_index, synthetic_tenant
 from simulator.whatif.trace import Job, TraceError, parse_trace
-from tests.whatif.fleets import make_fleet, t4_cluster
+from tests.whatif.fleets import make_fleet, run_files, t4_cluster
 
 # --------------------------------------------------------------------------- Jain's index
 
@@ -261,12 +260,10 @@ def test_a_bad_quotas_file_is_refused_as_the_hub_would() -> None:
 
 
 def test_run_with_quotas_and_synthetic_tenants(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    fleet = tmp_path / "fleet.yaml"
-    fleet.write_text(yaml.safe_dump({"clusters": [t4_cluster("onprem", nodes=1, gpus=4)]}))
-    trace = tmp_path / "trace.csv"
-    trace.write_text("name,submit_s,duration_s,gpus,tenant\na1,0,100,2,a\na2,10,100,1,a\nb1,20,50,2,b\na3,30,10,1,a\n")
-    quotas = tmp_path / "quotas.yaml"
-    quotas.write_text(yaml.safe_dump_all(_quotas()))
+    fleet, trace, quotas = run_files(
+        tmp_path, trace="name,submit_s,duration_s,gpus,tenant\na1,0,100,2,a\na2,10,100,1,a\nb1,20,50,2,b\na3,30,10,1,a\n",
+        quotas=_quotas(),
+    )
     argv = ["whatif", "run", "--fleet", str(fleet), "--trace", str(trace), "--quotas", str(quotas), "--compare", "gpufed"]
     assert main([*argv, "-o", "json"]) == 0
     tenants = json.loads(capsys.readouterr().out)["strategies"]["gpufed"]["tenants"]["without_fair_sharing"]
