@@ -1,6 +1,7 @@
 """Fleet admission with fair sharing on (``--kueue-fair-sharing``): ClusterQueues and Cohorts
 report their weighted share (in their status and as Kueue's ``kueue_*_weighted_share`` gauges), and a queue reclaiming its quota preempts by fair share — the
-evicted Workload says ``InCohortFairSharing`` ("Fair Sharing within the cohort"), as Kueue does."""
+evicted Workload says ``InCohortFairSharing`` ("Fair Sharing within the cohort"), as Kueue does, and
+only as the hub's ``--kueue-fair-sharing-preemption-strategies`` allow."""
 
 from __future__ import annotations
 
@@ -12,13 +13,14 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
 from controlplane.admission.core import INFINITE_SHARE
+from controlplane.admission.core.fairsharing import PreemptionStrategy
 from controlplane.admission.metrics import QueueMetrics
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.manager import ControllerManager
 
 from .conftest import FAST
-from .fleet import eventually, queued_workload
-from .test_admission import KUEUE, condition, create, get
+from .fleet import eventually, node_shape, propagation_policy, put_cluster, queued_workload, settled
+from .test_admission import KUEUE, PLACEMENT, condition, create, get, kueue_obj, team_queue
 from .test_admission_preemption import admitted, job, team_a_borrows
 
 COHORT = "kueue.x-k8s.io/v1alpha1"
@@ -83,3 +85,38 @@ async def test_a_weight_zero_queue_that_borrows_reports_kueues_infinite_share(
     assert 'kueue_cluster_queue_weighted_share{cluster_queue="team-a"} 9.223372036854776e+18' in (
         generate_latest(registry).decode()
     )
+
+
+@pytest.mark.parametrize(("strategies", "preempted"), [
+    ((PreemptionStrategy.LESS_THAN_OR_EQUAL_TO_FINAL_SHARE, PreemptionStrategy.LESS_THAN_INITIAL_SHARE), True),
+    ((PreemptionStrategy.LESS_THAN_OR_EQUAL_TO_FINAL_SHARE,), False),
+])
+async def test_the_hub_preempts_by_its_preemption_strategies(
+    objects: ObjectStore, strategies: tuple[PreemptionStrategy, ...], preempted: bool,
+) -> None:
+    """Teams A 4, B 4 and C 8 GPUs in one cohort (16 to lend). A's greedy 12-GPU Job borrows 8
+    (share 500); B holds its 4 and asks 2 more (it would borrow 2: share 125). Without greedy A
+    would borrow nothing (share 0): 125 <= 0 fails LessThanOrEqualToFinalShare, 125 < 500 passes
+    LessThanInitialShare. Kueue's default pair evicts greedy; the first strategy alone does not."""
+    settings = dataclasses.replace(FAST, kueue_fair_sharing=True, kueue_fair_sharing_preemption_strategies=strategies)
+    async with ControllerManager(objects, settings=settings) as manager:
+        await put_cluster(objects, "onprem", node_shape(2, gpus=8), labels={"gpufed.io/pool": "onprem"}, pods=[])
+        await create(objects, kueue_obj("ResourceFlavor", "onprem", spec={"nodeLabels": {"gpufed.io/pool": "onprem"}}))
+        for team, gpus in (("team-a", 4), ("team-b", 4), ("team-c", 8)):
+            cq = team_queue(team, gpus)
+            cq["spec"]["preemption"] = {"reclaimWithinCohort": "Any"}
+            await create(objects, cq)
+            await create(objects, kueue_obj("LocalQueue", team, "default", spec={"clusterQueue": team}))
+        await create(objects, propagation_policy("jobs", kind="Job", api_version="batch/v1", placement=PLACEMENT))
+        await settled(manager)
+        for name, team, pods in (("greedy", "team-a", 12), ("b1", "team-b", 4)):
+            await create(objects, job(name, team, pods))
+            assert await eventually(lambda n=name: admitted(objects, n), what=f"{name} admitted") == team  # type: ignore[misc]
+        await create(objects, job("b2", "team-b", 2))
+        if preempted:
+            assert await eventually(lambda: admitted(objects, "b2"), what="b2 admitted") == "team-b"
+            assert condition(await queued_workload(objects, "Job", "greedy"), "Preempted").get("reason") == "InCohortFairSharing"
+        else:
+            await settled(manager)
+            assert await admitted(objects, "b2") is None
+            assert await admitted(objects, "greedy") == "team-a"
