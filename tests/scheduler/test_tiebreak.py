@@ -69,7 +69,7 @@ def test_one_gpu_replica_fills_a_partly_used_node_rather_than_breaking_a_whole_o
     cache = SchedulerCache()
     observe(cache, TaskShape(CPU, 1000, 4), 50, "big")
     observe(cache, TaskShape(CPU, 1000, 1), 50, "small")
-    fleet = [cluster("a-whole", shape(1, gpus=4)), cluster("b-partly", shape(1, gpus=2))]
+    fleet = [cluster("a-whole", shape(1, gpus=4)), cluster("b-partly", shape(1, gpus=2, allocatable={"nvidia.com/gpu": 4}))]
     result = schedule(one_gpu("ns/job"), fleet, now=NOW, cache=cache)
     assert result.clusters == {"b-partly": 1}
     assert "decided by fragmentation (fragmentation -0.50 GPUs" in reasons(result, "b-partly")[-1]

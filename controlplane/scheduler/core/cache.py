@@ -44,7 +44,9 @@ if TYPE_CHECKING:
     from controlplane.apis.fragmentation import TaskShape
     from controlplane.interpreter.requirements import ReplicaRequirements
     from controlplane.scheduler.core.clusterfit import NodeRow
+    from controlplane.scheduler.core.demand import Need
     from controlplane.scheduler.core.framework import Status
+    from controlplane.scheduler.core.shapescarcity import Capacity, ShapeRow
     from controlplane.scheduler.core.snapshot import NodeShape
     from policies.models import ClusterAffinityTerm, Placement, TieredOverflow
 
@@ -159,6 +161,25 @@ class SchedulerCache:
     )
     """(snapshot serial, mix version, task) -> whether it hosts the task, the least fragmentation
     growth, and the free GPUs the task accepts (``tiebreak``)."""
+    capacities: BoundedMemo[int, frozenset[Capacity]] = field(default_factory=lambda: BoundedMemo(4096))
+    """Snapshot serial -> its distinct empty nodes (``shapescarcity.capacities``)."""
+    shape_rows: BoundedMemo[int, dict[ShapeRow, int]] = field(default_factory=lambda: BoundedMemo(4096))
+    """Snapshot serial -> its distinct nodes with free memory, and their counts (``shapescarcity``)."""
+    constrained_needs: BoundedMemo[tuple[int, tuple[frozenset[Capacity], ...]], tuple[Need, ...]] = field(
+        default_factory=lambda: BoundedMemo(1024)
+    )
+    """(mix version, the tied clusters' empty nodes) -> the needs only some of them hold."""
+    slot_counts: BoundedMemo[tuple[int, Need], int] = field(default_factory=lambda: BoundedMemo(16_384))
+    """(snapshot serial, need) -> its nodes hosting the need now."""
+    lost_options: BoundedMemo[tuple[int, Need, tuple[Need, ...]], frozenset[frozenset[Need]]] = field(
+        default_factory=lambda: BoundedMemo(16_384)
+    )
+    """(snapshot serial, replica, constrained needs) -> per node hosting the replica, the needs it
+    stops hosting (distinct sets)."""
+    lost_rows: BoundedMemo[tuple[Need, tuple[Need, ...]], BoundedMemo[ShapeRow, frozenset[Need] | None]] = field(
+        default_factory=lambda: BoundedMemo(256)
+    )
+    """(replica, constrained needs) -> per distinct node, the needs it stops hosting."""
     price_bands: BoundedMemo[tuple[tuple[int, ...], float], tuple[float, ...]] = field(
         default_factory=lambda: BoundedMemo(64)
     )

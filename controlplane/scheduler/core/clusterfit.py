@@ -83,7 +83,7 @@ def gpu_vector(shape: NodeShape) -> tuple[int, ...]:
     return (GPU_MILLI,) * whole + tuple(partial)
 
 
-def _place(gpus: tuple[int, ...], task: TaskShape) -> tuple[int, ...] | None:
+def place_task(gpus: tuple[int, ...], task: TaskShape) -> tuple[int, ...] | None:
     """The node's free thousandths per GPU after hosting ``task`` (best-fit GPU for a share)."""
     if not task.num_gpu:
         return gpus
@@ -116,7 +116,7 @@ def row_growth(row: NodeRow, task: TaskShape, mix: DemandMix) -> float | None:
     product, cpu, gpus = row
     if (task.num_gpu and not task.accepts(product)) or cpu < task.cpu_milli:
         return None
-    after = _place(gpus, task)
+    after = place_task(gpus, task)
     if after is None:
         return None
     before = node_fragmentation(cpu, gpus, product, mix)

@@ -12,7 +12,10 @@ read from it:
   memoised per version stay valid;
 * the **constrained demand** (:meth:`DemandHistory.constrained`): per GPU model, the GPUs of
   recent replicas that accept only some GPU models (a replica accepting two models counts half
-  for each).
+  for each);
+* the **needs** (:meth:`DemandHistory.needs`): the arrivals per task shape and memory, every
+  shape of the window (not only the mix's popular ones), for the scarcity of node shapes
+  (:mod:`~controlplane.scheduler.core.shapescarcity`).
 
 Bounded: the window holds at most ``limit`` arrivals; the oldest leave as new ones come. No I/O.
 """
@@ -26,6 +29,9 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from controlplane.apis.fragmentation import GPU_MILLI, DemandMix, TaskShape
+
+Need = tuple[TaskShape, int]
+"""A replica as node shapes see it: its task shape and its memory (bytes)."""
 
 #: Arrivals the window holds.
 WINDOW: Final = 4096
@@ -44,9 +50,10 @@ class DemandHistory:
     limit: int = WINDOW
     version: int = 0
     """Changes whenever :meth:`mix` changes (unique across histories)."""
-    _window: deque[tuple[str, TaskShape]] = field(default_factory=deque)
+    _window: deque[tuple[str, TaskShape, int]] = field(default_factory=deque)
     _keys: Counter[str] = field(default_factory=Counter)
     _counts: Counter[TaskShape] = field(default_factory=Counter)
+    _needs: Counter[Need] = field(default_factory=Counter)
     _constrained: dict[str, float] = field(default_factory=dict)
     _since: int = 0
     _mix: DemandMix = field(default_factory=lambda: DemandMix(()))
@@ -62,27 +69,33 @@ class DemandHistory:
             _window=deque(self._window),
             _keys=Counter(self._keys),
             _counts=Counter(self._counts),
+            _needs=Counter(self._needs),
             _constrained=dict(self._constrained),
             _since=self._since,
             _mix=self._mix,
         )
 
-    def observe(self, key: str, task: TaskShape) -> None:
-        """Record one arrival of binding ``key`` (ignored while ``key`` is in the window)."""
+    def observe(self, key: str, task: TaskShape, memory: int = 0) -> None:
+        """Record one arrival of binding ``key`` asking ``memory`` bytes per replica (ignored while
+        ``key`` is in the window)."""
         if key in self._keys:
             return
-        self._window.append((key, task))
+        self._window.append((key, task, memory))
         self._keys[key] += 1
         self._counts[task] += 1
+        self._needs[task, memory] += 1
         self._add_constrained(task, 1.0)
         if len(self._window) > self.limit:
-            old_key, old_task = self._window.popleft()
+            old_key, old_task, old_memory = self._window.popleft()
             self._keys[old_key] -= 1
             if not self._keys[old_key]:
                 del self._keys[old_key]
             self._counts[old_task] -= 1
             if not self._counts[old_task]:
                 del self._counts[old_task]
+            self._needs[old_task, old_memory] -= 1
+            if not self._needs[old_task, old_memory]:
+                del self._needs[old_task, old_memory]
             self._add_constrained(old_task, -1.0)
         self._since += 1
 
@@ -108,3 +121,7 @@ class DemandHistory:
     def constrained(self) -> dict[str, float]:
         """Per GPU model: GPUs recent model-constrained replicas need (see the module)."""
         return self._constrained
+
+    def needs(self) -> Counter[Need]:
+        """Arrivals of the window per (task shape, memory) (see the module)."""
+        return self._needs

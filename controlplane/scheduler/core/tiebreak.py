@@ -13,6 +13,11 @@ price; what that order leaves open is decided here, never by the cluster's name 
      accepts only this cluster's GPU models the replica would take, weighed by that demand
      against the fleet's free GPUs of those models; only when the tied clusters differ in the
      GPU models they have free (otherwise constrained demand can go to any of them alike);
+   * *node shapes* (unless ``tieredOverflow.scarcityAware: false``): the GPUs of recent demand
+     that only some tied clusters' nodes can hold (by CPU, memory, GPUs) the replica would take
+     a node from, when it lands on the node where it takes least, weighed by that demand's
+     arrivals against the fleet's nodes hosting it (:mod:`~controlplane.scheduler.core.shapescarcity`);
+     only for a replica every tied cluster's nodes could hold;
 3. the fewest free GPUs the replica accepts (it packs: the clusters with more stay whole for
    larger replicas, as best-fit does among nodes);
 4. only when everything else is equal, the name (the order must be total).
@@ -26,12 +31,13 @@ The demand is learned online from the arrivals (:func:`observe`, ``SchedulerCach
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, TypeVar
 
 from controlplane.apis.fragmentation import GPU_MILLI, TaskShape
 from controlplane.interpreter.requirements import ReplicaRequirements
+from controlplane.scheduler.core import shapescarcity
 from controlplane.scheduler.core.cache import BoundedMemo, SchedulerCache
 from controlplane.scheduler.core.clusterfit import (
     NodeRow,
@@ -42,9 +48,12 @@ from controlplane.scheduler.core.clusterfit import (
     summed,
     task_of,
 )
+from controlplane.scheduler.core.demand import Need
 from controlplane.scheduler.core.framework import BindingRequest, CycleState
 from controlplane.scheduler.core.pricebands import band_percent
 from controlplane.scheduler.core.snapshot import ClusterSnapshot, fleet_key
+
+T = TypeVar("T")
 
 #: Clusters of one tie compared: the first by name (a decision stays cheap in a large fleet of
 #: equal clusters); the rest of the tie follows them in name order.
@@ -66,13 +75,18 @@ def cached_task(requirements: ReplicaRequirements, cache: SchedulerCache) -> Tas
     return cache.tasks.remember(requirements, task_of(requirements))
 
 
+def memory_of(requirements: ReplicaRequirements) -> int:
+    """Memory (bytes) one replica asks for."""
+    return next((value for key, value in requirements.resources if key == "memory"), 0)
+
+
 def observe(request: BindingRequest, cache: SchedulerCache) -> None:
     """Record the binding's replica in the recent demand (bindings without replicas are not demand)."""
     if request.replicas <= 0:
         return
     task = task_for(request, cache)
     if task is not None:
-        cache.demand.observe(request.key, task)
+        cache.demand.observe(request.key, task, memory_of(request.requirements))
 
 
 def scarcity_aware(state: CycleState) -> bool:
@@ -92,10 +106,12 @@ class TieCost:
     """GPUs of constrained demand the replica takes."""
     free: float
     """Free GPUs the replica accepts."""
+    shapes: float = 0.0
+    """GPUs of recent demand needing a node shape the replica takes a node from."""
 
     @property
     def key(self) -> tuple[bool, float, float, str]:
-        cost = round((self.fragmentation + self.scarcity) / EPSILON) * EPSILON
+        cost = round((self.fragmentation + self.scarcity + self.shapes) / EPSILON) * EPSILON
         return (not self.fits, cost, self.free, self.name)
 
 
@@ -154,13 +170,68 @@ def costs(state: CycleState, tied: Sequence[ClusterSnapshot]) -> list[TieCost]:
     if constrained and len({frozenset(m for m, f in free_gpus(c, cache).items() if f > 0) for c in tied}) < 2:
         constrained = {}  # every tied cluster offers the same models: none deprives constrained demand
     fleet_models = fleet_free(state, tied) if constrained else {}
+    fitting = [_fit(cluster, task, cache) for cluster in tied]
+    shapes = _shape_costs(state, (task, memory_of(state.request.requirements)), tied) if scarcity_aware(state) else {}
     out = []
-    for cluster in tied:
-        fits, growth, accepted = _fit(cluster, task, cache)
+    for cluster, (fits, growth, accepted) in zip(tied, fitting, strict=True):
         taken = scarcity(task, free_gpus(cluster, cache), fleet_models, constrained) if fleet_models else 0.0
-        out.append(TieCost(cluster.name, fits, growth, taken, accepted))
+        out.append(TieCost(cluster.name, fits, growth, taken, accepted, shapes.get(cluster.name, 0.0)))
     out.sort(key=lambda cost: cost.key)
     return out
+
+
+def _memo_of(table: BoundedMemo[int, T], cluster: ClusterSnapshot, make: Callable[[ClusterSnapshot], T]) -> T:
+    found = table.get(cluster.serial)
+    if found is None:
+        found = table.remember(cluster.serial, make(cluster))
+    return found
+
+
+def _shape_costs(state: CycleState, replica: Need, tied: Sequence[ClusterSnapshot]) -> dict[str, float]:
+    """Per tied cluster, the GPUs of demand needing a node shape the replica deprives
+    (:mod:`~controlplane.scheduler.core.shapescarcity`); empty when no need is constrained."""
+    cache = state.cache
+    demand = cache.demand
+    key = (demand.version, tuple(_memo_of(cache.capacities, c, shapescarcity.capacities) for c in tied))
+    constrained = cache.constrained_needs.get(key)
+    if constrained is None:
+        constrained = cache.constrained_needs.remember(key, shapescarcity.constrained_needs(demand.needs(), key[1]))
+    if not constrained or not shapescarcity.held_by_all(key[1], replica):
+        return {}
+    fleet = state.fleet_clusters or tied
+    counts = [sum(_slots(cache, c, need) for c in fleet) for need in constrained]
+    weight = shapescarcity.weights(constrained, demand.needs(), counts)
+    return {c.name: shapescarcity.cost(_lost_options(cache, c, replica, constrained), weight) for c in tied}
+
+
+def _slots(cache: SchedulerCache, cluster: ClusterSnapshot, need: Need) -> int:
+    key = (cluster.serial, need)
+    found = cache.slot_counts.get(key)
+    if found is None:
+        rows = _memo_of(cache.shape_rows, cluster, shapescarcity.shape_rows)
+        found = cache.slot_counts.remember(key, shapescarcity.slots(rows, need))
+    return found
+
+
+def _lost_options(
+    cache: SchedulerCache, cluster: ClusterSnapshot, replica: Need, constrained: tuple[Need, ...]
+) -> frozenset[frozenset[Need]]:
+    key = (cluster.serial, replica, constrained)
+    found = cache.lost_options.get(key)
+    if found is not None:
+        return found
+    memo = cache.lost_rows.get(key[1:])
+    if memo is None or len(memo) >= ROW_MEMO:
+        memo = cache.lost_rows.remember(key[1:], BoundedMemo(ROW_MEMO))
+    options = set()
+    for row in _memo_of(cache.shape_rows, cluster, shapescarcity.shape_rows):
+        if row in memo:
+            lost = memo[row]
+        else:
+            lost = memo[row] = shapescarcity.lost_needs(row, replica, constrained)
+        if lost is not None:
+            options.add(lost)
+    return cache.lost_options.remember(key, frozenset(options))
 
 
 def rank(state: CycleState, tied: Sequence[ClusterSnapshot]) -> list[str]:
@@ -177,18 +248,24 @@ def _explain(state: CycleState, ranked: Sequence[TieCost]) -> None:
     if best.fits != runner.fits:
         why = "fit"
     elif abs(best.key[1] - runner.key[1]) > EPSILON:
-        more_fragmentation = runner.fragmentation - best.fragmentation
-        why = "scarcity" if runner.scarcity - best.scarcity > more_fragmentation else "fragmentation"
+        shares = {
+            "fragmentation": runner.fragmentation - best.fragmentation,
+            "scarcity": runner.scarcity - best.scarcity,
+            "node-shape scarcity": runner.shapes - best.shapes,
+        }
+        why = max(shares, key=lambda name: shares[name])
     elif best.free != runner.free:
         why = "fewest free GPUs"
     else:
         why = "name (equal in fragmentation, scarcity and free GPUs)"
     reasons = state.tie_reasons
     tied_on = "tier and price band" if band_percent(state) else "tier and price"
+    any_shapes = any(cost.shapes for cost in ranked)
     for index, cost in enumerate(ranked):
+        shapes = f"node shapes {cost.shapes:.2f} GPUs, " if any_shapes else ""
         figures = (
             f"fragmentation {cost.fragmentation:+.2f} GPUs, scarcity {cost.scarcity:.2f} GPUs, "
-            f"{cost.free:g} free GPUs" if cost.fits else "no node hosts it as reported"
+            f"{shapes}{cost.free:g} free GPUs" if cost.fits else "no node hosts it as reported"
         )
         place = "first" if index == 0 else f"#{index + 1}"
         reasons[cost.name] = (

@@ -1,0 +1,170 @@
+"""Ties of tier and price: node-shape scarcity keeps the nodes rare demand needs, on hand-computed fleets."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from controlplane.apis.fragmentation import TaskShape
+from controlplane.interpreter.requirements import ReplicaRequirements
+from controlplane.scheduler.core import shapescarcity
+from controlplane.scheduler.core.cache import SchedulerCache
+from controlplane.scheduler.core.deciding import schedule
+from controlplane.scheduler.core.demand import DemandHistory
+from controlplane.scheduler.core.framework import BindingRequest
+from controlplane.scheduler.core.outcome import ScheduleResult
+from controlplane.scheduler.core.snapshot import ClusterSnapshot
+from policies.models import Placement
+
+from .builders import GI, cluster, shape
+
+NOW = datetime(2024, 5, 1, 10, 0, tzinfo=UTC)
+CORE = 1000
+G2 = "G2"
+G3 = "G3"
+
+
+def tiered(**tiered_overflow: Any) -> Placement:
+    scheduling: dict[str, Any] = {"replicaSchedulingType": "Divided", "replicaDivisionPreference": "TieredOverflow"}
+    if tiered_overflow:
+        scheduling["tieredOverflow"] = tiered_overflow
+    return Placement.model_validate({"replicaScheduling": scheduling})
+
+
+def eight_gpus(key: str, cores: int, *, memory: int = 0, placement: Placement | None = None) -> BindingRequest:
+    resources = {"nvidia.com/gpu": 8, "cpu": cores * CORE}
+    if memory:
+        resources["memory"] = memory
+    return BindingRequest(
+        key=key,
+        replicas=1,
+        requirements=ReplicaRequirements.build(resources),
+        placement=placement or tiered(),
+    )
+
+
+def arrivals(cache: SchedulerCache, cores: int, times: int, prefix: str, *, memory: int = 0) -> None:
+    for index in range(times):
+        cache.demand.observe(f"ns/{prefix}{index}", TaskShape(cores * CORE, 1000, 8), memory)
+
+
+def reasons(result: ScheduleResult, name: str) -> tuple[str, ...]:
+    return next(entry.reasons for entry in result.explanation if entry.cluster == name)
+
+
+def big_and_small() -> list[ClusterSnapshot]:
+    """Both at the default price: ``a-small`` one G3 node of 128 cores and 8 GPUs (8 free GPUs, the
+    fewest), ``b-big`` four G2 nodes of 96 cores and 8 GPUs (32)."""
+    return [
+        cluster("a-small", shape(1, gpus=8, product=G3, cpu=128 * CORE)),
+        cluster("b-big", shape(4, gpus=8, product=G2, cpu=96 * CORE)),
+    ]
+
+
+def test_an_88_core_replica_leaves_the_only_120_core_node_to_the_120_core_demand() -> None:
+    """40 recent arrivals of 8 GPUs and 88 cores, 2 of 8 GPUs and 120 cores (under 5 %: not in the mix,
+    so fragmentation sees only the 88-core ones, which both clusters' nodes host: growth 0 in both).
+
+    Only ``a-small``'s node holds 120 cores; 2 arrivals against 1 node hosting it in the fleet: each
+    GPU of the 8 the replica takes there is one the 120-core demand lacks, cost 8 x min(1, 2/1) = 8
+    GPUs. ``b-big``'s nodes never held it: 0. Without the term, fewest free GPUs picks ``a-small``.
+    """
+    cache = SchedulerCache()
+    arrivals(cache, 88, 40, "mid")
+    arrivals(cache, 120, 2, "wide")
+    result = schedule(eight_gpus("ns/job", 88), big_and_small(), now=NOW, cache=cache)
+    assert result.clusters == {"b-big": 1}
+    assert "decided by node-shape scarcity" in reasons(result, "b-big")[-1]
+    assert "node shapes 0.00 GPUs, 32 free GPUs" in reasons(result, "b-big")[-1]
+    assert "fragmentation +0.00 GPUs, scarcity 0.00 GPUs, node shapes 8.00 GPUs, 8 free GPUs" in reasons(
+        result, "a-small"
+    )[0]
+
+
+def test_without_demand_for_the_rare_shape_or_with_scarcity_off_the_old_order_holds() -> None:
+    cache = SchedulerCache()
+    arrivals(cache, 88, 40, "mid")
+    result = schedule(eight_gpus("ns/job", 88), big_and_small(), now=NOW, cache=cache)
+    assert result.clusters == {"a-small": 1}
+    assert "decided by fewest free GPUs" in reasons(result, "a-small")[-1]
+    assert "node shapes" not in reasons(result, "a-small")[-1]
+    cache = SchedulerCache()
+    arrivals(cache, 88, 40, "mid")
+    arrivals(cache, 120, 2, "wide")
+    off = tiered(scarcityAware=False)
+    result = schedule(eight_gpus("ns/job", 88, placement=off), big_and_small(), now=NOW, cache=cache)
+    assert result.clusters == {"a-small": 1}
+
+
+def test_the_rare_shape_itself_goes_where_it_fits() -> None:
+    cache = SchedulerCache()
+    arrivals(cache, 88, 40, "mid")
+    arrivals(cache, 120, 2, "wide")
+    result = schedule(eight_gpus("ns/job", 120), big_and_small(), now=NOW, cache=cache)
+    assert result.clusters == {"a-small": 1}
+
+
+def test_memory_makes_a_node_shape_scarce_too() -> None:
+    """Same CPU, but only ``a-small``'s node has the 900 GiB a few recent replicas ask for."""
+    cache = SchedulerCache()
+    arrivals(cache, 8, 40, "mid")
+    arrivals(cache, 8, 2, "fat", memory=900 * GI)
+    fleet = [
+        cluster("a-small", shape(1, gpus=8, product=G3, memory=1024 * GI)),
+        cluster("b-big", shape(4, gpus=8, product=G2, memory=512 * GI)),
+    ]
+    result = schedule(eight_gpus("ns/job", 8), fleet, now=NOW, cache=cache)
+    assert result.clusters == {"b-big": 1}
+    assert "decided by node-shape scarcity" in reasons(result, "b-big")[-1]
+
+
+def test_a_node_that_deprives_nobody_costs_nothing() -> None:
+    """``a-small`` also has a 96-core G2 node: the replica can land there, so the cluster costs 0
+    and fewest free GPUs decides again."""
+    cache = SchedulerCache()
+    arrivals(cache, 88, 40, "mid")
+    arrivals(cache, 120, 2, "wide")
+    fleet = [
+        cluster("a-small", shape(1, gpus=8, product=G3, cpu=128 * CORE), shape(1, gpus=8, product=G2, cpu=96 * CORE)),
+        cluster("b-big", shape(4, gpus=8, product=G2, cpu=96 * CORE)),
+    ]
+    result = schedule(eight_gpus("ns/job", 88), fleet, now=NOW, cache=cache)
+    assert result.clusters == {"a-small": 1}
+    assert "decided by fewest free GPUs" in reasons(result, "a-small")[-1]
+
+
+# --------------------------------------------------------------------------------- by hand
+
+
+def test_constrained_needs_lost_needs_and_weights_by_hand() -> None:
+    wide = (TaskShape(120 * CORE, 1000, 8), 0)
+    mid = (TaskShape(88 * CORE, 1000, 8), 0)
+    pinned = (TaskShape(120 * CORE, 1000, 8, (G3,)), 0)  # left to GPU scarcity
+    small = frozenset({(G3, 128 * CORE, 1024 * GI, 8)})
+    big = frozenset({(G2, 96 * CORE, 512 * GI, 8)})
+    assert shapescarcity.constrained_needs([wide, mid, pinned], [small, big]) == (wide,)
+    assert shapescarcity.constrained_needs([wide, mid], [small, small]) == ()
+    assert shapescarcity.held_by_all([small, big], mid)
+    assert not shapescarcity.held_by_all([small, big], wide)
+    g3_row = (G3, 128 * CORE, 1024 * GI, (1000,) * 8)
+    assert shapescarcity.lost_needs(g3_row, mid, (wide,)) == frozenset({wide})
+    # A 1-GPU replica leaves 7 GPUs: the 8-GPU shape is lost all the same.
+    one = (TaskShape(1 * CORE, 1000, 1), 0)
+    assert shapescarcity.lost_needs(g3_row, one, (wide,)) == frozenset({wide})
+    assert shapescarcity.lost_needs((G2, 96 * CORE, 512 * GI, (1000,) * 8), wide, (wide,)) is None
+    # 3 arrivals against 4 nodes hosting it: 8 GPUs x 3/4.
+    assert shapescarcity.weights((wide,), {wide: 3}, [4]) == {wide: pytest.approx(6.0)}
+    assert shapescarcity.cost([frozenset({wide}), frozenset()], {wide: 6.0}) == 0.0
+    assert shapescarcity.cost([], {wide: 6.0}) == 0.0
+
+
+def test_demand_history_counts_needs_with_their_memory_and_forgets_them() -> None:
+    history = DemandHistory(limit=2)
+    task = TaskShape(CORE, 1000, 1)
+    history.observe("ns/a", task, 4 * GI)
+    history.observe("ns/b", task, 4 * GI)
+    history.observe("ns/c", task)
+    assert history.needs() == {(task, 4 * GI): 1, (task, 0): 1}
+    assert history.copy().needs() == history.needs()
