@@ -53,6 +53,8 @@ from controlplane.scheduler.core.framework import BindingRequest, CycleState
 from controlplane.scheduler.core.pricebands import band_percent
 from controlplane.scheduler.core.snapshot import ClusterSnapshot, fleet_key
 
+K = TypeVar("K")
+R = TypeVar("R")
 T = TypeVar("T")
 
 #: Clusters of one tie compared: the first by name (a decision stays cheap in a large fleet of
@@ -60,7 +62,7 @@ T = TypeVar("T")
 TIE_LIMIT: Final = 4
 #: Costs closer than this (GPUs) are equal.
 EPSILON: Final = 1e-6
-#: Distinct nodes remembered per (mix version, task).
+#: Distinct nodes remembered per (mix version, task) and per (replica, constrained needs).
 ROW_MEMO: Final = 65_536
 
 
@@ -73,6 +75,22 @@ def cached_task(requirements: ReplicaRequirements, cache: SchedulerCache) -> Tas
     if requirements in cache.tasks:
         return cache.tasks[requirements]
     return cache.tasks.remember(requirements, task_of(requirements))
+
+
+def _row_memo(table: BoundedMemo[K, BoundedMemo[R, T]], key: K) -> BoundedMemo[R, T]:
+    """The per-distinct-node memo ``table`` keeps under ``key`` (a fresh one when it is full)."""
+    memo = table.get(key)
+    if memo is None or len(memo) >= ROW_MEMO:
+        memo = table.remember(key, BoundedMemo(ROW_MEMO))
+    return memo
+
+
+def _memo_of(table: BoundedMemo[int, T], cluster: ClusterSnapshot, make: Callable[[ClusterSnapshot], T]) -> T:
+    """``make(cluster)``, remembered in ``table`` per snapshot."""
+    found = table.get(cluster.serial)
+    if found is None:
+        found = table.remember(cluster.serial, make(cluster))
+    return found
 
 
 def memory_of(requirements: ReplicaRequirements) -> int:
@@ -117,17 +135,11 @@ class TieCost:
 
 def free_gpus(cluster: ClusterSnapshot, cache: SchedulerCache) -> dict[str, float]:
     """Free GPUs per model of ``cluster``, remembered per snapshot."""
-    found = cache.free_by_model.get(cluster.serial)
-    if found is None:
-        found = cache.free_by_model.remember(cluster.serial, free_by_model(cluster))
-    return found
+    return _memo_of(cache.free_by_model, cluster, free_by_model)
 
 
 def _rows(cluster: ClusterSnapshot, cache: SchedulerCache) -> tuple[NodeRow, ...]:
-    found = cache.node_rows.get(cluster.serial)
-    if found is None:
-        found = cache.node_rows.remember(cluster.serial, node_rows(cluster))
-    return found
+    return _memo_of(cache.node_rows, cluster, node_rows)
 
 
 def _fit(cluster: ClusterSnapshot, task: TaskShape, cache: SchedulerCache) -> tuple[bool, float, float]:
@@ -138,9 +150,7 @@ def _fit(cluster: ClusterSnapshot, task: TaskShape, cache: SchedulerCache) -> tu
     found = cache.tie_costs.get(key)
     if found is not None:
         return found
-    memo = cache.growths.get(key[1:])
-    if memo is None or len(memo) >= ROW_MEMO:
-        memo = cache.growths.remember(key[1:], BoundedMemo(ROW_MEMO))
+    memo = _row_memo(cache.growths, key[1:])
     growth = fragmentation_growth(_rows(cluster, cache), task, mix, memo)
     free = free_gpus(cluster, cache)
     accepted = sum(f for m, f in free.items() if task.accepts(m)) if task.models else sum(free.values())
@@ -180,13 +190,6 @@ def costs(state: CycleState, tied: Sequence[ClusterSnapshot]) -> list[TieCost]:
     return out
 
 
-def _memo_of(table: BoundedMemo[int, T], cluster: ClusterSnapshot, make: Callable[[ClusterSnapshot], T]) -> T:
-    found = table.get(cluster.serial)
-    if found is None:
-        found = table.remember(cluster.serial, make(cluster))
-    return found
-
-
 def _shape_costs(state: CycleState, replica: Need, tied: Sequence[ClusterSnapshot]) -> dict[str, float]:
     """Per tied cluster, the GPUs of demand needing a node shape the replica deprives
     (:mod:`~controlplane.scheduler.core.shapescarcity`); empty when no need is constrained."""
@@ -220,9 +223,7 @@ def _lost_options(
     found = cache.lost_options.get(key)
     if found is not None:
         return found
-    memo = cache.lost_rows.get(key[1:])
-    if memo is None or len(memo) >= ROW_MEMO:
-        memo = cache.lost_rows.remember(key[1:], BoundedMemo(ROW_MEMO))
+    memo = _row_memo(cache.lost_rows, key[1:])
     options = set()
     for row in _memo_of(cache.shape_rows, cluster, shapescarcity.shape_rows):
         if row in memo:
