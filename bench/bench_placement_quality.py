@@ -26,11 +26,12 @@ the same GPU nodes and 310 CPU-only nodes (quick and tiny sizes take every fourt
 GPU node and every fourth / eighth CPU-only node). ``--seed`` draws variants, splits and the
 fill again (default 42); ``--traces cpu250`` runs only the named traces of the size;
 ``--scarcity-steering`` gives gpufed a policy with ``tieredOverflow.scarcitySteering: true``,
-``--packing-hints`` one with ``tieredOverflow.packingHints: true`` (both: both).
+``--packing-hints`` one with ``tieredOverflow.packingHints: true``, ``--node-shape-scarcity`` one with
+``tieredOverflow.nodeShapeScarcity: true`` (several: all of them).
 
 Reproduce::
 
-    .venv/bin/python -m bench.bench_placement_quality --size quick [--nodes all] [--seed 7] [--traces cpu250] [--scarcity-steering] [--packing-hints]
+    .venv/bin/python -m bench.bench_placement_quality --size quick [--nodes all] [--seed 7] [--traces cpu250] [--scarcity-steering] [--packing-hints] [--node-shape-scarcity]
 """
 
 from __future__ import annotations
@@ -280,6 +281,9 @@ OPTIONS.add_argument(
     "--packing-hints", action="store_true", help="gpufed's policy with tieredOverflow.packingHints: true"
 )
 OPTIONS.add_argument(
+    "--node-shape-scarcity", action="store_true", help="gpufed's policy with tieredOverflow.nodeShapeScarcity: true"
+)
+OPTIONS.add_argument(
     "--traces", default="", metavar="NAME,...", help="only these traces of the size, e.g. default,cpu250 (default: all)"
 )
 
@@ -287,7 +291,11 @@ OPTIONS.add_argument(
 def main(argv: Sequence[str]) -> int:
     options, _ = OPTIONS.parse_known_args(argv)
     only = tuple(name for name in options.traces.split(",") if name)
-    placement = tiered_placement(scarcitySteering=options.scarcity_steering, packingHints=options.packing_hints)
+    placement = tiered_placement(
+        scarcitySteering=options.scarcity_steering,
+        packingHints=options.packing_hints,
+        nodeShapeScarcity=options.node_shape_scarcity,
+    )
     bound = functools.partial(run, node_list=options.nodes, seed=options.seed, only=only, placement=placement)
     return benchmark_main(bound, argv, description=(__doc__ or "").splitlines()[0], parents=(OPTIONS,))
 

@@ -293,9 +293,12 @@ class TieredOverflow(SpecModel):
     defaults (on, $1/h minimum saving, 300 s between moves, 25% surge)."""
     scarcity_aware: bool | None = None
     """Among clusters tied on tier and price, whether a replica that accepts several GPU models avoids
-    the capacity recent replicas accepting only some models need, and a replica every tied cluster's
-    nodes could hold avoids the nodes recent replicas only some of them hold need (default true). Ties
-    are otherwise broken by the expected growth of GPU fragmentation, then by the fewest free GPUs."""
+    the capacity recent replicas accepting only some models need (default true). Ties are otherwise
+    broken by the expected growth of GPU fragmentation, then by the fewest free GPUs."""
+    node_shape_scarcity: bool | None = None
+    """Among clusters tied on tier and price, whether a replica the nodes of every tied cluster could hold
+    avoids the nodes that recent replicas only some of those clusters' nodes can hold (by CPU, memory and
+    GPUs) need (default false; off whenever scarcityAware is false)."""
     scarcity_steering: bool | None = None
     """Whether a replica that accepts several GPU models is steered, inside the cluster it goes to, away
     from the models recent replicas accepting only some models need: the Work gets a preferred node

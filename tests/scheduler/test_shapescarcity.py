@@ -41,7 +41,7 @@ def eight_gpus(key: str, cores: int, *, memory: int = 0, placement: Placement | 
         key=key,
         replicas=1,
         requirements=ReplicaRequirements.build(resources),
-        placement=placement or tiered(),
+        placement=placement or tiered(nodeShapeScarcity=True),
     )
 
 
@@ -83,19 +83,20 @@ def test_an_88_core_replica_leaves_the_only_120_core_node_to_the_120_core_demand
     )[0]
 
 
-def test_without_demand_for_the_rare_shape_or_with_scarcity_off_the_old_order_holds() -> None:
+def test_without_demand_for_the_rare_shape_or_with_the_term_off_the_old_order_holds() -> None:
     cache = SchedulerCache()
     arrivals(cache, 88, 40, "mid")
     result = schedule(eight_gpus("ns/job", 88), big_and_small(), now=NOW, cache=cache)
     assert result.clusters == {"a-small": 1}
     assert "decided by fewest free GPUs" in reasons(result, "a-small")[-1]
     assert "node shapes" not in reasons(result, "a-small")[-1]
-    cache = SchedulerCache()
-    arrivals(cache, 88, 40, "mid")
-    arrivals(cache, 120, 2, "wide")
-    off = tiered(scarcityAware=False)
-    result = schedule(eight_gpus("ns/job", 88, placement=off), big_and_small(), now=NOW, cache=cache)
-    assert result.clusters == {"a-small": 1}
+    for off in (tiered(), tiered(nodeShapeScarcity=False), tiered(nodeShapeScarcity=True, scarcityAware=False)):
+        cache = SchedulerCache()
+        arrivals(cache, 88, 40, "mid")
+        arrivals(cache, 120, 2, "wide")
+        result = schedule(eight_gpus("ns/job", 88, placement=off), big_and_small(), now=NOW, cache=cache)
+        assert result.clusters == {"a-small": 1}
+        assert "node shapes" not in reasons(result, "a-small")[-1]
 
 
 def test_the_rare_shape_itself_goes_where_it_fits() -> None:

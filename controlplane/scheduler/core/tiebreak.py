@@ -13,7 +13,7 @@ price; what that order leaves open is decided here, never by the cluster's name 
      accepts only this cluster's GPU models the replica would take, weighed by that demand
      against the fleet's free GPUs of those models; only when the tied clusters differ in the
      GPU models they have free (otherwise constrained demand can go to any of them alike);
-   * *node shapes* (unless ``tieredOverflow.scarcityAware: false``): the GPUs of recent demand
+   * *node shapes* (only with ``tieredOverflow.nodeShapeScarcity: true``): the GPUs of recent demand
      that only some tied clusters' nodes can hold (by CPU, memory, GPUs) the replica would take
      a node from, when it lands on the node where it takes least, weighed by that demand's
      arrivals against the fleet's nodes hosting it (:mod:`~controlplane.scheduler.core.shapescarcity`);
@@ -52,6 +52,7 @@ from controlplane.scheduler.core.demand import Need
 from controlplane.scheduler.core.framework import BindingRequest, CycleState
 from controlplane.scheduler.core.pricebands import band_percent
 from controlplane.scheduler.core.snapshot import ClusterSnapshot, fleet_key
+from policies.models import TieredOverflow
 
 K = TypeVar("K")
 R = TypeVar("R")
@@ -107,10 +108,20 @@ def observe(request: BindingRequest, cache: SchedulerCache) -> None:
         cache.demand.observe(request.key, task, memory_of(request.requirements))
 
 
-def scarcity_aware(state: CycleState) -> bool:
+def _tiered(state: CycleState) -> TieredOverflow | None:
     replica_scheduling = state.request.placement.replica_scheduling
-    tiered = replica_scheduling.tiered_overflow if replica_scheduling else None
+    return replica_scheduling.tiered_overflow if replica_scheduling else None
+
+
+def scarcity_aware(state: CycleState) -> bool:
+    tiered = _tiered(state)
     return tiered is None or tiered.scarcity_aware is not False
+
+
+def node_shape_scarcity(state: CycleState) -> bool:
+    """Whether the policy weighs node-shape scarcity in ties (``tieredOverflow.nodeShapeScarcity``)."""
+    tiered = _tiered(state)
+    return tiered is not None and tiered.node_shape_scarcity is True and tiered.scarcity_aware is not False
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,7 +192,8 @@ def costs(state: CycleState, tied: Sequence[ClusterSnapshot]) -> list[TieCost]:
         constrained = {}  # every tied cluster offers the same models: none deprives constrained demand
     fleet_models = fleet_free(state, tied) if constrained else {}
     fitting = [_fit(cluster, task, cache) for cluster in tied]
-    shapes = _shape_costs(state, (task, memory_of(state.request.requirements)), tied) if scarcity_aware(state) else {}
+    replica = (task, memory_of(state.request.requirements))
+    shapes = _shape_costs(state, replica, tied) if node_shape_scarcity(state) else {}
     out = []
     for cluster, (fits, growth, accepted) in zip(tied, fitting, strict=True):
         taken = scarcity(task, free_gpus(cluster, cache), fleet_models, constrained) if fleet_models else 0.0
