@@ -44,6 +44,7 @@ from policies.behavior_models import GpuShapes as GpuShapes
 from policies.behavior_models import PurgeMode as PurgeMode
 from policies.behavior_models import SchedulePriority as SchedulePriority
 from policies.behavior_models import SpotReclaims as SpotReclaims
+from policies.behavior_models import TierRebalance as TierRebalance
 
 GPUFED_API_VERSION: Final = "policy.gpufed.io/v1alpha1"
 KARMADA_API_VERSION: Final = "policy.karmada.io/v1alpha1"
@@ -208,50 +209,6 @@ class Tier(SpecModel):
     """The name of the tier, unique among the tiers."""
     cluster_affinity: ClusterAffinity
     """The clusters of this tier. A cluster belongs to the first tier it matches."""
-
-
-class TierRebalance(SpecModel):
-    """gpufed extension: moving burst replicas back to a cheaper tier once it has room.
-
-    When a capacity report shows room in a cheaper tier (or a cheaper cluster of the same
-    tier) for replicas that run in a more expensive one, the scheduler first adds them in the
-    cheaper cluster, waits until the member reports them ready, and only then removes as
-    many from the expensive one: the workload never has fewer ready replicas than before.
-    The same settings, as ``replicaScheduling.rebalance``, govern moves toward other policies'
-    preferences (an earlier clusterAffinities term, the static weights). A gang moves whole and
-    only between runs; finished work never moves. Every field is optional::
-
-            tieredOverflow:
-              rebalance:
-                minSavingPerHour: 1
-                minMoveIntervalSeconds: 300
-                maxSurge: 25%
-                surgeTimeoutSeconds: 600
-    """
-
-    enabled: bool | None = None
-    """Whether replicas move back to cheaper tiers on their own. Default true."""
-    min_saving_per_hour: float | None = Field(default=None, ge=0)
-    """The smallest saving, in dollars per hour, worth a move. Default 1."""
-    min_move_interval_seconds: int | None = Field(default=None, ge=0, le=86400 * 7)
-    """The least time between two moves of the workload, in seconds. Default 300."""
-    max_surge: int | str | None = None
-    """How many replicas one move adds before it removes as many (an absolute number or a percentage of the
-    replicas, rounded up; at least 1). Default 25%."""
-    surge_timeout_seconds: int | None = Field(default=None, ge=1, le=86400)
-    """How long a move waits for the replicas it added to be ready, in seconds; past it the move is abandoned
-    (the added replicas are removed, the others stay where they run) with a MoveAbandoned Event. Default 600."""
-
-    @field_validator("max_surge")
-    @classmethod
-    def _surge_is_count_or_percent(cls, value: int | str | None) -> int | str | None:
-        if isinstance(value, int) and value < 1:
-            raise ValueError(f"must be at least 1 (got {value})")
-        if isinstance(value, str):
-            number = value[:-1] if value.endswith("%") else ""
-            if not number.isdigit() or not 1 <= int(number) <= 100:
-                raise ValueError(f"must be a number of replicas or a percentage from 1% to 100% (got {value!r})")
-        return value
 
 
 class TieredOverflow(SpecModel):
