@@ -8,7 +8,8 @@ fair sharing on, as the section's presence does in Kueue's Configuration;
 ``--kueue-usage-half-life-time`` (default 0), ``--kueue-usage-sampling-interval`` (default 5m)
 and ``--kueue-resource-weights`` (none: every resource weighs 1) are its fields, durations
 written as Go writes them and checked as Kueue's configuration validation checks them. A setting
-given without the flag that turns its feature on is refused, naming that flag.
+given without the flag that turns its feature on is refused, naming that flag. ``gpufed whatif
+run`` takes the same flags for its replay (fair sharing itself it turns on with ``--fair-sharing``).
 """
 
 from __future__ import annotations
@@ -88,6 +89,12 @@ def add_fair_sharing_arguments(parser: argparse.ArgumentParser) -> None:
                         help="fleet quotas: Kueue's fair sharing (its fairSharing.enable): queues that borrow are "
                              "admitted by their dominant resource share over fairSharing.weight, and preempt within "
                              "the cohort by fair share (default off, as in Kueue)")
+    add_preemption_strategies_argument(parser)
+
+
+def add_preemption_strategies_argument(parser: argparse.ArgumentParser) -> None:
+    """``--kueue-fair-sharing-preemption-strategies`` alone, for a command that turns fair sharing
+    on with a flag of its own (``gpufed whatif run --fair-sharing``)."""
     parser.add_argument("--kueue-fair-sharing-preemption-strategies", type=_preemption_strategies, default=None,
                         metavar="STRATEGY[,STRATEGY]",
                         help="fair sharing: when a workload of another queue may be preempted (Kueue's "
@@ -95,10 +102,14 @@ def add_fair_sharing_arguments(parser: argparse.ArgumentParser) -> None:
                              "or both in that order (default, as in Kueue)")
 
 
-def fair_sharing_conflicts(args: argparse.Namespace) -> str | None:
-    """A fair-sharing setting given without ``--kueue-fair-sharing``, as the error to print."""
-    if args.kueue_fair_sharing_preemption_strategies is not None and not args.kueue_fair_sharing:
-        return "--kueue-fair-sharing-preemption-strategies is a setting of fair sharing: add --kueue-fair-sharing to turn it on"
+def fair_sharing_conflicts(
+    args: argparse.Namespace, *, enabled: bool | None = None, turn_on: str = "--kueue-fair-sharing"
+) -> str | None:
+    """A fair-sharing setting given without fair sharing on (``--kueue-fair-sharing``, or
+    ``enabled`` by the flag ``turn_on`` names), as the error to print."""
+    on = args.kueue_fair_sharing if enabled is None else enabled
+    if args.kueue_fair_sharing_preemption_strategies is not None and not on:
+        return f"--kueue-fair-sharing-preemption-strategies is a setting of fair sharing: add {turn_on} to turn it on"
     return None
 
 

@@ -23,8 +23,11 @@ from pydantic import ValidationError
 from gpufed.argtypes import whole_number
 from gpufed.commands.kueueflags import (
     add_admission_fair_sharing_arguments,
+    add_preemption_strategies_argument,
     admission_fair_sharing,
     admission_fair_sharing_conflicts,
+    fair_sharing_conflicts,
+    preemption_strategies,
 )
 from gpufed.commands.running import report
 from gpufed.logging_setup import LEVELS, configure_logging
@@ -130,6 +133,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="with --quotas: admit with Kueue's fair sharing (fairSharing.enable), without it (default, as "
         "Kueue), or replay both and show the tenants' figures of each",
     )
+    add_preemption_strategies_argument(run)  # the hub's flag: with --fair-sharing on or both
     run.add_argument(
         "--synthetic-tenants",
         type=_positive,
@@ -283,6 +287,9 @@ def _run(args: argparse.Namespace) -> int:
         raise ValueError(f"{flag} needs --quotas (tenants and fair sharing matter only under Kueue quotas)")
     if (conflict := admission_fair_sharing_conflicts(args)) is not None:
         raise ValueError(conflict)
+    fair = fair_sharing_conflicts(args, enabled=args.fair_sharing != "off", turn_on="--fair-sharing on (or both)")
+    if fair is not None:
+        raise ValueError(fair)
     if not args.quotas and args.kueue_admission_fair_sharing:
         raise ValueError("--kueue-admission-fair-sharing needs --quotas (it orders the LocalQueues of Kueue quotas)")
     if args.synthetic_tenants:
@@ -314,6 +321,7 @@ def _run(args: argparse.Namespace) -> int:
         replay=not args.no_replay,
         quotas=quotas,
         fair_sharing={"off": (False,), "on": (True,), "both": (False, True)}[args.fair_sharing],
+        fair_sharing_preemption_strategies=preemption_strategies(args),
     )
     comparison = compare(
         fleet,

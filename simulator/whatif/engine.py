@@ -96,6 +96,11 @@ class Comparison:
                 "percentage_of_nodes_to_score": settings.percentage_of_nodes_to_score,
                 "utilization_threshold": settings.utilization_threshold,
                 "fair_sharing": list(settings.fair_sharing) if settings.quotas is not None else None,
+                "fair_sharing_preemption_strategies": (
+                    [str(s) for s in settings.fair_sharing_preemption_strategies]
+                    if settings.quotas is not None and any(settings.fair_sharing)
+                    else None
+                ),
             },
         }
 

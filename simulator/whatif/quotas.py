@@ -53,6 +53,7 @@ from controlplane.admission.core.admissionfairsharing import (
     flattened,
     sampled_consumed,
 )
+from controlplane.admission.core.fairsharing import DEFAULT_PREEMPTION_STRATEGIES, PreemptionStrategy
 from controlplane.admission.core.quota import Cohort, Usage
 from controlplane.apis import kueue_v1alpha1
 from controlplane.apis import kueue_v1beta1 as kueue
@@ -251,9 +252,17 @@ class QuotaGate:
     """Jobs wait here until their ClusterQueue admits them; admitted jobs hold quota until they finish."""
 
     def __init__(
-        self, quotas: Quotas, tenancy: Tenancy, *, fair_sharing: bool = False, park_inadmissible: bool = True
+        self,
+        quotas: Quotas,
+        tenancy: Tenancy,
+        *,
+        fair_sharing: bool = False,
+        preemption_strategies: Sequence[PreemptionStrategy] = DEFAULT_PREEMPTION_STRATEGIES,
+        park_inadmissible: bool = True,
     ) -> None:
         self.quotas = quotas
+        #: With fair sharing: Kueue's ``fairSharing.preemptionStrategies``.
+        self.preemption_strategies = tuple(preemption_strategies)
         #: False: every cycle offers every waiting job (the reference the parking is checked against).
         self.park_inadmissible = park_inadmissible
         self.tenancy = tenancy
@@ -344,6 +353,7 @@ class QuotaGate:
             [admitted for _, admitted in self.holding.values()],
             self.quotas.flavor_labels,
             fair_sharing=self.fair_sharing,
+            preemption_strategies=self.preemption_strategies,
             cohorts=self.quotas.cohorts,
             claims=self._claims,
             fair_usage=self._fair.usage() if self._fair is not None else None,

@@ -91,7 +91,12 @@ class _Replay:
         self.gate: QuotaGate | None = None
         self.tally: TenantTally | None = None
         if settings.quotas is not None and tenancy is not None:
-            self.gate = QuotaGate(settings.quotas, tenancy, fair_sharing=fair_sharing)
+            self.gate = QuotaGate(
+                settings.quotas,
+                tenancy,
+                fair_sharing=fair_sharing,
+                preemption_strategies=settings.fair_sharing_preemption_strategies,
+            )
             self.tally = self.result.tenants = TenantTally.for_tenants(
                 tenancy.queue_of, tenancy.shares, fair_sharing=fair_sharing
             )

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from controlplane.admission.core.fairsharing import DEFAULT_PREEMPTION_STRATEGIES, PreemptionStrategy
 from controlplane.reports.classify import DEFAULT_THRESHOLD
 from policies.models import Placement
 from simulator.whatif.member import MemberScoring
@@ -38,4 +39,7 @@ class Settings:
     quotas: Quotas | None = None
     #: With quotas: the admission modes replayed, the first for the strategy's own figures.
     fair_sharing: tuple[bool, ...] = (False,)
+    #: With fair sharing: when a job of another queue may be preempted (Kueue's
+    #: ``fairSharing.preemptionStrategies``, the hub's ``--kueue-fair-sharing-preemption-strategies``).
+    fair_sharing_preemption_strategies: tuple[PreemptionStrategy, ...] = DEFAULT_PREEMPTION_STRATEGIES
 

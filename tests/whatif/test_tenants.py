@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from controlplane.admission.core.fairsharing import PreemptionStrategy
 from gpufed.cli import main
 from simulator.whatif.engine import Settings, fleet_nodes, run_replay
 from simulator.whatif.quotas import QuotaError, QuotaGate, parse_quotas, read_quotas, resolve
@@ -226,6 +227,30 @@ def test_fair_sharing_gives_freed_quota_to_the_lower_share(fair_sharing: bool, w
     assert result.tenants.fair_sharing is fair_sharing
 
 
+FINAL, INITIAL = "LessThanOrEqualToFinalShare", "LessThanInitialShare"
+GREEDY_JOBS = [Job("greedy", 0, 100, 3, 1000, tenant="a"), Job("b1", 10, 10, 2, 1000, tenant="b")]
+
+
+@pytest.mark.parametrize(
+    ("strategies", "preempted", "b1_wait"),
+    [((FINAL,), 0, 90.0), ((INITIAL,), 1, 0.0), ((FINAL, INITIAL), 1, 0.0)],
+    ids=lambda v: ",".join(v) if isinstance(v, tuple) else None,
+)
+def test_fair_sharing_preempts_by_the_preemption_strategies(
+    strategies: tuple[str, ...], preempted: int, b1_wait: float
+) -> None:
+    # Quotas a 1, b 1, c 2 in one cohort of 4 GPUs (the admission core's "greedy workload" case,
+    # halved). greedy holds 3 (a borrows 2); b1 (10 s) needs 2 (b would borrow 1). Without
+    # greedy a borrows 0: LessThanOrEqualToFinalShare (1 <= 0) keeps it and b1 waits until it
+    # ends at 100 s; LessThanInitialShare (1 < 2) evicts it and b1 starts at once.
+    docs = _quotas(cohort="research", teams={"a": 1, "b": 1, "c": 2}, preemption={"reclaimWithinCohort": "Any"})
+    nodes = fleet_nodes(make_fleet(t4_cluster("onprem", nodes=1, gpus=4)))
+    settings = Settings(quotas=parse_quotas(docs), fair_sharing_preemption_strategies=tuple(map(PreemptionStrategy, strategies)))
+    result = run_replay(build_strategy(StrategyName.GPUFED, nodes), GREEDY_JOBS, nodes, settings=settings, fair_sharing=True)
+    figures = result.tenants.tenants
+    assert (figures["a"].preempted, figures["b"].waits_s) == (preempted, [b1_wait])
+
+
 def test_without_quotas_team_b_waits_instead() -> None:
     nodes = fleet_nodes(make_fleet(t4_cluster("onprem", nodes=1, gpus=4)))
     result = run_replay(build_strategy(StrategyName.GPUFED, nodes), JOBS, nodes, settings=Settings())
@@ -284,6 +309,37 @@ def test_run_with_quotas_and_synthetic_tenants(tmp_path: Path, capsys: pytest.Ca
     assert "--fair-sharing needs --quotas" in capsys.readouterr().err
     assert main([*without_quotas, "--synthetic-tenants", "2"]) == 1
     assert "--synthetic-tenants needs --quotas" in capsys.readouterr().err
+
+
+def test_run_passes_the_preemption_strategies_as_the_hub_takes_them(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    fleet, trace, quotas = run_files(
+        tmp_path, trace="name,submit_s,duration_s,gpus,tenant\ngreedy,0,100,3,a\nb1,10,10,2,b\n",
+        quotas=_quotas(cohort="research", teams={"a": 1, "b": 1, "c": 2}, preemption={"reclaimWithinCohort": "Any"}),
+    )
+    argv = ["whatif", "run", "--fleet", str(fleet), "--trace", str(trace), "--quotas", str(quotas), "--compare", "gpufed"]
+    flag = "--kueue-fair-sharing-preemption-strategies"
+
+    def run(*extra: str) -> dict[str, Any]:
+        assert main([*argv, "--fair-sharing", "on", "-o", "json", *extra]) == 0
+        result: dict[str, Any] = json.loads(capsys.readouterr().out)
+        return result
+
+    # Kueue's default pair evicts greedy for b1 (see the replay test above); the final share alone does not.
+    default, final = run(), run(flag, FINAL)
+    assert default["settings"]["fair_sharing_preemption_strategies"] == [FINAL, INITIAL]
+    assert final["settings"]["fair_sharing_preemption_strategies"] == [FINAL]
+    figures = [r["strategies"]["gpufed"]["tenants"]["with_fair_sharing"]["tenants"] for r in (default, final)]
+    assert [(f["a"]["preempted"], f["b"]["wait_p99_s"]) for f in figures] == [(1, 0.0), (0, 90.0)]
+    # As the hub: a list Kueue does not accept is refused with Kueue's words, and the setting
+    # without fair sharing on is refused, naming the flag that turns it on.
+    with pytest.raises(SystemExit):
+        main([*argv, flag, f"{INITIAL},{FINAL}"])
+    assert f'Unsupported value: "{INITIAL},{FINAL}"' in capsys.readouterr().err
+    assert main([*argv, flag, INITIAL]) == 1
+    assert (
+        "--kueue-fair-sharing-preemption-strategies is a setting of fair sharing: add --fair-sharing on (or both) "
+        "to turn it on" in capsys.readouterr().err
+    )
 
 
 @pytest.mark.parametrize("strategy", ["BestEffortFIFO", "StrictFIFO"])
