@@ -11,8 +11,9 @@ case, ``LIST`` for a ``GET`` of a collection, ``WATCH``, ``APPLY`` for a server-
 ``CONNECT`` for ``log``, ``exec``, ``attach``, ``portforward`` and ``proxy``; ``scope`` ``resource``
 (one object, or a create), ``namespace`` or ``cluster``; ``dry_run`` ``All`` (``invalid`` for any
 other value) or empty; ``component`` ``apiserver``. Non-resource requests (``/healthz``,
-``/metrics``, discovery) are not counted, as kube counts only its resource routes; unlike kube, a
-resource request refused before its handler (401, 403, 429) is. A path naming a resource the hub
+``/metrics``, discovery) are not counted, as kube counts only its resource routes; a resource
+request priority and fairness refuses (429) is, as kube's ``RecordDroppedRequest`` counts it, and,
+unlike kube, one refused before its handler for authentication or authorization (401, 403). A path naming a resource the hub
 does not serve is counted without its group, version, resource and subresource (:func:`labelled`):
 the labels come from the path, so requests for made-up resources would otherwise add a series each,
 without bound.
