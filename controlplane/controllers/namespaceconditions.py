@@ -25,6 +25,7 @@ from controlplane.controllers.informing import Informer
 from controlplane.controllers.reconciling import ReconcileLoop
 from controlplane.controllers.workqueuemetrics import WorkqueueMetrics
 from controlplane.objectclient import ObjectClient, WatchEventType, errors, utc_now
+from controlplane.objectclient.paging import DEFAULT_PAGE_SIZE, list_pages
 
 #: How often a terminating namespace's content is counted again.
 RECHECK_SECONDS: Final = 5.0
@@ -32,6 +33,9 @@ RECHECK_SECONDS: Final = 5.0
 
 class NamespaceConditionsController:
     """Keeps the deletion conditions of the terminating namespaces of ``objects``."""
+
+    #: How many objects of a kind one read of a namespace's content holds at most.
+    page_size: int = DEFAULT_PAGE_SIZE
 
     def __init__(
         self, objects: ObjectClient, *, content: ObjectClient | None = None, workqueue_metrics: WorkqueueMetrics | None = None
@@ -81,12 +85,13 @@ class NamespaceConditionsController:
     async def _count(self, namespace: str) -> Content:
         content = Content()
         for rt in self._content.registry.namespaced_types():
-            items = (await self._content.list(rt, namespace=namespace)).items
-            if items:
-                content.remaining[f"{rt.plural}.{rt.group}"] = len(items)
-            for item in items:
-                content.finalizers.update(item["metadata"].get("finalizers") or [])
-                content.unmarked += not item["metadata"].get("deletionTimestamp")
+            # Page by page: a namespace of many objects is counted without holding them all.
+            async for page in list_pages(self._content, rt, namespace=namespace, limit=self.page_size):
+                if page.items:
+                    content.remaining[f"{rt.plural}.{rt.group}"] += len(page.items)
+                for item in page.items:
+                    content.finalizers.update(item["metadata"].get("finalizers") or [])
+                    content.unmarked += not item["metadata"].get("deletionTimestamp")
         return content
 
 

@@ -124,3 +124,24 @@ async def test_content_created_as_the_deletion_began_is_deleted_on_a_later_pass(
 
 async def _gone(objects: ObjectStore, name: str) -> bool:
     return await namespace_of(objects, name) is None
+
+
+async def test_content_is_counted_over_pages(objects: ObjectStore, controller: NamespaceConditionsController) -> None:
+    """Each kind is read a page at a time (a namespace of many objects is never held whole); the
+    counts add up over the pages."""
+    controller.page_size = 2
+    namespaces, configmaps = objects.registry.require("v1", "Namespace"), objects.registry.require("v1", "ConfigMap")
+    await objects.create(namespaces, {"metadata": {"name": "team-c"}})
+    for n in range(5):
+        await objects.create(configmaps, {"metadata": {"name": f"c{n}", "namespace": "team-c", "finalizers": ["example.com/hold"]}})
+    assert not (await objects.delete(namespaces, name="team-c")).deleted
+
+    async def counted() -> bool:
+        conditions = await conditions_of(objects, "team-c")
+        return conditions.get("NamespaceContentRemaining", ("", "", ""))[2] == (
+            "Some resources are remaining: configmaps. has 5 resource instances"
+        ) and conditions.get("NamespaceFinalizersRemaining", ("", "", ""))[2] == (
+            "Some content in the namespace has finalizers remaining: example.com/hold in 5 resource instances"
+        )
+
+    await eventually(counted, what="five configmaps counted over three pages")
