@@ -416,6 +416,9 @@ def decide(
         by_queue.setdefault(p.queue, []).append(p)
     order = {p.key: i for q in by_queue.values() for i, p in enumerate(q)}
     blocked: set[str] = set()
+    #: Usage-ordered ClusterQueues whose order an admission's entry penalty changed since they were sorted
+    #: (sorting again only then keeps a cycle of many waiting workloads from sorting every round).
+    penalized: set[str] = set()
     done: list[Admission] = []
     preempting: list[Preempting] = []
     reserved: list[tuple[str, dict[FlavorResource, int]]] = []
@@ -469,6 +472,7 @@ def decide(
         if tried.mode is Mode.FIT and tried.admission is not None:
             if fair_usage is not None and fair_usage.orders(head.queue):
                 fair_usage.admitted(head.local_queue, tried.usage)
+                penalized.add(head.queue)
             usage.add(head.queue, tried.usage)
             done.append(tried.admission)
             return
@@ -503,8 +507,9 @@ def decide(
         for name, items in by_queue.items():
             if name in blocked or cursor[name] >= len(items):
                 continue
-            if fair_usage is not None and fair_usage.orders(name):  # its last admission's penalty counts
+            if name in penalized:  # its last admission's penalty counts: its LocalQueue goes later
                 items[cursor[name]:] = sorted(items[cursor[name]:], key=order_of)
+                penalized.discard(name)
             head = items[cursor[name]]
             tried = attempt(head)
             offered.append(((tried.borrowing, *queue_order(head)), head, tried))
