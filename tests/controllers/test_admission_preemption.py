@@ -179,3 +179,31 @@ async def test_the_preemptor_gets_what_its_evictions_freed(objects: ObjectStore,
     assert await admitted(objects, "a4") is None and await admitted(objects, "b0") is None
     for name in ("a1", "a2", "a3"):
         assert await admitted(objects, name) == "team-a"
+
+
+async def test_a_subtree_takes_back_its_cohort_quota_from_another_subtree(objects: ObjectStore, manager: ControllerManager) -> None:
+    """Hierarchical cohorts with fair sharing off: under org, research holds 8 GPUs of its own and
+    prod none. team-a (in prod, no quota) borrows all 8; team-b (in research, no quota either)
+    reclaims them although it borrows itself — the quota is its subtree's, which Kueue's tree rule
+    gives it first — and team-a's most recent Job is evicted, ``InCohortReclamation``."""
+    await put_cluster(objects, "onprem", node_shape(2, gpus=8), labels={"gpufed.io/pool": "onprem"}, pods=[])
+    await create(objects, kueue_obj("ResourceFlavor", "onprem", spec={"nodeLabels": {"gpufed.io/pool": "onprem"}}))
+    quota = team_queue("unused", 8)["spec"]["resourceGroups"]
+    for name, spec in (("org", {}), ("prod", {"parentName": "org"}), ("research", {"parentName": "org", "resourceGroups": quota})):
+        await create(objects, {"apiVersion": "kueue.x-k8s.io/v1alpha1", "kind": "Cohort", "metadata": {"name": name}, "spec": spec})
+    for team, cohort in (("team-a", "prod"), ("team-b", "research")):
+        cq = team_queue(team, 0)
+        cq["spec"].update(cohort=cohort, preemption={"reclaimWithinCohort": "Any"})
+        await create(objects, cq)
+        await create(objects, kueue_obj("LocalQueue", team, "default", spec={"clusterQueue": team}))
+    await create(objects, propagation_policy("jobs", kind="Job", api_version="batch/v1", placement=PLACEMENT))
+    await settled(manager)
+    for name in ("a1", "a2"):
+        await create(objects, job(name, "team-a"))
+        assert await eventually(lambda n=name: admitted(objects, n), what=f"{name} admitted") == "team-a"  # type: ignore[misc]
+    await create(objects, job("b1", "team-b"))
+    assert await eventually(lambda: admitted(objects, "b1"), what="b1 admitted after preempting") == "team-b"
+    wl = await queued_workload(objects, "Job", "a2")
+    preempted = condition(wl, "Preempted")
+    assert (condition(wl, "Evicted").get("status"), preempted.get("reason")) == ("True", "InCohortReclamation")
+    assert await admitted(objects, "a1") == "team-a"

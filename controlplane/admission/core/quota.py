@@ -195,6 +195,17 @@ class Node:
     def local_available(self, fr: FlavorResource) -> int:
         return max(0, self.guaranteed(fr) - self.usage.get(fr, 0))
 
+    def within_quota(self, frs: Iterable[FlavorResource]) -> bool:
+        """Whether the node uses at most its (subtree's) quota of every one of ``frs`` (Kueue's
+        ``IsWithinNominalInResources``)."""
+        return all(self.usage.get(fr, 0) <= self.subtree.get(fr, 0) for fr in frs)
+
+    def fits_in_quota(self, request: Mapping[FlavorResource, int]) -> tuple[bool, dict[FlavorResource, int]]:
+        """Whether ``request`` fits the node's (subtree's) quota beside its usage, and what of it
+        its guaranteed part cannot hold, to ask the parent next (Kueue's ``QuantitiesFitInQuota``)."""
+        fits = all(self.usage.get(fr, 0) + amount <= self.subtree.get(fr, 0) for fr, amount in request.items())
+        return fits, {fr: max(0, amount - self.local_available(fr)) for fr, amount in request.items()}
+
     def path_to_root(self) -> list[Node]:
         """This node, its parent ... the root."""
         out, node = [self], self.parent
