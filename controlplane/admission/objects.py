@@ -25,6 +25,7 @@ from controlplane.admission.core import (
     Cohort,
     FlavorFungibility,
     FlavorQuotas,
+    FungibilityPreference,
     Pending,
     PodSetRequest,
     Preemption,
@@ -36,6 +37,7 @@ from controlplane.admission.core import (
     WhenCanBorrow,
     WhenCanPreempt,
 )
+from controlplane.apis import kueue_conversion
 from controlplane.apis import kueue_v1beta1 as kueue
 from controlplane.apis.kube.names import label_value_errors
 from controlplane.apis.meta import LabelSelector
@@ -350,11 +352,24 @@ def cluster_queue(obj: Mapping[str, Any], flavors: Mapping[str, Mapping[str, str
         fungibility=FlavorFungibility(
             WhenCanBorrow(fungibility.get("whenCanBorrow") or WhenCanBorrow.BORROW),
             WhenCanPreempt(fungibility.get("whenCanPreempt") or WhenCanPreempt.TRY_NEXT_FLAVOR),
+            _preference(obj),
         ),
         inactive_reason=inactive,
         preemption=preemption,
         fair_weight=fair_weight(spec),
     )
+
+
+def _preference(obj: Mapping[str, Any]) -> FungibilityPreference:
+    """``flavorFungibility.preference``: v1beta2's field, which the stored (v1beta1) ClusterQueue
+    carries in its annotation of v1beta2 fields (a v1beta2 object, as the what-if may read,
+    in its spec); absent: borrowing over preemption, as Kueue reads it."""
+    kept = kueue_conversion.v1beta2_fields(obj).get("flavorFungibility")
+    spec = obj.get("spec") or {}
+    for fungibility in (spec.get("flavorFungibility"), kept):
+        if isinstance(fungibility, Mapping) and fungibility.get("preference") in tuple(FungibilityPreference):
+            return FungibilityPreference(fungibility["preference"])
+    return FungibilityPreference.BORROWING_OVER_PREEMPTION
 
 
 def flavor_labels(flavors: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, str]]:

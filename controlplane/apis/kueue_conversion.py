@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from controlplane.apis import kueue_v1beta1, kueue_v1beta2
@@ -91,6 +91,14 @@ def cluster_queue_to_v1beta1(obj: Obj) -> Obj:
     return out
 
 
+def _parsed_fields(text: object) -> Obj:
+    try:
+        kept = json.loads(text) if isinstance(text, str) else None
+    except ValueError:
+        return {}
+    return kept if isinstance(kept, dict) else {}
+
+
 def _kept_fields(obj: Obj) -> Obj:
     """The v1beta2-only fields the stored ClusterQueue carries (its annotation taken out); an
     annotation that is not a JSON object of them is ignored."""
@@ -98,11 +106,15 @@ def _kept_fields(obj: Obj) -> Obj:
     text = annotations.pop(V1BETA2_FIELDS_ANNOTATION, None) if annotations is not None else None
     if annotations is not None and not annotations:
         obj["metadata"].pop("annotations")
-    try:
-        kept = json.loads(text) if isinstance(text, str) else None
-    except ValueError:
-        return {}
-    return kept if isinstance(kept, dict) else {}
+    return _parsed_fields(text)
+
+
+def v1beta2_fields(obj: Mapping[str, Any]) -> Obj:
+    """The v1beta2-only fields a stored ClusterQueue carries in its annotation, as a partial
+    spec (``{"flavorFungibility": {"preference": ...}}``); {} when it has none. Reads only."""
+    meta = obj.get("metadata")
+    annotations = meta.get("annotations") if isinstance(meta, Mapping) else None
+    return _parsed_fields(annotations.get(V1BETA2_FIELDS_ANNOTATION) if isinstance(annotations, Mapping) else None)
 
 
 def cluster_queue_to_v1beta2(obj: Obj) -> Obj:

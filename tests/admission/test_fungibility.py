@@ -17,6 +17,7 @@ from controlplane.admission.core import (
     ClusterQueue,
     Cohort,
     FlavorFungibility,
+    FungibilityPreference,
     Pending,
     PodSetRequest,
     Preemption,
@@ -27,6 +28,7 @@ from controlplane.admission.core import (
     decide,
 )
 from controlplane.apis import kueue_v1beta1 as kueue
+from controlplane.apis.kueue_conversion import V1BETA2_FIELDS_ANNOTATION, cluster_queue_to_v1beta1
 from controlplane.apiserver.kinds.kueue import CLUSTER_QUEUE
 from controlplane.apiserver.validation import check_model
 from tests.admission.builders import cluster_queue
@@ -122,6 +124,82 @@ CASES = {
 }
 
 
+BOP, POB = FungibilityPreference.BORROWING_OVER_PREEMPTION, FungibilityPreference.PREEMPTION_OVER_BORROWING
+
+
+def looking_everywhere(q: ClusterQueue, preference: FungibilityPreference) -> ClusterQueue:
+    """``q`` with both whenCan policies TryNextFlavor (as Kueue requires for a preference)."""
+    return replace(q, fungibility=FlavorFungibility(WhenCanBorrow.TRY_NEXT_FLAVOR, WhenCanPreempt.TRY_NEXT_FLAVOR, preference))
+
+
+def preference_case(preference: FungibilityPreference, want_flavor: str | None, want_targets: list[str], *,
+                    f1_holder: str, f1_holder_prio: int = 0) -> Case:
+    """a (4 of f1, none of f2) in cohort c with a lender of 4 GPUs of f2; f1 is full of
+    ``f1_holder``'s workload (a's own: preempting; b's, borrowing a's quota: reclaiming). A job of
+    4 at priority 10 fits f2 only by borrowing (from the cohort, height 1), f1 only by evicting (in
+    its own quota, height 0)."""
+    a = looking_everywhere(two_flavors(cohort="c", f1=4, f2=0, preemption=RECLAIM), preference)
+    b = two_flavors("b", cohort="c", f1=0, f2=0)
+    lender = cluster_queue("lender", {"f1": {GPU: 0}, "f2": {GPU: 4}}, cohort="c")
+    holder = held("holder", f1_holder, "f1", 4, prio=f1_holder_prio)
+    return Case([a, b, lender], [holder], job("w", "a", 4, prio=10), want_flavor, want_targets)
+
+
+# Kueue's isPreferred under each flavorFungibility.preference, where it changes the flavor.
+PREFERENCE_CASES = {
+    "BorrowingOverPreemption: borrow in f2 rather than preempt a's own workload in f1":
+        preference_case(BOP, "f2", [], f1_holder="a"),
+    "PreemptionOverBorrowing: preempt a's own workload in f1 rather than borrow in f2":
+        preference_case(POB, None, ["holder"], f1_holder="a"),
+    # Kueue's issue 9462: a queue whose own quota another queue borrows reclaims it.
+    "BorrowingOverPreemption: borrow in f2 rather than reclaim from b in f1":
+        preference_case(BOP, "f2", [], f1_holder="b"),
+    "PreemptionOverBorrowing: reclaim a's quota from b in f1 rather than borrow in f2":
+        preference_case(POB, None, ["holder"], f1_holder="b"),
+    # Both flavors evict within a's own quota (height 0): the tie goes to reclaiming from b in f2
+    # rather than preempting a's own workload in f1.
+    "PreemptionOverBorrowing, a tie of heights: reclaiming beats preempting": Case(
+        [looking_everywhere(two_flavors(cohort="c", preemption=RECLAIM), POB), two_flavors("b", cohort="c", f1=0, f2=0)],
+        [held("own", "a", "f1", 4), held("borrower", "b", "f2", 4)], job("high", "a", 4, prio=10), None, ["borrower"],
+    ),
+    # Preemption finds nothing in f1 (its holder is of a's priority): it comes after any flavor
+    # that could admit, whatever the preference.
+    "PreemptionOverBorrowing: a flavor where preemption finds nothing comes after borrowing":
+        preference_case(POB, "f2", [], f1_holder="a", f1_holder_prio=10),
+}
+
+
+@pytest.mark.parametrize("case", PREFERENCE_CASES.values(), ids=PREFERENCE_CASES)
+def test_flavor_assignment_follows_the_preference(case: Case) -> None:
+    test_flavor_assignment(case)
+
+
+@pytest.mark.parametrize("preference", [BOP, POB])
+def test_a_flavor_that_fits_without_borrowing_ends_the_search_under_either_preference(preference: FungibilityPreference) -> None:
+    """f1 preempts in a's own quota, f2 fits in it: both preferences take f2 (nothing is evicted)."""
+    a = looking_everywhere(two_flavors(preemption=WITHIN), preference)
+    case = Case([a], [held("low", "a", "f1", 4)], job("high", "a", 4, prio=10), "f2", [])
+    test_flavor_assignment(case)
+
+
+def test_preemption_over_borrowing_ranks_the_quota_closest_first() -> None:
+    """Cohort x (a, l1) under root (l2): f1 fits only with root's quota (height 2), f3 within x
+    (height 1), and f2 by reclaiming a's own quota from l1's borrower (height 0). Preemption over
+    borrowing reclaims in f2; borrowing over preemption takes f3, the closer of those that fit."""
+    flavors = {"f1": {GPU: Quota(0)}, "f2": {GPU: Quota(4)}, "f3": {GPU: Quota(0)}}
+    quotas = {"a": flavors,
+              "l1": {"f1": {GPU: 0}, "f2": {GPU: 0}, "f3": {GPU: 4}},
+              "l2": {"f1": {GPU: 4}, "f2": {GPU: 0}, "f3": {GPU: 0}}}
+    cohorts = {"x": Cohort("x", parent="root")}
+    for preference, want_flavor, want_targets in ((BOP, "f3", []), (POB, None, ["borrower"])):
+        a = replace(cluster_queue("a", quotas["a"], cohort="x"), preemption=RECLAIM)
+        queues = [looking_everywhere(a, preference), cluster_queue("l1", quotas["l1"], cohort="x"),
+                  cluster_queue("l2", quotas["l2"], cohort="root")]
+        case = Case(queues, [held("borrower", "l1", "f2", 4)], job("w", "a", 4, prio=10), want_flavor, want_targets,
+                    cohorts=cohorts)
+        test_flavor_assignment(case)
+
+
 @pytest.mark.parametrize("case", CASES.values(), ids=CASES)
 def test_flavor_assignment(case: Case) -> None:
     decisions = decide({q.name: q for q in case.queues}, [case.pending], case.admitted, {}, cohorts=case.cohorts)
@@ -185,6 +263,22 @@ def test_flavor_fungibility_is_read_with_kueues_defaults() -> None:
     assert read({"whenCanBorrow": "TryNextFlavor", "whenCanPreempt": "Preempt"}) == FlavorFungibility(
         WhenCanBorrow.TRY_NEXT_FLAVOR, WhenCanPreempt.PREEMPT,
     )
+
+
+def test_the_preference_is_read_from_the_stored_queue_and_from_a_v1beta2_one() -> None:
+    """The hub stores ClusterQueues in v1beta1, which has no ``preference``: the v1beta2 field
+    travels in the stored object's annotation, and admission reads it there."""
+    v1beta2 = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "a"},
+               "spec": {"resourceGroups": [], "flavorFungibility": {
+                   "whenCanBorrow": "TryNextFlavor", "whenCanPreempt": "TryNextFlavor", "preference": "PreemptionOverBorrowing"}}}
+    stored = cluster_queue_to_v1beta1(v1beta2)
+    assert "preference" not in stored["spec"]["flavorFungibility"]
+    assert adm.cluster_queue(stored, {}).fungibility == FlavorFungibility(
+        WhenCanBorrow.TRY_NEXT_FLAVOR, WhenCanPreempt.TRY_NEXT_FLAVOR, POB,
+    )
+    assert adm.cluster_queue(v1beta2, {}).fungibility.preference is POB
+    stored["metadata"]["annotations"][V1BETA2_FIELDS_ANNOTATION] = "not json"
+    assert adm.cluster_queue(stored, {}).fungibility.preference is BOP  # Kueue's default
 
 
 @pytest.mark.parametrize(("field", "value", "supported"), [

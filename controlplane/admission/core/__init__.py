@@ -10,6 +10,7 @@ from controlplane.admission.core.quota import (
     FlavorFungibility,
     FlavorQuotas,
     FlavorResource,
+    FungibilityPreference,
     Preemption,
     PreemptionPolicy,
     QueueingStrategy,
@@ -34,6 +35,6 @@ from controlplane.admission.core.workloads import (
 __all__ = [
     "DEFAULT_WEIGHT", "INFINITE_SHARE",
     "Admission", "Admitted", "Assignment", "ClusterQueue", "Cohort", "Decisions", "FlavorFungibility", "FlavorQuotas", "FlavorResource",
-    "Mode", "Pending", "PodSetRequest", "Preempting", "Preemption", "PreemptionPolicy", "QueueingStrategy", "Quota", "Reason",
+    "FungibilityPreference",     "Mode", "Pending", "PodSetRequest", "Preempting", "Preemption", "PreemptionPolicy", "QueueingStrategy", "Quota", "Reason",
     "ResourceGroup", "Target", "Usage", "Waiting", "WhenCanBorrow", "WhenCanPreempt", "decide", "queue_order",
 ]

@@ -9,7 +9,8 @@ as Kueue's flavor assigner picks it: the flavors whose node labels the pod set d
 contradict, in the ClusterQueue's order, each valued by how it takes the request (:class:`Mode`:
 fits, fits by reclaiming from other queues' borrowers, by preempting in the own queue, preemption
 finds nothing, no fit) and how far up the cohort tree it borrows; ``flavorFungibility`` says
-which is taken (:func:`_try_next`, :func:`_preferred`). A workload that does not fit may preempt
+which is taken (``whenCanBorrow`` and ``whenCanPreempt``: whether to look past it,
+:func:`_try_next`; ``preference``: which of those looked at is best, :func:`_preferred`). A workload that does not fit may preempt
 (:mod:`controlplane.admission.core.preemption`) in the flavors so chosen: it waits until its
 targets are evicted, and the next cycle decides it first (its claim); one preemption per cohort
 tree (or lone queue) per cycle. A workload whose pod sets have a ``minCount`` and whose full counts
@@ -45,6 +46,7 @@ from controlplane.admission.core.quota import (
     FlavorFungibility,
     FlavorQuotas,
     FlavorResource,
+    FungibilityPreference,
     PreemptionPolicy,
     QueueingStrategy,
     Usage,
@@ -94,19 +96,21 @@ _BEST = _Granular(Mode.FIT)
 _WORST = _Granular(Mode.NO_FIT, 2**31)
 
 
-def _preferred(a: _Granular, b: _Granular) -> bool:
-    """Kueue's ``isPreferred`` (default preference, borrowing over preemption): fitting beats
-    reclaiming beats preempting; a flavor where preemption finds nothing to evict comes after
-    those; then the flavor whose quota comes from closer."""
+def _preferred(a: _Granular, b: _Granular, preference: FungibilityPreference) -> bool:
+    """Kueue's ``isPreferred``: whether ``a`` is better than ``b``. Any way to fit beats no fit,
+    and a flavor where preemption finds nothing to evict comes after the others. Then, borrowing
+    over preemption (the default): fitting beats reclaiming beats preempting, and on a tie the
+    quota from closer up the cohort tree; preemption over borrowing: the quota from closer
+    first, and on a tie fitting beats reclaiming beats preempting."""
     if a.mode is Mode.NO_FIT:
         return False
     if b.mode is Mode.NO_FIT:
         return True
     if (a.mode is Mode.NO_CANDIDATES) != (b.mode is Mode.NO_CANDIDATES):
         return a.mode is not Mode.NO_CANDIDATES
-    if a.mode != b.mode:
-        return a.mode > b.mode
-    return a.borrow < b.borrow
+    if preference is FungibilityPreference.PREEMPTION_OVER_BORROWING:
+        return (a.borrow, -a.mode) < (b.borrow, -b.mode)
+    return (-a.mode, a.borrow) < (-b.mode, b.borrow)
 
 
 def _try_next(mode: _Granular, fungibility: FlavorFungibility) -> bool:
@@ -223,10 +227,16 @@ def _pick_flavor(
 ) -> _Pick:
     """Kueue's ``findFlavorForPodSets`` for one resource group. When preemption only ever makes
     it look further (``whenCanPreempt: TryNextFlavor``), a flavor that fits is found first without
-    simulating any preemption: one that fits is preferred to any that would preempt."""
-    if oracle is not _no_preemption and queue.fungibility.when_can_preempt is WhenCanPreempt.TRY_NEXT_FLAVOR:
+    simulating any preemption: the search stops at it, or, preferring borrowing over preemption,
+    it is preferred to any that would preempt. Preferring preemption, a flavor that preempts
+    may still beat one that fits by borrowing from further up, so then every one is valued."""
+    fungibility = queue.fungibility
+    if oracle is not _no_preemption and fungibility.when_can_preempt is WhenCanPreempt.TRY_NEXT_FLAVOR:
         fitting = _pick_flavor(queue, candidates, wanted, ps, usage, taken, flavor_labels, _no_preemption, fair_sharing)
-        if fitting.mode.mode is Mode.FIT:
+        if fitting.mode.mode is Mode.FIT and (
+            not _try_next(fitting.mode, fungibility)
+            or fungibility.preference is FungibilityPreference.BORROWING_OVER_PREEMPTION
+        ):
             return fitting
     reasons: list[str] = []
     best: _Pick | None = None
@@ -242,16 +252,16 @@ def _pick_flavor(
             fr = (flavor, resource)
             mode, exceeds = _fits(queue, fr, taken.get(fr, 0) + amount, usage, oracle, fair_sharing, reasons)
             never = never and exceeds
-            if _preferred(worst, mode):
+            if _preferred(worst, mode, fungibility.preference):
                 worst = mode
             if worst.mode is Mode.NO_FIT:
                 break
             if mode.mode is not Mode.FIT:
                 needs.add(fr)
         pick = _Pick(flavor, worst, frozenset(needs), reasons, never)
-        if not _try_next(worst, queue.fungibility):
+        if not _try_next(worst, fungibility):
             return pick
-        if _preferred(worst, best.mode if best is not None else _WORST):
+        if _preferred(worst, best.mode if best is not None else _WORST, fungibility.preference):
             best = pick
     if best is None:
         return _Pick(None, _WORST, frozenset(), reasons, never)

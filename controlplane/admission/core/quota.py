@@ -72,13 +72,25 @@ class WhenCanPreempt(StrEnum):
         return cls.PREEMPT if value == MAY_STOP_SEARCH else None
 
 
+class FungibilityPreference(StrEnum):
+    """``flavorFungibility.preference``: when every flavor tried needs borrowing or preemption,
+    which of the two the chosen flavor should rather need."""
+
+    BORROWING_OVER_PREEMPTION = "BorrowingOverPreemption"
+    """How the flavor takes the request first (fits, reclaims, preempts), then from how close it
+    borrows."""
+    PREEMPTION_OVER_BORROWING = "PreemptionOverBorrowing"
+    """From how close it borrows first (its own quota best), then how it takes the request."""
+
+
 @dataclass(frozen=True)
 class FlavorFungibility:
     """A ClusterQueue's ``flavorFungibility`` (Kueue's defaults: borrow, but try the next flavor
-    before preempting)."""
+    before preempting; prefer borrowing to preempting)."""
 
     when_can_borrow: WhenCanBorrow = WhenCanBorrow.BORROW
     when_can_preempt: WhenCanPreempt = WhenCanPreempt.TRY_NEXT_FLAVOR
+    preference: FungibilityPreference = FungibilityPreference.BORROWING_OVER_PREEMPTION
 
 
 @dataclass(frozen=True)
