@@ -553,11 +553,11 @@ class Workload(SpecModel):
 # AdmissionCheck
 # ---------------------------------------------------------------------------------------------
 
-_DNS_SUBDOMAIN: Final = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+DNS_SUBDOMAIN: Final = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 
 
 class AdmissionCheckParametersReference(SpecModel):
-    api_group: str = Field(max_length=253, pattern=_DNS_SUBDOMAIN)
+    api_group: str = Field(max_length=253, pattern=DNS_SUBDOMAIN)
     """The group of the object holding the check's parameters."""
     kind: str = Field(max_length=63, pattern=r"^(?i)[a-z]([-a-z0-9]*[a-z0-9])?$")
     """Its kind."""

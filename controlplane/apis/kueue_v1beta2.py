@@ -77,8 +77,10 @@ class FlavorFungibility(SpecModel):
     """TryNextFlavor (default): try the next flavors before preempting; MayStopSearch: preempt in
     the first flavor where preemption makes room."""
     preference: Literal["BorrowingOverPreemption", "PreemptionOverBorrowing"] | None = None
-    """Which of borrowing and preemption to prefer when every flavor needs one (served; the hub
-    prefers borrowing)."""
+    """Which of borrowing and preemption to prefer when every flavor needs one:
+    BorrowingOverPreemption (default when absent): how the flavor takes the request first (fits,
+    reclaims, preempts), then from how close it borrows; PreemptionOverBorrowing: from how close
+    it borrows first. Only with both whenCanBorrow and whenCanPreempt TryNextFlavor."""
 
     @model_validator(mode="after")
     def _preference_needs_try_next(self) -> FlavorFungibility:
@@ -90,7 +92,7 @@ class FlavorFungibility(SpecModel):
 
 
 class ConcurrentAdmissionConstraints(SpecModel):
-    last_acceptable_flavor_name: str | None = Field(default=None, max_length=253)
+    last_acceptable_flavor_name: str | None = Field(default=None, max_length=253, pattern=v1beta1.DNS_SUBDOMAIN)
     """The last flavor (in the ClusterQueue's order) a workload may migrate to."""
 
 
@@ -104,8 +106,9 @@ class ConcurrentAdmissionMigration(SpecModel):
 
 class ConcurrentAdmissionPolicy(SpecModel):
     migration: ConcurrentAdmissionMigration
-    """How a workload admitted in one flavor moves to a more preferred one (served; not enforced
-    by the hub)."""
+    """How a workload admitted in one flavor moves to a more preferred one (served and kept as
+    created; the hub admits each workload in one flavor, as Kueue does with its ConcurrentAdmission
+    feature gate off)."""
 
 
 class ClusterQueueSpec(SpecModel):
@@ -130,7 +133,8 @@ class ClusterQueueSpec(SpecModel):
     admission_scope: v1beta1.AdmissionScope | None = None
     """Admission fair sharing: whether the queue orders its workloads by their LocalQueue's usage."""
     concurrent_admission_policy: ConcurrentAdmissionPolicy | None = None
-    """Admission in several flavors at once (served; not enforced by the hub)."""
+    """Admission in several flavors at once (Kueue's alpha ConcurrentAdmission; served, immutable,
+    not acted on)."""
 
     @field_validator("resource_groups")
     @classmethod

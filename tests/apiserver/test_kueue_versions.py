@@ -95,6 +95,29 @@ async def test_a_merge_patch_at_v1beta2_keeps_the_rest(hub: Client) -> None:  # 
     assert stored["metadata"]["generation"] == 2
 
 
+async def test_concurrent_admission_policy_is_kept_as_created(hub: Client) -> None:  # noqa: F811
+    """Kueue's webhook refuses a change of ``concurrentAdmissionPolicy``; other changes go through."""
+    policy = {"migration": {"mode": "TryPreferredFlavors", "constraints": {"lastAcceptableFlavorName": "a100"}}}
+    await ok(await hub.post(f"{V1B2}/clusterqueues", json=cluster_queue(
+        "v1beta2", resourceGroups=GPU_GROUP, cohortName="research", concurrentAdmissionPolicy=policy)), 201)
+    merge = {"Content-Type": "application/merge-patch+json"}
+    for change in ({"concurrentAdmissionPolicy": {"migration": {"mode": "RetainFirstAdmission"}}},
+                   {"concurrentAdmissionPolicy": None}):
+        status = await ok(await hub.patch(f"{V1B2}/clusterqueues/team-a", json={"spec": change}, headers=merge), 422)
+        assert status["details"]["causes"] == [{"reason": "FieldValueInvalid", "field": "spec.concurrentAdmissionPolicy",
+                                               "message": 'Invalid value: "object": field is immutable'}]
+    patched = await ok(await hub.patch(f"{V1B2}/clusterqueues/team-a", json={"spec": {"cohortName": "prod"}}, headers=merge))
+    assert patched["spec"]["concurrentAdmissionPolicy"] == policy
+    # A v1beta1 write that carries the stored annotation along keeps it too.
+    stored = await ok(await hub.get(f"{V1B1}/clusterqueues/team-a"))
+    stored["spec"]["queueingStrategy"] = "StrictFIFO"
+    await ok(await hub.put(f"{V1B1}/clusterqueues/team-a", json=stored))
+    status = await ok(await hub.post(f"{V1B2}/clusterqueues", json=cluster_queue(
+        "v1beta2", "team-b", concurrentAdmissionPolicy={"migration": {
+            "mode": "TryPreferredFlavors", "constraints": {"lastAcceptableFlavorName": "A100"}}})), 422)
+    assert "spec.concurrentAdmissionPolicy.migration.constraints.lastAcceptableFlavorName" in status["message"]
+
+
 async def test_v1beta2_is_validated_with_its_own_field_names(hub: Client) -> None:  # noqa: F811
     status = await ok(await hub.post(f"{V1B2}/clusterqueues", json=cluster_queue("v1beta2", resourceGroups=GPU_GROUP)), 422)
     assert status["reason"] == "Invalid"

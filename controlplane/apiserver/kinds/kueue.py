@@ -44,6 +44,22 @@ def _v1beta2(
     return replace(rt, version=kueue_v1beta2.VERSION, model=model, conversion=conversion, **changes)
 
 
+def _concurrent_admission_policy(obj: dict[str, Any]) -> Any:
+    """A ClusterQueue's ``concurrentAdmissionPolicy``: in the spec of its v1beta2 form, in the
+    annotation of v1beta2 fields of its v1beta1 (stored) form."""
+    spec = obj.get("spec")
+    if isinstance(spec, dict) and spec.get("concurrentAdmissionPolicy") is not None:
+        return spec["concurrentAdmissionPolicy"]
+    return convert.v1beta2_fields(obj).get("concurrentAdmissionPolicy")
+
+
+def _concurrent_admission_kept(obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
+    """Kueue's webhook keeps a ClusterQueue's ``concurrentAdmissionPolicy`` as it was created."""
+    if old is None or _concurrent_admission_policy(obj) == _concurrent_admission_policy(old):
+        return []
+    return [FieldError(CauseType.FIELD_VALUE_INVALID, "spec.concurrentAdmissionPolicy", 'Invalid value: "object": field is immutable')]
+
+
 RESOURCE_FLAVOR = ResourceType(
     kueue.API_GROUP, kueue.VERSION, "ResourceFlavor", "resourceflavors", "resourceflavor", namespaced=False, short_names=("flavor", "flavors", "rf"),
     model=kueue.ResourceFlavor,
@@ -52,6 +68,7 @@ CLUSTER_QUEUE = ResourceType(
     kueue.API_GROUP, kueue.VERSION, "ClusterQueue", "clusterqueues", "clusterqueue", namespaced=False, short_names=("cq",), has_status=True, model=kueue.ClusterQueue,
     defaults=defaulting.cluster_queue("Borrow"),
     defaults_on_read=defaulting.cluster_queue("Borrow"),
+    validate=_concurrent_admission_kept,
     columns=(
         TableColumn("Cohort", cells.text_at("spec", "cohort"), description="Cohort that this ClusterQueue belongs to"),
         TableColumn("Strategy", cells.text_at("spec", "queueingStrategy"), priority=1,
