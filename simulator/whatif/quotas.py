@@ -2,8 +2,10 @@
 
 ``gpufed whatif run --quotas FILE`` reads a YAML file of Kueue objects as a user would apply
 them to the hub (ResourceFlavor, ClusterQueue, LocalQueue, and ``kueue.x-k8s.io/v1alpha1``
-Cohort; WorkloadPriorityClass is accepted and ignored), validated by the hub's own models
-(:mod:`controlplane.apis.kueue_v1beta1`, ``kueue_v1alpha1``) and translated by the hub's own translation
+Cohort; WorkloadPriorityClass is accepted and ignored), at ``kueue.x-k8s.io/v1beta2`` or
+v1beta1 (Cohort: v1alpha1), validated by the hub's own models
+(:mod:`controlplane.apis.kueue_v1beta2`, ``kueue_v1beta1``, ``kueue_v1alpha1``), converted to the
+form the hub stores (:mod:`controlplane.apis.kueue_conversion`) and translated by the hub's own translation
 (:mod:`controlplane.admission.objects`). A job's tenant is a namespace: the job goes to that
 namespace's LocalQueue and so to its ClusterQueue, and is admitted by the same pure core the
 hub's admission controller calls (:func:`controlplane.admission.core.decide`, with or without
@@ -30,7 +32,8 @@ In: Kueue YAML (:func:`read_quotas` is the only I/O), jobs. Out: :class:`QuotaGa
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import copy
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -55,7 +58,9 @@ from controlplane.admission.core.admissionfairsharing import (
 )
 from controlplane.admission.core.fairsharing import DEFAULT_PREEMPTION_STRATEGIES, PreemptionStrategy
 from controlplane.admission.core.quota import Cohort, Usage
-from controlplane.apis import kueue_v1alpha1
+from controlplane.apis import kueue_conversion as convert
+from controlplane.apis import kueue_defaulting as defaulting
+from controlplane.apis import kueue_v1alpha1, kueue_v1beta2
 from controlplane.apis import kueue_v1beta1 as kueue
 from controlplane.apis.constants import LABEL_GPU_PRODUCT, RESOURCE_GPU
 from controlplane.apis.meta import SpecModel
@@ -71,6 +76,16 @@ _MODELS: dict[str, type[SpecModel]] = {
     "LocalQueue": kueue.LocalQueue,
     "WorkloadPriorityClass": kueue.WorkloadPriorityClass,
     "Cohort": kueue_v1alpha1.Cohort,
+}
+#: The kinds also accepted at ``kueue.x-k8s.io/v1beta2``: the model, and the conversion to the
+#: form above (as the hub stores them; a ClusterQueue's v1beta2-only fields, its flavor
+#: fungibility ``preference`` among them, travel in an annotation the translation reads).
+_V1BETA2: dict[str, tuple[type[SpecModel], Callable[[dict[str, Any]], dict[str, Any]]]] = {
+    "ResourceFlavor": (kueue_v1beta2.ResourceFlavor, convert.to_version(kueue.API_VERSION)),
+    "ClusterQueue": (kueue_v1beta2.ClusterQueue, convert.cluster_queue_to_v1beta1),
+    "LocalQueue": (kueue_v1beta2.LocalQueue, convert.local_queue_to_v1beta1),
+    "WorkloadPriorityClass": (kueue_v1beta2.WorkloadPriorityClass, convert.to_version(kueue.API_VERSION)),
+    "Cohort": (kueue_v1beta2.Cohort, convert.to_version(kueue_v1alpha1.API_VERSION)),
 }
 _API_VERSIONS = {"Cohort": kueue_v1alpha1.API_VERSION}
 
@@ -118,12 +133,24 @@ def parse_quotas(documents: Iterable[Any], *, source: str = "quotas") -> Quotas:
                 "(give ResourceFlavor, ClusterQueue, LocalQueue and Cohort objects)"
             )
         api_version = _API_VERSIONS.get(kind, kueue.API_VERSION)
-        if doc.get("apiVersion") != api_version:
-            raise QuotaError(f"{source}: {kind} {_name(doc)!r}: apiVersion must be {api_version}, not {doc.get('apiVersion')!r}")
+        model = _MODELS[kind]
+        is_v1beta2 = doc.get("apiVersion") == kueue_v1beta2.API_VERSION
+        if kind == "ClusterQueue":  # Kueue's CRD defaults come before its validation
+            doc = copy.deepcopy(doc)
+            defaulting.cluster_queue("MayStopSearch" if is_v1beta2 else "Borrow")(doc)
+        if is_v1beta2:
+            model, to_stored = _V1BETA2[kind]
+        elif doc.get("apiVersion") != api_version:
+            raise QuotaError(
+                f"{source}: {kind} {_name(doc)!r}: apiVersion must be {kueue_v1beta2.API_VERSION} or {api_version}, "
+                f"not {doc.get('apiVersion')!r}"
+            )
         try:
-            _MODELS[kind].model_validate(doc)
+            model.model_validate(doc)
         except ValidationError as exc:
             raise QuotaError(f"{source}: {kind} {_name(doc)!r}: {format_validation_error(exc)}") from exc
+        if model is not _MODELS[kind]:
+            doc = to_stored(doc)
         name = _name(doc)
         if kind == "ResourceFlavor":
             flavors.append(doc)

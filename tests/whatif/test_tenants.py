@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -272,6 +273,35 @@ def test_what_the_quotas_lack_is_named(docs: list[dict[str, Any]], jobs: list[Jo
         resolve(parse_quotas(docs), jobs)
 
 
+def _two_flavor_quotas(preference: str) -> list[dict[str, Any]]:
+    """v1beta2 quotas: a owns 2 GPUs of f1 (and may reclaim them), b 2 of f2, in one cohort."""
+    v1beta2 = "kueue.x-k8s.io/v1beta2"
+
+    def queue(team: str, f1: int, f2: int, **spec: Any) -> dict[str, Any]:
+        flavors = [{"name": f, "resources": [{"name": "nvidia.com/gpu", "nominalQuota": n}]} for f, n in (("f1", f1), ("f2", f2))]
+        return {"apiVersion": v1beta2, "kind": "ClusterQueue", "metadata": {"name": f"cq-{team}"}, "spec": {
+            "namespaceSelector": {}, "cohortName": "research",
+            "resourceGroups": [{"coveredResources": ["nvidia.com/gpu"], "flavors": flavors}], **spec}}
+
+    fungibility = {"whenCanBorrow": "TryNextFlavor", "whenCanPreempt": "TryNextFlavor", "preference": preference}
+    docs = [{"apiVersion": v1beta2, "kind": "ResourceFlavor", "metadata": {"name": f}} for f in ("f1", "f2")]
+    docs += [queue("a", 2, 0, preemption={"reclaimWithinCohort": "Any"}, flavorFungibility=fungibility), queue("b", 0, 2)]
+    docs += [{"apiVersion": v1beta2, "kind": "LocalQueue", "metadata": {"name": "main", "namespace": t},
+              "spec": {"clusterQueue": f"cq-{t}"}} for t in ("a", "b")]
+    return docs
+
+
+@pytest.mark.parametrize(("preference", "b_preempted"), [("BorrowingOverPreemption", 0), ("PreemptionOverBorrowing", 1)])
+def test_v1beta2_quotas_and_their_flavor_preference_are_replayed(preference: str, b_preempted: int) -> None:
+    """At 0 s b1 takes f1, the first flavor, borrowing a's idle quota. At 10 s a1 either borrows
+    b's idle f2 (borrowing over preemption) or reclaims its own f1 from b1 (preemption over
+    borrowing): b1 is evicted and runs again."""
+    jobs = [Job("b1", 0, 100, 2, 1000, tenant="b"), Job("a1", 10, 100, 2, 1000, tenant="a")]
+    result = _replay(_two_flavor_quotas(preference), jobs)
+    assert result.tenants.tenants["b"].preempted == b_preempted
+    assert result.tenants.tenants["a"].waits_s == [0.0]
+
+
 def test_a_bad_quotas_file_is_refused_as_the_hub_would() -> None:
     docs = _quotas()
     docs[1]["spec"]["queueingStrategy"] = "Random"
@@ -279,6 +309,14 @@ def test_a_bad_quotas_file_is_refused_as_the_hub_would() -> None:
         parse_quotas(docs)
     with pytest.raises(QuotaError, match="kind 'Deployment' is not a quota kind"):
         parse_quotas([{"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "Deployment"}])
+    with pytest.raises(QuotaError, match=re.escape("apiVersion must be kueue.x-k8s.io/v1beta2 or kueue.x-k8s.io/v1beta1, not 'v1'")):
+        parse_quotas([{**docs[0], "apiVersion": "v1"}])
+    v1beta2 = _two_flavor_quotas("PreemptionOverBorrowing")
+    del v1beta2[2]["spec"]["flavorFungibility"]["whenCanPreempt"]  # cq-a: Kueue defaults it to TryNextFlavor
+    assert parse_quotas(v1beta2).queues["cq-a"].fungibility.preference == "PreemptionOverBorrowing"
+    v1beta2[2]["spec"]["flavorFungibility"]["whenCanBorrow"] = "MayStopSearch"  # a preference needs both TryNextFlavor
+    with pytest.raises(QuotaError, match="preference can only be set when both whenCanBorrow and whenCanPreempt are TryNextFlavor"):
+        parse_quotas(v1beta2)
 
 
 # --------------------------------------------------------------------------- the command
