@@ -11,6 +11,7 @@ from typing import Any, cast
 
 import pytest
 
+from controlplane.apis.kueue_conversion import cluster_queue_to_v1beta1
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.manager import ControllerManager
 from controlplane.objectclient import ObjectClient
@@ -207,3 +208,51 @@ async def test_a_subtree_takes_back_its_cohort_quota_from_another_subtree(object
     preempted = condition(wl, "Preempted")
     assert (condition(wl, "Evicted").get("status"), preempted.get("reason")) == ("True", "InCohortReclamation")
     assert await admitted(objects, "a1") == "team-a"
+
+
+@pytest.mark.parametrize(("preference", "a1_flavor", "b1_flavor"), [
+    ("BorrowingOverPreemption", "cloud", "onprem"),
+    ("PreemptionOverBorrowing", "onprem", "cloud"),
+])
+async def test_a_v1beta2_preference_decides_between_reclaiming_and_borrowing(
+    objects: ObjectStore, manager: ControllerManager, preference: str, a1_flavor: str, b1_flavor: str,
+) -> None:
+    """Team A owns 4 GPUs of onprem, team B 4 of cloud, in one cohort. B's b1 takes onprem first,
+    borrowing A's idle quota. A's a1 then either borrows B's idle cloud quota (borrowing over
+    preemption: b1 keeps onprem) or reclaims its onprem quota from b1 (preemption over borrowing:
+    b1 is evicted and admitted again in its own cloud quota). A's ClusterQueue is stored as a
+    v1beta2 write stores it (the preference in its annotation)."""
+    for pool in ("onprem", "cloud"):
+        await put_cluster(objects, pool, node_shape(2, gpus=8), labels={"gpufed.io/pool": pool}, pods=[])
+        await create(objects, kueue_obj("ResourceFlavor", pool, spec={"nodeLabels": {"gpufed.io/pool": pool}}))
+
+    def queue(team: str, onprem: int, cloud: int, **spec: Any) -> dict[str, Any]:
+        flavors = [{"name": f, "resources": [{"name": GPU, "nominalQuota": n}]} for f, n in (("onprem", onprem), ("cloud", cloud))]
+        return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": team}, "spec": {
+            "namespaceSelector": {}, "cohortName": "fleet", "resourceGroups": [{"coveredResources": [GPU], "flavors": flavors}], **spec}}
+
+    fungibility = {"whenCanBorrow": "TryNextFlavor", "whenCanPreempt": "TryNextFlavor", "preference": preference}
+    await create(objects, cluster_queue_to_v1beta1(
+        queue("team-a", 4, 0, preemption={"reclaimWithinCohort": "Any"}, flavorFungibility=fungibility)))
+    await create(objects, cluster_queue_to_v1beta1(queue("team-b", 0, 4)))
+    for team in ("team-a", "team-b"):
+        await create(objects, kueue_obj("LocalQueue", team, "default", spec={"clusterQueue": team}))
+    await create(objects, propagation_policy("jobs", kind="Job", api_version="batch/v1", placement=PLACEMENT))
+    await settled(manager)
+
+    async def flavor_of(name: str) -> str | None:
+        wl = await queued_workload(objects, "Job", name)
+        if condition(wl, "Admitted").get("status") != "True":
+            return None
+        return str((wl or {})["status"]["admission"]["podSetAssignments"][0]["flavors"][GPU])
+
+    await create(objects, job("b1", "team-b"))
+    assert await eventually(lambda: flavor_of("b1"), what="b1 admitted") == "onprem"
+    await create(objects, job("a1", "team-a"))
+    assert await eventually(lambda: flavor_of("a1"), what="a1 admitted") == a1_flavor
+    assert await eventually(lambda: flavor_of("b1"), what="b1 admitted") == b1_flavor
+    evicted = condition(await queued_workload(objects, "Job", "b1"), "Evicted")
+    if b1_flavor == "onprem":
+        assert evicted == {}
+    else:
+        assert "Preempted to accommodate" in evicted["message"] and "due to reclamation within the cohort" in evicted["message"]
