@@ -12,8 +12,8 @@ after). Past ``backoffLimitCount`` the Workload is deactivated instead (``spec.a
 Back in its queue it counts, at equal priority, from its eviction (``timestamp: Eviction``, Kueue's
 default) or from its creation (``Creation``).
 
-In: the queued workload (its status as the members report it), its Workload (wire dict), the
-hub's :class:`WaitForPodsReady` settings and the time. Out: values.
+In: its Workload (wire dict), the hub's :class:`WaitForPodsReady` settings and the time; whether
+its pods are ready is :func:`controlplane.admission.podsready.pods_ready`'s, per kind. Out: values.
 """
 
 from __future__ import annotations
@@ -74,24 +74,6 @@ def backoff_seconds(count: int, *, base: int, maximum: int) -> int:
             break
         wait *= 2
     return min(wait, maximum)
-
-
-def pods_ready(workload: Mapping[str, Any]) -> bool | None:
-    """Whether all of a queued workload's pods are ready or succeeded, from its hub status (the
-    members' statuses merged); None for a kind whose status does not say."""
-    api_version, kind = str(workload.get("apiVersion") or ""), str(workload.get("kind") or "")
-    spec, status = workload.get("spec") or {}, workload.get("status") or {}
-    if (api_version, kind) == ("batch/v1", "Job"):
-        parallelism = spec.get("parallelism")
-        pods = parallelism if isinstance(parallelism, int) else 1
-        completions = spec.get("completions")
-        if isinstance(completions, int):
-            pods = min(pods, completions)
-        return json_int(status.get("ready")) + json_int(status.get("succeeded")) >= pods
-    if api_version == "apps/v1" and kind in ("Deployment", "StatefulSet"):
-        replicas = spec.get("replicas")
-        return json_int(status.get("readyReplicas")) >= (replicas if isinstance(replicas, int) else 1)
-    return None
 
 
 def pods_ready_condition(ready: bool) -> dict[str, str]:

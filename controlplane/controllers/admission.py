@@ -26,8 +26,9 @@ ClusterQueues, LocalQueues, WorkloadPriorityClasses and Workloads (informers). O
   a stopped queue admits nothing, ``HoldAndDrain`` evicts what it admitted the same way, and a
   drained Workload is requeued once its queue runs again;
 * with ``--kueue-wait-for-pods-ready-timeout``, Kueue's waitForPodsReady: an admitted Workload
-  whose pods are not ready in time is evicted and requeued after a backoff, or deactivated past
-  the limit (the writes in :mod:`controlplane.controllers.requeuing`, the rules in
+  whose pods are not ready in time (each kind's rule, as Kueue's integration of it reads its
+  status: :mod:`controlplane.admission.podsready`) is evicted and requeued after a backoff, or
+  deactivated past the limit (the writes in :mod:`controlplane.controllers.requeuing`, the rules in
   :mod:`controlplane.admission.requeuing`); the cycle returns when a deadline or a backoff ends;
 * with ``--kueue-fair-sharing`` the cycle runs with Kueue's fair sharing over the tree of cohorts
   (``kueue.x-k8s.io/v1alpha1`` Cohorts: parents, quota, weights), and ClusterQueues and Cohorts
@@ -77,6 +78,7 @@ from controlplane.admission import (
     podgroups,
     pods,
     podsets,
+    podsready,
     reclaimable,
     requeuing,
     stopping,
@@ -132,7 +134,7 @@ class AdmissionController(KeyedController[Key]):
         self.requeuing = Requeuing(ctx, self.kinds.workload, metrics=metrics)
         self.starting = JobStarting(ctx, self.kinds, self.kinds.workload)
         self.checking = AdmissionChecking(ctx, self.kinds.workload, assume=self._assume, waited=self._waited, metrics=metrics)
-        self.groups = PodGroups(ctx, self.kinds, self.starting, self._new_workload)
+        self.groups = PodGroups(ctx, self.kinds, self.starting, self._new_workload, self.requeuing.record_pods_ready)
         ctx.add_workload_handler(self._on_source)
         kinds = self.kinds
         for rt in (kinds.cluster_queue, kinds.local_queue, kinds.flavor, kinds.workload, kinds.cohort, kinds.admission_check):
@@ -296,7 +298,7 @@ class AdmissionController(KeyedController[Key]):
             return
         if phase is None and (status := reclaimable.status_with(wl, source)) is not None:
             wl = await ctx.objects.update_status(wl_rt, {**wl, "status": status})  # the cycle frees their quota
-        await self.requeuing.record_pods_ready(wl, source)
+        await self.requeuing.record_pods_ready(wl, podsready.pods_ready(source))
         if phase is None and podsets.startable(source):
             await self.starting.follow(wl, source, ref)
         elif phase is None and pods.is_pod(source):
@@ -438,12 +440,18 @@ class AdmissionController(KeyedController[Key]):
         """When an admitted Workload times out waiting for its pods (None: not counting, or its
         workload's status says they are ready, though PodsReady is not written yet)."""
         deadline = requeuing.ready_deadline(wl, self.ctx.settings.wait_for_pods_ready)
+        if deadline is None:
+            return None
         owner = owner_of(wl)
-        if deadline is None or owner is None:
+        if owner is None and podgroups.is_group_workload(wl):
+            meta = wl.get("metadata") or {}
+            group = self.groups.members(str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+            return deadline if group and not podsready.pod_group(group) else None
+        if owner is None:
             return None
         rt = self.ctx.registry.for_kind(owner.api_version, owner.kind)
         source = self.ctx.cached(rt, owner.namespace, owner.name) if rt is not None else None
-        return deadline if source is not None and requeuing.pods_ready(source) is False else None
+        return deadline if source is not None and podsready.pods_ready(source) is False else None
 
     async def _admit(self, wl: dict[str, Any], admission: dict[str, Any], queue: str) -> None:
         rt = self.kinds.workload

@@ -16,6 +16,8 @@ and the group's Workload (named for the group). Out, as Kueue's pod controller d
 * a started Pod whose Workload is evicted, not admitted or missing is stopped, as a single Pod;
 * its Workload's ``status.reclaimablePods`` counts each role's succeeded Pods (none in a serving
   group), and ``WaitingForReplacementPods`` says whether a failed Pod waits for its replacement;
+  with ``waitForPodsReady``, its ``PodsReady`` says whether every Pod of the group is ready
+  (:func:`controlplane.admission.podsready.pod_group`);
 * finished once the total count of Pods has succeeded (``Finished=True``, reason ``Succeeded``,
   ``Pods succeeded: 3/3.``; ``FinishedWorkload``), or once none runs in a group with a Pod not
   retriable in it, never when serving; then, or when the Workload finishes otherwise, every Pod
@@ -32,10 +34,10 @@ from __future__ import annotations
 import contextlib
 import copy
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
-from controlplane.admission import jobevents, matching, podgroups, pods
+from controlplane.admission import jobevents, matching, podgroups, pods, podsready
 from controlplane.admission import objects as adm
 from controlplane.apis import kueue_v1beta1 as kueue
 from controlplane.apis.events import EventType
@@ -50,6 +52,8 @@ log = logging.getLogger(__name__)
 
 #: Makes a Workload for a queued workload: (source, queue name, pod sets) -> Workload.
 NewWorkload = Callable[[Mapping[str, Any], str, list[dict[str, Any]]], dict[str, Any]]
+#: Keeps an admitted Workload's ``PodsReady`` condition: (Workload, its pods ready) -> as written.
+RecordReady = Callable[[dict[str, Any], bool | None], Awaitable[dict[str, Any]]]
 
 
 def _name(obj: Mapping[str, Any]) -> str:
@@ -64,15 +68,22 @@ def _owner(pod: Mapping[str, Any]) -> dict[str, Any]:
 class PodGroups:
     """Keeps each pod group's Workload and starts, stops and finalizes its Pods."""
 
-    def __init__(self, ctx: ControllerContext, kinds: Kinds, starting: JobStarting, new_workload: NewWorkload) -> None:
+    def __init__(
+        self, ctx: ControllerContext, kinds: Kinds, starting: JobStarting, new_workload: NewWorkload, record_ready: RecordReady,
+    ) -> None:
         self.ctx, self.kinds, self.starting, self._new_workload = ctx, kinds, starting, new_workload
+        self._record_ready = record_ready
+
+    def members(self, namespace: str, group: str) -> list[dict[str, Any]]:
+        """The Pods of a group that carry Kueue's mark (Kueue leaves the others alone)."""
+        return [p for p in self.kinds.members(namespace, group) if pods.managed(p)]
 
     async def sync(self, namespace: str, group: str) -> bool:
         """One group's reconcile; whether quota may have been freed (a Workload deleted or finished)."""
         wl_rt, pod_rt = self.kinds.workload, self.kinds.pod
         if wl_rt is None or pod_rt is None:
             return False
-        members = [p for p in self.kinds.members(namespace, group) if pods.managed(p)]
+        members = every = self.members(namespace, group)
         wl = self.kinds.group_workload(namespace, group)
         for pod in members:
             if is_deleting(pod):  # as for a single Pod: deleting a Pod of a group is not held up
@@ -99,7 +110,7 @@ class PodGroups:
             await self._finish(wl, members, first, message)
             return True
         if wl is not None:
-            wl = await self._status(wl, members, absent)
+            wl = await self._record_ready(await self._status(wl, members, absent), podsready.pod_group(every))
         for pod in members:
             if (stop := pods.stop_of(pod, wl)) is not None:
                 await self.starting.stop_pod(pod, stop)

@@ -67,20 +67,18 @@ class Requeuing:
         self.metrics = metrics
         """Kueue's metrics: an eviction counts in ``kueue_evicted_workloads_total``."""
 
-    async def record_pods_ready(self, wl: Mapping[str, Any], source: Mapping[str, Any]) -> None:
-        """Keep an admitted Workload's ``PodsReady`` condition as its workload's status says."""
-        if not self.settings.enabled or adm.admission_of(wl) is None:
-            return
-        ready = requeuing.pods_ready(source)
-        if ready is None:
-            return
+    async def record_pods_ready(self, wl: dict[str, Any], ready: bool | None) -> dict[str, Any]:
+        """Keep an admitted Workload's ``PodsReady`` condition as its workload's pods are ``ready``
+        (:mod:`controlplane.admission.podsready`; None: a kind not timed); return it as written."""
+        if not self.settings.enabled or adm.admission_of(wl) is None or ready is None:
+            return wl
         cond = requeuing.pods_ready_condition(ready)
         current = adm.condition(wl, kueue.COND_PODS_READY)
         if current is not None and all(current.get(k) == v for k, v in cond.items()):
-            return
-        updated = copy.deepcopy(dict(wl))
+            return wl
+        updated = copy.deepcopy(wl)
         set_conditions(updated.setdefault("status", {}), [cond], now=self.ctx.now_text())
-        await self.ctx.objects.update_status(self.rt, updated)
+        written = await self.ctx.objects.update_status(self.rt, updated)
         if self.metrics is not None and cond.get("status") == "True" and (current or {}).get("status") != "True":
             now = self.ctx.now()
             self.metrics.ready(
@@ -89,6 +87,7 @@ class Requeuing:
                 admitted_seconds=_seconds_since(now, str((adm.condition(wl, kueue.COND_ADMITTED) or {}).get("lastTransitionTime") or "")),
                 local_queue=adm.local_queue_of(wl),
             )
+        return written
 
     async def time_out(self, wl: Mapping[str, Any]) -> dict[str, Any]:
         """Evict an admitted Workload whose pods were not ready in time (see the module docstring);

@@ -1,6 +1,6 @@
 """Kueue's waitForPodsReady and requeuing backoff, table-driven: the backoff after the n-th
-eviction, the requeueState it writes, when an admitted Workload times out, whose pods are
-ready, and when a Workload held by ``Requeued=False`` may be queued again."""
+eviction, the requeueState it writes, when an admitted Workload times out, and when a Workload
+held by ``Requeued=False`` may be queued again (whose pods are ready: ``test_podsready``)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ from controlplane.admission.requeuing import (
     WaitForPodsReady,
     backoff_seconds,
     is_active,
-    pods_ready,
     ready_deadline,
     requeue_after_timeout,
     requeue_at,
@@ -91,22 +90,6 @@ ADMITTED_AT = NOW - timedelta(seconds=100)
 )
 def test_when_an_admitted_workload_times_out(wl: dict[str, Any], settings: WaitForPodsReady, expected: datetime | None) -> None:
     assert ready_deadline(wl, settings) == expected
-
-
-@pytest.mark.parametrize(
-    ("obj", "expected"),
-    [
-        ({"apiVersion": "batch/v1", "kind": "Job", "spec": {"parallelism": 4}, "status": {"ready": 3}}, False),
-        ({"apiVersion": "batch/v1", "kind": "Job", "spec": {"parallelism": 4}, "status": {"ready": 3, "succeeded": 1}}, True),
-        ({"apiVersion": "batch/v1", "kind": "Job", "spec": {"parallelism": 4, "completions": 2}, "status": {"ready": 2}}, True),
-        ({"apiVersion": "batch/v1", "kind": "Job", "spec": {}, "status": {}}, False),
-        ({"apiVersion": "apps/v1", "kind": "Deployment", "spec": {"replicas": 2}, "status": {"readyReplicas": 2}}, True),
-        ({"apiVersion": "apps/v1", "kind": "StatefulSet", "spec": {"replicas": 2}, "status": {"readyReplicas": 1}}, False),
-        ({"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "spec": {}, "status": {}}, None),
-    ],
-)
-def test_pods_ready_from_the_workloads_status(obj: dict[str, Any], expected: bool | None) -> None:
-    assert pods_ready(obj) is expected
 
 
 @pytest.mark.parametrize(
