@@ -11,7 +11,9 @@ cluster (``kubectl get -o yaml``) land without what that cluster gave them: a Jo
 ``ttlSecondsAfterFinished`` runs once and then leaves the hub and the member, a Service comes
 without its old clusterIP; the hub gives Services an address and node ports as kube does (kubectl
 shows them, a taken one is kube's 422) and members get none of its addresses. Real hub on real etcd, two simulated members (time scale 20), two
-agents (applying every Work again every 2 s), the real kubectl; one fleet shared by the tests."""
+agents (applying every Work again every 2 s), the real kubectl; one fleet shared by the tests.
+The hub times queued workloads with Kueue's waitForPodsReady (a 4 s timeout): a queued JobSet sent
+to the member that does not serve JobSet is evicted and requeued with reason ``PodsReadyTimeout``."""
 
 from __future__ import annotations
 
@@ -241,12 +243,41 @@ spec:
 """
 #: How often the agents apply every Work again (a member copy deleted in the member comes back).
 RESYNC_SECONDS = 2
+#: The hub's Kueue waitForPodsReady timeout (Kueue's default is 300 s); only queued workloads are timed.
+PODS_READY_SECONDS = 4
+
+#: A queued JobSet sent to west, which does not serve JobSet: its Jobs never get ready.
+QUEUED_JOBSET_ON_WEST = """
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ResourceFlavor
+metadata: {name: l4}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata: {name: ml}
+spec:
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu]
+    flavors:
+    - name: l4
+      resources: [{name: nvidia.com/gpu, nominalQuota: 4}]
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: LocalQueue
+metadata: {name: ml, namespace: ml}
+spec: {clusterQueue: ml}
+---
+""" + JOBSET_ON_WEST.replace("name: train-on-west", "name: stuck-on-west").replace(
+    "kind: JobSet, name: train}", "kind: JobSet, name: stuck}").replace(
+    "metadata: {name: train, namespace: ml}", "metadata: {name: stuck, namespace: ml, labels: {kueue.x-k8s.io/queue-name: ml}}")
 
 
 @pytest.fixture(scope="module")
 def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Kubectl, dict[str, Kubectl]]]:
     with ProcessGroup.running_fleet(
-        tmp_path_factory.mktemp("any-kind"), FLEET, ("east", "west"), agent_flags=("--resync-interval", str(RESYNC_SECONDS))
+        tmp_path_factory.mktemp("any-kind"), FLEET, ("east", "west"), "--kueue-wait-for-pods-ready-timeout", str(PODS_READY_SECONDS),
+        agent_flags=("--resync-interval", str(RESYNC_SECONDS)),
     ) as fleet:
         yield fleet
 
@@ -556,6 +587,36 @@ def test_a_kind_the_member_does_not_serve_is_a_work_condition_and_an_event(
     assert west["clusterName"] == "west" and west["applied"] is False
     assert "does not serve JobSet" in west["appliedMessage"]
     assert members["west"].run("get", "jobsets", "-n", "ml", check=False).returncode != 0
+
+
+def test_a_queued_jobset_whose_jobs_never_get_ready_is_evicted_and_requeued(
+    fleet: tuple[Kubectl, dict[str, Kubectl]],
+) -> None:
+    """Kueue's waitForPodsReady for a JobSet: admitted and sent to west, which cannot run it, its
+    replicated Jobs are never ready; after the hub's timeout its Workload is evicted and requeued
+    with backoff as Kueue writes it, and the JobSet is suspended again at the hub."""
+    hub, _ = fleet
+    hub.run("apply", "-f", "-", input_text=QUEUED_JOBSET_ON_WEST)
+    name = wait_for(lambda: hub.json_or_none("get", "jobset", "stuck", "-n", "ml") and hub.workload_name("jobset", "stuck", "-n", "ml"),
+                    timeout=30, what="the queued JobSet")
+
+    def evicted() -> dict[str, Any] | None:
+        status = (hub.json_or_none("get", "workload", name, "-n", "ml") or {}).get("status") or {}
+        conds = {c["type"]: c for c in status.get("conditions") or ()}
+        evicted = conds.get("Evicted") or {}
+        return status | {"conditions": conds} if (evicted.get("status"), evicted.get("reason")) == ("True", "PodsReadyTimeout") else None
+
+    status = wait_for(evicted, timeout=90, what="the JobSet's Workload evicted by the PodsReady timeout")
+    conds = status["conditions"]
+    assert conds["Evicted"]["message"] == f"Exceeded the PodsReady timeout ml/{name}"
+    assert (conds["Requeued"]["status"], conds["Requeued"]["reason"]) == ("False", "PodsReadyTimeout")
+    assert (conds["PodsReady"]["status"], conds["PodsReady"]["reason"]) == ("False", "WaitForStart")
+    assert status["requeueState"]["count"] == 1 and "admission" not in status
+    wait_for(lambda: hub.json("get", "jobset", "stuck", "-n", "ml")["spec"].get("suspend") is True, timeout=30,
+             what="the JobSet suspended again at the hub")
+    events = hub.json("get", "events", "-n", "ml", "--field-selector", "reason=EvictedDueToPodsReadyTimeout")["items"]
+    assert [e["involvedObject"]["name"] for e in events] == [name]
+    hub.run("delete", "jobset", "stuck", "-n", "ml")  # not admitted again after its backoff, in the shared fleet
 
 
 def test_exported_objects_run_once_and_land_without_their_old_clusters_fields(
