@@ -14,7 +14,7 @@ Each rule is the one of Kueue's integration of the kind (its ``GenericJob.PodsRe
   workers are all ready) reach ``spec.replicas``;
 * Pod: its ``Ready`` condition is True; a hub Pod's status is folded as Karmada folds it (its
   phase and container statuses, no conditions), so without the condition: ``Running`` with every
-  container ready; a pod group: every Pod of the group is;
+  container ready; a pod group: every Pod of the group is (or has succeeded);
 * Deployment and StatefulSet (Kueue admits their Pods, one by one or as a group): ``readyReplicas``
   reach ``spec.replicas``.
 
@@ -83,8 +83,11 @@ def pod(obj: Obj) -> bool:
 
 
 def pod_group(pods: Sequence[Obj]) -> bool:
-    """Kueue's rule for a pod group: every Pod of it is ready (none: not ready)."""
-    return bool(pods) and all(pod(p) for p in pods)
+    """Kueue's rule for a pod group: every Pod of it is ready (none: not ready). A Pod that has
+    succeeded counts as ready: its ``Ready`` turned False as it ended, for which Kueue evicts no
+    group once its pods were ready (``PodsReady`` stays True, or in later versions waits for a
+    recovery timed only with ``recoveryTimeout``); the hub's clock would."""
+    return bool(pods) and all(pod(p) or _status(p).get("phase") == "Succeeded" for p in pods)
 
 
 RULES: Final[dict[tuple[str, str], Callable[[Obj], bool]]] = {

@@ -92,4 +92,6 @@ def test_pods_ready_by_kind(workload: dict[str, Any], expected: bool | None) -> 
 def test_a_pod_group_is_ready_once_every_pod_is() -> None:
     assert pod_group([pod(READY_POD), pod(READY_POD)]) is True
     assert pod_group([pod(READY_POD), pod(HALF_READY_POD)]) is False
+    assert pod_group([pod(READY_POD), pod({"phase": "Succeeded", "containerStatuses": [{"name": "a", "ready": False}]})]) is True
+    assert pod_group([pod(READY_POD), pod({"phase": "Failed"})]) is False
     assert pod_group([]) is False
