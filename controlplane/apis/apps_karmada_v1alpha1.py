@@ -10,14 +10,15 @@ finished.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from enum import StrEnum
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 from pydantic import Field, field_validator
 
 from controlplane.apis.meta import ObjectMeta, SpecModel, WireModel
+from controlplane.apis.views import ObjectView
 
 API_GROUP: Final = "apps.karmada.io"
 API_VERSION: Final = "apps.karmada.io/v1alpha1"
@@ -104,3 +105,35 @@ class WorkloadRebalancer(SpecModel):
     """The workloads to place afresh."""
     status: WorkloadRebalancerStatus | None = None
     """The result per workload."""
+
+
+class WorkloadRebalancerView(ObjectView):
+    """A stored WorkloadRebalancer as the rebalancer controller reads it (see :mod:`controlplane.apis.views`)."""
+
+    __slots__ = ()
+
+    @property
+    def workloads(self) -> Sequence[Mapping[str, Any]]:
+        """``spec.workloads``: the references to place afresh."""
+        return self.spec.get("workloads") or ()
+
+    @property
+    def ttl_seconds_after_finished(self) -> Any:
+        """``spec.ttlSecondsAfterFinished`` as stored (None: the rebalancer is kept)."""
+        return self.spec.get("ttlSecondsAfterFinished")
+
+    @property
+    def observed_workloads(self) -> Sequence[Mapping[str, Any]]:
+        """``status.observedWorkloads``: the result of each workload so far."""
+        return self.status.get("observedWorkloads") or ()
+
+    @property
+    def observed_generation(self) -> Any:
+        """``status.observedGeneration`` as stored (compared with ``metadata.generation``)."""
+        return self.status.get("observedGeneration")
+
+    @property
+    def finish_time(self) -> str | None:
+        """``status.finishTime``: when every workload had a result (None: not finished)."""
+        finished = self.status.get("finishTime")
+        return str(finished) if finished else None

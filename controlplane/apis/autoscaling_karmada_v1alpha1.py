@@ -17,6 +17,7 @@ Pure; no I/O.
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -28,6 +29,7 @@ from controlplane.apis.kube.defaults_groups import horizontal_pod_autoscaler_spe
 from controlplane.apis.kube.field import FieldError
 from controlplane.apis.kube.names import path_segment_errors
 from controlplane.apis.kube.validate_groups import validate_horizontal_pod_autoscaler
+from controlplane.apis.views import ObjectView
 
 API_GROUP: Final = "autoscaling.karmada.io"
 API_VERSION: Final = "autoscaling.karmada.io/v1alpha1"
@@ -165,3 +167,55 @@ def cron_federated_hpa_denial(obj: dict[str, Any]) -> tuple[str, str] | None:
     default_cron_federated_hpa(defaulted)
     errors = cron_federated_hpa_errors(defaulted)
     return (CRON_FEDERATED_HPA_WEBHOOK, field.error_list_text(errors)) if errors else None
+
+
+class _ScalerView(ObjectView):
+    __slots__ = ()
+
+    @property
+    def scale_target_ref(self) -> Mapping[str, Any]:
+        """``spec.scaleTargetRef``: the scaled object's apiVersion, kind and name."""
+        return self.spec.get("scaleTargetRef") or {}
+
+
+class FederatedHPAView(_ScalerView):
+    """A stored FederatedHPA as its controller reads it (see :mod:`controlplane.apis.views`)."""
+
+    __slots__ = ()
+
+    @property
+    def metrics(self) -> Sequence[Mapping[str, Any]]:
+        """``spec.metrics``: kube's v2 metric specs."""
+        return self.spec.get("metrics") or ()
+
+    @property
+    def min_replicas(self) -> int:
+        """``spec.minReplicas``, 1 when unset (kube's default; Karmada allows no scale to zero)."""
+        return int(self.spec.get("minReplicas") or 1)
+
+    @property
+    def max_replicas(self) -> int:
+        """``spec.maxReplicas`` (required; 0 when missing)."""
+        return int(self.spec.get("maxReplicas") or 0)
+
+    @property
+    def behavior(self) -> Mapping[str, Any] | None:
+        """``spec.behavior`` as stored (None: kube's default scaling rules, no scale events kept)."""
+        return self.spec.get("behavior")
+
+
+class CronFederatedHPAView(_ScalerView):
+    """A stored CronFederatedHPA as its controller reads it (see :mod:`controlplane.apis.views`)."""
+
+    __slots__ = ()
+
+    @property
+    def rules(self) -> Sequence[Mapping[str, Any]]:
+        """``spec.rules``: the scheduled scalings."""
+        return self.spec.get("rules") or ()
+
+    @property
+    def execution_histories(self) -> list[dict[str, Any]]:
+        """``status.executionHistories``: one record per rule (entries that are not objects left
+        out), as stored: a new status carries the unchanged ones over."""
+        return [h for h in self.status.get("executionHistories") or () if isinstance(h, dict)]

@@ -41,6 +41,7 @@ from enum import StrEnum
 from typing import Any, Final, Protocol
 
 from controlplane.apis.quantity import to_int
+from controlplane.apis.views import ObjectView
 
 Obj = dict[str, Any]
 """A Kubernetes object (or part of one) as a JSON-compatible dict."""
@@ -359,3 +360,28 @@ def pod_requests(pod_spec: Mapping[str, Any], *, read: QuantityReader = read_qua
         total[k] = max(total.get(k, 0), v)
     _add(total, read(pod_spec.get("overhead") or {}))
     return {k: v for k, v in total.items() if v}
+
+
+class PodView(ObjectView):
+    """A Pod as stored or as a member lists it (see :mod:`controlplane.apis.views`)."""
+
+    __slots__ = ()
+
+    @property
+    def phase(self) -> str | None:
+        """``status.phase`` (None when not reported yet)."""
+        phase = self.status.get("phase")
+        return str(phase) if phase else None
+
+    @property
+    def containers(self) -> Sequence[Mapping[str, Any]]:
+        return self.spec.get("containers") or ()
+
+    @property
+    def init_containers(self) -> Sequence[Mapping[str, Any]]:
+        return self.spec.get("initContainers") or ()
+
+    @property
+    def pod_level_requests(self) -> Mapping[str, Any]:
+        """``spec.resources.requests``: the pod-level requests (kube's PodLevelResources), as written."""
+        return (self.spec.get("resources") or {}).get("requests") or {}

@@ -9,6 +9,8 @@ a view names it once: ``BindingView(binding).resource``.
 * :class:`BindingView` — a ResourceBinding: the workload it binds (``spec.resource``), the
   clusters the scheduler chose, eviction tasks, the claiming policy, priority, dependencies.
 * :class:`WorkView` — a Work: its manifests and the agent's per-manifest statuses.
+* :class:`ManifestStatusView` — one of those statuses: which manifest, the member object's
+  status and health, the hooks that interpreted it, its conditions.
 * :class:`ClusterObjectView` — a Cluster: taints, cordon, the agent's last report. (The
   scheduler's snapshot of a cluster is :class:`policies.affinity.ClusterView`.)
 
@@ -153,6 +155,16 @@ class BindingView(ObjectView):
         return json_int(((self.raw.get("spec") or _NOTHING).get("schedulePriority") or _NOTHING).get("priority"))
 
     @property
+    def placement(self) -> Mapping[str, Any]:
+        """``spec.placement``: the policy's placement the binding was scheduled with."""
+        return (self.raw.get("spec") or _NOTHING).get("placement") or {}
+
+    @property
+    def replicas(self) -> int:
+        """``spec.replicas``: the replicas to divide (0 when it has none)."""
+        return int((self.raw.get("spec") or _NOTHING).get("replicas") or 0)
+
+    @property
     def propagate_deps(self) -> bool:
         return bool((self.raw.get("spec") or _NOTHING).get("propagateDeps"))
 
@@ -181,6 +193,36 @@ class WorkView(ObjectView):
     def manifest_statuses(self) -> Sequence[Mapping[str, Any]]:
         """``status.manifestStatuses``: the agent's report per manifest."""
         return (self.raw.get("status") or _NOTHING).get("manifestStatuses") or ()
+
+
+class ManifestStatusView:
+    """One entry of a Work's ``status.manifestStatuses``: the agent's report of one manifest."""
+
+    __slots__ = ("raw",)
+
+    def __init__(self, raw: Mapping[str, Any] | None) -> None:
+        self.raw: Mapping[str, Any] = raw or {}
+
+    @property
+    def identifier(self) -> Mapping[str, Any]:
+        """``identifier``: the manifest reported (group, version, kind, namespace, name, ordinal)."""
+        return self.raw.get("identifier") or {}
+
+    @property
+    def interpreted_by(self) -> Mapping[str, Any]:
+        """``interpretedBy``: the customization hooks the agent ran on the member object."""
+        return self.raw.get("interpretedBy") or {}
+
+    @property
+    def health(self) -> str | None:
+        """``health``: the agent's verdict on the member object (None when it gave none)."""
+        health = self.raw.get("health")
+        return str(health) if health else None
+
+    @property
+    def conditions(self) -> Sequence[Mapping[str, Any]]:
+        """``conditions``: the agent's conditions of this manifest (its hooks' failures among them)."""
+        return self.raw.get("conditions") or ()
 
 
 class ClusterObjectView(ObjectView):

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from controlplane.apis.views import BindingView, ClusterObjectView, ObjectView, WorkView
+from controlplane.apis.views import BindingView, ClusterObjectView, ManifestStatusView, ObjectView, WorkView
 
 BINDING: dict[str, Any] = {
     "apiVersion": "work.gpufed.io/v1alpha1",
@@ -23,6 +23,8 @@ BINDING: dict[str, Any] = {
         "gracefulEvictionTasks": [{"fromCluster": "c"}],
         "policy": {"kind": "PropagationPolicy", "name": "p", "namespace": "ml"},
         "schedulePriority": {"priority": 7},
+        "placement": {"replicaScheduling": {"replicaSchedulingType": "Divided"}},
+        "replicas": 4,
         "propagateDeps": True,
         "preserveResourcesOnDeletion": True,
     },
@@ -44,13 +46,15 @@ def test_binding_view_reads_every_field() -> None:
     assert view.cluster_names == ("a", "b")
     assert view.eviction_tasks[0]["fromCluster"] == "c"
     assert view.policy["name"] == "p" and view.priority == 7
+    assert view.placement["replicaScheduling"] == {"replicaSchedulingType": "Divided"} and view.replicas == 4
     assert view.propagate_deps and view.preserve_resources_on_deletion
     assert view.condition("Scheduled") == {"type": "Scheduled", "status": "True"}
     assert view.condition("Ready") is None
     assert view.explanation[0]["cluster"] == "a"
 
 
-@pytest.mark.parametrize("raw", [None, {}, {"metadata": None, "spec": None, "status": None}])
+@pytest.mark.parametrize("raw", [None, {}, {"metadata": None, "spec": None, "status": None},
+                                 {"spec": {"placement": None, "replicas": None}}])
 def test_missing_parts_read_empty(raw: dict[str, Any] | None) -> None:
     view = BindingView(raw)
     assert (view.name, view.namespace, view.uid, view.generation) == ("", "", None, None)
@@ -58,6 +62,7 @@ def test_missing_parts_read_empty(raw: dict[str, Any] | None) -> None:
     assert dict(view.labels) == {} and dict(view.annotations) == {} and not view.finalizers
     assert dict(view.resource) == {} and view.cluster_names == () and not view.eviction_tasks
     assert view.priority == 0 and not view.propagate_deps and not view.conditions
+    assert dict(view.placement) == {} and view.replicas == 0
 
 
 @pytest.mark.parametrize("priority", [True, "3", 2.5])
@@ -87,3 +92,22 @@ def test_work_and_cluster_views() -> None:
     assert cluster.taints[0]["key"] == "k" and cluster.unschedulable
     assert cluster.last_report_time == "2026-01-01T00:00:00Z"
     assert ClusterObjectView(None).last_report_time is None and not ClusterObjectView(None).unschedulable
+
+
+def test_manifest_status_view() -> None:
+    entry = ManifestStatusView({
+        "identifier": {"kind": "Job", "name": "train"},
+        "interpretedBy": {"healthInterpretation": 2},
+        "health": "Healthy",
+        "conditions": [{"type": "Interpreted", "status": "False"}],
+    })
+    assert entry.identifier["name"] == "train" and "healthInterpretation" in entry.interpreted_by
+    assert entry.health == "Healthy" and entry.conditions[0]["type"] == "Interpreted"
+
+
+@pytest.mark.parametrize("raw", [None, {}, {"identifier": None, "interpretedBy": None, "health": None, "conditions": None},
+                                 {"health": ""}])
+def test_manifest_status_view_missing_parts_read_empty(raw: dict[str, Any] | None) -> None:
+    entry = ManifestStatusView(raw)
+    assert dict(entry.identifier) == {} and dict(entry.interpreted_by) == {}
+    assert entry.health is None and entry.conditions == ()

@@ -14,6 +14,7 @@ from controlplane.apis.kube import field
 from controlplane.apis.kube.field import FieldError, GoValue
 from controlplane.apis.kube.flowcontrol_bootstrap import MANDATORY_FLOW_SCHEMAS, MANDATORY_PRIORITY_LEVELS
 from controlplane.apis.kube.names import dns_label_errors, dns_subdomain_errors
+from controlplane.apis.views import ObjectView
 from controlplane.gojson import go_quote
 
 Obj = dict[str, Any]
@@ -40,6 +41,17 @@ _NS_INTRO = "each member of this list must be '*' or a DNS-1123 label; "
 
 
 # --- defaulting -------------------------------------------------------------------------
+
+
+class FlowSchemaView(ObjectView):
+    """A stored FlowSchema as the config controller reads it (see :mod:`controlplane.apis.views`)."""
+
+    __slots__ = ()
+
+    @property
+    def priority_level(self) -> str:
+        """``spec.priorityLevelConfiguration.name``: the level it sends requests to ("" when unnamed)."""
+        return str((self.spec.get("priorityLevelConfiguration") or {}).get("name") or "")
 
 
 def default_flow_schema(obj: Obj) -> None:
