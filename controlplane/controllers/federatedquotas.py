@@ -30,7 +30,7 @@ from collections.abc import Hashable, Iterable
 from typing import Any, Final
 
 from controlplane.apis import constants as c
-from controlplane.apis.views import BindingView, WorkView
+from controlplane.apis.views import BindingView, ObjectView, WorkView
 from controlplane.apis.work_v1alpha1 import API_VERSION as WORK_API_VERSION
 from controlplane.apis.work_v1alpha1 import WORK_KIND, ConditionType
 from controlplane.controllers.context import INDEX_NAMESPACE, ControllerContext
@@ -88,8 +88,7 @@ def reported_status(work: dict[str, Any]) -> dict[str, Any] | None:
     Works not applied and Works without a manifest status)."""
     view = WorkView(work)
     applied = any(
-        cond.get("type") == ConditionType.APPLIED and cond.get("status") == "True"
-        for cond in (work.get("status") or {}).get("conditions") or ()
+        cond.get("type") == ConditionType.APPLIED and cond.get("status") == "True" for cond in view.conditions
     )
     statuses = view.manifest_statuses
     if not applied or not statuses:
@@ -114,8 +113,8 @@ class FederatedQuotaController(KeyedController[QuotaKey]):
             ctx.bindings.add_handler(self._on_binding)
 
     async def _on_quota(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
-        meta = obj.get("metadata") or {}
-        await self.loop.add((str(meta.get("namespace") or ""), str(meta.get("name"))))
+        view = ObjectView(obj)
+        await self.loop.add((view.namespace, view.name))
 
     async def _on_work(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         key = quota_of_work(obj)
@@ -127,19 +126,19 @@ class FederatedQuotaController(KeyedController[QuotaKey]):
         """Look again at every FederatedResourceQuota (of ``namespace``, when given)."""
         informer = self.ctx.informer_if_any(self.rt) if self.rt is not None else None
         for quota in informer.items() if informer is not None else ():
-            meta = quota.get("metadata") or {}
-            if namespace is None or meta.get("namespace") == namespace:
-                await self.loop.add((str(meta.get("namespace") or ""), str(meta.get("name"))))
+            view = ObjectView(quota)
+            if namespace is None or view.namespace == namespace:
+                await self.loop.add((view.namespace, view.name))
 
     async def _on_cluster(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         if event is not WatchEventType.MODIFIED:  # a cluster joins (its Works are due) or leaves
             await self._requeue_quotas(None)
 
     async def _on_binding(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
-        spec = BindingView(obj).spec
-        if old is not None and event is WatchEventType.MODIFIED and binding_usage(BindingView(old).spec) == binding_usage(spec):
+        view = BindingView(obj)
+        if old is not None and event is WatchEventType.MODIFIED and binding_usage(BindingView(old).spec) == binding_usage(view.spec):
             return
-        await self._requeue_quotas(str((obj.get("metadata") or {}).get("namespace") or ""))
+        await self._requeue_quotas(view.namespace)
 
     async def reconcile(self, key: QuotaKey) -> float | None:
         ctx = self.ctx
@@ -201,10 +200,10 @@ class FederatedQuotaController(KeyedController[QuotaKey]):
                 reported[cluster] = status
         bindings_use = None
         if self.enforcing:
-            namespace = str(quota["metadata"].get("namespace") or "")
+            namespace = ObjectView(quota).namespace
             bindings_use = namespace_usage(BindingView(b).spec for b in self.ctx.bindings.by_index(INDEX_NAMESPACE, namespace))
         status = quota_status(quota, reported, bindings_use=bindings_use)
-        if status == (quota.get("status") or {}):
+        if status == ObjectView(quota).status:
             return None
         assert self.rt is not None
         try:

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from controlplane.apis.kube.flowcontrol import GROUP
+from controlplane.apis.kube.flowcontrol import GROUP, FlowSchemaView
 from controlplane.apis.kube.flowcontrol_bootstrap import (
     FLOW_SCHEMAS,
     MANDATORY_FLOW_SCHEMAS,
@@ -44,7 +44,7 @@ Key = tuple[str, str]
 
 def dangling_condition(schema: dict[str, Any], *, level_exists: bool) -> dict[str, str]:
     """kube's ``Dangling`` condition of ``schema`` (without its transition time)."""
-    level = str((schema.get("spec") or {}).get("priorityLevelConfiguration", {}).get("name") or "")
+    level = FlowSchemaView(schema).priority_level
     if level_exists:
         return {"type": DANGLING, "status": "False", "reason": "Found",
                 "message": f"This FlowSchema references the PriorityLevelConfiguration object named {go_quote(level)} and it exists"}
@@ -76,7 +76,7 @@ class FlowControlConfigController:
         name = str(obj["metadata"]["name"])
         await self._loop.add((PRIORITY_LEVEL, name))
         for schema in self.informers[FLOW_SCHEMA].items():  # their Dangling condition may change
-            if (schema.get("spec") or {}).get("priorityLevelConfiguration", {}).get("name") == name:
+            if FlowSchemaView(schema).priority_level == name:
                 await self._loop.add((FLOW_SCHEMA, str(schema["metadata"]["name"])))
 
     async def run(self) -> None:
@@ -115,9 +115,9 @@ class FlowControlConfigController:
             await self._write_dangling(stored)
 
     async def _write_dangling(self, schema: dict[str, Any]) -> None:
-        level = str((schema.get("spec") or {}).get("priorityLevelConfiguration", {}).get("name") or "")
-        wanted = dangling_condition(schema, level_exists=self.informers[PRIORITY_LEVEL].get(None, level) is not None)
-        conditions = [c for c in (schema.get("status") or {}).get("conditions") or () if isinstance(c, dict)]
+        view = FlowSchemaView(schema)
+        wanted = dangling_condition(schema, level_exists=self.informers[PRIORITY_LEVEL].get(None, view.priority_level) is not None)
+        conditions = [c for c in view.conditions if isinstance(c, dict)]
         current = next((c for c in conditions if c.get("type") == DANGLING), None)
         if current is not None and all(current.get(k) == v for k, v in wanted.items()):
             return
@@ -126,5 +126,5 @@ class FlowControlConfigController:
         condition = {**wanted, "lastTransitionTime": stamp or format_time(self._clock())}
         others = [c for c in conditions if c.get("type") != DANGLING]
         await self._objects.update_status(self._types[FLOW_SCHEMA], {**schema, "status": {
-            **(schema.get("status") or {}), "conditions": [*others, condition],
+            **view.status, "conditions": [*others, condition],
         }})

@@ -52,6 +52,7 @@ from typing import Any
 
 from controlplane.apis.events import EventType
 from controlplane.apis.kube.garbagecollection import FINALIZER_FOREGROUND, FINALIZER_ORPHAN, GC_FINALIZERS
+from controlplane.apis.views import ObjectView
 from controlplane.controllers.context import ControllerContext
 from controlplane.controllers.events import EventReason, record_event
 from controlplane.controllers.informing import Informer
@@ -126,17 +127,16 @@ class Node:
 
     @classmethod
     def of(cls, role: Role, obj: Mapping[str, Any]) -> Node:
-        meta = obj.get("metadata") or {}
-        return cls(role, str(obj.get("apiVersion")), str(obj.get("kind")), str(meta.get("namespace") or ""),
-                   str(meta.get("name")))
+        view = ObjectView(obj)
+        return cls(role, str(obj.get("apiVersion")), str(obj.get("kind")), view.namespace, view.name)
 
 
 def _owner_uids(obj: dict[str, Any]) -> tuple[str, ...]:
-    return tuple(str(ref.get("uid")) for ref in (obj.get("metadata") or {}).get("ownerReferences") or () if ref.get("uid"))
+    return tuple(str(ref.get("uid")) for ref in ObjectView(obj).owner_references if ref.get("uid"))
 
 
 def _has_owners(obj: dict[str, Any]) -> bool:
-    return bool((obj.get("metadata") or {}).get("ownerReferences"))
+    return bool(ObjectView(obj).owner_references)
 
 
 def _gc_finalizing(meta: Mapping[str, Any]) -> bool:
@@ -252,20 +252,20 @@ class GarbageCollector(KeyedController[Node]):
 
     async def _on_change(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         self._count(event, obj, old)
-        meta = obj.get("metadata") or {}
-        refs = meta.get("ownerReferences") or ()
+        view = ObjectView(obj)
+        refs = view.owner_references
         if event is WatchEventType.DELETED:
-            uid = meta.get("uid")
-            for dependent in self.dependents(str(uid)) if uid else ():
+            uid = view.uid
+            for dependent in self.dependents(uid) if uid else ():
                 await self.loop.add(Node.of(Role.DEPENDENT, dependent))
             await self._wake_owners(obj, refs)
             return
-        old_refs = ((old or {}).get("metadata") or {}).get("ownerReferences") or ()
+        old_refs = ObjectView(old).owner_references
         if refs and (old is None or refs != old_refs) and not self._owners_seen(obj, refs):
             await self.loop.add(Node.of(Role.DEPENDENT, obj))
         if old_refs and refs != old_refs:
             await self._wake_owners(obj, old_refs)  # a blocking reference may have gone
-        if _gc_finalizing(meta):
+        if _gc_finalizing(view.metadata):
             await self.loop.add(Node.of(Role.OWNER, obj))
 
     def _owners_seen(self, dependent: Mapping[str, Any], refs: Iterable[Mapping[str, Any]]) -> bool:
@@ -277,8 +277,8 @@ class GarbageCollector(KeyedController[Node]):
             rt = self.ctx.registry.for_kind(str(ref.get("apiVersion")), str(ref.get("kind")))
             informer = self._monitors.get((rt.group, rt.version, rt.plural)) if rt is not None else None
             owner = informer.get(namespace if rt is not None and rt.namespaced else None, str(ref.get("name"))) if informer else None
-            meta = (owner or {}).get("metadata") or {}
-            if owner is None or meta.get("uid") != ref.get("uid") or meta.get("deletionTimestamp"):
+            seen = ObjectView(owner)
+            if owner is None or seen.metadata.get("uid") != ref.get("uid") or seen.is_deleting:
                 return False
         return True
 
@@ -297,8 +297,7 @@ class GarbageCollector(KeyedController[Node]):
         of an object of that kind is checked again."""
         for informer in self._monitors.values():
             for obj in informer.items():
-                refs = (obj.get("metadata") or {}).get("ownerReferences") or ()
-                if any(ref.get("kind") == rt.kind for ref in refs):
+                if any(ref.get("kind") == rt.kind for ref in ObjectView(obj).owner_references):
                     await self.loop.add(Node.of(Role.DEPENDENT, obj))
 
     # --- reconcile ------------------------------------------------------------------------
@@ -316,13 +315,13 @@ class GarbageCollector(KeyedController[Node]):
 
     async def _attempt_to_delete(self, rt: ResourceType, obj: dict[str, Any]) -> float | None:
         """kube's attemptToDeleteItem: delete a dependent none of whose owners remains."""
-        meta = obj["metadata"]
-        finalizers = meta.get("finalizers") or []
-        if meta.get("deletionTimestamp"):
+        view = ObjectView(obj)
+        meta, finalizers = obj["metadata"], view.finalizers
+        if view.is_deleting:
             if FINALIZER_FOREGROUND in finalizers:
                 await self.loop.add(Node.of(Role.OWNER, obj))
             return None
-        refs = meta.get("ownerReferences") or []
+        refs = view.owner_references
         if not refs:
             return None
         verdicts = [await self._classify(rt, obj, ref) for ref in refs]
@@ -381,8 +380,8 @@ class GarbageCollector(KeyedController[Node]):
                 # The owner's uid is an object in another namespace: as kube's graph sees it.
                 await self._invalid_namespace(dependent, ref, namespace)
             return Verdict.DANGLING
-        owner_meta = owner["metadata"]
-        if owner_meta.get("deletionTimestamp") and FINALIZER_FOREGROUND in (owner_meta.get("finalizers") or ()):
+        found = ObjectView(owner)
+        if found.is_deleting and FINALIZER_FOREGROUND in found.finalizers:
             return Verdict.WAITING
         return Verdict.SOLID
 
@@ -391,7 +390,7 @@ class GarbageCollector(KeyedController[Node]):
         (looked for only when a namespaced dependent's owner is found dangling)."""
         informer = self._monitors.get((owner_rt.group, owner_rt.version, owner_rt.plural))
         return informer is not None and any(
-            (o.get("metadata") or {}).get("uid") == uid and (o.get("metadata") or {}).get("namespace") != namespace
+            (view := ObjectView(o)).metadata.get("uid") == uid and view.metadata.get("namespace") != namespace
             for o in informer.items()
         )
 
@@ -408,8 +407,7 @@ class GarbageCollector(KeyedController[Node]):
     async def _finish_owner(self, rt: ResourceType, owner: dict[str, Any]) -> float | None:
         """An owner being deleted with ``orphan`` or ``foregroundDeletion``: orphan its
         dependents, or wait for its blocking ones to go; then remove the finalizer."""
-        meta = owner["metadata"]
-        finalizers = meta.get("finalizers") or []
+        meta, finalizers = owner["metadata"], ObjectView(owner).finalizers
         if not meta.get("deletionTimestamp"):
             return None
         uid = str(meta.get("uid"))
@@ -427,7 +425,7 @@ class GarbageCollector(KeyedController[Node]):
             return None
         blocking = [
             d for d in dependents
-            if any(ref.get("uid") == uid and _blocks(ref) for ref in d["metadata"].get("ownerReferences") or ())
+            if any(ref.get("uid") == uid and _blocks(ref) for ref in ObjectView(d).owner_references)
         ]
         if not blocking:
             await self._remove_finalizer(rt, owner, FINALIZER_FOREGROUND)
@@ -447,12 +445,11 @@ class GarbageCollector(KeyedController[Node]):
         fresh = await self.ctx.get(rt, obj["metadata"].get("namespace"), obj["metadata"]["name"])
         if fresh is None or fresh["metadata"].get("uid") != obj["metadata"].get("uid"):
             return
-        obj = fresh
-        meta = obj["metadata"]
-        kept = [ref for ref in meta.get("ownerReferences") or () if str(ref.get("uid")) not in uids]
-        if len(kept) == len(meta.get("ownerReferences") or ()):
+        refs = ObjectView(fresh).owner_references
+        kept = [ref for ref in refs if str(ref.get("uid")) not in uids]
+        if len(kept) == len(refs):
             return
-        updated = copy.deepcopy(obj)
+        updated = copy.deepcopy(fresh)
         if kept:
             updated["metadata"]["ownerReferences"] = kept
         else:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import copy
 import logging
+from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
@@ -25,8 +26,10 @@ from controlplane.apis.apps_karmada_v1alpha1 import (
     KIND,
     RebalanceFailedReason,
     RebalanceResult,
+    WorkloadRebalancerView,
 )
 from controlplane.apis.timestamps import format_micro_time, format_time, parse_time
+from controlplane.apis.views import BindingView
 from controlplane.apis.work_v1alpha1 import binding_name
 from controlplane.controllers.context import ControllerContext
 from controlplane.controllers.reconciling import KeyedController
@@ -38,7 +41,7 @@ log = logging.getLogger(__name__)
 CONFLICT_RETRY_SECONDS = 0.2
 
 
-def _ref_key(ref: dict[str, Any]) -> tuple[str, str, str, str]:
+def _ref_key(ref: Mapping[str, Any]) -> tuple[str, str, str, str]:
     return (str(ref.get("apiVersion")), str(ref.get("kind")), str(ref.get("namespace") or ""), str(ref.get("name")))
 
 
@@ -62,16 +65,16 @@ class RebalancerController(KeyedController[str]):
         obj = await ctx.get(rt, None, name)
         if obj is None or is_deleting(obj):
             return None
-        meta, spec, status = obj.get("metadata") or {}, obj.get("spec") or {}, obj.get("status") or {}
-        if status.get("finishTime") and status.get("observedGeneration") == meta.get("generation"):
+        view = WorkloadRebalancerView(obj)
+        if view.finish_time and view.observed_generation == view.generation:
             return await self._expire(obj)
         done = {
             _ref_key(w.get("workload") or {}): w
-            for w in status.get("observedWorkloads") or ()
+            for w in view.observed_workloads
             if w.get("result") == RebalanceResult.SUCCESSFUL
         }
-        observed: list[dict[str, Any]] = []
-        for workload in spec.get("workloads") or ():
+        observed: list[Mapping[str, Any]] = []
+        for workload in view.workloads:
             previous = done.get(_ref_key(workload))
             if previous is not None:
                 observed.append(previous)
@@ -86,9 +89,9 @@ class RebalancerController(KeyedController[str]):
                 entry["reason"] = str(RebalanceFailedReason.REFERENCED_BINDING_NOT_FOUND)
             observed.append(entry)
         new_status = {
-            **copy.deepcopy(status),
+            **copy.deepcopy(view.status),
             "observedWorkloads": observed,
-            "observedGeneration": meta.get("generation"),
+            "observedGeneration": view.generation,
             "finishTime": ctx.now_text(),
         }
         try:
@@ -101,12 +104,12 @@ class RebalancerController(KeyedController[str]):
         log.info("WorkloadRebalancer %s: %s", name, results)
         return await self._expire(updated)
 
-    async def _trigger(self, workload: dict[str, Any]) -> bool:
+    async def _trigger(self, workload: Mapping[str, Any]) -> bool:
         """Ask for a fresh placement of ``workload``'s binding; False when it has none."""
         ctx = self.ctx
         namespace = str(workload.get("namespace") or "") or None
         binding = await ctx.get(ctx.binding_rt, namespace, binding_name(str(workload.get("name")), str(workload.get("kind"))))
-        resource = ((binding or {}).get("spec") or {}).get("resource") or {}
+        resource = BindingView(binding).resource
         if binding is None or not self._names_version(str(workload.get("apiVersion")), resource):
             return False
         written = copy.deepcopy(binding)
@@ -117,7 +120,7 @@ class RebalancerController(KeyedController[str]):
             return False
         return True
 
-    def _names_version(self, named: str, resource: dict[str, Any]) -> bool:
+    def _names_version(self, named: str, resource: Mapping[str, Any]) -> bool:
         """Whether a workload naming ``named`` is the bound ``resource``: its apiVersion, or for a
         custom kind (bound in its storage version) any served version of its CRD."""
         bound = str(resource.get("apiVersion"))
@@ -129,14 +132,14 @@ class RebalancerController(KeyedController[str]):
 
     async def _expire(self, obj: dict[str, Any]) -> float | None:
         """Delete the rebalancer ``ttlSecondsAfterFinished`` after it finished; else the seconds left."""
-        ttl = (obj.get("spec") or {}).get("ttlSecondsAfterFinished")
-        finished = (obj.get("status") or {}).get("finishTime")
+        view = WorkloadRebalancerView(obj)
+        ttl, finished = view.ttl_seconds_after_finished, view.finish_time
         if ttl is None or not finished or self.rt is None:
             return None
-        left = (parse_time(str(finished)) + timedelta(seconds=int(ttl)) - self.ctx.now()).total_seconds()
+        left = (parse_time(finished) + timedelta(seconds=int(ttl)) - self.ctx.now()).total_seconds()
         if left > 0:
             return left
-        name = str((obj.get("metadata") or {}).get("name"))
+        name = view.name
         try:
             await self.ctx.objects.delete(self.rt, name=name)
         except errors.NotFound:

@@ -26,6 +26,7 @@ from typing import Any, Final
 from controlplane.admission import checks
 from controlplane.admission import objects as adm
 from controlplane.apis import kueue_v1beta1 as kueue
+from controlplane.apis.views import ObjectView
 from controlplane.controllers.admissiongate import Kinds
 from controlplane.controllers.context import ControllerContext
 from controlplane.controllers.reconciling import KeyedController
@@ -75,7 +76,7 @@ class ResourceInUseController(KeyedController[Key]):
     async def _on_workload(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         # Its quota taken or released (evicted, finished, deleted): a queue being deleted may be free now.
         for wl in (old, obj):
-            admission = ((wl or {}).get("status") or {}).get("admission")
+            admission = ObjectView(wl).status.get("admission")
             name = admission.get("clusterQueue") if isinstance(admission, dict) else None
             if isinstance(name, str) and name:
                 await self.loop.add((CLUSTER_QUEUE, name))
@@ -86,7 +87,7 @@ class ResourceInUseController(KeyedController[Key]):
         obj = self.ctx.informer(rt).get(None, name) if rt is not None else None
         if rt is None or obj is None:
             return None
-        finalizers = list((obj.get("metadata") or {}).get("finalizers") or ())
+        finalizers = list(ObjectView(obj).finalizers)
         if not is_deleting(obj):
             if FINALIZER in finalizers:
                 return None

@@ -19,6 +19,7 @@ import asyncio
 import logging
 from typing import Any
 
+from controlplane.apis.views import ObjectView
 from controlplane.controllers.informing import Informer
 from controlplane.controllers.reconciling import ReconcileLoop
 from controlplane.controllers.workqueuemetrics import WorkqueueMetrics
@@ -52,9 +53,9 @@ class ServiceAccountsController:
             await self._loop.add(str(obj["metadata"]["name"]))
 
     async def _on_account(self, event: WatchEventType, obj: dict[str, Any], _old: dict[str, Any] | None) -> None:
-        meta = obj.get("metadata") or {}
-        if event is WatchEventType.DELETED and meta.get("name") == DEFAULT_SERVICE_ACCOUNT:
-            await self._loop.add(str(meta.get("namespace") or ""))
+        view = ObjectView(obj)
+        if event is WatchEventType.DELETED and view.name == DEFAULT_SERVICE_ACCOUNT:
+            await self._loop.add(view.namespace)
 
     async def run(self) -> None:
         self.accounts.add_handler(self._on_account)
@@ -89,6 +90,5 @@ class ServiceAccountsController:
 
 
 def _terminating(namespace: dict[str, Any]) -> bool:
-    return bool((namespace.get("metadata") or {}).get("deletionTimestamp")) or (
-        (namespace.get("status") or {}).get("phase") == "Terminating"
-    )
+    view = ObjectView(namespace)
+    return view.is_deleting or view.status.get("phase") == "Terminating"

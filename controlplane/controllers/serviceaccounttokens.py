@@ -44,6 +44,7 @@ from controlplane.apis.kube.serviceaccounttokens import (
     needed_data,
     token_secret,
 )
+from controlplane.apis.views import ObjectView
 from controlplane.controllers.informing import Informer
 from controlplane.controllers.reconciling import ReconcileLoop
 from controlplane.controllers.workqueuemetrics import WorkqueueMetrics
@@ -85,7 +86,7 @@ class AccountKey:
 
 
 def _uid(obj: dict[str, Any]) -> str:
-    return str((obj.get("metadata") or {}).get("uid") or "")
+    return ObjectView(obj).uid or ""
 
 
 class ServiceAccountTokensController:
@@ -134,9 +135,9 @@ class ServiceAccountTokensController:
             self.secrets.remove_handler(self._on_secret)
 
     async def _on_account(self, event: WatchEventType, obj: dict[str, Any], _old: dict[str, Any] | None) -> None:
-        meta = obj.get("metadata") or {}
-        if event is WatchEventType.DELETED and meta.get("uid"):
-            await self._account_loop.add(AccountKey(str(meta.get("namespace") or ""), str(meta["name"]), _uid(obj)))
+        view = ObjectView(obj)
+        if event is WatchEventType.DELETED and view.uid:
+            await self._account_loop.add(AccountKey(view.namespace, view.name, view.uid))
 
     async def _on_secret(self, event: WatchEventType, obj: dict[str, Any], _old: dict[str, Any] | None) -> None:
         held = token_secret(obj)

@@ -55,7 +55,7 @@ from typing import Any
 from controlplane.apis.events import EventType
 from controlplane.apis.kube.generation import content_changed
 from controlplane.apis.untyped import as_int
-from controlplane.apis.views import BindingView, ObjectView, WorkView
+from controlplane.apis.views import BindingView, ManifestStatusView, ObjectView, WorkView
 from controlplane.apis.work_v1alpha1 import (
     BindingKey,
     ConditionType,
@@ -159,8 +159,9 @@ def aggregate(
             members.append((cluster, None))
             pending.append(f"{cluster}: Work not written yet")
             continue
-        generation = (work.get("metadata") or {}).get("generation")
-        applied_condition = find_condition((work.get("status") or {}).get("conditions"), ConditionType.APPLIED)
+        work_view = WorkView(work)
+        generation = work_view.generation
+        applied_condition = work_view.condition(ConditionType.APPLIED)
         current = applied_condition is not None and applied_condition.get("observedGeneration") in (None, generation)
         applied = bool(current and applied_condition and applied_condition.get("status") == "True")
         item: dict[str, Any] = {"clusterName": cluster, "applied": applied}
@@ -207,10 +208,11 @@ def observed_everywhere(
         stamped = resource_generation(work)
         if stamped is not None and stamped != generation:
             return False
-        applied = find_condition((work.get("status") or {}).get("conditions"), ConditionType.APPLIED)
+        work_view = WorkView(work)
+        applied = work_view.condition(ConditionType.APPLIED)
         if applied is None or applied.get("status") != "True":
             return False
-        if applied.get("observedGeneration") not in (None, ObjectView(work).generation):
+        if applied.get("observedGeneration") not in (None, work_view.generation):
             return False
         entry = main_manifest(work, resource) or {}
         member_generation, status = entry.get("generation"), entry.get("status") or {}
@@ -232,7 +234,7 @@ def _waiting(item: Mapping[str, Any]) -> bool:
 def _judges_health_here(interpreter: StatusInterpreter, manifest: Mapping[str, Any] | None) -> bool:
     """Whether the customization's healthInterpretation runs at the hub for this manifest: its
     agent reported the health by its own rules, not by the script (an older agent)."""
-    interpreted = (manifest or {}).get("interpretedBy") or {}
+    interpreted = ManifestStatusView(manifest).interpreted_by
     return (
         isinstance(interpreter, CustomizedInterpreter)
         and interpreter.has("healthInterpretation")
@@ -257,13 +259,13 @@ def agent_interpretation(resource: Mapping[str, Any], works: Mapping[str, Mappin
     healths: dict[str, str] = {}
     failures: list[tuple[str, str, str, int | None]] = []
     for cluster, work in sorted(works.items()):
-        manifest = main_manifest(work, resource) or {}
-        interpreted = manifest.get("interpretedBy") or {}
+        manifest = ManifestStatusView(main_manifest(work, resource))
+        interpreted = manifest.interpreted_by
         if "statusReflection" in interpreted:
             reflected.add(cluster)
-        if "healthInterpretation" in interpreted and manifest.get("health"):
-            healths[cluster] = str(manifest["health"])
-        for condition in manifest.get("conditions") or ():
+        if "healthInterpretation" in interpreted and manifest.health:
+            healths[cluster] = manifest.health
+        for condition in manifest.conditions:
             hook = hook_of_reason(str(condition.get("reason") or ""))
             if condition.get("type") == INTERPRETED and condition.get("status") == "False" and hook is not None:
                 generation = condition.get("observedGeneration")
@@ -486,7 +488,7 @@ class StatusController(KeyedController[BindingKey]):
     def _customization_generation(self, name: str) -> int | None:
         rt = self.ctx.registry.for_kind(RIC_API_VERSION, RIC_KIND)
         found = self.ctx.cached(rt, None, name) if rt is not None else None
-        generation = ((found or {}).get("metadata") or {}).get("generation")
+        generation = ObjectView(found).generation
         return int(generation) if generation is not None else None
 
     def _hold(self, key: BindingKey, items: list[dict[str, Any]]) -> float | None:

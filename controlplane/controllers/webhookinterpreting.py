@@ -143,10 +143,10 @@ async def webhook_replicas(ctx: ControllerContext, workload: dict[str, Any], pol
 def _divides(binding: dict[str, Any]) -> bool:
     """Karmada revises replicas only where they are divided: the binding has some and its
     placement's ``replicaScheduling`` is Divided."""
-    spec = BindingView(binding).spec
-    scheduling = (spec.get("placement") or {}).get("replicaScheduling")
+    view = BindingView(binding)
+    scheduling = view.placement.get("replicaScheduling")
     divided = isinstance(scheduling, dict) and scheduling.get("replicaSchedulingType", "Divided") == "Divided"
-    return divided and int(spec.get("replicas") or 0) > 0
+    return divided and view.replicas > 0
 
 
 async def revised_by_webhook(

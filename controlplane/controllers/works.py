@@ -43,7 +43,7 @@ from controlplane.apis import kueue_jobs
 from controlplane.apis import kueue_v1beta1 as kueue
 from controlplane.apis.conflictresolution import DEFAULT_CONFLICT_RESOLUTION
 from controlplane.apis.gpus import is_gpu_resource
-from controlplane.apis.views import BindingView, ObjectView, WorkView
+from controlplane.apis.views import BindingView, ManifestStatusView, ObjectView, WorkView
 from controlplane.apis.work_v1alpha1 import API_VERSION, WORK_KIND
 from controlplane.controllers.workloads import without_server_fields
 from controlplane.interpreter import KindInterpreter
@@ -386,7 +386,7 @@ def work_differs(existing: Mapping[str, Any], desired: Mapping[str, Any]) -> boo
 
 def _main_index(entries: Sequence[Mapping[str, Any]], resource: Mapping[str, Any]) -> int | None:
     for i, entry in enumerate(entries):
-        ident = entry.get("identifier") or {}
+        ident = ManifestStatusView(entry).identifier
         if ident.get("kind") == resource.get("kind") and ident.get("name") == resource.get("name"):
             return i
     return 0 if entries else None

@@ -27,11 +27,11 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from controlplane.apis.autoscaling_karmada_v1alpha1 import API_VERSION, FEDERATED_HPA_KIND
+from controlplane.apis.autoscaling_karmada_v1alpha1 import API_VERSION, FEDERATED_HPA_KIND, FederatedHPAView
 from controlplane.apis.events import EventType
 from controlplane.apis.timestamps import format_time
 from controlplane.apis.untyped import dig
-from controlplane.apis.views import BindingView
+from controlplane.apis.views import BindingView, ObjectView
 from controlplane.controllers.binding import ready_since
 from controlplane.controllers.context import ControllerContext
 from controlplane.controllers.events import EventReason, record_event
@@ -127,14 +127,14 @@ class FederatedHPAController(KeyedController[Key]):
         self.rt = ctx.watch_kind(API_VERSION, FEDERATED_HPA_KIND, self._on_fhpa)
 
     async def _on_fhpa(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
-        meta = obj.get("metadata") or {}
-        key = (str(meta.get("namespace") or ""), str(meta.get("name")))
+        view = ObjectView(obj)
+        key = (view.namespace, view.name)
         if event is WatchEventType.DELETED:
             self.histories.pop(key, None)
             self.selectors.forget(key)
             return
         # A status write (ours) does not bring the sync forward; a new spec does.
-        if old is None or (old.get("metadata") or {}).get("generation") != meta.get("generation"):
+        if old is None or ObjectView(old).generation != view.generation:
             await self.loop.add(key)
 
     async def reconcile(self, key: Key) -> float | None:
@@ -158,11 +158,11 @@ class FederatedHPAController(KeyedController[Key]):
     async def _sync(self, fhpa: dict[str, Any]) -> None:
         """kube's ``reconcileAutoscaler``."""
         ctx, now = self.ctx, self.ctx.now()
-        meta, spec = fhpa.get("metadata") or {}, fhpa.get("spec") or {}
-        namespace, name = str(meta.get("namespace") or ""), str(meta.get("name"))
-        original = copy.deepcopy(fhpa.get("status") or {})
+        view = FederatedHPAView(fhpa)
+        namespace, name = view.namespace, view.name
+        original = copy.deepcopy(dict(view.status))
         status: dict[str, Any] = copy.deepcopy(original)
-        ref = spec.get("scaleTargetRef") or {}
+        ref = view.scale_target_ref
         kind, target_name = str(ref.get("kind") or ""), str(ref.get("name") or "")
         reference = f"{kind}/{target_name}"
         target_rt = ctx.registry.for_kind(str(ref.get("apiVersion") or ""), kind)
@@ -195,7 +195,7 @@ class FederatedHPAController(KeyedController[Key]):
         current = dig(target, *spec_path)
         current = current if isinstance(current, int) and not isinstance(current, bool) else 1
         placed, counted = self._members(binding)
-        metrics = spec.get("metrics") or []
+        metrics = view.metrics
         selector = scale_selector(target_rt, target)
         members: list[MemberPods] | None = None
         if ctx.pod_metrics is not None and needs_pod_metrics(metrics) and isinstance(selector, str):
@@ -212,8 +212,7 @@ class FederatedHPAController(KeyedController[Key]):
             return
         set_condition(status, "AbleToScale", Condition(
             "True", "SucceededGetScale", "the HPA controller was able to get the target's current scale"), now=now)
-        min_replicas = int(spec.get("minReplicas") or 1)
-        max_replicas = int(spec.get("maxReplicas") or 0)
+        min_replicas, max_replicas = view.min_replicas, view.max_replicas
         desired, rescale_reason = current, ""
         history = self.histories.setdefault((namespace, name), History())
         history.record_initial(now, current)
@@ -255,7 +254,7 @@ class FederatedHPAController(KeyedController[Key]):
                 f"the HPA was able to successfully calculate a replica count from {evaluation.metric}"), now=now)
             normalized = normalize(history, now, current=current, desired=evaluation.replicas,
                                    min_replicas=min_replicas, max_replicas=max_replicas,
-                                   behavior=spec.get("behavior"))
+                                   behavior=view.behavior)
             set_condition(status, "AbleToScale", normalized.able_to_scale, now=now)
             set_condition(status, "ScalingLimited", normalized.scaling_limited, now=now)
             desired = normalized.replicas
@@ -285,7 +284,7 @@ class FederatedHPAController(KeyedController[Key]):
                 now=now)
             await record_event(ctx, fhpa, type=EventType.NORMAL, reason=EventReason.SUCCESSFUL_RESCALE,
                                message=f"New size: {desired}; reason: {rescale_reason}")
-            if spec.get("behavior") is not None:  # kube keeps scale events for the behaviour's policies only
+            if view.behavior is not None:  # kube keeps scale events for the behaviour's policies only
                 history.record_scale(now, current=current, desired=desired)
             status["lastScaleTime"] = format_time(now)
             log.info("FederatedHPA %s/%s: %s %s -> %s (%s)", namespace, name, reference, current, desired, rescale_reason)

@@ -30,10 +30,12 @@ from controlplane.apis.autoscaling_karmada_v1alpha1 import (
     API_VERSION,
     CRON_FEDERATED_HPA_KIND,
     FEDERATED_HPA_KIND,
+    CronFederatedHPAView,
 )
 from controlplane.apis.events import EventType
 from controlplane.apis.timestamps import format_time
 from controlplane.apis.untyped import dig
+from controlplane.apis.views import ObjectView
 from controlplane.controllers.context import ControllerContext
 from controlplane.controllers.events import EventReason, record_event
 from controlplane.controllers.federatedhpa.cronrules import in_status_order, plan, recorded
@@ -97,11 +99,9 @@ class CronFederatedHPAController(KeyedController[Key]):
         self.rt = ctx.watch_kind(API_VERSION, CRON_FEDERATED_HPA_KIND, self._on_cron)
 
     async def _on_cron(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
-        meta = obj.get("metadata") or {}
-        if event is not WatchEventType.DELETED and (
-            old is None or (old.get("metadata") or {}).get("generation") != meta.get("generation")
-        ):
-            await self.loop.add((str(meta.get("namespace") or ""), str(meta.get("name"))))
+        view = ObjectView(obj)
+        if event is not WatchEventType.DELETED and (old is None or ObjectView(old).generation != view.generation):
+            await self.loop.add((view.namespace, view.name))
 
     async def reconcile(self, key: Key) -> float | None:
         if self.rt is None:
@@ -110,12 +110,12 @@ class CronFederatedHPAController(KeyedController[Key]):
         if cron is None or is_deleting(cron):
             return None
         now = self.ctx.now()
-        spec, status = cron.get("spec") or {}, cron.get("status") or {}
-        old = [h for h in status.get("executionHistories") or () if isinstance(h, dict)]
+        view = CronFederatedHPAView(cron)
+        status, old = view.status, view.execution_histories
         histories = {h.get("ruleName"): h for h in old}
         by_rule: dict[str, dict[str, Any]] = {}
         upcoming: list[datetime] = []
-        for rule in spec.get("rules") or ():
+        for rule in view.rules:
             rule_name = str(rule.get("name"))
             history = histories.get(rule_name)
             try:
@@ -163,10 +163,10 @@ class CronFederatedHPAController(KeyedController[Key]):
             return None
         return min(max((min(upcoming) - now).total_seconds(), 0.0) + 0.01, MAX_WAIT_SECONDS)
 
-    async def _scale(self, cron: dict[str, Any], rule: dict[str, Any]) -> None:
+    async def _scale(self, cron: dict[str, Any], rule: Mapping[str, Any]) -> None:
         """Apply ``rule`` to the target."""
-        namespace = str((cron.get("metadata") or {}).get("namespace") or "")
-        ref = (cron.get("spec") or {}).get("scaleTargetRef") or {}
+        view = CronFederatedHPAView(cron)
+        namespace, ref = view.namespace, view.scale_target_ref
         api_version, kind, name = str(ref.get("apiVersion") or ""), str(ref.get("kind") or ""), str(ref.get("name") or "")
         rt = self.ctx.registry.for_kind(api_version, kind)
         if rt is None:

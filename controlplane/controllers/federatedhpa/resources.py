@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
-from controlplane.apis.pods import container_requests
+from controlplane.apis.pods import PodView, container_requests
 from controlplane.apis.timestamps import parse_time_or_none
 from controlplane.controllers.federatedhpa.calculating import (
     TOLERANCE,
@@ -123,9 +123,9 @@ def group_pods(
     missing: set[str] = set()
     ignored: set[str] = set()
     for key, pod in pods.items():
-        status = pod.get("status") or {}
-        phase = status.get("phase")
-        if (pod.get("metadata") or {}).get("deletionTimestamp") or phase == "Failed":
+        view = PodView(pod)
+        status, phase = view.status, view.phase
+        if view.is_deleting or phase == "Failed":
             ignored.add(key)
             continue
         if phase == "Pending":
@@ -162,17 +162,15 @@ def pod_requests(pods: Mapping[str, Mapping[str, Any]], resource: str, *, contai
     containers') requests, or the named container's."""
     out: dict[str, int] = {}
     for key, pod in pods.items():
-        spec = pod.get("spec") or {}
-        name = (pod.get("metadata") or {}).get("name")
-        own = (spec.get("resources") or {}).get("requests") or {}
+        view = PodView(pod)
+        name, own = view.name, view.pod_level_requests
         if not container and any(r in own for r in _POD_LEVEL):
             value = milli_value(own.get(resource)) if resource in own else None
             if value is None:
                 raise MetricsUnavailable(f"missing pod-level request for {resource} in Pod {name}")
             out[key] = value
             continue
-        containers = [*(spec.get("containers") or ()),
-                      *(c for c in spec.get("initContainers") or () if c.get("restartPolicy") == "Always")]
+        containers = [*view.containers, *(c for c in view.init_containers if c.get("restartPolicy") == "Always")]
         total, found = 0, False
         for each in containers:
             if container and each.get("name") != container:
