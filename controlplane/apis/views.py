@@ -10,9 +10,15 @@ a view names it once: ``BindingView(binding).resource``.
   clusters the scheduler chose, eviction tasks, the claiming policy, priority, dependencies.
 * :class:`WorkView` — a Work: its manifests and the agent's per-manifest statuses.
 * :class:`ManifestStatusView` — one of those statuses: which manifest, the member object's
-  status and health, the hooks that interpreted it, its conditions.
+  health, the hooks that interpreted it, its conditions.
 * :class:`ClusterObjectView` — a Cluster: taints, cordon, the agent's last report. (The
   scheduler's snapshot of a cluster is :class:`policies.affinity.ClusterView`.)
+
+The view of a kind with an API module of its own is there, built on :class:`ObjectView`:
+``FlowSchemaView`` (:mod:`controlplane.apis.kube.flowcontrol`), ``WorkloadRebalancerView``
+(:mod:`controlplane.apis.apps_karmada_v1alpha1`), ``FederatedHPAView`` and
+``CronFederatedHPAView`` (:mod:`controlplane.apis.autoscaling_karmada_v1alpha1`), ``PodView``
+(:mod:`controlplane.apis.pods`).
 
 Zero-copy: a view wraps the dict it is given (``None`` reads as an empty object) and every
 property is one or two lookups, so views are cheap on hot paths; a missing or empty field
