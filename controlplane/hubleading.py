@@ -21,9 +21,11 @@ from controlplane.apiserver.aggregator.frontproxy import authentication_configma
 from controlplane.apiserver.crd.client import ConvertedObjects
 from controlplane.apiserver.crd.converted import WebhookConversions
 from controlplane.apiserver.objects import ObjectStore
+from controlplane.apiserver.openapi.kindschemas import KindSchemas
 from controlplane.apiserver.serviceallocation import AllocationRepair
 from controlplane.apiserver.tls import client_ca
 from controlplane.apiserver.watchcache.client import CachedObjects
+from controlplane.controllers.admissionpolicystatus import AdmissionPolicyStatusController
 from controlplane.controllers.apiserviceavailability import AvailabilityController
 from controlplane.controllers.apiservices import LocalAPIServicesController
 from controlplane.controllers.certificatesigning import CertificateSigningController
@@ -127,6 +129,7 @@ class LeaderTerm:
             fenced, tokens, ca_pem=hub.pki.ca_pem, accounts=tokens.accounts, secrets=tokens.secrets,
             workqueue_metrics=queues,
         )
+        schemas = KindSchemas(writes.registry)  # the served kinds and their OpenAPI, CRDs' as they come
         runs = {  # each leader-only controller's run
             "cluster-namespaces": ClusterNamespaceController(fenced, workqueue_metrics=queues).run,
             "clusterrole-aggregation": ClusterRoleAggregationController(fenced, workqueue_metrics=queues).run,
@@ -138,6 +141,8 @@ class LeaderTerm:
             "system-namespaces": SystemNamespacesController(fenced, system_namespaces, workqueue_metrics=queues).run,
             "namespace-conditions": NamespaceConditionsController(fenced, content=writes, workqueue_metrics=queues).run,
             "flowcontrol-config": FlowControlConfigController(fenced, workqueue_metrics=queues).run,
+            "validatingadmissionpolicy-status": AdmissionPolicyStatusController(
+                fenced, kinds_for=schemas.kinds_for, schema_for=schemas.schema_for, workqueue_metrics=queues).run,
             "csrsigning": CertificateSigningController(  # the hub's own CA signs; a provided certificate has no CA key
                 fenced, ca_files=None if config.tls_cert_file else ca_files(config.state_dir / "pki"),
                 duration=config.cluster_signing_duration, workqueue_metrics=queues).run,

@@ -1,0 +1,234 @@
+"""A CEL expression's syntax tree, with the offset of each node as cel-go records it.
+
+The evaluator (:mod:`.cel`) compiles and runs expressions but exposes no syntax tree; the
+type checker (:mod:`.cel_types`) needs one. :func:`parse` reads CEL's grammar (literals,
+identifiers, selection, indexing, calls, list and map literals, the unary, binary and
+conditional operators with CEL's precedence) into :class:`Node` values. Each node's ``at`` is
+where cel-go places it, so that messages point where kube's do: a selection at its ``.``, a
+call at its ``(``, an index at its ``[``, an operator at its token, an identifier or literal
+at its first character. Raises :class:`SyntaxError` on anything it cannot read (the caller
+treats such an expression as not checkable: the evaluator already refused invalid ones).
+Pure.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+_TOKEN = re.compile(
+    r"""
+    (?P<space>\s+|//[^\n]*)
+  | (?P<number>(?:\d+\.\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+)|0[xX][0-9a-fA-F]+[uU]?|\d+[uU]?)
+  | (?P<string>(?:[rR][bB]?|[bB][rR]?)?(?:\"\"\"(?:\\.|[^\\])*?\"\"\"|'''(?:\\.|[^\\])*?'''|"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*'))
+  | (?P<ident>[A-Za-z_][A-Za-z0-9_]*)
+  | (?P<op>\|\||&&|==|!=|<=|>=|\.\?|\[\?|[-+*/%!<>?:.,()\[\]{}])
+    """,
+    re.X | re.S,
+)
+_RAW_STRING = re.compile(r"^[rR][bB]?|^[bB][rR]")
+
+
+@dataclass(frozen=True, slots=True)
+class Token:
+    kind: str  # number, string, ident, op, end
+    text: str
+    at: int
+
+
+@dataclass(slots=True)
+class Node:
+    """One node: ``kind`` is ``ident``, ``literal``, ``select``, ``call``, ``index``, ``list``
+    or ``map``. A ``literal``'s ``name`` is its CEL type (``int``, ``uint``, ``double``,
+    ``string``, ``bytes``, ``bool``, ``null_type``); a ``select``'s the field (``optional``
+    for ``.?``); a ``call``'s the function (``_==_`` for an operator, as cel-go names it)."""
+
+    kind: str
+    at: int
+    name: str = ""
+    target: Node | None = None
+    args: list[Node] = field(default_factory=list)
+    optional: bool = False
+
+
+def tokens(text: str) -> list[Token]:
+    out: list[Token] = []
+    index = 0
+    while index < len(text):
+        match = _TOKEN.match(text, index)
+        if match is None:
+            raise SyntaxError(f"unexpected character at {index}")
+        kind = match.lastgroup or ""
+        if kind != "space":
+            out.append(Token(kind, match.group(), index))
+        index = match.end()
+    out.append(Token("end", "", len(text)))
+    return out
+
+
+_BINARY = (
+    ("||",),
+    ("&&",),
+    ("==", "!=", "<", "<=", ">", ">=", "in"),
+    ("+", "-"),
+    ("*", "/", "%"),
+)
+_FUNCTION = {"in": "@in", "!": "!_"}
+
+
+def operator_name(op: str) -> str:
+    return _FUNCTION.get(op, f"_{op}_")
+
+
+class _Parser:
+    def __init__(self, text: str) -> None:
+        self.tokens = tokens(text)
+        self.index = 0
+
+    def peek(self) -> Token:
+        return self.tokens[self.index]
+
+    def take(self) -> Token:
+        token = self.tokens[self.index]
+        self.index += 1
+        return token
+
+    def accept(self, text: str) -> Token | None:
+        token = self.peek()
+        if token.kind in ("op", "ident") and token.text == text:
+            self.index += 1
+            return token
+        return None
+
+    def expect(self, text: str) -> Token:
+        token = self.accept(text)
+        if token is None:
+            raise SyntaxError(f"expected {text!r} at {self.peek().at}")
+        return token
+
+    def expression(self) -> Node:
+        condition = self.binary(0)
+        question = self.accept("?")
+        if question is None:
+            return condition
+        yes = self.binary(0)
+        self.expect(":")
+        no = self.expression()
+        return Node("call", question.at, "_?_:_", args=[condition, yes, no])
+
+    def binary(self, level: int) -> Node:
+        if level == len(_BINARY):
+            return self.unary()
+        left = self.binary(level + 1)
+        while True:
+            token = self.peek()
+            if token.kind not in ("op", "ident") or token.text not in _BINARY[level]:
+                return left
+            self.take()
+            right = self.binary(level + 1)
+            left = Node("call", token.at, operator_name(token.text), args=[left, right])
+
+    def unary(self) -> Node:
+        token = self.peek()
+        if token.kind == "op" and token.text in ("!", "-"):
+            self.take()
+            operand = self.unary()
+            if token.text == "-" and operand.kind == "literal" and operand.name in ("int", "double") and operand.at == token.at + 1:
+                return Node("literal", token.at, operand.name)  # a negative number is one literal
+            return Node("call", token.at, "!_" if token.text == "!" else "-_", args=[operand])
+        return self.member(self.primary())
+
+    def arguments(self, close: str) -> list[Node]:
+        args: list[Node] = []
+        if self.accept(close) is not None:
+            return args
+        while True:
+            args.append(self.expression())
+            if self.accept(close) is not None:
+                return args
+            self.expect(",")
+            if self.accept(close) is not None:  # a trailing comma
+                return args
+
+    def member(self, node: Node) -> Node:
+        while True:
+            token = self.peek()
+            if token.kind != "op":
+                return node
+            if token.text in (".", ".?"):
+                self.take()
+                name = self.take()
+                if name.kind != "ident":
+                    raise SyntaxError(f"expected a field name at {name.at}")
+                opened = self.accept("(") if token.text == "." else None
+                if opened is not None:
+                    node = Node("call", opened.at, name.text, target=node, args=self.arguments(")"))
+                else:
+                    node = Node("select", token.at, name.text, target=node, optional=token.text == ".?")
+            elif token.text in ("[", "[?"):
+                self.take()
+                key = self.expression()
+                self.expect("]")
+                node = Node("index", token.at, target=node, args=[key], optional=token.text == "[?")
+            else:
+                return node
+
+    def primary(self) -> Node:
+        token = self.take()
+        if token.kind == "number":
+            text = token.text.lower()
+            if text.endswith("u"):
+                return Node("literal", token.at, "uint")
+            if not text.startswith("0x") and any(c in text for c in ".e"):
+                return Node("literal", token.at, "double")
+            return Node("literal", token.at, "int")
+        if token.kind == "string":
+            prefix = _RAW_STRING.match(token.text)
+            letters = (prefix.group() if prefix else token.text[:1] if token.text[:1] in "bB" else "").lower()
+            return Node("literal", token.at, "bytes" if "b" in letters else "string")
+        if token.kind == "ident":
+            if token.text in ("true", "false"):
+                return Node("literal", token.at, "bool")
+            if token.text == "null":
+                return Node("literal", token.at, "null_type")
+            opened = self.accept("(")
+            if opened is not None:
+                return Node("call", opened.at, token.text, args=self.arguments(")"))
+            if self.peek().text == "{" and self.peek().kind == "op":
+                raise SyntaxError("message construction is not checked")
+            return Node("ident", token.at, token.text)
+        if token.kind == "op" and token.text == "(":
+            inner = self.expression()
+            self.expect(")")
+            return inner
+        if token.kind == "op" and token.text == "[":
+            return Node("list", token.at, args=self.arguments("]"))
+        if token.kind == "op" and token.text == "{":
+            return self.map_literal(token)
+        if token.kind == "op" and token.text == ".":
+            name = self.take()
+            if name.kind != "ident":
+                raise SyntaxError(f"expected a name at {name.at}")
+            return Node("ident", name.at, name.text)
+        raise SyntaxError(f"unexpected {token.text!r} at {token.at}")
+
+    def map_literal(self, opened: Token) -> Node:
+        entries: list[Node] = []
+        while self.accept("}") is None:
+            self.accept("?")
+            entries.append(self.expression())
+            self.expect(":")
+            entries.append(self.expression())
+            if self.accept("}") is not None:
+                break
+            self.expect(",")
+        return Node("map", opened.at, args=entries)
+
+
+def parse(text: str) -> Node:
+    """``text``'s syntax tree (:class:`SyntaxError` when it is not one this module reads)."""
+    parser = _Parser(text)
+    node = parser.expression()
+    if parser.peek().kind != "end":
+        raise SyntaxError(f"unexpected {parser.peek().text!r} at {parser.peek().at}")
+    return node
