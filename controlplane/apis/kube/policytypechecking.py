@@ -10,8 +10,9 @@ version is skipped; wildcard resources and subresources are left out; at most 10
 sorted by group, version and kind), a kind whose schema is not found is not checked, and only
 ``spec.validations[i].expression`` and ``.messageExpression`` are checked (variables are typed
 from their expressions, in order, for the expressions reading them). ``object`` and ``oldObject``
-have the kind's type, ``params`` the ``paramKind``'s when its schema is found; ``request``,
-``namespaceObject``, ``authorizer`` are not typed here. A warning lists each kind with issues as
+have the kind's type, ``params`` the ``paramKind``'s when its schema is found, ``request`` and
+``namespaceObject`` kube's hand-made types (``BuildRequestType``, ``BuildNamespaceType``);
+``authorizer`` is not typed here. A warning lists each kind with issues as
 ``<group>/<version>, Kind=<kind>: <issues>`` (cel-go's, :mod:`~controlplane.apis.apiextensions.cel_types`),
 each ending in a line break, joined by one. Pure.
 """
@@ -21,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from controlplane.apis.apiextensions.cel_types import DYN, SchemaTypes, Type, check, display
+from controlplane.apis.apiextensions.cel_types import BOOL, DYN, STRING, SchemaTypes, Type, check, display
 from controlplane.apis.kube import field
 
 Obj = dict[str, Any]
@@ -33,6 +34,36 @@ SchemaFor = Callable[[GVK], tuple[Mapping[str, Any], Callable[[str], Mapping[str
 
 #: kube's maxTypesToCheck (per resource rule).
 MAX_TYPES_TO_CHECK = 10
+
+
+def _object(**fields: Type) -> Type:
+    return Type("object", fields=fields)
+
+
+_STRINGS = Type("list", (STRING,))
+_GVK = _object(group=STRING, version=STRING, kind=STRING)
+_GVR = _object(group=STRING, version=STRING, resource=STRING)
+#: kube's ``BuildRequestType``: the admission request as policies see it.
+REQUEST = _object(
+    kind=_GVK, resource=_GVR, subResource=STRING, requestKind=_GVK, requestResource=_GVR, requestSubResource=STRING,
+    name=STRING, namespace=STRING, operation=STRING, dryRun=BOOL, options=DYN,
+    userInfo=_object(username=STRING, uid=STRING, groups=_STRINGS, extra=Type("map", (STRING, _STRINGS))),
+)
+_TIMESTAMP, _INT, _LABELS = Type("timestamp"), Type("int"), Type("map", (STRING, STRING))
+#: kube's ``BuildNamespaceType``: the request's namespace, with the fields kube keeps of it.
+NAMESPACE = _object(
+    metadata=_object(
+        name=STRING, generateName=STRING, namespace=STRING, labels=_LABELS, annotations=_LABELS, UID=STRING,
+        creationTimestamp=_TIMESTAMP, deletionGracePeriodSeconds=_INT, deletionTimestamp=_TIMESTAMP, generation=_INT,
+        resourceVersion=STRING, finalizers=_STRINGS,
+    ),
+    spec=_object(finalizers=_STRINGS),
+    status=_object(
+        conditions=Type("list", (_object(status=STRING, type=STRING, lastTransitionTime=_TIMESTAMP, message=STRING,
+                                         reason=STRING),)),
+        phase=STRING,
+    ),
+)
 
 
 def _listed(values: Any, *, skip: str) -> list[str] | None:
@@ -108,7 +139,7 @@ def expression_warnings(policy: Obj, kinds_for: KindsFor, schema_for: SchemaFor)
 def _scope(spec: Obj, types: SchemaTypes, obj: Type, params: Type) -> dict[str, Type]:
     """The variables' types for one kind: ``variables`` an object of the policy's variables, each
     typed by its expression (checked in order, each seeing those before it)."""
-    scope = {"object": obj, "oldObject": obj, "params": params}
+    scope = {"object": obj, "oldObject": obj, "params": params, "request": REQUEST, "namespaceObject": NAMESPACE}
     variables: dict[str, Type] = {}
     for variable in field.items(spec.get("variables")):
         variable = field.mapping(variable)

@@ -152,3 +152,22 @@ def test_several_issues_are_sorted_by_place_and_the_caret_is_on_the_right_line()
         "ERROR: <input>:1:7: undefined field 'b'\n | object.b == 1 &&\n | ......^\n"
         "ERROR: <input>:2:9: undefined field 'a'\n |   object.a == 2\n | ........^"
     )
+
+
+def test_request_and_namespace_object_have_kubes_types() -> None:
+    schema = schemas(Deployment=obj(foo=STRING))
+    fine = ("request.operation == 'CREATE' && request.userInfo.groups.exists(g, g == 'dev') && !request.dryRun"
+            " && request.kind.group == 'apps' && namespaceObject.metadata.labels.env == 'prod'"
+            " && request.options.anything == 1")
+    assert expression_warnings(policy({"expression": fine}), kinds_for, schema) == []
+    warnings = expression_warnings(policy({"expression": "request.operaton == 'CREATE' || request.dryRun == 'true'"}),
+                                   kinds_for, schema)
+    assert warnings[0]["warning"] == (
+        "apps/v1, Kind=Deployment: ERROR: <input>:1:8: undefined field 'operaton'\n"
+        " | request.operaton == 'CREATE' || request.dryRun == 'true'\n | .......^\n"
+        "ERROR: <input>:1:48: found no matching overload for '_==_' applied to '(bool, string)'\n"
+        " | request.operaton == 'CREATE' || request.dryRun == 'true'\n | ...............................................^\n"
+    )
+    # kube's namespace type names the uid UID.
+    uid = expression_warnings(policy({"expression": "namespaceObject.metadata.uid != ''"}), kinds_for, schema)
+    assert "undefined field 'uid'" in uid[0]["warning"]
