@@ -60,3 +60,38 @@ async def test_kubectl_shows_the_warning(api: Api) -> None:
         "observedGeneration": 1,
         "typeChecking": {"expressionWarnings": [{"fieldRef": "spec.validations[0].expression", "warning": TYPO_WARNING}]},
     }
+
+
+CRONTABS = "/apis/stable.example.com/v1/namespaces/default/crontabs"
+CRONTAB_CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+    "metadata": {"name": "crontabs.stable.example.com"},
+    "spec": {"group": "stable.example.com", "scope": "Namespaced",
+             "names": {"plural": "crontabs", "singular": "crontab", "kind": "CronTab"},
+             "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
+                 "type": "object", "properties": {"spec": {"type": "object", "properties": {
+                     "cronSpec": {"type": "string"}, "replicas": {"type": "integer"}}}}}}}]},
+}
+
+
+async def test_a_custom_kind_is_checked_against_its_crds_schema(api: Api) -> None:
+    code, created, _ = await api.call("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", CRONTAB_CRD)
+    assert code == 201, created
+
+    async def served() -> bool:
+        code, _, _ = await api.call("GET", CRONTABS)
+        return code == 200
+
+    await eventually(served, what="the CronTab kind to be served")
+    rules = {"resourceRules": [{"operations": ["CREATE"], "apiGroups": ["stable.example.com"], "apiVersions": ["v1"],
+                                "resources": ["crontabs"]}]}
+    code, created, _ = await api.call("POST", POLICIES, policy(
+        "crontab", {"expression": "object.spec.cronSpec == 5 && object.spec.replicas < 3"}, matchConstraints=rules))
+    assert code == 201, created
+    status = await eventually(lambda: checked(api, "crontab", 1), what="the CronTab policy to be type-checked")
+    assert status["typeChecking"]["expressionWarnings"] == [{
+        "fieldRef": "spec.validations[0].expression",
+        "warning": ("stable.example.com/v1, Kind=CronTab: ERROR: <input>:1:22: found no matching overload for '_==_' "
+                    "applied to '(string, int)'\n | object.spec.cronSpec == 5 && object.spec.replicas < 3\n"
+                    " | .....................^\n"),
+    }]
