@@ -261,16 +261,16 @@ class _Checker:
         assert node.target is not None
         ranged = self.check(node.target)
         element = ranged.params[0] if ranged.name in ("list", "map") else DYN
-        variable = node.args[0].name
-        saved = self.scope.get(variable)
-        self.scope[variable] = element
+        bound = {node.args[0].name: element}
+        if len(node.args) > 2 and node.args[1].kind == "ident":
+            # The two-variable forms (``all(i, v, ...)``): index or key, then value; not typed here.
+            bound = {node.args[0].name: DYN, node.args[1].name: DYN}
+        saved = dict(self.scope)
+        self.scope.update(bound)
         try:
-            results = [self.check(arg) for arg in node.args[1:]]
+            results = [self.check(arg) for arg in node.args[len(bound):]]
         finally:
-            if saved is None:
-                self.scope.pop(variable, None)
-            else:
-                self.scope[variable] = saved
+            self.scope = saved
         if node.name == "map":
             return _list(results[-1]) if results else _list(DYN)
         if node.name == "filter":

@@ -171,3 +171,8 @@ def test_request_and_namespace_object_have_kubes_types() -> None:
     # kube's namespace type names the uid UID.
     uid = expression_warnings(policy({"expression": "namespaceObject.metadata.uid != ''"}), kinds_for, schema)
     assert "undefined field 'uid'" in uid[0]["warning"]
+
+
+def test_the_two_variable_comprehensions_are_not_typed() -> None:
+    assert reported("object.spec.containers.all(i, c, c.whatever == 1 && i.other == 2)") == ""
+    assert "undefined field 'nope'" in reported("object.spec.containers.all(i, c, object.spec.nope == 1)")
