@@ -89,7 +89,7 @@ def record_update(
     the kind's other served versions, for entries written at them."""
     return _record_update(
         old, new, schema=rt.apply_schema, manager=manager, operation=operation, now=now, subresource=subresource,
-        converter=converter,
+        converter=converter, typed=rt.built_in,
     )
 
 

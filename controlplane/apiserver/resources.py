@@ -287,11 +287,16 @@ class ResourceType:
         return fieldlabels.refusal(field_name, own_conversion=self._converts_field_labels)
 
     @property
+    def built_in(self) -> bool:
+        """kube serves the kind from a Go type of its own (a built-in kind, CRDs included), not as
+        an unstructured custom resource: the kinds with strategic merge patch, and CRDs."""
+        return self.strategic_merge or self.group == "apiextensions.k8s.io"
+
+    @property
     def _converts_field_labels(self) -> bool:
         """kube converts the kind's field labels with a function of its own: a built-in kind with
         fields of its own, or a custom resource (served here without strategic merge patch)."""
-        built_in = self.strategic_merge or self.group == "apiextensions.k8s.io"
-        return bool(self.extra_field_selectors) or not built_in
+        return bool(self.extra_field_selectors) or not self.built_in
 
     def key_prefix(self, namespace: str | None = None) -> str:
         """The storage prefix of every object of this type (in ``namespace``, if given)."""

@@ -29,21 +29,23 @@ async def test_writes_in_v2_record_their_fields_in_v2(api: Api, server: WebhookS
     code, created, _ = await api.call("POST", f"{V2}?fieldManager=alice", crontab("v2", "a", schedule="1 * * * *"))
     assert code == 201, json.dumps(created)
     v2 = "stable.example.com/v2"
-    assert _owners(created) == [("alice", "Update", v2, "", {"f:spec": {"f:schedule": {}}})]
+    # A custom resource's writer owns the objects it adds, as kube records it: spec itself too.
+    assert _owners(created) == [("alice", "Update", v2, "", {"f:spec": {".": {}, "f:schedule": {}}})]
     code, patched, _ = await api.call("PATCH", f"{V2}/a?fieldManager=bob", {"spec": {"replicas": 3}}, **MERGE)
     assert code == 200, json.dumps(patched)
     assert _owners(patched)[1:] == [("bob", "Update", v2, "", {"f:spec": {"f:replicas": {}}})]
     changed = {**patched, "spec": {**patched["spec"], "schedule": "2 * * * *"}}
     code, updated, _ = await api.call("PUT", f"{V2}/a?fieldManager=carol", changed)
     assert code == 200, json.dumps(updated)
-    # carol took spec.schedule from alice, whose entry is then empty and goes.
+    # carol took spec.schedule from alice, who keeps the spec she added.
     assert _owners(updated) == [
+        ("alice", "Update", v2, "", {"f:spec": {}}),
         ("bob", "Update", v2, "", {"f:spec": {"f:replicas": {}}}),
         ("carol", "Update", v2, "", {"f:spec": {"f:schedule": {}}}),
     ]
     code, written, _ = await api.call("PUT", f"{V2}/a/status?fieldManager=dave", {**updated, "status": {"replicas": 1}})
     assert code == 200, json.dumps(written)
-    assert _owners(written)[2:] == [("dave", "Update", v2, "status", {"f:status": {"f:replicas": {}}})]
+    assert _owners(written)[3:] == [("dave", "Update", v2, "status", {"f:status": {".": {}, "f:replicas": {}}})]
     # Stored as v1, the entries stay v2's.
     code, stored, _ = await api.call("GET", f"{V1}/a")
     assert (stored["spec"], stored["status"]) == ({"cronSpec": "2 * * * *", "replicas": 3}, {"replicas": 1})
@@ -112,7 +114,7 @@ async def test_writes_through_v2s_scale_record_their_fields_in_v2(api: Api, serv
     # kube's scale handler gives a new owner of the replicas no time: its entry sorts first.
     assert _owners(stored) == [
         ("erin", "Update", v2, "scale", {"f:spec": {"f:replicas": {}}}),
-        ("alice", "Update", v1, "", {"f:spec": {"f:cronSpec": {}}}),
+        ("alice", "Update", v1, "", {"f:spec": {".": {}, "f:cronSpec": {}}}),
     ]
     assert "time" not in stored["metadata"]["managedFields"][0]
     code, patched, _ = await api.call("PATCH", f"{V2}/s/scale?fieldManager=frank", {"spec": {"replicas": 5}}, **MERGE)
@@ -124,7 +126,7 @@ async def test_writes_through_v2s_scale_record_their_fields_in_v2(api: Api, serv
     code, stored, _ = await api.call("GET", f"{V1}/s")
     assert (stored["spec"], _owners(stored)) == ({"cronSpec": "1 * * * *", "replicas": 6}, [
         ("gina", "Apply", v2, "scale", {"f:spec": {"f:replicas": {}}}),
-        ("alice", "Update", v1, "", {"f:spec": {"f:cronSpec": {}}}),
+        ("alice", "Update", v1, "", {"f:spec": {".": {}, "f:cronSpec": {}}}),
     ]), json.dumps(stored)
     # A version without a scale subresource serves none, whatever the storage version has.
     for _ in range(5):  # client-go's RetryOnConflict: the hub's CRD controller writes the CRD's status meanwhile

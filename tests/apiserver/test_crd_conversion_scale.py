@@ -77,7 +77,7 @@ async def test_v2s_scale_is_read_and_set_through_v2s_paths(api: Api, server: Web
     # keeps what it has (kube's scale handler finds no replicas path there).
     assert [o for o in owners if o[0] != "Python"] == [
         ("erin", V2_GROUP, "scale", {"f:spec": {"f:replicas": {}}}),
-        ("alice", V1_GROUP, "", {"f:spec": {"f:cronSpec": {}, "f:replicas": {}}}),
+        ("alice", V1_GROUP, "", {"f:spec": {".": {}, "f:cronSpec": {}, "f:replicas": {}}}),
     ]
     code, patched, _ = await api.call("PATCH", f"{V2}/s/scale?fieldManager=frank", {"spec": {"replicas": 6}}, **MERGE)
     assert (code, patched["spec"]) == (200, {"replicas": 6}), json.dumps(patched)

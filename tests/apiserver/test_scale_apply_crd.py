@@ -45,7 +45,7 @@ async def test_an_applied_scale_sets_and_owns_the_crds_replicas_path(api: Client
     owners = {(m["manager"], m["operation"], m.get("subresource", "")): m for m in stored["metadata"]["managedFields"]}
     assert owners[("autoscaler", "Apply", "scale")]["fieldsV1"] == {"f:spec": {"f:workers": {}}}
     assert owners[("autoscaler", "Apply", "scale")]["apiVersion"] == "ml.example.com/v1"
-    assert owners[("creator", "Update", "")]["fieldsV1"]["f:spec"] == {"f:image": {}}
+    assert owners[("creator", "Update", "")]["fieldsV1"]["f:spec"] == {".": {}, "f:image": {}}
 
 
 async def test_a_scale_update_is_recorded_without_a_time(api: Client) -> None:

@@ -45,11 +45,19 @@ def field_set(value: Any, schema: FieldSchema, path: Path, out: set[Path]) -> No
 
 @dataclass
 class Comparison:
-    """The fields a write added, changed and removed, as paths."""
+    """The fields a write added, changed and removed, as paths.
+
+    ``owns_added_objects``: an object the write adds where the old value had none is added
+    itself, not only its fields, as kube's comparison adds every node absent before. That is
+    kube's record of a custom resource, unstructured, whose old value lacks what it lacks; a
+    built-in kind's old value is its Go object, whose nested structs always exist (a Deployment's
+    ``spec``, ``strategy``, ``template``), so the hub leaves plain objects out for those kinds.
+    """
 
     added: set[Path] = field(default_factory=set)
     modified: set[Path] = field(default_factory=set)
     removed: set[Path] = field(default_factory=set)
+    owns_added_objects: bool = False
 
 
 def _nodes(value: Any, schema: FieldSchema, path: Path, out: set[Path], *, objects: bool = False) -> None:
@@ -93,7 +101,7 @@ def compare(old: Any, new: Any, schema: FieldSchema, path: Path, out: Comparison
             if key not in new:
                 _nodes(old[key], child_schema, child_path, out.removed, objects=True)
             elif key not in old:
-                _nodes(new[key], child_schema, child_path, out.added)
+                _nodes(new[key], child_schema, child_path, out.added, objects=out.owns_added_objects)
             else:
                 compare(old[key], new[key], child_schema, child_path, out)
         return
@@ -109,7 +117,7 @@ def compare(old: Any, new: Any, schema: FieldSchema, path: Path, out: Comparison
                 compare(item, new_items[element], item_schema, item_path, out)
         for element, item in new_items.items():
             if element not in old_items:
-                _nodes_of_item(item, schema, (*path, element), out.added)
+                _nodes_of_item(item, schema, (*path, element), out.added, objects=out.owns_added_objects)
         return
     if same(old, new):
         return
@@ -119,7 +127,7 @@ def compare(old: Any, new: Any, schema: FieldSchema, path: Path, out: Comparison
         _nodes(old, schema, path, out.removed, objects=True)
         out.removed.discard(path)
     if _is_container(new, schema):
-        _nodes(new, schema, path, out.added)
+        _nodes(new, schema, path, out.added, objects=out.owns_added_objects)
         out.added.discard(path)
 
 

@@ -46,11 +46,13 @@ def comparisons_by_version(
     api_version: str,
     versions: Iterable[str],
     converter: VersionConverter | None,
+    owns_added_objects: bool = False,
 ) -> tuple[Comparison, dict[str, Comparison]]:
     """The comparison of ``before`` and ``after`` in ``api_version`` (their own), and in each of
     ``versions`` that differs from it. A version the kind is not served at, or an object that
-    does not convert, is compared in the request's version (as the hub compared before)."""
-    own = Comparison()
+    does not convert, is compared in the request's version (as the hub compared before).
+    ``owns_added_objects``: see :class:`~.comparing.Comparison`."""
+    own = Comparison(owns_added_objects=owns_added_objects)
     compare(before, after, schema, (), own)
     others: dict[str, Comparison] = {}
     if converter is None or not before:
@@ -58,12 +60,13 @@ def comparisons_by_version(
     for version in versions:
         if not version or version == api_version or version in others:
             continue
-        others[version] = _compared_at(before, after, version, converter) or own
+        others[version] = _compared_at(before, after, version, converter, owns_added_objects) or own
     return own, others
 
 
 def _compared_at(
-    before: Mapping[str, Any], after: Mapping[str, Any], version: str, converter: VersionConverter
+    before: Mapping[str, Any], after: Mapping[str, Any], version: str, converter: VersionConverter,
+    owns_added_objects: bool,
 ) -> Comparison | None:
     try:
         old, new = converter(before, version), converter(after, version)
@@ -71,7 +74,7 @@ def _compared_at(
         return None  # a converter meets an object it cannot read: compared as it is
     if old is None or new is None:
         return None
-    comparison = Comparison()
+    comparison = Comparison(owns_added_objects=owns_added_objects)
     compare(old[0], new[0], new[1], (), comparison)
     return comparison
 

@@ -65,12 +65,13 @@ CASES: list[tuple[str, dict[str, Any]]] = [
 ]
 
 
+@pytest.mark.parametrize("typed", [True, False], ids=["built-in", "custom"])
 @pytest.mark.parametrize(("case", "obj"), CASES, ids=[case for case, _ in CASES])
-def test_create_records_what_the_general_path_records(case: str, obj: dict[str, Any]) -> None:
+def test_create_records_what_the_general_path_records(case: str, obj: dict[str, Any], typed: bool) -> None:
     sent = copy.deepcopy(obj)
 
-    shortcut = record_update(None, obj, manager="kubectl-create", operation="Update", now=T1)
-    general = record_update({}, obj, manager="kubectl-create", operation="Update", now=T1)
+    shortcut = record_update(None, obj, manager="kubectl-create", operation="Update", now=T1, typed=typed)
+    general = record_update({}, obj, manager="kubectl-create", operation="Update", now=T1, typed=typed)
 
     assert shortcut == general, case
     assert obj == sent, "the object given must not change"

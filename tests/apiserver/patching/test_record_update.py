@@ -278,3 +278,48 @@ def test_ownership_of_a_removed_object_is_dropped_with_it() -> None:
 
     assert [e["manager"] for e in entries(result)] == ["ops"]
     assert "f:strategy" not in entry(result, "ops")["fieldsV1"]["f:spec"]
+
+
+def widget(**spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w", "namespace": "default"}, "spec": spec}
+
+
+@pytest.mark.parametrize("old", [None, {}], ids=["create", "create-general-path"])
+def test_a_custom_resources_creator_owns_the_objects_it_adds(old: dict[str, Any] | None) -> None:
+    """A custom resource is unstructured in kube: the old value lacks every object the write adds,
+    so each is owned itself (``.``), nested ones and those inside list items too."""
+    created = widget(size="S", nested={"deep": {"x": True}}, items=[{"name": "a", "limits": {"cpu": "1"}}])
+
+    result = record_update(old, created, manager="kubectl-create", operation="Update", now=T1, typed=False)
+
+    assert entry(result, "kubectl-create")["fieldsV1"] == {
+        "f:spec": {
+            ".": {},
+            "f:items": {},
+            "f:nested": {".": {}, "f:deep": {".": {}, "f:x": {}}},
+            "f:size": {},
+        },
+    }
+
+
+def test_a_custom_resources_writer_owns_an_object_it_adds_and_a_status_it_adds() -> None:
+    live = record_update(None, widget(size="S"), manager="creator", operation="Update", now=T1, typed=False)
+    changed = copy.deepcopy(live)
+    changed["spec"]["placement"] = {"zone": "a"}
+    reported = copy.deepcopy(live)
+    reported["status"] = {"phase": "Up"}
+
+    updated = record_update(live, changed, manager="editor", operation="Update", now=T2, typed=False)
+    written = record_update(live, reported, manager="kopf", operation="Update", now=T2, subresource="status", typed=False)
+
+    assert entry(updated, "editor")["fieldsV1"] == {"f:spec": {"f:placement": {".": {}, "f:zone": {}}}}
+    assert entry(updated, "creator")["fieldsV1"] == {"f:spec": {".": {}, "f:size": {}}}
+    assert entry(written, "kopf", subresource="status")["fieldsV1"] == {"f:status": {".": {}, "f:phase": {}}}
+
+
+def test_a_built_in_kinds_writer_does_not_own_the_plain_objects_it_adds() -> None:
+    """kube compares a built-in kind's write against its Go object, whose nested structs exist
+    before any write: a Deployment's creator owns ``spec``'s fields, not ``spec``."""
+    result = record_update(None, deployment(), manager="kubectl-create", operation="Update", now=T1)
+
+    assert "." not in entry(result, "kubectl-create")["fieldsV1"]["f:spec"]
