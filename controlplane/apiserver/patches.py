@@ -35,6 +35,7 @@ from controlplane.apiserver.patching.conflicts import ApplyConflict
 from controlplane.apiserver.patching.lastapplied import apply_upgrading_client_side
 from controlplane.apiserver.patching.strategic import strategic_merge_patch
 from controlplane.apiserver.patching.versions import VersionConverter
+from controlplane.apiserver.patching.zerovalues import UNSTRUCTURED, zero_value
 from controlplane.apiserver.resources import ResourceType
 
 
@@ -89,7 +90,7 @@ def record_update(
     the kind's other served versions, for entries written at them."""
     return _record_update(
         old, new, schema=rt.apply_schema, manager=manager, operation=operation, now=now, subresource=subresource,
-        converter=converter, typed=rt.built_in,
+        converter=converter, zero=zero_value(rt.group, rt.kind) if rt.built_in else UNSTRUCTURED,
     )
 
 

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from controlplane.apiserver.patching.comparing import field_set
+from controlplane.apiserver.patching.comparing import ABSENT, field_set, under
 from controlplane.apiserver.patching.conflicts import conflict_error
 from controlplane.apiserver.patching.fieldpaths import (
     FIELD,
@@ -235,12 +235,12 @@ def record_update(
     now: str,
     subresource: str | None = None,
     converter: VersionConverter | None = None,
-    typed: bool = True,
+    zero: Mapping[str, Any],
 ) -> dict[str, Any]:
     """Record an ordinary write of ``new`` over ``old`` (``None`` on create) by ``manager``;
     ``schema``: the kind's, ``converter``: its other versions (see :func:`server_side_apply`);
-    ``typed``: a built-in kind, False for a custom resource, whose objects the write adds it owns
-    too (``f:spec: {.: {}, ...}``, see :class:`~.comparing.Comparison`).
+    ``zero``: the kind's value before any write (:mod:`.zerovalues`), under ``old`` and ``new``
+    alike: an object or list the write adds where that lacks one is owned itself too.
 
     Managed fields come from ``old``, unless the request itself carries a valid non-empty
     ``metadata.managedFields`` (used as sent) or an empty list (which resets them), as in
@@ -273,22 +273,22 @@ def record_update(
         # A plain create: the manager owns every trackable field of the object. One walk
         # builds the FieldsV1 tree; None when a list repeats a key (the general path
         # below merges such items).
-        owned = _created_fields(after, schema, owns_objects=not typed)
+        owned = _created_fields(after, schema, zero)
         if owned is not None:
             _store_managed_tree(result, owned, manager=manager, operation=operation, api_version=api_version, now=now)
             return result
 
     comparison, by_version = comparisons_by_version(
-        before, after, schema=schema, api_version=api_version,
-        versions=(entry.api_version for entry in managed.values()), converter=converter, owns_added_objects=not typed,
+        under(zero, before), under(zero, after), schema=schema, api_version=api_version,
+        versions=(entry.api_version for entry in managed.values()), converter=converter, owns_added_objects=True,
     )
-    changed = _trackable(comparison.added | comparison.modified, section, owns_status=not typed)
+    changed = _trackable(comparison.added | comparison.modified, section, owns_status=True)
     for entry in managed.values():
         seen = by_version.get(entry.api_version)
         if seen is None:
             entry.fields -= changed | comparison.removed
         else:
-            entry.fields -= _trackable(seen.added | seen.modified, section, owns_status=not typed) | seen.removed
+            entry.fields -= _trackable(seen.added | seen.modified, section, owns_status=True) | seen.removed
     if changed:
         # A write through /scale is recorded as kube's ScaleHandler records it: without a time.
         time = None if section == "scale" else now
@@ -385,11 +385,10 @@ class _RepeatedItem(Exception):
     """A list names two items alike; the set-based path handles the merge."""
 
 
-def _created_fields(obj: Mapping[str, Any], schema: FieldSchema, *, owns_objects: bool) -> dict[str, Any] | None:
+def _created_fields(obj: Mapping[str, Any], schema: FieldSchema, zero: Mapping[str, Any]) -> dict[str, Any] | None:
     """The FieldsV1 tree a create by one manager owns: what ``encode_fields`` gives for the
-    trackable paths among every node of ``obj`` (``compare`` against nothing, its objects
-    owned themselves with ``owns_objects``), built in one walk without path sets. None when a
-    list holds two items with the same key."""
+    trackable paths among every node of ``obj`` (``compare`` against the kind's ``zero``
+    value), built in one walk without path sets. None when a list holds two items with the same key."""
     out: dict[str, Any] = {}
     try:
         for key in sorted(obj):
@@ -397,9 +396,9 @@ def _created_fields(obj: Mapping[str, Any], schema: FieldSchema, *, owns_objects
                 continue  # never owned through the main resource
             value, child_schema = obj[key], schema.child(key)
             if key == "metadata" and isinstance(value, Mapping) and not child_schema.atomic:
-                tree = _created_metadata(value, child_schema, owns_objects=owns_objects)
+                tree = _created_metadata(value, child_schema)
             else:
-                tree = _created_node(value, child_schema, owns_objects)
+                tree = _created_node(value, child_schema, zero.get(key, ABSENT))
                 if tree is not None and (field_element(key),) in _UNOWNED:
                     tree = _disowned(tree)
             if tree is not None:
@@ -409,13 +408,13 @@ def _created_fields(obj: Mapping[str, Any], schema: FieldSchema, *, owns_objects
     return out
 
 
-def _created_metadata(metadata: Mapping[str, Any], schema: FieldSchema, *, owns_objects: bool) -> dict[str, Any] | None:
+def _created_metadata(metadata: Mapping[str, Any], schema: FieldSchema) -> dict[str, Any] | None:
     """``metadata``'s subtree: never owned itself, nor are the system fields or managedFields."""
     out: dict[str, Any] = {}
     for key in sorted(metadata):
         if key == "managedFields":
             continue
-        tree = _created_node(metadata[key], schema.child(key), owns_objects)
+        tree = _created_node(metadata[key], schema.child(key), ABSENT)
         if tree is not None and key in _SYSTEM_META:
             tree = _disowned(tree)
         if tree is not None:
@@ -429,9 +428,9 @@ def _disowned(tree: dict[str, Any]) -> dict[str, Any] | None:
     return tree or None
 
 
-def _created_node(value: Any, schema: FieldSchema, owns_objects: bool) -> dict[str, Any] | None:
-    """The FieldsV1 subtree of one node as ``comparing._nodes`` sees it (None: nothing owned here or below;
-    ``owns_objects``: an object with fields is owned itself, as for a custom resource).
+def _created_node(value: Any, schema: FieldSchema, zero: Any) -> dict[str, Any] | None:
+    """The FieldsV1 subtree of one node as ``comparing.compare`` sees it against ``zero``, the
+    kind's zero value there (:data:`ABSENT`: none). None: nothing owned here or below.
 
     Siblings are all fields (an object) or all keys or values (a list), so ordering them
     by their text is Kubernetes' order.
@@ -440,13 +439,14 @@ def _created_node(value: Any, schema: FieldSchema, owns_objects: bool) -> dict[s
         return {}  # most nodes are string leaves; skip the (slow) ABC checks below
     out: dict[str, Any] = {}
     if isinstance(value, dict | Mapping) and not schema.atomic:
-        member = owns_objects or not value or schema.is_map_typed
+        # Owned when the zero value has none; an empty one also when it differs from the zero's.
+        member = not isinstance(zero, Mapping) if not value else zero is ABSENT
         for key in sorted(value):
-            tree = _created_node(value[key], schema.child(key), owns_objects)
+            tree = _created_node(value[key], schema.child(key), zero.get(key, ABSENT) if isinstance(zero, Mapping) else ABSENT)
             if tree is not None:
                 out[f"{FIELD}:{key}"] = tree
     elif isinstance(value, list) and schema.list_type is not ListType.ATOMIC:
-        member = True
+        member = not value or zero is ABSENT  # a null list of the zero value is not owned
         item_schema = schema.element()
         items: dict[str, dict[str, Any]] = {}
         for item in value:
@@ -459,7 +459,7 @@ def _created_node(value: Any, schema: FieldSchema, owns_objects: bool) -> dict[s
             item_tree: dict[str, Any] = {}
             if isinstance(item, Mapping) and not item_schema.atomic:
                 for key in sorted(item):
-                    tree = _created_node(item[key], item_schema.child(key), owns_objects)
+                    tree = _created_node(item[key], item_schema.child(key), ABSENT)
                     if tree is not None:
                         item_tree[f"{FIELD}:{key}"] = tree
             items[name] = {".": {}, **item_tree} if item_tree else {}

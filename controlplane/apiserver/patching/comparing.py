@@ -17,6 +17,36 @@ from controlplane.apiserver.patching.fieldpaths import Path, PathElement, field_
 from controlplane.apiserver.patching.schema import FieldSchema, ListType
 
 
+class _Absent:
+    """The marker of a node a value does not have (``None`` is a JSON null it has)."""
+
+    def __repr__(self) -> str:
+        return "ABSENT"
+
+
+ABSENT: Any = _Absent()
+
+
+def under(zero: Mapping[str, Any], value: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``value`` with what ``zero`` has and it lacks (a kind's zero value under an object, as kube
+    reads an object into its Go type): ``zero``'s objects merged key by key, its other nodes
+    only where ``value`` has none. ``value`` itself when ``zero`` adds nothing; never changed."""
+    out: dict[str, Any] | None = None
+    for key, below in zero.items():
+        if key not in value:
+            merged = below
+        elif isinstance(below, Mapping) and isinstance(value[key], Mapping):
+            merged = under(below, value[key])
+            if merged is value[key]:
+                continue
+        else:
+            continue
+        if out is None:
+            out = dict(value)
+        out[key] = merged
+    return value if out is None else out
+
+
 def field_set(value: Any, schema: FieldSchema, path: Path, out: set[Path]) -> None:
     """The fields a configuration sets: leaves, atomic values, list items, empty or null objects."""
     if isinstance(value, Mapping) and not schema.atomic:
@@ -120,6 +150,11 @@ def compare(old: Any, new: Any, schema: FieldSchema, path: Path, out: Comparison
                 _nodes_of_item(item, schema, (*path, element), out.added, objects=out.owns_added_objects)
         return
     if same(old, new):
+        return
+    if old is None and _is_container(new, schema):
+        # A null object or list (a Go zero value's) that now has content: its content is added,
+        # the node itself was there.
+        compare({} if isinstance(new, Mapping) else [], new, schema, path, out)
         return
     if path:
         out.modified.add(path)

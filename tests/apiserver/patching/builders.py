@@ -7,6 +7,7 @@ from typing import Any
 
 from controlplane.apiserver import patching
 from controlplane.apiserver.patching.schema import FieldSchema, builtin_apply_schema
+from controlplane.apiserver.patching.zerovalues import UNSTRUCTURED, zero_value
 
 API_VERSIONS = {
     "Deployment": "apps/v1",
@@ -28,8 +29,18 @@ def kind_schema(obj: Mapping[str, Any]) -> FieldSchema:
     return builtin_apply_schema(group, str(obj.get("kind") or ""))
 
 
+def kind_zero(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The zero value the server passes for ``obj``'s kind: a built-in kind's, or a custom
+    resource's (a group of a dotted name outside ``*.k8s.io``)."""
+    group = str(obj.get("apiVersion") or "").rpartition("/")[0]
+    if "." in group and not group.endswith(".k8s.io"):
+        return UNSTRUCTURED
+    return zero_value(group, str(obj.get("kind") or ""))
+
+
 def record_update(old: dict[str, Any] | None, new: dict[str, Any], **options: Any) -> dict[str, Any]:
-    """:func:`patching.record_update` with the schema of ``new``'s kind."""
+    """:func:`patching.record_update` with the schema and zero value of ``new``'s kind."""
+    options.setdefault("zero", kind_zero(new))
     return patching.record_update(old, new, schema=kind_schema(new), **options)
 
 

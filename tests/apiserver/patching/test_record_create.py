@@ -12,7 +12,9 @@ from typing import Any
 
 import pytest
 
-from .builders import make_object, record_update
+from controlplane.apiserver.patching.zerovalues import UNSTRUCTURED
+
+from .builders import kind_zero, make_object, record_update
 
 T1 = "2024-05-01T10:00:00Z"
 
@@ -65,13 +67,14 @@ CASES: list[tuple[str, dict[str, Any]]] = [
 ]
 
 
-@pytest.mark.parametrize("typed", [True, False], ids=["built-in", "custom"])
+@pytest.mark.parametrize("unstructured", [False, True], ids=["its-kind", "unstructured"])
 @pytest.mark.parametrize(("case", "obj"), CASES, ids=[case for case, _ in CASES])
-def test_create_records_what_the_general_path_records(case: str, obj: dict[str, Any], typed: bool) -> None:
+def test_create_records_what_the_general_path_records(case: str, obj: dict[str, Any], unstructured: bool) -> None:
     sent = copy.deepcopy(obj)
+    zero = UNSTRUCTURED if unstructured else kind_zero(obj)
 
-    shortcut = record_update(None, obj, manager="kubectl-create", operation="Update", now=T1, typed=typed)
-    general = record_update({}, obj, manager="kubectl-create", operation="Update", now=T1, typed=typed)
+    shortcut = record_update(None, obj, manager="kubectl-create", operation="Update", now=T1, zero=zero)
+    general = record_update({}, obj, manager="kubectl-create", operation="Update", now=T1, zero=zero)
 
     assert shortcut == general, case
     assert obj == sent, "the object given must not change"

@@ -258,7 +258,7 @@ def test_entries_are_ordered_appliers_first_then_by_time() -> None:
 
 def test_ownership_of_a_removed_object_is_dropped_with_it() -> None:
     with_strategy = deployment()
-    with_strategy["spec"]["strategy"] = {"type": "RollingUpdate"}
+    with_strategy["spec"]["strategy"] = {"rollingUpdate": {"maxSurge": 1}}
     live = record_update(None, with_strategy, manager="ops", operation="Update", now=T1)
     imported = copy.deepcopy(live)
     imported["metadata"]["managedFields"].append(
@@ -268,7 +268,7 @@ def test_ownership_of_a_removed_object_is_dropped_with_it() -> None:
             "apiVersion": "apps/v1",
             "time": T1,
             "fieldsType": "FieldsV1",
-            "fieldsV1": {"f:spec": {"f:strategy": {".": {}, "f:type": {}}}},
+            "fieldsV1": {"f:spec": {"f:strategy": {"f:rollingUpdate": {".": {}, "f:maxSurge": {}}}}},
         }
     )
     without_strategy = copy.deepcopy(imported)
@@ -276,6 +276,7 @@ def test_ownership_of_a_removed_object_is_dropped_with_it() -> None:
 
     result = record_update(imported, without_strategy, manager="ops", operation="Update", now=T2)
 
+    # cluster-import owned nothing but the rollingUpdate (a Deployment's Go object always has a strategy).
     assert [e["manager"] for e in entries(result)] == ["ops"]
     assert "f:strategy" not in entry(result, "ops")["fieldsV1"]["f:spec"]
 
@@ -290,7 +291,7 @@ def test_a_custom_resources_creator_owns_the_objects_it_adds(old: dict[str, Any]
     so each is owned itself (``.``), nested ones and those inside list items too."""
     created = widget(size="S", nested={"deep": {"x": True}}, items=[{"name": "a", "limits": {"cpu": "1"}}])
 
-    result = record_update(old, created, manager="kubectl-create", operation="Update", now=T1, typed=False)
+    result = record_update(old, created, manager="kubectl-create", operation="Update", now=T1)
 
     assert entry(result, "kubectl-create")["fieldsV1"] == {
         "f:spec": {
@@ -303,23 +304,86 @@ def test_a_custom_resources_creator_owns_the_objects_it_adds(old: dict[str, Any]
 
 
 def test_a_custom_resources_writer_owns_an_object_it_adds_and_a_status_it_adds() -> None:
-    live = record_update(None, widget(size="S"), manager="creator", operation="Update", now=T1, typed=False)
+    live = record_update(None, widget(size="S"), manager="creator", operation="Update", now=T1)
     changed = copy.deepcopy(live)
     changed["spec"]["placement"] = {"zone": "a"}
     reported = copy.deepcopy(live)
     reported["status"] = {"phase": "Up"}
 
-    updated = record_update(live, changed, manager="editor", operation="Update", now=T2, typed=False)
-    written = record_update(live, reported, manager="kopf", operation="Update", now=T2, subresource="status", typed=False)
+    updated = record_update(live, changed, manager="editor", operation="Update", now=T2)
+    written = record_update(live, reported, manager="kopf", operation="Update", now=T2, subresource="status")
 
     assert entry(updated, "editor")["fieldsV1"] == {"f:spec": {"f:placement": {".": {}, "f:zone": {}}}}
     assert entry(updated, "creator")["fieldsV1"] == {"f:spec": {".": {}, "f:size": {}}}
     assert entry(written, "kopf", subresource="status")["fieldsV1"] == {"f:status": {".": {}, "f:phase": {}}}
 
 
-def test_a_built_in_kinds_writer_does_not_own_the_plain_objects_it_adds() -> None:
-    """kube compares a built-in kind's write against its Go object, whose nested structs exist
-    before any write: a Deployment's creator owns ``spec``'s fields, not ``spec``."""
-    result = record_update(None, deployment(), manager="kubectl-create", operation="Update", now=T1)
+NGINX = {
+    "name": "nginx", "image": "nginx", "imagePullPolicy": "Always", "resources": {},
+    "ports": [{"containerPort": 8888, "protocol": "TCP"}],
+    "terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File",
+}
+OWNED_NGINX = {
+    ".": {}, "f:image": {}, "f:imagePullPolicy": {}, "f:name": {},
+    "f:ports": {".": {}, 'k:{"containerPort":8888,"protocol":"TCP"}': {".": {}, "f:containerPort": {}, "f:protocol": {}}},
+    "f:resources": {}, "f:terminationMessagePath": {}, "f:terminationMessagePolicy": {},
+}
 
-    assert "." not in entry(result, "kubectl-create")["fieldsV1"]["f:spec"]
+
+@pytest.mark.parametrize("old", [None, {}], ids=["create", "create-general-path"])
+def test_a_deployments_creator_owns_what_its_go_object_lacked(old: dict[str, Any] | None) -> None:
+    """kube compares a built-in kind's write with its Go object, whose structs exist before any
+    write and whose lists are null: a Deployment's creator owns ``rollingUpdate`` (a pointer) and
+    each container and its ``ports``, not ``spec``, ``strategy``, ``template`` or ``containers``
+    (the record of ``kubectl create deployment`` against kube)."""
+    defaulted = make_object(
+        "Deployment", "web", metadata={"labels": {"app": "web"}},
+        spec={
+            "progressDeadlineSeconds": 600, "replicas": 1, "revisionHistoryLimit": 10,
+            "selector": {"matchLabels": {"app": "web"}},
+            "strategy": {"rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}, "type": "RollingUpdate"},
+            "template": {
+                "metadata": {"labels": {"app": "web"}},
+                "spec": {
+                    "containers": [NGINX], "dnsPolicy": "ClusterFirst", "restartPolicy": "Always",
+                    "schedulerName": "default-scheduler", "securityContext": {}, "terminationGracePeriodSeconds": 30,
+                },
+            },
+        },
+        status={},
+    )
+
+    result = record_update(old, defaulted, manager="kubectl-create", operation="Update", now=T1)
+
+    assert entry(result, "kubectl-create")["fieldsV1"] == {
+        "f:metadata": {"f:labels": {".": {}, "f:app": {}}},
+        "f:spec": {
+            "f:progressDeadlineSeconds": {}, "f:replicas": {}, "f:revisionHistoryLimit": {}, "f:selector": {},
+            "f:strategy": {"f:rollingUpdate": {".": {}, "f:maxSurge": {}, "f:maxUnavailable": {}}, "f:type": {}},
+            "f:template": {
+                "f:metadata": {"f:labels": {".": {}, "f:app": {}}},
+                "f:spec": {
+                    "f:containers": {'k:{"name":"nginx"}': OWNED_NGINX},
+                    "f:dnsPolicy": {}, "f:restartPolicy": {}, "f:schedulerName": {}, "f:securityContext": {},
+                    "f:terminationGracePeriodSeconds": {},
+                },
+            },
+        },
+    }
+
+
+def test_a_built_in_kinds_writer_owns_a_struct_its_go_object_lacked() -> None:
+    """An update that adds a pointer struct (``affinity``) owns it; one that fills a struct the
+    Go object always has (``strategy``, absent from the stored object) does not own that."""
+    live = record_update(None, deployment(), manager="creator", operation="Update", now=T1)
+    changed = copy.deepcopy(live)
+    changed["spec"]["strategy"] = {"type": "Recreate"}
+    changed["spec"]["template"]["spec"]["affinity"] = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": []}}
+
+    result = record_update(live, changed, manager="editor", operation="Update", now=T2)
+
+    owned = entry(result, "editor")["fieldsV1"]["f:spec"]
+    assert owned["f:strategy"] == {"f:type": {}}
+    assert owned["f:template"]["f:spec"]["f:affinity"] == {
+        ".": {}, "f:nodeAffinity": {".": {}, "f:preferredDuringSchedulingIgnoredDuringExecution": {}},
+    }
