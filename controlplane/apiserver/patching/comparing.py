@@ -78,10 +78,10 @@ class Comparison:
     """The fields a write added, changed and removed, as paths.
 
     ``owns_added_objects``: an object the write adds where the old value had none is added
-    itself, not only its fields, as kube's comparison adds every node absent before. That is
-    kube's record of a custom resource, unstructured, whose old value lacks what it lacks; a
-    built-in kind's old value is its Go object, whose nested structs always exist (a Deployment's
-    ``spec``, ``strategy``, ``template``), so the hub leaves plain objects out for those kinds.
+    itself, not only its fields, as kube's comparison adds every node absent before (an ordinary
+    write's record compares values with the kind's zero value under them: :mod:`.zerovalues`).
+    Without it (an apply's comparison, which decides conflicts and what others lose) plain
+    objects with fields are left out.
     """
 
     added: set[Path] = field(default_factory=set)

@@ -50,7 +50,7 @@ _KINDS: Mapping[tuple[str, str], Mapping[str, Any]] = MappingProxyType({
     ("", "Secret"): _NONE,
     ("", "ServiceAccount"): _NONE,
     ("", "Endpoints"): _NONE,
-    ("events.k8s.io", "Event"): {"regarding": {}},
+    ("events.k8s.io", "Event"): {"regarding": {}, "deprecatedSource": {}},
     ("networking.k8s.io", "Ingress"): {"spec": {}, "status": {"loadBalancer": {}}},
     ("networking.k8s.io", "NetworkPolicy"): {"spec": {"podSelector": {}}},
     ("networking.k8s.io", "IngressClass"): {"spec": {}},
