@@ -90,6 +90,11 @@ class ObjectView:
         return (self.raw.get("metadata") or _NOTHING).get("generation")
 
     @property
+    def creation_timestamp(self) -> str:
+        """``metadata.creationTimestamp`` as stored ("" when unset)."""
+        return str((self.raw.get("metadata") or _NOTHING).get("creationTimestamp") or "")
+
+    @property
     def deletion_timestamp(self) -> str | None:
         stamp = (self.raw.get("metadata") or _NOTHING).get("deletionTimestamp")
         return str(stamp) if stamp else None
