@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from controlplane.apis import kueue_v1beta1 as kueue
+from controlplane.apis.kueue_views import ClusterQueueView, pod_set_assignments
 
 PENDING: Final = "Pending"
 READY: Final = "Ready"
@@ -52,9 +53,9 @@ REASON_FAILED_TO_START: Final = "FailedToStart"
 
 def _rules(cluster_queue: Mapping[str, Any]) -> dict[str, frozenset[str]]:
     """Check name → the flavors it applies to (empty: all), in the order the queue names them."""
-    spec = cluster_queue.get("spec") or {}
-    rules: dict[str, frozenset[str]] = {str(name): frozenset() for name in spec.get("admissionChecks") or ()}
-    for rule in (spec.get("admissionChecksStrategy") or {}).get("admissionChecks") or ():
+    view = ClusterQueueView(cluster_queue)
+    rules: dict[str, frozenset[str]] = {str(name): frozenset() for name in view.admission_check_names}
+    for rule in view.admission_check_rules:
         if isinstance(rule, Mapping) and rule.get("name"):
             rules[str(rule["name"])] = frozenset(str(f) for f in rule.get("onFlavors") or ())
     return rules
@@ -69,7 +70,7 @@ def check_names(cluster_queue: Mapping[str, Any], admission: Mapping[str, Any] |
     """The checks a Workload admitted with ``admission`` (its ``status.admission``) must pass."""
     given = {
         str(flavor)
-        for psa in (admission or {}).get("podSetAssignments") or ()
+        for psa in pod_set_assignments(admission)
         for flavor in (psa.get("flavors") or {}).values()
     }
     return {name for name, on in _rules(cluster_queue).items() if not on or on & given}

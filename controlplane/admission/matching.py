@@ -15,6 +15,7 @@ from typing import Any, Final
 
 from controlplane.admission.objects import admission_of, is_finished, is_true, pod_set_requests
 from controlplane.apis import kueue_v1beta1 as kueue
+from controlplane.apis.kueue_views import WorkloadView, pod_set_assignments
 
 NOT_MATCHING: Final = "No matching Workload; restoring pod templates according to existent Workload"
 """The message of the Event ``Stopped`` on a started job whose Workload no longer matches it."""
@@ -41,7 +42,7 @@ def _same(job: Sequence[Mapping[str, Any]], workload: Sequence[Mapping[str, Any]
 def _running(pod_sets: Sequence[Mapping[str, Any]], admission: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Kueue's ``expectedRunningPodSets``: a pod set with ``minCount`` runs with its admitted count
     (partial admission). Its ``minCount`` is then read as the job's own is: only below the count."""
-    admitted = {str(a.get("name") or "main"): a.get("count") for a in admission.get("podSetAssignments") or ()}
+    admitted = {str(a.get("name") or "main"): a.get("count") for a in pod_set_assignments(admission)}
     out = []
     for ps in pod_sets:
         running = dict(ps)
@@ -57,7 +58,7 @@ def _running(pod_sets: Sequence[Mapping[str, Any]], admission: Mapping[str, Any]
 def equivalent(job_pod_sets: Sequence[Mapping[str, Any]], workload: Mapping[str, Any], *, suspended: bool) -> bool:
     """Kueue's ``equivalentToWorkload``: a Workload holding quota matches the pods the job runs
     with (a suspended job's own pods also do); one that holds none, the job's own pods."""
-    spec_sets = list((workload.get("spec") or {}).get("podSets") or [])
+    spec_sets = list(WorkloadView(workload).pod_sets)
     admitted = is_true(workload, kueue.COND_ADMITTED)
     admission = admission_of(workload)
     if admission is not None:
@@ -72,7 +73,7 @@ def group_equivalent(group_pod_sets: Sequence[Mapping[str, Any]], workload: Mapp
     role hash, in name order) is one of the Workload's, in the same order, with no more pods than
     it counts (a finished Workload: the roles alone)."""
     finished = is_finished(workload)
-    spec_sets = list((workload.get("spec") or {}).get("podSets") or [])
+    spec_sets = list(WorkloadView(workload).pod_sets)
     if not finished and len(spec_sets) < len(group_pod_sets):
         return False
     j = -1

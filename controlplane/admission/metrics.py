@@ -66,6 +66,7 @@ from controlplane.admission.core import ClusterQueue, FlavorResource, Usage, Wai
 from controlplane.admission.objects import local_queue_of
 from controlplane.admission.stopping import local_queue_active
 from controlplane.apis import kueue_v1beta1 as kueue
+from controlplane.apis.kueue_views import LocalQueueView
 from controlplane.apis.quantity import MILLI_RESOURCES
 
 NAMESPACE: Final = "kueue"
@@ -209,7 +210,7 @@ def local_queue_figures(
     out = []
     for lq_key in sorted(local_queues):
         obj = local_queues[lq_key]
-        active = local_queue_active(obj, cluster_queues_active.get(str((obj.get("spec") or {}).get("clusterQueue") or "")))
+        active = local_queue_active(obj, cluster_queues_active.get(LocalQueueView(obj).cluster_queue))
         resources = tuple(
             (flavor, resource, kueue_units(resource, amount))
             for (flavor, resource), amount in sorted(usage.get(lq_key, {}).items())

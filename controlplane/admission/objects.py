@@ -40,8 +40,10 @@ from controlplane.admission.core import (
 from controlplane.apis import kueue_conversion
 from controlplane.apis import kueue_v1beta1 as kueue
 from controlplane.apis.kube.names import label_value_errors
+from controlplane.apis.kueue_views import ClusterQueueView, CohortView, WorkloadView, pod_set_assignments
 from controlplane.apis.meta import LabelSelector
 from controlplane.apis.quantity import QuantityError, format_quantity, parse_quantity, to_int
+from controlplane.apis.views import ObjectView
 from controlplane.interpreter import interpreter_for
 from controlplane.interpreter.registry import group_of
 from controlplane.interpreter.requirements import ReplicaRequirements
@@ -74,11 +76,8 @@ def workload_name(name: str, uid: str, *, kind: str, group: str) -> str:
 
 def workload_name_of(workload: Mapping[str, Any]) -> str:
     """The name of the Workload Kueue makes for a queued workload (:func:`workload_name`)."""
-    meta = workload.get("metadata") or {}
-    return workload_name(
-        str(meta.get("name") or ""), str(meta.get("uid") or ""),
-        kind=str(workload.get("kind") or ""), group=group_of(str(workload.get("apiVersion") or "")),
-    )
+    view = ObjectView(workload)
+    return workload_name(view.name, view.uid or "", kind=view.kind, group=group_of(view.api_version))
 
 
 def workload_labels(workload: Mapping[str, Any]) -> dict[str, str]:
@@ -102,12 +101,12 @@ def queues_for(wl: Mapping[str, Any], workload: Mapping[str, Any]) -> bool:
     """Whether the Workload ``wl`` is the one of ``workload``: its controller owner is that kind,
     group and name (and, when both say, that UID)."""
     owner = controller_owner(wl)
-    meta = workload.get("metadata") or {}
-    if owner is None or (wl.get("metadata") or {}).get("namespace") != meta.get("namespace"):
+    view = ObjectView(workload)
+    if owner is None or ObjectView(wl).namespace != view.namespace:
         return False
-    uid = str(meta.get("uid") or "")
+    uid = view.uid or ""
     group, kind, name, owner_uid = owner
-    return (group, kind, name) == (group_of(str(workload.get("apiVersion") or "")), workload.get("kind"), meta.get("name")) and (
+    return (group, kind, name) == (group_of(view.api_version), view.kind, view.name) and (
         not uid or not owner_uid or uid == owner_uid
     )
 
@@ -180,10 +179,7 @@ def pod_count(workload: Mapping[str, Any], *, admitted: bool) -> int | None:
     """The pods a single-pod-set Workload's job runs with: admitted, its admission's count (fewer
     when partially admitted); else what it asks for (``spec.podSets[0].count``), which an evicted
     Job gets back. None for several pod sets, or no count."""
-    if admitted:
-        pod_sets_ = (admission_of(workload) or {}).get("podSetAssignments") or []
-    else:
-        pod_sets_ = (workload.get("spec") or {}).get("podSets") or []
+    pod_sets_ = pod_set_assignments(admission_of(workload)) if admitted else WorkloadView(workload).pod_sets
     count = pod_sets_[0].get("count") if len(pod_sets_) == 1 else None
     return count if isinstance(count, int) else None
 
@@ -232,14 +228,14 @@ def is_finished(workload: Mapping[str, Any]) -> bool:
 
 def admission_of(workload: Mapping[str, Any]) -> Mapping[str, Any] | None:
     """``status.admission`` of a Workload that holds quota (and has not finished)."""
-    admission = (workload.get("status") or {}).get("admission")
-    return admission if isinstance(admission, dict) and admission.get("clusterQueue") and not is_finished(workload) else None
+    admission = WorkloadView(workload).admission
+    return admission if admission is not None and admission.get("clusterQueue") and not is_finished(workload) else None
 
 
 def local_queue_of(workload: Mapping[str, Any]) -> tuple[str, str]:
     """(namespace, name) of a Workload's LocalQueue (``spec.queueName``)."""
-    meta = workload.get("metadata") or {}
-    return str(meta.get("namespace")), str((workload.get("spec") or {}).get("queueName") or "")
+    view = WorkloadView(workload)
+    return str(view.metadata.get("namespace")), view.queue_name
 
 
 def key_of(obj: Mapping[str, Any]) -> str:
@@ -257,7 +253,7 @@ def _quota(raw: Mapping[str, Any]) -> Quota:
     )
 
 
-def _groups(spec: Mapping[str, Any]) -> tuple[ResourceGroup, ...]:
+def _groups(resource_groups: Iterable[Mapping[str, Any]]) -> tuple[ResourceGroup, ...]:
     return tuple(
         ResourceGroup(
             tuple(str(r) for r in group.get("coveredResources") or ()),
@@ -266,7 +262,7 @@ def _groups(spec: Mapping[str, Any]) -> tuple[ResourceGroup, ...]:
                 for fq in group.get("flavors") or ()
             ),
         )
-        for group in spec.get("resourceGroups") or ()
+        for group in resource_groups
     )
 
 
@@ -283,8 +279,8 @@ def fair_weight(spec: Mapping[str, Any]) -> int:
 
 def cohort(obj: Mapping[str, Any]) -> Cohort:
     """A ``kueue.x-k8s.io`` Cohort as the core reads it."""
-    spec = obj.get("spec") or {}
-    return Cohort(str((obj.get("metadata") or {}).get("name")), spec.get("parentName") or None, _groups(spec), fair_weight(spec))
+    view = CohortView(obj)
+    return Cohort(str(view.metadata.get("name")), view.parent_name, _groups(view.resource_groups), fair_weight(view.spec))
 
 
 def deactivate_cycles(queues: Mapping[str, ClusterQueue], cycles: Iterable[str]) -> dict[str, ClusterQueue]:
@@ -324,18 +320,18 @@ def missing_flavors(obj: Mapping[str, Any], flavors: Mapping[str, Mapping[str, s
 def cluster_queue(obj: Mapping[str, Any], flavors: Mapping[str, Mapping[str, str]]) -> ClusterQueue:
     """A ClusterQueue as the core reads it; inactive when it is being deleted, is held or names a
     missing flavor."""
-    spec = obj.get("spec") or {}
-    groups = _groups(spec)
+    view = ClusterQueueView(obj)
+    groups = _groups(view.resource_groups)
     missing = sorted(missing_flavors(obj, flavors))
     inactive = None
-    if (obj.get("metadata") or {}).get("deletionTimestamp"):
+    if view.is_deleting:
         inactive = "clusterQueue is terminating"  # held by its finalizer while workloads hold quota in it
-    elif spec.get("stopPolicy") in ("Hold", "HoldAndDrain"):
-        inactive = f"stopPolicy is {spec['stopPolicy']}"
+    elif view.stop_policy in ("Hold", "HoldAndDrain"):
+        inactive = f"stopPolicy is {view.stop_policy}"
     elif missing:
         inactive = f"ResourceFlavor {', '.join(missing)} not found"
-    fungibility = spec.get("flavorFungibility") or {}
-    policies = spec.get("preemption") or {}
+    fungibility = view.flavor_fungibility
+    policies = view.preemption
     borrow_within = policies.get("borrowWithinCohort") or {}
     threshold = borrow_within.get("maxPriorityThreshold")
     preemption = Preemption(
@@ -345,28 +341,27 @@ def cluster_queue(obj: Mapping[str, Any], flavors: Mapping[str, Mapping[str, str
         threshold if isinstance(threshold, int) else None,
     )
     return ClusterQueue(
-        name=str((obj.get("metadata") or {}).get("name")),
+        name=str(view.metadata.get("name")),
         groups=groups,
-        cohort=spec.get("cohort") or None,
-        strategy=QueueingStrategy(spec.get("queueingStrategy") or QueueingStrategy.BEST_EFFORT_FIFO),
+        cohort=view.cohort,
+        strategy=QueueingStrategy(view.queueing_strategy or QueueingStrategy.BEST_EFFORT_FIFO),
         fungibility=FlavorFungibility(
             WhenCanBorrow(fungibility.get("whenCanBorrow") or WhenCanBorrow.BORROW),
             WhenCanPreempt(fungibility.get("whenCanPreempt") or WhenCanPreempt.TRY_NEXT_FLAVOR),
-            _preference(obj),
+            _preference(view),
         ),
         inactive_reason=inactive,
         preemption=preemption,
-        fair_weight=fair_weight(spec),
+        fair_weight=fair_weight(view.spec),
     )
 
 
-def _preference(obj: Mapping[str, Any]) -> FungibilityPreference:
+def _preference(view: ClusterQueueView) -> FungibilityPreference:
     """``flavorFungibility.preference``: v1beta2's field, which the stored (v1beta1) ClusterQueue
     carries in its annotation of v1beta2 fields (a v1beta2 object, as the what-if may read,
     in its spec); absent: borrowing over preemption, as Kueue reads it."""
-    kept = kueue_conversion.v1beta2_fields(obj).get("flavorFungibility")
-    spec = obj.get("spec") or {}
-    for fungibility in (spec.get("flavorFungibility"), kept):
+    kept = kueue_conversion.v1beta2_fields(view.raw).get("flavorFungibility")
+    for fungibility in (view.flavor_fungibility, kept):
         if isinstance(fungibility, Mapping) and fungibility.get("preference") in tuple(FungibilityPreference):
             return FungibilityPreference(fungibility["preference"])
     return FungibilityPreference.BORROWING_OVER_PREEMPTION
@@ -388,12 +383,9 @@ def namespace_allowed(cq: Mapping[str, Any], namespace_labels: Mapping[str, str]
 
 
 def pending_of(workload: Mapping[str, Any], cluster_queue_name: str) -> Pending:
-    spec = workload.get("spec") or {}
-    meta = workload.get("metadata") or {}
-    priority = spec.get("priority")
+    view = WorkloadView(workload)
     return Pending(
-        key_of(workload), cluster_queue_name, pod_set_requests(workload),
-        priority if isinstance(priority, int) else 0, str(meta.get("creationTimestamp") or ""),
+        key_of(workload), cluster_queue_name, pod_set_requests(workload), view.priority, view.creation_timestamp,
         "/".join(local_queue_of(workload)),
     )
 
@@ -409,7 +401,7 @@ def _counts_after_reclaim(workload: Mapping[str, Any]) -> dict[Any, tuple[int, i
     less its reclaimable Pods."""
     reclaim = reclaimable_pods(workload)
     out: dict[Any, tuple[int, int]] = {}
-    for ps in (workload.get("spec") or {}).get("podSets") or ():
+    for ps in WorkloadView(workload).pod_sets:
         count = ps.get("count") if isinstance(ps.get("count"), int) else 1
         out[ps.get("name")] = (count, count - (reclaim.get(ps.get("name")) or 0))
     return out
@@ -421,7 +413,7 @@ def admitted_of(workload: Mapping[str, Any]) -> Admitted | None:
         return None
     usage: dict[tuple[str, str], int] = {}
     counts = _counts_after_reclaim(workload)
-    for psa in admission.get("podSetAssignments") or ():
+    for psa in pod_set_assignments(admission):
         flavors = psa.get("flavors") or {}
         count = psa.get("count") if isinstance(psa.get("count"), int) else counts.get(psa.get("name"), (0, 0))[0]
         after = counts.get(psa.get("name"), (count, count))[1]
@@ -432,12 +424,11 @@ def admitted_of(workload: Mapping[str, Any]) -> Admitted | None:
                 if 0 <= after < count:  # Kueue's totalRequestsFromAdmission: scaled down to the Pods not yet reclaimable
                     used = used // count * after
                 usage[fr] = usage.get(fr, 0) + used
-    spec, meta = workload.get("spec") or {}, workload.get("metadata") or {}
-    priority = spec.get("priority")
+    view = WorkloadView(workload)
     reserved = condition(workload, kueue.COND_QUOTA_RESERVED) or {}
     return Admitted(
-        key_of(workload), str(admission["clusterQueue"]), usage, priority if isinstance(priority, int) else 0,
-        str(meta.get("creationTimestamp") or ""), str(reserved.get("lastTransitionTime") or ""),
+        key_of(workload), str(admission["clusterQueue"]), usage, view.priority,
+        view.creation_timestamp, str(reserved.get("lastTransitionTime") or ""),
     )
 
 
@@ -483,7 +474,7 @@ def flavor_constraints(
     cluster_keys = set(cluster_label_keys)
     on_clusters: dict[str, str] = {}
     on_nodes: dict[str, str] = {}
-    for psa in admission.get("podSetAssignments") or ():
+    for psa in pod_set_assignments(admission):
         for flavor in set((psa.get("flavors") or {}).values()):
             for key, value in flavors.get(str(flavor), {}).items():
                 (on_clusters if key in cluster_keys else on_nodes)[key] = value
@@ -497,7 +488,7 @@ def node_labels_by_pod_set(
     :func:`flavor_constraints`): what goes into that pod set's nodeSelector as its job starts."""
     cluster_keys = set(cluster_label_keys)
     out: dict[str, dict[str, str]] = {}
-    for psa in admission.get("podSetAssignments") or ():
+    for psa in pod_set_assignments(admission):
         labels = out.setdefault(str(psa.get("name") or "main"), {})
         for flavor in sorted(set((psa.get("flavors") or {}).values())):
             labels.update({k: v for k, v in flavors.get(str(flavor), {}).items() if k not in cluster_keys})

@@ -24,6 +24,7 @@ from controlplane.admission import requeuing, stopping
 from controlplane.admission.core import Pending, queue_order
 from controlplane.admission.core.admissionfairsharing import LocalQueueUsage
 from controlplane.admission.requeuing import RequeuingTimestamp
+from controlplane.apis.kueue_views import LocalQueueView, WorkloadView
 
 #: Kueue's default ``limit`` of a pending-workloads page.
 DEFAULT_LIMIT: Final = 1000
@@ -75,7 +76,7 @@ def in_cluster_queue(
     LocalQueue's are out of line, as Kueue takes them out of its queues)."""
     targets = {
         _queue_of(lq, "") for lq in local_queues
-        if (lq.get("spec") or {}).get("clusterQueue") == cluster_queue and not stopping.is_stopped(lq)
+        if LocalQueueView(lq).cluster_queue == cluster_queue and not stopping.is_stopped(lq)
     }
     return [w for w in workloads if _queue_of(w, "queueName") in targets]
 
@@ -83,20 +84,20 @@ def in_cluster_queue(
 def pending_workload(workload: Mapping[str, Any], *, in_cluster_queue: int, in_local_queue: int) -> dict[str, Any]:
     """Kueue's ``PendingWorkload``: the Workload's name, namespace, creation time and owners (their
     apiVersion, kind, name and uid), its priority and LocalQueue, and its two positions."""
-    meta, spec = workload.get("metadata") or {}, workload.get("spec") or {}
+    view = WorkloadView(workload)
+    meta = view.metadata
     owners = [
         {key: ref.get(key, "") for key in ("apiVersion", "kind", "name", "uid")}
-        for ref in meta.get("ownerReferences") or () if isinstance(ref, Mapping)
+        for ref in view.owner_references if isinstance(ref, Mapping)
     ]
     out_meta: dict[str, Any] = {"name": meta.get("name"), "namespace": meta.get("namespace"),
                                 "creationTimestamp": meta.get("creationTimestamp")}
     if owners:
         out_meta["ownerReferences"] = owners
-    priority = spec.get("priority")
     return {
         "metadata": out_meta,
-        "priority": priority if isinstance(priority, int) else 0,
-        "localQueueName": str(spec.get("queueName") or ""),
+        "priority": view.priority,
+        "localQueueName": view.queue_name,
         "positionInClusterQueue": in_cluster_queue,
         "positionInLocalQueue": in_local_queue,
     }

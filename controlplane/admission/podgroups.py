@@ -32,6 +32,7 @@ from controlplane.apis import kueue_v1beta1 as kueue
 from controlplane.apis.kube.field import FieldError, immutable, invalid, required
 from controlplane.apis.kube.names import dns_subdomain_errors
 from controlplane.apis.quantity import QuantityError, parse_kube_quantity
+from controlplane.apis.views import ObjectView
 
 GROUP_LABEL: Final = kueue.LABEL_POD_GROUP_NAME
 TOTAL_COUNT: Final = kueue.ANNOTATION_POD_GROUP_TOTAL_COUNT
@@ -380,7 +381,8 @@ def replacement_condition(workload: Mapping[str, Any], absent: int) -> dict[str,
     its Pods are missing (failed and not replaced): True, reason ``PodsFailed`` (or the Evicted
     condition's reason and message while evicted), False ``PodsReady`` once none is missing;
     None when there is nothing to change."""
-    conds = (workload.get("status") or {}).get("conditions") or []
+    view = ObjectView(workload)
+    conds = view.conditions
     old = next((c for c in conds if c.get("type") == kueue.COND_WAITING_FOR_REPLACEMENT_PODS), None)
     if old is None and absent <= 0:
         return None
@@ -397,7 +399,7 @@ def replacement_condition(workload: Mapping[str, Any], absent: int) -> dict[str,
         new |= {"status": "False", "reason": "PodsReady", "message": "No pods need replacement"}
     if old is not None and all(old.get(k) == new[k] for k in ("status", "reason", "message")):
         return None
-    generation = (workload.get("metadata") or {}).get("generation")
+    generation = view.generation
     return new | ({"observedGeneration": generation} if isinstance(generation, int) else {})
 
 

@@ -27,6 +27,7 @@ from typing import Any, Final
 from controlplane.admission.checks import REASON_ADMISSION_CHECK
 from controlplane.admission.objects import condition
 from controlplane.apis import kueue_v1beta1 as kueue
+from controlplane.apis.kueue_views import WorkloadView
 from controlplane.apis.timestamps import format_time, parse_time_or_none
 from controlplane.apis.untyped import json_int
 
@@ -92,7 +93,7 @@ def ready_deadline(workload: Mapping[str, Any], settings: WaitForPodsReady) -> d
     if not settings.enabled:
         return None
     admitted = condition(workload, kueue.COND_ADMITTED)
-    if admitted is None or admitted.get("status") != "True" or not (workload.get("status") or {}).get("admission"):
+    if admitted is None or admitted.get("status") != "True" or not WorkloadView(workload).admission:
         return None
     ready = condition(workload, kueue.COND_PODS_READY)
     if ready is not None and ready.get("status") == "True":
@@ -137,8 +138,7 @@ def requeue_at(workload: Mapping[str, Any]) -> datetime | None:
         return datetime.min.replace(tzinfo=UTC)
     if requeued.get("reason") not in (kueue.REASON_PODS_READY_TIMEOUT, REASON_ADMISSION_CHECK):
         return None
-    state = (workload.get("status") or {}).get("requeueState") or {}
-    return parse_time_or_none(state.get("requeueAt")) or datetime.min.replace(tzinfo=UTC)
+    return parse_time_or_none(WorkloadView(workload).requeue_state.get("requeueAt")) or datetime.min.replace(tzinfo=UTC)
 
 
 def was_deactivated(reason: str) -> bool:
@@ -160,16 +160,16 @@ def queue_order_timestamp(workload: Mapping[str, Any], timestamp: RequeuingTimes
             and evicted.get("reason") == kueue.REASON_PODS_READY_TIMEOUT and evicted.get("lastTransitionTime")
         ):
             return str(evicted["lastTransitionTime"])
-    return str((workload.get("metadata") or {}).get("creationTimestamp") or "")
+    return WorkloadView(workload).creation_timestamp
 
 
 def queued_since(workload: Mapping[str, Any]) -> str:
     """When a Workload was last queued: its ``Requeued`` condition's time, else its creation
     (Kueue's ``QueuedWaitTime``, which its ready-time metrics count from)."""
     requeued = condition(workload, kueue.COND_REQUEUED) or {}
-    return str(requeued.get("lastTransitionTime") or (workload.get("metadata") or {}).get("creationTimestamp") or "")
+    return str(requeued.get("lastTransitionTime") or WorkloadView(workload).creation_timestamp)
 
 
 def is_active(workload: Mapping[str, Any]) -> bool:
     """Whether a Workload takes part in admission (``spec.active``, default true)."""
-    return (workload.get("spec") or {}).get("active") is not False
+    return WorkloadView(workload).is_active

@@ -27,13 +27,14 @@ from controlplane.admission.core.admissionfairsharing import (
     Resources,
     sampled_consumed,
 )
+from controlplane.apis.kueue_views import ClusterQueueView, LocalQueueView
 from controlplane.apis.quantity import QuantityError, canonical_quantity, parse_quantity
 from controlplane.apis.timestamps import format_time, parse_time_or_none
 
 
 def usage_based(cluster_queue: Mapping[str, Any] | None) -> bool:
     """Whether the ClusterQueue takes its workloads by their LocalQueue's usage."""
-    scope = ((cluster_queue or {}).get("spec") or {}).get("admissionScope")
+    scope = ClusterQueueView(cluster_queue).admission_scope
     return isinstance(scope, Mapping) and scope.get("admissionMode") == USAGE_BASED
 
 
@@ -44,8 +45,7 @@ def key_of(local_queue: Mapping[str, Any]) -> str:
 
 
 def _history(local_queue: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    block = (((local_queue.get("status") or {}).get("fairSharing") or {}).get("admissionFairSharingStatus"))
-    return block if isinstance(block, Mapping) else None
+    return LocalQueueView(local_queue).admission_fair_sharing_status
 
 
 def consumed_of(local_queue: Mapping[str, Any]) -> dict[str, float]:
@@ -61,7 +61,7 @@ def consumed_of(local_queue: Mapping[str, Any]) -> dict[str, float]:
 
 def weight_of(local_queue: Mapping[str, Any]) -> float:
     """Its ``spec.fairSharing.weight`` (default 1)."""
-    weight = ((local_queue.get("spec") or {}).get("fairSharing") or {}).get("weight")
+    weight = LocalQueueView(local_queue).fair_sharing_weight
     try:
         return float(parse_quantity(weight)) if weight is not None else 1.0
     except (QuantityError, TypeError):
@@ -112,7 +112,7 @@ def sampled(
     first = history is None or last is None
     elapsed = 0.0 if last is None else max(0.0, (now - last).total_seconds())
     consumed = sampled_consumed(None if first else consumed_of(local_queue), held, penalty, elapsed=elapsed, settings=settings)
-    block = dict(((local_queue.get("status") or {}).get("fairSharing")) or {})
+    block = dict(LocalQueueView(local_queue).fair_sharing_status)
     block.setdefault("weightedShare", 0)
     block["admissionFairSharingStatus"] = {
         "consumedResources": {name: _quantity(amount) for name, amount in sorted(consumed.items())},
