@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from controlplane.apis import kueue_v1beta1 as kueue
-from controlplane.apis.kueue_views import ClusterQueueView, pod_set_assignments
+from controlplane.apis.kueue_views import ClusterQueueView, WorkloadView, pod_set_assignments
 
 PENDING: Final = "Pending"
 READY: Final = "Ready"
@@ -77,7 +77,7 @@ def check_names(cluster_queue: Mapping[str, Any], admission: Mapping[str, Any] |
 
 
 def states_of(workload: Mapping[str, Any]) -> list[dict[str, Any]]:
-    return [dict(s) for s in (workload.get("status") or {}).get("admissionChecks") or () if isinstance(s, Mapping)]
+    return [dict(s) for s in WorkloadView(workload).admission_checks if isinstance(s, Mapping)]
 
 
 def synced_states(states: Sequence[Mapping[str, Any]], names: Iterable[str], *, now: str) -> list[dict[str, Any]]:

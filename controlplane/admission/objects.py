@@ -308,7 +308,7 @@ def deactivate_unusable_checks(
 def named_flavors(obj: Mapping[str, Any]) -> list[str]:
     """The ResourceFlavors a ClusterQueue names, in order, each once."""
     return list(dict.fromkeys(
-        str(fq.get("name")) for g in (obj.get("spec") or {}).get("resourceGroups") or () for fq in g.get("flavors") or ()
+        str(fq.get("name")) for g in ClusterQueueView(obj).resource_groups for fq in g.get("flavors") or ()
     ))
 
 
@@ -376,10 +376,10 @@ def flavor_labels(flavors: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, s
 
 def namespace_allowed(cq: Mapping[str, Any], namespace_labels: Mapping[str, str]) -> bool:
     """Whether a ClusterQueue's ``namespaceSelector`` admits a namespace (absent selects none, as in Kueue)."""
-    raw = (cq.get("spec") or {}).get("namespaceSelector")
-    if raw is None:
+    selector = ClusterQueueView(cq).namespace_selector
+    if selector is None:
         return False
-    return LabelSelector.model_validate(raw).matches(namespace_labels)
+    return LabelSelector.model_validate(selector).matches(namespace_labels)
 
 
 def pending_of(workload: Mapping[str, Any], cluster_queue_name: str) -> Pending:
@@ -392,7 +392,7 @@ def pending_of(workload: Mapping[str, Any], cluster_queue_name: str) -> Pending:
 
 def reclaimable_pods(workload: Mapping[str, Any] | None) -> dict[Any, int]:
     """A Workload's ``status.reclaimablePods``: per pod set, how many of its Pods need their quota no more."""
-    return {r.get("name"): r["count"] for r in ((workload or {}).get("status") or {}).get("reclaimablePods") or ()
+    return {r.get("name"): r["count"] for r in WorkloadView(workload).reclaimable_pods
             if isinstance(r, Mapping) and isinstance(r.get("count"), int)}
 
 
@@ -402,7 +402,7 @@ def _counts_after_reclaim(workload: Mapping[str, Any]) -> dict[Any, tuple[int, i
     reclaim = reclaimable_pods(workload)
     out: dict[Any, tuple[int, int]] = {}
     for ps in WorkloadView(workload).pod_sets:
-        count = ps.get("count") if isinstance(ps.get("count"), int) else 1
+        count = raw if isinstance(raw := ps.get("count"), int) else 1
         out[ps.get("name")] = (count, count - (reclaim.get(ps.get("name")) or 0))
     return out
 
@@ -415,7 +415,7 @@ def admitted_of(workload: Mapping[str, Any]) -> Admitted | None:
     counts = _counts_after_reclaim(workload)
     for psa in pod_set_assignments(admission):
         flavors = psa.get("flavors") or {}
-        count = psa.get("count") if isinstance(psa.get("count"), int) else counts.get(psa.get("name"), (0, 0))[0]
+        count = raw if isinstance(raw := psa.get("count"), int) else counts.get(psa.get("name"), (0, 0))[0]
         after = counts.get(psa.get("name"), (count, count))[1]
         for resource, amount in (psa.get("resourceUsage") or {}).items():
             if resource in flavors:

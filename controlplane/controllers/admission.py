@@ -90,7 +90,9 @@ from controlplane.admission.core.preemption import HUMAN_REASONS
 from controlplane.admission.metrics import QueueMetrics, local_queue_figures, queue_figures
 from controlplane.apis import kueue_v1beta1 as kueue
 from controlplane.apis.events import EventType
+from controlplane.apis.kueue_views import LocalQueueView, WorkloadView
 from controlplane.apis.timestamps import parse_time
+from controlplane.apis.views import ObjectView
 from controlplane.controllers.admissionchecks import AdmissionChecking
 from controlplane.controllers.admissiongate import API, Kinds, owner_of
 from controlplane.controllers.context import ControllerContext
@@ -163,8 +165,8 @@ class AdmissionController(KeyedController[Key]):
     async def _on_workload(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         owner = owner_of(obj)
         if owner is None and podgroups.is_group_workload(obj):
-            meta = obj.get("metadata") or {}
-            return await self.loop.add(("group", str(meta.get("namespace") or ""), str(meta.get("name") or "")))
+            view = ObjectView(obj)
+            return await self.loop.add(("group", view.namespace, view.name))
         if owner is not None and (
             old is None or event is WatchEventType.DELETED or adm.admission_of(old) != adm.admission_of(obj)
             or adm.is_true(old, kueue.COND_ADMITTED) != adm.is_true(obj, kueue.COND_ADMITTED)
@@ -233,11 +235,12 @@ class AdmissionController(KeyedController[Key]):
             # Still waiting: the Workload follows the workload's pods, queue and priority (as Kueue
             # does for a suspended job).
             wanted = self._new_workload(source, queue, pod_sets, defaults=wl_rt.defaults)["spec"]
-            if isinstance(active := (wl.get("spec") or {}).get("active"), bool):
+            spec = WorkloadView(wl).spec
+            if isinstance(active := spec.get("active"), bool):
                 wanted["active"] = active  # Kueue's switch: set by hand, or past the requeuing limit
-            if (wl.get("spec") or {}) != wanted:
+            if spec != wanted:
                 written = await ctx.objects.update(wl_rt, {**wl, "spec": wanted})
-                if (wl.get("spec") or {}).get("podSets") != wanted.get("podSets"):  # not a queue or priority alone
+                if spec.get("podSets") != wanted.get("podSets"):  # not a queue or priority alone
                     await record_event(ctx, source, type=EventType.NORMAL, reason=EventReason.UPDATED_WORKLOAD,
                                        message=jobevents.updated(written))
                 return
@@ -368,7 +371,7 @@ class AdmissionController(KeyedController[Key]):
                 continue
             namespace, queue_name = adm.local_queue_of(wl)
             lq = lqs.get((namespace, queue_name))
-            cq_name = str(((lq or {}).get("spec") or {}).get("clusterQueue") or "")
+            cq_name = LocalQueueView(lq).cluster_queue
             if (until := requeuing.requeue_at(wl)) is not None:
                 if until > now:  # its requeuing backoff: pending, not a candidate yet
                     wake.append((until - now).total_seconds())
@@ -425,10 +428,11 @@ class AdmissionController(KeyedController[Key]):
         if sample_in is not None:  # admission fair sharing: the next sample of a LocalQueue's usage
             wake.append(sample_in)
         for name, obj in cohort_objs.items():
-            status = {k: v for k, v in (obj.get("status") or {}).items() if k != "fairSharing"}
+            current = ObjectView(obj).status
+            status = {k: v for k, v in current.items() if k != "fairSharing"}
             if fair_sharing:
                 status["fairSharing"] = {"weightedShare": usage.share(usage.cohorts[name])}
-            if status != (obj.get("status") or {}):
+            if status != current:
                 await self.statuses.write_status(kinds.cohort, obj, status)
         return max(0.0, min(wake)) if wake else None
 
@@ -444,8 +448,8 @@ class AdmissionController(KeyedController[Key]):
             return None
         owner = owner_of(wl)
         if owner is None and podgroups.is_group_workload(wl):
-            meta = wl.get("metadata") or {}
-            group = self.groups.members(str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+            view = ObjectView(wl)
+            group = self.groups.members(view.namespace, view.name)
             return deadline if group and not podsready.pod_group(group) else None
         if owner is None:
             return None
@@ -496,7 +500,7 @@ class AdmissionController(KeyedController[Key]):
 
     def _waited(self, wl: Mapping[str, Any]) -> float:
         """Seconds since the Workload was created or, evicted, requeued (Kueue's admission wait)."""
-        since = str((wl.get("metadata") or {}).get("creationTimestamp") or "")
+        since = WorkloadView(wl).creation_timestamp
         evicted = adm.condition(wl, kueue.COND_EVICTED) or {}
         if evicted.get("status") == "True" and evicted.get("lastTransitionTime"):
             since = str(evicted["lastTransitionTime"])

@@ -18,6 +18,8 @@ from controlplane.admission import objects as adm
 from controlplane.apis import kueue_jobs, kueue_v1alpha1
 from controlplane.apis import kueue_v1beta1 as kueue
 from controlplane.apis.kube.validate_core import validate_pod
+from controlplane.apis.kueue_views import WorkloadView
+from controlplane.apis.views import ObjectView
 from controlplane.controllers.context import ControllerContext
 from controlplane.controllers.workloads import WorkloadRef
 from controlplane.interpreter import interpreter_for
@@ -35,10 +37,10 @@ INDEX_POD_GROUP: Final = "kueue-pod-group"
 
 def owner_of(wl: Mapping[str, Any]) -> WorkloadRef | None:
     """The workload a Workload was made for (its controller owner), or None."""
-    meta = wl.get("metadata") or {}
-    for ref in meta.get("ownerReferences") or ():
+    view = ObjectView(wl)
+    for ref in view.owner_references:
         if ref.get("controller"):
-            return WorkloadRef(str(ref.get("apiVersion")), str(ref.get("kind")), str(meta.get("namespace") or ""), str(ref.get("name")))
+            return WorkloadRef(str(ref.get("apiVersion")), str(ref.get("kind")), view.namespace, str(ref.get("name")))
     return None
 
 
@@ -109,16 +111,16 @@ class Kinds:
             return [owner]
         if not podgroups.is_group_workload(wl):
             return []
-        meta = wl.get("metadata") or {}
-        return [WorkloadRef.of(p) for p in self.members(str(meta.get("namespace") or ""), str(meta.get("name") or ""))]
+        view = ObjectView(wl)
+        return [WorkloadRef.of(p) for p in self.members(view.namespace, view.name)]
 
     def workload_for(self, source: Mapping[str, Any]) -> dict[str, Any] | None:
         """The Workload of ``source`` (a queued workload as stored: its UID decides; a Pod of a
         pod group: the group's)."""
+        view = ObjectView(source)
         if pods.is_pod(source) and (group := podgroups.group_name(source)) is not None:
-            return self.group_workload(str((source.get("metadata") or {}).get("namespace") or ""), group)
-        uid = (source.get("metadata") or {}).get("uid")
-        return self.workload_of(WorkloadRef.of(source), uid=str(uid) if uid else None)
+            return self.group_workload(view.namespace, group)
+        return self.workload_of(WorkloadRef.of(source), uid=view.uid)
 
 
 def _pod_group_index(pod: dict[str, Any]) -> list[tuple[str, str]]:
@@ -180,7 +182,7 @@ class AdmissionGate:
                 held = f"waiting for admission checks (Workload {adm.key_of(wl)}): {checks.waiting_on(checks.states_of(wl))}"
             if not requeuing.is_active(wl):
                 held = f"its Workload {adm.key_of(wl)} is deactivated (spec.active: false)"
-            elif requeuing.requeue_at(wl) is not None and (state := (wl.get("status") or {}).get("requeueState") or {}).get("requeueAt"):
+            elif requeuing.requeue_at(wl) is not None and (state := WorkloadView(wl).requeue_state).get("requeueAt"):
                 if (adm.condition(wl, kueue.COND_REQUEUED) or {}).get("reason") == checks.REASON_ADMISSION_CHECK:
                     held += f"; requeued at {state.get('requeueAt')} (an admission check's requeueAfterSeconds)"
                 else:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from controlplane.apis.views import ObjectView
 from controlplane.controllers.context import ControllerContext
 from controlplane.controllers.reconciling import KeyedController
 from controlplane.controllers.workloads import is_deleting
@@ -44,8 +45,8 @@ class FinishedJobsController(KeyedController[tuple[str, str]]):
 
     async def _on_job(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         if event is not WatchEventType.DELETED and ttl_expiry(obj) is not None and not is_deleting(obj):
-            meta = obj.get("metadata") or {}
-            await self.loop.add((str(meta.get("namespace") or ""), str(meta.get("name"))))
+            view = ObjectView(obj)
+            await self.loop.add((view.namespace, view.name))
 
     async def reconcile(self, key: tuple[str, str]) -> float | None:
         """Delete the Job when its TTL ran out; else the seconds left (None: nothing to wait for)."""
@@ -62,14 +63,14 @@ class FinishedJobsController(KeyedController[tuple[str, str]]):
         left = (expiry - self.ctx.now()).total_seconds()
         if left > 0:
             return left
-        uid = str((job.get("metadata") or {}).get("uid") or "") or None
+        view = ObjectView(job)
         try:
             await self.ctx.objects.delete(
-                rt, namespace=namespace, name=name, preconditions=Preconditions(uid=uid),
+                rt, namespace=namespace, name=name, preconditions=Preconditions(uid=view.uid),
                 propagation_policy="Foreground",
             )
         except errors.NotFound:
             return None
         log.info("job %s/%s deleted: finished, and its ttlSecondsAfterFinished (%ss) passed",
-                 namespace, name, (job.get("spec") or {}).get("ttlSecondsAfterFinished"))
+                 namespace, name, view.spec.get("ttlSecondsAfterFinished"))
         return None

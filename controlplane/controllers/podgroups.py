@@ -41,6 +41,7 @@ from controlplane.admission import jobevents, matching, podgroups, pods, podsrea
 from controlplane.admission import objects as adm
 from controlplane.apis import kueue_v1beta1 as kueue
 from controlplane.apis.events import EventType
+from controlplane.apis.kueue_views import WorkloadView
 from controlplane.controllers.admissiongate import Kinds
 from controlplane.controllers.context import ControllerContext
 from controlplane.controllers.events import EventReason, record_event
@@ -125,8 +126,9 @@ class PodGroups:
         for pod in members:
             if pods.gated(pod):
                 await self.starting.tell_checks(wl, pod)
-        if adm.admission_of(wl) is None and (wl.get("spec") or {}).get("queueName") != queue:
-            await self.ctx.objects.update(wl_rt, {**wl, "spec": {**(wl.get("spec") or {}), "queueName": queue}})
+        view = WorkloadView(wl)
+        if adm.admission_of(wl) is None and view.queue_name != queue:
+            await self.ctx.objects.update(wl_rt, {**wl, "spec": {**view.spec, "queueName": queue}})
         return False
 
     async def _status(self, wl: dict[str, Any], members: Sequence[Mapping[str, Any]], absent: int) -> dict[str, Any]:
@@ -158,7 +160,7 @@ class PodGroups:
         kept: list[dict[str, Any]] = []
         extra: list[dict[str, Any]] = []
         replaced: list[dict[str, Any]] = []
-        for ps in (wl.get("spec") or {}).get("podSets") or ():
+        for ps in WorkloadView(wl).pod_sets:
             count = int(ps.get("count", 1))
             role = [p for p in members if podgroups.role_hash(p) == ps.get("name")]
             running = [p for p in role if podgroups.runnable_or_succeeded(p)]
@@ -179,7 +181,7 @@ class PodGroups:
 
     async def _own(self, wl: dict[str, Any], kept: Sequence[Mapping[str, Any]]) -> None:
         """Kueue's ``ensureWorkloadOwnedByAllMembers``: every kept Pod an owner of the Workload."""
-        refs = list((wl.get("metadata") or {}).get("ownerReferences") or [])
+        refs = list(WorkloadView(wl).owner_references)
         uids = {r.get("uid") for r in refs}
         added = [_owner(p) for p in kept if (p.get("metadata") or {}).get("uid") not in uids]
         if not added or self.kinds.workload is None:

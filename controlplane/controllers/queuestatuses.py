@@ -22,6 +22,8 @@ from controlplane.admission import stopping, usagehistory
 from controlplane.admission.core import ClusterQueue, Usage, Waiting
 from controlplane.admission.core.admissionfairsharing import LocalQueueUsage, flattened
 from controlplane.admission.core.quota import FlavorResource
+from controlplane.apis.kueue_views import LocalQueueView
+from controlplane.apis.views import ObjectView
 from controlplane.controllers.admissiongate import Kinds
 from controlplane.controllers.context import ControllerContext
 from controlplane.controllers.informing import AssumedWrites
@@ -94,11 +96,12 @@ class QueueStatuses:
         for name, obj in cq_objs.items():
             pending, holding, admitted_count = cq_counts.get(name, [0, 0, 0])
             flavors = adm.flavors_usage(queues[name], usage)
+            view = ObjectView(obj)
             status = {
-                **{k: v for k, v in (obj.get("status") or {}).items() if k != "fairSharing"},
+                **{k: v for k, v in view.status.items() if k != "fairSharing"},
                 "pendingWorkloads": pending, "reservingWorkloads": holding, "admittedWorkloads": admitted_count,
                 "flavorsReservation": flavors, "flavorsUsage": flavors,
-                "conditions": with_condition((obj.get("status") or {}).get("conditions"), active[name], now=now),
+                "conditions": with_condition(view.conditions, active[name], now=now),
             }
             if self.ctx.settings.kueue_fair_sharing:
                 status["fairSharing"] = {"weightedShare": usage.queue_share(name)}
@@ -107,12 +110,13 @@ class QueueStatuses:
         next_sample: float | None = None
         for lq_key, obj in lqs.items():
             pending, holding, admitted_count = lq_counts.get(lq_key, [0, 0, 0])
-            cq_name = str((obj.get("spec") or {}).get("clusterQueue") or "")
+            lq = LocalQueueView(obj)
+            cq_name = lq.cluster_queue
             lq_active = stopping.local_queue_active(obj, active.get(cq_name))
             status = {
-                **(obj.get("status") or {}),
+                **lq.status,
                 "pendingWorkloads": pending, "reservingWorkloads": holding, "admittedWorkloads": admitted_count,
-                "conditions": with_condition((obj.get("status") or {}).get("conditions"), lq_active, now=now),
+                "conditions": with_condition(lq.conditions, lq_active, now=now),
             }
             fair_key = usagehistory.key_of(obj)
             sample = None
