@@ -18,7 +18,9 @@ The view of a kind with an API module of its own is there, built on :class:`Obje
 ``FlowSchemaView`` (:mod:`controlplane.apis.kube.flowcontrol`), ``WorkloadRebalancerView``
 (:mod:`controlplane.apis.apps_karmada_v1alpha1`), ``FederatedHPAView`` and
 ``CronFederatedHPAView`` (:mod:`controlplane.apis.autoscaling_karmada_v1alpha1`), ``PodView``
-(:mod:`controlplane.apis.pods`).
+(:mod:`controlplane.apis.pods`); Kueue's ``WorkloadView``, ``ClusterQueueView``, ``CohortView`` and
+``LocalQueueView`` have a module of their own (:mod:`controlplane.apis.kueue_views`), its API module
+being near its size limit.
 
 Zero-copy: a view wraps the dict it is given (``None`` reads as an empty object) and every
 property is one or two lookups, so views are cheap on hot paths; a missing or empty field
