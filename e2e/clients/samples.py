@@ -327,6 +327,11 @@ SPECS: dict[tuple[str, str], Builder] = {
     },
     ("kueue.x-k8s.io", "LocalQueue"): lambda name: {"spec": {"clusterQueue": name}},
     ("kueue.x-k8s.io", "AdmissionCheck"): lambda name: {"spec": {"controllerName": "example.com/" + name}},
+    ("kueue.x-k8s.io", "ProvisioningRequestConfig"): lambda name: {
+        # The CRD's retryStrategy defaults written out, as CronFederatedHPA's rules above.
+        "spec": {"provisioningClassName": "check-capacity.autoscaling.x-k8s.io", "managedResources": ["nvidia.com/gpu"],
+                 "retryStrategy": {"backoffLimitCount": 3, "backoffBaseSeconds": 60, "backoffMaxSeconds": 1800}},
+    },
     ("kueue.x-k8s.io", "Cohort"): lambda name: {"spec": {"fairSharing": {"weight": "2"}}},
     ("kueue.x-k8s.io", "WorkloadPriorityClass"): lambda name: {"value": 1000, "description": "clients suite"},
     ("kueue.x-k8s.io", "Workload"): lambda name: {

@@ -113,6 +113,11 @@ KIND_DESCRIPTIONS: dict[str, str] = {
         "names its checks, the check's controller sets each Workload's state of it, and the workload is "
         "admitted once every check is Ready."
     ),
+    "ProvisioningRequestConfig": (
+        "ProvisioningRequestConfig holds the parameters of Kueue's provisioning admission checks (Kueue's kind): "
+        "the provisioning class, its parameters and the retry strategy of the ProvisioningRequests asked "
+        "for a workload. The hub stores it; it runs no provisioning controller."
+    ),
     "WorkloadRebalancer": (
         "WorkloadRebalancer asks for a fresh placement of the workloads it lists, as if they ran nowhere "
         "(Karmada's apps.karmada.io kind); its status gives the result per workload, and it is deleted "

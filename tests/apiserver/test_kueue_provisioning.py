@@ -1,0 +1,124 @@
+"""Kueue's ProvisioningRequestConfig is served at ``kueue.x-k8s.io/v1beta2`` and ``v1beta1``, so a
+provisioning setup written for Kueue (flavor, queue with a check of the provisioning-request
+controller, the check, its config) applies unchanged: Kueue's CRD defaults filled, its schema's
+limits enforced, one stored object read at either version (through the hub's HTTP API on a real
+etcd, and with the real kubectl)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from .test_kube_validation import Client, hub, hub_kubeconfig  # noqa: F401 (fixtures)
+from .test_kueue_versions import V1B1, V1B2, ok
+from .test_real_clients import kubectl, needs_kubectl
+
+Obj = dict[str, Any]
+
+
+def config(version: str, name: str = "gpu-capacity", **spec: Any) -> Obj:
+    return {"apiVersion": f"kueue.x-k8s.io/{version}", "kind": "ProvisioningRequestConfig", "metadata": {"name": name},
+            "spec": {"provisioningClassName": "check-capacity.autoscaling.x-k8s.io", **spec}}
+
+
+async def test_kueues_defaults_fill_the_retry_strategy(hub: Client) -> None:  # noqa: F811
+    created = await ok(await hub.post(f"{V1B2}/provisioningrequestconfigs", json=config("v1beta2")), 201)
+    assert created["spec"]["retryStrategy"] == {"backoffLimitCount": 3, "backoffBaseSeconds": 60, "backoffMaxSeconds": 1800}
+    partial = config("v1beta1", "partial", retryStrategy={"backoffLimitCount": 0})
+    created = await ok(await hub.post(f"{V1B1}/provisioningrequestconfigs", json=partial), 201)
+    assert created["spec"]["retryStrategy"] == {"backoffLimitCount": 0, "backoffBaseSeconds": 60, "backoffMaxSeconds": 1800}
+    # One stored object, read at either version.
+    read = await ok(await hub.get(f"{V1B1}/provisioningrequestconfigs/gpu-capacity"))
+    assert read["apiVersion"] == "kueue.x-k8s.io/v1beta1"
+    assert read["spec"]["provisioningClassName"] == "check-capacity.autoscaling.x-k8s.io"
+
+
+@pytest.mark.parametrize(("spec", "field"), [
+    ({"provisioningClassName": "Check_Capacity"}, "spec.provisioningClassName"),
+    ({"managedResources": ["nvidia.com/gpu", "nvidia.com/gpu"]}, "spec.managedResources"),
+    ({"parameters": {"zone": "z" * 256}}, "spec.parameters"),
+    ({"podSetMergePolicy": "Merged"}, "spec.podSetMergePolicy"),
+    ({"podSetUpdates": {"nodeSelector": [{"key": "pool", "valueFromProvisioningClassDetail": ""}]}},
+     "spec.podSetUpdates.nodeSelector[0].valueFromProvisioningClassDetail"),
+    ({"retryStrategy": {"backoffLimitCount": "two"}}, "spec.retryStrategy.backoffLimitCount"),
+])
+async def test_kueues_schema_limits_are_enforced(hub: Client, spec: Obj, field: str) -> None:  # noqa: F811
+    response = await hub.post(f"{V1B2}/provisioningrequestconfigs", json=config("v1beta2", "refused", **spec))
+    body = await response.json()
+    assert response.status in (400, 422), body
+    assert field in body["message"], body
+    assert (await hub.get(f"{V1B2}/provisioningrequestconfigs/refused")).status == 404
+
+
+#: A provisioning setup of the shape Kueue's docs give: a check of Kueue's provisioning-request
+#: controller on one flavor of the queue, and the config it names (with the old parameters map).
+PROVISIONING_YAML = """\
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ResourceFlavor
+metadata:
+  name: gpu-nodes
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata:
+  name: provisioned
+spec:
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu]
+    flavors:
+    - name: gpu-nodes
+      resources:
+      - name: nvidia.com/gpu
+        nominalQuota: 4
+  admissionChecksStrategy:
+    admissionChecks:
+    - name: capacity-check
+      onFlavors: [gpu-nodes]
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: AdmissionCheck
+metadata:
+  name: capacity-check
+spec:
+  controllerName: kueue.x-k8s.io/provisioning-request
+  parameters:
+    apiGroup: kueue.x-k8s.io
+    kind: ProvisioningRequestConfig
+    name: capacity-config
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ProvisioningRequestConfig
+metadata:
+  name: capacity-config
+spec:
+  provisioningClassName: check-capacity.autoscaling.x-k8s.io
+  managedResources: [nvidia.com/gpu]
+  parameters:
+    maxRunDuration: "3600"
+  retryStrategy:
+    backoffLimitCount: 1
+    backoffBaseSeconds: 30
+"""
+
+
+@needs_kubectl
+async def test_kubectl_applies_a_kueue_provisioning_setup(hub_kubeconfig: Path, tmp_path: Path) -> None:  # noqa: F811
+    manifest = tmp_path / "provisioning.yaml"
+    manifest.write_text(PROVISIONING_YAML)
+    code, out, err = await kubectl(hub_kubeconfig, "apply", "-f", str(manifest))
+    assert code == 0, err
+    assert "provisioningrequestconfig.kueue.x-k8s.io/capacity-config created" in out.splitlines()
+    code, out, err = await kubectl(hub_kubeconfig, "apply", "--server-side", "-f", str(manifest))
+    assert code == 0, err
+    code, out, err = await kubectl(hub_kubeconfig, "get", "provisioningrequestconfig", "capacity-config", "-o", "yaml")
+    served = yaml.safe_load(out)
+    assert served["apiVersion"] == "kueue.x-k8s.io/v1beta2", err
+    assert served["spec"]["retryStrategy"] == {"backoffLimitCount": 1, "backoffBaseSeconds": 30, "backoffMaxSeconds": 1800}
+    code, out, err = await kubectl(hub_kubeconfig, "get", "provisioningrequestconfigs")
+    assert code == 0 and out.split()[:3] == ["NAME", "AGE", "capacity-config"], err
+    code, out, err = await kubectl(hub_kubeconfig, "explain", "provisioningrequestconfig.spec.retryStrategy.backoffMaxSeconds")
+    assert code == 0 and "FIELD: backoffMaxSeconds <integer>" in out, err
