@@ -49,7 +49,7 @@ def _grace_only_when_gracious(seconds: int | None, info: ValidationInfo) -> int 
     """``gracePeriodSeconds`` of a failover behaviour: only with a gracious ``purgeMode``."""
     mode = info.data.get("purge_mode")
     if seconds is not None and mode in ("Immediately", "Directly", "Never"):
-        raise ValueError(f"only applies when purgeMode is 'Graciously' or 'Gracefully' (got {mode!r})")
+        raise ValueError("only takes effect when purgeMode is graciously")
     return seconds
 
 
@@ -105,7 +105,8 @@ class ClusterFailoverBehavior(SpecModel):
 
 class FailoverBehavior(SpecModel):
     application: ApplicationFailoverBehavior | None = None
-    """Moves replicas off a cluster where the application stays unhealthy. Requires propagateDeps."""
+    """Moves replicas off a cluster where the application stays unhealthy (with propagateDeps, the objects it
+    needs move with it)."""
     cluster: ClusterFailoverBehavior | None = None
     """What happens to replicas on a cluster that fails."""
 

@@ -501,16 +501,6 @@ class PropagationSpec(SpecModel):
             )
         return selectors
 
-    @field_validator("failover")
-    @classmethod
-    def _failover_needs_deps(cls, failover: FailoverBehavior | None, info: ValidationInfo) -> FailoverBehavior | None:
-        if failover is not None and failover.application is not None and not info.data.get("propagate_deps"):
-            raise ValueError(
-                "application failover is set, so propagateDeps must be true "
-                "(dependencies have to move with the application)"
-            )
-        return failover
-
     @property
     def effective_priority(self) -> int:
         return self.priority or 0

@@ -326,13 +326,9 @@ def _rs(wire: dict[str, Any]) -> dict[str, Any]:
          "spec.placement.spreadConstraints[1].spreadByLabel",
          "spreadByLabel should not co-exist with spreadByField"),
         (KARMADA_DOCS["affinities-failover"],
-         lambda w: w["spec"].update(propagateDeps=False),
-         "spec.failover",
-         "propagateDeps must be true"),
-        (KARMADA_DOCS["affinities-failover"],
          lambda w: w["spec"]["failover"]["application"].update(purgeMode="Immediately"),
          "spec.failover.application.gracePeriodSeconds",
-         "only applies when purgeMode is 'Graciously'"),
+         "only takes effect when purgeMode is graciously"),
         (KARMADA_DOCS["affinities-failover"],
          lambda w: w["spec"]["suspension"].update(dispatching=True),
          "spec.suspension.dispatchingOnClusters",
@@ -451,6 +447,10 @@ def test_warnings(text: str, mutate: Any, expected: str) -> None:
         # Karmada's webhook checks an imageOverrider's predicate path, not its value.
         (KARMADA_DOCS["override-image-plaintext"],
          lambda w: w["spec"]["overrideRules"][0]["overriders"]["imageOverrider"][0].pop("value")),
+        # Karmada's docs advise propagateDeps with application failover; its webhook does not require it.
+        (KARMADA_DOCS["affinities-failover"], lambda w: w["spec"].pop("propagateDeps")),
+        (KARMADA_DOCS["duplicated"],
+         lambda w: w["spec"].update(failover={"application": {"decisionConditions": {"tolerationSeconds": 90}, "purgeMode": "Never"}})),
         # Karmada checks a field selector's key and operator, not that it lists values.
         (KARMADA_DOCS["dynamic-weights"],
          lambda w: w["spec"]["placement"]["clusterAffinity"]["fieldSelector"]["matchExpressions"][0].update(values=[])),
