@@ -332,6 +332,9 @@ SPECS: dict[tuple[str, str], Builder] = {
         "spec": {"provisioningClassName": "check-capacity.autoscaling.x-k8s.io", "managedResources": ["nvidia.com/gpu"],
                  "retryStrategy": {"backoffLimitCount": 3, "backoffBaseSeconds": 60, "backoffMaxSeconds": 1800}},
     },
+    ("kueue.x-k8s.io", "Topology"): lambda name: {
+        "spec": {"levels": [{"nodeLabel": "cloud.example.com/rack"}, {"nodeLabel": "kubernetes.io/hostname"}]}
+    },
     ("kueue.x-k8s.io", "Cohort"): lambda name: {"spec": {"fairSharing": {"weight": "2"}}},
     ("kueue.x-k8s.io", "WorkloadPriorityClass"): lambda name: {"value": 1000, "description": "clients suite"},
     ("kueue.x-k8s.io", "Workload"): lambda name: {

@@ -1,4 +1,4 @@
-"""Kueue's quota kinds, AdmissionChecks and ProvisioningRequestConfigs, served by the hub with Kueue's printer columns: at ``kueue.x-k8s.io/v1beta1``
+"""Kueue's quota kinds, AdmissionChecks, ProvisioningRequestConfigs and Topologies, served by the hub with Kueue's printer columns: at ``kueue.x-k8s.io/v1beta1``
 (stored) and ``v1beta2`` (converted on every read and write, :mod:`controlplane.apis.kueue_conversion`),
 and the Cohort at ``v1alpha1`` (stored), ``v1beta1`` and ``v1beta2``.
 
@@ -18,7 +18,7 @@ from pydantic import BaseModel
 
 from controlplane.apis import kueue_conversion as convert
 from controlplane.apis import kueue_defaulting as defaulting
-from controlplane.apis import kueue_provisioning, kueue_v1alpha1, kueue_v1beta2
+from controlplane.apis import kueue_provisioning, kueue_topology, kueue_v1alpha1, kueue_v1beta2
 from controlplane.apis import kueue_v1beta1 as kueue
 from controlplane.apis.kube.field import CauseType, FieldError
 from controlplane.apiserver.kinds import cells
@@ -147,6 +147,12 @@ PROVISIONING_REQUEST_CONFIG = ResourceType(
     defaults_on_read=kueue_provisioning.defaults,
 )
 
+TOPOLOGY = ResourceType(
+    kueue.API_GROUP, kueue.VERSION, "Topology", "topologies", "topology", namespaced=False,
+    model=kueue_topology.Topology,
+    validate=kueue_topology.levels_errors,
+)
+
 
 _TO_V1BETA2 = convert.to_version(kueue_v1beta2.API_VERSION)
 
@@ -178,6 +184,14 @@ PROVISIONING_REQUEST_CONFIG_V1BETA2 = _v1beta2(
     PROVISIONING_REQUEST_CONFIG, kueue_provisioning.ProvisioningRequestConfigV1beta2,
     convert.to_version(kueue.API_VERSION), _TO_V1BETA2,
 )
+TOPOLOGY_V1BETA2 = _v1beta2(
+    TOPOLOGY, kueue_topology.TopologyV1beta2, convert.to_version(kueue.API_VERSION), _TO_V1BETA2,
+)
+TOPOLOGY_V1ALPHA1 = replace(
+    _v1beta2(TOPOLOGY, kueue_topology.TopologyV1alpha1, convert.to_version(kueue.API_VERSION),
+             convert.to_version(kueue_v1alpha1.API_VERSION)),
+    version=kueue_v1alpha1.VERSION,
+)
 _COHORT_TO_STORAGE = convert.to_version(kueue_v1alpha1.API_VERSION)
 COHORT_V1BETA2 = _v1beta2(COHORT, kueue_v1beta2.Cohort, _COHORT_TO_STORAGE, _TO_V1BETA2)
 COHORT_V1BETA1 = replace(
@@ -191,7 +205,7 @@ def kueue_resources() -> list[ResourceType]:
     version), then v1beta1, then v1alpha1."""
     return [
         RESOURCE_FLAVOR_V1BETA2, CLUSTER_QUEUE_V1BETA2, LOCAL_QUEUE_V1BETA2, WORKLOAD_PRIORITY_CLASS_V1BETA2,
-        WORKLOAD_V1BETA2, COHORT_V1BETA2, ADMISSION_CHECK_V1BETA2, PROVISIONING_REQUEST_CONFIG_V1BETA2,
+        WORKLOAD_V1BETA2, COHORT_V1BETA2, ADMISSION_CHECK_V1BETA2, PROVISIONING_REQUEST_CONFIG_V1BETA2, TOPOLOGY_V1BETA2,
         RESOURCE_FLAVOR, CLUSTER_QUEUE, LOCAL_QUEUE, WORKLOAD_PRIORITY_CLASS, WORKLOAD, COHORT_V1BETA1, ADMISSION_CHECK,
-        PROVISIONING_REQUEST_CONFIG, COHORT,
+        PROVISIONING_REQUEST_CONFIG, TOPOLOGY, COHORT, TOPOLOGY_V1ALPHA1,
     ]

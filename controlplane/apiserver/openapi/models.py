@@ -118,6 +118,10 @@ KIND_DESCRIPTIONS: dict[str, str] = {
         "the provisioning class, its parameters and the retry strategy of the ProvisioningRequests asked "
         "for a workload. The hub stores it; it runs no provisioning controller."
     ),
+    "Topology": (
+        "Topology lists the node label levels of topology-aware scheduling (Kueue's kind), from the widest "
+        "to the narrowest; a ResourceFlavor names it in topologyName. The hub stores it; members place pods on nodes."
+    ),
     "WorkloadRebalancer": (
         "WorkloadRebalancer asks for a fresh placement of the workloads it lists, as if they ran nowhere "
         "(Karmada's apps.karmada.io kind); its status gives the result per workload, and it is deleted "

@@ -1,8 +1,9 @@
-"""Kueue's ProvisioningRequestConfig is served at ``kueue.x-k8s.io/v1beta2`` and ``v1beta1``, so a
-provisioning setup written for Kueue (flavor, queue with a check of the provisioning-request
-controller, the check, its config) applies unchanged: Kueue's CRD defaults filled, its schema's
-limits enforced, one stored object read at either version (through the hub's HTTP API on a real
-etcd, and with the real kubectl)."""
+"""Kueue's ProvisioningRequestConfig (``kueue.x-k8s.io/v1beta2`` and ``v1beta1``) and Topology (and
+``v1alpha1``) are served, so a provisioning setup written for Kueue (flavor, queue with a check of
+the provisioning-request controller, the check, its config) and a topology-aware one (a Topology, a
+flavor naming it) apply unchanged: Kueue's CRD defaults filled, its schema's limits and CEL rules
+enforced, one stored object read at every version (through the hub's HTTP API on a real etcd, and
+with the real kubectl)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 import yaml
 
 from .test_kube_validation import Client, hub, hub_kubeconfig  # noqa: F401 (fixtures)
-from .test_kueue_versions import V1B1, V1B2, ok
+from .test_kueue_versions import GROUP, V1B1, V1B2, ok
 from .test_real_clients import kubectl, needs_kubectl
 
 Obj = dict[str, Any]
@@ -122,3 +123,82 @@ async def test_kubectl_applies_a_kueue_provisioning_setup(hub_kubeconfig: Path, 
     assert code == 0 and out.split()[:3] == ["NAME", "AGE", "capacity-config"], err
     code, out, err = await kubectl(hub_kubeconfig, "explain", "provisioningrequestconfig.spec.retryStrategy.backoffMaxSeconds")
     assert code == 0 and "FIELD: backoffMaxSeconds <integer>" in out, err
+
+
+def topology(version: str, *labels: str, name: str = "racks") -> Obj:
+    return {"apiVersion": f"kueue.x-k8s.io/{version}", "kind": "Topology", "metadata": {"name": name},
+            "spec": {"levels": [{"nodeLabel": label} for label in labels]}}
+
+
+LEVELS = ("cloud.example.com/topology-block", "cloud.example.com/topology-rack", "kubernetes.io/hostname")
+
+
+async def test_a_topology_reads_back_at_every_version(hub: Client) -> None:  # noqa: F811
+    await ok(await hub.post(f"{GROUP}/v1alpha1/topologies", json=topology("v1alpha1", *LEVELS)), 201)
+    for version in ("v1alpha1", "v1beta1", "v1beta2"):
+        read = await ok(await hub.get(f"{GROUP}/{version}/topologies/racks"))
+        assert (read["apiVersion"], read["spec"]) == (f"kueue.x-k8s.io/{version}", topology(version, *LEVELS)["spec"])
+
+
+@pytest.mark.parametrize(("levels", "message"), [
+    ((), "spec.levels"),
+    (("rack", "rack"), 'spec.levels: Invalid value: "array": must be unique'),
+    (("kubernetes.io/hostname", "rack"),
+     'spec.levels: Invalid value: "array": the kubernetes.io/hostname label can only be used at the lowest level of topology'),
+    (("not a label",), "spec.levels[0].nodeLabel"),
+    (tuple(f"level-{n}" for n in range(17)), "spec.levels"),
+])
+async def test_a_topologys_levels_follow_kueues_rules(hub: Client, levels: tuple[str, ...], message: str) -> None:  # noqa: F811
+    response = await hub.post(f"{V1B2}/topologies", json=topology("v1beta2", *levels, name="refused"))
+    body = await response.json()
+    assert response.status == 422, body
+    assert message in body["message"], body
+
+
+async def test_a_topologys_levels_are_immutable(hub: Client) -> None:  # noqa: F811
+    created = await ok(await hub.post(f"{V1B1}/topologies", json=topology("v1beta1", *LEVELS, name="fixed")), 201)
+    changed = {**created, "spec": {"levels": [{"nodeLabel": "cloud.example.com/topology-rack"}]}}
+    response = await hub.put(f"{V1B1}/topologies/fixed", json=changed)
+    body = await response.json()
+    assert response.status == 422, body
+    assert 'spec.levels: Invalid value: "array": field is immutable' in body["message"], body
+    labelled = {**created, "metadata": {**created["metadata"], "labels": {"team": "infra"}}}
+    await ok(await hub.put(f"{V1B1}/topologies/fixed", json=labelled))
+
+
+#: A topology-aware setup of the shape Kueue's docs give: the Topology at v1alpha1, a flavor naming it.
+TOPOLOGY_YAML = """\
+apiVersion: kueue.x-k8s.io/v1alpha1
+kind: Topology
+metadata:
+  name: dc-layout
+spec:
+  levels:
+  - nodeLabel: cloud.example.com/topology-block
+  - nodeLabel: kubernetes.io/hostname
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ResourceFlavor
+metadata:
+  name: tas-gpus
+spec:
+  nodeLabels:
+    cloud.example.com/node-group: gpus
+  topologyName: dc-layout
+"""
+
+
+@needs_kubectl
+async def test_kubectl_applies_a_kueue_topology_setup(hub_kubeconfig: Path, tmp_path: Path) -> None:  # noqa: F811
+    manifest = tmp_path / "topology.yaml"
+    manifest.write_text(TOPOLOGY_YAML)
+    code, out, err = await kubectl(hub_kubeconfig, "apply", "-f", str(manifest))
+    assert (code, out.splitlines()) == (0, ["topology.kueue.x-k8s.io/dc-layout created",
+                                            "resourceflavor.kueue.x-k8s.io/tas-gpus created"]), err
+    code, out, err = await kubectl(hub_kubeconfig, "apply", "--server-side", "-f", str(manifest))
+    assert code == 0, err
+    code, out, err = await kubectl(hub_kubeconfig, "get", "topologies", "dc-layout", "-o", "yaml")
+    served = yaml.safe_load(out)
+    assert served["apiVersion"] == "kueue.x-k8s.io/v1beta2", err
+    assert [level["nodeLabel"] for level in served["spec"]["levels"]] == [
+        "cloud.example.com/topology-block", "kubernetes.io/hostname"]
