@@ -99,6 +99,8 @@ class EventReason(StrEnum):
     OWNER_REFERENCES_ADDED = "OwnerReferencesAdded"
     FINISHED_WORKLOAD = "FinishedWorkload"
     UPDATED_ADMISSION_CHECK = "UpdatedAdmissionCheck"
+    # Karmada's cluster-taint-policy controller's, on the Cluster.
+    TAINT_CLUSTER_SUCCEED = "TaintClusterSucceed"
 
 
 async def record_event(

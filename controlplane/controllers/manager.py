@@ -26,6 +26,7 @@ from typing import Any
 from controlplane.admission.metrics import QueueMetrics
 from controlplane.controllers.admission import AdmissionController
 from controlplane.controllers.binding import BindingController
+from controlplane.controllers.clustertaints import ClusterTaintPolicyController
 from controlplane.controllers.context import ControllerContext, ControllerSettings, utc_now
 from controlplane.controllers.customizations import CustomizationsController
 from controlplane.controllers.deleting import DeletionController
@@ -117,6 +118,7 @@ class ControllerManager(Service):
         dependencies = DependenciesController(ctx)
         selectors = PolicySelectorsController(ctx)
         rebalancers = RebalancerController(ctx)
+        cluster_taints = ClusterTaintPolicyController(ctx)
         federated_quotas = FederatedQuotaController(ctx)
         finished_jobs = FinishedJobsController(ctx)
         hpa_targets = HPAScaleTargetMarker(ctx)
@@ -136,7 +138,7 @@ class ControllerManager(Service):
             customizations.loop, detector.loop, scheduler.loop, binder.loop, status.loop, evictions.loop,
             *dependencies.loops, deletion.loop, selectors.loop, rebalancers.loop, federated_quotas.loop, finished_jobs.loop,
             hpa_targets.loop, admission.loop, resource_in_use.loop, history.loop, federated_hpas.loop,
-            cron_federated_hpas.loop,
+            cron_federated_hpas.loop, cluster_taints.loop,
         ]
         self.context, self.scheduler, self.evictions = ctx, scheduler, evictions
         self._loops = [*loops, collector.loop]  # the collector starts its own, once it has listed every kind

@@ -332,6 +332,12 @@ SPECS: dict[tuple[str, str], Builder] = {
         "spec": {"provisioningClassName": "check-capacity.autoscaling.x-k8s.io", "managedResources": ["nvidia.com/gpu"],
                  "retryStrategy": {"backoffLimitCount": 3, "backoffBaseSeconds": 60, "backoffMaxSeconds": 1800}},
     },
+    ("policy.karmada.io", "ClusterTaintPolicy"): lambda name: {
+        # Its taint a key no other sample's policy uses, so that no cluster of the shared hub is tainted.
+        "spec": {"targetClusters": {"clusterNames": ["no-such-cluster"]},
+                 "addOnConditions": [{"conditionType": "Ready", "operator": "NotIn", "statusValues": ["True"]}],
+                 "taints": [{"key": "clients.example.com/" + name, "effect": "NoSchedule"}]}
+    },
     ("kueue.x-k8s.io", "Topology"): lambda name: {
         "spec": {"levels": [{"nodeLabel": "cloud.example.com/rack"}, {"nodeLabel": "kubernetes.io/hostname"}]}
     },

@@ -1,7 +1,8 @@
 """gpufed's own kinds as the hub serves them: Cluster, ResourceBinding, Work, and Karmada's policy
 kinds under both ``policy.gpufed.io`` and ``policy.karmada.io`` (one stored set), with Karmada's
 printer columns and defaults (:mod:`policies.defaulting`), and Karmada's FederatedResourceQuota
-under ``policy.karmada.io`` (:mod:`policies.federated_quota`).
+(:mod:`policies.federated_quota`) and ClusterTaintPolicy (:mod:`policies.taint_policy`) under
+``policy.karmada.io``.
 
 In: the kinds' models (pydantic, from :mod:`controlplane.apis` and :mod:`policies`). Out:
 :func:`gpufed_resources` for the hub's registry; :func:`gpufed_resource_types` with any models
@@ -56,11 +57,13 @@ def gpufed_resource_types(
     policy_models: Mapping[str, type[BaseModel] | None],
     policy_warnings: Warner | None = None,
     federated_quota_model: type[BaseModel] | None = None,
+    taint_policy_model: type[BaseModel] | None = None,
 ) -> list[ResourceType]:
     """gpufed's own kinds with the given models (None = permissive) and the policy kinds'
     warnings hook; see gpufed_resources()."""
     from controlplane.apis import constants as c
     from policies import federated_quota as frq
+    from policies import taint_policy
     from policies.defaulting import POLICY_DEFAULTS, name_denial
 
     types: list[ResourceType] = [
@@ -139,6 +142,12 @@ def gpufed_resource_types(
             defaults=frq.canonical_quantities, webhook_denial=frq.quota_denial,
         )
     )
+    types.append(
+        ResourceType(
+            c.KARMADA_POLICY_GROUP, c.VERSION, taint_policy.KIND, "clustertaintpolicies", "clustertaintpolicy",
+            namespaced=False, model=taint_policy_model, webhook_denial=taint_policy.taint_policy_denial,
+        )
+    )
     return types
 
 
@@ -152,6 +161,7 @@ def gpufed_resources() -> list[ResourceType]:
     from policies.federated_quota import FederatedResourceQuota
     from policies.models import ClusterPropagationPolicy, PropagationPolicy
     from policies.override_models import ClusterOverridePolicy, OverridePolicy
+    from policies.taint_policy import ClusterTaintPolicy
     from policies.validation import validate_policy  # type: ignore[import-not-found,unused-ignore]
 
     def policy_warnings(obj: dict[str, Any]) -> list[str]:
@@ -169,4 +179,5 @@ def gpufed_resources() -> list[ResourceType]:
         },
         policy_warnings=policy_warnings,
         federated_quota_model=FederatedResourceQuota,
+        taint_policy_model=ClusterTaintPolicy,
     )

@@ -118,6 +118,11 @@ KIND_DESCRIPTIONS: dict[str, str] = {
         "the provisioning class, its parameters and the retry strategy of the ProvisioningRequests asked "
         "for a workload. The hub stores it; it runs no provisioning controller."
     ),
+    "ClusterTaintPolicy": (
+        "ClusterTaintPolicy adds taints to clusters and removes them by the clusters' status conditions "
+        "(Karmada's kind): the taints are added when every addOnConditions entry matches a targeted "
+        "cluster's conditions and removed when every removeOnConditions entry does."
+    ),
     "Topology": (
         "Topology lists the node label levels of topology-aware scheduling (Kueue's kind), from the widest "
         "to the narrowest; a ResourceFlavor names it in topologyName. The hub stores it; members place pods on nodes."

@@ -252,6 +252,8 @@ def gpufed_cluster_roles() -> list[dict[str, Any]]:
         rule(READ, ("apps.karmada.io",), ("workloadrebalancers", "workloadrebalancers/status")),
         # As kube's ResourceQuotas: everyone may read a namespace's, only cluster-admin writes them.
         rule(READ, (KARMADA_POLICY_GROUP,), ("federatedresourcequotas", "federatedresourcequotas/status")),
+        # Karmada's cluster-scoped ClusterTaintPolicies: read by all, written by cluster-admin.
+        rule(READ, (KARMADA_POLICY_GROUP,), ("clustertaintpolicies",)),
         rule(READ, ("autoscaling.karmada.io",), _AUTOSCALERS),
         # Quotas: everyone may see the queues and why a workload waits (the status subresources too).
         rule(READ, (KUEUE_GROUP,), (*_KUEUE_KINDS, *(f"{p}/status" for p in _KUEUE_KINDS))),
