@@ -106,15 +106,19 @@ spec:
 """
 
 
+async def _applied_both_ways(kubeconfig: Path, text: str) -> list[str]:
+    """``text`` applied client-side, then server-side: the first apply's lines."""
+    code, out, err = await kubectl(kubeconfig, "apply", "-f", "-", stdin=text)
+    assert code == 0, err
+    code, _, err = await kubectl(kubeconfig, "apply", "--server-side", "-f", "-", stdin=text)
+    assert code == 0, err
+    return out.splitlines()
+
+
 @needs_kubectl
-async def test_kubectl_applies_a_kueue_provisioning_setup(hub_kubeconfig: Path, tmp_path: Path) -> None:  # noqa: F811
-    manifest = tmp_path / "provisioning.yaml"
-    manifest.write_text(PROVISIONING_YAML)
-    code, out, err = await kubectl(hub_kubeconfig, "apply", "-f", str(manifest))
-    assert code == 0, err
-    assert "provisioningrequestconfig.kueue.x-k8s.io/capacity-config created" in out.splitlines()
-    code, out, err = await kubectl(hub_kubeconfig, "apply", "--server-side", "-f", str(manifest))
-    assert code == 0, err
+async def test_kubectl_applies_a_kueue_provisioning_setup(hub_kubeconfig: Path) -> None:  # noqa: F811
+    out = await _applied_both_ways(hub_kubeconfig, PROVISIONING_YAML)
+    assert "provisioningrequestconfig.kueue.x-k8s.io/capacity-config created" in out
     code, out, err = await kubectl(hub_kubeconfig, "get", "provisioningrequestconfig", "capacity-config", "-o", "yaml")
     served = yaml.safe_load(out)
     assert served["apiVersion"] == "kueue.x-k8s.io/v1beta2", err
@@ -189,15 +193,11 @@ spec:
 
 
 @needs_kubectl
-async def test_kubectl_applies_a_kueue_topology_setup(hub_kubeconfig: Path, tmp_path: Path) -> None:  # noqa: F811
-    manifest = tmp_path / "topology.yaml"
-    manifest.write_text(TOPOLOGY_YAML)
-    code, out, err = await kubectl(hub_kubeconfig, "apply", "-f", str(manifest))
-    assert (code, out.splitlines()) == (0, ["topology.kueue.x-k8s.io/dc-layout created",
-                                            "resourceflavor.kueue.x-k8s.io/tas-gpus created"]), err
-    code, out, err = await kubectl(hub_kubeconfig, "apply", "--server-side", "-f", str(manifest))
-    assert code == 0, err
+async def test_kubectl_applies_a_kueue_topology_setup(hub_kubeconfig: Path) -> None:  # noqa: F811
+    out = await _applied_both_ways(hub_kubeconfig, TOPOLOGY_YAML)
+    assert out == ["topology.kueue.x-k8s.io/dc-layout created", "resourceflavor.kueue.x-k8s.io/tas-gpus created"]
     code, out, err = await kubectl(hub_kubeconfig, "get", "topologies", "dc-layout", "-o", "yaml")
+    assert code == 0, err
     served = yaml.safe_load(out)
     assert served["apiVersion"] == "kueue.x-k8s.io/v1beta2", err
     assert [level["nodeLabel"] for level in served["spec"]["levels"]] == [
