@@ -200,7 +200,8 @@ class ResourceType:
     #: why the write is forbidden (403 ``<resource> "<name>" is forbidden: <reason>``), or None.
     admit_against_stored: Callable[[dict[str, Any], list[dict[str, Any]]], str | None] | None = None
     #: A webhook's refusal of an object on create and update (Karmada's, of a policy's name): the
-    #: object -> (the webhook, why), or None; answered as kube answers a webhook's denial. An update
+    #: object -> (the webhook, why), or None; answered as kube answers a webhook's denial (403
+    #: ``Forbidden``, as controller-runtime's ``admission.Denied`` gives it). An update
     #: of an object it already refuses (stored before the rule) is let through.
     webhook_denial: Callable[[dict[str, Any]], tuple[str, str] | None] | None = None
     #: kube answers a delete of this kind with the deleted object, not a success Status (its

@@ -103,7 +103,8 @@ async def test_karmadas_webhook_refuses(api: TestClient[Any, Any], spec: dict[st
     obj = _with(**spec)
     obj["metadata"]["name"] = name
     refused = await api.post(COLLECTION, json=obj)
-    assert refused.status == 400
+    assert refused.status == 403  # controller-runtime's admission.Denied
+    assert (await refused.json())["reason"] == "Forbidden"
     assert (await refused.json())["message"] == WEBHOOK + message
     assert (await api.get(f"{COLLECTION}/{name}")).status == 404
 
@@ -112,7 +113,7 @@ async def test_an_update_is_refused_too(api: TestClient[Any, Any]) -> None:
     stored = await (await api.post(COLLECTION, json=SAMPLE)).json()
     stored["spec"]["overall"] = {"cpu": "99"}
     refused = await api.put(f"{COLLECTION}/test", json=stored)
-    assert refused.status == 400
+    assert refused.status == 403
     assert (await refused.json())["message"] == WEBHOOK + 'spec.overall[cpu]: Invalid value: "99": overall is less than assignments'
 
 

@@ -1,7 +1,8 @@
 """Karmada's limit on a propagation policy's name: its mutating webhook refuses a
 PropagationPolicy or ClusterPropagationPolicy named longer than 63 characters (the name goes in
-a label), and kube-apiserver answers the denial as ``400 admission webhook "<webhook>" denied the
-request: <kind>'s name should be no more than 63 characters``. OverridePolicies have no limit."""
+a label), with controller-runtime's ``admission.Denied`` (403, reason Forbidden), and kube-apiserver
+answers the denial as ``403 admission webhook "<webhook>" denied the request: <kind>'s name should
+be no more than 63 characters``. OverridePolicies have no limit."""
 
 from __future__ import annotations
 
@@ -49,9 +50,9 @@ async def test_a_long_name_is_refused_as_karmadas_webhook_refuses_it(
     api: TestClient[Any, Any], group: str, kind: str, webhook: str
 ) -> None:
     refused = await api.post(collection(group, kind), json=policy(group, kind, LONG))
-    assert refused.status == 400
+    assert refused.status == 403
     assert await refused.json() == {
-        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "code": 400,
+        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "code": 403, "reason": "Forbidden",
         "message": f'admission webhook "{webhook}" denied the request: {kind}\'s name should be no more than 63 characters',
     }
     assert (await api.get(f"{collection(group, kind)}/{LONG}")).status == 404
@@ -70,8 +71,8 @@ async def test_kubectl_apply_prints_the_webhooks_denial(kubeconfig: Path) -> Non
     code, out, err = await kubectl(kubeconfig, "apply", "-f", "-", stdin=manifest)
     assert code != 0, out
     assert (
-        'admission webhook "propagationpolicy.karmada.io" denied the request: '
-        "PropagationPolicy's name should be no more than 63 characters"
+        'Error from server (Forbidden): error when creating "STDIN": admission webhook "propagationpolicy.karmada.io" '
+        "denied the request: PropagationPolicy's name should be no more than 63 characters"
     ) in err, err
 
 

@@ -102,6 +102,7 @@ async def test_karmadas_webhook_refusals(objects: ObjectStore, taints: list[dict
     with pytest.raises(errors.WebhookDenied) as denied:
         await objects.create(rt, taint_policy("refused", *taints))
     assert str(denied.value) == message
+    assert (denied.value.code, denied.value.to_status()["reason"]) == (403, "Forbidden")
 
 
 async def test_a_policy_needs_a_taint_and_known_operators(objects: ObjectStore) -> None:

@@ -468,10 +468,11 @@ def _webhooks_deny(rt: ResourceType, obj: dict[str, Any]) -> bool:
 
 def _webhooks_admit(rt: ResourceType, obj: dict[str, Any]) -> None:
     """The kind's admission webhook (:attr:`ResourceType.webhook_denial`) refusing ``obj``, as kube
-    answers a webhook's denial."""
+    answers a webhook's denial. Those webhooks are Karmada's, whose refusals are controller-runtime's
+    ``admission.Denied``: code 403, reason ``Forbidden``, the message."""
     denial = rt.webhook_denial(obj) if rt.webhook_denial is not None else None
     if denial is not None:
-        raise errors.WebhookDenied(*denial)
+        raise errors.WebhookDenied(*denial, code=403, reason=errors.StatusReason.FORBIDDEN)
 
 
 def _check_resource_version(rt: ResourceType, kv: storage.KeyValue, wanted: Any, *, name: str) -> None:
