@@ -60,8 +60,9 @@ class ApplicationFailoverBehavior(SpecModel):
     ``Directly|Gracefully|Never``).
     """
 
-    decision_conditions: DecisionConditions = Field(default_factory=DecisionConditions)
-    """When the application counts as failed in a cluster."""
+    decision_conditions: DecisionConditions
+    """When the application counts as failed in a cluster (required, as in Karmada's CRD; its
+    tolerationSeconds defaults to 300)."""
     purge_mode: PurgeMode | None = None
     """How the copy in the failed cluster is removed: Immediately or Directly (at once), Graciously or
     Gracefully (once the replacement is healthy, or after gracePeriodSeconds), Never (left to the user)."""

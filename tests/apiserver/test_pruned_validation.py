@@ -44,8 +44,11 @@ async def hub() -> AsyncIterator[TestClient[Any, Any]]:
 
 
 async def test_the_object_as_sent_without_the_unknown_field_is_invalid(hub: TestClient[Any, Any]) -> None:
+    # Karmada's CRD requires an application failover's decisionConditions.
     direct = await hub.post(POLICIES, json=policy({"application": {}}))
-    assert direct.status == 422, await direct.text()
+    body = await direct.json()
+    assert direct.status == 422, body
+    assert "spec.failover.application.decisionConditions: Required value" in body["message"], body
 
 
 @pytest.mark.parametrize("validation", ["Warn", "Ignore"])
