@@ -62,7 +62,7 @@ from controlplane.apiserver.clientcertificates import ClientCertificates
 from controlplane.apiserver.componentstatus import ComponentStatuses, leader_probe, store_probe
 from controlplane.apiserver.identity import Role
 from controlplane.apiserver.kubeconfig import KubeconfigError, load_kubeconfig, write_kubeconfig
-from controlplane.apiserver.kueuepods import check_managed_label
+from controlplane.apiserver.kueuepods import check_job_queue_name, check_managed_label
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.apiserver.proxy.podlist import pod_list_routes
 from controlplane.apiserver.proxy.resourcemetrics import ResourceMetrics
@@ -282,6 +282,7 @@ class Hub(ShutdownOnce):
         self.objects.admit_writes(self.quota_admission)
         self.objects.check_creates(hold_queued_workload)  # Kueue's job and pod webhooks' defaults
         self.objects.admit_writes(check_managed_label)  # Kueue's pod webhook's validation
+        self.objects.admit_writes(check_job_queue_name)  # Kueue's job webhooks' queue-name rule
         self.webhooks = WebhookAdmission(self.objects, authorizer, self.metrics.admission, cache=self.watch_cache)
         self.interpreter_webhooks = InterpreterWebhooks(self.objects, self.watch_cache, self.webhooks.client)
         self._background.append(

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from controlplane.apis.kube import objects
+from controlplane.apis.kube.field import FieldError, immutable
 
 #: Where Kueue's job integrations keep the flag it flips to start a job it admitted (Kueue suspends
 #: a queued job when it is created and unsuspends it on admission), by API group and kind.
@@ -49,3 +50,24 @@ def set_job_suspend(obj: dict[str, Any], value: bool) -> bool:
         return False
     parent[path[-1]] = value
     return True
+
+
+#: The label naming the LocalQueue a job is queued in, and where Kueue's job webhooks report it.
+LABEL_QUEUE_NAME: Final = "kueue.x-k8s.io/queue-name"
+QUEUE_NAME_PATH: Final = f"metadata.labels[{LABEL_QUEUE_NAME}]"
+
+
+def _queue_label(obj: Mapping[str, Any]) -> str:
+    labels = (obj.get("metadata") or {}).get("labels")
+    value = labels.get(LABEL_QUEUE_NAME) if isinstance(labels, Mapping) else None
+    return value if isinstance(value, str) else ""
+
+
+def queue_name_update_errors(new: Mapping[str, Any], old: Mapping[str, Any]) -> list[FieldError]:
+    """Kueue's job webhooks on an update of a job of a kind it suspends (``ValidateJobOnUpdate``'s
+    queue-name rule): while the job as written is not suspended, its label
+    ``kueue.x-k8s.io/queue-name`` may be neither added, changed nor removed (kube's "field is
+    immutable", with the new value, "" when removed). A suspended job may change queues."""
+    if suspend_path(str(new.get("apiVersion") or ""), str(new.get("kind") or "")) is None or job_suspend(new) is True:
+        return []
+    return immutable(_queue_label(new), _queue_label(old), QUEUE_NAME_PATH)

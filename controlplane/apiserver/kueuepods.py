@@ -1,19 +1,35 @@
-"""Kueue's pod webhook's validation, as an admission of the hub's API (the hub serves Kueue).
+"""Kueue's pod and job webhooks' validation, as admissions of the hub's API (the hub serves Kueue).
 
-In: every create and update of a Pod (:data:`~controlplane.apiserver.admission.AdmitWrite`).
-Out: a 422 ``Invalid`` when the Pod's label ``kueue.x-k8s.io/managed`` is set to anything but
-``"true"`` (:func:`controlplane.admission.pods.managed_label_errors`), or its pod group's label
-and annotation break Kueue's rules (:func:`controlplane.admission.podgroups.metadata_errors`: the
-group name and the total count go together, the count is a positive integer, the group name is
-immutable), as Kueue's webhook refuses them. A write through ``status`` is not checked: Kueue's
-webhook is not called for it.
+In: every create and update (:data:`~controlplane.apiserver.admission.AdmitWrite`). Out: a 422
+``Invalid``, nothing written, when
+
+* a Pod's label ``kueue.x-k8s.io/managed`` is set to anything but ``"true"``
+  (:func:`controlplane.admission.pods.managed_label_errors`), or its pod group's label and
+  annotation break Kueue's rules (:func:`controlplane.admission.podgroups.metadata_errors`: the
+  group name and the total count go together, the count is a positive integer, the group name is
+  immutable) — :func:`check_managed_label`;
+* an update of a job of a kind Kueue suspends adds, changes or removes its label
+  ``kueue.x-k8s.io/queue-name`` while the job as written is not suspended
+  (:func:`controlplane.apis.kueue_jobs.queue_name_update_errors`) — :func:`check_job_queue_name`;
+
+as Kueue's webhooks refuse them. A write through a subresource (``status``, ``scale``) is not
+checked for what Kueue's webhooks only see on the object itself.
 """
 
 from __future__ import annotations
 
 from controlplane.admission import podgroups, pods
+from controlplane.apis import kueue_jobs
+from controlplane.apis.kube.field import FieldError
 from controlplane.apiserver import errors
 from controlplane.apiserver.admission import WriteAttributes
+
+
+def _refuse(attrs: WriteAttributes, refused: list[FieldError]) -> None:
+    if refused:
+        name = str((attrs.new.get("metadata") or {}).get("name") or "")
+        raise errors.invalid(kind=attrs.resource.kind, group=attrs.resource.group, name=name,
+                             causes=[errors.Cause(str(e.type), e.message, e.field) for e in refused])
 
 
 async def check_managed_label(attrs: WriteAttributes) -> None:
@@ -22,10 +38,14 @@ async def check_managed_label(attrs: WriteAttributes) -> None:
     refused = pods.managed_label_errors(attrs.new)
     if attrs.subresource != "status":
         refused += podgroups.metadata_errors(attrs.new, attrs.old)
-    if refused:
-        name = str((attrs.new.get("metadata") or {}).get("name") or "")
-        raise errors.invalid(kind="Pod", group="", name=name,
-                             causes=[errors.Cause(str(e.type), e.message, e.field) for e in refused])
+    _refuse(attrs, refused)
 
 
-__all__ = ["check_managed_label"]
+async def check_job_queue_name(attrs: WriteAttributes) -> None:
+    if attrs.old is None or attrs.subresource is not None:
+        return
+    typed = {**attrs.new, "apiVersion": attrs.resource.api_version, "kind": attrs.resource.kind}
+    _refuse(attrs, kueue_jobs.queue_name_update_errors(typed, attrs.old))
+
+
+__all__ = ["check_job_queue_name", "check_managed_label"]

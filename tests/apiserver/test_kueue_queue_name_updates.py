@@ -1,0 +1,121 @@
+"""Kueue's job webhooks' queue-name rule on the hub's API: a job of a kind Kueue suspends may move
+to another LocalQueue (its label ``kueue.x-k8s.io/queue-name`` added, changed or removed) only
+while it is suspended. Otherwise the update is refused as Kueue's webhook refuses it (a 422 with
+kube's field error), and nothing is written."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from aiohttp.test_utils import TestClient, TestServer
+
+from controlplane.apis import kueue_jobs
+from controlplane.apiserver.app import create_app
+from controlplane.apiserver.kueuepods import check_job_queue_name
+from controlplane.apiserver.objects import ObjectStore
+from controlplane.controllers.admissiongate import hold_queued_workload
+from controlplane.hub import hub_registry
+from controlplane.storage import MemoryStore
+
+JOBS = "/apis/batch/v1/namespaces/default/jobs"
+MERGE = {"Content-Type": "application/merge-patch+json"}
+LABEL = "kueue.x-k8s.io/queue-name"
+
+
+@pytest.fixture
+async def api() -> AsyncIterator[TestClient[Any, Any]]:
+    registry = hub_registry()
+    async with MemoryStore() as memory:
+        objects = ObjectStore(memory, registry)
+        await objects.bootstrap()
+        objects.check_creates(hold_queued_workload)  # as the hub does
+        objects.admit_writes(check_job_queue_name)
+        async with TestClient(TestServer(create_app(objects, registry))) as client:
+            yield client
+
+
+def job(name: str, *, queue: str | None = None, suspend: bool | None = None) -> dict[str, Any]:
+    labels = {LABEL: queue} if queue else {}
+    spec: dict[str, Any] = {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}
+    if suspend is not None:
+        spec["suspend"] = suspend
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name, "labels": labels}, "spec": spec}
+
+
+async def created(api: TestClient[Any, Any], body: dict[str, Any]) -> dict[str, Any]:
+    response = await api.post(JOBS, json=body)
+    stored: dict[str, Any] = await response.json()
+    assert response.status == 201, stored
+    return stored
+
+
+def refusal(value: str) -> dict[str, Any]:
+    """The Status kube answers for Kueue's webhook's field error."""
+    message = f'Invalid value: "{value}": field is immutable'
+    return {
+        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "reason": "Invalid", "code": 422,
+        "message": f'Job.batch "j" is invalid: metadata.labels[{LABEL}]: {message}',
+        "details": {"name": "j", "group": "batch", "kind": "Job", "causes": [
+            {"reason": "FieldValueInvalid", "message": message, "field": f"metadata.labels[{LABEL}]"}]},
+    }
+
+
+@pytest.mark.parametrize(("before", "after"), [(None, "team-lq"), ("team-lq", "other-lq"), ("team-lq", None)])
+async def test_a_running_job_keeps_its_queue_name(api: TestClient[Any, Any], before: str | None, after: str | None) -> None:
+    """Added, changed or removed on a Job that runs (not suspended): 422, and the Job as it was."""
+    stored = await created(api, job("j", queue=before, suspend=False))
+    if before is not None:  # queued jobs are created suspended; this one was started
+        response = await api.patch(f"{JOBS}/j", json={"spec": {"suspend": False}}, headers=MERGE)
+        assert response.status == 200, await response.text()
+        stored = await response.json()
+    response = await api.patch(f"{JOBS}/j", json={"metadata": {"labels": {LABEL: after}}}, headers=MERGE)
+    assert (response.status, await response.json()) == (422, refusal(after or ""))
+    current = await (await api.get(f"{JOBS}/j")).json()
+    assert current["metadata"]["resourceVersion"] == stored["metadata"]["resourceVersion"]
+    assert (current["metadata"].get("labels") or {}).get(LABEL) == before
+
+
+async def test_a_suspended_job_may_change_queue(api: TestClient[Any, Any]) -> None:
+    """Kueue lets a suspended job be queued, moved or unqueued, and a running one be suspended in
+    the same write that moves it; a write that leaves the label alone is never checked."""
+    await created(api, job("j", suspend=True))
+    for labels in ({LABEL: "team-lq"}, {LABEL: "other-lq"}, {LABEL: None}):
+        response = await api.patch(f"{JOBS}/j", json={"metadata": {"labels": labels}}, headers=MERGE)
+        assert response.status == 200, await response.text()
+    response = await api.patch(f"{JOBS}/j", json={"spec": {"suspend": False}, "metadata": {"labels": {"a": "b"}}}, headers=MERGE)
+    assert response.status == 200, await response.text()
+    moved = {"spec": {"suspend": True}, "metadata": {"labels": {LABEL: "team-lq"}}}
+    response = await api.patch(f"{JOBS}/j", json=moved, headers=MERGE)
+    assert response.status == 200, await response.text()
+    assert (await response.json())["metadata"]["labels"][LABEL] == "team-lq"
+
+
+@pytest.mark.parametrize(("api_version", "kind", "path"), [
+    ("batch/v1", "Job", ("spec", "suspend")),
+    ("jobset.x-k8s.io/v1alpha2", "JobSet", ("spec", "suspend")),
+    ("ray.io/v1", "RayJob", ("spec", "suspend")),
+    ("ray.io/v1", "RayCluster", ("spec", "suspend")),
+    ("kubeflow.org/v1", "PyTorchJob", ("spec", "runPolicy", "suspend")),
+    ("kubeflow.org/v2beta1", "MPIJob", ("spec", "runPolicy", "suspend")),
+])
+def test_the_rule_reads_each_kinds_suspend_flag(api_version: str, kind: str, path: tuple[str, ...]) -> None:
+    def obj(queue: str | None, suspend: bool | None) -> dict[str, Any]:
+        out: dict[str, Any] = {"apiVersion": api_version, "kind": kind, "metadata": {"labels": {LABEL: queue} if queue else {}}}
+        if suspend is not None:
+            parent = out
+            for key in path[:-1]:
+                parent = parent.setdefault(key, {})
+            parent[path[-1]] = suspend
+        return out
+
+    assert [e.field for e in kueue_jobs.queue_name_update_errors(obj("lq", False), obj(None, False))] == [f"metadata.labels[{LABEL}]"]
+    assert kueue_jobs.queue_name_update_errors(obj("lq", None), obj(None, None)) != []  # unset: not suspended
+    assert kueue_jobs.queue_name_update_errors(obj("lq", True), obj(None, False)) == []
+    assert kueue_jobs.queue_name_update_errors(obj("lq", False), obj("lq", True)) == []
+
+
+def test_other_kinds_are_not_kueues_jobs() -> None:
+    new = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"labels": {LABEL: "lq"}}}
+    assert kueue_jobs.queue_name_update_errors(new, {"metadata": {}}) == []
