@@ -17,6 +17,7 @@ import pytest
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.manager import ControllerManager
 from controlplane.metrics import hub_metrics
+from controlplane.scheduler.controller import controller as scheduler_controller
 
 from .conftest import FAST
 from .fleet import eventually, put_cluster, settled
@@ -147,6 +148,47 @@ async def test_a_later_pod_of_a_placed_group_is_held_back_by_a_federated_quota(
     )
     await settled(enforcing)
     assert clusters(await binding(objects, "g1") or {"spec": {}}) == {}
+
+
+async def test_a_quota_raised_while_a_group_is_refused_places_it_at_once(
+    objects: ObjectStore, enforcing: ControllerManager, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A FederatedResourceQuota of 2 GPUs refuses the group of three; ``overall`` is raised to 3
+    between the decision and its bindings saying so (none of them says ``QuotaExceeded`` yet when
+    the raise is seen), so the refusal the group's other Pods would reuse is stale: the group is
+    decided again and placed at once. The scheduler's retry of unplaced bindings is put an hour
+    away, so only the raise can place it."""
+    monkeypatch.setattr(scheduler_controller, "UNPLACED_RETRY_SECONDS", 3600.0)
+    quota_rt = objects.registry.require(QUOTA_API, "FederatedResourceQuota")
+    await objects.create(quota_rt, {"apiVersion": QUOTA_API, "kind": "FederatedResourceQuota",
+                                    "metadata": {"name": "q", "namespace": "default"},
+                                    "spec": {"overall": {"nvidia.com/gpu": "2"}}})
+    await fleet(objects, enforcing, small=2, big=4)
+    assert enforcing.scheduler is not None
+    enforcement = enforcing.scheduler.quota_enforcement
+    assert enforcement.quotas is not None
+    informer, refuse, raised = enforcement.quotas, enforcement.refuse, []
+
+    async def raise_first(binding: dict[str, Any], message: str) -> Any:
+        if not raised:  # the first refusal: the quota is raised, and seen, before it is recorded
+            raised.append(message)
+            current = await objects.get(quota_rt, namespace="default", name="q")
+            current["spec"]["overall"] = {"nvidia.com/gpu": "3"}
+            await objects.update(quota_rt, current)
+
+            async def seen() -> bool:
+                return (informer.get("default", "q") or {}).get("spec", {}).get("overall") == {"nvidia.com/gpu": "3"}
+
+            await eventually(seen, what="the raise seen")
+        return await refuse(binding, message)
+
+    monkeypatch.setattr(enforcement, "refuse", raise_first)
+    for name in ("g0", "g1", "g2"):
+        await create(objects, group_pod(name, queue="team-lq"))
+    for name in ("g0", "g1", "g2"):
+        found = await eventually(lambda n=name: placed_binding(objects, n), what=f"{name} placed after the raise")
+        assert clusters(found) == {"b-big": 1}
+    assert raised == ["FederatedResourceQuota(default/q) exceeded for resource nvidia.com/gpu: requested sum 3, limit 2."]
 
 
 async def pod_events(objects: ObjectStore, reason: str) -> list[tuple[str, str]]:

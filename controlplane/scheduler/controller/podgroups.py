@@ -28,7 +28,11 @@ per trigger, not once per Pod: a capacity report (or the retry) queues all ``n``
 decides for the group and the others reuse that decision while its inputs are unchanged (the
 clusters' snapshots, the reservations, the group's bindings' resourceVersions as the decision left
 them). So is a group ``FederatedQuotaEnforcement`` refuses (what all its Pods take counts
-together): none is placed, and each binding gets the one refusal. A group that can never fit
+together): none is placed, and each binding gets the one refusal, until room is made in its
+namespace (a quota's ``overall`` changed, a binding freed or shrunk): the quota's change queues
+the bindings that say ``QuotaExceeded``, and one that comes while the refusal is being written
+(before they say so) queues them once it is written; the binding that decided is not one that
+reuses the refusal, so the group is decided again at once. A group that can never fit
 (:mod:`controlplane.scheduler.core.neverfit`, its Pods as one gang) gets NeverFits in every binding
 and waits for the fleet's capacity facts, as a single binding does.
 """
@@ -210,6 +214,7 @@ class PodGroupPlacement:
                     )
             return GroupOutcome.UNPLACED
         name, own = (group.namespace, group.name), binding_key(binding)
+        room = self.quotas.room_version(group.namespace)
         last = self._decisions.get(name)
         if last is not None and own in last.covered and last.inputs == _inputs(snapshots, reservations, members):
             last.covered.discard(own)  # decided for it in this round, from the same inputs
@@ -240,6 +245,11 @@ class PodGroupPlacement:
         log.debug("pod group %s/%s: %s", group.namespace, group.name, refused or result.condition.message)
         if refused is None and result.clusters:
             return GroupOutcome.PLACED
+        if refused is not None and self.quotas.room_version(group.namespace) != room:
+            # Room was made while the refusal was written (its bindings may not have said so when
+            # the change came): the group is decided again, not left for the retry.
+            for member_binding, _ in members:
+                await self.requeue(binding_key(member_binding))
         never_fit = refused is None and result.condition.reason is ScheduledReason.NEVER_FITS
         outcome = GroupOutcome.NEVER_FITS if never_fit else GroupOutcome.UNPLACED
         if len(stored) == len(members):  # the others of this round reuse it (a binding that changed decides anew)

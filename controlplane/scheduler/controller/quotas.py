@@ -10,7 +10,9 @@ namespace, for each resource ``overall`` names. A decision that does not fit lea
 where it is (a new one unplaced) with ``Scheduled=False``, reason ``QuotaExceeded`` and Karmada's
 message (``FederatedResourceQuota(ns/name) exceeded for resource cpu: requested sum 120, limit
 100.``), and a ``FailedScheduling`` Event on the workload; it is decided again on the scheduler's
-retry, so it goes through once room is made (a binding deleted, ``overall`` raised). Usage is
+retry, so it goes through once room is made (a binding deleted, ``overall`` raised): such a change
+decides again at once the namespace's bindings it holds back (a pod group refused while it came
+is queued again once its refusal is written: :meth:`QuotaEnforcement.room_version`). Usage is
 read from the controllers' binding cache, not charged to the quota's status. The bindings of a pod
 group, placed whole, are checked together (:meth:`QuotaEnforcement.refusal_together`).
 
@@ -53,12 +55,20 @@ class QuotaEnforcement:
         self._requeue = requeue
         rt = ctx.registry.for_kind(API_VERSION, KIND)
         self.quotas = ctx.informer(rt) if rt is not None and ctx.settings.federated_quota_enforcement else None
+        #: Per namespace, how many times room may have been made (a quota changed, usage freed).
+        self._room: dict[str, int] = {}
         if self.quotas is not None:
             self.quotas.add_handler(self._on_quota)
             ctx.bindings.add_handler(self._on_binding)
 
+    def room_version(self, namespace: str) -> int:
+        """A count that changes whenever room may have been made in ``namespace``: a decision
+        refused before it changed may fit now."""
+        return self._room.get(namespace, 0)
+
     async def _held(self, namespace: str) -> None:
         """Decide again the bindings of ``namespace`` a quota holds back: room may have been made."""
+        self._room[namespace] = self.room_version(namespace) + 1
         for binding in self.ctx.bindings.by_index(INDEX_NAMESPACE, namespace):
             scheduled = BindingView(binding).condition("Scheduled")
             if scheduled is not None and scheduled.get("reason") == QUOTA_EXCEEDED:
