@@ -47,6 +47,16 @@ def team_queue(name: str, gpus: int, *, flavor: str = "onprem") -> dict[str, Any
     })
 
 
+async def solo_fleet(objects: ObjectStore, *, gpus: int) -> None:
+    """One cluster of A100s and a ClusterQueue ``solo`` of ``gpus`` GPUs whose flavor names the GPU product."""
+    await put_cluster(objects, "onprem", node_shape(2, gpus=8), pods=[])
+    await create(objects, kueue_obj("ResourceFlavor", "a100", spec={"nodeLabels": {"nvidia.com/gpu.product": A100}}))
+    await create(objects, kueue_obj("ClusterQueue", "solo", spec={
+        "namespaceSelector": {},
+        "resourceGroups": [{"coveredResources": [GPU], "flavors": [{"name": "a100", "resources": [{"name": GPU, "nominalQuota": gpus}]}]}],
+    }))
+
+
 async def create(objects: ObjectStore, obj: dict[str, Any]) -> dict[str, Any]:
     api_version, kind = obj["apiVersion"], obj["kind"]
     return await objects.create(objects.registry.require(api_version, kind), obj)

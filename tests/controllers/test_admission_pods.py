@@ -15,8 +15,8 @@ from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.admissiongate import hold_queued_workload
 from controlplane.controllers.manager import ControllerManager
 
-from .fleet import A100, eventually, node_shape, propagation_policy, put_cluster, queued_workload, settled
-from .test_admission import GPU, PLACEMENT, condition, create, get, kueue_obj
+from .fleet import A100, eventually, propagation_policy, queued_workload, settled
+from .test_admission import GPU, PLACEMENT, condition, create, get, kueue_obj, solo_fleet
 from .test_admission_checks import UPDATE, fleet_with_check, set_state
 from .test_pod_replica import placed
 
@@ -35,12 +35,7 @@ def queued_pod(name: str, *, gates: list[dict[str, str]] | None = None) -> dict[
 async def solo_queue(objects: ObjectStore, manager: ControllerManager) -> None:
     """One cluster of A100s, a ClusterQueue of 1 GPU whose flavor names the GPU product, no LocalQueue yet."""
     objects.check_creates(hold_queued_workload)  # as the hub's API creates Pods
-    await put_cluster(objects, "onprem", node_shape(2, gpus=8), pods=[])
-    await create(objects, kueue_obj("ResourceFlavor", "a100", spec={"nodeLabels": {"nvidia.com/gpu.product": A100}}))
-    await create(objects, kueue_obj("ClusterQueue", "solo", spec={
-        "namespaceSelector": {},
-        "resourceGroups": [{"coveredResources": [GPU], "flavors": [{"name": "a100", "resources": [{"name": GPU, "nominalQuota": 1}]}]}],
-    }))
+    await solo_fleet(objects, gpus=1)
     await create(objects, propagation_policy("pods", kind="Pod", api_version="v1", placement=PLACEMENT))
     await settled(manager)
 

@@ -10,8 +10,8 @@ from controlplane.apiserver.kueuepods import check_job_queue_name
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.manager import ControllerManager
 
-from .fleet import A100, eventually, node_shape, propagation_policy, put_cluster, queued_workload, settled
-from .test_admission import GPU, PLACEMENT, condition, create, get, kueue_obj
+from .fleet import A100, eventually, propagation_policy, queued_workload, settled
+from .test_admission import GPU, PLACEMENT, condition, create, get, kueue_obj, solo_fleet
 
 LABEL = "kueue.x-k8s.io/queue-name"
 
@@ -20,12 +20,7 @@ async def test_a_suspended_job_given_a_queue_name_is_admitted_and_started(
     objects: ObjectStore, manager: ControllerManager,
 ) -> None:
     objects.admit_writes(check_job_queue_name)  # as the hub's API admits writes
-    await put_cluster(objects, "onprem", node_shape(2, gpus=8), pods=[])
-    await create(objects, kueue_obj("ResourceFlavor", "a100", spec={"nodeLabels": {"nvidia.com/gpu.product": A100}}))
-    await create(objects, kueue_obj("ClusterQueue", "solo", spec={
-        "namespaceSelector": {},
-        "resourceGroups": [{"coveredResources": [GPU], "flavors": [{"name": "a100", "resources": [{"name": GPU, "nominalQuota": 2}]}]}],
-    }))
+    await solo_fleet(objects, gpus=2)
     await create(objects, kueue_obj("LocalQueue", "solo-lq", "default", spec={"clusterQueue": "solo"}))
     await create(objects, propagation_policy("jobs", kind="Job", api_version="batch/v1", placement=PLACEMENT))
     job: dict[str, Any] = {
