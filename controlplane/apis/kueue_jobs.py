@@ -1,5 +1,6 @@
-"""Where Kueue's job integrations keep the flag it flips to start a job it admitted, and how the hub
-reads and sets it on a wire object (pure; Kueue's ``jobframework`` keeps the same per kind)."""
+"""Where Kueue's job integrations keep the flag it flips to start a job it admitted, how the hub
+reads and sets it on a wire object, and the rule Kueue's job webhooks derive from it for the
+queue-name label on update (pure; Kueue's ``jobframework`` keeps the same per kind)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any, Final
 
 from controlplane.apis.kube import objects
 from controlplane.apis.kube.field import FieldError, immutable
+from controlplane.apis.kueue_v1beta1 import LABEL_QUEUE_NAME
 
 #: Where Kueue's job integrations keep the flag it flips to start a job it admitted (Kueue suspends
 #: a queued job when it is created and unsuspends it on admission), by API group and kind.
@@ -52,8 +54,7 @@ def set_job_suspend(obj: dict[str, Any], value: bool) -> bool:
     return True
 
 
-#: The label naming the LocalQueue a job is queued in, and where Kueue's job webhooks report it.
-LABEL_QUEUE_NAME: Final = "kueue.x-k8s.io/queue-name"
+#: Where Kueue's job webhooks report a queue name that may not change.
 QUEUE_NAME_PATH: Final = f"metadata.labels[{LABEL_QUEUE_NAME}]"
 
 
