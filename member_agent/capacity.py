@@ -77,6 +77,7 @@ from controlplane.apis.constants import (
     LABEL_TRAINING_OPERATOR_NAME,
 )
 from controlplane.apis.gpus import MIG_INVALID_SUFFIX, is_nvidia_resource
+from controlplane.apis.kubeflow import TRAINING_KINDS
 from controlplane.apis.pods import TERMINAL_PHASES
 from controlplane.apis.utilization import NodeUtilization, PodAllocation
 from controlplane.reports.agentreport import utilization_report
@@ -129,12 +130,8 @@ def pod_is_active(pod: Mapping[str, Any]) -> bool:
 #: sits in between) -> the kind of the job (kubeflow training-operator v1
 #: and mpi-operator v2 names).
 TRAINING_OPERATOR_KINDS: Mapping[str, str] = {
-    "pytorchjob-controller": "PyTorchJob",
-    "mpijob-controller": "MPIJob",
+    **{training.operator: kind for kind, training in TRAINING_KINDS.items()},
     "mpi-operator": "MPIJob",
-    "tfjob-controller": "TFJob",
-    "xgboostjob-controller": "XGBoostJob",
-    "paddlejob-controller": "PaddleJob",
 }
 #: KubeRay's labels on every pod of a RayCluster, naming the custom resource it came from
 #: (a RayJob's or RayService's cluster has its own generated name).

@@ -431,7 +431,7 @@ class PropagationSpec(SpecModel):
     """``spec`` of PropagationPolicy and ClusterPropagationPolicy.
 
     gpufed extensions: ``gang`` (the workload's replicas land in one cluster together or not at
-    all; PyTorchJob, MPIJob and RayJob are gangs unless ``gang: false``) and ``gpuShapes``
+    all; the Kubeflow training jobs and RayJob are gangs unless ``gang: false``) and ``gpuShapes``
     (:class:`GpuShapes`)::
 
         spec:
@@ -482,8 +482,9 @@ class PropagationSpec(SpecModel):
     """The scheduling priority of the resources: higher priorities are scheduled first. Nothing already placed
     is preempted for it."""
     gang: bool | None = None
-    """When true, all replicas of a selected workload land in one cluster together or not at all. PyTorchJob,
-    MPIJob, RayJob and RayCluster are gangs unless this is false."""
+    """When true, all replicas of a selected workload land in one cluster together or not at all. The Kubeflow
+    training jobs (PyTorchJob, TFJob, XGBoostJob, PaddleJob, JAXJob, MPIJob), RayJob and RayCluster are
+    gangs unless this is false."""
     gpu_shapes: GpuShapes | None = None
     """Per-replica GPU requests the workloads accept instead of the pod template's: in each cluster the first
     shape the cluster can hold is used (for example a MIG slice on-prem, a whole GPU in the cloud)."""

@@ -22,7 +22,8 @@ Details that follow Karmada:
   template(s); commandOverrider/argsOverrider edit the container named ``containerName``
   (``add`` appends, ``remove`` drops every equal item). Pod templates are found for Pod,
   ReplicaSet, Deployment, DaemonSet, StatefulSet (as Karmada) and also Job, CronJob,
-  PyTorchJob, MPIJob, RayJob and RayCluster (gpufed's kinds).
+  the Kubeflow training jobs (PyTorchJob, TFJob, XGBoostJob, PaddleJob, JAXJob, MPIJob), RayJob
+  and RayCluster (gpufed's kinds).
 * labels/annotations: ``add`` sets keys (creating the map), ``replace`` and ``remove`` touch
   only keys that exist. Keys are escaped properly (Karmada does not escape ``/`` in keys).
 * plaintext follows RFC 6902 as evanphx/json-patch does: ``add`` needs the parent to exist,
@@ -40,6 +41,7 @@ from typing import Any
 
 import yaml
 
+from controlplane.apis.kubeflow import TRAINING_KINDS
 from policies.affinity import ClusterView, cluster_matches_affinity
 from policies.matching import OverrideRule
 from policies.override_models import (
@@ -279,7 +281,7 @@ def override_image(image: str, rule: ImageOverrider) -> str:
 # ---------------------------------------------------------------------------------------------
 
 _TEMPLATE_KINDS = {"ReplicaSet", "Deployment", "DaemonSet", "StatefulSet", "Job"}
-_REPLICA_SPEC_KEYS = {"PyTorchJob": "pytorchReplicaSpecs", "MPIJob": "mpiReplicaSpecs"}
+_REPLICA_SPEC_KEYS = {kind: training.specs_field for kind, training in TRAINING_KINDS.items()}
 
 
 def _pod_spec_pointers(manifest: Mapping[str, Any]) -> list[str]:

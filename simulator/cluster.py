@@ -5,7 +5,7 @@ and the behaviour a real cluster would show: the scheduler binds pending pods (s
 :mod:`simulator.scheduling`; a pod whose PersistentVolumeClaim is missing or not bound yet stays unschedulable) and records its ``Scheduled`` / ``FailedScheduling``
 Events (:mod:`simulator.recording`), the kubelet runs them (:mod:`simulator.kubelet`),
 the workload controllers turn Deployments (through ReplicaSets), StatefulSets, Jobs,
-PyTorchJobs, MPIJobs, RayClusters and RayJobs into pods and keep their status
+the Kubeflow training jobs (PyTorchJob, TFJob, XGBoostJob, PaddleJob, JAXJob, MPIJob), RayClusters and RayJobs into pods and keep their status
 (:mod:`simulator.controllers`, run by :mod:`simulator.controlling`), a garbage collector
 removes ReplicaSets and pods whose controller owner is gone, claims bind once their StorageClass
 exists (:mod:`simulator.volumes`), every namespace gets its ``default``

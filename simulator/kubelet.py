@@ -1,8 +1,8 @@
 """The simulated kubelet: what happens to a pod after the scheduler binds it.
 
 A bound pod becomes Running and Ready after the profile's start-up delay. Pods that
-run to completion -- ``restartPolicy`` Never or OnFailure (Job, PyTorchJob, MPIJob
-pods), or a RayJob's head -- finish after their duration: the pod annotation
+run to completion -- ``restartPolicy`` Never or OnFailure (Job and Kubeflow training
+job pods), or a RayJob's head -- finish after their duration: the pod annotation
 ``sim.gpufed.io/duration`` (``300s``, ``5m``, ``1h30m`` or plain seconds), else the
 profile's ``jobDurationSeconds``. They end Succeeded, or Failed when the annotation
 ``sim.gpufed.io/exit-code`` is non-zero. Pods with ``restartPolicy: Always`` run until

@@ -7,7 +7,8 @@ Each rule is the one of Kueue's integration of the kind (its ``GenericJob.PodsRe
   ``completions``; a partially admitted Job runs with the admitted ``parallelism``);
 * JobSet: the replicated Jobs' ``ready + succeeded`` Jobs (``replicatedJobsStatus``, summed over
   the members) equal the Jobs it runs (the sum of ``spec.replicatedJobs[].replicas``);
-* the Kubeflow jobs (PyTorchJob, MPIJob): the training operator's ``Running`` condition is True;
+* the Kubeflow jobs (PyTorchJob, TFJob, XGBoostJob, PaddleJob, JAXJob, MPIJob): the training
+  operator's ``Running`` condition is True;
 * RayCluster: ``status.state`` is ``ready``; RayJob: its cluster's, ``status.rayClusterStatus.state``;
 * LeaderWorkerSet: Kueue admits each group as a pod group whose Pods must all be ready; the hub
   admits the whole LeaderWorkerSet, so all of them: ``readyReplicas`` (groups whose leader and
@@ -26,6 +27,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
+from controlplane.apis.kubeflow import GROUP as KUBEFLOW_GROUP
+from controlplane.apis.kubeflow import TRAINING_KINDS
 from controlplane.apis.untyped import as_int
 from controlplane.interpreter.base import condition_true
 from controlplane.interpreter.job import job_pods
@@ -95,8 +98,7 @@ RULES: Final[dict[tuple[str, str], Callable[[Obj], bool]]] = {
     ("apps", "Deployment"): replicas_ready,
     ("apps", "StatefulSet"): replicas_ready,
     ("jobset.x-k8s.io", "JobSet"): jobset,
-    ("kubeflow.org", "PyTorchJob"): kubeflow,
-    ("kubeflow.org", "MPIJob"): kubeflow,
+    **{(KUBEFLOW_GROUP, kind): kubeflow for kind in TRAINING_KINDS},
     ("ray.io", "RayCluster"): ray_cluster,
     ("ray.io", "RayJob"): ray_job,
     ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"): replicas_ready,

@@ -10,6 +10,8 @@ from typing import Any, Final
 from controlplane.apis.kube import objects
 from controlplane.apis.kube.field import FieldError, immutable
 from controlplane.apis.kueue_v1beta1 import LABEL_QUEUE_NAME
+from controlplane.apis.kubeflow import GROUP as KUBEFLOW_GROUP
+from controlplane.apis.kubeflow import TRAINING_KINDS
 
 #: Where Kueue's job integrations keep the flag it flips to start a job it admitted (Kueue suspends
 #: a queued job when it is created and unsuspends it on admission), by API group and kind.
@@ -18,8 +20,7 @@ SUSPEND_PATHS: Final[dict[tuple[str, str], tuple[str, ...]]] = {
     ("jobset.x-k8s.io", "JobSet"): ("spec", "suspend"),
     ("ray.io", "RayJob"): ("spec", "suspend"),
     ("ray.io", "RayCluster"): ("spec", "suspend"),
-    **{("kubeflow.org", kind): ("spec", "runPolicy", "suspend")
-       for kind in ("PyTorchJob", "TFJob", "XGBoostJob", "PaddleJob", "JAXJob", "MPIJob")},
+    **{(KUBEFLOW_GROUP, kind): ("spec", "runPolicy", "suspend") for kind in TRAINING_KINDS},
 }
 
 

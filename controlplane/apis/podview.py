@@ -31,6 +31,7 @@ from typing import Any
 
 from controlplane.apis import constants as c
 from controlplane.apis.gpus import is_gpu_resource
+from controlplane.apis.kubeflow import TRAINING_KINDS
 from controlplane.apis.pods import pod_requests
 from controlplane.apis.untyped import as_list, as_mapping
 from controlplane.apis.utilization import expand_utilization
@@ -88,7 +89,8 @@ POD_NAME_AFTER_WORKLOAD: Mapping[str, re.Pattern[str]] = {
     "Deployment": re.compile(r"[a-z0-9]+-[a-z0-9]{5}"),
     "StatefulSet": re.compile(r"\d+"),
     "Job": re.compile(r"(\d+-)?[a-z0-9]{5}"),
-    "PyTorchJob": re.compile(r"(master|worker)-\d+"),
+    **{kind: re.compile("(" + "|".join(role.lower() for role in training.roles) + r")-\d+")
+       for kind, training in TRAINING_KINDS.items() if kind != "MPIJob"},
     "MPIJob": re.compile(r"launcher(-[a-z0-9]{5})?|worker-\d+"),
     "RayCluster": re.compile(r"[a-z0-9-]+"),
     "RayJob": re.compile(r"[a-z0-9-]+"),

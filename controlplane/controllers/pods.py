@@ -21,6 +21,7 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
+from controlplane.apis.kubeflow import TRAINING_KINDS
 from controlplane.apis.utilization import expand_utilization
 from controlplane.apis.views import ClusterObjectView
 from controlplane.reports.aggregated import (
@@ -33,7 +34,7 @@ from controlplane.reports.aggregated import (
 OwnerKey = tuple[str, str, str]
 """(namespace, kind, name) of the workload that owns pods in the member."""
 
-POD_OWNER_KINDS = frozenset({"Deployment", "StatefulSet", "Job", "PyTorchJob", "MPIJob", "RayCluster"})
+POD_OWNER_KINDS = frozenset({"Deployment", "StatefulSet", "Job", *TRAINING_KINDS, "RayCluster"})
 """Kinds whose member pods name the workload itself as their owner (a Deployment through its
 ReplicaSet). Other kinds' pods hang under objects of other names (a RayJob's under its
 RayCluster), so the report cannot say how many of theirs are bound."""

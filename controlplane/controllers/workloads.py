@@ -26,6 +26,8 @@ from controlplane.apis.constants import (
     SYSTEM_NAMESPACE,
     WORK_GROUP,
 )
+from controlplane.apis.kubeflow import GROUP as KUBEFLOW_GROUP
+from controlplane.apis.kubeflow import TRAINING_KINDS
 from controlplane.apis.pods import scheduling_gated_condition
 from controlplane.apis.views import BindingView, ObjectView
 from controlplane.apis.work_v1alpha1 import binding_name
@@ -241,8 +243,7 @@ _SUSPENSION_CONDITIONS: dict[tuple[str, str], Callable[[Mapping[str, Any]], dict
     ("", "Pod"): scheduling_gated_condition,
     ("batch", "Job"): job_suspension,
     ("jobset.x-k8s.io", "JobSet"): jobset_suspension,
-    ("kubeflow.org", "PyTorchJob"): kubeflow_suspension,
-    ("kubeflow.org", "MPIJob"): kubeflow_suspension,
+    **{(KUBEFLOW_GROUP, kind): kubeflow_suspension for kind in TRAINING_KINDS},
 }
 
 

@@ -5,7 +5,7 @@ what, as one gang or not", the binding controller asks for "this object with N r
 (and this GPU shape) for one cluster", the status controller asks "merge these member
 statuses" and "is this member healthy", the dependencies controller asks "which
 ConfigMaps, Secrets... do the pods reference". :class:`KindInterpreter` is that contract; one
-small module per kind implements it (``deployment.py``, ``job.py``, ``pytorchjob.py``…),
+small module per kind implements it (``deployment.py``, ``job.py``, ``kubeflow.py``…),
 and :mod:`controlplane.interpreter.registry` finds the right one by (API group, kind).
 
 Objects go in and come out as plain JSON-compatible dicts; inputs are never mutated.

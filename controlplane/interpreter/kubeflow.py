@@ -1,11 +1,13 @@
-"""Shared interpreter for Kubeflow training jobs (PyTorchJob, MPIJob).
+"""Shared interpreter for Kubeflow training jobs (PyTorchJob, TFJob, XGBoostJob, PaddleJob,
+JAXJob, MPIJob), one instance per row of :data:`~controlplane.apis.kubeflow.TRAINING_KINDS`.
 
-Both embed one replica spec per role (``{Master|Launcher: {...}, Worker: {...}}`` with
-``replicas`` and ``template``), are gangs (all pods must start together or the job
+All embed one replica spec per role (``spec.<kind's field>: {Master: {...}, Worker: {...}}`` with
+``replicas``, default 1, and ``template``), are gangs (all pods must start together or the job
 hangs), and report ``status.replicaStatuses[role] = {active, succeeded, failed}`` plus
-conditions Created/Running/Restarting/Succeeded/Failed. Gangs are placed whole, so
-``with_replicas`` normally returns a copy; asked for another total it keeps the fixed
-roles (Master, Launcher) and gives the difference to the Worker role.
+conditions Created/Running/Restarting/Succeeded/Failed. Roles come in the kind's order (Kueue's
+pod sets: TFJob's Chief, Master, PS, Worker, Evaluator), a role the kind does not name last.
+Gangs are placed whole, so ``with_replicas`` normally returns a copy; asked for another total
+it keeps every other role and gives the difference to the Worker role.
 
 :func:`suspension_condition` is the ``Suspended`` condition the training operator keeps for a
 ``kubeflow.org/v1`` job's ``spec.runPolicy.suspend``; the hub sets it on a job it holds.
@@ -17,6 +19,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
+from controlplane.apis.kubeflow import GROUP, TrainingKind, ordered_roles
 from controlplane.apis.untyped import as_int
 from controlplane.interpreter.base import (
     Component,
@@ -56,15 +59,18 @@ def suspension_condition(job: Mapping[str, Any]) -> dict[str, str] | None:
 
 
 class KubeflowJobInterpreter(GangOfRoles):
-    group = "kubeflow.org"
-    kind = ""
-    specs_field = ""
-    fixed_roles: frozenset[str] = frozenset()
-    worker_role = "Worker"
+    group = GROUP
+
+    def __init__(self, training: TrainingKind) -> None:
+        self.training = training
+        self.kind = training.kind
+        self.worker_role = training.worker
 
     def _roles(self, obj: Obj) -> dict[str, dict[str, Any]]:
-        roles = (obj.get("spec") or {}).get(self.specs_field) or {}
-        return {str(k): v for k, v in roles.items() if isinstance(v, dict)}
+        """The job's roles (those with a replica spec), in the kind's order."""
+        specs = (obj.get("spec") or {}).get(self.training.specs_field) or {}
+        roles = {str(k): v for k, v in specs.items() if isinstance(v, dict)}
+        return {name: roles[name] for name in ordered_roles(self.training, list(roles))}
 
     def template_slots(self, obj: Obj) -> list[TemplateSlot]:
         return [slot for _, slot in self.pod_set_slots(obj)]
@@ -90,7 +96,7 @@ class KubeflowJobInterpreter(GangOfRoles):
     def with_replicas(self, obj: Obj, replicas: int) -> Obj:
         out = copy.deepcopy(obj)
         roles = self._roles(out)
-        fixed = sum(as_int(r.get("replicas"), 1) for name, r in roles.items() if name in self.fixed_roles)
+        fixed = sum(as_int(r.get("replicas"), 1) for name, r in roles.items() if name != self.worker_role)
         worker = roles.get(self.worker_role)
         if worker is not None and replicas != self.replicas(obj):
             worker["replicas"] = max(0, replicas - fixed)

@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from controlplane.apis.kubeflow import TRAINING_KINDS
 from controlplane.apis.work_v1alpha1 import Health
 from controlplane.interpreter.base import KindInterpreter
 from controlplane.interpreter.customized import CustomizedInterpreter
@@ -30,11 +31,10 @@ from controlplane.interpreter.deployment import DeploymentInterpreter
 from controlplane.interpreter.health import generic_health
 from controlplane.interpreter.job import JobInterpreter
 from controlplane.interpreter.jobset import JobSetInterpreter
+from controlplane.interpreter.kubeflow import KubeflowJobInterpreter
 from controlplane.interpreter.leaderworkerset import LeaderWorkerSetInterpreter
-from controlplane.interpreter.mpijob import MPIJobInterpreter
 from controlplane.interpreter.native import HealthRule, native_health_rule, native_health_rules
 from controlplane.interpreter.pod import PodInterpreter
-from controlplane.interpreter.pytorchjob import PyTorchJobInterpreter
 from controlplane.interpreter.raycluster import RayClusterInterpreter
 from controlplane.interpreter.rayjob import RayJobInterpreter
 from controlplane.interpreter.replicaset import ReplicaSetInterpreter
@@ -156,17 +156,17 @@ def judge_health(observed: Mapping[str, Any] | None) -> Health:
     return rule(dict(observed)) if rule is not None else generic_health(observed)
 
 
-for _interpreter in (
+_BUILTIN: tuple[KindInterpreter, ...] = (
     DeploymentInterpreter(),
     StatefulSetInterpreter(),
     JobInterpreter(),
-    PyTorchJobInterpreter(),
-    MPIJobInterpreter(),
+    *(KubeflowJobInterpreter(training) for training in TRAINING_KINDS.values()),
     RayJobInterpreter(),
     RayClusterInterpreter(),
     ReplicaSetInterpreter(),
     LeaderWorkerSetInterpreter(),
     JobSetInterpreter(),
     PodInterpreter(),
-):
+)
+for _interpreter in _BUILTIN:
     register(_interpreter)

@@ -2,8 +2,8 @@
 
 Mirrors the hub's :mod:`controlplane.interpreter`: :mod:`.base` holds the reconcile
 contract (:class:`Changes`) and the pod and status helpers every kind uses;
-``deployment``, ``replicaset``, ``statefulset``, ``job``, ``kubeflow`` (PyTorchJob and
-MPIJob), ``raycluster`` and ``rayjob`` hold one reconcile function each; and
+``deployment``, ``replicaset``, ``statefulset``, ``job``, ``kubeflow`` (the Kubeflow
+training jobs), ``raycluster`` and ``rayjob`` hold one reconcile function each; and
 :mod:`.registry` maps a workload's (apiVersion, kind) to its :class:`Controller`
 (:data:`CONTROLLERS`). Import a kind's names from its module.
 """

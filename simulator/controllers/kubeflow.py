@@ -1,25 +1,30 @@
-"""The simulated member's PyTorchJob and MPIJob controllers (kubeflow.org/v1), as one pure function.
+"""The simulated member's Kubeflow training job controllers (kubeflow.org/v1: PyTorchJob, TFJob,
+XGBoostJob, PaddleJob, JAXJob, MPIJob), as one pure function driven by
+:data:`~controlplane.apis.kubeflow.TRAINING_KINDS`.
 
-In: a PyTorchJob or MPIJob and the pods it owns; out:
+In: a job and the pods it owns; out:
 :class:`~simulator.controllers.base.Changes` over those pods. Pods are
-``<name>-master-0``, ``<name>-worker-<i>`` / ``<name>-launcher``, with
+``<name>-<role>-<i>`` (``<name>-master-0``, ``<name>-ps-1``...) / ``<name>-launcher``, with
 ``training.kubeflow.org/*`` labels and the gang label ``scheduling.x-k8s.io/pod-group``
 (+ min-member annotation, see :mod:`simulator.scheduling.model`); status replicaStatuses and
-conditions Created/Running/Succeeded/Failed. A finished job (its status, or its pods: the
-chief Succeeded, a pod Failed) never gets a new pod, as the training-operator and MPI
-operator do; its pods are deleted as ``runPolicy.cleanPodPolicy`` says (All / Running =
-Pending and Running / None; the simulated MPIJob defaults to Running, PyTorchJob to None).
+conditions Created/Running/Succeeded/Failed. The job succeeds when its chief does (the kind's
+first chief role the job has: Master, Launcher, TFJob's Chief else Master), or without one when
+all its pods have; it is Running while its chief runs, or without one while all its pods do. Pods
+get the kind's default ``restartPolicy`` when their role and template set none. A finished job
+(its status, or its pods: the chief Succeeded, a pod Failed) never gets a new pod, as the
+training operator and MPI operator do; its pods are deleted as ``runPolicy.cleanPodPolicy`` says (All / Running =
+Pending and Running / None; the simulated MPIJob defaults to Running, the others to None).
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Final
 
 from controlplane.apis.constants import LABEL_TRAINING_JOB_NAME, LABEL_TRAINING_OPERATOR_NAME
+from controlplane.apis.kubeflow import TRAINING_KINDS, chief_of, ordered_roles
 from simulator.controllers.base import (
     Changes,
     ConditionType,
@@ -47,21 +52,9 @@ class CleanPodPolicy(StrEnum):
     NONE = "None"
 
 
-@dataclass(frozen=True, slots=True)
-class _Role:
-    spec_key: str
-    #: The role whose success ends the job (Master / Launcher), else None for all workers.
-    chief: str | None
-    operator: str
-    #: When the job sets none. The operators default to None; the simulated MPIJob defaults
-    #: to Running, so its workers (which never end by themselves) free their GPUs.
-    default_clean_pod_policy: CleanPodPolicy
-
-
-_KUBEFLOW: Final = {
-    "PyTorchJob": _Role("pytorchReplicaSpecs", "Master", "pytorchjob-controller", CleanPodPolicy.NONE),
-    "MPIJob": _Role("mpiReplicaSpecs", "Launcher", "mpijob-controller", CleanPodPolicy.RUNNING),
-}
+#: When the job sets none. The operators default to None; the simulated MPIJob defaults to
+#: Running, so its workers (which never end by themselves) free their GPUs.
+_DEFAULT_CLEAN_POD_POLICY: Final = {"MPIJob": CleanPodPolicy.RUNNING}
 
 
 def clean_pod_policy(job: Mapping[str, Any], default: CleanPodPolicy) -> CleanPodPolicy:
@@ -80,17 +73,17 @@ def _to_clean(pods: Mapping[str, Mapping[str, Any]], policy: CleanPodPolicy) -> 
     return sorted(n for n, p in pods.items() if phase(p) in ("Pending", "Running"))
 
 
-def _finished_by_pods(job: str, role: _Role, replica_specs: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]) -> bool:
+def _finished_by_pods(job: str, chief: str | None, replica_specs: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]) -> bool:
     """Whether the pods alone (terminating ones included) show the job finished: a chief that
     Succeeded, or any pod that Failed. Read before creating any pod, so a status write the cache
     has not shown yet never makes a finished job start pods again."""
     by_name = {str(p["metadata"]["name"]): p for p in pods}
     if any(phase(p) == "Failed" for p in by_name.values()):
         return True
-    if role.chief is None or role.chief not in replica_specs:
+    if chief is None:
         return False
-    count = int((replica_specs[role.chief] or {}).get("replicas", 1))
-    chiefs = (by_name.get(_kubeflow_pod_name(job, role.chief, i)) for i in range(count))
+    count = int((replica_specs[chief] or {}).get("replicas", 1))
+    chiefs = (by_name.get(_kubeflow_pod_name(job, chief, i)) for i in range(count))
     return any(p is not None and phase(p) == "Succeeded" for p in chiefs)
 
 
@@ -104,11 +97,13 @@ def reconcile_kubeflow_job(
     job: Mapping[str, Any], pods: Sequence[Mapping[str, Any]], *, now: str, rng: random.Random
 ) -> Changes:
     kind = str(job["kind"])
-    role = _KUBEFLOW[kind]
+    training = TRAINING_KINDS[kind]
     meta = job["metadata"]
     name = meta["name"]
     namespace = meta.get("namespace") or "default"
-    replica_specs: Mapping[str, Any] = (job.get("spec") or {}).get(role.spec_key) or {}
+    specs: Mapping[str, Any] = (job.get("spec") or {}).get(training.specs_field) or {}
+    replica_specs = {role: specs[role] for role in ordered_roles(training, list(specs))}
+    chief = chief_of(training, replica_specs)
     total = sum(int((rs or {}).get("replicas", 1)) for rs in replica_specs.values())
     status_old = job.get("status") or {}
     old_conditions = list(status_old.get("conditions") or [])
@@ -117,7 +112,7 @@ def reconcile_kubeflow_job(
         for c in old_conditions
     )
     # As the operators do: a finished job (by its status, or by its pods) gets no new pod.
-    creates = not finished and not _finished_by_pods(name, role, replica_specs, pods)
+    creates = not finished and not _finished_by_pods(name, chief, replica_specs, pods)
     by_name = {p["metadata"]["name"]: p for p in pods if not is_terminating(p)}
     changes = Changes()
     replica_statuses: dict[str, dict[str, Any]] = {}
@@ -139,12 +134,12 @@ def reconcile_kubeflow_job(
                     template = dict((replica_spec or {}).get("template") or {})
                     labels = {
                         LABEL_TRAINING_JOB_NAME: name,
-                        LABEL_TRAINING_OPERATOR_NAME: role.operator,
+                        LABEL_TRAINING_OPERATOR_NAME: training.operator,
                         LABEL_TRAINING_TYPE: replica_type.lower(),
                         LABEL_TRAINING_INDEX: str(index),
                         LABEL_POD_GROUP: name,
                     }
-                    if replica_type == role.chief:
+                    if replica_type == chief:
                         labels[LABEL_TRAINING_ROLE] = replica_type.lower()
                     pod_new = new_pod(
                         job,
@@ -160,31 +155,31 @@ def reconcile_kubeflow_job(
                     elif restart == "ExitCode":
                         pod_new["spec"]["restartPolicy"] = "Never"
                     elif "restartPolicy" not in (template.get("spec") or {}):
-                        pod_new["spec"]["restartPolicy"] = "OnFailure"
+                        pod_new["spec"]["restartPolicy"] = training.default_restart_policy
                     changes.create.append(pod_new)
                 continue
             current = phase(pod)
             if current == "Running":
                 counts["active"] += 1
-                if replica_type == role.chief:
+                if replica_type == chief:
                     chief_running = True
             else:
                 all_running = False
             if current == "Succeeded":
                 counts["succeeded"] += 1
-                if replica_type == role.chief:
+                if replica_type == chief:
                     chief_done = True
             else:
-                if replica_type != role.chief:
+                if replica_type != chief:
                     workers_done = False
             if current == "Failed":
                 counts["failed"] += 1
                 failed_any = True
         replica_statuses[replica_type] = compact(counts) | {
-            "selector": f"{LABEL_TRAINING_JOB_NAME}={name},{LABEL_TRAINING_OPERATOR_NAME}={role.operator},"
+            "selector": f"{LABEL_TRAINING_JOB_NAME}={name},{LABEL_TRAINING_OPERATOR_NAME}={training.operator},"
             f"{LABEL_TRAINING_TYPE}={replica_type.lower()}"
         }
-    has_chief = role.chief is not None and role.chief in replica_specs
+    has_chief = chief is not None
     succeeded = chief_done if has_chief else (workers_done and bool(replica_specs))
     conditions = list(old_conditions)
 
@@ -197,7 +192,7 @@ def reconcile_kubeflow_job(
         put(ConditionType.CREATED, True, f"{kind}Created", f"{kind} {name} is created.")
     start_time = status_old.get("startTime")
     completion_time = status_old.get("completionTime")
-    policy = clean_pod_policy(job, role.default_clean_pod_policy)
+    policy = clean_pod_policy(job, _DEFAULT_CLEAN_POD_POLICY.get(kind, CleanPodPolicy.NONE))
     if finished:
         changes.delete.extend(_to_clean(by_name, policy))
     else:

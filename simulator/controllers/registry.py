@@ -11,6 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
+from controlplane.apis.kubeflow import GROUP as KUBEFLOW_GROUP
+from controlplane.apis.kubeflow import TRAINING_KINDS
 from simulator.controllers.base import Changes
 from simulator.controllers.deployment import reconcile_deployment
 from simulator.controllers.job import reconcile_job
@@ -40,8 +42,7 @@ CONTROLLERS: Final[dict[tuple[str, str], Controller]] = {
     REPLICASET: Controller(reconcile_replicaset),
     ("apps/v1", "StatefulSet"): Controller(reconcile_statefulset),
     ("batch/v1", "Job"): Controller(reconcile_job),
-    ("kubeflow.org/v1", "PyTorchJob"): Controller(reconcile_kubeflow_job),
-    ("kubeflow.org/v1", "MPIJob"): Controller(reconcile_kubeflow_job),
+    **{(f"{KUBEFLOW_GROUP}/v1", kind): Controller(reconcile_kubeflow_job) for kind in TRAINING_KINDS},
     ("ray.io/v1", "RayCluster"): Controller(reconcile_raycluster),
     ("ray.io/v1", "RayJob"): Controller(reconcile_rayjob),
 }

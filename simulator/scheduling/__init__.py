@@ -21,8 +21,8 @@ sees realistic outcomes (fragmentation included) and realistic refusals:
 * gangs bind all-or-nothing. A pod belongs to a gang when it has the label
   ``scheduling.x-k8s.io/pod-group: <name>`` (the coscheduling plugin's key; the
   gang needs ``scheduling.x-k8s.io/min-member: "<n>"`` pods, an annotation, else all
-  pods of the group that exist), or else when its controller owner is a PyTorchJob
-  or MPIJob (the gang is then every pod of that owner);
+  pods of the group that exist), or else when its controller owner is a Kubeflow
+  training job (PyTorchJob, TFJob, MPIJob...: the gang is then every pod of that owner);
 * a pod that fits nowhere gets kube's message, reasons counted per node and sorted as
   kube sorts them (as strings): ``0/12 nodes are available: 4 node(s) didn't match
   Pod's node affinity/selector, 8 Insufficient nvidia.com/mig-3g.40gb.``

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Final
 
+from controlplane.apis.kubeflow import TRAINING_KINDS
 from controlplane.apis.pods import FrozenTaint, FrozenToleration, requirement_matches
 from simulator.devices import Device, NodeInventory
 
@@ -30,7 +31,7 @@ from simulator.devices import Device, NodeInventory
 LABEL_POD_GROUP: Final = "scheduling.x-k8s.io/pod-group"
 ANNOTATION_MIN_MEMBER: Final = "scheduling.x-k8s.io/min-member"
 #: Controller kinds whose pods form a gang without a pod-group label.
-GANG_OWNER_KINDS: Final = frozenset({"PyTorchJob", "MPIJob"})
+GANG_OWNER_KINDS: Final = frozenset(TRAINING_KINDS)
 
 TAINT_NOT_READY: Final = "node.kubernetes.io/not-ready"
 TAINT_UNSCHEDULABLE: Final = "node.kubernetes.io/unschedulable"

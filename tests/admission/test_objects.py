@@ -40,6 +40,21 @@ def test_a_multi_role_workload_gets_a_pod_set_per_role() -> None:
     ]
 
 
+def test_pod_sets_come_in_kueues_role_order_whatever_the_jobs() -> None:
+    """Kueue's ``OrderedReplicaTypes``: a TFJob's Chief, Master, PS, Worker, Evaluator, whichever
+    order the job writes its replica specs in."""
+    def role(replicas: int) -> dict[str, Any]:
+        return {"replicas": replicas, "template": {"spec": {"containers": [{"name": "tensorflow", "image": "x"}]}}}
+
+    job = {
+        "apiVersion": "kubeflow.org/v1", "kind": "TFJob", "metadata": {"name": "tf", "namespace": "ml"},
+        "spec": {"tfReplicaSpecs": {"Evaluator": role(1), "Worker": role(4), "PS": role(2), "Chief": role(1)}},
+    }
+    pod_sets = adm.pod_sets(job)
+    assert pod_sets is not None
+    assert [(p["name"], p["count"]) for p in pod_sets] == [("chief", 1), ("ps", 2), ("worker", 4), ("evaluator", 1)]
+
+
 def test_a_kind_without_interpreter_has_no_pod_sets() -> None:
     assert adm.pod_sets({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}) is None
 

@@ -43,6 +43,19 @@ KINDS: dict[str, tuple[dict[str, Any], set[str]]] = {
     "mpijob": ({"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob", "spec": {"mpiReplicaSpecs": {
         "Launcher": {"replicas": 1, "template": pod("launcher", gpus=0)}, "Worker": {"replicas": 2, "template": pod("worker")},
     }}}, {"launcher", "worker"}),
+    "tfjob": ({"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "spec": {"tfReplicaSpecs": {
+        "PS": {"replicas": 1, "template": pod("ps", gpus=0)}, "Worker": {"replicas": 2, "template": pod("worker")},
+        "Chief": {"template": pod("chief")},
+    }}}, {"chief", "ps", "worker"}),
+    "xgboostjob": ({"apiVersion": "kubeflow.org/v1", "kind": "XGBoostJob", "spec": {"xgbReplicaSpecs": {
+        "Master": {"replicas": 1, "template": pod("master")}, "Worker": {"replicas": 2, "template": pod("worker")},
+    }}}, {"master", "worker"}),
+    "paddlejob": ({"apiVersion": "kubeflow.org/v1", "kind": "PaddleJob", "spec": {"paddleReplicaSpecs": {
+        "Master": {"replicas": 1, "template": pod("master")}, "Worker": {"replicas": 2, "template": pod("worker")},
+    }}}, {"master", "worker"}),
+    "jaxjob": ({"apiVersion": "kubeflow.org/v1", "kind": "JAXJob", "spec": {"jaxReplicaSpecs": {
+        "Worker": {"replicas": 2, "template": pod("worker")},
+    }}}, {"worker"}),
     "rayjob": ({"apiVersion": "ray.io/v1", "kind": "RayJob", "spec": {"rayClusterSpec": ray_cluster_spec()}}, {"head", "gpu-workers"}),
     "raycluster": ({"apiVersion": "ray.io/v1", "kind": "RayCluster", "spec": ray_cluster_spec()}, {"head", "gpu-workers"}),
 }

@@ -62,6 +62,9 @@ HALF_READY_POD = {"phase": "Running", "containerStatuses": [{"name": "a", "ready
         (obj("kubeflow.org/v1", "PyTorchJob", {}, {"conditions": [{"type": "Created", "status": "True"}]}), False),
         (obj("kubeflow.org/v2beta1", "MPIJob", {}, running("True")), True),
         (obj("kubeflow.org/v2beta1", "MPIJob", {}, {}), False),
+        *((obj("kubeflow.org/v1", kind, {}, running(value)), value == "True")
+          for kind in ("TFJob", "XGBoostJob", "PaddleJob", "JAXJob") for value in ("True", "False")),
+        (obj("kubeflow.org/v1", "TFJob", {}, {"conditions": [{"type": "Created", "status": "True"}]}), False),
         # RayCluster: its state; RayJob: its cluster's state.
         (ray_cluster("ready"), True),
         (ray_cluster("suspended"), False),
@@ -81,7 +84,7 @@ HALF_READY_POD = {"phase": "Running", "containerStatuses": [{"name": "a", "ready
         (pod({"phase": "Running", "conditions": [{"type": "Ready", "status": "False"}], **{"containerStatuses": READY_POD["containerStatuses"]}}), False),
         (pod({"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}), True),
         # Kinds with no rule are not timed.
-        (obj("kubeflow.org/v1", "TFJob", {}, running("False")), None),
+        (obj("kubeflow.org/v1", "MXJob", {}, running("False")), None),
         (obj("v1", "ConfigMap", {}, {}), None),
     ],
 )

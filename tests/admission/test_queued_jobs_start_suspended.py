@@ -53,6 +53,8 @@ QUEUED = {"kueue.x-k8s.io/queue-name": "team-a"}
       "spec": {"replicatedJobs": [{"name": "workers", "template": {"spec": {"template": POD}}}]}}, ("spec", "suspend")),
     ({"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
       "spec": {"pytorchReplicaSpecs": {"Master": {"replicas": 1, "template": POD}}}}, ("spec", "runPolicy", "suspend")),
+    ({"apiVersion": "kubeflow.org/v1", "kind": "TFJob",
+      "spec": {"tfReplicaSpecs": {"Worker": {"replicas": 2, "template": POD}}}}, ("spec", "runPolicy", "suspend")),
     ({"apiVersion": "ray.io/v1", "kind": "RayCluster", "spec": {"headGroupSpec": {"template": POD}}}, ("spec", "suspend")),
 ])
 async def test_every_job_kind_kueue_suspends_is_stored_suspended_with_a_queue_name(

@@ -325,7 +325,7 @@ def test_cluster_columns_from_status() -> None:
 def test_training_job_state_is_the_jobs_own(conditions: list[tuple[str, str]], expected: str) -> None:
     registry = Registry(core_resources(), workload_resources())
     now = datetime(2024, 1, 1, tzinfo=UTC)
-    for kind in ("PyTorchJob", "MPIJob"):
+    for kind in ("PyTorchJob", "TFJob", "XGBoostJob", "PaddleJob", "JAXJob", "MPIJob"):
         rt = registry.require("kubeflow.org/v1", kind)
         obj = {"metadata": {"name": "j"}, "status": {"conditions": [{"type": t, "status": v} for t, v in conditions]}}
         state = next(column for column in rt.columns if column.name == "State")

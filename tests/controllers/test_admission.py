@@ -269,6 +269,14 @@ def _suspended_condition(status: dict[str, Any]) -> dict[str, Any]:
             id="PyTorchJob: the training operator's condition",
         ),
         pytest.param(
+            {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "metadata": {"name": "tf-mnist", **_QUEUED},
+             "spec": {"tfReplicaSpecs": {
+                 role: {"replicas": 1, "restartPolicy": "OnFailure", "template": _TEMPLATE} for role in ("PS", "Worker")}}},
+            _suspended_condition,
+            {"type": "Suspended", "status": "True", "reason": "TFJobSuspended", "message": "TFJob tf-mnist is suspended."},
+            id="TFJob: the training operator's condition",
+        ),
+        pytest.param(
             {"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": "rayjob-sample", **_QUEUED},
              "spec": {"entrypoint": "python sample_code.py", "rayClusterSpec": {
                  "headGroupSpec": {"rayStartParams": {}, "template": _TEMPLATE},

@@ -36,7 +36,7 @@ def kubeflow(*conditions: dict[str, str], active: int = 0, failed: int = 0) -> d
         (kubeflow(cond("Created"), cond("Restarting"), cond("Failed")), False),
     ],
 )
-@pytest.mark.parametrize("kind", ["PyTorchJob", "MPIJob"])
+@pytest.mark.parametrize("kind", ["PyTorchJob", "TFJob", "XGBoostJob", "PaddleJob", "JAXJob", "MPIJob"])
 def test_kubeflow_jobs(kind: str, status: dict[str, Any] | None, between: bool) -> None:
     interpreter = interpreter_for("kubeflow.org/v1", kind)
     assert interpreter is not None

@@ -173,6 +173,15 @@ WORKLOADS: list[tuple[str, dict[str, Any], list[Dependency]]] = [
     ("Job", {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"}, "spec": {"template": all_sites()}}, ALL_SITES),
     ("PyTorchJob", kubeflow("PyTorchJob", "pytorchReplicaSpecs", "Master"), sorted([*ALL_SITES, Dependency(SECRET, "worker-only")])),
     ("MPIJob", kubeflow("MPIJob", "mpiReplicaSpecs", "Launcher"), sorted([*ALL_SITES, Dependency(SECRET, "worker-only")])),
+    ("TFJob", kubeflow("TFJob", "tfReplicaSpecs", "PS"), sorted([*ALL_SITES, Dependency(SECRET, "worker-only")])),
+    ("XGBoostJob", kubeflow("XGBoostJob", "xgbReplicaSpecs", "Master"), sorted([*ALL_SITES, Dependency(SECRET, "worker-only")])),
+    ("PaddleJob", kubeflow("PaddleJob", "paddleReplicaSpecs", "Master"), sorted([*ALL_SITES, Dependency(SECRET, "worker-only")])),
+    (
+        "JAXJob",
+        {"apiVersion": "kubeflow.org/v1", "kind": "JAXJob", "metadata": {"name": "j", "namespace": "ml"},
+         "spec": {"jaxReplicaSpecs": {"Worker": {"replicas": 2, "template": all_sites()}}}},
+        ALL_SITES,
+    ),
     ("RayCluster", {"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": "r"}, "spec": ray_cluster_spec()}, sorted([*ALL_SITES, Dependency(SECRET, "worker-only")])),
     (
         "RayJob with a submitter template",

@@ -109,6 +109,11 @@ CASES: list[tuple[dict[str, Any], Health, Health | None]] = [
     (member("kubeflow.org/v1", "PyTorchJob", status={"conditions": conds(Created="True")}), K, None),
     (member("kubeflow.org/v1", "PyTorchJob", status={}), K, None),
     (member("kubeflow.org/v2beta1", "MPIJob", status={"conditions": conds(Running="False", Failed="True")}), U, None),
+    *(case for kind in ("TFJob", "XGBoostJob", "PaddleJob", "JAXJob") for case in (
+        (member("kubeflow.org/v1", kind, status={"conditions": conds(Created="True", Running="True")}), H, None),
+        (member("kubeflow.org/v1", kind, status={"conditions": conds(Created="True")}), K, None),
+        (member("kubeflow.org/v1", kind, status={"conditions": conds(Running="False", Failed="True")}), U, None),
+    )),
     (member("kubeflow.org/v2beta1", "MPIJob", status={"conditions": conds(Succeeded="True")}), H, None),
     (member("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", spec={"replicas": 2}, status={"readyReplicas": 2}), H, None),
     (member("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", spec={"replicas": 2}, status={"readyReplicas": 1}), U, None),

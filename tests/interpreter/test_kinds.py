@@ -127,6 +127,10 @@ def test_registry_knows_every_kind_and_ignores_versions() -> None:
         ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"),
         ("jobset.x-k8s.io", "JobSet"),
         ("kubeflow.org", "PyTorchJob"),
+        ("kubeflow.org", "TFJob"),
+        ("kubeflow.org", "XGBoostJob"),
+        ("kubeflow.org", "PaddleJob"),
+        ("kubeflow.org", "JAXJob"),
         ("kubeflow.org", "MPIJob"),
         ("ray.io", "RayJob"),
         ("ray.io", "RayCluster"),
@@ -171,6 +175,50 @@ def test_replicas_and_components(
 )
 def test_replica_requirements_are_the_main_role(obj: dict[str, Any], gpu: dict[str, int]) -> None:
     assert interp(obj).replica_requirements(obj).gpu_resources == gpu
+
+
+#: Each Kubeflow kind's replica-spec field and its roles in Kueue's pod set order
+#: (``OrderedReplicaTypes`` of kueue's kubeflow integrations), written out apart from the code.
+KUBEFLOW_ROLES = [
+    ("PyTorchJob", "pytorchReplicaSpecs", ["Master", "Worker"]),
+    ("TFJob", "tfReplicaSpecs", ["Chief", "Master", "PS", "Worker", "Evaluator"]),
+    ("XGBoostJob", "xgbReplicaSpecs", ["Master", "Worker"]),
+    ("PaddleJob", "paddleReplicaSpecs", ["Master", "Worker"]),
+    ("JAXJob", "jaxReplicaSpecs", ["Worker"]),
+    ("MPIJob", "mpiReplicaSpecs", ["Launcher", "Worker"]),
+]
+
+
+def training_job(kind: str, field: str, roles: list[str]) -> dict[str, Any]:
+    """A job with every role of its kind, written in reverse order; 3 Workers with 4 GPUs each,
+    one pod (the default: no ``replicas``) of every other role."""
+    specs: dict[str, Any] = {}
+    for role in reversed(roles):
+        specs[role] = {"replicas": 3, "template": pod({"nvidia.com/gpu": "4"})} if role == "Worker" else {"template": pod()}
+    return {"apiVersion": "kubeflow.org/v1", "kind": kind, "metadata": {"name": "t"}, "spec": {field: specs}}
+
+
+@pytest.mark.parametrize(("kind", "field", "roles"), KUBEFLOW_ROLES)
+def test_kubeflow_kinds_read_their_replica_specs_in_kueues_role_order(kind: str, field: str, roles: list[str]) -> None:
+    obj = training_job(kind, field, roles)
+    interpreter = interp(obj)
+    assert [(c.name, c.replicas) for c in interpreter.components(obj)] == [(r, 3 if r == "Worker" else 1) for r in roles]
+    assert [name for name, _ in interpreter.pod_set_slots(obj)] == roles
+    assert interpreter.replicas(obj) == len(roles) + 2
+    assert interpreter.is_gang(obj)
+    assert interpreter.replica_requirements(obj).gpu_resources == {"nvidia.com/gpu": 4}
+    # Given two pods more, the Worker role takes them; every other role keeps its pods.
+    out = interpreter.with_replicas(obj, len(roles) + 4)
+    assert {r: s.get("replicas") for r, s in out["spec"][field].items()} == {r: 5 if r == "Worker" else None for r in roles}
+    # The replica specs under another kind's field are not this kind's.
+    other = "mpiReplicaSpecs" if field != "mpiReplicaSpecs" else "pytorchReplicaSpecs"
+    misplaced = {**obj, "spec": {other: obj["spec"][field]}}
+    assert interpreter.components(misplaced) == []
+
+
+def test_a_role_the_kind_does_not_name_comes_after_its_roles() -> None:
+    obj = training_job("TFJob", "tfReplicaSpecs", ["Extra", "Worker", "PS"])
+    assert [c.name for c in interp(obj).components(obj)] == ["PS", "Worker", "Extra"]
 
 
 def test_pytorchjob_components_carry_per_role_requirements() -> None:

@@ -71,14 +71,15 @@ def _work(cluster: str, *manifests: tuple[str, str]) -> dict[str, Any]:
 def test_a_pod_the_agent_never_saw_goes_under_the_propagated_workload_named_like_it() -> None:
     """The exporter names pods the agent's cache does not have (yet, or any more): the hub puts
     them under the workload its Works propagated to that cluster whose pods are named so."""
-    names = ["infer-weighted-56fd5b7d5-9rdjm", "infer-56fd5b7d5-abcde", "train-0", "etl-x7k2p", "stray-pod"]
+    names = ["infer-weighted-56fd5b7d5-9rdjm", "infer-56fd5b7d5-abcde", "train-0", "etl-x7k2p", "stray-pod",
+             "tf-ps-1", "tf-chief-0", "jax-worker-3"]
     devices = {"n1": [{"gpu": i, "uuid": f"GPU-{i}", "pod": name, "namespace": "gpu", "utilization": 0.5}
                       for i, name in enumerate(names)]}
     status = capacity.summarize([k8s_node("n1", 8)], [], now=format_time(T0), utilization=devices,
                                 utilization_time=format_time(T0))
     cluster = {"metadata": {"name": "a"}, "spec": {"pricing": {A100: 1.0}}, "status": status}
     works = [_work("a", ("Deployment", "infer-weighted"), ("Deployment", "infer"), ("StatefulSet", "train"),
-                   ("Job", "etl")),
+                   ("Job", "etl"), ("TFJob", "tf"), ("JAXJob", "jax")),
              _work("b", ("Deployment", "stray"))]  # another cluster's workload: not this pod's
     sample = sample_from_cluster_statuses([cluster], [], works, now=T0)
     holders = {d.allocated_to.pod: d.allocated_to.workload for d in sample.clusters[0].nodes[0].devices
@@ -89,4 +90,7 @@ def test_a_pod_the_agent_never_saw_goes_under_the_propagated_workload_named_like
         "train-0": "StatefulSet/train",
         "etl-x7k2p": "Job/etl",
         "stray-pod": "Pod/stray-pod",  # nothing propagated here is named like it
+        "tf-ps-1": "TFJob/tf",  # a role of the kind, lower case, and its index
+        "tf-chief-0": "TFJob/tf",
+        "jax-worker-3": "JAXJob/jax",
     }

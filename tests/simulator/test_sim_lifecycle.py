@@ -170,29 +170,69 @@ def test_a_lowered_parallelism_deletes_the_surplus_pods_not_ready_then_newest_fi
     assert changes.status is not None and changes.status["active"] == 2
 
 
-def test_pytorchjob_pods_and_status() -> None:
-    replica = {"replicas": 1, "template": {"spec": {"containers": [{"name": "pytorch", "image": "i"}]}}}
-    job = _owner(
-        "PyTorchJob",
-        "kubeflow.org/v1",
-        {"pytorchReplicaSpecs": {"Master": replica, "Worker": {**replica, "replicas": 2}}},
-    )
+@pytest.mark.parametrize(
+    ("kind", "field", "chief", "restart", "operator"),
+    [
+        ("PyTorchJob", "pytorchReplicaSpecs", "Master", "OnFailure", "pytorchjob-controller"),
+        ("TFJob", "tfReplicaSpecs", "Chief", "Never", "tfjob-controller"),
+        ("XGBoostJob", "xgbReplicaSpecs", "Master", "Never", "xgboostjob-controller"),
+        ("PaddleJob", "paddleReplicaSpecs", "Master", "OnFailure", "paddlejob-controller"),
+    ],
+)
+def test_kubeflow_job_pods_and_status(kind: str, field: str, chief: str, restart: str, operator: str) -> None:
+    """Pods per role of the kind's replica specs, with the operator's labels and its default
+    restartPolicy; the job runs while its chief does and succeeds when its chief has."""
+    replica = {"replicas": 1, "template": {"spec": {"containers": [{"name": "train", "image": "i"}]}}}
+    job = _owner(kind, "kubeflow.org/v1", {field: {"Worker": {**replica, "replicas": 2}, chief: replica}})
     changes = reconcile_kubeflow_job(job, [], now=NOW, rng=random.Random(0))
-    names = sorted(p["metadata"]["name"] for p in changes.create)
-    assert names == ["w-master-0", "w-worker-0", "w-worker-1"]
+    head = f"w-{chief.lower()}-0"
+    assert sorted(p["metadata"]["name"] for p in changes.create) == sorted([head, "w-worker-0", "w-worker-1"])
     for pod in changes.create:
-        assert pod["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"] == "w"
+        labels = pod["metadata"]["labels"]
+        assert labels["scheduling.x-k8s.io/pod-group"] == "w"
+        assert labels["training.kubeflow.org/operator-name"] == operator
+        assert ("training.kubeflow.org/job-role" in labels) is (pod["metadata"]["name"] == head)
         assert pod["metadata"]["annotations"]["scheduling.x-k8s.io/min-member"] == "3"
-        assert pod["spec"]["restartPolicy"] == "OnFailure"
+        assert pod["spec"]["restartPolicy"] == restart
     assert changes.status is not None
-    assert [c["type"] for c in changes.status["conditions"]] == ["Created"]
-    done = [_child("w-master-0", phase="Succeeded"), _child("w-worker-0"), _child("w-worker-1")]
+    assert [(c["type"], c["reason"]) for c in changes.status["conditions"]] == [("Created", f"{kind}Created")]
+    running = [_child(head), _child("w-worker-0", phase="Pending"), _child("w-worker-1", phase="Pending")]
+    changes = reconcile_kubeflow_job(job, running, now=NOW, rng=random.Random(0))
+    assert changes.status is not None
+    assert {c["type"]: c["status"] for c in changes.status["conditions"]}["Running"] == "True"
+    done = [_child(head, phase="Succeeded"), _child("w-worker-0"), _child("w-worker-1")]
     changes = reconcile_kubeflow_job(job, done, now=NOW, rng=random.Random(0))
     assert changes.status is not None
     conditions = {c["type"]: c["status"] for c in changes.status["conditions"]}
     assert conditions["Succeeded"] == "True" and conditions["Running"] == "False"
-    assert changes.status["replicaStatuses"]["Master"]["succeeded"] == 1
+    assert changes.status["replicaStatuses"][chief]["succeeded"] == 1
     assert changes.status["replicaStatuses"]["Worker"]["active"] == 2
+
+
+def test_a_tfjob_without_a_chief_ends_with_its_master() -> None:
+    replica = {"replicas": 1, "template": {"spec": {"containers": [{"name": "tensorflow", "image": "i"}]}}}
+    job = _owner("TFJob", "kubeflow.org/v1", {"tfReplicaSpecs": {"PS": replica, "Master": replica, "Worker": replica}})
+    pods = [_child("w-ps-0"), _child("w-master-0", phase="Succeeded"), _child("w-worker-0")]
+    changes = reconcile_kubeflow_job(job, pods, now=NOW, rng=random.Random(0))
+    assert changes.status is not None
+    assert {c["type"]: c["status"] for c in changes.status["conditions"]}["Succeeded"] == "True"
+
+
+def test_a_jaxjob_runs_when_all_its_workers_do_and_succeeds_when_all_have() -> None:
+    job = _owner("JAXJob", "kubeflow.org/v1", {"jaxReplicaSpecs": {"Worker": {
+        "replicas": 2, "template": {"spec": {"containers": [{"name": "jax", "image": "i"}]}}}}})
+    created = reconcile_kubeflow_job(job, [], now=NOW, rng=random.Random(0)).create
+    assert [(p["metadata"]["name"], p["spec"]["restartPolicy"]) for p in created] == [("w-worker-0", "Never"), ("w-worker-1", "Never")]
+
+    def conditions(pods: list[dict[str, Any]]) -> dict[str, str]:
+        status = reconcile_kubeflow_job(job, pods, now=NOW, rng=random.Random(0)).status
+        assert status is not None
+        return {c["type"]: c["status"] for c in status["conditions"]}
+
+    assert "Running" not in conditions([_child("w-worker-0"), _child("w-worker-1", phase="Pending")])
+    assert conditions([_child("w-worker-0"), _child("w-worker-1")])["Running"] == "True"
+    assert "Succeeded" not in conditions([_child("w-worker-0", phase="Succeeded"), _child("w-worker-1")])
+    assert conditions([_child("w-worker-0", phase="Succeeded"), _child("w-worker-1", phase="Succeeded")])["Succeeded"] == "True"
 
 
 def test_mpijob_cleans_up_workers_after_launcher() -> None:
@@ -231,6 +271,8 @@ SUCCEEDED_STATUS = {"conditions": [{"type": "Succeeded", "status": "True"}]}
                      id="mpijob-stale-status-workers-deleted"),
         pytest.param("PyTorchJob", "pytorchReplicaSpecs", "master-0", None,
                      [_child("w-master-0", phase="Succeeded")], id="pytorchjob-stale-status-master-done"),
+        pytest.param("TFJob", "tfReplicaSpecs", "master-0", None,
+                     [_child("w-master-0", phase="Succeeded")], id="tfjob-stale-status-master-done"),
         pytest.param("MPIJob", "mpiReplicaSpecs", "launcher", SUCCEEDED_STATUS, [],
                      id="mpijob-finished-every-pod-gone"),
         pytest.param("PyTorchJob", "pytorchReplicaSpecs", "master-0", SUCCEEDED_STATUS, [],

@@ -1,10 +1,13 @@
 """The workload kinds users apply to the hub and members run: apps/v1 Deployment and StatefulSet,
-batch/v1 Job, Kubeflow's PyTorchJob and MPIJob, Ray's RayJob and RayCluster.
+batch/v1 Job, Kubeflow's training jobs (PyTorchJob, TFJob, XGBoostJob, PaddleJob, JAXJob, MPIJob),
+Ray's RayJob and RayCluster.
 """
 
 from __future__ import annotations
 
 from controlplane.apis.kube.fieldlabels import JOB_FIELDS
+from controlplane.apis.kubeflow import GROUP as KUBEFLOW_GROUP
+from controlplane.apis.kubeflow import TRAINING_KINDS
 from controlplane.apiserver import columns as col
 from controlplane.apiserver.resources import (
     AGE,
@@ -60,14 +63,10 @@ def workload_resources() -> list[ResourceType]:
                 TableColumn("Selector", col.selector_string("spec.selector.matchLabels"), priority=1),
             ),
         ),
-        ResourceType(
-            "kubeflow.org", "v1", "PyTorchJob", "pytorchjobs", "pytorchjob", namespaced=True,
+        *(ResourceType(
+            KUBEFLOW_GROUP, "v1", training.kind, training.plural, training.kind.lower(), namespaced=True,
             categories=("kubeflow-org",), has_status=True, columns=job_like,
-        ),
-        ResourceType(
-            "kubeflow.org", "v1", "MPIJob", "mpijobs", "mpijob", namespaced=True,
-            categories=("kubeflow-org",), has_status=True, columns=job_like,
-        ),
+        ) for training in TRAINING_KINDS.values()),
         ResourceType(
             "ray.io", "v1", "RayJob", "rayjobs", "rayjob", namespaced=True,
             categories=cats, has_status=True,

@@ -1,7 +1,8 @@
 """Schemas of the kinds the hub stores without a model: Kubeflow's and KubeRay's jobs, Karmada's
 autoscalers, WasteReport.
 
-PyTorchJob and MPIJob (``kubeflow.org/v1``) and RayJob and RayCluster (``ray.io/v1``) are other
+The Kubeflow training jobs (``kubeflow.org/v1``: PyTorchJob, TFJob, XGBoostJob, PaddleJob,
+JAXJob, MPIJob) and RayJob and RayCluster (``ray.io/v1``) are other
 projects' CRDs; no maintained package ships their schemas, so these describe the fields
 gpufed reads and the ones users set most, in the operators' own terms, with each pod
 template as kube's ``PodTemplateSpec`` (so ``kubectl explain`` reaches every container
@@ -20,6 +21,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from controlplane.apis.kubeflow import GROUP as KUBEFLOW_GROUP
+from controlplane.apis.kubeflow import TRAINING_KINDS
 from controlplane.apiserver.openapi.models import type_meta_properties
 from controlplane.apiserver.openapi.upstream import DEFINITIONS_PREFIX, POD_TEMPLATE_SPEC, reachable
 
@@ -102,6 +105,28 @@ def _kubeflow_job_definitions(kind: str, specs_field: str, roles: str, extra_spe
     }
 
 
+#: The spec fields of a Kubeflow kind besides its replica specs and ``runPolicy``, by kind.
+_KUBEFLOW_SPEC_FIELDS: dict[str, dict[str, Any]] = {
+    "PyTorchJob": {
+        "nprocPerNode": _s("The number of processes per node (torchrun --nproc-per-node): auto, cpu, gpu or a number."),
+    },
+    "TFJob": {
+        "successPolicy": _s(
+            "SuccessPolicy says when a TFJob without a Chief or Master has succeeded: \"\" (the default) when "
+            "worker 0 has, AllWorkers when all workers have."
+        ),
+        "enableDynamicWorker": _s("EnableDynamicWorker lets the job go on when some of its workers fail.", "boolean"),
+    },
+    "PaddleJob": {
+        "elasticPolicy": _object("ElasticPolicy holds the elastic policy of the PaddleJob.", {
+            "minReplicas": _int("The lower limit of workers the job can scale down to."),
+            "maxReplicas": _int("The upper limit of workers the job can scale up to."),
+            "maxRestarts": _int("The limit of pod restarts in elastic mode."),
+        }),
+    },
+    "MPIJob": {"slotsPerWorker": _int("SlotsPerWorker is the number of MPI slots per worker pod. Defaults to 1.")},
+}
+
 _REPLICA_SPEC = _object(
     "ReplicaSpec is the description of one role of the job: how many pods it runs and from which template.",
     {
@@ -111,7 +136,13 @@ _REPLICA_SPEC = _object(
             "Template is the pod template of this role. gpufed reads its containers' resource requests "
             "(GPUs, MIG slices, CPU, memory) to find clusters where every replica fits.",
         ),
-        "restartPolicy": _s("RestartPolicy of this role's pods: Always, OnFailure, Never or ExitCode. Defaults to Never."),
+        "restartPolicy": _s(
+            "RestartPolicy of this role's pods: Always, OnFailure, Never or ExitCode. Defaults to "
+            + "; ".join(
+                f"{policy} for " + ", ".join(t.kind for t in TRAINING_KINDS.values() if t.default_restart_policy == policy)
+                for policy in sorted({t.default_restart_policy for t in TRAINING_KINDS.values()}, reverse=True)
+            ) + "."
+        ),
     },
 )
 
@@ -431,9 +462,7 @@ def _kind(kind: str, prefix: str, description: str) -> dict[str, Any]:
 
 #: (group, version, kind, definition prefix, description) of each kind listed here.
 _KINDS: tuple[tuple[str, str, str, str, str], ...] = (
-    ("kubeflow.org", "v1", "PyTorchJob", _KUBEFLOW, "PyTorchJob represents a distributed PyTorch training job (Kubeflow)."),
-    ("kubeflow.org", "v1", "MPIJob", _KUBEFLOW,
-     "MPIJob represents an MPI (Horovod, DeepSpeed, ...) training job (Kubeflow)."),
+    *((KUBEFLOW_GROUP, "v1", t.kind, _KUBEFLOW, t.description) for t in TRAINING_KINDS.values()),
     ("ray.io", "v1", "RayJob", _RAY, "RayJob runs one program on a Ray cluster created for it (KubeRay)."),
     ("ray.io", "v1", "RayCluster", _RAY,
      "RayCluster represents a Ray cluster: a head pod and groups of workers (KubeRay)."),
@@ -459,16 +488,8 @@ def _parts() -> dict[str, Any]:
     parts: dict[str, Any] = {
         **_KUBEFLOW_SHARED, **_RAY_DEFINITIONS, **_REPORT_DEFINITIONS, **_KARMADA_AUTOSCALING_DEFINITIONS,
     }
-    pytorch = _kubeflow_job_definitions(
-        "PyTorchJob", "pytorchReplicaSpecs", "Master, Worker",
-        {"nprocPerNode": _s("The number of processes per node (torchrun --nproc-per-node): auto, cpu, gpu or a number.")},
-    )
-    mpi = _kubeflow_job_definitions(
-        "MPIJob", "mpiReplicaSpecs", "Launcher, Worker",
-        {"slotsPerWorker": _int("SlotsPerWorker is the number of MPI slots per worker pod. Defaults to 1.")},
-    )
-    parts.update(pytorch)
-    parts.update(mpi)
+    for t in TRAINING_KINDS.values():
+        parts.update(_kubeflow_job_definitions(t.kind, t.specs_field, ", ".join(t.roles), _KUBEFLOW_SPEC_FIELDS.get(t.kind, {})))
     return parts
 
 

@@ -42,6 +42,8 @@ from controlplane.apis.constants import (
     WORK_GROUP,
 )
 from controlplane.apis.kube.roleaggregation import aggregate_all
+from controlplane.apis.kubeflow import GROUP as KUBEFLOW_GROUP
+from controlplane.apis.kubeflow import TRAINING_KINDS
 from controlplane.apiserver.auth.rbac.index import CLUSTER_ROLE, CLUSTER_ROLE_BINDING, RbacIndex
 from controlplane.apiserver.identity import (
     AUTHENTICATED,
@@ -236,7 +238,9 @@ _KUEUE_KINDS: Final = (
 )
 #: Karmada's autoscalers, with their status subresources: a namespace's editors manage them.
 _AUTOSCALERS: Final = ("federatedhpas", "federatedhpas/status", "cronfederatedhpas", "cronfederatedhpas/status")
-_WORKLOAD_KINDS: Final = (("kubeflow.org", ("pytorchjobs", "mpijobs")), ("ray.io", ("rayjobs", "rayclusters")))
+_WORKLOAD_KINDS: Final = (
+    (KUBEFLOW_GROUP, tuple(training.plural for training in TRAINING_KINDS.values())), ("ray.io", ("rayjobs", "rayclusters")),
+)
 
 
 def gpufed_cluster_roles() -> list[dict[str, Any]]:
