@@ -43,12 +43,16 @@ def test_kubectl_explain_prints_descriptions_and_nested_fields(processes) -> Non
     assert "The job is a gang" in " ".join(pytorch.split())
     limits = kubectl.run("explain", "pytorchjob.spec.pytorchReplicaSpecs.template.spec.containers.resources.limits").stdout
     assert "FIELD: limits <map[string]Quantity>" in limits
+    # The other Kubeflow kinds share the parts, each under its own replica-spec field and roles.
+    tensorflow = kubectl.run("explain", "tfjob.spec").stdout
+    assert "tfReplicaSpecs\t<map[string]ReplicaSpec>" in tensorflow
+    assert "(Chief, Master, PS, Worker, Evaluator)" in " ".join(tensorflow.split())
 
     gpus = kubectl.run("explain", "clusters.status.gpuSummary").stdout
     assert "FIELD: gpuSummary <[]GpuSummary>" in gpus
     assert "GPUs and MIG slices of the cluster" in " ".join(gpus.split())
     assert "allocatable\t<integer> -required-" in gpus
-    for text in (replicas, scheduling, recursive, pytorch, gpus):
+    for text in (replicas, scheduling, recursive, pytorch, tensorflow, gpus):
         assert "<no description>" not in text and "``" not in text
 
     # The v2 document, which kubectl reads as gnostic protobuf, parses and explains too.

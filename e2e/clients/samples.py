@@ -248,6 +248,10 @@ SPECS: dict[tuple[str, str], Builder] = {
     },
     ("kubeflow.org", "PyTorchJob"): lambda name: {"spec": {"pytorchReplicaSpecs": _replica_specs(name, "Master", "Worker")}},
     ("kubeflow.org", "MPIJob"): lambda name: {"spec": {"mpiReplicaSpecs": _replica_specs(name, "Launcher", "Worker")}},
+    ("kubeflow.org", "TFJob"): lambda name: {"spec": {"tfReplicaSpecs": _replica_specs(name, "PS", "Worker")}},
+    ("kubeflow.org", "XGBoostJob"): lambda name: {"spec": {"xgbReplicaSpecs": _replica_specs(name, "Master", "Worker")}},
+    ("kubeflow.org", "PaddleJob"): lambda name: {"spec": {"paddleReplicaSpecs": _replica_specs(name, "Master", "Worker")}},
+    ("kubeflow.org", "JAXJob"): lambda name: {"spec": {"jaxReplicaSpecs": _replica_specs(name, "Worker")}},
     ("ray.io", "RayJob"): lambda name: {
         "spec": {
             "entrypoint": "python train.py",
