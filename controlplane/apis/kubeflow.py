@@ -32,6 +32,9 @@ class TrainingKind:
     default_restart_policy: str
     #: What the operator's CRD says the kind is (the hub's OpenAPI description).
     description: str = ""
+    #: Whether a job without a chief role succeeds when its worker 0 has (TFJob's default
+    #: ``spec.successPolicy``; ``AllWorkers`` waits for all of them, as the other kinds do).
+    worker0_ends: bool = False
     #: The role that grows or shrinks when the job is given another total of pods; the others are fixed.
     worker: str = "Worker"
 
@@ -49,7 +52,7 @@ TRAINING_KINDS: Final[dict[str, TrainingKind]] = {
                      "PyTorchJob represents a distributed PyTorch training job (Kubeflow)."),
         TrainingKind("TFJob", "tfReplicaSpecs", ("Chief", "Master", "PS", "Worker", "Evaluator"), ("Chief", "Master"),
                      "tfjob-controller", "Never",
-                     "TFJob represents a distributed TensorFlow training job (Kubeflow)."),
+                     "TFJob represents a distributed TensorFlow training job (Kubeflow).", worker0_ends=True),
         TrainingKind("XGBoostJob", "xgbReplicaSpecs", ("Master", "Worker"), ("Master",),
                      "xgboostjob-controller", "Never",
                      "XGBoostJob represents a distributed XGBoost training job (Kubeflow)."),

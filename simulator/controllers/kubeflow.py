@@ -8,8 +8,9 @@ In: a job and the pods it owns; out:
 ``training.kubeflow.org/*`` labels and the gang label ``scheduling.x-k8s.io/pod-group``
 (+ min-member annotation, see :mod:`simulator.scheduling.model`); status replicaStatuses and
 conditions Created/Running/Succeeded/Failed. The job succeeds when its chief does (the kind's
-first chief role the job has: Master, Launcher, TFJob's Chief else Master), or without one when
-all its pods have; it is Running while its chief runs, or without one while all its pods do. Pods
+first chief role the job has: Master, Launcher, TFJob's Chief else Master; a TFJob without one:
+its worker 0, unless ``successPolicy: AllWorkers``), or without one when all its pods have; it is
+Running while its chief runs, or without one while all its pods do. Pods
 get the kind's default ``restartPolicy`` when their role and template set none. A finished job
 (its status, or its pods: the chief Succeeded, a pod Failed) never gets a new pod, as the
 training operator and MPI operator do; its pods are deleted as ``runPolicy.cleanPodPolicy`` says (All / Running =
@@ -24,7 +25,7 @@ from enum import StrEnum
 from typing import Any, Final
 
 from controlplane.apis.constants import LABEL_TRAINING_JOB_NAME, LABEL_TRAINING_OPERATOR_NAME
-from controlplane.apis.kubeflow import TRAINING_KINDS, chief_of, ordered_roles
+from controlplane.apis.kubeflow import TRAINING_KINDS, TrainingKind, chief_of, ordered_roles
 from simulator.controllers.base import (
     Changes,
     ConditionType,
@@ -73,17 +74,30 @@ def _to_clean(pods: Mapping[str, Mapping[str, Any]], policy: CleanPodPolicy) -> 
     return sorted(n for n, p in pods.items() if phase(p) in ("Pending", "Running"))
 
 
-def _finished_by_pods(job: str, chief: str | None, replica_specs: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]) -> bool:
+def _chief(job: Mapping[str, Any], training: TrainingKind, replica_specs: Mapping[str, Any]) -> tuple[str | None, int]:
+    """The role whose success ends the job and how many of its pods count (from index 0): the
+    kind's chief role, every pod of it; else, for a TFJob under its default success policy, worker
+    0; else (None, 0): the job ends when all its pods have."""
+    chief = chief_of(training, dict(replica_specs))
+    if chief is not None:
+        return chief, int((replica_specs[chief] or {}).get("replicas", 1))
+    success_policy = (job.get("spec") or {}).get("successPolicy") or ""
+    if training.worker0_ends and training.worker in replica_specs and success_policy != "AllWorkers":
+        return training.worker, 1
+    return None, 0
+
+
+def _finished_by_pods(job: str, chief: tuple[str | None, int], pods: Sequence[Mapping[str, Any]]) -> bool:
     """Whether the pods alone (terminating ones included) show the job finished: a chief that
     Succeeded, or any pod that Failed. Read before creating any pod, so a status write the cache
     has not shown yet never makes a finished job start pods again."""
     by_name = {str(p["metadata"]["name"]): p for p in pods}
     if any(phase(p) == "Failed" for p in by_name.values()):
         return True
-    if chief is None:
+    role, count = chief
+    if role is None:
         return False
-    count = int((replica_specs[chief] or {}).get("replicas", 1))
-    chiefs = (by_name.get(_kubeflow_pod_name(job, chief, i)) for i in range(count))
+    chiefs = (by_name.get(_kubeflow_pod_name(job, role, i)) for i in range(count))
     return any(p is not None and phase(p) == "Succeeded" for p in chiefs)
 
 
@@ -103,7 +117,7 @@ def reconcile_kubeflow_job(
     namespace = meta.get("namespace") or "default"
     specs: Mapping[str, Any] = (job.get("spec") or {}).get(training.specs_field) or {}
     replica_specs = {role: specs[role] for role in ordered_roles(training, list(specs))}
-    chief = chief_of(training, replica_specs)
+    chief, chief_count = _chief(job, training, replica_specs)
     total = sum(int((rs or {}).get("replicas", 1)) for rs in replica_specs.values())
     status_old = job.get("status") or {}
     old_conditions = list(status_old.get("conditions") or [])
@@ -112,7 +126,7 @@ def reconcile_kubeflow_job(
         for c in old_conditions
     )
     # As the operators do: a finished job (by its status, or by its pods) gets no new pod.
-    creates = not finished and not _finished_by_pods(name, chief, replica_specs, pods)
+    creates = not finished and not _finished_by_pods(name, (chief, chief_count), pods)
     by_name = {p["metadata"]["name"]: p for p in pods if not is_terminating(p)}
     changes = Changes()
     replica_statuses: dict[str, dict[str, Any]] = {}
@@ -127,6 +141,7 @@ def reconcile_kubeflow_job(
         for index in range(count):
             pod_name = _kubeflow_pod_name(name, replica_type, index)
             pod = by_name.get(pod_name)
+            is_chief = replica_type == chief and index < chief_count
             if pod is None:
                 all_running = False
                 workers_done = False
@@ -139,7 +154,7 @@ def reconcile_kubeflow_job(
                         LABEL_TRAINING_INDEX: str(index),
                         LABEL_POD_GROUP: name,
                     }
-                    if replica_type == chief:
+                    if is_chief:
                         labels[LABEL_TRAINING_ROLE] = replica_type.lower()
                     pod_new = new_pod(
                         job,
@@ -161,17 +176,16 @@ def reconcile_kubeflow_job(
             current = phase(pod)
             if current == "Running":
                 counts["active"] += 1
-                if replica_type == chief:
+                if is_chief:
                     chief_running = True
             else:
                 all_running = False
             if current == "Succeeded":
                 counts["succeeded"] += 1
-                if replica_type == chief:
+                if is_chief:
                     chief_done = True
-            else:
-                if replica_type != chief:
-                    workers_done = False
+            elif not is_chief:
+                workers_done = False
             if current == "Failed":
                 counts["failed"] += 1
                 failed_any = True

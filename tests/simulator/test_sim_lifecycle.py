@@ -218,6 +218,30 @@ def test_a_tfjob_without_a_chief_ends_with_its_master() -> None:
     assert {c["type"]: c["status"] for c in changes.status["conditions"]}["Succeeded"] == "True"
 
 
+@pytest.mark.parametrize(
+    ("success_policy", "succeeded"),
+    [(None, True), ("", True), ("AllWorkers", False)],
+)
+def test_a_tfjob_without_chief_or_master_ends_with_its_worker_0(success_policy: str | None, succeeded: bool) -> None:
+    """The TF operator's default success policy: worker 0 done is the job done; ``AllWorkers``
+    waits for every worker."""
+    replica = {"replicas": 1, "template": {"spec": {"containers": [{"name": "tensorflow", "image": "i"}]}}}
+    spec: dict[str, Any] = {"tfReplicaSpecs": {"PS": replica, "Worker": {**replica, "replicas": 2}}}
+    if success_policy is not None:
+        spec["successPolicy"] = success_policy
+    job = _owner("TFJob", "kubeflow.org/v1", spec)
+    created = reconcile_kubeflow_job(job, [], now=NOW, rng=random.Random(0)).create
+    roles = {p["metadata"]["name"]: p["metadata"]["labels"].get("training.kubeflow.org/job-role") for p in created}
+    assert roles == {"w-ps-0": None, "w-worker-0": "worker" if success_policy != "AllWorkers" else None, "w-worker-1": None}
+    pods = [_child("w-ps-0"), _child("w-worker-0", phase="Succeeded"), _child("w-worker-1")]
+    changes = reconcile_kubeflow_job(job, pods, now=NOW, rng=random.Random(0))
+    assert changes.status is not None
+    assert ({c["type"]: c["status"] for c in changes.status["conditions"]}.get("Succeeded") == "True") is succeeded
+    # Once worker 0 has succeeded, a missing pod is not created again (the status may not say so yet).
+    again = reconcile_kubeflow_job(job, [_child("w-ps-0"), _child("w-worker-0", phase="Succeeded")], now=NOW, rng=random.Random(0))
+    assert (again.create == []) is succeeded
+
+
 def test_a_jaxjob_runs_when_all_its_workers_do_and_succeeds_when_all_have() -> None:
     job = _owner("JAXJob", "kubeflow.org/v1", {"jaxReplicaSpecs": {"Worker": {
         "replicas": 2, "template": {"spec": {"containers": [{"name": "jax", "image": "i"}]}}}}})
