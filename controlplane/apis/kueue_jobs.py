@@ -9,9 +9,9 @@ from typing import Any, Final
 
 from controlplane.apis.kube import objects
 from controlplane.apis.kube.field import FieldError, immutable
-from controlplane.apis.kueue_v1beta1 import LABEL_QUEUE_NAME
 from controlplane.apis.kubeflow import GROUP as KUBEFLOW_GROUP
 from controlplane.apis.kubeflow import TRAINING_KINDS
+from controlplane.apis.kueue_v1beta1 import LABEL_QUEUE_NAME
 
 #: Where Kueue's job integrations keep the flag it flips to start a job it admitted (Kueue suspends
 #: a queued job when it is created and unsuspends it on admission), by API group and kind.
