@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient
 
-from controlplane.apiserver.objects import ObjectStore
+from controlplane.apiserver import errors
+from controlplane.apiserver.objects import ObjectStore, continuation
 
 from .kinds import deployment
 
@@ -34,8 +35,22 @@ def _token(raw: bytes) -> str:
 MALFORMED = [
     ("abc=", f"{NOT_VALID}: illegal base64 data at input byte 3"),
     ("abcde", f"{NOT_VALID}: illegal base64 data at input byte 4"),
-    ("not-a-token", f"{NOT_VALID}: not JSON: Expecting value: line 1 column 1 (char 0)"),
-    (_token(b'{"v" 1}'), f"{NOT_VALID}: not JSON: Expecting ':' delimiter: line 1 column 6 (char 5)"),
+    # Not JSON: Go's syntax errors, as encoding/json words them.
+    ("not-a-token", f"{NOT_VALID}: invalid character '\\u009e' looking for beginning of value"),
+    (_token(b'{"v" 1}'), f"{NOT_VALID}: invalid character '1' after object key"),
+    (_token(b'{"v":"meta.k8s.io/v1","rv":5'), f"{NOT_VALID}: unexpected end of JSON input"),
+    (_token(b'{"v":"meta.k8s.io/v1","rv":5,}'), f"{NOT_VALID}: invalid character '}}' looking for beginning of object key string"),
+    (_token(b'{"rv":5 "start":"a"}'), f"{NOT_VALID}: invalid character '\"' after object key:value pair"),
+    (_token(b'{"rv":1.}'), f"{NOT_VALID}: invalid character '}}' after decimal point in numeric literal"),
+    (_token(b'{"v":tru'), f"{NOT_VALID}: invalid character ' ' in literal true (expecting 'e')"),
+    (_token(b'{"v":"\\x"}'), f"{NOT_VALID}: invalid character 'x' in string escape code"),
+    (_token(b'{"v":"\x01"}'), f"{NOT_VALID}: invalid character '\\x01' in string literal"),
+    (_token(b"[1 2]"), f"{NOT_VALID}: invalid character '2' after array element"),
+    (_token(b"{} {}"), f"{NOT_VALID}: invalid character '{{' after top-level value"),
+    (_token(b"NaN"), f"{NOT_VALID}: invalid character 'N' looking for beginning of value"),
+    # Valid JSON deeper than Python's recursion: only the token's fields' kinds matter.
+    (_token(b'{"start":' + b"[" * 2000 + b"]" * 2000 + b"}"),
+     f"{NOT_VALID}: json: cannot unmarshal array into Go struct field continueToken.start of type string"),
     (_token(b"[1]"), f"{NOT_VALID}: json: cannot unmarshal array into Go value of type storage.continueToken"),
     (_token(b'{"v":"meta.k8s.io/v1","rv":"5","start":"a"}'),
      f"{NOT_VALID}: json: cannot unmarshal string into Go struct field continueToken.rv of type int64"),
@@ -50,6 +65,13 @@ MALFORMED = [
     (_token(b'{"v":"meta.k8s.io/v2","rv":5,"start":"a"}'),
      f"{NOT_VALID}: server does not recognize this encoded version meta.k8s.io/v2"),
 ]
+
+
+def test_json_nested_deeper_than_go_allows_is_gos_syntax_error() -> None:
+    # Longer than a request line may be: only the decoder sees it.
+    with pytest.raises(errors.BadRequest) as caught:
+        continuation.decode(_token(b"[" * 10001), "/registry/deployments/")
+    assert caught.value.message == f"{NOT_VALID}: invalid character '[' exceeded max depth"
 
 
 @pytest.mark.parametrize(("token", "message"), MALFORMED)
