@@ -1,5 +1,5 @@
-"""OpenAPI as kubectl reads it from a real hub: `kubectl explain` of built-in, gpufed, Karmada and
-Kubeflow kinds and of the create-only reviews (v3, and v2 as protobuf), and kube's own errors for
+"""OpenAPI as kubectl reads it from a real hub: `kubectl explain` of built-in, gpufed, Karmada,
+Kueue, JobSet, LeaderWorkerSet and Kubeflow kinds (into the kube types they embed) and of the create-only reviews (v3, and v2 as protobuf), and kube's own errors for
 a typo'd kind."""
 
 from __future__ import annotations
@@ -70,6 +70,27 @@ def test_kubectl_explain_prints_descriptions_and_nested_fields(processes) -> Non
         assert "DESCRIPTION:" in kubectl.run("explain", kind).stdout, kind
     v2_review = kubectl.run("explain", "subjectaccessreview.spec.user", "--output=plaintext-openapiv2").stdout
     assert "user is the user you're testing for." in v2_review
+
+
+def test_kubectl_explain_walks_into_the_kube_types_other_projects_crds_embed(processes) -> None:
+    _, kubectl = processes.start_hub()
+
+    template = kubectl.run("explain", "workload.spec.podSets.template").stdout
+    assert "FIELD: template <PodTemplateSpec>" in template
+    assert "spec\t<PodSpec>" in template
+    resources = kubectl.run("explain", "workload.spec.podSets.template.spec.containers.resources").stdout
+    assert "FIELD: resources <ResourceRequirements>" in resources
+    assert "limits\t<map[string]Quantity>" in resources and "requests\t<map[string]Quantity>" in resources
+    recursive = kubectl.run("explain", "workload.spec.podSets", "--recursive").stdout
+    assert "    spec\t<PodSpec>" in recursive
+    assert "      containers\t<[]Container> -required-" in recursive
+
+    jobset = kubectl.run("explain", "jobset.spec.replicatedJobs.template.spec.template.spec.containers.image").stdout
+    assert "KIND:       JobSet" in jobset and "FIELD: image <string>" in jobset
+    lws = kubectl.run("explain", "lws.spec.leaderWorkerTemplate").stdout
+    assert "leaderTemplate\t<PodTemplateSpec>" in lws and "workerTemplate\t<PodTemplateSpec>" in lws
+    for text in (template, resources, jobset, lws):
+        assert "<no description>" not in text
 
 
 def test_a_typod_kind_gets_kubes_messages(processes, tmp_path: Path) -> None:

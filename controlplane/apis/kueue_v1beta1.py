@@ -23,6 +23,7 @@ from controlplane.apis.meta import (
     Timestamp,
     Toleration,
     WireModel,
+    published_as,
     repeated,
 )
 from controlplane.apis.quantity import QuantityError, parse_quantity
@@ -437,7 +438,7 @@ class WorkloadPriorityClass(SpecModel):
 class PodSet(SpecModel):
     name: str = Field(default="main", min_length=1, max_length=63)
     """The pod set's name (a role of the job, e.g. main, worker)."""
-    template: dict[str, Any] = Field(default_factory=dict)
+    template: dict[str, Any] = Field(default_factory=dict, json_schema_extra=published_as("PodTemplateSpec"))
     """The pod template: its containers' requests are what the pod set asks of the quota."""
     count: int = Field(default=1, ge=0)
     """How many pods."""

@@ -29,6 +29,7 @@ from pydantic import (
     field_validator,
 )
 from pydantic.alias_generators import to_camel
+from pydantic.config import JsonDict
 
 from controlplane.apis.kube.field import CauseType as CauseType  # the reasons of the causes below
 from controlplane.apis.kube.names import (
@@ -73,6 +74,17 @@ class SpecModel(WireModel):
     """
 
     model_config = ConfigDict(extra="forbid")
+
+
+#: The JSON-schema key :func:`published_as` sets (the OpenAPI documents read it).
+PUBLISHED_AS = "x-gpufed-published-as"
+
+
+def published_as(kube_type: str) -> JsonDict:
+    """A free-form field's ``json_schema_extra`` naming the kube type it holds (``PodTemplateSpec``):
+    the server keeps the field as written, and the OpenAPI documents publish kube's schema for it,
+    as the upstream CRD embeds it."""
+    return {PUBLISHED_AS: kube_type}
 
 
 # ---------------------------------------------------------------------------------------------

@@ -127,6 +127,51 @@ def test_v3_documents_resolve_every_reference_and_carry_upstream_descriptions(re
     assert int_or_string["oneOf"] == [{"type": "integer"}, {"type": "string"}]
 
 
+#: Fields whose upstream CRDs embed a kube type, and the kube definition each is served as.
+EMBEDDED_KUBE_TYPES = [
+    ("kueue.x-k8s.io", "v1beta1", "Workload", "spec.podSets[].template", "io.k8s.api.core.v1.PodTemplateSpec"),
+    ("kueue.x-k8s.io", "v1beta2", "Workload", "spec.podSets[].template", "io.k8s.api.core.v1.PodTemplateSpec"),
+    ("kueue.x-k8s.io", "v1beta1", "ResourceFlavor", "spec.tolerations[]", "io.k8s.api.core.v1.Toleration"),
+    ("policy.karmada.io", "v1alpha1", "PropagationPolicy", "spec.placement.clusterTolerations[]",
+     "io.k8s.api.core.v1.Toleration"),
+    ("jobset.x-k8s.io", "v1alpha2", "JobSet", "spec.replicatedJobs[].template", "io.k8s.api.batch.v1.JobTemplateSpec"),
+    ("leaderworkerset.x-k8s.io", "v1", "LeaderWorkerSet", "spec.leaderWorkerTemplate.leaderTemplate",
+     "io.k8s.api.core.v1.PodTemplateSpec"),
+    ("leaderworkerset.x-k8s.io", "v1", "LeaderWorkerSet", "spec.leaderWorkerTemplate.workerTemplate",
+     "io.k8s.api.core.v1.PodTemplateSpec"),
+    ("kubeflow.org", "v1", "PyTorchJob", "spec.pytorchReplicaSpecs{}.template", "io.k8s.api.core.v1.PodTemplateSpec"),
+    ("ray.io", "v1", "RayCluster", "spec.workerGroupSpecs[].template", "io.k8s.api.core.v1.PodTemplateSpec"),
+]
+
+
+def _v3_reference(schema: dict[str, Any]) -> str | None:
+    """The definition a v3 property schema refers to (``$ref``, or kube-openapi's ``allOf`` wrap)."""
+    ref = schema.get("$ref") or next((s["$ref"] for s in schema.get("allOf", ()) if "$ref" in s), None)
+    return ref.removeprefix("#/components/schemas/") if ref else None
+
+
+@pytest.mark.parametrize(("group", "version", "kind", "path", "target"), EMBEDDED_KUBE_TYPES)
+def test_fields_that_embed_a_kube_type_are_served_as_kubes_definition(
+    registry: Registry, group: str, version: str, kind: str, path: str, target: str
+) -> None:
+    documents = OpenApiDocuments(registry)
+    rendered = documents.document(f"apis/{group}/{version}")
+    assert rendered is not None
+    schemas = json.loads(rendered.body)["components"]["schemas"]
+    rt = next(rt for rt in registry if (rt.group, rt.version, rt.kind) == (group, version, kind))
+    schema = schemas[SchemaCatalog(registry, UpstreamDefinitions.load()).kind(rt).name]
+    for step in path.split("."):
+        name, _, rest = step.partition("[") if "[" in step else step.partition("{")
+        if (ref := _v3_reference(schema)) is not None:
+            schema = schemas[ref]
+        schema = schema["properties"][name]
+        if rest:
+            schema = schema["items" if step.endswith("[]") else "additionalProperties"]
+    assert _v3_reference(schema) == target, (kind, path, schema)
+    # kubectl explain walks on into kube's own fields: all of them are in the same document.
+    assert "io.k8s.api.core.v1.ResourceRequirements" in schemas or target.endswith("Toleration")
+
+
 # --- v2: JSON and the protobuf kubectl reads ----------------------------------------------------
 
 

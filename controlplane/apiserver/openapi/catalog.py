@@ -1,7 +1,8 @@
 """Which schema each served kind gets, and the definitions a set of kinds needs.
 
 A kind's schema comes, in this order, from its pydantic model (gpufed's and Karmada's kinds,
-:mod:`.models`), from :mod:`.extra_kinds` (Kubeflow's and KubeRay's jobs, WasteReport), or
+:mod:`.models`), from :mod:`.extra_kinds` (Kubeflow's and KubeRay's jobs, WasteReport) or
+:mod:`.sigs_kinds` (JobSet, LeaderWorkerSet), or
 from kube's own definitions when kube has the group-version-kind (:mod:`.upstream`: every
 built-in kind, with nothing to wire per kind); any other kind gets an open object. A
 create-only resource (an access review, a TokenRequest) is always a built-in kind: kube's; Kueue's
@@ -27,6 +28,7 @@ from controlplane.apiserver.computed import ComputedResource
 from controlplane.apiserver.openapi.extra_kinds import extra_kind_definitions
 from controlplane.apiserver.openapi.metrics_kinds import metrics_kind_definitions
 from controlplane.apiserver.openapi.models import model_definitions, model_json_schema
+from controlplane.apiserver.openapi.sigs_kinds import sigs_kind_definitions
 from controlplane.apiserver.openapi.upstream import (
     DEFINITIONS_PREFIX,
     DELETE_OPTIONS,
@@ -88,6 +90,8 @@ def kind_schema(
         definitions = model_definitions(json_schema(rt.model), name=name, kind=rt.kind)
     elif (extra := extra_kind_definitions(rt.group, rt.version, rt.kind)) is not None:
         name, definitions = extra
+    elif (sigs := sigs_kind_definitions(rt.group, rt.version, rt.kind)) is not None:
+        name, definitions = sigs
     elif (upstream_name := upstream.for_kind(rt.group, rt.version, rt.kind)) is not None:
         return KindSchema(upstream_name, {})
     else:

@@ -27,22 +27,22 @@ from controlplane.apiserver.openapi.models import type_meta_properties
 from controlplane.apiserver.openapi.upstream import DEFINITIONS_PREFIX, POD_TEMPLATE_SPEC, reachable
 
 _TIME = "io.k8s.apimachinery.pkg.apis.meta.v1.Time"
-_CONDITION = "io.k8s.apimachinery.pkg.apis.meta.v1.Condition"
+CONDITION = "io.k8s.apimachinery.pkg.apis.meta.v1.Condition"
 
 
-def _s(description: str, type_: str = "string", **extra: Any) -> dict[str, Any]:
+def scalar(description: str, type_: str = "string", **extra: Any) -> dict[str, Any]:
     return {"description": description, "type": type_, **extra}
 
 
-def _int(description: str) -> dict[str, Any]:
-    return _s(description, "integer", format="int32")
+def int32(description: str) -> dict[str, Any]:
+    return scalar(description, "integer", format="int32")
 
 
-def _ref(name: str, description: str) -> dict[str, Any]:
+def ref(name: str, description: str) -> dict[str, Any]:
     return {"$ref": DEFINITIONS_PREFIX + name, "description": description}
 
 
-def _object(description: str, properties: dict[str, Any]) -> dict[str, Any]:
+def object_of(description: str, properties: dict[str, Any]) -> dict[str, Any]:
     """An object whose unlisted fields are kept (the operators' newer fields)."""
     return {
         "description": description, "type": "object", "properties": properties,
@@ -50,11 +50,11 @@ def _object(description: str, properties: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _map(description: str, values: dict[str, Any]) -> dict[str, Any]:
+def map_of(description: str, values: dict[str, Any]) -> dict[str, Any]:
     return {"description": description, "type": "object", "additionalProperties": values}
 
 
-def _array(description: str, items: dict[str, Any]) -> dict[str, Any]:
+def array_of(description: str, items: dict[str, Any]) -> dict[str, Any]:
     return {"description": description, "type": "array", "items": items}
 
 
@@ -64,39 +64,39 @@ _KUBEFLOW = "org.kubeflow.v1."
 
 
 def _kubeflow_job_definitions(kind: str, specs_field: str, roles: str, extra_spec: dict[str, Any]) -> dict[str, Any]:
-    spec = _object(
+    spec = object_of(
         f"{kind}Spec is the desired state of the {kind}.",
         {
-            specs_field: _map(
+            specs_field: map_of(
                 f"{specs_field} maps each role ({roles}) to its ReplicaSpec. The job is a gang: gpufed "
                 "places all of its pods in one cluster or none.",
                 {"$ref": DEFINITIONS_PREFIX + _KUBEFLOW + "ReplicaSpec"},
             ),
-            "runPolicy": _ref(_KUBEFLOW + "RunPolicy", "RunPolicy encapsulates the runtime policies of the job."),
+            "runPolicy": ref(_KUBEFLOW + "RunPolicy", "RunPolicy encapsulates the runtime policies of the job."),
             **extra_spec,
         },
     )
-    status = _object(
+    status = object_of(
         f"{kind}Status is the observed state of the {kind}, summed over the member clusters that run it.",
         {
-            "conditions": _array(
+            "conditions": array_of(
                 "Conditions of the job: Created, Running, Restarting, Succeeded, Failed.",
                 {"$ref": DEFINITIONS_PREFIX + _KUBEFLOW + "JobCondition"},
             ),
-            "replicaStatuses": _map(
+            "replicaStatuses": map_of(
                 "ReplicaStatuses maps each role to how many of its pods are active, succeeded and failed.",
-                _object(
+                object_of(
                     "ReplicaStatus counts the pods of one role.",
                     {
-                        "active": _int("The number of running pods."),
-                        "succeeded": _int("The number of pods that completed successfully."),
-                        "failed": _int("The number of pods that failed."),
+                        "active": int32("The number of running pods."),
+                        "succeeded": int32("The number of pods that completed successfully."),
+                        "failed": int32("The number of pods that failed."),
                     },
                 ),
             ),
-            "startTime": _ref(_TIME, "When the job was acknowledged by the job controller."),
-            "completionTime": _ref(_TIME, "When the job completed."),
-            "lastReconcileTime": _ref(_TIME, "When the job was last reconciled by the job controller."),
+            "startTime": ref(_TIME, "When the job was acknowledged by the job controller."),
+            "completionTime": ref(_TIME, "When the job completed."),
+            "lastReconcileTime": ref(_TIME, "When the job was last reconciled by the job controller."),
         },
     )
     return {
@@ -108,35 +108,35 @@ def _kubeflow_job_definitions(kind: str, specs_field: str, roles: str, extra_spe
 #: The spec fields of a Kubeflow kind besides its replica specs and ``runPolicy``, by kind.
 _KUBEFLOW_SPEC_FIELDS: dict[str, dict[str, Any]] = {
     "PyTorchJob": {
-        "nprocPerNode": _s("The number of processes per node (torchrun --nproc-per-node): auto, cpu, gpu or a number."),
+        "nprocPerNode": scalar("The number of processes per node (torchrun --nproc-per-node): auto, cpu, gpu or a number."),
     },
     "TFJob": {
-        "successPolicy": _s(
+        "successPolicy": scalar(
             "SuccessPolicy says when a TFJob without a Chief or Master has succeeded: \"\" (the default) when "
             "worker 0 has, AllWorkers when all workers have."
         ),
-        "enableDynamicWorker": _s("EnableDynamicWorker lets the job go on when some of its workers fail.", "boolean"),
+        "enableDynamicWorker": scalar("EnableDynamicWorker lets the job go on when some of its workers fail.", "boolean"),
     },
     "PaddleJob": {
-        "elasticPolicy": _object("ElasticPolicy holds the elastic policy of the PaddleJob.", {
-            "minReplicas": _int("The lower limit of workers the job can scale down to."),
-            "maxReplicas": _int("The upper limit of workers the job can scale up to."),
-            "maxRestarts": _int("The limit of pod restarts in elastic mode."),
+        "elasticPolicy": object_of("ElasticPolicy holds the elastic policy of the PaddleJob.", {
+            "minReplicas": int32("The lower limit of workers the job can scale down to."),
+            "maxReplicas": int32("The upper limit of workers the job can scale up to."),
+            "maxRestarts": int32("The limit of pod restarts in elastic mode."),
         }),
     },
-    "MPIJob": {"slotsPerWorker": _int("SlotsPerWorker is the number of MPI slots per worker pod. Defaults to 1.")},
+    "MPIJob": {"slotsPerWorker": int32("SlotsPerWorker is the number of MPI slots per worker pod. Defaults to 1.")},
 }
 
-_REPLICA_SPEC = _object(
+_REPLICA_SPEC = object_of(
     "ReplicaSpec is the description of one role of the job: how many pods it runs and from which template.",
     {
-        "replicas": _int("Replicas is the number of pods of this role. Defaults to 1."),
-        "template": _ref(
+        "replicas": int32("Replicas is the number of pods of this role. Defaults to 1."),
+        "template": ref(
             POD_TEMPLATE_SPEC,
             "Template is the pod template of this role. gpufed reads its containers' resource requests "
             "(GPUs, MIG slices, CPU, memory) to find clusters where every replica fits.",
         ),
-        "restartPolicy": _s(
+        "restartPolicy": scalar(
             "RestartPolicy of this role's pods: Always, OnFailure, Never or ExitCode. Defaults to "
             + "; ".join(
                 f"{policy} for " + ", ".join(t.kind for t in TRAINING_KINDS.values() if t.default_restart_policy == policy)
@@ -148,41 +148,41 @@ _REPLICA_SPEC = _object(
 
 _KUBEFLOW_SHARED: dict[str, Any] = {
     _KUBEFLOW + "ReplicaSpec": _REPLICA_SPEC,
-    _KUBEFLOW + "RunPolicy": _object(
+    _KUBEFLOW + "RunPolicy": object_of(
         "RunPolicy encapsulates the runtime policies of a distributed training job.",
         {
-            "cleanPodPolicy": _s(
+            "cleanPodPolicy": scalar(
                 "CleanPodPolicy says which pods to delete when the job finishes: All, Running or None."
             ),
-            "ttlSecondsAfterFinished": _int("Seconds after the job finishes before it is deleted."),
-            "activeDeadlineSeconds": _s(
+            "ttlSecondsAfterFinished": int32("Seconds after the job finishes before it is deleted."),
+            "activeDeadlineSeconds": scalar(
                 "Seconds the job may stay active before the system tries to end it.", "integer", format="int64"
             ),
-            "backoffLimit": _int("The number of retries before the job is marked failed."),
-            "suspend": _s(
+            "backoffLimit": int32("The number of retries before the job is marked failed."),
+            "suspend": scalar(
                 "Suspend stops the job's pods (and keeps it from creating new ones) while true.", "boolean"
             ),
-            "schedulingPolicy": _object(
+            "schedulingPolicy": object_of(
                 "SchedulingPolicy passes gang-scheduling parameters to the member cluster's batch scheduler.",
                 {
-                    "minAvailable": _int("The number of pods that must be able to start together."),
-                    "queue": _s("The batch scheduler's queue for the job."),
-                    "priorityClass": _s("The PriorityClass of the job's pod group."),
-                    "scheduleTimeoutSeconds": _int("How long the pod group may wait to be scheduled."),
+                    "minAvailable": int32("The number of pods that must be able to start together."),
+                    "queue": scalar("The batch scheduler's queue for the job."),
+                    "priorityClass": scalar("The PriorityClass of the job's pod group."),
+                    "scheduleTimeoutSeconds": int32("How long the pod group may wait to be scheduled."),
                 },
             ),
-            "managedBy": _s("The controller that reconciles the job; empty means the Kubeflow training operator."),
+            "managedBy": scalar("The controller that reconciles the job; empty means the Kubeflow training operator."),
         },
     ),
-    _KUBEFLOW + "JobCondition": _object(
+    _KUBEFLOW + "JobCondition": object_of(
         "JobCondition describes the state of the job at one point.",
         {
-            "type": _s("Type of the condition: Created, Running, Restarting, Succeeded or Failed."),
-            "status": _s("Status of the condition: True, False or Unknown."),
-            "reason": _s("A one-word CamelCase reason for the condition's last transition."),
-            "message": _s("A human-readable message about the last transition."),
-            "lastUpdateTime": _ref(_TIME, "The last time this condition was updated."),
-            "lastTransitionTime": _ref(_TIME, "The last time the condition moved from one status to another."),
+            "type": scalar("Type of the condition: Created, Running, Restarting, Succeeded or Failed."),
+            "status": scalar("Status of the condition: True, False or Unknown."),
+            "reason": scalar("A one-word CamelCase reason for the condition's last transition."),
+            "message": scalar("A human-readable message about the last transition."),
+            "lastUpdateTime": ref(_TIME, "The last time this condition was updated."),
+            "lastTransitionTime": ref(_TIME, "The last time the condition moved from one status to another."),
         },
     ),
 }
@@ -190,116 +190,116 @@ _KUBEFLOW_SHARED: dict[str, Any] = {
 # --- KubeRay (ray.io/v1) ----------------------------------------------------------------------
 
 _RAY = "io.ray.v1."
-_RAY_START_PARAMS = _map(
+_RAY_START_PARAMS = map_of(
     "RayStartParams are the flags passed to `ray start` in this group's pods (num-cpus, num-gpus, ...).",
     {"type": "string"},
 )
 
 _RAY_DEFINITIONS: dict[str, Any] = {
-    _RAY + "RayClusterSpec": _object(
+    _RAY + "RayClusterSpec": object_of(
         "RayClusterSpec is the desired state of a Ray cluster: one head group and any number of worker groups.",
         {
-            "headGroupSpec": _ref(_RAY + "HeadGroupSpec", "HeadGroupSpec describes the Ray head pod."),
-            "workerGroupSpecs": _array(
+            "headGroupSpec": ref(_RAY + "HeadGroupSpec", "HeadGroupSpec describes the Ray head pod."),
+            "workerGroupSpecs": array_of(
                 "WorkerGroupSpecs are the groups of Ray worker pods. gpufed places the head and every "
                 "worker of the cluster in one member cluster.",
                 {"$ref": DEFINITIONS_PREFIX + _RAY + "WorkerGroupSpec"},
             ),
-            "rayVersion": _s("RayVersion is the version of Ray the pods run."),
-            "enableInTreeAutoscaling": _s(
+            "rayVersion": scalar("RayVersion is the version of Ray the pods run."),
+            "enableInTreeAutoscaling": scalar(
                 "EnableInTreeAutoscaling runs the Ray autoscaler, which scales worker groups between "
                 "their minReplicas and maxReplicas.", "boolean",
             ),
-            "suspend": _s("Suspend deletes the cluster's pods while true.", "boolean"),
+            "suspend": scalar("Suspend deletes the cluster's pods while true.", "boolean"),
         },
     ),
-    _RAY + "HeadGroupSpec": _object(
+    _RAY + "HeadGroupSpec": object_of(
         "HeadGroupSpec describes the Ray head pod.",
         {
             "rayStartParams": _RAY_START_PARAMS,
-            "template": _ref(POD_TEMPLATE_SPEC, "Template is the pod template of the head pod."),
-            "serviceType": _s("ServiceType of the head's Service: ClusterIP, NodePort or LoadBalancer."),
+            "template": ref(POD_TEMPLATE_SPEC, "Template is the pod template of the head pod."),
+            "serviceType": scalar("ServiceType of the head's Service: ClusterIP, NodePort or LoadBalancer."),
         },
     ),
-    _RAY + "WorkerGroupSpec": _object(
+    _RAY + "WorkerGroupSpec": object_of(
         "WorkerGroupSpec describes one group of identical Ray worker pods.",
         {
-            "groupName": _s("GroupName is the unique name of the group in the cluster."),
-            "replicas": _int("Replicas is the number of worker pods (of hosts, with numOfHosts) wanted now."),
-            "minReplicas": _int("MinReplicas is the fewest workers the autoscaler keeps. Defaults to 0."),
-            "maxReplicas": _int("MaxReplicas is the most workers the autoscaler creates."),
-            "numOfHosts": _int("NumOfHosts is the number of pods per replica (multi-host workers). Defaults to 1."),
+            "groupName": scalar("GroupName is the unique name of the group in the cluster."),
+            "replicas": int32("Replicas is the number of worker pods (of hosts, with numOfHosts) wanted now."),
+            "minReplicas": int32("MinReplicas is the fewest workers the autoscaler keeps. Defaults to 0."),
+            "maxReplicas": int32("MaxReplicas is the most workers the autoscaler creates."),
+            "numOfHosts": int32("NumOfHosts is the number of pods per replica (multi-host workers). Defaults to 1."),
             "rayStartParams": _RAY_START_PARAMS,
-            "template": _ref(
+            "template": ref(
                 POD_TEMPLATE_SPEC,
                 "Template is the pod template of the group's workers; gpufed reads its resource requests.",
             ),
-            "suspend": _s("Suspend deletes the group's pods while true.", "boolean"),
+            "suspend": scalar("Suspend deletes the group's pods while true.", "boolean"),
         },
     ),
-    _RAY + "RayJobSpec": _object(
+    _RAY + "RayJobSpec": object_of(
         "RayJobSpec is the desired state of a RayJob: the program to run and the Ray cluster to run it on.",
         {
-            "entrypoint": _s("Entrypoint is the command that starts the job (for example `python train.py`)."),
-            "runtimeEnvYAML": _s("RuntimeEnvYAML is the job's Ray runtime environment, as YAML."),
-            "jobId": _s("JobId is the submission ID of the job; generated when empty."),
-            "rayClusterSpec": _ref(
+            "entrypoint": scalar("Entrypoint is the command that starts the job (for example `python train.py`)."),
+            "runtimeEnvYAML": scalar("RuntimeEnvYAML is the job's Ray runtime environment, as YAML."),
+            "jobId": scalar("JobId is the submission ID of the job; generated when empty."),
+            "rayClusterSpec": ref(
                 _RAY + "RayClusterSpec", "RayClusterSpec is the Ray cluster created to run the job."
             ),
-            "clusterSelector": _map(
+            "clusterSelector": map_of(
                 "ClusterSelector selects an existing RayCluster by labels instead of creating one.",
                 {"type": "string"},
             ),
-            "submissionMode": _s("SubmissionMode is how the job is submitted: K8sJobMode (default) or HTTPMode."),
-            "submitterPodTemplate": _ref(
+            "submissionMode": scalar("SubmissionMode is how the job is submitted: K8sJobMode (default) or HTTPMode."),
+            "submitterPodTemplate": ref(
                 POD_TEMPLATE_SPEC, "SubmitterPodTemplate is the pod template of the job that submits the program."
             ),
-            "shutdownAfterJobFinishes": _s(
+            "shutdownAfterJobFinishes": scalar(
                 "ShutdownAfterJobFinishes deletes the Ray cluster when the job finishes.", "boolean"
             ),
-            "ttlSecondsAfterFinished": _int("Seconds after the job finishes before its Ray cluster is deleted."),
-            "activeDeadlineSeconds": _int("Seconds the job may run before it is marked failed."),
-            "backoffLimit": _int("The number of retries before the job is marked failed."),
-            "suspend": _s("Suspend deletes the job's Ray cluster and keeps the job waiting while true.", "boolean"),
+            "ttlSecondsAfterFinished": int32("Seconds after the job finishes before its Ray cluster is deleted."),
+            "activeDeadlineSeconds": int32("Seconds the job may run before it is marked failed."),
+            "backoffLimit": int32("The number of retries before the job is marked failed."),
+            "suspend": scalar("Suspend deletes the job's Ray cluster and keeps the job waiting while true.", "boolean"),
         },
     ),
-    _RAY + "RayJobStatus": _object(
+    _RAY + "RayJobStatus": object_of(
         "RayJobStatus is the observed state of the RayJob in the member cluster that runs it.",
         {
-            "jobId": _s("JobId is the submission ID of the job."),
-            "rayClusterName": _s("RayClusterName is the name of the Ray cluster that runs the job."),
-            "dashboardURL": _s("DashboardURL is the address of the Ray dashboard."),
-            "jobStatus": _s("JobStatus is Ray's status of the job: PENDING, RUNNING, STOPPED, SUCCEEDED or FAILED."),
-            "jobDeploymentStatus": _s(
+            "jobId": scalar("JobId is the submission ID of the job."),
+            "rayClusterName": scalar("RayClusterName is the name of the Ray cluster that runs the job."),
+            "dashboardURL": scalar("DashboardURL is the address of the Ray dashboard."),
+            "jobStatus": scalar("JobStatus is Ray's status of the job: PENDING, RUNNING, STOPPED, SUCCEEDED or FAILED."),
+            "jobDeploymentStatus": scalar(
                 "JobDeploymentStatus is the operator's phase of the job: Initializing, Running, Complete, "
                 "Failed, Suspending, Suspended, Retrying or ValidationFailed."
             ),
-            "message": _s("Message explains the job's current status."),
-            "startTime": _ref(_TIME, "When the job started."),
-            "endTime": _ref(_TIME, "When the job ended."),
-            "succeeded": _int("The number of times the job succeeded."),
-            "failed": _int("The number of times the job failed."),
-            "rayClusterStatus": _ref(_RAY + "RayClusterStatus", "The status of the job's Ray cluster."),
-            "conditions": _array(
+            "message": scalar("Message explains the job's current status."),
+            "startTime": ref(_TIME, "When the job started."),
+            "endTime": ref(_TIME, "When the job ended."),
+            "succeeded": int32("The number of times the job succeeded."),
+            "failed": int32("The number of times the job failed."),
+            "rayClusterStatus": ref(_RAY + "RayClusterStatus", "The status of the job's Ray cluster."),
+            "conditions": array_of(
                 "Conditions of the job: the hub's Propagated and Schedulable, beside the operator's own.",
-                {"$ref": DEFINITIONS_PREFIX + _CONDITION},
+                {"$ref": DEFINITIONS_PREFIX + CONDITION},
             ),
         },
     ),
-    _RAY + "RayClusterStatus": _object(
+    _RAY + "RayClusterStatus": object_of(
         "RayClusterStatus is the observed state of the Ray cluster in the member cluster that runs it.",
         {
-            "state": _s("State of the cluster: ready, suspended or failed."),
-            "desiredWorkerReplicas": _int("The number of worker pods wanted across all groups."),
-            "availableWorkerReplicas": _int("The number of worker pods running."),
-            "readyWorkerReplicas": _int("The number of worker pods ready."),
-            "minWorkerReplicas": _int("The sum of the groups' minReplicas."),
-            "maxWorkerReplicas": _int("The sum of the groups' maxReplicas."),
-            "conditions": _array(
+            "state": scalar("State of the cluster: ready, suspended or failed."),
+            "desiredWorkerReplicas": int32("The number of worker pods wanted across all groups."),
+            "availableWorkerReplicas": int32("The number of worker pods running."),
+            "readyWorkerReplicas": int32("The number of worker pods ready."),
+            "minWorkerReplicas": int32("The sum of the groups' minReplicas."),
+            "maxWorkerReplicas": int32("The sum of the groups' maxReplicas."),
+            "conditions": array_of(
                 "Conditions of the cluster (HeadPodReady, RayClusterProvisioned, ...).",
-                {"$ref": DEFINITIONS_PREFIX + _CONDITION},
+                {"$ref": DEFINITIONS_PREFIX + CONDITION},
             ),
-            "reason": _s("Reason explains a failed state."),
+            "reason": scalar("Reason explains a failed state."),
         },
     ),
 }
@@ -308,81 +308,81 @@ _RAY_DEFINITIONS: dict[str, Any] = {
 
 _REPORTS = "io.gpufed.reports.v1alpha1."
 _STATE_HOURS = {
-    state: _s(f"GPU-hours in the {state} state.", "number")
+    state: scalar(f"GPU-hours in the {state} state.", "number")
     for state in ("busy", "idle-allocated", "unmeasured", "free-needed", "free-fragmented", "free-spare", "unavailable")
 }
 
 _REPORT_DEFINITIONS: dict[str, Any] = {
-    _REPORTS + "WasteReportSpec": _object(
+    _REPORTS + "WasteReportSpec": object_of(
         "WasteReportSpec is what the report was asked for (the object's name and the request's query).",
         {
-            "since": _s("Since is the length of the window (24h, 7d, ...), ending at the last complete bucket of "
+            "since": scalar("Since is the length of the window (24h, 7d, ...), ending at the last complete bucket of "
                       "the hub's waste accounting (a minute by default)."),
-            "from": _s("From is the start of a custom window (RFC 3339)."),
-            "to": _s("To is the end of a custom window (RFC 3339)."),
-            "by": _array("By lists the dimensions the report is grouped by (cluster, namespace, ...).", {"type": "string"}),
-            "top": _int("Top is how many of the idlest workloads are listed."),
-            "step": _s("Step is the length of each point of the time series, when one was asked for."),
+            "from": scalar("From is the start of a custom window (RFC 3339)."),
+            "to": scalar("To is the end of a custom window (RFC 3339)."),
+            "by": array_of("By lists the dimensions the report is grouped by (cluster, namespace, ...).", {"type": "string"}),
+            "top": int32("Top is how many of the idlest workloads are listed."),
+            "step": scalar("Step is the length of each point of the time series, when one was asked for."),
         },
     ),
-    _REPORTS + "WasteReportStatus": _object(
+    _REPORTS + "WasteReportStatus": object_of(
         "WasteReportStatus is the report: GPU-hours and their cost in each state over the window.",
         {
-            "window": _object(
+            "window": object_of(
                 "Window is the time the report covers.",
                 {
-                    "from": _s("The start of the window (RFC 3339).", format="date-time"),
-                    "to": _s("The end of the window (RFC 3339).", format="date-time"),
-                    "observed_hours": _s("Hours of the window for which samples exist.", "number"),
-                    "unobserved_hours": _s("Hours of the window without samples.", "number"),
+                    "from": scalar("The start of the window (RFC 3339).", format="date-time"),
+                    "to": scalar("The end of the window (RFC 3339).", format="date-time"),
+                    "observed_hours": scalar("Hours of the window for which samples exist.", "number"),
+                    "unobserved_hours": scalar("Hours of the window without samples.", "number"),
                 },
             ),
-            "by": _array("The dimensions of groups.", {"type": "string"}),
-            "totals": _object(
+            "by": array_of("The dimensions of groups.", {"type": "string"}),
+            "totals": object_of(
                 "Totals over the whole fleet: GPU-hours and cost per state, and the waste.",
                 {
-                    "gpu_hours": _object("GPU-hours per state.", dict(_STATE_HOURS)),
-                    "cost_usd": _object("The cost of the GPU-hours of each state, in US dollars.", {}),
-                    "waste_pct": _s("The share of available, measured GPU-hours that were wasted, in percent.", "number"),
-                    "gpu_hours_total": _s("GPU-hours of all states.", "number"),
-                    "cost_usd_total": _s("The cost of all GPU-hours, in US dollars.", "number"),
-                    "waste_gpu_hours": _s(
+                    "gpu_hours": object_of("GPU-hours per state.", dict(_STATE_HOURS)),
+                    "cost_usd": object_of("The cost of the GPU-hours of each state, in US dollars.", {}),
+                    "waste_pct": scalar("The share of available, measured GPU-hours that were wasted, in percent.", "number"),
+                    "gpu_hours_total": scalar("GPU-hours of all states.", "number"),
+                    "cost_usd_total": scalar("The cost of all GPU-hours, in US dollars.", "number"),
+                    "waste_gpu_hours": scalar(
                         "GPU-hours wasted: idle-allocated, free-needed and free-fragmented.", "number"
                     ),
-                    "waste_cost_usd": _s("The cost of the wasted GPU-hours, in US dollars.", "number"),
+                    "waste_cost_usd": scalar("The cost of the wasted GPU-hours, in US dollars.", "number"),
                 },
             ),
-            "groups": _array(
+            "groups": array_of(
                 "Groups are the totals per value of the `by` dimensions.",
-                _object("The totals of one group; `key` maps each dimension to its value.", {}),
+                object_of("The totals of one group; `key` maps each dimension to its value.", {}),
             ),
-            "top_idle_workloads": _array(
+            "top_idle_workloads": array_of(
                 "The workloads whose allocated GPUs were idle longest, idlest first.",
-                _object(
+                object_of(
                     "One workload's GPU use over the window.",
                     {
-                        "namespace": _s("The workload's namespace."),
-                        "workload": _s("The workload's name."),
-                        "gpus_now": _s("GPUs the workload holds now.", "number"),
-                        "idle_gpu_hours": _s("Allocated GPU-hours with no measured utilization.", "number"),
-                        "idle_cost_usd": _s("The cost of the idle GPU-hours, in US dollars.", "number"),
-                        "mean_utilization": _s("Mean GPU utilization, 0 to 1, where measured.", "number"),
+                        "namespace": scalar("The workload's namespace."),
+                        "workload": scalar("The workload's name."),
+                        "gpus_now": scalar("GPUs the workload holds now.", "number"),
+                        "idle_gpu_hours": scalar("Allocated GPU-hours with no measured utilization.", "number"),
+                        "idle_cost_usd": scalar("The cost of the idle GPU-hours, in US dollars.", "number"),
+                        "mean_utilization": scalar("Mean GPU utilization, 0 to 1, where measured.", "number"),
                     },
                 ),
             ),
-            "recommendations": _array(
+            "recommendations": array_of(
                 "What to change to waste less, with the daily saving.",
-                _object(
+                object_of(
                     "One recommendation.",
                     {
-                        "kind": _s("The kind of change (right-size, scale down, ...)."),
-                        "text": _s("The recommendation in words."),
-                        "savings_usd_per_day": _s("The saving, in US dollars per day.", "number"),
+                        "kind": scalar("The kind of change (right-size, scale down, ...)."),
+                        "text": scalar("The recommendation in words."),
+                        "savings_usd_per_day": scalar("The saving, in US dollars per day.", "number"),
                     },
                 ),
             ),
-            "series": _array(
-                "The time series (with ?step=): mean GPUs per state in each step.", _object("One step.", {})
+            "series": array_of(
+                "The time series (with ?step=): mean GPUs per state in each step.", object_of("One step.", {})
             ),
         },
     ),
@@ -402,25 +402,25 @@ _KARMADA_AUTOSCALING_DEFINITIONS: dict[str, Any] = {
         "type": "object",
         "required": ["scaleTargetRef", "maxReplicas"],
         "properties": {
-            "scaleTargetRef": _ref(_HPA + "CrossVersionObjectReference", "ScaleTargetRef points to the target resource to scale."),
-            "minReplicas": _int("minReplicas is the lower limit for the number of replicas. It defaults to 1 pod."),
-            "maxReplicas": _int("maxReplicas is the upper limit for the number of replicas."),
-            "metrics": _array("Metrics to compute the desired replica count from (the largest count wins).",
+            "scaleTargetRef": ref(_HPA + "CrossVersionObjectReference", "ScaleTargetRef points to the target resource to scale."),
+            "minReplicas": int32("minReplicas is the lower limit for the number of replicas. It defaults to 1 pod."),
+            "maxReplicas": int32("maxReplicas is the upper limit for the number of replicas."),
+            "metrics": array_of("Metrics to compute the desired replica count from (the largest count wins).",
                               {"$ref": DEFINITIONS_PREFIX + _HPA + "MetricSpec"}),
-            "behavior": _ref(_HPA + "HorizontalPodAutoscalerBehavior", "Behavior configures the scaling behavior "
+            "behavior": ref(_HPA + "HorizontalPodAutoscalerBehavior", "Behavior configures the scaling behavior "
                              "of the target in both Up and Down directions."),
         },
     },
-    _KARMADA + "FederatedHPAStatus": _ref(_HPA + "HorizontalPodAutoscalerStatus",
+    _KARMADA + "FederatedHPAStatus": ref(_HPA + "HorizontalPodAutoscalerStatus",
                                           "The current status of the FederatedHPA (a HorizontalPodAutoscaler's)."),
     _KARMADA + "CronFederatedHPASpec": {
         "description": "CronFederatedHPASpec is the specification of the CronFederatedHPA.",
         "type": "object",
         "required": ["scaleTargetRef", "rules"],
         "properties": {
-            "scaleTargetRef": _ref(_HPA + "CrossVersionObjectReference",
+            "scaleTargetRef": ref(_HPA + "CrossVersionObjectReference",
                                    "ScaleTargetRef points to the resource to scale: a workload or a FederatedHPA."),
-            "rules": _array("Rules declare when and how the target is scaled.",
+            "rules": array_of("Rules declare when and how the target is scaled.",
                             {"$ref": DEFINITIONS_PREFIX + _KARMADA + "CronFederatedHPARule"}),
         },
     },
@@ -429,33 +429,33 @@ _KARMADA_AUTOSCALING_DEFINITIONS: dict[str, Any] = {
         "type": "object",
         "required": ["name", "schedule"],
         "properties": {
-            "name": _s("Name of the rule, unique in the CronFederatedHPA."),
-            "schedule": _s("Schedule is the cron expression that represents a periodical time."),
-            "targetReplicas": _int("TargetReplicas to set on a workload."),
-            "targetMinReplicas": _int("TargetMinReplicas to set on a FederatedHPA."),
-            "targetMaxReplicas": _int("TargetMaxReplicas to set on a FederatedHPA."),
-            "suspend": _s("Suspend tells the controller to suspend subsequent executions.", "boolean"),
-            "timeZone": _s("TimeZone for the given schedule (the hub's when unset)."),
-            "successfulHistoryLimit": _int("How many successful executions are kept. Defaults to 3."),
-            "failedHistoryLimit": _int("How many failed executions are kept. Defaults to 3."),
+            "name": scalar("Name of the rule, unique in the CronFederatedHPA."),
+            "schedule": scalar("Schedule is the cron expression that represents a periodical time."),
+            "targetReplicas": int32("TargetReplicas to set on a workload."),
+            "targetMinReplicas": int32("TargetMinReplicas to set on a FederatedHPA."),
+            "targetMaxReplicas": int32("TargetMaxReplicas to set on a FederatedHPA."),
+            "suspend": scalar("Suspend tells the controller to suspend subsequent executions.", "boolean"),
+            "timeZone": scalar("TimeZone for the given schedule (the hub's when unset)."),
+            "successfulHistoryLimit": int32("How many successful executions are kept. Defaults to 3."),
+            "failedHistoryLimit": int32("How many failed executions are kept. Defaults to 3."),
         },
     },
-    _KARMADA + "CronFederatedHPAStatus": _object("CronFederatedHPAStatus represents the current status.", {
-        "executionHistories": _array("The execution histories of the rules.", _object("One rule's history.", {
-            "ruleName": _s("The name of the rule."),
-            "nextExecutionTime": _s("The next time to execute; unset while the rule is suspended. " + _MICRO_TIME_NOTE),
-            "successfulExecutions": _array("Successful executions.", _object("One execution.", {})),
-            "failedExecutions": _array("Failed executions.", _object("One execution.", {})),
+    _KARMADA + "CronFederatedHPAStatus": object_of("CronFederatedHPAStatus represents the current status.", {
+        "executionHistories": array_of("The execution histories of the rules.", object_of("One rule's history.", {
+            "ruleName": scalar("The name of the rule."),
+            "nextExecutionTime": scalar("The next time to execute; unset while the rule is suspended. " + _MICRO_TIME_NOTE),
+            "successfulExecutions": array_of("Successful executions.", object_of("One execution.", {})),
+            "failedExecutions": array_of("Failed executions.", object_of("One execution.", {})),
         })),
     }),
 }
 
 
-def _kind(kind: str, prefix: str, description: str) -> dict[str, Any]:
+def kind_definition(kind: str, prefix: str, description: str) -> dict[str, Any]:
     properties: dict[str, Any] = {
         **type_meta_properties(),
-        "spec": _ref(prefix + f"{kind}Spec", f"Spec is the desired state of the {kind}."),
-        "status": _ref(prefix + f"{kind}Status", f"Status is the observed state of the {kind}."),
+        "spec": ref(prefix + f"{kind}Spec", f"Spec is the desired state of the {kind}."),
+        "status": ref(prefix + f"{kind}Status", f"Status is the observed state of the {kind}."),
     }
     return {"description": description, "type": "object", "properties": properties}
 
@@ -479,7 +479,7 @@ _KINDS: tuple[tuple[str, str, str, str, str], ...] = (
 
 def _kinds() -> dict[tuple[str, str, str], tuple[str, dict[str, Any]]]:
     return {
-        (group, version, kind): (prefix + kind, _kind(kind, prefix, description))
+        (group, version, kind): (prefix + kind, kind_definition(kind, prefix, description))
         for group, version, kind, prefix, description in _KINDS
     }
 

@@ -21,7 +21,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from controlplane.apiserver.openapi.upstream import DEFINITIONS_PREFIX, OBJECT_META
+from controlplane.apis.meta import PUBLISHED_AS
+from controlplane.apiserver.openapi.upstream import DEFINITIONS_PREFIX, OBJECT_META, POD_TEMPLATE_SPEC
 
 _META = "io.k8s.apimachinery.pkg.apis.meta.v1."
 #: pydantic models that are kube's own types, wire for wire: served with kube's schema.
@@ -33,6 +34,8 @@ KUBE_EQUIVALENTS: dict[str, str] = {
     "LabelSelectorRequirement": _META + "LabelSelectorRequirement",
     "Toleration": "io.k8s.api.core.v1.Toleration",
     "Taint": "io.k8s.api.core.v1.Taint",
+    # Free-form fields published as kube's type (``published_as``), as the upstream CRDs embed it.
+    "PodTemplateSpec": POD_TEMPLATE_SPEC,
 }
 
 API_VERSION_DESCRIPTION = (
@@ -191,6 +194,8 @@ class _Rewriter:
                 node = {**alternatives[0], **node}
             else:
                 node = {**node, **self._union(alternatives)}
+        if PUBLISHED_AS in node:  # a free-form field holding a kube type: kube's schema
+            node = {"$ref": node[PUBLISHED_AS]}
         out: dict[str, Any] = {}
         if "$ref" in node:
             out["$ref"] = _ref(self.target(node["$ref"]))

@@ -1,0 +1,179 @@
+"""Schemas of the Kubernetes SIGs' kinds the hub stores without a model: JobSet
+(``jobset.x-k8s.io/v1alpha2``) and LeaderWorkerSet (``leaderworkerset.x-k8s.io/v1``).
+
+As in :mod:`.extra_kinds`, these describe the fields users set and gpufed reads, in the
+projects' own terms, with the embedded kube types as kube's definitions, as the upstream CRDs
+embed them: a replicated job's template is kube's ``JobTemplateSpec`` and a leader or worker
+template kube's ``PodTemplateSpec``, so ``kubectl explain`` reaches every container field. The
+hub does not validate these kinds against the schemas: fields not listed are kept
+(``x-kubernetes-preserve-unknown-fields``), as the projects' newer fields must be.
+
+Everything is in kube's OpenAPI v2 dialect, keyed by definition name.
+Pure: constants and small builders.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from controlplane.apiserver.openapi.extra_kinds import (
+    CONDITION,
+    array_of,
+    int32,
+    kind_definition,
+    object_of,
+    ref,
+    scalar,
+)
+from controlplane.apiserver.openapi.upstream import DEFINITIONS_PREFIX, POD_TEMPLATE_SPEC, reachable
+
+_JOB_TEMPLATE_SPEC = "io.k8s.api.batch.v1.JobTemplateSpec"
+_INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
+
+# --- JobSet (jobset.x-k8s.io/v1alpha2) --------------------------------------------------------
+
+_JOBSET = "io.x-k8s.jobset.v1alpha2."
+
+_JOBSET_DEFINITIONS: dict[str, Any] = {
+    _JOBSET + "JobSetSpec": object_of("JobSetSpec defines the desired state of JobSet.", {
+        "replicatedJobs": {
+            **array_of("replicatedJobs is the group of jobs that will form the set.",
+                       {"$ref": DEFINITIONS_PREFIX + _JOBSET + "ReplicatedJob"}),
+            "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
+            "x-kubernetes-patch-strategy": "merge", "x-kubernetes-patch-merge-key": "name",
+        },
+        "network": object_of("network defines the networking options for the jobset.", {
+            "enableDNSHostnames": scalar("enableDNSHostnames allows pods to be reached via their hostnames.", "boolean"),
+            "subdomain": scalar("subdomain is an explicit choice for a network subdomain name; defaults to the JobSet's name."),
+            "publishNotReadyAddresses": scalar(
+                "publishNotReadyAddresses makes the headless service publish the pods' addresses before they are ready.",
+                "boolean",
+            ),
+        }),
+        "successPolicy": object_of(
+            "successPolicy configures when to declare the JobSet as succeeded. The JobSet is always declared "
+            "succeeded if all jobs in the set finished with status complete.", {
+                "operator": scalar("operator determines either All or Any of the selected jobs should succeed."),
+                "targetReplicatedJobs": array_of(
+                    "targetReplicatedJobs are the names of the replicated jobs the operator applies to; empty: all.",
+                    {"type": "string"},
+                ),
+            }),
+        "failurePolicy": object_of(
+            "failurePolicy configures when to declare the JobSet as failed. The JobSet is always declared failed "
+            "if any job in the set finished with status failed.", {
+                "maxRestarts": int32("maxRestarts defines the limit on the number of JobSet restarts."),
+                "restartStrategy": scalar("restartStrategy defines how Jobs are recreated: Recreate or BlockingRecreate."),
+                "rules": array_of("rules pick the action to take when a child Job fails, by its failure reason.",
+                                  object_of("One failure policy rule.", {})),
+            }),
+        "startupPolicy": object_of("startupPolicy configures in what order jobs must be started (deprecated: use dependsOn).", {
+            "startupPolicyOrder": scalar("startupPolicyOrder: AnyOrder or InOrder."),
+        }),
+        "suspend": scalar("suspend suspends all running child Jobs when set to true.", "boolean"),
+        "coordinator": object_of(
+            "coordinator names the pod whose stable network endpoint every Job and pod of the JobSet gets as an annotation.", {
+                "replicatedJob": scalar("replicatedJob is the name of the replicated job holding the coordinator pod."),
+                "jobIndex": int32("jobIndex is the index of the Job holding the coordinator pod."),
+                "podIndex": int32("podIndex is the index of the coordinator pod in its Job."),
+            }),
+        "managedBy": scalar("managedBy is the controller that reconciles the JobSet; empty means the built-in JobSet controller."),
+        "ttlSecondsAfterFinished": int32(
+            "ttlSecondsAfterFinished limits the lifetime of a JobSet that has finished execution (either Complete or Failed)."
+        ),
+    }),
+    _JOBSET + "ReplicatedJob": object_of("ReplicatedJob is a group of identical Jobs.", {
+        "name": scalar("name is the name of the entry and will be used as a suffix for the Job name."),
+        "groupName": scalar('groupName defines the name of the group this ReplicatedJob belongs to. Defaults to "default".'),
+        "template": ref(_JOB_TEMPLATE_SPEC, "template defines the template of the Job that will be created."),
+        "replicas": int32("replicas is the number of jobs that will be created from this ReplicatedJob's template."),
+        "dependsOn": array_of(
+            "dependsOn lists the preceding ReplicatedJobs this one waits for: it is created only once they reach "
+            "the given status.", object_of("DependsOn defines the dependency on the previous ReplicatedJob status.", {
+                "name": scalar("name of the previous ReplicatedJob."),
+                "status": scalar("status defines the condition for the ReplicatedJob: Ready or Complete."),
+            })),
+    }),
+    _JOBSET + "JobSetStatus": object_of("JobSetStatus defines the observed state of JobSet.", {
+        "conditions": array_of("conditions track status.", {"$ref": DEFINITIONS_PREFIX + CONDITION}),
+        "restarts": int32("restarts tracks the number of times the JobSet has been globally restarted."),
+        "restartsCountTowardsMax": int32(
+            "restartsCountTowardsMax tracks the number of global restarts that count towards the maximum."
+        ),
+        "terminalState": scalar("terminalState tracks the state of the JobSet when it finishes: Completed or Failed."),
+        "replicatedJobsStatus": array_of(
+            "replicatedJobsStatus tracks the number of JobsReady for each replicatedJob.",
+            object_of("ReplicatedJobStatus defines the observed ReplicatedJobs Readiness.", {
+                "name": scalar("name of the ReplicatedJob."),
+                **{field: int32(text) for field, text in (
+                    ("ready", "ready is the number of child Jobs whose ready and completed pods reach the expected count."),
+                    ("succeeded", "succeeded is the number of successfully completed child Jobs."),
+                    ("failed", "failed is the number of failed child Jobs."),
+                    ("active", "active is the number of child Jobs with at least 1 pod running or pending."),
+                    ("suspended", "suspended is the number of child Jobs which are in a suspended state."),
+                )},
+            })),
+    }),
+}
+
+# --- LeaderWorkerSet (leaderworkerset.x-k8s.io/v1) ---------------------------------------------
+
+_LWS = "io.x-k8s.leaderworkerset.v1."
+
+_LWS_DEFINITIONS: dict[str, Any] = {
+    _LWS + "LeaderWorkerSetSpec": object_of("LeaderWorkerSetSpec defines the desired state of a LeaderWorkerSet.", {
+        "replicas": int32("replicas is the number of groups (a leader and its workers) to run. Defaults to 1."),
+        "leaderWorkerTemplate": ref(
+            _LWS + "LeaderWorkerTemplate", "leaderWorkerTemplate defines the template of each group's leader and workers."
+        ),
+        "rolloutStrategy": object_of("rolloutStrategy defines how groups are replaced when the template changes.", {
+            "type": scalar("type of the rollout strategy: RollingUpdate."),
+            "rollingUpdateConfiguration": object_of("rollingUpdateConfiguration bounds a rolling update.", {
+                "partition": int32("partition: only groups with an index at or above it are updated."),
+                "maxUnavailable": ref(_INT_OR_STRING, "maxUnavailable is how many groups may be unavailable during the update."),
+                "maxSurge": ref(_INT_OR_STRING, "maxSurge is how many groups may be created above replicas during the update."),
+            }),
+        }),
+        "startupPolicy": scalar("startupPolicy: LeaderCreated (workers start with the leader pod) or LeaderReady."),
+        "networkConfig": object_of("networkConfig defines the groups' network names.", {
+            "subdomainPolicy": scalar("subdomainPolicy: Shared (one subdomain for all groups) or UniquePerReplica."),
+        }),
+    }),
+    _LWS + "LeaderWorkerTemplate": object_of("LeaderWorkerTemplate defines the template of a group's pods.", {
+        "leaderTemplate": ref(
+            POD_TEMPLATE_SPEC, "leaderTemplate defines the pod template of the leader; the workerTemplate when unset."
+        ),
+        "workerTemplate": ref(POD_TEMPLATE_SPEC, "workerTemplate defines the pod template of the workers."),
+        "size": int32("size is the number of pods in each group, the leader included. Defaults to 1."),
+        "restartPolicy": scalar("restartPolicy: RecreateGroupOnPodRestart (the default) or None."),
+        "subGroupPolicy": object_of("subGroupPolicy splits each group into subgroups of pods.", {
+            "subGroupSize": int32("subGroupSize is the number of pods in each subgroup."),
+        }),
+    }),
+    _LWS + "LeaderWorkerSetStatus": object_of("LeaderWorkerSetStatus defines the observed state of a LeaderWorkerSet.", {
+        "conditions": array_of("conditions track the condition of the LeaderWorkerSet.",
+                               {"$ref": DEFINITIONS_PREFIX + CONDITION}),
+        "readyReplicas": int32("readyReplicas is the number of groups whose pods are all ready."),
+        "updatedReplicas": int32("updatedReplicas is the number of groups updated to the latest template."),
+        "replicas": int32("replicas is the number of groups that exist."),
+        "hpaPodSelector": scalar("hpaPodSelector selects the leader pods, for the HorizontalPodAutoscaler."),
+    }),
+}
+
+#: (group, version, kind, definition prefix, description) of each kind listed here.
+_KINDS: tuple[tuple[str, str, str, str, str], ...] = (
+    ("jobset.x-k8s.io", "v1alpha2", "JobSet", _JOBSET,
+     "JobSet runs a group of Jobs as one unit: each replicated job's Jobs from one template (Kubernetes SIGs' kind)."),
+    ("leaderworkerset.x-k8s.io", "v1", "LeaderWorkerSet", _LWS,
+     "LeaderWorkerSet runs groups of pods, each a leader and its workers, as one unit of replication "
+     "(Kubernetes SIGs' kind)."),
+)
+
+
+def sigs_kind_definitions(group: str, version: str, kind: str) -> tuple[str, dict[str, dict[str, Any]]] | None:
+    """The definition name and definitions (the kind's and its parts') of a kind listed here."""
+    for kind_group, kind_version, name, prefix, description in _KINDS:
+        if (kind_group, kind_version, name) == (group, version, kind):
+            schema = kind_definition(name, prefix, description)
+            return prefix + name, {prefix + name: schema, **reachable([schema], {**_JOBSET_DEFINITIONS, **_LWS_DEFINITIONS})}
+    return None
