@@ -24,8 +24,9 @@ from typing import Any, Final
 from controlplane.admission import checks
 from controlplane.admission.jobevents import Stop, stop_of_started
 from controlplane.admission.objects import is_finished
+from controlplane.apis import kueue_jobs
 from controlplane.apis import kueue_v1beta1 as kueue
-from controlplane.apis.kube.field import FieldError, forbidden
+from controlplane.apis.kube.field import FieldError, forbidden, immutable
 
 SCHEDULING_GATE: Final = "kueue.x-k8s.io/admission"
 """Kueue's ``SchedulingGateName``."""
@@ -87,6 +88,16 @@ def managed_label_errors(obj: Mapping[str, Any]) -> list[FieldError]:
     if value is None or value == MANAGED_VALUE:
         return []
     return [forbidden(f"metadata.labels[{kueue.LABEL_MANAGED}]", f"managed label value can only be '{MANAGED_VALUE}'")]
+
+
+def queue_name_update_errors(new: Mapping[str, Any], old: Mapping[str, Any]) -> list[FieldError]:
+    """Kueue's pod webhook's queue-name rule on update (``ValidateJobOnUpdate`` for a Pod): a Pod
+    that, as written, neither carries Kueue's scheduling gate nor has finished may have its label
+    ``kueue.x-k8s.io/queue-name`` neither added, changed nor removed (the new value shown, ""
+    when removed). A gated Pod may change queues."""
+    if gated(new) or finished(new):
+        return []
+    return immutable(kueue_jobs.queue_label(new), kueue_jobs.queue_label(old), kueue_jobs.QUEUE_NAME_PATH)
 
 
 def has_finalizer(obj: Mapping[str, Any]) -> bool:
@@ -156,5 +167,6 @@ def start(pod: Mapping[str, Any], node_labels: Mapping[str, str], states: Sequen
 
 __all__ = [
     "MANAGED_VALUE", "SCHEDULING_GATE", "TERMINATION_TARGET", "Stop", "add_gate", "finished", "gated", "has_finalizer",
-    "is_pod", "manage", "managed", "managed_label_errors", "start", "stop_of", "termination_target", "without_finalizer", "without_gate",
+    "is_pod", "manage", "managed", "managed_label_errors", "queue_name_update_errors", "start", "stop_of",
+    "termination_target", "without_finalizer", "without_gate",
 ]

@@ -1,6 +1,6 @@
 """Where Kueue's job integrations keep the flag it flips to start a job it admitted, how the hub
-reads and sets it on a wire object, and the rule Kueue's job webhooks derive from it for the
-queue-name label on update (pure; Kueue's ``jobframework`` keeps the same per kind)."""
+reads and sets it on a wire object, and the rules Kueue's webhooks keep for the queue-name label
+on update (jobs, Deployments, StatefulSets; pure; Kueue's ``jobframework`` keeps the same per kind)."""
 
 from __future__ import annotations
 
@@ -57,19 +57,47 @@ def set_job_suspend(obj: dict[str, Any], value: bool) -> bool:
 
 #: Where Kueue's job webhooks report a queue name that may not change.
 QUEUE_NAME_PATH: Final = f"metadata.labels[{LABEL_QUEUE_NAME}]"
+TEMPLATE_QUEUE_NAME_PATH: Final = f"spec.template.{QUEUE_NAME_PATH}"
 
 
-def _queue_label(obj: Mapping[str, Any]) -> str:
+def queue_label(obj: Mapping[str, Any]) -> str:
+    """An object's label ``kueue.x-k8s.io/queue-name`` ("" when it has none)."""
     labels = (obj.get("metadata") or {}).get("labels")
     value = labels.get(LABEL_QUEUE_NAME) if isinstance(labels, Mapping) else None
     return value if isinstance(value, str) else ""
 
 
 def queue_name_update_errors(new: Mapping[str, Any], old: Mapping[str, Any]) -> list[FieldError]:
-    """Kueue's job webhooks on an update of a job of a kind it suspends (``ValidateJobOnUpdate``'s
-    queue-name rule): while the job as written is not suspended, its label
-    ``kueue.x-k8s.io/queue-name`` may be neither added, changed nor removed (kube's "field is
-    immutable", with the new value, "" when removed). A suspended job may change queues."""
-    if suspend_path(str(new.get("apiVersion") or ""), str(new.get("kind") or "")) is None or job_suspend(new) is True:
+    """Kueue's webhooks' queue-name rule on an update, by kind (none for a kind Kueue neither
+    suspends nor serves, or a plain Pod: :func:`controlplane.admission.pods.queue_name_update_errors`):
+
+    * a job of a kind Kueue suspends (``ValidateJobOnUpdate``): while the job as written is not
+      suspended, its label ``kueue.x-k8s.io/queue-name`` may be neither added, changed nor removed
+      (kube's "field is immutable", with the new value, "" when removed). A suspended job may
+      change queues;
+    * a Deployment (its webhook's ``ValidateUpdate``): the label may not change once the Deployment
+      as it was has ready replicas, nor be removed at all; the error shows the old value;
+    * a StatefulSet (its webhook's ``ValidateUpdate``): the label never changes (the old value
+      shown), nor does the one in its Pod template (the new value shown)."""
+    api_version, kind = str(new.get("apiVersion") or ""), str(new.get("kind") or "")
+    before, after = queue_label(old), queue_label(new)
+    if (api_version, kind) == ("apps/v1", "Deployment"):
+        ready = objects.child(dict(old), "status") or {}
+        if _positive(ready.get("readyReplicas")) or after == "":
+            return immutable(before, after, QUEUE_NAME_PATH)
         return []
-    return immutable(_queue_label(new), _queue_label(old), QUEUE_NAME_PATH)
+    if (api_version, kind) == ("apps/v1", "StatefulSet"):
+        return immutable(before, after, QUEUE_NAME_PATH) + immutable(
+            _template_queue_label(new), _template_queue_label(old), TEMPLATE_QUEUE_NAME_PATH)
+    if suspend_path(api_version, kind) is None or job_suspend(new) is True:
+        return []
+    return immutable(after, before, QUEUE_NAME_PATH)
+
+
+def _positive(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
+def _template_queue_label(obj: Mapping[str, Any]) -> str:
+    template = objects.child(objects.child(dict(obj), "spec"), "template")
+    return queue_label(template or {})

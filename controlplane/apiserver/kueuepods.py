@@ -7,9 +7,12 @@ In: every create and update (:data:`~controlplane.apiserver.admission.AdmitWrite
   (:func:`controlplane.admission.pods.managed_label_errors`), or its pod group's label and
   annotation break Kueue's rules (:func:`controlplane.admission.podgroups.metadata_errors`: the
   group name and the total count go together, the count is a positive integer, the group name is
-  immutable) — :func:`check_managed_label`;
-* an update of a job of a kind Kueue suspends adds, changes or removes its label
-  ``kueue.x-k8s.io/queue-name`` while the job as written is not suspended
+  immutable), or an update changes the label ``kueue.x-k8s.io/queue-name`` of a Pod that is
+  neither gated nor finished (:func:`controlplane.admission.pods.queue_name_update_errors`) —
+  :func:`check_managed_label`;
+* an update adds, changes or removes the label ``kueue.x-k8s.io/queue-name`` of a job of a kind
+  Kueue suspends while the job as written is not suspended, of a Deployment that had ready
+  replicas (or removes it from any Deployment), or of a StatefulSet (or its Pod template's)
   (:func:`controlplane.apis.kueue_jobs.queue_name_update_errors`) — :func:`check_job_queue_name`;
 
 as Kueue's webhooks refuse them. A write through a subresource (``status``, ``scale``) is not
@@ -35,7 +38,10 @@ def _refuse(attrs: WriteAttributes, refused: list[FieldError]) -> None:
 async def check_managed_label(attrs: WriteAttributes) -> None:
     if (attrs.resource.group, attrs.resource.kind) != ("", "Pod"):
         return
-    refused = pods.managed_label_errors(attrs.new)
+    refused: list[FieldError] = []
+    if attrs.old is not None and attrs.subresource is None:  # Kueue's order: the queue name first
+        refused += pods.queue_name_update_errors(attrs.new, attrs.old)
+    refused += pods.managed_label_errors(attrs.new)
     if attrs.subresource != "status":
         refused += podgroups.metadata_errors(attrs.new, attrs.old)
     _refuse(attrs, refused)

@@ -13,7 +13,7 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from controlplane.apis import kueue_jobs
 from controlplane.apiserver.app import create_app
-from controlplane.apiserver.kueuepods import check_job_queue_name
+from controlplane.apiserver.kueuepods import check_job_queue_name, check_managed_label
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.admissiongate import hold_queued_workload
 from controlplane.hub import hub_registry
@@ -32,6 +32,7 @@ async def api() -> AsyncIterator[TestClient[Any, Any]]:
         await objects.bootstrap()
         objects.check_creates(hold_queued_workload)  # as the hub does
         objects.admit_writes(check_job_queue_name)
+        objects.admit_writes(check_managed_label)
         async with TestClient(TestServer(create_app(objects, registry))) as client:
             yield client
 
@@ -119,3 +120,99 @@ def test_the_rule_reads_each_kinds_suspend_flag(api_version: str, kind: str, pat
 def test_other_kinds_are_not_kueues_jobs() -> None:
     new = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"labels": {LABEL: "lq"}}}
     assert kueue_jobs.queue_name_update_errors(new, {"metadata": {}}) == []
+
+
+def apps(kind: str, name: str, *, queue: str | None = None) -> dict[str, Any]:
+    labels = {LABEL: queue} if queue else {}
+    template = {"metadata": {"labels": {"app": name}}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+    return {"apiVersion": "apps/v1", "kind": kind, "metadata": {"name": name, "labels": labels},
+            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}}, "template": template}}
+
+
+def apps_refusal(kind: str, name: str, causes: list[tuple[str, str]]) -> dict[str, Any]:
+    """The Status kube answers for the webhook's field errors, ``(path, value shown)`` each."""
+    listed = [{"reason": "FieldValueInvalid", "message": f'Invalid value: "{value}": field is immutable', "field": path}
+              for path, value in causes]
+    message = ", ".join(f"{c['field']}: {c['message']}" for c in listed)
+    return {
+        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "reason": "Invalid", "code": 422,
+        "message": f'{kind}.apps "{name}" is invalid: {"[" + message + "]" if len(listed) > 1 else message}',
+        "details": {"name": name, "group": "apps", "kind": kind, "causes": listed},
+    }
+
+
+async def test_a_deployment_keeps_its_queue_name_once_it_has_ready_replicas(api: TestClient[Any, Any]) -> None:
+    """Kueue's Deployment webhook: the queue may change while no replica is ready, never once one
+    is (the error shows the old name), and the label may never be removed."""
+    path = "/apis/apps/v1/namespaces/default/deployments"
+    assert (await api.post(path, json=apps("Deployment", "d", queue="team-lq"))).status == 201
+    response = await api.patch(f"{path}/d", json={"metadata": {"labels": {LABEL: "other-lq"}}}, headers=MERGE)
+    assert response.status == 200, await response.text()
+    response = await api.patch(f"{path}/d", json={"metadata": {"labels": {LABEL: None}}}, headers=MERGE)
+    assert (response.status, await response.json()) == (
+        422, apps_refusal("Deployment", "d", [(f"metadata.labels[{LABEL}]", "other-lq")]))
+    response = await api.patch(f"{path}/d/status", json={"status": {"replicas": 1, "readyReplicas": 1}}, headers=MERGE)
+    assert response.status == 200, await response.text()
+    response = await api.patch(f"{path}/d", json={"metadata": {"labels": {LABEL: "team-lq"}}}, headers=MERGE)
+    assert (response.status, await response.json()) == (
+        422, apps_refusal("Deployment", "d", [(f"metadata.labels[{LABEL}]", "other-lq")]))
+    current = await (await api.get(f"{path}/d")).json()
+    assert current["metadata"]["labels"][LABEL] == "other-lq"
+    # Without a queue name to begin with, one may be added while no replica is ready.
+    assert (await api.post(path, json=apps("Deployment", "plain"))).status == 201
+    response = await api.patch(f"{path}/plain", json={"metadata": {"labels": {LABEL: "team-lq"}}}, headers=MERGE)
+    assert response.status == 200, await response.text()
+
+
+async def test_a_statefulsets_queue_name_never_changes(api: TestClient[Any, Any]) -> None:
+    """Kueue's StatefulSet webhook: the label is immutable (the old name shown), and so is the one
+    in its Pod template (the new name shown); other labels change freely."""
+    path = "/apis/apps/v1/namespaces/default/statefulsets"
+    assert (await api.post(path, json=apps("StatefulSet", "s", queue="team-lq"))).status == 201
+    response = await api.patch(f"{path}/s", json={"metadata": {"labels": {"a": "b"}}}, headers=MERGE)
+    assert response.status == 200, await response.text()
+    for after in ("other-lq", None):
+        response = await api.patch(f"{path}/s", json={"metadata": {"labels": {LABEL: after}}}, headers=MERGE)
+        assert (response.status, await response.json()) == (
+            422, apps_refusal("StatefulSet", "s", [(f"metadata.labels[{LABEL}]", "team-lq")]))
+    both = {"metadata": {"labels": {LABEL: None}}, "spec": {"template": {"metadata": {"labels": {LABEL: "other-lq"}}}}}
+    response = await api.patch(f"{path}/s", json=both, headers=MERGE)
+    assert (response.status, await response.json()) == (422, apps_refusal("StatefulSet", "s", [
+        (f"metadata.labels[{LABEL}]", "team-lq"), (f"spec.template.metadata.labels[{LABEL}]", "other-lq")]))
+    current = await (await api.get(f"{path}/s")).json()
+    assert current["metadata"]["labels"] == {LABEL: "team-lq", "a": "b"}
+    assert LABEL not in current["spec"]["template"]["metadata"]["labels"]
+
+
+async def test_a_pod_changes_queues_only_while_gated_or_finished(api: TestClient[Any, Any]) -> None:
+    """Kueue's pod webhook: a Pod that carries Kueue's scheduling gate may move; once ungated (or
+    never gated) its queue name is refused a change (the new value shown, "" when removed), until
+    it has finished."""
+    path = "/api/v1/namespaces/default/pods"
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": {LABEL: "team-lq"}},
+           "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+    assert (await api.post(path, json=pod)).status == 201  # gated, as Kueue's webhook gates it
+    response = await api.patch(f"{path}/p", json={"metadata": {"labels": {LABEL: "other-lq"}}}, headers=MERGE)
+    assert response.status == 200, await response.text()
+    response = await api.patch(f"{path}/p", json={"spec": {"schedulingGates": None}}, headers=MERGE)
+    assert response.status == 200, await response.text()
+
+    def pod_refusal(value: str) -> dict[str, Any]:
+        refused = refusal(value)
+        refused["message"] = refused["message"].replace('Job.batch "j"', 'Pod "p"')
+        refused["details"] = {**refused["details"], "name": "p", "kind": "Pod"}
+        del refused["details"]["group"]  # the core group: omitted
+        return refused
+
+    for after in ("team-lq", None):
+        response = await api.patch(f"{path}/p", json={"metadata": {"labels": {LABEL: after}}}, headers=MERGE)
+        assert (response.status, await response.json()) == (422, pod_refusal(after or ""))
+    response = await api.patch(f"{path}/p/status", json={"status": {"phase": "Succeeded"}}, headers=MERGE)
+    assert response.status == 200, await response.text()
+    response = await api.patch(f"{path}/p", json={"metadata": {"labels": {LABEL: None}}}, headers=MERGE)
+    assert response.status == 200, await response.text()
+    plain = {**pod, "metadata": {"name": "plain"}}  # never queued, never gated
+    assert (await api.post(path, json=plain)).status == 201
+    response = await api.patch(f"{path}/plain", json={"metadata": {"labels": {LABEL: "team-lq"}}}, headers=MERGE)
+    assert (response.status, (await response.json())["details"]["causes"]) == (422, [
+        {"reason": "FieldValueInvalid", "message": 'Invalid value: "team-lq": field is immutable', "field": f"metadata.labels[{LABEL}]"}])
