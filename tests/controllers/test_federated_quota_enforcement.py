@@ -14,6 +14,7 @@ import pytest
 
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.manager import ControllerManager
+from controlplane.scheduler.controller import controller as scheduler_controller
 
 from .conftest import FAST
 from .fleet import deployment, eventually, node_shape, propagation_policy, put_cluster, settled
@@ -80,6 +81,51 @@ async def test_a_decision_past_overall_is_held_back(objects: ObjectStore, enforc
         return status if (status.get("overallUsed") or {}).get("cpu") == "4" else None
 
     await eventually(all_used, what="overallUsed counting b")
+
+
+def raise_overall_before_refusal(
+    objects: ObjectStore, manager: ControllerManager, monkeypatch: pytest.MonkeyPatch, overall: dict[str, str],
+) -> list[str]:
+    """Make the scheduler's first quota refusal raise the FederatedResourceQuota ``default/q`` to
+    ``overall``, and wait for the scheduler to see it, before the refusal is recorded: the binding
+    (or group) does not say ``QuotaExceeded`` when the raise comes. Returns the refusals so raced."""
+    assert manager.scheduler is not None
+    enforcement = manager.scheduler.quota_enforcement
+    assert enforcement.quotas is not None
+    informer, refuse, raised = enforcement.quotas, enforcement.refuse, []
+    rt = objects.registry.require(QUOTA_API, "FederatedResourceQuota")
+
+    async def raise_first(binding: dict[str, Any], message: str) -> Any:
+        if not raised:
+            raised.append(message)
+            current = await objects.get(rt, namespace="default", name="q")
+            current["spec"]["overall"] = overall
+            await objects.update(rt, current)
+
+            async def seen() -> bool:
+                return (informer.get("default", "q") or {}).get("spec", {}).get("overall") == overall
+
+            await eventually(seen, what="the raise seen")
+        return await refuse(binding, message)
+
+    monkeypatch.setattr(enforcement, "refuse", raise_first)
+    return raised
+
+
+async def test_a_quota_raised_while_a_binding_is_refused_places_it_at_once(
+    objects: ObjectStore, enforcing: ControllerManager, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``overall`` is raised from 3 to 4 CPUs between the scheduler refusing ``b`` and ``b``'s
+    binding saying so (it does not say ``QuotaExceeded`` yet when the raise is seen, so the raise
+    queues nothing): ``b`` is decided again once its refusal is written, and placed. The scheduler's
+    retry of unplaced bindings is put an hour away, so only the raise can place it."""
+    monkeypatch.setattr(scheduler_controller, "UNPLACED_RETRY_SECONDS", 3600.0)
+    await _setup(objects)
+    assert await eventually(lambda: placed(objects, "a"), what="a placed") == {"onprem": 2}
+    raised = raise_overall_before_refusal(objects, enforcing, monkeypatch, {"cpu": "4"})
+    await objects.create(objects.registry.require("apps/v1", "Deployment"), deployment("b", replicas=2))
+    assert await eventually(lambda: placed(objects, "b"), what="b placed after the raise") == {"onprem": 2}
+    assert raised == ["FederatedResourceQuota(default/q) exceeded for resource cpu: requested sum 4, limit 3."]
 
 
 async def test_without_enforcement_nothing_is_held_back(objects: ObjectStore, manager: ControllerManager) -> None:

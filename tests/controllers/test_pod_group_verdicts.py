@@ -23,6 +23,7 @@ from .conftest import FAST
 from .fleet import eventually, put_cluster, settled
 from .test_admission import create
 from .test_admission_pod_groups import group_pod
+from .test_federated_quota_enforcement import raise_overall_before_refusal
 from .test_pod_group_placement import (
     binding,
     clusters,
@@ -164,25 +165,7 @@ async def test_a_quota_raised_while_a_group_is_refused_places_it_at_once(
                                     "metadata": {"name": "q", "namespace": "default"},
                                     "spec": {"overall": {"nvidia.com/gpu": "2"}}})
     await fleet(objects, enforcing, small=2, big=4)
-    assert enforcing.scheduler is not None
-    enforcement = enforcing.scheduler.quota_enforcement
-    assert enforcement.quotas is not None
-    informer, refuse, raised = enforcement.quotas, enforcement.refuse, []
-
-    async def raise_first(binding: dict[str, Any], message: str) -> Any:
-        if not raised:  # the first refusal: the quota is raised, and seen, before it is recorded
-            raised.append(message)
-            current = await objects.get(quota_rt, namespace="default", name="q")
-            current["spec"]["overall"] = {"nvidia.com/gpu": "3"}
-            await objects.update(quota_rt, current)
-
-            async def seen() -> bool:
-                return (informer.get("default", "q") or {}).get("spec", {}).get("overall") == {"nvidia.com/gpu": "3"}
-
-            await eventually(seen, what="the raise seen")
-        return await refuse(binding, message)
-
-    monkeypatch.setattr(enforcement, "refuse", raise_first)
+    raised = raise_overall_before_refusal(objects, enforcing, monkeypatch, {"nvidia.com/gpu": "3"})
     for name in ("g0", "g1", "g2"):
         await create(objects, group_pod(name, queue="team-lq"))
     for name in ("g0", "g1", "g2"):

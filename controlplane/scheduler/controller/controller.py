@@ -510,9 +510,12 @@ class SchedulerController(KeyedController[BindingKey]):
             return UNPLACED_RETRY_SECONDS
         observe_scheduling_latency(time.perf_counter() - started, result=result.condition.reason)
         self.room_waits.record(key, request, result)
+        room = self.quota_enforcement.room_version(key[0])
         refused = self.quota_enforcement.refusal(binding, result.clusters)
         if refused is not None:  # FederatedQuotaEnforcement: the decision is not written (quotas.py)
             await self.quota_enforcement.refuse(binding, refused)
+            if self.quota_enforcement.room_version(key[0]) != room:
+                await self._requeue(key)  # room made while the refusal was written: decided again
             return UNPLACED_RETRY_SECONDS
         # Every cluster due for eviction that the decision leaves gets an eviction task.
         evicted = {name: cause for name, cause in check.due.items() if name in previous and name not in result.clusters}

@@ -11,8 +11,9 @@ where it is (a new one unplaced) with ``Scheduled=False``, reason ``QuotaExceede
 message (``FederatedResourceQuota(ns/name) exceeded for resource cpu: requested sum 120, limit
 100.``), and a ``FailedScheduling`` Event on the workload; it is decided again on the scheduler's
 retry, so it goes through once room is made (a binding deleted, ``overall`` raised): such a change
-decides again at once the namespace's bindings it holds back (a pod group refused while it came
-is queued again once its refusal is written: :meth:`QuotaEnforcement.room_version`). Usage is
+decides again at once the namespace's bindings it holds back (a binding or a pod group refused
+while it came, not yet saying so, is queued again once its refusal is written:
+:meth:`QuotaEnforcement.room_version`). Usage is
 read from the controllers' binding cache, not charged to the quota's status. The bindings of a pod
 group, placed whole, are checked together (:meth:`QuotaEnforcement.refusal_together`).
 
