@@ -24,14 +24,16 @@ paper's simulator runs every variant on, CPU variants included (its ``prepare_in
 copies the GPU-node list next to every pod list); ``all`` is ``openb_node_list_all_node.csv``,
 the same GPU nodes and 310 CPU-only nodes (quick and tiny sizes take every fourth / eighth
 GPU node and every fourth / eighth CPU-only node). ``--seed`` draws variants, splits and the
-fill again (default 42); ``--traces cpu250`` runs only the named traces of the size;
-``--scarcity-steering`` gives gpufed a policy with ``tieredOverflow.scarcitySteering: true``,
-``--packing-hints`` one with ``tieredOverflow.packingHints: true``, ``--node-shape-scarcity`` one with
-``tieredOverflow.nodeShapeScarcity: true`` (several: all of them).
+fill again (default 42); ``--traces cpu250`` runs only the named traces of the size. gpufed's
+policy is the default TieredOverflow one (steering and node-shape scarcity on, as shipped);
+``--no-scarcity-steering`` gives it ``tieredOverflow.scarcitySteering: false``,
+``--no-node-shape-scarcity`` ``tieredOverflow.nodeShapeScarcity: false`` and ``--packing-hints``
+``tieredOverflow.packingHints: true`` (several: all of them).
 
 Reproduce::
 
-    .venv/bin/python -m bench.bench_placement_quality --size quick [--nodes all] [--seed 7] [--traces cpu250] [--scarcity-steering] [--packing-hints] [--node-shape-scarcity]
+    .venv/bin/python -m bench.bench_placement_quality --size quick [--nodes all] [--seed 7] [--traces cpu250]
+        [--no-scarcity-steering] [--no-node-shape-scarcity] [--packing-hints]
 """
 
 from __future__ import annotations
@@ -138,9 +140,10 @@ def _lacking(fill: FillResult) -> dict[str, object]:
     }
 
 
-def tiered_placement(**tiered_overflow: bool) -> Placement | None:
-    """The default placement with these ``tieredOverflow`` fields (None when none is on)."""
-    fields = {name: True for name, on in tiered_overflow.items() if on}
+def tiered_placement(**tiered_overflow: bool | None) -> Placement | None:
+    """The default placement with these ``tieredOverflow`` fields (None ones left out; None when
+    every one is)."""
+    fields = {name: value for name, value in tiered_overflow.items() if value is not None}
     if not fields:
         return None
     return Placement.model_validate(
@@ -275,13 +278,17 @@ OPTIONS.add_argument(
 )
 OPTIONS.add_argument("--seed", type=int, default=SEED, help=f"seed of the variants, splits and fill (default {SEED})")
 OPTIONS.add_argument(
-    "--scarcity-steering", action="store_true", help="gpufed's policy with tieredOverflow.scarcitySteering: true"
+    "--no-scarcity-steering",
+    action="store_true",
+    help="gpufed's policy with tieredOverflow.scarcitySteering: false (default: on)",
+)
+OPTIONS.add_argument(
+    "--no-node-shape-scarcity",
+    action="store_true",
+    help="gpufed's policy with tieredOverflow.nodeShapeScarcity: false (default: on)",
 )
 OPTIONS.add_argument(
     "--packing-hints", action="store_true", help="gpufed's policy with tieredOverflow.packingHints: true"
-)
-OPTIONS.add_argument(
-    "--node-shape-scarcity", action="store_true", help="gpufed's policy with tieredOverflow.nodeShapeScarcity: true"
 )
 OPTIONS.add_argument(
     "--traces", default="", metavar="NAME,...", help="only these traces of the size, e.g. default,cpu250 (default: all)"
@@ -292,9 +299,9 @@ def main(argv: Sequence[str]) -> int:
     options, _ = OPTIONS.parse_known_args(argv)
     only = tuple(name for name in options.traces.split(",") if name)
     placement = tiered_placement(
-        scarcitySteering=options.scarcity_steering,
-        packingHints=options.packing_hints,
-        nodeShapeScarcity=options.node_shape_scarcity,
+        scarcitySteering=False if options.no_scarcity_steering else None,
+        nodeShapeScarcity=False if options.no_node_shape_scarcity else None,
+        packingHints=True if options.packing_hints else None,
     )
     bound = functools.partial(run, node_list=options.nodes, seed=options.seed, only=only, placement=placement)
     return benchmark_main(bound, argv, description=(__doc__ or "").splitlines()[0], parents=(OPTIONS,))

@@ -255,11 +255,12 @@ class TieredOverflow(SpecModel):
     node_shape_scarcity: bool | None = None
     """Among clusters tied on tier and price, whether a replica the nodes of every tied cluster could hold
     avoids the nodes that recent replicas only some of those clusters' nodes can hold (by CPU, memory and
-    GPUs) need (default false; off whenever scarcityAware is false)."""
+    GPUs) need (default true; false turns it off; off whenever scarcityAware is false)."""
     scarcity_steering: bool | None = None
     """Whether a replica that accepts several GPU models is steered, inside the cluster it goes to, away
     from the models recent replicas accepting only some models need: the Work gets a preferred node
-    affinity term against those models (default false; off whenever scarcityAware is false)."""
+    affinity term against those models (default true; false turns it off; off whenever scarcityAware is
+    false)."""
     packing_hints: bool | None = None
     """Whether a replica that asks for fewer GPUs than a node of its cluster holds is packed, inside the
     cluster, toward the nodes whose GPUs are already partly in use: the Work gets a preferred node

@@ -7,6 +7,8 @@ import copy
 import json
 from typing import Any
 
+import pytest
+
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.manager import ControllerManager
 from gpufed.commands.explain import render_explanation
@@ -97,7 +99,7 @@ def pod_spec(work: dict[str, Any]) -> dict[str, Any]:
 async def test_the_work_carries_the_steering_term_after_the_users_own_affinity(
     objects: ObjectStore, manager: ControllerManager
 ) -> None:
-    work = await flexible_work(objects, manager, scarcitySteering=True)
+    work = await flexible_work(objects, manager)  # steering is on by default
     affinity = pod_spec(work)["affinity"]
     expected = copy.deepcopy(USER_AFFINITY)
     expected["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"].append(STEERING)
@@ -111,10 +113,17 @@ async def test_the_work_carries_the_steering_term_after_the_users_own_affinity(
     assert pinned is not None and "affinity" not in pod_spec(pinned)
 
 
+@pytest.mark.parametrize(
+    "switched_off",
+    [
+        pytest.param({"scarcitySteering": False}, id="steering-false"),
+        pytest.param({"scarcitySteering": True, "scarcityAware": False}, id="scarcity-aware-false"),
+    ],
+)
 async def test_without_steering_the_work_keeps_the_users_affinity_alone(
-    objects: ObjectStore, manager: ControllerManager
+    objects: ObjectStore, manager: ControllerManager, switched_off: dict[str, Any]
 ) -> None:
-    work = await flexible_work(objects, manager, scarcitySteering=True, scarcityAware=False)
+    work = await flexible_work(objects, manager, **switched_off)
     assert pod_spec(work)["affinity"] == USER_AFFINITY
     binding = await get_object(objects, WORK_API, "ResourceBinding", "flex-deployment")
     assert binding is not None and "scheduler.gpufed.io/gpu-steering" not in (binding["metadata"].get("annotations") or {})

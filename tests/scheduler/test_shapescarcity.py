@@ -41,7 +41,7 @@ def eight_gpus(key: str, cores: int, *, memory: int = 0, placement: Placement | 
         key=key,
         replicas=1,
         requirements=ReplicaRequirements.build(resources),
-        placement=placement or tiered(nodeShapeScarcity=True),
+        placement=placement or tiered(),
     )
 
 
@@ -90,7 +90,12 @@ def test_without_demand_for_the_rare_shape_or_with_the_term_off_the_old_order_ho
     assert result.clusters == {"a-small": 1}
     assert "decided by fewest free GPUs" in reasons(result, "a-small")[-1]
     assert "node shapes" not in reasons(result, "a-small")[-1]
-    for off in (tiered(), tiered(nodeShapeScarcity=False), tiered(nodeShapeScarcity=True, scarcityAware=False)):
+    switched_off = (
+        tiered(nodeShapeScarcity=False),
+        tiered(scarcityAware=False),
+        tiered(nodeShapeScarcity=True, scarcityAware=False),
+    )
+    for off in switched_off:
         cache = SchedulerCache()
         arrivals(cache, 88, 40, "mid")
         arrivals(cache, 120, 2, "wide")

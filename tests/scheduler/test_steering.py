@@ -3,6 +3,7 @@ on small hand-computed fleets."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
@@ -17,6 +18,7 @@ from controlplane.scheduler.core.deciding import schedule
 from controlplane.scheduler.core.framework import BindingRequest
 from controlplane.scheduler.core.outcome import ScheduledCondition, ScheduleResult
 from controlplane.scheduler.core.steering import avoided_models, preferred_term
+from policies.models import Placement
 
 from .builders import cluster, shape
 from .test_tiebreak import CPU, NOW, T4, V100, observe, reasons, tiered
@@ -90,7 +92,7 @@ def t4_demand_waits(cache: SchedulerCache) -> None:
 def test_a_flexible_replica_in_a_t4_and_v100_cluster_is_steered_off_t4_while_t4_demand_waits() -> None:
     cache = SchedulerCache()
     t4_demand_waits(cache)
-    result = schedule(flexible("ns/job", scarcitySteering=True), mixed_fleet(), now=NOW, cache=cache)
+    result = schedule(flexible("ns/job"), mixed_fleet(), now=NOW, cache=cache)
     assert result.clusters == {"mixed": 1}
     assert result.steering == {"mixed": (T4,)}
     assert any("steered inside the cluster away from Tesla-T4" in r for r in reasons(result, "mixed"))
@@ -99,12 +101,12 @@ def test_a_flexible_replica_in_a_t4_and_v100_cluster_is_steered_off_t4_while_t4_
 @pytest.mark.parametrize(
     "tiered_overflow",
     [
-        pytest.param({}, id="off-by-default"),
-        pytest.param({"scarcitySteering": True, "scarcityAware": False}, id="scarcity-switched-off"),
+        pytest.param({"scarcityAware": False}, id="scarcity-switched-off"),
+        pytest.param({"scarcitySteering": True, "scarcityAware": False}, id="asked-for-with-scarcity-off"),
         pytest.param({"scarcitySteering": False}, id="switched-off"),
     ],
 )
-def test_no_steering_unless_asked_for_with_scarcity_on(tiered_overflow: dict[str, Any]) -> None:
+def test_no_steering_when_switched_off_or_with_scarcity_off(tiered_overflow: dict[str, Any]) -> None:
     cache = SchedulerCache()
     t4_demand_waits(cache)
     result = schedule(flexible("ns/job", **tiered_overflow), mixed_fleet(), now=NOW, cache=cache)
@@ -113,12 +115,32 @@ def test_no_steering_unless_asked_for_with_scarcity_on(tiered_overflow: dict[str
     assert not any("steered" in r for r in reasons(result, "mixed"))
 
 
+@pytest.mark.parametrize(
+    "replica_scheduling",
+    [
+        pytest.param(None, id="no-replica-scheduling"),
+        pytest.param({"replicaSchedulingType": "Duplicated"}, id="duplicated"),
+        pytest.param({"replicaSchedulingType": "Divided", "replicaDivisionPreference": "Aggregated"}, id="aggregated"),
+        pytest.param({"replicaSchedulingType": "Divided", "replicaDivisionPreference": "Weighted"}, id="weighted"),
+    ],
+)
+def test_only_tiered_overflow_steers_by_default(replica_scheduling: dict[str, Any] | None) -> None:
+    """Other divisions have no tieredOverflow block to turn steering off in: they never steer."""
+    cache = SchedulerCache()
+    t4_demand_waits(cache)
+    raw = {"replicaScheduling": replica_scheduling} if replica_scheduling else {}
+    request = dataclasses.replace(flexible("ns/job"), placement=Placement.model_validate(raw))
+    result = schedule(request, mixed_fleet(), now=NOW, cache=cache)
+    assert result.clusters == {"mixed": 1}
+    assert result.steering == {}
+
+
 def test_no_steering_without_constrained_demand_or_for_a_cluster_already_running_replicas() -> None:
     cache = SchedulerCache()
     observe(cache, FLEX_1, 20, "flex")
-    assert schedule(flexible("ns/a", scarcitySteering=True), mixed_fleet(), now=NOW, cache=cache).steering == {}
+    assert schedule(flexible("ns/a"), mixed_fleet(), now=NOW, cache=cache).steering == {}
     t4_demand_waits(cache)
-    running = flexible("ns/b", previous={"mixed": 1}, scarcitySteering=True)
+    running = flexible("ns/b", previous={"mixed": 1})
     assert schedule(running, mixed_fleet(), now=NOW, cache=cache).steering == {}
 
 

@@ -21,9 +21,10 @@ constraints and then the division the placement asks for (``policies.division``)
   unchanged and the cluster can still run its pods). Otherwise nothing is placed.
 * **Alternative GPU shapes** — per cluster the first shape that fits (the workload's own
   request first); clusters that got an alternative appear in ``ScheduleResult.shapes``.
-* **Steering** — with ``tieredOverflow.scarcitySteering``, a cluster that gets the first replicas
-  of a replica accepting several GPU models may be told to prefer nodes without the models
-  constrained demand needs (``ScheduleResult.steering``, :mod:`~controlplane.scheduler.core.steering`).
+* **Steering** — under TieredOverflow unless ``tieredOverflow.scarcitySteering`` (or
+  ``scarcityAware``) is false, a cluster that gets the first replicas of a replica accepting
+  several GPU models may be told to prefer nodes without the models constrained demand needs
+  (``ScheduleResult.steering``, :mod:`~controlplane.scheduler.core.steering`).
 * **Packing hints** — with ``tieredOverflow.packingHints``, a cluster that gets the first replicas
   of a replica smaller than its nodes may be told to prefer the nodes already running GPU work
   (``ScheduleResult.packing``, :mod:`~controlplane.scheduler.core.packhints`).

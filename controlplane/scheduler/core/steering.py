@@ -4,11 +4,13 @@ constrained demand needs.
 The hub picks the cluster; the member's scheduler picks the node. A replica that accepts
 several GPU models lands where the member's scoring puts it (best-fit and FGD both prefer the
 small nodes, often the T4, P100 and V100 ones), and replicas that accept only those models then
-find them full. So, when the scarcity switch is on (``tieredOverflow.scarcityAware``, default
-true) and steering is asked for (``tieredOverflow.scarcitySteering``, default
-:data:`STEERING_DEFAULT`), the Work sent to the cluster carries one more
-``preferredDuringSchedulingIgnoredDuringExecution`` node-affinity term: prefer nodes whose
-``nvidia.com/gpu.product`` is NOT one of :func:`avoided_models`, weight :data:`STEERING_WEIGHT`.
+find them full. So, when the policy divides by ``TieredOverflow`` (the only division whose
+``tieredOverflow`` block can turn it off), the scarcity switch is on
+(``tieredOverflow.scarcityAware``, default true) and steering is not turned off
+(``tieredOverflow.scarcitySteering``, default :data:`STEERING_DEFAULT`), the Work sent to the
+cluster carries one more ``preferredDuringSchedulingIgnoredDuringExecution`` node-affinity
+term: prefer nodes whose ``nvidia.com/gpu.product`` is NOT one of :func:`avoided_models`,
+weight :data:`STEERING_WEIGHT`.
 
 Which models (:func:`avoided_models`): the cluster's GPU models the replica accepts whose recent
 constrained demand (GPUs of replicas accepting only some models, ``SchedulerCache.demand``) is
@@ -37,9 +39,10 @@ from controlplane.interpreter.requirements import ReplicaRequirements
 from controlplane.scheduler.core.framework import CycleState
 from controlplane.scheduler.core.snapshot import ClusterSnapshot
 from controlplane.scheduler.core.tiebreak import cached_task, fleet_free, free_gpus, scarcity_aware
+from policies.models import DivisionStrategy
 
-#: Whether steering is on when the policy does not say.
-STEERING_DEFAULT: Final = False
+#: Whether steering is on when a TieredOverflow policy does not say.
+STEERING_DEFAULT: Final = True
 #: Weight of the steering term (kube's lowest; see the module).
 STEERING_WEIGHT: Final = 1
 #: Constrained demand, as a share of the fleet's free GPUs of a model, from which it is avoided.
@@ -47,8 +50,12 @@ PRESSURE: Final = 1.0
 
 
 def steering_enabled(state: CycleState) -> bool:
-    """Whether the decision's policy asks for steering (and leaves the scarcity switch on)."""
-    replica_scheduling = state.request.placement.replica_scheduling
+    """Whether the decision's policy steers: TieredOverflow, steering not turned off and the
+    scarcity switch on (other divisions never steer: they have no block to turn it off in)."""
+    request = state.request
+    if request.strategy is not DivisionStrategy.TIERED_OVERFLOW:
+        return False
+    replica_scheduling = request.placement.replica_scheduling
     tiered = replica_scheduling.tiered_overflow if replica_scheduling else None
     asked = tiered.scarcity_steering if tiered is not None else None
     return (STEERING_DEFAULT if asked is None else asked) and scarcity_aware(state)

@@ -13,11 +13,12 @@ price; what that order leaves open is decided here, never by the cluster's name 
      accepts only this cluster's GPU models the replica would take, weighed by that demand
      against the fleet's free GPUs of those models; only when the tied clusters differ in the
      GPU models they have free (otherwise constrained demand can go to any of them alike);
-   * *node shapes* (only with ``tieredOverflow.nodeShapeScarcity: true``): the GPUs of recent demand
-     that only some tied clusters' nodes can hold (by CPU, memory, GPUs) the replica would take
-     a node from, when it lands on the node where it takes least, weighed by that demand's
-     arrivals against the fleet's nodes hosting it (:mod:`~controlplane.scheduler.core.shapescarcity`);
-     only for a replica every tied cluster's nodes could hold;
+   * *node shapes* (unless ``tieredOverflow.nodeShapeScarcity`` or ``scarcityAware`` is false):
+     the GPUs of recent demand that only some tied clusters' nodes can hold (by CPU, memory,
+     GPUs) the replica would take a node from, when it lands on the node where it takes least,
+     weighed by that demand's arrivals against the fleet's nodes hosting it
+     (:mod:`~controlplane.scheduler.core.shapescarcity`); only for a replica every tied
+     cluster's nodes could hold;
 3. the fewest free GPUs the replica accepts (it packs: the clusters with more stay whole for
    larger replicas, as best-fit does among nodes);
 4. only when everything else is equal, the name (the order must be total).
@@ -65,6 +66,8 @@ TIE_LIMIT: Final = 4
 EPSILON: Final = 1e-6
 #: Distinct nodes remembered per (mix version, task) and per (replica, constrained needs).
 ROW_MEMO: Final = 65_536
+#: Whether ties weigh node-shape scarcity when the policy does not say (``tieredOverflow.nodeShapeScarcity``).
+NODE_SHAPES_DEFAULT: Final = True
 
 
 def task_for(request: BindingRequest, cache: SchedulerCache) -> TaskShape | None:
@@ -114,14 +117,17 @@ def _tiered(state: CycleState) -> TieredOverflow | None:
 
 
 def scarcity_aware(state: CycleState) -> bool:
+    """Whether ties weigh GPU-model scarcity (``tieredOverflow.scarcityAware``, default true)."""
     tiered = _tiered(state)
     return tiered is None or tiered.scarcity_aware is not False
 
 
 def node_shape_scarcity(state: CycleState) -> bool:
-    """Whether the policy weighs node-shape scarcity in ties (``tieredOverflow.nodeShapeScarcity``)."""
+    """Whether ties weigh node-shape scarcity (``tieredOverflow.nodeShapeScarcity``, default
+    :data:`NODE_SHAPES_DEFAULT`; off whenever the scarcity switch is)."""
     tiered = _tiered(state)
-    return tiered is not None and tiered.node_shape_scarcity is True and tiered.scarcity_aware is not False
+    asked = tiered.node_shape_scarcity if tiered is not None else None
+    return (NODE_SHAPES_DEFAULT if asked is None else asked) and scarcity_aware(state)
 
 
 @dataclass(frozen=True, slots=True)
