@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from datetime import UTC, datetime
 from typing import Any
 
@@ -14,12 +15,20 @@ from controlplane.interpreter.requirements import (
     ReplicaRequirements,
 )
 from controlplane.scheduler.core.cache import SchedulerCache
-from controlplane.scheduler.core.clusterfit import gpu_vector, row_growth, scarcity, task_of
+from controlplane.scheduler.core.clusterfit import (
+    free_by_model,
+    gpu_vector,
+    row_growth,
+    scarcity,
+    summed,
+    task_of,
+)
 from controlplane.scheduler.core.deciding import schedule
 from controlplane.scheduler.core.demand import DemandHistory
 from controlplane.scheduler.core.framework import BindingRequest
 from controlplane.scheduler.core.outcome import ScheduleResult
-from controlplane.scheduler.core.snapshot import ClusterSnapshot, NodeShape
+from controlplane.scheduler.core.snapshot import ClusterSnapshot, NodeShape, fleet_key
+from controlplane.scheduler.core.tiebreak import summed_free
 from policies.models import Placement
 
 from .builders import cluster, shape
@@ -198,3 +207,31 @@ def test_the_mix_is_learned_from_arrivals_and_versioned() -> None:
     version = history.version
     history.observe("ns/new", TaskShape(0, 1000, 8))
     assert history.mix() is mix and history.version == version  # not enough new arrivals yet
+
+
+def test_the_fleets_free_gpus_summed_again_after_reports_equal_a_full_sum_to_the_last_bit() -> None:
+    """``summed_free`` starts from the fleet it summed last and sums again only the models of the
+    clusters that reported since: each total must be the float a full sum in fleet order gives
+    (shares of a GPU make them inexact), including models that appear or leave the fleet."""
+    rng = random.Random(7)
+    products = ("A100", "T4", "V100", "H100")
+
+    def report(name: str) -> ClusterSnapshot:
+        shapes = []
+        for product in rng.sample(products, rng.randint(0, 2)):
+            milli = rng.randint(1, 7999)
+            shapes.append(shape(rng.randint(1, 9), gpus=milli // 1000, product=product,
+                                extra={"nvidia.com/gpu-milli": milli}, allocatable={"nvidia.com/gpu": 4}))
+        return cluster(name, *shapes)
+
+    cache = SchedulerCache()
+    fleet = [report(f"c{i}") for i in range(8)]
+    seen: set[str] = set()
+    for _ in range(60):
+        total = summed_free(cache, fleet, fleet_key(fleet))
+        full = summed(free_by_model(c) for c in fleet)
+        assert total == full  # floats compared exactly
+        seen.update(full)
+        for index in rng.sample(range(len(fleet)), rng.randint(1, 3)):
+            fleet[index] = report(fleet[index].name)
+    assert seen == set(products)

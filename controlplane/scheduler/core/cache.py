@@ -90,6 +90,16 @@ class FleetVerdicts(NamedTuple):
     """Whether some verdicts are placeholders for clusters the judged binding ran in."""
 
 
+class FleetFree(NamedTuple):
+    """A fleet generation's free GPUs per model (``tiebreak.fleet_free``), kept per position so that
+    the next generation sums again only the models of the clusters that reported since."""
+
+    serials: tuple[int, ...]
+    frees: list[dict[str, float]]
+    """Per position: the snapshot's free GPUs per model."""
+    total: dict[str, float]
+
+
 class Screened(NamedTuple):
     """A fleet generation split by the placement-only verdicts, for a binding running nowhere."""
 
@@ -150,6 +160,9 @@ class SchedulerCache:
     """Snapshot serial -> its free GPUs per model (``clusterfit.free_by_model``)."""
     fleet_free: BoundedMemo[tuple[int, ...], dict[str, float]] = field(default_factory=lambda: BoundedMemo(64))
     """Serials of a set of clusters -> their free GPUs per model, summed."""
+    last_fleet_free: FleetFree | None = None
+    """The set of clusters last summed into ``fleet_free``, per position (the next generation of as
+    many clusters starts from it)."""
     node_rows: BoundedMemo[int, tuple[NodeRow, ...]] = field(default_factory=lambda: BoundedMemo(4096))
     """Snapshot serial -> its distinct nodes as fragmentation sees them (``clusterfit.node_rows``)."""
     growths: BoundedMemo[tuple[int, TaskShape], BoundedMemo[NodeRow, float | None]] = field(

@@ -32,6 +32,8 @@ The demand is learned online from the arrivals (:func:`observe`, ``SchedulerCach
 
 from __future__ import annotations
 
+import functools
+import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Final, TypeVar
@@ -39,7 +41,7 @@ from typing import Final, TypeVar
 from controlplane.apis.fragmentation import GPU_MILLI, TaskShape
 from controlplane.interpreter.requirements import ReplicaRequirements
 from controlplane.scheduler.core import shapescarcity
-from controlplane.scheduler.core.cache import BoundedMemo, SchedulerCache
+from controlplane.scheduler.core.cache import BoundedMemo, FleetFree, SchedulerCache
 from controlplane.scheduler.core.clusterfit import (
     NodeRow,
     fragmentation_growth,
@@ -181,8 +183,40 @@ def fleet_free(state: CycleState, fallback: Sequence[ClusterSnapshot]) -> dict[s
     serials = state.fleet(fleet) if fleet is state.fleet_clusters else fleet_key(fleet)
     found = cache.fleet_free.get(serials)
     if found is None:
-        found = cache.fleet_free.remember(serials, summed(free_gpus(c, cache) for c in fleet))
+        found = cache.fleet_free.remember(serials, summed_free(cache, fleet, serials))
     return found
+
+
+def summed_free(
+    cache: SchedulerCache, fleet: Sequence[ClusterSnapshot], serials: tuple[int, ...]
+) -> dict[str, float]:
+    """:func:`~controlplane.scheduler.core.clusterfit.summed` of the fleet's :func:`free_gpus`.
+
+    A fleet of as many clusters as the one last summed (``SchedulerCache.last_fleet_free``) starts
+    from it: only the positions whose snapshot changed are read, and only their models are summed
+    again, over every position in order, the additions a full sum makes (so the same floats).
+    """
+    last = cache.last_fleet_free
+    if last is None or len(last.serials) != len(serials):
+        frees = [free_gpus(c, cache) for c in fleet]
+        total = summed(frees)
+    else:
+        frees = list(last.frees)
+        total = dict(last.total)
+        models: set[str] = set()
+        for i, (was, now) in enumerate(zip(last.serials, serials, strict=True)):
+            if was != now:
+                models.update(frees[i])
+                frees[i] = free_gpus(fleet[i], cache)
+                models.update(frees[i])
+        for model in models:
+            held = [free[model] for free in frees if model in free]
+            if held:
+                total[model] = functools.reduce(operator.add, held)
+            else:
+                del total[model]
+    cache.last_fleet_free = FleetFree(serials, frees, total)
+    return total
 
 
 def costs(state: CycleState, tied: Sequence[ClusterSnapshot]) -> list[TieCost]:
