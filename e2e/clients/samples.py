@@ -345,6 +345,11 @@ SPECS: dict[tuple[str, str], Builder] = {
     ("kueue.x-k8s.io", "Topology"): lambda name: {
         "spec": {"levels": [{"nodeLabel": "cloud.example.com/rack"}, {"nodeLabel": "kubernetes.io/hostname"}]}
     },
+    ("kueue.x-k8s.io", "MultiKueueConfig"): lambda name: {"spec": {"clusters": [name]}},
+    # The CRD's locationType default written out; v1beta2's clusterSource in VERSIONED_SPECS.
+    ("kueue.x-k8s.io", "MultiKueueCluster"): lambda name: {
+        "spec": {"kubeConfig": {"location": name + "-kubeconfig", "locationType": "Secret"}},
+    },
     ("kueue.x-k8s.io", "Cohort"): lambda name: {"spec": {"fairSharing": {"weight": "2"}}},
     ("kueue.x-k8s.io", "WorkloadPriorityClass"): lambda name: {"value": 1000, "description": "clients suite"},
     ("kueue.x-k8s.io", "Workload"): lambda name: {
@@ -372,6 +377,9 @@ VERSIONED_SPECS: dict[tuple[str, str], Builder] = {
             "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name},
             "minReplicas": 1, "maxReplicas": 4, "targetCPUUtilizationPercentage": 80,
         }
+    },
+    ("kueue.x-k8s.io/v1beta2", "MultiKueueCluster"): lambda name: {
+        "spec": {"clusterSource": {"kubeConfig": {"location": name + "-kubeconfig", "locationType": "Secret"}}},
     },
 }
 

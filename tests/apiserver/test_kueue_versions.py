@@ -181,8 +181,8 @@ async def test_discovery_prefers_v1beta2_and_one_object_is_stored(hub: Client) -
     v1beta2 = {r["name"]: r for r in (await ok(await hub.get(V1B2)))["resources"]}
     v1beta1 = {r["name"]: r for r in (await ok(await hub.get(V1B1)))["resources"]}
     assert sorted(n for n in v1beta2 if "/" not in n) == [
-        "admissionchecks", "clusterqueues", "cohorts", "localqueues", "provisioningrequestconfigs", "resourceflavors",
-        "topologies", "workloadpriorityclasses", "workloads"]
+        "admissionchecks", "clusterqueues", "cohorts", "localqueues", "multikueueclusters", "multikueueconfigs",
+        "provisioningrequestconfigs", "resourceflavors", "topologies", "workloadpriorityclasses", "workloads"]
     assert v1beta2.keys() == v1beta1.keys()
     assert all(v1beta2[n].get("storageVersionHash") == v1beta1[n].get("storageVersionHash") for n in v1beta2)
 

@@ -1,4 +1,4 @@
-"""Kueue's quota kinds, AdmissionChecks, ProvisioningRequestConfigs and Topologies, served by the hub with Kueue's printer columns: at ``kueue.x-k8s.io/v1beta1``
+"""Kueue's quota kinds, AdmissionChecks, ProvisioningRequestConfigs, Topologies and MultiKueue's configs and clusters, served by the hub with Kueue's printer columns: at ``kueue.x-k8s.io/v1beta1``
 (stored) and ``v1beta2`` (converted on every read and write, :mod:`controlplane.apis.kueue_conversion`),
 and the Cohort at ``v1alpha1`` (stored), ``v1beta1`` and ``v1beta2``.
 
@@ -18,7 +18,13 @@ from pydantic import BaseModel
 
 from controlplane.apis import kueue_conversion as convert
 from controlplane.apis import kueue_defaulting as defaulting
-from controlplane.apis import kueue_provisioning, kueue_topology, kueue_v1alpha1, kueue_v1beta2
+from controlplane.apis import (
+    kueue_multikueue,
+    kueue_provisioning,
+    kueue_topology,
+    kueue_v1alpha1,
+    kueue_v1beta2,
+)
 from controlplane.apis import kueue_v1beta1 as kueue
 from controlplane.apis.kube.field import CauseType, FieldError
 from controlplane.apiserver.kinds import cells
@@ -153,6 +159,22 @@ TOPOLOGY = ResourceType(
     validate=kueue_topology.levels_errors,
 )
 
+MULTIKUEUE_CONFIG = ResourceType(
+    kueue.API_GROUP, kueue.VERSION, "MultiKueueConfig", "multikueueconfigs", "multikueueconfig", namespaced=False,
+    model=kueue_multikueue.MultiKueueConfig,
+    validate=kueue_multikueue.config_errors,
+)
+MULTIKUEUE_CLUSTER = ResourceType(
+    kueue.API_GROUP, kueue.VERSION, "MultiKueueCluster", "multikueueclusters", "multikueuecluster", namespaced=False,
+    has_status=True, model=kueue_multikueue.MultiKueueCluster,
+    defaults=kueue_multikueue.cluster_defaults,
+    defaults_on_read=kueue_multikueue.cluster_defaults,
+    columns=(
+        TableColumn("Connected", cells.condition_at(kueue_multikueue.COND_ACTIVE), description="MultiKueueCluster is connected"),
+        AGE,
+    ),
+)
+
 
 _TO_V1BETA2 = convert.to_version(kueue_v1beta2.API_VERSION)
 
@@ -192,6 +214,14 @@ TOPOLOGY_V1ALPHA1 = replace(
              convert.to_version(kueue_v1alpha1.API_VERSION)),
     version=kueue_v1alpha1.VERSION,
 )
+MULTIKUEUE_CONFIG_V1BETA2 = _v1beta2(
+    MULTIKUEUE_CONFIG, kueue_multikueue.MultiKueueConfigV1beta2, convert.to_version(kueue.API_VERSION), _TO_V1BETA2,
+)
+MULTIKUEUE_CLUSTER_V1BETA2 = _v1beta2(
+    MULTIKUEUE_CLUSTER, kueue_multikueue.MultiKueueClusterV1beta2,
+    kueue_multikueue.cluster_to_v1beta1, kueue_multikueue.cluster_to_v1beta2,
+    validate=kueue_multikueue.cluster_source_errors,
+)
 _COHORT_TO_STORAGE = convert.to_version(kueue_v1alpha1.API_VERSION)
 COHORT_V1BETA2 = _v1beta2(COHORT, kueue_v1beta2.Cohort, _COHORT_TO_STORAGE, _TO_V1BETA2)
 COHORT_V1BETA1 = replace(
@@ -206,6 +236,7 @@ def kueue_resources() -> list[ResourceType]:
     return [
         RESOURCE_FLAVOR_V1BETA2, CLUSTER_QUEUE_V1BETA2, LOCAL_QUEUE_V1BETA2, WORKLOAD_PRIORITY_CLASS_V1BETA2,
         WORKLOAD_V1BETA2, COHORT_V1BETA2, ADMISSION_CHECK_V1BETA2, PROVISIONING_REQUEST_CONFIG_V1BETA2, TOPOLOGY_V1BETA2,
+        MULTIKUEUE_CONFIG_V1BETA2, MULTIKUEUE_CLUSTER_V1BETA2,
         RESOURCE_FLAVOR, CLUSTER_QUEUE, LOCAL_QUEUE, WORKLOAD_PRIORITY_CLASS, WORKLOAD, COHORT_V1BETA1, ADMISSION_CHECK,
-        PROVISIONING_REQUEST_CONFIG, TOPOLOGY, COHORT, TOPOLOGY_V1ALPHA1,
+        PROVISIONING_REQUEST_CONFIG, TOPOLOGY, MULTIKUEUE_CONFIG, MULTIKUEUE_CLUSTER, COHORT, TOPOLOGY_V1ALPHA1,
     ]

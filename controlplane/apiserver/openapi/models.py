@@ -130,6 +130,14 @@ KIND_DESCRIPTIONS: dict[str, str] = {
         "Topology lists the node label levels of topology-aware scheduling (Kueue's kind), from the widest "
         "to the narrowest; a ResourceFlavor names it in topologyName. The hub stores it; members place pods on nodes."
     ),
+    "MultiKueueConfig": (
+        "MultiKueueConfig lists the MultiKueueClusters that an AdmissionCheck of Kueue's MultiKueue controller "
+        "(kueue.x-k8s.io/multikueue) dispatches a ClusterQueue's workloads to (Kueue's kind)."
+    ),
+    "MultiKueueCluster": (
+        "MultiKueueCluster is a cluster that MultiKueue dispatches workloads to, with how to connect to it "
+        "(Kueue's kind); its Active condition says whether it is connected."
+    ),
     "WorkloadRebalancer": (
         "WorkloadRebalancer asks for a fresh placement of the workloads it lists, as if they ran nowhere "
         "(Karmada's apps.karmada.io kind); its status gives the result per workload, and it is deleted "

@@ -234,7 +234,7 @@ KUEUE_GROUP: Final = "kueue.x-k8s.io"
 KUEUE_VISIBILITY_GROUP: Final = "visibility.kueue.x-k8s.io"
 _KUEUE_KINDS: Final = (
     "resourceflavors", "clusterqueues", "localqueues", "workloadpriorityclasses", "workloads", "cohorts", "admissionchecks",
-    "provisioningrequestconfigs", "topologies",
+    "provisioningrequestconfigs", "topologies", "multikueueconfigs", "multikueueclusters",
 )
 #: Karmada's autoscalers, with their status subresources: a namespace's editors manage them.
 _AUTOSCALERS: Final = ("federatedhpas", "federatedhpas/status", "cronfederatedhpas", "cronfederatedhpas/status")
