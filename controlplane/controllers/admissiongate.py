@@ -2,7 +2,7 @@
 
 In: the hub's Kueue kinds (:class:`Kinds`, read from the controllers' informers) and a queued
 workload. Out: a :class:`Gate` (held, with why, or free with the admitted flavor's cluster
-labels), which the detector asks before it writes a binding and adds to its placement
+labels and the clusters its MultiKueue checks dispatch it to), which the detector asks before it writes a binding and adds to its placement
 (:func:`constrain_placement`); a change of a Workload's status looks at its workload again.
 The Workloads themselves are made and admitted by :mod:`controlplane.controllers.admission`.
 """
@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from controlplane.admission import checks, podgroups, pods, podsets, requeuing
+from controlplane.admission import checks, multikueue, podgroups, pods, podsets, requeuing
 from controlplane.admission import objects as adm
 from controlplane.apis import kueue_jobs, kueue_v1alpha1
 from controlplane.apis import kueue_v1beta1 as kueue
@@ -56,6 +56,8 @@ class Kinds:
     priority_class: ResourceType | None = field(init=False)
     cohort: ResourceType | None = field(init=False)
     admission_check: ResourceType | None = field(init=False)
+    multikueue_config: ResourceType | None = field(init=False)
+    multikueue_cluster: ResourceType | None = field(init=False)
     pod: ResourceType | None = field(init=False)
 
     def __post_init__(self) -> None:
@@ -67,6 +69,7 @@ class Kinds:
         self.priority_class = kind(API, "WorkloadPriorityClass")
         self.cohort = kind(COHORT_API, "Cohort")
         self.admission_check = kind(API, "AdmissionCheck")
+        self.multikueue_config, self.multikueue_cluster = kind(API, "MultiKueueConfig"), kind(API, "MultiKueueCluster")
         self.pod = kind("v1", "Pod")
         if self.pod is not None:
             self.ctx.informer(self.pod).add_index(INDEX_POD_GROUP, _pod_group_index)
@@ -79,7 +82,18 @@ class Kinds:
 
     def admission_checks(self) -> dict[str, dict[str, Any]]:
         """The AdmissionChecks by name."""
-        return {str(o["metadata"]["name"]): o for o in self.items(self.admission_check)}
+        return self.by_name(self.admission_check)
+
+    def by_name(self, rt: ResourceType | None) -> dict[str, dict[str, Any]]:
+        """The objects of a cluster-scoped kind by name."""
+        return {str(o["metadata"]["name"]): o for o in self.items(rt)}
+
+    def dispatch_clusters(self, wl: Mapping[str, Any]) -> frozenset[str] | None:
+        """The clusters a Workload's MultiKueue checks let it be placed on (None: it has none)."""
+        return multikueue.dispatch_clusters(
+            checks.states_of(wl), self.admission_checks(), self.by_name(self.multikueue_config),
+            self.by_name(self.multikueue_cluster),
+        )
 
     def workload_of(self, ref: WorkloadRef, *, uid: str | None = None) -> dict[str, Any] | None:
         """The Workload of a queued workload, found by its controller owner reference as Kueue
@@ -142,6 +156,8 @@ class Gate:
 
     held: str | None = None
     cluster_labels: Mapping[str, str] = field(default_factory=dict)
+    cluster_names: frozenset[str] | None = None
+    """The clusters its MultiKueue checks dispatch it to (None: no such check)."""
     evicted: bool = False
     """Held because its Workload was evicted: what it propagated must be removed."""
 
@@ -203,7 +219,10 @@ class AdmissionGate:
             ))
         cluster_keys = {k for c in self.kinds.ctx.clusters.items() for k in ((c.get("metadata") or {}).get("labels") or {})}
         on_clusters, _ = adm.flavor_constraints(admission, self.kinds.flavors(), cluster_keys)
-        return Gate(cluster_labels=on_clusters)
+        names = self.kinds.dispatch_clusters(wl)
+        if names is not None and not names:
+            return Gate(held=f"waiting for an active cluster of its MultiKueue check (Workload {adm.key_of(wl)})")
+        return Gate(cluster_labels=on_clusters, cluster_names=names)
 
 
 async def hold_queued_workload(rt: ResourceType, obj: dict[str, Any]) -> None:

@@ -47,6 +47,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from controlplane.admission.multikueue import restrict_to_clusters
 from controlplane.apis.constants import FINALIZER_WORKLOAD
 from controlplane.apis.events import EventType
 from controlplane.apis.kube.generation import content_changed
@@ -416,6 +417,7 @@ class Detector(KeyedController[WorkloadRef]):
             await self._report_invalid(rt, workload, spec)
             return None
         constrain_placement(spec, gate.cluster_labels)
+        restrict_to_clusters(spec, gate.cluster_names)
         # The binding first, then the workload's finalizer with its Propagated condition (one
         # write): a workload deleted in between had no finalizer yet, and the reconcile of its
         # deletion deletes the binding (above), as for a finalizer removed by hand.

@@ -1,0 +1,150 @@
+"""Kueue's MultiKueue with the hub as the dispatcher: a MultiKueueCluster is ``Active`` while the
+hub's Cluster of its name is Ready; an AdmissionCheck of the ``kueue.x-k8s.io/multikueue``
+controller is ``Active`` as Kueue's controller says (SomeActiveClusters, NoUsableClusters,
+BadConfig); a Workload's state of it goes ``Ready`` once one of its config's clusters is active,
+and the workload is then placed on the active ones only."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from controlplane.admission.multikueue import restrict_to_clusters
+from controlplane.apiserver.objects import ObjectStore
+from controlplane.controllers.manager import ControllerManager
+
+from .fleet import eventually, node_shape, propagation_policy, put_cluster, queued_workload, settled
+from .test_admission import KUEUE, PLACEMENT, condition, create, get, kueue_obj, team_queue
+from .test_admission_preemption import job
+
+POOL = {"gpufed.io/pool": "onprem"}
+CLUSTER = "cluster.gpufed.io/v1alpha1"
+
+
+async def set_ready(objects: ObjectStore, name: str, status: str) -> None:
+    """The Cluster's Ready condition, as the hub's health controller writes it."""
+    rt = objects.registry.require(CLUSTER, "Cluster")
+    cluster = await objects.get(rt, name=name)
+    cluster["status"]["conditions"] = [{"type": "Ready", "status": status, "reason": "AgentReporting" if status == "True" else "AgentSilent",
+                                        "message": "ok" if status == "True" else "no report for 5m0s",
+                                        "lastTransitionTime": "2026-01-01T00:00:00Z"}]
+    await objects.update_status(rt, cluster)
+
+
+def multikueue_check(name: str, config: str) -> dict[str, Any]:
+    return kueue_obj("AdmissionCheck", name, spec={
+        "controllerName": "kueue.x-k8s.io/multikueue",
+        "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "MultiKueueConfig", "name": config},
+    })
+
+
+async def dispatching_fleet(objects: ObjectStore, manager: ControllerManager, *clusters: str) -> None:
+    """Clusters east and west (west not Ready), a MultiKueueCluster for each of ``clusters``, a
+    config naming them, a queue whose check is of the multikueue controller."""
+    for name in ("east", "west"):
+        await put_cluster(objects, name, node_shape(2, gpus=8), labels=POOL, pods=[])
+    await set_ready(objects, "west", "False")
+    await create(objects, kueue_obj("ResourceFlavor", "onprem", spec={"nodeLabels": POOL}))
+    for name in clusters:
+        await create(objects, kueue_obj("MultiKueueCluster", name, spec={"kubeConfig": {"location": f"{name}-kubeconfig"}}))
+    await create(objects, kueue_obj("MultiKueueConfig", "workers", spec={"clusters": list(clusters)}))
+    await create(objects, multikueue_check("dispatch", "workers"))
+    queue = team_queue("team-a", 8)
+    queue["spec"]["admissionChecks"] = ["dispatch"]
+    await create(objects, queue)
+    await create(objects, kueue_obj("LocalQueue", "team-a", "default", spec={"clusterQueue": "team-a"}))
+    await create(objects, propagation_policy("jobs", kind="Job", api_version="batch/v1", placement=PLACEMENT))
+    await settled(manager)
+
+
+def active(obj: dict[str, Any] | None) -> tuple[str, str, str]:
+    cond = condition(obj or {}, "Active")
+    return cond.get("status", ""), cond.get("reason", ""), cond.get("message", "")
+
+
+async def test_the_check_is_active_with_some_clusters_and_the_job_runs_on_the_active_ones(
+    objects: ObjectStore, manager: ControllerManager,
+) -> None:
+    await dispatching_fleet(objects, manager, "east", "west", "north")
+    assert active(await get(objects, KUEUE, "MultiKueueCluster", "east", None)) == ("True", "Active", "Connected")
+    assert active(await get(objects, KUEUE, "MultiKueueCluster", "west", None)) == (
+        "False", "ClientConnectionFailed", "no report for 5m0s")
+    assert active(await get(objects, KUEUE, "MultiKueueCluster", "north", None)) == (
+        "False", "BadConfig", 'no Cluster named "north" is registered with the hub')
+    assert active(await get(objects, KUEUE, "AdmissionCheck", "dispatch", None)) == (
+        "True", "SomeActiveClusters", "Inactive clusters: [west north]")
+
+    await create(objects, job("a1", "team-a"))
+
+    async def admitted() -> dict[str, Any] | None:
+        wl = await queued_workload(objects, "Job", "a1")
+        return wl if condition(wl or {}, "Admitted").get("status") == "True" else None
+
+    wl = await eventually(admitted, what="admitted once its MultiKueue check is ready")
+    [state] = wl["status"]["admissionChecks"]
+    assert (state["name"], state["state"], state["message"]) == (
+        "dispatch", "Ready", "The workload is dispatched by the hub to the active clusters [east]")
+
+    async def bound() -> dict[str, Any] | None:
+        binding = await get(objects, "work.gpufed.io/v1alpha1", "ResourceBinding", "a1-job")
+        return binding if binding is not None and (binding.get("spec") or {}).get("clusters") else None
+
+    binding = await eventually(bound, what="a1 scheduled")
+    assert binding["spec"]["placement"]["clusterAffinity"]["clusterNames"] == ["east"]
+    assert [c["name"] for c in binding["spec"]["clusters"]] == ["east"]
+
+
+async def test_no_active_cluster_leaves_the_check_inactive_until_one_is_ready(
+    objects: ObjectStore, manager: ControllerManager,
+) -> None:
+    await dispatching_fleet(objects, manager, "west")
+    assert active(await get(objects, KUEUE, "AdmissionCheck", "dispatch", None)) == (
+        "False", "NoUsableClusters", "Inactive clusters: [west]")
+    await create(objects, job("a1", "team-a"))
+    await settled(manager)
+    wl = await queued_workload(objects, "Job", "a1")
+    assert condition(wl or {}, "QuotaReserved").get("status") != "True"
+
+    await set_ready(objects, "west", "True")
+
+    async def placed() -> dict[str, Any] | None:
+        binding = await get(objects, "work.gpufed.io/v1alpha1", "ResourceBinding", "a1-job")
+        return binding if binding is not None and (binding.get("spec") or {}).get("clusters") else None
+
+    binding = await eventually(placed, what="a1 placed once west is ready")
+    assert [c["name"] for c in binding["spec"]["clusters"]] == ["west"]
+    assert active(await get(objects, KUEUE, "AdmissionCheck", "dispatch", None)) == (
+        "True", "Active", "The admission check is active")
+
+
+async def test_a_check_whose_config_is_missing_is_inactive_with_kueues_bad_config(
+    objects: ObjectStore, manager: ControllerManager,
+) -> None:
+    await create(objects, multikueue_check("orphan", "nowhere"))
+    await create(objects, kueue_obj("AdmissionCheck", "other", spec={"controllerName": "example.com/budget"}))
+
+    async def inactive() -> tuple[str, str, str] | None:
+        state = active(await get(objects, KUEUE, "AdmissionCheck", "orphan", None))
+        return state if state[0] else None
+
+    assert await eventually(inactive, what="the check's Active condition") == (
+        "False", "BadConfig",
+        'Cannot load the AdmissionChecks parameters: multikueueconfigs.kueue.x-k8s.io "nowhere" not found')
+    await settled(manager)
+    assert active(await get(objects, KUEUE, "AdmissionCheck", "other", None)) == ("", "", "")
+
+
+def test_a_policys_own_cluster_names_are_intersected_and_none_left_fits_no_cluster() -> None:
+    spec: dict[str, Any] = {"placement": {"clusterAffinities": [
+        {"affinityName": "primary", "clusterNames": ["east", "west"]},
+        {"affinityName": "backup", "clusterNames": ["south"]},
+        {"affinityName": "any"},
+    ]}}
+    restrict_to_clusters(spec, frozenset({"west", "north"}))
+    assert spec["placement"]["clusterAffinities"] == [
+        {"affinityName": "primary", "clusterNames": ["west"]},
+        {"affinityName": "backup", "clusterNames": ["south"], "exclude": ["north", "south", "west"]},
+        {"affinityName": "any", "clusterNames": ["north", "west"]},
+    ]
+    untouched: dict[str, Any] = {"placement": {}}
+    restrict_to_clusters(untouched, None)
+    assert untouched == {"placement": {}}
