@@ -55,13 +55,16 @@ EXACTLY_ONE = 'spec.clusterSource: Invalid value: "object": exactly one of the f
 @pytest.mark.parametrize(("version", "spec", "message"), [
     ("v1beta2", {"clusterSource": {}}, EXACTLY_ONE),
     ("v1beta2", {"clusterSource": {"kubeConfig": {"location": "a"}, "clusterProfileRef": {"name": "a"}}}, EXACTLY_ONE),
-    ("v1beta2", {"clusterSource": {"kubeConfig": {"location": ""}}}, "spec.clusterSource.kubeConfig.location"),
-    ("v1beta2", {"clusterSource": {"kubeConfig": {"location": "a" * 257}}}, "spec.clusterSource.kubeConfig.location"),
+    ("v1beta2", {"clusterSource": {"kubeConfig": {"location": ""}}},
+     'spec.clusterSource.kubeConfig.location: Invalid value: "": '
+     "spec.clusterSource.kubeConfig.location in body should be at least 1 chars long"),
+    ("v1beta2", {"clusterSource": {"kubeConfig": {"location": "a" * 257}}},
+     "spec.clusterSource.kubeConfig.location: Too long: may not be more than 256 bytes"),
     ("v1beta2", {"clusterSource": {"kubeConfig": {"location": "a", "locationType": "ConfigMap"}}},
-     "spec.clusterSource.kubeConfig.locationType"),
-    ("v1beta2", {}, "spec.clusterSource"),
-    ("v1beta1", {"kubeConfig": {"locationType": "Secret"}}, "spec.kubeConfig.location"),
-    ("v1beta1", {"clusterProfileRef": {"name": "a"}}, "spec.kubeConfig"),
+     'spec.clusterSource.kubeConfig.locationType: Unsupported value: "ConfigMap": supported values: "Secret", "Path"'),
+    ("v1beta2", {}, "spec.clusterSource: Required value"),
+    ("v1beta1", {"kubeConfig": {"locationType": "Secret"}}, "spec.kubeConfig.location: Required value"),
+    ("v1beta1", {"clusterProfileRef": {"name": "a"}}, "spec.kubeConfig: Required value"),
 ])
 async def test_a_clusters_source_follows_kueues_schema(hub: Client, version: str, spec: Obj, message: str) -> None:  # noqa: F811
     response = await hub.post(f"{V1B2 if version == 'v1beta2' else V1B1}/multikueueclusters",
@@ -75,9 +78,9 @@ async def test_a_clusters_source_follows_kueues_schema(hub: Client, version: str
 @pytest.mark.parametrize(("version", "clusters", "message"), [
     ("v1beta2", ("east", "west", "east"), 'spec.clusters[2]: Duplicate value: "east"'),
     ("v1beta1", ("east", "east"), 'spec.clusters[1]: Duplicate value: "east"'),
-    ("v1beta2", (), "spec.clusters"),
-    ("v1beta2", tuple(f"c{n}" for n in range(21)), "spec.clusters"),
-    ("v1beta2", ("x" * 257,), "spec.clusters[0]"),
+    ("v1beta2", (), "spec.clusters: Invalid value: 0: spec.clusters in body should have at least 1 items"),
+    ("v1beta2", tuple(f"c{n}" for n in range(21)), "spec.clusters: Too many: 21: must have at most 20 items"),
+    ("v1beta2", ("x" * 257,), "spec.clusters[0]: Too long: may not be more than 256 bytes"),
 ])
 async def test_a_configs_clusters_follow_kueues_schema(hub: Client, version: str, clusters: tuple[str, ...], message: str) -> None:  # noqa: F811
     response = await hub.post(f"{V1B2 if version == 'v1beta2' else V1B1}/multikueueconfigs",
