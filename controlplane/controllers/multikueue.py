@@ -4,8 +4,10 @@ In: the hub's Clusters, MultiKueueClusters, MultiKueueConfigs, AdmissionChecks a
 (informers). Out: each MultiKueueCluster's ``Active`` condition from the Cluster of its name, each
 AdmissionCheck of the ``kueue.x-k8s.io/multikueue`` controller's ``Active`` condition, and a
 quota-holding Workload's ``Pending`` state of such a check set ``Ready`` once one of its config's
-clusters is active. One key: any change of those objects looks at them all again (a hub has few
-checks and clusters; the Workloads looked at are those with a MultiKueue check ``Pending``).
+clusters is active. Two kinds of key: :data:`_ALL`, for a change of a cluster's readiness, a
+MultiKueueCluster, a config or a check, looks at every cluster and check again (a hub has few) and
+queues the Workloads whose MultiKueue check is ``Pending``; a Workload's own ``namespace/name``, for
+a change of that Workload, looks at it alone, so a busy queue costs one Workload per event.
 """
 
 from __future__ import annotations
@@ -34,6 +36,11 @@ def _by_name(items: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return {str(o["metadata"]["name"]): o for o in items}
 
 
+def _key(obj: Mapping[str, Any]) -> str:
+    meta = obj["metadata"]
+    return f"{meta.get('namespace') or ''}/{meta['name']}"
+
+
 def _same(current: Mapping[str, Any] | None, wanted: Mapping[str, Any]) -> bool:
     return current is not None and all(current.get(k) == wanted[k] for k in ("status", "reason", "message"))
 
@@ -60,8 +67,21 @@ class MultiKueueController(KeyedController[str]):
             await self.loop.add(_ALL)
 
     async def _on_workload(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
-        if event is not WatchEventType.DELETED and any(s.get("state") == PENDING for s in states_of(obj)):
-            await self.loop.add(_ALL)
+        if event is not WatchEventType.DELETED and self._waits(obj):
+            await self.loop.add(_key(obj))
+
+    def _waits(self, wl: Mapping[str, Any]) -> bool:
+        """Whether ``wl`` holds quota with a MultiKueue check still ``Pending``."""
+        if not (wl.get("status") or {}).get("admission"):
+            return False
+        informer = self.ctx.informer_if_any(self.checks_rt) if self.checks_rt is not None else None
+        if informer is None:
+            return False
+        for state in states_of(wl):
+            check = informer.get(None, str(state.get("name")))
+            if state.get("state") == PENDING and check is not None and mk.is_multikueue(check):
+                return True
+        return False
 
     def _items(self, rt: ResourceType | None) -> list[dict[str, Any]]:
         informer = self.ctx.informer_if_any(rt) if rt is not None else None
@@ -85,19 +105,27 @@ class MultiKueueController(KeyedController[str]):
     async def reconcile(self, key: str) -> float | None:
         if self.clusters_rt is None or self.configs_rt is None or self.checks_rt is None:
             return None
-        done = True
         hub_clusters = _by_name(self.ctx.clusters.items())
-        clusters = _by_name(self._items(self.clusters_rt))
-        for name, obj in clusters.items():
-            wanted = mk.cluster_active(name, hub_clusters.get(name))
-            done &= await self._set_condition(self.clusters_rt, obj, wanted)
-            clusters[name] = {**obj, "status": {"conditions": [wanted]}}  # what the checks below read
+        clusters = {
+            name: {**obj, "status": {"conditions": [mk.cluster_active(name, hub_clusters.get(name))]}}
+            for name, obj in _by_name(self._items(self.clusters_rt)).items()
+        }  # each cluster as its condition is to be, which the checks read
         configs = _by_name(self._items(self.configs_rt))
         checks = {n: c for n, c in _by_name(self._items(self.checks_rt)).items() if mk.is_multikueue(c)}
+        if key != _ALL:
+            namespace, _, name = key.partition("/")
+            informer = self.ctx.informer_if_any(self.workload_rt) if self.workload_rt is not None else None
+            wl = informer.get(namespace, name) if informer is not None else None
+            done = wl is None or await self._ready(wl, checks, configs, clusters)
+            return None if done else CONFLICT_RETRY_SECONDS
+        done = True
+        for name, obj in _by_name(self._items(self.clusters_rt)).items():
+            done &= await self._set_condition(self.clusters_rt, obj, clusters[name]["status"]["conditions"][0])
         for check in checks.values():
             done &= await self._set_condition(self.checks_rt, check, mk.check_active(check, configs, clusters))
         for wl in self._items(self.workload_rt):
-            done &= await self._ready(wl, checks, configs, clusters)
+            if self._waits(wl):
+                await self.loop.add(_key(wl))
         return None if done else CONFLICT_RETRY_SECONDS
 
     async def _ready(self, wl: dict[str, Any], checks: Mapping[str, Any], configs: Mapping[str, Any],

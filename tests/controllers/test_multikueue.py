@@ -8,9 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from controlplane.admission.multikueue import restrict_to_clusters
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.manager import ControllerManager
+from controlplane.controllers.multikueue import MultiKueueController
 
 from .fleet import eventually, node_shape, propagation_policy, put_cluster, queued_workload, settled
 from .test_admission import KUEUE, PLACEMENT, condition, create, get, kueue_obj, team_queue
@@ -148,3 +151,29 @@ def test_a_policys_own_cluster_names_are_intersected_and_none_left_fits_no_clust
     untouched: dict[str, Any] = {"placement": {}}
     restrict_to_clusters(untouched, None)
     assert untouched == {"placement": {}}
+
+
+async def test_a_workloads_change_is_looked_at_alone_not_with_every_workload(
+    objects: ObjectStore, manager: ControllerManager, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A busy queue costs one Workload per event: the Workloads already dispatched (or without a
+    MultiKueue check) are not looked at again when another one changes."""
+    await dispatching_fleet(objects, manager, "east")
+    await create(objects, job("a1", "team-a"))
+
+    async def admitted(name: str) -> dict[str, Any] | None:
+        wl = await queued_workload(objects, "Job", name)
+        return wl if condition(wl or {}, "Admitted").get("status") == "True" else None
+
+    await eventually(lambda: admitted("a1"), what="a1 admitted")
+    looked_at: list[str] = []
+    ready = MultiKueueController._ready
+
+    async def counting(self: MultiKueueController, wl: dict[str, Any], *args: Any) -> bool:
+        looked_at.append(wl["metadata"]["name"])
+        return await ready(self, wl, *args)
+
+    monkeypatch.setattr(MultiKueueController, "_ready", counting)
+    await create(objects, job("a2", "team-a"))
+    await eventually(lambda: admitted("a2"), what="a2 admitted")
+    assert looked_at and set(looked_at) == {(await queued_workload(objects, "Job", "a2"))["metadata"]["name"]}
