@@ -170,6 +170,22 @@ class AdmissionGate:
         self._on_change = on_change
         if self.kinds.workload is not None:
             ctx.informer(self.kinds.workload).add_handler(self._on_workload)
+            if self.kinds.multikueue_cluster is not None:
+                ctx.informer(self.kinds.multikueue_cluster).add_handler(self._on_dispatch_cluster)
+
+    async def _on_dispatch_cluster(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        """A MultiKueueCluster that becomes active or inactive changes where the workloads its
+        checks dispatch may go: those held for want of one are looked at again (rare: a cluster's
+        readiness changing)."""
+        if old is not None and event is not WatchEventType.DELETED and (
+            multikueue.condition_of(obj, "Active") == multikueue.condition_of(old, "Active")
+        ):
+            return
+        checks_by_name = self.kinds.admission_checks()
+        for wl in self.kinds.items(self.kinds.workload):
+            if any(multikueue.is_multikueue(checks_by_name.get(str(s.get("name"))) or {}) for s in checks.states_of(wl)):
+                for owner in self.kinds.owners(wl):
+                    await self._on_change(owner)
 
     async def _on_workload(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         if old is None or old.get("status") != obj.get("status") or event is WatchEventType.DELETED:

@@ -12,6 +12,7 @@ import pytest
 
 from controlplane.admission.multikueue import restrict_to_clusters
 from controlplane.apiserver.objects import ObjectStore
+from controlplane.controllers.admissiongate import Kinds
 from controlplane.controllers.manager import ControllerManager
 from controlplane.controllers.multikueue import MultiKueueController
 
@@ -177,3 +178,39 @@ async def test_a_workloads_change_is_looked_at_alone_not_with_every_workload(
     await create(objects, job("a2", "team-a"))
     await eventually(lambda: admitted("a2"), what="a2 admitted")
     assert looked_at and set(looked_at) == {(await queued_workload(objects, "Job", "a2"))["metadata"]["name"]}
+
+
+async def test_a_workload_held_for_want_of_an_active_cluster_propagates_when_one_becomes_active(
+    objects: ObjectStore, manager: ControllerManager, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Its check went Ready, but by the time the detector looked no cluster of the config was
+    active: a MultiKueueCluster becoming active looks at it again (nothing else about the
+    workload changes)."""
+    await dispatching_fleet(objects, manager, "east", "west")
+    blocked = True
+    dispatch = Kinds.dispatch_clusters
+
+    def none_active_while_blocked(self: Kinds, wl: Any) -> frozenset[str] | None:
+        return frozenset() if blocked else dispatch(self, wl)
+
+    monkeypatch.setattr(Kinds, "dispatch_clusters", none_active_while_blocked)
+    await create(objects, job("a1", "team-a"))
+
+    async def admitted() -> dict[str, Any] | None:
+        wl = await queued_workload(objects, "Job", "a1")
+        return wl if condition(wl or {}, "Admitted").get("status") == "True" else None
+
+    await eventually(admitted, what="a1 admitted")
+    await settled(manager)
+    binding = await get(objects, "work.gpufed.io/v1alpha1", "ResourceBinding", "a1-job")
+    assert binding is None or not (binding.get("spec") or {}).get("clusters")
+
+    blocked = False
+    await set_ready(objects, "west", "True")
+
+    async def placed() -> dict[str, Any] | None:
+        found = await get(objects, "work.gpufed.io/v1alpha1", "ResourceBinding", "a1-job")
+        return found if found is not None and (found.get("spec") or {}).get("clusters") else None
+
+    binding = await eventually(placed, what="a1 placed once west is active")
+    assert sorted(binding["spec"]["placement"]["clusterAffinity"]["clusterNames"]) == ["east", "west"]
