@@ -44,6 +44,7 @@ from controlplane.apiserver.decoding import INT64_MAX
 from controlplane.apiserver.errors import BadRequest, Cause, CauseType, Forbidden, Invalid, Target, invalid
 from controlplane.apiserver.openapi import known_fields
 from controlplane.apiserver.resources import NameRule, ResourceType
+from controlplane.apiserver.schemawording import merged_types, schema_cause
 from controlplane.gojson import go_quote
 
 
@@ -212,6 +213,9 @@ def _merge_union_members(errors: list[dict[str, Any]], data: Any) -> list[dict[s
         if special or len(group) == 1:
             out.extend(group)
             continue
+        if (types := merged_types(group)) is not None:
+            out.append(types)
+            continue
         messages = list(dict.fromkeys(str(error["msg"]) for error in group))
         if all(message.startswith(_VALID) for message in messages):
             message = _VALID + " or ".join(m.removeprefix(_VALID) for m in messages)
@@ -241,32 +245,14 @@ def _cause_for(error: dict[str, Any], data: Any) -> tuple[Loc, Cause]:
             f"Unsupported value: {_quote(value)}: supported values: {expected}",
             field_path,
         )
-    if (limit := _schema_limit(err_type, error, field_path)) is not None:
-        return loc, limit
+    if (schema := schema_cause(error, field_path)) is not None:
+        return loc, schema
     detail = message[:1].lower() + message[1:] if message else "invalid"
     try:
         shown = _quote(value)
     except (TypeError, ValueError):
         shown = repr(value)
     return loc, Cause(CauseType.FIELD_VALUE_INVALID, f"Invalid value: {shown}: {detail}", field_path)
-
-
-def _schema_limit(err_type: str, error: dict[str, Any], field_path: str) -> Cause | None:
-    """A length limit failed (a schema's ``maxLength``, ``minLength``, ``maxItems``, ``minItems``,
-    ``maxProperties``, ``minProperties``) in kube's words for a CRD's structural schema, or None."""
-    ctx = error.get("ctx") or {}
-    value = error.get("input")
-    if err_type == "string_too_long":
-        return Cause(CauseType.FIELD_VALUE_TOO_LONG, f"Too long: may not be more than {ctx.get('max_length')} bytes", field_path)
-    if err_type == "string_too_short":
-        return invalid_value(field_path, value, f"{field_path} in body should be at least {ctx.get('min_length')} chars long")
-    if err_type == "too_long" and isinstance(value, list | dict):
-        return Cause(CauseType.FIELD_VALUE_TOO_MANY, f"Too many: {len(value)}: must have at most {ctx.get('max_length')} items",
-                     field_path)
-    if err_type == "too_short" and isinstance(value, list | dict):
-        what = "items" if isinstance(value, list) else "properties"
-        return invalid_value(field_path, len(value), f"{field_path} in body should have at least {ctx.get('min_length')} {what}")
-    return None
 
 
 def _unknown_paths(data: Any, dumped: Any, prefix: Loc) -> list[Loc]:

@@ -1,5 +1,6 @@
 """Field paths in `422 Invalid` causes read as kube writes them: no pydantic union-member tags
-(``….str``, ``….int``), map keys in brackets, one cause per field."""
+(``….str``, ``….int``), map keys in brackets, one cause per field (a value that fits no member
+of an int-or-string is one type error, as kube words it)."""
 
 from __future__ import annotations
 
@@ -42,9 +43,11 @@ def policy(resources: Any) -> dict[str, Any]:
     ("resources", "field", "message"),
     [
         ({"nvidia.com/gpu": [1]}, "spec.gpuShapes.alternatives[0].resources[nvidia.com/gpu]",
-         "Invalid value: [1]: input should be a valid string or integer"),
+         'Invalid value: "array": spec.gpuShapes.alternatives[0].resources[nvidia.com/gpu] in body'
+         ' must be of type integer,string: "array"'),
         ({"nvidia.com/gpu": {"count": 1}}, "spec.gpuShapes.alternatives[0].resources[nvidia.com/gpu]",
-         'Invalid value: {"count": 1}: input should be a valid string or integer'),
+         'Invalid value: "object": spec.gpuShapes.alternatives[0].resources[nvidia.com/gpu] in body'
+         ' must be of type integer,string: "object"'),
     ],
 )
 async def test_invalid_policy_causes_name_the_field_once(resources: Any, field: str, message: str) -> None:
@@ -56,4 +59,4 @@ async def test_invalid_policy_causes_name_the_field_once(resources: Any, field: 
         with pytest.raises(errors.Invalid) as caught:
             await objects.create(rt, policy(resources))
     causes = caught.value.to_status()["details"]["causes"]
-    assert causes == [{"reason": "FieldValueInvalid", "message": message, "field": field}]
+    assert causes == [{"reason": "FieldValueTypeInvalid", "message": message, "field": field}]
