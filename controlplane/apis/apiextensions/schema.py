@@ -187,6 +187,12 @@ def _invalid(path: Path, value: Any, detail: str) -> FieldError:
     return _err(CauseType.FIELD_VALUE_INVALID, path, f"Invalid value: {_shown(value)}: {detail}")
 
 
+def _type_invalid(path: Path, value: Any, detail: str) -> FieldError:
+    """A value of the wrong type or format: kube-openapi's ``InvalidTypeCode``, which
+    apiextensions-apiserver reports with ``field.TypeInvalid``."""
+    return _err(CauseType.FIELD_VALUE_TYPE_INVALID, path, f"Invalid value: {_shown(value)}: {detail}")
+
+
 def validate(obj: Any, schema: Schema, *, path: Path = (), old: Any = NO_OLD) -> list[FieldError]:
     """kube's field errors for ``obj`` against ``schema`` (empty: valid); ``old``: its stored
     value, on update, to ratchet against (see the module docstring)."""
@@ -217,13 +223,13 @@ def _validate(
     where = format_path(path) or "body"
     if value is None:
         if not schema.get("nullable") and (schema.get("type") or schema.get("x-kubernetes-int-or-string")):
-            wanted = "integer or string" if schema.get("x-kubernetes-int-or-string") else schema.get("type")
-            out.append(_invalid(path, "null", f"{where} in body must be of type {wanted}: \"null\""))
+            wanted = "integer,string" if schema.get("x-kubernetes-int-or-string") else schema.get("type")
+            out.append(_type_invalid(path, "null", f"{where} in body must be of type {wanted}: \"null\""))
         return
     if not _type_ok(value, schema):
-        wanted = "integer or string" if schema.get("x-kubernetes-int-or-string") else schema["type"]
+        wanted = "integer,string" if schema.get("x-kubernetes-int-or-string") else schema["type"]
         actual = type_name(value)
-        out.append(_invalid(path, actual, f'{where} in body must be of type {wanted}: "{actual}"'))
+        out.append(_type_invalid(path, actual, f'{where} in body must be of type {wanted}: "{actual}"'))
         return
     before = len(out)
     _value_checks(value, schema, path, where, out)
@@ -284,7 +290,7 @@ def _string_checks(value: str, schema: Schema, path: Path, where: str, out: list
             out.append(_invalid(path, value, f"{where} in body should match '{pattern}'"))
     fmt = schema.get("format")
     if isinstance(fmt, str) and not schema.get("x-kubernetes-int-or-string") and not format_ok(fmt, value):
-        out.append(_invalid(path, value, f'{where} in body must be of type {fmt}: "{value}"'))
+        out.append(_type_invalid(path, value, f'{where} in body must be of type {fmt}: "{value}"'))
 
 
 def _number_checks(value: float, schema: Schema, path: Path, where: str, out: list[FieldError]) -> None:

@@ -59,7 +59,7 @@ def _obj(**spec: Any) -> dict[str, Any]:
         ({"model": "toolong"}, ("spec.model", "Too long: may not be more than 5 bytes")),
         ({"model": ""}, ("spec.model", 'Invalid value: "": spec.model in body should be at least 1 chars long')),
         ({"model": "A_B"}, ("spec.model", "Invalid value: \"A_B\": spec.model in body should match '^[a-z0-9-]+$'")),
-        ({"gpus": 1.5}, ("spec.gpus", 'Invalid value: "number": spec.gpus in body must be of type integer or string: "number"')),
+        ({"gpus": 1.5}, ("spec.gpus", 'Invalid value: "number": spec.gpus in body must be of type integer,string: "number"')),
         ({"when": "yesterday"}, ("spec.when", 'Invalid value: "yesterday": spec.when in body must be of type date-time: "yesterday"')),
         ({"tags": ["a", "b", "c"]}, ("spec.tags", "Too many: 3: must have at most 2 items")),
         ({"tags": ["a", "a"]}, ("spec.tags[1]", 'Duplicate value: "a"')),
@@ -73,6 +73,9 @@ def _obj(**spec: Any) -> dict[str, Any]:
 def test_validation_gives_kubes_field_path_and_message(spec: dict[str, Any], expected: tuple[str, str]) -> None:
     errors = validate(_obj(**spec), SPEC)
     assert (errors[0].field, errors[0].message) == expected
+    # kube-openapi's InvalidTypeCode (a type or a format) is apiextensions' field.TypeInvalid.
+    wrong_type = " in body must be of type " in expected[1]
+    assert (str(errors[0].type) == "FieldValueTypeInvalid") is wrong_type
 
 
 def test_required_and_valid_values() -> None:
