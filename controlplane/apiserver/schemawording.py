@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from controlplane.apis.apiextensions.schema import type_name
 from controlplane.apiserver.errors import Cause, CauseType
 from controlplane.gojson import go_quote
 
@@ -76,30 +77,13 @@ UNION_TYPE = "union_type"
 """The error type :func:`merged_types` gives a value that fits no member of a union."""
 
 
-def json_type(value: Any) -> str:
-    """The JSON type of a decoded value, as kube-openapi names it."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list | tuple):
-        return "array"
-    return "object"
-
-
 def wanted_type(error: dict[str, Any]) -> str | None:
     """The schema type a pydantic error says the value is not, or None (not a type error, or the
     value has that type: pydantic refused it for something else, an integer too large)."""
     wanted = _WANTED_TYPE.get(str(error["type"]))
-    if wanted is None or json_type(error.get("input")) == wanted:
+    if wanted is None or type_name(error.get("input")) == wanted:
         return None
-    if wanted == "integer" and json_type(error.get("input")) == "number" and float(error["input"]).is_integer():
+    if wanted == "integer" and type_name(error.get("input")) == "number" and float(error["input"]).is_integer():
         return None
     return wanted
 
@@ -156,9 +140,9 @@ def schema_cause(error: dict[str, Any], field_path: str) -> Cause | None:
     value = error.get("input")
     where = field_path or "body"
     if err_type == UNION_TYPE:
-        return _type_invalid(field_path, json_type(value), str(ctx["wanted"]))
+        return _type_invalid(field_path, type_name(value), str(ctx["wanted"]))
     if (wanted := wanted_type(error)) is not None:
-        return _type_invalid(field_path, json_type(value), wanted)
+        return _type_invalid(field_path, type_name(value), wanted)
     if err_type in _FORMAT and isinstance(value, str):
         return Cause(
             CauseType.FIELD_VALUE_TYPE_INVALID,
