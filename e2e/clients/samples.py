@@ -20,8 +20,10 @@ class MissingSample(LookupError):
     """A served kind the suite has no sample object for."""
 
 
-def _pod_template(name: str, *, restart_policy: str | None = None, gpus: bool = False) -> dict[str, Any]:
-    container: dict[str, Any] = {"name": "main", "image": "registry.acme.internal/ml/server:1.0"}
+def _pod_template(
+    name: str, *, restart_policy: str | None = None, gpus: bool = False, container_name: str = "main"
+) -> dict[str, Any]:
+    container: dict[str, Any] = {"name": container_name, "image": "registry.acme.internal/ml/server:1.0"}
     if gpus:
         container["resources"] = {
             "requests": {"cpu": "4", "memory": "24Gi", "nvidia.com/gpu": "1"},
@@ -37,9 +39,10 @@ def _selected(name: str, **template: Any) -> dict[str, Any]:
     return {"selector": {"matchLabels": {"app": name}}, "template": _pod_template(name, **template)}
 
 
-def _replica_specs(name: str, *roles: str) -> dict[str, Any]:
+def _replica_specs(name: str, container: str, *roles: str) -> dict[str, Any]:
+    """A training job's roles, each pod with ``container``: the name the kind's operator requires."""
     return {
-        role: {"replicas": 1, "restartPolicy": "OnFailure", "template": _pod_template(name, gpus=True)}
+        role: {"replicas": 1, "restartPolicy": "OnFailure", "template": _pod_template(name, gpus=True, container_name=container)}
         for role in roles
     }
 
@@ -246,12 +249,12 @@ SPECS: dict[tuple[str, str], Builder] = {
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
         "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "team-a"}],
     },
-    ("kubeflow.org", "PyTorchJob"): lambda name: {"spec": {"pytorchReplicaSpecs": _replica_specs(name, "Master", "Worker")}},
-    ("kubeflow.org", "MPIJob"): lambda name: {"spec": {"mpiReplicaSpecs": _replica_specs(name, "Launcher", "Worker")}},
-    ("kubeflow.org", "TFJob"): lambda name: {"spec": {"tfReplicaSpecs": _replica_specs(name, "PS", "Worker")}},
-    ("kubeflow.org", "XGBoostJob"): lambda name: {"spec": {"xgbReplicaSpecs": _replica_specs(name, "Master", "Worker")}},
-    ("kubeflow.org", "PaddleJob"): lambda name: {"spec": {"paddleReplicaSpecs": _replica_specs(name, "Master", "Worker")}},
-    ("kubeflow.org", "JAXJob"): lambda name: {"spec": {"jaxReplicaSpecs": _replica_specs(name, "Worker")}},
+    ("kubeflow.org", "PyTorchJob"): lambda name: {"spec": {"pytorchReplicaSpecs": _replica_specs(name, "pytorch", "Master", "Worker")}},
+    ("kubeflow.org", "MPIJob"): lambda name: {"spec": {"mpiReplicaSpecs": _replica_specs(name, "main", "Launcher", "Worker")}},
+    ("kubeflow.org", "TFJob"): lambda name: {"spec": {"tfReplicaSpecs": _replica_specs(name, "tensorflow", "PS", "Worker")}},
+    ("kubeflow.org", "XGBoostJob"): lambda name: {"spec": {"xgbReplicaSpecs": _replica_specs(name, "xgboost", "Master", "Worker")}},
+    ("kubeflow.org", "PaddleJob"): lambda name: {"spec": {"paddleReplicaSpecs": _replica_specs(name, "paddle", "Master", "Worker")}},
+    ("kubeflow.org", "JAXJob"): lambda name: {"spec": {"jaxReplicaSpecs": _replica_specs(name, "jax", "Worker")}},
     ("ray.io", "RayJob"): lambda name: {
         "spec": {
             "entrypoint": "python train.py",

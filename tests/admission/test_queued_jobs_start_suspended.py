@@ -45,6 +45,12 @@ async def test_a_job_created_with_a_queue_name_is_stored_suspended(
 
 
 POD = {"spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "train:1"}]}}
+
+
+def named(container: str) -> dict[str, Any]:
+    """POD with the container a training operator's webhook requires of its kind."""
+    return {"spec": {**POD["spec"], "containers": [{"name": container, "image": "train:1"}]}}
+
 QUEUED = {"kueue.x-k8s.io/queue-name": "team-a"}
 
 
@@ -52,9 +58,9 @@ QUEUED = {"kueue.x-k8s.io/queue-name": "team-a"}
     ({"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
       "spec": {"replicatedJobs": [{"name": "workers", "template": {"spec": {"template": POD}}}]}}, ("spec", "suspend")),
     ({"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
-      "spec": {"pytorchReplicaSpecs": {"Master": {"replicas": 1, "template": POD}}}}, ("spec", "runPolicy", "suspend")),
+      "spec": {"pytorchReplicaSpecs": {"Master": {"replicas": 1, "template": named("pytorch")}}}}, ("spec", "runPolicy", "suspend")),
     ({"apiVersion": "kubeflow.org/v1", "kind": "TFJob",
-      "spec": {"tfReplicaSpecs": {"Worker": {"replicas": 2, "template": POD}}}}, ("spec", "runPolicy", "suspend")),
+      "spec": {"tfReplicaSpecs": {"Worker": {"replicas": 2, "template": named("tensorflow")}}}}, ("spec", "runPolicy", "suspend")),
     ({"apiVersion": "ray.io/v1", "kind": "RayCluster", "spec": {"headGroupSpec": {"template": POD}}}, ("spec", "suspend")),
 ])
 async def test_every_job_kind_kueue_suspends_is_stored_suspended_with_a_queue_name(

@@ -249,6 +249,12 @@ async def test_a_queued_job_stays_suspended_until_admitted(objects: ObjectStore,
 
 
 _TEMPLATE = {"spec": {"containers": [{"name": "main", "image": "registry.local/train:1", "resources": {"requests": {"cpu": "1"}}}]}}
+
+
+def _training(container: str) -> dict[str, Any]:
+    """_TEMPLATE with the container the training operator's webhook requires of a kind."""
+    return {"spec": {"containers": [{**_TEMPLATE["spec"]["containers"][0], "name": container}]}}
+
 _QUEUED = {"labels": {"kueue.x-k8s.io/queue-name": "main"}, "namespace": "default"}
 
 
@@ -263,7 +269,7 @@ def _suspended_condition(status: dict[str, Any]) -> dict[str, Any]:
         pytest.param(  # as Kueue's sample-pytorchjob.yaml, its LocalQueue "main" missing
             {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": {"name": "pytorch-simple", **_QUEUED},
              "spec": {"pytorchReplicaSpecs": {
-                 role: {"replicas": 1, "restartPolicy": "OnFailure", "template": _TEMPLATE} for role in ("Master", "Worker")}}},
+                 role: {"replicas": 1, "restartPolicy": "OnFailure", "template": _training("pytorch")} for role in ("Master", "Worker")}}},
             _suspended_condition,
             {"type": "Suspended", "status": "True", "reason": "PyTorchJobSuspended", "message": "PyTorchJob pytorch-simple is suspended."},
             id="PyTorchJob: the training operator's condition",
@@ -271,7 +277,7 @@ def _suspended_condition(status: dict[str, Any]) -> dict[str, Any]:
         pytest.param(
             {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "metadata": {"name": "tf-mnist", **_QUEUED},
              "spec": {"tfReplicaSpecs": {
-                 role: {"replicas": 1, "restartPolicy": "OnFailure", "template": _TEMPLATE} for role in ("PS", "Worker")}}},
+                 role: {"replicas": 1, "restartPolicy": "OnFailure", "template": _training("tensorflow")} for role in ("PS", "Worker")}}},
             _suspended_condition,
             {"type": "Suspended", "status": "True", "reason": "TFJobSuspended", "message": "TFJob tf-mnist is suspended."},
             id="TFJob: the training operator's condition",

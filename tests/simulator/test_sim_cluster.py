@@ -92,10 +92,11 @@ async def sim() -> AsyncIterator[Sim]:
 
 
 def _template(
-    limits: dict[str, Any], *, restart: str | None = None, annotations: dict[str, str] | None = None
+    limits: dict[str, Any], *, restart: str | None = None, annotations: dict[str, str] | None = None,
+    container: str = "main",
 ) -> dict[str, Any]:
     spec: dict[str, Any] = {
-        "containers": [{"name": "main", "image": "trainer:1", "resources": {"limits": limits}}]
+        "containers": [{"name": container, "image": "trainer:1", "resources": {"limits": limits}}]
     }
     if restart:
         spec["restartPolicy"] = restart
@@ -180,7 +181,8 @@ def _pytorchjob(name: str, workers: int, gpus: int, duration: str = "60s") -> di
         return {
             "replicas": count,
             "restartPolicy": "OnFailure",
-            "template": _template({"nvidia.com/gpu": gpus}, annotations={"sim.gpufed.io/duration": duration}),
+            "template": _template({"nvidia.com/gpu": gpus}, annotations={"sim.gpufed.io/duration": duration},
+                                  container="pytorch"),  # the container the operator's webhook requires
         }
 
     return {

@@ -8,6 +8,7 @@ from __future__ import annotations
 from controlplane.apis.kube.fieldlabels import JOB_FIELDS
 from controlplane.apis.kubeflow import GROUP as KUBEFLOW_GROUP
 from controlplane.apis.kubeflow import TRAINING_KINDS
+from controlplane.apis.kubeflow_validation import training_job_denial, training_job_warnings
 from controlplane.apiserver import columns as col
 from controlplane.apiserver.resources import (
     AGE,
@@ -66,6 +67,8 @@ def workload_resources() -> list[ResourceType]:
         *(ResourceType(
             KUBEFLOW_GROUP, "v1", training.kind, training.plural, training.kind.lower(), namespaced=True,
             categories=("kubeflow-org",), has_status=True, columns=job_like,
+            webhook_denial=training_job_denial(training.kind),
+            warn=training_job_warnings if training.kind == "PyTorchJob" else None,
         ) for training in TRAINING_KINDS.values()),
         ResourceType(
             "ray.io", "v1", "RayJob", "rayjobs", "rayjob", namespaced=True,
