@@ -9,7 +9,7 @@ container of the kind's name; PyTorchJob and XGBoostJob: the Master's ``replicas
 XGBoostJob a Master at all, TFJob at most one Chief or Master role, PyTorchJob's elastic policy a
 Worker role and not both ``nProcPerNode`` fields (the elastic one alone: a deprecation warning);
 the PyTorchJob, TFJob and PaddleJob webhooks a ``spec.runPolicy.managedBy`` of a controller the
-operator knows (their check that an update keeps it is not made here). The webhook returns the field errors aggregated
+operator knows, and kept by an update (``field is immutable``). The webhook returns the field errors aggregated
 (``field.ErrorList.ToAggregate``), not a Status, so controller-runtime answers ``admission.Denied``:
 403 Forbidden with the errors' text. The MPI operator's MPIJob has no such webhook.
 """
@@ -109,8 +109,13 @@ def _replica_specs(specs: dict[str, Any], path: str, webhook: TrainingWebhook) -
     return errors
 
 
-def training_job_errors(training: TrainingKind, obj: dict[str, Any]) -> list[FieldError]:
-    """The operator's webhook's field errors for ``obj`` (none for a kind without a webhook)."""
+def _managed_by(obj: dict[str, Any]) -> Any:
+    return ((obj.get("spec") or {}).get("runPolicy") or {}).get("managedBy")
+
+
+def training_job_errors(training: TrainingKind, obj: dict[str, Any], old: dict[str, Any] | None = None) -> list[FieldError]:
+    """The operator's webhook's field errors for ``obj``, an update of ``old`` when given (none
+    for a kind without a webhook)."""
     webhook = WEBHOOKS.get(training.kind)
     if webhook is None:
         return []
@@ -118,9 +123,11 @@ def training_job_errors(training: TrainingKind, obj: dict[str, Any]) -> list[Fie
     name = (obj.get("metadata") or {}).get("name") or ""
     if name_errors := dns_1035_errors(name):
         errors.append(field.invalid("metadata.name", name, "should match: " + ",".join(name_errors)))
+    if old is not None and webhook.run_policy and _managed_by(obj) != _managed_by(old):
+        errors.append(field.invalid("spec.runPolicy.managedBy", _managed_by(obj), field.IMMUTABLE))
     given = obj.get("spec")
     spec: dict[str, Any] = given if isinstance(given, dict) else {}
-    managed_by = (spec.get("runPolicy") or {}).get("managedBy")
+    managed_by = _managed_by(obj)
     if webhook.run_policy and managed_by is not None and managed_by not in MANAGERS:
         errors.append(field.not_supported("spec.runPolicy.managedBy", managed_by, MANAGERS))
     path = f"spec.{training.specs_field}"
@@ -145,15 +152,25 @@ def training_job_warnings(obj: dict[str, Any]) -> list[str]:
 
 
 def training_job_denial(kind: str) -> Callable[[dict[str, Any]], tuple[str, str] | None] | None:
-    """The operator's webhook refusing a ``kind`` job on create and update: the object → (the
-    webhook, the errors' aggregated text), or None; None for a kind without a webhook."""
+    """The operator's webhook refusing a ``kind`` job: the object → (the webhook, the errors'
+    aggregated text), or None; None for a kind without a webhook."""
+    update = training_job_update_denial(kind)
+    return None if update is None else lambda obj: update(obj, None)
+
+
+def training_job_update_denial(
+    kind: str,
+) -> Callable[[dict[str, Any], dict[str, Any] | None], tuple[str, str] | None] | None:
+    """The operator's webhook refusing a ``kind`` job written over a stored one (None: a create):
+    (the object, the stored one) → (the webhook, the errors' aggregated text), or None; None for
+    a kind without a webhook."""
     webhook = WEBHOOKS.get(kind)
     if webhook is None:
         return None
     training = TRAINING_KINDS[kind]
 
-    def denial(obj: dict[str, Any]) -> tuple[str, str] | None:
-        errors = training_job_errors(training, obj)
+    def denial(obj: dict[str, Any], old: dict[str, Any] | None) -> tuple[str, str] | None:
+        errors = training_job_errors(training, obj, old)
         return (webhook.name, field.error_list_text(errors)) if errors else None
 
     return denial

@@ -204,6 +204,9 @@ class ResourceType:
     #: ``Forbidden``, as controller-runtime's ``admission.Denied`` gives it). An update
     #: of an object it already refuses (stored before the rule) is let through.
     webhook_denial: Callable[[dict[str, Any]], tuple[str, str] | None] | None = None
+    #: The webhook's refusal of an update, given (new, stored), where its rules read the stored object
+    #: (a field it keeps immutable): checked on update instead of :attr:`webhook_denial`.
+    webhook_update_denial: Callable[[dict[str, Any], dict[str, Any]], tuple[str, str] | None] | None = None
     #: kube answers a delete of this kind with the deleted object, not a success Status (its
     #: registry's ``ReturnDeletedObject``: Pod, PersistentVolumeClaim, Service, ServiceAccount…).
     returns_deleted_object: bool = False

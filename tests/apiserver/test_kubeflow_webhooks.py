@@ -169,3 +169,26 @@ async def test_the_elastic_nproc_per_node_is_a_deprecation_warning(api: TestClie
     assert created.status == 201
     assert created.headers.getall("Warning") == [
         '299 - "spec.elasticPolicy.nProcPerNode is deprecated, use spec.nprocPerNode instead"']
+
+
+@pytest.mark.parametrize(("kind", "checked"), [("PaddleJob", True), ("JAXJob", False)])
+async def test_an_update_keeps_managed_by(api: TestClient[Any, Any], kind: str, checked: bool) -> None:
+    created = await api.post(collection(kind), json=valid(kind))
+    assert created.status == 201
+    obj = await created.json()
+    obj["spec"]["runPolicy"] = {"managedBy": "kueue.x-k8s.io/multikueue"}
+    obj["metadata"]["name"] = "train"
+    answer = await api.put(f"{collection(kind)}/train", json=obj)
+    if not checked:  # the JAXJob and XGBoostJob webhooks check no runPolicy
+        assert answer.status == 200
+        return
+    assert answer.status == 403
+    assert await answer.json() == denied(
+        kind, 'spec.runPolicy.managedBy: Invalid value: "kueue.x-k8s.io/multikueue": field is immutable')
+    # The errors of an update come as one list, the immutable field first.
+    obj["spec"]["paddleReplicaSpecs"]["Worker"]["template"] = pod("main")
+    answer = await api.put(f"{collection(kind)}/train", json=obj)
+    assert (await answer.json())["message"].endswith(
+        'denied the request: [spec.runPolicy.managedBy: Invalid value: "kueue.x-k8s.io/multikueue": field is immutable, '
+        "spec.paddleReplicaSpecs[Worker].template.spec.containers: Required value: must have at least one container "
+        "with name paddle]")

@@ -8,7 +8,11 @@ from __future__ import annotations
 from controlplane.apis.kube.fieldlabels import JOB_FIELDS
 from controlplane.apis.kubeflow import GROUP as KUBEFLOW_GROUP
 from controlplane.apis.kubeflow import TRAINING_KINDS
-from controlplane.apis.kubeflow_validation import training_job_denial, training_job_warnings
+from controlplane.apis.kubeflow_validation import (
+    training_job_denial,
+    training_job_update_denial,
+    training_job_warnings,
+)
 from controlplane.apiserver import columns as col
 from controlplane.apiserver.resources import (
     AGE,
@@ -68,6 +72,7 @@ def workload_resources() -> list[ResourceType]:
             KUBEFLOW_GROUP, "v1", training.kind, training.plural, training.kind.lower(), namespaced=True,
             categories=("kubeflow-org",), has_status=True, columns=job_like,
             webhook_denial=training_job_denial(training.kind),
+            webhook_update_denial=training_job_update_denial(training.kind),
             warn=training_job_warnings if training.kind == "PyTorchJob" else None,
         ) for training in TRAINING_KINDS.values()),
         ResourceType(

@@ -377,7 +377,7 @@ class Writer:
             rt.prepare(new)
         if subresource is None and not _webhooks_deny(rt, old):
             # An object stored before the rule (a policy with a long name) stays changeable and deletable.
-            _webhooks_admit(rt, new)
+            _webhooks_admit(rt, new, old)
         if rt.defaults is not None:
             rt.defaults(new)
         if options.webhooks is not None:
@@ -466,11 +466,15 @@ def _webhooks_deny(rt: ResourceType, obj: dict[str, Any]) -> bool:
     return rt.webhook_denial is not None and rt.webhook_denial(obj) is not None
 
 
-def _webhooks_admit(rt: ResourceType, obj: dict[str, Any]) -> None:
-    """The kind's admission webhook (:attr:`ResourceType.webhook_denial`) refusing ``obj``, as kube
-    answers a webhook's denial. Those webhooks are Karmada's, whose refusals are controller-runtime's
-    ``admission.Denied``: code 403, reason ``Forbidden``, the message."""
-    denial = rt.webhook_denial(obj) if rt.webhook_denial is not None else None
+def _webhooks_admit(rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None = None) -> None:
+    """The kind's admission webhook (:attr:`ResourceType.webhook_denial`; on an update of ``old``,
+    :attr:`ResourceType.webhook_update_denial` when the kind has one) refusing ``obj``, as kube answers a webhook's
+    denial. Those webhooks are Karmada's and the training operator's, whose refusals are
+    controller-runtime's ``admission.Denied``: code 403, reason ``Forbidden``, the message."""
+    if old is not None and rt.webhook_update_denial is not None:
+        denial = rt.webhook_update_denial(obj, old)
+    else:
+        denial = rt.webhook_denial(obj) if rt.webhook_denial is not None else None
     if denial is not None:
         raise errors.WebhookDenied(*denial, code=403, reason=errors.StatusReason.FORBIDDEN)
 
