@@ -19,6 +19,8 @@ from pydantic import Field
 
 from controlplane.apis.kube.field import CauseType, FieldError
 from controlplane.apis.kube.objects import child, set_nil_default
+from controlplane.apis.kueue_v1beta1 import API_VERSION as _V1BETA1
+from controlplane.apis.kueue_v1beta2 import API_VERSION as _V1BETA2
 from controlplane.apis.meta import Condition, ObjectMeta, SpecModel, WireModel
 
 Obj = dict[str, Any]
@@ -27,8 +29,6 @@ Obj = dict[str, Any]
 CONTROLLER_NAME: Final = "kueue.x-k8s.io/multikueue"
 #: The condition of a MultiKueueCluster that says it is connected.
 COND_ACTIVE: Final = "Active"
-_V1BETA1: Final = "kueue.x-k8s.io/v1beta1"
-_V1BETA2: Final = "kueue.x-k8s.io/v1beta2"
 _SOURCES: Final = ("kubeConfig", "clusterProfileRef")
 
 
