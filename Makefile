@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 STATE  ?= .gpufed
 
-.PHONY: install up test lint typecheck contracts unit e2e bench clean
+.PHONY: install up test lint typecheck contracts compile unit e2e bench clean
 
 install: $(STAMP)
 
@@ -39,7 +39,13 @@ e2e: install
 TEST_WORKERS ?= 3
 XDIST = -n $(TEST_WORKERS) --maxschedchunk 2
 
-test: install lint typecheck contracts
+# The tests start hundreds of Python processes (hubs, agents, members, gpufed commands); each
+# would compile the project's sources again where bytecode is not written
+# (PYTHONDONTWRITEBYTECODE): 0.4 to 0.7 CPU-seconds for a member or the hub. Compiled once here.
+compile: install
+	$(BIN)/python -m compileall -q -j 0 controlplane member_agent policies simulator gpufed bench e2e
+
+test: install lint typecheck contracts compile
 	$(BIN)/python -m pytest -q -p no:cacheprovider $(XDIST) --durations=15
 
 bench: install
