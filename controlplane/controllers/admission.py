@@ -95,7 +95,7 @@ from controlplane.apis.timestamps import parse_time
 from controlplane.apis.views import ObjectView
 from controlplane.controllers.admissionchecks import AdmissionChecking
 from controlplane.controllers.admissiongate import API, Kinds, owner_of
-from controlplane.controllers.context import ControllerContext
+from controlplane.controllers.context import CONFLICT_RETRY_SECONDS, ControllerContext
 from controlplane.controllers.events import EventReason, record_event
 from controlplane.controllers.informing import AssumedWrites, spec_unchanged
 from controlplane.controllers.jobstarting import JobStarting
@@ -185,7 +185,7 @@ class AdmissionController(KeyedController[Key]):
             else:
                 await self.sync(WorkloadRef(*key[1:]))
         except errors.Conflict:
-            return 0.2
+            return CONFLICT_RETRY_SECONDS
         return None
 
     # --- one queued workload ------------------------------------------------------------

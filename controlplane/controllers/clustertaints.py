@@ -17,7 +17,7 @@ from typing import Any
 from controlplane.apis.events import EventType
 from controlplane.apis.timestamps import format_time
 from controlplane.apis.views import ClusterObjectView
-from controlplane.controllers.context import ControllerContext
+from controlplane.controllers.context import CONFLICT_RETRY_SECONDS, ControllerContext
 from controlplane.controllers.events import EventReason, record_event
 from controlplane.controllers.reconciling import KeyedController
 from controlplane.objectclient import WatchEventType, errors
@@ -27,7 +27,6 @@ from policies.taint_policy import KIND, ClusterTaintPolicy, apply_taint_policies
 log = logging.getLogger(__name__)
 
 API_VERSION = "policy.karmada.io/v1alpha1"
-CONFLICT_RETRY_SECONDS = 0.2
 
 
 def _policy(obj: dict[str, Any]) -> ClusterTaintPolicy | None:

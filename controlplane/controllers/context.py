@@ -56,6 +56,9 @@ OVERRIDE_KINDS = ("OverridePolicy", "ClusterOverridePolicy")
 #: How soon a reconcile that needs a workload informer not listed yet (a custom kind just watched,
 #: or one whose list fails, its conversion webhook down) looks again.
 UNSYNCED_RETRY_SECONDS = 1.0
+#: How soon a reconcile whose write lost a race (a 409 Conflict: its copy was stale) looks again,
+#: the informer having brought the newer copy by then.
+CONFLICT_RETRY_SECONDS = 0.2
 #: How long a status in which a cluster is only waiting (controllers/status.py) is held back
 #: (within the controller manager's idle horizon: a held binding counts as work to do).
 WAITING_HOLD_SECONDS = 1.0

@@ -27,7 +27,7 @@ from typing import Any
 
 from controlplane.apis.events import EventType
 from controlplane.apis.views import BindingView, ObjectView
-from controlplane.controllers.context import ControllerContext
+from controlplane.controllers.context import CONFLICT_RETRY_SECONDS, ControllerContext
 from controlplane.controllers.events import EventReason, record_event
 from controlplane.controllers.reconciling import KeyedController
 from controlplane.controllers.workloads import find_condition, with_condition
@@ -43,8 +43,6 @@ RIC_KIND = "ResourceInterpreterCustomization"
 READY = "Ready"
 #: The binding condition that says a customization's script failed on its object.
 INTERPRETED = "Interpreted"
-#: When a binding condition write lost a race, the customization is looked at again after this.
-RETRY_SECONDS = 0.2
 #: The key that re-merges every customization (object names are never empty).
 ALL = ""
 
@@ -130,7 +128,7 @@ class CustomizationsController(KeyedController[str]):
         obj = self.ctx.cached(self.rt, None, key)
         if obj is None:
             self._failures.pop(key, None)
-            return RETRY_SECONDS if uncleared else None
+            return CONFLICT_RETRY_SECONDS if uncleared else None
         current = Customization.from_object(obj).scripts
         failures = self._failures.get(key, {})
         for failure_key, failure in list(failures.items()):
@@ -140,7 +138,7 @@ class CustomizationsController(KeyedController[str]):
             await self._report(obj, failure)
         await self._write_condition(obj)
         marked = await self._mark_bindings(key)
-        return None if marked and not uncleared else RETRY_SECONDS
+        return None if marked and not uncleared else CONFLICT_RETRY_SECONDS
 
     async def install(self) -> None:
         """Merge the cached customizations and install what changed in the interpreter registry."""

@@ -33,7 +33,7 @@ from controlplane.apis import constants as c
 from controlplane.apis.views import BindingView, ObjectView, WorkView
 from controlplane.apis.work_v1alpha1 import API_VERSION as WORK_API_VERSION
 from controlplane.apis.work_v1alpha1 import WORK_KIND, ConditionType
-from controlplane.controllers.context import INDEX_NAMESPACE, ControllerContext
+from controlplane.controllers.context import CONFLICT_RETRY_SECONDS, INDEX_NAMESPACE, ControllerContext
 from controlplane.controllers.reconciling import KeyedController
 from controlplane.controllers.workloads import is_deleting
 from controlplane.controllers.works import cluster_of_namespace, work_name
@@ -53,7 +53,6 @@ log = logging.getLogger(__name__)
 LABEL_QUOTA_NAMESPACE: Final = "federatedresourcequota.karmada.io/namespace"
 LABEL_QUOTA_NAME: Final = "federatedresourcequota.karmada.io/name"
 _INDEX_QUOTA: Final = "federated-resource-quota"
-CONFLICT_RETRY_SECONDS: Final = 0.2
 
 QuotaKey = tuple[str, str]
 

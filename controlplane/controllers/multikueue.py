@@ -20,7 +20,7 @@ from typing import Any, Final
 from controlplane.admission import multikueue as mk
 from controlplane.admission.checks import PENDING, READY, states_of
 from controlplane.apis import kueue_v1beta1 as kueue
-from controlplane.controllers.context import ControllerContext
+from controlplane.controllers.context import CONFLICT_RETRY_SECONDS, ControllerContext
 from controlplane.controllers.reconciling import KeyedController
 from controlplane.controllers.workloadevicting import set_conditions
 from controlplane.objectclient import ResourceType, WatchEventType, errors
@@ -28,7 +28,6 @@ from controlplane.objectclient import ResourceType, WatchEventType, errors
 log = logging.getLogger(__name__)
 
 API: Final = kueue.API_VERSION
-CONFLICT_RETRY_SECONDS: Final = 0.2
 _ALL: Final = "all"
 
 

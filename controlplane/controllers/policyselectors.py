@@ -20,7 +20,7 @@ from typing import Any
 
 from controlplane.apis.events import EventType
 from controlplane.apis.views import ObjectView
-from controlplane.controllers.context import ControllerContext
+from controlplane.controllers.context import CONFLICT_RETRY_SECONDS, ControllerContext
 from controlplane.controllers.events import EventReason, record_event
 from controlplane.controllers.informing import spec_unchanged
 from controlplane.controllers.reconciling import KeyedController
@@ -32,7 +32,6 @@ log = logging.getLogger(__name__)
 
 #: (kind, namespace or "", name) of one policy.
 PolicyKey = tuple[str, str, str]
-RETRY_SECONDS = 0.2
 
 
 class PolicySelectorsController(KeyedController[PolicyKey]):
@@ -90,7 +89,7 @@ class PolicySelectorsController(KeyedController[PolicyKey]):
         try:
             written = await self.ctx.objects.update_status(rt, {**obj, "status": status})
         except errors.Conflict:
-            return RETRY_SECONDS  # the informer brings the newer copy; the condition is redone on it
+            return CONFLICT_RETRY_SECONDS  # the informer brings the newer copy; the condition is redone on it
         except errors.NotFound:
             return None
         turned = current is None or current.get("status") != wanted["status"]

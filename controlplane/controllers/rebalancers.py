@@ -31,14 +31,13 @@ from controlplane.apis.apps_karmada_v1alpha1 import (
 from controlplane.apis.timestamps import format_micro_time, format_time, parse_time
 from controlplane.apis.views import BindingView
 from controlplane.apis.work_v1alpha1 import binding_name
-from controlplane.controllers.context import ControllerContext
+from controlplane.controllers.context import CONFLICT_RETRY_SECONDS, ControllerContext
 from controlplane.controllers.reconciling import KeyedController
 from controlplane.controllers.workloads import is_deleting
 from controlplane.objectclient import WatchEventType, errors
 
 log = logging.getLogger(__name__)
 
-CONFLICT_RETRY_SECONDS = 0.2
 
 
 def _ref_key(ref: Mapping[str, Any]) -> tuple[str, str, str, str]:

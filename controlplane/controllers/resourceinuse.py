@@ -28,7 +28,7 @@ from controlplane.admission import objects as adm
 from controlplane.apis import kueue_v1beta1 as kueue
 from controlplane.apis.views import ObjectView
 from controlplane.controllers.admissiongate import Kinds
-from controlplane.controllers.context import ControllerContext
+from controlplane.controllers.context import CONFLICT_RETRY_SECONDS, ControllerContext
 from controlplane.controllers.reconciling import KeyedController
 from controlplane.controllers.workloads import is_deleting
 from controlplane.objectclient import ResourceType, WatchEventType, errors
@@ -101,7 +101,7 @@ class ResourceInUseController(KeyedController[Key]):
         except errors.NotFound:
             return None
         except errors.Conflict:
-            return 0.2  # the informer's copy was stale: again with the next one
+            return CONFLICT_RETRY_SECONDS  # the informer's copy was stale: again with the next one
         log.info("%s %s: finalizer %s %s", kind, name, FINALIZER, "added" if FINALIZER in wanted else "removed")
         return None
 

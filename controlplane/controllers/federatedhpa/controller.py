@@ -33,7 +33,7 @@ from controlplane.apis.timestamps import format_time
 from controlplane.apis.untyped import dig
 from controlplane.apis.views import BindingView, ObjectView
 from controlplane.controllers.binding import ready_since
-from controlplane.controllers.context import ControllerContext
+from controlplane.controllers.context import CONFLICT_RETRY_SECONDS, ControllerContext
 from controlplane.controllers.events import EventReason, record_event
 from controlplane.controllers.federatedhpa.behavior import Condition, History, normalize
 from controlplane.controllers.federatedhpa.calculating import calibration_of
@@ -54,7 +54,6 @@ from controlplane.objectclient import WatchEventType, errors
 log = logging.getLogger(__name__)
 
 Key = tuple[str, str]
-CONFLICT_RETRY_SECONDS = 0.2
 _CONDITION_ORDER = ("AbleToScale", "ScalingActive", "ScalingLimited")
 #: Karmada's error when the target's binding places it in no cluster (its trailing space included).
 NO_TARGET_CLUSTERS = "Binding has no schedulable clusters. "

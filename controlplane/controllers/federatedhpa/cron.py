@@ -36,7 +36,7 @@ from controlplane.apis.events import EventType
 from controlplane.apis.timestamps import format_time
 from controlplane.apis.untyped import dig
 from controlplane.apis.views import ObjectView
-from controlplane.controllers.context import ControllerContext
+from controlplane.controllers.context import CONFLICT_RETRY_SECONDS, ControllerContext
 from controlplane.controllers.events import EventReason, record_event
 from controlplane.controllers.federatedhpa.cronrules import in_status_order, plan, recorded
 from controlplane.controllers.reconciling import KeyedController
@@ -46,7 +46,6 @@ from controlplane.objectclient import WatchEventType, errors
 log = logging.getLogger(__name__)
 
 Key = tuple[str, str]
-CONFLICT_RETRY_SECONDS = 0.2
 #: The longest a key waits before its rules are looked at again (a clock that jumps is caught up).
 MAX_WAIT_SECONDS = 300.0
 #: The autoscalers whose ``minReplicas``/``maxReplicas`` a rule sets (Karmada's ``minMaxScaleHandler``);
