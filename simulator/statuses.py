@@ -32,14 +32,13 @@ from croniter import croniter
 
 from controlplane.apis.pods import FrozenTaint, FrozenToleration, untolerated
 from controlplane.apis.timestamps import parse_time_or_none
+from controlplane.apis.untyped import Obj
 from controlplane.lifecycle import Service
 from controlplane.objectclient import ObjectClient, ResourceType, errors
 from simulator.clock import Clock, rfc3339
 from simulator.controllers.base import owner_reference
 
 log = logging.getLogger(__name__)
-
-Obj = dict[str, Any]
 
 
 def _node_ready(node: Mapping[str, Any]) -> bool:

@@ -43,12 +43,11 @@ from controlplane.apis.kube.names import label_value_errors
 from controlplane.apis.kueue_views import ClusterQueueView, CohortView, WorkloadView, pod_set_assignments
 from controlplane.apis.meta import LabelSelector
 from controlplane.apis.quantity import QuantityError, format_quantity, parse_quantity, to_int
+from controlplane.apis.untyped import Obj
 from controlplane.apis.views import ObjectView
 from controlplane.interpreter import interpreter_for
 from controlplane.interpreter.registry import group_of
 from controlplane.interpreter.requirements import ReplicaRequirements
-
-Obj = dict[str, Any]
 
 _HASH_LENGTH: Final = 5
 #: A Workload name's longest prefix: 253 characters less the hash and its ``-`` (Kueue's maxPrefixLength).

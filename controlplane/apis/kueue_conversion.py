@@ -27,8 +27,7 @@ from typing import Any, Final
 
 from controlplane.apis import kueue_v1beta1, kueue_v1beta2
 from controlplane.apis.kube.objects import child
-
-Obj = dict[str, Any]
+from controlplane.apis.untyped import Obj
 
 #: The v1beta2 fields of a ClusterQueue that v1beta1 cannot hold, as the JSON of a partial spec.
 V1BETA2_FIELDS_ANNOTATION: Final = "kueue.gpufed.io/v1beta2-fields"

@@ -13,7 +13,7 @@ the hub stores v1beta1's form.
 from __future__ import annotations
 
 import copy
-from typing import Annotated, Any, Final, Literal
+from typing import Annotated, Final, Literal
 
 from pydantic import Field
 
@@ -22,8 +22,7 @@ from controlplane.apis.kube.objects import child, set_nil_default
 from controlplane.apis.kueue_v1beta1 import API_VERSION as _V1BETA1
 from controlplane.apis.kueue_v1beta2 import API_VERSION as _V1BETA2
 from controlplane.apis.meta import Condition, ObjectMeta, SpecModel, WireModel
-
-Obj = dict[str, Any]
+from controlplane.apis.untyped import Obj
 
 #: The controller name of Kueue's MultiKueue admission checks.
 CONTROLLER_NAME: Final = "kueue.x-k8s.io/multikueue"

@@ -41,9 +41,9 @@ from enum import StrEnum
 from typing import Any, Final, Protocol
 
 from controlplane.apis.quantity import to_int
+from controlplane.apis.untyped import Obj
 from controlplane.apis.views import ObjectView
 
-Obj = dict[str, Any]
 """A Kubernetes object (or part of one) as a JSON-compatible dict."""
 
 

@@ -13,6 +13,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+#: An object as JSON holds it (a stored object, a request body, a part of either): the type the
+#: kube rules, the interpreters and the table columns take and give.
+Obj = dict[str, Any]
+
 
 def as_mapping(value: Any) -> Mapping[str, Any]:
     """``value`` when it is a mapping, else an empty one."""

@@ -14,9 +14,7 @@ from typing import Any
 from controlplane.apis import constants as c
 from controlplane.apis.pods import REASON_SCHEDULING_GATED
 from controlplane.apis.timestamps import parse_time_or_none
-from controlplane.apis.untyped import dig, json_int
-
-Obj = dict[str, Any]
+from controlplane.apis.untyped import Obj, dig, json_int
 
 
 def _when(value: Any) -> datetime | None:

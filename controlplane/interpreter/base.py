@@ -20,12 +20,11 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol, runtime_checkable
 
-from controlplane.apis.untyped import as_int
+from controlplane.apis.untyped import Obj, as_int
 from controlplane.apis.work_v1alpha1 import Health
 from controlplane.interpreter.dependencies import Dependency, pod_template_dependencies, sorted_dependencies
 from controlplane.interpreter.health import generic_health, observed_generation_behind, spec_of, status_of
 from controlplane.interpreter.requirements import (
-    Obj,
     ReplicaRequirements,
     requirements,
     set_gpu_request,

@@ -32,12 +32,13 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from controlplane.apis.untyped import Obj
 from controlplane.apis.work_v1alpha1 import Health
 from controlplane.interpreter.base import Component, FinishedPhase, KindInterpreter, MemberStatuses
 from controlplane.interpreter.dependencies import CORE_API_VERSION, Dependency, sorted_dependencies
 from controlplane.interpreter.kubelib import KUBE_LIBRARY, requirements_from_karmada
 from controlplane.interpreter.luavm import LuaScriptError, call_function
-from controlplane.interpreter.requirements import Obj, ReplicaRequirements
+from controlplane.interpreter.requirements import ReplicaRequirements
 
 __all__ = [
     "HOOK_FUNCTIONS",

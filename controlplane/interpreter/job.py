@@ -32,7 +32,7 @@ from typing import Any
 
 from controlplane.apis.constants import ANNOTATION_GANG
 from controlplane.apis.timestamps import parse_time_or_none
-from controlplane.apis.untyped import as_int
+from controlplane.apis.untyped import Obj, as_int
 from controlplane.interpreter.base import (
     FinishedPhase,
     Health,
@@ -48,7 +48,6 @@ from controlplane.interpreter.base import (
     suspended_condition,
 )
 from controlplane.interpreter.health import conditions_of, status_of
-from controlplane.interpreter.requirements import Obj
 
 COUNT_FIELDS = ("active", "ready", "succeeded", "failed", "terminating")
 FAILURE_CONDITIONS = frozenset({"Failed", "FailureTarget"})

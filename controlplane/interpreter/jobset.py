@@ -20,7 +20,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from controlplane.apis.untyped import as_int
+from controlplane.apis.untyped import Obj, as_int
 from controlplane.interpreter.base import (
     Component,
     FinishedPhase,
@@ -36,7 +36,7 @@ from controlplane.interpreter.base import (
 )
 from controlplane.interpreter.health import health_by_conditions, status_of
 from controlplane.interpreter.job import job_pods
-from controlplane.interpreter.requirements import Obj, ReplicaRequirements, requirements
+from controlplane.interpreter.requirements import ReplicaRequirements, requirements
 
 JOB_COUNTS = ("ready", "succeeded", "failed", "active", "suspended")
 

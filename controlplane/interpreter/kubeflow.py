@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from controlplane.apis.kubeflow import GROUP, TrainingKind, ordered_roles
-from controlplane.apis.untyped import as_int
+from controlplane.apis.untyped import Obj, as_int
 from controlplane.interpreter.base import (
     Component,
     FinishedPhase,
@@ -37,7 +37,7 @@ from controlplane.interpreter.base import (
     suspended_condition,
 )
 from controlplane.interpreter.health import health_by_conditions, status_of
-from controlplane.interpreter.requirements import Obj, ReplicaRequirements, requirements
+from controlplane.interpreter.requirements import ReplicaRequirements, requirements
 
 ROLE_COUNTS = ("active", "succeeded", "failed")
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from controlplane.apis.untyped import as_int
+from controlplane.apis.untyped import Obj, as_int
 from controlplane.interpreter.base import (
     Component,
     GangOfRoles,
@@ -27,7 +27,7 @@ from controlplane.interpreter.base import (
     sum_fields,
 )
 from controlplane.interpreter.health import conditions_of, spec_of, status_of
-from controlplane.interpreter.requirements import Obj, ReplicaRequirements, requirements
+from controlplane.interpreter.requirements import ReplicaRequirements, requirements
 
 GROUP_FIELDS = ("replicas", "readyReplicas", "updatedReplicas")
 

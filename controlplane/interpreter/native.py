@@ -36,7 +36,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
-from controlplane.apis.untyped import as_int
+from controlplane.apis.untyped import Obj, as_int
 from controlplane.interpreter.base import (
     FinishedPhase,
     Health,
@@ -53,7 +53,6 @@ from controlplane.interpreter.health import (
     spec_of,
     status_of,
 )
-from controlplane.interpreter.requirements import Obj
 
 HealthRule = Callable[[Obj], Health]
 """Health of a member object from the observed object (:mod:`controlplane.interpreter.health`)."""

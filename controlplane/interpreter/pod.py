@@ -14,10 +14,11 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
+from controlplane.apis.untyped import Obj
 from controlplane.interpreter.base import Component, FinishedPhase, Health, MemberStatuses
 from controlplane.interpreter.dependencies import Dependency, pod_template_dependencies, sorted_dependencies
 from controlplane.interpreter.native import PodStatus, pod_health
-from controlplane.interpreter.requirements import Obj, ReplicaRequirements, requirements, set_gpu_request
+from controlplane.interpreter.requirements import ReplicaRequirements, requirements, set_gpu_request
 
 _FINISHED = {"Succeeded": FinishedPhase.SUCCEEDED, "Failed": FinishedPhase.FAILED}
 

@@ -19,7 +19,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from controlplane.apis.untyped import as_int
+from controlplane.apis.untyped import Obj, as_int
 from controlplane.interpreter.base import (
     Component,
     GangOfRoles,
@@ -33,7 +33,7 @@ from controlplane.interpreter.base import (
     scale_counts,
 )
 from controlplane.interpreter.health import status_of
-from controlplane.interpreter.requirements import Obj, ReplicaRequirements, requirements
+from controlplane.interpreter.requirements import ReplicaRequirements, requirements
 
 HEAD = "head"
 COUNT_FIELDS = (

@@ -14,6 +14,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
+from controlplane.apis.untyped import Obj
 from controlplane.interpreter.base import (
     Component,
     Dependency,
@@ -34,7 +35,7 @@ from controlplane.interpreter.raycluster import (
     main_worker_requirements,
     scale_cluster_spec,
 )
-from controlplane.interpreter.requirements import Obj, ReplicaRequirements
+from controlplane.interpreter.requirements import ReplicaRequirements
 
 FAILED_DEPLOYMENT = frozenset({"Failed", "ValidationFailed"})
 #: KubeRay's terminal ``jobStatus`` values (the Ray job itself), for a status without a deployment one.

@@ -23,8 +23,8 @@ from typing import Any
 from controlplane.apis.gpus import is_gpu_resource
 from controlplane.apis.pods import FrozenToleration, SelectorOperator, pod_requests, requirement_matches
 from controlplane.apis.quantity import format_quantity, to_int
+from controlplane.apis.untyped import Obj
 
-Obj = dict[str, Any]
 """A Kubernetes object (or part of one) as a JSON-compatible dict."""
 
 RESOURCE_PODS = "pods"

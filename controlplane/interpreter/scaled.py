@@ -26,9 +26,8 @@ import copy
 from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
-from controlplane.apis.untyped import as_int, dig
+from controlplane.apis.untyped import Obj, as_int, dig
 from controlplane.interpreter.base import MemberStatuses, PodTemplateKind, TemplateSlot
-from controlplane.interpreter.requirements import Obj
 
 FieldPath = tuple[str, ...]
 

@@ -21,9 +21,8 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from controlplane.apis.untyped import as_int
+from controlplane.apis.untyped import Obj, as_int
 from controlplane.interpreter.base import MemberStatuses, ReplicatedTemplateKind
-from controlplane.interpreter.requirements import Obj
 
 REPLICA_FIELDS = ("replicas", "readyReplicas", "currentReplicas", "updatedReplicas", "availableReplicas")
 REVISION_FIELDS = ("currentRevision", "updateRevision")

@@ -30,6 +30,7 @@ from typing import Any, Final
 import jsonpatch
 import jsonpointer
 
+from controlplane.apis.untyped import Obj
 from controlplane.interpreter.dependencies import Dependency, sorted_dependencies
 
 __all__ = [
@@ -53,8 +54,6 @@ CONTEXT_API_VERSION: Final = "config.karmada.io/v1alpha1"
 DEFAULT_TIMEOUT_SECONDS: Final = 10
 #: The largest answer read from a webhook (bytes); a larger one is a failed call.
 MAX_RESPONSE_BYTES: Final = 3 * 1024 * 1024
-
-Obj = dict[str, Any]
 
 
 class HookFailed(Exception):
@@ -226,7 +225,6 @@ def apply_patch(obj: Mapping[str, Any], response: Mapping[str, Any]) -> Obj:
     if not isinstance(patched, dict):
         raise HookFailed("the patched object is not an object")
     return patched
-
 
 
 def dependencies_of(response: Mapping[str, Any], namespace: str) -> list[Dependency]:

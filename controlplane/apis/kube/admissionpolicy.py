@@ -30,9 +30,8 @@ from controlplane.apis.kube.names import (
     path_segment_errors,
     qualified_name_errors,
 )
+from controlplane.apis.untyped import Obj
 from controlplane.gojson import go_quote
-
-Obj = dict[str, Any]
 
 _REASONS = ("Forbidden", "Invalid", "RequestEntityTooLarge", "Unauthorized")  # sorted, as kube lists them
 _ACTIONS = ("Audit", "Deny", "Warn")

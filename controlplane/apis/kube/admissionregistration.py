@@ -23,8 +23,7 @@ from controlplane.apis.kube.webhookclient import (
     go_strings,
     review_versions_errors,
 )
-
-Obj = dict[str, Any]
+from controlplane.apis.untyped import Obj
 
 FAILURE_POLICIES = ("Fail", "Ignore")
 MATCH_POLICIES = ("Equivalent", "Exact")

@@ -27,9 +27,8 @@ from typing import Any, Final
 from controlplane.apis.kube import field, names
 from controlplane.apis.kube.field import FieldError
 from controlplane.apis.timestamps import format_time
+from controlplane.apis.untyped import Obj
 from controlplane.gojson import go_quote
-
-Obj = dict[str, Any]
 
 GROUP: Final = "apiregistration.k8s.io"
 VERSION: Final = "v1"
@@ -225,8 +224,6 @@ def conditions(obj: Obj) -> list[Obj]:
 
 def available_condition(obj: Obj) -> Obj | None:
     return next((c for c in conditions(obj) if c.get("type") == AVAILABLE), None)
-
-
 
 
 def set_available(obj: Obj, *, status: str, reason: str, message: str, now: dt.datetime) -> bool:

@@ -25,7 +25,7 @@ import binascii
 import datetime as dt
 import re
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any, Final
+from typing import Final
 
 from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric import ed25519, rsa
@@ -34,9 +34,8 @@ from controlplane.apis.kube import field, names
 from controlplane.apis.kube.field import FieldError, GoValue
 from controlplane.apis.kube.gobase64 import CorruptInput, std_decode
 from controlplane.apis.timestamps import format_time
+from controlplane.apis.untyped import Obj
 from controlplane.gojson import go_quote
-
-Obj = dict[str, Any]
 
 GROUP: Final = "certificates.k8s.io"
 KUBE_APISERVER_CLIENT: Final = "kubernetes.io/kube-apiserver-client"
@@ -333,8 +332,6 @@ def keep_spec(new: Obj, old: Obj) -> None:
     """The main resource's ``PrepareForUpdate``: the spec is immutable (the status is kept anyway)."""
     if "spec" in old:
         new["spec"] = old["spec"]
-
-
 
 
 def _stamp_conditions(new: Obj, old: Obj, now: dt.datetime) -> None:

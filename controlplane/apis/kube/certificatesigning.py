@@ -31,8 +31,9 @@ from cryptography.hazmat.primitives.asymmetric.types import CertificateIssuerPri
 from cryptography.x509.oid import ExtendedKeyUsageOID, ObjectIdentifier
 
 from controlplane.apis.kube import certificates, field
-from controlplane.apis.kube.certificates import APPROVED, DENIED, FAILED, KUBE_APISERVER_CLIENT, Obj
+from controlplane.apis.kube.certificates import APPROVED, DENIED, FAILED, KUBE_APISERVER_CLIENT
 from controlplane.apis.timestamps import parse_time_or_none
+from controlplane.apis.untyped import Obj
 
 #: kube's ``--cluster-signing-duration`` default.
 DEFAULT_SIGNING_DURATION: Final = dt.timedelta(days=365)

@@ -25,9 +25,8 @@ from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 from controlplane.apis.quantity import QuantityError, canonical_quantity
+from controlplane.apis.untyped import Obj
 from controlplane.gojson import go_json
-
-Obj = dict[str, Any]
 
 V1 = "autoscaling/v1"
 V2 = "autoscaling/v2"

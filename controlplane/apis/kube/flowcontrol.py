@@ -14,10 +14,9 @@ from controlplane.apis.kube import field
 from controlplane.apis.kube.field import FieldError, GoValue
 from controlplane.apis.kube.flowcontrol_bootstrap import MANDATORY_FLOW_SCHEMAS, MANDATORY_PRIORITY_LEVELS
 from controlplane.apis.kube.names import dns_label_errors, dns_subdomain_errors
+from controlplane.apis.untyped import Obj
 from controlplane.apis.views import ObjectView
 from controlplane.gojson import go_quote
-
-Obj = dict[str, Any]
 
 GROUP: Final = "flowcontrol.apiserver.k8s.io"
 #: ``FlowSchemaDefaultMatchingPrecedence`` and ``FlowSchemaMaxMatchingPrecedence``.

@@ -13,7 +13,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any, Final
 
-Obj = dict[str, Any]
+from controlplane.apis.untyped import Obj
 
 API_VERSION: Final = "flowcontrol.apiserver.k8s.io/v1"
 AUTO_UPDATE_ANNOTATION: Final = "apf.kubernetes.io/autoupdate-spec"

@@ -24,8 +24,8 @@ from typing import Any
 
 from controlplane.apis.apiextensions.cel_types import BOOL, DYN, STRING, SchemaTypes, Type, check, display
 from controlplane.apis.kube import field
+from controlplane.apis.untyped import Obj
 
-Obj = dict[str, Any]
 GVK = tuple[str, str, str]
 #: kube's RESTMapper ``KindsFor``: the kinds a (group, version, resource) names.
 KindsFor = Callable[[str, str, str], list[GVK]]

@@ -23,6 +23,7 @@ from typing import Any, Final
 from controlplane.apis.kube import field
 from controlplane.apis.kube.field import FieldError, GoValue
 from controlplane.apis.kube.objects import child, items
+from controlplane.apis.untyped import Obj
 from controlplane.gojson import go_quote
 
 CLUSTER_IP_NONE: Final = "None"
@@ -33,8 +34,6 @@ IP_FAMILY_POLICIES: Final = (PREFER_DUAL_STACK, REQUIRE_DUAL_STACK, SINGLE_STACK
 IPV4: Final = "IPv4"
 IPV6: Final = "IPv6"
 IP_FAMILIES: Final = (IPV4, IPV6)
-
-Obj = dict[str, Any]
 
 
 def _spec(obj: Obj | None) -> Obj:

@@ -22,9 +22,8 @@ from controlplane.apis.kube.validate_resources import (
     resource_name_errors,
     shown,
 )
+from controlplane.apis.untyped import Obj
 from controlplane.gojson import go_quote
-
-Obj = dict[str, Any]
 
 _LIMIT_TYPES = ("Pod", "Container", "PersistentVolumeClaim")
 _LIMIT_KEYS = ("max", "min", "default", "defaultRequest", "maxLimitRequestRatio")

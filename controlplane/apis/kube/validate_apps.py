@@ -23,10 +23,8 @@ from controlplane.apis.kube.label_selectors import (
 )
 from controlplane.apis.kube.names import percent_errors
 from controlplane.apis.kube.validate_pod import pod_template_errors, restart_policy, template_metadata_errors
-from controlplane.apis.untyped import json_int
+from controlplane.apis.untyped import Obj, json_int
 from controlplane.gojson import go_json, go_quote
-
-Obj = dict[str, Any]
 
 
 def _int_or_string(value: Any) -> GoValue:

@@ -19,8 +19,7 @@ from controlplane.apis.kube.cronschedule import schedule_error
 from controlplane.apis.kube.field import FieldError
 from controlplane.apis.kube.label_selectors import normalized, selector_errors, shown, template_match_errors
 from controlplane.apis.kube.validate_pod import pod_template_errors, restart_policy
-
-Obj = dict[str, Any]
+from controlplane.apis.untyped import Obj
 
 JOB_RESTART_POLICIES = ("OnFailure", "Never")
 COMPLETION_MODES = ("NonIndexed", "Indexed")

@@ -33,9 +33,8 @@ from controlplane.apis.kube.validate_pod import (
     pod_spec_errors,
 )
 from controlplane.apis.kube.validate_resources import quantity_errors, shown
+from controlplane.apis.untyped import Obj
 from controlplane.gojson import go_quote
-
-Obj = dict[str, Any]
 
 SERVICE_TYPES = ("ClusterIP", "ExternalName", "LoadBalancer", "NodePort")
 ACCESS_MODES = ("ReadOnlyMany", "ReadWriteMany", "ReadWriteOnce", "ReadWriteOncePod")

@@ -17,8 +17,7 @@ from controlplane.apis.kube.names import (
     qualified_name_errors,
 )
 from controlplane.apis.kube.validate_pod import labels_errors
-
-Obj = dict[str, Any]
+from controlplane.apis.untyped import Obj
 
 ADDRESS_TYPES = ("FQDN", "IPv4", "IPv6")
 _PROTOCOLS = ("SCTP", "TCP", "UDP")

@@ -27,9 +27,8 @@ from controlplane.apis.kube import field
 from controlplane.apis.kube.field import FieldError
 from controlplane.apis.kube.names import qualified_name_errors
 from controlplane.apis.timestamps import parse_time_or_none
+from controlplane.apis.untyped import Obj
 from controlplane.gojson import go_quote
-
-Obj = dict[str, Any]
 
 _LENGTH_LIMITS: Final = (("reportingInstance", 128), ("action", 128), ("reason", 128))
 NOTE_LENGTH_LIMIT: Final = 1024

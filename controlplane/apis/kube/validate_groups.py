@@ -17,9 +17,8 @@ from controlplane.apis.kube.names import dns_label_errors, path_segment_errors, 
 from controlplane.apis.kube.validate_apps import positive_int_or_percent_errors
 from controlplane.apis.kube.validate_pod import labels_errors, tolerations_errors
 from controlplane.apis.kube.validate_resources import parse, requirements_errors, shown
+from controlplane.apis.untyped import Obj
 from controlplane.gojson import go_quote
-
-Obj = dict[str, Any]
 
 _UNHEALTHY_POD_EVICTION_POLICIES = ("AlwaysAllow", "IfHealthyBudget")
 _PREEMPTION_POLICIES = ("Never", "PreemptLowerPriority")

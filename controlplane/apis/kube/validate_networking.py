@@ -22,8 +22,7 @@ from controlplane.apis.kube.names import (
     port_number_errors,
     regex_error,
 )
-
-Obj = dict[str, Any]
+from controlplane.apis.untyped import Obj
 
 _WILDCARD_FMT = "\\*\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
 _WILDCARD = re.compile(f"^{_WILDCARD_FMT}\\Z")

@@ -15,12 +15,11 @@ which a member's own API server has validated with these rules; sums keep them.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from controlplane.apis.kube import field
 from controlplane.apis.kube.field import FieldError
+from controlplane.apis.untyped import Obj
 
-Obj = dict[str, Any]
 #: (object to be stored, stored object on update or None) → field errors.
 StatusValidator = Callable[[Obj, Obj | None], list[FieldError]]
 

@@ -16,9 +16,8 @@ from urllib.parse import urlsplit
 from controlplane.apis.kube import field
 from controlplane.apis.kube.field import FieldError, GoValue
 from controlplane.apis.kube.names import dns_1035_errors, dns_subdomain_errors, port_number_errors
+from controlplane.apis.untyped import Obj
 from controlplane.gojson import go_quote
-
-Obj = dict[str, Any]
 
 #: The versions of AdmissionReview and ConversionReview this server sends.
 ACCEPTED_REVIEW_VERSIONS = ("v1", "v1beta1")

@@ -7,15 +7,13 @@ the hub calls the webhooks and runs the policies they configure (:mod:`controlpl
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 from controlplane.apis.kube import field
-from controlplane.apis.untyped import dig
+from controlplane.apis.untyped import Obj, dig
 from controlplane.apiserver.kinds import cells
 from controlplane.apiserver.resources import AGE, ResourceType, TableColumn
 
 GROUP = "admissionregistration.k8s.io"
-Obj = dict[str, Any]
 
 _WEBHOOKS = TableColumn(
     "Webhooks", cells.count_at("webhooks"), type="integer",

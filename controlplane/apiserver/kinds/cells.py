@@ -11,10 +11,9 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from controlplane.apis.untyped import dig, json_int
+from controlplane.apis.untyped import Obj, dig, json_int
 from controlplane.apiserver.columns import load_balancer_ingress, since
 
-Obj = dict[str, Any]
 Cell = Callable[[Obj, datetime], Any]
 
 _MAX_HOSTS = 3
