@@ -46,6 +46,7 @@ from controlplane.controllers.federatedhpa.selecting import (
     scale_selector,
     selected,
 )
+from controlplane.controllers.informing import ObjectKey
 from controlplane.controllers.pods import OwnerKey, PodUtilization, gpu_utilization_by_owner
 from controlplane.controllers.reconciling import KeyedController
 from controlplane.controllers.workloads import PropagatedReason, WorkloadConditionType, is_deleting
@@ -53,7 +54,6 @@ from controlplane.objectclient import WatchEventType, errors
 
 log = logging.getLogger(__name__)
 
-Key = tuple[str, str]
 _CONDITION_ORDER = ("AbleToScale", "ScalingActive", "ScalingLimited")
 #: Karmada's error when the target's binding places it in no cluster (its trailing space included).
 NO_TARGET_CLUSTERS = "Binding has no schedulable clusters. "
@@ -111,7 +111,7 @@ def current_replicas_set(status: dict[str, Any], current: int) -> dict[str, Any]
                       metrics=status.get("currentMetrics"))
 
 
-class FederatedHPAController(KeyedController[Key]):
+class FederatedHPAController(KeyedController[ObjectKey]):
     """Reconciles FederatedHPAs (keys: namespace, name)."""
 
     name = "federated-hpa"
@@ -119,7 +119,7 @@ class FederatedHPAController(KeyedController[Key]):
     def __init__(self, ctx: ControllerContext) -> None:
         super().__init__(ctx, workers=1)
         self.sync_seconds = ctx.settings.federated_hpa_sync_seconds
-        self.histories: dict[Key, History] = {}
+        self.histories: dict[ObjectKey, History] = {}
         self.selectors = HPASelectors()
         #: Per cluster, the resourceVersion of its Cluster object and its report read per workload.
         self.reports: dict[str, tuple[str, dict[OwnerKey, PodUtilization]]] = {}
@@ -136,7 +136,7 @@ class FederatedHPAController(KeyedController[Key]):
         if old is None or ObjectView(old).generation != view.generation:
             await self.loop.add(key)
 
-    async def reconcile(self, key: Key) -> float | None:
+    async def reconcile(self, key: ObjectKey) -> float | None:
         if self.rt is None:
             return None
         namespace, name = key

@@ -39,13 +39,13 @@ from controlplane.apis.views import ObjectView
 from controlplane.controllers.context import CONFLICT_RETRY_SECONDS, ControllerContext
 from controlplane.controllers.events import EventReason, record_event
 from controlplane.controllers.federatedhpa.cronrules import in_status_order, plan, recorded
+from controlplane.controllers.informing import ObjectKey
 from controlplane.controllers.reconciling import KeyedController
 from controlplane.controllers.workloads import is_deleting
 from controlplane.objectclient import WatchEventType, errors
 
 log = logging.getLogger(__name__)
 
-Key = tuple[str, str]
 #: The longest a key waits before its rules are looked at again (a clock that jumps is caught up).
 MAX_WAIT_SECONDS = 300.0
 #: The autoscalers whose ``minReplicas``/``maxReplicas`` a rule sets (Karmada's ``minMaxScaleHandler``);
@@ -86,7 +86,7 @@ class ScaleFailed(Exception):
     """A rule's scaling could not be applied (the failed execution's message)."""
 
 
-class CronFederatedHPAController(KeyedController[Key]):
+class CronFederatedHPAController(KeyedController[ObjectKey]):
     """Reconciles CronFederatedHPAs (keys: namespace, name)."""
 
     name = "cron-federated-hpa"
@@ -102,7 +102,7 @@ class CronFederatedHPAController(KeyedController[Key]):
         if event is not WatchEventType.DELETED and (old is None or ObjectView(old).generation != view.generation):
             await self.loop.add((view.namespace, view.name))
 
-    async def reconcile(self, key: Key) -> float | None:
+    async def reconcile(self, key: ObjectKey) -> float | None:
         if self.rt is None:
             return None
         cron = await self.ctx.get(self.rt, *key)
