@@ -1,6 +1,7 @@
 """Where Kueue's job integrations keep the flag it flips to start a job it admitted, how the hub
-reads and sets it on a wire object, and the rules Kueue's webhooks keep for the queue-name label
-on update (jobs, Deployments, StatefulSets; pure; Kueue's ``jobframework`` keeps the same per kind)."""
+reads and sets it on a wire object, and the rules Kueue's webhooks keep on update: the queue-name
+label (jobs, Deployments, StatefulSets, LeaderWorkerSets; Kueue's ``jobframework`` keeps the same
+per kind) and a StatefulSet's pod-group name and replicas. Pure."""
 
 from __future__ import annotations
 
@@ -8,10 +9,10 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from controlplane.apis.kube import objects
-from controlplane.apis.kube.field import FieldError, immutable
+from controlplane.apis.kube.field import FieldError, forbidden, immutable
 from controlplane.apis.kubeflow import GROUP as KUBEFLOW_GROUP
 from controlplane.apis.kubeflow import TRAINING_KINDS
-from controlplane.apis.kueue_v1beta1 import LABEL_QUEUE_NAME
+from controlplane.apis.kueue_v1beta1 import LABEL_POD_GROUP_NAME, LABEL_QUEUE_NAME
 
 #: Where Kueue's job integrations keep the flag it flips to start a job it admitted (Kueue suspends
 #: a queued job when it is created and unsuspends it on admission), by API group and kind.
@@ -58,13 +59,57 @@ def set_job_suspend(obj: dict[str, Any], value: bool) -> bool:
 #: Where Kueue's job webhooks report a queue name that may not change.
 QUEUE_NAME_PATH: Final = f"metadata.labels[{LABEL_QUEUE_NAME}]"
 TEMPLATE_QUEUE_NAME_PATH: Final = f"spec.template.{QUEUE_NAME_PATH}"
+#: Where Kueue's StatefulSet webhook reports a pod-group name or a replica count that may not change.
+GROUP_NAME_PATH: Final = f"metadata.labels[{LABEL_POD_GROUP_NAME}]"
+REPLICAS_PATH: Final = "spec.replicas"
+#: Kueue's StatefulSet webhook's refusal of a scale up from zero while Pods of the scale down remain.
+SCALING_DOWN: Final = "scaling down is still in progress"
+_STATEFULSET: Final = ("apps/v1", "StatefulSet")
 
 
 def queue_label(obj: Mapping[str, Any]) -> str:
     """An object's label ``kueue.x-k8s.io/queue-name`` ("" when it has none)."""
+    return _label(obj, LABEL_QUEUE_NAME)
+
+
+def _label(obj: Mapping[str, Any], key: str) -> str:
     labels = (obj.get("metadata") or {}).get("labels")
-    value = labels.get(LABEL_QUEUE_NAME) if isinstance(labels, Mapping) else None
+    value = labels.get(key) if isinstance(labels, Mapping) else None
     return value if isinstance(value, str) else ""
+
+
+def update_errors(new: Mapping[str, Any], old: Mapping[str, Any]) -> list[FieldError]:
+    """What Kueue's webhook of the kind refuses in an update, in its order: the queue-name rule
+    (:func:`queue_name_update_errors`), then for a StatefulSet (its webhook's ``ValidateUpdate``):
+
+    * its label ``kueue.x-k8s.io/pod-group-name`` never changes (the new value shown);
+    * one with a queue name (Kueue leaves the others alone) changes ``spec.replicas`` only to or
+      from 0 (absent counts 1): from one count to another is "field is immutable" (the new count
+      shown); from 0 up while Pods of the scale down remain (``status.replicas`` above 0) is
+      forbidden, "scaling down is still in progress"."""
+    errors = queue_name_update_errors(new, old)
+    if (str(new.get("apiVersion") or ""), str(new.get("kind") or "")) == _STATEFULSET:
+        errors += _statefulset_errors(new, old)
+    return errors
+
+
+def _statefulset_errors(new: Mapping[str, Any], old: Mapping[str, Any]) -> list[FieldError]:
+    errors = immutable(_label(new, LABEL_POD_GROUP_NAME), _label(old, LABEL_POD_GROUP_NAME), GROUP_NAME_PATH)
+    if not queue_label(new):
+        return errors
+    written = objects.child(dict(new), "spec") or {}
+    stored = objects.child(dict(old), "spec") or {}
+    before, after = _replicas(stored.get("replicas")), _replicas(written.get("replicas"))
+    if before != 0 and after != 0:
+        errors += immutable(written.get("replicas"), stored.get("replicas"), REPLICAS_PATH)
+    elif before == 0 and after > 0 and _positive((objects.child(dict(new), "status") or {}).get("replicas")):
+        errors.append(forbidden(REPLICAS_PATH, SCALING_DOWN))
+    return errors
+
+
+def _replicas(value: Any) -> int:
+    """``ptr.Deref(spec.replicas, 1)``."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else 1
 
 
 def queue_name_update_errors(new: Mapping[str, Any], old: Mapping[str, Any]) -> list[FieldError]:
@@ -78,7 +123,9 @@ def queue_name_update_errors(new: Mapping[str, Any], old: Mapping[str, Any]) -> 
     * a Deployment (its webhook's ``ValidateUpdate``): the label may not change once the Deployment
       as it was has ready replicas, nor be removed at all; the error shows the old value;
     * a StatefulSet (its webhook's ``ValidateUpdate``): the label never changes (the old value
-      shown), nor does the one in its Pod template (the new value shown)."""
+      shown), nor does the one in its Pod template (the new value shown);
+    * a LeaderWorkerSet (its webhook's ``ValidateUpdate``): the label never changes (the new
+      value shown, "" when removed)."""
     api_version, kind = str(new.get("apiVersion") or ""), str(new.get("kind") or "")
     before, after = queue_label(old), queue_label(new)
     if (api_version, kind) == ("apps/v1", "Deployment"):
@@ -86,9 +133,11 @@ def queue_name_update_errors(new: Mapping[str, Any], old: Mapping[str, Any]) -> 
         if _positive(ready.get("readyReplicas")) or after == "":
             return immutable(before, after, QUEUE_NAME_PATH)
         return []
-    if (api_version, kind) == ("apps/v1", "StatefulSet"):
+    if (api_version, kind) == _STATEFULSET:
         return immutable(before, after, QUEUE_NAME_PATH) + immutable(
             _template_queue_label(new), _template_queue_label(old), TEMPLATE_QUEUE_NAME_PATH)
+    if (api_version, kind) == ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"):
+        return immutable(after, before, QUEUE_NAME_PATH)
     if suspend_path(api_version, kind) is None or job_suspend(new) is True:
         return []
     return immutable(after, before, QUEUE_NAME_PATH)

@@ -54,6 +54,9 @@ class WriteAttributes:
     subresource: str | None = None
     #: A dry run: checked as any write, but nothing it would change is changed.
     dry_run: bool = False
+    #: A write of the replicas through the ``scale`` subresource, stored as an update of the object
+    #: itself (kube's admission sees it as ``<resource>/scale``, which webhooks of the resource miss).
+    scale: bool = False
 
 
 #: Awaited; raises an ``ApiError`` (normally Forbidden) to refuse the write.

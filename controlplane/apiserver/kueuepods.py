@@ -12,11 +12,14 @@ In: every create and update (:data:`~controlplane.apiserver.admission.AdmitWrite
   :func:`check_managed_label`;
 * an update adds, changes or removes the label ``kueue.x-k8s.io/queue-name`` of a job of a kind
   Kueue suspends while the job as written is not suspended, of a Deployment that had ready
-  replicas (or removes it from any Deployment), or of a StatefulSet (or its Pod template's)
-  (:func:`controlplane.apis.kueue_jobs.queue_name_update_errors`) — :func:`check_job_queue_name`;
+  replicas (or removes it from any Deployment), of a StatefulSet (or its Pod template's) or of a
+  LeaderWorkerSet, changes a StatefulSet's label ``kueue.x-k8s.io/pod-group-name``, or scales a
+  queued StatefulSet other than to or from 0 (or up from 0 while its scale down goes on)
+  (:func:`controlplane.apis.kueue_jobs.update_errors`) — :func:`check_job_queue_name`;
 
 as Kueue's webhooks refuse them. A write through a subresource (``status``, ``scale``) is not
-checked for what Kueue's webhooks only see on the object itself.
+checked for what Kueue's webhooks only see on the object itself (``kubectl scale`` of a queued
+StatefulSet goes around its replicas rule, as around Kueue's webhook).
 """
 
 from __future__ import annotations
@@ -48,10 +51,10 @@ async def check_managed_label(attrs: WriteAttributes) -> None:
 
 
 async def check_job_queue_name(attrs: WriteAttributes) -> None:
-    if attrs.old is None or attrs.subresource is not None:
+    if attrs.old is None or attrs.subresource is not None or attrs.scale:
         return
     typed = {**attrs.new, "apiVersion": attrs.resource.api_version, "kind": attrs.resource.kind}
-    _refuse(attrs, kueue_jobs.queue_name_update_errors(typed, attrs.old))
+    _refuse(attrs, kueue_jobs.update_errors(typed, attrs.old))
 
 
 __all__ = ["check_job_queue_name", "check_managed_label"]

@@ -216,3 +216,86 @@ async def test_a_pod_changes_queues_only_while_gated_or_finished(api: TestClient
     response = await api.patch(f"{path}/plain", json={"metadata": {"labels": {LABEL: "team-lq"}}}, headers=MERGE)
     assert (response.status, (await response.json())["details"]["causes"]) == (422, [
         {"reason": "FieldValueInvalid", "message": 'Invalid value: "team-lq": field is immutable', "field": f"metadata.labels[{LABEL}]"}])
+
+
+async def test_a_leaderworkersets_queue_name_never_changes(api: TestClient[Any, Any]) -> None:
+    """Kueue's LeaderWorkerSet webhook: the label may be neither added, changed nor removed (the
+    new value shown, "" when removed); other labels change freely."""
+    path = "/apis/leaderworkerset.x-k8s.io/v1/namespaces/default/leaderworkersets"
+    for name, queue in (("w", "team-lq"), ("plain", None)):
+        body = {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+                "metadata": {"name": name, "labels": {LABEL: queue} if queue else {}}, "spec": {"replicas": 1}}
+        assert (await api.post(path, json=body)).status == 201
+    response = await api.patch(f"{path}/w", json={"metadata": {"labels": {"a": "b"}}}, headers=MERGE)
+    assert response.status == 200, await response.text()
+    for name, after in (("w", "other-lq"), ("w", None), ("plain", "team-lq")):
+        response = await api.patch(f"{path}/{name}", json={"metadata": {"labels": {LABEL: after}}}, headers=MERGE)
+        refused = apps_refusal("LeaderWorkerSet", name, [(f"metadata.labels[{LABEL}]", after or "")])
+        refused["message"] = refused["message"].replace(".apps", ".leaderworkerset.x-k8s.io")
+        refused["details"]["group"] = "leaderworkerset.x-k8s.io"
+        assert (response.status, await response.json()) == (422, refused)
+    current = await (await api.get(f"{path}/w")).json()
+    assert current["metadata"]["labels"] == {LABEL: "team-lq", "a": "b"}
+
+
+def statefulset_refusal(causes: list[dict[str, str]]) -> dict[str, Any]:
+    message = ", ".join(f"{c['field']}: {c['message']}" for c in causes)
+    return {
+        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "reason": "Invalid", "code": 422,
+        "message": f'StatefulSet.apps "s" is invalid: {"[" + message + "]" if len(causes) > 1 else message}',
+        "details": {"name": "s", "group": "apps", "kind": "StatefulSet", "causes": causes},
+    }
+
+
+GROUP_LABEL = "kueue.x-k8s.io/pod-group-name"
+
+
+async def test_a_statefulsets_pod_group_name_never_changes(api: TestClient[Any, Any]) -> None:
+    """Kueue's StatefulSet webhook keeps the label ``kueue.x-k8s.io/pod-group-name`` of any
+    StatefulSet (queued or not) as it was created: added, changed or removed, the new value shown."""
+    path = "/apis/apps/v1/namespaces/default/statefulsets"
+    body = apps("StatefulSet", "s")
+    body["metadata"]["labels"][GROUP_LABEL] = "g"
+    assert (await api.post(path, json=body)).status == 201
+    for after in ("h", None):
+        response = await api.patch(f"{path}/s", json={"metadata": {"labels": {GROUP_LABEL: after}}}, headers=MERGE)
+        assert (response.status, await response.json()) == (422, apps_refusal("StatefulSet", "s", [
+            (f"metadata.labels[{GROUP_LABEL}]", after or "")]))
+    current = await (await api.get(f"{path}/s")).json()
+    assert current["metadata"]["labels"] == {GROUP_LABEL: "g"}
+
+
+async def test_a_queued_statefulset_scales_only_to_and_from_zero(api: TestClient[Any, Any]) -> None:
+    """Kueue's StatefulSet webhook: a queued StatefulSet's ``spec.replicas`` may go to 0 and back
+    up, not from one count to another (the new count shown); up from 0 is forbidden while Pods of
+    the scale down remain (``status.replicas``). A StatefulSet without a queue name scales freely;
+    so does any through its scale subresource, which Kueue's webhook does not see."""
+    path = "/apis/apps/v1/namespaces/default/statefulsets"
+    assert (await api.post(path, json=apps("StatefulSet", "s", queue="team-lq"))).status == 201
+    response = await api.patch(f"{path}/s", json={"spec": {"replicas": 3}}, headers=MERGE)
+    assert (response.status, await response.json()) == (422, statefulset_refusal([
+        {"reason": "FieldValueInvalid", "message": "Invalid value: 3: field is immutable", "field": "spec.replicas"}]))
+    response = await api.patch(f"{path}/s", json={"spec": {"replicas": 0}}, headers=MERGE)
+    assert response.status == 200, await response.text()
+    response = await api.patch(f"{path}/s/status", json={"status": {"replicas": 1}}, headers=MERGE)
+    assert response.status == 200, await response.text()
+    response = await api.patch(f"{path}/s", json={"spec": {"replicas": 2}}, headers=MERGE)
+    assert (response.status, await response.json()) == (422, statefulset_refusal([
+        {"reason": "FieldValueForbidden", "message": "Forbidden: scaling down is still in progress",
+         "field": "spec.replicas"}]))
+    response = await api.patch(f"{path}/s/status", json={"status": {"replicas": 0}}, headers=MERGE)
+    assert response.status == 200, await response.text()
+    response = await api.patch(f"{path}/s", json={"spec": {"replicas": 2}}, headers=MERGE)
+    assert response.status == 200, await response.text()
+    # Both at once: Kueue's order, the group name before the replicas.
+    both = {"metadata": {"labels": {GROUP_LABEL: "g"}}, "spec": {"replicas": 5}}
+    response = await api.patch(f"{path}/s", json=both, headers=MERGE)
+    assert (response.status, [c["field"] for c in (await response.json())["details"]["causes"]]) == (
+        422, [f"metadata.labels[{GROUP_LABEL}]", "spec.replicas"])
+    assert (await (await api.get(f"{path}/s")).json())["spec"]["replicas"] == 2
+    scale = {"spec": {"replicas": 4}}
+    response = await api.patch(f"{path}/s/scale", json=scale, headers=MERGE)
+    assert response.status == 200, await response.text()
+    assert (await api.post(path, json=apps("StatefulSet", "plain"))).status == 201
+    response = await api.patch(f"{path}/plain", json={"spec": {"replicas": 3}}, headers=MERGE)
+    assert response.status == 200, await response.text()

@@ -423,7 +423,8 @@ class Writer:
             await options.webhooks.validate(webhook_request(rt, options, Operation.UPDATE, new, old, subresource=subresource))
         if subresource is None:
             for admit in self.write_admissions:
-                await admit(WriteAttributes(Operation.UPDATE, rt, new, old=old, dry_run=options.dry_run))
+                await admit(WriteAttributes(Operation.UPDATE, rt, new, old=old, dry_run=options.dry_run,
+                                            scale=options.recorded_subresource == "scale"))
         return new
 
     async def stored_update(
