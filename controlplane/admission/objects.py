@@ -1,7 +1,7 @@
 """Kueue's objects (wire dicts) to the admission core's values and back. Pure.
 
 * a queued workload (a Job, Deployment, PyTorchJob ... with the label
-  ``kueue.x-k8s.io/queue-name``) → the spec of its Workload: one pod set per role the
+  ``kueue.x-k8s.io/queue-name``; a Deployment's may be on its pod template alone) → the spec of its Workload: one pod set per role the
   interpreter reads (count and per-pod requests; the pod template holds those requests);
 * Workloads, ClusterQueues, LocalQueues, ResourceFlavors → :func:`controlplane.admission.core.decide`'s input;
 * a decision → the Workload's ``status.admission`` and conditions, and the queues' counts.
@@ -58,9 +58,26 @@ _TRUE: Final = frozenset({"1", "t", "T", "TRUE", "true", "True"})
 
 
 def queue_name(workload: Mapping[str, Any]) -> str | None:
-    """The LocalQueue a workload asks for (its label ``kueue.x-k8s.io/queue-name``)."""
-    labels = (workload.get("metadata") or {}).get("labels") or {}
-    value = labels.get(kueue.LABEL_QUEUE_NAME)
+    """The LocalQueue a workload asks for: its label ``kueue.x-k8s.io/queue-name``, or, for a
+    Deployment without one, its pod template's (Kueue's Deployment sample: every Pod the Deployment
+    makes carries the label, and Kueue's pod integration queues each)."""
+    value = _queue_label(workload)
+    if value is None and workload.get("apiVersion") == "apps/v1" and workload.get("kind") == "Deployment":
+        spec = workload.get("spec")
+        template = spec.get("template") if isinstance(spec, Mapping) else None
+        value = _queue_label(template) if isinstance(template, Mapping) else None
+    return value
+
+
+def template_queued(workload: Mapping[str, Any]) -> bool:
+    """Whether a workload is queued by its pod template's label alone (:func:`queue_name`)."""
+    return _queue_label(workload) is None and queue_name(workload) is not None
+
+
+def _queue_label(obj: Mapping[str, Any]) -> str | None:
+    metadata = obj.get("metadata")
+    labels = metadata.get("labels") if isinstance(metadata, Mapping) else None
+    value = labels.get(kueue.LABEL_QUEUE_NAME) if isinstance(labels, Mapping) else None
     return value if isinstance(value, str) and value else None
 
 

@@ -37,6 +37,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from controlplane.admission import objects as admission_objects
 from controlplane.admission import pods
 from controlplane.apis import constants as c
 from controlplane.apis import kueue_jobs
@@ -254,7 +255,16 @@ def queue_for_member(manifest: dict[str, Any], *, member_runs_kueue: bool) -> No
     queue there would ever admit it) and the job as the hub admitted it (unsuspended); a Pod
     there loses Kueue's mark ``kueue.x-k8s.io/managed`` too (no Kueue manages it there; a Kueue
     run there for other tenants with ``manageJobsWithoutQueueName`` would stop a marked Pod that
-    has no Workload). No member copy carries the hub's finalizers."""
+    has no Workload). No member copy carries the hub's finalizers. A Deployment queued by its pod
+    template's label alone keeps it there for a member that runs Kueue (whose pod integration
+    queues each Pod) and loses it for any other."""
+    if admission_objects.template_queued(manifest):
+        if not member_runs_kueue:
+            template_labels = manifest["spec"]["template"]["metadata"]["labels"]
+            del template_labels[kueue.LABEL_QUEUE_NAME]
+            if not template_labels:
+                del manifest["spec"]["template"]["metadata"]["labels"]
+        return
     labels = manifest.get("metadata", {}).get("labels")
     if not isinstance(labels, dict) or kueue.LABEL_QUEUE_NAME not in labels:
         return
