@@ -14,7 +14,15 @@ from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.manager import ControllerManager
 from controlplane.controllers.works import queue_for_member
 
-from .fleet import deployment, eventually, node_shape, propagation_policy, put_cluster, queued_workload, settled
+from .fleet import (
+    deployment,
+    eventually,
+    node_shape,
+    propagation_policy,
+    put_cluster,
+    queued_workload,
+    settled,
+)
 from .test_admission import PLACEMENT, condition, create, get, kueue_obj, placed, team_queue
 
 LABEL = "kueue.x-k8s.io/queue-name"
