@@ -89,7 +89,7 @@ def pod_group(pods: Sequence[Obj]) -> bool:
     """Kueue's rule for a pod group: every Pod of it is ready (none: not ready). A Pod that has
     succeeded counts as ready: its ``Ready`` turned False as it ended, for which Kueue evicts no
     group once its pods were ready (``PodsReady`` stays True, or in later versions waits for a
-    recovery timed only with ``recoveryTimeout``); the hub's clock would."""
+    recovery timed only with ``recoveryTimeout``): a Pod that ended is no failure to recover from."""
     return bool(pods) and all(pod(p) or _status(p).get("phase") == "Succeeded" for p in pods)
 
 

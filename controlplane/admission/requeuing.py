@@ -1,7 +1,8 @@
 """Kueue's ``waitForPodsReady`` and requeuing strategy, at the hub. Pure; no I/O.
 
-An admitted workload whose pods are not all ready (or succeeded) within the timeout is evicted
-(``Evicted``, reason ``PodsReadyTimeout``) and goes back to its queue after a backoff: Kueue's
+An admitted workload whose pods are not all ready (or succeeded) within the timeout, or that had
+them all ready and waits longer than ``recoveryTimeout`` for them again (``PodsReady`` False with
+reason ``WaitForRecovery``), is evicted (``Evicted``, reason ``PodsReadyTimeout``) and goes back to its queue after a backoff: Kueue's
 ``requeuingStrategy`` with ``backoffBaseSeconds`` (60), ``backoffMaxSeconds`` (3600) and
 ``backoffLimitCount`` (unlimited). The n-th eviction waits ``base * 2^(n-1)`` seconds, at most
 ``max`` (Kueue adds a jitter of 0.01 %; the hub does not, so the times are exact). The Workload
@@ -58,6 +59,10 @@ class WaitForPodsReady:
     backoff_limit_count: int | None = None
     """Evictions after which the Workload is deactivated instead of requeued (None: never)."""
     timestamp: RequeuingTimestamp = RequeuingTimestamp.EVICTION
+    recovery_timeout_seconds: int | None = None
+    """How long a workload whose pods were all ready and lost readiness (``PodsReady`` False,
+    ``WaitForRecovery``) may wait for them (Kueue's ``recoveryTimeout``; None: for ever, as Kueue
+    without it)."""
 
     @property
     def enabled(self) -> bool:
@@ -77,11 +82,21 @@ def backoff_seconds(count: int, *, base: int, maximum: int) -> int:
     return min(wait, maximum)
 
 
-def pods_ready_condition(ready: bool) -> dict[str, str]:
-    """The Workload's ``PodsReady`` condition (Kueue's reasons and messages)."""
+_RECOVERING: Final = (kueue.REASON_WAIT_FOR_RECOVERY, kueue.REASON_RECOVERED)
+
+
+def pods_ready_condition(ready: bool, current: Mapping[str, Any] | None = None) -> dict[str, str]:
+    """An admitted Workload's ``PodsReady`` condition after ``current`` (Kueue's
+    ``generatePodsReadyCondition``): ready, ``Started`` (``Recovered`` after waiting for recovery);
+    not ready, ``WaitForRecovery`` once they were ready (and while waiting), else ``WaitForStart``."""
+    reason = (current or {}).get("reason")
     if ready:
-        return {"type": kueue.COND_PODS_READY, "status": "True", "reason": kueue.REASON_PODS_READY,
+        return {"type": kueue.COND_PODS_READY, "status": "True",
+                "reason": kueue.REASON_RECOVERED if reason in _RECOVERING else kueue.REASON_STARTED,
                 "message": "All pods reached readiness and the workload is running"}
+    if (current or {}).get("status") == "True" or reason == kueue.REASON_WAIT_FOR_RECOVERY:
+        return {"type": kueue.COND_PODS_READY, "status": "False", "reason": kueue.REASON_WAIT_FOR_RECOVERY,
+                "message": "At least one pod has failed, waiting for recovery"}
     return {"type": kueue.COND_PODS_READY, "status": "False", "reason": kueue.REASON_WAIT_FOR_START,
             "message": "Not all pods are ready or succeeded"}
 
@@ -89,7 +104,9 @@ def pods_ready_condition(ready: bool) -> dict[str, str]:
 def ready_deadline(workload: Mapping[str, Any], settings: WaitForPodsReady) -> datetime | None:
     """When an admitted Workload whose pods are not ready times out (None: not counting — the
     check is off, it is not admitted, or its pods are ready). Counted from its admission, or from
-    when its pods stopped being ready if that came later, as Kueue does."""
+    when its pods stopped being ready if that came later; one waiting for its pods' recovery
+    (``WaitForRecovery``) times out ``recovery_timeout_seconds`` after it began waiting, and
+    never without one, as Kueue (``admittedNotReadyWorkload``)."""
     if not settings.enabled:
         return None
     admitted = condition(workload, kueue.COND_ADMITTED)
@@ -98,10 +115,24 @@ def ready_deadline(workload: Mapping[str, Any], settings: WaitForPodsReady) -> d
     ready = condition(workload, kueue.COND_PODS_READY)
     if ready is not None and ready.get("status") == "True":
         return None
+    if ready is not None and ready.get("reason") == kueue.REASON_WAIT_FOR_RECOVERY:
+        waiting = parse_time_or_none(ready.get("lastTransitionTime"))
+        if settings.recovery_timeout_seconds is None or waiting is None:
+            return None
+        return waiting + timedelta(seconds=settings.recovery_timeout_seconds)
     since = parse_time_or_none(admitted.get("lastTransitionTime"))
     if ready is not None and (not_ready_since := parse_time_or_none(ready.get("lastTransitionTime"))) is not None:
         since = max(since, not_ready_since) if since is not None else not_ready_since
     return since + timedelta(seconds=settings.timeout_seconds) if since is not None else None
+
+
+def recovering_since(workload: Mapping[str, Any]) -> str | None:
+    """When an admitted Workload began waiting for its pods' recovery (``PodsReady`` False with
+    reason ``WaitForRecovery``: its recovery clock), None when it is not waiting."""
+    ready = condition(workload, kueue.COND_PODS_READY)
+    if ready is None or ready.get("reason") != kueue.REASON_WAIT_FOR_RECOVERY:
+        return None
+    return str(ready.get("lastTransitionTime") or "")
 
 
 @dataclass(frozen=True)

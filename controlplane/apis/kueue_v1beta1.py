@@ -80,6 +80,11 @@ COND_REQUEUED: Final = "Requeued"
 COND_PODS_READY: Final = "PodsReady"
 REASON_PODS_READY: Final = "PodsReady"
 REASON_WAIT_FOR_START: Final = "WaitForStart"
+#: ``PodsReady`` True: the pods got ready for the first time since admission (``Started``), or
+#: again after losing readiness (``Recovered``); False after they were ready: ``WaitForRecovery``.
+REASON_STARTED: Final = "Started"
+REASON_RECOVERED: Final = "Recovered"
+REASON_WAIT_FOR_RECOVERY: Final = "WaitForRecovery"
 REASON_PODS_READY_TIMEOUT: Final = "PodsReadyTimeout"
 REASON_BACKOFF_FINISHED: Final = "BackoffFinished"
 #: A Workload's ``spec.active`` set to false (Kueue's ``WorkloadDeactivated``); its eviction's

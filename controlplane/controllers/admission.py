@@ -26,8 +26,9 @@ ClusterQueues, LocalQueues, WorkloadPriorityClasses and Workloads (informers). O
   a stopped queue admits nothing, ``HoldAndDrain`` evicts what it admitted the same way, and a
   drained Workload is requeued once its queue runs again;
 * with ``--kueue-wait-for-pods-ready-timeout``, Kueue's waitForPodsReady: an admitted Workload
-  whose pods are not ready in time (each kind's rule, as Kueue's integration of it reads its
-  status: :mod:`controlplane.admission.podsready`) is evicted and requeued after a backoff, or
+  whose pods are not ready in time, or not ready again within ``--kueue-wait-for-pods-ready-recovery-timeout``
+  once they were (each kind's rule, as Kueue's integration of it reads its
+  status: :mod:`controlplane.admission.podsready`), is evicted and requeued after a backoff, or
   deactivated past the limit (the writes in :mod:`controlplane.controllers.requeuing`, the rules in
   :mod:`controlplane.admission.requeuing`); the cycle returns when a deadline or a backoff ends;
 * with ``--kueue-fair-sharing`` the cycle runs with Kueue's fair sharing over the tree of cohorts
@@ -157,7 +158,8 @@ class AdmissionController(KeyedController[Key]):
             obj.get("kind") not in ("Workload", "AdmissionCheck")
             or (obj.get("kind") == "Workload" and adm.is_finished(old) == adm.is_finished(obj)
                 and adm.admission_of(old) == adm.admission_of(obj) and checks.states_of(old) == checks.states_of(obj)
-                and adm.reclaimable_pods(old) == adm.reclaimable_pods(obj))
+                and adm.reclaimable_pods(old) == adm.reclaimable_pods(obj)
+                and requeuing.recovering_since(old) == requeuing.recovering_since(obj))  # a recovery clock to set
         ):
             return
         await self.loop.add(CYCLE)

@@ -72,8 +72,8 @@ class Requeuing:
         (:mod:`controlplane.admission.podsready`; None: a kind not timed); return it as written."""
         if not self.settings.enabled or adm.admission_of(wl) is None or ready is None:
             return wl
-        cond = requeuing.pods_ready_condition(ready)
         current = adm.condition(wl, kueue.COND_PODS_READY)
+        cond = requeuing.pods_ready_condition(ready, current)
         if current is not None and all(current.get(k) == v for k, v in cond.items()):
             return wl
         updated = copy.deepcopy(wl)

@@ -38,6 +38,7 @@ from gpufed.commands.kueueflags import (
     admission_fair_sharing,
     admission_fair_sharing_conflicts,
     fair_sharing_conflicts,
+    pods_ready_conflicts,
     preemption_strategies,
 )
 from gpufed.commands.running import (
@@ -282,6 +283,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="fleet admission: evict an admitted workload whose pods are not all ready (or "
                              "succeeded) within this time and requeue it with backoff, as Kueue's "
                              "waitForPodsReady.timeout (default 0: off, as in Kueue; Kueue's timeout is 300)")
+    parser.add_argument("--kueue-wait-for-pods-ready-recovery-timeout", type=_positive_int, default=None,
+                        metavar="SECONDS",
+                        help="fleet admission: with --kueue-wait-for-pods-ready-timeout, evict and requeue an admitted "
+                             "workload whose pods were all ready and have not all been ready again for this long, as "
+                             "Kueue's waitForPodsReady.recoveryTimeout (default: none, it waits for ever, as in Kueue)")
     parser.add_argument("--kueue-requeuing-backoff-base-seconds", type=_positive_int,
                         default=DEFAULT_BACKOFF_BASE_SECONDS, metavar="SECONDS",
                         help="fleet admission: the n-th requeue after a PodsReady timeout waits base*2^(n-1) "
@@ -392,7 +398,8 @@ def conflicting_flags(args: argparse.Namespace) -> str | None:
         return "--tls-cert-file and --tls-private-key-file go together: give both or neither"
     if args.tls_ca_file is not None and args.tls_cert_file is None:
         return "--tls-ca-file needs --tls-cert-file (without them the hub issues its certificate from its own CA)"
-    return audit_conflicts(args) or fair_sharing_conflicts(args) or admission_fair_sharing_conflicts(args)
+    return (audit_conflicts(args) or fair_sharing_conflicts(args) or admission_fair_sharing_conflicts(args)
+            or pods_ready_conflicts(args))
 
 
 def wait_for_pods_ready(args: argparse.Namespace) -> WaitForPodsReady:
@@ -403,6 +410,7 @@ def wait_for_pods_ready(args: argparse.Namespace) -> WaitForPodsReady:
         backoff_max_seconds=args.kueue_requeuing_backoff_max_seconds,
         backoff_limit_count=args.kueue_requeuing_backoff_limit_count,
         timestamp=RequeuingTimestamp(args.kueue_requeuing_timestamp),
+        recovery_timeout_seconds=args.kueue_wait_for_pods_ready_recovery_timeout,
     )
 
 

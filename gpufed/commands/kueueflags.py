@@ -113,6 +113,14 @@ def fair_sharing_conflicts(
     return None
 
 
+def pods_ready_conflicts(args: argparse.Namespace) -> str | None:
+    """A recovery timeout given without waitForPodsReady on, as the error to print."""
+    if args.kueue_wait_for_pods_ready_recovery_timeout is not None and not args.kueue_wait_for_pods_ready_timeout:
+        return ("--kueue-wait-for-pods-ready-recovery-timeout is a setting of waitForPodsReady: "
+                "add --kueue-wait-for-pods-ready-timeout to turn it on")
+    return None
+
+
 def preemption_strategies(args: argparse.Namespace) -> tuple[PreemptionStrategy, ...]:
     """Kueue's ``fairSharing.preemptionStrategies`` from the flags (its default pair when not given)."""
     given: tuple[PreemptionStrategy, ...] | None = args.kueue_fair_sharing_preemption_strategies

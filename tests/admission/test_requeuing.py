@@ -13,6 +13,7 @@ from controlplane.admission.requeuing import (
     WaitForPodsReady,
     backoff_seconds,
     is_active,
+    pods_ready_condition,
     ready_deadline,
     requeue_after_timeout,
     requeue_at,
@@ -86,6 +87,13 @@ ADMITTED_AT = NOW - timedelta(seconds=100)
          KUEUE_DEFAULTS, None),
         (workload(conditions=[cond("Admitted", "False", ADMITTED_AT)]), KUEUE_DEFAULTS, None),
         (workload(admission=ADMISSION, conditions=[cond("Admitted", "True", ADMITTED_AT)]), WaitForPodsReady(), None),
+        # Ready once, then not: recoveryTimeout from when it began waiting, never without one.
+        (workload(admission=ADMISSION, conditions=[cond("Admitted", "True", ADMITTED_AT - timedelta(hours=1)),
+                                                   cond("PodsReady", "False", NOW, "WaitForRecovery")]),
+         WaitForPodsReady(timeout_seconds=300, recovery_timeout_seconds=30), NOW + timedelta(seconds=30)),
+        (workload(admission=ADMISSION, conditions=[cond("Admitted", "True", ADMITTED_AT),
+                                                   cond("PodsReady", "False", NOW, "WaitForRecovery")]),
+         KUEUE_DEFAULTS, None),
     ],
 )
 def test_when_an_admitted_workload_times_out(wl: dict[str, Any], settings: WaitForPodsReady, expected: datetime | None) -> None:
@@ -121,3 +129,29 @@ def test_when_a_held_workload_is_queued_again(wl: dict[str, Any], expected: date
 @pytest.mark.parametrize(("spec", "expected"), [({}, True), ({"active": True}, True), ({"active": False}, False)])
 def test_inactive_workloads_take_no_part(spec: dict[str, Any], expected: bool) -> None:
     assert is_active({"spec": spec}) is expected
+
+
+def ready_cond(status: str, reason: str) -> dict[str, Any]:
+    return {"type": "PodsReady", "status": status, "reason": reason}
+
+
+@pytest.mark.parametrize(
+    ("ready", "current", "expected"),
+    [
+        # Kueue's generatePodsReadyCondition, by the condition it replaces.
+        (False, None, ("False", "WaitForStart", "Not all pods are ready or succeeded")),
+        (True, None, ("True", "Started", "All pods reached readiness and the workload is running")),
+        (True, ready_cond("False", "WaitForStart"), ("True", "Started", "All pods reached readiness and the workload is running")),
+        (False, ready_cond("True", "Started"), ("False", "WaitForRecovery", "At least one pod has failed, waiting for recovery")),
+        (False, ready_cond("False", "WaitForRecovery"), ("False", "WaitForRecovery", "At least one pod has failed, waiting for recovery")),
+        (True, ready_cond("False", "WaitForRecovery"), ("True", "Recovered", "All pods reached readiness and the workload is running")),
+        (True, ready_cond("True", "Recovered"), ("True", "Recovered", "All pods reached readiness and the workload is running")),
+        (False, ready_cond("True", "Recovered"), ("False", "WaitForRecovery", "At least one pod has failed, waiting for recovery")),
+        (False, ready_cond("False", "WaitForStart"), ("False", "WaitForStart", "Not all pods are ready or succeeded")),
+    ],
+)
+def test_the_pods_ready_condition_follows_the_one_it_replaces(
+    ready: bool, current: dict[str, Any] | None, expected: tuple[str, str, str],
+) -> None:
+    cond = pods_ready_condition(ready, current)
+    assert (cond["type"], cond["status"], cond["reason"], cond["message"]) == ("PodsReady", *expected)

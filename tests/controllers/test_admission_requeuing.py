@@ -195,3 +195,54 @@ async def test_a_job_whose_pods_get_ready_is_timed_in_kueues_ready_histograms(
         await objects.update_status(jobs, obj)
         await settled(manager)
         assert registry.get_sample_value("kueue_ready_wait_time_seconds_count", cq) == 1
+
+
+async def test_a_job_whose_pods_lose_readiness_waits_for_recovery_then_is_evicted(
+    objects: ObjectStore, registry: CollectorRegistry
+) -> None:
+    """Kueue's ``recoveryTimeout``: a Job whose pods were all ready (``PodsReady`` True, reason
+    ``Started``) and lose readiness gets ``PodsReady`` False with reason ``WaitForRecovery``, and is
+    evicted by the PodsReady timeout once it has waited that long (1 s here; the start timeout is
+    10 minutes, so only the recovery's can evict it)."""
+    pods_ready = replace(SETTINGS.wait_for_pods_ready, timeout_seconds=600, recovery_timeout_seconds=1)
+    async with ControllerManager(objects, settings=replace(SETTINGS, wait_for_pods_ready=pods_ready),
+                                 queue_metrics=QueueMetrics(registry)) as manager:
+        await team_a_on_one_cluster(objects, manager)
+        await create(objects, job("flaky", "team-a", pods=2))
+
+        async def started() -> dict[str, Any] | None:
+            obj = await get(objects, "batch/v1", "Job", "flaky")
+            return obj if obj is not None and obj["spec"].get("suspend") is False else None
+
+        obj = await eventually(started, what="flaky started")
+        jobs = objects.registry.require("batch/v1", "Job")
+        obj["status"] = {**(obj.get("status") or {}), "ready": 2, "active": 2}
+        await objects.update_status(jobs, obj)
+
+        async def pods_ready_is(status: str) -> dict[str, Any] | None:
+            wl = await queued_workload(objects, "Job", "flaky")
+            return wl if condition(wl, "PodsReady").get("status") == status else None
+
+        wl = await eventually(lambda: pods_ready_is("True"), what="PodsReady=True")
+        assert condition(wl, "PodsReady")["reason"] == "Started"
+        obj = await get(objects, "batch/v1", "Job", "flaky")
+        assert obj is not None
+        obj["status"]["ready"] = 1  # one pod failed in its member
+        await objects.update_status(jobs, obj)
+        wl = await eventually(lambda: pods_ready_is("False"), what="PodsReady=False")
+        waiting = condition(wl, "PodsReady")
+        assert (waiting["reason"], waiting["message"]) == ("WaitForRecovery", "At least one pod has failed, waiting for recovery")
+        assert condition(wl, "Admitted")["status"] == "True"
+
+        async def evicted() -> dict[str, Any] | None:
+            wl = await workload_named(objects, "flaky")
+            return wl if condition(wl, "Evicted").get("status") == "True" else None
+
+        wl = await eventually(evicted, what="evicted after the recovery timeout")
+        assert (condition(wl, "Evicted")["reason"], condition(wl, "Evicted")["message"]) == (
+            "PodsReadyTimeout", f"Exceeded the PodsReady timeout default/{wl['metadata']['name']}")
+        assert wl["status"]["requeueState"]["count"] == 1
+
+
+async def workload_named(objects: ObjectStore, name: str) -> dict[str, Any]:
+    return await queued_workload(objects, "Job", name) or {"spec": {}, "status": {}}

@@ -96,7 +96,7 @@ async def test_a_jobset_whose_jobs_are_all_ready_keeps_its_quota(objects: Object
             return wl if condition(wl, "PodsReady").get("status") == "True" else None
 
         wl = await eventually(ready, what="PodsReady=True")
-        assert condition(wl, "PodsReady")["reason"] == "PodsReady"
+        assert condition(wl, "PodsReady")["reason"] == "Started"
         await settled(manager)
         wl = await queued_workload(objects, "JobSet", "train") or {}
         assert condition(wl, "Admitted")["status"] == "True" and condition(wl, "Evicted") == {}

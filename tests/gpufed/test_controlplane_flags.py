@@ -11,7 +11,12 @@ import datetime as dt
 import pytest
 
 from controlplane.admission.requeuing import WaitForPodsReady
-from gpufed.commands.controlplane import MIN_ETCD_RESPONSE_BYTES, add_arguments, wait_for_pods_ready
+from gpufed.commands.controlplane import (
+    MIN_ETCD_RESPONSE_BYTES,
+    add_arguments,
+    conflicting_flags,
+    wait_for_pods_ready,
+)
 
 
 def parse(*argv: str) -> argparse.Namespace:
@@ -47,10 +52,20 @@ def test_the_requeuing_flags() -> None:
     args = parse("--kueue-wait-for-pods-ready-timeout", "300", "--kueue-requeuing-backoff-base-seconds", "10",
                  "--kueue-requeuing-backoff-max-seconds", "600", "--kueue-requeuing-backoff-limit-count", "0")
     assert wait_for_pods_ready(args) == WaitForPodsReady(300, 10, 600, 0)
+    args = parse("--kueue-wait-for-pods-ready-timeout", "300", "--kueue-wait-for-pods-ready-recovery-timeout", "60")
+    assert wait_for_pods_ready(args).recovery_timeout_seconds == 60 and conflicting_flags(args) is None
+    assert wait_for_pods_ready(parse()).recovery_timeout_seconds is None
+
+
+def test_a_recovery_timeout_needs_wait_for_pods_ready() -> None:
+    assert conflicting_flags(parse("--kueue-wait-for-pods-ready-recovery-timeout", "60")) == (
+        "--kueue-wait-for-pods-ready-recovery-timeout is a setting of waitForPodsReady: "
+        "add --kueue-wait-for-pods-ready-timeout to turn it on")
 
 
 @pytest.mark.parametrize(("flag", "value"), [("--kueue-requeuing-backoff-base-seconds", "0"),
                                              ("--kueue-wait-for-pods-ready-timeout", "-1"),
+                                             ("--kueue-wait-for-pods-ready-recovery-timeout", "0"),
                                              ("--kueue-requeuing-backoff-limit-count", "x")])
 def test_bad_requeuing_values_are_refused(flag: str, value: str, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
