@@ -153,6 +153,18 @@ async def test_a_job_whose_pods_never_get_ready_is_requeued_with_backoff_then_de
     assert (condition(wl, "Requeued")["status"], condition(wl, "Requeued")["reason"]) == ("True", "Reactivated")
 
 
+async def admitted_and_started(objects: ObjectStore, manager: ControllerManager, name: str) -> dict[str, Any]:
+    """Team A's fleet and a 2-pod Job ``name`` in its queue, once admitted and started."""
+    await team_a_on_one_cluster(objects, manager)
+    await create(objects, job(name, "team-a", pods=2))
+
+    async def started() -> dict[str, Any] | None:
+        obj = await get(objects, "batch/v1", "Job", name)
+        return obj if obj is not None and obj["spec"].get("suspend") is False else None
+
+    return await eventually(started, what=f"{name} started")
+
+
 async def test_a_job_whose_pods_get_ready_is_timed_in_kueues_ready_histograms(
     objects: ObjectStore, registry: CollectorRegistry
 ) -> None:
@@ -160,14 +172,7 @@ async def test_a_job_whose_pods_get_ready_is_timed_in_kueues_ready_histograms(
     (and the LocalQueue ones) observe a workload once, when its ``PodsReady`` turns True."""
     settings = replace(SETTINGS, wait_for_pods_ready=replace(SETTINGS.wait_for_pods_ready, timeout_seconds=600))
     async with ControllerManager(objects, settings=settings, queue_metrics=QueueMetrics(registry)) as manager:
-        await team_a_on_one_cluster(objects, manager)
-        await create(objects, job("quick", "team-a", pods=2))
-
-        async def started() -> dict[str, Any] | None:
-            obj = await get(objects, "batch/v1", "Job", "quick")
-            return obj if obj is not None and obj["spec"].get("suspend") is False else None
-
-        obj = await eventually(started, what="quick started")
+        obj = await admitted_and_started(objects, manager, "quick")
         cq, lq = {"cluster_queue": "team-a"}, {"name": "team-a", "namespace": "default"}
         assert registry.get_sample_value("kueue_ready_wait_time_seconds_count", cq) is None
         jobs = objects.registry.require("batch/v1", "Job")
@@ -207,14 +212,7 @@ async def test_a_job_whose_pods_lose_readiness_waits_for_recovery_then_is_evicte
     pods_ready = replace(SETTINGS.wait_for_pods_ready, timeout_seconds=600, recovery_timeout_seconds=1)
     async with ControllerManager(objects, settings=replace(SETTINGS, wait_for_pods_ready=pods_ready),
                                  queue_metrics=QueueMetrics(registry)) as manager:
-        await team_a_on_one_cluster(objects, manager)
-        await create(objects, job("flaky", "team-a", pods=2))
-
-        async def started() -> dict[str, Any] | None:
-            obj = await get(objects, "batch/v1", "Job", "flaky")
-            return obj if obj is not None and obj["spec"].get("suspend") is False else None
-
-        obj = await eventually(started, what="flaky started")
+        obj = await admitted_and_started(objects, manager, "flaky")
         jobs = objects.registry.require("batch/v1", "Job")
         obj["status"] = {**(obj.get("status") or {}), "ready": 2, "active": 2}
         await objects.update_status(jobs, obj)

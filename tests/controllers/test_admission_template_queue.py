@@ -14,22 +14,14 @@ from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.manager import ControllerManager
 from controlplane.controllers.works import queue_for_member
 
-from .fleet import (
-    deployment,
-    eventually,
-    node_shape,
-    propagation_policy,
-    put_cluster,
-    queued_workload,
-    settled,
-)
+from . import fleet
 from .test_admission import PLACEMENT, condition, create, get, kueue_obj, placed, team_queue
 
 LABEL = "kueue.x-k8s.io/queue-name"
 
 
 def template_queued(name: str, queue: str, *, replicas: int) -> dict[str, Any]:
-    obj = deployment(name, replicas=replicas)
+    obj = fleet.deployment(name, replicas=replicas)
     obj["spec"]["template"]["metadata"]["labels"][LABEL] = queue
     return obj
 
@@ -42,7 +34,7 @@ def test_the_queue_is_read_from_a_deployments_pod_template() -> None:
     assert adm.queue_name(own) == "team-lq" and not adm.template_queued(own)
     job = {"apiVersion": "batch/v1", "kind": "Job", "spec": copy.deepcopy(sample["spec"])}
     assert adm.queue_name(job) is None  # a Job's template label is not Kueue's way to queue a Job
-    assert adm.queue_name(deployment("plain", replicas=1)) is None
+    assert adm.queue_name(fleet.deployment("plain", replicas=1)) is None
 
 
 def test_a_member_without_kueue_gets_the_template_without_the_label() -> None:
@@ -58,32 +50,32 @@ def test_a_member_without_kueue_gets_the_template_without_the_label() -> None:
 async def test_a_deployment_queued_by_its_pod_template_is_held_then_admitted(
     objects: ObjectStore, manager: ControllerManager,
 ) -> None:
-    await put_cluster(objects, "onprem", node_shape(2, gpus=8), labels={"gpufed.io/pool": "onprem"}, pods=[])
+    await fleet.put_cluster(objects, "onprem", fleet.node_shape(2, gpus=8), labels={"gpufed.io/pool": "onprem"}, pods=[])
     await create(objects, kueue_obj("ResourceFlavor", "onprem", spec={"nodeLabels": {"gpufed.io/pool": "onprem"}}))
     await create(objects, team_queue("team-a", 6))
     await create(objects, kueue_obj("LocalQueue", "team-a", "default", spec={"clusterQueue": "team-a"}))
-    await create(objects, propagation_policy("all", placement=PLACEMENT))
-    await settled(manager)
+    await create(objects, fleet.propagation_policy("all", placement=PLACEMENT))
+    await fleet.settled(manager)
     await create(objects, template_queued("web", "team-a", replicas=4))
 
     async def admitted() -> dict[str, Any] | None:
-        wl = await queued_workload(objects, "Deployment", "web")
+        wl = await fleet.queued_workload(objects, "Deployment", "web")
         return wl if condition(wl, "Admitted").get("status") == "True" else None
 
-    wl = await eventually(admitted, what="web admitted")
+    wl = await fleet.eventually(admitted, what="web admitted")
     assert wl["spec"]["queueName"] == "team-a"
     assert [(p["name"], p["count"]) for p in wl["spec"]["podSets"]] == [("main", 4)]
-    assert await eventually(lambda: placed(objects, "web"), what="web placed") == {"onprem": 4}
+    assert await fleet.eventually(lambda: placed(objects, "web"), what="web placed") == {"onprem": 4}
 
     # A second one beyond the quota waits with Kueue's reason, unbound.
     await create(objects, template_queued("more", "team-a", replicas=4))
 
     async def waiting() -> dict[str, Any] | None:
-        cond = condition(await queued_workload(objects, "Deployment", "more"), "QuotaReserved")
+        cond = condition(await fleet.queued_workload(objects, "Deployment", "more"), "QuotaReserved")
         return cond if cond.get("status") == "False" else None
 
-    assert (await eventually(waiting, what="more waiting"))["reason"] == "Pending"
-    await settled(manager)
+    assert (await fleet.eventually(waiting, what="more waiting"))["reason"] == "Pending"
+    await fleet.settled(manager)
     assert await get(objects, "work.gpufed.io/v1alpha1", "ResourceBinding", "more-deployment") is None
     propagated = condition(await get(objects, "apps/v1", "Deployment", "more"), "Propagated")
     assert (propagated["status"], propagated["reason"]) == ("False", "WaitingForQuota")
