@@ -1,7 +1,7 @@
 """Kueue's pod and job webhooks' validation, as admissions of the hub's API (the hub serves Kueue).
 
-In: every create and update (:data:`~controlplane.apiserver.admission.AdmitWrite`). Out: a 422
-``Invalid``, nothing written, when
+In: every create and update (:data:`~controlplane.apiserver.admission.AdmitWrite`). Out: a 403
+``admission webhook "v<kind>.kb.io" denied the request: <field errors>``, nothing written, when
 
 * a Pod's label ``kueue.x-k8s.io/managed`` is set to anything but ``"true"``
   (:func:`controlplane.admission.pods.managed_label_errors`), or its pod group's label and
@@ -26,16 +26,23 @@ from __future__ import annotations
 
 from controlplane.admission import podgroups, pods
 from controlplane.apis import kueue_jobs
-from controlplane.apis.kube.field import FieldError
+from controlplane.apis.kube.field import FieldError, error_list_text
 from controlplane.apiserver import errors
 from controlplane.apiserver.admission import WriteAttributes
 
 
+def webhook_name(kind: str) -> str:
+    """The name of Kueue's validating webhook for ``kind`` in its webhook configuration
+    (``vjob.kb.io``, ``vpod.kb.io``, ``vstatefulset.kb.io`` ...)."""
+    return f"v{kind.lower()}.kb.io"
+
+
 def _refuse(attrs: WriteAttributes, refused: list[FieldError]) -> None:
+    """Kueue's webhooks return their field errors aggregated, not a Status, so controller-runtime
+    answers ``admission.Denied`` and kube-apiserver a 403 naming the webhook."""
     if refused:
-        name = str((attrs.new.get("metadata") or {}).get("name") or "")
-        raise errors.invalid(kind=attrs.resource.kind, group=attrs.resource.group, name=name,
-                             causes=[errors.Cause(str(e.type), e.message, e.field) for e in refused])
+        raise errors.WebhookDenied(webhook_name(attrs.resource.kind), error_list_text(refused), code=403,
+                                   reason=errors.StatusReason.FORBIDDEN)
 
 
 async def check_managed_label(attrs: WriteAttributes) -> None:
@@ -57,4 +64,4 @@ async def check_job_queue_name(attrs: WriteAttributes) -> None:
     _refuse(attrs, kueue_jobs.update_errors(typed, attrs.old))
 
 
-__all__ = ["check_job_queue_name", "check_managed_label"]
+__all__ = ["check_job_queue_name", "check_managed_label", "webhook_name"]

@@ -218,18 +218,20 @@ async def test_kueues_webhook_refuses_a_broken_group(
     broken = group_pod("p")
     broken["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "team-lq", **labels}
     broken["metadata"]["annotations"] = annotations
-    with pytest.raises(errors.Invalid) as refused:
+    with pytest.raises(errors.WebhookDenied) as refused:
         await create(objects, broken)
-    assert str(refused.value).startswith(f'Pod "p" is invalid: {message}')
+    assert refused.value.code == 403
+    assert str(refused.value).startswith(f'admission webhook "vpod.kb.io" denied the request: {message}')
 
 
 async def test_a_pods_group_name_is_immutable(objects: ObjectStore, manager: ControllerManager) -> None:
     await team(objects, manager)
     created = await create(objects, group_pod("g0", total="1"))
     created["metadata"]["labels"][GROUP] = "other"
-    with pytest.raises(errors.Invalid) as refused:
+    with pytest.raises(errors.WebhookDenied) as refused:
         await objects.update(objects.registry.require(*POD), created)
-    assert str(refused.value) == 'Pod "g0" is invalid: metadata.labels[kueue.x-k8s.io/pod-group-name]: Invalid value: "other": field is immutable'
+    assert str(refused.value) == ('admission webhook "vpod.kb.io" denied the request: '
+                                  'metadata.labels[kueue.x-k8s.io/pod-group-name]: Invalid value: "other": field is immutable')
 
 
 async def test_an_evicted_group_has_every_started_pod_stopped_and_goes_with_its_last_pod(

@@ -141,10 +141,10 @@ async def test_the_managed_label_can_only_be_true(objects: ObjectStore, manager:
     started = await started_pod(objects, manager, "p1")
     plain = queued_pod("plain")
     plain["metadata"]["labels"] = {MANAGED: "false"}
-    with pytest.raises(errors.Invalid) as refused:
+    with pytest.raises(errors.WebhookDenied) as refused:
         await create(objects, plain)
-    assert str(refused.value) == (
-        "Pod \"plain\" is invalid: metadata.labels[kueue.x-k8s.io/managed]: Forbidden: managed label value can only be 'true'")
+    assert str(refused.value) == ('admission webhook "vpod.kb.io" denied the request: '
+                                  "metadata.labels[kueue.x-k8s.io/managed]: Forbidden: managed label value can only be 'true'")
     started["metadata"]["labels"][MANAGED] = "no"
-    with pytest.raises(errors.Invalid, match="managed label value can only be 'true'"):
+    with pytest.raises(errors.WebhookDenied, match="managed label value can only be 'true'"):
         await objects.update(objects.registry.require(*POD), started)
