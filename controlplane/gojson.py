@@ -5,7 +5,13 @@ each other: the kube API rules (``apis.kube``: the autoscaling/v1 annotations, p
 messages) and the API server's pure patch logic (``apiserver.patching``: the last-applied
 annotation). :func:`go_quote` is ``strconv.Quote`` (``%q``), which kube's messages use, and
 :func:`go_time_quote` the ``time`` package's own quoting in its duration errors;
-:func:`go_json_value` is ``json.Marshal`` of a decoded JSON value (a CRD's printer columns). A leaf: the
+:func:`go_json_value` is ``json.Marshal`` of a decoded JSON value (a CRD's printer columns).
+
+Decoding: :func:`syntax_error` is the error ``json.Unmarshal`` gives for text that is not JSON
+(its scanner's ``invalid character 'x' looking for beginning of value``, ``unexpected end of
+JSON input``), :func:`scan` the same check keeping where the top-level value and an object's
+members lie, and :func:`cannot_unmarshal` its error for a value of the wrong JSON type. They run
+only to word a refusal: good input is parsed by a fast parser and never scanned here. A leaf: the
 standard library only, no I/O.
 """
 
@@ -14,7 +20,7 @@ from __future__ import annotations
 import json
 import math
 from decimal import Decimal
-from typing import Any
+from typing import Any, Final
 
 #: What Go's encoder escapes that Python's leaves as is: HTML's special characters and the two
 #: line separators JavaScript does not allow in strings.
@@ -99,3 +105,192 @@ def _go_json_float(value: float) -> str:
         text = repr(value)
         return text[:-2] + text[-1] if text[-4:-1] == "e-0" else text
     return format(Decimal(repr(value)).normalize(), "f")
+
+
+def json_kind(value: Any) -> str:
+    """The word Go's ``UnmarshalTypeError`` uses for a decoded JSON value's type."""
+    kinds = ((bool, "bool"), ((int, float), "number"), (str, "string"), (list, "array"), (dict, "object"))
+    return next((name for types, name in kinds if isinstance(value, types)), "null")
+
+
+def cannot_unmarshal(value: Any, go_type: str) -> str:
+    """``json.Unmarshal``'s error for a top-level ``value`` of another JSON type than ``go_type``."""
+    return f"json: cannot unmarshal {json_kind(value)} into Go value of type {go_type}"
+
+
+class GoJSONError(ValueError):
+    """``encoding/json``'s error, word for word."""
+
+
+Span = tuple[int, int]
+_DIGITS: Final = frozenset(b"0123456789")
+_WHITESPACE: Final = frozenset(b" \t\r\n")
+_LITERALS: Final = {ord("t"): b"true", ord("f"): b"false", ord("n"): b"null"}
+_ESCAPES: Final = frozenset(b'bfnrt\\/"')
+_HEX: Final = frozenset(b"0123456789abcdefABCDEF")
+_VALUE_STARTS: Final = frozenset(b'{["-') | _DIGITS | frozenset(_LITERALS)
+_MAX_DEPTH: Final = 10000  # Go's maxNestingDepth
+
+
+def quote_char(byte: int) -> str:
+    """Go's ``quoteChar``: a byte as its scanner's errors quote it (``'x'``, ``'\\x00'``,
+    ``'\\u0080'``): the byte read as the rune of that number, in ``strconv.Quote``'s escapes."""
+    if byte == ord("'"):
+        return "'\\''"
+    if byte == ord('"'):
+        return "'\"'"
+    return "'" + go_quote(chr(byte))[1:-1] + "'"
+
+
+def syntax_error(data: bytes) -> str | None:
+    """The error ``json.Unmarshal`` gives for ``data`` before decoding anything (its ``checkValid``),
+    or None when ``data`` is one JSON value."""
+    try:
+        scan(data)
+    except GoJSONError as error:
+        return str(error)
+    return None
+
+
+def scan(data: bytes) -> tuple[Span, list[tuple[Span, Span]] | None]:
+    """Go's check of ``data``: GoJSONError with its syntax error, or the span of the top-level value
+    and, when it is an object, the spans of each member's key and value, in order."""
+    return _Scanner(data).scan()
+
+
+class _Scanner:
+    """Go's JSON scanner (``encoding/json``'s ``checkValid``): its syntax error, word for word, or
+    the span of the top-level value and, for an object, of each member's key and value. At the
+    end of the input Go feeds the scanner one space: a value cut short inside a literal, a number
+    or an escape is an ``invalid character ' '``, anything else ``unexpected end of JSON input``."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.n = len(data)
+
+    def error(self, at: int, context: str) -> GoJSONError:
+        """Go's error at a structural point (the end of the input is ``unexpected end``)."""
+        if at >= self.n:
+            return GoJSONError("unexpected end of JSON input")
+        return GoJSONError(f"invalid character {quote_char(self.data[at])} {context}")
+
+    def error_in_value(self, at: int, context: str) -> GoJSONError:
+        """Go's error inside a scalar (the end of the input is the space Go feeds it)."""
+        byte = self.data[at] if at < self.n else ord(" ")
+        return GoJSONError(f"invalid character {quote_char(byte)} {context}")
+
+    def skip(self, at: int) -> int:
+        while at < self.n and self.data[at] in _WHITESPACE:
+            at += 1
+        return at
+
+    def digits(self, at: int) -> int:
+        while at < self.n and self.data[at] in _DIGITS:
+            at += 1
+        return at
+
+    def scalar(self, at: int) -> int:
+        """Where the string, literal or number starting at ``at`` ends."""
+        data, first = self.data, self.data[at]
+        if first == ord('"'):
+            return self.string(at)
+        if first in _LITERALS:
+            word = _LITERALS[first]
+            for offset in range(1, len(word)):
+                if at + offset >= self.n or data[at + offset] != word[offset]:
+                    raise self.error_in_value(at + offset, f"in literal {word.decode()} (expecting '{chr(word[offset])}')")
+            return at + len(word)
+        if first == ord("-"):
+            at += 1
+            if at >= self.n or data[at] not in _DIGITS:
+                raise self.error_in_value(at, "in numeric literal")
+        at = at + 1 if data[at] == ord("0") else self.digits(at)
+        if at < self.n and data[at] == ord("."):
+            if at + 1 >= self.n or data[at + 1] not in _DIGITS:
+                raise self.error_in_value(at + 1, "after decimal point in numeric literal")
+            at = self.digits(at + 1)
+        if at < self.n and data[at] in b"eE":
+            at += 1
+            if at < self.n and data[at] in b"+-":
+                at += 1
+            if at >= self.n or data[at] not in _DIGITS:
+                raise self.error_in_value(at, "in exponent of numeric literal")
+            at = self.digits(at)
+        return at
+
+    def string(self, at: int) -> int:
+        data = self.data
+        at += 1
+        while True:
+            if at >= self.n:
+                raise GoJSONError("unexpected end of JSON input")
+            byte = data[at]
+            if byte == ord('"'):
+                return at + 1
+            if byte < 0x20:
+                raise self.error_in_value(at, "in string literal")
+            if byte == ord("\\"):
+                at += 1
+                if at < self.n and data[at] == ord("u"):
+                    for _ in range(4):
+                        at += 1
+                        if at >= self.n or data[at] not in _HEX:
+                            raise self.error_in_value(at, "in \\u hexadecimal character escape")
+                elif at >= self.n or data[at] not in _ESCAPES:
+                    raise self.error_in_value(at, "in string escape code")
+            at += 1
+
+    def scan(self) -> tuple[Span, list[tuple[Span, Span]] | None]:
+        data, stack = self.data, bytearray()  # the open containers' brackets
+        members: list[tuple[Span, Span]] = []
+        key: Span = (0, 0)
+        top = member = -1  # where the top-level value and the current member's value start
+        at, state = 0, "value"  # what comes next: "value", "value-or-]", "key", "key-or-}", "after"
+        while True:
+            if state == "after":  # a value ended at ``at``
+                if member >= 0 and len(stack) == 1:
+                    members.append((key, (member, at)))
+                    member = -1
+                at = self.skip(at)
+                if not stack:
+                    if at < self.n:
+                        raise self.error(at, "after top-level value")
+                    return (top, at), (members if data[top] == ord("{") else None)
+                in_object = stack[-1] == ord("{")
+                if at < self.n and data[at] == ord(","):
+                    at, state = at + 1, ("key" if in_object else "value")
+                elif at < self.n and data[at] == (ord("}") if in_object else ord("]")):
+                    stack.pop()
+                    at += 1
+                else:
+                    raise self.error(at, "after object key:value pair" if in_object else "after array element")
+                continue
+            at = self.skip(at)
+            closing = {"value-or-]": ord("]"), "key-or-}": ord("}")}.get(state)
+            if closing is not None and at < self.n and data[at] == closing:
+                stack.pop()
+                at, state = at + 1, "after"
+            elif state in ("key", "key-or-}"):
+                if at >= self.n or data[at] != ord('"'):
+                    raise self.error(at, "looking for beginning of object key string")
+                end = self.string(at)
+                if len(stack) == 1:
+                    key = (at, end)
+                at = self.skip(end)
+                if at >= self.n or data[at] != ord(":"):
+                    raise self.error(at, "after object key")
+                at, state = at + 1, "value"
+            elif at >= self.n or data[at] not in _VALUE_STARTS:
+                raise self.error(at, "looking for beginning of value")
+            else:
+                if not stack:
+                    top = at
+                elif len(stack) == 1 and stack[0] == ord("{"):
+                    member = at
+                if data[at] in b"{[":
+                    if len(stack) >= _MAX_DEPTH:
+                        raise self.error(at, "exceeded max depth")
+                    stack.append(data[at])
+                    at, state = at + 1, ("key-or-}" if data[at] == ord("{") else "value-or-]")
+                else:
+                    at, state = self.scalar(at), "after"

@@ -37,6 +37,7 @@ from controlplane.apiserver.patching.strategic import strategic_merge_patch
 from controlplane.apiserver.patching.versions import VersionConverter
 from controlplane.apiserver.patching.zerovalues import UNSTRUCTURED, zero_value
 from controlplane.apiserver.resources import ResourceType
+from controlplane.gojson import cannot_unmarshal
 
 
 class PatchType(StrEnum):
@@ -246,9 +247,7 @@ def json_patch_failure(live: dict[str, Any], patch: list[Any]) -> str:
 
 def _undecodable(value: Any, go_type: str, *, prefix: str) -> BadRequest:
     """Go's error decoding a patch body of the wrong JSON type into ``go_type`` (kube's 400)."""
-    kinds = ((bool, "bool"), ((int, float), "number"), (str, "string"), (list, "array"), (dict, "object"))
-    kind = next((name for types, name in kinds if isinstance(value, types)), "null")
-    return BadRequest(f"{prefix}json: cannot unmarshal {kind} into Go value of type {go_type}")
+    return BadRequest(prefix + cannot_unmarshal(value, go_type))
 
 
 def _unappliable(message: str, detail: str, rt: ResourceType, name: str) -> Invalid:

@@ -22,6 +22,7 @@ from typing import Any, Final
 
 from controlplane.apiserver import codec, errors
 from controlplane.apiserver.decoding import INT64_MAX
+from controlplane.gojson import GoJSONError, scan
 
 VERSION: Final = "meta.k8s.io/v1"
 _ALPHABET: Final = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
@@ -49,7 +50,7 @@ def decode(token: str, prefix: str) -> tuple[int | None, str]:
     """The revision (None: the latest) and the key after which the list goes on."""
     try:
         fields = _fields(_json(_raw_url_base64(token)))
-    except _Invalid as invalid:
+    except (_Invalid, GoJSONError) as invalid:
         raise errors.BadRequest(f"invalid continue token: {_NOT_VALID}: {invalid}") from None
     version, revision, start = fields["v"], fields["rv"], fields["start"]
     if version != VERSION:
@@ -93,7 +94,7 @@ def _json(data: bytes) -> Any:
     """The token's JSON as Go's ``json.Unmarshal`` sees it: the whole body checked first (Go's
     syntax error), then the top-level value, and an object's members with only their kinds
     kept for nested objects and arrays (all the token's fields need, at any depth)."""
-    top, members = _Scanner(data).scan()
+    top, members = scan(data)
     if members is None:
         return _value(data, *top)
     return _Object((json.loads(data[key[0]:key[1]].decode(errors="replace")), _value(data, *value))
@@ -104,173 +105,6 @@ def _value(data: bytes, start: int, end: int) -> Any:
     if data[start] in b"{[":
         return _Object() if data[start] == ord("{") else []
     return json.loads(data[start:end].decode(errors="replace"), parse_int=_Number, parse_float=_Number)
-
-
-Span = tuple[int, int]
-_DIGITS: Final = frozenset(b"0123456789")
-_WHITESPACE: Final = frozenset(b" \t\r\n")
-_LITERALS: Final = {ord("t"): b"true", ord("f"): b"false", ord("n"): b"null"}
-_ESCAPES: Final = frozenset(b'bfnrt\\/"')
-_HEX: Final = frozenset(b"0123456789abcdefABCDEF")
-_VALUE_STARTS: Final = frozenset(b'{["-') | _DIGITS | frozenset(_LITERALS)
-_MAX_DEPTH: Final = 10000  # Go's maxNestingDepth
-_GO_ESCAPES: Final = {0x07: "\\a", 0x08: "\\b", 0x0C: "\\f", 0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t", 0x0B: "\\v"}
-
-
-def _quote_char(byte: int) -> str:
-    """Go's ``quoteChar``: a byte as its scanner's errors quote it (``'x'``, ``'\\x00'``, ``'\\u0080'``)."""
-    if byte in (ord("'"), ord('"')):
-        return "'\\''" if byte == ord("'") else "'\"'"
-    if byte in _GO_ESCAPES:
-        text = _GO_ESCAPES[byte]
-    elif byte == ord("\\"):
-        text = "\\\\"
-    elif byte < 0x20 or byte == 0x7F:
-        text = f"\\x{byte:02x}"
-    elif 0x7F < byte <= 0xA0 or byte == 0xAD:  # not printable for Go's strconv.IsPrint
-        text = f"\\u{byte:04x}"
-    else:
-        text = chr(byte)
-    return f"'{text}'"
-
-
-class _Scanner:
-    """Go's JSON scanner (``encoding/json``'s ``checkValid``) over a token's bytes: its syntax
-    error, word for word, or the span of the top-level value and, for an object, of each
-    member's key and value. At the end of the input Go feeds the scanner one space: a value cut
-    short inside a literal, a number or an escape is an ``invalid character ' '``, anything
-    else ``unexpected end of JSON input``."""
-
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-        self.n = len(data)
-
-    def error(self, at: int, context: str) -> _Invalid:
-        """Go's error at a structural point (the end of the input is ``unexpected end``)."""
-        if at >= self.n:
-            return _Invalid("unexpected end of JSON input")
-        return _Invalid(f"invalid character {_quote_char(self.data[at])} {context}")
-
-    def error_in_value(self, at: int, context: str) -> _Invalid:
-        """Go's error inside a scalar (the end of the input is the space Go feeds it)."""
-        byte = self.data[at] if at < self.n else ord(" ")
-        return _Invalid(f"invalid character {_quote_char(byte)} {context}")
-
-    def skip(self, at: int) -> int:
-        while at < self.n and self.data[at] in _WHITESPACE:
-            at += 1
-        return at
-
-    def digits(self, at: int) -> int:
-        while at < self.n and self.data[at] in _DIGITS:
-            at += 1
-        return at
-
-    def scalar(self, at: int) -> int:
-        """Where the string, literal or number starting at ``at`` ends."""
-        data, first = self.data, self.data[at]
-        if first == ord('"'):
-            return self.string(at)
-        if first in _LITERALS:
-            word = _LITERALS[first]
-            for offset in range(1, len(word)):
-                if at + offset >= self.n or data[at + offset] != word[offset]:
-                    raise self.error_in_value(at + offset, f"in literal {word.decode()} (expecting '{chr(word[offset])}')")
-            return at + len(word)
-        if first == ord("-"):
-            at += 1
-            if at >= self.n or data[at] not in _DIGITS:
-                raise self.error_in_value(at, "in numeric literal")
-        at = at + 1 if data[at] == ord("0") else self.digits(at)
-        if at < self.n and data[at] == ord("."):
-            if at + 1 >= self.n or data[at + 1] not in _DIGITS:
-                raise self.error_in_value(at + 1, "after decimal point in numeric literal")
-            at = self.digits(at + 1)
-        if at < self.n and data[at] in b"eE":
-            at += 1
-            if at < self.n and data[at] in b"+-":
-                at += 1
-            if at >= self.n or data[at] not in _DIGITS:
-                raise self.error_in_value(at, "in exponent of numeric literal")
-            at = self.digits(at)
-        return at
-
-    def string(self, at: int) -> int:
-        data = self.data
-        at += 1
-        while True:
-            if at >= self.n:
-                raise _Invalid("unexpected end of JSON input")
-            byte = data[at]
-            if byte == ord('"'):
-                return at + 1
-            if byte < 0x20:
-                raise self.error_in_value(at, "in string literal")
-            if byte == ord("\\"):
-                at += 1
-                if at < self.n and data[at] == ord("u"):
-                    for _ in range(4):
-                        at += 1
-                        if at >= self.n or data[at] not in _HEX:
-                            raise self.error_in_value(at, "in \\u hexadecimal character escape")
-                elif at >= self.n or data[at] not in _ESCAPES:
-                    raise self.error_in_value(at, "in string escape code")
-            at += 1
-
-    def scan(self) -> tuple[Span, list[tuple[Span, Span]] | None]:
-        data, stack = self.data, bytearray()  # the open containers' brackets
-        members: list[tuple[Span, Span]] = []
-        key: Span = (0, 0)
-        top = member = -1  # where the top-level value and the current member's value start
-        at, state = 0, "value"  # what comes next: "value", "value-or-]", "key", "key-or-}", "after"
-        while True:
-            if state == "after":  # a value ended at ``at``
-                if member >= 0 and len(stack) == 1:
-                    members.append((key, (member, at)))
-                    member = -1
-                at = self.skip(at)
-                if not stack:
-                    if at < self.n:
-                        raise self.error(at, "after top-level value")
-                    return (top, at), (members if data[top] == ord("{") else None)
-                in_object = stack[-1] == ord("{")
-                if at < self.n and data[at] == ord(","):
-                    at, state = at + 1, ("key" if in_object else "value")
-                elif at < self.n and data[at] == (ord("}") if in_object else ord("]")):
-                    stack.pop()
-                    at += 1
-                else:
-                    raise self.error(at, "after object key:value pair" if in_object else "after array element")
-                continue
-            at = self.skip(at)
-            closing = {"value-or-]": ord("]"), "key-or-}": ord("}")}.get(state)
-            if closing is not None and at < self.n and data[at] == closing:
-                stack.pop()
-                at, state = at + 1, "after"
-            elif state in ("key", "key-or-}"):
-                if at >= self.n or data[at] != ord('"'):
-                    raise self.error(at, "looking for beginning of object key string")
-                end = self.string(at)
-                if len(stack) == 1:
-                    key = (at, end)
-                at = self.skip(end)
-                if at >= self.n or data[at] != ord(":"):
-                    raise self.error(at, "after object key")
-                at, state = at + 1, "value"
-            elif at >= self.n or data[at] not in _VALUE_STARTS:
-                raise self.error(at, "looking for beginning of value")
-            else:
-                if not stack:
-                    top = at
-                elif len(stack) == 1 and stack[0] == ord("{"):
-                    member = at
-                if data[at] in b"{[":
-                    if len(stack) >= _MAX_DEPTH:
-                        raise self.error(at, "exceeded max depth")
-                    stack.append(data[at])
-                    at, state = at + 1, ("key-or-}" if data[at] == ord("{") else "value-or-]")
-                else:
-                    at, state = self.scalar(at), "after"
 
 
 def _fields(value: Any) -> dict[str, Any]:
