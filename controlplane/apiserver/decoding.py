@@ -23,6 +23,14 @@ The bounds are what kube-apiserver enforces through its decoders:
   becomes ``"1": x``, as sigs.k8s.io/yaml converts it); integers must fit 64 bits, as in
   kube's int64 fields and in the store's JSON.
 
+A body that is not JSON (or YAML) is a :class:`MalformedBody` carrying the error kube's Go
+decoders give for it: ``encoding/json``'s syntax error (``invalid character 'x' looking for
+beginning of value``, ``unexpected end of JSON input``), or go-yaml's (``yaml: line 3: did not find
+expected key``, its line counted as go-yaml counts it). Each handler words the refusal as kube's
+does for its verb and content type (:mod:`~controlplane.apiserver.body_refusals`). As Go's
+decoder, a JSON string holding bytes that are not UTF-8 is taken, each such byte read as U+FFFD.
+Go's scanner runs only on a body the fast parser refused, to word the error.
+
 A YAML body larger than :data:`YAML_INLINE_BYTES` is decoded in a worker thread, so a
 large apply does not stall ``/readyz`` or the watches of the event loop.
 """
@@ -36,6 +44,7 @@ from typing import Any
 import orjson
 import yaml
 
+from controlplane import gojson
 from controlplane.apiserver import errors
 
 #: How deep objects and arrays may nest in a request body (a Deployment is about 12 deep).
@@ -65,6 +74,16 @@ _Loader.yaml_implicit_resolvers = {
 _JSON_SCALARS = (str, bool, float, type(None))
 
 
+class MalformedBody(errors.BadRequest):
+    """A body that does not parse: ``cause`` is the error kube's decoder gives for it (Go's
+    ``encoding/json`` or go-yaml words), ``is_yaml`` says which."""
+
+    def __init__(self, cause: str, *, is_yaml: bool) -> None:
+        super().__init__(f"the request body is not valid {'YAML' if is_yaml else 'JSON'}: {cause}")
+        self.cause = cause
+        self.is_yaml = is_yaml
+
+
 def is_yaml(media: str) -> bool:
     return media.endswith("yaml")
 
@@ -79,16 +98,41 @@ async def decode_body(raw: bytes, *, media: str) -> Any:
 
 def decode_body_sync(raw: bytes, *, media: str) -> Any:
     """:func:`decode_body` on the calling thread."""
-    if not raw.strip():
-        raise errors.BadRequest("the request body is empty; send the object as JSON or YAML")
     if is_yaml(media):
+        if not raw.strip():
+            raise errors.BadRequest("the request body is empty; send the object as JSON or YAML")
         return _decode_yaml(raw)
     try:
         value = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
-        raise errors.BadRequest(f"the request body is not valid JSON: {exc}") from exc
+        value = _go_accepted(raw, exc)
     _check_json(value, depth=1)
     return value
+
+
+def _go_accepted(raw: bytes, refused: orjson.JSONDecodeError) -> Any:
+    """A JSON body orjson refused, as Go's decoder reads it: its syntax error, or the value of a
+    body whose strings hold bytes that are not UTF-8 (Go reads each as U+FFFD)."""
+    syntax = gojson.syntax_error(raw)
+    if syntax is not None:
+        raise MalformedBody(syntax, is_yaml=False) from None
+    try:
+        return orjson.loads(raw.decode("utf-8", "replace"))
+    except orjson.JSONDecodeError:
+        raise errors.BadRequest(f"the request body is not valid JSON: {refused}") from None
+
+
+def go_yaml_error(error: yaml.MarkedYAMLError) -> str:
+    """go-yaml's (v2's) words for a scanner or parser error: its problem, after the line of the
+    problem (or of its context) as go-yaml counts it: one-based for a scanner error, the parser's
+    zero-based line for a parser error, and none on the first line."""
+    line = 0
+    if error.problem_mark is not None and error.problem_mark.line != 0:
+        line = error.problem_mark.line + (1 if isinstance(error, yaml.scanner.ScannerError) else 0)
+    elif error.context_mark is not None and error.context_mark.line != 0:
+        line = error.context_mark.line
+    where = f"line {line}: " if line else ""
+    return f"yaml: {where}{error.problem or 'unknown problem parsing YAML content'}"
 
 
 def _decode_yaml(raw: bytes) -> Any:
@@ -99,6 +143,8 @@ def _decode_yaml(raw: bytes) -> Any:
             raise errors.BadRequest("the request body is empty; send the object as JSON or YAML")
         _check_nodes(node)
         constructed = loader.construct_document(node)
+    except (yaml.scanner.ScannerError, yaml.parser.ParserError) as exc:
+        raise MalformedBody(go_yaml_error(exc), is_yaml=True) from exc
     except yaml.YAMLError as exc:
         raise errors.BadRequest(f"the request body is not valid YAML: {exc}") from exc
     except (ValueError, TypeError, OverflowError) as exc:  # e.g. an unhashable mapping key

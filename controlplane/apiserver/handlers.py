@@ -24,6 +24,7 @@ from aiohttp import web
 from controlplane.apis.kube.selectors import of_named_object, parse_field_selector, parse_label_selector
 from controlplane.apiserver import codec, errors, protobuf
 from controlplane.apiserver.admission import ValidateWrite, WebhookCalls
+from controlplane.apiserver.body_refusals import decode_object, decode_patch
 from controlplane.apiserver.decoding import INT64_MAX, decode_body
 from controlplane.apiserver.objects import (
     EncodedList,
@@ -45,6 +46,7 @@ from controlplane.apiserver.queryparams import (
 from controlplane.apiserver.resources import ResourceType
 from controlplane.apiserver.routing import RequestInfo
 from controlplane.apiserver.tables import TABLE_CONTENT_TYPE, IncludeObject, scale_table, table, wants_table
+from controlplane.apiserver.validation import FieldValidation
 from controlplane.apiserver.watchcache import WatchCache, check_list_options, check_watch_list_options
 from controlplane.apiserver.watchcache.watcher import SharedEvent, in_batches_of_one
 from controlplane.apiserver.watching import SlowWatcher, WatchLimits, event_line, serve_watch
@@ -276,7 +278,7 @@ class ResourceHandlers:
         warnings = request_warnings(request)
         if info.verb == "update":
             scale = await self._objects.update_scale(
-                rt, await self.body(request), namespace=info.namespace, name=info.name,
+                rt, await self.body(request, kind="Scale"), namespace=info.namespace, name=info.name,
                 dry_run=dry_run_of(request), field_manager=field_manager_for(request),
                 webhooks=self._webhooks(request, warnings),
             )
@@ -284,10 +286,9 @@ class ResourceHandlers:
         if info.verb == "patch":
             patch_type = PatchType.from_content_type(request.headers.get("Content-Type", ""), rt)
             force = force_of(request, patch_type)
-            media = "application/yaml" if patch_type is PatchType.APPLY else JSON_CONTENT_TYPE
             scale = await self._objects.patch_scale(
                 rt, namespace=info.namespace, name=info.name, patch_type=patch_type,
-                patch=await decode_body(await request.read(), media=media),
+                patch=await self.patch_body(request, patch_type),
                 dry_run=dry_run_of(request), field_manager=field_manager_for(request), force=force,
                 webhooks=self._webhooks(request, warnings),
             )
@@ -458,7 +459,8 @@ class ResourceHandlers:
 
     # --- writes -----------------------------------------------------------------------
 
-    async def body(self, request: web.Request) -> Any:
+    async def body(self, request: web.Request, *, kind: str) -> Any:
+        """A create's or an update's body (of a ``kind``), refused in kube's words if it does not decode."""
         media = _media(request.content_type) if request.body_exists else ""
         if media == protobuf.MEDIA_TYPE:
             # kubectl's typed clients (kubectl create namespace|deployment|...) send protobuf only.
@@ -468,7 +470,12 @@ class ResourceHandlers:
                 f'the body of the request was in an unknown format - accepted media types include: '
                 f'application/json, application/yaml, {protobuf.MEDIA_TYPE} (got "{media}")'
             )
-        return await decode_body(await request.read(), media=media or JSON_CONTENT_TYPE)
+        return await decode_object(await request.read(), media=media or JSON_CONTENT_TYPE, kind=kind)
+
+    @staticmethod
+    async def patch_body(request: web.Request, patch_type: PatchType) -> Any:
+        """A patch's body, refused in its patch type's words if it does not decode."""
+        return await decode_patch(await request.read(), patch_type, strict=field_validation(request) is not FieldValidation.IGNORE)
 
     def write_args(self, request: web.Request, warnings: list[str]) -> WriteArgs:
         """The write options a create, update or patch request asks for (its query and identity)."""
@@ -482,7 +489,7 @@ class ResourceHandlers:
         }
 
     async def _create(self, request: web.Request, rt: ResourceType, info: RequestInfo) -> web.StreamResponse:
-        body = await self.body(request)
+        body = await self.body(request, kind=rt.kind)
         warnings = request_warnings(request)
         created = await self._objects.create_encoded(
             rt, body, namespace=info.namespace, **self.write_args(request, warnings)
@@ -492,7 +499,7 @@ class ResourceHandlers:
     async def _update(
         self, request: web.Request, rt: ResourceType, info: RequestInfo, *, subresource: str | None
     ) -> web.StreamResponse:
-        body = await self.body(request)
+        body = await self.body(request, kind=rt.kind)
         warnings = request_warnings(request)
         updated = await self._objects.update_handed_over(
             rt, body, namespace=info.namespace, name=info.name, subresource=subresource,
@@ -505,8 +512,7 @@ class ResourceHandlers:
     ) -> web.StreamResponse:
         assert info.name is not None
         patch_type = PatchType.from_content_type(request.headers.get("Content-Type", ""), rt)
-        media = "application/yaml" if patch_type is PatchType.APPLY else JSON_CONTENT_TYPE
-        patch = await decode_body(await request.read(), media=media)
+        patch = await self.patch_body(request, patch_type)
         warnings = request_warnings(request)
         force = force_of(request, patch_type)
         created: list[bool] = []

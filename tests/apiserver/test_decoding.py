@@ -33,15 +33,16 @@ JSON = "application/json"
         (b"- " * (MAX_DEPTH + 1) + b"x\n", YAML, f"deeper than {MAX_DEPTH}"),
         (nested_json(1000), JSON, f"deeper than {MAX_DEPTH}"),
         (b'{"a":' * (MAX_DEPTH + 1) + b"1" + b"}" * (MAX_DEPTH + 1), JSON, f"deeper than {MAX_DEPTH}"),
-        (b"a: [", YAML, "not valid YAML"),
-        (b'{"a": ', JSON, "not valid JSON"),
-        (b"\xff\xfe", JSON, "not valid JSON"),
-        (b"   ", JSON, "empty"),
+        (b"a: [", YAML, "yaml: line 1: did not find expected node content"),
+        (b'{"a": ', JSON, "unexpected end of JSON input"),
+        (b"\xff\xfe", JSON, "invalid character 'ÿ' looking for beginning of value"),
+        (b"   ", JSON, "unexpected end of JSON input"),
+        (b"   ", YAML, "empty"),
     ],
     ids=[
         "alias-bomb", "recursive-sequence", "recursive-mapping", "binary", "set", "int-over-64-bits",
         "int-under-64-bits", "unhashable-key", "python-tag", "deep-yaml", "json-1000-deep", "deep-json-objects",
-        "truncated-yaml", "truncated-json", "not-utf8", "blank",
+        "truncated-yaml", "truncated-json", "not-utf8", "blank", "blank-yaml",
     ],
 )
 def test_hostile_or_malformed_bodies_are_a_400(body: bytes, media: str, message: str) -> None:
@@ -98,3 +99,21 @@ async def test_large_yaml_decodes_in_a_worker_thread(monkeypatch: pytest.MonkeyP
     assert small == {"data": {"a": "b"}} and len(large["data"]) == 20000
     assert threads[0] == threading.get_ident(), "a small body is decoded inline"
     assert threads[1] != threading.get_ident(), "a large YAML body is decoded off the event loop's thread"
+
+
+@pytest.mark.parametrize(
+    ("body", "cause"),
+    [
+        # A scanner error's line is one-based, a parser error's the parser's zero-based one, and
+        # none is given for the first line: as go-yaml v2 counts them.
+        (b"a: b\n c: d\n", "yaml: line 2: mapping values are not allowed in this context"),
+        (b"a:\n  b: c\n d: e\n", "yaml: line 2: did not find expected key"),
+        (b'"abc', "yaml: found unexpected end of stream"),
+        (b"a: @b", "yaml: found character that cannot start any token"),
+        (b"- a\nb: c\n", "yaml: line 1: did not find expected '-' indicator"),
+    ],
+)
+def test_yaml_that_does_not_parse_carries_go_yamls_words(body: bytes, cause: str) -> None:
+    with pytest.raises(decoding.MalformedBody) as caught:
+        decode_body_sync(body, media=YAML)
+    assert (caught.value.cause, caught.value.is_yaml) == (cause, True)

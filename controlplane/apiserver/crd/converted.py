@@ -35,7 +35,6 @@ from controlplane.apiserver import errors
 from controlplane.apiserver.admission import WebhookCalls
 from controlplane.apiserver.crd.converting import convert, group_version_kind
 from controlplane.apiserver.crd.scaling import ConvertedScale
-from controlplane.apiserver.decoding import decode_body
 from controlplane.apiserver.handlers import (
     ResourceHandlers,
     dry_run_of,
@@ -301,7 +300,7 @@ class ConvertedHandlers:
     ) -> dict[str, Any]:
         """The request's body, checked in its version, ``manager``'s write recorded there and
         converted to the storage version."""
-        body = await self._handlers.body(request)
+        body = await self._handlers.body(request, kind=rt.kind)
         # The body must be of the request's version before it is converted (kube's decoding).
         obj = checked_body(rt, body, namespace=info.namespace, from_request=True)
         if not info.subresource:
@@ -352,7 +351,7 @@ class ConvertedHandlers:
         patch_type = PatchType.from_content_type(request.headers.get("Content-Type", ""), rt)
         if patch_type is PatchType.APPLY:
             return await self._apply(request, rt, stored, info)
-        patch = await decode_body(await request.read(), media="application/json")
+        patch = await self._handlers.patch_body(request, patch_type)
         args, manager = self._write_args(request, rt, request_warnings(request))
         now = self._handlers.objects.now
 
@@ -376,7 +375,7 @@ class ConvertedHandlers:
                 current = None
             if current is None or current.get("apiVersion") == rt.api_version:
                 return await self._handlers.patch(request, rt, info, subresource=subresource)
-        patch = await decode_body(await request.read(), media="application/yaml")
+        patch = await self._handlers.patch_body(request, PatchType.APPLY)
         warnings = request_warnings(request)
         force = force_of(request, PatchType.APPLY)
         args, manager = self._write_args(request, rt, warnings)

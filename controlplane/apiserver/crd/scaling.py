@@ -23,7 +23,6 @@ from controlplane.apis.kube.field import go_printed
 from controlplane.apis.untyped import dig
 from controlplane.apiserver import errors
 from controlplane.apiserver.admission import Operation, WebhookCalls, WebhookRequest
-from controlplane.apiserver.decoding import decode_body
 from controlplane.apiserver.handlers import (
     ResourceHandlers,
     field_manager_for,
@@ -155,13 +154,12 @@ class ConvertedScale:
         if info.verb == "get":
             return await self._get(request, rt, stored, info)
         if info.verb == "update":
-            body = await self._handlers.body(request)
+            body = await self._handlers.body(request, kind="Scale")
             return await self._write(request, rt, stored, info, lambda _view: body, sent=True)
         if info.verb != "patch":
             raise method_not_allowed()
         patch_type = PatchType.from_content_type(request.headers.get("Content-Type", ""), rt)
-        media = "application/yaml" if patch_type is PatchType.APPLY else "application/json"
-        patch = await decode_body(await request.read(), media=media)
+        patch = await self._handlers.patch_body(request, patch_type)
         if patch_type is PatchType.APPLY:
             return await self._write(request, rt, stored, info, None, applied=patch)
         now, manager = self._handlers.objects.now, field_manager_for(request)

@@ -1,0 +1,103 @@
+"""kube-apiserver's words for a request body that does not decode, per verb and content type.
+
+A create or an update (a subresource's too: status, scale) decodes its body with kube's
+serializer, which first reads the body's apiVersion and kind (``couldn't get version/kind; json
+parse error: ...`` with Go's JSON error; a YAML body is first converted to JSON, and go-yaml's
+error is given as it is); kube's handler then says which kind it wanted and sums the body up,
+its first 30 bytes as text when it starts with ``{``, in hex otherwise (``<empty>`` when empty):
+400 ``the object provided is unrecognized (must be of type Pod): couldn't get version/kind; json
+parse error: invalid character 'x' looking for beginning of value (7b782c ...)``. A body that is
+JSON but not an object is the same 400, Go's error then being about the type it decodes into.
+
+A patch's body is decoded by its patch type, each with its own words (400 every time):
+
+- JSON patch: ``error decoding patch: <Go's error>``; with ``fieldValidation=Ignore``, Go's
+  error alone (the JSON patch library's decoding).
+- merge patch: ``error decoding patch: <Go's error>``; with ``fieldValidation=Ignore``, the
+  JSON patch library's ``Invalid JSON Patch``.
+- strategic merge patch: Go's error alone.
+- apply (YAML): ``error decoding YAML: error converting YAML to JSON: <go-yaml's error>``.
+
+In: the raw body and the decoding error (:class:`~controlplane.apiserver.decoding.MalformedBody`)
+or the decoded value. Out: the :class:`~controlplane.apiserver.errors.BadRequest` to raise. No I/O.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from controlplane.apiserver import errors
+from controlplane.apiserver.decoding import MalformedBody, decode_body
+from controlplane.apiserver.patches import PatchType
+from controlplane.gojson import cannot_unmarshal, json_kind
+
+#: The Go type kube's serializer reads a body's apiVersion and kind into (as Go prints it).
+_TYPE_META: Final = 'struct { APIVersion string "json:\\"apiVersion,omitempty\\""; Kind string "json:\\"kind,omitempty\\"" }'
+_VERSION_KIND: Final = "couldn't get version/kind; json parse error: "
+#: How many bytes of the body kube quotes in its refusal.
+_SUMMARY_BYTES: Final = 30
+
+
+def summarize(raw: bytes) -> str:
+    """kube's ``summarizeData``: the body's first bytes as text if it starts with ``{``, else in hex."""
+    if not raw:
+        return "<empty>"
+    head = raw[:_SUMMARY_BYTES]
+    text = head.decode("utf-8", "replace") if raw[:1] == b"{" else head.hex()
+    return text + " ..." if len(raw) > _SUMMARY_BYTES else text
+
+
+def unrecognized(kind: str, raw: bytes, error: str) -> errors.BadRequest:
+    """kube's refusal of a create's or an update's body it cannot read as a ``kind``."""
+    return errors.BadRequest(f"the object provided is unrecognized (must be of type {kind}): {error} ({summarize(raw)})")
+
+
+def object_refusal(kind: str, raw: bytes, malformed: MalformedBody) -> errors.BadRequest:
+    """A create's or an update's body that does not parse."""
+    return unrecognized(kind, raw, malformed.cause if malformed.is_yaml else _VERSION_KIND + malformed.cause)
+
+
+def check_type_meta(kind: str, raw: bytes, body: Any) -> None:
+    """Refuse, as kube's serializer does, a body that is not an object (null is one, empty), or
+    whose apiVersion or kind is not a string."""
+    if body is None:
+        return
+    if not isinstance(body, dict):
+        raise unrecognized(kind, raw, _VERSION_KIND + cannot_unmarshal(body, _TYPE_META))
+    for key, value in body.items():
+        if key in ("apiVersion", "kind") and value is not None and not isinstance(value, str):
+            raise unrecognized(
+                kind, raw,
+                f"{_VERSION_KIND}json: cannot unmarshal {json_kind(value)} into Go struct field .{key} of type string",
+            )
+
+
+def patch_refusal(patch_type: PatchType, malformed: MalformedBody, *, strict: bool) -> errors.BadRequest:
+    """A patch body that does not parse, in the words of its patch type's decoder (``strict``:
+    fieldValidation is Strict or Warn, kube's default, under which kube decodes it strictly first)."""
+    cause = malformed.cause
+    if patch_type is PatchType.APPLY:
+        return errors.BadRequest(f"error decoding YAML: error converting YAML to JSON: {cause}")
+    if patch_type is PatchType.STRATEGIC:
+        return errors.BadRequest(cause)
+    if strict:
+        return errors.BadRequest(f"error decoding patch: {cause}")
+    return errors.BadRequest(cause if patch_type is PatchType.JSON else "Invalid JSON Patch")
+
+
+async def decode_object(raw: bytes, *, media: str, kind: str) -> Any:
+    """A create's or an update's body decoded, or refused in kube's words for a ``kind``."""
+    try:
+        body = await decode_body(raw, media=media)
+    except MalformedBody as malformed:
+        raise object_refusal(kind, raw, malformed) from None
+    check_type_meta(kind, raw, body)
+    return body
+
+
+async def decode_patch(raw: bytes, patch_type: PatchType, *, strict: bool) -> Any:
+    """A patch's body decoded (YAML for an apply, JSON otherwise), or refused in kube's words."""
+    try:
+        return await decode_body(raw, media="application/yaml" if patch_type is PatchType.APPLY else "application/json")
+    except MalformedBody as malformed:
+        raise patch_refusal(patch_type, malformed, strict=strict) from None
