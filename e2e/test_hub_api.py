@@ -142,6 +142,24 @@ def test_invalid_policy_is_rejected_with_field_causes_and_not_stored(processes) 
     assert "not found" in missing.stderr
 
 
+def test_kubectl_prints_kubes_words_for_a_body_that_is_not_json(processes) -> None:
+    _, kubectl = processes.start_hub()
+    path = "/api/v1/namespaces/default/configmaps"
+    created = kubectl.run("create", "--raw", path, "-f", "-", input_text='{"metadata": {"name": "c"},}', check=False)
+    assert created.returncode != 0
+    assert created.stderr.strip() == (
+        "Error from server (BadRequest): the object provided is unrecognized (must be of type ConfigMap): "
+        "couldn't get version/kind; json parse error: invalid character '}' looking for beginning of object key "
+        'string ({"metadata": {"name": "c"},})'
+    ), created.stderr
+    kubectl.run("create", "--raw", path, "-f", "-", input_text='{"metadata": {"name": "c"}}')
+    replaced = kubectl.run("replace", "--raw", f"{path}/c", "-f", "-", input_text="data: [", check=False)
+    assert replaced.returncode != 0
+    assert "couldn't get version/kind; json parse error: invalid character 'd' looking for beginning of value" in (
+        replaced.stderr
+    ), replaced.stderr
+
+
 def _kubeconfig_with_token(source: Path, target: Path, token: str) -> Path:
     config = yaml.safe_load(source.read_text())
     config["users"][0]["user"]["token"] = token

@@ -8,6 +8,7 @@ its first 30 bytes as text when it starts with ``{``, in hex otherwise (``<empty
 400 ``the object provided is unrecognized (must be of type Pod): couldn't get version/kind; json
 parse error: invalid character 'x' looking for beginning of value (7b782c ...)``. A body that is
 JSON but not an object is the same 400, Go's error then being about the type it decodes into.
+A delete's body (DeleteOptions) that does not decode is a 400 with the serializer's error alone.
 
 A patch's body is decoded by its patch type, each with its own words (400 every time):
 
@@ -24,7 +25,7 @@ or the decoded value. Out: the :class:`~controlplane.apiserver.errors.BadRequest
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from controlplane.apiserver import errors
 from controlplane.apiserver.decoding import MalformedBody, decode_body
@@ -54,22 +55,25 @@ def unrecognized(kind: str, raw: bytes, error: str) -> errors.BadRequest:
 
 def object_refusal(kind: str, raw: bytes, malformed: MalformedBody) -> errors.BadRequest:
     """A create's or an update's body that does not parse."""
-    return unrecognized(kind, raw, malformed.cause if malformed.is_yaml else _VERSION_KIND + malformed.cause)
+    return unrecognized(kind, raw, _decoder_error(malformed))
 
 
-def check_type_meta(kind: str, raw: bytes, body: Any) -> None:
-    """Refuse, as kube's serializer does, a body that is not an object (null is one, empty), or
-    whose apiVersion or kind is not a string."""
+def _decoder_error(malformed: MalformedBody) -> str:
+    """kube's serializer's error: go-yaml's for YAML, its failure to read the apiVersion and kind for JSON."""
+    return malformed.cause if malformed.is_yaml else _VERSION_KIND + malformed.cause
+
+
+def type_meta_error(body: Any) -> str | None:
+    """The error kube's serializer gives reading the apiVersion and kind of a decoded body that is
+    not an object (null is one, empty), or whose apiVersion or kind is not a string."""
     if body is None:
-        return
+        return None
     if not isinstance(body, dict):
-        raise unrecognized(kind, raw, _VERSION_KIND + cannot_unmarshal(body, _TYPE_META))
+        return _VERSION_KIND + cannot_unmarshal(body, _TYPE_META)
     for key, value in body.items():
         if key in ("apiVersion", "kind") and value is not None and not isinstance(value, str):
-            raise unrecognized(
-                kind, raw,
-                f"{_VERSION_KIND}json: cannot unmarshal {json_kind(value)} into Go struct field .{key} of type string",
-            )
+            return f"{_VERSION_KIND}json: cannot unmarshal {json_kind(value)} into Go struct field .{key} of type string"
+    return None
 
 
 def patch_refusal(patch_type: PatchType, malformed: MalformedBody, *, strict: bool) -> errors.BadRequest:
@@ -91,8 +95,23 @@ async def decode_object(raw: bytes, *, media: str, kind: str) -> Any:
         body = await decode_body(raw, media=media)
     except MalformedBody as malformed:
         raise object_refusal(kind, raw, malformed) from None
-    check_type_meta(kind, raw, body)
+    error = type_meta_error(body)
+    if error is not None:
+        raise unrecognized(kind, raw, error)
     return body
+
+
+async def decode_options(raw: bytes, *, media: str) -> dict[str, Any] | None:
+    """A delete's body (DeleteOptions), refused with its decoder's error alone, as kube's delete
+    handler refuses it (400)."""
+    try:
+        body = await decode_body(raw, media=media)
+    except MalformedBody as malformed:
+        raise errors.BadRequest(_decoder_error(malformed)) from None
+    error = type_meta_error(body)
+    if error is not None:
+        raise errors.BadRequest(error)
+    return cast(dict[str, Any] | None, body)
 
 
 async def decode_patch(raw: bytes, patch_type: PatchType, *, strict: bool) -> Any:

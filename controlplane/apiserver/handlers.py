@@ -24,8 +24,8 @@ from aiohttp import web
 from controlplane.apis.kube.selectors import of_named_object, parse_field_selector, parse_label_selector
 from controlplane.apiserver import codec, errors, protobuf
 from controlplane.apiserver.admission import ValidateWrite, WebhookCalls
-from controlplane.apiserver.body_refusals import decode_object, decode_patch
-from controlplane.apiserver.decoding import INT64_MAX, decode_body
+from controlplane.apiserver.body_refusals import decode_object, decode_options, decode_patch
+from controlplane.apiserver.decoding import INT64_MAX
 from controlplane.apiserver.objects import (
     EncodedList,
     ListArgs,
@@ -528,11 +528,9 @@ class ResourceHandlers:
     async def delete_options(self, request: web.Request) -> dict[str, Any]:
         raw = await request.read() if request.body_exists else b""
         options: dict[str, Any] = {}
-        if raw.strip():
-            parsed = await decode_body(raw, media=_media(request.content_type) or JSON_CONTENT_TYPE)
-            if not isinstance(parsed, dict):
-                raise errors.BadRequest("the body of a delete must be a DeleteOptions object")
-            options = checked_delete_options(parsed)
+        if raw:
+            parsed = await decode_options(raw, media=_media(request.content_type) or JSON_CONTENT_TYPE)
+            options = checked_delete_options(parsed or {})
         for key in ("propagationPolicy", "gracePeriodSeconds"):
             if key in request.query:
                 options[key] = request.query[key]
