@@ -25,6 +25,7 @@ or the decoded value. Out: the :class:`~controlplane.apiserver.errors.BadRequest
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any, Final, cast
 
 from controlplane.apiserver import errors
@@ -114,9 +115,15 @@ async def decode_options(raw: bytes, *, media: str) -> dict[str, Any] | None:
     return cast(dict[str, Any] | None, body)
 
 
-async def decode_patch(raw: bytes, patch_type: PatchType, *, strict: bool) -> Any:
-    """A patch's body decoded (YAML for an apply, JSON otherwise), or refused in kube's words."""
+async def decode_patch(raw: bytes, patch_type: PatchType, *, strict: bool, read: Callable[[], Awaitable[object]]) -> Any:
+    """A patch's body decoded (YAML for an apply, JSON otherwise), or refused in kube's words. kube
+    decodes a JSON, merge or strategic merge patch against the stored object, so ``read`` (that
+    object's read) runs before such a patch is refused: a missing object is its 404 first."""
     try:
         return await decode_body(raw, media="application/yaml" if patch_type is PatchType.APPLY else "application/json")
-    except MalformedBody as malformed:
-        raise patch_refusal(patch_type, malformed, strict=strict) from None
+    except errors.BadRequest as refused:
+        if patch_type is not PatchType.APPLY:
+            await read()
+        if isinstance(refused, MalformedBody):
+            raise patch_refusal(patch_type, refused, strict=strict) from None
+        raise

@@ -288,7 +288,7 @@ class ResourceHandlers:
             force = force_of(request, patch_type)
             scale = await self._objects.patch_scale(
                 rt, namespace=info.namespace, name=info.name, patch_type=patch_type,
-                patch=await self.patch_body(request, patch_type),
+                patch=await self.patch_body(request, patch_type, rt, info),
                 dry_run=dry_run_of(request), field_manager=field_manager_for(request), force=force,
                 webhooks=self._webhooks(request, warnings),
             )
@@ -472,10 +472,11 @@ class ResourceHandlers:
             )
         return await decode_object(await request.read(), media=media or JSON_CONTENT_TYPE, kind=kind)
 
-    @staticmethod
-    async def patch_body(request: web.Request, patch_type: PatchType) -> Any:
-        """A patch's body, refused in its patch type's words if it does not decode."""
-        return await decode_patch(await request.read(), patch_type, strict=field_validation(request) is not FieldValidation.IGNORE)
+    async def patch_body(self, request: web.Request, patch_type: PatchType, rt: ResourceType, info: RequestInfo) -> Any:
+        """A patch's body, refused in its patch type's words if it does not decode (``rt``'s object read first)."""
+        strict, raw = field_validation(request) is not FieldValidation.IGNORE, await request.read()
+        return await decode_patch(raw, patch_type, strict=strict, read=lambda: self._objects.get(
+            rt, namespace=info.namespace, name=info.name or ""))
 
     def write_args(self, request: web.Request, warnings: list[str]) -> WriteArgs:
         """The write options a create, update or patch request asks for (its query and identity)."""
@@ -512,7 +513,7 @@ class ResourceHandlers:
     ) -> web.StreamResponse:
         assert info.name is not None
         patch_type = PatchType.from_content_type(request.headers.get("Content-Type", ""), rt)
-        patch = await self.patch_body(request, patch_type)
+        patch = await self.patch_body(request, patch_type, rt, info)
         warnings = request_warnings(request)
         force = force_of(request, patch_type)
         created: list[bool] = []

@@ -121,3 +121,21 @@ async def test_a_delete_whose_options_do_not_decode_is_a_400_in_the_decoders_wor
     deleted = await api.delete(f"{CONFIGMAPS}/c", data=body, headers=JSON)
     assert await _refused(deleted) == message
     assert (await api.get(f"{CONFIGMAPS}/c")).status == 200
+
+
+@pytest.mark.parametrize("content_type", [MERGE, JSON_PATCH, STRATEGIC])
+async def test_a_malformed_patch_of_a_missing_object_is_its_404_first(api: Client, content_type: str) -> None:
+    # kube decodes these patches against the stored object, which it reads first.
+    for path in (f"{DEPLOYMENTS}/gone", f"{DEPLOYMENTS}/gone/status", f"{DEPLOYMENTS}/gone/scale"):
+        patched = await api.patch(path, data=b"{bad", headers={"Content-Type": content_type})
+        status = await patched.json()
+        assert (patched.status, status["reason"], status["message"]) == (
+            404, "NotFound", 'deployments.apps "gone" not found'
+        ), path
+
+
+async def test_a_malformed_apply_of_a_missing_object_is_refused_as_it_would_create_it(api: Client) -> None:
+    applied = await api.patch(f"{DEPLOYMENTS}/gone?fieldManager=m", data=b"a: [", headers={"Content-Type": APPLY})
+    assert await _refused(applied) == (
+        "error decoding YAML: error converting YAML to JSON: yaml: line 1: did not find expected node content"
+    )

@@ -351,7 +351,7 @@ class ConvertedHandlers:
         patch_type = PatchType.from_content_type(request.headers.get("Content-Type", ""), rt)
         if patch_type is PatchType.APPLY:
             return await self._apply(request, rt, stored, info)
-        patch = await self._handlers.patch_body(request, patch_type)
+        patch = await self._handlers.patch_body(request, patch_type, stored, info)
         args, manager = self._write_args(request, rt, request_warnings(request))
         now = self._handlers.objects.now
 
@@ -375,7 +375,7 @@ class ConvertedHandlers:
                 current = None
             if current is None or current.get("apiVersion") == rt.api_version:
                 return await self._handlers.patch(request, rt, info, subresource=subresource)
-        patch = await self._handlers.patch_body(request, PatchType.APPLY)
+        patch = await self._handlers.patch_body(request, PatchType.APPLY, stored, info)
         warnings = request_warnings(request)
         force = force_of(request, PatchType.APPLY)
         args, manager = self._write_args(request, rt, warnings)

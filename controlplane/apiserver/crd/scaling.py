@@ -159,7 +159,7 @@ class ConvertedScale:
         if info.verb != "patch":
             raise method_not_allowed()
         patch_type = PatchType.from_content_type(request.headers.get("Content-Type", ""), rt)
-        patch = await self._handlers.patch_body(request, patch_type)
+        patch = await self._handlers.patch_body(request, patch_type, stored, info)
         if patch_type is PatchType.APPLY:
             return await self._write(request, rt, stored, info, None, applied=patch)
         now, manager = self._handlers.objects.now, field_manager_for(request)
