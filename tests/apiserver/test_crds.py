@@ -296,3 +296,21 @@ async def test_a_versions_selectable_fields_are_its_field_selectors(replicas: tu
     refused = await first.get(trainers, params={"fieldSelector": "spec.other=x"})
     assert refused.status == 400
     assert (await refused.json())["message"] == "field label not supported: spec.other"
+
+
+async def test_a_custom_resource_body_that_does_not_decode_names_the_crds_kind(replicas: tuple[Client, Client]) -> None:
+    first, _ = replicas
+    assert (await first.post(CRDS, json=CRD)).status == 201
+    await _until(lambda: _established(first))
+    path = "/apis/ml.example.com/v1/namespaces/default/trainers"
+
+    async def served() -> bool:
+        return (await first.get(path)).status == 200
+
+    await _until(served)
+    answer = await first.post(path, data=b"x", headers={"Content-Type": "application/json"})
+    status = await answer.json()
+    assert (answer.status, status["reason"], status["message"]) == (400, "BadRequest", (
+        "the object provided is unrecognized (must be of type Trainer): couldn't get version/kind; json parse "
+        "error: invalid character 'x' looking for beginning of value (78)"
+    ))
