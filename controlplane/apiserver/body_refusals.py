@@ -71,7 +71,9 @@ def type_meta_error(body: Any) -> str | None:
         return None
     if not isinstance(body, dict):
         return _VERSION_KIND + cannot_unmarshal(body, _TYPE_META)
-    for key, value in body.items():
+    if all(isinstance(body.get(key), str | None) for key in ("apiVersion", "kind")):
+        return None
+    for key, value in body.items():  # Go's first error, in the body's order
         if key in ("apiVersion", "kind") and value is not None and not isinstance(value, str):
             return f"{_VERSION_KIND}json: cannot unmarshal {json_kind(value)} into Go struct field .{key} of type string"
     return None

@@ -41,12 +41,14 @@ async def _refused(answer: Any) -> str:
         (b"[1, 2]", JSON, f"{PARSE}json: cannot unmarshal array into Go value of type {TYPE_META} (5b312c20325d)"),
         (b'"a string"', JSON, f"{PARSE}json: cannot unmarshal string into Go value of type {TYPE_META} (226120737472696e6722)"),
         (b'{"kind": 7}', JSON, f'{PARSE}json: cannot unmarshal number into Go struct field .kind of type string ({{"kind": 7}})'),
+        (b'{"apiVersion": true, "kind": 7}', JSON,
+         f'{PARSE}json: cannot unmarshal bool into Go struct field .apiVersion of type string ({{"apiVersion": true, "kind": 7 ...)'),
         (b"metadata: x\n name: c\n", YAML,
          "yaml: line 2: mapping values are not allowed in this context (6d657461646174613a20780a206e616d653a20630a)"),
         (b"metadata: {name: c\n", YAML, "yaml: line 1: did not find expected ',' or '}' (6d657461646174613a207b6e616d653a20630a)"),
         (b"- a\n- b\n", YAML, f"{PARSE}json: cannot unmarshal array into Go value of type {TYPE_META} (2d20610a2d20620a)"),
     ],
-    ids=["not-json", "trailing-comma", "not-an-object-start", "cut-short", "empty", "array", "string", "kind-number",
+    ids=["not-json", "trailing-comma", "not-an-object-start", "cut-short", "empty", "array", "string", "kind-number", "first-of-two",
          "yaml-mapping-in-scalar", "yaml-unclosed-flow", "yaml-sequence"],
 )
 async def test_a_create_or_update_of_a_body_that_does_not_decode_is_kubes_400(
