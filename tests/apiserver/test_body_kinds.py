@@ -179,3 +179,20 @@ async def test_a_patched_object_names_the_object_of_its_url(
     assert answer.status == 400
     status = await answer.json()
     assert (status["reason"], status["message"]) == ("BadRequest", message)
+
+
+@pytest.mark.parametrize(("body", "message"), [
+    ({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "x"}, "spec": {"replicas": 2}},
+     'Deployment in version "v1" cannot be handled as a Scale: converting (v1.Deployment) to (autoscaling.Scale): '
+     "unknown conversion"),
+    ({"kind": "Deployment", "metadata": {"name": "x"}, "spec": {"replicas": 2}},
+     'Deployment in version "v1" cannot be handled as a Scale: no kind "Deployment" is registered for version '
+     '"autoscaling/v1" in scheme "pkg/api/legacyscheme/scheme.go:30"'),
+])
+async def test_a_scale_update_of_another_kind_is_kubes_400(api: Client, body: dict[str, Any], message: str) -> None:
+    assert (await api.post(DEPLOYMENTS, json=_deployment())).status == 201
+    answer = await api.put(f"{DEPLOYMENTS}/x/scale", json=body)
+    status = await answer.json()
+    assert (answer.status, status["reason"], status["message"]) == (400, "BadRequest", message)
+    scale = {"apiVersion": "autoscaling/v1", "kind": "Scale", "metadata": {"name": "x"}, "spec": {"replicas": 2}}
+    assert (await api.put(f"{DEPLOYMENTS}/x/scale", json=scale)).status == 200

@@ -16,6 +16,7 @@ In: the resource type and the body's apiVersion and kind. Out: the error to rais
 from __future__ import annotations
 
 import copy
+import dataclasses
 from typing import Any
 
 from controlplane.apiserver import errors
@@ -51,6 +52,21 @@ def wrong_body_kind(rt: ResourceType, *, api_version: str, kind: str) -> errors.
         )
     internal = "core" if rt.kind == "Event" else target.split(".")[-3]
     return errors.BadRequest(f"{handled}: converting ({version}.{kind}) to ({internal}.{rt.kind}): unknown conversion")
+
+
+def wrong_scale_kind(rt: ResourceType, scale: dict[str, Any]) -> errors.BadRequest | None:
+    """The error for a Scale sent to a built-in kind's scale subresource that says it is of another
+    kind: kube decodes it into an autoscaling/v1 Scale and refuses it as any body of the wrong kind
+    (``Deployment in version "v1" cannot be handled as a Scale: converting (v1.Deployment) to
+    (autoscaling.Scale): unknown conversion``); a missing apiVersion is autoscaling/v1's."""
+    kind = scale.get("kind")
+    if not isinstance(kind, str) or kind in ("", "Scale") or rt.custom is not None:
+        return None
+    own = shared_definitions().for_kind(rt.group, rt.version, rt.kind)
+    if own is None or not own.startswith(_LEGACY_DEFINITIONS):
+        return None  # a kind kube serves as a custom resource: its scale is decoded otherwise
+    scale_type = dataclasses.replace(rt, group="autoscaling", version="v1", kind="Scale")
+    return wrong_body_kind(scale_type, api_version=str(scale.get("apiVersion") or "autoscaling/v1"), kind=kind)
 
 
 def checked_body(

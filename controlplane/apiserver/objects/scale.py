@@ -17,7 +17,7 @@ from controlplane.apis.kube.field import IS_NEGATIVE
 from controlplane.apis.kube.selectors import SelectorError, scale_status_selector
 from controlplane.apis.untyped import dig
 from controlplane.apiserver import errors
-from controlplane.apiserver.objects.body_kind import check_url_identity
+from controlplane.apiserver.objects.body_kind import check_url_identity, wrong_scale_kind
 from controlplane.apiserver.openapi.known_fields import CannotUnmarshal, unknown_fields_of
 from controlplane.apiserver.patches import PatchType, apply_patch, merge_patch
 from controlplane.apiserver.patching.scalefields import ReplicasPaths, to_parent, to_subresource
@@ -65,9 +65,13 @@ def replicas_patch(
     when given, a precondition). As kube decodes a Scale: replicas of another type than an
     int32 are the decoder's :class:`DecodingError` (``json: cannot unmarshal string into Go
     struct field ScaleSpec.spec.replicas of type int32``), none are 0, fewer than none Invalid.
-    A Scale sent to a URL (``sent_to``: its namespace and name) then names the URL's object, as
-    kube's update handler checks it: its namespace when given, its name always (400s in kube's words)."""
+    A Scale sent to a URL (``sent_to``: its namespace and name) is first refused if it says it is
+    of another kind (kube's decoder's 400), then names the URL's object, as kube's update handler
+    checks it: its namespace when given, its name always (400s in kube's words)."""
     spec = require_scale(rt)
+    wrong_kind = wrong_scale_kind(rt, scale) if sent_to is not None and isinstance(scale, dict) else None
+    if wrong_kind is not None:
+        raise wrong_kind
     try:
         _SCALE_DECODING(scale if isinstance(scale, dict) else {}, False)
     except CannotUnmarshal as exc:
