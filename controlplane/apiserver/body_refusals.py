@@ -6,7 +6,7 @@ parse error: ...`` with Go's JSON error; a YAML body is first converted to JSON,
 error is given as it is); kube's handler then says which kind it wanted and sums the body up,
 its first 30 bytes as text when it starts with ``{``, in hex otherwise (``<empty>`` when empty):
 400 ``the object provided is unrecognized (must be of type Pod): couldn't get version/kind; json
-parse error: invalid character 'x' looking for beginning of value (7b782c ...)``. A body that is
+parse error: invalid character 'x' looking for beginning of value (782c79)`` for the body ``x,y``. A body that is
 JSON but not an object is the same 400, Go's error then being about the type it decodes into.
 A delete's body (DeleteOptions) that does not decode is a 400 with the serializer's error alone.
 
@@ -19,8 +19,11 @@ A patch's body is decoded by its patch type, each with its own words (400 every 
 - strategic merge patch: Go's error alone.
 - apply (YAML): ``error decoding YAML: error converting YAML to JSON: <go-yaml's error>``.
 
+kube decodes all but an apply against the stored object, so a missing object is their 404 first.
+
 In: the raw body and the decoding error (:class:`~controlplane.apiserver.decoding.MalformedBody`)
-or the decoded value. Out: the :class:`~controlplane.apiserver.errors.BadRequest` to raise. No I/O.
+or the decoded value. Out: the :class:`~controlplane.apiserver.errors.BadRequest` to raise. No I/O of
+its own (a patch's refusal awaits the read of the object it is handed).
 """
 
 from __future__ import annotations
