@@ -10,7 +10,8 @@ Custom kinds (a CRD's) are pruned by their structural schema (:mod:`controlplane
 with the same Strict/Warn/Ignore answers; their schema validation is the type's ``validate``, and
 a write of their status subresource prunes and validates what it can change (``CustomKind.prune_status``,
 ``validate_status``).
-Typed kinds are validated with their pydantic model. ``metadata`` is validated here, by
+Typed kinds are validated with their pydantic model, strictly (a value of its field's JSON type,
+as kube's schema validation of a CRD wants it; see :func:`_strictly_validated`). ``metadata`` is validated here, by
 kube's rules, not by the model (models describe spec and status; metadata belongs to
 the server), so model errors and unknown fields under ``metadata`` are ignored.
 """
@@ -26,6 +27,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+import orjson
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from controlplane.apis.kube.names import (
@@ -40,7 +42,7 @@ from controlplane.apis.kube.names import (
     path_segment_errors,
     qualified_name_errors,
 )
-from controlplane.apiserver.decoding import INT64_MAX
+from controlplane.apiserver.decoding import INT64_MAX, INT64_MIN
 from controlplane.apiserver.errors import BadRequest, Cause, CauseType, Forbidden, Invalid, Target, invalid
 from controlplane.apiserver.openapi import known_fields
 from controlplane.apiserver.resources import NameRule, ResourceType
@@ -291,6 +293,43 @@ class ModelCheck:
     unknown: list[Loc] = field(default_factory=list)
 
 
+_INT_TYPE_ERRORS = ("int_type", "int_from_float")
+
+
+def _strictly_validated(data: Any, validate: Callable[[bytes], Any]) -> Any:
+    """``validate`` over ``data``'s JSON in pydantic's strict mode: a value is of its field's JSON
+    type or refused, as kube's schema validation of a custom resource refuses ``"3"`` for an
+    integer and ``"true"`` for a boolean (the lax mode's coercions are not kube's). kube's one
+    leniency is kept: a number without a fraction (``3.0``) is an integer; it becomes one in
+    ``data``, as kube stores it (``3``). Raises ValidationError."""
+    try:
+        return validate(orjson.dumps(data))
+    except ValidationError as exc:
+        if not _integral_floats_made_ints(data, exc):
+            raise
+    return validate(orjson.dumps(data))
+
+
+def _integral_floats_made_ints(data: Any, exc: ValidationError) -> bool:
+    """Turn each integral float ``exc`` refuses as an integer into that integer, in place;
+    whether one was."""
+    changed = False
+    for error in exc.errors(include_url=False):
+        value = error.get("input")
+        if error["type"] not in _INT_TYPE_ERRORS or type(value) is not float:
+            continue
+        if not value.is_integer() or not INT64_MIN <= value <= INT64_MAX:
+            continue
+        loc = _input_path(tuple(error["loc"]), data)
+        node = data
+        for part in loc[:-1]:
+            node = node[part]
+        if loc and type(node[loc[-1]]) is float and node[loc[-1]] == value:
+            node[loc[-1]] = int(value)
+            changed = True
+    return changed
+
+
 @functools.cache
 def _status_adapter(model: type[BaseModel]) -> TypeAdapter[Any] | None:
     """A validator of ``model``'s ``status`` field alone (None when the model has none)."""
@@ -311,7 +350,7 @@ def check_model(obj: dict[str, Any], model: type[BaseModel], *, status_only: boo
         return _check_status(obj, adapter)
     result = ModelCheck()
     try:
-        instance = model.model_validate(obj)
+        instance = _strictly_validated(obj, lambda raw: model.model_validate_json(raw, strict=True))
     except ValidationError as exc:
         for error in _merge_union_members([dict(e) for e in exc.errors(include_url=False)], obj):
             loc, cause = _cause_for(error, obj)
@@ -332,7 +371,7 @@ def _check_status(obj: dict[str, Any], adapter: TypeAdapter[Any]) -> ModelCheck:
     result = ModelCheck()
     status = obj.get("status")
     try:
-        instance = adapter.validate_python(status)
+        instance = _strictly_validated(status, lambda raw: adapter.validate_json(raw, strict=True))
     except ValidationError as exc:
         errors = [{**e, "loc": ("status", *e["loc"])} for e in exc.errors(include_url=False)]
         for error in _merge_union_members(errors, obj):

@@ -1,0 +1,203 @@
+"""A custom resource's values are of their schema's JSON types, as apiextensions-apiserver
+validates it: ``"3"`` for an integer, ``"true"`` for a boolean, ``1`` for a string are refused (422,
+``must be of type integer: "string"``) in gpufed's, Karmada's and Kueue's kinds alike, while an
+int-or-string takes both and an integer written ``3.0`` is the integer ``3``. Over HTTP, on the
+hub's registry; the stored object is read back each time."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from aiohttp.test_utils import TestClient, TestServer
+
+from controlplane.apiserver.app import create_app
+from controlplane.apiserver.objects import ObjectStore
+from controlplane.hub import hub_registry
+from controlplane.storage import MemoryStore
+
+Client = TestClient[Any, Any]
+
+REBALANCERS = "/apis/apps.karmada.io/v1alpha1/workloadrebalancers"
+POLICIES = "/apis/policy.gpufed.io/v1alpha1/namespaces/default/propagationpolicies"
+KARMADA_POLICIES = "/apis/policy.karmada.io/v1alpha1/namespaces/default/propagationpolicies"
+CLUSTER_QUEUES = "/apis/kueue.x-k8s.io/v1beta1/clusterqueues"
+PROVISIONING = "/apis/kueue.x-k8s.io/v1beta1/provisioningrequestconfigs"
+CLUSTERS = "/apis/cluster.gpufed.io/v1alpha1/clusters"
+CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+TRAINERS = "/apis/ml.example.com/v1/namespaces/default/trainers"
+
+
+@pytest.fixture
+async def hub() -> AsyncIterator[Client]:
+    registry = hub_registry()
+    async with MemoryStore() as memory:
+        objects = ObjectStore(memory, registry)
+        await objects.bootstrap()
+        async with TestClient(TestServer(create_app(objects, registry))) as client:
+            yield client
+
+
+def rebalancer(**spec: Any) -> dict[str, Any]:
+    workloads = [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "namespace": "default"}]
+    return {"apiVersion": "apps.karmada.io/v1alpha1", "kind": "WorkloadRebalancer",
+            "metadata": {"name": "r"}, "spec": {"workloads": workloads, **spec}}
+
+
+def policy(api_version: str = "policy.gpufed.io/v1alpha1", **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": api_version, "kind": "PropagationPolicy", "metadata": {"name": "p", "namespace": "default"},
+            "spec": {"resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment"}], **spec}}
+
+
+def weighted(weight: Any) -> dict[str, Any]:
+    """A policy placement whose second static weight is ``weight``."""
+    weights = [{"targetCluster": {"clusterNames": ["a"]}, "weight": 1},
+               {"targetCluster": {"clusterNames": ["b"]}, "weight": weight}]
+    return {"replicaScheduling": {"replicaSchedulingType": "Divided", "replicaDivisionPreference": "Weighted",
+                                  "weightPreference": {"staticWeightList": weights}}}
+
+
+def cluster_queue(nominal: Any, **spec: Any) -> dict[str, Any]:
+    flavors = [{"name": "default", "resources": [{"name": "cpu", "nominalQuota": nominal}]}]
+    return {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ClusterQueue", "metadata": {"name": "cq"},
+            "spec": {"resourceGroups": [{"coveredResources": ["cpu"], "flavors": flavors}], **spec}}
+
+
+def provisioning(**spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ProvisioningRequestConfig", "metadata": {"name": "p"},
+            "spec": {"provisioningClassName": "check-capacity.autoscaling.x-k8s.io", **spec}}
+
+
+def cluster(**spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "cluster.gpufed.io/v1alpha1", "kind": "Cluster", "metadata": {"name": "c"},
+            "spec": {"provider": "aws", **spec}}
+
+
+def type_invalid(field: str, actual: str, wanted: str) -> dict[str, str]:
+    message = f'Invalid value: "{actual}": {field} in body must be of type {wanted}: "{actual}"'
+    return {"reason": "FieldValueTypeInvalid", "message": message, "field": field}
+
+
+@pytest.mark.parametrize(
+    ("collection", "obj", "cause"),
+    [
+        (REBALANCERS, rebalancer(ttlSecondsAfterFinished="3"),
+         type_invalid("spec.ttlSecondsAfterFinished", "string", "integer")),
+        (REBALANCERS, rebalancer(ttlSecondsAfterFinished=True),
+         type_invalid("spec.ttlSecondsAfterFinished", "boolean", "integer")),
+        (POLICIES, policy(propagateDeps="true"), type_invalid("spec.propagateDeps", "string", "boolean")),
+        (POLICIES, policy(propagateDeps=1), type_invalid("spec.propagateDeps", "integer", "boolean")),
+        (KARMADA_POLICIES, policy("policy.karmada.io/v1alpha1", placement=weighted("2")),
+         type_invalid("spec.placement.replicaScheduling.weightPreference.staticWeightList[1].weight", "string", "integer")),
+        (PROVISIONING, provisioning(retryStrategy={"backoffLimitCount": "3"}),
+         type_invalid("spec.retryStrategy.backoffLimitCount", "string", "integer")),
+        (CLUSTER_QUEUES, cluster_queue(True),
+         type_invalid("spec.resourceGroups[0].flavors[0].resources[0].nominalQuota", "boolean", "integer,string")),
+        (CLUSTERS, cluster(tier="1"), type_invalid("spec.tier", "string", "integer")),
+        (CLUSTERS, cluster(region=1), type_invalid("spec.region", "integer", "string")),
+    ],
+    ids=["karmada-int-string", "karmada-int-bool", "gpufed-bool-string", "gpufed-bool-int", "karmada-array-item",
+         "kueue-nested-int", "kueue-int-or-string", "gpufed-int-string", "gpufed-string-int"],
+)
+async def test_a_value_of_another_json_type_is_refused_as_kube_refuses_it(
+    hub: Client, collection: str, obj: dict[str, Any], cause: dict[str, str]
+) -> None:
+    response = await hub.post(collection, json=obj)
+    status = await response.json()
+    assert response.status == 422, status
+    assert status["reason"] == "Invalid"
+    assert status["details"]["causes"] == [cause]
+    assert (await hub.get(f"{collection}/{obj['metadata']['name']}")).status == 404
+
+
+@pytest.mark.parametrize("nominal", ["3", 3, "500m"])
+async def test_an_int_or_string_takes_either_and_is_stored_as_sent(hub: Client, nominal: Any) -> None:
+    response = await hub.post(CLUSTER_QUEUES, json=cluster_queue(nominal))
+    assert response.status == 201, await response.text()
+    stored = await (await hub.get(f"{CLUSTER_QUEUES}/cq")).json()
+    assert stored["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] == nominal
+    assert type(stored["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"]) is type(nominal)
+
+
+async def test_an_integer_written_with_a_zero_fraction_is_that_integer(hub: Client) -> None:
+    response = await hub.post(KARMADA_POLICIES, json=policy("policy.karmada.io/v1alpha1", placement=weighted(2.0)))
+    assert response.status == 201, await response.text()
+    stored = await (await hub.get(f"{KARMADA_POLICIES}/p")).json()
+    weight = stored["spec"]["placement"]["replicaScheduling"]["weightPreference"]["staticWeightList"][1]["weight"]
+    assert weight == 2 and type(weight) is int
+    # A fraction is no integer.
+    refused = await hub.post(REBALANCERS, json=rebalancer(ttlSecondsAfterFinished=1.5))
+    assert refused.status == 422
+    assert (await refused.json())["details"]["causes"] == [
+        type_invalid("spec.ttlSecondsAfterFinished", "number", "integer")
+    ]
+
+
+TRAINER_CRD: dict[str, Any] = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "trainers.ml.example.com"},
+    "spec": {
+        "group": "ml.example.com",
+        "scope": "Namespaced",
+        "names": {"plural": "trainers", "kind": "Trainer"},
+        "versions": [{
+            "name": "v1", "served": True, "storage": True,
+            "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": {"type": "object", "properties": {
+                "model": {"type": "string"},
+                "note": {"type": "string", "nullable": True},
+                "workers": {"type": "integer", "default": 1},
+                "size": {"x-kubernetes-int-or-string": True},
+                "tags": {"type": "array", "items": {"type": "string"}},
+                "options": {"type": "object", "additionalProperties": {"type": "string"}},
+                "extra": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+            }}}}},
+        }],
+    },
+}
+
+
+async def _trainers_served(hub: Client) -> None:
+    assert (await hub.post(CRDS, json=copy.deepcopy(TRAINER_CRD))).status == 201
+    async with asyncio.timeout(10):  # until the CRD controller serves its kind
+        while True:
+            if (await hub.get(TRAINERS)).status == 200:
+                return
+            await asyncio.sleep(0.02)
+
+
+def trainer(name: str, **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "ml.example.com/v1", "kind": "Trainer", "metadata": {"name": name}, "spec": spec}
+
+
+@pytest.mark.parametrize("size", ["3", 3])
+async def test_a_crds_int_or_string_takes_either(hub: Client, size: Any) -> None:
+    await _trainers_served(hub)
+    response = await hub.post(TRAINERS, json=trainer("a", size=size))
+    assert response.status == 201, await response.text()
+    assert (await (await hub.get(f"{TRAINERS}/a")).json())["spec"]["size"] == size
+    refused = await hub.post(TRAINERS, json=trainer("b", workers="3"))
+    assert (await refused.json())["details"]["causes"] == [type_invalid("spec.workers", "string", "integer")]
+
+
+async def test_a_built_in_kinds_string_for_an_integer_is_kubes_decoding_error(hub: Client) -> None:
+    deployment = {
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "default"},
+        "spec": {"replicas": "3", "selector": {"matchLabels": {"app": "web"}}, "template": {
+            "metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "web", "image": "nginx"}]}}},
+    }
+    response = await hub.post("/apis/apps/v1/namespaces/default/deployments", json=deployment)
+    status = await response.json()
+    assert response.status == 400, status
+    assert status["message"] == (
+        'Deployment in version "v1" cannot be handled as a Deployment: json: cannot unmarshal string into Go '
+        "struct field DeploymentSpec.spec.replicas of type int32"
+    )
+    # A null is Go's zero value: no replicas, defaulted to 1.
+    deployment["spec"]["replicas"] = None
+    created = await hub.post("/apis/apps/v1/namespaces/default/deployments", json=deployment)
+    assert created.status == 201, await created.text()
+    assert (await created.json())["spec"]["replicas"] == 1
