@@ -11,7 +11,8 @@ with the same Strict/Warn/Ignore answers; their schema validation is the type's 
 a write of their status subresource prunes and validates what it can change (``CustomKind.prune_status``,
 ``validate_status``).
 Typed kinds are validated with their pydantic model, strictly (a value of its field's JSON type,
-as kube's schema validation of a CRD wants it; see :func:`_strictly_validated`). ``metadata`` is validated here, by
+as kube's schema validation of a CRD wants it; see :func:`_strictly_validated`); the nulls kube
+drops from a custom resource are dropped before (:mod:`.nullpruning`). ``metadata`` is validated here, by
 kube's rules, not by the model (models describe spec and status; metadata belongs to
 the server), so model errors and unknown fields under ``metadata`` are ignored.
 """

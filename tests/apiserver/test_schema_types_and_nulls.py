@@ -1,8 +1,10 @@
-"""A custom resource's values are of their schema's JSON types, as apiextensions-apiserver
-validates it: ``"3"`` for an integer, ``"true"`` for a boolean, ``1`` for a string are refused (422,
-``must be of type integer: "string"``) in gpufed's, Karmada's and Kueue's kinds alike, while an
-int-or-string takes both and an integer written ``3.0`` is the integer ``3``. Over HTTP, on the
-hub's registry; the stored object is read back each time."""
+"""A custom resource's values are of their schema's JSON types, and its nulls are pruned, as
+apiextensions-apiserver decodes and validates it: ``"3"`` for an integer, ``"true"`` for a boolean,
+``1`` for a string are refused (422, ``must be of type integer: "string"``) in gpufed's, Karmada's
+and Kueue's kinds alike, while an int-or-string takes both, an integer written ``3.0`` is the
+integer ``3``, and a field set to ``null`` that its schema does not declare ``nullable`` is dropped
+before the object is defaulted and validated (defaulted if it has a default, missing if it was
+required). Over HTTP, on the hub's registry; the stored object is read back each time."""
 
 from __future__ import annotations
 
@@ -13,8 +15,10 @@ from typing import Any
 
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
+from pydantic import BaseModel, ConfigDict
 
 from controlplane.apiserver.app import create_app
+from controlplane.apiserver.nullpruning import prune_model_nulls
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.hub import hub_registry
 from controlplane.storage import MemoryStore
@@ -136,6 +140,41 @@ async def test_an_integer_written_with_a_zero_fraction_is_that_integer(hub: Clie
     ]
 
 
+async def test_nulls_of_declared_fields_are_pruned_before_validation(hub: Client) -> None:
+    sent = policy(propagateDeps=None, placement={"clusterAffinity": None, "spreadConstraints": None})
+    sent["spec"]["resourceSelectors"][0].update(labelSelector=None, namespace=None)  # in an array item
+    response = await hub.post(POLICIES, json=sent)
+    assert response.status == 201, await response.text()
+    stored = await (await hub.get(f"{POLICIES}/p")).json()
+    assert "propagateDeps" not in stored["spec"]
+    assert stored["spec"]["placement"] == {}
+    # The selector's namespace is defaulted as if it had not been sent (Karmada's webhook sets the policy's).
+    assert stored["spec"]["resourceSelectors"] == [{"apiVersion": "apps/v1", "kind": "Deployment", "namespace": "default"}]
+
+
+async def test_a_null_with_a_default_is_defaulted_and_a_required_null_is_missing(hub: Client) -> None:
+    response = await hub.post(CLUSTER_QUEUES, json=cluster_queue("3", queueingStrategy=None, stopPolicy=None))
+    assert response.status == 201, await response.text()
+    spec = (await (await hub.get(f"{CLUSTER_QUEUES}/cq")).json())["spec"]
+    assert (spec["queueingStrategy"], spec["stopPolicy"]) == ("BestEffortFIFO", "None")
+
+    refused = await hub.post(REBALANCERS, json=rebalancer(workloads=None))
+    status = await refused.json()
+    assert refused.status == 422, status
+    assert status["details"]["causes"] == [
+        {"reason": "FieldValueRequired", "message": "Required value", "field": "spec.workloads"}
+    ]
+
+
+async def test_an_update_prunes_nulls_too(hub: Client) -> None:
+    assert (await hub.post(REBALANCERS, json=rebalancer(ttlSecondsAfterFinished=60))).status == 201
+    current = await (await hub.get(f"{REBALANCERS}/r")).json()
+    current["spec"]["ttlSecondsAfterFinished"] = None
+    response = await hub.put(f"{REBALANCERS}/r", json=current)
+    assert response.status == 200, await response.text()
+    assert "ttlSecondsAfterFinished" not in (await (await hub.get(f"{REBALANCERS}/r")).json())["spec"]
+
+
 TRAINER_CRD: dict[str, Any] = {
     "apiVersion": "apiextensions.k8s.io/v1",
     "kind": "CustomResourceDefinition",
@@ -173,6 +212,25 @@ def trainer(name: str, **spec: Any) -> dict[str, Any]:
     return {"apiVersion": "ml.example.com/v1", "kind": "Trainer", "metadata": {"name": name}, "spec": spec}
 
 
+async def test_a_crds_nulls_are_pruned_unless_nullable(hub: Client) -> None:
+    await _trainers_served(hub)
+    sent = trainer("a", model=None, note=None, workers=None, size=None, options={"x": None, "y": "1"},
+                   extra={"kept": None})
+    response = await hub.post(TRAINERS, json=sent)
+    assert response.status == 201, await response.text()
+    spec = (await (await hub.get(f"{TRAINERS}/a")).json())["spec"]
+    # note is nullable: kept; workers has a default: defaulted; a preserved field's null is its own.
+    assert spec == {"note": None, "workers": 1, "options": {"y": "1"}, "extra": {"kept": None}}
+
+
+async def test_a_crds_null_array_item_is_kept_and_refused(hub: Client) -> None:
+    await _trainers_served(hub)
+    response = await hub.post(TRAINERS, json=trainer("a", tags=["x", None]))
+    status = await response.json()
+    assert response.status == 422, status
+    assert status["details"]["causes"] == [type_invalid("spec.tags[1]", "null", "string")]
+
+
 @pytest.mark.parametrize("size", ["3", 3])
 async def test_a_crds_int_or_string_takes_either(hub: Client, size: Any) -> None:
     await _trainers_served(hub)
@@ -201,3 +259,28 @@ async def test_a_built_in_kinds_string_for_an_integer_is_kubes_decoding_error(hu
     created = await hub.post("/apis/apps/v1/namespaces/default/deployments", json=deployment)
     assert created.status == 201, await created.text()
     assert (await created.json())["spec"]["replicas"] == 1
+
+
+class _Leaf(BaseModel):
+    n: int | None = None
+
+
+class _Tree(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    name: str | None = None
+    children: list[_Tree] | None = None
+    labels: dict[str, str] | None = None
+    free: dict[str, Any] | None = None
+    anything: Any = None
+    leaf: _Leaf | None = None
+
+
+def test_a_models_nulls_are_pruned_where_it_declares_a_field() -> None:
+    obj = {"name": None, "children": [{"name": None, "children": None, "leaf": {"n": None}}, None],
+           "labels": {"a": None, "b": "x"}, "free": {"k": None}, "anything": {"k": None}, "leaf": None,
+           "unknown": None}
+    prune_model_nulls(obj, _Tree)
+    # Declared fields lose their nulls at any depth, a map's declared values too; an array's null
+    # item, an open value's nulls and an undeclared field's (the model keeps extras) stay.
+    assert obj == {"children": [{"leaf": {}}, None], "labels": {"b": "x"}, "free": {"k": None},
+                   "anything": {"k": None}, "unknown": None}

@@ -1,11 +1,12 @@
 """A CustomResourceDefinition's structural schema applied to its objects, as kube does it.
 
-Three passes over an object, each driven by the version's ``openAPIV3Schema`` (a plain
+Passes over an object, each driven by the version's ``openAPIV3Schema`` (a plain
 JSONSchemaProps dict):
 
 * :func:`prune` drops every field the schema does not declare (kube's pruning), unless a
   node says ``x-kubernetes-preserve-unknown-fields``; it returns the dropped paths so the
   server can warn about them or, with ``fieldValidation=Strict``, refuse the write.
+  :func:`prune_nulls` drops the nulls of fields that are neither ``nullable`` nor defaulted.
 * :func:`apply_defaults` fills unset fields from the schema's ``default`` values.
 * :func:`validate` returns kube's field errors for the value validations: types,
   ``nullable``, ``required``, ``enum``, ``pattern`` (RE2, as kube), bounds, lengths and sizes, ``format``
@@ -118,6 +119,39 @@ def _prune(value: Any, schema: Schema, path: Path, dropped: list[Path], *, root:
     elif isinstance(value, list) and isinstance(schema.get("items"), dict):
         for index, item in enumerate(value):
             _prune(item, schema["items"], (*path, index), dropped, root=False)
+
+
+def prune_nulls(obj: Any, schema: Schema | None) -> None:
+    """Drop, in place, every field whose value is null where ``schema`` declares the field (a
+    property, or a value of a map with ``additionalProperties``) without ``nullable: true`` and
+    without a ``default``: kube drops those nulls when it decodes a custom resource, before it
+    defaults and validates it (a null with a default is defaulted instead). Array items are
+    kept, null or not, and so are nulls where the schema says nothing (a preserved unknown
+    field's)."""
+    if isinstance(obj, dict):
+        for key in list(obj):
+            sub = _field_schema(schema, key)
+            value = obj[key]
+            if value is None and sub is not None and not sub.get("nullable") and "default" not in sub:
+                del obj[key]
+            elif isinstance(value, dict | list):
+                prune_nulls(value, sub)
+    elif isinstance(obj, list):
+        items = schema.get("items") if schema is not None else None
+        for item in obj:
+            if isinstance(item, dict | list):
+                prune_nulls(item, items if isinstance(items, dict) else None)
+
+
+def _field_schema(schema: Schema | None, key: str) -> Schema | None:
+    """The schema of the field ``key`` of an object of ``schema`` (None: it has none)."""
+    if schema is None:
+        return None
+    found = (schema.get("properties") or {}).get(key)
+    if isinstance(found, dict):
+        return found
+    additional = schema.get("additionalProperties")
+    return additional if isinstance(additional, dict) else None
 
 
 # --- defaulting --------------------------------------------------------------------------

@@ -11,6 +11,7 @@ from typing import Any
 
 from controlplane.apis.untyped import dig
 from controlplane.apiserver.admission import Operation, WebhookRequest
+from controlplane.apiserver.nullpruning import prune_nulls
 from controlplane.apiserver.objects.body_kind import checked_body
 from controlplane.apiserver.objects.scale import replicas_patch, require_scale, scale_of
 from controlplane.apiserver.objects.values import WriteOptions
@@ -54,6 +55,7 @@ async def mutated(
         return scaled
     # The patched object is checked as a request's body: its kind, namespace and name stay the write's.
     patched = checked_body(rt, patched, namespace=meta.get("namespace"), name=meta.get("name"), copy_body=False)
+    prune_nulls(rt, patched)
     if rt.defaults is not None:
         rt.defaults(patched)
     return patched

@@ -33,6 +33,7 @@ from controlplane.apiserver.admission import (
     WriteAttributes,
 )
 from controlplane.apiserver.allocating import Allocations, NoAllocations, stored_with
+from controlplane.apiserver.nullpruning import prune_nulls
 from controlplane.apiserver.objects.admitting import mutated, webhook_request
 from controlplane.apiserver.objects.body_kind import checked_body, status_request
 from controlplane.apiserver.objects.merging import (
@@ -133,6 +134,7 @@ class Writer:
         self, rt: ResourceType, obj: dict[str, Any], options: WriteOptions
     ) -> tuple[dict[str, Any], storage.KeyValue | None]:
         """One create attempt of ``obj``, which is this store's own (:func:`checked_body`'s) copy."""
+        prune_nulls(rt, obj)  # as kube decodes a custom resource, before anything reads it
         meta = obj["metadata"]
         given_generation = meta.get("generation")
         for key in SERVER_OWNED_METADATA:
@@ -371,6 +373,7 @@ class Writer:
     ) -> dict[str, Any]:
         """``new`` as an update of ``old`` would store it (defaulted, validated, its generation
         and managedFields, admission run), or ``old`` itself when the update changes nothing."""
+        prune_nulls(rt, new)
         if rt.prepare_update is not None and subresource is None:
             rt.prepare_update(new, old)
         if rt.prepare is not None:
