@@ -1,11 +1,12 @@
 """The nulls a written custom resource loses before it is defaulted and validated, as kube drops them.
 
-On a real cluster gpufed's, Karmada's, Kueue's and Kubeflow's kinds are CRDs, and
+On a real cluster gpufed's, Karmada's and Kueue's kinds are CRDs, and
 apiextensions-apiserver decodes their objects by the structural schema: a field set to ``null``
 that the schema declares neither ``nullable`` nor defaulted is dropped
 (``PruneNonNullableNullsWithoutDefaults``), so ``spec: {suspend: null}`` is stored as ``spec: {}``
 instead of being refused; a null with a default is defaulted. Built-in kinds are not touched here
-(kube decodes them into Go structs: a null is the field's zero value).
+(kube decodes them into Go structs: a null is the field's zero value), nor the kinds the hub keeps
+without a model or a CRD schema (Kubeflow's training jobs, KubeRay's, JobSet, LeaderWorkerSet).
 
 In: a written object and its :class:`ResourceType` (a modelled kind's pydantic model, or a CRD
 version's ``openAPIV3Schema``). Out: the object, changed in place. Runs before the kind's
