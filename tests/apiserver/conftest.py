@@ -12,6 +12,7 @@ from aiohttp.test_utils import TestClient, TestServer
 from controlplane.apiserver.app import create_app
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.apiserver.resources import Registry
+from controlplane.hub import hub_registry
 from controlplane.storage import MemoryStore, Store
 
 from .kinds import make_registry
@@ -45,3 +46,15 @@ async def api(objects: ObjectStore, api_registry: Registry) -> AsyncIterator[Tes
     app = create_app(objects, api_registry, bookmark_interval=0.2)
     async with TestClient(TestServer(app)) as client:
         yield client
+
+
+@pytest.fixture
+async def hub() -> AsyncIterator[TestClient[Any, Any]]:
+    """An HTTP client of an API server serving everything the hub serves, over a MemoryStore
+    (a module's own ``hub`` fixture, serving fewer kinds, takes its place there)."""
+    registry = hub_registry()
+    async with MemoryStore() as memory:
+        objects = ObjectStore(memory, registry)
+        await objects.bootstrap()
+        async with TestClient(TestServer(create_app(objects, registry))) as client:
+            yield client

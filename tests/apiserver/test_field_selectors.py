@@ -7,16 +7,10 @@ known field selector: only "metadata.name", "metadata.namespace"`` for a built-i
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from aiohttp.test_utils import TestClient, TestServer
-
-from controlplane.apiserver.app import create_app
-from controlplane.apiserver.objects import ObjectStore
-from controlplane.hub import hub_registry
-from controlplane.storage import MemoryStore
+from aiohttp.test_utils import TestClient
 
 Client = TestClient[Any, Any]
 NS = "/api/v1/namespaces/default"
@@ -25,16 +19,6 @@ TEMPLATE = {"metadata": {"labels": {"app": "a"}}, "spec": {"containers": [{"name
 
 def not_known(field: str) -> str:
     return f'"{field}" is not a known field selector: only "metadata.name", "metadata.namespace"'
-
-
-@pytest.fixture
-async def hub() -> AsyncIterator[Client]:
-    registry = hub_registry()
-    async with MemoryStore() as memory:
-        objects = ObjectStore(memory, registry)
-        await objects.bootstrap()
-        async with TestClient(TestServer(create_app(objects, registry))) as client:
-            yield client
 
 
 async def names(hub: Client, collection: str, selector: str) -> list[str]:

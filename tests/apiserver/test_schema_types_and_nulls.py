@@ -10,18 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import copy
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from aiohttp.test_utils import TestClient, TestServer
+from aiohttp.test_utils import TestClient
 from pydantic import BaseModel, ConfigDict
 
-from controlplane.apiserver.app import create_app
 from controlplane.apiserver.nullpruning import prune_model_nulls
-from controlplane.apiserver.objects import ObjectStore
-from controlplane.hub import hub_registry
-from controlplane.storage import MemoryStore
 
 Client = TestClient[Any, Any]
 
@@ -33,16 +28,6 @@ PROVISIONING = "/apis/kueue.x-k8s.io/v1beta1/provisioningrequestconfigs"
 CLUSTERS = "/apis/cluster.gpufed.io/v1alpha1/clusters"
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 TRAINERS = "/apis/ml.example.com/v1/namespaces/default/trainers"
-
-
-@pytest.fixture
-async def hub() -> AsyncIterator[Client]:
-    registry = hub_registry()
-    async with MemoryStore() as memory:
-        objects = ObjectStore(memory, registry)
-        await objects.bootstrap()
-        async with TestClient(TestServer(create_app(objects, registry))) as client:
-            yield client
 
 
 def rebalancer(**spec: Any) -> dict[str, Any]:
