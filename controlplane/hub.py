@@ -215,7 +215,7 @@ class Hub(ShutdownOnce):
         self._background.append(asyncio.create_task(keeper.run(), name="etcd-space"))
 
         self.tokens = TokenStore(self.store)
-        registry = hub_registry()
+        registry = hub_registry(allow_no_execute_taint_policy=self.config.allow_no_execute_taint_policy)
         recent = RecentStore(LedgerStore(self.store, self.ledger), self.recent)
         self.objects = ObjectStore(recent, registry, garbage_collection=True)  # the leader's collector runs
         self.service_allocator = ServiceAllocator(

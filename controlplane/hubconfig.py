@@ -83,6 +83,9 @@ class HubConfig:
     #: Failover: the fraction of not-ready clusters (more than 2) that holds evictions back
     #: (controllers/disruption.py); with none Ready the hub evicts nothing.
     unhealthy_fleet_threshold: float = 0.55
+    #: karmada-webhook's --allow-no-execute-taint-policy: a ClusterTaintPolicy may name a NoExecute
+    #: taint (which evicts what a cluster runs); off, such a policy is refused.
+    allow_no_execute_taint_policy: bool = False
     #: The leader's controllers: failover's default tolerations and graceful eviction timeout, the
     #: FederatedHPA sync period, Kueue's fair sharing and waitForPodsReady, federated quota
     #: enforcement, the unschedulable grace (their flags: gpufed/commands/controlplane.py).

@@ -30,11 +30,13 @@ from controlplane.reports.api import waste_report_type
 from policies.served import KindStatus, unpropagatable_selector_warnings
 
 
-def hub_registry() -> DynamicRegistry:
+def hub_registry(*, allow_no_execute_taint_policy: bool = False) -> DynamicRegistry:
     """Everything the hub serves: DESIGN.md's objects table, plus the kinds of the
     CustomResourceDefinitions applied to it. Nodes are served as kube-apiserver and Karmada's
     control plane serve them (an empty collection unless someone creates Nodes), so RBAC rules
-    and ``kubectl get nodes`` name them; the fleet's nodes live in the members."""
+    and ``kubectl get nodes`` name them; the fleet's nodes live in the members.
+    ``allow_no_execute_taint_policy``: ClusterTaintPolicies may carry ``NoExecute`` taints
+    (karmada-webhook's ``--allow-no-execute-taint-policy``)."""
     registry = DynamicRegistry(
         with_selector_warnings(
             [
@@ -44,7 +46,7 @@ def hub_registry() -> DynamicRegistry:
                 *aggregator_resources(),
                 *gpu_workload_resources(),
                 *coordination_resources(),
-                *gpufed_resources(),
+                *gpufed_resources(allow_no_execute_taint_policy=allow_no_execute_taint_policy),
                 *interpreter_customization_resources(),
                 *karmada_apps_resources(),
                 *karmada_autoscaling_resources(),

@@ -66,16 +66,16 @@ class ClusterTaintPolicy(SpecModel):
     """Which clusters, when, and which taints."""
 
 
-def taint_policy_denial(obj: dict[str, Any]) -> tuple[str, str] | None:
-    """karmada-webhook's refusal of a policy: a taint (key and effect) listed twice, or a
-    ``NoExecute`` taint (Karmada allows those only with ``--allow-no-execute-taint-policy``,
-    off by default; the hub has no such switch). None when it admits the policy."""
+def taint_policy_denial(obj: dict[str, Any], *, allow_no_execute: bool = False) -> tuple[str, str] | None:
+    """karmada-webhook's refusal of a policy: a taint (key and effect) listed twice, or, unless
+    ``allow_no_execute`` (karmada-webhook's ``--allow-no-execute-taint-policy``, off by default, as
+    the hub's flag of that name), a ``NoExecute`` taint. None when it admits the policy."""
     taints = (obj.get("spec") or {}).get("taints")
     listed = [t for t in taints if isinstance(t, dict)] if isinstance(taints, list) else []
     pairs = [(t.get("key"), t.get("effect")) for t in listed]
     errors: list[str] = []
     for index, (key, effect) in enumerate(pairs):
-        if effect == "NoExecute":
+        if effect == "NoExecute" and not allow_no_execute:
             errors.append(
                 f"spec.taints[{index}]: Forbidden: Configuring taint with NoExecute effect is not allowed, this "
                 "capability must be explicitly enabled by administrators through command-line flags"

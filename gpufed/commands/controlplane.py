@@ -261,6 +261,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="failover: when more than 2 clusters and at least this fraction of the fleet are not "
                              "ready at once, hold evictions back; when none is ready, suspect the hub itself and "
                              "evict nothing (default 0.55, as kube's --unhealthy-zone-threshold)")
+    parser.add_argument("--allow-no-execute-taint-policy", type=_go_bool, nargs="?", const=True, default=False,
+                        metavar="true|false",
+                        help="karmada-webhook's: admit ClusterTaintPolicies whose taints include NoExecute (a cluster "
+                             "so tainted has its workloads evicted); false: refuse them (default false)")
     add_fair_sharing_arguments(parser)
     add_admission_fair_sharing_arguments(parser)
     parser.add_argument("--federated-quota-enforcement", action="store_true",
@@ -466,6 +470,7 @@ def hub_config(args: argparse.Namespace) -> HubConfig:
         tls_hosts=tuple(args.tls_san),
         cluster_monitor_grace_period=args.cluster_monitor_grace_period,
         unhealthy_fleet_threshold=args.unhealthy_fleet_threshold,
+        allow_no_execute_taint_policy=args.allow_no_execute_taint_policy,
         controllers=controller_settings(args),
         leader_lease_ttl=args.leader_lease_ttl,
         legacy_token_clean_up_period=args.legacy_service_account_token_clean_up_period,

@@ -12,7 +12,10 @@ import pytest
 from controlplane.apiserver import errors
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.manager import ControllerManager
+from controlplane.hubregistry import hub_registry
+from controlplane.storage import MemoryStore
 
+from .conftest import FAST
 from .fleet import eventually, node_shape, put_cluster, settled
 
 API = "policy.karmada.io/v1alpha1"
@@ -103,6 +106,29 @@ async def test_karmadas_webhook_refusals(objects: ObjectStore, taints: list[dict
         await objects.create(rt, taint_policy("refused", *taints))
     assert str(denied.value) == message
     assert (denied.value.code, denied.value.to_status()["reason"]) == (403, "Forbidden")
+
+
+async def test_the_hubs_switch_admits_no_execute_taints_and_the_policy_adds_them() -> None:
+    async with MemoryStore() as store:
+        objects = ObjectStore(store, hub_registry(allow_no_execute_taint_policy=True), garbage_collection=True)
+        await objects.bootstrap()
+        async with ControllerManager(objects, settings=FAST) as manager:
+            await put_cluster(objects, "gpu-a", node_shape(1, gpus=8))
+            rt = objects.registry.require(API, "ClusterTaintPolicy")
+            policy = taint_policy("evict", {"key": "k", "effect": "NoExecute"}, {"key": "k", "effect": "NoExecute"})
+            with pytest.raises(errors.WebhookDenied) as denied:  # a taint listed twice is still refused
+                await objects.create(rt, policy)
+            assert "NoExecute effect is not allowed" not in str(denied.value)
+            await objects.create(rt, taint_policy("evict", {"key": "k", "effect": "NoExecute"}))
+            await settled(manager)
+            await set_ready(objects, "gpu-a", "False")
+
+            async def tainted() -> list[dict[str, Any]] | None:
+                cluster = await objects.get(objects.registry.require(CLUSTER_API, "Cluster"), name="gpu-a")
+                taints = [t for t in (cluster.get("spec") or {}).get("taints") or () if t["key"] == "k"]
+                return taints or None
+
+            assert [t["effect"] for t in await eventually(tainted, what="gpu-a tainted NoExecute")] == ["NoExecute"]
 
 
 async def test_a_policy_needs_a_taint_and_known_operators(objects: ObjectStore) -> None:

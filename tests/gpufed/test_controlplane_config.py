@@ -96,6 +96,12 @@ def test_apf_shares_both_inflight_flags_sum() -> None:
     assert hub_config(parse("--enable-priority-and-fairness")).serving_limits.enable_priority_and_fairness is True
 
 
+def test_no_execute_taint_policies_are_refused_unless_the_hub_is_told_to_admit_them() -> None:
+    assert hub_config(parse()).allow_no_execute_taint_policy is False
+    assert hub_config(parse("--allow-no-execute-taint-policy")).allow_no_execute_taint_policy is True
+    assert hub_config(parse("--allow-no-execute-taint-policy=false")).allow_no_execute_taint_policy is False
+
+
 @pytest.mark.parametrize("flag", ["--flowcontrol-shares", "--flowcontrol-queue-length", "--flowcontrol-queue-wait-seconds"])
 def test_the_removed_flowcontrol_flags_name_the_objects_instead(flag: str, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):

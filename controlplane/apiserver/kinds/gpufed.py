@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from pydantic import BaseModel
@@ -58,9 +59,11 @@ def gpufed_resource_types(
     policy_warnings: Warner | None = None,
     federated_quota_model: type[BaseModel] | None = None,
     taint_policy_model: type[BaseModel] | None = None,
+    allow_no_execute_taint_policy: bool = False,
 ) -> list[ResourceType]:
     """gpufed's own kinds with the given models (None = permissive) and the policy kinds'
-    warnings hook; see gpufed_resources()."""
+    warnings hook; ``allow_no_execute_taint_policy`` admits ClusterTaintPolicies with a
+    ``NoExecute`` taint; see gpufed_resources()."""
     from controlplane.apis import constants as c
     from policies import federated_quota as frq
     from policies import taint_policy
@@ -145,14 +148,16 @@ def gpufed_resource_types(
     types.append(
         ResourceType(
             c.KARMADA_POLICY_GROUP, c.VERSION, taint_policy.KIND, "clustertaintpolicies", "clustertaintpolicy",
-            namespaced=False, model=taint_policy_model, webhook_denial=taint_policy.taint_policy_denial,
+            namespaced=False, model=taint_policy_model,
+            webhook_denial=partial(taint_policy.taint_policy_denial, allow_no_execute=allow_no_execute_taint_policy),
         )
     )
     return types
 
 
-def gpufed_resources() -> list[ResourceType]:
-    """gpufed's kinds validated by their pydantic models from controlplane.apis and policies."""
+def gpufed_resources(*, allow_no_execute_taint_policy: bool = False) -> list[ResourceType]:
+    """gpufed's kinds validated by their pydantic models from controlplane.apis and policies;
+    ``allow_no_execute_taint_policy``: karmada-webhook's switch of that name."""
     from controlplane.apis.cluster_v1alpha1 import Cluster  # type: ignore[import-not-found,unused-ignore]
     from controlplane.apis.work_v1alpha1 import (  # type: ignore[import-not-found,unused-ignore]
         ResourceBinding,
@@ -180,4 +185,5 @@ def gpufed_resources() -> list[ResourceType]:
         policy_warnings=policy_warnings,
         federated_quota_model=FederatedResourceQuota,
         taint_policy_model=ClusterTaintPolicy,
+        allow_no_execute_taint_policy=allow_no_execute_taint_policy,
     )
