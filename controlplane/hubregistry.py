@@ -23,6 +23,7 @@ from controlplane.apiserver.kinds.karmada_apps import karmada_apps_resources
 from controlplane.apiserver.kinds.karmada_autoscaling import karmada_autoscaling_resources
 from controlplane.apiserver.kinds.karmada_config import interpreter_customization_resources
 from controlplane.apiserver.kinds.kueue import kueue_resources
+from controlplane.apiserver.kinds.multicluster import multicluster_service_resources
 from controlplane.apiserver.kinds.workloads import workload_resources
 from controlplane.apiserver.resources import Registry, ResourceType, Warner
 from controlplane.controllers.workloads import kind_status
@@ -50,6 +51,7 @@ def hub_registry(*, allow_no_execute_taint_policy: bool = False) -> DynamicRegis
                 *interpreter_customization_resources(),
                 *karmada_apps_resources(),
                 *karmada_autoscaling_resources(),
+                *multicluster_service_resources(),
                 *kueue_resources(),
                 *rbac_resources(),
                 waste_report_type(),

@@ -21,9 +21,9 @@ from typing import Annotated, Any, Final, Literal
 
 from pydantic import AfterValidator, Field, ValidationError
 
+from controlplane.apis.cluster_v1alpha1 import karmada_cluster_name_errors
 from controlplane.apis.kube import field, quota
 from controlplane.apis.kube.field import FieldError
-from controlplane.apis.kube.names import dns_label_errors
 from controlplane.apis.kube.validate_admin import quota_list_errors
 from controlplane.apis.meta import ObjectMeta, SpecModel, WireModel
 from controlplane.apis.quantity import KubeQuantity, QuantityError, canonical_quantity, parse_kube_quantity
@@ -35,7 +35,6 @@ WEBHOOK: Final = "federatedresourcequota.karmada.io"
 #: Karmada's ``LabelValueMaxLength``: the quota's name labels its Works.
 NAME_MAX_LENGTH: Final = 63
 #: Karmada's ``clusterNameMaxLength``.
-CLUSTER_NAME_MAX_LENGTH: Final = 48
 
 
 def _parses(value: str | int) -> str | int:
@@ -102,18 +101,6 @@ class FederatedResourceQuota(SpecModel):
 # --- Karmada's validating webhook ----------------------------------------------------------
 
 
-def _cluster_name_errors(name: Any, path: str) -> list[FieldError]:
-    """``clustervalidation.ValidateClusterName``, its messages joined by commas as the webhook does."""
-    text = name if isinstance(name, str) else ""
-    if not text:
-        messages = ["must be not empty"]
-    elif len(text) > CLUSTER_NAME_MAX_LENGTH:
-        messages = [f"must be no more than {CLUSTER_NAME_MAX_LENGTH} characters"]
-    else:
-        messages = dns_label_errors(text)
-    return [field.invalid(path, text, ",".join(messages))] if messages else []
-
-
 def _list_errors(resources: Any, path: str) -> list[FieldError]:
     """``validateResourceList``: quota resource names and values, as kube's ResourceQuota."""
     return quota_list_errors(field.mapping(resources), path)
@@ -143,7 +130,7 @@ def validation_errors(obj: Mapping[str, Any]) -> list[FieldError]:
     for index, assignment in enumerate(assignments):
         path = f"spec.staticAssignments[{index}]"
         cluster = assignment.get("clusterName")
-        errors += _cluster_name_errors(cluster, f"{path}.clusterName")
+        errors += karmada_cluster_name_errors(cluster, f"{path}.clusterName")
         if isinstance(cluster, str) and cluster:
             if cluster in seen:
                 errors.append(field.duplicate(f"{path}.clusterName", cluster))
@@ -166,7 +153,7 @@ def validation_errors(obj: Mapping[str, Any]) -> list[FieldError]:
     for index, item in enumerate(field.items(status.get("aggregatedStatus"))):
         item = field.mapping(item)
         path = f"status.aggregatedStatus[{index}]"
-        errors += _cluster_name_errors(item.get("clusterName"), f"{path}.clusterName")
+        errors += karmada_cluster_name_errors(item.get("clusterName"), f"{path}.clusterName")
         errors += _list_errors(item.get("hard"), f"{path}.hard")
         errors += _list_errors(item.get("used"), f"{path}.used")
     return errors

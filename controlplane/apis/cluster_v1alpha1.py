@@ -16,6 +16,9 @@ from typing import Any, Final, Literal
 
 from pydantic import Field, field_validator
 
+from controlplane.apis.kube import field
+from controlplane.apis.kube.field import FieldError
+from controlplane.apis.kube.names import dns_label_errors
 from controlplane.apis.meta import Condition, ObjectMeta, SpecModel, Taint, Timestamp, WireModel
 
 API_VERSION: Final = "cluster.gpufed.io/v1alpha1"
@@ -261,3 +264,20 @@ class Cluster(SpecModel):
     """Spec is the cluster's placement and cost settings, set by the platform team."""
     status: ClusterStatus | None = None
     """Status is what the cluster holds and has free, reported by its agent."""
+
+
+#: The longest cluster name Karmada's ``clustervalidation.ValidateClusterName`` accepts.
+KARMADA_CLUSTER_NAME_MAX_LENGTH: Final = 48
+
+
+def karmada_cluster_name_errors(name: Any, path: str) -> list[FieldError]:
+    """Karmada's ``clustervalidation.ValidateClusterName`` of a cluster a Karmada object names,
+    its messages joined by commas as karmada-webhook joins them."""
+    text = name if isinstance(name, str) else ""
+    if not text:
+        messages = ["must be not empty"]
+    elif len(text) > KARMADA_CLUSTER_NAME_MAX_LENGTH:
+        messages = [f"must be no more than {KARMADA_CLUSTER_NAME_MAX_LENGTH} characters"]
+    else:
+        messages = dns_label_errors(text)
+    return [field.invalid(path, text, ",".join(messages))] if messages else []

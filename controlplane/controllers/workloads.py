@@ -52,6 +52,9 @@ HUB_ONLY_GROUPS: frozenset[str] = frozenset(
         # Karmada's FederatedHPA and CronFederatedHPA scale workloads on the hub, as Karmada's control
         # plane keeps them (its detector skips the karmada.io groups).
         "autoscaling.karmada.io",
+        # Karmada's MultiClusterService: its own controller places it, never a policy (Karmada's
+        # detector skips networking.karmada.io too).
+        "networking.karmada.io",
     }
 )
 #: Kinds that never propagate: Events describe hub objects (served as core v1 and events.k8s.io/v1).

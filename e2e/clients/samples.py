@@ -304,6 +304,13 @@ SPECS: dict[tuple[str, str], Builder] = {
     ("policy.karmada.io", "FederatedResourceQuota"): lambda name: {
         "spec": {"overall": {"cpu": "100"}, "staticAssignments": [{"clusterName": "member1", "hard": {"cpu": "20"}}]}
     },
+    ("multicluster.x-k8s.io", "ServiceExport"): lambda name: {},
+    ("multicluster.x-k8s.io", "ServiceImport"): lambda name: {
+        "spec": {"type": "ClusterSetIP", "ports": [{"port": 80, "protocol": "TCP"}]}
+    },
+    ("networking.karmada.io", "MultiClusterService"): lambda name: {
+        "spec": {"types": ["CrossCluster"], "providerClusters": [{"name": "no-such-cluster"}]}
+    },
     ("autoscaling.karmada.io", "FederatedHPA"): lambda name: {
         "spec": {
             "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name},

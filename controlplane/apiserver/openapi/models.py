@@ -126,6 +126,20 @@ KIND_DESCRIPTIONS: dict[str, str] = {
         "(Karmada's kind): the taints are added when every addOnConditions entry matches a targeted "
         "cluster's conditions and removed when every removeOnConditions entry does."
     ),
+    "ServiceExport": (
+        "ServiceExport declares that the Service with the same name and namespace as this export should be "
+        "consumable from other clusters. The hub stores and propagates it; the members run no multi-cluster "
+        "service implementation."
+    ),
+    "ServiceImport": (
+        "ServiceImport describes a service imported from clusters in a ClusterSet. The hub stores and "
+        "propagates it; the members run no multi-cluster service implementation."
+    ),
+    "MultiClusterService": (
+        "MultiClusterService is a named abstraction of multi-cluster software service (Karmada's kind): it "
+        "exposes the Service of its name across clusters (CrossCluster) or through an external load "
+        "balancer (LoadBalancer), from its provider clusters to its consumer clusters."
+    ),
     "Topology": (
         "Topology lists the node label levels of topology-aware scheduling (Kueue's kind), from the widest "
         "to the narrowest; a ResourceFlavor names it in topologyName. The hub stores it; members place pods on nodes."

@@ -240,6 +240,8 @@ _KUEUE_KINDS: Final = (
 _AUTOSCALERS: Final = ("federatedhpas", "federatedhpas/status", "cronfederatedhpas", "cronfederatedhpas/status")
 _WORKLOAD_KINDS: Final = (
     (KUBEFLOW_GROUP, tuple(training.plural for training in TRAINING_KINDS.values())), ("ray.io", ("rayjobs", "rayclusters")),
+    # The Multi-Cluster Services kinds: a namespace's editors export, import and expose its Services.
+    ("multicluster.x-k8s.io", ("serviceexports", "serviceimports")), ("networking.karmada.io", ("multiclusterservices",)),
 )
 
 

@@ -1,0 +1,280 @@
+"""The Multi-Cluster Services kinds Karmada users apply: ``multicluster.x-k8s.io/v1alpha1``
+ServiceExport and ServiceImport (the CRDs Karmada ships, from kubernetes-sigs/mcs-api) and
+Karmada's ``networking.karmada.io/v1alpha1`` MultiClusterService.
+
+Field-compatible with those CRDs, so a Karmada user's YAML applies unchanged; MultiClusterService
+is also checked and labelled as karmada-webhook checks and labels it (:func:`mcs_denial`,
+:func:`mcs_update_denial`, :func:`default_mcs`). In: wire objects. Out: the models the hub
+validates with and the webhook's refusals. The hub stores these objects and propagates them as any
+namespaced kind a policy selects; no multi-cluster service implementation runs in the members.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, Final, Literal
+
+from pydantic import Field
+
+from controlplane.apis.cluster_v1alpha1 import karmada_cluster_name_errors
+from controlplane.apis.kube import field
+from controlplane.apis.kube.field import FieldError
+from controlplane.apis.kube.names import dns_1035_errors, dns_label_errors, port_number_errors
+from controlplane.apis.meta import Condition, ObjectMeta, SpecModel, WireModel
+
+MCS_API_GROUP: Final = "multicluster.x-k8s.io"
+KARMADA_NETWORKING_GROUP: Final = "networking.karmada.io"
+SERVICE_EXPORT_KIND: Final = "ServiceExport"
+SERVICE_IMPORT_KIND: Final = "ServiceImport"
+MULTI_CLUSTER_SERVICE_KIND: Final = "MultiClusterService"
+#: karmada-webhook's name for its MultiClusterService webhooks.
+MCS_WEBHOOK: Final = "multiclusterservice.karmada.io"
+#: The label karmada-webhook gives every MultiClusterService (a new UUID when absent).
+PERMANENT_ID_LABEL: Final = "multiclusterservice.karmada.io/permanent-id"
+EXPOSURE_TYPES: Final = ("CrossCluster", "LoadBalancer")
+
+
+class ExportStatus(WireModel):
+    conditions: list[Condition] | None = None
+    """The export's state, written by the multi-cluster service implementation's controller."""
+
+
+class ServiceExport(SpecModel):
+    """ServiceExport declares that the Service with the same name and namespace as this export
+    should be consumable from other clusters."""
+
+    api_version: Literal["multicluster.x-k8s.io/v1alpha1"] = "multicluster.x-k8s.io/v1alpha1"
+    kind: Literal["ServiceExport"] = SERVICE_EXPORT_KIND
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    status: ExportStatus | None = None
+    """The current state of the exported service."""
+
+
+class ServiceImportPort(SpecModel):
+    name: str | None = None
+    """The name of this port within the service (a DNS label; unique within the service)."""
+    protocol: str | None = None
+    """The IP protocol for this port: TCP, UDP or SCTP (default TCP)."""
+    app_protocol: str | None = None
+    """The application protocol for this port (a label-syntax name)."""
+    port: int = Field(ge=-(2**31), lt=2**31)
+    """The port that will be exposed by this service."""
+
+
+class ClientIPConfig(SpecModel):
+    timeout_seconds: int | None = Field(default=None, ge=-(2**31), lt=2**31)
+    """Seconds of ClientIP session stickiness (default 10800)."""
+
+
+class SessionAffinityConfig(SpecModel):
+    client_ip: ClientIPConfig | None = Field(default=None, alias="clientIP")
+    """The configuration of ClientIP-based session affinity."""
+
+
+class ServiceImportSpec(SpecModel):
+    ports: list[ServiceImportPort]
+    """The ports the imported service exposes."""
+    ips: list[str] | None = Field(default=None, max_length=1)
+    """The VIP of this service when its type is ClusterSetIP."""
+    type: Literal["ClusterSetIP", "Headless"]
+    """The type of this service: ClusterSetIP or Headless."""
+    session_affinity: str | None = None
+    """ClientIP or None (default None); ignored when the type is Headless."""
+    session_affinity_config: SessionAffinityConfig | None = None
+    """The session affinity's configuration."""
+
+
+class ImportClusterStatus(WireModel):
+    cluster: str
+    """The name of an exporting cluster."""
+
+
+class ImportStatus(WireModel):
+    clusters: list[ImportClusterStatus] | None = None
+    """The exporting clusters this service was derived from."""
+
+
+class ServiceImport(SpecModel):
+    """ServiceImport describes a service imported from clusters in a ClusterSet."""
+
+    api_version: Literal["multicluster.x-k8s.io/v1alpha1"] = "multicluster.x-k8s.io/v1alpha1"
+    kind: Literal["ServiceImport"] = SERVICE_IMPORT_KIND
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: ServiceImportSpec | None = None
+    """The behaviour of the ServiceImport."""
+    status: ImportStatus | None = None
+    """The exported services that form the multi-cluster service this ServiceImport refers to."""
+
+
+class ExposurePort(SpecModel):
+    name: str | None = None
+    """The name of the Service's port to expose (as the Service names it)."""
+    port: int = Field(ge=-(2**31), lt=2**31)
+    """The exposed service port."""
+
+
+class ExposureRange(SpecModel):
+    cluster_names: list[str] | None = None
+    """The clusters selected."""
+
+
+class ClusterSelector(SpecModel):
+    name: str | None = None
+    """The name of the cluster selected."""
+
+
+class MultiClusterServiceSpec(SpecModel):
+    types: list[str]
+    """How to expose the Service of this name: CrossCluster or LoadBalancer (one of them)."""
+    ports: list[ExposurePort] | None = None
+    """The ports exposed (absent: all of the Service's)."""
+    range: ExposureRange | None = None
+    """Deprecated, in favor of providerClusters/consumerClusters: the clusters the Service is exposed in."""
+    service_provision_clusters: list[str] | None = None
+    """Deprecated, in favor of providerClusters: the clusters providing the Service's backends."""
+    service_consumption_clusters: list[str] | None = None
+    """Deprecated, in favor of consumerClusters: the clusters the Service is exposed in, for clients."""
+    provider_clusters: list[ClusterSelector] | None = None
+    """The clusters providing the Service's backends (absent: all clusters)."""
+    consumer_clusters: list[ClusterSelector] | None = None
+    """The clusters the Service is exposed in, for clients (absent: all clusters)."""
+
+
+class MultiClusterServiceStatus(WireModel):
+    conditions: list[Condition] | None = None
+    """The state of the multi-cluster service (ServiceApplied)."""
+    load_balancer: dict[str, Any] | None = None
+    """The load balancer's ingress points, if one is present."""
+
+
+class MultiClusterService(SpecModel):
+    """MultiClusterService exposes the Service of its name across clusters (CrossCluster) or
+    through an external load balancer (LoadBalancer) (Karmada's kind)."""
+
+    api_version: Literal["networking.karmada.io/v1alpha1"] = "networking.karmada.io/v1alpha1"
+    kind: Literal["MultiClusterService"] = MULTI_CLUSTER_SERVICE_KIND
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: MultiClusterServiceSpec
+    """The desired state of the MultiClusterService."""
+    status: MultiClusterServiceStatus | None = None
+    """The current state of the MultiClusterService."""
+
+
+# --- karmada-webhook ------------------------------------------------------------------------
+
+
+def default_mcs(obj: dict[str, Any]) -> None:
+    """karmada-webhook's mutation: a permanent id label (a new UUID) when the object has none."""
+    metadata = obj.setdefault("metadata", {})
+    if not isinstance(metadata, dict):
+        return
+    labels = metadata.get("labels")
+    if not isinstance(labels, dict):
+        labels = metadata["labels"] = {}
+    if not labels.get(PERMANENT_ID_LABEL):
+        labels[PERMANENT_ID_LABEL] = str(uuid.uuid4())
+
+
+def _spec_errors(obj: dict[str, Any]) -> list[FieldError]:
+    """karmada-webhook's ``validateMCS``: the name a DNS-1035 label, ports, one known type,
+    the provider and consumer clusters' names."""
+    errors: list[FieldError] = []
+    name = field.mapping(obj.get("metadata")).get("name")
+    if isinstance(name, str) and name:
+        errors.extend(field.invalid("metadata.name", name, message) for message in dns_1035_errors(name))
+    spec = field.mapping(obj.get("spec"))
+    names: set[str] = set()
+    for path, port in field.indexed(spec.get("ports"), "spec.ports"):
+        port_name = port.get("name")
+        if isinstance(port_name, str) and port_name:
+            errors.extend(field.invalid(f"{path}.name", port_name, m) for m in dns_label_errors(port_name))
+            if port_name in names:
+                errors.append(field.duplicate(f"{path}.name", port_name))
+            names.add(port_name)
+        number = port.get("port")
+        if isinstance(number, int):
+            errors.extend(field.invalid(f"{path}.port", number, m) for m in port_number_errors(number))
+    types = field.items(spec.get("types"))
+    for index, exposure in enumerate(types):
+        if exposure not in EXPOSURE_TYPES:
+            errors.append(field.invalid(f"spec.types[{index}]", exposure, "ExposureType Error"))
+    if len({str(t) for t in types}) > 1:
+        errors.append(field.invalid("spec.types", types, "MultiClusterService types should not contain more than one type"))
+    # Karmada's webhook names these paths under spec.range, as written here.
+    for key in ("providerClusters", "consumerClusters"):
+        for path, selector in field.indexed(spec.get(key), f"spec.range.{key}"):
+            errors.extend(karmada_cluster_name_errors(selector.get("name"), path))
+    return errors
+
+
+def mcs_denial(obj: dict[str, Any]) -> tuple[str, str] | None:
+    """karmada-webhook's refusal of a MultiClusterService on create, or None."""
+    errors = _spec_errors(obj)
+    return (MCS_WEBHOOK, field.error_list_text(errors)) if errors else None
+
+
+def mcs_update_denial(obj: dict[str, Any], old: dict[str, Any]) -> tuple[str, str] | None:
+    """karmada-webhook's refusal of an update: ``spec.types`` changed (immutable), then the
+    create's checks."""
+    errors: list[FieldError] = []
+    old_types = field.mapping(old.get("spec")).get("types")
+    if field.mapping(obj.get("spec")).get("types") != old_types:
+        errors.append(field.invalid("spec.types", old_types, "MultiClusterService types are immutable"))
+    errors.extend(_spec_errors(obj))
+    return (MCS_WEBHOOK, field.error_list_text(errors)) if errors else None
+
+
+def exposure_clusters(obj: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """The provider and consumer clusters a MultiClusterService names (``providerClusters`` and
+    ``consumerClusters``, else the deprecated ``serviceProvisionClusters`` and
+    ``serviceConsumptionClusters``); an empty list means every cluster."""
+    spec = field.mapping(obj.get("spec"))
+
+    def names(key: str, deprecated: str) -> list[str]:
+        selectors = [s.get("name") for s in field.items(spec.get(key)) if isinstance(s, dict)]
+        chosen = selectors or field.items(spec.get(deprecated))
+        return sorted({n for n in chosen if isinstance(n, str) and n})
+
+    return names("providerClusters", "serviceProvisionClusters"), names("consumerClusters", "serviceConsumptionClusters")
+
+
+# --- what the hub reports -------------------------------------------------------------------
+
+#: Karmada's condition type of the Service's propagation, and the hub's of the EndpointSlices.
+SERVICE_APPLIED: Final = "ServiceApplied"
+ENDPOINT_SLICE_DISPATCHED: Final = "EndpointSliceDispatched"
+
+
+def _named(clusters: list[str]) -> str:
+    return ", ".join(clusters) if clusters else "every cluster"
+
+
+def mcs_conditions(obj: dict[str, Any], *, service_found: bool) -> list[dict[str, str]]:
+    """The conditions the hub writes on a MultiClusterService (without their times): what Karmada's
+    multi-cluster service controllers would do for it and the hub does not, so that the object
+    says so. ``service_found``: the hub has the Service of the MultiClusterService's name."""
+    spec = field.mapping(obj.get("spec"))
+    meta = field.mapping(obj.get("metadata"))
+    service = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
+    providers, consumers = exposure_clusters(obj)
+    if "CrossCluster" not in field.items(spec.get("types")):
+        return [{
+            "type": SERVICE_APPLIED, "status": "False", "reason": "LoadBalancerNotProvided",
+            "message": f"no multi-cluster load balancer serves the hub: Service {service} is not exposed through one",
+        }]
+    if not service_found:
+        applied = {"type": SERVICE_APPLIED, "status": "False", "reason": "ServiceNotFound",
+                   "message": f"Service {service} does not exist on the hub"}
+    else:
+        applied = {
+            "type": SERVICE_APPLIED, "status": "False", "reason": "ServiceNotPropagated",
+            "message": f"the hub does not propagate Service {service} for a MultiClusterService: select it with a "
+                       f"PropagationPolicy placing it in its provider clusters ({_named(providers)}) and consumer "
+                       f"clusters ({_named(consumers)})",
+        }
+    dispatched = {
+        "type": ENDPOINT_SLICE_DISPATCHED, "status": "False", "reason": "EndpointSlicesNotCollected",
+        "message": f"the hub collects no EndpointSlices of Service {service} from the provider clusters "
+                   f"({_named(providers)}) and dispatches none to the consumer clusters ({_named(consumers)})",
+    }
+    return [applied, dispatched]
