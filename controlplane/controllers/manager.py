@@ -40,6 +40,7 @@ from controlplane.controllers.federatedquotas import FederatedQuotaController
 from controlplane.controllers.finishedjobs import FinishedJobsController
 from controlplane.controllers.garbagecollecting import GarbageCollector
 from controlplane.controllers.hpascaletargets import HPAScaleTargetMarker
+from controlplane.controllers.multiclusterservices import MultiClusterServiceController
 from controlplane.controllers.multikueue import MultiKueueController
 from controlplane.controllers.policyselectors import PolicySelectorsController
 from controlplane.controllers.rebalancers import RebalancerController
@@ -122,6 +123,7 @@ class ControllerManager(Service):
         cluster_taints = ClusterTaintPolicyController(ctx)
         multikueue = MultiKueueController(ctx)
         federated_quotas = FederatedQuotaController(ctx)
+        multi_cluster_services = MultiClusterServiceController(ctx)
         finished_jobs = FinishedJobsController(ctx)
         hpa_targets = HPAScaleTargetMarker(ctx)
         federated_hpas = FederatedHPAController(ctx)
@@ -140,7 +142,7 @@ class ControllerManager(Service):
             customizations.loop, detector.loop, scheduler.loop, binder.loop, status.loop, evictions.loop,
             *dependencies.loops, deletion.loop, selectors.loop, rebalancers.loop, federated_quotas.loop, finished_jobs.loop,
             hpa_targets.loop, admission.loop, resource_in_use.loop, history.loop, federated_hpas.loop,
-            cron_federated_hpas.loop, cluster_taints.loop, multikueue.loop,
+            cron_federated_hpas.loop, cluster_taints.loop, multikueue.loop, multi_cluster_services.loop,
         ]
         self.context, self.scheduler, self.evictions = ctx, scheduler, evictions
         self._loops = [*loops, collector.loop]  # the collector starts its own, once it has listed every kind
