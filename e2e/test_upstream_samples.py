@@ -137,3 +137,29 @@ def test_kueues_plain_pod_runs_in_a_member_and_the_hubs_pod_says_so(
     assert members["member1"].json("get", "pod", name)["status"]["phase"] == "Succeeded"
     assert members["member2"].json_or_none("get", "pod", name) is None
     wait_for(lambda: _row(hub, "workload", hub.workload_name("pod", name))[4] == "True", timeout=60, what="the Pod's Workload finished")
+
+
+def test_karmadas_service_export_reaches_the_exporting_member_and_a_multi_cluster_service_says_what_is_not_done(
+    fleet: tuple[Kubectl, dict[str, Kubectl]],
+) -> None:
+    hub, members = fleet
+    karmada = UPSTREAM / "karmada"
+    # Karmada's guide has the mcs-api CRDs in the members: installed in member1 here, from Karmada's chart.
+    members["member1"].run("apply", "-f", str(karmada / "crds" / "multicluster.x-k8s.io_serviceexports.yaml"))
+    hub.run("apply", "-f", str(karmada / "website" / "multi-cluster-service-export.yaml"))
+    wait_for(lambda: members["member1"].json_or_none("get", "serviceexports.multicluster.x-k8s.io", "serve"),
+             timeout=90, what="member1's ServiceExport serve")
+    assert members["member2"].run("get", "serviceexports.multicluster.x-k8s.io", check=False).returncode != 0  # no CRD there
+
+    hub.run("apply", "-f", str(karmada / "website" / "access-service-across-clusters.yaml"))
+
+    def reported() -> dict[str, Any] | None:
+        conditions = (hub.json("get", "mcs", "nginx").get("status") or {}).get("conditions") or []
+        found = {c["type"]: c for c in conditions}
+        return found if found.get("ServiceApplied", {}).get("reason") == "ServiceNotPropagated" else None
+
+    conditions = wait_for(reported, timeout=60, what="the MultiClusterService's ServiceApplied condition")
+    assert conditions["EndpointSliceDispatched"]["status"] == "False"
+    # It stays on the hub, as on Karmada; the Service is not propagated for it.
+    assert members["member1"].json_or_none("get", "service", "nginx") is None
+    assert members["member2"].json_or_none("get", "service", "nginx") is None
