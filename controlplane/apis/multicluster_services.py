@@ -1,6 +1,6 @@
 """The Multi-Cluster Services kinds Karmada users apply: ``multicluster.x-k8s.io/v1alpha1``
 ServiceExport and ServiceImport (the CRDs Karmada ships, from kubernetes-sigs/mcs-api) and
-Karmada's ``networking.karmada.io/v1alpha1`` MultiClusterService.
+Karmada's ``networking.karmada.io/v1alpha1`` MultiClusterService and MultiClusterIngress.
 
 Field-compatible with those CRDs, so a Karmada user's YAML applies unchanged; MultiClusterService
 is also checked and labelled as karmada-webhook checks and labels it (:func:`mcs_denial`,
@@ -20,13 +20,16 @@ from controlplane.apis.cluster_v1alpha1 import karmada_cluster_name_errors
 from controlplane.apis.kube import field
 from controlplane.apis.kube.field import FieldError
 from controlplane.apis.kube.names import dns_1035_errors, dns_label_errors, port_number_errors
-from controlplane.apis.meta import Condition, ObjectMeta, SpecModel, WireModel
+from controlplane.apis.kube.validate_networking import ingress_spec_errors
+from controlplane.apis.meta import Condition, ObjectMeta, SpecModel, WireModel, published_as
 
 MCS_API_GROUP: Final = "multicluster.x-k8s.io"
 KARMADA_NETWORKING_GROUP: Final = "networking.karmada.io"
 SERVICE_EXPORT_KIND: Final = "ServiceExport"
 SERVICE_IMPORT_KIND: Final = "ServiceImport"
 MULTI_CLUSTER_SERVICE_KIND: Final = "MultiClusterService"
+MULTI_CLUSTER_INGRESS_KIND: Final = "MultiClusterIngress"
+MCI_WEBHOOK: Final = "multiclusteringress.karmada.io"
 #: karmada-webhook's name for its MultiClusterService webhooks.
 MCS_WEBHOOK: Final = "multiclusterservice.karmada.io"
 #: The label karmada-webhook gives every MultiClusterService (a new UUID when absent).
@@ -158,6 +161,26 @@ class MultiClusterService(SpecModel):
     """The desired state of the MultiClusterService."""
     status: MultiClusterServiceStatus | None = None
     """The current state of the MultiClusterService."""
+
+
+class MultiClusterIngress(SpecModel):
+    """A collection of rules that let inbound connections reach backends across clusters (Karmada's
+    kind: an Ingress's spec and status)."""
+
+    api_version: Literal["networking.karmada.io/v1alpha1"] = "networking.karmada.io/v1alpha1"
+    kind: Literal["MultiClusterIngress"] = MULTI_CLUSTER_INGRESS_KIND
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: dict[str, Any] = Field(default_factory=dict, json_schema_extra=published_as("IngressSpec"))
+    """The desired state of the MultiClusterIngress (an Ingress's spec)."""
+    status: dict[str, Any] | None = Field(default=None, json_schema_extra=published_as("IngressStatus"))
+    """The current state of the MultiClusterIngress (an Ingress's status)."""
+
+
+def mci_denial(obj: dict[str, Any]) -> tuple[str, str] | None:
+    """karmada-webhook's refusal of a MultiClusterIngress (create and update): kube's
+    ``ValidateIngressSpec`` of its spec, as Karmada lifts it."""
+    errors = ingress_spec_errors(field.mapping(obj.get("spec")), rules_type="v1.IngressRule")
+    return (MCI_WEBHOOK, field.error_list_text(errors)) if errors else None
 
 
 # --- karmada-webhook ------------------------------------------------------------------------

@@ -308,6 +308,9 @@ SPECS: dict[tuple[str, str], Builder] = {
     ("multicluster.x-k8s.io", "ServiceImport"): lambda name: {
         "spec": {"type": "ClusterSetIP", "ports": [{"port": 80, "protocol": "TCP"}]}
     },
+    ("networking.karmada.io", "MultiClusterIngress"): lambda name: {
+        "spec": {"defaultBackend": {"service": {"name": name, "port": {"number": 80}}}}
+    },
     ("networking.karmada.io", "MultiClusterService"): lambda name: {
         "spec": {"types": ["CrossCluster"], "providerClusters": [{"name": "no-such-cluster"}]}
     },

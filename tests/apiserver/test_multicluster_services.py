@@ -97,12 +97,51 @@ async def test_the_status_of_an_export_is_written_through_its_subresource(hub: C
     assert written["status"]["conditions"][0]["reason"] == "Exported"
 
 
+#: A MultiClusterIngress of the shape of Karmada's multi-cluster ingress guide.
+MCI_YAML = """\
+apiVersion: networking.karmada.io/v1alpha1
+kind: MultiClusterIngress
+metadata:
+  name: demo-localhost
+  namespace: default
+spec:
+  ingressClassName: nginx
+  rules:
+  - host: demo.localdev.me
+    http:
+      paths:
+      - backend:
+          service:
+            name: serve
+            port:
+              number: 80
+        path: /web
+        pathType: Prefix
+"""
+
+
+async def test_a_multi_cluster_ingress_is_checked_as_karmadas_webhook_checks_its_ingress_spec(hub: Client) -> None:  # noqa: F811
+    path = "/apis/networking.karmada.io/v1alpha1/namespaces/default/multiclusteringresses"
+    mci = yaml.safe_load(MCI_YAML)
+    created = await ok(await hub.post(path, json=mci), 201)
+    assert created["spec"]["rules"][0]["host"] == "demo.localdev.me"
+    empty = {**mci, "metadata": {"name": "empty"}, "spec": {"ingressClassName": "nginx"}}
+    response = await hub.post(path, json=empty)
+    body = await response.json()
+    assert response.status == 403, body
+    assert body["message"].endswith(
+        'admission webhook "multiclusteringress.karmada.io" denied the request: spec: Invalid value: '
+        "[]v1.IngressRule(nil): either `defaultBackend` or `rules` must be specified"
+    ), body
+
+
 def test_exports_and_imports_propagate_and_a_multi_cluster_service_stays_on_the_hub() -> None:
     registry = hub_registry()
     assert kind_status(registry, "multicluster.x-k8s.io/v1alpha1", "ServiceExport") is KindStatus.PROPAGATABLE
     assert kind_status(registry, "multicluster.x-k8s.io/v1alpha1", "ServiceImport") is KindStatus.PROPAGATABLE
     # As Karmada's detector, which skips networking.karmada.io: its own controller places it.
     assert kind_status(registry, "networking.karmada.io/v1alpha1", "MultiClusterService") is KindStatus.HUB_ONLY
+    assert kind_status(registry, "networking.karmada.io/v1alpha1", "MultiClusterIngress") is KindStatus.HUB_ONLY
 
 
 async def _applied_both_ways(kubeconfig: Path, path: Path) -> list[str]:
@@ -155,3 +194,8 @@ async def test_kubectl_applies_karmadas_multi_cluster_service_and_explains_it(hu
     code, out, err = await kubectl(hub_kubeconfig, "explain", "multiclusterservice.spec.consumerClusters")
     assert code == 0, err
     assert "The clusters the Service is exposed in, for clients" in out
+    code, out, err = await kubectl(hub_kubeconfig, "apply", "--server-side", "-f", "-", stdin=MCI_YAML)
+    assert (code, out.strip()) == (0, "multiclusteringress.networking.karmada.io/demo-localhost serverside-applied"), err
+    code, out, err = await kubectl(hub_kubeconfig, "explain", "mci.spec.rules.http.paths.pathType")
+    assert code == 0, err
+    assert "pathType determines the interpretation of the path matching" in out

@@ -1,10 +1,10 @@
 """The Multi-Cluster Services kinds served by the hub: ``multicluster.x-k8s.io/v1alpha1``
 ServiceExport and ServiceImport, and Karmada's ``networking.karmada.io/v1alpha1``
-MultiClusterService.
+MultiClusterService and MultiClusterIngress.
 
 Namespaced, with status subresources, the short names, category and printer columns of the CRDs
 Karmada ships (shown as kube shows a CRD's ``additionalPrinterColumns``); validated by their models
-and, for MultiClusterService, as karmada-webhook validates and labels it
+and, for Karmada's kinds, as karmada-webhook validates (and labels) them
 (:mod:`controlplane.apis.multicluster_services`).
 """
 
@@ -40,7 +40,13 @@ MULTI_CLUSTER_SERVICE = ResourceType(
     columns=(AGE,),
 )
 
+MULTI_CLUSTER_INGRESS = ResourceType(
+    api.KARMADA_NETWORKING_GROUP, "v1alpha1", api.MULTI_CLUSTER_INGRESS_KIND, "multiclusteringresses",
+    "multiclusteringress", namespaced=True, short_names=("mci",), categories=("karmada-io",), has_status=True,
+    model=api.MultiClusterIngress, webhook_denial=api.mci_denial, columns=(AGE,),
+)
+
 
 def multicluster_service_resources() -> list[ResourceType]:
-    """ServiceExport, ServiceImport and MultiClusterService."""
-    return [SERVICE_EXPORT, SERVICE_IMPORT, MULTI_CLUSTER_SERVICE]
+    """ServiceExport, ServiceImport, MultiClusterService and MultiClusterIngress."""
+    return [SERVICE_EXPORT, SERVICE_IMPORT, MULTI_CLUSTER_SERVICE, MULTI_CLUSTER_INGRESS]

@@ -36,6 +36,8 @@ KUBE_EQUIVALENTS: dict[str, str] = {
     "Taint": "io.k8s.api.core.v1.Taint",
     # Free-form fields published as kube's type (``published_as``), as the upstream CRDs embed it.
     "PodTemplateSpec": POD_TEMPLATE_SPEC,
+    "IngressSpec": "io.k8s.api.networking.v1.IngressSpec",
+    "IngressStatus": "io.k8s.api.networking.v1.IngressStatus",
 }
 
 API_VERSION_DESCRIPTION = (
@@ -139,6 +141,11 @@ KIND_DESCRIPTIONS: dict[str, str] = {
         "MultiClusterService is a named abstraction of multi-cluster software service (Karmada's kind): it "
         "exposes the Service of its name across clusters (CrossCluster) or through an external load "
         "balancer (LoadBalancer), from its provider clusters to its consumer clusters."
+    ),
+    "MultiClusterIngress": (
+        "MultiClusterIngress is a collection of rules that allow inbound connections to reach the endpoints "
+        "defined by a backend, across clusters (Karmada's kind). The hub stores it: no multi-cluster "
+        "ingress controller serves the hub."
     ),
     "Topology": (
         "Topology lists the node label levels of topology-aware scheduling (Kueue's kind), from the widest "

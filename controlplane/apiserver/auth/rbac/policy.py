@@ -241,7 +241,7 @@ _AUTOSCALERS: Final = ("federatedhpas", "federatedhpas/status", "cronfederatedhp
 _WORKLOAD_KINDS: Final = (
     (KUBEFLOW_GROUP, tuple(training.plural for training in TRAINING_KINDS.values())), ("ray.io", ("rayjobs", "rayclusters")),
     # The Multi-Cluster Services kinds: a namespace's editors export, import and expose its Services.
-    ("multicluster.x-k8s.io", ("serviceexports", "serviceimports")), ("networking.karmada.io", ("multiclusterservices",)),
+    ("multicluster.x-k8s.io", ("serviceexports", "serviceimports")), ("networking.karmada.io", ("multiclusterservices", "multiclusteringresses")),
 )
 
 
