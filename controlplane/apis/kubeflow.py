@@ -37,6 +37,11 @@ class TrainingKind:
     worker0_ends: bool = False
     #: The role that grows or shrinks when the job is given another total of pods; the others are fixed.
     worker: str = "Worker"
+    #: Whether the operator's CRD serves ``/scale`` over the worker role (its ``specReplicasPath``
+    #: ``.spec.<specs_field>.Worker.replicas``, ``statusReplicasPath``
+    #: ``.status.replicaStatuses.Worker.active``, ``labelSelectorPath``
+    #: ``.status.replicaStatuses.Worker.selector``): PyTorchJob, PaddleJob and JAXJob.
+    scalable: bool = False
 
     @property
     def plural(self) -> str:
@@ -49,7 +54,7 @@ TRAINING_KINDS: Final[dict[str, TrainingKind]] = {
     for row in (
         TrainingKind("PyTorchJob", "pytorchReplicaSpecs", ("Master", "Worker"), ("Master",),
                      "pytorchjob-controller", "OnFailure",
-                     "PyTorchJob represents a distributed PyTorch training job (Kubeflow)."),
+                     "PyTorchJob represents a distributed PyTorch training job (Kubeflow).", scalable=True),
         TrainingKind("TFJob", "tfReplicaSpecs", ("Chief", "Master", "PS", "Worker", "Evaluator"), ("Chief", "Master"),
                      "tfjob-controller", "Never",
                      "TFJob represents a distributed TensorFlow training job (Kubeflow).", worker0_ends=True),
@@ -58,9 +63,9 @@ TRAINING_KINDS: Final[dict[str, TrainingKind]] = {
                      "XGBoostJob represents a distributed XGBoost training job (Kubeflow)."),
         TrainingKind("PaddleJob", "paddleReplicaSpecs", ("Master", "Worker"), ("Master",),
                      "paddlejob-controller", "OnFailure",
-                     "PaddleJob represents a distributed PaddlePaddle training job (Kubeflow)."),
+                     "PaddleJob represents a distributed PaddlePaddle training job (Kubeflow).", scalable=True),
         TrainingKind("JAXJob", "jaxReplicaSpecs", ("Worker",), (), "jaxjob-controller", "Never",
-                     "JAXJob represents a distributed JAX training job (Kubeflow)."),
+                     "JAXJob represents a distributed JAX training job (Kubeflow).", scalable=True),
         # The MPI operator (v2beta1) restarts its launcher on failure unless told otherwise.
         TrainingKind("MPIJob", "mpiReplicaSpecs", ("Launcher", "Worker"), ("Launcher",),
                      "mpijob-controller", "OnFailure",

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from controlplane.apis.kube.fieldlabels import JOB_FIELDS
 from controlplane.apis.kubeflow import GROUP as KUBEFLOW_GROUP
-from controlplane.apis.kubeflow import TRAINING_KINDS
+from controlplane.apis.kubeflow import TRAINING_KINDS, TrainingKind
 from controlplane.apis.kubeflow_validation import (
     training_job_denial,
     training_job_update_denial,
@@ -22,6 +22,16 @@ from controlplane.apiserver.resources import (
     path,
     with_kube_rules,
 )
+
+
+def _worker_scale(training: TrainingKind) -> ScaleSubresource:
+    """The scale subresource the operator's CRD declares: the Worker role's replicas, its active
+    pods and the selector string the operator reports for them."""
+    return ScaleSubresource(
+        spec_replicas=f"spec.{training.specs_field}.{training.worker}.replicas",
+        status_replicas=f"status.replicaStatuses.{training.worker}.active",
+        label_selector=f"status.replicaStatuses.{training.worker}.selector",
+    )
 
 
 def workload_resources() -> list[ResourceType]:
@@ -74,6 +84,7 @@ def workload_resources() -> list[ResourceType]:
             webhook_denial=training_job_denial(training.kind),
             webhook_update_denial=training_job_update_denial(training.kind),
             warn=training_job_warnings if training.kind == "PyTorchJob" else None,
+            scale=_worker_scale(training) if training.scalable else None,
         ) for training in TRAINING_KINDS.values()),
         ResourceType(
             "ray.io", "v1", "RayJob", "rayjobs", "rayjob", namespaced=True,

@@ -243,6 +243,10 @@ _WORKLOAD_KINDS: Final = (
     # The Multi-Cluster Services kinds: a namespace's editors export, import and expose its Services.
     ("multicluster.x-k8s.io", ("serviceexports", "serviceimports")), ("networking.karmada.io", ("multiclusterservices", "multiclusteringresses")),
 )
+#: The workload kinds' scale subresources: edited and read as kube's roles do a Deployment's.
+_WORKLOAD_SCALES: Final = (
+    (KUBEFLOW_GROUP, tuple(f"{t.plural}/scale" for t in TRAINING_KINDS.values() if t.scalable)),
+)
 
 
 def gpufed_cluster_roles() -> list[dict[str, Any]]:
@@ -272,6 +276,9 @@ def gpufed_cluster_roles() -> list[dict[str, Any]]:
     for group, plurals in _WORKLOAD_KINDS:
         edit.append(rule(WRITE, (group,), plurals))
         view.append(rule(READ, (group,), (*plurals, *(f"{p}/status" for p in plurals))))
+    for group, scales in _WORKLOAD_SCALES:
+        edit.append(rule(WRITE, (group,), scales))
+        view.append(rule(READ, (group,), scales))
     return [
         cluster_role("gpufed:aggregate-to-edit", edit, labels=_to("edit")),
         cluster_role("gpufed:aggregate-to-view", view, labels=_to("view")),

@@ -74,6 +74,9 @@ DECISIONS = [
     (res(ALICE, "create", P, "propagationpolicies", ns="team-a"), True),
     (res(ALICE, "create", "policy.karmada.io", "overridepolicies", ns="team-a"), True),
     (res(ALICE, "create", "kubeflow.org", "pytorchjobs", ns="team-a"), True),
+    (res(ALICE, "patch", "kubeflow.org", "jaxjobs", ns="team-a", name="t", sub="scale"), True),
+    (res(ALICE, "patch", "kubeflow.org", "tfjobs", ns="team-a", name="t", sub="scale"), False),  # no scale
+    (res(VIEWER, "get", "kubeflow.org", "paddlejobs", ns="x", name="t", sub="scale"), True),
     (res(ALICE, "get", "", "secrets", ns="team-a", name="s"), True),
     (res(ALICE, "create", "apps", "deployments", ns="team-b"), False),
     (res(ALICE, "list", "apps", "deployments"), False),
