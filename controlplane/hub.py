@@ -71,6 +71,7 @@ from controlplane.apiserver.quotaadmission import QuotaAdmission
 from controlplane.apiserver.serviceallocation import ServiceAllocator
 from controlplane.apiserver.serving import IDLE_TIMEOUT, GuardedTCPSite
 from controlplane.apiserver.tls import ServingCertificate, client_ca, ensure_pki, load_serving_certificate
+from controlplane.apiserver.trainjobs import trainjob_runtime_admission
 from controlplane.apiserver.visibility import PendingWorkloads
 from controlplane.apiserver.watchcache import DEFAULT_WATCH_CACHE, WatchCache
 from controlplane.apiserver.watchcache.client import CachedObjects
@@ -283,6 +284,7 @@ class Hub(ShutdownOnce):
         self.objects.check_creates(hold_queued_workload)  # Kueue's job and pod webhooks' defaults
         self.objects.admit_writes(check_managed_label)  # Kueue's pod webhook's validation
         self.objects.admit_writes(check_job_queue_name)  # Kueue's job webhooks' queue-name rule
+        self.objects.admit_writes(trainjob_runtime_admission(self.objects))  # Kubeflow Trainer's webhook
         self.webhooks = WebhookAdmission(self.objects, authorizer, self.metrics.admission, cache=self.watch_cache)
         self.interpreter_webhooks = InterpreterWebhooks(self.objects, self.watch_cache, self.webhooks.client)
         self._background.append(

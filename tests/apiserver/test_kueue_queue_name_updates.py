@@ -9,15 +9,14 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from aiohttp.test_utils import TestClient, TestServer
+from aiohttp.test_utils import TestClient
 
 from controlplane.apis import kueue_jobs
-from controlplane.apiserver.app import create_app
 from controlplane.apiserver.kueuepods import check_job_queue_name, check_managed_label
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.admissiongate import hold_queued_workload
-from controlplane.hub import hub_registry
-from controlplane.storage import MemoryStore
+
+from .hubapi import hub_api
 
 JOBS = "/apis/batch/v1/namespaces/default/jobs"
 MERGE = {"Content-Type": "application/merge-patch+json"}
@@ -26,15 +25,13 @@ LABEL = "kueue.x-k8s.io/queue-name"
 
 @pytest.fixture
 async def api() -> AsyncIterator[TestClient[Any, Any]]:
-    registry = hub_registry()
-    async with MemoryStore() as memory:
-        objects = ObjectStore(memory, registry)
-        await objects.bootstrap()
-        objects.check_creates(hold_queued_workload)  # as the hub does
+    def wire(objects: ObjectStore) -> None:  # as the hub does
+        objects.check_creates(hold_queued_workload)
         objects.admit_writes(check_job_queue_name)
         objects.admit_writes(check_managed_label)
-        async with TestClient(TestServer(create_app(objects, registry))) as client:
-            yield client
+
+    async with hub_api(wire) as client:
+        yield client
 
 
 def job(name: str, *, queue: str | None = None, suspend: bool | None = None) -> dict[str, Any]:

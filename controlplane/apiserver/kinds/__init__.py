@@ -5,7 +5,7 @@ In: nothing. Out: :func:`builtin_kind_resources` (apps ReplicaSet/DaemonSet/Cont
 networking and EndpointSlice, policy, autoscaling (v2 and v1), quota, storage and RuntimeClass kinds,
 events.k8s.io's Event, the admission webhook configurations, certificates.k8s.io's
 CertificateSigningRequest, flowcontrol.apiserver.k8s.io's FlowSchema and PriorityLevelConfiguration) and :func:`gpu_workload_resources`
-(LeaderWorkerSet, JobSet), each with kube's defaulting and validation attached where kube has
+(LeaderWorkerSet, JobSet, TrainJob, TrainingRuntime, ClusterTrainingRuntime), each with kube's defaulting and validation attached where kube has
 them (``with_kube_rules``). The hub and the simulated members serve both lists; the hub alone serves
 :func:`aggregator_resources` (APIService).
 """
@@ -40,6 +40,7 @@ from controlplane.apiserver.kinds.events import EVENT
 from controlplane.apiserver.kinds.flowcontrol import FLOW_SCHEMA, PRIORITY_LEVEL_CONFIGURATION
 from controlplane.apiserver.kinds.networking import ENDPOINT_SLICE, INGRESS, INGRESS_CLASS, NETWORK_POLICY
 from controlplane.apiserver.kinds.sigs import JOBSET, LEADER_WORKER_SET
+from controlplane.apiserver.kinds.trainer import CLUSTER_TRAINING_RUNTIME, TRAIN_JOB, TRAINING_RUNTIME
 from controlplane.apiserver.resources import ResourceType, with_kube_rules
 
 
@@ -79,8 +80,9 @@ def aggregator_resources() -> list[ResourceType]:
 
 
 def gpu_workload_resources() -> list[ResourceType]:
-    """LeaderWorkerSet and JobSet: the SIG kinds GPU serving and training run on."""
-    return with_kube_rules([LEADER_WORKER_SET, JOBSET])
+    """LeaderWorkerSet and JobSet, the SIG kinds GPU serving and training run on, and Kubeflow
+    Trainer's TrainJob with its runtimes (TrainingRuntime, ClusterTrainingRuntime)."""
+    return with_kube_rules([LEADER_WORKER_SET, JOBSET, TRAIN_JOB, TRAINING_RUNTIME, CLUSTER_TRAINING_RUNTIME])
 
 
 __all__ = ["REPLICASET", "aggregator_resources", "builtin_kind_resources", "gpu_workload_resources"]

@@ -14,7 +14,7 @@ Pure: constants and small builders.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from controlplane.apiserver.openapi.extra_kinds import (
     CONDITION,
@@ -115,6 +115,9 @@ _JOBSET_DEFINITIONS: dict[str, Any] = {
             })),
     }),
 }
+
+#: JobSet's definitions, for the kinds that embed a JobSet's spec (Kubeflow Trainer's runtimes).
+JOBSET_DEFINITIONS: Final = _JOBSET_DEFINITIONS
 
 # --- LeaderWorkerSet (leaderworkerset.x-k8s.io/v1) ---------------------------------------------
 

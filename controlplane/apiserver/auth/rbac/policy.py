@@ -44,6 +44,7 @@ from controlplane.apis.constants import (
 from controlplane.apis.kube.roleaggregation import aggregate_all
 from controlplane.apis.kubeflow import GROUP as KUBEFLOW_GROUP
 from controlplane.apis.kubeflow import TRAINING_KINDS
+from controlplane.apis.trainer import GROUP as TRAINER_GROUP
 from controlplane.apiserver.auth.rbac.index import CLUSTER_ROLE, CLUSTER_ROLE_BINDING, RbacIndex
 from controlplane.apiserver.identity import (
     AUTHENTICATED,
@@ -242,6 +243,7 @@ _WORKLOAD_KINDS: Final = (
     (KUBEFLOW_GROUP, tuple(training.plural for training in TRAINING_KINDS.values())), ("ray.io", ("rayjobs", "rayclusters")),
     # The Multi-Cluster Services kinds: a namespace's editors export, import and expose its Services.
     ("multicluster.x-k8s.io", ("serviceexports", "serviceimports")), ("networking.karmada.io", ("multiclusterservices", "multiclusteringresses")),
+    (TRAINER_GROUP, ("trainjobs", "trainingruntimes")),
 )
 #: The workload kinds' scale subresources: edited and read as kube's roles do a Deployment's.
 _WORKLOAD_SCALES: Final = (
@@ -265,6 +267,8 @@ def gpufed_cluster_roles() -> list[dict[str, Any]]:
         # Karmada's cluster-scoped ClusterTaintPolicies: read by all, written by cluster-admin.
         rule(READ, (KARMADA_POLICY_GROUP,), ("clustertaintpolicies",)),
         rule(READ, ("autoscaling.karmada.io",), _AUTOSCALERS),
+        # Kubeflow Trainer's cluster-wide runtimes: read by all, written by cluster-admin.
+        rule(READ, (TRAINER_GROUP,), ("clustertrainingruntimes",)),
         # Quotas: everyone may see the queues and why a workload waits (the status subresources too).
         rule(READ, (KUEUE_GROUP,), (*_KUEUE_KINDS, *(f"{p}/status" for p in _KUEUE_KINDS))),
         # ... and their pending workloads in order (Kueue's visibility API, its viewer roles' verbs):

@@ -77,6 +77,11 @@ DECISIONS = [
     (res(ALICE, "patch", "kubeflow.org", "jaxjobs", ns="team-a", name="t", sub="scale"), True),
     (res(ALICE, "patch", "kubeflow.org", "tfjobs", ns="team-a", name="t", sub="scale"), False),  # no scale
     (res(VIEWER, "get", "kubeflow.org", "paddlejobs", ns="x", name="t", sub="scale"), True),
+    (res(ALICE, "create", "trainer.kubeflow.org", "trainjobs", ns="team-a"), True),
+    (res(ALICE, "create", "trainer.kubeflow.org", "trainingruntimes", ns="team-a"), True),
+    (res(ALICE, "create", "trainer.kubeflow.org", "clustertrainingruntimes"), False),
+    (res(VIEWER, "list", "trainer.kubeflow.org", "clustertrainingruntimes"), True),
+    (res(VIEWER, "get", "trainer.kubeflow.org", "trainjobs", ns="x", name="t", sub="status"), True),
     (res(ALICE, "get", "", "secrets", ns="team-a", name="s"), True),
     (res(ALICE, "create", "apps", "deployments", ns="team-b"), False),
     (res(ALICE, "list", "apps", "deployments"), False),

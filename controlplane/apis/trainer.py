@@ -1,0 +1,90 @@
+"""Kubeflow Trainer's ``trainer.kubeflow.org/v1alpha1`` kinds: TrainJob, TrainingRuntime
+(namespaced) and ClusterTrainingRuntime (cluster-scoped). Pure functions.
+
+A TrainJob names a runtime (``spec.runtimeRef``: its ``name``, ``apiGroup`` defaulting to
+``trainer.kubeflow.org``, ``kind`` to ``ClusterTrainingRuntime``); the runtime's
+``spec.template`` is a JobSet template. :func:`runtime_ref` reads the reference with the CRD's
+defaults, :func:`defaults` writes them as the CRD's structural defaulting does, and the webhook's
+rules are :func:`unsupported_runtime` (a reference to another kind: ``unsupported runtime:
+<Kind>.<group>``) and :func:`missing_runtime` (the runtime not stored: ``spec.RuntimeRef: Invalid
+value: {...}: ClusterTrainingRuntime.trainer.kubeflow.org "x" not found: specified
+clusterTrainingRuntime must be created before the TrainJob is created``).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Final
+
+from controlplane.apis.kube import field
+from controlplane.apis.kube.field import FieldError, GoValue
+from controlplane.gojson import go_quote
+
+GROUP: Final = "trainer.kubeflow.org"
+VERSION: Final = "v1alpha1"
+API_VERSION: Final = f"{GROUP}/{VERSION}"
+TRAIN_JOB: Final = "TrainJob"
+TRAINING_RUNTIME: Final = "TrainingRuntime"
+CLUSTER_TRAINING_RUNTIME: Final = "ClusterTrainingRuntime"
+#: The runtime kinds a TrainJob may name, and their resources.
+RUNTIME_PLURALS: Final = {TRAINING_RUNTIME: "trainingruntimes", CLUSTER_TRAINING_RUNTIME: "clustertrainingruntimes"}
+#: The trainer's validating webhook for TrainJobs, as its ValidatingWebhookConfiguration names it.
+WEBHOOK: Final = "validator.trainjob.trainer.kubeflow.org"
+#: ``spec.managedBy`` when unset: the trainer's own controller runs the TrainJob.
+DEFAULT_MANAGED_BY: Final = "trainer.kubeflow.org/trainjob-controller"
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimeRef:
+    name: str
+    api_group: str = GROUP
+    kind: str = CLUSTER_TRAINING_RUNTIME
+
+    @property
+    def cluster_scoped(self) -> bool:
+        return self.kind == CLUSTER_TRAINING_RUNTIME
+
+
+def runtime_ref(trainjob: dict[str, Any]) -> RuntimeRef:
+    """``spec.runtimeRef`` with the CRD's defaults for what it leaves out."""
+    ref = (trainjob.get("spec") or {}).get("runtimeRef")
+    ref = ref if isinstance(ref, dict) else {}
+    return RuntimeRef(
+        name=str(ref.get("name") or ""),
+        api_group=str(ref["apiGroup"]) if isinstance(ref.get("apiGroup"), str) else GROUP,
+        kind=str(ref["kind"]) if isinstance(ref.get("kind"), str) else CLUSTER_TRAINING_RUNTIME,
+    )
+
+
+def defaults(trainjob: dict[str, Any]) -> None:
+    """The CRD's defaults, written in place: ``runtimeRef.apiGroup`` and ``kind``, ``suspend:
+    false`` and ``managedBy`` the trainer's controller."""
+    spec = trainjob.get("spec")
+    if not isinstance(spec, dict):
+        return
+    ref = spec.get("runtimeRef")
+    if isinstance(ref, dict):
+        ref.setdefault("apiGroup", GROUP)
+        ref.setdefault("kind", CLUSTER_TRAINING_RUNTIME)
+    spec.setdefault("suspend", False)
+    spec.setdefault("managedBy", DEFAULT_MANAGED_BY)
+
+
+def unsupported_runtime(ref: RuntimeRef) -> str | None:
+    """The webhook's refusal of a reference to a runtime the trainer does not have (its registry
+    is keyed by the reference's GroupKind, ``<Kind>.<group>``), or None."""
+    if ref.api_group == GROUP and ref.kind in RUNTIME_PLURALS:
+        return None
+    return f"unsupported runtime: {ref.kind}.{ref.api_group}" if ref.api_group else f"unsupported runtime: {ref.kind}"
+
+
+def missing_runtime(ref: RuntimeRef) -> FieldError:
+    """The webhook's field error for a runtime that is not stored, as the trainer words it: at
+    ``spec.RuntimeRef`` for a ClusterTrainingRuntime (its Go field's name), ``spec.runtimeRef`` for
+    a TrainingRuntime; the reference as JSON (with its defaults, in the Go struct's order); then
+    its cached client's NotFound (``<Kind>.<group> "<name>" not found``) and the trainer's words."""
+    shown = GoValue(json.dumps({"name": ref.name, "apiGroup": ref.api_group, "kind": ref.kind}, separators=(",", ":")))
+    path, word = ("spec.RuntimeRef", "clusterTrainingRuntime") if ref.cluster_scoped else ("spec.runtimeRef", "trainingRuntime")
+    return field.invalid(path, shown, f"{ref.kind}.{GROUP} {go_quote(ref.name)} not found: specified {word} must be "
+                                      "created before the TrainJob is created")
