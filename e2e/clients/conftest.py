@@ -25,6 +25,7 @@ from controlplane.apiserver.proxy.resourcemetrics import NODES as METRICS_NODES
 from controlplane.apiserver.proxy.resourcemetrics import PODS as METRICS_PODS
 from controlplane.apiserver.visibility import RESOURCES as VISIBILITY_RESOURCES
 from controlplane.hub import hub_registry
+from e2e.clients.samples import training_runtime
 from e2e.harness import Kubectl, ProcessGroup
 
 #: The namespace every namespaced object of the suite is created in.
@@ -123,6 +124,7 @@ def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hub]:
         _, kubectl = group.start_hub()
         kubectl.run("create", "namespace", NAMESPACE)
         kubectl.run("create", "namespace", EVENTS_NAMESPACE)
+        kubectl.run("apply", "-f", "-", input_text=json.dumps(training_runtime()))  # what TrainJobs name
         yield Hub(kubectl.kubeconfig, kubectl)
     finally:
         group.stop_all()

@@ -16,6 +16,11 @@ from typing import Any
 Builder = Callable[[str], dict[str, Any]]
 
 
+#: The ClusterTrainingRuntime the suite stores first (:func:`training_runtime`): a TrainJob is
+#: refused, as by Kubeflow Trainer's webhook, unless the runtime it names is stored.
+TRAINING_RUNTIME = "clients-runtime"
+
+
 class MissingSample(LookupError):
     """A served kind the suite has no sample object for."""
 
@@ -230,6 +235,11 @@ SPECS: dict[tuple[str, str], Builder] = {
             }],
         }
     },
+    ("trainer.kubeflow.org", "TrainJob"): lambda name: {
+        "spec": {"runtimeRef": {"name": TRAINING_RUNTIME}, "trainer": {"numNodes": 1}},
+    },
+    ("trainer.kubeflow.org", "TrainingRuntime"): lambda name: _training_runtime_spec(name),
+    ("trainer.kubeflow.org", "ClusterTrainingRuntime"): lambda name: _training_runtime_spec(name),
     ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"): _webhooks,
     ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"): _webhooks,
     ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy"): lambda name: {"spec": {
@@ -395,6 +405,17 @@ VERSIONED_SPECS: dict[tuple[str, str], Builder] = {
         "spec": {"clusterSource": {"kubeConfig": {"location": name + "-kubeconfig", "locationType": "Secret"}}},
     },
 }
+
+
+def _training_runtime_spec(name: str) -> dict[str, Any]:
+    job = {"spec": {"template": _pod_template(name, restart_policy="Never", container_name="node")}}
+    return {"spec": {"mlPolicy": {"numNodes": 1}, "template": {"spec": {"replicatedJobs": [{"name": "node", "template": job}]}}}}
+
+
+def training_runtime() -> dict[str, Any]:
+    """The ClusterTrainingRuntime the TrainJob samples name."""
+    return {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "ClusterTrainingRuntime",
+            "metadata": {"name": TRAINING_RUNTIME}, **_training_runtime_spec(TRAINING_RUNTIME)}
 
 
 def sample(api_version: str, kind: str, name: str, *, namespace: str | None) -> dict[str, Any]:
