@@ -155,3 +155,44 @@ async def test_discovery_and_openapi_list_the_trainer_kinds(api: TestClient[Any,
     assert "numNodes" in schemas["org.kubeflow.trainer.v1alpha1.Trainer"]["properties"]
     runtime_spec = schemas["org.kubeflow.trainer.v1alpha1.TrainingRuntimeSpec"]["properties"]["template"]
     assert runtime_spec["properties"]["spec"]["allOf"][0]["$ref"].endswith("io.x-k8s.jobset.v1alpha2.JobSetSpec")
+
+
+@pytest.mark.parametrize(("change", "error"), [
+    ({"trainer": {"numNodes": 5}}, 'spec.trainer: Invalid value: "object": field is immutable'),
+    ({"runtimeRef": {"name": "other"}}, 'spec.runtimeRef: Invalid value: "object": field is immutable'),
+    ({"managedBy": "kueue.x-k8s.io/multikueue"}, 'spec.managedBy: Invalid value: "string": field is immutable'),
+    ({"managedBy": "someone"},
+     '[spec.managedBy: Invalid value: "string": ManagedBy must be trainer.kubeflow.org/trainjob-controller or '
+     'kueue.x-k8s.io/multikueue if set, spec.managedBy: Invalid value: "string": field is immutable]'),
+])
+async def test_the_crd_keeps_what_its_rules_make_immutable(
+    api: TestClient[Any, Any], change: dict[str, Any], error: str
+) -> None:
+    await created(api, f"{API}/clustertrainingruntimes", TORCH_DISTRIBUTED)
+    await created(api, TRAINJOBS, MULTI_NODE)
+    response = await api.patch(f"{TRAINJOBS}/multi-node-example", json={"spec": change},
+                               headers={"Content-Type": "application/merge-patch+json"})
+    answer = await response.json()
+    assert (response.status, answer["reason"]) == (422, "Invalid"), answer
+    assert answer["message"] == f'TrainJob.trainer.kubeflow.org "multi-node-example" is invalid: {error}'
+
+
+async def test_a_trainjob_may_be_given_a_trainer_it_had_none_of(api: TestClient[Any, Any]) -> None:
+    await created(api, f"{API}/clustertrainingruntimes", TORCH_DISTRIBUTED)
+    bare = copy.deepcopy(MULTI_NODE)
+    del bare["spec"]["trainer"]
+    await created(api, TRAINJOBS, bare)
+    response = await api.patch(f"{TRAINJOBS}/multi-node-example", json={"spec": {"trainer": {"numNodes": 2}}},
+                               headers={"Content-Type": "application/merge-patch+json"})
+    assert response.status == 200, await response.text()
+
+
+async def test_a_trainjob_managed_by_an_unknown_controller_is_invalid(api: TestClient[Any, Any]) -> None:
+    await created(api, f"{API}/clustertrainingruntimes", TORCH_DISTRIBUTED)
+    body = copy.deepcopy(MULTI_NODE)
+    body["spec"]["managedBy"] = "someone"
+    response = await api.post(TRAINJOBS, json=body)
+    answer = await response.json()
+    assert (response.status, answer["message"]) == (422, (
+        'TrainJob.trainer.kubeflow.org "multi-node-example" is invalid: spec.managedBy: Invalid value: "string": '
+        "ManagedBy must be trainer.kubeflow.org/trainjob-controller or kueue.x-k8s.io/multikueue if set"))

@@ -1,7 +1,7 @@
 """Kubeflow Trainer's kinds (``trainer.kubeflow.org/v1alpha1``): TrainJob with its ``status``
 subresource, the namespaced TrainingRuntime and the cluster-scoped ClusterTrainingRuntime, with
 the names, subresources and printer columns their CustomResourceDefinitions declare. A TrainJob
-gets the CRD's defaults; the trainer's webhook rules that read the store are
+gets the CRD's defaults and rules; the trainer's webhook rules that read the store are
 :mod:`controlplane.apiserver.trainjobs`."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ _CATEGORIES = ("trainer-kubeflow-org",)
 
 TRAIN_JOB = ResourceType(
     trainer.GROUP, trainer.VERSION, trainer.TRAIN_JOB, "trainjobs", "trainjob", namespaced=True,
-    categories=_CATEGORIES, has_status=True, defaults=trainer.defaults,
+    categories=_CATEGORIES, has_status=True, defaults=trainer.defaults, validate=trainer.validate,
     columns=(TableColumn("State", col.job_state), AGE),
 )
 
