@@ -67,6 +67,7 @@ KUBE_PRIORITIES: Final[Mapping[tuple[str, str], tuple[int, int]]] = {
     ("coordination.k8s.io", "v1"): (16500, 15),
     ("node.k8s.io", "v1"): (16300, 15),
     ("discovery.k8s.io", "v1"): (16200, 15),
+    ("resource.k8s.io", "v1"): (16200, 21),
     ("flowcontrol.apiserver.k8s.io", "v1"): (16100, 21),
 }
 #: kube's crdregistration: "CRDs should have relatively low priority", sorted by version name.

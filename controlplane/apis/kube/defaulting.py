@@ -45,6 +45,8 @@ _DEFAULTERS: dict[tuple[str, str], Defaulter] = {
     ("discovery.k8s.io", "EndpointSlice"): groups.endpoint_slice,
     ("node.k8s.io", "RuntimeClass"): groups.runtime_class,
     ("storage.k8s.io", "StorageClass"): groups.storage_class,
+    ("resource.k8s.io", "ResourceClaim"): groups.resource_claim,
+    ("resource.k8s.io", "ResourceClaimTemplate"): groups.resource_claim_template,
     ("autoscaling", "HorizontalPodAutoscaler"): groups.horizontal_pod_autoscaler,
     ("policy", "PodDisruptionBudget"): groups.pod_disruption_budget,
     ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"):

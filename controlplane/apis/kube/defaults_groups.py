@@ -2,7 +2,8 @@
 groups that users propagate: NetworkPolicy (``pkg/apis/networking/v1/defaults.go``), EndpointSlice
 (``pkg/apis/discovery/v1/defaults.go``), RuntimeClass (its overhead's quantities, as kube decodes
 them), StorageClass (``pkg/apis/storage/v1/defaults.go``) and HorizontalPodAutoscaler
-(``pkg/apis/autoscaling/v2/defaults.go``, and ``v1/defaults.go`` for the version converted from it).
+(``pkg/apis/autoscaling/v2/defaults.go``, and ``v1/defaults.go`` for the version converted from it), and
+resource.k8s.io/v1's ResourceClaim and ResourceClaimTemplate (``pkg/apis/resource/v1/defaults.go``).
 """
 
 from __future__ import annotations
@@ -121,3 +122,33 @@ def horizontal_pod_autoscaler_spec(obj: dict[str, Any]) -> None:
             for field, value in rules.items():
                 if given.get(field) is None:
                     given[field] = copy.deepcopy(value)
+
+
+def resource_claim(obj: dict[str, Any]) -> None:
+    """resource.k8s.io/v1's ``SetDefaults_ExactDeviceRequest`` and ``SetDefaults_DeviceSubRequest`` over a
+    ResourceClaim's requests: ``allocationMode: ExactCount``, then ``count: 1`` for ExactCount, each
+    toleration's ``operator: Equal``."""
+    _claim_spec(child(obj, "spec"))
+
+
+def resource_claim_template(obj: dict[str, Any]) -> None:
+    """:func:`resource_claim`'s defaults on the claim spec a ResourceClaimTemplate stamps out."""
+    _claim_spec(child(child(obj, "spec"), "spec"))
+
+
+def _claim_spec(spec: dict[str, Any] | None) -> None:
+    for request in items(child(spec, "devices"), "requests"):
+        if (exactly := child(request, "exactly")) is not None:
+            _exact_request(exactly)
+        for sub in items(request, "firstAvailable"):
+            _exact_request(sub)
+
+
+def _exact_request(request: dict[str, Any]) -> None:
+    if not request.get("allocationMode"):
+        request["allocationMode"] = "ExactCount"
+    if request["allocationMode"] == "ExactCount" and not request.get("count"):
+        request["count"] = 1
+    for toleration in items(request, "tolerations"):
+        if not toleration.get("operator"):
+            toleration["operator"] = "Equal"

@@ -42,6 +42,8 @@ WITHOUT_GENERATION: Final[frozenset[tuple[str, str]]] = frozenset({
     ("events.k8s.io", "Event"),
     ("node.k8s.io", "RuntimeClass"),
     ("rbac.authorization.k8s.io", "ClusterRole"),
+    ("resource.k8s.io", "ResourceClaim"),
+    ("resource.k8s.io", "ResourceClaimTemplate"),
     ("rbac.authorization.k8s.io", "ClusterRoleBinding"),
     ("rbac.authorization.k8s.io", "Role"),
     ("rbac.authorization.k8s.io", "RoleBinding"),

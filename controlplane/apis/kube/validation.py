@@ -5,7 +5,7 @@ kube's field errors (none: valid). Metadata (names, labels, annotations) is chec
 the API server for every kind and is not repeated here. The rules themselves live by
 API group: :mod:`.validate_core` (with :mod:`.validate_pod` for pod specs and templates),
 :mod:`.validate_apps`, :mod:`.validate_batch`, :mod:`.validate_groups`, :mod:`.validate_networking`
-(Ingress, IngressClass, NetworkPolicy), :mod:`.validate_discovery` (EndpointSlice), :mod:`.validate_events`
+(Ingress, IngressClass, NetworkPolicy), :mod:`.validate_discovery` (EndpointSlice), :mod:`.validate_dra` (resource.k8s.io's DRA kinds), :mod:`.validate_events`
 (Events), :mod:`.validate_admin` (LimitRange, ResourceQuota,
 ServiceAccount) and :mod:`.admissionregistration` (the webhook configurations); a write of the status subresource, by :mod:`.validate_status` (:func:`for_status`).
 """
@@ -23,6 +23,7 @@ from controlplane.apis.kube import (
     validate_batch,
     validate_core,
     validate_discovery,
+    validate_dra,
     validate_events,
     validate_groups,
     validate_networking,
@@ -58,6 +59,10 @@ _VALIDATORS: dict[tuple[str, str], Validator] = {
     ("networking.k8s.io", "NetworkPolicy"): validate_networking.validate_network_policy,
     ("discovery.k8s.io", "EndpointSlice"): validate_discovery.validate_endpoint_slice,
     ("node.k8s.io", "RuntimeClass"): validate_groups.validate_runtime_class,
+    ("resource.k8s.io", "DeviceClass"): validate_dra.validate_device_class,
+    ("resource.k8s.io", "ResourceClaim"): validate_dra.validate_resource_claim,
+    ("resource.k8s.io", "ResourceClaimTemplate"): validate_dra.validate_resource_claim_template,
+    ("resource.k8s.io", "ResourceSlice"): validate_dra.validate_resource_slice,
     ("", "Event"): validate_events.validate_core_event,
     ("events.k8s.io", "Event"): validate_events.validate_events_event,
     ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"):

@@ -3,6 +3,7 @@
 
 In: nothing. Out: :func:`builtin_kind_resources` (apps ReplicaSet/DaemonSet/ControllerRevision, batch CronJob,
 networking and EndpointSlice, policy, autoscaling (v2 and v1), quota, storage and RuntimeClass kinds,
+resource.k8s.io's DRA kinds (DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice),
 events.k8s.io's Event, the admission webhook configurations, certificates.k8s.io's
 CertificateSigningRequest, flowcontrol.apiserver.k8s.io's FlowSchema and PriorityLevelConfiguration) and :func:`gpu_workload_resources`
 (LeaderWorkerSet, JobSet, TrainJob, TrainingRuntime, ClusterTrainingRuntime), each with kube's defaulting and validation attached where kube has
@@ -36,6 +37,12 @@ from controlplane.apiserver.kinds.apps import (
 )
 from controlplane.apiserver.kinds.batch import CRONJOB
 from controlplane.apiserver.kinds.certificates import CERTIFICATE_SIGNING_REQUEST
+from controlplane.apiserver.kinds.dra import (
+    DEVICE_CLASS,
+    RESOURCE_CLAIM,
+    RESOURCE_CLAIM_TEMPLATE,
+    RESOURCE_SLICE,
+)
 from controlplane.apiserver.kinds.events import EVENT
 from controlplane.apiserver.kinds.flowcontrol import FLOW_SCHEMA, PRIORITY_LEVEL_CONFIGURATION
 from controlplane.apiserver.kinds.networking import ENDPOINT_SLICE, INGRESS, INGRESS_CLASS, NETWORK_POLICY
@@ -63,6 +70,10 @@ def builtin_kind_resources() -> list[ResourceType]:
         RESOURCE_QUOTA,
         STORAGE_CLASS,
         RUNTIME_CLASS,
+        DEVICE_CLASS,
+        RESOURCE_CLAIM,
+        RESOURCE_CLAIM_TEMPLATE,
+        RESOURCE_SLICE,
         EVENT,
         VALIDATING_WEBHOOK_CONFIGURATION,
         MUTATING_WEBHOOK_CONFIGURATION,

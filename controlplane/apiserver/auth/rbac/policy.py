@@ -163,6 +163,7 @@ def cluster_roles() -> list[dict[str, Any]]:
             rule(WRITE, ("batch",), ("jobs", "cronjobs")),
             rule(WRITE, ("policy",), ("poddisruptionbudgets",)),
             rule(WRITE, ("networking.k8s.io",), ("networkpolicies", "ingresses")),
+            rule(WRITE, ("resource.k8s.io",), ("resourceclaims", "resourceclaimtemplates")),
         ], labels=_to("edit")),
         # metrics-server's role, aggregated into view, edit and admin (``kubectl top``).
         cluster_role("system:aggregated-metrics-reader", [
@@ -184,6 +185,7 @@ def cluster_roles() -> list[dict[str, Any]]:
             rule(READ, ("batch",), ("jobs", "cronjobs", "cronjobs/status", "jobs/status")),
             rule(READ, ("policy",), ("poddisruptionbudgets", "poddisruptionbudgets/status")),
             rule(READ, ("networking.k8s.io",), ("networkpolicies", "ingresses", "ingresses/status")),
+            rule(READ, ("resource.k8s.io",), ("resourceclaims", "resourceclaims/status", "resourceclaimtemplates")),
         ], labels=_to("view")),
         cluster_role("system:discovery", [rule(("get",), urls=DISCOVERY_URLS)]),
         cluster_role("system:monitoring", [rule(("get",), urls=MONITORING_URLS)]),
