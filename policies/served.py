@@ -28,11 +28,13 @@ SELECTORS_SERVED = "ResourceSelectorsServed"
 #: ``nvidia``: pods name it in ``runtimeClassName``), PriorityClasses (``priorityClassName``: a
 #: member refuses a pod naming a missing one), StorageClasses (``storageClassName``: a claim naming
 #: a missing one stays Pending), IngressClasses (``ingressClassName``) and ClusterRoles and
-#: ClusterRoleBindings (an operator's permissions in the member).
+#: ClusterRoleBindings (an operator's permissions in the member), and DeviceClasses (a DRA claim's
+#: ``deviceClassName``; NVIDIA's driver installs its own in each member).
 PROPAGATABLE_CLUSTER_KINDS: frozenset[tuple[str, str]] = frozenset(
     {
         ("apiextensions.k8s.io", "CustomResourceDefinition"),
         ("node.k8s.io", "RuntimeClass"),
+        ("resource.k8s.io", "DeviceClass"),
         ("scheduling.k8s.io", "PriorityClass"),
         ("storage.k8s.io", "StorageClass"),
         ("networking.k8s.io", "IngressClass"),

@@ -57,6 +57,7 @@ from simulator.controllers.base import is_terminating, phase
 from simulator.controlling import WorkloadControllers
 from simulator.dcgm import PodDevice, render_metrics
 from simulator.devices import NodeInventory
+from simulator.draclaims import DraClaims
 from simulator.events import EventAction, EventReason
 from simulator.expiring import FinishedJobsCleaner
 from simulator.informers import as_handler, cached, object_key, owned_informer
@@ -126,6 +127,8 @@ class SimulatedCluster(Service):
             if self.claims is not None and self.storage_classes is not None else None
         )
         self.node_objects.add_handler(as_handler(self._on_node))
+        #: DRA claims of NVIDIA GPUs count as GPU requests (a pod waits for a missing template).
+        self.dra = DraClaims(objects, self._rescan)
         self.controllers = WorkloadControllers(
             objects, pods=self.pods, clock=self.clock, rng=self.rng, events=self.events
         )
@@ -162,6 +165,7 @@ class SimulatedCluster(Service):
             informers.append(self.claims)
         if self.storage_classes is not None:
             informers.append(self.storage_classes)
+        informers += self.dra.informers.values()
         async with asyncio.TaskGroup() as group:
             tasks = [group.create_task(inf.run(), name=f"informer-{inf.rt.plural}") for inf in informers]
             for informer in informers:
@@ -231,6 +235,10 @@ class SimulatedCluster(Service):
         self._capacity_changed = True
         self._schedule_wake.set()
 
+    def _rescan(self) -> None:
+        self._capacity_changed = True
+        self._schedule_wake.set()
+
     def _on_claim(self, event: WatchEventType, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
         if new is not None and (event is WatchEventType.ADDED or (is_bound(new) and not is_bound(old or {}))):
             # A pod waiting for this claim (or for it to bind) may be schedulable now.
@@ -288,8 +296,11 @@ class SimulatedCluster(Service):
         cached = self._requests.get(key)
         if cached is not None and cached[0] == rv:
             return cached[1]
+        schedulable = self.dra.schedulable(pod)
+        if schedulable is None:
+            return None  # a DRA claim it names is not here yet: Pending until it is (not cached)
         try:
-            request = pod_request(pod)
+            request = pod_request(schedulable)
         except (ValueError, KeyError) as exc:
             logger.warning("pod %s cannot be scheduled: %s", key, exc)
             return None

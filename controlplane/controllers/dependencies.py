@@ -98,7 +98,7 @@ from controlplane.controllers.webhookinterpreting import webhook_dependencies
 from controlplane.controllers.workloads import find_condition, is_deleting, with_condition
 from controlplane.controllers.works import cluster_of_namespace, preserves
 from controlplane.interpreter import interpreter_for
-from controlplane.interpreter.dependencies import DEPENDENCY_KINDS, Dependency
+from controlplane.interpreter.dependencies import Dependency, is_dependency
 from controlplane.interpreter.registry import group_of
 from controlplane.interpreter.shape import malformed
 from controlplane.interpreter.webhook_calls import webhook_interprets
@@ -154,8 +154,9 @@ class DependenciesController:
         ):
             return  # a status write
         resource = BindingView(obj).resource
-        if resource.get("kind") in DEPENDENCY_KINDS and group_of(str(resource.get("apiVersion"))) == "":
-            dependency = DependencyKey(str(meta.get("namespace") or ""), str(resource["kind"]), str(resource.get("name")))
+        if is_dependency(str(resource.get("apiVersion")), str(resource.get("kind"))):
+            dependency = DependencyKey(str(meta.get("namespace") or ""), str(resource["kind"]), str(resource.get("name")),
+                                       str(resource.get("apiVersion")))
             await self.loop.add(dependency)
             await self._requeue_parents_of(dependency)  # their condition says whether a policy places it
         key = (str(meta.get("namespace") or ""), str(meta.get("name")))
@@ -166,14 +167,14 @@ class DependenciesController:
         meta = ObjectView(obj).metadata
         namespace, name = str(meta.get("namespace") or ""), str(meta.get("name"))
         kind, api_version = str(obj.get("kind")), str(obj.get("apiVersion"))
-        if kind in DEPENDENCY_KINDS and group_of(api_version) == "":
+        if is_dependency(api_version, kind):
             # Created or deleted (or replaced): its attached binding appears or goes, and the
             # parents' condition changes. Edits reach the Works through the binding controller.
             if event is WatchEventType.MODIFIED and old is not None and (
                 ObjectView(old).metadata.get("uid") == meta.get("uid") and is_deleting(old) == is_deleting(obj)
             ):
                 return
-            key = DependencyKey(namespace, kind, name)
+            key = DependencyKey(namespace, kind, name, api_version)
             await self.loop.add(key)
             await self._requeue_parents_of(key)
             return
@@ -230,9 +231,10 @@ class DependenciesController:
         ref = PolicyRef(kind=str(obj.get("kind")), name=str(meta.get("name")), namespace=meta.get("namespace") or None)
         for binding in self.ctx.bindings.by_index(INDEX_POLICY, policy_key(ref)):
             resource = BindingView(binding).resource
-            if resource.get("kind") in DEPENDENCY_KINDS and group_of(str(resource.get("apiVersion"))) == "":
+            if is_dependency(str(resource.get("apiVersion")), str(resource.get("kind"))):
                 namespace = ObjectView(binding).namespace
-                dependency = DependencyKey(namespace, str(resource["kind"]), str(resource.get("name")))
+                dependency = DependencyKey(namespace, str(resource["kind"]), str(resource.get("name")),
+                                           str(resource.get("apiVersion")))
                 await self.loop.add(dependency)
                 await self._requeue_parents_of(dependency)
 

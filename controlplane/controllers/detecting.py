@@ -8,7 +8,8 @@ the existing bindings. Out, per workload:
   selector naming any served version of a CRD selects its objects, which are read and bound in the
   CRD's storage version): the workload gets the ``gpufed.io/propagation`` finalizer (so deleting it
   cleans up the members first, see ``deleting``), a ResourceBinding ``<name>-<kind>`` in its
-  namespace with ``spec.resource``, replicas, per-replica requirements, gang, components, the
+  namespace with ``spec.resource``, replicas, per-replica requirements (with the GPUs its pods' DRA
+  claims ask for, see ``claimspecs``), gang, components, the
   policy's placement and GPU shapes (``gpuShapes``) and ``spec.policy`` (everything a placement
   depends on, so a change to any of it moves the binding's generation and the scheduler decides
   again), the policy's ``preserveResourcesOnDeletion`` (``spec.preserveResourcesOnDeletion``, which
@@ -56,6 +57,7 @@ from controlplane.apis.revisions import is_deployment_replica_set
 from controlplane.apis.views import BindingView, ObjectView
 from controlplane.apis.work_v1alpha1 import ConditionType, PriorityReason
 from controlplane.controllers.admissiongate import AdmissionGate, constrain_placement
+from controlplane.controllers.claimspecs import ClaimSpecs
 from controlplane.controllers.context import (
     INDEX_NAMESPACE,
     INDEX_POLICY,
@@ -265,6 +267,7 @@ class Detector(KeyedController[WorkloadRef]):
         ctx.bindings.add_handler(self._on_binding)
         priority_class_rt = ctx.watch_kind(PRIORITY_CLASS_API_VERSION, PRIORITY_CLASS_KIND, self._on_priority_class)
         self._priority_classes = ctx.informer(priority_class_rt) if priority_class_rt is not None else None
+        self._claims = ClaimSpecs(ctx, self._add_bound_workload)  # DRA GPUs count in the requirements
         # A queued workload (label kueue.x-k8s.io/queue-name) propagates only once its Workload is admitted.
         self.admission = AdmissionGate(ctx, self.loop.add)
         # The binding it creates and the workload it claims, in one reconcile: their events
@@ -411,7 +414,7 @@ class Detector(KeyedController[WorkloadRef]):
         )
         refused = _refusal(rt, workload)  # a webhook is called only for an object the checks accept, as a script is run
         replicas = await webhook_replicas(ctx, workload, match.ref) if refused is None else None
-        spec = refused or _interpret(workload, match, binding, priority=priority, replicas=replicas)
+        spec = refused or _interpret(self._claims.resolved(workload), match, binding, priority=priority, replicas=replicas)
         if isinstance(spec, InvalidObject):
             # A value, not a retry: nothing changes until the object does (its next event).
             await self._report_invalid(rt, workload, spec)

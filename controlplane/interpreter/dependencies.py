@@ -17,7 +17,12 @@ them, over every container (``containers``, ``initContainers``, ``ephemeralConta
   ``envFrom[].configMapRef.name`` and ``.secretRef.name``;
 * ``imagePullSecrets[].name``;
 * ``serviceAccountName`` (or the deprecated ``serviceAccount``) other than ``default``, which
-  every namespace has.
+  every namespace has;
+* ``resourceClaims[].resourceClaimTemplateName`` and ``.resourceClaimName`` (Dynamic Resource
+  Allocation, resource.k8s.io/v1): the ResourceClaimTemplate each pod's claim is stamped from, or
+  the ResourceClaim the pods share (each cluster then holds its own copy of it, allocated there).
+  The DeviceClass a claim names is not one: the DRA driver installed in the member publishes its
+  own (``gpu.nvidia.com``), and a ClusterPropagationPolicy can send others.
 
 :func:`pod_spec_references` gives each reference site on its own (:class:`Reference`: the
 volume or container that names the object, whether it is ``optional``, the keys it reads): what a
@@ -43,6 +48,7 @@ __all__ = [
     "Dependency",
     "DependencyKind",
     "Reference",
+    "is_dependency",
     "pod_spec_dependencies",
     "pod_spec_references",
     "pod_template_dependencies",
@@ -50,21 +56,34 @@ __all__ = [
 ]
 
 CORE_API_VERSION = "v1"
+#: Dynamic Resource Allocation's API version (ResourceClaim, ResourceClaimTemplate).
+RESOURCE_API_VERSION = "resource.k8s.io/v1"
 DEFAULT_SERVICE_ACCOUNT = "default"
 #: The ConfigMap of the cluster's root CA in every namespace (kube's root CA publisher).
 ROOT_CA_CONFIG_MAP = "kube-root-ca.crt"
 
 
 class DependencyKind(StrEnum):
-    """The kinds a pod template can depend on (all in the core group, ``v1``)."""
+    """The kinds a pod template can depend on (the core group's ``v1``, and resource.k8s.io's claims)."""
 
     CONFIG_MAP = "ConfigMap"
     SECRET = "Secret"
     SERVICE_ACCOUNT = "ServiceAccount"
     PERSISTENT_VOLUME_CLAIM = "PersistentVolumeClaim"
+    RESOURCE_CLAIM = "ResourceClaim"
+    RESOURCE_CLAIM_TEMPLATE = "ResourceClaimTemplate"
 
 
 DEPENDENCY_KINDS: frozenset[str] = frozenset(str(kind) for kind in DependencyKind)
+_RESOURCE_KINDS: frozenset[str] = frozenset({DependencyKind.RESOURCE_CLAIM, DependencyKind.RESOURCE_CLAIM_TEMPLATE})
+
+
+def is_dependency(api_version: str, kind: str) -> bool:
+    """Whether objects of ``kind`` (in ``api_version``'s group) are what pod templates depend on."""
+    group = api_version.rpartition("/")[0]
+    if kind in _RESOURCE_KINDS:
+        return group == "resource.k8s.io"
+    return kind in DEPENDENCY_KINDS and group == ""
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -199,6 +218,11 @@ def pod_spec_dependencies(pod_spec: Mapping[str, Any] | None) -> set[Dependency]
     account = _name(spec, "serviceAccountName") or _name(spec, "serviceAccount")
     if account and account != DEFAULT_SERVICE_ACCOUNT:
         found.add(Dependency(DependencyKind.SERVICE_ACCOUNT, account))
+    for claim in _items(spec.get("resourceClaims")):
+        if name := _name(claim, "resourceClaimTemplateName"):
+            found.add(Dependency(DependencyKind.RESOURCE_CLAIM_TEMPLATE, name, RESOURCE_API_VERSION))
+        elif name := _name(claim, "resourceClaimName"):
+            found.add(Dependency(DependencyKind.RESOURCE_CLAIM, name, RESOURCE_API_VERSION))
     found.discard(Dependency(DependencyKind.CONFIG_MAP, ROOT_CA_CONFIG_MAP))
     return found
 

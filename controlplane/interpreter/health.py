@@ -56,6 +56,9 @@ ALWAYS_HEALTHY_KINDS = frozenset(
         "StorageClass",
         "RuntimeClass",
         "EndpointSlice",
+        "DeviceClass",
+        "ResourceClaim",
+        "ResourceClaimTemplate",
         "HorizontalPodAutoscaler",
     }
 )

@@ -22,7 +22,8 @@ GROUP = "resource.k8s.io"
 def _claim_state(obj: dict[str, Any], _now: datetime) -> str:
     """``resourceClaimState``: deleted, then pending (unallocated) or allocated, reserved while a pod
     holds it (deallocating once deleted and no longer held), comma-joined."""
-    status = obj.get("status") if isinstance(obj.get("status"), dict) else {}
+    raw = obj.get("status")
+    status: dict[str, Any] = raw if isinstance(raw, dict) else {}
     deleted = bool(dig(obj, "metadata", "deletionTimestamp"))
     states = ["deleted"] if deleted else []
     if not status.get("allocation"):

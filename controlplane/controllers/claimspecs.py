@@ -1,0 +1,68 @@
+"""The hub's ResourceClaimTemplates and ResourceClaims, as the detector reads them to count a
+workload's DRA GPUs (:mod:`controlplane.apis.dra`).
+
+A workload's replica requirements depend on objects beside it: the claim templates (and shared
+claims) its pod templates name. :class:`ClaimSpecs` watches both kinds; :meth:`ClaimSpecs.resolved`
+gives the copy of a workload the interpreter reads (its claims of NVIDIA's GPU class written as
+``nvidia.com/gpu`` requests and a product selector), and a template or claim created, replaced or
+deleted re-queues the bound workloads of its namespace that name claims, so a Deployment applied
+in the same ``kubectl apply`` as its template (either first) ends with the GPUs counted.
+
+In: the controller context's informers. Out: workload copies; workload refs queued. No writes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from controlplane.apis.dra import CLAIM, RESOURCE_API_VERSION, TEMPLATE, references_claims, with_claimed_gpus
+from controlplane.apis.views import BindingView, ObjectView
+from controlplane.controllers.context import INDEX_NAMESPACE, ControllerContext
+from controlplane.controllers.informing import Informer
+from controlplane.objectclient import WatchEventType
+
+#: Called with a binding whose workload may count differently now.
+Requeue = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+class ClaimSpecs:
+    """The claim specs the hub holds, by kind, namespace and name."""
+
+    def __init__(self, ctx: ControllerContext, requeue: Requeue) -> None:
+        self.ctx = ctx
+        self._requeue = requeue
+        self._informers: dict[str, Informer] = {}
+        for kind in (TEMPLATE, CLAIM):
+            rt = ctx.watch_kind(RESOURCE_API_VERSION, kind, self._on_claim)
+            if rt is not None:
+                self._informers[kind] = ctx.informer(rt)
+
+    def spec(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
+        """The claim spec of a template (its ``spec.spec``) or a claim (its ``spec``); None when absent."""
+        informer = self._informers.get(kind)
+        obj = informer.get(namespace, name) if informer is not None else None
+        if obj is None:
+            return None
+        spec = obj.get("spec")
+        if kind == TEMPLATE and isinstance(spec, dict):
+            spec = spec.get("spec")
+        return spec if isinstance(spec, dict) else None
+
+    def resolved(self, workload: dict[str, Any]) -> dict[str, Any]:
+        """``workload`` as the interpreter should read it: itself when no pod spec names a claim."""
+        if not references_claims(workload):
+            return workload
+        namespace = ObjectView(workload).namespace
+        return with_claimed_gpus(workload, lambda kind, name: self.spec(kind, namespace, name))
+
+    async def _on_claim(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        if event is WatchEventType.MODIFIED and old is not None and old.get("spec") == obj.get("spec"):
+            return
+        namespace = ObjectView(obj).namespace
+        for binding in self.ctx.bindings.by_index(INDEX_NAMESPACE, namespace):
+            resource = BindingView(binding).resource
+            informer = self.ctx.workload_informer(str(resource.get("apiVersion")), str(resource.get("kind")))
+            workload = informer.get(namespace, str(resource.get("name"))) if informer is not None else None
+            if workload is not None and references_claims(workload):
+                await self._requeue(binding)

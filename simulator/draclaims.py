@@ -1,0 +1,63 @@
+"""The simulated member's reading of a pod's Dynamic Resource Allocation claims: the minimal
+faithful rule its scheduler applies.
+
+kube's scheduler (the DynamicResources plugin) places a pod with claims only on a node where the
+DRA driver can allocate every request; NVIDIA's driver publishes one device per GPU of the node. The
+simulator keeps that rule for NVIDIA's whole-GPU class: a pod's claims of ``gpu.nvidia.com`` need
+that many GPUs free on the one node it lands on (``All``: :data:`~controlplane.apis.dra.ALL_DEVICES_ESTIMATE`),
+of the model a ``productName`` equality selector names (:mod:`controlplane.apis.dra`), and hold them
+while it runs, as a device-plugin request of ``nvidia.com/gpu`` does. A pod naming a template or
+claim the member does not hold stays Pending (kube's resourceclaim controller cannot create its
+claim), and is looked at again when one arrives. Requests of other classes (MIG devices, NICs) are
+not simulated: no driver publishes ResourceSlices here, so they place as if satisfied.
+
+In: the member's ``ObjectClient``. Out: pods as the scheduler reads them (None: wait). The
+informers run with the cluster's others.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from controlplane.apis.dra import CLAIM, RESOURCE_API_VERSION, TEMPLATE, references_claims, with_claimed_gpus
+from controlplane.controllers.informing import Informer
+from controlplane.objectclient import ObjectClient
+from simulator.informers import as_handler
+
+
+class DraClaims:
+    """The member's ResourceClaimTemplates and ResourceClaims, read to schedule pods that name them."""
+
+    def __init__(self, objects: ObjectClient, on_change: Callable[[], None]) -> None:
+        self.informers: dict[str, Informer] = {}
+        for kind in (TEMPLATE, CLAIM):
+            rt = objects.registry.for_kind(RESOURCE_API_VERSION, kind)
+            if rt is not None:
+                informer = self.informers[kind] = Informer(objects, rt)
+                informer.add_handler(as_handler(lambda _event, _old, _new: on_change()))
+
+    def _spec(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
+        informer = self.informers.get(kind)
+        obj = informer.get(namespace, name) if informer is not None else None
+        spec = obj.get("spec") if obj is not None else None
+        if kind == TEMPLATE and isinstance(spec, dict):
+            spec = spec.get("spec")
+        return spec if isinstance(spec, dict) else None
+
+    def schedulable(self, pod: dict[str, Any]) -> dict[str, Any] | None:
+        """The pod as the scheduler reads it (its GPU claims as ``nvidia.com/gpu``), itself when it
+        names no claim, None while a claim it names is not here."""
+        if not references_claims(pod):
+            return pod
+        namespace = str((pod.get("metadata") or {}).get("namespace") or "default")
+        missing: list[str] = []
+
+        def lookup(kind: str, name: str) -> Mapping[str, Any] | None:
+            found = self._spec(kind, namespace, name)
+            if found is None:
+                missing.append(name)
+            return found
+
+        resolved = with_claimed_gpus(pod, lookup)
+        return None if missing else resolved

@@ -1,0 +1,114 @@
+"""What a pod's DRA claims ask of NVIDIA GPUs (controlplane.apis.dra): the count the hub places by and
+the simulated member schedules by, the model a CEL selector pins, and the claim templates and claims
+a pod template depends on."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from controlplane.apis.dra import (
+    ALL_DEVICES_ESTIMATE,
+    ClaimedGpus,
+    claim_spec_gpus,
+    pod_claimed_gpus,
+    product_of_selector,
+    with_claimed_gpus,
+)
+from controlplane.interpreter import interpreter_for
+from controlplane.interpreter.dependencies import Dependency, pod_template_dependencies
+
+H100 = "device.attributes['gpu.nvidia.com'].productName == 'NVIDIA H100 80GB HBM3'"
+
+
+def spec(*requests: dict[str, Any]) -> dict[str, Any]:
+    return {"devices": {"requests": list(requests)}}
+
+
+def exactly(name: str = "gpu", **fields: Any) -> dict[str, Any]:
+    return {"name": name, "exactly": {"deviceClassName": "gpu.nvidia.com", **fields}}
+
+
+@pytest.mark.parametrize(("claim", "expected"), [
+    (spec(exactly()), ClaimedGpus(1)),
+    (spec(exactly(count=2)), ClaimedGpus(2)),
+    (spec(exactly(allocationMode="ExactCount", count=4)), ClaimedGpus(4)),
+    (spec(exactly(allocationMode="All")), ClaimedGpus(ALL_DEVICES_ESTIMATE)),
+    (spec(exactly("a", count=2), exactly("b", count=3)), ClaimedGpus(5)),
+    (spec({"name": "mig", "exactly": {"deviceClassName": "mig.nvidia.com", "count": 2}}), ClaimedGpus(0)),
+    (spec({"name": "gpu", "firstAvailable": [
+        {"name": "nic", "deviceClassName": "dranet.net"},
+        {"name": "two", "deviceClassName": "gpu.nvidia.com", "count": 2},
+    ]}), ClaimedGpus(2)),
+    (spec(exactly(selectors=[{"cel": {"expression": H100}}])), ClaimedGpus(1, "NVIDIA H100 80GB HBM3")),
+    (None, ClaimedGpus(0)),
+], ids=["default-one", "count", "exact-count", "all", "two-requests", "other-class", "first-available", "product",
+        "absent"])
+def test_a_claim_counts_its_whole_gpus(claim: dict[str, Any] | None, expected: ClaimedGpus) -> None:
+    assert claim_spec_gpus(claim) == expected
+
+
+@pytest.mark.parametrize(("expression", "product"), [
+    (H100, "NVIDIA H100 80GB HBM3"),
+    ('"NVIDIA A100-SXM4-80GB" == device.attributes["gpu.nvidia.com"].productName', "NVIDIA A100-SXM4-80GB"),
+    (f"device.driver == 'gpu.nvidia.com' && {H100}", "NVIDIA H100 80GB HBM3"),
+    (f"{H100} || device.attributes['gpu.nvidia.com'].productName == 'NVIDIA A100'", None),
+    ("device.attributes['gpu.nvidia.com'].productName in ['NVIDIA H100 80GB HBM3']", None),
+    ("device.attributes['gpu.nvidia.com'].productName.startsWith('NVIDIA H100')", None),
+    ("device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('40Gi')) >= 0", None),
+])
+def test_only_the_simple_equality_pins_the_model(expression: str, product: str | None) -> None:
+    assert product_of_selector(expression) == product
+
+
+def deployment(*claims: dict[str, Any], limits: dict[str, str] | None = None) -> dict[str, Any]:
+    container: dict[str, Any] = {"name": "main", "image": "vllm:1", "resources": {"claims": [{"name": "gpu"}]}}
+    if limits:
+        container["resources"]["limits"] = limits
+    return {
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "llm", "namespace": "default"},
+        "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "llm"}}, "template": {
+            "metadata": {"labels": {"app": "llm"}},
+            "spec": {"resourceClaims": list(claims), "containers": [container]},
+        }},
+    }
+
+
+TEMPLATES = {
+    ("ResourceClaimTemplate", "one-h100"): spec(exactly(selectors=[{"cel": {"expression": H100}}])),
+    ("ResourceClaimTemplate", "four"): spec(exactly(count=4)),
+    ("ResourceClaim", "shared"): spec(exactly(count=2)),
+}
+
+
+def lookup(kind: str, name: str) -> dict[str, Any] | None:
+    return TEMPLATES.get((kind, name))
+
+
+def test_the_interpreter_counts_claimed_gpus_as_it_counts_device_plugin_ones() -> None:
+    workload = deployment({"name": "gpu", "resourceClaimTemplateName": "one-h100"},
+                          {"name": "more", "resourceClaimTemplateName": "four"},
+                          {"name": "shared", "resourceClaimName": "shared"}, limits={"nvidia.com/gpu": "1"})
+    interpreter = interpreter_for("apps/v1", "Deployment")
+    assert interpreter is not None
+    requirements = interpreter.replica_requirements(with_claimed_gpus(workload, lookup))
+    assert requirements.gpu_resources == {"nvidia.com/gpu": 8}  # 1 + 4 + 2 claimed, 1 by the device plugin
+    assert requirements.node_selector_map == {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}
+    assert workload["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": "1"}
+
+
+def test_a_claim_not_known_yet_counts_nothing_and_a_pod_without_claims_is_unchanged() -> None:
+    assert pod_claimed_gpus({"resourceClaims": [{"name": "x", "resourceClaimTemplateName": "later"}]}, lookup) == ClaimedGpus(0)
+    plain = deployment(limits={"nvidia.com/gpu": "2"})
+    plain["spec"]["template"]["spec"].pop("resourceClaims")
+    assert with_claimed_gpus(plain, lookup) == plain
+
+
+def test_a_pod_template_depends_on_its_claim_templates_and_claims() -> None:
+    template = deployment({"name": "gpu", "resourceClaimTemplateName": "one-h100"},
+                          {"name": "shared", "resourceClaimName": "shared"})["spec"]["template"]
+    assert sorted(pod_template_dependencies(template)) == [
+        Dependency("ResourceClaim", "shared", "resource.k8s.io/v1"),
+        Dependency("ResourceClaimTemplate", "one-h100", "resource.k8s.io/v1"),
+    ]
