@@ -71,6 +71,10 @@ _FIELD_TYPES: Mapping[str, str] = {
 _STRING_MAPS = frozenset({"data", "binaryData", "stringData"})
 #: Maps whose keys are user data (labels, resource names...): their values are not field names.
 _OPAQUE_MAPS = frozenset({"labels", "annotations", "matchLabels", "nodeSelector", "requests", "limits"})
+#: Subtrees no interpreter reads whose field names clash with those above: a DRA claim's
+#: ``devices`` (its ``requests`` are a list of device requests, not resource amounts). What the hub
+#: reads of them (:mod:`controlplane.apis.dra`) reads any shape.
+_UNREAD_SUBTREES = frozenset({"devices"})
 #: Of those, the maps whose values are strings.
 _STRING_VALUED = frozenset({"labels", "annotations", "matchLabels", "nodeSelector"})
 #: Arrays whose items are objects.
@@ -182,7 +186,7 @@ def _walk(value: Any, depth: int) -> InvalidObject | None:
                 for index, item in enumerate(child):
                     if not isinstance(item, Mapping):
                         return InvalidObject(path=f".{name}[{index}]", expected=_OBJECT, found=_json_type(item))
-            if name in _OPAQUE_MAPS or (top and name in _STRING_MAPS):
+            if name in _OPAQUE_MAPS or name in _UNREAD_SUBTREES or (top and name in _STRING_MAPS):
                 continue
             if top and name == "metadata" and isinstance(child, Mapping):
                 found = _walk({k: v for k, v in child.items() if k not in _UNREAD_METADATA}, depth + 1)

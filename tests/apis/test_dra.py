@@ -18,6 +18,7 @@ from controlplane.apis.dra import (
 )
 from controlplane.interpreter import interpreter_for
 from controlplane.interpreter.dependencies import Dependency, pod_template_dependencies
+from controlplane.interpreter.shape import malformed
 
 H100 = "device.attributes['gpu.nvidia.com'].productName == 'NVIDIA H100 80GB HBM3'"
 
@@ -112,3 +113,9 @@ def test_a_pod_template_depends_on_its_claim_templates_and_claims() -> None:
         Dependency("ResourceClaim", "shared", "resource.k8s.io/v1"),
         Dependency("ResourceClaimTemplate", "one-h100", "resource.k8s.io/v1"),
     ]
+
+
+def test_a_claim_template_reads_as_a_well_formed_object() -> None:
+    template = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", "metadata": {"name": "t"},
+                "spec": {"spec": TEMPLATES[("ResourceClaimTemplate", "four")]}}
+    assert malformed(template) is None

@@ -1,0 +1,75 @@
+"""A Deployment whose pods get GPUs through a DRA ResourceClaimTemplate, on the in-process hub: the
+GPUs its claims ask for (and the model its CEL selector pins) decide where it can run, and with
+``propagateDeps`` its template goes to exactly those clusters."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from controlplane.apiserver.objects import ObjectStore
+from controlplane.controllers.manager import ControllerManager
+
+from .fleet import A100, deployment, node_shape, put_cluster, settled
+from .test_dependencies import NS, binding_of, create, manifest, policy, works_in
+
+H100_LABEL = "NVIDIA-H100-80GB-HBM3"
+H100_SELECTOR = "device.attributes['gpu.nvidia.com'].productName == 'NVIDIA H100 80GB HBM3'"
+
+
+def claim_template(name: str, *, count: int, selector: str | None = None) -> dict[str, Any]:
+    exactly: dict[str, Any] = {"deviceClassName": "gpu.nvidia.com", "count": count}
+    if selector:
+        exactly["selectors"] = [{"cel": {"expression": selector}}]
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+            "metadata": {"name": name, "namespace": NS},
+            "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": exactly}]}}}}
+
+
+def claiming(name: str, template: str) -> dict[str, Any]:
+    """A one-replica Deployment whose pod asks for GPUs only through the claim template ``template``."""
+    workload = deployment(name, replicas=1)
+    pod = workload["spec"]["template"]["spec"]
+    pod["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": template}]
+    pod["containers"][0]["resources"] = {"requests": {"cpu": "1"}, "claims": [{"name": "gpu"}]}
+    return workload
+
+
+async def fleet(objects: ObjectStore, manager: ControllerManager) -> None:
+    await put_cluster(objects, "small", node_shape(4, gpus=2, product=A100))
+    await put_cluster(objects, "big", node_shape(2, gpus=8, product=A100))
+    await put_cluster(objects, "hopper", node_shape(1, gpus=8, product=H100_LABEL))
+    await settled(manager)
+
+
+async def test_a_claim_template_deployment_lands_where_its_gpus_fit_and_its_template_goes_with_it(
+    objects: ObjectStore, manager: ControllerManager
+) -> None:
+    await fleet(objects, manager)
+    await create(objects, policy("llm", clusters=["small", "big"]))
+    await create(objects, claiming("llm", "four-gpus"))  # before its template, as kubectl may apply them
+    await create(objects, claim_template("four-gpus", count=4))
+
+    await works_in(objects, "llm-deployment", {"big"})  # no node of "small" has 4 GPUs
+    bound = await binding_of(objects, "llm-deployment")
+    assert bound is not None
+    assert bound["spec"]["replicaRequirements"]["resourceRequest"]["nvidia.com/gpu"] == "4"
+    works = await works_in(objects, "four-gpus-resourceclaimtemplate", {"big"})
+    sent = manifest(works["big"])
+    assert sent["kind"] == "ResourceClaimTemplate" and sent["spec"]["spec"]["devices"]["requests"][0]["exactly"]["count"] == 4
+    deployment_sent = manifest((await works_in(objects, "llm-deployment", {"big"}))["big"])
+    container = deployment_sent["spec"]["template"]["spec"]["containers"][0]
+    assert "nvidia.com/gpu" not in str(container["resources"])  # the member gets the pod as written
+
+
+async def test_a_product_selector_pins_the_model(objects: ObjectStore, manager: ControllerManager) -> None:
+    await fleet(objects, manager)
+    await create(objects, claim_template("one-h100", count=1, selector=H100_SELECTOR))
+    await create(objects, policy("llm", clusters=["small", "big", "hopper"]))
+    await create(objects, claiming("llm", "one-h100"))
+
+    await works_in(objects, "llm-deployment", {"hopper"})
+    bound = await binding_of(objects, "llm-deployment")
+    assert bound is not None and bound["spec"]["replicaRequirements"]["nodeSelector"] == {
+        "nvidia.com/gpu.product": H100_LABEL
+    }
+    await works_in(objects, "one-h100-resourceclaimtemplate", {"hopper"})
