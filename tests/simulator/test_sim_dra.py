@@ -1,0 +1,81 @@
+"""A simulated member runs pods that ask for GPUs through DRA claims: a claim of NVIDIA's GPU class
+needs that many GPUs on one node (of the model a productName selector names), and a pod naming a
+template the member does not hold yet waits for it."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from .test_sim_cluster import Sim, _sim
+
+H100 = {"name": "h100", "count": 1, "cpu": 96, "memoryGiB": 1024, "gpu": {"product": "NVIDIA-H100-80GB-HBM3", "count": 8}}
+A100 = {"name": "a100", "count": 2, "cpu": 96, "memoryGiB": 1024, "gpu": {"product": "NVIDIA-A100-SXM4-80GB", "count": 4}}
+PINNED = "device.attributes['gpu.nvidia.com'].productName == 'NVIDIA H100 80GB HBM3'"
+
+
+@pytest.fixture
+async def sim() -> AsyncIterator[Sim]:
+    async for value in _sim([A100, H100]):
+        yield value
+
+
+def template(name: str, count: int, selector: str | None = None) -> dict[str, Any]:
+    exactly: dict[str, Any] = {"deviceClassName": "gpu.nvidia.com", "count": count}
+    if selector:
+        exactly["selectors"] = [{"cel": {"expression": selector}}]
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": exactly}]}}}}
+
+
+def pod(name: str, claim_template: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"}, "spec": {
+        "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": claim_template}],
+        "containers": [{"name": "main", "image": "vllm:1", "resources": {"claims": [{"name": "gpu"}]}}],
+    }}
+
+
+async def _still(sim: Sim) -> bool:
+    return True  # one scheduling round of virtual time has passed
+
+
+async def node_of(sim: Sim, name: str) -> str | None:
+    found = await sim.get("v1", "Pod", name)
+    return found["spec"].get("nodeName") or None
+
+
+async def test_a_claim_needs_its_gpus_on_one_node(sim: Sim) -> None:
+    await sim.create(template("six", 6))
+    await sim.create(template("four", 4))
+    await sim.create(pod("big", "six"))
+    assert (await sim.until(lambda: node_of(sim, "big"))).startswith("c-h100-")  # only the H100 node has 6 GPUs
+    await sim.create(pod("small", "four"))
+    assert (await sim.until(lambda: node_of(sim, "small"))).startswith("c-a100-")  # 2 left on the H100 node
+    await sim.create(pod("third", "four"))
+    await sim.until(lambda: node_of(sim, "third"))
+    await sim.create(pod("too-many", "six"))  # no node has 6 GPUs free now
+    await scheduled_others(sim, "too-many")
+    assert await node_of(sim, "too-many") is None
+
+
+async def scheduled_others(sim: Sim, waiting: str) -> None:
+    """Let the scheduler look at ``waiting`` (it reports it FailedScheduling) before asserting it is still unplaced."""
+
+    async def reported() -> bool:
+        events = (await sim.objects.list(sim.rt("v1", "Event"), namespace="default")).items
+        return any(e["involvedObject"]["name"] == waiting and e["reason"] == "FailedScheduling" for e in events)
+
+    await sim.until(reported)
+
+
+async def test_a_product_selector_places_on_that_model_and_a_missing_template_waits(sim: Sim) -> None:
+    await sim.create(pod("pinned", "one-h100"))  # its template comes later
+    for _ in range(10):  # ten scheduling rounds of virtual time
+        sim.clock.advance(1.0)
+        await sim.until(lambda: _still(sim))
+    assert await node_of(sim, "pinned") is None
+    await sim.create(template("one-h100", 1, PINNED))
+    assert (await sim.until(lambda: node_of(sim, "pinned"))).startswith("c-h100-")
