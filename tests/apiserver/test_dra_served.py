@@ -151,7 +151,7 @@ def test_edit_and_view_aggregate_claims_as_kubes_bootstrap_roles() -> None:
 
 @needs_kubectl
 async def test_kubectl_applies_nvidias_examples_unchanged_and_explains_claims(hub_kubeconfig: Path) -> None:  # noqa: F811
-    for example in ("deviceclasses.yaml", "gpu-test-count.yaml"):
+    for example in ("deviceclasses.yaml", "gpu-test-count.yaml", "deployment-h100.yaml"):
         code, out, err = await kubectl(hub_kubeconfig, "apply", "-f", str(EXAMPLES / example))
         assert code == 0, err
     code, out, err = await kubectl(hub_kubeconfig, "get", "resourceclaimtemplate", "double-gpu", "-n", "gpu-test1",

@@ -70,12 +70,7 @@ def validate_resource_slice(obj: Obj, old: Obj | None) -> list[FieldError]:
     """``ValidateResourceSlice``'s required fields: a driver, a pool, and exactly one of ``nodeName``,
     ``nodeSelector``, ``allNodes`` and ``perDeviceNodeSelection``."""
     spec = field.mapping(obj.get("spec"))
-    errors: list[FieldError] = []
-    driver = spec.get("driver")
-    if not driver:
-        errors.append(field.required("spec.driver", ""))
-    elif isinstance(driver, str):
-        errors += [field.invalid("spec.driver", driver, msg) for msg in dns_subdomain_errors(driver)]
+    errors = _subdomain_errors(spec.get("driver"), "spec.driver")
     pool = field.mapping(spec.get("pool"))
     if not pool.get("name"):
         errors.append(field.required("spec.pool.name", ""))
@@ -143,12 +138,7 @@ def _request_errors(request: dict[str, Any], path: str, seen: set[str]) -> list[
 
 def _exact_errors(request: dict[str, Any], path: str) -> list[FieldError]:
     """``validateExactDeviceRequest`` (and a subrequest's, which has the same fields)."""
-    errors: list[FieldError] = []
-    class_name = request.get("deviceClassName")
-    if not class_name:
-        errors.append(field.required(f"{path}.deviceClassName", ""))
-    elif isinstance(class_name, str):
-        errors += [field.invalid(f"{path}.deviceClassName", class_name, msg) for msg in dns_subdomain_errors(class_name)]
+    errors = _subdomain_errors(request.get("deviceClassName"), f"{path}.deviceClassName")
     errors += _selectors_errors(request.get("selectors"), f"{path}.selectors")
     mode, count = request.get("allocationMode"), request.get("count", 0)
     if mode == ALL:
@@ -190,15 +180,18 @@ def _opaque_errors(config: dict[str, Any], path: str) -> list[FieldError]:
     opaque = config.get("opaque")
     if not isinstance(opaque, dict):
         return [field.required(path, "exactly one of `opaque` is required")]
-    errors: list[FieldError] = []
-    driver = opaque.get("driver")
-    if not driver:
-        errors.append(field.required(f"{path}.opaque.driver", ""))
-    elif isinstance(driver, str):
-        errors += [field.invalid(f"{path}.opaque.driver", driver, msg) for msg in dns_subdomain_errors(driver)]
+    errors = _subdomain_errors(opaque.get("driver"), f"{path}.opaque.driver")
     if opaque.get("parameters") is None:
         errors.append(field.required(f"{path}.opaque.parameters", ""))
     return errors
+
+
+def _subdomain_errors(value: Any, path: str) -> list[FieldError]:
+    """A required name that is a DNS subdomain (a device class, a driver)."""
+    if not value:
+        return [field.required(path, "")]
+    shown = str(value)
+    return [field.invalid(path, shown, msg) for msg in dns_subdomain_errors(shown)]
 
 
 def _name_errors(name: Any, path: str, seen: set[str]) -> list[FieldError]:
