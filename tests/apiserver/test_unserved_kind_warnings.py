@@ -61,7 +61,7 @@ async def test_selectors_the_hub_cannot_propagate_warn_and_the_policy_is_accepte
     assert warnings[1] == (
         "spec.resourceSelectors[2]: PersistentVolume (v1) is cluster-scoped and gpufed propagates "
         "namespaced kinds and, of the cluster-scoped ones, only ClusterRoleBindings, ClusterRoles, "
-        "CustomResourceDefinitions, IngressClasses, PriorityClasses, RuntimeClasses and StorageClasses, so "
+        "CustomResourceDefinitions, DeviceClasses, IngressClasses, PriorityClasses, RuntimeClasses and StorageClasses, so "
         "this selector matches nothing"
     )
     assert warnings[2].startswith("spec.resourceSelectors[3]: Event (v1) is part of the hub's own machinery")
@@ -82,6 +82,8 @@ async def test_selectors_the_hub_cannot_propagate_warn_and_the_policy_is_accepte
         # The cluster-scoped kinds that propagate.
         ("apiextensions.k8s.io/v1", "CustomResourceDefinition"),
         ("node.k8s.io/v1", "RuntimeClass"),
+        ("resource.k8s.io/v1", "DeviceClass"),
+        ("resource.k8s.io/v1", "ResourceClaimTemplate"),
         ("scheduling.k8s.io/v1", "PriorityClass"),
         ("storage.k8s.io/v1", "StorageClass"),
         ("networking.k8s.io/v1", "IngressClass"),
