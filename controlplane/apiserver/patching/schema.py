@@ -245,6 +245,18 @@ _KINDS: Mapping[tuple[str, str], FieldSchema] = MappingProxyType(
         ),
         # EndpointSlice endpoints and ports are ``+listType=atomic``.
         ("discovery.k8s.io", "EndpointSlice"): _METADATA_ONLY,
+        # resource.k8s.io/v1: requests, selectors, configs and a slice's devices are ``+listType=atomic``; a
+        # claim's status merges its consumers by uid and (apply only) its devices by driver, device, pool, shareID.
+        ("resource.k8s.io", "DeviceClass"): _METADATA_ONLY,
+        ("resource.k8s.io", "ResourceClaim"): _struct(
+            metadata=OBJECT_META,
+            status=_struct(
+                reservedFor=_keyed(UNKNOWN, "uid"),
+                devices=_apply_keyed(_struct(conditions=_apply_keyed(UNKNOWN, "type")), "driver", "device", "pool", "shareID"),
+            ),
+        ),
+        ("resource.k8s.io", "ResourceClaimTemplate"): _struct(metadata=OBJECT_META, spec=_struct(metadata=OBJECT_META)),
+        ("resource.k8s.io", "ResourceSlice"): _METADATA_ONLY,
         # RBAC: rules, subjects and aggregationRule.clusterRoleSelectors are ``+listType=atomic``.
         ("rbac.authorization.k8s.io", "Role"): _METADATA_ONLY,
         ("rbac.authorization.k8s.io", "ClusterRole"): _METADATA_ONLY,
