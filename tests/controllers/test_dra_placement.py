@@ -9,7 +9,7 @@ from typing import Any
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.manager import ControllerManager
 
-from .fleet import A100, deployment, node_shape, put_cluster, settled
+from .fleet import A100, deployment, eventually, node_shape, put_cluster, settled
 from .test_dependencies import NS, binding_of, create, manifest, policy, works_in
 
 H100_LABEL = "NVIDIA-H100-80GB-HBM3"
@@ -47,7 +47,9 @@ async def test_a_claim_template_deployment_lands_where_its_gpus_fit_and_its_temp
     await fleet(objects, manager)
     await create(objects, policy("llm", clusters=["small", "big"]))
     await create(objects, claiming("llm", "four-gpus"))  # before its template, as kubectl may apply them
-    await create(objects, claim_template("four-gpus", count=4))
+    early = await eventually(lambda: binding_of(objects, "llm-deployment"), what="the binding")
+    assert "nvidia.com/gpu" not in early["spec"]["replicaRequirements"]["resourceRequest"]  # nothing to count yet
+    await create(objects, claim_template("four-gpus", count=4))  # counted once it arrives
 
     await works_in(objects, "llm-deployment", {"big"})  # no node of "small" has 4 GPUs
     bound = await binding_of(objects, "llm-deployment")
