@@ -60,6 +60,7 @@ _PRODUCT_EQUALS: Final = (
 #: pod's namespace; None: not known (not created yet).
 ClaimLookup = Callable[[str, str], Mapping[str, Any] | None]
 TEMPLATE: Final = "ResourceClaimTemplate"
+_NOT_POD_SPECS: Final = frozenset({"metadata", "status"})
 CLAIM: Final = "ResourceClaim"
 
 
@@ -196,7 +197,8 @@ def references_claims(obj: Mapping[str, Any]) -> bool:
         if isinstance(node, Mapping):
             if node.get("resourceClaims") and isinstance(node.get("containers"), list):
                 return True
-            stack.extend(node.values())
+            # A pod spec never sits in metadata or status (the larger parts of a stored object).
+            stack.extend(value for key, value in node.items() if key not in _NOT_POD_SPECS)
         elif isinstance(node, list):
             stack.extend(node)
     return False
