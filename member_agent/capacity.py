@@ -268,6 +268,7 @@ def summarize(
     api_problem: tuple[ClusterReadyReason, str] | None = None,
     requests_of: PodRequests | None = None,
     claims: ClaimTrouble = no_claim_trouble,
+    node_scoring: str | None = None,
 ) -> dict[str, Any]:
     """The Cluster.status report for ``nodes`` and ``pods`` at ``now`` (RFC 3339).
 
@@ -278,6 +279,8 @@ def summarize(
     whatever the cached nodes say. ``requests_of``, a reporter's own :class:`PodRequests`,
     spares parsing again the requests of pods the last report read. ``claims``: why claims are
     unbound, as the Works' status passes last read them (their pods wait for storage, not room).
+    ``node_scoring``: how the member's scheduler ranks nodes, as the agent was told
+    (``status.nodeScoring``; None: not reported).
 
     ``nodes`` is a reporter's :class:`~member_agent.nodetotals.NodeTotals`, kept over node
     changes (the report then costs the nodes that hold pods, not every node), or the nodes
@@ -362,6 +365,8 @@ def summarize(
         "nodeShapes": counts.node_shapes,
         "utilization": utilization_report(util_nodes, sample_time=utilization_time),
     }
+    if node_scoring is not None:
+        status["nodeScoring"] = node_scoring
     if unschedulable:
         status["unschedulableWorkloads"] = unschedulable_workloads(unschedulable)
     return status

@@ -18,6 +18,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import ConfigDict, Field, SecretStr, field_validator, model_validator
 
+from controlplane.apis.cluster_v1alpha1 import NodeScoring
 from controlplane.apis.constants import BOOTSTRAP_TOKEN_ENV
 from controlplane.yamlfile import yaml_problem
 from member_agent.clusterfile import CLUSTER_FILE_FIELDS, ClusterFacts
@@ -76,6 +77,9 @@ class AgentConfig(ClusterFacts):
     #: ... and reported unhealthy (Ready False) once its probes have failed for this long
     #: (Karmada's ``--cluster-failure-threshold``).
     member_failure_threshold: float = Field(default=30.0, ge=0)
+    #: How the member's scheduler ranks nodes (its NodeResourcesFit scoring strategy), reported as
+    #: ``Cluster.status.nodeScoring``: the hub's packing hints default from it. kube's default.
+    member_node_scoring: NodeScoring = NodeScoring.LEAST_ALLOCATED
 
     @field_validator("cluster_name")
     @classmethod
@@ -214,6 +218,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="seconds the member API's probes must fail before the cluster is reported not ready (default 30)",
     )
     parser.add_argument(
+        "--member-node-scoring",
+        choices=[scoring.value for scoring in NodeScoring],
+        help="how the member's scheduler ranks the nodes a pod fits on (its NodeResourcesFit scoringStrategy; "
+        "FragmentationAware: a GPU-fragmentation scorer), reported as the Cluster's status.nodeScoring; the hub "
+        "packs small replicas toward busy nodes of LeastAllocated members (default LeastAllocated, kube's)",
+    )
+    parser.add_argument(
         "--metrics-listen", metavar="HOST:PORT", help="serve Prometheus /metrics here (default: not served)"
     )
     parser.add_argument(
@@ -305,6 +316,7 @@ def config_from_args(ns: argparse.Namespace) -> AgentConfig:
         "status_hold": "status_hold",
         "member_probe_interval": "member_probe_interval",
         "member_failure_threshold": "member_failure_threshold",
+        "member_node_scoring": "member_node_scoring",
         "enable_proxy": "enable_proxy",
         "proxy_identity": "proxy_identity",
         "proxy_reconnect_initial_backoff": "proxy_reconnect_initial_backoff",

@@ -62,6 +62,7 @@ class CapacityReporting(AgentBase):
             api_problem=(problem.reason, problem.message) if problem is not None else None,
             requests_of=self._pod_requests,
             claims=self.claims.snapshot() if self.claims is not None else no_claim_trouble,
+            node_scoring=self.config.member_node_scoring.value,
         )
 
     async def _probe_loop(self) -> None:

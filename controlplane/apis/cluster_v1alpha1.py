@@ -56,6 +56,27 @@ class ClusterReadyReason(StrEnum):
     """The monitor's: the cluster never sent a heartbeat within the start-up grace."""
 
 
+class NodeScoring(StrEnum):
+    """``status.nodeScoring``: how the member's scheduler ranks the nodes a pod fits on.
+
+    The first three are kube-scheduler's NodeResourcesFit ``scoringStrategy.type`` values
+    (LeastAllocated is kube's default); FragmentationAware is a scorer that ranks nodes by the GPU
+    fragmentation a pod leaves (the FGD paper's, as gpufed's simulator runs it); Unknown says the
+    agent was not told. The hub's packing hints default from it (:data:`SPREADING_SCORINGS`).
+    """
+
+    LEAST_ALLOCATED = "LeastAllocated"
+    MOST_ALLOCATED = "MostAllocated"
+    REQUESTED_TO_CAPACITY_RATIO = "RequestedToCapacityRatio"
+    FRAGMENTATION_AWARE = "FragmentationAware"
+    UNKNOWN = "Unknown"
+
+
+#: Member scorings that spread pods over the emptiest nodes: the hub's packing hints are on for
+#: them when a policy leaves ``tieredOverflow.packingHints`` unset (the others already pack).
+SPREADING_SCORINGS: Final = frozenset({NodeScoring.LEAST_ALLOCATED.value})
+
+
 class KueueIntegration(SpecModel):
     """``spec.kueue`` of a Cluster: whether the member runs its own Kueue.
 
@@ -248,6 +269,11 @@ class ClusterStatus(WireModel):
     node_shapes: list[NodeShape] | None = None
     """The cluster's schedulable nodes grouped by shape, with what is free on each: the scheduler checks that
     every replica fits on a node."""
+    node_scoring: NodeScoring | None = None
+    """How the member's scheduler ranks the nodes a pod fits on, as its agent was told
+    (LeastAllocated, MostAllocated, RequestedToCapacityRatio, FragmentationAware or Unknown; absent: Unknown).
+    With LeastAllocated the hub's packing hints are on unless a policy's tieredOverflow.packingHints says
+    otherwise."""
     unschedulable_workloads: list[UnschedulableWorkload] | None = None
     """The workloads with pods the member's scheduler could not place when this report was taken. A report
     that lists them was taken after they became unschedulable: the hub may trust what it says is free to

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Final
 
+from controlplane.apis.cluster_v1alpha1 import NodeScoring
 from controlplane.apis.kubeflow import TRAINING_KINDS
 from controlplane.apis.pods import FrozenTaint, FrozenToleration, requirement_matches
 from simulator.devices import Device, NodeInventory
@@ -76,6 +77,21 @@ class Scoring(StrEnum):
     BEST_FIT = "best-fit"
     FGD = "fgd"
     RANDOM = "random"
+
+    @property
+    def node_scoring(self) -> NodeScoring:
+        """What a member agent says of this scoring (``Cluster.status.nodeScoring``): best-fit packs
+        as kube's MostAllocated does; random is none of kube's."""
+        return _NODE_SCORING[self]
+
+
+_NODE_SCORING: Final = {
+    Scoring.LEAST_ALLOCATED: NodeScoring.LEAST_ALLOCATED,
+    Scoring.MOST_ALLOCATED: NodeScoring.MOST_ALLOCATED,
+    Scoring.BEST_FIT: NodeScoring.MOST_ALLOCATED,
+    Scoring.FGD: NodeScoring.FRAGMENTATION_AWARE,
+    Scoring.RANDOM: NodeScoring.UNKNOWN,
+}
 
 
 class FilterReason(StrEnum):

@@ -13,7 +13,7 @@ HTTP-serving ``sim-cluster`` but its pure core: :class:`simulator.scheduling.Clu
   still fits), or at random under random scoring. A GPU hosting shares is no longer a whole
   ``nvidia.com/gpu``, so whole-GPU pods only get GPUs nobody shares.
 * **What the hub sees** (:meth:`MemberCluster.snapshot`): the ``Cluster.status`` the member
-  agent would report, its node shapes read node by node as :func:`member_agent.capacity.summarize`
+  agent would report (``nodeScoring`` its scoring's, :attr:`Scoring.node_scoring`), its node shapes read node by node as :func:`member_agent.capacity.summarize`
   reports a node alone (:func:`member_agent.capacity.node_shape_key`) and maintained
   incrementally (only nodes that changed are read again), turned into the hub's
   :class:`~controlplane.scheduler.core.snapshot.ClusterSnapshot`. In that report a
@@ -349,6 +349,8 @@ class MemberCluster:
         node_objects = list(nodes) if nodes is not None else build_nodes(profile)
         inventory = dict(inventories) if inventories is not None else build_inventory(profile)
         chosen = scoring or MemberScoring(profile.simulation.scoring.value)
+        #: What its agent reports of the scoring (``status.nodeScoring``).
+        self.node_scoring = chosen.scoring.node_scoring
         self.state = SharingClusterState(
             scoring=chosen.scoring,
             seed=seed,
@@ -533,7 +535,7 @@ class MemberCluster:
             spec["taints"] = [t.model_dump(mode="json", exclude_defaults=True) for t in profile.taints]
         views = [self._node_view(name) for name in sorted(self._trimmed)]
         pods = [pod for by_node in self._pods.values() for pod in by_node.values()]
-        status = summarize(views, pods, now=REPORT_TIME)
+        status = {**summarize(views, pods, now=REPORT_TIME), "nodeScoring": self.node_scoring.value}
         return {
             "metadata": {"name": self.name, "labels": dict(profile.labels)},
             "spec": spec,

@@ -275,6 +275,12 @@ def test_models_are_served_in_kubes_dialect_with_kubes_shared_types(registry: Re
     assert spec["pricing"] == {
         "description": spec["pricing"]["description"], "type": "object", "additionalProperties": {"type": "number"},
     }
+    status = cluster.definitions["io.gpufed.cluster.v1alpha1.ClusterStatus"]["properties"]
+    assert status["nodeScoring"]["$ref"] == "#/definitions/io.gpufed.cluster.v1alpha1.NodeScoring"
+    assert status["nodeScoring"]["description"].startswith("How the member's scheduler ranks the nodes")
+    assert cluster.definitions["io.gpufed.cluster.v1alpha1.NodeScoring"]["enum"] == [
+        "LeastAllocated", "MostAllocated", "RequestedToCapacityRatio", "FragmentationAware", "Unknown",
+    ]
     kind = cluster.definitions[cluster.name]
     assert kind["properties"]["metadata"]["$ref"] == "#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
     assert kind["x-kubernetes-group-version-kind"] == [

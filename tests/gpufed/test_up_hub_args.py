@@ -1,15 +1,18 @@
 """`gpufed up --hub-arg`: flags for the demo hub, checked by the hub's own parser before anything
-starts, and passed to the hub's command line after the ones `gpufed up` sets."""
+starts, and passed to the hub's command line after the ones `gpufed up` sets; and the flag that
+tells each agent its simulated member's node scoring."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from gpufed.cli import build_parser, main
-from gpufed.commands.up.command import hub_args, hub_spec
+from gpufed.commands.up.command import hub_args, hub_spec, scoring_flags
 from gpufed.commands.up.layout import Layout, UpError
+from simulator.profile import parse_fleet
 
 
 def test_hub_args_are_split_and_checked_by_the_hubs_parser() -> None:
@@ -75,3 +78,14 @@ def test_up_refuses_a_bucket_length_the_hub_would_refuse(value: str, capsys: pyt
 def test_up_sets_the_hubs_bucket_length_itself() -> None:
     with pytest.raises(UpError, match="gpufed up sets the hub's --waste-bucket-length itself; use gpufed up --waste-bucket-length"):
         hub_args(["--waste-bucket-length 5"])
+
+
+@pytest.mark.parametrize(
+    ("scoring", "reported"), [(None, "LeastAllocated"), ("best-fit", "MostAllocated"), ("fgd", "FragmentationAware")]
+)
+def test_each_agent_reports_its_simulated_members_scoring(scoring: str | None, reported: str) -> None:
+    entry: dict[str, Any] = {"name": "c", "nodeGroups": [{"name": "n", "count": 1, "cpu": 8, "memoryGiB": 32}]}
+    if scoring:
+        entry["simulation"] = {"scoring": scoring}
+    profile = parse_fleet({"clusters": [entry]}).cluster("c")
+    assert scoring_flags(profile) == ("--member-node-scoring", reported)

@@ -241,6 +241,7 @@ async def test_agent_registers_reports_applies_and_prunes(hub: Hub, member: Memb
         assert cluster["metadata"]["labels"]["team"] == "ml"
         status = cluster["status"]
         assert status["nodeSummary"] == {"total": 3, "ready": 3}
+        assert status["nodeScoring"] == "LeastAllocated"  # the agent's default: kube-scheduler's
         gpus = {(e["resource"], e["product"]): e for e in status["gpuSummary"]}
         assert gpus[("nvidia.com/gpu", "NVIDIA-A100-SXM4-80GB")]["allocatable"] == 16
         assert gpus[("nvidia.com/mig-1g.10gb", "NVIDIA-H100-80GB-HBM3")]["allocatable"] == 8

@@ -126,6 +126,18 @@ def test_config_from_flags_and_cluster_file(tmp_path: Path, monkeypatch: pytest.
     assert "0123456789abcdef" not in repr(cfg)
 
 
+def test_the_member_node_scoring_is_a_flag_defaulting_to_kubes_least_allocated(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv(agent_config.TOKEN_ENV, "abcdef.0123456789abcdef")
+    assert agent_config.config_from_args(parse(*BASE)).member_node_scoring == "LeastAllocated"
+    told = agent_config.config_from_args(parse(*BASE, "--member-node-scoring", "MostAllocated"))
+    assert told.member_node_scoring == "MostAllocated"
+    with pytest.raises(SystemExit):
+        parse(*BASE, "--member-node-scoring", "most-allocated")
+    assert "argument --member-node-scoring: invalid choice: 'most-allocated'" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("source", ["file", "env", "flag"])
 def test_the_join_token_comes_from_a_file_the_environment_or_a_flag(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: str

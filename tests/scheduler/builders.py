@@ -64,6 +64,7 @@ def cluster(
     labels: dict[str, str] | None = None,
     region: str | None = None,
     report_time: str = "2024-05-01T10:00:00Z",
+    node_scoring: str | None = None,
 ) -> ClusterSnapshot:
     spec: dict[str, Any] = {"provider": provider, "unschedulable": unschedulable}
     if tier is not None:
@@ -84,6 +85,7 @@ def cluster(
                 "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
                 "lastReportTime": report_time,
                 "nodeShapes": list(shapes),
+                **({"nodeScoring": node_scoring} if node_scoring else {}),
             },
         }
     )

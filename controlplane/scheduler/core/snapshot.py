@@ -224,6 +224,8 @@ class ClusterSnapshot:
     ready: bool = True
     report_time: datetime | None = None
     shapes: tuple[NodeShape, ...] = ()
+    node_scoring: str = ""
+    """``status.nodeScoring`` as reported ("" when absent: unknown)."""
     # Memo tables owned by the estimator; never part of the value.
     estimates: dict[Any, Any] = field(default_factory=dict, repr=False)
     """Memo of the estimator: its estimate per requirements (and gang verdicts per gang)."""
@@ -338,6 +340,7 @@ class ClusterSnapshot:
             ready=ready,
             report_time=parse_time(report) if report else None,
             shapes=tuple(NodeShape.from_dict(s, cache=cache) for s in view.status.get("nodeShapes") or ()),
+            node_scoring=str(view.status.get("nodeScoring") or ""),
         )
         if cache is not None and previous is not None and previous.name == snapshot.name:
             _link_report(previous, snapshot)

@@ -118,6 +118,11 @@ def cluster_file(profile: Any) -> dict[str, Any]:
     return {key: data[key] for key in CLUSTER_FILE_FIELDS if key in data and data[key] not in ({},)}
 
 
+def scoring_flags(profile: Any) -> tuple[str, ...]:
+    """The agent's flag that reports the simulated member's node scoring (its profile's) to the hub."""
+    return ("--member-node-scoring", profile.simulation.scoring.node_scoring.value)
+
+
 def run(args: argparse.Namespace) -> int:
     from simulator.profile import ProfileError, load_fleet
 
@@ -289,7 +294,7 @@ def _agent_spec(
                      "--cluster-name", name, "--kubeconfig", str(layout.member_dir(name) / "kubeconfig"),
                      "--state-dir", str(state),
                      "--dcgm-url", f"http://{HOST}:{ports.members[name]['dcgm']}/metrics",
-                     "--cluster-file", str(declared), "--enable-proxy", *common),
+                     "--cluster-file", str(declared), "--enable-proxy", *scoring_flags(profile), *common),
         log_path=layout.log(f"agent-{name}"),
         ready=hub_view.agent_probe(name),
         prepare=prepare,
