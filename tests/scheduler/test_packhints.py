@@ -36,9 +36,10 @@ def hosts(fleet: Any, gpus: float) -> tuple[str, ...]:
     return hinted_hosts(fleet, request(max(int(gpus), 1)).requirements, gpus)
 
 
-def half_used() -> list[Any]:
-    """One cluster: one 8-GPU node with 4 GPUs in use (``node-a``), three empty 8-GPU nodes."""
-    return [cluster("c", named(1, 4, "node-a"), named(3, 8))]
+def half_used(node_scoring: str | None = None) -> list[Any]:
+    """One cluster: one 8-GPU node with 4 GPUs in use (``node-a``), three empty 8-GPU nodes; its
+    agent reports ``node_scoring`` (None: nothing)."""
+    return [cluster("c", named(1, 4, "node-a"), named(3, 8), node_scoring=node_scoring)]
 
 
 def request(
@@ -85,7 +86,7 @@ def test_the_term_prefers_the_named_nodes_with_kubes_lowest_weight() -> None:
     ("gpus", "tiered_overflow"),
     [
         pytest.param(8, {"packingHints": True}, id="fills-a-whole-node"),
-        pytest.param(1, {}, id="off-by-default"),
+        pytest.param(1, {}, id="off-by-default-without-a-reported-scoring"),
         pytest.param(1, {"packingHints": False}, id="switched-off"),
     ],
 )
@@ -94,6 +95,47 @@ def test_no_hint_for_a_whole_node_or_unless_asked_for(gpus: int, tiered_overflow
     assert result.clusters == {"c": 1}
     assert result.packing == {}
     assert not any("packed" in r for r in reasons(result, "c"))
+
+
+@pytest.mark.parametrize(
+    ("node_scoring", "tiered_overflow", "hinted"),
+    [
+        pytest.param("LeastAllocated", {}, True, id="least-allocated-spreads-so-it-gets-the-hint"),
+        pytest.param("MostAllocated", {}, False, id="most-allocated-packs-already"),
+        pytest.param("FragmentationAware", {}, False, id="fragmentation-aware-packs-already"),
+        pytest.param("RequestedToCapacityRatio", {}, False, id="requested-to-capacity-ratio"),
+        pytest.param("Unknown", {}, False, id="unknown"),
+        pytest.param("LeastAllocated", {"packingHints": False}, False, id="policy-false-overrides"),
+        pytest.param("MostAllocated", {"packingHints": True}, True, id="policy-true-overrides"),
+    ],
+)
+def test_the_default_follows_the_members_node_scoring(
+    node_scoring: str, tiered_overflow: dict[str, Any], hinted: bool
+) -> None:
+    result = schedule(request(**tiered_overflow), half_used(node_scoring), now=NOW, cache=SchedulerCache())
+    assert result.clusters == {"c": 1}
+    assert result.packing == ({"c": ("node-a",)} if hinted else {})
+    because = [r for r in reasons(result, "c") if "packed" in r]
+    assert len(because) == int(hinted)
+    by_scoring = "added because the member reports node scoring LeastAllocated, which spreads replicas over empty " \
+        "nodes (tieredOverflow.packingHints unset)"
+    assert any(by_scoring in r for r in because) == (hinted and not tiered_overflow)
+
+
+def test_in_a_fleet_of_both_only_the_spreading_member_gets_the_hint() -> None:
+    """Tier 0 spreads (least-allocated): a half-used node ``node-a`` (4 free GPUs) and an empty one;
+    tier 1 packs (most-allocated): a half-used ``node-b`` and an empty node. 13 1-GPU replicas fill
+    tier 0 (12 GPUs) and overflow one into tier 1. Only tier 0 is packed toward its named node."""
+    fleet = [
+        cluster("spreads", named(1, 4, "node-a"), named(1, 8), tier=0, node_scoring="LeastAllocated"),
+        cluster("packs", named(1, 4, "node-b"), named(1, 8), tier=1, node_scoring="MostAllocated"),
+    ]
+    overflow = BindingRequest(
+        key="ns/job", replicas=13, requirements=request().requirements, placement=tiered(), previous={}
+    )
+    result = schedule(overflow, fleet, now=NOW, cache=SchedulerCache())
+    assert result.clusters == {"spreads": 12, "packs": 1}
+    assert result.packing == {"spreads": ("node-a",)}
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,7 @@
 """The what-if hands its simulated members the hub's packing hint: under kube's default scoring
 (least-allocated) a second 1-GPU job joins the first on its node, and the other 8-GPU nodes stay
-whole for 8-GPU jobs; without the hint the member spreads them."""
+whole for 8-GPU jobs; without the hint the member spreads them. The members report their scoring
+(``status.nodeScoring``), which turns the hint on when the policy leaves it unset."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 import pytest
 
 from simulator.whatif.engine import fleet_nodes
+from simulator.whatif.member import MemberCluster, MemberScoring
 from simulator.whatif.strategies import GpufedStrategy, StrategyName, build_strategy
 from simulator.whatif.trace import Job
 from tests.whatif.fleets import make_fleet
@@ -17,15 +19,22 @@ from tests.whatif.test_steering_whatif import placement
 V100 = "Tesla-V100-SXM2-16GB"
 
 
-def spreading_cluster() -> dict[str, Any]:
+def spreading_cluster(scoring: str = "least-allocated") -> dict[str, Any]:
     return {
         "name": "c",
         "nodeGroups": [{"name": "big", "count": 3, "cpu": 96, "memoryGiB": 512, "gpu": {"product": V100, "count": 8}}],
-        "simulation": {"scoring": "least-allocated"},
+        "simulation": {"scoring": scoring},
     }
 
 
-@pytest.mark.parametrize(("tiered_overflow", "eight_gpu_jobs"), [({"packingHints": True}, 2), ({}, 1)])
+@pytest.mark.parametrize(
+    ("tiered_overflow", "eight_gpu_jobs"),
+    [
+        pytest.param({"packingHints": True}, 2, id="asked"),
+        pytest.param({}, 2, id="default-for-a-least-allocated-member"),
+        pytest.param({"packingHints": False}, 1, id="switched-off"),
+    ],
+)
 def test_small_jobs_share_a_node_when_the_hub_hints_it(tiered_overflow: dict[str, Any], eight_gpu_jobs: int) -> None:
     gpufed = build_strategy(
         StrategyName.GPUFED, fleet_nodes(make_fleet(spreading_cluster())), placement=placement(**tiered_overflow)
@@ -39,3 +48,24 @@ def test_small_jobs_share_a_node_when_the_hub_hints_it(tiered_overflow: dict[str
     assert len(nodes) == 3 - eight_gpu_jobs
     whole = [gpufed.try_place(Job(f"big-{index}", 0, 1, 8, 1000, cpu_milli=1000)).placed for index in range(3)]
     assert sum(1 for placed in whole if placed is not None) == eight_gpu_jobs
+
+
+@pytest.mark.parametrize(
+    ("scoring", "reported"),
+    [
+        ("least-allocated", "LeastAllocated"),
+        ("most-allocated", "MostAllocated"),
+        ("best-fit", "MostAllocated"),
+        ("fgd", "FragmentationAware"),
+        ("random", "Unknown"),
+    ],
+)
+def test_a_simulated_member_reports_its_node_scoring(scoring: str, reported: str) -> None:
+    nodes = fleet_nodes(make_fleet(spreading_cluster(scoring)))
+    member = MemberCluster(nodes.profiles[0], nodes=nodes.nodes["c"], inventories=nodes.inventories["c"])
+    assert member.cluster_object()["status"]["nodeScoring"] == reported
+    assert member.snapshot().node_scoring == reported
+    forced = MemberCluster(
+        nodes.profiles[0], scoring=MemberScoring.FGD, nodes=nodes.nodes["c"], inventories=nodes.inventories["c"]
+    )
+    assert forced.snapshot().node_scoring == "FragmentationAware"

@@ -5,7 +5,7 @@ The hub picks the cluster; the member's scheduler picks the node. Under kube's d
 replicas find no whole node (docs/benchmarks.md, "The seven cells under pooled-best-fit"). The
 agent names, per node shape, the nodes whose GPUs are partly in use
 (``nodeShapes[].hostnames``), so the hub knows where GPU work already runs. When a policy asks
-for it (``tieredOverflow.packingHints``, default :data:`PACKING_DEFAULT`), the Work sent to a
+for it (``tieredOverflow.packingHints``), the Work sent to a
 cluster for a replica that asks for fewer GPUs than a node holds carries one more
 ``preferredDuringSchedulingIgnoredDuringExecution`` node-affinity term: prefer the nodes
 ``kubernetes.io/hostname In`` :func:`hinted_hosts`, weight :data:`PACKING_WEIGHT`.
@@ -23,6 +23,14 @@ never fits a node already in use), for one the user pins to nodes by name (a
 ``kubernetes.io/hostname`` selector or requirement, or ``matchFields``: the hub's shapes do not
 carry the names those are matched against), or when no named node has room.
 
+Which clusters (:func:`packs`): ``packingHints: true`` all of them, ``false`` none; left unset, those
+whose agent reports a spreading node scoring (``status.nodeScoring`` in
+:data:`~controlplane.apis.cluster_v1alpha1.SPREADING_SCORINGS`: LeastAllocated, kube's default). A
+member that already packs (MostAllocated, a bin-packing RequestedToCapacityRatio, FragmentationAware)
+gets none: there the hint only pulls replicas away from the node its own scoring chose, which costs
+whole nodes (docs/benchmarks.md, "Packing hints"). A cluster that reports no scoring (an older agent:
+Unknown) gets none either.
+
 Weight 1, the lowest kube accepts, as steering's (:mod:`~controlplane.scheduler.core.steering`):
 alone it decides between the named nodes and the others (kube's NodeAffinity weighs 2 against
 the resource score's 1); next to the user's own preferred terms, kept as written, it can at most
@@ -39,7 +47,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from controlplane.apis.cluster_v1alpha1 import MAX_SHAPE_HOSTNAMES
+from controlplane.apis.cluster_v1alpha1 import MAX_SHAPE_HOSTNAMES, SPREADING_SCORINGS
 from controlplane.apis.constants import LABEL_HOSTNAME
 from controlplane.apis.fragmentation import GPU_MILLI
 from controlplane.interpreter.requirements import ReplicaRequirements
@@ -49,20 +57,32 @@ from controlplane.scheduler.core.framework import CycleState
 from controlplane.scheduler.core.snapshot import ClusterSnapshot
 from controlplane.scheduler.core.tiebreak import cached_task
 
-#: Whether packing hints are on when the policy does not say.
-PACKING_DEFAULT: Final = False
 #: Weight of the packing term (kube's lowest; see the module).
 PACKING_WEIGHT: Final = 1
 #: Node names one hint lists at most (see the module).
 MAX_HINTED: Final = MAX_SHAPE_HOSTNAMES
 
 
-def packing_enabled(state: CycleState) -> bool:
-    """Whether the decision's policy asks for packing hints."""
+def packing_asked(state: CycleState) -> bool | None:
+    """The decision's policy's ``tieredOverflow.packingHints`` (None: left unset)."""
     replica_scheduling = state.request.placement.replica_scheduling
     tiered = replica_scheduling.tiered_overflow if replica_scheduling else None
-    asked = tiered.packing_hints if tiered is not None else None
-    return PACKING_DEFAULT if asked is None else asked
+    return tiered.packing_hints if tiered is not None else None
+
+
+def packing_enabled(state: CycleState) -> bool:
+    """Whether some cluster may get packing hints in this decision (the policy does not turn them off)."""
+    return packing_asked(state) is not False
+
+
+def packs(cluster: ClusterSnapshot, asked: bool | None) -> bool:
+    """Whether ``cluster`` gets packing hints when the policy says ``asked`` (see the module)."""
+    return cluster.node_scoring in SPREADING_SCORINGS if asked is None else asked
+
+
+def by_scoring(state: CycleState, cluster: ClusterSnapshot) -> str | None:
+    """The member scoring that turned ``cluster``'s packing hints on (None: the policy did)."""
+    return cluster.node_scoring if packing_asked(state) is None else None
 
 
 def pinned_by_name(requirements: ReplicaRequirements) -> bool:
@@ -101,10 +121,13 @@ def packing_hints(
     """Per cluster of ``fresh`` (those that get their first replicas; ``requirements`` per replica,
     by cluster), the nodes its replicas are packed toward; clusters with none are left out. A
     cluster already running replicas keeps what its Work has (the binding controller's part)."""
-    if not fresh or not packing_enabled(state):
+    asked = packing_asked(state)
+    if not fresh or asked is False:
         return {}
     out: dict[str, tuple[str, ...]] = {}
     for cluster in fresh:
+        if not packs(cluster, asked):
+            continue
         needs = requirements[cluster.name]
         task = cached_task(needs, state.cache)
         hosts = hinted_hosts(cluster, needs, task.num_gpu * task.gpu_milli / GPU_MILLI) if task else ()
@@ -119,11 +142,18 @@ def preferred_term(hosts: Sequence[str]) -> dict[str, Any]:
     return {"weight": PACKING_WEIGHT, "preference": {"matchExpressions": [expression]}}
 
 
-def describe(hosts: Sequence[str]) -> str:
-    """The explanation's words for a packing hint."""
+def describe(hosts: Sequence[str], scoring: str | None = None) -> str:
+    """The explanation's words for a packing hint; ``scoring``: the member scoring that turned it on
+    (:func:`by_scoring`)."""
+    why = (
+        f"; added because the member reports node scoring {scoring}, which spreads replicas over empty nodes "
+        "(tieredOverflow.packingHints unset)"
+        if scoring
+        else ""
+    )
     return (
         f"packed inside the cluster toward {len(hosts)} node(s) already running GPU work ({first_names(hosts)}; "
-        f"preferred node affinity, weight {PACKING_WEIGHT}): whole nodes stay free for larger replicas"
+        f"preferred node affinity, weight {PACKING_WEIGHT}): whole nodes stay free for larger replicas{why}"
     )
 
 
