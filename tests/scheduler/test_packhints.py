@@ -16,6 +16,7 @@ from controlplane.scheduler.core.deciding import schedule
 from controlplane.scheduler.core.framework import BindingRequest
 from controlplane.scheduler.core.outcome import ScheduledCondition, ScheduleResult
 from controlplane.scheduler.core.packhints import MAX_HINTED, hinted_hosts, preferred_term
+from policies.models import Placement
 
 from .builders import cluster, shape
 from .test_tiebreak import CPU, NOW, reasons, tiered
@@ -120,6 +121,17 @@ def test_the_default_follows_the_members_node_scoring(
     by_scoring = "added because the member reports node scoring LeastAllocated, which spreads replicas over empty " \
         "nodes (tieredOverflow.packingHints unset)"
     assert any(by_scoring in r for r in because) == (hinted and not tiered_overflow)
+
+
+@pytest.mark.parametrize("division", ["Aggregated", "Weighted"])
+def test_other_divisions_get_no_hint_by_default_even_from_a_spreading_member(division: str) -> None:
+    placement = Placement.model_validate(
+        {"replicaScheduling": {"replicaSchedulingType": "Divided", "replicaDivisionPreference": division}}
+    )
+    aggregated = BindingRequest(key="ns/job", replicas=1, requirements=request().requirements, placement=placement)
+    result = schedule(aggregated, half_used("LeastAllocated"), now=NOW, cache=SchedulerCache())
+    assert result.clusters == {"c": 1}
+    assert result.packing == {}
 
 
 def test_in_a_fleet_of_both_only_the_spreading_member_gets_the_hint() -> None:

@@ -23,8 +23,8 @@ never fits a node already in use), for one the user pins to nodes by name (a
 ``kubernetes.io/hostname`` selector or requirement, or ``matchFields``: the hub's shapes do not
 carry the names those are matched against), or when no named node has room.
 
-Which clusters (:func:`packs`): ``packingHints: true`` all of them, ``false`` none; left unset, those
-whose agent reports a spreading node scoring (``status.nodeScoring`` in
+Which clusters (:func:`packs`): ``packingHints: true`` all of them, ``false`` none; left unset (under
+TieredOverflow; other divisions get none unless asked), those whose agent reports a spreading node scoring (``status.nodeScoring`` in
 :data:`~controlplane.apis.cluster_v1alpha1.SPREADING_SCORINGS`: LeastAllocated, kube's default). A
 member that already packs (MostAllocated, a bin-packing RequestedToCapacityRatio, FragmentationAware)
 gets none: there the hint only pulls replicas away from the node its own scoring chose, which costs
@@ -56,6 +56,7 @@ from controlplane.scheduler.core.estimating import shape_fit
 from controlplane.scheduler.core.framework import CycleState
 from controlplane.scheduler.core.snapshot import ClusterSnapshot
 from controlplane.scheduler.core.tiebreak import cached_task
+from policies.models import DivisionStrategy
 
 #: Weight of the packing term (kube's lowest; see the module).
 PACKING_WEIGHT: Final = 1
@@ -64,10 +65,15 @@ MAX_HINTED: Final = MAX_SHAPE_HOSTNAMES
 
 
 def packing_asked(state: CycleState) -> bool | None:
-    """The decision's policy's ``tieredOverflow.packingHints`` (None: left unset)."""
-    replica_scheduling = state.request.placement.replica_scheduling
+    """The decision's policy's ``tieredOverflow.packingHints`` (None: left unset, under TieredOverflow;
+    other divisions get no hint unless asked: they have no block to turn it off in)."""
+    request = state.request
+    replica_scheduling = request.placement.replica_scheduling
     tiered = replica_scheduling.tiered_overflow if replica_scheduling else None
-    return tiered.packing_hints if tiered is not None else None
+    asked = tiered.packing_hints if tiered is not None else None
+    if asked is None and request.strategy is not DivisionStrategy.TIERED_OVERFLOW:
+        return False
+    return asked
 
 
 def packing_enabled(state: CycleState) -> bool:
