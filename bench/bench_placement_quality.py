@@ -28,12 +28,13 @@ fill again (default 42); ``--traces cpu250`` runs only the named traces of the s
 policy is the default TieredOverflow one (steering and node-shape scarcity on, as shipped);
 ``--no-scarcity-steering`` gives it ``tieredOverflow.scarcitySteering: false``,
 ``--no-node-shape-scarcity`` ``tieredOverflow.nodeShapeScarcity: false`` and ``--packing-hints``
-``tieredOverflow.packingHints: true`` (several: all of them).
+``tieredOverflow.packingHints: true`` (several: all of them; ``--packing-hints-scope SpreadingMembers``
+limits the hints to the members that report node scoring LeastAllocated).
 
 Reproduce::
 
     .venv/bin/python -m bench.bench_placement_quality --size quick [--nodes all] [--seed 7] [--traces cpu250]
-        [--no-scarcity-steering] [--no-node-shape-scarcity] [--packing-hints]
+        [--no-scarcity-steering] [--no-node-shape-scarcity] [--packing-hints [--packing-hints-scope SpreadingMembers]]
 """
 
 from __future__ import annotations
@@ -140,7 +141,7 @@ def _lacking(fill: FillResult) -> dict[str, object]:
     }
 
 
-def tiered_placement(**tiered_overflow: bool | None) -> Placement | None:
+def tiered_placement(**tiered_overflow: bool | str | None) -> Placement | None:
     """The default placement with these ``tieredOverflow`` fields (None ones left out; None when
     every one is)."""
     fields = {name: value for name, value in tiered_overflow.items() if value is not None}
@@ -291,6 +292,12 @@ OPTIONS.add_argument(
     "--packing-hints", action="store_true", help="gpufed's policy with tieredOverflow.packingHints: true"
 )
 OPTIONS.add_argument(
+    "--packing-hints-scope",
+    choices=("AllMembers", "SpreadingMembers"),
+    help="with --packing-hints, tieredOverflow.packingHintsScope (SpreadingMembers: only the members that report "
+    "node scoring LeastAllocated)",
+)
+OPTIONS.add_argument(
     "--traces", default="", metavar="NAME,...", help="only these traces of the size, e.g. default,cpu250 (default: all)"
 )
 
@@ -302,6 +309,7 @@ def main(argv: Sequence[str]) -> int:
         scarcitySteering=False if options.no_scarcity_steering else None,
         nodeShapeScarcity=False if options.no_node_shape_scarcity else None,
         packingHints=True if options.packing_hints else None,
+        packingHintsScope=options.packing_hints_scope if options.packing_hints else None,
     )
     bound = functools.partial(run, node_list=options.nodes, seed=options.seed, only=only, placement=placement)
     return benchmark_main(bound, argv, description=(__doc__ or "").splitlines()[0], parents=(OPTIONS,))

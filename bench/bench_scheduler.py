@@ -153,6 +153,7 @@ def cluster_object(index: int, rng: random.Random, *, nodes: int | list[Node]) -
             "conditions": [{"type": "Ready", "status": "True"}],
             "lastReportTime": "2024-05-01T10:00:00Z",
             "nodeShapes": shapes,
+            "nodeScoring": "LeastAllocated",  # the agent's default: packing hints are worked out
         },
     }
 

@@ -265,6 +265,11 @@ class TieredOverflow(SpecModel):
     """Whether a replica that asks for fewer GPUs than a node of its cluster holds is packed, inside the
     cluster, toward the nodes whose GPUs are already partly in use: the Work gets a preferred node
     affinity term on kubernetes.io/hostname naming them, fewest free GPUs first, at most 32 (default false)."""
+    packing_hints_scope: Literal["AllMembers", "SpreadingMembers"] | None = None
+    """Which clusters packingHints: true applies to: AllMembers (the default), or SpreadingMembers, those
+    whose agent reports status.nodeScoring LeastAllocated (kube's default, which spreads replicas over empty
+    nodes); members that pack by themselves then keep their own node choice. Without packingHints: true
+    there are no hints, whatever the scope."""
     price_band_percent: float | None = Field(default=None, ge=0, le=1000)
     """Prices per GPU-hour within this many percent of each other tie (default 0: only equal prices). The
     fleet's listed prices, lowest first, are cut into bands: the lowest starts the first band, which holds

@@ -16,7 +16,6 @@ from controlplane.scheduler.core.deciding import schedule
 from controlplane.scheduler.core.framework import BindingRequest
 from controlplane.scheduler.core.outcome import ScheduledCondition, ScheduleResult
 from controlplane.scheduler.core.packhints import MAX_HINTED, hinted_hosts, preferred_term
-from policies.models import Placement
 
 from .builders import cluster, shape
 from .test_tiebreak import CPU, NOW, reasons, tiered
@@ -87,7 +86,7 @@ def test_the_term_prefers_the_named_nodes_with_kubes_lowest_weight() -> None:
     ("gpus", "tiered_overflow"),
     [
         pytest.param(8, {"packingHints": True}, id="fills-a-whole-node"),
-        pytest.param(1, {}, id="off-by-default-without-a-reported-scoring"),
+        pytest.param(1, {}, id="off-by-default"),
         pytest.param(1, {"packingHints": False}, id="switched-off"),
     ],
 )
@@ -98,20 +97,26 @@ def test_no_hint_for_a_whole_node_or_unless_asked_for(gpus: int, tiered_overflow
     assert not any("packed" in r for r in reasons(result, "c"))
 
 
+SPREADING = {"packingHints": True, "packingHintsScope": "SpreadingMembers"}
+
+
 @pytest.mark.parametrize(
     ("node_scoring", "tiered_overflow", "hinted"),
     [
-        pytest.param("LeastAllocated", {}, True, id="least-allocated-spreads-so-it-gets-the-hint"),
-        pytest.param("MostAllocated", {}, False, id="most-allocated-packs-already"),
-        pytest.param("FragmentationAware", {}, False, id="fragmentation-aware-packs-already"),
-        pytest.param("RequestedToCapacityRatio", {}, False, id="requested-to-capacity-ratio"),
-        pytest.param("Unknown", {}, False, id="unknown"),
-        pytest.param("LeastAllocated", {"packingHints": False}, False, id="policy-false-overrides"),
-        pytest.param("MostAllocated", {"packingHints": True}, True, id="policy-true-overrides"),
+        pytest.param("LeastAllocated", {}, False, id="off-by-default-even-for-least-allocated"),
+        pytest.param("LeastAllocated", {"packingHints": True}, True, id="all-members-least-allocated"),
+        pytest.param("MostAllocated", {"packingHints": True}, True, id="all-members-most-allocated"),
+        pytest.param("LeastAllocated", SPREADING, True, id="spreading-least-allocated-gets-the-hint"),
+        pytest.param("MostAllocated", SPREADING, False, id="spreading-most-allocated-packs-already"),
+        pytest.param("FragmentationAware", SPREADING, False, id="spreading-fragmentation-aware"),
+        pytest.param("RequestedToCapacityRatio", SPREADING, False, id="spreading-requested-to-capacity-ratio"),
+        pytest.param("Unknown", SPREADING, False, id="spreading-unknown"),
+        pytest.param(None, SPREADING, False, id="spreading-nothing-reported"),
+        pytest.param("LeastAllocated", {**SPREADING, "packingHints": False}, False, id="false-overrides-the-scope"),
     ],
 )
-def test_the_default_follows_the_members_node_scoring(
-    node_scoring: str, tiered_overflow: dict[str, Any], hinted: bool
+def test_the_scope_follows_the_members_node_scoring(
+    node_scoring: str | None, tiered_overflow: dict[str, Any], hinted: bool
 ) -> None:
     result = schedule(request(**tiered_overflow), half_used(node_scoring), now=NOW, cache=SchedulerCache())
     assert result.clusters == {"c": 1}
@@ -119,19 +124,8 @@ def test_the_default_follows_the_members_node_scoring(
     because = [r for r in reasons(result, "c") if "packed" in r]
     assert len(because) == int(hinted)
     by_scoring = "added because the member reports node scoring LeastAllocated, which spreads replicas over empty " \
-        "nodes (tieredOverflow.packingHints unset)"
-    assert any(by_scoring in r for r in because) == (hinted and not tiered_overflow)
-
-
-@pytest.mark.parametrize("division", ["Aggregated", "Weighted"])
-def test_other_divisions_get_no_hint_by_default_even_from_a_spreading_member(division: str) -> None:
-    placement = Placement.model_validate(
-        {"replicaScheduling": {"replicaSchedulingType": "Divided", "replicaDivisionPreference": division}}
-    )
-    aggregated = BindingRequest(key="ns/job", replicas=1, requirements=request().requirements, placement=placement)
-    result = schedule(aggregated, half_used("LeastAllocated"), now=NOW, cache=SchedulerCache())
-    assert result.clusters == {"c": 1}
-    assert result.packing == {}
+        "nodes (packingHintsScope: SpreadingMembers)"
+    assert any(by_scoring in r for r in because) == (hinted and tiered_overflow == SPREADING)
 
 
 def test_in_a_fleet_of_both_only_the_spreading_member_gets_the_hint() -> None:
@@ -143,7 +137,7 @@ def test_in_a_fleet_of_both_only_the_spreading_member_gets_the_hint() -> None:
         cluster("packs", named(1, 4, "node-b"), named(1, 8), tier=1, node_scoring="MostAllocated"),
     ]
     overflow = BindingRequest(
-        key="ns/job", replicas=13, requirements=request().requirements, placement=tiered(), previous={}
+        key="ns/job", replicas=13, requirements=request().requirements, placement=tiered(**SPREADING), previous={}
     )
     result = schedule(overflow, fleet, now=NOW, cache=SchedulerCache())
     assert result.clusters == {"spreads": 12, "packs": 1}

@@ -1,7 +1,7 @@
 """The what-if hands its simulated members the hub's packing hint: under kube's default scoring
 (least-allocated) a second 1-GPU job joins the first on its node, and the other 8-GPU nodes stay
 whole for 8-GPU jobs; without the hint the member spreads them. The members report their scoring
-(``status.nodeScoring``), which turns the hint on when the policy leaves it unset."""
+(``status.nodeScoring``), which ``packingHintsScope: SpreadingMembers`` reads."""
 
 from __future__ import annotations
 
@@ -31,7 +31,8 @@ def spreading_cluster(scoring: str = "least-allocated") -> dict[str, Any]:
     ("tiered_overflow", "eight_gpu_jobs"),
     [
         pytest.param({"packingHints": True}, 2, id="asked"),
-        pytest.param({}, 2, id="default-for-a-least-allocated-member"),
+        pytest.param({}, 1, id="off-by-default"),
+        pytest.param({"packingHints": True, "packingHintsScope": "SpreadingMembers"}, 2, id="spreading-members"),
         pytest.param({"packingHints": False}, 1, id="switched-off"),
     ],
 )

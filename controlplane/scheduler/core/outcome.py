@@ -226,7 +226,7 @@ def decision_result(
             chosen_shapes[name] = feasibility.shape
     decided = dict(assignments)
     # Steering and packing hints are worked out for the clusters that get their first replicas,
-    # only when the policy may want one of them (packing hints: unless the policy turns them off).
+    # only when the policy asks for one of them (most decisions do not: no walk over the clusters).
     asked = steering_enabled(state) or packhints.packing_enabled(state)
     fresh = [c for c in clusters if assignments.get(c.name) and not request.previous.get(c.name)] if asked else []
     steered = steering(state, fresh, requirements)

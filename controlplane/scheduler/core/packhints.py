@@ -23,13 +23,16 @@ never fits a node already in use), for one the user pins to nodes by name (a
 ``kubernetes.io/hostname`` selector or requirement, or ``matchFields``: the hub's shapes do not
 carry the names those are matched against), or when no named node has room.
 
-Which clusters (:func:`packs`): ``packingHints: true`` all of them, ``false`` none; left unset (under
-TieredOverflow; other divisions get none unless asked), those whose agent reports a spreading node scoring (``status.nodeScoring`` in
+Which clusters (:func:`packs`): off unless a policy sets ``tieredOverflow.packingHints: true``; then
+every cluster, or with ``packingHintsScope: SpreadingMembers`` only those whose agent reports a
+spreading node scoring (``status.nodeScoring`` in
 :data:`~controlplane.apis.cluster_v1alpha1.SPREADING_SCORINGS`: LeastAllocated, kube's default). A
 member that already packs (MostAllocated, a bin-packing RequestedToCapacityRatio, FragmentationAware)
-gets none: there the hint only pulls replicas away from the node its own scoring chose, which costs
-whole nodes (docs/benchmarks.md, "Packing hints"). A cluster that reports no scoring (an older agent:
-Unknown) gets none either.
+then keeps its own node choice: there the hint only pulls replicas away from the node its scoring
+chose (docs/benchmarks.md, "Packing hints"). Off by default, and not on by default for spreading
+members either: measured on the placement benchmark, hints on every LeastAllocated member cost more
+on traces of few whole-node tasks than they gain on multi-GPU-heavy ones (docs/benchmarks.md,
+"Packing hints by member scoring").
 
 Weight 1, the lowest kube accepts, as steering's (:mod:`~controlplane.scheduler.core.steering`):
 alone it decides between the named nodes and the others (kube's NodeAffinity weighs 2 against
@@ -56,39 +59,41 @@ from controlplane.scheduler.core.estimating import shape_fit
 from controlplane.scheduler.core.framework import CycleState
 from controlplane.scheduler.core.snapshot import ClusterSnapshot
 from controlplane.scheduler.core.tiebreak import cached_task
-from policies.models import DivisionStrategy
 
+#: ``tieredOverflow.packingHintsScope`` values: every member (the default), or those that spread.
+ALL_MEMBERS: Final = "AllMembers"
+SPREADING_MEMBERS: Final = "SpreadingMembers"
 #: Weight of the packing term (kube's lowest; see the module).
 PACKING_WEIGHT: Final = 1
 #: Node names one hint lists at most (see the module).
 MAX_HINTED: Final = MAX_SHAPE_HOSTNAMES
 
 
-def packing_asked(state: CycleState) -> bool | None:
-    """The decision's policy's ``tieredOverflow.packingHints`` (None: left unset, under TieredOverflow;
-    other divisions get no hint unless asked: they have no block to turn it off in)."""
-    request = state.request
-    replica_scheduling = request.placement.replica_scheduling
+def packing_scope(state: CycleState) -> str | None:
+    """Which clusters the decision's policy packs: None (no hints), :data:`ALL_MEMBERS` or
+    :data:`SPREADING_MEMBERS` (``tieredOverflow.packingHints`` and ``packingHintsScope``)."""
+    replica_scheduling = state.request.placement.replica_scheduling
     tiered = replica_scheduling.tiered_overflow if replica_scheduling else None
-    asked = tiered.packing_hints if tiered is not None else None
-    if asked is None and request.strategy is not DivisionStrategy.TIERED_OVERFLOW:
-        return False
-    return asked
+    if tiered is None or not tiered.packing_hints:
+        return None
+    return tiered.packing_hints_scope or ALL_MEMBERS
 
 
 def packing_enabled(state: CycleState) -> bool:
-    """Whether some cluster may get packing hints in this decision (the policy does not turn them off)."""
-    return packing_asked(state) is not False
+    """Whether the decision's policy asks for packing hints."""
+    return packing_scope(state) is not None
 
 
-def packs(cluster: ClusterSnapshot, asked: bool | None) -> bool:
-    """Whether ``cluster`` gets packing hints when the policy says ``asked`` (see the module)."""
-    return cluster.node_scoring in SPREADING_SCORINGS if asked is None else asked
+def packs(cluster: ClusterSnapshot, scope: str | None) -> bool:
+    """Whether ``cluster`` gets packing hints under ``scope`` (:func:`packing_scope`; see the module)."""
+    if scope == SPREADING_MEMBERS:
+        return cluster.node_scoring in SPREADING_SCORINGS
+    return scope is not None
 
 
 def by_scoring(state: CycleState, cluster: ClusterSnapshot) -> str | None:
-    """The member scoring that turned ``cluster``'s packing hints on (None: the policy did)."""
-    return cluster.node_scoring if packing_asked(state) is None else None
+    """The member scoring a packing hint was given for (None: the policy packs every member)."""
+    return cluster.node_scoring if packing_scope(state) == SPREADING_MEMBERS else None
 
 
 def pinned_by_name(requirements: ReplicaRequirements) -> bool:
@@ -127,12 +132,12 @@ def packing_hints(
     """Per cluster of ``fresh`` (those that get their first replicas; ``requirements`` per replica,
     by cluster), the nodes its replicas are packed toward; clusters with none are left out. A
     cluster already running replicas keeps what its Work has (the binding controller's part)."""
-    asked = packing_asked(state)
-    if not fresh or asked is False:
+    scope = packing_scope(state)
+    if not fresh or scope is None:
         return {}
     out: dict[str, tuple[str, ...]] = {}
     for cluster in fresh:
-        if not packs(cluster, asked):
+        if not packs(cluster, scope):
             continue
         needs = requirements[cluster.name]
         task = cached_task(needs, state.cache)
@@ -153,7 +158,7 @@ def describe(hosts: Sequence[str], scoring: str | None = None) -> str:
     (:func:`by_scoring`)."""
     why = (
         f"; added because the member reports node scoring {scoring}, which spreads replicas over empty nodes "
-        "(tieredOverflow.packingHints unset)"
+        "(packingHintsScope: SpreadingMembers)"
         if scoring
         else ""
     )
