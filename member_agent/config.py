@@ -78,7 +78,7 @@ class AgentConfig(ClusterFacts):
     #: (Karmada's ``--cluster-failure-threshold``).
     member_failure_threshold: float = Field(default=30.0, ge=0)
     #: How the member's scheduler ranks nodes (its NodeResourcesFit scoring strategy), reported as
-    #: ``Cluster.status.nodeScoring``: the hub's packing hints default from it. kube's default.
+    #: ``Cluster.status.nodeScoring`` (``packingHintsScope: SpreadingMembers`` reads it). kube's default.
     member_node_scoring: NodeScoring = NodeScoring.LEAST_ALLOCATED
 
     @field_validator("cluster_name")
@@ -221,8 +221,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--member-node-scoring",
         choices=[scoring.value for scoring in NodeScoring],
         help="how the member's scheduler ranks the nodes a pod fits on (its NodeResourcesFit scoringStrategy; "
-        "FragmentationAware: a GPU-fragmentation scorer), reported as the Cluster's status.nodeScoring; the hub "
-        "packs small replicas toward busy nodes of LeastAllocated members (default LeastAllocated, kube's)",
+        "FragmentationAware: a GPU-fragmentation scorer), reported as the Cluster's status.nodeScoring; a policy's "
+        "packingHintsScope: SpreadingMembers packs only LeastAllocated members (default LeastAllocated, kube's)",
     )
     parser.add_argument(
         "--metrics-listen", metavar="HOST:PORT", help="serve Prometheus /metrics here (default: not served)"

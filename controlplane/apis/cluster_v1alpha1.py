@@ -62,7 +62,8 @@ class NodeScoring(StrEnum):
     The first three are kube-scheduler's NodeResourcesFit ``scoringStrategy.type`` values
     (LeastAllocated is kube's default); FragmentationAware is a scorer that ranks nodes by the GPU
     fragmentation a pod leaves (the FGD paper's, as gpufed's simulator runs it); Unknown says the
-    agent was not told. The hub's packing hints default from it (:data:`SPREADING_SCORINGS`).
+    agent was not told. A policy's ``packingHintsScope: SpreadingMembers`` packs only the members that
+    spread (:data:`SPREADING_SCORINGS`).
     """
 
     LEAST_ALLOCATED = "LeastAllocated"
@@ -72,8 +73,8 @@ class NodeScoring(StrEnum):
     UNKNOWN = "Unknown"
 
 
-#: Member scorings that spread pods over the emptiest nodes: the hub's packing hints are on for
-#: them when a policy leaves ``tieredOverflow.packingHints`` unset (the others already pack).
+#: Member scorings that spread pods over the emptiest nodes: ``packingHintsScope: SpreadingMembers``
+#: gives packing hints to these members only (the others already pack).
 SPREADING_SCORINGS: Final = frozenset({NodeScoring.LEAST_ALLOCATED.value})
 
 
@@ -272,8 +273,8 @@ class ClusterStatus(WireModel):
     node_scoring: NodeScoring | None = None
     """How the member's scheduler ranks the nodes a pod fits on, as its agent was told
     (LeastAllocated, MostAllocated, RequestedToCapacityRatio, FragmentationAware or Unknown; absent: Unknown).
-    With LeastAllocated the hub's packing hints are on unless a policy's tieredOverflow.packingHints says
-    otherwise."""
+    A policy's tieredOverflow.packingHintsScope: SpreadingMembers gives packing hints to LeastAllocated members
+    only."""
     unschedulable_workloads: list[UnschedulableWorkload] | None = None
     """The workloads with pods the member's scheduler could not place when this report was taken. A report
     that lists them was taken after they became unschedulable: the hub may trust what it says is free to
