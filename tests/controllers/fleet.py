@@ -56,8 +56,10 @@ async def put_cluster(
     report_time: str = REPORT_TIME,
     pods: list[dict[str, Any]] | None = None,
     unschedulable: dict[str, int] | None = None,
+    node_scoring: str | None = None,
 ) -> dict[str, Any]:
-    """Create or replace a Cluster and write its status as its agent would.
+    """Create or replace a Cluster and write its status as its agent would (``node_scoring``: the
+    ``status.nodeScoring`` it reports, None: none).
 
     ``pods``: when given, the report lists them as the member's bound GPU pods
     (``status.utilization``, see :func:`bound_pod`), as an agent's report does.
@@ -88,6 +90,8 @@ async def put_cluster(
     }
     if pods is not None:
         status["utilization"] = {"sampleTime": None, "nodes": [{"name": f"{name}-node-0", "devices": [], "pods": pods}]}
+    if node_scoring:
+        status["nodeScoring"] = node_scoring
     if unschedulable:
         status["unschedulableWorkloads"] = [
             {"namespace": "default", "kind": "Deployment", "name": owner, "pods": n} for owner, n in unschedulable.items()
