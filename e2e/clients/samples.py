@@ -314,6 +314,19 @@ SPECS: dict[tuple[str, str], Builder] = {
     ("policy.karmada.io", "FederatedResourceQuota"): lambda name: {
         "spec": {"overall": {"cpu": "100"}, "staticAssignments": [{"clusterName": "member1", "hard": {"cpu": "20"}}]}
     },
+    # Dynamic Resource Allocation: NVIDIA's GPU class, a claim and a template of one GPU.
+    ("resource.k8s.io", "DeviceClass"): lambda name: {
+        "spec": {"selectors": [{"cel": {"expression": "device.driver == 'gpu.nvidia.com'"}}]}
+    },
+    ("resource.k8s.io", "ResourceClaim"): lambda name: {
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]}}
+    },
+    ("resource.k8s.io", "ResourceClaimTemplate"): lambda name: {
+        "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]}}}
+    },
+    ("resource.k8s.io", "ResourceSlice"): lambda name: {
+        "spec": {"driver": "gpu.nvidia.com", "nodeName": name, "pool": {"name": name, "generation": 1, "resourceSliceCount": 1}}
+    },
     ("multicluster.x-k8s.io", "ServiceExport"): lambda name: {},
     ("multicluster.x-k8s.io", "ServiceImport"): lambda name: {
         "spec": {"type": "ClusterSetIP", "ports": [{"port": 80, "protocol": "TCP"}]}

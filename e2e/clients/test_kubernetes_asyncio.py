@@ -22,7 +22,7 @@ pytestmark = pytest.mark.e2e
 
 class AsyncioDriver(TypedDriver):
     async def events(self, resource_version: str, name: str) -> AsyncIterator[tuple[str, Any]]:
-        async with aio_watch.Watch() as watch:
+        async with aio_watch.Watch(return_type=self.watch_return_type) as watch:
             async for event in watch.stream(
                 self.method("list"), *self.args(), resource_version=resource_version,
                 field_selector=f"metadata.name={name}", timeout_seconds=25,

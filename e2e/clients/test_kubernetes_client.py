@@ -38,7 +38,7 @@ class OfficialDriver(TypedDriver):
         return typed
 
     async def events(self, resource_version: str, name: str) -> AsyncIterator[tuple[str, Any]]:
-        watch = kubernetes.watch.Watch()
+        watch = kubernetes.watch.Watch(return_type=self.watch_return_type)
         stream = watch.stream(
             self.method("list"), *self.args(), resource_version=resource_version,
             field_selector=f"metadata.name={name}", timeout_seconds=25,

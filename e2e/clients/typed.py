@@ -57,6 +57,15 @@ class TypedDriver:
 
     # --- what differs between the clients ------------------------------------------------------
 
+    @property
+    def watch_return_type(self) -> str | None:
+        """What a watch's events are decoded into: the clients take it from the list's type, less
+        ``List`` (None: let them), which names no model where the item's name has its group and
+        the list's has not (resource.k8s.io's ResourceV1ResourceClaim, listed as
+        V1ResourceClaimList): the same against any kube-apiserver, so the model is named."""
+        plain = f"{self.kind.version.capitalize()}{self.kind.kind}"
+        return None if self.model.__name__ == plain else self.model.__name__
+
     def body(self, manifest: dict[str, Any]) -> Any:
         return manifest
 
@@ -91,7 +100,10 @@ class TypedDriver:
 
     async def _listed(self, call: Callable[[], Any]) -> list[Seen]:
         listed = await self.run(call)
-        assert type(listed).__name__ == f"{self.model.__name__}List", type(listed)
+        # The list keeps the plain name where the item's has its group: resource.k8s.io's claim is
+        # ResourceV1ResourceClaim (core/v1 has a ResourceClaim of its own), its list V1ResourceClaimList.
+        plain = f"{self.kind.version.capitalize()}{self.kind.kind}List"
+        assert type(listed).__name__ in (f"{self.model.__name__}List", plain), type(listed)
         assert all(isinstance(item, self.model) for item in listed.items)
         return [seen_of(item) for item in listed.items]
 

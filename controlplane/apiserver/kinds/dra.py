@@ -38,22 +38,23 @@ def _claim_state(obj: dict[str, Any], _now: datetime) -> str:
     return ",".join(states)
 
 
+#: Each is deleted as kube's registry deletes it (``ReturnDeletedObject``): the answer is the object.
 DEVICE_CLASS = ResourceType(
     GROUP, "v1", "DeviceClass", "deviceclasses", "deviceclass", namespaced=False,
-    strategic_merge=True, columns=(AGE,),
+    strategic_merge=True, returns_deleted_object=True, columns=(AGE,),
 )
 RESOURCE_CLAIM = ResourceType(
     GROUP, "v1", "ResourceClaim", "resourceclaims", "resourceclaim", namespaced=True, has_status=True,
-    strategic_merge=True,
+    strategic_merge=True, returns_deleted_object=True,
     columns=(TableColumn("State", _claim_state, description="A summary of the claim's allocation."), AGE),
 )
 RESOURCE_CLAIM_TEMPLATE = ResourceType(
     GROUP, "v1", "ResourceClaimTemplate", "resourceclaimtemplates", "resourceclaimtemplate", namespaced=True,
-    strategic_merge=True, columns=(AGE,),
+    strategic_merge=True, returns_deleted_object=True, columns=(AGE,),
 )
 RESOURCE_SLICE = ResourceType(
     GROUP, "v1", "ResourceSlice", "resourceslices", "resourceslice", namespaced=False,
-    strategic_merge=True, columns=(
+    strategic_merge=True, returns_deleted_object=True, columns=(
         TableColumn("Node", path("spec.nodeName")),
         TableColumn("Driver", path("spec.driver")),
         TableColumn("Pool", path("spec.pool.name")),
