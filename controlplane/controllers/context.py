@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import logging
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
@@ -406,6 +407,34 @@ class ControllerContext:
     async def delete(self, rt: ResourceType, namespace: str | None, name: str) -> None:
         with contextlib.suppress(errors.NotFound):
             await self.objects.delete(rt, namespace=namespace, name=name)
+
+    async def write_work(self, desired: dict[str, Any], *, yields_to: str | None = None) -> str | None:
+        """Create the Work ``desired`` (its namespace first) or bring the stored one's spec and
+        labels to it, keeping its other labels; one labelled ``yields_to`` is another writer's and
+        is left as it is. ``"created"``/``"updated"``, or None when nothing was written. A Work
+        deleted between the create and the read is a Conflict (the caller retries)."""
+        namespace, name = desired["metadata"]["namespace"], desired["metadata"]["name"]
+        current = self.works.get(namespace, name)
+        if current is None:
+            await self.ensure_namespace(namespace)
+            try:
+                await self.objects.create(self.work_rt, desired)
+                return "created"
+            except errors.AlreadyExists:
+                current = await self.get(self.work_rt, namespace, name)
+                if current is None:
+                    raise errors.conflict_modified(plural=self.work_rt.plural, group=self.work_rt.group, name=name) from None
+        labels = current["metadata"].get("labels") or {}
+        if yields_to is not None and labels.get(yields_to):
+            return None
+        wanted = desired["metadata"]["labels"]
+        if current.get("spec") == desired["spec"] and all(labels.get(k) == v for k, v in wanted.items()):
+            return None
+        updated = copy.deepcopy(current)
+        updated["spec"] = desired["spec"]
+        updated["metadata"]["labels"] = {**labels, **wanted}
+        await self.objects.update(self.work_rt, updated)
+        return "updated"
 
     # --- policies --------------------------------------------------------------------
 

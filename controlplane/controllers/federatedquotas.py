@@ -24,7 +24,6 @@ and ``/name``). Out:
 
 from __future__ import annotations
 
-import copy
 import logging
 from collections.abc import Hashable, Iterable
 from typing import Any, Final
@@ -168,27 +167,10 @@ class FederatedQuotaController(KeyedController[QuotaKey]):
         return await self._write_status(quota, works, set(desired))
 
     async def _write_work(self, cluster: str, desired: dict[str, Any]) -> None:
-        ctx = self.ctx
-        namespace, name = desired["metadata"]["namespace"], desired["metadata"]["name"]
-        current = ctx.works.get(namespace, name)
-        if current is None:
-            await ctx.ensure_namespace(namespace)
-            try:
-                await ctx.objects.create(ctx.work_rt, desired)
-                log.info("work %s/%s of FederatedResourceQuota created", namespace, name)
-                return
-            except errors.AlreadyExists:
-                current = await ctx.get(ctx.work_rt, namespace, name)
-                if current is None:
-                    raise errors.conflict_modified(plural=ctx.work_rt.plural, group=ctx.work_rt.group, name=name) from None
-        labels = current["metadata"].get("labels") or {}
-        if current.get("spec") == desired["spec"] and all(labels.get(k) == v for k, v in desired["metadata"]["labels"].items()):
-            return
-        updated = copy.deepcopy(current)
-        updated["spec"] = desired["spec"]
-        updated["metadata"]["labels"] = {**labels, **desired["metadata"]["labels"]}
-        await ctx.objects.update(ctx.work_rt, updated)
-        log.info("work %s/%s of FederatedResourceQuota updated (cluster %s)", namespace, name, cluster)
+        written = await self.ctx.write_work(desired)
+        if written is not None:
+            meta = desired["metadata"]
+            log.info("work %s/%s of FederatedResourceQuota %s (cluster %s)", meta["namespace"], meta["name"], written, cluster)
 
     async def _write_status(self, quota: dict[str, Any], works: list[dict[str, Any]], clusters: set[str]) -> float | None:
         reported: dict[str, dict[str, Any]] = {}
