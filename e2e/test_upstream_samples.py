@@ -139,7 +139,7 @@ def test_kueues_plain_pod_runs_in_a_member_and_the_hubs_pod_says_so(
     wait_for(lambda: _row(hub, "workload", hub.workload_name("pod", name))[4] == "True", timeout=60, what="the Pod's Workload finished")
 
 
-def test_karmadas_service_export_reaches_the_exporting_member_and_a_multi_cluster_service_says_what_is_not_done(
+def test_karmadas_service_export_reaches_the_exporting_member_and_a_multi_cluster_service_places_its_service(
     fleet: tuple[Kubectl, dict[str, Kubectl]],
 ) -> None:
     hub, members = fleet
@@ -156,10 +156,12 @@ def test_karmadas_service_export_reaches_the_exporting_member_and_a_multi_cluste
     def reported() -> dict[str, Any] | None:
         conditions = (hub.json("get", "mcs", "nginx").get("status") or {}).get("conditions") or []
         found = {c["type"]: c for c in conditions}
-        return found if found.get("ServiceApplied", {}).get("reason") == "ServiceNotPropagated" else None
+        return found if found.get("ServiceApplied", {}).get("status") == "True" else None
 
     conditions = wait_for(reported, timeout=60, what="the MultiClusterService's ServiceApplied condition")
-    assert conditions["EndpointSliceDispatched"]["status"] == "False"
-    # It stays on the hub, as on Karmada; the Service is not propagated for it.
-    assert members["member1"].json_or_none("get", "service", "nginx") is None
-    assert members["member2"].json_or_none("get", "service", "nginx") is None
+    assert conditions["ServiceApplied"]["reason"] == "ServiceAppliedSucceed"
+    assert conditions["EndpointSliceDispatched"]["status"] == "False"  # no EndpointSlices to collect
+    # It stays on the hub, as on Karmada; its Service goes to its provider (member1) and consumer (member2).
+    for member in ("member1", "member2"):
+        wait_for(lambda m=member: members[m].json_or_none("get", "service", "nginx"), timeout=60, what=f"{member}'s Service nginx")
+    assert members["member1"].json("get", "service", "nginx")["spec"]["ports"][0]["targetPort"] == 8080

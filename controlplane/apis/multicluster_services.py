@@ -266,16 +266,26 @@ def exposure_clusters(obj: dict[str, Any]) -> tuple[list[str], list[str]]:
 #: Karmada's condition type of the Service's propagation, and the hub's of the EndpointSlices.
 SERVICE_APPLIED: Final = "ServiceApplied"
 ENDPOINT_SLICE_DISPATCHED: Final = "EndpointSliceDispatched"
+#: Karmada's reason of ``ServiceApplied=True``.
+SERVICE_APPLIED_SUCCEED: Final = "ServiceAppliedSucceed"
+#: Karmada's labels on the Works made for a MultiClusterService (``util.MultiClusterServiceNameLabel``,
+#: ``...NamespaceLabel``; the permanent id is :data:`PERMANENT_ID_LABEL`).
+LABEL_MCS_NAME: Final = "multiclusterservice.karmada.io/name"
+LABEL_MCS_NAMESPACE: Final = "multiclusterservice.karmada.io/namespace"
 
 
 def _named(clusters: list[str]) -> str:
     return ", ".join(clusters) if clusters else "every cluster"
 
 
-def mcs_conditions(obj: dict[str, Any], *, service_found: bool) -> list[dict[str, str]]:
-    """The conditions the hub writes on a MultiClusterService (without their times): what Karmada's
-    multi-cluster service controllers would do for it and the hub does not, so that the object
-    says so. ``service_found``: the hub has the Service of the MultiClusterService's name."""
+def mcs_conditions(
+    obj: dict[str, Any], *, service_found: bool, bound_by: str | None = None,
+) -> list[dict[str, str]]:
+    """The conditions the hub writes on a MultiClusterService (without their times). ``service_found``:
+    the hub has the Service of the MultiClusterService's name; ``bound_by``: the ResourceBinding
+    (``namespace/name``) a PropagationPolicy made for that Service, which the hub leaves it to.
+    Otherwise the hub propagates the Service (Karmada's ``ServiceAppliedSucceed``); it moves no
+    EndpointSlices, which ``EndpointSliceDispatched`` says."""
     spec = field.mapping(obj.get("spec"))
     meta = field.mapping(obj.get("metadata"))
     service = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
@@ -288,13 +298,17 @@ def mcs_conditions(obj: dict[str, Any], *, service_found: bool) -> list[dict[str
     if not service_found:
         applied = {"type": SERVICE_APPLIED, "status": "False", "reason": "ServiceNotFound",
                    "message": f"Service {service} does not exist on the hub"}
-    else:
+    elif bound_by is not None:
         applied = {
-            "type": SERVICE_APPLIED, "status": "False", "reason": "ServiceNotPropagated",
-            "message": f"the hub does not propagate Service {service} for a MultiClusterService: select it with a "
-                       f"PropagationPolicy placing it in its provider clusters ({_named(providers)}) and consumer "
+            "type": SERVICE_APPLIED, "status": "False", "reason": "ServicePropagatedByPolicy",
+            "message": f"Service {service} is propagated by a PropagationPolicy (ResourceBinding {bound_by}): the hub "
+                       f"leaves it there and writes no Work for the MultiClusterService; stop selecting the Service "
+                       f"with the policy for it to go to the provider clusters ({_named(providers)}) and consumer "
                        f"clusters ({_named(consumers)})",
         }
+    else:
+        applied = {"type": SERVICE_APPLIED, "status": "True", "reason": SERVICE_APPLIED_SUCCEED,
+                   "message": "Service is propagated to target clusters."}
     dispatched = {
         "type": ENDPOINT_SLICE_DISPATCHED, "status": "False", "reason": "EndpointSlicesNotCollected",
         "message": f"the hub collects no EndpointSlices of Service {service} from the provider clusters "

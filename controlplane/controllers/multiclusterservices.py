@@ -1,35 +1,93 @@
-"""Karmada's MultiClusterServices at the hub: what was not done for them, said in their status.
+"""Karmada's MultiClusterServices at the hub: their Service propagated, and their status.
 
-In: ``networking.karmada.io/v1alpha1`` MultiClusterServices and the hub's Services (informers).
-Out: each MultiClusterService's ``status.conditions`` as
-:func:`~controlplane.apis.multicluster_services.mcs_conditions` makes them: Karmada's
-``ServiceApplied`` and an ``EndpointSliceDispatched``, both ``False`` with the reason, since the
-hub neither propagates the Service for a MultiClusterService nor moves EndpointSlices between
-members (the simulated members run no EndpointSlice controller). Written only when they change; a
-MultiClusterService is looked at again when it changes and when its Service comes or goes.
+In: ``networking.karmada.io/v1alpha1`` MultiClusterServices, the hub's Services, the Clusters,
+the ResourceBindings of Services and the Works this controller wrote. Out, for a ``CrossCluster``
+one whose Service exists:
+
+* a Work per cluster of the provider and consumer clusters (every cluster when a list is empty;
+  clusters the hub does not have are skipped), named as a binding's Work of the Service would be
+  (``<namespace>-<name>-service`` in ``gpufed-es-<cluster>``), carrying the Service as any Work
+  does (no ``clusterIP``), with ``conflictResolution: Overwrite`` as Karmada's binding for it has,
+  and labelled as Karmada labels a MultiClusterService's Works
+  (``multiclusterservice.karmada.io/name``, ``/namespace``, ``/permanent-id``). A cluster no
+  longer listed (or gone) loses its Work, and every cluster does once the MultiClusterService is
+  deleted, its type is not ``CrossCluster`` or its Service goes.
+* A Service a PropagationPolicy already binds is left to that policy: no Work is written for the
+  MultiClusterService (the policy's Works carry the same names, so two writers never take turns on
+  them), and the status says so. Karmada instead takes the Service from the policy.
+* ``status.conditions`` from :func:`~controlplane.apis.multicluster_services.mcs_conditions`:
+  ``ServiceApplied`` (``True``, Karmada's ``ServiceAppliedSucceed``, once the Works are written)
+  and ``EndpointSliceDispatched=False`` (the simulated members run no EndpointSlice controller, so
+  there is nothing to collect), written only when they change.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any
+from collections.abc import Hashable, Iterable
+from typing import Any, Final
 
-from controlplane.apis.multicluster_services import MULTI_CLUSTER_SERVICE_KIND, mcs_conditions
-from controlplane.apis.views import ObjectView
-from controlplane.controllers.context import ControllerContext
+from controlplane.apis import constants as c
+from controlplane.apis.conflictresolution import ConflictResolution
+from controlplane.apis.kube.field import items
+from controlplane.apis.multicluster_services import (
+    LABEL_MCS_NAME,
+    LABEL_MCS_NAMESPACE,
+    MULTI_CLUSTER_SERVICE_KIND,
+    PERMANENT_ID_LABEL,
+    exposure_clusters,
+    mcs_conditions,
+)
+from controlplane.apis.views import ObjectView, WorkView
+from controlplane.apis.work_v1alpha1 import API_VERSION as WORK_API_VERSION
+from controlplane.apis.work_v1alpha1 import WORK_KIND
+from controlplane.controllers.context import CONFLICT_RETRY_SECONDS, ControllerContext
 from controlplane.controllers.reconciling import KeyedController
-from controlplane.controllers.workloads import is_deleting, with_condition
+from controlplane.controllers.workloads import is_deleting, with_condition, without_server_fields
+from controlplane.controllers.works import cluster_of_namespace, work_name
 from controlplane.objectclient import WatchEventType, errors
 
 log = logging.getLogger(__name__)
 
 API_VERSION = "networking.karmada.io/v1alpha1"
-CONFLICT_RETRY_SECONDS = 0.2
+_INDEX_MCS: Final = "multi-cluster-service"
 Key = tuple[str, str]
 
 
+def mcs_of_work(work: dict[str, Any]) -> Key | None:
+    """(namespace, name) of the MultiClusterService a Work was written for; None for a Work a
+    binding wrote (or took over: the binding controller keeps labels it did not write)."""
+    labels = WorkView(work).labels
+    namespace, name = labels.get(LABEL_MCS_NAMESPACE), labels.get(LABEL_MCS_NAME)
+    if not namespace or not name or labels.get(c.LABEL_BINDING):
+        return None
+    return str(namespace), str(name)
+
+
+def _indexed(work: dict[str, Any]) -> Iterable[Hashable]:
+    key = mcs_of_work(work)
+    return (key,) if key is not None else ()
+
+
+def service_work(cluster: str, service: dict[str, Any], mcs: dict[str, Any]) -> dict[str, Any]:
+    """The Work that carries ``service`` to ``cluster`` for the MultiClusterService ``mcs``."""
+    view = ObjectView(mcs)
+    labels = {
+        LABEL_MCS_NAMESPACE: view.namespace, LABEL_MCS_NAME: view.name, c.LABEL_CLUSTER: cluster,
+        c.LABEL_MANAGED_BY: c.MANAGED_BY_VALUE,
+    }
+    permanent_id = view.labels.get(PERMANENT_ID_LABEL)
+    if permanent_id:
+        labels[PERMANENT_ID_LABEL] = str(permanent_id)
+    metadata = {"name": work_name(view.namespace, view.name, "Service"), "namespace": c.execution_namespace(cluster),
+                "labels": labels}
+    spec = {"workload": {"manifests": [without_server_fields(service)]},
+            "conflictResolution": str(ConflictResolution.OVERWRITE)}
+    return {"apiVersion": WORK_API_VERSION, "kind": WORK_KIND, "metadata": metadata, "spec": spec}
+
+
 class MultiClusterServiceController(KeyedController[Key]):
-    """Keeps each MultiClusterService's conditions (keys: ``(namespace, name)``)."""
+    """Propagates each MultiClusterService's Service and keeps its conditions (keys: ``(namespace, name)``)."""
 
     name = "multi-cluster-services"
 
@@ -37,31 +95,96 @@ class MultiClusterServiceController(KeyedController[Key]):
         super().__init__(ctx, workers=1)
         self.rt = ctx.watch_kind(API_VERSION, MULTI_CLUSTER_SERVICE_KIND, self._on_object)
         self.service_rt = ctx.watch_kind("v1", "Service", self._on_service)
+        ctx.works.add_index(_INDEX_MCS, _indexed)
+        ctx.works.add_handler(self._on_work)
+        ctx.clusters.add_handler(self._on_cluster)
+        ctx.bindings.add_handler(self._on_binding)
 
     async def _on_object(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
-        if event is WatchEventType.MODIFIED and old is not None and old.get("spec") == obj.get("spec"):
+        if (event is WatchEventType.MODIFIED and old is not None and old.get("spec") == obj.get("spec")
+                and ObjectView(old).labels == ObjectView(obj).labels):
             return  # its own status write
         view = ObjectView(obj)
         await self.loop.add((view.namespace, view.name))
 
+    async def _add_if_served(self, namespace: str, name: str) -> None:
+        if self.rt is not None and self.ctx.cached(self.rt, namespace, name) is not None:
+            await self.loop.add((namespace, name))
+
     async def _on_service(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
-        if event is WatchEventType.MODIFIED or self.rt is None:
-            return
+        if event is WatchEventType.MODIFIED and old is not None and without_server_fields(old) == without_server_fields(obj):
+            return  # a status or server-side change: the Works carry neither
         view = ObjectView(obj)
-        if self.ctx.cached(self.rt, view.namespace, view.name) is not None:
+        await self._add_if_served(view.namespace, view.name)
+
+    async def _on_work(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        key = mcs_of_work(obj) or (mcs_of_work(old) if old is not None else None)
+        if key is not None and (event is not WatchEventType.MODIFIED or old is None or old.get("spec") != obj.get("spec")
+                                or mcs_of_work(old) != mcs_of_work(obj)):
+            await self.loop.add(key)
+
+    async def _on_binding(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        resource = (obj.get("spec") or {}).get("resource") or {}
+        if event is not WatchEventType.MODIFIED and resource.get("kind") == "Service" and resource.get("apiVersion") == "v1":
+            await self._add_if_served(str(resource.get("namespace") or ""), str(resource.get("name") or ""))
+
+    async def _on_cluster(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        if event is WatchEventType.MODIFIED or self.rt is None:
+            return  # a cluster joins (its Works are due) or leaves
+        informer = self.ctx.informer_if_any(self.rt)
+        for mcs in informer.items() if informer is not None else ():
+            view = ObjectView(mcs)
             await self.loop.add((view.namespace, view.name))
 
+    def _targets(self, mcs: dict[str, Any]) -> list[str]:
+        """The provider and consumer clusters together, those the hub has (an empty list: every cluster)."""
+        known = {ObjectView(cluster).name for cluster in self.ctx.clusters.items()}
+        providers, consumers = exposure_clusters(mcs)
+        if not providers or not consumers:
+            return sorted(known)
+        return sorted(known & (set(providers) | set(consumers)))
+
     async def reconcile(self, key: Key) -> float | None:
+        ctx = self.ctx
         if self.rt is None or self.service_rt is None:
             return None
         namespace, name = key
-        obj = self.ctx.cached(self.rt, namespace, name)
-        if obj is None or is_deleting(obj):
+        obj = ctx.cached(self.rt, namespace, name)
+        live = obj is not None and not is_deleting(obj)
+        service = ctx.cached(self.service_rt, namespace, name)
+        binding = ctx.binding_for(namespace, name, "Service")
+        desired: dict[str, dict[str, Any]] = {}
+        if obj is not None and live and service is not None and binding is None and \
+                "CrossCluster" in items((obj.get("spec") or {}).get("types")):
+            desired = {cluster: service_work(cluster, service, obj) for cluster in self._targets(obj)}
+        try:
+            for work in desired.values():
+                await self._write_work(work)
+        except errors.Conflict:
+            return CONFLICT_RETRY_SECONDS
+        for work in ctx.works.by_index(_INDEX_MCS, key):
+            meta = work["metadata"]
+            if cluster_of_namespace(str(meta.get("namespace") or "")) not in desired:
+                await ctx.delete(ctx.work_rt, meta.get("namespace"), str(meta["name"]))
+                log.info("work %s/%s of MultiClusterService %s/%s deleted", meta.get("namespace"), meta["name"], *key)
+        if obj is None or not live:
             return None
-        found = self.ctx.cached(self.service_rt, namespace, name) is not None
-        status = dict(ObjectView(obj).status)
+        bound_by = f"{namespace}/{ObjectView(binding).name}" if binding is not None else None
+        return await self._write_status(obj, service_found=service is not None, bound_by=bound_by)
+
+    async def _write_work(self, desired: dict[str, Any]) -> None:
+        # A Work a policy's binding wrote first (same name) is that binding's.
+        written = await self.ctx.write_work(desired, yields_to=c.LABEL_BINDING)
+        if written is not None:
+            meta = desired["metadata"]
+            log.info("work %s/%s of MultiClusterService %s", meta["namespace"], meta["name"], written)
+
+    async def _write_status(self, obj: dict[str, Any], *, service_found: bool, bound_by: str | None) -> float | None:
+        assert self.rt is not None
+        view = ObjectView(obj)
+        status = dict(view.status)
         conditions = status.get("conditions") or []
-        for condition in mcs_conditions(obj, service_found=found):
+        for condition in mcs_conditions(obj, service_found=service_found, bound_by=bound_by):
             conditions = with_condition(conditions, condition, now=self.ctx.now_text())
         if conditions == status.get("conditions"):
             return None
@@ -71,5 +194,5 @@ class MultiClusterServiceController(KeyedController[Key]):
             return CONFLICT_RETRY_SECONDS
         except errors.NotFound:
             return None
-        log.info("MultiClusterService %s/%s: conditions written", namespace, name)
+        log.info("MultiClusterService %s/%s: conditions written", view.namespace, view.name)
         return None
