@@ -95,6 +95,19 @@ async def test_a_service_follows_the_cluster_lists_and_goes_with_the_multi_clust
     await objects.create(objects.registry.require("v1", "Service"), SERVICE)
     await objects.create(rt, mcs("nginx", "CrossCluster"))
     await works_in(objects, {"member1", "member2"}, "Works in member1 and member2")
+    await settled(manager)  # nothing queued: only the Service's change brings the Works up to date
+
+    service_rt = objects.registry.require("v1", "Service")
+    service = await objects.get(service_rt, namespace="default", name="nginx")
+    service["spec"]["ports"] = [{"port": 81}]
+    await objects.update(service_rt, service)
+
+    async def carried() -> bool:
+        works = await service_works(objects)
+        return len(works) == 2 and all(
+            w["spec"]["workload"]["manifests"][0]["spec"]["ports"][0]["port"] == 81 for w in works.values())
+
+    await eventually(carried, what="the changed port in both Works")
 
     obj = await objects.get(rt, namespace="default", name="nginx")
     obj["spec"]["consumerClusters"] = [{"name": "member3"}]
