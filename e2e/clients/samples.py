@@ -105,6 +105,8 @@ _CLIENT_CSR = (
 
 
 #: (group, kind) -> the object's body without apiVersion, kind and metadata.
+_ONE_DEVICE = {"allocationMode": "ExactCount", "count": 1}
+
 SPECS: dict[tuple[str, str], Builder] = {
     ("", "Namespace"): lambda name: {},
     ("", "ConfigMap"): lambda name: {"data": {"model": "mistral-7b"}},
@@ -314,15 +316,17 @@ SPECS: dict[tuple[str, str], Builder] = {
     ("policy.karmada.io", "FederatedResourceQuota"): lambda name: {
         "spec": {"overall": {"cpu": "100"}, "staticAssignments": [{"clusterName": "member1", "hard": {"cpu": "20"}}]}
     },
-    # Dynamic Resource Allocation: NVIDIA's GPU class, a claim and a template of one GPU.
+    # Dynamic Resource Allocation: NVIDIA's GPU class, a claim and a template of one GPU. A claim's
+    # requests are an atomic list, so kube's defaults (ExactCount, 1) are written out: else a
+    # server-side apply after a client-side one conflicts on the whole list, as on any kube.
     ("resource.k8s.io", "DeviceClass"): lambda name: {
         "spec": {"selectors": [{"cel": {"expression": "device.driver == 'gpu.nvidia.com'"}}]}
     },
     ("resource.k8s.io", "ResourceClaim"): lambda name: {
-        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]}}
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com", **_ONE_DEVICE}}]}}
     },
     ("resource.k8s.io", "ResourceClaimTemplate"): lambda name: {
-        "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]}}}
+        "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com", **_ONE_DEVICE}}]}}}
     },
     ("resource.k8s.io", "ResourceSlice"): lambda name: {
         "spec": {"driver": "gpu.nvidia.com", "nodeName": name, "pool": {"name": name, "generation": 1, "resourceSliceCount": 1}}
