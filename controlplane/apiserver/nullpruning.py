@@ -5,11 +5,13 @@ apiextensions-apiserver decodes their objects by the structural schema: a field 
 that the schema declares neither ``nullable`` nor defaulted is dropped
 (``PruneNonNullableNullsWithoutDefaults``), so ``spec: {suspend: null}`` is stored as ``spec: {}``
 instead of being refused; a null with a default is defaulted. Built-in kinds are not touched here
-(kube decodes them into Go structs: a null is the field's zero value), nor the kinds the hub keeps
-without a model or a CRD schema (Kubeflow's training jobs, KubeRay's, JobSet, LeaderWorkerSet).
+(kube decodes them into Go structs: a null is the field's zero value). The operators' kinds the
+hub builds in (Kubeflow's training jobs, KubeRay's, JobSet, LeaderWorkerSet) are CRDs on a real
+cluster: their nulls are pruned by the structural schema the hub serves for them
+(:attr:`ResourceType.crd_schema`), as a CRD's.
 
-In: a written object and its :class:`ResourceType` (a modelled kind's pydantic model, or a CRD
-version's ``openAPIV3Schema``). Out: the object, changed in place. Runs before the kind's
+In: a written object and its :class:`ResourceType` (a modelled kind's pydantic model, a CRD
+version's ``openAPIV3Schema``, or an operator's kind's served schema). Out: the object, changed in place. Runs before the kind's
 defaulting. No modelled kind declares a field ``nullable``, as none of their upstream CRDs does;
 a field the model leaves open (``dict[str, Any]``, an ``Any``) keeps the nulls inside it, as a
 preserved unknown field does. Pure: no I/O.
@@ -116,9 +118,11 @@ def _holds_null(obj: dict[str, Any]) -> bool:
 def prune_nulls(rt: ResourceType, obj: dict[str, Any]) -> None:
     """Drop the nulls kube's decoding of a custom resource drops from ``obj`` (see the module
     docstring); nothing for a built-in kind."""
-    if (rt.model is None and rt.custom is None) or not _holds_null(obj):
+    if (rt.model is None and rt.custom is None and rt.crd_schema is None) or not _holds_null(obj):
         return
     if rt.model is not None:
         prune_model_nulls(obj, rt.model)
     elif rt.custom is not None:
         prune_schema_nulls(obj, dict(rt.custom.schema))
+    elif rt.crd_schema is not None:
+        prune_schema_nulls(obj, dict(rt.crd_schema()))

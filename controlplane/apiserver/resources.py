@@ -215,6 +215,11 @@ class ResourceType:
     stored_as: str | None = None
     #: A CustomResourceDefinition's kind: its schema, pruning and the apiVersion it is stored as.
     custom: CustomKind | None = None
+    #: The structural schema of a kind that is a CRD on a real cluster but built into the hub (the
+    #: operators' kinds: Kubeflow's training jobs, KubeRay's, JobSet, LeaderWorkerSet), read when
+    #: first written: its objects' nulls are pruned and their values' types checked by it, as kube
+    #: checks a CRD's (:mod:`controlplane.apiserver.openapi.structural`). None: no such schema.
+    crd_schema: Callable[[], Mapping[str, Any]] | None = field(default=None, compare=False)
     #: A built-in kind served in this version from objects stored in another (autoscaling/v1
     #: HorizontalPodAutoscaler): every read and write converts (:mod:`.objects.reading`).
     conversion: VersionConversion | None = None

@@ -12,7 +12,8 @@ a write of their status subresource prunes and validates what it can change (``C
 ``validate_status``).
 Typed kinds are validated with their pydantic model, strictly (a value of its field's JSON type,
 as kube's schema validation of a CRD wants it; see :func:`_strictly_validated`); the nulls kube
-drops from a custom resource are dropped before (:mod:`.nullpruning`). ``metadata`` is validated here, by
+drops from a custom resource are dropped before (:mod:`.nullpruning`). The operators' kinds built
+in (:attr:`ResourceType.crd_schema`) are checked by the structural schema served for them. ``metadata`` is validated here, by
 kube's rules, not by the model (models describe spec and status; metadata belongs to
 the server), so model errors and unknown fields under ``metadata`` are ignored.
 """
@@ -46,6 +47,7 @@ from controlplane.apis.kube.names import (
 from controlplane.apiserver.decoding import INT64_MAX, INT64_MIN
 from controlplane.apiserver.errors import BadRequest, Cause, CauseType, Forbidden, Invalid, Target, invalid
 from controlplane.apiserver.openapi import known_fields
+from controlplane.apiserver.openapi.structural import schema_errors
 from controlplane.apiserver.resources import NameRule, ResourceType
 from controlplane.apiserver.schemawording import merged_types, schema_cause
 from controlplane.gojson import go_quote
@@ -559,11 +561,25 @@ def check_object(
         if unknown:
             obj, dropped_warnings = _unknown_dropped(obj, rt, unknown, old, field_validation)
             warnings.extend(dropped_warnings)
+    if rt.crd_schema is not None:
+        schema_found = schema_errors(rt.crd_schema(), obj, old, status_only=status_only)
+        causes.extend(Cause(str(e.type), e.message, e.field) for e in schema_found)
     if validate is not None:
         causes.extend(Cause(str(e.type), e.message, e.field) for e in validate(obj, old))
     if causes:
         raise invalid(kind=rt.kind, group=rt.group, name=name, causes=causes)
     return Checked(obj, warnings)
+
+
+def refuse_schema_errors(rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+    """422 Invalid for what ``rt``'s structural schema (:attr:`ResourceType.crd_schema`) refuses in
+    ``obj``: kube validates a CRD's schema before it calls the validating webhooks."""
+    if rt.crd_schema is None:
+        return
+    if found := schema_errors(rt.crd_schema(), obj, old):
+        name = str((obj.get("metadata") or {}).get("name") or "")
+        causes = [Cause(str(e.type), e.message, e.field) for e in found]
+        raise invalid(kind=rt.kind, group=rt.group, name=name, causes=causes)
 
 
 def check_against_others(rt: ResourceType, obj: dict[str, Any], others: list[dict[str, Any]]) -> None:

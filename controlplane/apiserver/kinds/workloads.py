@@ -14,6 +14,7 @@ from controlplane.apis.kubeflow_validation import (
     training_job_warnings,
 )
 from controlplane.apiserver import columns as col
+from controlplane.apiserver.openapi.structural import schema_of
 from controlplane.apiserver.resources import (
     AGE,
     ResourceType,
@@ -85,10 +86,12 @@ def workload_resources() -> list[ResourceType]:
             webhook_update_denial=training_job_update_denial(training.kind),
             warn=training_job_warnings if training.kind == "PyTorchJob" else None,
             scale=_worker_scale(training) if training.scalable else None,
+            crd_schema=schema_of(KUBEFLOW_GROUP, "v1", training.kind),
         ) for training in TRAINING_KINDS.values()),
         ResourceType(
             "ray.io", "v1", "RayJob", "rayjobs", "rayjob", namespaced=True,
             categories=cats, has_status=True,
+            crd_schema=schema_of("ray.io", "v1", "RayJob"),
             columns=(
                 TableColumn("Job Status", path("status.jobStatus")),
                 TableColumn("Deployment Status", path("status.jobDeploymentStatus")),
@@ -98,6 +101,7 @@ def workload_resources() -> list[ResourceType]:
         ResourceType(
             "ray.io", "v1", "RayCluster", "rayclusters", "raycluster", namespaced=True,
             categories=cats, has_status=True,
+            crd_schema=schema_of("ray.io", "v1", "RayCluster"),
             columns=(
                 TableColumn("Desired Workers", path("status.desiredWorkerReplicas", default=0), type="integer"),
                 TableColumn("Available Workers", path("status.availableWorkerReplicas", default=0), type="integer"),

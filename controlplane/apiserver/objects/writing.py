@@ -65,6 +65,7 @@ from controlplane.apiserver.validation import (
     check_against_others,
     check_object,
     decoded_applied,
+    refuse_schema_errors,
 )
 from controlplane.gojson import go_json
 from controlplane.storage import interface as storage
@@ -480,6 +481,8 @@ def _webhooks_admit(rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] |
     else:
         denial = rt.webhook_denial(obj) if rt.webhook_denial is not None else None
     if denial is not None:
+        # The schema comes first: a Master's ``replicas: "1"`` is the schema's 422, not the webhook's 403.
+        refuse_schema_errors(rt, obj, old)
         raise errors.WebhookDenied(*denial, code=403, reason=errors.StatusReason.FORBIDDEN)
 
 

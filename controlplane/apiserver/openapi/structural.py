@@ -1,0 +1,123 @@
+"""The operators' kinds' served schemas as the structural schemas their CRDs validate with.
+
+On a real cluster Kubeflow's training jobs, KubeRay's RayJob and RayCluster, JobSet and
+LeaderWorkerSet are CRDs: apiextensions-apiserver drops the nulls of their fields that are
+neither nullable nor defaulted and refuses a value of another JSON type than its field's
+(``spec.pytorchReplicaSpecs.Worker.replicas: Invalid value: "string": ... in body must be of type
+integer: "string"``). The hub builds those kinds in and serves their schemas in kube's OpenAPI v2
+dialect (:mod:`.extra_kinds`, :mod:`.sigs_kinds`): :func:`structural_schema` inlines every
+``$ref`` of such a schema (its own parts and kube's definitions, a pod template's among them)
+into one tree :mod:`controlplane.apis.apiextensions.schema` validates as a CRD version's
+``openAPIV3Schema``, written as controller-gen writes the operators' CRDs:
+
+* a Quantity or an IntOrString is ``x-kubernetes-int-or-string`` (an integer or a string);
+* an embedded ObjectMeta (the root's, a pod template's) is an object whose fields are not
+  checked here, as the CRDs' ``metadata: {type: object}`` (the root's is the server's);
+* a definition met again below itself stays open (no kind reached here is recursive);
+* a struct kube's definitions leave untyped is an ``object``; descriptions are left out; ``x-kubernetes-preserve-unknown-fields`` and list types are kept.
+
+The schemas are partial (the fields gpufed reads and users set most): the fields they do not
+list are kept and not checked, as their objects keep them. Pure; each kind's tree is built once.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from controlplane.apis.apiextensions.schema import NO_OLD, validate
+from controlplane.apis.kube.field import FieldError
+from controlplane.apiserver.openapi.extra_kinds import extra_kind_definitions
+from controlplane.apiserver.openapi.sigs_kinds import sigs_kind_definitions
+from controlplane.apiserver.openapi.upstream import (
+    DEFINITIONS_PREFIX,
+    INT_OR_STRING,
+    OBJECT_META,
+    QUANTITY,
+    shared_definitions,
+)
+
+Schema = dict[str, Any]
+
+_INT_OR_STRING_SCHEMA: Schema = {"x-kubernetes-int-or-string": True}
+_OPEN_OBJECT: Schema = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+_LEFT_OUT = frozenset({"description", "x-kubernetes-group-version-kind", "example"})
+
+
+def _inlined(name: str, definitions: Mapping[str, Any], upstream: Mapping[str, Any], seen: frozenset[str]) -> Schema:
+    """The definition ``name`` with its ``$ref`` s replaced by what they name."""
+    if name in (QUANTITY, INT_OR_STRING):
+        return dict(_INT_OR_STRING_SCHEMA)
+    if name == OBJECT_META or name in seen:
+        return dict(_OPEN_OBJECT)
+    found = definitions.get(name) or upstream.get(name)
+    if not isinstance(found, dict):
+        return {}
+    return _node(found, definitions, upstream, seen | {name})
+
+
+def _node(node: Mapping[str, Any], definitions: Mapping[str, Any], upstream: Mapping[str, Any], seen: frozenset[str]) -> Schema:
+    ref = node.get("$ref")
+    if isinstance(ref, str):
+        return _inlined(ref.removeprefix(DEFINITIONS_PREFIX), definitions, upstream, seen)
+    out: Schema = {}
+    for key, value in node.items():
+        if key in _LEFT_OUT:
+            continue
+        if key == "properties" and isinstance(value, dict):
+            out[key] = {prop: _node(sub, definitions, upstream, seen) for prop, sub in value.items()}
+        elif key in ("items", "additionalProperties") and isinstance(value, dict):
+            out[key] = _node(value, definitions, upstream, seen)
+        elif key in ("allOf", "anyOf", "oneOf") and isinstance(value, list):
+            out[key] = [_node(sub, definitions, upstream, seen) for sub in value if isinstance(sub, dict)]
+        else:
+            out[key] = value
+    if "properties" in out and "type" not in out:
+        out["type"] = "object"  # kube's definitions leave a struct's type unsaid; a CRD's says it
+    return out
+
+
+_SOURCES: tuple[Callable[[str, str, str], tuple[str, dict[str, dict[str, Any]]] | None], ...] = (
+    extra_kind_definitions, sigs_kind_definitions,
+)
+
+
+@functools.cache
+def structural_schema(group: str, version: str, kind: str) -> Schema | None:
+    """The structural schema of an operator's kind the hub serves a schema for (see the module
+    docstring); None for another kind. Built on first use, then shared: callers do not change it."""
+    for source in _SOURCES:
+        found = source(group, version, kind)
+        if found is not None:
+            name, definitions = found
+            return _inlined(name, definitions, shared_definitions().definitions, frozenset())
+    return None
+
+
+def schema_of(group: str, version: str, kind: str) -> Callable[[], Schema]:
+    """:func:`structural_schema` of a kind known to have one, read when first called (a process
+    that never writes the kind never builds it)."""
+
+    def schema() -> Schema:
+        found = structural_schema(group, version, kind)
+        assert found is not None, f"no served schema for {group}/{version} {kind}"
+        return found
+
+    return schema
+
+
+def schema_errors(
+    schema: Mapping[str, Any], obj: dict[str, Any], old: dict[str, Any] | None, *, status_only: bool = False
+) -> list[FieldError]:
+    """kube's field errors for ``obj`` against its kind's structural ``schema`` (empty: valid), as
+    a CRD's strategy finds them: on update ratcheted against the stored ``old``; a write of the
+    status subresource (``status_only``) checks the status alone, as its status strategy."""
+    root = dict(schema)
+    if not status_only:
+        return validate(obj, root, old=NO_OLD if old is None else old)
+    status_schema = (root.get("properties") or {}).get("status")
+    if "status" not in obj or not isinstance(status_schema, dict):
+        return []
+    was = old["status"] if old is not None and "status" in old else NO_OLD
+    return validate(obj["status"], status_schema, path=("status",), old=was)

@@ -1,0 +1,144 @@
+"""The operators' kinds the hub builds in (Kubeflow's training jobs, KubeRay's, JobSet,
+LeaderWorkerSet) are checked as their CRDs check them on a real cluster, by the schema the hub
+serves for them: a value of another JSON type than its field's is refused (422, FieldValueTypeInvalid,
+``... in body must be of type integer: "string"``), before the training operator's webhook is
+asked; a null of a field that is not nullable is pruned; an int-or-string (a quantity) takes
+either, and fields the schema does not list are kept. Over HTTP, on the hub's registry."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from aiohttp.test_utils import TestClient
+
+Client = TestClient[Any, Any]
+
+PYTORCH = "/apis/kubeflow.org/v1/namespaces/default/pytorchjobs"
+RAYJOBS = "/apis/ray.io/v1/namespaces/default/rayjobs"
+JOBSETS = "/apis/jobset.x-k8s.io/v1alpha2/namespaces/default/jobsets"
+LWS = "/apis/leaderworkerset.x-k8s.io/v1/namespaces/default/leaderworkersets"
+
+
+def pod(**resources: Any) -> dict[str, Any]:
+    container: dict[str, Any] = {"name": "pytorch", "image": "train:1"}
+    if resources:
+        container["resources"] = {"limits": resources}
+    return {"spec": {"containers": [container]}}
+
+
+def pytorch_job(*, master: Any = 1, worker: Any = 2, **spec: Any) -> dict[str, Any]:
+    roles = {"Master": {"replicas": master, "template": pod()}, "Worker": {"replicas": worker, "template": pod()}}
+    return {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": {"name": "train", "namespace": "default"},
+            "spec": {"pytorchReplicaSpecs": roles, **spec}}
+
+
+def ray_job(**spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": "ray", "namespace": "default"},
+            "spec": {"entrypoint": "python run.py", **spec}}
+
+
+def jobset(replicas: Any) -> dict[str, Any]:
+    template = {"spec": {"template": {"spec": {"containers": [{"name": "w", "image": "w:1"}], "restartPolicy": "Never"}}}}
+    return {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata": {"name": "js", "namespace": "default"},
+            "spec": {"replicatedJobs": [{"name": "workers", "replicas": replicas, "template": template}]}}
+
+
+def lws(**spec: Any) -> dict[str, Any]:
+    template = {"workerTemplate": {"spec": {"containers": [{"name": "w", "image": "w:1"}]}}, "size": 2}
+    return {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+            "metadata": {"name": "lws", "namespace": "default"}, "spec": {"leaderWorkerTemplate": template, **spec}}
+
+
+def type_invalid(field: str, actual: str, wanted: str) -> dict[str, str]:
+    message = f'Invalid value: "{actual}": {field} in body must be of type {wanted}: "{actual}"'
+    return {"reason": "FieldValueTypeInvalid", "message": message, "field": field}
+
+
+@pytest.mark.parametrize(
+    ("collection", "obj", "cause"),
+    [
+        (PYTORCH, pytorch_job(worker="3"), type_invalid("spec.pytorchReplicaSpecs.Worker.replicas", "string", "integer")),
+        (PYTORCH, pytorch_job(runPolicy={"backoffLimit": "2"}),
+         type_invalid("spec.runPolicy.backoffLimit", "string", "integer")),
+        (RAYJOBS, ray_job(shutdownAfterJobFinishes="true"),
+         type_invalid("spec.shutdownAfterJobFinishes", "string", "boolean")),
+        (JOBSETS, jobset("2"), type_invalid("spec.replicatedJobs[0].replicas", "string", "integer")),
+        (LWS, lws(replicas=1.5), type_invalid("spec.replicas", "number", "integer")),
+        (LWS, lws(rolloutStrategy={"rollingUpdateConfiguration": {"maxSurge": True}}),
+         type_invalid("spec.rolloutStrategy.rollingUpdateConfiguration.maxSurge", "boolean", "integer,string")),
+    ],
+    ids=["training-replicas", "training-run-policy", "rayjob", "jobset", "lws", "lws-int-or-string"],
+)
+async def test_a_value_of_another_json_type_is_refused_as_the_crd_refuses_it(
+    hub: Client, collection: str, obj: dict[str, Any], cause: dict[str, str]
+) -> None:
+    response = await hub.post(collection, json=obj)
+    status = await response.json()
+    assert response.status == 422, status
+    assert status["reason"] == "Invalid"
+    assert status["details"]["causes"] == [cause]
+    assert (await hub.get(f"{collection}/{obj['metadata']['name']}")).status == 404
+
+
+async def test_the_schema_refuses_before_the_operators_webhook(hub: Client) -> None:
+    # The webhook would deny a Master whose replicas are not 1 (403); kube checks the schema first.
+    response = await hub.post(PYTORCH, json=pytorch_job(master="1"))
+    status = await response.json()
+    assert response.status == 422, status
+    assert status["details"]["causes"] == [type_invalid("spec.pytorchReplicaSpecs.Master.replicas", "string", "integer")]
+    # Of the right type, the webhook's refusal is what comes back.
+    denied = await hub.post(PYTORCH, json=pytorch_job(master=2))
+    assert denied.status == 403, await denied.text()
+
+
+async def test_a_pod_templates_fields_are_checked_too(hub: Client) -> None:
+    job = pytorch_job()
+    job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["stdin"] = "yes"
+    response = await hub.post(PYTORCH, json=job)
+    assert response.status == 422, await response.text()
+    field = "spec.pytorchReplicaSpecs.Worker.template.spec.containers[0].stdin"
+    assert (await response.json())["details"]["causes"] == [type_invalid(field, "string", "boolean")]
+
+
+async def test_nulls_are_pruned_and_quantities_and_unlisted_fields_kept(hub: Client) -> None:
+    job = pytorch_job(worker=None, runPolicy={"backoffLimit": None, "suspend": True}, nextRelease={"knob": 1})
+    worker = job["spec"]["pytorchReplicaSpecs"]["Worker"]
+    worker["template"] = pod(**{"nvidia.com/gpu": 8, "cpu": "500m"})
+    worker["template"]["metadata"] = {"creationTimestamp": None}
+    response = await hub.post(PYTORCH, json=job)
+    assert response.status == 201, await response.text()
+    stored = await (await hub.get(f"{PYTORCH}/train")).json()
+    spec = stored["spec"]
+    assert "replicas" not in spec["pytorchReplicaSpecs"]["Worker"]
+    assert spec["runPolicy"] == {"suspend": True}
+    assert spec["nextRelease"] == {"knob": 1}
+    limits = spec["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["resources"]["limits"]
+    assert limits == {"nvidia.com/gpu": 8, "cpu": "500m"}
+
+
+async def test_a_rayjob_jobset_and_lws_of_the_right_types_are_stored(hub: Client) -> None:
+    for collection, obj in ((RAYJOBS, ray_job(shutdownAfterJobFinishes=True, ttlSecondsAfterFinished=None)),
+                            (JOBSETS, jobset(2)),
+                            (LWS, lws(replicas=2, rolloutStrategy={"rollingUpdateConfiguration": {"maxSurge": "50%"}}))):
+        response = await hub.post(collection, json=obj)
+        assert response.status == 201, await response.text()
+    stored = await (await hub.get(f"{RAYJOBS}/ray")).json()
+    assert "ttlSecondsAfterFinished" not in stored["spec"]
+
+
+async def test_an_update_and_a_status_write_are_checked(hub: Client) -> None:
+    created = await hub.post(JOBSETS, json=jobset(1))
+    assert created.status == 201, await created.text()
+    stored = await created.json()
+    stored["spec"]["replicatedJobs"][0]["replicas"] = "3"
+    updated = await hub.put(f"{JOBSETS}/js", json=stored)
+    assert updated.status == 422, await updated.text()
+    assert (await updated.json())["details"]["causes"] == [
+        type_invalid("spec.replicatedJobs[0].replicas", "string", "integer")
+    ]
+    stored = await (await hub.get(f"{JOBSETS}/js")).json()
+    stored["status"] = {"restarts": "1"}
+    written = await hub.put(f"{JOBSETS}/js/status", json=stored)
+    assert written.status == 422, await written.text()
+    assert (await written.json())["details"]["causes"] == [type_invalid("status.restarts", "string", "integer")]
