@@ -221,6 +221,12 @@ def _invalid(path: Path, value: Any, detail: str) -> FieldError:
     return _err(CauseType.FIELD_VALUE_INVALID, path, f"Invalid value: {_shown(value)}: {detail}")
 
 
+def _where(path: Path) -> str:
+    """The value's path as kube-openapi's messages name it (``body`` for the root); made only for
+    an error, as it is the costliest step of a value's checks."""
+    return format_path(path) or "body"
+
+
 def _type_invalid(path: Path, value: Any, detail: str) -> FieldError:
     """A value of the wrong type or format: kube-openapi's ``InvalidTypeCode``, which
     apiextensions-apiserver reports with ``field.TypeInvalid``."""
@@ -254,27 +260,26 @@ def _validate(
 ) -> None:
     if old is not NO_OLD and same(value, old):
         return  # unchanged: ratcheted, whatever the schema says of it now
-    where = format_path(path) or "body"
     if value is None:
         if not schema.get("nullable") and (schema.get("type") or schema.get("x-kubernetes-int-or-string")):
             wanted = "integer,string" if schema.get("x-kubernetes-int-or-string") else schema.get("type")
-            out.append(_type_invalid(path, "null", f"{where} in body must be of type {wanted}: \"null\""))
+            out.append(_type_invalid(path, "null", f"{_where(path)} in body must be of type {wanted}: \"null\""))
         return
     if not _type_ok(value, schema):
         wanted = "integer,string" if schema.get("x-kubernetes-int-or-string") else schema["type"]
         actual = type_name(value)
-        out.append(_type_invalid(path, actual, f'{where} in body must be of type {wanted}: "{actual}"'))
+        out.append(_type_invalid(path, actual, f'{_where(path)} in body must be of type {wanted}: "{actual}"'))
         return
     before = len(out)
-    _value_checks(value, schema, path, where, out)
+    _value_checks(value, schema, path, out)
     for sub in schema.get("allOf") or []:
         _validate(value, sub, path, out)
     if schema.get("anyOf") and not any(_passes(value, sub, path) for sub in schema["anyOf"]):
-        out.append(_invalid(path, value, f"{where} in body must match at least one schema in anyOf"))
+        out.append(_invalid(path, value, f"{_where(path)} in body must match at least one schema in anyOf"))
     if schema.get("oneOf") and sum(_passes(value, sub, path) for sub in schema["oneOf"]) != 1:
-        out.append(_invalid(path, value, f"{where} in body must validate one and only one schema (oneOf)"))
+        out.append(_invalid(path, value, f"{_where(path)} in body must validate one and only one schema (oneOf)"))
     if isinstance(schema.get("not"), dict) and _passes(value, schema["not"], path):
-        out.append(_invalid(path, value, f"{where} in body must not validate the schema (not)"))
+        out.append(_invalid(path, value, f"{_where(path)} in body must not validate the schema (not)"))
     if len(out) > before:
         return
     if isinstance(value, dict):
@@ -289,60 +294,60 @@ def _passes(value: Any, schema: Schema, path: Path) -> bool:
     return not found
 
 
-def _value_checks(value: Any, schema: Schema, path: Path, where: str, out: list[FieldError]) -> None:
+def _value_checks(value: Any, schema: Schema, path: Path, out: list[FieldError]) -> None:
     if "enum" in schema and value not in schema["enum"]:
         supported = ", ".join(_shown(v) for v in schema["enum"])
         out.append(_err(CauseType.FIELD_VALUE_NOT_SUPPORTED, path, f"Unsupported value: {_shown(value)}: supported values: {supported}"))
     if isinstance(value, str):
-        _string_checks(value, schema, path, where, out)
+        _string_checks(value, schema, path, out)
     elif isinstance(value, int | float) and not isinstance(value, bool):
-        _number_checks(value, schema, path, where, out)
+        _number_checks(value, schema, path, out)
     elif isinstance(value, list):
         if "maxItems" in schema and len(value) > schema["maxItems"]:
             out.append(_err(CauseType.FIELD_VALUE_TOO_MANY, path, f"Too many: {len(value)}: must have at most {schema['maxItems']} items"))
         if "minItems" in schema and len(value) < schema["minItems"]:
-            out.append(_invalid(path, len(value), f"{where} in body should have at least {schema['minItems']} items"))
+            out.append(_invalid(path, len(value), f"{_where(path)} in body should have at least {schema['minItems']} items"))
     elif isinstance(value, dict):
         if "maxProperties" in schema and len(value) > schema["maxProperties"]:
             out.append(_err(
                 CauseType.FIELD_VALUE_TOO_MANY, path, f"Too many: {len(value)}: must have at most {schema['maxProperties']} items"
             ))
         if "minProperties" in schema and len(value) < schema["minProperties"]:
-            out.append(_invalid(path, len(value), f"{where} in body should have at least {schema['minProperties']} properties"))
+            out.append(_invalid(path, len(value), f"{_where(path)} in body should have at least {schema['minProperties']} properties"))
 
 
-def _string_checks(value: str, schema: Schema, path: Path, where: str, out: list[FieldError]) -> None:
+def _string_checks(value: str, schema: Schema, path: Path, out: list[FieldError]) -> None:
     if "maxLength" in schema and len(value) > schema["maxLength"]:
         out.append(_err(CauseType.FIELD_VALUE_TOO_LONG, path, f"Too long: may not be more than {schema['maxLength']} bytes"))
     if "minLength" in schema and len(value) < schema["minLength"]:
-        out.append(_invalid(path, value, f"{where} in body should be at least {schema['minLength']} chars long"))
+        out.append(_invalid(path, value, f"{_where(path)} in body should be at least {schema['minLength']} chars long"))
     pattern = schema.get("pattern")
     if isinstance(pattern, str):
         compiled = compiled_pattern(pattern)
         # A pattern that does not compile was refused with its CRD; nothing to check here.
         if not isinstance(compiled, str) and compiled.search(value) is None:
-            out.append(_invalid(path, value, f"{where} in body should match '{pattern}'"))
+            out.append(_invalid(path, value, f"{_where(path)} in body should match '{pattern}'"))
     fmt = schema.get("format")
     if isinstance(fmt, str) and not schema.get("x-kubernetes-int-or-string") and not format_ok(fmt, value):
-        out.append(_type_invalid(path, value, f'{where} in body must be of type {fmt}: "{value}"'))
+        out.append(_type_invalid(path, value, f'{_where(path)} in body must be of type {fmt}: "{value}"'))
 
 
-def _number_checks(value: float, schema: Schema, path: Path, where: str, out: list[FieldError]) -> None:
+def _number_checks(value: float, schema: Schema, path: Path, out: list[FieldError]) -> None:
     if "maximum" in schema:
         limit = schema["maximum"]
         if schema.get("exclusiveMaximum") and value >= limit:
-            out.append(_invalid(path, value, f"{where} in body should be less than {_number(limit)}"))
+            out.append(_invalid(path, value, f"{_where(path)} in body should be less than {_number(limit)}"))
         elif value > limit:
-            out.append(_invalid(path, value, f"{where} in body should be less than or equal to {_number(limit)}"))
+            out.append(_invalid(path, value, f"{_where(path)} in body should be less than or equal to {_number(limit)}"))
     if "minimum" in schema:
         limit = schema["minimum"]
         if schema.get("exclusiveMinimum") and value <= limit:
-            out.append(_invalid(path, value, f"{where} in body should be greater than {_number(limit)}"))
+            out.append(_invalid(path, value, f"{_where(path)} in body should be greater than {_number(limit)}"))
         elif value < limit:
-            out.append(_invalid(path, value, f"{where} in body should be greater than or equal to {_number(limit)}"))
+            out.append(_invalid(path, value, f"{_where(path)} in body should be greater than or equal to {_number(limit)}"))
     factor = schema.get("multipleOf")
     if isinstance(factor, int | float) and factor > 0 and (value / factor) != int(value / factor):
-        out.append(_invalid(path, value, f"{where} in body should be a multiple of {_number(factor)}"))
+        out.append(_invalid(path, value, f"{_where(path)} in body should be a multiple of {_number(factor)}"))
 
 
 def _validate_object(
