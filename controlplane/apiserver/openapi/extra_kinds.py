@@ -6,8 +6,9 @@ JAXJob, MPIJob) and RayJob and RayCluster (``ray.io/v1``) are other
 projects' CRDs; no maintained package ships their schemas, so these describe the fields
 gpufed reads and the ones users set most, in the operators' own terms, with each pod
 template as kube's ``PodTemplateSpec`` (so ``kubectl explain`` reaches every container
-field). The hub does not validate these kinds against the schemas: fields not listed are
-kept (``x-kubernetes-preserve-unknown-fields``), as the operators' newer fields must be.
+field). The hub checks the types and prunes the nulls of these kinds' objects by the schemas, as
+their CRDs do (:mod:`.structural`); fields not listed are kept unchecked
+(``x-kubernetes-preserve-unknown-fields``), as the operators' newer fields must be.
 Karmada's FederatedHPA and CronFederatedHPA (``autoscaling.karmada.io/v1alpha1``) are
 HorizontalPodAutoscaler parts (kube's own definitions) and Karmada's rules.
 ``WasteReport`` (``reports.gpufed.io/v1alpha1``) is computed, never stored: its schema

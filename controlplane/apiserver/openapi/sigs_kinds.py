@@ -5,8 +5,9 @@ As in :mod:`.extra_kinds`, these describe the fields users set and gpufed reads,
 projects' own terms, with the embedded kube types as kube's definitions, as the upstream CRDs
 embed them: a replicated job's template is kube's ``JobTemplateSpec`` and a leader or worker
 template kube's ``PodTemplateSpec``, so ``kubectl explain`` reaches every container field. The
-hub does not validate these kinds against the schemas: fields not listed are kept
-(``x-kubernetes-preserve-unknown-fields``), as the projects' newer fields must be.
+hub checks the types and prunes the nulls of these kinds' objects by the schemas, as their CRDs do
+(:mod:`.structural`); fields not listed are kept unchecked (``x-kubernetes-preserve-unknown-fields``),
+as the projects' newer fields must be.
 
 Everything is in kube's OpenAPI v2 dialect, keyed by definition name.
 Pure: constants and small builders.
