@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient
 
+from .test_schema_types_and_nulls import refused_with, type_invalid
+
 Client = TestClient[Any, Any]
 
 PYTORCH = "/apis/kubeflow.org/v1/namespaces/default/pytorchjobs"
@@ -50,11 +52,6 @@ def lws(**spec: Any) -> dict[str, Any]:
             "metadata": {"name": "lws", "namespace": "default"}, "spec": {"leaderWorkerTemplate": template, **spec}}
 
 
-def type_invalid(field: str, actual: str, wanted: str) -> dict[str, str]:
-    message = f'Invalid value: "{actual}": {field} in body must be of type {wanted}: "{actual}"'
-    return {"reason": "FieldValueTypeInvalid", "message": message, "field": field}
-
-
 @pytest.mark.parametrize(
     ("collection", "obj", "cause"),
     [
@@ -73,12 +70,7 @@ def type_invalid(field: str, actual: str, wanted: str) -> dict[str, str]:
 async def test_a_value_of_another_json_type_is_refused_as_the_crd_refuses_it(
     hub: Client, collection: str, obj: dict[str, Any], cause: dict[str, str]
 ) -> None:
-    response = await hub.post(collection, json=obj)
-    status = await response.json()
-    assert response.status == 422, status
-    assert status["reason"] == "Invalid"
-    assert status["details"]["causes"] == [cause]
-    assert (await hub.get(f"{collection}/{obj['metadata']['name']}")).status == 404
+    await refused_with(hub, collection, obj, cause)
 
 
 async def test_the_schema_refuses_before_the_operators_webhook(hub: Client) -> None:

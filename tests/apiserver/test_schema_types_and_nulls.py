@@ -94,6 +94,11 @@ def type_invalid(field: str, actual: str, wanted: str) -> dict[str, str]:
 async def test_a_value_of_another_json_type_is_refused_as_kube_refuses_it(
     hub: Client, collection: str, obj: dict[str, Any], cause: dict[str, str]
 ) -> None:
+    await refused_with(hub, collection, obj, cause)
+
+
+async def refused_with(hub: Client, collection: str, obj: dict[str, Any], cause: dict[str, str]) -> None:
+    """A create of ``obj`` is kube's 422 Invalid with ``cause`` alone, and nothing is stored."""
     response = await hub.post(collection, json=obj)
     status = await response.json()
     assert response.status == 422, status
