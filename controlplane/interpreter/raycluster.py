@@ -54,16 +54,17 @@ def suspension_status(cluster: Mapping[str, Any]) -> tuple[str | None, list[dict
     """KubeRay's ``status.state`` and conditions for a RayCluster's ``spec.suspend`` while none of
     its pods runs (``calculateStatus`` with the ``RayClusterStatusConditions`` gate, on by
     default): suspended, state ``suspended``, ``RayClusterSuspended`` True and
-    ``RayClusterSuspending`` False (each condition's reason its type, no message); resumed
+    ``RayClusterSuspending`` False (each condition's reason its type, its message empty, as Go
+    writes a Condition's); resumed
     (``spec.suspend: false``) from it, ``RayClusterSuspended`` False, the state kept until the
     pods are ready, as KubeRay keeps it; otherwise nothing to say."""
     if (cluster.get("spec") or {}).get("suspend") is True:
         return SUSPENDED_STATE, [
-            {"type": SUSPENDED, "status": "True", "reason": SUSPENDED},
-            {"type": SUSPENDING, "status": "False", "reason": SUSPENDING},
+            {"type": SUSPENDED, "status": "True", "reason": SUSPENDED, "message": ""},
+            {"type": SUSPENDING, "status": "False", "reason": SUSPENDING, "message": ""},
         ]
     if (cluster.get("spec") or {}).get("suspend") is False and condition_true(cluster.get("status"), SUSPENDED):
-        return None, [{"type": SUSPENDED, "status": "False", "reason": SUSPENDED}]
+        return None, [{"type": SUSPENDED, "status": "False", "reason": SUSPENDED, "message": ""}]
     return None, []
 
 

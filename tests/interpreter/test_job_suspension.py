@@ -106,10 +106,10 @@ def test_a_jobsets_condition_follows_spec_suspend(suspend: bool | None, status: 
 
 
 RC_SUSPENDED = [
-    {"type": "RayClusterSuspended", "status": "True", "reason": "RayClusterSuspended"},
-    {"type": "RayClusterSuspending", "status": "False", "reason": "RayClusterSuspending"},
+    {"type": "RayClusterSuspended", "status": "True", "reason": "RayClusterSuspended", "message": ""},
+    {"type": "RayClusterSuspending", "status": "False", "reason": "RayClusterSuspending", "message": ""},
 ]
-RC_RESUMED = [{"type": "RayClusterSuspended", "status": "False", "reason": "RayClusterSuspended"}]
+RC_RESUMED = [{"type": "RayClusterSuspended", "status": "False", "reason": "RayClusterSuspended", "message": ""}]
 
 
 @pytest.mark.parametrize(
