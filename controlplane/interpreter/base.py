@@ -349,6 +349,7 @@ def merge_conditions(
     member_statuses: MemberStatuses,
     *,
     any_true: frozenset[str] = frozenset(),
+    metav1: bool = False,
 ) -> list[Obj]:
     """One condition per type across members.
 
@@ -360,6 +361,9 @@ def merge_conditions(
     those that report the type. The reason is the agreeing members' one, ``Aggregated`` when they
     give several or none, ``NotReported`` for an Unknown that only missing reports make: every
     merged condition has the type, status, reason and transition time a ``metav1.Condition`` needs.
+    A kind whose conditions are ``metav1.Condition`` s (``metav1``: JobSet's, LeaderWorkerSet's)
+    gets its message even when empty, as Go writes one (``message`` is never omitted) and as the
+    kind's CRD schema requires it; the others' is left out then (``omitempty``).
     """
     present = [(name, s) for name, s in member_statuses if s is not None]
     types: list[str] = []
@@ -394,7 +398,7 @@ def merge_conditions(
             cond["reason"] = "NotReported" if missing and not agreeing else "Aggregated"
         messages = [f"{name}: {c.get('message')}" for name, c in agreeing if c.get("message")]
         messages += [f"{name}: not reported" for name in missing]
-        if messages:
+        if messages or metav1:
             cond["message"] = "; ".join(messages)
         times = [str(c["lastTransitionTime"]) for _, c in agreeing if c.get("lastTransitionTime")] or [
             str(c["lastTransitionTime"]) for _, c in values if c and c.get("lastTransitionTime")
@@ -405,10 +409,12 @@ def merge_conditions(
     return out
 
 
-def put_conditions(out: Obj, member_statuses: MemberStatuses, *, any_true: frozenset[str] = frozenset()) -> None:
+def put_conditions(
+    out: Obj, member_statuses: MemberStatuses, *, any_true: frozenset[str] = frozenset(), metav1: bool = False
+) -> None:
     """Set ``out["conditions"]`` to the members' conditions merged (:func:`merge_conditions`),
     unless they have none (the hub status then has no ``conditions``)."""
-    conditions = merge_conditions(member_statuses, any_true=any_true)
+    conditions = merge_conditions(member_statuses, any_true=any_true, metav1=metav1)
     if conditions:
         out["conditions"] = conditions
 

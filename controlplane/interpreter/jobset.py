@@ -126,7 +126,7 @@ class JobSetInterpreter(GangOfRoles):
         restarts = max(as_int(s.get("restarts")) for s in present)
         if restarts:
             out["restarts"] = restarts
-        put_conditions(out, member_statuses, any_true=frozenset({"Failed"}))
+        put_conditions(out, member_statuses, any_true=frozenset({"Failed"}), metav1=True)
         states = [str(s.get("terminalState") or "") for s in reported(member_statuses)]
         if "Failed" in states:
             out["terminalState"] = "Failed"

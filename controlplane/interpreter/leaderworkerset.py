@@ -83,7 +83,7 @@ class LeaderWorkerSetInterpreter(GangOfRoles):
         selectors = {str(s["hpaPodSelector"]) for s in present if s.get("hpaPodSelector")}
         if len(selectors) == 1:
             out["hpaPodSelector"] = selectors.pop()
-        put_conditions(out, member_statuses, any_true=frozenset({"UpdateInProgress"}))
+        put_conditions(out, member_statuses, any_true=frozenset({"UpdateInProgress"}), metav1=True)
         return out
 
     def health_of(self, observed: Obj) -> Health:
