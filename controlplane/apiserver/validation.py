@@ -13,9 +13,9 @@ a write of their status subresource prunes and validates what it can change (``C
 Typed kinds are validated with their pydantic model, strictly (a value of its field's JSON type,
 as kube's schema validation of a CRD wants it; see :func:`_strictly_validated`); the nulls kube
 drops from a custom resource are dropped before (:mod:`.nullpruning`). The operators' kinds built
-in (:attr:`ResourceType.crd_schema`) are checked by the structural schema served for them. ``metadata`` is validated here, by
-kube's rules, not by the model (models describe spec and status; metadata belongs to
-the server), so model errors and unknown fields under ``metadata`` are ignored.
+in (:attr:`ResourceType.crd_schema`) are checked by the structural schema served for them (an integer
+sent as ``3.0`` is stored ``3`` there too). ``metadata`` is validated here, by kube's rules, not by the
+model (models describe spec and status; metadata is the server's): its model errors and unknown fields are ignored.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
+from controlplane.apis.apiextensions.schema import integral_floats_made_ints
 from controlplane.apis.kube.names import (
     DNS_1035,
     DNS_1035_REGEX_MESSAGE,
@@ -562,6 +563,7 @@ def check_object(
             obj, dropped_warnings = _unknown_dropped(obj, rt, unknown, old, field_validation)
             warnings.extend(dropped_warnings)
     if rt.crd_schema is not None:
+        integral_floats_made_ints(obj, rt.crd_schema())  # kube stores an integer sent as ``3.0`` as ``3``
         schema_found = schema_errors(rt.crd_schema(), obj, old, status_only=status_only)
         causes.extend(Cause(str(e.type), e.message, e.field) for e in schema_found)
     if validate is not None:

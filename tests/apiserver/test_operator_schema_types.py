@@ -134,3 +134,36 @@ async def test_an_update_and_a_status_write_are_checked(hub: Client) -> None:
     written = await hub.put(f"{JOBSETS}/js/status", json=stored)
     assert written.status == 422, await written.text()
     assert (await written.json())["details"]["causes"] == [type_invalid("status.restarts", "string", "integer")]
+
+
+async def test_an_integer_written_with_a_zero_fraction_is_that_integer(hub: Client) -> None:
+    # kube decodes a custom resource's 3.0 as a float64 its schema takes for an integer, and stores it as 3.
+    job = pytorch_job(worker=3.0)
+    job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["ports"] = [{"containerPort": 29500.0}]
+    response = await hub.post(PYTORCH, json=job)
+    assert response.status == 201, await response.text()
+    stored = (await (await hub.get(f"{PYTORCH}/train")).json())["spec"]["pytorchReplicaSpecs"]["Worker"]
+    assert stored["replicas"] == 3 and type(stored["replicas"]) is int
+    port = stored["template"]["spec"]["containers"][0]["ports"][0]["containerPort"]  # kube's definitions' integer
+    assert port == 29500 and type(port) is int
+    # An update and a status write alike.
+    assert (await hub.post(JOBSETS, json=jobset(1))).status == 201
+    current = await (await hub.get(f"{JOBSETS}/js")).json()
+    current["spec"]["replicatedJobs"][0]["replicas"] = 2.0
+    updated = await hub.put(f"{JOBSETS}/js", json=current)
+    assert updated.status == 200, await updated.text()
+    current = await updated.json()
+    current["status"] = {"restarts": 1.0, "replicatedJobsStatus": [{"name": "workers", "ready": 2.0}]}
+    written = await hub.put(f"{JOBSETS}/js/status", json=current)
+    assert written.status == 200, await written.text()
+    stored = await (await hub.get(f"{JOBSETS}/js")).json()
+    replicas, status = stored["spec"]["replicatedJobs"][0]["replicas"], stored["status"]
+    assert (replicas, type(replicas)) == (2, int)
+    assert status == {"restarts": 1, "replicatedJobsStatus": [{"name": "workers", "ready": 2}]}
+    assert [type(status["restarts"]), type(status["replicatedJobsStatus"][0]["ready"])] == [int, int]
+
+
+async def test_a_fraction_or_a_float_past_the_safe_integers_is_no_integer(hub: Client) -> None:
+    # kube-openapi takes a float64 for an integer only within JavaScript's safe integers (2^53 - 1).
+    await refused_with(hub, LWS, lws(replicas=2.0**60), type_invalid("spec.replicas", "number", "integer"))
+    await refused_with(hub, LWS, lws(replicas=2.5), type_invalid("spec.replicas", "number", "integer"))

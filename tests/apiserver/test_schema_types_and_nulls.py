@@ -231,6 +231,14 @@ async def test_a_crds_int_or_string_takes_either(hub: Client, size: Any) -> None
     assert (await refused.json())["details"]["causes"] == [type_invalid("spec.workers", "string", "integer")]
 
 
+async def test_a_crds_integer_written_with_a_zero_fraction_is_that_integer(hub: Client) -> None:
+    await _trainers_served(hub)
+    response = await hub.post(TRAINERS, json=trainer("a", workers=3.0))
+    assert response.status == 201, await response.text()
+    spec = (await (await hub.get(f"{TRAINERS}/a")).json())["spec"]
+    assert spec["workers"] == 3 and type(spec["workers"]) is int
+
+
 async def test_a_built_in_kinds_string_for_an_integer_is_kubes_decoding_error(hub: Client) -> None:
     deployment = {
         "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "default"},

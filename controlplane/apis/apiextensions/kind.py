@@ -32,7 +32,8 @@ class CustomKind:
     #: The version's ``openAPIV3Schema`` as written, served as the kind's OpenAPI definition.
     schema: Mapping[str, Any]
     #: Drops the fields the schema does not declare, in place, and returns their paths
-    #: (kube's pruning); ``fieldValidation=Strict`` refuses them instead.
+    #: (kube's pruning); ``fieldValidation=Strict`` refuses them instead. As kube's decoding, it
+    #: also makes an integer sent with a zero fraction (``3.0``) the integer (``3``).
     prune: Callable[[dict[str, Any]], list[Path]]
     #: The apiVersion objects are stored as when it is another version (``conversion: None``):
     #: writes accept either and store it, reads show this version's. Empty: this version's own.

@@ -7,6 +7,8 @@ JSONSchemaProps dict):
   node says ``x-kubernetes-preserve-unknown-fields``; it returns the dropped paths so the
   server can warn about them or, with ``fieldValidation=Strict``, refuse the write.
   :func:`prune_nulls` drops the nulls of fields that are neither ``nullable`` nor defaulted.
+* :func:`integral_floats_made_ints` turns a number without a fraction (``3.0``) where the schema
+  wants an integer into that integer, as kube stores it (``3``).
 * :func:`apply_defaults` fills unset fields from the schema's ``default`` values.
 * :func:`validate` returns kube's field errors for the value validations: types,
   ``nullable``, ``required``, ``enum``, ``pattern`` (RE2, as kube), bounds, lengths and sizes, ``format``
@@ -143,6 +145,32 @@ def prune_nulls(obj: Any, schema: Schema | None) -> None:
                 prune_nulls(item, items if isinstance(items, dict) else None)
 
 
+def integral_floats_made_ints(obj: Any, schema: Schema | None) -> None:
+    """Turn, in place, each float without a fraction of a field (or an array item) that
+    ``schema`` types ``integer`` into that integer: kube decodes a custom resource's ``3.0`` as a
+    float64, which the schema's integer check takes (kube-openapi's ``IsFloat64AJSONInteger``),
+    and writes it out again as ``3``. A float with a fraction is left for :func:`validate` to
+    refuse, as are the floats of other fields."""
+    if isinstance(obj, dict):
+        for key, value in obj.items():
+            sub = _field_schema(schema, key)
+            if type(value) is float and sub is not None and _wants_integer(sub) and _json_integer(value):
+                obj[key] = int(value)
+            elif isinstance(value, dict | list):
+                integral_floats_made_ints(value, sub)
+    elif isinstance(obj, list) and schema is not None and isinstance(schema.get("items"), dict):
+        items = schema["items"]
+        for index, value in enumerate(obj):
+            if type(value) is float and _wants_integer(items) and _json_integer(value):
+                obj[index] = int(value)
+            elif isinstance(value, dict | list):
+                integral_floats_made_ints(value, items)
+
+
+def _wants_integer(schema: Schema) -> bool:
+    return schema.get("type") == "integer" and not schema.get("x-kubernetes-int-or-string")
+
+
 def _field_schema(schema: Schema | None, key: str) -> Schema | None:
     """The schema of the field ``key`` of an object of ``schema`` (None: it has none)."""
     if schema is None:
@@ -241,6 +269,16 @@ def validate(obj: Any, schema: Schema, *, path: Path = (), old: Any = NO_OLD) ->
     return out
 
 
+#: The magnitude up to which kube-openapi takes a float64 for a JSON integer (``IsFloat64AJSONInteger``:
+#: JavaScript's safe integers).
+_JSON_INTEGER_MAX = 2**53 - 1
+
+
+def _json_integer(value: float) -> bool:
+    """Whether the float ``value`` is an integer as kube's schema validation sees one."""
+    return value.is_integer() and abs(value) <= _JSON_INTEGER_MAX
+
+
 def _type_ok(value: Any, schema: Schema) -> bool:
     wanted = schema.get("type")
     if schema.get("x-kubernetes-int-or-string"):
@@ -251,7 +289,7 @@ def _type_ok(value: Any, schema: Schema) -> bool:
     if wanted == "number":
         return actual in ("number", "integer")
     if wanted == "integer" and actual == "number":
-        return bool(float(value).is_integer())
+        return _json_integer(float(value))
     return bool(actual == wanted)
 
 

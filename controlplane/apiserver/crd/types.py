@@ -20,7 +20,14 @@ from typing import Any, Final
 from controlplane.apis.apiextensions import cel
 from controlplane.apis.apiextensions import crd as crds
 from controlplane.apis.apiextensions.kind import ConversionWebhook, CustomKind
-from controlplane.apis.apiextensions.schema import NO_OLD, Schema, apply_defaults, prune, validate
+from controlplane.apis.apiextensions.schema import (
+    NO_OLD,
+    Schema,
+    apply_defaults,
+    integral_floats_made_ints,
+    prune,
+    validate,
+)
 from controlplane.apis.kube.field import CauseType, FieldError, go_float
 from controlplane.apis.kube.fieldlabels import FieldGetter, field_path
 from controlplane.apiserver import columns as col
@@ -224,7 +231,9 @@ def _schema_hooks(schema: Schema) -> _SchemaHooks:
     ``customResourceStrategy`` does them, and those of a status write, as its ``statusStrategy``
     does: only the ``status`` is pruned and checked against the status schema; the CEL rules run
     over the whole object, ratcheted (an unchanged spec that a newer schema refuses is not the
-    status write's business). On update both ratchet against the stored object."""
+    status write's business). On update both ratchet against the stored object. The pruning, which
+    decodes the written object, also turns an integer sent with a zero fraction (``3.0``) into the
+    integer kube stores (:func:`~controlplane.apis.apiextensions.schema.integral_floats_made_ints`)."""
     rules = cel.compile_schema_rules(schema)
     status_schema = (schema.get("properties") or {}).get("status")
     # The root as pruning sees it when only the status is read: its other fields are not there.
@@ -234,11 +243,13 @@ def _schema_hooks(schema: Schema) -> _SchemaHooks:
     }
 
     def prune_unknown(obj: dict[str, Any]) -> list[tuple[str | int, ...]]:
+        integral_floats_made_ints(obj, schema)
         return prune(obj, schema)
 
     def prune_status(obj: dict[str, Any]) -> list[tuple[str | int, ...]]:
         if "status" not in obj:
             return []
+        integral_floats_made_ints(obj["status"], status_schema if isinstance(status_schema, dict) else None)
         alone = {"status": obj["status"]}
         dropped = prune(alone, status_root)
         if "status" not in alone:

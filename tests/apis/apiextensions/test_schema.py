@@ -8,7 +8,13 @@ from typing import Any
 
 import pytest
 
-from controlplane.apis.apiextensions.schema import apply_defaults, format_ok, prune, validate
+from controlplane.apis.apiextensions.schema import (
+    apply_defaults,
+    format_ok,
+    integral_floats_made_ints,
+    prune,
+    validate,
+)
 
 SPEC: dict[str, Any] = {
     "type": "object",
@@ -103,6 +109,21 @@ def test_pruning_drops_undeclared_fields_and_keeps_preserved_and_embedded_ones()
     assert obj["spec"]["labels"] == {"free": "x"}
     assert obj["spec"]["template"]["metadata"] == {"name": "p"}
     assert obj["metadata"]["labels"] == {"a": "b"}
+
+
+def test_integral_floats_of_integer_fields_become_integers() -> None:
+    schema = {"type": "object", "properties": {
+        "counts": {"type": "array", "items": {"type": "integer"}},
+        "limits": {"type": "object", "additionalProperties": {"type": "integer"}},
+        "ratio": {"type": "number"},
+        "gpus": {"x-kubernetes-int-or-string": True},
+    }}
+    obj = {"counts": [1.0, 2.5, 2.0**60], "limits": {"a": 4.0}, "ratio": 2.0, "gpus": 1.0, "other": 3.0}
+    integral_floats_made_ints(obj, schema)
+    # A fraction, a float past 2^53 - 1 and any other field's float are left for validation.
+    assert obj == {"counts": [1, 2.5, 2.0**60], "limits": {"a": 4}, "ratio": 2.0, "gpus": 1.0, "other": 3.0}
+    assert [type(v) for v in obj["counts"]] == [int, float, float] and type(obj["limits"]["a"]) is int
+    assert [type(obj[k]) for k in ("ratio", "gpus", "other")] == [float, float, float]
 
 
 def test_defaults_fill_unset_and_null_fields_only() -> None:
