@@ -563,7 +563,7 @@ def check_object(
             obj, dropped_warnings = _unknown_dropped(obj, rt, unknown, old, field_validation)
             warnings.extend(dropped_warnings)
     if rt.crd_schema is not None:
-        integral_floats_made_ints(obj, rt.crd_schema())  # kube stores an integer sent as ``3.0`` as ``3``
+        integral_floats_made_ints(obj, dict(rt.crd_schema()))  # kube stores an integer sent as ``3.0`` as ``3``
         schema_found = schema_errors(rt.crd_schema(), obj, old, status_only=status_only)
         causes.extend(Cause(str(e.type), e.message, e.field) for e in schema_found)
     if validate is not None:
