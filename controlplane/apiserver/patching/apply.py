@@ -36,7 +36,7 @@ import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, Required, TypedDict
 
 from controlplane.apiserver.patching.comparing import ABSENT, field_set, under
 from controlplane.apiserver.patching.conflicts import conflict_error
@@ -139,6 +139,17 @@ _UNOWNED: frozenset[Path] = frozenset(
 # Values an applied configuration may carry but that the server, not the applier, sets.
 _NOT_APPLIED_META = frozenset(_SYSTEM_META) - {"name", "namespace"}
 _STATUS: PathElement = field_element("status")
+
+
+class ApplyArgs(TypedDict, total=False):
+    """The keyword arguments of :func:`server_side_apply`, for what applies through it."""
+
+    schema: Required[FieldSchema]
+    manager: Required[str]
+    force: Required[bool]
+    now: Required[str]
+    subresource: str | None
+    converter: VersionConverter | None
 
 
 def server_side_apply(

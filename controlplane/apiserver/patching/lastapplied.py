@@ -24,14 +24,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Unpack
 
-from controlplane.apiserver.patching.apply import _without_managed_fields, server_side_apply
+from controlplane.apiserver.patching.apply import ApplyArgs, _without_managed_fields, server_side_apply
 from controlplane.apiserver.patching.comparing import Comparison, compare, field_set
 from controlplane.apiserver.patching.conflicts import ApplyConflict
 from controlplane.apiserver.patching.fieldpaths import Path
 from controlplane.apiserver.patching.schema import FieldSchema
-from controlplane.apiserver.patching.versions import VersionConverter
 from controlplane.gojson import go_json
 
 LAST_APPLIED_ANNOTATION = "kubectl.kubernetes.io/last-applied-configuration"
@@ -42,40 +41,25 @@ TOTAL_ANNOTATION_SIZE_LIMIT = 256 * 1024
 
 
 def apply_upgrading_client_side(
-    live: dict[str, Any] | None,
-    applied: dict[str, Any],
-    *,
-    schema: FieldSchema,
-    manager: str,
-    force: bool,
-    now: str,
-    subresource: str | None = None,
-    converter: VersionConverter | None = None,
+    live: dict[str, Any] | None, applied: dict[str, Any], **options: Unpack[ApplyArgs]
 ) -> dict[str, Any]:
-    """:func:`server_side_apply`, with kube's client-side apply upgrade for ``kubectl`` (of the
-    main resource: an apply through a subresource is a plain one)."""
-    if subresource:
-        return server_side_apply(
-            live, applied, schema=schema, manager=manager, force=force, now=now, subresource=subresource,
-            converter=converter,
-        )
+    """:func:`server_side_apply` with its ``options``, and kube's client-side apply upgrade when
+    ``kubectl`` applies to an object that exists (through the main resource: an apply through a
+    subresource is a plain one)."""
+    if options.get("subresource") or options["manager"] != KUBECTL_MANAGER or live is None:
+        return server_side_apply(live, applied, **options)
     try:
-        result = server_side_apply(
-            live, applied, schema=schema, manager=manager, force=force, now=now, converter=converter
-        )
+        result = server_side_apply(live, applied, **options)
     except ApplyConflict as conflict:
-        if manager != KUBECTL_MANAGER or live is None:
-            raise
-        allowed = allowed_conflicts(live, schema=schema)
+        allowed = allowed_conflicts(live, schema=options["schema"])
         if allowed is None:
             raise
         left = conflict.without(allowed)
         if left is not None:
             raise left from conflict
-        result = server_side_apply(
-            live, applied, schema=schema, manager=manager, force=True, now=now, converter=converter
-        )
-    if manager == KUBECTL_MANAGER and live is not None and _last_applied(live):
+        options["force"] = True
+        result = server_side_apply(live, applied, **options)
+    if _last_applied(live):
         _set_last_applied(result, applied)
     return result
 
