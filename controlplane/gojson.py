@@ -11,8 +11,9 @@ Decoding: :func:`syntax_error` is the error ``json.Unmarshal`` gives for text th
 (its scanner's ``invalid character 'x' looking for beginning of value``, ``unexpected end of
 JSON input``), :func:`scan` the same check keeping where the top-level value and an object's
 members lie, and :func:`cannot_unmarshal` its error for a value of the wrong JSON type. They run
-only to word a refusal: good input is parsed by a fast parser and never scanned here. A leaf: the
-standard library only, no I/O.
+only to word a refusal: good input is parsed by a fast parser and never scanned here.
+:func:`parse_bool` is ``strconv.ParseBool``, which reads kube's boolean flags, query parameters
+and annotations. A leaf: the standard library only, no I/O.
 """
 
 from __future__ import annotations
@@ -71,6 +72,18 @@ def go_time_quote(text: str) -> str:
             out.append(f"\\x{byte:02x}")
     out.append('"')
     return "".join(out)
+
+
+#: What Go's ``strconv.ParseBool`` reads as true and as false; it refuses any other text.
+_BOOLS: Final = {
+    **dict.fromkeys(("1", "t", "T", "TRUE", "true", "True"), True),
+    **dict.fromkeys(("0", "f", "F", "FALSE", "false", "False"), False),
+}
+
+
+def parse_bool(text: object) -> bool | None:
+    """Go's ``strconv.ParseBool``: True or False, None for a text it refuses (or no text at all)."""
+    return _BOOLS.get(text) if isinstance(text, str) else None
 
 
 def go_json(value: Any, *, sort_keys: bool = False) -> str:

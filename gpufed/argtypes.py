@@ -9,6 +9,7 @@ import math
 from collections.abc import Callable
 from typing import TypeVar
 
+from controlplane.gojson import parse_bool
 from gpufed.timeparse import parse_duration, parse_time
 
 _T = TypeVar("_T")
@@ -27,6 +28,16 @@ def whole_number(minimum: int = 0, *, what: str = "a whole number", why: str = "
         return int(text)
 
     return parse
+
+
+def go_bool(text: str) -> bool:
+    """A ``type=`` for a boolean flag as kube's read theirs (Go's ``strconv.ParseBool``: ``true``,
+    ``false``, ``1``, ``0``, ``t``, ``F``, ``TRUE``, ``False`` ...); with ``nargs="?"`` and
+    ``const=True``, ``--flag`` alone is true, as in kube."""
+    value = parse_bool(text)
+    if value is None:
+        raise argparse.ArgumentTypeError(f"expected true or false, not {text!r}")
+    return value
 
 
 def port_number(text: str) -> int:

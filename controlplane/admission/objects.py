@@ -45,6 +45,7 @@ from controlplane.apis.meta import LabelSelector
 from controlplane.apis.quantity import QuantityError, format_quantity, parse_quantity, to_int
 from controlplane.apis.untyped import Obj
 from controlplane.apis.views import ObjectView
+from controlplane.gojson import parse_bool
 from controlplane.interpreter import interpreter_for
 from controlplane.interpreter.registry import group_of
 from controlplane.interpreter.requirements import ReplicaRequirements
@@ -52,9 +53,8 @@ from controlplane.interpreter.requirements import ReplicaRequirements
 _HASH_LENGTH: Final = 5
 #: A Workload name's longest prefix: 253 characters less the hash and its ``-`` (Kueue's maxPrefixLength).
 _MAX_PREFIX: Final = 253 - 1 - _HASH_LENGTH
-#: What Go's ``strconv.Atoi`` reads as an int32, and its ``ParseBool`` as true.
+#: What Go's ``strconv.Atoi`` reads as an int32.
 _INT: Final = re.compile(r"[+-]?[0-9]{1,10}")
-_TRUE: Final = frozenset({"1", "t", "T", "TRUE", "true", "True"})
 
 
 def queue_name(workload: Mapping[str, Any]) -> str | None:
@@ -186,7 +186,7 @@ def set_job_count(job: dict[str, Any], count: int | None) -> bool:
     spec = job.setdefault("spec", {})
     before = (spec.get("parallelism"), spec.get("completions"))
     spec["parallelism"] = count
-    if _annotation(job, kueue.ANNOTATION_JOB_COMPLETIONS_EQUAL_PARALLELISM) in _TRUE:
+    if parse_bool(_annotation(job, kueue.ANNOTATION_JOB_COMPLETIONS_EQUAL_PARALLELISM)) is True:
         spec["completions"] = count
     return (spec.get("parallelism"), spec.get("completions")) != before
 

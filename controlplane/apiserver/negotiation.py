@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Final
 
 from controlplane.apiserver.errors import NotAcceptable
+from controlplane.gojson import parse_bool
 
 JSON: Final = "application/json"
 YAML: Final = "application/yaml"
@@ -62,5 +63,5 @@ _PRETTY_AGENTS: Final = ("curl", "Wget", "Mozilla/5.0")
 def pretty(asked: str | None, user_agent: str | None) -> bool:
     """kube's ``isPrettyPrint``: ``?pretty=`` when given (Go's ParseBool), else a human's client."""
     if asked:
-        return asked in ("1", "t", "T", "true", "TRUE", "True")
+        return parse_bool(asked) is True
     return bool(user_agent) and str(user_agent).startswith(_PRETTY_AGENTS)

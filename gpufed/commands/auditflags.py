@@ -25,17 +25,9 @@ from controlplane.apiserver.audit import (
     TruncateSettings,
     WebhookSettings,
 )
-from gpufed.argtypes import duration, positive_duration, positive_number, whole_number
+from gpufed.argtypes import duration, go_bool, positive_duration, positive_number, whole_number
 
 _TRUNCATE = TruncateSettings()
-
-
-def _go_bool(text: str) -> bool:
-    """A Go boolean flag's value (``--flag``, ``--flag=false``)."""
-    value = {"true": True, "t": True, "1": True, "false": False, "f": False, "0": False}.get(text.lower())
-    if value is None:
-        raise argparse.ArgumentTypeError(f"expected true or false, not {text!r}")
-    return value
 
 
 def _batch_flags(parser: argparse.ArgumentParser, plugin: str, defaults: BatchSettings) -> None:
@@ -53,7 +45,7 @@ def _batch_flags(parser: argparse.ArgumentParser, plugin: str, defaults: BatchSe
                         metavar="DURATION",
                         help=f"batch mode: send a batch that is not full after this long (default "
                              f"{defaults.max_wait_seconds:g}s{': at once' if not defaults.max_wait_seconds else ''})")
-    parser.add_argument(f"{prefix}-batch-throttle-enable", type=_go_bool, nargs="?", const=True,
+    parser.add_argument(f"{prefix}-batch-throttle-enable", type=go_bool, nargs="?", const=True,
                         default=defaults.throttle_enable, metavar="BOOL",
                         help=f"batch mode: limit the batches sent a second (default {str(defaults.throttle_enable).lower()})")
     parser.add_argument(f"{prefix}-batch-throttle-qps", type=positive_number("a number of batches a second"),
@@ -63,7 +55,7 @@ def _batch_flags(parser: argparse.ArgumentParser, plugin: str, defaults: BatchSe
                         metavar="N",
                         help=f"batch mode, throttled: batches sent at once after a quiet spell "
                              f"(default {defaults.throttle_burst})")
-    parser.add_argument(f"{prefix}-truncate-enabled", type=_go_bool, nargs="?", const=True, default=False,
+    parser.add_argument(f"{prefix}-truncate-enabled", type=go_bool, nargs="?", const=True, default=False,
                         metavar="BOOL",
                         help="drop the objects of events larger than the maximum, then the events still too large, "
                              "and split batches larger than theirs (default false)")
@@ -90,7 +82,7 @@ def add_audit_arguments(parser: argparse.ArgumentParser) -> None:
                         help="rotated audit logs to keep (default 0: all)")
     parser.add_argument("--audit-log-maxage", type=int, default=0, metavar="DAYS",
                         help="remove rotated audit logs older than this (default 0: never)")
-    parser.add_argument("--audit-log-compress", type=_go_bool, nargs="?", const=True, default=False, metavar="BOOL",
+    parser.add_argument("--audit-log-compress", type=go_bool, nargs="?", const=True, default=False, metavar="BOOL",
                         help="gzip the rotated audit logs (default false)")
     _batch_flags(parser, "log", LOG_BATCH)
     parser.add_argument("--audit-webhook-config-file", type=Path, metavar="FILE",

@@ -30,7 +30,7 @@ from controlplane.apiserver.watching import (
     WatchLimits,
 )
 from controlplane.reports.rollups import DEFAULT_BUCKET_SECONDS, check_bucket_seconds
-from gpufed.argtypes import parse_listen, positive_duration, positive_number, whole_number
+from gpufed.argtypes import go_bool, parse_listen, positive_duration, positive_number, whole_number
 from gpufed.commands.auditflags import add_audit_arguments, audit_config, audit_conflicts
 from gpufed.commands.kueueflags import (
     add_admission_fair_sharing_arguments,
@@ -93,15 +93,6 @@ _REMOVED_FLOWCONTROL_FLAGS = {
                                   "(kubectl edit prioritylevelconfiguration global-default)",
     "--flowcontrol-queue-wait-seconds": "nothing: a request waits at most 15 seconds for a seat, as in kube",
 }
-
-
-def _go_bool(text: str) -> bool:
-    """A boolean as Go's ``strconv.ParseBool`` reads it (kube's ``--flag=false``)."""
-    if text in ("1", "t", "T", "TRUE", "true", "True"):
-        return True
-    if text in ("0", "f", "F", "FALSE", "false", "False"):
-        return False
-    raise argparse.ArgumentTypeError(f"expected true or false, not {text!r}")
 
 
 def _removed(replacement: str) -> Callable[[str], Any]:
@@ -230,7 +221,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="authenticate clients by certificates this CA signed (user: the Common Name; groups: "
                              "the Organizations), as kube-apiserver's; default: the hub's own CA when it issues its "
                              "serving certificate, else no client certificates")
-    parser.add_argument("--anonymous-auth", type=_go_bool, nargs="?", const=True, default=True, metavar="true|false",
+    parser.add_argument("--anonymous-auth", type=go_bool, nargs="?", const=True, default=True, metavar="true|false",
                         help="kube-apiserver's: a request without credentials to /healthz, /livez, /readyz, /version "
                              "or the dashboard (/ui) is system:anonymous, which the default RBAC lets read them; false: "
                              "401 (the hub's CA, which joining agents fetch without credentials, stays anonymous; "
@@ -261,7 +252,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="failover: when more than 2 clusters and at least this fraction of the fleet are not "
                              "ready at once, hold evictions back; when none is ready, suspect the hub itself and "
                              "evict nothing (default 0.55, as kube's --unhealthy-zone-threshold)")
-    parser.add_argument("--allow-no-execute-taint-policy", type=_go_bool, nargs="?", const=True, default=False,
+    parser.add_argument("--allow-no-execute-taint-policy", type=go_bool, nargs="?", const=True, default=False,
                         metavar="true|false",
                         help="karmada-webhook's: admit ClusterTaintPolicies whose taints include NoExecute (a cluster "
                              "so tainted has its workloads evicted); false: refuse them (default false)")
@@ -342,7 +333,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         default=DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT, metavar="N",
                         help="kube's: added to --max-requests-inflight, the concurrency the priority levels "
                              f"share (default {DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT})")
-    parser.add_argument("--enable-priority-and-fairness", type=_go_bool, nargs="?", const=True, default=True,
+    parser.add_argument("--enable-priority-and-fairness", type=go_bool, nargs="?", const=True, default=True,
                         metavar="true|false",
                         help="kube's: limit requests by the FlowSchema and PriorityLevelConfiguration objects; "
                              "false: kube's max-in-flight limits instead, each flag its own (default true)")

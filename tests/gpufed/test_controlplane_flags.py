@@ -107,6 +107,22 @@ def test_bad_flag_values_are_refused(flag: str, value: str, why: str, capsys: py
     assert flag in err and why in err
 
 
+@pytest.mark.parametrize("flag", ["--anonymous-auth", "--enable-priority-and-fairness", "--audit-log-compress",
+                                  "--audit-webhook-truncate-enabled"])
+@pytest.mark.parametrize(("text", "value"), [("true", True), ("T", True), ("1", True), ("FALSE", False), ("f", False)])
+def test_boolean_flags_read_their_value_as_kubes_do(flag: str, text: str, value: bool) -> None:
+    assert getattr(parse(f"{flag}={text}"), flag[2:].replace("-", "_")) is value
+    assert getattr(parse(flag), flag[2:].replace("-", "_")) is True
+
+
+@pytest.mark.parametrize("flag", ["--anonymous-auth", "--audit-log-compress"])
+@pytest.mark.parametrize("text", ["tRUE", "yes", ""])
+def test_a_boolean_flag_refuses_what_go_does_not_read(flag: str, text: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        parse(f"{flag}={text}")
+    assert f"argument {flag}: expected true or false, not {text!r}" in capsys.readouterr().err
+
+
 def test_the_legacy_token_clean_up_period_has_kubes_name_and_default() -> None:
     assert parse().legacy_service_account_token_clean_up_period == dt.timedelta(days=365)
     assert parse("--legacy-service-account-token-clean-up-period", "2h").legacy_service_account_token_clean_up_period == (

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Final
 
 from controlplane.apis.untyped import Obj
+from controlplane.gojson import parse_bool
 
 API_VERSION: Final = "flowcontrol.apiserver.k8s.io/v1"
 AUTO_UPDATE_ANNOTATION: Final = "apf.kubernetes.io/autoupdate-spec"
@@ -149,15 +150,6 @@ def bootstrap_object(kind: str, name: str) -> Obj | None:
     return obj
 
 
-def _parsed_bool(value: Any) -> bool | None:
-    """Go's ``strconv.ParseBool`` (None: not a boolean)."""
-    if value in ("1", "t", "T", "TRUE", "true", "True"):
-        return True
-    if value in ("0", "f", "F", "FALSE", "false", "False"):
-        return False
-    return None
-
-
 def ensured(stored: Obj, *, mandatory: bool) -> Obj | None:
     """What kube's ensurer writes over ``stored`` (a bootstrap object's name), or None: nothing.
 
@@ -167,7 +159,7 @@ def ensured(stored: Obj, *, mandatory: bool) -> Obj | None:
     kind, name = stored.get("kind"), stored["metadata"]["name"]
     wanted = (FLOW_SCHEMAS if kind == "FlowSchema" else PRIORITY_LEVELS)[name]
     annotations = stored["metadata"].get("annotations") or {}
-    current = _parsed_bool(annotations.get(AUTO_UPDATE_ANNOTATION))
+    current = parse_bool(annotations.get(AUTO_UPDATE_ANNOTATION))
     if mandatory:
         auto_update = True
     elif current is not None:

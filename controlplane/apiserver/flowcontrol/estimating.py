@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from controlplane.apiserver.routing import RequestInfo
+from controlplane.gojson import parse_bool
 
 #: kube's ``DefaultWorkEstimatorConfig``: ``minimumSeats``, ``maximumSeatsLimit`` (of LISTs and
 #: writes alike), ``objectsPerSeat``, ``watchesPerSeat`` and ``eventAdditionalDuration``.
@@ -40,8 +41,6 @@ EVENT_ADDITIONAL_SECONDS: Final = 0.005
 #: kube's ``priorityLevelMaxSeatsPercent``.
 LEVEL_MAX_SEATS_FRACTION: Final = 0.15
 _MUTATING: Final = frozenset({"create", "update", "patch", "delete"})
-#: Go's ``strconv.ParseBool`` true values (a query's booleans).
-_GO_TRUE: Final = frozenset({"1", "t", "T", "true", "TRUE", "True"})
 
 #: The objects a resource (group, plural) holds; None: not known.
 ObjectCount = Callable[[str, str], int | None]
@@ -152,7 +151,7 @@ def request_estimate(
     if info.verb in ("list", "watch"):
         if requested_name(info, query) is not None or objects is None:
             return ONE_SEAT
-        if info.verb == "watch" and query.get("sendInitialEvents") not in _GO_TRUE:
+        if info.verb == "watch" and parse_bool(query.get("sendInitialEvents")) is not True:
             return ONE_SEAT
         stored = objects(info.group, info.resource)
         return WorkEstimate(list_seats(stored, query, maximum=maximum, from_cache=info.verb == "watch"))
