@@ -502,8 +502,8 @@ class ResourceHandlers:
     ) -> web.StreamResponse:
         body = await self.body(request, kind=rt.kind)
         warnings = request_warnings(request)
-        updated = await self._objects.update(
-            rt, body, namespace=info.namespace, name=info.name, subresource=subresource, handed_over=True,
+        updated = await self._objects.update_handed_over(
+            rt, body, namespace=info.namespace, name=info.name, subresource=subresource,
             **self.write_args(request, warnings),
         )
         return json_response(updated, warnings=warnings)

@@ -215,19 +215,32 @@ class ObjectStore:
         namespace: str | None = None,
         name: str | None = None,
         subresource: str | None = None,
-        handed_over: bool = False,
         **options: Unpack[WriteArgs],
     ) -> dict[str, Any]:
         """Replace ``obj`` (CAS on ``metadata.resourceVersion`` when given).
 
         For kinds with a status subresource the main resource keeps the stored
-        ``.status``; ``subresource="status"`` changes only ``.status``. ``handed_over``: ``obj``
-        is the caller's no more (the HTTP layer's freshly parsed request body) and is changed in
-        place instead of copied.
+        ``.status``; ``subresource="status"`` changes only ``.status``.
         """
         return await self._writer.update(
+            rt, obj, namespace=namespace, name=name, subresource=subresource, options=WriteOptions(**options)
+        )
+
+    async def update_handed_over(
+        self,
+        rt: ResourceType,
+        obj: dict[str, Any],
+        *,
+        namespace: str | None = None,
+        name: str | None = None,
+        subresource: str | None = None,
+        **options: Unpack[WriteArgs],
+    ) -> dict[str, Any]:
+        """:meth:`update` for the HTTP layer: ``obj`` is handed over (a freshly parsed request
+        body) and changed in place instead of copied."""
+        return await self._writer.update(
             rt, obj, namespace=namespace, name=name, subresource=subresource, options=WriteOptions(**options),
-            handed_over=handed_over,
+            handed_over=True,
         )
 
     async def update_status(self, rt: ResourceType, obj: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
