@@ -2,14 +2,16 @@
 faithful rule its scheduler applies.
 
 kube's scheduler (the DynamicResources plugin) places a pod with claims only on a node where the
-DRA driver can allocate every request; NVIDIA's driver publishes one device per GPU of the node. The
-simulator keeps that rule for NVIDIA's whole-GPU class: a pod's claims of ``gpu.nvidia.com`` need
-that many GPUs free on the one node it lands on (``All``: :data:`~controlplane.apis.dra.ALL_DEVICES_ESTIMATE`),
-of the model a ``productName`` equality selector names (:mod:`controlplane.apis.dra`), and hold them
-while it runs, as a device-plugin request of ``nvidia.com/gpu`` does. A pod naming a template or
-claim the member does not hold stays Pending (kube's resourceclaim controller cannot create its
-claim), and is looked at again when one arrives. Requests of other classes (MIG devices, NICs) are
-not simulated: no driver publishes ResourceSlices here, so they place as if satisfied.
+DRA driver can allocate every request; NVIDIA's driver publishes one device per GPU of the node, and
+one per MIG device. The simulator keeps that rule for NVIDIA's two classes: a pod's claims of
+``gpu.nvidia.com`` need that many GPUs free on the one node it lands on (``All``:
+:data:`~controlplane.apis.dra.ALL_DEVICES_ESTIMATE`), its claims of ``mig.nvidia.com`` whose
+selector pins a profile that many slices of the profile (as ``nvidia.com/mig-<profile>``), of the
+model a ``productName`` equality selector names (:mod:`controlplane.apis.dra`), and hold them while
+it runs, as a device-plugin request does. A pod naming a template or claim the member does not hold
+stays Pending (kube's resourceclaim controller cannot create its claim), and is looked at again
+when one arrives. Requests of other classes (NICs), and MIG requests that leave the profile open,
+are not simulated: no driver publishes ResourceSlices here, so they place as if satisfied.
 
 In: the member's ``ObjectClient``. Out: pods as the scheduler reads them (None: wait). The
 informers run with the cluster's others.

@@ -1,36 +1,52 @@
-"""What a pod's Dynamic Resource Allocation claims ask of NVIDIA GPUs, written once for the hub and the
-simulated members.
+"""What a pod's Dynamic Resource Allocation claims ask of NVIDIA GPUs, and what they hold, written
+once for the hub, the agent, the simulated members and the reports.
 
 A pod asks for devices through ``spec.resourceClaims[]``: each entry names a ResourceClaimTemplate
 (``resourceClaimTemplateName``: one claim per pod) or a ResourceClaim (``resourceClaimName``: one
 claim the pods share), and the claim's ``spec.devices.requests`` say how many devices of which
-DeviceClass. gpufed acts on the requests for whole NVIDIA GPUs:
+DeviceClass. gpufed acts on the requests for NVIDIA's two classes (k8s-dra-driver-gpu's chart
+installs both on every cluster it runs on; its driver is ``gpu.nvidia.com``):
 
-* a request counts when its ``deviceClassName`` is :data:`GPU_DEVICE_CLASS` (``gpu.nvidia.com``,
-  the class NVIDIA's DRA driver publishes for whole GPUs: ``device.attributes['gpu.nvidia.com'].type
-  == 'gpu'``). Other classes (``mig.nvidia.com``, a NIC's) are left to the member: they add nothing
-  the hub places;
-* ``allocationMode: ExactCount`` counts ``count`` GPUs (1 when unset, as kube defaults it);
+* :data:`GPU_DEVICE_CLASS` (``gpu.nvidia.com``, whole GPUs: ``device.attributes['gpu.nvidia.com'].type
+  == 'gpu'``) counts as ``nvidia.com/gpu``;
+* :data:`MIG_DEVICE_CLASS` (``mig.nvidia.com``, MIG devices: ``type == 'mig'``) counts as the MIG
+  profile's device-plugin resource (``nvidia.com/mig-1g.10gb``) when a selector pins the profile
+  (``device.attributes['gpu.nvidia.com'].profile == '1g.10gb'``, the attribute NVIDIA's driver
+  publishes on each MIG device); a MIG request that leaves the profile open counts nothing before
+  it is allocated (which slice it gets is the member's choice). Other classes (a NIC's) are left
+  to the member: they add nothing the hub places;
+* ``allocationMode: ExactCount`` counts ``count`` devices (1 when unset, as kube defaults it);
   ``All`` (every matching device of the node the pod lands on) counts :data:`ALL_DEVICES_ESTIMATE`
   GPUs, an 8-GPU HGX board, the nodes DRA GPU work is written for: the hub cannot know which node a
   member will pick, and 8 keeps such a pod from being packed beside others;
-* a ``firstAvailable`` request counts its first subrequest that asks for the GPU class (kube tries
-  them in order; the first is what the author prefers);
+* a ``firstAvailable`` request counts its first subrequest that asks for one of the two classes
+  (kube tries them in order; the first is what the author prefers);
 * a CEL selector of the simple equality form ``device.attributes['gpu.nvidia.com'].productName ==
   'NVIDIA H100 80GB HBM3'`` (either quote, either operand order, alone or as one conjunct of
-  ``&&``) restricts the GPU model: it becomes the node selector ``nvidia.com/gpu.product`` with the
-  name as GPU Feature Discovery labels it (spaces as dashes: ``NVIDIA-H100-80GB-HBM3``). Any other
-  expression (``||``, ``in``, ``matches``, a capacity comparison) leaves the model open.
+  ``&&``) restricts the GPU model (of a MIG device: its parent's, which the driver publishes as
+  the MIG device's ``productName``): it becomes the node selector ``nvidia.com/gpu.product`` with
+  the name as GPU Feature Discovery labels it (spaces as dashes: ``NVIDIA-H100-80GB-HBM3``). Any
+  other expression (``||``, ``in``, ``matches``, a capacity comparison) leaves the model open; the
+  ``profile`` equality is read the same way.
+
+A claim the member has allocated says what it holds: :func:`allocated_devices` counts the
+``status.allocation.devices.results`` of driver ``gpu.nvidia.com`` by the device names NVIDIA's
+driver publishes (``gpu-<minor>`` a whole GPU, ``gpu-vfio-<n>`` one passed through whole,
+``gpu-<minor>-mig-<profile>-<profile id>-<placement>`` a MIG device, the profile with its dots
+dropped: ``1g10gb``), and by its request's class when a name is not one of those. A pod on a member
+(:func:`pod_claimed_resources`) then counts its claims' allocated devices, and a claim not
+allocated yet (or a template's claim not created yet) what its requests ask.
 
 A claim shared through ``resourceClaimName`` is counted for every pod that names it, as a claim per
 pod is: the hub places replicas, and a shared claim's devices sit on one node anyway.
 
-:func:`with_claimed_gpus` turns a pod spec's claims into the ``nvidia.com/gpu`` requests and
-product selector they stand for, so the interpreter's replica requirements (the hub's feasibility
-and division) and the simulated member's scheduler read DRA GPU work as they read device-plugin
-requests. It writes only a copy that is read, never the object sent to a member.
+:func:`with_claimed_gpus` turns a pod spec's claims into the ``nvidia.com/gpu`` and MIG requests
+and product selector they stand for, so the interpreter's replica requirements (the hub's
+feasibility and division) and the simulated member's scheduler read DRA GPU work as they read
+device-plugin requests. It writes only a copy that is read, never the object sent to a member.
 
-In: pod specs and claim specs as plain dicts. Out: :class:`ClaimedGpus`, rewritten copies. Pure.
+In: pod specs, pods, claims and claim specs as plain dicts. Out: :class:`ClaimedGpus`, resource
+amounts, rewritten copies. Pure.
 """
 
 from __future__ import annotations
@@ -38,23 +54,37 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
-from controlplane.apis.constants import LABEL_GPU_PRODUCT, RESOURCE_GPU
+from controlplane.apis.constants import LABEL_GPU_PRODUCT, RESOURCE_GPU, RESOURCE_MIG_PREFIX
 
 #: The DeviceClass of whole GPUs NVIDIA's DRA driver (k8s-dra-driver-gpu) installs.
 GPU_DEVICE_CLASS: Final = "gpu.nvidia.com"
+#: The DeviceClass of MIG devices the same driver installs.
+MIG_DEVICE_CLASS: Final = "mig.nvidia.com"
+#: The driver name NVIDIA's GPU and MIG devices are published (and allocated) under.
+GPU_DRIVER: Final = "gpu.nvidia.com"
 #: What an ``All`` request of the GPU class is counted as (see the module docstring).
 ALL_DEVICES_ESTIMATE: Final = 8
 RESOURCE_API_VERSION: Final = "resource.k8s.io/v1"
 
 _QUOTED = r"""(?:'([^'\\]*)'|"([^"\\]*)")"""
-_ATTRIBUTE = r"""device\.attributes\[\s*(?:'gpu\.nvidia\.com'|"gpu\.nvidia\.com")\s*\]\.productName"""
-_PRODUCT_EQUALS: Final = (
-    re.compile(rf"^\s*{_ATTRIBUTE}\s*==\s*{_QUOTED}\s*$"),
-    re.compile(rf"^\s*{_QUOTED}\s*==\s*{_ATTRIBUTE}\s*$"),
-)
+
+
+def _equality(attribute: str) -> tuple[re.Pattern[str], ...]:
+    """``device.attributes['gpu.nvidia.com'].<attribute> == '<value>'``, in either operand order."""
+    name = rf"""device\.attributes\[\s*(?:'gpu\.nvidia\.com'|"gpu\.nvidia\.com")\s*\]\.{attribute}"""
+    return (re.compile(rf"^\s*{name}\s*==\s*{_QUOTED}\s*$"), re.compile(rf"^\s*{_QUOTED}\s*==\s*{name}\s*$"))
+
+
+_PRODUCT_EQUALS: Final = _equality("productName")
+_PROFILE_EQUALS: Final = _equality("profile")
+#: The device names NVIDIA's driver publishes: a whole GPU, one passed through to a VM, a MIG device.
+_WHOLE_GPU_NAME: Final = re.compile(r"^gpu-(?:vfio-)?\d+$")
+_MIG_NAME: Final = re.compile(r"^gpu-\d+-mig-(.+)-\d+-\d+$")
+#: A profile as the MIG device's name carries it (dots dropped, ``+`` as ``-``): ``1g10gb``, ``1g10gb-me``.
+_NAMED_PROFILE: Final = re.compile(r"^(\d+)g(\d+)gb(-me)?$")
 
 #: The spec of a claim template (its ``spec.spec``) or a claim (its ``spec``) by kind and name in the
 #: pod's namespace; None: not known (not created yet).
@@ -66,22 +96,53 @@ CLAIM: Final = "ResourceClaim"
 
 @dataclass(frozen=True, slots=True)
 class ClaimedGpus:
-    """The whole NVIDIA GPUs one pod's claims ask for, and the model they pin (None: any)."""
+    """The whole NVIDIA GPUs one pod's claims ask for, the MIG devices by profile, and the model
+    they pin (None: any)."""
 
     count: int = 0
     product: str | None = None
+    mig: Mapping[str, int] = field(default_factory=dict)
+
+    def resources(self) -> dict[str, int]:
+        """The device-plugin resources these devices stand for (``nvidia.com/gpu``, ``nvidia.com/mig-<profile>``)."""
+        out = {mig_resource(profile): amount for profile, amount in self.mig.items() if amount > 0}
+        if self.count > 0:
+            out[RESOURCE_GPU] = self.count
+        return out
+
+    def plus(self, other: ClaimedGpus) -> ClaimedGpus:
+        """Both counts together (the first product named wins)."""
+        mig = dict(self.mig)
+        for profile, amount in other.mig.items():
+            mig[profile] = mig.get(profile, 0) + amount
+        return ClaimedGpus(self.count + other.count, self.product or other.product, mig)
+
+
+def mig_resource(profile: str) -> str:
+    """The device plugin's resource of a MIG profile (its ``mixed`` strategy): ``nvidia.com/mig-1g.10gb``."""
+    return f"{RESOURCE_MIG_PREFIX}{profile}"
+
+
+def _equal_to(expression: str, patterns: tuple[re.Pattern[str], ...]) -> str | None:
+    if "||" in expression or "?" in expression:
+        return None  # a disjunction or a conditional may not pin the value
+    for term in expression.split("&&"):
+        for pattern in patterns:
+            if found := pattern.match(term):
+                return next(group for group in found.groups() if group is not None)
+    return None
 
 
 def product_of_selector(expression: str) -> str | None:
     """The GPU model a CEL selector pins, when it is the simple equality form (or a ``&&`` of terms
     one of which is); None otherwise."""
-    if "||" in expression or "?" in expression:
-        return None  # a disjunction or a conditional may not pin the model
-    for term in expression.split("&&"):
-        for pattern in _PRODUCT_EQUALS:
-            if found := pattern.match(term):
-                return next(group for group in found.groups() if group is not None)
-    return None
+    return _equal_to(expression, _PRODUCT_EQUALS)
+
+
+def profile_of_selector(expression: str) -> str | None:
+    """The MIG profile a CEL selector pins (``device.attributes['gpu.nvidia.com'].profile ==
+    '1g.10gb'``, read as :func:`product_of_selector` reads the model); None otherwise."""
+    return _equal_to(expression, _PROFILE_EQUALS)
 
 
 def product_label(product: str) -> str:
@@ -98,68 +159,146 @@ def _items(value: Any) -> Iterator[Mapping[str, Any]]:
         yield from (item for item in value if isinstance(item, Mapping))
 
 
+def _selected(request: Mapping[str, Any], read: Callable[[str], str | None]) -> str | None:
+    """The first value ``read`` finds in one of a request's CEL selectors."""
+    for selector in _items(request.get("selectors")):
+        expression = _mapping(selector.get("cel")).get("expression")
+        if isinstance(expression, str) and (value := read(expression)) is not None:
+            return value
+    return None
+
+
 def _exact_gpus(request: Mapping[str, Any]) -> ClaimedGpus | None:
-    """What one exact request (or subrequest) of the GPU class asks; None for another class."""
-    if request.get("deviceClassName") != GPU_DEVICE_CLASS:
+    """What one exact request (or subrequest) of NVIDIA's GPU or MIG class asks; None for another class."""
+    device_class = request.get("deviceClassName")
+    if device_class not in (GPU_DEVICE_CLASS, MIG_DEVICE_CLASS):
         return None
     if request.get("allocationMode") == "All":
         count = ALL_DEVICES_ESTIMATE
     else:
         raw = request.get("count")
         count = raw if isinstance(raw, int) and not isinstance(raw, bool) and raw > 0 else 1
-    product = None
-    for selector in _items(request.get("selectors")):
-        expression = _mapping(selector.get("cel")).get("expression")
-        if isinstance(expression, str) and (product := product_of_selector(expression)) is not None:
-            break
-    return ClaimedGpus(count, product)
+    product = _selected(request, product_of_selector)
+    if device_class == GPU_DEVICE_CLASS:
+        return ClaimedGpus(count, product)
+    profile = _selected(request, profile_of_selector)
+    return ClaimedGpus(0, product, {profile: count} if profile is not None else {})
+
+
+def _requests(claim_spec: Mapping[str, Any] | None) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """Each request of a claim spec that counts, by the name an allocation result gives it (``<request>``,
+    ``<request>/<subrequest>`` for the ``firstAvailable`` subrequest that counts), with what it asks."""
+    for request in _items(_mapping(_mapping(claim_spec).get("devices")).get("requests")):
+        name = str(request.get("name") or "")
+        if (exactly := request.get("exactly")) is not None:
+            yield name, _mapping(exactly)
+        else:
+            for sub in _items(request.get("firstAvailable")):
+                if _exact_gpus(sub) is not None:
+                    yield f"{name}/{sub.get('name') or ''}", sub
+                    break
 
 
 def claim_spec_gpus(claim_spec: Mapping[str, Any] | None) -> ClaimedGpus:
-    """The GPUs of one claim spec: the sum of its requests of the GPU class (the first product named wins)."""
-    count, product = 0, None
-    for request in _items(_mapping(_mapping(claim_spec).get("devices")).get("requests")):
-        found = None
-        if (exactly := request.get("exactly")) is not None:
-            found = _exact_gpus(_mapping(exactly))
-        else:
-            found = next((g for sub in _items(request.get("firstAvailable")) if (g := _exact_gpus(sub))), None)
-        if found is not None:
-            count += found.count
-            product = product or found.product
-    return ClaimedGpus(count, product)
+    """The devices of one claim spec: the sum of its requests of NVIDIA's classes (the first product named wins)."""
+    total = ClaimedGpus()
+    for _name, request in _requests(claim_spec):
+        if (found := _exact_gpus(request)) is not None:
+            total = total.plus(found)
+    return total
 
 
 def pod_claimed_gpus(pod_spec: Mapping[str, Any] | None, lookup: ClaimLookup) -> ClaimedGpus:
-    """The GPUs all of a pod spec's ``resourceClaims`` ask for (claims not known yet count nothing)."""
-    count, product = 0, None
+    """The devices all of a pod spec's ``resourceClaims`` ask for (claims not known yet count nothing)."""
+    total = ClaimedGpus()
     for entry in _items(_mapping(pod_spec).get("resourceClaims")):
         if isinstance(name := entry.get("resourceClaimTemplateName"), str) and name:
-            found = claim_spec_gpus(lookup(TEMPLATE, name))
+            total = total.plus(claim_spec_gpus(lookup(TEMPLATE, name)))
         elif isinstance(name := entry.get("resourceClaimName"), str) and name:
-            found = claim_spec_gpus(lookup(CLAIM, name))
-        else:
-            continue
-        count += found.count
-        product = product or found.product
-    return ClaimedGpus(count, product)
+            total = total.plus(claim_spec_gpus(lookup(CLAIM, name)))
+    return total
+
+
+def _named_profile(device: str) -> str | None:
+    """The MIG profile a device name of NVIDIA's driver carries (``gpu-0-mig-1g10gb-19-0``: ``1g.10gb``)."""
+    if (mig := _MIG_NAME.match(device)) is None or (found := _NAMED_PROFILE.match(mig.group(1))) is None:
+        return None
+    return f"{found.group(1)}g.{found.group(2)}gb" + ("+me" if found.group(3) else "")
+
+
+def allocated_devices(claim: Mapping[str, Any]) -> ClaimedGpus | None:
+    """What an allocated ResourceClaim holds of NVIDIA's driver (``status.allocation.devices.results``,
+    read as the module docstring says); None when the claim is not allocated."""
+    allocation = _mapping(_mapping(claim.get("status")).get("allocation"))
+    if not allocation:
+        return None
+    requests = dict(_requests(_mapping(claim.get("spec"))))
+    total = ClaimedGpus()
+    for result in _items(_mapping(allocation.get("devices")).get("results")):
+        device = str(result.get("device") or "")
+        if result.get("driver") != GPU_DRIVER or result.get("adminAccess") is True:
+            continue  # another driver's device, or one only watched (admin access holds nothing)
+        if _WHOLE_GPU_NAME.match(device):
+            total = total.plus(ClaimedGpus(1))
+        elif (profile := _named_profile(device)) is not None:
+            total = total.plus(ClaimedGpus(0, None, {profile: 1}))
+        elif (asked := requests.get(str(result.get("request") or ""))) is not None and (
+            found := _exact_gpus(asked)
+        ) is not None:  # a name of another form: the request's class and profile say what it is
+            total = total.plus(ClaimedGpus(1) if found.count else ClaimedGpus(0, None, {p: 1 for p in found.mig}))
+    return total
+
+
+#: A member's claim or claim template by kind (:data:`CLAIM`, :data:`TEMPLATE`), namespace and name,
+#: the whole object; None: not known.
+ObjectLookup = Callable[[str, str, str], Mapping[str, Any] | None]
+
+
+def pod_claimed_resources(pod: Mapping[str, Any], lookup: ObjectLookup) -> dict[str, int]:
+    """The device-plugin resources a pod's DRA claims stand for on a member: each claim's allocated
+    devices (:func:`allocated_devices`), or, while it is not allocated, what its requests ask; the
+    claim of a template entry is the one ``status.resourceClaimStatuses`` names (kube's resourceclaim
+    controller's; an entry there without a claim name needs none), or, before that controller has
+    made it, the template's."""
+    spec, status = _mapping(pod.get("spec")), _mapping(pod.get("status"))
+    namespace = str(_mapping(pod.get("metadata")).get("namespace") or "default")
+    generated = {
+        str(entry.get("name")): str(entry.get("resourceClaimName") or "")
+        for entry in _items(status.get("resourceClaimStatuses"))
+    }
+    total = ClaimedGpus()
+    for entry in _items(spec.get("resourceClaims")):
+        template = entry.get("resourceClaimTemplateName")
+        if template and generated.get(str(entry.get("name"))) == "":
+            continue  # the controller found no claim needed (kube: the entry "can be ignored")
+        name = entry.get("resourceClaimName") or generated.get(str(entry.get("name")))
+        claim = lookup(CLAIM, namespace, str(name)) if name else None
+        if claim is not None:
+            held = allocated_devices(claim)
+            total = total.plus(held if held is not None else claim_spec_gpus(_mapping(claim.get("spec"))))
+        elif isinstance(template, str) and template and (found := lookup(TEMPLATE, namespace, template)) is not None:
+            total = total.plus(claim_spec_gpus(_mapping(_mapping(found.get("spec")).get("spec"))))
+    return total.resources()
 
 
 def _with_gpus_in_place(pod_spec: dict[str, Any], claimed: ClaimedGpus) -> None:
-    """Adds ``claimed`` to the first container's GPU requests and limits, and pins its product."""
+    """Adds ``claimed`` to the first container's GPU and MIG requests and limits, and pins its product."""
     containers = [c for c in pod_spec.get("containers") or () if isinstance(c, dict)]
-    if not containers or claimed.count <= 0:
+    amounts_claimed = claimed.resources()
+    if not containers or not amounts_claimed:
         return
     resources = containers[0].setdefault("resources", {})
     parts = {part: resources.get(part) if isinstance(resources.get(part), dict) else {} for part in ("requests", "limits")}
-    # An extended resource's request is its limit (kube defaults it so): the claimed GPUs add to that.
-    held = parts["requests"].get(RESOURCE_GPU, parts["limits"].get(RESOURCE_GPU, 0))
-    try:
-        total = int(str(held)) + claimed.count
-    except ValueError:
-        total = claimed.count
+    for resource, amount in amounts_claimed.items():
+        # An extended resource's request is its limit (kube defaults it so): the claimed devices add to that.
+        held = parts["requests"].get(resource, parts["limits"].get(resource, 0))
+        try:
+            total = int(str(held)) + amount
+        except ValueError:
+            total = amount
+        for amounts in parts.values():
+            amounts[resource] = str(total)
     for part, amounts in parts.items():
-        amounts[RESOURCE_GPU] = str(total)
         resources[part] = amounts
     if claimed.product is not None:
         selector = pod_spec.get("nodeSelector")
@@ -170,8 +309,8 @@ def _with_gpus_in_place(pod_spec: dict[str, Any], claimed: ClaimedGpus) -> None:
 
 def with_claimed_gpus(obj: Mapping[str, Any], lookup: ClaimLookup) -> dict[str, Any]:
     """A copy of ``obj`` (a workload, a pod or a pod spec) in which every pod spec with DRA claims of
-    the GPU class asks for those GPUs as ``nvidia.com/gpu`` (its first container) and, when a
-    selector pins the model, selects ``nvidia.com/gpu.product``. ``obj`` itself is never changed;
+    NVIDIA's classes asks for those devices as ``nvidia.com/gpu`` and ``nvidia.com/mig-<profile>``
+    (its first container) and, when a selector pins the model, selects ``nvidia.com/gpu.product``. ``obj`` itself is never changed;
     a pod spec without claims is left as it is."""
     out = copy.deepcopy(dict(obj))
 

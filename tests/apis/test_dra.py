@@ -1,6 +1,6 @@
 """What a pod's DRA claims ask of NVIDIA GPUs (controlplane.apis.dra): the count the hub places by and
-the simulated member schedules by, the model a CEL selector pins, and the claim templates and claims
-a pod template depends on."""
+the simulated member schedules by, the model and MIG profile a CEL selector pins, what an allocated
+claim holds, and the claim templates and claims a pod template depends on."""
 
 from __future__ import annotations
 
@@ -11,9 +11,12 @@ import pytest
 from controlplane.apis.dra import (
     ALL_DEVICES_ESTIMATE,
     ClaimedGpus,
+    allocated_devices,
     claim_spec_gpus,
     pod_claimed_gpus,
+    pod_claimed_resources,
     product_of_selector,
+    profile_of_selector,
     with_claimed_gpus,
 )
 from controlplane.interpreter import interpreter_for
@@ -21,6 +24,7 @@ from controlplane.interpreter.dependencies import Dependency, pod_template_depen
 from controlplane.interpreter.shape import malformed
 
 H100 = "device.attributes['gpu.nvidia.com'].productName == 'NVIDIA H100 80GB HBM3'"
+MIG_3G = 'device.attributes["gpu.nvidia.com"].profile == "3g.40gb"'
 
 
 def spec(*requests: dict[str, Any]) -> dict[str, Any]:
@@ -38,14 +42,18 @@ def exactly(name: str = "gpu", **fields: Any) -> dict[str, Any]:
     (spec(exactly(allocationMode="All")), ClaimedGpus(ALL_DEVICES_ESTIMATE)),
     (spec(exactly("a", count=2), exactly("b", count=3)), ClaimedGpus(5)),
     (spec({"name": "mig", "exactly": {"deviceClassName": "mig.nvidia.com", "count": 2}}), ClaimedGpus(0)),
+    (spec({"name": "mig", "exactly": {"deviceClassName": "mig.nvidia.com", "count": 2,
+                                      "selectors": [{"cel": {"expression": f"{MIG_3G} && {H100}"}}]}}),
+     ClaimedGpus(0, "NVIDIA H100 80GB HBM3", {"3g.40gb": 2})),
+    (spec({"name": "nic", "exactly": {"deviceClassName": "dranet.net", "count": 2}}), ClaimedGpus(0)),
     (spec({"name": "gpu", "firstAvailable": [
         {"name": "nic", "deviceClassName": "dranet.net"},
         {"name": "two", "deviceClassName": "gpu.nvidia.com", "count": 2},
     ]}), ClaimedGpus(2)),
     (spec(exactly(selectors=[{"cel": {"expression": H100}}])), ClaimedGpus(1, "NVIDIA H100 80GB HBM3")),
     (None, ClaimedGpus(0)),
-], ids=["default-one", "count", "exact-count", "all", "two-requests", "other-class", "first-available", "product",
-        "absent"])
+], ids=["default-one", "count", "exact-count", "all", "two-requests", "mig-profile-open", "mig-profile",
+        "other-class", "first-available", "product", "absent"])
 def test_a_claim_counts_its_whole_gpus(claim: dict[str, Any] | None, expected: ClaimedGpus) -> None:
     assert claim_spec_gpus(claim) == expected
 
@@ -119,3 +127,75 @@ def test_a_claim_template_reads_as_a_well_formed_object() -> None:
     template = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", "metadata": {"name": "t"},
                 "spec": {"spec": TEMPLATES[("ResourceClaimTemplate", "four")]}}
     assert malformed(template) is None
+
+
+def test_a_mig_profile_selector_reads_as_the_product_selector_does() -> None:
+    assert profile_of_selector(MIG_3G) == "3g.40gb"
+    assert profile_of_selector(f"device.driver == 'gpu.nvidia.com' && {MIG_3G}") == "3g.40gb"
+    assert profile_of_selector(f"{MIG_3G} || device.attributes['gpu.nvidia.com'].profile == '1g.10gb'") is None
+    assert profile_of_selector(H100) is None
+
+
+def allocated(claim_spec: dict[str, Any], *results: dict[str, Any]) -> dict[str, Any]:
+    return {"spec": claim_spec, "status": {"allocation": {"devices": {"results": list(results)}}}}
+
+
+def result(device: str, request: str = "gpu", driver: str = "gpu.nvidia.com", **extra: Any) -> dict[str, Any]:
+    return {"request": request, "driver": driver, "pool": "node-1", "device": device, **extra}
+
+
+@pytest.mark.parametrize(("claim", "expected"), [
+    (allocated(spec(exactly(allocationMode="All")), result("gpu-0"), result("gpu-1"), result("gpu-2")), {"nvidia.com/gpu": 3}),
+    (allocated(spec(exactly()), result("gpu-vfio-0")), {"nvidia.com/gpu": 1}),
+    (allocated(spec({"name": "mig", "exactly": {"deviceClassName": "mig.nvidia.com", "count": 3}}),
+               result("gpu-0-mig-1g10gb-19-0", "mig"), result("gpu-0-mig-1g10gb-19-1", "mig"),
+               result("gpu-1-mig-1g10gb-me-20-6", "mig")),
+     {"nvidia.com/mig-1g.10gb": 2, "nvidia.com/mig-1g.10gb+me": 1}),
+    (allocated(spec(exactly()), result("nic-0", driver="dra.net"), result("gpu-3", adminAccess=True)), {}),
+    (allocated(spec({"name": "gpu", "firstAvailable": [
+        {"name": "big", "deviceClassName": "gpu.nvidia.com", "count": 2},
+        {"name": "slice", "deviceClassName": "mig.nvidia.com", "selectors": [{"cel": {"expression": MIG_3G}}]},
+    ]}), result("gpu-7", "gpu/big")), {"nvidia.com/gpu": 1}),
+    (allocated(spec(exactly()), result("h100-a", "gpu")), {"nvidia.com/gpu": 1}),
+], ids=["all-on-a-3-gpu-node", "passed-through", "mig-by-name", "other-driver-and-admin-access", "first-available",
+        "unknown-name-by-class"])
+def test_an_allocated_claim_counts_the_devices_it_holds(claim: dict[str, Any], expected: dict[str, int]) -> None:
+    held = allocated_devices(claim)
+    assert held is not None and held.resources() == expected
+
+
+def test_a_claim_not_allocated_holds_nothing_yet() -> None:
+    assert allocated_devices({"spec": spec(exactly(count=2))}) is None
+
+
+def test_a_mig_claim_reads_as_its_profiles_device_plugin_request() -> None:
+    templates = {("ResourceClaimTemplate", "slice"): spec({"name": "mig", "exactly": {
+        "deviceClassName": "mig.nvidia.com", "selectors": [{"cel": {"expression": MIG_3G}}]}})}
+    workload = deployment({"name": "mig", "resourceClaimTemplateName": "slice"})
+    interpreter = interpreter_for("apps/v1", "Deployment")
+    assert interpreter is not None
+    requirements = interpreter.replica_requirements(with_claimed_gpus(workload, lambda k, n: templates.get((k, n))))
+    assert requirements.gpu_resources == {"nvidia.com/mig-3g.40gb": 1}
+
+
+def test_a_pod_on_a_member_counts_its_claims_allocation_else_their_requests() -> None:
+    member = {
+        ("ResourceClaimTemplate", "two"): {"spec": {"spec": spec(exactly(count=2))}},
+        ("ResourceClaim", "p-gpu-ab12c"): allocated(spec(exactly(count=2)), result("gpu-4"), result("gpu-5")),
+        ("ResourceClaim", "shared"): {"spec": spec(exactly(count=1))},
+    }
+    pod = {"metadata": {"namespace": "ml"}, "spec": {"resourceClaims": [
+        {"name": "gpu", "resourceClaimTemplateName": "two"},
+        {"name": "none", "resourceClaimTemplateName": "two"},
+        {"name": "later", "resourceClaimTemplateName": "two"},
+        {"name": "shared", "resourceClaimName": "shared"},
+    ]}, "status": {"resourceClaimStatuses": [{"name": "gpu", "resourceClaimName": "p-gpu-ab12c"}, {"name": "none"}]}}
+    seen: list[str] = []
+
+    def lookup(kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+        seen.append(namespace)
+        return member.get((kind, name))
+
+    # 2 allocated, "none" needs no claim, "later" counts its template's 2 before its claim is made, 1 shared.
+    assert pod_claimed_resources(pod, lookup) == {"nvidia.com/gpu": 5}
+    assert set(seen) == {"ml"}

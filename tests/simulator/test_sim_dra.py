@@ -1,6 +1,7 @@
 """A simulated member runs pods that ask for GPUs through DRA claims: a claim of NVIDIA's GPU class
-needs that many GPUs on one node (of the model a productName selector names), and a pod naming a
-template the member does not hold yet waits for it."""
+needs that many GPUs on one node (of the model a productName selector names), a claim of its MIG
+class that pins a profile a slice of that profile, and a pod naming a template the member does not
+hold yet waits for it."""
 
 from __future__ import annotations
 
@@ -22,8 +23,8 @@ async def sim() -> AsyncIterator[Sim]:
         yield value
 
 
-def template(name: str, count: int, selector: str | None = None) -> dict[str, Any]:
-    exactly: dict[str, Any] = {"deviceClassName": "gpu.nvidia.com", "count": count}
+def template(name: str, count: int, selector: str | None = None, device_class: str = "gpu.nvidia.com") -> dict[str, Any]:
+    exactly: dict[str, Any] = {"deviceClassName": device_class, "count": count}
     if selector:
         exactly["selectors"] = [{"cel": {"expression": selector}}]
     return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
@@ -79,3 +80,26 @@ async def test_a_product_selector_places_on_that_model_and_a_missing_template_wa
     assert await node_of(sim, "pinned") is None
     await sim.create(template("one-h100", 1, PINNED))
     assert (await sim.until(lambda: node_of(sim, "pinned"))).startswith("c-h100-")
+
+
+MIG = {"name": "mig", "count": 1, "cpu": 64, "memoryGiB": 512, "gpu": {
+    "product": "NVIDIA-H100-80GB-HBM3", "count": 1, "mig": {"strategy": "mixed", "layout": ["3g.40gb", "1g.10gb", "1g.10gb"]}}}
+SLICE_1G = "device.attributes['gpu.nvidia.com'].profile == '1g.10gb'"
+
+
+@pytest.fixture
+async def mig_sim() -> AsyncIterator[Sim]:
+    async for value in _sim([A100, MIG]):
+        yield value
+
+
+async def test_a_mig_claim_takes_a_slice_of_its_profile(mig_sim: Sim) -> None:
+    sim = mig_sim
+    await sim.create(template("slice", 1, SLICE_1G, "mig.nvidia.com"))
+    await sim.create(pod("first", "slice"))
+    assert (await sim.until(lambda: node_of(sim, "first"))).startswith("c-mig-")
+    await sim.create(pod("second", "slice"))
+    assert (await sim.until(lambda: node_of(sim, "second"))).startswith("c-mig-")
+    await sim.create(pod("third", "slice"))  # the node's two 1g.10gb slices are taken
+    await scheduled_others(sim, "third")
+    assert await node_of(sim, "third") is None
