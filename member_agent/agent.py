@@ -59,6 +59,7 @@ from controlplane.apis import constants as c
 from member_agent import capacity, hubclient
 from member_agent.agentbase import MAX_BACKOFF, WORK_API, Clock, MemberClient, utc_now
 from member_agent.config import AgentConfig
+from member_agent.draclaims import DraClaims
 from member_agent.informing import Informer
 from member_agent.interpreting import CUSTOMIZATIONS_PATH
 from member_agent.kubeapi import ApiError, KubeApi, is_retryable
@@ -192,6 +193,7 @@ class Agent(CapacityReporting, WorkSyncing):
             transform=capacity.trim_pod,
             on_change=self._on_pod_change,
         )
+        self.dra = DraClaims(self.member, on_change=self._on_capacity_change)
         namespace = c.execution_namespace(cfg.cluster_name)
         self.works = Informer(
             hub, f"{WORK_API}/namespaces/{namespace}/works", name="works", on_change=self._on_work_change
@@ -204,6 +206,7 @@ class Agent(CapacityReporting, WorkSyncing):
         group.create_task(self._heartbeat_loop())
         group.create_task(self.nodes.run())
         group.create_task(self.pods.run())
+        group.create_task(self.dra.run())
         group.create_task(self.works.run())
         group.create_task(self._report_loop())
         group.create_task(self._probe_loop())

@@ -21,6 +21,7 @@ from member_agent import probing
 from member_agent.capacity import PodRequests
 from member_agent.claims import ClaimStates
 from member_agent.config import AgentConfig
+from member_agent.draclaims import DraClaims
 from member_agent.holding import StatusHold
 from member_agent.informing import Informer
 from member_agent.interpreting import MemberInterpreters
@@ -125,6 +126,8 @@ class AgentBase(Service):
         self.member_api_health: probing.MemberApiHealth | None = None
         self.nodes: Informer | None = None
         self.pods: Informer | None = None
+        #: The member's DRA claims and claim templates (the GPUs pods hold through them).
+        self.dra: DraClaims | None = None
         #: The pods no node holds yet, from the pod cache's changes (for the Works' status).
         self.pending_pods = PendingPods()
         #: Why claims that pods wait for are unbound, as the Works' status passes read them (the

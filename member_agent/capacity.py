@@ -18,7 +18,9 @@ Accounting rules, exactly:
 * A node's allocatable comes from ``status.allocatable`` (``status.capacity`` when absent).
 * A pod's request follows kube's ``PodRequests`` (:func:`controlplane.apis.pods.pod_requests`:
   containers and sidecar init containers summed, the init containers' peak, ``spec.overhead``;
-  a missing request takes its limit). Pods count against a node when bound
+  a missing request takes its limit), plus the NVIDIA GPUs and MIG devices its DRA claims hold,
+  as ``nvidia.com/gpu`` and ``nvidia.com/mig-<profile>`` (:func:`controlplane.apis.pods.pod_held`,
+  over the member's claims the agent caches: :mod:`member_agent.draclaims`). Pods count against a node when bound
   there (``spec.nodeName``) and not terminal (phase Succeeded or Failed).
 * free = allocatable - allocated, never below zero.
 * Time-sliced / MPS shares: a node labelled ``nvidia.com/gpu.replicas`` = N > 1 (or any node
@@ -76,6 +78,7 @@ from controlplane.apis.constants import (
     LABEL_TRAINING_JOB_NAME,
     LABEL_TRAINING_OPERATOR_NAME,
 )
+from controlplane.apis.dra import ObjectLookup
 from controlplane.apis.gpus import MIG_INVALID_SUFFIX, is_nvidia_resource
 from controlplane.apis.kubeflow import TRAINING_KINDS
 from controlplane.apis.pods import TERMINAL_PHASES
@@ -91,9 +94,10 @@ from member_agent.nodetotals import NodeTotals, add_amounts, shape_key
 from member_agent.podstates import ClaimTrouble, no_claim_trouble, unschedulable_for_room
 
 
-def pod_requests(pod: Mapping[str, Any]) -> dict[str, int]:
-    """What a pod takes from its node (kube's ``PodRequests``), tracked resources only."""
-    return pods.pod_requests(pod.get("spec") or {}, read=tracked_quantities)
+def pod_requests(pod: Mapping[str, Any], dra_claims: ObjectLookup | None = None) -> dict[str, int]:
+    """What a pod takes from its node (kube's ``PodRequests``, and the GPUs its DRA claims in
+    ``dra_claims`` hold), tracked resources only."""
+    return pods.pod_held(pod, dra_claims, read=tracked_quantities)
 
 
 class PodRequests:
@@ -109,8 +113,11 @@ class PodRequests:
         self._last: dict[int, tuple[Mapping[str, Any], dict[str, int]]] = {}
         self._this: dict[int, tuple[Mapping[str, Any], dict[str, int]]] = {}
 
-    def of(self, pod: Mapping[str, Any]) -> dict[str, int]:
-        """``pod``'s requests (:func:`pod_requests`); do not change the dict returned."""
+    def of(self, pod: Mapping[str, Any], dra_claims: ObjectLookup | None = None) -> dict[str, int]:
+        """``pod``'s requests (:func:`pod_requests`); do not change the dict returned. A pod with DRA
+        claims is read afresh: its claims change (are allocated) while the pod does not."""
+        if (pod.get("spec") or {}).get("resourceClaims"):
+            return pod_requests(pod, dra_claims)
         found = self._last.get(id(pod))
         requests = found[1] if found is not None and found[0] is pod else pod_requests(pod)
         self._this[id(pod)] = (pod, requests)
@@ -269,6 +276,7 @@ def summarize(
     requests_of: PodRequests | None = None,
     claims: ClaimTrouble = no_claim_trouble,
     node_scoring: str | None = None,
+    dra_claims: ObjectLookup | None = None,
 ) -> dict[str, Any]:
     """The Cluster.status report for ``nodes`` and ``pods`` at ``now`` (RFC 3339).
 
@@ -280,7 +288,8 @@ def summarize(
     spares parsing again the requests of pods the last report read. ``claims``: why claims are
     unbound, as the Works' status passes last read them (their pods wait for storage, not room).
     ``node_scoring``: how the member's scheduler ranks nodes, as the agent was told
-    (``status.nodeScoring``; None: not reported).
+    (``status.nodeScoring``; None: not reported). ``dra_claims``: the member's ResourceClaims and
+    ResourceClaimTemplates, for the GPUs pods hold through them (None: not known, they count nothing).
 
     ``nodes`` is a reporter's :class:`~member_agent.nodetotals.NodeTotals`, kept over node
     changes (the report then costs the nodes that hold pods, not every node), or the nodes
@@ -302,7 +311,7 @@ def summarize(
         node_name = str(pod["spec"]["nodeName"])
         if node_name not in totals:
             continue
-        requests = requests_of.of(pod) if requests_of is not None else pod_requests(pod)
+        requests = requests_of.of(pod, dra_claims) if requests_of is not None else pod_requests(pod, dra_claims)
         add_amounts(allocated_by_node.setdefault(node_name, {}), requests)
         pods_by_node.setdefault(node_name, []).append((pod, requests))
     if requests_of is not None:
@@ -481,6 +490,8 @@ def trim_pod(pod: Mapping[str, Any]) -> dict[str, Any]:
         "initContainers": [_trim_container(ct) for ct in spec.get("initContainers") or []],
         "overhead": spec.get("overhead") or {},
     }
+    if resource_claims := spec.get("resourceClaims"):  # the GPUs they hold count as requests
+        trimmed_spec["resourceClaims"] = resource_claims
     if not spec.get("nodeName") and (claims := pods.pod_claims(spec)):
         # Why such a pod waits may be its claim's (member_agent.claims): only unplaced pods keep them.
         trimmed_spec["volumes"] = [{"persistentVolumeClaim": {"claimName": name}} for name in claims]
@@ -512,6 +523,8 @@ def _trimmed_status(pod: Mapping[str, Any], status: Mapping[str, Any]) -> dict[s
             if cond.get("type") == "PodScheduled"
         ],
     }
+    if claim_statuses := status.get("resourceClaimStatuses"):  # the claims made from templates
+        trimmed["resourceClaimStatuses"] = claim_statuses
     waiting = pods.stuck_container(pod)
     if waiting is not None:
         state = {"waiting": {k: waiting[k] for k in ("reason", "message") if waiting.get(k)}}

@@ -63,6 +63,7 @@ class CapacityReporting(AgentBase):
             requests_of=self._pod_requests,
             claims=self.claims.snapshot() if self.claims is not None else no_claim_trouble,
             node_scoring=self.config.member_node_scoring.value,
+            dra_claims=self.dra.snapshot() if self.dra is not None else None,
         )
 
     async def _probe_loop(self) -> None:

@@ -10,6 +10,10 @@ follows kube, and names the kube function it mirrors:
   containers, element-wise max with each one-shot init container plus the sidecars started
   before it, plus ``spec.overhead``. A container's missing request takes its limit, as the
   API server's defaulting does. Zero amounts are left out.
+* :func:`pod_held` — what a pod holds on a member: :func:`pod_requests` plus the NVIDIA GPUs and
+  MIG devices its Dynamic Resource Allocation claims hold (allocated) or ask for (not yet),
+  counted as ``nvidia.com/gpu`` and ``nvidia.com/mig-<profile>`` (:mod:`controlplane.apis.dra`),
+  so a pod holding 2 GPUs through a claim counts as a pod requesting 2 GPUs does.
 * :func:`tolerates` — ``Toleration.ToleratesTaint`` (``k8s.io/api/core/v1``): an empty
   effect matches every effect, an empty key every key; ``Exists`` matches any value,
   ``Equal`` (or an empty operator) compares values — also when the key is empty; any other
@@ -40,6 +44,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Final, Protocol
 
+from controlplane.apis.dra import ObjectLookup, pod_claimed_resources
 from controlplane.apis.quantity import to_int
 from controlplane.apis.untyped import Obj
 from controlplane.apis.views import ObjectView
@@ -360,6 +365,19 @@ def pod_requests(pod_spec: Mapping[str, Any], *, read: QuantityReader = read_qua
         total[k] = max(total.get(k, 0), v)
     _add(total, read(pod_spec.get("overhead") or {}))
     return {k: v for k, v in total.items() if v}
+
+
+def pod_held(
+    pod: Mapping[str, Any], claims: ObjectLookup | None, *, read: QuantityReader = read_quantities
+) -> dict[str, int]:
+    """What ``pod`` (a whole pod: its claims' names are in its status) takes from its member:
+    :func:`pod_requests` of its spec plus its DRA claims' GPU and MIG devices (:func:`~controlplane.
+    apis.dra.pod_claimed_resources`), ``claims`` finding the member's claims and claim templates
+    (None: the pod's claims are not known, they count nothing)."""
+    requests = pod_requests(pod.get("spec") or {}, read=read)
+    if claims is not None and (pod.get("spec") or {}).get("resourceClaims"):
+        _add(requests, pod_claimed_resources(pod, claims))
+    return requests
 
 
 class PodView(ObjectView):

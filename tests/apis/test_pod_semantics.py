@@ -12,20 +12,31 @@ what kube computes: ``PodRequests`` (sidecar init containers, the init peak, ove
   :func:`static_reason` over :func:`node_state`.
 
 The agent's Work status and its capacity report count the same pods unschedulable.
+
+A pod's GPUs held through DRA claims (``gpu.nvidia.com``, ``mig.nvidia.com``) count the same on
+every path: the hub reads the claim templates it holds into the pod template
+(:func:`with_claimed_gpus`), the agent its member's claims (allocated: what they hold) and templates,
+the simulated member its own (:class:`simulator.draclaims.DraClaims`), and the waste report gives
+the pod as many devices as the agent's report says it holds.
 """
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
+from controlplane.apis.dra import with_claimed_gpus
+from controlplane.apis.gpus import is_gpu_resource
 from controlplane.apis.pods import unschedulable_condition
 from controlplane.interpreter.requirements import requirements
+from controlplane.reports.snapshot import sample_from_cluster_statuses
 from controlplane.scheduler.core.estimator import node_eligible
 from controlplane.scheduler.core.snapshot import NodeShape
-from member_agent import capacity
+from member_agent import capacity, draclaims
 from member_agent.podstates import unschedulable_summary
+from simulator.draclaims import DraClaims
 from simulator.scheduling.filtering import static_reason
 from simulator.scheduling.reading import node_state, pod_request
 from tests.interpreter.test_requirements import container
@@ -279,3 +290,157 @@ def test_the_agents_work_status_and_its_report_count_the_same_unschedulable_pods
         assert listed == [{"namespace": "ml", "kind": "Deployment", "name": "train", "pods": 1}]
     else:
         assert summary is None and listed is None
+
+
+# ---------------------------------------------------------------------------------------------
+# GPUs held through Dynamic Resource Allocation claims
+# ---------------------------------------------------------------------------------------------
+
+PROFILE_1G = "device.attributes['gpu.nvidia.com'].profile == '1g.10gb'"
+
+
+def claim_spec(device_class: str = "gpu.nvidia.com", count: int = 1, selector: str | None = None) -> dict[str, Any]:
+    exactly: dict[str, Any] = {"deviceClassName": device_class, "count": count}
+    if selector:
+        exactly["selectors"] = [{"cel": {"expression": selector}}]
+    return {"devices": {"requests": [{"name": "gpus", "exactly": exactly}]}}
+
+
+def claim_template(name: str, spec: dict[str, Any]) -> dict[str, Any]:
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+            "metadata": {"name": name, "namespace": "default"}, "spec": {"spec": spec}}
+
+
+def resource_claim(name: str, spec: dict[str, Any], allocated: tuple[str, ...] = ()) -> dict[str, Any]:
+    claim: dict[str, Any] = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                             "metadata": {"name": name, "namespace": "default"}, "spec": spec}
+    if allocated:
+        claim["status"] = {"allocation": {"devices": {"results": [
+            {"request": "gpus", "driver": "gpu.nvidia.com", "pool": "node-1", "device": device} for device in allocated
+        ]}}}
+    return claim
+
+
+def from_template(template: str) -> dict[str, Any]:
+    return {"name": "gpus", "resourceClaimTemplateName": template}
+
+
+#: Per case: the pod's spec, its status's ``resourceClaimStatuses``, the member's claims and claim
+#: templates, and what every path counts.
+DRA_CASES: dict[str, tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]], dict[str, int]]] = {
+    "a template's claim not made yet counts what the template asks": (
+        {"containers": [container({"cpu": "1"})], "resourceClaims": [from_template("two")]},
+        [],
+        [claim_template("two", claim_spec(count=2))],
+        {"cpu": 1000, "nvidia.com/gpu": 2},
+    ),
+    "an allocated claim counts the GPUs it holds": (
+        {"containers": [container({"cpu": "1"})], "resourceClaims": [from_template("two")]},
+        [{"name": "gpus", "resourceClaimName": "p-gpus-x7k2q"}],
+        [claim_template("two", claim_spec(count=2)),
+         resource_claim("p-gpus-x7k2q", claim_spec(count=2), allocated=("gpu-0", "gpu-1"))],
+        {"cpu": 1000, "nvidia.com/gpu": 2},
+    ),
+    "a shared claim not allocated yet counts its request": (
+        {"containers": [container({"cpu": "1"})], "resourceClaims": [{"name": "gpus", "resourceClaimName": "shared"}]},
+        [],
+        [resource_claim("shared", claim_spec())],
+        {"cpu": 1000, "nvidia.com/gpu": 1},
+    ),
+    "a MIG claim counts as its profile's slice": (
+        {"containers": [container({"cpu": "1"})], "resourceClaims": [from_template("slice")]},
+        [{"name": "gpus", "resourceClaimName": "p-gpus-m4p9z"}],
+        [claim_template("slice", claim_spec("mig.nvidia.com", 1, PROFILE_1G)),
+         resource_claim("p-gpus-m4p9z", claim_spec("mig.nvidia.com", 1, PROFILE_1G), allocated=("gpu-1-mig-1g10gb-19-0",))],
+        {"cpu": 1000, "nvidia.com/mig-1g.10gb": 1},
+    ),
+    "a claimed GPU adds to a device-plugin one": (
+        {"containers": [container({"cpu": "1"}, {"nvidia.com/gpu": "1"})], "resourceClaims": [from_template("one")]},
+        [],
+        [claim_template("one", claim_spec())],
+        {"cpu": 1000, "nvidia.com/gpu": 2},
+    ),
+}
+
+
+class _Cache:
+    """A member's cache of one kind, as the simulated member's informers answer."""
+
+    def __init__(self, objects: list[dict[str, Any]]) -> None:
+        self.objects = {(o["metadata"]["namespace"], o["metadata"]["name"]): o for o in objects}
+
+    def get(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return self.objects.get((namespace, name))
+
+
+def _waste_report_holdings(pod: dict[str, Any], objects: list[dict[str, Any]]) -> dict[str, int]:
+    """The GPU devices the waste report finds the pod holding (by resource), from the agent's report
+    of a node whose DCGM series name no pod (the report then gives the pods devices by their requests)."""
+    node = make_node()
+    node["metadata"]["labels"]["nvidia.com/gpu.product"] = "NVIDIA-H100-80GB-HBM3"
+    node["status"]["allocatable"].update({"nvidia.com/gpu": "4", "nvidia.com/mig-1g.10gb": "7"})
+    util = {"node-1": [{"gpu": gpu, "uuid": f"GPU-{gpu}", "utilization": 0.5} for gpu in range(4)] + [
+        {"gpu": 4, "uuid": "GPU-4", "profile": "1g.10gb", "instance": i, "utilization": 0.5} for i in range(7)
+    ]}
+    bound = {**pod, "spec": {**pod["spec"], "nodeName": "node-1"}, "status": {**pod["status"], "phase": "Running"}}
+    status = capacity.summarize(
+        [node], [capacity.trim_pod(bound)], now="2024-05-01T00:00:00Z", utilization=util,
+        utilization_time="2024-05-01T00:00:00Z", dra_claims=_agent_lookup(objects),
+    )
+    cluster = {"apiVersion": "cluster.gpufed.io/v1alpha1", "kind": "Cluster", "metadata": {"name": "dc1"},
+               "spec": {"provider": "onprem", "pricing": {}}, "status": status}
+    fleet = sample_from_cluster_statuses([cluster], [], [], now=datetime(2024, 5, 1, tzinfo=UTC))
+    held: dict[str, int] = {}
+    for device in fleet.clusters[0].nodes[0].devices:
+        if device.allocated_to is not None and device.allocated_to.pod == "p" and device.resource:
+            held[device.resource] = held.get(device.resource, 0) + 1
+    return held
+
+
+def _agent_lookup(objects: list[dict[str, Any]]) -> Any:
+    """The agent's lookup over its caches of the member's claims and templates, trimmed as it keeps them."""
+    trimmed = {
+        (o["kind"], o["metadata"]["namespace"], o["metadata"]["name"]):
+            (draclaims.trim_claim if o["kind"] == "ResourceClaim" else draclaims.trim_template)(o)
+        for o in objects
+    }
+    return lambda kind, namespace, name: trimmed.get((kind, namespace, name))
+
+
+@pytest.mark.parametrize(("spec", "claim_statuses", "objects", "expected"), DRA_CASES.values(), ids=DRA_CASES.keys())
+def test_hub_agent_simulator_and_waste_report_count_dra_gpus_alike(
+    spec: dict[str, Any], claim_statuses: list[dict[str, Any]], objects: list[dict[str, Any]], expected: dict[str, int]
+) -> None:
+    pod = make_pod(spec)
+    if claim_statuses:
+        pod["status"]["resourceClaimStatuses"] = claim_statuses
+    by_kind = {kind: [o for o in objects if o["kind"] == kind] for kind in ("ResourceClaim", "ResourceClaimTemplate")}
+    # The hub reads the claim templates and claims it holds (their specs) into the pod template.
+    specs = {(o["kind"], o["metadata"]["name"]): o["spec"]["spec"] if o["kind"] == "ResourceClaimTemplate" else o["spec"]
+             for o in objects}
+    hub = requirements(with_claimed_gpus({"spec": pod["spec"]}, lambda kind, name: specs.get((kind, name)))).resource_map
+    agent = capacity.pod_requests(capacity.trim_pod(pod), _agent_lookup(objects))
+    member_claims = DraClaims.__new__(DraClaims)
+    member_claims.informers = {kind: _Cache(items) for kind, items in by_kind.items()}  # type: ignore[misc]
+    schedulable = member_claims.schedulable(pod)
+    assert schedulable is not None
+    simulated = dict(pod_request(schedulable).requests)
+    gpus = {name: amount for name, amount in expected.items() if is_gpu_resource(name)}
+    assert {"hub": hub, "agent": agent, "simulator": simulated, "waste report": _waste_report_holdings(pod, objects)} == {
+        "hub": expected, "agent": expected, "simulator": expected, "waste report": gpus,
+    }
+
+
+def test_an_allocated_claim_counts_what_it_holds_where_the_hub_can_only_estimate() -> None:
+    """``allocationMode: All`` on a 4-GPU node: the hub places by its estimate of 8, the agent and the
+    waste report count the 4 the member allocated (not the template's request)."""
+    every_gpu = {"devices": {"requests": [{"name": "gpus", "exactly": {"deviceClassName": "gpu.nvidia.com",
+                                                                       "allocationMode": "All"}}]}}
+    pod = make_pod({"containers": [container({"cpu": "1"})], "resourceClaims": [from_template("all")]})
+    pod["status"]["resourceClaimStatuses"] = [{"name": "gpus", "resourceClaimName": "p-gpus-q8w2e"}]
+    objects = [claim_template("all", every_gpu),
+               resource_claim("p-gpus-q8w2e", every_gpu, allocated=("gpu-0", "gpu-1", "gpu-2", "gpu-3"))]
+    hub = requirements(with_claimed_gpus({"spec": pod["spec"]}, lambda kind, name: every_gpu)).resource_map
+    agent = capacity.pod_requests(capacity.trim_pod(pod), _agent_lookup(objects))
+    assert (hub["nvidia.com/gpu"], agent["nvidia.com/gpu"], _waste_report_holdings(pod, objects)) == (
+        8, 4, {"nvidia.com/gpu": 4})

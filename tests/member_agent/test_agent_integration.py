@@ -24,10 +24,11 @@ from controlplane.apiserver import app as app_module
 from controlplane.apiserver import errors
 from controlplane.apiserver.identity import Role
 from controlplane.apiserver.kinds.core import core_resources
+from controlplane.apiserver.kinds.dra import RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE
 from controlplane.apiserver.kinds.workloads import workload_resources
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.apiserver.patches import PatchType
-from controlplane.apiserver.resources import Registry
+from controlplane.apiserver.resources import Registry, with_kube_rules
 from controlplane.apiserver.tls import ca_hash
 from controlplane.hubconfig import HubConfig
 from controlplane.storage import MemoryStore
@@ -121,9 +122,10 @@ async def hub(tmp_path: Path) -> AsyncIterator[Hub]:
 
 
 @pytest.fixture
-async def member(tmp_path: Path) -> AsyncIterator[Member]:
+async def member(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[Member]:
+    """The simulated member; a test parametrised indirectly with resource types has them served too."""
     async with MemoryStore() as store:
-        registry = Registry(core_resources(), workload_resources())
+        registry = Registry(core_resources(), workload_resources(), with_kube_rules(list(getattr(request, "param", ()))))
         objects = ObjectStore(store, registry)
         await objects.bootstrap()
         node_type = registry.require("v1", "Node")
@@ -576,3 +578,44 @@ async def test_the_report_follows_node_changes_as_a_walk_of_every_node_would(
         expected = await eventually(as_a_full_walk, what="the report of every node the member now has")
     assert all(expected[part] != first[part] for part in ("gpuSummary", "resourceSummary", "nodeShapes"))
     assert expected["resourceSummary"]["allocated"]["nvidia.com/gpu"] == 3
+
+
+@pytest.mark.parametrize("member", [(RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE)], indirect=True)
+async def test_the_report_counts_the_gpus_a_pod_holds_through_an_allocated_claim(
+    hub: Hub, member: Member, tmp_path: Path
+) -> None:
+    """A member serving DRA: a pod with no GPU request that holds 2 GPUs through its allocated
+    claim is reported as holding them, and 3 once its claim is allocated a third (the report follows
+    the claim, not only the pod)."""
+    cfg = await joining_agent_config(hub, member, tmp_path / "agent")
+    claim_rt, pod_rt, node_rt = member.rt("resource.k8s.io/v1", "ResourceClaim"), member.rt("v1", "Pod"), member.rt("v1", "Node")
+    node = next(n["metadata"]["name"] for n in (await member.objects.list(node_rt)).items if "whole" in n["metadata"]["name"])
+    claim = await member.objects.create(claim_rt, {
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "train-0-gpus", "namespace": "default"},
+        "spec": {"devices": {"requests": [{"name": "gpus", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": 2}}]}},
+    })
+
+    def allocated(*devices: str) -> dict[str, Any]:
+        return {"allocation": {"devices": {"results": [
+            {"request": "gpus", "driver": "gpu.nvidia.com", "pool": node, "device": device} for device in devices]}}}
+
+    claim = await member.objects.update_status(claim_rt, {**claim, "status": allocated("gpu-0", "gpu-1")})
+    pod = await member.objects.create(pod_rt, {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "train-0", "namespace": "default"},
+        "spec": {"nodeName": node, "resourceClaims": [{"name": "gpus", "resourceClaimTemplateName": "two-gpus"}],
+                 "containers": [{"name": "main", "image": "train:1", "resources": {"claims": [{"name": "gpus"}]}}]},
+    })
+    await member.objects.update_status(pod_rt, {**pod, "status": {
+        "phase": "Running", "resourceClaimStatuses": [{"name": "gpus", "resourceClaimName": "train-0-gpus"}]}})
+    agent = Agent(cfg)
+
+    def held_gpus(amount: int) -> Callable[[], Awaitable[bool]]:
+        async def probe() -> bool:
+            allocated_now = ((agent.last_status or {}).get("resourceSummary") or {}).get("allocated") or {}
+            return allocated_now.get("nvidia.com/gpu") == amount
+        return probe
+
+    async with agent:
+        await eventually(held_gpus(2), what="the claim's 2 GPUs in the report")
+        await member.objects.update_status(claim_rt, {**claim, "status": allocated("gpu-0", "gpu-1", "gpu-2")})
+        await eventually(held_gpus(3), what="the claim's 3 GPUs in the report")

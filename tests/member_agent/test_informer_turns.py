@@ -14,7 +14,23 @@ from member_agent.kubeapi import KubeTransport, Request
 PODS = 5_000
 
 
-class OnePageServer(KubeTransport):
+class IdleWatchServer(KubeTransport):
+    """A member whose watches stay open with nothing to say and which serves no plain-text page;
+    a subclass answers the JSON requests."""
+
+    async def _text(self, request: Request) -> tuple[int, str]:
+        return 404, ""
+
+    async def _events(self, path: str, query: Mapping[str, Any], *, timeout_seconds: int) -> AsyncIterator[dict[str, Any]]:
+        await asyncio.Event().wait()
+        yield {}
+
+    @property
+    def server(self) -> str:
+        return type(self).__name__
+
+
+class OnePageServer(IdleWatchServer):
     """Answers a list with every pod in one page, whatever ``limit`` says, without a turn; its
     watch then stays open with nothing to say. ``listing`` is called as a list is answered."""
 
@@ -26,17 +42,6 @@ class OnePageServer(KubeTransport):
     async def _exchange(self, request: Request) -> dict[str, Any]:
         self.listing()
         return {"kind": "PodList", "items": self.items, "metadata": {"resourceVersion": "7"}}
-
-    async def _text(self, request: Request) -> tuple[int, str]:
-        return 404, ""
-
-    async def _events(self, path: str, query: Mapping[str, Any], *, timeout_seconds: int) -> AsyncIterator[dict[str, Any]]:
-        await asyncio.Event().wait()
-        yield {}
-
-    @property
-    def server(self) -> str:
-        return "one-page"
 
 
 async def test_a_relist_of_one_huge_page_takes_turns() -> None:
