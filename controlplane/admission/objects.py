@@ -135,10 +135,22 @@ def _template(req: ReplicaRequirements) -> Obj:
     return {"spec": spec}
 
 
+#: Kinds with an interpreter the hub's queueing leaves alone: a TrainJob's pod sets are its
+#: runtime's, which Kueue's TrainJob integration reads and the hub's does not yet; such a job
+#: propagates without a Workload, as a kind without an interpreter does.
+NOT_QUEUED: frozenset[tuple[str, str]] = frozenset({("trainer.kubeflow.org", "TrainJob")})
+
+
+def queued_kind(workload: Mapping[str, Any]) -> bool:
+    """Whether the hub's queueing (Kueue's Workloads) takes workloads of this kind: those with an interpreter."""
+    api_version, kind = str(workload.get("apiVersion")), str(workload.get("kind"))
+    return interpreter_for(api_version, kind) is not None and (api_version.rpartition("/")[0], kind) not in NOT_QUEUED
+
+
 def pod_sets(workload: Mapping[str, Any]) -> list[Obj] | None:
-    """The Workload ``spec.podSets`` of a workload (None: no interpreter knows the kind)."""
+    """The Workload ``spec.podSets`` of a workload (None: a kind the hub's queueing does not take)."""
     interpreter = interpreter_for(str(workload.get("apiVersion")), str(workload.get("kind")))
-    if interpreter is None:
+    if interpreter is None or not queued_kind(workload):
         return None
     obj = dict(workload)
     components = interpreter.components(obj)

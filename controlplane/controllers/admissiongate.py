@@ -22,7 +22,6 @@ from controlplane.apis.kueue_views import WorkloadView
 from controlplane.apis.views import ObjectView
 from controlplane.controllers.context import ControllerContext
 from controlplane.controllers.workloads import WorkloadRef
-from controlplane.interpreter import interpreter_for
 from controlplane.interpreter.registry import group_of
 from controlplane.objectclient import ResourceType, WatchEventType, errors
 
@@ -195,7 +194,7 @@ class AdmissionGate:
     def gate(self, workload: Mapping[str, Any]) -> Gate:
         if adm.queue_name(workload) is None or self.kinds.workload is None:
             return Gate()
-        if interpreter_for(str(workload.get("apiVersion")), str(workload.get("kind"))) is None:
+        if not adm.queued_kind(workload):
             return Gate()
         wl = self.kinds.workload_for(workload)
         if wl is None:

@@ -21,6 +21,9 @@ the existing bindings. Out, per workload:
   requirements win over the interpreter's (``webhookinterpreting``; after the checks; a failed call writes nothing);
 * claimed by none and never propagated: ``Propagated=False`` reason ``NoPolicyMatched``;
   the workload stays on the hub only;
+* a TrainJob whose runtime the hub does not have (``trainingruntimes``: its nodes, GPUs and pod
+  template are the runtime's): no binding, ``Propagated=False`` reason ``RuntimeNotFound`` naming
+  the runtime, until it exists (a binding written before stays as it is);
 * claimed before but by no policy now (the policy was deleted or no longer selects it):
   like Karmada, the binding stays and the workload keeps running where it was placed
   (``Propagated=True`` reason ``PolicyRemoved``); deleting the workload removes it.
@@ -70,6 +73,7 @@ from controlplane.controllers.context import (
 from controlplane.controllers.events import EventReason, record_event
 from controlplane.controllers.informing import spec_unchanged
 from controlplane.controllers.reconciling import KeyedController, OwnWrites
+from controlplane.controllers.trainingruntimes import TrainingRuntimes
 from controlplane.controllers.webhookinterpreting import webhook_replicas
 from controlplane.controllers.workloads import (
     PropagatedReason,
@@ -268,6 +272,8 @@ class Detector(KeyedController[WorkloadRef]):
         priority_class_rt = ctx.watch_kind(PRIORITY_CLASS_API_VERSION, PRIORITY_CLASS_KIND, self._on_priority_class)
         self._priority_classes = ctx.informer(priority_class_rt) if priority_class_rt is not None else None
         self._claims = ClaimSpecs(ctx, self._add_bound_workload)  # DRA GPUs count in the requirements
+        # A TrainJob's nodes and GPUs are its runtime's.
+        self._runtimes = TrainingRuntimes(ctx, lambda obj: self.loop.add(WorkloadRef.of(obj)))
         # A queued workload (label kueue.x-k8s.io/queue-name) propagates only once its Workload is admitted.
         self.admission = AdmissionGate(ctx, self.loop.add)
         # The binding it creates and the workload it claims, in one reconcile: their events
@@ -413,8 +419,14 @@ class Detector(KeyedController[WorkloadRef]):
             priority_classes=self._priority_classes.items() if self._priority_classes is not None else (),
         )
         refused = _refusal(rt, workload)  # a webhook is called only for an object the checks accept, as a script is run
+        missing = self._runtimes.missing(workload) if refused is None else None
+        if missing is not None:
+            # Nothing to place it by; a binding written earlier stands (its pods run where they are).
+            if binding is None:
+                await self._set_propagated(rt, workload, False, PropagatedReason.RUNTIME_NOT_FOUND, missing)
+            return None
         replicas = await webhook_replicas(ctx, workload, match.ref) if refused is None else None
-        spec = refused or _interpret(self._claims.resolved(workload), match, binding, priority=priority, replicas=replicas)
+        spec = refused or _interpret(self._runtimes.resolved(self._claims.resolved(workload)), match, binding, priority=priority, replicas=replicas)
         if isinstance(spec, InvalidObject):
             # A value, not a retry: nothing changes until the object does (its next event).
             await self._report_invalid(rt, workload, spec)

@@ -146,6 +146,9 @@ class PropagatedReason(StrEnum):
     """A field the hub must read has the wrong type: nothing is propagated until it is fixed."""
     WAITING_FOR_QUOTA = "WaitingForQuota"
     """Queued (label kueue.x-k8s.io/queue-name): held at the hub until its Workload is admitted."""
+    RUNTIME_NOT_FOUND = "RuntimeNotFound"
+    """A TrainJob whose TrainingRuntime or ClusterTrainingRuntime the hub does not have: nothing to
+    place it by (its nodes and GPUs are the runtime's) until the runtime exists."""
 
 
 @dataclass(frozen=True, slots=True, order=True)

@@ -78,11 +78,18 @@ DEPENDENCY_KINDS: frozenset[str] = frozenset(str(kind) for kind in DependencyKin
 _RESOURCE_KINDS: frozenset[str] = frozenset({DependencyKind.RESOURCE_CLAIM, DependencyKind.RESOURCE_CLAIM_TEMPLATE})
 
 
+#: Kinds of other groups a workload depends on: a TrainJob's TrainingRuntime (the member's
+#: trainer resolves it there), by (group, kind).
+OTHER_DEPENDENCY_KINDS: frozenset[tuple[str, str]] = frozenset({("trainer.kubeflow.org", "TrainingRuntime")})
+
+
 def is_dependency(api_version: str, kind: str) -> bool:
-    """Whether objects of ``kind`` (in ``api_version``'s group) are what pod templates depend on."""
+    """Whether objects of ``kind`` (in ``api_version``'s group) are what workloads depend on."""
     group = api_version.rpartition("/")[0]
     if kind in _RESOURCE_KINDS:
         return group == "resource.k8s.io"
+    if (group, kind) in OTHER_DEPENDENCY_KINDS:
+        return True
     return kind in DEPENDENCY_KINDS and group == ""
 
 

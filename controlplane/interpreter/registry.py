@@ -40,6 +40,7 @@ from controlplane.interpreter.rayjob import RayJobInterpreter
 from controlplane.interpreter.replicaset import ReplicaSetInterpreter
 from controlplane.interpreter.scaled import ScaleInterpreter
 from controlplane.interpreter.statefulset import StatefulSetInterpreter
+from controlplane.interpreter.trainjob import TrainJobInterpreter
 
 _REGISTRY: dict[tuple[str, str], KindInterpreter] = {}
 #: Interpreters made from ResourceInterpreterCustomizations; they win over the built-in ones.
@@ -166,6 +167,7 @@ _BUILTIN: tuple[KindInterpreter, ...] = (
     ReplicaSetInterpreter(),
     LeaderWorkerSetInterpreter(),
     JobSetInterpreter(),
+    TrainJobInterpreter(),
     PodInterpreter(),
 )
 for _interpreter in _BUILTIN:

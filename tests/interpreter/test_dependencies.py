@@ -224,6 +224,17 @@ WORKLOADS: list[tuple[str, dict[str, Any], list[Dependency]]] = [
         },
         sorted([*ALL_SITES, Dependency(SECRET, "worker-only")]),
     ),
+    (
+        "TrainJob: its TrainingRuntime and its initializers' Secrets (the pod templates are the runtime's)",
+        {
+            "apiVersion": "trainer.kubeflow.org/v1alpha1",
+            "kind": "TrainJob",
+            "metadata": {"name": "tj"},
+            "spec": {"runtimeRef": {"name": "torch", "kind": "TrainingRuntime"},
+                     "initializer": {"model": {"secretRef": {"name": "hf-token"}}}},
+        },
+        [Dependency(SECRET, "hf-token"), Dependency("TrainingRuntime", "torch", "trainer.kubeflow.org/v1alpha1")],
+    ),
     ("Pod: its own spec", {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": all_sites()["spec"]}, ALL_SITES),
     ("Deployment without a template", {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}, "spec": {}}, []),
 ]

@@ -108,6 +108,10 @@ CASES: list[tuple[dict[str, Any], Health, Health | None]] = [
     (member("kubeflow.org/v1", "PyTorchJob", status={"conditions": conds(Created="True", Running="True")}), H, None),
     (member("kubeflow.org/v1", "PyTorchJob", status={"conditions": conds(Created="True")}), K, None),
     (member("kubeflow.org/v1", "PyTorchJob", status={}), K, None),
+    (member("trainer.kubeflow.org/v1alpha1", "TrainJob", status={}), K, None),
+    (member("trainer.kubeflow.org/v1alpha1", "TrainJob", status={"jobsStatus": [{"name": "node", "ready": 1}]}), H, None),
+    (member("trainer.kubeflow.org/v1alpha1", "TrainJob", status={"conditions": conds(Complete="True")}), H, None),
+    (member("trainer.kubeflow.org/v1alpha1", "TrainJob", status={"conditions": conds(Failed="True")}), U, None),
     (member("kubeflow.org/v2beta1", "MPIJob", status={"conditions": conds(Running="False", Failed="True")}), U, None),
     *(case for kind in ("TFJob", "XGBoostJob", "PaddleJob", "JAXJob") for case in (
         (member("kubeflow.org/v1", kind, status={"conditions": conds(Created="True", Running="True")}), H, None),

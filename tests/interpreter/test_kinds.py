@@ -132,6 +132,7 @@ def test_registry_knows_every_kind_and_ignores_versions() -> None:
         ("kubeflow.org", "PaddleJob"),
         ("kubeflow.org", "JAXJob"),
         ("kubeflow.org", "MPIJob"),
+        ("trainer.kubeflow.org", "TrainJob"),
         ("ray.io", "RayJob"),
         ("ray.io", "RayCluster"),
         ("", "Pod"),

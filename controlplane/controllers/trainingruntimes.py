@@ -1,0 +1,84 @@
+"""The hub's TrainingRuntimes and ClusterTrainingRuntimes, as the detector reads them to place a
+TrainJob (:mod:`controlplane.interpreter.trainjob`).
+
+A TrainJob's replicas, GPUs and pod template are its runtime's: :class:`TrainingRuntimes` watches
+both kinds; :meth:`TrainingRuntimes.resolved` gives the copy of a TrainJob the interpreter reads
+(with its runtime, :func:`~controlplane.apis.trainer_runtime.with_runtime`) and
+:meth:`TrainingRuntimes.missing` the words for a runtime the hub does not have (the trainer's
+webhook refuses such a TrainJob, but its runtime may be deleted afterwards). A runtime created,
+replaced or deleted queues the TrainJobs that name it (those of its namespace for a
+TrainingRuntime, all for a ClusterTrainingRuntime), so their bindings follow it.
+
+In: the controller context's informers. Out: TrainJob copies; TrainJobs queued. No writes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from controlplane.apis import trainer
+from controlplane.apis.trainer_runtime import with_runtime
+from controlplane.apis.views import ObjectView
+from controlplane.controllers.context import ControllerContext
+from controlplane.controllers.informing import Informer
+from controlplane.gojson import go_quote
+from controlplane.objectclient import WatchEventType
+
+#: Called with a TrainJob whose runtime changed.
+Requeue = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+def is_trainjob(obj: Mapping[str, Any]) -> bool:
+    return obj.get("kind") == trainer.TRAIN_JOB and str(obj.get("apiVersion") or "").startswith(f"{trainer.GROUP}/")
+
+
+class TrainingRuntimes:
+    """The runtimes the hub holds, by kind, namespace and name."""
+
+    def __init__(self, ctx: ControllerContext, requeue: Requeue) -> None:
+        self.ctx = ctx
+        self._requeue = requeue
+        self._informers: dict[str, Informer] = {}
+        for kind in trainer.RUNTIME_PLURALS:
+            rt = ctx.watch_kind(trainer.API_VERSION, kind, self._on_runtime)
+            if rt is not None:
+                self._informers[kind] = ctx.informer(rt)
+
+    def runtime_of(self, trainjob: Mapping[str, Any]) -> Mapping[str, Any] | None:
+        """The runtime ``trainjob`` names, None when the hub does not have it."""
+        ref = trainer.runtime_ref(dict(trainjob))
+        informer = self._informers.get(ref.kind) if ref.api_group == trainer.GROUP else None
+        if informer is None or not ref.name:
+            return None
+        return informer.get(None if ref.cluster_scoped else ObjectView(trainjob).namespace, ref.name)
+
+    def missing(self, workload: Mapping[str, Any]) -> str | None:
+        """For a TrainJob whose runtime the hub does not have: why it cannot be placed; else None."""
+        if not is_trainjob(workload) or self.runtime_of(workload) is not None:
+            return None
+        ref = trainer.runtime_ref(dict(workload))
+        where = "" if ref.cluster_scoped else f" in namespace {ObjectView(workload).namespace}"
+        return (f"{ref.kind}.{ref.api_group} {go_quote(ref.name)} not found{where}: the TrainJob's nodes, GPUs and pod "
+                "template are its runtime's; it is placed once the runtime exists")
+
+    def resolved(self, workload: dict[str, Any]) -> dict[str, Any]:
+        """``workload`` as the interpreter should read it: a TrainJob with its runtime, anything else as it is."""
+        if not is_trainjob(workload):
+            return workload
+        return with_runtime(workload, self.runtime_of(workload))
+
+    async def _on_runtime(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        if event is WatchEventType.MODIFIED and old is not None and old.get("spec") == obj.get("spec"):
+            return
+        informer = self.ctx.workload_informer(trainer.API_VERSION, trainer.TRAIN_JOB)
+        if informer is None:
+            return
+        view = ObjectView(obj)
+        cluster_scoped = obj.get("kind") == trainer.CLUSTER_TRAINING_RUNTIME
+        for trainjob in informer.items():
+            ref = trainer.runtime_ref(trainjob)
+            if (ref.kind, ref.name) != (obj.get("kind"), view.name):
+                continue
+            if cluster_scoped or ObjectView(trainjob).namespace == view.namespace:
+                await self._requeue(trainjob)

@@ -1,0 +1,96 @@
+"""A Kubeflow Trainer TrainJob on the in-process hub: placed by what its runtime says (nodes, GPUs
+per node, overridden by ``resourcesPerNode``), its namespaced TrainingRuntime sent with it, and
+held with a message naming the runtime while the hub does not have it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from controlplane.apiserver.objects import ObjectStore
+from controlplane.controllers.manager import ControllerManager
+
+from .fleet import A100, eventually, node_shape, put_cluster, settled
+from .test_dependencies import NS, binding_of, create, get_or_none, manifest, works_in
+
+API = "trainer.kubeflow.org/v1alpha1"
+
+
+def runtime(kind: str, *, gpus: int, num_nodes: int) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": "torch-distributed"}
+    if kind == "TrainingRuntime":
+        meta["namespace"] = NS
+    node = {"name": "node", "template": {
+        "metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+        "spec": {"template": {"spec": {"containers": [
+            {"name": "node", "image": "pytorch/pytorch:2.5", "resources": {"limits": {"nvidia.com/gpu": gpus}}},
+        ]}}}}}
+    return {"apiVersion": API, "kind": kind, "metadata": meta, "spec": {
+        "mlPolicy": {"numNodes": num_nodes, "torch": {"numProcPerNode": "auto"}},
+        "podGroupPolicy": {"coscheduling": {"scheduleTimeoutSeconds": 120}},
+        "template": {"spec": {"replicatedJobs": [node]}},
+    }}
+
+
+def trainjob(name: str, kind: str, trainer: dict[str, Any] | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"runtimeRef": {"name": "torch-distributed", "kind": kind}}
+    if trainer:
+        spec["trainer"] = trainer
+    return {"apiVersion": API, "kind": "TrainJob", "metadata": {"name": name, "namespace": NS}, "spec": spec}
+
+
+def policy(clusters: list[str]) -> dict[str, Any]:
+    return {"apiVersion": "policy.gpufed.io/v1alpha1", "kind": "PropagationPolicy",
+            "metadata": {"name": "training", "namespace": NS},
+            "spec": {"resourceSelectors": [{"apiVersion": API, "kind": "TrainJob"}], "propagateDeps": True,
+                     "placement": {"clusterAffinity": {"clusterNames": clusters}}}}
+
+
+async def fleet(objects: ObjectStore, manager: ControllerManager) -> None:
+    await put_cluster(objects, "small", node_shape(4, gpus=2, product=A100))
+    await put_cluster(objects, "big", node_shape(2, gpus=8, product=A100))
+    await settled(manager)
+
+
+async def test_a_trainjob_lands_where_its_runtimes_nodes_fit_and_its_runtime_goes_with_it(
+    objects: ObjectStore, manager: ControllerManager
+) -> None:
+    await fleet(objects, manager)
+    await create(objects, runtime("TrainingRuntime", gpus=1, num_nodes=4))
+    await create(objects, policy(["small", "big"]))
+    # The TrainJob asks 2 nodes of 8 GPUs: only "big" has such nodes.
+    await create(objects, trainjob("llama", "TrainingRuntime", {"numNodes": 2, "resourcesPerNode": {"limits": {"nvidia.com/gpu": 8}}}))
+
+    works = await works_in(objects, "llama-trainjob", {"big"})
+    bound = await binding_of(objects, "llama-trainjob")
+    assert bound is not None
+    assert (bound["spec"]["replicas"], bound["spec"]["gang"]) == (2, True)
+    assert bound["spec"]["replicaRequirements"]["resourceRequest"] == {"nvidia.com/gpu": "8"}
+    assert [(c["name"], c["replicas"]) for c in bound["spec"]["components"]] == [("node", 2)]
+    assert manifest(works["big"])["spec"]["trainer"]["numNodes"] == 2  # the member gets the TrainJob as written
+    sent = manifest((await works_in(objects, "torch-distributed-trainingruntime", {"big"}))["big"])
+    assert (sent["kind"], sent["metadata"]["name"]) == ("TrainingRuntime", "torch-distributed")
+
+
+async def test_a_trainjob_whose_runtime_is_missing_waits_naming_it_and_is_placed_once_it_exists(
+    objects: ObjectStore, manager: ControllerManager
+) -> None:
+    await fleet(objects, manager)
+    await create(objects, policy(["small", "big"]))
+    await create(objects, trainjob("mistral", "ClusterTrainingRuntime"))
+
+    async def held() -> dict[str, Any] | None:
+        job = await get_or_none(objects, API, "TrainJob", "mistral")
+        conditions = {c["type"]: c for c in ((job or {}).get("status") or {}).get("conditions") or ()}
+        return conditions.get("Propagated")
+
+    propagated = await eventually(held, what="the TrainJob's Propagated condition")
+    assert (propagated["status"], propagated["reason"]) == ("False", "RuntimeNotFound")
+    assert propagated["message"].startswith('ClusterTrainingRuntime.trainer.kubeflow.org "torch-distributed" not found')
+    assert await binding_of(objects, "mistral-trainjob") is None
+
+    # The runtime's 4 nodes of 2 GPUs: "small" (4 x 2) holds them whole.
+    await create(objects, runtime("ClusterTrainingRuntime", gpus=2, num_nodes=4))
+    await works_in(objects, "mistral-trainjob", {"small"})
+    bound = await binding_of(objects, "mistral-trainjob")
+    assert bound is not None and bound["spec"]["replicas"] == 4
+    assert bound["spec"]["replicaRequirements"]["resourceRequest"] == {"nvidia.com/gpu": "2"}
