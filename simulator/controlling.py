@@ -210,12 +210,30 @@ class WorkloadControllers:
                     continue
                 uid = str(obj["metadata"].get("uid") or "")
                 owned = sorted(children.by_index(INDEX_OWNER, uid), key=lambda c: str(c["metadata"]["name"]))
+                extra = await self._reads(controller, obj)
+                if extra is None:
+                    # What it reads is not there yet (a TrainJob's runtime, sent after it): later.
+                    self._note_outcome(kind, key, failed=True)
+                    continue
                 try:
-                    changes = controller.reconcile(obj, owned, now=rfc3339(self._clock.now()), rng=self._rng)
+                    changes = controller.reconcile(obj, owned, now=rfc3339(self._clock.now()), rng=self._rng, **extra)
                 except (KeyError, TypeError, ValueError) as exc:
                     logger.warning("cannot reconcile %s %s: %s", kind, key, exc)
                     continue
                 await self._apply(kind, rt, controller, obj, changes)
+
+    async def _reads(self, controller: Controller, obj: dict[str, Any]) -> dict[str, Any] | None:
+        """The keyword arguments of the objects ``controller`` reads for ``obj``; None when one is missing."""
+        if controller.reads is None:
+            return {}
+        read = controller.reads(obj)
+        rt = self._objects.registry.for_kind(read.api_version, read.kind)
+        if rt is None or not read.name:
+            return None
+        try:
+            return {read.keyword: await self._objects.get(rt, namespace=read.namespace, name=read.name)}
+        except errors.NotFound:
+            return None
 
     async def _apply(
         self, kind: str, rt: ResourceType, controller: Controller, obj: dict[str, Any], changes: Changes
