@@ -29,9 +29,11 @@ SELECTORS_SERVED = "ResourceSelectorsServed"
 #: member refuses a pod naming a missing one), StorageClasses (``storageClassName``: a claim naming
 #: a missing one stays Pending), IngressClasses (``ingressClassName``) and ClusterRoles and
 #: ClusterRoleBindings (an operator's permissions in the member), and DeviceClasses (a DRA claim's
-#: ``deviceClassName``; NVIDIA's driver installs its own in each member).
+#: ``deviceClassName``; NVIDIA's driver installs its own in each member), and Kubeflow Trainer's
+#: ClusterTrainingRuntimes (a TrainJob's runtime, which the member's trainer resolves there).
 PROPAGATABLE_CLUSTER_KINDS: frozenset[tuple[str, str]] = frozenset(
     {
+        ("trainer.kubeflow.org", "ClusterTrainingRuntime"),
         ("apiextensions.k8s.io", "CustomResourceDefinition"),
         ("node.k8s.io", "RuntimeClass"),
         ("resource.k8s.io", "DeviceClass"),

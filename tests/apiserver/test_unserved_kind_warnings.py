@@ -61,7 +61,7 @@ async def test_selectors_the_hub_cannot_propagate_warn_and_the_policy_is_accepte
     assert warnings[1] == (
         "spec.resourceSelectors[2]: PersistentVolume (v1) is cluster-scoped and gpufed propagates "
         "namespaced kinds and, of the cluster-scoped ones, only ClusterRoleBindings, ClusterRoles, "
-        "CustomResourceDefinitions, DeviceClasses, IngressClasses, PriorityClasses, RuntimeClasses and StorageClasses, so "
+        "ClusterTrainingRuntimes, CustomResourceDefinitions, DeviceClasses, IngressClasses, PriorityClasses, RuntimeClasses and StorageClasses, so "
         "this selector matches nothing"
     )
     assert warnings[2].startswith("spec.resourceSelectors[3]: Event (v1) is part of the hub's own machinery")
@@ -89,6 +89,7 @@ async def test_selectors_the_hub_cannot_propagate_warn_and_the_policy_is_accepte
         ("networking.k8s.io/v1", "IngressClass"),
         ("rbac.authorization.k8s.io/v1", "ClusterRole"),
         ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"),
+        ("trainer.kubeflow.org/v1alpha1", "ClusterTrainingRuntime"),
     ],
 )
 async def test_served_namespaced_kinds_draw_no_warning(hub: TestClient[Any, Any], api_version: str, kind: str) -> None:
