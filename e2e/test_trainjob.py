@@ -1,0 +1,107 @@
+"""A Kubeflow Trainer TrainJob end to end (real hub on its embedded etcd, two simulated members,
+two agents, kubectl): placed by what its runtime says, its TrainingRuntime sent along
+(``propagateDeps``), its nodes run by the member's trainer, ``Complete`` back on the hub."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from e2e.harness import Kubectl, ProcessGroup, wait_for
+
+FLEET = Path(__file__).parent / "fleets" / "two-clusters.yaml"
+pytestmark = pytest.mark.e2e
+
+# The runtime's node asks 1 GPU; the TrainJob asks 2 nodes of 8 GPUs (resourcesPerNode), which only
+# the cloud's two whole 8-GPU H100 nodes hold (on-prem has one whole 8-GPU node beside MIG ones).
+MANIFESTS = """
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: TrainingRuntime
+metadata: {name: torch-distributed, namespace: ml}
+spec:
+  mlPolicy: {numNodes: 1, torch: {numProcPerNode: auto}}
+  podGroupPolicy: {coscheduling: {scheduleTimeoutSeconds: 120}}
+  template:
+    spec:
+      replicatedJobs:
+        - name: node
+          template:
+            metadata:
+              labels: {trainer.kubeflow.org/trainjob-ancestor-step: trainer}
+            spec:
+              template:
+                metadata:
+                  annotations: {sim.gpufed.io/duration: 60s}
+                spec:
+                  containers:
+                    - name: node
+                      image: pytorch/pytorch:2.5.0-cuda12.4-cudnn9-runtime
+                      command: [torchrun, train.py]
+                      resources:
+                        limits: {nvidia.com/gpu: 1}
+---
+apiVersion: policy.gpufed.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: training, namespace: ml}
+spec:
+  propagateDeps: true
+  resourceSelectors:
+    - {apiVersion: trainer.kubeflow.org/v1alpha1, kind: TrainJob}
+  placement:
+    clusterAffinity: {clusterNames: [onprem-a100, cloud-h100]}
+---
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: TrainJob
+metadata: {name: llama, namespace: ml}
+spec:
+  runtimeRef: {name: torch-distributed, kind: TrainingRuntime}
+  trainer:
+    numNodes: 2
+    resourcesPerNode:
+      limits: {nvidia.com/gpu: 8}
+"""
+
+
+def _condition(obj: dict[str, Any] | None, ctype: str) -> dict[str, Any] | None:
+    return next((c for c in ((obj or {}).get("status") or {}).get("conditions") or () if c.get("type") == ctype), None)
+
+
+def _pods(member: Kubectl) -> list[dict[str, Any]]:
+    return list(member.json("get", "pods", "-n", "ml", "-l", "jobset.sigs.k8s.io/jobset-name=llama")["items"])
+
+
+def test_a_trainjob_runs_where_its_nodes_fit_with_its_runtime_and_completes(processes: ProcessGroup) -> None:
+    hub, members = processes.start_fleet(FLEET, ("onprem-a100", "cloud-h100"))
+    cloud, onprem = members["cloud-h100"], members["onprem-a100"]
+    hub.run("apply", "-f", "-", input_text=MANIFESTS)
+
+    binding = wait_for(lambda: (b := hub.json_or_none("get", "resourcebinding", "llama-trainjob", "-n", "ml"))
+                       and b["spec"].get("clusters") and b, timeout=60, what="the TrainJob placed")
+    assert binding["spec"]["clusters"] == [{"name": "cloud-h100", "replicas": 2}], binding["spec"]
+    assert (binding["spec"]["replicas"], binding["spec"]["gang"]) == (2, True)
+    assert binding["spec"]["replicaRequirements"]["resourceRequest"] == {"nvidia.com/gpu": "8"}
+
+    # The runtime follows it, so the member's trainer resolves it and makes the two 8-GPU nodes.
+    wait_for(lambda: cloud.json_or_none("get", "trainingruntime", "torch-distributed", "-n", "ml"), timeout=60,
+             what="the TrainingRuntime in the cloud")
+    assert onprem.json_or_none("get", "trainingruntime", "torch-distributed", "-n", "ml") is None
+    pods = wait_for(lambda: len(found := _pods(cloud)) == 2 and found, timeout=60, what="the TrainJob's two nodes")
+    assert sorted(p["metadata"]["name"] for p in pods) == ["llama-node-0-0", "llama-node-0-1"]
+    for pod in pods:
+        assert pod["spec"]["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": "8"}
+        assert pod["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"] == "llama"
+    assert onprem.run("get", "trainjob", "llama", "-n", "ml", check=False).returncode != 0
+
+    def complete() -> dict[str, Any] | None:
+        job = hub.json("get", "trainjob", "llama", "-n", "ml")
+        done = _condition(job, "Complete")
+        return job if done and done["status"] == "True" else None
+
+    job = wait_for(complete, timeout=120, what="the TrainJob Complete on the hub")
+    assert _condition(job, "Complete")["reason"] == "AllJobsCompleted"  # type: ignore[index]
+    assert job["status"]["jobsStatus"] == [{"name": "node", "ready": 0, "succeeded": 1, "failed": 0, "active": 0,
+                                            "suspended": 0}]
+    assert _condition(job, "Propagated")["status"] == "True"  # type: ignore[index]
+    assert "Complete" in hub.run("get", "trainjob", "llama", "-n", "ml").stdout  # the State column
