@@ -47,18 +47,16 @@ from __future__ import annotations
 
 import copy
 import logging
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any
 
 from controlplane.admission.multikueue import restrict_to_clusters
 from controlplane.apis.constants import FINALIZER_WORKLOAD
 from controlplane.apis.events import EventType
 from controlplane.apis.kube.generation import content_changed
-from controlplane.apis.kube.validate_groups import global_default_priority_class
 from controlplane.apis.revisions import is_deployment_replica_set
 from controlplane.apis.views import BindingView, ObjectView
-from controlplane.apis.work_v1alpha1 import ConditionType, PriorityReason
+from controlplane.apis.work_v1alpha1 import ConditionType
 from controlplane.controllers.admissiongate import AdmissionGate, constrain_placement
 from controlplane.controllers.claimspecs import ClaimSpecs
 from controlplane.controllers.context import (
@@ -73,6 +71,7 @@ from controlplane.controllers.context import (
 from controlplane.controllers.events import EventReason, record_event
 from controlplane.controllers.informing import spec_unchanged
 from controlplane.controllers.reconciling import KeyedController, OwnWrites
+from controlplane.controllers.schedulepriority import PriorityResolution, resolve_schedule_priority
 from controlplane.controllers.trainingruntimes import TrainingRuntimes
 from controlplane.controllers.webhookinterpreting import webhook_replicas
 from controlplane.controllers.workloads import (
@@ -92,66 +91,12 @@ from controlplane.interpreter.shape import InvalidObject
 from controlplane.objectclient import ResourceType, WatchEventType, errors
 from policies.defaulting import placement_as_stored
 from policies.matching import PolicyMatch, PolicyRef, is_reserved_namespace, policy_ref, select_policy
-from policies.models import AnyPropagationPolicy, SchedulePriority
+from policies.models import AnyPropagationPolicy
 
 log = logging.getLogger(__name__)
 
 PRIORITY_CLASS_API_VERSION = "scheduling.k8s.io/v1"
 PRIORITY_CLASS_KIND = "PriorityClass"
-KUBE_PRIORITY_CLASS = "KubePriorityClass"
-
-
-@dataclass(frozen=True, slots=True)
-class PriorityResolution:
-    """A policy's ``schedulePriority`` as an integer, and how it was found."""
-
-    priority: int
-    resolved: bool
-    reason: PriorityReason
-    message: str
-
-
-def _priority_value(obj: Mapping[str, Any]) -> int | None:
-    value = obj.get("value")
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def resolve_schedule_priority(
-    schedule_priority: SchedulePriority | None, *, priority_classes: Iterable[Mapping[str, Any]]
-) -> PriorityResolution | None:
-    """The priority ``schedule_priority`` names among the hub's ``priority_classes`` (None: the
-    policy sets none). Unknown classes and sources give 0, unresolved. Pure."""
-    if schedule_priority is None:
-        return None
-    source = schedule_priority.priority_class_source
-    if source != KUBE_PRIORITY_CLASS:
-        return PriorityResolution(
-            0, False, PriorityReason.UNSUPPORTED_SOURCE,
-            f"priorityClassSource {source} is not supported (only {KUBE_PRIORITY_CLASS}); priority 0",
-        )
-    name = schedule_priority.priority_class_name
-    classes = [pc for pc in priority_classes if _priority_value(pc) is not None]
-    if not name:
-        chosen = global_default_priority_class(classes)
-        if chosen is None:
-            return PriorityResolution(
-                0, True, PriorityReason.DEFAULT, "no priorityClassName and no globalDefault PriorityClass: priority 0"
-            )
-        value = _priority_value(chosen) or 0
-        return PriorityResolution(
-            value, True, PriorityReason.DEFAULT,
-            f"priority {value} from the globalDefault PriorityClass {ObjectView(chosen).name}",
-        )
-    for pc in classes:
-        if ObjectView(pc).name == name:
-            value = _priority_value(pc) or 0
-            return PriorityResolution(value, True, PriorityReason.RESOLVED, f"priority {value} from PriorityClass {name}")
-    return PriorityResolution(
-        0, False, PriorityReason.NOT_FOUND,
-        f"PriorityClass {name} (scheduling.k8s.io/v1) does not exist on the hub; priority 0 until it does",
-    )
-
-
 def binding_priority(binding: Mapping[str, Any] | None) -> int:
     """A binding's ``spec.schedulePriority.priority`` (0 when it has none): its scheduling order."""
     return BindingView(binding).priority
@@ -419,14 +364,15 @@ class Detector(KeyedController[WorkloadRef]):
             priority_classes=self._priority_classes.items() if self._priority_classes is not None else (),
         )
         refused = _refusal(rt, workload)  # a webhook is called only for an object the checks accept, as a script is run
-        missing = self._runtimes.missing(workload) if refused is None else None
-        if missing is not None:
-            # Nothing to place it by; a binding written earlier stands (its pods run where they are).
-            if binding is None:
+        if refused is None and (missing := self._runtimes.missing(workload)) is not None:
+            if binding is None:  # else the binding written earlier stands: its pods run where they are
                 await self._set_propagated(rt, workload, False, PropagatedReason.RUNTIME_NOT_FOUND, missing)
             return None
         replicas = await webhook_replicas(ctx, workload, match.ref) if refused is None else None
-        spec = refused or _interpret(self._runtimes.resolved(self._claims.resolved(workload)), match, binding, priority=priority, replicas=replicas)
+        # Read with its DRA claims' GPUs, and a TrainJob with its runtime.
+        spec = refused or _interpret(
+            self._runtimes.resolved(self._claims.resolved(workload)), match, binding, priority=priority, replicas=replicas
+        )
         if isinstance(spec, InvalidObject):
             # A value, not a retry: nothing changes until the object does (its next event).
             await self._report_invalid(rt, workload, spec)
