@@ -345,6 +345,21 @@ def nonzero_sums(statuses: Sequence[Mapping[str, Any]], fields: Sequence[str]) -
     return {f: total for f, total in sum_fields(statuses, fields).items() if total}
 
 
+def sum_by_name(statuses: Sequence[Mapping[str, Any]], field: str, counts: Sequence[str]) -> list[dict[str, Any]]:
+    """The entries of the list ``field`` of each status (``{name, <counts>...}``: a JobSet's
+    ``replicatedJobsStatus``, a TrainJob's ``jobsStatus``) summed by name, in first-seen order;
+    an entry without a name is left out."""
+    by_name: dict[str, dict[str, Any]] = {}
+    for status in statuses:
+        for entry in status.get(field) or ():
+            if not isinstance(entry, Mapping) or not entry.get("name"):
+                continue
+            merged = by_name.setdefault(str(entry["name"]), {"name": str(entry["name"])})
+            for count in counts:
+                merged[count] = as_int(merged.get(count)) + as_int(entry.get(count))
+    return list(by_name.values())
+
+
 def merge_conditions(
     member_statuses: MemberStatuses,
     *,

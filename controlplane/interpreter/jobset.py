@@ -32,6 +32,7 @@ from controlplane.interpreter.base import (
     condition_true,
     put_conditions,
     reported,
+    sum_by_name,
     suspended_condition,
 )
 from controlplane.interpreter.health import health_by_conditions, status_of
@@ -112,17 +113,9 @@ class JobSetInterpreter(GangOfRoles):
         present = reported(member_statuses)
         if not present:
             return {}
-        by_name: dict[str, dict[str, Any]] = {}
-        for status in present:
-            for entry in status.get("replicatedJobsStatus") or ():
-                if not isinstance(entry, Mapping) or not entry.get("name"):
-                    continue
-                merged = by_name.setdefault(str(entry["name"]), {"name": str(entry["name"])})
-                for field in JOB_COUNTS:
-                    merged[field] = as_int(merged.get(field)) + as_int(entry.get(field))
         out: Obj = {}
-        if by_name:
-            out["replicatedJobsStatus"] = list(by_name.values())
+        if jobs := sum_by_name(present, "replicatedJobsStatus", JOB_COUNTS):
+            out["replicatedJobsStatus"] = jobs
         restarts = max(as_int(s.get("restarts")) for s in present)
         if restarts:
             out["restarts"] = restarts

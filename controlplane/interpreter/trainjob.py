@@ -46,6 +46,7 @@ from controlplane.interpreter.base import (
     finished_by_conditions,
     put_conditions,
     reported,
+    sum_by_name,
 )
 from controlplane.interpreter.dependencies import Dependency, DependencyKind, sorted_dependencies
 from controlplane.interpreter.health import status_of
@@ -97,18 +98,10 @@ class TrainJobInterpreter(GangOfRoles):
         present = reported(member_statuses)
         if not present:
             return {}
-        by_name: dict[str, dict[str, Any]] = {}
-        for status in present:
-            for entry in status.get("jobsStatus") or ():
-                if not isinstance(entry, Mapping) or not entry.get("name"):
-                    continue
-                merged = by_name.setdefault(str(entry["name"]), {"name": str(entry["name"])})
-                for count in JOB_COUNTS:
-                    merged[count] = as_int(merged.get(count)) + as_int(entry.get(count))
         out: Obj = {}
         put_conditions(out, member_statuses, any_true=frozenset({"Failed"}))
-        if by_name:
-            out["jobsStatus"] = list(by_name.values())
+        if jobs := sum_by_name(present, "jobsStatus", JOB_COUNTS):
+            out["jobsStatus"] = jobs
         return out
 
     def health_of(self, observed: Obj) -> Health:
