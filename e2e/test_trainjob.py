@@ -100,8 +100,8 @@ def test_a_trainjob_runs_where_its_nodes_fit_with_its_runtime_and_completes(proc
         return job if done and done["status"] == "True" else None
 
     job = wait_for(complete, timeout=120, what="the TrainJob Complete on the hub")
-    assert _condition(job, "Complete")["reason"] == "AllJobsCompleted"  # type: ignore[index]
+    assert (_condition(job, "Complete") or {}).get("reason") == "AllJobsCompleted"
     assert job["status"]["jobsStatus"] == [{"name": "node", "ready": 0, "succeeded": 1, "failed": 0, "active": 0,
                                             "suspended": 0}]
-    assert _condition(job, "Propagated")["status"] == "True"  # type: ignore[index]
+    assert (_condition(job, "Propagated") or {}).get("status") == "True"
     assert "Complete" in hub.run("get", "trainjob", "llama", "-n", "ml").stdout  # the State column

@@ -26,7 +26,15 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from controlplane.apis.trainer_runtime import LABEL_ANCESTOR, TrainerNodes, trainer_nodes
-from simulator.controllers.base import Changes, ConditionType, changed, condition, is_terminating, new_pod, phase
+from simulator.controllers.base import (
+    Changes,
+    ConditionType,
+    changed,
+    condition,
+    is_terminating,
+    new_pod,
+    phase,
+)
 from simulator.scheduling.model import ANNOTATION_MIN_MEMBER, LABEL_POD_GROUP
 
 LABEL_JOBSET_NAME: Final = "jobset.sigs.k8s.io/jobset-name"
