@@ -364,6 +364,8 @@ class Detector(KeyedController[WorkloadRef]):
             priority_classes=self._priority_classes.items() if self._priority_classes is not None else (),
         )
         refused = _refusal(rt, workload)  # a webhook is called only for an object the checks accept, as a script is run
+        if refused is None and self._runtimes.unlisted(workload):
+            return UNSYNCED_RETRY_SECONDS
         if refused is None and (missing := self._runtimes.missing(workload)) is not None:
             if binding is None:  # else the binding written earlier stands: its pods run where they are
                 await self._set_propagated(rt, workload, False, PropagatedReason.RUNTIME_NOT_FOUND, missing)

@@ -20,7 +20,7 @@ from typing import Any
 from controlplane.apis import trainer
 from controlplane.apis.trainer_runtime import with_runtime
 from controlplane.apis.views import ObjectView
-from controlplane.controllers.context import ControllerContext
+from controlplane.controllers.context import ControllerContext, not_listed
 from controlplane.controllers.informing import Informer
 from controlplane.gojson import go_quote
 from controlplane.objectclient import WatchEventType
@@ -52,6 +52,12 @@ class TrainingRuntimes:
         if informer is None or not ref.name:
             return None
         return informer.get(None if ref.cluster_scoped else ObjectView(trainjob).namespace, ref.name)
+
+    def unlisted(self, workload: Mapping[str, Any]) -> bool:
+        """Whether ``workload`` is a TrainJob whose runtime's informer has not listed yet: its
+        runtime's absence says nothing until it has."""
+        ref = trainer.runtime_ref(dict(workload))
+        return is_trainjob(workload) and not_listed(self._informers.get(ref.kind))
 
     def missing(self, workload: Mapping[str, Any]) -> str | None:
         """For a TrainJob whose runtime the hub does not have: why it cannot be placed; else None."""

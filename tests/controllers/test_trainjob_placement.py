@@ -94,3 +94,27 @@ async def test_a_trainjob_whose_runtime_is_missing_waits_naming_it_and_is_placed
     bound = await binding_of(objects, "mistral-trainjob")
     assert bound is not None and bound["spec"]["replicas"] == 4
     assert bound["spec"]["replicaRequirements"]["resourceRequest"] == {"nvidia.com/gpu": "2"}
+
+
+async def test_a_training_runtime_is_looked_for_in_the_trainjobs_namespace_only(
+    objects: ObjectStore, manager: ControllerManager
+) -> None:
+    await fleet(objects, manager)
+    elsewhere = runtime("TrainingRuntime", gpus=1, num_nodes=2)
+    elsewhere["metadata"]["namespace"] = "research"
+    await create(objects, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "research"}})
+    await create(objects, elsewhere)
+    await create(objects, runtime("ClusterTrainingRuntime", gpus=1, num_nodes=2))  # same name, other kind
+    await create(objects, policy(["small", "big"]))
+    await create(objects, trainjob("phi", "TrainingRuntime"))
+
+    async def held() -> dict[str, Any] | None:
+        job = await get_or_none(objects, API, "TrainJob", "phi")
+        return next((c for c in ((job or {}).get("status") or {}).get("conditions") or () if c["type"] == "Propagated"), None)
+
+    propagated = await eventually(held, what="the TrainJob's Propagated condition")
+    assert propagated["reason"] == "RuntimeNotFound"
+    assert propagated["message"].startswith(f'TrainingRuntime.trainer.kubeflow.org "torch-distributed" not found in namespace {NS}')
+
+    await create(objects, runtime("TrainingRuntime", gpus=8, num_nodes=2))
+    await works_in(objects, "phi-trainjob", {"big"})  # its own namespace's runtime: 2 nodes of 8 GPUs
