@@ -1,6 +1,7 @@
 """A Kubeflow Trainer TrainJob end to end (real hub on its embedded etcd, two simulated members,
 two agents, kubectl): placed by what its runtime says, its TrainingRuntime sent along
-(``propagateDeps``), its nodes run by the member's trainer, ``Complete`` back on the hub."""
+(``propagateDeps``), its nodes run by the member's trainer, ``Complete`` back on the hub; then one
+of a ClusterTrainingRuntime that a ClusterPropagationPolicy sends."""
 
 from __future__ import annotations
 
@@ -64,6 +65,46 @@ spec:
 """
 
 
+# A ClusterTrainingRuntime is cluster-scoped: a ClusterPropagationPolicy sends it to every member.
+CLUSTER_RUNTIME = """
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: ClusterTrainingRuntime
+metadata: {name: torch-small}
+spec:
+  mlPolicy: {numNodes: 1}
+  template:
+    spec:
+      replicatedJobs:
+        - name: node
+          template:
+            metadata:
+              labels: {trainer.kubeflow.org/trainjob-ancestor-step: trainer}
+            spec:
+              template:
+                metadata:
+                  annotations: {sim.gpufed.io/duration: 30s}
+                spec:
+                  containers:
+                    - {name: node, image: pytorch/pytorch:2.5.0-cuda12.4-cudnn9-runtime,
+                       resources: {limits: {nvidia.com/gpu: 1}}}
+---
+apiVersion: policy.karmada.io/v1alpha1
+kind: ClusterPropagationPolicy
+metadata: {name: training-runtimes}
+spec:
+  resourceSelectors:
+    - {apiVersion: trainer.kubeflow.org/v1alpha1, kind: ClusterTrainingRuntime}
+  placement:
+    clusterAffinity: {clusterNames: [onprem-a100, cloud-h100]}
+---
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: TrainJob
+metadata: {name: phi, namespace: ml}
+spec:
+  runtimeRef: {name: torch-small}
+"""
+
+
 def _condition(obj: dict[str, Any] | None, ctype: str) -> dict[str, Any] | None:
     return next((c for c in ((obj or {}).get("status") or {}).get("conditions") or () if c.get("type") == ctype), None)
 
@@ -105,3 +146,16 @@ def test_a_trainjob_runs_where_its_nodes_fit_with_its_runtime_and_completes(proc
                                             "suspended": 0}]
     assert (_condition(job, "Propagated") or {}).get("status") == "True"
     assert "Complete" in hub.run("get", "trainjob", "llama", "-n", "ml").stdout  # the State column
+
+    # A TrainJob of a ClusterTrainingRuntime (the default kind): the runtime goes everywhere by its
+    # own policy; the one-node TrainJob runs in one member and completes.
+    hub.run("apply", "-f", "-", input_text=CLUSTER_RUNTIME)
+    for member in members.values():
+        wait_for(lambda m=member: m.json_or_none("get", "clustertrainingruntime", "torch-small"), timeout=60,
+                 what="the ClusterTrainingRuntime in every member")
+
+    def phi_complete() -> bool:
+        done = _condition(hub.json("get", "trainjob", "phi", "-n", "ml"), "Complete")
+        return bool(done and done["status"] == "True")
+
+    wait_for(phi_complete, timeout=120, what="the TrainJob of the ClusterTrainingRuntime Complete on the hub")
