@@ -15,6 +15,28 @@ from e2e.harness import Kubectl, ProcessGroup, wait_for
 FLEET = Path(__file__).parent / "fleets" / "two-clusters.yaml"
 pytestmark = pytest.mark.e2e
 
+#: The trainer step every runtime here has: one node container asking 1 GPU, running ``duration``.
+NODE_JOB = """
+  template:
+    spec:
+      replicatedJobs:
+        - name: node
+          template:
+            metadata:
+              labels: {{trainer.kubeflow.org/trainjob-ancestor-step: trainer}}
+            spec:
+              template:
+                metadata:
+                  annotations: {{sim.gpufed.io/duration: {duration}}}
+                spec:
+                  containers:
+                    - name: node
+                      image: pytorch/pytorch:2.5.0-cuda12.4-cudnn9-runtime
+                      command: [torchrun, train.py]
+                      resources:
+                        limits: {{nvidia.com/gpu: 1}}
+"""
+
 # The runtime's node asks 1 GPU; the TrainJob asks 2 nodes of 8 GPUs (resourcesPerNode), which only
 # the cloud's two whole 8-GPU H100 nodes hold (on-prem has one whole 8-GPU node beside MIG ones).
 MANIFESTS = """
@@ -23,26 +45,7 @@ kind: TrainingRuntime
 metadata: {name: torch-distributed, namespace: ml}
 spec:
   mlPolicy: {numNodes: 1, torch: {numProcPerNode: auto}}
-  podGroupPolicy: {coscheduling: {scheduleTimeoutSeconds: 120}}
-  template:
-    spec:
-      replicatedJobs:
-        - name: node
-          template:
-            metadata:
-              labels: {trainer.kubeflow.org/trainjob-ancestor-step: trainer}
-            spec:
-              template:
-                metadata:
-                  annotations: {sim.gpufed.io/duration: 60s}
-                spec:
-                  containers:
-                    - name: node
-                      image: pytorch/pytorch:2.5.0-cuda12.4-cudnn9-runtime
-                      command: [torchrun, train.py]
-                      resources:
-                        limits: {nvidia.com/gpu: 1}
----
+  podGroupPolicy: {coscheduling: {scheduleTimeoutSeconds: 120}}""" + NODE_JOB.format(duration="60s") + """---
 apiVersion: policy.gpufed.io/v1alpha1
 kind: PropagationPolicy
 metadata: {name: training, namespace: ml}
@@ -71,23 +74,7 @@ apiVersion: trainer.kubeflow.org/v1alpha1
 kind: ClusterTrainingRuntime
 metadata: {name: torch-small}
 spec:
-  mlPolicy: {numNodes: 1}
-  template:
-    spec:
-      replicatedJobs:
-        - name: node
-          template:
-            metadata:
-              labels: {trainer.kubeflow.org/trainjob-ancestor-step: trainer}
-            spec:
-              template:
-                metadata:
-                  annotations: {sim.gpufed.io/duration: 30s}
-                spec:
-                  containers:
-                    - {name: node, image: pytorch/pytorch:2.5.0-cuda12.4-cudnn9-runtime,
-                       resources: {limits: {nvidia.com/gpu: 1}}}
----
+  mlPolicy: {numNodes: 1}""" + NODE_JOB.format(duration="30s") + """---
 apiVersion: policy.karmada.io/v1alpha1
 kind: ClusterPropagationPolicy
 metadata: {name: training-runtimes}
