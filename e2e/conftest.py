@@ -65,6 +65,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: (not _is_e2e(item), item.get_closest_marker("slow") is None))
 
 
+@pytest.fixture(scope="package", autouse=True)
+def _collect_what_the_end_to_end_tests_left() -> Iterator[None]:
+    """The same for what a module's or a package's shared fixtures (a fleet, a hub, a client) left
+    when they were torn down after their last test: this runs after them, still within the
+    teardown of the worker's last end-to-end test, before the unit tests take the worker."""
+    yield
+    gc.collect()
+
+
 @pytest.fixture(autouse=True)
 def _collect_what_the_test_left() -> Iterator[None]:
     """The end-to-end tests run first, then unit tests in the same workers: what an end-to-end
