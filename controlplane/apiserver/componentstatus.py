@@ -33,6 +33,7 @@ from controlplane.apiserver import errors
 from controlplane.apiserver.computed import ComputedEndpoint, ComputedResource
 from controlplane.apiserver.handlers import json_response
 from controlplane.apiserver.objects.values import utc_now
+from controlplane.apiserver.queryparams import watch_asked
 from controlplane.apiserver.resources import ResourceType, TableColumn
 from controlplane.apiserver.tables import TABLE_CONTENT_TYPE, IncludeObject, table, wants_table
 from controlplane.storage.interface import Store
@@ -171,7 +172,7 @@ class ComponentStatuses:
     async def handle(self, request: web.Request) -> web.StreamResponse:
         """``GET`` of the collection, or of one component (``{name}``)."""
         name = request.match_info.get("name")
-        if request.query.get("watch", "").lower() in ("1", "true"):
+        if watch_asked(request.query):
             raise errors.MethodNotAllowed("the server does not allow this method on the requested resource")
         if name is not None and name not in self._probes:
             raise errors.not_found(plural=RESOURCE.plural, group="", name=name)

@@ -37,11 +37,13 @@ from controlplane.apiserver.objects import (
 )
 from controlplane.apiserver.patches import PatchType
 from controlplane.apiserver.queryparams import (
-    bool_param,
     checked_delete_options,
     field_validation,
+    force_of,
     int_param,
     parameter_int64,
+    query_bool,
+    query_optional_bool,
 )
 from controlplane.apiserver.resources import ResourceType
 from controlplane.apiserver.routing import RequestInfo
@@ -61,7 +63,6 @@ WARNINGS = web.RequestKey("warnings", list[str])
 #: flow control sets it, and gives the watch's seats back to its level then.
 WATCH_STARTED: web.RequestKey[Callable[[], None]] = web.RequestKey("watch_started")
 JSON_CONTENT_TYPE = "application/json"
-_TRUE = frozenset({"1", "true", "True"})
 _BODY_MEDIA = ("application/json", "application/yaml", "text/yaml", "application/x-yaml")
 #: How often an idle watch checks for a closed connection or a server shutdown.
 WATCH_POLL_SECONDS = 1.0
@@ -120,14 +121,6 @@ def field_manager_for(request: web.Request) -> str:
         return manager
     agent = request.headers.get("User-Agent", "unknown")
     return agent.split("/", 1)[0][:128] or "unknown"
-
-
-def force_of(request: web.Request, patch_type: PatchType) -> bool:
-    """A patch's ``force``, which only an apply may ask for."""
-    force = request.query.get("force", "") in _TRUE
-    if force and patch_type is not PatchType.APPLY:
-        raise errors.BadRequest("force: Invalid value: true: may not be specified for non-apply patch")
-    return force
 
 
 def request_warnings(request: web.Request) -> list[str]:
@@ -368,12 +361,12 @@ class ResourceHandlers:
         # Without timeoutSeconds (or 0), a jittered default spreads the clients' reconnects; a
         # negative one ends the watch at once, as kube's timer does.
         timeout = parameter_int64(query.get("timeoutSeconds")) or self._watch_timeout * (1 + random.random())
-        bookmarks = query.get("allowWatchBookmarks", "") in _TRUE
+        bookmarks = query_bool(query, "allowWatchBookmarks")
         resource_version = query.get("resourceVersion")
         if resource_version not in (None, "", "0") and int_param(resource_version, "resourceVersion") >= INT64_MAX:
             # The watch starts one revision later, which must still be an etcd (int64) revision.
             raise errors.BadRequest(f'resourceVersion: Invalid value: "{resource_version}": too large')
-        send_initial_events = bool_param(query.get("sendInitialEvents"), "sendInitialEvents")
+        send_initial_events = query_optional_bool(query, "sendInitialEvents")
         check_watch_list_options(send_initial_events, query.get("resourceVersionMatch"))
         bookmark_interval = self._bookmark_interval if bookmarks else None
         loop = asyncio.get_running_loop()
@@ -513,9 +506,9 @@ class ResourceHandlers:
     ) -> web.StreamResponse:
         assert info.name is not None
         patch_type = PatchType.from_content_type(request.headers.get("Content-Type", ""), rt)
+        force = force_of(request, patch_type)  # kube checks its PatchOptions before decoding the patch
         patch = await self.patch_body(request, patch_type, rt, info)
         warnings = request_warnings(request)
-        force = force_of(request, patch_type)
         created: list[bool] = []
         options = self.write_args(request, warnings)
         options["on_create"] = lambda: created.append(True)
@@ -536,7 +529,7 @@ class ResourceHandlers:
             if key in request.query:
                 options[key] = request.query[key]
         if "orphanDependents" in request.query:
-            options["orphanDependents"] = bool_param(request.query["orphanDependents"], "orphanDependents")
+            options["orphanDependents"] = query_optional_bool(request.query, "orphanDependents")
         return options
 
     async def _delete(self, request: web.Request, rt: ResourceType, info: RequestInfo) -> web.StreamResponse:

@@ -1,15 +1,23 @@
 """Reading a resource request's query parameters and DeleteOptions as kube's parameter codec
 reads them: kube's 400 for a value that does not parse. Pure: no I/O beyond the request object.
+
+The boolean parameters kube decodes into its option structs (``watch``, ``allowWatchBookmarks``,
+``sendInitialEvents``, ``force``, ``orphanDependents``) are read here and nowhere else, as its
+``Convert_Slice_string_To_bool`` reads them: false only when absent, ``0`` or ``false`` in any
+case; any other value is true, the empty one included (``?watch`` and ``?watch=yes`` watch).
+``pretty`` is not one of them: kube reads it by hand, with ``strconv.ParseBool`` (``negotiation``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from aiohttp import web
 
 from controlplane.apiserver import codec, errors
 from controlplane.apiserver.decoding import INT64_MAX
+from controlplane.apiserver.patches import PatchType
 from controlplane.apiserver.validation import FieldValidation
 
 
@@ -77,11 +85,38 @@ def int_param(value: str | None, name: str) -> int:
     return parsed
 
 
-def bool_param(value: str | None, name: str) -> bool | None:
-    if value is None:
-        return None
-    if value in ("true", "1", "True"):
-        return True
-    if value in ("false", "0", "False"):
-        return False
-    raise errors.BadRequest(f'{name}: Invalid value: "{value}": must be true or false')
+def query_bool(query: Mapping[str, str], name: str) -> bool:
+    """A ``bool`` field of kube's option structs from the query (``Convert_Slice_string_To_bool``):
+    its first value, false when absent, ``0``, or ``false`` in any case; true otherwise."""
+    value = query.get(name)
+    return value is not None and not _false(value)
+
+
+def query_optional_bool(query: Mapping[str, str], name: str) -> bool | None:
+    """A ``*bool`` field of kube's option structs (``Convert_Slice_string_To_Pointer_bool``): None
+    when absent (the field stays unset), else as :func:`query_bool` reads it."""
+    value = query.get(name)
+    return None if value is None else not _false(value)
+
+
+def _false(value: str) -> bool:
+    # Go's strings.EqualFold(value, "false"): Unicode case folding, so the long s (U+017F) counts
+    # as an "s". Five characters that casefold to "false" are exactly those Go's folding matches.
+    return value == "0" or (len(value) == 5 and value.casefold() == "false")
+
+
+def watch_asked(query: Mapping[str, str]) -> bool:
+    """Whether a collection GET is a watch (``?watch``), as kube's request info tells."""
+    return query_bool(query, "watch")
+
+
+def force_of(request: web.Request, patch_type: PatchType) -> bool:
+    """PatchOptions' ``force``, which kube's ``ValidatePatchOptions`` lets only an apply carry: on
+    any other patch, the parameter at all (``force=false`` too) is its 422."""
+    force = query_optional_bool(request.query, "force")
+    if force is not None and patch_type is not PatchType.APPLY:
+        cause = errors.Cause(
+            errors.CauseType.FIELD_VALUE_FORBIDDEN, "Forbidden: may not be specified for non-apply patch", "force"
+        )
+        raise errors.invalid(kind="PatchOptions", group="meta.k8s.io", name="", causes=[cause])
+    return bool(force)

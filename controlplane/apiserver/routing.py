@@ -12,9 +12,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from controlplane.apiserver.queryparams import watch_asked
+
 #: Subresources of a namespace (so /api/v1/namespaces/x/status is not a list of "status").
 _NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
-_TRUE = frozenset({"1", "true", "True"})
 #: Subresources whose upgraded (WebSocket) GET kube authorizes as ``create``, like their SPDY POST.
 _STREAMING_SUBRESOURCES = frozenset({"exec", "attach", "portforward"})
 
@@ -94,7 +95,7 @@ def parse_request(method: str, path: str, query: Mapping[str, str], *, upgrade: 
     elif method in ("GET", "HEAD") and name is not None:
         verb = "get"
     elif method in ("GET", "HEAD"):
-        verb = "watch" if query.get("watch", "") in _TRUE else "list"
+        verb = "watch" if watch_asked(query) else "list"
     elif method == "DELETE":
         verb = "delete" if name is not None else "deletecollection"
     else:

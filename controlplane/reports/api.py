@@ -40,6 +40,7 @@ from aiohttp import web
 from controlplane.apis.kueue_v1beta1 import API_VERSION as KUEUE_API_VERSION
 from controlplane.apiserver import errors
 from controlplane.apiserver.handlers import json_response
+from controlplane.apiserver.queryparams import watch_asked
 from controlplane.apiserver.resources import ResourceType, TableColumn
 from controlplane.apiserver.tables import TABLE_CONTENT_TYPE, IncludeObject, table, wants_table
 from controlplane.objectclient import ObjectClient
@@ -300,7 +301,7 @@ class _ReportHandlers:
     async def collection(self, request: web.Request) -> web.StreamResponse:
         if request.method not in ("GET", "HEAD"):
             raise _method_not_allowed(request)
-        if request.query.get("watch", "") in ("1", "true", "True"):
+        if watch_asked(request.query):
             raise errors.MethodNotAllowed(f"{PLURAL}.{GROUP} cannot be watched: reports are computed on request")
         params = _params(request)
         try:

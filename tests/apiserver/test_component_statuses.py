@@ -109,9 +109,18 @@ async def test_a_selector_kube_refuses_is_its_bad_request(client: Client) -> Non
             assert status["message"] == message
 
 
-async def test_a_watch_is_not_allowed(client: Client) -> None:
-    response = await client.get(f"{COLLECTION}?watch=true")
+@pytest.mark.parametrize("query", ["watch=true", "watch=yes", "watch", "watch=1"])
+async def test_a_watch_is_not_allowed(client: Client, query: str) -> None:
+    """Any ``watch`` kube reads as true: all but 0 and false, the empty value included."""
+    response = await client.get(f"{COLLECTION}?{query}")
     assert response.status == 405
+
+
+@pytest.mark.parametrize("query", ["watch=false", "watch=0", "watch=FALSE"])
+async def test_a_false_watch_lists(client: Client, query: str) -> None:
+    response = await client.get(f"{COLLECTION}?{query}")
+    assert response.status == 200
+    assert (await response.json())["kind"] == "ComponentStatusList"
 
 
 async def test_discovery_lists_it_read_only(client: Client) -> None:

@@ -81,6 +81,10 @@ async def test_v2s_scale_is_read_and_set_through_v2s_paths(api: Api, server: Web
     ]
     code, patched, _ = await api.call("PATCH", f"{V2}/s/scale?fieldManager=frank", {"spec": {"replicas": 6}}, **MERGE)
     assert (code, patched["spec"]) == (200, {"replicas": 6}), json.dumps(patched)
+    # As kube's ValidatePatchOptions: no patch but an apply may carry force, false or not.
+    for path in (f"{V2}/s/scale", f"{V2}/s"):
+        code, refused, _ = await api.call("PATCH", f"{path}?force=false", {"spec": {"replicas": 9}}, **MERGE)
+        assert (code, refused["details"]["causes"][0]["field"]) == (422, "force"), json.dumps(refused)
     code, applied, _ = await api.call(
         "PATCH", f"{V2}/s/scale?fieldManager=gina&force=true", _scale("s", replicas=7), **APPLY
     )

@@ -190,3 +190,23 @@ async def test_orphan_dependents_false_on_a_held_object_is_accepted(api: TestCli
     assert answer.status == 202
     assert (await answer.json())["metadata"]["deletionTimestamp"]
     assert (await api.delete(f"{CM_PATH}/held")).status == 200
+
+
+@pytest.mark.parametrize(
+    ("query", "status", "finalizers"),
+    [
+        ("", 200, ["example.com/hold"]),
+        *((f"?orphanDependents={value}", 202, ["example.com/hold"]) for value in ("false", "0", "FALSE")),
+        *((f"?orphanDependents={value}", 200, ["example.com/hold", "orphan"]) for value in ("yes", "1", "", "True")),
+    ],
+)
+async def test_orphan_dependents_in_the_query_is_read_as_kube_reads_a_query_boolean(
+    api: TestClient[Any, Any], query: str, status: int, finalizers: list[str]
+) -> None:
+    """Absent, the delete has no orphanDependents; ``0`` or ``false`` in any case is false (kube's
+    202 for the object left); any other value, the empty one included, orphans."""
+    meta = {"name": "held", "finalizers": ["example.com/hold"]}
+    await api.post(CM_PATH, json={"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta})
+    answer = await api.delete(f"{CM_PATH}/held{query}")
+    assert answer.status == status
+    assert (await answer.json())["metadata"]["finalizers"] == finalizers

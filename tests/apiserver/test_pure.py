@@ -187,6 +187,11 @@ def test_merge_patch_rfc7386(target: Any, patch: Any, expected: Any) -> None:
         ("GET", "/api/v1/namespaces/default", {}, ("get", "", "namespaces", None, "default", "")),
         ("PUT", "/api/v1/namespaces/x/status", {}, ("update", "", "namespaces", None, "x", "status")),
         ("GET", "/api/v1/namespaces/default/pods", {"watch": "true"}, ("watch", "", "pods", "default", None, "")),
+        # kube's reading of a query boolean: only 0 and false (any case) are false.
+        ("GET", "/api/v1/pods", {"watch": "yes"}, ("watch", "", "pods", None, None, "")),
+        ("GET", "/api/v1/pods", {"watch": ""}, ("watch", "", "pods", None, None, "")),
+        ("GET", "/api/v1/pods", {"watch": "FALSE"}, ("list", "", "pods", None, None, "")),
+        ("GET", "/api/v1/pods", {"watch": "0"}, ("list", "", "pods", None, None, "")),
         ("PATCH", "/apis/apps/v1/namespaces/d/deployments/w/scale", {}, ("patch", "apps", "deployments", "d", "w", "scale")),
         ("DELETE", "/apis/apps/v1/namespaces/d/deployments", {}, ("deletecollection", "apps", "deployments", "d", None, "")),
         ("POST", "/apis/apps/v1/deployments", {}, ("create", "apps", "deployments", None, None, "")),

@@ -121,5 +121,7 @@ async def test_apply_patch_of_scale_over_http(api: TestClient[Any, Any]) -> None
         f"{DEPLOYMENTS}/web/scale?force=true", data='{"spec":{"replicas":1}}',
         headers={"Content-Type": "application/merge-patch+json"},
     )
-    assert merged.status == 400
-    assert (await merged.json())["message"] == "force: Invalid value: true: may not be specified for non-apply patch"
+    assert merged.status == 422
+    assert (await merged.json())["message"] == (
+        'PatchOptions.meta.k8s.io "" is invalid: force: Forbidden: may not be specified for non-apply patch'
+    )

@@ -192,8 +192,9 @@ async def test_reports_are_read_only(api: Api, method: str) -> None:
         assert "read-only" in body["message"]
 
 
-async def test_watching_is_refused(api: Api) -> None:
-    status, body = await api.get(f"{REPORTS}?watch=true")
+@pytest.mark.parametrize("query", ["watch=true", "watch=yes", "watch"])
+async def test_watching_is_refused(api: Api, query: str) -> None:
+    status, body = await api.get(f"{REPORTS}?{query}")
     assert status == 405, body
 
 

@@ -43,6 +43,7 @@ from controlplane.apiserver.handlers import json_response, watch_started
 from controlplane.apiserver.openapi.gnostic import ACCEPTED_MEDIA_TYPES as PROTOBUF_ACCEPTS
 from controlplane.apiserver.openapi.gnostic import MEDIA_TYPE as PROTOBUF_MEDIA_TYPE
 from controlplane.apiserver.openapi.serving import JSON, serve, serve_v3_document
+from controlplane.apiserver.queryparams import watch_asked
 from controlplane.apiserver.routing import is_upgrade
 
 logger = logging.getLogger(__name__)
@@ -94,7 +95,7 @@ async def _proxy(request: web.Request, apis: AggregatedApis, view: APIServiceVie
     if "Accept-Encoding" not in request.headers:  # else the client library would ask for gzip of its own
         headers.append(("Accept-Encoding", "identity"))
     body = await request.read()  # bounded by the API's body limit
-    watching = request.query.get("watch") in ("1", "true") or "/watch/" in request.path
+    watching = watch_asked(request.query) or "/watch/" in request.path
     url = base + request.rel_url.raw_path + (f"?{request.rel_url.raw_query_string}" if request.rel_url.raw_query_string else "")
     timeout = aiohttp.ClientTimeout(total=None, sock_connect=HEAD_TIMEOUT_SECONDS,
                                     sock_read=None if watching else HEAD_TIMEOUT_SECONDS)

@@ -38,7 +38,6 @@ from controlplane.apiserver.crd.scaling import ConvertedScale
 from controlplane.apiserver.handlers import (
     ResourceHandlers,
     dry_run_of,
-    force_of,
     json_response,
     method_not_allowed,
     request_warnings,
@@ -49,7 +48,7 @@ from controlplane.apiserver.objects.writing import PATCH_RETRIES
 from controlplane.apiserver.patches import PatchType, apply_patch, check_apply_request, record_update
 from controlplane.apiserver.patching.schema import FieldSchema
 from controlplane.apiserver.patching.versions import VersionConverter
-from controlplane.apiserver.queryparams import field_validation
+from controlplane.apiserver.queryparams import field_validation, force_of
 from controlplane.apiserver.resources import Registry, ResourceType
 from controlplane.apiserver.routing import RequestInfo
 from controlplane.apiserver.tables import TABLE_CONTENT_TYPE, IncludeObject, table, wants_table
@@ -351,6 +350,7 @@ class ConvertedHandlers:
         patch_type = PatchType.from_content_type(request.headers.get("Content-Type", ""), rt)
         if patch_type is PatchType.APPLY:
             return await self._apply(request, rt, stored, info)
+        force_of(request, patch_type)  # refuses a non-apply patch's force
         patch = await self._handlers.patch_body(request, patch_type, stored, info)
         args, manager = self._write_args(request, rt, request_warnings(request))
         now = self._handlers.objects.now

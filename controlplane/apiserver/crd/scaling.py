@@ -26,7 +26,6 @@ from controlplane.apiserver.admission import Operation, WebhookCalls, WebhookReq
 from controlplane.apiserver.handlers import (
     ResourceHandlers,
     field_manager_for,
-    force_of,
     json_response,
     method_not_allowed,
     request_warnings,
@@ -40,6 +39,7 @@ from controlplane.apiserver.objects.scale import (
 from controlplane.apiserver.objects.writing import PATCH_RETRIES
 from controlplane.apiserver.patches import PatchType, merge_patch, record_update
 from controlplane.apiserver.patching.scalefields import ReplicasPaths, to_parent, to_subresource
+from controlplane.apiserver.queryparams import force_of
 from controlplane.apiserver.resources import ResourceType
 from controlplane.apiserver.routing import RequestInfo
 from controlplane.apiserver.tables import TABLE_CONTENT_TYPE, IncludeObject, table, wants_table
@@ -159,6 +159,7 @@ class ConvertedScale:
         if info.verb != "patch":
             raise method_not_allowed()
         patch_type = PatchType.from_content_type(request.headers.get("Content-Type", ""), rt)
+        force_of(request, patch_type)  # refuses a non-apply patch's force
         patch = await self._handlers.patch_body(request, patch_type, stored, info)
         if patch_type is PatchType.APPLY:
             return await self._write(request, rt, stored, info, None, applied=patch)

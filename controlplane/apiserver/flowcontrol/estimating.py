@@ -28,8 +28,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
+from controlplane.apiserver.queryparams import query_optional_bool
 from controlplane.apiserver.routing import RequestInfo
-from controlplane.gojson import parse_bool
 
 #: kube's ``DefaultWorkEstimatorConfig``: ``minimumSeats``, ``maximumSeatsLimit`` (of LISTs and
 #: writes alike), ``objectsPerSeat``, ``watchesPerSeat`` and ``eventAdditionalDuration``.
@@ -151,7 +151,7 @@ def request_estimate(
     if info.verb in ("list", "watch"):
         if requested_name(info, query) is not None or objects is None:
             return ONE_SEAT
-        if info.verb == "watch" and parse_bool(query.get("sendInitialEvents")) is not True:
+        if info.verb == "watch" and query_optional_bool(query, "sendInitialEvents") is not True:
             return ONE_SEAT
         stored = objects(info.group, info.resource)
         return WorkEstimate(list_seats(stored, query, maximum=maximum, from_cache=info.verb == "watch"))

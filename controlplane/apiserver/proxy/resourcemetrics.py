@@ -56,6 +56,7 @@ from controlplane.apiserver.objects import ObjectStore
 from controlplane.apiserver.proxy.podlist import FetchError, fetch_json
 from controlplane.apiserver.proxy.routes import ProxyEndpoints
 from controlplane.apiserver.proxy.tunnels import TunnelRegistry
+from controlplane.apiserver.queryparams import watch_asked
 from controlplane.controllers.federatedhpa.podmetrics import MemberPods, pod_metric_of
 
 logger = logging.getLogger(__name__)
@@ -214,7 +215,7 @@ class ResourceMetrics:
         raise errors.not_found(plural=resource.plural, group=GROUP, name=name)
 
     async def _list(self, request: web.Request, path: str, resource: ComputedResource) -> web.StreamResponse:
-        if request.query.get("watch", "").lower() in ("1", "true"):
+        if watch_asked(request.query):
             raise errors.MethodNotAllowed("the server does not allow this method on the requested resource")
         fields = parse_field_selector(request.query.get("fieldSelector"), BASE_FIELD_SELECTORS)
         selector = request.query.get("labelSelector")

@@ -33,6 +33,7 @@ from controlplane.apiserver.identity import AUTHENTICATED, UNAUTHENTICATED, Role
 from controlplane.apiserver.proxy import upgrades
 from controlplane.apiserver.proxy.metrics import ProxyMetrics
 from controlplane.apiserver.proxy.tunnels import HubStream, TooManyStreams, TunnelRegistry
+from controlplane.apiserver.queryparams import watch_asked
 from controlplane.apiserver.routing import is_upgrade
 
 logger = logging.getLogger(__name__)
@@ -243,7 +244,7 @@ async def _relay(
         elif frame.kind is FrameKind.ERROR:
             _, message = framing.parse_error(frame.payload)
             logger.info("proxied stream %s to cluster %s ended: %s", request.path, stream.tunnel.cluster, message)
-            if request.query.get("watch") in ("1", "true") and "json" in response.content_type:
+            if watch_asked(request.query) and "json" in response.content_type:
                 status_error = errors.ServiceUnavailable(message)
                 event = {"type": "ERROR", "object": status_error.to_status()}
                 await response.write(json.dumps(event).encode() + b"\n")

@@ -70,6 +70,10 @@ def _no_watches(_info: RequestInfo, _name: str | None) -> int:
         ("watch", {}, 0, 1),  # a watch takes one seat while it starts...
         ("watch", {"sendInitialEvents": "true"}, 0, 5),  # ... its initial events as a LIST from the cache
         ("watch", {"sendInitialEvents": "false"}, 0, 1),
+        # kube's reading of a query boolean: any value but 0 and false (any case) is true.
+        ("watch", {"sendInitialEvents": "yes"}, 0, 5),
+        ("watch", {"sendInitialEvents": ""}, 0, 5),
+        ("watch", {"sendInitialEvents": "FALSE"}, 0, 1),
     ],
 )
 def test_the_estimate_by_verb(verb: str, query: dict[str, str], level_max: int, seats: int) -> None:
