@@ -78,7 +78,7 @@ from controlplane.apis.constants import (
     LABEL_TRAINING_JOB_NAME,
     LABEL_TRAINING_OPERATOR_NAME,
 )
-from controlplane.apis.dra import ObjectLookup
+from controlplane.apis.dra import ObjectKey, ObjectLookup, shared_claim_holders
 from controlplane.apis.gpus import MIG_INVALID_SUFFIX, is_nvidia_resource
 from controlplane.apis.kubeflow import TRAINING_KINDS
 from controlplane.apis.pods import TERMINAL_PHASES
@@ -94,10 +94,13 @@ from member_agent.nodetotals import NodeTotals, add_amounts, shape_key
 from member_agent.podstates import ClaimTrouble, no_claim_trouble, unschedulable_for_room
 
 
-def pod_requests(pod: Mapping[str, Any], dra_claims: ObjectLookup | None = None) -> dict[str, int]:
+def pod_requests(
+    pod: Mapping[str, Any], dra_claims: ObjectLookup | None = None, holders: Mapping[ObjectKey, str] | None = None
+) -> dict[str, int]:
     """What a pod takes from its node (kube's ``PodRequests``, and the GPUs its DRA claims in
-    ``dra_claims`` hold), tracked resources only."""
-    return pods.pod_held(pod, dra_claims, read=tracked_quantities)
+    ``dra_claims`` hold; a claim shared by pods counts on the one ``holders`` names), tracked
+    resources only."""
+    return pods.pod_held(pod, dra_claims, read=tracked_quantities, holders=holders)
 
 
 class PodRequests:
@@ -113,11 +116,14 @@ class PodRequests:
         self._last: dict[int, tuple[Mapping[str, Any], dict[str, int]]] = {}
         self._this: dict[int, tuple[Mapping[str, Any], dict[str, int]]] = {}
 
-    def of(self, pod: Mapping[str, Any], dra_claims: ObjectLookup | None = None) -> dict[str, int]:
+    def of(
+        self, pod: Mapping[str, Any], dra_claims: ObjectLookup | None = None,
+        holders: Mapping[ObjectKey, str] | None = None,
+    ) -> dict[str, int]:
         """``pod``'s requests (:func:`pod_requests`); do not change the dict returned. A pod with DRA
         claims is read afresh: its claims change (are allocated) while the pod does not."""
         if (pod.get("spec") or {}).get("resourceClaims"):
-            return pod_requests(pod, dra_claims)
+            return pod_requests(pod, dra_claims, holders)
         found = self._last.get(id(pod))
         requests = found[1] if found is not None and found[0] is pod else pod_requests(pod)
         self._this[id(pod)] = (pod, requests)
@@ -301,6 +307,12 @@ def summarize(
     # Finished pods still named by DCGM series (the exporter lags): their owners are still known.
     finished: dict[tuple[str, str], Mapping[str, Any]] = {}
     unschedulable: list[Mapping[str, Any]] = []
+    pods = list(pods)
+    # A claim shared by running pods holds its devices once: one of them counts them.
+    holders = None if dra_claims is None else shared_claim_holders(
+        pod for pod in pods
+        if (pod.get("spec") or {}).get("resourceClaims") and pod_is_active(pod) and pod["spec"]["nodeName"] in totals
+    )
     for pod in pods:
         if not pod_is_active(pod):
             if unschedulable_for_room(pod, claims) is not None:
@@ -311,7 +323,10 @@ def summarize(
         node_name = str(pod["spec"]["nodeName"])
         if node_name not in totals:
             continue
-        requests = requests_of.of(pod, dra_claims) if requests_of is not None else pod_requests(pod, dra_claims)
+        requests = (
+            requests_of.of(pod, dra_claims, holders) if requests_of is not None
+            else pod_requests(pod, dra_claims, holders)
+        )
         add_amounts(allocated_by_node.setdefault(node_name, {}), requests)
         pods_by_node.setdefault(node_name, []).append((pod, requests))
     if requests_of is not None:

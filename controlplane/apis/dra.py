@@ -37,8 +37,12 @@ dropped: ``1g10gb``), and by its request's class when a name is not one of those
 (:func:`pod_claimed_resources`) then counts its claims' allocated devices, and a claim not
 allocated yet (or a template's claim not created yet) what its requests ask.
 
-A claim shared through ``resourceClaimName`` is counted for every pod that names it, as a claim per
-pod is: the hub places replicas, and a shared claim's devices sit on one node anyway.
+A claim shared through ``resourceClaimName`` holds its devices once, whatever number of pods it is
+reserved for (kube allocates a claim once and lists its consumers in ``status.reservedFor``). On a
+member, :func:`shared_claim_holders` picks the one pod of those naming it that counts its devices
+(the first by name, so every report picks the same one while the pods stay); the others count
+nothing for it. The devices then stay whole on one pod, as the waste report, which gives each
+device to one pod, needs.
 
 :func:`with_claimed_gpus` turns a pod spec's claims into the ``nvidia.com/gpu`` and MIG requests
 and product selector they stand for, so the interpreter's replica requirements (the hub's
@@ -53,7 +57,7 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -252,16 +256,42 @@ def allocated_devices(claim: Mapping[str, Any]) -> ClaimedGpus | None:
 #: A member's claim or claim template by kind (:data:`CLAIM`, :data:`TEMPLATE`), namespace and name,
 #: the whole object; None: not known.
 ObjectLookup = Callable[[str, str, str], Mapping[str, Any] | None]
+#: A claim (or a pod) by namespace and name.
+ObjectKey = tuple[str, str]
 
 
-def pod_claimed_resources(pod: Mapping[str, Any], lookup: ObjectLookup) -> dict[str, int]:
+def _key(obj: Mapping[str, Any]) -> ObjectKey:
+    metadata = _mapping(obj.get("metadata"))
+    return str(metadata.get("namespace") or "default"), str(metadata.get("name") or "")
+
+
+def shared_claim_holders(pods: Iterable[Mapping[str, Any]]) -> dict[ObjectKey, str]:
+    """For each ResourceClaim that ``pods`` name directly (``resourceClaimName``), the name of the
+    pod that counts its devices: the first by name of those naming it (a claim and its pods share a
+    namespace)."""
+    holders: dict[ObjectKey, str] = {}
+    for pod in pods:
+        namespace, name = _key(pod)
+        for entry in _items(_mapping(pod.get("spec")).get("resourceClaims")):
+            if isinstance(claim := entry.get("resourceClaimName"), str) and claim:
+                held = holders.get((namespace, claim))
+                if held is None or name < held:
+                    holders[(namespace, claim)] = name
+    return holders
+
+
+def pod_claimed_resources(
+    pod: Mapping[str, Any], lookup: ObjectLookup, holders: Mapping[ObjectKey, str] | None = None
+) -> dict[str, int]:
     """The device-plugin resources a pod's DRA claims stand for on a member: each claim's allocated
     devices (:func:`allocated_devices`), or, while it is not allocated, what its requests ask; the
     claim of a template entry is the one ``status.resourceClaimStatuses`` names (kube's resourceclaim
     controller's; an entry there without a claim name needs none), or, before that controller has
-    made it, the template's."""
+    made it, the template's. A claim the pod names directly counts only when ``holders``
+    (:func:`shared_claim_holders` of the pods counted together) gives it to this pod, or does not
+    know it."""
     spec, status = _mapping(pod.get("spec")), _mapping(pod.get("status"))
-    namespace = str(_mapping(pod.get("metadata")).get("namespace") or "default")
+    namespace, pod_name = _key(pod)
     generated = {
         str(entry.get("name")): str(entry.get("resourceClaimName") or "")
         for entry in _items(status.get("resourceClaimStatuses"))
@@ -271,7 +301,10 @@ def pod_claimed_resources(pod: Mapping[str, Any], lookup: ObjectLookup) -> dict[
         template = entry.get("resourceClaimTemplateName")
         if template and generated.get(str(entry.get("name"))) == "":
             continue  # the controller found no claim needed (kube: the entry "can be ignored")
-        name = entry.get("resourceClaimName") or generated.get(str(entry.get("name")))
+        shared = entry.get("resourceClaimName")
+        if shared and holders is not None and holders.get((namespace, str(shared)), pod_name) != pod_name:
+            continue  # another pod counts the devices this claim holds for both
+        name = shared or generated.get(str(entry.get("name")))
         claim = lookup(CLAIM, namespace, str(name)) if name else None
         if claim is not None:
             held = allocated_devices(claim)

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Final, Protocol
 
-from controlplane.apis.dra import ObjectLookup, pod_claimed_resources
+from controlplane.apis.dra import ObjectKey, ObjectLookup, pod_claimed_resources
 from controlplane.apis.quantity import to_int
 from controlplane.apis.untyped import Obj
 from controlplane.apis.views import ObjectView
@@ -368,15 +368,20 @@ def pod_requests(pod_spec: Mapping[str, Any], *, read: QuantityReader = read_qua
 
 
 def pod_held(
-    pod: Mapping[str, Any], claims: ObjectLookup | None, *, read: QuantityReader = read_quantities
+    pod: Mapping[str, Any],
+    claims: ObjectLookup | None,
+    *,
+    read: QuantityReader = read_quantities,
+    holders: Mapping[ObjectKey, str] | None = None,
 ) -> dict[str, int]:
     """What ``pod`` (a whole pod: its claims' names are in its status) takes from its member:
     :func:`pod_requests` of its spec plus its DRA claims' GPU and MIG devices (:func:`~controlplane.
     apis.dra.pod_claimed_resources`), ``claims`` finding the member's claims and claim templates
-    (None: the pod's claims are not known, they count nothing)."""
+    (None: the pod's claims are not known, they count nothing); a claim shared with other pods
+    counts only on the pod ``holders`` names (:func:`~controlplane.apis.dra.shared_claim_holders`)."""
     requests = pod_requests(pod.get("spec") or {}, read=read)
     if claims is not None and (pod.get("spec") or {}).get("resourceClaims"):
-        _add(requests, pod_claimed_resources(pod, claims))
+        _add(requests, pod_claimed_resources(pod, claims, holders))
     return requests
 
 

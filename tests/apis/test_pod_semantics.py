@@ -376,25 +376,39 @@ class _Cache:
 def _waste_report_holdings(pod: dict[str, Any], objects: list[dict[str, Any]]) -> dict[str, int]:
     """The GPU devices the waste report finds the pod holding (by resource), from the agent's report
     of a node whose DCGM series name no pod (the report then gives the pods devices by their requests)."""
+    return _waste_report_by_pod([pod], objects)[0].get("p", {})
+
+
+def _agent_report(pods: list[dict[str, Any]], objects: list[dict[str, Any]]) -> dict[str, Any]:
+    """The agent's Cluster status for node-1 (4 GPUs, 7 ``1g.10gb`` slices) running ``pods``."""
     node = make_node()
     node["metadata"]["labels"]["nvidia.com/gpu.product"] = "NVIDIA-H100-80GB-HBM3"
     node["status"]["allocatable"].update({"nvidia.com/gpu": "4", "nvidia.com/mig-1g.10gb": "7"})
     util = {"node-1": [{"gpu": gpu, "uuid": f"GPU-{gpu}", "utilization": 0.5} for gpu in range(4)] + [
         {"gpu": 4, "uuid": "GPU-4", "profile": "1g.10gb", "instance": i, "utilization": 0.5} for i in range(7)
     ]}
-    bound = {**pod, "spec": {**pod["spec"], "nodeName": "node-1"}, "status": {**pod["status"], "phase": "Running"}}
-    status = capacity.summarize(
-        [node], [capacity.trim_pod(bound)], now="2024-05-01T00:00:00Z", utilization=util,
+    bound = [{**pod, "spec": {**pod["spec"], "nodeName": "node-1"}, "status": {**pod["status"], "phase": "Running"}}
+             for pod in pods]
+    return capacity.summarize(
+        [node], [capacity.trim_pod(pod) for pod in bound], now="2024-05-01T00:00:00Z", utilization=util,
         utilization_time="2024-05-01T00:00:00Z", dra_claims=_agent_lookup(objects),
     )
+
+
+def _waste_report_by_pod(
+    pods: list[dict[str, Any]], objects: list[dict[str, Any]]
+) -> tuple[dict[str, dict[str, int]], dict[str, Any]]:
+    """The GPU devices (by resource) the waste report finds each pod holding, and the agent's report it read."""
+    status = _agent_report(pods, objects)
     cluster = {"apiVersion": "cluster.gpufed.io/v1alpha1", "kind": "Cluster", "metadata": {"name": "dc1"},
                "spec": {"provider": "onprem", "pricing": {}}, "status": status}
     fleet = sample_from_cluster_statuses([cluster], [], [], now=datetime(2024, 5, 1, tzinfo=UTC))
-    held: dict[str, int] = {}
+    held: dict[str, dict[str, int]] = {}
     for device in fleet.clusters[0].nodes[0].devices:
-        if device.allocated_to is not None and device.allocated_to.pod == "p" and device.resource:
-            held[device.resource] = held.get(device.resource, 0) + 1
-    return held
+        if device.allocated_to is not None and device.resource:
+            by_resource = held.setdefault(device.allocated_to.pod, {})
+            by_resource[device.resource] = by_resource.get(device.resource, 0) + 1
+    return held, status
 
 
 def _agent_lookup(objects: list[dict[str, Any]]) -> Any:
@@ -444,3 +458,19 @@ def test_an_allocated_claim_counts_what_it_holds_where_the_hub_can_only_estimate
     agent = capacity.pod_requests(capacity.trim_pod(pod), _agent_lookup(objects))
     assert (hub["nvidia.com/gpu"], agent["nvidia.com/gpu"], _waste_report_holdings(pod, objects)) == (
         8, 4, {"nvidia.com/gpu": 4})
+
+
+def test_a_claim_shared_by_pods_holds_its_devices_once() -> None:
+    """Three pods name one allocated claim of 2 GPUs (``resourceClaimName``): the member's node has
+    2 GPUs taken, not 6, and the waste report gives both to one pod (the first by name), so a
+    workload's GPU-hours count them once; a pod's own template claim still counts on that pod."""
+    shared = [{"name": "gpus", "resourceClaimName": "shared"}]
+    pods = [make_pod({"containers": [container({"cpu": "1"})], "resourceClaims": shared}) for _ in range(3)]
+    for pod, name in zip(pods, ("train-c", "train-a", "train-b"), strict=True):
+        pod["metadata"]["name"] = name
+    pods[2]["spec"]["resourceClaims"] = [*shared, {"name": "own", "resourceClaimTemplateName": "one"}]
+    objects = [resource_claim("shared", claim_spec(count=2), allocated=("gpu-0", "gpu-1")),
+               claim_template("one", claim_spec())]
+    held, status = _waste_report_by_pod(pods, objects)
+    assert held == {"train-a": {"nvidia.com/gpu": 2}, "train-b": {"nvidia.com/gpu": 1}}
+    assert status["resourceSummary"]["allocated"]["nvidia.com/gpu"] == 3
