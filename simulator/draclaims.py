@@ -22,7 +22,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from controlplane.apis.dra import CLAIM, RESOURCE_API_VERSION, TEMPLATE, references_claims, with_claimed_gpus
+from controlplane.apis.dra import (
+    CLAIM,
+    RESOURCE_API_VERSION,
+    TEMPLATE,
+    claim_spec_of,
+    references_claims,
+    with_claimed_gpus,
+)
 from controlplane.controllers.informing import Informer
 from controlplane.objectclient import ObjectClient
 from simulator.informers import as_handler
@@ -41,11 +48,7 @@ class DraClaims:
 
     def _spec(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
         informer = self.informers.get(kind)
-        obj = informer.get(namespace, name) if informer is not None else None
-        spec = obj.get("spec") if obj is not None else None
-        if kind == TEMPLATE and isinstance(spec, dict):
-            spec = spec.get("spec")
-        return spec if isinstance(spec, dict) else None
+        return claim_spec_of(kind, informer.get(namespace, name) if informer is not None else None)
 
     def schedulable(self, pod: dict[str, Any]) -> dict[str, Any] | None:
         """The pod as the scheduler reads it (its GPU claims as ``nvidia.com/gpu``), itself when it

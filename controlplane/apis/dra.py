@@ -42,7 +42,8 @@ reserved for (kube allocates a claim once and lists its consumers in ``status.re
 member, :func:`shared_claim_holders` picks the one pod of those naming it that counts its devices
 (the first by name, so every report picks the same one while the pods stay); the others count
 nothing for it. The devices then stay whole on one pod, as the waste report, which gives each
-device to one pod, needs.
+device to one pod, needs. The hub's reading (:func:`with_claimed_gpus`) still counts a shared claim
+in every pod spec that names it: a replica's requirements have no amount taken once per cluster.
 
 :func:`with_claimed_gpus` turns a pod spec's claims into the ``nvidia.com/gpu`` and MIG requests
 and product selector they stand for, so the interpreter's replica requirements (the hub's
@@ -212,14 +213,29 @@ def claim_spec_gpus(claim_spec: Mapping[str, Any] | None) -> ClaimedGpus:
     return total
 
 
+def claim_spec_of(kind: str, obj: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """The claim spec of a ResourceClaimTemplate (its ``spec.spec``) or a ResourceClaim (its ``spec``)."""
+    spec = _mapping(obj).get("spec")
+    if kind == TEMPLATE and isinstance(spec, Mapping):
+        spec = spec.get("spec")
+    return spec if isinstance(spec, Mapping) else None
+
+
+def claim_entries(pod_spec: Mapping[str, Any] | None) -> Iterator[tuple[str, str, str]]:
+    """Each ``resourceClaims`` entry of a pod spec that names a template or a claim: the entry's
+    name, the kind it names (:data:`TEMPLATE`, :data:`CLAIM`) and the object's name."""
+    for entry in _items(_mapping(pod_spec).get("resourceClaims")):
+        if isinstance(name := entry.get("resourceClaimTemplateName"), str) and name:
+            yield str(entry.get("name") or ""), TEMPLATE, name
+        elif isinstance(name := entry.get("resourceClaimName"), str) and name:
+            yield str(entry.get("name") or ""), CLAIM, name
+
+
 def pod_claimed_gpus(pod_spec: Mapping[str, Any] | None, lookup: ClaimLookup) -> ClaimedGpus:
     """The devices all of a pod spec's ``resourceClaims`` ask for (claims not known yet count nothing)."""
     total = ClaimedGpus()
-    for entry in _items(_mapping(pod_spec).get("resourceClaims")):
-        if isinstance(name := entry.get("resourceClaimTemplateName"), str) and name:
-            total = total.plus(claim_spec_gpus(lookup(TEMPLATE, name)))
-        elif isinstance(name := entry.get("resourceClaimName"), str) and name:
-            total = total.plus(claim_spec_gpus(lookup(CLAIM, name)))
+    for _entry, kind, name in claim_entries(pod_spec):
+        total = total.plus(claim_spec_gpus(lookup(kind, name)))
     return total
 
 

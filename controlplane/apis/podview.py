@@ -4,8 +4,9 @@
 hub's ``resourcebindings/<name>/pods`` route) all show the same thing, so it is computed once
 here: which pods of a member's listing belong to a hub workload (:func:`owned_by`: owned by
 it, or by one of a Deployment's ReplicaSets), and per pod its cluster, status (as kubectl's
-STATUS column words it), node, GPU request, the GPU devices it holds (whole GPUs by index,
-MIG instances with their profile) with their utilization, and restart count.
+STATUS column words it), node, GPU request (its containers' and, read from the hub's claim templates
+and claims, its DRA claims'), the GPU devices it holds (whole GPUs by index, MIG instances with their
+profile) with their utilization, and restart count.
 
 Where the devices come from: not the pod (a real kubelet records no device IDs on it) but the
 DCGM exporter, whose series carry the pod that holds each device; the agent scrapes it and
@@ -30,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from controlplane.apis import constants as c
+from controlplane.apis.dra import CLAIM, ClaimLookup, claim_entries, claim_spec_gpus
 from controlplane.apis.gpus import is_gpu_resource
 from controlplane.apis.kubeflow import TRAINING_KINDS
 from controlplane.apis.pods import pod_requests
@@ -146,13 +148,23 @@ def restart_count(pod: Mapping[str, Any]) -> int:
     )
 
 
-def gpu_request(pod: Mapping[str, Any]) -> str:
-    """What the pod asks for in GPUs: ``nvidia.com/gpu=2``, ``nvidia.com/mig-3g.40gb=1`` ("-": none)."""
+def gpu_request(pod: Mapping[str, Any], claims: ClaimLookup | None = None) -> str:
+    """What the pod asks for in GPUs: its containers' ``nvidia.com/gpu=2``, ``nvidia.com/mig-3g.40gb=1``,
+    then what each of its DRA claims asks (:mod:`controlplane.apis.dra`), the claim's entry named:
+    ``nvidia.com/gpu=2 (DRA claim gpus)``, ``(DRA claim gpus, shared)`` for a ResourceClaim the pod
+    names directly. ``claims`` finds the hub's claim templates and claims in the pod's namespace
+    (None: claims not shown); "-": none."""
+    spec = pod.get("spec") or {}
     try:
-        requests = pod_requests(pod.get("spec") or {})
+        requests = pod_requests(spec)
     except ValueError:  # a malformed quantity
         return "?"
     asked = [f"{name}={amount}" for name, amount in sorted(requests.items()) if is_gpu_resource(name)]
+    if claims is not None:
+        for entry, kind, name in claim_entries(spec):
+            note = f"DRA claim {entry}" + (", shared" if kind == CLAIM else "")
+            asked += [f"{resource}={amount} ({note})"
+                      for resource, amount in sorted(claim_spec_gpus(claims(kind, name)).resources().items())]
     return ",".join(asked) or "-"
 
 
@@ -176,16 +188,17 @@ def devices_by_pod(utilization: Any) -> dict[PodKey, list[GpuDevice]]:
 
 
 def pod_rows(
-    cluster: str, pods: Iterable[Mapping[str, Any]], devices: Mapping[PodKey, Sequence[GpuDevice]]
+    cluster: str, pods: Iterable[Mapping[str, Any]], devices: Mapping[PodKey, Sequence[GpuDevice]],
+    claims: ClaimLookup | None = None,
 ) -> list[PodRow]:
-    """One row per pod of ``cluster``, by name."""
+    """One row per pod of ``cluster``, by name (``claims``: as :func:`gpu_request` reads them)."""
     rows = []
     for pod in pods:
         meta = pod.get("metadata") or {}
         key = (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
         rows.append(PodRow(
             cluster, key[0], key[1], pod_status(pod), str((pod.get("spec") or {}).get("nodeName") or "<none>"),
-            gpu_request(pod), tuple(devices.get(key, ())), restart_count(pod),
+            gpu_request(pod, claims), tuple(devices.get(key, ())), restart_count(pod),
         ))
     return sorted(rows, key=lambda row: (row.cluster, row.name))
 

@@ -16,7 +16,14 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from controlplane.apis.dra import CLAIM, RESOURCE_API_VERSION, TEMPLATE, references_claims, with_claimed_gpus
+from controlplane.apis.dra import (
+    CLAIM,
+    RESOURCE_API_VERSION,
+    TEMPLATE,
+    claim_spec_of,
+    references_claims,
+    with_claimed_gpus,
+)
 from controlplane.apis.views import BindingView, ObjectView
 from controlplane.controllers.context import INDEX_NAMESPACE, ControllerContext
 from controlplane.controllers.informing import Informer
@@ -41,13 +48,7 @@ class ClaimSpecs:
     def spec(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
         """The claim spec of a template (its ``spec.spec``) or a claim (its ``spec``); None when absent."""
         informer = self._informers.get(kind)
-        obj = informer.get(namespace, name) if informer is not None else None
-        if obj is None:
-            return None
-        spec = obj.get("spec")
-        if kind == TEMPLATE and isinstance(spec, dict):
-            spec = spec.get("spec")
-        return spec if isinstance(spec, dict) else None
+        return claim_spec_of(kind, informer.get(namespace, name) if informer is not None else None)
 
     def resolved(self, workload: dict[str, Any]) -> dict[str, Any]:
         """``workload`` as the interpreter should read it: itself when no pod spec names a claim."""

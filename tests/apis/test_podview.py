@@ -52,6 +52,36 @@ def test_restarts_add_up_over_containers_and_gpu_requests_name_the_resource() ->
     assert gpu_request({"spec": {"containers": [{"resources": {"limits": {"nvidia.com/gpu": "x"}}}]}}) == "?"
 
 
+def test_a_pods_dra_claims_show_in_its_gpu_request_as_the_hubs_claims_ask() -> None:
+    """Each claim entry the hub knows shows what it asks after the containers' requests; a shared
+    claim (``resourceClaimName``) says so; a claim the hub does not hold, or one of another class, adds nothing."""
+    def asks(device_class: str, count: int, selector: str | None = None) -> dict[str, Any]:
+        exactly: dict[str, Any] = {"deviceClassName": device_class, "count": count}
+        if selector:
+            exactly["selectors"] = [{"cel": {"expression": selector}}]
+        return {"devices": {"requests": [{"name": "r", "exactly": exactly}]}}
+
+    specs = {
+        ("ResourceClaimTemplate", "two-gpus"): asks("gpu.nvidia.com", 2),
+        ("ResourceClaim", "slices"): asks("mig.nvidia.com", 3, "device.attributes['gpu.nvidia.com'].profile == '1g.10gb'"),
+        ("ResourceClaimTemplate", "nic"): asks("rdma.example.com", 1),
+    }
+    pod = _pod()
+    pod["spec"]["resourceClaims"] = [
+        {"name": "gpus", "resourceClaimTemplateName": "two-gpus"},
+        {"name": "mig", "resourceClaimName": "slices"},
+        {"name": "net", "resourceClaimTemplateName": "nic"},
+        {"name": "later", "resourceClaimTemplateName": "not-yet"},
+    ]
+    shown = gpu_request(pod, lambda kind, name: specs.get((kind, name)))
+    assert shown == ("nvidia.com/mig-3g.40gb=1,nvidia.com/gpu=2 (DRA claim gpus),"
+                     "nvidia.com/mig-1g.10gb=3 (DRA claim mig, shared)")
+    assert gpu_request(pod) == "nvidia.com/mig-3g.40gb=1"  # claims not looked up
+    only_claims = {"spec": {"containers": [{"name": "c"}], "resourceClaims": pod["spec"]["resourceClaims"][:1]}}
+    assert pod_rows("onprem", [only_claims], {}, lambda kind, name: specs.get((kind, name)))[0].gpu_request == (
+        "nvidia.com/gpu=2 (DRA claim gpus)")
+
+
 def test_devices_come_from_the_agents_dcgm_report_with_mig_profiles_and_utilization() -> None:
     node = NodeUtilization(
         name="n1", product="NVIDIA-A100-SXM4-80GB", ready=True, schedulable=True, shared_replicas=1, labels={},

@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from controlplane.apis.podview import GpuDevice
-from gpufed.commands.describe import render_hub, render_member, render_pod, status_fields
+from gpufed.commands.describe import hub_claim_specs, render_hub, render_member, render_pod, status_fields
 from gpufed.commands.top import mebibytes, millicores, node_table, pod_table
+from gpufed.hubclient import HubError
 from simulator.podmetrics import IDLE_CPU_MILLI, SYSTEM_CPU_MILLI, container_usage, node_usage
 
 WORKLOAD = {
@@ -56,6 +57,35 @@ def test_describe_pod_shows_gpu_devices_containers_and_events() -> None:
     assert fields["GPU request"] == "nvidia.com/gpu=1" and fields["GPU devices"] == "gpu3 (50% busy)"
     assert fields["Restarts"] == "4" and fields["State"] == "running"
     assert lines[-1].split()[:4] == ["2026-01-01T00:00:00Z", "onprem", "Normal", "Scheduled"]
+
+
+def test_describe_pod_counts_the_gpus_its_dra_claims_ask() -> None:
+    pod = {"metadata": {"name": "train-0", "namespace": "ml"},
+           "spec": {"containers": [{"name": "c"}], "resourceClaims": [{"name": "gpus", "resourceClaimTemplateName": "two"}]}}
+    two = {"devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": 2}}]}}
+    fields = _fields(render_pod("onprem", pod, [], [], lambda kind, name: two if name == "two" else None))
+    assert fields["GPU request"] == "nvidia.com/gpu=2 (DRA claim gpus)"
+
+
+async def test_describe_pod_reads_the_claims_a_pod_names_from_the_hub() -> None:
+    """Templates and claims at the hub's paths; one the user may not read counts nothing."""
+    two = {"devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": 2}}]}}
+    base = "/apis/resource.k8s.io/v1/namespaces/ml"
+
+    class Hub:
+        async def get_or_none(self, path: str) -> dict[str, Any] | None:
+            if path == f"{base}/resourceclaimtemplates/two":
+                return {"spec": {"spec": two}}
+            if path == f"{base}/resourceclaims/pool":
+                return {"spec": two}
+            raise HubError("forbidden", status=403)
+
+    pod = {"spec": {"resourceClaims": [{"name": "a", "resourceClaimTemplateName": "two"},
+                                       {"name": "b", "resourceClaimName": "pool"},
+                                       {"name": "c", "resourceClaimName": "secret"}]}}
+    lookup = await hub_claim_specs(Hub(), "ml", pod)  # type: ignore[arg-type]
+    assert (lookup("ResourceClaimTemplate", "two"), lookup("ResourceClaim", "pool"),
+            lookup("ResourceClaim", "secret")) == (two, two, None)
 
 
 def test_top_pods_has_a_cluster_column_and_gpu_columns_from_dcgm() -> None:

@@ -99,6 +99,43 @@ async def test_the_hub_lists_a_workloads_pods_per_cluster_with_their_log_links(f
     assert code == 403 and "clusters/proxy" in denied["message"], denied
 
 
+def _asks(count: int) -> dict[str, Any]:
+    return {"devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": count}}]}}
+
+
+async def test_a_pods_gpu_request_counts_the_dra_claims_the_hub_holds(fleet: Fleet) -> None:
+    """A pod of the workload naming a claim template and a shared claim the hub holds shows the GPUs
+    they ask, as placement counts them (the member has neither, so the pod waits there)."""
+    await _placed_workload(fleet)
+    resources = "/apis/resource.k8s.io/v1/namespaces/default"
+    for path, obj in (
+        (f"{resources}/resourceclaimtemplates", {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+                                                 "metadata": {"name": "two"}, "spec": {"spec": _asks(2)}}),
+        (f"{resources}/resourceclaims", {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                                         "metadata": {"name": "pool"}, "spec": _asks(1)}),
+    ):
+        code, body = await fleet.request("POST", path, body=obj)
+        assert code == 201, body
+    sim = fleet.sim.objects
+    await sim.create(sim.registry.require("v1", "Pod"), {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "infer-5d8f-claim", "namespace": "default",
+                     "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "infer-5d8f",
+                                          "uid": "u", "controller": True}]},
+        "spec": {"containers": [{"name": "server", "image": "infer:1"}],
+                 "resourceClaims": [{"name": "gpus", "resourceClaimTemplateName": "two"},
+                                    {"name": "pooled", "resourceClaimName": "pool"}]},
+    })
+
+    async def listed() -> dict[str, Any] | None:
+        code, body = await fleet.request("GET", BINDING + "/pods")
+        pods = [p for c in body.get("clusters") or [] for p in c["pods"]] if code == 200 else []
+        return next((p for p in pods if p["name"] == "infer-5d8f-claim"), None)
+
+    pod = await eventually(listed, what="the pod in the hub's list")
+    assert pod["gpuRequest"] == "nvidia.com/gpu=2 (DRA claim gpus),nvidia.com/gpu=1 (DRA claim pooled, shared)"
+
+
 async def test_the_hubs_metrics_count_proxied_requests_bytes_streams_and_tunnels(fleet: Fleet) -> None:
     def sample(text: str, name: str, **labels: str) -> float:
         for line in text.splitlines():

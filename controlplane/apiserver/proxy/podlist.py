@@ -2,7 +2,8 @@
 
 ``GET /apis/work.gpufed.io/v1alpha1/namespaces/<ns>/resourcebindings/<name>/pods`` answers a
 ``WorkloadPodList``: for each cluster the binding places the workload on, the pods that belong
-to it (:func:`controlplane.apis.podview.owned_by`) with status, node, GPU request, the GPU
+to it (:func:`controlplane.apis.podview.owned_by`) with status, node, GPU request (a pod's DRA
+claims read from the hub's claim templates and claims of the namespace), the GPU
 devices DCGM says they hold and restart count, and per pod the proxy path of its log. The
 dashboard's pod list reads it.
 
@@ -22,12 +23,14 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 from aiohttp import web
 
 from controlplane.apis import proxyframing as framing
 from controlplane.apis.constants import CLUSTER_GROUP, VERSION, WORK_GROUP
+from controlplane.apis.dra import CLAIM, RESOURCE_API_VERSION, TEMPLATE, ClaimLookup, claim_spec_of
 from controlplane.apis.podview import devices_by_pod, owned_by, pod_rows
 from controlplane.apis.proxyframing import FrameKind
 from controlplane.apiserver import errors
@@ -119,6 +122,20 @@ def pod_list_routes(proxy: ProxyEndpoints, authorizer: Authorizer) -> list[web.R
         placed = [str(c.get("name")) for c in (binding.get("spec") or {}).get("clusters") or [] if c.get("name")]
         cluster_type = objects.registry.require(f"{CLUSTER_GROUP}/{VERSION}", "Cluster")
 
+        found_specs: list[ClaimLookup] = []
+
+        async def claim_specs() -> ClaimLookup:
+            """The hub's claim templates and claims of the namespace, read once for all clusters."""
+            if not found_specs:
+                specs: dict[tuple[str, str], Mapping[str, Any]] = {}
+                for claim_kind in (TEMPLATE, CLAIM):
+                    rt = objects.registry.for_kind(RESOURCE_API_VERSION, claim_kind)
+                    for obj in (await objects.list(rt, namespace=namespace)).items if rt is not None else ():
+                        if (spec := claim_spec_of(claim_kind, obj)) is not None:
+                            specs[(claim_kind, str(obj["metadata"]["name"]))] = spec
+                found_specs.append(lambda claim_kind, claim_name: specs.get((claim_kind, claim_name)))
+            return found_specs[0]
+
         async def one(cluster: str) -> dict[str, Any]:
             entry: dict[str, Any] = {"name": cluster, "pods": []}
             decision = authorizer.authorize(RequestAttributes(
@@ -137,7 +154,8 @@ def pod_list_routes(proxy: ProxyEndpoints, authorizer: Authorizer) -> list[web.R
             except errors.NotFound:
                 utilization = None
             pods = [pod for pod in listing.get("items") or [] if owned_by(pod, kind, workload)]
-            for row in pod_rows(cluster, pods, devices_by_pod(utilization)):
+            claims = await claim_specs() if any((pod.get("spec") or {}).get("resourceClaims") for pod in pods) else None
+            for row in pod_rows(cluster, pods, devices_by_pod(utilization), claims):
                 pod = row.as_json()
                 pod["logPath"] = f"{CLUSTERS_PATH}/{cluster}/proxy/api/v1/namespaces/{namespace}/pods/{row.name}/log"
                 entry["pods"].append(pod)
