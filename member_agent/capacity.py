@@ -20,7 +20,9 @@ Accounting rules, exactly:
   containers and sidecar init containers summed, the init containers' peak, ``spec.overhead``;
   a missing request takes its limit), plus the NVIDIA GPUs and MIG devices its DRA claims hold,
   as ``nvidia.com/gpu`` and ``nvidia.com/mig-<profile>`` (:func:`controlplane.apis.pods.pod_held`,
-  over the member's claims the agent caches: :mod:`member_agent.draclaims`). Pods count against a node when bound
+  over the member's claims the agent caches: :mod:`member_agent.draclaims`); a claim several running
+  pods name directly counts once, on the first of them by name
+  (:func:`controlplane.apis.dra.shared_claim_holders`). Pods count against a node when bound
   there (``spec.nodeName``) and not terminal (phase Succeeded or Failed).
 * free = allocatable - allocated, never below zero.
 * Time-sliced / MPS shares: a node labelled ``nvidia.com/gpu.replicas`` = N > 1 (or any node

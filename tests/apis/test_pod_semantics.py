@@ -347,6 +347,12 @@ DRA_CASES: dict[str, tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, 
         [resource_claim("shared", claim_spec())],
         {"cpu": 1000, "nvidia.com/gpu": 1},
     ),
+    "an allocated shared claim counts the GPUs it holds": (
+        {"containers": [container({"cpu": "1"})], "resourceClaims": [{"name": "gpus", "resourceClaimName": "shared"}]},
+        [],
+        [resource_claim("shared", claim_spec(count=2), allocated=("gpu-2", "gpu-3"))],
+        {"cpu": 1000, "nvidia.com/gpu": 2},
+    ),
     "a MIG claim counts as its profile's slice": (
         {"containers": [container({"cpu": "1"})], "resourceClaims": [from_template("slice")]},
         [{"name": "gpus", "resourceClaimName": "p-gpus-m4p9z"}],
