@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
-from controlplane.admission import podsets
+from controlplane.admission import checks, podsets
 from controlplane.admission.core import (
     DEFAULT_WEIGHT,
     Admission,
@@ -43,12 +43,14 @@ from controlplane.apis.kube.names import label_value_errors
 from controlplane.apis.kueue_views import ClusterQueueView, CohortView, WorkloadView, pod_set_assignments
 from controlplane.apis.meta import LabelSelector
 from controlplane.apis.quantity import QuantityError, format_quantity, parse_quantity, to_int
+from controlplane.apis.trainer import is_train_job
+from controlplane.apis.trainer_runtime import replicated_jobs, resolved_runtime, without_kueue_patch
 from controlplane.apis.untyped import Obj
 from controlplane.apis.views import ObjectView
 from controlplane.gojson import parse_bool
 from controlplane.interpreter import interpreter_for
 from controlplane.interpreter.registry import group_of
-from controlplane.interpreter.requirements import ReplicaRequirements
+from controlplane.interpreter.requirements import ReplicaRequirements, requirements
 
 _HASH_LENGTH: Final = 5
 #: A Workload name's longest prefix: 253 characters less the hash and its ``-`` (Kueue's maxPrefixLength).
@@ -135,24 +137,20 @@ def _template(req: ReplicaRequirements) -> Obj:
     return {"spec": spec}
 
 
-#: Kinds with an interpreter the hub's queueing leaves alone: a TrainJob's pod sets are its
-#: runtime's, which Kueue's TrainJob integration reads and the hub's does not yet; such a job
-#: propagates without a Workload, as a kind without an interpreter does.
-NOT_QUEUED: frozenset[tuple[str, str]] = frozenset({("trainer.kubeflow.org", "TrainJob")})
-
-
 def queued_kind(workload: Mapping[str, Any]) -> bool:
     """Whether the hub's queueing (Kueue's Workloads) takes workloads of this kind: those with an interpreter."""
-    api_version, kind = str(workload.get("apiVersion")), str(workload.get("kind"))
-    return interpreter_for(api_version, kind) is not None and (api_version.rpartition("/")[0], kind) not in NOT_QUEUED
+    return interpreter_for(str(workload.get("apiVersion")), str(workload.get("kind"))) is not None
 
 
 def pod_sets(workload: Mapping[str, Any]) -> list[Obj] | None:
-    """The Workload ``spec.podSets`` of a workload (None: a kind the hub's queueing does not take)."""
+    """The Workload ``spec.podSets`` of a workload (None: a kind the hub's queueing does not
+    take, or a TrainJob read without its runtime: :func:`trainjob_pod_sets`)."""
     interpreter = interpreter_for(str(workload.get("apiVersion")), str(workload.get("kind")))
-    if interpreter is None or not queued_kind(workload):
+    if interpreter is None:
         return None
     obj = dict(workload)
+    if is_train_job(obj):
+        return trainjob_pod_sets(obj)
     components = interpreter.components(obj)
     # As Kueue's: each pod template's labels, annotations, nodeSelector and tolerations, which
     # the job gets back when it is stopped (:func:`controlplane.admission.podsets.restore`).
@@ -166,6 +164,25 @@ def pod_sets(workload: Mapping[str, Any]) -> list[Obj] | None:
     if (min_count := job_min_count(workload, count)) is not None:
         main["minCount"] = min_count
     return podsets.with_own_templates(obj, [main])
+
+
+def trainjob_pod_sets(trainjob: Mapping[str, Any]) -> list[Obj] | None:
+    """A TrainJob's pod sets, as Kueue's TrainJob integration builds them from the JobSet the
+    trainer would make: one per replicated Job of its runtime, in the runtime's order (the
+    initializers' too), named by the replicated Job, its count the pods it runs (the trainer
+    step's: the node count), its template's requests (``resourcesPerNode`` on the trainer step)
+    and its labels, annotations, nodeSelector and tolerations, the TrainJob's own runtime patches
+    applied but not Kueue's (what it wrote on admission). None for a copy without its runtime
+    (:func:`~controlplane.apis.trainer_runtime.with_runtime`): Kueue makes no Workload for a
+    TrainJob whose runtime it cannot read."""
+    runtime = resolved_runtime(trainjob)
+    if runtime is None:
+        return None
+    return [
+        {"name": podsets.pod_set_name(job.name), "count": job.count,
+         "template": checks.restore_pod_template(_template(requirements(job.template)), job.template)}
+        for job in replicated_jobs(without_kueue_patch(trainjob), runtime)
+    ]
 
 
 def _is_job(obj: Mapping[str, Any]) -> bool:

@@ -13,6 +13,8 @@ from controlplane.apis.kube.field import FieldError, forbidden, immutable
 from controlplane.apis.kubeflow import GROUP as KUBEFLOW_GROUP
 from controlplane.apis.kubeflow import TRAINING_KINDS
 from controlplane.apis.kueue_v1beta1 import LABEL_POD_GROUP_NAME, LABEL_QUEUE_NAME
+from controlplane.apis.trainer import GROUP as TRAINER_GROUP
+from controlplane.apis.trainer import TRAIN_JOB
 
 #: Where Kueue's job integrations keep the flag it flips to start a job it admitted (Kueue suspends
 #: a queued job when it is created and unsuspends it on admission), by API group and kind.
@@ -21,6 +23,7 @@ SUSPEND_PATHS: Final[dict[tuple[str, str], tuple[str, ...]]] = {
     ("jobset.x-k8s.io", "JobSet"): ("spec", "suspend"),
     ("ray.io", "RayJob"): ("spec", "suspend"),
     ("ray.io", "RayCluster"): ("spec", "suspend"),
+    (TRAINER_GROUP, TRAIN_JOB): ("spec", "suspend"),
     **{(KUBEFLOW_GROUP, kind): ("spec", "runPolicy", "suspend") for kind in TRAINING_KINDS},
 }
 

@@ -15,6 +15,7 @@ clusterTrainingRuntime must be created before the TrainJob is created``).
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -34,6 +35,11 @@ RUNTIME_PLURALS: Final = {TRAINING_RUNTIME: "trainingruntimes", CLUSTER_TRAINING
 WEBHOOK: Final = "validator.trainjob.trainer.kubeflow.org"
 #: ``spec.managedBy`` when unset: the trainer's own controller runs the TrainJob.
 DEFAULT_MANAGED_BY: Final = "trainer.kubeflow.org/trainjob-controller"
+
+
+def is_train_job(obj: Mapping[str, Any]) -> bool:
+    """Whether a wire object is a TrainJob (of any version of the group)."""
+    return obj.get("kind") == TRAIN_JOB and str(obj.get("apiVersion") or "").startswith(f"{GROUP}/")
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,7 +19,14 @@ builds the JobSet from them, and this module reads what placement needs the same
 * ``podGroupPolicy.coscheduling`` (or ``volcano``) asks the member to start the nodes together.
 
 The dataset and model initializers (replicated Jobs labelled ``dataset-initializer`` /
-``model-initializer``) run before the trainer, one pod each; they are not counted.
+``model-initializer``) run before the trainer, one pod each; placement does not count them, but
+Kueue's pod sets do (:func:`replicated_jobs`: one per replicated Job of the JobSet, as Kueue's
+TrainJob integration builds them).
+
+``spec.runtimePatches`` (one entry per ``manager``) patch the runtime's replicated Jobs by name:
+each pod template's labels, annotations and nodeSelector are merged in, its tolerations and
+scheduling gates replaced. Kueue owns the entry of manager :data:`KUEUE_MANAGER`, where it writes
+an admitted flavor's node labels (:func:`with_kueue_patch`).
 
 :func:`with_runtime` gives the copy of a TrainJob that carries its runtime (under
 :data:`RESOLVED_RUNTIME`, a key no stored object has); it is only read, never sent or stored.
@@ -43,6 +50,11 @@ ANCESTOR_TRAINER: Final = "trainer"
 NODE: Final = "node"
 #: Where a resolved copy keeps its runtime (see the module docstring).
 RESOLVED_RUNTIME: Final = "gpufed.io/resolved-runtime"
+#: The manager of the ``spec.runtimePatches`` entry Kueue owns.
+KUEUE_MANAGER: Final = "kueue.x-k8s.io/manager"
+#: What a runtime patch of a pod template merges (maps, under ``metadata`` or ``spec``) and replaces (lists).
+_MERGED: Final = (("labels", True), ("annotations", True), ("nodeSelector", False))
+_REPLACED: Final = ("tolerations", "schedulingGates")
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +65,15 @@ class TrainerNodes:
     count: int
     template: dict[str, Any] = field(hash=False)
     gang: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicatedJob:
+    """One replicated Job of a TrainJob's JobSet: ``count`` pods of the pod template ``template``."""
+
+    name: str
+    count: int
+    template: dict[str, Any] = field(hash=False)
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
@@ -110,11 +131,15 @@ def is_gang(runtime_spec: Mapping[str, Any]) -> bool:
     return any(isinstance(policy.get(plugin), Mapping) for plugin in ("coscheduling", "volcano"))
 
 
+def _pod_template(replicated: Mapping[str, Any]) -> dict[str, Any]:
+    return copy.deepcopy(dict(_mapping(_mapping(_mapping(replicated.get("template")).get("spec")).get("template"))))
+
+
 def node_template(trainjob: Mapping[str, Any], runtime_spec: Mapping[str, Any]) -> dict[str, Any]:
     """The trainer pods' template: the runtime's, its ``node`` container with the TrainJob's
-    ``spec.trainer`` written in. A copy; neither input is changed."""
+    ``spec.trainer`` written in, then its runtime patches. A copy; neither input is changed."""
     replicated = trainer_job(runtime_spec) or {}
-    template = copy.deepcopy(dict(_mapping(_mapping(_mapping(replicated.get("template")).get("spec")).get("template"))))
+    template = _pod_template(replicated)
     trainer = _mapping(_mapping(trainjob.get("spec")).get("trainer"))
     containers = _mapping(template.get("spec")).get("containers")
     for container in containers if isinstance(containers, list) else ():
@@ -130,7 +155,110 @@ def node_template(trainjob: Mapping[str, Any], runtime_spec: Mapping[str, Any]) 
         if isinstance(env, list) and env:
             kept = [e for e in container.get("env") or () if not any(e.get("name") == n.get("name") for n in env)]
             container["env"] = kept + copy.deepcopy(env)
+    return patched(template, str(replicated.get("name") or NODE), trainjob)
+
+
+def _patches(trainjob: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    patches = _mapping(trainjob.get("spec")).get("runtimePatches")
+    return [p for p in patches if isinstance(p, Mapping)] if isinstance(patches, list) else []
+
+
+def patched(template: dict[str, Any], job: str, trainjob: Mapping[str, Any]) -> dict[str, Any]:
+    """The pod template of the replicated Job ``job`` with the TrainJob's runtime patches applied
+    in order (see the module docstring), in place; returned."""
+    for patch in _patches(trainjob):
+        jobs = _mapping(_mapping(_mapping(patch.get("trainingRuntimeSpec")).get("template")).get("spec")).get("replicatedJobs")
+        for entry in jobs if isinstance(jobs, list) else ():
+            if not isinstance(entry, Mapping) or entry.get("name") != job:
+                continue
+            pod = _mapping(_mapping(_mapping(entry.get("template")).get("spec")).get("template"))
+            for key, in_meta in _MERGED:
+                given = _mapping(_mapping(pod.get("metadata" if in_meta else "spec")).get(key))
+                if given:
+                    part = template.setdefault("metadata" if in_meta else "spec", {})
+                    part[key] = {**_mapping(part.get(key)), **copy.deepcopy(dict(given))}
+            for key in _REPLACED:
+                value = _mapping(pod.get("spec")).get(key)
+                if isinstance(value, list) and value:
+                    template.setdefault("spec", {})[key] = copy.deepcopy(value)
     return template
+
+
+def _pods_per_replica(replicated: Mapping[str, Any]) -> int:
+    """JobSet's ``PodsCountPerReplica``: the Job's ``parallelism`` (1 when unset), or its
+    ``completions`` when fewer."""
+    spec = _mapping(_mapping(replicated.get("template")).get("spec"))
+    parallelism = spec.get("parallelism")
+    count = parallelism if isinstance(parallelism, int) and not isinstance(parallelism, bool) and parallelism >= 0 else 1
+    completions = spec.get("completions")
+    return completions if isinstance(completions, int) and not isinstance(completions, bool) and 0 <= completions < count else count
+
+
+def replicated_jobs(trainjob: Mapping[str, Any], runtime: Mapping[str, Any]) -> list[ReplicatedJob]:
+    """Every replicated Job of the JobSet the trainer builds for ``trainjob`` run with ``runtime``,
+    in the runtime's order: the trainer step with the node count (:func:`num_nodes`) and its
+    template (:func:`node_template`); the others (the initializers) with ``replicas`` times their
+    pods per replica and their own template, runtime patches applied."""
+    spec = _mapping(runtime.get("spec"))
+    trainer_step = trainer_job(spec)
+    out: list[ReplicatedJob] = []
+    for job in _replicated_jobs(spec):
+        name = str(job.get("name") or "")
+        if job is trainer_step:
+            out.append(ReplicatedJob(name, num_nodes(trainjob, spec), node_template(trainjob, spec)))
+        else:
+            replicas = job.get("replicas")
+            count = (replicas if isinstance(replicas, int) and not isinstance(replicas, bool) and replicas >= 0 else 1)
+            out.append(ReplicatedJob(name, count * _pods_per_replica(job), patched(_pod_template(job), name, trainjob)))
+    return out
+
+
+def without_kueue_patch(trainjob: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of ``trainjob`` without Kueue's runtime patch (the TrainJob as its user wrote it)."""
+    spec = dict(_mapping(trainjob.get("spec")))
+    if "runtimePatches" in spec:
+        spec["runtimePatches"] = [p for p in _patches(trainjob) if p.get("manager") != KUEUE_MANAGER]
+    return {**trainjob, "spec": spec}
+
+
+def _kueue_entry(trainjob: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    return next((p for p in _patches(trainjob) if p.get("manager") == KUEUE_MANAGER), None)
+
+
+def seeded_kueue_patch(trainjob: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of ``trainjob`` with Kueue's runtime patch, empty, added when it has none (as Kueue's
+    TrainJob webhook adds it on create)."""
+    out = copy.deepcopy(dict(trainjob))
+    if _kueue_entry(out) is None:
+        spec = _ensure(out, "spec")
+        given = spec.get("runtimePatches")
+        patches: list[Any] = given if isinstance(given, list) else []
+        spec["runtimePatches"] = [*patches, {"manager": KUEUE_MANAGER, "trainingRuntimeSpec": {"template": {"spec": {}}}}]
+    return out
+
+
+def with_kueue_patch(trainjob: Mapping[str, Any], jobs: list[dict[str, Any]] | None) -> dict[str, Any]:
+    """A copy of ``trainjob`` whose Kueue runtime patch (added when missing:
+    :func:`seeded_kueue_patch`) patches ``jobs`` (``replicatedJobs`` entries; None: none, as
+    Kueue leaves it when it stops the TrainJob; a TrainJob without the entry then stays as it is)."""
+    if jobs is None and _kueue_entry(trainjob) is None:
+        return copy.deepcopy(dict(trainjob))
+    out = seeded_kueue_patch(trainjob)
+    entry = _kueue_entry(out)
+    assert isinstance(entry, dict)
+    job_set = _ensure(_ensure(_ensure(entry, "trainingRuntimeSpec"), "template"), "spec")
+    if jobs is None:
+        job_set.pop("replicatedJobs", None)
+    else:
+        job_set["replicatedJobs"] = copy.deepcopy(jobs)
+    return out
+
+
+def _ensure(parent: dict[str, Any], key: str) -> dict[str, Any]:
+    child = parent.get(key)
+    if not isinstance(child, dict):
+        child = parent[key] = {}
+    return child
 
 
 def trainer_nodes(trainjob: Mapping[str, Any], runtime: Mapping[str, Any]) -> TrainerNodes:

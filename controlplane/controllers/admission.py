@@ -6,9 +6,11 @@ ClusterQueues, LocalQueues, WorkloadPriorityClasses and Workloads (informers). O
 
 * per queued workload a Workload in its namespace, named as Kueue names it
   (:func:`controlplane.admission.objects.workload_name`; owner: the workload, by which it is found) with
-  one pod set per role the interpreter reads, ``spec.queueName`` and the priority of its
+  one pod set per role the interpreter reads (a TrainJob's: its runtime's replicated Jobs, read
+  with the runtimes the detector reads, :mod:`controlplane.controllers.trainingruntimes`),
+  ``spec.queueName`` and the priority of its
   WorkloadPriorityClass (label ``kueue.x-k8s.io/priority-class``); a job of a kind Kueue suspends
-  (batch/v1 Job, JobSet, the Kubeflow jobs, RayJob, RayCluster) is kept suspended at the hub until
+  (batch/v1 Job, JobSet, the Kubeflow jobs, RayJob, RayCluster, TrainJob) is kept suspended at the hub until
   admitted (as Kueue does) and started then, with each pod set's admitted flavor's node labels in
   its pod template's nodeSelector and its admission checks' ``podSetUpdates`` merged in (a
   partially admitted Job with the admitted ``parallelism``; its own templates and count back when
@@ -104,6 +106,7 @@ from controlplane.controllers.podgroups import PodGroups
 from controlplane.controllers.queuestatuses import QueueStatuses
 from controlplane.controllers.reconciling import KeyedController
 from controlplane.controllers.requeuing import Requeuing
+from controlplane.controllers.trainingruntimes import TrainingRuntimes
 from controlplane.controllers.workloadevicting import evict, unreserve
 from controlplane.controllers.workloads import WorkloadRef, is_deleting, with_condition
 from controlplane.interpreter import interpreter_for
@@ -138,6 +141,8 @@ class AdmissionController(KeyedController[Key]):
         self.starting = JobStarting(ctx, self.kinds, self.kinds.workload)
         self.checking = AdmissionChecking(ctx, self.kinds.workload, assume=self._assume, waited=self._waited, metrics=metrics)
         self.groups = PodGroups(ctx, self.kinds, self.starting, self._new_workload, self.requeuing.record_pods_ready)
+        self.runtimes = TrainingRuntimes(ctx, self._on_source_changed)
+        """A TrainJob's pod sets are its runtime's: a runtime's change is its TrainJobs' too."""
         ctx.add_workload_handler(self._on_source)
         kinds = self.kinds
         for rt in (kinds.cluster_queue, kinds.local_queue, kinds.flavor, kinds.workload, kinds.cohort, kinds.admission_check):
@@ -152,6 +157,9 @@ class AdmissionController(KeyedController[Key]):
         if pods.is_pod(obj) and (group := podgroups.group_name(obj)) is not None:
             return await self.loop.add(("group", ref.namespace, group))  # Kueue's pod group: one key
         await self.loop.add(("workload", ref.api_version, ref.kind, ref.namespace, ref.name))
+
+    async def _on_source_changed(self, obj: dict[str, Any]) -> None:
+        await self._on_source(WatchEventType.MODIFIED, obj, obj)
 
     async def _on_queue_object(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         if spec_unchanged(old, obj, event) and is_deleting(old) == is_deleting(obj) and (
@@ -214,7 +222,7 @@ class AdmissionController(KeyedController[Key]):
                 return await self.starting.stop_pod(source, stop)
             if pods.finished(source) or (wl is not None and adm.is_finished(wl)):
                 await self.starting.finalize_pod(source)
-        pod_sets = adm.pod_sets(source)
+        pod_sets = adm.pod_sets(self.runtimes.resolved(source))
         if pod_sets is None:
             return
         if wl is None:

@@ -19,6 +19,8 @@ from controlplane.apis import kueue_jobs, kueue_v1alpha1
 from controlplane.apis import kueue_v1beta1 as kueue
 from controlplane.apis.kube.validate_core import validate_pod
 from controlplane.apis.kueue_views import WorkloadView
+from controlplane.apis.trainer import is_train_job
+from controlplane.apis.trainer_runtime import seeded_kueue_patch
 from controlplane.apis.views import ObjectView
 from controlplane.controllers.context import ControllerContext
 from controlplane.controllers.workloads import WorkloadRef
@@ -243,7 +245,8 @@ class AdmissionGate:
 async def hold_queued_workload(rt: ResourceType, obj: dict[str, Any]) -> None:
     """Kueue's webhooks' defaults, as a create check of the hub's API, for a workload created
     with a queue name. A job of a kind Kueue suspends (batch/v1 Job, JobSet, the Kubeflow jobs,
-    RayJob, RayCluster) is created suspended, so it starts only once its Workload is admitted, and
+    RayJob, RayCluster, TrainJob) is created suspended (a TrainJob with Kueue's runtime patch, still
+    empty), so it starts only once its Workload is admitted, and
     then with the admitted flavor's node labels in its pod templates (kube lets a suspended Job's
     scheduling directives change until it starts). Without it, a job created unsuspended could be
     admitted before the admission controller suspended it, and run without them. A Pod gets
@@ -268,6 +271,8 @@ async def hold_queued_workload(rt: ResourceType, obj: dict[str, Any]) -> None:
             raise errors.invalid(kind="Pod", group="", name=str(meta.get("name") or ""), causes=causes)
     elif podsets.startable(typed):
         kueue_jobs.set_job_suspend(typed, True)  # in obj's own spec
+        if is_train_job(typed):  # Kueue's webhook: the runtime patch it writes on admission, empty
+            obj["spec"] = seeded_kueue_patch(typed)["spec"]
 
 
 def constrain_placement(spec: dict[str, Any], cluster_labels: Mapping[str, str]) -> None:

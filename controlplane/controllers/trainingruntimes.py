@@ -29,10 +29,6 @@ from controlplane.objectclient import WatchEventType
 Requeue = Callable[[dict[str, Any]], Awaitable[None]]
 
 
-def is_trainjob(obj: Mapping[str, Any]) -> bool:
-    return obj.get("kind") == trainer.TRAIN_JOB and str(obj.get("apiVersion") or "").startswith(f"{trainer.GROUP}/")
-
-
 class TrainingRuntimes:
     """The runtimes the hub holds, by kind, namespace and name."""
 
@@ -57,11 +53,11 @@ class TrainingRuntimes:
         """Whether ``workload`` is a TrainJob whose runtime's informer has not listed yet: its
         runtime's absence says nothing until it has."""
         ref = trainer.runtime_ref(dict(workload))
-        return is_trainjob(workload) and not_listed(self._informers.get(ref.kind))
+        return trainer.is_train_job(workload) and not_listed(self._informers.get(ref.kind))
 
     def missing(self, workload: Mapping[str, Any]) -> str | None:
         """For a TrainJob whose runtime the hub does not have: why it cannot be placed; else None."""
-        if not is_trainjob(workload) or self.runtime_of(workload) is not None:
+        if not trainer.is_train_job(workload) or self.runtime_of(workload) is not None:
             return None
         ref = trainer.runtime_ref(dict(workload))
         where = "" if ref.cluster_scoped else f" in namespace {ObjectView(workload).namespace}"
@@ -70,7 +66,7 @@ class TrainingRuntimes:
 
     def resolved(self, workload: dict[str, Any]) -> dict[str, Any]:
         """``workload`` as the interpreter should read it: a TrainJob with its runtime, anything else as it is."""
-        if not is_trainjob(workload):
+        if not trainer.is_train_job(workload):
             return workload
         return with_runtime(workload, self.runtime_of(workload))
 

@@ -261,3 +261,40 @@ async def test_a_queued_statefulset_scales_only_to_and_from_zero(api: TestClient
     assert (await api.post(path, json=apps("StatefulSet", "plain"))).status == 201
     response = await api.patch(f"{path}/plain", json={"spec": {"replicas": 3}}, headers=MERGE)
     assert response.status == 200, await response.text()
+
+
+TRAINJOBS = "/apis/trainer.kubeflow.org/v1alpha1/namespaces/default/trainjobs"
+KUEUE_PATCH = {"manager": "kueue.x-k8s.io/manager", "trainingRuntimeSpec": {"template": {"spec": {}}}}
+
+
+def trainjob(name: str, *, queue: str | None = None) -> dict[str, Any]:
+    return {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+            "metadata": {"name": name, "labels": {LABEL: queue} if queue else {}},
+            "spec": {"runtimeRef": {"name": "torch-distributed"}, "trainer": {"numNodes": 2}}}
+
+
+async def test_a_queued_trainjob_is_created_suspended_with_kueues_empty_runtime_patch(api: TestClient[Any, Any]) -> None:
+    """Kueue's TrainJob webhook default: suspended, and the runtime patch it fills on admission."""
+    response = await api.post(TRAINJOBS, json=trainjob("queued", queue="team-lq"))
+    stored = await response.json()
+    assert response.status == 201, stored
+    assert (stored["spec"]["suspend"], stored["spec"]["runtimePatches"]) == (True, [KUEUE_PATCH])
+    response = await api.post(TRAINJOBS, json=trainjob("plain"))
+    stored = await response.json()
+    assert response.status == 201, stored
+    assert stored["spec"]["suspend"] is False and "runtimePatches" not in stored["spec"]
+
+
+async def test_a_running_trainjob_keeps_its_queue_name(api: TestClient[Any, Any]) -> None:
+    """``vtrainjob.kb.io``: the queue name of a TrainJob that runs may not change; suspended, it may."""
+    response = await api.post(TRAINJOBS, json=trainjob("t", queue="team-lq"))
+    assert response.status == 201, await response.text()
+    response = await api.patch(f"{TRAINJOBS}/t", json={"metadata": {"labels": {LABEL: "other-lq"}}}, headers=MERGE)
+    assert response.status == 200, await response.text()  # suspended: it may move
+    response = await api.patch(f"{TRAINJOBS}/t", json={"spec": {"suspend": False}}, headers=MERGE)
+    assert response.status == 200, await response.text()
+    stored = await response.json()
+    response = await api.patch(f"{TRAINJOBS}/t", json={"metadata": {"labels": {LABEL: "team-lq"}}}, headers=MERGE)
+    assert (response.status, await response.json()) == (403, denial("TrainJob", immutable("team-lq")))
+    current = await (await api.get(f"{TRAINJOBS}/t")).json()
+    assert current["metadata"]["resourceVersion"] == stored["metadata"]["resourceVersion"]
