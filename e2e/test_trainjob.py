@@ -1,7 +1,9 @@
 """A Kubeflow Trainer TrainJob end to end (real hub on its embedded etcd, two simulated members,
 two agents, kubectl): placed by what its runtime says, its TrainingRuntime sent along
 (``propagateDeps``), its nodes run by the member's trainer, ``Complete`` back on the hub; then one
-of a ClusterTrainingRuntime that a ClusterPropagationPolicy sends."""
+of a ClusterTrainingRuntime that a ClusterPropagationPolicy sends. Queued with Kueue's label, two
+TrainJobs each asking the whole ClusterQueue run one after the other: the second waits suspended
+(its Workload Pending) until the first completes, and each runs with its flavor's node label."""
 
 from __future__ import annotations
 
@@ -146,3 +148,97 @@ def test_a_trainjob_runs_where_its_nodes_fit_with_its_runtime_and_completes(proc
         return bool(done and done["status"] == "True")
 
     wait_for(phi_complete, timeout=120, what="the TrainJob of the ClusterTrainingRuntime Complete on the hub")
+
+
+# Kueue's queue of 8 cloud GPUs; each TrainJob asks one node of 8 GPUs, the whole quota.
+QUEUED = """
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ResourceFlavor
+metadata: {name: cloud}
+spec:
+  nodeLabels: {tier: cloud, nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata: {name: trainers}
+spec:
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu]
+    flavors:
+    - name: cloud
+      resources: [{name: nvidia.com/gpu, nominalQuota: 8}]
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: LocalQueue
+metadata: {name: trainers, namespace: ml}
+spec: {clusterQueue: trainers}
+---
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: TrainingRuntime
+metadata: {name: torch-queued, namespace: ml}
+spec:
+  mlPolicy: {numNodes: 1}""" + NODE_JOB.format(duration="20s") + """---
+apiVersion: policy.gpufed.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: training, namespace: ml}
+spec:
+  propagateDeps: true
+  resourceSelectors:
+    - {apiVersion: trainer.kubeflow.org/v1alpha1, kind: TrainJob}
+  placement:
+    clusterAffinity: {clusterNames: [onprem-a100, cloud-h100]}
+"""
+
+
+def _queued_trainjob(name: str) -> str:
+    return f"""
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: TrainJob
+metadata:
+  name: {name}
+  namespace: ml
+  labels: {{kueue.x-k8s.io/queue-name: trainers}}
+spec:
+  runtimeRef: {{name: torch-queued, kind: TrainingRuntime}}
+  trainer:
+    resourcesPerNode:
+      limits: {{nvidia.com/gpu: 8}}
+"""
+
+
+def test_queued_trainjobs_wait_for_kueue_quota_and_run_one_after_the_other(processes: ProcessGroup) -> None:
+    hub, members = processes.start_fleet(FLEET, ("onprem-a100", "cloud-h100"))
+    cloud = members["cloud-h100"]
+    hub.run("apply", "-f", "-", input_text=QUEUED)
+    hub.run("apply", "-f", "-", input_text=_queued_trainjob("first"))
+    wait_for(lambda: hub.json("get", "trainjob", "first", "-n", "ml")["spec"].get("suspend") is False, timeout=60,
+             what="the first TrainJob admitted and started")
+    hub.run("apply", "-f", "-", input_text=_queued_trainjob("second"))
+
+    def workload(job: str) -> dict[str, Any] | None:
+        return hub.json_or_none("get", "workload", hub.workload_name("trainjob", job, "-n", "ml"), "-n", "ml")
+
+    def pending() -> dict[str, Any] | None:
+        reserved = _condition(workload("second"), "QuotaReserved")
+        return reserved if reserved and reserved["status"] == "False" else None
+
+    assert wait_for(pending, timeout=60, what="the second TrainJob waiting for quota")["reason"] == "Pending"
+    second = hub.json("get", "trainjob", "second", "-n", "ml")
+    assert second["spec"]["suspend"] is True
+    assert hub.json_or_none("get", "resourcebinding", "second-trainjob", "-n", "ml") is None
+    assert [(ps["name"], ps["count"]) for ps in (workload("first") or {})["spec"]["podSets"]] == [("node", 1)]
+
+    # The first runs in the cloud, its node on the flavor's GPU product (Kueue's runtime patch).
+    pods = wait_for(lambda: (found := list(cloud.json("get", "pods", "-n", "ml", "-l", "jobset.sigs.k8s.io/jobset-name=first")["items"]))
+                    and found, timeout=60, what="the first TrainJob's node in the cloud")
+    assert pods[0]["spec"]["nodeSelector"] == {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}
+
+    def complete(job: str) -> bool:
+        done = _condition(hub.json("get", "trainjob", job, "-n", "ml"), "Complete")
+        return bool(done and done["status"] == "True")
+
+    wait_for(lambda: complete("first"), timeout=120, what="the first TrainJob Complete")
+    wait_for(lambda: complete("second"), timeout=120, what="the second TrainJob admitted once the first finished, then Complete")
+    assert (_condition(workload("second"), "Admitted") or {}).get("status") == "True"
+    assert (_condition(workload("first"), "Finished") or {}).get("status") == "True"
