@@ -1,7 +1,7 @@
 """Starting and stopping a queued job at the hub, as Kueue's job reconciler does.
 
 In: a queued job of a kind Kueue suspends (:func:`controlplane.admission.podsets.startable`:
-batch/v1 Job, JobSet, the Kubeflow jobs, RayJob, RayCluster) and its Workload. Out, written to
+batch/v1 Job, JobSet, the Kubeflow jobs, RayJob, RayCluster, TrainJob) and its Workload. Out, written to
 the hub's job: admitted, it is unsuspended with every pod set's template started (its flavor's
 node labels and its admission checks' ``podSetUpdates``, :mod:`controlplane.admission.podsets`)
 and a partially admitted Job with the admitted ``parallelism``; not admitted, it is suspended

@@ -1,5 +1,6 @@
 """The hub's TrainingRuntimes and ClusterTrainingRuntimes, as the detector reads them to place a
-TrainJob (:mod:`controlplane.interpreter.trainjob`).
+TrainJob (:mod:`controlplane.interpreter.trainjob`) and Kueue admission to build its Workload's
+pod sets (:func:`controlplane.admission.objects.trainjob_pod_sets`), each with its own watch.
 
 A TrainJob's replicas, GPUs and pod template are its runtime's: :class:`TrainingRuntimes` watches
 both kinds; :meth:`TrainingRuntimes.resolved` gives the copy of a TrainJob the interpreter reads
