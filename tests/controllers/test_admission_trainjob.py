@@ -115,3 +115,21 @@ async def test_a_queued_trainjob_waits_for_quota_then_starts_with_its_flavor_in_
     await objects.update(queues, {**queue, "spec": {k: v for k, v in queue["spec"].items() if k != "stopPolicy"}})
     second = await eventually(lambda: started("second"), what="the second TrainJob started")
     assert [job["name"] for job in kueue_jobs(second) or ()] == ["dataset-initializer", "node"]
+
+
+async def test_a_queued_trainjob_gets_its_workload_once_its_runtime_exists(
+    objects: ObjectStore, manager: ControllerManager,
+) -> None:
+    await create(objects, team_queue("team-a", 8))
+    await create(objects, kueue_obj("LocalQueue", "team-a", "default", spec={"clusterQueue": "team-a"}))
+    await settled(manager)
+    await create(objects, trainjob("early", 1))
+    await settled(manager)
+    assert await queued_workload(objects, "TrainJob", "early") is None  # its pod sets are its runtime's
+    await create(objects, runtime())
+
+    async def made() -> dict[str, Any] | None:
+        return await queued_workload(objects, "TrainJob", "early")
+
+    wl = await eventually(made, what="the Workload made once the runtime exists")
+    assert [(ps["name"], ps["count"]) for ps in wl["spec"]["podSets"]] == [("dataset-initializer", 1), ("node", 2)]
