@@ -39,15 +39,8 @@ NODE_JOB = """
                         limits: {{nvidia.com/gpu: 1}}
 """
 
-# The runtime's node asks 1 GPU; the TrainJob asks 2 nodes of 8 GPUs (resourcesPerNode), which only
-# the cloud's two whole 8-GPU H100 nodes hold (on-prem has one whole 8-GPU node beside MIG ones).
-MANIFESTS = """
-apiVersion: trainer.kubeflow.org/v1alpha1
-kind: TrainingRuntime
-metadata: {name: torch-distributed, namespace: ml}
-spec:
-  mlPolicy: {numNodes: 1, torch: {numProcPerNode: auto}}
-  podGroupPolicy: {coscheduling: {scheduleTimeoutSeconds: 120}}""" + NODE_JOB.format(duration="60s") + """---
+#: Every TrainJob of namespace ml to either member, its TrainingRuntime along.
+POLICY = """
 apiVersion: policy.gpufed.io/v1alpha1
 kind: PropagationPolicy
 metadata: {name: training, namespace: ml}
@@ -57,7 +50,17 @@ spec:
     - {apiVersion: trainer.kubeflow.org/v1alpha1, kind: TrainJob}
   placement:
     clusterAffinity: {clusterNames: [onprem-a100, cloud-h100]}
----
+"""
+
+# The runtime's node asks 1 GPU; the TrainJob asks 2 nodes of 8 GPUs (resourcesPerNode), which only
+# the cloud's two whole 8-GPU H100 nodes hold (on-prem has one whole 8-GPU node beside MIG ones).
+MANIFESTS = """
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: TrainingRuntime
+metadata: {name: torch-distributed, namespace: ml}
+spec:
+  mlPolicy: {numNodes: 1, torch: {numProcPerNode: auto}}
+  podGroupPolicy: {coscheduling: {scheduleTimeoutSeconds: 120}}""" + NODE_JOB.format(duration="60s") + "---\n" + POLICY + """---
 apiVersion: trainer.kubeflow.org/v1alpha1
 kind: TrainJob
 metadata: {name: llama, namespace: ml}
@@ -178,17 +181,7 @@ apiVersion: trainer.kubeflow.org/v1alpha1
 kind: TrainingRuntime
 metadata: {name: torch-queued, namespace: ml}
 spec:
-  mlPolicy: {numNodes: 1}""" + NODE_JOB.format(duration="20s") + """---
-apiVersion: policy.gpufed.io/v1alpha1
-kind: PropagationPolicy
-metadata: {name: training, namespace: ml}
-spec:
-  propagateDeps: true
-  resourceSelectors:
-    - {apiVersion: trainer.kubeflow.org/v1alpha1, kind: TrainJob}
-  placement:
-    clusterAffinity: {clusterNames: [onprem-a100, cloud-h100]}
-"""
+  mlPolicy: {numNodes: 1}""" + NODE_JOB.format(duration="20s") + "---\n" + POLICY
 
 
 def _queued_trainjob(name: str) -> str:
