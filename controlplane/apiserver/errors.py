@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from controlplane.apis.kube.field import aggregate
+from controlplane.apis.kube.field import FieldError, aggregate
 from controlplane.apis.kube.selectors import SelectorError
 from controlplane.apis.meta import CauseType as CauseType  # the causes of the Status errors below
 from controlplane.storage import interface as storage
@@ -325,6 +325,12 @@ def invalid(*, kind: str, group: str, name: str, causes: list[Cause]) -> Invalid
         target=Target(name=name, group=group, kind=kind),
         causes=causes,
     )
+
+
+def invalid_options(kind: str, found: list[FieldError]) -> Invalid:
+    """kube's 422 for the options of a request (``CreateOptions``, ``PatchOptions``,
+    ``DeleteOptions`` ...) that fail its checks: every error a cause, the options unnamed."""
+    return invalid(kind=kind, group="meta.k8s.io", name="", causes=[Cause(str(e.type), e.message, e.field) for e in found])
 
 
 def bad_selector(exc: SelectorError) -> BadRequest:

@@ -37,14 +37,13 @@ from controlplane.apiserver.objects import (
 )
 from controlplane.apiserver.patches import PatchType
 from controlplane.apiserver.queryparams import (
-    checked_delete_options,
     field_validation,
-    force_of,
     int_param,
     parameter_int64,
     query_bool,
     query_optional_bool,
 )
+from controlplane.apiserver.requestoptions import checked_delete_options, checked_write_options, force_of
 from controlplane.apiserver.resources import ResourceType
 from controlplane.apiserver.routing import RequestInfo
 from controlplane.apiserver.tables import TABLE_CONTENT_TYPE, IncludeObject, scale_table, table, wants_table
@@ -113,11 +112,10 @@ def _media(content_type: str | None) -> str:
 
 
 def field_manager_for(request: web.Request) -> str:
-    """``fieldManager``, else kube's default: the User-Agent up to its first "/"."""
+    """``fieldManager`` (its length and characters checked with the request's options), else
+    kube's default: the User-Agent up to its first "/"."""
     manager = request.query.get("fieldManager")
     if manager:
-        if len(manager) > 128:
-            raise errors.BadRequest("fieldManager: Too long: may not be more than 128 characters")
         return manager
     agent = request.headers.get("User-Agent", "unknown")
     return agent.split("/", 1)[0][:128] or "unknown"
@@ -132,11 +130,8 @@ def request_warnings(request: web.Request) -> list[str]:
 
 
 def dry_run_of(request: web.Request) -> bool:
-    values = request.query.getall("dryRun", [])
-    for value in values:
-        if value != "All":
-            raise errors.BadRequest(f'dryRun: Unsupported value: "{value}": supported values: "All"')
-    return bool(values)
+    """Whether a create, update or patch is a dry run (its ``dryRun`` values checked with its options)."""
+    return bool(request.query.getall("dryRun", []))
 
 
 class ResourceHandlers:
@@ -455,14 +450,16 @@ class ResourceHandlers:
     async def body(self, request: web.Request, *, kind: str) -> Any:
         """A create's or an update's body (of a ``kind``), refused in kube's words if it does not decode."""
         media = _media(request.content_type) if request.body_exists else ""
-        if media == protobuf.MEDIA_TYPE:
-            # kubectl's typed clients (kubectl create namespace|deployment|...) send protobuf only.
-            return protobuf.decode_object(await request.read())
-        if request.body_exists and media not in _BODY_MEDIA and media not in ("", "application/octet-stream"):
+        if request.body_exists and media not in (*_BODY_MEDIA, protobuf.MEDIA_TYPE, "", "application/octet-stream"):
             raise errors.UnsupportedMediaType(
                 f'the body of the request was in an unknown format - accepted media types include: '
                 f'application/json, application/yaml, {protobuf.MEDIA_TYPE} (got "{media}")'
             )
+        # kube checks the options after the body's media type and before decoding it.
+        checked_write_options(request, "UpdateOptions" if request.method == "PUT" else "CreateOptions")
+        if media == protobuf.MEDIA_TYPE:
+            # kubectl's typed clients (kubectl create namespace|deployment|...) send protobuf only.
+            return protobuf.decode_object(await request.read())
         return await decode_object(await request.read(), media=media or JSON_CONTENT_TYPE, kind=kind)
 
     async def patch_body(self, request: web.Request, patch_type: PatchType, rt: ResourceType, info: RequestInfo) -> Any:
@@ -519,24 +516,19 @@ class ResourceHandlers:
         # A server-side apply that creates the object is answered 201 Created, as kube does.
         return json_response(patched, status=201 if created else 200, warnings=warnings)
 
-    async def delete_options(self, request: web.Request) -> dict[str, Any]:
+    @staticmethod
+    async def delete_options(request: web.Request) -> dict[str, Any]:
+        """The DeleteOptions of a delete: its body's when it has one (kube reads no query then),
+        the query's otherwise; checked as kube checks them."""
         raw = await request.read() if request.body_exists else b""
-        options: dict[str, Any] = {}
-        if raw:
-            parsed = await decode_options(raw, media=_media(request.content_type) or JSON_CONTENT_TYPE)
-            options = checked_delete_options(parsed or {})
-        for key in ("propagationPolicy", "gracePeriodSeconds"):
-            if key in request.query:
-                options[key] = request.query[key]
-        if "orphanDependents" in request.query:
-            options["orphanDependents"] = query_optional_bool(request.query, "orphanDependents")
-        return options
+        body = (await decode_options(raw, media=_media(request.content_type) or JSON_CONTENT_TYPE) or {}) if raw else None
+        return checked_delete_options(request.query, body)
 
     async def _delete(self, request: web.Request, rt: ResourceType, info: RequestInfo) -> web.StreamResponse:
         assert info.name is not None
         options = await self.delete_options(request)
         pre = options.get("preconditions") or {}
-        dry_run = dry_run_of(request) or "All" in (options.get("dryRun") or [])
+        dry_run = bool(options.get("dryRun"))
         warnings = request_warnings(request)
         result = await self._objects.delete(
             rt, namespace=info.namespace, name=info.name,
@@ -565,7 +557,7 @@ class ResourceHandlers:
         options = await self.delete_options(request)
         deleted = await self._objects.delete_collection(
             rt, namespace=info.namespace, label_selector=request.query.get("labelSelector"),
-            field_selector=request.query.get("fieldSelector"), dry_run=dry_run_of(request),
+            field_selector=request.query.get("fieldSelector"), dry_run=bool(options.get("dryRun")),
             propagation_policy=options.get("propagationPolicy"), orphan_dependents=options.get("orphanDependents"),
             webhooks=self._webhooks(request, request_warnings(request)),
         )

@@ -20,6 +20,7 @@ from typing import Any, cast
 import jsonpatch
 import jsonpointer
 
+from controlplane.apis.kube.requestoptions import patch_options_errors
 from controlplane.apiserver.errors import (
     BadRequest,
     Cause,
@@ -29,6 +30,7 @@ from controlplane.apiserver.errors import (
     RejectedRequest,
     Target,
     UnsupportedMediaType,
+    invalid_options,
 )
 from controlplane.apiserver.patching.apply import record_update as _record_update
 from controlplane.apiserver.patching.conflicts import ApplyConflict
@@ -175,10 +177,10 @@ def check_apply_request(rt: ResourceType, patch: Any, *, manager: str | None) ->
     URL's (kube's field manager checks the applied object's group, version and kind first, so
     an apply at ``apps/v1`` of a body saying ``apps/v1beta1`` is a 400 ``invalid object type:
     apps/v1beta1, Kind=Deployment``; the body's version is never converted). Returns the manager."""
-    if not manager:
-        raise BadRequest(
-            'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch'
-        )
+    # The HTTP layer checked the request's PatchOptions; an in-process apply gets the same 422.
+    found = patch_options_errors(apply=True, force_given=False, manager=manager or "", dry_run=(), field_validation="")
+    if found or not manager:
+        raise invalid_options("PatchOptions", found)
     if not isinstance(patch, dict):
         raise BadRequest("the apply patch must be a single object (a YAML or JSON mapping)")
     group, version, kind = _group_version_kind(patch)

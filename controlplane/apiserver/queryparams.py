@@ -1,5 +1,6 @@
-"""Reading a resource request's query parameters and DeleteOptions as kube's parameter codec
-reads them: kube's 400 for a value that does not parse. Pure: no I/O beyond the request object.
+"""Reading a resource request's query parameters as kube's parameter codec reads them: kube's
+400 for a value that does not parse (the options they make are checked in :mod:`.requestoptions`).
+Pure: no I/O beyond the request object.
 
 The boolean parameters kube decodes into its option structs (``watch``, ``allowWatchBookmarks``,
 ``sendInitialEvents``, ``force``, ``orphanDependents``) are read here and nowhere else, as its
@@ -11,45 +12,12 @@ case; any other value is true, the empty one included (``?watch`` and ``?watch=y
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from aiohttp import web
 
-from controlplane.apiserver import codec, errors
+from controlplane.apiserver import errors
 from controlplane.apiserver.decoding import INT64_MAX
-from controlplane.apiserver.patches import PatchType
 from controlplane.apiserver.validation import FieldValidation
-
-
-def checked_delete_options(options: dict[str, Any]) -> dict[str, Any]:
-    """``options`` when its fields have DeleteOptions' types; 400 naming the field otherwise
-    (kube's decoder refuses e.g. ``"preconditions": "x"`` the same way)."""
-
-    def wrong(field: str, expected: str, value: Any) -> errors.BadRequest:
-        message = f"{field}: Invalid value: {codec.dumps(value).decode()[:80]}: must be {expected}"
-        cause = errors.Cause(errors.CauseType.FIELD_VALUE_INVALID, f"must be {expected}", field)
-        return errors.BadRequest(f"the DeleteOptions are not valid: {message}", causes=[cause])
-
-    pre = options.get("preconditions")
-    if pre is not None:
-        if not isinstance(pre, dict):
-            raise wrong("preconditions", "an object with uid and resourceVersion", pre)
-        for key in ("uid", "resourceVersion"):
-            if pre.get(key) is not None and not isinstance(pre[key], str):
-                raise wrong(f"preconditions.{key}", "a string", pre[key])
-    dry_run = options.get("dryRun")
-    if dry_run is not None and not (isinstance(dry_run, list) and all(isinstance(v, str) for v in dry_run)):
-        raise wrong("dryRun", "a list of strings", dry_run)
-    policy = options.get("propagationPolicy")
-    if policy is not None and not isinstance(policy, str):
-        raise wrong("propagationPolicy", "a string", policy)
-    orphan = options.get("orphanDependents")
-    if orphan is not None and not isinstance(orphan, bool):
-        raise wrong("orphanDependents", "a boolean", orphan)
-    grace = options.get("gracePeriodSeconds")
-    if grace is not None and (isinstance(grace, bool) or not isinstance(grace, int)):
-        raise wrong("gracePeriodSeconds", "an integer", grace)
-    return options
 
 
 def field_validation(request: web.Request) -> FieldValidation:
@@ -108,15 +76,3 @@ def _false(value: str) -> bool:
 def watch_asked(query: Mapping[str, str]) -> bool:
     """Whether a collection GET is a watch (``?watch``), as kube's request info tells."""
     return query_bool(query, "watch")
-
-
-def force_of(request: web.Request, patch_type: PatchType) -> bool:
-    """PatchOptions' ``force``, which kube's ``ValidatePatchOptions`` lets only an apply carry: on
-    any other patch, the parameter at all (``force=false`` too) is its 422."""
-    force = query_optional_bool(request.query, "force")
-    if force is not None and patch_type is not PatchType.APPLY:
-        cause = errors.Cause(
-            errors.CauseType.FIELD_VALUE_FORBIDDEN, "Forbidden: may not be specified for non-apply patch", "force"
-        )
-        raise errors.invalid(kind="PatchOptions", group="meta.k8s.io", name="", causes=[cause])
-    return bool(force)

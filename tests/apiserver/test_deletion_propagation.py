@@ -210,3 +210,73 @@ async def test_orphan_dependents_in_the_query_is_read_as_kube_reads_a_query_bool
     answer = await api.delete(f"{CM_PATH}/held{query}")
     assert answer.status == status
     assert (await answer.json())["metadata"]["finalizers"] == finalizers
+
+
+async def _configmaps(api: TestClient[Any, Any], *names: str) -> None:
+    for name in names:
+        assert (await api.post(CM_PATH, json={"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}})).status == 201
+
+
+async def _exists(api: TestClient[Any, Any], name: str) -> bool:
+    return (await api.get(f"{CM_PATH}/{name}")).status == 200
+
+
+async def test_a_body_is_the_whole_of_the_options_and_the_query_is_not_read(api: TestClient[Any, Any]) -> None:
+    """kube decodes DeleteOptions from the body when there is one, from the query only when
+    there is none: a body's ``dryRun`` is a dry run, a query's next to a body is not read."""
+    await _configmaps(api, "a", "b", "c")
+    options = {"kind": "DeleteOptions", "apiVersion": "v1"}
+    dry = await api.delete(f"{CM_PATH}/a", json={**options, "dryRun": ["All"]})
+    assert dry.status == 200 and await _exists(api, "a")
+    assert (await api.delete(f"{CM_PATH}/a?dryRun=All&propagationPolicy=Sideways", json=options)).status == 200
+    assert not await _exists(api, "a")
+    answer = await api.delete(f"{CM_PATH}/b?orphanDependents=true", json={**options, "propagationPolicy": "Foreground"})
+    assert (await answer.json())["metadata"]["finalizers"] == ["foregroundDeletion"]
+    assert (await api.delete(f"{CM_PATH}/c?dryRun=All")).status == 200 and await _exists(api, "c")
+
+
+@pytest.mark.parametrize("sent", ["query", "body"])
+async def test_every_bad_delete_option_is_a_cause_of_one_422(api: TestClient[Any, Any], sent: str) -> None:
+    await _configmaps(api, "a")
+    if sent == "query":
+        answer = await api.delete(f"{CM_PATH}/a?orphanDependents=true&propagationPolicy=Sideways&dryRun=Maybe")
+    else:
+        body = {"kind": "DeleteOptions", "apiVersion": "v1", "orphanDependents": True, "propagationPolicy": "Sideways",
+                "dryRun": ["Maybe"]}
+        answer = await api.delete(f"{CM_PATH}/a", json=body)
+    assert answer.status == 422
+    status = await answer.json()
+    assert status["message"] == (
+        'DeleteOptions.meta.k8s.io "" is invalid: [propagationPolicy: Invalid value: "Sideways": orphanDependents '
+        'and deletionPropagation cannot be both set, propagationPolicy: Unsupported value: "Sideways": supported '
+        'values: "Foreground", "Background", "Orphan", "nil", dryRun: Unsupported value: []string{"Maybe"}: '
+        'supported values: "All"]'
+    )
+    assert [(c["reason"], c["field"]) for c in status["details"]["causes"]] == [
+        ("FieldValueInvalid", "propagationPolicy"), ("FieldValueNotSupported", "propagationPolicy"),
+        ("FieldValueNotSupported", "dryRun"),
+    ]
+    assert await _exists(api, "a")
+
+
+async def test_a_grace_period_in_the_query_is_an_int64(api: TestClient[Any, Any]) -> None:
+    await _configmaps(api, "a")
+    answer = await api.delete(f"{CM_PATH}/a?gracePeriodSeconds=soon")
+    assert answer.status == 400
+    assert (await answer.json())["message"] == 'strconv.ParseInt: parsing "soon": invalid syntax'
+    assert await _exists(api, "a")
+    assert (await api.delete(f"{CM_PATH}/a?gracePeriodSeconds=-1")).status == 200
+
+
+async def test_a_collection_delete_reads_and_checks_its_options_as_a_delete(api: TestClient[Any, Any]) -> None:
+    await _configmaps(api, "a", "b")
+    refused = await api.delete(f"{CM_PATH}?dryRun=Maybe")
+    assert refused.status == 422
+    assert (await refused.json())["details"]["kind"] == "DeleteOptions"
+    dry = await api.delete(CM_PATH, json={"kind": "DeleteOptions", "apiVersion": "v1", "dryRun": ["All"]})
+    assert dry.status == 200 and len((await dry.json())["items"]) == 2
+    assert await _exists(api, "a") and await _exists(api, "b")
+    assert (await api.delete(f"{CM_PATH}?dryRun=All")).status == 200
+    assert await _exists(api, "a") and await _exists(api, "b")
+    assert (await api.delete(CM_PATH)).status == 200
+    assert not await _exists(api, "a") and not await _exists(api, "b")

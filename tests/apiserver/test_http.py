@@ -223,7 +223,7 @@ async def test_yaml_body_and_namespace_rules(api: Client) -> None:
         ("GET", f"{DEPLOYMENTS}?labelSelector=a%20in", {}, None, 400, "BadRequest"),
         ("GET", f"{DEPLOYMENTS}?fieldSelector=spec.foo%3D1", {}, None, 400, "BadRequest"),
         ("GET", f"{DEPLOYMENTS}?limit=abc", {}, None, 400, "BadRequest"),
-        ("POST", f"{DEPLOYMENTS}?dryRun=Maybe", {"Content-Type": "application/json"}, "{}", 400, "BadRequest"),
+        ("POST", f"{DEPLOYMENTS}?dryRun=Maybe", {"Content-Type": "application/json"}, "{}", 422, "Invalid"),
     ],
 )
 async def test_errors_are_status_objects(

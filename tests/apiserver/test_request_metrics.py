@@ -44,7 +44,7 @@ async def test_resource_requests_are_counted_and_timed_under_kubes_labels(
     client, _ = hub_api
     assert (await client.post(f"{DEPLOYMENTS}?dryRun=All", json=deployment("web"))).status == 201
     assert (await client.post(DEPLOYMENTS, json=deployment("web"))).status == 201
-    assert (await client.post(f"{DEPLOYMENTS}?dryRun=Some", json=deployment("x"))).status == 400
+    assert (await client.post(f"{DEPLOYMENTS}?dryRun=Some", json=deployment("x"))).status == 422
     for _ in range(2):
         assert (await client.get(f"{DEPLOYMENTS}/web")).status == 200
     assert (await client.get(f"{DEPLOYMENTS}/missing")).status == 404
@@ -70,7 +70,7 @@ async def test_resource_requests_are_counted_and_timed_under_kubes_labels(
     assert _samples(text, "apiserver_request_total") == {
         key("POST", "resource", "201", dry_run="All"): 1.0,
         key("POST", "resource", "201"): 1.0,
-        key("POST", "resource", "400", dry_run="invalid"): 1.0,
+        key("POST", "resource", "422", dry_run="invalid"): 1.0,
         key("GET", "resource", "200"): 2.0,
         key("GET", "resource", "404"): 1.0,
         key("LIST", "namespace", "200"): 1.0,

@@ -37,7 +37,6 @@ from controlplane.apiserver.crd.converting import convert, group_version_kind
 from controlplane.apiserver.crd.scaling import ConvertedScale
 from controlplane.apiserver.handlers import (
     ResourceHandlers,
-    dry_run_of,
     json_response,
     method_not_allowed,
     request_warnings,
@@ -48,7 +47,8 @@ from controlplane.apiserver.objects.writing import PATCH_RETRIES
 from controlplane.apiserver.patches import PatchType, apply_patch, check_apply_request, record_update
 from controlplane.apiserver.patching.schema import FieldSchema
 from controlplane.apiserver.patching.versions import VersionConverter
-from controlplane.apiserver.queryparams import field_validation, force_of
+from controlplane.apiserver.queryparams import field_validation
+from controlplane.apiserver.requestoptions import force_of
 from controlplane.apiserver.resources import Registry, ResourceType
 from controlplane.apiserver.routing import RequestInfo
 from controlplane.apiserver.tables import TABLE_CONTENT_TYPE, IncludeObject, table, wants_table
@@ -375,9 +375,9 @@ class ConvertedHandlers:
                 current = None
             if current is None or current.get("apiVersion") == rt.api_version:
                 return await self._handlers.patch(request, rt, info, subresource=subresource)
+        force = force_of(request, PatchType.APPLY)  # kube checks its PatchOptions before decoding the patch
         patch = await self._handlers.patch_body(request, PatchType.APPLY, stored, info)
         warnings = request_warnings(request)
-        force = force_of(request, PatchType.APPLY)
         args, manager = self._write_args(request, rt, warnings)
         if isinstance(patch, dict):
             check_apply_request(rt, patch, manager=manager)  # before its fields are decoded, as kube
@@ -454,7 +454,7 @@ class ConvertedHandlers:
             stored, namespace=info.namespace, name=info.name,
             preconditions=Preconditions(uid=pre.get("uid"), resource_version=pre.get("resourceVersion")),
             propagation_policy=options.get("propagationPolicy"),
-            dry_run=dry_run_of(request) or "All" in (options.get("dryRun") or []),
+            dry_run=bool(options.get("dryRun")),
             orphan_dependents=options.get("orphanDependents"), webhooks=self._webhook_calls(request, rt, warnings),
         )
         [served] = await self._conversions.served(rt, [result.object])
@@ -467,7 +467,7 @@ class ConvertedHandlers:
         options = await self._handlers.delete_options(request)
         deleted = await self._handlers.objects.delete_collection(
             stored, namespace=info.namespace, label_selector=request.query.get("labelSelector"),
-            field_selector=request.query.get("fieldSelector"), dry_run=dry_run_of(request),
+            field_selector=request.query.get("fieldSelector"), dry_run=bool(options.get("dryRun")),
             propagation_policy=options.get("propagationPolicy"), orphan_dependents=options.get("orphanDependents"),
             webhooks=self._webhook_calls(request, rt, request_warnings(request)),
         )

@@ -39,7 +39,7 @@ from controlplane.apiserver.objects.scale import (
 from controlplane.apiserver.objects.writing import PATCH_RETRIES
 from controlplane.apiserver.patches import PatchType, merge_patch, record_update
 from controlplane.apiserver.patching.scalefields import ReplicasPaths, to_parent, to_subresource
-from controlplane.apiserver.queryparams import force_of
+from controlplane.apiserver.requestoptions import force_of
 from controlplane.apiserver.resources import ResourceType
 from controlplane.apiserver.routing import RequestInfo
 from controlplane.apiserver.tables import TABLE_CONTENT_TYPE, IncludeObject, table, wants_table

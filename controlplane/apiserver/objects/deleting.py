@@ -20,7 +20,7 @@ from typing import Any
 
 from controlplane.apis.kube.garbagecollection import DeletionPropagation, default_policy, deletion_finalizers
 from controlplane.apis.kube.namespaces import IMMORTAL_NAMESPACES
-from controlplane.apis.meta import CauseType
+from controlplane.apis.kube.requestoptions import delete_options_errors
 from controlplane.apiserver import codec, errors
 from controlplane.apiserver.admission import Operation, WebhookRequest
 from controlplane.apiserver.allocating import Allocations, NoAllocations
@@ -178,20 +178,7 @@ def mark_as_deleting(meta: dict[str, Any], *, now: Callable[[], str]) -> None:
 
 def check_delete_options(options: DeleteOptions) -> None:
     """kube's ValidateDeleteOptions: 422 when ``orphanDependents`` and ``propagationPolicy`` are both
-    set or the policy is not one of the three."""
-    policy = options.propagation_policy
-    causes = []
-    if options.orphan_dependents is not None and policy is not None:
-        causes.append(errors.Cause(
-            CauseType.FIELD_VALUE_INVALID,
-            f'Invalid value: "{policy}": orphanDependents and deletionPropagation cannot be both set',
-            "propagationPolicy",
-        ))
-    if policy is not None and policy not in {p.value for p in DeletionPropagation}:
-        causes.append(errors.Cause(
-            CauseType.FIELD_VALUE_NOT_SUPPORTED,
-            f'Unsupported value: "{policy}": supported values: "Foreground", "Background", "Orphan", "nil"',
-            "propagationPolicy",
-        ))
-    if causes:
-        raise errors.invalid(kind="DeleteOptions", group="meta.k8s.io", name="", causes=causes)
+    set or the policy is not one of the three (the HTTP layer checks a request's ``dryRun`` too)."""
+    found = delete_options_errors(policy=options.propagation_policy, orphan=options.orphan_dependents, dry_run=())
+    if found:
+        raise errors.invalid_options("DeleteOptions", found)
