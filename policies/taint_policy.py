@@ -70,7 +70,8 @@ def taint_policy_denial(obj: dict[str, Any], *, allow_no_execute: bool = False) 
     """karmada-webhook's refusal of a policy: a taint (key and effect) listed twice, or, unless
     ``allow_no_execute`` (karmada-webhook's ``--allow-no-execute-taint-policy``, off by default, as
     the hub's flag of that name), a ``NoExecute`` taint. None when it admits the policy."""
-    taints = (obj.get("spec") or {}).get("taints")
+    spec = obj.get("spec")
+    taints = spec.get("taints") if isinstance(spec, dict) else None  # a malformed spec is the model's 422
     listed = [t for t in taints if isinstance(t, dict)] if isinstance(taints, list) else []
     pairs = [(t.get("key"), t.get("effect")) for t in listed]
     errors: list[str] = []

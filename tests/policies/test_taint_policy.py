@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from policies.taint_policy import (
     ClusterTaintPolicy,
     apply_taint_policies,
@@ -65,6 +67,11 @@ def test_later_policies_see_earlier_ones_changes() -> None:
 def test_an_effect_a_cluster_cannot_hold_is_not_added() -> None:
     p = policy("p", [{"key": "k", "effect": "PreferNoExecute"}], NOT_READY)
     assert apply_taint_policies([], ready("False"), [p], now=NOW) == []
+
+
+@pytest.mark.parametrize("spec", ["taints", [], 3, None])
+def test_webhook_leaves_a_spec_that_is_no_object_to_the_schema(spec: Any) -> None:
+    assert taint_policy_denial({"spec": spec}) is None
 
 
 def test_webhook_admits_distinct_taints() -> None:
