@@ -101,6 +101,12 @@ def test_a_crd_is_served_validated_scaled_and_deleted_with_its_objects(processes
                          "--server-side", "--force-conflicts", check=False)
     assert server_side.returncode != 0
     assert "replicas must not exceed maxReplicas" in server_side.stderr
+    # Its options are checked first, all at once, as kube checks them: nothing is written.
+    too_long = _apply(kubectl, tmp_path, "ssa.yaml", _trainer("  model: m2\n  replicas: 3\n").replace("name: bad", "name: ssa"),
+                      "--server-side", f"--field-manager={'m' * 129}", check=False)
+    assert too_long.returncode != 0
+    assert 'PatchOptions "" is invalid: fieldManager: Too long: may not be more than 128 bytes' in too_long.stderr
+    assert kubectl.run("get", "trainer", "ssa", "-n", "default", check=False).returncode != 0
     _apply(kubectl, tmp_path, "ssa.yaml", _trainer("  model: m2\n  replicas: 3\n").replace("name: bad", "name: ssa"), "--server-side")
     assert kubectl.run("get", "trainer", "ssa", "-n", "default", "-o", "jsonpath={.spec.maxReplicas}").stdout == "8"
 
