@@ -272,10 +272,9 @@ class Generator:
                 )
                 content_type = rng.choice(("application/json", "application/yaml", "text/plain", None))
                 option = rng.choice(options)
-                if verb == "delete":
-                    # kube reads no query next to a body: a delete's dry run goes in the body it sends.
-                    if isinstance(option, dict) or option is None:
-                        option = {"dryRun": ["All"], **(option or {})}
+                # kube reads no query next to a body: a delete's dry run goes in the body it sends.
+                if verb == "delete" and (isinstance(option, dict) or option is None):
+                    option = {"dryRun": ["All"], **(option or {})}
                 body = None if content_type is None else self._encode(option, content_type)
                 query = self._query(("dryRun", "propagationPolicy", "gracePeriodSeconds", "labelSelector"))
                 # Keep the seed objects for the other verbs: deletes of them are dry runs, and a
