@@ -141,7 +141,7 @@ def _lacking(fill: FillResult) -> dict[str, object]:
     }
 
 
-def tiered_placement(**tiered_overflow: bool | str | None) -> Placement | None:
+def tiered_placement(**tiered_overflow: bool | str | float | None) -> Placement | None:
     """The default placement with these ``tieredOverflow`` fields (None ones left out; None when
     every one is)."""
     fields = {name: value for name, value in tiered_overflow.items() if value is not None}
@@ -298,6 +298,13 @@ OPTIONS.add_argument(
     "node scoring LeastAllocated)",
 )
 OPTIONS.add_argument(
+    "--packing-hints-multi-gpu-percent",
+    type=float,
+    metavar="PERCENT",
+    help="with --packing-hints, tieredOverflow.packingHintsMultiGPUPercent (hints only while replicas of two GPUs "
+    "or more asked for at least this percent of the recent arrivals' GPUs)",
+)
+OPTIONS.add_argument(
     "--traces", default="", metavar="NAME,...", help="only these traces of the size, e.g. default,cpu250 (default: all)"
 )
 
@@ -310,6 +317,7 @@ def main(argv: Sequence[str]) -> int:
         nodeShapeScarcity=False if options.no_node_shape_scarcity else None,
         packingHints=True if options.packing_hints else None,
         packingHintsScope=options.packing_hints_scope if options.packing_hints else None,
+        packingHintsMultiGPUPercent=options.packing_hints_multi_gpu_percent if options.packing_hints else None,
     )
     bound = functools.partial(run, node_list=options.nodes, seed=options.seed, only=only, placement=placement)
     return benchmark_main(bound, argv, description=(__doc__ or "").splitlines()[0], parents=(OPTIONS,))

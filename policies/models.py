@@ -270,6 +270,10 @@ class TieredOverflow(SpecModel):
     whose agent reports status.nodeScoring LeastAllocated (kube's default, which spreads replicas over empty
     nodes); members that pack by themselves then keep their own node choice. Without packingHints: true
     there are no hints, whatever the scope."""
+    packing_hints_multi_gpu_percent: float | None = Field(default=None, ge=0, le=100, alias="packingHintsMultiGPUPercent")
+    """With packingHints: true, hints only while replicas asking for two GPUs or more asked for at least
+    this percent of the GPUs of the hub's recent arrivals (the last 4096 bindings): whole free nodes are
+    worth keeping only while such replicas keep coming (default 0: always)."""
     price_band_percent: float | None = Field(default=None, ge=0, le=1000)
     """Prices per GPU-hour within this many percent of each other tie (default 0: only equal prices). The
     fleet's listed prices, lowest first, are cut into bands: the lowest starts the first band, which holds

@@ -15,7 +15,10 @@ read from it:
   for each);
 * the **needs** (:meth:`DemandHistory.needs`): the arrivals per task shape and memory, every
   shape of the window (not only the mix's popular ones), for the scarcity of node shapes
-  (:mod:`~controlplane.scheduler.core.shapescarcity`).
+  (:mod:`~controlplane.scheduler.core.shapescarcity`);
+* the **multi-GPU share** (:meth:`DemandHistory.multi_gpu_percent`): the percent of the window's
+  GPUs asked for by replicas of two GPUs or more, which need a node with that many free, for
+  packing hints (:mod:`~controlplane.scheduler.core.packhints`).
 
 Bounded: the window holds at most ``limit`` arrivals; the oldest leave as new ones come. No I/O.
 """
@@ -55,6 +58,10 @@ class DemandHistory:
     _counts: Counter[TaskShape] = field(default_factory=Counter)
     _needs: Counter[Need] = field(default_factory=Counter)
     _constrained: dict[str, float] = field(default_factory=dict)
+    _milli: int = 0
+    """Thousandths of a GPU the window's arrivals ask for."""
+    _multi_milli: int = 0
+    """Of :attr:`_milli`, those of arrivals asking for two GPUs or more."""
     _since: int = 0
     _mix: DemandMix = field(default_factory=lambda: DemandMix(()))
 
@@ -71,6 +78,8 @@ class DemandHistory:
             _counts=Counter(self._counts),
             _needs=Counter(self._needs),
             _constrained=dict(self._constrained),
+            _milli=self._milli,
+            _multi_milli=self._multi_milli,
             _since=self._since,
             _mix=self._mix,
         )
@@ -85,6 +94,7 @@ class DemandHistory:
         self._counts[task] += 1
         self._needs[task, memory] += 1
         self._add_constrained(task, 1.0)
+        self._add_gpus(task, 1)
         if len(self._window) > self.limit:
             old_key, old_task, old_memory = self._window.popleft()
             self._keys[old_key] -= 1
@@ -97,7 +107,14 @@ class DemandHistory:
             if not self._needs[old_task, old_memory]:
                 del self._needs[old_task, old_memory]
             self._add_constrained(old_task, -1.0)
+            self._add_gpus(old_task, -1)
         self._since += 1
+
+    def _add_gpus(self, task: TaskShape, sign: int) -> None:
+        milli = sign * task.num_gpu * task.gpu_milli
+        self._milli += milli
+        if task.num_gpu >= 2:
+            self._multi_milli += milli
 
     def _add_constrained(self, task: TaskShape, sign: float) -> None:
         if not task.models or not task.num_gpu:
@@ -121,6 +138,11 @@ class DemandHistory:
     def constrained(self) -> dict[str, float]:
         """Per GPU model: GPUs recent model-constrained replicas need (see the module)."""
         return self._constrained
+
+    def multi_gpu_percent(self) -> float:
+        """Percent of the GPUs the window's arrivals ask for that replicas of two GPUs or more ask
+        for (0 when none asks for GPUs)."""
+        return 100.0 * self._multi_milli / self._milli if self._milli else 0.0
 
     def needs(self) -> Counter[Need]:
         """Arrivals of the window per (task shape, memory) (see the module)."""

@@ -71,12 +71,22 @@ MAX_HINTED: Final = MAX_SHAPE_HOSTNAMES
 
 def packing_scope(state: CycleState) -> str | None:
     """Which clusters the decision's policy packs: None (no hints), :data:`ALL_MEMBERS` or
-    :data:`SPREADING_MEMBERS` (``tieredOverflow.packingHints`` and ``packingHintsScope``)."""
+    :data:`SPREADING_MEMBERS` (``tieredOverflow.packingHints`` and ``packingHintsScope``); None too
+    while multi-GPU demand is under the policy's ``packingHintsMultiGPUPercent`` (:func:`multi_gpu_demand`)."""
     replica_scheduling = state.request.placement.replica_scheduling
     tiered = replica_scheduling.tiered_overflow if replica_scheduling else None
     if tiered is None or not tiered.packing_hints:
         return None
+    if not multi_gpu_demand(state, tiered.packing_hints_multi_gpu_percent or 0.0):
+        return None
     return tiered.packing_hints_scope or ALL_MEMBERS
+
+
+def multi_gpu_demand(state: CycleState, percent: float) -> bool:
+    """Whether replicas of two GPUs or more asked for at least ``percent`` of the GPUs of the hub's
+    recent arrivals (:meth:`~controlplane.scheduler.core.demand.DemandHistory.multi_gpu_percent`;
+    always, for 0)."""
+    return percent <= 0 or state.cache.demand.multi_gpu_percent() >= percent
 
 
 def packing_enabled(state: CycleState) -> bool:
