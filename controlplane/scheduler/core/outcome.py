@@ -231,6 +231,8 @@ def decision_result(
     fresh = [c for c in clusters if assignments.get(c.name) and not request.previous.get(c.name)] if asked else []
     steered = steering(state, fresh, requirements)
     packed = packhints.packing_hints(state, fresh, requirements)
+    # Read now: the recent demand moves on with later decisions, the explanation is written later.
+    waited = packhints.by_demand(state) if packed else None
     short_of_room: frozenset[str] = frozenset()
     if request.goes_everywhere and not request.gang:
         # Rejected for capacity now (Duplicated: not all its replicas fit), not by the placement itself.
@@ -238,7 +240,7 @@ def decision_result(
 
     def explain() -> Explanation:
         reasons_of = {**division_reasons, **more_reasons()} if more_reasons is not None else division_reasons
-        return _explanation(state, clusters, decided, rejected, scores(), reasons_of, (steered, packed))
+        return _explanation(state, clusters, decided, rejected, scores(), reasons_of, (steered, packed, waited))
 
     return ScheduleResult(
         clusters=assignments,
@@ -263,11 +265,12 @@ def _explanation(
     rejected: Mapping[str, Status],
     scores: Mapping[str, float],
     division_reasons: Mapping[str, str],
-    inside: tuple[Mapping[str, tuple[str, ...]], Mapping[str, tuple[str, ...]]],
+    inside: tuple[Mapping[str, tuple[str, ...]], Mapping[str, tuple[str, ...]], tuple[float, float] | None],
 ) -> Explanation:
-    """``inside``: the decision's steering and packing hints, per cluster."""
+    """``inside``: the decision's steering and packing hints, per cluster, and the multi-GPU demand
+    the hints waited for (:func:`~controlplane.scheduler.core.packhints.by_demand`)."""
     request = state.request
-    steered, packed = inside
+    steered, packed, waited = inside
     explanation: Explanation = []
     for cluster in clusters:
         name = cluster.name
@@ -300,7 +303,9 @@ def _explanation(
             if name in steered:
                 reasons += (describe(steered[name]),)
             if name in packed:
-                reasons += (packhints.describe(packed[name], packhints.by_scoring(state, cluster)),)
+                reasons += (
+                    packhints.describe(packed[name], packhints.by_scoring(state, cluster), waited),
+                )
             if name in state.caps:
                 reasons += (
                     state.cap_reasons.get(name)

@@ -163,15 +163,32 @@ def preferred_term(hosts: Sequence[str]) -> dict[str, Any]:
     return {"weight": PACKING_WEIGHT, "preference": {"matchExpressions": [expression]}}
 
 
-def describe(hosts: Sequence[str], scoring: str | None = None) -> str:
+def by_demand(state: CycleState) -> tuple[float, float] | None:
+    """The multi-GPU demand a packing hint waited for: (percent seen, the policy's
+    ``packingHintsMultiGPUPercent``); None when the policy does not wait for it."""
+    replica_scheduling = state.request.placement.replica_scheduling
+    tiered = replica_scheduling.tiered_overflow if replica_scheduling else None
+    percent = tiered.packing_hints_multi_gpu_percent if tiered is not None else None
+    if not percent:
+        return None
+    return state.cache.demand.multi_gpu_percent(), percent
+
+
+def describe(hosts: Sequence[str], scoring: str | None = None, demand: tuple[float, float] | None = None) -> str:
     """The explanation's words for a packing hint; ``scoring``: the member scoring that turned it on
-    (:func:`by_scoring`)."""
+    (:func:`by_scoring`); ``demand``: the multi-GPU demand it waited for (:func:`by_demand`)."""
     why = (
         f"; added because the member reports node scoring {scoring}, which spreads replicas over empty nodes "
         "(packingHintsScope: SpreadingMembers)"
         if scoring
         else ""
     )
+    if demand is not None:
+        seen, percent = demand
+        why += (
+            f"; replicas of two GPUs or more asked for {seen:.0f} % of the GPUs of recent arrivals "
+            f"(packingHintsMultiGPUPercent: {percent:g})"
+        )
     return (
         f"packed inside the cluster toward {len(hosts)} node(s) already running GPU work ({first_names(hosts)}; "
         f"preferred node affinity, weight {PACKING_WEIGHT}): whole nodes stay free for larger replicas{why}"
