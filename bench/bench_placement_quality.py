@@ -289,20 +289,22 @@ OPTIONS.add_argument(
     help="gpufed's policy with tieredOverflow.nodeShapeScarcity: false (default: on)",
 )
 OPTIONS.add_argument(
-    "--packing-hints", action="store_true", help="gpufed's policy with tieredOverflow.packingHints: true"
+    "--no-packing-hints",
+    action="store_true",
+    help="gpufed's policy with tieredOverflow.packingHints: false (default: on)",
 )
 OPTIONS.add_argument(
     "--packing-hints-scope",
     choices=("AllMembers", "SpreadingMembers"),
-    help="with --packing-hints, tieredOverflow.packingHintsScope (SpreadingMembers: only the members that report "
-    "node scoring LeastAllocated)",
+    help="tieredOverflow.packingHintsScope (default SpreadingMembers: only the members that report node scoring "
+    "LeastAllocated)",
 )
 OPTIONS.add_argument(
     "--packing-hints-multi-gpu-percent",
     type=float,
     metavar="PERCENT",
-    help="with --packing-hints, tieredOverflow.packingHintsMultiGPUPercent (hints only while replicas of two GPUs "
-    "or more asked for at least this percent of the recent arrivals' GPUs)",
+    help="tieredOverflow.packingHintsMultiGPUPercent (default 20: hints only while replicas of two GPUs or more "
+    "asked for at least this percent of the recent arrivals' GPUs; 0: always)",
 )
 OPTIONS.add_argument(
     "--traces", default="", metavar="NAME,...", help="only these traces of the size, e.g. default,cpu250 (default: all)"
@@ -315,9 +317,9 @@ def main(argv: Sequence[str]) -> int:
     placement = tiered_placement(
         scarcitySteering=False if options.no_scarcity_steering else None,
         nodeShapeScarcity=False if options.no_node_shape_scarcity else None,
-        packingHints=True if options.packing_hints else None,
-        packingHintsScope=options.packing_hints_scope if options.packing_hints else None,
-        packingHintsMultiGPUPercent=options.packing_hints_multi_gpu_percent if options.packing_hints else None,
+        packingHints=False if options.no_packing_hints else None,
+        packingHintsScope=options.packing_hints_scope,
+        packingHintsMultiGPUPercent=options.packing_hints_multi_gpu_percent,
     )
     bound = functools.partial(run, node_list=options.nodes, seed=options.seed, only=only, placement=placement)
     return benchmark_main(bound, argv, description=(__doc__ or "").splitlines()[0], parents=(OPTIONS,))

@@ -64,8 +64,13 @@ def request(
     )
 
 
+#: Hints for every member, whatever the recent demand (the defaults pack only spreading members, and
+#: only while multi-GPU demand lasts: tests/scheduler/test_packhints_demand.py).
+ALWAYS = {"packingHints": True, "packingHintsScope": "AllMembers", "packingHintsMultiGPUPercent": 0}
+
+
 def test_a_one_gpu_replica_prefers_the_half_used_node() -> None:
-    result = schedule(request(packingHints=True), half_used(), now=NOW, cache=SchedulerCache())
+    result = schedule(request(**ALWAYS), half_used(), now=NOW, cache=SchedulerCache())
     assert result.clusters == {"c": 1}
     assert result.packing == {"c": ("node-a",)}
     assert any(
@@ -85,9 +90,9 @@ def test_the_term_prefers_the_named_nodes_with_kubes_lowest_weight() -> None:
 @pytest.mark.parametrize(
     ("gpus", "tiered_overflow"),
     [
-        pytest.param(8, {"packingHints": True}, id="fills-a-whole-node"),
-        pytest.param(1, {}, id="off-by-default"),
-        pytest.param(1, {"packingHints": False}, id="switched-off"),
+        pytest.param(8, ALWAYS, id="fills-a-whole-node"),
+        pytest.param(1, {}, id="none-by-default-for-a-member-not-reporting-its-scoring"),
+        pytest.param(1, {**ALWAYS, "packingHints": False}, id="switched-off"),
     ],
 )
 def test_no_hint_for_a_whole_node_or_unless_asked_for(gpus: int, tiered_overflow: dict[str, Any]) -> None:
@@ -97,15 +102,15 @@ def test_no_hint_for_a_whole_node_or_unless_asked_for(gpus: int, tiered_overflow
     assert not any("packed" in r for r in reasons(result, "c"))
 
 
-SPREADING = {"packingHints": True, "packingHintsScope": "SpreadingMembers"}
+SPREADING = {"packingHints": True, "packingHintsScope": "SpreadingMembers", "packingHintsMultiGPUPercent": 0}
 
 
 @pytest.mark.parametrize(
     ("node_scoring", "tiered_overflow", "hinted"),
     [
-        pytest.param("LeastAllocated", {}, False, id="off-by-default-even-for-least-allocated"),
-        pytest.param("LeastAllocated", {"packingHints": True}, True, id="all-members-least-allocated"),
-        pytest.param("MostAllocated", {"packingHints": True}, True, id="all-members-most-allocated"),
+        pytest.param("LeastAllocated", {}, False, id="by-default-not-without-multi-gpu-demand"),
+        pytest.param("LeastAllocated", ALWAYS, True, id="all-members-least-allocated"),
+        pytest.param("MostAllocated", ALWAYS, True, id="all-members-most-allocated"),
         pytest.param("LeastAllocated", SPREADING, True, id="spreading-least-allocated-gets-the-hint"),
         pytest.param("MostAllocated", SPREADING, False, id="spreading-most-allocated-packs-already"),
         pytest.param("FragmentationAware", SPREADING, False, id="spreading-fragmentation-aware"),
@@ -199,7 +204,7 @@ def test_in_a_cluster_of_two_node_sizes_a_replica_goes_where_a_node_is_in_use() 
 
 def test_no_hint_for_a_cluster_already_running_replicas_which_keeps_what_its_work_has() -> None:
     cache = SchedulerCache()
-    running = request(previous={"c": 1}, packingHints=True)
+    running = request(previous={"c": 1}, **ALWAYS)
     assert schedule(running, half_used(), now=NOW, cache=cache).packing == {}
     binding = {"metadata": {"annotations": {"scheduler.gpufed.io/packing-hints": json.dumps(
         {"old": ["node-x"], "gone": ["y"]})}}}

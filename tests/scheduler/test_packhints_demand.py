@@ -4,8 +4,6 @@ windows and a one-cluster fleet."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from controlplane.apis.fragmentation import TaskShape
@@ -31,12 +29,15 @@ def test_the_multi_gpu_percent_counts_gpus_of_the_window_and_forgets_those_that_
     history.observe("c", HALF)
     # 1 + 8 + 0.5 GPUs, 8 of them asked for by a replica of two GPUs or more.
     assert history.multi_gpu_percent() == pytest.approx(100 * 8 / 9.5)
+    assert history.multi_gpu_arrivals() == 1
     history.observe("b", EIGHT)  # still in the window: not counted twice
     assert history.multi_gpu_percent() == pytest.approx(100 * 8 / 9.5)
     history.observe("d", TWO)  # "a" leaves: 8 + 0.5 + 2
     assert history.multi_gpu_percent() == pytest.approx(100 * 10 / 10.5)
+    assert history.multi_gpu_arrivals() == 2
     history.observe("e", NO_GPU)  # "b" leaves: 0.5 + 2 + 0
     assert history.multi_gpu_percent() == pytest.approx(100 * 2 / 2.5)
+    assert history.multi_gpu_arrivals() == 1
     assert history.copy().multi_gpu_percent() == history.multi_gpu_percent()
 
 
@@ -54,10 +55,11 @@ WAITING = {"packingHints": True, "packingHintsScope": "SpreadingMembers"}
 @pytest.mark.parametrize(
     ("earlier", "percent", "hinted"),
     [
-        # The 1-GPU replica decided is an arrival too: 2 of 2 + 1 + 1 GPUs are multi-GPU, 50 %.
-        pytest.param((TWO, ONE), 50, True, id="at-the-percent"),
-        pytest.param((TWO, ONE), 50.1, False, id="just-under-the-percent"),
-        pytest.param((EIGHT,), 80, True, id="an-8-gpu-arrival-against-one-gpu"),
+        # The 1-GPU replica decided is an arrival too: 4 x 2 of 4 x 2 + 7 + 1 GPUs are multi-GPU, 50 %.
+        pytest.param((TWO,) * 4 + (ONE,) * 7, 50, True, id="at-the-percent"),
+        pytest.param((TWO,) * 4 + (ONE,) * 7, 50.1, False, id="just-under-the-percent"),
+        pytest.param((EIGHT,) * 4, 20, True, id="four-8-gpu-arrivals"),
+        pytest.param((EIGHT,) * 3, 20, False, id="three-multi-gpu-arrivals-are-too-few"),
         pytest.param((ONE, ONE, HALF), 1, False, id="only-small-replicas"),
         pytest.param((), 20, False, id="no-earlier-arrival"),
         pytest.param((), 0, True, id="zero-does-not-wait"),
@@ -76,20 +78,40 @@ def test_hints_wait_until_multi_gpu_replicas_asked_for_the_percent_of_recent_gpu
     assert result.packing == ({"c": ("node-a",)} if hinted else {})
 
 
+@pytest.mark.parametrize(
+    ("node_scoring", "earlier", "hinted"),
+    [
+        # 4 x 8 of 4 x 8 + 3 + 1 GPUs: 89 %, at least the default 20 %.
+        pytest.param("LeastAllocated", (EIGHT,) * 4 + (ONE,) * 3, True, id="spreading-member-multi-gpu-demand"),
+        # 4 x 2 of 4 x 2 + 32 + 1 GPUs: 19.5 %.
+        pytest.param("LeastAllocated", (TWO,) * 4 + (ONE,) * 32, False, id="under-20-percent"),
+        # 4 x 2 of 4 x 2 + 31 + 1 GPUs: 20 %.
+        pytest.param("LeastAllocated", (TWO,) * 4 + (ONE,) * 31, True, id="at-20-percent"),
+        pytest.param("MostAllocated", (EIGHT,) * 4, False, id="a-member-that-packs-itself"),
+        pytest.param(None, (EIGHT,) * 4, False, id="a-member-not-reporting-its-scoring"),
+    ],
+)
+def test_by_default_spreading_members_are_packed_while_multi_gpu_demand_lasts(
+    node_scoring: str | None, earlier: tuple[TaskShape, ...], hinted: bool
+) -> None:
+    result = schedule(request(), half_used(node_scoring), now=NOW, cache=cache_after(*earlier))
+    assert result.clusters == {"c": 1}
+    assert result.packing == ({"c": ("node-a",)} if hinted else {})
+
+
 def test_the_explanation_says_how_much_multi_gpu_demand_the_hint_waited_for() -> None:
-    tiered: dict[str, Any] = {**WAITING, "packingHintsMultiGPUPercent": 20}
-    result = schedule(request(**tiered), half_used("LeastAllocated"), now=NOW, cache=cache_after(EIGHT, ONE))
+    result = schedule(request(), half_used("LeastAllocated"), now=NOW, cache=cache_after(*(EIGHT,) * 4, ONE))
     assert result.packing == {"c": ("node-a",)}
-    # 8 of 8 + 1 + 1 GPUs.
+    # 4 x 8 of 4 x 8 + 1 + 1 GPUs.
     assert any(
-        "replicas of two GPUs or more asked for 80 % of the GPUs of recent arrivals "
+        "replicas of two GPUs or more asked for 94 % of the GPUs of recent arrivals "
         "(packingHintsMultiGPUPercent: 20)" in r
         for r in reasons(result, "c")
     )
 
 
-def test_without_packing_hints_the_percent_alone_gives_none() -> None:
+def test_packing_hints_false_gives_none_whatever_the_demand() -> None:
     result = schedule(
-        request(packingHintsMultiGPUPercent=10), half_used("LeastAllocated"), now=NOW, cache=cache_after(EIGHT)
+        request(packingHints=False), half_used("LeastAllocated"), now=NOW, cache=cache_after(*(EIGHT,) * 4)
     )
     assert result.packing == {}

@@ -17,8 +17,9 @@ read from it:
   shape of the window (not only the mix's popular ones), for the scarcity of node shapes
   (:mod:`~controlplane.scheduler.core.shapescarcity`);
 * the **multi-GPU share** (:meth:`DemandHistory.multi_gpu_percent`): the percent of the window's
-  GPUs asked for by replicas of two GPUs or more, which need a node with that many free, for
-  packing hints (:mod:`~controlplane.scheduler.core.packhints`).
+  GPUs asked for by replicas of two GPUs or more, which need a node with that many free, and how
+  many such arrivals the window holds (:meth:`DemandHistory.multi_gpu_arrivals`), for packing
+  hints (:mod:`~controlplane.scheduler.core.packhints`).
 
 Bounded: the window holds at most ``limit`` arrivals; the oldest leave as new ones come. No I/O.
 """
@@ -62,6 +63,8 @@ class DemandHistory:
     """Thousandths of a GPU the window's arrivals ask for."""
     _multi_milli: int = 0
     """Of :attr:`_milli`, those of arrivals asking for two GPUs or more."""
+    _multi: int = 0
+    """Arrivals of the window asking for two GPUs or more."""
     _since: int = 0
     _mix: DemandMix = field(default_factory=lambda: DemandMix(()))
 
@@ -80,6 +83,7 @@ class DemandHistory:
             _constrained=dict(self._constrained),
             _milli=self._milli,
             _multi_milli=self._multi_milli,
+            _multi=self._multi,
             _since=self._since,
             _mix=self._mix,
         )
@@ -115,6 +119,7 @@ class DemandHistory:
         self._milli += milli
         if task.num_gpu >= 2:
             self._multi_milli += milli
+            self._multi += sign
 
     def _add_constrained(self, task: TaskShape, sign: float) -> None:
         if not task.models or not task.num_gpu:
@@ -143,6 +148,10 @@ class DemandHistory:
         """Percent of the GPUs the window's arrivals ask for that replicas of two GPUs or more ask
         for (0 when none asks for GPUs)."""
         return 100.0 * self._multi_milli / self._milli if self._milli else 0.0
+
+    def multi_gpu_arrivals(self) -> int:
+        """Arrivals of the window that ask for two GPUs or more."""
+        return self._multi
 
     def needs(self) -> Counter[Need]:
         """Arrivals of the window per (task shape, memory) (see the module)."""

@@ -59,6 +59,7 @@ from controlplane.scheduler.core.estimating import shape_fit
 from controlplane.scheduler.core.framework import CycleState
 from controlplane.scheduler.core.snapshot import ClusterSnapshot
 from controlplane.scheduler.core.tiebreak import cached_task
+from policies.models import DivisionStrategy, TieredOverflow
 
 #: ``tieredOverflow.packingHintsScope`` values: every member (the default), or those that spread.
 ALL_MEMBERS: Final = "AllMembers"
@@ -67,26 +68,52 @@ SPREADING_MEMBERS: Final = "SpreadingMembers"
 PACKING_WEIGHT: Final = 1
 #: Node names one hint lists at most (see the module).
 MAX_HINTED: Final = MAX_SHAPE_HOSTNAMES
+#: Defaults of ``packingHints``, ``packingHintsScope`` and ``packingHintsMultiGPUPercent`` (see the module).
+PACKING_DEFAULT: Final = True
+SCOPE_DEFAULT: Final = SPREADING_MEMBERS
+MULTI_GPU_PERCENT_DEFAULT: Final = 20.0
+#: Multi-GPU arrivals the window holds at least before their share counts (see the module).
+MIN_MULTI_GPU_ARRIVALS: Final = 4
+
+
+def _tiered(state: CycleState) -> TieredOverflow | None:
+    replica_scheduling = state.request.placement.replica_scheduling
+    return replica_scheduling.tiered_overflow if replica_scheduling else None
+
+
+def multi_gpu_percent(state: CycleState) -> float:
+    """The decision's policy's ``packingHintsMultiGPUPercent`` (default :data:`MULTI_GPU_PERCENT_DEFAULT`)."""
+    tiered = _tiered(state)
+    asked = tiered.packing_hints_multi_gpu_percent if tiered is not None else None
+    return MULTI_GPU_PERCENT_DEFAULT if asked is None else asked
 
 
 def packing_scope(state: CycleState) -> str | None:
     """Which clusters the decision's policy packs: None (no hints), :data:`ALL_MEMBERS` or
-    :data:`SPREADING_MEMBERS` (``tieredOverflow.packingHints`` and ``packingHintsScope``); None too
-    while multi-GPU demand is under the policy's ``packingHintsMultiGPUPercent`` (:func:`multi_gpu_demand`)."""
-    replica_scheduling = state.request.placement.replica_scheduling
-    tiered = replica_scheduling.tiered_overflow if replica_scheduling else None
-    if tiered is None or not tiered.packing_hints:
+    :data:`SPREADING_MEMBERS` (``tieredOverflow.packingHints`` and ``packingHintsScope``, defaults
+    :data:`PACKING_DEFAULT` and :data:`SCOPE_DEFAULT`); None too while multi-GPU demand is under
+    ``packingHintsMultiGPUPercent`` (:func:`multi_gpu_demand`). Only TieredOverflow packs (other
+    divisions have no block to turn it off in)."""
+    if state.request.strategy is not DivisionStrategy.TIERED_OVERFLOW:
         return None
-    if not multi_gpu_demand(state, tiered.packing_hints_multi_gpu_percent or 0.0):
+    tiered = _tiered(state)
+    asked = tiered.packing_hints if tiered is not None else None
+    if not (PACKING_DEFAULT if asked is None else asked):
         return None
-    return tiered.packing_hints_scope or ALL_MEMBERS
+    if not multi_gpu_demand(state, multi_gpu_percent(state)):
+        return None
+    scope = tiered.packing_hints_scope if tiered is not None else None
+    return scope or SCOPE_DEFAULT
 
 
 def multi_gpu_demand(state: CycleState, percent: float) -> bool:
     """Whether replicas of two GPUs or more asked for at least ``percent`` of the GPUs of the hub's
-    recent arrivals (:meth:`~controlplane.scheduler.core.demand.DemandHistory.multi_gpu_percent`;
-    always, for 0)."""
-    return percent <= 0 or state.cache.demand.multi_gpu_percent() >= percent
+    recent arrivals (:meth:`~controlplane.scheduler.core.demand.DemandHistory.multi_gpu_percent`),
+    and the window holds at least :data:`MIN_MULTI_GPU_ARRIVALS` of them; always, for 0."""
+    if percent <= 0:
+        return True
+    demand = state.cache.demand
+    return demand.multi_gpu_arrivals() >= MIN_MULTI_GPU_ARRIVALS and demand.multi_gpu_percent() >= percent
 
 
 def packing_enabled(state: CycleState) -> bool:
@@ -166,12 +193,8 @@ def preferred_term(hosts: Sequence[str]) -> dict[str, Any]:
 def by_demand(state: CycleState) -> tuple[float, float] | None:
     """The multi-GPU demand a packing hint waited for: (percent seen, the policy's
     ``packingHintsMultiGPUPercent``); None when the policy does not wait for it."""
-    replica_scheduling = state.request.placement.replica_scheduling
-    tiered = replica_scheduling.tiered_overflow if replica_scheduling else None
-    percent = tiered.packing_hints_multi_gpu_percent if tiered is not None else None
-    if not percent:
-        return None
-    return state.cache.demand.multi_gpu_percent(), percent
+    percent = multi_gpu_percent(state)
+    return (state.cache.demand.multi_gpu_percent(), percent) if percent > 0 else None
 
 
 def describe(hosts: Sequence[str], scoring: str | None = None, demand: tuple[float, float] | None = None) -> str:
