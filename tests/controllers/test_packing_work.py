@@ -52,7 +52,8 @@ async def packed_work(
 async def test_the_work_carries_the_packing_term_after_the_users_own_affinity(
     objects: ObjectStore, manager: ControllerManager
 ) -> None:
-    work = await packed_work(objects, manager, packingHints=True)
+    work = await packed_work(objects, manager, packingHints=True, packingHintsScope="AllMembers",
+                             packingHintsMultiGPUPercent=0)
     expected = copy.deepcopy(USER_AFFINITY)
     expected["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"].append(PACKED)
     assert pod_spec(work)["affinity"] == expected
@@ -73,7 +74,9 @@ async def test_without_packing_hints_the_work_keeps_the_users_affinity_alone(
     assert "Packing:" not in text
 
 
-SPREADING = {"packingHints": True, "packingHintsScope": "SpreadingMembers"}
+# Whatever the recent demand: this test's fleet sees one 1-GPU replica (the default waits for
+# multi-GPU demand, tests/scheduler/test_packhints_demand.py).
+SPREADING = {"packingHints": True, "packingHintsScope": "SpreadingMembers", "packingHintsMultiGPUPercent": 0}
 
 
 async def test_a_spreading_member_gets_the_term_and_explain_says_its_scoring_added_it(

@@ -30,9 +30,14 @@ def spreading_cluster(scoring: str = "least-allocated") -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("tiered_overflow", "eight_gpu_jobs"),
     [
-        pytest.param({"packingHints": True}, 2, id="asked"),
-        pytest.param({}, 1, id="off-by-default"),
-        pytest.param({"packingHints": True, "packingHintsScope": "SpreadingMembers"}, 2, id="spreading-members"),
+        pytest.param({"packingHints": True, "packingHintsMultiGPUPercent": 0}, 2, id="asked"),
+        # By default the hints wait for multi-GPU demand, and no job of two GPUs or more came before.
+        pytest.param({}, 1, id="none-by-default-without-multi-gpu-demand"),
+        pytest.param(
+            {"packingHints": True, "packingHintsScope": "SpreadingMembers", "packingHintsMultiGPUPercent": 0},
+            2,
+            id="spreading-members",
+        ),
         pytest.param({"packingHints": False}, 1, id="switched-off"),
     ],
 )
