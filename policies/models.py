@@ -264,16 +264,17 @@ class TieredOverflow(SpecModel):
     packing_hints: bool | None = None
     """Whether a replica that asks for fewer GPUs than a node of its cluster holds is packed, inside the
     cluster, toward the nodes whose GPUs are already partly in use: the Work gets a preferred node
-    affinity term on kubernetes.io/hostname naming them, fewest free GPUs first, at most 32 (default false)."""
+    affinity term on kubernetes.io/hostname naming them, fewest free GPUs first, at most 32 (default true,
+    within packingHintsScope and while packingHintsMultiGPUPercent is met; false turns it off)."""
     packing_hints_scope: Literal["AllMembers", "SpreadingMembers"] | None = None
-    """Which clusters packingHints: true applies to: AllMembers (the default), or SpreadingMembers, those
-    whose agent reports status.nodeScoring LeastAllocated (kube's default, which spreads replicas over empty
-    nodes); members that pack by themselves then keep their own node choice. Without packingHints: true
+    """Which clusters get packing hints: SpreadingMembers (the default), those whose agent reports
+    status.nodeScoring LeastAllocated (kube's default, which spreads replicas over empty nodes), so that
+    members that pack by themselves keep their own node choice; or AllMembers. With packingHints: false
     there are no hints, whatever the scope."""
     packing_hints_multi_gpu_percent: float | None = Field(default=None, ge=0, le=100, alias="packingHintsMultiGPUPercent")
-    """With packingHints: true, hints only while replicas asking for two GPUs or more asked for at least
-    this percent of the GPUs of the hub's recent arrivals (the last 4096 bindings): whole free nodes are
-    worth keeping only while such replicas keep coming (default 0: always)."""
+    """Packing hints only while replicas asking for two GPUs or more asked for at least this percent of the
+    GPUs of the hub's recent arrivals (the last 4096 bindings), and at least four such replicas are among
+    them: whole free nodes are worth keeping only while such replicas keep coming (default 20; 0: always)."""
     price_band_percent: float | None = Field(default=None, ge=0, le=1000)
     """Prices per GPU-hour within this many percent of each other tie (default 0: only equal prices). The
     fleet's listed prices, lowest first, are cut into bands: the lowest starts the first band, which holds

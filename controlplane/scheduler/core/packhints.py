@@ -4,9 +4,9 @@ The hub picks the cluster; the member's scheduler picks the node. Under kube's d
 (least-allocated) a member spreads 1-GPU replicas over its empty 8-GPU nodes, and then 8-GPU
 replicas find no whole node (docs/benchmarks.md, "The seven cells under pooled-best-fit"). The
 agent names, per node shape, the nodes whose GPUs are partly in use
-(``nodeShapes[].hostnames``), so the hub knows where GPU work already runs. When a policy asks
-for it (``tieredOverflow.packingHints``), the Work sent to a
-cluster for a replica that asks for fewer GPUs than a node holds carries one more
+(``nodeShapes[].hostnames``), so the hub knows where GPU work already runs. Under TieredOverflow
+(``tieredOverflow.packingHints``, on by default for the clusters and the demand below), the Work
+sent to a cluster for a replica that asks for fewer GPUs than a node holds carries one more
 ``preferredDuringSchedulingIgnoredDuringExecution`` node-affinity term: prefer the nodes
 ``kubernetes.io/hostname In`` :func:`hinted_hosts`, weight :data:`PACKING_WEIGHT`.
 
@@ -23,16 +23,23 @@ never fits a node already in use), for one the user pins to nodes by name (a
 ``kubernetes.io/hostname`` selector or requirement, or ``matchFields``: the hub's shapes do not
 carry the names those are matched against), or when no named node has room.
 
-Which clusters (:func:`packs`): off unless a policy sets ``tieredOverflow.packingHints: true``; then
-every cluster, or with ``packingHintsScope: SpreadingMembers`` only those whose agent reports a
-spreading node scoring (``status.nodeScoring`` in
-:data:`~controlplane.apis.cluster_v1alpha1.SPREADING_SCORINGS`: LeastAllocated, kube's default). A
+Which clusters (:func:`packs`): with ``packingHintsScope: SpreadingMembers`` (the default) those
+whose agent reports a spreading node scoring (``status.nodeScoring`` in
+:data:`~controlplane.apis.cluster_v1alpha1.SPREADING_SCORINGS`: LeastAllocated, kube's default); a
 member that already packs (MostAllocated, a bin-packing RequestedToCapacityRatio, FragmentationAware)
-then keeps its own node choice: there the hint only pulls replicas away from the node its scoring
-chose (docs/benchmarks.md, "Packing hints"). Off by default, and not on by default for spreading
-members either: measured on the placement benchmark, hints on every LeastAllocated member cost more
-on traces of few whole-node tasks than they gain on multi-GPU-heavy ones (docs/benchmarks.md,
-"Packing hints by member scoring").
+keeps its own node choice: there the hint only pulls replicas away from the node its scoring chose
+(docs/benchmarks.md, "Packing hints"). ``AllMembers``: every cluster. ``packingHints: false``: none.
+
+When (:func:`multi_gpu_demand`): keeping whole nodes free pays only while replicas that need them keep
+coming. Hints on every LeastAllocated member lifted the multi-GPU-heavy benchmark cells and cost the
+traces of few such replicas 0.7-2.8 points (docs/benchmarks.md, "Packing hints by member scoring"), so
+by default they are given only while replicas of two GPUs or more asked for at least
+``packingHintsMultiGPUPercent`` (default :data:`MULTI_GPU_PERCENT_DEFAULT`) of the GPUs of the hub's
+recent arrivals (its learned demand, :mod:`~controlplane.scheduler.core.demand`), and only once the
+window holds :data:`MIN_MULTI_GPU_ARRIVALS` of them: right after the hub starts, a few arrivals would
+otherwise decide (on the benchmark's traces of few multi-GPU replicas, 8 % of the GPUs, one or two
+8-GPU replicas among the first dozens of arrivals put the share over 20 %). 0 gives hints whatever
+the demand.
 
 Weight 1, the lowest kube accepts, as steering's (:mod:`~controlplane.scheduler.core.steering`):
 alone it decides between the named nodes and the others (kube's NodeAffinity weighs 2 against
