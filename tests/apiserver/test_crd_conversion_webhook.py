@@ -340,3 +340,23 @@ async def test_a_list_answer_with_too_few_objects_and_a_webhook_that_is_down(api
     # The storage version is served without the webhook.
     code, got, _ = await api.call("GET", f"{V1}/a")
     assert code == 200, json.dumps(got)
+
+
+async def test_bad_options_on_a_converted_version_are_kubes_422_before_the_object_is_read(
+    api: Api, server: WebhookServer
+) -> None:
+    """kube's update and apply handlers check their options before storage is read: a missing
+    object asked for with options kube refuses is their 422, not a 404."""
+    await served(api, server.client("/convert"))
+    code, status, _ = await api.call("PUT", f"{V2}/absent?dryRun=Maybe", crontab("v2", "absent", schedule="1 * * * *"))
+    assert (code, status["details"]["kind"], status["details"]["causes"][0]["field"]) == (422, "UpdateOptions", "dryRun")
+    code, status, _ = await api.call(
+        "PATCH", f"{V2}/absent?fieldManager=a&fieldValidation=strict", crontab("v2", "absent"),
+        **{"Content-Type": "application/apply-patch+yaml"},
+    )
+    assert (code, status["details"]["kind"], status["details"]["causes"][0]["field"]) == (
+        422, "PatchOptions", "fieldValidation"
+    )
+    code, status, _ = await api.call("PUT", f"{V2}/absent", crontab("v2", "absent", schedule="1 * * * *"))
+    assert (code, status["reason"]) == (404, "NotFound")
+    assert server.received["/convert"] == []

@@ -294,12 +294,11 @@ class ConvertedHandlers:
         return json_response({"apiVersion": rt.api_version, "kind": rt.list_kind, "metadata": metadata, "items": items})
 
     async def _request_object(
-        self, request: web.Request, rt: ResourceType, info: RequestInfo, *, old: dict[str, Any] | None = None,
-        manager: str | None,
+        self, request: web.Request, rt: ResourceType, info: RequestInfo, body: Any, *,
+        old: dict[str, Any] | None = None, manager: str | None,
     ) -> dict[str, Any]:
-        """The request's body, checked in its version, ``manager``'s write recorded there and
-        converted to the storage version."""
-        body = await self._handlers.body(request, kind=rt.kind)
+        """The request's decoded ``body``, checked in its version, ``manager``'s write recorded
+        there and converted to the storage version."""
         # The body must be of the request's version before it is converted (kube's decoding).
         obj = checked_body(rt, body, namespace=info.namespace, from_request=True)
         if not info.subresource:
@@ -328,19 +327,23 @@ class ConvertedHandlers:
 
     async def _create(self, request: web.Request, rt: ResourceType, stored: ResourceType, info: RequestInfo) -> web.Response:
         args, manager = self._write_args(request, rt, request_warnings(request))
-        obj = await self._request_object(request, rt, info, manager=manager)
+        body = await self._handlers.body(request, kind=rt.kind)
+        obj = await self._request_object(request, rt, info, body, manager=manager)
         created = await self._handlers.objects.create(stored, obj, namespace=info.namespace, **args)
         [served] = await self._conversions.served(rt, [created])
         return self._respond(request, rt, served, status=201)
 
     async def _update(self, request: web.Request, rt: ResourceType, stored: ResourceType, info: RequestInfo) -> web.Response:
         assert info.name is not None
+        # As kube's update handler: the body's media type, the UpdateOptions and the body's decoding
+        # are checked before the stored object is read (a bad option on a missing object is a 422).
+        body = await self._handlers.body(request, kind=rt.kind)
         current = await self._handlers.objects.get(stored, namespace=info.namespace, name=info.name)
         # As kube, the stored object is read in the request's version for the checks of the update
         # and the managedFields of its writer.
         [old] = await self._conversions.served(rt, [current])
         args, manager = self._write_args(request, rt, request_warnings(request))
-        obj = await self._request_object(request, rt, info, old=old, manager=manager)
+        obj = await self._request_object(request, rt, info, body, old=old, manager=manager)
         updated = await self._replace(stored, obj, current=current, info=info, args=args)
         [served] = await self._conversions.served(rt, [updated])
         return self._respond(request, rt, served)
@@ -368,6 +371,7 @@ class ConvertedHandlers:
         absent, the object is created from the configuration alone."""
         assert info.name is not None
         subresource = info.subresource or None
+        force = force_of(request, PatchType.APPLY)  # kube checks its PatchOptions before it reads the object
         if not rt.stored_in_version:
             try:
                 current = await self._handlers.objects.get(rt, namespace=info.namespace, name=info.name)
@@ -375,7 +379,6 @@ class ConvertedHandlers:
                 current = None
             if current is None or current.get("apiVersion") == rt.api_version:
                 return await self._handlers.patch(request, rt, info, subresource=subresource)
-        force = force_of(request, PatchType.APPLY)  # kube checks its PatchOptions before decoding the patch
         patch = await self._handlers.patch_body(request, PatchType.APPLY, stored, info)
         warnings = request_warnings(request)
         args, manager = self._write_args(request, rt, warnings)
