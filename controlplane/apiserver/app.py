@@ -97,6 +97,7 @@ from controlplane.apiserver.impersonation import (
 )
 from controlplane.apiserver.objects import ObjectStore, utc_now
 from controlplane.apiserver.requestclientcert import peer_intermediates
+from controlplane.apiserver.requestoptions import create_options_checked
 from controlplane.apiserver.resources import Registry
 from controlplane.apiserver.routing import RequestInfo, is_upgrade, parse_request
 from controlplane.apiserver.watchcache import DEFAULT_WATCH_CACHE, WatchCache, WatchCacheConfig
@@ -364,7 +365,7 @@ def _computed_routes(endpoints: Iterable[ComputedEndpoint]) -> list[web.RouteDef
         if not verbs:
             continue  # listed only: kube installs no route for a storage without verbs
         if "create" in verbs:
-            routes.append(web.post(path, endpoint.handler))
+            routes.append(web.post(path, create_options_checked(endpoint.handler)))
         if "list" in verbs or ("get" in verbs and subresource):
             routes.append(web.get(path, endpoint.handler, allow_head=False))
         routes.append(web.route(hdrs.METH_ANY, path, _method_not_allowed))

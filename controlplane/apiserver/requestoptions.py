@@ -3,7 +3,7 @@ before the object: every problem a cause of one 422 naming the options' kind (th
 themselves are :mod:`controlplane.apis.kube.requestoptions`).
 
 - create and update: ``CreateOptions`` / ``UpdateOptions`` from the query (``fieldManager``,
-  ``dryRun``, ``fieldValidation``);
+  ``dryRun``, ``fieldValidation``), a computed create's (access reviews, TokenRequest) too;
 - patch: ``PatchOptions`` from the query, where ``force`` is an apply's only and an apply must
   name its ``fieldManager``;
 - delete and deletecollection: ``DeleteOptions`` from the body when the request has one (the
@@ -12,6 +12,7 @@ themselves are :mod:`controlplane.apis.kube.requestoptions`).
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiohttp import web
@@ -37,6 +38,20 @@ def checked_write_options(request: web.Request, kind: str) -> None:
     )
     if found:
         raise errors.invalid_options(kind, found)
+
+
+def create_options_checked(
+    handler: Callable[[web.Request], Awaitable[web.StreamResponse]],
+) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+    """``handler`` of a create computed by a handler of its own (an access review, a TokenRequest),
+    its CreateOptions checked first: kube's create handler checks them for every create, stored or
+    not (a ``dryRun`` of ``All`` is then the handler's to honour)."""
+
+    async def checked(request: web.Request) -> web.StreamResponse:
+        checked_write_options(request, "CreateOptions")
+        return await handler(request)
+
+    return checked
 
 
 def force_of(request: web.Request, patch_type: PatchType) -> bool:

@@ -9,9 +9,16 @@ import json
 from typing import Any
 
 import pytest
-from aiohttp.test_utils import TestClient
+from aiohttp import web
+from aiohttp.test_utils import TestClient, TestServer
 
 from controlplane.apis.kube.requestoptions import field_manager_errors
+from controlplane.apiserver.app import create_app
+from controlplane.apiserver.auth.rbac.reviews import SUBJECT_ACCESS_REVIEWS
+from controlplane.apiserver.auth.serviceaccounts import TOKEN_REQUESTS
+from controlplane.apiserver.computed import ComputedEndpoint
+from controlplane.apiserver.objects import ObjectStore
+from controlplane.apiserver.resources import Registry
 
 from .kinds import widget
 
@@ -114,6 +121,30 @@ async def test_kubes_options_are_taken(api: Client, directive: str) -> None:
                               data=json.dumps(widget("a")), headers=APPLY)
     assert applied.status == 201
     assert [e["manager"] for e in (await applied.json())["metadata"]["managedFields"]] == [manager]
+
+
+@pytest.mark.parametrize(("resource", "path"), [
+    (SUBJECT_ACCESS_REVIEWS, "/apis/authorization.k8s.io/v1/subjectaccessreviews"),
+    (TOKEN_REQUESTS, "/api/v1/namespaces/default/serviceaccounts/bot/token"),
+])
+async def test_a_computed_create_checks_its_create_options_first(
+    objects: ObjectStore, api_registry: Registry, resource: Any, path: str
+) -> None:
+    """kube's create handler checks the CreateOptions of every create, a review's or a
+    TokenRequest's too, before its storage sees the request; a dry run is the storage's to honour."""
+    seen: list[list[str]] = []
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        seen.append(request.query.getall("dryRun", []))
+        return web.json_response({}, status=201)
+
+    app = create_app(objects, api_registry, computed=[ComputedEndpoint(resource, handler)])
+    async with TestClient(TestServer(app)) as client:
+        answer = await client.post(f"{path}?fieldManager={LONG}&dryRun=Maybe&fieldValidation=strict", json={})
+        assert await _invalid(answer, "CreateOptions") == [MANAGER_TOO_LONG, DRY_RUN_MAYBE, LOWER_STRICT]
+        assert seen == []
+        assert (await client.post(f"{path}?dryRun=All&fieldValidation=Strict", json={})).status == 201
+        assert seen == [["All"]]
 
 
 def test_the_field_manager_is_measured_in_bytes() -> None:

@@ -106,7 +106,8 @@ async def test_a_service_account_token_works_until_its_account_is_deleted(
      "cannot bind token to object of type apps/v1, Kind=Deployment"),
     (f"{ACCOUNTS}/bot/token", {**token_request(), "metadata": {"name": "other"}}, 422,
      "metadata.name: Invalid value: \"other\": must match the service account name if specified"),
-    (f"{ACCOUNTS}/bot/token?dryRun=All", token_request(), 400, "dryRun is not supported"),
+    (f"{ACCOUNTS}/nobody/token?dryRun=Maybe", token_request(), 422,
+     'CreateOptions.meta.k8s.io "" is invalid: dryRun: Unsupported value: []string{"Maybe"}: supported values: "All"'),
 ])
 async def test_a_token_request_kube_refuses_is_refused_and_issues_nothing(
     hub: Hub, session: aiohttp.ClientSession, path: str, body: dict[str, Any], code: int, expected: str
@@ -120,6 +121,18 @@ async def test_a_token_request_kube_refuses_is_refused_and_issues_nothing(
     assert (answered, status["kind"]) == (code, "Status"), status
     assert expected in status["message"], status
     assert len(await hub.tokens.list()) == before
+
+
+async def test_a_dry_run_token_request_issues_a_token_as_kubes_does(hub: Hub, session: aiohttp.ClientSession) -> None:
+    """kube's TokenRequest storage takes no notice of ``dryRun=All``: the token is issued, and works."""
+    admin = Client(session, hub, load_kubeconfig(hub.kubeconfig_path).token)
+    await admin("POST", "/api/v1/namespaces", {"metadata": {"name": REFUSED.namespace}})
+    await admin("POST", ACCOUNTS, {"metadata": {"name": "bot"}})
+    code, issued = await admin("POST", f"{ACCOUNTS}/bot/token?dryRun=All", token_request())
+    assert (code, issued["kind"]) == (201, "TokenRequest"), issued
+    bot = Client(session, hub, issued["status"]["token"])
+    code, review = await bot("POST", WHOAMI, {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"})
+    assert (code, review["status"]["userInfo"]["username"]) == (201, f"system:serviceaccount:{REFUSED.namespace}:bot")
 
 
 @needs_kubectl
