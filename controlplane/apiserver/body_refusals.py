@@ -10,6 +10,11 @@ parse error: invalid character 'x' looking for beginning of value (782c79)`` for
 JSON but not an object is the same 400, Go's error then being about the type it decodes into.
 A delete's body (DeleteOptions) that does not decode is a 400 with the serializer's error alone.
 
+A create's, an update's or a delete's body of a media type kube's decoders do not take (JSON,
+YAML, protobuf) is kube's 415 ``the body of the request was in an unknown format - accepted media
+types include: application/json, application/yaml, application/vnd.kubernetes.protobuf``, before
+anything else of it is read (:func:`body_media`).
+
 A patch's body is decoded by its patch type, each with its own words (400 every time):
 
 - JSON patch: ``error decoding patch: <Go's error>``; with ``fieldValidation=Ignore``, Go's
@@ -31,10 +36,19 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any, Final, cast
 
-from controlplane.apiserver import errors
+from controlplane.apiserver import errors, protobuf
 from controlplane.apiserver.decoding import MalformedBody, decode_body
 from controlplane.apiserver.patches import PatchType
 from controlplane.gojson import cannot_unmarshal, json_kind
+
+#: What kube's serializers for an object or for DeleteOptions decode, as its 415 lists them.
+_DECODED_MEDIA: Final = ["application/json", "application/yaml", protobuf.MEDIA_TYPE]
+#: The media types a body is taken in: JSON, YAML by any of its names, protobuf, and none at all
+#: (aiohttp's ``application/octet-stream`` for a body sent without a Content-Type), read as JSON.
+_TAKEN_MEDIA: Final = frozenset(
+    ("application/json", "application/yaml", "text/yaml", "application/x-yaml", protobuf.MEDIA_TYPE, "",
+     "application/octet-stream")
+)
 
 #: The Go type kube's serializer reads a body's apiVersion and kind into (as Go prints it).
 _TYPE_META: Final = 'struct { APIVersion string "json:\\"apiVersion,omitempty\\""; Kind string "json:\\"kind,omitempty\\"" }'
@@ -105,6 +119,15 @@ async def decode_object(raw: bytes, *, media: str, kind: str) -> Any:
     if error is not None:
         raise unrecognized(kind, raw, error)
     return body
+
+
+def body_media(content_type: str | None) -> str:
+    """The media type of a create's, an update's or a delete's body (its Content-Type without
+    parameters, lower-cased), or kube's 415 when kube would not decode it (``text/plain``)."""
+    media = (content_type or "").split(";", 1)[0].strip().lower()
+    if media not in _TAKEN_MEDIA:
+        raise errors.unknown_body_format(_DECODED_MEDIA)
+    return media
 
 
 async def decode_options(raw: bytes, *, media: str) -> dict[str, Any] | None:

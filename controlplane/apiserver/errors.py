@@ -333,6 +333,14 @@ def invalid_options(kind: str, found: list[FieldError]) -> Invalid:
     return invalid(kind=kind, group="meta.k8s.io", name="", causes=[Cause(str(e.type), e.message, e.field) for e in found])
 
 
+def unknown_body_format(accepted: list[str]) -> UnsupportedMediaType:
+    """kube's 415 for a body of a media type the request's decoders do not take (its
+    ``NegotiateInputSerializer``), naming those they do."""
+    return UnsupportedMediaType(
+        f"the body of the request was in an unknown format - accepted media types include: {', '.join(accepted)}"
+    )
+
+
 def bad_selector(exc: SelectorError) -> BadRequest:
     """A label or field selector that does not parse (or selects on a field its kind does not
     offer): kube's 400 in the parser's words."""

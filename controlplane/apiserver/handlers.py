@@ -24,7 +24,7 @@ from aiohttp import web
 from controlplane.apis.kube.selectors import of_named_object, parse_field_selector, parse_label_selector
 from controlplane.apiserver import codec, errors, protobuf
 from controlplane.apiserver.admission import ValidateWrite, WebhookCalls
-from controlplane.apiserver.body_refusals import decode_object, decode_options, decode_patch
+from controlplane.apiserver.body_refusals import body_media, decode_object, decode_options, decode_patch
 from controlplane.apiserver.decoding import INT64_MAX
 from controlplane.apiserver.objects import (
     EncodedList,
@@ -62,7 +62,6 @@ WARNINGS = web.RequestKey("warnings", list[str])
 #: flow control sets it, and gives the watch's seats back to its level then.
 WATCH_STARTED: web.RequestKey[Callable[[], None]] = web.RequestKey("watch_started")
 JSON_CONTENT_TYPE = "application/json"
-_BODY_MEDIA = ("application/json", "application/yaml", "text/yaml", "application/x-yaml")
 #: How often an idle watch checks for a closed connection or a server shutdown.
 WATCH_POLL_SECONDS = 1.0
 #: A list response larger than this is encoded and sent in pieces of about this size, so
@@ -105,10 +104,6 @@ async def _stream_list(request: web.Request, head: bytes, encoded: EncodedList) 
     await response.write(b"".join(piece))
     await response.write_eof()
     return response
-
-
-def _media(content_type: str | None) -> str:
-    return (content_type or "").split(";", 1)[0].strip().lower()
 
 
 def field_manager_for(request: web.Request) -> str:
@@ -449,12 +444,7 @@ class ResourceHandlers:
 
     async def body(self, request: web.Request, *, kind: str) -> Any:
         """A create's or an update's body (of a ``kind``), refused in kube's words if it does not decode."""
-        media = _media(request.content_type) if request.body_exists else ""
-        if request.body_exists and media not in (*_BODY_MEDIA, protobuf.MEDIA_TYPE, "", "application/octet-stream"):
-            raise errors.UnsupportedMediaType(
-                f'the body of the request was in an unknown format - accepted media types include: '
-                f'application/json, application/yaml, {protobuf.MEDIA_TYPE} (got "{media}")'
-            )
+        media = body_media(request.content_type) if request.body_exists else ""
         # kube checks the options after the body's media type and before decoding it.
         checked_write_options(request, "UpdateOptions" if request.method == "PUT" else "CreateOptions")
         if media == protobuf.MEDIA_TYPE:
@@ -521,7 +511,8 @@ class ResourceHandlers:
         """The DeleteOptions of a delete: its body's when it has one (kube reads no query then),
         the query's otherwise; checked as kube checks them."""
         raw = await request.read() if request.body_exists else b""
-        body = (await decode_options(raw, media=_media(request.content_type) or JSON_CONTENT_TYPE) or {}) if raw else None
+        # As kube, a body's media type is checked only when it has one (415 for one not decoded).
+        body = (await decode_options(raw, media=body_media(request.content_type) or JSON_CONTENT_TYPE) or {}) if raw else None
         return checked_delete_options(request.query, body)
 
     async def _delete(self, request: web.Request, rt: ResourceType, info: RequestInfo) -> web.StreamResponse:

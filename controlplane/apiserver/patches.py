@@ -29,8 +29,8 @@ from controlplane.apiserver.errors import (
     Invalid,
     RejectedRequest,
     Target,
-    UnsupportedMediaType,
     invalid_options,
+    unknown_body_format,
 )
 from controlplane.apiserver.patching.apply import record_update as _record_update
 from controlplane.apiserver.patching.conflicts import ApplyConflict
@@ -54,10 +54,7 @@ class PatchType(StrEnum):
         for member in cls:
             if member.value == media and (member is not cls.STRATEGIC or rt.strategic_merge):
                 return member
-        raise UnsupportedMediaType(
-            f'the body of the request was in an unknown format - accepted media types include: '
-            f'{", ".join(t.value for t in accepted_patch_types(rt))}'
-        )
+        raise unknown_body_format([t.value for t in accepted_patch_types(rt)])
 
 
 def accepted_patch_types(rt: ResourceType) -> list[PatchType]:

@@ -280,3 +280,25 @@ async def test_a_collection_delete_reads_and_checks_its_options_as_a_delete(api:
     assert await _exists(api, "a") and await _exists(api, "b")
     assert (await api.delete(CM_PATH)).status == 200
     assert not await _exists(api, "a") and not await _exists(api, "b")
+
+
+async def test_a_delete_body_kube_does_not_decode_is_kubes_415(api: TestClient[Any, Any]) -> None:
+    """kube negotiates a delete body's decoder from its Content-Type: one it has no decoder for is
+    its 415, the object and the collection left as they are; an empty body is not negotiated."""
+    await _configmaps(api, "a")
+    options = '{"kind": "DeleteOptions", "apiVersion": "v1"}'
+    for path in (f"{CM_PATH}/a", CM_PATH):
+        answer = await api.delete(path, data=options, headers={"Content-Type": "text/plain"})
+        assert answer.status == 415
+        assert await answer.json() == {
+            "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "reason": "UnsupportedMediaType",
+            "message": "the body of the request was in an unknown format - accepted media types include: "
+                       "application/json, application/yaml, application/vnd.kubernetes.protobuf",
+            "code": 415,
+        }
+        assert await _exists(api, "a")
+    yaml_body = "kind: DeleteOptions\napiVersion: v1\ndryRun: [All]\n"
+    dry = await api.delete(f"{CM_PATH}/a", data=yaml_body, headers={"Content-Type": "application/yaml"})
+    assert dry.status == 200 and await _exists(api, "a")
+    assert (await api.delete(f"{CM_PATH}/a", data=b"", headers={"Content-Type": "text/plain"})).status == 200
+    assert not await _exists(api, "a")

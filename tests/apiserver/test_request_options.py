@@ -106,7 +106,10 @@ async def test_bad_create_and_update_options_are_kubes_422(
 
 async def test_create_options_come_after_the_media_type_and_before_decoding(api: Client) -> None:
     unknown = await api.post(f"{WIDGETS}?dryRun=Maybe", data="{}", headers={"Content-Type": "text/plain"})
-    assert unknown.status == 415
+    assert (unknown.status, (await unknown.json())["message"]) == (415, (
+        "the body of the request was in an unknown format - accepted media types include: "
+        "application/json, application/yaml, application/vnd.kubernetes.protobuf"
+    ))
     undecodable = await api.post(f"{WIDGETS}?dryRun=Maybe", data="{not json", headers={"Content-Type": "application/json"})
     assert await _invalid(undecodable, "CreateOptions") == [DRY_RUN_MAYBE]
 
