@@ -108,7 +108,10 @@ async def test_a_target_without_a_scale_subresource_is_karmadas_failed_get_scale
     able = await unable_to_scale(objects, "settings", "FailedGetScale")
     assert (able["status"], able["message"]) == (
         "False", f"the HPA controller was unable to get the target's current scale: {FAILED_GET_REPLICAS}")
-    assert await events(objects, "settings") == [("FailedGetScale", FAILED_GET_REPLICAS)]
+    # On a loaded machine the controller may sync once before its cache holds the binding's
+    # clusters; Karmada records that sync's FailedGetTargetClusters as well, so only it may join.
+    seen = await events(objects, "settings")
+    assert [event for event in seen if event[0] != "FailedGetTargetClusters"] == [("FailedGetScale", FAILED_GET_REPLICAS)]
 
 
 async def test_a_missing_target_is_karmadas_failed_get_scale_target_ref(
