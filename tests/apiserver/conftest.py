@@ -48,13 +48,25 @@ async def api(objects: ObjectStore, api_registry: Registry) -> AsyncIterator[Tes
         yield client
 
 
+async def _hub_client(*, garbage_collection: bool) -> AsyncIterator[TestClient[Any, Any]]:
+    registry = hub_registry()
+    async with MemoryStore() as memory:
+        objects = ObjectStore(memory, registry, garbage_collection=garbage_collection)
+        await objects.bootstrap()
+        async with TestClient(TestServer(create_app(objects, registry))) as client:
+            yield client
+
+
 @pytest.fixture
 async def hub() -> AsyncIterator[TestClient[Any, Any]]:
     """An HTTP client of an API server serving everything the hub serves, over a MemoryStore
     (a module's own ``hub`` fixture, serving fewer kinds, takes its place there)."""
-    registry = hub_registry()
-    async with MemoryStore() as memory:
-        objects = ObjectStore(memory, registry)
-        await objects.bootstrap()
-        async with TestClient(TestServer(create_app(objects, registry))) as client:
-            yield client
+    async for client in _hub_client(garbage_collection=False):
+        yield client
+
+
+@pytest.fixture
+async def collected_hub() -> AsyncIterator[TestClient[Any, Any]]:
+    """``hub`` with garbage collection on: a delete's propagation policy puts on its finalizer."""
+    async for client in _hub_client(garbage_collection=True):
+        yield client

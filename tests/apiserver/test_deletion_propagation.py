@@ -4,17 +4,15 @@ options come from the body or the query, and bad ones get kube's 422."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from aiohttp.test_utils import TestClient, TestServer
+from aiohttp.test_utils import TestClient
 
 from controlplane.apiserver import errors
-from controlplane.apiserver.app import create_app
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.hub import hub_registry
-from controlplane.storage import MemoryStore, Store
+from controlplane.storage import Store
 
 NS = "default"
 CM_PATH = f"/api/v1/namespaces/{NS}/configmaps"
@@ -123,12 +121,8 @@ async def test_a_batch_v1_job_orphans_by_default_and_an_event_never_gets_a_final
 
 
 @pytest.fixture
-async def api() -> AsyncIterator[TestClient[Any, Any]]:
-    async with MemoryStore() as memory:
-        objects = ObjectStore(memory, hub_registry(), garbage_collection=True)
-        await objects.bootstrap()
-        async with TestClient(TestServer(create_app(objects, objects.registry))) as client:
-            yield client
+def api(collected_hub: TestClient[Any, Any]) -> TestClient[Any, Any]:
+    return collected_hub
 
 
 async def test_http_options_from_body_and_query(api: TestClient[Any, Any]) -> None:
