@@ -8,7 +8,8 @@ its first 30 bytes as text when it starts with ``{``, in hex otherwise (``<empty
 400 ``the object provided is unrecognized (must be of type Pod): couldn't get version/kind; json
 parse error: invalid character 'x' looking for beginning of value (782c79)`` for the body ``x,y``. A body that is
 JSON but not an object is the same 400, Go's error then being about the type it decodes into.
-A delete's body (DeleteOptions) that does not decode is a 400 with the serializer's error alone.
+A delete's body (DeleteOptions) that does not decode is a 400 with the serializer's error alone
+(a protobuf body's from :func:`~controlplane.apiserver.protobuf.decode_delete_options`).
 
 A create's, an update's or a delete's body of a media type kube's decoders do not take (JSON,
 YAML, protobuf) is kube's 415 ``the body of the request was in an unknown format - accepted media
@@ -132,7 +133,9 @@ def body_media(content_type: str | None) -> str:
 
 async def decode_options(raw: bytes, *, media: str) -> dict[str, Any] | None:
     """A delete's body (DeleteOptions), refused with its decoder's error alone, as kube's delete
-    handler refuses it (400)."""
+    handler refuses it (400): a protobuf body's error is its decoder's."""
+    if media == protobuf.MEDIA_TYPE:
+        return protobuf.decode_delete_options(raw)
     try:
         body = await decode_body(raw, media=media)
     except MalformedBody as malformed:

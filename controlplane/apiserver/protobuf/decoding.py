@@ -13,7 +13,8 @@ Errors are the API server's own (:mod:`controlplane.apiserver.errors`):
 ``UnsupportedMediaType`` (415) for a body that is not the Kubernetes envelope, a kind
 without a field table, or a field the tables do not decode (named by its path), so
 nothing is ever stored with data quietly missing; ``BadRequest`` (400) for bytes that
-are not well-formed protobuf. Pure: no I/O.
+are not well-formed protobuf. A delete's body (DeleteOptions, :func:`decode_delete_options`) is
+refused with a 400 every time, as kube's delete handler refuses it. Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from controlplane.apis.timestamps import format_time
 from controlplane.apiserver import errors
 from controlplane.apiserver.protobuf.kinds import MESSAGES_BY_KIND
 from controlplane.apiserver.protobuf.schema import Field, FieldType, Message
+from controlplane.apiserver.protobuf.tables import MESSAGES
 from controlplane.apiserver.protobuf.wire import (
     WireError,
     WireField,
@@ -84,9 +86,42 @@ def decode_object(body: bytes) -> dict[str, Any]:
             f"protobuf; {_INSTEAD}"
         ) from exc
     except _Malformed as exc:
-        where = f" at {exc.path}" if exc.path else ""
-        raise errors.BadRequest(f"the protobuf body of the {kind} is malformed{where}: {exc.reason}") from exc
+        raise _malformed(kind, exc) from exc
     return {"apiVersion": api_version, "kind": kind, **fields}
+
+
+def _malformed(kind: str, exc: _Malformed) -> errors.BadRequest:
+    where = f" at {exc.path}" if exc.path else ""
+    return errors.BadRequest(f"the protobuf body of the {kind} is malformed{where}: {exc.reason}")
+
+
+def decode_delete_options(body: bytes) -> dict[str, Any]:
+    """A delete's body (DeleteOptions) sent as protobuf, as the JSON path would have parsed it.
+
+    kube's delete handler answers any body it cannot decode with a 400 carrying the decoder's
+    error, so every refusal here is a 400 (not the 415 a create's body may get). The envelope may
+    name DeleteOptions of any group version (client-go writes its client's), or no type at all
+    (kube then takes ``meta.k8s.io/v1`` DeleteOptions)."""
+    if not body.startswith(MAGIC):
+        raise errors.BadRequest(
+            "provided data does not appear to be a protobuf message, expected prefix [107 56 115 0]"
+        )
+    if len(body) == len(MAGIC):
+        raise errors.BadRequest("empty body")
+    try:
+        api_version, kind, raw = _read_envelope(body[len(MAGIC) :])
+    except errors.UnsupportedMediaType as exc:
+        raise errors.BadRequest(exc.message) from None
+    if kind not in ("", "DeleteOptions"):
+        raise errors.BadRequest(f"decoded object cannot be converted to DeleteOptions: the body is a {kind} ({api_version})")
+    try:
+        # Go's generated decoder skips the fields it does not know (a newer client's), as kube does.
+        options = _decode_message(raw, MESSAGES["DeleteOptions"], path="", skip_unknown=True)
+    except _Undecodable as exc:
+        raise errors.BadRequest(f"the protobuf DeleteOptions hold a field this server does not decode, at {exc.path}") from exc
+    except _Malformed as exc:
+        raise _malformed("DeleteOptions", exc) from exc
+    return {"apiVersion": api_version or "meta.k8s.io/v1", "kind": "DeleteOptions", **options}
 
 
 def _read_envelope(data: bytes) -> tuple[str, str, bytes]:
@@ -128,7 +163,9 @@ def _join(path: str, name: str) -> str:
     return f"{path}.{name}" if path else name
 
 
-def _decode_message(data: bytes, message: Message, *, path: str) -> dict[str, Any]:
+def _decode_message(data: bytes, message: Message, *, path: str, skip_unknown: bool = False) -> dict[str, Any]:
+    """``message``'s fields in ``data``; a field number it does not list is refused (a kind's body is
+    stored: no data is dropped quietly) unless ``skip_unknown`` (options, which Go's decoder skips)."""
     out: dict[str, Any] = {}
     counts: dict[int, int] = {}
     try:
@@ -138,6 +175,8 @@ def _decode_message(data: bytes, message: Message, *, path: str) -> dict[str, An
     for wire in wires:
         field = message.fields.get(wire.number)
         if field is None:
+            if skip_unknown:
+                continue
             raise _Undecodable(_join(path, f"<field {wire.number} of {message.name}>"), "unknown field")
         index = counts.get(wire.number, 0)
         counts[wire.number] = index + 1
