@@ -69,11 +69,13 @@ class TrainerNodes:
 
 @dataclass(frozen=True, slots=True)
 class ReplicatedJob:
-    """One replicated Job of a TrainJob's JobSet: ``count`` pods of the pod template ``template``."""
+    """One replicated Job of a TrainJob's JobSet: ``count`` pods of the pod template ``template``,
+    in ``replicas`` child Jobs."""
 
     name: str
     count: int
     template: dict[str, Any] = field(hash=False)
+    replicas: int = 1
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
@@ -198,18 +200,20 @@ def replicated_jobs(trainjob: Mapping[str, Any], runtime: Mapping[str, Any]) -> 
     """Every replicated Job of the JobSet the trainer builds for ``trainjob`` run with ``runtime``,
     in the runtime's order: the trainer step with the node count (:func:`num_nodes`) and its
     template (:func:`node_template`); the others (the initializers) with ``replicas`` times their
-    pods per replica and their own template, runtime patches applied."""
+    pods per replica and their own template, runtime patches applied. Each keeps the runtime's
+    ``replicas`` (JobSet's default 1): the trainer sets the node count as the trainer Job's
+    ``parallelism``, not as more Jobs."""
     spec = _mapping(runtime.get("spec"))
     trainer_step = trainer_job(spec)
     out: list[ReplicatedJob] = []
     for job in _replicated_jobs(spec):
         name = str(job.get("name") or "")
+        given = job.get("replicas")
+        replicas = given if isinstance(given, int) and not isinstance(given, bool) and given >= 0 else 1
         if job is trainer_step:
-            out.append(ReplicatedJob(name, num_nodes(trainjob, spec), node_template(trainjob, spec)))
+            out.append(ReplicatedJob(name, num_nodes(trainjob, spec), node_template(trainjob, spec), replicas))
         else:
-            replicas = job.get("replicas")
-            count = (replicas if isinstance(replicas, int) and not isinstance(replicas, bool) and replicas >= 0 else 1)
-            out.append(ReplicatedJob(name, count * _pods_per_replica(job), patched(_pod_template(job), name, trainjob)))
+            out.append(ReplicatedJob(name, replicas * _pods_per_replica(job), patched(_pod_template(job), name, trainjob), replicas))
     return out
 
 

@@ -14,9 +14,13 @@ Status, as the trainer writes it: ``Created`` True (``JobsCreationSucceeded``, "
 create Jobs") once the pods are made; ``Complete`` True (the JobSet's ``AllJobsCompleted``,
 "jobset completed successfully") once every node succeeded; ``Failed`` True (``FailedJobs``,
 "jobset failed due to one or more job failures") once one failed; ``Suspended`` while
-``spec.suspend`` holds it (no pod is made). ``jobsStatus`` has the trainer Job's entry (child
-Job counts: ``active`` while a node is pending or running, ``ready`` once all run, then
-``succeeded`` or ``failed``). A finished TrainJob never gets a new pod.
+``spec.suspend`` holds it (no pod is made). ``jobsStatus`` has one entry per replicated Job of
+the runtime, in its order, as the trainer copies its JobSet's ``replicatedJobsStatus``: the
+trainer Job's (child Job counts: ``active`` while a node is pending or running, ``ready`` once
+all run, then ``succeeded`` or ``failed``), and the others' (the initializers, which the
+simulation does not run: the trainer step waits for them, so they count as succeeded Jobs, all
+their ``replicas``, once the nodes are made; ``suspended`` while the TrainJob is). A finished
+TrainJob never gets a new pod.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import random
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from controlplane.apis.trainer_runtime import LABEL_ANCESTOR, TrainerNodes, trainer_nodes
+from controlplane.apis.trainer_runtime import LABEL_ANCESTOR, TrainerNodes, replicated_jobs, trainer_nodes
 from simulator.controllers.base import (
     Changes,
     ConditionType,
@@ -106,13 +110,25 @@ def reconcile_trainjob(
     elif not finished_before and succeeded:
         put(ConditionType.COMPLETE, True, "AllJobsCompleted", "jobset completed successfully")
     running = [p for p in phases if p in ("Pending", "Running")]
-    entry = {
+    held = suspended and not finished_before
+    trainer_entry = {
         "name": nodes.job,
         "ready": int(bool(phases) and all(p in ("Running", "Succeeded") for p in phases) and not succeeded),
         "succeeded": int(is_true(ConditionType.COMPLETE)),
         "failed": int(is_true(ConditionType.FAILED)),
         "active": int(bool(running) and not failed),
-        "suspended": int(suspended and not finished_before),
+        "suspended": int(held),
     }
-    changes.status = changed(status_old, {**status_old, "conditions": conditions, "jobsStatus": [entry]})
+    entries = [trainer_entry if job.name == nodes.job else _initializer_entry(job.name, job.replicas, held=held)
+               for job in replicated_jobs(trainjob, runtime)]
+    if not any(entry is trainer_entry for entry in entries):
+        entries.append(trainer_entry)
+    changes.status = changed(status_old, {**status_old, "conditions": conditions, "jobsStatus": entries})
     return changes
+
+
+def _initializer_entry(name: str, replicas: int, *, held: bool) -> dict[str, Any]:
+    """A replicated Job the trainer step waits for: its Jobs succeeded once the nodes run, all
+    suspended while the TrainJob is."""
+    return {"name": name, "ready": 0, "succeeded": 0 if held else replicas, "failed": 0, "active": 0,
+            "suspended": replicas if held else 0}
