@@ -7,6 +7,10 @@ Each rule is the one of Kueue's integration of the kind (its ``GenericJob.PodsRe
   ``completions``; a partially admitted Job runs with the admitted ``parallelism``);
 * JobSet: the replicated Jobs' ``ready + succeeded`` Jobs (``replicatedJobsStatus``, summed over
   the members) equal the Jobs it runs (the sum of ``spec.replicatedJobs[].replicas``);
+* TrainJob: as for its JobSet, the ``ready + succeeded`` child Jobs of ``status.jobsStatus``
+  (one entry per replicated Job, the initializers' included, summed over the members) equal the
+  Jobs its runtime runs (the sum of the runtime's ``replicatedJobs[].replicas``); a TrainJob read
+  without its runtime is not ready (Kueue's rule fails to build its JobSet);
 * the Kubeflow jobs (PyTorchJob, TFJob, XGBoostJob, PaddleJob, JAXJob, MPIJob): the training
   operator's ``Running`` condition is True;
 * RayCluster: ``status.state`` is ``ready``; RayJob: its cluster's, ``status.rayClusterStatus.state``;
@@ -29,6 +33,9 @@ from typing import Any, Final
 
 from controlplane.apis.kubeflow import GROUP as KUBEFLOW_GROUP
 from controlplane.apis.kubeflow import TRAINING_KINDS
+from controlplane.apis.trainer import GROUP as TRAINER_GROUP
+from controlplane.apis.trainer import TRAIN_JOB
+from controlplane.apis.trainer_runtime import replicated_jobs, resolved_runtime
 from controlplane.apis.untyped import as_int
 from controlplane.interpreter.base import condition_true
 from controlplane.interpreter.job import job_pods
@@ -57,11 +64,23 @@ def replicas_ready(obj: Obj) -> bool:
     return as_int(_status(obj).get("readyReplicas")) >= as_int(_spec(obj).get("replicas"), 1)
 
 
+def _jobs_ready(statuses: Any) -> int:
+    """The child Jobs ready or succeeded in a list of per-replicated-Job counts."""
+    return sum(as_int(s.get("ready")) + as_int(s.get("succeeded")) for s in statuses or () if isinstance(s, Mapping))
+
+
 def jobset(obj: Obj) -> bool:
     wanted = sum(as_int(r.get("replicas"), 1) for r in _spec(obj).get("replicatedJobs") or () if isinstance(r, Mapping))
-    ready = sum(as_int(s.get("ready")) + as_int(s.get("succeeded"))
-                for s in _status(obj).get("replicatedJobsStatus") or () if isinstance(s, Mapping))
-    return ready == wanted
+    return _jobs_ready(_status(obj).get("replicatedJobsStatus")) == wanted
+
+
+def trainjob(obj: Obj) -> bool:
+    """A TrainJob read with its runtime (:func:`~controlplane.apis.trainer_runtime.with_runtime`)."""
+    runtime = resolved_runtime(obj)
+    if runtime is None:
+        return False
+    wanted = sum(job.replicas for job in replicated_jobs(obj, runtime))
+    return _jobs_ready(_status(obj).get("jobsStatus")) == wanted
 
 
 def kubeflow(obj: Obj) -> bool:
@@ -98,6 +117,7 @@ RULES: Final[dict[tuple[str, str], Callable[[Obj], bool]]] = {
     ("apps", "Deployment"): replicas_ready,
     ("apps", "StatefulSet"): replicas_ready,
     ("jobset.x-k8s.io", "JobSet"): jobset,
+    (TRAINER_GROUP, TRAIN_JOB): trainjob,
     **{(KUBEFLOW_GROUP, kind): kubeflow for kind in TRAINING_KINDS},
     ("ray.io", "RayCluster"): ray_cluster,
     ("ray.io", "RayJob"): ray_job,
@@ -108,6 +128,7 @@ RULES: Final[dict[tuple[str, str], Callable[[Obj], bool]]] = {
 
 def pods_ready(workload: Obj) -> bool | None:
     """Whether all of a queued workload's pods are ready (or, for the kinds whose rule counts
-    them, succeeded), from its hub status; None for a kind with no rule."""
+    them, succeeded), from its hub status; None for a kind with no rule. A TrainJob is read with
+    its runtime (the admission controller's resolved copy)."""
     rule = RULES.get((group_of(str(workload.get("apiVersion") or "")), str(workload.get("kind") or "")))
     return rule(workload) if rule is not None else None

@@ -311,7 +311,7 @@ class AdmissionController(KeyedController[Key]):
             return
         if phase is None and (status := reclaimable.status_with(wl, source)) is not None:
             wl = await ctx.objects.update_status(wl_rt, {**wl, "status": status})  # the cycle frees their quota
-        await self.requeuing.record_pods_ready(wl, podsready.pods_ready(source))
+        await self.requeuing.record_pods_ready(wl, podsready.pods_ready(self.runtimes.resolved(source)))
         if phase is None and podsets.startable(source):
             await self.starting.follow(wl, source, ref)
         elif phase is None and pods.is_pod(source):
@@ -465,7 +465,7 @@ class AdmissionController(KeyedController[Key]):
             return None
         rt = self.ctx.registry.for_kind(owner.api_version, owner.kind)
         source = self.ctx.cached(rt, owner.namespace, owner.name) if rt is not None else None
-        return deadline if source is not None and podsready.pods_ready(source) is False else None
+        return deadline if source is not None and podsready.pods_ready(self.runtimes.resolved(source)) is False else None
 
     async def _admit(self, wl: dict[str, Any], admission: dict[str, Any], queue: str) -> None:
         rt = self.kinds.workload

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from controlplane.admission.podsready import pod_group, pods_ready
+from controlplane.apis.trainer_runtime import with_runtime
 
 
 def obj(api_version: str, kind: str, spec: dict[str, Any], status: dict[str, Any]) -> dict[str, Any]:
@@ -20,6 +21,23 @@ def jobset(replicas: list[int], statuses: list[dict[str, int]]) -> dict[str, Any
                                for i, n in enumerate(replicas)]}
     status = {"replicatedJobsStatus": [{"name": f"r{i}", **s} for i, s in enumerate(statuses)]}
     return obj("jobset.x-k8s.io/v1alpha2", "JobSet", spec, status)
+
+
+TRAINER = "trainer.kubeflow.org/v1alpha1"
+ANCESTOR = "trainer.kubeflow.org/trainjob-ancestor-step"
+
+
+def trainjob(statuses: dict[str, dict[str, int]], *, resolved: bool = True, initializer_replicas: int = 1) -> dict[str, Any]:
+    """A TrainJob of 4 nodes whose runtime runs a dataset initializer, then the trainer Job."""
+    runtime = {"apiVersion": TRAINER, "kind": "ClusterTrainingRuntime", "metadata": {"name": "torch"}, "spec": {
+        "mlPolicy": {"numNodes": 4},
+        "template": {"spec": {"replicatedJobs": [
+            {"name": "dataset-initializer", "replicas": initializer_replicas, "template": {"spec": {"template": {"spec": {}}}}},
+            {"name": "node", "template": {"metadata": {"labels": {ANCESTOR: "trainer"}}, "spec": {"template": {"spec": {}}}}},
+        ]}}}}
+    job = obj(TRAINER, "TrainJob", {"runtimeRef": {"name": "torch"}},
+              {"jobsStatus": [{"name": name, **counts} for name, counts in statuses.items()]})
+    return with_runtime(job, runtime) if resolved else job
 
 
 def running(status: str) -> dict[str, Any]:
@@ -56,6 +74,15 @@ HALF_READY_POD = {"phase": "Running", "containerStatuses": [{"name": "a", "ready
         (jobset([2], [{"ready": 1, "succeeded": 2}]), False),  # Kueue asks for equality, not "at least"
         (jobset([2], []), False),
         (obj("jobset.x-k8s.io/v1alpha2", "JobSet", {"replicatedJobs": [{"name": "r"}]}, {"replicatedJobsStatus": [{"name": "r", "ready": 1}]}), True),
+        # TrainJob: its child Jobs ready or succeeded (the initializers' counted) against its runtime's Jobs.
+        (trainjob({"dataset-initializer": {"succeeded": 1}, "node": {"ready": 1, "active": 1}}), True),
+        (trainjob({"dataset-initializer": {"succeeded": 0, "active": 1}, "node": {}}), False),
+        (trainjob({"node": {"ready": 1, "active": 1}}), False),  # the initializer's Job not counted
+        (trainjob({"dataset-initializer": {"succeeded": 1}, "node": {"ready": 0, "active": 1}}), False),
+        (trainjob({"dataset-initializer": {"succeeded": 2}, "node": {"ready": 1}}, initializer_replicas=2), True),
+        (trainjob({"dataset-initializer": {"succeeded": 1}, "node": {"ready": 1}}, initializer_replicas=2), False),
+        (trainjob({"dataset-initializer": {"succeeded": 1}, "node": {"ready": 1, "succeeded": 1}}), False),  # equality
+        (trainjob({"dataset-initializer": {"succeeded": 1}, "node": {"ready": 1}}, resolved=False), False),  # no runtime
         # Kubeflow jobs: the training operator's Running condition.
         (obj("kubeflow.org/v1", "PyTorchJob", {}, running("True")), True),
         (obj("kubeflow.org/v1", "PyTorchJob", {}, running("False")), False),

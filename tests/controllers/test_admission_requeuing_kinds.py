@@ -5,7 +5,8 @@ Admitted with fewer ready, it is evicted after the timeout as a Job is (``Evicte
 suspended again at the hub and its Works deleted; with all ready, its Workload gets
 ``PodsReady=True`` and keeps its quota. A Kueue pod group's rule is every Pod of the group ready:
 none ready in time, its group's Workload is evicted the same way; one ready, ``PodsReady`` stays
-False (``WaitForStart``); both, True.
+False (``WaitForStart``); both, True. A TrainJob's rule is its JobSet's, read from its
+``jobsStatus``: its runtime's Jobs, the initializers' included, ready or succeeded.
 
 The hub runs with a 1 s timeout (its flag; Kueue's default is 300 s); the members' report is
 written to the hub's JobSet status, as the status controller folds it.
@@ -28,6 +29,8 @@ from .test_admission import KUEUE, PLACEMENT, condition, create, get
 from .test_admission_pod_groups import POD, _admitted, _ungated, group_pod, group_workload, team
 from .test_admission_podsets import JOBSET, WORK, jobset
 from .test_admission_requeuing import SETTINGS, team_a_on_one_cluster
+from .test_admission_trainjob import API as TRAINER
+from .test_admission_trainjob import runtime, trainjob
 
 LONG = replace(SETTINGS, wait_for_pods_ready=replace(SETTINGS.wait_for_pods_ready, timeout_seconds=600))
 READY = {"phase": "Running", "containerStatuses": [{"name": "main", "ready": True, "state": {"running": {}}}]}
@@ -161,3 +164,60 @@ async def test_a_pod_group_whose_pods_are_all_ready_gets_pods_ready(objects: Obj
 
         wl = await eventually(pods_ready, what="the group's PodsReady=True once both Pods are ready")
         assert condition(wl, "Admitted")["status"] == "True"
+
+
+async def trainjob_started_with(objects: ObjectStore, manager: ControllerManager, jobs: list[dict[str, Any]]) -> None:
+    """TrainJob ``train`` (a dataset initializer, then 2 nodes) admitted by team-a and started;
+    then its members report ``jobs`` as its ``jobsStatus``."""
+    await team_a_on_one_cluster(objects, manager)
+    await create(objects, propagation_policy("training", kind="TrainJob", api_version=TRAINER, placement=PLACEMENT))
+    await create(objects, runtime())
+    await settled(manager)
+    await create(objects, trainjob("train", 1))
+
+    async def started() -> dict[str, Any] | None:
+        obj = await get(objects, TRAINER, "TrainJob", "train")
+        return obj if obj is not None and obj["spec"].get("suspend") is False else None
+
+    obj = await eventually(started, what="the TrainJob admitted and started")
+    obj["status"] = {"jobsStatus": [{"succeeded": 0, "failed": 0, "suspended": 0, "ready": 0, "active": 0, **job} for job in jobs]}
+    await objects.update_status(objects.registry.require(TRAINER, "TrainJob"), obj)
+
+
+async def test_a_trainjob_whose_initializer_has_not_succeeded_in_time_is_evicted(
+    objects: ObjectStore, registry: CollectorRegistry,
+) -> None:
+    async with ControllerManager(objects, settings=SETTINGS, queue_metrics=QueueMetrics(registry)) as manager:
+        # The trainer Job ready, but the initializer's Job neither ready nor succeeded.
+        await trainjob_started_with(objects, manager, [{"name": "dataset-initializer", "active": 1},
+                                                       {"name": "node", "ready": 1, "active": 1}])
+
+        async def evicted_by_timeout() -> dict[str, Any] | None:
+            wl = await queued_workload(objects, "TrainJob", "train")
+            evicted = condition(wl, "Evicted")
+            return wl if (evicted.get("status"), evicted.get("reason")) == ("True", "PodsReadyTimeout") else None
+
+        wl = await eventually(evicted_by_timeout, what="the TrainJob's PodsReady timeout")
+        assert (condition(wl, "Requeued")["status"], condition(wl, "Requeued")["reason"]) == ("False", "PodsReadyTimeout")
+
+        async def suspended() -> dict[str, Any] | None:
+            obj = await get(objects, TRAINER, "TrainJob", "train")
+            return obj if obj is not None and obj["spec"].get("suspend") is True else None
+
+        await eventually(suspended, what="the TrainJob suspended at the hub")
+
+
+async def test_a_trainjob_whose_initializer_succeeded_and_trainer_is_ready_gets_pods_ready(
+    objects: ObjectStore, registry: CollectorRegistry,
+) -> None:
+    async with ControllerManager(objects, settings=LONG, queue_metrics=QueueMetrics(registry)) as manager:
+        await trainjob_started_with(objects, manager, [{"name": "dataset-initializer", "succeeded": 1},
+                                                       {"name": "node", "ready": 1, "active": 1}])
+
+        async def ready() -> dict[str, Any] | None:
+            wl = await queued_workload(objects, "TrainJob", "train")
+            return wl if condition(wl, "PodsReady").get("status") == "True" else None
+
+        wl = await eventually(ready, what="PodsReady=True")
+        assert condition(wl, "PodsReady")["reason"] == "Started"
+        assert condition(wl, "Admitted")["status"] == "True" and condition(wl, "Evicted") == {}
