@@ -19,6 +19,8 @@ from controlplane.controllers.multikueue import MultiKueueController
 from .fleet import eventually, node_shape, propagation_policy, put_cluster, queued_workload, settled
 from .test_admission import KUEUE, PLACEMENT, condition, create, get, kueue_obj, team_queue
 from .test_admission_preemption import job
+from .test_admission_trainjob import API as TRAINER
+from .test_admission_trainjob import runtime, trainjob
 
 POOL = {"gpufed.io/pool": "onprem"}
 CLUSTER = "cluster.gpufed.io/v1alpha1"
@@ -60,6 +62,18 @@ async def dispatching_fleet(objects: ObjectStore, manager: ControllerManager, *c
     await settled(manager)
 
 
+async def placed_on_east_only(objects: ObjectStore, binding_name: str) -> None:
+    """The binding is scheduled, the check's active cluster ``east`` its only choice and its cluster."""
+
+    async def bound() -> dict[str, Any] | None:
+        binding = await get(objects, "work.gpufed.io/v1alpha1", "ResourceBinding", binding_name)
+        return binding if binding is not None and (binding.get("spec") or {}).get("clusters") else None
+
+    binding = await eventually(bound, what=f"{binding_name} scheduled")
+    assert binding["spec"]["placement"]["clusterAffinity"]["clusterNames"] == ["east"]
+    assert [c["name"] for c in binding["spec"]["clusters"]] == ["east"]
+
+
 def active(obj: dict[str, Any] | None) -> tuple[str, str, str]:
     cond = condition(obj or {}, "Active")
     return cond.get("status", ""), cond.get("reason", ""), cond.get("message", "")
@@ -88,13 +102,7 @@ async def test_the_check_is_active_with_some_clusters_and_the_job_runs_on_the_ac
     assert (state["name"], state["state"], state["message"]) == (
         "dispatch", "Ready", "The workload is dispatched by the hub to the active clusters [east]")
 
-    async def bound() -> dict[str, Any] | None:
-        binding = await get(objects, "work.gpufed.io/v1alpha1", "ResourceBinding", "a1-job")
-        return binding if binding is not None and (binding.get("spec") or {}).get("clusters") else None
-
-    binding = await eventually(bound, what="a1 scheduled")
-    assert binding["spec"]["placement"]["clusterAffinity"]["clusterNames"] == ["east"]
-    assert [c["name"] for c in binding["spec"]["clusters"]] == ["east"]
+    await placed_on_east_only(objects, "a1-job")
 
 
 async def test_no_active_cluster_leaves_the_check_inactive_until_one_is_ready(
@@ -214,3 +222,38 @@ async def test_a_workload_held_for_want_of_an_active_cluster_propagates_when_one
 
     binding = await eventually(placed, what="a1 placed once west is active")
     assert sorted(binding["spec"]["placement"]["clusterAffinity"]["clusterNames"]) == ["east", "west"]
+
+
+async def test_a_trainjob_is_dispatched_as_any_job_and_its_member_copy_is_the_trainers_to_run(
+    objects: ObjectStore, manager: ControllerManager,
+) -> None:
+    """Its Workload built from its runtime; ``managedBy`` MultiKueue at the hub, none in its Work,
+    as Kueue's TrainJob adapter creates the worker's copy."""
+    await dispatching_fleet(objects, manager, "east", "west")
+    await create(objects, propagation_policy("training", kind="TrainJob", api_version=TRAINER, placement=PLACEMENT))
+    await create(objects, runtime())
+    await settled(manager)
+    managed = trainjob("t1", 1)
+    managed["spec"]["managedBy"] = "kueue.x-k8s.io/multikueue"
+    await create(objects, managed)
+
+    async def admitted() -> dict[str, Any] | None:
+        wl = await queued_workload(objects, "TrainJob", "t1")
+        return wl if condition(wl or {}, "Admitted").get("status") == "True" else None
+
+    wl = await eventually(admitted, what="the TrainJob admitted once its MultiKueue check is ready")
+    assert [ps["name"] for ps in wl["spec"]["podSets"]] == ["dataset-initializer", "node"]
+    [state] = wl["status"]["admissionChecks"]
+    assert (state["state"], state["message"]) == ("Ready", "The workload is dispatched by the hub to the active clusters [east]")
+
+    await placed_on_east_only(objects, "t1-trainjob")
+
+    async def propagated() -> dict[str, Any] | None:
+        works = (await objects.list(objects.registry.require("work.gpufed.io/v1alpha1", "Work"))).items
+        manifests = [w["spec"]["workload"]["manifests"][0] for w in works if w["metadata"]["name"] == "default-t1-trainjob"]
+        return manifests[0] if manifests else None
+
+    copy = await eventually(propagated, what="t1's Work")
+    assert "managedBy" not in copy["spec"] and copy["spec"]["suspend"] is False
+    hub = await get(objects, TRAINER, "TrainJob", "t1")
+    assert hub is not None and hub["spec"]["managedBy"] == "kueue.x-k8s.io/multikueue"
