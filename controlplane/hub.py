@@ -77,7 +77,7 @@ from controlplane.apiserver.watchcache import DEFAULT_WATCH_CACHE, WatchCache
 from controlplane.apiserver.watchcache.client import CachedObjects
 from controlplane.apiserver.webhooks import WebhookAdmission
 from controlplane.apiserver.webhooks.interpreting import InterpreterWebhooks
-from controlplane.controllers.admissiongate import hold_queued_workload
+from controlplane.controllers.admissiongate import default_managed_by, hold_queued_workload
 from controlplane.controllers.health import ClusterHealthMonitor
 from controlplane.controllers.manager import ControllerManager
 from controlplane.controllers.serviceaccounttokens import ServiceAccountTokensController
@@ -282,6 +282,7 @@ class Hub(ShutdownOnce):
         self.quota_admission = QuotaAdmission(self.objects, cache=self.watch_cache)
         self.objects.admit_writes(self.quota_admission)
         self.objects.check_creates(hold_queued_workload)  # Kueue's job and pod webhooks' defaults
+        self.objects.check_creates(default_managed_by(self.objects))  # and their managedBy for MultiKueue
         self.objects.admit_writes(check_managed_label)  # Kueue's pod webhook's validation
         self.objects.admit_writes(check_job_queue_name)  # Kueue's job webhooks' queue-name rule
         self.objects.admit_writes(trainjob_runtime_admission(self.objects))  # Kubeflow Trainer's webhook

@@ -12,7 +12,9 @@ from controlplane.apis.kube import objects
 from controlplane.apis.kube.field import FieldError, forbidden, immutable
 from controlplane.apis.kubeflow import GROUP as KUBEFLOW_GROUP
 from controlplane.apis.kubeflow import TRAINING_KINDS
+from controlplane.apis.kueue_multikueue import CONTROLLER_NAME as MULTIKUEUE
 from controlplane.apis.kueue_v1beta1 import LABEL_POD_GROUP_NAME, LABEL_QUEUE_NAME
+from controlplane.apis.trainer import DEFAULT_MANAGED_BY as TRAINER_CONTROLLER
 from controlplane.apis.trainer import GROUP as TRAINER_GROUP
 from controlplane.apis.trainer import TRAIN_JOB
 
@@ -57,6 +59,75 @@ def set_job_suspend(obj: dict[str, Any], value: bool) -> bool:
         return False
     parent[path[-1]] = value
     return True
+
+
+_SPEC_MANAGED_BY: Final = ("spec", "managedBy")
+_RUN_POLICY_MANAGED_BY: Final = ("spec", "runPolicy", "managedBy")
+#: Per kind Kueue's MultiKueue dispatches (by API group and kind): where the job keeps its
+#: ``managedBy``, and the name of the kind's own controller, which Kueue's webhook may replace
+#: (its ``CanDefaultManagedBy``: the field unset or naming that controller).
+MANAGED_BY: Final[dict[tuple[str, str], tuple[tuple[str, ...], str]]] = {
+    ("batch", "Job"): (_SPEC_MANAGED_BY, "kubernetes.io/job-controller"),
+    ("jobset.x-k8s.io", "JobSet"): (_SPEC_MANAGED_BY, "jobset.sigs.k8s.io/jobset-controller"),
+    ("ray.io", "RayJob"): (_SPEC_MANAGED_BY, "ray.io/kuberay-operator"),
+    ("ray.io", "RayCluster"): (_SPEC_MANAGED_BY, "ray.io/kuberay-operator"),
+    (TRAINER_GROUP, TRAIN_JOB): (_SPEC_MANAGED_BY, TRAINER_CONTROLLER),
+    **{(KUBEFLOW_GROUP, kind): (_RUN_POLICY_MANAGED_BY,
+                                "kubeflow.org/mpi-operator" if kind == "MPIJob" else "kubeflow.org/training-operator")
+       for kind in TRAINING_KINDS},
+}
+
+
+def _managed_by_of(obj: Mapping[str, Any]) -> tuple[tuple[str, ...], str] | None:
+    group = str(obj.get("apiVersion") or "").rpartition("/")[0]
+    return MANAGED_BY.get((group, str(obj.get("kind") or "")))
+
+
+def _field_parent(obj: Any, path: tuple[str, ...], *, create: bool) -> dict[str, Any] | None:
+    """The map that holds the last key of ``path`` (made where absent when ``create``), or None."""
+    parent: dict[str, Any] | None = obj if isinstance(obj, dict) else None
+    for key in path[:-1]:
+        if parent is None:
+            return None
+        parent = objects.ensure(parent, key) if create else objects.child(parent, key)
+    return parent
+
+
+def managed_by(obj: Mapping[str, Any]) -> Any:
+    """A job's ``managedBy`` (None: unset, or a kind Kueue's MultiKueue does not dispatch)."""
+    entry = _managed_by_of(obj)
+    parent = _field_parent(dict(obj), entry[0], create=False) if entry is not None else None
+    return parent.get(entry[0][-1]) if parent is not None and entry is not None else None
+
+
+def can_default_managed_by(obj: Mapping[str, Any]) -> bool:
+    """Kueue's ``CanDefaultManagedBy`` (MultiKueue and, for a Job, ``MultiKueueBatchJobWithManagedBy``
+    are on by default in the Kueue the hub follows): a job of a kind MultiKueue dispatches whose
+    ``managedBy`` is unset or names the kind's own controller."""
+    entry = _managed_by_of(obj)
+    return entry is not None and managed_by(obj) in (None, entry[1])
+
+
+def set_managed_by(obj: dict[str, Any], value: str | None) -> None:
+    """Set, in place, a job's ``managedBy`` (None: removed); a kind MultiKueue does not dispatch,
+    or one whose parents of the field are not maps, is left alone."""
+    entry = _managed_by_of(obj)
+    parent = _field_parent(obj, entry[0], create=value is not None) if entry is not None else None
+    if entry is None or parent is None:
+        return
+    if value is None:
+        parent.pop(entry[0][-1], None)
+    else:
+        parent[entry[0][-1]] = value
+
+
+def for_worker(manifest: dict[str, Any]) -> None:
+    """In place: a job's copy for a member as Kueue's MultiKueue adapters create it in a worker
+    cluster: a ``managedBy`` of MultiKueue removed, so that the member's own controller of the
+    kind (the Job controller, JobSet's, the training operator, KubeRay, the trainer) runs it. Any
+    other job, or object, is left alone."""
+    if managed_by(manifest) == MULTIKUEUE:
+        set_managed_by(manifest, None)
 
 
 #: Where Kueue's job webhooks report a queue name that may not change.

@@ -101,19 +101,10 @@ def missing_runtime(ref: RuntimeRef) -> FieldError:
 #: CEL error shows for a value of each.
 _IMMUTABLE: Final = (("runtimeRef", "object"), ("initializer", "object"), ("trainer", "object"),
                      ("activeDeadlineSeconds", "integer"), ("managedBy", "string"))
-#: ``spec.managedBy`` of a TrainJob Kueue's MultiKueue runs in a worker cluster.
+#: ``spec.managedBy`` of a TrainJob Kueue's MultiKueue dispatches to a worker cluster.
 MULTIKUEUE_MANAGED_BY: Final = "kueue.x-k8s.io/multikueue"
 #: The controllers the CRD lets a TrainJob be ``managedBy``.
 MANAGERS: Final = (DEFAULT_MANAGED_BY, MULTIKUEUE_MANAGED_BY)
-
-
-def for_worker(manifest: dict[str, Any]) -> None:
-    """In place: a TrainJob's copy for a member as Kueue's MultiKueue adapter creates it in a
-    worker: a ``spec.managedBy`` of MultiKueue removed, so that the member's trainer runs it (its
-    CRD defaults it to the trainer's controller). Any other object is left alone."""
-    spec = manifest.get("spec")
-    if is_train_job(manifest) and isinstance(spec, dict) and spec.get("managedBy") == MULTIKUEUE_MANAGED_BY:
-        del spec["managedBy"]
 
 
 def validate(new: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:

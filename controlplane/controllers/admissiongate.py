@@ -18,6 +18,7 @@ from controlplane.admission import objects as adm
 from controlplane.apis import kueue_jobs, kueue_v1alpha1
 from controlplane.apis import kueue_v1beta1 as kueue
 from controlplane.apis.kube.validate_core import validate_pod
+from controlplane.apis.kueue_multikueue import CONTROLLER_NAME as MULTIKUEUE
 from controlplane.apis.kueue_views import WorkloadView
 from controlplane.apis.trainer import is_train_job
 from controlplane.apis.trainer_runtime import seeded_kueue_patch
@@ -25,7 +26,7 @@ from controlplane.apis.views import ObjectView
 from controlplane.controllers.context import ControllerContext
 from controlplane.controllers.workloads import WorkloadRef
 from controlplane.interpreter.registry import group_of
-from controlplane.objectclient import ResourceType, WatchEventType, errors
+from controlplane.objectclient import ObjectClient, ResourceType, WatchEventType, errors
 
 API: Final = kueue.API_VERSION
 COHORT_API: Final = kueue_v1alpha1.API_VERSION
@@ -275,6 +276,40 @@ async def hold_queued_workload(rt: ResourceType, obj: dict[str, Any]) -> None:
             obj["spec"] = seeded_kueue_patch(typed)["spec"]
 
 
+def default_managed_by(client: ObjectClient) -> Callable[[ResourceType, dict[str, Any]], Awaitable[None]]:
+    """Kueue's job webhooks' ``ApplyDefaultForManagedBy``, as a create check of the hub's API that
+    reads the queues from ``client``: a job of a kind Kueue's MultiKueue dispatches, whose
+    ``managedBy`` is unset or names the kind's own controller
+    (:func:`~controlplane.apis.kueue_jobs.can_default_managed_by`), created with the label
+    ``kueue.x-k8s.io/queue-name`` of a LocalQueue whose ClusterQueue names (for any flavor) a stored
+    AdmissionCheck of the ``kueue.x-k8s.io/multikueue`` controller, gets
+    ``managedBy: kueue.x-k8s.io/multikueue``. Anything else is left as written: no LocalQueue,
+    no ClusterQueue, no such check, or a job managed by another controller."""
+
+    async def get(kind: str, namespace: str | None, name: str) -> dict[str, Any] | None:
+        rt = client.registry.for_kind(API, kind)
+        if rt is None or not name:
+            return None
+        try:
+            return await client.get(rt, namespace=namespace, name=name)
+        except errors.NotFound:
+            return None
+
+    async def default(rt: ResourceType, obj: dict[str, Any]) -> None:
+        typed = {**obj, "apiVersion": rt.api_version, "kind": rt.kind}
+        queue = kueue_jobs.queue_label(typed)
+        if not queue or not kueue_jobs.can_default_managed_by(typed):
+            return
+        local = await get("LocalQueue", ObjectView(obj).namespace, queue)
+        cluster_queue = await get("ClusterQueue", None, str(((local or {}).get("spec") or {}).get("clusterQueue") or ""))
+        for name in checks.named_checks(cluster_queue) if cluster_queue is not None else ():
+            if multikueue.is_multikueue(await get("AdmissionCheck", None, name)):
+                kueue_jobs.set_managed_by(obj, MULTIKUEUE)  # obj's own spec: typed shares it
+                return
+
+    return default
+
+
 def constrain_placement(spec: dict[str, Any], cluster_labels: Mapping[str, str]) -> None:
     """Add ``cluster_labels`` to a binding spec's cluster affinity (every term of
     ``clusterAffinities``), in place."""
@@ -289,5 +324,6 @@ def constrain_placement(spec: dict[str, Any], cluster_labels: Mapping[str, str])
 
 
 __all__ = [
-    "API", "COHORT_API", "JOB", "AdmissionGate", "Gate", "Kinds", "constrain_placement", "hold_queued_workload", "owner_of",
+    "API", "COHORT_API", "JOB", "AdmissionGate", "Gate", "Kinds", "constrain_placement", "default_managed_by", "hold_queued_workload",
+    "owner_of",
 ]

@@ -40,7 +40,7 @@ from typing import Any
 from controlplane.admission import objects as admission_objects
 from controlplane.admission import pods
 from controlplane.apis import constants as c
-from controlplane.apis import kueue_jobs, trainer
+from controlplane.apis import kueue_jobs
 from controlplane.apis import kueue_v1beta1 as kueue
 from controlplane.apis.conflictresolution import DEFAULT_CONFLICT_RESOLUTION
 from controlplane.apis.gpus import is_gpu_resource
@@ -257,9 +257,10 @@ def queue_for_member(manifest: dict[str, Any], *, member_runs_kueue: bool) -> No
     run there for other tenants with ``manageJobsWithoutQueueName`` would stop a marked Pod that
     has no Workload). No member copy carries the hub's finalizers. A Deployment queued by its pod
     template's label alone keeps it there for a member that runs Kueue (whose pod integration
-    queues each Pod) and loses it for any other. A TrainJob ``managedBy`` Kueue's MultiKueue
-    loses that field, as Kueue's MultiKueue adapter creates it in a worker, so the member's trainer
-    runs it (:func:`controlplane.apis.trainer.for_worker`)."""
+    queues each Pod) and loses it for any other. A job ``managedBy`` Kueue's MultiKueue (a Job,
+    JobSet, Kubeflow job, RayJob, RayCluster or TrainJob) loses that field, as Kueue's MultiKueue
+    adapters create it in a worker, so the member's own controller of the kind runs it
+    (:func:`controlplane.apis.kueue_jobs.for_worker`)."""
     if admission_objects.template_queued(manifest):
         if not member_runs_kueue:
             template_labels = manifest["spec"]["template"]["metadata"]["labels"]
@@ -270,7 +271,7 @@ def queue_for_member(manifest: dict[str, Any], *, member_runs_kueue: bool) -> No
     labels = manifest.get("metadata", {}).get("labels")
     if not isinstance(labels, dict) or kueue.LABEL_QUEUE_NAME not in labels:
         return
-    trainer.for_worker(manifest)
+    kueue_jobs.for_worker(manifest)
     if not member_runs_kueue:
         del labels[kueue.LABEL_QUEUE_NAME]
         if pods.is_pod(manifest):

@@ -12,18 +12,19 @@ import pytest
 
 from controlplane.admission.multikueue import restrict_to_clusters
 from controlplane.apiserver.objects import ObjectStore
-from controlplane.controllers.admissiongate import Kinds
+from controlplane.controllers.admissiongate import Kinds, default_managed_by
 from controlplane.controllers.manager import ControllerManager
 from controlplane.controllers.multikueue import MultiKueueController
 
 from .fleet import eventually, node_shape, propagation_policy, put_cluster, queued_workload, settled
-from .test_admission import KUEUE, PLACEMENT, condition, create, get, kueue_obj, team_queue
+from .test_admission import GPU, KUEUE, PLACEMENT, condition, create, get, kueue_obj, team_queue
 from .test_admission_preemption import job
 from .test_admission_trainjob import API as TRAINER
 from .test_admission_trainjob import runtime, trainjob
 
 POOL = {"gpufed.io/pool": "onprem"}
 CLUSTER = "cluster.gpufed.io/v1alpha1"
+MULTIKUEUE = "kueue.x-k8s.io/multikueue"
 
 
 async def set_ready(objects: ObjectStore, name: str, status: str) -> None:
@@ -257,3 +258,72 @@ async def test_a_trainjob_is_dispatched_as_any_job_and_its_member_copy_is_the_tr
     assert "managedBy" not in copy["spec"] and copy["spec"]["suspend"] is False
     hub = await get(objects, TRAINER, "TrainJob", "t1")
     assert hub is not None and hub["spec"]["managedBy"] == "kueue.x-k8s.io/multikueue"
+
+
+def pytorchjob(name: str) -> dict[str, Any]:
+    template = {"spec": {"containers": [{"name": "pytorch", "image": "registry.local/train:1", "resources": {"limits": {GPU: "1"}}}]}}
+    return {
+        "apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
+        "metadata": {"name": name, "namespace": "default", "labels": {"kueue.x-k8s.io/queue-name": "team-a"}},
+        "spec": {"runPolicy": {"managedBy": MULTIKUEUE},
+                 "pytorchReplicaSpecs": {"Master": {"replicas": 1, "template": template},
+                                         "Worker": {"replicas": 1, "template": template}}},
+    }
+
+
+async def member_copy(objects: ObjectStore, work_name: str) -> dict[str, Any]:
+    async def propagated() -> dict[str, Any] | None:
+        works = (await objects.list(objects.registry.require("work.gpufed.io/v1alpha1", "Work"))).items
+        manifests = [w["spec"]["workload"]["manifests"][0] for w in works if w["metadata"]["name"] == work_name]
+        return manifests[0] if manifests else None
+
+    return await eventually(propagated, what=f"the Work {work_name}")
+
+
+async def test_a_job_queued_to_a_multikueue_queue_is_managed_by_multikueue_at_the_hub_and_by_its_member_there(
+    objects: ObjectStore, manager: ControllerManager,
+) -> None:
+    """Kueue's Job webhook defaults ``managedBy`` for a queue with a MultiKueue check (a Job naming
+    the Job controller included); the adapter creates the worker's copy without it."""
+    objects.check_creates(default_managed_by(objects))
+    await dispatching_fleet(objects, manager, "east")
+    named = job("a2", "team-a")
+    named["spec"]["managedBy"] = "kubernetes.io/job-controller"
+    await create(objects, job("a1", "team-a"))
+    await create(objects, named)
+    for name in ("a1", "a2"):
+        hub = await get(objects, "batch/v1", "Job", name)
+        assert hub is not None and hub["spec"]["managedBy"] == MULTIKUEUE
+        copy = await member_copy(objects, f"default-{name}-job")
+        assert "managedBy" not in copy["spec"], copy["spec"]
+
+
+async def test_managed_by_is_defaulted_only_for_a_multikueue_queue_and_never_over_another_controller(
+    objects: ObjectStore, manager: ControllerManager,
+) -> None:
+    objects.check_creates(default_managed_by(objects))
+    await dispatching_fleet(objects, manager, "east")
+    await create(objects, team_queue("team-b", 8))
+    await create(objects, kueue_obj("LocalQueue", "team-b", "default", spec={"clusterQueue": "team-b"}))
+    other = job("a2", "team-a")
+    other["spec"]["managedBy"] = "example.com/own-controller"
+    unqueued = job("a4", "team-a")
+    del unqueued["metadata"]["labels"]
+    for obj in (job("a1", "team-b"), other, job("a3", "no-such-queue"), unqueued):
+        await create(objects, obj)
+    managed = {name: ((await get(objects, "batch/v1", "Job", name)) or {})["spec"].get("managedBy") for name in ("a1", "a2", "a3", "a4")}
+    assert managed == {"a1": None, "a2": "example.com/own-controller", "a3": None, "a4": None}
+
+
+async def test_a_kubeflow_job_managed_by_multikueue_goes_to_its_member_without_it(
+    objects: ObjectStore, manager: ControllerManager,
+) -> None:
+    """As Kueue's Kubeflow adapter clears ``runPolicy.managedBy`` on the worker's copy."""
+    await dispatching_fleet(objects, manager, "east")
+    await create(objects, propagation_policy("training", kind="PyTorchJob", api_version="kubeflow.org/v1", placement=PLACEMENT))
+    await settled(manager)
+    await create(objects, pytorchjob("p1"))
+    copy = await member_copy(objects, "default-p1-pytorchjob")
+    assert "managedBy" not in copy["spec"]["runPolicy"], copy["spec"]["runPolicy"]
+    hub = await get(objects, "kubeflow.org/v1", "PyTorchJob", "p1")
+    assert hub is not None and hub["spec"]["runPolicy"]["managedBy"] == MULTIKUEUE
