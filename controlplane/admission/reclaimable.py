@@ -3,7 +3,8 @@ whose quota its Workload's ``status.reclaimablePods`` gives back to waiting work
 (:func:`controlplane.admission.objects.admitted_of` counts only the Pods not reclaimable).
 
 In: the hub's job, its status as the interpreter aggregates it from the members (a Job's
-``status.succeeded``, a JobSet's ``replicatedJobsStatus[].succeeded``). Out: the Workload's
+``status.succeeded``, a JobSet's ``replicatedJobsStatus[].succeeded``, a TrainJob's
+``jobsStatus[].succeeded``, the TrainJob read with its runtime). Out: the Workload's
 ``reclaimablePods`` (one entry per pod set), as Kueue's integrations of those kinds compute them,
 and the Workload's status with them when they changed. Kueue's Kubeflow, MPIJob, RayJob and
 RayCluster integrations report none, and neither does the hub for them. Pure; no I/O.
@@ -17,6 +18,8 @@ from typing import Any
 
 from controlplane.admission import podsets
 from controlplane.admission.objects import reclaimable_pods
+from controlplane.apis.trainer import is_train_job
+from controlplane.apis.trainer_runtime import replicated_jobs, resolved_runtime
 from controlplane.apis.untyped import as_int
 from controlplane.interpreter.job import job_pods
 
@@ -57,6 +60,28 @@ def of_jobset(jobset: Mapping[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+def of_trainjob(trainjob: Mapping[str, Any]) -> list[dict[str, Any]] | None:
+    """Kueue's TrainJob ``ReclaimablePods``, read with its runtime
+    (:func:`~controlplane.apis.trainer_runtime.with_runtime`): none while ``status.jobsStatus`` is
+    empty; else as for its JobSet, per replicated Job of the runtime whose entry in ``jobsStatus``
+    has some child Jobs succeeded (no more than its ``replicas``), the Pods of those Jobs (the
+    trainer step's Job runs the TrainJob's nodes). None (nothing to change) for a TrainJob with
+    child Jobs read without its runtime: Kueue cannot build its JobSet then."""
+    statuses = {str(s.get("name")): s for s in (trainjob.get("status") or {}).get("jobsStatus") or ()
+                if isinstance(s, Mapping)}
+    if not statuses:
+        return []
+    runtime = resolved_runtime(trainjob)
+    if runtime is None:
+        return None
+    out: list[dict[str, Any]] = []
+    for job in replicated_jobs(trainjob, runtime):
+        succeeded = as_int((statuses.get(job.name) or {}).get("succeeded"))
+        if 0 < succeeded <= job.replicas:
+            out.append({"name": podsets.pod_set_name(job.name), "count": succeeded * job.per_replica})
+    return out
+
+
 def of(source: Mapping[str, Any]) -> list[dict[str, Any]] | None:
     """The reclaimable Pods of a queued job; None for a kind whose Kueue integration reports none."""
     api_version, kind = str(source.get("apiVersion") or ""), source.get("kind")
@@ -64,6 +89,8 @@ def of(source: Mapping[str, Any]) -> list[dict[str, Any]] | None:
         return of_job(source)
     if api_version.split("/")[0] == "jobset.x-k8s.io" and kind == "JobSet":
         return of_jobset(source)
+    if is_train_job(source):
+        return of_trainjob(source)
     return None
 
 
@@ -88,4 +115,4 @@ def status_with(workload: Mapping[str, Any], source: Mapping[str, Any]) -> dict[
     return None if pods is None else with_pods(workload, pods)
 
 
-__all__ = ["MAIN", "of", "of_job", "of_jobset", "status_with", "with_pods"]
+__all__ = ["MAIN", "of", "of_job", "of_jobset", "of_trainjob", "status_with", "with_pods"]

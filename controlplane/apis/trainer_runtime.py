@@ -70,12 +70,13 @@ class TrainerNodes:
 @dataclass(frozen=True, slots=True)
 class ReplicatedJob:
     """One replicated Job of a TrainJob's JobSet: ``count`` pods of the pod template ``template``,
-    in ``replicas`` child Jobs."""
+    in ``replicas`` child Jobs of ``per_replica`` pods each (JobSet's ``PodsCountPerReplica``)."""
 
     name: str
     count: int
     template: dict[str, Any] = field(hash=False)
     replicas: int = 1
+    per_replica: int = 1
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
@@ -211,9 +212,11 @@ def replicated_jobs(trainjob: Mapping[str, Any], runtime: Mapping[str, Any]) -> 
         given = job.get("replicas")
         replicas = given if isinstance(given, int) and not isinstance(given, bool) and given >= 0 else 1
         if job is trainer_step:
-            out.append(ReplicatedJob(name, num_nodes(trainjob, spec), node_template(trainjob, spec), replicas))
+            nodes = num_nodes(trainjob, spec)
+            out.append(ReplicatedJob(name, nodes, node_template(trainjob, spec), replicas, nodes))
         else:
-            out.append(ReplicatedJob(name, replicas * _pods_per_replica(job), patched(_pod_template(job), name, trainjob), replicas))
+            per_replica = _pods_per_replica(job)
+            out.append(ReplicatedJob(name, replicas * per_replica, patched(_pod_template(job), name, trainjob), replicas, per_replica))
     return out
 
 

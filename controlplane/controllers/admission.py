@@ -53,7 +53,7 @@ ClusterQueues, LocalQueues, WorkloadPriorityClasses and Workloads (informers). O
 * a Workload holding quota that no longer matches its job (:mod:`controlplane.admission.matching`)
   is deleted (``DeletedWorkload``; a started job stopped first) and made anew;
 * a finished workload's Workload gets Finished=True, and its quota is free again; a deleted
-  workload's Workload is deleted; a running Job's or JobSet's Pods that will not run again (its
+  workload's Workload is deleted; a running Job's, JobSet's or TrainJob's Pods that will not run again (its
   succeeded ones, as the members report them) become its Workload's ``reclaimablePods``, and
   their quota is free again (:mod:`controlplane.admission.reclaimable`);
 * Kueue's job reconciler's Events on the queued workload: ``CreatedWorkload``, ``UpdatedWorkload``
@@ -294,8 +294,8 @@ class AdmissionController(KeyedController[Key]):
         return workload
 
     async def _follow_source(self, wl_rt: ResourceType, wl: dict[str, Any], source: dict[str, Any], ref: WorkloadRef) -> None:
-        """Finished → Finished=True (quota freed); a running Job's or JobSet's Pods that will not run
-        again → the Workload's ``reclaimablePods`` (their quota freed,
+        """Finished → Finished=True (quota freed); a running Job's, JobSet's or TrainJob's Pods that
+        will not run again → the Workload's ``reclaimablePods`` (their quota freed,
         :mod:`controlplane.admission.reclaimable`); a job of a kind Kueue suspends is suspended
         until admitted, then started (:class:`~controlplane.controllers.jobstarting.JobStarting`)."""
         ctx = self.ctx
@@ -309,7 +309,7 @@ class AdmissionController(KeyedController[Key]):
             await record_event(ctx, source, type=EventType.NORMAL, reason=EventReason.FINISHED_WORKLOAD,
                                message=jobevents.finished(written))
             return
-        if phase is None and (status := reclaimable.status_with(wl, source)) is not None:
+        if phase is None and (status := reclaimable.status_with(wl, self.runtimes.resolved(source))) is not None:
             wl = await ctx.objects.update_status(wl_rt, {**wl, "status": status})  # the cycle frees their quota
         await self.requeuing.record_pods_ready(wl, podsready.pods_ready(self.runtimes.resolved(source)))
         if phase is None and podsets.startable(source):

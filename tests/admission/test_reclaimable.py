@@ -1,5 +1,5 @@
-"""Kueue's ``ReclaimablePods`` of a Job and of a JobSet, from the status the hub aggregates from
-the members, and the Workload status that carries them."""
+"""Kueue's ``ReclaimablePods`` of a Job, a JobSet and a TrainJob, from the status the hub
+aggregates from the members, and the Workload status that carries them."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import pytest
 
 from controlplane.admission import objects as adm
 from controlplane.admission import reclaimable
+from controlplane.apis.trainer_runtime import with_runtime
 
 GPU = "nvidia.com/gpu"
 
@@ -57,6 +58,41 @@ def test_a_jobsets_reclaimable_pods_are_the_pods_of_its_succeeded_jobs(
     statuses: list[dict[str, Any]], expected: list[dict[str, Any]],
 ) -> None:
     assert reclaimable.of(jobset(statuses)) == expected
+
+
+def trainjob(statuses: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A TrainJob of 3 nodes; its runtime: an initializer of 2 Jobs of 1 Pod, the trainer step."""
+    ancestor = "trainer.kubeflow.org/trainjob-ancestor-step"
+
+    def replicated(name: str, replicas: int, step: str) -> dict[str, Any]:
+        return {"name": name, "replicas": replicas, "template": {"metadata": {"labels": {ancestor: step}},
+                                                                 "spec": {"template": {"spec": {}}}}}
+    runtime = {"spec": {"mlPolicy": {"numNodes": 2}, "template": {"spec": {"replicatedJobs": [
+        replicated("model-initializer", 2, "model-initializer"), replicated("node", 1, "trainer")]}}}}
+    return {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "metadata": {"name": "t"},
+            "spec": {"trainer": {"numNodes": 3}}, "status": {"jobsStatus": statuses}}, runtime
+
+
+@pytest.mark.parametrize(("statuses", "expected"), [
+    ([], []),
+    ([{"name": "model-initializer", "succeeded": 1, "active": 1}], [{"name": "model-initializer", "count": 1}]),
+    ([{"name": "model-initializer", "succeeded": 2}, {"name": "node", "succeeded": 1}],
+     [{"name": "model-initializer", "count": 2}, {"name": "node", "count": 3}]),  # the node Job runs the 3 nodes
+    ([{"name": "model-initializer", "succeeded": 3}], []),  # more than its replicas: Kueue reports none
+    ([{"name": "node", "active": 1}], []),
+])
+def test_a_trainjobs_reclaimable_pods_are_the_pods_of_its_runtimes_succeeded_jobs(
+    statuses: list[dict[str, Any]], expected: list[dict[str, Any]],
+) -> None:
+    obj, runtime = trainjob(statuses)
+    assert reclaimable.of(with_runtime(obj, runtime)) == expected
+
+
+def test_a_trainjob_read_without_its_runtime_changes_nothing_once_it_has_child_jobs() -> None:
+    obj, _ = trainjob([{"name": "node", "succeeded": 1}])
+    assert reclaimable.of(obj) is None
+    assert reclaimable.status_with({"status": {"reclaimablePods": [{"name": "node", "count": 3}]}}, obj) is None
+    assert reclaimable.of(trainjob([])[0]) == []
 
 
 @pytest.mark.parametrize("kind", [("kubeflow.org/v1", "PyTorchJob"), ("ray.io/v1", "RayJob"), ("apps/v1", "Deployment")])

@@ -2,7 +2,8 @@
 succeeded that fewer completions remain than its parallelism, its Workload's
 ``status.reclaimablePods`` counts the Pods that will not run again and their quota admits the next
 waiting workload; a Job of parallelism 1 reclaims nothing (as Kueue's). A JobSet's replicated
-Jobs that succeeded give back their Pods' quota the same way."""
+Jobs that succeeded give back their Pods' quota the same way, and so do a TrainJob's, its
+runtime's replicated Jobs read from its ``jobsStatus``."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ from .test_admission import GPU, KUEUE, PLACEMENT, condition, create, kueue_obj,
 from .test_admission_partial import queue
 from .test_admission_podsets import JOBSET, pod
 from .test_admission_preemption import WORK, admitted, job
+from .test_admission_trainjob import API as TRAINER
+from .test_admission_trainjob import runtime, trainjob
 from .test_finished_jobs import T0
 
 
@@ -29,11 +32,12 @@ async def one_queue(objects: ObjectStore, manager: ControllerManager, gpus: int)
     await settled(manager)
 
 
-async def report(objects: ObjectStore, name: str, *, kind: tuple[str, str] = ("batch", "Job"), **status: Any) -> None:
+async def report(objects: ObjectStore, name: str, *, kind: tuple[str, str] = ("batch", "Job"), version: str = "",
+                 **status: Any) -> None:
     """The member's agent reports its copy of the job with this status."""
     work = await eventually(lambda: get_work(objects, f"default-{name}-{kind[1].lower()}"), what=f"{name}'s Work")
     entry = {
-        "identifier": {"group": kind[0], "version": "v1" if kind[0] == "batch" else "v1alpha2", "kind": kind[1],
+        "identifier": {"group": kind[0], "version": version or ("v1" if kind[0] == "batch" else "v1alpha2"), "kind": kind[1],
                        "namespace": "default", "name": name, "ordinal": 0},
         "status": status, "health": "Healthy",
     }
@@ -136,3 +140,45 @@ async def test_a_jobsets_succeeded_jobs_free_their_pods_quota(objects: ObjectSto
 
     assert await eventually(train_reclaimable, what="the JobSet's reclaimablePods") == [{"name": "workers", "count": 2}]
     await eventually(lambda: admitted(objects, "next"), what="next admitted in the 2 GPUs of the succeeded worker Job")
+
+
+async def test_a_trainjobs_succeeded_initializer_frees_its_pods_quota(objects: ObjectStore, manager: ControllerManager) -> None:
+    """Kueue's TrainJob ``ReclaimablePods``: per replicated Job of its runtime, the Pods of its
+    succeeded child Jobs (``jobsStatus``); none while no child Job has succeeded."""
+    await put_cluster(objects, "onprem", node_shape(2, gpus=8), labels={"gpufed.io/pool": "onprem"}, pods=[])
+    await create(objects, kueue_obj("ResourceFlavor", "onprem", spec={"nodeLabels": {"gpufed.io/pool": "onprem"}}))
+    await create(objects, team_queue("team-a", 8))
+    await create(objects, kueue_obj("LocalQueue", "team-a", "default", spec={"clusterQueue": "team-a"}))
+    await create(objects, propagation_policy("training", kind="TrainJob", api_version=TRAINER, placement=PLACEMENT))
+    await create(objects, runtime())
+    await settled(manager)
+    await create(objects, trainjob("t1", 2))
+
+    async def started() -> dict[str, Any] | None:
+        wl = await queued_workload(objects, "TrainJob", "t1")
+        return wl if condition(wl, "Admitted").get("status") == "True" else None
+
+    await eventually(started, what="the TrainJob admitted")
+    entries = [{"name": "dataset-initializer", "ready": 0, "succeeded": 0, "failed": 0, "active": 1, "suspended": 0},
+               {"name": "node", "ready": 1, "succeeded": 0, "failed": 0, "active": 1, "suspended": 0}]
+    await report(objects, "t1", kind=("trainer.kubeflow.org", "TrainJob"), version="v1alpha1", jobsStatus=entries)
+
+    async def reclaimable(active: int) -> tuple[list[dict[str, Any]]] | None:
+        """The Workload's reclaimable Pods, once the hub's TrainJob has ``active`` child Jobs."""
+        hub = await objects.get(objects.registry.require(TRAINER, "TrainJob"), namespace="default", name="t1")
+        if sum(e.get("active", 0) for e in (hub.get("status") or {}).get("jobsStatus") or ()) != active:
+            return None
+        wl = await queued_workload(objects, "TrainJob", "t1")
+        return (((wl or {}).get("status") or {}).get("reclaimablePods", []),)
+
+    await eventually(lambda: reclaimable(2), what="the running TrainJob's status")
+    await settled(manager)
+    assert await reclaimable(2) == ([],)
+    entries[0] = {"name": "dataset-initializer", "ready": 0, "succeeded": 1, "failed": 0, "active": 0, "suspended": 0}
+    await report(objects, "t1", kind=("trainer.kubeflow.org", "TrainJob"), version="v1alpha1", jobsStatus=entries)
+
+    async def freed() -> list[dict[str, Any]] | None:
+        pods = await reclaimable(1)
+        return pods[0] if pods else None
+
+    assert await eventually(freed, what="the TrainJob's reclaimablePods") == [{"name": "dataset-initializer", "count": 1}]
