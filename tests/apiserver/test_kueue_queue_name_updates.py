@@ -1,7 +1,8 @@
 """Kueue's job webhooks' queue-name rule on the hub's API: a job of a kind Kueue suspends may move
 to another LocalQueue (its label ``kueue.x-k8s.io/queue-name`` added, changed or removed) only
 while it is suspended. Otherwise the update is refused as Kueue's webhook refuses it (a 403
-admission webhook denial with kube's field error), and nothing is written."""
+admission webhook denial with kube's field error), and nothing is written. A job created for a
+LocalQueue whose ClusterQueue has a MultiKueue check is answered managedBy MultiKueue."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from aiohttp.test_utils import TestClient
 from controlplane.apis import kueue_jobs
 from controlplane.apiserver.kueuepods import check_job_queue_name, check_managed_label
 from controlplane.apiserver.objects import ObjectStore
-from controlplane.controllers.admissiongate import hold_queued_workload
+from controlplane.controllers.admissiongate import default_managed_by, hold_queued_workload
 
 from .hubapi import hub_api
 
@@ -298,3 +299,39 @@ async def test_a_running_trainjob_keeps_its_queue_name(api: TestClient[Any, Any]
     assert (response.status, await response.json()) == (403, denial("TrainJob", immutable("team-lq")))
     current = await (await api.get(f"{TRAINJOBS}/t")).json()
     assert current["metadata"]["resourceVersion"] == stored["metadata"]["resourceVersion"]
+
+
+MULTIKUEUE = "kueue.x-k8s.io/multikueue"
+KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
+
+
+@pytest.fixture
+async def multikueue_api() -> AsyncIterator[TestClient[Any, Any]]:
+    def wire(objects: ObjectStore) -> None:  # as the hub does
+        objects.check_creates(hold_queued_workload)
+        objects.check_creates(default_managed_by(objects))
+
+    async with hub_api(wire) as client:
+        check = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "AdmissionCheck", "metadata": {"name": "dispatch"},
+                 "spec": {"controllerName": MULTIKUEUE,
+                          "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "MultiKueueConfig", "name": "workers"}}}
+        queue = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "fleet"},
+                 "spec": {"admissionChecksStrategy": {"admissionChecks": [{"name": "dispatch"}]}}}
+        local = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue", "metadata": {"name": "fleet"},
+                 "spec": {"clusterQueue": "fleet"}}
+        for path, body in ((f"{KUEUE}/admissionchecks", check), (f"{KUEUE}/clusterqueues", queue),
+                           (f"{KUEUE}/namespaces/default/localqueues", local)):
+            response = await client.post(path, json=body)
+            assert response.status == 201, await response.text()
+        yield client
+
+
+async def test_a_job_created_for_a_multikueue_queue_is_answered_managed_by_multikueue(
+    multikueue_api: TestClient[Any, Any],
+) -> None:
+    """Kueue's webhook defaulting, seen in the create's answer, a dry run's included."""
+    response = await multikueue_api.post(f"{JOBS}?dryRun=All", json=job("dry", queue="fleet"))
+    assert response.status == 201 and (await response.json())["spec"]["managedBy"] == MULTIKUEUE
+    stored = await created(multikueue_api, job("a1", queue="fleet"))
+    assert (stored["spec"]["managedBy"], stored["spec"]["suspend"]) == (MULTIKUEUE, True)
+    assert "managedBy" not in (await created(multikueue_api, job("a2", queue="elsewhere")))["spec"]
