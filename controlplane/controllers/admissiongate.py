@@ -284,14 +284,16 @@ def default_managed_by(client: ObjectClient) -> Callable[[ResourceType, dict[str
     ``kueue.x-k8s.io/queue-name`` of a LocalQueue whose ClusterQueue names (for any flavor) a stored
     AdmissionCheck of the ``kueue.x-k8s.io/multikueue`` controller, gets
     ``managedBy: kueue.x-k8s.io/multikueue``. Anything else is left as written: no LocalQueue,
-    no ClusterQueue, no such check, or a job managed by another controller."""
+    no ClusterQueue, no such check, or a job managed by another controller. The queues are read
+    as the hub last saw them (its watches keep them), as Kueue's webhook reads its cache: a
+    queued create costs no store round trip."""
 
     async def get(kind: str, namespace: str | None, name: str) -> dict[str, Any] | None:
         rt = client.registry.for_kind(API, kind)
         if rt is None or not name:
             return None
         try:
-            return await client.get(rt, namespace=namespace, name=name)
+            return await client.get_latest_seen(rt, namespace=namespace, name=name)
         except errors.NotFound:
             return None
 
