@@ -45,10 +45,10 @@ from controlplane.gojson import cannot_unmarshal, json_kind
 #: What kube's serializers for an object or for DeleteOptions decode, as its 415 lists them.
 _DECODED_MEDIA: Final = ["application/json", "application/yaml", protobuf.MEDIA_TYPE]
 #: The media types a body is taken in: JSON, YAML by any of its names, protobuf, and none at all
-#: (aiohttp's ``application/octet-stream`` for a body sent without a Content-Type), read as JSON.
+#: (a body sent without a Content-Type), read as JSON as kube reads it. An explicit
+#: ``application/octet-stream`` is kube's 415 like any other type it does not decode.
 _TAKEN_MEDIA: Final = frozenset(
-    ("application/json", "application/yaml", "text/yaml", "application/x-yaml", protobuf.MEDIA_TYPE, "",
-     "application/octet-stream")
+    ("application/json", "application/yaml", "text/yaml", "application/x-yaml", protobuf.MEDIA_TYPE, "")
 )
 
 #: The Go type kube's serializer reads a body's apiVersion and kind into (as Go prints it).
@@ -123,8 +123,10 @@ async def decode_object(raw: bytes, *, media: str, kind: str) -> Any:
 
 
 def body_media(content_type: str | None) -> str:
-    """The media type of a create's, an update's or a delete's body (its Content-Type without
-    parameters, lower-cased), or kube's 415 when kube would not decode it (``text/plain``)."""
+    """The media type of a create's, an update's or a delete's body (its Content-Type header
+    without parameters, lower-cased; ``""`` when the request sent none), or kube's 415 when kube
+    would not decode it (``text/plain``, ``application/octet-stream``). The header itself, not
+    aiohttp's ``request.content_type``, which reports ``application/octet-stream`` for none."""
     media = (content_type or "").split(";", 1)[0].strip().lower()
     if media not in _TAKEN_MEDIA:
         raise errors.unknown_body_format(_DECODED_MEDIA)

@@ -444,7 +444,7 @@ class ResourceHandlers:
 
     async def body(self, request: web.Request, *, kind: str) -> Any:
         """A create's or an update's body (of a ``kind``), refused in kube's words if it does not decode."""
-        media = body_media(request.content_type) if request.body_exists else ""
+        media = body_media(request.headers.get("Content-Type")) if request.body_exists else ""
         # kube checks the options after the body's media type and before decoding it.
         checked_write_options(request, "UpdateOptions" if request.method == "PUT" else "CreateOptions")
         if media == protobuf.MEDIA_TYPE:
@@ -512,7 +512,7 @@ class ResourceHandlers:
         the query's otherwise; checked as kube checks them."""
         raw = await request.read() if request.body_exists else b""
         # As kube, a body's media type is checked only when it has one (415 for one not decoded).
-        body = (await decode_options(raw, media=body_media(request.content_type) or JSON_CONTENT_TYPE) or {}) if raw else None
+        body = (await decode_options(raw, media=body_media(request.headers.get("Content-Type")) or JSON_CONTENT_TYPE) or {}) if raw else None
         return checked_delete_options(request.query, body)
 
     async def _delete(self, request: web.Request, rt: ResourceType, info: RequestInfo) -> web.StreamResponse:

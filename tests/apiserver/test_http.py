@@ -235,6 +235,19 @@ async def test_errors_are_status_objects(
     assert_status(await response.json(), code=code, reason=reason)
 
 
+async def test_a_body_without_a_content_type_is_json_and_octet_stream_is_415(api: Client) -> None:
+    """kube reads a create's body sent without a Content-Type as JSON, and refuses one that says
+    ``application/octet-stream`` as a type it does not decode (aiohttp reports octet-stream for
+    both, so the hub read the second as JSON)."""
+    body = json.dumps(deployment("untyped")).encode()
+    created = await api.post(DEPLOYMENTS, data=body, skip_auto_headers=["Content-Type"])
+    assert created.status == 201, await created.text()
+    refused = await api.post(DEPLOYMENTS, data=json.dumps(deployment("octet")).encode(),
+                             headers={"Content-Type": "application/octet-stream"})
+    assert_status(await refused.json(), code=415, reason="UnsupportedMediaType")
+    assert (await api.get(f"{DEPLOYMENTS}/octet")).status == 404
+
+
 @pytest.mark.parametrize(
     ("query", "message"),
     [

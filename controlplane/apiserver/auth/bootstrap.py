@@ -66,6 +66,7 @@ from controlplane.apiserver.auth.tokens import (
     TokenStore,
     bearer_token,
 )
+from controlplane.apiserver.body_refusals import body_media
 from controlplane.apiserver.decoding import decode_body_sync
 from controlplane.apiserver.identity import Authorizer, RequestAttributes, Role, UserInfo
 from controlplane.storage.interface import StorageError
@@ -296,18 +297,20 @@ async def _require_admin(
 
 
 async def read_object_body(request: web.Request) -> dict[str, Any]:
-    """The object in the body: JSON, or protobuf as kubectl's and client-go's typed clients send
-    it (reviews, token requests)."""
-    if request.content_type == protobuf.MEDIA_TYPE:
+    """The object in the body of a computed create (reviews, token requests): JSON or YAML, or
+    protobuf as kubectl's and client-go's typed clients send it; a media type kube does not decode
+    is its 415, as for any create."""
+    media = body_media(request.headers.get("Content-Type"))
+    if media == protobuf.MEDIA_TYPE:
         return protobuf.decode_object(await request.read())
-    return await read_json_body(request)
+    return await read_json_body(request, media=media or "application/json")
 
 
-async def read_json_body(request: web.Request) -> dict[str, Any]:
+async def read_json_body(request: web.Request, *, media: str = "application/json") -> dict[str, Any]:
     raw = await request.content.read(_MAX_BODY_BYTES + 1)
     if len(raw) > _MAX_BODY_BYTES:
         raise errors.RequestEntityTooLarge(f"the request body is larger than {_MAX_BODY_BYTES} bytes")
-    body = decode_body_sync(raw if raw.strip() else b"{}", media="application/json")
+    body = decode_body_sync(raw if raw.strip() else b"{}", media=media)
     if not isinstance(body, dict):
         raise errors.BadRequest("the request body must be a JSON object")
     return body

@@ -112,6 +112,38 @@ async def test_paths_kube_does_not_route_are_not_found(admin: Client, path: str)
     assert (status, body["reason"]) == (404, "NotFound")
 
 
+@pytest.mark.parametrize(
+    ("content_type", "body", "status"),
+    [
+        ("application/json", b'{"spec": {"resourceAttributes": {"verb": "get", "resource": "pods"}}}', 201),
+        ("application/yaml", b"spec:\n  resourceAttributes: {verb: get, resource: pods}\n", 201),
+        (None, b'{"spec": {"resourceAttributes": {"verb": "get", "resource": "pods"}}}', 201),
+        ("text/plain", b'{"spec": {}}', 415),
+        ("application/octet-stream", b'{"spec": {}}', 415),
+    ],
+)
+async def test_a_reviews_body_is_read_in_the_media_types_kube_decodes(
+    session: aiohttp.ClientSession, admin: Client, content_type: str | None, body: bytes, status: int
+) -> None:
+    """A review is a create like any other: JSON, YAML or no Content-Type at all (read as JSON) is
+    decoded, anything else is kube's 415 naming what it decodes (before, YAML was refused as
+    malformed JSON and ``text/plain`` read as JSON)."""
+    headers = {"Authorization": f"Bearer {admin.token}"}
+    skip = ["Content-Type"] if content_type is None else []
+    if content_type is not None:
+        headers["Content-Type"] = content_type
+    async with session.post(f"{admin.hub.url}{AUTHZ}/selfsubjectaccessreviews", data=body, headers=headers,
+                            skip_auto_headers=skip) as resp:
+        answer = await resp.json(content_type=None)
+    assert resp.status == status, answer
+    if status == 201:
+        assert answer["status"]["allowed"] is True
+    else:
+        assert (answer["reason"], answer["message"]) == ("UnsupportedMediaType", (
+            'the body of the request was in an unknown format - accepted media types include: '
+            'application/json, application/yaml, application/vnd.kubernetes.protobuf'))
+
+
 def kubectl(kubeconfig: Path, cache: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["kubectl", "--kubeconfig", str(kubeconfig), "--cache-dir", str(cache), *args],
                           input=stdin, capture_output=True, text=True, timeout=60, check=False)
