@@ -33,6 +33,9 @@ ClusterQueues, LocalQueues, WorkloadPriorityClasses and Workloads (informers). O
   status: :mod:`controlplane.admission.podsready`), is evicted and requeued after a backoff, or
   deactivated past the limit (the writes in :mod:`controlplane.controllers.requeuing`, the rules in
   :mod:`controlplane.admission.requeuing`); the cycle returns when a deadline or a backoff ends;
+* a Workload made inactive (``spec.active: false``, by hand too) is evicted as Kueue does it
+  (``Evicted``/``Requeued=False`` with reason ``Deactivated``, its quota released and its job
+  stopped), and queued again once active (``Requeued=True``, ``Reactivated``);
 * with ``--kueue-fair-sharing`` the cycle runs with Kueue's fair sharing over the tree of cohorts
   (``kueue.x-k8s.io/v1alpha1`` Cohorts: parents, quota, weights), and ClusterQueues and Cohorts
   get ``status.fairSharing.weightedShare``;
@@ -355,7 +358,11 @@ class AdmissionController(KeyedController[Key]):
         # Only a HoldAndDrain queue makes the cycle look at each admitted Workload's queues.
         draining = any(stopping.stop_policy(o) == stopping.HOLD_AND_DRAIN for o in (*cq_objs.values(), *lqs.values()))
         for key, wl in list(workloads.items()):
-            if adm.is_finished(wl) or is_deleting(wl) or not requeuing.is_active(wl):
+            if adm.is_finished(wl) or is_deleting(wl):
+                continue
+            if not requeuing.is_active(wl):
+                if not adm.is_true(wl, kueue.COND_EVICTED):  # as Kueue: evicted (its quota free for this cycle)
+                    workloads[key] = self._assume(await self.requeuing.deactivate(wl))
                 continue
             held = adm.admitted_of(wl)
             if held is not None:

@@ -83,6 +83,7 @@ class EventReason(StrEnum):
     PREEMPTED = "Preempted"
     EVICTED_PODS_READY_TIMEOUT = "EvictedDueToPodsReadyTimeout"
     EVICTED_REQUEUING_LIMIT = "EvictedDueToDeactivatedDueToRequeuingLimitExceeded"
+    EVICTED_DEACTIVATED = "EvictedDueToDeactivated"
     EVICTED_CLUSTER_QUEUE_STOPPED = "EvictedDueToClusterQueueStopped"
     EVICTED_LOCAL_QUEUE_STOPPED = "EvictedDueToLocalQueueStopped"
     EVICTED_ADMISSION_CHECK = "EvictedDueToAdmissionCheck"
@@ -108,7 +109,7 @@ async def record_event(
     involved: Mapping[str, Any],
     *,
     type: EventType,
-    reason: EventReason,
+    reason: EventReason | str,
     message: str,
 ) -> None:
     if not ctx.settings.record_events or ctx.event_rt is None:

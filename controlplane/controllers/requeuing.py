@@ -14,6 +14,12 @@ requeuing limit, ``spec.active: false``) as Kueue writes them, and Events:
   ``DeactivatedDueToRequeuingLimitExceeded``, the Event
   ``EvictedDueToDeactivatedDueToRequeuingLimitExceeded``), which removes ``DeactivationTarget``
   and ``requeueState``;
+* a Workload whose ``spec.active`` is false (set by hand, or by the steps above) and that is not
+  evicted yet is evicted as Kueue's workload controller does it (:meth:`Requeuing.deactivate`):
+  reason ``Deactivated`` ("The workload is deactivated"), or ``DeactivatedDueTo<the
+  DeactivationTarget's reason>`` ("... due to <its message>"); holding quota, its admission is
+  removed, ``Requeued=False`` with that reason, and the Event ``EvictedDueTo<reason>``; pending,
+  only ``Evicted`` is written, as Kueue does;
 * once ``requeueAt`` has passed: ``Requeued=True`` (``BackoffFinished``), ``requeueAt`` removed
   (the count stays), and the Workload is queued again;
 * a deactivated Workload made active again: ``Requeued=True`` (``Reactivated``), ``requeueState``
@@ -34,6 +40,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from controlplane.admission import checks
 from controlplane.admission import objects as adm
 from controlplane.admission import requeuing
 from controlplane.admission.metrics import QueueMetrics
@@ -54,7 +61,17 @@ def _seconds_since(now: dt.datetime, stamp: str) -> float:
 
 
 DEACTIVATION_CAUSE = "exceeding the maximum number of re-queuing retries"
-DEACTIVATED_MESSAGE = f"The workload is deactivated due to {DEACTIVATION_CAUSE}"
+DEACTIVATED = "The workload is deactivated"
+
+
+def deactivation(wl: Mapping[str, Any]) -> tuple[str, str]:
+    """The reason and message of a deactivated Workload's eviction (Kueue's workload
+    controller): ``Deactivated``, or the cause its ``DeactivationTarget`` condition names."""
+    target = adm.condition(wl, kueue.COND_DEACTIVATION_TARGET)
+    if target is None:
+        return kueue.REASON_DEACTIVATED, DEACTIVATED
+    return (f"{kueue.REASON_DEACTIVATED}DueTo{target.get('reason', '')}",
+            f"{DEACTIVATED} due to {target.get('message', '')}")
 
 
 class Requeuing:
@@ -102,22 +119,42 @@ class Requeuing:
             set_conditions(updated.setdefault("status", {}), [target], now=ctx.now_text())
             updated = await ctx.objects.update_status(self.rt, updated)
             updated = await ctx.objects.update(self.rt, {**updated, "spec": {**updated["spec"], "active": False}})
-            reason, message = kueue.REASON_REQUEUING_LIMIT_EXCEEDED, DEACTIVATED_MESSAGE
-            event = EventReason.EVICTED_REQUEUING_LIMIT
-        else:
-            reason, message = kueue.REASON_PODS_READY_TIMEOUT, f"Exceeded the PodsReady timeout {adm.key_of(wl)}"
-            event = EventReason.EVICTED_PODS_READY_TIMEOUT
+            return await self.deactivate(updated)
+        reason, message = kueue.REASON_PODS_READY_TIMEOUT, f"Exceeded the PodsReady timeout {adm.key_of(wl)}"
 
         def requeue_state(status: dict[str, Any]) -> None:
-            if requeue.state is None:
-                status.pop("requeueState", None)
-                status["conditions"] = [c for c in status.get("conditions") or ()
-                                        if c.get("type") != kueue.COND_DEACTIVATION_TARGET]
-            else:
-                status["requeueState"] = requeue.state
+            status["requeueState"] = requeue.state
 
-        written = await evict(ctx, self.rt, updated, reason=reason, message=message, event=event, edit=requeue_state)
+        written = await evict(ctx, self.rt, updated, reason=reason, message=message,
+                              event=EventReason.EVICTED_PODS_READY_TIMEOUT, edit=requeue_state)
         if self.metrics is not None and queue:
+            self.metrics.evicted(queue, reason=reason, local_queue=adm.local_queue_of(wl))
+        return written
+
+    async def deactivate(self, wl: Mapping[str, Any]) -> dict[str, Any]:
+        """Evict a Workload whose ``spec.active`` is false and that is not evicted yet, as Kueue's
+        workload controller does (see the module docstring); return it as written."""
+        reason, message = deactivation(wl)
+        queue = str((adm.admission_of(wl) or {}).get("clusterQueue") or "")
+
+        def forget_requeuing(status: dict[str, Any]) -> None:
+            status.pop("requeueState", None)
+            status["conditions"] = [c for c in status.get("conditions") or ()
+                                    if c.get("type") != kueue.COND_DEACTIVATION_TARGET]
+
+        if not queue:  # pending: nothing to release, no Event (Kueue reports holders' evictions only)
+            updated = copy.deepcopy(dict(wl))
+            status = updated.setdefault("status", {})
+            now = self.ctx.now_text()
+            set_conditions(status, [{"type": kueue.COND_EVICTED, "status": "True", "reason": reason, "message": message}], now=now)
+            if status.get("admissionChecks"):
+                status["admissionChecks"] = checks.reset_on_eviction(checks.states_of(updated), now=now)
+            forget_requeuing(status)
+            written = await self.ctx.objects.update_status(self.rt, updated)
+            log.info("Workload %s deactivated while pending: %s", adm.key_of(wl), message)
+            return written
+        written = await evict(self.ctx, self.rt, wl, reason=reason, message=message, edit=forget_requeuing)
+        if self.metrics is not None:
             self.metrics.evicted(queue, reason=reason, local_queue=adm.local_queue_of(wl))
         return written
 

@@ -77,7 +77,7 @@ async def evict(
         edit(status)
     written = await ctx.objects.update_status(rt, updated)
     log.info("Workload %s evicted (%s): %s", adm.key_of(workload), reason, message)
-    await record_event(ctx, written, type=event_type, reason=event or EventReason(f"{kueue.COND_EVICTED}DueTo{reason}"),
+    await record_event(ctx, written, type=event_type, reason=event or f"{kueue.COND_EVICTED}DueTo{reason}",
                        message=event_message or message)
     return written
 
