@@ -12,7 +12,8 @@
   ``BadConfig`` (False) when its parameters do not name a stored MultiKueueConfig.
 * A Workload's state of such a check goes ``Ready`` once one of the config's clusters is active
   (``Pending`` until then), and the workload is then placed on those clusters only
-  (:func:`dispatch_clusters`).
+  (:func:`dispatch_clusters`); ``Rejected`` when its job is not MultiKueue's (another
+  ``managedBy``: :func:`unmanaged_message`), as Kueue's multikueue workload controller rejects it.
 """
 
 from __future__ import annotations
@@ -113,6 +114,12 @@ def dispatch_clusters(
         names = frozenset(active_clusters(check, configs, clusters))
         allowed = names if allowed is None else allowed & names
     return allowed
+
+
+def unmanaged_message(reason: str) -> str:
+    """The message of a MultiKueue check Rejected for a job MultiKueue does not manage (Kueue's
+    multikueue workload controller's)."""
+    return f"The owner is not managed by Kueue: {reason}"
 
 
 def ready_message(names: Iterable[str]) -> str:

@@ -17,6 +17,7 @@ from controlplane.apis.kueue_v1beta1 import LABEL_POD_GROUP_NAME, LABEL_QUEUE_NA
 from controlplane.apis.trainer import DEFAULT_MANAGED_BY as TRAINER_CONTROLLER
 from controlplane.apis.trainer import GROUP as TRAINER_GROUP
 from controlplane.apis.trainer import TRAIN_JOB
+from controlplane.gojson import go_quote
 
 #: Where Kueue's job integrations keep the flag it flips to start a job it admitted (Kueue suspends
 #: a queued job when it is created and unsuspends it on admission), by API group and kind.
@@ -119,6 +120,23 @@ def set_managed_by(obj: dict[str, Any], value: str | None) -> None:
         parent.pop(entry[0][-1], None)
     else:
         parent[entry[0][-1]] = value
+
+
+def multikueue_unmanaged(obj: Mapping[str, Any]) -> str | None:
+    """Why Kueue's MultiKueue does not dispatch a job (its adapters' ``IsJobManagedByKueue``), in
+    their words: a job of a kind it dispatches whose ``managedBy`` is not
+    ``kueue.x-k8s.io/multikueue`` (``Expecting spec.managedBy to be "kueue.x-k8s.io/multikueue" not
+    "<its managedBy>"``; MPIJob's adapter names ``spec.runPolicy.managedBy``, the other Kubeflow
+    jobs' say ``spec.managedBy`` too). None: MultiKueue's, or a kind without the field."""
+    entry = _managed_by_of(obj)
+    if entry is None:
+        return None
+    value = managed_by(obj)
+    value = value if isinstance(value, str) else ""
+    if value == MULTIKUEUE:
+        return None
+    path = "spec.runPolicy.managedBy" if obj.get("kind") == "MPIJob" else "spec.managedBy"
+    return f"Expecting {path} to be {go_quote(MULTIKUEUE)} not {go_quote(value)}"
 
 
 def for_worker(manifest: dict[str, Any]) -> None:

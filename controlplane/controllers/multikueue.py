@@ -4,7 +4,8 @@ In: the hub's Clusters, MultiKueueClusters, MultiKueueConfigs, AdmissionChecks a
 (informers). Out: each MultiKueueCluster's ``Active`` condition from the Cluster of its name, each
 AdmissionCheck of the ``kueue.x-k8s.io/multikueue`` controller's ``Active`` condition, and a
 quota-holding Workload's ``Pending`` state of such a check set ``Ready`` once one of its config's
-clusters is active. Two kinds of key: :data:`_ALL`, for a change of a cluster's readiness, a
+clusters is active, or ``Rejected`` when its job names another ``managedBy`` (so the admission
+controller deactivates it, :mod:`controlplane.controllers.admissionchecks`). Two kinds of key: :data:`_ALL`, for a change of a cluster's readiness, a
 MultiKueueCluster, a config or a check, looks at every cluster and check again (a hub has few) and
 queues the Workloads whose MultiKueue check is ``Pending``; a Workload's own ``namespace/name``, for
 a change of that Workload, looks at it alone, so a busy queue costs one Workload per event.
@@ -18,11 +19,14 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from controlplane.admission import multikueue as mk
-from controlplane.admission.checks import PENDING, READY, states_of
+from controlplane.admission.checks import PENDING, READY, REJECTED, states_of
+from controlplane.apis import kueue_jobs
 from controlplane.apis import kueue_v1beta1 as kueue
+from controlplane.controllers.admissiongate import owner_of
 from controlplane.controllers.context import CONFLICT_RETRY_SECONDS, ControllerContext
 from controlplane.controllers.reconciling import KeyedController
 from controlplane.controllers.workloadevicting import set_conditions
+from controlplane.controllers.workloads import is_deleting
 from controlplane.objectclient import ResourceType, WatchEventType, errors
 
 log = logging.getLogger(__name__)
@@ -134,9 +138,14 @@ class MultiKueueController(KeyedController[str]):
             return True
         states = states_of(wl)
         changed = False
+        unmanaged = self._unmanaged(wl)
         for state in states:
             check = checks.get(str(state.get("name")))
             if check is None or state.get("state") != PENDING:
+                continue
+            if unmanaged is not None:  # as Kueue: not MultiKueue's to dispatch
+                state.update(state=REJECTED, message=mk.unmanaged_message(unmanaged), lastTransitionTime=self.ctx.now_text())
+                changed = True
                 continue
             names = mk.active_clusters(check, configs, clusters)
             if names:
@@ -152,5 +161,19 @@ class MultiKueueController(KeyedController[str]):
             return False
         except errors.NotFound:
             return True
-        log.info("Workload %s/%s: its MultiKueue checks are ready", wl["metadata"].get("namespace"), wl["metadata"]["name"])
+        log.info("Workload %s/%s: its MultiKueue checks are %s", wl["metadata"].get("namespace"), wl["metadata"]["name"],
+                 "rejected (its job is not MultiKueue's)" if unmanaged is not None else "ready")
         return True
+
+    def _unmanaged(self, wl: Mapping[str, Any]) -> str | None:
+        """Why the Workload's job is not MultiKueue's to dispatch (its ``managedBy``), None when it is
+        (or is a kind without the field, or the hub does not hold it; a Workload being deleted is
+        not asked, as in Kueue)."""
+        owner = owner_of(wl)
+        if owner is None or is_deleting(wl):
+            return None
+        rt = self.ctx.registry.for_kind(owner.api_version, owner.kind)
+        job = self.ctx.cached(rt, owner.namespace, owner.name) if rt is not None else None
+        if job is None:
+            return None
+        return kueue_jobs.multikueue_unmanaged({**job, "apiVersion": owner.api_version, "kind": owner.kind})

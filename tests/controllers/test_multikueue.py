@@ -2,7 +2,8 @@
 hub's Cluster of its name is Ready; an AdmissionCheck of the ``kueue.x-k8s.io/multikueue``
 controller is ``Active`` as Kueue's controller says (SomeActiveClusters, NoUsableClusters,
 BadConfig); a Workload's state of it goes ``Ready`` once one of its config's clusters is active,
-and the workload is then placed on the active ones only."""
+and the workload is then placed on the active ones only; ``Rejected`` when its job names another
+``managedBy``, which deactivates it."""
 
 from __future__ import annotations
 
@@ -46,7 +47,9 @@ def multikueue_check(name: str, config: str) -> dict[str, Any]:
 
 async def dispatching_fleet(objects: ObjectStore, manager: ControllerManager, *clusters: str) -> None:
     """Clusters east and west (west not Ready), a MultiKueueCluster for each of ``clusters``, a
-    config naming them, a queue whose check is of the multikueue controller."""
+    config naming them, a queue whose check is of the multikueue controller; jobs created in it
+    get ``managedBy`` MultiKueue, as the hub's API defaults it."""
+    objects.check_creates(default_managed_by(objects))
     for name in ("east", "west"):
         await put_cluster(objects, name, node_shape(2, gpus=8), labels=POOL, pods=[])
     await set_ready(objects, "west", "False")
@@ -285,7 +288,6 @@ async def test_a_job_queued_to_a_multikueue_queue_is_managed_by_multikueue_at_th
 ) -> None:
     """Kueue's Job webhook defaults ``managedBy`` for a queue with a MultiKueue check (a Job naming
     the Job controller included); the adapter creates the worker's copy without it."""
-    objects.check_creates(default_managed_by(objects))
     await dispatching_fleet(objects, manager, "east")
     named = job("a2", "team-a")
     named["spec"]["managedBy"] = "kubernetes.io/job-controller"
@@ -301,7 +303,6 @@ async def test_a_job_queued_to_a_multikueue_queue_is_managed_by_multikueue_at_th
 async def test_managed_by_is_defaulted_only_for_a_multikueue_queue_and_never_over_another_controller(
     objects: ObjectStore, manager: ControllerManager,
 ) -> None:
-    objects.check_creates(default_managed_by(objects))
     await dispatching_fleet(objects, manager, "east")
     await create(objects, team_queue("team-b", 8))
     await create(objects, kueue_obj("LocalQueue", "team-b", "default", spec={"clusterQueue": "team-b"}))
@@ -327,3 +328,56 @@ async def test_a_kubeflow_job_managed_by_multikueue_goes_to_its_member_without_i
     assert "managedBy" not in copy["spec"]["runPolicy"], copy["spec"]["runPolicy"]
     hub = await get(objects, "kubeflow.org/v1", "PyTorchJob", "p1")
     assert hub is not None and hub["spec"]["runPolicy"]["managedBy"] == MULTIKUEUE
+
+
+@pytest.mark.parametrize(("kind", "managed_by", "why"), [
+    ("Job", "example.com/own-controller", 'spec.managedBy to be "kueue.x-k8s.io/multikueue" not "example.com/own-controller"'),
+    ("Job", None, 'spec.managedBy to be "kueue.x-k8s.io/multikueue" not ""'),
+    ("PyTorchJob", "kubeflow.org/training-operator",
+     'spec.managedBy to be "kueue.x-k8s.io/multikueue" not "kubeflow.org/training-operator"'),
+])
+async def test_a_job_another_controller_manages_is_rejected_by_the_multikueue_check_not_dispatched(
+    objects: ObjectStore, manager: ControllerManager, kind: str, managed_by: str | None, why: str,
+) -> None:
+    """As Kueue's multikueue workload controller: its adapter's ``IsJobManagedByKueue`` says no, so
+    the check is ``Rejected`` with the adapter's reason, and the Workload is deactivated as for any
+    Rejected check; nothing goes to a member. A job keeps its own ``managedBy`` (or none) when it
+    names another controller, or when its LocalQueue did not exist yet as it was created."""
+    await dispatching_fleet(objects, manager, "east")
+    if kind == "PyTorchJob":
+        await create(objects, propagation_policy("training", kind="PyTorchJob", api_version="kubeflow.org/v1", placement=PLACEMENT))
+        obj = pytorchjob("p1")
+        obj["spec"]["runPolicy"]["managedBy"] = managed_by
+    else:
+        obj = job("a1", "team-a")
+        if managed_by is not None:
+            obj["spec"]["managedBy"] = managed_by
+    late = managed_by != "example.com/own-controller"  # else MultiKueue's managedBy would be defaulted
+    if late:
+        obj["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = "late"
+    created = await create(objects, obj)
+    assert created["spec"].get("managedBy", created["spec"].get("runPolicy", {}).get("managedBy")) == managed_by
+    if late:
+        await create(objects, kueue_obj("LocalQueue", "late", "default", spec={"clusterQueue": "team-a"}))
+    name = obj["metadata"]["name"]
+
+    async def rejected() -> dict[str, Any] | None:
+        wl = await queued_workload(objects, kind, name)
+        return wl if wl is not None and wl["spec"].get("active") is False else None
+
+    wl = await eventually(rejected, what=f"{name}'s Workload deactivated by its rejected check")
+    evicted = condition(wl, "Evicted")
+    assert (evicted["status"], evicted["reason"]) == ("True", "DeactivatedDueToAdmissionCheck")
+    # The eviction resets the check (as Kueue's does); the rejection's message is in the Event.
+    [state] = wl["status"]["admissionChecks"]
+    assert (state["state"], state["message"]) == ("Pending", "Reset to Pending after eviction. Previously: Rejected")
+    events = (await objects.list(objects.registry.require("v1", "Event"), namespace="default")).items
+    assert [(e["type"], e["message"]) for e in events
+            if e["involvedObject"]["name"] == wl["metadata"]["name"] and e["reason"] == "AdmissionCheckRejected"] == [
+        ("Warning", f"Deactivating workload because AdmissionCheck for dispatch was Rejected: "
+                    f"The owner is not managed by Kueue: Expecting {why}")]
+    await settled(manager)
+    works = (await objects.list(objects.registry.require("work.gpufed.io/v1alpha1", "Work"))).items
+    assert not [w for w in works if name in w["metadata"]["name"]]
+    hub = await get(objects, obj["apiVersion"], kind, name)
+    assert hub is not None and (hub["spec"].get("suspend") or hub["spec"].get("runPolicy", {}).get("suspend")) is True
