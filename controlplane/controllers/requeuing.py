@@ -40,9 +40,8 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from controlplane.admission import checks
+from controlplane.admission import checks, requeuing
 from controlplane.admission import objects as adm
-from controlplane.admission import requeuing
 from controlplane.admission.metrics import QueueMetrics
 from controlplane.apis import kueue_v1beta1 as kueue
 from controlplane.apis.timestamps import parse_time
