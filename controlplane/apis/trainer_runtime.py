@@ -10,7 +10,9 @@ builds the JobSet from them, and this module reads what placement needs the same
 * the trainer step is the replicated Job whose template is labelled
   ``trainer.kubeflow.org/trainjob-ancestor-step: trainer`` (a runtime of the first releases,
   without the label, names it ``node``); the trainer's jobset plugin runs it once
-  (``replicas: 1``) with ``parallelism`` and ``completions`` the node count;
+  (``replicas: 1``, whatever the runtime's replicated Job says) with ``parallelism`` and
+  ``completions`` the node count, so the trainer step is the node count of pods, for placement
+  and for Kueue's pod set alike;
 * the node count is the TrainJob's ``spec.trainer.numNodes``, else the runtime's
   ``mlPolicy.numNodes``, else the trainer Job's own ``parallelism`` (1 when unset);
 * the trainer Job's container named ``node`` takes the TrainJob's ``spec.trainer`` image,
@@ -46,6 +48,8 @@ from controlplane.apis.trainer import GROUP
 #: The label of a runtime's replicated Job that says which step of the TrainJob it runs.
 LABEL_ANCESTOR: Final = f"{GROUP}/trainjob-ancestor-step"
 ANCESTOR_TRAINER: Final = "trainer"
+#: The steps the trainer's jobset builder runs as one Job (``replicas: 1``) whatever the runtime says.
+ONE_JOB_STEPS: Final = frozenset({ANCESTOR_TRAINER, "dataset-initializer", "model-initializer"})
 #: The trainer step's replicated Job (runtimes without the ancestor label) and its container.
 NODE: Final = "node"
 #: Where a resolved copy keeps its runtime (see the module docstring).
@@ -199,11 +203,13 @@ def _pods_per_replica(replicated: Mapping[str, Any]) -> int:
 
 def replicated_jobs(trainjob: Mapping[str, Any], runtime: Mapping[str, Any]) -> list[ReplicatedJob]:
     """Every replicated Job of the JobSet the trainer builds for ``trainjob`` run with ``runtime``,
-    in the runtime's order: the trainer step with the node count (:func:`num_nodes`) and its
-    template (:func:`node_template`); the others (the initializers) with ``replicas`` times their
-    pods per replica and their own template, runtime patches applied. Each keeps the runtime's
-    ``replicas`` (JobSet's default 1): the trainer sets the node count as the trainer Job's
-    ``parallelism``, not as more Jobs."""
+    in the runtime's order, counted as Kueue counts a JobSet's pod sets (``replicas`` times the
+    pods per replica): the trainer step with the node count (:func:`num_nodes`) and its template
+    (:func:`node_template`); the others (the initializers) with their pods per replica and their
+    own template, runtime patches applied. The trainer's jobset builder runs the trainer step
+    and the labelled initializers (:data:`ONE_JOB_STEPS`) as one Job each, whatever ``replicas``
+    the runtime gives them (the node count becomes the trainer Job's ``parallelism``, not more
+    Jobs); any other replicated Job keeps the runtime's ``replicas`` (JobSet's default 1)."""
     spec = _mapping(runtime.get("spec"))
     trainer_step = trainer_job(spec)
     out: list[ReplicatedJob] = []
@@ -213,8 +219,10 @@ def replicated_jobs(trainjob: Mapping[str, Any], runtime: Mapping[str, Any]) -> 
         replicas = given if isinstance(given, int) and not isinstance(given, bool) and given >= 0 else 1
         if job is trainer_step:
             nodes = num_nodes(trainjob, spec)
-            out.append(ReplicatedJob(name, nodes, node_template(trainjob, spec), replicas, nodes))
+            out.append(ReplicatedJob(name, nodes, node_template(trainjob, spec), 1, nodes))
         else:
+            if _ancestor(job) in ONE_JOB_STEPS:
+                replicas = 1
             per_replica = _pods_per_replica(job)
             out.append(ReplicatedJob(name, replicas * per_replica, patched(_pod_template(job), name, trainjob), replicas, per_replica))
     return out

@@ -61,24 +61,30 @@ def test_a_jobsets_reclaimable_pods_are_the_pods_of_its_succeeded_jobs(
 
 
 def trainjob(statuses: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """A TrainJob of 3 nodes; its runtime: an initializer of 2 Jobs of 1 Pod, the trainer step."""
+    """A TrainJob of 3 nodes; its runtime: a warmup of 2 Jobs of 1 Pod (no step label: the trainer
+    keeps its replicas), a model initializer the runtime gives 2 Jobs (the trainer runs it as one),
+    the trainer step."""
     ancestor = "trainer.kubeflow.org/trainjob-ancestor-step"
 
-    def replicated(name: str, replicas: int, step: str) -> dict[str, Any]:
-        return {"name": name, "replicas": replicas, "template": {"metadata": {"labels": {ancestor: step}},
-                                                                 "spec": {"template": {"spec": {}}}}}
+    def replicated(name: str, replicas: int, step: str | None) -> dict[str, Any]:
+        labels = {"labels": {ancestor: step}} if step else {}
+        return {"name": name, "replicas": replicas, "template": {"metadata": labels, "spec": {"template": {"spec": {}}}}}
     runtime = {"spec": {"mlPolicy": {"numNodes": 2}, "template": {"spec": {"replicatedJobs": [
-        replicated("model-initializer", 2, "model-initializer"), replicated("node", 1, "trainer")]}}}}
+        replicated("warmup", 2, None), replicated("model-initializer", 2, "model-initializer"),
+        replicated("node", 2, "trainer")]}}}}
     return {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "metadata": {"name": "t"},
             "spec": {"trainer": {"numNodes": 3}}, "status": {"jobsStatus": statuses}}, runtime
 
 
 @pytest.mark.parametrize(("statuses", "expected"), [
     ([], []),
-    ([{"name": "model-initializer", "succeeded": 1, "active": 1}], [{"name": "model-initializer", "count": 1}]),
-    ([{"name": "model-initializer", "succeeded": 2}, {"name": "node", "succeeded": 1}],
-     [{"name": "model-initializer", "count": 2}, {"name": "node", "count": 3}]),  # the node Job runs the 3 nodes
-    ([{"name": "model-initializer", "succeeded": 3}], []),  # more than its replicas: Kueue reports none
+    ([{"name": "warmup", "succeeded": 1, "active": 1}], [{"name": "warmup", "count": 1}]),
+    ([{"name": "warmup", "succeeded": 2}, {"name": "node", "succeeded": 1}],
+     [{"name": "warmup", "count": 2}, {"name": "node", "count": 3}]),  # the node Job runs the 3 nodes
+    ([{"name": "warmup", "succeeded": 3}], []),  # more than its replicas: Kueue reports none
+    ([{"name": "model-initializer", "succeeded": 1}], [{"name": "model-initializer", "count": 1}]),
+    ([{"name": "model-initializer", "succeeded": 2}], []),  # one Job, whatever the runtime's replicas
+    ([{"name": "node", "succeeded": 2}], []),  # the trainer step too
     ([{"name": "node", "active": 1}], []),
 ])
 def test_a_trainjobs_reclaimable_pods_are_the_pods_of_its_runtimes_succeeded_jobs(

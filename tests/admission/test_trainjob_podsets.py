@@ -71,10 +71,27 @@ def test_the_trainjobs_num_nodes_and_resources_per_node_win() -> None:
 
 def test_an_initializer_with_parallelism_counts_its_pods_and_the_workload_names_the_trainjob() -> None:
     rt = runtime()
-    rt["spec"]["template"]["spec"]["replicatedJobs"][0]["replicas"] = 2
     rt["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["parallelism"] = 3
-    assert [ps["count"] for ps in adm.pod_sets(with_runtime(trainjob(), rt)) or ()] == [6, 3]
+    assert [ps["count"] for ps in adm.pod_sets(with_runtime(trainjob(), rt)) or ()] == [3, 3]
     assert adm.workload_name_of(trainjob()).startswith("trainjob-llama-")
+
+
+def test_the_trainer_runs_its_steps_as_one_job_each_whatever_replicas_the_runtime_gives() -> None:
+    """Kueue counts the JobSet the trainer builds (replicas x pods per replica), and the trainer's
+    jobset builder writes ``replicas: 1`` on the trainer step and the labelled initializers: the
+    node count (3) and one initializer Job of 2 pods, however many Jobs the runtime asks. A
+    replicated Job without a step label keeps its replicas."""
+    rt = runtime()
+    jobs = rt["spec"]["template"]["spec"]["replicatedJobs"]
+    jobs[0]["replicas"], jobs[0]["template"]["spec"]["parallelism"] = 4, 2
+    jobs[1]["replicas"] = 4
+    jobs.append({"name": "warmup", "replicas": 2, "template": {"spec": {"parallelism": 3, "template": {"spec": {
+        "containers": [{"name": "warmup", "image": "w:1", "resources": {"requests": {"cpu": "1"}}}]}}}}})
+    pod_sets = adm.pod_sets(with_runtime(trainjob(), rt))
+    assert [(ps["name"], ps["count"]) for ps in pod_sets or ()] == [("dataset-initializer", 2), ("node", 3), ("warmup", 6)]
+    # Placement counts the trainer step alike.
+    nodes = trainer_nodes(trainjob(), rt)
+    assert nodes.count == 3
 
 
 def kueue_patch(job: dict[str, Any]) -> dict[str, Any]:

@@ -86,14 +86,17 @@ def test_the_controller_reads_the_runtime_the_trainjob_names() -> None:
 
 
 def with_initializers(base: dict[str, Any]) -> dict[str, Any]:
-    """``base`` with a dataset initializer before the trainer and a model initializer of 2 Jobs after it."""
+    """``base`` with a dataset initializer before the trainer and a model initializer after it, which
+    the runtime gives 2 Jobs but the trainer runs as one, and an unlabelled ``warmup`` of 2 Jobs."""
     def initializer(name: str, replicas: int) -> dict[str, Any]:
         return {"name": name, "replicas": replicas, "template": {
             "metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": name}},
             "spec": {"template": {"spec": {"containers": [{"name": name, "image": "init"}]}}}}}
     jobs = base["spec"]["template"]["spec"]["replicatedJobs"]
+    warmup = {"name": "warmup", "replicas": 2, "template": {"spec": {"template": {"spec": {"containers": [
+        {"name": "warmup", "image": "init"}]}}}}}
     base["spec"]["template"]["spec"]["replicatedJobs"] = [initializer("dataset-initializer", 1), *jobs,
-                                                          initializer("model-initializer", 2)]
+                                                          initializer("model-initializer", 2), warmup]
     return base
 
 
@@ -103,12 +106,13 @@ def test_jobs_status_has_every_replicated_job_of_the_runtime_the_initializers_as
                               rng=random.Random(0), runtime=rt)
     assert held.status is not None
     assert [(e["name"], e["succeeded"], e["suspended"]) for e in held.status["jobsStatus"]] == [
-        ("dataset-initializer", 0, 1), ("node", 0, 1), ("model-initializer", 0, 2)]
+        ("dataset-initializer", 0, 1), ("node", 0, 1), ("model-initializer", 0, 1), ("warmup", 0, 2)]
     pods = [pod("llama-node-0-0", "Running"), pod("llama-node-0-1", "Running")]
     running = reconcile_trainjob(trainjob(), pods, now=NOW, rng=random.Random(0), runtime=rt)
     assert running.create == [] and running.status is not None
     assert running.status["jobsStatus"] == [
         {"name": "dataset-initializer", "ready": 0, "succeeded": 1, "failed": 0, "active": 0, "suspended": 0},
         {"name": "node", "ready": 1, "succeeded": 0, "failed": 0, "active": 1, "suspended": 0},
-        {"name": "model-initializer", "ready": 0, "succeeded": 2, "failed": 0, "active": 0, "suspended": 0},
+        {"name": "model-initializer", "ready": 0, "succeeded": 1, "failed": 0, "active": 0, "suspended": 0},
+        {"name": "warmup", "ready": 0, "succeeded": 2, "failed": 0, "active": 0, "suspended": 0},
     ]
