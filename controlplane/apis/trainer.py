@@ -15,7 +15,7 @@ clusterTrainingRuntime must be created before the TrainJob is created``).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -62,6 +62,21 @@ def runtime_ref(trainjob: dict[str, Any]) -> RuntimeRef:
         api_group=str(ref["apiGroup"]) if isinstance(ref.get("apiGroup"), str) else GROUP,
         kind=str(ref["kind"]) if isinstance(ref.get("kind"), str) else CLUSTER_TRAINING_RUNTIME,
     )
+
+
+RuntimeLookup = Callable[[str, str | None, str], Mapping[str, Any] | None]
+"""(runtime kind, namespace or None for a ClusterTrainingRuntime, name) -> the runtime held, or None."""
+
+
+def named_runtime(trainjob: Mapping[str, Any], lookup: RuntimeLookup) -> Mapping[str, Any] | None:
+    """The runtime ``trainjob`` names (a TrainingRuntime in its namespace, a ClusterTrainingRuntime
+    by name), as ``lookup`` finds it; None for a reference to another kind or group, or when
+    ``lookup`` has no such runtime."""
+    ref = runtime_ref(dict(trainjob))
+    if ref.api_group != GROUP or ref.kind not in RUNTIME_PLURALS or not ref.name:
+        return None
+    namespace = (trainjob.get("metadata") or {}).get("namespace")
+    return lookup(ref.kind, None if ref.cluster_scoped else str(namespace or ""), ref.name)
 
 
 def defaults(trainjob: dict[str, Any]) -> None:

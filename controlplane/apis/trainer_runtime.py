@@ -39,11 +39,11 @@ In: TrainJobs and runtimes as plain dicts. Out: :class:`TrainerNodes`, copies. P
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from controlplane.apis.trainer import GROUP
+from controlplane.apis.trainer import GROUP, RuntimeLookup, is_train_job, named_runtime
 
 #: The label of a runtime's replicated Job that says which step of the TrainJob it runs.
 LABEL_ANCESTOR: Final = f"{GROUP}/trainjob-ancestor-step"
@@ -97,6 +97,24 @@ def with_runtime(trainjob: Mapping[str, Any], runtime: Mapping[str, Any] | None)
     if runtime is not None:
         out[RESOLVED_RUNTIME] = runtime
     return out
+
+
+def resolved(workload: dict[str, Any], lookup: RuntimeLookup) -> dict[str, Any]:
+    """``workload`` as the interpreter should read it: a TrainJob with the runtime it names as
+    ``lookup`` finds it (:func:`with_runtime`; without one when ``lookup`` has none), anything
+    else as it is. The one way every reader of a TrainJob's nodes and GPUs gets its runtime,
+    whatever holds the runtimes (the controllers' informers, a list the waste report read)."""
+    return with_runtime(workload, named_runtime(workload, lookup)) if is_train_job(workload) else workload
+
+
+def runtime_lookup(runtimes: Iterable[Mapping[str, Any]]) -> RuntimeLookup:
+    """A lookup over listed TrainingRuntimes and ClusterTrainingRuntimes (as stored)."""
+    held: dict[tuple[str, str | None, str], Mapping[str, Any]] = {}
+    for runtime in runtimes:
+        meta = _mapping(runtime.get("metadata"))
+        namespace = meta.get("namespace")
+        held[(str(runtime.get("kind")), str(namespace) if namespace else None, str(meta.get("name")))] = runtime
+    return lambda kind, namespace, name: held.get((kind, namespace or None, name))
 
 
 def resolved_runtime(trainjob: Mapping[str, Any]) -> Mapping[str, Any] | None:

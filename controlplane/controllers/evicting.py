@@ -9,7 +9,8 @@ workload naming why.
 A task is over (:func:`failover.assess_task`) at once for ``purgeMode: Directly``; for
 ``Gracefully`` when every cluster of the new placement runs the workload Healthy — its Work
 carries the replicas the binding now gives it, is applied at its current generation and the
-member reports the workload Healthy — or when ``gracePeriodSeconds`` have passed since the
+member reports the workload Healthy (a TrainJob's replicas are counted with its runtime, as
+the detector counted them: :mod:`controlplane.controllers.trainingruntimes`) — or when ``gracePeriodSeconds`` have passed since the
 eviction; never by the hub for ``Never``. A task for a cluster that is chosen again, or that
 was deleted, is over too. The binding is looked at again on every status report of its
 Works and when the grace period runs out.
@@ -36,7 +37,8 @@ from controlplane.controllers.events import EventReason, record_event
 from controlplane.controllers.failover import assess_task, new_placement_ready
 from controlplane.controllers.reconciling import KeyedController
 from controlplane.controllers.status import aggregate
-from controlplane.controllers.workloads import is_deleting
+from controlplane.controllers.trainingruntimes import Resolve, TrainingRuntimes
+from controlplane.controllers.workloads import WorkloadRef, is_deleting
 from controlplane.controllers.works import binding_key_of_work, cluster_of_namespace
 from controlplane.interpreter import KindInterpreter, interpreter_for
 from controlplane.objectclient import WatchEventType
@@ -49,16 +51,20 @@ def _has_tasks(binding: Mapping[str, Any] | None) -> bool:
     return bool(BindingView(binding).eviction_tasks)
 
 
-def work_carries(work: Mapping[str, Any], replicas: int, interpreter: KindInterpreter | None) -> bool:
+def work_carries(
+    work: Mapping[str, Any], replicas: int, interpreter: KindInterpreter | None, resolve: Resolve = dict
+) -> bool:
     """Whether ``work`` already holds ``replicas`` of the workload (the binding controller has
-    rendered the new placement into it); without an interpreter there is nothing to count."""
+    rendered the new placement into it), its manifest read as ``resolve`` gives it (a TrainJob
+    with its runtime, whose nodes the binding's replicas count); without an interpreter there is
+    nothing to count."""
     if interpreter is None:
         return True
     manifests = WorkView(work).manifests
     if not manifests:
         return False
     try:
-        return interpreter.replicas(manifests[0]) == replicas
+        return interpreter.replicas(resolve(dict(manifests[0]))) == replicas
     except (KeyError, TypeError, ValueError):
         return False
 
@@ -73,6 +79,14 @@ class GracefulEvictionController(KeyedController[BindingKey]):
         ctx.bindings.add_handler(self._on_binding)
         ctx.works.add_handler(self._on_work)
         ctx.clusters.add_handler(self._on_cluster)
+        # A TrainJob's replicas are its runtime's nodes; a runtime that changes looks at its bindings again.
+        self._runtimes = TrainingRuntimes(ctx, self._on_trainjob)
+
+    async def _on_trainjob(self, trainjob: dict[str, Any]) -> None:
+        ref = WorkloadRef.of(trainjob)
+        key = (ref.binding_namespace, ref.binding_name)
+        if _has_tasks(self.ctx.bindings.get(key[0], key[1])):
+            await self.loop.add(key)
 
     async def _on_binding(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         if event is WatchEventType.DELETED or not _has_tasks(obj):
@@ -106,7 +120,8 @@ class GracefulEvictionController(KeyedController[BindingKey]):
                 works[cluster] = work
         for target in targets:
             current = works.get(str(target.get("name")))
-            if current is None or not work_carries(current, int(target.get("replicas") or 0), interpreter):
+            replicas = int(target.get("replicas") or 0)
+            if current is None or not work_carries(current, replicas, interpreter, self._runtimes.resolved):
                 return False
         items, _, _ = aggregate(resource, targets, works, interpreter)
         return new_placement_ready(items, [str(t.get("name")) for t in targets])

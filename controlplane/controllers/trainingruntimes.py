@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from controlplane.apis import trainer
-from controlplane.apis.trainer_runtime import with_runtime
+from controlplane.apis.trainer_runtime import resolved
 from controlplane.apis.views import ObjectView
 from controlplane.controllers.context import ControllerContext, not_listed
 from controlplane.controllers.informing import Informer
@@ -28,6 +28,8 @@ from controlplane.objectclient import WatchEventType
 
 #: Called with a TrainJob whose runtime changed.
 Requeue = Callable[[dict[str, Any]], Awaitable[None]]
+#: A workload as the interpreter should read it (:meth:`TrainingRuntimes.resolved`).
+Resolve = Callable[[dict[str, Any]], dict[str, Any]]
 
 
 class TrainingRuntimes:
@@ -42,13 +44,13 @@ class TrainingRuntimes:
             if rt is not None:
                 self._informers[kind] = ctx.informer(rt)
 
+    def _lookup(self, kind: str, namespace: str | None, name: str) -> Mapping[str, Any] | None:
+        informer = self._informers.get(kind)
+        return informer.get(namespace, name) if informer is not None else None
+
     def runtime_of(self, trainjob: Mapping[str, Any]) -> Mapping[str, Any] | None:
         """The runtime ``trainjob`` names, None when the hub does not have it."""
-        ref = trainer.runtime_ref(dict(trainjob))
-        informer = self._informers.get(ref.kind) if ref.api_group == trainer.GROUP else None
-        if informer is None or not ref.name:
-            return None
-        return informer.get(None if ref.cluster_scoped else ObjectView(trainjob).namespace, ref.name)
+        return trainer.named_runtime(trainjob, self._lookup)
 
     def unlisted(self, workload: Mapping[str, Any]) -> bool:
         """Whether ``workload`` is a TrainJob whose runtime's informer has not listed yet: its
@@ -67,9 +69,7 @@ class TrainingRuntimes:
 
     def resolved(self, workload: dict[str, Any]) -> dict[str, Any]:
         """``workload`` as the interpreter should read it: a TrainJob with its runtime, anything else as it is."""
-        if not trainer.is_train_job(workload):
-            return workload
-        return with_runtime(workload, self.runtime_of(workload))
+        return resolved(workload, self._lookup)
 
     async def _on_runtime(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         if event is WatchEventType.MODIFIED and old is not None and old.get("spec") == obj.get("spec"):

@@ -15,7 +15,9 @@ dicts as stored) and the clusters' :class:`~policies.affinity.ClusterView`. Out:
   classifier leaves it out of free-needed and free-fragmented, and the report lists it apart.
 * ``Work`` objects (:func:`work_demand`): ``status.manifestStatuses[].unschedulable.pods`` are
   pending demand too (pods the member's scheduler could not place; they may run anywhere
-  else). A member's unschedulable pods exclude that member.
+  else). A member's unschedulable pods exclude that member. A TrainJob's pods ask what its
+  runtime's trainer step asks (``resourcesPerNode`` written in), read with the runtime the
+  caller gives (:func:`~controlplane.apis.trainer_runtime.resolved`), as placement reads it.
 
 Pending demand carries only GPU placement facts: the per-replica requests, the allowed GPU
 products (``nodeSelector``/required node affinity on ``nvidia.com/gpu.product``,
@@ -38,6 +40,8 @@ from pydantic import ValidationError
 from controlplane.apis import constants as c
 from controlplane.apis.pods import SelectorOperator
 from controlplane.apis.quantity import QuantityError
+from controlplane.apis.trainer import RuntimeLookup
+from controlplane.apis.trainer_runtime import resolved
 from controlplane.apis.untyped import as_int, as_list, as_mapping
 from controlplane.interpreter import interpreter_for
 from controlplane.interpreter.requirements import ReplicaRequirements
@@ -211,10 +215,16 @@ def _manifest_for(
     return next((m for m in manifests if matches(m)), None)
 
 
+def _no_runtimes(kind: str, namespace: str | None, name: str) -> Mapping[str, Any] | None:
+    return None
+
+
 def work_demand(
-    raw: Mapping[str, Any], constraints: Mapping[tuple[str, str], WorkloadConstraints]
+    raw: Mapping[str, Any], constraints: Mapping[tuple[str, str], WorkloadConstraints],
+    runtimes: RuntimeLookup = _no_runtimes,
 ) -> list[PendingDemand]:
-    """The pods of the Work's manifests that the member could not schedule, as demand."""
+    """The pods of the Work's manifests that the member could not schedule, as demand; a
+    TrainJob's read with its runtime as ``runtimes`` finds it."""
     metadata = as_mapping(raw.get("metadata"))
     member = str(metadata.get("namespace") or "").removeprefix(c.EXECUTION_NAMESPACE_PREFIX)
     manifests = [
@@ -235,7 +245,7 @@ def work_demand(
         if interpreter is None:
             continue
         try:
-            requirements = interpreter.replica_requirements(dict(manifest))
+            requirements = interpreter.replica_requirements(resolved(dict(manifest), runtimes))
         except (QuantityError, ValueError, KeyError, TypeError) as exc:
             logger.warning(
                 "work %s: unreadable requirements of %s: %s",

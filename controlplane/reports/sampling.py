@@ -1,7 +1,7 @@
 """The hub's waste accounting loop: sample the fleet every interval, account it, persist it.
 
-In: the hub's :class:`~controlplane.objectclient.ObjectClient` (Clusters, ResourceBindings
-and Works are read through it, as a client of the API would see them) and the raw
+In: the hub's :class:`~controlplane.objectclient.ObjectClient` (Clusters, ResourceBindings,
+Works and the trainer's runtimes, which a TrainJob's pending pods are read with, are read through it, as a client of the API would see them) and the raw
 :class:`~controlplane.storage.interface.Store` the rollups are kept in
 (:class:`~controlplane.reports.persistence.RollupStore`). Out: a live
 :class:`~controlplane.reports.accounting.Accumulator` (:attr:`WasteSampler.accumulator`) that
@@ -49,6 +49,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from controlplane.apis import constants as c
+from controlplane.apis import trainer
 from controlplane.apis.podview import propagated_workloads
 from controlplane.lifecycle import Service
 from controlplane.objectclient import ObjectClient, errors
@@ -220,6 +221,10 @@ class WasteSampler(Service):
         self._cluster_type = registry.require(_API_VERSION_CLUSTER, "Cluster")
         self._binding_type = registry.require(_API_VERSION_WORK, "ResourceBinding")
         self._work_type = registry.require(_API_VERSION_WORK, "Work")
+        #: The trainer's runtime kinds the hub serves (a TrainJob's pending pods ask what its runtime says).
+        self._runtime_types = [
+            rt for kind in trainer.RUNTIME_PLURALS if (rt := registry.for_kind(trainer.API_VERSION, kind)) is not None
+        ]
         self._accumulator: Accumulator | None = None
         self._rollups: RollupStore | None = None
         self.samples_taken = 0
@@ -330,6 +335,7 @@ class WasteSampler(Service):
         works: list[dict[str, Any]],
         now: datetime,
         held: LoopTime,
+        runtimes: list[dict[str, Any]],
     ) -> PreparedSample:
         """The sample and its classification, giving the event loop a turn after each cluster
         whose report changed (its nodes are built and its devices classified anew: 40,000 for a
@@ -344,7 +350,8 @@ class WasteSampler(Service):
                 await held.turn()
         # The bindings and Works are read in steps too: 20,000 bindings held the loop for seconds.
         sample = await _in_turns(
-            sample_steps(clusters, bindings, works, now=now, stale_after=self._stale_after, cache=self._nodes_cache),
+            sample_steps(clusters, bindings, works, now=now, stale_after=self._stale_after, cache=self._nodes_cache,
+                         runtimes=runtimes),
             held,
         )
         for cluster in sample.clusters:
@@ -368,13 +375,14 @@ class WasteSampler(Service):
             clusters = await self._list(self._cluster_type)
             bindings = await self._list(self._binding_type)
             works = await self._list(self._work_type)
+            runtimes = [runtime for rt in self._runtime_types for runtime in await self._list(rt)]
         except (errors.ApiError, StorageError, TimeoutError) as exc:
             logger.warning("skipping a waste sample: cannot read the fleet: %s", exc)
             if self._metrics is not None:
                 self._metrics.observe_sample(time.perf_counter() - started, ok=False)
             return None
         now = self._clock()
-        prepared = await self._prepare(accumulator, clusters, bindings, works, now, held)
+        prepared = await self._prepare(accumulator, clusters, bindings, works, now, held, runtimes)
         self.last_pass_held = held.seconds
         self.last_pass_steps = (held.steps, held.steps_behind)
         if not accumulator.commit(prepared):

@@ -39,6 +39,7 @@ from controlplane.apis.meta import Taint
 from controlplane.apis.podview import propagated_workloads
 from controlplane.apis.spot import RecordedReclaim, recorded_reclaims
 from controlplane.apis.timestamps import parse_time
+from controlplane.apis.trainer_runtime import runtime_lookup
 from controlplane.apis.untyped import as_int, as_list, as_mapping
 from controlplane.apis.utilization import expand_utilization
 from controlplane.reports.aggregated import expand as expand_aggregated
@@ -205,6 +206,7 @@ def sample_steps(
     now: datetime,
     stale_after: timedelta | None = None,
     cache: ClusterNodesCache | None = None,
+    runtimes: Iterable[Mapping[str, Any]] = (),
 ) -> Generator[None, None, FleetSample]:
     """The fleet at ``now`` from the hub's Cluster, ResourceBinding and Work objects (dicts), in
     steps: it yields after every :data:`OBJECTS_PER_STEP` bindings or Works it reads (a caller
@@ -214,7 +216,9 @@ def sample_steps(
     ``stale_after``: a cluster whose ``lastReportTime`` is older than this counts as not ready
     (None: trust the Ready condition alone, which the cluster controller maintains). ``cache``:
     the nodes of the clusters whose reports did not change since the last call are taken from it
-    (the same sample as without it, built faster).
+    (the same sample as without it, built faster). ``runtimes``: the hub's TrainingRuntimes and
+    ClusterTrainingRuntimes, which a TrainJob's pending pods are read with (its nodes and GPUs
+    are its runtime's).
     """
     cluster_list = [as_mapping(c_) for c_ in clusters]
     views = [_cluster_view(raw) for raw in cluster_list]
@@ -233,6 +237,7 @@ def sample_steps(
     reclaims: list[RecordedReclaim] = []
     moves: list[MoveRecord] = []
     allowed = AllowedClusters(views)
+    lookup = runtime_lookup(runtimes)
     for index, binding in enumerate(binding_list, 1):
         reclaims.extend(recorded_reclaims(binding))
         moves.extend(moves_of_binding(binding))
@@ -244,7 +249,7 @@ def sample_steps(
         if index % OBJECTS_PER_STEP == 0:
             yield
     for index, work in enumerate(work_list, 1):
-        pending.extend(work_demand(work, constraints))
+        pending.extend(work_demand(work, constraints, lookup))
         if index % OBJECTS_PER_STEP == 0:
             yield
     return FleetSample(

@@ -389,3 +389,48 @@ async def test_an_application_healthy_again_in_time_stays(
     clock.advance_to(1000)
     await poke(fleet)
     assert await placed(objects) == {"onprem": 4}
+
+
+async def _works_are(objects: ObjectStore, binding: str, clusters: set[str]) -> bool:
+    return set(await works_by_cluster(objects, binding)) == clusters
+
+
+async def test_a_moved_trainjob_lets_its_old_work_go_once_its_runtimes_nodes_run_in_the_new_cluster(
+    objects: ObjectStore, fleet: ControllerManager, clock: Clock
+) -> None:
+    """The TrainJob sets no numNodes: its runtime's 2 nodes are the replicas the binding gives the
+    new cluster, and the new Work carries them (read with the runtime, not as one node alone)."""
+    trainer_api = "trainer.kubeflow.org/v1alpha1"
+    await put_cluster(objects, "big-a", node_shape(1, gpus=8))
+    await put_cluster(objects, "big-b", node_shape(1, gpus=8), provider="aws", pricing={A100: 4.0})
+    await settled(fleet)
+    node = {"name": "node", "template": {
+        "metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+        "spec": {"template": {"spec": {"containers": [
+            {"name": "node", "image": "train:1", "resources": {"limits": {"nvidia.com/gpu": 2}}}]}}}}}
+    await apply(objects, {"apiVersion": trainer_api, "kind": "ClusterTrainingRuntime", "metadata": {"name": "torch"},
+                          "spec": {"mlPolicy": {"numNodes": 2}, "template": {"spec": {"replicatedJobs": [node]}}}})
+    await apply(objects, propagation_policy("training", kind="TrainJob", api_version=trainer_api))
+    await apply(objects, {"apiVersion": trainer_api, "kind": "TrainJob", "metadata": {"name": "llama", "namespace": "default"},
+                          "spec": {"runtimeRef": {"name": "torch"}}})
+    await eventually(lambda: _placed_is_named(objects, "llama-trainjob", {"big-a": 2}), what="the TrainJob in big-a")
+    await taint(objects, "big-a", ("maintenance", "NoExecute"))
+    await poke(fleet, "llama-trainjob")
+    assert await placed(objects, "llama-trainjob") == {"big-b": 2}
+    await eventually(lambda: _works_are(objects, "llama-trainjob", {"big-a", "big-b"}), what="the old and new Works")
+
+    work = (await works_by_cluster(objects, "llama-trainjob"))["big-b"]
+    entry = {
+        "identifier": {"group": "trainer.kubeflow.org", "version": "v1alpha1", "kind": "TrainJob", "namespace": "default",
+                       "name": "llama", "ordinal": 0},
+        "status": {"conditions": [{"type": "Created", "status": "True", "reason": "JobsCreationSucceeded",
+                                   "message": "Succeeded to create Jobs", "lastTransitionTime": format_time(T0)}],
+                   "jobsStatus": [{"name": "node", "ready": 1, "active": 1}]},
+        "health": "Healthy",
+    }
+    applied = {"type": "Applied", "status": "True", "reason": "AppliedSuccessful", "message": "applied",
+               "lastTransitionTime": format_time(T0), "observedGeneration": work["metadata"]["generation"]}
+    await objects.update_status(rt(objects, WORK_API, "Work"),
+                                {**work, "status": {"conditions": [applied], "manifestStatuses": [entry]}})
+    await eventually(lambda: _works_are(objects, "llama-trainjob", {"big-b"}), what="big-a's Work to go once big-b runs")
+    assert "gracefulEvictionTasks" not in (await binding_of(objects, "llama-trainjob"))["spec"]

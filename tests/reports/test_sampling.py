@@ -282,3 +282,32 @@ async def test_a_pass_rests_after_each_step_for_its_share_of_the_loop(objects: O
     await _run_until(sampler, lambda: sampler.samples_taken >= 3)
     assert sampler.last_pass_held >= _Slow.HOLD
     assert all(later - earlier >= 3 * _Slow.HOLD for earlier, later in itertools.pairwise(starts))
+
+
+async def test_a_trainjobs_unschedulable_pods_ask_what_its_runtime_says(objects: ObjectStore, store: Store) -> None:
+    """The TrainJob in the member's Work sets no resourcesPerNode: its pods ask the runtime's 2 GPUs."""
+    trainer_api = "trainer.kubeflow.org/v1alpha1"
+    node = {"name": "node", "template": {
+        "metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+        "spec": {"template": {"spec": {"containers": [
+            {"name": "node", "image": "train:1", "resources": {"limits": {"nvidia.com/gpu": "2"}}}]}}}}}
+    await objects.create(objects.registry.require(trainer_api, "ClusterTrainingRuntime"), {
+        "apiVersion": trainer_api, "kind": "ClusterTrainingRuntime", "metadata": {"name": "torch"},
+        "spec": {"mlPolicy": {"numNodes": 3}, "template": {"spec": {"replicatedJobs": [node]}}}})
+    manifest = {"apiVersion": trainer_api, "kind": "TrainJob", "metadata": {"name": "llama", "namespace": "ml"},
+                "spec": {"runtimeRef": {"name": "torch"}}}
+    namespace = objects.registry.require("v1", "Namespace")
+    await objects.create(namespace, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "gpufed-es-a"}})
+    work_rt = objects.registry.require("work.gpufed.io/v1alpha1", "Work")
+    work = await objects.create(work_rt, {
+        "apiVersion": "work.gpufed.io/v1alpha1", "kind": "Work", "metadata": {"name": "ml-llama-trainjob", "namespace": "gpufed-es-a"},
+        "spec": {"workload": {"manifests": [manifest]}}}, namespace="gpufed-es-a")
+    identifier = {"group": "trainer.kubeflow.org", "version": "v1alpha1", "kind": "TrainJob", "namespace": "ml",
+                  "name": "llama", "ordinal": 0}
+    await objects.update_status(work_rt, {**work, "status": {"manifestStatuses": [
+        {"identifier": identifier, "unschedulable": {"pods": 3, "message": "0/1 nodes are available"}}]}})
+    sampler = WasteSampler(objects, store, interval=0.01, clock=SteppingClock(1))
+    await _run_until(sampler, lambda: sampler.samples_taken >= 1)
+    assert sampler.last_sample is not None
+    [demand] = sampler.last_sample.pending
+    assert (demand.workload, demand.replicas, dict(demand.gpu_requests)) == ("TrainJob/llama", 3, {"nvidia.com/gpu": 2})
