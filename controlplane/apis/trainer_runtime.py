@@ -54,6 +54,15 @@ ONE_JOB_STEPS: Final = frozenset({ANCESTOR_TRAINER, "dataset-initializer", "mode
 NODE: Final = "node"
 #: Where a resolved copy keeps its runtime (see the module docstring).
 RESOLVED_RUNTIME: Final = "gpufed.io/resolved-runtime"
+#: Why the scheduler never gives a TrainJob an alternative GPU shape, nor steering or packing
+#: hints (``gpufed explain`` says it for a TrainJob whose policy lists shapes).
+NO_ALTERNATIVE_SHAPES: Final = (
+    "not used for a TrainJob: its GPUs are asked by its runtime's node container, which the TrainJob changes only "
+    "through spec.trainer.resourcesPerNode, and the trainer's releases apply that differently (the first replace "
+    "the container's resources whole, later ones merge them key by key, so a runtime's nvidia.com/gpu stays "
+    "beside a MIG profile written there): no rewrite asks the same GPUs of every member's trainer. Its pods have "
+    "no template of their own either, for a shape's node selector or the scheduler's preferred node-affinity terms"
+)
 #: The manager of the ``spec.runtimePatches`` entry Kueue owns.
 KUEUE_MANAGER: Final = "kueue.x-k8s.io/manager"
 #: What a runtime patch of a pod template merges (maps, under ``metadata`` or ``spec``) and replaces (lists).

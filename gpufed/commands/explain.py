@@ -8,7 +8,8 @@ nvidia.com/mig-3g.40gb: need 4, 1 free", tier, price); then its pods per cluster
 node, GPU request, the GPU devices DCGM says each holds, restarts), which the hub reads
 through the cluster proxy with the caller's rights, and the command that follows their logs. A workload no policy claims prints
 its ``Propagated`` condition instead, and when no policy selects it, the resourceSelector a
-policy needs to claim it. A workload queued with Kueue's label gets a queue block
+policy needs to claim it. A TrainJob whose policy lists alternative GPU shapes says why none is tried.
+A workload queued with Kueue's label gets a queue block
 (:mod:`gpufed.commands.explainqueue`): why it waits, its position, or the flavor it was admitted in.
 """
 
@@ -29,6 +30,8 @@ from controlplane.apis.constants import (
 from controlplane.apis.explanations import expanded
 from controlplane.apis.spot import recorded_reclaims
 from controlplane.apis.timestamps import format_time
+from controlplane.apis.trainer import is_train_job
+from controlplane.apis.trainer_runtime import NO_ALTERNATIVE_SHAPES
 from gpufed.commands.explainqueue import queue_section
 from gpufed.commands.running import run_reporting
 from gpufed.hubclient import HubClient, HubError, add_kubeconfig_argument
@@ -157,6 +160,14 @@ def _request_lines(spec: Mapping[str, Any]) -> list[str]:
     return [f"{'Per replica:':<13}{_resources(spec.get('replicaRequirements'))}"]
 
 
+def _shape_lines(workload: Mapping[str, Any], spec: Mapping[str, Any]) -> list[str]:
+    """Why the policy's alternative GPU shapes are not tried, for a kind the scheduler gives none (a TrainJob)."""
+    alternatives = (spec.get("gpuShapes") or {}).get("alternatives") or ()
+    if not alternatives or not is_train_job(workload):
+        return []
+    return [f"{'GPU shapes:':<13}the policy's {len(alternatives)} alternative(s) are {NO_ALTERNATIVE_SHAPES}"]
+
+
 def _no_policy_hint(workload: Mapping[str, Any]) -> str:
     """What to do about a workload no policy selects: the selector a policy needs to claim it."""
     meta = workload.get("metadata") or {}
@@ -246,6 +257,7 @@ def render_explanation(workload: Mapping[str, Any], binding: Mapping[str, Any] |
     gang = " (gang: placed whole or not at all)" if spec.get("gang") else ""
     lines.append(f"{'Replicas:':<13}{spec.get('replicas', 0)}, {_division(spec.get('placement'))}{gang}")
     lines.extend(_request_lines(spec))
+    lines.extend(_shape_lines(workload, spec))
     lines.append(_condition_line("Scheduled:", _condition(binding, "Scheduled")))
     lines.append(_condition_line("Applied:", _condition(binding, "FullyApplied")))
     priority = _condition(binding, "SchedulePriorityResolved")

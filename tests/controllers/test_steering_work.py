@@ -129,3 +129,32 @@ async def test_without_steering_the_work_keeps_the_users_affinity_alone(
     assert binding is not None and "scheduler.gpufed.io/gpu-steering" not in (binding["metadata"].get("annotations") or {})
     workload = await get_object(objects, "apps/v1", "Deployment", "flex")
     assert workload is not None and "Steering:" not in render_explanation(workload, binding)
+
+
+async def test_a_trainjob_gets_no_steering_its_work_could_not_carry(objects: ObjectStore, manager: ControllerManager) -> None:
+    """The same fleet and T4-only demand; the flexible workload is a TrainJob of one 1-GPU node.
+    Its pods' template is its runtime's, which the Work cannot give a preferred term: the binding
+    records no steering and `gpufed explain` shows none."""
+    trainer_api = "trainer.kubeflow.org/v1alpha1"
+    await flexible_work(objects, manager)
+    node = {"name": "node", "template": {
+        "metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+        "spec": {"template": {"spec": {"containers": [
+            {"name": "node", "image": "train:1", "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}}}}
+    await create(objects, {"apiVersion": trainer_api, "kind": "ClusterTrainingRuntime", "metadata": {"name": "torch"},
+                           "spec": {"mlPolicy": {"numNodes": 1}, "template": {"spec": {"replicatedJobs": [node]}}}})
+    policy = steered_policy("steered-training")
+    policy["spec"]["resourceSelectors"] = [{"apiVersion": trainer_api, "kind": "TrainJob"}]
+    await create(objects, policy)
+    await create(objects, {"apiVersion": trainer_api, "kind": "TrainJob", "metadata": {"name": "llama", "namespace": "default"},
+                           "spec": {"runtimeRef": {"name": "torch"}}})
+
+    async def placed() -> dict[str, Any] | None:
+        found = await get_object(objects, WORK_API, "ResourceBinding", "llama-trainjob")
+        return found if (found or {}).get("spec", {}).get("clusters") else None
+
+    binding = await eventually(placed, what="the TrainJob placed")
+    assert "scheduler.gpufed.io/gpu-steering" not in (binding["metadata"].get("annotations") or {})
+    assert not any("steered" in r for e in binding["status"]["explanation"] for r in e["reasons"])
+    workload = await get_object(objects, trainer_api, "TrainJob", "llama")
+    assert workload is not None and "Steering:" not in render_explanation(workload, binding)

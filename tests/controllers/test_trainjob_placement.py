@@ -8,6 +8,7 @@ from typing import Any
 
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.manager import ControllerManager
+from gpufed.commands.explain import render_explanation
 
 from .fleet import A100, eventually, node_shape, put_cluster, settled
 from .test_dependencies import NS, binding_of, create, get_or_none, manifest, works_in
@@ -118,3 +119,33 @@ async def test_a_training_runtime_is_looked_for_in_the_trainjobs_namespace_only(
 
     await create(objects, runtime("TrainingRuntime", gpus=8, num_nodes=2))
     await works_in(objects, "phi-trainjob", {"big"})  # its own namespace's runtime: 2 nodes of 8 GPUs
+
+
+async def test_a_trainjob_is_never_given_an_alternative_gpu_shape_and_explain_says_why(
+    objects: ObjectStore, manager: ControllerManager
+) -> None:
+    """Only "small" is allowed; its nodes hold 2 GPUs, the TrainJob's 2 nodes ask 4 each. The
+    policy's 2-GPU alternative would fit them there, but no rewrite of a TrainJob's GPUs is one
+    every trainer applies alike: the TrainJob waits, its Work never written with other GPUs."""
+    await fleet(objects, manager)
+    await create(objects, runtime("TrainingRuntime", gpus=4, num_nodes=2))
+    shaped = policy(["small"])
+    shaped["spec"]["gpuShapes"] = {"alternatives": [{"name": "two", "resources": {"nvidia.com/gpu": 2}}]}
+    await create(objects, shaped)
+    await create(objects, trainjob("gemma", "TrainingRuntime"))
+
+    async def unschedulable() -> dict[str, Any] | None:
+        bound = await binding_of(objects, "gemma-trainjob")
+        scheduled = next((c for c in ((bound or {}).get("status") or {}).get("conditions") or ()
+                          if c["type"] == "Scheduled"), None)
+        return bound if scheduled is not None and scheduled["status"] == "False" else None
+
+    bound = await eventually(unschedulable, what="the TrainJob's binding Scheduled=False")
+    assert bound["spec"]["gpuShapes"]["alternatives"][0]["name"] == "two"  # the policy's, kept on the binding
+    assert not bound["spec"].get("clusters")
+    assert "scheduler.gpufed.io/gpu-shapes" not in (bound["metadata"].get("annotations") or {})
+    workload = await get_or_none(objects, API, "TrainJob", "gemma")
+    assert workload is not None
+    text = render_explanation(workload, bound)
+    assert "GPU shapes:  the policy's 1 alternative(s) are not used for a TrainJob" in text, text
+    assert "merge them key by key" in text

@@ -31,6 +31,7 @@ from typing import Any, Protocol
 
 from controlplane.apis.meta import Toleration
 from controlplane.apis.quantity import to_int
+from controlplane.apis.trainer import is_train_job
 from controlplane.apis.work_v1alpha1 import ResourceBinding
 from controlplane.interpreter.base import Component
 from controlplane.interpreter.requirements import ReplicaRequirements
@@ -179,7 +180,10 @@ class BindingRequest:
     ``gpu_shapes`` the policy's ``spec.gpuShapes.alternatives`` as the binding carries them
     (tried after the workload's own request); ``components`` the roles of a multi-role gang;
     ``keep_only`` the clusters that take none of its new replicas (the controller sets it when
-    it moves replicas a member cannot place). ``has_replicas`` is False for a kind without
+    it moves replicas a member cannot place). ``rewritable`` is False for a kind whose Work the
+    binding controller cannot give an alternative GPU shape or a preferred node-affinity term (a
+    TrainJob: :data:`~controlplane.apis.trainer_runtime.NO_ALTERNATIVE_SHAPES`); such a request
+    has no ``gpu_shapes`` and gets no steering or packing hints. ``has_replicas`` is False for a kind without
     replicas (no interpreter: ConfigMap, Service, a CRD without a scale subresource); its binding
     then has no ``spec.replicaRequirements``, and the whole object goes to every feasible cluster.
     """
@@ -197,6 +201,7 @@ class BindingRequest:
     """Clusters that keep the replicas they run of the binding but take no new ones in this
     decision, each with why (it goes into the explanation): e.g. its member reported replicas
     it cannot place, which are being moved elsewhere."""
+    rewritable: bool = True
     has_replicas: bool = True
     """False for a kind without replicas: it goes whole to every feasible cluster, whatever the
     division (Karmada's ``assignReplicas`` for a non-workload), instead of where a workload scaled
@@ -224,6 +229,9 @@ class BindingRequest:
         spec = binding.spec
         if gpu_shapes is None:
             gpu_shapes = spec.gpu_shapes.alternatives if spec.gpu_shapes is not None else ()
+        rewritable = not is_train_job({"apiVersion": spec.resource.api_version, "kind": spec.resource.kind})
+        if not rewritable:
+            gpu_shapes = ()
         requirements = (
             spec.replica_requirements.model_dump(mode="json", by_alias=True, exclude_none=True)
             if spec.replica_requirements is not None
@@ -243,6 +251,7 @@ class BindingRequest:
             gpu_shapes=tuple(GpuShape.from_alternative(a) for a in gpu_shapes),
             previous={c.name: c.replicas for c in spec.clusters or ()},
             previous_affinity_name=status.scheduler_observing_affinity_name if status else None,
+            rewritable=rewritable,
             # The detector writes replicaRequirements for every kind it has an interpreter for.
             has_replicas=spec.replica_requirements is not None or spec.replicas > 0,
         )
