@@ -21,8 +21,13 @@ copies with the GPUs of DRA claims written in. Read so:
   ``Complete``, while ``Created`` is True (the trainer's first releases) or while a child Job is
   ready (``jobsStatus[].ready``; the current trainer sets no condition while it runs), else Unknown.
 
-A TrainJob read alone (no runtime in the copy: the binding controller, a member's Work) counts
-``numNodes`` (1 when unset) pods asking ``resourcesPerNode``.
+Every reader of a TrainJob's replicas or requirements hands it the copy with its runtime, got one
+way (:func:`~controlplane.apis.trainer_runtime.resolved`): the detector, the graceful eviction
+controller, the waste report. A TrainJob read alone (no runtime in the copy: the binding
+controller, which only copies it into a Work) counts ``numNodes`` (1 when unset) pods asking
+``resourcesPerNode``. The scheduler never gives a TrainJob an alternative GPU shape
+(:data:`~controlplane.apis.trainer_runtime.NO_ALTERNATIVE_SHAPES`), so :meth:`with_gpu_request`
+has nothing of its own to rewrite.
 """
 
 from __future__ import annotations
