@@ -21,6 +21,9 @@ from controlplane.controllers.manager import ControllerManager
 
 from .conftest import FAST
 from .fleet import A100, TIERED, deployment, eventually, node_shape, propagation_policy, put_cluster, settled
+from .test_trainjob_placement import API as TRAINER_API
+from .test_trainjob_placement import runtime as trainer_runtime
+from .test_trainjob_placement import trainjob
 
 WORK_API = "work.gpufed.io/v1alpha1"
 CLUSTER_API = "cluster.gpufed.io/v1alpha1"
@@ -400,19 +403,12 @@ async def test_a_moved_trainjob_lets_its_old_work_go_once_its_runtimes_nodes_run
 ) -> None:
     """The TrainJob sets no numNodes: its runtime's 2 nodes are the replicas the binding gives the
     new cluster, and the new Work carries them (read with the runtime, not as one node alone)."""
-    trainer_api = "trainer.kubeflow.org/v1alpha1"
     await put_cluster(objects, "big-a", node_shape(1, gpus=8))
     await put_cluster(objects, "big-b", node_shape(1, gpus=8), provider="aws", pricing={A100: 4.0})
     await settled(fleet)
-    node = {"name": "node", "template": {
-        "metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
-        "spec": {"template": {"spec": {"containers": [
-            {"name": "node", "image": "train:1", "resources": {"limits": {"nvidia.com/gpu": 2}}}]}}}}}
-    await apply(objects, {"apiVersion": trainer_api, "kind": "ClusterTrainingRuntime", "metadata": {"name": "torch"},
-                          "spec": {"mlPolicy": {"numNodes": 2}, "template": {"spec": {"replicatedJobs": [node]}}}})
-    await apply(objects, propagation_policy("training", kind="TrainJob", api_version=trainer_api))
-    await apply(objects, {"apiVersion": trainer_api, "kind": "TrainJob", "metadata": {"name": "llama", "namespace": "default"},
-                          "spec": {"runtimeRef": {"name": "torch"}}})
+    await apply(objects, trainer_runtime("ClusterTrainingRuntime", gpus=2, num_nodes=2))
+    await apply(objects, propagation_policy("training", kind="TrainJob", api_version=TRAINER_API))
+    await apply(objects, trainjob("llama", "ClusterTrainingRuntime"))
     await eventually(lambda: _placed_is_named(objects, "llama-trainjob", {"big-a": 2}), what="the TrainJob in big-a")
     await taint(objects, "big-a", ("maintenance", "NoExecute"))
     await poke(fleet, "llama-trainjob")

@@ -14,6 +14,9 @@ from controlplane.controllers.manager import ControllerManager
 from gpufed.commands.explain import render_explanation
 
 from .fleet import deployment, eventually, get_object, node_shape, propagation_policy, put_cluster, settled
+from .test_trainjob_placement import API as TRAINER_API
+from .test_trainjob_placement import runtime as trainer_runtime
+from .test_trainjob_placement import trainjob
 
 WORK_API = "work.gpufed.io/v1alpha1"
 T4 = "Tesla-T4"
@@ -135,19 +138,12 @@ async def test_a_trainjob_gets_no_steering_its_work_could_not_carry(objects: Obj
     """The same fleet and T4-only demand; the flexible workload is a TrainJob of one 1-GPU node.
     Its pods' template is its runtime's, which the Work cannot give a preferred term: the binding
     records no steering and `gpufed explain` shows none."""
-    trainer_api = "trainer.kubeflow.org/v1alpha1"
     await flexible_work(objects, manager)
-    node = {"name": "node", "template": {
-        "metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
-        "spec": {"template": {"spec": {"containers": [
-            {"name": "node", "image": "train:1", "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}}}}
-    await create(objects, {"apiVersion": trainer_api, "kind": "ClusterTrainingRuntime", "metadata": {"name": "torch"},
-                           "spec": {"mlPolicy": {"numNodes": 1}, "template": {"spec": {"replicatedJobs": [node]}}}})
+    await create(objects, trainer_runtime("ClusterTrainingRuntime", gpus=1, num_nodes=1))
     policy = steered_policy("steered-training")
-    policy["spec"]["resourceSelectors"] = [{"apiVersion": trainer_api, "kind": "TrainJob"}]
+    policy["spec"]["resourceSelectors"] = [{"apiVersion": TRAINER_API, "kind": "TrainJob"}]
     await create(objects, policy)
-    await create(objects, {"apiVersion": trainer_api, "kind": "TrainJob", "metadata": {"name": "llama", "namespace": "default"},
-                           "spec": {"runtimeRef": {"name": "torch"}}})
+    await create(objects, trainjob("llama", "ClusterTrainingRuntime"))
 
     async def placed() -> dict[str, Any] | None:
         found = await get_object(objects, WORK_API, "ResourceBinding", "llama-trainjob")
@@ -156,5 +152,5 @@ async def test_a_trainjob_gets_no_steering_its_work_could_not_carry(objects: Obj
     binding = await eventually(placed, what="the TrainJob placed")
     assert "scheduler.gpufed.io/gpu-steering" not in (binding["metadata"].get("annotations") or {})
     assert not any("steered" in r for e in binding["status"]["explanation"] for r in e["reasons"])
-    workload = await get_object(objects, trainer_api, "TrainJob", "llama")
+    workload = await get_object(objects, TRAINER_API, "TrainJob", "llama")
     assert workload is not None and "Steering:" not in render_explanation(workload, binding)
