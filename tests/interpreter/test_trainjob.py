@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from controlplane.apis.trainer_runtime import with_runtime
+from controlplane.apis.trainer_runtime import resolved, resolved_runtime, runtime_lookup, with_runtime
 from controlplane.interpreter import interpreter_for
 from controlplane.interpreter.base import Health
 from controlplane.interpreter.dependencies import Dependency, is_dependency
@@ -161,3 +161,18 @@ def test_status_merges_conditions_and_sums_jobs_status() -> None:
     failed = TRAINJOB.aggregate_status(trainjob(), [("a", done), ("b", status(("Failed", "True")))])
     assert any(c["type"] == "Failed" and c["status"] == "True" for c in failed["conditions"])
     assert TRAINJOB.aggregate_status(trainjob(), [("a", None)]) == {}
+
+
+def test_a_listed_runtime_is_found_as_the_trainjob_names_it_and_other_kinds_are_read_as_they_are() -> None:
+    """The waste report's lookup over listed runtimes: a TrainingRuntime in the TrainJob's namespace
+    only, a ClusterTrainingRuntime by name; the copy is the one the interpreter reads."""
+    namespaced = runtime("TrainingRuntime", num_nodes=3)
+    elsewhere = copy.deepcopy(namespaced)
+    elsewhere["metadata"]["namespace"] = "research"
+    lookup = runtime_lookup([elsewhere, runtime(num_nodes=4)])
+    job = trainjob(kind="TrainingRuntime")
+    assert resolved_runtime(resolved(job, lookup)) is None  # only in another namespace
+    assert TRAINJOB is not None and TRAINJOB.replicas(resolved(job, runtime_lookup([namespaced]))) == 3
+    assert TRAINJOB.replicas(resolved(trainjob(), lookup)) == 4  # the ClusterTrainingRuntime
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "x", "namespace": "ml"}}
+    assert resolved(deployment, lookup) is deployment
