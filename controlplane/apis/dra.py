@@ -72,7 +72,9 @@ MIG_DEVICE_CLASS: Final = "mig.nvidia.com"
 GPU_DRIVER: Final = "gpu.nvidia.com"
 #: What an ``All`` request of the GPU class is counted as (see the module docstring).
 ALL_DEVICES_ESTIMATE: Final = 8
-RESOURCE_API_VERSION: Final = "resource.k8s.io/v1"
+#: The API group of DRA's objects, and the version gpufed reads.
+RESOURCE_GROUP: Final = "resource.k8s.io"
+RESOURCE_API_VERSION: Final = f"{RESOURCE_GROUP}/v1"
 
 _QUOTED = r"""(?:'([^'\\]*)'|"([^"\\]*)")"""
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -148,12 +148,15 @@ def restart_count(pod: Mapping[str, Any]) -> int:
     )
 
 
-def gpu_request(pod: Mapping[str, Any], claims: ClaimLookup | None = None) -> str:
+def gpu_request(
+    pod: Mapping[str, Any], claims: ClaimLookup | None = None, unreadable: Collection[tuple[str, str]] = ()
+) -> str:
     """What the pod asks for in GPUs: its containers' ``nvidia.com/gpu=2``, ``nvidia.com/mig-3g.40gb=1``,
     then what each of its DRA claims asks (:mod:`controlplane.apis.dra`), the claim's entry named:
     ``nvidia.com/gpu=2 (DRA claim gpus)``, ``(DRA claim gpus, shared)`` for a ResourceClaim the pod
     names directly. ``claims`` finds the hub's claim templates and claims in the pod's namespace
-    (None: claims not shown); "-": none."""
+    (None: claims not shown); ``unreadable`` names (by kind and name) those the viewer may not read,
+    shown as ``(DRA claim gpus: not readable)`` without what they ask; "-": none."""
     spec = pod.get("spec") or {}
     try:
         requests = pod_requests(spec)
@@ -162,6 +165,9 @@ def gpu_request(pod: Mapping[str, Any], claims: ClaimLookup | None = None) -> st
     asked = [f"{name}={amount}" for name, amount in sorted(requests.items()) if is_gpu_resource(name)]
     if claims is not None:
         for entry, kind, name in claim_entries(spec):
+            if (kind, name) in unreadable:
+                asked.append(f"(DRA claim {entry}: not readable)")
+                continue
             note = f"DRA claim {entry}" + (", shared" if kind == CLAIM else "")
             asked += [f"{resource}={amount} ({note})"
                       for resource, amount in sorted(claim_spec_gpus(claims(kind, name)).resources().items())]
@@ -189,16 +195,16 @@ def devices_by_pod(utilization: Any) -> dict[PodKey, list[GpuDevice]]:
 
 def pod_rows(
     cluster: str, pods: Iterable[Mapping[str, Any]], devices: Mapping[PodKey, Sequence[GpuDevice]],
-    claims: ClaimLookup | None = None,
+    claims: ClaimLookup | None = None, unreadable: Collection[tuple[str, str]] = (),
 ) -> list[PodRow]:
-    """One row per pod of ``cluster``, by name (``claims``: as :func:`gpu_request` reads them)."""
+    """One row per pod of ``cluster``, by name (``claims``, ``unreadable``: as :func:`gpu_request` reads them)."""
     rows = []
     for pod in pods:
         meta = pod.get("metadata") or {}
         key = (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
         rows.append(PodRow(
             cluster, key[0], key[1], pod_status(pod), str((pod.get("spec") or {}).get("nodeName") or "<none>"),
-            gpu_request(pod, claims), tuple(devices.get(key, ())), restart_count(pod),
+            gpu_request(pod, claims, unreadable), tuple(devices.get(key, ())), restart_count(pod),
         ))
     return sorted(rows, key=lambda row: (row.cluster, row.name))
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from controlplane.apis.dra import RESOURCE_API_VERSION, TEMPLATE, ClaimLookup, claim_entries, claim_spec_of
@@ -101,16 +101,17 @@ def render_member(cluster: str, obj: Mapping[str, Any] | None, error: str | None
 
 
 def render_pod(cluster: str, pod: Mapping[str, Any], devices: Sequence[GpuDevice],
-               events: Iterable[tuple[str, Mapping[str, Any]]], claims: ClaimLookup | None = None) -> list[str]:
+               events: Iterable[tuple[str, Mapping[str, Any]]], claims: ClaimLookup | None = None,
+               unreadable: Collection[tuple[str, str]] = ()) -> list[str]:
     """``pod/NAME`` in ``cluster``, as kubectl describe shows a pod, with its GPU devices (its GPU
-    request counts its DRA claims ``claims`` finds)."""
+    request counts its DRA claims ``claims`` finds; those in ``unreadable`` are named as not readable)."""
     meta, spec, status = pod.get("metadata") or {}, pod.get("spec") or {}, pod.get("status") or {}
     owners = ", ".join(f"{o.get('kind')}/{o.get('name')}" for o in meta.get("ownerReferences") or []) or "<none>"
     lines = [
         field("Name", meta.get("name")), field("Namespace", meta.get("namespace")), field("Cluster", cluster),
         field("Node", spec.get("nodeName") or "<none>"), field("Start Time", status.get("startTime") or "<none>"),
         field("Labels", _labels(meta)), field("Status", pod_status(pod)), field("IP", status.get("podIP") or "<none>"),
-        field("Controlled By", owners), field("GPU request", gpu_request(pod, claims)),
+        field("Controlled By", owners), field("GPU request", gpu_request(pod, claims, unreadable)),
         field("GPU devices", ", ".join(f"{d.label()} ({percent(d.utilization)} busy)" for d in devices) or "<none>"),
         field("Restarts", restart_count(pod)), "Containers:",
     ]
@@ -145,25 +146,30 @@ async def _describe_pod(hub: HubClient, name: str, namespace: str, candidates: l
         utilization = await cluster_utilization(hub, cluster)
         listing = await hub.read_list(proxy_path(cluster, f"/api/v1/namespaces/{namespace}/events"))
         events = [(cluster, e) for e in listing.get("items") or [] if about(e, "Pod", name, {name})]
-        claims = await hub_claim_specs(hub, namespace, pod)
+        claims, unreadable = await hub_claim_specs(hub, namespace, pod)
         devices = devices_by_pod(utilization).get((namespace, name), [])
-        out += [*([""] if out else []), *render_pod(cluster, pod, devices, events, claims)]
+        out += [*([""] if out else []), *render_pod(cluster, pod, devices, events, claims, unreadable)]
     return out
 
 
-async def hub_claim_specs(hub: HubClient, namespace: str, pod: Mapping[str, Any]) -> ClaimLookup:
+async def hub_claim_specs(
+    hub: HubClient, namespace: str, pod: Mapping[str, Any]
+) -> tuple[ClaimLookup, set[tuple[str, str]]]:
     """The claim specs of the templates and claims the pod names, as the hub holds them (the ones its
-    placement counted); one the hub does not hold, or the user may not read, counts nothing."""
+    placement counted), read with the user's credentials; and, by kind and name, those the hub
+    refused the user (shown as not readable). One the hub does not hold counts nothing."""
     specs: dict[tuple[str, str], Mapping[str, Any]] = {}
+    unreadable: set[tuple[str, str]] = set()
     for _entry, kind, name in claim_entries(pod.get("spec")):
         plural = "resourceclaimtemplates" if kind == TEMPLATE else "resourceclaims"
         try:
             found = await hub.get_or_none(f"/apis/{RESOURCE_API_VERSION}/namespaces/{namespace}/{plural}/{name}")
         except HubError:  # not readable by this user: its GPUs are not shown
+            unreadable.add((kind, name))
             continue
         if (spec := claim_spec_of(kind, found)) is not None:
             specs[(kind, name)] = spec
-    return lambda kind, name: specs.get((kind, name))
+    return (lambda kind, name: specs.get((kind, name))), unreadable
 
 
 async def describe(args: argparse.Namespace) -> list[str]:

@@ -68,7 +68,8 @@ def test_describe_pod_counts_the_gpus_its_dra_claims_ask() -> None:
 
 
 async def test_describe_pod_reads_the_claims_a_pod_names_from_the_hub() -> None:
-    """Templates and claims at the hub's paths; one the user may not read counts nothing."""
+    """Templates and claims at the hub's paths; one the user may not read counts nothing and is
+    named as not readable."""
     two = {"devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": 2}}]}}
     base = "/apis/resource.k8s.io/v1/namespaces/ml"
 
@@ -83,9 +84,14 @@ async def test_describe_pod_reads_the_claims_a_pod_names_from_the_hub() -> None:
     pod = {"spec": {"resourceClaims": [{"name": "a", "resourceClaimTemplateName": "two"},
                                        {"name": "b", "resourceClaimName": "pool"},
                                        {"name": "c", "resourceClaimName": "secret"}]}}
-    lookup = await hub_claim_specs(Hub(), "ml", pod)  # type: ignore[arg-type]
+    lookup, unreadable = await hub_claim_specs(Hub(), "ml", pod)  # type: ignore[arg-type]
     assert (lookup("ResourceClaimTemplate", "two"), lookup("ResourceClaim", "pool"),
             lookup("ResourceClaim", "secret")) == (two, two, None)
+    assert unreadable == {("ResourceClaim", "secret")}
+    fields = _fields(render_pod("onprem", {"metadata": {"name": "p"}, **pod}, [], [], lookup, unreadable))
+    assert fields["GPU request"] == (
+        "nvidia.com/gpu=2 (DRA claim a),nvidia.com/gpu=2 (DRA claim b, shared),(DRA claim c: not readable)"
+    )
 
 
 def test_top_pods_has_a_cluster_column_and_gpu_columns_from_dcgm() -> None:

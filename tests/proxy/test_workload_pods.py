@@ -136,6 +136,56 @@ async def test_a_pods_gpu_request_counts_the_dra_claims_the_hub_holds(fleet: Fle
     assert pod["gpuRequest"] == "nvidia.com/gpu=2 (DRA claim gpus),nvidia.com/gpu=1 (DRA claim pooled, shared)"
 
 
+async def test_a_viewer_without_the_right_to_read_claims_sees_no_claim_detail(fleet: Fleet) -> None:
+    """A user who may list the workload's pods (``resourcebindings/pods``, ``clusters/proxy``) but
+    may not read ResourceClaims or their templates in the namespace is shown that a pod names a
+    claim, never what the claim asks: the hub reads claims for a caller only where the caller may."""
+    await _placed_workload(fleet)
+    resources = "/apis/resource.k8s.io/v1/namespaces/default"
+    code, body = await fleet.request("POST", f"{resources}/resourceclaims", body={
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "secret-pool"},
+        "spec": _asks(4)})
+    assert code == 201, body
+    sim = fleet.sim.objects
+    await sim.create(sim.registry.require("v1", "Pod"), {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "infer-5d8f-pooled", "namespace": "default",
+                     "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "infer-5d8f",
+                                          "uid": "u", "controller": True}]},
+        "spec": {"containers": [{"name": "server", "image": "infer:1"}],
+                 "resourceClaims": [{"name": "pooled", "resourceClaimName": "secret-pool"}]},
+    })
+    assert fleet.hub.tokens is not None
+    fleet.tokens["pods-only"] = (await fleet.hub.tokens.create(role=Role.USER, name="pat", groups=("pods-only",))).token
+    rbac = "/apis/rbac.authorization.k8s.io/v1"
+    for path, obj in (
+        (f"{rbac}/clusterroles", {
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "pods-only"},
+            "rules": [{"apiGroups": ["work.gpufed.io"], "resources": ["resourcebindings", "resourcebindings/pods"],
+                       "verbs": ["get", "list"]},
+                      {"apiGroups": ["cluster.gpufed.io"], "resources": ["clusters/proxy"], "verbs": ["get"]}]}),
+        (f"{rbac}/clusterrolebindings", {
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": {"name": "pods-only"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "pods-only"},
+            "subjects": [{"kind": "Group", "name": "pods-only", "apiGroup": "rbac.authorization.k8s.io"}]}),
+    ):
+        code, body = await fleet.request("POST", path, body=obj)
+        assert code == 201, body
+    code, body = await fleet.request("GET", f"{resources}/resourceclaims/secret-pool", who="pods-only")
+    assert code == 403, body  # the user may not read the claim directly...
+
+    async def listed(who: str) -> dict[str, Any] | None:
+        code, body = await fleet.request("GET", BINDING + "/pods", who=who)
+        pods = [p for c in body.get("clusters") or [] for p in c.get("pods") or []] if code == 200 else []
+        return next((p for p in pods if p["name"] == "infer-5d8f-pooled"), None)
+
+    pod = await eventually(lambda: listed("pods-only"), what="the pod in the user's list")
+    assert pod["gpuRequest"] == "(DRA claim pooled: not readable)"  # ...nor through the pod list
+    pod = await eventually(lambda: listed("admin"), what="the pod in the admin's list")
+    assert pod["gpuRequest"] == "nvidia.com/gpu=4 (DRA claim pooled, shared)"
+
+
 async def test_the_hubs_metrics_count_proxied_requests_bytes_streams_and_tunnels(fleet: Fleet) -> None:
     def sample(text: str, name: str, **labels: str) -> float:
         for line in text.splitlines():

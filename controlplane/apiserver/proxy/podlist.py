@@ -12,7 +12,11 @@ resourcebindings/pods`` in the namespace. Then, per cluster, this handler asks t
 the same question the proxy route asks (``get clusters/proxy`` named after the cluster): a
 cluster the caller may not proxy to is listed with ``forbidden`` and the authorizer's reason,
 without pods. Allowed clusters are read as the caller (impersonated at the member, as every
-proxied request is), so the member's RBAC limits it too.
+proxied request is), so the member's RBAC limits it too. The claim templates and claims a pod
+names are read from the hub's store, so each is read only when the authorizer lets the caller
+``get`` it (by name) or ``list`` its kind in the namespace (:func:`may_read_claim`, the
+SubjectAccessReview kube would answer); a claim the caller may not read shows in the GPU request
+as ``(DRA claim gpus: not readable)``, without what it asks.
 
 The member's answer is read whole, bounded by :data:`MAX_LIST_BYTES`; the hub never opens a
 connection toward a member (a cluster without a tunnel is listed with its error).
@@ -30,7 +34,7 @@ from aiohttp import web
 
 from controlplane.apis import proxyframing as framing
 from controlplane.apis.constants import CLUSTER_GROUP, VERSION, WORK_GROUP
-from controlplane.apis.dra import CLAIM, RESOURCE_API_VERSION, TEMPLATE, ClaimLookup, claim_spec_of
+from controlplane.apis.dra import CLAIM, RESOURCE_API_VERSION, RESOURCE_GROUP, TEMPLATE, ClaimLookup, claim_entries, claim_spec_of
 from controlplane.apis.podview import devices_by_pod, owned_by, pod_rows
 from controlplane.apis.proxyframing import FrameKind
 from controlplane.apiserver import errors
@@ -106,6 +110,23 @@ async def fetch_json(
     return answer
 
 
+#: The resource each claim kind is authorized as (``resource.k8s.io``).
+CLAIM_RESOURCES = {CLAIM: "resourceclaims", TEMPLATE: "resourceclaimtemplates"}
+
+
+def may_read_claim(authorizer: Authorizer, user: UserInfo, namespace: str, kind: str, name: str) -> bool:
+    """Whether ``user`` may read the claim (or claim template) ``name`` of ``namespace`` on the hub:
+    ``get`` on it by name, or ``list`` in the namespace (a list returns whole objects), as kube's
+    authorizer would answer a SubjectAccessReview for either."""
+    resource = CLAIM_RESOURCES[kind]
+    asks = (
+        RequestAttributes(user=user, verb="get", api_group=RESOURCE_GROUP, resource=resource,
+                          namespace=namespace, name=name),
+        RequestAttributes(user=user, verb="list", api_group=RESOURCE_GROUP, resource=resource, namespace=namespace),
+    )
+    return any(authorizer.authorize(ask).allowed for ask in asks)
+
+
 def pod_list_routes(proxy: ProxyEndpoints, authorizer: Authorizer) -> list[web.RouteDef]:
     """The ``resourcebindings/<name>/pods`` route over ``proxy``'s tunnels; register it before the
     generic ``/apis`` routes."""
@@ -122,19 +143,28 @@ def pod_list_routes(proxy: ProxyEndpoints, authorizer: Authorizer) -> list[web.R
         placed = [str(c.get("name")) for c in (binding.get("spec") or {}).get("clusters") or [] if c.get("name")]
         cluster_type = objects.registry.require(f"{CLUSTER_GROUP}/{VERSION}", "Cluster")
 
-        found_specs: list[ClaimLookup] = []
+        specs: dict[tuple[str, str], Mapping[str, Any] | None] = {}
+        unreadable: set[tuple[str, str]] = set()
+        reading = asyncio.Lock()  # clusters are listed together: one reads what the others then find
 
-        async def claim_specs() -> ClaimLookup:
-            """The hub's claim templates and claims of the namespace, read once for all clusters."""
-            if not found_specs:
-                specs: dict[tuple[str, str], Mapping[str, Any]] = {}
-                for claim_kind in (TEMPLATE, CLAIM):
+        async def read_claims(pods: list[dict[str, Any]]) -> ClaimLookup:
+            """The specs of the claim templates and claims ``pods`` name, read from the hub only where
+            the caller may read them (shared by all clusters: each object is asked about once)."""
+            async with reading:
+                for _entry, claim_kind, claim_name in (e for pod in pods for e in claim_entries(pod.get("spec"))):
+                    key = (claim_kind, claim_name)
+                    if key in specs or key in unreadable:
+                        continue
+                    if not may_read_claim(authorizer, user, namespace, claim_kind, claim_name):
+                        unreadable.add(key)  # never read for this caller: its GPUs are not shown
+                        continue
                     rt = objects.registry.for_kind(RESOURCE_API_VERSION, claim_kind)
-                    for obj in (await objects.list(rt, namespace=namespace)).items if rt is not None else ():
-                        if (spec := claim_spec_of(claim_kind, obj)) is not None:
-                            specs[(claim_kind, str(obj["metadata"]["name"]))] = spec
-                found_specs.append(lambda claim_kind, claim_name: specs.get((claim_kind, claim_name)))
-            return found_specs[0]
+                    try:
+                        found = await objects.get(rt, namespace=namespace, name=claim_name) if rt is not None else None
+                    except errors.NotFound:
+                        found = None
+                    specs[key] = claim_spec_of(claim_kind, found)
+            return lambda claim_kind, claim_name: specs.get((claim_kind, claim_name))
 
         async def one(cluster: str) -> dict[str, Any]:
             entry: dict[str, Any] = {"name": cluster, "pods": []}
@@ -154,8 +184,8 @@ def pod_list_routes(proxy: ProxyEndpoints, authorizer: Authorizer) -> list[web.R
             except errors.NotFound:
                 utilization = None
             pods = [pod for pod in listing.get("items") or [] if owned_by(pod, kind, workload)]
-            claims = await claim_specs() if any((pod.get("spec") or {}).get("resourceClaims") for pod in pods) else None
-            for row in pod_rows(cluster, pods, devices_by_pod(utilization), claims):
+            claims = await read_claims(pods) if any((pod.get("spec") or {}).get("resourceClaims") for pod in pods) else None
+            for row in pod_rows(cluster, pods, devices_by_pod(utilization), claims, unreadable):
                 pod = row.as_json()
                 pod["logPath"] = f"{CLUSTERS_PATH}/{cluster}/proxy/api/v1/namespaces/{namespace}/pods/{row.name}/log"
                 entry["pods"].append(pod)
