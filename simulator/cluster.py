@@ -67,7 +67,6 @@ from simulator.recording import EventRecorder
 from simulator.scheduling.cluster_state import ClusterState
 from simulator.scheduling.filtering import missing_claim, missing_claim_message
 from simulator.scheduling.model import Binding, PodRequest, Scoring, Unschedulable
-from simulator.scheduling.reading import pod_request
 from simulator.volumes import ClaimBinder, is_bound, unbound_claim_message
 
 logger = logging.getLogger(__name__)
@@ -296,14 +295,13 @@ class SimulatedCluster(Service):
         cached = self._requests.get(key)
         if cached is not None and cached[0] == rv:
             return cached[1]
-        schedulable = self.dra.schedulable(pod)
-        if schedulable is None:
-            return None  # a DRA claim it names is not here yet: Pending until it is (not cached)
         try:
-            request = pod_request(schedulable)
+            request = self.dra.request(pod)
         except (ValueError, KeyError) as exc:
             logger.warning("pod %s cannot be scheduled: %s", key, exc)
             return None
+        if request is None:
+            return None  # a DRA claim it names is not here yet: Pending until it is (not cached)
         self._requests[key] = (rv, request)
         return request
 

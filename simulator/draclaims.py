@@ -8,17 +8,20 @@ one per MIG device. The simulator keeps that rule for NVIDIA's two classes: a po
 :data:`~controlplane.apis.dra.ALL_DEVICES_ESTIMATE`), its claims of ``mig.nvidia.com`` whose
 selector pins a profile that many slices of the profile (as ``nvidia.com/mig-<profile>``), of the
 model a ``productName`` equality selector names (:mod:`controlplane.apis.dra`), and hold them while
-it runs, as a device-plugin request does. A pod naming a template or claim the member does not hold
+it runs, as a device-plugin request does. A claim pods name directly (``resourceClaimName``) is
+one set of devices: the first pod placed allocates it on its node and later pods naming it go to
+that node and take nothing more (:mod:`simulator.scheduling.sharedclaims`). A pod naming a template or claim the member does not hold
 stays Pending (kube's resourceclaim controller cannot create its claim), and is looked at again
 when one arrives. Requests of other classes (NICs), and MIG requests that leave the profile open,
 are not simulated: no driver publishes ResourceSlices here, so they place as if satisfied.
 
-In: the member's ``ObjectClient``. Out: pods as the scheduler reads them (None: wait). The
+In: the member's ``ObjectClient``. Out: pods as the scheduler reads them (:class:`PodRequest`; None: wait). The
 informers run with the cluster's others.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -28,11 +31,14 @@ from controlplane.apis.dra import (
     TEMPLATE,
     claim_spec_of,
     references_claims,
+    shared_claims,
     with_claimed_gpus,
 )
 from controlplane.controllers.informing import Informer
 from controlplane.objectclient import ObjectClient
 from simulator.informers import as_handler
+from simulator.scheduling.model import PodRequest, SharedClaim
+from simulator.scheduling.reading import pod_request
 
 
 class DraClaims:
@@ -50,11 +56,13 @@ class DraClaims:
         informer = self.informers.get(kind)
         return claim_spec_of(kind, informer.get(namespace, name) if informer is not None else None)
 
-    def schedulable(self, pod: dict[str, Any]) -> dict[str, Any] | None:
-        """The pod as the scheduler reads it (its GPU claims as ``nvidia.com/gpu``), itself when it
-        names no claim, None while a claim it names is not here."""
+    def request(self, pod: dict[str, Any]) -> PodRequest | None:
+        """The pod as the scheduler reads it: the GPUs of its templates' claims as ``nvidia.com/gpu``
+        (and MIG) requests, the claims it names directly as :class:`SharedClaim` (held once, for
+        every pod naming them), the model any of them pins as a node selector; None while a
+        claim it names is not here. Raises ValueError for a malformed quantity."""
         if not references_claims(pod):
-            return pod
+            return pod_request(pod)
         namespace = str((pod.get("metadata") or {}).get("namespace") or "default")
         missing: list[str] = []
 
@@ -64,5 +72,11 @@ class DraClaims:
                 missing.append(name)
             return found
 
-        resolved = with_claimed_gpus(pod, lookup)
-        return None if missing else resolved
+        resolved = with_claimed_gpus(pod, lookup, shared=False)
+        shared = shared_claims(pod.get("spec"), lookup)
+        if missing:
+            return None
+        return dataclasses.replace(pod_request(resolved), shared_claims=tuple(
+            SharedClaim(f"{namespace}/{name}", tuple(sorted(found.resources().items())))
+            for name, found in shared.items()
+        ))

@@ -233,12 +233,44 @@ def claim_entries(pod_spec: Mapping[str, Any] | None) -> Iterator[tuple[str, str
             yield str(entry.get("name") or ""), CLAIM, name
 
 
-def pod_claimed_gpus(pod_spec: Mapping[str, Any] | None, lookup: ClaimLookup) -> ClaimedGpus:
-    """The devices all of a pod spec's ``resourceClaims`` ask for (claims not known yet count nothing)."""
+def pod_claimed_gpus(pod_spec: Mapping[str, Any] | None, lookup: ClaimLookup, *, shared: bool = True) -> ClaimedGpus:
+    """The devices all of a pod spec's ``resourceClaims`` ask for (claims not known yet count nothing);
+    with ``shared=False`` only its templates' claims, the pod's own (a shared claim's model still pins it)."""
     total = ClaimedGpus()
     for _entry, kind, name in claim_entries(pod_spec):
-        total = total.plus(claim_spec_gpus(lookup(kind, name)))
+        found = claim_spec_gpus(lookup(kind, name))
+        total = total.plus(found if shared or kind != CLAIM else ClaimedGpus(0, found.product))
     return total
+
+
+def shared_claims(pod_spec: Mapping[str, Any] | None, lookup: ClaimLookup) -> dict[str, ClaimedGpus]:
+    """The devices of each ResourceClaim a pod spec names directly (``resourceClaimName``), by the
+    claim's name: what every pod naming it shares (claims not known yet ask nothing)."""
+    return {name: claim_spec_gpus(lookup(kind, name)) for _entry, kind, name in claim_entries(pod_spec) if kind == CLAIM}
+
+
+def pod_specs(obj: Any) -> Iterator[dict[str, Any]]:
+    """Every pod spec that names claims in ``obj`` (a workload, a pod or a pod spec), outermost first."""
+    if isinstance(obj, dict):
+        if isinstance(obj.get("resourceClaims"), list) and isinstance(obj.get("containers"), list):
+            yield obj
+        for value in obj.values():
+            yield from pod_specs(value)
+    elif isinstance(obj, list):
+        for value in obj:
+            yield from pod_specs(value)
+
+
+def shared_claim_resources(obj: Mapping[str, Any], lookup: ClaimLookup) -> dict[str, int]:
+    """The device-plugin resources of the ResourceClaims ``obj``'s pod specs name directly, each claim
+    once however many pod specs (or roles) name it: the devices a workload's pods share in a cluster."""
+    claims: dict[str, ClaimedGpus] = {}
+    for spec in pod_specs(obj):
+        claims.update(shared_claims(spec, lookup))
+    total = ClaimedGpus()
+    for found in claims.values():
+        total = total.plus(found)
+    return total.resources()
 
 
 def _named_profile(device: str) -> str | None:
@@ -358,24 +390,15 @@ def _with_gpus_in_place(pod_spec: dict[str, Any], claimed: ClaimedGpus) -> None:
         selector.setdefault(LABEL_GPU_PRODUCT, product_label(claimed.product))
 
 
-def with_claimed_gpus(obj: Mapping[str, Any], lookup: ClaimLookup) -> dict[str, Any]:
+def with_claimed_gpus(obj: Mapping[str, Any], lookup: ClaimLookup, *, shared: bool = True) -> dict[str, Any]:
     """A copy of ``obj`` (a workload, a pod or a pod spec) in which every pod spec with DRA claims of
     NVIDIA's classes asks for those devices as ``nvidia.com/gpu`` and ``nvidia.com/mig-<profile>``
     (its first container) and, when a selector pins the model, selects ``nvidia.com/gpu.product``. ``obj`` itself is never changed;
-    a pod spec without claims is left as it is."""
+    a pod spec without claims is left as it is. ``shared=False`` leaves out the devices of the claims
+    named directly (:func:`shared_claims`: held once for all the pods, not by each)."""
     out = copy.deepcopy(dict(obj))
-
-    def walk(node: Any) -> None:
-        if isinstance(node, dict):
-            if isinstance(node.get("resourceClaims"), list) and isinstance(node.get("containers"), list):
-                _with_gpus_in_place(node, pod_claimed_gpus(node, lookup))
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for value in node:
-                walk(value)
-
-    walk(out)
+    for spec in list(pod_specs(out)):
+        _with_gpus_in_place(spec, pod_claimed_gpus(spec, lookup, shared=shared))
     return out
 
 

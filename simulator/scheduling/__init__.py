@@ -23,6 +23,9 @@ sees realistic outcomes (fragmentation included) and realistic refusals:
   gang needs ``scheduling.x-k8s.io/min-member: "<n>"`` pods, an annotation, else all
   pods of the group that exist), or else when its controller owner is a Kubeflow
   training job (PyTorchJob, TFJob, MPIJob...: the gang is then every pod of that owner);
+* DynamicResources for the DRA claims pods name directly (``resourceClaimName``): the first pod
+  placed allocates the claim's devices on its node, the later ones go only to that node
+  (``resourceclaim not available on the node`` elsewhere) and take nothing more for it;
 * a pod that fits nowhere gets kube's message, reasons counted per node and sorted as
   kube sorts them (as strings): ``0/12 nodes are available: 4 node(s) didn't match
   Pod's node affinity/selector, 8 Insufficient nvidia.com/mig-3g.40gb.``
@@ -34,7 +37,7 @@ The modules, by concern: :mod:`.model` (the pod, node and placement types and th
 and GPU constants), :mod:`.reading` (v1 Pod and Node objects into those types),
 :mod:`.filtering` (the usage-independent filters, kube's search limit and FitError text)
 :mod:`.fgd` (FGD's per-node GPU slots and fragmentation deltas), :mod:`.preferences` (kube's
-preference scores) and :mod:`.cluster_state`
+preference scores), :mod:`.sharedclaims` (the shared DRA claims held, their node and users) and :mod:`.cluster_state`
 (:class:`ClusterState`: the arrays, allocations, resource fit,
 scoring and the scheduling cycle, gangs included). Import a name from its module; this
 package re-exports only the scheduler and how it scores.

@@ -24,13 +24,14 @@ from numpy.typing import NDArray
 from controlplane.apis.constants import LABEL_GPU_PRODUCT
 from controlplane.apis.fragmentation import DemandMix, TaskShape
 from controlplane.apis.gpus import is_nvidia_resource
-from simulator.devices import Device, NodeInventory
+from simulator.devices import NodeInventory
 from simulator.scheduling.demand import POD_SLOTS_COLUMN, Demand, IndexArray, IntArray, request_demand
 from simulator.scheduling.fgd import FgdRows, device_slots, pod_task, slots_after
 from simulator.scheduling.filtering import adaptive_nodes_to_find, fit_error_message, static_reason
 from simulator.scheduling.model import (
     Allocation,
     Binding,
+    FilterReason,
     NodeState,
     PodRequest,
     ScheduleResult,
@@ -40,6 +41,7 @@ from simulator.scheduling.model import (
 from simulator.scheduling.preferences import Preferences
 from simulator.scheduling.reading import gpu_milli_per_unit, node_state
 from simulator.scheduling.scoring import allocated_scores, best_fit_scores
+from simulator.scheduling.sharedclaims import SharedClaims
 
 #: kube's default pod capacity of a node that declares none.
 _DEFAULT_MAX_PODS: Final = 110
@@ -92,6 +94,8 @@ class ClusterState:
         self.percentage = percentage_of_nodes_to_score
         self.nodes: dict[str, NodeState] = {}
         self.allocations: dict[str, Allocation] = {}
+        #: The DRA claims pods name directly, held once on the node they were allocated on.
+        self.shared = SharedClaims()
         self._order: list[NodeState] = []
         self._next_start = 0
         self._static_cache: dict[tuple[Any, ...], _Static] = {}
@@ -254,43 +258,28 @@ class ClusterState:
         return self._allocate(pod, state, device_ids=device_ids)
 
     def release(self, pod_key: str) -> Allocation | None:
+        """Free what a pod holds, and the shared claims it was the last user of (kube deallocates them)."""
+        for hold in self.shared.leave(pod_key):
+            if (node := self.nodes.get(hold.node)) is not None:
+                node.give_back(hold.requests, hold.devices)
+                self._node_changed(node)
         allocation = self.allocations.pop(pod_key, None)
         if allocation is None:
             return None
         state = self.nodes.get(allocation.node)
         if state is not None:
-            for resource, amount in allocation.requests.items():
-                state.requested[resource] = state.requested.get(resource, 0) - amount
+            state.give_back(allocation.requests, allocation.devices)
             state.pod_count -= 1
-            for device in allocation.devices:
-                free = state.free_devices.setdefault(device.resource, [])
-                free.append(device)
-                if state.inventory is not None:
-                    order = {d.id: i for i, d in enumerate(state.inventory.devices.get(device.resource, ()))}
-                    free.sort(key=lambda d: order.get(d.id, 0))
             self._node_changed(state)
         return allocation
 
     def _allocate(
         self, pod: PodRequest, state: NodeState, *, device_ids: Sequence[str] | None = None
     ) -> Allocation:
-        devices: list[Device] = []
-        for resource, amount in pod.requests.items():
-            state.requested[resource] = state.requested.get(resource, 0) + amount
-            free = state.free_devices.get(resource)
-            if not free:
-                continue
-            if device_ids:
-                wanted = set(device_ids)
-                chosen = [d for d in free if d.id in wanted][:amount]
-            else:
-                chosen = []
-            if len(chosen) < amount:
-                rest = [d for d in free if d not in chosen]
-                chosen += rest[: amount - len(chosen)]
-            taken = {d.id for d in chosen}
-            state.free_devices[resource] = [d for d in free if d.id not in taken]
-            devices.extend(chosen)
+        devices = state.take(pod.requests, device_ids)
+        for key, requests in self.shared.to_hold(pod):  # its shared claims not allocated yet: allocated here
+            self.shared.hold(key, state.name, requests, tuple(state.take(requests, None)), pod.key)
+        self.shared.use(pod)
         state.pod_count += 1
         allocation = Allocation(pod.key, state.name, dict(pod.requests), tuple(devices), pod.gang)
         self.allocations[pod.key] = allocation
@@ -346,6 +335,8 @@ class ClusterState:
         once it has found the nodes it wants.
         """
         self._ensure_arrays()
+        if pod.claim_node is not None:
+            return self._claim_node_rows(pod)
         static = self._static(pod)
         if not len(static.passing_rows):
             return _NO_ROWS, Counter(static.reasons)
@@ -369,6 +360,20 @@ class ClusterState:
                 found: IndexArray = rows[(hits + start) % count]
                 return found, Counter()
         return _NO_ROWS, self._fit_reasons(static, demand)
+
+    def _claim_node_rows(self, pod: PodRequest) -> tuple[IndexArray, Counter[str]]:
+        """DynamicResources' filter for a pod whose shared claims are allocated: only their node, after
+        the other filters and the fit (kube's order); the nodes passing those are told it is not it."""
+        static, demand = self._static(pod), self._demand(pod)
+        rows = static.capable_rows
+        fitting = rows[self._fit_mask(demand, rows)] if len(rows) else rows
+        row = self._row.get(pod.claim_node or "")
+        if row is not None and row in fitting:
+            return np.array([row], dtype=np.intp), Counter()
+        reasons = self._fit_reasons(static, demand)
+        if len(fitting):
+            reasons[FilterReason.CLAIM_NOT_AVAILABLE.value] += len(fitting)
+        return _NO_ROWS, reasons
 
     def _fit_reasons(self, static: _Static, demand: Demand) -> Counter[str]:
         """The static reasons plus kube's resource reasons counted over the passing nodes.
@@ -527,13 +532,14 @@ class ClusterState:
         if pod.node_name is not None:
             allocation = self.assume(pod, pod.node_name)
             return Binding(pod.key, allocation.node, allocation.devices), None
-        rows, reasons = self._feasible_rows(pod)
+        pending = self.shared.pending(pod)  # with its shared claims: to allocate, or where they are
+        rows, reasons = self._feasible_rows(pending)
         if not len(rows):
             return None, Unschedulable(pod.key, fit_error_message(len(self._order), reasons), dict(reasons))
-        node = self._select(pod, rows)
+        node = self._select(pending, rows)
         allocation = self._allocate(pod, node)
-        self.record_task(pod)
-        return Binding(pod.key, node.name, allocation.devices), None
+        self.record_task(pending)
+        return Binding(pod.key, node.name, allocation.devices + self.shared.carried(pod.key)), None
 
     def _schedule_gang(self, gang: str, members: list[PodRequest], result: ScheduleResult) -> None:
         bound = sum(1 for a in self.allocations.values() if a.gang == gang)

@@ -18,7 +18,7 @@ is one of :data:`GANG_OWNER_KINDS` (the gang is then every pod of that owner).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Final
@@ -97,6 +97,8 @@ _NODE_SCORING: Final = {
 class FilterReason(StrEnum):
     """kube-scheduler's per-node failure texts (resource reasons are built from these)."""
 
+    #: The DynamicResources plugin's: an allocated claim the pod names is not available on the node.
+    CLAIM_NOT_AVAILABLE = "resourceclaim not available on the node"
     UNSCHEDULABLE = "node(s) were unschedulable"
     AFFINITY = "node(s) didn't match Pod's node affinity/selector"
     TOO_MANY_PODS = "Too many pods"
@@ -128,6 +130,15 @@ PreferredTerm = tuple[int, SelectorTerm]
 
 
 @dataclass(frozen=True, slots=True)
+class SharedClaim:
+    """A DRA ResourceClaim pods name directly (``resourceClaimName``): its ``namespace/name`` and the
+    devices it asks, in base units (``nvidia.com/gpu``, ``nvidia.com/mig-<profile>``)."""
+
+    key: str
+    requests: tuple[tuple[str, int], ...]
+
+
+@dataclass(frozen=True, slots=True)
 class PodRequest:
     """What the scheduler needs from a pod, read once from its manifest."""
 
@@ -150,6 +161,12 @@ class PodRequest:
     node_name: str | None = None
     #: The PersistentVolumeClaims its volumes name (``persistentVolumeClaim.claimName``), in order.
     claims: tuple[str, ...] = ()
+    #: The DRA ResourceClaims it names directly, whose devices it shares with the other pods naming
+    #: them (not in ``requests``: :mod:`.sharedclaims` holds them once).
+    shared_claims: tuple[SharedClaim, ...] = ()
+    #: The node the held shared claims are available on ("": on different nodes, so on none);
+    #: None: no claim of the pod is held yet. Set by the scheduler for one cycle.
+    claim_node: str | None = None
 
     @property
     def constraint_key(self) -> tuple[Any, ...]:
@@ -175,6 +192,35 @@ class NodeState:
 
     def free(self, resource: str) -> int:
         return self.allocatable.get(resource, 0) - self.requested.get(resource, 0)
+
+    def take(self, requests: Mapping[str, int], device_ids: Sequence[str] | None = None) -> list[Device]:
+        """Count ``requests`` as requested here and take their devices (the named ones first)."""
+        devices: list[Device] = []
+        wanted = set(device_ids or ())
+        for resource, amount in requests.items():
+            self.requested[resource] = self.requested.get(resource, 0) + amount
+            free = self.free_devices.get(resource)
+            if not free:
+                continue
+            chosen = [d for d in free if d.id in wanted][:amount] if wanted else []
+            if len(chosen) < amount:
+                rest = [d for d in free if d not in chosen]
+                chosen += rest[: amount - len(chosen)]
+            taken = {d.id for d in chosen}
+            self.free_devices[resource] = [d for d in free if d.id not in taken]
+            devices.extend(chosen)
+        return devices
+
+    def give_back(self, requests: Mapping[str, int], devices: Iterable[Device]) -> None:
+        """Undo :meth:`take`: the requests no longer counted, the devices free again in hand-out order."""
+        for resource, amount in requests.items():
+            self.requested[resource] = self.requested.get(resource, 0) - amount
+        for device in devices:
+            free = self.free_devices.setdefault(device.resource, [])
+            free.append(device)
+            if self.inventory is not None:
+                order = {d.id: i for i, d in enumerate(self.inventory.devices.get(device.resource, ()))}
+                free.sort(key=lambda d: order.get(d.id, 0))
 
     def gpu_milli_free(self) -> int:
         """Free GPU capacity in thousandths of a GPU, as best-fit measures it."""

@@ -39,6 +39,7 @@ from member_agent.podstates import unschedulable_summary
 from simulator.draclaims import DraClaims
 from simulator.scheduling.filtering import static_reason
 from simulator.scheduling.reading import node_state, pod_request
+from simulator.scheduling.sharedclaims import SharedClaims
 from tests.interpreter.test_requirements import container
 
 GI = 2**30
@@ -442,9 +443,9 @@ def test_hub_agent_simulator_and_waste_report_count_dra_gpus_alike(
     agent = capacity.pod_requests(capacity.trim_pod(pod), _agent_lookup(objects))
     member_claims = DraClaims.__new__(DraClaims)
     member_claims.informers = {kind: _Cache(items) for kind, items in by_kind.items()}  # type: ignore[misc]
-    schedulable = member_claims.schedulable(pod)
-    assert schedulable is not None
-    simulated = dict(pod_request(schedulable).requests)
+    request = member_claims.request(pod)
+    assert request is not None
+    simulated = dict(SharedClaims().pending(request).requests)  # what it asks of a node, its claims not held yet
     gpus = {name: amount for name, amount in expected.items() if is_gpu_resource(name)}
     assert {"hub": hub, "agent": agent, "simulator": simulated, "waste report": _waste_report_holdings(pod, objects)} == {
         "hub": expected, "agent": expected, "simulator": expected, "waste report": gpus,

@@ -103,3 +103,42 @@ async def test_a_mig_claim_takes_a_slice_of_its_profile(mig_sim: Sim) -> None:
     await sim.create(pod("third", "slice"))  # the node's two 1g.10gb slices are taken
     await scheduled_others(sim, "third")
     assert await node_of(sim, "third") is None
+
+
+def shared_pod(name: str, claim: str, cpu: str = "1") -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"}, "spec": {
+        "resourceClaims": [{"name": "gpu", "resourceClaimName": claim}],
+        "containers": [{"name": "main", "image": "vllm:1",
+                        "resources": {"requests": {"cpu": cpu}, "claims": [{"name": "gpu"}]}}],
+    }}
+
+
+async def unschedulable_message(sim: Sim, name: str) -> str | None:
+    found = await sim.get("v1", "Pod", name)
+    return next((c.get("message") for c in (found.get("status") or {}).get("conditions") or []
+                 if c.get("type") == "PodScheduled" and c.get("status") == "False"), None)
+
+
+async def test_a_claim_pods_share_is_allocated_once_on_one_node_and_freed_with_its_last_pod(sim: Sim) -> None:
+    """Three pods name one ResourceClaim of 6 GPUs: the first pod allocates it on the only node with
+    6 GPUs, the others join it there taking no GPU more (held per pod, the second would find no
+    node); a pod naming it that does not fit that node is told the claim is not available on the
+    others, after their fit; with its last pod gone the claim's GPUs are free again."""
+    claim = template("pool", 6)
+    claim.update(kind="ResourceClaim", spec=claim["spec"]["spec"])
+    await sim.create(claim)
+    for name in ("share-a", "share-b", "share-c"):
+        await sim.create(shared_pod(name, "pool"))
+    nodes = {name: await sim.until(lambda name=name: node_of(sim, name)) for name in ("share-a", "share-b", "share-c")}
+    assert len(set(nodes.values())) == 1 and nodes["share-a"].startswith("c-h100-"), nodes
+    assert sim.cluster.state.nodes[nodes["share-a"]].requested["nvidia.com/gpu"] == 6  # not 18
+
+    await sim.create(shared_pod("share-big", "pool", cpu="94"))  # 93 CPUs left on the claim's node
+    message = await sim.until(lambda: unschedulable_message(sim, "share-big"))
+    assert message == "0/3 nodes are available: 1 Insufficient cpu, 2 resourceclaim not available on the node."
+
+    for name in ("share-a", "share-b", "share-c", "share-big"):
+        await sim.objects.delete(sim.rt("v1", "Pod"), namespace="default", name=name)
+    await sim.create(template("eight", 8))
+    await sim.create(pod("whole-board", "eight"))  # the claim was deallocated with its last pod
+    assert (await sim.until(lambda: node_of(sim, "whole-board"))).startswith("c-h100-")
