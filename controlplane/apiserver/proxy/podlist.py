@@ -34,7 +34,15 @@ from aiohttp import web
 
 from controlplane.apis import proxyframing as framing
 from controlplane.apis.constants import CLUSTER_GROUP, VERSION, WORK_GROUP
-from controlplane.apis.dra import CLAIM, RESOURCE_API_VERSION, RESOURCE_GROUP, TEMPLATE, ClaimLookup, claim_entries, claim_spec_of
+from controlplane.apis.dra import (
+    CLAIM,
+    RESOURCE_API_VERSION,
+    RESOURCE_GROUP,
+    TEMPLATE,
+    ClaimLookup,
+    claim_entries,
+    claim_spec_of,
+)
 from controlplane.apis.podview import devices_by_pod, owned_by, pod_rows
 from controlplane.apis.proxyframing import FrameKind
 from controlplane.apiserver import errors
