@@ -42,8 +42,10 @@ reserved for (kube allocates a claim once and lists its consumers in ``status.re
 member, :func:`shared_claim_holders` picks the one pod of those naming it that counts its devices
 (the first by name, so every report picks the same one while the pods stay); the others count
 nothing for it. The devices then stay whole on one pod, as the waste report, which gives each
-device to one pod, needs. The hub's reading (:func:`with_claimed_gpus`) still counts a shared claim
-in every pod spec that names it: a replica's requirements have no amount taken once per cluster.
+device to one pod, needs. The hub's placement reads a pod template's own claims per replica
+(:func:`with_claimed_gpus` with ``shared=False``) and its shared claims once per cluster
+(:func:`shared_claim_resources`: the binding's ``sharedResourceRequest``); the simulated member
+allocates a shared claim once, on the node of the first pod placed (:mod:`simulator.scheduling.sharedclaims`).
 
 :func:`with_claimed_gpus` turns a pod spec's claims into the ``nvidia.com/gpu`` and MIG requests
 and product selector they stand for, so the interpreter's replica requirements (the hub's

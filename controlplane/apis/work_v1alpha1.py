@@ -167,8 +167,11 @@ class ReplicaRequirements(SpecModel):
     """The tolerations of a replica's pod."""
     priority_class_name: str | None = None
     """The PriorityClass of a replica's pod."""
+    shared_resource_request: dict[str, str] | None = None
+    """What the replicas in one cluster hold together, once, on one node (the devices of the DRA
+    ResourceClaims their pods name directly), as quantities; not part of resourceRequest."""
 
-    @field_validator("resource_request", mode="before")
+    @field_validator("resource_request", "shared_resource_request", mode="before")
     @classmethod
     def _quantities(cls, request: Any) -> Any:
         if not isinstance(request, dict):

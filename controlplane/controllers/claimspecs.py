@@ -3,8 +3,9 @@ workload's DRA GPUs (:mod:`controlplane.apis.dra`).
 
 A workload's replica requirements depend on objects beside it: the claim templates (and shared
 claims) its pod templates name. :class:`ClaimSpecs` watches both kinds; :meth:`ClaimSpecs.resolved`
-gives the copy of a workload the interpreter reads (its claims of NVIDIA's GPU class written as
-``nvidia.com/gpu`` requests and a product selector), and a template or claim created, replaced or
+gives the copy of a workload the interpreter reads (its claim templates of NVIDIA's GPU class
+written as ``nvidia.com/gpu`` requests and a product selector; a ResourceClaim the pods name
+directly is one set of devices they share, counted once per cluster: :meth:`ClaimSpecs.shared`), and a template or claim created, replaced or
 deleted re-queues the bound workloads of its namespace that name claims, so a Deployment applied
 in the same ``kubectl apply`` as its template (either first) ends with the GPUs counted.
 
@@ -22,6 +23,7 @@ from controlplane.apis.dra import (
     TEMPLATE,
     claim_spec_of,
     references_claims,
+    shared_claim_resources,
     with_claimed_gpus,
 )
 from controlplane.apis.views import BindingView, ObjectView
@@ -51,11 +53,20 @@ class ClaimSpecs:
         return claim_spec_of(kind, informer.get(namespace, name) if informer is not None else None)
 
     def resolved(self, workload: dict[str, Any]) -> dict[str, Any]:
-        """``workload`` as the interpreter should read it: itself when no pod spec names a claim."""
+        """``workload`` as the interpreter should read it (each pod with the GPUs of its own claims,
+        its templates'): itself when no pod spec names a claim."""
         if not references_claims(workload):
             return workload
         namespace = ObjectView(workload).namespace
-        return with_claimed_gpus(workload, lambda kind, name: self.spec(kind, namespace, name))
+        return with_claimed_gpus(workload, lambda kind, name: self.spec(kind, namespace, name), shared=False)
+
+    def shared(self, workload: dict[str, Any]) -> dict[str, int]:
+        """The GPUs of the ResourceClaims ``workload``'s pod specs name directly, each once: what its
+        replicas in a cluster share (the binding's ``replicaRequirements.sharedResourceRequest``)."""
+        if not references_claims(workload):
+            return {}
+        namespace = ObjectView(workload).namespace
+        return shared_claim_resources(workload, lambda kind, name: self.spec(kind, namespace, name))
 
     async def _on_claim(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         if event is WatchEventType.MODIFIED and old is not None and old.get("spec") == obj.get("spec"):

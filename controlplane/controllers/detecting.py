@@ -46,6 +46,7 @@ differs (the scheduler owns ``spec.clusters``), each a compare-and-swap.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import logging
 from collections.abc import Mapping
 from typing import Any
@@ -124,10 +125,12 @@ def binding_spec(
     *,
     schedule_priority: int | None = None,
     webhook_replicas: dict[str, Any] | None = None,
+    shared: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
     """The binding spec for ``workload`` claimed by ``policy``, keeping the scheduler's fields.
     ``schedule_priority``: the policy's ``schedulePriority`` resolved (None when it has none);
-    ``webhook_replicas``: an InterpretReplica webhook's answer, which wins over the interpreter."""
+    ``webhook_replicas``: an InterpretReplica webhook's answer, which wins over the interpreter;
+    ``shared``: the devices its replicas in a cluster hold together, once (its shared DRA claims')."""
     meta = ObjectView(workload).metadata
     api_version, kind = str(workload.get("apiVersion")), str(workload.get("kind"))
     interpreter = interpreter_for(api_version, kind)
@@ -139,7 +142,10 @@ def binding_spec(
     spec: dict[str, Any] = {"resource": resource}
     if interpreter is not None:
         spec["replicas"] = interpreter.replicas(workload)
-        spec["replicaRequirements"] = interpreter.replica_requirements(workload).to_spec()
+        requirements = interpreter.replica_requirements(workload)
+        if shared:
+            requirements = dataclasses.replace(requirements, shared=tuple(sorted(shared.items()))).interned()
+        spec["replicaRequirements"] = requirements.to_spec()
         gang = policy.spec.gang if policy.spec.gang is not None else interpreter.is_gang(workload)
         spec["gang"] = bool(gang)
         components = interpreter.components(workload)
@@ -373,7 +379,8 @@ class Detector(KeyedController[WorkloadRef]):
         replicas = await webhook_replicas(ctx, workload, match.ref) if refused is None else None
         # Read with its DRA claims' GPUs, and a TrainJob with its runtime.
         spec = refused or _interpret(
-            self._runtimes.resolved(self._claims.resolved(workload)), match, binding, priority=priority, replicas=replicas
+            self._runtimes.resolved(self._claims.resolved(workload)), match, binding, priority=priority, replicas=replicas,
+            shared=self._claims.shared(workload),
         )
         if isinstance(spec, InvalidObject):
             # A value, not a retry: nothing changes until the object does (its next event).
@@ -542,12 +549,13 @@ def _interpret(
     *,
     priority: PriorityResolution | None,
     replicas: dict[str, Any] | None = None,
+    shared: Mapping[str, int] | None = None,
 ) -> dict[str, Any] | InvalidObject:
     """The binding spec of a workload :func:`_refusal` accepts, or :class:`InvalidObject` when it cannot be read. Pure."""
     try:
         return binding_spec(
             workload, match.policy, binding, schedule_priority=priority.priority if priority is not None else None,
-            webhook_replicas=replicas,
+            webhook_replicas=replicas, shared=shared,
         )
     except (AttributeError, TypeError, ValueError, KeyError) as exc:
         # A shape the check above does not know yet: still a value, with what the reader hit.

@@ -102,6 +102,9 @@ class ReplicaRequirements:
     """Required node affinity terms (ORed); empty means no constraint."""
     tolerations: tuple[FrozenToleration, ...] = ()
     priority_class_name: str | None = None
+    shared: tuple[tuple[str, int], ...] = ()
+    """Sorted (resource, amount) pairs the replicas in one cluster hold together, once: the devices
+    of DRA ResourceClaims their pods name directly, allocated on one node all those pods share."""
     _hash: int = field(default=0, init=False, repr=False, compare=False)
     _wants_gpu: bool = field(default=False, init=False, repr=False, compare=False)
 
@@ -117,6 +120,7 @@ class ReplicaRequirements:
                     self.node_affinity,
                     self.tolerations,
                     self.priority_class_name,
+                    self.shared,
                 )
             ),
         )
@@ -134,6 +138,7 @@ class ReplicaRequirements:
         node_affinity: Iterable[NodeSelectorTerm] = (),
         tolerations: Iterable[FrozenToleration] = (),
         priority_class_name: str | None = None,
+        shared: Mapping[str, int] | None = None,
     ) -> ReplicaRequirements:
         """Normalising constructor: sorts maps into tuples and drops zero amounts; interned."""
         return cls(
@@ -142,6 +147,7 @@ class ReplicaRequirements:
             node_affinity=tuple(node_affinity),
             tolerations=tuple(tolerations),
             priority_class_name=priority_class_name,
+            shared=tuple(sorted((k, int(v)) for k, v in (shared or {}).items() if v)),
         ).interned()
 
     def interned(self) -> ReplicaRequirements:
@@ -162,6 +168,15 @@ class ReplicaRequirements:
     @property
     def resource_map(self) -> dict[str, int]:
         return dict(self.resources)
+
+    @property
+    def first_replica(self) -> dict[str, int]:
+        """What the first replica placed in a cluster needs of its node: its own request and the
+        devices the replicas there share (:attr:`shared`), which it brings."""
+        out = dict(self.resources)
+        for name, amount in self.shared:
+            out[name] = out.get(name, 0) + amount
+        return out
 
     @property
     def gpu_resources(self) -> dict[str, int]:
@@ -193,6 +208,7 @@ class ReplicaRequirements:
             node_affinity=self.node_affinity,
             tolerations=self.tolerations,
             priority_class_name=self.priority_class_name,
+            shared=self.shared,
         ).interned()
 
     def scaled(self, factor: int) -> dict[str, int]:
@@ -214,6 +230,8 @@ class ReplicaRequirements:
             }
         if self.priority_class_name:
             out["priorityClassName"] = self.priority_class_name
+        if self.shared:
+            out["sharedResourceRequest"] = {k: format_quantity(k, v) for k, v in self.shared}
         return out
 
     @classmethod
@@ -229,6 +247,7 @@ class ReplicaRequirements:
             node_affinity=parse_required_node_affinity(spec.get("nodeAffinity")),
             tolerations=[FrozenToleration.from_dict(t) for t in spec.get("tolerations") or ()],
             priority_class_name=spec.get("priorityClassName") or None,
+            shared={k: to_int(k, v) for k, v in (spec.get("sharedResourceRequest") or {}).items()},
         )
 
 

@@ -22,12 +22,13 @@ the pod as many devices as the agent's report says it holds.
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
-from controlplane.apis.dra import with_claimed_gpus
+from controlplane.apis.dra import shared_claim_resources, with_claimed_gpus
 from controlplane.apis.gpus import is_gpu_resource
 from controlplane.apis.pods import unschedulable_condition
 from controlplane.interpreter.requirements import requirements
@@ -439,7 +440,12 @@ def test_hub_agent_simulator_and_waste_report_count_dra_gpus_alike(
     # The hub reads the claim templates and claims it holds (their specs) into the pod template.
     specs = {(o["kind"], o["metadata"]["name"]): o["spec"]["spec"] if o["kind"] == "ResourceClaimTemplate" else o["spec"]
              for o in objects}
-    hub = requirements(with_claimed_gpus({"spec": pod["spec"]}, lambda kind, name: specs.get((kind, name)))).resource_map
+    def lookup(kind: str, name: str) -> Any:
+        return specs.get((kind, name))
+
+    # Its own claims per replica, the claims it names directly once for the cluster: the first replica brings both.
+    hub = dataclasses.replace(requirements(with_claimed_gpus({"spec": pod["spec"]}, lookup, shared=False)),
+                              shared=tuple(shared_claim_resources({"spec": pod["spec"]}, lookup).items())).first_replica
     agent = capacity.pod_requests(capacity.trim_pod(pod), _agent_lookup(objects))
     member_claims = DraClaims.__new__(DraClaims)
     member_claims.informers = {kind: _Cache(items) for kind, items in by_kind.items()}  # type: ignore[misc]

@@ -75,3 +75,27 @@ async def test_a_product_selector_pins_the_model(objects: ObjectStore, manager: 
         "nvidia.com/gpu.product": H100_LABEL
     }
     await works_in(objects, "one-h100-resourceclaimtemplate", {"hopper"})
+
+
+async def test_a_claim_every_replica_shares_counts_once_per_cluster(objects: ObjectStore, manager: ControllerManager) -> None:
+    """Three replicas name one ResourceClaim of 6 GPUs (not a template): one set of devices for all
+    of them in a cluster, allocated on one node. Charged per replica (18 GPUs, 6 per node) no
+    cluster holds the three; held once, a node of "big" holds the claim and the three replicas
+    beside it. The binding asks no GPU per replica and says what the replicas share."""
+    await fleet(objects, manager)
+    claim = claim_template("pool", count=6)
+    claim.update(kind="ResourceClaim", spec=claim["spec"]["spec"])
+    await create(objects, claim)
+    workload = claiming("llm", "pool")
+    workload["spec"]["replicas"] = 3
+    workload["spec"]["template"]["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "pool"}]
+    await create(objects, policy("llm", clusters=["small", "big"]))
+    await create(objects, workload)
+
+    await works_in(objects, "llm-deployment", {"big"})  # no node of "small" has 6 GPUs
+    bound = await binding_of(objects, "llm-deployment")
+    assert bound is not None
+    requirements = bound["spec"]["replicaRequirements"]
+    assert "nvidia.com/gpu" not in requirements["resourceRequest"]
+    assert requirements["sharedResourceRequest"] == {"nvidia.com/gpu": "6"}
+    assert [(c["name"], c.get("replicas")) for c in bound["spec"]["clusters"]] == [("big", 3)]

@@ -630,3 +630,50 @@ def test_room_without_sets_aside_only_the_named_promise() -> None:
     # The decisions' own view is untouched: both promises still count there.
     assert estimate_max_replicas(snapshot, gpus(1), reserved=reservations).replicas == 1
     assert room_without(snapshot, [], reserved=reservations, binding="ns/mine") == 0
+
+
+def shared_claim(gpus_shared: int, cpu: int = 8000) -> ReplicaRequirements:
+    """Replicas of ``cpu`` each sharing one DRA ResourceClaim of ``gpus_shared`` GPUs."""
+    return ReplicaRequirements.build({"cpu": cpu}, shared={"nvidia.com/gpu": gpus_shared})
+
+
+def test_a_shared_claim_counts_once_and_keeps_the_replicas_on_its_node() -> None:
+    """Two 8-GPU nodes of 64 CPUs: replicas of 8 CPUs sharing a 6-GPU claim. Charged per replica,
+    one replica per node would fit (12 GPUs for two); held once, 8 replicas fit beside the claim on
+    one node, and only on one (the claim is allocated on one node, and each replica must run there)."""
+    snapshot = cluster("c", shape(2, gpus=8))
+    assert estimate_max_replicas(snapshot, shared_claim(6)).replicas == 8
+    assert estimate_max_replicas(snapshot, ReplicaRequirements.build({"cpu": 8000, "nvidia.com/gpu": 6})).replicas == 2
+    # A node without the claim's devices free holds none, and says why.
+    small = cluster("c", shape(3, gpus=4))
+    estimate = estimate_max_replicas(small, shared_claim(6))
+    assert estimate.replicas == 0
+    assert any("insufficient nvidia.com/gpu: need 6, 4 free" in r for r in estimate.reasons), estimate.reasons
+    # The best node counts, not the sum: a 4-GPU node beside the 8-GPU one adds nothing.
+    mixed = cluster("c", shape(1, gpus=8, cpu=16_000), shape(4, gpus=8, cpu=8_000, product=H100))
+    assert estimate_max_replicas(mixed, shared_claim(6)).replicas == 2
+
+
+def test_reserving_replicas_that_share_a_claim_takes_its_devices_once() -> None:
+    """Placed replicas hold the claim's GPUs on their node once: a second workload sees the rest."""
+    snapshot = cluster("c", shape(1, gpus=8))
+    reservations = Reservations()
+    reservations.reserve("ns/shared", "c", [Demand(4, shared_claim(6))], now=T0)
+    assert estimate_max_replicas(snapshot, gpus(2), reserved=reservations).replicas == 1
+    assert estimate_max_replicas(snapshot, gpus(3), reserved=reservations).replicas == 0
+
+
+def test_shared_devices_round_trip_through_the_binding_spec() -> None:
+    req = ReplicaRequirements.build({"cpu": 1000}, shared={"nvidia.com/gpu": 2})
+    spec = req.to_spec()
+    assert spec["sharedResourceRequest"] == {"nvidia.com/gpu": "2"} and "nvidia.com/gpu" not in spec["resourceRequest"]
+    assert ReplicaRequirements.from_spec(spec) is req
+    assert req.first_replica == {"cpu": 1000, "nvidia.com/gpu": 2}
+
+
+def test_a_gang_sharing_a_claim_needs_its_devices_on_one_node() -> None:
+    """The envelope check (the largest request of every resource) keeps the devices the gang shares:
+    four 4-GPU nodes hold no gang of two pods sharing a 6-GPU claim; an 8-GPU node holds it."""
+    gang = (Component(name="replicas", replicas=2, requirements=shared_claim(6)),)
+    assert not fits_gang(cluster("c", shape(4, gpus=4)), gang)[0]
+    assert fits_gang(cluster("c", shape(1, gpus=8)), gang)[0]

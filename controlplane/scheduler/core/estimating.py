@@ -16,6 +16,10 @@ or carry an untolerated NoSchedule/NoExecute taint count 0. So eight nodes with 
 GPU each hold no 4-GPU replica, and free 1g slices never hold a 3g request: each MIG
 profile is its own resource, exactly as the device plugin advertises it. A node whose
 single-strategy MIG layout is invalid (``gpu.product=…-MIG-INVALID``) offers no GPUs.
+Requirements with :attr:`~controlplane.interpreter.requirements.ReplicaRequirements.shared`
+devices (the DRA ResourceClaims a workload's pods name directly) are one set for the cluster,
+allocated on one node, where every replica must then run: a node holds replicas only with the
+shared devices free beside them, taken once, and the cluster holds what its best node holds.
 
 Answers are memoised: per node shape the replicas one node holds, per snapshot the
 estimate per requirements. An adjusted snapshot remembers which shapes changed since the
@@ -119,10 +123,17 @@ def node_eligible(shape: NodeShape, req: ReplicaRequirements) -> bool:
 
 
 def _node_fit(shape: NodeShape, req: ReplicaRequirements) -> int:
-    """Replicas one node of ``shape`` holds, resources only."""
+    """Replicas one node of ``shape`` holds, resources only (with the devices they share, once)."""
     free = shape.free
     fit = min(free.get(RESOURCE_PODS, UNLIMITED), UNLIMITED)  # no node holds more than UNLIMITED
     no_gpu = shape.invalid_mig
+    if req.shared:
+        free = dict(free)
+        for name, amount in req.shared:
+            have = 0 if no_gpu and is_gpu_resource(name) else free.get(name, 0)
+            if have < amount:
+                return 0
+            free[name] = have - amount
     for name, amount in req.resources:
         have = 0 if no_gpu and is_gpu_resource(name) else free.get(name, 0)
         q = have // amount
@@ -147,6 +158,11 @@ def _describe_selector(pairs: Iterable[tuple[str, str]]) -> str:
 
 
 def _compute(cluster: ClusterSnapshot, req: ReplicaRequirements) -> Estimate:
+    if req.shared:
+        # The replicas' shared claims are allocated on one node and each replica must run where its
+        # claims are (kube's DynamicResources filter): the cluster holds what its best node holds.
+        fit, product = max(((shape_fit(shape, req), shape.product) for shape in cluster.shapes), default=(0, ""))
+        return _estimate(cluster, req, {product: fit} if fit else {})
     by_product: dict[str, int] = {}
     for shape in cluster.shapes:
         fit = shape_fit(shape, req)
@@ -172,6 +188,8 @@ def derive_estimate(snapshot: ClusterSnapshot, req: ReplicaRequirements) -> Esti
     adjusted from that knows it (at most ``CHAIN`` adjustments back), or from the previous
     report of the snapshot those were adjusted from, else computed over every shape.
     Estimates carried through are remembered on the way."""
+    if req.shared:
+        return _compute(snapshot, req)  # a best node, not a sum: nothing to carry
     chain: list[tuple[ClusterSnapshot, Origin]] = []
     node = snapshot
     while True:
@@ -286,13 +304,14 @@ def explain_shapes(shapes: Sequence[NodeShape], req: ReplicaRequirements) -> tup
     total_nodes = sum(s.count for s in shapes)
     if not total_nodes:
         return ("0/0 nodes are available: the cluster reports no Ready, schedulable nodes",)
-    wants_gpu = any(is_gpu_resource(name) for name, _ in req.resources)
+    amounts = req.first_replica  # a node short of the shared devices holds no replica either
+    wants_gpu = any(is_gpu_resource(name) for name in amounts)
     selector_misses = affinity_misses = invalid_mig = 0
     taint_misses: dict[FrozenTaint, int] = {}
     invalid_products: set[str] = set()
     # resource -> [nodes short of it, largest free on one node, free in total]
     short: dict[str, list[int]] = {}
-    needs = list(req.resources)
+    needs = list(amounts.items())
     for shape in shapes:
         count = shape.count
         labels = shape.labels
@@ -340,7 +359,6 @@ def explain_shapes(shapes: Sequence[NodeShape], req: ReplicaRequirements) -> tup
             f"{invalid_mig} node(s) have an unusable MIG layout "
             f"(nvidia.com/gpu.product={','.join(sorted(invalid_products))})"
         )
-    amounts = dict(req.resources)
     for name in sorted(short):
         nodes, largest, total = short[name]
         need = amounts.get(name, 1)

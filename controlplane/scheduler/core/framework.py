@@ -155,6 +155,7 @@ class GpuShape:
             node_affinity=changed.node_affinity,
             tolerations=changed.tolerations,
             priority_class_name=changed.priority_class_name,
+            shared=dict(changed.shared),
         )
 
     @classmethod

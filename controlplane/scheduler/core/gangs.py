@@ -37,17 +37,19 @@ def _no_reasons() -> tuple[str, ...]:
 @functools.lru_cache(maxsize=1024)
 def _envelope(components: tuple[Component, ...]) -> ReplicaRequirements | None:
     """A pod that needs, of every resource, the most any component needs; None when the
-    components differ in where they may run (selectors, affinity, tolerations)."""
+    components differ in where they may run (selectors, affinity, tolerations) or in the devices
+    they share."""
     first = components[0].requirements if components else None
     if first is None:
         return None
     largest: dict[str, int] = {}
     for component in components:
         req = component.requirements
-        if (req.node_selector, req.node_affinity, req.tolerations) != (
+        if (req.node_selector, req.node_affinity, req.tolerations, req.shared) != (
             first.node_selector,
             first.node_affinity,
             first.tolerations,
+            first.shared,
         ):
             return None
         for name, amount in req.resources:
@@ -58,6 +60,7 @@ def _envelope(components: tuple[Component, ...]) -> ReplicaRequirements | None:
         node_selector=first.node_selector,
         node_affinity=first.node_affinity,
         tolerations=first.tolerations,
+        shared=first.shared,
     ).interned()
 
 

@@ -29,7 +29,10 @@ Taken = TypeVar("Taken")
 
 
 def _subtract(free: Mapping[str, int], req: ReplicaRequirements, pods: int) -> dict[str, int]:
+    """A node's free resources once it holds ``pods`` replicas (and, once, the devices they share)."""
     out = dict(free)
+    for name, amount in req.shared:
+        out[name] = out.get(name, 0) - amount
     for name, amount in req.resources:
         out[name] = out.get(name, 0) - amount * pods
     if RESOURCE_PODS in out:
