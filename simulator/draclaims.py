@@ -13,7 +13,10 @@ one set of devices: the first pod placed allocates it on its node and later pods
 that node and take nothing more (:mod:`simulator.scheduling.sharedclaims`). A pod naming a template or claim the member does not hold
 stays Pending (kube's resourceclaim controller cannot create its claim), and is looked at again
 when one arrives. Requests of other classes (NICs), and MIG requests that leave the profile open,
-are not simulated: no driver publishes ResourceSlices here, so they place as if satisfied.
+are not simulated: no driver publishes ResourceSlices here, so they place as if satisfied. A
+request's DeviceClass is read as the hub reads it (:func:`controlplane.apis.dra.class_selection`:
+the member's own class of that name, else NVIDIA's published one); a class whose selectors are not
+read counts nothing here either.
 
 In: the member's ``ObjectClient``. Out: pods as the scheduler reads them (:class:`PodRequest`; None: wait). The
 informers run with the cluster's others.
@@ -27,6 +30,7 @@ from typing import Any
 
 from controlplane.apis.dra import (
     CLAIM,
+    DEVICE_CLASS,
     RESOURCE_API_VERSION,
     TEMPLATE,
     claim_spec_of,
@@ -46,11 +50,16 @@ class DraClaims:
 
     def __init__(self, objects: ObjectClient, on_change: Callable[[], None]) -> None:
         self.informers: dict[str, Informer] = {}
-        for kind in (TEMPLATE, CLAIM):
+        for kind in (TEMPLATE, CLAIM, DEVICE_CLASS):
             rt = objects.registry.for_kind(RESOURCE_API_VERSION, kind)
             if rt is not None:
                 informer = self.informers[kind] = Informer(objects, rt)
                 informer.add_handler(as_handler(lambda _event, _old, _new: on_change()))
+
+    def _device_class(self, name: str) -> Mapping[str, Any] | None:
+        informer = self.informers.get(DEVICE_CLASS)
+        found = informer.get(None, name) if informer is not None else None
+        return None if found is None else found.get("spec") or {}
 
     def _spec(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
         informer = self.informers.get(kind)
@@ -72,8 +81,8 @@ class DraClaims:
                 missing.append(name)
             return found
 
-        resolved = with_claimed_gpus(pod, lookup, shared=False)
-        shared = shared_claims(pod.get("spec"), lookup)
+        resolved = with_claimed_gpus(pod, lookup, shared=False, classes=self._device_class)
+        shared = shared_claims(pod.get("spec"), lookup, self._device_class)
         if missing:
             return None
         return dataclasses.replace(pod_request(resolved), shared_claims=tuple(

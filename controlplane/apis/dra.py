@@ -19,6 +19,12 @@ installs both on every cluster it runs on; its driver is ``gpu.nvidia.com``):
   ``All`` (every matching device of the node the pod lands on) counts :data:`ALL_DEVICES_ESTIMATE`
   GPUs, an 8-GPU HGX board, the nodes DRA GPU work is written for: the hub cannot know which node a
   member will pick, and 8 keeps such a pod from being packed beside others;
+* a request's class is what its DeviceClass's selectors pin (:func:`class_selection`, a bounded
+  subset of CEL: ``&&`` of equalities of ``device.driver`` and of NVIDIA's ``type``,
+  ``productName`` and ``profile`` attributes): the hub's own DeviceClass of the name when the
+  caller has one (:data:`ClassLookup`), else NVIDIA's published class of that name
+  (:data:`NVIDIA_CLASSES`). A class with selectors outside the subset counts nothing, with the
+  reason in :attr:`ClaimedGpus.unread` (never read as if it matched);
 * a ``firstAvailable`` request counts its first subrequest that asks for one of the two classes
   (kube tries them in order; the first is what the author prefers);
 * a CEL selector of the simple equality form ``device.attributes['gpu.nvidia.com'].productName ==
@@ -111,6 +117,8 @@ class ClaimedGpus:
     count: int = 0
     product: str | None = None
     mig: Mapping[str, int] = field(default_factory=dict)
+    #: Why requests were not counted: a DeviceClass selector outside what gpufed reads (:func:`class_selection`).
+    unread: tuple[str, ...] = ()
 
     def resources(self) -> dict[str, int]:
         """The device-plugin resources these devices stand for (``nvidia.com/gpu``, ``nvidia.com/mig-<profile>``)."""
@@ -124,7 +132,8 @@ class ClaimedGpus:
         mig = dict(self.mig)
         for profile, amount in other.mig.items():
             mig[profile] = mig.get(profile, 0) + amount
-        return ClaimedGpus(self.count + other.count, self.product or other.product, mig)
+        unread = self.unread + tuple(u for u in other.unread if u not in self.unread)
+        return ClaimedGpus(self.count + other.count, self.product or other.product, mig, unread)
 
 
 def mig_resource(profile: str) -> str:
@@ -159,6 +168,79 @@ def product_label(product: str) -> str:
     return "-".join(product.split())
 
 
+#: A DeviceClass's spec by name (None: the hub holds none of that name).
+ClassLookup = Callable[[str], Mapping[str, Any] | None]
+DEVICE_CLASS: Final = "DeviceClass"
+_DRIVER_EQUALS: Final = (
+    re.compile(rf"^\s*device\.driver\s*==\s*{_QUOTED}\s*$"), re.compile(rf"^\s*{_QUOTED}\s*==\s*device\.driver\s*$"),
+)
+#: The attributes of NVIDIA's devices a class selector may pin: the device type, the model, the MIG profile.
+_CLASS_ATTRIBUTES: Final = {name: _equality(name) for name in ("type", "productName", "profile")}
+#: What makes a selector more than a conjunction of terms (outside its strings).
+_EITHER: Final = re.compile(r"\|\||\?")
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceSelection:
+    """What a DeviceClass's selectors pin of a device: its driver, NVIDIA's ``type`` attribute
+    (``gpu``, ``mig``, ``vfio``), model and MIG profile (None: open); ``unread``: why they were not
+    read (then nothing of the class is counted)."""
+
+    driver: str | None = None
+    type: str | None = None
+    product: str | None = None
+    profile: str | None = None
+    unread: str | None = None
+
+
+#: NVIDIA's classes as its chart publishes them, read so when the hub holds no DeviceClass of the name.
+NVIDIA_CLASSES: Final = {
+    GPU_DEVICE_CLASS: DeviceSelection(GPU_DRIVER, "gpu"),
+    MIG_DEVICE_CLASS: DeviceSelection(GPU_DRIVER, "mig"),
+}
+
+
+def _pinned(term: str) -> tuple[str, str] | None:
+    """``(field, value)`` a selector term pins: ``driver``, or an attribute of :data:`_CLASS_ATTRIBUTES`."""
+    for name, patterns in (("driver", _DRIVER_EQUALS), *_CLASS_ATTRIBUTES.items()):
+        for pattern in patterns:
+            if found := pattern.match(term):
+                return name, next(group for group in found.groups() if group is not None)
+    return None
+
+
+def class_selection(class_spec: Mapping[str, Any] | None) -> DeviceSelection:
+    """A DeviceClass spec's selectors read as the subset gpufed evaluates: each a ``&&`` of
+    equalities of ``device.driver`` or of ``device.attributes['gpu.nvidia.com']``'s ``type``,
+    ``productName`` or ``profile`` with a string (either quote, either operand order), as NVIDIA's
+    classes write them. A class pinning another driver is not NVIDIA's, whatever else it says. Any
+    other expression in a class that may select NVIDIA's devices, or one that does not pin their
+    ``type``, is not guessed at: ``unread`` says why."""
+    pinned: dict[str, str] = {}
+    unread: str | None = None
+    for selector in _items(_mapping(class_spec).get("selectors")):
+        expression = _mapping(selector.get("cel")).get("expression")
+        if not isinstance(expression, str) or _EITHER.search(re.sub(_QUOTED, "''", expression)):
+            unread = unread or f"selector {expression!r} is not a conjunction gpufed reads"
+            continue
+        for term in expression.split("&&"):
+            found = _pinned(term)
+            if found is None:
+                unread = unread or f"selector term {term.strip()!r} is not one gpufed reads"
+            elif pinned.setdefault(found[0], found[1]) != found[1]:
+                unread = unread or f"selectors ask {found[0]} to be both {pinned[found[0]]!r} and {found[1]!r}"
+    driver = pinned.get("driver") or (GPU_DRIVER if "type" in pinned else None)
+    if driver is not None and driver != GPU_DRIVER:
+        return DeviceSelection(driver)  # another driver's devices: not counted, whatever else it selects
+    if unread is None and driver is None:
+        unread = "selectors pin neither device.driver nor device.attributes['gpu.nvidia.com'].type"
+    if unread is None and "type" not in pinned:
+        unread = "selectors do not pin device.attributes['gpu.nvidia.com'].type (gpu or mig)"
+    if unread is not None:
+        return DeviceSelection(unread=unread)
+    return DeviceSelection(driver, pinned.get("type"), pinned.get("productName"), pinned.get("profile"))
+
+
 def _mapping(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
@@ -177,24 +259,37 @@ def _selected(request: Mapping[str, Any], read: Callable[[str], str | None]) -> 
     return None
 
 
-def _exact_gpus(request: Mapping[str, Any]) -> ClaimedGpus | None:
-    """What one exact request (or subrequest) of NVIDIA's GPU or MIG class asks; None for another class."""
-    device_class = request.get("deviceClassName")
-    if device_class not in (GPU_DEVICE_CLASS, MIG_DEVICE_CLASS):
+def _class_of(name: str, classes: ClassLookup | None) -> DeviceSelection | None:
+    """What the DeviceClass ``name`` selects: the hub's object when ``classes`` has it, else NVIDIA's
+    published class of that name; None for another class the hub does not hold."""
+    found = classes(name) if classes is not None else None
+    return class_selection(found) if found is not None else NVIDIA_CLASSES.get(name)
+
+
+def _exact_gpus(request: Mapping[str, Any], classes: ClassLookup | None = None) -> ClaimedGpus | None:
+    """What one exact request (or subrequest) of a class of NVIDIA's GPUs or MIG devices asks; None
+    for another class (a :class:`ClaimedGpus` with ``unread`` for a class whose selectors are not read)."""
+    device_class = str(request.get("deviceClassName") or "")
+    selection = _class_of(device_class, classes)
+    if selection is not None and selection.unread is not None:
+        return ClaimedGpus(unread=(f"DeviceClass {device_class}: {selection.unread}",))
+    if selection is None or selection.driver != GPU_DRIVER or selection.type not in ("gpu", "mig"):
         return None
     if request.get("allocationMode") == "All":
         count = ALL_DEVICES_ESTIMATE
     else:
         raw = request.get("count")
         count = raw if isinstance(raw, int) and not isinstance(raw, bool) and raw > 0 else 1
-    product = _selected(request, product_of_selector)
-    if device_class == GPU_DEVICE_CLASS:
+    product = _selected(request, product_of_selector) or selection.product
+    if selection.type == "gpu":
         return ClaimedGpus(count, product)
-    profile = _selected(request, profile_of_selector)
+    profile = _selected(request, profile_of_selector) or selection.profile
     return ClaimedGpus(0, product, {profile: count} if profile is not None else {})
 
 
-def _requests(claim_spec: Mapping[str, Any] | None) -> Iterator[tuple[str, Mapping[str, Any]]]:
+def _requests(
+    claim_spec: Mapping[str, Any] | None, classes: ClassLookup | None = None
+) -> Iterator[tuple[str, Mapping[str, Any]]]:
     """Each request of a claim spec that counts, by the name an allocation result gives it (``<request>``,
     ``<request>/<subrequest>`` for the ``firstAvailable`` subrequest that counts), with what it asks."""
     for request in _items(_mapping(_mapping(claim_spec).get("devices")).get("requests")):
@@ -203,16 +298,17 @@ def _requests(claim_spec: Mapping[str, Any] | None) -> Iterator[tuple[str, Mappi
             yield name, _mapping(exactly)
         else:
             for sub in _items(request.get("firstAvailable")):
-                if _exact_gpus(sub) is not None:
+                if _exact_gpus(sub, classes) is not None:
                     yield f"{name}/{sub.get('name') or ''}", sub
                     break
 
 
-def claim_spec_gpus(claim_spec: Mapping[str, Any] | None) -> ClaimedGpus:
-    """The devices of one claim spec: the sum of its requests of NVIDIA's classes (the first product named wins)."""
+def claim_spec_gpus(claim_spec: Mapping[str, Any] | None, classes: ClassLookup | None = None) -> ClaimedGpus:
+    """The devices of one claim spec: the sum of its requests of NVIDIA's classes (the first product
+    named wins); ``classes``: the DeviceClasses the hub holds (NVIDIA's own are known without)."""
     total = ClaimedGpus()
-    for _name, request in _requests(claim_spec):
-        if (found := _exact_gpus(request)) is not None:
+    for _name, request in _requests(claim_spec, classes):
+        if (found := _exact_gpus(request, classes)) is not None:
             total = total.plus(found)
     return total
 
@@ -235,20 +331,27 @@ def claim_entries(pod_spec: Mapping[str, Any] | None) -> Iterator[tuple[str, str
             yield str(entry.get("name") or ""), CLAIM, name
 
 
-def pod_claimed_gpus(pod_spec: Mapping[str, Any] | None, lookup: ClaimLookup, *, shared: bool = True) -> ClaimedGpus:
+def pod_claimed_gpus(
+    pod_spec: Mapping[str, Any] | None, lookup: ClaimLookup, *, shared: bool = True, classes: ClassLookup | None = None
+) -> ClaimedGpus:
     """The devices all of a pod spec's ``resourceClaims`` ask for (claims not known yet count nothing);
     with ``shared=False`` only its templates' claims, the pod's own (a shared claim's model still pins it)."""
     total = ClaimedGpus()
     for _entry, kind, name in claim_entries(pod_spec):
-        found = claim_spec_gpus(lookup(kind, name))
-        total = total.plus(found if shared or kind != CLAIM else ClaimedGpus(0, found.product))
+        found = claim_spec_gpus(lookup(kind, name), classes)
+        total = total.plus(found if shared or kind != CLAIM else ClaimedGpus(0, found.product, unread=found.unread))
     return total
 
 
-def shared_claims(pod_spec: Mapping[str, Any] | None, lookup: ClaimLookup) -> dict[str, ClaimedGpus]:
+def shared_claims(
+    pod_spec: Mapping[str, Any] | None, lookup: ClaimLookup, classes: ClassLookup | None = None
+) -> dict[str, ClaimedGpus]:
     """The devices of each ResourceClaim a pod spec names directly (``resourceClaimName``), by the
     claim's name: what every pod naming it shares (claims not known yet ask nothing)."""
-    return {name: claim_spec_gpus(lookup(kind, name)) for _entry, kind, name in claim_entries(pod_spec) if kind == CLAIM}
+    return {
+        name: claim_spec_gpus(lookup(kind, name), classes)
+        for _entry, kind, name in claim_entries(pod_spec) if kind == CLAIM
+    }
 
 
 def pod_specs(obj: Any) -> Iterator[dict[str, Any]]:
@@ -263,12 +366,14 @@ def pod_specs(obj: Any) -> Iterator[dict[str, Any]]:
             yield from pod_specs(value)
 
 
-def shared_claim_resources(obj: Mapping[str, Any], lookup: ClaimLookup) -> dict[str, int]:
+def shared_claim_resources(
+    obj: Mapping[str, Any], lookup: ClaimLookup, classes: ClassLookup | None = None
+) -> dict[str, int]:
     """The device-plugin resources of the ResourceClaims ``obj``'s pod specs name directly, each claim
     once however many pod specs (or roles) name it: the devices a workload's pods share in a cluster."""
     claims: dict[str, ClaimedGpus] = {}
     for spec in pod_specs(obj):
-        claims.update(shared_claims(spec, lookup))
+        claims.update(shared_claims(spec, lookup, classes))
     total = ClaimedGpus()
     for found in claims.values():
         total = total.plus(found)
@@ -392,7 +497,18 @@ def _with_gpus_in_place(pod_spec: dict[str, Any], claimed: ClaimedGpus) -> None:
         selector.setdefault(LABEL_GPU_PRODUCT, product_label(claimed.product))
 
 
-def with_claimed_gpus(obj: Mapping[str, Any], lookup: ClaimLookup, *, shared: bool = True) -> dict[str, Any]:
+def unread_classes(obj: Mapping[str, Any], lookup: ClaimLookup, classes: ClassLookup | None = None) -> tuple[str, ...]:
+    """Why some of the claims ``obj``'s pod specs name count nothing: their DeviceClass's selectors
+    are not ones gpufed reads (:func:`class_selection`), one message per class."""
+    total = ClaimedGpus()
+    for spec in pod_specs(obj):
+        total = total.plus(pod_claimed_gpus(spec, lookup, classes=classes))
+    return total.unread
+
+
+def with_claimed_gpus(
+    obj: Mapping[str, Any], lookup: ClaimLookup, *, shared: bool = True, classes: ClassLookup | None = None
+) -> dict[str, Any]:
     """A copy of ``obj`` (a workload, a pod or a pod spec) in which every pod spec with DRA claims of
     NVIDIA's classes asks for those devices as ``nvidia.com/gpu`` and ``nvidia.com/mig-<profile>``
     (its first container) and, when a selector pins the model, selects ``nvidia.com/gpu.product``. ``obj`` itself is never changed;
@@ -400,7 +516,7 @@ def with_claimed_gpus(obj: Mapping[str, Any], lookup: ClaimLookup, *, shared: bo
     named directly (:func:`shared_claims`: held once for all the pods, not by each)."""
     out = copy.deepcopy(dict(obj))
     for spec in list(pod_specs(out)):
-        _with_gpus_in_place(spec, pod_claimed_gpus(spec, lookup, shared=shared))
+        _with_gpus_in_place(spec, pod_claimed_gpus(spec, lookup, shared=shared, classes=classes))
     return out
 
 

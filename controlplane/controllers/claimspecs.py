@@ -1,12 +1,15 @@
-"""The hub's ResourceClaimTemplates and ResourceClaims, as the detector reads them to count a
-workload's DRA GPUs (:mod:`controlplane.apis.dra`).
+"""The hub's ResourceClaimTemplates, ResourceClaims and DeviceClasses, as the detector reads them
+to count a workload's DRA GPUs (:mod:`controlplane.apis.dra`).
 
 A workload's replica requirements depend on objects beside it: the claim templates (and shared
 claims) its pod templates name. :class:`ClaimSpecs` watches both kinds; :meth:`ClaimSpecs.resolved`
 gives the copy of a workload the interpreter reads (its claim templates of NVIDIA's GPU class
 written as ``nvidia.com/gpu`` requests and a product selector; a ResourceClaim the pods name
-directly is one set of devices they share, counted once per cluster: :meth:`ClaimSpecs.shared`), and a template or claim created, replaced or
-deleted re-queues the bound workloads of its namespace that name claims, so a Deployment applied
+directly is one set of devices they share, counted once per cluster: :meth:`ClaimSpecs.shared`;
+a request's DeviceClass, when the hub holds it, read for what its selectors pin, and those it
+cannot read named by :meth:`ClaimSpecs.unread`), and a template or claim created, replaced or
+deleted re-queues the bound workloads of its namespace that name claims (a DeviceClass: of every
+namespace), so a Deployment applied
 in the same ``kubectl apply`` as its template (either first) ends with the GPUs counted.
 
 In: the controller context's informers. Out: workload copies; workload refs queued. No writes.
@@ -19,11 +22,13 @@ from typing import Any
 
 from controlplane.apis.dra import (
     CLAIM,
+    DEVICE_CLASS,
     RESOURCE_API_VERSION,
     TEMPLATE,
     claim_spec_of,
     references_claims,
     shared_claim_resources,
+    unread_classes,
     with_claimed_gpus,
 )
 from controlplane.apis.views import BindingView, ObjectView
@@ -42,10 +47,17 @@ class ClaimSpecs:
         self.ctx = ctx
         self._requeue = requeue
         self._informers: dict[str, Informer] = {}
-        for kind in (TEMPLATE, CLAIM):
+        for kind in (TEMPLATE, CLAIM, DEVICE_CLASS):
             rt = ctx.watch_kind(RESOURCE_API_VERSION, kind, self._on_claim)
             if rt is not None:
                 self._informers[kind] = ctx.informer(rt)
+
+    def device_class(self, name: str) -> Mapping[str, Any] | None:
+        """The spec of the hub's DeviceClass ``name``; None when the hub holds none."""
+        informer = self._informers.get(DEVICE_CLASS)
+        found = informer.get(None, name) if informer is not None else None
+        spec = found.get("spec") if found is not None else None
+        return spec if isinstance(spec, Mapping) else ({} if found is not None else None)
 
     def spec(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
         """The claim spec of a template (its ``spec.spec``) or a claim (its ``spec``); None when absent."""
@@ -58,7 +70,17 @@ class ClaimSpecs:
         if not references_claims(workload):
             return workload
         namespace = ObjectView(workload).namespace
-        return with_claimed_gpus(workload, lambda kind, name: self.spec(kind, namespace, name), shared=False)
+        return with_claimed_gpus(
+            workload, lambda kind, name: self.spec(kind, namespace, name), shared=False, classes=self.device_class
+        )
+
+    def unread(self, workload: dict[str, Any]) -> tuple[str, ...]:
+        """Why some of ``workload``'s claims count nothing: a DeviceClass whose selectors gpufed does
+        not read (:func:`~controlplane.apis.dra.class_selection`); empty when every one is read."""
+        if not references_claims(workload):
+            return ()
+        namespace = ObjectView(workload).namespace
+        return unread_classes(workload, lambda kind, name: self.spec(kind, namespace, name), self.device_class)
 
     def shared(self, workload: dict[str, Any]) -> dict[str, int]:
         """The GPUs of the ResourceClaims ``workload``'s pod specs name directly, each once: what its
@@ -66,15 +88,19 @@ class ClaimSpecs:
         if not references_claims(workload):
             return {}
         namespace = ObjectView(workload).namespace
-        return shared_claim_resources(workload, lambda kind, name: self.spec(kind, namespace, name))
+        return shared_claim_resources(workload, lambda kind, name: self.spec(kind, namespace, name), self.device_class)
 
     async def _on_claim(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         if event is WatchEventType.MODIFIED and old is not None and old.get("spec") == obj.get("spec"):
             return
         namespace = ObjectView(obj).namespace
-        for binding in self.ctx.bindings.by_index(INDEX_NAMESPACE, namespace):
+        # A DeviceClass (cluster-scoped) may change what a claim of any namespace counts.
+        bindings = self.ctx.bindings.by_index(INDEX_NAMESPACE, namespace) if namespace else self.ctx.bindings.items()
+        for binding in bindings:
             resource = BindingView(binding).resource
             informer = self.ctx.workload_informer(str(resource.get("apiVersion")), str(resource.get("kind")))
-            workload = informer.get(namespace, str(resource.get("name"))) if informer is not None else None
+            workload = (
+                informer.get(str(resource.get("namespace") or ""), str(resource.get("name"))) if informer is not None else None
+            )
             if workload is not None and references_claims(workload):
                 await self._requeue(binding)

@@ -386,6 +386,9 @@ class Detector(KeyedController[WorkloadRef]):
             # A value, not a retry: nothing changes until the object does (its next event).
             await self._report_invalid(rt, workload, spec)
             return None
+        for unread in self._claims.unread(workload):
+            await record_event(ctx, workload, type=EventType.WARNING, reason=EventReason.DEVICE_CLASS_NOT_READ,
+                               message=f"{unread}; the devices its requests ask are not counted in placement")
         constrain_placement(spec, gate.cluster_labels)
         restrict_to_clusters(spec, gate.cluster_names)
         # The binding first, then the workload's finalizer with its Propagated condition (one

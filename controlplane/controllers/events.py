@@ -41,6 +41,8 @@ class EventReason(StrEnum):
     EVICTION_COMPLETED = "EvictionCompleted"
     DEPENDENCY_MISSING = "DependencyMissing"
     SCHEDULE_PRIORITY_UNRESOLVED = "SchedulePriorityUnresolved"
+    #: A DRA claim's DeviceClass has selectors gpufed does not read: its devices are not counted.
+    DEVICE_CLASS_NOT_READ = "DeviceClassNotRead"
     INVALID_OBJECT = "InvalidObject"
     KIND_NOT_SERVED = "KindNotServed"
     PODS_NOT_STARTING = "PodsNotStarting"

@@ -11,12 +11,15 @@ import pytest
 from controlplane.apis.dra import (
     ALL_DEVICES_ESTIMATE,
     ClaimedGpus,
+    DeviceSelection,
     allocated_devices,
     claim_spec_gpus,
+    class_selection,
     pod_claimed_gpus,
     pod_claimed_resources,
     product_of_selector,
     profile_of_selector,
+    unread_classes,
     with_claimed_gpus,
 )
 from controlplane.interpreter import interpreter_for
@@ -199,3 +202,59 @@ def test_a_pod_on_a_member_counts_its_claims_allocation_else_their_requests() ->
     # 2 allocated, "none" needs no claim, "later" counts its template's 2 before its claim is made, 1 shared.
     assert pod_claimed_resources(pod, lookup) == {"nvidia.com/gpu": 5}
     assert set(seen) == {"ml"}
+
+
+def device_class(*expressions: str) -> dict[str, Any]:
+    """A DeviceClass's spec with one CEL selector per expression."""
+    return {"selectors": [{"cel": {"expression": e}} for e in expressions]}
+
+
+NVIDIA_GPU = "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'"
+NVIDIA_MIG = "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'mig'"
+
+
+@pytest.mark.parametrize(("selectors", "expected"), [
+    ((NVIDIA_GPU,), DeviceSelection("gpu.nvidia.com", "gpu")),
+    ((NVIDIA_MIG, MIG_3G), DeviceSelection("gpu.nvidia.com", "mig", profile="3g.40gb")),
+    ((f'"gpu" == device.attributes["gpu.nvidia.com"].type && {H100}',),
+     DeviceSelection("gpu.nvidia.com", "gpu", "NVIDIA H100 80GB HBM3")),
+    (("device.driver == 'dra.net' && device.attributes['dra.net'].rdma == true",), DeviceSelection("dra.net")),
+    (("device.driver == 'gpu.nvidia.com'",),
+     DeviceSelection(unread="selectors do not pin device.attributes['gpu.nvidia.com'].type (gpu or mig)")),
+    ((f"{NVIDIA_GPU} || {NVIDIA_MIG}",), DeviceSelection(unread=f"selector {NVIDIA_GPU + ' || ' + NVIDIA_MIG!r} "
+                                                                 "is not a conjunction gpufed reads")),
+    ((NVIDIA_GPU, "device.attributes['gpu.nvidia.com'].productName.startsWith('NVIDIA H')"),
+     DeviceSelection(unread="selector term \"device.attributes['gpu.nvidia.com'].productName.startsWith('NVIDIA H')\" "
+                            "is not one gpufed reads")),
+    ((NVIDIA_GPU, NVIDIA_MIG), DeviceSelection(unread="selectors ask type to be both 'gpu' and 'mig'")),
+    ((), DeviceSelection(unread="selectors pin neither device.driver nor device.attributes['gpu.nvidia.com'].type")),
+], ids=["nvidia-gpu", "nvidia-mig-profile", "model", "another-driver", "type-open", "either", "other-function",
+        "contradiction", "every-device"])
+def test_a_device_class_is_read_for_what_its_selectors_pin_or_said_unread(
+    selectors: tuple[str, ...], expected: DeviceSelection
+) -> None:
+    assert class_selection(device_class(*selectors)) == expected
+
+
+def test_a_request_counts_what_its_device_class_selects() -> None:
+    """A class of the hub's own pins the model; a class the hub holds whose selectors it cannot read
+    counts nothing and says so; NVIDIA's names are read as NVIDIA publishes them when the hub holds no
+    class of that name, and a class the hub neither holds nor knows counts nothing."""
+    classes = {
+        "h100.example.com": device_class(NVIDIA_GPU, H100),
+        "fast.example.com": device_class(f"{NVIDIA_GPU} || {NVIDIA_MIG}"),
+        "gpu.nvidia.com": device_class(NVIDIA_MIG, MIG_3G),  # the hub's own class of that name wins
+    }
+
+    def asking(device_class_name: str, count: int = 2) -> dict[str, Any]:
+        return spec({"name": "r", "exactly": {"deviceClassName": device_class_name, "count": count}})
+
+    assert claim_spec_gpus(asking("h100.example.com"), classes.get) == ClaimedGpus(2, "NVIDIA H100 80GB HBM3")
+    unread = claim_spec_gpus(asking("fast.example.com"), classes.get)
+    assert unread.resources() == {} and unread.unread[0].startswith("DeviceClass fast.example.com: selector ")
+    assert claim_spec_gpus(asking("gpu.nvidia.com"), classes.get) == ClaimedGpus(0, None, {"3g.40gb": 2})
+    assert claim_spec_gpus(asking("gpu.nvidia.com")) == ClaimedGpus(2)
+    assert claim_spec_gpus(asking("mig.nvidia.com"), classes.get) == ClaimedGpus(0)  # profile open
+    assert claim_spec_gpus(asking("unknown.example.com"), classes.get) == ClaimedGpus(0)
+    pod = {"resourceClaims": [{"name": "a", "resourceClaimTemplateName": "t"}], "containers": [{"name": "c"}]}
+    assert unread_classes({"spec": pod}, lambda kind, name: asking("fast.example.com"), classes.get) == unread.unread

@@ -99,3 +99,50 @@ async def test_a_claim_every_replica_shares_counts_once_per_cluster(objects: Obj
     assert "nvidia.com/gpu" not in requirements["resourceRequest"]
     assert requirements["sharedResourceRequest"] == {"nvidia.com/gpu": "6"}
     assert [(c["name"], c.get("replicas")) for c in bound["spec"]["clusters"]] == [("big", 3)]
+
+
+def device_class(name: str, *expressions: str) -> dict[str, Any]:
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": name},
+            "spec": {"selectors": [{"cel": {"expression": e}} for e in expressions]}}
+
+
+NVIDIA_GPU = "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'"
+
+
+async def test_a_device_class_of_the_hubs_own_pins_what_its_selectors_pin(
+    objects: ObjectStore, manager: ControllerManager
+) -> None:
+    """A claim template asks for 1 device of a DeviceClass the hub holds whose selectors pin NVIDIA's
+    whole GPUs of the H100 model: it counts as an H100 GPU, so it lands on "hopper". A class whose
+    selectors gpufed does not read counts nothing and the workload gets a Warning saying which."""
+    await fleet(objects, manager)
+    await create(objects, device_class("h100.example.com", NVIDIA_GPU, H100_SELECTOR))
+    template = claim_template("one-h100", count=1)
+    template["spec"]["spec"]["devices"]["requests"][0]["exactly"]["deviceClassName"] = "h100.example.com"
+    await create(objects, template)
+    await create(objects, policy("llm", clusters=["small", "big", "hopper"], selects="llm"))
+    await create(objects, claiming("llm", "one-h100"))
+
+    await works_in(objects, "llm-deployment", {"hopper"})
+    bound = await binding_of(objects, "llm-deployment")
+    assert bound is not None
+    requirements = bound["spec"]["replicaRequirements"]
+    assert requirements["nodeSelector"] == {"nvidia.com/gpu.product": H100_LABEL}
+    assert requirements["resourceRequest"]["nvidia.com/gpu"] == "1"
+
+    await create(objects, device_class("either.example.com", f"{NVIDIA_GPU} || device.driver == 'x'"))
+    unread = claim_template("either", count=2)
+    unread["spec"]["spec"]["devices"]["requests"][0]["exactly"]["deviceClassName"] = "either.example.com"
+    await create(objects, unread)
+    await create(objects, policy("other", clusters=["small", "big"], selects="other"))
+    await create(objects, claiming("other", "either"))
+
+    async def warned() -> str | None:
+        events = (await objects.list(objects.registry.require("v1", "Event"), namespace=NS)).items
+        return next((e["message"] for e in events if e["reason"] == "DeviceClassNotRead"
+                     and e["involvedObject"]["name"] == "other"), None)
+
+    message = await eventually(warned, what="the Warning about the class")
+    assert message.startswith("DeviceClass either.example.com: selector ") and "not counted in placement" in message
+    other = await binding_of(objects, "other-deployment")
+    assert other is not None and "nvidia.com/gpu" not in other["spec"]["replicaRequirements"]["resourceRequest"]

@@ -142,3 +142,18 @@ async def test_a_claim_pods_share_is_allocated_once_on_one_node_and_freed_with_i
     await sim.create(template("eight", 8))
     await sim.create(pod("whole-board", "eight"))  # the claim was deallocated with its last pod
     assert (await sim.until(lambda: node_of(sim, "whole-board"))).startswith("c-h100-")
+
+
+async def test_a_device_class_of_the_members_own_pins_the_model(sim: Sim) -> None:
+    """A template asking 1 device of the member's DeviceClass that selects NVIDIA's H100 GPUs lands
+    on the H100 node (the A100 nodes have GPUs free too)."""
+    await sim.create({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "h100.example.com"},
+                      "spec": {"selectors": [{"cel": {"expression": (
+                          "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'"
+                          f" && {PINNED}")}}]}})
+    claim = template("one-h100", 1)
+    claim["spec"]["spec"]["devices"]["requests"][0]["exactly"]["deviceClassName"] = "h100.example.com"
+    await sim.create(claim)
+    for name in ("h-1", "h-2", "h-3"):
+        await sim.create(pod(name, "one-h100"))
+        assert (await sim.until(lambda name=name: node_of(sim, name))).startswith("c-h100-")
