@@ -103,6 +103,25 @@ def _asks(count: int) -> dict[str, Any]:
     return {"devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": count}}]}}
 
 
+async def _claiming_pod(fleet: Fleet, name: str, claims: list[dict[str, str]]) -> None:
+    """A pod of the workload (its ReplicaSet's) on the member, naming ``claims``."""
+    sim = fleet.sim.objects
+    await sim.create(sim.registry.require("v1", "Pod"), {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default",
+                     "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "infer-5d8f",
+                                          "uid": "u", "controller": True}]},
+        "spec": {"containers": [{"name": "server", "image": "infer:1"}], "resourceClaims": claims},
+    })
+
+
+async def _listed(fleet: Fleet, name: str, who: str = "admin") -> dict[str, Any] | None:
+    """The pod ``name`` as the hub's pod list shows it to ``who`` (None: not listed yet)."""
+    code, body = await fleet.request("GET", BINDING + "/pods", who=who)
+    pods = [p for c in body.get("clusters") or [] for p in c.get("pods") or []] if code == 200 else []
+    return next((p for p in pods if p["name"] == name), None)
+
+
 async def test_a_pods_gpu_request_counts_the_dra_claims_the_hub_holds(fleet: Fleet) -> None:
     """A pod of the workload naming a claim template and a shared claim the hub holds shows the GPUs
     they ask, as placement counts them (the member has neither, so the pod waits there)."""
@@ -116,23 +135,9 @@ async def test_a_pods_gpu_request_counts_the_dra_claims_the_hub_holds(fleet: Fle
     ):
         code, body = await fleet.request("POST", path, body=obj)
         assert code == 201, body
-    sim = fleet.sim.objects
-    await sim.create(sim.registry.require("v1", "Pod"), {
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": "infer-5d8f-claim", "namespace": "default",
-                     "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "infer-5d8f",
-                                          "uid": "u", "controller": True}]},
-        "spec": {"containers": [{"name": "server", "image": "infer:1"}],
-                 "resourceClaims": [{"name": "gpus", "resourceClaimTemplateName": "two"},
-                                    {"name": "pooled", "resourceClaimName": "pool"}]},
-    })
-
-    async def listed() -> dict[str, Any] | None:
-        code, body = await fleet.request("GET", BINDING + "/pods")
-        pods = [p for c in body.get("clusters") or [] for p in c["pods"]] if code == 200 else []
-        return next((p for p in pods if p["name"] == "infer-5d8f-claim"), None)
-
-    pod = await eventually(listed, what="the pod in the hub's list")
+    await _claiming_pod(fleet, "infer-5d8f-claim", [{"name": "gpus", "resourceClaimTemplateName": "two"},
+                                                    {"name": "pooled", "resourceClaimName": "pool"}])
+    pod = await eventually(lambda: _listed(fleet, "infer-5d8f-claim"), what="the pod in the hub's list")
     assert pod["gpuRequest"] == "nvidia.com/gpu=2 (DRA claim gpus),nvidia.com/gpu=1 (DRA claim pooled, shared)"
 
 
@@ -146,15 +151,7 @@ async def test_a_viewer_without_the_right_to_read_claims_sees_no_claim_detail(fl
         "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "secret-pool"},
         "spec": _asks(4)})
     assert code == 201, body
-    sim = fleet.sim.objects
-    await sim.create(sim.registry.require("v1", "Pod"), {
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": "infer-5d8f-pooled", "namespace": "default",
-                     "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "infer-5d8f",
-                                          "uid": "u", "controller": True}]},
-        "spec": {"containers": [{"name": "server", "image": "infer:1"}],
-                 "resourceClaims": [{"name": "pooled", "resourceClaimName": "secret-pool"}]},
-    })
+    await _claiming_pod(fleet, "infer-5d8f-pooled", [{"name": "pooled", "resourceClaimName": "secret-pool"}])
     assert fleet.hub.tokens is not None
     fleet.tokens["pods-only"] = (await fleet.hub.tokens.create(role=Role.USER, name="pat", groups=("pods-only",))).token
     rbac = "/apis/rbac.authorization.k8s.io/v1"
@@ -175,14 +172,9 @@ async def test_a_viewer_without_the_right_to_read_claims_sees_no_claim_detail(fl
     code, body = await fleet.request("GET", f"{resources}/resourceclaims/secret-pool", who="pods-only")
     assert code == 403, body  # the user may not read the claim directly...
 
-    async def listed(who: str) -> dict[str, Any] | None:
-        code, body = await fleet.request("GET", BINDING + "/pods", who=who)
-        pods = [p for c in body.get("clusters") or [] for p in c.get("pods") or []] if code == 200 else []
-        return next((p for p in pods if p["name"] == "infer-5d8f-pooled"), None)
-
-    pod = await eventually(lambda: listed("pods-only"), what="the pod in the user's list")
+    pod = await eventually(lambda: _listed(fleet, "infer-5d8f-pooled", "pods-only"), what="the pod in the user's list")
     assert pod["gpuRequest"] == "(DRA claim pooled: not readable)"  # ...nor through the pod list
-    pod = await eventually(lambda: listed("admin"), what="the pod in the admin's list")
+    pod = await eventually(lambda: _listed(fleet, "infer-5d8f-pooled"), what="the pod in the admin's list")
     assert pod["gpuRequest"] == "nvidia.com/gpu=4 (DRA claim pooled, shared)"
 
 
