@@ -2,11 +2,12 @@
 to count a workload's DRA GPUs (:mod:`controlplane.apis.dra`).
 
 A workload's replica requirements depend on objects beside it: the claim templates (and shared
-claims) its pod templates name. :class:`ClaimSpecs` watches both kinds; :meth:`ClaimSpecs.resolved`
+claims) its pod templates name. :class:`ClaimSpecs` watches them and the DeviceClasses, and reads them
+as :class:`~controlplane.apis.drareading.ClaimReader` does (the waste report reads its listings the same way); :meth:`ClaimSpecs.resolved`
 gives the copy of a workload the interpreter reads (its claim templates of NVIDIA's GPU class
 written as ``nvidia.com/gpu`` requests and a product selector; a ResourceClaim the pods name
-directly is one set of devices they share, counted once per cluster: :meth:`ClaimSpecs.shared`;
-a request's DeviceClass, when the hub holds it, read for what its selectors pin, and those it
+directly is one set of devices they share, counted once per cluster: :meth:`ClaimSpecs.shared`,
+and per role of a multi-role workload: :meth:`ClaimSpecs.roles_shared`; a request's DeviceClass, when the hub holds it, read for what its selectors pin, and those it
 cannot read named by :meth:`ClaimSpecs.unread`), and a template or claim created, replaced or
 deleted re-queues the bound workloads of its namespace that name claims (a DeviceClass: of every
 namespace), so a Deployment applied
@@ -27,21 +28,22 @@ from controlplane.apis.dra import (
     TEMPLATE,
     claim_spec_of,
     references_claims,
-    shared_claim_resources,
-    unread_classes,
-    with_claimed_gpus,
 )
+from controlplane.apis.drareading import ClaimReader
 from controlplane.apis.views import BindingView, ObjectView
 from controlplane.controllers.context import INDEX_NAMESPACE, ControllerContext
 from controlplane.controllers.informing import Informer
+from controlplane.interpreter import interpreter_for
+from controlplane.interpreter.base import PodTemplateKind
 from controlplane.objectclient import WatchEventType
 
 #: Called with a binding whose workload may count differently now.
 Requeue = Callable[[dict[str, Any]], Awaitable[None]]
 
 
-class ClaimSpecs:
-    """The claim specs the hub holds, by kind, namespace and name."""
+class ClaimSpecs(ClaimReader):
+    """The claim specs the hub holds, by kind, namespace and name, read as
+    :class:`~controlplane.apis.drareading.ClaimReader` reads them."""
 
     def __init__(self, ctx: ControllerContext, requeue: Requeue) -> None:
         self.ctx = ctx
@@ -64,31 +66,16 @@ class ClaimSpecs:
         informer = self._informers.get(kind)
         return claim_spec_of(kind, informer.get(namespace, name) if informer is not None else None)
 
-    def resolved(self, workload: dict[str, Any]) -> dict[str, Any]:
-        """``workload`` as the interpreter should read it (each pod with the GPUs of its own claims,
-        its templates'): itself when no pod spec names a claim."""
-        if not references_claims(workload):
-            return workload
-        namespace = ObjectView(workload).namespace
-        return with_claimed_gpus(
-            workload, lambda kind, name: self.spec(kind, namespace, name), shared=False, classes=self.device_class
-        )
-
-    def unread(self, workload: dict[str, Any]) -> tuple[str, ...]:
-        """Why some of ``workload``'s claims count nothing: a DeviceClass whose selectors gpufed does
-        not read (:func:`~controlplane.apis.dra.class_selection`); empty when every one is read."""
-        if not references_claims(workload):
-            return ()
-        namespace = ObjectView(workload).namespace
-        return unread_classes(workload, lambda kind, name: self.spec(kind, namespace, name), self.device_class)
-
-    def shared(self, workload: dict[str, Any]) -> dict[str, int]:
-        """The GPUs of the ResourceClaims ``workload``'s pod specs name directly, each once: what its
-        replicas in a cluster share (the binding's ``replicaRequirements.sharedResourceRequest``)."""
+    def roles_shared(self, workload: dict[str, Any]) -> dict[str, dict[str, int]]:
+        """The GPUs of the ResourceClaims each role of a multi-role ``workload`` (JobSet, Kubeflow's
+        jobs, RayCluster: its interpreter's pod sets) names directly, for the roles that name any."""
         if not references_claims(workload):
             return {}
-        namespace = ObjectView(workload).namespace
-        return shared_claim_resources(workload, lambda kind, name: self.spec(kind, namespace, name), self.device_class)
+        interpreter = interpreter_for(str(workload.get("apiVersion")), str(workload.get("kind")))
+        if not isinstance(interpreter, PodTemplateKind):
+            return {}
+        roles = [(name, parent.get(key)) for name, (parent, key) in interpreter.pod_set_slots(workload)]
+        return self.shared_by_role(workload, [(name, template) for name, template in roles if isinstance(template, Mapping)])
 
     async def _on_claim(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         if event is WatchEventType.MODIFIED and old is not None and old.get("spec") == obj.get("spec"):

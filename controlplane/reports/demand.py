@@ -18,6 +18,11 @@ dicts as stored) and the clusters' :class:`~policies.affinity.ClusterView`. Out:
   else). A member's unschedulable pods exclude that member. A TrainJob's pods ask what its
   runtime's trainer step asks (``resourcesPerNode`` written in), read with the runtime the
   caller gives (:func:`~controlplane.apis.trainer_runtime.resolved`), as placement reads it.
+* DRA claims count in both as placement counts them: a binding's requirements carry them (the
+  detector's), a Work's pods are read with the hub's claim templates, claims and DeviceClasses the
+  caller gives (:class:`~controlplane.apis.drareading.ClaimReader`). The devices of the claims a
+  workload's pods share (``sharedResourceRequest``) come once, with its first waiting replica: a
+  demand of one replica asking them beside its own request, then the rest.
 
 Pending demand carries only GPU placement facts: the per-replica requests, the allowed GPU
 products (``nodeSelector``/required node affinity on ``nvidia.com/gpu.product``,
@@ -38,6 +43,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from controlplane.apis import constants as c
+from controlplane.apis.drareading import ClaimReader, ListedClaims
 from controlplane.apis.pods import SelectorOperator
 from controlplane.apis.quantity import QuantityError
 from controlplane.apis.trainer import RuntimeLookup
@@ -160,17 +166,36 @@ def binding_demand(
         return constraints, []
     # A multi-role job that has nothing placed waits with all its roles; partial placement
     # only happens to divisible (single-template) workloads, so the rest use the main template.
-    groups = components if components and placed == 0 else [(unplaced, main)]
+    # The devices of the DRA claims its pods share come once, with its first waiting replica.
+    groups = _sharing(components if components and placed == 0 else [(unplaced, main)], main.shared)
     reason, message = PendingReason.UNPLACED, ""
     for cond in as_list(as_mapping(raw.get("status")).get("conditions")):
         cond = as_mapping(cond)
         if cond.get("type") == "Scheduled" and cond.get("reason") == PendingReason.NEVER_FITS:
             reason, message = PendingReason.NEVER_FITS, str(cond.get("message") or "")
     demands = [
-        _demand(namespace, workload, replicas, requirements, clusters=clusters, reason=reason, message=message)
-        for replicas, requirements in groups
+        _demand(namespace, workload, replicas, requirements, requests, clusters=clusters, reason=reason, message=message)
+        for replicas, requirements, requests in groups
     ]
     return constraints, demands
+
+
+def _sharing(
+    groups: Sequence[tuple[int, ReplicaRequirements]], shared: Sequence[tuple[str, int]]
+) -> list[tuple[int, ReplicaRequirements, dict[str, int]]]:
+    """``groups`` (replicas, requirements) with each one's per-replica requests, the first replica
+    of the first group apart when there are ``shared`` devices: it asks them too (one copy of the
+    claims in the cluster it lands in, as placement counts it)."""
+    out = [(replicas, requirements, requirements.resource_map) for replicas, requirements in groups]
+    at = next((index for index, group in enumerate(out) if group[0] > 0), None)
+    if not shared or at is None:
+        return out
+    replicas, requirements, requests = out[at]
+    first = dict(requests)
+    for name, amount in shared:
+        first[name] = first.get(name, 0) + amount
+    rest = [(replicas - 1, requirements, requests)] if replicas > 1 else []
+    return [*out[:at], (1, requirements, first), *rest, *out[at + 1:]]
 
 
 def _demand(
@@ -178,19 +203,20 @@ def _demand(
     workload: str,
     replicas: int,
     requirements: ReplicaRequirements,
+    requests: Mapping[str, int],
     *,
     clusters: frozenset[str] | None,
     reason: PendingReason,
     message: str = "",
     excluded_clusters: frozenset[str] = frozenset(),
 ) -> PendingDemand:
-    """``replicas`` pending pods of ``workload``, each needing ``requirements``."""
+    """``replicas`` pending pods of ``workload``, each asking ``requests`` where ``requirements`` let it."""
     allowed, excluded = product_constraint(requirements)
     return PendingDemand(
         namespace=namespace,
         workload=workload,
         replicas=replicas,
-        requests=MappingProxyType(requirements.resource_map),
+        requests=MappingProxyType(dict(requests)),
         products=allowed,
         clusters=clusters,
         reason=reason,
@@ -221,10 +247,13 @@ def _no_runtimes(kind: str, namespace: str | None, name: str) -> Mapping[str, An
 
 def work_demand(
     raw: Mapping[str, Any], constraints: Mapping[tuple[str, str], WorkloadConstraints],
-    runtimes: RuntimeLookup = _no_runtimes,
+    runtimes: RuntimeLookup = _no_runtimes, claims: ClaimReader | None = None,
 ) -> list[PendingDemand]:
     """The pods of the Work's manifests that the member could not schedule, as demand; a
-    TrainJob's read with its runtime as ``runtimes`` finds it."""
+    TrainJob's read with its runtime as ``runtimes`` finds it, DRA claims with ``claims`` (the
+    hub's templates, claims and DeviceClasses: the GPUs its pods ask through them, a claim they
+    share once with the first pod, as placement reads them)."""
+    claims = claims if claims is not None else ListedClaims()
     metadata = as_mapping(raw.get("metadata"))
     member = str(metadata.get("namespace") or "").removeprefix(c.EXECUTION_NAMESPACE_PREFIX)
     manifests = [
@@ -245,7 +274,8 @@ def work_demand(
         if interpreter is None:
             continue
         try:
-            requirements = interpreter.replica_requirements(resolved(dict(manifest), runtimes))
+            requirements = interpreter.replica_requirements(resolved(claims.resolved(dict(manifest)), runtimes))
+            shared = tuple(sorted(claims.shared(dict(manifest)).items()))
         except (QuantityError, ValueError, KeyError, TypeError) as exc:
             logger.warning(
                 "work %s: unreadable requirements of %s: %s",
@@ -259,15 +289,17 @@ def work_demand(
         )
         workload = _workload_name(identifier.get("kind"), identifier.get("name"))
         known = constraints.get((namespace, workload))
-        demands.append(
+        demands.extend(
             _demand(
                 namespace,
                 workload,
-                pods,
+                replicas,
                 requirements,
+                requests,
                 clusters=known.clusters if known else None,
                 reason=PendingReason.MEMBER_UNSCHEDULABLE,
                 excluded_clusters=frozenset({member}),
             )
+            for replicas, requirements, requests in _sharing([(pods, requirements)], shared)
         )
     return demands

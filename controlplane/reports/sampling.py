@@ -1,14 +1,14 @@
 """The hub's waste accounting loop: sample the fleet every interval, account it, persist it.
 
 In: the hub's :class:`~controlplane.objectclient.ObjectClient` (Clusters, ResourceBindings,
-Works and the trainer's runtimes, which a TrainJob's pending pods are read with, are read through it, as a client of the API would see them) and the raw
+Works, the trainer's runtimes, which a TrainJob's pending pods are read with, and DRA's claim templates, claims and DeviceClasses, which a Work's pending pods' claimed GPUs are read with, are read through it, as a client of the API would see them) and the raw
 :class:`~controlplane.storage.interface.Store` the rollups are kept in
 (:class:`~controlplane.reports.persistence.RollupStore`). Out: a live
 :class:`~controlplane.reports.accounting.Accumulator` (:attr:`WasteSampler.accumulator`) that
 the reports API queries, the rollups in the store after every sample, and, when given
 :class:`~controlplane.metrics.HubMetrics`, the fleet's waste gauges and counters.
 
-One pass (:meth:`WasteSampler.sample_once`): list the three kinds (each with a timeout, a page
+One pass (:meth:`WasteSampler.sample_once`): list the three kinds and the runtimes and DRA objects (each with a timeout, a page
 at a time), build a :class:`~controlplane.reports.fleet.FleetSample` at the hub's wall-clock time with
 :func:`~controlplane.reports.snapshot.sample_steps` (a turn for the loop every 500 objects), add it to the accumulator,
 save what changed. Samples are taken on a fixed cadence (``interval`` seconds from the first,
@@ -50,6 +50,8 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from controlplane.apis import constants as c
 from controlplane.apis import trainer
+from controlplane.apis.dra import RESOURCE_API_VERSION
+from controlplane.apis.drareading import LISTED_KINDS
 from controlplane.apis.podview import propagated_workloads
 from controlplane.lifecycle import Service
 from controlplane.objectclient import ObjectClient, errors
@@ -225,6 +227,8 @@ class WasteSampler(Service):
         self._runtime_types = [
             rt for kind in trainer.RUNTIME_PLURALS if (rt := registry.for_kind(trainer.API_VERSION, kind)) is not None
         ]
+        #: DRA's claim templates, claims and DeviceClasses (the GPUs a Work's pending pods ask through claims).
+        self._claim_types = [rt for kind in LISTED_KINDS if (rt := registry.for_kind(RESOURCE_API_VERSION, kind)) is not None]
         self._accumulator: Accumulator | None = None
         self._rollups: RollupStore | None = None
         self.samples_taken = 0
@@ -336,6 +340,7 @@ class WasteSampler(Service):
         now: datetime,
         held: LoopTime,
         runtimes: list[dict[str, Any]],
+        claims: list[dict[str, Any]],
     ) -> PreparedSample:
         """The sample and its classification, giving the event loop a turn after each cluster
         whose report changed (its nodes are built and its devices classified anew: 40,000 for a
@@ -351,7 +356,7 @@ class WasteSampler(Service):
         # The bindings and Works are read in steps too: 20,000 bindings held the loop for seconds.
         sample = await _in_turns(
             sample_steps(clusters, bindings, works, now=now, stale_after=self._stale_after, cache=self._nodes_cache,
-                         runtimes=runtimes),
+                         runtimes=runtimes, claims=claims),
             held,
         )
         for cluster in sample.clusters:
@@ -376,13 +381,14 @@ class WasteSampler(Service):
             bindings = await self._list(self._binding_type)
             works = await self._list(self._work_type)
             runtimes = [runtime for rt in self._runtime_types for runtime in await self._list(rt)]
+            claims = [claim for rt in self._claim_types for claim in await self._list(rt)]
         except (errors.ApiError, StorageError, TimeoutError) as exc:
             logger.warning("skipping a waste sample: cannot read the fleet: %s", exc)
             if self._metrics is not None:
                 self._metrics.observe_sample(time.perf_counter() - started, ok=False)
             return None
         now = self._clock()
-        prepared = await self._prepare(accumulator, clusters, bindings, works, now, held, runtimes)
+        prepared = await self._prepare(accumulator, clusters, bindings, works, now, held, runtimes, claims)
         self.last_pass_held = held.seconds
         self.last_pass_steps = (held.steps, held.steps_behind)
         if not accumulator.commit(prepared):

@@ -35,6 +35,7 @@ from typing import Any, ParamSpec, TypeVar
 from pydantic import ValidationError
 
 from controlplane.apis.cluster_v1alpha1 import PROVIDER_ONPREM
+from controlplane.apis.drareading import ListedClaims
 from controlplane.apis.meta import Taint
 from controlplane.apis.podview import propagated_workloads
 from controlplane.apis.spot import RecordedReclaim, recorded_reclaims
@@ -207,6 +208,7 @@ def sample_steps(
     stale_after: timedelta | None = None,
     cache: ClusterNodesCache | None = None,
     runtimes: Iterable[Mapping[str, Any]] = (),
+    claims: Iterable[Mapping[str, Any]] = (),
 ) -> Generator[None, None, FleetSample]:
     """The fleet at ``now`` from the hub's Cluster, ResourceBinding and Work objects (dicts), in
     steps: it yields after every :data:`OBJECTS_PER_STEP` bindings or Works it reads (a caller
@@ -218,7 +220,8 @@ def sample_steps(
     the nodes of the clusters whose reports did not change since the last call are taken from it
     (the same sample as without it, built faster). ``runtimes``: the hub's TrainingRuntimes and
     ClusterTrainingRuntimes, which a TrainJob's pending pods are read with (its nodes and GPUs
-    are its runtime's).
+    are its runtime's). ``claims``: the hub's ResourceClaimTemplates, ResourceClaims and
+    DeviceClasses, which the DRA GPUs of a Work's pending pods are read with.
     """
     cluster_list = [as_mapping(c_) for c_ in clusters]
     views = [_cluster_view(raw) for raw in cluster_list]
@@ -237,7 +240,7 @@ def sample_steps(
     reclaims: list[RecordedReclaim] = []
     moves: list[MoveRecord] = []
     allowed = AllowedClusters(views)
-    lookup = runtime_lookup(runtimes)
+    lookup, listed = runtime_lookup(runtimes), ListedClaims(claims)
     for index, binding in enumerate(binding_list, 1):
         reclaims.extend(recorded_reclaims(binding))
         moves.extend(moves_of_binding(binding))
@@ -249,7 +252,7 @@ def sample_steps(
         if index % OBJECTS_PER_STEP == 0:
             yield
     for index, work in enumerate(work_list, 1):
-        pending.extend(work_demand(work, constraints, lookup))
+        pending.extend(work_demand(work, constraints, lookup, listed))
         if index % OBJECTS_PER_STEP == 0:
             yield
     return FleetSample(

@@ -311,3 +311,41 @@ async def test_a_trainjobs_unschedulable_pods_ask_what_its_runtime_says(objects:
     assert sampler.last_sample is not None
     [demand] = sampler.last_sample.pending
     assert (demand.workload, demand.replicas, dict(demand.gpu_requests)) == ("TrainJob/llama", 3, {"nvidia.com/gpu": 2})
+
+
+async def test_unschedulable_pods_ask_the_gpus_of_their_dra_claims(objects: ObjectStore, store: Store) -> None:
+    """The Deployment in the member's Work asks GPUs only through DRA: 2 per pod through a claim
+    template, 4 its pods share through a ResourceClaim. The sampler lists the hub's claims: its 3
+    unschedulable pods ask 2 GPUs each, and the first of them the shared 4 too (one copy of the claim
+    in the cluster they land in)."""
+    resource_api = "resource.k8s.io/v1"
+    namespace = objects.registry.require("v1", "Namespace")
+    await objects.create(namespace, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "gpufed-es-a"}})
+
+    def devices(count: int) -> dict[str, object]:
+        return {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": count}}]}}
+
+    await objects.create(objects.registry.require(resource_api, "ResourceClaimTemplate"), {
+        "apiVersion": resource_api, "kind": "ResourceClaimTemplate", "metadata": {"name": "two", "namespace": "ml"},
+        "spec": {"spec": devices(2)}}, namespace="ml")
+    await objects.create(objects.registry.require(resource_api, "ResourceClaim"), {
+        "apiVersion": resource_api, "kind": "ResourceClaim", "metadata": {"name": "pool", "namespace": "ml"},
+        "spec": devices(4)}, namespace="ml")
+    pod = {"resourceClaims": [{"name": "own", "resourceClaimTemplateName": "two"}, {"name": "pool", "resourceClaimName": "pool"}],
+           "containers": [{"name": "m", "image": "serve:1", "resources": {"claims": [{"name": "own"}, {"name": "pool"}]}}]}
+    manifest = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "infer", "namespace": "ml"},
+                "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "infer"}},
+                         "template": {"metadata": {"labels": {"app": "infer"}}, "spec": pod}}}
+    work_rt = objects.registry.require("work.gpufed.io/v1alpha1", "Work")
+    work = await objects.create(work_rt, {
+        "apiVersion": "work.gpufed.io/v1alpha1", "kind": "Work", "metadata": {"name": "ml-infer-deployment", "namespace": "gpufed-es-a"},
+        "spec": {"workload": {"manifests": [manifest]}}}, namespace="gpufed-es-a")
+    identifier = {"group": "apps", "version": "v1", "kind": "Deployment", "namespace": "ml", "name": "infer", "ordinal": 0}
+    await objects.update_status(work_rt, {**work, "status": {"manifestStatuses": [
+        {"identifier": identifier, "unschedulable": {"pods": 3, "message": "0/1 nodes are available"}}]}})
+    sampler = WasteSampler(objects, store, interval=0.01, clock=SteppingClock(1))
+    await _run_until(sampler, lambda: sampler.samples_taken >= 1)
+    assert sampler.last_sample is not None
+    assert [(d.workload, d.replicas, dict(d.gpu_requests)) for d in sampler.last_sample.pending] == [
+        ("Deployment/infer", 1, {"nvidia.com/gpu": 6}), ("Deployment/infer", 2, {"nvidia.com/gpu": 2}),
+    ]
