@@ -269,18 +269,21 @@ def quota_status(
 def binding_usage(spec: Mapping[str, Any], clusters: Mapping[str, int] | None = None) -> quota.Usage:
     """What a ResourceBinding takes of a namespace's quota, as Karmada's ResourceBinding webhook
     counts it: its per-replica ``replicaRequirements.resourceRequest`` times the replicas its
-    ``spec.clusters`` (or ``clusters``, a decision not written yet) place."""
+    ``spec.clusters`` (or ``clusters``, a decision not written yet) place; and, beyond Karmada (whose
+    requirements have no such part), its ``sharedResourceRequest`` (the devices of the DRA claims its
+    pods share, one copy of the claim per cluster) once per cluster holding a replica."""
     if clusters is None:
         clusters = {
             str(target.get("name")): int(target.get("replicas") or 0)
             for target in field.items(spec.get("clusters")) if isinstance(target, Mapping)
         }
-    replicas = sum(clusters.values())
-    request = quota.read_list(field.mapping(field.mapping(spec.get("replicaRequirements")).get("resourceRequest")))
-    if replicas <= 0 or not request:
-        return {}
-    return {name: KubeQuantity(amount.value * replicas, amount.format) for name, amount in request.items()
-            if amount.value > 0}
+    requirements = field.mapping(spec.get("replicaRequirements"))
+    used: quota.Usage = {}
+    for key, times in (("resourceRequest", sum(clusters.values())), ("sharedResourceRequest", sum(1 for n in clusters.values() if n > 0))):
+        request = quota.read_list(field.mapping(requirements.get(key))) if times > 0 else {}
+        used = quota.add(used, {name: KubeQuantity(amount.value * times, amount.format)
+                                for name, amount in request.items() if amount.value > 0})
+    return used
 
 
 def usage_growth(new: Mapping[str, KubeQuantity], old: Mapping[str, KubeQuantity]) -> quota.Usage:

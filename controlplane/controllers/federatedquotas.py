@@ -16,7 +16,8 @@ and ``/name``). Out:
   ``spec.overall``) and ``status.overallUsed`` (the clusters' ``used`` summed), written only when
   it changed (:func:`policies.federated_quota.quota_status`). With ``--federated-quota-enforcement``
   (Karmada's ``FederatedQuotaEnforcement``), ``status.overallUsed`` is what the namespace's
-  ResourceBindings take instead (their per-replica request times their placed replicas), recounted
+  ResourceBindings take instead (their per-replica request times their placed replicas, and the
+devices of the DRA claims their pods share once per cluster holding a replica), recounted
   when a binding's placement or request changes or it goes, as Karmada's enforcement controller
   does; the scheduler holds back decisions past ``overall``
   (:mod:`controlplane.scheduler.controller.quotas`).

@@ -63,3 +63,19 @@ def test_a_binding_is_refused_past_overall(clusters: dict[str, int], used: dict[
 def test_a_binding_takes_its_request_times_its_placed_replicas() -> None:
     assert quota.written_list(binding_usage(SPEC)) == {"cpu": "3", "memory": "2Gi", "nvidia.com/gpu": "2"}
     assert binding_usage({"clusters": [{"name": "a", "replicas": 3}]}) == {}
+
+
+def test_a_binding_takes_the_devices_its_pods_share_once_per_cluster_holding_a_replica() -> None:
+    """A shared DRA claim is one copy per cluster the binding runs in: 3 replicas over two clusters
+    take 3 GPUs of their own and the claim's 4 twice; a cluster given no replica takes nothing."""
+    spec = {"replicaRequirements": {"resourceRequest": {"nvidia.com/gpu": "1"}, "sharedResourceRequest": {"nvidia.com/gpu": "4"}},
+            "clusters": [{"name": "a", "replicas": 2}, {"name": "b", "replicas": 1}, {"name": "c", "replicas": 0}]}
+    assert quota.written_list(binding_usage(spec)) == {"nvidia.com/gpu": "11"}
+    only_shared = {"replicaRequirements": {"sharedResourceRequest": {"nvidia.com/gpu": "4"}}}
+    assert quota.written_list(binding_usage(only_shared, {"a": 3})) == {"nvidia.com/gpu": "4"}
+    assert binding_usage(only_shared, {}) == {}
+    frq = {"metadata": {"name": "gpus", "namespace": "ml"}, "spec": {"overall": {"nvidia.com/gpu": "6"}}}
+    growth = usage_growth(binding_usage(only_shared, {"a": 1, "b": 1}), binding_usage(only_shared, {"a": 1}))
+    assert quota_refusal(frq, quota.read_list({"nvidia.com/gpu": "4"}), growth) == (
+        "FederatedResourceQuota(ml/gpus) exceeded for resource nvidia.com/gpu: requested sum 8, limit 6."
+    )

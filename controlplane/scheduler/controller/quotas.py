@@ -4,7 +4,9 @@ FederatedResourceQuota's ``spec.overall`` is not written.
 With ``--federated-quota-enforcement`` (off by default, as Karmada's alpha feature gate), the
 scheduler checks each decision before it writes it, as Karmada's ResourceBinding webhook checks
 the scheduler's write: what the binding takes (its per-replica ``replicaRequirements.resourceRequest``
-times the replicas the decision places) beyond what it takes now, added to what the namespace's
+times the replicas the decision places, and its ``sharedResourceRequest``, the devices of the DRA
+claims its pods share, once per cluster given a replica: :func:`policies.federated_quota.binding_usage`)
+beyond what it takes now, added to what the namespace's
 other bindings take, must stay within the ``overall`` of every FederatedResourceQuota of the
 namespace, for each resource ``overall`` names. A decision that does not fit leaves the binding
 where it is (a new one unplaced) with ``Scheduled=False``, reason ``QuotaExceeded`` and Karmada's
