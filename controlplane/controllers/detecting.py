@@ -88,6 +88,7 @@ from controlplane.controllers.workloads import (
     with_job_suspension,
 )
 from controlplane.interpreter import interpreter_for
+from controlplane.interpreter.requirements import ReplicaRequirements
 from controlplane.interpreter.shape import InvalidObject
 from controlplane.objectclient import ResourceType, WatchEventType, errors
 from policies.defaulting import placement_as_stored
@@ -118,6 +119,13 @@ def _meta_changed(old: dict[str, Any] | None, new: dict[str, Any]) -> bool:
     ) or content_changed(old, new)
 
 
+def _with_shared(requirements: ReplicaRequirements, shared: Mapping[str, int] | None) -> ReplicaRequirements:
+    """``requirements`` with ``shared`` as the devices its replicas in a cluster hold together."""
+    if not shared:
+        return requirements
+    return dataclasses.replace(requirements, shared=tuple(sorted(shared.items()))).interned()
+
+
 def binding_spec(
     workload: dict[str, Any],
     policy: AnyPropagationPolicy,
@@ -126,11 +134,14 @@ def binding_spec(
     schedule_priority: int | None = None,
     webhook_replicas: dict[str, Any] | None = None,
     shared: Mapping[str, int] | None = None,
+    roles_shared: Mapping[str, Mapping[str, int]] | None = None,
 ) -> dict[str, Any]:
     """The binding spec for ``workload`` claimed by ``policy``, keeping the scheduler's fields.
     ``schedule_priority``: the policy's ``schedulePriority`` resolved (None when it has none);
-    ``webhook_replicas``: an InterpretReplica webhook's answer, which wins over the interpreter;
-    ``shared``: the devices its replicas in a cluster hold together, once (its shared DRA claims')."""
+    ``webhook_replicas``: an InterpretReplica webhook's answer, which wins over the interpreter
+    (its requirements with ``shared`` added: the webhook cannot know the hub's claims);
+    ``shared``: the devices its replicas in a cluster hold together, once (its shared DRA claims');
+    ``roles_shared``: the same per role, for the components of the roles whose pods name such claims."""
     meta = ObjectView(workload).metadata
     api_version, kind = str(workload.get("apiVersion")), str(workload.get("kind"))
     interpreter = interpreter_for(api_version, kind)
@@ -143,19 +154,22 @@ def binding_spec(
     if interpreter is not None:
         spec["replicas"] = interpreter.replicas(workload)
         requirements = interpreter.replica_requirements(workload)
-        if shared:
-            requirements = dataclasses.replace(requirements, shared=tuple(sorted(shared.items()))).interned()
-        spec["replicaRequirements"] = requirements.to_spec()
+        spec["replicaRequirements"] = _with_shared(requirements, shared).to_spec()
         gang = policy.spec.gang if policy.spec.gang is not None else interpreter.is_gang(workload)
         spec["gang"] = bool(gang)
-        components = interpreter.components(workload)
+        components = [
+            dataclasses.replace(c, requirements=_with_shared(c.requirements, (roles_shared or {}).get(c.name)))
+            for c in interpreter.components(workload)
+        ]
         if components:
             spec["components"] = [component.to_spec() for component in components]
     else:
         spec["replicas"] = 0
         spec["gang"] = False
     if webhook_replicas is not None:
-        spec["replicas"], spec["replicaRequirements"] = webhook_replicas["replicas"], webhook_replicas["replicaRequirements"]
+        spec["replicas"], spec["replicaRequirements"] = webhook_replicas["replicas"], dict(webhook_replicas["replicaRequirements"])
+        if shared:  # Karmada's ReplicaRequirements has no shared part: the hub's claims add it
+            spec["replicaRequirements"]["sharedResourceRequest"] = ReplicaRequirements.build(shared=shared).to_spec()["sharedResourceRequest"]
     if policy.spec.placement is not None:
         spec["placement"] = _kept_placement(policy.spec.placement.to_wire(), existing)
     if policy.spec.gpu_shapes is not None:
@@ -380,7 +394,7 @@ class Detector(KeyedController[WorkloadRef]):
         # Read with its DRA claims' GPUs, and a TrainJob with its runtime.
         spec = refused or _interpret(
             self._runtimes.resolved(self._claims.resolved(workload)), match, binding, priority=priority, replicas=replicas,
-            shared=self._claims.shared(workload),
+            shared=self._claims.shared(workload), roles_shared=self._claims.roles_shared(workload),
         )
         if isinstance(spec, InvalidObject):
             # A value, not a retry: nothing changes until the object does (its next event).
@@ -553,12 +567,13 @@ def _interpret(
     priority: PriorityResolution | None,
     replicas: dict[str, Any] | None = None,
     shared: Mapping[str, int] | None = None,
+    roles_shared: Mapping[str, Mapping[str, int]] | None = None,
 ) -> dict[str, Any] | InvalidObject:
     """The binding spec of a workload :func:`_refusal` accepts, or :class:`InvalidObject` when it cannot be read. Pure."""
     try:
         return binding_spec(
             workload, match.policy, binding, schedule_priority=priority.priority if priority is not None else None,
-            webhook_replicas=replicas, shared=shared,
+            webhook_replicas=replicas, shared=shared, roles_shared=roles_shared,
         )
     except (AttributeError, TypeError, ValueError, KeyError) as exc:
         # A shape the check above does not know yet: still a value, with what the reader hit.

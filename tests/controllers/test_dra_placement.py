@@ -146,3 +146,38 @@ async def test_a_device_class_of_the_hubs_own_pins_what_its_selectors_pin(
     assert message.startswith("DeviceClass either.example.com: selector ") and "not counted in placement" in message
     other = await binding_of(objects, "other-deployment")
     assert other is not None and "nvidia.com/gpu" not in other["spec"]["replicaRequirements"]["resourceRequest"]
+
+
+def _shared_claim(name: str, count: int) -> dict[str, Any]:
+    claim = claim_template(name, count=count)
+    claim.update(kind="ResourceClaim", spec=claim["spec"]["spec"])
+    return claim
+
+
+async def test_a_role_whose_pods_share_a_claim_carries_it(objects: ObjectStore, manager: ControllerManager) -> None:
+    """A JobSet's "workers" name a ResourceClaim of 4 GPUs, its "driver" does not: the binding's
+    component of the workers carries the claim as what they share (the one of the driver nothing),
+    as its top-level requirements do, so a cluster is judged for the role that holds it."""
+    await fleet(objects, manager)
+    await create(objects, _shared_claim("pool", 4))
+    pod = {"resourceClaims": [{"name": "pool", "resourceClaimName": "pool"}], "restartPolicy": "Never",
+           "containers": [{"name": "w", "image": "train:1", "resources": {"requests": {"cpu": "1"}, "claims": [{"name": "pool"}]}}]}
+    plain = {"restartPolicy": "Never", "containers": [{"name": "d", "image": "train:1", "resources": {"requests": {"cpu": "1"}}}]}
+    jobset = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata": {"name": "train", "namespace": NS},
+              "spec": {"replicatedJobs": [
+                  {"name": "driver", "replicas": 1, "template": {"spec": {"template": {"spec": plain}}}},
+                  {"name": "workers", "replicas": 2, "template": {"spec": {"template": {"spec": pod}}}}]}}
+    selecting = policy("train", clusters=["small", "big"])
+    selecting["spec"]["resourceSelectors"] = [{"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet"}]
+    await create(objects, selecting)
+    await create(objects, jobset)
+
+    async def counted() -> dict[str, Any] | None:
+        bound = await binding_of(objects, "train-jobset")
+        return bound if bound is not None and bound["spec"].get("components") else None
+
+    bound = await eventually(counted, what="the binding with its roles")
+    roles = {c["name"]: c["replicaRequirements"] for c in bound["spec"]["components"]}
+    assert roles["workers"]["sharedResourceRequest"] == {"nvidia.com/gpu": "4"}
+    assert "sharedResourceRequest" not in roles["driver"]
+    assert bound["spec"]["replicaRequirements"]["sharedResourceRequest"] == {"nvidia.com/gpu": "4"}
