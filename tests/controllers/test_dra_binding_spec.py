@@ -1,13 +1,16 @@
 """The binding spec of a workload whose pods share DRA claims: an InterpretReplica webhook's answer
-keeps the devices they share (Karmada's requirements have no such part, the hub adds it), and each
-role of a multi-role workload carries the claims its own pods name."""
+and a customization's GetReplicas keep the devices they share (Karmada's requirements have no such
+part, the hub adds it), and each role of a multi-role workload carries the claims its own pods name."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from controlplane.controllers.detecting import binding_spec
+from controlplane.interpreter.registry import set_customized
 from policies.validation import parse_policy
+from tests.interpreter.test_customized import interpreter, training
+from tests.interpreter.trainingrun_scripts import API, GET_REPLICAS
 
 POLICY = parse_policy({
     "apiVersion": "policy.gpufed.io/v1alpha1", "kind": "PropagationPolicy", "metadata": {"name": "p", "namespace": "ml"},
@@ -37,4 +40,14 @@ def test_each_role_carries_the_devices_its_pods_share() -> None:
     roles = {c["name"]: c["replicaRequirements"] for c in spec["components"]}
     assert roles["Worker"]["sharedResourceRequest"] == {"nvidia.com/gpu": "4"}
     assert "sharedResourceRequest" not in roles["Master"]
+    assert spec["replicaRequirements"]["sharedResourceRequest"] == {"nvidia.com/gpu": "4"}
+
+
+def test_a_customizations_get_replicas_keeps_the_devices_the_pods_share() -> None:
+    set_customized(API, "TrainingRun", interpreter(replicaResource=GET_REPLICAS))
+    try:
+        spec = binding_spec(training(gpus=2), POLICY, None, shared={"nvidia.com/gpu": 4})  # type: ignore[arg-type]
+    finally:
+        set_customized(API, "TrainingRun", None)
+    assert spec["replicaRequirements"]["resourceRequest"]["nvidia.com/gpu"] == "2"  # the script's answer
     assert spec["replicaRequirements"]["sharedResourceRequest"] == {"nvidia.com/gpu": "4"}
