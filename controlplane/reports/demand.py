@@ -260,7 +260,7 @@ def work_demand(
         as_mapping(m)
         for m in as_list(as_mapping(as_mapping(raw.get("spec")).get("workload")).get("manifests"))
     ]
-    demands = []
+    demands: list[PendingDemand] = []
     for status in as_list(as_mapping(raw.get("status")).get("manifestStatuses")):
         status = as_mapping(status)
         pods = as_int(as_mapping(status.get("unschedulable")).get("pods"))
