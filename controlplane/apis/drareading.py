@@ -12,7 +12,7 @@ devices:
 * :meth:`ClaimReader.shared`: the devices of the ResourceClaims its pod specs name directly, each
   claim once: what its replicas in one cluster hold together (``sharedResourceRequest``);
 * :meth:`ClaimReader.shared_by_role`: the same, per role of a multi-role workload, for the roles
-  whose pods name such a claim;
+  whose pods name such a claim (a claim several roles name: with the first of them);
 * :meth:`ClaimReader.unread`: why some claims count nothing (a DeviceClass outside what is read).
 
 In: workloads and DRA objects as plain dicts. Out: workload copies and resource amounts. Pure.
@@ -27,10 +27,13 @@ from controlplane.apis.dra import (
     CLAIM,
     DEVICE_CLASS,
     TEMPLATE,
+    ClaimedGpus,
     ClaimLookup,
     claim_spec_of,
+    pod_specs,
     references_claims,
     shared_claim_resources,
+    shared_claims,
     unread_classes,
     with_claimed_gpus,
 )
@@ -76,14 +79,24 @@ class ClaimReader:
     def shared_by_role(
         self, workload: dict[str, Any], roles: Iterable[tuple[str, Mapping[str, Any]]]
     ) -> dict[str, dict[str, int]]:
-        """For each role (its name and pod template, of ``workload``) whose pods name ResourceClaims
-        directly, those claims' GPUs, each once: what the role's replicas in a cluster share."""
+        """For each role (its name and pod template, of ``workload``, in the workload's order) whose
+        pods name ResourceClaims directly, those claims' GPUs: what the role's replicas in a cluster
+        share. A claim several roles name is carried by the first of them only, so the roles
+        together hold each claim once (as the workload's :meth:`shared` counts it)."""
         if not references_claims(workload):
             return {}
-        lookup, out = self._lookup(workload), {}
-        for name, template in roles:
-            if found := shared_claim_resources(template, lookup, self.device_class):
-                out[name] = found
+        lookup = self._lookup(workload)
+        out: dict[str, dict[str, int]] = {}
+        seen: set[str] = set()
+        for role, template in roles:
+            total = ClaimedGpus()
+            for spec in pod_specs(template):
+                for claim, found in shared_claims(spec, lookup, self.device_class).items():
+                    if claim not in seen:
+                        seen.add(claim)
+                        total = total.plus(found)
+            if resources := total.resources():
+                out[role] = resources
         return out
 
 

@@ -63,7 +63,8 @@ def test_a_bindings_shared_devices_come_once_with_its_first_unplaced_replica() -
 
 
 def test_a_multi_role_jobs_shared_devices_come_once_whatever_number_of_roles_name_them() -> None:
-    """Both roles name the claim (each role carries it); the job waits whole and asks it once."""
+    """Both roles carry the claim (as a binding written elsewhere may); the job waits whole and asks
+    it once, as its top-level requirements say."""
     role = {"resourceRequest": {"nvidia.com/gpu": "1"}, "sharedResourceRequest": {"nvidia.com/gpu": "4"}}
     binding = {"metadata": {"namespace": "ml", "name": "train-jobset"}, "spec": {
         "resource": {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "namespace": "ml", "name": "train"},
