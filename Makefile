@@ -35,7 +35,8 @@ e2e: install
 
 # The end-to-end tests mostly wait on real processes, so they run side by side. They are
 # collected first (e2e/conftest.py) and handed out two at a time, so the workers share the
-# long ones from the start and the short unit tests fill in around them.
+# long ones from the start and the short unit tests fill in around them; the tests sharing a
+# module's or a package's fleet or hub go to one worker together (conftest.py), so it starts once.
 TEST_WORKERS ?= 3
 XDIST = -n $(TEST_WORKERS) --maxschedchunk 2
 

@@ -3,14 +3,136 @@
 from __future__ import annotations
 
 import gc
+import json
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
+if TYPE_CHECKING:
+    from xdist.workermanage import WorkerController
 
+#: workerinput key: the directory where each pytest-xdist worker writes its tests' groups.
+GROUPS_DIR = "gpufed_test_groups_dir"
+_groups_dir_key = pytest.StashKey[str]()
+
+
+def shared_fixture_group(item: pytest.Item) -> str | None:
+    """The node id whose instance of a shared fixture the test uses: its package's when it uses
+    a package-scoped fixture of the project (its module's are then shared along), else its
+    module's when it uses a module-scoped one, else None. Autouse fixtures do not count: every
+    test of their scope has them, whatever they cost. An ``xdist_group`` mark names a group
+    of its own."""
+    marker = item.get_closest_marker("xdist_group")
+    if marker is not None:
+        return str(marker.args[0] if marker.args else marker.kwargs.get("name", "default"))
+    module = item.getparent(pytest.Module)
+    if not isinstance(item, pytest.Function) or module is None:
+        return None
+    group = None
+    for name in item.fixturenames:
+        fixturedefs = item._fixtureinfo.name2fixturedefs.get(name)
+        if not fixturedefs or getattr(fixturedefs[-1], "_autouse", False):
+            continue
+        fixturedef = fixturedefs[-1]
+        if fixturedef.scope == "package" and fixturedef.baseid:
+            return str(fixturedef.baseid)
+        if fixturedef.scope == "module":
+            group = module.nodeid
+    return group
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: WorkerController) -> None:
+    """Controller side: tell each worker where to write its tests' groups."""
+    config = node.config
+    if _groups_dir_key not in config.stash:
+        config.stash[_groups_dir_key] = tempfile.mkdtemp(prefix="pytest-test-groups-")
+    node.workerinput[GROUPS_DIR] = config.stash[_groups_dir_key]
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _groups_dir_key in config.stash:
+        shutil.rmtree(config.stash[_groups_dir_key], ignore_errors=True)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """pytest-xdist's ``load`` distribution, except that the tests sharing a module- or
+    package-scoped fixture (:func:`shared_fixture_group`: an end-to-end fleet or hub, an
+    in-process hub, a costly report) all go to the worker that gets the first of them, so the
+    fixture is set up once a run instead of once on each worker one of them reaches.
+
+    xdist's own ``loadgroup`` cannot do it here: its workers pass a test's group to the
+    controller as a suffix they write into the item's old ``_nodeid`` field, which pytest 9.2's
+    structured node ids no longer read, so it groups nothing (pytest-dev/pytest-xdist#1386).
+    These workers write the groups to a file the controller names them instead; without it, this
+    is plain ``load``. ``loadgroup`` would also make every other test a group of one, hand the
+    largest groups out first (ahead of the slow tests) and go over every group a worker ever had
+    on each report (about 4 CPU-seconds of the controller for this suite's ten thousand tests,
+    0.1 here); this keeps ``load``'s order (e2e/conftest.py's: the end-to-end tests first, the
+    slow ones first of all) and its bookkeeping."""
+    if config.getvalue("dist") not in ("load", "loadgroup"):
+        return None
+    from xdist.scheduler import LoadScheduling
+
+    class GroupedLoadScheduling(LoadScheduling):
+        groups: list[str | None] | None = None
+
+        def _read_groups(self) -> list[str | None]:
+            assert self.collection is not None
+            directory = config.stash.get(_groups_dir_key, None)
+            for node in self.node2collection:
+                path = Path(directory or "", f"{node.gateway.id}.json")
+                if directory and path.exists():
+                    groups: list[str | None] = json.loads(path.read_text())
+                    if len(groups) == len(self.collection):
+                        return groups
+            return [None] * len(self.collection)
+
+        def check_schedule(self, node: WorkerController, duration: float = 0) -> None:
+            """A worker busy with a group gets nothing more until the group is nearly done:
+            ``load`` tops up a worker whose tests are short, and what it queued behind a group of
+            330 (e2e/clients) would wait there while the other workers run dry."""
+            groups = self.groups
+            if self.pending and groups and sum(groups[i] is not None for i in self.node2pending[node]) >= 2:
+                return
+            super().check_schedule(node, duration)
+
+        def _send_tests(self, node: WorkerController, num: int) -> None:
+            if self.groups is None:
+                self.groups = self._read_groups()
+            groups = self.groups
+            wanted = {groups[index] for index in self.pending[:num]} - {None}
+            if not wanted:
+                super()._send_tests(node, num)
+                return
+            chosen = [index for n, index in enumerate(self.pending) if n < num or groups[index] in wanted]
+            taken = set(chosen)
+            self.pending[:] = [index for index in self.pending if index not in taken]
+            self.node2pending[node].extend(chosen)
+            node.send_runtest_some(chosen)
+
+    return GroupedLoadScheduling(config, log)
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_finish(session: pytest.Session) -> None:
+    """A worker's tests' groups, in the order it reports the tests to the controller (which it
+    does after this hook)."""
+    directory = getattr(session.config, "workerinput", {}).get(GROUPS_DIR)
+    if directory:
+        worker = session.config.workerinput["workerid"]  # type: ignore[attr-defined]
+        groups = [shared_fixture_group(item) for item in session.items]
+        Path(directory, f"{worker}.json").write_text(json.dumps(groups))
+    _freeze_what_collection_built()
+
+
+def _freeze_what_collection_built() -> None:
     """What collection built (every module, test item and parameter: about half a million
     objects) lives until the session ends, so the garbage collector is told to leave it alone
     (``gc.freeze``). Otherwise each full collection walks all of it again: the end-to-end tests
