@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import sys
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -34,17 +35,6 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 E2E_TIMEOUT_SECONDS = 420
 
 
-#: An end-to-end test drives separate processes; the pytest worker it runs in may also have run
-#: in-process tests before it. A client socket one of those left unclosed is collected (and
-#: reported as an unraisable ResourceWarning) at whatever moment the garbage collector runs,
-#: often during a long e2e test, which then fails for something it did not do. These tests
-#: ignore exactly that report; the unit tests, where such a leak is made, still fail on it.
-FOREIGN_LEAKED_SOCKETS = (
-    r"ignore:Exception ignored in. <(function _SelectorTransport.__del__|socket.socket fd=)"
-    r":pytest.PytestUnraisableExceptionWarning"
-)
-
-
 def _is_e2e(item: pytest.Item) -> bool:
     return "e2e" in item.nodeid.split("/")[0]
 
@@ -55,7 +45,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             continue
         if item.get_closest_marker("timeout") is None:
             item.add_marker(pytest.mark.timeout(E2E_TIMEOUT_SECONDS))
-        item.add_marker(pytest.mark.filterwarnings(FOREIGN_LEAKED_SOCKETS))
     # pytest-xdist hands tests out in this order: the end-to-end tests (up to minutes each) go
     # first, the ones marked slow (a minute or more by design) first of all, so the workers
     # share them from the start and the many short unit tests fill in around them, instead of
@@ -65,19 +54,35 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: (not _is_e2e(item), item.get_closest_marker("slow") is None))
 
 
-@pytest.fixture(scope="package", autouse=True)
-def _collect_what_the_end_to_end_tests_left() -> Iterator[None]:
-    """The same for what a module's or a package's shared fixtures (a fleet, a hub, a client) left
-    when they were torn down after their last test: this runs after them, still within the
-    teardown of the worker's last end-to-end test, before the unit tests take the worker."""
-    yield
-    gc.collect()
+#: The test the last end-to-end teardown of this worker named as the next one: nothing ran since
+#: that teardown collected the garbage.
+_collected_before: list[pytest.Item | None] = [None]
 
 
-@pytest.fixture(autouse=True)
-def _collect_what_the_test_left() -> Iterator[None]:
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """An end-to-end test drives separate processes; the pytest worker it runs in may have run
+    in-process tests before it. A client socket one of those left unclosed would be collected
+    (and reported as an unraisable ResourceWarning) whenever the garbage collector next runs,
+    often during a long end-to-end test, which would then fail for something it did not do. So
+    unless the teardown of the end-to-end test before it just collected, what came before is
+    collected first, its unclosed sockets let go without a word (the unit tests, where such a
+    leak is made, still fail on one); the test then fails on a socket its own clients leave
+    (:func:`pytest_runtest_teardown`)."""
+    if _collected_before[0] is item:
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ResourceWarning)
+        gc.collect()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
     """The end-to-end tests run first, then unit tests in the same workers: what an end-to-end
-    test's clients left for the garbage collector is collected at its own teardown (where
-    FOREIGN_LEAKED_SOCKETS applies), not during a later unit test that did not leak it."""
-    yield
+    test's clients left for the garbage collector, and the shared fixtures (a fleet, a hub, a
+    client) torn down after it, is collected at its own teardown, where a socket left unclosed
+    fails it, not during a later test that did not leak it. Last of the teardown, after every
+    fixture's finalizer; pytest's own last check for unraisable exceptions, registered before
+    this file, still comes after it."""
     gc.collect()
+    _collected_before[0] = nextitem

@@ -99,7 +99,13 @@ class Kr8sDriver:
 
 @pytest.fixture
 async def api(hub: Hub) -> AsyncIterator[Any]:
-    yield await kr8s.asyncio.api(kubeconfig=str(hub.kubeconfig))
+    client = await kr8s.asyncio.api(kubeconfig=str(hub.kubeconfig))
+    try:
+        yield client
+    finally:
+        # kr8s has no close of its own: its connection pool is the httpx client it opened.
+        if client._session is not None:
+            await client._session.aclose()
 
 
 @pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.id)
