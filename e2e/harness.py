@@ -355,9 +355,24 @@ class ProcessGroup:
     ) -> Iterator[tuple[Kubectl, dict[str, Kubectl]]]:
         """:meth:`start_fleet` in a group of its own (for a module-scoped fixture): its processes'
         logs go to stderr when starting or a test fails, and all are stopped at the end."""
+        with ProcessGroup._shared(root) as group:
+            yield group.start_fleet(fleet, clusters, *hub_flags, agent_flags=agent_flags)
+
+    @staticmethod
+    @contextlib.contextmanager
+    def running_hub(root: Path, *hub_flags: str) -> Iterator[Kubectl]:
+        """:meth:`start_hub` in a group of its own, as :meth:`running_fleet`: for the tests of a
+        module or package that share one hub, each in objects and namespaces of its own (or
+        only reading)."""
+        with ProcessGroup._shared(root) as group:
+            yield group.start_hub("hub", *hub_flags)[1]
+
+    @staticmethod
+    @contextlib.contextmanager
+    def _shared(root: Path) -> Iterator[ProcessGroup]:
         group = ProcessGroup(root=root)
         try:
-            yield group.start_fleet(fleet, clusters, *hub_flags, agent_flags=agent_flags)
+            yield group
         except BaseException:
             sys.stderr.write(group.dump_logs())
             raise

@@ -4,9 +4,12 @@ a typo'd kind."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from e2e.harness import Kubectl, ProcessGroup
 
 pytestmark = pytest.mark.e2e
 
@@ -21,8 +24,15 @@ spec:
 """
 
 
-def test_kubectl_explain_prints_descriptions_and_nested_fields(processes) -> None:
-    _, kubectl = processes.start_hub()
+@pytest.fixture(scope="module")
+def kubectl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kubectl]:
+    """One hub for the module: its tests read what it serves, and the apply they try is refused
+    before anything is stored."""
+    with ProcessGroup.running_hub(tmp_path_factory.mktemp("openapi-hub")) as running:
+        yield running
+
+
+def test_kubectl_explain_prints_descriptions_and_nested_fields(kubectl: Kubectl) -> None:
 
     replicas = kubectl.run("explain", "deployment.spec.replicas").stdout
     assert "FIELD: replicas <integer>" in replicas
@@ -72,8 +82,7 @@ def test_kubectl_explain_prints_descriptions_and_nested_fields(processes) -> Non
     assert "user is the user you're testing for." in v2_review
 
 
-def test_kubectl_explain_walks_into_the_kube_types_other_projects_crds_embed(processes) -> None:
-    _, kubectl = processes.start_hub()
+def test_kubectl_explain_walks_into_the_kube_types_other_projects_crds_embed(kubectl: Kubectl) -> None:
 
     template = kubectl.run("explain", "workload.spec.podSets.template").stdout
     assert "FIELD: template <PodTemplateSpec>" in template
@@ -93,8 +102,7 @@ def test_kubectl_explain_walks_into_the_kube_types_other_projects_crds_embed(pro
         assert "<no description>" not in text
 
 
-def test_a_typod_kind_gets_kubes_messages(processes, tmp_path: Path) -> None:
-    _, kubectl = processes.start_hub()
+def test_a_typod_kind_gets_kubes_messages(kubectl: Kubectl, tmp_path: Path) -> None:
     manifest = tmp_path / "typo.yaml"
     manifest.write_text(TYPO)
 

@@ -119,15 +119,11 @@ def served_verbs(hub: Hub) -> dict[str, frozenset[str]]:
 
 @pytest.fixture(scope="package")
 def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hub]:
-    group = ProcessGroup(root=tmp_path_factory.mktemp("clients-hub"))
-    try:
-        _, kubectl = group.start_hub()
+    with ProcessGroup.running_hub(tmp_path_factory.mktemp("clients-hub")) as kubectl:
         kubectl.run("create", "namespace", NAMESPACE)
         kubectl.run("create", "namespace", EVENTS_NAMESPACE)
         kubectl.run("apply", "-f", "-", input_text=json.dumps(training_runtime()))  # what TrainJobs name
         yield Hub(kubectl.kubeconfig, kubectl)
-    finally:
-        group.stop_all()
 
 
 def discovered_kinds(kubectl: Kubectl) -> list[ServedKind]:
