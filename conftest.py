@@ -24,9 +24,9 @@ _groups_dir_key = pytest.StashKey[str]()
 def shared_fixture_group(item: pytest.Item) -> str | None:
     """The node id whose instance of a shared fixture the test uses: its package's when it uses
     a package-scoped fixture of the project (its module's are then shared along), else its
-    module's when it uses a module-scoped one, else None. Autouse fixtures do not count: every
-    test of their scope has them, whatever they cost. An ``xdist_group`` mark names a group
-    of its own."""
+    module's when it uses a module-scoped one or runs on its module's event loop, else None.
+    Autouse fixtures do not count: every test of their scope has them, whatever they cost. An
+    ``xdist_group`` mark names a group of its own."""
     marker = item.get_closest_marker("xdist_group")
     if marker is not None:
         return str(marker.args[0] if marker.args else marker.kwargs.get("name", "default"))
@@ -43,6 +43,11 @@ def shared_fixture_group(item: pytest.Item) -> str | None:
             return str(fixturedef.baseid)
         if fixturedef.scope == "module":
             group = module.nodeid
+    loop = item.get_closest_marker("asyncio")
+    if loop is not None and loop.kwargs.get("loop_scope") == "module":
+        # On its module's event loop: it shares what the module's async fixtures started, such
+        # as tests/apiserver/auth's hub, asked for by name (request.getfixturevalue).
+        group = module.nodeid
     return group
 
 
