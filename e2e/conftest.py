@@ -68,7 +68,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     unless the teardown of the end-to-end test before it just collected, what came before is
     collected first, its unclosed sockets let go without a word (the unit tests, where such a
     leak is made, still fail on one); the test then fails on a socket its own clients leave
-    (:func:`pytest_runtest_teardown`)."""
+    (``_collect_what_the_test_left``)."""
     if _collected_before[0] is item:
         return
     with warnings.catch_warnings():
@@ -76,13 +76,31 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         gc.collect()
 
 
-@pytest.hookimpl(trylast=True)
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
-    """The end-to-end tests run first, then unit tests in the same workers: what an end-to-end
-    test's clients left for the garbage collector, and the shared fixtures (a fleet, a hub, a
-    client) torn down after it, is collected at its own teardown, where a socket left unclosed
-    fails it, not during a later test that did not leak it. Last of the teardown, after every
-    fixture's finalizer; pytest's own last check for unraisable exceptions, registered before
-    this file, still comes after it."""
-    gc.collect()
     _collected_before[0] = nextitem
+
+
+@pytest.fixture(scope="package", autouse=True)
+def _collect_what_the_end_to_end_tests_left() -> Iterator[None]:
+    """What the package's shared fixtures left when they were torn down after their last test:
+    this runs after them, still within the teardown of the worker's last end-to-end test."""
+    yield
+    gc.collect()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _collect_what_the_module_left() -> Iterator[None]:
+    """The same for a module's shared fixtures (a fleet, a hub, a client), torn down before this,
+    after the module's last test on the worker."""
+    yield
+    gc.collect()
+
+
+@pytest.fixture(autouse=True)
+def _collect_what_the_test_left() -> Iterator[None]:
+    """The end-to-end tests run first, then unit tests in the same workers: what an end-to-end
+    test's clients left for the garbage collector is collected at its own teardown, where a
+    socket left unclosed fails it, not during a later test that did not leak it (pytest checks
+    for such reports right after the teardown's fixtures, so this is a fixture's, not a hook's)."""
+    yield
+    gc.collect()

@@ -31,7 +31,7 @@ from cryptography import x509
 from cryptography.x509.oid import NameOID
 
 from controlplane import pki
-from tests.webhookserver import served_in_thread
+from tests.webhookserver import cleanup_cutting_connections, served_in_thread
 
 GROUP = "widgets.example.com"
 VERSION = "v1alpha1"
@@ -213,7 +213,7 @@ async def extension_server(
     try:
         yield state
     finally:
-        await runner.cleanup()
+        await cleanup_cutting_connections(runner)
 
 
 @contextmanager

@@ -195,7 +195,18 @@ async def webhook_server(
     try:
         yield WebhookServer(f"https://127.0.0.1:{port}", port, bundle, received)
     finally:
-        await runner.cleanup()
+        await cleanup_cutting_connections(runner)
+
+
+async def cleanup_cutting_connections(runner: web.AppRunner) -> None:
+    """``runner.cleanup()``, the connections its clients keep alive (a hub's) cut first: aiohttp
+    closes them as TLS asks, waiting for the client's reply, and the loop serving them (a
+    thread's, :func:`served_in_thread`) ends right after, which would leave their sockets open."""
+    if runner.server is not None:
+        for handler in runner.server.connections:
+            if handler.transport is not None:
+                handler.transport.abort()
+    await runner.cleanup()
 
 
 @contextmanager
