@@ -1,8 +1,8 @@
 """The operators' kinds the hub builds in (Kubeflow's training jobs, KubeRay's, JobSet,
-LeaderWorkerSet) are checked as their CRDs check them on a real cluster, by the schema the hub
+LeaderWorkerSet, Kubeflow Trainer's TrainJob and runtimes) are checked as their CRDs check them on a real cluster, by the schema the hub
 serves for them: a value of another JSON type than its field's is refused (422, FieldValueTypeInvalid,
-``... in body must be of type integer: "string"``), before the training operator's webhook is
-asked; a null of a field that is not nullable is pruned; an int-or-string (a quantity) takes
+``... in body must be of type integer: "string"``), before the training operator's (or the
+trainer's) webhook is asked; a null of a field that is not nullable is pruned; an int-or-string (a quantity) takes
 either, and fields the schema does not list are kept. Over HTTP, on the hub's registry."""
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ PYTORCH = "/apis/kubeflow.org/v1/namespaces/default/pytorchjobs"
 RAYJOBS = "/apis/ray.io/v1/namespaces/default/rayjobs"
 JOBSETS = "/apis/jobset.x-k8s.io/v1alpha2/namespaces/default/jobsets"
 LWS = "/apis/leaderworkerset.x-k8s.io/v1/namespaces/default/leaderworkersets"
+TRAINJOBS = "/apis/trainer.kubeflow.org/v1alpha1/namespaces/default/trainjobs"
+CLUSTER_RUNTIMES = "/apis/trainer.kubeflow.org/v1alpha1/clustertrainingruntimes"
 
 
 def pod(**resources: Any) -> dict[str, Any]:
@@ -46,6 +48,16 @@ def jobset(replicas: Any) -> dict[str, Any]:
             "spec": {"replicatedJobs": [{"name": "workers", "replicas": replicas, "template": template}]}}
 
 
+def trainjob(spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+            "metadata": {"name": "tj", "namespace": "default"}, "spec": spec}
+
+
+def cluster_runtime(**ml_policy: Any) -> dict[str, Any]:
+    return {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "ClusterTrainingRuntime",
+            "metadata": {"name": "torch"}, "spec": {"mlPolicy": ml_policy}}
+
+
 def lws(**spec: Any) -> dict[str, Any]:
     template = {"workerTemplate": {"spec": {"containers": [{"name": "w", "image": "w:1"}]}}, "size": 2}
     return {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
@@ -64,8 +76,16 @@ def lws(**spec: Any) -> dict[str, Any]:
         (LWS, lws(replicas=1.5), type_invalid("spec.replicas", "number", "integer")),
         (LWS, lws(rolloutStrategy={"rollingUpdateConfiguration": {"maxSurge": True}}),
          type_invalid("spec.rolloutStrategy.rollingUpdateConfiguration.maxSurge", "boolean", "integer,string")),
+        # A TrainJob's refusals come before the trainer's webhook, which reads its runtimeRef.
+        (TRAINJOBS, trainjob(1.5e308), type_invalid("spec", "number", "object")),
+        (TRAINJOBS, trainjob("x"), type_invalid("spec", "string", "object")),
+        (TRAINJOBS, trainjob({"runtimeRef": {"name": 5}}), type_invalid("spec.runtimeRef.name", "integer", "string")),
+        (TRAINJOBS, trainjob({"runtimeRef": {"name": "torch"}, "trainer": {"numNodes": "2"}}),
+         type_invalid("spec.trainer.numNodes", "string", "integer")),
+        (CLUSTER_RUNTIMES, cluster_runtime(numNodes=[2]), type_invalid("spec.mlPolicy.numNodes", "array", "integer")),
     ],
-    ids=["training-replicas", "training-run-policy", "rayjob", "jobset", "lws", "lws-int-or-string"],
+    ids=["training-replicas", "training-run-policy", "rayjob", "jobset", "lws", "lws-int-or-string",
+         "trainjob-spec-number", "trainjob-spec-string", "trainjob-runtime-name", "trainjob-nodes", "runtime-nodes"],
 )
 async def test_a_value_of_another_json_type_is_refused_as_the_crd_refuses_it(
     hub: Client, collection: str, obj: dict[str, Any], cause: dict[str, str]

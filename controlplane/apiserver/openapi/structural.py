@@ -1,12 +1,12 @@
 """The operators' kinds' served schemas as the structural schemas their CRDs validate with.
 
-On a real cluster Kubeflow's training jobs, KubeRay's RayJob and RayCluster, JobSet and
-LeaderWorkerSet are CRDs: apiextensions-apiserver drops the nulls of their fields that are
-neither nullable nor defaulted and refuses a value of another JSON type than its field's
-(``spec.pytorchReplicaSpecs.Worker.replicas: Invalid value: "string": ... in body must be of type
-integer: "string"``). The hub builds those kinds in and serves their schemas in kube's OpenAPI v2
-dialect (:mod:`.extra_kinds`, :mod:`.sigs_kinds`): :func:`structural_schema` inlines every
-``$ref`` of such a schema (its own parts and kube's definitions, a pod template's among them)
+On a real cluster Kubeflow's training jobs, KubeRay's RayJob and RayCluster, JobSet,
+LeaderWorkerSet and Kubeflow Trainer's TrainJob and runtimes are CRDs: apiextensions-apiserver
+drops the nulls of their fields that are neither nullable nor defaulted and refuses a value of
+another JSON type than its field's (``spec.pytorchReplicaSpecs.Worker.replicas: Invalid value:
+"string": ... in body must be of type integer: "string"``). The hub builds those kinds in and
+serves their schemas in kube's OpenAPI v2 dialect (:mod:`.extra_kinds`, :mod:`.sigs_kinds`,
+:mod:`.trainer_kinds`): :func:`structural_schema` inlines every ``$ref`` of such a schema (its own parts and kube's definitions, a pod template's among them)
 into one tree :mod:`controlplane.apis.apiextensions.schema` validates as a CRD version's
 ``openAPIV3Schema``, written as controller-gen writes the operators' CRDs:
 
@@ -30,6 +30,7 @@ from controlplane.apis.apiextensions.schema import NO_OLD, validate
 from controlplane.apis.kube.field import FieldError
 from controlplane.apiserver.openapi.extra_kinds import extra_kind_definitions
 from controlplane.apiserver.openapi.sigs_kinds import sigs_kind_definitions
+from controlplane.apiserver.openapi.trainer_kinds import trainer_kind_definitions
 from controlplane.apiserver.openapi.upstream import (
     DEFINITIONS_PREFIX,
     INT_OR_STRING,
@@ -79,7 +80,7 @@ def _node(node: Mapping[str, Any], definitions: Mapping[str, Any], upstream: Map
 
 
 _SOURCES: tuple[Callable[[str, str, str], tuple[str, dict[str, dict[str, Any]]] | None], ...] = (
-    extra_kind_definitions, sigs_kind_definitions,
+    extra_kind_definitions, sigs_kind_definitions, trainer_kind_definitions,
 )
 
 
