@@ -26,6 +26,7 @@ from controlplane.apiserver import codec, errors, protobuf
 from controlplane.apiserver.admission import ValidateWrite, WebhookCalls
 from controlplane.apiserver.body_refusals import body_media, decode_object, decode_options, decode_patch
 from controlplane.apiserver.decoding import INT64_MAX
+from controlplane.apiserver.metadataonly import metadata_asked, partial_list, partial_object, watched_object
 from controlplane.apiserver.objects import (
     EncodedList,
     ListArgs,
@@ -257,6 +258,8 @@ class ResourceHandlers:
                     rt, [scale], include=include, now=now
                 )
                 return json_response(rendered, content_type=TABLE_CONTENT_TYPE)
+            if (partial := metadata_asked(request.headers.get("Accept"))) is not None:
+                return json_response(partial_object(rt, scale, partial))
             return json_response(scale)
         warnings = request_warnings(request)
         if info.verb == "update":
@@ -288,6 +291,9 @@ class ResourceHandlers:
             include = IncludeObject.parse(request.query.get("includeObject"))
             rendered = table(rt, [obj], include=include, now=self._clock())
             return json_response(rendered, content_type=TABLE_CONTENT_TYPE)
+        if (partial := metadata_asked(request.headers.get("Accept"))) is not None:
+            obj = await self._objects.get(rt, namespace=info.namespace, name=info.name, resource_version=at)
+            return json_response(partial_object(rt, obj, partial))
         return json_response(
             await self._objects.get_encoded(rt, namespace=info.namespace, name=info.name, resource_version=at)
         )
@@ -323,6 +329,12 @@ class ResourceHandlers:
                 remaining_item_count=listed.remaining_item_count,
             )
             return json_response(rendered, content_type=TABLE_CONTENT_TYPE)
+        if (partial := metadata_asked(request.headers.get("Accept"))) is not None:
+            listed = await self._reads.list(rt, namespace=info.namespace, **common)
+            return json_response(partial_list(
+                rt, listed.items, partial, resource_version=listed.resource_version,
+                continue_token=listed.continue_token, remaining_item_count=listed.remaining_item_count,
+            ))
         encoded = await self._reads.list_encoded(rt, namespace=info.namespace, **common)
         metadata: dict[str, str | int] = {"resourceVersion": encoded.resource_version}
         if encoded.continue_token:
@@ -347,6 +359,7 @@ class ResourceHandlers:
         if info.name is not None:  # kube's deprecated /watch/ path of one object
             fields = of_named_object(fields, info.name, rt.field_selectors)
         as_table = wants_table(request.headers.get("Accept"))
+        partial = metadata_asked(request.headers.get("Accept"))
         include = IncludeObject.parse(query.get("includeObject"))
         # Without timeoutSeconds (or 0), a jittered default spreads the clients' reconnects; a
         # negative one ends the watch at once, as kube's timer does.
@@ -392,6 +405,8 @@ class ResourceHandlers:
 
         def encode(event: ObjectEvent) -> bytes:
             nonlocal first
+            if partial is not None and event.type is not WatchEventType.ERROR:
+                return event_line(event.type.value, watched_object(event.object, partial))
             if isinstance(event, SharedEvent) and not as_table:
                 return event.line  # encoded once for every watch of the event
             obj = event.object

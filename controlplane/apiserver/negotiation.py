@@ -6,13 +6,16 @@ whichever the client's ``Accept`` prefers (``q`` weights first, then the order g
 browser client. A client that accepts none of them gets 406
 ``only the following media types are accepted: application/json, application/yaml,
 application/vnd.kubernetes.protobuf``. The hub writes JSON where protobuf is asked for (kubectl
-asks for protobuf with JSON as its fallback, and reads either).
+asks for protobuf with JSON as its fallback, and reads either). A clause may ask for the answer
+converted (``;as=Table;g=meta.k8s.io;v=v1``, ``as=PartialObjectMetadata`` or
+``PartialObjectMetadataList``): :func:`conversion_asked`.
 
-Pure: in a header, out a media type (or the 406).
+Pure: in a header, out a media type (or the 406) and the conversion asked for.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Final
 
 from controlplane.apiserver.errors import NotAcceptable
@@ -43,17 +46,60 @@ def _weight(params: dict[str, str]) -> float:
         return 0.0
 
 
+#: The ``meta.k8s.io`` versions kube converts an answer into, and the kinds it converts to.
+CONVERSION_GROUP: Final = "meta.k8s.io"
+CONVERSION_VERSIONS: Final = ("v1", "v1beta1")
+TABLE: Final = "Table"
+PARTIAL_OBJECT: Final = "PartialObjectMetadata"
+PARTIAL_LIST: Final = "PartialObjectMetadataList"
+
+
+@dataclass(frozen=True)
+class Conversion:
+    """What the ``as``, ``g`` and ``v`` parameters of the Accept clause kube picks ask the answer
+    to be: a Table, a PartialObjectMetadata or a PartialObjectMetadataList of ``meta.k8s.io``."""
+
+    kind: str
+    version: str
+
+    @property
+    def api_version(self) -> str:
+        return f"{CONVERSION_GROUP}/{self.version}"
+
+
+def _negotiated(accept: str | None) -> tuple[str, Conversion | None]:
+    """The media type written and the conversion asked, from the first clause (by weight, the
+    client's order among equals) of a served media type that asks for no conversion or for one
+    kube makes there (a Table in JSON or YAML, PartialObjectMetadata or its list in any;
+    ``g=meta.k8s.io``, ``v=v1`` or ``v1beta1``): kube passes over a clause asking for another."""
+    if not accept or not accept.strip():
+        return JSON, None
+    clauses = [media_params(entry) for entry in accept.split(",") if entry.strip()]
+    for media, params in sorted(clauses, key=lambda clause: -_weight(clause[1])):
+        if _weight(params) <= 0 or media not in _WRITTEN:
+            continue
+        if not {"as", "g", "v"} & params.keys():
+            return _WRITTEN[media], None
+        kind = params.get("as", "")
+        if params.get("g") != CONVERSION_GROUP or params.get("v") not in CONVERSION_VERSIONS:
+            continue
+        if kind in (PARTIAL_OBJECT, PARTIAL_LIST) or (kind == TABLE and media != PROTOBUF):
+            return _WRITTEN[media], Conversion(kind, params["v"])
+    raise NotAcceptable(f"only the following media types are accepted: {', '.join(ACCEPTED)}")
+
+
 def response_media(accept: str | None) -> str:
     """JSON or YAML, as the client prefers; :class:`NotAcceptable` (406) when it takes neither
-    nor protobuf. No header (or an empty one) is JSON."""
-    if not accept or not accept.strip():
-        return JSON
-    clauses = [media_params(entry) for entry in accept.split(",") if entry.strip()]
-    # Stable: clauses of equal weight keep the client's order.
-    for media, params in sorted(clauses, key=lambda clause: -_weight(clause[1])):
-        if _weight(params) > 0 and media in _WRITTEN:
-            return _WRITTEN[media]
-    raise NotAcceptable(f"only the following media types are accepted: {', '.join(ACCEPTED)}")
+    nor protobuf (nor any of them converted as kube converts). No header (or an empty one) is JSON."""
+    return _negotiated(accept)[0]
+
+
+def conversion_asked(accept: str | None) -> Conversion | None:
+    """The conversion the client asks for (None: the resource itself, or no acceptable clause)."""
+    try:
+        return _negotiated(accept)[1]
+    except NotAcceptable:
+        return None
 
 
 #: User agents kube writes indented JSON for, without being asked (curl, Wget, browsers).

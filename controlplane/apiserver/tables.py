@@ -15,7 +15,7 @@ from enum import StrEnum
 from typing import Any, Final
 
 from controlplane.apiserver.errors import BadRequest
-from controlplane.apiserver.negotiation import media_params
+from controlplane.apiserver.negotiation import TABLE, conversion_asked
 from controlplane.apiserver.resources import AGE, ResourceType, TableColumn, path
 
 TABLE_CONTENT_TYPE = "application/json;as=Table;v=v1;g=meta.k8s.io"
@@ -46,18 +46,9 @@ class IncludeObject(StrEnum):
 
 
 def wants_table(accept: str | None) -> bool:
-    """True when the first JSON media type the client accepts is a meta.k8s.io Table."""
-    if not accept:
-        return False
-    for entry in accept.split(","):
-        media, params = media_params(entry)
-        if media not in ("application/json", "*/*", "application/*"):
-            continue
-        if params.get("as") == "Table" and params.get("g") == "meta.k8s.io":
-            return params.get("v") in ("v1", "v1beta1")
-        if "as" not in params:
-            return False
-    return False
+    """True when the Accept clause kube's negotiation picks asks for a meta.k8s.io Table."""
+    conversion = conversion_asked(accept)
+    return conversion is not None and conversion.kind == TABLE
 
 
 def column_definitions(rt: ResourceType) -> list[dict[str, Any]]:

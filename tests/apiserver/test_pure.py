@@ -219,9 +219,13 @@ def test_routing_non_resource(path: str) -> None:
     [
         ("application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json", True),
         ("application/json", False),
-        # PartialObjectMetadataList is not served: the next acceptable type wins.
-        ("application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1;g=meta.k8s.io", True),
+        # The first acceptable clause wins: a PartialObjectMetadataList is no Table.
+        ("application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1;g=meta.k8s.io", False),
         ("application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io,application/json", False),
+        # A clause asking for what kube does not convert to is passed over, as kube passes it over.
+        ("application/json;as=Table;v=v2;g=meta.k8s.io,application/json;as=Table;v=v1;g=meta.k8s.io", True),
+        ("application/vnd.kubernetes.protobuf;as=Table;v=v1;g=meta.k8s.io,application/json", False),
+        ("application/json;q=0.5,application/json;as=Table;v=v1;g=meta.k8s.io", True),
         (None, False),
         ("application/vnd.kubernetes.protobuf,application/json", False),
     ],

@@ -41,6 +41,7 @@ from controlplane.apiserver.handlers import (
     method_not_allowed,
     request_warnings,
 )
+from controlplane.apiserver.metadataonly import metadata_asked, partial_list, partial_object
 from controlplane.apiserver.objects import ObjectEvent, Preconditions, WatchEventType, WriteArgs
 from controlplane.apiserver.objects.body_kind import checked_body
 from controlplane.apiserver.objects.writing import PATCH_RETRIES
@@ -266,6 +267,8 @@ class ConvertedHandlers:
             include = IncludeObject.parse(request.query.get("includeObject"))
             rendered = table(rt, [obj], include=include, now=self._handlers.now())
             return json_response(rendered, content_type=TABLE_CONTENT_TYPE)
+        if request.method == "GET" and (asked := metadata_asked(request.headers.get("Accept"))) is not None:
+            return json_response(partial_object(rt, obj, asked))
         return json_response(obj, status=status, warnings=request_warnings(request))
 
     async def _get(self, request: web.Request, rt: ResourceType, stored: ResourceType, info: RequestInfo) -> web.Response:
@@ -286,6 +289,11 @@ class ConvertedHandlers:
                 remaining_item_count=listed.remaining_item_count,
             )
             return json_response(rendered, content_type=TABLE_CONTENT_TYPE)
+        if (asked := metadata_asked(request.headers.get("Accept"))) is not None:
+            return json_response(partial_list(
+                rt, items, asked, resource_version=listed.resource_version,
+                continue_token=listed.continue_token, remaining_item_count=listed.remaining_item_count,
+            ))
         metadata: dict[str, Any] = {"resourceVersion": listed.resource_version}
         if listed.continue_token:
             metadata["continue"] = listed.continue_token
