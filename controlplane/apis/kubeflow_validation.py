@@ -110,7 +110,9 @@ def _replica_specs(specs: dict[str, Any], path: str, webhook: TrainingWebhook) -
 
 
 def _managed_by(obj: dict[str, Any]) -> Any:
-    return ((obj.get("spec") or {}).get("runPolicy") or {}).get("managedBy")
+    spec = obj.get("spec")
+    policy = spec.get("runPolicy") if isinstance(spec, dict) else None
+    return policy.get("managedBy") if isinstance(policy, dict) else None
 
 
 def training_job_errors(training: TrainingKind, obj: dict[str, Any], old: dict[str, Any] | None = None) -> list[FieldError]:
@@ -119,8 +121,11 @@ def training_job_errors(training: TrainingKind, obj: dict[str, Any], old: dict[s
     webhook = WEBHOOKS.get(training.kind)
     if webhook is None:
         return []
+    metadata = obj.get("metadata")
+    name = (metadata.get("name") if isinstance(metadata, dict) else None) or ""
+    if not isinstance(name, str) or not isinstance(obj.get("spec") or {}, dict):
+        return []  # kube's decoding or the CRD's schema refuses it before the webhook is called
     errors: list[FieldError] = []
-    name = (obj.get("metadata") or {}).get("name") or ""
     if name_errors := dns_1035_errors(name):
         errors.append(field.invalid("metadata.name", name, "should match: " + ",".join(name_errors)))
     if old is not None and webhook.run_policy and _managed_by(obj) != _managed_by(old):

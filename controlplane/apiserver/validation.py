@@ -525,8 +525,8 @@ def check_object(
     name = str((obj.get("metadata") or {}).get("name") or "")
     causes = metadata_causes(obj, rt)
     warnings: list[str] = []
-    # A kind with a schema of its own (a model, a CRD's) leaves its metadata to kube's ObjectMeta.
-    schema_of_its_own = rt.model is not None or rt.custom is not None
+    # A kind with a schema of its own (a model, a CRD's, an operator's) leaves its metadata to kube's ObjectMeta.
+    schema_of_its_own = rt.model is not None or rt.custom is not None or rt.crd_schema is not None
     metadata_unknown = (
         _decoded(rt, _metadata_unknown, obj, old, status_only)
         if schema_of_its_own and not status_only else []
@@ -566,7 +566,8 @@ def check_object(
         integral_floats_made_ints(obj, dict(rt.crd_schema()))  # kube stores an integer sent as ``3.0`` as ``3``
         schema_found = schema_errors(rt.crd_schema(), obj, old, status_only=status_only)
         causes.extend(Cause(str(e.type), e.message, e.field) for e in schema_found)
-    if validate is not None:
+    # As kube runs a CRD's rules only on values of its schema's types, the kind's rules wait for them.
+    if validate is not None and not any(str(c.reason) == CauseType.FIELD_VALUE_TYPE_INVALID for c in causes):
         causes.extend(Cause(str(e.type), e.message, e.field) for e in validate(obj, old))
     if causes:
         raise invalid(kind=rt.kind, group=rt.group, name=name, causes=causes)

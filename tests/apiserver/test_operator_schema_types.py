@@ -104,6 +104,18 @@ async def test_the_schema_refuses_before_the_operators_webhook(hub: Client) -> N
     assert denied.status == 403, await denied.text()
 
 
+async def test_a_body_the_operators_webhook_cannot_read_is_refused_as_kube_refuses_it(hub: Client) -> None:
+    # The webhook is called only on what kube decodes and its CRD's schema takes.
+    await refused_with(hub, PYTORCH, {**pytorch_job(), "spec": "x"}, type_invalid("spec", "string", "object"))
+    job = pytorch_job()
+    job["metadata"]["name"] = [1, "a"]
+    response = await hub.post(PYTORCH, json=job)
+    status = await response.json()
+    assert response.status == 400, status
+    assert status["message"] == ('PyTorchJob in version "v1" cannot be handled as a PyTorchJob: json: cannot unmarshal '
+                                 'array into Go struct field ObjectMeta.metadata.name of type string')
+
+
 async def test_a_pod_templates_fields_are_checked_too(hub: Client) -> None:
     job = pytorch_job()
     job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["stdin"] = "yes"

@@ -28,6 +28,8 @@ PROVISIONING = "/apis/kueue.x-k8s.io/v1beta1/provisioningrequestconfigs"
 CLUSTERS = "/apis/cluster.gpufed.io/v1alpha1/clusters"
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 TRAINERS = "/apis/ml.example.com/v1/namespaces/default/trainers"
+TOPOLOGIES = "/apis/kueue.x-k8s.io/v1beta1/topologies"
+MULTIKUEUE_CONFIGS = "/apis/kueue.x-k8s.io/v1beta2/multikueueconfigs"
 
 
 def rebalancer(**spec: Any) -> dict[str, Any]:
@@ -60,6 +62,10 @@ def provisioning(**spec: Any) -> dict[str, Any]:
             "spec": {"provisioningClassName": "check-capacity.autoscaling.x-k8s.io", **spec}}
 
 
+def kueue_object(kind: str, spec: Any, *, version: str = "v1beta1") -> dict[str, Any]:
+    return {"apiVersion": f"kueue.x-k8s.io/{version}", "kind": kind, "metadata": {"name": "k"}, "spec": spec}
+
+
 def cluster(**spec: Any) -> dict[str, Any]:
     return {"apiVersion": "cluster.gpufed.io/v1alpha1", "kind": "Cluster", "metadata": {"name": "c"},
             "spec": {"provider": "aws", **spec}}
@@ -87,14 +93,28 @@ def type_invalid(field: str, actual: str, wanted: str) -> dict[str, str]:
          type_invalid("spec.resourceGroups[0].flavors[0].resources[0].nominalQuota", "boolean", "integer,string")),
         (CLUSTERS, cluster(tier="1"), type_invalid("spec.tier", "string", "integer")),
         (CLUSTERS, cluster(region=1), type_invalid("spec.region", "integer", "string")),
+        # The kinds' own rules (Kueue's CEL and webhook) wait for a spec of the schema's type.
+        (TOPOLOGIES, kueue_object("Topology", ["x"]), type_invalid("spec", "array", "object")),
+        (MULTIKUEUE_CONFIGS, kueue_object("MultiKueueConfig", "x", version="v1beta2"),
+         type_invalid("spec", "string", "object")),
     ],
     ids=["karmada-int-string", "karmada-int-bool", "gpufed-bool-string", "gpufed-bool-int", "karmada-array-item",
-         "kueue-nested-int", "kueue-int-or-string", "gpufed-int-string", "gpufed-string-int"],
+         "kueue-nested-int", "kueue-int-or-string", "gpufed-int-string", "gpufed-string-int", "kueue-rules-spec-list",
+         "kueue-rules-spec-string"],
 )
 async def test_a_value_of_another_json_type_is_refused_as_kube_refuses_it(
     hub: Client, collection: str, obj: dict[str, Any], cause: dict[str, str]
 ) -> None:
     await refused_with(hub, collection, obj, cause)
+
+
+async def test_an_update_to_a_spec_of_another_type_is_refused_before_the_kinds_rules(hub: Client) -> None:
+    created = await hub.post(TOPOLOGIES, json=kueue_object("Topology", {"levels": [{"nodeLabel": "kubernetes.io/hostname"}]}))
+    assert created.status == 201, await created.text()
+    updated = await hub.put(f"{TOPOLOGIES}/k", json={**await created.json(), "spec": True})
+    status = await updated.json()
+    assert updated.status == 422, status
+    assert status["details"]["causes"] == [type_invalid("spec", "boolean", "object")]
 
 
 async def refused_with(hub: Client, collection: str, obj: dict[str, Any], cause: dict[str, str]) -> None:
