@@ -158,6 +158,12 @@ def _setting(obj: dict[str, Any], path: tuple[str, ...], value: Any) -> dict[str
     return obj
 
 
+def _without(query: str, name: str) -> str:
+    """``query`` (``?a=1&b=2`` or empty) without the parameter ``name``."""
+    kept = [pair for pair in query.removeprefix("?").split("&") if pair and pair.split("=", 1)[0] != name]
+    return ("?" + "&".join(kept)) if kept else ""
+
+
 class Generator:
     """Seeded malformed requests over ``kinds``."""
 
@@ -278,7 +284,10 @@ class Generator:
                 body = None if content_type is None else self._encode(option, content_type)
                 query = self._query(("dryRun", "propagationPolicy", "gracePeriodSeconds", "labelSelector"))
                 # Keep the seed objects for the other verbs: deletes of them are dry runs, and a
-                # delete-collection selects only what is labelled for it.
+                # delete-collection selects only what is labelled for it. kube reads a parameter's
+                # first value, so a drawn selector is dropped (it would delete the hub's own RBAC).
+                if verb == "deletecollection":
+                    query = _without(query, "labelSelector")
                 keep = "dryRun=All" if verb == "delete" else "labelSelector=fuzz%3Ddoomed"
                 query = f"{query}&{keep}" if query else f"?{keep}"
                 target = item if verb == "delete" else collection
