@@ -69,7 +69,7 @@ from controlplane.apiserver.proxy.resourcemetrics import ResourceMetrics
 from controlplane.apiserver.proxy.routes import ProxyEndpoints
 from controlplane.apiserver.quotaadmission import QuotaAdmission
 from controlplane.apiserver.serviceallocation import ServiceAllocator
-from controlplane.apiserver.serving import IDLE_TIMEOUT, GuardedTCPSite
+from controlplane.apiserver.serving import GuardedTCPSite, api_runner
 from controlplane.apiserver.tls import ServingCertificate, client_ca, ensure_pki, load_serving_certificate
 from controlplane.apiserver.trainjobs import trainjob_runtime_admission
 from controlplane.apiserver.visibility import PendingWorkloads
@@ -327,7 +327,7 @@ class Hub(ShutdownOnce):
             webhooks=self.webhooks,
             audit=self.config.audit.auditor(self.metrics.audit) if self.config.audit is not None else None,
         )
-        self._runner = web.AppRunner(app, access_log=None, handle_signals=False, keepalive_timeout=IDLE_TIMEOUT)
+        self._runner = api_runner(app)
         await self._runner.setup()
         site = GuardedTCPSite(
             self._runner, self.config.host, self.config.port, ssl_context=self.pki.server_ssl_context(client_ca_pem),

@@ -9,6 +9,8 @@ configuration of the API's priority and fairness (:meth:`ServingLimits.flow_cont
   included) within this many seconds, else it is closed. A keep-alive connection idle
   (or still sending its next request's headers) for :data:`IDLE_TIMEOUT` seconds is closed
   (kube-apiserver's ``IdleTimeout``; aiohttp's own default is an hour).
+- **Request line** (:data:`MAX_REQUEST_LINE_BYTES`): the path and query may be as long as
+  kube-apiserver reads (1 MiB); each header line stays within aiohttp's 8190 bytes.
 - **Pending connections** (``--max-pending-connections``): connections that have not yet
   sent a complete request header (so nobody is authenticated on them yet). A connection
   beyond the limit is closed at once; together with the header timeout this caps what a
@@ -44,6 +46,10 @@ DEFAULT_REQUEST_HEADER_TIMEOUT = 10.0
 DEFAULT_MAX_PENDING_CONNECTIONS = 512
 #: Seconds a keep-alive connection may sit between requests (pass to ``web.AppRunner``).
 IDLE_TIMEOUT = 90.0
+#: The longest request line (method, path and query) read: Go's ``DefaultMaxHeaderBytes``, the
+#: most kube-apiserver reads of a request's head, so a long label selector or name is served as
+#: kube serves it. aiohttp's own bound is 8190 bytes; each header line keeps that one.
+MAX_REQUEST_LINE_BYTES = 1 << 20
 #: What separates a request's headers from its body (bare LFs are tolerated by the parser).
 _HEADER_ENDS = (b"\r\n\r\n", b"\n\n")
 #: Plaintext asked of a connection's TLS object per read. asyncio asks for 256 KiB, a new
@@ -151,6 +157,13 @@ class _GuardedProtocol(asyncio.Protocol):
 
     def resume_writing(self) -> None:
         self._inner.resume_writing()
+
+
+def api_runner(app: web.Application) -> web.AppRunner:
+    """The runner of an API server application: no access log of aiohttp's (the API server
+    logs its own), kube's idle timeout, request lines as long as kube reads."""
+    return web.AppRunner(app, access_log=None, handle_signals=False, keepalive_timeout=IDLE_TIMEOUT,
+                         max_line_size=MAX_REQUEST_LINE_BYTES)
 
 
 def read_tls_records_in_the_heap(transport: asyncio.BaseTransport) -> bool:
