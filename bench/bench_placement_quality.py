@@ -27,14 +27,16 @@ GPU node and every fourth / eighth CPU-only node). ``--seed`` draws variants, sp
 fill again (default 42); ``--traces cpu250`` runs only the named traces of the size. gpufed's
 policy is the default TieredOverflow one (steering and node-shape scarcity on, as shipped);
 ``--no-scarcity-steering`` gives it ``tieredOverflow.scarcitySteering: false``,
-``--no-node-shape-scarcity`` ``tieredOverflow.nodeShapeScarcity: false`` and ``--packing-hints``
+``--no-node-shape-scarcity`` ``tieredOverflow.nodeShapeScarcity: false``,
+``--no-node-shapes-by-member-scoring`` ``tieredOverflow.nodeShapesByMemberScoring: false`` and ``--packing-hints``
 ``tieredOverflow.packingHints: true`` (several: all of them; ``--packing-hints-scope SpreadingMembers``
 limits the hints to the members that report node scoring LeastAllocated).
 
 Reproduce::
 
     .venv/bin/python -m bench.bench_placement_quality --size quick [--nodes all] [--seed 7] [--traces cpu250]
-        [--no-scarcity-steering] [--no-node-shape-scarcity] [--packing-hints [--packing-hints-scope SpreadingMembers]]
+        [--no-scarcity-steering] [--no-node-shape-scarcity] [--no-node-shapes-by-member-scoring]
+        [--packing-hints [--packing-hints-scope SpreadingMembers]]
 """
 
 from __future__ import annotations
@@ -279,6 +281,12 @@ OPTIONS.add_argument(
 )
 OPTIONS.add_argument("--seed", type=int, default=SEED, help=f"seed of the variants, splits and fill (default {SEED})")
 OPTIONS.add_argument(
+    "--no-node-shapes-by-member-scoring",
+    action="store_true",
+    help="gpufed's policy with tieredOverflow.nodeShapesByMemberScoring: false (default: on; node-shape "
+    "scarcity counted where a LeastAllocated member puts the replica)",
+)
+OPTIONS.add_argument(
     "--no-scarcity-steering",
     action="store_true",
     help="gpufed's policy with tieredOverflow.scarcitySteering: false (default: on)",
@@ -317,6 +325,7 @@ def main(argv: Sequence[str]) -> int:
     placement = tiered_placement(
         scarcitySteering=False if options.no_scarcity_steering else None,
         nodeShapeScarcity=False if options.no_node_shape_scarcity else None,
+        nodeShapesByMemberScoring=False if options.no_node_shapes_by_member_scoring else None,
         packingHints=False if options.no_packing_hints else None,
         packingHintsScope=options.packing_hints_scope,
         packingHintsMultiGPUPercent=options.packing_hints_multi_gpu_percent,

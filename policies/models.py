@@ -256,6 +256,11 @@ class TieredOverflow(SpecModel):
     """Among clusters tied on tier and price, whether a replica the nodes of every tied cluster could hold
     avoids the nodes that recent replicas only some of those clusters' nodes can hold (by CPU, memory and
     GPUs) need (default true; false turns it off; off whenever scarcityAware is false)."""
+    node_shapes_by_member_scoring: bool | None = None
+    """Where node-shape scarcity (nodeShapeScarcity) counts a replica's cost in a cluster whose agent
+    reports status.nodeScoring LeastAllocated (kube's default, which puts a replica on the emptiest node
+    that holds it): true (the default), at the node that scoring picks; false, at the node where the
+    replica would take least, as for every other member."""
     scarcity_steering: bool | None = None
     """Whether a replica that accepts several GPU models is steered, inside the cluster it goes to, away
     from the models recent replicas accepting only some models need: the Work gets a preferred node

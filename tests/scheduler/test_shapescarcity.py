@@ -174,3 +174,76 @@ def test_demand_history_counts_needs_with_their_memory_and_forgets_them() -> Non
     history.observe("ns/c", task)
     assert history.needs() == {(task, 4 * GI): 1, (task, 0): 1}
     assert history.copy().needs() == history.needs()
+
+
+def spreading_small_with_a_g2_node() -> list[ClusterSnapshot]:
+    """``a-small`` has the only 120-core node (G3, 128 cores) and one 96-core G2 node, 16 free GPUs;
+    ``b-big`` four G2 nodes of 96 cores, 32 free GPUs. Both members report ``LeastAllocated``."""
+    return [
+        cluster(
+            "a-small",
+            shape(1, gpus=8, product=G3, cpu=128 * CORE),
+            shape(1, gpus=8, product=G2, cpu=96 * CORE),
+            node_scoring="LeastAllocated",
+        ),
+        cluster("b-big", shape(4, gpus=8, product=G2, cpu=96 * CORE), node_scoring="LeastAllocated"),
+    ]
+
+
+def test_a_spreading_member_is_costed_at_the_node_it_picks() -> None:
+    """The fleet of the test above, but ``a-small``'s member spreads: kube's LeastAllocated score of an
+    88-core 8-GPU replica is (128 - 88) * 100 // 128 = 31 for CPU on the G3 node against (96 - 88) *
+    100 // 96 = 8 on the G2 node (memory and GPUs alike on both: 0 GPUs left, no memory asked), so
+    the member puts it on the G3 node, the only one the 120-core demand fits. The cost is taken
+    there, 8 x min(1, 2/1) = 8 GPUs, not the 0 of the G2 node, and ``b-big`` takes the replica."""
+    cache = SchedulerCache()
+    arrivals(cache, 88, 40, "mid")
+    arrivals(cache, 120, 2, "wide")
+    result = schedule(eight_gpus("ns/job", 88), spreading_small_with_a_g2_node(), now=NOW, cache=cache)
+    assert result.clusters == {"b-big": 1}
+    assert "decided by node-shape scarcity" in reasons(result, "b-big")[-1]
+    assert "node shapes 8.00 GPUs where its LeastAllocated scoring puts it, 16 free GPUs" in reasons(
+        result, "a-small"
+    )[0]
+
+
+def test_member_scoring_off_or_a_packing_member_keeps_the_least_cost_node() -> None:
+    """``nodeShapesByMemberScoring: false``, or a member reporting MostAllocated: the replica can use
+    ``a-small``'s G2 node, so ``a-small`` costs 0 and fewest free GPUs picks it."""
+    cache = SchedulerCache()
+    arrivals(cache, 88, 40, "mid")
+    arrivals(cache, 120, 2, "wide")
+    off = tiered(nodeShapesByMemberScoring=False)
+    result = schedule(eight_gpus("ns/job", 88, placement=off), spreading_small_with_a_g2_node(), now=NOW, cache=cache)
+    assert result.clusters == {"a-small": 1}
+    assert "where its" not in reasons(result, "a-small")[-1]
+    packing = [
+        cluster(
+            "a-small",
+            shape(1, gpus=8, product=G3, cpu=128 * CORE),
+            shape(1, gpus=8, product=G2, cpu=96 * CORE),
+            node_scoring="MostAllocated",
+        ),
+        cluster("b-big", shape(4, gpus=8, product=G2, cpu=96 * CORE), node_scoring="MostAllocated"),
+    ]
+    result = schedule(eight_gpus("ns/job", 88), packing, now=NOW, cache=cache)
+    assert result.clusters == {"a-small": 1}
+
+
+def test_least_allocated_rows_pick_the_emptiest_node_hosting_the_replica() -> None:
+    """Hand-computed scores for 8 GPUs and 88 cores: G3 node 31 for CPU, G2 node 8; a 64-core node
+    does not host it at all, and a replica no node hosts picks none."""
+    small = cluster(
+        "a",
+        shape(1, gpus=8, product=G3, cpu=128 * CORE),
+        shape(1, gpus=8, product=G2, cpu=96 * CORE),
+        shape(1, gpus=8, product=G2, cpu=64 * CORE),
+    )
+    replica = (TaskShape(88 * CORE, 1000, 8), 0)
+    picked = shapescarcity.least_allocated_rows(small, replica)
+    assert {row[:2] for row in picked} == {(G3, 128 * CORE)}
+    # CPU, memory (nothing asked of 512 GiB: 100), GPUs (none left: 0), floor of the mean; the
+    # 64-core node scores 0 for CPU (88 cores do not fit) and is not among the picked rows.
+    scores = [shapescarcity.least_allocated_score(s, replica) for s in small.shapes]
+    assert scores == [(31 + 100 + 0) // 3, (8 + 100 + 0) // 3, (0 + 100 + 0) // 3]
+    assert shapescarcity.least_allocated_rows(small, (TaskShape(200 * CORE, 1000, 8), 0)) == frozenset()

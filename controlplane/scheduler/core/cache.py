@@ -184,11 +184,11 @@ class SchedulerCache:
     """(mix version, the tied clusters' empty nodes) -> the needs only some of them hold."""
     slot_counts: BoundedMemo[tuple[int, Need], int] = field(default_factory=lambda: BoundedMemo(16_384))
     """(snapshot serial, need) -> its nodes hosting the need now."""
-    lost_options: BoundedMemo[tuple[int, Need, tuple[Need, ...]], frozenset[frozenset[Need]]] = field(
+    lost_options: BoundedMemo[tuple[int, Need, tuple[Need, ...], bool], frozenset[frozenset[Need]]] = field(
         default_factory=lambda: BoundedMemo(16_384)
     )
-    """(snapshot serial, replica, constrained needs) -> per node hosting the replica, the needs it
-    stops hosting (distinct sets)."""
+    """(snapshot serial, replica, constrained needs, only the nodes a spreading member picks) -> per
+    node hosting the replica, the needs it stops hosting (distinct sets)."""
     lost_rows: BoundedMemo[tuple[Need, tuple[Need, ...]], BoundedMemo[ShapeRow, frozenset[Need] | None]] = field(
         default_factory=lambda: BoundedMemo(256)
     )

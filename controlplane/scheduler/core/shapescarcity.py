@@ -17,7 +17,10 @@ and the nodes of others cannot (an 8-GPU replica of 120 cores, where one cluster
   the fleet now)``: a node taken from a need with more recent arrivals than nodes is a replica of
   it left without one.
 * The cost of a cluster is the least, over its nodes hosting the replica, of the weights of the
-  needs that node stops hosting (the member may use a node that deprives nobody).
+  needs that node stops hosting (the member may use a node that deprives nobody). A member that
+  spreads (kube's LeastAllocated) does not look for that node: it takes the emptiest node hosting
+  the replica, which for an 8-GPU replica is the node of most CPU, the rare one. For such a member
+  the nodes counted are only those :func:`least_allocated_rows` (its scoring's best).
 
 Counted only for a replica every cluster of the tie could hold (one that only some can hold is
 itself the scarce demand). Pure: values in, numbers out. No I/O.
@@ -31,7 +34,7 @@ from controlplane.apis.constants import RESOURCE_GPU
 from controlplane.apis.fragmentation import GPU_MILLI
 from controlplane.scheduler.core.clusterfit import RESOURCE_GPU_MILLI, gpu_vector, place_task
 from controlplane.scheduler.core.demand import Need
-from controlplane.scheduler.core.snapshot import ClusterSnapshot
+from controlplane.scheduler.core.snapshot import ClusterSnapshot, NodeShape
 
 Capacity = tuple[str, int, int, int]
 """An empty node: GPU model, allocatable CPU (millicores), memory (bytes) and GPUs."""
@@ -146,3 +149,44 @@ def cost(options: Iterable[frozenset[Need]], weight: Mapping[Need, float]) -> fl
             if not best:
                 break
     return best or 0.0
+
+
+def least_allocated_rows(cluster: ClusterSnapshot, replica: Need) -> frozenset[ShapeRow]:
+    """The nodes of ``cluster`` (as :func:`shape_rows`) a least-allocated member puts ``replica`` on:
+    of those hosting it, the ones of the highest score of kube's ``LeastAllocated`` strategy over CPU,
+    memory and the GPU resource the replica asks for (whole GPUs, or thousandths for a share), each
+    ``(free - asked) * 100 // allocatable``, weighed alike, the sum floor-divided by their number.
+    Empty when no node hosts it."""
+    best: list[ShapeRow] = []
+    top = -1
+    for shape in cluster.shapes:
+        if not shape.count or shape.invalid_mig:
+            continue
+        row = (shape.product, shape.free.get("cpu", 0), shape.free.get("memory", 0), gpu_vector(shape))
+        if after(row, replica) is None:
+            continue
+        score = least_allocated_score(shape, replica)
+        if score > top:
+            top, best = score, [row]
+        elif score == top:
+            best.append(row)
+    return frozenset(best)
+
+
+def least_allocated_score(shape: NodeShape, replica: Need) -> int:
+    """kube's ``LeastAllocated`` score of one node of ``shape`` for ``replica`` (see
+    :func:`least_allocated_rows`; the what-if's members score the same resources; kube's default
+    profile scores CPU and memory only, which ranks empty nodes of one GPU count alike)."""
+    task, asked = replica
+    asks = [("cpu", task.cpu_milli), ("memory", asked)]
+    if task.num_gpu:
+        asks.append((RESOURCE_GPU, task.num_gpu) if task.gpu_milli >= GPU_MILLI else (RESOURCE_GPU_MILLI, task.gpu_milli))
+    total = weight = 0
+    for resource, amount in asks:
+        capacity = shape.allocatable.get(resource, 0)
+        if capacity <= 0:
+            continue
+        left = shape.free.get(resource, 0) - amount
+        total += left * 100 // capacity if left >= 0 else 0
+        weight += 1
+    return total // weight if weight else 0

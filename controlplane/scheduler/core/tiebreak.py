@@ -18,7 +18,11 @@ price; what that order leaves open is decided here, never by the cluster's name 
      GPUs) the replica would take a node from, when it lands on the node where it takes least,
      weighed by that demand's arrivals against the fleet's nodes hosting it
      (:mod:`~controlplane.scheduler.core.shapescarcity`); only for a replica every tied
-     cluster's nodes could hold;
+     cluster's nodes could hold. For a cluster whose member reports a spreading node scoring
+     (``LeastAllocated``, kube's default) the node is the one that scoring picks, the emptiest
+     hosting the replica, not the one where it takes least (unless
+     ``tieredOverflow.nodeShapesByMemberScoring: false``): such a member puts an 8-GPU replica
+     on the node of most CPU, the rare large node the cost is there to keep;
 3. the fewest free GPUs the replica accepts (it packs: the clusters with more stay whole for
    larger replicas, as best-fit does among nodes);
 4. only when everything else is equal, the name (the order must be total).
@@ -38,6 +42,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Final, TypeVar
 
+from controlplane.apis.cluster_v1alpha1 import SPREADING_SCORINGS, NodeScoring
 from controlplane.apis.fragmentation import GPU_MILLI, TaskShape
 from controlplane.interpreter.requirements import ReplicaRequirements
 from controlplane.scheduler.core import shapescarcity
@@ -70,6 +75,10 @@ EPSILON: Final = 1e-6
 ROW_MEMO: Final = 65_536
 #: Whether ties weigh node-shape scarcity when the policy does not say (``tieredOverflow.nodeShapeScarcity``).
 NODE_SHAPES_DEFAULT: Final = True
+#: Whether a spreading member's node-shape cost is taken where it puts the replica when the policy
+#: does not say (``tieredOverflow.nodeShapesByMemberScoring``).
+NODE_SHAPES_BY_SCORING_DEFAULT: Final = True
+LEAST_ALLOCATED: Final = NodeScoring.LEAST_ALLOCATED.value
 
 
 def task_for(request: BindingRequest, cache: SchedulerCache) -> TaskShape | None:
@@ -132,6 +141,15 @@ def node_shape_scarcity(state: CycleState) -> bool:
     return (NODE_SHAPES_DEFAULT if asked is None else asked) and scarcity_aware(state)
 
 
+def shapes_by_member_scoring(state: CycleState) -> bool:
+    """Whether the node-shape cost of a cluster whose member reports a spreading scoring is taken at
+    the node that scoring picks (``tieredOverflow.nodeShapesByMemberScoring``, default
+    :data:`NODE_SHAPES_BY_SCORING_DEFAULT`)."""
+    tiered = _tiered(state)
+    asked = tiered.node_shapes_by_member_scoring if tiered is not None else None
+    return NODE_SHAPES_BY_SCORING_DEFAULT if asked is None else asked
+
+
 @dataclass(frozen=True, slots=True)
 class TieCost:
     name: str
@@ -145,6 +163,8 @@ class TieCost:
     """Free GPUs the replica accepts."""
     shapes: float = 0.0
     """GPUs of recent demand needing a node shape the replica takes a node from."""
+    spread: bool = False
+    """Whether :attr:`shapes` was counted where the member's spreading scoring puts the replica."""
 
     @property
     def key(self) -> tuple[bool, float, float, str]:
@@ -234,10 +254,13 @@ def costs(state: CycleState, tied: Sequence[ClusterSnapshot]) -> list[TieCost]:
     fitting = [_fit(cluster, task, cache) for cluster in tied]
     replica = (task, memory_of(state.request.requirements))
     shapes = _shape_costs(state, replica, tied) if node_shape_scarcity(state) else {}
+    by_scoring = bool(shapes) and shapes_by_member_scoring(state)
     out = []
     for cluster, (fits, growth, accepted) in zip(tied, fitting, strict=True):
         taken = scarcity(task, free_gpus(cluster, cache), fleet_models, constrained) if fleet_models else 0.0
-        out.append(TieCost(cluster.name, fits, growth, taken, accepted, shapes.get(cluster.name, 0.0)))
+        shape_cost = shapes.get(cluster.name, 0.0)
+        spread = bool(shape_cost) and spreads(cluster, by_scoring)
+        out.append(TieCost(cluster.name, fits, growth, taken, accepted, shape_cost, spread))
     out.sort(key=lambda cost: cost.key)
     return out
 
@@ -256,7 +279,17 @@ def _shape_costs(state: CycleState, replica: Need, tied: Sequence[ClusterSnapsho
     fleet = state.fleet_clusters or tied
     counts = [sum(_slots(cache, c, need) for c in fleet) for need in constrained]
     weight = shapescarcity.weights(constrained, demand.needs(), counts)
-    return {c.name: shapescarcity.cost(_lost_options(cache, c, replica, constrained), weight) for c in tied}
+    by_scoring = shapes_by_member_scoring(state)
+    return {
+        c.name: shapescarcity.cost(_lost_options(cache, c, replica, constrained, spreads(c, by_scoring)), weight)
+        for c in tied
+    }
+
+
+def spreads(cluster: ClusterSnapshot, by_scoring: bool) -> bool:
+    """Whether ``cluster``'s node-shape cost is taken where its member's scoring puts the replica
+    (``by_scoring``: :func:`shapes_by_member_scoring`; the member reports a spreading scoring)."""
+    return by_scoring and cluster.node_scoring in SPREADING_SCORINGS
 
 
 def _slots(cache: SchedulerCache, cluster: ClusterSnapshot, need: Need) -> int:
@@ -269,15 +302,21 @@ def _slots(cache: SchedulerCache, cluster: ClusterSnapshot, need: Need) -> int:
 
 
 def _lost_options(
-    cache: SchedulerCache, cluster: ClusterSnapshot, replica: Need, constrained: tuple[Need, ...]
+    cache: SchedulerCache, cluster: ClusterSnapshot, replica: Need, constrained: tuple[Need, ...], spreading: bool
 ) -> frozenset[frozenset[Need]]:
-    key = (cluster.serial, replica, constrained)
+    """The needs each node of ``cluster`` hosting ``replica`` stops hosting (distinct sets); with
+    ``spreading``, only of the nodes a least-allocated member picks
+    (:func:`~controlplane.scheduler.core.shapescarcity.least_allocated_rows`)."""
+    key = (cluster.serial, replica, constrained, spreading)
     found = cache.lost_options.get(key)
     if found is not None:
         return found
-    memo = _row_memo(cache.lost_rows, key[1:])
+    memo = _row_memo(cache.lost_rows, (replica, constrained))
     options = set()
+    picked = shapescarcity.least_allocated_rows(cluster, replica) if spreading else None
     for row in _memo_of(cache.shape_rows, cluster, shapescarcity.shape_rows):
+        if picked is not None and row not in picked:
+            continue
         if row in memo:
             lost = memo[row]
         else:
@@ -315,7 +354,8 @@ def _explain(state: CycleState, ranked: Sequence[TieCost]) -> None:
     tied_on = "tier and price band" if band_percent(state) else "tier and price"
     any_shapes = any(cost.shapes for cost in ranked)
     for index, cost in enumerate(ranked):
-        shapes = f"node shapes {cost.shapes:.2f} GPUs, " if any_shapes else ""
+        at = f" where its {LEAST_ALLOCATED} scoring puts it" if cost.spread else ""
+        shapes = f"node shapes {cost.shapes:.2f} GPUs{at}, " if any_shapes else ""
         figures = (
             f"fragmentation {cost.fragmentation:+.2f} GPUs, scarcity {cost.scarcity:.2f} GPUs, "
             f"{shapes}{cost.free:g} free GPUs" if cost.fits else "no node hosts it as reported"
