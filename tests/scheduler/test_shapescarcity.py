@@ -176,30 +176,36 @@ def test_demand_history_counts_needs_with_their_memory_and_forgets_them() -> Non
     assert history.copy().needs() == history.needs()
 
 
-def spreading_small_with_a_g2_node() -> list[ClusterSnapshot]:
+def small_with_a_g2_node(scoring: str) -> list[ClusterSnapshot]:
     """``a-small`` has the only 120-core node (G3, 128 cores) and one 96-core G2 node, 16 free GPUs;
-    ``b-big`` four G2 nodes of 96 cores, 32 free GPUs. Both members report ``LeastAllocated``."""
+    ``b-big`` four G2 nodes of 96 cores, 32 free GPUs. Both members report node scoring ``scoring``."""
     return [
         cluster(
             "a-small",
             shape(1, gpus=8, product=G3, cpu=128 * CORE),
             shape(1, gpus=8, product=G2, cpu=96 * CORE),
-            node_scoring="LeastAllocated",
+            node_scoring=scoring,
         ),
-        cluster("b-big", shape(4, gpus=8, product=G2, cpu=96 * CORE), node_scoring="LeastAllocated"),
+        cluster("b-big", shape(4, gpus=8, product=G2, cpu=96 * CORE), node_scoring=scoring),
     ]
 
 
-def test_a_spreading_member_is_costed_at_the_node_it_picks() -> None:
-    """The fleet of the test above, but ``a-small``'s member spreads: kube's LeastAllocated score of an
-    88-core 8-GPU replica is (128 - 88) * 100 // 128 = 31 for CPU on the G3 node against (96 - 88) *
-    100 // 96 = 8 on the G2 node (memory and GPUs alike on both: 0 GPUs left, no memory asked), so
-    the member puts it on the G3 node, the only one the 120-core demand fits. The cost is taken
-    there, 8 x min(1, 2/1) = 8 GPUs, not the 0 of the G2 node, and ``b-big`` takes the replica."""
+def with_wide_demand() -> SchedulerCache:
     cache = SchedulerCache()
     arrivals(cache, 88, 40, "mid")
     arrivals(cache, 120, 2, "wide")
-    result = schedule(eight_gpus("ns/job", 88), spreading_small_with_a_g2_node(), now=NOW, cache=cache)
+    return cache
+
+
+def test_a_spreading_member_is_costed_at_the_node_it_picks() -> None:
+    """The fleet of ``test_a_node_that_deprives_nobody_costs_nothing``, but its members spread: kube's
+    LeastAllocated score of an 88-core 8-GPU replica is (128 - 88) * 100 // 128 = 31 for CPU on the G3
+    node against (96 - 88) * 100 // 96 = 8 on the G2 node (memory and GPUs alike on both: 0 GPUs
+    left, no memory asked), so ``a-small``'s member puts it on the G3 node, the only one the 120-core
+    demand fits. The cost is taken there, 8 x min(1, 2/1) = 8 GPUs, not the 0 of the G2 node, and
+    ``b-big`` takes the replica."""
+    fleet = small_with_a_g2_node("LeastAllocated")
+    result = schedule(eight_gpus("ns/job", 88), fleet, now=NOW, cache=with_wide_demand())
     assert result.clusters == {"b-big": 1}
     assert "decided by node-shape scarcity" in reasons(result, "b-big")[-1]
     assert "node shapes 8.00 GPUs where its LeastAllocated scoring puts it, 16 free GPUs" in reasons(
@@ -207,27 +213,22 @@ def test_a_spreading_member_is_costed_at_the_node_it_picks() -> None:
     )[0]
 
 
-def test_member_scoring_off_or_a_packing_member_keeps_the_least_cost_node() -> None:
-    """``nodeShapesByMemberScoring: false``, or a member reporting MostAllocated: the replica can use
-    ``a-small``'s G2 node, so ``a-small`` costs 0 and fewest free GPUs picks it."""
-    cache = SchedulerCache()
-    arrivals(cache, 88, 40, "mid")
-    arrivals(cache, 120, 2, "wide")
-    off = tiered(nodeShapesByMemberScoring=False)
-    result = schedule(eight_gpus("ns/job", 88, placement=off), spreading_small_with_a_g2_node(), now=NOW, cache=cache)
+@pytest.mark.parametrize(
+    ("scoring", "placement"),
+    [
+        pytest.param("LeastAllocated", tiered(nodeShapesByMemberScoring=False), id="turned-off"),
+        pytest.param("MostAllocated", None, id="packing-member"),
+        pytest.param("", None, id="scoring-not-reported"),
+    ],
+)
+def test_otherwise_the_least_cost_node_counts(scoring: str, placement: Placement | None) -> None:
+    """``nodeShapesByMemberScoring: false``, or a member that does not report LeastAllocated: the
+    replica can use ``a-small``'s G2 node, so ``a-small`` costs 0 and fewest free GPUs picks it."""
+    request = eight_gpus("ns/job", 88, placement=placement)
+    result = schedule(request, small_with_a_g2_node(scoring), now=NOW, cache=with_wide_demand())
     assert result.clusters == {"a-small": 1}
+    assert "decided by fewest free GPUs" in reasons(result, "a-small")[-1]
     assert "where its" not in reasons(result, "a-small")[-1]
-    packing = [
-        cluster(
-            "a-small",
-            shape(1, gpus=8, product=G3, cpu=128 * CORE),
-            shape(1, gpus=8, product=G2, cpu=96 * CORE),
-            node_scoring="MostAllocated",
-        ),
-        cluster("b-big", shape(4, gpus=8, product=G2, cpu=96 * CORE), node_scoring="MostAllocated"),
-    ]
-    result = schedule(eight_gpus("ns/job", 88), packing, now=NOW, cache=cache)
-    assert result.clusters == {"a-small": 1}
 
 
 def test_least_allocated_rows_pick_the_emptiest_node_hosting_the_replica() -> None:

@@ -78,6 +78,7 @@ NODE_SHAPES_DEFAULT: Final = True
 #: Whether a spreading member's node-shape cost is taken where it puts the replica when the policy
 #: does not say (``tieredOverflow.nodeShapesByMemberScoring``).
 NODE_SHAPES_BY_SCORING_DEFAULT: Final = True
+#: The spreading scoring the explanation names (the one :data:`SPREADING_SCORINGS` holds).
 LEAST_ALLOCATED: Final = NodeScoring.LEAST_ALLOCATED.value
 
 
