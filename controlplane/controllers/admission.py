@@ -170,7 +170,8 @@ class AdmissionController(KeyedController[Key]):
             or (obj.get("kind") == "Workload" and adm.is_finished(old) == adm.is_finished(obj)
                 and adm.admission_of(old) == adm.admission_of(obj) and checks.states_of(old) == checks.states_of(obj)
                 and adm.reclaimable_pods(old) == adm.reclaimable_pods(obj)
-                and requeuing.recovering_since(old) == requeuing.recovering_since(obj))  # a recovery clock to set
+                and requeuing.recovering_since(old) == requeuing.recovering_since(obj)  # a recovery clock to set
+                and adm.is_true(old, kueue.COND_DEACTIVATION_TARGET) == adm.is_true(obj, kueue.COND_DEACTIVATION_TARGET))
         ):
             return
         await self.loop.add(CYCLE)
@@ -360,6 +361,8 @@ class AdmissionController(KeyedController[Key]):
         for key, wl in list(workloads.items()):
             if adm.is_finished(wl) or is_deleting(wl):
                 continue
+            if requeuing.is_active(wl) and adm.is_true(wl, kueue.COND_DEACTIVATION_TARGET):
+                wl = workloads[key] = self._assume(await self.requeuing.make_inactive(wl))  # any controller's
             if not requeuing.is_active(wl):
                 if not adm.is_true(wl, kueue.COND_EVICTED):  # as Kueue: evicted (its quota free for this cycle)
                     workloads[key] = self._assume(await self.requeuing.deactivate(wl))

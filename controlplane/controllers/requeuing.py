@@ -14,6 +14,8 @@ requeuing limit, ``spec.active: false``) as Kueue writes them, and Events:
   ``DeactivatedDueToRequeuingLimitExceeded``, the Event
   ``EvictedDueToDeactivatedDueToRequeuingLimitExceeded``), which removes ``DeactivationTarget``
   and ``requeueState``;
+* an active Workload that carries ``DeactivationTarget=True``, whoever wrote it, is made inactive
+  (``spec.active: false``, :meth:`Requeuing.make_inactive`), as Kueue's workload controller does;
 * a Workload whose ``spec.active`` is false (set by hand, or by the steps above) and that is not
   evicted yet is evicted as Kueue's workload controller does it (:meth:`Requeuing.deactivate`):
   reason ``Deactivated`` ("The workload is deactivated"), or ``DeactivatedDueTo<the
@@ -117,8 +119,7 @@ class Requeuing:
                       "message": DEACTIVATION_CAUSE}
             set_conditions(updated.setdefault("status", {}), [target], now=ctx.now_text())
             updated = await ctx.objects.update_status(self.rt, updated)
-            updated = await ctx.objects.update(self.rt, {**updated, "spec": {**updated["spec"], "active": False}})
-            return await self.deactivate(updated)
+            return await self.deactivate(await self.make_inactive(updated))
         reason, message = kueue.REASON_PODS_READY_TIMEOUT, f"Exceeded the PodsReady timeout {adm.key_of(wl)}"
 
         def requeue_state(status: dict[str, Any]) -> None:
@@ -129,6 +130,13 @@ class Requeuing:
         if self.metrics is not None and queue:
             self.metrics.evicted(queue, reason=reason, local_queue=adm.local_queue_of(wl))
         return written
+
+    async def make_inactive(self, wl: Mapping[str, Any]) -> dict[str, Any]:
+        """``spec.active: false`` on an active Workload that carries ``DeactivationTarget=True``
+        (written by any controller), as Kueue's workload controller does; return it as written."""
+        log.info("Workload %s deactivated: %s", adm.key_of(wl),
+                 (adm.condition(wl, kueue.COND_DEACTIVATION_TARGET) or {}).get("message", ""))
+        return await self.ctx.objects.update(self.rt, {**wl, "spec": {**wl["spec"], "active": False}})
 
     async def deactivate(self, wl: Mapping[str, Any]) -> dict[str, Any]:
         """Evict a Workload whose ``spec.active`` is false and that is not evicted yet, as Kueue's

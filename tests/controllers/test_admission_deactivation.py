@@ -115,3 +115,34 @@ async def test_a_pending_workload_deactivated_is_marked_evicted_without_an_event
     assert condition(wl, "Requeued") == {}  # as Kueue: a Workload that held no quota is not requeued
     await settled(manager)
     assert not [r for r, _ in await events_of(objects, wl["metadata"]["name"]) if r.startswith("EvictedDueTo")]
+
+
+async def test_a_deactivation_target_any_controller_writes_deactivates_the_workload(
+    objects: ObjectStore, counted: ControllerManager,
+) -> None:
+    """As Kueue's workload controller: ``DeactivationTarget=True`` on an active Workload, whoever
+    wrote it, sets ``spec.active: false``; the eviction names the condition's reason."""
+    await team_a_on_one_cluster(objects, counted)
+    await create(objects, job("train", "team-a", pods=8))
+    assert await eventually(lambda: admitted(objects, "train"), what="train admitted") == "team-a"
+
+    wl = await queued_workload(objects, "Job", "train")
+    assert wl is not None
+    name = wl["metadata"]["name"]
+    wl["status"]["conditions"].append({
+        "type": "DeactivationTarget", "status": "True", "reason": "MaintenanceWindow",
+        "message": "the node pool is being drained", "lastTransitionTime": "2026-01-01T00:00:00Z",
+    })
+    await objects.update_status(objects.registry.require(KUEUE, "Workload"), wl)
+
+    async def evicted() -> dict[str, Any] | None:
+        wl = await queued_workload(objects, "Job", "train")
+        return wl if condition(wl, "Evicted").get("status") == "True" else None
+
+    wl = await eventually(evicted, what="train evicted once marked for deactivation")
+    reason, message = "DeactivatedDueToMaintenanceWindow", f"{DEACTIVATED} due to the node pool is being drained"
+    assert wl["spec"]["active"] is False
+    assert [(condition(wl, c)["status"], condition(wl, c)["reason"], condition(wl, c)["message"])
+            for c in ("Evicted", "Requeued")] == [("True", reason, message), ("False", reason, message)]
+    assert condition(wl, "DeactivationTarget") == {} and "admission" not in wl["status"]
+    assert (f"EvictedDueTo{reason}", message) in await events_of(objects, name)
