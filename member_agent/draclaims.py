@@ -5,8 +5,11 @@ ResourceClaims (``status.allocation.devices.results``), or, before one is alloca
 claim's or its template's requests. The capacity report counts them as the pod's
 ``nvidia.com/gpu`` and MIG requests (:func:`controlplane.apis.pods.pod_held`), so the hub's
 free capacity, its waste report and its cost figures see them. :class:`DraClaims` keeps a
-list+watch cache of the member's ResourceClaims and ResourceClaimTemplates (every namespace),
-each trimmed to what that count reads (:func:`trim_claim`).
+list+watch cache of the member's ResourceClaims and ResourceClaimTemplates (every namespace)
+and of its DeviceClasses, each trimmed to what that count reads (:func:`trim_claim`,
+:func:`trim_class`): a request's class is the member's DeviceClass of that name, its selectors
+read as the hub reads them (:func:`controlplane.apis.dra.class_selection`), else NVIDIA's
+published class of the name.
 
 A member that does not serve ``resource.k8s.io/v1`` (kube before 1.34, or DRA turned off) is
 asked again through the discovery cache's back-off (:mod:`member_agent.discovery`); its caches
@@ -25,7 +28,7 @@ from typing import Any, Final
 
 import aiohttp
 
-from controlplane.apis.dra import CLAIM, RESOURCE_API_VERSION, TEMPLATE, ObjectLookup
+from controlplane.apis.dra import CLAIM, DEVICE_CLASS, RESOURCE_API_VERSION, TEMPLATE, ObjectLookup
 from member_agent.apierrors import ApiError, NotFound
 from member_agent.informing import Informer
 from member_agent.kubeapi import KubeTransport
@@ -36,6 +39,7 @@ logger = logging.getLogger(__name__)
 PATHS: Final = {
     CLAIM: f"/apis/{RESOURCE_API_VERSION}/resourceclaims",
     TEMPLATE: f"/apis/{RESOURCE_API_VERSION}/resourceclaimtemplates",
+    DEVICE_CLASS: f"/apis/{RESOURCE_API_VERSION}/deviceclasses",
 }
 #: Seconds between two questions to a member whose discovery failed for another reason than NotFound.
 RETRY_SECONDS: Final = 30.0
@@ -71,8 +75,15 @@ def trim_template(template: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def trim_class(device_class: Mapping[str, Any]) -> dict[str, Any]:
+    """A DeviceClass as the count reads it: its selectors."""
+    selectors = (device_class.get("spec") or {}).get("selectors")
+    return {"metadata": _metadata(device_class), "spec": {"selectors": selectors or []}}
+
+
 class DraClaims:
-    """Caches of the member's ResourceClaims and ResourceClaimTemplates; call :meth:`run` in a task."""
+    """Caches of the member's ResourceClaims, ResourceClaimTemplates and DeviceClasses; call
+    :meth:`run` in a task."""
 
     def __init__(self, member: KubeTransport, on_change: Callable[[str], None] | None = None) -> None:
         self.member = member
@@ -80,6 +91,9 @@ class DraClaims:
             CLAIM: Informer(member, PATHS[CLAIM], name="resourceclaims", transform=trim_claim, on_change=on_change),
             TEMPLATE: Informer(
                 member, PATHS[TEMPLATE], name="resourceclaimtemplates", transform=trim_template, on_change=on_change
+            ),
+            DEVICE_CLASS: Informer(
+                member, PATHS[DEVICE_CLASS], name="deviceclasses", transform=trim_class, on_change=on_change
             ),
         }
 
@@ -102,11 +116,11 @@ class DraClaims:
                 group.create_task(informer.run())
 
     def snapshot(self) -> ObjectLookup:
-        """A lookup over the claims and templates cached now (copies of the caches' indexes, so a
-        report summed in a worker thread reads one state)."""
+        """A lookup over the claims, templates and DeviceClasses (namespace ``""``) cached now
+        (copies of the caches' indexes, so a report summed in a worker thread reads one state)."""
         objects = {kind: dict(informer.objects) for kind, informer in self.informers.items()}
 
         def lookup(kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
-            return objects.get(kind, {}).get(f"{namespace}/{name}")
+            return objects.get(kind, {}).get(f"{namespace}/{name}" if namespace else name)
 
         return lookup

@@ -411,7 +411,7 @@ def allocated_devices(claim: Mapping[str, Any]) -> ClaimedGpus | None:
 
 
 #: A member's claim or claim template by kind (:data:`CLAIM`, :data:`TEMPLATE`), namespace and name,
-#: the whole object; None: not known.
+#: or its DeviceClass (:data:`DEVICE_CLASS`, namespace ``""``), the whole object; None: not known.
 ObjectLookup = Callable[[str, str, str], Mapping[str, Any] | None]
 #: A claim (or a pod) by namespace and name.
 ObjectKey = tuple[str, str]
@@ -446,8 +446,13 @@ def pod_claimed_resources(
     controller's; an entry there without a claim name needs none), or, before that controller has
     made it, the template's. A claim the pod names directly counts only when ``holders``
     (:func:`shared_claim_holders` of the pods counted together) gives it to this pod, or does not
-    know it."""
+    know it. A request's class is the member's DeviceClass ``lookup`` finds, else NVIDIA's published one."""
     spec, status = _mapping(pod.get("spec")), _mapping(pod.get("status"))
+
+    def classes(name: str) -> Mapping[str, Any] | None:
+        found = lookup(DEVICE_CLASS, "", name)
+        return None if found is None else _mapping(found.get("spec"))
+
     namespace, pod_name = _key(pod)
     generated = {
         str(entry.get("name")): str(entry.get("resourceClaimName") or "")
@@ -465,9 +470,9 @@ def pod_claimed_resources(
         claim = lookup(CLAIM, namespace, str(name)) if name else None
         if claim is not None:
             held = allocated_devices(claim)
-            total = total.plus(held if held is not None else claim_spec_gpus(_mapping(claim.get("spec"))))
+            total = total.plus(held if held is not None else claim_spec_gpus(_mapping(claim.get("spec")), classes))
         elif isinstance(template, str) and template and (found := lookup(TEMPLATE, namespace, template)) is not None:
-            total = total.plus(claim_spec_gpus(_mapping(_mapping(found.get("spec")).get("spec"))))
+            total = total.plus(claim_spec_gpus(_mapping(_mapping(found.get("spec")).get("spec")), classes))
     return total.resources()
 
 

@@ -193,15 +193,16 @@ def test_a_pod_on_a_member_counts_its_claims_allocation_else_their_requests() ->
         {"name": "later", "resourceClaimTemplateName": "two"},
         {"name": "shared", "resourceClaimName": "shared"},
     ]}, "status": {"resourceClaimStatuses": [{"name": "gpu", "resourceClaimName": "p-gpu-ab12c"}, {"name": "none"}]}}
-    seen: list[str] = []
+    seen: list[tuple[str, str]] = []
 
     def lookup(kind: str, namespace: str, name: str) -> dict[str, Any] | None:
-        seen.append(namespace)
+        seen.append((kind, namespace))
         return member.get((kind, name))
 
     # 2 allocated, "none" needs no claim, "later" counts its template's 2 before its claim is made, 1 shared.
     assert pod_claimed_resources(pod, lookup) == {"nvidia.com/gpu": 5}
-    assert set(seen) == {"ml"}
+    # Claims and templates in the pod's namespace; the class of a request not allocated, cluster-wide.
+    assert set(seen) == {("ResourceClaimTemplate", "ml"), ("ResourceClaim", "ml"), ("DeviceClass", "")}
 
 
 def device_class(*expressions: str) -> dict[str, Any]:

@@ -1,5 +1,7 @@
-"""The agent caches the member's DRA claims and claim templates (trimmed to what the count of a pod's
-GPUs reads) once the member serves resource.k8s.io/v1, and asks nothing of a member that does not."""
+"""The agent caches the member's DRA claims, claim templates and DeviceClasses (trimmed to what the
+count of a pod's GPUs reads) once the member serves resource.k8s.io/v1, and asks nothing of a member
+that does not; a claim not yet allocated counts by its class's selectors, the member's own class of
+the name first."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import pytest
 
 from member_agent import draclaims
 from member_agent.apierrors import NotFound
+from member_agent.capacity import pod_requests
 from member_agent.draclaims import DraClaims
 from member_agent.kubeapi import Request
 from tests.member_agent.test_informer_turns import IdleWatchServer
@@ -34,6 +37,17 @@ TEMPLATE = {
              "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]}}},
 }
 
+#: A class of the member's own (not NVIDIA's published two) that selects NVIDIA's whole GPUs of one model.
+H100 = {
+    "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+    "metadata": {"name": "h100.example.com", "resourceVersion": "3", "uid": "u3"},
+    "spec": {"selectors": [{"cel": {"expression": "device.driver == 'gpu.nvidia.com' && "
+                                                  "device.attributes['gpu.nvidia.com'].type == 'gpu' && "
+                                                  "device.attributes['gpu.nvidia.com'].productName == 'NVIDIA H100 80GB HBM3'"}}],
+             "config": [{"opaque": {"driver": "gpu.nvidia.com", "parameters": {"sharing": {}}}}]},
+}
+ITEMS = {"resourceclaims": CLAIM, "resourceclaimtemplates": TEMPLATE, "deviceclasses": H100}
+
 
 class Member(IdleWatchServer):
     """A member that serves resource.k8s.io/v1 once ``serving`` is set, with one claim and one template."""
@@ -53,10 +67,10 @@ class Member(IdleWatchServer):
             return {"kind": "APIResourceList", "groupVersion": "resource.k8s.io/v1", "resources": [
                 {"name": "resourceclaims", "kind": "ResourceClaim", "namespaced": True},
                 {"name": "resourceclaimtemplates", "kind": "ResourceClaimTemplate", "namespaced": True},
+                {"name": "deviceclasses", "kind": "DeviceClass", "namespaced": False},
             ]}
         self.lists.append((request.path, self.serving))
-        item = CLAIM if request.path.endswith("/resourceclaims") else TEMPLATE
-        return {"items": [item], "metadata": {"resourceVersion": "9"}}
+        return {"items": [ITEMS[request.path.rsplit("/", 1)[-1]]], "metadata": {"resourceVersion": "9"}}
 
 
 async def _synced(claims: DraClaims) -> None:
@@ -85,7 +99,11 @@ async def test_the_claims_and_templates_are_cached_trimmed_and_a_change_is_repor
         "metadata": {"name": "two", "namespace": "ml", "resourceVersion": "4"}, "spec": {"spec": TEMPLATE["spec"]["spec"]},  # type: ignore[index]
     }
     assert lookup("ResourceClaim", "other", "p-gpu-ab12c") is None
-    assert sorted(changed) == ["ml/p-gpu-ab12c", "ml/two"]
+    assert lookup("DeviceClass", "", "h100.example.com") == {
+        "metadata": {"name": "h100.example.com", "namespace": None, "resourceVersion": "3"},
+        "spec": {"selectors": H100["spec"]["selectors"]},  # type: ignore[index]
+    }
+    assert sorted(changed) == ["h100.example.com", "ml/p-gpu-ab12c", "ml/two"]
 
 
 async def test_a_member_without_dra_is_not_listed_until_it_serves_it(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -103,5 +121,30 @@ async def test_a_member_without_dra_is_not_listed_until_it_serves_it(monkeypatch
         running.cancel()
         await asyncio.gather(running, return_exceptions=True)
     assert sorted(member.lists) == [
-        ("/apis/resource.k8s.io/v1/resourceclaims", True), ("/apis/resource.k8s.io/v1/resourceclaimtemplates", True),
+        ("/apis/resource.k8s.io/v1/deviceclasses", True), ("/apis/resource.k8s.io/v1/resourceclaims", True),
+        ("/apis/resource.k8s.io/v1/resourceclaimtemplates", True),
     ]
+
+
+async def test_a_claim_not_yet_allocated_counts_by_the_members_own_device_class() -> None:
+    claims = DraClaims(Member(serving=True))
+    running = asyncio.create_task(claims.run())
+    try:
+        await _synced(claims)
+    finally:
+        running.cancel()
+        await asyncio.gather(running, return_exceptions=True)
+    requests = [{"name": "gpu", "exactly": {"deviceClassName": "h100.example.com", "count": 4}}]
+    pod = {
+        "metadata": {"name": "p", "namespace": "ml"},
+        "spec": {"containers": [{"name": "c"}], "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "h100s"}]},
+    }
+
+    def lookup(kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+        if (kind, namespace, name) == ("ResourceClaimTemplate", "ml", "h100s"):  # not yet made into a claim
+            return {"spec": {"spec": {"devices": {"requests": requests}}}}
+        return claims.snapshot()(kind, namespace, name)  # type: ignore[return-value]
+
+    assert pod_requests(pod, lookup).get("nvidia.com/gpu") == 4
+    requests[0]["exactly"]["deviceClassName"] = "nics.example.com"  # type: ignore[index]
+    assert "nvidia.com/gpu" not in pod_requests(pod, lookup)  # a class the member does not hold: not a GPU
