@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from controlplane.apis import constants as c
-from controlplane.apis.dra import CLAIM, ClaimLookup, claim_entries, claim_spec_gpus
+from controlplane.apis.dra import CLAIM, ClaimLookup, ClassLookup, claim_entries, claim_spec_gpus
 from controlplane.apis.gpus import is_gpu_resource
 from controlplane.apis.kubeflow import TRAINING_KINDS
 from controlplane.apis.pods import pod_requests
@@ -149,14 +149,16 @@ def restart_count(pod: Mapping[str, Any]) -> int:
 
 
 def gpu_request(
-    pod: Mapping[str, Any], claims: ClaimLookup | None = None, unreadable: Collection[tuple[str, str]] = ()
+    pod: Mapping[str, Any], claims: ClaimLookup | None = None, unreadable: Collection[tuple[str, str]] = (),
+    classes: ClassLookup | None = None,
 ) -> str:
     """What the pod asks for in GPUs: its containers' ``nvidia.com/gpu=2``, ``nvidia.com/mig-3g.40gb=1``,
     then what each of its DRA claims asks (:mod:`controlplane.apis.dra`), the claim's entry named:
     ``nvidia.com/gpu=2 (DRA claim gpus)``, ``(DRA claim gpus, shared)`` for a ResourceClaim the pod
     names directly. ``claims`` finds the hub's claim templates and claims in the pod's namespace
     (None: claims not shown); ``unreadable`` names (by kind and name) those the viewer may not read,
-    shown as ``(DRA claim gpus: not readable)`` without what they ask; "-": none."""
+    shown as ``(DRA claim gpus: not readable)`` without what they ask; ``classes``: the hub's
+    DeviceClasses the viewer may read (NVIDIA's two published classes are known without); "-": none."""
     spec = pod.get("spec") or {}
     try:
         requests = pod_requests(spec)
@@ -170,7 +172,7 @@ def gpu_request(
                 continue
             note = f"DRA claim {entry}" + (", shared" if kind == CLAIM else "")
             asked += [f"{resource}={amount} ({note})"
-                      for resource, amount in sorted(claim_spec_gpus(claims(kind, name)).resources().items())]
+                      for resource, amount in sorted(claim_spec_gpus(claims(kind, name), classes).resources().items())]
     return ",".join(asked) or "-"
 
 
@@ -195,16 +197,17 @@ def devices_by_pod(utilization: Any) -> dict[PodKey, list[GpuDevice]]:
 
 def pod_rows(
     cluster: str, pods: Iterable[Mapping[str, Any]], devices: Mapping[PodKey, Sequence[GpuDevice]],
-    claims: ClaimLookup | None = None, unreadable: Collection[tuple[str, str]] = (),
+    claims: ClaimLookup | None = None, unreadable: Collection[tuple[str, str]] = (), classes: ClassLookup | None = None,
 ) -> list[PodRow]:
-    """One row per pod of ``cluster``, by name (``claims``, ``unreadable``: as :func:`gpu_request` reads them)."""
+    """One row per pod of ``cluster``, by name (``claims``, ``unreadable``, ``classes``: as
+    :func:`gpu_request` reads them)."""
     rows = []
     for pod in pods:
         meta = pod.get("metadata") or {}
         key = (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
         rows.append(PodRow(
             cluster, key[0], key[1], pod_status(pod), str((pod.get("spec") or {}).get("nodeName") or "<none>"),
-            gpu_request(pod, claims, unreadable), tuple(devices.get(key, ())), restart_count(pod),
+            gpu_request(pod, claims, unreadable, classes), tuple(devices.get(key, ())), restart_count(pod),
         ))
     return sorted(rows, key=lambda row: (row.cluster, row.name))
 

@@ -4,6 +4,7 @@ hub, a simulated member and its agent's tunnel (the fleet of test_proxy_tunnel).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -122,6 +123,31 @@ async def _listed(fleet: Fleet, name: str, who: str = "admin") -> dict[str, Any]
     return next((p for p in pods if p["name"] == name), None)
 
 
+#: What lets a user list a workload's pods: the binding's ``pods`` and proxying to its clusters.
+POD_LISTING = [
+    {"apiGroups": ["work.gpufed.io"], "resources": ["resourcebindings", "resourcebindings/pods"], "verbs": ["get", "list"]},
+    {"apiGroups": ["cluster.gpufed.io"], "resources": ["clusters/proxy"], "verbs": ["get"]},
+]
+
+
+async def _pod_lister(fleet: Fleet, who: str, more: Sequence[dict[str, Any]] = ()) -> None:
+    """A user ``who`` (token and group of that name) bound to :data:`POD_LISTING` and ``more`` rules."""
+    assert fleet.hub.tokens is not None
+    fleet.tokens[who] = (await fleet.hub.tokens.create(role=Role.USER, name=f"{who}-user", groups=(who,))).token
+    rbac = "/apis/rbac.authorization.k8s.io/v1"
+    for path, obj in (
+        (f"{rbac}/clusterroles", {
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": who},
+            "rules": [*POD_LISTING, *more]}),
+        (f"{rbac}/clusterrolebindings", {
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": who},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": who},
+            "subjects": [{"kind": "Group", "name": who, "apiGroup": "rbac.authorization.k8s.io"}]}),
+    ):
+        code, body = await fleet.request("POST", path, body=obj)
+        assert code == 201, body
+
+
 async def test_a_pods_gpu_request_counts_the_dra_claims_the_hub_holds(fleet: Fleet) -> None:
     """A pod of the workload naming a claim template and a shared claim the hub holds shows the GPUs
     they ask, as placement counts them (the member has neither, so the pod waits there)."""
@@ -152,23 +178,7 @@ async def test_a_viewer_without_the_right_to_read_claims_sees_no_claim_detail(fl
         "spec": _asks(4)})
     assert code == 201, body
     await _claiming_pod(fleet, "infer-5d8f-pooled", [{"name": "pooled", "resourceClaimName": "secret-pool"}])
-    assert fleet.hub.tokens is not None
-    fleet.tokens["pods-only"] = (await fleet.hub.tokens.create(role=Role.USER, name="pat", groups=("pods-only",))).token
-    rbac = "/apis/rbac.authorization.k8s.io/v1"
-    for path, obj in (
-        (f"{rbac}/clusterroles", {
-            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "pods-only"},
-            "rules": [{"apiGroups": ["work.gpufed.io"], "resources": ["resourcebindings", "resourcebindings/pods"],
-                       "verbs": ["get", "list"]},
-                      {"apiGroups": ["cluster.gpufed.io"], "resources": ["clusters/proxy"], "verbs": ["get"]}]}),
-        (f"{rbac}/clusterrolebindings", {
-            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-            "metadata": {"name": "pods-only"},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "pods-only"},
-            "subjects": [{"kind": "Group", "name": "pods-only", "apiGroup": "rbac.authorization.k8s.io"}]}),
-    ):
-        code, body = await fleet.request("POST", path, body=obj)
-        assert code == 201, body
+    await _pod_lister(fleet, "pods-only")
     code, body = await fleet.request("GET", f"{resources}/resourceclaims/secret-pool", who="pods-only")
     assert code == 403, body  # the user may not read the claim directly...
 
@@ -176,6 +186,35 @@ async def test_a_viewer_without_the_right_to_read_claims_sees_no_claim_detail(fl
     assert pod["gpuRequest"] == "(DRA claim pooled: not readable)"  # ...nor through the pod list
     pod = await eventually(lambda: _listed(fleet, "infer-5d8f-pooled"), what="the pod in the admin's list")
     assert pod["gpuRequest"] == "nvidia.com/gpu=4 (DRA claim pooled, shared)"
+
+
+async def test_a_claims_device_class_is_the_hubs_for_a_viewer_who_may_read_it(fleet: Fleet) -> None:
+    """A claim of a DeviceClass of the hub's own counts by the class's selectors for a caller who may
+    read DeviceClasses; for one who may read the claim but not the class, the class is read as
+    NVIDIA's published classes only (not one of them: no GPUs shown)."""
+    await _placed_workload(fleet)
+    code, body = await fleet.request("POST", "/apis/resource.k8s.io/v1/deviceclasses", body={
+        "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "h100.example.com"},
+        "spec": {"selectors": [{"cel": {"expression": "device.driver == 'gpu.nvidia.com' && "
+                                                      "device.attributes['gpu.nvidia.com'].type == 'gpu'"}}]}})
+    assert code == 201, body
+    requests = [{"name": "r", "exactly": {"deviceClassName": "h100.example.com", "count": 3}}]
+    code, body = await fleet.request("POST", "/apis/resource.k8s.io/v1/namespaces/default/resourceclaimtemplates", body={
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", "metadata": {"name": "h100s"},
+        "spec": {"spec": {"devices": {"requests": requests}}}})
+    assert code == 201, body
+    await _claiming_pod(fleet, "infer-5d8f-h100", [{"name": "gpus", "resourceClaimTemplateName": "h100s"}])
+    templates = {"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaimtemplates"], "verbs": ["get"]}
+    await _pod_lister(fleet, "claims-only", [templates])
+    await _pod_lister(fleet, "class-readers", [
+        templates, {"apiGroups": ["resource.k8s.io"], "resources": ["deviceclasses"], "verbs": ["list"]}])
+
+    pod = await eventually(lambda: _listed(fleet, "infer-5d8f-h100"), what="the pod in the admin's list")
+    assert pod["gpuRequest"] == "nvidia.com/gpu=3 (DRA claim gpus)"
+    pod = await eventually(lambda: _listed(fleet, "infer-5d8f-h100", "class-readers"), what="the pod in the list")
+    assert pod["gpuRequest"] == "nvidia.com/gpu=3 (DRA claim gpus)"
+    pod = await eventually(lambda: _listed(fleet, "infer-5d8f-h100", "claims-only"), what="the pod in the list")
+    assert pod["gpuRequest"] == "-"
 
 
 async def test_the_hubs_metrics_count_proxied_requests_bytes_streams_and_tunnels(fleet: Fleet) -> None:

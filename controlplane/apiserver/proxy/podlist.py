@@ -16,7 +16,10 @@ proxied request is), so the member's RBAC limits it too. The claim templates and
 names are read from the hub's store, so each is read only when the authorizer lets the caller
 ``get`` it (by name) or ``list`` its kind in the namespace (:func:`may_read_claim`, the
 SubjectAccessReview kube would answer); a claim the caller may not read shows in the GPU request
-as ``(DRA claim gpus: not readable)``, without what it asks.
+as ``(DRA claim gpus: not readable)``, without what it asks. A request's DeviceClass is the hub's
+of that name (its selectors read as placement reads them, :func:`controlplane.apis.dra.class_selection`)
+when the caller may ``get`` it or ``list`` DeviceClasses (cluster-scoped), else NVIDIA's published
+class of the name, as when the hub holds none.
 
 The member's answer is read whole, bounded by :data:`MAX_LIST_BYTES`; the hub never opens a
 connection toward a member (a cluster without a tunnel is listed with its error).
@@ -36,11 +39,14 @@ from controlplane.apis import proxyframing as framing
 from controlplane.apis.constants import CLUSTER_GROUP, VERSION, WORK_GROUP
 from controlplane.apis.dra import (
     CLAIM,
+    DEVICE_CLASS,
     RESOURCE_API_VERSION,
     RESOURCE_GROUP,
     TEMPLATE,
     ClaimLookup,
+    ClassLookup,
     claim_entries,
+    claim_spec_gpus,
     claim_spec_of,
 )
 from controlplane.apis.podview import devices_by_pod, owned_by, pod_rows
@@ -118,14 +124,14 @@ async def fetch_json(
     return answer
 
 
-#: The resource each claim kind is authorized as (``resource.k8s.io``).
-CLAIM_RESOURCES = {CLAIM: "resourceclaims", TEMPLATE: "resourceclaimtemplates"}
+#: The resource each DRA kind is authorized as (``resource.k8s.io``).
+CLAIM_RESOURCES = {CLAIM: "resourceclaims", TEMPLATE: "resourceclaimtemplates", DEVICE_CLASS: "deviceclasses"}
 
 
 def may_read_claim(authorizer: Authorizer, user: UserInfo, namespace: str, kind: str, name: str) -> bool:
-    """Whether ``user`` may read the claim (or claim template) ``name`` of ``namespace`` on the hub:
-    ``get`` on it by name, or ``list`` in the namespace (a list returns whole objects), as kube's
-    authorizer would answer a SubjectAccessReview for either."""
+    """Whether ``user`` may read the claim (or claim template) ``name`` of ``namespace`` on the hub
+    (a DeviceClass: ``namespace`` ``""``): ``get`` on it by name, or ``list`` in the namespace (a
+    list returns whole objects), as kube's authorizer would answer a SubjectAccessReview for either."""
     resource = CLAIM_RESOURCES[kind]
     asks = (
         RequestAttributes(user=user, verb="get", api_group=RESOURCE_GROUP, resource=resource,
@@ -153,11 +159,36 @@ def pod_list_routes(proxy: ProxyEndpoints, authorizer: Authorizer) -> list[web.R
 
         specs: dict[tuple[str, str], Mapping[str, Any] | None] = {}
         unreadable: set[tuple[str, str]] = set()
+        classes: dict[str, Mapping[str, Any] | None] = {}  # None: not the caller's to read, or not held
         reading = asyncio.Lock()  # clusters are listed together: one reads what the others then find
 
-        async def read_claims(pods: list[dict[str, Any]]) -> ClaimLookup:
-            """The specs of the claim templates and claims ``pods`` name, read from the hub only where
-            the caller may read them (shared by all clusters: each object is asked about once)."""
+        async def read(kind: str, name: str, namespace: str) -> Mapping[str, Any] | None:
+            rt = objects.registry.for_kind(RESOURCE_API_VERSION, kind)
+            try:
+                return await objects.get(rt, namespace=namespace or None, name=name) if rt is not None else None
+            except errors.NotFound:
+                return None
+
+        async def read_classes() -> ClassLookup:
+            """The specs of the hub's DeviceClasses the claims read so far name, where the caller may
+            read them; any other class is read as NVIDIA's published one of the name."""
+            asked: set[str] = set()
+
+            def ask(class_name: str) -> None:  # every class a request may need (None: each subrequest's)
+                asked.add(class_name)
+
+            for spec in list(specs.values()):
+                claim_spec_gpus(spec, ask)
+            for class_name in sorted(asked - classes.keys()):
+                readable = may_read_claim(authorizer, user, "", DEVICE_CLASS, class_name)
+                found = await read(DEVICE_CLASS, class_name, "") if readable else None
+                classes[class_name] = None if found is None else (found.get("spec") or {})
+            return classes.get
+
+        async def read_claims(pods: list[dict[str, Any]]) -> tuple[ClaimLookup, ClassLookup]:
+            """The specs of the claim templates and claims ``pods`` name, and of the DeviceClasses they
+            ask, read from the hub only where the caller may read them (shared by all clusters: each
+            object is asked about once)."""
             async with reading:
                 for _entry, claim_kind, claim_name in (e for pod in pods for e in claim_entries(pod.get("spec"))):
                     key = (claim_kind, claim_name)
@@ -166,13 +197,8 @@ def pod_list_routes(proxy: ProxyEndpoints, authorizer: Authorizer) -> list[web.R
                     if not may_read_claim(authorizer, user, namespace, claim_kind, claim_name):
                         unreadable.add(key)  # never read for this caller: its GPUs are not shown
                         continue
-                    rt = objects.registry.for_kind(RESOURCE_API_VERSION, claim_kind)
-                    try:
-                        found = await objects.get(rt, namespace=namespace, name=claim_name) if rt is not None else None
-                    except errors.NotFound:
-                        found = None
-                    specs[key] = claim_spec_of(claim_kind, found)
-            return lambda claim_kind, claim_name: specs.get((claim_kind, claim_name))
+                    specs[key] = claim_spec_of(claim_kind, await read(claim_kind, claim_name, namespace))
+                return (lambda claim_kind, claim_name: specs.get((claim_kind, claim_name))), await read_classes()
 
         async def one(cluster: str) -> dict[str, Any]:
             entry: dict[str, Any] = {"name": cluster, "pods": []}
@@ -192,8 +218,9 @@ def pod_list_routes(proxy: ProxyEndpoints, authorizer: Authorizer) -> list[web.R
             except errors.NotFound:
                 utilization = None
             pods = [pod for pod in listing.get("items") or [] if owned_by(pod, kind, workload)]
-            claims = await read_claims(pods) if any((pod.get("spec") or {}).get("resourceClaims") for pod in pods) else None
-            for row in pod_rows(cluster, pods, devices_by_pod(utilization), claims, unreadable):
+            claims, device_classes = (await read_claims(pods) if any((pod.get("spec") or {}).get("resourceClaims")
+                                                                     for pod in pods) else (None, None))
+            for row in pod_rows(cluster, pods, devices_by_pod(utilization), claims, unreadable, device_classes):
                 pod = row.as_json()
                 pod["logPath"] = f"{CLUSTERS_PATH}/{cluster}/proxy/api/v1/namespaces/{namespace}/pods/{row.name}/log"
                 entry["pods"].append(pod)
