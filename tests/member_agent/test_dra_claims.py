@@ -79,15 +79,20 @@ async def _synced(claims: DraClaims) -> None:
             await informer.synced.wait()
 
 
-async def test_the_claims_and_templates_are_cached_trimmed_and_a_change_is_reported() -> None:
-    changed: list[str] = []
-    claims = DraClaims(Member(serving=True), on_change=changed.append)
+async def _listed(claims: DraClaims) -> DraClaims:
+    """``claims`` once it has listed all it caches (then stopped)."""
     running = asyncio.create_task(claims.run())
     try:
         await _synced(claims)
     finally:
         running.cancel()
         await asyncio.gather(running, return_exceptions=True)
+    return claims
+
+
+async def test_the_claims_and_templates_are_cached_trimmed_and_a_change_is_reported() -> None:
+    changed: list[str] = []
+    claims = await _listed(DraClaims(Member(serving=True), on_change=changed.append))
     lookup = claims.snapshot()
     claim = lookup("ResourceClaim", "ml", "p-gpu-ab12c")
     assert claim == {
@@ -127,13 +132,7 @@ async def test_a_member_without_dra_is_not_listed_until_it_serves_it(monkeypatch
 
 
 async def test_a_claim_not_yet_allocated_counts_by_the_members_own_device_class() -> None:
-    claims = DraClaims(Member(serving=True))
-    running = asyncio.create_task(claims.run())
-    try:
-        await _synced(claims)
-    finally:
-        running.cancel()
-        await asyncio.gather(running, return_exceptions=True)
+    claims = await _listed(DraClaims(Member(serving=True)))
     requests = [{"name": "gpu", "exactly": {"deviceClassName": "h100.example.com", "count": 4}}]
     pod = {
         "metadata": {"name": "p", "namespace": "ml"},
