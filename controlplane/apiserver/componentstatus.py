@@ -35,7 +35,7 @@ from controlplane.apiserver.handlers import json_response
 from controlplane.apiserver.objects.values import utc_now
 from controlplane.apiserver.queryparams import watch_asked
 from controlplane.apiserver.resources import ResourceType, TableColumn
-from controlplane.apiserver.tables import TABLE_CONTENT_TYPE, IncludeObject, table, wants_table
+from controlplane.apiserver.tables import IncludeObject, table, table_content_type, wants_table
 from controlplane.storage.interface import Store
 
 RESOURCE: Final = ComputedResource(
@@ -180,10 +180,10 @@ class ComponentStatuses:
         found = await asyncio.gather(*(_probed(self._probes[n]) for n in names))
         items = [component_status(n, health) for n, health in zip(names, found, strict=True)]
         warnings = [DEPRECATION]
-        if wants_table(request.headers.get("Accept")):
+        if (as_table := wants_table(request.headers.get("Accept"))) is not None:
             include = IncludeObject.parse(request.query.get("includeObject"))
-            rendered = table(TABLE_TYPE, items, include=include, now=self._clock())
-            return json_response(rendered, content_type=TABLE_CONTENT_TYPE, warnings=warnings)
+            rendered = table(TABLE_TYPE, items, include=include, now=self._clock(), version=as_table.version)
+            return json_response(rendered, content_type=table_content_type(as_table.version), warnings=warnings)
         if name is not None:
             return json_response(items[0], warnings=warnings)
         return json_response(

@@ -47,7 +47,7 @@ from controlplane.apiserver.queryparams import (
 from controlplane.apiserver.requestoptions import checked_delete_options, checked_write_options, force_of
 from controlplane.apiserver.resources import ResourceType
 from controlplane.apiserver.routing import RequestInfo
-from controlplane.apiserver.tables import TABLE_CONTENT_TYPE, IncludeObject, scale_table, table, wants_table
+from controlplane.apiserver.tables import IncludeObject, scale_table, table, table_content_type, wants_table
 from controlplane.apiserver.validation import FieldValidation
 from controlplane.apiserver.watchcache import WatchCache, check_list_options, check_watch_list_options
 from controlplane.apiserver.watchcache.watcher import SharedEvent, in_batches_of_one
@@ -249,15 +249,15 @@ class ResourceHandlers:
             scale = await self._objects.get_scale(
                 rt, namespace=info.namespace, name=info.name, resource_version=request.query.get("resourceVersion")
             )
-            if wants_table(request.headers.get("Accept")):
+            if (as_table := wants_table(request.headers.get("Accept"))) is not None:
                 include = IncludeObject.parse(request.query.get("includeObject"))
                 now = self._clock()
                 # kube prints a built-in kind's Scale with its Scale printer; a custom kind's (a CRD's,
                 # LeaderWorkerSet's) with its own columns, read from the Scale, as its table convertor serves it.
-                rendered = scale_table(scale, include=include, now=now) if rt.strategic_merge else table(
-                    rt, [scale], include=include, now=now
+                rendered = scale_table(scale, include=include, now=now, version=as_table.version) if rt.strategic_merge else table(
+                    rt, [scale], include=include, now=now, version=as_table.version
                 )
-                return json_response(rendered, content_type=TABLE_CONTENT_TYPE)
+                return json_response(rendered, content_type=table_content_type(as_table.version))
             if (partial := metadata_asked(request.headers.get("Accept"))) is not None:
                 return json_response(partial_object(rt, scale, partial))
             return json_response(scale)
@@ -286,11 +286,11 @@ class ResourceHandlers:
     async def _get(self, request: web.Request, rt: ResourceType, info: RequestInfo) -> web.StreamResponse:
         assert info.name is not None
         at = request.query.get("resourceVersion")
-        if wants_table(request.headers.get("Accept")):
+        if (as_table := wants_table(request.headers.get("Accept"))) is not None:
             obj = await self._objects.get(rt, namespace=info.namespace, name=info.name, resource_version=at)
             include = IncludeObject.parse(request.query.get("includeObject"))
-            rendered = table(rt, [obj], include=include, now=self._clock())
-            return json_response(rendered, content_type=TABLE_CONTENT_TYPE)
+            rendered = table(rt, [obj], include=include, now=self._clock(), version=as_table.version)
+            return json_response(rendered, content_type=table_content_type(as_table.version))
         if (partial := metadata_asked(request.headers.get("Accept"))) is not None:
             obj = await self._objects.get(rt, namespace=info.namespace, name=info.name, resource_version=at)
             return json_response(partial_object(rt, obj, partial))
@@ -320,15 +320,15 @@ class ResourceHandlers:
     async def _list(self, request: web.Request, rt: ResourceType, info: RequestInfo) -> web.StreamResponse:
         query = request.query
         common = self.list_args(request)
-        if wants_table(request.headers.get("Accept")):
+        if (as_table := wants_table(request.headers.get("Accept"))) is not None:
             include = IncludeObject.parse(query.get("includeObject"))
             listed = await self._reads.list(rt, namespace=info.namespace, **common)
             rendered = table(
                 rt, listed.items, include=include, now=self._clock(),
                 resource_version=listed.resource_version, continue_token=listed.continue_token,
-                remaining_item_count=listed.remaining_item_count,
+                remaining_item_count=listed.remaining_item_count, version=as_table.version,
             )
-            return json_response(rendered, content_type=TABLE_CONTENT_TYPE)
+            return json_response(rendered, content_type=table_content_type(as_table.version))
         if (partial := metadata_asked(request.headers.get("Accept"))) is not None:
             listed = await self._reads.list(rt, namespace=info.namespace, **common)
             return json_response(partial_list(
@@ -397,7 +397,7 @@ class ResourceHandlers:
         if convert is not None:
             batches = convert(batches)
         response = web.StreamResponse(
-            headers={"Content-Type": TABLE_CONTENT_TYPE if as_table else JSON_CONTENT_TYPE}
+            headers={"Content-Type": table_content_type(as_table.version) if as_table else JSON_CONTENT_TYPE}
         )
         response.enable_chunked_encoding()
         await response.prepare(request)
@@ -411,7 +411,8 @@ class ResourceHandlers:
                 return event.line  # encoded once for every watch of the event
             obj = event.object
             if as_table and event.type not in (WatchEventType.BOOKMARK, WatchEventType.ERROR):
-                obj = table(rt, [obj], include=include, now=self._clock(), with_definitions=first)
+                obj = table(rt, [obj], include=include, now=self._clock(), with_definitions=first,
+                            version=as_table.version)
                 first = False
             return event_line(event.type.value, obj)
 

@@ -1,10 +1,12 @@
-"""``meta.k8s.io/v1`` Table responses: what ``kubectl get`` prints.
+"""``meta.k8s.io`` Table responses: what ``kubectl get`` prints.
 
 kubectl asks for ``Accept: application/json;as=Table;v=v1;g=meta.k8s.io,...``; when a
 request prefers that, the handlers answer with :func:`table` built from the resource
 type's columns (NAME first, then the type's columns — or, for Events as in kube, NAME last
 and wide only; priority-1 columns appear with ``-o wide``). Rows carry the object as ``PartialObjectMetadata`` (``includeObject=
-Metadata``, the default), the whole object (``Object``) or nothing (``None``). Pure.
+Metadata``, the default), the whole object (``Object``) or nothing (``None``). The Table (and its
+rows' PartialObjectMetadata) is of the version the Accept asks, ``v1`` or ``v1beta1``, as kube's
+``asTable`` answers. Pure.
 """
 
 from __future__ import annotations
@@ -15,10 +17,13 @@ from enum import StrEnum
 from typing import Any, Final
 
 from controlplane.apiserver.errors import BadRequest
-from controlplane.apiserver.negotiation import TABLE, conversion_asked
+from controlplane.apiserver.negotiation import CONVERSION_GROUP, TABLE, Conversion, conversion_asked
 from controlplane.apiserver.resources import AGE, ResourceType, TableColumn, path
 
-TABLE_CONTENT_TYPE = "application/json;as=Table;v=v1;g=meta.k8s.io"
+
+def table_content_type(version: str) -> str:
+    """The Content-Type of a Table of ``meta.k8s.io/<version>``."""
+    return f"application/json;as=Table;v={version};g={CONVERSION_GROUP}"
 
 NAME_COLUMN: dict[str, Any] = {
     "name": "Name",
@@ -45,10 +50,11 @@ class IncludeObject(StrEnum):
         raise BadRequest(f'includeObject: Unsupported value: "{value}": supported values: "None", "Metadata", "Object"')
 
 
-def wants_table(accept: str | None) -> bool:
-    """True when the Accept clause kube's negotiation picks asks for a meta.k8s.io Table."""
+def wants_table(accept: str | None) -> Conversion | None:
+    """The meta.k8s.io Table (its version) the Accept clause kube's negotiation picks asks for;
+    None when it asks for none."""
     conversion = conversion_asked(accept)
-    return conversion is not None and conversion.kind == TABLE
+    return conversion if conversion is not None and conversion.kind == TABLE else None
 
 
 def column_definitions(rt: ResourceType) -> list[dict[str, Any]]:
@@ -58,12 +64,15 @@ def column_definitions(rt: ResourceType) -> list[dict[str, Any]]:
     return [*columns, {**NAME_COLUMN, "priority": 1}]
 
 
-def row(rt: ResourceType, obj: dict[str, Any], *, include: IncludeObject, now: datetime) -> dict[str, Any]:
-    return _row(rt.columns, obj, include=include, now=now, name_first=rt.name_first)
+def row(
+    rt: ResourceType, obj: dict[str, Any], *, include: IncludeObject, now: datetime, version: str = "v1"
+) -> dict[str, Any]:
+    return _row(rt.columns, obj, include=include, now=now, name_first=rt.name_first, version=version)
 
 
 def _row(
-    columns: Sequence[TableColumn], obj: dict[str, Any], *, include: IncludeObject, now: datetime, name_first: bool
+    columns: Sequence[TableColumn], obj: dict[str, Any], *, include: IncludeObject, now: datetime, name_first: bool,
+    version: str,
 ) -> dict[str, Any]:
     name = obj.get("metadata", {}).get("name", "")
     cells: list[Any] = [name] if name_first else []
@@ -79,7 +88,7 @@ def _row(
     if include is IncludeObject.METADATA:
         out["object"] = {
             "kind": "PartialObjectMetadata",
-            "apiVersion": "meta.k8s.io/v1",
+            "apiVersion": f"{CONVERSION_GROUP}/{version}",
             "metadata": obj.get("metadata", {}),
         }
     elif include is IncludeObject.OBJECT:
@@ -97,6 +106,7 @@ def table(
     continue_token: str = "",
     remaining_item_count: int | None = None,
     with_definitions: bool = True,
+    version: str = "v1",
 ) -> dict[str, Any]:
     metadata: dict[str, Any] = {}
     if resource_version:
@@ -107,10 +117,10 @@ def table(
         metadata["remainingItemCount"] = remaining_item_count
     return {
         "kind": "Table",
-        "apiVersion": "meta.k8s.io/v1",
+        "apiVersion": f"{CONVERSION_GROUP}/{version}",
         "metadata": metadata,
         "columnDefinitions": column_definitions(rt) if with_definitions else [],
-        "rows": [row(rt, obj, include=include, now=now) for obj in objects],
+        "rows": [row(rt, obj, include=include, now=now, version=version) for obj in objects],
     }
 
 
@@ -124,12 +134,14 @@ SCALE_COLUMNS: Final = (
 )
 
 
-def scale_table(scale: dict[str, Any], *, include: IncludeObject, now: datetime) -> dict[str, Any]:
+def scale_table(
+    scale: dict[str, Any], *, include: IncludeObject, now: datetime, version: str = "v1"
+) -> dict[str, Any]:
     """One Scale as kube's Table: NAME, DESIRED, AVAILABLE, AGE."""
     return {
         "kind": "Table",
-        "apiVersion": "meta.k8s.io/v1",
+        "apiVersion": f"{CONVERSION_GROUP}/{version}",
         "metadata": {},
         "columnDefinitions": [{**NAME_COLUMN, "format": ""}, *(column.definition() for column in SCALE_COLUMNS)],
-        "rows": [_row(SCALE_COLUMNS, scale, include=include, now=now, name_first=True)],
+        "rows": [_row(SCALE_COLUMNS, scale, include=include, now=now, name_first=True, version=version)],
     }

@@ -42,7 +42,7 @@ from controlplane.apiserver import errors
 from controlplane.apiserver.handlers import json_response
 from controlplane.apiserver.queryparams import watch_asked
 from controlplane.apiserver.resources import ResourceType, TableColumn
-from controlplane.apiserver.tables import TABLE_CONTENT_TYPE, IncludeObject, table, wants_table
+from controlplane.apiserver.tables import IncludeObject, table, table_content_type, wants_table
 from controlplane.objectclient import ObjectClient
 from controlplane.reports.accounting import Accumulator
 from controlplane.reports.classify import STATES, WasteState
@@ -287,10 +287,10 @@ class _ReportHandlers:
         return [report_object(query, accumulator, now=now, namespace=namespace, queues=queues) for query in queries]
 
     def _respond(self, request: web.Request, objects: list[dict[str, Any]], *, single: bool) -> web.StreamResponse:
-        if wants_table(request.headers.get("Accept")):
+        if (as_table := wants_table(request.headers.get("Accept"))) is not None:
             include = IncludeObject.parse(request.query.get("includeObject"))
-            rendered = table(self._type, objects, include=include, now=self._clock())
-            return json_response(rendered, content_type=TABLE_CONTENT_TYPE)
+            rendered = table(self._type, objects, include=include, now=self._clock(), version=as_table.version)
+            return json_response(rendered, content_type=table_content_type(as_table.version))
         return json_response(objects[0] if single else report_list(objects))
 
     async def discovery(self, request: web.Request) -> web.StreamResponse:

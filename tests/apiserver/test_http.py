@@ -404,6 +404,18 @@ async def test_table_responses(api: Client) -> None:
     assert [c["name"] for c in widgets["columnDefinitions"]] == ["Name", "Size", "Color"]
 
 
+async def test_a_table_asked_in_v1beta1_is_a_v1beta1_table(api: Client) -> None:
+    """As kube's asTable: the Table, and its rows' PartialObjectMetadata, are of the version asked."""
+    await api.post(DEPLOYMENTS, json=deployment("web", replicas=1))
+    beta = "application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json"
+    for path in (DEPLOYMENTS, f"{DEPLOYMENTS}/web"):
+        response = await api.get(path, headers={"Accept": beta})
+        body = await response.json()
+        assert body["kind"] == "Table" and body["apiVersion"] == "meta.k8s.io/v1beta1"
+        assert body["rows"][0]["object"]["apiVersion"] == "meta.k8s.io/v1beta1"
+        assert response.headers["Content-Type"] == "application/json;as=Table;v=v1beta1;g=meta.k8s.io"
+
+
 async def test_a_scale_as_a_table_is_kubes_desired_and_available(api: Client) -> None:
     """``kubectl get deployment web --subresource=scale`` prints kube's Scale printer: NAME,
     DESIRED (spec.replicas), AVAILABLE (status.replicas), AGE; JSON stays the Scale itself."""

@@ -22,7 +22,14 @@ from controlplane.apiserver.kinds.workloads import workload_resources
 from controlplane.apiserver.patches import merge_patch
 from controlplane.apiserver.resources import NameRule, Registry
 from controlplane.apiserver.routing import parse_request
-from controlplane.apiserver.tables import IncludeObject, column_definitions, row, wants_table
+from controlplane.apiserver.tables import (
+    IncludeObject,
+    column_definitions,
+    row,
+    table,
+    table_content_type,
+    wants_table,
+)
 from controlplane.apiserver.validation import name_errors
 from controlplane.storage import KeyValue
 
@@ -231,7 +238,21 @@ def test_routing_non_resource(path: str) -> None:
     ],
 )
 def test_wants_table(accept: str | None, expected: bool) -> None:
-    assert wants_table(accept) is expected
+    assert (wants_table(accept) is not None) is expected
+
+
+@pytest.mark.parametrize("version", ["v1", "v1beta1"])
+def test_a_table_is_of_the_version_asked(version: str) -> None:
+    """kube's asTable answers a Table, and its rows' PartialObjectMetadata, of the version asked."""
+    asked = wants_table(f"application/json;as=Table;v={version};g=meta.k8s.io,application/json")
+    assert asked is not None and asked.version == version
+    pods = Registry(core_resources()).require("v1", "Pod")
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default"}}
+    rendered = table(pods, [pod], include=IncludeObject.METADATA, now=datetime(2026, 1, 1, tzinfo=UTC),
+                     version=asked.version)
+    assert rendered["apiVersion"] == f"meta.k8s.io/{version}"
+    assert rendered["rows"][0]["object"]["apiVersion"] == f"meta.k8s.io/{version}"
+    assert table_content_type(version) == f"application/json;as=Table;v={version};g=meta.k8s.io"
 
 
 def test_event_table_is_kubes_name_last_and_wide() -> None:

@@ -52,7 +52,7 @@ from controlplane.apiserver.queryparams import field_validation
 from controlplane.apiserver.requestoptions import force_of
 from controlplane.apiserver.resources import Registry, ResourceType
 from controlplane.apiserver.routing import RequestInfo
-from controlplane.apiserver.tables import TABLE_CONTENT_TYPE, IncludeObject, table, wants_table
+from controlplane.apiserver.tables import IncludeObject, table, table_content_type, wants_table
 from controlplane.apiserver.validation import check_object, decoded_applied
 from controlplane.apiserver.webhooks import equivalence
 from controlplane.apiserver.webhooks.calling import WebhookClient
@@ -263,10 +263,10 @@ class ConvertedHandlers:
         ))
 
     def _respond(self, request: web.Request, rt: ResourceType, obj: dict[str, Any], *, status: int = 200) -> web.Response:
-        if wants_table(request.headers.get("Accept")):
+        if (as_table := wants_table(request.headers.get("Accept"))) is not None:
             include = IncludeObject.parse(request.query.get("includeObject"))
-            rendered = table(rt, [obj], include=include, now=self._handlers.now())
-            return json_response(rendered, content_type=TABLE_CONTENT_TYPE)
+            rendered = table(rt, [obj], include=include, now=self._handlers.now(), version=as_table.version)
+            return json_response(rendered, content_type=table_content_type(as_table.version))
         if request.method == "GET" and (asked := metadata_asked(request.headers.get("Accept"))) is not None:
             return json_response(partial_object(rt, obj, asked))
         return json_response(obj, status=status, warnings=request_warnings(request))
@@ -282,13 +282,13 @@ class ConvertedHandlers:
     async def _list(self, request: web.Request, rt: ResourceType, stored: ResourceType, info: RequestInfo) -> web.Response:
         listed = await self._handlers.reads.list(stored, namespace=info.namespace, **self._handlers.list_args(request))
         items = await self._conversions.served(rt, listed.items, is_list=True)
-        if wants_table(request.headers.get("Accept")):
+        if (as_table := wants_table(request.headers.get("Accept"))) is not None:
             rendered = table(
                 rt, items, include=IncludeObject.parse(request.query.get("includeObject")), now=self._handlers.now(),
                 resource_version=listed.resource_version, continue_token=listed.continue_token,
-                remaining_item_count=listed.remaining_item_count,
+                remaining_item_count=listed.remaining_item_count, version=as_table.version,
             )
-            return json_response(rendered, content_type=TABLE_CONTENT_TYPE)
+            return json_response(rendered, content_type=table_content_type(as_table.version))
         if (asked := metadata_asked(request.headers.get("Accept"))) is not None:
             return json_response(partial_list(
                 rt, items, asked, resource_version=listed.resource_version,

@@ -42,7 +42,7 @@ from controlplane.apiserver.patching.scalefields import ReplicasPaths, to_parent
 from controlplane.apiserver.requestoptions import force_of
 from controlplane.apiserver.resources import ResourceType
 from controlplane.apiserver.routing import RequestInfo
-from controlplane.apiserver.tables import TABLE_CONTENT_TYPE, IncludeObject, table, wants_table
+from controlplane.apiserver.tables import IncludeObject, table, table_content_type, wants_table
 
 if TYPE_CHECKING:
     from controlplane.apiserver.crd.converted import WebhookConversions
@@ -185,10 +185,10 @@ class ConvertedScale:
             raise errors.InternalError(
                 f"Internal error occurred: the spec replicas field {json.dumps('.' + rt.scale.spec_replicas)} does not exist"
             )
-        if wants_table(request.headers.get("Accept")):
+        if (as_table := wants_table(request.headers.get("Accept"))) is not None:
             include = IncludeObject.parse(request.query.get("includeObject"))
-            rendered = table(rt, [scale], include=include, now=self._handlers.now())
-            return json_response(rendered, content_type=TABLE_CONTENT_TYPE)
+            rendered = table(rt, [scale], include=include, now=self._handlers.now(), version=as_table.version)
+            return json_response(rendered, content_type=table_content_type(as_table.version))
         return json_response(scale)
 
     async def _write(
