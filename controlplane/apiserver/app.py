@@ -75,7 +75,13 @@ from controlplane.apiserver.flowcontrol import (
 )
 from controlplane.apiserver.flowcontrol.debugging import debug_routes
 from controlplane.apiserver.flowcontrol.maxinflight import MaxInFlight, MaxInFlightConfig
-from controlplane.apiserver.handlers import REQUEST_INFO, WARNINGS, ResourceHandlers, json_response
+from controlplane.apiserver.handlers import (
+    REQUEST_INFO,
+    UNSTRUCTURED,
+    WARNINGS,
+    ResourceHandlers,
+    json_response,
+)
 from controlplane.apiserver.healthslis import HealthcheckSLIs
 from controlplane.apiserver.identity import (
     ANONYMOUS_USER,
@@ -162,7 +168,7 @@ def _negotiated(request: web.Request, response: web.StreamResponse) -> web.Strea
     if response.content_type != negotiation.JSON or not isinstance(response.body, bytes):
         return response
     try:
-        media = negotiation.response_media(request.headers.get("Accept"))
+        media = negotiation.response_media(request.headers.get("Accept"), protobuf=UNSTRUCTURED not in request)
     except errors.NotAcceptable:
         return response
     if media == negotiation.YAML:

@@ -27,6 +27,7 @@ from controlplane.apiserver.admission import ValidateWrite, WebhookCalls
 from controlplane.apiserver.body_refusals import body_media, decode_object, decode_options, decode_patch
 from controlplane.apiserver.decoding import INT64_MAX
 from controlplane.apiserver.metadataonly import metadata_asked, partial_list, partial_object, watched_object
+from controlplane.apiserver.negotiation import response_media
 from controlplane.apiserver.objects import (
     EncodedList,
     ListArgs,
@@ -59,6 +60,8 @@ REQUEST_INFO = web.RequestKey("request_info", RequestInfo)
 #: The warnings a request's write gathered, sent as ``Warning`` headers with its answer, an error
 #: included (kube writes the warnings its handlers recorded whatever the outcome).
 WARNINGS = web.RequestKey("warnings", list[str])
+#: Set for a custom resource's request: served in JSON and YAML, never protobuf (as kube's CRDs).
+UNSTRUCTURED = web.RequestKey("unstructured", bool)
 #: What a watch calls once it has started, its initial events sent (kube's ``WatchInitialized``):
 #: flow control sets it, and gives the watch's seats back to its level then.
 WATCH_STARTED: web.RequestKey[Callable[[], None]] = web.RequestKey("watch_started")
@@ -201,6 +204,9 @@ class ResourceHandlers:
             raise errors.NotFound("the server could not find the requested resource" + self._served_instead(info))
         if not self._addressable(rt, info):
             raise errors.NotFound("the server could not find the requested resource")
+        if not rt.built_in:  # kube's 406 for an Accept of protobuf alone, before the handler reads
+            request[UNSTRUCTURED] = True
+            response_media(request.headers.get("Accept"), protobuf=False)
         if self.converted is not None and rt.custom is not None and rt.custom.conversion_webhook is not None:
             return await self.converted(request, rt, info)
         if info.subresource:

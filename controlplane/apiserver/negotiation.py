@@ -6,7 +6,9 @@ whichever the client's ``Accept`` prefers (``q`` weights first, then the order g
 browser client. A client that accepts none of them gets 406
 ``only the following media types are accepted: application/json, application/yaml,
 application/vnd.kubernetes.protobuf``. The hub writes JSON where protobuf is asked for (kubectl
-asks for protobuf with JSON as its fallback, and reads either). A clause may ask for the answer
+asks for protobuf with JSON as its fallback, and reads either). A custom resource is served in
+JSON and YAML only, as kube's CRD handler serves it: a protobuf clause asking for no conversion
+is passed over, so that a client accepting protobuf alone gets the same 406. A clause may ask for the answer
 converted (``;as=Table;g=meta.k8s.io;v=v1``, ``as=PartialObjectMetadata`` or
 ``PartialObjectMetadataList``): :func:`conversion_asked`.
 
@@ -67,11 +69,13 @@ class Conversion:
         return f"{CONVERSION_GROUP}/{self.version}"
 
 
-def _negotiated(accept: str | None) -> tuple[str, Conversion | None]:
+def _negotiated(accept: str | None, *, protobuf: bool = True) -> tuple[str, Conversion | None]:
     """The media type written and the conversion asked, from the first clause (by weight, the
     client's order among equals) of a served media type that asks for no conversion or for one
     kube makes there (a Table in JSON or YAML, PartialObjectMetadata or its list in any;
-    ``g=meta.k8s.io``, ``v=v1`` or ``v1beta1``): kube passes over a clause asking for another."""
+    ``g=meta.k8s.io``, ``v=v1`` or ``v1beta1``): kube passes over a clause asking for another,
+    and, for a resource served without ``protobuf`` (a custom resource), a protobuf clause asking
+    for none (kube's ``AllowsMediaTypeTransform`` over the CRD handler's standard serializers)."""
     if not accept or not accept.strip():
         return JSON, None
     clauses = [media_params(entry) for entry in accept.split(",") if entry.strip()]
@@ -79,6 +83,8 @@ def _negotiated(accept: str | None) -> tuple[str, Conversion | None]:
         if _weight(params) <= 0 or media not in _WRITTEN:
             continue
         if not {"as", "g", "v"} & params.keys():
+            if media == PROTOBUF and not protobuf:
+                continue
             return _WRITTEN[media], None
         kind = params.get("as", "")
         if params.get("g") != CONVERSION_GROUP or params.get("v") not in CONVERSION_VERSIONS:
@@ -88,10 +94,12 @@ def _negotiated(accept: str | None) -> tuple[str, Conversion | None]:
     raise NotAcceptable(f"only the following media types are accepted: {', '.join(ACCEPTED)}")
 
 
-def response_media(accept: str | None) -> str:
+def response_media(accept: str | None, *, protobuf: bool = True) -> str:
     """JSON or YAML, as the client prefers; :class:`NotAcceptable` (406) when it takes neither
-    nor protobuf (nor any of them converted as kube converts). No header (or an empty one) is JSON."""
-    return _negotiated(accept)[0]
+    nor protobuf (nor any of them converted as kube converts). No header (or an empty one) is JSON.
+    ``protobuf=False``: the resource is not served in protobuf (a custom resource's), whose
+    clause then counts only to ask for a conversion."""
+    return _negotiated(accept, protobuf=protobuf)[0]
 
 
 def conversion_asked(accept: str | None) -> Conversion | None:

@@ -582,6 +582,30 @@ async def test_a_resource_is_written_in_the_media_type_the_client_prefers(api: C
     }
 
 
+async def test_a_custom_resource_asked_in_protobuf_alone_is_kubes_406(api: Client) -> None:
+    """kube's CRD handler serves JSON and YAML only: protobuf alone is 406 NotAcceptable naming what
+    its serializer offers; a fallback after protobuf is answered; a built-in kind still answers."""
+    await api.post(WIDGETS, json=widget("w"))
+    await api.post(DEPLOYMENTS, json=deployment("d"))
+    only = {"Accept": "application/vnd.kubernetes.protobuf"}
+    for method, path in (("GET", f"{WIDGETS}/w"), ("GET", WIDGETS), ("DELETE", f"{WIDGETS}/w")):
+        refused = await api.request(method, path, headers=only)
+        assert refused.status == 406, (method, path)
+        assert await refused.json() == {
+            "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": "only the following media types are accepted: application/json, application/yaml, "
+                       "application/vnd.kubernetes.protobuf",
+            "reason": "NotAcceptable", "code": 406,
+        }
+    assert (await api.get(f"{WIDGETS}/w")).status == 200  # the DELETE refused deleted nothing
+    fallback = await api.get(f"{WIDGETS}/w", headers={"Accept": "application/vnd.kubernetes.protobuf,application/json"})
+    assert (fallback.status, fallback.content_type) == (200, "application/json")
+    assert (await fallback.json())["metadata"]["name"] == "w"
+    in_yaml = await api.get(WIDGETS, headers={"Accept": "application/vnd.kubernetes.protobuf,application/yaml"})
+    assert (in_yaml.status, in_yaml.content_type) == (200, "application/yaml")
+    assert (await api.get(f"{DEPLOYMENTS}/d", headers=only)).status == 200
+
+
 # --- authentication and authorization ---------------------------------------------------------
 
 

@@ -17,8 +17,10 @@ from controlplane.apis.kube.selectors import (
 )
 from controlplane.apiserver import codec
 from controlplane.apiserver.columns import human_duration, pod_status
+from controlplane.apiserver.errors import NotAcceptable
 from controlplane.apiserver.kinds.core import core_resources
 from controlplane.apiserver.kinds.workloads import workload_resources
+from controlplane.apiserver.negotiation import response_media
 from controlplane.apiserver.patches import merge_patch
 from controlplane.apiserver.resources import NameRule, Registry
 from controlplane.apiserver.routing import parse_request
@@ -239,6 +241,27 @@ def test_routing_non_resource(path: str) -> None:
 )
 def test_wants_table(accept: str | None, expected: bool) -> None:
     assert (wants_table(accept) is not None) is expected
+
+
+@pytest.mark.parametrize(
+    ("accept", "written"),
+    [
+        ("application/vnd.kubernetes.protobuf,application/json", "application/json"),
+        ("application/vnd.kubernetes.protobuf,application/yaml;q=0.5", "application/yaml"),
+        # A conversion in protobuf is still made (kube writes PartialObjectMetadata of a custom resource so).
+        ("application/vnd.kubernetes.protobuf;as=PartialObjectMetadata;g=meta.k8s.io;v=v1", "application/json"),
+        ("application/vnd.kubernetes.protobuf", None),
+        ("application/vnd.kubernetes.protobuf;q=1,text/plain", None),
+    ],
+)
+def test_a_resource_served_without_protobuf_passes_its_clause_over(accept: str, written: str | None) -> None:
+    """As kube's CRD handler: protobuf is among the types it names, not among those it writes."""
+    assert response_media(accept) == "application/json"
+    if written is None:
+        with pytest.raises(NotAcceptable):
+            response_media(accept, protobuf=False)
+    else:
+        assert response_media(accept, protobuf=False) == written
 
 
 @pytest.mark.parametrize("version", ["v1", "v1beta1"])
