@@ -28,10 +28,12 @@ from controlplane.apiserver.errors import (
     Conflict,
     Invalid,
     RejectedRequest,
+    ServerError,
     Target,
     invalid_options,
     unknown_body_format,
 )
+from controlplane.apiserver.patching.apply import UntypedApply
 from controlplane.apiserver.patching.apply import record_update as _record_update
 from controlplane.apiserver.patching.conflicts import ApplyConflict
 from controlplane.apiserver.patching.lastapplied import apply_upgrading_client_side
@@ -133,6 +135,8 @@ def apply_patch(
                 subresource=subresource,
                 converter=converter,
             )
+        except UntypedApply as exc:
+            raise ServerError(f"failed to create typed patch object ({_gvknn(patch)}): {exc}") from exc
         except ValueError as exc:
             raise _unappliable(str(exc), str(exc), rt, name) from exc
         except ApplyConflict as exc:
@@ -247,6 +251,15 @@ def json_patch_failure(live: dict[str, Any], patch: list[Any]) -> str:
 def _undecodable(value: Any, go_type: str, *, prefix: str) -> BadRequest:
     """Go's error decoding a patch body of the wrong JSON type into ``go_type`` (kube's 400)."""
     return BadRequest(prefix + cannot_unmarshal(value, go_type))
+
+
+def _gvknn(applied: dict[str, Any]) -> str:
+    """The applied object as kube's field manager names it in its errors (``objectGVKNN``):
+    ``namespace/name; group/version, Kind=kind``, from the body itself."""
+    metadata = applied.get("metadata") if isinstance(applied.get("metadata"), dict) else {}
+    group, _, version = str(applied.get("apiVersion") or "").rpartition("/")
+    return (f"{metadata.get('namespace') or ''}/{metadata.get('name') or ''}; "
+            f"{group}/{version}, Kind={applied.get('kind') or ''}")
 
 
 def _unappliable(message: str, detail: str, rt: ResourceType, name: str) -> Invalid:

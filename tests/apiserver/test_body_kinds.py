@@ -196,3 +196,34 @@ async def test_a_scale_update_of_another_kind_is_kubes_400(api: Client, body: di
     assert (answer.status, status["reason"], status["message"]) == (400, "BadRequest", message)
     scale = {"apiVersion": "autoscaling/v1", "kind": "Scale", "metadata": {"name": "x"}, "spec": {"replicas": 2}}
     assert (await api.put(f"{DEPLOYMENTS}/x/scale", json=scale)).status == 200
+
+
+_OMITS_NAME = ('.spec.template.spec.containers: element 0: associative list with keys has an element that omits '
+               'key field "name" (and doesn\'t have default value)')
+
+
+@pytest.mark.parametrize(("path", "body", "message"), [
+    (f"{DEPLOYMENTS}/x", _deployment(spec={"selector": {"matchLabels": {"app": "x"}}, "template": {
+        "metadata": {"labels": {"app": "x"}}, "spec": {"containers": [{"image": "i"}]}}}),
+     f"failed to create typed patch object (/x; apps/v1, Kind=Deployment): {_OMITS_NAME}"),
+    ("/api/v1/namespaces/default/pods/p",
+     {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default"},
+      "spec": {"containers": [{"name": "a", "image": "i"}, {"image": "j"}]}},
+     "failed to create typed patch object (default/p; /v1, Kind=Pod): .spec.containers: element 1: associative "
+     'list with keys has an element that omits key field "name" (and doesn\'t have default value)'),
+])
+async def test_an_apply_of_a_list_item_without_its_key_is_kubes_reasonless_500(
+    api: Client, path: str, body: dict[str, Any], message: str
+) -> None:
+    """structured-merge-diff cannot type the applied object, and kube's field manager returns its
+    error as a plain one: a 500 Status without a reason, in its words, whether the apply creates
+    the object or changes it."""
+    for existing in (False, True):
+        if existing:  # the second round changes an object that exists
+            fine = {**body, "spec": {**body["spec"], "containers": [{"name": "c", "image": "i"}]}}
+            assert (await _apply(api, path, _deployment() if path.startswith(DEPLOYMENTS) else fine)).status == 201
+        refused = await _apply(api, path, body)
+        assert refused.status == 500
+        assert await refused.json() == {
+            "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message, "code": 500,
+        }

@@ -73,6 +73,11 @@ class ApplyError(ValueError):
     """An applied configuration that cannot be applied (bad list keys, duplicates, wrong target)."""
 
 
+class UntypedApply(ApplyError):
+    """An applied configuration kube's structured-merge-diff cannot type, in its words (``path:
+    message``): kube's field manager returns it as a plain error, answered as a reasonless 500."""
+
+
 @dataclass
 class _Entry:
     manager: str
@@ -556,11 +561,15 @@ def _validate_config(value: Any, schema: FieldSchema, path: Path) -> None:
             continue
         element = item_element(item, schema)
         if element is None:
-            if schema.list_type is ListType.MAP:
-                raise ApplyError(
-                    f"{describe(path)}[{index}]: every item of this list needs its key field(s) "
-                    f"{', '.join(schema.keys)}"
+            if schema.list_type is ListType.MAP and isinstance(item, Mapping):
+                missing = next(k for k in schema.keys if item.get(k) is None and k not in schema.key_defaults)
+                raise UntypedApply(
+                    f"{describe(path)}: element {index}: associative list with keys has an element that omits "
+                    f'key field "{missing}" (and doesn\'t have default value)'
                 )
+            if schema.list_type is ListType.MAP:
+                raise ApplyError(f"{describe(path)}[{index}]: every item of this list needs its key field(s) "
+                                 f"{', '.join(schema.keys)}")
             raise ApplyError(f"{describe(path)}[{index}]: this list holds plain values only")
         if element in seen:
             raise ApplyError(f"{describe((*path, element))}: duplicate entries for this key")

@@ -626,7 +626,8 @@ INVALID = [
         "list item without its key",
         None,
         manifest(containers=[{"image": "x"}]),
-        ".spec.template.spec.containers[0]: every item of this list needs its key field(s) name",
+        ".spec.template.spec.containers: element 0: associative list with keys has an element that omits "
+        'key field "name" (and doesn\'t have default value)',
     ),
     Invalid(
         "duplicate keys",
