@@ -32,6 +32,7 @@ from controlplane.apis.kube.selectors import parse_field_selector, parse_label_s
 from controlplane.apiserver import errors
 from controlplane.apiserver.computed import ComputedEndpoint, ComputedResource
 from controlplane.apiserver.handlers import json_response
+from controlplane.apiserver.metadataonly import computed_metadata
 from controlplane.apiserver.objects.values import utc_now
 from controlplane.apiserver.queryparams import watch_asked
 from controlplane.apiserver.resources import ResourceType, TableColumn
@@ -72,9 +73,10 @@ def _status_cell(obj: dict[str, Any], _now: datetime) -> str:
     return "Healthy" if condition.get("status") == "True" else "Unhealthy"
 
 
-#: kube's Table of the kind (``pkg/printers/internalversion``): its columns, no Age.
+#: kube's Table of the kind (``pkg/printers/internalversion``): its columns, no Age; a built-in
+#: kind (``strategic_merge``), whose metadata-alone 406 names kube's ``*core.ComponentStatus``.
 TABLE_TYPE: Final = ResourceType(
-    "", "v1", "ComponentStatus", "componentstatuses", "componentstatus", namespaced=False,
+    "", "v1", "ComponentStatus", "componentstatuses", "componentstatus", namespaced=False, strategic_merge=True,
     columns=(
         TableColumn("Status", _status_cell, description="Status of the component conditions"),
         TableColumn("Message", lambda obj, _now: _condition(obj).get("message", ""),
@@ -184,6 +186,8 @@ class ComponentStatuses:
             include = IncludeObject.parse(request.query.get("includeObject"))
             rendered = table(TABLE_TYPE, items, include=include, now=self._clock(), version=as_table.version)
             return json_response(rendered, content_type=table_content_type(as_table.version), warnings=warnings)
+        if (partial := computed_metadata(TABLE_TYPE, request.headers.get("Accept"), items, single=name is not None)) is not None:
+            return json_response(partial, warnings=warnings)
         if name is not None:
             return json_response(items[0], warnings=warnings)
         return json_response(

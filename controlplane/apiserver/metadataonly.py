@@ -8,7 +8,9 @@ namespace controller, controller-runtime's metadata-only watches) and the offici
 client's DynamicClient ask for them. As kube's ``asPartialObjectMetadata`` and
 ``asPartialObjectMetadataList``, one object asked for as a list, or a list as one object, is a
 406 NotAcceptable naming the Go type kube serves it from; a watch asked for lists writes its
-events' objects whole, as kube's watch encoder falls back to them. Pure.
+events' objects whole, as kube's watch encoder falls back to them. The computed resources answer
+them too (:func:`computed_metadata`), but for Kueue's visibility summaries, which kube's library
+refuses both (:func:`refuse_metadata_of_summary`). Pure.
 """
 
 from __future__ import annotations
@@ -39,11 +41,18 @@ def _partial(obj: Mapping[str, Any], conversion: Conversion) -> dict[str, Any]:
     return {"kind": PARTIAL_OBJECT, "apiVersion": conversion.api_version, "metadata": obj.get("metadata") or {}}
 
 
+def _not_a_list(go_type: str) -> NotAcceptable:
+    return NotAcceptable(f"you requested {PARTIAL_LIST}, but the requested object is not a list ({go_type})")
+
+
+def _a_list(go_type: str) -> NotAcceptable:
+    return NotAcceptable(f"you requested {PARTIAL_OBJECT}, but the requested object is a list ({go_type})")
+
+
 def partial_object(rt: ResourceType, obj: Mapping[str, Any], conversion: Conversion) -> dict[str, Any]:
     """One object of ``rt`` (or its Scale) as ``conversion`` asks it."""
     if conversion.kind != PARTIAL_OBJECT:
-        raise NotAcceptable(f"you requested {PARTIAL_LIST}, but the requested object is not a list "
-                            f"({_go_type(rt, listed=False)})")
+        raise _not_a_list(_go_type(rt, listed=False))
     return _partial(obj, conversion)
 
 
@@ -53,9 +62,9 @@ def partial_list(
 ) -> dict[str, Any]:
     """A list of ``rt`` as ``conversion`` asks it."""
     if conversion.kind != PARTIAL_LIST:
-        raise NotAcceptable(f"you requested {PARTIAL_OBJECT}, but the requested object is a list "
-                            f"({_go_type(rt, listed=True)})")
-    metadata: dict[str, Any] = {"resourceVersion": resource_version}
+        raise _a_list(_go_type(rt, listed=True))
+    # A computed list's resourceVersion is empty, which kube's ListMeta leaves out.
+    metadata: dict[str, Any] = {"resourceVersion": resource_version} if resource_version else {}
     if continue_token:
         metadata["continue"] = continue_token
     if remaining_item_count is not None:
@@ -68,3 +77,25 @@ def watched_object(obj: dict[str, Any], conversion: Conversion) -> dict[str, Any
     """A watch event's object (a bookmark's too) as ``conversion`` asks it; whole when it asks
     for a list."""
     return _partial(obj, conversion) if conversion.kind == PARTIAL_OBJECT else obj
+
+
+def computed_metadata(
+    rt: ResourceType, accept: str | None, objects: list[dict[str, Any]], *, single: bool
+) -> dict[str, Any] | None:
+    """A computed resource's answer (one object, or a list without resourceVersion) as the
+    Accept asks it, as kube's REST storage answers it (ComponentStatus); None when not asked."""
+    conversion = metadata_asked(accept)
+    if conversion is None:
+        return None
+    if single:
+        return partial_object(rt, objects[0], conversion)
+    return partial_list(rt, objects, conversion, resource_version="")
+
+
+def refuse_metadata_of_summary(accept: str | None, go_type: str) -> None:
+    """kube's 406 for an object with ``Items`` that is no list (``ObjectMeta``, no ``ListMeta``,
+    as Kueue's PendingWorkloadsSummary): ``meta.IsListType`` takes it for a list, so no
+    PartialObjectMetadata; it lacks the ``ListInterface``, so no PartialObjectMetadataList either."""
+    conversion = metadata_asked(accept)
+    if conversion is not None:
+        raise _a_list(go_type) if conversion.kind == PARTIAL_OBJECT else _not_a_list(go_type)

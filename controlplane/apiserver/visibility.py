@@ -37,6 +37,7 @@ from controlplane.apis import kueue_v1beta1 as kueue
 from controlplane.apiserver import errors
 from controlplane.apiserver.computed import ComputedEndpoint, ComputedResource
 from controlplane.apiserver.handlers import json_response
+from controlplane.apiserver.metadataonly import refuse_metadata_of_summary
 from controlplane.apiserver.resources import ResourceType
 from controlplane.objectclient import ObjectClient
 
@@ -130,6 +131,8 @@ class PendingWorkloads:
                 answer = await self._local_queue(version, request.match_info["namespace"], name, limit, offset)
             else:
                 answer = await self._cluster_queue(version, name, limit, offset)
+            # Kueue's server answers from kube's library: no metadata alone of a summary.
+            refuse_metadata_of_summary(request.headers.get("Accept"), f"*{version}.{SUMMARY}")
             return json_response(answer)
 
         return handle

@@ -40,6 +40,7 @@ from aiohttp import web
 from controlplane.apis.kueue_v1beta1 import API_VERSION as KUEUE_API_VERSION
 from controlplane.apiserver import errors
 from controlplane.apiserver.handlers import json_response
+from controlplane.apiserver.metadataonly import computed_metadata
 from controlplane.apiserver.queryparams import watch_asked
 from controlplane.apiserver.resources import ResourceType, TableColumn
 from controlplane.apiserver.tables import IncludeObject, table, table_content_type, wants_table
@@ -291,6 +292,8 @@ class _ReportHandlers:
             include = IncludeObject.parse(request.query.get("includeObject"))
             rendered = table(self._type, objects, include=include, now=self._clock(), version=as_table.version)
             return json_response(rendered, content_type=table_content_type(as_table.version))
+        if (partial := computed_metadata(self._type, request.headers.get("Accept"), objects, single=single)) is not None:
+            return json_response(partial)
         return json_response(objects[0] if single else report_list(objects))
 
     async def discovery(self, request: web.Request) -> web.StreamResponse:

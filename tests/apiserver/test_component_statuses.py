@@ -76,6 +76,28 @@ async def test_the_table_is_kubes(client: Client) -> None:
     ]
 
 
+async def test_metadata_alone_is_kubes_partial_object_metadata(client: Client) -> None:
+    """kube's ComponentStatus is a REST storage: its answers convert as any kind's do."""
+    as_list = {"Accept": "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"}
+    listed = await client.get(COLLECTION, headers=as_list)
+    assert listed.headers.getall("Warning") == [WARNING]
+    body = await listed.json()
+    assert (body["kind"], body["apiVersion"], body["metadata"]) == ("PartialObjectMetadataList", "meta.k8s.io/v1", {})
+    assert [i["metadata"]["name"] for i in body["items"]] == ["scheduler", "controller-manager", "etcd-0"]
+    assert {i["kind"] for i in body["items"]} == {"PartialObjectMetadata"}
+    one = {"Accept": "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1beta1"}
+    assert await (await client.get(f"{COLLECTION}/etcd-0", headers=one)).json() == {
+        "kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1beta1",
+        "metadata": {"name": "etcd-0", "creationTimestamp": None},
+    }
+    refused = await client.get(COLLECTION, headers=one)
+    assert (refused.status, (await refused.json())["message"]) == (
+        406, "you requested PartialObjectMetadata, but the requested object is a list (*core.ComponentStatusList)")
+    refused = await client.get(f"{COLLECTION}/etcd-0", headers=as_list)
+    assert (refused.status, (await refused.json())["message"]) == (
+        406, "you requested PartialObjectMetadataList, but the requested object is not a list (*core.ComponentStatus)")
+
+
 @pytest.mark.parametrize(("method", "path"), [("POST", COLLECTION), ("DELETE", f"{COLLECTION}/etcd-0"),
                                               ("PUT", f"{COLLECTION}/etcd-0"), ("DELETE", COLLECTION)])
 async def test_other_verbs_are_not_allowed(client: Client, method: str, path: str) -> None:

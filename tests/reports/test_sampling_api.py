@@ -146,6 +146,19 @@ async def test_kubectl_tables_have_one_column_per_state(api: Api) -> None:
     assert cells["Waste-Cost"] == "$0.15"
 
 
+async def test_metadata_alone_is_answered_as_for_any_resource(api: Api) -> None:
+    """client-go's metadata client and the official client's DynamicClient get PartialObjectMetadata."""
+    status, listing = await api.get(REPORTS, accept="application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1")
+    assert status == 200 and (listing["kind"], listing["apiVersion"]) == ("PartialObjectMetadataList", "meta.k8s.io/v1")
+    assert [i["metadata"]["name"] for i in listing["items"]] == ["last-1h", "last-24h", "last-7d", "last-30d"]
+    assert {i["kind"] for i in listing["items"]} == {"PartialObjectMetadata"}
+    status, single = await api.get(f"{REPORTS}/last-1h", accept="application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1")
+    assert status == 200 and single["kind"] == "PartialObjectMetadata" and single["metadata"]["name"] == "last-1h"
+    assert "spec" not in single and "status" not in single
+    status, refused = await api.get(REPORTS, accept="application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1")
+    assert (status, refused["reason"]) == (406, "NotAcceptable")
+
+
 async def test_lists_without_a_window_return_the_default_windows(api: Api) -> None:
     _, listing = await api.get(REPORTS)
     assert listing["kind"] == "WasteReportList"

@@ -106,6 +106,19 @@ async def test_pending_workloads_in_admission_order_with_kueues_paging_and_error
     status, _ = await admin("DELETE", f"{VISIBILITY}/v1beta2/clusterqueues/fleet/pendingworkloads")
     assert status == 405
 
+    # kube's library takes a summary (Items, but ObjectMeta) for a list and for no list: both 406.
+    for kind, message in (
+        ("PartialObjectMetadata", "you requested PartialObjectMetadata, but the requested object is a list "
+                                  "(*v1beta2.PendingWorkloadsSummary)"),
+        ("PartialObjectMetadataList", "you requested PartialObjectMetadataList, but the requested object is not "
+                                      "a list (*v1beta2.PendingWorkloadsSummary)"),
+    ):
+        async with admin.session.get(
+            f"{admin.hub.url}{VISIBILITY}/v1beta2/clusterqueues/fleet/pendingworkloads",
+            headers={"Authorization": f"Bearer {admin.token}", "Accept": f"application/json;as={kind};g=meta.k8s.io;v=v1"},
+        ) as refused:
+            assert (refused.status, (await refused.json())["message"]) == (406, message)
+
 
 async def test_a_pods_ready_timeout_sends_a_workload_behind_those_created_before_its_eviction(admin: Client) -> None:
     """Kueue's default ``requeuingStrategy.timestamp: Eviction``: the visibility API and the
