@@ -256,7 +256,8 @@ def _undecodable(value: Any, go_type: str, *, prefix: str) -> BadRequest:
 def _gvknn(applied: dict[str, Any]) -> str:
     """The applied object as kube's field manager names it in its errors (``objectGVKNN``):
     ``namespace/name; group/version, Kind=kind``, from the body itself."""
-    metadata = applied.get("metadata") if isinstance(applied.get("metadata"), dict) else {}
+    found = applied.get("metadata")
+    metadata: dict[str, Any] = found if isinstance(found, dict) else {}
     group, _, version = str(applied.get("apiVersion") or "").rpartition("/")
     return (f"{metadata.get('namespace') or ''}/{metadata.get('name') or ''}; "
             f"{group}/{version}, Kind={applied.get('kind') or ''}")
