@@ -28,7 +28,6 @@ from controlplane.apiserver.errors import (
     Conflict,
     Invalid,
     RejectedRequest,
-    ServerError,
     Target,
     invalid_options,
     unknown_body_format,
@@ -136,7 +135,10 @@ def apply_patch(
                 converter=converter,
             )
         except UntypedApply as exc:
-            raise ServerError(f"failed to create typed patch object ({_gvknn(patch)}): {exc}") from exc
+            # kube's field manager answers this as a reasonless 500; the hub keeps its words but says
+            # what it is, the client's mistake: a 422 naming the field, which kubectl prints.
+            message = f"failed to create typed patch object ({_gvknn(patch)}): {exc}"
+            raise _unappliable(message, str(exc), rt, name) from exc
         except ValueError as exc:
             raise _unappliable(str(exc), str(exc), rt, name) from exc
         except ApplyConflict as exc:

@@ -212,18 +212,19 @@ _OMITS_NAME = ('.spec.template.spec.containers: element 0: associative list with
      "failed to create typed patch object (default/p; /v1, Kind=Pod): .spec.containers: element 1: associative "
      'list with keys has an element that omits key field "name" (and doesn\'t have default value)'),
 ])
-async def test_an_apply_of_a_list_item_without_its_key_is_kubes_reasonless_500(
+async def test_an_apply_of_a_list_item_without_its_key_is_refused_in_kubes_words(
     api: Client, path: str, body: dict[str, Any], message: str
 ) -> None:
-    """structured-merge-diff cannot type the applied object, and kube's field manager returns its
-    error as a plain one: a 500 Status without a reason, in its words, whether the apply creates
-    the object or changes it."""
+    """structured-merge-diff cannot type the applied object: kube's field manager returns its
+    error as a plain one (a 500 without a reason); the hub keeps its words, as a 422 with the
+    reason as a cause at ``patch``, whether the apply creates the object or changes it."""
     for existing in (False, True):
         if existing:  # the second round changes an object that exists
             fine = {**body, "spec": {**body["spec"], "containers": [{"name": "c", "image": "i"}]}}
             assert (await _apply(api, path, _deployment() if path.startswith(DEPLOYMENTS) else fine)).status == 201
         refused = await _apply(api, path, body)
-        assert refused.status == 500
-        assert await refused.json() == {
-            "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message, "code": 500,
-        }
+        status = await refused.json()
+        assert (refused.status, status["reason"], status["message"]) == (422, "Invalid", message)
+        assert [(c["field"], c["message"]) for c in status["details"]["causes"]] == [
+            ("patch", message.split("): ", 1)[1])
+        ]
