@@ -35,6 +35,18 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 E2E_TIMEOUT_SECONDS = 420
 
 
+#: Third-party clients (kubernetes_asyncio's aiohttp session, the official client's urllib3 pool)
+#: close their connections as the test ends, but a transport closed just before its event loop is
+#: (``asyncio.run`` returning) is finalized by the garbage collector and reported as an unraisable
+#: ResourceWarning at whichever collection comes next: a race in code this project does not own,
+#: seen failing a CI run once the filter was dropped. The end-to-end tests ignore exactly that
+#: report; the unit tests, where the project's own code runs in-process, still fail on it.
+FOREIGN_LEAKED_SOCKETS = (
+    r"ignore:Exception ignored in. <(function _SelectorTransport.__del__|socket.socket fd=)"
+    r":pytest.PytestUnraisableExceptionWarning"
+)
+
+
 def _is_e2e(item: pytest.Item) -> bool:
     return "e2e" in item.nodeid.split("/")[0]
 
@@ -45,6 +57,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             continue
         if item.get_closest_marker("timeout") is None:
             item.add_marker(pytest.mark.timeout(E2E_TIMEOUT_SECONDS))
+        item.add_marker(pytest.mark.filterwarnings(FOREIGN_LEAKED_SOCKETS))
     # pytest-xdist hands tests out in this order: the end-to-end tests (up to minutes each) go
     # first, the ones marked slow (a minute or more by design) first of all, so the workers
     # share them from the start and the many short unit tests fill in around them, instead of
@@ -67,8 +80,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     often during a long end-to-end test, which would then fail for something it did not do. So
     unless the teardown of the end-to-end test before it just collected, what came before is
     collected first, its unclosed sockets let go without a word (the unit tests, where such a
-    leak is made, still fail on one); the test then fails on a socket its own clients leave
-    (``_collect_what_the_test_left``)."""
+    leak is made, still fail on one)."""
     if _collected_before[0] is item:
         return
     with warnings.catch_warnings():
@@ -99,8 +111,8 @@ def _collect_what_the_module_left() -> Iterator[None]:
 @pytest.fixture(autouse=True)
 def _collect_what_the_test_left() -> Iterator[None]:
     """The end-to-end tests run first, then unit tests in the same workers: what an end-to-end
-    test's clients left for the garbage collector is collected at its own teardown, where a
-    socket left unclosed fails it, not during a later test that did not leak it (pytest checks
-    for such reports right after the teardown's fixtures, so this is a fixture's, not a hook's)."""
+    test's clients left for the garbage collector is collected at its own teardown (where
+    FOREIGN_LEAKED_SOCKETS applies), not during a later unit test that did not leak it (pytest
+    checks for such reports right after the teardown's fixtures, so this is a fixture's)."""
     yield
     gc.collect()
