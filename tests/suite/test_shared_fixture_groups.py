@@ -1,9 +1,13 @@
 """The suite's own distribution (the root conftest.py): the tests that share a module's fixture run
-on one pytest-xdist worker, so the fixture is set up once a run, and the order stays load's."""
+on one pytest-xdist worker, so the fixture is set up once a run, and the order stays load's; the
+worker busy with such a group is sent nothing more until the group is nearly done."""
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -46,3 +50,67 @@ def test_a_module_fixture_is_set_up_once_on_one_worker(pytester: pytest.Pytester
     assert len(setups.read_text().split()) == 1, setups.read_text()
     workers = {line.split()[0] for line in result.outlines if "test_uses_the_fleet" in line and "PASSED" in line}
     assert len(workers) == 1, result.outlines
+
+
+class _Config:
+    """What the scheduler reads of pytest's config: ``-n 2``, ``load``, no ``--maxschedchunk``."""
+
+    stash = pytest.Stash()
+
+    def getvalue(self, name: str) -> Any:
+        return {"dist": "load", "tx": ["2*popen"]}[name]
+
+    def getoption(self, name: str) -> Any:
+        assert name == "maxschedchunk"
+        return None
+
+
+class _Worker:
+    """A worker as the controller sees it: it records what it is sent, and the grouped tests it
+    still had pending at the time."""
+
+    def __init__(self, name: str, scheduler: Any, groups: list[str | None]) -> None:
+        self.gateway = SimpleNamespace(id=name)
+        self.shutting_down = False
+        self.scheduler = scheduler
+        self.groups = groups
+        self.sends: list[tuple[int, list[int]]] = []
+
+    def send_runtest_some(self, indices: list[int]) -> None:
+        before = self.scheduler.node2pending[self][: -len(indices)]
+        self.sends.append((sum(self.groups[i] is not None for i in before), list(indices)))
+
+    def shutdown(self) -> None:
+        self.shutting_down = True
+
+
+def test_a_worker_busy_with_a_group_is_sent_nothing_more_until_the_group_is_nearly_done() -> None:
+    spec = importlib.util.spec_from_file_location("_root_conftest_for_scheduling", ROOT_CONFTEST)
+    assert spec is not None and spec.loader is not None
+    root_conftest = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(root_conftest)
+    scheduler = root_conftest.pytest_xdist_make_scheduler(_Config(), SimpleNamespace(loadsched=lambda *args: None))
+    # Four quick tests, a module of 30 that share its fixture, then 300 quick ones: ``load`` would
+    # top the group's worker up with quick tests as soon as it finished one of the group's.
+    groups: list[str | None] = [None] * 4 + ["test_fleet.py"] * 30 + [None] * 300
+    scheduler.groups = groups
+    workers = [_Worker(f"gw{n}", scheduler, groups) for n in range(2)]
+    for worker in workers:
+        scheduler.add_node(worker)
+        scheduler.add_node_collection(worker, [f"test_{n}" for n in range(len(groups))])
+    scheduler.schedule()
+    # The workers take turns finishing the first test they hold, each report at once, till done.
+    done: list[int] = []
+    while scheduler.has_pending:
+        for worker in workers:
+            if scheduler.node2pending[worker]:
+                index = scheduler.node2pending[worker][0]
+                done.append(index)
+                scheduler.mark_test_complete(worker, index)
+    assert sorted(done) == list(range(len(groups)))
+    (busy,) = [w for w in workers if any(groups[i] is not None for _, indices in w.sends for i in indices)]
+    grouped = [index for _, indices in busy.sends for index in indices if groups[index] is not None]
+    assert sorted(grouped) == list(range(4, 34)), busy.sends
+    assert [(pending, indices) for pending, indices in busy.sends if pending >= 2] == []
+    # Once the group is nearly done, the worker is topped up again like any other.
+    assert any(pending == 1 for pending, _ in busy.sends), busy.sends
