@@ -255,7 +255,7 @@ class ResourceHandlers:
             scale = await self._objects.get_scale(
                 rt, namespace=info.namespace, name=info.name, resource_version=request.query.get("resourceVersion")
             )
-            if (as_table := wants_table(request.headers.get("Accept"))) is not None:
+            if (as_table := wants_table(request.headers.get("Accept"), protobuf=rt.built_in)) is not None:
                 include = IncludeObject.parse(request.query.get("includeObject"))
                 now = self._clock()
                 # kube prints a built-in kind's Scale with its Scale printer; a custom kind's (a CRD's,
@@ -264,7 +264,7 @@ class ResourceHandlers:
                     rt, [scale], include=include, now=now, version=as_table.version
                 )
                 return json_response(rendered, content_type=table_content_type(as_table.version))
-            if (partial := metadata_asked(request.headers.get("Accept"))) is not None:
+            if (partial := metadata_asked(request.headers.get("Accept"), protobuf=rt.built_in)) is not None:
                 return json_response(partial_object(rt, scale, partial))
             return json_response(scale)
         warnings = request_warnings(request)
@@ -292,12 +292,12 @@ class ResourceHandlers:
     async def _get(self, request: web.Request, rt: ResourceType, info: RequestInfo) -> web.StreamResponse:
         assert info.name is not None
         at = request.query.get("resourceVersion")
-        if (as_table := wants_table(request.headers.get("Accept"))) is not None:
+        if (as_table := wants_table(request.headers.get("Accept"), protobuf=rt.built_in)) is not None:
             obj = await self._objects.get(rt, namespace=info.namespace, name=info.name, resource_version=at)
             include = IncludeObject.parse(request.query.get("includeObject"))
             rendered = table(rt, [obj], include=include, now=self._clock(), version=as_table.version)
             return json_response(rendered, content_type=table_content_type(as_table.version))
-        if (partial := metadata_asked(request.headers.get("Accept"))) is not None:
+        if (partial := metadata_asked(request.headers.get("Accept"), protobuf=rt.built_in)) is not None:
             obj = await self._objects.get(rt, namespace=info.namespace, name=info.name, resource_version=at)
             return json_response(partial_object(rt, obj, partial))
         return json_response(
@@ -326,7 +326,7 @@ class ResourceHandlers:
     async def _list(self, request: web.Request, rt: ResourceType, info: RequestInfo) -> web.StreamResponse:
         query = request.query
         common = self.list_args(request)
-        if (as_table := wants_table(request.headers.get("Accept"))) is not None:
+        if (as_table := wants_table(request.headers.get("Accept"), protobuf=rt.built_in)) is not None:
             include = IncludeObject.parse(query.get("includeObject"))
             listed = await self._reads.list(rt, namespace=info.namespace, **common)
             rendered = table(
@@ -335,7 +335,7 @@ class ResourceHandlers:
                 remaining_item_count=listed.remaining_item_count, version=as_table.version,
             )
             return json_response(rendered, content_type=table_content_type(as_table.version))
-        if (partial := metadata_asked(request.headers.get("Accept"))) is not None:
+        if (partial := metadata_asked(request.headers.get("Accept"), protobuf=rt.built_in)) is not None:
             listed = await self._reads.list(rt, namespace=info.namespace, **common)
             return json_response(partial_list(
                 rt, listed.items, partial, resource_version=listed.resource_version,
@@ -364,8 +364,8 @@ class ResourceHandlers:
         fields = parse_field_selector(query.get("fieldSelector"), rt.field_selectors, refuse=rt.field_label_refusal)
         if info.name is not None:  # kube's deprecated /watch/ path of one object
             fields = of_named_object(fields, info.name, rt.field_selectors)
-        as_table = wants_table(request.headers.get("Accept"))
-        partial = metadata_asked(request.headers.get("Accept"))
+        as_table = wants_table(request.headers.get("Accept"), protobuf=rt.built_in)
+        partial = metadata_asked(request.headers.get("Accept"), protobuf=rt.built_in)
         include = IncludeObject.parse(query.get("includeObject"))
         # Without timeoutSeconds (or 0), a jittered default spreads the clients' reconnects; a
         # negative one ends the watch at once, as kube's timer does.

@@ -23,9 +23,10 @@ from controlplane.apiserver.negotiation import PARTIAL_LIST, PARTIAL_OBJECT, Con
 from controlplane.apiserver.resources import ResourceType
 
 
-def metadata_asked(accept: str | None) -> Conversion | None:
-    """The PartialObjectMetadata(List) conversion the request's Accept asks for, if it is one."""
-    conversion = conversion_asked(accept)
+def metadata_asked(accept: str | None, *, protobuf: bool = True) -> Conversion | None:
+    """The PartialObjectMetadata(List) conversion the request's Accept asks for, if it is one
+    (``protobuf=False`` for a resource not served in protobuf)."""
+    conversion = conversion_asked(accept, protobuf=protobuf)
     return conversion if conversion is not None and conversion.kind in (PARTIAL_OBJECT, PARTIAL_LIST) else None
 
 

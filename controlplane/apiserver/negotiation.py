@@ -102,10 +102,12 @@ def response_media(accept: str | None, *, protobuf: bool = True) -> str:
     return _negotiated(accept, protobuf=protobuf)[0]
 
 
-def conversion_asked(accept: str | None) -> Conversion | None:
-    """The conversion the client asks for (None: the resource itself, or no acceptable clause)."""
+def conversion_asked(accept: str | None, *, protobuf: bool = True) -> Conversion | None:
+    """The conversion the client asks for (None: the resource itself, or no acceptable clause);
+    ``protobuf=False`` as for :func:`response_media`: a protobuf clause asking for none is passed
+    over, so a later clause's conversion is the one made (a custom resource's Table)."""
     try:
-        return _negotiated(accept)[1]
+        return _negotiated(accept, protobuf=protobuf)[1]
     except NotAcceptable:
         return None
 

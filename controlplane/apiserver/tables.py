@@ -50,10 +50,10 @@ class IncludeObject(StrEnum):
         raise BadRequest(f'includeObject: Unsupported value: "{value}": supported values: "None", "Metadata", "Object"')
 
 
-def wants_table(accept: str | None) -> Conversion | None:
+def wants_table(accept: str | None, *, protobuf: bool = True) -> Conversion | None:
     """The meta.k8s.io Table (its version) the Accept clause kube's negotiation picks asks for;
-    None when it asks for none."""
-    conversion = conversion_asked(accept)
+    None when it asks for none. ``protobuf=False`` for a resource not served in protobuf."""
+    conversion = conversion_asked(accept, protobuf=protobuf)
     return conversion if conversion is not None and conversion.kind == TABLE else None
 
 

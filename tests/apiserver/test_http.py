@@ -606,6 +606,25 @@ async def test_a_custom_resource_asked_in_protobuf_alone_is_kubes_406(api: Clien
     assert (await api.get(f"{DEPLOYMENTS}/d", headers=only)).status == 200
 
 
+async def test_a_custom_resource_passes_protobuf_over_for_the_conversion_asked_next(api: Client) -> None:
+    """kube's CRD handler cannot write a custom resource in protobuf, so a conversion asked in the
+    next clause (kubectl get's Table, a metadata client's PartialObjectMetadata) is the one made; a
+    built-in kind answers the protobuf clause, the object itself."""
+    await api.post(WIDGETS, json=widget("w"))
+    await api.post(DEPLOYMENTS, json=deployment("d"))
+    protobuf = "application/vnd.kubernetes.protobuf"
+    as_table = {"Accept": f"{protobuf}, application/json;as=Table;v=v1;g=meta.k8s.io"}
+    for path in (f"{WIDGETS}/w", WIDGETS):
+        answered = await api.get(path, headers=as_table)
+        assert answered.headers["Content-Type"] == "application/json;as=Table;v=v1;g=meta.k8s.io", path
+        body = await answered.json()
+        assert (body["kind"], [r["cells"][0] for r in body["rows"]]) == ("Table", ["w"]), path
+    as_metadata = {"Accept": f"{protobuf},application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io"}
+    listed = await (await api.get(WIDGETS, headers=as_metadata)).json()
+    assert (listed["kind"], [i["metadata"]["name"] for i in listed["items"]]) == ("PartialObjectMetadataList", ["w"])
+    assert (await (await api.get(f"{DEPLOYMENTS}/d", headers=as_table)).json())["kind"] == "Deployment"
+
+
 # --- authentication and authorization ---------------------------------------------------------
 
 

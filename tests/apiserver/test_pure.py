@@ -20,7 +20,7 @@ from controlplane.apiserver.columns import human_duration, pod_status
 from controlplane.apiserver.errors import NotAcceptable
 from controlplane.apiserver.kinds.core import core_resources
 from controlplane.apiserver.kinds.workloads import workload_resources
-from controlplane.apiserver.negotiation import response_media
+from controlplane.apiserver.negotiation import conversion_asked, response_media
 from controlplane.apiserver.patches import merge_patch
 from controlplane.apiserver.resources import NameRule, Registry
 from controlplane.apiserver.routing import parse_request
@@ -262,6 +262,22 @@ def test_a_resource_served_without_protobuf_passes_its_clause_over(accept: str, 
             response_media(accept, protobuf=False)
     else:
         assert response_media(accept, protobuf=False) == written
+
+
+@pytest.mark.parametrize(
+    ("accept", "kind"),
+    [
+        ("application/vnd.kubernetes.protobuf, application/json;as=Table;v=v1;g=meta.k8s.io", "Table"),
+        ("application/vnd.kubernetes.protobuf,application/yaml;as=PartialObjectMetadata;g=meta.k8s.io;v=v1",
+         "PartialObjectMetadata"),
+        ("application/vnd.kubernetes.protobuf,application/json,application/json;as=Table;v=v1;g=meta.k8s.io", None),
+    ],
+)
+def test_a_resource_served_without_protobuf_converts_as_its_next_clause_asks(accept: str, kind: str | None) -> None:
+    """kube's negotiation passes over the clause the CRD handler cannot write, conversion included."""
+    assert conversion_asked(accept) is None
+    asked = conversion_asked(accept, protobuf=False)
+    assert (asked.kind if asked is not None else None) == kind
 
 
 @pytest.mark.parametrize("version", ["v1", "v1beta1"])

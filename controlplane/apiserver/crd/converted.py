@@ -263,11 +263,11 @@ class ConvertedHandlers:
         ))
 
     def _respond(self, request: web.Request, rt: ResourceType, obj: dict[str, Any], *, status: int = 200) -> web.Response:
-        if (as_table := wants_table(request.headers.get("Accept"))) is not None:
+        if (as_table := wants_table(request.headers.get("Accept"), protobuf=False)) is not None:
             include = IncludeObject.parse(request.query.get("includeObject"))
             rendered = table(rt, [obj], include=include, now=self._handlers.now(), version=as_table.version)
             return json_response(rendered, content_type=table_content_type(as_table.version))
-        if request.method == "GET" and (asked := metadata_asked(request.headers.get("Accept"))) is not None:
+        if request.method == "GET" and (asked := metadata_asked(request.headers.get("Accept"), protobuf=False)) is not None:
             return json_response(partial_object(rt, obj, asked))
         return json_response(obj, status=status, warnings=request_warnings(request))
 
@@ -282,14 +282,14 @@ class ConvertedHandlers:
     async def _list(self, request: web.Request, rt: ResourceType, stored: ResourceType, info: RequestInfo) -> web.Response:
         listed = await self._handlers.reads.list(stored, namespace=info.namespace, **self._handlers.list_args(request))
         items = await self._conversions.served(rt, listed.items, is_list=True)
-        if (as_table := wants_table(request.headers.get("Accept"))) is not None:
+        if (as_table := wants_table(request.headers.get("Accept"), protobuf=False)) is not None:
             rendered = table(
                 rt, items, include=IncludeObject.parse(request.query.get("includeObject")), now=self._handlers.now(),
                 resource_version=listed.resource_version, continue_token=listed.continue_token,
                 remaining_item_count=listed.remaining_item_count, version=as_table.version,
             )
             return json_response(rendered, content_type=table_content_type(as_table.version))
-        if (asked := metadata_asked(request.headers.get("Accept"))) is not None:
+        if (asked := metadata_asked(request.headers.get("Accept"), protobuf=False)) is not None:
             return json_response(partial_list(
                 rt, items, asked, resource_version=listed.resource_version,
                 continue_token=listed.continue_token, remaining_item_count=listed.remaining_item_count,

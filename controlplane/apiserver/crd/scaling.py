@@ -185,7 +185,7 @@ class ConvertedScale:
             raise errors.InternalError(
                 f"Internal error occurred: the spec replicas field {json.dumps('.' + rt.scale.spec_replicas)} does not exist"
             )
-        if (as_table := wants_table(request.headers.get("Accept"))) is not None:
+        if (as_table := wants_table(request.headers.get("Accept"), protobuf=False)) is not None:
             include = IncludeObject.parse(request.query.get("includeObject"))
             rendered = table(rt, [scale], include=include, now=self._handlers.now(), version=as_table.version)
             return json_response(rendered, content_type=table_content_type(as_table.version))
