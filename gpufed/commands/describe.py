@@ -17,7 +17,15 @@ import asyncio
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
-from controlplane.apis.dra import RESOURCE_API_VERSION, TEMPLATE, ClaimLookup, claim_entries, claim_spec_of
+from controlplane.apis.dra import (
+    RESOURCE_API_VERSION,
+    TEMPLATE,
+    ClaimLookup,
+    ClassLookup,
+    claim_entries,
+    claim_spec_gpus,
+    claim_spec_of,
+)
 from controlplane.apis.podview import (
     GpuDevice,
     align,
@@ -102,16 +110,17 @@ def render_member(cluster: str, obj: Mapping[str, Any] | None, error: str | None
 
 def render_pod(cluster: str, pod: Mapping[str, Any], devices: Sequence[GpuDevice],
                events: Iterable[tuple[str, Mapping[str, Any]]], claims: ClaimLookup | None = None,
-               unreadable: Collection[tuple[str, str]] = ()) -> list[str]:
+               unreadable: Collection[tuple[str, str]] = (), classes: ClassLookup | None = None) -> list[str]:
     """``pod/NAME`` in ``cluster``, as kubectl describe shows a pod, with its GPU devices (its GPU
-    request counts its DRA claims ``claims`` finds; those in ``unreadable`` are named as not readable)."""
+    request counts its DRA claims ``claims`` finds, their requests' DeviceClasses read from
+    ``classes``; those in ``unreadable`` are named as not readable)."""
     meta, spec, status = pod.get("metadata") or {}, pod.get("spec") or {}, pod.get("status") or {}
     owners = ", ".join(f"{o.get('kind')}/{o.get('name')}" for o in meta.get("ownerReferences") or []) or "<none>"
     lines = [
         field("Name", meta.get("name")), field("Namespace", meta.get("namespace")), field("Cluster", cluster),
         field("Node", spec.get("nodeName") or "<none>"), field("Start Time", status.get("startTime") or "<none>"),
         field("Labels", _labels(meta)), field("Status", pod_status(pod)), field("IP", status.get("podIP") or "<none>"),
-        field("Controlled By", owners), field("GPU request", gpu_request(pod, claims, unreadable)),
+        field("Controlled By", owners), field("GPU request", gpu_request(pod, claims, unreadable, classes)),
         field("GPU devices", ", ".join(f"{d.label()} ({percent(d.utilization)} busy)" for d in devices) or "<none>"),
         field("Restarts", restart_count(pod)), "Containers:",
     ]
@@ -147,8 +156,9 @@ async def _describe_pod(hub: HubClient, name: str, namespace: str, candidates: l
         listing = await hub.read_list(proxy_path(cluster, f"/api/v1/namespaces/{namespace}/events"))
         events = [(cluster, e) for e in listing.get("items") or [] if about(e, "Pod", name, {name})]
         claims, unreadable = await hub_claim_specs(hub, namespace, pod)
+        classes = await hub_device_classes(hub, pod, claims)
         devices = devices_by_pod(utilization).get((namespace, name), [])
-        out += [*([""] if out else []), *render_pod(cluster, pod, devices, events, claims, unreadable)]
+        out += [*([""] if out else []), *render_pod(cluster, pod, devices, events, claims, unreadable, classes)]
     return out
 
 
@@ -170,6 +180,28 @@ async def hub_claim_specs(
         if (spec := claim_spec_of(kind, found)) is not None:
             specs[(kind, name)] = spec
     return (lambda kind, name: specs.get((kind, name))), unreadable
+
+
+async def hub_device_classes(hub: HubClient, pod: Mapping[str, Any], claims: ClaimLookup) -> ClassLookup:
+    """The specs of the hub's DeviceClasses the pod's claims (as ``claims`` finds them) ask for,
+    read with the user's credentials. A class the hub refuses the user, or does not hold, is read
+    as NVIDIA's published class of the name (a GPU when it is one of NVIDIA's two, else nothing)."""
+    asked: set[str] = set()
+
+    def ask(class_name: str) -> None:  # records every class a request may need, reading none
+        asked.add(class_name)
+
+    for _entry, kind, name in claim_entries(pod.get("spec")):
+        claim_spec_gpus(claims(kind, name), ask)
+    classes: dict[str, Mapping[str, Any]] = {}
+    for class_name in sorted(asked):
+        try:
+            found = await hub.get_or_none(f"/apis/{RESOURCE_API_VERSION}/deviceclasses/{class_name}")
+        except HubError:  # not readable by this user: NVIDIA's class of the name, if any
+            continue
+        if found is not None:
+            classes[class_name] = found.get("spec") or {}
+    return classes.get
 
 
 async def describe(args: argparse.Namespace) -> list[str]:

@@ -5,7 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from controlplane.apis.podview import GpuDevice
-from gpufed.commands.describe import hub_claim_specs, render_hub, render_member, render_pod, status_fields
+from gpufed.commands.describe import (
+    hub_claim_specs,
+    hub_device_classes,
+    render_hub,
+    render_member,
+    render_pod,
+    status_fields,
+)
 from gpufed.commands.top import mebibytes, millicores, node_table, pod_table
 from gpufed.hubclient import HubError
 from simulator.podmetrics import IDLE_CPU_MILLI, SYSTEM_CPU_MILLI, container_usage, node_usage
@@ -92,6 +99,41 @@ async def test_describe_pod_reads_the_claims_a_pod_names_from_the_hub() -> None:
     assert fields["GPU request"] == (
         "nvidia.com/gpu=2 (DRA claim a),nvidia.com/gpu=2 (DRA claim b, shared),(DRA claim c: not readable)"
     )
+
+
+async def test_describe_pod_reads_the_device_classes_its_claims_ask_from_the_hub() -> None:
+    """A class the hub holds and the user may read counts by its selectors; one refused (403) or
+    not held (404) is NVIDIA's published class of the name: a GPU for NVIDIA's, nothing for another."""
+    def claim(class_name: str, count: int) -> dict[str, Any]:
+        return {"devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": class_name, "count": count}}]}}
+
+    specs = {"own": claim("h100.example.com", 3), "hidden": claim("secret.example.com", 5),
+             "nvidia": claim("gpu.nvidia.com", 2)}
+    h100 = {"selectors": [{"cel": {"expression": "device.driver == 'gpu.nvidia.com' && "
+                                                 "device.attributes['gpu.nvidia.com'].type == 'gpu'"}}]}
+    asked: list[str] = []
+
+    class Hub:
+        async def get_or_none(self, path: str) -> dict[str, Any] | None:
+            asked.append(path)
+            if path == "/apis/resource.k8s.io/v1/deviceclasses/h100.example.com":
+                return {"kind": "DeviceClass", "spec": h100}
+            if path == "/apis/resource.k8s.io/v1/deviceclasses/secret.example.com":
+                raise HubError("forbidden", status=403)
+            return None
+
+    pod = {"metadata": {"name": "p"}, "spec": {"resourceClaims": [
+        {"name": name, "resourceClaimName": name} for name in ("own", "hidden", "nvidia")]}}
+    def lookup(_kind: str, name: str) -> dict[str, Any] | None:
+        return specs.get(name)
+
+    classes = await hub_device_classes(Hub(), pod, lookup)  # type: ignore[arg-type]
+    assert sorted(asked) == [f"/apis/resource.k8s.io/v1/deviceclasses/{name}"
+                             for name in ("gpu.nvidia.com", "h100.example.com", "secret.example.com")]
+    assert (classes("h100.example.com"), classes("secret.example.com"), classes("gpu.nvidia.com")) == (h100, None, None)
+    fields = _fields(render_pod("onprem", pod, [], [], lookup, (), classes))
+    assert fields["GPU request"] == "nvidia.com/gpu=3 (DRA claim own, shared),nvidia.com/gpu=2 (DRA claim nvidia, shared)"
+    assert _fields(render_pod("onprem", pod, [], [], lookup))["GPU request"] == "nvidia.com/gpu=2 (DRA claim nvidia, shared)"
 
 
 def test_top_pods_has_a_cluster_column_and_gpu_columns_from_dcgm() -> None:
