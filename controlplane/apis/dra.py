@@ -313,6 +313,19 @@ def claim_spec_gpus(claim_spec: Mapping[str, Any] | None, classes: ClassLookup |
     return total
 
 
+def classes_asked(claim_specs: Iterable[Mapping[str, Any] | None]) -> set[str]:
+    """The names of the DeviceClasses counting ``claim_specs`` may read (every subrequest's class
+    included), so that a caller reads those alone before it counts them."""
+    asked: set[str] = set()
+
+    def ask(class_name: str) -> None:  # records the class, reading none
+        asked.add(class_name)
+
+    for spec in claim_specs:
+        claim_spec_gpus(spec, ask)
+    return asked
+
+
 def claim_spec_of(kind: str, obj: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
     """The claim spec of a ResourceClaimTemplate (its ``spec.spec``) or a ResourceClaim (its ``spec``)."""
     spec = _mapping(obj).get("spec")

@@ -23,8 +23,8 @@ from controlplane.apis.dra import (
     ClaimLookup,
     ClassLookup,
     claim_entries,
-    claim_spec_gpus,
     claim_spec_of,
+    classes_asked,
 )
 from controlplane.apis.podview import (
     GpuDevice,
@@ -186,15 +186,8 @@ async def hub_device_classes(hub: HubClient, pod: Mapping[str, Any], claims: Cla
     """The specs of the hub's DeviceClasses the pod's claims (as ``claims`` finds them) ask for,
     read with the user's credentials. A class the hub refuses the user, or does not hold, is read
     as NVIDIA's published class of the name (a GPU when it is one of NVIDIA's two, else nothing)."""
-    asked: set[str] = set()
-
-    def ask(class_name: str) -> None:  # records every class a request may need, reading none
-        asked.add(class_name)
-
-    for _entry, kind, name in claim_entries(pod.get("spec")):
-        claim_spec_gpus(claims(kind, name), ask)
     classes: dict[str, Mapping[str, Any]] = {}
-    for class_name in sorted(asked):
+    for class_name in sorted(classes_asked(claims(kind, name) for _entry, kind, name in claim_entries(pod.get("spec")))):
         try:
             found = await hub.get_or_none(f"/apis/{RESOURCE_API_VERSION}/deviceclasses/{class_name}")
         except HubError:  # not readable by this user: NVIDIA's class of the name, if any

@@ -46,8 +46,8 @@ from controlplane.apis.dra import (
     ClaimLookup,
     ClassLookup,
     claim_entries,
-    claim_spec_gpus,
     claim_spec_of,
+    classes_asked,
 )
 from controlplane.apis.podview import devices_by_pod, owned_by, pod_rows
 from controlplane.apis.proxyframing import FrameKind
@@ -172,14 +172,7 @@ def pod_list_routes(proxy: ProxyEndpoints, authorizer: Authorizer) -> list[web.R
         async def read_classes() -> ClassLookup:
             """The specs of the hub's DeviceClasses the claims read so far name, where the caller may
             read them; any other class is read as NVIDIA's published one of the name."""
-            asked: set[str] = set()
-
-            def ask(class_name: str) -> None:  # every class a request may need (None: each subrequest's)
-                asked.add(class_name)
-
-            for spec in list(specs.values()):
-                claim_spec_gpus(spec, ask)
-            for class_name in sorted(asked - classes.keys()):
+            for class_name in sorted(classes_asked(list(specs.values())) - classes.keys()):
                 readable = may_read_claim(authorizer, user, "", DEVICE_CLASS, class_name)
                 found = await read(DEVICE_CLASS, class_name, "") if readable else None
                 classes[class_name] = None if found is None else (found.get("spec") or {})
