@@ -394,7 +394,7 @@ class Detector(KeyedController[WorkloadRef]):
         # Read with its DRA claims' GPUs, and a TrainJob with its runtime.
         spec = refused or _interpret(
             self._runtimes.resolved(self._claims.resolved(workload)), match, binding, priority=priority, replicas=replicas,
-            shared=self._claims.shared(workload), roles_shared=self._claims.roles_shared(workload),
+            claims=self._claims, claimed=workload,
         )
         if isinstance(spec, InvalidObject):
             # A value, not a retry: nothing changes until the object does (its next event).
@@ -566,11 +566,15 @@ def _interpret(
     *,
     priority: PriorityResolution | None,
     replicas: dict[str, Any] | None = None,
-    shared: Mapping[str, int] | None = None,
-    roles_shared: Mapping[str, Mapping[str, int]] | None = None,
+    claims: ClaimSpecs | None = None,
+    claimed: dict[str, Any] | None = None,
 ) -> dict[str, Any] | InvalidObject:
-    """The binding spec of a workload :func:`_refusal` accepts, or :class:`InvalidObject` when it cannot be read. Pure."""
+    """The binding spec of a workload :func:`_refusal` accepts, or :class:`InvalidObject` when it cannot be read;
+    ``claims``: the hub's DRA objects, for the devices the pods of ``claimed`` (the workload as stored) share,
+    read here as its roles are (a role list that cannot be read is the object's). No I/O."""
     try:
+        shared = claims.shared(claimed) if claims is not None and claimed is not None else None
+        roles_shared = claims.roles_shared(claimed) if claims is not None and claimed is not None else None
         return binding_spec(
             workload, match.policy, binding, schedule_priority=priority.priority if priority is not None else None,
             webhook_replicas=replicas, shared=shared, roles_shared=roles_shared,

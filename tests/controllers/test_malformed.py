@@ -253,3 +253,35 @@ async def test_a_stored_workload_kube_would_refuse_is_reported_once_and_can_stil
         return bool((await objects.list(binding_rt, namespace=NS)).items)
 
     await eventually(bound, what="a binding once the Deployment is fixed")
+
+
+async def test_a_workload_whose_roles_cannot_be_read_for_shared_claims_is_reported_not_retried(
+    objects: ObjectStore, counted: tuple[ControllerManager, Counter[WorkloadRef]], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A pod naming a ResourceClaim makes the detector read the workload's roles for the claims
+    they share; a role list it cannot read is the object's InvalidObject, as any unreadable shape."""
+    manager, attempts = counted
+    policies = objects.registry.for_kind("policy.gpufed.io/v1alpha1", "PropagationPolicy")
+    assert policies is not None
+    await objects.create(policies, propagation_policy("rayclusters", kind="RayCluster", api_version="ray.io/v1"))
+    head = {"spec": {"containers": [{"name": "head", "image": "rayproject/ray"}],
+                     "resourceClaims": [{"name": "gpus", "resourceClaimName": "shared-gpus"}]}}
+    await _store_raw(objects, {
+        "apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": "rays", "namespace": NS},
+        "spec": {"headGroupSpec": {"template": head}, "workerGroupSpecs": 3},
+    })
+    rayclusters = objects.registry.for_kind("ray.io/v1", "RayCluster")
+    assert rayclusters is not None
+
+    async def invalid_condition() -> dict[str, Any] | None:
+        current = await objects.get(rayclusters, namespace=NS, name="rays")
+        for cond in (current.get("status") or {}).get("conditions") or []:
+            if cond["type"] == "Propagated" and cond["reason"] == "InvalidObject":
+                return dict(cond)
+        return None
+
+    condition = await eventually(invalid_condition, what="Propagated=False InvalidObject on the RayCluster")
+    assert "cannot be read (TypeError" in condition["message"]
+    await settled(manager)
+    assert attempts[WorkloadRef("ray.io/v1", "RayCluster", NS, "rays")] <= 3
+    assert not [r for r in caplog.records if r.exc_info], "a traceback was logged"
