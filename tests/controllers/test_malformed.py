@@ -99,6 +99,17 @@ async def _events(objects: ObjectStore, name: str) -> list[dict[str, Any]]:
     return [e for e in listed.items if e["involvedObject"]["name"] == name]
 
 
+async def _invalid_condition(objects: ObjectStore, api_version: str, kind: str, name: str) -> dict[str, Any] | None:
+    """The workload's ``Propagated`` condition of reason ``InvalidObject``, if it has one."""
+    rt = objects.registry.for_kind(api_version, kind)
+    assert rt is not None
+    current = await objects.get(rt, namespace=NS, name=name)
+    for cond in (current.get("status") or {}).get("conditions") or []:
+        if cond["type"] == "Propagated" and cond["reason"] == "InvalidObject":
+            return dict(cond)
+    return None
+
+
 async def test_a_malformed_workload_gets_a_condition_and_an_event_and_is_not_retried(
     objects: ObjectStore, counted: tuple[ControllerManager, Counter[WorkloadRef]], caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -118,14 +129,8 @@ async def test_a_malformed_workload_gets_a_condition_and_an_event_and_is_not_ret
     deployments = objects.registry.for_kind("apps/v1", "Deployment")
     assert deployments is not None
 
-    async def invalid_condition() -> dict[str, Any] | None:
-        current = await objects.get(deployments, namespace=NS, name="bad")
-        for cond in (current.get("status") or {}).get("conditions") or []:
-            if cond["type"] == "Propagated" and cond["reason"] == "InvalidObject":
-                return dict(cond)
-        return None
-
-    condition = await eventually(invalid_condition, what="Propagated=False InvalidObject on the Deployment")
+    condition = await eventually(lambda: _invalid_condition(objects, "apps/v1", "Deployment", "bad"),
+                                 what="Propagated=False InvalidObject on the Deployment")
     assert condition["status"] == "False"
     assert "spec.template: Invalid value: must be an object, got a boolean" in condition["message"]
     events = await eventually(lambda: _events(objects, "bad"), what="a Warning Event on the Deployment")
@@ -270,17 +275,8 @@ async def test_a_workload_whose_roles_cannot_be_read_for_shared_claims_is_report
         "apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": "rays", "namespace": NS},
         "spec": {"headGroupSpec": {"template": head}, "workerGroupSpecs": 3},
     })
-    rayclusters = objects.registry.for_kind("ray.io/v1", "RayCluster")
-    assert rayclusters is not None
-
-    async def invalid_condition() -> dict[str, Any] | None:
-        current = await objects.get(rayclusters, namespace=NS, name="rays")
-        for cond in (current.get("status") or {}).get("conditions") or []:
-            if cond["type"] == "Propagated" and cond["reason"] == "InvalidObject":
-                return dict(cond)
-        return None
-
-    condition = await eventually(invalid_condition, what="Propagated=False InvalidObject on the RayCluster")
+    condition = await eventually(lambda: _invalid_condition(objects, "ray.io/v1", "RayCluster", "rays"),
+                                 what="Propagated=False InvalidObject on the RayCluster")
     assert "cannot be read (TypeError" in condition["message"]
     await settled(manager)
     assert attempts[WorkloadRef("ray.io/v1", "RayCluster", NS, "rays")] <= 3
