@@ -265,7 +265,7 @@ class ResourceHandlers:
                 )
                 return json_response(rendered, content_type=table_content_type(as_table.version))
             if (partial := metadata_asked(request.headers.get("Accept"), protobuf=rt.built_in)) is not None:
-                return json_response(partial_object(rt, scale, partial))
+                return json_response(partial_object(rt, scale, partial, scale=True))
             return json_response(scale)
         warnings = request_warnings(request)
         if info.verb == "update":

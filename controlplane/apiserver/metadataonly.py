@@ -30,11 +30,19 @@ def metadata_asked(accept: str | None, *, protobuf: bool = True) -> Conversion |
     return conversion if conversion is not None and conversion.kind in (PARTIAL_OBJECT, PARTIAL_LIST) else None
 
 
-def _go_type(rt: ResourceType, *, listed: bool) -> str:
-    """The Go type kube's 406 names: a built-in kind's internal type, else unstructured's."""
+#: Built-in groups kube serves from another group's storage: ``events.k8s.io``'s Events are core's.
+_SERVED_AS: dict[str, str] = {"events.k8s.io": "core"}
+
+
+def _go_type(rt: ResourceType, *, listed: bool, scale: bool = False) -> str:
+    """The Go type kube's 406 names: a built-in kind's internal type (its storage's), else
+    unstructured's; a Scale is the internal ``autoscaling.Scale`` of a built-in kind's scale
+    storage, and the ``autoscaling/v1`` one a CRD's serves."""
+    if scale:
+        return "*autoscaling.Scale" if rt.built_in else "*v1.Scale"
     if not rt.built_in:
         return "*unstructured.UnstructuredList" if listed else "*unstructured.Unstructured"
-    package = rt.group.split(".")[0] or "core"
+    package = _SERVED_AS.get(rt.group) or rt.group.split(".")[0] or "core"
     return f"*{package}.{rt.list_kind if listed else rt.kind}"
 
 
@@ -50,10 +58,12 @@ def _a_list(go_type: str) -> NotAcceptable:
     return NotAcceptable(f"you requested {PARTIAL_OBJECT}, but the requested object is a list ({go_type})")
 
 
-def partial_object(rt: ResourceType, obj: Mapping[str, Any], conversion: Conversion) -> dict[str, Any]:
-    """One object of ``rt`` (or its Scale) as ``conversion`` asks it."""
+def partial_object(
+    rt: ResourceType, obj: Mapping[str, Any], conversion: Conversion, *, scale: bool = False
+) -> dict[str, Any]:
+    """One object of ``rt`` (or, ``scale``, its Scale) as ``conversion`` asks it."""
     if conversion.kind != PARTIAL_OBJECT:
-        raise _not_a_list(_go_type(rt, listed=False))
+        raise _not_a_list(_go_type(rt, listed=False, scale=scale))
     return _partial(obj, conversion)
 
 

@@ -13,6 +13,11 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient
 
+from controlplane.apiserver.errors import NotAcceptable
+from controlplane.apiserver.metadataonly import partial_object
+from controlplane.apiserver.negotiation import conversion_asked
+from controlplane.hubregistry import hub_registry
+
 from .kinds import deployment, widget
 
 Client = TestClient[Any, Any]
@@ -85,11 +90,13 @@ async def test_a_list_is_its_items_metadata_with_the_lists_own(api: Client, acce
          "you requested PartialObjectMetadata, but the requested object is a list (*apps.DeploymentList)"),
         (WIDGETS, METADATA_OBJECT,
          "you requested PartialObjectMetadata, but the requested object is a list (*unstructured.UnstructuredList)"),
+        (f"{DEPLOYMENTS}/web/scale", PYTHON_METADATA_LIST,
+         "you requested PartialObjectMetadataList, but the requested object is not a list (*autoscaling.Scale)"),
         (DEPLOYMENTS, "application/json;as=Scale;g=meta.k8s.io;v=v1",
          "only the following media types are accepted: application/json, application/yaml, "
          "application/vnd.kubernetes.protobuf"),
     ],
-    ids=["object-as-list", "list-as-object", "custom-list-as-object", "no-such-conversion"],
+    ids=["object-as-list", "list-as-object", "custom-list-as-object", "scale-as-list", "no-such-conversion"],
 )
 async def test_what_cannot_be_converted_is_kubes_406(api: Client, path: str, accept: str, message: str) -> None:
     await _created(api, DEPLOYMENTS, deployment("web"))
@@ -128,3 +135,23 @@ async def test_a_watch_sends_each_objects_metadata(api: Client) -> None:
     [first] = await _read_events(listed, 1)
     listed.close()
     assert first["object"]["kind"] == "Deployment"
+
+
+@pytest.mark.parametrize(
+    ("api_version", "kind", "scale", "go_type"),
+    [
+        ("events.k8s.io/v1", "Event", False, "*core.Event"),  # kube serves them from core's event storage
+        ("v1", "Event", False, "*core.Event"),
+        ("apps/v1", "Deployment", False, "*apps.Deployment"),
+        ("apps/v1", "Deployment", True, "*autoscaling.Scale"),
+        ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", True, "*v1.Scale"),  # a CRD's scale storage
+    ],
+)
+def test_the_406_names_the_go_type_kubes_storage_answers_with(api_version: str, kind: str, scale: bool, go_type: str) -> None:
+    rt = hub_registry().for_kind(api_version, kind)
+    assert rt is not None
+    as_list = conversion_asked(PYTHON_METADATA_LIST)
+    assert as_list is not None
+    with pytest.raises(NotAcceptable) as refused:
+        partial_object(rt, {"metadata": {"name": "x"}}, as_list, scale=scale)
+    assert refused.value.message.endswith(f"is not a list ({go_type})")
