@@ -33,6 +33,7 @@ import orjson
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from controlplane.apis.apiextensions.schema import integral_floats_made_ints
+from controlplane.apis.kube.field import blocks_rules
 from controlplane.apis.kube.names import (
     DNS_1035,
     DNS_1035_REGEX_MESSAGE,
@@ -566,8 +567,7 @@ def check_object(
         integral_floats_made_ints(obj, dict(rt.crd_schema()))  # kube stores an integer sent as ``3.0`` as ``3``
         schema_found = schema_errors(rt.crd_schema(), obj, old, status_only=status_only)
         causes.extend(Cause(str(e.type), e.message, e.field) for e in schema_found)
-    # As kube runs a CRD's rules only on values of its schema's types, the kind's rules wait for them.
-    if validate is not None and not any(str(c.reason) == CauseType.FIELD_VALUE_TYPE_INVALID for c in causes):
+    if validate is not None and not any(blocks_rules(str(c.reason), built_in=rt.built_in) for c in causes):
         causes.extend(Cause(str(e.type), e.message, e.field) for e in validate(obj, old))
     if causes:
         raise invalid(kind=rt.kind, group=rt.group, name=name, causes=causes)

@@ -97,10 +97,16 @@ def type_invalid(field: str, actual: str, wanted: str) -> dict[str, str]:
         (TOPOLOGIES, kueue_object("Topology", ["x"]), type_invalid("spec", "array", "object")),
         (MULTIKUEUE_CONFIGS, kueue_object("MultiKueueConfig", "x", version="v1beta2"),
          type_invalid("spec", "string", "object")),
+        # As kube's hasBlockingErr: too many items, or a required field missing, leaves the CEL rules
+        # ("must be unique", the hostname level last) unchecked.
+        (TOPOLOGIES, kueue_object("Topology", {"levels": [{"nodeLabel": "rack"}] * 17}),
+         {"reason": "FieldValueTooMany", "message": "Too many: 17: must have at most 16 items", "field": "spec.levels"}),
+        (TOPOLOGIES, kueue_object("Topology", {"levels": [{"nodeLabel": "kubernetes.io/hostname"}, {}]}),
+         {"reason": "FieldValueRequired", "message": "Required value", "field": "spec.levels[1].nodeLabel"}),
     ],
     ids=["karmada-int-string", "karmada-int-bool", "gpufed-bool-string", "gpufed-bool-int", "karmada-array-item",
          "kueue-nested-int", "kueue-int-or-string", "gpufed-int-string", "gpufed-string-int", "kueue-rules-spec-list",
-         "kueue-rules-spec-string"],
+         "kueue-rules-spec-string", "kueue-rules-after-too-many", "kueue-rules-after-required"],
 )
 async def test_a_value_of_another_json_type_is_refused_as_kube_refuses_it(
     hub: Client, collection: str, obj: dict[str, Any], cause: dict[str, str]

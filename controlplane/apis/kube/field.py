@@ -43,6 +43,21 @@ class CauseType(StrEnum):
     RESOURCE_VERSION_TOO_LARGE = "ResourceVersionTooLarge"
 
 
+#: The schema errors after which kube's CRD strategy runs none of the CRD's rules (``hasBlockingErr``).
+CRD_RULES_BLOCKED_BY: frozenset[str] = frozenset({
+    CauseType.FIELD_VALUE_TYPE_INVALID, CauseType.FIELD_VALUE_REQUIRED, CauseType.FIELD_VALUE_NOT_SUPPORTED,
+    CauseType.FIELD_VALUE_TOO_LONG, CauseType.FIELD_VALUE_TOO_MANY,
+})
+
+
+def blocks_rules(reason: str, *, built_in: bool) -> bool:
+    """Whether an error of ``reason`` found before a kind's own rules keeps them from running, so
+    that they read only an object they can: for a built-in kind a value of another type (kube's
+    decoding refuses it before validation), for a CRD's (and an operator's) kind any error kube's
+    CRD strategy deems blocking (:data:`CRD_RULES_BLOCKED_BY`)."""
+    return reason == CauseType.FIELD_VALUE_TYPE_INVALID if built_in else reason in CRD_RULES_BLOCKED_BY
+
+
 @dataclass(frozen=True, slots=True)
 class FieldError:
     type: CauseType
