@@ -393,8 +393,8 @@ class Detector(KeyedController[WorkloadRef]):
         replicas = await webhook_replicas(ctx, workload, match.ref) if refused is None else None
         # Read with its DRA claims' GPUs, and a TrainJob with its runtime.
         spec = refused or _interpret(
-            self._runtimes.resolved(self._claims.resolved(workload)), match, binding, priority=priority, replicas=replicas,
-            claims=self._claims, claimed=workload,
+            workload, match, binding, priority=priority, replicas=replicas, claims=self._claims,
+            runtimes=self._runtimes,
         )
         if isinstance(spec, InvalidObject):
             # A value, not a retry: nothing changes until the object does (its next event).
@@ -567,16 +567,20 @@ def _interpret(
     priority: PriorityResolution | None,
     replicas: dict[str, Any] | None = None,
     claims: ClaimSpecs | None = None,
-    claimed: dict[str, Any] | None = None,
+    runtimes: TrainingRuntimes | None = None,
 ) -> dict[str, Any] | InvalidObject:
-    """The binding spec of a workload :func:`_refusal` accepts, or :class:`InvalidObject` when it cannot be read;
-    ``claims``: the hub's DRA objects, for the devices the pods of ``claimed`` (the workload as stored) share,
-    read here as its roles are (a role list that cannot be read is the object's). No I/O."""
+    """The binding spec of a workload :func:`_refusal` accepts, or :class:`InvalidObject` when it cannot be read.
+    ``claims``: the hub's DRA objects, for the GPUs its pods claim and the devices they share; ``runtimes``:
+    the TrainingRuntimes a TrainJob is read with. All of it is read inside the guard: a shape the checks
+    before do not know (a custom kind's pod spec, which no check reads) is the object's InvalidObject,
+    not a retry. No I/O."""
     try:
-        shared = claims.shared(claimed) if claims is not None and claimed is not None else None
-        roles_shared = claims.roles_shared(claimed) if claims is not None and claimed is not None else None
+        readable = claims.resolved(workload) if claims is not None else workload
+        readable = runtimes.resolved(readable) if runtimes is not None else readable
+        shared = claims.shared(workload) if claims is not None else None
+        roles_shared = claims.roles_shared(workload) if claims is not None else None
         return binding_spec(
-            workload, match.policy, binding, schedule_priority=priority.priority if priority is not None else None,
+            readable, match.policy, binding, schedule_priority=priority.priority if priority is not None else None,
             webhook_replicas=replicas, shared=shared, roles_shared=roles_shared,
         )
     except (AttributeError, TypeError, ValueError, KeyError) as exc:

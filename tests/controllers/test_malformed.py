@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from controlplane.apiserver.crd.controller import CrdController
 from controlplane.apiserver.errors import Invalid
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.detecting import Detector
@@ -25,6 +26,8 @@ from controlplane.interpreter.shape import malformed
 
 from .conftest import FAST
 from .fleet import deployment, eventually, node_shape, propagation_policy, put_cluster, settled
+from .test_custom_kinds import GROUP, _served, crd, trainer
+from .test_dra_placement import claim_template
 
 NS = "default"
 
@@ -280,4 +283,40 @@ async def test_a_workload_whose_roles_cannot_be_read_for_shared_claims_is_report
     assert "cannot be read (TypeError" in condition["message"]
     await settled(manager)
     assert attempts[WorkloadRef("ray.io/v1", "RayCluster", NS, "rays")] <= 3
+    assert not [r for r in caplog.records if r.exc_info], "a traceback was logged"
+
+
+async def test_a_custom_kinds_pod_spec_the_claim_reading_cannot_read_is_reported_not_retried(
+    objects: ObjectStore, crds: CrdController, counted: tuple[ControllerManager, Counter[WorkloadRef]],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A custom kind is left to its own schema (no shape check reads it), and one that keeps unknown
+    fields takes a pod spec whose container's ``resources`` is a string from any user. Reading its
+    DRA claim template's GPUs into that container failed outside the guard that reports
+    InvalidObject, so the detector retried it with a traceback, forever."""
+    manager, attempts = counted
+    crd_rt = objects.registry.require("apiextensions.k8s.io/v1", "CustomResourceDefinition")
+    policies = objects.registry.require("policy.gpufed.io/v1alpha1", "PropagationPolicy")
+    templates = objects.registry.require("resource.k8s.io/v1", "ResourceClaimTemplate")
+    await objects.create(crd_rt, crd())
+    await eventually(lambda: _served(objects), what="Trainer served")
+    await objects.create(templates, claim_template("gpus", count=2))
+    await objects.create(policies, propagation_policy("trainers", kind="Trainer", api_version=f"{GROUP}/v1"))
+    pod = {"containers": [{"name": "main", "image": "trainer", "resources": "lots"}],
+           "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "gpus"}]}
+    await objects.create(objects.registry.require(f"{GROUP}/v1", "Trainer"), {
+        **trainer("bert"), "spec": {"template": {"spec": pod}},
+    })
+    events = objects.registry.require("v1", "Event")
+
+    async def reported() -> list[str]:  # a custom kind keeps no status: the Event is the report
+        listed = await objects.list(events, namespace=NS)
+        return [e["message"] for e in listed.items
+                if e["reason"] == "InvalidObject" and e["involvedObject"]["name"] == "bert"]
+
+    messages = await eventually(reported, what="an InvalidObject Event on the Trainer")
+    assert "cannot be read (AttributeError" in messages[0]
+    await settled(manager)
+    assert attempts[WorkloadRef(f"{GROUP}/v1", "Trainer", NS, "bert")] <= 3
+    assert len(await reported()) == 1
     assert not [r for r in caplog.records if r.exc_info], "a traceback was logged"
