@@ -658,9 +658,13 @@ async def test_a_preserved_workload_keeps_a_configmap_it_shares_with_one_that_do
         assert "preserveResourcesOnDeletion" not in remaining["cloud"]["spec"]
         assert parents(await binding_of(objects, "shared-configmap")) == {"plain-deployment": ("cloud",)}
     # The onprem copy was deleted with the flag: the agent leaves the ConfigMap running beside
-    # the Deployment it keeps.
-    onprem = [w for w in deleted if w["metadata"]["namespace"] == "gpufed-es-onprem"]
-    assert onprem and onprem[0]["spec"].get("preserveResourcesOnDeletion") is True
+    # the Deployment it keeps. (The Work informer delivers the deletion after storage has it.)
+
+    async def onprem_deleted() -> list[dict[str, Any]]:
+        return [w for w in deleted if w["metadata"]["namespace"] == "gpufed-es-onprem"]
+
+    onprem = await eventually(onprem_deleted, what="the onprem Work's deletion delivered")
+    assert onprem[0]["spec"].get("preserveResourcesOnDeletion") is True
 
 
 async def test_the_missing_dependency_event_is_recorded_before_the_condition(
