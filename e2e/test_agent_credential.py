@@ -9,6 +9,7 @@ registers again without taking the admin's values back."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,16 @@ from e2e.test_members import FLEET, _agent_kubeconfig, _ready
 
 pytestmark = pytest.mark.e2e
 CLUSTER = "onprem-a100"
+#: The cluster whose name is taken over: another one than :data:`CLUSTER`, on the same hub.
+TAKEN = "cloud-h100"
 PRODUCT = "NVIDIA-A100-SXM4-80GB"
+
+
+@pytest.fixture(scope="module")
+def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kubectl]:
+    """One hub for the module: each test joins a member of its own (another cluster name)."""
+    with ProcessGroup.running_hub(tmp_path_factory.mktemp("agent-credential-hub")) as running:
+        yield running
 
 
 def _forbidden(result: Any, *fields: str) -> None:
@@ -31,11 +41,9 @@ def _forbidden(result: Any, *fields: str) -> None:
 
 
 def test_agent_credential_cannot_undo_an_admins_cordon_but_reports_status(
-    processes: ProcessGroup, tmp_path: Path
+    processes: ProcessGroup, hub: Kubectl, tmp_path: Path
 ) -> None:
-    launched = processes.launch_member(FLEET, CLUSTER)
-    _, hub = processes.start_hub()
-    _sim, member, dcgm = launched()
+    _sim, member, dcgm = processes.start_member(FLEET, CLUSTER)
     agent_proc = processes.start_agent(hub, FLEET, CLUSTER, member, dcgm)
     wait_for(lambda: _ready(hub.json("get", "cluster", CLUSTER)), timeout=90, what=f"{CLUSTER} Ready")
 
@@ -103,24 +111,22 @@ def test_agent_credential_cannot_undo_an_admins_cordon_but_reports_status(
 
 
 def _agent_argv(join: list[str], member: Kubectl, dcgm: str, state: Path) -> list[str]:
-    return [*join, "--cluster-name", CLUSTER, "--kubeconfig", str(member.kubeconfig), "--state-dir", str(state),
+    return [*join, "--cluster-name", TAKEN, "--kubeconfig", str(member.kubeconfig), "--state-dir", str(state),
             "--dcgm-url", dcgm, "--heartbeat-interval", "2", "--report-interval", "3"]
 
 
 def test_a_cluster_name_is_taken_over_only_with_a_token_scoped_to_it(
-    processes: ProcessGroup, tmp_path: Path
+    processes: ProcessGroup, hub: Kubectl, tmp_path: Path
 ) -> None:
-    launched = processes.launch_member(FLEET, CLUSTER)
-    _, hub = processes.start_hub()
-    sim, member, dcgm = launched()
-    first = processes.start_agent(hub, FLEET, CLUSTER, member, dcgm)
-    wait_for(lambda: _ready(hub.json("get", "cluster", CLUSTER)), timeout=90, what=f"{CLUSTER} Ready")
+    sim, member, dcgm = processes.start_member(FLEET, TAKEN)
+    first = processes.start_agent(hub, FLEET, TAKEN, member, dcgm)
+    wait_for(lambda: _ready(hub.json("get", "cluster", TAKEN)), timeout=90, what=f"{TAKEN} Ready")
     # The join token reached the agent through a file: nothing secret on its command line.
     token_file = Path(first.argv[first.argv.index("--token-file") + 1])
     assert first.popen is not None
     cmdline = Path(f"/proc/{first.popen.pid}/cmdline").read_bytes().decode()
     assert token_file.read_text().strip() not in cmdline
-    first_state = processes.root / f"agent-{CLUSTER}"
+    first_state = processes.root / f"agent-{TAKEN}"
     assert first_state.stat().st_mode & 0o777 == 0o700
     owner_kubeconfig = _agent_kubeconfig(first_state, hub, tmp_path)
 
@@ -129,30 +135,30 @@ def test_a_cluster_name_is_taken_over_only_with_a_token_scoped_to_it(
         processes.join_command(hub), member, dcgm, tmp_path / "intruder"))
     wait_for(lambda: not intruder.alive(), timeout=60, what="the intruding agent to give up")
     assert intruder.popen is not None and intruder.popen.returncode != 0
-    assert f'cluster "{CLUSTER}" has already joined the hub' in intruder.log(), intruder.log()
-    assert f"gpufed token create --cluster {CLUSTER}" in intruder.log()
-    assert Kubectl(owner_kubeconfig).run("get", "cluster", CLUSTER, check=False).returncode == 0
-    reported = hub.json("get", "cluster", CLUSTER)["status"]["lastReportTime"]
-    wait_for(lambda: hub.json("get", "cluster", CLUSTER)["status"]["lastReportTime"] != reported,
+    assert f'cluster "{TAKEN}" has already joined the hub' in intruder.log(), intruder.log()
+    assert f"gpufed token create --cluster {TAKEN}" in intruder.log()
+    assert Kubectl(owner_kubeconfig).run("get", "cluster", TAKEN, check=False).returncode == 0
+    reported = hub.json("get", "cluster", TAKEN)["status"]["lastReportTime"]
+    wait_for(lambda: hub.json("get", "cluster", TAKEN)["status"]["lastReportTime"] != reported,
              timeout=30, what="the member's agent to keep reporting")
 
     # An admin's explicit re-join (a token scoped to the name) replaces the old credential.
     first.stop()
     rejoined = processes.start_raw("rejoined", _agent_argv(
-        processes.join_command(hub, cluster=CLUSTER), member, dcgm, tmp_path / "rejoined"))
+        processes.join_command(hub, cluster=TAKEN), member, dcgm, tmp_path / "rejoined"))
     wait_for(lambda: "joined the hub as cluster" in rejoined.log() or not rejoined.alive(), timeout=60,
              what="the re-join")
     assert rejoined.alive(), rejoined.log()
     # It registers (without the first agent's cluster file) and reports, and keeps running.
-    reported = hub.json("get", "cluster", CLUSTER)["status"]["lastReportTime"]
-    wait_for(lambda: hub.json("get", "cluster", CLUSTER)["status"]["lastReportTime"] != reported or not rejoined.alive(),
+    reported = hub.json("get", "cluster", TAKEN)["status"]["lastReportTime"]
+    wait_for(lambda: hub.json("get", "cluster", TAKEN)["status"]["lastReportTime"] != reported or not rejoined.alive(),
              timeout=30, what="the re-joined agent's first report")
     assert rejoined.alive(), rejoined.log()
-    stale = Kubectl(owner_kubeconfig).run("get", "cluster", CLUSTER, check=False)
+    stale = Kubectl(owner_kubeconfig).run("get", "cluster", TAKEN, check=False)
     assert stale.returncode != 0 and "Unauthorized" in stale.stderr, stale.stderr
 
     # The member's snapshot (every object, Secrets included) is its owner's alone.
     sim.stop()
-    member_state = processes.root / f"member-{CLUSTER}"
+    member_state = processes.root / f"member-{TAKEN}"
     assert member_state.stat().st_mode & 0o777 == 0o700
     assert (member_state / "snapshot.json").stat().st_mode & 0o777 == 0o600
