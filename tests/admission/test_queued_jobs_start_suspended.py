@@ -1,23 +1,27 @@
 """Kueue's job webhooks' default on the hub's API: a job of a kind Kueue suspends (batch/v1 Job,
 JobSet, the Kubeflow jobs, RayJob, RayCluster) created with a queue name is stored suspended (so
 it starts only once admitted, with the admitted flavor's node labels); one without a queue name,
-or of a kind without a suspend flag, is stored as sent. A real hub (embedded etcd, HTTPS)."""
+or of a kind without a suspend flag, is stored as sent. A real hub (embedded etcd, HTTPS), one for
+the module: each test's objects have names of their own."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
+import pytest_asyncio
 
 from controlplane.hub import Hub
 from controlplane.hubconfig import HubConfig
 
+#: The tests run on their module's event loop, where its hub runs.
+pytestmark = pytest.mark.asyncio(loop_scope="module")
 
-@pytest.fixture
-async def hub(tmp_path: Path) -> AsyncIterator[Hub]:
-    async with Hub(HubConfig(state_dir=tmp_path / "hub", port=0)) as running:
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def hub(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Hub]:
+    async with Hub(HubConfig(state_dir=tmp_path_factory.mktemp("hub"), port=0)) as running:
         yield running
 
 
@@ -38,9 +42,10 @@ async def test_a_job_created_with_a_queue_name_is_stored_suspended(
     objects = hub.objects
     assert objects is not None
     jobs = objects.registry.require("batch/v1", "Job")
-    created = await objects.create(jobs, job("train", labels))
+    name = f"train-{'queued' if suspended else 'plain'}"
+    created = await objects.create(jobs, job(name, labels))
     assert created["spec"]["suspend"] is suspended
-    stored = await objects.get(jobs, namespace="default", name="train")
+    stored = await objects.get(jobs, namespace="default", name=name)
     assert stored["spec"]["suspend"] is suspended
 
 

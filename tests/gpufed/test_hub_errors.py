@@ -1,7 +1,8 @@
 """How a user command fails against a real hub, in kubectl's words: the hub's Status as
 ``Error from server (Reason): …``, a wrong token as ``You must be logged in to the server``, a
 refused connection and an untrusted certificate as kubectl says them; Ctrl-C and a reader that
-went away end the command without a traceback."""
+went away end the command without a traceback. The tests that need a hub share their module's
+(:data:`SHARED_HUB`): none changes what another reads."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+import pytest_asyncio
 
 from controlplane.apiserver.identity import Role
 from controlplane.apiserver.kubeconfig import load_kubeconfig, write_kubeconfig
@@ -27,9 +29,13 @@ from gpufed.commands.up.layout import demo_fleet
 REPO = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture
-async def hub(tmp_path: Path) -> AsyncIterator[Hub]:
-    async with Hub(HubConfig(state_dir=tmp_path / "hub", port=0)) as running:
+#: The mark of the tests on the module's hub: they run on its event loop, where that hub runs.
+SHARED_HUB = pytest.mark.asyncio(loop_scope="module")
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def hub(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Hub]:
+    async with Hub(HubConfig(state_dir=tmp_path_factory.mktemp("hub"), port=0)) as running:
         yield running
 
 
@@ -54,12 +60,14 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+@SHARED_HUB
 async def test_a_status_error_is_printed_as_kubectl_prints_it(hub: Hub, capsys: pytest.CaptureFixture[str]) -> None:
     status, err = await gpufed(["token", "revoke", "nope", "--kubeconfig", str(hub.kubeconfig_path)], capsys)
     assert status == 1
     assert err == 'Error from server (NotFound): tokens.auth.gpufed.io "nope" not found\n'
 
 
+@SHARED_HUB
 async def test_a_token_without_permission_gets_the_forbidden_status(
     hub: Hub, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -74,6 +82,7 @@ async def test_a_token_without_permission_gets_the_forbidden_status(
     )
 
 
+@SHARED_HUB
 async def test_a_wrong_token_is_told_to_log_in(hub: Hub, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     config = kubeconfig(hub, tmp_path / "wrong.kubeconfig", token="abcdef.0123456789abcdef")
     status, err = await gpufed(["queues", "--kubeconfig", str(config)], capsys)
@@ -82,6 +91,7 @@ async def test_a_wrong_token_is_told_to_log_in(hub: Hub, tmp_path: Path, capsys:
     assert err.count("\n") == 1
 
 
+@SHARED_HUB
 async def test_a_hub_certificate_of_another_ca_names_the_kubeconfig(
     hub: Hub, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -96,6 +106,7 @@ async def test_a_hub_certificate_of_another_ca_names_the_kubeconfig(
     )
 
 
+@SHARED_HUB
 async def test_a_hub_that_is_down_is_a_refused_connection(
     hub: Hub, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -129,6 +140,7 @@ def _subprocess(argv: list[str], *, stdout: int) -> subprocess.Popen[str]:
                             stdout=stdout, stderr=subprocess.PIPE)
 
 
+@SHARED_HUB
 @pytest.mark.parametrize("command", ["token list", "whatif run"])
 async def test_output_to_a_closed_pipe_ends_quietly(command: str, hub: Hub, tmp_path: Path) -> None:
     trace = tmp_path / "trace.csv"
@@ -190,6 +202,7 @@ def test_a_malformed_or_empty_duration_is_a_usage_error_naming_its_flag(
     assert f"'{value}'" in last
 
 
+@SHARED_HUB
 async def test_an_empty_user_name_makes_no_token(hub: Hub, capsys: pytest.CaptureFixture[str]) -> None:
     assert hub.tokens is not None
     before = len(await hub.tokens.list())
