@@ -1,15 +1,16 @@
 """`gpufed cordon|uncordon|taint`: taint spec parsing and editing (table-driven), then the
-commands against a real hub (embedded etcd, HTTPS, token auth)."""
+commands against a real hub (embedded etcd, HTTPS, token auth), one for the module's tests: each
+test's commands edit a cluster of its own."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
+import pytest_asyncio
 
 from controlplane.apis import constants as c
 from controlplane.hub import Hub
@@ -125,15 +126,26 @@ def test_cordoned_spec(spec: dict[str, Any], cordon: bool, expected: dict[str, A
 # --- against a real hub --------------------------------------------------------------------
 
 
-@pytest.fixture
-async def hub(tmp_path: Path) -> AsyncIterator[Hub]:
-    async with Hub(HubConfig(state_dir=tmp_path / "hub", port=0)) as running:
-        assert running.objects is not None
-        rt = running.objects.registry.require("cluster.gpufed.io/v1alpha1", "Cluster")
-        await running.objects.create(rt, {
-            "apiVersion": "cluster.gpufed.io/v1alpha1", "kind": "Cluster", "metadata": {"name": "gpu-a"},
-            "spec": {"provider": "onprem", "taints": [t("gpufed.io/spot", "PreferNoSchedule", "true")]},
-        })
+#: The tests on the hub run on their module's event loop, where it runs.
+SHARED_HUB = pytest.mark.asyncio(loop_scope="module")
+#: The cluster :func:`test_command_errors` runs its commands on: none of them changes it.
+UNCHANGED = "gpu-b"
+
+
+async def add_cluster(hub: Hub, name: str) -> None:
+    """Cluster ``name``, with a spot taint."""
+    assert hub.objects is not None
+    rt = hub.objects.registry.require("cluster.gpufed.io/v1alpha1", "Cluster")
+    await hub.objects.create(rt, {
+        "apiVersion": "cluster.gpufed.io/v1alpha1", "kind": "Cluster", "metadata": {"name": name},
+        "spec": {"provider": "onprem", "taints": [t("gpufed.io/spot", "PreferNoSchedule", "true")]},
+    })
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def hub(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Hub]:
+    async with Hub(HubConfig(state_dir=tmp_path_factory.mktemp("hub"), port=0)) as running:
+        await add_cluster(running, UNCHANGED)
         yield running
 
 
@@ -142,10 +154,10 @@ async def gpufed(hub: Hub, *argv: str) -> int:
     return await asyncio.to_thread(main, [*argv, "--kubeconfig", str(hub.kubeconfig_path)])
 
 
-async def cluster_spec(hub: Hub) -> dict[str, Any]:
+async def cluster_spec(hub: Hub, name: str = "gpu-a") -> dict[str, Any]:
     assert hub.objects is not None
     rt = hub.objects.registry.require("cluster.gpufed.io/v1alpha1", "Cluster")
-    obj = await hub.objects.get(rt, name="gpu-a")
+    obj = await hub.objects.get(rt, name=name)
     spec: dict[str, Any] = obj["spec"]
     return spec
 
@@ -154,7 +166,9 @@ def keys(spec: dict[str, Any]) -> list[str]:
     return [f"{x['key']}:{x['effect']}" for x in spec.get("taints") or ()]
 
 
+@SHARED_HUB
 async def test_cordon_taint_uncordon_against_a_hub(hub: Hub, capsys: pytest.CaptureFixture[str]) -> None:
+    await add_cluster(hub, "gpu-a")
     assert await gpufed(hub, "cordon", "gpu-a") == 0
     assert capsys.readouterr().out == "cluster/gpu-a cordoned\n"
     spec = await cluster_spec(hub)
@@ -181,17 +195,18 @@ async def test_cordon_taint_uncordon_against_a_hub(hub: Hub, capsys: pytest.Capt
     assert "taints" not in await cluster_spec(hub)
 
 
+@SHARED_HUB
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
         (["cordon", "nope"], 'error: cluster "nope" not found'),
         (["taint", "nope", "a=b:NoSchedule"], 'error: cluster "nope" not found'),
-        (["taint", "gpu-a", "a=b"], "error: invalid taint spec 'a=b': an effect is required"),
-        (["taint", "gpu-a", "gpufed.io/spot=true:PreferNoSchedule"], "already has taint gpufed.io/spot=true:PreferNoSchedule"),
+        (["taint", UNCHANGED, "a=b"], "error: invalid taint spec 'a=b': an effect is required"),
+        (["taint", UNCHANGED, "gpufed.io/spot=true:PreferNoSchedule"], "already has taint gpufed.io/spot=true:PreferNoSchedule"),
     ],
 )
 async def test_command_errors(hub: Hub, capsys: pytest.CaptureFixture[str], argv: list[str], message: str) -> None:
-    before = await cluster_spec(hub)
+    before = await cluster_spec(hub, UNCHANGED)
     assert await gpufed(hub, *argv) == 1
     assert message in capsys.readouterr().err
-    assert await cluster_spec(hub) == before
+    assert await cluster_spec(hub, UNCHANGED) == before

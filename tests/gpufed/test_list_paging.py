@@ -2,16 +2,17 @@
 (``--chunk-size``, 500 unless told, 0 for the whole list at once) and each page's continue token
 for the next, so a list longer than a page is read whole. A continue token the hub has compacted
 away starts the list again once from the beginning; a second expiry is the hub's 410 in kube's
-words. Against a real hub (embedded etcd), counting its LIST requests on its own ``/metrics``."""
+words. Against a real hub (embedded etcd), counting its LIST requests on its own ``/metrics``: one
+for the module, each test's Events in a namespace of its own."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
+import pytest_asyncio
 
 from controlplane.hub import Hub
 from controlplane.hubconfig import HubConfig
@@ -19,7 +20,6 @@ from gpufed.cli import main
 from gpufed.hubclient import DEFAULT_CHUNK_SIZE, HubClient, HubError
 from tests.hubmetrics import samples
 
-EVENTS = "/api/v1/namespaces/default/events"
 REQUESTS = "gpufed_apiserver_request_duration_seconds_count"
 EXPIRED = (
     "Error from server (Expired): The provided continue parameter is too old to display a consistent list "
@@ -30,25 +30,36 @@ EXPIRED = (
 )
 
 
-@pytest.fixture
-async def hub(tmp_path: Path) -> AsyncIterator[Hub]:
-    async with Hub(HubConfig(state_dir=tmp_path / "hub", port=0)) as running:
+#: The tests run on their module's event loop, where its hub runs.
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def hub(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Hub]:
+    async with Hub(HubConfig(state_dir=tmp_path_factory.mktemp("hub"), port=0)) as running:
         yield running
 
 
-def event(name: str) -> dict[str, Any]:
+def events(namespace: str) -> str:
+    return f"/api/v1/namespaces/{namespace}/events"
+
+
+def event(name: str, namespace: str) -> dict[str, Any]:
     return {
-        "apiVersion": "v1", "kind": "Event", "metadata": {"name": name, "namespace": "default"},
-        "involvedObject": {"kind": "Deployment", "namespace": "default", "name": "web", "apiVersion": "apps/v1"},
+        "apiVersion": "v1", "kind": "Event", "metadata": {"name": name, "namespace": namespace},
+        "involvedObject": {"kind": "Deployment", "namespace": namespace, "name": "web", "apiVersion": "apps/v1"},
         "reason": "Scheduled", "message": f"event {name}", "type": "Normal",
         "firstTimestamp": "2026-01-01T00:00:00Z", "lastTimestamp": f"2026-01-01T00:00:0{name[-1]}Z",
     }
 
 
-async def with_events(hub: Hub, count: int) -> HubClient:
+async def with_events(hub: Hub, namespace: str, count: int) -> HubClient:
+    """Namespace ``namespace`` (the test's own) with ``count`` Events of Deployment ``web``."""
     client = HubClient.from_kubeconfig(hub.kubeconfig_path)
+    await client.request("POST", "/api/v1/namespaces", body={"apiVersion": "v1", "kind": "Namespace",
+                                                             "metadata": {"name": namespace}})
     for index in range(count):
-        await client.request("POST", EVENTS, body=event(f"web.{index}"))
+        await client.request("POST", events(namespace), body=event(f"web.{index}", namespace))
     return client
 
 
@@ -66,9 +77,10 @@ def names(items: list[dict[str, Any]]) -> list[str]:
 async def test_gpufed_events_reads_the_hubs_list_whole_in_pages_of_the_chunk_size(
     hub: Hub, capsys: pytest.CaptureFixture[str], chunk_size: int, requests: int
 ) -> None:
-    await with_events(hub, 5)
+    namespace = f"chunk-size-{chunk_size}"
+    await with_events(hub, namespace, 5)
     before = await event_lists(hub)
-    words = ["events", "deployment/web", "--kubeconfig", str(hub.kubeconfig_path)]
+    words = ["events", "deployment/web", "-n", namespace, "--kubeconfig", str(hub.kubeconfig_path)]
     if chunk_size != DEFAULT_CHUNK_SIZE:
         words += ["--chunk-size", str(chunk_size)]
     assert await asyncio.to_thread(main, words) == 0
@@ -79,20 +91,21 @@ async def test_gpufed_events_reads_the_hubs_list_whole_in_pages_of_the_chunk_siz
 
 
 async def test_a_list_whose_continue_token_expired_starts_again_once(hub: Hub) -> None:
-    client = await with_events(hub, 5)
+    namespace = "expired-once"
+    client = await with_events(hub, namespace, 5)
     client.chunk_size = 2
     store = hub.store
     assert store is not None
     seen: list[dict[str, Any]] = []
     firsts = []
-    async for page in client.list_pages(EVENTS):
+    async for page in client.list_pages(events(namespace)):
         firsts.append(page.first)
         if page.first:
             seen = []
         seen += page.body["items"]
         if len(firsts) == 1:
             # A write after the first page, then compaction past the revision its token reads at.
-            await client.request("POST", EVENTS, body=event("web.5"))
+            await client.request("POST", events(namespace), body=event("web.5", namespace))
             await store.compact(await store.current_revision())
     # The second request's token had expired: the list started again and was read whole.
     assert firsts == [True, True, False, False]
@@ -100,15 +113,16 @@ async def test_a_list_whose_continue_token_expired_starts_again_once(hub: Hub) -
 
 
 async def test_a_list_that_expires_again_after_starting_over_is_the_hubs_410(hub: Hub) -> None:
-    client = await with_events(hub, 5)
+    namespace = "expired-twice"
+    client = await with_events(hub, namespace, 5)
     client.chunk_size = 2
     store = hub.store
     assert store is not None
     written = 5
     with pytest.raises(HubError) as expired:
-        async for page in client.list_pages(EVENTS):
+        async for page in client.list_pages(events(namespace)):
             assert page.first  # every page read is the first of a (re)started list
-            await client.request("POST", EVENTS, body=event(f"web.{written}"))
+            await client.request("POST", events(namespace), body=event(f"web.{written}", namespace))
             written += 1
             await store.compact(await store.current_revision())
     assert (expired.value.status, expired.value.reason) == (410, "Expired")
@@ -117,12 +131,13 @@ async def test_a_list_that_expires_again_after_starting_over_is_the_hubs_410(hub
 
 
 async def test_read_list_joins_a_tables_rows_and_drops_the_continue_token(hub: Hub) -> None:
-    client = await with_events(hub, 5)
+    namespace = "table"
+    client = await with_events(hub, namespace, 5)
     client.chunk_size = 2
-    table = await client.read_list(EVENTS, accept="application/json;as=Table;v=v1;g=meta.k8s.io")
+    table = await client.read_list(events(namespace), accept="application/json;as=Table;v=v1;g=meta.k8s.io")
     assert table["kind"] == "Table"
     assert len(table["rows"]) == 5
     assert "continue" not in table["metadata"]
-    listed = await client.read_list(EVENTS)
+    listed = await client.read_list(events(namespace))
     assert names(listed["items"]) == [f"web.{index}" for index in range(5)]
     assert listed["metadata"]["resourceVersion"]
