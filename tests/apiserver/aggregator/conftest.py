@@ -1,25 +1,21 @@
 """The real hub of the auth tests (real etcd, HTTPS), its HTTPS session and its admin; its
 Available APIServices are checked again every half second (kube's 10 s), so that a server that
-stops is noticed without waiting out kube's period."""
+stops is noticed without waiting out kube's period. As there, a test has a hub of its own unless
+it shares its module's (:data:`..auth.realhub.SHARED_HUB`)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
+from typing import Any
 
 import pytest
 
 from controlplane.controllers.context import ControllerSettings
-from controlplane.hub import Hub
-from controlplane.hubconfig import HubConfig
 
-from ..auth.conftest import admin, own_session, session
+from ..auth.conftest import admin, hub, module_hub, module_session, own_hub, own_session, session
 
-__all__ = ["admin", "hub", "own_session", "session"]
+__all__ = ["admin", "hub", "hub_options", "module_hub", "module_session", "own_hub", "own_session", "session"]
 
 
-@pytest.fixture
-async def hub(tmp_path: Path) -> AsyncIterator[Hub]:
-    settings = ControllerSettings(apiservice_recheck_seconds=0.5)
-    async with Hub(HubConfig(state_dir=tmp_path / "hub", port=0, controllers=settings)) as running:
-        yield running
+@pytest.fixture(scope="module")
+def hub_options() -> dict[str, Any]:
+    return {"controllers": ControllerSettings(apiservice_recheck_seconds=0.5)}

@@ -2,7 +2,9 @@
 them: one per built-in group-version (kube's priorities, label ``onstart``, Available ``Local``),
 one per served version of a CustomResourceDefinition (label ``true``), gone when the version stops
 being served or the CRD is deleted; an admin's own APIService is left alone; kube's validation
-and table through kubectl; the ``extension-apiserver-authentication`` ConfigMap."""
+and table through kubectl; the ``extension-apiserver-authentication`` ConfigMap. The tests share
+their module's hub: each writes objects of its own names, and the one that deletes a built-in
+APIService waits for it to come back."""
 
 from __future__ import annotations
 
@@ -13,10 +15,10 @@ import yaml
 
 from controlplane.hub import Hub
 
-from ..auth.realhub import Client, eventually
+from ..auth.realhub import SHARED_HUB, Client, eventually
 from ..test_real_clients import kubectl, needs_kubectl
 
-pytestmark = needs_kubectl
+pytestmark = [needs_kubectl, SHARED_HUB]
 
 APISERVICES = "/apis/apiregistration.k8s.io/v1/apiservices"
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
