@@ -12,6 +12,7 @@ Decoding: :func:`syntax_error` is the error ``json.Unmarshal`` gives for text th
 JSON input``), :func:`scan` the same check keeping where the top-level value and an object's
 members lie, and :func:`cannot_unmarshal` its error for a value of the wrong JSON type. They run
 only to word a refusal: good input is parsed by a fast parser and never scanned here.
+:func:`go_printed` is ``%v`` of a decoded JSON value and :func:`go_float` that of a float64.
 :func:`parse_bool` is ``strconv.ParseBool``, which reads kube's boolean flags, query parameters
 and annotations. A leaf: the standard library only, no I/O.
 """
@@ -79,6 +80,41 @@ _BOOLS: Final = {
     **dict.fromkeys(("1", "t", "T", "TRUE", "true", "True"), True),
     **dict.fromkeys(("0", "f", "F", "FALSE", "false", "False"), False),
 }
+
+
+def go_printed(value: Any) -> str:
+    """``%+v`` of a decoded JSON value (``map[string]interface{}`` and what it holds): maps as
+    ``map[key:value ...]`` with sorted keys, lists as ``[a b]``, strings bare, nil as ``<nil>``,
+    floats in Go's shortest ``%g`` form (``1.5``, ``1e+21``)."""
+    if value is None:
+        return "<nil>"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dict):
+        return "map[" + " ".join(f"{k}:{go_printed(v)}" for k, v in sorted(value.items())) + "]"
+    if isinstance(value, list):
+        return "[" + " ".join(go_printed(v) for v in value) + "]"
+    if isinstance(value, float):
+        return go_float(value)
+    return str(value)
+
+
+def go_float(value: float) -> str:
+    """strconv's shortest ``'g'`` form, as ``%v`` prints a float64: an exponent below -4 or
+    from 6 on is written ``1.5e+06``."""
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    if value == 0:
+        return "-0" if math.copysign(1.0, value) < 0 else "0"
+    shortest = Decimal(repr(value)).normalize()
+    exponent = shortest.adjusted()
+    if -4 <= exponent < 6:
+        return format(shortest, "f")
+    sign, digits, _ = shortest.as_tuple()
+    mantissa = str(digits[0]) + ("." + "".join(map(str, digits[1:])) if len(digits) > 1 else "")
+    return f"{'-' if sign else ''}{mantissa}e{'-' if exponent < 0 else '+'}{abs(exponent):02d}"
 
 
 def parse_bool(text: object) -> bool | None:

@@ -13,13 +13,14 @@ The constructors (:func:`invalid`, :func:`required`, ...) write the message as k
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from decimal import Decimal
 from enum import StrEnum
 from typing import Any
 
+# go_float and go_printed are re-exported for the API rules that print values.
+from controlplane.gojson import go_float as go_float
+from controlplane.gojson import go_printed as go_printed
 from controlplane.gojson import go_quote
 
 
@@ -75,41 +76,6 @@ class GoValue:
 
     def __init__(self, text: str) -> None:
         self.text = text
-
-
-def go_printed(value: Any) -> str:
-    """``%+v`` of a decoded JSON value (``map[string]interface{}`` and what it holds): maps as
-    ``map[key:value ...]`` with sorted keys, lists as ``[a b]``, strings bare, nil as ``<nil>``,
-    floats in Go's shortest ``%g`` form (``1.5``, ``1e+21``)."""
-    if value is None:
-        return "<nil>"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, dict):
-        return "map[" + " ".join(f"{k}:{go_printed(v)}" for k, v in sorted(value.items())) + "]"
-    if isinstance(value, list):
-        return "[" + " ".join(go_printed(v) for v in value) + "]"
-    if isinstance(value, float):
-        return go_float(value)
-    return str(value)
-
-
-def go_float(value: float) -> str:
-    """strconv's shortest ``'g'`` form, as ``%v`` prints a float64: an exponent below -4 or
-    from 6 on is written ``1.5e+06``."""
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "+Inf" if value > 0 else "-Inf"
-    if value == 0:
-        return "-0" if math.copysign(1.0, value) < 0 else "0"
-    shortest = Decimal(repr(value)).normalize()
-    exponent = shortest.adjusted()
-    if -4 <= exponent < 6:
-        return format(shortest, "f")
-    sign, digits, _ = shortest.as_tuple()
-    mantissa = str(digits[0]) + ("." + "".join(map(str, digits[1:])) if len(digits) > 1 else "")
-    return f"{'-' if sign else ''}{mantissa}e{'-' if exponent < 0 else '+'}{abs(exponent):02d}"
 
 
 def go_string_map(value: Mapping[str, Any] | None) -> GoValue:
