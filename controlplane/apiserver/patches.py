@@ -37,6 +37,7 @@ from controlplane.apiserver.patching.apply import record_update as _record_updat
 from controlplane.apiserver.patching.conflicts import ApplyConflict
 from controlplane.apiserver.patching.lastapplied import apply_upgrading_client_side
 from controlplane.apiserver.patching.strategic import strategic_merge_patch
+from controlplane.apiserver.patching.typedvalue import applied_typing_error
 from controlplane.apiserver.patching.versions import VersionConverter
 from controlplane.apiserver.patching.zerovalues import UNSTRUCTURED, zero_value
 from controlplane.apiserver.resources import ResourceType
@@ -135,10 +136,7 @@ def apply_patch(
                 converter=converter,
             )
         except UntypedApply as exc:
-            # kube's field manager answers this as a reasonless 500; the hub keeps its words but says
-            # what it is, the client's mistake: a 422 naming the field, which kubectl prints.
-            message = f"failed to create typed patch object ({_gvknn(patch)}): {exc}"
-            raise _unappliable(message, str(exc), rt, name) from exc
+            raise _untyped(rt, patch, str(exc), name) from exc
         except ValueError as exc:
             raise _unappliable(str(exc), str(exc), rt, name) from exc
         except ApplyConflict as exc:
@@ -179,7 +177,8 @@ def check_apply_request(rt: ResourceType, patch: Any, *, manager: str | None) ->
     manager, one that is not an object, and one whose ``apiVersion`` and ``kind`` are not the
     URL's (kube's field manager checks the applied object's group, version and kind first, so
     an apply at ``apps/v1`` of a body saying ``apps/v1beta1`` is a 400 ``invalid object type:
-    apps/v1beta1, Kind=Deployment``; the body's version is never converted). Returns the manager."""
+    apps/v1beta1, Kind=Deployment``; the body's version is never converted), and one that
+    structured-merge-diff cannot type (:func:`_untyped`). Returns the manager."""
     # The HTTP layer checked the request's PatchOptions; an in-process apply gets the same 422.
     found = patch_options_errors(apply=True, force_given=False, manager=manager or "", dry_run=(), field_validation="")
     if found or not manager:
@@ -189,7 +188,21 @@ def check_apply_request(rt: ResourceType, patch: Any, *, manager: str | None) ->
     group, version, kind = _group_version_kind(patch)
     if (group, version, kind) != (rt.group, rt.version, rt.kind):
         raise BadRequest(f"invalid object type: {group}/{version}, Kind={kind}")
+    # Typed before its fields are decoded, as kube's field manager types it: a value of the wrong
+    # shape is structured-merge-diff's error, not the kind's decoding error.
+    if (untyped := applied_typing_error(patch, rt.apply_schema)) is not None:
+        metadata = patch.get("metadata")
+        name = metadata.get("name") if isinstance(metadata, dict) else None
+        raise _untyped(rt, patch, untyped, name if isinstance(name, str) else "")
     return manager
+
+
+def _untyped(rt: ResourceType, patch: dict[str, Any], detail: str, name: str) -> Invalid:
+    """structured-merge-diff's refusal to type an applied object (:mod:`.patching.typedvalue`).
+    kube's field manager returns it as a plain error, a reasonless 500; the hub keeps its words
+    but says what it is, the client's mistake: a 422 with them as the cause at ``patch``, which
+    kubectl prints."""
+    return _unappliable(f"failed to create typed patch object ({_gvknn(patch)}): {detail}", detail, rt, name)
 
 
 def _group_version_kind(obj: dict[str, Any]) -> tuple[str, str, str]:

@@ -139,6 +139,22 @@ def test_client_side_then_server_side_apply_takes_over_without_conflict(hub: Hub
     assert last["spec"]["replicas"] == 5
 
 
+def test_an_apply_structured_merge_diff_cannot_type_is_refused_in_its_words(hub: Hub, tmp_path: Path) -> None:
+    """kubectl prints the hub's 422 as kube's Invalid, with structured-merge-diff's words as the
+    cause (kube itself answers a reasonless 500 there); nothing is created."""
+    deployment = sample("apps/v1", "Deployment", unique_name("untyped"), namespace=NAMESPACE)
+    pod = deployment["spec"]["template"]["spec"]
+    pod["containers"] = [pod["containers"][0], {**pod["containers"][0], "image": "other"}]
+    manifest = tmp_path / "deployment.yaml"
+    manifest.write_text(yaml.safe_dump(deployment))
+    result = hub.kubectl.run("apply", "--server-side", "-f", str(manifest), check=False)
+    name, container = deployment["metadata"]["name"], pod["containers"][0]["name"]
+    assert result.returncode == 1
+    assert (f'The Deployment "{name}" is invalid: patch: .spec.template.spec.containers: duplicate entries for key '
+            f'[name="{container}"]') in result.stderr, result.stderr
+    assert hub.kubectl.json_or_none("get", "deployment", name, "-n", NAMESPACE) is None
+
+
 def test_karmada_taint_toleration_sample_applies_unchanged(hub: Hub) -> None:
     path = MANIFESTS / "karmada" / "propagationpolicy_taintToleration.yaml"
     out = hub.kubectl.run("apply", "-n", NAMESPACE, "-f", str(path)).stdout.strip()

@@ -202,6 +202,41 @@ _OMITS_NAME = ('.spec.template.spec.containers: element 0: associative list with
                'key field "name" (and doesn\'t have default value)')
 
 
+_POD = "/api/v1/namespaces/default/pods/p"
+
+
+def _pod(**spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default"}, "spec": spec}
+
+
+@pytest.mark.parametrize(("body", "detail"), [
+    (_pod(containers=[{"name": "a", "image": "i"}, {"name": "a", "image": "j"}]),
+     '.spec.containers: duplicate entries for key [name="a"]'),
+    (_pod(containers=[{"name": "a", "image": "i", "ports": [{"containerPort": 80}, {"containerPort": 80}]}]),
+     '.spec.containers[name="a"].ports: duplicate entries for key [containerPort=80,protocol="TCP"]'),
+    (_pod(containers="a"), ".spec.containers: expected list, got &{a}"),
+    (_pod(containers=[{"name": "a", "image": "i"}], nodeSelector=["x"]), ".spec.nodeSelector: expected map, got &{[x]}"),
+    (_pod(containers=["a", {"name": "b"}]),
+     ".spec.containers: element 0: associative list with keys may not have non-map elements"),
+    ({**_pod(containers=[{"name": "a", "image": "i"}]), "metadata": {
+        "name": "p", "namespace": "default", "finalizers": ["x", "x"], "labels": "y"}},
+     'errors:\n  .metadata.finalizers: duplicate entries for key [="x"]\n  .metadata.labels: expected map, got &{y}'),
+])
+async def test_an_apply_structured_merge_diff_cannot_type_is_refused_in_its_words(
+    api: Client, body: dict[str, Any], detail: str
+) -> None:
+    """kube answers these as a reasonless 500 (its field manager's plain error); the hub answers
+    the same words as a 422 Invalid, with SMD's errors as the cause at ``patch``."""
+    refused = await _apply(api, _POD, body)
+    status = await refused.json()
+    message = f"failed to create typed patch object (default/p; /v1, Kind=Pod): {detail}"
+    assert (refused.status, status["reason"], status["message"]) == (422, "Invalid", message)
+    assert [(c["reason"], c["field"], c["message"]) for c in status["details"]["causes"]] == [
+        ("FieldValueInvalid", "patch", detail)
+    ]
+    assert (await api.get(_POD)).status == 404
+
+
 @pytest.mark.parametrize(("path", "body", "message"), [
     (f"{DEPLOYMENTS}/x", _deployment(spec={"selector": {"matchLabels": {"app": "x"}}, "template": {
         "metadata": {"labels": {"app": "x"}}, "spec": {"containers": [{"image": "i"}]}}}),

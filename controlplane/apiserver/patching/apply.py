@@ -54,6 +54,7 @@ from controlplane.apiserver.patching.fieldpaths import (
 )
 from controlplane.apiserver.patching.merging import merge_applied, remove_path
 from controlplane.apiserver.patching.schema import FieldSchema, ListType
+from controlplane.apiserver.patching.typedvalue import applied_typing_error
 from controlplane.apiserver.patching.versions import VersionConverter, comparisons_by_version, fields_at
 
 logger = logging.getLogger(__name__)
@@ -70,12 +71,13 @@ class Operation(StrEnum):
 
 
 class ApplyError(ValueError):
-    """An applied configuration that cannot be applied (bad list keys, duplicates, wrong target)."""
+    """An applied configuration that cannot be applied (no manager, wrong target, untyped: :class:`UntypedApply`)."""
 
 
 class UntypedApply(ApplyError):
     """An applied configuration kube's structured-merge-diff cannot type, in its words (``path:
-    message``): kube's field manager returns it as a plain error, answered as a reasonless 500."""
+    message``, :mod:`.typedvalue`): kube's field manager returns it as a plain error, answered as
+    a reasonless 500."""
 
 
 @dataclass
@@ -180,8 +182,9 @@ def server_side_apply(
     section = subresource or ""
     api_version = _text(applied.get("apiVersion")) or _text((live or {}).get("apiVersion"))
 
+    if (untyped := applied_typing_error(applied, schema)) is not None:
+        raise UntypedApply(untyped)
     config = _applied_content(applied, section)
-    _validate_config(config, schema, ())
     current = copy.deepcopy(live) if live is not None else {}
     managed = _decode_managed(_managed_fields_of(current))
     _drop_managed_fields(current)
@@ -543,36 +546,3 @@ def _trackable(paths: Iterable[Path], section: str, *, owns_status: bool = False
             continue
         out.add(path)
     return out
-
-
-def _validate_config(value: Any, schema: FieldSchema, path: Path) -> None:
-    """Associative list items in an applied configuration need their keys, once each."""
-    if isinstance(value, Mapping):
-        if schema.atomic:
-            return
-        for key, child in value.items():
-            _validate_config(child, schema.child(key), (*path, field_element(key)))
-        return
-    if not isinstance(value, list) or schema.list_type is ListType.ATOMIC:
-        return
-    seen: set[PathElement] = set()
-    for index, item in enumerate(value):
-        if item is None:
-            continue
-        element = item_element(item, schema)
-        if element is None:
-            if schema.list_type is ListType.MAP and isinstance(item, Mapping):
-                missing = next(k for k in schema.keys if item.get(k) is None and k not in schema.key_defaults)
-                raise UntypedApply(
-                    f"{describe(path)}: element {index}: associative list with keys has an element that omits "
-                    f'key field "{missing}" (and doesn\'t have default value)'
-                )
-            if schema.list_type is ListType.MAP:
-                raise ApplyError(f"{describe(path)}[{index}]: every item of this list needs its key field(s) "
-                                 f"{', '.join(schema.keys)}")
-            raise ApplyError(f"{describe(path)}[{index}]: this list holds plain values only")
-        if element in seen:
-            raise ApplyError(f"{describe((*path, element))}: duplicate entries for this key")
-        seen.add(element)
-        if schema.list_type is ListType.MAP:
-            _validate_config(item, schema.element(), (*path, element))

@@ -50,8 +50,9 @@ def field_element(name: str) -> PathElement:
 def item_element(item: Any, schema: FieldSchema) -> PathElement | None:
     """The step that names ``item`` inside a list described by ``schema``.
 
-    Associative lists name an item by its key fields (API defaults filled in, as the
-    server defaults them before tracking ownership); set lists name it by its value (a
+    Associative lists name an item by its key fields (API defaults filled in where a key
+    field is absent, as the server defaults them before tracking ownership; one given as
+    ``null`` is the key value null); set lists name it by its value (a
     scalar, or an object its schema makes atomic). ``None`` when the item lacks a key
     field or the list is atomic.
     """
@@ -60,7 +61,7 @@ def item_element(item: Any, schema: FieldSchema) -> PathElement | None:
             return None
         key: dict[str, Any] = {}
         for name in schema.keys:
-            if name in item and item[name] is not None:
+            if name in item:  # a key given as null is null, as structured-merge-diff reads it
                 key[name] = item[name]
             elif name in schema.key_defaults:
                 key[name] = schema.key_defaults[name]

@@ -633,13 +633,13 @@ INVALID = [
         "duplicate keys",
         None,
         manifest(containers=[container("a", "a:1"), container("a", "a:2")]),
-        '.spec.template.spec.containers[name="a"]: duplicate entries for this key',
+        '.spec.template.spec.containers: duplicate entries for key [name="a"]',
     ),
     Invalid(
         "objects in a set list",
         None,
         make_object("ConfigMap", "c", metadata={"finalizers": [{"name": "x"}]}),
-        ".metadata.finalizers[0]: this list holds plain values only",
+        ".metadata.finalizers: element 0: associative list without keys has an element that's a map type",
     ),
     Invalid(
         "creating through the status subresource",

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from controlplane.apiserver.patching import ApplyConflict, server_side_apply
+from controlplane.apiserver.patching.apply import UntypedApply
 from controlplane.apiserver.patching.schema import GENERIC_OBJECT, FieldSchema
 from controlplane.apiserver.patching.structural import structural_apply_schema
 from controlplane.hub import hub_registry
@@ -241,7 +242,9 @@ def test_every_built_in_kind_served_finds_its_own_rules_by_group_and_kind() -> N
     assert {rt.apply_schema for rt in hub_registry() if rt.model is not None} == {GENERIC_OBJECT}
 
 
-def test_a_list_type_set_of_atomic_objects_owns_each_object_whole() -> None:
+def test_a_list_type_set_of_atomic_objects_cannot_be_applied() -> None:
+    """structured-merge-diff types no object as a set's item, atomic or not (its "TODO: atomic maps
+    should be acceptable", kubernetes-sigs/structured-merge-diff#163): kube refuses the apply."""
     peers = {"type": "object", "properties": {"peers": {
         "type": "array", "x-kubernetes-list-type": "set",
         "items": {"type": "object", "x-kubernetes-map-type": "atomic", "properties": {
@@ -249,7 +252,7 @@ def test_a_list_type_set_of_atomic_objects_owns_each_object_whole() -> None:
         }},
     }}}
 
-    result = two_appliers(schema_of(peers), {"peers": [{"host": "a", "port": 1}]}, {"peers": [{"host": "b", "port": 2}]})
+    with pytest.raises(UntypedApply) as caught:
+        two_appliers(schema_of(peers), {"peers": [{"host": "a", "port": 1}]}, {"peers": [{"host": "b", "port": 2}]})
 
-    assert result["spec"]["peers"] == [{"host": "a", "port": 1}, {"host": "b", "port": 2}]
-    assert fields_of(result, "b") == {"f:spec": {"f:peers": {'v:{"host":"b","port":2}': {}}}}
+    assert str(caught.value) == ".spec.peers: element 0: associative list without keys has an element that's a map type"

@@ -1,0 +1,165 @@
+"""An applied configuration typed as structured-merge-diff types it, and its errors in SMD's words.
+
+Before merging, kube's field manager turns the applied object into a typed value
+(``typed.AsTyped``); a value that does not fit its kind's schema is refused with SMD's
+validation errors, each ``<path>: <message>``, several joined as ``errors:`` with one indented
+line each. What this module checks, as SMD's ``validate.go`` and ``helpers.go`` do:
+
+- a value where a list is expected (an associative list, a set, a list with item schema) is
+  ``expected list, got &{5}``; one where an object or map is expected ``expected map, got
+  &{x}`` (the value as Go's ``%v`` prints SMD's wrapper of it; ``null`` is always accepted);
+- an item of a keyed list (``x-kubernetes-list-type: map``) must be an object
+  (``element 0: associative list with keys may not have non-map elements``, ``... may not have
+  a null element``) that has every key field or a default for it (``... omits key field "name"
+  (and doesn't have default value)``). A key field given as ``null`` is present: its key value
+  is null, as SMD reads it;
+- an item of a set must be a scalar (``... without keys has an element that's a map type``,
+  ``not supported: associative list with lists as elements``, ``... an explicit null``);
+- two items with the same key or value are ``duplicate entries for key [name="a"]`` at the list.
+
+As in SMD, the first item of a list that has no key ends the checks of that list. Nothing
+below a value no schema describes (kube's deduced type) is checked.
+
+In: the applied object and the kind's :class:`FieldSchema`. Out: the error lines (empty when
+the object types), or :func:`applied_typing_error`'s one text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from controlplane.apiserver.patching.schema import DEDUCED, FieldSchema, ListType
+from controlplane.gojson import go_float, go_printed, go_quote
+
+
+def applied_typing_error(applied: Mapping[str, Any], schema: FieldSchema) -> str | None:
+    """SMD's error typing an applied object, as ``ValidationErrors.Error()`` words it, or None when
+    it types. Its ``metadata.managedFields``, which an apply never merges, is left out."""
+    metadata = applied.get("metadata")
+    if isinstance(metadata, Mapping) and "managedFields" in metadata:
+        applied = {**applied, "metadata": {k: v for k, v in metadata.items() if k != "managedFields"}}
+    found = typing_errors(applied, schema)
+    return joined(found) if found else None
+
+
+def typing_errors(value: Any, schema: FieldSchema) -> list[str]:
+    """SMD's validation errors of ``value`` against ``schema``, each ``path: message``."""
+    out: list[str] = []
+    _check(value, schema, "", out)
+    return out
+
+
+def joined(errors: list[str]) -> str:
+    """``ValidationErrors.Error()``: one error as it is, several under ``errors:``."""
+    if len(errors) == 1:
+        return errors[0]
+    return "\n".join(["errors:", *(f"  {error}" for error in errors)])
+
+
+def _error(path: str, message: str) -> str:
+    return f"{path}: {message}" if path else message
+
+
+def _shown(value: Any) -> str:
+    """``%v`` of SMD's pointer to its wrapper of an unstructured value: ``&{...}``; kube decodes
+    an apply body's numbers as float64."""
+    return "&{" + go_printed(_as_go(value)) + "}"
+
+
+def _as_go(value: Any) -> Any:
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, Mapping):
+        return {str(k): _as_go(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_as_go(v) for v in value]
+    return value
+
+
+def _is_list(schema: FieldSchema) -> bool:
+    return schema.list_type is not ListType.ATOMIC or schema.item is not None
+
+
+def _is_map(schema: FieldSchema) -> bool:
+    return bool(schema.fields) or schema.values is not None
+
+
+def _check(value: Any, schema: FieldSchema, path: str, out: list[str]) -> None:
+    if value is None or schema is DEDUCED:
+        return
+    if _is_list(schema):
+        if not isinstance(value, list):
+            out.append(_error(path, f"expected list, got {_shown(value)}"))
+            return
+        _check_items(value, schema, path, out)
+    elif _is_map(schema):
+        if not isinstance(value, Mapping):
+            out.append(_error(path, f"expected map, got {_shown(value)}"))
+            return
+        for key in sorted(value, key=str):
+            _check(value[key], schema.child(key), f"{path}.{key}", out)
+
+
+def _check_items(items: list[Any], schema: FieldSchema, path: str, out: list[str]) -> None:
+    seen: set[str] = set()
+    for index, item in enumerate(items):
+        if schema.list_type is ListType.ATOMIC:
+            element = f"[{index}]"
+        else:
+            element, problem = _key_element(item, schema) if schema.list_type is ListType.MAP else _set_element(item)
+            if problem:
+                out.append(_error(path, f"element {index}: {problem}"))
+                return
+            if element in seen:
+                out.append(_error(path, f"duplicate entries for key {element}"))
+            seen.add(element)
+        _check(item, schema.element(), f"{path}{element}", out)
+
+
+def _key_element(item: Any, schema: FieldSchema) -> tuple[str, str]:
+    """The item's path element ``[name="a",port=80]`` and ``""``, or ``""`` and why it has none."""
+    if item is None:
+        return "", "associative list with keys may not have a null element"
+    if not isinstance(item, Mapping):
+        return "", "associative list with keys may not have non-map elements"
+    key: dict[str, Any] = {}
+    for name in schema.keys:
+        if name in item:
+            key[name] = item[name]
+        elif name in schema.key_defaults:
+            key[name] = schema.key_defaults[name]
+        else:
+            return "", (f"associative list with keys has an element that omits key field {go_quote(name)} "
+                        "(and doesn't have default value)")
+    return "[" + ",".join(f"{name}={_smd_text(key[name])}" for name in sorted(key)) + "]", ""
+
+
+def _set_element(item: Any) -> tuple[str, str]:
+    """A set item's path element ``[="a"]`` and ``""``, or ``""`` and why it has none."""
+    if isinstance(item, Mapping):
+        return "", "associative list without keys has an element that's a map type"
+    if isinstance(item, list):
+        return "", "not supported: associative list with lists as elements"
+    if item is None:
+        return "", "associative list without keys has an element that's an explicit null"
+    return f"[={_smd_text(item)}]", ""
+
+
+def _smd_text(value: Any) -> str:
+    """SMD's ``value.ToString``: strings quoted, numbers and booleans as ``%v``, null as ``null``."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return go_quote(value)
+    if isinstance(value, int | float):
+        return go_float(float(value))
+    if isinstance(value, list):
+        return "[" + ",".join(_smd_text(v) for v in value) + "]"
+    if isinstance(value, Mapping):
+        return "".join(f"{k}={_smd_text(v)}" for k, v in sorted(value.items()))
+    return str(value)
