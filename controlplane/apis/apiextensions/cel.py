@@ -11,7 +11,10 @@ at its node (or ``fieldPath``) with its ``message``, its ``messageExpression``'s
 CRD environment beyond core CEL (:mod:`.cel_library`). On update they ratchet as kube does
 (CRDValidationRatcheting): a rule that is not a transition rule does not refuse a value equal to
 its old value, nor a value whose old one cannot be found (an item of a ``set`` list) below an
-unchanged node.
+unchanged node. :meth:`SchemaRules.after` runs them after the schema's own checks, as kube's
+CRD strategy does: not at all when those found an error that blocks them (a value of the wrong
+type, a missing, unsupported, too long or too many one), which it says in a field error of its
+own, without a field (kubectl prints ``<nil>``).
 
 Cost is bounded before anything runs, as kube bounds it: each comprehension macro (``all``,
 ``exists``, ``exists_one``, ``map``, ``filter``) costs the most elements its receiver's schema
@@ -43,9 +46,17 @@ from controlplane.apis.apiextensions.schema import (
     same,
     type_name,
 )
-from controlplane.apis.kube.field import CauseType, FieldError
+from controlplane.apis.kube.field import CauseType, FieldError, blocks_rules, invalid
 
 #: kube's StaticEstimatedCostLimit for one rule.
+#: kube's error in place of a CRD's rules after a blocking one (its strategy's ``hasBlockingErr``):
+#: ``field.Invalid(nil, nil, ...)``, whose nil path prints as ``<nil>``.
+RULES_NOT_CHECKED = invalid(
+    "<nil>", None,
+    "some validation rules were not checked because the object was invalid; correct the existing errors to "
+    "complete validation",
+)
+
 COST_LIMIT = 10_000_000
 #: The most elements a list, map or string could have without a declared bound (what a 3 MiB
 #: request can hold: kube estimates unbounded sizes from the request size limit too).
@@ -201,6 +212,16 @@ class SchemaRules:
 
     def empty(self) -> bool:
         return not (self.rules or self.properties or self.items or self.values)
+
+    def after(self, found: list[FieldError], obj: Any, old: Any) -> list[FieldError]:
+        """``found`` (the schema's errors for ``obj``) and what the rules add, as kube's CRD strategy
+        runs them: none when the schema has none, :data:`RULES_NOT_CHECKED` instead of them when
+        ``found`` holds an error that blocks them, else every failed rule's error."""
+        if self.empty():
+            return found
+        if any(blocks_rules(str(error.type), built_in=False) for error in found):
+            return [*found, RULES_NOT_CHECKED]
+        return [*found, *self.evaluate(obj, old)]
 
     def evaluate(self, obj: Any, old: Any) -> list[FieldError]:
         """Every failed rule's field error for ``obj`` (``old``: the stored object, on update)."""

@@ -260,19 +260,14 @@ def _schema_hooks(schema: Schema) -> _SchemaHooks:
         apply_defaults(obj, schema)
 
     def check(obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
-        found = validate(obj, schema, old=NO_OLD if old is None else old)
-        if not found:
-            found = rules.evaluate(obj, old)
-        return found
+        return rules.after(validate(obj, schema, old=NO_OLD if old is None else old), obj, old)
 
     def check_status(obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
         found: list[FieldError] = []
         if "status" in obj and isinstance(status_schema, dict):
             was = old["status"] if old is not None and "status" in old else NO_OLD
             found = validate(obj["status"], status_schema, path=("status",), old=was)
-        if not found:
-            found = rules.evaluate(obj, old)
-        return found
+        return rules.after(found, obj, old)
 
     return _SchemaHooks(prune_unknown, defaults, check, prune_status, check_status)
 
