@@ -32,6 +32,7 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
+from controlplane.apis.apiextensions.cel import RULES_NOT_CHECKED, has_rules
 from controlplane.apis.apiextensions.schema import integral_floats_made_ints
 from controlplane.apis.kube.field import blocks_rules
 from controlplane.apis.kube.names import (
@@ -47,7 +48,7 @@ from controlplane.apis.kube.names import (
     qualified_name_errors,
 )
 from controlplane.apiserver.decoding import INT64_MAX, INT64_MIN
-from controlplane.apiserver.errors import BadRequest, Cause, CauseType, Forbidden, Invalid, Target, invalid
+from controlplane.apiserver.errors import BadRequest, Cause, CauseType, Invalid, invalid
 from controlplane.apiserver.openapi import known_fields
 from controlplane.apiserver.openapi.structural import schema_errors
 from controlplane.apiserver.resources import NameRule, ResourceType
@@ -567,8 +568,16 @@ def check_object(
         integral_floats_made_ints(obj, dict(rt.crd_schema()))  # kube stores an integer sent as ``3.0`` as ``3``
         schema_found = schema_errors(rt.crd_schema(), obj, old, status_only=status_only)
         causes.extend(Cause(str(e.type), e.message, e.field) for e in schema_found)
-    if validate is not None and not any(blocks_rules(str(c.reason), built_in=rt.built_in) for c in causes):
+    blocked = any(blocks_rules(str(c.reason), built_in=rt.built_in) for c in causes)
+    if validate is not None and not blocked:
         causes.extend(Cause(str(e.type), e.message, e.field) for e in validate(obj, old))
+    elif rt.model is None and rt.custom is not None:
+        # kube's CRD strategy checks the schema whatever the metadata's errors; after a blocking
+        # one it runs none of the rules and says so.
+        found = schema_errors(rt.custom.schema, obj, old, status_only=status_only)
+        if has_rules(rt.custom.schema):
+            found.append(RULES_NOT_CHECKED)
+        causes.extend(Cause(str(e.type), e.message, e.field) for e in found)
     if causes:
         raise invalid(kind=rt.kind, group=rt.group, name=name, causes=causes)
     return Checked(obj, warnings)
@@ -583,18 +592,3 @@ def refuse_schema_errors(rt: ResourceType, obj: dict[str, Any], old: dict[str, A
         name = str((obj.get("metadata") or {}).get("name") or "")
         causes = [Cause(str(e.type), e.message, e.field) for e in found]
         raise invalid(kind=rt.kind, group=rt.group, name=name, causes=causes)
-
-
-def check_against_others(rt: ResourceType, obj: dict[str, Any], others: list[dict[str, Any]]) -> None:
-    """The rules of ``rt`` across its objects, ``others`` being the stored ones but ``obj``'s own:
-    ``validate_against_stored`` (422 Invalid), then ``admit_against_stored``, kube's validating
-    admission (403 ``priorityclasses.scheduling.k8s.io "x" is forbidden: <reason>``)."""
-    name = str(obj["metadata"]["name"])
-    found = rt.validate_against_stored(obj, others) if rt.validate_against_stored is not None else []
-    if found:
-        causes = [Cause(str(e.type), e.message, e.field) for e in found]
-        raise invalid(kind=rt.kind, group=rt.group, name=name, causes=causes)
-    reason = rt.admit_against_stored(obj, others) if rt.admit_against_stored is not None else None
-    if reason:
-        target = Target(name=name, group=rt.group, kind=rt.plural)
-        raise Forbidden(f'{rt.qualified()} "{name}" is forbidden: {reason}', target=target)

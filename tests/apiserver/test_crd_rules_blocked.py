@@ -93,3 +93,18 @@ async def test_a_status_write_with_a_blocking_error_says_the_rules_were_not_chec
         ("FieldValueNotSupported", "status.phase", 'Unsupported value: "Done": supported values: "Pending", "Running"'),
         BLOCKED,
     ]
+
+
+async def test_a_blocking_metadata_error_still_has_the_schema_checked_but_no_rule_run(api: Client) -> None:
+    """kube's CRD strategy validates the metadata and the schema together, then the rules unless
+    one of those errors blocks them: a missing name does (``Required``)."""
+    await _serve(api, _crd(SPEC, STATUS), refused=_trainer("probe", {"model": "m", "replicas": 1}))
+    nameless = {**_trainer("x", {"model": "m", "replicas": 7}), "metadata": {}}
+    refused = await api.post(TRAINERS, json=nameless)
+    assert refused.status == 422, await refused.text()
+    causes = [(c["reason"], c["field"], c["message"]) for c in (await refused.json())["details"]["causes"]]
+    assert causes == [
+        ("FieldValueRequired", "metadata.name", "Required value: name or generateName is required"),
+        ("FieldValueInvalid", "spec.replicas", "Invalid value: 7: spec.replicas in body should be less than or equal to 6"),
+        BLOCKED,
+    ]

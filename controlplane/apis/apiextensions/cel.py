@@ -33,7 +33,7 @@ import io
 import json
 import logging
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -349,6 +349,15 @@ def _outcome(rule: Rule, context: Any, shown: str, where: str) -> FieldError | N
     if rule.reason is CauseType.FIELD_VALUE_DUPLICATE:
         return FieldError(rule.reason, where, f"Duplicate value: {message}")
     return FieldError(CauseType.FIELD_VALUE_INVALID, where, f"Invalid value: {shown}: {message}")
+
+
+def has_rules(schema: Mapping[str, Any]) -> bool:
+    """Whether ``schema`` has an ``x-kubernetes-validations`` rule anywhere (kube's CRD strategy
+    has no CEL validator otherwise), read without compiling any."""
+    if schema.get("x-kubernetes-validations"):
+        return True
+    below = [*(schema.get("properties") or {}).values(), schema.get("items"), schema.get("additionalProperties")]
+    return any(isinstance(sub, Mapping) and has_rules(sub) for sub in below)
 
 
 def compile_schema_rules(schema: Schema) -> SchemaRules:

@@ -62,7 +62,6 @@ from controlplane.apiserver.resources import Registry, ResourceType
 from controlplane.apiserver.validation import (
     DecodingError,
     FieldValidation,
-    check_against_others,
     check_object,
     decoded_applied,
     refuse_schema_errors,
@@ -77,6 +76,21 @@ from controlplane.storage.recent import known_stale, known_value
 PATCH_RETRIES = 32
 _GENERATE_NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 _GENERATE_NAME_MAX_PREFIX = 58
+
+
+def check_against_others(rt: ResourceType, obj: dict[str, Any], others: list[dict[str, Any]]) -> None:
+    """The rules of ``rt`` across its objects, ``others`` being the stored ones but ``obj``'s own:
+    ``validate_against_stored`` (422 Invalid), then ``admit_against_stored``, kube's validating
+    admission (403 ``priorityclasses.scheduling.k8s.io "x" is forbidden: <reason>``)."""
+    name = str(obj["metadata"]["name"])
+    found = rt.validate_against_stored(obj, others) if rt.validate_against_stored is not None else []
+    if found:
+        causes = [errors.Cause(str(e.type), e.message, e.field) for e in found]
+        raise errors.invalid(kind=rt.kind, group=rt.group, name=name, causes=causes)
+    reason = rt.admit_against_stored(obj, others) if rt.admit_against_stored is not None else None
+    if reason:
+        target = errors.Target(name=name, group=rt.group, kind=rt.plural)
+        raise errors.Forbidden(f'{rt.qualified()} "{name}" is forbidden: {reason}', target=target)
 
 
 #: No ``.status`` in the object written (the key is absent, which differs from an empty one).
