@@ -228,7 +228,8 @@ async def test_fuzzed_requests_get_4xx_and_the_hub_stays_ready(processes: Any) -
         for payload in RAW_MALFORMED:
             answer = await _raw(hub, payload)
             sent += 1
-            assert answer == b"" or answer[:12] in (b"HTTP/1.1 400", b"HTTP/1.0 400"), (payload[:60], answer)
+            # 431 for a head past the bounds (as Go's net/http answers), 400 for a malformed one.
+            assert answer == b"" or answer[9:12] in (b"400", b"431"), (payload[:60], answer)
     finally:
         prober.stop.set()
         prober.join(timeout=30)

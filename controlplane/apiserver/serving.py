@@ -10,7 +10,10 @@ configuration of the API's priority and fairness (:meth:`ServingLimits.flow_cont
   (or still sending its next request's headers) for :data:`IDLE_TIMEOUT` seconds is closed
   (kube-apiserver's ``IdleTimeout``; aiohttp's own default is an hour).
 - **Request line** (:data:`MAX_REQUEST_LINE_BYTES`): the path and query may be as long as
-  kube-apiserver reads (1 MiB); each header line stays within aiohttp's 8190 bytes.
+  kube-apiserver reads (1 MiB); each header line stays within aiohttp's 8190 bytes, and a
+  request carries at most 128 of them. A request past any of these bounds is answered as Go's
+  net/http answers a head past its ``MaxHeaderBytes``: ``431 Request Header Fields Too Large``
+  in plain text, and the connection is closed (:class:`ApiRequestHandler`).
 - **Pending connections** (``--max-pending-connections``): connections that have not yet
   sent a complete request header (so nobody is authenticated on them yet). A connection
   beyond the limit is closed at once; together with the header timeout this caps what a
@@ -32,6 +35,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
+from aiohttp.http_exceptions import BadHttpMessage, LineTooLong
+from aiohttp.web_protocol import RequestHandler
 
 from controlplane.apiserver.flowcontrol import (
     DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT,
@@ -159,6 +164,43 @@ class _GuardedProtocol(asyncio.Protocol):
         self._inner.resume_writing()
 
 
+#: Go's net/http answer to a request head past ``MaxHeaderBytes``: status line and body alike.
+HEAD_TOO_LARGE = "431 Request Header Fields Too Large"
+#: What aiohttp's parser says of a request with more header lines than it reads.
+_TOO_MANY_HEADERS = "Too many headers received"
+
+
+def head_too_large(exc: BaseException | None) -> bool:
+    """Whether aiohttp refused a request because its request line, a header line or the
+    number of header lines is past what the hub reads (rather than because it is malformed)."""
+    return isinstance(exc, LineTooLong) or (isinstance(exc, BadHttpMessage) and exc.message == _TOO_MANY_HEADERS)
+
+
+class ApiRequestHandler(RequestHandler):
+    """aiohttp's connection handler, answering a request head past the hub's bounds as
+    kube-apiserver (Go's net/http) does: 431 with its status text as the body, one log
+    line, and the connection closed -- not aiohttp's 400 that echoes back the start of the
+    line it refused."""
+
+    def handle_error(
+        self, request: web.BaseRequest, status: int = 500, exc: BaseException | None = None,
+        message: str | None = None,
+    ) -> web.StreamResponse:
+        if not head_too_large(exc):
+            return super().handle_error(request, status, exc, message)
+        logger.info("refused a request from %s: %s (its request line or headers are past the bounds "
+                    "the hub reads)", request.remote, HEAD_TOO_LARGE)
+        response = web.Response(status=431, text=HEAD_TOO_LARGE, content_type="text/plain", charset="utf-8",
+                                headers={"Connection": "close"})
+        response.force_close()
+        return response
+
+
+def _request_handler(server: web.Server) -> RequestHandler:
+    # web.Server.__call__ builds aiohttp's own RequestHandler from these same arguments.
+    return ApiRequestHandler(server, loop=server._loop, **server._kwargs)
+
+
 def api_runner(app: web.Application) -> web.AppRunner:
     """The runner of an API server application: no access log of aiohttp's (the API server
     logs its own), kube's idle timeout, request lines as long as kube reads."""
@@ -197,7 +239,7 @@ class GuardedTCPSite(web.TCPSite):
         guard = self._guard
 
         def factory() -> asyncio.Protocol:
-            return _GuardedProtocol(server(), guard)
+            return _GuardedProtocol(_request_handler(server), guard)
 
         loop = asyncio.get_running_loop()
         kwargs: dict[str, Any] = {"ssl": self._tls, "backlog": 128, "reuse_address": True}

@@ -1,10 +1,14 @@
 """A request line as long as kube-apiserver reads (Go's 1 MiB of a request's head) is served:
 a list with a label selector of thousands of values, a name past the 8190 bytes aiohttp reads by
-default (its Status says what is wrong with it, as kube's does). Past the bound the hub answers
-400 without reading on. Over plain HTTP, on the runner the hub serves its API with."""
+default (its Status says what is wrong with it, as kube's does). Past the bounds (the request
+line, a header line, the number of header lines) the hub answers as Go's net/http does: 431 in
+plain text, the connection closed, one log line and no traceback. Over plain HTTP, on the runner
+the hub serves its API with."""
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import AsyncIterator
 
 import aiohttp
@@ -45,7 +49,42 @@ async def test_a_long_selector_and_a_long_name_are_served(base_url: str) -> None
             assert (missing.status, status["kind"], status["reason"]) == (404, "Status", "NotFound"), status
 
 
-async def test_a_request_line_past_the_bound_is_refused(base_url: str) -> None:
-    too_long = f"{base_url}{CONFIGMAPS}?labelSelector={'a' * MAX_REQUEST_LINE_BYTES}"
-    async with aiohttp.ClientSession() as session, session.get(too_long) as response:
-        assert response.status == 400
+async def _raw(base_url: str, head: bytes) -> bytes:
+    """Everything the hub answers to ``head`` before it closes the connection."""
+    host, port = base_url.removeprefix("http://").split(":")
+    reader, writer = await asyncio.open_connection(host, int(port))
+    try:
+        writer.write(head)
+        await writer.drain()
+        async with asyncio.timeout(10):
+            return await reader.read()
+    finally:
+        writer.close()
+
+
+@pytest.mark.parametrize("head", [
+    pytest.param(f"GET {CONFIGMAPS}?labelSelector={'a' * MAX_REQUEST_LINE_BYTES} HTTP/1.1\r\nHost: hub\r\n\r\n",
+                 id="request line"),
+    pytest.param(f"GET /readyz HTTP/1.1\r\nHost: hub\r\nX-Long: {'a' * 20000}\r\n\r\n", id="header line"),
+    pytest.param("GET /readyz HTTP/1.1\r\n" + "".join(f"X-{n}: v\r\n" for n in range(200)) + "\r\n",
+                 id="header count"),
+])
+async def test_a_head_past_the_bounds_is_answered_431_as_go_does(
+    base_url: str, head: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    answer = await _raw(base_url, head.encode())
+    status_line, _, rest = answer.partition(b"\r\n")
+    headers, _, body = rest.partition(b"\r\n\r\n")
+    assert status_line.endswith(b" 431 Request Header Fields Too Large"), answer[:300]
+    assert body == b"431 Request Header Fields Too Large", answer[:300]
+    assert b"Content-Type: text/plain; charset=utf-8" in headers
+    assert b"Connection: close" in headers
+    records = [r for r in caplog.records if r.name.startswith(("aiohttp", "controlplane.apiserver.serving"))]
+    assert [(r.levelname, "431" in r.getMessage(), r.exc_info) for r in records] == [("INFO", True, None)], [
+        r.getMessage() for r in records]
+
+
+async def test_a_malformed_head_is_still_a_400(base_url: str) -> None:
+    answer = await _raw(base_url, b"GET / HTTP/1.1\r\nHost: hub\r\nBad Header Line\r\n\r\n")
+    assert answer.split(b"\r\n")[0].endswith(b" 400 Bad Request"), answer[:300]
