@@ -25,7 +25,6 @@ from controlplane.apis.kube.selectors import of_named_object, parse_field_select
 from controlplane.apiserver import codec, errors, protobuf
 from controlplane.apiserver.admission import ValidateWrite, WebhookCalls
 from controlplane.apiserver.body_refusals import body_media, decode_object, decode_options, decode_patch
-from controlplane.apiserver.decoding import INT64_MAX
 from controlplane.apiserver.metadataonly import metadata_asked, partial_list, partial_object, watched_object
 from controlplane.apiserver.negotiation import response_media
 from controlplane.apiserver.objects import (
@@ -37,10 +36,10 @@ from controlplane.apiserver.objects import (
     WatchEventType,
     WriteArgs,
 )
+from controlplane.apiserver.objects.reading import parse_resource_version
 from controlplane.apiserver.patches import PatchType
 from controlplane.apiserver.queryparams import (
     field_validation,
-    int_param,
     parameter_int64,
     query_bool,
     query_optional_bool,
@@ -372,9 +371,8 @@ class ResourceHandlers:
         timeout = parameter_int64(query.get("timeoutSeconds")) or self._watch_timeout * (1 + random.random())
         bookmarks = query_bool(query, "allowWatchBookmarks")
         resource_version = query.get("resourceVersion")
-        if resource_version not in (None, "", "0") and int_param(resource_version, "resourceVersion") >= INT64_MAX:
-            # The watch starts one revision later, which must still be an etcd (int64) revision.
-            raise errors.BadRequest(f'resourceVersion: Invalid value: "{resource_version}": too large')
+        if resource_version not in (None, "", "0"):
+            parse_resource_version(resource_version)
         send_initial_events = query_optional_bool(query, "sendInitialEvents")
         check_watch_list_options(send_initial_events, query.get("resourceVersionMatch"))
         bookmark_interval = self._bookmark_interval if bookmarks else None

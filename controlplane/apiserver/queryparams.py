@@ -39,20 +39,6 @@ def parameter_int64(value: str | None) -> int:
     return parsed
 
 
-def int_param(value: str | None, name: str) -> int:
-    if value in (None, ""):
-        return 0
-    try:
-        parsed = int(value)
-    except ValueError:
-        parsed = -1
-    if not 0 <= parsed <= INT64_MAX:
-        raise errors.BadRequest(
-            f'{name}: Invalid value: "{value[:40]}": must be a non-negative integer of at most 64 bits'
-        )
-    return parsed
-
-
 def query_bool(query: Mapping[str, str], name: str) -> bool:
     """A ``bool`` field of kube's option structs from the query (``Convert_Slice_string_To_bool``):
     its first value, false when absent, ``0``, or ``false`` in any case; true otherwise."""

@@ -23,7 +23,7 @@ from controlplane.apis.kube.selectors import (
     parse_label_selector,
 )
 from controlplane.apiserver import codec, errors
-from controlplane.apiserver.decoding import INT64_MAX
+from controlplane.apiserver.decoding import INT64_MAX, UINT64_MAX
 from controlplane.apiserver.objects import continuation
 from controlplane.apiserver.objects.values import (
     FieldSelectorArg,
@@ -32,6 +32,7 @@ from controlplane.apiserver.objects.values import (
     Preconditions,
 )
 from controlplane.apiserver.resources import ResourceType
+from controlplane.gojson import go_quote
 from controlplane.storage import interface as storage
 
 
@@ -241,13 +242,22 @@ def field_selector_of(rt: ResourceType, selector: FieldSelectorArg) -> FieldSele
 
 
 def parse_resource_version(value: str) -> int:
-    try:
-        revision = int(value)
-    except ValueError:
-        revision = -1
-    if not 0 <= revision < INT64_MAX:  # etcd revisions are int64 (and a watch starts one later)
-        raise errors.BadRequest(f'resourceVersion: Invalid value: "{value}": must be a valid resource version')
+    """``?resourceVersion`` as kube's versioner reads it (Go's ``strconv.ParseUint`` in base 10:
+    ASCII digits only, no sign, space or underscore), in kube's words when it does not parse. kube's
+    watch cache returns that error unconverted, a 500; here it is the 400 kube's etcd store gives."""
+    if not (value.isascii() and value.isdigit()):
+        raise _unparsed_resource_version(value, "invalid syntax")
+    revision = int(value)
+    if revision > UINT64_MAX:
+        raise _unparsed_resource_version(value, "value out of range")
+    if revision >= INT64_MAX:  # etcd revisions are int64 (and a watch starts one later)
+        raise errors.BadRequest(f"resourceVersion: Invalid value: {go_quote(value)}: must be a valid resource version")
     return revision
+
+
+def _unparsed_resource_version(value: str, why: str) -> errors.BadRequest:
+    quoted = go_quote(value)
+    return errors.BadRequest(f"resourceVersion: Invalid value: {quoted}: strconv.ParseUint: parsing {quoted}: {why}")
 
 
 async def list_page(store: storage.Store, rt: ResourceType, namespace: str | None, options: ListOptions) -> Page:

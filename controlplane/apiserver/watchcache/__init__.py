@@ -287,11 +287,10 @@ class WatchCache:
             return None
         if resource_version in (None, ""):
             return None
-        try:
-            wanted = int(resource_version)
-        except ValueError:
-            return None
-        if wanted < 0 or (options.get("limit") and wanted != 0):
+        if not (resource_version.isascii() and resource_version.isdigit()):
+            return None  # the store's answer is kube's 400 for it
+        wanted = int(resource_version)
+        if options.get("limit") and wanted != 0:
             return None
         if rt.namespaced is False and namespace:
             return None
