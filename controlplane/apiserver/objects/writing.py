@@ -25,6 +25,7 @@ from functools import partial
 from typing import Any
 
 from controlplane.apis.kube.field import go_printed
+from controlplane.apis.kube.namespaces import prepare_create as prepare_namespace_create
 from controlplane.apiserver import errors
 from controlplane.apiserver.admission import (
     AdmitWrite,
@@ -161,8 +162,7 @@ class Writer:
         if rt.has_status:
             obj.pop("status", None)
         if rt is self._namespaces.type:
-            obj["spec"] = {"finalizers": ["kubernetes"]}
-            obj["status"] = {"phase": "Active"}
+            prepare_namespace_create(obj)
         # Before defaulting: a Job's generated selector names its uid.
         meta["uid"] = str(uuid.uuid4())
         if rt.prepare is not None:
