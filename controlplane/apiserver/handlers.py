@@ -374,7 +374,9 @@ class ResourceHandlers:
         if resource_version not in (None, "", "0"):
             parse_resource_version(resource_version)
         send_initial_events = query_optional_bool(query, "sendInitialEvents")
-        check_watch_list_options(send_initial_events, query.get("resourceVersionMatch"))
+        check_watch_list_options(
+            send_initial_events, query.get("resourceVersionMatch"), continue_token=query.get("continue")
+        )
         bookmark_interval = self._bookmark_interval if bookmarks else None
         loop = asyncio.get_running_loop()
         # The watch ends then; one that asked for bookmarks gets one shortly before, as kube's does.

@@ -95,6 +95,34 @@ async def test_watch_list_options_are_checked_before_the_stream(
     assert message in status["message"]
 
 
+@pytest.mark.parametrize(
+    ("query", "causes"),
+    [
+        ({"sendInitialEvents": "true", "resourceVersionMatch": "Exact"}, [
+            "Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+            'Unsupported value: "Exact": supported values: "NotOlderThan"',
+        ]),
+        ({"resourceVersionMatch": "Bogus", "continue": "x"}, [
+            "Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+            'Unsupported value: "Bogus": supported values: "NotOlderThan"',
+            "Forbidden: resourceVersionMatch is forbidden when continue is provided",
+        ]),
+    ],
+)
+async def test_a_watch_gets_every_problem_with_its_options_in_one_answer(
+    api: Client, query: dict[str, str], causes: list[str]
+) -> None:
+    """As kube's ``validateWatchOptions``: all the causes in one 422, kube's message listing them."""
+    response = await api.get(WIDGETS, params={"watch": "1", **query})
+    status = await response.json()
+    assert (response.status, status["reason"]) == (422, "Invalid"), status
+    assert [(c["field"], c["message"]) for c in status["details"]["causes"]] == [
+        ("resourceVersionMatch", cause) for cause in causes
+    ]
+    listed = ", ".join(f"resourceVersionMatch: {cause}" for cause in causes)
+    assert status["message"] == f'ListOptions.meta.k8s.io "" is invalid: [{listed}]'
+
+
 async def test_send_initial_events_is_refused_on_a_list(api: Client) -> None:
     response = await api.get(
         WIDGETS, params={"sendInitialEvents": "true", "resourceVersionMatch": "NotOlderThan", "resourceVersion": "0"}

@@ -67,11 +67,11 @@ from controlplane.apiserver.watchcache.window import (
     CacheCounters,
     EventWindow,
 )
+from controlplane.gojson import go_quote
 from controlplane.storage import interface as storage
 
 __all__ = [
     "DEFAULT_WATCH_CACHE", "WatchCache", "WatchCacheConfig", "check_list_options", "check_watch_list_options",
-    "invalid_list_options",
 ]
 
 _NOT_OLDER_THAN = "NotOlderThan"
@@ -96,16 +96,31 @@ class WatchCacheConfig:
 DEFAULT_WATCH_CACHE = WatchCacheConfig()
 
 
-def check_watch_list_options(send_initial_events: bool | None, resource_version_match: str | None) -> None:
-    """kube's validation of a watch's ``sendInitialEvents`` and ``resourceVersionMatch``."""
+def check_watch_list_options(
+    send_initial_events: bool | None, resource_version_match: str | None, *, continue_token: str | None = None
+) -> None:
+    """kube's validation of a watch's ``sendInitialEvents`` and ``resourceVersionMatch``
+    (``validateWatchOptions``): every problem a cause of one 422, as for a list."""
+    causes: list[errors.Cause] = []
+
+    def forbid(detail: str) -> None:
+        causes.append(errors.Cause(errors.CauseType.FIELD_VALUE_FORBIDDEN, f"Forbidden: {detail}", "resourceVersionMatch"))
+
     if send_initial_events is not None and resource_version_match != _NOT_OLDER_THAN:
-        raise invalid_list_options(
-            "resourceVersionMatch", f"sendInitialEvents requires setting resourceVersionMatch to {_NOT_OLDER_THAN}"
-        )
-    if resource_version_match and send_initial_events is None:
-        raise invalid_list_options(
-            "resourceVersionMatch", "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided"
-        )
+        forbid(f"sendInitialEvents requires setting resourceVersionMatch to {_NOT_OLDER_THAN}")
+    if resource_version_match:
+        if send_initial_events is None:
+            forbid("resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided")
+        if resource_version_match != _NOT_OLDER_THAN:
+            causes.append(errors.Cause(
+                errors.CauseType.FIELD_VALUE_NOT_SUPPORTED,
+                f"Unsupported value: {go_quote(resource_version_match)}: supported values: \"{_NOT_OLDER_THAN}\"",
+                "resourceVersionMatch",
+            ))
+        if continue_token:
+            forbid("resourceVersionMatch is forbidden when continue is provided")
+    if causes:
+        raise errors.invalid(kind="ListOptions", group="meta.k8s.io", name="", causes=causes)
 
 
 def check_list_options(
@@ -136,13 +151,6 @@ def check_list_options(
         forbid("sendInitialEvents", "sendInitialEvents is forbidden for list")
     if causes:
         raise errors.invalid(kind="ListOptions", group="meta.k8s.io", name="", causes=causes)
-
-
-def invalid_list_options(field: str, detail: str) -> errors.Invalid:
-    """kube's 422 for list options it forbids: ``ListOptions.meta.k8s.io "" is invalid: <field>:
-    Forbidden: <detail>``, with the cause at ``field`` (kubectl prints the causes)."""
-    cause = errors.Cause(errors.CauseType.FIELD_VALUE_FORBIDDEN, f"Forbidden: {detail}", field)
-    return errors.invalid(kind="ListOptions", group="meta.k8s.io", name="", causes=[cause])
 
 
 class WatchCache:
