@@ -122,6 +122,16 @@ def api_resource_list(
                     "verbs": list(STATUS_VERBS),
                 }
             )
+        if rt.finalize is not None:
+            resources.append(
+                {
+                    "name": f"{rt.plural}/finalize",
+                    "singularName": "",
+                    "namespaced": rt.namespaced,
+                    "kind": rt.kind,
+                    "verbs": ["update"],
+                }
+            )
         if rt.scale is not None:
             resources.append(
                 {

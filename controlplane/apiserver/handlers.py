@@ -238,6 +238,10 @@ class ResourceHandlers:
     async def subresource(self, request: web.Request, rt: ResourceType, info: RequestInfo) -> web.StreamResponse:
         if info.subresource == "scale" and rt.scale is not None and info.name is not None:
             return await self._scale(request, rt, info)
+        if info.subresource == "finalize" and rt.finalize is not None and info.name is not None:
+            if info.verb == "update":  # kube's FinalizeREST is an Updater only: no get, no patch
+                return await self._update(request, rt, info, subresource=info.subresource)
+            raise method_not_allowed()
         if info.subresource not in rt.status_subresources or info.name is None:
             raise errors.NotFound("the server could not find the requested resource")
         if info.verb == "get":

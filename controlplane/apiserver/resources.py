@@ -171,6 +171,10 @@ class ResourceType:
     #: Subresources whose writes change only the status, each with kube's strategy: ``status``
     #: (with :attr:`has_status`) and others (a CSR's ``approval``), routed as ``status`` is.
     status_writes: Mapping[str, StatusWrite] = field(default_factory=dict)
+    #: Served with kube's namespace ``finalize`` subresource (update only): a write of the whole
+    #: object but its status, whose ``spec.finalizers`` the main resource keeps; this validates it
+    #: instead of :attr:`validate`.
+    finalize: Validator | None = None
     #: Served with a ``scale`` subresource (``kubectl scale``).
     scale: ScaleSubresource | None = None
     #: Warnings about a valid object on create/update/patch (accepted, but not doing what the

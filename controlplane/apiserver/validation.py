@@ -548,6 +548,8 @@ def check_object(
     validate = rt.validate_status if status_only and rt.custom is None else rt.validate
     if subresource is not None and subresource in rt.status_writes:
         validate = rt.status_writes[subresource].validate
+    elif subresource == "finalize" and rt.finalize is not None:
+        validate = rt.finalize
     if rt.model is None and rt.custom is not None:
         prune = rt.custom.prune
         if status_only:

@@ -4,17 +4,26 @@ kube-apiserver creates :data:`SYSTEM_NAMESPACES` at start and again whenever one
 (``default`` from its bootstrap controller, the others from its ``systemnamespaces``
 controller); its NamespaceLifecycle admission plugin refuses to delete
 :data:`IMMORTAL_NAMESPACES` with ``this namespace may not be deleted``. The hub and the
-simulated members both follow it, and keep a namespace's ``spec.finalizers`` through updates
-(:func:`keep_spec_finalizers`).
+simulated members both follow it. A namespace's ``spec.finalizers`` are kube's: a create keeps
+the request's and adds ``kubernetes`` (:func:`prepare_create`), an update keeps the stored ones
+(:func:`keep_spec_finalizers`), and only the ``finalize`` subresource changes them, its names
+checked as kube checks them (:func:`validate_finalize`).
 """
 
 from __future__ import annotations
 
 from typing import Any, Final
 
+from controlplane.apis.kube.field import FieldError, invalid
+from controlplane.apis.kube.names import qualified_name_errors
+
 SYSTEM_NAMESPACES: Final[tuple[str, ...]] = ("default", "kube-system", "kube-public", "kube-node-lease")
 #: ``kube-node-lease`` is not among them: deleting it is allowed, and it is created again.
 IMMORTAL_NAMESPACES: Final[frozenset[str]] = frozenset({"default", "kube-system", "kube-public"})
+#: The finalizer the namespace lifecycle itself takes off once the namespace is empty.
+FINALIZER_KUBERNETES: Final = "kubernetes"
+#: kube's standard finalizer names: the only ones that may go without a ``domain/`` prefix.
+STANDARD_FINALIZERS: Final[frozenset[str]] = frozenset({FINALIZER_KUBERNETES, "orphan", "foregroundDeletion"})
 
 
 def well_typed_spec(obj: dict[str, Any]) -> bool:
@@ -32,12 +41,51 @@ def well_typed_spec(obj: dict[str, Any]) -> bool:
 
 
 def prepare_create(obj: dict[str, Any]) -> None:
-    """A created namespace is ``Active`` and carries the ``kubernetes`` finalizer (kube's
-    ``PrepareForCreate``) and no other: the hub serves no ``finalize`` subresource that could
-    take another off."""
+    """kube's ``PrepareForCreate``: a created namespace is ``Active`` and keeps the finalizers it
+    was given, with ``kubernetes`` added at the end when it is not among them."""
     if well_typed_spec(obj):
-        obj["spec"] = {"finalizers": ["kubernetes"]}
+        spec = obj["spec"] = dict(obj.get("spec") or {})
+        finalizers = list(spec.get("finalizers") or [])
+        if FINALIZER_KUBERNETES not in finalizers:
+            finalizers.append(FINALIZER_KUBERNETES)
+        spec["finalizers"] = finalizers
     obj["status"] = {"phase": "Active"}
+
+
+def finalizer_name_errors(name: str, path: str) -> list[FieldError]:
+    """kube's ``validateFinalizerName``: a qualified name, and one without a ``/`` only when it
+    is a standard finalizer."""
+    found = [invalid(path, name, message) for message in qualified_name_errors(name)]
+    if "/" not in name and name not in STANDARD_FINALIZERS:
+        found.append(invalid(path, name, "name is neither a standard finalizer name nor is it fully qualified"))
+    return found
+
+
+def _spec_finalizers(obj: dict[str, Any]) -> list[str]:
+    return list((obj.get("spec") or {}).get("finalizers") or []) if well_typed_spec(obj) else []
+
+
+def validate_namespace(new: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
+    """kube's ``ValidateNamespace`` (metadata aside): every name in ``spec.finalizers``, each
+    error at ``spec.finalizers`` as kube words it (no index)."""
+    return [e for name in _spec_finalizers(new) for e in finalizer_name_errors(name, "spec.finalizers")]
+
+
+def validate_finalize(new: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
+    """kube's ``ValidateNamespaceFinalizeUpdate`` (metadata aside): every name in
+    ``spec.finalizers``, each error at its index."""
+    return [
+        e for index, name in enumerate(_spec_finalizers(new))
+        for e in finalizer_name_errors(name, f"spec.finalizers[{index}]")
+    ]
+
+
+def without_lifecycle_finalizer(obj: dict[str, Any]) -> list[str] | None:
+    """The ``spec.finalizers`` a namespace keeps once the lifecycle has emptied it (kube's
+    namespace controller takes ``kubernetes`` off through ``finalize``); None when it holds
+    no other, and may go."""
+    kept = [f for f in _spec_finalizers(obj) if f != FINALIZER_KUBERNETES]
+    return kept or None
 
 
 def keep_spec_finalizers(new: dict[str, Any], old: dict[str, Any]) -> None:

@@ -18,6 +18,7 @@ from typing import Any
 from controlplane.apis.kube import (
     admissionpolicy,
     admissionregistration,
+    namespaces,
     validate_admin,
     validate_apps,
     validate_batch,
@@ -35,6 +36,7 @@ from controlplane.apis.kube.field import FieldError
 Validator = Callable[[dict[str, Any], dict[str, Any] | None], list[FieldError]]
 
 _VALIDATORS: dict[tuple[str, str], Validator] = {
+    ("", "Namespace"): namespaces.validate_namespace,
     ("", "Pod"): validate_core.validate_pod,
     ("", "Service"): validate_core.validate_service,
     ("", "ConfigMap"): validate_core.validate_config_map,

@@ -40,6 +40,7 @@ def core_resources() -> list[ResourceType]:
             short_names=("ns",), has_status=True, strategic_merge=True, name_rule=NameRule.LABEL,
             columns=(TableColumn("Status", path("status.phase"), description="The phase of the namespace."), AGE),
             extra_field_selectors=NAMESPACE_FIELDS, prepare_update=namespaces.keep_spec_finalizers,
+            finalize=namespaces.validate_finalize,
         ),
         ResourceType(
             "", "v1", "ConfigMap", "configmaps", "configmap", namespaced=True,

@@ -94,7 +94,7 @@ def _merged(
             new.pop("status", None)
         new["metadata"] = status_write_metadata(rt.group, rt.kind, stored=new["metadata"], request=incoming["metadata"])
         return new
-    if subresource:
+    if subresource and not (subresource == "finalize" and rt.finalize is not None):
         raise errors.NotFound(f"the server could not find the requested resource ({rt.plural}/{subresource})")
     new = incoming
     meta = new["metadata"]

@@ -2,7 +2,8 @@
 terminating namespace is finally removed.
 
 As in kube, deleting a namespace marks it ``Terminating`` (a ``deletionTimestamp``),
-deletes its content, and removes it once nothing is left in it; creating in a missing
+deletes its content, and removes it once nothing is left in it and no finalizer of its
+``spec.finalizers`` but ``kubernetes`` holds it; creating in a missing
 namespace is NotFound and in a terminating one Forbidden. :class:`NamespaceLifecycle`
 caches each existing, active namespace for a short while (creates check it on every
 write) and lets concurrent creates share one store read per namespace. Which namespaces
@@ -17,6 +18,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from controlplane.apis.kube.namespaces import without_lifecycle_finalizer
 from controlplane.apiserver import codec, errors
 from controlplane.apiserver.objects.reading import store_call
 from controlplane.apiserver.resources import Registry, ResourceType
@@ -101,7 +103,10 @@ class NamespaceLifecycle:
         return True
 
     async def finish(self, name: str) -> dict[str, Any] | None:
-        """Remove a terminating namespace once it is empty; return it when removed."""
+        """Remove a terminating namespace once it is empty; return it when removed. One whose
+        ``spec.finalizers`` name others than ``kubernetes`` loses that one only (as kube's namespace
+        controller finalizes it) and stays ``Terminating`` until the ``finalize`` subresource
+        takes the others off."""
         assert self.type is not None
         if not await self.is_empty(name):
             return None
@@ -110,6 +115,12 @@ class NamespaceLifecycle:
             kv = await self._store.get(key)
             ns = codec.decode(kv)
             if not ns["metadata"].get("deletionTimestamp"):
+                return None
+            kept = without_lifecycle_finalizer(ns)
+            if kept is not None:  # the user's finalizers hold it, until ``finalize`` takes them off
+                if kept != ns["spec"]["finalizers"]:
+                    ns["spec"]["finalizers"] = kept
+                    await self._store.update(key, codec.encode(ns), expected_revision=kv.mod_revision)
                 return None
             deleted = await self._store.delete(key, expected_revision=kv.mod_revision)
         except (storage.NotFound, storage.Conflict):

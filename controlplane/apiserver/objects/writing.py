@@ -475,6 +475,8 @@ class Writer:
             stored = stored_form(rt, new, replacing=kv, part=subresource)
             update = self._store.update(key, stored, expected_revision=kv.mod_revision)
             written = await swap_call(rt, name, update if reserved is None else stored_with(reserved, update))
+        if subresource == "finalize" and meta.get("deletionTimestamp"):
+            await self._namespaces.finish(name)  # emptied already: ``kubernetes`` alone no longer holds it
         if rt.conversion is not None:
             return decode(rt, written)  # the answer is the stored object, converted back
         meta["resourceVersion"] = str(written.mod_revision)

@@ -136,6 +136,10 @@ def kind_paths(rt: ResourceType, schema: str) -> list[PathItem]:
             PathItem(f"{scope}/{{name}}/{part}", (*scope_params, "name"),
                      tuple(_object_operations(rt, schema, status=True, part=part)))
         )
+    if rt.finalize is not None:  # kube's namespace finalize: replace only
+        finalize = _operation(rt, f"{rt.kind}Finalize", "put", "replace", "put", query=_WRITE, body=schema,
+                              response=schema, created=True)
+        items.append(PathItem(f"{scope}/{{name}}/finalize", (*scope_params, "name"), (finalize,)))
     if rt.namespaced:
         all_namespaces = _operation(rt, f"{rt.kind}ForAllNamespaces", "get", "list", "list", query=_LIST)
         items.append(PathItem(f"{base}/{rt.plural}", (), (all_namespaces,)))

@@ -117,6 +117,11 @@ DECISIONS = [
     (res(CAROL, "update", "admissionregistration.k8s.io", "validatingadmissionpolicybindings", name="b"), False),
     (res(VIEWER, "list", "admissionregistration.k8s.io", "validatingadmissionpolicies"), False),
     (res(VIEWER, "get", "", "secrets", ns="x", name="s"), False),
+    # A namespace's finalize: kube grants it in no aggregated role (its namespace controller's role only).
+    (res(ADMIN, "update", "", "namespaces", name="n", sub="finalize"), True),
+    (res(CAROL, "update", "", "namespaces", name="n", sub="finalize"), False),
+    (res(ALICE, "update", "", "namespaces", name="team-a", sub="finalize"), False),
+    (res(VIEWER, "update", "", "namespaces", name="n", sub="finalize"), False),
     (res(VIEWER, "list", "auth.gpufed.io", "tokens"), False),
     (res(VIEWER, "create", "apps", "deployments", ns="x"), False),
     # credentials: the agent's own cluster only; a join token joins
