@@ -105,7 +105,7 @@ from controlplane.apiserver.objects import ObjectStore, utc_now
 from controlplane.apiserver.requestclientcert import peer_intermediates
 from controlplane.apiserver.requestoptions import create_options_checked
 from controlplane.apiserver.resources import Registry
-from controlplane.apiserver.routing import RequestInfo, is_upgrade, parse_request
+from controlplane.apiserver.routing import RequestInfo, authorized_namespace, is_upgrade, parse_request
 from controlplane.apiserver.watchcache import DEFAULT_WATCH_CACHE, WatchCache, WatchCacheConfig
 from controlplane.apiserver.watching import WatchLimits
 from controlplane.apiserver.webhooks import WebhookAdmission
@@ -339,7 +339,7 @@ def auth_middleware(
             api_group=info.group,
             resource=info.resource,
             subresource=info.subresource,
-            namespace=info.namespace,
+            namespace=authorized_namespace(info),
             name=name,
             non_resource_path=None if info.is_resource else request.path,
         )

@@ -113,3 +113,12 @@ def _proxy_verb(method: str) -> str:
     if method == "DELETE":
         return "delete"
     return _METHOD_VERBS.get(method, method.lower())
+
+
+def authorized_namespace(info: RequestInfo) -> str | None:
+    """The namespace kube's request info gives a request to authorize: a namespace's own
+    (``/api/v1/namespaces/<name>``, its ``status`` and ``finalize``) is in itself, so a RoleBinding
+    in a namespace may grant rights on that namespace; any other request's is its path's."""
+    if info.is_resource and info.group == "" and info.resource == "namespaces" and info.name is not None:
+        return info.name
+    return info.namespace

@@ -126,7 +126,7 @@ async def test_finalize_is_served_for_update_only(api: TestClient[Any, Any]) -> 
 
 
 @needs_kubectl
-async def test_kubectl_replace_raw_finalize_unsticks_a_terminating_namespace(kubeconfig: Path) -> None:
+async def test_kubectl_replace_raw_finalize_unsticks_a_terminating_namespace(kubeconfig: Path) -> None:  # noqa: F811
     """The well-known way out of a namespace stuck in ``Terminating``: ``kubectl get ns -o json``,
     its ``spec.finalizers`` emptied, ``kubectl replace --raw .../finalize -f -``."""
     code, _, err = await kubectl(kubeconfig, "create", "-f", "-", stdin=json.dumps(namespace("stuck", "example.com/hold")))

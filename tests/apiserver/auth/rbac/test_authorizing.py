@@ -120,7 +120,8 @@ DECISIONS = [
     # A namespace's finalize: kube grants it in no aggregated role (its namespace controller's role only).
     (res(ADMIN, "update", "", "namespaces", name="n", sub="finalize"), True),
     (res(CAROL, "update", "", "namespaces", name="n", sub="finalize"), False),
-    (res(ALICE, "update", "", "namespaces", name="team-a", sub="finalize"), False),
+    (res(ALICE, "update", "", "namespaces", ns="team-a", name="team-a", sub="finalize"), False),
+    (res(ALICE, "get", "", "namespaces", ns="team-a", name="team-a"), True),  # edit in team-a reads it
     (res(VIEWER, "update", "", "namespaces", name="n", sub="finalize"), False),
     (res(VIEWER, "list", "auth.gpufed.io", "tokens"), False),
     (res(VIEWER, "create", "apps", "deployments", ns="x"), False),

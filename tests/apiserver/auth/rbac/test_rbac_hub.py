@@ -405,3 +405,41 @@ async def test_a_team_editor_reads_its_federated_quotas_and_cannot_change_them(
     assert (await admin("POST", frq, quota))[0] == 201
     assert (await ivy("GET", f"{frq}/team"))[0] == 200
     assert (await ivy("GET", f"{frq}/team/status"))[0] == 200
+
+
+@SHARED_HUB
+async def test_a_namespace_is_finalized_only_with_namespaces_finalize_granted_in_it(
+    hub: Hub, session: aiohttp.ClientSession, admin: Client
+) -> None:
+    """kube authorizes a namespace's own requests in that namespace: ``admin`` there reads it but
+    may not finalize it (no aggregated role grants ``namespaces/finalize``); a Role there that
+    grants ``update`` on it does."""
+    await give_team_edit(admin, "team-f", role="admin")
+    fiona = Client(session, hub, await user_token(hub, "fiona", "team-f"))
+
+    async def reads_its_namespace() -> bool:
+        return (await fiona("GET", "/api/v1/namespaces/team-f"))[0] == 200
+
+    await eventually(reads_its_namespace)
+    status, ns = await admin("GET", "/api/v1/namespaces/team-f")
+    assert status == 200
+    body = {**ns, "spec": {"finalizers": ["example.com/hold", "kubernetes"]}}
+    status, denial = await fiona("PUT", "/api/v1/namespaces/team-f/finalize", body)
+    assert (status, denial["message"]) == (403, (
+        'namespaces "team-f" is forbidden: User "fiona" cannot update resource "namespaces/finalize" '
+        'in API group "" in the namespace "team-f"'
+    ))
+    role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+            "metadata": {"name": "finalizer", "namespace": "team-f"},
+            "rules": [{"apiGroups": [""], "resources": ["namespaces/finalize"], "verbs": ["update"]}]}
+    assert (await admin("POST", f"{RBAC}/namespaces/team-f/roles", role))[0] == 201
+    status, bound = await admin("POST", f"{RBAC}/namespaces/team-f/rolebindings", binding(
+        "finalizer", "team-f", "Role", "finalizer", [{"kind": "User", "name": "fiona"}]))
+    assert status == 201, bound
+
+    async def finalizes() -> bool:
+        return (await fiona("PUT", "/api/v1/namespaces/team-f/finalize", body))[0] == 200
+
+    await eventually(finalizes)
+    status, stored = await admin("GET", "/api/v1/namespaces/team-f")
+    assert stored["spec"]["finalizers"] == ["example.com/hold", "kubernetes"]
