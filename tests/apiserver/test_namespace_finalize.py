@@ -65,6 +65,18 @@ async def test_a_namespace_held_by_its_finalizer_stays_terminating_until_finaliz
     assert (await api.get(f"{NAMESPACES}/held")).status == 404
 
 
+async def test_an_emptied_namespace_finalized_to_kubernetes_alone_is_removed(api: TestClient[Any, Any]) -> None:
+    """``kubernetes`` is the lifecycle's own: given back to an emptied, terminating namespace by
+    ``finalize``, the lifecycle takes it off again and the namespace goes."""
+    await created(api, "back", "example.com/hold")
+    assert (await api.delete(f"{NAMESPACES}/back")).status == 200
+    held = await (await api.get(f"{NAMESPACES}/back")).json()
+    assert held["spec"]["finalizers"] == ["example.com/hold"]
+    finalized = await api.put(f"{NAMESPACES}/back/finalize", json={**held, "spec": {"finalizers": ["kubernetes"]}})
+    assert finalized.status == 200, await finalized.text()
+    assert (await api.get(f"{NAMESPACES}/back")).status == 404
+
+
 async def test_finalize_changes_the_finalizers_and_keeps_the_status(api: TestClient[Any, Any]) -> None:
     ns = await created(api, "kept", "example.com/a", "example.com/b")
     body = {**ns, "spec": {"finalizers": ["example.com/b"]}, "status": {"phase": "Terminating"}}

@@ -89,9 +89,9 @@ def without_lifecycle_finalizer(obj: dict[str, Any]) -> list[str] | None:
 
 
 def keep_spec_finalizers(new: dict[str, Any], old: dict[str, Any]) -> None:
-    """kube's namespace ``PrepareForUpdate``: an update keeps the stored ``spec.finalizers``
-    (``kubernetes``, taken off only by the namespace's finalization), so a write to a terminating
-    namespace never finishes its deletion early."""
+    """kube's namespace ``PrepareForUpdate``: an update keeps the stored ``spec.finalizers`` (only
+    ``finalize`` and the namespace's lifecycle change them), so a write to a terminating namespace
+    never finishes its deletion early."""
     if not well_typed_spec(new):
         return
     finalizers = (old.get("spec") or {}).get("finalizers")
