@@ -238,17 +238,14 @@ class ResourceHandlers:
     async def subresource(self, request: web.Request, rt: ResourceType, info: RequestInfo) -> web.StreamResponse:
         if info.subresource == "scale" and rt.scale is not None and info.name is not None:
             return await self._scale(request, rt, info)
-        if info.subresource == "finalize" and rt.finalize is not None and info.name is not None:
-            if info.verb == "update":  # kube's FinalizeREST is an Updater only: no get, no patch
-                return await self._update(request, rt, info, subresource=info.subresource)
-            raise method_not_allowed()
-        if info.subresource not in rt.status_subresources or info.name is None:
+        finalize = info.subresource == "finalize" and rt.finalize is not None  # kube's FinalizeREST: update alone
+        if (info.subresource not in rt.status_subresources and not finalize) or info.name is None:
             raise errors.NotFound("the server could not find the requested resource")
-        if info.verb == "get":
+        if info.verb == "get" and not finalize:
             return await self._get(request, rt, info)
         if info.verb == "update":
             return await self._update(request, rt, info, subresource=info.subresource)
-        if info.verb == "patch":
+        if info.verb == "patch" and not finalize:
             return await self.patch(request, rt, info, subresource=info.subresource)
         raise method_not_allowed()
 
