@@ -37,7 +37,9 @@ e2e: install
 # collected first (e2e/conftest.py) and handed out two at a time, so the workers share the
 # long ones from the start and the short unit tests fill in around them; the tests sharing a
 # module's or a package's fleet or hub go to one worker together (conftest.py), so it starts once.
-TEST_WORKERS ?= 3
+# Of four workers, three run the end-to-end tests and the fourth the unit tests marked `waiting`
+# (they wait on timers and leases more than they compute) meanwhile, then all share the rest.
+TEST_WORKERS ?= 4
 XDIST = -n $(TEST_WORKERS) --maxschedchunk 2
 
 # `make test` checks (lint, types, import contracts) and warms up side by side: mypy keeps one

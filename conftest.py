@@ -8,6 +8,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterator
+from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,7 +17,7 @@ import pytest
 if TYPE_CHECKING:
     from xdist.workermanage import WorkerController
 
-#: workerinput key: the directory where each pytest-xdist worker writes its tests' groups.
+#: workerinput key: the directory where each pytest-xdist worker writes its tests' groups and lanes.
 GROUPS_DIR = "gpufed_test_groups_dir"
 _groups_dir_key = pytest.StashKey[str]()
 
@@ -65,39 +66,64 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         shutil.rmtree(config.stash[_groups_dir_key], ignore_errors=True)
 
 
+#: A test's lane: where the scheduler prefers to run it (:func:`scheduling_lane`).
+FLEET, WAITING, ANY = "fleet", "waiting", ""
+
+#: With this many test workers or more, the last one is the waiting lane.
+WAITING_LANE_FROM = 4
+
+
+def scheduling_lane(item: pytest.Item) -> str:
+    """``fleet`` for an end-to-end test (``e2e`` mark: it starts real processes and keeps the CPU
+    busy), ``waiting`` for a test marked so (it mostly waits on timers, leases or other
+    processes), else any."""
+    if item.get_closest_marker("e2e") is not None:
+        return FLEET
+    if item.get_closest_marker("waiting") is not None:
+        return WAITING
+    return ANY
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """pytest-xdist's ``load`` distribution, except that the tests sharing a module- or
-    package-scoped fixture (:func:`shared_fixture_group`: an end-to-end fleet or hub, an
-    in-process hub, a costly report) all go to the worker that gets the first of them, so the
-    fixture is set up once a run instead of once on each worker one of them reaches.
+    """pytest-xdist's ``load`` distribution, with two changes.
 
-    xdist's own ``loadgroup`` cannot do it here: its workers pass a test's group to the
-    controller as a suffix they write into the item's old ``_nodeid`` field, which pytest 9.2's
-    structured node ids no longer read, so it groups nothing (pytest-dev/pytest-xdist#1386).
+    The tests sharing a module- or package-scoped fixture (:func:`shared_fixture_group`: an
+    end-to-end fleet or hub, an in-process hub, a costly report) all go to the worker that gets
+    the first of them, so the fixture is set up once a run instead of once on each worker one of
+    them reaches. xdist's own ``loadgroup`` cannot do it here: its workers pass a test's group to
+    the controller as a suffix they write into the item's old ``_nodeid`` field, which pytest
+    9.2's structured node ids no longer read, so it groups nothing (pytest-dev/pytest-xdist#1386).
     These workers write the groups to a file the controller names them instead; without it, this
     is plain ``load``. ``loadgroup`` would also make every other test a group of one, hand the
     largest groups out first (ahead of the slow tests) and go over every group a worker ever had
-    on each report (about 4 CPU-seconds of the controller for this suite's ten thousand tests,
-    0.1 here); this keeps ``load``'s order (e2e/conftest.py's: the end-to-end tests first, the
-    slow ones first of all) and its bookkeeping."""
+    on each report; this keeps ``load``'s order (e2e/conftest.py's: the end-to-end tests first,
+    the slow ones first of all) and its bookkeeping.
+
+    With :data:`WAITING_LANE_FROM` workers or more, the last one is a lane for the tests marked
+    ``waiting`` (:func:`scheduling_lane`): it runs them from the start, while the CPU is busy with
+    the end-to-end tests on the other workers, instead of their waits holding the run's end with
+    the CPU idle. It never takes an end-to-end test (a fourth fleet at once slows the others down
+    more than it gains); once the waiting tests are all handed out it takes the other unit tests,
+    and the other workers are sent waiting tests only when nothing else is left."""
     if config.getvalue("dist") not in ("load", "loadgroup"):
         return None
     from xdist.scheduler import LoadScheduling
 
     class GroupedLoadScheduling(LoadScheduling):
         groups: list[str | None] | None = None
+        lanes: list[str] | None = None
 
-        def _read_groups(self) -> list[str | None]:
+        def _read_groups(self) -> tuple[list[str | None], list[str]]:
             assert self.collection is not None
             directory = config.stash.get(_groups_dir_key, None)
             for node in self.node2collection:
                 path = Path(directory or "", f"{node.gateway.id}.json")
                 if directory and path.exists():
-                    groups: list[str | None] = json.loads(path.read_text())
-                    if len(groups) == len(self.collection):
-                        return groups
-            return [None] * len(self.collection)
+                    written = json.loads(path.read_text())
+                    if len(written["groups"]) == len(self.collection):
+                        return written["groups"], written["lanes"]
+            return [None] * len(self.collection), [ANY] * len(self.collection)
 
         def check_schedule(self, node: WorkerController, duration: float = 0) -> None:
             """A worker busy with a group gets nothing more until the group is nearly done:
@@ -108,19 +134,41 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
                 return
             super().check_schedule(node, duration)
 
+        def _is_waiting_lane(self, node: WorkerController) -> bool:
+            return self.numnodes >= WAITING_LANE_FROM and node.gateway.id == f"gw{self.numnodes - 1}"
+
+        def _positions(self, node: WorkerController, num: int) -> list[int]:
+            """The positions in ``pending`` of the first ``num`` tests this worker prefers."""
+            lanes = self.lanes
+            if not lanes or self.numnodes < WAITING_LANE_FROM:
+                return list(range(min(num, len(self.pending))))
+            if self._is_waiting_lane(node):
+                preferences = [lambda lane: lane == WAITING, lambda lane: lane != FLEET]
+            else:
+                preferences = [lambda lane: lane != WAITING, lambda lane: True]
+            for prefers in preferences:
+                chosen = list(islice((n for n, index in enumerate(self.pending) if prefers(lanes[index])), num))
+                if chosen:
+                    return chosen
+            return []
+
         def _send_tests(self, node: WorkerController, num: int) -> None:
-            if self.groups is None:
-                self.groups = self._read_groups()
+            if self.groups is None or self.lanes is None:
+                self.groups, self.lanes = self._read_groups()
             groups = self.groups
-            wanted = {groups[index] for index in self.pending[:num]} - {None}
-            if not wanted:
-                super()._send_tests(node, num)
-                return
-            chosen = [index for n, index in enumerate(self.pending) if n < num or groups[index] in wanted]
-            taken = set(chosen)
-            self.pending[:] = [index for index in self.pending if index not in taken]
-            self.node2pending[node].extend(chosen)
-            node.send_runtest_some(chosen)
+            positions = self._positions(node, num)
+            first = [self.pending[n] for n in positions]
+            wanted = {groups[index] for index in first} - {None}
+            if wanted:
+                # The rest of each group goes along.
+                taken = set(first)
+                positions = [n for n, index in enumerate(self.pending) if index in taken or groups[index] in wanted]
+            chosen = [self.pending[n] for n in positions]
+            for n in reversed(positions):
+                del self.pending[n]
+            if chosen:
+                self.node2pending[node].extend(chosen)
+                node.send_runtest_some(chosen)
 
     return GroupedLoadScheduling(config, log)
 
@@ -132,8 +180,11 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     directory = getattr(session.config, "workerinput", {}).get(GROUPS_DIR)
     if directory:
         worker = session.config.workerinput["workerid"]  # type: ignore[attr-defined]
-        groups = [shared_fixture_group(item) for item in session.items]
-        Path(directory, f"{worker}.json").write_text(json.dumps(groups))
+        written = {
+            "groups": [shared_fixture_group(item) for item in session.items],
+            "lanes": [scheduling_lane(item) for item in session.items],
+        }
+        Path(directory, f"{worker}.json").write_text(json.dumps(written))
     _freeze_what_collection_built()
 
 

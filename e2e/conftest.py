@@ -55,6 +55,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if not _is_e2e(item):
             continue
+        if item.get_closest_marker("e2e") is None:
+            item.add_marker(pytest.mark.e2e)
         if item.get_closest_marker("timeout") is None:
             item.add_marker(pytest.mark.timeout(E2E_TIMEOUT_SECONDS))
         item.add_marker(pytest.mark.filterwarnings(FOREIGN_LEAKED_SOCKETS))

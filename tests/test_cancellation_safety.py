@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.waiting
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("controlplane", "member_agent", "policies", "simulator", "gpufed")
 WAIT_FOR = re.compile(r"\basyncio\.wait_for\(|\bfrom asyncio import [^\n]*\bwait_for\b")

@@ -26,6 +26,8 @@ from controlplane.hubconfig import HubConfig
 from controlplane.storage import EmbeddedEtcd, EtcdClientTransport
 from controlplane.storage.embedded import SOCKET_NAME
 
+pytestmark = pytest.mark.waiting
+
 #: The outage answer took 10 s (the etcd client's retry budget) before; it must be seconds
 #: at most for the first request of an outage and immediate once the outage is known.
 FIRST_ANSWER_SECONDS = 4.0

@@ -17,6 +17,8 @@ from controlplane.apiserver.resources import Registry
 
 from .kinds import deployment
 
+pytestmark = pytest.mark.waiting
+
 Client = TestClient[Any, Any]
 DEPLOYMENTS = "/apis/apps/v1/namespaces/default/deployments"
 CONFIGMAPS = "/api/v1/namespaces/default/configmaps"

@@ -23,6 +23,8 @@ from controlplane.apiserver.resources import Registry
 
 from .kinds import deployment, widget
 
+pytestmark = pytest.mark.waiting
+
 Client = TestClient[Any, Any]
 DEPLOYMENTS = "/apis/apps/v1/namespaces/default/deployments"
 WIDGETS = "/apis/test.gpufed.io/v1/namespaces/default/widgets"

@@ -19,6 +19,8 @@ from controlplane.apiserver.resources import Registry
 
 from .kinds import widget
 
+pytestmark = pytest.mark.waiting
+
 WIDGETS = "/apis/test.gpufed.io/v1/namespaces/default/widgets"
 APPLY = {"Content-Type": "application/apply-patch+yaml"}
 MERGE = {"Content-Type": "application/merge-patch+json"}

@@ -21,6 +21,8 @@ from controlplane.apiserver.watchcache import DEFAULT_WATCH_CACHE
 
 from .kinds import widget
 
+pytestmark = pytest.mark.waiting
+
 WIDGETS = "/apis/test.gpufed.io/v1/namespaces/default/widgets"
 MERGE = {"Content-Type": "application/merge-patch+json"}
 Client = TestClient[Any, Any]

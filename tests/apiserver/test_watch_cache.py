@@ -21,6 +21,8 @@ from controlplane.storage import MemoryStore
 
 from .kinds import GADGET, WIDGET, make_registry, widget
 
+pytestmark = pytest.mark.waiting
+
 Events = AsyncIterator[ObjectEvent]
 
 

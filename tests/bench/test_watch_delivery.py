@@ -4,8 +4,12 @@ speed asserted)."""
 
 from __future__ import annotations
 
+import pytest
+
 from bench import watch_delivery
 from bench.common import Size, Status
+
+pytestmark = pytest.mark.waiting
 
 
 def test_the_delivery_benchmark_delivers_every_write_and_measures_the_hub() -> None:

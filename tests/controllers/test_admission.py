@@ -25,6 +25,8 @@ from .fleet import (
     settled,
 )
 
+pytestmark = pytest.mark.waiting
+
 KUEUE = "kueue.x-k8s.io/v1beta1"
 GPU = "nvidia.com/gpu"
 PLACEMENT = {"replicaScheduling": {"replicaSchedulingType": "Divided"}}

@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any, Unpack
 
+import pytest
 from prometheus_client import CollectorRegistry
 
 from controlplane.apis.timestamps import parse_time
@@ -34,6 +35,8 @@ from .test_admission import KUEUE, PLACEMENT, condition, create, get, kueue_obj,
 from .test_admission_metrics import metered, value  # noqa: F401 (fixture)
 from .test_admission_preemption import job, works_of
 from .test_admission_stopping import active
+
+pytestmark = pytest.mark.waiting
 
 
 def check(name: str) -> dict[str, Any]:

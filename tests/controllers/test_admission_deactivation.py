@@ -21,6 +21,8 @@ from .test_admission import KUEUE, condition, create, get
 from .test_admission_preemption import admitted, job, works_of
 from .test_admission_requeuing import team_a_on_one_cluster
 
+pytestmark = pytest.mark.waiting
+
 DEACTIVATED = "The workload is deactivated"
 
 

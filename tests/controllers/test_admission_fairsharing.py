@@ -23,6 +23,8 @@ from .fleet import eventually, node_shape, propagation_policy, put_cluster, queu
 from .test_admission import KUEUE, PLACEMENT, condition, create, get, kueue_obj, team_queue
 from .test_admission_preemption import admitted, job, team_a_borrows
 
+pytestmark = pytest.mark.waiting
+
 COHORT = "kueue.x-k8s.io/v1alpha1"
 
 

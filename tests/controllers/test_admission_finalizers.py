@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.manager import ControllerManager
 
@@ -16,6 +18,8 @@ from .fleet import eventually, node_shape, propagation_policy, put_cluster, queu
 from .test_admission import KUEUE, PLACEMENT, condition, create, get, kueue_obj, team_queue
 from .test_admission_checks import fleet_with_check, reserved_with_checks, workload
 from .test_admission_preemption import admitted, job
+
+pytestmark = pytest.mark.waiting
 
 FINALIZER = "kueue.x-k8s.io/resource-in-use"
 

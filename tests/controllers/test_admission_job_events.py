@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.manager import ControllerManager
 
@@ -24,6 +26,8 @@ from .test_admission_checks import fleet_with_check, reserved_with_checks, set_s
 from .test_admission_pod_stopping import POD, started_pod
 from .test_admission_preemption import admitted, job
 from .test_admission_stopping import stop
+
+pytestmark = pytest.mark.waiting
 
 JOB = ("batch/v1", "Job")
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from controlplane.apis.timestamps import format_time
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.manager import ControllerManager
@@ -21,6 +23,8 @@ from .test_admission_preemption import WORK, admitted, job
 from .test_admission_trainjob import API as TRAINER
 from .test_admission_trainjob import runtime, trainjob
 from .test_finished_jobs import T0
+
+pytestmark = pytest.mark.waiting
 
 
 async def one_queue(objects: ObjectStore, manager: ControllerManager, gpus: int) -> None:

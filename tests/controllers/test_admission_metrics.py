@@ -19,6 +19,8 @@ from .fleet import eventually, node_shape, propagation_policy, put_cluster, sett
 from .test_admission import GPU, KUEUE, PLACEMENT, create, kueue_obj, team_queue
 from .test_admission_preemption import admitted, job
 
+pytestmark = pytest.mark.waiting
+
 
 @pytest.fixture
 async def metered(objects: ObjectStore, registry: CollectorRegistry) -> AsyncIterator[ControllerManager]:

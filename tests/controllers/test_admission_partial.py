@@ -8,6 +8,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Unpack
 
+import pytest
+
 from controlplane.apiserver.objects import ObjectStore, WriteArgs
 from controlplane.controllers.admissiongate import hold_queued_workload
 from controlplane.controllers.manager import ControllerManager
@@ -28,6 +30,8 @@ from .fleet import (
 from .test_admission import GPU, KUEUE, PLACEMENT, condition, create, get, kueue_obj
 from .test_admission_preemption import WORK, admitted, job
 from .test_admission_stopping import stop
+
+pytestmark = pytest.mark.waiting
 
 
 def queue(name: str, gpus: int) -> dict[str, Any]:

@@ -10,12 +10,16 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.manager import ControllerManager
 
 from .fleet import eventually, settled
 from .test_admission import KUEUE, condition, create, get
 from .test_admission_pod_groups import POD, _admitted, _ungated, group_pod, group_workload, pod, team
+
+pytestmark = pytest.mark.waiting
 
 SERVING = "kueue.x-k8s.io/pod-group-serving"
 FAST = "kueue.x-k8s.io/pod-group-fast-admission"

@@ -24,6 +24,8 @@ from .test_admission_job_events import events_on
 from .test_admission_stopping import stop
 from .test_pod_replica import placed
 
+pytestmark = pytest.mark.waiting
+
 POD = ("v1", "Pod")
 KUEUE_GATE = {"name": "kueue.x-k8s.io/admission"}
 GROUP = "kueue.x-k8s.io/pod-group-name"

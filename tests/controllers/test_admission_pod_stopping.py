@@ -22,6 +22,8 @@ from .test_admission_stopping import stop
 from .test_pod_replica import placed
 from .test_tier_return_loop import events_of
 
+pytestmark = pytest.mark.waiting
+
 MANAGED = "kueue.x-k8s.io/managed"
 POD = ("v1", "Pod")
 

@@ -20,6 +20,8 @@ from .test_admission import GPU, PLACEMENT, condition, create, get, kueue_obj, s
 from .test_admission_checks import UPDATE, fleet_with_check, set_state
 from .test_pod_replica import placed
 
+pytestmark = pytest.mark.waiting
+
 KUEUE_GATE = {"name": "kueue.x-k8s.io/admission"}
 
 

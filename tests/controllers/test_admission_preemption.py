@@ -28,6 +28,8 @@ from .fleet import (
 )
 from .test_admission import GPU, KUEUE, PLACEMENT, condition, create, get, kueue_obj, team_queue
 
+pytestmark = pytest.mark.waiting
+
 WORK = "work.gpufed.io/v1alpha1"
 
 

@@ -28,6 +28,8 @@ from .fleet import eventually, node_shape, propagation_policy, put_cluster, queu
 from .test_admission import KUEUE, PLACEMENT, condition, create, get, kueue_obj, team_queue
 from .test_admission_preemption import job, works_of
 
+pytestmark = pytest.mark.waiting
+
 SETTINGS = replace(FAST, wait_for_pods_ready=WaitForPodsReady(
     timeout_seconds=1, backoff_base_seconds=2, backoff_max_seconds=2, backoff_limit_count=1,
 ))

@@ -18,6 +18,7 @@ import asyncio
 from dataclasses import replace
 from typing import Any
 
+import pytest
 from prometheus_client import CollectorRegistry
 
 from controlplane.admission.metrics import QueueMetrics
@@ -31,6 +32,8 @@ from .test_admission_podsets import JOBSET, WORK, jobset
 from .test_admission_requeuing import SETTINGS, team_a_on_one_cluster
 from .test_admission_trainjob import API as TRAINER
 from .test_admission_trainjob import runtime, trainjob
+
+pytestmark = pytest.mark.waiting
 
 LONG = replace(SETTINGS, wait_for_pods_ready=replace(SETTINGS.wait_for_pods_ready, timeout_seconds=600))
 READY = {"phase": "Running", "containerStatuses": [{"name": "main", "ready": True, "state": {"running": {}}}]}

@@ -7,12 +7,16 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.manager import ControllerManager
 
 from .fleet import eventually, queued_workload, queued_workload_name, settled
 from .test_admission import KUEUE, condition, create, get
 from .test_admission_preemption import WORK, admitted, job, team_a_borrows, works_of
+
+pytestmark = pytest.mark.waiting
 
 
 async def stop(objects: ObjectStore, kind: str, name: str, policy: str) -> None:

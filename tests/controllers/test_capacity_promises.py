@@ -38,6 +38,8 @@ from .fleet import (
     settled,
 )
 
+pytestmark = pytest.mark.waiting
+
 WORK_API = "work.gpufed.io/v1alpha1"
 
 

@@ -24,6 +24,8 @@ from controlplane.controllers.workloads import keeps_propagated_condition, propa
 from .conftest import FAST
 from .fleet import eventually, node_shape, propagation_policy, put_cluster
 
+pytestmark = pytest.mark.waiting
+
 NS = "default"
 GROUP = "ml.example.com"
 

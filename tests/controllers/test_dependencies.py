@@ -32,6 +32,8 @@ from controlplane.interpreter import Dependency, DependencyKind
 from .conftest import FAST
 from .fleet import deployment, eventually, node_shape, put_cluster, settled
 
+pytestmark = pytest.mark.waiting
+
 WORK_API = "work.gpufed.io/v1alpha1"
 NS = "default"
 CM, SECRET = DependencyKind.CONFIG_MAP, DependencyKind.SECRET

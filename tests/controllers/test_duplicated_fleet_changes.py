@@ -25,6 +25,8 @@ from controlplane.scheduler.core.snapshot import ClusterSnapshot
 from .conftest import FAST
 from .fleet import deployment, eventually, node_shape, propagation_policy, put_cluster, settled
 
+pytestmark = pytest.mark.waiting
+
 WORK_API = "work.gpufed.io/v1alpha1"
 CLUSTER_API = "cluster.gpufed.io/v1alpha1"
 KEY = ("default", "serve-deployment")

@@ -25,6 +25,8 @@ from .test_trainjob_placement import API as TRAINER_API
 from .test_trainjob_placement import runtime as trainer_runtime
 from .test_trainjob_placement import trainjob
 
+pytestmark = pytest.mark.waiting
+
 WORK_API = "work.gpufed.io/v1alpha1"
 CLUSTER_API = "cluster.gpufed.io/v1alpha1"
 UNREACHABLE = "cluster.gpufed.io/unreachable"

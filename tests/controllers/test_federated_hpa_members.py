@@ -37,6 +37,8 @@ from .test_federated_hpa import (
     status_of,
 )
 
+pytestmark = pytest.mark.waiting
+
 CLUSTER_API = "cluster.gpufed.io/v1alpha1"
 GROUP = "scaled.example.io"
 SCALED_CRD = {

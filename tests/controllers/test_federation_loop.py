@@ -16,6 +16,8 @@ from controlplane.controllers.manager import ControllerManager
 from .conftest import FAST
 from .fleet import A100, TIERED, deployment, eventually, node_shape, propagation_policy, put_cluster, settled
 
+pytestmark = pytest.mark.waiting
+
 BINDING_API = "work.gpufed.io/v1alpha1"
 
 

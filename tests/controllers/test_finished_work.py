@@ -23,6 +23,8 @@ from controlplane.scheduler.core.rescheduling import replicas_moved
 from .conftest import FAST
 from .fleet import A100, eventually, node_shape, propagation_policy, put_cluster, settled
 
+pytestmark = pytest.mark.waiting
+
 WORK_API = "work.gpufed.io/v1alpha1"
 SUCCEEDED = {
     "conditions": [

@@ -25,6 +25,8 @@ from controlplane.storage.wrapping import WrappedStore
 from .conftest import FAST
 from .fleet import eventually
 
+pytestmark = pytest.mark.waiting
+
 NS = "default"
 
 

@@ -30,6 +30,8 @@ from controlplane.controllers.health import (
 from controlplane.hub import hub_registry
 from controlplane.storage import MemoryStore
 
+pytestmark = pytest.mark.waiting
+
 T0 = datetime(2024, 5, 1, 10, 0, 0, tzinfo=UTC)
 GRACE = timedelta(seconds=40)
 UNREACHABLE = [(c.TAINT_UNREACHABLE, "NoSchedule"), (c.TAINT_UNREACHABLE, "NoExecute")]

@@ -23,6 +23,8 @@ from controlplane.storage import EmbeddedEtcd, EtcdStore, MemoryStore
 
 from .fleet import eventually
 
+pytestmark = pytest.mark.waiting
+
 T = TypeVar("T")
 
 #: Created before the informer starts; more are created while it lists.

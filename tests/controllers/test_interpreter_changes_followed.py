@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from controlplane.apiserver.crd.controller import CrdController
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.apiserver.webhooks.interpreting import InterpreterWebhooks
@@ -26,6 +28,8 @@ from .test_interpreter_webhook_members import (
     runs_as_runner,
 )
 from .test_interpreter_webhook_propagation import CONFIG_API, NS, WORK_API, report, workload
+
+pytestmark = pytest.mark.waiting
 
 BINDING = "nginx-workload"
 REPORTED = {"readyReplicas": 1, "memberOnly": "x"}

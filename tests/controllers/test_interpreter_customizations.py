@@ -26,6 +26,8 @@ from tests.interpreter.trainingrun_scripts import AGGREGATE, API, GET_REPLICAS, 
 from .conftest import FAST
 from .fleet import eventually, node_shape, propagation_policy, put_cluster, settled
 
+pytestmark = pytest.mark.waiting
+
 WORK_API = "work.gpufed.io/v1alpha1"
 
 CRD: dict[str, Any] = {

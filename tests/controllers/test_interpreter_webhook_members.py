@@ -11,6 +11,8 @@ import copy
 import json
 from typing import Any
 
+import pytest
+
 from controlplane.apiserver.crd.controller import CrdController
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.apiserver.webhooks.interpreting import InterpreterWebhooks
@@ -28,6 +30,8 @@ from .test_interpreter_webhook_propagation import (
     report,
     workload,
 )
+
+pytestmark = pytest.mark.waiting
 
 KIND_API = f"{WORKLOAD_GROUP}/v1alpha1"
 FAILED = (

@@ -29,6 +29,8 @@ from .fleet import deployment, eventually, node_shape, propagation_policy, put_c
 from .test_custom_kinds import GROUP, _served, crd, trainer
 from .test_dra_placement import claim_template
 
+pytestmark = pytest.mark.waiting
+
 NS = "default"
 
 

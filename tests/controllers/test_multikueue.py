@@ -23,6 +23,8 @@ from .test_admission_preemption import job
 from .test_admission_trainjob import API as TRAINER
 from .test_admission_trainjob import runtime, trainjob
 
+pytestmark = pytest.mark.waiting
+
 POOL = {"gpufed.io/pool": "onprem"}
 CLUSTER = "cluster.gpufed.io/v1alpha1"
 MULTIKUEUE = "kueue.x-k8s.io/multikueue"

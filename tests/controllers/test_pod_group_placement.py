@@ -23,6 +23,8 @@ from .test_admission_job_events import events_on
 from .test_admission_pod_groups import group_pod
 from .test_failover_loop import taint, works_by_cluster
 
+pytestmark = pytest.mark.waiting
+
 BINDING_API = "work.gpufed.io/v1alpha1"
 
 

@@ -36,6 +36,8 @@ from .test_pod_group_placement import (
     take_placement_away,
 )
 
+pytestmark = pytest.mark.waiting
+
 
 def decisions() -> float:
     """Scheduling decisions the hub has made so far, whatever their result."""

@@ -17,6 +17,8 @@ from controlplane.controllers.manager import ControllerManager
 from .conftest import FAST
 from .fleet import eventually
 
+pytestmark = pytest.mark.waiting
+
 GROUP = "ml.example.com"
 KARMADA = "policy.karmada.io/v1alpha1"
 GPUFED = "policy.gpufed.io/v1alpha1"

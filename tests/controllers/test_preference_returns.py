@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from controlplane.apiserver import errors
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.manager import ControllerManager
@@ -23,6 +25,8 @@ from .test_tier_return_loop import (
     placed_as,
     report_ready,
 )
+
+pytestmark = pytest.mark.waiting
 
 REBALANCE = {"minMoveIntervalSeconds": 0, "maxSurge": "50%"}
 TERMS = [{"affinityName": "home", "clusterNames": ["onprem"]}, {"affinityName": "burst", "clusterNames": ["cloud"]}]

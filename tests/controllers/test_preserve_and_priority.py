@@ -28,6 +28,8 @@ from policies.models import SchedulePriority
 
 from .fleet import deployment, eventually, node_shape, propagation_policy, put_cluster, settled
 
+pytestmark = pytest.mark.waiting
+
 WORK_API = "work.gpufed.io/v1alpha1"
 
 # --- the priority queue (pure) ---------------------------------------------------------------

@@ -10,11 +10,15 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import pytest
+
 from controlplane.apis.templatehash import template_hash
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.manager import ControllerManager
 
 from .fleet import deployment, eventually, get_object, node_shape, propagation_policy, put_cluster, settled
+
+pytestmark = pytest.mark.waiting
 
 REVISION = "deployment.kubernetes.io/revision"
 HISTORY = "deployment.kubernetes.io/revision-history"

@@ -31,6 +31,8 @@ from .fleet import (
 )
 from .test_capacity_promises import WORK_API, create, later, placed, report_applied, work_in
 
+pytestmark = pytest.mark.waiting
+
 LONG_GRACE = replace(FAST, unschedulable_grace_seconds=600.0)
 """The grace period is long here: a move within the test's time is a move without waiting for it."""
 

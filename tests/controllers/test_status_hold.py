@@ -23,6 +23,8 @@ from .conftest import FAST
 from .fleet import deployment, eventually, node_shape, propagation_policy, put_cluster
 from .test_federation_loop import apply, report_work_status, works_by_cluster
 
+pytestmark = pytest.mark.waiting
+
 
 def test_the_hold_is_the_base_until_waits_take_longer() -> None:
     hold = WaitingHold(base=1.0, cap=5.0)

@@ -18,6 +18,8 @@ from controlplane.controllers.manager import ControllerManager
 from .fleet import A100, TIERED, deployment, eventually, node_shape, propagation_policy, put_cluster, settled
 from .test_tier_return_loop import REBALANCE, binding_of, events_of, later, placed, placed_as, report_ready
 
+pytestmark = pytest.mark.waiting
+
 
 @pytest.mark.parametrize(
     ("band", "moves"),

@@ -11,6 +11,8 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
+
 from controlplane.apis.constants import ANNOTATION_ABANDONED, ANNOTATION_MOVES, ANNOTATION_REBALANCE
 from controlplane.apis.timestamps import format_time
 from controlplane.apiserver import errors
@@ -20,6 +22,8 @@ from gpufed.commands.explain import render_explanation
 
 from .conftest import FAST
 from .fleet import A100, TIERED, deployment, eventually, node_shape, propagation_policy, put_cluster, settled
+
+pytestmark = pytest.mark.waiting
 
 WORK_API = "work.gpufed.io/v1alpha1"
 REBALANCE = {"minSavingPerHour": 1, "minMoveIntervalSeconds": 0, "maxSurge": "100%"}

@@ -61,6 +61,8 @@ from .fleet import (
     works_of,
 )
 
+pytestmark = pytest.mark.waiting
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 COVERED: dict[str, list[str]] = {}

@@ -15,6 +15,8 @@ import pytest
 from controlplane.leader import Fenced, LeaderElector, Term
 from controlplane.storage import EtcdStore
 
+pytestmark = pytest.mark.waiting
+
 TTL = 2
 #: Generous bound for a takeover (TTL plus detection), failing the test instead of hanging.
 TAKEOVER_LIMIT = 6 * TTL

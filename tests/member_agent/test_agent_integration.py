@@ -41,7 +41,7 @@ from simulator.profile import parse_fleet
 
 Hub = Any
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.timeout(120), pytest.mark.waiting]
 
 T = TypeVar("T")
 CLUSTER = "sim-a"

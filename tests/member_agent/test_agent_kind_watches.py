@@ -33,7 +33,7 @@ from tests.member_agent.memberapi import served_member
 
 Hub = Any
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.timeout(120), pytest.mark.waiting]
 
 CLUSTER = "sim-w"
 WORK_NS = f"gpufed-es-{CLUSTER}"

@@ -49,6 +49,8 @@ from member_agent.ledger import JOURNAL_FILE, LEDGER_FILE, Ledger
 from simulator.nodes import build_nodes
 from simulator.profile import parse_fleet
 
+pytestmark = pytest.mark.waiting
+
 Hub = Any
 
 T = TypeVar("T")

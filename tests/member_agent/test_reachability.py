@@ -28,7 +28,7 @@ from tests.member_agent.test_agent_integration import (  # noqa: F401 (fixtures)
     member,
 )
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = [pytest.mark.timeout(60), pytest.mark.waiting]
 
 
 def closed_port() -> int:

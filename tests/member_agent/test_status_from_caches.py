@@ -28,7 +28,7 @@ from member_agent.ledger import Ledger
 from member_agent.manifests import Identifier, identifier_of, owned_by
 from tests.member_agent.memberapi import member_client, served_member
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.timeout(120), pytest.mark.waiting]
 
 WORK_NS = "gpufed-es-sim-a"
 NOW = "2026-01-01T00:00:00Z"

@@ -29,7 +29,7 @@ from tests.member_agent.test_agent_integration import (
     work_object,
 )
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.timeout(120), pytest.mark.waiting]
 #: The integration tests' real hub and in-process member.
 hub = integration.hub
 member = integration.member

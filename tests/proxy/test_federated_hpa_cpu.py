@@ -16,7 +16,7 @@ from controlplane.controllers.context import ControllerSettings
 from tests.proxy.members import TwoMembers, two_members
 from tests.proxy.test_proxy_tunnel import eventually
 
-pytestmark = pytest.mark.timeout(420)
+pytestmark = [pytest.mark.timeout(420), pytest.mark.waiting]
 
 MEMBERS = ("sim-a", "sim-b")
 FLEET = {"clusters": [

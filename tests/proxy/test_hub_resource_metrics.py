@@ -18,7 +18,7 @@ from controlplane.apiserver.proxy.resourcemetrics import CLUSTER_ANNOTATION
 from tests.proxy.members import TwoMembers, two_members
 from tests.proxy.test_proxy_tunnel import eventually
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = [pytest.mark.timeout(180), pytest.mark.waiting]
 
 MEMBERS = ("sim-a", "sim-b")
 BASE = "/apis/metrics.k8s.io/v1beta1"

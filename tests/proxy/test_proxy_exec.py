@@ -16,7 +16,7 @@ from controlplane.wsdial import HandshakeRefused, dial
 from tests.proxy.test_proxy_tunnel import CLUSTER, LIMITS, PROXY, Fleet, _running_pod, eventually, fleet
 
 __all__ = ["fleet"]
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.timeout(120), pytest.mark.waiting]
 EXEC = PROXY + "/api/v1/namespaces/default/pods/{pod}/exec"
 V5 = "v5.channel.k8s.io"
 

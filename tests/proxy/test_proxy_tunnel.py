@@ -30,7 +30,7 @@ from simulator.podlogs import LINE_INTERVAL
 from simulator.profile import parse_fleet
 from simulator.server import SimServer, SimServerConfig
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.timeout(120), pytest.mark.waiting]
 
 T = TypeVar("T")
 CLUSTER = "sim-p"

@@ -12,7 +12,7 @@ import pytest
 from controlplane.apiserver.identity import Role
 from tests.proxy.test_proxy_tunnel import CLUSTER, PROXY, Fleet, eventually, fleet
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.timeout(120), pytest.mark.waiting]
 __all__ = ["fleet"]
 
 BINDING = "/apis/work.gpufed.io/v1alpha1/namespaces/default/resourcebindings/infer-deployment"

@@ -24,6 +24,8 @@ from controlplane.storage import Store
 
 from .fleetobjects import A100, T0, cluster_status, device, k8s_node, k8s_pod, put_binding, put_cluster
 
+pytestmark = pytest.mark.waiting
+
 PRICE = 2.0
 MINUTE_HOURS = 1 / 60
 

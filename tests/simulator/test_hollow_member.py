@@ -16,6 +16,8 @@ from simulator.hollow.member import HollowMember
 from simulator.hollow.nodes import hollow_profile
 from simulator.scheduling.reading import node_state
 
+pytestmark = pytest.mark.waiting
+
 DEPLOYMENTS = "/apis/apps/v1/namespaces/ml/deployments"
 
 

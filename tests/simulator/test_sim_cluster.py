@@ -18,6 +18,8 @@ from simulator.cluster import SimulatedCluster
 from simulator.profile import parse_fleet
 from simulator.resources import member_registry
 
+pytestmark = pytest.mark.waiting
+
 WHOLE = {
     "name": "a100-whole",
     "count": 4,

@@ -27,6 +27,8 @@ from controlplane.storage import (
     WatchEvent,
 )
 
+pytestmark = pytest.mark.waiting
+
 
 async def take(events: AsyncIterator[WatchEvent], count: int) -> list[WatchEvent]:
     """The next ``count`` events, failing rather than hanging when they do not come."""

@@ -22,6 +22,8 @@ from controlplane.storage import (
 )
 from controlplane.storage.connecting import grpc_target
 
+pytestmark = pytest.mark.waiting
+
 
 async def take(events: AsyncIterator[WatchEvent], count: int) -> list[WatchEvent]:
     received: list[WatchEvent] = []

@@ -27,6 +27,8 @@ from controlplane.storage.embedded import (
     socket_path_fits,
 )
 
+pytestmark = pytest.mark.waiting
+
 #: A user the test can become to play "another local user" (needs root to switch to it).
 NOBODY = 65534
 #: The system interpreter: the project's may live under a directory only root can enter.

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from aiohttp.test_utils import TestClient, TestServer
 from prometheus_client import CollectorRegistry
 
@@ -15,6 +16,8 @@ from controlplane.apiserver.flowcontrol import FlowControlConfig, FlowControlMet
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.hub import hub_registry
 from controlplane.storage import MemoryStore
+
+pytestmark = pytest.mark.waiting
 
 CONFIGMAPS = "/api/v1/namespaces/default/configmaps"
 WATCHES = 20

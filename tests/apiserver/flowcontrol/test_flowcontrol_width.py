@@ -13,6 +13,7 @@ from pathlib import Path
 
 import aiohttp
 import orjson
+import pytest
 from aiohttp import web
 
 from controlplane.apiserver.app import create_app
@@ -25,6 +26,8 @@ from controlplane.hub import hub_registry
 from controlplane.storage import Store
 
 from .gating import GatedObjects, GatedStore
+
+pytestmark = pytest.mark.waiting
 
 CONFIGMAPS = "/api/v1/namespaces/default/configmaps"
 DUMP_REQUESTS = "/debug/api_priority_and_fairness/dump_requests"
