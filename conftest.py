@@ -135,19 +135,20 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
             super().check_schedule(node, duration)
 
         def _is_waiting_lane(self, node: WorkerController) -> bool:
-            return self.numnodes >= WAITING_LANE_FROM and node.gateway.id == f"gw{self.numnodes - 1}"
+            return bool(self.numnodes >= WAITING_LANE_FROM and node.gateway.id == f"gw{self.numnodes - 1}")
 
         def _positions(self, node: WorkerController, num: int) -> list[int]:
             """The positions in ``pending`` of the first ``num`` tests this worker prefers."""
             lanes = self.lanes
             if not lanes or self.numnodes < WAITING_LANE_FROM:
                 return list(range(min(num, len(self.pending))))
+            # The lanes this worker takes tests of, first choice first.
             if self._is_waiting_lane(node):
-                preferences = [lambda lane: lane == WAITING, lambda lane: lane != FLEET]
+                preferences = [{WAITING}, {WAITING, ANY}]
             else:
-                preferences = [lambda lane: lane != WAITING, lambda lane: True]
-            for prefers in preferences:
-                chosen = list(islice((n for n, index in enumerate(self.pending) if prefers(lanes[index])), num))
+                preferences = [{FLEET, ANY}, {FLEET, ANY, WAITING}]
+            for takes in preferences:
+                chosen = list(islice((n for n, index in enumerate(self.pending) if lanes[index] in takes), num))
                 if chosen:
                     return chosen
             return []
