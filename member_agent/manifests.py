@@ -16,8 +16,8 @@ from typing import Any
 
 from controlplane.apis import constants as c
 from controlplane.apis import kueue_jobs
-from controlplane.apis import kueue_v1beta1 as kueue
 from controlplane.apis.conflictresolution import DEFAULT_CONFLICT_RESOLUTION, ConflictResolution
+from controlplane.apis.kueue_names import LABEL_QUEUE_NAME
 
 
 class ApplyDecision(StrEnum):
@@ -211,7 +211,7 @@ def with_member_kueue_suspend(body: dict[str, Any], live: Mapping[str, Any]) -> 
     admitted (nor starts one it holds). ``body`` unchanged when not such a job."""
     labels = (body.get("metadata") or {}).get("labels") or {}
     have = kueue_jobs.job_suspend(live)
-    if kueue.LABEL_QUEUE_NAME not in labels or have is None:
+    if LABEL_QUEUE_NAME not in labels or have is None:
         return body
     out = copy.deepcopy(body)
     kueue_jobs.set_job_suspend(out, have)

@@ -12,8 +12,8 @@ from controlplane.apis.kube import objects
 from controlplane.apis.kube.field import FieldError, forbidden, immutable
 from controlplane.apis.kubeflow import GROUP as KUBEFLOW_GROUP
 from controlplane.apis.kubeflow import TRAINING_KINDS
-from controlplane.apis.kueue_multikueue import CONTROLLER_NAME as MULTIKUEUE
-from controlplane.apis.kueue_v1beta1 import LABEL_POD_GROUP_NAME, LABEL_QUEUE_NAME
+from controlplane.apis.kueue_names import LABEL_POD_GROUP_NAME, LABEL_QUEUE_NAME
+from controlplane.apis.kueue_names import MULTIKUEUE_CONTROLLER_NAME as MULTIKUEUE
 from controlplane.apis.trainer import DEFAULT_MANAGED_BY as TRAINER_CONTROLLER
 from controlplane.apis.trainer import GROUP as TRAINER_GROUP
 from controlplane.apis.trainer import TRAIN_JOB

@@ -19,13 +19,14 @@ from pydantic import Field
 
 from controlplane.apis.kube.field import CauseType, FieldError
 from controlplane.apis.kube.objects import child, set_nil_default
+from controlplane.apis.kueue_names import MULTIKUEUE_CONTROLLER_NAME
 from controlplane.apis.kueue_v1beta1 import API_VERSION as _V1BETA1
 from controlplane.apis.kueue_v1beta2 import API_VERSION as _V1BETA2
 from controlplane.apis.meta import Condition, ObjectMeta, SpecModel, WireModel
 from controlplane.apis.untyped import Obj
 
 #: The controller name of Kueue's MultiKueue admission checks.
-CONTROLLER_NAME: Final = "kueue.x-k8s.io/multikueue"
+CONTROLLER_NAME: Final = MULTIKUEUE_CONTROLLER_NAME
 #: The condition of a MultiKueueCluster that says it is connected.
 COND_ACTIVE: Final = "Active"
 _SOURCES: Final = ("kubeConfig", "clusterProfileRef")

@@ -13,6 +13,8 @@ from typing import Annotated, Any, Final, Literal
 
 from pydantic import AfterValidator, Field, field_validator, model_validator
 
+from controlplane.apis.kueue_names import LABEL_POD_GROUP_NAME as LABEL_POD_GROUP_NAME
+from controlplane.apis.kueue_names import LABEL_QUEUE_NAME as LABEL_QUEUE_NAME
 from controlplane.apis.kueue_podset import PodSetUpdate
 from controlplane.apis.meta import (
     Condition,
@@ -32,8 +34,6 @@ API_GROUP: Final = "kueue.x-k8s.io"
 VERSION: Final = "v1beta1"
 API_VERSION: Final = "kueue.x-k8s.io/v1beta1"
 
-#: The label that puts a job (or any workload) in a LocalQueue of its namespace.
-LABEL_QUEUE_NAME: Final = "kueue.x-k8s.io/queue-name"
 #: The label naming a job's WorkloadPriorityClass.
 LABEL_PRIORITY_CLASS: Final = "kueue.x-k8s.io/priority-class"
 #: The label Kueue puts on a Workload: the UID of the job it was made for (``JobUIDLabel``).
@@ -50,8 +50,8 @@ ANNOTATION_JOB_COMPLETIONS_EQUAL_PARALLELISM: Final = "kueue.x-k8s.io/job-comple
 #: Kueue's pod groups: Pods with the same group name label (and the total count annotation, the
 #: Pods the group has) share one Workload, named for the group; each Pod's role is the hash of its
 #: shape (Kueue's webhook writes it in the role hash annotation), one pod set per role; the group's
-#: Workload carries the group annotation.
-LABEL_POD_GROUP_NAME: Final = "kueue.x-k8s.io/pod-group-name"
+#: Workload carries the group annotation. (The group name label, LABEL_POD_GROUP_NAME, is in
+#: :mod:`.kueue_names`, with the queue name label.)
 ANNOTATION_POD_GROUP_TOTAL_COUNT: Final = "kueue.x-k8s.io/pod-group-total-count"
 ANNOTATION_ROLE_HASH: Final = "kueue.x-k8s.io/role-hash"
 ANNOTATION_IS_GROUP_WORKLOAD: Final = "kueue.x-k8s.io/is-group-workload"

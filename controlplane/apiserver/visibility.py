@@ -34,6 +34,7 @@ from controlplane.admission import pending, usagehistory
 from controlplane.admission.core.admissionfairsharing import AdmissionFairSharing
 from controlplane.admission.requeuing import RequeuingTimestamp
 from controlplane.apis import kueue_v1beta1 as kueue
+from controlplane.apis.kueue_names import VISIBILITY_GROUP, VISIBILITY_SUMMARY, VISIBILITY_VERSIONS
 from controlplane.apiserver import errors
 from controlplane.apiserver.computed import ComputedEndpoint, ComputedResource
 from controlplane.apiserver.handlers import json_response
@@ -41,10 +42,10 @@ from controlplane.apiserver.metadataonly import refuse_metadata_of_summary
 from controlplane.apiserver.resources import ResourceType
 from controlplane.objectclient import ObjectClient
 
-GROUP: Final = "visibility.kueue.x-k8s.io"
+GROUP: Final = VISIBILITY_GROUP
 #: Served versions, the preferred first (Kueue's ``PrioritizedVersions``).
-VERSIONS: Final = ("v1beta2", "v1beta1")
-SUMMARY: Final = "PendingWorkloadsSummary"
+VERSIONS: Final = VISIBILITY_VERSIONS
+SUMMARY: Final = VISIBILITY_SUMMARY
 SUBRESOURCE: Final = "pendingworkloads"
 #: The kinds of the two parents (Kueue's visibility ClusterQueue and LocalQueue).
 PARENT_KINDS: Final = {"clusterqueues": "ClusterQueue", "localqueues": "LocalQueue"}

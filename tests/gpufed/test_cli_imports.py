@@ -60,6 +60,31 @@ def test_a_subcommand_imports_only_its_own_module(command: str, not_imported: li
     assert not modules & others
 
 
+def _modules_of(*modules: str) -> set[str]:
+    """The modules a fresh interpreter has imported after importing ``MODULES``."""
+    probe = f"import json, sys, {', '.join(modules)}; print(json.dumps(sorted(sys.modules)))"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
+    return set(json.loads(done.stdout.splitlines()[-1]))
+
+
+@pytest.mark.parametrize(
+    ("modules", "not_imported"),
+    [
+        # What `gpufed agent` runs: the agent reads Kueue's label names, not Kueue's API models.
+        (("gpufed.commands.agent", "member_agent.agent"),
+         ["controlplane.apis.kueue_v1beta1", "controlplane.apis.kueue_multikueue", "controlplane.admission"]),
+        # What `gpufed sim-cluster` runs: its API server's OpenAPI catalog names Kueue's visibility
+        # kinds without importing the hub's visibility endpoints, and Kueue's admission with them.
+        (("gpufed.commands.simcluster", "simulator.server"),
+         ["controlplane.apiserver.visibility", "controlplane.admission", "controlplane.apis.kueue_v1beta1"]),
+    ],
+)
+def test_a_process_imports_no_kueue_models_it_does_not_serve(modules: tuple[str, ...], not_imported: list[str]) -> None:
+    imported = _modules_of(*modules)
+    assert set(modules) <= imported
+    assert not [name for name in not_imported if name in imported]
+
+
 def test_the_whole_parser_still_knows_every_subcommands_flags() -> None:
     parser = build_parser()
     for name in SUBCOMMANDS:
@@ -71,6 +96,4 @@ def test_the_whole_parser_still_knows_every_subcommands_flags() -> None:
 
 
 def test_cel_is_imported_with_the_first_validation_rule_not_with_the_servers() -> None:
-    probe = "import json, sys, controlplane.hub, simulator.server; print(json.dumps(sorted(sys.modules)))"
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
-    assert "cel" not in json.loads(done.stdout.splitlines()[-1])
+    assert "cel" not in _modules_of("controlplane.hub", "simulator.server")

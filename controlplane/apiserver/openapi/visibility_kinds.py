@@ -1,5 +1,8 @@
 """Schemas of Kueue's visibility API (``visibility.kueue.x-k8s.io``), which the hub computes on
-each read (:mod:`controlplane.apiserver.visibility`) and never stores.
+each read (:mod:`controlplane.apiserver.visibility`) and never stores. The group, versions and
+kind's names come from :mod:`controlplane.apis.kueue_names`: the catalog that includes these
+schemas is built in every API server (members' too), which need not import the visibility
+endpoints and Kueue's admission with them.
 
 ``PendingWorkloadsSummary`` and its items, ``PendingWorkload``, under the definition names Kueue's
 visibility server publishes (``io.k8s.kueue.visibility.<version>.PendingWorkloadsSummary``), with
@@ -13,9 +16,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from controlplane.apis.kueue_names import VISIBILITY_GROUP as GROUP
+from controlplane.apis.kueue_names import VISIBILITY_SUMMARY as SUMMARY
+from controlplane.apis.kueue_names import VISIBILITY_VERSIONS as VERSIONS
 from controlplane.apiserver.openapi.models import type_meta_properties
 from controlplane.apiserver.openapi.upstream import DEFINITIONS_PREFIX, OBJECT_META
-from controlplane.apiserver.visibility import GROUP, SUMMARY, VERSIONS
 
 
 def _int(description: str, format_: str = "int32") -> dict[str, Any]:
