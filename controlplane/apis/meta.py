@@ -59,7 +59,8 @@ class WireModel(BaseModel):
         populate_by_name=True,
         extra="allow",
         validate_default=False,
-        use_attribute_docstrings=True,
+        # Not use_attribute_docstrings: controlplane.apis.fielddocs reads them when a schema is
+        # written, instead of parsing each class's source again while the class is built.
     )
 
     def to_wire(self) -> dict[str, Any]:

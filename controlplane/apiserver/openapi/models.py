@@ -7,7 +7,7 @@ per schema (``Optional[X]`` is ``X``; a union of scalars is kube's int-or-string
 untyped value), ``const``/``Literal`` as ``enum``, no pydantic titles or defaults.
 
 Descriptions are written for users: a field's description is the attribute docstring under
-it in the model (``use_attribute_docstrings``); class docstrings speak to developers and are
+it in the model (:mod:`controlplane.apis.fielddocs`); class docstrings speak to developers and are
 left out, except that a kind's own description comes from :data:`KIND_DESCRIPTIONS`.
 Sub-objects that are kube's own types (``ObjectMeta``, ``Condition``, ``LabelSelector``,
 ``Toleration``, ``Taint``, ``OwnerReference``) refer to kube's definitions, with kube's
@@ -21,6 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from controlplane.apis.fielddocs import DescribedJsonSchema
 from controlplane.apis.meta import PUBLISHED_AS
 from controlplane.apiserver.openapi.upstream import DEFINITIONS_PREFIX, OBJECT_META, POD_TEMPLATE_SPEC
 
@@ -276,7 +277,7 @@ class _Rewriter:
 
 def model_json_schema(model: type[BaseModel]) -> dict[str, Any]:
     """The model's JSON schema as pydantic writes it (the costly step: do it once per model)."""
-    return model.model_json_schema(by_alias=True, mode="validation")
+    return model.model_json_schema(by_alias=True, mode="validation", schema_generator=DescribedJsonSchema)
 
 
 def model_definitions(raw: dict[str, Any], *, name: str, kind: str) -> dict[str, dict[str, Any]]:
