@@ -61,7 +61,7 @@ def field_docs(model: type[BaseModel]) -> dict[str, str]:
     """The attribute docstrings of ``model``'s fields: each from the class that annotates it."""
     docs: dict[str, str] = {}
     for name in model.__pydantic_fields__:
-        owner = next((c for c in model.__mro__ if name in c.__dict__.get("__annotations__", {})), None)
+        owner = next((c for c in model.__mro__ if name in inspect.get_annotations(c)), None)
         if owner is not None and (doc := _module_docs(owner.__module__).get(owner.__qualname__, {}).get(name)):
             docs[name] = doc
     return docs
