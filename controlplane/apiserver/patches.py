@@ -32,12 +32,13 @@ from controlplane.apiserver.errors import (
     invalid_options,
     unknown_body_format,
 )
+from controlplane.apiserver.openapi.applytypes import applied_type
 from controlplane.apiserver.patching.apply import UntypedApply
 from controlplane.apiserver.patching.apply import record_update as _record_update
 from controlplane.apiserver.patching.conflicts import ApplyConflict
 from controlplane.apiserver.patching.lastapplied import apply_upgrading_client_side
 from controlplane.apiserver.patching.strategic import strategic_merge_patch
-from controlplane.apiserver.patching.typedvalue import applied_typing_error
+from controlplane.apiserver.patching.typedvalue import applied_managed_fields, applied_typing_error
 from controlplane.apiserver.patching.versions import VersionConverter
 from controlplane.apiserver.patching.zerovalues import UNSTRUCTURED, zero_value
 from controlplane.apiserver.resources import ResourceType
@@ -177,8 +178,11 @@ def check_apply_request(rt: ResourceType, patch: Any, *, manager: str | None) ->
     manager, one that is not an object, and one whose ``apiVersion`` and ``kind`` are not the
     URL's (kube's field manager checks the applied object's group, version and kind first, so
     an apply at ``apps/v1`` of a body saying ``apps/v1beta1`` is a 400 ``invalid object type:
-    apps/v1beta1, Kind=Deployment``; the body's version is never converted), and one that
-    structured-merge-diff cannot type (:func:`_untyped`). Returns the manager."""
+    apps/v1beta1, Kind=Deployment``; the body's version is never converted), one that carries
+    ``metadata.managedFields`` (kube's 400 ``metadata.managedFields must be nil``: an applier
+    states fields, the server records who owns them), and one that structured-merge-diff cannot
+    type (:func:`_untyped`): a value of the wrong type, a field the kind does not declare
+    (whatever the request's ``fieldValidation``, as kube). Returns the manager."""
     # The HTTP layer checked the request's PatchOptions; an in-process apply gets the same 422.
     found = patch_options_errors(apply=True, force_given=False, manager=manager or "", dry_run=(), field_validation="")
     if found or not manager:
@@ -188,9 +192,11 @@ def check_apply_request(rt: ResourceType, patch: Any, *, manager: str | None) ->
     group, version, kind = _group_version_kind(patch)
     if (group, version, kind) != (rt.group, rt.version, rt.kind):
         raise BadRequest(f"invalid object type: {group}/{version}, Kind={kind}")
+    if applied_managed_fields(patch):
+        raise BadRequest("metadata.managedFields must be nil")
     # Typed before its fields are decoded, as kube's field manager types it: a value of the wrong
-    # shape is structured-merge-diff's error, not the kind's decoding error.
-    if (untyped := applied_typing_error(patch, rt.apply_schema)) is not None:
+    # shape or type is structured-merge-diff's error, not the kind's decoding error.
+    if (untyped := applied_typing_error(patch, rt.apply_schema, applied_type(rt))) is not None:
         metadata = patch.get("metadata")
         name = metadata.get("name") if isinstance(metadata, dict) else None
         raise _untyped(rt, patch, untyped, name if isinstance(name, str) else "")

@@ -30,23 +30,35 @@ from collections.abc import Mapping
 from typing import Any
 
 from controlplane.apiserver.patching.schema import DEDUCED, FieldSchema, ListType
+from controlplane.apiserver.patching.smdtypes import DEDUCED_TYPE, Scalar, Shape, SmdType
 from controlplane.gojson import go_float, go_printed, go_quote
 
 
-def applied_typing_error(applied: Mapping[str, Any], schema: FieldSchema) -> str | None:
+def applied_typing_error(applied: Mapping[str, Any], schema: FieldSchema, typed: SmdType | None = None) -> str | None:
     """SMD's error typing an applied object, as ``ValidationErrors.Error()`` words it, or None when
-    it types. Its ``metadata.managedFields``, which an apply never merges, is left out."""
+    it types. ``typed``: the kind's field types (:mod:`.smdtypes`), when known. Its
+    ``metadata.managedFields`` is left out: an apply that has one is refused before
+    (:func:`applied_managed_fields`)."""
     metadata = applied.get("metadata")
     if isinstance(metadata, Mapping) and "managedFields" in metadata:
         applied = {**applied, "metadata": {k: v for k, v in metadata.items() if k != "managedFields"}}
-    found = typing_errors(applied, schema)
+    found = typing_errors(applied, schema, typed)
     return joined(found) if found else None
 
 
-def typing_errors(value: Any, schema: FieldSchema) -> list[str]:
-    """SMD's validation errors of ``value`` against ``schema``, each ``path: message``."""
+def applied_managed_fields(applied: Mapping[str, Any]) -> bool:
+    """Whether an applied object carries ``metadata.managedFields`` as kube's field manager reads
+    them (``GetManagedFields() != nil``): a list, empty or of objects only. ``null``, or a value
+    Go cannot read as entries (a string, a list holding a string), reads as none."""
+    metadata = applied.get("metadata")
+    entries = metadata.get("managedFields") if isinstance(metadata, Mapping) else None
+    return isinstance(entries, list) and all(isinstance(entry, Mapping) for entry in entries)
+
+
+def typing_errors(value: Any, schema: FieldSchema, typed: SmdType | None = None) -> list[str]:
+    """SMD's validation errors of ``value`` against ``schema`` (and ``typed``), each ``path: message``."""
     out: list[str] = []
-    _check(value, schema, "", out)
+    _check(value, schema, "", out, typed)
     return out
 
 
@@ -87,23 +99,79 @@ def _is_map(schema: FieldSchema) -> bool:
     return bool(schema.fields) or schema.values is not None
 
 
-def _check(value: Any, schema: FieldSchema, path: str, out: list[str]) -> None:
-    if value is None or schema is DEDUCED:
+def _check(value: Any, schema: FieldSchema, path: str, out: list[str], typed: SmdType | None) -> None:
+    """``typed`` None: the field's type is not known, only its merge schema's shape is checked."""
+    if value is None or typed is DEDUCED_TYPE or (schema is DEDUCED and typed is None):
         return
-    if _is_list(schema):
+    shape = typed.shape if typed is not None else None
+    if shape is Shape.SCALAR:
+        assert typed is not None and typed.scalar is not None
+        if (problem := _scalar_problem(typed.scalar, value)) is not None:
+            out.append(_error(path, problem))
+    elif shape is Shape.LIST or (shape is None and _is_list(schema)):
         if not isinstance(value, list):
             out.append(_error(path, f"expected list, got {_shown(value)}"))
             return
-        _check_items(value, schema, path, out)
-    elif _is_map(schema):
+        _check_items(value, schema, path, out, typed.element if typed is not None else None)
+    elif shape is Shape.MAP or (shape is None and _is_map(schema)):
         if not isinstance(value, Mapping):
             out.append(_error(path, f"expected map, got {_shown(value)}"))
             return
         for key in sorted(value, key=str):
-            _check(value[key], schema.child(key), f"{path}.{key}", out)
+            member = typed.member(str(key)) if typed is not None else None
+            if typed is not None and member is None:
+                # SMD stops walking an object at a field it does not declare.
+                out.append(_error(f"{path}.{key}", "field not declared in schema"))
+                return
+            _check(value[key], schema.child(key), f"{path}.{key}", out, member)
 
 
-def _check_items(items: list[Any], schema: FieldSchema, path: str, out: list[str]) -> None:
+def _scalar_problem(scalar: Scalar, value: Any) -> str | None:
+    """SMD's ``validateScalar``: what a value that is not of the scalar type gets (null is any)."""
+    is_number = isinstance(value, int | float) and not isinstance(value, bool)
+    if scalar is Scalar.NUMERIC and not is_number:
+        return f"expected numeric (int or float), got {_go_type(value)}"
+    if scalar is Scalar.STRING and not isinstance(value, str):
+        return f"expected string, got &value.valueUnstructured{{Value:{_go_syntax(_as_go(value))}}}"
+    if scalar is Scalar.BOOLEAN and not isinstance(value, bool):
+        return f"expected boolean, got {_shown(value)}"
+    if scalar is Scalar.UNTYPED and isinstance(value, Mapping | list):
+        return f"expected any scalar, got {_shown(value)}"
+    return None
+
+
+def _go_type(value: Any) -> str:
+    """``%T`` of a value kube decoded from an apply body."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, int | float):
+        return "float64"
+    return "[]interface {}" if isinstance(value, list) else "map[string]interface {}"
+
+
+def _go_syntax(value: Any) -> str:
+    """``%#v`` of a decoded JSON value inside ``interface{}``: strings quoted, maps and lists as
+    Go literals (``map[string]interface {}{"a":1}``, ``[]interface {}{"x"}``), nil as
+    ``interface {}(nil)``."""
+    if value is None:
+        return "interface {}(nil)"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return go_quote(value)
+    if isinstance(value, float):
+        return go_float(value)
+    if isinstance(value, Mapping):
+        inner = ", ".join(f"{go_quote(str(k))}:{_go_syntax(v)}" for k, v in sorted(value.items()))
+        return "map[string]interface {}{" + inner + "}"
+    if isinstance(value, list):
+        return "[]interface {}{" + ", ".join(_go_syntax(v) for v in value) + "}"
+    return str(value)
+
+
+def _check_items(items: list[Any], schema: FieldSchema, path: str, out: list[str], typed: SmdType | None) -> None:
     seen: set[str] = set()
     for index, item in enumerate(items):
         if schema.list_type is ListType.ATOMIC:
@@ -116,7 +184,7 @@ def _check_items(items: list[Any], schema: FieldSchema, path: str, out: list[str
             if element in seen:
                 out.append(_error(path, f"duplicate entries for key {element}"))
             seen.add(element)
-        _check(item, schema.element(), f"{path}{element}", out)
+        _check(item, schema.element(), f"{path}{element}", out, typed)
 
 
 def _key_element(item: Any, schema: FieldSchema) -> tuple[str, str]:

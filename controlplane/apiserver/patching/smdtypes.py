@@ -1,0 +1,160 @@
+"""The types structured-merge-diff gives a kind's fields, read from its OpenAPI schema as kube reads it.
+
+:mod:`.schema` and :mod:`.structural` say how lists and maps merge; SMD's typing of an applied
+object (:mod:`.typedvalue`) also needs what each field holds and which fields an object
+declares. kube builds both from the kind's OpenAPI (kube-openapi's ``schemaconv``), and so does
+this module:
+
+- an ``integer`` or ``number`` is numeric, a ``boolean`` boolean, a ``string`` (or ``byte``
+  string) a string; a string of any other format (``int-or-string``, ``date-time``) and a
+  Quantity are untyped scalars, which take any scalar;
+- an object's ``properties`` are its declared fields: any other field is ``field not declared in
+  schema``, unless ``additionalProperties`` types its other members or
+  ``x-kubernetes-preserve-unknown-fields`` keeps them (deduced);
+- an ``array`` is a list of its ``items``' type;
+- an object with neither properties nor additional properties (RawExtension, FieldsV1), and
+  a schema with no type at all, are deduced: anything goes below them.
+
+A custom resource's root (and every ``x-kubernetes-embedded-resource``) also declares
+``apiVersion`` and ``kind`` and has ObjectMeta's ``metadata``, as kube's CRD OpenAPI adds them.
+
+In: a built-in kind's definitions (``#/definitions/`` references) or a CRD version's structural
+schema. Out: its root :class:`SmdType`. Pure; compiled once per kind, never per write.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+DEFINITIONS_PREFIX = "#/definitions/"
+QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
+OBJECT_META_DEFINITION = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+_PRESERVE = "x-kubernetes-preserve-unknown-fields"
+
+
+class Shape(StrEnum):
+    DEDUCED = "deduced"  # anything, unchecked
+    SCALAR = "scalar"
+    LIST = "list"
+    MAP = "map"  # an object: declared fields, and/or typed other members
+
+
+class Scalar(StrEnum):
+    """SMD's scalar types, as its errors name what they expect."""
+
+    NUMERIC = "numeric"
+    STRING = "string"
+    BOOLEAN = "boolean"
+    UNTYPED = "untyped"
+
+
+@dataclass(slots=True, eq=False)
+class SmdType:
+    """One type: a scalar's, a list's (``element``: its items'), or an object's (``fields``: the
+    declared ones; ``element``: the type of the others, None when they are not declared)."""
+
+    shape: Shape = Shape.DEDUCED
+    scalar: Scalar | None = None
+    fields: dict[str, SmdType] = field(default_factory=dict)
+    element: SmdType | None = None
+
+    def member(self, name: str) -> SmdType | None:
+        """An object's member ``name``: its declared type, the others' type, or None (undeclared)."""
+        return self.fields.get(name, self.element)
+
+
+DEDUCED_TYPE = SmdType()
+
+
+def _string_type(fmt: Any) -> Scalar:
+    return Scalar.STRING if fmt in (None, "", "byte") else Scalar.UNTYPED
+
+
+class TypeCompiler:
+    """Compiles OpenAPI schemas into :class:`SmdType` trees, each named definition once (they
+    refer to one another and to themselves)."""
+
+    def __init__(self, definitions: Mapping[str, Mapping[str, Any]]) -> None:
+        self._definitions = definitions
+        self._named: dict[str, SmdType] = {}
+
+    def named(self, name: str) -> SmdType:
+        """The type of definition ``name`` (deduced when there is no such definition)."""
+        found = self._named.get(name)
+        if found is not None:
+            return found
+        schema = self._definitions.get(name)
+        if schema is None:
+            return DEDUCED_TYPE
+        if name == QUANTITY:  # kube's conversion makes a Quantity untyped: a number or a string
+            node = self._named[name] = SmdType(Shape.SCALAR, Scalar.UNTYPED)
+            return node
+        node = self._named[name] = SmdType()  # before its fields: a definition may contain itself
+        self.schema(schema, into=node)
+        return node
+
+    def schema(self, schema: Mapping[str, Any], *, into: SmdType | None = None, preserve: bool = False) -> SmdType:
+        ref = schema.get("$ref")
+        all_of = schema.get("allOf")
+        if ref is None and isinstance(all_of, list) and len(all_of) == 1 and isinstance(all_of[0], Mapping):
+            ref = all_of[0].get("$ref")  # a referenced type with a default or a description
+        if isinstance(ref, str) and ref.startswith(DEFINITIONS_PREFIX):
+            return self.named(ref[len(DEFINITIONS_PREFIX):])
+        node = into if into is not None else SmdType()
+        preserve = preserve or schema.get(_PRESERVE) is True
+        kind = schema.get("type")
+        if schema.get("x-kubernetes-int-or-string") is True:
+            node.shape, node.scalar = Shape.SCALAR, Scalar.UNTYPED
+        elif kind == "array" or (kind is None and isinstance(schema.get("items"), Mapping)):
+            items = schema.get("items")
+            node.shape = Shape.LIST
+            node.element = self.schema(items, preserve=preserve) if isinstance(items, Mapping) else DEDUCED_TYPE
+        elif kind == "object" or isinstance(schema.get("properties"), Mapping):
+            self._object(schema, node, preserve=preserve)
+        elif kind in ("integer", "number"):
+            node.shape, node.scalar = Shape.SCALAR, Scalar.NUMERIC
+        elif kind == "boolean":
+            node.shape, node.scalar = Shape.SCALAR, Scalar.BOOLEAN
+        elif kind == "string":
+            node.shape, node.scalar = Shape.SCALAR, _string_type(schema.get("format"))
+        elif kind is not None:
+            node.shape, node.scalar = Shape.SCALAR, Scalar.UNTYPED
+        # No type at all: deduced, as the node already is.
+        return node
+
+    def _object(self, schema: Mapping[str, Any], node: SmdType, *, preserve: bool) -> None:
+        properties = schema.get("properties")
+        properties = properties if isinstance(properties, Mapping) else {}
+        additional = schema.get("additionalProperties")
+        if not properties and not isinstance(additional, Mapping):
+            return  # no declared fields and no member type: deduced
+        node.shape = Shape.MAP
+        # Filled in place: a field may refer back to the definition being compiled.
+        for name, sub in properties.items():
+            node.fields[name] = self.schema(sub, preserve=preserve) if isinstance(sub, Mapping) else DEDUCED_TYPE
+        if schema.get("x-kubernetes-embedded-resource") is True:
+            self._resource_fields(node)
+        if isinstance(additional, Mapping):
+            node.element = self.schema(additional, preserve=preserve)
+        elif additional is True or preserve:
+            node.element = DEDUCED_TYPE
+
+    def _resource_fields(self, node: SmdType) -> None:
+        """``apiVersion``, ``kind`` and ObjectMeta's ``metadata``, as kube adds them to a custom
+        resource's root and to an embedded resource."""
+        string = SmdType(Shape.SCALAR, Scalar.STRING)
+        node.fields.setdefault("apiVersion", string)
+        node.fields.setdefault("kind", string)
+        node.fields["metadata"] = self.named(OBJECT_META_DEFINITION)
+
+    def custom_resource(self, openapi: Mapping[str, Any]) -> SmdType:
+        """The type of a custom resource whose CRD version has this ``openAPIV3Schema``."""
+        root = SmdType()
+        self.schema(openapi, into=root)
+        if root.shape is Shape.DEDUCED:  # an object with no properties: anything, but its metadata
+            root.shape, root.element = Shape.MAP, DEDUCED_TYPE
+        self._resource_fields(root)
+        return root
