@@ -435,7 +435,9 @@ def decoded_applied(rt: ResourceType, applied: dict[str, Any], field_validation:
     does not have dropped (warned about, or refused under Strict), a value of the wrong type
     refused. Done before the apply is merged, so that the applier's managedFields never name a
     field that is not stored (the object's own check comes too late for them). The configuration
-    is partial: only the unknown fields are looked for here, its values are checked with the object."""
+    is partial: only the unknown fields are looked for here, its values are checked with the object.
+    A kind whose field types structured-merge-diff knows (a built-in kind of kube's, a custom
+    resource) has had an undeclared field refused before, as kube's field manager refuses it."""
     if rt.model is not None or rt.custom is not None:
         metadata = _decoded(rt, _metadata_unknown, applied, None, False)
         if rt.model is not None:

@@ -15,13 +15,19 @@ line each. What this module checks, as SMD's ``validate.go`` and ``helpers.go`` 
   is null, as SMD reads it;
 - an item of a set must be a scalar (``... without keys has an element that's a map type``,
   ``not supported: associative list with lists as elements``, ``... an explicit null``);
-- two items with the same key or value are ``duplicate entries for key [name="a"]`` at the list.
+- two items with the same key or value are ``duplicate entries for key [name="a"]`` at the list;
+- with the kind's field types (:mod:`.smdtypes`), a scalar of another type is ``expected numeric
+  (int or float), got string`` (Go's ``%T``), ``expected string, got
+  &value.valueUnstructured{Value:5}`` (``%#v``), ``expected boolean, got &{yes}``, and an untyped
+  one (int-or-string, Quantity, time) given a list or map ``expected any scalar, got &{[1]}``; a
+  field an object does not declare is ``.spec.foo: field not declared in schema``, which ends the
+  checks of that object, as SMD stops walking it.
 
 As in SMD, the first item of a list that has no key ends the checks of that list. Nothing
 below a value no schema describes (kube's deduced type) is checked.
 
-In: the applied object and the kind's :class:`FieldSchema`. Out: the error lines (empty when
-the object types), or :func:`applied_typing_error`'s one text.
+In: the applied object, the kind's :class:`FieldSchema` and, when known, its :class:`SmdType`.
+Out: the error lines (empty when the object types), or :func:`applied_typing_error`'s one text.
 """
 
 from __future__ import annotations
