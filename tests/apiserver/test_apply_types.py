@@ -52,3 +52,21 @@ def test_a_crd_schema_is_typed_with_kubes_added_fields_and_its_own_recursion() -
     assert sorted(root.fields) == sorted(inner.fields) == ["apiVersion", "kind", "metadata", "spec"]
     assert inner.fields["kind"].scalar is Scalar.STRING and inner.element is None
     assert compiler.custom_resource({"type": "object"}).shape is Shape.MAP  # anything, but typed metadata
+
+
+def test_an_int_or_string_takes_anything_as_kubes_openapi_v3_types_it() -> None:
+    """kube types applied objects by its OpenAPI v3, where an IntOrString has no type (a oneOf): SMD
+    reads that as anything, and leaves a list there to the kind's decoding. A CRD's
+    ``x-kubernetes-int-or-string`` has no type either."""
+    strategy = {"rollingUpdate": {"maxSurge": [1], "maxUnavailable": {"a": 1}}}
+    assert _errors("apps/v1", "Deployment", {"metadata": {"name": "d"}, "spec": {"strategy": strategy}}) == []
+    port = TypeCompiler({}).custom_resource({"type": "object", "properties": {"port": {"x-kubernetes-int-or-string": True}}})
+    assert port.fields["port"].shape is Shape.DEDUCED
+
+
+def test_a_raw_extension_is_an_untyped_scalar_as_kubes_conversion_hardcodes_it() -> None:
+    revision = {"metadata": {"name": "r"}, "revision": 1}
+    assert _errors("apps/v1", "ControllerRevision", {**revision, "data": "x"}) == []
+    assert _errors("apps/v1", "ControllerRevision", {**revision, "data": {"spec": {}}}) == [
+        ".data: expected any scalar, got &{map[spec:map[]]}"
+    ]

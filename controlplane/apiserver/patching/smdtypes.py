@@ -6,14 +6,16 @@ declares. kube builds both from the kind's OpenAPI (kube-openapi's ``schemaconv`
 this module:
 
 - an ``integer`` or ``number`` is numeric, a ``boolean`` boolean, a ``string`` (or ``byte``
-  string) a string; a string of any other format (``int-or-string``, ``date-time``) and a
-  Quantity are untyped scalars, which take any scalar;
+  string) a string; a string of any other format (``date-time``), a Quantity and a RawExtension
+  are untyped scalars, which take any scalar but no list or map (kube's conversion hardcodes the
+  last two);
 - an object's ``properties`` are its declared fields: any other field is ``field not declared in
   schema``, unless ``additionalProperties`` types its other members or
   ``x-kubernetes-preserve-unknown-fields`` keeps them (deduced);
 - an ``array`` is a list of its ``items``' type;
-- an object with neither properties nor additional properties (RawExtension, FieldsV1), and
-  a schema with no type at all, are deduced: anything goes below them.
+- an object with neither properties nor additional properties (FieldsV1) holds members of any
+  type; a schema with no type at all (an IntOrString in kube's OpenAPI v3, a CRD's ``x-kubernetes-int-or-string``), are
+  deduced: anything goes there and below.
 
 A custom resource's root (and every ``x-kubernetes-embedded-resource``) also declares
 ``apiVersion`` and ``kind`` and has ObjectMeta's ``metadata``, as kube's CRD OpenAPI adds them.
@@ -31,6 +33,10 @@ from typing import Any
 
 DEFINITIONS_PREFIX = "#/definitions/"
 QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
+RAW_EXTENSION = "io.k8s.apimachinery.pkg.runtime.RawExtension"
+#: kube's OpenAPI v3, which kube types applied objects by, gives IntOrString no type (a ``oneOf``
+#: integer or string): SMD reads that as anything at all.
+INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
 OBJECT_META_DEFINITION = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 _PRESERVE = "x-kubernetes-preserve-unknown-fields"
 
@@ -89,9 +95,12 @@ class TypeCompiler:
         schema = self._definitions.get(name)
         if schema is None:
             return DEDUCED_TYPE
-        if name == QUANTITY:  # kube's conversion makes a Quantity untyped: a number or a string
+        if name in (QUANTITY, RAW_EXTENSION):  # kube's conversion hardcodes both: an untyped scalar
             node = self._named[name] = SmdType(Shape.SCALAR, Scalar.UNTYPED)
             return node
+        if name == INT_OR_STRING:
+            self._named[name] = DEDUCED_TYPE
+            return DEDUCED_TYPE
         node = self._named[name] = SmdType()  # before its fields: a definition may contain itself
         self.schema(schema, into=node)
         return node
@@ -106,9 +115,11 @@ class TypeCompiler:
         node = into if into is not None else SmdType()
         preserve = preserve or schema.get(_PRESERVE) is True
         kind = schema.get("type")
-        if schema.get("x-kubernetes-int-or-string") is True:
-            node.shape, node.scalar = Shape.SCALAR, Scalar.UNTYPED
-        elif kind == "array" or (kind is None and isinstance(schema.get("items"), Mapping)):
+        if kind is None and not isinstance(schema.get("properties"), Mapping) and not isinstance(
+            schema.get("items"), Mapping
+        ):
+            return node  # no type (int-or-string, preserve-unknown-fields): anything, deduced
+        if kind == "array" or (kind is None and isinstance(schema.get("items"), Mapping)):
             items = schema.get("items")
             node.shape = Shape.LIST
             node.element = self.schema(items, preserve=preserve) if isinstance(items, Mapping) else DEDUCED_TYPE
@@ -120,17 +131,14 @@ class TypeCompiler:
             node.shape, node.scalar = Shape.SCALAR, Scalar.BOOLEAN
         elif kind == "string":
             node.shape, node.scalar = Shape.SCALAR, _string_type(schema.get("format"))
-        elif kind is not None:
+        else:
             node.shape, node.scalar = Shape.SCALAR, Scalar.UNTYPED
-        # No type at all: deduced, as the node already is.
         return node
 
     def _object(self, schema: Mapping[str, Any], node: SmdType, *, preserve: bool) -> None:
         properties = schema.get("properties")
         properties = properties if isinstance(properties, Mapping) else {}
         additional = schema.get("additionalProperties")
-        if not properties and not isinstance(additional, Mapping):
-            return  # no declared fields and no member type: deduced
         node.shape = Shape.MAP
         # Filled in place: a field may refer back to the definition being compiled.
         for name, sub in properties.items():
@@ -139,8 +147,8 @@ class TypeCompiler:
             self._resource_fields(node)
         if isinstance(additional, Mapping):
             node.element = self.schema(additional, preserve=preserve)
-        elif additional is True or preserve:
-            node.element = DEDUCED_TYPE
+        elif additional is True or preserve or (additional is None and not properties):
+            node.element = DEDUCED_TYPE  # a free-form object: members of any type
 
     def _resource_fields(self, node: SmdType) -> None:
         """``apiVersion``, ``kind`` and ObjectMeta's ``metadata``, as kube adds them to a custom
@@ -154,7 +162,7 @@ class TypeCompiler:
         """The type of a custom resource whose CRD version has this ``openAPIV3Schema``."""
         root = SmdType()
         self.schema(openapi, into=root)
-        if root.shape is Shape.DEDUCED:  # an object with no properties: anything, but its metadata
-            root.shape, root.element = Shape.MAP, DEDUCED_TYPE
+        if root.shape is not Shape.MAP:  # a root without a type: anything, but its metadata
+            root.shape, root.scalar, root.element = Shape.MAP, None, DEDUCED_TYPE
         self._resource_fields(root)
         return root
