@@ -67,6 +67,14 @@ async def test_an_apply_carrying_managed_fields_is_kubes_400(api: Client, entrie
     assert await refused_with(api, f"{DEPLOYMENTS}/web", body) == (400, "BadRequest", "metadata.managedFields must be nil")
 
 
+async def test_managed_fields_go_cannot_read_as_entries_are_typed_as_any_field(api: Client) -> None:
+    """kube's field manager reads a string as no entries; structured-merge-diff then types it."""
+    body = deployment()
+    body["metadata"]["managedFields"] = "x"
+    message = f"{TYPED} (default/web; apps/v1, Kind=Deployment): .metadata.managedFields: expected list, got &{{x}}"
+    assert await refused_with(api, f"{DEPLOYMENTS}/web", body) == (422, "Invalid", message)
+
+
 async def test_an_apply_with_null_managed_fields_is_applied(api: Client) -> None:
     """Go reads ``null`` as no managedFields, as it reads none."""
     body = deployment()

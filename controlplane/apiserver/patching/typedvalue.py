@@ -42,12 +42,9 @@ from controlplane.gojson import go_float, go_printed, go_quote
 
 def applied_typing_error(applied: Mapping[str, Any], schema: FieldSchema, typed: SmdType | None = None) -> str | None:
     """SMD's error typing an applied object, as ``ValidationErrors.Error()`` words it, or None when
-    it types. ``typed``: the kind's field types (:mod:`.smdtypes`), when known. Its
-    ``metadata.managedFields`` is left out: an apply that has one is refused before
-    (:func:`applied_managed_fields`)."""
-    metadata = applied.get("metadata")
-    if isinstance(metadata, Mapping) and "managedFields" in metadata:
-        applied = {**applied, "metadata": {k: v for k, v in metadata.items() if k != "managedFields"}}
+    it types. ``typed``: the kind's field types (:mod:`.smdtypes`), when known. An apply whose
+    ``metadata.managedFields`` Go reads as entries is refused before (:func:`applied_managed_fields`);
+    one it cannot read as entries (a string) is typed like any field, as kube types it."""
     found = typing_errors(applied, schema, typed)
     return joined(found) if found else None
 
