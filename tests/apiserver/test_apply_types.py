@@ -64,9 +64,10 @@ def test_an_int_or_string_takes_anything_as_kubes_openapi_v3_types_it() -> None:
     assert port.fields["port"].shape is Shape.DEDUCED
 
 
-def test_a_raw_extension_is_an_untyped_scalar_as_kubes_conversion_hardcodes_it() -> None:
+def test_a_raw_extension_takes_anything_as_kubes_conversion_hardcodes_it() -> None:
     revision = {"metadata": {"name": "r"}, "revision": 1}
-    assert _errors("apps/v1", "ControllerRevision", {**revision, "data": "x"}) == []
-    assert _errors("apps/v1", "ControllerRevision", {**revision, "data": {"spec": {}}}) == [
-        ".data: expected any scalar, got &{map[spec:map[]]}"
+    for data in ("x", {"spec": {"any": [1]}}, [1]):
+        assert _errors("apps/v1", "ControllerRevision", {**revision, "data": data}) == []
+    assert _errors("apps/v1", "ControllerRevision", {**revision, "revision": "one"}) == [
+        ".revision: expected numeric (int or float), got string"
     ]

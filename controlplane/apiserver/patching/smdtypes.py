@@ -6,16 +6,16 @@ declares. kube builds both from the kind's OpenAPI (kube-openapi's ``schemaconv`
 this module:
 
 - an ``integer`` or ``number`` is numeric, a ``boolean`` boolean, a ``string`` (or ``byte``
-  string) a string; a string of any other format (``date-time``), a Quantity and a RawExtension
-  are untyped scalars, which take any scalar but no list or map (kube's conversion hardcodes the
-  last two);
+  string) a string; a string of any other format (``date-time``) and a Quantity (which kube's
+  conversion hardcodes so) are untyped scalars, which take any scalar but no list or map;
 - an object's ``properties`` are its declared fields: any other field is ``field not declared in
   schema``, unless ``additionalProperties`` types its other members or
   ``x-kubernetes-preserve-unknown-fields`` keeps them (deduced);
 - an ``array`` is a list of its ``items``' type;
 - an object with neither properties nor additional properties (FieldsV1) holds members of any
-  type; a schema with no type at all (an IntOrString in kube's OpenAPI v3, a CRD's ``x-kubernetes-int-or-string``), are
-  deduced: anything goes there and below.
+  type; a schema with no type at all (an IntOrString in kube's OpenAPI v3, a CRD's
+  ``x-kubernetes-int-or-string``) and a RawExtension (hardcoded) are deduced: anything goes
+  there and below.
 
 A custom resource's root (and every ``x-kubernetes-embedded-resource``) also declares
 ``apiVersion`` and ``kind`` and has ObjectMeta's ``metadata``, as kube's CRD OpenAPI adds them.
@@ -95,10 +95,10 @@ class TypeCompiler:
         schema = self._definitions.get(name)
         if schema is None:
             return DEDUCED_TYPE
-        if name in (QUANTITY, RAW_EXTENSION):  # kube's conversion hardcodes both: an untyped scalar
+        if name == QUANTITY:  # kube's conversion hardcodes it: an untyped scalar
             node = self._named[name] = SmdType(Shape.SCALAR, Scalar.UNTYPED)
             return node
-        if name == INT_OR_STRING:
+        if name in (INT_OR_STRING, RAW_EXTENSION):  # a RawExtension is hardcoded as anything
             self._named[name] = DEDUCED_TYPE
             return DEDUCED_TYPE
         node = self._named[name] = SmdType()  # before its fields: a definition may contain itself

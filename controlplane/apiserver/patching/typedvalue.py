@@ -19,7 +19,7 @@ line each. What this module checks, as SMD's ``validate.go`` and ``helpers.go`` 
 - with the kind's field types (:mod:`.smdtypes`), a scalar of another type is ``expected numeric
   (int or float), got string`` (Go's ``%T``), ``expected string, got
   &value.valueUnstructured{Value:5}`` (``%#v``), ``expected boolean, got &{yes}``, and an untyped
-  one (Quantity, time, RawExtension) given a list or map ``expected any scalar, got &{[1]}``; a
+  one (Quantity, time) given a list or map ``expected any scalar, got &{[1]}``; a
   field an object does not declare is ``.spec.foo: field not declared in schema``, which ends the
   checks of that object, as SMD stops walking it.
 
