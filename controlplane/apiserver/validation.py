@@ -1,4 +1,4 @@
-"""Validation of objects before anything is written: names, metadata, and typed kinds.
+"""Validation of objects before anything is written: metadata (:mod:`.objectmeta`) and typed kinds.
 
 Inputs are object dicts and their :class:`ResourceType`; outputs are kube field causes
 (``Cause``) and the list of unknown fields. ``check_object`` is the single entry point
@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import copy
 import functools
-import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -35,23 +34,13 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from controlplane.apis.apiextensions.cel import RULES_NOT_CHECKED, has_rules
 from controlplane.apis.apiextensions.schema import integral_floats_made_ints
 from controlplane.apis.kube.field import blocks_rules
-from controlplane.apis.kube.names import (
-    DNS_1035,
-    DNS_1035_REGEX_MESSAGE,
-    DNS_LABEL,
-    DNS_LABEL_REGEX_MESSAGE,
-    DNS_SUBDOMAIN,
-    DNS_SUBDOMAIN_REGEX_MESSAGE,
-    format_errors,
-    label_value_errors,
-    path_segment_errors,
-    qualified_name_errors,
-)
 from controlplane.apiserver.decoding import INT64_MAX, INT64_MIN
 from controlplane.apiserver.errors import BadRequest, Cause, CauseType, Invalid, invalid
+from controlplane.apiserver.objectmeta import finalizer_write_warnings, metadata_causes
+from controlplane.apiserver.objectmeta import quote as _quote
 from controlplane.apiserver.openapi import known_fields
 from controlplane.apiserver.openapi.structural import schema_errors
-from controlplane.apiserver.resources import NameRule, ResourceType
+from controlplane.apiserver.resources import ResourceType
 from controlplane.apiserver.schemawording import merged_types, schema_cause
 from controlplane.gojson import go_quote
 
@@ -73,96 +62,6 @@ class FieldValidation(StrEnum):
         raise BadRequest(
             f'fieldValidation: Unsupported value: "{value}": supported values: "Ignore", "Strict", "Warn"'
         )
-
-
-_NAME_RULES: dict[NameRule, tuple[re.Pattern[str], int, str]] = {
-    NameRule.SUBDOMAIN: (DNS_SUBDOMAIN, 253, DNS_SUBDOMAIN_REGEX_MESSAGE),
-    NameRule.LABEL: (DNS_LABEL, 63, DNS_LABEL_REGEX_MESSAGE),
-    NameRule.LABEL_1035: (DNS_1035, 63, DNS_1035_REGEX_MESSAGE),
-}
-MAX_ANNOTATIONS_BYTES = 256 * 1024
-
-
-def name_errors(name: str, rule: NameRule) -> list[str]:
-    """kube's messages for a name that breaks ``rule`` (empty when it is fine)."""
-    if rule is NameRule.PATH_SEGMENT:
-        return path_segment_errors(name)
-    return format_errors(name, *_NAME_RULES[rule])
-
-
-def _quote(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False) if isinstance(value, str) else json.dumps(value, default=str)
-
-
-def invalid_value(field_path: str, value: Any, detail: str) -> Cause:
-    return Cause(CauseType.FIELD_VALUE_INVALID, f"Invalid value: {_quote(value)}: {detail}", field_path)
-
-
-def metadata_causes(obj: dict[str, Any], rt: ResourceType) -> list[Cause]:
-    """Name, namespace, generation, labels and annotations by kube's rules."""
-    causes: list[Cause] = []
-    meta = obj.get("metadata")
-    if not isinstance(meta, dict):
-        return [Cause(CauseType.FIELD_VALUE_REQUIRED, "Required value", "metadata")]
-    name = meta.get("name")
-    if not name:
-        causes.append(
-            Cause(CauseType.FIELD_VALUE_REQUIRED, "Required value: name or generateName is required", "metadata.name")
-        )
-    elif not isinstance(name, str):
-        causes.append(invalid_value("metadata.name", name, "must be a string"))
-    else:
-        causes.extend(invalid_value("metadata.name", name, err) for err in name_errors(name, rt.name_rule))
-    namespace = meta.get("namespace")
-    if rt.namespaced and isinstance(namespace, str) and namespace:
-        causes.extend(
-            invalid_value("metadata.namespace", namespace, err) for err in name_errors(namespace, NameRule.LABEL)
-        )
-    generation = meta.get("generation")  # a create's own, where the kind keeps none (see writing)
-    if generation is not None:
-        if isinstance(generation, bool) or not isinstance(generation, int) or generation > INT64_MAX:
-            causes.append(invalid_value("metadata.generation", generation, "must be a 64-bit integer"))
-        elif generation < 0:
-            causes.append(invalid_value("metadata.generation", generation, "must be greater than or equal to 0"))
-    labels = meta.get("labels")
-    if labels is not None:
-        if not isinstance(labels, dict):
-            causes.append(invalid_value("metadata.labels", labels, "must be a map of strings"))
-        else:
-            for key, value in labels.items():
-                causes.extend(invalid_value("metadata.labels", key, err) for err in qualified_name_errors(key))
-                if not isinstance(value, str):
-                    causes.append(invalid_value(f"metadata.labels[{key}]", value, "must be a string"))
-                else:
-                    causes.extend(invalid_value("metadata.labels", value, err) for err in label_value_errors(value))
-    annotations = meta.get("annotations")
-    if annotations is not None:
-        if not isinstance(annotations, dict):
-            causes.append(invalid_value("metadata.annotations", annotations, "must be a map of strings"))
-        else:
-            size = 0
-            for key, value in annotations.items():
-                causes.extend(
-                    invalid_value("metadata.annotations", key, err) for err in qualified_name_errors(key.lower())
-                )
-                if not isinstance(value, str):
-                    causes.append(invalid_value(f"metadata.annotations[{key}]", value, "must be a string"))
-                else:
-                    size += len(key) + len(value)
-            if size > MAX_ANNOTATIONS_BYTES:
-                causes.append(
-                    Cause(
-                        CauseType.FIELD_VALUE_INVALID,
-                        f"Too long: may not be more than {MAX_ANNOTATIONS_BYTES} bytes",
-                        "metadata.annotations",
-                    )
-                )
-    finalizers = meta.get("finalizers")
-    if finalizers is not None and (
-        not isinstance(finalizers, list) or not all(isinstance(f, str) for f in finalizers)
-    ):
-        causes.append(invalid_value("metadata.finalizers", finalizers, "must be a list of strings"))
-    return causes
 
 
 # --- typed kinds ----------------------------------------------------------------------
@@ -527,7 +426,7 @@ def check_object(
     write of the status subresource, see :func:`check_model`). Raise BadRequest/Invalid; return
     it (pruned) and warnings."""
     name = str((obj.get("metadata") or {}).get("name") or "")
-    causes = metadata_causes(obj, rt)
+    causes = metadata_causes(obj, rt, old)
     warnings: list[str] = []
     # A kind with a schema of its own (a model, a CRD's, an operator's) leaves its metadata to kube's ObjectMeta.
     schema_of_its_own = rt.model is not None or rt.custom is not None or rt.crd_schema is not None
@@ -584,6 +483,8 @@ def check_object(
         causes.extend(Cause(str(e.type), e.message, e.field) for e in found)
     if causes:
         raise invalid(kind=rt.kind, group=rt.group, name=name, causes=causes)
+    if not status_only:
+        warnings.extend(finalizer_write_warnings(rt, obj, old))
     return Checked(obj, warnings)
 
 

@@ -21,6 +21,7 @@ from controlplane.apiserver.errors import NotAcceptable
 from controlplane.apiserver.kinds.core import core_resources
 from controlplane.apiserver.kinds.workloads import workload_resources
 from controlplane.apiserver.negotiation import conversion_asked, response_media
+from controlplane.apiserver.objectmeta import name_errors
 from controlplane.apiserver.patches import merge_patch
 from controlplane.apiserver.resources import NameRule, Registry
 from controlplane.apiserver.routing import parse_request
@@ -32,7 +33,6 @@ from controlplane.apiserver.tables import (
     table_content_type,
     wants_table,
 )
-from controlplane.apiserver.validation import name_errors
 from controlplane.storage import KeyValue
 
 

@@ -14,16 +14,12 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from controlplane.apis.kube.field import FieldError, invalid
-from controlplane.apis.kube.names import qualified_name_errors
+from controlplane.apis.kube.field import FieldError
+from controlplane.apis.kube.finalizers import FINALIZER_KUBERNETES, finalizer_name_errors
 
 SYSTEM_NAMESPACES: Final[tuple[str, ...]] = ("default", "kube-system", "kube-public", "kube-node-lease")
 #: ``kube-node-lease`` is not among them: deleting it is allowed, and it is created again.
 IMMORTAL_NAMESPACES: Final[frozenset[str]] = frozenset({"default", "kube-system", "kube-public"})
-#: The finalizer the namespace lifecycle itself takes off once the namespace is empty.
-FINALIZER_KUBERNETES: Final = "kubernetes"
-#: kube's standard finalizer names: the only ones that may go without a ``domain/`` prefix.
-STANDARD_FINALIZERS: Final[frozenset[str]] = frozenset({FINALIZER_KUBERNETES, "orphan", "foregroundDeletion"})
 
 
 def well_typed_spec(obj: dict[str, Any]) -> bool:
@@ -50,15 +46,6 @@ def prepare_create(obj: dict[str, Any]) -> None:
             finalizers.append(FINALIZER_KUBERNETES)
         spec["finalizers"] = finalizers
     obj["status"] = {"phase": "Active"}
-
-
-def finalizer_name_errors(name: str, path: str) -> list[FieldError]:
-    """kube's ``validateFinalizerName``: a qualified name, and one without a ``/`` only when it
-    is a standard finalizer."""
-    found = [invalid(path, name, message) for message in qualified_name_errors(name)]
-    if "/" not in name and name not in STANDARD_FINALIZERS:
-        found.append(invalid(path, name, "name is neither a standard finalizer name nor is it fully qualified"))
-    return found
 
 
 def _spec_finalizers(obj: dict[str, Any]) -> list[str]:

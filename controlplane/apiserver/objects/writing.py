@@ -411,19 +411,6 @@ class Writer:
             await self._check_against_stored(rt, new)
         meta = new["metadata"]
         old_meta = old["metadata"]
-        name = meta["name"]
-        if old_meta.get("deletionTimestamp"):
-            added = sorted(set(meta.get("finalizers") or []) - set(old_meta.get("finalizers") or []))
-            if added:
-                raise errors.invalid(
-                    kind=rt.kind, group=rt.group, name=name,
-                    causes=[errors.Cause(
-                        errors.CauseType.FIELD_VALUE_FORBIDDEN,
-                        f"Forbidden: no new finalizers can be added if the object is being deleted, "
-                        f"found new finalizers {added}",
-                        "metadata.finalizers",
-                    )],
-                )
         if subresource is None and rt.keeps_generation and spec_changed(rt, old, new):
             meta["generation"] = int(old_meta.get("generation") or 0) + 1
         if options.warnings is not None:

@@ -20,8 +20,8 @@ from controlplane.apis.kube.field import CauseType, FieldError
 from controlplane.apis.untyped import dig
 from controlplane.apiserver.auth.rbac.index import CLUSTER_ROLE, CLUSTER_ROLE_BINDING, ROLE, ROLE_BINDING
 from controlplane.apiserver.auth.rbac.policy import RBAC_GROUP, RBAC_VERSION
+from controlplane.apiserver.objectmeta import name_errors
 from controlplane.apiserver.resources import AGE, NameRule, ResourceType, TableColumn, with_kube_rules
-from controlplane.apiserver.validation import name_errors
 
 _SUBJECT_KINDS: Final = ("ServiceAccount", "User", "Group")
 
