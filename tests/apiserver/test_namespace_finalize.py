@@ -1,7 +1,7 @@
 """A namespace's ``spec.finalizers`` as kube keeps them, and its ``finalize`` subresource: a create
 keeps the request's finalizers (``kubernetes`` added), the lifecycle takes only ``kubernetes`` off
 an emptied namespace, and ``PUT .../finalize`` (the one verb kube serves there) takes the others
-off, finishing the deletion."""
+off, finishing the deletion; its ``metadata.finalizers`` hold it as any object's do."""
 
 from __future__ import annotations
 
@@ -75,6 +75,30 @@ async def test_an_emptied_namespace_finalized_to_kubernetes_alone_is_removed(api
     finalized = await api.put(f"{NAMESPACES}/back/finalize", json={**held, "spec": {"finalizers": ["kubernetes"]}})
     assert finalized.status == 200, await finalized.text()
     assert (await api.get(f"{NAMESPACES}/back")).status == 404
+
+
+async def test_metadata_finalizers_hold_an_emptied_namespace_until_an_update_removes_them(
+    api: TestClient[Any, Any],
+) -> None:
+    """A namespace's ``metadata.finalizers`` hold it as any object's do: emptied and finalized, it
+    stays ``Terminating`` until an update takes them off, and that update deletes it."""
+    body = {**namespace("meta"), "metadata": {"name": "meta", "finalizers": ["example.com/meta"]}}
+    assert (await api.post(NAMESPACES, json=body)).status == 201
+    configmap = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {}}
+    assert (await api.post(f"{NAMESPACES}/meta/configmaps", json=configmap)).status == 201
+    assert (await api.delete(f"{NAMESPACES}/meta")).status == 200
+    assert (await api.get(f"{NAMESPACES}/meta/configmaps/c")).status == 404
+    held = await (await api.get(f"{NAMESPACES}/meta")).json()
+    assert (held["status"]["phase"], held["metadata"]["finalizers"]) == ("Terminating", ["example.com/meta"])
+    assert "finalizers" not in held["spec"]  # the lifecycle took ``kubernetes`` off
+    finalized = await api.put(f"{NAMESPACES}/meta/finalize", json=held)
+    assert finalized.status == 200, await finalized.text()
+    assert (await api.delete(f"{NAMESPACES}/meta")).status == 200
+    held = await (await api.get(f"{NAMESPACES}/meta")).json()
+    assert held["metadata"]["finalizers"] == ["example.com/meta"]
+    released = await api.put(f"{NAMESPACES}/meta", json={**held, "metadata": {**held["metadata"], "finalizers": []}})
+    assert released.status == 200, await released.text()
+    assert (await api.get(f"{NAMESPACES}/meta")).status == 404
 
 
 async def test_finalize_changes_the_finalizers_and_keeps_the_status(api: TestClient[Any, Any]) -> None:

@@ -2,8 +2,8 @@
 terminating namespace is finally removed.
 
 As in kube, deleting a namespace marks it ``Terminating`` (a ``deletionTimestamp``),
-deletes its content, and removes it once nothing is left in it and no finalizer of its
-``spec.finalizers`` but ``kubernetes`` holds it; creating in a missing
+deletes its content, and removes it once nothing is left in it and no finalizer holds it (of its
+``spec.finalizers`` but ``kubernetes``, or of its ``metadata.finalizers``); creating in a missing
 namespace is NotFound and in a terminating one Forbidden. :class:`NamespaceLifecycle`
 caches each existing, active namespace for a short while (creates check it on every
 write) and lets concurrent creates share one store read per namespace. Which namespaces
@@ -104,9 +104,10 @@ class NamespaceLifecycle:
 
     async def finish(self, name: str) -> dict[str, Any] | None:
         """Remove a terminating namespace once it is empty; return it when removed. One whose
-        ``spec.finalizers`` name others than ``kubernetes`` loses that one only (as kube's namespace
-        controller finalizes it) and stays ``Terminating`` until the ``finalize`` subresource
-        takes the others off."""
+        ``spec.finalizers`` name others than ``kubernetes``, or that has ``metadata.finalizers``,
+        loses ``kubernetes`` only (as kube's namespace controller finalizes it) and stays
+        ``Terminating`` until the ``finalize`` subresource takes the others off and an update
+        the metadata's (kube's ``ShouldDeleteNamespaceDuringUpdate`` wants both empty)."""
         assert self.type is not None
         if not await self.is_empty(name):
             return None
@@ -117,9 +118,12 @@ class NamespaceLifecycle:
             if not ns["metadata"].get("deletionTimestamp"):
                 return None
             kept = without_lifecycle_finalizer(ns)
-            if kept is not None:  # the user's finalizers hold it, until ``finalize`` takes them off
-                if kept != ns["spec"]["finalizers"]:
-                    ns["spec"]["finalizers"] = kept
+            # The user's spec.finalizers hold it until ``finalize`` takes them off, its
+            # metadata.finalizers until an update does (then that update deletes it).
+            if kept is not None or ns["metadata"].get("finalizers"):
+                spec = ns.get("spec")
+                if isinstance(spec, dict) and kept != spec.get("finalizers"):
+                    ns["spec"] = {k: v for k, v in spec.items() if k != "finalizers"} | ({"finalizers": kept} if kept else {})
                     await self._store.update(key, codec.encode(ns), expected_revision=kv.mod_revision)
                 return None
             deleted = await self._store.delete(key, expected_revision=kv.mod_revision)
