@@ -25,6 +25,7 @@ from controlplane.apiserver.objects.reading import (
     label_selector_of,
     parse_resource_version,
     store_call,
+    store_revision,
 )
 from controlplane.apiserver.objects.values import ObjectEvent, WatchEventType, WatchOptions
 from controlplane.apiserver.resources import ResourceType
@@ -90,7 +91,7 @@ async def watch_events(
 
     last_revision = start
     ready: deque[ObjectEvent] = deque()
-    events = store.watch(prefix, from_revision=start + 1).__aiter__()
+    events = store.watch(prefix, from_revision=store_revision(start + 1)).__aiter__()
     pending: asyncio.Task[storage.WatchEvent | None] | None = None
     loop = asyncio.get_running_loop()
     lead = options.bookmark_before_timeout

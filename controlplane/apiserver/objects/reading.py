@@ -67,6 +67,9 @@ async def get_kv(store: storage.Store, rt: ResourceType, *, namespace: str | Non
     return kv
 
 
+#: The last revision the store can hold (etcd's are int64).
+LAST_REVISION = INT64_MAX
+
 #: How long a read not older than a revision waits for the store to reach it (kube's cacher
 #: ``blockTimeout``) before answering ``Too large resource version``.
 FRESH_WAIT_SECONDS = 3.0
@@ -88,7 +91,7 @@ async def wait_until_fresh(store: storage.Store, rt: ResourceType, wanted: int, 
     current: int = await store_call(rt, name, store.current_revision())
     if wanted <= current:
         return
-    events = store.watch("", from_revision=wanted)
+    events = store.watch("", from_revision=store_revision(wanted))
     try:
         async with asyncio.timeout(FRESH_WAIT_SECONDS):
             await anext(events)
@@ -244,20 +247,40 @@ def field_selector_of(rt: ResourceType, selector: FieldSelectorArg) -> FieldSele
 def parse_resource_version(value: str) -> int:
     """``?resourceVersion`` as kube's versioner reads it (Go's ``strconv.ParseUint`` in base 10:
     ASCII digits only, no sign, space or underscore), in kube's words when it does not parse. kube's
-    watch cache returns that error unconverted, a 500; here it is the 400 kube's etcd store gives."""
+    watch cache returns that error unconverted, a 500; here it is the 400 kube's etcd store gives.
+    Any uint64 is one: a revision past the store's (etcd's are int64, :data:`LAST_REVISION`) is
+    one it has not reached yet, as kube's cache takes it."""
+    try:
+        return _go_parse_uint(value)
+    except ValueError as exc:
+        quoted = go_quote(value)
+        raise errors.BadRequest(f"resourceVersion: Invalid value: {quoted}: strconv.ParseUint: parsing {quoted}: {exc}") from None
+
+
+def parse_update_resource_version(value: str) -> int:
+    """An update's ``metadata.resourceVersion`` as kube's store reads it (the versioner's
+    ``ObjectResourceVersion``: ``strconv.ParseUint`` too). kube passes that error on unconverted,
+    a reasonless 500 with Go's words; here the same words are the client's 400."""
+    try:
+        return _go_parse_uint(value)
+    except ValueError as exc:
+        raise errors.BadRequest(f"strconv.ParseUint: parsing {go_quote(value)}: {exc}") from None
+
+
+def _go_parse_uint(value: str) -> int:
+    """Go's ``strconv.ParseUint(value, 10, 64)``; a ValueError with Go's reason when it fails."""
     if not (value.isascii() and value.isdigit()):
-        raise _unparsed_resource_version(value, "invalid syntax")
+        raise ValueError("invalid syntax")
     revision = int(value)
     if revision > UINT64_MAX:
-        raise _unparsed_resource_version(value, "value out of range")
-    if revision >= INT64_MAX:  # etcd revisions are int64 (and a watch starts one later)
-        raise errors.BadRequest(f"resourceVersion: Invalid value: {go_quote(value)}: must be a valid resource version")
+        raise ValueError("value out of range")
     return revision
 
 
-def _unparsed_resource_version(value: str, why: str) -> errors.BadRequest:
-    quoted = go_quote(value)
-    return errors.BadRequest(f"resourceVersion: Invalid value: {quoted}: strconv.ParseUint: parsing {quoted}: {why}")
+def store_revision(revision: int) -> int:
+    """``revision`` as the store can be asked about it: etcd's revisions are int64, and one past
+    :data:`LAST_REVISION` (a uint64 resourceVersion) is one it never reaches, as that one."""
+    return min(revision, LAST_REVISION)
 
 
 async def list_page(store: storage.Store, rt: ResourceType, namespace: str | None, options: ListOptions) -> Page:
@@ -282,6 +305,8 @@ async def list_page(store: storage.Store, rt: ResourceType, namespace: str | Non
     ):
         # Without a match, a limited list at a resourceVersion is kube's legacy exact read.
         revision = parse_resource_version(resource_version)
+        if revision > LAST_REVISION:  # one the store never reaches: kube's answer to any future one
+            raise errors.too_large_resource_version(revision, await store_call(rt, "", store.current_revision()))
     elif resource_version_match not in (None, "", "NotOlderThan", "Exact"):
         raise errors.BadRequest(
             f'resourceVersionMatch: Unsupported value: "{resource_version_match}": '

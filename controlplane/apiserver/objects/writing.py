@@ -50,6 +50,7 @@ from controlplane.apiserver.objects.reading import (
     decode,
     get_kv,
     in_use,
+    parse_update_resource_version,
     served,
     store_call,
     stored_form,
@@ -491,15 +492,21 @@ def _webhooks_admit(rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] |
 
 def _check_resource_version(rt: ResourceType, kv: storage.KeyValue, wanted: Any, *, name: str) -> None:
     """A Conflict when a write's ``metadata.resourceVersion`` (a precondition when given) is
-    not the stored revision ``kv`` holds."""
-    if wanted and str(wanted) != str(kv.mod_revision):
+    not the stored revision ``kv`` holds; kube's versioner reads it first (``01`` is ``1``), and
+    one it cannot read is its error (:func:`parse_update_resource_version`)."""
+    if not wanted:
+        return
+    revision = parse_update_resource_version(wanted) if isinstance(wanted, str) else wanted
+    if str(revision) != str(kv.mod_revision):
         raise errors.conflict_modified(plural=rt.plural, group=rt.group, name=name)
 
 
 def _known(store: storage.Store, rt: ResourceType, meta: dict[str, Any], wanted: Any) -> storage.KeyValue | None:
     """The stored value at the revision an update names, when the hub has just seen it; a
     Conflict when it has seen the object change since (the read would show the same)."""
-    if not isinstance(wanted, str) or not wanted.isdigit() or (rt.namespaced and not meta.get("namespace")):
+    if not isinstance(wanted, str) or not (wanted.isascii() and wanted.isdigit()) or (
+        rt.namespaced and not meta.get("namespace")
+    ):
         return None
     key = rt.key(namespace=meta.get("namespace"), name=meta["name"])
     if known_stale(store, key, int(wanted)):
