@@ -16,6 +16,7 @@ from controlplane.apis.kube.finalizers import (
     finalizer_warnings,
     metadata_finalizer_errors,
     new_finalizer_errors,
+    unqualified_finalizer_errors,
 )
 from controlplane.apis.kube.names import (
     DNS_1035,
@@ -128,10 +129,14 @@ def finalizer_causes(meta: dict[str, Any], rt: ResourceType, old: dict[str, Any]
         return []
     if not isinstance(finalizers, list) or not all(isinstance(f, str) for f in finalizers):
         return [invalid_value("metadata.finalizers", finalizers, "must be a list of strings")]
-    found = metadata_finalizer_errors(finalizers, built_in=kube_object_meta(rt))
+    # kube's order: the checks every kind gets (on an update, the no-new one among them), then
+    # the built-in kinds' own.
+    found = metadata_finalizer_errors(finalizers)
     old_meta = (old or {}).get("metadata") or {}
     if old_meta.get("deletionTimestamp"):
         found.extend(new_finalizer_errors(finalizers, old_meta.get("finalizers") or []))
+    if kube_object_meta(rt):
+        found.extend(unqualified_finalizer_errors(finalizers))
     return [Cause(str(e.type), e.message, e.field) for e in found]
 
 

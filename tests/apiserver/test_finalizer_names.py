@@ -85,6 +85,14 @@ async def test_an_object_being_deleted_gains_no_finalizer(hub: Client) -> None:
     detail = 'no new finalizers can be added if the object is being deleted, found new finalizers []string{"a.io/a", "z.io/b"}'
     assert causes == [("FieldValueForbidden", "metadata.finalizers", f"Forbidden: {detail}")]
     assert message == f'ConfigMap "c" is invalid: metadata.finalizers: Forbidden: {detail}'
+    # kube's order: the checks of every kind (this one among them), then the built-in kind's own.
+    unqualified = {**held, "metadata": {**held["metadata"], "finalizers": ["example.com/hold", "foo"]}}
+    _, causes = await refused(await hub.put(f"{CONFIGMAPS}/c", json=unqualified))
+    assert causes == [
+        ("FieldValueForbidden", "metadata.finalizers",
+         'Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers []string{"foo"}'),
+        ("FieldValueInvalid", "metadata.finalizers[1]", f'Invalid value: "foo": {NOT_QUALIFIED}'),
+    ]
     released = {**held, "metadata": {**held["metadata"], "finalizers": []}}
     assert (await hub.put(f"{CONFIGMAPS}/c", json=released)).status == 200
     assert (await hub.get(f"{CONFIGMAPS}/c")).status == 404

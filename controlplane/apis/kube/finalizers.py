@@ -50,19 +50,21 @@ def finalizer_name_errors(name: str, path: str) -> list[FieldError]:
     return found
 
 
-def metadata_finalizer_errors(finalizers: Sequence[str], *, built_in: bool) -> list[FieldError]:
-    """``metadata.finalizers`` by apimachinery's ``ValidateFinalizers`` and, for a kind kube
-    validates with its core ``ValidateObjectMeta`` (``built_in``), each unqualified name at its index."""
+def metadata_finalizer_errors(finalizers: Sequence[str]) -> list[FieldError]:
+    """``metadata.finalizers`` by apimachinery's ``ValidateFinalizers`` (every kind)."""
     found = [invalid(PATH, name, message) for name in finalizers for message in qualified_name_errors(name)]
     if FINALIZER_ORPHAN in finalizers and FINALIZER_FOREGROUND in finalizers:
         found.append(invalid(
             PATH, go_strings(list(finalizers)),
             f"finalizer {FINALIZER_ORPHAN} and {FINALIZER_FOREGROUND} cannot be both set",
         ))
-    if built_in:
-        found.extend(invalid(f"{PATH}[{index}]", name, NOT_QUALIFIED) for index, name in enumerate(finalizers)
-                     if _unqualified(name))
     return found
+
+
+def unqualified_finalizer_errors(finalizers: Sequence[str]) -> list[FieldError]:
+    """What kube's core ``ValidateObjectMeta`` adds for its built-in kinds: each name without a
+    ``/`` that is not a standard one, at its index."""
+    return [invalid(f"{PATH}[{index}]", name, NOT_QUALIFIED) for index, name in enumerate(finalizers) if _unqualified(name)]
 
 
 def new_finalizer_errors(finalizers: Sequence[str], old_finalizers: Sequence[str]) -> list[FieldError]:
