@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections import ChainMap
 from collections.abc import Mapping
 from typing import Any
 
@@ -58,7 +57,7 @@ def _served(rt: ResourceType) -> SmdType:
             typed = _compiler().custom_resource(rt.crd_schema())
         else:
             served = kind_schema(rt, shared_definitions(), model_json_schema)
-            compiler = TypeCompiler(ChainMap(served.definitions, shared_definitions().definitions))
+            compiler = TypeCompiler({**shared_definitions().definitions, **served.definitions})
             typed = compiler.custom_resource(served.definitions[served.name])
         _served_types[key] = (source, typed)
         return typed
