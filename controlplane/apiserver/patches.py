@@ -28,6 +28,7 @@ from controlplane.apiserver.errors import (
     Conflict,
     Invalid,
     RejectedRequest,
+    RequestEntityTooLarge,
     Target,
     invalid_options,
     unknown_body_format,
@@ -42,7 +43,7 @@ from controlplane.apiserver.patching.typedvalue import applied_managed_fields, a
 from controlplane.apiserver.patching.versions import VersionConverter
 from controlplane.apiserver.patching.zerovalues import UNSTRUCTURED, zero_value
 from controlplane.apiserver.resources import ResourceType
-from controlplane.gojson import cannot_unmarshal
+from controlplane.gojson import cannot_unmarshal, go_json
 
 
 class PatchType(StrEnum):
@@ -157,8 +158,13 @@ def apply_patch(
         for op in patch:
             if op is not None and not isinstance(op, dict):
                 raise _undecodable(op, "handlers.jsonPatchOp" if strict_decoding else "jsonpatch.Operation", prefix=strict_prefix)
+        if len(patch) > MAX_JSON_PATCH_OPERATIONS:
+            raise RequestEntityTooLarge(f"Request entity too large: The allowed maximum operations in a JSON patch "
+                                        f"is {MAX_JSON_PATCH_OPERATIONS}, got {len(patch)}")
         try:
-            result = jsonpatch.apply_patch(live, patch, in_place=False)
+            result = _json_patched(live, patch)
+        except _CopiedTooMuch as exc:
+            raise RejectedRequest(str(exc)) from exc
         except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException, TypeError, KeyError) as exc:
             # kube's reasonless 422; the failing operation rides as a cause, so kubectl says which
             raise RejectedRequest(json_patch_failure(live, patch)) from exc
@@ -227,6 +233,36 @@ def _group_version_kind(obj: dict[str, Any]) -> tuple[str, str, str]:
 
 
 _JSON_PATCH_OPS = frozenset({"add", "remove", "replace", "move", "copy", "test"})
+#: kube's ``maxJSONPatchOperations``: a JSON patch with more operations is a 413.
+MAX_JSON_PATCH_OPERATIONS = 10_000
+#: kube's ``JSONPatchMaxCopyBytes`` (3 MiB, as the body limit): the most the ``copy`` operations of
+#: one JSON patch may add, in bytes of JSON. Without it a patch of a few dozen copies, each of the
+#: document into itself, doubles the object each time: gigabytes from a 2 KB request.
+MAX_JSON_PATCH_COPY_BYTES = 3 * 1024 * 1024
+
+
+class _CopiedTooMuch(ValueError):
+    """The ``copy`` operations of a JSON patch added more than :data:`MAX_JSON_PATCH_COPY_BYTES`."""
+
+
+def _json_patched(live: dict[str, Any], patch: list[Any]) -> Any:
+    """``live`` with the RFC 6902 ``patch`` applied, one operation at a time, counting what each
+    ``copy`` adds as kube's JSON patch library does (the copied value's JSON size, added up over
+    the patch): past :data:`MAX_JSON_PATCH_COPY_BYTES` it stops with that library's error."""
+    doc: Any = copy.deepcopy(live)
+    copied = 0
+    for op in patch:
+        if isinstance(op, dict) and op.get("op") == "copy" and isinstance(source := op.get("from"), str):
+            target = op.get("path")
+            if (_resolves(doc, source) and isinstance(target, str)
+                    and (target == "" or _resolves(doc, target.rpartition("/")[0]))):
+                copied += len(go_json(jsonpointer.resolve_pointer(doc, source)).encode())
+                if copied > MAX_JSON_PATCH_COPY_BYTES:
+                    raise _CopiedTooMuch(
+                        f"Unable to complete the copy, the accumulated size increase of copy is {copied}, "
+                        f"exceeding the limit {MAX_JSON_PATCH_COPY_BYTES}")
+        doc = jsonpatch.apply_patch(doc, [op], in_place=True)
+    return doc
 
 
 def _resolves(doc: Any, pointer: str) -> bool:
