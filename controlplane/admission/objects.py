@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import math
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
@@ -42,7 +41,7 @@ from controlplane.apis import kueue_v1beta1 as kueue
 from controlplane.apis.kube.names import label_value_errors
 from controlplane.apis.kueue_views import ClusterQueueView, CohortView, WorkloadView, pod_set_assignments
 from controlplane.apis.meta import LabelSelector
-from controlplane.apis.quantity import QuantityError, format_quantity, parse_quantity, to_int
+from controlplane.apis.quantity import QuantityError, format_quantity, milli_value, parse_quantity, to_int
 from controlplane.apis.trainer import is_train_job
 from controlplane.apis.trainer_runtime import replicated_jobs, resolved_runtime, without_kueue_patch
 from controlplane.apis.untyped import Obj
@@ -317,7 +316,7 @@ def fair_weight(spec: Mapping[str, Any]) -> int:
     if weight is None:
         return DEFAULT_WEIGHT
     try:
-        return max(0, math.ceil(parse_quantity(weight) * 1000))
+        return max(0, milli_value(parse_quantity(weight)))
     except (QuantityError, TypeError, ValueError):
         return DEFAULT_WEIGHT
 

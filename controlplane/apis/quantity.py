@@ -64,12 +64,29 @@ _memo_parsed_text = functools.lru_cache(maxsize=4096)(_parsed_text)
 def to_int(resource: str, value: str | int | float) -> int:
     """A quantity as an integer in gpufed's base unit for ``resource`` (cpu: millicores).
 
-    Rounds up, as the scheduler does when it compares requests with capacity.
+    Rounds up, as the scheduler does when it compares requests with capacity. A quantity past
+    int64 (``1e400`` is one kube reads) saturates at int64's bounds, as the int64 Kueue and kube
+    count in: every caller adds, compares and plots these, and a number thousands of digits long
+    would overflow the floats of metrics or take seconds to build.
     """
-    number = parse_quantity(value)
-    if resource in MILLI_RESOURCES:
-        number *= 1000
-    return int(number.to_integral_value(rounding=ROUND_CEILING))
+    return _saturated_ceiling(parse_quantity(value), 3 if resource in MILLI_RESOURCES else 0)
+
+
+def milli_value(number: Decimal) -> int:
+    """A parsed quantity in thousandths, rounded up (kube's ``MilliValue``), saturating at
+    int64's bounds as :func:`to_int` does."""
+    return _saturated_ceiling(number, 3)
+
+
+def _saturated_ceiling(number: Decimal, shift: int) -> int:
+    """``ceil(number * 10**shift)`` clamped to int64 (compared before the shift, which then
+    cannot overflow even ``1e999999999999999999``, the largest exponent kube parses)."""
+    if not _MIN_INT64 <= number <= _MAX_INT64:
+        return _MAX_INT64 if number > 0 else _MIN_INT64
+    number = number.scaleb(shift, context=_EXACT)
+    if not _MIN_INT64 <= number <= _MAX_INT64:
+        return _MAX_INT64 if number > 0 else _MIN_INT64
+    return int(number.to_integral_value(rounding=ROUND_CEILING, context=_EXACT))
 
 
 def resources_to_int(resources: dict[str, str | int | float] | None) -> dict[str, int]:
@@ -111,6 +128,7 @@ _BINARY_SUFFIXES = {exponent // 10: suffix for suffix, exponent in _BINARY_EXPON
 _SUFFIX_CHARS = frozenset("eEinumkKMGTP")
 _DIGITS = frozenset("0123456789")
 _MAX_INT64 = 2**63 - 1
+_MIN_INT64 = -(2**63)
 _MAX_INT64_FACTORS = 18
 _NANO = -9
 

@@ -113,3 +113,14 @@ def test_every_reader_parses_as_kubes_parse_quantity(written: str, value: Decima
 def test_every_reader_refuses_what_kube_refuses(written: str) -> None:
     with pytest.raises(QuantityError):
         parse_quantity(written)
+
+
+@pytest.mark.parametrize(("resource", "written", "counted"), [
+    ("memory", "1e400", 2**63 - 1), ("cpu", "1e400", 2**63 - 1), ("cpu", "9223372036854776", 2**63 - 1),
+    ("cpu", "9223372036854775", 9223372036854775000), ("memory", "1e999999999999999999", 2**63 - 1),
+    ("memory", "-1e400", -(2**63)), ("cpu", "1e-400", 1),
+])
+def test_counts_past_int64_saturate(resource: str, written: str, counted: int) -> None:
+    """A quantity kube reads but int64 cannot hold counts as int64's bound, as Kueue's int64 counts
+    do, at once: not a number of 400 digits (or of 10^18, which would never finish)."""
+    assert to_int(resource, written) == counted

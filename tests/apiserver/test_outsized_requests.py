@@ -1,7 +1,7 @@
 """Small requests that ask for something enormous get kube's 4xx at once: a JSON patch whose
 ``copy`` operations would grow the object past kube's 3 MiB copy limit (each copy of the document
-into itself doubles it: gigabytes from a 2 KB request), and one with more operations than kube's
-10,000."""
+into itself doubles it: gigabytes from a 2 KB request), one with more operations than kube's
+10,000, and a ResourceQuota counting pods in a quantity past int64."""
 
 from __future__ import annotations
 
@@ -55,3 +55,14 @@ async def test_a_json_patch_of_more_than_10000_operations_is_a_413(hub: Client) 
     answer = await hub.patch(f"{CONFIGMAPS}/seed", json=ops[:10_000], headers=JSON_PATCH)
     assert answer.status == 200, await answer.text()
 
+
+async def test_a_pod_count_past_int64_is_no_integer(hub: Client) -> None:
+    """kube's ``MilliValue() % 1000`` of ``1e400`` is not 0 (int64 cannot hold it): 422, not a 500;
+    the value is shown as kube prints it once decoded (``10e399``)."""
+    quota = {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "q"},
+             "spec": {"hard": {"pods": "1e400", "cpu": "1e400"}}}
+    answer = await hub.post("/api/v1/namespaces/default/resourcequotas", json=quota)
+    status = await answer.json()
+    assert (answer.status, status["reason"]) == (422, "Invalid"), status
+    assert [(c["field"], c["message"]) for c in status["details"]["causes"]] == [
+        ("spec.hard[pods]", 'Invalid value: "10e399": must be an integer')]

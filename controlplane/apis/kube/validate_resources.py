@@ -16,7 +16,7 @@ from typing import Any
 from controlplane.apis.kube import field
 from controlplane.apis.kube.field import FieldError
 from controlplane.apis.kube.names import qualified_name_errors
-from controlplane.apis.quantity import FORMAT_WRONG, QuantityError, parse_quantity
+from controlplane.apis.quantity import FORMAT_WRONG, QuantityError, milli_value, parse_quantity
 
 QUANTITY_MESSAGE = FORMAT_WRONG
 
@@ -131,10 +131,9 @@ def quantity_errors(name: str, raw: Any, path: str) -> tuple[Decimal | None, lis
     errors = []
     if value < 0:
         errors.append(field.invalid(path, shown(raw, value), field.IS_NEGATIVE))
-    if _is_integer_resource(name):
-        milli = (value * 1000).to_integral_value(rounding=ROUND_CEILING)
-        if milli % 1000 != 0:
-            errors.append(field.invalid(path, shown(raw, value), "must be an integer"))
+    # As kube's ``MilliValue() % 1000``: a value past int64 (1e400) is no integer it can count.
+    if _is_integer_resource(name) and milli_value(value) % 1000 != 0:
+        errors.append(field.invalid(path, shown(raw, value), "must be an integer"))
     return value, errors
 
 
