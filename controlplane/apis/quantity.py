@@ -158,6 +158,12 @@ _NANO_UNIT = Decimal("1e-9")
 _EXACT = Context(prec=100_000, Emax=MAX_EMAX, Emin=MIN_EMIN)
 
 
+def add_quantities(first: Decimal, second: Decimal) -> Decimal:
+    """``first + second`` for parsed quantities, which may be as large as kube reads them
+    (``1e999999999``): Python's default context would raise ``Overflow`` past 1e999999."""
+    return _EXACT.add(first, second)
+
+
 def _exponent(value: Decimal) -> int:
     exponent = value.as_tuple().exponent
     assert isinstance(exponent, int)  # finite: parse_kube_quantity makes no NaN or infinity
@@ -250,7 +256,7 @@ def parse_kube_quantity(value: str | int | float) -> KubeQuantity:
         amount = Decimal(_MAX_INT64)
     if fmt is QuantityFormat.BINARY_SI and 0 < amount < 1:
         fmt = QuantityFormat.DECIMAL_SI
-    return KubeQuantity(sign * amount, fmt)
+    return KubeQuantity(amount if positive else amount.copy_negate(), fmt)  # exact: no context rounds it
 
 
 @functools.lru_cache(maxsize=4096)
@@ -277,12 +283,14 @@ def _canonical(value: Decimal, fmt: QuantityFormat) -> str:
             amount, power = _remove_factors(int(value), 1024)
             return f"{amount}{_BINARY_SUFFIXES.get(power, '')}"
     sign, digits, _ = value.as_tuple()
-    exponent = _exponent(value)
-    mantissa, times = _remove_factors(int("".join(map(str, digits))), 10)
-    exponent += times
-    while exponent % 3:
-        mantissa *= 10
-        exponent -= 1
+    # On the digits as text: a coefficient thousands of digits long (a sum of 1e100000 and 1) is
+    # no integer to divide by ten over and over (seconds), nor to print (Python refuses past 4,300).
+    coefficient = "".join(map(str, digits)).lstrip("0") or "0"
+    mantissa = coefficient.rstrip("0") or "0"
+    exponent = _exponent(value) + len(coefficient) - len(mantissa)
+    padding = exponent % 3
+    mantissa += "0" * padding
+    exponent -= padding
     number = f"{'-' if sign else ''}{mantissa}"
     if fmt is QuantityFormat.DECIMAL_EXPONENT:
         return number if exponent == 0 else f"{number}e{exponent}"

@@ -124,3 +124,12 @@ def test_counts_past_int64_saturate(resource: str, written: str, counted: int) -
     """A quantity kube reads but int64 cannot hold counts as int64's bound, as Kueue's int64 counts
     do, at once: not a number of 400 digits (or of 10^18, which would never finish)."""
     assert to_int(resource, written) == counted
+
+
+def test_a_coefficient_of_thousands_of_digits_prints_at_once() -> None:
+    """kube keeps and prints every digit. The parser rounded such a number to 28 digits (``1``
+    stored for this one), Python refuses to print an integer past 4,300 digits (a 500 for a quota
+    summing such a request), and removing factors of ten one by one took seconds."""
+    written = "1" + "0" * 5000 + "1"
+    assert canonical_quantity(written) == written
+    assert canonical_quantity(written + "000") == written + "k"

@@ -66,3 +66,17 @@ async def test_a_pod_count_past_int64_is_no_integer(hub: Client) -> None:
     assert (answer.status, status["reason"]) == (422, "Invalid"), status
     assert [(c["field"], c["message"]) for c in status["details"]["causes"]] == [
         ("spec.hard[pods]", 'Invalid value: "10e399": must be an integer')]
+
+
+async def test_a_pod_asking_past_python_decimals_default_range_is_created(hub: Client) -> None:
+    """``1e999999999`` is a quantity kube reads; adding it up for the pod's QoS class overflowed
+    Python's default decimal context (a 500). Created, with the quantity kept as written."""
+    huge = "1e999999999"
+    resources = {"requests": {"cpu": huge, "memory": huge}, "limits": {"cpu": huge, "memory": huge}}
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "huge"},
+           "spec": {"containers": [{"name": "c", "image": "i", "resources": resources}]}}
+    answer = await hub.post("/api/v1/namespaces/default/pods", json=pod)
+    created = await answer.json()
+    assert answer.status == 201, created
+    assert created["spec"]["containers"][0]["resources"] == resources
+    assert created["status"]["qosClass"] == "Guaranteed"

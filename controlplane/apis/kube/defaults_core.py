@@ -23,7 +23,7 @@ from controlplane.apis.kube.objects import (
     resource_requirements,
     set_default,
 )
-from controlplane.apis.quantity import QuantityError, parse_quantity
+from controlplane.apis.quantity import QuantityError, add_quantities, parse_quantity
 
 # --- container images (k8s.io/kubernetes/pkg/util/parsers.ParseImageName) ---------------
 
@@ -211,13 +211,13 @@ def qos_class(spec: dict[str, Any]) -> str:
         for name, value in (child(resources, "requests") or {}).items():
             amount = _amount(value)
             if name in _QOS_RESOURCES and amount is not None and amount > 0:
-                requests[name] = requests.get(name, Decimal(0)) + amount
+                requests[name] = add_quantities(requests.get(name, Decimal(0)), amount)
         found = set()
         for name, value in (child(resources, "limits") or {}).items():
             amount = _amount(value)
             if name in _QOS_RESOURCES and amount is not None and amount > 0:
                 found.add(name)
-                limits[name] = limits.get(name, Decimal(0)) + amount
+                limits[name] = add_quantities(limits.get(name, Decimal(0)), amount)
         if not found.issuperset(_QOS_RESOURCES):
             guaranteed = False
     if not requests and not limits:
