@@ -137,3 +137,21 @@ async def test_a_service_becoming_a_load_balancer_is_charged(replicas: tuple[Obj
     )
     stored = await objects.get(services, namespace=NS, name="web")
     assert stored["spec"]["type"] == "ClusterIP"
+
+
+async def test_pods_asking_past_any_real_quantity_are_charged_and_refused(
+    replicas: tuple[ObjectStore, ObjectStore],
+) -> None:
+    """A request of ``1e999999999`` CPUs (past Python's decimal range) was left out of the usage,
+    so the pod got past a quota of 10 CPUs; ``1e100000`` cost the hub's event loop an integer of a
+    hundred thousand digits. Both count as far more than 10 CPUs, and are refused."""
+    objects, _ = replicas
+    pods = objects.registry.require("v1", "Pod")
+    await _quota(objects, {"requests.cpu": "10"}, {"requests.cpu": "0"})
+    for name, huge in (("beyond-decimals", "1e999999999"), ("hundred-thousand-digits", "1e100000")):
+        container = {"name": "c", "image": "i", "resources": {"requests": {"cpu": huge}}}
+        with pytest.raises(errors.Forbidden) as refused:
+            await objects.create(pods, {"metadata": {"name": name, "namespace": NS}, "spec": {"containers": [container]}})
+        assert "exceeded quota: q, requested: requests.cpu=" in refused.value.to_status()["message"]
+    assert (await objects.list(pods, namespace=NS)).items == []
+    assert await _used(objects) == {"requests.cpu": "0"}

@@ -70,6 +70,12 @@ _BINARY_RESOURCES = ("memory", "ephemeral-storage", "storage")
 _TERMINAL_PHASES = ("Succeeded", "Failed")
 _ONE = KubeQuantity(Decimal(1), QuantityFormat.DECIMAL_SI)
 _NANO = Decimal("1e9")
+#: A pod's request or limit past this many base units (kube reads ``1e100000`` and
+#: ``1e999999999``) counts as this many in quota usage: far beyond any real quantity (an
+#: exbibyte is about 1.2e18 bytes), it keeps the sums small integers, where the exact value
+#: would be an integer of a hundred thousand digits that takes seconds of the hub's event loop
+#: to build, or, past Python's decimal range, a pod left out of its namespace's quota.
+_COUNTED_MAX = Decimal("1e30")
 
 
 class QuotaRefused(Exception):
@@ -215,13 +221,15 @@ def _terminal(pod: Mapping[str, Any], *, now: datetime) -> bool:
 
 
 def _nano_quantities(raw: Mapping[str, Any]) -> dict[str, int]:
-    """A resource list in nano units (exact for every quantity kube keeps); malformed ones left out."""
+    """A resource list in nano units (exact for every quantity up to :data:`_COUNTED_MAX`, which
+    larger ones count as); malformed ones left out."""
     out: dict[str, int] = {}
     for name, value in raw.items():
         try:
-            out[str(name)] = int(parse_quantity(value) * _NANO)
+            amount = parse_quantity(value)
         except (QuantityError, ValueError, TypeError, ArithmeticError):
             continue
+        out[str(name)] = int(max(-_COUNTED_MAX, min(amount, _COUNTED_MAX)) * _NANO)
     return out
 
 
