@@ -353,7 +353,7 @@ class Writer:
         An update made from a revision the hub has just seen skips the read: the
         compare-and-swap that follows fails on that revision as the read would have.
         """
-        wanted = meta.get("resourceVersion")
+        wanted = None if _unconditional(rt, meta.get("resourceVersion"), name=meta["name"]) else meta.get("resourceVersion")
         kv = _known(self._store, rt, meta, wanted) or await get_kv(
             self._store, rt, namespace=meta.get("namespace"), name=meta["name"]
         )
@@ -488,6 +488,23 @@ def _webhooks_admit(rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] |
         # The schema comes first: a Master's ``replicas: "1"`` is the schema's 422, not the webhook's 403.
         refuse_schema_errors(rt, obj, old)
         raise errors.WebhookDenied(*denial, code=403, reason=errors.StatusReason.FORBIDDEN)
+
+
+def _unconditional(rt: ResourceType, wanted: Any, *, name: str) -> bool:
+    """Whether an update is unconditional, as kube's ``Store.Update`` decides: without a
+    ``metadata.resourceVersion`` (or with ``0``) it is, where the kind's strategy allows it. A
+    custom resource's does not (apiextensions' strategy): kube's 422 names the resourceVersion."""
+    if isinstance(wanted, str) and wanted:
+        wanted = parse_update_resource_version(wanted)  # unreadable: kube's versioner error first
+    if wanted:
+        return False
+    if rt.custom is not None:
+        raise errors.invalid(kind=rt.plural, group=rt.group, name=name, causes=[errors.Cause(
+            errors.CauseType.FIELD_VALUE_INVALID,
+            "Invalid value: 0x0: must be specified for an update",
+            "metadata.resourceVersion",
+        )])
+    return True
 
 
 def _check_resource_version(rt: ResourceType, kv: storage.KeyValue, wanted: Any, *, name: str) -> None:
