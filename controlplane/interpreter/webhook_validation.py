@@ -13,9 +13,9 @@ from __future__ import annotations
 from typing import Any, Final
 
 from controlplane.apis.kube import field
-from controlplane.apis.kube.field import FieldError
+from controlplane.apis.kube.field import FieldError, go_strings
 from controlplane.apis.kube.validate_discovery import fully_qualified_domain_name_errors
-from controlplane.apis.kube.webhookclient import client_config_errors, go_strings, review_versions_errors
+from controlplane.apis.kube.webhookclient import client_config_errors, review_versions_errors
 
 __all__ = ["CONTEXT_VERSIONS", "OPERATIONS", "validate_webhook_configuration"]
 

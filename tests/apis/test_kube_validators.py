@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from controlplane.apis.kube.cronschedule import schedule_error
-from controlplane.apis.kube.field import go_label_selector, go_string_map, show
+from controlplane.apis.kube.field import go_label_selector, go_string_map, go_strings, show
 from controlplane.apis.kube.validate_resources import parse, shown
 from controlplane.apis.kube.validation import for_kind
 
@@ -279,3 +279,15 @@ def test_quantities_in_messages_are_canonical(raw: Any, canonical: str) -> None:
 def test_validation_reads_a_quantity_as_kubes_parser(raw: str, value: int | None) -> None:
     """A suffix alone is kube's zero (no digits read as 0), not a format error."""
     assert parse(raw) == value
+
+
+@pytest.mark.parametrize(("values", "type_name", "printed"), [
+    (["a", "b"], "string", '[]string{"a", "b"}'),
+    ([], "string", "[]string{}"),
+    (None, "string", "[]string(nil)"),
+    (["CREATE"], "v1alpha1.InterpreterOperation", '[]v1alpha1.InterpreterOperation{"CREATE"}'),
+])
+def test_a_list_of_strings_as_gos_percent_hash_v(values: list[str] | None, type_name: str, printed: str) -> None:
+    """One printer of ``[]string`` for every rule that shows one (finalizers, clusterIPs, webhook
+    rules, dryRun, scope selectors, label selectors): a nil slice is not an empty one in Go."""
+    assert go_strings(values, type_name).text == printed

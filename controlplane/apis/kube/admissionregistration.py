@@ -14,13 +14,12 @@ from typing import Any
 
 from controlplane.apis.apiextensions.cel import compile_error
 from controlplane.apis.kube import field
-from controlplane.apis.kube.field import FieldError
+from controlplane.apis.kube.field import FieldError, go_strings
 from controlplane.apis.kube.label_selectors import selector_errors
 from controlplane.apis.kube.names import dns_subdomain_errors, qualified_name_errors
 from controlplane.apis.kube.webhookclient import (
     ACCEPTED_REVIEW_VERSIONS,
     client_config_errors,
-    go_strings,
     review_versions_errors,
 )
 from controlplane.apis.untyped import Obj

@@ -13,7 +13,7 @@ The constructors (:func:`invalid`, :func:`required`, ...) write the message as k
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -78,6 +78,14 @@ class GoValue:
         self.text = text
 
 
+def go_strings(values: Sequence[Any] | None, type_name: str = "string") -> GoValue:
+    """``%#v`` of a ``[]string`` (or of another slice of strings: ``type_name``), as kube prints
+    one in its errors: ``[]string{"a", "b"}``; None is Go's nil slice, ``[]string(nil)``."""
+    if values is None:
+        return GoValue(f"[]{type_name}(nil)")
+    return GoValue(f"[]{type_name}{{" + ", ".join(go_quote(str(v)) for v in values) + "}")
+
+
 def go_string_map(value: Mapping[str, Any] | None) -> GoValue:
     """``%#v`` of a ``map[string]string``: keys sorted, as Go's fmt prints maps."""
     if value is None:
@@ -98,11 +106,7 @@ def go_label_selector(selector: Mapping[str, Any]) -> GoValue:
         for expr in exprs:
             expr = expr if isinstance(expr, Mapping) else {}
             values = expr.get("values")
-            shown = (
-                "[]string{" + ", ".join(go_quote(str(v)) for v in values) + "}"
-                if isinstance(values, list) and values
-                else "[]string(nil)"
-            )
+            shown = go_strings(values if isinstance(values, list) and values else None).text
             parts.append(
                 f"v1.LabelSelectorRequirement{{Key:{go_quote(str(expr.get('key') or ''))}, "
                 f'Operator:"{expr.get("operator") or ""}", Values:{shown}}}'

@@ -22,9 +22,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
-from controlplane.apis.kube.field import FieldError, forbidden, invalid
+from controlplane.apis.kube.field import FieldError, forbidden, go_strings, invalid
 from controlplane.apis.kube.names import qualified_name_errors
-from controlplane.apis.kube.webhookclient import go_strings
 from controlplane.gojson import go_quote
 
 FINALIZER_ORPHAN: Final = "orphan"

@@ -13,15 +13,14 @@ from typing import Final
 
 from controlplane.apis.kube.field import (
     FieldError,
-    GoValue,
     forbidden,
+    go_strings,
     invalid,
     not_supported,
     required,
     too_long,
 )
 from controlplane.apis.kube.garbagecollection import DeletionPropagation
-from controlplane.gojson import go_quote
 
 #: kube's ``FieldManagerMaxLength``, in bytes.
 FIELD_MANAGER_MAX_LENGTH: Final = 128
@@ -50,8 +49,7 @@ def dry_run_errors(values: Sequence[str]) -> list[FieldError]:
     """``ValidateDryRun``: every value ``All``; kube shows the whole list as Go prints it."""
     if all(value in DRY_RUN_VALUES for value in values):
         return []
-    shown = GoValue("[]string{" + ", ".join(go_quote(value) for value in values) + "}")
-    return [not_supported("dryRun", shown, DRY_RUN_VALUES)]
+    return [not_supported("dryRun", go_strings(values), DRY_RUN_VALUES)]
 
 
 def field_validation_errors(value: str) -> list[FieldError]:

@@ -21,10 +21,9 @@ import ipaddress
 from typing import Any, Final
 
 from controlplane.apis.kube import field
-from controlplane.apis.kube.field import FieldError, GoValue
+from controlplane.apis.kube.field import FieldError, GoValue, go_strings
 from controlplane.apis.kube.objects import child, items
 from controlplane.apis.untyped import Obj
-from controlplane.gojson import go_quote
 
 CLUSTER_IP_NONE: Final = "None"
 SINGLE_STACK: Final = "SingleStack"
@@ -98,10 +97,9 @@ def node_ports(spec: Obj) -> list[int]:
     return out
 
 
-def go_strings(values: Any) -> GoValue:
-    """``%#v`` of a ``[]string``, as kube shows ``clusterIPs`` in its errors."""
-    shown = [str(v) for v in values] if isinstance(values, list) else []
-    return GoValue("[]string{" + ", ".join(go_quote(v) for v in shown) + "}" if shown else "[]string(nil)")
+def go_cluster_ips(values: Any) -> GoValue:
+    """``clusterIPs`` as kube shows them in its errors: none (or not a list) as a nil slice."""
+    return go_strings(values if isinstance(values, list) and values else None)
 
 
 def normalize_cluster_ips(obj: Obj) -> None:
@@ -215,7 +213,7 @@ def init_ip_families(spec: Obj, *, family: str) -> list[FieldError]:
         if i >= len(inferred):
             ip_family = family_of(str(ip))
             if ip_family != family:
-                errors.append(field.invalid(f"spec.clusterIPs[{i}]", go_strings(ips), f"{ip_family} is not configured on this cluster"))
+                errors.append(field.invalid(f"spec.clusterIPs[{i}]", go_cluster_ips(ips), f"{ip_family} is not configured on this cluster"))
             else:
                 inferred.append(ip_family)
     if errors:
@@ -256,9 +254,9 @@ def cluster_ip_fields_errors(spec: Obj) -> list[FieldError]:
         if not ips:
             errors.append(field.required("spec.clusterIPs"))
         elif ips[0] != ip:
-            errors.append(field.invalid("spec.clusterIPs", go_strings(ips), "first value must match `clusterIP`"))
+            errors.append(field.invalid("spec.clusterIPs", go_cluster_ips(ips), "first value must match `clusterIP`"))
     elif ips:
-        errors.append(field.invalid("spec.clusterIPs", go_strings(ips), "must be empty when `clusterIP` is not specified"))
+        errors.append(field.invalid("spec.clusterIPs", go_cluster_ips(ips), "must be empty when `clusterIP` is not specified"))
     seen: set[Any] = set()
     for i, family in enumerate(field.items(spec.get("ipFamilies"))):
         if family not in IP_FAMILIES:
@@ -272,12 +270,12 @@ def cluster_ip_fields_errors(spec: Obj) -> list[FieldError]:
     for i, value in enumerate(ips):
         if i == 0 and value == CLUSTER_IP_NONE:
             if len(ips) > 1:
-                errors.append(field.invalid("spec.clusterIPs", go_strings(ips), "'None' must be the first and only value"))
+                errors.append(field.invalid("spec.clusterIPs", go_cluster_ips(ips), "'None' must be the first and only value"))
             continue
         if not _valid_ip(value):
             errors.append(field.invalid(f"spec.clusterIPs[{i}]", value, "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"))
     if len(ips) > 2:
-        errors.append(field.invalid("spec.clusterIPs", go_strings(ips), "may only hold up to 2 values"))
+        errors.append(field.invalid("spec.clusterIPs", go_cluster_ips(ips), "may only hold up to 2 values"))
     return errors
 
 

@@ -225,9 +225,8 @@ def _scope_operator_errors(operator: Any, values: list[Any], path: str) -> list[
             f"{path}.values", "must be at least one value when `operator` is 'In' or 'NotIn' for scope selector"
         )]
     if not listing and values:
-        shown_values = GoValue("[]string{" + ", ".join(go_quote(str(v)) for v in values) + "}")
         return [field.invalid(
-            f"{path}.values", shown_values,
+            f"{path}.values", field.go_strings(values),
             "must be no value when `operator` is 'Exist' or 'DoesNotExist' for scope selector",
         )]
     return []

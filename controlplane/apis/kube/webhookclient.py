@@ -14,10 +14,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from controlplane.apis.kube import field
-from controlplane.apis.kube.field import FieldError, GoValue
+from controlplane.apis.kube.field import FieldError, GoValue, go_strings
 from controlplane.apis.kube.names import dns_1035_errors, dns_subdomain_errors, port_number_errors
 from controlplane.apis.untyped import Obj
-from controlplane.gojson import go_quote
 
 #: The versions of AdmissionReview and ConversionReview this server sends.
 ACCEPTED_REVIEW_VERSIONS = ("v1", "v1beta1")
@@ -25,11 +24,6 @@ _URL_FORM = "; desired format: https://host[/path]"
 _PEM_BLOCK = re.compile(rb"-----BEGIN ([A-Z0-9 ]+)-----\r?\n(.*?)-----END \1-----", re.DOTALL)
 #: What kube's client says of a CA bundle with no certificate in it.
 CA_BUNDLE_UNPARSABLE = "unable to load root certificates: unable to parse bytes as PEM block"
-
-
-def go_strings(values: list[Any], type_name: str = "string") -> GoValue:
-    """A list of strings as kube prints it (``[]string{"a", "b"}``)."""
-    return GoValue(f"[]{type_name}{{" + ", ".join(go_quote(str(v)) for v in values) + "}")
 
 
 def client_config_errors(config: Obj, path: str) -> list[FieldError]:

@@ -279,7 +279,7 @@ class ServiceAllocator:
 
 
 def _ip_error(ips: list[Any], ip: str, detail: str) -> FieldError:
-    return kube_field.invalid("spec.clusterIPs", svc.go_strings(ips), f"failed to allocate IP {ip}: {detail}")
+    return kube_field.invalid("spec.clusterIPs", svc.go_cluster_ips(ips), f"failed to allocate IP {ip}: {detail}")
 
 
 def _invalid(name: str, found: list[FieldError]) -> errors.Invalid:
