@@ -163,17 +163,35 @@ class MultiClusterService(SpecModel):
     """The current state of the MultiClusterService."""
 
 
+class ServiceLocation(WireModel):
+    name: str
+    """The referenced Service, in the MultiClusterIngress's namespace."""
+    clusters: list[str] | None = None
+    """The clusters the Service is in."""
+
+
+class MultiClusterIngressStatus(WireModel):
+    load_balancer: dict[str, Any] | None = Field(default=None, json_schema_extra=published_as("IngressLoadBalancerStatus"))
+    """The current status of the load-balancer (an Ingress's)."""
+    service_locations: list[ServiceLocation] | None = None
+    """Where the backend Services are, set by Karmada's controller (stored, not set by the hub)."""
+    traffic_block_clusters: list[str] | None = None
+    """The clusters whose backend addresses a multi-cluster cloud provider leaves out of the load
+    balancer (stored, not acted on by the hub)."""
+
+
 class MultiClusterIngress(SpecModel):
     """A collection of rules that let inbound connections reach backends across clusters (Karmada's
-    kind: an Ingress's spec and status)."""
+    kind: an Ingress's spec; an Ingress's status with Karmada's serviceLocations and
+    trafficBlockClusters)."""
 
     api_version: Literal["networking.karmada.io/v1alpha1"] = "networking.karmada.io/v1alpha1"
     kind: Literal["MultiClusterIngress"] = MULTI_CLUSTER_INGRESS_KIND
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: dict[str, Any] = Field(default_factory=dict, json_schema_extra=published_as("IngressSpec"))
     """The desired state of the MultiClusterIngress (an Ingress's spec)."""
-    status: dict[str, Any] | None = Field(default=None, json_schema_extra=published_as("IngressStatus"))
-    """The current state of the MultiClusterIngress (an Ingress's status)."""
+    status: MultiClusterIngressStatus | None = None
+    """The current state of the MultiClusterIngress: an Ingress's status and where its backends are."""
 
 
 def mci_denial(obj: dict[str, Any]) -> tuple[str, str] | None:

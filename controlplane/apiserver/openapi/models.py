@@ -38,7 +38,7 @@ KUBE_EQUIVALENTS: dict[str, str] = {
     # Free-form fields published as kube's type (``published_as``), as the upstream CRDs embed it.
     "PodTemplateSpec": POD_TEMPLATE_SPEC,
     "IngressSpec": "io.k8s.api.networking.v1.IngressSpec",
-    "IngressStatus": "io.k8s.api.networking.v1.IngressStatus",
+    "IngressLoadBalancerStatus": "io.k8s.api.networking.v1.IngressLoadBalancerStatus",
 }
 
 API_VERSION_DESCRIPTION = (
