@@ -29,8 +29,9 @@ CLUSTER_TAINT_EFFECTS: Final = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 class MatchCondition(SpecModel):
     condition_type: str
     """The cluster status condition, e.g. Ready."""
-    operator: Literal["In", "NotIn"]
-    """Whether the condition's status must be one of statusValues (In) or none of them (NotIn)."""
+    operator: str
+    """Whether the condition's status must be one of statusValues (In) or none of them (NotIn); any
+    other operator is kept as written and never matches, as in Karmada."""
     status_values: list[str]
     """Condition statuses: True, False, Unknown."""
 
@@ -93,12 +94,13 @@ def taint_policy_denial(obj: dict[str, Any], *, allow_no_execute: bool = False) 
 
 def conditions_match(conditions: Sequence[Mapping[str, Any]], matches: Sequence[MatchCondition] | None) -> bool:
     """Whether every entry of ``matches`` holds for ``conditions`` (Karmada's ``conditionMatches``):
-    a condition the cluster lacks matches neither In nor NotIn; no entries never match."""
+    a condition the cluster lacks matches neither In nor NotIn, an operator other than those two
+    never matches; no entries never match."""
     if not matches:
         return False
     for match in matches:
         statuses = [str(c.get("status")) for c in conditions if c.get("type") == match.condition_type]
-        if not statuses:
+        if not statuses or match.operator not in ("In", "NotIn"):
             return False
         found = statuses[-1] in match.status_values
         if found != (match.operator == "In"):
