@@ -17,7 +17,7 @@ from typing import Annotated, Final, Literal
 
 from pydantic import Field
 
-from controlplane.apis.kube.field import CauseType, FieldError
+from controlplane.apis.kube.field import CauseType, FieldError, set_duplicates
 from controlplane.apis.kube.objects import child, set_nil_default
 from controlplane.apis.kueue_names import MULTIKUEUE_CONTROLLER_NAME
 from controlplane.apis.kueue_v1beta1 import API_VERSION as _V1BETA1
@@ -158,14 +158,7 @@ def cluster_source_errors(obj: Obj, old: Obj | None) -> list[FieldError]:
 def config_errors(obj: Obj, old: Obj | None) -> list[FieldError]:
     """Kueue's ``listType=set`` on a MultiKueueConfig's ``spec.clusters``: each name once, as kube
     reports a set's duplicate."""
-    clusters = (obj.get("spec") or {}).get("clusters")
-    if not isinstance(clusters, list):
-        return []
-    errors: list[FieldError] = []
-    for index, name in enumerate(clusters):
-        if name in clusters[:index]:
-            errors.append(FieldError(CauseType.FIELD_VALUE_DUPLICATE, f"spec.clusters[{index}]", f'Duplicate value: "{name}"'))
-    return errors
+    return set_duplicates((obj.get("spec") or {}).get("clusters"), "spec.clusters")
 
 
 def cluster_to_v1beta1(obj: Obj) -> Obj:

@@ -16,6 +16,7 @@ from pydantic import AfterValidator, Field, field_validator, model_validator
 from controlplane.apis.kueue_names import LABEL_POD_GROUP_NAME as LABEL_POD_GROUP_NAME
 from controlplane.apis.kueue_names import LABEL_QUEUE_NAME as LABEL_QUEUE_NAME
 from controlplane.apis.kueue_podset import PodSetUpdate
+from controlplane.apis.kueue_usage import MAX_USAGE_ITEMS, FlavorUsage, LocalQueueFlavorStatus, PendingWorkloadsStatus
 from controlplane.apis.meta import (
     Condition,
     LabelSelector,
@@ -106,6 +107,8 @@ REASON_LOCAL_QUEUE_RESTARTED: Final = "LocalQueueRestarted"
 COND_ACTIVE: Final = "Active"
 
 MAX_ITEMS: Final = 16
+#: Kueue's bound on a resource group's covered resources, on its flavors and on a flavor's resources.
+MAX_GROUP_ITEMS: Final = 64
 
 
 def _quantity(value: str | int) -> str | int:
@@ -175,14 +178,14 @@ class ResourceQuota(SpecModel):
 class FlavorQuotas(SpecModel):
     name: str = Field(min_length=1)
     """A ResourceFlavor's name."""
-    resources: list[ResourceQuota] = Field(min_length=1, max_length=MAX_ITEMS)
+    resources: list[ResourceQuota] = Field(min_length=1, max_length=MAX_GROUP_ITEMS)
     """The quota of each covered resource in this flavor."""
 
 
 class ResourceGroup(SpecModel):
-    covered_resources: list[str] = Field(min_length=1, max_length=MAX_ITEMS)
+    covered_resources: list[str] = Field(min_length=1, max_length=MAX_GROUP_ITEMS)
     """The resources the group's flavors give quota for; a workload gets one flavor for all of them."""
-    flavors: list[FlavorQuotas] = Field(min_length=1, max_length=MAX_ITEMS)
+    flavors: list[FlavorQuotas] = Field(min_length=1, max_length=MAX_GROUP_ITEMS)
     """The flavors in the order admission tries them."""
 
     @model_validator(mode="after")
@@ -216,6 +219,10 @@ def limits_need(groups: list[ResourceGroup] | None, field: str) -> None:
                     raise ValueError(
                         f"flavor {flavor.name!r} resource {quota.name!r}: borrowingLimit and lendingLimit need {field}"
                     )
+
+
+ResourcePrefix = Annotated[str, Field(min_length=1, max_length=256)]
+"""An entry of a ClusterQueue's ``excludeResourcePrefixes``."""
 
 
 class BorrowWithinCohort(SpecModel):
@@ -316,6 +323,8 @@ class ClusterQueueSpec(SpecModel):
     """Fair-sharing weight among the cohort's queues and cohorts."""
     admission_scope: AdmissionScope | None = None
     """Admission fair sharing: whether the queue orders its workloads by their LocalQueue's usage."""
+    exclude_resource_prefixes: list[ResourcePrefix] | None = Field(default=None, max_length=MAX_GROUP_ITEMS)
+    """Resources (a name, or a prefix before a slash) Kueue leaves out of this queue's quota (kept; the hub does not act on it)."""
 
     @field_validator("resource_groups")
     @classmethod
@@ -327,22 +336,6 @@ class ClusterQueueSpec(SpecModel):
         if not self.cohort:
             limits_need(self.resource_groups, "spec.cohort")
         return self
-
-
-class ResourceUsage(WireModel):
-    name: str
-    """The resource."""
-    total: str | int | None = None
-    """What is used of it in the flavor."""
-    borrowed: str | int | None = None
-    """The part of total beyond the queue's nominal quota (borrowed from the cohort)."""
-
-
-class FlavorUsage(WireModel):
-    name: str
-    """The ResourceFlavor."""
-    resources: list[ResourceUsage] = Field(default_factory=list)
-    """Usage per resource."""
 
 
 class ClusterQueueStatus(WireModel):
@@ -360,6 +353,8 @@ class ClusterQueueStatus(WireModel):
     """Admitted workloads that have not finished."""
     fair_sharing: FairSharingStatus | None = None
     """The queue's weighted share (with --kueue-fair-sharing)."""
+    pending_workloads_status: PendingWorkloadsStatus | None = None
+    """Deprecated by Kueue (not written since its 0.14; kept as written)."""
 
 
 class ClusterQueue(SpecModel):
@@ -401,6 +396,8 @@ class LocalQueueStatus(WireModel):
     """Quota reserved by the queue's workloads per flavor (not written by the hub yet)."""
     flavor_usage: list[FlavorUsage] | None = None
     """Quota used by the queue's admitted workloads per flavor (not written by the hub yet)."""
+    flavors: list[LocalQueueFlavorStatus] | None = Field(default=None, max_length=MAX_USAGE_ITEMS)
+    """The flavors of the queue's ClusterQueue (not written by the hub yet)."""
     fair_sharing: FairSharingStatus | None = None
     """The queue's admission fair sharing state: its consumed resources and when they were sampled."""
 

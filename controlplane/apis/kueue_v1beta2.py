@@ -24,6 +24,7 @@ from pydantic import Field, field_validator, model_validator
 
 from controlplane.apis import kueue_v1alpha1
 from controlplane.apis import kueue_v1beta1 as v1beta1
+from controlplane.apis.kueue_usage import MAX_USAGE_ITEMS, FlavorUsage, LocalQueueFlavorStatus
 from controlplane.apis.meta import Condition, LabelSelector, ObjectMeta, SpecModel, WireModel
 
 VERSION: Final = "v1beta2"
@@ -135,6 +136,8 @@ class ClusterQueueSpec(SpecModel):
     concurrent_admission_policy: ConcurrentAdmissionPolicy | None = None
     """Admission in several flavors at once (Kueue's alpha ConcurrentAdmission; served, immutable,
     not acted on)."""
+    exclude_resource_prefixes: list[v1beta1.ResourcePrefix] | None = Field(default=None, max_length=v1beta1.MAX_GROUP_ITEMS)
+    """Resources (a name, or a prefix before a slash) Kueue leaves out of this queue's quota (kept; the hub does not act on it)."""
 
     @field_validator("resource_groups")
     @classmethod
@@ -174,10 +177,12 @@ class LocalQueueStatus(WireModel):
     """Workloads of the queue holding quota."""
     admitted_workloads: int | None = None
     """Admitted workloads of the queue that have not finished."""
-    flavors_reservation: list[v1beta1.FlavorUsage] | None = None
+    flavors_reservation: list[FlavorUsage] | None = None
     """Quota reserved by the queue's workloads per flavor (not written by the hub yet)."""
-    flavors_usage: list[v1beta1.FlavorUsage] | None = None
+    flavors_usage: list[FlavorUsage] | None = None
     """Quota used by the queue's admitted workloads per flavor (not written by the hub yet)."""
+    flavors: list[LocalQueueFlavorStatus] | None = Field(default=None, max_length=MAX_USAGE_ITEMS)
+    """The flavors of the queue's ClusterQueue (not written by the hub yet)."""
     fair_sharing: v1beta1.FairSharingStatus | None = None
     """The queue's admission fair sharing state: its consumed resources and when they were sampled."""
 

@@ -26,7 +26,7 @@ from controlplane.apis import (
     kueue_v1beta2,
 )
 from controlplane.apis import kueue_v1beta1 as kueue
-from controlplane.apis.kube.field import CauseType, FieldError
+from controlplane.apis.kube.field import CauseType, FieldError, set_duplicates
 from controlplane.apiserver.kinds import cells
 from controlplane.apiserver.resources import AGE, ResourceType, TableColumn, VersionConversion
 
@@ -59,11 +59,13 @@ def _concurrent_admission_policy(obj: dict[str, Any]) -> Any:
     return convert.v1beta2_fields(obj).get("concurrentAdmissionPolicy")
 
 
-def _concurrent_admission_kept(obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
-    """Kueue's webhook keeps a ClusterQueue's ``concurrentAdmissionPolicy`` as it was created."""
-    if old is None or _concurrent_admission_policy(obj) == _concurrent_admission_policy(old):
-        return []
-    return [FieldError(CauseType.FIELD_VALUE_INVALID, "spec.concurrentAdmissionPolicy", 'Invalid value: "object": field is immutable')]
+def _cluster_queue_errors(obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
+    """Kueue's CRD: ``spec.excludeResourcePrefixes`` is a set (each prefix once); its webhook
+    keeps ``concurrentAdmissionPolicy`` as it was created."""
+    errors = set_duplicates((obj.get("spec") or {}).get("excludeResourcePrefixes"), "spec.excludeResourcePrefixes")
+    if old is not None and _concurrent_admission_policy(obj) != _concurrent_admission_policy(old):
+        errors.append(FieldError(CauseType.FIELD_VALUE_INVALID, "spec.concurrentAdmissionPolicy", 'Invalid value: "object": field is immutable'))
+    return errors
 
 
 RESOURCE_FLAVOR = ResourceType(
@@ -74,7 +76,7 @@ CLUSTER_QUEUE = ResourceType(
     kueue.API_GROUP, kueue.VERSION, "ClusterQueue", "clusterqueues", "clusterqueue", namespaced=False, short_names=("cq",), has_status=True, model=kueue.ClusterQueue,
     defaults=defaulting.cluster_queue("Borrow"),
     defaults_on_read=defaulting.cluster_queue("Borrow"),
-    validate=_concurrent_admission_kept,
+    validate=_cluster_queue_errors,
     columns=(
         TableColumn("Cohort", cells.text_at("spec", "cohort"), description="Cohort that this ClusterQueue belongs to"),
         TableColumn("Strategy", cells.text_at("spec", "queueingStrategy"), priority=1,

@@ -1,0 +1,162 @@
+"""Every field of Kueue's CRDs is declared, with a compatible type, by the schema the hub serves for
+the kind and version: server-side apply and ``fieldValidation=Strict`` refuse what the schema does
+not declare, so a field Kueue has and the hub lacks would refuse Kueue's YAML.
+
+The upstream fields are ``tests/data/kueue_crd_fields.txt`` (made from Kueue's CRD YAML by
+``tests/data/kueue_crd_fields.py``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from aiohttp.test_utils import TestClient
+
+from controlplane.apiserver.openapi.kindschemas import KindSchemas
+from controlplane.apiserver.openapi.upstream import INT_OR_STRING, QUANTITY
+from controlplane.hub import hub_registry
+
+Schema = Mapping[str, Any]
+Resolve = Callable[[str], Schema | None]
+FIELDS = Path(__file__).resolve().parents[1] / "data" / "kueue_crd_fields.txt"
+GROUP = "kueue.x-k8s.io"
+#: Where the hub's served schema differs from the CRD on purpose, and why (README, "Fleet quotas").
+DELIBERATE = {
+    # Kueue's later v1beta2 drops it for admissionChecksStrategy, as the hub's v1beta2 does.
+    ("ClusterQueue", "v1beta2", ".spec.admissionChecks"),
+    ("ClusterQueue", "v1beta2", ".spec.admissionChecks[]"),
+}
+
+
+def upstream_fields() -> dict[tuple[str, str], list[tuple[str, str]]]:
+    out: dict[tuple[str, str], list[tuple[str, str]]] = {}
+    for line in FIELDS.read_text().splitlines():
+        if line and not line.startswith("#"):
+            kind, version, path, type_ = line.split()
+            out.setdefault((kind, version), []).append((path, type_))
+    return out
+
+
+UPSTREAM = upstream_fields()
+
+
+def _resolved(schema: Schema, resolve: Resolve) -> Schema:
+    """``schema`` with its ``$ref`` (or single ``allOf``) followed; a reference to kube's
+    Quantity or IntOrString stands for ``int-or-string``."""
+    while True:
+        ref = schema.get("$ref") or (schema["allOf"][0].get("$ref") if len(schema.get("allOf") or ()) == 1 else None)
+        if ref is None:
+            return schema
+        if ref.endswith((QUANTITY, INT_OR_STRING)):
+            return {"format": "int-or-string", "type": "string"}
+        schema = resolve(ref) or {}
+
+
+def served_type(schema: Schema) -> str:
+    if schema.get("format") == "int-or-string" or schema.get("x-kubernetes-int-or-string"):
+        return "int-or-string"
+    return str(schema.get("type", "object"))
+
+
+def served_at(root: Schema, resolve: Resolve, path: str) -> Schema | str:
+    """The served schema of ``path`` (``.spec.a[].b{}``), ``"open"`` under a field the schema
+    keeps as written, or the message of why it is not declared."""
+    schema = _resolved(root, resolve)
+    rest = path
+    while rest:
+        if schema.get("x-kubernetes-preserve-unknown-fields"):
+            return "open"
+        if rest.startswith("[]"):
+            step, rest, child = "[]", rest[2:], schema.get("items")
+        elif rest.startswith("{}"):
+            step, rest, child = "{}", rest[2:], schema.get("additionalProperties")
+        else:
+            name = rest[1:].split(".")[0].split("[")[0].split("{")[0]
+            step, rest = name, rest[1 + len(name):]
+            child = (schema.get("properties") or {}).get(name)
+        if not isinstance(child, Mapping):
+            return f"{path}: {step} is not declared"
+        schema = _resolved(child, resolve)
+    return schema
+
+
+def discrepancies(kind: str, version: str) -> list[str]:
+    found = KindSchemas(hub_registry()).schema_for((GROUP, version, kind))
+    assert found is not None, f"{kind} {version} is not served with a schema"
+    root, resolve = found
+    out = []
+    for path, type_ in UPSTREAM[(kind, version)]:
+        if (kind, version, path) in DELIBERATE:
+            continue
+        served = served_at(root, resolve, path)
+        if isinstance(served, str):
+            if served != "open":
+                out.append(served)
+        elif served_type(served) != type_:
+            out.append(f"{path}: {served_type(served)}, Kueue's CRD says {type_}")
+    return out
+
+
+@pytest.mark.parametrize(("kind", "version"), sorted(UPSTREAM))
+def test_every_field_of_kueues_crd_is_declared_with_its_type(kind: str, version: str) -> None:
+    assert discrepancies(kind, version) == []
+
+
+def test_the_walk_finds_an_undeclared_field_and_a_wrong_type() -> None:
+    """The check itself: a made-up field and a type Kueue's CRD does not have are reported."""
+    found = KindSchemas(hub_registry()).schema_for((GROUP, "v1beta2", "LocalQueue"))
+    assert found is not None
+    root, resolve = found
+    assert served_at(root, resolve, ".spec.clusterQueu") == ".spec.clusterQueu: clusterQueu is not declared"
+    served = served_at(root, resolve, ".spec.clusterQueue")
+    assert not isinstance(served, str) and served_type(served) == "string"
+
+
+APPLY = {"Content-Type": "application/apply-patch+yaml"}
+
+
+async def _apply(hub: TestClient[Any, Any], url: str, body: dict[str, Any]) -> Any:
+    return await hub.patch(f"{url}?fieldManager=tester&fieldValidation=Strict", data=yaml.safe_dump(body), headers=APPLY)
+
+
+@pytest.mark.parametrize("version", ["v1beta1", "v1beta2"])
+async def test_a_cluster_queue_with_kueues_newer_fields_applies_strictly(hub: TestClient[Any, Any], version: str) -> None:
+    """``excludeResourcePrefixes`` and more than 16 flavors in a group, as Kueue's CRD allows."""
+    flavors = [{"name": f"f{i}", "resources": [{"name": "cpu", "nominalQuota": 1}]} for i in range(20)]
+    body = {"apiVersion": f"{GROUP}/{version}", "kind": "ClusterQueue", "metadata": {"name": "cq"},
+            "spec": {"excludeResourcePrefixes": ["ephemeral-storage", "example.com"],
+                     "resourceGroups": [{"coveredResources": ["cpu"], "flavors": flavors}]}}
+    url = f"/apis/{GROUP}/{version}/clusterqueues/cq"
+    answer = await _apply(hub, url, body)
+    assert answer.status == 201, await answer.text()
+    stored = await (await hub.get(url)).json()
+    assert stored["spec"]["excludeResourcePrefixes"] == ["ephemeral-storage", "example.com"]
+    assert len(stored["spec"]["resourceGroups"][0]["flavors"]) == 20
+
+
+async def test_an_excluded_resource_prefix_listed_twice_is_refused_as_a_sets_duplicate(hub: TestClient[Any, Any]) -> None:
+    body = {"apiVersion": f"{GROUP}/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "cq"},
+            "spec": {"excludeResourcePrefixes": ["example.com", "hugepages-", "example.com"]}}
+    answer = await _apply(hub, f"/apis/{GROUP}/v1beta2/clusterqueues/cq", body)
+    status = await answer.json()
+    assert answer.status == 422, status
+    assert status["message"] == (
+        'ClusterQueue.kueue.x-k8s.io "cq" is invalid: spec.excludeResourcePrefixes[2]: Duplicate value: "example.com"'
+    )
+
+
+@pytest.mark.parametrize("version", ["v1beta1", "v1beta2"])
+async def test_a_local_queues_flavors_status_applies_strictly(hub: TestClient[Any, Any], version: str) -> None:
+    """The ``status.flavors`` Kueue's LocalQueue controller writes: its ClusterQueue's flavors."""
+    url = f"/apis/{GROUP}/{version}/namespaces/default/localqueues/q"
+    queue = {"apiVersion": f"{GROUP}/{version}", "kind": "LocalQueue", "metadata": {"name": "q", "namespace": "default"},
+             "spec": {"clusterQueue": "cq"}}
+    assert (await _apply(hub, url, queue)).status == 201
+    flavors = [{"name": "a100", "resources": ["nvidia.com/gpu"], "nodeLabels": {"gpu": "a100"},
+                "nodeTaints": [{"key": "gpu", "value": "a100", "effect": "NoSchedule"}]}]
+    answer = await _apply(hub, f"{url}/status", {**queue, "status": {"flavors": flavors}})
+    assert answer.status == 200, await answer.text()
+    assert (await (await hub.get(url)).json())["status"]["flavors"] == flavors
