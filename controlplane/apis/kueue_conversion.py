@@ -14,7 +14,8 @@ version's apiVersion; the fields the two versions share are carried over as they
   taken out of it again on the way back.
 * LocalQueue: ``status.flavorUsage`` ↔ ``status.flavorsUsage``.
 * Workload: ``priorityClassSource`` + ``priorityClassName`` ↔ ``priorityClassRef``; a name without
-  a source has no v1beta2 form and is dropped, as Kueue drops it.
+  a source has no v1beta2 form and is dropped, as Kueue drops it; ``status``'s
+  ``accumulatedPastExexcutionTimeSeconds`` (v1beta1's spelling) ↔ ``accumulatedPastExecutionTimeSeconds``.
 * ResourceFlavor, WorkloadPriorityClass and Cohort: the apiVersion alone.
 """
 
@@ -40,6 +41,9 @@ _PRIORITY_SOURCES: Final = {
 #: v1beta1's old names of v1beta2's ``MayStopSearch``, per fungibility field.
 _STOP_SEARCH_NAMES: Final = {"whenCanBorrow": "Borrow", "whenCanPreempt": "Preempt"}
 _MAY_STOP_SEARCH: Final = "MayStopSearch"
+#: A Workload's ``status`` field of the time admitted before, as v1beta1 spells it and as v1beta2 does.
+_ACCUMULATED_V1BETA1: Final = "accumulatedPastExexcutionTimeSeconds"
+_ACCUMULATED_V1BETA2: Final = "accumulatedPastExecutionTimeSeconds"
 
 
 def _copy(obj: Obj, api_version: str) -> Obj:
@@ -169,11 +173,13 @@ def workload_to_v1beta1(obj: Obj) -> Obj:
             if (ref.get("group"), ref.get("kind")) == (group, kind):
                 spec["priorityClassSource"] = source
                 spec["priorityClassName"] = ref.get("name")
+    _rename(child(out, "status"), _ACCUMULATED_V1BETA2, _ACCUMULATED_V1BETA1)
     return out
 
 
 def workload_to_v1beta2(obj: Obj) -> Obj:
     out = _copy(obj, kueue_v1beta2.API_VERSION)
+    _rename(child(out, "status"), _ACCUMULATED_V1BETA1, _ACCUMULATED_V1BETA2)
     spec = child(out, "spec")
     if spec is None:
         return out

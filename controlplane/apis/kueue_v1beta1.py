@@ -15,8 +15,16 @@ from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from controlplane.apis.kueue_names import LABEL_POD_GROUP_NAME as LABEL_POD_GROUP_NAME
 from controlplane.apis.kueue_names import LABEL_QUEUE_NAME as LABEL_QUEUE_NAME
-from controlplane.apis.kueue_podset import PodSetUpdate
-from controlplane.apis.kueue_usage import MAX_USAGE_ITEMS, FlavorUsage, LocalQueueFlavorStatus, PendingWorkloadsStatus
+from controlplane.apis.kueue_status import (
+    MAX_USAGE_ITEMS,
+    Admission,
+    AdmissionCheckState,
+    FlavorUsage,
+    LocalQueueFlavorStatus,
+    PendingWorkloadsStatus,
+    SchedulingStats,
+    UnhealthyNode,
+)
 from controlplane.apis.meta import (
     Condition,
     LabelSelector,
@@ -480,43 +488,9 @@ def valid_pod_sets(pod_sets: list[PodSet]) -> list[PodSet]:
     return pod_sets
 
 
-class PodSetAssignment(WireModel):
-    name: str
-    """The pod set."""
-    flavors: dict[str, str] | None = None
-    """The flavor given to each resource."""
-    resource_usage: dict[str, str | int] | None = None
-    """What the pod set uses of each resource."""
-    count: int | None = None
-    """How many pods were admitted."""
+class WorkloadStatusFields(WireModel):
+    """A Workload's status, less the field whose name differs between v1beta1 and v1beta2."""
 
-
-class Admission(WireModel):
-    cluster_queue: str
-    """The ClusterQueue whose quota the workload holds."""
-    pod_set_assignments: list[PodSetAssignment] = Field(default_factory=list)
-    """The flavors of each pod set."""
-
-
-CheckState = Literal["Pending", "Ready", "Retry", "Rejected"]
-
-
-class AdmissionCheckState(WireModel):
-    name: str = Field(max_length=316)
-    """The AdmissionCheck."""
-    state: CheckState
-    """Pending (not decided yet), Ready (passed), Retry (evict and try again), Rejected (deactivate)."""
-    last_transition_time: str
-    """When the state last changed."""
-    message: str = Field(max_length=32768)
-    """Why, in words (may be empty)."""
-    pod_set_updates: list[PodSetUpdate] | None = Field(default=None, max_length=8)
-    """Changes the check asks of the pod sets: applied to a batch/v1 Job's pod template as it starts."""
-    requeue_after_seconds: int | None = Field(default=None, ge=0, le=2**31 - 1)
-    """With state Retry: how long the evicted workload waits before it is queued again."""
-
-
-class WorkloadStatus(WireModel):
     admission: Admission | None = None
     """Where the workload holds quota, and in which flavors."""
     conditions: list[Condition] | None = None
@@ -538,6 +512,19 @@ class WorkloadStatus(WireModel):
         return checks
     resource_requests: list[dict[str, Any]] | None = None
     """Total requests per pod set (not written by the hub)."""
+    scheduling_stats: SchedulingStats | None = None
+    """Kueue's eviction counts per reason (kept as written; the hub does not write it)."""
+    nominated_cluster_names: list[str] | None = Field(default=None, max_length=10)
+    """MultiKueue: the worker clusters nominated (kept as written; the hub does not write it)."""
+    cluster_name: str | None = Field(default=None, max_length=256)
+    """MultiKueue: the worker cluster the workload runs in (kept as written; the hub does not write it)."""
+    unhealthy_nodes: list[UnhealthyNode] | None = Field(default=None, max_length=8)
+    """Failed nodes of topology-aware scheduling (kept as written; the hub does not write it)."""
+
+
+class WorkloadStatus(WorkloadStatusFields):
+    accumulated_past_exexcution_time_seconds: int | None = None
+    """Seconds admitted in earlier admissions (Kueue's v1beta1 name, so spelt; kept as written)."""
 
 
 class Workload(SpecModel):

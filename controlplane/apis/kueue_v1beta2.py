@@ -24,7 +24,7 @@ from pydantic import Field, field_validator, model_validator
 
 from controlplane.apis import kueue_v1alpha1
 from controlplane.apis import kueue_v1beta1 as v1beta1
-from controlplane.apis.kueue_usage import MAX_USAGE_ITEMS, FlavorUsage, LocalQueueFlavorStatus
+from controlplane.apis.kueue_status import MAX_USAGE_ITEMS, FlavorUsage, LocalQueueFlavorStatus
 from controlplane.apis.meta import Condition, LabelSelector, ObjectMeta, SpecModel, WireModel
 
 VERSION: Final = "v1beta2"
@@ -247,6 +247,11 @@ class WorkloadSpec(SpecModel):
         return self
 
 
+class WorkloadStatus(v1beta1.WorkloadStatusFields):
+    accumulated_past_execution_time_seconds: int | None = None
+    """Seconds admitted in earlier admissions (v1beta1's accumulatedPastExexcutionTimeSeconds; kept as written)."""
+
+
 class Workload(SpecModel):
     """One job's claim on quota (Kueue's Workload); the hub creates one per queued workload."""
 
@@ -255,5 +260,5 @@ class Workload(SpecModel):
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: WorkloadSpec
     """The pods needed, the queue and the priority."""
-    status: v1beta1.WorkloadStatus | None = None
+    status: WorkloadStatus | None = None
     """Admission and conditions."""

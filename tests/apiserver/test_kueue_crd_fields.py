@@ -160,3 +160,33 @@ async def test_a_local_queues_flavors_status_applies_strictly(hub: TestClient[An
     answer = await _apply(hub, f"{url}/status", {**queue, "status": {"flavors": flavors}})
     assert answer.status == 200, await answer.text()
     assert (await (await hub.get(url)).json())["status"]["flavors"] == flavors
+
+
+async def test_a_workloads_status_as_kueues_scheduler_and_multikueue_write_it_applies_strictly(
+    hub: TestClient[Any, Any],
+) -> None:
+    """Topology assignments, scheduling stats, MultiKueue's cluster names and the time admitted
+    before (v1beta2's ``accumulatedPastExecutionTimeSeconds``, v1beta1's
+    ``accumulatedPastExexcutionTimeSeconds``) are kept as written and read in either version."""
+    url = f"/apis/{GROUP}/v1beta2/namespaces/default/workloads/w"
+    workload = {"apiVersion": f"{GROUP}/v1beta2", "kind": "Workload", "metadata": {"name": "w", "namespace": "default"},
+                "spec": {"podSets": [{"name": "main", "count": 2, "topologyRequest": {"podSetSliceSize": 2},
+                                      "template": {"spec": {"containers": [{"name": "c", "image": "i"}]}}}]}}
+    assert (await _apply(hub, url, workload)).status == 201
+    status = {
+        "accumulatedPastExecutionTimeSeconds": 30,
+        "schedulingStats": {"evictions": [{"reason": "Preempted", "underlyingCause": "", "count": 1}]},
+        "nominatedClusterNames": ["worker-1"],
+        "unhealthyNodes": [{"name": "node-3"}],
+    }
+    answer = await _apply(hub, f"{url}/status", {**workload, "status": status})
+    assert answer.status == 200, await answer.text()
+    assert {k: v for k, v in (await (await hub.get(url)).json())["status"].items() if k in status} == status
+    old = (await (await hub.get(url.replace("v1beta2", "v1beta1"))).json())["status"]
+    assert (old["accumulatedPastExexcutionTimeSeconds"], "accumulatedPastExecutionTimeSeconds" in old) == (30, False)
+    admitted = {"clusterName": "worker-1", "admission": {"clusterQueue": "cq", "podSetAssignments": [
+        {"name": "main", "count": 2, "flavors": {"cpu": "f"}, "delayedTopologyRequest": "Ready",
+         "topologyAssignment": {"levels": ["rack"], "domains": [{"values": ["r1"], "count": 2}]}}]}}
+    answer = await _apply(hub, f"{url}/status", {**workload, "status": admitted})
+    assert answer.status == 200, await answer.text()
+    assert (await (await hub.get(url)).json())["status"]["admission"] == admitted["admission"]

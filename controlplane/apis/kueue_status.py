@@ -1,0 +1,131 @@
+"""Parts of the status of Kueue's kinds at ``kueue.x-k8s.io`` v1beta1 and v1beta2 (the same in
+both): a ClusterQueue's and a LocalQueue's quota usage and flavors (Kueue's ``FlavorUsage``,
+``LocalQueueFlavorStatus``, the deprecated ``ClusterQueuePendingWorkloadsStatus``) and a Workload's
+admission, its checks' states and the fields Kueue's scheduler and MultiKueue write (``Admission``,
+``AdmissionCheckState``, ``TopologyAssignment``, ``SchedulingStats``, ``UnhealthyNode``). Pure values."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from controlplane.apis.kueue_podset import PodSetUpdate
+from controlplane.apis.meta import Taint, Timestamp, WireModel
+
+#: Kueue's bound on the flavors of a queue's usage and on the resources of each.
+MAX_USAGE_ITEMS = 64
+
+
+class ResourceUsage(WireModel):
+    name: str
+    """The resource."""
+    total: str | int | None = None
+    """What is used of it in the flavor."""
+    borrowed: str | int | None = None
+    """The part of total beyond the queue's nominal quota (borrowed from the cohort)."""
+
+
+class FlavorUsage(WireModel):
+    name: str
+    """The ResourceFlavor."""
+    resources: list[ResourceUsage] = Field(default_factory=list, max_length=MAX_USAGE_ITEMS)
+    """Usage per resource."""
+
+
+class LocalQueueFlavorStatus(WireModel):
+    name: str = Field(max_length=253)
+    """A ResourceFlavor of the LocalQueue's ClusterQueue."""
+    resources: list[str] | None = Field(default=None, max_length=16)
+    """The resources the ClusterQueue gives quota for in this flavor."""
+    node_labels: dict[str, str] | None = Field(default=None, max_length=8)
+    """The flavor's node labels."""
+    node_taints: list[Taint] | None = Field(default=None, max_length=8)
+    """The flavor's node taints."""
+
+
+class ClusterQueuePendingWorkload(WireModel):
+    name: str
+    """The pending Workload's name."""
+    namespace: str
+    """Its namespace."""
+
+
+class PendingWorkloadsStatus(WireModel):
+    cluster_queue_pending_workload: list[ClusterQueuePendingWorkload] | None = None
+    """The first pending workloads."""
+    last_change_time: Timestamp
+    """When the list last changed."""
+
+
+class TopologyDomainAssignment(WireModel):
+    values: list[str] = Field(min_length=1, max_length=16)
+    """The domain's node label values, from the highest level to the lowest."""
+    count: int = Field(ge=1)
+    """The pods to run in it."""
+
+
+class TopologyAssignment(WireModel):
+    levels: list[str] = Field(min_length=1, max_length=16)
+    """The node label keys of the topology's levels, from the highest to the lowest."""
+    domains: list[TopologyDomainAssignment] = Field(max_length=100000)
+    """The pods per domain."""
+
+
+class PodSetAssignment(WireModel):
+    name: str
+    """The pod set."""
+    flavors: dict[str, str] | None = None
+    """The flavor given to each resource."""
+    resource_usage: dict[str, str | int] | None = None
+    """What the pod set uses of each resource."""
+    count: int | None = None
+    """How many pods were admitted."""
+    topology_assignment: TopologyAssignment | None = None
+    """Topology-aware scheduling: the domains the pods go to (kept as written; the hub does not write it)."""
+    delayed_topology_request: Literal["Pending", "Ready"] | None = None
+    """Whether a topology assignment waits for a provisioning check (kept as written)."""
+
+
+class Admission(WireModel):
+    cluster_queue: str
+    """The ClusterQueue whose quota the workload holds."""
+    pod_set_assignments: list[PodSetAssignment] = Field(default_factory=list)
+    """The flavors of each pod set."""
+
+
+CheckState = Literal["Pending", "Ready", "Retry", "Rejected"]
+
+
+class AdmissionCheckState(WireModel):
+    name: str = Field(max_length=316)
+    """The AdmissionCheck."""
+    state: CheckState
+    """Pending (not decided yet), Ready (passed), Retry (evict and try again), Rejected (deactivate)."""
+    last_transition_time: str
+    """When the state last changed."""
+    message: str = Field(max_length=32768)
+    """Why, in words (may be empty)."""
+    pod_set_updates: list[PodSetUpdate] | None = Field(default=None, max_length=8)
+    """Changes the check asks of the pod sets: applied to a batch/v1 Job's pod template as it starts."""
+    requeue_after_seconds: int | None = Field(default=None, ge=0, le=2**31 - 1)
+    """With state Retry: how long the evicted workload waits before it is queued again."""
+
+
+class SchedulingStatsEviction(WireModel):
+    reason: str = Field(max_length=316)
+    """The eviction's reason (Preempted, PodsReadyTimeout ...)."""
+    underlying_cause: str = Field(max_length=316)
+    """A finer cause (may be empty)."""
+    count: int = Field(ge=0)
+    """How many evictions for this reason and cause."""
+
+
+class SchedulingStats(WireModel):
+    evictions: list[SchedulingStatsEviction] | None = Field(default=None, max_length=256)
+    """Evictions per reason and cause."""
+
+
+class UnhealthyNode(WireModel):
+    name: str = Field(max_length=63)
+    """A failed node running a pod of the workload."""
