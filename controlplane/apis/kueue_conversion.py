@@ -12,7 +12,9 @@ version's apiVersion; the fields the two versions share are carried over as they
   ``flavorFungibility.preference``) travel in the annotation :data:`V1BETA2_FIELDS_ANNOTATION` of
   the stored object, as kube carries an autoscaling/v2 HPA's fields in v1's annotations, and are
   taken out of it again on the way back.
-* LocalQueue: ``status.flavorUsage`` ↔ ``status.flavorsUsage``.
+* LocalQueue: ``status.flavorUsage`` ↔ ``status.flavorsUsage``; v1beta1's ``status.flavors`` has no
+  v1beta2 form and is dropped, as Kueue drops it.
+* AdmissionCheck: v1beta1's ``retryDelayMinutes`` (deprecated) has no v1beta2 form and is dropped.
 * Workload: ``priorityClassSource`` + ``priorityClassName`` ↔ ``priorityClassRef``; a name without
   a source has no v1beta2 form and is dropped, as Kueue drops it; ``status``'s
   ``accumulatedPastExexcutionTimeSeconds`` (v1beta1's spelling) ↔ ``accumulatedPastExecutionTimeSeconds``.
@@ -156,8 +158,22 @@ def local_queue_to_v1beta1(obj: Obj) -> Obj:
 
 def local_queue_to_v1beta2(obj: Obj) -> Obj:
     out = _copy(obj, kueue_v1beta2.API_VERSION)
-    status = out.get("status")
-    _rename(status if isinstance(status, dict) else None, "flavorUsage", "flavorsUsage")
+    status = child(out, "status")
+    _rename(status, "flavorUsage", "flavorsUsage")
+    if status is not None:
+        status.pop("flavors", None)
+    return out
+
+
+# --- AdmissionCheck --------------------------------------------------------------------------
+
+
+def admission_check_to_v1beta2(obj: Obj) -> Obj:
+    """A stored (v1beta1) AdmissionCheck at v1beta2: without ``retryDelayMinutes``, which v1beta2 lacks."""
+    out = _copy(obj, kueue_v1beta2.API_VERSION)
+    spec = child(out, "spec")
+    if spec is not None:
+        spec.pop("retryDelayMinutes", None)
     return out
 
 
@@ -201,6 +217,7 @@ def to_version(api_version: str) -> Callable[[Obj], Obj]:
 
 __all__ = [
     "V1BETA2_FIELDS_ANNOTATION",
+    "admission_check_to_v1beta2",
     "cluster_queue_to_v1beta1",
     "cluster_queue_to_v1beta2",
     "local_queue_to_v1beta1",

@@ -555,13 +555,18 @@ class AdmissionCheckParametersReference(SpecModel):
     """Its name."""
 
 
-class AdmissionCheckSpec(SpecModel):
+class AdmissionCheckSpecFields(SpecModel):
+    """An AdmissionCheck's spec at v1beta2 (v1beta1's less ``retryDelayMinutes``)."""
+
     controller_name: str
     """The controller that decides the check (immutable)."""
-    retry_delay_minutes: int | None = None
-    """Deprecated by Kueue (default 15; not used)."""
     parameters: AdmissionCheckParametersReference | None = None
     """An object with the check's parameters, read by its controller."""
+
+
+class AdmissionCheckSpec(AdmissionCheckSpecFields):
+    retry_delay_minutes: int | None = None
+    """Deprecated by Kueue (default 15; not used; gone from v1beta2)."""
 
 
 class AdmissionCheckStatus(WireModel):

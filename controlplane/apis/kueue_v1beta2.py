@@ -9,11 +9,13 @@ commands read) and serves v1beta2 by converting every read and write
   checks are ``admissionChecksStrategy`` rules); ``flavorFungibility`` says ``MayStopSearch``
   where v1beta1 said ``Borrow``/``Preempt`` and adds ``preference``; ``concurrentAdmissionPolicy``
   is new.
-* LocalQueue: ``status.flavorUsage`` is ``status.flavorsUsage``.
+* LocalQueue: ``status.flavorUsage`` is ``status.flavorsUsage``; v1beta1's ``status.flavors`` is gone.
 * Workload: ``spec.priorityClassName`` and ``spec.priorityClassSource`` are one
   ``spec.priorityClassRef`` (group, kind, name).
-* Cohort (v1beta1 and v1beta2), ResourceFlavor, WorkloadPriorityClass and AdmissionCheck: the
-  same fields.
+* Workload: ``status.accumulatedPastExexcutionTimeSeconds`` is spelt
+  ``accumulatedPastExecutionTimeSeconds``.
+* AdmissionCheck: ``spec.retryDelayMinutes`` (deprecated) is gone.
+* Cohort (v1beta1 and v1beta2), ResourceFlavor and WorkloadPriorityClass: the same fields.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from pydantic import Field, field_validator, model_validator
 
 from controlplane.apis import kueue_v1alpha1
 from controlplane.apis import kueue_v1beta1 as v1beta1
-from controlplane.apis.kueue_status import MAX_USAGE_ITEMS, FlavorUsage, LocalQueueFlavorStatus
+from controlplane.apis.kueue_status import FlavorUsage
 from controlplane.apis.meta import Condition, LabelSelector, ObjectMeta, SpecModel, WireModel
 
 VERSION: Final = "v1beta2"
@@ -44,11 +46,17 @@ class WorkloadPriorityClass(v1beta1.WorkloadPriorityClass):
     api_version: Literal["kueue.x-k8s.io/v1beta2"] = API_VERSION  # type: ignore[assignment]
 
 
-class AdmissionCheck(v1beta1.AdmissionCheck):
+class AdmissionCheck(SpecModel):
     """A check a workload must pass, besides quota, to be admitted (Kueue's AdmissionCheck); a
     ClusterQueue names its checks, and the check's controller sets each Workload's state of it."""
 
-    api_version: Literal["kueue.x-k8s.io/v1beta2"] = API_VERSION  # type: ignore[assignment]
+    api_version: Literal["kueue.x-k8s.io/v1beta2"] = API_VERSION
+    kind: Literal["AdmissionCheck"] = "AdmissionCheck"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: v1beta1.AdmissionCheckSpecFields
+    """The controller and its parameters."""
+    status: v1beta1.AdmissionCheckStatus | None = None
+    """The check's conditions."""
 
 
 class CohortV1beta1(kueue_v1alpha1.Cohort):
@@ -181,8 +189,6 @@ class LocalQueueStatus(WireModel):
     """Quota reserved by the queue's workloads per flavor (not written by the hub yet)."""
     flavors_usage: list[FlavorUsage] | None = None
     """Quota used by the queue's admitted workloads per flavor (not written by the hub yet)."""
-    flavors: list[LocalQueueFlavorStatus] | None = Field(default=None, max_length=MAX_USAGE_ITEMS)
-    """The flavors of the queue's ClusterQueue (not written by the hub yet)."""
     fair_sharing: v1beta1.FairSharingStatus | None = None
     """The queue's admission fair sharing state: its consumed resources and when they were sampled."""
 

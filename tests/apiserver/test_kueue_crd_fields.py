@@ -148,11 +148,13 @@ async def test_an_excluded_resource_prefix_listed_twice_is_refused_as_a_sets_dup
     )
 
 
-@pytest.mark.parametrize("version", ["v1beta1", "v1beta2"])
-async def test_a_local_queues_flavors_status_applies_strictly(hub: TestClient[Any, Any], version: str) -> None:
-    """The ``status.flavors`` Kueue's LocalQueue controller writes: its ClusterQueue's flavors."""
-    url = f"/apis/{GROUP}/{version}/namespaces/default/localqueues/q"
-    queue = {"apiVersion": f"{GROUP}/{version}", "kind": "LocalQueue", "metadata": {"name": "q", "namespace": "default"},
+async def test_a_local_queues_flavors_status_applies_strictly_at_v1beta1_which_alone_has_it(
+    hub: TestClient[Any, Any],
+) -> None:
+    """The ``status.flavors`` Kueue's v1beta1 LocalQueue controller writes (its ClusterQueue's
+    flavors); v1beta2 has no such field, and reads the queue without it, as Kueue converts it."""
+    url = f"/apis/{GROUP}/v1beta1/namespaces/default/localqueues/q"
+    queue = {"apiVersion": f"{GROUP}/v1beta1", "kind": "LocalQueue", "metadata": {"name": "q", "namespace": "default"},
              "spec": {"clusterQueue": "cq"}}
     assert (await _apply(hub, url, queue)).status == 201
     flavors = [{"name": "a100", "resources": ["nvidia.com/gpu"], "nodeLabels": {"gpu": "a100"},
@@ -160,6 +162,22 @@ async def test_a_local_queues_flavors_status_applies_strictly(hub: TestClient[An
     answer = await _apply(hub, f"{url}/status", {**queue, "status": {"flavors": flavors}})
     assert answer.status == 200, await answer.text()
     assert (await (await hub.get(url)).json())["status"]["flavors"] == flavors
+    assert "flavors" not in (await (await hub.get(url.replace("v1beta1", "v1beta2"))).json())["status"]
+
+
+async def test_an_admission_checks_retry_delay_is_v1beta1s_alone(hub: TestClient[Any, Any]) -> None:
+    """Kueue's v1beta2 AdmissionCheck has no ``retryDelayMinutes``: refused there, defaulted and
+    read at v1beta1 only."""
+    url = f"/apis/{GROUP}/v1beta2/admissionchecks/ac"
+    check = {"apiVersion": f"{GROUP}/v1beta2", "kind": "AdmissionCheck", "metadata": {"name": "ac"},
+             "spec": {"controllerName": "example.com/check"}}
+    refused = await _apply(hub, url, {**check, "spec": {**check["spec"], "retryDelayMinutes": 5}})
+    assert refused.status == 422
+    assert (await refused.json())["message"].endswith(".spec.retryDelayMinutes: field not declared in schema")
+    assert (await _apply(hub, url, check)).status == 201
+    assert (await (await hub.get(url)).json())["spec"] == {"controllerName": "example.com/check"}
+    old = await (await hub.get(url.replace("v1beta2", "v1beta1"))).json()
+    assert old["spec"] == {"controllerName": "example.com/check", "retryDelayMinutes": 15}
 
 
 async def test_a_workloads_status_as_kueues_scheduler_and_multikueue_write_it_applies_strictly(

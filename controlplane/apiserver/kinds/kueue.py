@@ -202,7 +202,8 @@ WORKLOAD_V1BETA2 = _v1beta2(
     defaults=defaulting.workload(v1beta1=False),
 )
 ADMISSION_CHECK_V1BETA2 = _v1beta2(
-    ADMISSION_CHECK, kueue_v1beta2.AdmissionCheck, convert.to_version(kueue.API_VERSION), _TO_V1BETA2
+    ADMISSION_CHECK, kueue_v1beta2.AdmissionCheck, convert.to_version(kueue.API_VERSION), convert.admission_check_to_v1beta2,
+    defaults=None,  # v1beta2 has no retryDelayMinutes to default
 )
 PROVISIONING_REQUEST_CONFIG_V1BETA2 = _v1beta2(
     PROVISIONING_REQUEST_CONFIG, kueue_provisioning.ProvisioningRequestConfigV1beta2,
