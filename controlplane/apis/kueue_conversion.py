@@ -63,6 +63,12 @@ def _rename(parent: Obj | None, old: str, new: str) -> None:
         parent[new] = parent.pop(old)
 
 
+def _drop(parent: Obj | None, field: str) -> None:
+    """``field`` left out of ``parent``: the other version has no place for it."""
+    if parent is not None:
+        parent.pop(field, None)
+
+
 # --- ClusterQueue ----------------------------------------------------------------------------
 
 
@@ -160,8 +166,7 @@ def local_queue_to_v1beta2(obj: Obj) -> Obj:
     out = _copy(obj, kueue_v1beta2.API_VERSION)
     status = child(out, "status")
     _rename(status, "flavorUsage", "flavorsUsage")
-    if status is not None:
-        status.pop("flavors", None)
+    _drop(status, "flavors")
     return out
 
 
@@ -171,9 +176,7 @@ def local_queue_to_v1beta2(obj: Obj) -> Obj:
 def admission_check_to_v1beta2(obj: Obj) -> Obj:
     """A stored (v1beta1) AdmissionCheck at v1beta2: without ``retryDelayMinutes``, which v1beta2 lacks."""
     out = _copy(obj, kueue_v1beta2.API_VERSION)
-    spec = child(out, "spec")
-    if spec is not None:
-        spec.pop("retryDelayMinutes", None)
+    _drop(child(out, "spec"), "retryDelayMinutes")
     return out
 
 
