@@ -7,6 +7,7 @@ The upstream fields are ``tests/data/kueue_crd_fields.txt`` (made from Kueue's C
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -218,3 +219,52 @@ async def test_a_workloads_status_as_kueues_scheduler_and_multikueue_write_it_ap
     answer = await _apply(hub, f"{url}/status", {**workload, "status": admitted})
     assert answer.status == 200, await answer.text()
     assert (await (await hub.get(url)).json())["status"]["admission"] == admitted["admission"]
+
+
+def test_the_list_is_written_from_crd_yaml_as_its_script_says() -> None:
+    """``kueue_crd_fields.py`` writes a CRD's fields in the list's form (items, map values,
+    int-or-string, a pod template not walked)."""
+    spec = importlib.util.spec_from_file_location("kueue_crd_fields", FIELDS.with_suffix(".py"))
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    crd = yaml.safe_load("""
+spec:
+  names: {kind: Workload}
+  versions:
+  - name: v1beta2
+    schema:
+      openAPIV3Schema:
+        properties:
+          apiVersion: {type: string}
+          spec:
+            type: object
+            properties:
+              podSets:
+                type: array
+                items:
+                  type: object
+                  properties:
+                    template: {type: object, properties: {spec: {type: object}}}
+          status:
+            type: object
+            properties:
+              resourceRequests:
+                type: array
+                items:
+                  properties:
+                    resources: {type: object, additionalProperties: {x-kubernetes-int-or-string: true}}
+""")
+    assert list(script.lines(crd)) == [
+        "Workload v1beta2 .spec object",
+        "Workload v1beta2 .spec.podSets array",
+        "Workload v1beta2 .spec.podSets[] object",
+        "Workload v1beta2 .spec.podSets[].template object",
+        "Workload v1beta2 .status object",
+        "Workload v1beta2 .status.resourceRequests array",
+        "Workload v1beta2 .status.resourceRequests[] object",
+        "Workload v1beta2 .status.resourceRequests[].resources object",
+        "Workload v1beta2 .status.resourceRequests[].resources{} int-or-string",
+    ]
+    listed = {line for line in FIELDS.read_text().splitlines() if line and not line.startswith("#")}
+    assert "Workload v1beta1 .spec.podSets[].template object" in listed
