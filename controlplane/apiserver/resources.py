@@ -25,7 +25,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from controlplane.apis.apiextensions.kind import CustomKind
-from controlplane.apis.kube import defaulting, fieldlabels, generation, validation
+from controlplane.apis.kube import defaulting, fieldlabels, generation, unconditional, validation
 from controlplane.apis.kube.defaulting import Defaulter
 from controlplane.apis.kube.field import FieldError
 from controlplane.apis.kube.fieldlabels import FieldGetter
@@ -298,6 +298,13 @@ class ResourceType:
 
     def field_label_refusal(self, field_name: str) -> str:
         return fieldlabels.refusal(field_name, own_conversion=self._converts_field_labels)
+
+    @property
+    def unconditional_update(self) -> bool:
+        """An update without ``metadata.resourceVersion`` (or with ``0``) writes over the stored
+        revision, as kube's strategy for the kind allows (``AllowUnconditionalUpdate``): most
+        built-in kinds; not a custom resource, nor :mod:`controlplane.apis.kube.unconditional`'s."""
+        return self.custom is None and unconditional.allows_unconditional_update(self.group, self.kind)
 
     @property
     def built_in(self) -> bool:

@@ -348,19 +348,21 @@ class Writer:
     async def _replaced(self, rt: ResourceType, meta: dict[str, Any]) -> tuple[storage.KeyValue, dict[str, Any]]:
         """The stored key-value and object an update with ``meta`` replaces; a Conflict when
         its ``uid`` names another object (kube's update takes a uid in the body as a precondition)
-        or its ``resourceVersion`` another revision.
+        or its ``resourceVersion`` another revision; without one, kube's 422 for a kind whose
+        strategy refuses an unconditional update (:func:`_check_resource_version`), once the object
+        is read (a missing one is a 404 first, as kube's store reads before it checks).
 
         An update made from a revision the hub has just seen skips the read: the
         compare-and-swap that follows fails on that revision as the read would have.
         """
-        wanted = None if _unconditional(rt, meta.get("resourceVersion"), name=meta["name"]) else meta.get("resourceVersion")
-        kv = _known(self._store, rt, meta, wanted) or await get_kv(
+        given = meta.get("resourceVersion")
+        kv = _known(self._store, rt, meta, given) or await get_kv(
             self._store, rt, namespace=meta.get("namespace"), name=meta["name"]
         )
         old = decode(rt, kv)
         if meta.get("uid"):
             check_preconditions(rt, old, Preconditions(uid=str(meta["uid"])))
-        _check_resource_version(rt, kv, wanted, name=meta["name"])
+        _check_resource_version(rt, kv, given, name=meta["name"])
         return kv, old
 
     async def write_update(
@@ -490,30 +492,22 @@ def _webhooks_admit(rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] |
         raise errors.WebhookDenied(*denial, code=403, reason=errors.StatusReason.FORBIDDEN)
 
 
-def _unconditional(rt: ResourceType, wanted: Any, *, name: str) -> bool:
-    """Whether an update is unconditional, as kube's ``Store.Update`` decides: without a
-    ``metadata.resourceVersion`` (or with ``0``) it is, where the kind's strategy allows it. A
-    custom resource's does not (apiextensions' strategy): kube's 422 names the resourceVersion."""
-    if isinstance(wanted, str) and wanted:
-        wanted = parse_update_resource_version(wanted)  # unreadable: kube's versioner error first
-    if wanted:
-        return False
-    if rt.custom is not None:
-        raise errors.invalid(kind=rt.plural, group=rt.group, name=name, causes=[errors.Cause(
-            errors.CauseType.FIELD_VALUE_INVALID,
-            "Invalid value: 0x0: must be specified for an update",
-            "metadata.resourceVersion",
-        )])
-    return True
-
-
-def _check_resource_version(rt: ResourceType, kv: storage.KeyValue, wanted: Any, *, name: str) -> None:
-    """A Conflict when a write's ``metadata.resourceVersion`` (a precondition when given) is
-    not the stored revision ``kv`` holds; kube's versioner reads it first (``01`` is ``1``), and
-    one it cannot read is its error (:func:`parse_update_resource_version`)."""
-    if not wanted:
+def _check_resource_version(rt: ResourceType, kv: storage.KeyValue, given: Any, *, name: str) -> None:
+    """What kube's store checks of the ``metadata.resourceVersion`` a write's object carries,
+    once it has read the stored one (``kv``): its versioner reads it first (``01`` is ``1``; one it
+    cannot read is its error, :func:`parse_update_resource_version`). None, or ``0``, is an
+    unconditional write where the kind's strategy allows it (:attr:`ResourceType.unconditional_update`)
+    and otherwise kube's 422 naming the resourceVersion; any other must be the stored revision (a
+    Conflict)."""
+    revision = parse_update_resource_version(given) if isinstance(given, str) and given else given
+    if not revision:
+        if not rt.unconditional_update:
+            raise errors.invalid(kind=rt.plural, group=rt.group, name=name, causes=[errors.Cause(
+                errors.CauseType.FIELD_VALUE_INVALID,
+                "Invalid value: 0x0: must be specified for an update",
+                "metadata.resourceVersion",
+            )])
         return
-    revision = parse_update_resource_version(wanted) if isinstance(wanted, str) else wanted
     if str(revision) != str(kv.mod_revision):
         raise errors.conflict_modified(plural=rt.plural, group=rt.group, name=name)
 
@@ -521,7 +515,7 @@ def _check_resource_version(rt: ResourceType, kv: storage.KeyValue, wanted: Any,
 def _known(store: storage.Store, rt: ResourceType, meta: dict[str, Any], wanted: Any) -> storage.KeyValue | None:
     """The stored value at the revision an update names, when the hub has just seen it; a
     Conflict when it has seen the object change since (the read would show the same)."""
-    if not isinstance(wanted, str) or not (wanted.isascii() and wanted.isdigit()) or (
+    if not isinstance(wanted, str) or not (wanted.isascii() and wanted.isdigit()) or not int(wanted) or (
         rt.namespaced and not meta.get("namespace")
     ):
         return None
