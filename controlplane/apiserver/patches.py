@@ -20,6 +20,7 @@ from typing import Any, cast
 import jsonpatch
 import jsonpointer
 
+from controlplane.apis.kube.jsonpatches import CopiedTooMuch, json_patched, resolves
 from controlplane.apis.kube.requestoptions import patch_options_errors
 from controlplane.apiserver.errors import (
     BadRequest,
@@ -43,7 +44,7 @@ from controlplane.apiserver.patching.typedvalue import applied_managed_fields, a
 from controlplane.apiserver.patching.versions import VersionConverter
 from controlplane.apiserver.patching.zerovalues import UNSTRUCTURED, zero_value
 from controlplane.apiserver.resources import ResourceType
-from controlplane.gojson import cannot_unmarshal, go_json
+from controlplane.gojson import cannot_unmarshal
 
 
 class PatchType(StrEnum):
@@ -162,8 +163,8 @@ def apply_patch(
             raise RequestEntityTooLarge(f"Request entity too large: The allowed maximum operations in a JSON patch "
                                         f"is {MAX_JSON_PATCH_OPERATIONS}, got {len(patch)}")
         try:
-            result = _json_patched(live, patch)
-        except _CopiedTooMuch as exc:
+            result = json_patched(live, patch)
+        except CopiedTooMuch as exc:
             raise RejectedRequest(str(exc)) from exc
         except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException, TypeError, KeyError) as exc:
             # kube's reasonless 422; the failing operation rides as a cause, so kubectl says which
@@ -235,44 +236,6 @@ def _group_version_kind(obj: dict[str, Any]) -> tuple[str, str, str]:
 _JSON_PATCH_OPS = frozenset({"add", "remove", "replace", "move", "copy", "test"})
 #: kube's ``maxJSONPatchOperations``: a JSON patch with more operations is a 413.
 MAX_JSON_PATCH_OPERATIONS = 10_000
-#: kube's ``JSONPatchMaxCopyBytes`` (3 MiB, as the body limit): the most the ``copy`` operations of
-#: one JSON patch may add, in bytes of JSON. Without it a patch of a few dozen copies, each of the
-#: document into itself, doubles the object each time: gigabytes from a 2 KB request.
-MAX_JSON_PATCH_COPY_BYTES = 3 * 1024 * 1024
-
-
-class _CopiedTooMuch(ValueError):
-    """The ``copy`` operations of a JSON patch added more than :data:`MAX_JSON_PATCH_COPY_BYTES`."""
-
-
-def _json_patched(live: dict[str, Any], patch: list[Any]) -> Any:
-    """``live`` with the RFC 6902 ``patch`` applied, one operation at a time, counting what each
-    ``copy`` adds as kube's JSON patch library does (the copied value's JSON size, added up over
-    the patch): past :data:`MAX_JSON_PATCH_COPY_BYTES` it stops with that library's error."""
-    doc: Any = copy.deepcopy(live)
-    copied = 0
-    for op in patch:
-        if isinstance(op, dict) and op.get("op") == "copy" and isinstance(source := op.get("from"), str):
-            target = op.get("path")
-            if (_resolves(doc, source) and isinstance(target, str)
-                    and (target == "" or _resolves(doc, target.rpartition("/")[0]))):
-                copied += len(go_json(jsonpointer.resolve_pointer(doc, source)).encode())
-                if copied > MAX_JSON_PATCH_COPY_BYTES:
-                    raise _CopiedTooMuch(
-                        f"Unable to complete the copy, the accumulated size increase of copy is {copied}, "
-                        f"exceeding the limit {MAX_JSON_PATCH_COPY_BYTES}")
-        doc = jsonpatch.apply_patch(doc, [op], in_place=True)
-    return doc
-
-
-def _resolves(doc: Any, pointer: str) -> bool:
-    try:
-        jsonpointer.resolve_pointer(doc, pointer)
-    except (jsonpointer.JsonPointerException, TypeError):
-        return False
-    return True
-
-
 def json_patch_failure(live: dict[str, Any], patch: list[Any]) -> str:
     """Why ``patch`` does not apply to ``live``, in the words of the JSON patch library kube uses
     (evanphx/json-patch): the first operation that fails, by its op and path, never the document
@@ -291,10 +254,10 @@ def json_patch_failure(live: dict[str, Any], patch: list[Any]) -> str:
             return f"Unexpected kind: {kind}: unknown object type"
         if kind == "test":
             return f"testing value {path} failed: test failed"
-        if kind in ("move", "copy") and not _resolves(doc, source):
+        if kind in ("move", "copy") and not resolves(doc, source):
             return f"{kind} operation does not apply: doc is missing from path: {source}: missing value"
         parent, _, key = path.rpartition("/")
-        if not _resolves(doc, parent):
+        if not resolves(doc, parent):
             quoted = f'"{path}"' if kind in ("add", "remove", "move", "copy") else path
             return f"{kind} operation does not apply: doc is missing path: {quoted}: missing value"
         if kind == "replace":

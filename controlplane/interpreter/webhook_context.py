@@ -7,7 +7,9 @@
 - :func:`interpreter_context` is the ``config.karmada.io/v1alpha1`` ResourceInterpreterContext
   request;
 - :func:`verify_response` reads the answer (uid echoed, ``successful`` or a status, the field the
-  operation needs) and :func:`apply_patch` applies its JSONPatch; both raise
+  operation needs) and :func:`apply_patch` applies its JSONPatch (its ``copy`` operations adding 3 MiB
+  at most, as kube-apiserver bounds every JSON patch: :mod:`controlplane.apis.kube.jsonpatches`,
+  where Karmada sets no bound); both raise
   :class:`HookFailed` with Karmada's words, which :meth:`HookFailed.internal_error` wraps as
   Karmada reports a failed call (``Internal error occurred: failed calling webhook "..."``);
 - :func:`dependencies_of`, :func:`raw_status_of` and :func:`healthy_of` read the answers of
@@ -30,6 +32,7 @@ from typing import Any, Final
 import jsonpatch
 import jsonpointer
 
+from controlplane.apis.kube.jsonpatches import CopiedTooMuch, json_patched
 from controlplane.apis.untyped import Obj
 from controlplane.interpreter.dependencies import Dependency, sorted_dependencies
 
@@ -219,8 +222,9 @@ def apply_patch(obj: Mapping[str, Any], response: Mapping[str, Any]) -> Obj:
     if not isinstance(operations, list):
         raise HookFailed("json: cannot unmarshal object into Go value of type jsonpatch.Patch")
     try:
-        patched = jsonpatch.JsonPatch(operations).apply(copy.deepcopy(dict(obj)))
-    except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException, TypeError, KeyError) as exc:
+        # Bounded as kube-apiserver bounds a JSON patch's copies (Karmada applies it unbounded).
+        patched = json_patched(dict(obj), operations)
+    except (CopiedTooMuch, jsonpatch.JsonPatchException, jsonpointer.JsonPointerException, TypeError, KeyError) as exc:
         raise HookFailed(str(exc)) from None
     if not isinstance(patched, dict):
         raise HookFailed("the patched object is not an object")

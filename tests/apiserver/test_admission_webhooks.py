@@ -2,7 +2,8 @@
 (embedded etcd, HTTPS, tokens) and a real HTTPS webhook started by the test, its CA in the
 configuration's ``caBundle``. Users' writes are sent (creates, updates, deletes, dry runs); a
 denial is kube's Status and the webhook's warnings reach the client; a mutating webhook's JSON
-patch is stored, and one that breaks the object is refused by the validation that follows; a
+patch is stored, one that breaks the object is refused by the validation that follows, and one
+whose copies would add more than 3 MiB is kube's internal error before it grows the object; a
 webhook that does not answer in time refuses the write (``failurePolicy: Fail``) or not
 (``Ignore``); a ``service`` client config is resolved to the Service's Endpoints.
 
@@ -12,6 +13,7 @@ and would reach the other tests' writes (after their webhook server stopped)."""
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +21,7 @@ from typing import Any
 import aiohttp
 import pytest
 
+from controlplane.apis.kube.jsonpatches import MAX_JSON_PATCH_COPY_BYTES
 from controlplane.apiserver.kubeconfig import load_kubeconfig
 from controlplane.apiserver.tls import client_ssl_context
 from controlplane.hub import Hub
@@ -175,6 +178,31 @@ async def test_a_mutating_webhooks_patch_is_stored_and_validated(api: Api, serve
     assert server.received["/label"][-1]["request"]["operation"] == "DELETE"
     code, _, _ = await api.call("GET", f"{DEPLOYMENTS}/mutated")
     assert code == 200
+
+
+def _copied_past_the_limit() -> int:
+    """What ``/double``'s copies have added when one takes them past kube's 3 MiB, counted as kube's
+    JSON patch library counts them: each copy's value in bytes of JSON."""
+    value: list[Any] = ["y" * 1024]
+    copied = 0
+    while copied <= MAX_JSON_PATCH_COPY_BYTES:
+        copied += len(json.dumps(value, separators=(",", ":")))
+        value = [*value, value]
+    return copied
+
+
+async def test_a_mutating_webhooks_patch_copies_at_most_kubes_3_mib(api: Api, server: WebhookServer) -> None:
+    """A webhook answering with copies that double the object each time gets kube's internal error
+    once they have added 3 MiB, as kube-apiserver applies a webhook's patch with its JSON patch
+    bound: the write is refused, nothing is stored, and the hub never builds the object."""
+    await configure(api, "Mutating", "doubles", webhook("double.acme.io", server.client("/double")))
+    code, status, _ = await api.call("POST", DEPLOYMENTS, deployment("doubled", replicas=1))
+    reason = (f"Unable to complete the copy, the accumulated size increase of copy is {_copied_past_the_limit()}, "
+              f"exceeding the limit {MAX_JSON_PATCH_COPY_BYTES}")
+    assert (code, status["reason"], status["message"]) == (500, "InternalError", f"Internal error occurred: {reason}")
+    assert status["details"]["causes"] == [{"message": reason}]
+    code, _, _ = await api.call("GET", f"{DEPLOYMENTS}/doubled")
+    assert code == 404
 
 
 async def test_a_mutating_webhook_patches_a_scale(api: Api, server: WebhookServer) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 
 from aiohttp.test_utils import TestClient
 
-from controlplane.apiserver.patches import MAX_JSON_PATCH_COPY_BYTES
+from controlplane.apis.kube.jsonpatches import MAX_JSON_PATCH_COPY_BYTES
 
 Client = TestClient[Any, Any]
 CONFIGMAPS = "/api/v1/namespaces/default/configmaps"

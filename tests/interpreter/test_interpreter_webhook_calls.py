@@ -7,6 +7,7 @@ does not sign the server)."""
 from __future__ import annotations
 
 import asyncio
+import base64
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from typing import Any
 import orjson
 import pytest
 
+from controlplane.apis.kube.jsonpatches import MAX_JSON_PATCH_COPY_BYTES
 from controlplane.apiserver import errors
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.apiserver.webhooks.interpreting import InterpreterWebhookFailed, InterpreterWebhooks
@@ -193,6 +195,19 @@ def test_unusable_answers_are_refused(operation: str, response: dict[str, Any], 
     with pytest.raises(HookFailed) as failed:
         verify_response(raw, "u", operation)
     assert str(failed.value) == message
+
+
+def test_a_patch_whose_copies_double_the_workload_stops_at_3_mib() -> None:
+    """The hub bounds an interpreter webhook's JSONPatch as kube-apiserver bounds every JSON patch
+    (Karmada applies it unbounded): its copies may add 3 MiB, where each copy of a list into itself
+    doubles it (a few dozen: gigabytes)."""
+    doubling = [{"op": "add", "path": "/spec/padding", "value": ["y" * 1024]},
+                *[{"op": "copy", "from": "/spec/padding", "path": "/spec/padding/-"}] * 14]
+    encoded = base64.b64encode(orjson.dumps(doubling)).decode()
+    with pytest.raises(HookFailed) as failed:
+        apply_patch(WORKLOAD, {"patch": encoded, "patchType": "JSONPatch"})
+    assert str(failed.value).startswith("Unable to complete the copy, the accumulated size increase of copy is ")
+    assert str(failed.value).endswith(f", exceeding the limit {MAX_JSON_PATCH_COPY_BYTES}")
 
 
 def test_a_webhook_without_v1alpha1_is_not_called() -> None:

@@ -9,7 +9,8 @@ webhook is configured — then a write costs nothing more than before.
 
 As kube-apiserver's dispatchers (``validating/dispatcher.go``, ``mutating/dispatcher.go``): the
 mutating webhooks are called one at a time, configurations in name order and each one's webhooks
-in order, each seeing the object the ones before patched (``patchType: JSONPatch``); the matching
+in order, each seeing the object the ones before patched (``patchType: JSONPatch``, its copies
+bounded to 3 MiB as kube bounds every JSON patch it applies); the matching
 validating webhooks are called all at once, and the first refusal is the answer. A failed call
 (unreachable, timed out, an invalid answer) refuses the write with kube's ``Internal error
 occurred: failed calling webhook "x": ...`` under ``failurePolicy: Fail`` and is logged and
@@ -28,7 +29,6 @@ the hub has one (the store when memory has none yet), once per request.
 from __future__ import annotations
 
 import asyncio
-import copy
 import dataclasses
 import logging
 import time
@@ -41,6 +41,7 @@ import orjson
 
 from controlplane.apis.apiextensions import cel
 from controlplane.apis.kube import field
+from controlplane.apis.kube.jsonpatches import CopiedTooMuch, json_patched
 from controlplane.apiserver import errors
 from controlplane.apiserver.admission import WebhookRequest
 from controlplane.apiserver.identity import Authorizer, RequestAttributes, Role, UserInfo
@@ -431,9 +432,13 @@ def _with_object(request: WebhookRequest, obj: dict[str, Any]) -> WebhookRequest
 
 def _patched(hook: Webhook, obj: dict[str, Any], patch: list[Any]) -> dict[str, Any]:
     """``obj`` with a mutating webhook's JSON patch applied (kube: a patch that does not apply is an
-    internal error, whatever the failure policy)."""
+    internal error, whatever the failure policy). Its ``copy`` operations may add 3 MiB at most, as
+    kube's dispatcher applies it with the JSON patch bound of the whole server: past it, that
+    library's words in kube's internal error (:mod:`controlplane.apis.kube.jsonpatches`)."""
     try:
-        patched = jsonpatch.apply_patch(copy.deepcopy(obj), patch, in_place=True)
+        patched = json_patched(obj, patch)
+    except CopiedTooMuch as exc:
+        raise errors.InternalError(f"Internal error occurred: {exc}", causes=[errors.Cause("", str(exc))]) from None
     except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException, TypeError, KeyError) as exc:
         raise errors.InternalError(f"Internal error occurred: {exc}") from None
     if not isinstance(patched, dict):
