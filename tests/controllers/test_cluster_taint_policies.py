@@ -86,6 +86,10 @@ async def test_a_deleted_policy_leaves_its_taints(objects: ObjectStore, manager:
 
     await eventually(tainted, what="gpu-a tainted")
     await objects.delete(rt, name="not-ready")
+    # The controller reads the policies from its informer: a condition change it handles before
+    # the deletion's event reaches that informer is still handled with the policy (as Karmada's,
+    # from its cache). The deletion is seen first here, as the test means.
+    await settled(manager)
     await set_ready(objects, "gpu-a", "True")
     await settled(manager)
     assert "example.com/not-ready" in await taint_keys(objects, "gpu-a")
