@@ -4,7 +4,9 @@ In: ``policy.karmada.io/v1alpha1`` ClusterTaintPolicies and the Clusters (inform
 cluster's ``spec.taints`` as :func:`~policies.taint_policy.apply_taint_policies` makes them, an
 Event ``TaintClusterSucceed`` on the cluster when they changed. A cluster is looked at again when
 its conditions change and when a policy is created or its spec changes (every cluster it targets);
-deleting a policy leaves the taints it added, as in Karmada. The hub's own health taints
+deleting a policy leaves the taints it added, as in Karmada (the policies are read from their
+informer, as Karmada's from its cache: a condition change handled before the deletion's event
+arrives is handled with the policy). The hub's own health taints
 (:mod:`controlplane.controllers.health`) are other keys and stay as they are.
 """
 
