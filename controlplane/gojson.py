@@ -99,6 +99,26 @@ def go_printed(value: Any) -> str:
     return str(value)
 
 
+def go_syntax(value: Any) -> str:
+    """``%#v`` of a decoded JSON value inside ``interface{}``: strings quoted, maps and lists as
+    Go literals (``map[string]interface {}{"a":1}``, ``[]interface {}{"x"}``), nil as
+    ``interface {}(nil)``."""
+    if value is None:
+        return "interface {}(nil)"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return go_quote(value)
+    if isinstance(value, float):
+        return go_float(value)
+    if isinstance(value, dict):
+        inner = ", ".join(f"{go_quote(str(k))}:{go_syntax(v)}" for k, v in sorted(value.items()))
+        return "map[string]interface {}{" + inner + "}"
+    if isinstance(value, list):
+        return "[]interface {}{" + ", ".join(go_syntax(v) for v in value) + "}"
+    return str(value)
+
+
 def go_float(value: float) -> str:
     """strconv's shortest ``'g'`` form, as ``%v`` prints a float64: an exponent below -4 or
     from 6 on is written ``1.5e+06``."""

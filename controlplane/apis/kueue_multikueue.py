@@ -17,12 +17,19 @@ from typing import Annotated, Final, Literal
 
 from pydantic import Field
 
-from controlplane.apis.kube.field import CauseType, FieldError, set_duplicates
+from controlplane.apis.kube.field import CauseType, FieldError
 from controlplane.apis.kube.objects import child, set_nil_default
 from controlplane.apis.kueue_names import MULTIKUEUE_CONTROLLER_NAME
 from controlplane.apis.kueue_v1beta1 import API_VERSION as _V1BETA1
 from controlplane.apis.kueue_v1beta2 import API_VERSION as _V1BETA2
-from controlplane.apis.meta import Condition, ObjectMeta, SpecModel, WireModel
+from controlplane.apis.meta import (
+    CONDITIONS_BY_TYPE,
+    LISTED_AS_SET,
+    Condition,
+    ObjectMeta,
+    SpecModel,
+    WireModel,
+)
 from controlplane.apis.untyped import Obj
 
 #: The controller name of Kueue's MultiKueue admission checks.
@@ -71,12 +78,12 @@ class MultiKueueClusterSpecV1beta2(SpecModel):
 
 
 class MultiKueueClusterStatus(WireModel):
-    conditions: list[Condition] | None = None
+    conditions: list[Condition] | None = Field(default=None, json_schema_extra=CONDITIONS_BY_TYPE)
     """Active: whether the cluster is connected."""
 
 
 class MultiKueueClusterStatusV1beta2(WireModel):
-    conditions: list[Condition] | None = Field(default=None, max_length=16)
+    conditions: list[Condition] | None = Field(default=None, max_length=16, json_schema_extra=CONDITIONS_BY_TYPE)
     """Active: whether the cluster is connected (at most 16 conditions)."""
 
 
@@ -103,12 +110,12 @@ class MultiKueueClusterV1beta2(MultiKueueCluster):
 
 
 class MultiKueueConfigSpec(SpecModel):
-    clusters: list[str] = Field(min_length=1, max_length=20)
+    clusters: list[str] = Field(min_length=1, max_length=20, json_schema_extra=LISTED_AS_SET)
     """The MultiKueueClusters the workloads of a ClusterQueue are dispatched to (each once)."""
 
 
 class MultiKueueConfigSpecV1beta2(SpecModel):
-    clusters: list[Annotated[str, Field(max_length=256)]] = Field(min_length=1, max_length=20)
+    clusters: list[Annotated[str, Field(max_length=256)]] = Field(min_length=1, max_length=20, json_schema_extra=LISTED_AS_SET)
     """The MultiKueueClusters the workloads of a ClusterQueue are dispatched to (each once, names
     of at most 256 characters)."""
 
@@ -153,12 +160,6 @@ def cluster_source_errors(obj: Obj, old: Obj | None) -> list[FieldError]:
         return []
     message = f"exactly one of the fields in [{' '.join(_SOURCES)}] must be set"
     return [FieldError(CauseType.FIELD_VALUE_INVALID, "spec.clusterSource", f'Invalid value: "object": {message}')]
-
-
-def config_errors(obj: Obj, old: Obj | None) -> list[FieldError]:
-    """Kueue's ``listType=set`` on a MultiKueueConfig's ``spec.clusters``: each name once, as kube
-    reports a set's duplicate."""
-    return set_duplicates((obj.get("spec") or {}).get("clusters"), "spec.clusters")
 
 
 def cluster_to_v1beta1(obj: Obj) -> Obj:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pydantic import Field, field_validator
 
-from controlplane.apis.meta import Toleration, WireModel
+from controlplane.apis.meta import LISTED_ATOMIC, Toleration, WireModel
 
 
 class PodSetUpdate(WireModel):
@@ -21,7 +21,7 @@ class PodSetUpdate(WireModel):
     """Merged into the pod template's annotations."""
     node_selector: dict[str, str] | None = Field(default=None, max_length=8)
     """Merged into the pod template's nodeSelector, with the flavor's node labels."""
-    tolerations: list[Toleration] | None = Field(default=None, max_length=8)
+    tolerations: list[Toleration] | None = Field(default=None, max_length=8, json_schema_extra=LISTED_ATOMIC)
     """Appended to the pod template's tolerations."""
 
     @field_validator("tolerations")

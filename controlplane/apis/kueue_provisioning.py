@@ -16,7 +16,7 @@ from pydantic import Field, field_validator
 
 from controlplane.apis.kube.objects import child, set_nil_default
 from controlplane.apis.kueue_v1beta1 import API_VERSION as V1BETA1
-from controlplane.apis.meta import ObjectMeta, SpecModel, repeated
+from controlplane.apis.meta import LISTED_AS_SET, ObjectMeta, SpecModel, listed_by, repeated
 
 _DNS_SUBDOMAIN: Final = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 _LABEL_KEY: Final = (
@@ -44,7 +44,7 @@ class NodeSelectorUpdate(SpecModel):
 
 
 class PodSetUpdates(SpecModel):
-    node_selector: list[NodeSelectorUpdate] | None = Field(default=None, max_length=8)
+    node_selector: list[NodeSelectorUpdate] | None = Field(default=None, max_length=8, json_schema_extra=listed_by("key"))
     """Node selector entries that target the provisioned nodes (keys unique)."""
 
     @field_validator("node_selector")
@@ -62,7 +62,7 @@ class ProvisioningRequestConfigSpec(SpecModel):
     check-capacity.autoscaling.x-k8s.io."""
     parameters: dict[str, str] | None = Field(default=None, max_length=100)
     """Other parameters the provisioning class may need (values up to 255 characters)."""
-    managed_resources: list[str] | None = Field(default=None, max_length=100)
+    managed_resources: list[str] | None = Field(default=None, max_length=100, json_schema_extra=LISTED_AS_SET)
     """The resources the autoscaler manages; only pod sets requesting one of them are provisioned
     (empty: all)."""
     retry_strategy: RetryStrategy | None = None

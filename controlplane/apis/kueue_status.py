@@ -11,7 +11,15 @@ from typing import Literal
 from pydantic import Field
 
 from controlplane.apis.kueue_podset import PodSetUpdate
-from controlplane.apis.meta import Taint, Timestamp, WireModel
+from controlplane.apis.meta import (
+    LISTED_AS_SET,
+    LISTED_ATOMIC,
+    MAPPED_ATOMIC,
+    Taint,
+    Timestamp,
+    WireModel,
+    listed_by,
+)
 
 #: Kueue's bound on the flavors of a queue's usage and on the resources of each.
 MAX_USAGE_ITEMS = 64
@@ -29,18 +37,18 @@ class ResourceUsage(WireModel):
 class FlavorUsage(WireModel):
     name: str
     """The ResourceFlavor."""
-    resources: list[ResourceUsage] = Field(default_factory=list, max_length=MAX_USAGE_ITEMS)
+    resources: list[ResourceUsage] = Field(default_factory=list, max_length=MAX_USAGE_ITEMS, json_schema_extra=listed_by("name"))
     """Usage per resource."""
 
 
 class LocalQueueFlavorStatus(WireModel):
     name: str = Field(max_length=253)
     """A ResourceFlavor of the LocalQueue's ClusterQueue."""
-    resources: list[str] | None = Field(default=None, max_length=16)
+    resources: list[str] | None = Field(default=None, max_length=16, json_schema_extra=LISTED_AS_SET)
     """The resources the ClusterQueue gives quota for in this flavor."""
-    node_labels: dict[str, str] | None = Field(default=None, max_length=8)
+    node_labels: dict[str, str] | None = Field(default=None, max_length=8, json_schema_extra=MAPPED_ATOMIC)
     """The flavor's node labels."""
-    node_taints: list[Taint] | None = Field(default=None, max_length=8)
+    node_taints: list[Taint] | None = Field(default=None, max_length=8, json_schema_extra=LISTED_ATOMIC)
     """The flavor's node taints."""
 
 
@@ -59,16 +67,16 @@ class PendingWorkloadsStatus(WireModel):
 
 
 class TopologyDomainAssignment(WireModel):
-    values: list[str] = Field(min_length=1, max_length=16)
+    values: list[str] = Field(min_length=1, max_length=16, json_schema_extra=LISTED_ATOMIC)
     """The domain's node label values, from the highest level to the lowest."""
     count: int = Field(ge=1)
     """The pods to run in it."""
 
 
 class TopologyAssignment(WireModel):
-    levels: list[str] = Field(min_length=1, max_length=16)
+    levels: list[str] = Field(min_length=1, max_length=16, json_schema_extra=LISTED_ATOMIC)
     """The node label keys of the topology's levels, from the highest to the lowest."""
-    domains: list[TopologyDomainAssignment] = Field(max_length=100000)
+    domains: list[TopologyDomainAssignment] = Field(max_length=100000, json_schema_extra=LISTED_ATOMIC)
     """The pods per domain."""
 
 
@@ -90,7 +98,7 @@ class PodSetAssignment(WireModel):
 class Admission(WireModel):
     cluster_queue: str
     """The ClusterQueue whose quota the workload holds."""
-    pod_set_assignments: list[PodSetAssignment] = Field(default_factory=list)
+    pod_set_assignments: list[PodSetAssignment] = Field(default_factory=list, json_schema_extra=listed_by("name"))
     """The flavors of each pod set."""
 
 
@@ -106,7 +114,7 @@ class AdmissionCheckState(WireModel):
     """When the state last changed."""
     message: str = Field(max_length=32768)
     """Why, in words (may be empty)."""
-    pod_set_updates: list[PodSetUpdate] | None = Field(default=None, max_length=8)
+    pod_set_updates: list[PodSetUpdate] | None = Field(default=None, max_length=8, json_schema_extra=LISTED_ATOMIC)
     """Changes the check asks of the pod sets: applied to a batch/v1 Job's pod template as it starts."""
     requeue_after_seconds: int | None = Field(default=None, ge=0, le=2**31 - 1)
     """With state Retry: how long the evicted workload waits before it is queued again."""
@@ -122,7 +130,9 @@ class SchedulingStatsEviction(WireModel):
 
 
 class SchedulingStats(WireModel):
-    evictions: list[SchedulingStatsEviction] | None = Field(default=None, max_length=256)
+    evictions: list[SchedulingStatsEviction] | None = Field(
+        default=None, max_length=256, json_schema_extra=listed_by("reason", "underlyingCause")
+    )
     """Evictions per reason and cause."""
 
 

@@ -15,7 +15,7 @@ from typing import Any, Final, Literal
 from pydantic import Field
 
 from controlplane.apis.kube.field import CauseType, FieldError
-from controlplane.apis.meta import ObjectMeta, SpecModel
+from controlplane.apis.meta import LISTED_ATOMIC, ObjectMeta, SpecModel
 
 HOSTNAME_LABEL: Final = "kubernetes.io/hostname"
 _LABEL_KEY: Final = (
@@ -29,7 +29,7 @@ class TopologyLevel(SpecModel):
 
 
 class TopologySpec(SpecModel):
-    levels: list[TopologyLevel] = Field(min_length=1, max_length=16)
+    levels: list[TopologyLevel] = Field(min_length=1, max_length=16, json_schema_extra=LISTED_ATOMIC)
     """The levels, from the widest (a block) to the narrowest (a host); immutable."""
 
 

@@ -22,7 +22,14 @@ from controlplane.apis.kueue_v1beta1 import (
     limits_need,
     resources_once,
 )
-from controlplane.apis.meta import Condition, ObjectMeta, SpecModel, WireModel
+from controlplane.apis.meta import (
+    CONDITIONS_BY_TYPE,
+    LISTED_ATOMIC,
+    Condition,
+    ObjectMeta,
+    SpecModel,
+    WireModel,
+)
 
 VERSION: Final = "v1alpha1"
 API_VERSION: Final = "kueue.x-k8s.io/v1alpha1"
@@ -31,7 +38,7 @@ API_VERSION: Final = "kueue.x-k8s.io/v1alpha1"
 class CohortSpec(SpecModel):
     parent_name: str | None = Field(default=None, max_length=253)
     """The parent cohort (absent: this cohort is the root of its tree)."""
-    resource_groups: list[ResourceGroup] | None = Field(default=None, max_length=MAX_ITEMS)
+    resource_groups: list[ResourceGroup] | None = Field(default=None, max_length=MAX_ITEMS, json_schema_extra=LISTED_ATOMIC)
     """Quota of the cohort itself, lent to the queues and cohorts under it; borrowingLimit and
     lendingLimit bound what its subtree borrows from and lends to the parent."""
     fair_sharing: FairSharing | None = None
@@ -50,7 +57,7 @@ class CohortSpec(SpecModel):
 
 
 class CohortStatus(WireModel):
-    conditions: list[Condition] | None = None
+    conditions: list[Condition] | None = Field(default=None, json_schema_extra=CONDITIONS_BY_TYPE)
     """The cohort's conditions."""
     fair_sharing: FairSharingStatus | None = None
     """The cohort's weighted share among its siblings (with --kueue-fair-sharing)."""

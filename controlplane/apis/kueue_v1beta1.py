@@ -26,6 +26,11 @@ from controlplane.apis.kueue_status import (
     UnhealthyNode,
 )
 from controlplane.apis.meta import (
+    CONDITIONS_BY_TYPE,
+    LISTED_AS_SET,
+    LISTED_ATOMIC,
+    MAPPED_ATOMIC,
+    SERVED_DEFAULT,
     Condition,
     LabelSelector,
     ObjectMeta,
@@ -34,6 +39,7 @@ from controlplane.apis.meta import (
     Timestamp,
     Toleration,
     WireModel,
+    listed_by,
     published_as,
     repeated,
 )
@@ -145,13 +151,13 @@ def unique_names(items: list[Any], what: str) -> None:
 
 
 class ResourceFlavorSpec(SpecModel):
-    node_labels: dict[str, str] | None = Field(default=None, max_length=8)
+    node_labels: dict[str, str] | None = Field(default=None, max_length=8, json_schema_extra=MAPPED_ATOMIC)
     """Labels of the capacity this flavor stands for. At the hub they select fleet GPU classes:
     a GPU product (nvidia.com/gpu.product), a MIG profile, or cluster labels such as
     cluster.gpufed.io/tier; an admitted workload is placed only where they all match."""
-    node_taints: list[Taint] | None = Field(default=None, max_length=8)
+    node_taints: list[Taint] | None = Field(default=None, max_length=8, json_schema_extra=LISTED_ATOMIC)
     """Taints of that capacity; a workload must tolerate them to be admitted in the flavor."""
-    tolerations: list[Toleration] | None = Field(default=None, max_length=8)
+    tolerations: list[Toleration] | None = Field(default=None, max_length=8, json_schema_extra=LISTED_ATOMIC)
     """Tolerations added to the pods of a workload admitted in this flavor."""
     topology_name: str | None = None
     """The Topology of the flavor (topology-aware scheduling; kept, not used by the hub)."""
@@ -186,14 +192,14 @@ class ResourceQuota(SpecModel):
 class FlavorQuotas(SpecModel):
     name: str = Field(min_length=1)
     """A ResourceFlavor's name."""
-    resources: list[ResourceQuota] = Field(min_length=1, max_length=MAX_GROUP_ITEMS)
+    resources: list[ResourceQuota] = Field(min_length=1, max_length=MAX_GROUP_ITEMS, json_schema_extra=listed_by("name"))
     """The quota of each covered resource in this flavor."""
 
 
 class ResourceGroup(SpecModel):
-    covered_resources: list[str] = Field(min_length=1, max_length=MAX_GROUP_ITEMS)
+    covered_resources: list[str] = Field(min_length=1, max_length=MAX_GROUP_ITEMS, json_schema_extra=LISTED_ATOMIC)
     """The resources the group's flavors give quota for; a workload gets one flavor for all of them."""
-    flavors: list[FlavorQuotas] = Field(min_length=1, max_length=MAX_GROUP_ITEMS)
+    flavors: list[FlavorQuotas] = Field(min_length=1, max_length=MAX_GROUP_ITEMS, json_schema_extra=listed_by("name"))
     """The flavors in the order admission tries them."""
 
     @model_validator(mode="after")
@@ -299,17 +305,17 @@ class FairSharingStatus(WireModel):
 class AdmissionCheckStrategyRule(SpecModel):
     name: str
     """The AdmissionCheck's name."""
-    on_flavors: list[str] | None = None
+    on_flavors: list[str] | None = Field(default=None, json_schema_extra=LISTED_AS_SET)
     """The flavors the check applies to (absent: all)."""
 
 
 class AdmissionChecksStrategy(SpecModel):
-    admission_checks: list[AdmissionCheckStrategyRule] | None = None
+    admission_checks: list[AdmissionCheckStrategyRule] | None = Field(default=None, json_schema_extra=listed_by("name"))
     """The checks and the flavors each applies to."""
 
 
 class ClusterQueueSpec(SpecModel):
-    resource_groups: list[ResourceGroup] | None = Field(default=None, max_length=MAX_ITEMS)
+    resource_groups: list[ResourceGroup] | None = Field(default=None, max_length=MAX_ITEMS, json_schema_extra=LISTED_ATOMIC)
     """Quota per flavor and resource, in groups of resources that share a flavor."""
     cohort: str | None = None
     """The cohort whose queues lend each other unused quota."""
@@ -331,7 +337,9 @@ class ClusterQueueSpec(SpecModel):
     """Fair-sharing weight among the cohort's queues and cohorts."""
     admission_scope: AdmissionScope | None = None
     """Admission fair sharing: whether the queue orders its workloads by their LocalQueue's usage."""
-    exclude_resource_prefixes: list[ResourcePrefix] | None = Field(default=None, max_length=MAX_GROUP_ITEMS)
+    exclude_resource_prefixes: list[ResourcePrefix] | None = Field(
+        default=None, max_length=MAX_GROUP_ITEMS, json_schema_extra=LISTED_AS_SET
+    )
     """Resources (a name, or a prefix before a slash) Kueue leaves out of this queue's quota (kept; the hub does not act on it)."""
 
     @field_validator("resource_groups")
@@ -347,11 +355,11 @@ class ClusterQueueSpec(SpecModel):
 
 
 class ClusterQueueStatus(WireModel):
-    conditions: list[Condition] | None = None
+    conditions: list[Condition] | None = Field(default=None, json_schema_extra=CONDITIONS_BY_TYPE)
     """The queue's conditions."""
-    flavors_reservation: list[FlavorUsage] | None = None
+    flavors_reservation: list[FlavorUsage] | None = Field(default=None, json_schema_extra=listed_by("name"))
     """Quota reserved per flavor and resource, and how much of it is borrowed."""
-    flavors_usage: list[FlavorUsage] | None = None
+    flavors_usage: list[FlavorUsage] | None = Field(default=None, json_schema_extra=listed_by("name"))
     """Quota used by admitted workloads per flavor and resource."""
     pending_workloads: int | None = None
     """Workloads waiting for quota."""
@@ -392,7 +400,7 @@ class LocalQueueSpec(SpecModel):
 
 
 class LocalQueueStatus(WireModel):
-    conditions: list[Condition] | None = None
+    conditions: list[Condition] | None = Field(default=None, json_schema_extra=CONDITIONS_BY_TYPE)
     """The queue's conditions."""
     pending_workloads: int | None = None
     """Workloads of the queue waiting for quota."""
@@ -400,11 +408,11 @@ class LocalQueueStatus(WireModel):
     """Workloads of the queue holding quota."""
     admitted_workloads: int | None = None
     """Admitted workloads of the queue that have not finished."""
-    flavors_reservation: list[FlavorUsage] | None = None
+    flavors_reservation: list[FlavorUsage] | None = Field(default=None, json_schema_extra=listed_by("name"))
     """Quota reserved by the queue's workloads per flavor (not written by the hub yet)."""
-    flavor_usage: list[FlavorUsage] | None = None
+    flavor_usage: list[FlavorUsage] | None = Field(default=None, json_schema_extra=listed_by("name"))
     """Quota used by the queue's admitted workloads per flavor (not written by the hub yet)."""
-    flavors: list[LocalQueueFlavorStatus] | None = Field(default=None, max_length=MAX_USAGE_ITEMS)
+    flavors: list[LocalQueueFlavorStatus] | None = Field(default=None, max_length=MAX_USAGE_ITEMS, json_schema_extra=listed_by("name"))
     """The flavors of the queue's ClusterQueue (not written by the hub yet)."""
     fair_sharing: FairSharingStatus | None = None
     """The queue's admission fair sharing state: its consumed resources and when they were sampled."""
@@ -446,7 +454,7 @@ class WorkloadPriorityClass(SpecModel):
 
 
 class PodSet(SpecModel):
-    name: str = Field(default="main", min_length=1, max_length=63)
+    name: str = Field(default="main", min_length=1, max_length=63, json_schema_extra=SERVED_DEFAULT)
     """The pod set's name (a role of the job, e.g. main, worker)."""
     template: dict[str, Any] = Field(default_factory=dict, json_schema_extra=published_as("PodTemplateSpec"))
     """The pod template: its containers' requests are what the pod set asks of the quota."""
@@ -459,7 +467,7 @@ class PodSet(SpecModel):
 
 
 class WorkloadSpec(SpecModel):
-    pod_sets: list[PodSet] = Field(min_length=1, max_length=8)
+    pod_sets: list[PodSet] = Field(min_length=1, max_length=8, json_schema_extra=listed_by("name"))
     """The pods the workload needs, per role."""
     queue_name: str | None = None
     """The LocalQueue (in the workload's namespace) the workload waits in."""
@@ -493,14 +501,14 @@ class WorkloadStatusFields(WireModel):
 
     admission: Admission | None = None
     """Where the workload holds quota, and in which flavors."""
-    conditions: list[Condition] | None = None
+    conditions: list[Condition] | None = Field(default=None, json_schema_extra=CONDITIONS_BY_TYPE)
     """QuotaReserved, Admitted, Finished, Evicted ... as Kueue sets them."""
     requeue_state: dict[str, Any] | None = None
     """How often the workload was requeued after a PodsReady timeout (count) and when it may be
     admitted again (requeueAt)."""
-    reclaimable_pods: list[dict[str, Any]] | None = None
+    reclaimable_pods: list[dict[str, Any]] | None = Field(default=None, json_schema_extra=listed_by("name"))
     """Pods whose quota may be released early (not used by the hub)."""
-    admission_checks: list[AdmissionCheckState] | None = Field(default=None, max_length=8)
+    admission_checks: list[AdmissionCheckState] | None = Field(default=None, max_length=8, json_schema_extra=listed_by("name"))
     """The state of each admission check of its ClusterQueue, set by the check's controller;
     the Workload is Admitted once all are Ready."""
 
@@ -510,15 +518,15 @@ class WorkloadStatusFields(WireModel):
         if checks is not None:
             unique_names(checks, "admission check")
         return checks
-    resource_requests: list[dict[str, Any]] | None = None
+    resource_requests: list[dict[str, Any]] | None = Field(default=None, json_schema_extra=listed_by("name"))
     """Total requests per pod set (not written by the hub)."""
     scheduling_stats: SchedulingStats | None = None
     """Kueue's eviction counts per reason (kept as written; the hub does not write it)."""
-    nominated_cluster_names: list[str] | None = Field(default=None, max_length=10)
+    nominated_cluster_names: list[str] | None = Field(default=None, max_length=10, json_schema_extra=LISTED_ATOMIC)
     """MultiKueue: the worker clusters nominated (kept as written; the hub does not write it)."""
     cluster_name: str | None = Field(default=None, max_length=256)
     """MultiKueue: the worker cluster the workload runs in (kept as written; the hub does not write it)."""
-    unhealthy_nodes: list[UnhealthyNode] | None = Field(default=None, max_length=8)
+    unhealthy_nodes: list[UnhealthyNode] | None = Field(default=None, max_length=8, json_schema_extra=listed_by("name"))
     """Failed nodes of topology-aware scheduling (kept as written; the hub does not write it)."""
 
 
@@ -570,7 +578,7 @@ class AdmissionCheckSpec(AdmissionCheckSpecFields):
 
 
 class AdmissionCheckStatus(WireModel):
-    conditions: list[Condition] | None = None
+    conditions: list[Condition] | None = Field(default=None, json_schema_extra=CONDITIONS_BY_TYPE)
     """Active: set by the check's controller when it is ready to decide workloads' checks."""
 
 

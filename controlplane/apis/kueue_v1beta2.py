@@ -27,7 +27,17 @@ from pydantic import Field, field_validator, model_validator
 from controlplane.apis import kueue_v1alpha1
 from controlplane.apis import kueue_v1beta1 as v1beta1
 from controlplane.apis.kueue_status import FlavorUsage
-from controlplane.apis.meta import Condition, LabelSelector, ObjectMeta, SpecModel, WireModel
+from controlplane.apis.meta import (
+    CONDITIONS_BY_TYPE,
+    LISTED_AS_SET,
+    LISTED_ATOMIC,
+    Condition,
+    LabelSelector,
+    ObjectMeta,
+    SpecModel,
+    WireModel,
+    listed_by,
+)
 
 VERSION: Final = "v1beta2"
 API_VERSION: Final = "kueue.x-k8s.io/v1beta2"
@@ -121,7 +131,7 @@ class ConcurrentAdmissionPolicy(SpecModel):
 
 
 class ClusterQueueSpec(SpecModel):
-    resource_groups: list[v1beta1.ResourceGroup] | None = Field(default=None, max_length=v1beta1.MAX_ITEMS)
+    resource_groups: list[v1beta1.ResourceGroup] | None = Field(default=None, max_length=v1beta1.MAX_ITEMS, json_schema_extra=LISTED_ATOMIC)
     """Quota per flavor and resource, in groups of resources that share a flavor."""
     cohort_name: str | None = Field(default=None, max_length=253)
     """The cohort whose queues lend each other unused quota."""
@@ -144,7 +154,9 @@ class ClusterQueueSpec(SpecModel):
     concurrent_admission_policy: ConcurrentAdmissionPolicy | None = None
     """Admission in several flavors at once (Kueue's alpha ConcurrentAdmission; served, immutable,
     not acted on)."""
-    exclude_resource_prefixes: list[v1beta1.ResourcePrefix] | None = Field(default=None, max_length=v1beta1.MAX_GROUP_ITEMS)
+    exclude_resource_prefixes: list[v1beta1.ResourcePrefix] | None = Field(
+        default=None, max_length=v1beta1.MAX_GROUP_ITEMS, json_schema_extra=LISTED_AS_SET
+    )
     """Resources (a name, or a prefix before a slash) Kueue leaves out of this queue's quota (kept; the hub does not act on it)."""
 
     @field_validator("resource_groups")
@@ -177,7 +189,7 @@ class ClusterQueue(SpecModel):
 
 
 class LocalQueueStatus(WireModel):
-    conditions: list[Condition] | None = None
+    conditions: list[Condition] | None = Field(default=None, json_schema_extra=CONDITIONS_BY_TYPE)
     """The queue's conditions."""
     pending_workloads: int | None = None
     """Workloads of the queue waiting for quota."""
@@ -185,9 +197,9 @@ class LocalQueueStatus(WireModel):
     """Workloads of the queue holding quota."""
     admitted_workloads: int | None = None
     """Admitted workloads of the queue that have not finished."""
-    flavors_reservation: list[FlavorUsage] | None = None
+    flavors_reservation: list[FlavorUsage] | None = Field(default=None, json_schema_extra=listed_by("name"))
     """Quota reserved by the queue's workloads per flavor (not written by the hub yet)."""
-    flavors_usage: list[FlavorUsage] | None = None
+    flavors_usage: list[FlavorUsage] | None = Field(default=None, json_schema_extra=listed_by("name"))
     """Quota used by the queue's admitted workloads per flavor (not written by the hub yet)."""
     fair_sharing: v1beta1.FairSharingStatus | None = None
     """The queue's admission fair sharing state: its consumed resources and when they were sampled."""
@@ -228,7 +240,7 @@ class PriorityClassRef(SpecModel):
 
 
 class WorkloadSpec(SpecModel):
-    pod_sets: list[v1beta1.PodSet] = Field(min_length=1, max_length=8)
+    pod_sets: list[v1beta1.PodSet] = Field(min_length=1, max_length=8, json_schema_extra=listed_by("name"))
     """The pods the workload needs, per role."""
     queue_name: str | None = None
     """The LocalQueue (in the workload's namespace) the workload waits in."""

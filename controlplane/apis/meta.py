@@ -88,6 +88,29 @@ def published_as(kube_type: str) -> JsonDict:
     return {PUBLISHED_AS: kube_type}
 
 
+def listed_by(*keys: str) -> JsonDict:
+    """A list field's ``json_schema_extra`` for its CRD's ``+listType=map`` with ``+listMapKey``:
+    server-side apply merges and owns its items by ``keys``, and two items with the same keys
+    are refused (``Duplicate value``), as kube treats the CRD's list."""
+    return {"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": list(keys)}
+
+
+#: The JSON-schema key :data:`SERVED_DEFAULT` sets (the OpenAPI documents read it).
+SERVES_DEFAULT = "x-gpufed-serves-default"
+#: A field's ``json_schema_extra`` for a CRD's ``+kubebuilder:default`` on the key of a keyed list
+#: (a pod set's ``name``: ``main``): its schema carries the model's default, as the CRD's does, so
+#: that server-side apply takes an item that leaves the key out, as kube does.
+SERVED_DEFAULT: JsonDict = {SERVES_DEFAULT: True}
+#: A list field's ``json_schema_extra`` for its CRD's ``+listType=set``: each value owned on its own, once.
+LISTED_AS_SET: JsonDict = {"x-kubernetes-list-type": "set"}
+#: ``+listType=atomic``: the list is one value, replaced and owned whole (also a list's default).
+LISTED_ATOMIC: JsonDict = {"x-kubernetes-list-type": "atomic"}
+#: A map field's ``+mapType=atomic``: the map is one value, replaced and owned whole.
+MAPPED_ATOMIC: JsonDict = {"x-kubernetes-map-type": "atomic"}
+#: ``+listType=map`` by ``type``: a status's conditions, as every Kueue kind declares them.
+CONDITIONS_BY_TYPE: JsonDict = listed_by("type")
+
+
 # ---------------------------------------------------------------------------------------------
 # Time
 # ---------------------------------------------------------------------------------------------

@@ -33,6 +33,7 @@ from controlplane.apis.kube.validation import Validator
 from controlplane.apis.untyped import dig
 from controlplane.apiserver import columns as col
 from controlplane.apiserver.openapi import known_fields
+from controlplane.apiserver.openapi.structural import served_field_schema
 from controlplane.apiserver.patching.schema import FieldSchema, builtin_apply_schema
 
 #: A table cell getter: the object and "now" (for ages) in, a JSON-able cell out.
@@ -235,13 +236,24 @@ class ResourceType:
     #: atomic maps): a CRD version's, built from its structural schema. None: the built-in kind's
     #: of this group, or ObjectMeta only.
     field_schema: FieldSchema | None = field(default=None, compare=False)
-    #: The schema server-side apply and managedFields use: :attr:`field_schema`, or the built-in
-    #: kind's, resolved once here rather than on every write.
-    apply_schema: FieldSchema = field(init=False, repr=False, compare=False)
+    #: The schema server-side apply and managedFields use, resolved on first use rather than on
+    #: every write (:attr:`apply_schema`).
+    _apply_schema: FieldSchema | None = field(default=None, init=False, repr=False, compare=False)
 
-    def __post_init__(self) -> None:
-        schema = self.field_schema if self.field_schema is not None else builtin_apply_schema(self.group, self.kind)
-        object.__setattr__(self, "apply_schema", schema)
+    @property
+    def apply_schema(self) -> FieldSchema:
+        """How server-side apply and managedFields see the kind's fields: :attr:`field_schema`; for
+        a kind served from a model, the list and map types its served schema declares (Kueue's
+        keyed lists, as its CRDs declare them); else the built-in kind's of this group."""
+        schema = self._apply_schema
+        if schema is None:
+            schema = self.field_schema
+            if schema is None and self.model is not None:
+                schema = served_field_schema(self.group, self.version, self.kind, self.model)
+            if schema is None:
+                schema = builtin_apply_schema(self.group, self.kind)
+            object.__setattr__(self, "_apply_schema", schema)
+        return schema
 
     @property
     def status_subresources(self) -> list[str]:

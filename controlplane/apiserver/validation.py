@@ -39,7 +39,7 @@ from controlplane.apiserver.errors import BadRequest, Cause, CauseType, Invalid,
 from controlplane.apiserver.objectmeta import finalizer_write_warnings, metadata_causes
 from controlplane.apiserver.objectmeta import quote as _quote
 from controlplane.apiserver.openapi import known_fields
-from controlplane.apiserver.openapi.structural import schema_errors
+from controlplane.apiserver.openapi.structural import schema_errors, served_list_errors
 from controlplane.apiserver.resources import ResourceType
 from controlplane.apiserver.schemawording import merged_types, schema_cause
 from controlplane.gojson import go_quote
@@ -443,6 +443,9 @@ def check_object(
             # valid (``{application: {bogus: 1}}`` becomes ``{application: {}}``).
             checked = check_model(obj, rt.model, status_only=status_only)
         causes.extend(checked.causes)
+        # The CRD it stands for refuses a repeated key of a ``map`` list, a repeated ``set`` value.
+        repeated = served_list_errors(rt.group, rt.version, rt.kind, rt.model, obj, status_only=status_only)
+        causes.extend(Cause(str(e.type), e.message, e.field) for e in repeated)
     # A status write keeps the stored spec and labels (``merged``): kube's status strategies
     # (ValidateDeploymentStatusUpdate and the like) validate the object's metadata and status,
     # not its spec again: ``validate_status``, where the kind has one.

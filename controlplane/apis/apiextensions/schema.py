@@ -39,6 +39,7 @@ from typing import Any
 import re2
 
 from controlplane.apis.kube.field import CauseType, FieldError
+from controlplane.gojson import go_quote, go_syntax
 
 Schema = dict[str, Any]
 Path = tuple[str | int, ...]
@@ -414,25 +415,52 @@ def _validate_array(value: list[Any], schema: Schema, path: Path, out: list[Fiel
     if isinstance(items, dict):
         for index, item in enumerate(value):
             _validate(item, items, (*path, index), out, old=correlate(schema, old, index, item))
+    out.extend(_repeated_items(value, schema, path))
+
+
+def _repeated_items(value: list[Any], schema: Schema, path: Path) -> list[FieldError]:
+    """kube's uniqueness check of one ``set`` or ``map`` list (apiextensions' ``listtype``): the
+    first repeat of each value (a set's item, a map list's keys, ``map[string]interface {}{"name":"a"}``)
+    is a ``Duplicate value``; an item of a map list that is not an object is invalid."""
     list_type = schema.get("x-kubernetes-list-type")
-    if list_type == "set":
-        seen: list[Any] = []
+    if list_type == "map":
         for index, item in enumerate(value):
-            if item in seen:
-                out.append(_err(CauseType.FIELD_VALUE_DUPLICATE, (*path, index), f"Duplicate value: {_shown(item)}"))
-            else:
-                seen.append(item)
-    elif list_type == "map":
+            if item is not None and not isinstance(item, dict):
+                return [_invalid((*path, index), item, "must be an object for an array of list-type map")]
         keys = list(schema.get("x-kubernetes-list-map-keys") or [])
-        seen_keys: set[str] = set()
-        for index, item in enumerate(value):
-            if not isinstance(item, dict):
-                continue
-            identity = {k: item.get(k) for k in keys if k in item}
-            marker = json.dumps(identity, sort_keys=True, default=str)
-            if marker in seen_keys:
-                out.append(_err(CauseType.FIELD_VALUE_DUPLICATE, (*path, index), f"Duplicate value: {_shown(identity)}"))
-            seen_keys.add(marker)
+        value = [{k: item[k] for k in keys if k in item} if isinstance(item, dict) else {} for item in value]
+    elif list_type != "set":
+        return []
+    seen: dict[str, int] = {}
+    out: list[FieldError] = []
+    for index, item in enumerate(value):
+        marker = json.dumps(item, sort_keys=True, default=str) + type(item).__name__
+        seen[marker] = seen.get(marker, 0) + 1
+        if seen[marker] == 2:
+            shown = go_quote(item) if isinstance(item, str) else go_syntax(item)
+            out.append(_err(CauseType.FIELD_VALUE_DUPLICATE, (*path, index), f"Duplicate value: {shown}"))
+    return out
+
+
+def list_type_errors(value: Any, schema: Schema, path: Path = ()) -> list[FieldError]:
+    """kube's ``ValidateListSetsAndMaps`` alone: the uniqueness of every ``set`` and ``map`` list
+    in ``value`` (:func:`_repeated_items`), whatever else the schema would refuse."""
+    out: list[FieldError] = []
+    if isinstance(value, dict):
+        properties = schema.get("properties") or {}
+        additional = schema.get("additionalProperties")
+        for key, item in value.items():
+            if isinstance(additional, dict):
+                out.extend(list_type_errors(item, additional, (*path, key)))
+            if isinstance(properties.get(key), dict):
+                out.extend(list_type_errors(item, properties[key], (*path, key)))
+    elif isinstance(value, list):
+        out.extend(_repeated_items(value, schema, path))
+        items = schema.get("items")
+        if isinstance(items, dict):
+            for index, item in enumerate(value):
+                out.extend(list_type_errors(item, items, (*path, index)))
+    return out
 
 
 @functools.lru_cache(maxsize=1024)

@@ -213,13 +213,6 @@ def items(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-def set_duplicates(value: Any, path: str) -> list[FieldError]:
-    """kube's check of a ``x-kubernetes-list-type: set``: each entry equal to an earlier one is a
-    duplicate (``path[i]: Duplicate value: "x"``)."""
-    listed = items(value)
-    return [duplicate(f"{path}[{index}]", entry) for index, entry in enumerate(listed) if entry in listed[:index]]
-
-
 def indexed(value: Any, path: str) -> Iterator[tuple[str, dict[str, Any]]]:
     """Each entry of the list ``value`` as an object (see :func:`mapping`), with its path ``path[i]``."""
     for i, entry in enumerate(items(value)):

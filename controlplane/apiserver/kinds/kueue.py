@@ -26,7 +26,7 @@ from controlplane.apis import (
     kueue_v1beta2,
 )
 from controlplane.apis import kueue_v1beta1 as kueue
-from controlplane.apis.kube.field import CauseType, FieldError, set_duplicates
+from controlplane.apis.kube.field import CauseType, FieldError
 from controlplane.apiserver.kinds import cells
 from controlplane.apiserver.resources import AGE, ResourceType, TableColumn, VersionConversion
 
@@ -60,9 +60,9 @@ def _concurrent_admission_policy(obj: dict[str, Any]) -> Any:
 
 
 def _cluster_queue_errors(obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
-    """Kueue's CRD: ``spec.excludeResourcePrefixes`` is a set (each prefix once); its webhook
-    keeps ``concurrentAdmissionPolicy`` as it was created."""
-    errors = set_duplicates((obj.get("spec") or {}).get("excludeResourcePrefixes"), "spec.excludeResourcePrefixes")
+    """Kueue's webhook keeps ``concurrentAdmissionPolicy`` as it was created (``spec.excludeResourcePrefixes``,
+    a set in Kueue's CRD, is checked as every list type of the served schema is)."""
+    errors: list[FieldError] = []
     if old is not None and _concurrent_admission_policy(obj) != _concurrent_admission_policy(old):
         errors.append(FieldError(CauseType.FIELD_VALUE_INVALID, "spec.concurrentAdmissionPolicy", 'Invalid value: "object": field is immutable'))
     return errors
@@ -164,7 +164,6 @@ TOPOLOGY = ResourceType(
 MULTIKUEUE_CONFIG = ResourceType(
     kueue.API_GROUP, kueue.VERSION, "MultiKueueConfig", "multikueueconfigs", "multikueueconfig", namespaced=False,
     model=kueue_multikueue.MultiKueueConfig,
-    validate=kueue_multikueue.config_errors,
 )
 MULTIKUEUE_CLUSTER = ResourceType(
     kueue.API_GROUP, kueue.VERSION, "MultiKueueCluster", "multikueueclusters", "multikueuecluster", namespaced=False,

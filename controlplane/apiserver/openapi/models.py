@@ -4,7 +4,8 @@ A model's JSON schema (JSON Schema 2020-12) is rewritten into kube's OpenAPI v2 
 form every definition takes here (:mod:`.upstream` holds kube's own): ``#/definitions/``
 references named after the kind's group (``io.gpufed.policy.v1alpha1.Placement``), one type
 per schema (``Optional[X]`` is ``X``; a union of scalars is kube's int-or-string or an
-untyped value), ``const``/``Literal`` as ``enum``, no pydantic titles or defaults.
+untyped value), ``const``/``Literal`` as ``enum``, no pydantic titles or defaults (but a
+default the CRD declares on a keyed list's key, :data:`~controlplane.apis.meta.SERVED_DEFAULT`).
 
 Descriptions are written for users: a field's description is the attribute docstring under
 it in the model (:mod:`controlplane.apis.fielddocs`); class docstrings speak to developers and are
@@ -22,7 +23,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from controlplane.apis.fielddocs import DescribedJsonSchema
-from controlplane.apis.meta import PUBLISHED_AS
+from controlplane.apis.meta import PUBLISHED_AS, SERVES_DEFAULT
 from controlplane.apiserver.openapi.upstream import DEFINITIONS_PREFIX, OBJECT_META, POD_TEMPLATE_SPEC
 
 _META = "io.k8s.apimachinery.pkg.apis.meta.v1."
@@ -236,6 +237,8 @@ class _Rewriter:
             out["description"] = description
         if "const" in node:
             out["enum"] = [node["const"]]
+        if node.get(SERVES_DEFAULT) and "default" in node:
+            out["default"] = node["default"]
         for key, value in node.items():
             if key in _VALIDATION_KEYWORDS or key.startswith("x-kubernetes-"):
                 out[key] = value

@@ -18,6 +18,12 @@ into one tree :mod:`controlplane.apis.apiextensions.schema` validates as a CRD v
 
 The schemas are partial (the fields gpufed reads and users set most): the fields they do not
 list are kept and not checked, as their objects keep them. Pure; each kind's tree is built once.
+
+The kinds served from a pydantic model (Kueue's, Karmada's, gpufed's) are checked by their model,
+not by such a tree; :func:`served_field_schema` reads the list and map types their served schema
+declares (Kueue's ``+listType=map`` lists, as its CRDs declare them) into the
+:class:`~controlplane.apiserver.patching.schema.FieldSchema` server-side apply merges them with,
+and :func:`served_list_errors` refuses what kube's list-type validation refuses in them.
 """
 
 from __future__ import annotations
@@ -26,9 +32,12 @@ import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from controlplane.apis.apiextensions.schema import NO_OLD, validate
+from pydantic import BaseModel
+
+from controlplane.apis.apiextensions.schema import NO_OLD, list_type_errors, validate
 from controlplane.apis.kube.field import FieldError
 from controlplane.apiserver.openapi.extra_kinds import extra_kind_definitions
+from controlplane.apiserver.openapi.models import model_definitions, model_json_schema
 from controlplane.apiserver.openapi.sigs_kinds import sigs_kind_definitions
 from controlplane.apiserver.openapi.trainer_kinds import trainer_kind_definitions
 from controlplane.apiserver.openapi.upstream import (
@@ -38,6 +47,8 @@ from controlplane.apiserver.openapi.upstream import (
     QUANTITY,
     shared_definitions,
 )
+from controlplane.apiserver.patching.schema import FieldSchema
+from controlplane.apiserver.patching.structural import structural_apply_schema
 
 Schema = dict[str, Any]
 
@@ -122,3 +133,49 @@ def schema_errors(
         return []
     was = old["status"] if old is not None and "status" in old else NO_OLD
     return validate(obj["status"], status_schema, path=("status",), old=was)
+
+
+_SHAPE_MARKERS = ("x-kubernetes-list-type", "x-kubernetes-map-type")
+
+
+def _declares_shapes(node: Any) -> bool:
+    if isinstance(node, dict):
+        return any(key in node for key in _SHAPE_MARKERS) or any(map(_declares_shapes, node.values()))
+    return isinstance(node, list) and any(map(_declares_shapes, node))
+
+
+@functools.cache
+def _model_tree(group: str, version: str, kind: str, model: type[BaseModel]) -> Schema | None:
+    """The served schema of a model's kind as one tree (kube's parts inlined), or None when it
+    declares no list or map type (its lists are atomic, its objects merged key by key)."""
+    name = f"{'.'.join(reversed(group.split('.')))}.{version}.{kind}"
+    definitions = model_definitions(model_json_schema(model), name=name, kind=kind)
+    if not _declares_shapes(definitions):
+        return None
+    return _inlined(name, definitions, shared_definitions().definitions, frozenset())
+
+
+@functools.cache
+def served_field_schema(group: str, version: str, kind: str, model: type[BaseModel]) -> FieldSchema | None:
+    """How server-side apply merges a model's kind, as kube merges the CRD it stands for: by the list
+    and map types its served schema declares (None: it declares none; the caller's default holds).
+    Built on first use, once per kind and model."""
+    tree = _model_tree(group, version, kind, model)
+    return structural_apply_schema(tree) if tree is not None else None
+
+
+def served_list_errors(
+    group: str, version: str, kind: str, model: type[BaseModel], obj: dict[str, Any], *, status_only: bool = False
+) -> list[FieldError]:
+    """kube's list-type errors for ``obj`` of a model's kind: a key repeated in a ``map`` list, a
+    value repeated in a ``set`` list (``spec.podSets[1]: Duplicate value: map[string]interface {}{"name":"main"}``);
+    a write of the status subresource (``status_only``) is checked in its status alone."""
+    tree = _model_tree(group, version, kind, model)
+    if tree is None:
+        return []
+    if not status_only:
+        return list_type_errors(obj, tree)
+    status_schema = (tree.get("properties") or {}).get("status")
+    if not isinstance(status_schema, dict) or not isinstance(obj.get("status"), dict):
+        return []
+    return list_type_errors(obj["status"], status_schema, path=("status",))

@@ -37,7 +37,7 @@ from typing import Any
 
 from controlplane.apiserver.patching.schema import DEDUCED, FieldSchema, ListType
 from controlplane.apiserver.patching.smdtypes import DEDUCED_TYPE, Scalar, Shape, SmdType
-from controlplane.gojson import go_float, go_printed, go_quote
+from controlplane.gojson import go_float, go_printed, go_quote, go_syntax
 
 
 def applied_typing_error(applied: Mapping[str, Any], schema: FieldSchema, typed: SmdType | None = None) -> str | None:
@@ -135,7 +135,7 @@ def _scalar_problem(scalar: Scalar, value: Any) -> str | None:
     if scalar is Scalar.NUMERIC and not is_number:
         return f"expected numeric (int or float), got {_go_type(value)}"
     if scalar is Scalar.STRING and not isinstance(value, str):
-        return f"expected string, got &value.valueUnstructured{{Value:{_go_syntax(_as_go(value))}}}"
+        return f"expected string, got &value.valueUnstructured{{Value:{go_syntax(_as_go(value))}}}"
     if scalar is Scalar.BOOLEAN and not isinstance(value, bool):
         return f"expected boolean, got {_shown(value)}"
     if scalar is Scalar.UNTYPED and isinstance(value, Mapping | list):
@@ -152,26 +152,6 @@ def _go_type(value: Any) -> str:
     if isinstance(value, int | float):
         return "float64"
     return "[]interface {}" if isinstance(value, list) else "map[string]interface {}"
-
-
-def _go_syntax(value: Any) -> str:
-    """``%#v`` of a decoded JSON value inside ``interface{}``: strings quoted, maps and lists as
-    Go literals (``map[string]interface {}{"a":1}``, ``[]interface {}{"x"}``), nil as
-    ``interface {}(nil)``."""
-    if value is None:
-        return "interface {}(nil)"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return go_quote(value)
-    if isinstance(value, float):
-        return go_float(value)
-    if isinstance(value, Mapping):
-        inner = ", ".join(f"{go_quote(str(k))}:{_go_syntax(v)}" for k, v in sorted(value.items()))
-        return "map[string]interface {}{" + inner + "}"
-    if isinstance(value, list):
-        return "[]interface {}{" + ", ".join(_go_syntax(v) for v in value) + "}"
-    return str(value)
 
 
 def _check_items(items: list[Any], schema: FieldSchema, path: str, out: list[str], typed: SmdType | None) -> None:

@@ -69,7 +69,7 @@ def _obj(**spec: Any) -> dict[str, Any]:
         ({"when": "yesterday"}, ("spec.when", 'Invalid value: "yesterday": spec.when in body must be of type date-time: "yesterday"')),
         ({"tags": ["a", "b", "c"]}, ("spec.tags", "Too many: 3: must have at most 2 items")),
         ({"tags": ["a", "a"]}, ("spec.tags[1]", 'Duplicate value: "a"')),
-        ({"ports": [{"name": "x", "port": 1}, {"name": "x", "port": 2}]}, ("spec.ports[1]", 'Duplicate value: {"name":"x"}')),
+        ({"ports": [{"name": "x", "port": 1}, {"name": "x", "port": 2}]}, ("spec.ports[1]", 'Duplicate value: map[string]interface {}{"name":"x"}')),
         ({"labels": {"a": "1", "b": "2", "c": "3"}}, ("spec.labels", "Too many: 3: must have at most 2 items")),
         ({"labels": {"app.kubernetes.io/name": 3}}, ("spec.labels[app.kubernetes.io/name]", 'Invalid value: "integer": spec.labels[app.kubernetes.io/name] in body must be of type string: "integer"')),
         ({"template": {"spec": {}}}, ("spec.template.apiVersion", "Required value: must not be empty")),
