@@ -2,7 +2,7 @@
 hub serves carries each ``x-kubernetes-list-type`` (with its map keys) and ``x-kubernetes-map-type``;
 server-side apply merges a keyed list by its keys, each field manager owning its items, and
 replaces an atomic one whole; a create or update that repeats a key or a set's value is refused
-with kube's ``Duplicate value``."""
+with kube's ``Duplicate value``. Karmada's kinds keep the types of the kube types their CRDs embed."""
 
 from __future__ import annotations
 
@@ -231,3 +231,25 @@ async def test_a_multikueue_config_repeating_a_cluster_is_refused_once_per_value
     assert answer.status == 422
     assert [(c["field"], c["message"]) for c in (await answer.json())["details"]["causes"]] == [
         ("spec.clusters[1]", 'Duplicate value: "east"')]
+
+
+# --- Karmada: what its CRDs embed from kube ------------------------------------------------------
+
+TAINT_POLICIES = "/apis/policy.karmada.io/v1alpha1/clustertaintpolicies"
+
+
+def taint_policy(**labels: str) -> dict[str, Any]:
+    return {"apiVersion": "policy.karmada.io/v1alpha1", "kind": "ClusterTaintPolicy", "metadata": {"name": "t"},
+            "spec": {"targetClusters": {"labelSelector": {"matchLabels": labels}},
+                     "taints": [{"key": "drain", "effect": "NoSchedule"}]}}
+
+
+async def test_a_karmada_label_selector_is_one_value_as_kubes_label_selector_is(hub: Client) -> None:
+    """Karmada's CRDs embed kube's LabelSelector with its ``x-kubernetes-map-type: atomic``: a second
+    manager's other labels conflict with the first's whole selector instead of being merged in."""
+    assert (await apply(hub, f"{TAINT_POLICIES}/t", taint_policy(tier="gold"), "platform")).status == 201
+    conflict = await apply(hub, f"{TAINT_POLICIES}/t", taint_policy(region="eu"), "team")
+    assert conflict.status == 409, await conflict.text()
+    assert [c["field"] for c in (await conflict.json())["details"]["causes"]] == [".spec.targetClusters.labelSelector"]
+    stored = await (await hub.get(f"{TAINT_POLICIES}/t")).json()
+    assert owned(stored, "platform")["f:spec"]["f:targetClusters"] == {"f:labelSelector": {}}

@@ -147,12 +147,12 @@ def _declares_shapes(node: Any) -> bool:
 @functools.cache
 def _model_tree(group: str, version: str, kind: str, model: type[BaseModel]) -> Schema | None:
     """The served schema of a model's kind as one tree (kube's parts inlined), or None when it
-    declares no list or map type (its lists are atomic, its objects merged key by key)."""
+    declares no list or map type, its own or a kube type's it embeds (a LabelSelector's atomic
+    map): its lists are atomic, its objects merged key by key."""
     name = f"{'.'.join(reversed(group.split('.')))}.{version}.{kind}"
     definitions = model_definitions(model_json_schema(model), name=name, kind=kind)
-    if not _declares_shapes(definitions):
-        return None
-    return _inlined(name, definitions, shared_definitions().definitions, frozenset())
+    tree = _inlined(name, definitions, shared_definitions().definitions, frozenset())
+    return tree if _declares_shapes(tree) else None
 
 
 @functools.cache
