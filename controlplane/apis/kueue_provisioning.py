@@ -16,7 +16,7 @@ from pydantic import Field, field_validator
 
 from controlplane.apis.kube.objects import child, set_nil_default
 from controlplane.apis.kueue_v1beta1 import API_VERSION as V1BETA1
-from controlplane.apis.meta import LISTED_AS_SET, ObjectMeta, SpecModel, listed_by, repeated
+from controlplane.apis.meta import LISTED_AS_SET, ObjectMeta, SpecModel, listed_by
 
 _DNS_SUBDOMAIN: Final = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 _LABEL_KEY: Final = (
@@ -47,14 +47,6 @@ class PodSetUpdates(SpecModel):
     node_selector: list[NodeSelectorUpdate] | None = Field(default=None, max_length=8, json_schema_extra=listed_by("key"))
     """Node selector entries that target the provisioned nodes (keys unique)."""
 
-    @field_validator("node_selector")
-    @classmethod
-    def _keys_once(cls, entries: list[NodeSelectorUpdate] | None) -> list[NodeSelectorUpdate] | None:
-        twice = repeated(entry.key for entry in entries or ())
-        if twice is not None:
-            raise ValueError(f"node selector key {twice!r} is listed twice")
-        return entries
-
 
 class ProvisioningRequestConfigSpec(SpecModel):
     provisioning_class_name: str = Field(min_length=1, max_length=253, pattern=_DNS_SUBDOMAIN)
@@ -79,14 +71,6 @@ class ProvisioningRequestConfigSpec(SpecModel):
             if len(value) > 255:
                 raise ValueError(f"parameter {key!r} is longer than 255 characters")
         return parameters
-
-    @field_validator("managed_resources")
-    @classmethod
-    def _set(cls, resources: list[str] | None) -> list[str] | None:
-        twice = repeated(resources or ())
-        if twice is not None:
-            raise ValueError(f"managed resource {twice!r} is listed twice")
-        return resources
 
 
 class ProvisioningRequestConfig(SpecModel):

@@ -204,8 +204,7 @@ class ResourceGroup(SpecModel):
 
     @model_validator(mode="after")
     def _every_flavor_covers_the_resources(self) -> ResourceGroup:
-        unique_names(self.covered_resources, "resource")
-        unique_names(self.flavors, "flavor")
+        unique_names(self.covered_resources, "resource")  # atomic in Kueue's CRD: its webhook's check
         for flavor in self.flavors:
             names = [r.name for r in flavor.resources]
             if names != self.covered_resources:
@@ -217,9 +216,10 @@ class ResourceGroup(SpecModel):
 
 
 def resources_once(groups: list[ResourceGroup] | None) -> list[ResourceGroup] | None:
-    """``groups``, refused when a resource or a flavor is in two of them."""
+    """``groups``, refused when a resource or a flavor is in two of them (Kueue's webhook; a flavor
+    twice in one group's keyed ``flavors`` is the list-type check's ``Duplicate value``)."""
     unique_names([r for group in groups or () for r in group.covered_resources], "resource")
-    unique_names([f.name for group in groups or () for f in group.flavors], "flavor")
+    unique_names([name for group in groups or () for name in dict.fromkeys(f.name for f in group.flavors)], "flavor")
     return groups
 
 
@@ -489,8 +489,8 @@ class WorkloadSpec(SpecModel):
 
 
 def valid_pod_sets(pod_sets: list[PodSet]) -> list[PodSet]:
-    """``pod_sets``, refused when a name repeats or more than one has a ``minCount`` (Kueue's webhook)."""
-    unique_names(pod_sets, "pod set")
+    """``pod_sets``, refused when more than one has a ``minCount`` (Kueue's webhook; a repeated name
+    is the list-type check's ``Duplicate value``, ``podSets`` being keyed by it)."""
     if sum(1 for ps in pod_sets if ps.min_count is not None) > 1:
         raise ValueError("at most one podSet can use minCount")
     return pod_sets
@@ -511,13 +511,6 @@ class WorkloadStatusFields(WireModel):
     admission_checks: list[AdmissionCheckState] | None = Field(default=None, max_length=8, json_schema_extra=listed_by("name"))
     """The state of each admission check of its ClusterQueue, set by the check's controller;
     the Workload is Admitted once all are Ready."""
-
-    @field_validator("admission_checks")
-    @classmethod
-    def _checks_once(cls, checks: list[AdmissionCheckState] | None) -> list[AdmissionCheckState] | None:
-        if checks is not None:
-            unique_names(checks, "admission check")
-        return checks
     resource_requests: list[dict[str, Any]] | None = Field(default=None, json_schema_extra=listed_by("name"))
     """Total requests per pod set (not written by the hub)."""
     scheduling_stats: SchedulingStats | None = None

@@ -233,6 +233,49 @@ async def test_a_multikueue_config_repeating_a_cluster_is_refused_once_per_value
         ("spec.clusters[1]", 'Duplicate value: "east"')]
 
 
+def _flavor(name: str) -> dict[str, Any]:
+    return {"name": name, "resources": [{"name": "cpu", "nominalQuota": 1}]}
+
+
+def _workload_spec(*names: str) -> dict[str, Any]:
+    return {"podSets": [{"name": name, "count": 1, "template": {"spec": {"containers": [{"name": "c", "image": "i"}]}}}
+                        for name in names]}
+
+
+@pytest.mark.parametrize(("plural", "kind", "spec", "causes"), [
+    ("clusterqueues", "ClusterQueue",
+     {"resourceGroups": [{"coveredResources": ["cpu"], "flavors": [_flavor("a"), _flavor("b"), _flavor("a")]}]},
+     [("spec.resourceGroups[0].flavors[2]", 'Duplicate value: map[string]interface {}{"name":"a"}')]),
+    # A flavor in two groups is no list's duplicate: Kueue's webhook refuses it.
+    ("clusterqueues", "ClusterQueue",
+     {"resourceGroups": [{"coveredResources": ["cpu"], "flavors": [_flavor("a")]},
+                         {"coveredResources": ["memory"], "flavors": [{"name": "a", "resources": [
+                             {"name": "memory", "nominalQuota": 1}]}]}]},
+     [("spec.resourceGroups", "flavor 'a' is listed twice")]),
+    ("namespaces/default/workloads", "Workload", _workload_spec("main", "main"),
+     [("spec.podSets[1]", 'Duplicate value: map[string]interface {}{"name":"main"}')]),
+    ("provisioningrequestconfigs", "ProvisioningRequestConfig",
+     {"provisioningClassName": "check-capacity.autoscaling.x-k8s.io", "managedResources": ["nvidia.com/gpu"] * 2,
+      "podSetUpdates": {"nodeSelector": [{"key": "pool", "valueFromProvisioningClassDetail": "a"},
+                                         {"key": "pool", "valueFromProvisioningClassDetail": "b"}]}},
+     [("spec.managedResources[1]", 'Duplicate value: "nvidia.com/gpu"'),
+      ("spec.podSetUpdates.nodeSelector[1]", 'Duplicate value: map[string]interface {}{"key":"pool"}')]),
+])
+async def test_a_repeated_key_is_refused_once_by_the_list_type_check(
+    hub: Client, plural: str, kind: str, spec: dict[str, Any], causes: list[tuple[str, str]],
+) -> None:
+    """What the list-type check refuses is not refused a second time in other words (each cause's
+    message ends as given)."""
+    metadata = {"name": "x", **({"namespace": "default"} if plural.startswith("namespaces/") else {})}
+    answer = await hub.post(f"/apis/{GROUP}/v1beta2/{plural}", json={
+        "apiVersion": f"{GROUP}/v1beta2", "kind": kind, "metadata": metadata, "spec": spec})
+    status = await answer.json()
+    assert answer.status == 422, status
+    found = [(c["field"], c["message"]) for c in status["details"]["causes"]]
+    assert [field for field, _ in found] == [field for field, _ in causes]
+    assert all(message.endswith(ending) for (_, message), (_, ending) in zip(found, causes, strict=True)), found
+
+
 # --- Karmada: what its CRDs embed from kube ------------------------------------------------------
 
 TAINT_POLICIES = "/apis/policy.karmada.io/v1alpha1/clustertaintpolicies"
