@@ -153,6 +153,18 @@ async def test_two_managers_each_apply_a_condition_and_a_check_of_a_workload_and
     assert [c["name"] for c in stored["status"]["admissionChecks"]] == ["mk"]
 
 
+async def test_a_pod_sets_template_merges_as_kubes_pod_template_with_its_key_defaults(hub: Client) -> None:
+    """A pod set's template is kube's PodTemplateSpec, keyed as kube keys it: a container port
+    applied without its protocol is keyed as TCP, as the CRD's ``default: TCP`` keys it."""
+    body = workload()
+    body["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["ports"] = [{"containerPort": 8080}]
+    answer = await apply(hub, WORKLOAD, body, "kueue")
+    assert answer.status == 201, await answer.text()
+    fields = owned(await answer.json(), "kueue")["f:spec"]["f:podSets"]['k:{"name":"main"}']
+    container = fields["f:template"]["f:spec"]["f:containers"]['k:{"name":"c"}']
+    assert set(container["f:ports"]) == {'k:{"containerPort":8080,"protocol":"TCP"}'}
+
+
 CLUSTER_QUEUE = f"/apis/{GROUP}/v1beta2/clusterqueues/cq"
 
 

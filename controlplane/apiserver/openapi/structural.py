@@ -144,6 +144,21 @@ def _declares_shapes(node: Any) -> bool:
     return isinstance(node, list) and any(map(_declares_shapes, node))
 
 
+#: kube's ``+default`` on the key field of a keyed list of a kube type a model embeds (kube's
+#: definitions leave it out; the CRDs, generated from the Go types, carry it): a container port
+#: applied without its protocol is keyed as TCP, as on a cluster running the CRD.
+_KEY_DEFAULTS = {"io.k8s.api.core.v1.ContainerPort": {"protocol": "TCP"}}
+
+
+def _key_defaulted(upstream: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, defaults in _KEY_DEFAULTS.items():
+        found = upstream[name]
+        properties = {**found["properties"], **{k: {**found["properties"][k], "default": v} for k, v in defaults.items()}}
+        out[name] = {**found, "properties": properties}
+    return out
+
+
 @functools.cache
 def _model_tree(group: str, version: str, kind: str, model: type[BaseModel]) -> Schema | None:
     """The served schema of a model's kind as one tree (kube's parts inlined), or None when it
@@ -151,7 +166,8 @@ def _model_tree(group: str, version: str, kind: str, model: type[BaseModel]) -> 
     map): its lists are atomic, its objects merged key by key."""
     name = f"{'.'.join(reversed(group.split('.')))}.{version}.{kind}"
     definitions = model_definitions(model_json_schema(model), name=name, kind=kind)
-    tree = _inlined(name, definitions, shared_definitions().definitions, frozenset())
+    upstream = shared_definitions().definitions
+    tree = _inlined(name, {**_key_defaulted(upstream), **definitions}, upstream, frozenset())
     return tree if _declares_shapes(tree) else None
 
 
