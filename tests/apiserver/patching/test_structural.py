@@ -238,8 +238,12 @@ def test_every_built_in_kind_served_finds_its_own_rules_by_group_and_kind() -> N
     built_in = [rt for rt in hub_registry() if rt.strategic_merge]
     assert {rt.kind for rt in built_in} >= {"Deployment", "Job", "Service", "Pod", "Lease", "ClusterRole"}
     assert [rt.qualified() for rt in built_in if rt.apply_schema is GENERIC_OBJECT] == []
-    # gpufed's, Karmada's and Kueue's model kinds keep ObjectMeta only, as before.
-    assert {rt.apply_schema for rt in hub_registry() if rt.model is not None} == {GENERIC_OBJECT}
+    # gpufed's, Karmada's and Kueue's model kinds merge by the list and map types their served
+    # schema declares (Kueue's keyed lists, a LabelSelector's atomic map), or by ObjectMeta alone.
+    models = [rt for rt in hub_registry() if rt.model is not None]
+    plain = {rt.kind for rt in models if rt.apply_schema is GENERIC_OBJECT}
+    assert {"Cluster", "Work", "WorkloadRebalancer"} <= plain
+    assert {"ClusterQueue", "Workload", "PropagationPolicy", "ClusterTaintPolicy"}.isdisjoint(plain)
 
 
 def test_a_list_type_set_of_atomic_objects_cannot_be_applied() -> None:
