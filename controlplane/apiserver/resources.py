@@ -33,7 +33,7 @@ from controlplane.apis.kube.validation import Validator
 from controlplane.apis.untyped import dig
 from controlplane.apiserver import columns as col
 from controlplane.apiserver.openapi import known_fields
-from controlplane.apiserver.openapi.structural import served_field_schema
+from controlplane.apiserver.openapi.structural import served_field_schema, undeclared_fields
 from controlplane.apiserver.patching.schema import FieldSchema, builtin_apply_schema
 
 #: A table cell getter: the object and "now" (for ages) in, a JSON-able cell out.
@@ -425,11 +425,21 @@ def with_kube_rules(types: Iterable[ResourceType]) -> list[ResourceType]:
             defaults_on_read=rt.defaults_on_read or defaulting.for_reading(rt.group, rt.kind),
             validate=validate,
             validate_status=validate_status,
-            unknown_fields=rt.unknown_fields
-            or (None if rt.model or rt.custom else known_fields.unknown_fields_of(rt.group, rt.version, rt.kind)),
+            unknown_fields=rt.unknown_fields or _unknown_fields(rt),
             keeps_generation=rt.keeps_generation and generation.keeps_generation(rt.group, rt.kind),
         ))
     return out
+
+
+def _unknown_fields(rt: ResourceType) -> Callable[[dict[str, Any], bool], list[tuple[str | int, ...]]] | None:
+    """The fields kube's decoding drops from the kind's objects: a model's or a CRD's own check
+    finds them (None here); an operator's kind's, its served structural schema; kube's kind's, kube's
+    Go type."""
+    if rt.model or rt.custom:
+        return None
+    if rt.crd_schema is not None:
+        return undeclared_fields(rt.crd_schema)
+    return known_fields.unknown_fields_of(rt.group, rt.version, rt.kind)
 
 
 def _converted_validator(conversion: VersionConversion, validate: Validator | None) -> Validator | None:

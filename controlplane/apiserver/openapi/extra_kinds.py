@@ -51,6 +51,12 @@ def object_of(description: str, properties: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def struct(description: str, properties: dict[str, Any]) -> dict[str, Any]:
+    """An object of exactly these fields, as the operators' CRDs declare their own types: a field
+    it does not list is dropped (refused under ``fieldValidation=Strict``)."""
+    return {"description": description, "type": "object", "properties": properties}
+
+
 def map_of(description: str, values: dict[str, Any]) -> dict[str, Any]:
     return {"description": description, "type": "object", "additionalProperties": values}
 

@@ -1,13 +1,14 @@
 """Schemas of the Kubernetes SIGs' kinds the hub stores without a model: JobSet
 (``jobset.x-k8s.io/v1alpha2``) and LeaderWorkerSet (``leaderworkerset.x-k8s.io/v1``).
 
-As in :mod:`.extra_kinds`, these describe the fields users set and gpufed reads, in the
-projects' own terms, with the embedded kube types as kube's definitions, as the upstream CRDs
-embed them: a replicated job's template is kube's ``JobTemplateSpec`` and a leader or worker
-template kube's ``PodTemplateSpec``, so ``kubectl explain`` reaches every container field. The
-hub checks the types and prunes the nulls of these kinds' objects by the schemas, as their CRDs do
-(:mod:`.structural`); fields not listed are kept unchecked (``x-kubernetes-preserve-unknown-fields``),
-as the projects' newer fields must be.
+These declare every field of the upstream CRDs' ``spec`` and ``status``, in the projects' own
+terms, with the embedded kube types as kube's definitions, as the upstream CRDs embed them: a
+replicated job's template is kube's ``JobTemplateSpec``, a leader or worker template kube's
+``PodTemplateSpec``, a volume claim template kube's ``PersistentVolumeClaim``, so ``kubectl
+explain`` reaches every container field. The hub checks the types, prunes the nulls and drops
+(or, under ``fieldValidation=Strict``, refuses) the undeclared fields of these kinds' objects by
+the schemas, as their CRDs do (:mod:`.structural`): nothing is kept open that the CRDs keep
+closed (``tests/data/operator_crd_fields.txt`` lists the CRDs' fields).
 
 Everything is in kube's OpenAPI v2 dialect, keyed by definition name.
 Pure: constants and small builders.
@@ -22,7 +23,7 @@ from controlplane.apiserver.openapi.extra_kinds import (
     array_of,
     int32,
     kind_definition,
-    object_of,
+    struct,
     ref,
     scalar,
 )
@@ -36,14 +37,14 @@ _INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
 _JOBSET = "io.x-k8s.jobset.v1alpha2."
 
 _JOBSET_DEFINITIONS: dict[str, Any] = {
-    _JOBSET + "JobSetSpec": object_of("JobSetSpec defines the desired state of JobSet.", {
+    _JOBSET + "JobSetSpec": struct("JobSetSpec defines the desired state of JobSet.", {
         "replicatedJobs": {
             **array_of("replicatedJobs is the group of jobs that will form the set.",
                        {"$ref": DEFINITIONS_PREFIX + _JOBSET + "ReplicatedJob"}),
             "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
             "x-kubernetes-patch-strategy": "merge", "x-kubernetes-patch-merge-key": "name",
         },
-        "network": object_of("network defines the networking options for the jobset.", {
+        "network": struct("network defines the networking options for the jobset.", {
             "enableDNSHostnames": scalar("enableDNSHostnames allows pods to be reached via their hostnames.", "boolean"),
             "subdomain": scalar("subdomain is an explicit choice for a network subdomain name; defaults to the JobSet's name."),
             "publishNotReadyAddresses": scalar(
@@ -51,7 +52,7 @@ _JOBSET_DEFINITIONS: dict[str, Any] = {
                 "boolean",
             ),
         }),
-        "successPolicy": object_of(
+        "successPolicy": struct(
             "successPolicy configures when to declare the JobSet as succeeded. The JobSet is always declared "
             "succeeded if all jobs in the set finished with status complete.", {
                 "operator": scalar("operator determines either All or Any of the selected jobs should succeed."),
@@ -60,19 +61,32 @@ _JOBSET_DEFINITIONS: dict[str, Any] = {
                     {"type": "string"},
                 ),
             }),
-        "failurePolicy": object_of(
+        "failurePolicy": struct(
             "failurePolicy configures when to declare the JobSet as failed. The JobSet is always declared failed "
             "if any job in the set finished with status failed.", {
                 "maxRestarts": int32("maxRestarts defines the limit on the number of JobSet restarts."),
                 "restartStrategy": scalar("restartStrategy defines how Jobs are recreated: Recreate or BlockingRecreate."),
                 "rules": array_of("rules pick the action to take when a child Job fails, by its failure reason.",
-                                  object_of("One failure policy rule.", {})),
+                                  struct("FailurePolicyRule defines the action to take when a child Job fails for a listed reason.", {
+                                      "name": scalar("name of the rule; defaults to failurePolicyRuleN, N its index."),
+                                      "action": scalar("action to take if the rule matches: FailJobSet, RestartJobSet or "
+                                                       "RestartJobSetAndIgnoreMaxRestarts."),
+                                      "onJobFailureReasons": array_of(
+                                          "onJobFailureReasons: the rule matches a Job failed for one of them (empty: any).",
+                                          {"type": "string"}),
+                                      "onJobFailureMessagePatterns": array_of(
+                                          "onJobFailureMessagePatterns: the rule matches a Job whose failure message matches one.",
+                                          {"type": "string"}),
+                                      "targetReplicatedJobs": array_of(
+                                          "targetReplicatedJobs are the replicated jobs the rule applies to; empty: all.",
+                                          {"type": "string"}),
+                                  })),
             }),
-        "startupPolicy": object_of("startupPolicy configures in what order jobs must be started (deprecated: use dependsOn).", {
+        "startupPolicy": struct("startupPolicy configures in what order jobs must be started (deprecated: use dependsOn).", {
             "startupPolicyOrder": scalar("startupPolicyOrder: AnyOrder or InOrder."),
         }),
         "suspend": scalar("suspend suspends all running child Jobs when set to true.", "boolean"),
-        "coordinator": object_of(
+        "coordinator": struct(
             "coordinator names the pod whose stable network endpoint every Job and pod of the JobSet gets as an annotation.", {
                 "replicatedJob": scalar("replicatedJob is the name of the replicated job holding the coordinator pod."),
                 "jobIndex": int32("jobIndex is the index of the Job holding the coordinator pod."),
@@ -83,19 +97,19 @@ _JOBSET_DEFINITIONS: dict[str, Any] = {
             "ttlSecondsAfterFinished limits the lifetime of a JobSet that has finished execution (either Complete or Failed)."
         ),
     }),
-    _JOBSET + "ReplicatedJob": object_of("ReplicatedJob is a group of identical Jobs.", {
+    _JOBSET + "ReplicatedJob": struct("ReplicatedJob is a group of identical Jobs.", {
         "name": scalar("name is the name of the entry and will be used as a suffix for the Job name."),
         "groupName": scalar('groupName defines the name of the group this ReplicatedJob belongs to. Defaults to "default".'),
         "template": ref(_JOB_TEMPLATE_SPEC, "template defines the template of the Job that will be created."),
         "replicas": int32("replicas is the number of jobs that will be created from this ReplicatedJob's template."),
         "dependsOn": array_of(
             "dependsOn lists the preceding ReplicatedJobs this one waits for: it is created only once they reach "
-            "the given status.", object_of("DependsOn defines the dependency on the previous ReplicatedJob status.", {
+            "the given status.", struct("DependsOn defines the dependency on the previous ReplicatedJob status.", {
                 "name": scalar("name of the previous ReplicatedJob."),
                 "status": scalar("status defines the condition for the ReplicatedJob: Ready or Complete."),
             })),
     }),
-    _JOBSET + "JobSetStatus": object_of("JobSetStatus defines the observed state of JobSet.", {
+    _JOBSET + "JobSetStatus": struct("JobSetStatus defines the observed state of JobSet.", {
         "conditions": array_of("conditions track status.", {"$ref": DEFINITIONS_PREFIX + CONDITION}),
         "restarts": int32("restarts tracks the number of times the JobSet has been globally restarted."),
         "restartsCountTowardsMax": int32(
@@ -104,7 +118,7 @@ _JOBSET_DEFINITIONS: dict[str, Any] = {
         "terminalState": scalar("terminalState tracks the state of the JobSet when it finishes: Completed or Failed."),
         "replicatedJobsStatus": array_of(
             "replicatedJobsStatus tracks the number of JobsReady for each replicatedJob.",
-            object_of("ReplicatedJobStatus defines the observed ReplicatedJobs Readiness.", {
+            struct("ReplicatedJobStatus defines the observed ReplicatedJobs Readiness.", {
                 "name": scalar("name of the ReplicatedJob."),
                 **{field: int32(text) for field, text in (
                     ("ready", "ready is the number of child Jobs whose ready and completed pods reach the expected count."),
@@ -125,36 +139,46 @@ JOBSET_DEFINITIONS: Final = _JOBSET_DEFINITIONS
 _LWS = "io.x-k8s.leaderworkerset.v1."
 
 _LWS_DEFINITIONS: dict[str, Any] = {
-    _LWS + "LeaderWorkerSetSpec": object_of("LeaderWorkerSetSpec defines the desired state of a LeaderWorkerSet.", {
+    _LWS + "LeaderWorkerSetSpec": struct("LeaderWorkerSetSpec defines the desired state of a LeaderWorkerSet.", {
         "replicas": int32("replicas is the number of groups (a leader and its workers) to run. Defaults to 1."),
         "leaderWorkerTemplate": ref(
             _LWS + "LeaderWorkerTemplate", "leaderWorkerTemplate defines the template of each group's leader and workers."
         ),
-        "rolloutStrategy": object_of("rolloutStrategy defines how groups are replaced when the template changes.", {
+        "rolloutStrategy": struct("rolloutStrategy defines how groups are replaced when the template changes.", {
             "type": scalar("type of the rollout strategy: RollingUpdate."),
-            "rollingUpdateConfiguration": object_of("rollingUpdateConfiguration bounds a rolling update.", {
+            "rollingUpdateConfiguration": struct("rollingUpdateConfiguration bounds a rolling update.", {
                 "partition": int32("partition: only groups with an index at or above it are updated."),
                 "maxUnavailable": ref(_INT_OR_STRING, "maxUnavailable is how many groups may be unavailable during the update."),
                 "maxSurge": ref(_INT_OR_STRING, "maxSurge is how many groups may be created above replicas during the update."),
             }),
         }),
         "startupPolicy": scalar("startupPolicy: LeaderCreated (workers start with the leader pod) or LeaderReady."),
-        "networkConfig": object_of("networkConfig defines the groups' network names.", {
+        "networkConfig": struct("networkConfig defines the groups' network names.", {
             "subdomainPolicy": scalar("subdomainPolicy: Shared (one subdomain for all groups) or UniquePerReplica."),
         }),
     }),
-    _LWS + "LeaderWorkerTemplate": object_of("LeaderWorkerTemplate defines the template of a group's pods.", {
+    _LWS + "LeaderWorkerTemplate": struct("LeaderWorkerTemplate defines the template of a group's pods.", {
         "leaderTemplate": ref(
             POD_TEMPLATE_SPEC, "leaderTemplate defines the pod template of the leader; the workerTemplate when unset."
         ),
         "workerTemplate": ref(POD_TEMPLATE_SPEC, "workerTemplate defines the pod template of the workers."),
         "size": int32("size is the number of pods in each group, the leader included. Defaults to 1."),
         "restartPolicy": scalar("restartPolicy: RecreateGroupOnPodRestart (the default) or None."),
-        "subGroupPolicy": object_of("subGroupPolicy splits each group into subgroups of pods.", {
+        "subGroupPolicy": struct("subGroupPolicy splits each group into subgroups of pods.", {
+            "subGroupPolicyType": scalar("subGroupPolicyType: LeaderWorker (the leader in the first subgroup, the "
+                                         "default) or LeaderExcluded (the leader in none)."),
             "subGroupSize": int32("subGroupSize is the number of pods in each subgroup."),
         }),
+        "volumeClaimTemplates": array_of(
+            "volumeClaimTemplates are the claims each group's pods may mount, by name, as a StatefulSet's.",
+            {"$ref": DEFINITIONS_PREFIX + "io.k8s.api.core.v1.PersistentVolumeClaim"},
+        ),
+        "persistentVolumeClaimRetentionPolicy": ref(
+            "io.k8s.api.apps.v1.StatefulSetPersistentVolumeClaimRetentionPolicy",
+            "persistentVolumeClaimRetentionPolicy says what becomes of the claims made from volumeClaimTemplates.",
+        ),
     }),
-    _LWS + "LeaderWorkerSetStatus": object_of("LeaderWorkerSetStatus defines the observed state of a LeaderWorkerSet.", {
+    _LWS + "LeaderWorkerSetStatus": struct("LeaderWorkerSetStatus defines the observed state of a LeaderWorkerSet.", {
         "conditions": array_of("conditions track the condition of the LeaderWorkerSet.",
                                {"$ref": DEFINITIONS_PREFIX + CONDITION}),
         "readyReplicas": int32("readyReplicas is the number of groups whose pods are all ready."),

@@ -28,13 +28,14 @@ and :func:`served_list_errors` refuses what kube's list-type validation refuses 
 
 from __future__ import annotations
 
+import copy
 import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from pydantic import BaseModel
 
-from controlplane.apis.apiextensions.schema import NO_OLD, list_type_errors, validate
+from controlplane.apis.apiextensions.schema import NO_OLD, list_type_errors, prune, validate
 from controlplane.apis.kube.field import FieldError
 from controlplane.apiserver.openapi.extra_kinds import extra_kind_definitions
 from controlplane.apiserver.openapi.models import model_definitions, model_json_schema
@@ -195,3 +196,22 @@ def served_list_errors(
     if not isinstance(status_schema, dict) or not isinstance(obj.get("status"), dict):
         return []
     return list_type_errors(obj["status"], status_schema, path=("status",))
+Path = tuple[str | int, ...]
+
+
+def undeclared_fields(schema: Callable[[], Mapping[str, Any]]) -> Callable[[dict[str, Any], bool], list[Path]]:
+    """The paths of the fields of an object its kind's structural ``schema`` does not declare, in
+    document order, as the kind's CRD prunes them when kube decodes the object (dropped, or refused
+    under ``fieldValidation=Strict``); ``metadata`` is left to kube's ObjectMeta. A write of the
+    status subresource (``status_only``) looks at the status alone. The object is not changed."""
+
+    def unknown(obj: dict[str, Any], status_only: bool = False) -> list[Path]:
+        root = schema()
+        if not status_only:
+            return prune(copy.deepcopy(obj), dict(root))
+        status_schema = (root.get("properties") or {}).get("status")
+        if "status" not in obj or not isinstance(status_schema, dict):
+            return []
+        return [("status", *path) for path in prune(copy.deepcopy(obj["status"]), status_schema, root=False)]
+
+    return unknown

@@ -1,0 +1,160 @@
+"""The operators' kinds are typed as their CRDs type them: every field of the upstream CRDs
+(``tests/data/operator_crd_fields.txt``, path by path) is declared by the schema the hub serves,
+with a type that takes what the CRD takes, and nothing is kept open that the CRD does not keep
+open. So a misspelt field is what a cluster with the CRD installed makes of it: refused under
+``fieldValidation=Strict`` (``strict decoding error: unknown field "spec.replicatedJobz"``),
+dropped with a warning under ``Warn``, refused by server-side apply (``field not declared in
+schema``); the upstream samples (``tests/data/operator_samples.yaml``) apply unchanged."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from aiohttp.test_utils import TestClient
+
+from controlplane.apiserver.openapi.catalog import SchemaCatalog
+from controlplane.apiserver.openapi.structural import structural_schema
+from controlplane.apiserver.openapi.upstream import UpstreamDefinitions
+from controlplane.apiserver.resources import Registry
+
+from .karmada_crd_fields import ServedSchema, upstream_kinds
+from .test_openapi import catalog, registry, upstream  # noqa: F401 (fixtures: the hub's registry and schemas)
+
+Client = TestClient[Any, Any]
+DATA = Path(__file__).resolve().parents[1] / "data" / "operator_crd_fields.txt"
+SAMPLES = Path(__file__).resolve().parents[1] / "data" / "operator_samples.yaml"
+KINDS = re.findall(r"^\[kind (\S+) (\w+)", DATA.read_text(), re.MULTILINE)
+APPLY = {"Content-Type": "application/apply-patch+yaml"}
+
+
+def _resource(registry: Registry, group_version: str, kind: str) -> Any:
+    return next(rt for rt in registry if (rt.api_version, rt.kind) == (group_version, kind))
+
+
+@pytest.mark.parametrize(("group_version", "kind"), KINDS, ids=[kind for _, kind in KINDS])
+def test_every_field_of_the_operators_crd_is_declared_with_its_type(
+    registry: Registry, upstream: UpstreamDefinitions, catalog: SchemaCatalog,  # noqa: F811
+    group_version: str, kind: str,
+) -> None:
+    fields = upstream_kinds(upstream.definitions, DATA.read_text())[(group_version, kind)]
+    rt = _resource(registry, group_version, kind)
+    served = ServedSchema(catalog.kind(rt).name, catalog.definitions([rt]))
+    assert len(fields) >= 30
+    assert [p for f in fields for p in served.problems(f)] == []
+
+
+def _open_paths(node: Any, path: str = "") -> Iterator[str]:
+    """Where a structural schema keeps unknown fields, but in an embedded ObjectMeta (kube's own)."""
+    if not isinstance(node, dict):
+        return
+    if node.get("x-kubernetes-preserve-unknown-fields") and not path.endswith("metadata"):
+        yield path
+    for prop, sub in (node.get("properties") or {}).items():
+        if path or prop != "metadata":
+            yield from _open_paths(sub, f"{path}.{prop}" if path else prop)
+    yield from _open_paths(node.get("items"), path + "[]")
+    yield from _open_paths(node.get("additionalProperties"), path + "{}")
+
+
+@pytest.mark.parametrize(("group_version", "kind"), KINDS, ids=[kind for _, kind in KINDS])
+def test_nothing_is_kept_open_that_the_crd_does_not_keep_open(group_version: str, kind: str) -> None:
+    group, version = group_version.split("/")
+    schema = structural_schema(group, version, kind)
+    assert schema is not None
+    assert list(_open_paths(schema)) == []
+
+
+def _url(obj: dict[str, Any], registry: Registry) -> str:
+    rt = _resource(registry, obj["apiVersion"], obj["kind"])
+    return f"/apis/{obj['apiVersion']}/namespaces/default/{rt.plural}"
+
+
+def jobset() -> dict[str, Any]:
+    return next(s for s in yaml.safe_load_all(SAMPLES.read_text()) if s["kind"] == "JobSet")
+
+
+def lws() -> dict[str, Any]:
+    return next(s for s in yaml.safe_load_all(SAMPLES.read_text()) if s["kind"] == "LeaderWorkerSet")
+
+
+#: (object, where the typo goes, the misspelt field's path), a typo at the top, in ``spec``, deeper.
+TYPOS = [
+    (jobset, ("spex",), "spex"),
+    (jobset, ("spec", "replicatedJobz"), "spec.replicatedJobz"),
+    (jobset, ("spec", "failurePolicy", "maxRestartz"), "spec.failurePolicy.maxRestartz"),
+    (lws, ("spec", "leaderWorkerTemplate", "sise"), "spec.leaderWorkerTemplate.sise"),
+    (lws, ("spec", "replicaz"), "spec.replicaz"),
+]
+TYPO_IDS = [path for _, _, path in TYPOS]
+
+
+def _with_typo(make: Any, where: tuple[str, ...]) -> dict[str, Any]:
+    obj = make()
+    obj["metadata"]["namespace"] = "default"
+    node = obj
+    for key in where[:-1]:
+        node = node.setdefault(key, {})
+    node[where[-1]] = 3
+    return obj
+
+
+@pytest.mark.parametrize(("make", "where", "path"), TYPOS, ids=TYPO_IDS)
+async def test_a_misspelt_field_is_refused_under_strict(
+    hub: Client, registry: Registry, make: Any, where: tuple[str, ...], path: str,  # noqa: F811
+) -> None:
+    obj = _with_typo(make, where)
+    kind, version = obj["kind"], obj["apiVersion"].split("/")[1]
+    answer = await hub.post(f"{_url(obj, registry)}?fieldValidation=Strict", json=obj)
+    assert answer.status == 400, await answer.text()
+    assert (await answer.json())["message"] == (
+        f'{kind} in version "{version}" cannot be handled as a {kind}: strict decoding error: unknown field "{path}"'
+    )
+    assert (await hub.get(f"{_url(obj, registry)}/{obj['metadata']['name']}")).status == 404
+
+
+@pytest.mark.parametrize(("make", "where", "path"), TYPOS, ids=TYPO_IDS)
+async def test_a_misspelt_field_is_dropped_with_a_warning_under_warn(
+    hub: Client, registry: Registry, make: Any, where: tuple[str, ...], path: str,  # noqa: F811
+) -> None:
+    obj = _with_typo(make, where)
+    answer = await hub.post(f"{_url(obj, registry)}?fieldValidation=Warn", json=obj)
+    assert answer.status == 201, await answer.text()
+    assert answer.headers.getall("Warning") == [f'299 - "unknown field \\"{path}\\""']
+    stored = await (await hub.get(f"{_url(obj, registry)}/{obj['metadata']['name']}")).json()
+    node = obj
+    for key in where[:-1]:
+        node = node[key]
+    del node[where[-1]]
+    assert {"spec": stored.get("spec"), **{k: stored[k] for k in where[:1] if k in stored}} == {
+        "spec": obj.get("spec"), **{k: obj[k] for k in where[:1] if k in obj}}
+
+
+@pytest.mark.parametrize(("make", "where", "path"), TYPOS, ids=TYPO_IDS)
+async def test_server_side_apply_refuses_a_misspelt_field(
+    hub: Client, registry: Registry, make: Any, where: tuple[str, ...], path: str,  # noqa: F811
+) -> None:
+    obj = _with_typo(make, where)
+    url = f"{_url(obj, registry)}/{obj['metadata']['name']}?fieldManager=ci"
+    answer = await hub.patch(url, data=yaml.safe_dump(obj), headers=APPLY)
+    assert answer.status == 422, await answer.text()
+    assert f".{path}: field not declared in schema" in (await answer.json())["message"]
+    assert (await hub.get(f"{_url(obj, registry)}/{obj['metadata']['name']}")).status == 404
+
+
+@pytest.mark.parametrize("index", range(4))
+async def test_the_upstream_samples_apply_unchanged_under_strict(hub: Client, registry: Registry, index: int) -> None:  # noqa: F811
+    sample = list(yaml.safe_load_all(SAMPLES.read_text()))[index]
+    sample["metadata"]["namespace"] = "default"
+    url = f"{_url(sample, registry)}/{sample['metadata']['name']}?fieldManager=ci&fieldValidation=Strict"
+    answer = await hub.patch(url, data=yaml.safe_dump(sample), headers=APPLY)
+    assert answer.status == 201, await answer.text()
+    assert answer.headers.getall("Warning", []) == []
+    created = await hub.post(f"{_url(sample, registry)}?fieldValidation=Strict",
+                             json={**sample, "metadata": {**sample["metadata"], "name": "again"}})
+    assert created.status == 201, await created.text()
+    assert (await created.json())["spec"] == sample["spec"]
