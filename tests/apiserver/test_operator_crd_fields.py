@@ -83,12 +83,19 @@ def lws() -> dict[str, Any]:
 
 
 #: (object, where the typo goes, the misspelt field's path), a typo at the top, in ``spec``, deeper.
+def pytorchjob() -> dict[str, Any]:
+    return dict(yaml.safe_load((Path(__file__).resolve().parents[2] / "e2e/manifests/pytorchjob.yaml").read_text()))
+
+
 TYPOS = [
     (jobset, ("spex",), "spex"),
     (jobset, ("spec", "replicatedJobz"), "spec.replicatedJobz"),
     (jobset, ("spec", "failurePolicy", "maxRestartz"), "spec.failurePolicy.maxRestartz"),
     (lws, ("spec", "leaderWorkerTemplate", "sise"), "spec.leaderWorkerTemplate.sise"),
     (lws, ("spec", "replicaz"), "spec.replicaz"),
+    (pytorchjob, ("spec", "pytorchReplicaSpecz"), "spec.pytorchReplicaSpecz"),
+    (pytorchjob, ("spec", "runPolicy", "suspendd"), "spec.runPolicy.suspendd"),
+    (pytorchjob, ("spec", "pytorchReplicaSpecs", "Worker", "replicaz"), "spec.pytorchReplicaSpecs.Worker.replicaz"),
 ]
 TYPO_IDS = [path for _, _, path in TYPOS]
 
@@ -146,10 +153,24 @@ async def test_server_side_apply_refuses_a_misspelt_field(
     assert (await hub.get(f"{_url(obj, registry)}/{obj['metadata']['name']}")).status == 404
 
 
-@pytest.mark.parametrize("index", range(4))
-async def test_the_upstream_samples_apply_unchanged_under_strict(hub: Client, registry: Registry, index: int) -> None:  # noqa: F811
-    sample = list(yaml.safe_load_all(SAMPLES.read_text()))[index]
-    sample["metadata"]["namespace"] = "default"
+ROOT = Path(__file__).resolve().parents[2]
+#: Every object of an operator's kind the project applies (its e2e manifests and examples), and the
+#: upstream samples kept for this test.
+SAMPLE_FILES = (SAMPLES, ROOT / "e2e/manifests/pytorchjob.yaml", ROOT / "e2e/manifests/finished/jobs.yaml",
+                ROOT / "e2e/manifests/placement/train.yaml", ROOT / "policies/examples/training-gang-whole.yaml")
+OPERATOR_KINDS = {kind for _, kind in KINDS}
+SAMPLE_OBJECTS = [(f"{path.name}:{doc['kind']}/{doc['metadata']['name']}", doc)
+                  for path in SAMPLE_FILES for doc in yaml.safe_load_all(path.read_text())
+                  if doc and doc["kind"] in OPERATOR_KINDS]
+
+
+def test_the_samples_hold_every_kind_of_the_list() -> None:
+    assert {doc["kind"] for _, doc in SAMPLE_OBJECTS} >= {"JobSet", "LeaderWorkerSet", "PyTorchJob", "MPIJob"}
+
+
+@pytest.mark.parametrize("sample", [doc for _, doc in SAMPLE_OBJECTS], ids=[name for name, _ in SAMPLE_OBJECTS])
+async def test_the_samples_apply_unchanged_under_strict(hub: Client, registry: Registry, sample: dict[str, Any]) -> None:  # noqa: F811
+    sample = {**sample, "metadata": {**sample["metadata"], "namespace": "default"}}
     url = f"{_url(sample, registry)}/{sample['metadata']['name']}?fieldManager=ci&fieldValidation=Strict"
     answer = await hub.patch(url, data=yaml.safe_dump(sample), headers=APPLY)
     assert answer.status == 201, await answer.text()

@@ -3,12 +3,13 @@ autoscalers, WasteReport.
 
 The Kubeflow training jobs (``kubeflow.org/v1``: PyTorchJob, TFJob, XGBoostJob, PaddleJob,
 JAXJob, MPIJob) and RayJob and RayCluster (``ray.io/v1``) are other
-projects' CRDs; no maintained package ships their schemas, so these describe the fields
-gpufed reads and the ones users set most, in the operators' own terms, with each pod
-template as kube's ``PodTemplateSpec`` (so ``kubectl explain`` reaches every container
-field). The hub checks the types and prunes the nulls of these kinds' objects by the schemas, as
-their CRDs do (:mod:`.structural`); fields not listed are kept unchecked
-(``x-kubernetes-preserve-unknown-fields``), as the operators' newer fields must be.
+projects' CRDs; no maintained package ships their schemas, so these write them out in the
+operators' own terms, with each pod template as kube's ``PodTemplateSpec`` (so ``kubectl
+explain`` reaches every container field). The training jobs' declare every field of their CRDs
+(:func:`struct`: nothing else is kept); KubeRay's describe the fields gpufed reads and the ones
+users set most and keep the others unchecked (:func:`object_of`). The hub checks the types,
+prunes the nulls and drops (refuses under ``fieldValidation=Strict``) the undeclared fields of
+these kinds' objects by the schemas, as their CRDs do (:mod:`.structural`).
 Karmada's FederatedHPA and CronFederatedHPA (``autoscaling.karmada.io/v1alpha1``) are
 HorizontalPodAutoscaler parts (kube's own definitions) and Karmada's rules.
 ``WasteReport`` (``reports.gpufed.io/v1alpha1``) is computed, never stored: its schema
@@ -68,10 +69,15 @@ def array_of(description: str, items: dict[str, Any]) -> dict[str, Any]:
 # --- Kubeflow training jobs (kubeflow.org/v1) ------------------------------------------------
 
 _KUBEFLOW = "org.kubeflow.v1."
+_LABEL_SELECTOR = "io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector"
+_METRICS = array_of(
+    "Metrics the HPA of the job's workers scales them by (the largest replica count any of them asks wins).",
+    {"$ref": DEFINITIONS_PREFIX + "io.k8s.api.autoscaling.v2.MetricSpec"},
+)
 
 
 def _kubeflow_job_definitions(kind: str, specs_field: str, roles: str, extra_spec: dict[str, Any]) -> dict[str, Any]:
-    spec = object_of(
+    spec = struct(
         f"{kind}Spec is the desired state of the {kind}.",
         {
             specs_field: map_of(
@@ -83,7 +89,7 @@ def _kubeflow_job_definitions(kind: str, specs_field: str, roles: str, extra_spe
             **extra_spec,
         },
     )
-    status = object_of(
+    status = struct(
         f"{kind}Status is the observed state of the {kind}, summed over the member clusters that run it.",
         {
             "conditions": array_of(
@@ -92,12 +98,14 @@ def _kubeflow_job_definitions(kind: str, specs_field: str, roles: str, extra_spe
             ),
             "replicaStatuses": map_of(
                 "ReplicaStatuses maps each role to how many of its pods are active, succeeded and failed.",
-                object_of(
+                struct(
                     "ReplicaStatus counts the pods of one role.",
                     {
                         "active": int32("The number of running pods."),
                         "succeeded": int32("The number of pods that completed successfully."),
                         "failed": int32("The number of pods that failed."),
+                        "labelSelector": ref(_LABEL_SELECTOR, "Deprecated: use selector."),
+                        "selector": scalar("The role's pods' label selector, in its string form."),
                     },
                 ),
             ),
@@ -116,6 +124,20 @@ def _kubeflow_job_definitions(kind: str, specs_field: str, roles: str, extra_spe
 _KUBEFLOW_SPEC_FIELDS: dict[str, dict[str, Any]] = {
     "PyTorchJob": {
         "nprocPerNode": scalar("The number of processes per node (torchrun --nproc-per-node): auto, cpu, gpu or a number."),
+        "elasticPolicy": struct("ElasticPolicy runs the job as an elastic torchrun job, its workers scaled by an HPA.", {
+            "minReplicas": int32("The lower limit of workers the job can scale down to."),
+            "maxReplicas": int32("The upper limit of workers the autoscaler can set."),
+            "rdzvBackend": scalar("The rendezvous backend: c10d, etcd or etcd-v2."),
+            "rdzvPort": int32("The rendezvous port."),
+            "rdzvHost": scalar("The rendezvous host."),
+            "rdzvId": scalar("The rendezvous ID."),
+            "rdzvConf": array_of("Additional rendezvous configuration, as key-value pairs.", struct(
+                "One rendezvous setting.", {"key": scalar("The setting's key."), "value": scalar("The setting's value.")})),
+            "standalone": scalar("Standalone starts a local C10d rendezvous backend on port 29400.", "boolean"),
+            "nProcPerNode": int32("Deprecated: use spec.nprocPerNode."),
+            "maxRestarts": int32("The limit of worker group restarts."),
+            "metrics": _METRICS,
+        }),
     },
     "TFJob": {
         "successPolicy": scalar(
@@ -125,16 +147,21 @@ _KUBEFLOW_SPEC_FIELDS: dict[str, dict[str, Any]] = {
         "enableDynamicWorker": scalar("EnableDynamicWorker lets the job go on when some of its workers fail.", "boolean"),
     },
     "PaddleJob": {
-        "elasticPolicy": object_of("ElasticPolicy holds the elastic policy of the PaddleJob.", {
+        "elasticPolicy": struct("ElasticPolicy holds the elastic policy of the PaddleJob.", {
             "minReplicas": int32("The lower limit of workers the job can scale down to."),
             "maxReplicas": int32("The upper limit of workers the job can scale up to."),
             "maxRestarts": int32("The limit of pod restarts in elastic mode."),
+            "metrics": _METRICS,
         }),
     },
-    "MPIJob": {"slotsPerWorker": int32("SlotsPerWorker is the number of MPI slots per worker pod. Defaults to 1.")},
+    "MPIJob": {
+        "slotsPerWorker": int32("SlotsPerWorker is the number of MPI slots per worker pod. Defaults to 1."),
+        "cleanPodPolicy": scalar("Deprecated: use runPolicy.cleanPodPolicy."),
+        "mainContainer": scalar("MainContainer is the name of the container that runs the MPI program."),
+    },
 }
 
-_REPLICA_SPEC = object_of(
+_REPLICA_SPEC = struct(
     "ReplicaSpec is the description of one role of the job: how many pods it runs and from which template.",
     {
         "replicas": int32("Replicas is the number of pods of this role. Defaults to 1."),
@@ -155,7 +182,7 @@ _REPLICA_SPEC = object_of(
 
 _KUBEFLOW_SHARED: dict[str, Any] = {
     _KUBEFLOW + "ReplicaSpec": _REPLICA_SPEC,
-    _KUBEFLOW + "RunPolicy": object_of(
+    _KUBEFLOW + "RunPolicy": struct(
         "RunPolicy encapsulates the runtime policies of a distributed training job.",
         {
             "cleanPodPolicy": scalar(
@@ -169,19 +196,21 @@ _KUBEFLOW_SHARED: dict[str, Any] = {
             "suspend": scalar(
                 "Suspend stops the job's pods (and keeps it from creating new ones) while true.", "boolean"
             ),
-            "schedulingPolicy": object_of(
+            "schedulingPolicy": struct(
                 "SchedulingPolicy passes gang-scheduling parameters to the member cluster's batch scheduler.",
                 {
                     "minAvailable": int32("The number of pods that must be able to start together."),
                     "queue": scalar("The batch scheduler's queue for the job."),
                     "priorityClass": scalar("The PriorityClass of the job's pod group."),
                     "scheduleTimeoutSeconds": int32("How long the pod group may wait to be scheduled."),
+                    "minResources": map_of("The resources the pod group needs to start, by resource name.",
+                                           {"$ref": DEFINITIONS_PREFIX + "io.k8s.apimachinery.pkg.api.resource.Quantity"}),
                 },
             ),
             "managedBy": scalar("The controller that reconciles the job; empty means the Kubeflow training operator."),
         },
     ),
-    _KUBEFLOW + "JobCondition": object_of(
+    _KUBEFLOW + "JobCondition": struct(
         "JobCondition describes the state of the job at one point.",
         {
             "type": scalar("Type of the condition: Created, Running, Restarting, Succeeded or Failed."),
