@@ -71,7 +71,7 @@ def test_nothing_is_kept_open_that_the_crd_does_not_keep_open(group_version: str
 
 def _url(obj: dict[str, Any], registry: Registry) -> str:
     rt = _resource(registry, obj["apiVersion"], obj["kind"])
-    return f"/apis/{obj['apiVersion']}/namespaces/default/{rt.plural}"
+    return f"/apis/{obj['apiVersion']}/{'namespaces/default/' if rt.namespaced else ''}{rt.plural}"
 
 
 def jobset() -> dict[str, Any]:
@@ -87,6 +87,12 @@ def pytorchjob() -> dict[str, Any]:
     return dict(yaml.safe_load((Path(__file__).resolve().parents[2] / "e2e/manifests/pytorchjob.yaml").read_text()))
 
 
+def runtime() -> dict[str, Any]:
+    template = {"spec": {"replicatedJobs": [{"name": "node", "template": jobset()["spec"]["replicatedJobs"][0]["template"]}]}}
+    return {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "ClusterTrainingRuntime", "metadata": {"name": "torch"},
+            "spec": {"mlPolicy": {"numNodes": 2, "torch": {"numProcPerNode": "auto"}}, "template": template}}
+
+
 TYPOS = [
     (jobset, ("spex",), "spex"),
     (jobset, ("spec", "replicatedJobz"), "spec.replicatedJobz"),
@@ -96,13 +102,16 @@ TYPOS = [
     (pytorchjob, ("spec", "pytorchReplicaSpecz"), "spec.pytorchReplicaSpecz"),
     (pytorchjob, ("spec", "runPolicy", "suspendd"), "spec.runPolicy.suspendd"),
     (pytorchjob, ("spec", "pytorchReplicaSpecs", "Worker", "replicaz"), "spec.pytorchReplicaSpecs.Worker.replicaz"),
+    (runtime, ("spec", "mlPolicy", "torch", "numProcPerNodez"), "spec.mlPolicy.torch.numProcPerNodez"),
+    (runtime, ("spec", "template", "spec", "replicatedJobz"), "spec.template.spec.replicatedJobz"),
 ]
 TYPO_IDS = [path for _, _, path in TYPOS]
 
 
 def _with_typo(make: Any, where: tuple[str, ...]) -> dict[str, Any]:
     obj = make()
-    obj["metadata"]["namespace"] = "default"
+    if obj["kind"] != "ClusterTrainingRuntime":
+        obj["metadata"]["namespace"] = "default"
     node = obj
     for key in where[:-1]:
         node = node.setdefault(key, {})

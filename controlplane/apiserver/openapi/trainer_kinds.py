@@ -1,11 +1,12 @@
 """Schemas of Kubeflow Trainer's kinds (``trainer.kubeflow.org/v1alpha1``), stored without a
 model: TrainJob, TrainingRuntime and ClusterTrainingRuntime.
 
-As in :mod:`.sigs_kinds`, these describe the fields users set and gpufed reads, in the trainer's
-own terms, with the embedded types by reference as the CRDs embed them: a runtime's template
-holds a JobSet's spec (:mod:`.sigs_kinds`' ``JobSetSpec``), a trainer's resources per node kube's
-``ResourceRequirements``, its env kube's ``EnvVar``. Unlisted fields are kept
-(``x-kubernetes-preserve-unknown-fields``), as the trainer's newer fields must be.
+As in :mod:`.sigs_kinds`, these declare every field of the CRDs' ``spec`` and ``status``, in the
+trainer's own terms, with the embedded types by reference as the CRDs embed them: a runtime's
+template holds a JobSet's spec (:mod:`.sigs_kinds`' ``JobSetSpec``), a trainer's resources per
+node kube's ``ResourceRequirements``, its env kube's ``EnvVar``, a runtime patch's pod fields
+kube's volumes, affinity, tolerations... Nothing else is kept: an undeclared field is dropped, or
+refused under ``fieldValidation=Strict``, as the CRDs prune it.
 
 Everything is in kube's OpenAPI v2 dialect, keyed by definition name. Pure: constants.
 """
@@ -20,9 +21,10 @@ from controlplane.apiserver.openapi.extra_kinds import (
     array_of,
     int32,
     kind_definition,
-    object_of,
+    map_of,
     ref,
     scalar,
+    struct,
 )
 from controlplane.apiserver.openapi.models import type_meta_properties
 from controlplane.apiserver.openapi.sigs_kinds import JOBSET_DEFINITIONS
@@ -31,44 +33,103 @@ from controlplane.apiserver.openapi.upstream import DEFINITIONS_PREFIX, OBJECT_M
 _PREFIX = "org.kubeflow.trainer.v1alpha1."
 _JOBSET_SPEC = "io.x-k8s.jobset.v1alpha2.JobSetSpec"
 _ENV = {"$ref": DEFINITIONS_PREFIX + "io.k8s.api.core.v1.EnvVar"}
+_INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
+
+_CORE = "io.k8s.api.core.v1."
+_TIME = "io.k8s.apimachinery.pkg.apis.meta.v1.Time"
+
+
+def _list_of(description: str, core_type: str) -> dict[str, Any]:
+    return array_of(description, {"$ref": DEFINITIONS_PREFIX + _CORE + core_type})
+
+
+def _initializer(what: str) -> dict[str, Any]:
+    return struct(f"{what.capitalize()}Initializer configures the {what} initializer's Job of the runtime.", {
+        "storageUri": scalar(f"storageUri is the URI of the {what} provider."),
+        "env": array_of(f"env is merged with the runtime's {what} initializer environment.", _ENV),
+        "secretRef": ref(_CORE + "LocalObjectReference",
+                         f"secretRef names the Secret (in the TrainJob's namespace) with the credentials to download the {what}."),
+    })
+
+
+_CONTAINER_PATCH = struct("ContainerPatch patches one container of the runtime's Pod template, by name.", {
+    "name": scalar("name of the container; the runtime must have it."),
+    "env": array_of("env is merged with the container's environment.", _ENV),
+    "volumeMounts": _list_of("volumeMounts are the volumes mounted into the container.", "VolumeMount"),
+    "securityContext": ref(_CORE + "SecurityContext", "securityContext patches the container's security context."),
+})
 
 _DEFINITIONS: dict[str, Any] = {
-    _PREFIX + "TrainJobSpec": object_of("TrainJobSpec represents specification of the desired TrainJob.", {
-        "runtimeRef": object_of("runtimeRef is the reference to the training runtime (immutable).", {
+    _PREFIX + "TrainJobSpec": struct("TrainJobSpec represents specification of the desired TrainJob.", {
+        "runtimeRef": struct("runtimeRef is the reference to the training runtime (immutable).", {
             "name": scalar("name of the runtime being referenced. A TrainingRuntime must be in the TrainJob's namespace."),
             "apiGroup": scalar("apiGroup of the runtime being referenced. Defaults to `trainer.kubeflow.org`."),
             "kind": scalar("kind of the runtime being referenced. Defaults to ClusterTrainingRuntime."),
         }),
-        "initializer": object_of("initializer defines the configuration of the dataset and model initialization.", {
-            "dataset": object_of("dataset defines the configuration for the dataset initialization.", {}),
-            "model": object_of("model defines the configuration for the pre-trained model initialization.", {}),
+        "initializer": struct("initializer defines the configuration of the dataset and model initialization.", {
+            "dataset": _initializer("dataset"),
+            "model": _initializer("model"),
         }),
         "trainer": ref(_PREFIX + "Trainer", "trainer defines the configuration of the trainer (immutable)."),
         "runtimePatches": array_of("runtimePatches defines custom patches applied to the TrainJob's runtime, keyed by manager.",
-                                   object_of("RuntimePatch is one manager's patch of the runtime template.", {
-                                       "manager": scalar("manager indicates who owns this patch entry."),
-                                   })),
+                                   {"$ref": DEFINITIONS_PREFIX + _PREFIX + "RuntimePatch"}),
         "suspend": scalar("suspend defines whether to suspend the running TrainJob. Defaults to false.", "boolean"),
         "activeDeadlineSeconds": scalar("activeDeadlineSeconds is how long the TrainJob may be active before it is "
                                         "terminated (Failed, DeadlineExceeded).", "integer", format="int64"),
         "managedBy": scalar("managedBy is the controller that manages the TrainJob: "
                             "`trainer.kubeflow.org/trainjob-controller` (the default) or `kueue.x-k8s.io/multikueue`."),
     }),
-    _PREFIX + "Trainer": object_of("Trainer overrides the runtime template's trainer node (`trainer.kubeflow.org/"
-                                   "trainjob-ancestor-step: trainer`).", {
+    _PREFIX + "Trainer": struct("Trainer overrides the runtime template's trainer node (`trainer.kubeflow.org/"
+                                "trainjob-ancestor-step: trainer`).", {
         "image": scalar("image is the container image for the training container."),
         "command": array_of("command for the entrypoint of the training container.", {"type": "string"}),
         "args": array_of("args for the entrypoint of the training container.", {"type": "string"}),
         "env": array_of("env is the list of environment variables to set in the training container.", _ENV),
         "numNodes": int32("numNodes is the number of training nodes."),
-        "resourcesPerNode": ref("io.k8s.api.core.v1.ResourceRequirements",
+        "resourcesPerNode": ref(_CORE + "ResourceRequirements",
                                 "resourcesPerNode defines the compute resources for each training node."),
         "numProcPerNode": int32("numProcPerNode is the number of processes/workers/slots on every training node."),
     }),
-    _PREFIX + "TrainJobStatus": object_of("TrainJobStatus represents the current status of TrainJob.", {
+    _PREFIX + "RuntimePatch": struct("RuntimePatch is one manager's patch of the runtime's template.", {
+        "manager": scalar("manager indicates who owns this patch entry (Kueue's: `kueue.x-k8s.io/manager`)."),
+        "time": ref(_TIME, "time is when the patch was last written (set by the trainer's webhook)."),
+        "trainingRuntimeSpec": struct("trainingRuntimeSpec patches a TrainingRuntime or ClusterTrainingRuntime's spec.", {
+            "template": struct("template patches the JobSet template.", {
+                "metadata": ref(OBJECT_META, "metadata patches the JobSet's labels and annotations."),
+                "spec": struct("spec patches the JobSet's spec.", {
+                    "replicatedJobs": array_of("replicatedJobs patches replicated jobs, by name.", struct(
+                        "ReplicatedJobPatch patches one replicated job.", {
+                            "name": scalar("name of the replicated job to patch."),
+                            "template": struct("template patches the replicated job's Job template.", {
+                                "metadata": ref(OBJECT_META, "metadata patches the Job template's labels and annotations."),
+                                "spec": struct("spec patches the Job's spec.", {
+                                    "template": struct("template patches the Job's Pod template.", {
+                                        "metadata": ref(OBJECT_META, "metadata patches the Pod template's labels and annotations."),
+                                        "spec": ref(_PREFIX + "PodSpecPatch", "spec patches the Pod spec."),
+                                    }),
+                                }),
+                            }),
+                        })),
+                }),
+            }),
+        }),
+    }),
+    _PREFIX + "PodSpecPatch": struct("PodSpecPatch holds the Pod spec fields a manager may patch.", {
+        "serviceAccountName": scalar("serviceAccountName patches the Pods' service account."),
+        "volumes": _list_of("volumes patches the Pods' volumes.", "Volume"),
+        "initContainers": array_of("initContainers patches init containers, by name.", _CONTAINER_PATCH),
+        "containers": array_of("containers patches containers, by name.", _CONTAINER_PATCH),
+        "imagePullSecrets": _list_of("imagePullSecrets patches the Pods' image pull secrets.", "LocalObjectReference"),
+        "securityContext": ref(_CORE + "PodSecurityContext", "securityContext patches the Pods' security context."),
+        "nodeSelector": map_of("nodeSelector patches the Pods' node selector.", {"type": "string"}),
+        "affinity": ref(_CORE + "Affinity", "affinity patches the Pods' scheduling affinity."),
+        "tolerations": _list_of("tolerations patches the Pods' tolerations.", "Toleration"),
+        "schedulingGates": _list_of("schedulingGates patches the Pods' scheduling gates.", "PodSchedulingGate"),
+    }),
+    _PREFIX + "TrainJobStatus": struct("TrainJobStatus represents the current status of TrainJob.", {
         "conditions": array_of("conditions for the TrainJob: Suspended, Complete, Failed.",
                                {"$ref": DEFINITIONS_PREFIX + CONDITION}),
-        "jobsStatus": array_of("jobsStatus tracks the child Jobs in TrainJob.", object_of("JobStatus counts one child Job's.", {
+        "jobsStatus": array_of("jobsStatus tracks the child Jobs in TrainJob.", struct("JobStatus counts one child Job's.", {
             "name": scalar("name of the child Job."),
             **{count: int32(f"{count} is the number of child Jobs {what}.") for count, what in (
                 ("ready", "whose ready and completed pods reach the expected count"),
@@ -78,15 +139,44 @@ _DEFINITIONS: dict[str, Any] = {
                 ("suspended", "that are suspended"),
             )},
         })),
-    }),
-    _PREFIX + "TrainingRuntimeSpec": object_of("TrainingRuntimeSpec represents a specification of the desired training runtime.", {
-        "mlPolicy": object_of("mlPolicy provides the ML-specific parameters for the model training.", {
-            "numNodes": int32("numNodes is the number of training nodes. Defaults to 1."),
-            "torch": object_of("torch defines the configuration for the PyTorch runtime.", {}),
-            "mpi": object_of("mpi defines the configuration for the MPI runtime.", {}),
+        "trainerStatus": struct("trainerStatus is the trainer step's latest reported progress (alpha).", {
+            "progressPercentage": int32("progressPercentage estimates how complete the TrainJob is, 0 to 100."),
+            "estimatedRemainingSeconds": int32("estimatedRemainingSeconds estimates the training time left."),
+            "metrics": array_of("metrics are the model's current metrics.", struct("One metric.", {
+                "name": scalar("name of the metric (loss, eval_accuracy, ...)."),
+                "value": scalar("value of the metric, as a string."),
+            })),
+            "lastUpdatedTime": ref(_TIME, "lastUpdatedTime is when the status was observed."),
         }),
-        "podGroupPolicy": object_of("podGroupPolicy configures the PodGroup for gang-scheduling.", {}),
-        "template": object_of("template for the JobSet which will be used by TrainJob.", {
+    }),
+    _PREFIX + "TrainingRuntimeSpec": struct("TrainingRuntimeSpec represents a specification of the desired training runtime.", {
+        "mlPolicy": struct("mlPolicy provides the ML-specific parameters for the model training.", {
+            "numNodes": int32("numNodes is the number of training nodes. Defaults to 1."),
+            "torch": struct("torch defines the configuration for the PyTorch runtime.", {
+                "numProcPerNode": ref(_INT_OR_STRING, "numProcPerNode is torchrun's --nproc-per-node: auto, cpu, gpu or a "
+                                                      "number. Defaults to auto."),
+            }),
+            "mpi": struct("mpi defines the configuration for the MPI runtime.", {
+                "numProcPerNode": int32("numProcPerNode is the number of slots of each node in the hostfile. Defaults to 1."),
+                "mpiImplementation": scalar("mpiImplementation is the MPI implementation the hostfile is written for: OpenMPI."),
+                "sshAuthMountPath": scalar("sshAuthMountPath is the directory the SSH keys are mounted at. Defaults to /root/.ssh."),
+                "runLauncherAsNode": scalar("runLauncherAsNode runs a training process on the launcher Job too.", "boolean"),
+            }),
+            "jax": struct("jax defines the configuration for the JAX runtime (no fields).", {}),
+        }),
+        "podGroupPolicy": struct("podGroupPolicy configures the PodGroup for gang-scheduling, by one plugin.", {
+            "coscheduling": struct("coscheduling configures the scheduler-plugins' coscheduling plugin.", {
+                "scheduleTimeoutSeconds": int32("scheduleTimeoutSeconds bounds how long the PodGroup may wait to be "
+                                                "scheduled. Defaults to 60."),
+            }),
+            "volcano": struct("volcano configures the Volcano gang-scheduler.", {
+                "networkTopology": struct("networkTopology places the pods by Volcano's HyperNode network topology.", {
+                    "mode": scalar("mode of the network topology constraint: hard or soft."),
+                    "highestTierAllowed": scalar("highestTierAllowed is the highest tier a job may span.", "integer"),
+                }),
+            }),
+        }),
+        "template": struct("template for the JobSet which will be used by TrainJob.", {
             "metadata": ref(OBJECT_META, "metadata for custom JobSet's labels and annotations."),
             "spec": ref(_JOBSET_SPEC, "spec of the desired JobSet which will be created from TrainJob."),
         }),
