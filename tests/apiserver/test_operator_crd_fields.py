@@ -32,7 +32,7 @@ KINDS = re.findall(r"^\[kind (\S+) (\w+)", DATA.read_text(), re.MULTILINE)
 APPLY = {"Content-Type": "application/apply-patch+yaml"}
 
 
-def _resource(registry: Registry, group_version: str, kind: str) -> Any:
+def _resource(registry: Registry, group_version: str, kind: str) -> Any:  # noqa: F811
     return next(rt for rt in registry if (rt.api_version, rt.kind) == (group_version, kind))
 
 
@@ -69,7 +69,7 @@ def test_nothing_is_kept_open_that_the_crd_does_not_keep_open(group_version: str
     assert list(_open_paths(schema)) == []
 
 
-def _url(obj: dict[str, Any], registry: Registry) -> str:
+def _url(obj: dict[str, Any], registry: Registry) -> str:  # noqa: F811
     rt = _resource(registry, obj["apiVersion"], obj["kind"])
     return f"/apis/{obj['apiVersion']}/{'namespaces/default/' if rt.namespaced else ''}{rt.plural}"
 
@@ -80,6 +80,10 @@ def jobset() -> dict[str, Any]:
 
 def lws() -> dict[str, Any]:
     return next(s for s in yaml.safe_load_all(SAMPLES.read_text()) if s["kind"] == "LeaderWorkerSet")
+
+
+def rayjob() -> dict[str, Any]:
+    return next(s for s in yaml.safe_load_all(SAMPLES.read_text()) if s["kind"] == "RayJob")
 
 
 #: (object, where the typo goes, the misspelt field's path), a typo at the top, in ``spec``, deeper.
@@ -104,6 +108,8 @@ TYPOS = [
     (pytorchjob, ("spec", "pytorchReplicaSpecs", "Worker", "replicaz"), "spec.pytorchReplicaSpecs.Worker.replicaz"),
     (runtime, ("spec", "mlPolicy", "torch", "numProcPerNodez"), "spec.mlPolicy.torch.numProcPerNodez"),
     (runtime, ("spec", "template", "spec", "replicatedJobz"), "spec.template.spec.replicatedJobz"),
+    (rayjob, ("spec", "entrypointt"), "spec.entrypointt"),
+    (rayjob, ("spec", "rayClusterSpec", "headGroupSpec", "serviceTyp"), "spec.rayClusterSpec.headGroupSpec.serviceTyp"),
 ]
 TYPO_IDS = [path for _, _, path in TYPOS]
 
@@ -174,7 +180,8 @@ SAMPLE_OBJECTS = [(f"{path.name}:{doc['kind']}/{doc['metadata']['name']}", doc)
 
 
 def test_the_samples_hold_every_kind_of_the_list() -> None:
-    assert {doc["kind"] for _, doc in SAMPLE_OBJECTS} >= {"JobSet", "LeaderWorkerSet", "PyTorchJob", "MPIJob"}
+    assert {doc["kind"] for _, doc in SAMPLE_OBJECTS} >= {"JobSet", "LeaderWorkerSet", "PyTorchJob", "MPIJob",
+                                                          "RayCluster", "RayJob"}
 
 
 @pytest.mark.parametrize("sample", [doc for _, doc in SAMPLE_OBJECTS], ids=[name for name, _ in SAMPLE_OBJECTS])

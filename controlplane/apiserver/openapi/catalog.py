@@ -28,6 +28,7 @@ from controlplane.apiserver.computed import ComputedResource
 from controlplane.apiserver.openapi.extra_kinds import extra_kind_definitions
 from controlplane.apiserver.openapi.metrics_kinds import metrics_kind_definitions
 from controlplane.apiserver.openapi.models import model_definitions, model_json_schema
+from controlplane.apiserver.openapi.ray_kinds import ray_kind_definitions
 from controlplane.apiserver.openapi.sigs_kinds import sigs_kind_definitions
 from controlplane.apiserver.openapi.trainer_kinds import trainer_kind_definitions
 from controlplane.apiserver.openapi.upstream import (
@@ -95,6 +96,8 @@ def kind_schema(
         name, definitions = sigs
     elif (trained := trainer_kind_definitions(rt.group, rt.version, rt.kind)) is not None:
         name, definitions = trained
+    elif (ray := ray_kind_definitions(rt.group, rt.version, rt.kind)) is not None:
+        name, definitions = ray
     elif (upstream_name := upstream.for_kind(rt.group, rt.version, rt.kind)) is not None:
         return KindSchema(upstream_name, {})
     else:

@@ -1,15 +1,14 @@
-"""Schemas of the kinds the hub stores without a model: Kubeflow's and KubeRay's jobs, Karmada's
-autoscalers, WasteReport.
+"""Schemas of the kinds the hub stores without a model: Kubeflow's training jobs, Karmada's
+autoscalers, WasteReport; the builders the other operators' schemas share (:mod:`.sigs_kinds`,
+:mod:`.trainer_kinds`, :mod:`.ray_kinds`).
 
 The Kubeflow training jobs (``kubeflow.org/v1``: PyTorchJob, TFJob, XGBoostJob, PaddleJob,
-JAXJob, MPIJob) and RayJob and RayCluster (``ray.io/v1``) are other
-projects' CRDs; no maintained package ships their schemas, so these write them out in the
-operators' own terms, with each pod template as kube's ``PodTemplateSpec`` (so ``kubectl
-explain`` reaches every container field). The training jobs' declare every field of their CRDs
-(:func:`struct`: nothing else is kept); KubeRay's describe the fields gpufed reads and the ones
-users set most and keep the others unchecked (:func:`object_of`). The hub checks the types,
-prunes the nulls and drops (refuses under ``fieldValidation=Strict``) the undeclared fields of
-these kinds' objects by the schemas, as their CRDs do (:mod:`.structural`).
+JAXJob, MPIJob) are another project's CRDs; no maintained package ships their schemas, so these
+write them out in the operator's own terms, with each pod template as kube's
+``PodTemplateSpec`` (so ``kubectl explain`` reaches every container field), every field of the
+CRDs declared (:func:`struct`: nothing else is kept). The hub checks the types, prunes the nulls
+and drops (refuses under ``fieldValidation=Strict``) the undeclared fields of these kinds' objects
+by the schemas, as their CRDs do (:mod:`.structural`).
 Karmada's FederatedHPA and CronFederatedHPA (``autoscaling.karmada.io/v1alpha1``) are
 HorizontalPodAutoscaler parts (kube's own definitions) and Karmada's rules.
 ``WasteReport`` (``reports.gpufed.io/v1alpha1``) is computed, never stored: its schema
@@ -45,7 +44,7 @@ def ref(name: str, description: str) -> dict[str, Any]:
 
 
 def object_of(description: str, properties: dict[str, Any]) -> dict[str, Any]:
-    """An object whose unlisted fields are kept (the operators' newer fields)."""
+    """An object whose unlisted fields are kept (a computed report's free-form parts, Karmada's executions)."""
     return {
         "description": description, "type": "object", "properties": properties,
         "x-kubernetes-preserve-unknown-fields": True,
@@ -223,123 +222,6 @@ _KUBEFLOW_SHARED: dict[str, Any] = {
     ),
 }
 
-# --- KubeRay (ray.io/v1) ----------------------------------------------------------------------
-
-_RAY = "io.ray.v1."
-_RAY_START_PARAMS = map_of(
-    "RayStartParams are the flags passed to `ray start` in this group's pods (num-cpus, num-gpus, ...).",
-    {"type": "string"},
-)
-
-_RAY_DEFINITIONS: dict[str, Any] = {
-    _RAY + "RayClusterSpec": object_of(
-        "RayClusterSpec is the desired state of a Ray cluster: one head group and any number of worker groups.",
-        {
-            "headGroupSpec": ref(_RAY + "HeadGroupSpec", "HeadGroupSpec describes the Ray head pod."),
-            "workerGroupSpecs": array_of(
-                "WorkerGroupSpecs are the groups of Ray worker pods. gpufed places the head and every "
-                "worker of the cluster in one member cluster.",
-                {"$ref": DEFINITIONS_PREFIX + _RAY + "WorkerGroupSpec"},
-            ),
-            "rayVersion": scalar("RayVersion is the version of Ray the pods run."),
-            "enableInTreeAutoscaling": scalar(
-                "EnableInTreeAutoscaling runs the Ray autoscaler, which scales worker groups between "
-                "their minReplicas and maxReplicas.", "boolean",
-            ),
-            "suspend": scalar("Suspend deletes the cluster's pods while true.", "boolean"),
-        },
-    ),
-    _RAY + "HeadGroupSpec": object_of(
-        "HeadGroupSpec describes the Ray head pod.",
-        {
-            "rayStartParams": _RAY_START_PARAMS,
-            "template": ref(POD_TEMPLATE_SPEC, "Template is the pod template of the head pod."),
-            "serviceType": scalar("ServiceType of the head's Service: ClusterIP, NodePort or LoadBalancer."),
-        },
-    ),
-    _RAY + "WorkerGroupSpec": object_of(
-        "WorkerGroupSpec describes one group of identical Ray worker pods.",
-        {
-            "groupName": scalar("GroupName is the unique name of the group in the cluster."),
-            "replicas": int32("Replicas is the number of worker pods (of hosts, with numOfHosts) wanted now."),
-            "minReplicas": int32("MinReplicas is the fewest workers the autoscaler keeps. Defaults to 0."),
-            "maxReplicas": int32("MaxReplicas is the most workers the autoscaler creates."),
-            "numOfHosts": int32("NumOfHosts is the number of pods per replica (multi-host workers). Defaults to 1."),
-            "rayStartParams": _RAY_START_PARAMS,
-            "template": ref(
-                POD_TEMPLATE_SPEC,
-                "Template is the pod template of the group's workers; gpufed reads its resource requests.",
-            ),
-            "suspend": scalar("Suspend deletes the group's pods while true.", "boolean"),
-        },
-    ),
-    _RAY + "RayJobSpec": object_of(
-        "RayJobSpec is the desired state of a RayJob: the program to run and the Ray cluster to run it on.",
-        {
-            "entrypoint": scalar("Entrypoint is the command that starts the job (for example `python train.py`)."),
-            "runtimeEnvYAML": scalar("RuntimeEnvYAML is the job's Ray runtime environment, as YAML."),
-            "jobId": scalar("JobId is the submission ID of the job; generated when empty."),
-            "rayClusterSpec": ref(
-                _RAY + "RayClusterSpec", "RayClusterSpec is the Ray cluster created to run the job."
-            ),
-            "clusterSelector": map_of(
-                "ClusterSelector selects an existing RayCluster by labels instead of creating one.",
-                {"type": "string"},
-            ),
-            "submissionMode": scalar("SubmissionMode is how the job is submitted: K8sJobMode (default) or HTTPMode."),
-            "submitterPodTemplate": ref(
-                POD_TEMPLATE_SPEC, "SubmitterPodTemplate is the pod template of the job that submits the program."
-            ),
-            "shutdownAfterJobFinishes": scalar(
-                "ShutdownAfterJobFinishes deletes the Ray cluster when the job finishes.", "boolean"
-            ),
-            "ttlSecondsAfterFinished": int32("Seconds after the job finishes before its Ray cluster is deleted."),
-            "activeDeadlineSeconds": int32("Seconds the job may run before it is marked failed."),
-            "backoffLimit": int32("The number of retries before the job is marked failed."),
-            "suspend": scalar("Suspend deletes the job's Ray cluster and keeps the job waiting while true.", "boolean"),
-        },
-    ),
-    _RAY + "RayJobStatus": object_of(
-        "RayJobStatus is the observed state of the RayJob in the member cluster that runs it.",
-        {
-            "jobId": scalar("JobId is the submission ID of the job."),
-            "rayClusterName": scalar("RayClusterName is the name of the Ray cluster that runs the job."),
-            "dashboardURL": scalar("DashboardURL is the address of the Ray dashboard."),
-            "jobStatus": scalar("JobStatus is Ray's status of the job: PENDING, RUNNING, STOPPED, SUCCEEDED or FAILED."),
-            "jobDeploymentStatus": scalar(
-                "JobDeploymentStatus is the operator's phase of the job: Initializing, Running, Complete, "
-                "Failed, Suspending, Suspended, Retrying or ValidationFailed."
-            ),
-            "message": scalar("Message explains the job's current status."),
-            "startTime": ref(_TIME, "When the job started."),
-            "endTime": ref(_TIME, "When the job ended."),
-            "succeeded": int32("The number of times the job succeeded."),
-            "failed": int32("The number of times the job failed."),
-            "rayClusterStatus": ref(_RAY + "RayClusterStatus", "The status of the job's Ray cluster."),
-            "conditions": array_of(
-                "Conditions of the job: the hub's Propagated and Schedulable, beside the operator's own.",
-                {"$ref": DEFINITIONS_PREFIX + CONDITION},
-            ),
-        },
-    ),
-    _RAY + "RayClusterStatus": object_of(
-        "RayClusterStatus is the observed state of the Ray cluster in the member cluster that runs it.",
-        {
-            "state": scalar("State of the cluster: ready, suspended or failed."),
-            "desiredWorkerReplicas": int32("The number of worker pods wanted across all groups."),
-            "availableWorkerReplicas": int32("The number of worker pods running."),
-            "readyWorkerReplicas": int32("The number of worker pods ready."),
-            "minWorkerReplicas": int32("The sum of the groups' minReplicas."),
-            "maxWorkerReplicas": int32("The sum of the groups' maxReplicas."),
-            "conditions": array_of(
-                "Conditions of the cluster (HeadPodReady, RayClusterProvisioned, ...).",
-                {"$ref": DEFINITIONS_PREFIX + CONDITION},
-            ),
-            "reason": scalar("Reason explains a failed state."),
-        },
-    ),
-}
-
 # --- WasteReport (reports.gpufed.io/v1alpha1) --------------------------------------------------
 
 _REPORTS = "io.gpufed.reports.v1alpha1."
@@ -499,9 +381,6 @@ def kind_definition(kind: str, prefix: str, description: str) -> dict[str, Any]:
 #: (group, version, kind, definition prefix, description) of each kind listed here.
 _KINDS: tuple[tuple[str, str, str, str, str], ...] = (
     *((KUBEFLOW_GROUP, "v1", t.kind, _KUBEFLOW, t.description) for t in TRAINING_KINDS.values()),
-    ("ray.io", "v1", "RayJob", _RAY, "RayJob runs one program on a Ray cluster created for it (KubeRay)."),
-    ("ray.io", "v1", "RayCluster", _RAY,
-     "RayCluster represents a Ray cluster: a head pod and groups of workers (KubeRay)."),
     ("reports.gpufed.io", "v1alpha1", "WasteReport", _REPORTS,
      "WasteReport tells, in GPU-hours and dollars, where the fleet's GPUs were busy, idle while "
      "allocated, or free, over a window of time. Computed on request; read-only."),
@@ -522,7 +401,7 @@ def _kinds() -> dict[tuple[str, str, str], tuple[str, dict[str, Any]]]:
 
 def _parts() -> dict[str, Any]:
     parts: dict[str, Any] = {
-        **_KUBEFLOW_SHARED, **_RAY_DEFINITIONS, **_REPORT_DEFINITIONS, **_KARMADA_AUTOSCALING_DEFINITIONS,
+        **_KUBEFLOW_SHARED, **_REPORT_DEFINITIONS, **_KARMADA_AUTOSCALING_DEFINITIONS,
     }
     for t in TRAINING_KINDS.values():
         parts.update(_kubeflow_job_definitions(t.kind, t.specs_field, ", ".join(t.roles), _KUBEFLOW_SPEC_FIELDS.get(t.kind, {})))

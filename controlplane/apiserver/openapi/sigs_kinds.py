@@ -23,9 +23,9 @@ from controlplane.apiserver.openapi.extra_kinds import (
     array_of,
     int32,
     kind_definition,
-    struct,
     ref,
     scalar,
+    struct,
 )
 from controlplane.apiserver.openapi.upstream import DEFINITIONS_PREFIX, POD_TEMPLATE_SPEC, reachable
 

@@ -6,7 +6,7 @@ drops the nulls of their fields that are neither nullable nor defaulted and refu
 another JSON type than its field's (``spec.pytorchReplicaSpecs.Worker.replicas: Invalid value:
 "string": ... in body must be of type integer: "string"``). The hub builds those kinds in and
 serves their schemas in kube's OpenAPI v2 dialect (:mod:`.extra_kinds`, :mod:`.sigs_kinds`,
-:mod:`.trainer_kinds`): :func:`structural_schema` inlines every ``$ref`` of such a schema (its own parts and kube's definitions, a pod template's among them)
+:mod:`.trainer_kinds`, :mod:`.ray_kinds`): :func:`structural_schema` inlines every ``$ref`` of such a schema (its own parts and kube's definitions, a pod template's among them)
 into one tree :mod:`controlplane.apis.apiextensions.schema` validates as a CRD version's
 ``openAPIV3Schema``, written as controller-gen writes the operators' CRDs:
 
@@ -16,8 +16,10 @@ into one tree :mod:`controlplane.apis.apiextensions.schema` validates as a CRD v
 * a definition met again below itself stays open (no kind reached here is recursive);
 * a struct kube's definitions leave untyped is an ``object``; descriptions are left out; ``x-kubernetes-preserve-unknown-fields`` and list types are kept.
 
-The schemas are partial (the fields gpufed reads and users set most): the fields they do not
-list are kept and not checked, as their objects keep them. Pure; each kind's tree is built once.
+The schemas declare every field of the CRDs' ``spec`` and ``status`` and keep open only what the
+CRDs keep open (an embedded ObjectMeta): :func:`undeclared_fields` finds the fields they do not
+declare, which the hub drops (with a warning) or refuses under ``fieldValidation=Strict``, as
+kube's pruning of a custom resource. Pure; each kind's tree is built once.
 
 The kinds served from a pydantic model (Kueue's, Karmada's, gpufed's) are checked by their model,
 not by such a tree; :func:`served_field_schema` reads the list and map types their served schema
@@ -39,6 +41,7 @@ from controlplane.apis.apiextensions.schema import NO_OLD, list_type_errors, pru
 from controlplane.apis.kube.field import FieldError
 from controlplane.apiserver.openapi.extra_kinds import extra_kind_definitions
 from controlplane.apiserver.openapi.models import model_definitions, model_json_schema
+from controlplane.apiserver.openapi.ray_kinds import ray_kind_definitions
 from controlplane.apiserver.openapi.sigs_kinds import sigs_kind_definitions
 from controlplane.apiserver.openapi.trainer_kinds import trainer_kind_definitions
 from controlplane.apiserver.openapi.upstream import (
@@ -92,7 +95,7 @@ def _node(node: Mapping[str, Any], definitions: Mapping[str, Any], upstream: Map
 
 
 _SOURCES: tuple[Callable[[str, str, str], tuple[str, dict[str, dict[str, Any]]] | None], ...] = (
-    extra_kind_definitions, sigs_kind_definitions, trainer_kind_definitions,
+    extra_kind_definitions, sigs_kind_definitions, trainer_kind_definitions, ray_kind_definitions,
 )
 
 
