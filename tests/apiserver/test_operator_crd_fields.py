@@ -195,3 +195,23 @@ async def test_the_samples_apply_unchanged_under_strict(hub: Client, registry: R
                              json={**sample, "metadata": {**sample["metadata"], "name": "again"}})
     assert created.status == 201, await created.text()
     assert (await created.json())["spec"] == sample["spec"]
+
+
+async def test_a_misspelt_status_field_is_refused_under_strict_and_dropped_under_warn(
+    hub: Client, registry: Registry,  # noqa: F811
+) -> None:
+    obj = {**jobset(), "metadata": {"name": "js", "namespace": "default"}}
+    created = await hub.post(_url(obj, registry), json=obj)
+    assert created.status == 201, await created.text()
+    url = f"{_url(obj, registry)}/js/status"
+    stored = await created.json()
+    stored["status"] = {"restarts": 1, "restartz": 2}
+    refused = await hub.put(f"{url}?fieldValidation=Strict", json=stored)
+    assert refused.status == 400, await refused.text()
+    assert (await refused.json())["message"] == (
+        'JobSet in version "v1alpha2" cannot be handled as a JobSet: strict decoding error: unknown field "status.restartz"'
+    )
+    written = await hub.put(f"{url}?fieldValidation=Warn", json=stored)
+    assert written.status == 200, await written.text()
+    assert written.headers.getall("Warning") == ['299 - "unknown field \\"status.restartz\\""']
+    assert (await written.json())["status"] == {"restarts": 1}
