@@ -188,8 +188,8 @@ async def renew_lease(
         )
         try:
             return await hub.replace(f"{LEASES_PATH}/{name}", body)
-        except NotFound:
+        except (NotFound, Conflict):
+            # Re-read: changed meanwhile, or deleted (a PUT of a deleted Lease, which kube would
+            # create, is a Conflict on the uid the body still names); a missing one is applied again.
             current = None
-        except Conflict:
-            current = await hub.get(f"{LEASES_PATH}/{name}")
     raise Conflict(409, "Conflict", f"lease {name} kept changing while the agent renewed it")
