@@ -505,11 +505,13 @@ class ResourceHandlers:
     ) -> web.StreamResponse:
         body = await self.body(request, kind=rt.kind)
         warnings = request_warnings(request)
+        created: list[bool] = []
+        options = self.write_args(request, warnings)
+        options["on_create"] = lambda: created.append(True)
         updated = await self._objects.update_handed_over(
-            rt, body, namespace=info.namespace, name=info.name, subresource=subresource,
-            **self.write_args(request, warnings),
-        )
-        return json_response(updated, warnings=warnings)
+            rt, body, namespace=info.namespace, name=info.name, subresource=subresource, **options
+        )  # a PUT that creates the object (a kind whose strategy allows it) is 201 Created, as kube's
+        return json_response(updated, status=201 if created else 200, warnings=warnings)
 
     async def patch(
         self, request: web.Request, rt: ResourceType, info: RequestInfo, *, subresource: str | None

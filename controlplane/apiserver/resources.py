@@ -319,6 +319,12 @@ class ResourceType:
         return self.custom is None and unconditional.allows_unconditional_update(self.group, self.kind)
 
     @property
+    def create_on_update(self) -> bool:
+        """A PUT of a missing object creates it, as kube's strategy for the kind allows
+        (``AllowCreateOnUpdate``): :mod:`controlplane.apis.kube.unconditional`'s few built-in kinds."""
+        return self.custom is None and unconditional.allows_create_on_update(self.group, self.kind)
+
+    @property
     def built_in(self) -> bool:
         """kube serves the kind from a Go type of its own (a built-in kind, CRDs included), not as
         an unstructured custom resource: the kinds with strategic merge patch, and CRDs."""

@@ -118,8 +118,10 @@ class WriteOptions:
     validate: ValidateWrite | None = None
     #: The admission webhooks the write is sent to (None: none is configured, or an in-process write).
     webhooks: WebhookCalls | None = None
-    #: Called when a patch creates the object (a server-side apply of a missing one): the HTTP
-    #: layer answers 201 Created then, as kube does, and 200 OK for a patch of an existing object.
+    #: Called when a patch creates the object (a server-side apply of a missing one), or an update
+    #: does (a PUT of a missing object of a kind whose strategy creates it: only with this given,
+    #: an in-process update of a missing object stays a 404): the HTTP layer answers 201 Created
+    #: then, as kube does, and 200 OK for a write of an existing object.
     on_create: Callable[[], None] | None = None
     #: The subresource a write of the main resource was asked for through (``scale``: the
     #: replicas it sets), recorded in the writer's managedFields entry as kube records it.

@@ -235,11 +235,40 @@ class Writer:
             obj = checked_body(rt, status_request(obj), namespace=namespace, name=name, copy_body=False)
         else:
             obj = checked_body(rt, obj, namespace=namespace, name=name, copy_body=not handed_over, from_request=handed_over)
-        kv, old = await self._replaced(rt, obj["metadata"])
+        try:
+            kv, old = await self._replaced(rt, obj["metadata"])
+        except errors.NotFound:
+            if subresource or options.on_create is None or not rt.create_on_update:
+                raise
+            return await self._created_on_update(rt, obj, options)
         new = merged(rt, old, obj, subresource=subresource)
         if subresource and options.recorded_managed_fields:  # a status write's, recorded by its caller
             set_managed_fields(new, obj)
         return await self.write_update(rt, kv, old, new, subresource=subresource, options=options)
+
+    async def _created_on_update(self, rt: ResourceType, obj: dict[str, Any], options: WriteOptions) -> dict[str, Any]:
+        """An update of a missing object of a kind whose strategy allows it (kube's
+        ``AllowCreateOnUpdate``) creates it, as a create: its admission sees a CREATE, and the
+        resourceVersion the request names is dropped as kube's store drops it (after reading it:
+        one that does not parse is still its error), and a uid it names is kube's Conflict. One
+        created meanwhile by another writer is updated instead, as kube's store retries its write
+        on the object it then reads."""
+        meta = obj["metadata"]
+        if meta.get("uid"):  # kube's store checks it against the empty object it read
+            check_preconditions(rt, {"metadata": {"name": meta["name"], "uid": ""}}, Preconditions(uid=str(meta["uid"])))
+        given = meta.get("resourceVersion")
+        if isinstance(given, str) and given:
+            parse_update_resource_version(given)
+        retry = copy.deepcopy(obj)
+        try:
+            created, _ = await self.create_owned(rt, obj, options)
+        except errors.AlreadyExists:
+            kv, old = await self._replaced(rt, retry["metadata"])
+            return await self.write_update(rt, kv, old, merged(rt, old, retry, subresource=None),
+                                           subresource=None, options=options)
+        if options.on_create is not None:
+            options.on_create()
+        return created
 
     async def patch(
         self,
@@ -521,5 +550,7 @@ def _known(store: storage.Store, rt: ResourceType, meta: dict[str, Any], wanted:
         return None
     key = rt.key(namespace=meta.get("namespace"), name=meta["name"])
     if known_stale(store, key, int(wanted)):
+        if rt.create_on_update:
+            return None  # the read tells: deleted since (created again), or changed (a Conflict)
         raise errors.conflict_modified(plural=rt.plural, group=rt.group, name=meta["name"])
     return known_value(store, key, int(wanted))
