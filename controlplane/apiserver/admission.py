@@ -7,7 +7,8 @@ final object — after the patch is applied, defaults and validation ran, and fi
 ownership is recorded — and before anything is stored (dry runs included):
 
 - the HTTP handlers build a :data:`ValidateWrite` per request from the configured
-  :class:`AdmissionPlugin` and the authenticated user (:func:`write_validation`);
+  :class:`AdmissionPlugin` and the authenticated user (:func:`write_validation`), asking the
+  authorizer first about ``create`` where an update or a patch creates (:func:`create_authorized`);
 - :class:`~controlplane.apiserver.objects.ObjectStore` calls it with a
   :class:`WriteAttributes` for every create and update it was given one for; a refusal
   is an ``ApiError`` (403 Forbidden) and nothing is written.
@@ -25,12 +26,14 @@ same point; a simulated member's API uses one (:mod:`simulator.admitting`). An
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol
 
-from controlplane.apiserver.identity import UserInfo
+from controlplane.apiserver import errors
+from controlplane.apiserver.identity import Authorizer, RequestAttributes, UserInfo, forbidden_message
 from controlplane.apiserver.resources import ResourceType
 
 
@@ -138,3 +141,22 @@ def write_validation(plugins: tuple[AdmissionPlugin, ...], user: UserInfo | None
                 await pending
 
     return validate
+
+
+def create_authorized(validate: ValidateWrite | None, authorizer: Authorizer, attrs: RequestAttributes) -> ValidateWrite:
+    """``validate``, preceded for a write that creates its object through an update or a patch
+    (a PUT of a kind created on update, a server-side apply of a missing object) by the
+    authorizer's answer on ``create``, as kube's handlers ask it then: one allowed to update but
+    not to create gets kube's 403 and creates nothing."""
+    creating = dataclasses.replace(attrs, verb="create")
+
+    async def checked(write: WriteAttributes) -> None:
+        if write.operation is Operation.CREATE:
+            decision = authorizer.authorize(creating)
+            if not decision.allowed:
+                target = errors.Target(name=attrs.name or "", group=attrs.api_group, kind=attrs.resource)
+                raise errors.Forbidden(decision.reason or forbidden_message(creating), target=target)
+        if validate is not None:
+            await validate(write)
+
+    return checked

@@ -45,7 +45,13 @@ from controlplane.apis.apiextensions.crd import VERSION as CRD_VERSION
 from controlplane.apis.bookmarks import BOOKMARK_BEFORE_TIMEOUT, BOOKMARK_PERIOD
 from controlplane.apis.kube.selectors import SelectorError, pinned_name
 from controlplane.apiserver import errors, negotiation
-from controlplane.apiserver.admission import AdmissionPlugin, ValidateWrite, WebhookCalls, write_validation
+from controlplane.apiserver.admission import (
+    AdmissionPlugin,
+    ValidateWrite,
+    WebhookCalls,
+    create_authorized,
+    write_validation,
+)
 from controlplane.apiserver.anonymous import ANONYMOUS_PATHS, AnonymousPaths
 from controlplane.apiserver.audit import (
     AUTHENTICATED_AS,
@@ -463,7 +469,10 @@ def create_app(
     wanted = frozenset(warm)
 
     def validation(request: web.Request) -> ValidateWrite | None:
-        return write_validation(plugins, request.get(USER))
+        checks, attrs = write_validation(plugins, request.get(USER)), request.get(REQUEST_ATTRIBUTES)
+        if authorizer is None or attrs is None or request.method not in ("PUT", "PATCH"):
+            return checks
+        return create_authorized(checks, authorizer, attrs)  # an update or apply that creates: kube asks for create
 
     def webhook_calls(request: web.Request, warnings: list[str]) -> WebhookCalls | None:
         return None if webhooks is None else webhooks.calls(request.get(USER), warnings)

@@ -11,11 +11,14 @@ import json
 from typing import Any
 
 import pytest
-from aiohttp.test_utils import TestClient
+from aiohttp.test_utils import TestClient, TestServer
 
 from controlplane.apis.kube.unconditional import CUSTOM_RESOURCE_GROUPS
 from controlplane.apiserver import errors
 from controlplane.apiserver.admission import Operation, WriteAttributes
+from controlplane.apiserver.app import create_app
+from controlplane.apiserver.auth import TokenStore
+from controlplane.apiserver.identity import Decision, RequestAttributes, Role
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.hubregistry import hub_registry
 from controlplane.storage import MemoryStore
@@ -264,3 +267,35 @@ def test_every_served_kind_of_a_custom_resource_group_follows_the_custom_resourc
     assert {rt.group for rt in kinds} >= {"kueue.x-k8s.io", "policy.karmada.io", "jobset.x-k8s.io",
                                           "leaderworkerset.x-k8s.io", "kubeflow.org", "trainer.kubeflow.org", "ray.io"}
     assert [rt.kind for rt in kinds if rt.unconditional_update or rt.create_on_update] == []
+
+
+class _NoCreate:
+    """Allows every request but a create: a user who may update leases and not create them."""
+
+    def authorize(self, attributes: RequestAttributes) -> Decision:
+        return Decision(allowed=attributes.verb != "create")
+
+
+@pytest.mark.parametrize("method, content_type", [
+    ("PUT", "application/json"), ("PATCH", "application/apply-patch+yaml"),
+])
+async def test_a_write_that_creates_needs_the_right_to_create(method: str, content_type: str) -> None:
+    """kube's update and apply handlers ask the authorizer about ``create`` before they create."""
+    registry = hub_registry()
+    async with MemoryStore() as memory:
+        objects = ObjectStore(memory, registry)
+        await objects.bootstrap()
+        tokens = TokenStore(memory)
+        token = (await tokens.create(role=Role.ADMIN, name="ada")).token
+        app = create_app(objects, registry, authenticator=tokens, authorizer=_NoCreate())
+        async with TestClient(TestServer(app, host="127.0.0.1")) as client:
+            collection, body = CREATE_ON_UPDATE["leases"]
+            headers = {"Authorization": f"Bearer {token}", "Content-Type": content_type}
+            answer = await client.request(method, f"{collection}/x?fieldManager=ada", headers=headers, data=json.dumps(body))
+            status = await answer.json()
+            assert (answer.status, status["reason"]) == (403, "Forbidden"), status
+            assert status["message"] == (
+                'leases.coordination.k8s.io "x" is forbidden: User "ada" cannot create resource "leases" '
+                'in API group "coordination.k8s.io" in the namespace "default"')
+            get = await client.get(f"{collection}/x", headers=headers)
+            assert get.status == 404
