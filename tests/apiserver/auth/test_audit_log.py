@@ -115,6 +115,23 @@ async def test_the_audit_log_records_each_request_at_its_policys_level(audited: 
     assert not [e for e in events(log) if e["requestURI"].startswith(("/api?", "/apis?", "/openapi", "/healthz"))]
 
 
+async def test_a_put_that_creates_is_recorded_as_an_update_answered_201(audited: tuple[Hub, Path]) -> None:
+    """kube's audit event of a PUT that creates its object (a Lease): the request's verb, the create's code."""
+    hub, log = audited
+    admin = load_kubeconfig(hub.kubeconfig_path)
+    connector = aiohttp.TCPConnector(ssl=client_ssl_context(admin.ca_pem))
+    lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "l"}, "spec": {}}
+    async with aiohttp.ClientSession(connector=connector) as session, session.put(
+        f"{hub.url}/apis/coordination.k8s.io/v1/namespaces/default/leases/l", json=lease,
+        headers={"Authorization": f"Bearer {admin.token}"},
+    ) as resp:
+        assert resp.status == 201, await resp.text()
+        audit_id = resp.headers["Audit-Id"]
+    [complete] = [e for e in events(log, stage="ResponseComplete") if e["auditID"] == audit_id]
+    assert (complete["verb"], complete["responseStatus"]["code"]) == ("update", 201)
+    assert complete["objectRef"]["resource"] == "leases" and complete["objectRef"]["name"] == "l"
+
+
 async def test_a_watch_is_recorded_when_it_starts_and_when_it_ends(audited: tuple[Hub, Path]) -> None:
     hub, log = audited
     connector = aiohttp.TCPConnector(ssl=client_ssl_context(load_kubeconfig(hub.kubeconfig_path).ca_pem))
