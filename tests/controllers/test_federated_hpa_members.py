@@ -248,10 +248,14 @@ async def test_another_workloads_pods_under_the_selector_are_kubes_ambiguous_sel
     rt = objects.registry.require(FHPA_API, "FederatedHPA")
     await objects.create(rt, fhpa("web-canary", GPU_UTIL))
 
-    async def synced() -> bool:
-        return bool((await status_of_named(objects, "web-canary")).get("conditions"))
+    async def selector_checked() -> bool:
+        # ScalingActive is written only once a sync has checked the selector, so web-canary's is
+        # recorded; AbleToScale alone may be a sync that stopped before it (its scale not yet
+        # reported by the member), and web would then scale before it knows of web-canary.
+        conditions = (await status_of_named(objects, "web-canary")).get("conditions") or ()
+        return any(c["type"] == "ScalingActive" for c in conditions)
 
-    await eventually(synced, what="web-canary's first sync")
+    await eventually(selector_checked, what="web-canary's selector checked")
     await objects.create(rt, fhpa("web", GPU_UTIL))
     message = "pods by selector app=web are controlled by multiple HPAs: [default/web default/web-canary]"
 
