@@ -6,13 +6,16 @@ by :func:`~controlplane.interpreter.customization_validation.validate_customizat
 is required, every hook's Lua script compiles and defines its function, and no other
 customization of the same target sets the same hook. A webhook configuration is cluster-scoped
 without status, validated by
-:func:`~controlplane.interpreter.webhook_validation.validate_webhook_configuration`.
+:func:`~controlplane.interpreter.webhook_validation.validate_webhook_configuration`. Both are
+typed as Karmada's CRDs type them (:mod:`controlplane.apiserver.openapi.karmada_config_kinds`):
+a misspelt field is dropped with a warning, or refused under ``fieldValidation=Strict``.
 """
 
 from __future__ import annotations
 
 from controlplane.apiserver.kinds import cells
-from controlplane.apiserver.resources import AGE, ResourceType, TableColumn
+from controlplane.apiserver.openapi.structural import schema_of
+from controlplane.apiserver.resources import AGE, ResourceType, TableColumn, with_kube_rules
 from controlplane.interpreter.customization_validation import validate_against_others, validate_customization
 from controlplane.interpreter.webhook_validation import validate_webhook_configuration
 
@@ -23,6 +26,7 @@ RESOURCE_INTERPRETER_CUSTOMIZATION = ResourceType(
     "resourceinterpretercustomization", namespaced=False, short_names=("ric",), has_status=True,
     validate=validate_customization,
     validate_against_stored=validate_against_others,
+    crd_schema=schema_of(CONFIG_GROUP, "v1alpha1", "ResourceInterpreterCustomization"),
     columns=(
         TableColumn("Target-API-Version", cells.text_at("spec", "target", "apiVersion", none="")),
         TableColumn("Target-Kind", cells.text_at("spec", "target", "kind", none="")),
@@ -34,9 +38,10 @@ RESOURCE_INTERPRETER_WEBHOOK_CONFIGURATION = ResourceType(
     CONFIG_GROUP, "v1alpha1", "ResourceInterpreterWebhookConfiguration", "resourceinterpreterwebhookconfigurations",
     "resourceinterpreterwebhookconfiguration", namespaced=False,
     validate=validate_webhook_configuration,
+    crd_schema=schema_of(CONFIG_GROUP, "v1alpha1", "ResourceInterpreterWebhookConfiguration"),
 )
 
 
 def interpreter_customization_resources() -> list[ResourceType]:
-    """The kinds of ``config.karmada.io`` the hub serves."""
-    return [RESOURCE_INTERPRETER_CUSTOMIZATION, RESOURCE_INTERPRETER_WEBHOOK_CONFIGURATION]
+    """The kinds of ``config.karmada.io`` the hub serves, their undeclared fields found by their schemas."""
+    return with_kube_rules([RESOURCE_INTERPRETER_CUSTOMIZATION, RESOURCE_INTERPRETER_WEBHOOK_CONFIGURATION])

@@ -2,7 +2,8 @@
 
 A kind's schema comes, in this order, from its pydantic model (gpufed's and Karmada's kinds,
 :mod:`.models`), from :mod:`.extra_kinds` (Kubeflow's and KubeRay's jobs, WasteReport) or
-:mod:`.sigs_kinds` (JobSet, LeaderWorkerSet), or
+:mod:`.sigs_kinds` (JobSet, LeaderWorkerSet), :mod:`.karmada_config_kinds` (Karmada's interpreter
+customizations and webhook configurations), or
 from kube's own definitions when kube has the group-version-kind (:mod:`.upstream`: every
 built-in kind, with nothing to wire per kind); any other kind gets an open object. A
 create-only resource (an access review, a TokenRequest) is always a built-in kind: kube's; Kueue's
@@ -26,6 +27,7 @@ from pydantic import BaseModel
 
 from controlplane.apiserver.computed import ComputedResource
 from controlplane.apiserver.openapi.extra_kinds import extra_kind_definitions
+from controlplane.apiserver.openapi.karmada_config_kinds import karmada_config_kind_definitions
 from controlplane.apiserver.openapi.metrics_kinds import metrics_kind_definitions
 from controlplane.apiserver.openapi.models import model_definitions, model_json_schema
 from controlplane.apiserver.openapi.ray_kinds import ray_kind_definitions
@@ -98,6 +100,8 @@ def kind_schema(
         name, definitions = trained
     elif (ray := ray_kind_definitions(rt.group, rt.version, rt.kind)) is not None:
         name, definitions = ray
+    elif (config := karmada_config_kind_definitions(rt.group, rt.version, rt.kind)) is not None:
+        name, definitions = config
     elif (upstream_name := upstream.for_kind(rt.group, rt.version, rt.kind)) is not None:
         return KindSchema(upstream_name, {})
     else:

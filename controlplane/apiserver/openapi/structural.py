@@ -6,7 +6,8 @@ drops the nulls of their fields that are neither nullable nor defaulted and refu
 another JSON type than its field's (``spec.pytorchReplicaSpecs.Worker.replicas: Invalid value:
 "string": ... in body must be of type integer: "string"``). The hub builds those kinds in and
 serves their schemas in kube's OpenAPI v2 dialect (:mod:`.extra_kinds`, :mod:`.sigs_kinds`,
-:mod:`.trainer_kinds`, :mod:`.ray_kinds`): :func:`structural_schema` inlines every ``$ref`` of such a schema (its own parts and kube's definitions, a pod template's among them)
+:mod:`.trainer_kinds`, :mod:`.ray_kinds`); Karmada's interpreter customizations and webhook
+configurations are CRDs too (:mod:`.karmada_config_kinds`). :func:`structural_schema` inlines every ``$ref`` of such a schema (its own parts and kube's definitions, a pod template's among them)
 into one tree :mod:`controlplane.apis.apiextensions.schema` validates as a CRD version's
 ``openAPIV3Schema``, written as controller-gen writes the operators' CRDs:
 
@@ -40,6 +41,7 @@ from pydantic import BaseModel
 from controlplane.apis.apiextensions.schema import NO_OLD, list_type_errors, prune, validate
 from controlplane.apis.kube.field import FieldError
 from controlplane.apiserver.openapi.extra_kinds import extra_kind_definitions
+from controlplane.apiserver.openapi.karmada_config_kinds import karmada_config_kind_definitions
 from controlplane.apiserver.openapi.models import model_definitions, model_json_schema
 from controlplane.apiserver.openapi.ray_kinds import ray_kind_definitions
 from controlplane.apiserver.openapi.sigs_kinds import sigs_kind_definitions
@@ -96,6 +98,7 @@ def _node(node: Mapping[str, Any], definitions: Mapping[str, Any], upstream: Map
 
 _SOURCES: tuple[Callable[[str, str, str], tuple[str, dict[str, dict[str, Any]]] | None], ...] = (
     extra_kind_definitions, sigs_kind_definitions, trainer_kind_definitions, ray_kind_definitions,
+    karmada_config_kind_definitions,
 )
 
 
