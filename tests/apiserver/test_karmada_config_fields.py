@@ -18,7 +18,7 @@ from aiohttp.test_utils import TestClient
 
 from controlplane.apiserver.openapi.structural import structural_schema
 
-from .test_operator_crd_fields import _open_paths
+from .test_operator_crd_fields import _open_paths, assert_refused_under_strict
 
 Client = TestClient[Any, Any]
 APPLY = {"Content-Type": "application/apply-patch+yaml"}
@@ -89,13 +89,7 @@ def _with_typo(make: Any, where: tuple[str | int, ...]) -> dict[str, Any]:
 @pytest.mark.parametrize(("make", "where", "path"), TYPOS, ids=TYPO_IDS)
 async def test_a_misspelt_field_is_refused_under_strict(hub: Client, make: Any, where: tuple[str | int, ...], path: str) -> None:
     obj = _with_typo(make, where)
-    kind = obj["kind"]
-    answer = await hub.post(f"{_url(obj)}?fieldValidation=Strict", json=obj)
-    assert answer.status == 400, await answer.text()
-    assert (await answer.json())["message"] == (
-        f'{kind} in version "v1alpha1" cannot be handled as a {kind}: strict decoding error: unknown field "{path}"'
-    )
-    assert (await hub.get(f"{_url(obj)}/{obj['metadata']['name']}")).status == 404
+    await assert_refused_under_strict(hub, _url(obj), obj, path)
 
 
 @pytest.mark.parametrize(("make", "where", "path"), TYPOS, ids=TYPO_IDS)
@@ -202,3 +196,26 @@ async def test_the_hubs_status_is_kept(hub: Client) -> None:
                             json={**(await written.json()), "status": {"conditions": [condition], "loaded": True}})
     assert refused.status == 400, await refused.text()
     assert 'unknown field "status.loaded"' in (await refused.json())["message"]
+
+
+#: (object, the field left out, kube's message for it): the CRDs' requirements.
+REQUIRED = [
+    (webhook_configuration, ("webhooks",), "webhooks: Required value"),
+    (webhook_configuration, ("webhooks", 0, "interpreterContextVersions"), "webhooks[0].interpreterContextVersions: Required value"),
+    (webhook_configuration, ("webhooks", 0, "clientConfig", "service", "namespace"),
+     "webhooks[0].clientConfig.service.namespace: Required value"),
+    (customization, ("spec",), "spec: Required value"),
+    (customization, ("spec", "target", "kind"), "spec.target.kind: Required value"),
+]
+
+
+@pytest.mark.parametrize(("make", "where", "message"), REQUIRED, ids=[m for _, _, m in REQUIRED])
+async def test_a_field_the_crd_requires_is_required(hub: Client, make: Any, where: tuple[str | int, ...], message: str) -> None:
+    obj = make()
+    node = obj
+    for key in where[:-1]:
+        node = node[key]
+    del node[where[-1]]
+    answer = await hub.post(_url(obj), json=obj)
+    assert answer.status == 422, await answer.text()
+    assert f'{obj["kind"]}.config.karmada.io "{obj["metadata"]["name"]}" is invalid: {message}' in (await answer.json())["message"]

@@ -130,13 +130,19 @@ async def test_a_misspelt_field_is_refused_under_strict(
     hub: Client, registry: Registry, make: Any, where: tuple[str, ...], path: str,  # noqa: F811
 ) -> None:
     obj = _with_typo(make, where)
+    await assert_refused_under_strict(hub, _url(obj, registry), obj, path)
+
+
+async def assert_refused_under_strict(hub: Client, url: str, obj: dict[str, Any], path: str) -> None:
+    """A create of ``obj`` at the collection ``url`` under Strict is kube's 400 naming the
+    unknown field at ``path``, and nothing is stored."""
     kind, version = obj["kind"], obj["apiVersion"].split("/")[1]
-    answer = await hub.post(f"{_url(obj, registry)}?fieldValidation=Strict", json=obj)
+    answer = await hub.post(f"{url}?fieldValidation=Strict", json=obj)
     assert answer.status == 400, await answer.text()
     assert (await answer.json())["message"] == (
         f'{kind} in version "{version}" cannot be handled as a {kind}: strict decoding error: unknown field "{path}"'
     )
-    assert (await hub.get(f"{_url(obj, registry)}/{obj['metadata']['name']}")).status == 404
+    assert (await hub.get(f"{url}/{obj['metadata']['name']}")).status == 404
 
 
 @pytest.mark.parametrize(("make", "where", "path"), TYPOS, ids=TYPO_IDS)

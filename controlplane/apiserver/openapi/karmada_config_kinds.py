@@ -18,7 +18,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from controlplane.apiserver.openapi.extra_kinds import CONDITION, array_of, int32, kind_definition, ref, scalar, struct
+from controlplane.apiserver.openapi.extra_kinds import (
+    CONDITION,
+    array_of,
+    int32,
+    kind_definition,
+    ref,
+    scalar,
+    struct,
+)
 from controlplane.apiserver.openapi.models import type_meta_properties
 from controlplane.apiserver.openapi.upstream import DEFINITIONS_PREFIX, reachable
 
