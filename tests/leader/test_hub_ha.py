@@ -22,10 +22,17 @@ from controlplane.storage import EmbeddedEtcd
 LIMIT = 20.0
 
 
+#: The leader Lease's TTL: the leader steps down when it has not renewed for 2/3 of it, so a TTL of
+#: 2 s lost the lead to a 1.3 s stall of a loaded machine (once in CI: the test's follower still ran
+#: the controllers it was tearing down). The handover under test is a resignation, which does not
+#: wait for the TTL.
+LEASE_TTL = 6
+
+
 def replica(tmp_path: Path, etcd: EmbeddedEtcd, name: str) -> Hub:
     return Hub(HubConfig(
         state_dir=tmp_path / name, port=0, etcd_endpoints=(etcd.client_url,), etcd_tls=etcd.client_tls, identity=name,
-        leader_lease_ttl=2, cluster_monitor_grace_period=0.5,
+        leader_lease_ttl=LEASE_TTL, cluster_monitor_grace_period=0.5,
     ))
 
 
