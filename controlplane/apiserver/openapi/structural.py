@@ -151,6 +151,23 @@ def _declares_shapes(node: Any) -> bool:
     return isinstance(node, list) and any(map(_declares_shapes, node))
 
 
+def _declares_unique_items(node: Any) -> bool:
+    """Whether a schema tree has a ``map`` or ``set`` list anywhere (the lists whose items must be
+    unique); an ``atomic`` list or map declares nothing to check."""
+    if isinstance(node, dict):
+        return node.get("x-kubernetes-list-type") in ("map", "set") or any(map(_declares_unique_items, node.values()))
+    return isinstance(node, list) and any(map(_declares_unique_items, node))
+
+
+@functools.cache
+def _uniqueness_tree(group: str, version: str, kind: str, model: type[BaseModel]) -> Schema | None:
+    """The served tree of a model's kind when it has a list whose items must be unique, else None:
+    a kind whose only markers are atomic ones (a ResourceBinding's or a policy's embedded
+    LabelSelector) is not walked on every write for a check that finds nothing."""
+    tree = _model_tree(group, version, kind, model)
+    return tree if tree is not None and _declares_unique_items(tree) else None
+
+
 #: kube's ``+default`` on the key field of a keyed list of a kube type a model embeds (kube's
 #: definitions leave it out; the CRDs, generated from the Go types, carry it): a container port
 #: applied without its protocol is keyed as TCP, as on a cluster running the CRD.
@@ -193,7 +210,7 @@ def served_list_errors(
     """kube's list-type errors for ``obj`` of a model's kind: a key repeated in a ``map`` list, a
     value repeated in a ``set`` list (``spec.podSets[1]: Duplicate value: map[string]interface {}{"name":"main"}``);
     a write of the status subresource (``status_only``) is checked in its status alone."""
-    tree = _model_tree(group, version, kind, model)
+    tree = _uniqueness_tree(group, version, kind, model)
     if tree is None:
         return []
     if not status_only:
