@@ -4,7 +4,7 @@
 A TrainJob names a runtime (``spec.runtimeRef``: its ``name``, ``apiGroup`` defaulting to
 ``trainer.kubeflow.org``, ``kind`` to ``ClusterTrainingRuntime``); the runtime's
 ``spec.template`` is a JobSet template. :func:`runtime_ref` reads the reference with the CRD's
-defaults, :func:`defaults` writes them as the CRD's structural defaulting does, :func:`validate`
+defaults (written by the CRD's structural defaulting, from the served schema), :func:`validate`
 checks the CRD's rules on ``spec`` (``managedBy``, the fields an update keeps), and the webhook's
 rules are :func:`unsupported_runtime` (a reference to another kind: ``unsupported runtime:
 <Kind>.<group>``) and :func:`missing_runtime` (the runtime not stored: ``spec.RuntimeRef: Invalid
@@ -77,20 +77,6 @@ def named_runtime(trainjob: Mapping[str, Any], lookup: RuntimeLookup) -> Mapping
         return None
     namespace = (trainjob.get("metadata") or {}).get("namespace")
     return lookup(ref.kind, None if ref.cluster_scoped else str(namespace or ""), ref.name)
-
-
-def defaults(trainjob: dict[str, Any]) -> None:
-    """The CRD's defaults, written in place: ``runtimeRef.apiGroup`` and ``kind``, ``suspend:
-    false`` and ``managedBy`` the trainer's controller."""
-    spec = trainjob.get("spec")
-    if not isinstance(spec, dict):
-        return
-    ref = spec.get("runtimeRef")
-    if isinstance(ref, dict):
-        ref.setdefault("apiGroup", GROUP)
-        ref.setdefault("kind", CLUSTER_TRAINING_RUNTIME)
-    spec.setdefault("suspend", False)
-    spec.setdefault("managedBy", DEFAULT_MANAGED_BY)
 
 
 def unsupported_runtime(ref: RuntimeRef) -> str | None:

@@ -33,7 +33,7 @@ from controlplane.apis.kube.validation import Validator
 from controlplane.apis.untyped import dig
 from controlplane.apiserver import columns as col
 from controlplane.apiserver.openapi import known_fields
-from controlplane.apiserver.openapi.structural import served_field_schema, undeclared_fields
+from controlplane.apiserver.openapi.structural import schema_defaults, served_field_schema, undeclared_fields
 from controlplane.apiserver.patching.schema import FieldSchema, builtin_apply_schema
 
 #: A table cell getter: the object and "now" (for ages) in, a JSON-able cell out.
@@ -418,7 +418,7 @@ def with_kube_rules(types: Iterable[ResourceType]) -> list[ResourceType]:
     as kube defaults what it decodes from etcd)."""
     out: list[ResourceType] = []
     for rt in types:
-        defaults = rt.defaults or defaulting.for_kind(rt.group, rt.kind)
+        defaults = _with_schema_defaults(rt, rt.defaults or defaulting.for_kind(rt.group, rt.kind))
         validate = rt.validate or validation.for_kind(rt.group, rt.kind)
         validate_status = rt.validate_status or validation.for_status(rt.group, rt.kind)
         if rt.conversion is not None:
@@ -428,13 +428,30 @@ def with_kube_rules(types: Iterable[ResourceType]) -> list[ResourceType]:
         out.append(replace(
             rt,
             defaults=defaults,
-            defaults_on_read=rt.defaults_on_read or defaulting.for_reading(rt.group, rt.kind),
+            defaults_on_read=_with_schema_defaults(rt, rt.defaults_on_read or defaulting.for_reading(rt.group, rt.kind)),
             validate=validate,
             validate_status=validate_status,
             unknown_fields=rt.unknown_fields or _unknown_fields(rt),
             keeps_generation=rt.keeps_generation and generation.keeps_generation(rt.group, rt.kind),
         ))
     return out
+
+
+def _with_schema_defaults(rt: ResourceType, then: Defaulter | None) -> Defaulter | None:
+    """An operator's kind's defaulting: its CRD's structural defaults (its served schema's
+    ``default`` values, as kube fills a custom resource's when it decodes one), then ``then``
+    (its webhook's, run after, as kube's mutating admission runs after decoding)."""
+    if rt.crd_schema is None:
+        return then
+    structural = schema_defaults(rt.crd_schema)
+    if then is None:
+        return structural
+
+    def defaults(obj: dict[str, Any]) -> None:
+        structural(obj)
+        then(obj)
+
+    return defaults
 
 
 def _unknown_fields(rt: ResourceType) -> Callable[[dict[str, Any], bool], list[tuple[str | int, ...]]] | None:

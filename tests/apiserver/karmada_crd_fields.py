@@ -3,12 +3,13 @@ the reader of that file and the comparison, path by path.
 
 In: the data file and a served kind's definitions (kube's OpenAPI v2 dialect, as
 :class:`~controlplane.apiserver.openapi.catalog.SchemaCatalog` builds them). Out: the upstream
-fields as (path, type, required, enum) and, per path, what the served schema says wrong about it:
+fields as (path, type, required, enum, other value rules: ``default=``, ``maxLength=``...) and, per path, what the served schema says wrong about it:
 undeclared, of another type, an enum without an upstream value, a requirement upstream lacks.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +30,13 @@ class Field:
     type: str
     required: tuple[str, ...] = ()
     enum: tuple[str, ...] = ()
+    #: The other value rules (``default``, ``minimum``, ``maxLength``...), by schema keyword, as
+    #: the data file writes them (a JSON value; a ``pattern`` as is).
+    checks: tuple[tuple[str, str], ...] = ()
+
+    def rules(self) -> dict[str, Any]:
+        """:attr:`checks` as a schema's keywords and values."""
+        return {key: value if key == "pattern" else json.loads(value) for key, value in self.checks}
 
 
 def _join(base: str, rel: str) -> str:
@@ -37,10 +45,16 @@ def _join(base: str, rel: str) -> str:
     return base + rel if rel.startswith(("[", "{")) else f"{base}.{rel}"
 
 
-def _parse_line(line: str) -> tuple[str, str, dict[str, tuple[str, ...]]]:
+def _parse_line(line: str) -> tuple[str, str, dict[str, str]]:
     path, kind, *rest = line.split()
-    options = {key: tuple(value.split(",")) for key, value in (word.split("=", 1) for word in rest)}
-    return path, kind, options
+    return path, kind, dict(word.split("=", 1) for word in rest)
+
+
+def _field(path: str, kind: str, options: dict[str, str]) -> Field:
+    listed = {key: tuple("" if v == '""' else v for v in options[key].split(",")) for key in ("required", "enum")
+              if key in options}
+    checks = tuple((key, value) for key, value in options.items() if key not in ("required", "enum"))
+    return Field(path, kind, listed.get("required", ()), listed.get("enum", ()), checks)
 
 
 def read_fields(text: str) -> dict[str, list[str]]:
@@ -68,12 +82,12 @@ def _expand(lines: list[str], base: str, shapes: Mapping[str, list[str]],
         if kind.startswith("@"):
             shape = shapes[kind[1:]]
             if not shape[0].startswith("["):
-                yield Field(path, "object")
+                yield _field(path, "object", options)
             yield from _expand(shape, path, shapes, kube)
         elif kind.startswith("kube:"):
             yield from kube_fields(kind.removeprefix("kube:"), path, kube)
         else:
-            yield Field(path, kind, options.get("required", ()), options.get("enum", ()))
+            yield _field(path, kind, options)
 
 
 def kube_fields(name: str, path: str, kube: Mapping[str, dict[str, Any]], depth: int = 0) -> Iterator[Field]:
@@ -117,7 +131,8 @@ def upstream_kinds(kube: Mapping[str, dict[str, Any]], text: str | None = None) 
         merged: dict[str, Field] = {}
         for f in _expand(lines, "", shapes, kube):
             old = merged.get(f.path)
-            merged[f.path] = f if old is None else Field(f.path, f.type, old.required or f.required, old.enum or f.enum)
+            merged[f.path] = f if old is None else Field(f.path, f.type, old.required or f.required, old.enum or f.enum,
+                                                         old.checks + f.checks)
         kinds[(group_version, kind)] = list(merged.values())
     return kinds
 
@@ -134,7 +149,8 @@ class ServedSchema:
             if "$ref" in node:
                 target = node["$ref"].removeprefix(DEFINITIONS_PREFIX)
                 if target in _KUBE_SCALARS:
-                    return {"type": "string", "format": "int-or-string"}
+                    own = {k: v for k, v in node.items() if k not in ("$ref", "description")}
+                    return {"type": "string", "format": "int-or-string", **own}
                 node = {**self.definitions[target], **{k: v for k, v in node.items() if k not in ("$ref", "description")}}
             elif isinstance(node.get("allOf"), list) and len(node["allOf"]) == 1:
                 node = {**node["allOf"][0], **{k: v for k, v in node.items() if k != "allOf"}}

@@ -149,7 +149,8 @@ async def test_a_rayjob_jobset_and_lws_of_the_right_types_are_stored(hub: Client
         response = await hub.post(collection, json=obj)
         assert response.status == 201, await response.text()
     stored = await (await hub.get(f"{RAYJOBS}/ray")).json()
-    assert "ttlSecondsAfterFinished" not in stored["spec"]
+    # The null is pruned, then the CRD's default (``+kubebuilder:default:=0``) fills the field, as kube's.
+    assert stored["spec"]["ttlSecondsAfterFinished"] == 0
 
 
 async def test_an_update_and_a_status_write_are_checked(hub: Client) -> None:
@@ -186,13 +187,14 @@ async def test_an_integer_written_with_a_zero_fraction_is_that_integer(hub: Clie
     updated = await hub.put(f"{JOBSETS}/js", json=current)
     assert updated.status == 200, await updated.text()
     current = await updated.json()
-    current["status"] = {"restarts": 1.0, "replicatedJobsStatus": [{"name": "workers", "ready": 2.0}]}
+    counts = {"ready": 2.0, "succeeded": 0, "failed": 0, "active": 2, "suspended": 0}
+    current["status"] = {"restarts": 1.0, "replicatedJobsStatus": [{"name": "workers", **counts}]}
     written = await hub.put(f"{JOBSETS}/js/status", json=current)
     assert written.status == 200, await written.text()
     stored = await (await hub.get(f"{JOBSETS}/js")).json()
     replicas, status = stored["spec"]["replicatedJobs"][0]["replicas"], stored["status"]
     assert (replicas, type(replicas)) == (2, int)
-    assert status == {"restarts": 1, "replicatedJobsStatus": [{"name": "workers", "ready": 2}]}
+    assert status == {"restarts": 1, "replicatedJobsStatus": [{"name": "workers", **counts, "ready": 2}]}
     assert [type(status["restarts"]), type(status["replicatedJobsStatus"][0]["ready"])] == [int, int]
 
 

@@ -16,7 +16,7 @@ _CATEGORIES = ("trainer-kubeflow-org",)
 
 TRAIN_JOB = ResourceType(
     trainer.GROUP, trainer.VERSION, trainer.TRAIN_JOB, "trainjobs", "trainjob", namespaced=True,
-    categories=_CATEGORIES, has_status=True, defaults=trainer.defaults, validate=trainer.validate,
+    categories=_CATEGORIES, has_status=True, validate=trainer.validate,
     columns=(TableColumn("State", col.job_state), AGE),
     crd_schema=schema_of(trainer.GROUP, trainer.VERSION, trainer.TRAIN_JOB),
 )

@@ -51,10 +51,18 @@ def object_of(description: str, properties: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def struct(description: str, properties: dict[str, Any]) -> dict[str, Any]:
+def struct(description: str, properties: dict[str, Any], *, required: tuple[str, ...] = ()) -> dict[str, Any]:
     """An object of exactly these fields, as the operators' CRDs declare their own types: a field
-    it does not list is dropped (refused under ``fieldValidation=Strict``)."""
-    return {"description": description, "type": "object", "properties": properties}
+    it does not list is dropped (refused under ``fieldValidation=Strict``); ``required``: the
+    fields its CRD requires (``Required value`` when left out, once the CRD's defaults are in)."""
+    out: dict[str, Any] = {"description": description, "type": "object", "properties": properties}
+    return {**out, "required": list(required)} if required else out
+
+
+def checked(node: dict[str, Any], **checks: Any) -> dict[str, Any]:
+    """``node`` with a CRD's value checks and default (``enum``, ``default``, ``minimum``,
+    ``maxLength``, ``maxItems``...), as controller-gen writes them from the Go type's markers."""
+    return {**node, **checks}
 
 
 def map_of(description: str, values: dict[str, Any]) -> dict[str, Any]:
@@ -87,6 +95,7 @@ def _kubeflow_job_definitions(kind: str, specs_field: str, roles: str, extra_spe
             "runPolicy": ref(_KUBEFLOW + "RunPolicy", "RunPolicy encapsulates the runtime policies of the job."),
             **extra_spec,
         },
+        required=(specs_field,),
     )
     status = struct(
         f"{kind}Status is the observed state of the {kind}, summed over the member clusters that run it.",
@@ -193,7 +202,7 @@ _KUBEFLOW_SHARED: dict[str, Any] = {
             ),
             "backoffLimit": int32("The number of retries before the job is marked failed."),
             "suspend": scalar(
-                "Suspend stops the job's pods (and keeps it from creating new ones) while true.", "boolean"
+                "Suspend stops the job's pods (and keeps it from creating new ones) while true.", "boolean", default=False
             ),
             "schedulingPolicy": struct(
                 "SchedulingPolicy passes gang-scheduling parameters to the member cluster's batch scheduler.",
@@ -219,6 +228,7 @@ _KUBEFLOW_SHARED: dict[str, Any] = {
             "lastUpdateTime": ref(_TIME, "The last time this condition was updated."),
             "lastTransitionTime": ref(_TIME, "The last time the condition moved from one status to another."),
         },
+        required=("status", "type"),
     ),
 }
 

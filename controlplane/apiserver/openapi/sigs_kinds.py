@@ -21,6 +21,7 @@ from typing import Any, Final
 from controlplane.apiserver.openapi.extra_kinds import (
     CONDITION,
     array_of,
+    checked,
     int32,
     kind_definition,
     ref,
@@ -55,22 +56,26 @@ _JOBSET_DEFINITIONS: dict[str, Any] = {
         "successPolicy": struct(
             "successPolicy configures when to declare the JobSet as succeeded. The JobSet is always declared "
             "succeeded if all jobs in the set finished with status complete.", {
-                "operator": scalar("operator determines either All or Any of the selected jobs should succeed."),
+                "operator": checked(scalar("operator determines either All or Any of the selected jobs should succeed."),
+                                    enum=["All", "Any"]),
                 "targetReplicatedJobs": array_of(
                     "targetReplicatedJobs are the names of the replicated jobs the operator applies to; empty: all.",
                     {"type": "string"},
                 ),
-            }),
+            }, required=("operator",)),
         "failurePolicy": struct(
             "failurePolicy configures when to declare the JobSet as failed. The JobSet is always declared failed "
             "if any job in the set finished with status failed.", {
                 "maxRestarts": int32("maxRestarts defines the limit on the number of JobSet restarts."),
-                "restartStrategy": scalar("restartStrategy defines how Jobs are recreated: Recreate or BlockingRecreate."),
+                "restartStrategy": checked(scalar("restartStrategy defines how Jobs are recreated: Recreate or BlockingRecreate."),
+                                           enum=["Recreate", "BlockingRecreate"], default="Recreate"),
                 "rules": array_of("rules pick the action to take when a child Job fails, by its failure reason.",
                                   struct("FailurePolicyRule defines the action to take when a child Job fails for a listed reason.", {
                                       "name": scalar("name of the rule; defaults to failurePolicyRuleN, N its index."),
-                                      "action": scalar("action to take if the rule matches: FailJobSet, RestartJobSet or "
-                                                       "RestartJobSetAndIgnoreMaxRestarts."),
+                                      "action": checked(
+                                          scalar("action to take if the rule matches: FailJobSet, RestartJobSet or "
+                                                 "RestartJobSetAndIgnoreMaxRestarts."),
+                                          enum=["FailJobSet", "RestartJobSet", "RestartJobSetAndIgnoreMaxRestarts"]),
                                       "onJobFailureReasons": array_of(
                                           "onJobFailureReasons: the rule matches a Job failed for one of them (empty: any).",
                                           {"type": "string"}),
@@ -80,35 +85,38 @@ _JOBSET_DEFINITIONS: dict[str, Any] = {
                                       "targetReplicatedJobs": array_of(
                                           "targetReplicatedJobs are the replicated jobs the rule applies to; empty: all.",
                                           {"type": "string"}),
-                                  })),
+                                  }, required=("action",))),
             }),
         "startupPolicy": struct("startupPolicy configures in what order jobs must be started (deprecated: use dependsOn).", {
-            "startupPolicyOrder": scalar("startupPolicyOrder: AnyOrder or InOrder."),
-        }),
+            "startupPolicyOrder": checked(scalar("startupPolicyOrder: AnyOrder or InOrder."), enum=["AnyOrder", "InOrder"]),
+        }, required=("startupPolicyOrder",)),
         "suspend": scalar("suspend suspends all running child Jobs when set to true.", "boolean"),
         "coordinator": struct(
             "coordinator names the pod whose stable network endpoint every Job and pod of the JobSet gets as an annotation.", {
                 "replicatedJob": scalar("replicatedJob is the name of the replicated job holding the coordinator pod."),
                 "jobIndex": int32("jobIndex is the index of the Job holding the coordinator pod."),
                 "podIndex": int32("podIndex is the index of the coordinator pod in its Job."),
-            }),
+            }, required=("replicatedJob",)),
         "managedBy": scalar("managedBy is the controller that reconciles the JobSet; empty means the built-in JobSet controller."),
-        "ttlSecondsAfterFinished": int32(
+        "ttlSecondsAfterFinished": checked(int32(
             "ttlSecondsAfterFinished limits the lifetime of a JobSet that has finished execution (either Complete or Failed)."
-        ),
+        ), minimum=0),
     }),
     _JOBSET + "ReplicatedJob": struct("ReplicatedJob is a group of identical Jobs.", {
         "name": scalar("name is the name of the entry and will be used as a suffix for the Job name."),
-        "groupName": scalar('groupName defines the name of the group this ReplicatedJob belongs to. Defaults to "default".'),
+        "groupName": checked(scalar('groupName defines the name of the group this ReplicatedJob belongs to. Defaults to "default".'),
+                             default="default"),
         "template": ref(_JOB_TEMPLATE_SPEC, "template defines the template of the Job that will be created."),
-        "replicas": int32("replicas is the number of jobs that will be created from this ReplicatedJob's template."),
-        "dependsOn": array_of(
+        "replicas": checked(int32("replicas is the number of jobs that will be created from this ReplicatedJob's template."),
+                            default=1),
+        "dependsOn": checked(array_of(
             "dependsOn lists the preceding ReplicatedJobs this one waits for: it is created only once they reach "
             "the given status.", struct("DependsOn defines the dependency on the previous ReplicatedJob status.", {
                 "name": scalar("name of the previous ReplicatedJob."),
-                "status": scalar("status defines the condition for the ReplicatedJob: Ready or Complete."),
-            })),
-    }),
+                "status": checked(scalar("status defines the condition for the ReplicatedJob: Ready or Complete."),
+                                  enum=["Ready", "Complete"]),
+            }, required=("name", "status"))), maxItems=5),
+    }, required=("name", "template")),
     _JOBSET + "JobSetStatus": struct("JobSetStatus defines the observed state of JobSet.", {
         "conditions": array_of("conditions track status.", {"$ref": DEFINITIONS_PREFIX + CONDITION}),
         "restarts": int32("restarts tracks the number of times the JobSet has been globally restarted."),
@@ -127,7 +135,7 @@ _JOBSET_DEFINITIONS: dict[str, Any] = {
                     ("active", "active is the number of child Jobs with at least 1 pod running or pending."),
                     ("suspended", "suspended is the number of child Jobs which are in a suspended state."),
                 )},
-            })),
+            }, required=("active", "failed", "name", "ready", "succeeded", "suspended"))),
     }),
 }
 
@@ -140,33 +148,39 @@ _LWS = "io.x-k8s.leaderworkerset.v1."
 
 _LWS_DEFINITIONS: dict[str, Any] = {
     _LWS + "LeaderWorkerSetSpec": struct("LeaderWorkerSetSpec defines the desired state of a LeaderWorkerSet.", {
-        "replicas": int32("replicas is the number of groups (a leader and its workers) to run. Defaults to 1."),
+        "replicas": checked(int32("replicas is the number of groups (a leader and its workers) to run. Defaults to 1."), default=1),
         "leaderWorkerTemplate": ref(
             _LWS + "LeaderWorkerTemplate", "leaderWorkerTemplate defines the template of each group's leader and workers."
         ),
         "rolloutStrategy": struct("rolloutStrategy defines how groups are replaced when the template changes.", {
-            "type": scalar("type of the rollout strategy: RollingUpdate."),
+            "type": checked(scalar("type of the rollout strategy: RollingUpdate."), enum=["RollingUpdate"], default="RollingUpdate"),
             "rollingUpdateConfiguration": struct("rollingUpdateConfiguration bounds a rolling update.", {
-                "partition": int32("partition: only groups with an index at or above it are updated."),
-                "maxUnavailable": ref(_INT_OR_STRING, "maxUnavailable is how many groups may be unavailable during the update."),
-                "maxSurge": ref(_INT_OR_STRING, "maxSurge is how many groups may be created above replicas during the update."),
+                "partition": checked(int32("partition: only groups with an index at or above it are updated."), default=0),
+                "maxUnavailable": checked(ref(_INT_OR_STRING, "maxUnavailable is how many groups may be unavailable during "
+                                                              "the update."), default=1),
+                "maxSurge": checked(ref(_INT_OR_STRING, "maxSurge is how many groups may be created above replicas during "
+                                                        "the update."), default=0),
             }),
-        }),
-        "startupPolicy": scalar("startupPolicy: LeaderCreated (workers start with the leader pod) or LeaderReady."),
+        }, required=("type",)),
+        "startupPolicy": checked(scalar("startupPolicy: LeaderCreated (workers start with the leader pod) or LeaderReady."),
+                                 enum=["LeaderCreated", "LeaderReady"], default="LeaderCreated"),
         "networkConfig": struct("networkConfig defines the groups' network names.", {
-            "subdomainPolicy": scalar("subdomainPolicy: Shared (one subdomain for all groups) or UniquePerReplica."),
-        }),
-    }),
+            "subdomainPolicy": checked(scalar("subdomainPolicy: Shared (one subdomain for all groups) or UniquePerReplica."),
+                                       enum=["Shared", "UniquePerReplica"]),
+        }, required=("subdomainPolicy",)),
+    }, required=("leaderWorkerTemplate",)),
     _LWS + "LeaderWorkerTemplate": struct("LeaderWorkerTemplate defines the template of a group's pods.", {
         "leaderTemplate": ref(
             POD_TEMPLATE_SPEC, "leaderTemplate defines the pod template of the leader; the workerTemplate when unset."
         ),
         "workerTemplate": ref(POD_TEMPLATE_SPEC, "workerTemplate defines the pod template of the workers."),
-        "size": int32("size is the number of pods in each group, the leader included. Defaults to 1."),
-        "restartPolicy": scalar("restartPolicy: RecreateGroupOnPodRestart (the default) or None."),
+        "size": checked(int32("size is the number of pods in each group, the leader included. Defaults to 1."), default=1),
+        "restartPolicy": checked(scalar("restartPolicy: RecreateGroupOnPodRestart (the default) or None."),
+                                 enum=["Default", "RecreateGroupOnPodRestart", "None"], default="RecreateGroupOnPodRestart"),
         "subGroupPolicy": struct("subGroupPolicy splits each group into subgroups of pods.", {
-            "subGroupPolicyType": scalar("subGroupPolicyType: LeaderWorker (the leader in the first subgroup, the "
-                                         "default) or LeaderExcluded (the leader in none)."),
+            "subGroupPolicyType": checked(scalar("subGroupPolicyType: LeaderWorker (the leader in the first subgroup, the "
+                                                 "default) or LeaderExcluded (the leader in none)."),
+                                          enum=["LeaderWorker", "LeaderExcluded"], default="LeaderWorker"),
             "subGroupSize": int32("subGroupSize is the number of pods in each subgroup."),
         }),
         "volumeClaimTemplates": array_of(
@@ -177,7 +191,7 @@ _LWS_DEFINITIONS: dict[str, Any] = {
             "io.k8s.api.apps.v1.StatefulSetPersistentVolumeClaimRetentionPolicy",
             "persistentVolumeClaimRetentionPolicy says what becomes of the claims made from volumeClaimTemplates.",
         ),
-    }),
+    }, required=("workerTemplate",)),
     _LWS + "LeaderWorkerSetStatus": struct("LeaderWorkerSetStatus defines the observed state of a LeaderWorkerSet.", {
         "conditions": array_of("conditions track the condition of the LeaderWorkerSet.",
                                {"$ref": DEFINITIONS_PREFIX + CONDITION}),

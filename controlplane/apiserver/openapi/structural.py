@@ -38,7 +38,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from controlplane.apis.apiextensions.schema import NO_OLD, list_type_errors, prune, validate
+from controlplane.apis.apiextensions.schema import NO_OLD, apply_defaults, list_type_errors, prune, validate
 from controlplane.apis.kube.field import FieldError
 from controlplane.apiserver.openapi.extra_kinds import extra_kind_definitions
 from controlplane.apiserver.openapi.karmada_config_kinds import karmada_config_kind_definitions
@@ -78,7 +78,9 @@ def _inlined(name: str, definitions: Mapping[str, Any], upstream: Mapping[str, A
 def _node(node: Mapping[str, Any], definitions: Mapping[str, Any], upstream: Mapping[str, Any], seen: frozenset[str]) -> Schema:
     ref = node.get("$ref")
     if isinstance(ref, str):
-        return _inlined(ref.removeprefix(DEFINITIONS_PREFIX), definitions, upstream, seen)
+        # A field's own checks beside its reference (an IntOrString's ``default``) stay with it.
+        own = {key: value for key, value in node.items() if key != "$ref" and key not in _LEFT_OUT}
+        return {**_inlined(ref.removeprefix(DEFINITIONS_PREFIX), definitions, upstream, seen), **own}
     out: Schema = {}
     for key, value in node.items():
         if key in _LEFT_OUT:
@@ -124,6 +126,40 @@ def schema_of(group: str, version: str, kind: str) -> Callable[[], Schema]:
         return found
 
     return schema
+
+
+def _defaulted_part(node: Mapping[str, Any]) -> Schema | None:
+    """The part of a structural schema that leads to a ``default`` (None: no default below it)."""
+    out: Schema = {}
+    properties = {prop: part for prop, sub in (node.get("properties") or {}).items()
+                  if isinstance(sub, dict) and (part := _defaulted_part(sub)) is not None}
+    if properties:
+        out["properties"] = properties
+    for key in ("items", "additionalProperties"):
+        sub = node.get(key)
+        if isinstance(sub, dict) and (part := _defaulted_part(sub)) is not None:
+            out[key] = part
+    if "default" in node:
+        out["default"] = node["default"]
+        if node.get("nullable"):
+            out["nullable"] = True
+    return out or None
+
+
+def schema_defaults(schema: Callable[[], Mapping[str, Any]]) -> Callable[[dict[str, Any]], None]:
+    """kube's structural defaulting of an operator's kind by its served schema: every unset field
+    with a ``default`` in the CRD is filled, in place, as kube fills a custom resource's when it
+    decodes one (a write, and an object read from storage). The walk follows only the schema's
+    paths that lead to a default, found once per kind on first use."""
+    found: list[Schema | None] = []
+
+    def defaults(obj: dict[str, Any]) -> None:
+        if not found:
+            found.append(_defaulted_part(schema()))
+        if found[0] is not None:
+            apply_defaults(obj, found[0])
+
+    return defaults
 
 
 def schema_errors(

@@ -19,6 +19,7 @@ from controlplane.apis import trainer
 from controlplane.apiserver.openapi.extra_kinds import (
     CONDITION,
     array_of,
+    checked,
     int32,
     kind_definition,
     map_of,
@@ -37,69 +38,87 @@ _INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
 
 _CORE = "io.k8s.api.core.v1."
 _TIME = "io.k8s.apimachinery.pkg.apis.meta.v1.Time"
+#: The CRDs' bound on a name-like string (``+kubebuilder:validation:MinLength=1``, ``MaxLength=253``).
+_NAME = {"minLength": 1, "maxLength": 253}
 
 
-def _list_of(description: str, core_type: str) -> dict[str, Any]:
-    return array_of(description, {"$ref": DEFINITIONS_PREFIX + _CORE + core_type})
+def _list_of(description: str, core_type: str, most: int) -> dict[str, Any]:
+    return checked(array_of(description, {"$ref": DEFINITIONS_PREFIX + _CORE + core_type}), maxItems=most)
+
+
+def _env(description: str) -> dict[str, Any]:
+    return checked(array_of(description, _ENV), maxItems=128)
+
+
+def _strings(description: str) -> dict[str, Any]:
+    """A command's or its arguments' list, as the CRD bounds it."""
+    return checked(array_of(description, {"type": "string", "maxLength": 65536}), maxItems=128)
 
 
 def _initializer(what: str) -> dict[str, Any]:
     return struct(f"{what.capitalize()}Initializer configures the {what} initializer's Job of the runtime.", {
-        "storageUri": scalar(f"storageUri is the URI of the {what} provider."),
-        "env": array_of(f"env is merged with the runtime's {what} initializer environment.", _ENV),
+        "storageUri": checked(scalar(f"storageUri is the URI of the {what} provider."), maxLength=2048,
+                              **({"pattern": "^([A-Za-z][A-Za-z0-9+.-]*://.+|/.*)$"} if what == "dataset" else {})),
+        "env": _env(f"env is merged with the runtime's {what} initializer environment."),
         "secretRef": ref(_CORE + "LocalObjectReference",
                          f"secretRef names the Secret (in the TrainJob's namespace) with the credentials to download the {what}."),
     })
 
 
 _CONTAINER_PATCH = struct("ContainerPatch patches one container of the runtime's Pod template, by name.", {
-    "name": scalar("name of the container; the runtime must have it."),
-    "env": array_of("env is merged with the container's environment.", _ENV),
-    "volumeMounts": _list_of("volumeMounts are the volumes mounted into the container.", "VolumeMount"),
+    "name": checked(scalar("name of the container; the runtime must have it."), **_NAME),
+    "env": _env("env is merged with the container's environment."),
+    "volumeMounts": _list_of("volumeMounts are the volumes mounted into the container.", "VolumeMount", 128),
     "securityContext": ref(_CORE + "SecurityContext", "securityContext patches the container's security context."),
-})
+}, required=("name",))
 
 _DEFINITIONS: dict[str, Any] = {
     _PREFIX + "TrainJobSpec": struct("TrainJobSpec represents specification of the desired TrainJob.", {
         "runtimeRef": struct("runtimeRef is the reference to the training runtime (immutable).", {
-            "name": scalar("name of the runtime being referenced. A TrainingRuntime must be in the TrainJob's namespace."),
-            "apiGroup": scalar("apiGroup of the runtime being referenced. Defaults to `trainer.kubeflow.org`."),
-            "kind": scalar("kind of the runtime being referenced. Defaults to ClusterTrainingRuntime."),
-        }),
+            "name": checked(scalar("name of the runtime being referenced. A TrainingRuntime must be in the TrainJob's "
+                                   "namespace."), **_NAME),
+            "apiGroup": checked(scalar("apiGroup of the runtime being referenced. Defaults to `trainer.kubeflow.org`."),
+                                default=trainer.GROUP, maxLength=253),
+            "kind": checked(scalar("kind of the runtime being referenced. Defaults to ClusterTrainingRuntime."),
+                            default=trainer.CLUSTER_TRAINING_RUNTIME, maxLength=253),
+        }, required=("name",)),
         "initializer": struct("initializer defines the configuration of the dataset and model initialization.", {
             "dataset": _initializer("dataset"),
             "model": _initializer("model"),
         }),
         "trainer": ref(_PREFIX + "Trainer", "trainer defines the configuration of the trainer (immutable)."),
-        "runtimePatches": array_of("runtimePatches defines custom patches applied to the TrainJob's runtime, keyed by manager.",
-                                   {"$ref": DEFINITIONS_PREFIX + _PREFIX + "RuntimePatch"}),
-        "suspend": scalar("suspend defines whether to suspend the running TrainJob. Defaults to false.", "boolean"),
+        "runtimePatches": checked(array_of(
+            "runtimePatches defines custom patches applied to the TrainJob's runtime, keyed by manager.",
+            {"$ref": DEFINITIONS_PREFIX + _PREFIX + "RuntimePatch"}), maxItems=16),
+        "suspend": scalar("suspend defines whether to suspend the running TrainJob. Defaults to false.", "boolean", default=False),
         "activeDeadlineSeconds": scalar("activeDeadlineSeconds is how long the TrainJob may be active before it is "
-                                        "terminated (Failed, DeadlineExceeded).", "integer", format="int64"),
+                                        "terminated (Failed, DeadlineExceeded).", "integer", format="int64", minimum=1),
         "managedBy": scalar("managedBy is the controller that manages the TrainJob: "
-                            "`trainer.kubeflow.org/trainjob-controller` (the default) or `kueue.x-k8s.io/multikueue`."),
-    }),
+                            "`trainer.kubeflow.org/trainjob-controller` (the default) or `kueue.x-k8s.io/multikueue`.",
+                            default=trainer.DEFAULT_MANAGED_BY, maxLength=253),
+    }, required=("runtimeRef",)),
     _PREFIX + "Trainer": struct("Trainer overrides the runtime template's trainer node (`trainer.kubeflow.org/"
                                 "trainjob-ancestor-step: trainer`).", {
-        "image": scalar("image is the container image for the training container."),
-        "command": array_of("command for the entrypoint of the training container.", {"type": "string"}),
-        "args": array_of("args for the entrypoint of the training container.", {"type": "string"}),
-        "env": array_of("env is the list of environment variables to set in the training container.", _ENV),
+        "image": scalar("image is the container image for the training container.", maxLength=500),
+        "command": _strings("command for the entrypoint of the training container."),
+        "args": _strings("args for the entrypoint of the training container."),
+        "env": _env("env is the list of environment variables to set in the training container."),
         "numNodes": int32("numNodes is the number of training nodes."),
         "resourcesPerNode": ref(_CORE + "ResourceRequirements",
                                 "resourcesPerNode defines the compute resources for each training node."),
         "numProcPerNode": int32("numProcPerNode is the number of processes/workers/slots on every training node."),
     }),
     _PREFIX + "RuntimePatch": struct("RuntimePatch is one manager's patch of the runtime's template.", {
-        "manager": scalar("manager indicates who owns this patch entry (Kueue's: `kueue.x-k8s.io/manager`)."),
+        "manager": checked(scalar("manager indicates who owns this patch entry (Kueue's: `kueue.x-k8s.io/manager`)."), **_NAME),
         "time": ref(_TIME, "time is when the patch was last written (set by the trainer's webhook)."),
         "trainingRuntimeSpec": struct("trainingRuntimeSpec patches a TrainingRuntime or ClusterTrainingRuntime's spec.", {
             "template": struct("template patches the JobSet template.", {
                 "metadata": ref(OBJECT_META, "metadata patches the JobSet's labels and annotations."),
                 "spec": struct("spec patches the JobSet's spec.", {
-                    "replicatedJobs": array_of("replicatedJobs patches replicated jobs, by name.", struct(
+                    "replicatedJobs": checked(array_of("replicatedJobs patches replicated jobs, by name.", struct(
                         "ReplicatedJobPatch patches one replicated job.", {
-                            "name": scalar("name of the replicated job to patch."),
+                            "name": checked(scalar("name of the replicated job to patch."), pattern="^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
+                                            **_NAME),
                             "template": struct("template patches the replicated job's Job template.", {
                                 "metadata": ref(OBJECT_META, "metadata patches the Job template's labels and annotations."),
                                 "spec": struct("spec patches the Job's spec.", {
@@ -109,65 +128,70 @@ _DEFINITIONS: dict[str, Any] = {
                                     }),
                                 }),
                             }),
-                        })),
+                        }, required=("name",))), maxItems=100),
                 }),
             }),
         }),
-    }),
+    }, required=("manager",)),
     _PREFIX + "PodSpecPatch": struct("PodSpecPatch holds the Pod spec fields a manager may patch.", {
-        "serviceAccountName": scalar("serviceAccountName patches the Pods' service account."),
-        "volumes": _list_of("volumes patches the Pods' volumes.", "Volume"),
-        "initContainers": array_of("initContainers patches init containers, by name.", _CONTAINER_PATCH),
-        "containers": array_of("containers patches containers, by name.", _CONTAINER_PATCH),
-        "imagePullSecrets": _list_of("imagePullSecrets patches the Pods' image pull secrets.", "LocalObjectReference"),
+        "serviceAccountName": scalar("serviceAccountName patches the Pods' service account.", maxLength=253),
+        "volumes": _list_of("volumes patches the Pods' volumes.", "Volume", 128),
+        "initContainers": checked(array_of("initContainers patches init containers, by name.", _CONTAINER_PATCH), maxItems=64),
+        "containers": checked(array_of("containers patches containers, by name.", _CONTAINER_PATCH), maxItems=64),
+        "imagePullSecrets": _list_of("imagePullSecrets patches the Pods' image pull secrets.", "LocalObjectReference", 64),
         "securityContext": ref(_CORE + "PodSecurityContext", "securityContext patches the Pods' security context."),
         "nodeSelector": map_of("nodeSelector patches the Pods' node selector.", {"type": "string"}),
         "affinity": ref(_CORE + "Affinity", "affinity patches the Pods' scheduling affinity."),
-        "tolerations": _list_of("tolerations patches the Pods' tolerations.", "Toleration"),
-        "schedulingGates": _list_of("schedulingGates patches the Pods' scheduling gates.", "PodSchedulingGate"),
+        "tolerations": _list_of("tolerations patches the Pods' tolerations.", "Toleration", 128),
+        "schedulingGates": _list_of("schedulingGates patches the Pods' scheduling gates.", "PodSchedulingGate", 16),
     }),
-    _PREFIX + "TrainJobStatus": struct("TrainJobStatus represents the current status of TrainJob.", {
-        "conditions": array_of("conditions for the TrainJob: Suspended, Complete, Failed.",
-                               {"$ref": DEFINITIONS_PREFIX + CONDITION}),
-        "jobsStatus": array_of("jobsStatus tracks the child Jobs in TrainJob.", struct("JobStatus counts one child Job's.", {
-            "name": scalar("name of the child Job."),
-            **{count: int32(f"{count} is the number of child Jobs {what}.") for count, what in (
+    _PREFIX + "TrainJobStatus": checked(struct("TrainJobStatus represents the current status of TrainJob.", {
+        "conditions": checked(array_of("conditions for the TrainJob: Suspended, Complete, Failed.",
+                                       {"$ref": DEFINITIONS_PREFIX + CONDITION}), maxItems=8),
+        "jobsStatus": checked(array_of("jobsStatus tracks the child Jobs in TrainJob.", struct("JobStatus counts one child Job's.", {
+            "name": checked(scalar("name of the child Job."), **_NAME),
+            **{count: checked(int32(f"{count} is the number of child Jobs {what}."), minimum=0) for count, what in (
                 ("ready", "whose ready and completed pods reach the expected count"),
                 ("succeeded", "that completed successfully"),
                 ("failed", "that failed"),
                 ("active", "with at least 1 pod running or pending"),
                 ("suspended", "that are suspended"),
             )},
-        })),
+        }, required=("active", "failed", "name", "ready", "succeeded", "suspended"))), maxItems=100),
         "trainerStatus": struct("trainerStatus is the trainer step's latest reported progress (alpha).", {
-            "progressPercentage": int32("progressPercentage estimates how complete the TrainJob is, 0 to 100."),
-            "estimatedRemainingSeconds": int32("estimatedRemainingSeconds estimates the training time left."),
-            "metrics": array_of("metrics are the model's current metrics.", struct("One metric.", {
-                "name": scalar("name of the metric (loss, eval_accuracy, ...)."),
-                "value": scalar("value of the metric, as a string."),
-            })),
+            "progressPercentage": checked(int32("progressPercentage estimates how complete the TrainJob is, 0 to 100."),
+                                          minimum=0, maximum=100),
+            "estimatedRemainingSeconds": checked(int32("estimatedRemainingSeconds estimates the training time left."), minimum=0),
+            "metrics": checked(array_of("metrics are the model's current metrics.", struct("One metric.", {
+                "name": checked(scalar("name of the metric (loss, eval_accuracy, ...)."), minLength=1, maxLength=64),
+                "value": checked(scalar("value of the metric, as a string."), minLength=1, maxLength=64),
+            }, required=("name", "value"))), maxItems=256),
             "lastUpdatedTime": ref(_TIME, "lastUpdatedTime is when the status was observed."),
         }),
-    }),
-    _PREFIX + "TrainingRuntimeSpec": struct("TrainingRuntimeSpec represents a specification of the desired training runtime.", {
+    }), minProperties=1),
+    _PREFIX + "TrainingRuntimeSpec": checked(struct("TrainingRuntimeSpec represents a specification of the desired training runtime.", {
         "mlPolicy": struct("mlPolicy provides the ML-specific parameters for the model training.", {
             "numNodes": int32("numNodes is the number of training nodes. Defaults to 1."),
             "torch": struct("torch defines the configuration for the PyTorch runtime.", {
-                "numProcPerNode": ref(_INT_OR_STRING, "numProcPerNode is torchrun's --nproc-per-node: auto, cpu, gpu or a "
-                                                      "number. Defaults to auto."),
+                "numProcPerNode": checked(ref(_INT_OR_STRING, "numProcPerNode is torchrun's --nproc-per-node: auto, cpu, "
+                                                              "gpu or a number. Defaults to auto."), default="auto"),
             }),
             "mpi": struct("mpi defines the configuration for the MPI runtime.", {
-                "numProcPerNode": int32("numProcPerNode is the number of slots of each node in the hostfile. Defaults to 1."),
-                "mpiImplementation": scalar("mpiImplementation is the MPI implementation the hostfile is written for: OpenMPI."),
-                "sshAuthMountPath": scalar("sshAuthMountPath is the directory the SSH keys are mounted at. Defaults to /root/.ssh."),
-                "runLauncherAsNode": scalar("runLauncherAsNode runs a training process on the launcher Job too.", "boolean"),
+                "numProcPerNode": checked(int32("numProcPerNode is the number of slots of each node in the hostfile. "
+                                                "Defaults to 1."), default=1),
+                "mpiImplementation": scalar("mpiImplementation is the MPI implementation the hostfile is written for: OpenMPI.",
+                                            enum=["OpenMPI", ""], default="OpenMPI"),
+                "sshAuthMountPath": scalar("sshAuthMountPath is the directory the SSH keys are mounted at. Defaults to /root/.ssh.",
+                                           default="/root/.ssh"),
+                "runLauncherAsNode": scalar("runLauncherAsNode runs a training process on the launcher Job too.", "boolean",
+                                            default=False),
             }),
             "jax": struct("jax defines the configuration for the JAX runtime (no fields).", {}),
         }),
         "podGroupPolicy": struct("podGroupPolicy configures the PodGroup for gang-scheduling, by one plugin.", {
             "coscheduling": struct("coscheduling configures the scheduler-plugins' coscheduling plugin.", {
-                "scheduleTimeoutSeconds": int32("scheduleTimeoutSeconds bounds how long the PodGroup may wait to be "
-                                                "scheduled. Defaults to 60."),
+                "scheduleTimeoutSeconds": checked(int32("scheduleTimeoutSeconds bounds how long the PodGroup may wait to be "
+                                                        "scheduled. Defaults to 60."), default=60),
             }),
             "volcano": struct("volcano configures the Volcano gang-scheduler.", {
                 "networkTopology": struct("networkTopology places the pods by Volcano's HyperNode network topology.", {
@@ -176,11 +200,11 @@ _DEFINITIONS: dict[str, Any] = {
                 }),
             }),
         }),
-        "template": struct("template for the JobSet which will be used by TrainJob.", {
+        "template": checked(struct("template for the JobSet which will be used by TrainJob.", {
             "metadata": ref(OBJECT_META, "metadata for custom JobSet's labels and annotations."),
             "spec": ref(_JOBSET_SPEC, "spec of the desired JobSet which will be created from TrainJob."),
-        }),
-    }),
+        }), minProperties=1),
+    }), minProperties=1),
 }
 
 
