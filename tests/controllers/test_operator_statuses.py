@@ -81,11 +81,13 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any], dict[str, Any]]] = {
          "spec": {"entrypoint": "python train.py", "rayClusterSpec": _ray_cluster_spec()}},
         {"jobId": "train-x7k2p", "rayClusterName": "train-raycluster-8mzqv", "dashboardURL": "10.0.0.5:8265",
          "jobStatus": "RUNNING", "jobDeploymentStatus": "Running", "startTime": T0, "observedGeneration": 1,
+         "succeeded": 0, "failed": 0,  # the CRD's defaults, in the member's status and the hub's
          "rayClusterStatus": {"state": "ready", "desiredWorkerReplicas": 1, "availableWorkerReplicas": 1,
                               "readyWorkerReplicas": 1, "minWorkerReplicas": 1, "maxWorkerReplicas": 1,
                               "conditions": [_condition("HeadPodReady", "HeadPodRunningAndReady", "")]}},
         {"jobId": "train-x7k2p", "rayClusterName": "train-raycluster-8mzqv", "dashboardURL": "10.0.0.5:8265",
          "jobStatus": "RUNNING", "jobDeploymentStatus": "Running", "startTime": T0, "observedGeneration": 1,
+         "succeeded": 0, "failed": 0,  # the CRD's defaults, in the member's status and the hub's
          "rayClusterStatus": {"state": "ready", "desiredWorkerReplicas": 1, "availableWorkerReplicas": 1,
                               "readyWorkerReplicas": 1, "minWorkerReplicas": 1, "maxWorkerReplicas": 1,
                               "conditions": [_condition("HeadPodReady", "HeadPodRunningAndReady", "")]}},
