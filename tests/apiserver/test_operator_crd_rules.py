@@ -32,6 +32,7 @@ from .test_operator_schema_types import (
     ray_job,
     trainjob,
 )
+from .test_schema_types_and_nulls import refused_with
 
 Obj = dict[str, Any]
 Served = tuple[TestClient[Any, Any], ObjectStore]
@@ -180,12 +181,7 @@ async def test_what_the_crd_refuses_is_refused_in_its_words(
     cause: dict[str, str],
 ) -> None:
     client, _ = served
-    response = await client.post(collection, json=obj)
-    status = await response.json()
-    assert response.status == 422, status
-    assert status["reason"] == "Invalid"
-    assert status["details"]["causes"] == [cause]
-    assert (await client.get(f"{collection}/{obj['metadata']['name']}")).status == 404
+    await refused_with(client, collection, obj, cause)
 
 
 async def test_the_crds_defaults_are_filled_on_create(served: Served) -> None:  # noqa: F811
