@@ -91,7 +91,12 @@ async def test_the_upstream_runtimes_and_trainjobs_are_stored(api: TestClient[An
     assert multi["spec"]["managedBy"] == "trainer.kubeflow.org/trainjob-controller"
     await created(api, TRAINJOBS, WITH_RUNTIME)
     runtime = await (await api.get(f"{API}/clustertrainingruntimes/torch-distributed")).json()
-    assert runtime["spec"] == TORCH_DISTRIBUTED["spec"]
+    # As written, with the CRD's defaults of the JobSet spec it embeds (a replicated job's group and count).
+    expected = copy.deepcopy(TORCH_DISTRIBUTED["spec"])
+    for replicated in expected["template"]["spec"]["replicatedJobs"]:
+        replicated.setdefault("groupName", "default")
+        replicated.setdefault("replicas", 1)
+    assert runtime["spec"] == expected
 
 
 async def test_the_runtime_reference_gets_the_crd_defaults(api: TestClient[Any, Any]) -> None:
