@@ -66,7 +66,8 @@ QUEUED = {"kueue.x-k8s.io/queue-name": "team-a"}
       "spec": {"pytorchReplicaSpecs": {"Master": {"replicas": 1, "template": named("pytorch")}}}}, ("spec", "runPolicy", "suspend")),
     ({"apiVersion": "kubeflow.org/v1", "kind": "TFJob",
       "spec": {"tfReplicaSpecs": {"Worker": {"replicas": 2, "template": named("tensorflow")}}}}, ("spec", "runPolicy", "suspend")),
-    ({"apiVersion": "ray.io/v1", "kind": "RayCluster", "spec": {"headGroupSpec": {"template": POD}}}, ("spec", "suspend")),
+    ({"apiVersion": "ray.io/v1", "kind": "RayCluster", "spec": {"headGroupSpec": {"rayStartParams": {}, "template": POD}}},
+     ("spec", "suspend")),
 ])
 async def test_every_job_kind_kueue_suspends_is_stored_suspended_with_a_queue_name(
     hub: Hub, obj: dict[str, Any], path: tuple[str, ...],

@@ -220,7 +220,8 @@ async def test_admission_sees_a_create_and_an_in_process_update_stays_not_found(
         "apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata": {"name": "x"},
         "spec": {"replicatedJobs": []}}),
     ("/apis/ray.io/v1/namespaces/default/rayclusters", {
-        "apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": "x"}, "spec": {}}),
+        "apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": "x"},
+        "spec": {"headGroupSpec": {"rayStartParams": {}, "template": {}}}}),
 ])
 async def test_a_kind_that_is_a_custom_resource_on_a_real_cluster_refuses_an_update_without_a_resource_version(
     hub: Client, collection: str, body: dict[str, Any]

@@ -200,7 +200,8 @@ async def test_a_leaderworkersets_queue_name_never_changes(api: TestClient[Any, 
     path = "/apis/leaderworkerset.x-k8s.io/v1/namespaces/default/leaderworkersets"
     for name, queue in (("w", "team-lq"), ("plain", None)):
         body = {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
-                "metadata": {"name": name, "labels": {LABEL: queue} if queue else {}}, "spec": {"replicas": 1}}
+                "metadata": {"name": name, "labels": {LABEL: queue} if queue else {}},
+                "spec": {"replicas": 1, "leaderWorkerTemplate": {"workerTemplate": {}}}}
         assert (await api.post(path, json=body)).status == 201
     response = await api.patch(f"{path}/w", json={"metadata": {"labels": {"a": "b"}}}, headers=MERGE)
     assert response.status == 200, await response.text()

@@ -687,7 +687,8 @@ async def test_a_kind_kube_serves_from_a_crd_names_its_scale_as_custom_resources
         await objects.bootstrap()
         created = await objects.create(lws, {
             "apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
-            "metadata": {"name": "w", "namespace": "default"}, "spec": {"replicas": 2},
+            "metadata": {"name": "w", "namespace": "default"},
+            "spec": {"replicas": 2, "leaderWorkerTemplate": {"workerTemplate": {}}},
         })
         with pytest.raises(errors.Conflict) as caught:
             await objects.update_scale(
