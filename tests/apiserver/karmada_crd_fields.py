@@ -20,6 +20,9 @@ from controlplane.apiserver.openapi.upstream import DEFINITIONS_PREFIX
 DATA = Path(__file__).resolve().parents[1] / "data" / "karmada_crd_fields.txt"
 #: Served nodes that take any value: a preserved or untyped subtree.
 OPEN = {"x-kubernetes-preserve-unknown-fields": True}
+#: The schema keywords of a CRD's value rules a data file line may carry beside ``required`` and ``enum``.
+VALUE_RULES = ("default", "minimum", "maximum", "minLength", "maxLength", "minItems", "maxItems", "minProperties",
+               "pattern")
 _KUBE_SCALARS = {"io.k8s.apimachinery.pkg.api.resource.Quantity": "int-or-string",
                  "io.k8s.apimachinery.pkg.util.intstr.IntOrString": "int-or-string"}
 
@@ -217,7 +220,9 @@ def crd_lines(schema: Mapping[str, Any], path: str = "") -> Iterator[str]:
         if schema.get("required"):
             words.append("required=" + ",".join(schema["required"]))
         if schema.get("enum"):
-            words.append("enum=" + ",".join(map(str, schema["enum"])))
+            words.append("enum=" + ",".join(str(v) if v != "" else '""' for v in schema["enum"]))
+        words.extend(f"{rule}={value if rule == 'pattern' else json.dumps(value, separators=(',', ':'))}"
+                     for rule, value in schema.items() if rule in VALUE_RULES)
         yield " ".join(words)
     for prop, sub in (schema.get("properties") or {}).items():
         if path or prop not in ("apiVersion", "kind", "metadata"):

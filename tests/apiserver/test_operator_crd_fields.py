@@ -23,7 +23,7 @@ from controlplane.apiserver.openapi.structural import structural_schema
 from controlplane.apiserver.openapi.upstream import UpstreamDefinitions
 from controlplane.apiserver.resources import Registry
 
-from .karmada_crd_fields import OPEN, Field, ServedSchema, upstream_kinds
+from .karmada_crd_fields import OPEN, VALUE_RULES, Field, ServedSchema, upstream_kinds
 from .test_openapi import catalog, registry, upstream  # noqa: F401 (fixtures: the hub's registry and schemas)
 
 Client = TestClient[Any, Any]
@@ -49,8 +49,6 @@ def test_every_field_of_the_operators_crd_is_declared_with_its_type(
     assert [p for f in fields for p in served.problems(f)] == []
 
 
-#: The keywords of a CRD's value rules compared with the served schema's, beside ``required`` and ``enum``.
-RULES = ("default", "minimum", "maximum", "minLength", "maxLength", "minItems", "maxItems", "minProperties", "pattern")
 _UNNAMED_RULE = ("JobSet's mutating webhook names an unnamed failure policy rule (failurePolicyRuleN) before the CRD's "
                  "check; the hub runs no such webhook, so it does not require the name it would fill")
 _REDIS = ("the hub also serves the later releases' embedded RocksDB backend (backend, storage), which needs no "
@@ -73,7 +71,7 @@ def _rule_differences(field: Field, node: dict[str, Any]) -> Iterator[tuple[str,
     if sorted(map(str, node.get("enum", ()))) != sorted(field.enum):
         yield "enum", f"{field.path}: enum {node.get('enum')}, the CRD's {list(field.enum)}"
     wanted = field.rules()
-    for rule in RULES:
+    for rule in VALUE_RULES:
         if node.get(rule) != wanted.get(rule):
             yield rule, f"{field.path}: {rule} {node.get(rule)!r}, the CRD's {wanted.get(rule)!r}"
 
