@@ -8,7 +8,8 @@ the workload controllers turn Deployments (through ReplicaSets), StatefulSets, J
 the Kubeflow training jobs (PyTorchJob, TFJob, XGBoostJob, PaddleJob, JAXJob, MPIJob), RayClusters and RayJobs into pods and keep their status
 (:mod:`simulator.controllers`, run by :mod:`simulator.controlling`), a garbage collector
 removes ReplicaSets and pods whose controller owner is gone, claims bind once their StorageClass
-exists (:mod:`simulator.volumes`), every namespace gets its ``default``
+exists (:mod:`simulator.volumes`), every Service with a selector gets its EndpointSlices
+(:mod:`simulator.endpointslices`), every namespace gets its ``default``
 ServiceAccount (the hub's :mod:`controlplane.controllers.serviceaccounts`), every ResourceQuota its
 ``status.used`` (the hub's :mod:`controlplane.controllers.resourcequota`; the member's API refuses
 a pod past a quota with the hub's quota admission), finished Jobs are deleted once
@@ -58,6 +59,7 @@ from simulator.controlling import WorkloadControllers
 from simulator.dcgm import PodDevice, render_metrics
 from simulator.devices import NodeInventory
 from simulator.draclaims import DraClaims
+from simulator.endpointslices import EndpointSliceController
 from simulator.events import EventAction, EventReason
 from simulator.expiring import FinishedJobsCleaner
 from simulator.informers import as_handler, cached, object_key, owned_informer
@@ -137,6 +139,8 @@ class SimulatedCluster(Service):
         )
         #: kube-controller-manager's resourcequota controller: each quota's ``status.used``.
         self.quotas = ResourceQuotaController(objects) if registry.for_kind("v1", "ResourceQuota") is not None else None
+        #: kube-controller-manager's endpointslice controller (None: the member serves no EndpointSlices).
+        self.endpoint_slices = EndpointSliceController.if_served(objects, pods=self.pods, rng=self.rng)
         jobs = self.controllers.informers.get("Job")
         self.finished_jobs = FinishedJobsCleaner(objects, jobs, clock=self.clock) if jobs is not None else None
         self._schedule_wake = asyncio.Event()
@@ -164,7 +168,7 @@ class SimulatedCluster(Service):
             informers.append(self.claims)
         if self.storage_classes is not None:
             informers.append(self.storage_classes)
-        informers += self.dra.informers.values()
+        informers += [*self.dra.informers.values(), *(self.endpoint_slices.informers if self.endpoint_slices else ())]
         async with asyncio.TaskGroup() as group:
             tasks = [group.create_task(inf.run(), name=f"informer-{inf.rt.plural}") for inf in informers]
             for informer in informers:
@@ -183,6 +187,8 @@ class SimulatedCluster(Service):
                 tasks.append(group.create_task(self.events.run(), name="event-recorder"))
             if self.finished_jobs is not None:
                 tasks.append(group.create_task(self.finished_jobs.run(), name="ttl-after-finished"))
+            if self.endpoint_slices is not None:
+                tasks.append(group.create_task(self.endpoint_slices.run(), name="endpointslice-controller"))
             tasks += [
                 group.create_task(self.controllers.controller_loop(k), name=f"controller-{k}")
                 for k in self.controllers.informers

@@ -53,9 +53,12 @@ def as_handler(listener: Listener) -> Handler:
     return handle
 
 
-def owned_informer(objects: ObjectClient, rt: ResourceType, listener: Listener) -> Informer:
-    """An informer of ``rt`` indexed by controller owner, telling ``listener`` of every change."""
-    informer = Informer(objects, rt)
+def owned_informer(
+    objects: ObjectClient, rt: ResourceType, listener: Listener, *, label_selector: str | None = None
+) -> Informer:
+    """An informer of ``rt`` (those ``label_selector`` selects) indexed by controller owner,
+    telling ``listener`` of every change."""
+    informer = Informer(objects, rt, label_selector=label_selector)
     informer.add_index(INDEX_OWNER, _owner_index)
     informer.add_handler(as_handler(listener))
     return informer
