@@ -58,6 +58,7 @@ from tenacity import AsyncRetrying, retry_if_exception, wait_exponential_jitter
 from controlplane.apis import constants as c
 from member_agent import capacity, hubclient
 from member_agent.agentbase import MAX_BACKOFF, WORK_API, Clock, MemberClient, utc_now
+from member_agent.collecting import EndpointSliceCollector
 from member_agent.config import AgentConfig
 from member_agent.draclaims import DraClaims
 from member_agent.informing import Informer
@@ -201,6 +202,7 @@ class Agent(CapacityReporting, WorkSyncing):
         self.customizations = Informer(
             hub, CUSTOMIZATIONS_PATH, name="customizations", on_change=self._on_customization_change
         )
+        self.endpoint_slices = EndpointSliceCollector(self.member, on_due=self._collected_due)
         self._group = group
         group.create_task(self.customizations.run())
         group.create_task(self._heartbeat_loop())

@@ -20,6 +20,7 @@ from controlplane.lifecycle import Service
 from member_agent import probing
 from member_agent.capacity import PodRequests
 from member_agent.claims import ClaimStates
+from member_agent.collecting import EndpointSliceCollector
 from member_agent.config import AgentConfig
 from member_agent.draclaims import DraClaims
 from member_agent.holding import StatusHold
@@ -134,6 +135,8 @@ class AgentBase(Service):
         #: capacity report counts those pods as waiting for storage too); None before the first.
         self.claims: ClaimStates | None = None
         self.works: Informer | None = None
+        #: The EndpointSlices the hub's MultiClusterServices collect from this cluster (set once the member is known).
+        self.endpoint_slices: EndpointSliceCollector | None = None
         #: The hub's ResourceInterpreterCustomizations, and their member-side hooks in force.
         self.customizations: Informer | None = None
         self.interpreters = MemberInterpreters()

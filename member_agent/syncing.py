@@ -86,6 +86,8 @@ class WorkSyncing(AgentBase):
         work = self.works.objects.get(key) if self.works is not None else None
         if work is not None:
             self._preserve_on_deletion[key] = preserves_on_deletion(work)
+        if self.endpoint_slices is not None:
+            self.endpoint_slices.work_changed(key, work, self._group)
         self._index_work(key)
         self._dirty_works.add(key)
         self._work_due.set()
@@ -128,6 +130,11 @@ class WorkSyncing(AgentBase):
         if work is not None:
             self._status_dirty.add(work)
             self._work_due.set()
+
+    def _collected_due(self, work: str) -> None:
+        """A slice of a Service whose slices ``work`` collects changed: its status is due."""
+        self._status_dirty.add(work)
+        self._work_due.set()
 
     def _reclaims_touched(self, touched: set[tuple[str, str, str]]) -> None:
         for ref in touched:
@@ -357,6 +364,8 @@ class WorkSyncing(AgentBase):
     async def _write_work_status(self, work: Mapping[str, Any], status: Mapping[str, Any]) -> None:
         assert self.hub is not None
         status = self.reclaims.annotate(status, now=self.clock())
+        if self.endpoint_slices is not None:
+            status = self.endpoint_slices.annotate(work, status)
         loop, held_key = asyncio.get_running_loop(), work_key(work)
         status = self._hold.carry_transitions(held_key, status)
         held = self._hold.delay(held_key, status, now=loop.time())

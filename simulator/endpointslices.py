@@ -20,16 +20,10 @@ import random
 from collections.abc import Hashable, Iterable
 from typing import Any, Final
 
+from controlplane.apis.kube.endpointslices import API_VERSION, KIND, LABEL_MANAGED_BY, MANAGED_BY_CONTROLLER
 from controlplane.controllers.informing import Informer
 from controlplane.objectclient import ObjectClient, WatchEventType, errors
-from simulator.controllers.endpointslice import (
-    API_VERSION,
-    KIND,
-    LABEL_MANAGED_BY,
-    MANAGED_BY_CONTROLLER,
-    reconcile_endpointslices,
-    selects,
-)
+from simulator.controllers.endpointslice import reconcile_endpointslices, selects
 from simulator.informers import INDEX_OWNER, as_handler, cached, object_key, owned_informer
 
 logger = logging.getLogger(__name__)

@@ -476,6 +476,9 @@ class ManifestStatus(WireModel):
     """Pods of the object placed in the member cluster that cannot start, if any."""
     reclaimed: ReclaimedPods | None = None
     """Pods of the object lost when spot nodes were reclaimed, if any."""
+    endpoint_slices: list[dict[str, Any]] | None = None
+    """For a MultiClusterService's Service in a provider cluster: the Service's EndpointSlices
+    there (name, addressType, endpoints, ports), which the hub dispatches to the consumer clusters."""
     interpreted_by: dict[str, str] | None = None
     """The ResourceInterpreterCustomization of each hook (statusReflection, healthInterpretation)
     that made status and health from the member object at the agent."""

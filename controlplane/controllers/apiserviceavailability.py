@@ -26,6 +26,7 @@ from typing import Any, Final, Protocol
 
 from controlplane.apis.kube import apiregistration
 from controlplane.apis.kube.apiregistration import APIServiceView
+from controlplane.apis.kube.endpointslices import LABEL_SERVICE_NAME
 from controlplane.controllers.informing import Informer
 from controlplane.controllers.reconciling import ReconcileLoop
 from controlplane.controllers.workqueuemetrics import WorkqueueMetrics
@@ -35,7 +36,6 @@ log = logging.getLogger(__name__)
 
 RECHECK_SECONDS: Final = 10.0
 RETRY_SECONDS: Final = 5.0
-_SERVICE_NAME_LABEL: Final = "kubernetes.io/service-name"
 
 
 class Checker(Protocol):
@@ -142,7 +142,7 @@ class AvailabilityController:
         else:
             slices = await self._objects.list(
                 registry.require("discovery.k8s.io/v1", "EndpointSlice"), namespace=namespace,
-                label_selector=f"{_SERVICE_NAME_LABEL}={name}",
+                label_selector=f"{LABEL_SERVICE_NAME}={name}",
             )
             if not slices.items:
                 return _verdict("False", "EndpointsNotFound", f"cannot find endpoints for {where}")

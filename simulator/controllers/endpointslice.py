@@ -23,19 +23,17 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any
 
+from controlplane.apis.kube.endpointslices import (
+    API_VERSION,
+    KIND,
+    LABEL_MANAGED_BY,
+    LABEL_SERVICE_NAME,
+    MANAGED_BY_CONTROLLER,
+    MAX_ENDPOINTS_PER_SLICE,
+)
 from simulator.controllers.base import is_ready, is_terminating, owner_reference, phase, random_suffix
-
-API_VERSION: Final = "discovery.k8s.io/v1"
-KIND: Final = "EndpointSlice"
-#: kube's ``discoveryv1.LabelServiceName``.
-LABEL_SERVICE_NAME: Final = "kubernetes.io/service-name"
-#: kube's ``discoveryv1.LabelManagedBy``, and the endpointslice controller's value of it.
-LABEL_MANAGED_BY: Final = "endpointslice.kubernetes.io/managed-by"
-MANAGED_BY_CONTROLLER: Final = "endpointslice-controller.k8s.io"
-#: kube-controller-manager's default ``--max-endpoints-per-slice``.
-MAX_ENDPOINTS_PER_SLICE: Final = 100
 
 Ports = tuple[tuple[str, int, str, str | None], ...]
 

@@ -28,6 +28,7 @@ from typing import Any, Protocol
 
 import aiohttp
 
+from controlplane.apis.kube.endpointslices import LABEL_SERVICE_NAME
 from controlplane.apis.kube.webhookclient import CA_BUNDLE_UNPARSABLE, ca_bundle_pem
 from controlplane.apiserver import errors
 from controlplane.apiserver.objects import ObjectStore
@@ -36,7 +37,6 @@ from controlplane.apiserver.watchcache import WatchCache
 #: An answer larger than this is not read: 3 MiB, the most kube-apiserver takes in a request body.
 MAX_RESPONSE_BYTES = 3 * 1024 * 1024
 _SSL_CONTEXTS = 64
-_SERVICE_NAME_LABEL = "kubernetes.io/service-name"
 
 
 class Endpoint(Protocol):
@@ -228,7 +228,7 @@ async def _addresses(
     EndpointSlices, as ``cache`` holds them in memory (without one: as the store holds them)."""
     endpoints_rt = objects.registry.require("v1", "Endpoints")
     slices_rt = objects.registry.require("discovery.k8s.io/v1", "EndpointSlice")
-    selector = f"{_SERVICE_NAME_LABEL}={name}"
+    selector = f"{LABEL_SERVICE_NAME}={name}"
     if cache is not None:
         endpoints = cache.cached(endpoints_rt, namespace=namespace, name=name) or {}
     else:

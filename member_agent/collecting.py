@@ -1,0 +1,126 @@
+"""The agent's EndpointSlice collection for the hub's MultiClusterServices (Karmada's
+endpointslice-collect-controller, as the agent runs it in pull mode).
+
+The hub marks the Work that carries a MultiClusterService's Service to a provider cluster with
+:data:`~controlplane.apis.mcs_endpointslices.LABEL_COLLECT_ENDPOINTSLICES`. For such a Work the
+agent reports the Service's EndpointSlices in the member, those kube's endpointslice controller
+manages (the dispatched ones of other clusters are not collected back), in the Work's status:
+the Service's manifest status gains ``endpointSlices`` (each slice's name, ``addressType``,
+``endpoints`` and ``ports``; :func:`~controlplane.apis.mcs_endpointslices.collected_slice`).
+The agent writes nothing else: the status of its own Works is all it may write at the hub, and
+the hub's controller (:mod:`controlplane.controllers.multiclusterservices`) writes the consumer
+clusters' Works.
+
+In: the member transport, the Works as the agent's Work informer holds them. Out: an informer of
+the member's managed EndpointSlices (started when the first such Work appears), the Works whose
+status a slice change makes due (``on_due``), and :meth:`EndpointSliceCollector.annotate`, which
+puts the slices into a Work status before it is written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from controlplane.apis.kube.endpointslices import LABEL_MANAGED_BY, LABEL_SERVICE_NAME, MANAGED_BY_CONTROLLER
+from controlplane.apis.mcs_endpointslices import (
+    COLLECTED_FIELD,
+    LABEL_COLLECT_ENDPOINTSLICES,
+    collected_slice,
+)
+from member_agent.informing import Informer
+from member_agent.kubeapi import KubeTransport
+from member_agent.manifests import desired_manifests
+
+logger = logging.getLogger(__name__)
+
+PATH = "/apis/discovery.k8s.io/v1/endpointslices"
+#: (namespace, Service name)
+ServiceKey = tuple[str, str]
+
+
+def collected_service(work: Mapping[str, Any]) -> ServiceKey | None:
+    """The Service whose EndpointSlices the Work asks for; None for any other Work."""
+    labels = (work.get("metadata") or {}).get("labels") or {}
+    if labels.get(LABEL_COLLECT_ENDPOINTSLICES) != "true":
+        return None
+    for ident, _ in desired_manifests(work):
+        if ident.api_version == "v1" and ident.kind == "Service":
+            return ident.namespace or "default", ident.name
+    return None
+
+
+class EndpointSliceCollector:
+    """Which Works collect which Service's slices, and the member's slices to collect."""
+
+    def __init__(self, member: KubeTransport, *, on_due: Callable[[str], None]) -> None:
+        self._member = member
+        self._on_due = on_due
+        self._works: dict[ServiceKey, set[str]] = {}
+        self._service_of: dict[str, ServiceKey] = {}
+        self.informer: Informer | None = None
+
+    def work_changed(self, key: str, work: Mapping[str, Any] | None, group: asyncio.TaskGroup | None) -> None:
+        """Keep the Work's entry; start the slice informer once a Work first asks for slices."""
+        before = self._service_of.pop(key, None)
+        if before is not None:
+            self._works.get(before, set()).discard(key)
+        service = collected_service(work) if work is not None else None
+        if service is None:
+            return
+        self._service_of[key] = service
+        self._works.setdefault(service, set()).add(key)
+        if self.informer is None and group is not None:
+            self.informer = Informer(
+                self._member,
+                PATH,
+                name="endpointslices",
+                on_change=self._slice_changed,
+                query={"labelSelector": f"{LABEL_MANAGED_BY}={MANAGED_BY_CONTROLLER}"},
+            )
+            group.create_task(self.informer.run(), name="watch-endpointslices")
+            logger.info("collecting EndpointSlices for MultiClusterServices")
+
+    def _slice_changed(self, key: str) -> None:
+        namespace = key.partition("/")[0]
+        # The Service a deleted slice belonged to is unknown by now: every Work of the namespace.
+        for (ns, _), works in list(self._works.items()):
+            if ns == namespace:
+                for work in works:
+                    self._on_due(work)
+
+    def annotate(self, work: Mapping[str, Any], status: Mapping[str, Any]) -> Mapping[str, Any]:
+        """``status`` with the Service's collected slices on its manifest status (as it is
+        when the Work collects nothing or the slices are not listed yet)."""
+        service = collected_service(work)
+        if service is None or self.informer is None or not self.informer.synced.is_set():
+            return status
+        namespace, name = service
+        slices = sorted(
+            (
+                collected_slice(obj)
+                for key, obj in self.informer.objects.items()
+                if key.startswith(f"{namespace}/")
+                and ((obj.get("metadata") or {}).get("labels") or {}).get(LABEL_SERVICE_NAME) == name
+            ),
+            key=lambda s: str(s["name"]),
+        )
+        manifests = []
+        for entry in status.get("manifestStatuses") or []:
+            ident = entry.get("identifier") or {}
+            if (
+                ident.get("kind"),
+                ident.get("version"),
+                ident.get("namespace") or "default",
+                ident.get("name"),
+            ) == (
+                "Service",
+                "v1",
+                namespace,
+                name,
+            ):
+                entry = {**entry, COLLECTED_FIELD: slices}
+            manifests.append(entry)
+        return {**status, "manifestStatuses": manifests}
