@@ -281,11 +281,12 @@ def exposure_clusters(obj: dict[str, Any]) -> tuple[list[str], list[str]]:
 
 # --- what the hub reports -------------------------------------------------------------------
 
-#: Karmada's condition type of the Service's propagation, and the hub's of the EndpointSlices.
+#: Karmada's condition types of the Service's propagation and of the EndpointSlices' dispatch.
 SERVICE_APPLIED: Final = "ServiceApplied"
 ENDPOINT_SLICE_DISPATCHED: Final = "EndpointSliceDispatched"
-#: Karmada's reason of ``ServiceApplied=True``.
+#: Karmada's reason of ``ServiceApplied=True``, and of ``EndpointSliceDispatched=True``.
 SERVICE_APPLIED_SUCCEED: Final = "ServiceAppliedSucceed"
+ENDPOINT_SLICE_DISPATCHED_SUCCEED: Final = "EndpointSliceDispatchedSucceed"
 #: Karmada's labels on the Works made for a MultiClusterService (``util.MultiClusterServiceNameLabel``,
 #: ``...NamespaceLabel``; the permanent id is :data:`PERMANENT_ID_LABEL`).
 LABEL_MCS_NAME: Final = "multiclusterservice.karmada.io/name"
@@ -297,13 +298,15 @@ def _named(clusters: list[str]) -> str:
 
 
 def mcs_conditions(
-    obj: dict[str, Any], *, service_found: bool, bound_by: str | None = None,
+    obj: dict[str, Any], *, service_found: bool, bound_by: str | None = None, collected_from: list[str] | None = None,
 ) -> list[dict[str, str]]:
     """The conditions the hub writes on a MultiClusterService (without their times). ``service_found``:
     the hub has the Service of the MultiClusterService's name; ``bound_by``: the ResourceBinding
     (``namespace/name``) a PropagationPolicy made for that Service, which the hub leaves it to.
-    Otherwise the hub propagates the Service (Karmada's ``ServiceAppliedSucceed``); it moves no
-    EndpointSlices, which ``EndpointSliceDispatched`` says."""
+    Otherwise the hub propagates the Service (Karmada's ``ServiceAppliedSucceed``). ``collected_from``:
+    the provider clusters whose agents reported EndpointSlices of the Service, which the hub
+    dispatched to the consumer clusters (Karmada's ``EndpointSliceDispatchedSucceed``); with none,
+    ``EndpointSliceDispatched`` is False, ``EndpointSlicesNotCollected``."""
     spec = field.mapping(obj.get("spec"))
     meta = field.mapping(obj.get("metadata"))
     service = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
@@ -327,9 +330,12 @@ def mcs_conditions(
     else:
         applied = {"type": SERVICE_APPLIED, "status": "True", "reason": SERVICE_APPLIED_SUCCEED,
                    "message": "Service is propagated to target clusters."}
+    if collected_from:
+        return [applied, {"type": ENDPOINT_SLICE_DISPATCHED, "status": "True", "reason": ENDPOINT_SLICE_DISPATCHED_SUCCEED,
+                          "message": "EndpointSlice are dispatched successfully"}]
     dispatched = {
         "type": ENDPOINT_SLICE_DISPATCHED, "status": "False", "reason": "EndpointSlicesNotCollected",
-        "message": f"the hub collects no EndpointSlices of Service {service} from the provider clusters "
-                   f"({_named(providers)}) and dispatches none to the consumer clusters ({_named(consumers)})",
+        "message": f"no provider cluster ({_named(providers)}) has reported EndpointSlices of Service {service}, so "
+                   f"none are dispatched to the consumer clusters ({_named(consumers)})",
     }
     return [applied, dispatched]

@@ -30,6 +30,12 @@ from typing import Any, Final
 from controlplane.apis import constants as c
 from controlplane.apis.conflictresolution import ConflictResolution
 from controlplane.apis.kube.field import items
+from controlplane.apis.mcs_endpointslices import (
+    LABEL_COLLECT_ENDPOINTSLICES,
+    PROVISION_CLUSTER_ANNOTATION,
+    collected_slices,
+    dispatched_slice,
+)
 from controlplane.apis.multicluster_services import (
     LABEL_MCS_NAME,
     LABEL_MCS_NAMESPACE,
@@ -44,7 +50,7 @@ from controlplane.apis.work_v1alpha1 import WORK_KIND
 from controlplane.controllers.context import CONFLICT_RETRY_SECONDS, ControllerContext
 from controlplane.controllers.reconciling import KeyedController
 from controlplane.controllers.workloads import is_deleting, with_condition, without_server_fields
-from controlplane.controllers.works import cluster_of_namespace, work_name
+from controlplane.controllers.works import work_name
 from controlplane.objectclient import WatchEventType, errors
 
 log = logging.getLogger(__name__)
@@ -69,21 +75,36 @@ def _indexed(work: dict[str, Any]) -> Iterable[Hashable]:
     return (key,) if key is not None else ()
 
 
-def service_work(cluster: str, service: dict[str, Any], mcs: dict[str, Any]) -> dict[str, Any]:
-    """The Work that carries ``service`` to ``cluster`` for the MultiClusterService ``mcs``."""
+def _mcs_work(cluster: str, name: str, manifest: dict[str, Any], mcs: dict[str, Any], **labels: str) -> dict[str, Any]:
+    """A Work of the MultiClusterService ``mcs`` named ``name`` carrying ``manifest`` to ``cluster``."""
     view = ObjectView(mcs)
-    labels = {
+    all_labels = {
         LABEL_MCS_NAMESPACE: view.namespace, LABEL_MCS_NAME: view.name, c.LABEL_CLUSTER: cluster,
-        c.LABEL_MANAGED_BY: c.MANAGED_BY_VALUE,
+        c.LABEL_MANAGED_BY: c.MANAGED_BY_VALUE, **labels,
     }
     permanent_id = view.labels.get(PERMANENT_ID_LABEL)
     if permanent_id:
-        labels[PERMANENT_ID_LABEL] = str(permanent_id)
-    metadata = {"name": work_name(view.namespace, view.name, "Service"), "namespace": c.execution_namespace(cluster),
-                "labels": labels}
-    spec = {"workload": {"manifests": [without_server_fields(service)]},
-            "conflictResolution": str(ConflictResolution.OVERWRITE)}
+        all_labels[PERMANENT_ID_LABEL] = str(permanent_id)
+    metadata = {"name": name, "namespace": c.execution_namespace(cluster), "labels": all_labels}
+    spec = {"workload": {"manifests": [manifest]}, "conflictResolution": str(ConflictResolution.OVERWRITE)}
     return {"apiVersion": WORK_API_VERSION, "kind": WORK_KIND, "metadata": metadata, "spec": spec}
+
+
+def service_work(cluster: str, service: dict[str, Any], mcs: dict[str, Any], *, provider: bool = False) -> dict[str, Any]:
+    """The Work that carries ``service`` to ``cluster`` for the MultiClusterService ``mcs``; a
+    ``provider``'s asks its agent to report the Service's EndpointSlices."""
+    view = ObjectView(mcs)
+    return _mcs_work(cluster, work_name(view.namespace, view.name, "Service"), without_server_fields(service), mcs,
+                     **{LABEL_COLLECT_ENDPOINTSLICES: "true" if provider else "false"})
+
+
+def slice_work(consumer: str, provider: str, collected: dict[str, Any], mcs: dict[str, Any]) -> dict[str, Any]:
+    """The Work that carries the provider's slice ``collected`` to the consumer cluster ``consumer``."""
+    view = ObjectView(mcs)
+    manifest = dispatched_slice(collected, provider=provider, namespace=view.namespace, service=view.name)
+    work = _mcs_work(consumer, work_name(view.namespace, manifest["metadata"]["name"], "EndpointSlice"), manifest, mcs)
+    work["metadata"]["annotations"] = {PROVISION_CLUSTER_ANNOTATION: provider}
+    return work
 
 
 class MultiClusterServiceController(KeyedController[Key]):
@@ -120,7 +141,8 @@ class MultiClusterServiceController(KeyedController[Key]):
     async def _on_work(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         key = mcs_of_work(obj) or (mcs_of_work(old) if old is not None else None)
         if key is not None and (event is not WatchEventType.MODIFIED or old is None or old.get("spec") != obj.get("spec")
-                                or mcs_of_work(old) != mcs_of_work(obj)):
+                                or mcs_of_work(old) != mcs_of_work(obj)
+                                or collected_slices(old, key[1]) != collected_slices(obj, key[1])):
             await self.loop.add(key)
 
     async def _on_binding(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
@@ -136,13 +158,29 @@ class MultiClusterServiceController(KeyedController[Key]):
             view = ObjectView(mcs)
             await self.loop.add((view.namespace, view.name))
 
-    def _targets(self, mcs: dict[str, Any]) -> list[str]:
-        """The provider and consumer clusters together, those the hub has (an empty list: every cluster)."""
+    def _exposure(self, mcs: dict[str, Any]) -> tuple[list[str], list[str]]:
+        """The provider and the consumer clusters, those the hub has (an empty list: every cluster)."""
         known = {ObjectView(cluster).name for cluster in self.ctx.clusters.items()}
         providers, consumers = exposure_clusters(mcs)
-        if not providers or not consumers:
-            return sorted(known)
-        return sorted(known & (set(providers) | set(consumers)))
+        return sorted(known & set(providers or known)), sorted(known & set(consumers or known))
+
+    def _desired(self, mcs: dict[str, Any], service: dict[str, Any]) -> tuple[list[dict[str, Any]], list[str]]:
+        """The Works of ``mcs`` (the Service's to every provider and consumer, then each collected
+        slice's to every consumer but its provider) and the providers whose slices were collected."""
+        view = ObjectView(mcs)
+        providers, consumers = self._exposure(mcs)
+        works = [service_work(cluster, service, mcs, provider=cluster in providers)
+                 for cluster in sorted(set(providers) | set(consumers))]
+        collected_from = []
+        for provider in providers:
+            reported = self.ctx.works.get(c.execution_namespace(provider), work_name(view.namespace, view.name, "Service"))
+            slices = collected_slices(reported, view.name) if reported is not None and mcs_of_work(reported) else None
+            if not slices:
+                continue
+            collected_from.append(provider)
+            works += [slice_work(consumer, provider, collected, mcs)
+                      for consumer in consumers if consumer != provider for collected in slices]
+        return works, collected_from
 
     async def reconcile(self, key: Key) -> float | None:
         ctx = self.ctx
@@ -153,10 +191,12 @@ class MultiClusterServiceController(KeyedController[Key]):
         live = obj is not None and not is_deleting(obj)
         service = ctx.cached(self.service_rt, namespace, name)
         binding = ctx.binding_for(namespace, name, "Service")
-        desired: dict[str, dict[str, Any]] = {}
+        desired: dict[tuple[str, str], dict[str, Any]] = {}
+        collected_from: list[str] = []
         if obj is not None and live and service is not None and binding is None and \
                 "CrossCluster" in items((obj.get("spec") or {}).get("types")):
-            desired = {cluster: service_work(cluster, service, obj) for cluster in self._targets(obj)}
+            works, collected_from = self._desired(obj, service)
+            desired = {(w["metadata"]["namespace"], w["metadata"]["name"]): w for w in works}
         try:
             for work in desired.values():
                 await self._write_work(work)
@@ -164,13 +204,15 @@ class MultiClusterServiceController(KeyedController[Key]):
             return CONFLICT_RETRY_SECONDS
         for work in ctx.works.by_index(_INDEX_MCS, key):
             meta = work["metadata"]
-            if cluster_of_namespace(str(meta.get("namespace") or "")) not in desired:
+            if (meta.get("namespace"), meta["name"]) not in desired:
                 await ctx.delete(ctx.work_rt, meta.get("namespace"), str(meta["name"]))
                 log.info("work %s/%s of MultiClusterService %s/%s deleted", meta.get("namespace"), meta["name"], *key)
         if obj is None or not live:
             return None
         bound_by = f"{namespace}/{ObjectView(binding).name}" if binding is not None else None
-        return await self._write_status(obj, service_found=service is not None, bound_by=bound_by)
+        return await self._write_status(
+            obj, service_found=service is not None, bound_by=bound_by, collected_from=collected_from
+        )
 
     async def _write_work(self, desired: dict[str, Any]) -> None:
         # A Work a policy's binding wrote first (same name) is that binding's.
@@ -179,12 +221,15 @@ class MultiClusterServiceController(KeyedController[Key]):
             meta = desired["metadata"]
             log.info("work %s/%s of MultiClusterService %s", meta["namespace"], meta["name"], written)
 
-    async def _write_status(self, obj: dict[str, Any], *, service_found: bool, bound_by: str | None) -> float | None:
+    async def _write_status(
+        self, obj: dict[str, Any], *, service_found: bool, bound_by: str | None, collected_from: list[str]
+    ) -> float | None:
         assert self.rt is not None
         view = ObjectView(obj)
         status = dict(view.status)
         conditions = status.get("conditions") or []
-        for condition in mcs_conditions(obj, service_found=service_found, bound_by=bound_by):
+        conditions_now = mcs_conditions(obj, service_found=service_found, bound_by=bound_by, collected_from=collected_from)
+        for condition in conditions_now:
             conditions = with_condition(conditions, condition, now=self.ctx.now_text())
         if conditions == status.get("conditions"):
             return None

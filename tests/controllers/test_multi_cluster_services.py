@@ -1,6 +1,7 @@
 """Karmada's MultiClusterService at the hub: its Service goes to the provider and consumer
 clusters in Works labelled for it, left to a PropagationPolicy that already binds it; its status
-says what was done and what was not (no EndpointSlices collected or dispatched, no load balancer)."""
+says what was done and what was not (no EndpointSlices collected yet, no load balancer). The
+EndpointSlices' way from providers to consumers: ``test_mcs_endpointslices.py``."""
 
 from __future__ import annotations
 
@@ -47,7 +48,7 @@ async def works_in(objects: ObjectStore, clusters: set[str], what: str) -> dict[
     return (await eventually(matches, what=what))[0]
 
 
-async def test_a_cross_cluster_service_propagates_its_service_but_collects_no_endpoints(
+async def test_a_cross_cluster_service_propagates_its_service_and_waits_for_endpoints(
     objects: ObjectStore, manager: ControllerManager,
 ) -> None:
     rt = objects.registry.require(MCS_API, "MultiClusterService")
@@ -72,10 +73,16 @@ async def test_a_cross_cluster_service_propagates_its_service_but_collects_no_en
     conditions = await eventually(with_service, what="ServiceApplied True")
     assert conditions["ServiceApplied"]["reason"] == "ServiceAppliedSucceed"
     assert conditions["EndpointSliceDispatched"]["status"] == "False"
-    assert "from the provider clusters (member1)" in conditions["EndpointSliceDispatched"]["message"]
+    assert conditions["EndpointSliceDispatched"]["reason"] == "EndpointSlicesNotCollected"
+    assert conditions["EndpointSliceDispatched"]["message"] == (
+        "no provider cluster (member1) has reported EndpointSlices of Service default/nginx, so none are "
+        "dispatched to the consumer clusters (member2)"
+    )
     works = await works_in(objects, {"member1", "member2"}, "the Service's Works in the provider and consumer clusters")
     mcs_obj = await objects.get(rt, namespace="default", name="nginx")
     labels = works["member1"]["metadata"]["labels"]
+    assert labels["endpointslice.gpufed.io/collect"] == "true"  # the provider's agent reports its slices
+    assert works["member2"]["metadata"]["labels"]["endpointslice.gpufed.io/collect"] == "false"
     assert labels["multiclusterservice.karmada.io/name"] == "nginx"
     assert labels["multiclusterservice.karmada.io/namespace"] == "default"
     assert labels["multiclusterservice.karmada.io/permanent-id"] == \
