@@ -33,6 +33,8 @@ each in a ``TaskGroup``:
   ``member_failure_threshold`` the reports say Ready False (``MemberAPIUnreachable`` or
   ``MemberAPINotReady``) instead of what the caches still hold, and a change of that verdict is
   reported at once;
+* EndpointSlice informer on the member, started once a Work asks for a MultiClusterService's
+  slices (:mod:`member_agent.collecting`), which go into that Work's status;
 * DCGM scraper (when ``dcgm_url`` is set), whose utilization rides on the next report;
 * Prometheus ``/metrics`` (when ``metrics_listen`` is set): report lag, reports written,
   DCGM scrapes (:mod:`member_agent.metrics`).

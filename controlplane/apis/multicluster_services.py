@@ -6,7 +6,9 @@ Field-compatible with those CRDs, so a Karmada user's YAML applies unchanged; Mu
 is also checked and labelled as karmada-webhook checks and labels it (:func:`mcs_denial`,
 :func:`mcs_update_denial`, :func:`default_mcs`). In: wire objects. Out: the models the hub
 validates with and the webhook's refusals. The hub stores these objects and propagates them as any
-namespaced kind a policy selects; no multi-cluster service implementation runs in the members.
+namespaced kind a policy selects; a MultiClusterService's Service and EndpointSlices are moved by
+:mod:`controlplane.controllers.multiclusterservices` (the slices' rules:
+:mod:`controlplane.apis.mcs_endpointslices`).
 """
 
 from __future__ import annotations

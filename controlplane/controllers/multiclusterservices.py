@@ -1,24 +1,33 @@
-"""Karmada's MultiClusterServices at the hub: their Service propagated, and their status.
+"""Karmada's MultiClusterServices at the hub: their Service propagated, their EndpointSlices
+dispatched, and their status.
 
 In: ``networking.karmada.io/v1alpha1`` MultiClusterServices, the hub's Services, the Clusters,
-the ResourceBindings of Services and the Works this controller wrote. Out, for a ``CrossCluster``
-one whose Service exists:
+the ResourceBindings of Services and the Works this controller wrote (with the EndpointSlices the
+provider clusters' agents report on them). Out, for a ``CrossCluster`` one whose Service exists:
 
 * a Work per cluster of the provider and consumer clusters (every cluster when a list is empty;
   clusters the hub does not have are skipped), named as a binding's Work of the Service would be
   (``<namespace>-<name>-service`` in ``gpufed-es-<cluster>``), carrying the Service as any Work
   does (no ``clusterIP``), with ``conflictResolution: Overwrite`` as Karmada's binding for it has,
   and labelled as Karmada labels a MultiClusterService's Works
-  (``multiclusterservice.karmada.io/name``, ``/namespace``, ``/permanent-id``). A cluster no
-  longer listed (or gone) loses its Work, and every cluster does once the MultiClusterService is
-  deleted, its type is not ``CrossCluster`` or its Service goes.
+  (``multiclusterservice.karmada.io/name``, ``/namespace``, ``/permanent-id``); a provider's also
+  ``endpointslice.gpufed.io/collect: "true"``, for its agent to report the Service's slices
+  (:mod:`member_agent.collecting`).
+* For each slice a provider reported, a Work per consumer cluster but that provider carrying the
+  slice as Karmada's endpointslice-dispatch controller writes it
+  (:func:`~controlplane.apis.mcs_endpointslices.dispatched_slice`), named
+  ``<namespace>-<provider>-<slice>-endpointslice``.
+* Any other Work of the MultiClusterService goes: a cluster no longer listed (or gone), a slice
+  its provider no longer reports, and every Work once the MultiClusterService is deleted, its
+  type is not ``CrossCluster`` or its Service goes.
 * A Service a PropagationPolicy already binds is left to that policy: no Work is written for the
   MultiClusterService (the policy's Works carry the same names, so two writers never take turns on
   them), and the status says so. Karmada instead takes the Service from the policy.
 * ``status.conditions`` from :func:`~controlplane.apis.multicluster_services.mcs_conditions`:
   ``ServiceApplied`` (``True``, Karmada's ``ServiceAppliedSucceed``, once the Works are written)
-  and ``EndpointSliceDispatched=False`` (the simulated members run no EndpointSlice controller, so
-  there is nothing to collect), written only when they change.
+  and ``EndpointSliceDispatched`` (``True``, ``EndpointSliceDispatchedSucceed``, once a provider's
+  slices were dispatched; ``False``, ``EndpointSlicesNotCollected``, before), written only when
+  they change.
 """
 
 from __future__ import annotations

@@ -39,6 +39,15 @@ MEMBER_SLICE: dict[str, Any] = {
     "ports": [{"name": "", "port": 80, "protocol": "TCP"}],
 }
 
+#: The Service's manifest in its Work's status.
+SERVICE_IDENTIFIER = {
+    "version": "v1",
+    "kind": "Service",
+    "namespace": "default",
+    "name": "nginx",
+    "ordinal": 0,
+}
+
 
 def test_a_collected_slice_keeps_its_name_addresses_and_ports() -> None:
     assert collected_slice(MEMBER_SLICE) == {
@@ -80,13 +89,7 @@ def test_collected_slices_are_read_from_the_services_manifest_status() -> None:
             "status": {
                 "manifestStatuses": [
                     {
-                        "identifier": {
-                            "version": "v1",
-                            "kind": "Service",
-                            "namespace": "default",
-                            "name": "nginx",
-                            "ordinal": 0,
-                        },
+                        "identifier": SERVICE_IDENTIFIER,
                         **entry,
                     }
                 ]
@@ -113,13 +116,7 @@ async def _report(objects: ObjectStore, cluster: str, slices: list[dict[str, Any
 
     work = await eventually(present, what=f"the Service's Work in {cluster}")
     entry = {
-        "identifier": {
-            "version": "v1",
-            "kind": "Service",
-            "namespace": "default",
-            "name": "nginx",
-            "ordinal": 0,
-        },
+        "identifier": SERVICE_IDENTIFIER,
         "endpointSlices": [collected_slice(s) for s in slices],
     }
     await objects.update_status(rt, {**work, "status": {"manifestStatuses": [entry]}})
@@ -144,15 +141,29 @@ async def _until_slices(objects: ObjectStore, expected: dict[str, list[str]], wh
     await eventually(matches, what=what)
 
 
+async def _start(objects: ObjectStore, **spec: Any) -> None:
+    """Three clusters, the Service and its MultiClusterService (``spec``: fields changed from :func:`mcs`'s)."""
+    for cluster in ("member1", "member2", "member3"):
+        await put_cluster(objects, cluster, node_shape(1))
+    await objects.create(objects.registry.require("v1", "Service"), SERVICE)
+    obj = mcs("nginx", "CrossCluster")
+    obj["spec"].update(spec)
+    await objects.create(objects.registry.require(MCS_API, "MultiClusterService"), obj)
+
+
+async def _respec(objects: ObjectStore, key: str, clusters: list[str]) -> None:
+    rt = objects.registry.require(MCS_API, "MultiClusterService")
+    obj = await objects.get(rt, namespace="default", name="nginx")
+    obj["spec"][key] = [{"name": cluster} for cluster in clusters]
+    await objects.update(rt, obj)
+
+
 async def test_a_providers_slices_go_to_the_consumers_and_leave_with_them(
     objects: ObjectStore,
     manager: ControllerManager,
 ) -> None:
-    for cluster in ("member1", "member2", "member3"):
-        await put_cluster(objects, cluster, node_shape(1))
-    await objects.create(objects.registry.require("v1", "Service"), SERVICE)
+    await _start(objects)
     rt = objects.registry.require(MCS_API, "MultiClusterService")
-    await objects.create(rt, mcs("nginx", "CrossCluster"))
     await _report(objects, "member1", [MEMBER_SLICE])
     await _until_slices(objects, {"member2": ["member1-nginx-x7k2p"]}, "the slice in the consumer member2")
 
@@ -174,17 +185,16 @@ async def test_a_providers_slices_go_to_the_consumers_and_leave_with_them(
         "EndpointSlice are dispatched successfully",
     )
 
-    obj["spec"]["consumerClusters"] = []  # every cluster consumes: member1 is not sent its own slices
-    await objects.update(rt, obj)
+    await _respec(
+        objects, "consumerClusters", []
+    )  # every cluster consumes: member1 is not sent its own slices
     await _until_slices(
         objects,
         {"member2": ["member1-nginx-x7k2p"], "member3": ["member1-nginx-x7k2p"]},
         "the slice in every consumer but its provider",
     )
 
-    obj = await objects.get(rt, namespace="default", name="nginx")
-    obj["spec"]["consumerClusters"] = [{"name": "member3"}]
-    await objects.update(rt, obj)
+    await _respec(objects, "consumerClusters", ["member3"])
     await _until_slices(objects, {"member3": ["member1-nginx-x7k2p"]}, "member2 no longer a consumer")
 
     await _report(objects, "member1", [])
@@ -207,13 +217,7 @@ async def test_a_cluster_that_is_no_provider_has_its_slices_ignored(
     objects: ObjectStore,
     manager: ControllerManager,
 ) -> None:
-    for cluster in ("member1", "member2", "member3"):
-        await put_cluster(objects, cluster, node_shape(1))
-    await objects.create(objects.registry.require("v1", "Service"), SERVICE)
-    rt = objects.registry.require(MCS_API, "MultiClusterService")
-    obj = mcs("nginx", "CrossCluster")
-    obj["spec"]["consumerClusters"] = []
-    await objects.create(rt, obj)
+    await _start(objects, consumerClusters=[])
     await _report(objects, "member1", [MEMBER_SLICE])
     await _report(
         objects,
@@ -226,9 +230,7 @@ async def test_a_cluster_that_is_no_provider_has_its_slices_ignored(
         "the provider's slice only",
     )
 
-    obj = await objects.get(rt, namespace="default", name="nginx")
-    obj["spec"]["providerClusters"] = [{"name": "member3"}]
-    await objects.update(rt, obj)
+    await _respec(objects, "providerClusters", ["member3"])
     await _until_slices(
         objects,
         {"member1": ["member3-nginx-zzzzz"], "member2": ["member3-nginx-zzzzz"]},
