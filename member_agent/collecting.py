@@ -41,6 +41,20 @@ PATH = "/apis/discovery.k8s.io/v1/endpointslices"
 ServiceKey = tuple[str, str]
 
 
+def _trimmed(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """What the informer keeps of a member slice: its Service and what is reported of it."""
+    meta = obj.get("metadata") or {}
+    service = (meta.get("labels") or {}).get(LABEL_SERVICE_NAME)
+    return {
+        "metadata": {
+            "name": meta.get("name"),
+            "namespace": meta.get("namespace"),
+            "labels": {LABEL_SERVICE_NAME: service},
+        },
+        **{k: obj[k] for k in ("addressType", "endpoints", "ports") if k in obj},
+    }
+
+
 def collected_service(work: Mapping[str, Any]) -> ServiceKey | None:
     """The Service whose EndpointSlices the Work asks for; None for any other Work."""
     labels = (work.get("metadata") or {}).get("labels") or {}
