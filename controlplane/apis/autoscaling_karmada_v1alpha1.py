@@ -28,6 +28,7 @@ from controlplane.apis.kube.cronschedule import schedule_error
 from controlplane.apis.kube.defaults_groups import horizontal_pod_autoscaler_spec
 from controlplane.apis.kube.field import FieldError
 from controlplane.apis.kube.names import path_segment_errors
+from controlplane.apis.kube.objects import set_nil_default
 from controlplane.apis.kube.validate_groups import validate_horizontal_pod_autoscaler
 from controlplane.apis.views import ObjectView
 
@@ -62,13 +63,16 @@ def federated_hpa_denial(obj: dict[str, Any]) -> tuple[str, str] | None:
 
 
 def default_cron_federated_hpa(obj: dict[str, Any]) -> None:
-    """The CRD's defaults: each rule not suspended, keeping 3 successful and 3 failed executions."""
+    """The CRD's defaults: each rule not suspended, keeping 3 successful and 3 failed executions
+    (an unset or null field; on create, update and read from storage, as kube's structural
+    defaulting)."""
     spec = obj.get("spec")
-    for rule in (spec.get("rules") or []) if isinstance(spec, dict) else []:
+    rules = spec.get("rules") if isinstance(spec, dict) else None
+    for rule in rules if isinstance(rules, list) else ():
         if isinstance(rule, dict):
-            rule.setdefault("suspend", False)
-            rule.setdefault("successfulHistoryLimit", DEFAULT_HISTORY_LIMIT)
-            rule.setdefault("failedHistoryLimit", DEFAULT_HISTORY_LIMIT)
+            set_nil_default(rule, "suspend", False)
+            set_nil_default(rule, "successfulHistoryLimit", DEFAULT_HISTORY_LIMIT)
+            set_nil_default(rule, "failedHistoryLimit", DEFAULT_HISTORY_LIMIT)
 
 
 def _int_or(value: Any, default: int) -> int:

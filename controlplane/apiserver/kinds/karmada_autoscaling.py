@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from controlplane.apis import autoscaling_karmada_v1alpha1 as api
 from controlplane.apiserver.crd.types import printer_column
+from controlplane.apiserver.openapi.structural import schema_of
 from controlplane.apiserver.resources import ResourceType, TableColumn
 
 
@@ -33,7 +34,9 @@ FEDERATED_HPA = ResourceType(
 CRON_FEDERATED_HPA = ResourceType(
     api.API_GROUP, "v1alpha1", api.CRON_FEDERATED_HPA_KIND, "cronfederatedhpas", "cronfederatedhpa",
     namespaced=True, short_names=("cronfhpa",), categories=("karmada-io",), has_status=True,
-    defaults=api.default_cron_federated_hpa, webhook_denial=api.cron_federated_hpa_denial,
+    defaults=api.default_cron_federated_hpa, defaults_on_read=api.default_cron_federated_hpa,
+    webhook_denial=api.cron_federated_hpa_denial,
+    crd_schema=schema_of(api.API_GROUP, "v1alpha1", api.CRON_FEDERATED_HPA_KIND),
     columns=_columns(*_REFERENCE),
 )
 

@@ -22,6 +22,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from controlplane.apis.autoscaling_karmada_v1alpha1 import (
+    DEFAULT_HISTORY_LIMIT,
+    MAX_HISTORY_LIMIT,
+    RULE_NAME_MAX_LENGTH,
+)
 from controlplane.apis.kubeflow import GROUP as KUBEFLOW_GROUP
 from controlplane.apis.kubeflow import TRAINING_KINDS
 from controlplane.apiserver.openapi.models import type_meta_properties
@@ -357,21 +362,25 @@ _KARMADA_AUTOSCALING_DEFINITIONS: dict[str, Any] = {
         "type": "object",
         "required": ["name", "schedule"],
         "properties": {
-            "name": scalar("Name of the rule, unique in the CronFederatedHPA."),
+            "name": scalar("Name of the rule, unique in the CronFederatedHPA.", minLength=1,
+                           maxLength=RULE_NAME_MAX_LENGTH),
             "schedule": scalar("Schedule is the cron expression that represents a periodical time."),
             "targetReplicas": int32("TargetReplicas to set on a workload."),
             "targetMinReplicas": int32("TargetMinReplicas to set on a FederatedHPA."),
             "targetMaxReplicas": int32("TargetMaxReplicas to set on a FederatedHPA."),
-            "suspend": scalar("Suspend tells the controller to suspend subsequent executions.", "boolean"),
+            "suspend": scalar("Suspend tells the controller to suspend subsequent executions.", "boolean", default=False),
             "timeZone": scalar("TimeZone for the given schedule (the hub's when unset)."),
-            "successfulHistoryLimit": int32("How many successful executions are kept. Defaults to 3."),
-            "failedHistoryLimit": int32("How many failed executions are kept. Defaults to 3."),
+            "successfulHistoryLimit": {**int32("How many successful executions are kept. Defaults to 3."),
+                                       "default": DEFAULT_HISTORY_LIMIT, "minimum": 1, "maximum": MAX_HISTORY_LIMIT},
+            "failedHistoryLimit": {**int32("How many failed executions are kept. Defaults to 3."),
+                                   "default": DEFAULT_HISTORY_LIMIT, "minimum": 0, "maximum": MAX_HISTORY_LIMIT},
         },
     },
     _KARMADA + "CronFederatedHPAStatus": object_of("CronFederatedHPAStatus represents the current status.", {
         "executionHistories": array_of("The execution histories of the rules.", object_of("One rule's history.", {
             "ruleName": scalar("The name of the rule."),
-            "nextExecutionTime": scalar("The next time to execute; unset while the rule is suspended. " + _MICRO_TIME_NOTE),
+            "nextExecutionTime": scalar("The next time to execute; unset while the rule is suspended. " + _MICRO_TIME_NOTE,
+                                        format="date-time"),
             "successfulExecutions": array_of("Successful executions.", object_of("One execution.", {})),
             "failedExecutions": array_of("Failed executions.", object_of("One execution.", {})),
         })),
