@@ -14,7 +14,7 @@ from typing import Final, Literal, TypeAlias
 
 from pydantic import Field, ValidationInfo, field_validator
 
-from controlplane.apis.meta import SpecModel
+from controlplane.apis.meta import INT32, SpecModel, served_default
 from controlplane.apis.quantity import QuantityError, parse_quantity
 
 # ---------------------------------------------------------------------------------------------
@@ -22,8 +22,12 @@ from controlplane.apis.quantity import QuantityError, parse_quantity
 # ---------------------------------------------------------------------------------------------
 
 
+DEFAULT_FAILOVER_TOLERATION_SECONDS: Final = 300
+
+
 class DecisionConditions(SpecModel):
-    toleration_seconds: int | None = Field(default=None, ge=0)
+    toleration_seconds: int | None = Field(
+        default=None, ge=0, json_schema_extra={**served_default(DEFAULT_FAILOVER_TOLERATION_SECONDS), **INT32})
     """How long the application may stay unhealthy before it is moved. Defaults to 300."""
 
 
@@ -35,13 +39,14 @@ class StatePreservationRule(SpecModel):
 
 
 class StatePreservation(SpecModel):
-    rules: list[StatePreservationRule] = Field(min_length=1)
+    rules: list[StatePreservationRule]
     """What to carry from the failed copy to its replacement, one rule per value. Accepted, not acted
     on yet: nothing is carried over."""
 
 
 PurgeMode: TypeAlias = Literal["Immediately", "Graciously", "Never", "Directly", "Gracefully"]
-DEFAULT_FAILOVER_TOLERATION_SECONDS: Final = 300
+#: The CRDs' defaults of ``failover.application``.
+DEFAULT_PURGE_MODE: Final = "Graciously"
 DEFAULT_GRACE_PERIOD_SECONDS: Final = 600
 
 
@@ -63,10 +68,10 @@ class ApplicationFailoverBehavior(SpecModel):
     decision_conditions: DecisionConditions
     """When the application counts as failed in a cluster (required, as in Karmada's CRD; its
     tolerationSeconds defaults to 300)."""
-    purge_mode: PurgeMode | None = None
+    purge_mode: PurgeMode | None = Field(default=None, json_schema_extra=served_default(DEFAULT_PURGE_MODE))
     """How the copy in the failed cluster is removed: Immediately or Directly (at once), Graciously or
     Gracefully (once the replacement is healthy, or after gracePeriodSeconds), Never (left to the user)."""
-    grace_period_seconds: int | None = Field(default=None, gt=0)
+    grace_period_seconds: int | None = Field(default=None, gt=0, json_schema_extra=INT32)
     """How long a gracious removal waits for the replacement to become healthy. Only with Graciously or
     Gracefully. Defaults to 600."""
     state_preservation: StatePreservation | None = None

@@ -7,7 +7,8 @@ Two sources fill a policy's unset fields on Karmada:
   ``spec.priority`` 0, ``spec.preemption`` Never, ``spec.conflictResolution`` Abort,
   ``spec.schedulerName`` default-scheduler, ``failover.application.purgeMode`` Graciously,
   ``failover.application.decisionConditions.tolerationSeconds`` 300 and
-  ``placement.replicaScheduling.replicaSchedulingType`` Divided;
+  ``placement.replicaScheduling.replicaSchedulingType`` Divided (the values are the models'
+  constants, which the served schemas publish as the CRDs' ``default``);
 * karmada-webhook's mutating admission, on creates and updates only: a namespaced policy's
   ``resourceSelectors[].namespace`` is its own namespace, a spread constraint with neither
   ``spreadByField`` nor ``spreadByLabel`` spreads by ``cluster`` and one without ``minGroups``
@@ -38,15 +39,22 @@ from typing import Any, Final
 
 from controlplane.apis.conflictresolution import DEFAULT_CONFLICT_RESOLUTION
 from controlplane.apis.kube.objects import child, set_default, set_nil_default
+from policies.behavior_models import DEFAULT_FAILOVER_TOLERATION_SECONDS, DEFAULT_PURGE_MODE
+from policies.models import (
+    DEFAULT_PREEMPTION,
+    DEFAULT_PRIORITY,
+    DEFAULT_REPLICA_SCHEDULING_TYPE,
+    DEFAULT_SCHEDULER_NAME,
+)
 
 #: Fills unset fields of one policy object in place.
 PolicyDefaulter = Callable[[dict[str, Any]], None]
 
 _SPEC_DEFAULTS: Final[tuple[tuple[str, Any], ...]] = (
     ("conflictResolution", DEFAULT_CONFLICT_RESOLUTION.value),
-    ("preemption", "Never"),
-    ("priority", 0),
-    ("schedulerName", "default-scheduler"),
+    ("preemption", DEFAULT_PREEMPTION),
+    ("priority", DEFAULT_PRIORITY),
+    ("schedulerName", DEFAULT_SCHEDULER_NAME),
 )
 
 
@@ -72,13 +80,13 @@ def propagation_structural(obj: dict[str, Any]) -> None:
         set_nil_default(spec, key, value)
     application = child(child(spec, "failover"), "application")
     if application is not None:
-        set_nil_default(application, "purgeMode", "Graciously")
+        set_nil_default(application, "purgeMode", DEFAULT_PURGE_MODE)
         conditions = child(application, "decisionConditions")
         if conditions is not None:
-            set_nil_default(conditions, "tolerationSeconds", 300)
+            set_nil_default(conditions, "tolerationSeconds", DEFAULT_FAILOVER_TOLERATION_SECONDS)
     scheduling = child(child(spec, "placement"), "replicaScheduling")
     if scheduling is not None:
-        set_nil_default(scheduling, "replicaSchedulingType", "Divided")
+        set_nil_default(scheduling, "replicaSchedulingType", DEFAULT_REPLICA_SCHEDULING_TYPE)
 
 
 def _selector_namespaces(obj: dict[str, Any]) -> None:

@@ -27,8 +27,10 @@ from typing import Any, Final, Literal, TypeAlias
 
 from pydantic import Field, ValidationInfo, field_validator
 
-from controlplane.apis.conflictresolution import ConflictResolution
+from controlplane.apis.conflictresolution import DEFAULT_CONFLICT_RESOLUTION, ConflictResolution
 from controlplane.apis.meta import (
+    INT32,
+    INT64,
     Condition,
     LabelSelector,
     ObjectMeta,
@@ -36,6 +38,7 @@ from controlplane.apis.meta import (
     Toleration,
     WireModel,
     repeated,
+    served_default,
 )
 from policies.behavior_models import DEFAULT_SPOT_RECLAIMS as DEFAULT_SPOT_RECLAIMS
 from policies.behavior_models import FailoverBehavior, Suspension
@@ -52,6 +55,11 @@ PolicyApiVersion: TypeAlias = Literal["policy.gpufed.io/v1alpha1", "policy.karma
 
 CLUSTER_FIELDS: Final = ("provider", "region", "zone")
 DEFAULT_AFFINITY_NAME: Final = "default"
+#: The propagation policy CRDs' defaults (``+kubebuilder:default``) of the spec's unset fields.
+DEFAULT_PRIORITY: Final = 0
+DEFAULT_PREEMPTION: Final = "Never"
+DEFAULT_SCHEDULER_NAME: Final = "default-scheduler"
+DEFAULT_REPLICA_SCHEDULING_TYPE: Final = "Divided"
 """Name of the single term :meth:`Placement.affinity_terms` makes from ``clusterAffinity``."""
 
 # ---------------------------------------------------------------------------------------------
@@ -188,7 +196,7 @@ class SpreadConstraint(SpecModel):
 class StaticClusterWeight(SpecModel):
     target_cluster: ClusterAffinity
     """The clusters this weight applies to."""
-    weight: int = Field(ge=1)
+    weight: int = Field(ge=1, json_schema_extra=INT64)
     """The weight of those clusters (at least 1): replicas are divided in proportion to the weights."""
 
 
@@ -314,7 +322,8 @@ class ReplicaSchedulingStrategy(SpecModel):
     gpufed's ``TieredOverflow`` (see :class:`TieredOverflow`).
     """
 
-    replica_scheduling_type: Literal["Duplicated", "Divided"] | None = None
+    replica_scheduling_type: Literal["Duplicated", "Divided"] | None = Field(
+        default=None, json_schema_extra=served_default(DEFAULT_REPLICA_SCHEDULING_TYPE))
     """Duplicated runs all replicas in every chosen cluster; Divided (the default when replicaScheduling is
     set) divides them among the clusters."""
     replica_division_preference: Literal["Aggregated", "Weighted", "TieredOverflow"] | None = None
@@ -354,7 +363,7 @@ class ReplicaSchedulingStrategy(SpecModel):
     @property
     def effective_type(self) -> Literal["Duplicated", "Divided"]:
         """Karmada's default when the block is present is ``Divided``."""
-        return self.replica_scheduling_type or "Divided"
+        return self.replica_scheduling_type or DEFAULT_REPLICA_SCHEDULING_TYPE
 
     @property
     def division_strategy(self) -> DivisionStrategy:
@@ -469,21 +478,22 @@ class PropagationSpec(SpecModel):
     placement: Placement | None = None
     """Where the resources may go and how their replicas are divided. Absent: every cluster, replicas
     duplicated."""
-    priority: int | None = None
+    priority: int | None = Field(default=None, json_schema_extra={**served_default(DEFAULT_PRIORITY), **INT32})
     """When several policies select a resource, the one with the highest priority claims it (then the most
     specific selector, then the name). Defaults to 0."""
-    preemption: Literal["Always", "Never"] | None = None
+    preemption: Literal["Always", "Never"] | None = Field(default=None, json_schema_extra=served_default(DEFAULT_PREEMPTION))
     """Always lets this policy take over resources claimed by a policy of lower priority; Never (the default)
     leaves claimed resources alone."""
     dependent_overrides: list[str] | None = None
     """In Karmada, OverridePolicies that must exist before the resources are propagated. Accepted, not
     acted on yet: override policies apply as soon as they exist."""
-    scheduler_name: str | None = None
+    scheduler_name: str | None = Field(default=None, json_schema_extra=served_default(DEFAULT_SCHEDULER_NAME))
     """In Karmada, the scheduler that places the resources. Accepted, not acted on yet: the hub's one
     scheduler places every workload."""
     failover: FailoverBehavior | None = None
     """What happens when the application or a cluster fails."""
-    conflict_resolution: ConflictResolution | None = None
+    conflict_resolution: ConflictResolution | None = Field(
+        default=None, json_schema_extra=served_default(DEFAULT_CONFLICT_RESOLUTION.value))
     """What happens when a resource of the same name already exists in a member cluster: Abort (the default:
     report the conflict) or Overwrite (take it over)."""
     activation_preference: Literal["Lazy"] | None = None

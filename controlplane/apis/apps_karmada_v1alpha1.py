@@ -17,7 +17,7 @@ from typing import Any, Final, Literal
 
 from pydantic import Field, field_validator
 
-from controlplane.apis.meta import ObjectMeta, SpecModel, WireModel
+from controlplane.apis.meta import INT32, INT64, ObjectMeta, SpecModel, WireModel
 from controlplane.apis.views import ObjectView
 
 API_GROUP: Final = "apps.karmada.io"
@@ -62,7 +62,7 @@ class ObjectReference(SpecModel):
 class WorkloadRebalancerSpec(SpecModel):
     workloads: list[ObjectReference] = Field(min_length=1, max_length=1000)
     """The workloads to place afresh (at least one)."""
-    ttl_seconds_after_finished: int | None = Field(default=None, ge=0)
+    ttl_seconds_after_finished: int | None = Field(default=None, ge=0, json_schema_extra=INT32)
     """Seconds after the rebalancer finished (status.finishTime) until it is deleted. Absent: kept."""
 
     @field_validator("workloads")
@@ -89,9 +89,9 @@ class ObservedWorkload(WireModel):
 class WorkloadRebalancerStatus(WireModel):
     observed_workloads: list[ObservedWorkload] | None = None
     """The result of each workload."""
-    observed_generation: int | None = None
+    observed_generation: int | None = Field(default=None, json_schema_extra=INT64)
     """The generation of the rebalancer the status describes."""
-    finish_time: str | None = None
+    finish_time: str | None = Field(default=None, json_schema_extra={"format": "date-time"})
     """When every workload had a result."""
 
 

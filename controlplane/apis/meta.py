@@ -101,6 +101,21 @@ SERVES_DEFAULT = "x-gpufed-serves-default"
 #: (a pod set's ``name``: ``main``): its schema carries the model's default, as the CRD's does, so
 #: that server-side apply takes an item that leaves the key out, as kube does.
 SERVED_DEFAULT: JsonDict = {SERVES_DEFAULT: True}
+
+
+#: An integer field's ``json_schema_extra`` for its CRD's ``format`` (a Go ``int32`` or ``int64``;
+#: kube publishes the format and checks no range for it).
+INT32: JsonDict = {"format": "int32"}
+INT64: JsonDict = {"format": "int64"}
+
+
+def served_default(value: Any) -> JsonDict:
+    """A field's ``json_schema_extra`` for a CRD's ``default`` the model leaves unset (None, read
+    as the default where it is used): the served schema publishes ``value``, as kube publishes a
+    CRD's default in both OpenAPI versions, and the kind's defaulting stores it."""
+    return {SERVES_DEFAULT: True, "default": value}
+
+
 #: A list field's ``json_schema_extra`` for its CRD's ``+listType=set``: each value owned on its own, once.
 LISTED_AS_SET: JsonDict = {"x-kubernetes-list-type": "set"}
 #: ``+listType=atomic``: the list is one value, replaced and owned whole (also a list's default).

@@ -23,7 +23,7 @@ from controlplane.apis.kube import field
 from controlplane.apis.kube.field import FieldError
 from controlplane.apis.kube.names import dns_1035_errors, dns_label_errors, port_number_errors
 from controlplane.apis.kube.validate_networking import ingress_spec_errors
-from controlplane.apis.meta import Condition, ObjectMeta, SpecModel, WireModel, published_as
+from controlplane.apis.meta import INT32, Condition, ObjectMeta, SpecModel, WireModel, published_as
 
 MCS_API_GROUP: Final = "multicluster.x-k8s.io"
 KARMADA_NETWORKING_GROUP: Final = "networking.karmada.io"
@@ -114,7 +114,7 @@ class ServiceImport(SpecModel):
 class ExposurePort(SpecModel):
     name: str | None = None
     """The name of the Service's port to expose (as the Service names it)."""
-    port: int = Field(ge=-(2**31), lt=2**31)
+    port: int = Field(ge=-(2**31), lt=2**31, json_schema_extra=INT32)
     """The exposed service port."""
 
 

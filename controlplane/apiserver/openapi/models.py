@@ -4,8 +4,9 @@ A model's JSON schema (JSON Schema 2020-12) is rewritten into kube's OpenAPI v2 
 form every definition takes here (:mod:`.upstream` holds kube's own): ``#/definitions/``
 references named after the kind's group (``io.gpufed.policy.v1alpha1.Placement``), one type
 per schema (``Optional[X]`` is ``X``; a union of scalars is kube's int-or-string or an
-untyped value), ``const``/``Literal`` as ``enum``, no pydantic titles or defaults (but a
-default the CRD declares on a keyed list's key, :data:`~controlplane.apis.meta.SERVED_DEFAULT`).
+untyped value), ``const``/``Literal`` as ``enum``, no pydantic titles or defaults (but the
+defaults the CRDs declare, :data:`~controlplane.apis.meta.SERVED_DEFAULT` and
+:func:`~controlplane.apis.meta.served_default`, published as kube publishes a CRD's).
 
 Descriptions are written for users: a field's description is the attribute docstring under
 it in the model (:mod:`controlplane.apis.fielddocs`); class docstrings speak to developers and are
@@ -230,15 +231,14 @@ class _Rewriter:
         out: dict[str, Any] = {}
         if "$ref" in node:
             out["$ref"] = _ref(self.target(node["$ref"]))
-            if description:
-                out["description"] = description
-            return out
         if description:
             out["description"] = description
-        if "const" in node:
-            out["enum"] = [node["const"]]
         if node.get(SERVES_DEFAULT) and "default" in node:
             out["default"] = node["default"]
+        if "$ref" in node:
+            return out
+        if "const" in node:
+            out["enum"] = [node["const"]]
         for key, value in node.items():
             if key in _VALIDATION_KEYWORDS or key.startswith("x-kubernetes-"):
                 out[key] = value
