@@ -3,8 +3,10 @@ the reader of that file and the comparison, path by path.
 
 In: the data file and a served kind's definitions (kube's OpenAPI v2 dialect, as
 :class:`~controlplane.apiserver.openapi.catalog.SchemaCatalog` builds them). Out: the upstream
-fields as (path, type, required, enum, other value rules: ``default=``, ``maxLength=``...) and, per path, what the served schema says wrong about it:
-undeclared, of another type, an enum without an upstream value, a requirement upstream lacks.
+fields as (path, type, required, enum, default, bounds) and, per path, what the served schema says
+wrong about it: undeclared, of another type, an enum without an upstream value, a requirement
+upstream lacks (:meth:`ServedSchema.problems`); a default or a bound (format, pattern, length,
+minimum, maximum, list size) it publishes otherwise than the CRD (:meth:`ServedSchema.value_differences`).
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from controlplane.apiserver.openapi.upstream import DEFINITIONS_PREFIX
 
@@ -27,19 +31,34 @@ _KUBE_SCALARS = {"io.k8s.apimachinery.pkg.api.resource.Quantity": "int-or-string
                  "io.k8s.apimachinery.pkg.util.intstr.IntOrString": "int-or-string"}
 
 
+#: The CRD keywords kept as a field's bounds, in the order the data file writes them (after ``default``).
+BOUNDS = ("format", "maxItems", "maxLength", "maximum", "minItems", "minLength", "minProperties", "minimum", "pattern")
+#: Options of a data line that are lists; bounds that are strings.
+_LISTS = ("required", "enum")
+_STRINGS = ("format", "pattern")
+
+
 @dataclass(frozen=True, slots=True)
 class Field:
     path: str
     type: str
     required: tuple[str, ...] = ()
     enum: tuple[str, ...] = ()
-    #: The other value rules (``default``, ``minimum``, ``maxLength``...), by schema keyword, as
-    #: the data file writes them (a JSON value; a ``pattern`` as is).
-    checks: tuple[tuple[str, str], ...] = ()
+    #: The CRD's ``default``, as written in the data file (YAML); None when it has none.
+    default: str | None = None
+    #: The CRD's bounds (:data:`BOUNDS`): a number, or a string (``format``, ``pattern``).
+    bounds: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def default_value(self) -> Any:
+        return None if self.default is None else yaml.safe_load(self.default)
 
     def rules(self) -> dict[str, Any]:
-        """:attr:`checks` as a schema's keywords and values."""
-        return {key: value if key == "pattern" else json.loads(value) for key, value in self.checks}
+        """The CRD's default and bounds as a schema's keywords and values."""
+        out: dict[str, Any] = dict(self.bounds)
+        if self.default is not None:
+            out["default"] = self.default_value
+        return out
 
 
 def _join(base: str, rel: str) -> str:
@@ -53,11 +72,11 @@ def _parse_line(line: str) -> tuple[str, str, dict[str, str]]:
     return path, kind, dict(word.split("=", 1) for word in rest)
 
 
-def _field(path: str, kind: str, options: dict[str, str]) -> Field:
-    listed = {key: tuple("" if v == '""' else v for v in options[key].split(",")) for key in ("required", "enum")
-              if key in options}
-    checks = tuple((key, value) for key, value in options.items() if key not in ("required", "enum"))
-    return Field(path, kind, listed.get("required", ()), listed.get("enum", ()), checks)
+def _field(path: str, kind: str, options: Mapping[str, str]) -> Field:
+    lists = {key: tuple("" if v == '""' else v for v in options[key].split(",")) if key in options else ()
+             for key in _LISTS}
+    bounds = tuple((key, options[key] if key in _STRINGS else int(options[key])) for key in BOUNDS if key in options)
+    return Field(path, kind, lists["required"], lists["enum"], options.get("default"), bounds)
 
 
 def read_fields(text: str) -> dict[str, list[str]]:
@@ -106,7 +125,9 @@ def _schema_fields(node: dict[str, Any], path: str, kube: Mapping[str, dict[str,
         yield from kube_fields(node["$ref"].removeprefix(DEFINITIONS_PREFIX), path, kube, depth + 1)
         return
     kind = "int-or-string" if node.get("format") == "int-or-string" else node.get("type", "any")
-    yield Field(path, kind, tuple(node.get("required", ())), tuple(map(str, node.get("enum", ()))))
+    default = json.dumps(node["default"]) if "default" in node else None
+    yield Field(path, kind, tuple(node.get("required", ())), tuple(map(str, node.get("enum", ()))), default,
+                tuple(served_values({k: v for k, v in node.items() if k != "default"}).items()))
     if depth > 8:
         return
     for prop, sub in (node.get("properties") or {}).items():
@@ -134,8 +155,9 @@ def upstream_kinds(kube: Mapping[str, dict[str, Any]], text: str | None = None) 
         merged: dict[str, Field] = {}
         for f in _expand(lines, "", shapes, kube):
             old = merged.get(f.path)
-            merged[f.path] = f if old is None else Field(f.path, f.type, old.required or f.required, old.enum or f.enum,
-                                                         old.checks + f.checks)
+            merged[f.path] = f if old is None else Field(
+                f.path, f.type, old.required or f.required, old.enum or f.enum, old.default or f.default,
+                tuple({**dict(old.bounds), **dict(f.bounds)}.items()))
         kinds[(group_version, kind)] = list(merged.values())
     return kinds
 
@@ -205,6 +227,43 @@ class ServedSchema:
             out.append(f"{field.path}: requires {sorted(extra)}, which the CRD does not")
         return out
 
+    def value_differences(self, field: Field) -> list[str]:
+        """Where the served schema's ``default`` and bounds at ``field`` differ from the CRD's:
+        one it lacks, another value, one the CRD does not have (nothing under an open subtree)."""
+        node = self.node(field.path)
+        if node is None or node is OPEN or self._is_open(node):
+            return []
+        crd: dict[str, Any] = dict(field.bounds)
+        if field.default is not None:
+            crd["default"] = field.default_value
+        served = served_values(node)
+        out = []
+        for key in ("default", *BOUNDS):
+            if key in crd and served.get(key, _UNSET) != crd[key]:
+                out.append(f"{field.path}: {key} {_shown(served.get(key, _UNSET))} where the CRD has {_shown(crd[key])}")
+            elif key not in crd and key in served:
+                out.append(f"{field.path}: {key} {_shown(served[key])}, which the CRD does not have")
+        return out
+
+
+_UNSET = object()
+
+
+def _shown(value: Any) -> str:
+    return "unset" if value is _UNSET else repr(value)
+
+
+def served_values(node: Mapping[str, Any]) -> dict[str, Any]:
+    """A served node's default and bounds, in the CRD's terms: an exclusive bound is marked as
+    such, and ``int-or-string`` (the hub's spelling of a type) is no format."""
+    out = {key: node[key] for key in ("default", *BOUNDS) if key in node}
+    for key in ("minimum", "maximum"):
+        if key in out and node.get("exclusive" + key.title()):
+            out[key] = f"{out[key]} (exclusive)"
+    if out.get("format") == "int-or-string":
+        del out["format"]
+    return out
+
 
 def served_fields(name: str, definitions: Mapping[str, dict[str, Any]]) -> list[Field]:
     """Every path the served schema declares (kube's types expanded), for the list of extras."""
@@ -221,8 +280,9 @@ def crd_lines(schema: Mapping[str, Any], path: str = "") -> Iterator[str]:
             words.append("required=" + ",".join(schema["required"]))
         if schema.get("enum"):
             words.append("enum=" + ",".join(str(v) if v != "" else '""' for v in schema["enum"]))
-        words.extend(f"{rule}={value if rule == 'pattern' else json.dumps(value, separators=(',', ':'))}"
-                     for rule, value in schema.items() if rule in VALUE_RULES)
+        if "default" in schema:
+            words.append("default=" + yaml.safe_dump(schema["default"], default_flow_style=True).strip().removesuffix("\n..."))
+        words += [f"{key}={schema[key]}" for key in BOUNDS if key in schema]
         yield " ".join(words)
     for prop, sub in (schema.get("properties") or {}).items():
         if path or prop not in ("apiVersion", "kind", "metadata"):

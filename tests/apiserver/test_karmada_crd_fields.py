@@ -1,7 +1,8 @@
 """Karmada's YAML applies unchanged: every field of Karmada's CRDs (``tests/data/karmada_crd_fields.txt``,
 path by path) is declared by the schema the hub serves for the kind, with a type, an enum and
-requirements that take what the CRD takes; server-side apply with ``fieldValidation=Strict`` of
-the fields the hub lacked before stores them."""
+requirements that take what the CRD takes, and the CRD's defaults and bounds (formats, patterns,
+lengths, minimums, maximums, list sizes) but for the differences named here; server-side apply
+with ``fieldValidation=Strict`` of the fields the hub lacked before stores them."""
 
 from __future__ import annotations
 
@@ -26,6 +27,56 @@ APPLY = {"Content-Type": "application/apply-patch+yaml"}
 DELIBERATE = {
     ("WorkloadRebalancer", "status.observedWorkloads[].result: enum ['Successful', 'Failed'] lacks ['<any>']"),
 }
+_QUANTITY = r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
+_PROPAGATION_BOUNDS = {
+    # karmada-webhook refuses the same (pkg/util/validation/validation.go, ValidateApplicationFailover
+    # and ValidateSpreadConstraint): "must be greater than or equal to 0", "must be greater than 0",
+    # "minGroups lower than 0 is not allowed", "maxGroups lower than 0 is not allowed".
+    "spec.failover.application.decisionConditions.tolerationSeconds: minimum 0, which the CRD does not have",
+    "spec.failover.application.gracePeriodSeconds: minimum '0 (exclusive)', which the CRD does not have",
+    "spec.placement.spreadConstraints[].maxGroups: minimum 0, which the CRD does not have",
+    "spec.placement.spreadConstraints[].minGroups: minimum 0, which the CRD does not have",
+    # Newer karmada-webhook refuses an alias that is not a qualified name, "" among them.
+    "spec.failover.application.statePreservation.rules[].aliasLabelName: minLength 1, which the CRD does not have",
+    # The hub's own (README): not loosened.
+    "spec.failover.application.statePreservation.rules[].jsonPath: minLength 1, which the CRD does not have",
+    "spec.resourceSelectors[].apiVersion: minLength 1, which the CRD does not have",
+    "spec.resourceSelectors[].kind: minLength 1, which the CRD does not have",
+}
+_OVERRIDE_BOUNDS = {  # the hub's own (README): not loosened
+    f"spec.{where}overriders.{field}: minLength 1, which the CRD does not have"
+    for where in ("", "overrideRules[].")
+    for field in ("argsOverrider[].containerName", "commandOverrider[].containerName", "fieldOverrider[].fieldPath",
+                  "imageOverrider[].predicate.path", "plaintext[].path")
+} | {f"spec.resourceSelectors[].{field}: minLength 1, which the CRD does not have" for field in ("apiVersion", "kind")}
+#: Where the hub's defaults and bounds differ from the CRD's, by kind (README, *Karmada's CRDs,
+#: field for field*): each is compared, so one that goes or comes fails the test.
+VALUE_DIFFERENCES: dict[str, set[str]] = {
+    "PropagationPolicy": _PROPAGATION_BOUNDS,
+    "ClusterPropagationPolicy": _PROPAGATION_BOUNDS,
+    "OverridePolicy": _OVERRIDE_BOUNDS,
+    "ClusterOverridePolicy": _OVERRIDE_BOUNDS,
+    # Served as kube's Quantity (an int-or-string, as kube publishes it); the hub parses each value
+    # as kube's Quantity parser, which takes what the pattern takes.
+    "FederatedResourceQuota": {
+        f"{path}: pattern unset where the CRD has {_QUANTITY!r}"
+        for path in ("spec.overall{}", "spec.staticAssignments[].hard{}", "status.aggregatedStatus[].hard{}",
+                     "status.aggregatedStatus[].used{}", "status.overall{}", "status.overallUsed{}")
+    },
+    # The hub's own (README): not loosened.
+    "WorkloadRebalancer": {
+        "spec.ttlSecondsAfterFinished: minimum 0, which the CRD does not have",
+        "spec.workloads: maxItems 1000, which the CRD does not have",
+        *(f"{prefix}.{field}: minLength 1, which the CRD does not have"
+          for prefix in ("spec.workloads[]", "status.observedWorkloads[].workload") for field in ("apiVersion", "kind", "name")),
+    },
+    # int32's range; karmada-webhook refuses more (pkg/webhook/multiclusterservice/validating.go:
+    # IsValidPortNum, 1 to 65535).
+    "MultiClusterService": {
+        "spec.ports[].port: maximum '2147483648 (exclusive)', which the CRD does not have",
+        "spec.ports[].port: minimum -2147483648, which the CRD does not have",
+    },
+}
 #: Subtrees the hub's schema keeps open where the CRD declares fields (known; not yet typed).
 KEPT_OPEN = {"CronFederatedHPA": "status.executionHistories[].", "MultiClusterService": "status.loadBalancer."}
 KINDS = re.findall(r"^\[kind (\S+) (\w+)", DATA.read_text(), re.MULTILINE)
@@ -47,6 +98,7 @@ def test_every_field_of_karmadas_crd_is_declared_with_its_type(
     problems = [p for f in fields for p in served.problems(f) if (kind, p) not in DELIBERATE]
     assert len(fields) >= 19
     assert problems == []
+    assert {d for f in fields for d in served.value_differences(f)} == VALUE_DIFFERENCES.get(kind, set())
     # Compared path by path: none of the CRD's fields is taken only because a parent keeps anything.
     taken_open = [f.path for f in fields if served.node(f.path) is OPEN]
     assert [path for path in taken_open if not path.startswith(KEPT_OPEN.get(kind, "\0"))] == []
@@ -66,15 +118,34 @@ def test_the_comparison_finds_what_a_schema_gets_wrong() -> None:
     assert served.problems(Field("spec.a", "integer")) == []
 
 
+def test_the_comparison_finds_a_default_or_bound_the_schema_publishes_otherwise() -> None:
+    definitions = {"K": {"type": "object", "properties": {"spec": {"type": "object", "properties": {
+        "n": {"type": "integer", "default": 3, "minimum": 0, "exclusiveMinimum": True},
+        "s": {"type": "string", "maxLength": 8}, "q": {"type": "string", "format": "int-or-string"}}}}}}
+    served = ServedSchema("K", definitions)
+    assert served.value_differences(Field("spec.n", "integer", default="3", bounds=(("maximum", 32), ("minimum", 0)))) == [
+        "spec.n: maximum unset where the CRD has 32", "spec.n: minimum '0 (exclusive)' where the CRD has 0"]
+    assert served.value_differences(Field("spec.n", "integer", default="4")) == [
+        "spec.n: default 3 where the CRD has 4", "spec.n: minimum '0 (exclusive)', which the CRD does not have"]
+    assert served.value_differences(Field("spec.s", "string", bounds=(("maxLength", 8),))) == []
+    assert served.value_differences(Field("spec.s", "string", default="x", bounds=(("maxLength", 8),))) == [
+        "spec.s: default unset where the CRD has 'x'"]
+    assert served.value_differences(Field("spec.q", "int-or-string")) == []
+
+
 def test_a_crds_schema_gives_the_lists_lines() -> None:
     schema = {"type": "object", "required": ["spec"], "properties": {
         "apiVersion": {"type": "string"}, "metadata": {"type": "object"},
         "spec": {"type": "object", "required": ["n"], "properties": {
-            "n": {"type": "integer"}, "mode": {"type": "string", "enum": ["A", "B"]},
+            "n": {"type": "integer", "format": "int32", "default": 3, "minimum": 0, "maximum": 32},
+            "mode": {"type": "string", "enum": ["A", "B"], "default": "A"},
+            "on": {"type": "boolean", "default": False}, "name": {"type": "string", "minLength": 1, "maxLength": 32},
             "hard": {"type": "object", "additionalProperties": {"x-kubernetes-int-or-string": True}},
             "items": {"type": "array", "items": {"x-kubernetes-preserve-unknown-fields": True}}}}}}
     assert list(crd_lines(schema)) == [
-        "spec object required=n", "spec.n integer", "spec.mode string enum=A,B", "spec.hard object",
+        "spec object required=n", "spec.n integer default=3 format=int32 maximum=32 minimum=0",
+        "spec.mode string enum=A,B default=A", "spec.on boolean default=false", "spec.name string maxLength=32 minLength=1",
+        "spec.hard object",
         "spec.hard{} int-or-string", "spec.items array", "spec.items[] any",
     ]
 
@@ -115,3 +186,42 @@ async def test_a_taint_policy_with_an_operator_karmada_does_not_know_applies(hub
     unknown = MatchCondition.model_validate({"conditionType": "Ready", "operator": "Exists", "statusValues": ["False"]})
     assert not conditions_match(ready, [unknown])
     assert conditions_match(ready, [MatchCondition.model_validate({**unknown.model_dump(by_alias=True), "operator": "NotIn"})])
+
+
+async def test_a_cron_rule_outside_the_crds_bounds_is_refused_in_kubes_words(hub: Client) -> None:
+    """The CRD's history limits (0 or 1 to 32) and rule names (1 to 32 bytes) are checked by its
+    schema, before Karmada's webhook, with kube's words for a CRD's bounds."""
+    url = "/apis/autoscaling.karmada.io/v1alpha1/namespaces/default/cronfederatedhpas"
+    rule = {"schedule": "0 22 * * *", "targetReplicas": 1}
+    body = {"apiVersion": "autoscaling.karmada.io/v1alpha1", "kind": "CronFederatedHPA",
+            "metadata": {"name": "night", "namespace": "default"},
+            "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+                     "rules": [{**rule, "name": "n" * 33, "failedHistoryLimit": 33, "successfulHistoryLimit": 0},
+                               {**rule, "name": ""}]}}
+    answer = await hub.post(url, json=body)
+    assert answer.status == 422, await answer.text()
+    assert [(c["field"], c["message"]) for c in (await answer.json())["details"]["causes"]] == [
+        ("spec.rules[0].name", "Too long: may not be more than 32 bytes"),
+        ("spec.rules[0].failedHistoryLimit",
+         "Invalid value: 33: spec.rules[0].failedHistoryLimit in body should be less than or equal to 32"),
+        ("spec.rules[0].successfulHistoryLimit",
+         "Invalid value: 0: spec.rules[0].successfulHistoryLimit in body should be greater than or equal to 1"),
+        ("spec.rules[1].name", 'Invalid value: "": spec.rules[1].name in body should be at least 1 chars long'),
+    ]
+    body["spec"]["rules"] = [{**rule, "name": "n" * 32, "failedHistoryLimit": 0, "successfulHistoryLimit": 32}]
+    answer = await hub.post(url, json=body)
+    assert answer.status == 201, await answer.text()
+
+
+async def test_a_state_preservation_without_rules_applies(hub: Client) -> None:
+    """Karmada's CRD requires ``rules`` but takes an empty list (its controller preserves nothing
+    then); the hub, which carries no state over yet, stores it as written."""
+    url = "/apis/policy.karmada.io/v1alpha1/namespaces/default/propagationpolicies/stateful"
+    body = {"apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy",
+            "metadata": {"name": "stateful", "namespace": "default"},
+            "spec": {"resourceSelectors": [{"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "db"}],
+                     "propagateDeps": True,
+                     "failover": {"application": {"decisionConditions": {}, "statePreservation": {"rules": []}}}}}
+    answer = await apply(hub, url, body)
+    assert answer.status == 201, await answer.text()
+    assert (await answer.json())["spec"]["failover"]["application"]["statePreservation"] == {"rules": []}
