@@ -49,12 +49,12 @@ class RebalanceFailedReason(StrEnum):
 class ObjectReference(SpecModel):
     """A workload to place afresh."""
 
-    api_version: str = Field(min_length=1)
+    api_version: str
     """API version of the workload, e.g. apps/v1."""
-    kind: str = Field(min_length=1)
+    kind: str
     """Kind of the workload, e.g. Deployment."""
-    name: str = Field(min_length=1)
-    """Name of the workload."""
+    name: str
+    """Name of the workload (one that names no workload's binding fails: ReferencedBindingNotFound)."""
     namespace: str | None = None
     """Namespace of the workload; empty for a cluster-scoped one."""
 
@@ -62,8 +62,9 @@ class ObjectReference(SpecModel):
 class WorkloadRebalancerSpec(SpecModel):
     workloads: list[ObjectReference] = Field(min_length=1, max_length=1000)
     """The workloads to place afresh (at least one)."""
-    ttl_seconds_after_finished: int | None = Field(default=None, ge=0, json_schema_extra=INT32)
-    """Seconds after the rebalancer finished (status.finishTime) until it is deleted. Absent: kept."""
+    ttl_seconds_after_finished: int | None = Field(default=None, json_schema_extra=INT32)
+    """Seconds after the rebalancer finished (status.finishTime) until it is deleted (0 or less: at
+    once). Absent: kept."""
 
     @field_validator("workloads")
     @classmethod

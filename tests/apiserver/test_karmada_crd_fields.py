@@ -64,12 +64,7 @@ VALUE_DIFFERENCES: dict[str, set[str]] = {
                      "status.aggregatedStatus[].used{}", "status.overall{}", "status.overallUsed{}")
     },
     # The hub's own (README): not loosened.
-    "WorkloadRebalancer": {
-        "spec.ttlSecondsAfterFinished: minimum 0, which the CRD does not have",
-        "spec.workloads: maxItems 1000, which the CRD does not have",
-        *(f"{prefix}.{field}: minLength 1, which the CRD does not have"
-          for prefix in ("spec.workloads[]", "status.observedWorkloads[].workload") for field in ("apiVersion", "kind", "name")),
-    },
+    "WorkloadRebalancer": {"spec.workloads: maxItems 1000, which the CRD does not have"},
     # int32's range; karmada-webhook refuses more (pkg/webhook/multiclusterservice/validating.go:
     # IsValidPortNum, 1 to 65535).
     "MultiClusterService": {

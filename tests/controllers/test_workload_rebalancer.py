@@ -67,6 +67,34 @@ async def test_a_finished_rebalancer_goes_after_its_ttl(objects: ObjectStore, ma
     await eventually(gone, what="the rebalancer deleted")
 
 
+async def test_what_karmadas_crd_takes_applies_and_is_handled(objects: ObjectStore, manager: ControllerManager) -> None:
+    """Karmada's CRD bounds neither a workload's names nor the TTL: an empty name finds no binding
+    (Failed, ReferencedBindingNotFound, as Karmada's controller reports it) and a negative TTL has
+    run out once the rebalancer finished (Karmada's timeLeft <= 0: deleted at once)."""
+    rt = objects.registry.require(REBALANCER_API, "WorkloadRebalancer")
+    await objects.create(rt, rebalancer("unnamed", ""))
+    created = await objects.create(rt, rebalancer("expired", "ghost", ttl=-1))
+    assert created["spec"]["ttlSecondsAfterFinished"] == -1
+
+    async def finished() -> dict[str, Any] | None:
+        status = (await objects.get(rt, name="unnamed")).get("status") or {}
+        return status if status.get("finishTime") else None
+
+    status = await eventually(finished, what="the unnamed workload's result")
+    assert [(w["workload"]["name"], w["result"], w.get("reason")) for w in status["observedWorkloads"]] == [
+        ("", "Failed", "ReferencedBindingNotFound")
+    ]
+
+    async def gone() -> bool:
+        try:
+            await objects.get(rt, name="expired")
+        except errors.NotFound:
+            return True
+        return False
+
+    await eventually(gone, what="the expired rebalancer deleted")
+
+
 async def test_a_rebalancer_must_list_workloads(objects: ObjectStore) -> None:
     rt = objects.registry.require(REBALANCER_API, "WorkloadRebalancer")
     for spec in ({"workloads": []}, {}, {"workloads": [{"apiVersion": "apps/v1", "kind": "Deployment"}]}):
