@@ -34,7 +34,7 @@ class DecisionConditions(SpecModel):
 class StatePreservationRule(SpecModel):
     alias_label_name: str = Field(min_length=1)
     """The label under which the preserved value is given to the new copy."""
-    json_path: str = Field(min_length=1, alias="jsonPath")
+    json_path: str = Field(alias="jsonPath")
     """A JSONPath into the old copy's status that selects the value to preserve."""
 
 

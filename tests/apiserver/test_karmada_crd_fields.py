@@ -39,7 +39,6 @@ _PROPAGATION_BOUNDS = {
     # Newer karmada-webhook refuses an alias that is not a qualified name, "" among them.
     "spec.failover.application.statePreservation.rules[].aliasLabelName: minLength 1, which the CRD does not have",
     # The hub's own (README): not loosened.
-    "spec.failover.application.statePreservation.rules[].jsonPath: minLength 1, which the CRD does not have",
     "spec.resourceSelectors[].apiVersion: minLength 1, which the CRD does not have",
     "spec.resourceSelectors[].kind: minLength 1, which the CRD does not have",
 }
@@ -210,7 +209,8 @@ async def test_a_cron_rule_outside_the_crds_bounds_is_refused_in_kubes_words(hub
 
 async def test_a_state_preservation_without_rules_applies(hub: Client) -> None:
     """Karmada's CRD requires ``rules`` but takes an empty list (its controller preserves nothing
-    then); the hub, which carries no state over yet, stores it as written."""
+    then) and any ``jsonPath`` (karmada-webhook checks only the alias); the hub, which carries no
+    state over yet, stores them as written."""
     url = "/apis/policy.karmada.io/v1alpha1/namespaces/default/propagationpolicies/stateful"
     body = {"apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy",
             "metadata": {"name": "stateful", "namespace": "default"},
@@ -220,3 +220,8 @@ async def test_a_state_preservation_without_rules_applies(hub: Client) -> None:
     answer = await apply(hub, url, body)
     assert answer.status == 201, await answer.text()
     assert (await answer.json())["spec"]["failover"]["application"]["statePreservation"] == {"rules": []}
+    rules = [{"aliasLabelName": "example.com/epoch", "jsonPath": ""}]
+    body["spec"]["failover"]["application"]["statePreservation"] = {"rules": rules}
+    answer = await apply(hub, url, body)
+    assert answer.status == 200, await answer.text()
+    assert (await answer.json())["spec"]["failover"]["application"]["statePreservation"] == {"rules": rules}
