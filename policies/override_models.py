@@ -55,8 +55,9 @@ class ImageOverrider(SpecModel):
 
 
 class CommandArgsOverrider(SpecModel):
-    container_name: str = Field(min_length=1)
-    """The container whose command or args change."""
+    container_name: str
+    """The container whose command or args change (as in Karmada, one named by no container, ""
+    among them, changes nothing)."""
     operator: Literal["add", "remove"]
     """add appends the values; remove deletes them."""
     value: list[str] | None = None

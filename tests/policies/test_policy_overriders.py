@@ -170,6 +170,18 @@ def test_overriders(overriders: dict[str, Any], path: tuple[Any, ...], expected:
     assert result.applied == ("OverridePolicy/default/p#0",)
 
 
+def test_a_container_name_no_container_has_changes_nothing() -> None:
+    """Karmada's CRD takes any ``containerName``, "" among them: it names no container, so the
+    rule applies and changes nothing."""
+    for name in ("", "absent"):
+        overriders = {"commandOverrider": [{"containerName": name, "operator": "add", "value": ["sleep"]}],
+                      "argsOverrider": [{"containerName": name, "operator": "remove", "value": ["--debug"]}]}
+        result = apply_overrides(_deployment(), _rules(overriders), MEMBER1)
+        assert result.ok, result.error
+        assert result.manifest == _deployment()
+        assert result.applied == ("OverridePolicy/default/p#0",)
+
+
 @pytest.mark.parametrize(
     ("overriders", "message"),
     [
