@@ -74,10 +74,10 @@ class ResourceSelector(SpecModel):
     ignored (``policies.validation.policy_warnings`` reports it).
     """
 
-    api_version: str = Field(min_length=1)
+    api_version: str
     """APIVersion of the target resources."""
-    kind: str = Field(min_length=1)
-    """Kind of the target resources."""
+    kind: str
+    """Kind of the target resources (as in Karmada, an empty one selects nothing)."""
     namespace: str | None = None
     """Namespace of the target resources. Defaults to the policy's own namespace for a PropagationPolicy or
     OverridePolicy."""

@@ -63,6 +63,8 @@ class KindStatus(StrEnum):
     UNSERVED = "unserved"
     CLUSTER_SCOPED = "cluster-scoped"
     HUB_ONLY = "hub-only"
+    #: An empty apiVersion or kind, which Karmada's CRD takes and which names no kind.
+    EMPTY = "empty"
 
 
 #: (apiVersion, kind) -> what the hub knows of it.
@@ -94,10 +96,10 @@ def unpropagatable_selectors(policy: Mapping[str, Any], lookup: KindLookup) -> l
     for index, selector in enumerate(selectors):
         if not isinstance(selector, Mapping):
             continue
-        api_version, kind = str(selector.get("apiVersion") or ""), str(selector.get("kind") or "")
-        if not api_version or not kind:
-            continue
-        status = lookup(api_version, kind)
+        api_version, kind = selector.get("apiVersion"), selector.get("kind")
+        if not isinstance(api_version, str) or not isinstance(kind, str):
+            continue  # left to validation: both are required strings
+        status = lookup(api_version, kind) if api_version and kind else KindStatus.EMPTY
         if status is not KindStatus.PROPAGATABLE:
             out.append(Unpropagatable(index, api_version, kind, status))
     return out
@@ -109,7 +111,9 @@ def unpropagatable_selector_warnings(policy: Mapping[str, Any], lookup: KindLook
     for found in unpropagatable_selectors(policy, lookup):
         where, status = f"spec.resourceSelectors[{found.index}]", found.status
         kind, api_version = found.kind, found.api_version
-        if status is KindStatus.UNSERVED:
+        if status is KindStatus.EMPTY:
+            out.append(f"{where}: an empty apiVersion or kind names no kind, so this selector matches nothing")
+        elif status is KindStatus.UNSERVED:
             out.append(
                 f"{where}: the hub does not serve kind {kind} in {api_version}, so this selector matches "
                 "nothing; check apiVersion and kind (kubectl api-resources lists what the hub serves)"
@@ -137,8 +141,13 @@ def selectors_served_condition(policy: Mapping[str, Any], lookup: KindLookup) ->
             "type": SELECTORS_SERVED, "status": "True", "reason": str(SelectorsServedReason.SERVED),
             "message": "every resource selector names a kind the hub propagates",
         }
-    unserved = [f for f in found if f.status is KindStatus.UNSERVED]
-    parts = [f"spec.resourceSelectors[{f.index}] {f.kind} ({f.api_version}) is {_WHY[f.status]}" for f in found]
+    unserved = [f for f in found if f.status in (KindStatus.UNSERVED, KindStatus.EMPTY)]
+    parts = [
+        f"spec.resourceSelectors[{f.index}] names no kind (an empty apiVersion or kind)"
+        if f.status is KindStatus.EMPTY
+        else f"spec.resourceSelectors[{f.index}] {f.kind} ({f.api_version}) is {_WHY[f.status]}"
+        for f in found
+    ]
     message = "these selectors match nothing: " + "; ".join(parts)
     if unserved:
         message += " (a kind is served once its CustomResourceDefinition is applied; kubectl api-resources lists what the hub serves)"
@@ -150,5 +159,6 @@ _WHY: Mapping[KindStatus, str] = {
     KindStatus.UNSERVED: "not served by the hub",
     KindStatus.CLUSTER_SCOPED: f"cluster-scoped (gpufed propagates namespaced kinds, {_CLUSTER_KINDS_TEXT})",
     KindStatus.HUB_ONLY: "part of the hub's own machinery",
+    KindStatus.EMPTY: "empty",
     KindStatus.PROPAGATABLE: "propagatable",
 }

@@ -15,7 +15,9 @@ from controlplane.apiserver.app import create_app
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.hub import hub_registry
 from controlplane.storage import MemoryStore
-from policies.served import KindStatus, unpropagatable_selector_warnings
+from policies.matching import ImplicitPriority, selector_match
+from policies.models import ResourceSelector
+from policies.served import KindStatus, selectors_served_condition, unpropagatable_selector_warnings
 
 POLICIES = "/apis/policy.karmada.io/v1alpha1/clusterpropagationpolicies"
 
@@ -105,6 +107,26 @@ async def test_nodes_are_served_but_stay_in_the_members(hub: TestClient[Any, Any
     assert created.status == 201, await created.text()
     (warning,) = warnings_of(created.headers.getall("Warning", []))
     assert warning.startswith("spec.resourceSelectors[0]: Node (v1) is cluster-scoped"), warning
+
+
+async def test_an_empty_kind_or_api_version_is_accepted_with_a_warning(hub: TestClient[Any, Any]) -> None:
+    """Karmada's CRD takes an empty apiVersion or kind (such a selector matches nothing there):
+    the hub stores the policy and says so, on the write and in its condition."""
+    created = await hub.post(POLICIES, json=policy(("apps/v1", ""), ("", "Deployment"), ("apps/v1", "Deployment")))
+    assert created.status == 201, await created.text()
+    assert warnings_of(created.headers.getall("Warning", [])) == [
+        f"spec.resourceSelectors[{i}]: an empty apiVersion or kind names no kind, so this selector matches nothing"
+        for i in (0, 1)
+    ]
+    condition = selectors_served_condition(await created.json(), lambda a, k: KindStatus.PROPAGATABLE)
+    assert (condition["status"], condition["reason"]) == ("False", "UnservedKind")
+    assert condition["message"].startswith(
+        "these selectors match nothing: spec.resourceSelectors[0] names no kind (an empty apiVersion or kind); "
+        "spec.resourceSelectors[1] names no kind"
+    )
+    empty = ResourceSelector.model_validate({"apiVersion": "apps/v1", "kind": ""})
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "default"}}
+    assert selector_match(deployment, empty) is ImplicitPriority.MISMATCH
 
 
 def test_a_malformed_selector_list_is_left_to_validation() -> None:
