@@ -132,3 +132,20 @@ async def test_served_and_unpropagatable_kinds(objects: ObjectStore) -> None:
         assert "PersistentVolume (v1) is cluster-scoped" in cond["message"]
         with pytest.raises(errors.NotFound):
             await objects.get(objects.registry.require(GPUFED, "PropagationPolicy"), namespace="default", name="trainers")
+
+
+async def test_an_empty_kind_is_a_condition(objects: ObjectStore) -> None:
+    """A selector with an empty kind (Karmada's CRD takes it) runs through the controllers: the
+    policy's condition names it as selecting nothing."""
+    async with ControllerManager(objects, settings=FAST):
+        await objects.create(objects.registry.require(KARMADA, "PropagationPolicy"),
+                             policy("PropagationPolicy", ("apps/v1", "Deployment"), ("apps/v1", "")))
+
+        async def unserved() -> dict[str, Any] | None:
+            cond = await _condition(objects, "PropagationPolicy")
+            return cond if cond is not None and cond["status"] == "False" else None
+
+        cond = await eventually(unserved, what="ResourceSelectorsServed=False")
+        assert cond["reason"] == "UnservedKind"
+        assert "spec.resourceSelectors[1] names no kind (an empty apiVersion or kind)" in cond["message"]
+        await _events_are(objects, "PropagationPolicy", [("Warning", "ResourceSelectorsNotServed")])
