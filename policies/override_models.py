@@ -31,8 +31,9 @@ def _check_pointer(path: str) -> str:
 
 
 class ImagePredicate(SpecModel):
-    path: str = Field(min_length=1)
-    """A JSON pointer to the image field to change, for example /spec/template/spec/containers/0/image."""
+    path: str
+    """A JSON pointer to the image field to change, for example /spec/template/spec/containers/0/image
+    ("" is the whole object, which is no image: the override fails when applied, as in Karmada)."""
 
     @field_validator("path")
     @classmethod
@@ -100,8 +101,9 @@ class JSONPatchOperation(SpecModel):
 class FieldOverrider(SpecModel):
     """Newer Karmada: patch inside a string field that holds JSON or YAML (e.g. a ConfigMap key)."""
 
-    field_path: str = Field(min_length=1)
-    """A JSON pointer to a string field that holds a JSON or YAML document, for example /data/config.yaml."""
+    field_path: str
+    """A JSON pointer to a string field that holds a JSON or YAML document, for example /data/config.yaml
+    ("" is the whole object, which is no string: the override fails when applied, as in Karmada)."""
     json_ops: list[JSONPatchOperation] | None = Field(default=None, alias="json")
     """Changes to the field's JSON document. Cannot be set together with yaml."""
     yaml_ops: list[JSONPatchOperation] | None = Field(default=None, alias="yaml")

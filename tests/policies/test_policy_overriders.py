@@ -196,6 +196,12 @@ def test_a_container_name_no_container_has_changes_nothing() -> None:
                               "component": "Tag", "operator": "remove"}]}, "out of range"),
         ({"imageOverrider": [{"predicate": {"path": "/spec/replicas"}, "component": "Tag", "operator": "remove"}]},
          "is not a string image"),
+        # "" is a JSON pointer (the whole object), so Karmada's CRD and webhook take it; it holds no
+        # image and no string, so the override fails when applied.
+        ({"imageOverrider": [{"predicate": {"path": ""}, "component": "Tag", "operator": "remove"}]},
+         "is not a string image"),
+        ({"fieldOverrider": [{"fieldPath": "", "yaml": [{"subPath": "/a", "operator": "remove"}]}]},
+         "is not a string"),
     ],
 )
 def test_override_errors_are_values(overriders: dict[str, Any], message: str) -> None:
