@@ -60,7 +60,7 @@ class ObjectReference(SpecModel):
 
 
 class WorkloadRebalancerSpec(SpecModel):
-    workloads: list[ObjectReference] = Field(min_length=1, max_length=1000)
+    workloads: list[ObjectReference] = Field(min_length=1)
     """The workloads to place afresh (at least one)."""
     ttl_seconds_after_finished: int | None = Field(default=None, json_schema_extra=INT32)
     """Seconds after the rebalancer finished (status.finishTime) until it is deleted (0 or less: at

@@ -56,8 +56,6 @@ VALUE_DIFFERENCES: dict[str, set[str]] = {
         for path in ("spec.overall{}", "spec.staticAssignments[].hard{}", "status.aggregatedStatus[].hard{}",
                      "status.aggregatedStatus[].used{}", "status.overall{}", "status.overallUsed{}")
     },
-    # The hub's own (README): not loosened.
-    "WorkloadRebalancer": {"spec.workloads: maxItems 1000, which the CRD does not have"},
     # int32's range; karmada-webhook refuses more (pkg/webhook/multiclusterservice/validating.go:
     # IsValidPortNum, 1 to 65535).
     "MultiClusterService": {

@@ -68,21 +68,27 @@ async def test_a_finished_rebalancer_goes_after_its_ttl(objects: ObjectStore, ma
 
 
 async def test_what_karmadas_crd_takes_applies_and_is_handled(objects: ObjectStore, manager: ControllerManager) -> None:
-    """Karmada's CRD bounds neither a workload's names nor the TTL: an empty name finds no binding
-    (Failed, ReferencedBindingNotFound, as Karmada's controller reports it) and a negative TTL has
-    run out once the rebalancer finished (Karmada's timeLeft <= 0: deleted at once)."""
+    """Karmada's CRD bounds neither a workload's names, nor their number, nor the TTL: an empty name
+    finds no binding (Failed, ReferencedBindingNotFound, as Karmada's controller reports it), more
+    than 1,000 workloads each get a result, and a negative TTL has run out once the rebalancer
+    finished (Karmada's timeLeft <= 0: deleted at once)."""
     rt = objects.registry.require(REBALANCER_API, "WorkloadRebalancer")
     await objects.create(rt, rebalancer("unnamed", ""))
+    await objects.create(rt, rebalancer("many", *(f"ghost-{i}" for i in range(1001))))
     created = await objects.create(rt, rebalancer("expired", "ghost", ttl=-1))
     assert created["spec"]["ttlSecondsAfterFinished"] == -1
 
-    async def finished() -> dict[str, Any] | None:
-        status = (await objects.get(rt, name="unnamed")).get("status") or {}
-        return status if status.get("finishTime") else None
+    async def results(name: str) -> list[tuple[str, str, str | None]] | None:
+        status = (await objects.get(rt, name=name)).get("status") or {}
+        if not status.get("finishTime"):
+            return None
+        return [(w["workload"]["name"], w["result"], w.get("reason")) for w in status["observedWorkloads"]]
 
-    status = await eventually(finished, what="the unnamed workload's result")
-    assert [(w["workload"]["name"], w["result"], w.get("reason")) for w in status["observedWorkloads"]] == [
+    assert await eventually(lambda: results("unnamed"), what="the unnamed workload's result") == [
         ("", "Failed", "ReferencedBindingNotFound")
+    ]
+    assert await eventually(lambda: results("many"), what="1,001 results") == [
+        (f"ghost-{i}", "Failed", "ReferencedBindingNotFound") for i in range(1001)
     ]
 
     async def gone() -> bool:
