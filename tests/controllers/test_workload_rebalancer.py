@@ -23,6 +23,14 @@ def rebalancer(name: str, *workloads: str, ttl: int | None = None) -> dict[str, 
     return {"apiVersion": REBALANCER_API, "kind": "WorkloadRebalancer", "metadata": {"name": name}, "spec": spec}
 
 
+async def _gone(objects: ObjectStore, name: str) -> bool:
+    try:
+        await objects.get(objects.registry.require(REBALANCER_API, "WorkloadRebalancer"), name=name)
+    except errors.NotFound:
+        return True
+    return False
+
+
 async def test_a_rebalancer_places_its_workloads_afresh(objects: ObjectStore, manager: ControllerManager) -> None:
     # Automatic returns are off: only the rebalancer moves the replicas.
     await burst_then_free(objects, manager, rebalance={"enabled": False})
@@ -56,15 +64,7 @@ async def test_a_rebalancer_places_its_workloads_afresh(objects: ObjectStore, ma
 async def test_a_finished_rebalancer_goes_after_its_ttl(objects: ObjectStore, manager: ControllerManager) -> None:
     rt = objects.registry.require(REBALANCER_API, "WorkloadRebalancer")
     await objects.create(rt, rebalancer("brief", "ghost", ttl=0))
-
-    async def gone() -> bool:
-        try:
-            await objects.get(rt, name="brief")
-        except errors.NotFound:
-            return True
-        return False
-
-    await eventually(gone, what="the rebalancer deleted")
+    await eventually(lambda: _gone(objects, "brief"), what="the rebalancer deleted")
 
 
 async def test_what_karmadas_crd_takes_applies_and_is_handled(objects: ObjectStore, manager: ControllerManager) -> None:
@@ -91,14 +91,7 @@ async def test_what_karmadas_crd_takes_applies_and_is_handled(objects: ObjectSto
         (f"ghost-{i}", "Failed", "ReferencedBindingNotFound") for i in range(1001)
     ]
 
-    async def gone() -> bool:
-        try:
-            await objects.get(rt, name="expired")
-        except errors.NotFound:
-            return True
-        return False
-
-    await eventually(gone, what="the expired rebalancer deleted")
+    await eventually(lambda: _gone(objects, "expired"), what="the expired rebalancer deleted")
 
 
 async def test_a_rebalancer_must_list_workloads(objects: ObjectStore) -> None:
