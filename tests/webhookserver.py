@@ -2,7 +2,7 @@
 CA (the ``caBundle`` a configuration gives the hub), answering AdmissionReviews by path.
 
 ``/deny`` refuses objects labelled ``deny: "yes"`` (``no GPUs for you``, code 403, with a warning)
-and admits the rest with a warning; ``/label``, ``/break``, ``/move``, ``/cap`` and ``/double`` answer with the JSON
+and admits the rest with a warning; ``/label``, ``/break``, ``/move``, ``/cap``, ``/unversion`` and ``/double`` answer with the JSON
 patches of :data:`PATCHES`, ``/copy`` notes the label ``/label`` adds in an annotation; ``/slow`` answers after :data:`SLOW_SECONDS`; ``/together`` admits
 only a call made while another one is in flight (else ``called alone``). Every review
 received is kept, by path, for the test to read.
@@ -48,6 +48,7 @@ PATCHES: dict[str, list[dict[str, Any]]] = {
     "/break": [{"op": "replace", "path": "/spec/replicas", "value": -1}],
     "/move": [{"op": "replace", "path": "/metadata/namespace", "value": "kube-system"}],
     "/cap": [{"op": "replace", "path": "/spec/replicas", "value": 2}],
+    "/unversion": [{"op": "remove", "path": "/metadata/resourceVersion"}],
     # A hostile patch: a 1 KiB list, then thirteen copies of it into itself, each doubling it.
     "/double": [{"op": "add", "path": "/spec/padding", "value": ["y" * 1024]},
                 *[{"op": "copy", "from": "/spec/padding", "path": "/spec/padding/-"}] * 13],

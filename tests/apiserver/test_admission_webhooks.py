@@ -223,6 +223,49 @@ async def test_a_mutating_webhook_patches_a_scale(api: Api, server: WebhookServe
     assert stored["spec"]["replicas"] == 2
 
 
+async def test_mutating_webhooks_see_an_update_before_its_resource_version_is_compared(
+    api: Api, server: WebhookServer
+) -> None:
+    """kube runs mutating admission in the update's transformers, before its store compares the
+    resourceVersion: an update naming a stale one is sent to the mutating webhooks and then a
+    Conflict, one that a webhook denies is the denial, and the resourceVersion compared is the one
+    the webhooks leave (the request's as they see it)."""
+    await configure(api, "Mutating", "acme", webhook("deny.acme.io", server.client("/deny")))
+    code, created, _ = await api.call("POST", DEPLOYMENTS, deployment("ordered", replicas=1))
+    assert code == 201, created
+    stale = created["metadata"]["resourceVersion"]
+    code, current, _ = await api.call("PATCH", f"{DEPLOYMENTS}/ordered", {"spec": {"replicas": 2}},
+                                      **{"Content-Type": "application/merge-patch+json"})
+    assert code == 200, current
+    merge = {"Content-Type": "application/merge-patch+json"}
+
+    sent = len(server.received["/deny"])
+    code, status, _ = await api.call("PUT", f"{DEPLOYMENTS}/ordered", {**created, "spec": {**created["spec"], "replicas": 3}})
+    assert (code, status["reason"]) == (409, "Conflict"), status
+    assert len(server.received["/deny"]) == sent + 1
+    request = server.received["/deny"][-1]["request"]
+    assert (request["operation"], request["object"]["metadata"]["resourceVersion"]) == ("UPDATE", stale)
+    code, status, _ = await api.call("PATCH", f"{DEPLOYMENTS}/ordered",
+                                     {"metadata": {"resourceVersion": stale}, "spec": {"replicas": 3}}, **merge)
+    assert (code, status["reason"]) == (409, "Conflict"), status
+    assert len(server.received["/deny"]) == sent + 2
+
+    # Denied and stale: the webhook's denial, as kube answers (a 409 before).
+    denied = {**created, "metadata": {**created["metadata"], "labels": {"app": "ordered", "deny": "yes"}}}
+    code, status, _ = await api.call("PUT", f"{DEPLOYMENTS}/ordered", denied)
+    assert (code, status["message"]) == (403, 'admission webhook "deny.acme.io" denied the request: no GPUs for you')
+    code, status, _ = await api.call("PATCH", f"{DEPLOYMENTS}/ordered", {
+        "metadata": {"resourceVersion": stale, "labels": {"deny": "yes"}}}, **merge)
+    assert code == 403, status
+
+    # A webhook that drops the stale resourceVersion makes the update unconditional.
+    await configure(api, "Mutating", "unversion", webhook("unversion.acme.io", server.client("/unversion")))
+    code, updated, _ = await api.call("PUT", f"{DEPLOYMENTS}/ordered", {**created, "spec": {**created["spec"], "replicas": 4}})
+    assert code == 200, updated
+    assert updated["spec"]["replicas"] == 4
+    assert int(updated["metadata"]["resourceVersion"]) > int(current["metadata"]["resourceVersion"])
+
+
 @pytest.mark.parametrize("policy", ["IfNeeded", "Never"])
 async def test_a_mutating_webhook_is_reinvoked_if_needed(api: Api, server: WebhookServer, policy: str) -> None:
     """"a-copy" runs before "b-label" (name order) and sees no label; with ``IfNeeded`` it is called

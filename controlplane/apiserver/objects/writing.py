@@ -55,6 +55,13 @@ from controlplane.apiserver.objects.reading import (
     store_call,
     stored_form,
 )
+from controlplane.apiserver.objects.revisions import (
+    VersionPrecondition,
+    check_resource_version,
+    known_revision,
+    set_resource_version,
+    version_precondition,
+)
 from controlplane.apiserver.objects.scale import check_uid_precondition
 from controlplane.apiserver.objects.swapping import LostRace, delete_stored, swap_call
 from controlplane.apiserver.objects.values import Preconditions, WriteOptions
@@ -71,7 +78,6 @@ from controlplane.apiserver.validation import (
 from controlplane.gojson import go_json
 from controlplane.storage import interface as storage
 from controlplane.storage.ledger import WriteReason, changed_fields, writing_because
-from controlplane.storage.recent import known_stale, known_value
 
 #: How often a patch re-reads and retries after losing a compare-and-swap race; every
 #: round one of the racing writers wins, so this bounds the writers racing on one object.
@@ -236,7 +242,7 @@ class Writer:
         else:
             obj = checked_body(rt, obj, namespace=namespace, name=name, copy_body=not handed_over, from_request=handed_over)
         try:
-            kv, old = await self._replaced(rt, obj["metadata"])
+            kv, old, version = await self._replaced(rt, obj["metadata"], options)
         except errors.NotFound:
             if subresource or options.on_create is None or not rt.create_on_update:
                 raise
@@ -244,7 +250,7 @@ class Writer:
         new = merged(rt, old, obj, subresource=subresource)
         if subresource and options.recorded_managed_fields:  # a status write's, recorded by its caller
             set_managed_fields(new, obj)
-        return await self.write_update(rt, kv, old, new, subresource=subresource, options=options)
+        return await self.write_update(rt, kv, old, new, subresource=subresource, options=options, version=version)
 
     async def _created_on_update(self, rt: ResourceType, obj: dict[str, Any], options: WriteOptions) -> dict[str, Any]:
         """An update of a missing object of a kind whose strategy allows it (kube's
@@ -263,9 +269,9 @@ class Writer:
         try:
             created, _ = await self.create_owned(rt, obj, options)
         except errors.AlreadyExists:
-            kv, old = await self._replaced(rt, retry["metadata"])
+            kv, old, version = await self._replaced(rt, retry["metadata"], options)
             return await self.write_update(rt, kv, old, merged(rt, old, retry, subresource=None),
-                                           subresource=None, options=options)
+                                           subresource=None, options=options, version=version)
         if options.on_create is not None:
             options.on_create()
         return created
@@ -314,15 +320,16 @@ class Writer:
                 subresource=subresource, strict_decoding=write.field_validation is not FieldValidation.IGNORE,
             ))
             patched = checked_body(rt, patched, namespace=namespace, name=name, named=True)
-            _check_resource_version(rt, kv, patched["metadata"].get("resourceVersion"), name=name)
+            write_options = applied_write if patch_type is PatchType.APPLY else write
+            version = version_precondition(rt, kv, patched["metadata"].get("resourceVersion"), name=name,
+                                            options=write_options)
             new = merged(rt, old, patched, subresource=subresource)
             if patch_type is PatchType.APPLY and subresource:
                 # A status write keeps the stored metadata, but for the applier's own entry.
                 set_managed_fields(new, patched)
             try:
                 return await self.write_update(
-                    rt, kv, old, new, subresource=subresource,
-                    options=applied_write if patch_type is PatchType.APPLY else write,
+                    rt, kv, old, new, subresource=subresource, options=write_options, version=version,
                 )
             except LostRace:
                 continue
@@ -359,7 +366,7 @@ class Writer:
             raise TypeError(f"{rt.api_version} is converted: write its object and its status in turn")
         obj = checked_body(rt, obj, namespace=None)
         incoming = obj.get("status", _NO_STATUS)  # before the main update's merge puts the stored one there
-        kv, old = await self._replaced(rt, obj["metadata"])
+        kv, old, _ = await self._replaced(rt, obj["metadata"], None)
         main = await self.prepared_update(rt, old, merged(rt, old, obj, subresource=None), subresource=None, options=options)
         status = status_of(main) if status_of is not None else incoming
         new = main
@@ -374,25 +381,26 @@ class Writer:
             return old
         return await self.stored_update(rt, kv, old, new, subresource=None, options=options)
 
-    async def _replaced(self, rt: ResourceType, meta: dict[str, Any]) -> tuple[storage.KeyValue, dict[str, Any]]:
-        """The stored key-value and object an update with ``meta`` replaces; a Conflict when
-        its ``uid`` names another object (kube's update takes a uid in the body as a precondition)
-        or its ``resourceVersion`` another revision; without one, kube's 422 for a kind whose
-        strategy refuses an unconditional update (:func:`_check_resource_version`), once the object
-        is read (a missing one is a 404 first, as kube's store reads before it checks).
+    async def _replaced(
+        self, rt: ResourceType, meta: dict[str, Any], options: WriteOptions | None
+    ) -> tuple[storage.KeyValue, dict[str, Any], VersionPrecondition | None]:
+        """The stored key-value and object an update with ``meta`` replaces, and its resourceVersion
+        precondition when that waits for mutating admission (:func:`~controlplane.apiserver.objects.revisions.version_precondition`); a
+        Conflict when its ``uid`` names another object (kube's update takes a uid in the body as a
+        precondition, checked as the object is read: a missing one is a 404 first).
 
         An update made from a revision the hub has just seen skips the read: the
         compare-and-swap that follows fails on that revision as the read would have.
         """
         given = meta.get("resourceVersion")
-        kv = _known(self._store, rt, meta, given) or await get_kv(
+        mutating = options is not None and options.webhooks is not None
+        kv = known_revision(self._store, rt, meta, given, stale_conflicts=not mutating) or await get_kv(
             self._store, rt, namespace=meta.get("namespace"), name=meta["name"]
         )
         old = decode(rt, kv)
         if meta.get("uid"):
             check_preconditions(rt, old, Preconditions(uid=str(meta["uid"])))
-        _check_resource_version(rt, kv, given, name=meta["name"])
-        return kv, old
+        return kv, old, version_precondition(rt, kv, given, name=meta["name"], options=options)
 
     async def write_update(
         self,
@@ -403,8 +411,9 @@ class Writer:
         *,
         subresource: str | None,
         options: WriteOptions,
+        version: VersionPrecondition | None = None,
     ) -> dict[str, Any]:
-        prepared = await self.prepared_update(rt, old, new, subresource=subresource, options=options)
+        prepared = await self.prepared_update(rt, old, new, subresource=subresource, options=options, version=version)
         if prepared is old:
             return old  # kube writes nothing for a no-op update
         return await self.stored_update(rt, kv, old, prepared, subresource=subresource, options=options)
@@ -417,9 +426,14 @@ class Writer:
         *,
         subresource: str | None,
         options: WriteOptions,
+        version: VersionPrecondition | None = None,
     ) -> dict[str, Any]:
         """``new`` as an update of ``old`` would store it (defaulted, validated, its generation
-        and managedFields, admission run), or ``old`` itself when the update changes nothing."""
+        and managedFields, admission run), or ``old`` itself when the update changes nothing.
+        ``version``, the update's resourceVersion precondition, is checked once the mutating
+        webhooks have run (kube runs them in the update's transformers, before its store compares
+        resourceVersions): they see the resourceVersion the request names, and the one they leave
+        is the one compared."""
         prune_nulls(rt, new)
         if rt.prepare_update is not None and subresource is None:
             rt.prepare_update(new, old)
@@ -431,7 +445,12 @@ class Writer:
         if rt.defaults is not None:
             rt.defaults(new)
         if options.webhooks is not None:
+            if version is not None:
+                set_resource_version(new, version.given)
             new = await mutated(rt, options, Operation.UPDATE, new, old, subresource=subresource)
+            if version is not None:
+                check_resource_version(rt, version.stored, new["metadata"].get("resourceVersion"), name=version.name)
+                set_resource_version(new, old["metadata"].get("resourceVersion"))
             if rt.writes_status_only(subresource):  # kube's status strategy keeps all but the status it was given
                 new = merged(rt, old, new, subresource=subresource)
         checked = check_object(
@@ -519,38 +538,3 @@ def _webhooks_admit(rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] |
         # The schema comes first: a Master's ``replicas: "1"`` is the schema's 422, not the webhook's 403.
         refuse_schema_errors(rt, obj, old)
         raise errors.WebhookDenied(*denial, code=403, reason=errors.StatusReason.FORBIDDEN)
-
-
-def _check_resource_version(rt: ResourceType, kv: storage.KeyValue, given: Any, *, name: str) -> None:
-    """What kube's store checks of the ``metadata.resourceVersion`` a write's object carries,
-    once it has read the stored one (``kv``): its versioner reads it first (``01`` is ``1``; one it
-    cannot read is its error, :func:`parse_update_resource_version`). None, or ``0``, is an
-    unconditional write where the kind's strategy allows it (:attr:`ResourceType.unconditional_update`)
-    and otherwise kube's 422 naming the resourceVersion; any other must be the stored revision (a
-    Conflict)."""
-    revision = parse_update_resource_version(given) if isinstance(given, str) and given else given
-    if not revision:
-        if not rt.unconditional_update:
-            raise errors.invalid(kind=rt.plural, group=rt.group, name=name, causes=[errors.Cause(
-                errors.CauseType.FIELD_VALUE_INVALID,
-                "Invalid value: 0x0: must be specified for an update",
-                "metadata.resourceVersion",
-            )])
-        return
-    if str(revision) != str(kv.mod_revision):
-        raise errors.conflict_modified(plural=rt.plural, group=rt.group, name=name)
-
-
-def _known(store: storage.Store, rt: ResourceType, meta: dict[str, Any], wanted: Any) -> storage.KeyValue | None:
-    """The stored value at the revision an update names, when the hub has just seen it; a
-    Conflict when it has seen the object change since (the read would show the same)."""
-    if not isinstance(wanted, str) or not (wanted.isascii() and wanted.isdigit()) or not int(wanted) or (
-        rt.namespaced and not meta.get("namespace")
-    ):
-        return None
-    key = rt.key(namespace=meta.get("namespace"), name=meta["name"])
-    if known_stale(store, key, int(wanted)):
-        if rt.create_on_update:
-            return None  # the read tells: deleted since (created again), or changed (a Conflict)
-        raise errors.conflict_modified(plural=rt.plural, group=rt.group, name=meta["name"])
-    return known_value(store, key, int(wanted))
