@@ -176,10 +176,21 @@ async def test_a_put_naming_a_uid_is_kubes_precondition_conflict(hub: Client) ->
                                  "Precondition failed: UID in precondition: u-1, UID in object meta: ")
 
 
-async def test_a_put_of_a_missing_service_status_is_not_found(hub: Client) -> None:
+async def test_a_put_of_a_missing_service_status_creates_the_service(hub: Client) -> None:
+    """kube's status handler passes ``forceAllowCreate=false``, but its store asks the status
+    strategy, which is the Service strategy but for the update (``AllowCreateOnUpdate`` true):
+    the Service is created as a create of it stores it, its status dropped."""
     collection, body = CREATE_ON_UPDATE["services"]
-    answer = await hub.put(f"{collection}/x/status", json=body)
-    assert answer.status == 404, await answer.text()
+    sent = {**body, "status": {"loadBalancer": {"ingress": [{"ip": "10.9.9.9"}]}}}
+    answer = await hub.put(f"{collection}/x/status", json=sent)
+    assert answer.status == 201, await answer.text()
+    created = await answer.json()
+    assert created["spec"]["ports"][0]["port"] == 80 and created["status"] == {"loadBalancer": {}}
+    stored = await (await hub.get(f"{collection}/x")).json()
+    assert stored["metadata"]["uid"] == created["metadata"]["uid"] and stored["status"] == {"loadBalancer": {}}
+    again = await hub.put(f"{collection}/x/status", json={**sent, "metadata": {"name": "x"}})
+    assert again.status == 200, await again.text()
+    assert (await again.json())["status"]["loadBalancer"]["ingress"] == [{"ip": "10.9.9.9"}]
 
 
 async def test_a_put_with_an_unreadable_resource_version_is_refused_before_creating(hub: Client) -> None:

@@ -244,15 +244,20 @@ class Writer:
         try:
             kv, old, version = await self._replaced(rt, obj["metadata"], options)
         except errors.NotFound:
-            if subresource or options.on_create is None or not rt.create_on_update:
+            if subresource not in (None, "status") or options.on_create is None or not rt.create_on_update:
                 raise
-            return await self._created_on_update(rt, obj, options)
+            # A Service's status strategy is its main one but for the update: its store creates
+            # (whatever the status handler's forceAllowCreate), as a create of the main resource.
+            created = copy.deepcopy(obj) if subresource else obj  # the status body shares the caller's spec
+            return await self._created_on_update(rt, created, options, subresource=subresource)
         new = merged(rt, old, obj, subresource=subresource)
         if subresource and options.recorded_managed_fields:  # a status write's, recorded by its caller
             set_managed_fields(new, obj)
         return await self.write_update(rt, kv, old, new, subresource=subresource, options=options, version=version)
 
-    async def _created_on_update(self, rt: ResourceType, obj: dict[str, Any], options: WriteOptions) -> dict[str, Any]:
+    async def _created_on_update(
+        self, rt: ResourceType, obj: dict[str, Any], options: WriteOptions, *, subresource: str | None
+    ) -> dict[str, Any]:
         """An update of a missing object of a kind whose strategy allows it (kube's
         ``AllowCreateOnUpdate``) creates it, as a create: its admission sees a CREATE, and the
         resourceVersion the request names is dropped as kube's store drops it (after reading it:
@@ -270,8 +275,8 @@ class Writer:
             created, _ = await self.create_owned(rt, obj, options)
         except errors.AlreadyExists:
             kv, old, version = await self._replaced(rt, retry["metadata"], options)
-            return await self.write_update(rt, kv, old, merged(rt, old, retry, subresource=None),
-                                           subresource=None, options=options, version=version)
+            return await self.write_update(rt, kv, old, merged(rt, old, retry, subresource=subresource),
+                                           subresource=subresource, options=options, version=version)
         if options.on_create is not None:
             options.on_create()
         return created
