@@ -26,6 +26,7 @@ from typing import Any, Final
 import orjson
 
 from controlplane.apis.bookmarks import BOOKMARK_PERIOD
+from controlplane.apis.kube.unconditional import allows_create_on_update, allows_unconditional_update
 from simulator.clock import rfc3339
 from simulator.hollow.nodes import HollowNodes
 from simulator.hollow.watching import Event, WatchHub
@@ -227,11 +228,23 @@ class HollowMember:
         return self._write(key, obj, self.objects.get(key))
 
     def replace(self, collection: str, namespace: str, name: str, body: dict[str, Any]) -> dict[str, Any]:
+        """A PUT, as kube's store takes it: a missing object is a 404 but for the kinds whose
+        strategy creates it (:func:`allows_create_on_update`: a Service), which are created;
+        an update without resourceVersion is kube's 422 for the kinds whose strategy refuses
+        one (:func:`allows_unconditional_update`)."""
         key, obj = self._checked(collection, namespace, body, name)
         existing = self.objects.get(key)
+        group, _, _ = obj["apiVersion"].rpartition("/")
         if existing is None:
+            if allows_create_on_update(group, obj["kind"]):
+                obj["metadata"].pop("resourceVersion", None)
+                return self._write(key, obj, None)
             raise HollowError(404, "NotFound", f'{collection.rpartition("/")[2]} "{name}" not found')
         wanted = obj["metadata"].get("resourceVersion")
+        if not wanted and not allows_unconditional_update(group, obj["kind"]):
+            resource = ".".join(filter(None, (collection.rpartition("/")[2], group)))
+            raise HollowError(422, "Invalid", f'{resource} "{name}" is invalid: metadata.resourceVersion: '
+                              "Invalid value: 0x0: must be specified for an update")
         if wanted and wanted != existing["metadata"]["resourceVersion"]:
             raise HollowError(409, "Conflict", f'Operation cannot be fulfilled on "{name}": the object has been '
                               "modified; please apply your changes to the latest version and try again")

@@ -12,7 +12,7 @@ from member_agent import capacity
 from member_agent.informing import Informer
 from member_agent.kubeapi import AlreadyExists, ApiError, Conflict, Gone, KindNotServed, NotFound
 from simulator.hollow.api import HollowKubeApi
-from simulator.hollow.member import HollowMember
+from simulator.hollow.member import SERVED, HollowMember
 from simulator.hollow.nodes import hollow_profile
 from simulator.scheduling.reading import node_state
 
@@ -120,6 +120,39 @@ async def test_a_replace_with_a_stale_resource_version_conflicts() -> None:
     await apply(api, deployment("d", 2, 1))
     with pytest.raises(Conflict):
         await api.replace(f"{DEPLOYMENTS}/d", live)
+
+
+async def test_a_replace_of_a_missing_object_creates_it_where_kubes_strategy_does() -> None:
+    """As kube's store: a PUT of a missing Service creates it (its strategy's
+    ``AllowCreateOnUpdate``), whatever resourceVersion it names; a ConfigMap's is a 404."""
+    hollow = member(nodes=1)
+    api = HollowKubeApi(hollow)
+    await api.create("/api/v1/namespaces", {"metadata": {"name": "ml"}})
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s", "resourceVersion": "7"},
+               "spec": {"ports": [{"port": 80}]}}
+    created = await api.replace("/api/v1/namespaces/ml/services/s", service)
+    assert created["metadata"]["uid"] and created["metadata"]["resourceVersion"] != "7"
+    assert (await api.get("/api/v1/namespaces/ml/services/s"))["metadata"]["uid"] == created["metadata"]["uid"]
+    with pytest.raises(NotFound):
+        await api.replace("/api/v1/namespaces/ml/configmaps/c", {"metadata": {"name": "c"}, "data": {}})
+
+
+async def test_an_update_without_resource_version_is_refused_where_kubes_strategy_refuses_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A Lease's strategy refuses an unconditional update (kube's 422); a ConfigMap's takes it."""
+    monkeypatch.setitem(SERVED, "coordination.k8s.io/v1", (("leases", "Lease", True),))
+    api = HollowKubeApi(member(nodes=1))
+    await api.create("/api/v1/namespaces", {"metadata": {"name": "ml"}})
+    leases = "/apis/coordination.k8s.io/v1/namespaces/ml/leases"
+    await api.create(leases, {"metadata": {"name": "l"}, "spec": {"holderIdentity": "a"}})
+    with pytest.raises(ApiError) as refused:
+        await api.replace(f"{leases}/l", {"metadata": {"name": "l"}, "spec": {"holderIdentity": "b"}})
+    assert refused.value.code == 422
+    assert 'leases.coordination.k8s.io "l" is invalid: metadata.resourceVersion' in str(refused.value)
+    await api.create("/api/v1/namespaces/ml/configmaps", {"metadata": {"name": "c"}, "data": {"a": "1"}})
+    updated = await api.replace("/api/v1/namespaces/ml/configmaps/c", {"metadata": {"name": "c"}, "data": {"a": "2"}})
+    assert updated["data"] == {"a": "2"}
 
 
 async def test_unserved_kinds_are_told_apart_by_discovery() -> None:
