@@ -9,11 +9,14 @@ configuration of the API's priority and fairness (:meth:`ServingLimits.flow_cont
   included) within this many seconds, else it is closed. A keep-alive connection idle
   (or still sending its next request's headers) for :data:`IDLE_TIMEOUT` seconds is closed
   (kube-apiserver's ``IdleTimeout``; aiohttp's own default is an hour).
-- **Request line** (:data:`MAX_REQUEST_LINE_BYTES`): the path and query may be as long as
-  kube-apiserver reads (1 MiB); each header line stays within aiohttp's 8190 bytes, and a
-  request carries at most 128 of them. A request past any of these bounds is answered as Go's
-  net/http answers a head past its ``MaxHeaderBytes``: ``431 Request Header Fields Too Large``
-  in plain text, and the connection is closed (:class:`ApiRequestHandler`).
+- **Request head** (:data:`MAX_HEADER_BYTES`): a request's line and headers together may be as
+  long as kube-apiserver reads (Go's net/http reads ``MaxHeaderBytes``, 1 MiB, plus its 4 KiB
+  buffer), one line of them as long as the whole (a long label selector, an OIDC bearer token
+  of many groups); a request carries at most 128 header lines. aiohttp bounds each line and
+  the count; :class:`_HeadBytes` bounds the total, counting what arrives while a head is
+  incomplete. A request past any of these bounds is answered as Go's net/http answers a head
+  past its ``MaxHeaderBytes``: ``431 Request Header Fields Too Large`` in plain text, and the
+  connection is closed (:class:`ApiRequestHandler`).
 - **Pending connections** (``--max-pending-connections``): connections that have not yet
   sent a complete request header (so nobody is authenticated on them yet). A connection
   beyond the limit is closed at once; together with the header timeout this caps what a
@@ -51,10 +54,13 @@ DEFAULT_REQUEST_HEADER_TIMEOUT = 10.0
 DEFAULT_MAX_PENDING_CONNECTIONS = 512
 #: Seconds a keep-alive connection may sit between requests (pass to ``web.AppRunner``).
 IDLE_TIMEOUT = 90.0
-#: The longest request line (method, path and query) read: Go's ``DefaultMaxHeaderBytes``, the
-#: most kube-apiserver reads of a request's head, so a long label selector or name is served as
-#: kube serves it. aiohttp's own bound is 8190 bytes; each header line keeps that one.
-MAX_REQUEST_LINE_BYTES = 1 << 20
+#: The most read of a request's head (its request line and headers, line ends included): what
+#: Go's net/http reads before it answers 431, the ``MaxHeaderBytes`` kube-apiserver sets (1 MiB,
+#: Go's ``DefaultMaxHeaderBytes``) plus the 4096 bytes of its read buffer. aiohttp's own bound is
+#: 8190 bytes per line; here one line (the request line, a header's name or value) may take it all.
+MAX_HEADER_BYTES = (1 << 20) + 4096
+#: The most header lines one request carries (aiohttp's bound; Go's is the bytes alone).
+MAX_HEADERS = 128
 #: What separates a request's headers from its body (bare LFs are tolerated by the parser).
 _HEADER_ENDS = (b"\r\n\r\n", b"\n\n")
 #: Plaintext asked of a connection's TLS object per read. asyncio asks for 256 KiB, a new
@@ -176,11 +182,47 @@ def head_too_large(exc: BaseException | None) -> bool:
     return isinstance(exc, LineTooLong) or (isinstance(exc, BadHttpMessage) and exc.message == _TOO_MANY_HEADERS)
 
 
+class _HeadBytes:
+    """aiohttp's request parser of one connection, with a bound on the bytes of a request head,
+    which aiohttp bounds per line only: while no request body is being read, what arrives up to
+    the end of a head counts, and past :data:`MAX_HEADER_BYTES` the parser's ``LineTooLong``
+    refuses the request before it is parsed further. A head is over when the parser returns its
+    message, whose body is read until its payload ends (a head that starts in the read that ends
+    a body is counted from the next read: what a head holds stays within the bound plus one read)."""
+
+    def __init__(self, parser: Any) -> None:
+        self._parser = parser
+        self._received = 0
+        self._tail = b""
+        self._payload: Any = None
+
+    def feed_data(self, data: bytes) -> Any:
+        if self._payload is None or self._payload.is_eof():  # a head is being read
+            window = self._tail + data
+            ends = [at for at in (window.find(end) for end in _HEADER_ENDS) if at >= 0]
+            received = self._received + (min(ends) - len(self._tail) if ends else len(data))
+            if received > MAX_HEADER_BYTES:
+                raise LineTooLong(b"the request header", MAX_HEADER_BYTES, str(received))
+            self._received, self._tail = received, window[-3:]
+        parsed = self._parser.feed_data(data)
+        if parsed[0]:
+            self._received, self._tail = 0, b""
+            self._payload = parsed[0][-1][1]
+        return parsed
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._parser, name)
+
+
 class ApiRequestHandler(RequestHandler):
     """aiohttp's connection handler, answering a request head past the hub's bounds as
     kube-apiserver (Go's net/http) does: 431 with its status text as the body, one log
     line, and the connection closed -- not aiohttp's 400 that echoes back the start of the
-    line it refused."""
+    line it refused. Its parser bounds a head's total bytes too (:class:`_HeadBytes`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._parser = _HeadBytes(self._parser)  # type: ignore[assignment]  # the parser, bounded
 
     def handle_error(
         self, request: web.BaseRequest, status: int = 500, exc: BaseException | None = None,
@@ -193,7 +235,30 @@ class ApiRequestHandler(RequestHandler):
         response = web.Response(status=431, text=HEAD_TOO_LARGE, content_type="text/plain", charset="utf-8",
                                 headers={"Connection": "close"})
         response.force_close()
+        self.close()  # what else arrives is read and dropped, no longer parsed
+        if self.transport is not None:
+            _close_after_answering(self.transport)
         return response
+
+
+#: Seconds a connection refused with 431 stays open after the answer (Go's ``rstAvoidanceDelay``).
+REFUSED_LINGER = 0.5
+
+
+def _close_after_answering(transport: asyncio.BaseTransport) -> None:
+    """Have the close of ``transport`` wait as Go's ``closeWriteAndWait`` does: the answer sent, the
+    writing side shut, and the connection closed :data:`REFUSED_LINGER` seconds later. A client
+    still sending its head then reads the 431 before the close, which with its unread bytes is a
+    reset that would drop the answer. Asked again (the server shutting down), it closes at once."""
+    close = transport.close
+
+    def lingering_close() -> None:
+        transport.close = close  # type: ignore[method-assign]
+        if isinstance(transport, asyncio.WriteTransport) and transport.can_write_eof():
+            transport.write_eof()  # once what is written is sent
+        asyncio.get_running_loop().call_later(REFUSED_LINGER, close)
+
+    transport.close = lingering_close  # type: ignore[method-assign]  # this connection's close only
 
 
 def _request_handler(server: web.Server) -> RequestHandler:
@@ -203,9 +268,10 @@ def _request_handler(server: web.Server) -> RequestHandler:
 
 def api_runner(app: web.Application) -> web.AppRunner:
     """The runner of an API server application: no access log of aiohttp's (the API server
-    logs its own), kube's idle timeout, request lines as long as kube reads."""
+    logs its own), kube's idle timeout, request heads as long as kube reads (served through
+    :class:`GuardedTCPSite`, whose handler bounds their total)."""
     return web.AppRunner(app, access_log=None, handle_signals=False, keepalive_timeout=IDLE_TIMEOUT,
-                         max_line_size=MAX_REQUEST_LINE_BYTES)
+                         max_line_size=MAX_HEADER_BYTES, max_field_size=MAX_HEADER_BYTES, max_headers=MAX_HEADERS)
 
 
 def read_tls_records_in_the_heap(transport: asyncio.BaseTransport) -> bool:
