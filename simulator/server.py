@@ -40,6 +40,7 @@ import logging
 import os
 import signal
 import socket
+import ssl
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,6 +55,7 @@ from controlplane.apiserver.health import HealthEndpoints
 from controlplane.apiserver.kubeconfig import write_kubeconfig
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.apiserver.quotaadmission import QuotaAdmission
+from controlplane.apiserver.serving import GuardedTCPSite, ServingLimits, api_runner
 from controlplane.apiserver.tls import ensure_pki
 from controlplane.lifecycle import ShutdownOnce
 from controlplane.storage.interface import KeyValue
@@ -222,7 +224,9 @@ class SimServer(ShutdownOnce):
                 *self._access_middlewares(),
             ],
         )
-        port = await self._serve(app, self.config.host, self.config.port, ssl_context=pki.server_ssl_context())
+        port = await self._serve(
+            app, self.config.host, self.config.port, ssl_context=pki.server_ssl_context(), kube_api=True
+        )
         host = self.config.host if ":" not in self.config.host else f"[{self.config.host}]"
         self.url = f"https://{host}:{port}"
 
@@ -278,11 +282,19 @@ class SimServer(ShutdownOnce):
     async def _metrics(self, _: web.Request) -> web.Response:
         return web.Response(text=self.cluster.metrics_text(), content_type="text/plain", charset="utf-8")
 
-    async def _serve(self, app: web.Application, host: str, port: int, **kwargs: object) -> int:
-        runner = web.AppRunner(app, access_log=None, handle_signals=False)
+    async def _serve(
+        self, app: web.Application, host: str, port: int, *, ssl_context: ssl.SSLContext | None = None,
+        kube_api: bool = False,
+    ) -> int:
+        """Serve ``app``; the kube API (``kube_api``) as the hub serves its own, with kube-apiserver's
+        bounds on a request's head (:mod:`controlplane.apiserver.serving`)."""
+        runner = api_runner(app) if kube_api else web.AppRunner(app, access_log=None, handle_signals=False)
         await runner.setup()
         self._runners.append(runner)
-        site = web.TCPSite(runner, host, port, **kwargs)  # type: ignore[arg-type]
+        site: web.TCPSite = (
+            GuardedTCPSite(runner, host, port, ssl_context=ssl_context, limits=ServingLimits()) if kube_api
+            else web.TCPSite(runner, host, port, ssl_context=ssl_context)
+        )
         await site.start()
         for sock in getattr(site._server, "sockets", None) or []:
             return int(sock.getsockname()[1])
