@@ -266,6 +266,24 @@ async def test_mutating_webhooks_see_an_update_before_its_resource_version_is_co
     assert int(updated["metadata"]["resourceVersion"]) > int(current["metadata"]["resourceVersion"])
 
 
+async def test_a_put_that_creates_a_service_through_its_status_is_admitted_as_a_create_of_the_status(
+    api: Api, server: WebhookServer
+) -> None:
+    """kube's status handler admits the create its store makes of a missing Service in its own
+    scope: a CREATE of ``services/status``, which a rule naming ``services`` alone does not match."""
+    rule = {"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["services/status"]}
+    await configure(api, "Validating", "status", webhook("status.acme.io", server.client("/deny"), rules=[rule]))
+    main = {**rule, "resources": ["services"]}
+    await configure(api, "Validating", "main", webhook("main.acme.io", server.client("/label"), rules=[main]))
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"}, "spec": {"ports": [{"port": 80}]}}
+    code, created, _ = await api.call("PUT", "/api/v1/namespaces/default/services/web/status", service)
+    assert code == 201, created
+    [review] = server.received["/deny"]
+    request = review["request"]
+    assert (request["operation"], request["subResource"], request["name"]) == ("CREATE", "status", "web")
+    assert not server.received["/label"]
+
+
 @pytest.mark.parametrize("policy", ["IfNeeded", "Never"])
 async def test_a_mutating_webhook_is_reinvoked_if_needed(api: Api, server: WebhookServer, policy: str) -> None:
     """"a-copy" runs before "b-label" (name order) and sees no label; with ``IfNeeded`` it is called

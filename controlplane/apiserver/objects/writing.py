@@ -247,9 +247,12 @@ class Writer:
             if subresource not in (None, "status") or options.on_create is None or not rt.create_on_update:
                 raise
             # A Service's status strategy is its main one but for the update: its store creates
-            # (whatever the status handler's forceAllowCreate), as a create of the main resource.
-            created = copy.deepcopy(obj) if subresource else obj  # the status body shares the caller's spec
-            return await self._created_on_update(rt, created, options, subresource=subresource)
+            # (whatever the status handler's forceAllowCreate), as a create of the main resource
+            # that admission sees made through the status (kube's handler's scope).
+            if subresource:
+                obj = copy.deepcopy(obj)  # the status body shares the caller's spec
+                options = dataclasses.replace(options, recorded_subresource=subresource)
+            return await self._created_on_update(rt, obj, options, subresource=subresource)
         new = merged(rt, old, obj, subresource=subresource)
         if subresource and options.recorded_managed_fields:  # a status write's, recorded by its caller
             set_managed_fields(new, obj)
