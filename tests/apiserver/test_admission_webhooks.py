@@ -266,6 +266,30 @@ async def test_mutating_webhooks_see_an_update_before_its_resource_version_is_co
     assert int(updated["metadata"]["resourceVersion"]) > int(current["metadata"]["resourceVersion"])
 
 
+async def test_a_kinds_own_validating_webhook_comes_after_the_resource_version_check(
+    api: Api, server: WebhookServer
+) -> None:
+    """Karmada's validating webhook of a FederatedResourceQuota runs in kube's validating admission,
+    after the store compared the resourceVersion: with mutating webhooks configured (none of them
+    for this kind), a stale update it would deny is the 409."""
+    await configure(api, "Mutating", "acme", webhook("label.acme.io", server.client("/label")))
+    quotas = "/apis/policy.karmada.io/v1alpha1/namespaces/default/federatedresourcequotas"
+    sample = {"apiVersion": "policy.karmada.io/v1alpha1", "kind": "FederatedResourceQuota",
+              "metadata": {"name": "q"}, "spec": {"overall": {"cpu": "100"},
+                                                 "staticAssignments": [{"clusterName": "m1", "hard": {"cpu": "20"}}]}}
+    code, created, _ = await api.call("POST", quotas, sample)
+    assert code == 201, created
+    code, _, _ = await api.call("PATCH", f"{quotas}/q", {"metadata": {"labels": {"moved": "on"}}},
+                                **{"Content-Type": "application/merge-patch+json"})
+    assert code == 200
+    denied = {**created, "spec": {**created["spec"], "overall": {"cpu": "10"}}}
+    code, status, _ = await api.call("PUT", f"{quotas}/q", denied)
+    assert (code, status["reason"]) == (409, "Conflict"), status
+    # The same spec, created: the webhook's denial.
+    code, status, _ = await api.call("POST", quotas, {**denied, "metadata": {"name": "r"}})
+    assert (code, status["reason"]) == (403, "Forbidden"), status
+
+
 async def test_a_put_that_creates_a_service_through_its_status_is_admitted_as_a_create_of_the_status(
     api: Api, server: WebhookServer
 ) -> None:

@@ -393,7 +393,7 @@ class Writer:
         self, rt: ResourceType, meta: dict[str, Any], options: WriteOptions | None
     ) -> tuple[storage.KeyValue, dict[str, Any], VersionPrecondition | None]:
         """The stored key-value and object an update with ``meta`` replaces, and its resourceVersion
-        precondition when that waits for mutating admission (:func:`~controlplane.apiserver.objects.revisions.version_precondition`); a
+        precondition when that waits for mutating admission (:func:`version_precondition`); a
         Conflict when its ``uid`` names another object (kube's update takes a uid in the body as a
         precondition, checked as the object is read: a missing one is a 404 first).
 
@@ -447,9 +447,6 @@ class Writer:
             rt.prepare_update(new, old)
         if rt.prepare is not None:
             rt.prepare(new)
-        if subresource is None and not _webhooks_deny(rt, old):
-            # An object stored before the rule (a policy with a long name) stays changeable and deletable.
-            _webhooks_admit(rt, new, old)
         if rt.defaults is not None:
             rt.defaults(new)
         if options.webhooks is not None:
@@ -461,6 +458,10 @@ class Writer:
                 set_resource_version(new, old["metadata"].get("resourceVersion"))
             if rt.writes_status_only(subresource):  # kube's status strategy keeps all but the status it was given
                 new = merged(rt, old, new, subresource=subresource)
+        if subresource is None and not _webhooks_deny(rt, old):
+            # The kind's own webhooks validate, after the mutating ones and the resourceVersion's check.
+            # An object stored before the rule (a policy with a long name) stays changeable and deletable.
+            _webhooks_admit(rt, new, old)
         checked = check_object(
             new, rt, field_validation=options.field_validation, old=old, status_only=rt.writes_status_only(subresource),
             subresource=subresource,
