@@ -15,10 +15,10 @@ from typing import Any, Final, Literal
 from pydantic import Field, field_validator
 
 from controlplane.apis.kube.objects import child, set_nil_default
+from controlplane.apis.kueue_queue_policy import DNS_SUBDOMAIN
 from controlplane.apis.kueue_v1beta1 import API_VERSION as V1BETA1
 from controlplane.apis.meta import LISTED_AS_SET, ObjectMeta, SpecModel, listed_by
 
-_DNS_SUBDOMAIN: Final = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 _LABEL_KEY: Final = (
     r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$"
 )
@@ -49,7 +49,7 @@ class PodSetUpdates(SpecModel):
 
 
 class ProvisioningRequestConfigSpec(SpecModel):
-    provisioning_class_name: str = Field(min_length=1, max_length=253, pattern=_DNS_SUBDOMAIN)
+    provisioning_class_name: str = Field(min_length=1, max_length=253, pattern=DNS_SUBDOMAIN)
     """The provisioning mode (a ProvisioningRequest's provisioningClassName), e.g.
     check-capacity.autoscaling.x-k8s.io."""
     parameters: dict[str, str] | None = Field(default=None, max_length=100)

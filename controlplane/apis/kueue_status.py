@@ -11,6 +11,7 @@ from typing import Literal
 from pydantic import Field
 
 from controlplane.apis.kueue_podset import PodSetUpdate
+from controlplane.apis.kueue_queue_policy import ResourceFlavorReference
 from controlplane.apis.meta import (
     LISTED_AS_SET,
     LISTED_ATOMIC,
@@ -21,8 +22,10 @@ from controlplane.apis.meta import (
     listed_by,
 )
 
-#: Kueue's bound on the flavors of a queue's usage and on the resources of each.
+#: Kueue's bound on the flavors of a ClusterQueue's usage and on the resources of each.
 MAX_USAGE_ITEMS = 64
+#: Kueue's bound on the flavors of a LocalQueue's usage (and status flavors) and on the resources of each.
+MAX_LOCAL_QUEUE_USAGE_ITEMS = 16
 
 
 class ResourceUsage(WireModel):
@@ -35,16 +38,25 @@ class ResourceUsage(WireModel):
 
 
 class FlavorUsage(WireModel):
-    name: str
+    """A ClusterQueue's usage of one flavor."""
+
+    name: ResourceFlavorReference
     """The ResourceFlavor."""
-    resources: list[ResourceUsage] = Field(default_factory=list, max_length=MAX_USAGE_ITEMS, json_schema_extra=listed_by("name"))
+    resources: list[ResourceUsage] = Field(max_length=MAX_USAGE_ITEMS, json_schema_extra=listed_by("name"))
+    """Usage per resource."""
+
+
+class LocalQueueFlavorUsage(FlavorUsage):
+    """A LocalQueue's usage of one flavor."""
+
+    resources: list[ResourceUsage] = Field(max_length=MAX_LOCAL_QUEUE_USAGE_ITEMS, json_schema_extra=listed_by("name"))
     """Usage per resource."""
 
 
 class LocalQueueFlavorStatus(WireModel):
-    name: str = Field(max_length=253)
+    name: ResourceFlavorReference
     """A ResourceFlavor of the LocalQueue's ClusterQueue."""
-    resources: list[str] | None = Field(default=None, max_length=16, json_schema_extra=LISTED_AS_SET)
+    resources: list[str] | None = Field(default=None, max_length=MAX_LOCAL_QUEUE_USAGE_ITEMS, json_schema_extra=LISTED_AS_SET)
     """The resources the ClusterQueue gives quota for in this flavor."""
     node_labels: dict[str, str] | None = Field(default=None, max_length=8, json_schema_extra=MAPPED_ATOMIC)
     """The flavor's node labels."""

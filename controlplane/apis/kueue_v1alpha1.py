@@ -14,10 +14,9 @@ from typing import Final, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from controlplane.apis.kueue_queue_policy import FairSharing, FairSharingStatus
 from controlplane.apis.kueue_v1beta1 import (
     MAX_ITEMS,
-    FairSharing,
-    FairSharingStatus,
     ResourceGroup,
     limits_need,
     resources_once,

@@ -11,16 +11,32 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Final, Literal
 
-from pydantic import AfterValidator, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from controlplane.apis.kueue_names import LABEL_POD_GROUP_NAME as LABEL_POD_GROUP_NAME
 from controlplane.apis.kueue_names import LABEL_QUEUE_NAME as LABEL_QUEUE_NAME
+from controlplane.apis.kueue_queue_policy import (
+    DNS_SUBDOMAIN,
+    AdmissionCheckReference,
+    AdmissionChecksStrategy,
+    AdmissionScope,
+    ClusterQueuePreemption,
+    ClusterQueueReference,
+    CohortReference,
+    FairSharing,
+    FairSharingStatus,
+    FlavorFungibility,
+    Quantity,
+    ResourceFlavorReference,
+)
 from controlplane.apis.kueue_status import (
+    MAX_LOCAL_QUEUE_USAGE_ITEMS,
     MAX_USAGE_ITEMS,
     Admission,
     AdmissionCheckState,
     FlavorUsage,
     LocalQueueFlavorStatus,
+    LocalQueueFlavorUsage,
     PendingWorkloadsStatus,
     SchedulingStats,
     UnhealthyNode,
@@ -36,14 +52,13 @@ from controlplane.apis.meta import (
     ObjectMeta,
     SpecModel,
     Taint,
-    Timestamp,
     Toleration,
     WireModel,
     listed_by,
     published_as,
     repeated,
+    served_default,
 )
-from controlplane.apis.quantity import QuantityError, parse_quantity
 
 API_GROUP: Final = "kueue.x-k8s.io"
 VERSION: Final = "v1beta1"
@@ -125,20 +140,6 @@ MAX_ITEMS: Final = 16
 MAX_GROUP_ITEMS: Final = 64
 
 
-def _quantity(value: str | int) -> str | int:
-    try:
-        amount = parse_quantity(value)
-    except QuantityError as err:
-        raise ValueError(str(err)) from None
-    if amount < 0:
-        raise ValueError(f"must be greater than or equal to 0, not {value}")
-    return value
-
-
-Quantity = Annotated[str | int, AfterValidator(_quantity)]
-"""A non-negative kube quantity ("8", "500m", "36Gi")."""
-
-
 def unique_names(items: list[Any], what: str) -> None:
     twice = repeated(item if isinstance(item, str) else item.name for item in items)
     if twice is not None:
@@ -179,7 +180,7 @@ class ResourceFlavor(SpecModel):
 
 
 class ResourceQuota(SpecModel):
-    name: str = Field(min_length=1)
+    name: str
     """The resource, e.g. nvidia.com/gpu, cpu, memory."""
     nominal_quota: Quantity
     """What the queue may use of this flavor and resource."""
@@ -190,7 +191,7 @@ class ResourceQuota(SpecModel):
 
 
 class FlavorQuotas(SpecModel):
-    name: str = Field(min_length=1)
+    name: ResourceFlavorReference
     """A ResourceFlavor's name."""
     resources: list[ResourceQuota] = Field(min_length=1, max_length=MAX_GROUP_ITEMS, json_schema_extra=listed_by("name"))
     """The quota of each covered resource in this flavor."""
@@ -207,7 +208,8 @@ class ResourceGroup(SpecModel):
         unique_names(self.covered_resources, "resource")  # atomic in Kueue's CRD: its webhook's check
         for flavor in self.flavors:
             names = [r.name for r in flavor.resources]
-            if names != self.covered_resources:
+            # Another count is the CRD's rule's (:mod:`controlplane.apis.kueue_rules`).
+            if len(names) == len(self.covered_resources) and names != self.covered_resources:
                 raise ValueError(
                     f"flavor {flavor.name!r} must list the covered resources {self.covered_resources} in that order, "
                     f"not {names}"
@@ -225,7 +227,8 @@ def resources_once(groups: list[ResourceGroup] | None) -> list[ResourceGroup] | 
 
 def limits_need(groups: list[ResourceGroup] | None, field: str) -> None:
     """Refuse borrowing and lending limits where there is nothing to borrow from or lend to
-    (``field``: what the object lacks, spec.cohort or spec.parentName)."""
+    (``field``: what the object lacks, a Cohort's spec.parentName; a ClusterQueue's are Kueue's
+    rules, :mod:`controlplane.apis.kueue_rules`)."""
     for group in groups or ():
         for flavor in group.flavors:
             for quota in flavor.resources:
@@ -235,103 +238,32 @@ def limits_need(groups: list[ResourceGroup] | None, field: str) -> None:
                     )
 
 
+StopPolicy = Literal["None", "Hold", "HoldAndDrain"]
+"""A ClusterQueue's or LocalQueue's ``stopPolicy``."""
 ResourcePrefix = Annotated[str, Field(min_length=1, max_length=256)]
 """An entry of a ClusterQueue's ``excludeResourcePrefixes``."""
-
-
-class BorrowWithinCohort(SpecModel):
-    policy: Literal["Never", "LowerPriority"] | None = None
-    """Whether a borrowing workload may preempt lower-priority workloads of the cohort."""
-    max_priority_threshold: int | None = None
-    """Only workloads at or below this priority are preempted."""
-
-
-PreemptionPolicy = Literal["Never", "LowerPriority", "LowerOrNewerEqualPriority", "Any"]
-
-
-class ClusterQueuePreemption(SpecModel):
-    reclaim_within_cohort: PreemptionPolicy | None = None
-    """Which workloads of other queues in the cohort may be preempted to reclaim nominal quota."""
-    borrow_within_cohort: BorrowWithinCohort | None = None
-    """Preemption while borrowing."""
-    within_cluster_queue: Literal["Never", "LowerPriority", "LowerOrNewerEqualPriority"] | None = None
-    """Which workloads of this queue may be preempted for a pending one."""
-
-
-class FlavorFungibility(SpecModel):
-    when_can_borrow: Literal["MayStopSearch", "TryNextFlavor", "Borrow"] | None = None
-    """Borrow (default; MayStopSearch is Kueue's newer name of it): take a flavor that fits by
-    borrowing; TryNextFlavor: try the next flavors first, and take the one that borrows least
-    (from the closest cohort)."""
-    when_can_preempt: Literal["MayStopSearch", "TryNextFlavor", "Preempt"] | None = None
-    """TryNextFlavor (default): try the next flavors before preempting, and prefer fitting, then
-    reclaiming from borrowers, then preempting in the own queue; Preempt (MayStopSearch is Kueue's
-    newer name of it): preempt in the first flavor where preemption makes room."""
-
-
-class FairSharing(SpecModel):
-    weight: Quantity | None = None
-    """The share weight among its siblings in the cohort tree (default 1; 0: it borrows only what
-    no other queue wants). Used when the hub runs with --kueue-fair-sharing."""
-
-
-class AdmissionScope(SpecModel):
-    admission_mode: Literal["UsageBasedAdmissionFairSharing", "NoAdmissionFairSharing"]
-    """UsageBasedAdmissionFairSharing: the queue admits the workloads of the LocalQueue that
-    consumed least lately first (with --kueue-admission-fair-sharing); NoAdmissionFairSharing: by
-    priority, then age."""
-
-
-class AdmissionFairSharingStatus(WireModel):
-    consumed_resources: dict[str, Quantity]
-    """The LocalQueue's usage over time, per resource with its flavors summed: each sample decays
-    the old value by the half-life and adds what the queue's admitted workloads hold then; an
-    admission adds its entry penalty at once."""
-    last_update: Timestamp
-    """When consumedResources was last sampled."""
-
-
-class FairSharingStatus(WireModel):
-    weighted_share: int = 0
-    """The dominant resource share (per thousand of what the cohort could lend) divided by the
-    weight; 0 when not borrowing. Written when the hub runs with --kueue-fair-sharing (0 on a
-    LocalQueue)."""
-    admission_fair_sharing_status: AdmissionFairSharingStatus | None = None
-    """A LocalQueue's usage history, which admission fair sharing orders its ClusterQueue's
-    workloads by (with --kueue-admission-fair-sharing, when the ClusterQueue's admissionScope is
-    UsageBasedAdmissionFairSharing)."""
-
-
-class AdmissionCheckStrategyRule(SpecModel):
-    name: str
-    """The AdmissionCheck's name."""
-    on_flavors: list[str] | None = Field(default=None, json_schema_extra=LISTED_AS_SET)
-    """The flavors the check applies to (absent: all)."""
-
-
-class AdmissionChecksStrategy(SpecModel):
-    admission_checks: list[AdmissionCheckStrategyRule] | None = Field(default=None, json_schema_extra=listed_by("name"))
-    """The checks and the flavors each applies to."""
 
 
 class ClusterQueueSpec(SpecModel):
     resource_groups: list[ResourceGroup] | None = Field(default=None, max_length=MAX_ITEMS, json_schema_extra=LISTED_ATOMIC)
     """Quota per flavor and resource, in groups of resources that share a flavor."""
-    cohort: str | None = None
+    cohort: CohortReference | None = None
     """The cohort whose queues lend each other unused quota."""
-    queueing_strategy: Literal["StrictFIFO", "BestEffortFIFO"] | None = None
+    queueing_strategy: Literal["StrictFIFO", "BestEffortFIFO"] | None = Field(
+        default=None, json_schema_extra=served_default("BestEffortFIFO")
+    )
     """StrictFIFO: a workload that does not fit blocks those after it; BestEffortFIFO (default): they may go first."""
     namespace_selector: LabelSelector | None = None
     """The namespaces whose LocalQueues may point at this queue (absent: none; {}: all)."""
-    flavor_fungibility: FlavorFungibility | None = None
+    flavor_fungibility: FlavorFungibility | None = Field(default=None, json_schema_extra=served_default({}))
     """When admission tries the next flavor instead of borrowing or preempting."""
-    preemption: ClusterQueuePreemption | None = None
+    preemption: ClusterQueuePreemption | None = Field(default=None, json_schema_extra=served_default({}))
     """Preemption policies (withinClusterQueue, reclaimWithinCohort, borrowWithinCohort)."""
-    admission_checks: list[str] | None = None
+    admission_checks: list[AdmissionCheckReference] | None = None
     """The AdmissionChecks a workload must pass, besides quota, to be admitted (every flavor)."""
     admission_checks_strategy: AdmissionChecksStrategy | None = None
     """The AdmissionChecks a workload must pass, besides quota, per flavor it is given."""
-    stop_policy: Literal["None", "Hold", "HoldAndDrain"] | None = None
+    stop_policy: StopPolicy | None = Field(default=None, json_schema_extra=served_default("None"))
     """Hold: admit nothing new; HoldAndDrain: also evict the admitted workloads."""
     fair_sharing: FairSharing | None = None
     """Fair-sharing weight among the cohort's queues and cohorts."""
@@ -347,19 +279,13 @@ class ClusterQueueSpec(SpecModel):
     def _resources_once(cls, groups: list[ResourceGroup] | None) -> list[ResourceGroup] | None:
         return resources_once(groups)
 
-    @model_validator(mode="after")
-    def _limits_need_a_cohort(self) -> ClusterQueueSpec:
-        if not self.cohort:
-            limits_need(self.resource_groups, "spec.cohort")
-        return self
-
 
 class ClusterQueueStatus(WireModel):
     conditions: list[Condition] | None = Field(default=None, json_schema_extra=CONDITIONS_BY_TYPE)
     """The queue's conditions."""
-    flavors_reservation: list[FlavorUsage] | None = Field(default=None, json_schema_extra=listed_by("name"))
+    flavors_reservation: list[FlavorUsage] | None = Field(default=None, max_length=MAX_USAGE_ITEMS, json_schema_extra=listed_by("name"))
     """Quota reserved per flavor and resource, and how much of it is borrowed."""
-    flavors_usage: list[FlavorUsage] | None = Field(default=None, json_schema_extra=listed_by("name"))
+    flavors_usage: list[FlavorUsage] | None = Field(default=None, max_length=MAX_USAGE_ITEMS, json_schema_extra=listed_by("name"))
     """Quota used by admitted workloads per flavor and resource."""
     pending_workloads: int | None = None
     """Workloads waiting for quota."""
@@ -391,9 +317,9 @@ class ClusterQueue(SpecModel):
 
 
 class LocalQueueSpec(SpecModel):
-    cluster_queue: str | None = None
-    """The ClusterQueue whose quota the namespace's workloads in this queue use."""
-    stop_policy: Literal["None", "Hold", "HoldAndDrain"] | None = None
+    cluster_queue: ClusterQueueReference | None = None
+    """The ClusterQueue whose quota the namespace's workloads in this queue use (immutable)."""
+    stop_policy: StopPolicy | None = Field(default=None, json_schema_extra=served_default("None"))
     """Hold: admit nothing new from this queue; HoldAndDrain: also evict its admitted workloads."""
     fair_sharing: FairSharing | None = None
     """The LocalQueue's weight in admission fair sharing: its usage is divided by it (default 1)."""
@@ -408,11 +334,17 @@ class LocalQueueStatus(WireModel):
     """Workloads of the queue holding quota."""
     admitted_workloads: int | None = None
     """Admitted workloads of the queue that have not finished."""
-    flavors_reservation: list[FlavorUsage] | None = Field(default=None, json_schema_extra=listed_by("name"))
+    flavors_reservation: list[LocalQueueFlavorUsage] | None = Field(
+        default=None, max_length=MAX_LOCAL_QUEUE_USAGE_ITEMS, json_schema_extra=listed_by("name")
+    )
     """Quota reserved by the queue's workloads per flavor (not written by the hub yet)."""
-    flavor_usage: list[FlavorUsage] | None = Field(default=None, json_schema_extra=listed_by("name"))
+    flavor_usage: list[LocalQueueFlavorUsage] | None = Field(
+        default=None, max_length=MAX_LOCAL_QUEUE_USAGE_ITEMS, json_schema_extra=listed_by("name")
+    )
     """Quota used by the queue's admitted workloads per flavor (not written by the hub yet)."""
-    flavors: list[LocalQueueFlavorStatus] | None = Field(default=None, max_length=MAX_USAGE_ITEMS, json_schema_extra=listed_by("name"))
+    flavors: list[LocalQueueFlavorStatus] | None = Field(
+        default=None, max_length=MAX_LOCAL_QUEUE_USAGE_ITEMS, json_schema_extra=listed_by("name")
+    )
     """The flavors of the queue's ClusterQueue (not written by the hub yet)."""
     fair_sharing: FairSharingStatus | None = None
     """The queue's admission fair sharing state: its consumed resources and when they were sampled."""
@@ -544,9 +476,6 @@ class Workload(SpecModel):
 # AdmissionCheck
 # ---------------------------------------------------------------------------------------------
 
-DNS_SUBDOMAIN: Final = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
-
-
 class AdmissionCheckParametersReference(SpecModel):
     api_group: str = Field(max_length=253, pattern=DNS_SUBDOMAIN)
     """The group of the object holding the check's parameters."""
@@ -566,7 +495,7 @@ class AdmissionCheckSpecFields(SpecModel):
 
 
 class AdmissionCheckSpec(AdmissionCheckSpecFields):
-    retry_delay_minutes: int | None = None
+    retry_delay_minutes: int | None = Field(default=None, json_schema_extra=served_default(15))
     """Deprecated by Kueue (default 15; not used; gone from v1beta2)."""
 
 

@@ -26,7 +26,16 @@ from pydantic import Field, field_validator, model_validator
 
 from controlplane.apis import kueue_v1alpha1
 from controlplane.apis import kueue_v1beta1 as v1beta1
-from controlplane.apis.kueue_status import FlavorUsage
+from controlplane.apis.kueue_queue_policy import (
+    AdmissionChecksStrategy,
+    AdmissionScope,
+    ClusterQueuePreemption,
+    CohortReference,
+    FairSharing,
+    FairSharingStatus,
+    ResourceFlavorReference,
+)
+from controlplane.apis.kueue_status import MAX_LOCAL_QUEUE_USAGE_ITEMS, LocalQueueFlavorUsage
 from controlplane.apis.meta import (
     CONDITIONS_BY_TYPE,
     LISTED_AS_SET,
@@ -37,6 +46,7 @@ from controlplane.apis.meta import (
     SpecModel,
     WireModel,
     listed_by,
+    served_default,
 )
 
 VERSION: Final = "v1beta2"
@@ -89,10 +99,10 @@ FungibilityPolicy = Literal["MayStopSearch", "TryNextFlavor"]
 
 
 class FlavorFungibility(SpecModel):
-    when_can_borrow: FungibilityPolicy | None = None
+    when_can_borrow: FungibilityPolicy | None = Field(default=None, json_schema_extra=served_default("MayStopSearch"))
     """MayStopSearch (default): take a flavor that fits by borrowing; TryNextFlavor: try the next
     flavors first, and take the one that borrows least (from the closest cohort)."""
-    when_can_preempt: FungibilityPolicy | None = None
+    when_can_preempt: FungibilityPolicy | None = Field(default=None, json_schema_extra=served_default("TryNextFlavor"))
     """TryNextFlavor (default): try the next flavors before preempting; MayStopSearch: preempt in
     the first flavor where preemption makes room."""
     preference: Literal["BorrowingOverPreemption", "PreemptionOverBorrowing"] | None = None
@@ -111,7 +121,7 @@ class FlavorFungibility(SpecModel):
 
 
 class ConcurrentAdmissionConstraints(SpecModel):
-    last_acceptable_flavor_name: str | None = Field(default=None, max_length=253, pattern=v1beta1.DNS_SUBDOMAIN)
+    last_acceptable_flavor_name: ResourceFlavorReference | None = None
     """The last flavor (in the ClusterQueue's order) a workload may migrate to."""
 
 
@@ -133,23 +143,25 @@ class ConcurrentAdmissionPolicy(SpecModel):
 class ClusterQueueSpec(SpecModel):
     resource_groups: list[v1beta1.ResourceGroup] | None = Field(default=None, max_length=v1beta1.MAX_ITEMS, json_schema_extra=LISTED_ATOMIC)
     """Quota per flavor and resource, in groups of resources that share a flavor."""
-    cohort_name: str | None = Field(default=None, max_length=253)
+    cohort_name: CohortReference | None = None
     """The cohort whose queues lend each other unused quota."""
-    queueing_strategy: Literal["StrictFIFO", "BestEffortFIFO"] | None = None
+    queueing_strategy: Literal["StrictFIFO", "BestEffortFIFO"] | None = Field(
+        default=None, json_schema_extra=served_default("BestEffortFIFO")
+    )
     """StrictFIFO: a workload that does not fit blocks those after it; BestEffortFIFO (default): they may go first."""
     namespace_selector: LabelSelector | None = None
     """The namespaces whose LocalQueues may point at this queue (absent: none; {}: all)."""
-    flavor_fungibility: FlavorFungibility | None = None
+    flavor_fungibility: FlavorFungibility | None = Field(default=None, json_schema_extra=served_default({}))
     """When admission tries the next flavor instead of borrowing or preempting."""
-    preemption: v1beta1.ClusterQueuePreemption | None = None
+    preemption: ClusterQueuePreemption | None = Field(default=None, json_schema_extra=served_default({}))
     """Preemption policies (withinClusterQueue, reclaimWithinCohort, borrowWithinCohort)."""
-    admission_checks_strategy: v1beta1.AdmissionChecksStrategy | None = None
+    admission_checks_strategy: AdmissionChecksStrategy | None = None
     """The AdmissionChecks a workload must pass, besides quota, per flavor it is given."""
-    stop_policy: Literal["None", "Hold", "HoldAndDrain"] | None = None
+    stop_policy: v1beta1.StopPolicy | None = Field(default=None, json_schema_extra=served_default("None"))
     """Hold: admit nothing new; HoldAndDrain: also evict the admitted workloads."""
-    fair_sharing: v1beta1.FairSharing | None = None
+    fair_sharing: FairSharing | None = None
     """Fair-sharing weight among the cohort's queues and cohorts."""
-    admission_scope: v1beta1.AdmissionScope | None = None
+    admission_scope: AdmissionScope | None = None
     """Admission fair sharing: whether the queue orders its workloads by their LocalQueue's usage."""
     concurrent_admission_policy: ConcurrentAdmissionPolicy | None = None
     """Admission in several flavors at once (Kueue's alpha ConcurrentAdmission; served, immutable,
@@ -163,12 +175,6 @@ class ClusterQueueSpec(SpecModel):
     @classmethod
     def _resources_once(cls, groups: list[v1beta1.ResourceGroup] | None) -> list[v1beta1.ResourceGroup] | None:
         return v1beta1.resources_once(groups)
-
-    @model_validator(mode="after")
-    def _limits_need_a_cohort(self) -> ClusterQueueSpec:
-        if not self.cohort_name:
-            v1beta1.limits_need(self.resource_groups, "spec.cohortName")
-        return self
 
 
 class ClusterQueue(SpecModel):
@@ -197,11 +203,15 @@ class LocalQueueStatus(WireModel):
     """Workloads of the queue holding quota."""
     admitted_workloads: int | None = None
     """Admitted workloads of the queue that have not finished."""
-    flavors_reservation: list[FlavorUsage] | None = Field(default=None, json_schema_extra=listed_by("name"))
+    flavors_reservation: list[LocalQueueFlavorUsage] | None = Field(
+        default=None, max_length=MAX_LOCAL_QUEUE_USAGE_ITEMS, json_schema_extra=listed_by("name")
+    )
     """Quota reserved by the queue's workloads per flavor (not written by the hub yet)."""
-    flavors_usage: list[FlavorUsage] | None = Field(default=None, json_schema_extra=listed_by("name"))
+    flavors_usage: list[LocalQueueFlavorUsage] | None = Field(
+        default=None, max_length=MAX_LOCAL_QUEUE_USAGE_ITEMS, json_schema_extra=listed_by("name")
+    )
     """Quota used by the queue's admitted workloads per flavor (not written by the hub yet)."""
-    fair_sharing: v1beta1.FairSharingStatus | None = None
+    fair_sharing: FairSharingStatus | None = None
     """The queue's admission fair sharing state: its consumed resources and when they were sampled."""
 
 

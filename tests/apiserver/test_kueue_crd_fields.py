@@ -32,11 +32,25 @@ DELIBERATE = {
 }
 
 
-def upstream_fields() -> dict[tuple[str, str], list[tuple[str, str]]]:
-    out: dict[tuple[str, str], list[tuple[str, str]]] = {}
+#: An ``x-kubernetes-validations`` line's "type": the rest of the line is the rule's message.
+CEL = "x-kubernetes-validations"
+
+
+def upstream_lines() -> list[tuple[str, str, str, str, str]]:
+    """Each line as ``(kind, version, path, type, rest)``: ``rest`` the rules after the type, or
+    a CEL rule's message."""
+    out = []
     for line in FIELDS.read_text().splitlines():
         if line and not line.startswith("#"):
-            kind, version, path, type_ = line.split()
+            kind, version, path, type_, *rest = line.split(maxsplit=4)
+            out.append((kind, version, path, type_, rest[0] if rest else ""))
+    return out
+
+
+def upstream_fields() -> dict[tuple[str, str], list[tuple[str, str]]]:
+    out: dict[tuple[str, str], list[tuple[str, str]]] = {}
+    for kind, version, path, type_, _ in upstream_lines():
+        if type_ != CEL:
             out.setdefault((kind, version), []).append((path, type_))
     return out
 
@@ -66,7 +80,7 @@ def served_at(root: Schema, resolve: Resolve, path: str) -> Schema | str:
     """The served schema of ``path`` (``.spec.a[].b{}``), ``"open"`` under a field the schema
     keeps as written, or the message of why it is not declared."""
     schema = _resolved(root, resolve)
-    rest = path
+    rest = "" if path == "." else path
     while rest:
         if schema.get("x-kubernetes-preserve-unknown-fields"):
             return "open"
@@ -80,7 +94,8 @@ def served_at(root: Schema, resolve: Resolve, path: str) -> Schema | str:
             child = (schema.get("properties") or {}).get(name)
         if not isinstance(child, Mapping):
             return f"{path}: {step} is not declared"
-        schema = _resolved(child, resolve)
+        # A default beside a reference is the field's own (an object's ``default: {}``).
+        schema = {**_resolved(child, resolve), **({"default": child["default"]} if "default" in child else {})}
     return schema
 
 
@@ -231,7 +246,8 @@ async def test_a_workloads_status_as_kueues_scheduler_and_multikueue_write_it_ap
 
 def test_the_list_is_written_from_crd_yaml_as_its_script_says() -> None:
     """``kueue_crd_fields.py`` writes a CRD's fields in the list's form (items, map values,
-    int-or-string, a pod template not walked)."""
+    int-or-string, a pod template not walked) with their rules (required fields, enum, default,
+    bounds, a pattern but a quantity's, and each CEL rule's message on a line of its own)."""
     spec = importlib.util.spec_from_file_location("kueue_crd_fields", FIELDS.with_suffix(".py"))
     assert spec is not None and spec.loader is not None
     script = importlib.util.module_from_spec(spec)
@@ -247,12 +263,19 @@ spec:
           apiVersion: {type: string}
           spec:
             type: object
+            required: [podSets]
             properties:
+              active: {type: boolean, default: true}
               podSets:
                 type: array
+                minItems: 1
+                maxItems: 8
                 items:
                   type: object
+                  x-kubernetes-validations:
+                  - {rule: "has(self.name)", message: "a pod set's\\n  name is needed"}
                   properties:
+                    name: {type: string, default: main, maxLength: 63, pattern: "^[a-z]+$"}
                     template: {type: object, properties: {spec: {type: object}}}
           status:
             type: object
@@ -261,18 +284,24 @@ spec:
                 type: array
                 items:
                   properties:
-                    resources: {type: object, additionalProperties: {x-kubernetes-int-or-string: true}}
+                    resources: {type: object, additionalProperties: {x-kubernetes-int-or-string: true, pattern: "^q$"}}
+              state: {type: string, enum: [Pending, Admitted]}
 """)
     assert list(script.lines(crd)) == [
-        "Workload v1beta2 .spec object",
-        "Workload v1beta2 .spec.podSets array",
+        "Workload v1beta2 . object",
+        "Workload v1beta2 .spec object required=podSets",
+        "Workload v1beta2 .spec.active boolean default=true",
+        "Workload v1beta2 .spec.podSets array minItems=1 maxItems=8",
         "Workload v1beta2 .spec.podSets[] object",
+        "Workload v1beta2 .spec.podSets[] x-kubernetes-validations a pod set's name is needed",
+        'Workload v1beta2 .spec.podSets[].name string default="main" maxLength=63 pattern=^[a-z]+$',
         "Workload v1beta2 .spec.podSets[].template object",
         "Workload v1beta2 .status object",
         "Workload v1beta2 .status.resourceRequests array",
         "Workload v1beta2 .status.resourceRequests[] object",
         "Workload v1beta2 .status.resourceRequests[].resources object",
         "Workload v1beta2 .status.resourceRequests[].resources{} int-or-string",
+        "Workload v1beta2 .status.state string enum=Pending,Admitted",
     ]
     listed = {line for line in FIELDS.read_text().splitlines() if line and not line.startswith("#")}
     assert "Workload v1beta1 .spec.podSets[].template object" in listed

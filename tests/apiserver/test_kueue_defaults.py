@@ -6,6 +6,7 @@ hub's admission reads the defaulted queue as it read the one without defaults.""
 from __future__ import annotations
 
 import copy
+import json
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -22,6 +23,7 @@ from controlplane.apiserver.app import create_app
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.hub import hub_registry
 from controlplane.storage.etcd import EtcdStore
+from tests.apiserver import test_kueue_crd_rules as crd_rules
 
 Obj = dict[str, Any]
 GROUP = "/apis/kueue.x-k8s.io"
@@ -132,3 +134,42 @@ def test_the_defaults_change_no_admission_setting(spec: Obj) -> None:
     flavors: dict[str, dict[str, str]] = {"a100": {}}
     assert admission_view(stored, flavors) == admission_view(written, flavors)
     assert fair_weight(stored["spec"]) == fair_weight(written["spec"])
+
+
+def default_cases() -> list[tuple[str, str, str, Any]]:
+    """Each default of the Kueue CRD lines (``default=``), as the hub serves it (a deliberate
+    difference's served value, see test_kueue_crd_rules)."""
+    out = []
+    for (kind, version, path), rules in sorted(crd_rules.RULES.items()):
+        served = crd_rules.DELIBERATE.get((kind, version, path), (rules, ""))[0]
+        for rule in served.split():
+            if rule.startswith("default="):
+                out.append((kind, version, path, json.loads(rule.split("=", 1)[1])))
+    return out
+
+
+def _at(obj: Any, path: str) -> Any:
+    for name in path.strip(".").split("."):
+        assert isinstance(obj, dict) and name in obj, (name, obj)
+        obj = obj[name]
+    return obj
+
+
+@pytest.mark.parametrize(("kind", "version", "path", "value"), default_cases())
+async def test_every_default_of_kueues_crds_is_stored(hub: TestClient[Any, Any], kind: str, version: str, path: str, value: Any) -> None:
+    """An object written with the field's parent only (a parent with a default of its own left
+    out too: kube defaults what it defaulted) reads back with the CRD's default."""
+    defaulted = {p for k, v, p, _ in default_cases() if (k, v) == (kind, version)}
+    obj = crd_rules.valid(kind, version)
+    names = path.strip(".").split(".")[:-1]
+    here = obj
+    for depth, name in enumerate(names, 1):
+        if "." + ".".join(names[:depth]) in defaulted:
+            break
+        here = here.setdefault(name, {})
+    url = f"{GROUP}/{version}/{crd_rules.RESOURCES[kind]}"
+    created = await ok(await hub.post(url, json=obj), 201)
+    read = await ok(await hub.get(f"{url}/{created['metadata']['name']}"))
+    for answer in (created, read):
+        found = _at(answer, path)
+        assert (isinstance(found, dict) if value == {} else found == value), (path, found)

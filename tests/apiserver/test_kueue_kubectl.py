@@ -151,7 +151,7 @@ async def test_kubectl_refuses_broken_kueue_objects_naming_the_field(kubeconfig:
     assert "clusterQueu" in await kubectl_apply_refused(kubeconfig, unknown)
     err = await kubectl_apply_refused(kubeconfig, negative)
     assert 'ClusterQueue "bad" is invalid' in err and "nominalQuota" in err
-    assert "need spec.cohort" in await kubectl_apply_refused(kubeconfig, no_cohort)
+    assert "borrowingLimit must be nil when cohort is empty" in await kubectl_apply_refused(kubeconfig, no_cohort)
 
 
 # Kueue's fair sharing (site/content/en/docs/concepts/fair_sharing.md) with hierarchical cohorts:

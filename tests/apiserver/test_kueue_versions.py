@@ -121,7 +121,8 @@ async def test_concurrent_admission_policy_is_kept_as_created(hub: Client) -> No
 async def test_v1beta2_is_validated_with_its_own_field_names(hub: Client) -> None:  # noqa: F811
     status = await ok(await hub.post(f"{V1B2}/clusterqueues", json=cluster_queue("v1beta2", resourceGroups=GPU_GROUP)), 422)
     assert status["reason"] == "Invalid"
-    assert "borrowingLimit and lendingLimit need spec.cohortName" in status["message"]
+    assert 'spec: Invalid value: "object": borrowingLimit must be nil when cohort is empty' in status["message"]
+    await ok(await hub.post(f"{V1B2}/clusterqueues", json=cluster_queue("v1beta2", cohortName="research", resourceGroups=GPU_GROUP)), 201)
     status = await ok(await hub.post(f"{V1B2}/clusterqueues", json=cluster_queue(
         "v1beta2", flavorFungibility={"whenCanBorrow": "MayStopSearch", "preference": "BorrowingOverPreemption"})), 422)
     assert "preference can only be set when both whenCanBorrow and whenCanPreempt are TryNextFlavor" in status["message"]

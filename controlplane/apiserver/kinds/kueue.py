@@ -25,6 +25,7 @@ from controlplane.apis import (
     kueue_v1alpha1,
     kueue_v1beta2,
 )
+from controlplane.apis import kueue_rules as rules
 from controlplane.apis import kueue_v1beta1 as kueue
 from controlplane.apis.kube.field import CauseType, FieldError
 from controlplane.apiserver.kinds import cells
@@ -76,7 +77,7 @@ CLUSTER_QUEUE = ResourceType(
     kueue.API_GROUP, kueue.VERSION, "ClusterQueue", "clusterqueues", "clusterqueue", namespaced=False, short_names=("cq",), has_status=True, model=kueue.ClusterQueue,
     defaults=defaulting.cluster_queue("Borrow"),
     defaults_on_read=defaulting.cluster_queue("Borrow"),
-    validate=_cluster_queue_errors,
+    validate=rules.both(rules.cluster_queue("cohort"), _cluster_queue_errors),
     columns=(
         TableColumn("Cohort", cells.text_at("spec", "cohort"), description="Cohort that this ClusterQueue belongs to"),
         TableColumn("Strategy", cells.text_at("spec", "queueingStrategy"), priority=1,
@@ -93,6 +94,7 @@ LOCAL_QUEUE = ResourceType(
     model=kueue.LocalQueue,
     defaults=defaulting.local_queue,
     defaults_on_read=defaulting.local_queue,
+    validate=rules.kept("clusterQueue"),
     columns=(
         TableColumn("ClusterQueue", cells.text_at("spec", "clusterQueue"), description="Backing ClusterQueue"),
         _PENDING,
@@ -132,20 +134,12 @@ WORKLOAD = ResourceType(
 )
 
 
-
-def _controller_name_kept(obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
-    """Kueue's CRD rule ``self == oldSelf`` on ``spec.controllerName``, as kube reports a failed rule."""
-    if old is None or (obj.get("spec") or {}).get("controllerName") == (old.get("spec") or {}).get("controllerName"):
-        return []
-    return [FieldError(CauseType.FIELD_VALUE_INVALID, "spec.controllerName", 'Invalid value: "string": field is immutable')]
-
-
 ADMISSION_CHECK = ResourceType(
     kueue.API_GROUP, kueue.VERSION, "AdmissionCheck", "admissionchecks", "admissioncheck", namespaced=False, has_status=True,
     model=kueue.AdmissionCheck,
     defaults=defaulting.admission_check,
     defaults_on_read=defaulting.admission_check,
-    validate=_controller_name_kept,
+    validate=rules.kept("controllerName"),
 )
 
 PROVISIONING_REQUEST_CONFIG = ResourceType(
@@ -185,6 +179,7 @@ RESOURCE_FLAVOR_V1BETA2 = _v1beta2(
 CLUSTER_QUEUE_V1BETA2 = _v1beta2(
     CLUSTER_QUEUE, kueue_v1beta2.ClusterQueue, convert.cluster_queue_to_v1beta1, convert.cluster_queue_to_v1beta2,
     defaults=defaulting.cluster_queue("MayStopSearch"),
+    validate=rules.both(rules.cluster_queue("cohortName"), _cluster_queue_errors),
     columns=tuple(
         replace(column, getter=cells.text_at("spec", "cohortName")) if column.name == "Cohort" else column
         for column in CLUSTER_QUEUE.columns

@@ -1,0 +1,129 @@
+"""The ``x-kubernetes-validations`` (CEL) rules of Kueue's CRDs, and the checks of Kueue's
+webhooks that go with them, as kube reports them: a failed rule is ``<field>: Invalid value:
+"<its type>": <the rule's message>``.
+
+* ClusterQueue ``spec``: ``borrowingLimit must be nil when cohort is empty`` (no ``cohort``,
+  v1beta2's ``cohortName``, and a borrowing limit). Once the rules pass, Kueue's webhook refuses
+  a ``lendingLimit`` of a queue without a cohort, at the limit: ``must be nil when cohort is empty``.
+* ClusterQueue ``spec.preemption``: ``reclaimWithinCohort=Never and
+  borrowWithinCohort.Policy!=Never`` (with the CRD's defaults, Never, for what is unset).
+* ClusterQueue ``spec.resourceGroups[i]``: ``flavors must have the same number of resources as
+  the coveredResources``.
+* LocalQueue ``spec.clusterQueue`` and AdmissionCheck ``spec.controllerName``: ``field is
+  immutable`` (``self == oldSelf``: checked when the old and the new object both have it).
+
+In: an object's wire dict (and the stored one, on an update). Out: kube field errors. Pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from controlplane.apis.kube.field import CauseType, FieldError, items, mapping
+from controlplane.gojson import go_quote
+
+Obj = dict[str, Any]
+Rules = Callable[[Obj, Obj | None], list[FieldError]]
+#: What Kueue's webhook says of a limit of a queue without a cohort.
+LIMIT_NEEDS_COHORT = "must be nil when cohort is empty"
+
+
+def failed_rule(path: str, value: Any, message: str) -> FieldError:
+    """A failed CEL rule on ``path`` holding ``value``: kube shows the value's type, not the value."""
+    kind = "object" if isinstance(value, dict) else "array" if isinstance(value, list) else "string"
+    return FieldError(CauseType.FIELD_VALUE_INVALID, path, f'Invalid value: "{kind}": {message}')
+
+
+def _quotas(spec: Obj) -> list[tuple[str, Obj]]:
+    return [
+        (f"spec.resourceGroups[{g}].flavors[{f}].resources[{r}]", mapping(quota))
+        for g, group in enumerate(items(spec.get("resourceGroups")))
+        for f, flavor in enumerate(items(mapping(group).get("flavors")))
+        for r, quota in enumerate(items(mapping(flavor).get("resources")))
+    ]
+
+
+def _borrowing_needs_cohort(spec: Obj, cohort: str) -> list[FieldError]:
+    if cohort not in spec and any("borrowingLimit" in quota for _, quota in _quotas(spec)):
+        return [failed_rule("spec", spec, "borrowingLimit must be nil when cohort is empty")]
+    return []
+
+
+def _lending_needs_cohort(spec: Obj, cohort: str) -> list[FieldError]:
+    """Kueue's webhook: no lending limit of a queue without a cohort."""
+    if spec.get(cohort):
+        return []
+    return [
+        FieldError(
+            CauseType.FIELD_VALUE_INVALID,
+            f"{path}.lendingLimit",
+            f"Invalid value: {go_quote(str(quota['lendingLimit']))}: {LIMIT_NEEDS_COHORT}",
+        )
+        for path, quota in _quotas(spec)
+        if quota.get("lendingLimit") is not None
+    ]
+
+
+def _preemption(spec: Obj) -> list[FieldError]:
+    preemption = spec.get("preemption")
+    if not isinstance(preemption, dict):
+        return []
+    borrow = preemption.get("borrowWithinCohort")
+    if (
+        preemption.get("reclaimWithinCohort", "Never") == "Never"
+        and isinstance(borrow, dict)
+        and borrow.get("policy", "Never") != "Never"
+    ):
+        return [
+            failed_rule(
+                "spec.preemption",
+                preemption,
+                "reclaimWithinCohort=Never and borrowWithinCohort.Policy!=Never",
+            )
+        ]
+    return []
+
+
+def _resource_counts(spec: Obj) -> list[FieldError]:
+    out = []
+    for g, group in enumerate(items(spec.get("resourceGroups"))):
+        covered = len(items(mapping(group).get("coveredResources")))
+        if any(
+            len(items(mapping(flavor).get("resources"))) != covered
+            for flavor in items(mapping(group).get("flavors"))
+        ):
+            message = "flavors must have the same number of resources as the coveredResources"
+            out.append(failed_rule(f"spec.resourceGroups[{g}]", group, message))
+    return out
+
+
+def cluster_queue(cohort: str) -> Rules:
+    """A ClusterQueue's rules; ``cohort`` is its cohort field (v1beta1's ``cohort``, v1beta2's ``cohortName``)."""
+
+    def errors(obj: Obj, old: Obj | None) -> list[FieldError]:
+        spec = mapping(obj.get("spec"))
+        # A failed CRD rule refuses the write before kube calls Kueue's webhook.
+        failed = [*_borrowing_needs_cohort(spec, cohort), *_preemption(spec), *_resource_counts(spec)]
+        return failed or _lending_needs_cohort(spec, cohort)
+
+    return errors
+
+
+def kept(field: str) -> Rules:
+    """``self == oldSelf`` on ``spec.<field>``."""
+
+    def errors(obj: Obj, old: Obj | None) -> list[FieldError]:
+        if old is None:
+            return []
+        new_spec, old_spec = mapping(obj.get("spec")), mapping(old.get("spec"))
+        if field in new_spec and field in old_spec and new_spec[field] != old_spec[field]:
+            return [failed_rule(f"spec.{field}", new_spec[field], "field is immutable")]
+        return []
+
+    return errors
+
+
+def both(first: Rules, second: Rules) -> Rules:
+    """The errors of ``first`` and then of ``second``."""
+    return lambda obj, old: [*first(obj, old), *second(obj, old)]

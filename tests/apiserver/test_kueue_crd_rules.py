@@ -1,0 +1,343 @@
+"""Kueue's CRD validations, field for field: each required field, enum, default and bound
+(lengths, item counts, minimum, pattern) ``tests/data/kueue_crd_fields.txt`` lists is published
+in the schema the hub serves for the kind and version, as kube publishes a CRD's, and each
+``x-kubernetes-validations`` rule refuses what it refuses, in kube's words."""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+from typing import Any
+
+import pytest
+from aiohttp.test_utils import TestClient
+
+from controlplane.apiserver.openapi.kindschemas import KindSchemas
+from controlplane.hub import hub_registry
+from tests.apiserver.test_kueue_crd_fields import CEL, FIELDS, GROUP, served_at, upstream_lines
+
+_spec = importlib.util.spec_from_file_location("kueue_crd_fields", FIELDS.with_suffix(".py"))
+assert _spec is not None and _spec.loader is not None
+SCRIPT = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(SCRIPT)
+
+Key = tuple[str, str, str]
+#: The kinds and versions whose lines carry their CRD's rules (the others list types only).
+WITH_RULES = {(k, v) for k, v, _, t, rest in upstream_lines() if rest and t != CEL}
+#: Each field of those: ``(kind, version, path) -> rules`` ("" for none), as the script writes them.
+RULES: dict[Key, str] = {
+    (k, v, p): rest for k, v, p, t, rest in upstream_lines() if (k, v) in WITH_RULES and t != CEL
+}
+#: Every CEL rule: ``(kind, version, path, message)``.
+CEL_RULES = sorted((k, v, p, rest) for k, v, p, t, rest in upstream_lines() if t == CEL)
+
+#: Where the served schema differs from the CRD's on purpose: the rules it serves, and why.
+DELIBERATE: dict[Key, tuple[str, str]] = {
+    # Kueue's later v1beta2 (clusterqueue_types.go at 6c1018375751de7ee3f3a6897129c3fc4d6659b6)
+    # has only the new names; v1beta1 keeps Borrow and Preempt, which the hub converts.
+    ("ClusterQueue", "v1beta2", ".spec.flavorFungibility.whenCanBorrow"): (
+        'enum=MayStopSearch,TryNextFlavor default="MayStopSearch"',
+        "v1beta2 without the deprecated Borrow",
+    ),
+    ("ClusterQueue", "v1beta2", ".spec.flavorFungibility.whenCanPreempt"): (
+        'enum=MayStopSearch,TryNextFlavor default="TryNextFlavor"',
+        "v1beta2 without the deprecated Preempt",
+    ),
+    # Dropped by the later v1beta2 for admissionChecksStrategy (as in test_kueue_crd_fields).
+    ("ClusterQueue", "v1beta2", ".spec.admissionChecks[]"): ("", "not served at v1beta2"),
+    # The hub stores v1beta1 in the older names its conversion writes (Borrow, Preempt), which
+    # Kueue's v1beta1 before 0.15 reads too; MayStopSearch is the same policy.
+    ("ClusterQueue", "v1beta1", ".spec.flavorFungibility.whenCanBorrow"): (
+        'enum=MayStopSearch,TryNextFlavor,Borrow default="Borrow"',
+        "v1beta1 defaults to the older name",
+    ),
+    # Without a spec an AdmissionCheck names no controller to decide it: refused, where Kueue's
+    # CRD takes it and the check never becomes Active.
+    ("AdmissionCheck", "v1beta1", "."): ("required=spec", "an AdmissionCheck needs its spec"),
+    # Kueue's Go client reads the value as an int32 (the CRD's format); the hub refuses what it
+    # could not read, where kube stores it.
+    ("WorkloadPriorityClass", "v1beta1", ".value"): (
+        "minimum=-2147483648 maximum=2147483647",
+        "an int32's range is checked",
+    ),
+}
+#: Lines the list takes from Kueue's Go types (the header says which): their types only.
+GO_TYPES = {("ClusterQueue", "v1beta2", ".spec.flavorFungibility.preference")}
+#: A status condition is kube's ``metav1.Condition``, served as kube's own definition (its
+#: required fields, without the CRD's bounds) and checked as the hub's controllers write it.
+CONDITIONS = ".status.conditions[]"
+
+
+def served_rules(kind: str, version: str, path: str) -> str:
+    found = KindSchemas(hub_registry()).schema_for((GROUP, version, kind))
+    assert found is not None
+    served = served_at(*found, path)
+    if isinstance(served, str):
+        return ""
+    return str(SCRIPT.rules(dict(served))).strip()
+
+
+def rule_cases() -> list[Key]:
+    return sorted(key for key in RULES if not key[2].startswith(CONDITIONS) and key not in GO_TYPES)
+
+
+@pytest.mark.parametrize(("kind", "version", "path"), rule_cases())
+def test_the_served_schema_publishes_the_crds_rules(kind: str, version: str, path: str) -> None:
+    expected = DELIBERATE.get((kind, version, path), (RULES[(kind, version, path)], ""))[0]
+    assert served_rules(kind, version, path) == expected
+
+
+@pytest.mark.parametrize(("kind", "version", "path"), sorted(DELIBERATE))
+def test_each_deliberate_difference_names_a_listed_rule(kind: str, version: str, path: str) -> None:
+    assert RULES[(kind, version, path)] != DELIBERATE[(kind, version, path)][0]
+
+
+def test_a_condition_is_served_as_kubes_with_its_required_fields() -> None:
+    for kind, version, path in sorted(RULES):
+        if path == CONDITIONS:
+            assert served_rules(kind, version, path) == RULES[(kind, version, path)], (kind, version)
+
+
+Obj = dict[str, Any]
+Client = TestClient[Any, Any]
+RESOURCES = {
+    "ClusterQueue": "clusterqueues",
+    "LocalQueue": "namespaces/default/localqueues",
+    "AdmissionCheck": "admissionchecks",
+    "WorkloadPriorityClass": "workloadpriorityclasses",
+}
+#: A valid object of each kind, which a test changes at one field.
+VALID: dict[str, Obj] = {
+    "ClusterQueue": {"spec": {}},
+    "LocalQueue": {"metadata": {"namespace": "default"}, "spec": {"clusterQueue": "cq"}},
+    "AdmissionCheck": {"spec": {"controllerName": "example.com/check"}},
+    "WorkloadPriorityClass": {"value": 100},
+}
+
+
+def valid(kind: str, version: str, name: str = "x", **fields: Any) -> Obj:
+    base = copy.deepcopy(VALID[kind])
+    return {
+        "apiVersion": f"{GROUP}/{version}",
+        "kind": kind,
+        **base,
+        **fields,
+        "metadata": {**base.get("metadata", {}), "name": name},
+    }
+
+
+def placed(obj: Obj, path: str, value: Any) -> Obj:
+    """``obj`` with ``value`` at ``path`` (``.spec.a.b``), its parents made."""
+    *parents, leaf = path.strip(".").split(".")
+    here = obj
+    for name in parents:
+        here = here.setdefault(name, {})
+    here[leaf] = value
+    return obj
+
+
+async def refused(hub: Client, obj: Obj, old: Obj | None = None) -> list[str]:
+    """The causes (``field: message``) of the refusal of ``obj``'s create (or of its update,
+    after ``old`` is created)."""
+    url = f"/apis/{GROUP}/{obj['apiVersion'].split('/')[1]}/{RESOURCES[obj['kind']]}"
+    if old is not None:
+        created = await hub.post(url, json=old)
+        assert created.status == 201, await created.text()
+        obj["metadata"]["resourceVersion"] = (await created.json())["metadata"]["resourceVersion"]
+        answer = await hub.put(f"{url}/{obj['metadata']['name']}", json=obj)
+    else:
+        answer = await hub.post(url, json=obj)
+    status = await answer.json()
+    assert answer.status == 422, status
+    return [f"{c['field']}: {c['message']}" for c in status["details"]["causes"]]
+
+
+def _group(covered: list[str], *quotas: Obj) -> list[Obj]:
+    return [{"coveredResources": covered, "flavors": [{"name": "f", "resources": list(quotas)}]}]
+
+
+#: Per CEL rule of the list, ``(spec written, spec before it or None, field, its type)``: a
+#: write the rule refuses, and the field and type kube names.
+CEL_EXAMPLES: dict[tuple[str, str, str], tuple[Obj, Obj | None, str, str]] = {
+    ("ClusterQueue", ".spec", "borrowingLimit must be nil when cohort is empty"): (
+        {"resourceGroups": _group(["cpu"], {"name": "cpu", "nominalQuota": 4, "borrowingLimit": 2})},
+        None,
+        "spec",
+        "object",
+    ),
+    ("ClusterQueue", ".spec.preemption", "reclaimWithinCohort=Never and borrowWithinCohort.Policy!=Never"): (
+        {"preemption": {"borrowWithinCohort": {"policy": "LowerPriority"}}},
+        None,
+        "spec.preemption",
+        "object",
+    ),
+    (
+        "ClusterQueue",
+        ".spec.resourceGroups[]",
+        "flavors must have the same number of resources as the coveredResources",
+    ): (
+        {"resourceGroups": _group(["cpu", "memory"], {"name": "cpu", "nominalQuota": 4})},
+        None,
+        "spec.resourceGroups[0]",
+        "object",
+    ),
+    ("LocalQueue", ".spec.clusterQueue", "field is immutable"): (
+        {"clusterQueue": "other"},
+        {"clusterQueue": "cq"},
+        "spec.clusterQueue",
+        "string",
+    ),
+    ("AdmissionCheck", ".spec.controllerName", "field is immutable"): (
+        {"controllerName": "example.com/other"},
+        {"controllerName": "example.com/check"},
+        "spec.controllerName",
+        "string",
+    ),
+}
+
+
+def test_every_cel_rule_of_the_list_has_an_example() -> None:
+    assert {(kind, path, message) for kind, _, path, message in CEL_RULES} == set(CEL_EXAMPLES)
+
+
+@pytest.mark.parametrize(("kind", "version", "path", "message"), CEL_RULES)
+async def test_each_cel_rule_refuses_in_kubes_words(
+    hub: Client, kind: str, version: str, path: str, message: str
+) -> None:
+    spec, before, field, shown = CEL_EXAMPLES[(kind, path, message)]
+    obj = valid(kind, version, spec=spec)
+    old = valid(kind, version, spec=before) if before is not None else None
+    assert f'{field}: Invalid value: "{shown}": {message}' in await refused(hub, obj, old)
+
+
+@pytest.mark.parametrize("version", ["v1beta1", "v1beta2"])
+async def test_a_lending_limit_of_a_queue_without_a_cohort_is_refused_as_kueues_webhook_does(
+    hub: Client, version: str
+) -> None:
+    """The CRD's rule is of borrowing limits only; Kueue's webhook refuses a lending limit, at
+    the limit; with a borrowing limit too, the failed rule alone answers (kube calls no webhook)."""
+    lending = {"name": "cpu", "nominalQuota": 4, "lendingLimit": "2"}
+    obj = valid("ClusterQueue", version, spec={"resourceGroups": _group(["cpu"], lending)})
+    assert await refused(hub, obj) == [
+        'spec.resourceGroups[0].flavors[0].resources[0].lendingLimit: Invalid value: "2": must be nil when cohort is empty',
+    ]
+    both = valid(
+        "ClusterQueue",
+        version,
+        name="y",
+        spec={"resourceGroups": _group(["cpu"], {**lending, "borrowingLimit": 1})},
+    )
+    assert await refused(hub, both) == [
+        'spec: Invalid value: "object": borrowingLimit must be nil when cohort is empty'
+    ]
+
+
+def enum_cases() -> list[tuple[str, str, str, list[str]]]:
+    out = []
+    for (kind, version, path), rules in sorted(RULES.items()):
+        served = DELIBERATE.get((kind, version, path), (rules, ""))[0]
+        enum = next((rule.split("=", 1)[1] for rule in served.split() if rule.startswith("enum=")), None)
+        if enum is not None and "[]" not in path:
+            out.append((kind, version, path, enum.split(",")))
+    return out
+
+
+@pytest.mark.parametrize(("kind", "version", "path", "values"), enum_cases())
+async def test_a_value_out_of_an_enum_is_refused_in_kubes_words(
+    hub: Client,
+    kind: str,
+    version: str,
+    path: str,
+    values: list[str],
+) -> None:
+    supported = ", ".join(f'"{value}"' for value in values)
+    obj = placed(valid(kind, version), path, "Foo")
+    assert await refused(hub, obj) == [f'{path[1:]}: Unsupported value: "Foo": supported values: {supported}']
+
+
+DNS = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+
+
+@pytest.mark.parametrize(
+    ("kind", "version", "spec", "cause"),
+    [
+        (
+            "ClusterQueue",
+            "v1beta1",
+            {"cohort": "Team_A"},
+            f"spec.cohort: Invalid value: \"Team_A\": spec.cohort in body should match '{DNS}'",
+        ),
+        (
+            "ClusterQueue",
+            "v1beta2",
+            {"cohortName": "x" * 254},
+            "spec.cohortName: Too long: may not be more than 253 bytes",
+        ),
+        (
+            "ClusterQueue",
+            "v1beta1",
+            {"admissionChecks": ["c" * 317]},
+            "spec.admissionChecks[0]: Too long: may not be more than 316 bytes",
+        ),
+        (
+            "ClusterQueue",
+            "v1beta2",
+            {"admissionChecksStrategy": {"admissionChecks": [{"name": "c", "onFlavors": ["A100"]}]}},
+            'spec.admissionChecksStrategy.admissionChecks[0].onFlavors[0]: Invalid value: "A100": '
+            f"spec.admissionChecksStrategy.admissionChecks[0].onFlavors[0] in body should match '{DNS}'",
+        ),
+        (
+            "ClusterQueue",
+            "v1beta1",
+            {
+                "resourceGroups": [
+                    {"coveredResources": ["cpu"], "flavors": [{"name": "f", "resources": [{"name": "cpu"}]}]}
+                ]
+            },
+            "spec.resourceGroups[0].flavors[0].resources[0].nominalQuota: Required value",
+        ),
+        (
+            "LocalQueue",
+            "v1beta1",
+            {"clusterQueue": "Team_A"},
+            f"spec.clusterQueue: Invalid value: \"Team_A\": spec.clusterQueue in body should match '{DNS}'",
+        ),
+        (
+            "AdmissionCheck",
+            "v1beta1",
+            {"controllerName": "c", "parameters": {"apiGroup": "g", "kind": "K", "name": "n" * 64}},
+            "spec.parameters.name: Too long: may not be more than 63 bytes",
+        ),
+    ],
+)
+async def test_what_the_crd_bounds_is_refused_in_kubes_words(
+    hub: Client, kind: str, version: str, spec: Obj, cause: str
+) -> None:
+    assert await refused(hub, valid(kind, version, spec=spec)) == [cause]
+
+
+@pytest.mark.parametrize("version", ["v1beta1", "v1beta2"])
+async def test_a_status_flavor_usage_needs_its_resources_and_a_local_queue_holds_sixteen(
+    hub: Client, version: str
+) -> None:
+    """``flavorsUsage[].resources`` is required; a LocalQueue's usage has at most 16 flavors
+    (a ClusterQueue's 64), as Kueue's CRDs say."""
+    usage = "flavorUsage" if version == "v1beta1" else "flavorsUsage"
+    queue = valid("LocalQueue", version, name="q")
+    url = f"/apis/{GROUP}/{version}/namespaces/default/localqueues/q"
+    assert (await hub.post(url.rsplit("/", 1)[0], json=queue)).status == 201
+    stored = await (await hub.get(url)).json()
+    flavors = [{"name": f"f{i}", "resources": []} for i in range(17)]
+    answer = await hub.put(f"{url}/status", json={**stored, "status": {usage: flavors}})
+    assert answer.status == 422
+    assert [c["message"] for c in (await answer.json())["details"]["causes"]] == [
+        "Too many: 17: must have at most 16 items"
+    ]
+    answer = await hub.put(
+        f"{url}/status", json={**stored, "status": {"flavorsReservation": [{"name": "f"}]}}
+    )
+    assert answer.status == 422
+    causes = (await answer.json())["details"]["causes"]
+    assert [(c["field"], c["message"]) for c in causes] == [
+        ("status.flavorsReservation[0].resources", "Required value")
+    ]
