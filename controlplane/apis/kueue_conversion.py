@@ -15,6 +15,8 @@ version's apiVersion; the fields the two versions share are carried over as they
 * LocalQueue: ``status.flavorUsage`` ↔ ``status.flavorsUsage``; v1beta1's ``status.flavors`` has no
   v1beta2 form and is dropped, as Kueue drops it.
 * AdmissionCheck: v1beta1's ``retryDelayMinutes`` (deprecated) has no v1beta2 form and is dropped.
+* Cohort (stored at v1beta1, whose fields v1beta2 shares): v1alpha1's ``spec.parent`` ↔
+  ``spec.parentName``, as Kueue renamed it when it moved the kind to v1beta1.
 * Workload: ``priorityClassSource`` + ``priorityClassName`` ↔ ``priorityClassRef``; a name without
   a source has no v1beta2 form and is dropped, as Kueue drops it; ``status``'s
   ``accumulatedPastExexcutionTimeSeconds`` (v1beta1's spelling) ↔ ``accumulatedPastExecutionTimeSeconds``.
@@ -28,7 +30,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from controlplane.apis import kueue_v1beta1, kueue_v1beta2
+from controlplane.apis import kueue_v1alpha1, kueue_v1beta1, kueue_v1beta2
 from controlplane.apis.kube.objects import child
 from controlplane.apis.untyped import Obj
 
@@ -213,6 +215,23 @@ def workload_to_v1beta2(obj: Obj) -> Obj:
 # --- the kinds whose fields are the same ------------------------------------------------------
 
 
+# --- Cohort ----------------------------------------------------------------------------------
+
+
+def cohort_to_v1alpha1(obj: Obj) -> Obj:
+    """A stored (v1beta1) Cohort at v1alpha1: ``spec.parentName`` is ``spec.parent``."""
+    out = _copy(obj, kueue_v1alpha1.API_VERSION)
+    _rename(child(out, "spec"), "parentName", "parent")
+    return out
+
+
+def cohort_v1alpha1_to_v1beta1(obj: Obj) -> Obj:
+    """A v1alpha1 Cohort as the hub stores it (v1beta1)."""
+    out = _copy(obj, kueue_v1beta1.API_VERSION)
+    _rename(child(out, "spec"), "parent", "parentName")
+    return out
+
+
 def to_version(api_version: str) -> Callable[[Obj], Obj]:
     """The conversion of a kind whose versions differ in their apiVersion alone."""
     return lambda obj: _copy(obj, api_version)
@@ -223,6 +242,8 @@ __all__ = [
     "admission_check_to_v1beta2",
     "cluster_queue_to_v1beta1",
     "cluster_queue_to_v1beta2",
+    "cohort_to_v1alpha1",
+    "cohort_v1alpha1_to_v1beta1",
     "local_queue_to_v1beta1",
     "local_queue_to_v1beta2",
     "to_version",

@@ -129,7 +129,10 @@ class AdmissionCheckState(WireModel):
     pod_set_updates: list[PodSetUpdate] | None = Field(default=None, max_length=8, json_schema_extra=LISTED_ATOMIC)
     """Changes the check asks of the pod sets: applied to a batch/v1 Job's pod template as it starts."""
     requeue_after_seconds: int | None = Field(default=None, ge=0, le=2**31 - 1)
-    """With state Retry: how long the evicted workload waits before it is queued again."""
+    """With state Retry: how long the evicted workload waits before it is queued again (Kueue's
+    delayed admission check retries, kubernetes-sigs/kueue#7620)."""
+    retry_count: int | None = Field(default=None, ge=0, le=2**31 - 1)
+    """How often the check went to Retry (Kueue counts it; the hub keeps it as written)."""
 
 
 class SchedulingStatsEviction(WireModel):

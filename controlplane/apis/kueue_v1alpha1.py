@@ -1,7 +1,7 @@
 """Kueue's ``kueue.x-k8s.io/v1alpha1`` Cohort: a node of the tree of cohorts (hierarchical cohorts).
 
-Field-compatible with Kueue's ``apis/kueue/v1alpha1`` Cohort: ``spec.parentName`` puts the cohort
-under another one (absent: a root), ``spec.resourceGroups`` gives it quota of its own (lent to
+Field-compatible with Kueue's ``apis/kueue/v1alpha1`` Cohort: ``spec.parent`` (v1beta1's and
+v1beta2's ``spec.parentName``, the form the hub stores) puts the cohort under another one (absent: a root), ``spec.resourceGroups`` gives it quota of its own (lent to
 its subtree; borrowing and lending limits only under a parent), and ``spec.fairSharing.weight``
 its weight among its siblings. A cohort named only by ClusterQueues (``spec.cohort``) exists
 implicitly, without quota, parent or weight. The pure maths lives in
@@ -14,7 +14,7 @@ from typing import Final, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from controlplane.apis.kueue_queue_policy import FairSharing, FairSharingStatus
+from controlplane.apis.kueue_queue_policy import CohortReference, FairSharing, FairSharingStatus
 from controlplane.apis.kueue_v1beta1 import (
     MAX_ITEMS,
     ResourceGroup,
@@ -34,9 +34,9 @@ VERSION: Final = "v1alpha1"
 API_VERSION: Final = "kueue.x-k8s.io/v1alpha1"
 
 
-class CohortSpec(SpecModel):
-    parent_name: str | None = Field(default=None, max_length=253)
-    """The parent cohort (absent: this cohort is the root of its tree)."""
+class CohortSpecFields(SpecModel):
+    """A Cohort's spec less its parent, whose field's name differs between versions."""
+
     resource_groups: list[ResourceGroup] | None = Field(default=None, max_length=MAX_ITEMS, json_schema_extra=LISTED_ATOMIC)
     """Quota of the cohort itself, lent to the queues and cohorts under it; borrowingLimit and
     lendingLimit bound what its subtree borrows from and lends to the parent."""
@@ -48,10 +48,30 @@ class CohortSpec(SpecModel):
     def _resources_once(cls, groups: list[ResourceGroup] | None) -> list[ResourceGroup] | None:
         return resources_once(groups)
 
+
+class CohortSpec(CohortSpecFields):
+    """A Cohort's spec at v1beta1 and v1beta2 (and as the hub stores it)."""
+
+    parent_name: CohortReference | None = None
+    """The parent cohort (absent: this cohort is the root of its tree)."""
+
     @model_validator(mode="after")
     def _limits_need_a_parent(self) -> CohortSpec:
         if not self.parent_name:
             limits_need(self.resource_groups, "spec.parentName")
+        return self
+
+
+class CohortSpecV1alpha1(CohortSpecFields):
+    """A Cohort's spec at v1alpha1, whose parent is ``parent``."""
+
+    parent: CohortReference | None = None
+    """The parent cohort (absent: this cohort is the root of its tree)."""
+
+    @model_validator(mode="after")
+    def _limits_need_a_parent(self) -> CohortSpecV1alpha1:
+        if not self.parent:
+            limits_need(self.resource_groups, "spec.parent")
         return self
 
 
@@ -68,7 +88,7 @@ class Cohort(SpecModel):
     api_version: Literal["kueue.x-k8s.io/v1alpha1"] = API_VERSION
     kind: Literal["Cohort"] = "Cohort"
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
-    spec: CohortSpec = Field(default_factory=CohortSpec)
+    spec: CohortSpecV1alpha1 = Field(default_factory=CohortSpecV1alpha1)
     """Parent, quota and weight."""
     status: CohortStatus | None = None
     """The weighted share."""

@@ -79,13 +79,20 @@ class AdmissionCheck(SpecModel):
     """The check's conditions."""
 
 
-class CohortV1beta1(kueue_v1alpha1.Cohort):
-    """A cohort of ClusterQueues and cohorts (Kueue's Cohort, v1beta1 since Kueue 0.13)."""
+class CohortV1beta1(SpecModel):
+    """A cohort of ClusterQueues and cohorts (Kueue's Cohort, v1beta1 since Kueue 0.13, where
+    v1alpha1's ``spec.parent`` became ``spec.parentName``); the form the hub stores."""
 
-    api_version: Literal["kueue.x-k8s.io/v1beta1"] = v1beta1.API_VERSION  # type: ignore[assignment]
+    api_version: Literal["kueue.x-k8s.io/v1beta1"] = v1beta1.API_VERSION
+    kind: Literal["Cohort"] = "Cohort"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: kueue_v1alpha1.CohortSpec = Field(default_factory=kueue_v1alpha1.CohortSpec)
+    """Parent, quota and weight."""
+    status: kueue_v1alpha1.CohortStatus | None = None
+    """The weighted share."""
 
 
-class Cohort(kueue_v1alpha1.Cohort):
+class Cohort(CohortV1beta1):
     """A cohort of ClusterQueues and cohorts (Kueue's Cohort): quota they share, a parent, a weight."""
 
     api_version: Literal["kueue.x-k8s.io/v1beta2"] = API_VERSION  # type: ignore[assignment]

@@ -152,7 +152,7 @@ class ClusterQueueView(_QuotaView):
 
 
 class CohortView(_QuotaView):
-    """A Cohort (``kueue.x-k8s.io/v1alpha1``)."""
+    """A Cohort (as stored: ``kueue.x-k8s.io/v1beta1``, its parent ``spec.parentName``)."""
 
     __slots__ = ()
 

@@ -37,7 +37,7 @@ ClusterQueues, LocalQueues, WorkloadPriorityClasses and Workloads (informers). O
   (``Evicted``/``Requeued=False`` with reason ``Deactivated``, its quota released and its job
   stopped), and queued again once active (``Requeued=True``, ``Reactivated``);
 * with ``--kueue-fair-sharing`` the cycle runs with Kueue's fair sharing over the tree of cohorts
-  (``kueue.x-k8s.io/v1alpha1`` Cohorts: parents, quota, weights), and ClusterQueues and Cohorts
+  (Kueue's Cohorts: parents, quota, weights), and ClusterQueues and Cohorts
   get ``status.fairSharing.weightedShare``;
 * with ``--kueue-admission-fair-sharing``, Kueue's admission fair sharing: a ClusterQueue whose
   ``admissionScope.admissionMode`` is ``UsageBasedAdmissionFairSharing`` takes its workloads by

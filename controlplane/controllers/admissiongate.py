@@ -15,7 +15,7 @@ from typing import Any, Final
 
 from controlplane.admission import checks, multikueue, podgroups, pods, podsets, requeuing
 from controlplane.admission import objects as adm
-from controlplane.apis import kueue_jobs, kueue_v1alpha1
+from controlplane.apis import kueue_jobs
 from controlplane.apis import kueue_v1beta1 as kueue
 from controlplane.apis.kube.validate_core import validate_pod
 from controlplane.apis.kueue_multikueue import CONTROLLER_NAME as MULTIKUEUE
@@ -29,7 +29,6 @@ from controlplane.interpreter.registry import group_of
 from controlplane.objectclient import ObjectClient, ResourceType, WatchEventType, errors
 
 API: Final = kueue.API_VERSION
-COHORT_API: Final = kueue_v1alpha1.API_VERSION
 JOB: Final = ("batch/v1", "Job")
 #: The Workloads' index by their controller owner: (namespace, group, kind, name).
 INDEX_OWNER: Final = "kueue-owner"
@@ -69,7 +68,7 @@ class Kinds:
             self.ctx.informer(self.workload).add_index(INDEX_OWNER, _owner_index)
         self.local_queue, self.flavor = kind(API, "LocalQueue"), kind(API, "ResourceFlavor")
         self.priority_class = kind(API, "WorkloadPriorityClass")
-        self.cohort = kind(COHORT_API, "Cohort")
+        self.cohort = kind(API, "Cohort")
         self.admission_check = kind(API, "AdmissionCheck")
         self.multikueue_config, self.multikueue_cluster = kind(API, "MultiKueueConfig"), kind(API, "MultiKueueCluster")
         self.pod = kind("v1", "Pod")
@@ -326,6 +325,6 @@ def constrain_placement(spec: dict[str, Any], cluster_labels: Mapping[str, str])
 
 
 __all__ = [
-    "API", "COHORT_API", "JOB", "AdmissionGate", "Gate", "Kinds", "constrain_placement", "default_managed_by", "hold_queued_workload",
+    "API", "JOB", "AdmissionGate", "Gate", "Kinds", "constrain_placement", "default_managed_by", "hold_queued_workload",
     "owner_of",
 ]

@@ -155,14 +155,15 @@ async def test_kubectl_refuses_broken_kueue_objects_naming_the_field(kubeconfig:
 
 
 # Kueue's fair sharing (site/content/en/docs/concepts/fair_sharing.md) with hierarchical cohorts:
-# a ClusterQueue's fairSharing.weight and a v1alpha1 Cohort with a parent and a weight.
+# a ClusterQueue's fairSharing.weight and a v1alpha1 Cohort with a parent (v1alpha1's ``parent``,
+# v1beta1's ``parentName``) and a weight.
 FAIR_SHARING_YAML = """\
 apiVersion: kueue.x-k8s.io/v1alpha1
 kind: Cohort
 metadata:
   name: research
 spec:
-  parentName: org
+  parent: org
   fairSharing:
     weight: "2"
 ---
@@ -221,7 +222,7 @@ async def test_kubectl_applies_fair_sharing_weights_and_cohorts(kubeconfig: Path
         "  - coveredResources: [nvidia.com/gpu]\n    flavors:\n    - name: f\n"
         "      resources: [{name: nvidia.com/gpu, nominalQuota: 4, lendingLimit: 2}]\n"
     )
-    assert "need spec.parentName" in await kubectl_apply_refused(kubeconfig, root_limits)
+    assert "need spec.parent\n" in await kubectl_apply_refused(kubeconfig, root_limits)
     bad_weight = BAD_QUEUE.format(name="heavy", quota="{name: nvidia.com/gpu, nominalQuota: 4}") + "  fairSharing: {weight: '-1'}\n"
     err = await kubectl_apply_refused(kubeconfig, bad_weight)
     assert "fairSharing" in err and "weight" in err

@@ -162,9 +162,18 @@ async def test_cohorts_and_the_same_field_kinds_at_every_version(hub: Client) ->
     cohort = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Cohort", "metadata": {"name": "org"},
               "spec": {"parentName": "root", "fairSharing": {"weight": "2"}}}
     await ok(await hub.post(f"{V1B2}/cohorts", json=cohort), 201)
-    for version in ("v1alpha1", "v1beta1", "v1beta2"):
+    for version in ("v1beta1", "v1beta2"):
         read = await ok(await hub.get(f"{GROUP}/{version}/cohorts/org"))
         assert (read["apiVersion"], read["spec"]) == (f"kueue.x-k8s.io/{version}", cohort["spec"])
+    # Kueue's v1alpha1 names the parent ``parent`` (renamed when the kind moved to v1beta1).
+    old = await ok(await hub.get(f"{GROUP}/v1alpha1/cohorts/org"))
+    assert old["spec"] == {"parent": "root", "fairSharing": {"weight": "2"}}
+    old["spec"]["parent"] = "other"
+    await ok(await hub.put(f"{GROUP}/v1alpha1/cohorts/org", json=old))
+    assert (await ok(await hub.get(f"{V1B1}/cohorts/org")))["spec"]["parentName"] == "other"
+    refused = await ok(await hub.post(f"{GROUP}/v1alpha1/cohorts?fieldValidation=Strict", json={
+        "apiVersion": "kueue.x-k8s.io/v1alpha1", "kind": "Cohort", "metadata": {"name": "b"}, "spec": {"parentName": "root"}}), 400)
+    assert 'unknown field "spec.parentName"' in refused["message"]
     flavor = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "a100"},
               "spec": {"nodeLabels": {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB"}}}
     await ok(await hub.post(f"{V1B2}/resourceflavors", json=flavor), 201)

@@ -25,7 +25,7 @@ from .test_admission_preemption import admitted, job, team_a_borrows
 
 pytestmark = pytest.mark.waiting
 
-COHORT = "kueue.x-k8s.io/v1alpha1"
+COHORT = "kueue.x-k8s.io/v1beta1"
 
 
 @pytest.fixture

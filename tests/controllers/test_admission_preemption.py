@@ -193,7 +193,7 @@ async def test_a_subtree_takes_back_its_cohort_quota_from_another_subtree(object
     await create(objects, kueue_obj("ResourceFlavor", "onprem", spec={"nodeLabels": {"gpufed.io/pool": "onprem"}}))
     quota = team_queue("unused", 8)["spec"]["resourceGroups"]
     for name, spec in (("org", {}), ("prod", {"parentName": "org"}), ("research", {"parentName": "org", "resourceGroups": quota})):
-        await create(objects, {"apiVersion": "kueue.x-k8s.io/v1alpha1", "kind": "Cohort", "metadata": {"name": name}, "spec": spec})
+        await create(objects, {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "Cohort", "metadata": {"name": name}, "spec": spec})
     for team, cohort in (("team-a", "prod"), ("team-b", "research")):
         cq = team_queue(team, 0)
         cq["spec"].update(cohort=cohort, preemption={"reclaimWithinCohort": "Any"})

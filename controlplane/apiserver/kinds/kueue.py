@@ -1,6 +1,7 @@
 """Kueue's quota kinds, AdmissionChecks, ProvisioningRequestConfigs, Topologies and MultiKueue's configs and clusters, served by the hub with Kueue's printer columns: at ``kueue.x-k8s.io/v1beta1``
 (stored) and ``v1beta2`` (converted on every read and write, :mod:`controlplane.apis.kueue_conversion`),
-and the Cohort at ``v1alpha1`` (stored), ``v1beta1`` and ``v1beta2``.
+and the Cohort at ``v1beta1`` (stored), ``v1beta2`` and ``v1alpha1`` (whose ``spec.parent`` is
+the others' ``spec.parentName``).
 
 Validated by their models (:mod:`controlplane.apis.kueue_v1beta1`, :mod:`controlplane.apis.kueue_v1beta2`,
 :mod:`controlplane.apis.kueue_v1alpha1`); the admission controller is
@@ -103,8 +104,8 @@ LOCAL_QUEUE = ResourceType(
     ),
 )
 COHORT = ResourceType(
-    kueue.API_GROUP, kueue_v1alpha1.VERSION, "Cohort", "cohorts", "cohort", namespaced=False, has_status=True,
-    model=kueue_v1alpha1.Cohort,
+    kueue.API_GROUP, kueue.VERSION, "Cohort", "cohorts", "cohort", namespaced=False, has_status=True,
+    model=kueue_v1beta2.CohortV1beta1,
     defaults=defaulting.cohort,
     defaults_on_read=defaulting.cohort,
     columns=(
@@ -219,11 +220,10 @@ MULTIKUEUE_CLUSTER_V1BETA2 = _v1beta2(
     kueue_multikueue.cluster_to_v1beta1, kueue_multikueue.cluster_to_v1beta2,
     validate=kueue_multikueue.cluster_source_errors,
 )
-_COHORT_TO_STORAGE = convert.to_version(kueue_v1alpha1.API_VERSION)
-COHORT_V1BETA2 = _v1beta2(COHORT, kueue_v1beta2.Cohort, _COHORT_TO_STORAGE, _TO_V1BETA2)
-COHORT_V1BETA1 = replace(
-    _v1beta2(COHORT, kueue_v1beta2.CohortV1beta1, _COHORT_TO_STORAGE, convert.to_version(kueue.API_VERSION)),
-    version=kueue.VERSION,
+COHORT_V1BETA2 = _v1beta2(COHORT, kueue_v1beta2.Cohort, convert.to_version(kueue.API_VERSION), _TO_V1BETA2)
+COHORT_V1ALPHA1 = replace(
+    _v1beta2(COHORT, kueue_v1alpha1.Cohort, convert.cohort_v1alpha1_to_v1beta1, convert.cohort_to_v1alpha1),
+    version=kueue_v1alpha1.VERSION,
 )
 
 
@@ -234,6 +234,6 @@ def kueue_resources() -> list[ResourceType]:
         RESOURCE_FLAVOR_V1BETA2, CLUSTER_QUEUE_V1BETA2, LOCAL_QUEUE_V1BETA2, WORKLOAD_PRIORITY_CLASS_V1BETA2,
         WORKLOAD_V1BETA2, COHORT_V1BETA2, ADMISSION_CHECK_V1BETA2, PROVISIONING_REQUEST_CONFIG_V1BETA2, TOPOLOGY_V1BETA2,
         MULTIKUEUE_CONFIG_V1BETA2, MULTIKUEUE_CLUSTER_V1BETA2,
-        RESOURCE_FLAVOR, CLUSTER_QUEUE, LOCAL_QUEUE, WORKLOAD_PRIORITY_CLASS, WORKLOAD, COHORT_V1BETA1, ADMISSION_CHECK,
-        PROVISIONING_REQUEST_CONFIG, TOPOLOGY, MULTIKUEUE_CONFIG, MULTIKUEUE_CLUSTER, COHORT, TOPOLOGY_V1ALPHA1,
+        RESOURCE_FLAVOR, CLUSTER_QUEUE, LOCAL_QUEUE, WORKLOAD_PRIORITY_CLASS, WORKLOAD, COHORT, ADMISSION_CHECK,
+        PROVISIONING_REQUEST_CONFIG, TOPOLOGY, MULTIKUEUE_CONFIG, MULTIKUEUE_CLUSTER, COHORT_V1ALPHA1, TOPOLOGY_V1ALPHA1,
     ]
