@@ -1,9 +1,9 @@
 """Kueue quotas in the what-if replay: each job waits in its tenant's queue until admitted.
 
 ``gpufed whatif run --quotas FILE`` reads a YAML file of Kueue objects as a user would apply
-them to the hub (ResourceFlavor, ClusterQueue, LocalQueue, and ``kueue.x-k8s.io/v1alpha1``
-Cohort; WorkloadPriorityClass is accepted and ignored), at ``kueue.x-k8s.io/v1beta2`` or
-v1beta1 (Cohort: v1alpha1), validated by the hub's own models
+them to the hub (ResourceFlavor, ClusterQueue, LocalQueue and Cohort; WorkloadPriorityClass is
+accepted and ignored), at ``kueue.x-k8s.io/v1beta2`` or v1beta1 (a Cohort at v1alpha1 too, its
+parent ``spec.parent``), validated by the hub's own models
 (:mod:`controlplane.apis.kueue_v1beta2`, ``kueue_v1beta1``, ``kueue_v1alpha1``), converted to the
 form the hub stores (:mod:`controlplane.apis.kueue_conversion`) and translated by the hub's own translation
 (:mod:`controlplane.admission.objects`). A job's tenant is a namespace: the job goes to that
@@ -75,7 +75,7 @@ _MODELS: dict[str, type[SpecModel]] = {
     "ClusterQueue": kueue.ClusterQueue,
     "LocalQueue": kueue.LocalQueue,
     "WorkloadPriorityClass": kueue.WorkloadPriorityClass,
-    "Cohort": kueue_v1alpha1.Cohort,
+    "Cohort": kueue_v1beta2.CohortV1beta1,
 }
 #: The kinds also accepted at ``kueue.x-k8s.io/v1beta2``: the model, and the conversion to the
 #: form above (as the hub stores them; a ClusterQueue's v1beta2-only fields, its flavor
@@ -85,9 +85,12 @@ _V1BETA2: dict[str, tuple[type[SpecModel], Callable[[dict[str, Any]], dict[str, 
     "ClusterQueue": (kueue_v1beta2.ClusterQueue, convert.cluster_queue_to_v1beta1),
     "LocalQueue": (kueue_v1beta2.LocalQueue, convert.local_queue_to_v1beta1),
     "WorkloadPriorityClass": (kueue_v1beta2.WorkloadPriorityClass, convert.to_version(kueue.API_VERSION)),
-    "Cohort": (kueue_v1beta2.Cohort, convert.to_version(kueue_v1alpha1.API_VERSION)),
+    "Cohort": (kueue_v1beta2.Cohort, convert.to_version(kueue.API_VERSION)),
 }
-_API_VERSIONS = {"Cohort": kueue_v1alpha1.API_VERSION}
+#: The kinds also accepted at ``kueue.x-k8s.io/v1alpha1``, likewise.
+_V1ALPHA1: dict[str, tuple[type[SpecModel], Callable[[dict[str, Any]], dict[str, Any]]]] = {
+    "Cohort": (kueue_v1alpha1.Cohort, convert.cohort_v1alpha1_to_v1beta1),
+}
 
 
 class QuotaError(ValueError):
@@ -132,7 +135,7 @@ def parse_quotas(documents: Iterable[Any], *, source: str = "quotas") -> Quotas:
                 f"{source}: document {index}: kind {kind!r} is not a quota kind "
                 "(give ResourceFlavor, ClusterQueue, LocalQueue and Cohort objects)"
             )
-        api_version = _API_VERSIONS.get(kind, kueue.API_VERSION)
+        api_version = kueue.API_VERSION
         model = _MODELS[kind]
         is_v1beta2 = doc.get("apiVersion") == kueue_v1beta2.API_VERSION
         if kind == "ClusterQueue":  # Kueue's CRD defaults come before its validation
@@ -140,6 +143,8 @@ def parse_quotas(documents: Iterable[Any], *, source: str = "quotas") -> Quotas:
             defaulting.cluster_queue("MayStopSearch" if is_v1beta2 else "Borrow")(doc)
         if is_v1beta2:
             model, to_stored = _V1BETA2[kind]
+        elif kind in _V1ALPHA1 and doc.get("apiVersion") == kueue_v1alpha1.API_VERSION:
+            model, to_stored = _V1ALPHA1[kind]
         elif doc.get("apiVersion") != api_version:
             raise QuotaError(
                 f"{source}: {kind} {_name(doc)!r}: apiVersion must be {kueue_v1beta2.API_VERSION} or {api_version}, "

@@ -421,3 +421,14 @@ def test_the_example_quotas_fit_four_synthetic_tenants() -> None:
     tenancy = resolve(quotas, jobs)
     assert tenancy.queue_of == {f"team-{k}": f"team-{k}" for k in range(1, 5)}
     assert {q.cohort for q in quotas.queues.values()} == {"openb"}
+
+
+@pytest.mark.parametrize(("version", "parent"), [("v1alpha1", "parent"), ("v1beta1", "parentName"), ("v1beta2", "parentName")])
+def test_a_cohort_names_its_parent_in_its_versions_field(version: str, parent: str) -> None:
+    """Kueue's v1alpha1 Cohort names its parent ``spec.parent``; v1beta1 and v1beta2 ``spec.parentName``."""
+    cohort = {"apiVersion": f"kueue.x-k8s.io/{version}", "kind": "Cohort", "metadata": {"name": "research"},
+              "spec": {parent: "org"}}
+    assert parse_quotas([*_quotas(cohort="research"), cohort]).cohorts["research"].parent == "org"
+    other = "parentName" if parent == "parent" else "parent"
+    with pytest.raises(QuotaError, match=other):
+        parse_quotas([*_quotas(cohort="research"), {**cohort, "spec": {other: "org"}}])
