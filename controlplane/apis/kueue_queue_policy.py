@@ -23,6 +23,8 @@ CohortReference = Annotated[str, Field(max_length=253, pattern=DNS_SUBDOMAIN)]
 """A cohort's name (Kueue's ``CohortReference``)."""
 ClusterQueueReference = Annotated[str, Field(max_length=253, pattern=DNS_SUBDOMAIN)]
 """A ClusterQueue's name (Kueue's ``ClusterQueueReference``)."""
+TopologyReference = Annotated[str, Field(max_length=253, pattern=DNS_SUBDOMAIN)]
+"""A Topology's name (Kueue's ``TopologyReference``)."""
 AdmissionCheckReference = Annotated[str, Field(max_length=316)]
 """An AdmissionCheck's name (Kueue's ``AdmissionCheckReference``)."""
 

@@ -11,6 +11,11 @@ webhooks that go with them, as kube reports them: a failed rule is ``<field>: In
   the coveredResources``.
 * LocalQueue ``spec.clusterQueue`` and AdmissionCheck ``spec.controllerName``: ``field is
   immutable`` (``self == oldSelf``: checked when the old and the new object both have it).
+* ResourceFlavor ``spec``: ``at least one nodeLabel is required when topology is set`` and
+  ``resourceFlavorSpec are immutable when topologyName is set``; ``spec.nodeTaints``: each
+  effect NoSchedule, PreferNoSchedule or NoExecute; ``spec.tolerations``: kube's rules of a pod's
+  tolerations, one message each (an empty key needs Exists, tolerationSeconds needs NoExecute,
+  the operator Equal or Exists, no value with Exists, a known effect).
 
 In: an object's wire dict (and the stored one, on an update). Out: kube field errors. Pure.
 """
@@ -108,6 +113,52 @@ def cluster_queue(cohort: str) -> Rules:
         return failed or _lending_needs_cohort(spec, cohort)
 
     return errors
+
+
+_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+_TAINT_EFFECTS = "supported taint effect values: 'NoSchedule', 'PreferNoSchedule', 'NoExecute'"
+#: A flavor's toleration rules, in the CRD's order: each holds for every toleration or fails.
+_TOLERATION_RULES: tuple[tuple[str, Callable[[Obj], bool]], ...] = (
+    (
+        "operator must be Exists when 'key' is empty, which means 'match all values and all keys'",
+        lambda t: "key" in t or t.get("operator") == "Exists",
+    ),
+    (
+        "effect must be 'NoExecute' when 'tolerationSeconds' is set",
+        lambda t: "tolerationSeconds" not in t or t.get("effect") == "NoExecute",
+    ),
+    (
+        "supported toleration values: 'Equal'(default), 'Exists'",
+        lambda t: "operator" not in t or t["operator"] in ("Equal", "Exists"),
+    ),
+    (
+        "a value must be empty when 'operator' is 'Exists'",
+        lambda t: t.get("operator") != "Exists" or "value" not in t,
+    ),
+    (_TAINT_EFFECTS, lambda t: "effect" not in t or t["effect"] in _EFFECTS),
+)
+
+
+def resource_flavor(obj: Obj, old: Obj | None) -> list[FieldError]:
+    """A ResourceFlavor's rules: a topology needs node labels and keeps the spec as it is; its
+    taints' effects and tolerations as kube's pod tolerations are."""
+    spec = mapping(obj.get("spec"))
+    out = []
+    if "topologyName" in spec and len(mapping(spec.get("nodeLabels"))) < 1:
+        out.append(failed_rule("spec", spec, "at least one nodeLabel is required when topology is set"))
+    old_spec = mapping((old or {}).get("spec"))
+    if old is not None and "topologyName" in old_spec and spec != old_spec:
+        out.append(failed_rule("spec", spec, "resourceFlavorSpec are immutable when topologyName is set"))
+    taints = items(spec.get("nodeTaints"))
+    if any(mapping(taint).get("effect") not in _EFFECTS for taint in taints):
+        out.append(failed_rule("spec.nodeTaints", taints, _TAINT_EFFECTS))
+    tolerations = [mapping(t) for t in items(spec.get("tolerations"))]
+    out.extend(
+        failed_rule("spec.tolerations", tolerations, message)
+        for message, holds in _TOLERATION_RULES
+        if not all(holds(t) for t in tolerations)
+    )
+    return out
 
 
 def kept(field: str) -> Rules:

@@ -28,6 +28,7 @@ from controlplane.apis.kueue_queue_policy import (
     FlavorFungibility,
     Quantity,
     ResourceFlavorReference,
+    TopologyReference,
 )
 from controlplane.apis.kueue_status import (
     MAX_LOCAL_QUEUE_USAGE_ITEMS,
@@ -51,8 +52,7 @@ from controlplane.apis.meta import (
     LabelSelector,
     ObjectMeta,
     SpecModel,
-    Taint,
-    Toleration,
+    Timestamp,
     WireModel,
     listed_by,
     published_as,
@@ -151,16 +151,35 @@ def unique_names(items: list[Any], what: str) -> None:
 # ---------------------------------------------------------------------------------------------
 
 
+class FlavorTaint(SpecModel):
+    """A flavor's node taint: kube's Taint, its effect checked by the CRD's rule (:mod:`.kueue_rules`)."""
+
+    key: str
+    value: str | None = None
+    effect: str
+    time_added: Timestamp | None = None
+
+
+class FlavorToleration(SpecModel):
+    """A flavor's toleration: kube's Toleration, checked by the CRD's rules (:mod:`.kueue_rules`)."""
+
+    key: str | None = None
+    operator: str | None = None
+    value: str | None = None
+    effect: str | None = None
+    toleration_seconds: int | None = None
+
+
 class ResourceFlavorSpec(SpecModel):
     node_labels: dict[str, str] | None = Field(default=None, max_length=8, json_schema_extra=MAPPED_ATOMIC)
     """Labels of the capacity this flavor stands for. At the hub they select fleet GPU classes:
     a GPU product (nvidia.com/gpu.product), a MIG profile, or cluster labels such as
     cluster.gpufed.io/tier; an admitted workload is placed only where they all match."""
-    node_taints: list[Taint] | None = Field(default=None, max_length=8, json_schema_extra=LISTED_ATOMIC)
+    node_taints: list[FlavorTaint] | None = Field(default=None, max_length=8, json_schema_extra=LISTED_ATOMIC)
     """Taints of that capacity; a workload must tolerate them to be admitted in the flavor."""
-    tolerations: list[Toleration] | None = Field(default=None, max_length=8, json_schema_extra=LISTED_ATOMIC)
+    tolerations: list[FlavorToleration] | None = Field(default=None, max_length=8, json_schema_extra=LISTED_ATOMIC)
     """Tolerations added to the pods of a workload admitted in this flavor."""
-    topology_name: str | None = None
+    topology_name: TopologyReference | None = None
     """The Topology of the flavor (topology-aware scheduling; kept, not used by the hub)."""
 
 

@@ -60,6 +60,9 @@ DELIBERATE: dict[Key, tuple[str, str]] = {
         "minimum=-2147483648 maximum=2147483647",
         "an int32's range is checked",
     ),
+    # Kueue's later Topology versions take 16 levels (v1beta1 topology_types.go at e03267fd); the
+    # hub serves the one bound at every version.
+    ("Topology", "v1alpha1", ".spec.levels"): ("minItems=1 maxItems=16", "16 levels at every version"),
 }
 #: Lines the list takes from Kueue's Go types (the header says which): their types only.
 GO_TYPES = {("ClusterQueue", "v1beta2", ".spec.flavorFungibility.preference")}
@@ -101,6 +104,8 @@ def test_a_condition_is_served_as_kubes_with_its_required_fields() -> None:
 Obj = dict[str, Any]
 Client = TestClient[Any, Any]
 RESOURCES = {
+    "ResourceFlavor": "resourceflavors",
+    "Topology": "topologies",
     "ClusterQueue": "clusterqueues",
     "LocalQueue": "namespaces/default/localqueues",
     "AdmissionCheck": "admissionchecks",
@@ -112,6 +117,8 @@ VALID: dict[str, Obj] = {
     "LocalQueue": {"metadata": {"namespace": "default"}, "spec": {"clusterQueue": "cq"}},
     "AdmissionCheck": {"spec": {"controllerName": "example.com/check"}},
     "WorkloadPriorityClass": {"value": 100},
+    "ResourceFlavor": {"spec": {}},
+    "Topology": {"spec": {"levels": [{"nodeLabel": "example.com/rack"}]}},
 }
 
 
@@ -156,6 +163,7 @@ def _group(covered: list[str], *quotas: Obj) -> list[Obj]:
     return [{"coveredResources": covered, "flavors": [{"name": "f", "resources": list(quotas)}]}]
 
 
+TAINT_EFFECTS = "supported taint effect values: 'NoSchedule', 'PreferNoSchedule', 'NoExecute'"
 #: Per CEL rule of the list, ``(spec written, spec before it or None, field, its type)``: a
 #: write the rule refuses, and the field and type kube names.
 CEL_EXAMPLES: dict[tuple[str, str, str], tuple[Obj, Obj | None, str, str]] = {
@@ -192,6 +200,75 @@ CEL_EXAMPLES: dict[tuple[str, str, str], tuple[Obj, Obj | None, str, str]] = {
         {"controllerName": "example.com/check"},
         "spec.controllerName",
         "string",
+    ),
+    ("ResourceFlavor", ".spec", "at least one nodeLabel is required when topology is set"): (
+        {"topologyName": "dc", "nodeLabels": {}},
+        None,
+        "spec",
+        "object",
+    ),
+    ("ResourceFlavor", ".spec", "resourceFlavorSpec are immutable when topologyName is set"): (
+        {"topologyName": "dc", "nodeLabels": {"a": "2"}},
+        {"topologyName": "dc", "nodeLabels": {"a": "1"}},
+        "spec",
+        "object",
+    ),
+    ("ResourceFlavor", ".spec.nodeTaints", TAINT_EFFECTS): (
+        {"nodeTaints": [{"key": "gpu", "effect": "Sometimes"}]},
+        None,
+        "spec.nodeTaints",
+        "array",
+    ),
+    (
+        "ResourceFlavor",
+        ".spec.tolerations",
+        "operator must be Exists when 'key' is empty, which means 'match all values and all keys'",
+    ): ({"tolerations": [{"operator": "Equal", "value": "v"}]}, None, "spec.tolerations", "array"),
+    ("ResourceFlavor", ".spec.tolerations", "effect must be 'NoExecute' when 'tolerationSeconds' is set"): (
+        {"tolerations": [{"key": "k", "effect": "NoSchedule", "tolerationSeconds": 5}]},
+        None,
+        "spec.tolerations",
+        "array",
+    ),
+    ("ResourceFlavor", ".spec.tolerations", "supported toleration values: 'Equal'(default), 'Exists'"): (
+        {"tolerations": [{"key": "k", "operator": "In"}]},
+        None,
+        "spec.tolerations",
+        "array",
+    ),
+    ("ResourceFlavor", ".spec.tolerations", "a value must be empty when 'operator' is 'Exists'"): (
+        {"tolerations": [{"key": "k", "operator": "Exists", "value": "v"}]},
+        None,
+        "spec.tolerations",
+        "array",
+    ),
+    ("ResourceFlavor", ".spec.tolerations", TAINT_EFFECTS): (
+        {"tolerations": [{"key": "k", "effect": "Sometimes"}]},
+        None,
+        "spec.tolerations",
+        "array",
+    ),
+    ("Topology", ".spec.levels", "field is immutable"): (
+        {"levels": [{"nodeLabel": "example.com/block"}]},
+        {"levels": [{"nodeLabel": "example.com/rack"}]},
+        "spec.levels",
+        "array",
+    ),
+    ("Topology", ".spec.levels", "must be unique"): (
+        {"levels": [{"nodeLabel": "example.com/rack"}, {"nodeLabel": "example.com/rack"}]},
+        None,
+        "spec.levels",
+        "array",
+    ),
+    (
+        "Topology",
+        ".spec.levels",
+        "the kubernetes.io/hostname label can only be used at the lowest level of topology",
+    ): (
+        {"levels": [{"nodeLabel": "kubernetes.io/hostname"}, {"nodeLabel": "example.com/rack"}]},
+        None,
+        "spec.levels",
+        "array",
     ),
 }
 

@@ -73,6 +73,7 @@ def _cluster_queue_errors(obj: dict[str, Any], old: dict[str, Any] | None) -> li
 RESOURCE_FLAVOR = ResourceType(
     kueue.API_GROUP, kueue.VERSION, "ResourceFlavor", "resourceflavors", "resourceflavor", namespaced=False, short_names=("flavor", "flavors", "rf"),
     model=kueue.ResourceFlavor,
+    validate=rules.resource_flavor,
 )
 CLUSTER_QUEUE = ResourceType(
     kueue.API_GROUP, kueue.VERSION, "ClusterQueue", "clusterqueues", "clusterqueue", namespaced=False, short_names=("cq",), has_status=True, model=kueue.ClusterQueue,

@@ -37,6 +37,9 @@ KUBE_EQUIVALENTS: dict[str, str] = {
     "LabelSelectorRequirement": _META + "LabelSelectorRequirement",
     "Toleration": "io.k8s.api.core.v1.Toleration",
     "Taint": "io.k8s.api.core.v1.Taint",
+    # A Kueue ResourceFlavor's, checked by its CRD's rules rather than by the models' enums.
+    "FlavorToleration": "io.k8s.api.core.v1.Toleration",
+    "FlavorTaint": "io.k8s.api.core.v1.Taint",
     # Free-form fields published as kube's type (``published_as``), as the upstream CRDs embed it.
     "PodTemplateSpec": POD_TEMPLATE_SPEC,
     "IngressSpec": "io.k8s.api.networking.v1.IngressSpec",
