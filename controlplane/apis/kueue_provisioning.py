@@ -10,14 +10,14 @@ something sets its state, as for any check whose controller is absent.
 
 from __future__ import annotations
 
-from typing import Any, Final, Literal
+from typing import Annotated, Any, Final, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field
 
 from controlplane.apis.kube.objects import child, set_nil_default
 from controlplane.apis.kueue_queue_policy import DNS_SUBDOMAIN
 from controlplane.apis.kueue_v1beta1 import API_VERSION as V1BETA1
-from controlplane.apis.meta import LISTED_AS_SET, ObjectMeta, SpecModel, listed_by
+from controlplane.apis.meta import LISTED_AS_SET, ObjectMeta, SpecModel, crd_default, listed_by
 
 _LABEL_KEY: Final = (
     r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$"
@@ -27,12 +27,18 @@ RETRY_DEFAULTS: Final = {"backoffLimitCount": 3, "backoffBaseSeconds": 60, "back
 
 
 class RetryStrategy(SpecModel):
-    backoff_limit_count: int | None = Field(default=None, ge=-(2**31), le=2**31 - 1)
+    backoff_limit_count: int | None = Field(
+        default=None, ge=-(2**31), le=2**31 - 1, json_schema_extra=crd_default(RETRY_DEFAULTS["backoffLimitCount"])
+    )
     """How often a failed ProvisioningRequest is retried before the workload is deactivated
     (default 3; 0 turns retries off)."""
-    backoff_base_seconds: int | None = Field(default=None, ge=-(2**31), le=2**31 - 1)
+    backoff_base_seconds: int | None = Field(
+        default=None, ge=-(2**31), le=2**31 - 1, json_schema_extra=crd_default(RETRY_DEFAULTS["backoffBaseSeconds"])
+    )
     """The base of the exponential backoff between retries, in seconds (default 60)."""
-    backoff_max_seconds: int | None = Field(default=None, ge=-(2**31), le=2**31 - 1)
+    backoff_max_seconds: int | None = Field(
+        default=None, ge=-(2**31), le=2**31 - 1, json_schema_extra=crd_default(RETRY_DEFAULTS["backoffMaxSeconds"])
+    )
     """The longest backoff between retries, in seconds (default 1800)."""
 
 
@@ -52,25 +58,17 @@ class ProvisioningRequestConfigSpec(SpecModel):
     provisioning_class_name: str = Field(min_length=1, max_length=253, pattern=DNS_SUBDOMAIN)
     """The provisioning mode (a ProvisioningRequest's provisioningClassName), e.g.
     check-capacity.autoscaling.x-k8s.io."""
-    parameters: dict[str, str] | None = Field(default=None, max_length=100)
+    parameters: dict[str, Annotated[str, Field(max_length=255)]] | None = Field(default=None, max_length=100)
     """Other parameters the provisioning class may need (values up to 255 characters)."""
     managed_resources: list[str] | None = Field(default=None, max_length=100, json_schema_extra=LISTED_AS_SET)
     """The resources the autoscaler manages; only pod sets requesting one of them are provisioned
     (empty: all)."""
-    retry_strategy: RetryStrategy | None = None
+    retry_strategy: RetryStrategy | None = Field(default=None, json_schema_extra=crd_default(RETRY_DEFAULTS))
     """How a failed ProvisioningRequest is retried."""
     pod_set_updates: PodSetUpdates | None = None
     """Updates of the workload's pod sets that target the provisioned nodes."""
     pod_set_merge_policy: Literal["IdenticalPodTemplates", "IdenticalWorkloadSchedulingRequirements"] | None = None
     """How pod sets are merged before they are passed to the cluster autoscaler."""
-
-    @field_validator("parameters")
-    @classmethod
-    def _short_values(cls, parameters: dict[str, str] | None) -> dict[str, str] | None:
-        for key, value in (parameters or {}).items():
-            if len(value) > 255:
-                raise ValueError(f"parameter {key!r} is longer than 255 characters")
-        return parameters
 
 
 class ProvisioningRequestConfig(SpecModel):
