@@ -17,7 +17,7 @@ from pydantic import Field
 from controlplane.apis.kube.objects import child, set_nil_default
 from controlplane.apis.kueue_queue_policy import DNS_SUBDOMAIN
 from controlplane.apis.kueue_v1beta1 import API_VERSION as V1BETA1
-from controlplane.apis.meta import LISTED_AS_SET, ObjectMeta, SpecModel, crd_default, listed_by
+from controlplane.apis.meta import LISTED_AS_SET, ObjectMeta, SpecModel, listed_by, served_default
 
 _LABEL_KEY: Final = (
     r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$"
@@ -28,16 +28,16 @@ RETRY_DEFAULTS: Final = {"backoffLimitCount": 3, "backoffBaseSeconds": 60, "back
 
 class RetryStrategy(SpecModel):
     backoff_limit_count: int | None = Field(
-        default=None, ge=-(2**31), le=2**31 - 1, json_schema_extra=crd_default(RETRY_DEFAULTS["backoffLimitCount"])
+        default=None, ge=-(2**31), le=2**31 - 1, json_schema_extra=served_default(RETRY_DEFAULTS["backoffLimitCount"])
     )
     """How often a failed ProvisioningRequest is retried before the workload is deactivated
     (default 3; 0 turns retries off)."""
     backoff_base_seconds: int | None = Field(
-        default=None, ge=-(2**31), le=2**31 - 1, json_schema_extra=crd_default(RETRY_DEFAULTS["backoffBaseSeconds"])
+        default=None, ge=-(2**31), le=2**31 - 1, json_schema_extra=served_default(RETRY_DEFAULTS["backoffBaseSeconds"])
     )
     """The base of the exponential backoff between retries, in seconds (default 60)."""
     backoff_max_seconds: int | None = Field(
-        default=None, ge=-(2**31), le=2**31 - 1, json_schema_extra=crd_default(RETRY_DEFAULTS["backoffMaxSeconds"])
+        default=None, ge=-(2**31), le=2**31 - 1, json_schema_extra=served_default(RETRY_DEFAULTS["backoffMaxSeconds"])
     )
     """The longest backoff between retries, in seconds (default 1800)."""
 
@@ -63,7 +63,7 @@ class ProvisioningRequestConfigSpec(SpecModel):
     managed_resources: list[str] | None = Field(default=None, max_length=100, json_schema_extra=LISTED_AS_SET)
     """The resources the autoscaler manages; only pod sets requesting one of them are provisioned
     (empty: all)."""
-    retry_strategy: RetryStrategy | None = Field(default=None, json_schema_extra=crd_default(RETRY_DEFAULTS))
+    retry_strategy: RetryStrategy | None = Field(default=None, json_schema_extra=served_default(RETRY_DEFAULTS))
     """How a failed ProvisioningRequest is retried."""
     pod_set_updates: PodSetUpdates | None = None
     """Updates of the workload's pod sets that target the provisioned nodes."""
