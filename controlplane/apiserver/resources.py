@@ -35,6 +35,7 @@ from controlplane.apiserver import columns as col
 from controlplane.apiserver.openapi import known_fields
 from controlplane.apiserver.openapi.structural import schema_defaults, served_field_schema, undeclared_fields
 from controlplane.apiserver.patching.schema import FieldSchema, builtin_apply_schema
+from controlplane.apiserver.patching.structural import structural_apply_schema
 
 #: A table cell getter: the object and "now" (for ages) in, a JSON-able cell out.
 CellGetter = Callable[[dict[str, Any], datetime], Any]
@@ -243,11 +244,15 @@ class ResourceType:
     @property
     def apply_schema(self) -> FieldSchema:
         """How server-side apply and managedFields see the kind's fields: :attr:`field_schema`; for
-        a kind served from a model, the list and map types its served schema declares (Kueue's
-        keyed lists, as its CRDs declare them); else the built-in kind's of this group."""
+        a kind built in with its CRD's schema (:attr:`crd_schema`: a JobSet's ``replicatedJobs``
+        keyed by name, an embedded pod spec's containers by theirs) or served from a model (Kueue's
+        keyed lists), the list and map types that schema declares, as kube merges the CRD; else
+        the built-in kind's of this group."""
         schema = self._apply_schema
         if schema is None:
             schema = self.field_schema
+            if schema is None and self.crd_schema is not None:
+                schema = structural_apply_schema(self.crd_schema())
             if schema is None and self.model is not None:
                 schema = served_field_schema(self.group, self.version, self.kind, self.model)
             if schema is None:

@@ -112,7 +112,8 @@ def structural_schema(group: str, version: str, kind: str) -> Schema | None:
         found = source(group, version, kind)
         if found is not None:
             name, definitions = found
-            return _inlined(name, definitions, shared_definitions().definitions, frozenset())
+            upstream = shared_definitions().definitions
+            return _inlined(name, definitions, {**upstream, **_key_defaulted(upstream)}, frozenset())
     return None
 
 
@@ -204,9 +205,10 @@ def _uniqueness_tree(group: str, version: str, kind: str, model: type[BaseModel]
     return tree if tree is not None and _declares_unique_items(tree) else None
 
 
-#: kube's ``+default`` on the key field of a keyed list of a kube type a model embeds (kube's
-#: definitions leave it out; the CRDs, generated from the Go types, carry it): a container port
-#: applied without its protocol is keyed as TCP, as on a cluster running the CRD.
+#: kube's ``+default`` on the key field of a keyed list of a kube type a model or an operator's kind
+#: embeds (kube's definitions leave it out; the CRDs, generated from the Go types, carry it): a
+#: container port applied without its protocol is keyed, and stored, as TCP, as on a cluster
+#: running the CRD.
 _KEY_DEFAULTS = {"io.k8s.api.core.v1.ContainerPort": {"protocol": "TCP"}}
 
 
