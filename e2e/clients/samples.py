@@ -267,13 +267,18 @@ SPECS: dict[tuple[str, str], Builder] = {
     ("kubeflow.org", "XGBoostJob"): lambda name: {"spec": {"xgbReplicaSpecs": _replica_specs(name, "xgboost", "Master", "Worker")}},
     ("kubeflow.org", "PaddleJob"): lambda name: {"spec": {"paddleReplicaSpecs": _replica_specs(name, "paddle", "Master", "Worker")}},
     ("kubeflow.org", "JAXJob"): lambda name: {"spec": {"jaxReplicaSpecs": _replica_specs(name, "jax", "Worker")}},
+    # A worker group as KubeRay's samples write it: its CRD requires minReplicas and maxReplicas (and
+    # defaults them), which kubectl checks itself in a List's items; and workerGroupSpecs is an atomic
+    # list, so a client-side apply's copy with the CRD's defaults (numOfHosts...) filled in would
+    # conflict, as on a cluster, with a server-side apply of a manifest that leaves them out.
     ("ray.io", "RayJob"): lambda name: {
         "spec": {
             "entrypoint": "python train.py",
             "rayClusterSpec": {
                 "headGroupSpec": {"rayStartParams": {}, "template": _pod_template(name)},
                 "workerGroupSpecs": [
-                    {"groupName": "gpu", "replicas": 1, "rayStartParams": {}, "template": _pod_template(name, gpus=True)}
+                    {"groupName": "gpu", "replicas": 1, "minReplicas": 1, "maxReplicas": 1, "numOfHosts": 1, "rayStartParams": {},
+                     "template": _pod_template(name, gpus=True)}
                 ],
             },
         }
@@ -282,7 +287,8 @@ SPECS: dict[tuple[str, str], Builder] = {
         "spec": {
             "headGroupSpec": {"rayStartParams": {}, "template": _pod_template(name)},
             "workerGroupSpecs": [
-                {"groupName": "gpu", "replicas": 1, "rayStartParams": {}, "template": _pod_template(name, gpus=True)}
+                {"groupName": "gpu", "replicas": 1, "minReplicas": 1, "maxReplicas": 1, "numOfHosts": 1, "rayStartParams": {},
+                 "template": _pod_template(name, gpus=True)}
             ],
         }
     },
