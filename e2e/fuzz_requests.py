@@ -298,7 +298,8 @@ class Generator:
 RAW_MALFORMED: tuple[bytes, ...] = (
     b"GARBAGE\r\n\r\n",
     b"GET / HTTP/1.1\r\nHost: x\r\nBad Header Line\r\n\r\n",
-    b"GET /readyz HTTP/1.1\r\nHost: x\r\nX-Long: " + b"a" * 20000 + b"\r\n\r\n",
+    # A head past what kube-apiserver reads (1 MiB and its 4 KiB buffer): Go's 431.
+    b"GET /readyz HTTP/1.1\r\nHost: x\r\nX-Long: " + b"a" * ((1 << 20) + 8192) + b"\r\n\r\n",
     b"POST /api/v1/namespaces HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
     b"POST /api/v1/namespaces HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n",
     b"GET /\x00 HTTP/1.1\r\nHost: x\r\n\r\n",
