@@ -14,11 +14,13 @@ namespaced kind a policy selects; a MultiClusterService's Service and EndpointSl
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 from pydantic import Field
 
 from controlplane.apis.cluster_v1alpha1 import karmada_cluster_name_errors
+from controlplane.apis.events import EventType
 from controlplane.apis.kube import field
 from controlplane.apis.kube.field import FieldError
 from controlplane.apis.kube.names import dns_1035_errors, dns_label_errors, port_number_errors
@@ -173,7 +175,9 @@ class ServiceLocation(WireModel):
 
 
 class MultiClusterIngressStatus(WireModel):
-    load_balancer: dict[str, Any] | None = Field(default=None, json_schema_extra=published_as("IngressLoadBalancerStatus"))
+    load_balancer: dict[str, Any] | None = Field(
+        default=None, json_schema_extra=published_as("IngressLoadBalancerStatus")
+    )
     """The current status of the load-balancer (an Ingress's)."""
     service_locations: list[ServiceLocation] | None = None
     """Where the backend Services are, set by Karmada's controller (stored, not set by the hub)."""
@@ -242,7 +246,11 @@ def _spec_errors(obj: dict[str, Any]) -> list[FieldError]:
         if exposure not in EXPOSURE_TYPES:
             errors.append(field.invalid(f"spec.types[{index}]", exposure, "ExposureType Error"))
     if len({str(t) for t in types}) > 1:
-        errors.append(field.invalid("spec.types", types, "MultiClusterService types should not contain more than one type"))
+        errors.append(
+            field.invalid(
+                "spec.types", types, "MultiClusterService types should not contain more than one type"
+            )
+        )
     # Karmada's webhook names these paths under spec.range, as written here.
     for key in ("providerClusters", "consumerClusters"):
         for path, selector in field.indexed(spec.get(key), f"spec.range.{key}"):
@@ -278,7 +286,9 @@ def exposure_clusters(obj: dict[str, Any]) -> tuple[list[str], list[str]]:
         chosen = selectors or field.items(spec.get(deprecated))
         return sorted({n for n in chosen if isinstance(n, str) and n})
 
-    return names("providerClusters", "serviceProvisionClusters"), names("consumerClusters", "serviceConsumptionClusters")
+    return names("providerClusters", "serviceProvisionClusters"), names(
+        "consumerClusters", "serviceConsumptionClusters"
+    )
 
 
 # --- what the hub reports -------------------------------------------------------------------
@@ -295,12 +305,89 @@ LABEL_MCS_NAME: Final = "multiclusterservice.karmada.io/name"
 LABEL_MCS_NAMESPACE: Final = "multiclusterservice.karmada.io/namespace"
 
 
+#: Karmada's Event reasons on a MultiClusterService (``pkg/events``), recorded by its
+#: multiclusterservice and endpointslice-dispatch controllers.
+SYNC_SERVICE_SUCCEED: Final = "SyncServiceSucceed"
+SYNC_SERVICE_FAILED: Final = "SyncServiceFailed"
+DISPATCH_ENDPOINT_SLICE_SUCCEED: Final = "DispatchEndpointSliceSucceed"
+CLUSTER_NOT_FOUND: Final = "ClusterNotFound"
+
+
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    """The clusters a MultiClusterService names that the hub skips: those it does not have, and
+    those it has that are not Ready."""
+
+    missing_providers: tuple[str, ...] = ()
+    missing_consumers: tuple[str, ...] = ()
+    unready_providers: tuple[str, ...] = ()
+    unready_consumers: tuple[str, ...] = ()
+
+
+def mcs_events(
+    obj: dict[str, Any],
+    *,
+    service_found: bool,
+    bound_by: str | None,
+    collected_from: list[str],
+    skipped: Skipped,
+) -> list[tuple[EventType, str, str]]:
+    """The Events (type, reason, message) Karmada's controllers record on a ``CrossCluster``
+    MultiClusterService for what the hub did: the multiclusterservice controller's (a provider
+    not found or not Ready, then the Service propagated or not), and, once some provider's slices
+    are collected, the endpointslice-dispatch controller's (a consumer not found or not Ready,
+    then the slices dispatched). Nothing for another type, which Karmada's controllers ignore."""
+    if "CrossCluster" not in field.items(field.mapping(obj.get("spec")).get("types")):
+        return []
+    name = field.mapping(obj.get("metadata")).get("name")
+    out = [
+        (EventType.WARNING, CLUSTER_NOT_FOUND, f"Provider cluster {c} is not found")
+        for c in skipped.missing_providers
+    ]
+    out += [
+        (
+            EventType.WARNING,
+            SYNC_SERVICE_FAILED,
+            f"Provider cluster {c} is not ready, skip to propagate MultiClusterService",
+        )
+        for c in skipped.unready_providers
+    ]
+    if not service_found:
+        out.append((EventType.WARNING, SYNC_SERVICE_FAILED, f'services "{name}" not found'))
+    elif bound_by is not None:
+        [applied, _] = mcs_conditions(obj, service_found=True, bound_by=bound_by)
+        out.append((EventType.WARNING, SYNC_SERVICE_FAILED, applied["message"]))
+    else:
+        out.append((EventType.NORMAL, SYNC_SERVICE_SUCCEED, "Service is propagated to target clusters."))
+    if collected_from:
+        out += [
+            (EventType.WARNING, CLUSTER_NOT_FOUND, f"Consumer cluster {c} is not found")
+            for c in skipped.missing_consumers
+        ]
+        out += [
+            (
+                EventType.WARNING,
+                SYNC_SERVICE_FAILED,
+                f"Consumer cluster {c} is not ready, skip to propagate EndpointSlice",
+            )
+            for c in skipped.unready_consumers
+        ]
+        out.append(
+            (EventType.NORMAL, DISPATCH_ENDPOINT_SLICE_SUCCEED, "EndpointSlice are dispatched successfully")
+        )
+    return out
+
+
 def _named(clusters: list[str]) -> str:
     return ", ".join(clusters) if clusters else "every cluster"
 
 
 def mcs_conditions(
-    obj: dict[str, Any], *, service_found: bool, bound_by: str | None = None, collected_from: list[str] | None = None,
+    obj: dict[str, Any],
+    *,
+    service_found: bool,
+    bound_by: str | None = None,
+    collected_from: list[str] | None = None,
 ) -> list[dict[str, str]]:
     """The conditions the hub writes on a MultiClusterService (without their times). ``service_found``:
     the hub has the Service of the MultiClusterService's name; ``bound_by``: the ResourceBinding
@@ -314,30 +401,53 @@ def mcs_conditions(
     service = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
     providers, consumers = exposure_clusters(obj)
     if "CrossCluster" not in field.items(spec.get("types")):
-        return [{
-            "type": SERVICE_APPLIED, "status": "False", "reason": "LoadBalancerNotProvided",
-            "message": f"no multi-cluster load balancer serves the hub: Service {service} is not exposed through one",
-        }]
+        return [
+            {
+                "type": SERVICE_APPLIED,
+                "status": "False",
+                "reason": "LoadBalancerNotProvided",
+                "message": f"no multi-cluster load balancer serves the hub: Service {service} is not exposed through one",
+            }
+        ]
     if not service_found:
-        applied = {"type": SERVICE_APPLIED, "status": "False", "reason": "ServiceNotFound",
-                   "message": f"Service {service} does not exist on the hub"}
+        applied = {
+            "type": SERVICE_APPLIED,
+            "status": "False",
+            "reason": "ServiceNotFound",
+            "message": f"Service {service} does not exist on the hub",
+        }
     elif bound_by is not None:
         applied = {
-            "type": SERVICE_APPLIED, "status": "False", "reason": "ServicePropagatedByPolicy",
+            "type": SERVICE_APPLIED,
+            "status": "False",
+            "reason": "ServicePropagatedByPolicy",
             "message": f"Service {service} is propagated by a PropagationPolicy (ResourceBinding {bound_by}): the hub "
-                       f"leaves it there and writes no Work for the MultiClusterService; stop selecting the Service "
-                       f"with the policy for it to go to the provider clusters ({_named(providers)}) and consumer "
-                       f"clusters ({_named(consumers)})",
+            f"leaves it there and writes no Work for the MultiClusterService; stop selecting the Service "
+            f"with the policy for it to go to the provider clusters ({_named(providers)}) and consumer "
+            f"clusters ({_named(consumers)})",
         }
     else:
-        applied = {"type": SERVICE_APPLIED, "status": "True", "reason": SERVICE_APPLIED_SUCCEED,
-                   "message": "Service is propagated to target clusters."}
+        applied = {
+            "type": SERVICE_APPLIED,
+            "status": "True",
+            "reason": SERVICE_APPLIED_SUCCEED,
+            "message": "Service is propagated to target clusters.",
+        }
     if collected_from:
-        return [applied, {"type": ENDPOINT_SLICE_DISPATCHED, "status": "True", "reason": ENDPOINT_SLICE_DISPATCHED_SUCCEED,
-                          "message": "EndpointSlice are dispatched successfully"}]
+        return [
+            applied,
+            {
+                "type": ENDPOINT_SLICE_DISPATCHED,
+                "status": "True",
+                "reason": ENDPOINT_SLICE_DISPATCHED_SUCCEED,
+                "message": "EndpointSlice are dispatched successfully",
+            },
+        ]
     dispatched = {
-        "type": ENDPOINT_SLICE_DISPATCHED, "status": "False", "reason": "EndpointSlicesNotCollected",
+        "type": ENDPOINT_SLICE_DISPATCHED,
+        "status": "False",
+        "reason": "EndpointSlicesNotCollected",
         "message": f"no provider cluster ({_named(providers)}) has reported EndpointSlices of Service {service}, so "
-                   f"none are dispatched to the consumer clusters ({_named(consumers)})",
+        f"none are dispatched to the consumer clusters ({_named(consumers)})",
     }
     return [applied, dispatched]

@@ -17,6 +17,12 @@ provider clusters' agents report on them). Out, for a ``CrossCluster`` one whose
   slice as Karmada's endpointslice-dispatch controller writes it
   (:func:`~controlplane.apis.mcs_endpointslices.dispatched_slice`), named
   ``<namespace>-<provider>-<slice>-endpointslice``.
+* A cluster that is not Ready is skipped as Karmada's controllers skip it: a provider's slices
+  are not dispatched (those it had leave the consumers), a consumer gets no slice Work written
+  (those it has of slices still collected stay as they are).
+* Karmada's Events on the MultiClusterService (:func:`~controlplane.apis.multicluster_services.mcs_events`:
+  ``SyncServiceSucceed``/``SyncServiceFailed``, ``DispatchEndpointSliceSucceed``, ``ClusterNotFound``),
+  each recorded when the hub's decision changes, not on every reconcile.
 * Any other Work of the MultiClusterService goes: a cluster no longer listed (or gone), a slice
   its provider no longer reports, and every Work once the MultiClusterService is deleted, its
   type is not ``CrossCluster`` or its Service goes.
@@ -34,10 +40,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Hashable, Iterable
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from controlplane.apis import constants as c
 from controlplane.apis.conflictresolution import ConflictResolution
+from controlplane.apis.events import EventType
 from controlplane.apis.kube.field import items
 from controlplane.apis.mcs_endpointslices import (
     LABEL_COLLECT_ENDPOINTSLICES,
@@ -50,13 +58,17 @@ from controlplane.apis.multicluster_services import (
     LABEL_MCS_NAMESPACE,
     MULTI_CLUSTER_SERVICE_KIND,
     PERMANENT_ID_LABEL,
+    Skipped,
     exposure_clusters,
     mcs_conditions,
+    mcs_events,
 )
 from controlplane.apis.views import ObjectView, WorkView
 from controlplane.apis.work_v1alpha1 import API_VERSION as WORK_API_VERSION
 from controlplane.apis.work_v1alpha1 import WORK_KIND
+from controlplane.controllers.binding import ready_since
 from controlplane.controllers.context import CONFLICT_RETRY_SECONDS, ControllerContext
+from controlplane.controllers.events import record_event
 from controlplane.controllers.reconciling import KeyedController
 from controlplane.controllers.workloads import is_deleting, with_condition, without_server_fields
 from controlplane.controllers.works import work_name
@@ -67,6 +79,8 @@ log = logging.getLogger(__name__)
 API_VERSION = "networking.karmada.io/v1alpha1"
 _INDEX_MCS: Final = "multi-cluster-service"
 Key = tuple[str, str]
+#: What the hub has to say on a MultiClusterService: (type, reason, message) of its Events.
+Said = frozenset[tuple[str, str, str]]
 
 
 def mcs_of_work(work: dict[str, Any]) -> Key | None:
@@ -84,12 +98,17 @@ def _indexed(work: dict[str, Any]) -> Iterable[Hashable]:
     return (key,) if key is not None else ()
 
 
-def _mcs_work(cluster: str, name: str, manifest: dict[str, Any], mcs: dict[str, Any], **labels: str) -> dict[str, Any]:
+def _mcs_work(
+    cluster: str, name: str, manifest: dict[str, Any], mcs: dict[str, Any], **labels: str
+) -> dict[str, Any]:
     """A Work of the MultiClusterService ``mcs`` named ``name`` carrying ``manifest`` to ``cluster``."""
     view = ObjectView(mcs)
     all_labels = {
-        LABEL_MCS_NAMESPACE: view.namespace, LABEL_MCS_NAME: view.name, c.LABEL_CLUSTER: cluster,
-        c.LABEL_MANAGED_BY: c.MANAGED_BY_VALUE, **labels,
+        LABEL_MCS_NAMESPACE: view.namespace,
+        LABEL_MCS_NAME: view.name,
+        c.LABEL_CLUSTER: cluster,
+        c.LABEL_MANAGED_BY: c.MANAGED_BY_VALUE,
+        **labels,
     }
     permanent_id = view.labels.get(PERMANENT_ID_LABEL)
     if permanent_id:
@@ -99,21 +118,49 @@ def _mcs_work(cluster: str, name: str, manifest: dict[str, Any], mcs: dict[str, 
     return {"apiVersion": WORK_API_VERSION, "kind": WORK_KIND, "metadata": metadata, "spec": spec}
 
 
-def service_work(cluster: str, service: dict[str, Any], mcs: dict[str, Any], *, provider: bool = False) -> dict[str, Any]:
+def service_work(
+    cluster: str, service: dict[str, Any], mcs: dict[str, Any], *, provider: bool = False
+) -> dict[str, Any]:
     """The Work that carries ``service`` to ``cluster`` for the MultiClusterService ``mcs``; a
     ``provider``'s asks its agent to report the Service's EndpointSlices."""
     view = ObjectView(mcs)
-    return _mcs_work(cluster, work_name(view.namespace, view.name, "Service"), without_server_fields(service), mcs,
-                     **{LABEL_COLLECT_ENDPOINTSLICES: "true" if provider else "false"})
+    return _mcs_work(
+        cluster,
+        work_name(view.namespace, view.name, "Service"),
+        without_server_fields(service),
+        mcs,
+        **{LABEL_COLLECT_ENDPOINTSLICES: "true" if provider else "false"},
+    )
 
 
-def slice_work(consumer: str, provider: str, collected: dict[str, Any], mcs: dict[str, Any]) -> dict[str, Any]:
+def slice_work(
+    consumer: str, provider: str, collected: dict[str, Any], mcs: dict[str, Any]
+) -> dict[str, Any]:
     """The Work that carries the provider's slice ``collected`` to the consumer cluster ``consumer``."""
     view = ObjectView(mcs)
     manifest = dispatched_slice(collected, provider=provider, namespace=view.namespace, service=view.name)
-    work = _mcs_work(consumer, work_name(view.namespace, manifest["metadata"]["name"], "EndpointSlice"), manifest, mcs)
+    work = _mcs_work(
+        consumer, work_name(view.namespace, manifest["metadata"]["name"], "EndpointSlice"), manifest, mcs
+    )
     work["metadata"]["annotations"] = {PROVISION_CLUSTER_ANNOTATION: provider}
     return work
+
+
+def _key_of(work: dict[str, Any]) -> tuple[str, str]:
+    meta = work["metadata"]
+    return str(meta.get("namespace") or ""), str(meta["name"])
+
+
+@dataclass(slots=True)
+class _Desired:
+    """What a reconcile of a MultiClusterService wants: the Works to write, the Works to keep as
+    they are (slices in consumers that are not Ready), the providers whose slices were
+    collected, and the clusters skipped."""
+
+    works: list[dict[str, Any]] = field(default_factory=list)
+    kept: list[dict[str, Any]] = field(default_factory=list)
+    collected_from: list[str] = field(default_factory=list)
+    skipped: Skipped = field(default_factory=Skipped)
 
 
 class MultiClusterServiceController(KeyedController[Key]):
@@ -129,10 +176,19 @@ class MultiClusterServiceController(KeyedController[Key]):
         ctx.works.add_handler(self._on_work)
         ctx.clusters.add_handler(self._on_cluster)
         ctx.bindings.add_handler(self._on_binding)
+        #: The Events last recorded on each MultiClusterService: one is recorded again only once
+        #: the hub's decision changed (a cluster became Ready, the slices were dispatched ...).
+        self._said: dict[Key, Said] = {}
 
-    async def _on_object(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
-        if (event is WatchEventType.MODIFIED and old is not None and old.get("spec") == obj.get("spec")
-                and ObjectView(old).labels == ObjectView(obj).labels):
+    async def _on_object(
+        self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None
+    ) -> None:
+        if (
+            event is WatchEventType.MODIFIED
+            and old is not None
+            and old.get("spec") == obj.get("spec")
+            and ObjectView(old).labels == ObjectView(obj).labels
+        ):
             return  # its own status write
         view = ObjectView(obj)
         await self.loop.add((view.namespace, view.name))
@@ -141,55 +197,105 @@ class MultiClusterServiceController(KeyedController[Key]):
         if self.rt is not None and self.ctx.cached(self.rt, namespace, name) is not None:
             await self.loop.add((namespace, name))
 
-    async def _on_service(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
-        if event is WatchEventType.MODIFIED and old is not None and without_server_fields(old) == without_server_fields(obj):
+    async def _on_service(
+        self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None
+    ) -> None:
+        if (
+            event is WatchEventType.MODIFIED
+            and old is not None
+            and without_server_fields(old) == without_server_fields(obj)
+        ):
             return  # a status or server-side change: the Works carry neither
         view = ObjectView(obj)
         await self._add_if_served(view.namespace, view.name)
 
     async def _on_work(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         key = mcs_of_work(obj) or (mcs_of_work(old) if old is not None else None)
-        if key is not None and (event is not WatchEventType.MODIFIED or old is None or old.get("spec") != obj.get("spec")
-                                or mcs_of_work(old) != mcs_of_work(obj)
-                                or collected_slices(old, key[1]) != collected_slices(obj, key[1])):
+        if key is not None and (
+            event is not WatchEventType.MODIFIED
+            or old is None
+            or old.get("spec") != obj.get("spec")
+            or mcs_of_work(old) != mcs_of_work(obj)
+            or collected_slices(old, key[1]) != collected_slices(obj, key[1])
+        ):
             await self.loop.add(key)
 
-    async def _on_binding(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+    async def _on_binding(
+        self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None
+    ) -> None:
         resource = (obj.get("spec") or {}).get("resource") or {}
-        if event is not WatchEventType.MODIFIED and resource.get("kind") == "Service" and resource.get("apiVersion") == "v1":
+        if (
+            event is not WatchEventType.MODIFIED
+            and resource.get("kind") == "Service"
+            and resource.get("apiVersion") == "v1"
+        ):
             await self._add_if_served(str(resource.get("namespace") or ""), str(resource.get("name") or ""))
 
-    async def _on_cluster(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
-        if event is WatchEventType.MODIFIED or self.rt is None:
-            return  # a cluster joins (its Works are due) or leaves
+    async def _on_cluster(
+        self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None
+    ) -> None:
+        if self.rt is None or (
+            event is WatchEventType.MODIFIED
+            and old is not None
+            and (ready_since(old) is None) == (ready_since(obj) is None)
+        ):
+            return  # a cluster joins (its Works are due), leaves, or becomes Ready or not
         informer = self.ctx.informer_if_any(self.rt)
         for mcs in informer.items() if informer is not None else ():
             view = ObjectView(mcs)
             await self.loop.add((view.namespace, view.name))
 
-    def _exposure(self, mcs: dict[str, Any]) -> tuple[list[str], list[str]]:
-        """The provider and the consumer clusters, those the hub has (an empty list: every cluster)."""
-        known = {ObjectView(cluster).name for cluster in self.ctx.clusters.items()}
-        providers, consumers = exposure_clusters(mcs)
-        return sorted(known & set(providers or known)), sorted(known & set(consumers or known))
+    def _exposure(self, mcs: dict[str, Any]) -> tuple[list[str], list[str], Skipped]:
+        """The provider and the consumer clusters, those the hub has (an empty list: every
+        cluster), and those skipped: named but missing, or not Ready."""
+        clusters = {ObjectView(cluster).name: cluster for cluster in self.ctx.clusters.items()}
+        named_providers, named_consumers = exposure_clusters(mcs)
+        providers = sorted(set(clusters) & set(named_providers or clusters))
+        consumers = sorted(set(clusters) & set(named_consumers or clusters))
 
-    def _desired(self, mcs: dict[str, Any], service: dict[str, Any]) -> tuple[list[dict[str, Any]], list[str]]:
-        """The Works of ``mcs`` (the Service's to every provider and consumer, then each collected
-        slice's to every consumer but its provider) and the providers whose slices were collected."""
+        def unready(names: list[str]) -> tuple[str, ...]:
+            return tuple(n for n in names if ready_since(clusters[n]) is None)
+
+        skipped = Skipped(
+            missing_providers=tuple(n for n in named_providers if n not in clusters),
+            missing_consumers=tuple(n for n in named_consumers if n not in clusters),
+            unready_providers=unready(providers),
+            unready_consumers=unready(consumers),
+        )
+        return providers, consumers, skipped
+
+    def _desired(self, mcs: dict[str, Any], service: dict[str, Any]) -> _Desired:
+        """The Works of ``mcs``: the Service's to every provider and consumer, then each slice
+        collected from a Ready provider to every consumer but its provider. As Karmada's
+        controllers skip a cluster that is not Ready, a provider that is not Ready has its slices
+        left out (their Works in the consumers go), and a consumer that is not Ready gets no slice
+        Work written, while those it has of slices still collected are kept as they are."""
         view = ObjectView(mcs)
-        providers, consumers = self._exposure(mcs)
-        works = [service_work(cluster, service, mcs, provider=cluster in providers)
-                 for cluster in sorted(set(providers) | set(consumers))]
-        collected_from = []
+        providers, consumers, skipped = self._exposure(mcs)
+        out = _Desired(skipped=skipped)
+        out.works = [
+            service_work(cluster, service, mcs, provider=cluster in providers)
+            for cluster in sorted(set(providers) | set(consumers))
+        ]
         for provider in providers:
-            reported = self.ctx.works.get(c.execution_namespace(provider), work_name(view.namespace, view.name, "Service"))
-            slices = collected_slices(reported, view.name) if reported is not None and mcs_of_work(reported) else None
+            if provider in skipped.unready_providers:
+                continue
+            reported = self.ctx.works.get(
+                c.execution_namespace(provider), work_name(view.namespace, view.name, "Service")
+            )
+            slices = (
+                collected_slices(reported, view.name)
+                if reported is not None and mcs_of_work(reported)
+                else None
+            )
             if not slices:
                 continue
-            collected_from.append(provider)
-            works += [slice_work(consumer, provider, collected, mcs)
-                      for consumer in consumers if consumer != provider for collected in slices]
-        return works, collected_from
+            out.collected_from.append(provider)
+            for consumer in consumers:
+                if consumer != provider:
+                    works = [slice_work(consumer, provider, collected, mcs) for collected in slices]
+                    (out.kept if consumer in skipped.unready_consumers else out.works).extend(works)
+        return out
 
     async def reconcile(self, key: Key) -> float | None:
         ctx = self.ctx
@@ -200,12 +306,17 @@ class MultiClusterServiceController(KeyedController[Key]):
         live = obj is not None and not is_deleting(obj)
         service = ctx.cached(self.service_rt, namespace, name)
         binding = ctx.binding_for(namespace, name, "Service")
-        desired: dict[tuple[str, str], dict[str, Any]] = {}
-        collected_from: list[str] = []
-        if obj is not None and live and service is not None and binding is None and \
-                "CrossCluster" in items((obj.get("spec") or {}).get("types")):
-            works, collected_from = self._desired(obj, service)
-            desired = {(w["metadata"]["namespace"], w["metadata"]["name"]): w for w in works}
+        plan = _Desired()
+        if (
+            obj is not None
+            and live
+            and service is not None
+            and binding is None
+            and "CrossCluster" in items((obj.get("spec") or {}).get("types"))
+        ):
+            plan = self._desired(obj, service)
+        desired = {_key_of(w): w for w in plan.works}
+        kept = {_key_of(w) for w in plan.kept}
         try:
             for work in desired.values():
                 await self._write_work(work)
@@ -213,15 +324,43 @@ class MultiClusterServiceController(KeyedController[Key]):
             return CONFLICT_RETRY_SECONDS
         for work in ctx.works.by_index(_INDEX_MCS, key):
             meta = work["metadata"]
-            if (meta.get("namespace"), meta["name"]) not in desired:
+            if (meta.get("namespace"), meta["name"]) not in desired and _key_of(work) not in kept:
                 await ctx.delete(ctx.work_rt, meta.get("namespace"), str(meta["name"]))
-                log.info("work %s/%s of MultiClusterService %s/%s deleted", meta.get("namespace"), meta["name"], *key)
+                log.info(
+                    "work %s/%s of MultiClusterService %s/%s deleted",
+                    meta.get("namespace"),
+                    meta["name"],
+                    *key,
+                )
         if obj is None or not live:
+            self._said.pop(key, None)
             return None
         bound_by = f"{namespace}/{ObjectView(binding).name}" if binding is not None else None
-        return await self._write_status(
-            obj, service_found=service is not None, bound_by=bound_by, collected_from=collected_from
+        if service is None or binding is not None:
+            plan.skipped = self._exposure(obj)[2]
+        await self._record(
+            key,
+            obj,
+            mcs_events(
+                obj,
+                service_found=service is not None,
+                bound_by=bound_by,
+                collected_from=plan.collected_from,
+                skipped=plan.skipped,
+            ),
         )
+        return await self._write_status(
+            obj, service_found=service is not None, bound_by=bound_by, collected_from=plan.collected_from
+        )
+
+    async def _record(self, key: Key, obj: dict[str, Any], events: list[tuple[EventType, str, str]]) -> None:
+        """Record the Events not recorded by the last reconcile of ``key`` (client-go's recorder
+        then folds a repeat into the Event it wrote, its ``count`` grown)."""
+        said = self._said.get(key, frozenset())
+        for type_, reason, message in events:
+            if (str(type_), reason, message) not in said:
+                await record_event(self.ctx, obj, type=type_, reason=reason, message=message)
+        self._said[key] = frozenset((str(t), r, m) for t, r, m in events)
 
     async def _write_work(self, desired: dict[str, Any]) -> None:
         # A Work a policy's binding wrote first (same name) is that binding's.
@@ -237,13 +376,17 @@ class MultiClusterServiceController(KeyedController[Key]):
         view = ObjectView(obj)
         status = dict(view.status)
         conditions = status.get("conditions") or []
-        conditions_now = mcs_conditions(obj, service_found=service_found, bound_by=bound_by, collected_from=collected_from)
+        conditions_now = mcs_conditions(
+            obj, service_found=service_found, bound_by=bound_by, collected_from=collected_from
+        )
         for condition in conditions_now:
             conditions = with_condition(conditions, condition, now=self.ctx.now_text())
         if conditions == status.get("conditions"):
             return None
         try:
-            await self.ctx.objects.update_status(self.rt, {**obj, "status": {**status, "conditions": conditions}})
+            await self.ctx.objects.update_status(
+                self.rt, {**obj, "status": {**status, "conditions": conditions}}
+            )
         except errors.Conflict:
             return CONFLICT_RETRY_SECONDS
         except errors.NotFound:

@@ -141,10 +141,13 @@ async def _until_slices(objects: ObjectStore, expected: dict[str, list[str]], wh
     await eventually(matches, what=what)
 
 
-async def _start(objects: ObjectStore, **spec: Any) -> None:
-    """Three clusters, the Service and its MultiClusterService (``spec``: fields changed from :func:`mcs`'s)."""
+async def _start(objects: ObjectStore, *, unready: tuple[str, ...] = (), **spec: Any) -> None:
+    """Three clusters (``unready``: those not Ready), the Service and its MultiClusterService
+    (``spec``: fields changed from :func:`mcs`'s)."""
     for cluster in ("member1", "member2", "member3"):
         await put_cluster(objects, cluster, node_shape(1))
+        if cluster in unready:
+            await _set_ready(objects, cluster, "False")
     await objects.create(objects.registry.require("v1", "Service"), SERVICE)
     obj = mcs("nginx", "CrossCluster")
     obj["spec"].update(spec)
@@ -236,3 +239,113 @@ async def test_a_cluster_that_is_no_provider_has_its_slices_ignored(
         {"member1": ["member3-nginx-zzzzz"], "member2": ["member3-nginx-zzzzz"]},
         "member1 no longer a provider: member3's slice instead",
     )
+
+
+async def _set_ready(objects: ObjectStore, name: str, status: str) -> None:
+    rt = objects.registry.require("cluster.gpufed.io/v1alpha1", "Cluster")
+    cluster = await objects.get(rt, name=name)
+    ready = {
+        "type": "Ready",
+        "status": status,
+        "reason": "Test",
+        "message": "t",
+        "lastTransitionTime": "2026-01-01T00:00:00Z",
+    }
+    await objects.update_status(
+        rt, {**cluster, "status": {**cluster.get("status", {}), "conditions": [ready]}}
+    )
+
+
+async def _events(objects: ObjectStore) -> list[tuple[str, str, str, int]]:
+    """(type, reason, message, count) of the Events on MultiClusterService default/nginx."""
+    events = (await objects.list(objects.registry.require("v1", "Event"), namespace="default")).items
+    return sorted(
+        (e["type"], e["reason"], e["message"], e["count"])
+        for e in events
+        if e["involvedObject"]["kind"] == "MultiClusterService" and e["involvedObject"]["name"] == "nginx"
+    )
+
+
+def _named(name: str) -> dict[str, Any]:
+    return {**MEMBER_SLICE, "metadata": {**MEMBER_SLICE["metadata"], "name": name}}
+
+
+async def test_a_consumer_that_is_not_ready_is_skipped_and_keeps_the_slices_it_has(
+    objects: ObjectStore,
+    manager: ControllerManager,
+) -> None:
+    await _start(objects, unready=("member3",), consumerClusters=[{"name": "member2"}, {"name": "member3"}])
+    await _report(objects, "member1", [MEMBER_SLICE])
+    await _until_slices(objects, {"member2": ["member1-nginx-x7k2p"]}, "no slice for member3, not Ready")
+
+    async def warned(count: int) -> bool:
+        return (
+            "Warning",
+            "SyncServiceFailed",
+            "Consumer cluster member3 is not ready, skip to propagate EndpointSlice",
+            count,
+        ) in await _events(objects)
+
+    await eventually(lambda: warned(1), what="the Warning about member3")
+
+    await _set_ready(objects, "member3", "True")
+    both = {"member2": ["member1-nginx-x7k2p"], "member3": ["member1-nginx-x7k2p"]}
+    await _until_slices(objects, both, "member3 Ready: its slice")
+
+    # Not Ready again: what it has stays as it is, a new slice is not written to it.
+    await _set_ready(objects, "member3", "False")
+    await eventually(lambda: warned(2), what="the Warning about member3 again, folded into the first")
+    await _report(objects, "member1", [MEMBER_SLICE, _named("nginx-bbbbb")])
+    await _until_slices(
+        objects,
+        {"member2": ["member1-nginx-bbbbb", "member1-nginx-x7k2p"], "member3": ["member1-nginx-x7k2p"]},
+        "the new slice in the Ready consumer only",
+    )
+    # A slice its provider no longer reports leaves every consumer, Ready or not.
+    await _report(objects, "member1", [_named("nginx-bbbbb")])
+    await _until_slices(objects, {"member2": ["member1-nginx-bbbbb"]}, "the gone slice left member3 too")
+
+
+async def test_a_provider_that_is_not_ready_has_its_slices_withdrawn(
+    objects: ObjectStore,
+    manager: ControllerManager,
+) -> None:
+    await _start(objects)
+    await _report(objects, "member1", [MEMBER_SLICE])
+    await _until_slices(objects, {"member2": ["member1-nginx-x7k2p"]}, "the slice in member2")
+    await _set_ready(objects, "member1", "False")
+    await _until_slices(objects, {}, "member1 not Ready: its slice withdrawn")
+
+    async def warned() -> bool:
+        return (
+            "Warning",
+            "SyncServiceFailed",
+            "Provider cluster member1 is not ready, skip to propagate MultiClusterService",
+            1,
+        ) in await _events(objects)
+
+    await eventually(warned, what="the Warning about member1")
+    await _set_ready(objects, "member1", "True")
+    await _until_slices(objects, {"member2": ["member1-nginx-x7k2p"]}, "member1 Ready again")
+
+
+async def test_karmadas_events_are_recorded_once_per_decision(
+    objects: ObjectStore,
+    manager: ControllerManager,
+) -> None:
+    await _start(objects, consumerClusters=[{"name": "member2"}, {"name": "member9"}])
+    await _report(objects, "member1", [MEMBER_SLICE])
+    await _until_slices(objects, {"member2": ["member1-nginx-x7k2p"]}, "the slice in member2")
+    # More reconciles, the same decisions: a new slice reported, then the same again.
+    await _report(objects, "member1", [MEMBER_SLICE, _named("nginx-bbbbb")])
+    await _until_slices(objects, {"member2": ["member1-nginx-bbbbb", "member1-nginx-x7k2p"]}, "two slices")
+    expected = [
+        ("Normal", "DispatchEndpointSliceSucceed", "EndpointSlice are dispatched successfully", 1),
+        ("Normal", "SyncServiceSucceed", "Service is propagated to target clusters.", 1),
+        ("Warning", "ClusterNotFound", "Consumer cluster member9 is not found", 1),
+    ]
+
+    async def recorded() -> bool:
+        return await _events(objects) == expected
+
+    await eventually(recorded, what=f"the Events {expected}")
