@@ -6,7 +6,9 @@ The hub marks the Work that carries a MultiClusterService's Service to a provide
 agent reports the Service's EndpointSlices in the member, those kube's endpointslice controller
 manages (the dispatched ones of other clusters are not collected back), in the Work's status:
 the Service's manifest status gains ``endpointSlices`` (each slice's name, ``addressType``,
-``endpoints`` and ``ports``; :func:`~controlplane.apis.mcs_endpointslices.collected_slice`).
+``endpoints`` and ``ports``; :func:`~controlplane.apis.mcs_endpointslices.collected_slice`), as
+many as :func:`~controlplane.apis.mcs_endpointslices.bounded_slices` lets a Work status carry
+(the rest named in its ``EndpointSlicesCollected=False`` condition).
 The agent writes nothing else: the status of its own Works is all it may write at the hub, and
 the hub's controller (:mod:`controlplane.controllers.multiclusterservices`) writes the consumer
 clusters' Works.
@@ -26,8 +28,10 @@ from typing import Any
 
 from controlplane.apis.kube.endpointslices import LABEL_MANAGED_BY, LABEL_SERVICE_NAME, MANAGED_BY_CONTROLLER
 from controlplane.apis.mcs_endpointslices import (
+    COLLECTED_CONDITION,
     COLLECTED_FIELD,
     LABEL_COLLECT_ENDPOINTSLICES,
+    bounded_slices,
     collected_slice,
 )
 from member_agent.informing import Informer
@@ -121,6 +125,7 @@ class EndpointSliceCollector:
             ),
             key=lambda s: str(s["name"]),
         )
+        slices, truncated = bounded_slices(slices, service=f"{namespace}/{name}")
         manifests = []
         for entry in status.get("manifestStatuses") or []:
             ident = entry.get("identifier") or {}
@@ -135,6 +140,16 @@ class EndpointSliceCollector:
                 namespace,
                 name,
             ):
-                entry = {**entry, COLLECTED_FIELD: slices}
+                conditions = [
+                    c for c in entry.get("conditions") or () if c.get("type") != COLLECTED_CONDITION
+                ]
+                if truncated is not None:
+                    conditions.append(truncated)
+                entry = {k: v for k, v in entry.items() if k != "conditions"}
+                entry = {
+                    **entry,
+                    COLLECTED_FIELD: slices,
+                    **({"conditions": conditions} if conditions else {}),
+                }
             manifests.append(entry)
         return {**status, "manifestStatuses": manifests}

@@ -11,6 +11,12 @@ gets every collected slice as Karmada dispatches it (:func:`dispatched_slice`): 
 ``endpointslice.kubernetes.io/managed-by: endpointslice-dispatch-controller.karmada.io``, with the
 annotation ``endpointslice.karmada.io/provision-cluster: <provider>``.
 
+What the agent reports is bounded (:func:`bounded_slices`): a Service with thousands of pods has
+tens of slices, and a Work is one object the hub stores whole, refused past etcd's request limit
+(``--max-request-bytes``, 1.5 MiB by default). The slices take at most :data:`MAX_COLLECTED_BYTES`
+of it, whole slices in name order; those left out are named in the manifest status' condition
+``EndpointSlicesCollected=False``, reason ``EndpointSlicesTruncated``.
+
 In: wire objects. Out: plain dicts. Pure: no I/O.
 """
 
@@ -18,6 +24,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any, Final
+
+import orjson
 
 from controlplane.apis.kube.endpointslices import API_VERSION, KIND, LABEL_MANAGED_BY, LABEL_SERVICE_NAME
 
@@ -30,6 +38,13 @@ PROVISION_CLUSTER_ANNOTATION: Final = "endpointslice.karmada.io/provision-cluste
 MANAGED_BY_DISPATCH: Final = "endpointslice-dispatch-controller.karmada.io"
 #: The manifest status field the agent reports the slices in.
 COLLECTED_FIELD: Final = "endpointSlices"
+#: The most the reported slices take of a Work status (compact JSON): two thirds of etcd's default
+#: ``--max-request-bytes`` (1.5 MiB), the rest left to the Work's spec (the Service), its other
+#: status and its metadata. About 40 slices of 100 endpoints.
+MAX_COLLECTED_BYTES: Final = 1024 * 1024
+#: The manifest status' condition saying that slices were left out of the report.
+COLLECTED_CONDITION: Final = "EndpointSlicesCollected"
+TRUNCATED_REASON: Final = "EndpointSlicesTruncated"
 
 
 def collected_slice(obj: Mapping[str, Any]) -> dict[str, Any]:
@@ -43,6 +58,35 @@ def collected_slice(obj: Mapping[str, Any]) -> dict[str, Any]:
     if obj.get("ports") is not None:
         out["ports"] = list(obj["ports"])
     return out
+
+
+def bounded_slices(
+    slices: list[dict[str, Any]], *, service: str, limit: int = MAX_COLLECTED_BYTES
+) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    """The collected ``slices`` (in name order) that fit in ``limit`` bytes of compact JSON, whole
+    slices from the first, and the manifest status' ``EndpointSlicesCollected=False`` condition
+    naming how many were left out (None when all fit). ``service``: ``namespace/name``, for the
+    message."""
+    kept: list[dict[str, Any]] = []
+    size = 2  # the list's brackets
+    for index, collected in enumerate(slices):
+        size += len(orjson.dumps(collected)) + (1 if kept else 0)
+        if size > limit:
+            left = slices[index:]
+            endpoints = sum(len(s.get("endpoints") or ()) for s in left)
+            message = (
+                f"{len(kept)} of the {len(slices)} EndpointSlices of Service {service} are reported: the other "
+                f"{len(left)} ({endpoints} endpoints, from {left[0].get('name')}) would take the Work status past "
+                f"the {limit} bytes it carries slices in, and are not dispatched"
+            )
+            return kept, {
+                "type": COLLECTED_CONDITION,
+                "status": "False",
+                "reason": TRUNCATED_REASON,
+                "message": message,
+            }
+        kept.append(collected)
+    return kept, None
 
 
 def collected_slices(work: Mapping[str, Any], service: str) -> list[dict[str, Any]] | None:
