@@ -14,7 +14,8 @@ pod's container ports by name (a name no container has leaves that port out for 
 kube's ``FindPort`` error does). A Service without endpoints keeps one placeholder slice (no
 ports, no endpoints), as kube's reconciler does.
 
-In: a Service, its pods, the slices it owns. Out: :class:`SliceChanges`. Unlike kube, slices are
+In: a Service, its pods (or their entries, kept by a caller that follows pods one by one:
+:func:`pod_entry`, :func:`packed`), the slices it owns. Out: :class:`SliceChanges`. Unlike kube, slices are
 not packed to minimise churn: the desired slices are matched to the existing ones by port set.
 """
 
@@ -143,17 +144,38 @@ def slice_labels(service: Mapping[str, Any]) -> dict[str, str]:
     return labels
 
 
-def desired_slices(
-    service: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]
-) -> list[tuple[Ports | None, list[dict[str, Any]]]]:
-    """(ports, endpoints) of each slice the Service should have: pods grouped by resolved ports,
-    by pod name, in chunks of :data:`MAX_ENDPOINTS_PER_SLICE`; a placeholder without ports and
-    endpoints when no pod is an endpoint."""
+#: A pod's place in its Service's slices: its resolved ports and its endpoint.
+Entry = tuple[Ports, dict[str, Any]]
+#: (ports, endpoints) of each slice a Service should have (ports None: the placeholder).
+Desired = list[tuple[Ports | None, list[dict[str, Any]]]]
+
+
+def pod_entry(service: Mapping[str, Any], pod: Mapping[str, Any]) -> Entry | None:
+    """The pod's ports and endpoint in the Service's slices; None when it is not one of them."""
+    if selects(service, (pod.get("metadata") or {}).get("labels")) and pod_in_endpoints(pod):
+        return endpoint_ports(service, pod), endpoint(service, pod)
+    return None
+
+
+def desired_slices(service: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]) -> Desired:
+    """(ports, endpoints) of each slice the Service should have, from its pods (:func:`packed`)."""
+    entries = {}
+    for pod in pods:
+        entry = pod_entry(service, pod)
+        if entry is not None:
+            entries[str(pod["metadata"]["name"])] = entry
+    return packed(entries)
+
+
+def packed(entries: Mapping[str, Entry]) -> Desired:
+    """The slices of the endpoints ``entries`` (by pod name): grouped by resolved ports, by pod
+    name, in chunks of :data:`MAX_ENDPOINTS_PER_SLICE`; a placeholder without ports and endpoints
+    when there is none."""
     groups: dict[Ports, list[dict[str, Any]]] = {}
-    for pod in sorted(pods, key=lambda p: str(p["metadata"]["name"])):
-        if selects(service, (pod.get("metadata") or {}).get("labels")) and pod_in_endpoints(pod):
-            groups.setdefault(endpoint_ports(service, pod), []).append(endpoint(service, pod))
-    out: list[tuple[Ports | None, list[dict[str, Any]]]] = []
+    for name in sorted(entries):
+        ports, found = entries[name]
+        groups.setdefault(ports, []).append(found)
+    out: Desired = []
     for ports in sorted(groups):
         endpoints = groups[ports]
         out += [
@@ -182,11 +204,19 @@ def reconcile_endpointslices(
 ) -> SliceChanges:
     """The writes that bring the Service's slices (``slices``: those it owns, by this controller)
     to its pods (``pods``: at least those it selects)."""
+    return reconcile_desired(service, desired_slices(service, pods), slices, rng=rng)
+
+
+def reconcile_desired(
+    service: Mapping[str, Any], desired: Desired, slices: Sequence[Mapping[str, Any]], *, rng: random.Random
+) -> SliceChanges:
+    """The writes that bring the Service's slices (``slices``: those it owns, by this controller)
+    to ``desired`` (:func:`packed`)."""
     meta = service["metadata"]
     name, labels = str(meta["name"]), slice_labels(service)
     changes = SliceChanges()
     unused = sorted(slices, key=lambda s: str(s["metadata"]["name"]))
-    for ports, endpoints in desired_slices(service, pods):
+    for ports, endpoints in desired:
         wire: dict[str, Any] = {"addressType": "IPv4", "endpoints": endpoints}
         if ports is not None:
             wire["ports"] = _wire_ports(ports)
