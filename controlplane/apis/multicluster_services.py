@@ -324,6 +324,19 @@ class Skipped:
     unready_consumers: tuple[str, ...] = ()
 
 
+def _skip_events(
+    role: str, missing: tuple[str, ...], unready: tuple[str, ...], what: str
+) -> list[tuple[EventType, str, str]]:
+    """Karmada's Warnings for the ``role`` (Provider, Consumer) clusters it skips: not found, or
+    not Ready (``what``: what it skips propagating to them)."""
+    out = [(EventType.WARNING, CLUSTER_NOT_FOUND, f"{role} cluster {c} is not found") for c in missing]
+    out += [
+        (EventType.WARNING, SYNC_SERVICE_FAILED, f"{role} cluster {c} is not ready, skip to propagate {what}")
+        for c in unready
+    ]
+    return out
+
+
 def mcs_events(
     obj: dict[str, Any],
     *,
@@ -340,18 +353,9 @@ def mcs_events(
     if "CrossCluster" not in field.items(field.mapping(obj.get("spec")).get("types")):
         return []
     name = field.mapping(obj.get("metadata")).get("name")
-    out = [
-        (EventType.WARNING, CLUSTER_NOT_FOUND, f"Provider cluster {c} is not found")
-        for c in skipped.missing_providers
-    ]
-    out += [
-        (
-            EventType.WARNING,
-            SYNC_SERVICE_FAILED,
-            f"Provider cluster {c} is not ready, skip to propagate MultiClusterService",
-        )
-        for c in skipped.unready_providers
-    ]
+    out = _skip_events(
+        "Provider", skipped.missing_providers, skipped.unready_providers, "MultiClusterService"
+    )
     if not service_found:
         out.append((EventType.WARNING, SYNC_SERVICE_FAILED, f'services "{name}" not found'))
     elif bound_by is not None:
@@ -360,18 +364,7 @@ def mcs_events(
     else:
         out.append((EventType.NORMAL, SYNC_SERVICE_SUCCEED, "Service is propagated to target clusters."))
     if collected_from:
-        out += [
-            (EventType.WARNING, CLUSTER_NOT_FOUND, f"Consumer cluster {c} is not found")
-            for c in skipped.missing_consumers
-        ]
-        out += [
-            (
-                EventType.WARNING,
-                SYNC_SERVICE_FAILED,
-                f"Consumer cluster {c} is not ready, skip to propagate EndpointSlice",
-            )
-            for c in skipped.unready_consumers
-        ]
+        out += _skip_events("Consumer", skipped.missing_consumers, skipped.unready_consumers, "EndpointSlice")
         out.append(
             (EventType.NORMAL, DISPATCH_ENDPOINT_SLICE_SUCCEED, "EndpointSlice are dispatched successfully")
         )
