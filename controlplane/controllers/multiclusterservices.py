@@ -324,7 +324,7 @@ class MultiClusterServiceController(KeyedController[Key]):
             return CONFLICT_RETRY_SECONDS
         for work in ctx.works.by_index(_INDEX_MCS, key):
             meta = work["metadata"]
-            if (meta.get("namespace"), meta["name"]) not in desired and _key_of(work) not in kept:
+            if _key_of(work) not in desired and _key_of(work) not in kept:
                 await ctx.delete(ctx.work_rt, meta.get("namespace"), str(meta["name"]))
                 log.info(
                     "work %s/%s of MultiClusterService %s/%s deleted",
