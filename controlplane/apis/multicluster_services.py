@@ -311,6 +311,7 @@ SYNC_SERVICE_SUCCEED: Final = "SyncServiceSucceed"
 SYNC_SERVICE_FAILED: Final = "SyncServiceFailed"
 DISPATCH_ENDPOINT_SLICE_SUCCEED: Final = "DispatchEndpointSliceSucceed"
 CLUSTER_NOT_FOUND: Final = "ClusterNotFound"
+API_INCOMPATIBLE: Final = "APIIncompatible"
 
 
 @dataclass(frozen=True, slots=True)
@@ -322,6 +323,8 @@ class Skipped:
     missing_consumers: tuple[str, ...] = ()
     unready_providers: tuple[str, ...] = ()
     unready_consumers: tuple[str, ...] = ()
+    #: Consumers that do not serve the EndpointSlice API (their agent said so of a slice's Work).
+    incompatible_consumers: tuple[str, ...] = ()
 
 
 def _skip_events(
@@ -348,8 +351,8 @@ def mcs_events(
     """The Events (type, reason, message) Karmada's controllers record on a ``CrossCluster``
     MultiClusterService for what the hub did: the multiclusterservice controller's (a provider
     not found or not Ready, then the Service propagated or not), and, once some provider's slices
-    are collected, the endpointslice-dispatch controller's (a consumer not found or not Ready,
-    then the slices dispatched). Nothing for another type, which Karmada's controllers ignore."""
+    are collected, the endpointslice-dispatch controller's (a consumer not found, not Ready or
+    without the EndpointSlice API, then the slices dispatched). Nothing for another type, which Karmada's controllers ignore."""
     if "CrossCluster" not in field.items(field.mapping(obj.get("spec")).get("types")):
         return []
     name = field.mapping(obj.get("metadata")).get("name")
@@ -365,6 +368,10 @@ def mcs_events(
         out.append((EventType.NORMAL, SYNC_SERVICE_SUCCEED, "Service is propagated to target clusters."))
     if collected_from:
         out += _skip_events("Consumer", skipped.missing_consumers, skipped.unready_consumers, "EndpointSlice")
+        out += [
+            (EventType.WARNING, API_INCOMPATIBLE, f"Consumer cluster {c} does not support EndpointSlice")
+            for c in skipped.incompatible_consumers
+        ]
         out.append(
             (EventType.NORMAL, DISPATCH_ENDPOINT_SLICE_SUCCEED, "EndpointSlice are dispatched successfully")
         )

@@ -65,7 +65,7 @@ from controlplane.apis.multicluster_services import (
 )
 from controlplane.apis.views import ObjectView, WorkView
 from controlplane.apis.work_v1alpha1 import API_VERSION as WORK_API_VERSION
-from controlplane.apis.work_v1alpha1 import WORK_KIND
+from controlplane.apis.work_v1alpha1 import WORK_KIND, WorkReason
 from controlplane.controllers.binding import ready_since
 from controlplane.controllers.context import CONFLICT_RETRY_SECONDS, ControllerContext
 from controlplane.controllers.events import record_event
@@ -146,6 +146,13 @@ def slice_work(
     return work
 
 
+def _kind_not_served(work: dict[str, Any]) -> bool:
+    """Whether the Work's agent reported its kind not served by the member (``Applied=False``,
+    ``KindNotServed``)."""
+    applied = WorkView(work).condition("Applied")
+    return applied is not None and applied.get("reason") == WorkReason.KIND_NOT_SERVED
+
+
 def _key_of(work: dict[str, Any]) -> tuple[str, str]:
     meta = work["metadata"]
     return str(meta.get("namespace") or ""), str(meta["name"])
@@ -217,6 +224,7 @@ class MultiClusterServiceController(KeyedController[Key]):
             or old.get("spec") != obj.get("spec")
             or mcs_of_work(old) != mcs_of_work(obj)
             or collected_slices(old, key[1]) != collected_slices(obj, key[1])
+            or _kind_not_served(old) != _kind_not_served(obj)
         ):
             await self.loop.add(key)
 
@@ -247,7 +255,10 @@ class MultiClusterServiceController(KeyedController[Key]):
 
     def _exposure(self, mcs: dict[str, Any]) -> tuple[list[str], list[str], Skipped]:
         """The provider and the consumer clusters, those the hub has (an empty list: every
-        cluster), and those skipped: named but missing, or not Ready."""
+        cluster), and those skipped: named but missing, not Ready, or (a consumer) not serving the
+        EndpointSlice API, as its agent reported of a slice's Work (``Applied=False``,
+        ``KindNotServed``): a Cluster's status does not list its APIs as Karmada's
+        ``apiEnablements`` does."""
         clusters = {ObjectView(cluster).name: cluster for cluster in self.ctx.clusters.items()}
         named_providers, named_consumers = exposure_clusters(mcs)
         providers = sorted(set(clusters) & set(named_providers or clusters))
@@ -261,8 +272,25 @@ class MultiClusterServiceController(KeyedController[Key]):
             missing_consumers=tuple(n for n in named_consumers if n not in clusters),
             unready_providers=unready(providers),
             unready_consumers=unready(consumers),
+            incompatible_consumers=tuple(
+                sorted(
+                    {
+                        WorkView(w).labels.get(c.LABEL_CLUSTER, "")
+                        for w in self._slice_works(mcs)
+                        if _kind_not_served(w)
+                    }
+                )
+            ),
         )
         return providers, consumers, skipped
+
+    def _slice_works(self, mcs: dict[str, Any]) -> list[dict[str, Any]]:
+        view = ObjectView(mcs)
+        return [
+            w
+            for w in self.ctx.works.by_index(_INDEX_MCS, (view.namespace, view.name))
+            if PROVISION_CLUSTER_ANNOTATION in WorkView(w).annotations
+        ]
 
     def _desired(self, mcs: dict[str, Any], service: dict[str, Any]) -> _Desired:
         """The Works of ``mcs``: the Service's to every provider and consumer, then each slice
@@ -294,7 +322,8 @@ class MultiClusterServiceController(KeyedController[Key]):
             for consumer in consumers:
                 if consumer != provider:
                     works = [slice_work(consumer, provider, collected, mcs) for collected in slices]
-                    (out.kept if consumer in skipped.unready_consumers else out.works).extend(works)
+                    skip = consumer in skipped.unready_consumers or consumer in skipped.incompatible_consumers
+                    (out.kept if skip else out.works).extend(works)
         return out
 
     async def reconcile(self, key: Key) -> float | None:

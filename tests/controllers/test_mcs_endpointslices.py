@@ -349,3 +349,52 @@ async def test_karmadas_events_are_recorded_once_per_decision(
         return await _events(objects) == expected
 
     await eventually(recorded, what=f"the Events {expected}")
+
+
+async def _applied(objects: ObjectStore, cluster: str, work: str, status: str, reason: str) -> None:
+    """What the consumer's agent writes on a slice's Work: its Applied condition."""
+    rt = objects.registry.require(WORK_API, "Work")
+    obj = await objects.get(rt, namespace=f"gpufed-es-{cluster}", name=work)
+    applied = {
+        "type": "Applied",
+        "status": status,
+        "reason": reason,
+        "message": "m",
+        "lastTransitionTime": "2026-01-01T00:00:00Z",
+    }
+    await objects.update_status(rt, {**obj, "status": {"conditions": [applied]}})
+
+
+async def test_a_consumer_without_the_endpointslice_api_gets_no_new_slices(
+    objects: ObjectStore,
+    manager: ControllerManager,
+) -> None:
+    await _start(objects, consumerClusters=[{"name": "member2"}, {"name": "member3"}])
+    await _report(objects, "member1", [MEMBER_SLICE])
+    both = {"member2": ["member1-nginx-x7k2p"], "member3": ["member1-nginx-x7k2p"]}
+    await _until_slices(objects, both, "the slice in both consumers")
+    await _applied(objects, "member3", "default-member1-nginx-x7k2p-endpointslice", "False", "KindNotServed")
+
+    async def warned() -> bool:
+        event = ("Warning", "APIIncompatible", "Consumer cluster member3 does not support EndpointSlice", 1)
+        return event in await _events(objects)
+
+    await eventually(warned, what="the APIIncompatible Warning about member3")
+    await _report(objects, "member1", [MEMBER_SLICE, _named("nginx-bbbbb")])
+    await _until_slices(
+        objects,
+        {"member2": ["member1-nginx-bbbbb", "member1-nginx-x7k2p"], "member3": ["member1-nginx-x7k2p"]},
+        "the new slice in member2 only",
+    )
+    # Once the API is served (the agent applied the slice), member3 gets the slices again.
+    await _applied(
+        objects, "member3", "default-member1-nginx-x7k2p-endpointslice", "True", "AppliedSuccessful"
+    )
+    await _until_slices(
+        objects,
+        {
+            "member2": ["member1-nginx-bbbbb", "member1-nginx-x7k2p"],
+            "member3": ["member1-nginx-bbbbb", "member1-nginx-x7k2p"],
+        },
+        "member3 serving EndpointSlices again",
+    )
