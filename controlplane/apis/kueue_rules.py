@@ -16,6 +16,9 @@ webhooks that go with them, as kube reports them: a failed rule is ``<field>: In
   effect NoSchedule, PreferNoSchedule or NoExecute; ``spec.tolerations``: kube's rules of a pod's
   tolerations, one message each (an empty key needs Exists, tolerationSeconds needs NoExecute,
   the operator Equal or Exists, no value with Exists, a known effect).
+* A rule that reads a field the object lacks does not evaluate, and kube says so: ``spec: Invalid
+  value: "object": no such key: nodeLabels evaluating rule: at least one nodeLabel is required when
+  topology is set`` (a flavor with a ``topologyName`` and no ``nodeLabels``).
 
 In: an object's wire dict (and the stored one, on an update). Out: kube field errors. Pure.
 """
@@ -34,9 +37,13 @@ Rules = Callable[[Obj, Obj | None], list[FieldError]]
 LIMIT_NEEDS_COHORT = "must be nil when cohort is empty"
 
 
-def failed_rule(path: str, value: Any, message: str) -> FieldError:
-    """A failed CEL rule on ``path`` holding ``value``: kube shows the value's type, not the value."""
+def failed_rule(path: str, value: Any, message: str, missing: str | None = None) -> FieldError:
+    """A failed CEL rule on ``path`` holding ``value``: kube shows the value's type, not the value.
+    A rule that reads a field the object lacks (``missing``) does not evaluate; kube reports the
+    error of its evaluation: ``no such key: <field> evaluating rule: <message>``."""
     kind = "object" if isinstance(value, dict) else "array" if isinstance(value, list) else "string"
+    if missing is not None:
+        message = f"no such key: {missing} evaluating rule: {message}"
     return FieldError(CauseType.FIELD_VALUE_INVALID, path, f'Invalid value: "{kind}": {message}')
 
 
@@ -117,15 +124,22 @@ def cluster_queue(cohort: str) -> Rules:
 
 _EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 _TAINT_EFFECTS = "supported taint effect values: 'NoSchedule', 'PreferNoSchedule', 'NoExecute'"
-#: A flavor's toleration rules, in the CRD's order: each holds for every toleration or fails.
-_TOLERATION_RULES: tuple[tuple[str, Callable[[Obj], bool]], ...] = (
+#: What a rule says of one item: it holds (True), fails (False), or reads a field the item lacks
+#: (that field's name).
+Verdict = bool | str
+#: kube's rules of a pod's tolerations, as Kueue's CRDs carry them (a ResourceFlavor's
+#: ``spec.tolerations``, a Workload's admission check ``podSetUpdates[].tolerations``), in the
+#: CRDs' order: each is ``self.all(x, ...)`` over the list.
+_TOLERATION_RULES: tuple[tuple[str, Callable[[Obj], Verdict]], ...] = (
     (
         "operator must be Exists when 'key' is empty, which means 'match all values and all keys'",
-        lambda t: "key" in t or t.get("operator") == "Exists",
+        lambda t: "key" in t or ("operator" if "operator" not in t else t["operator"] == "Exists"),
     ),
     (
         "effect must be 'NoExecute' when 'tolerationSeconds' is set",
-        lambda t: "tolerationSeconds" not in t or t.get("effect") == "NoExecute",
+        lambda t: (
+            "tolerationSeconds" not in t or ("effect" if "effect" not in t else t["effect"] == "NoExecute")
+        ),
     ),
     (
         "supported toleration values: 'Equal'(default), 'Exists'",
@@ -139,25 +153,44 @@ _TOLERATION_RULES: tuple[tuple[str, Callable[[Obj], bool]], ...] = (
 )
 
 
+def all_items(
+    path: str, listed: list[Any], message: str, holds: Callable[[Obj], Verdict]
+) -> list[FieldError]:
+    """``self.all(x, ...)`` on the list at ``path``: an item for which the rule is false fails it
+    (CEL's ``all`` is false then, whatever the others are); else an item lacking a field the rule
+    reads makes it an evaluation error."""
+    verdicts = [holds(mapping(item)) for item in listed]
+    if False in verdicts:
+        return [failed_rule(path, listed, message)]
+    missing = next((v for v in verdicts if isinstance(v, str)), None)
+    return [failed_rule(path, listed, message, missing)] if missing is not None else []
+
+
+def tolerations(path: str, listed: list[Any]) -> list[FieldError]:
+    """The five toleration rules on the list at ``path``, each failing once."""
+    return [
+        error for message, holds in _TOLERATION_RULES for error in all_items(path, listed, message, holds)
+    ]
+
+
 def resource_flavor(obj: Obj, old: Obj | None) -> list[FieldError]:
-    """A ResourceFlavor's rules: a topology needs node labels and keeps the spec as it is; its
-    taints' effects and tolerations as kube's pod tolerations are."""
+    """A ResourceFlavor's rules: a topology needs node labels (``self.nodeLabels.size() >= 1``,
+    which does not evaluate without ``nodeLabels``) and keeps the spec as it is; its taints'
+    effects and tolerations as kube's pod tolerations are."""
     spec = mapping(obj.get("spec"))
     out = []
     if "topologyName" in spec and len(mapping(spec.get("nodeLabels"))) < 1:
-        out.append(failed_rule("spec", spec, "at least one nodeLabel is required when topology is set"))
+        missing = None if "nodeLabels" in spec else "nodeLabels"
+        out.append(
+            failed_rule("spec", spec, "at least one nodeLabel is required when topology is set", missing)
+        )
     old_spec = mapping((old or {}).get("spec"))
     if old is not None and "topologyName" in old_spec and spec != old_spec:
         out.append(failed_rule("spec", spec, "resourceFlavorSpec are immutable when topologyName is set"))
     taints = items(spec.get("nodeTaints"))
     if any(mapping(taint).get("effect") not in _EFFECTS for taint in taints):
         out.append(failed_rule("spec.nodeTaints", taints, _TAINT_EFFECTS))
-    tolerations = [mapping(t) for t in items(spec.get("tolerations"))]
-    out.extend(
-        failed_rule("spec.tolerations", tolerations, message)
-        for message, holds in _TOLERATION_RULES
-        if not all(holds(t) for t in tolerations)
-    )
+    out.extend(tolerations("spec.tolerations", items(spec.get("tolerations"))))
     return out
 
 

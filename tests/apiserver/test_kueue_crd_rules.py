@@ -439,3 +439,32 @@ async def test_a_status_flavor_usage_needs_its_resources_and_a_local_queue_holds
     assert [(c["field"], c["message"]) for c in causes] == [
         ("status.flavorsReservation[0].resources", "Required value")
     ]
+
+
+@pytest.mark.parametrize(
+    ("spec", "cause"),
+    [
+        (
+            {"topologyName": "dc"},
+            'spec: Invalid value: "object": no such key: nodeLabels evaluating rule: '
+            "at least one nodeLabel is required when topology is set",
+        ),
+        (
+            {"tolerations": [{"value": "v"}]},
+            'spec.tolerations: Invalid value: "array": no such key: operator evaluating rule: '
+            "operator must be Exists when 'key' is empty, which means 'match all values and all keys'",
+        ),
+        (
+            {"tolerations": [{"key": "k", "tolerationSeconds": 5}]},
+            'spec.tolerations: Invalid value: "array": no such key: effect evaluating rule: '
+            "effect must be 'NoExecute' when 'tolerationSeconds' is set",
+        ),
+    ],
+)
+async def test_a_rule_reading_a_missing_field_is_an_evaluation_error_in_kubes_words(
+    hub: Client, spec: Obj, cause: str
+) -> None:
+    """kube's CEL validator reports a rule that reads an absent field (``self.nodeLabels.size()``
+    without ``nodeLabels``) as ``no such key: <field> evaluating rule: <message>``
+    (apiextensions-apiserver ``schema/cel/validation.go``), not as the rule's own failure."""
+    assert await refused(hub, valid("ResourceFlavor", "v1beta2", spec=spec)) == [cause]
