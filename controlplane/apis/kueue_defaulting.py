@@ -98,5 +98,11 @@ def workload(*, v1beta1: bool) -> KueueDefaulter:
                 continue
             set_nil_default(pod_set, "name", "main")
             set_nil_default(pod_set, "count", 1)
+        status = child(obj, "status")
+        admission = child(status, "admission") if status is not None else None
+        for listed in (admission or {}).get("podSetAssignments"), (status or {}).get("resourceRequests"):
+            for entry in listed if isinstance(listed, list) else ():
+                if isinstance(entry, dict):
+                    set_nil_default(entry, "name", "main")
 
     return defaults

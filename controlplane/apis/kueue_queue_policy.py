@@ -25,6 +25,8 @@ ClusterQueueReference = Annotated[str, Field(max_length=253, pattern=DNS_SUBDOMA
 """A ClusterQueue's name (Kueue's ``ClusterQueueReference``)."""
 TopologyReference = Annotated[str, Field(max_length=253, pattern=DNS_SUBDOMAIN)]
 """A Topology's name (Kueue's ``TopologyReference``)."""
+LocalQueueName = Annotated[str, Field(max_length=253, pattern=DNS_SUBDOMAIN)]
+"""A LocalQueue's name (Kueue's ``LocalQueueName``); a Workload's priority class is named alike."""
 AdmissionCheckReference = Annotated[str, Field(max_length=316)]
 """An AdmissionCheck's name (Kueue's ``AdmissionCheckReference``)."""
 

@@ -16,6 +16,11 @@ webhooks that go with them, as kube reports them: a failed rule is ``<field>: In
   effect NoSchedule, PreferNoSchedule or NoExecute; ``spec.tolerations``: kube's rules of a pod's
   tolerations, one message each (an empty key needs Exists, tolerationSeconds needs NoExecute,
   the operator Equal or Exists, no value with Exists, a known effect).
+* Workload (v1beta1's CRD): the object's own rules, at no field (kube's ``<nil>``), as many pod set
+  assignments as pod sets while quota is reserved, ``field is immutable`` (``priorityClassSource``,
+  ``priorityClassName``, ``queueName`` while quota is reserved), ``maximumExecutionTimeSeconds is
+  immutable while admitted``; ``spec``: a priority with a priority class; ``spec.podSets[i]``:
+  ``minCount`` at most ``count``; a check's ``podSetUpdates[j].tolerations`` as a flavor's.
 * A rule that reads a field the object lacks does not evaluate, and kube says so: ``spec: Invalid
   value: "object": no such key: nodeLabels evaluating rule: at least one nodeLabel is required when
   topology is set`` (a flavor with a ``topologyName`` and no ``nodeLabels``).
@@ -211,3 +216,75 @@ def kept(field: str) -> Rules:
 def both(first: Rules, second: Rules) -> Rules:
     """The errors of ``first`` and then of ``second``."""
     return lambda obj, old: [*first(obj, old), *second(obj, old)]
+
+
+# --- Workload ----------------------------------------------------------------------------------
+
+#: Where a rule of the object itself fails: kube names no field (its path is nil).
+ROOT = "<nil>"
+
+
+def _condition_true(obj: Obj, kind: str) -> bool:
+    """``has(self.status) && has(self.status.conditions) && self.status.conditions.exists(c,
+    c.type == kind && c.status == 'True')``."""
+    conditions = items(mapping(obj.get("status")).get("conditions"))
+    return any(mapping(c).get("type") == kind and mapping(c).get("status") == "True" for c in conditions)
+
+
+def _kept_while(obj: Obj, old: Obj, field: str) -> FieldError | None:
+    """``oldSelf.spec.<field> == self.spec.<field>`` (either missing: the rule does not evaluate)."""
+    new_spec, old_spec = mapping(obj.get("spec")), mapping(old.get("spec"))
+    missing = next((field for spec in (old_spec, new_spec) if field not in spec), None)
+    if missing is not None or new_spec[field] != old_spec[field]:
+        return failed_rule(ROOT, obj, "field is immutable", missing)
+    return None
+
+
+def _workload_transitions(obj: Obj, old: Obj) -> list[FieldError]:
+    """The rules of a Workload's update: what its spec keeps while it holds quota or is admitted."""
+    out: list[FieldError | None] = []
+    new_spec, old_spec = mapping(obj.get("spec")), mapping(old.get("spec"))
+    reserved, was_reserved = _condition_true(obj, "QuotaReserved"), _condition_true(old, "QuotaReserved")
+    if was_reserved:
+        out.append(_kept_while(obj, old, "priorityClassSource"))
+        if "priorityClassName" in old_spec and "priorityClassName" in new_spec:
+            out.append(_kept_while(obj, old, "priorityClassName"))
+        if reserved and "queueName" in old_spec and "queueName" in new_spec:
+            out.append(_kept_while(obj, old, "queueName"))
+    if _condition_true(old, "Admitted") and _condition_true(obj, "Admitted"):
+        field = "maximumExecutionTimeSeconds"
+        if old_spec.get(field, 0) != new_spec.get(field, 0):
+            out.append(failed_rule(ROOT, obj, "maximumExecutionTimeSeconds is immutable while admitted"))
+    return [error for error in out if error is not None]
+
+
+def workload(obj: Obj, old: Obj | None) -> list[FieldError]:
+    """A Workload's rules (v1beta1's CRD; a v1beta2 write is checked in its stored form): a pod
+    set's ``minCount`` at most its ``count``; a priority with a priority class; as many pod set
+    assignments as pod sets while quota is reserved; what an update keeps while the workload
+    holds quota or is admitted; its checks' tolerations as a pod's."""
+    spec, status = mapping(obj.get("spec")), mapping(obj.get("status"))
+    # kube checks an object's own rules, then its fields'.
+    out = []
+    admission = status.get("admission")
+    if _condition_true(obj, "QuotaReserved") and isinstance(admission, dict):
+        assignments = admission.get("podSetAssignments")
+        if not isinstance(assignments, list) or len(items(spec.get("podSets"))) != len(assignments):
+            missing = None if isinstance(assignments, list) else "podSetAssignments"
+            message = "podSetAssignments must have the same number of podSets as the spec"
+            out.append(failed_rule(ROOT, obj, message, missing))
+    if old is not None:
+        out.extend(_workload_transitions(obj, old))
+    if "priorityClassName" in spec and "priority" not in spec:
+        out.append(failed_rule("spec", spec, "priority should not be nil when priorityClassName is set"))
+    for i, pod_set in enumerate(map(mapping, items(spec.get("podSets")))):
+        low, count = pod_set.get("minCount"), pod_set.get("count")
+        if isinstance(low, int) and (count is None or (isinstance(count, int) and low > count)):
+            missing = None if "count" in pod_set else "count"
+            message = "minCount should be positive and less or equal to count"
+            out.append(failed_rule(f"spec.podSets[{i}]", pod_set, message, missing))
+    for c, check in enumerate(map(mapping, items(status.get("admissionChecks")))):
+        for u, update in enumerate(map(mapping, items(check.get("podSetUpdates")))):
+            path = f"status.admissionChecks[{c}].podSetUpdates[{u}].tolerations"
+            out.extend(tolerations(path, items(update.get("tolerations"))))
+    return out

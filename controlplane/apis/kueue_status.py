@@ -11,7 +11,7 @@ from typing import Literal
 from pydantic import Field
 
 from controlplane.apis.kueue_podset import PodSetUpdate
-from controlplane.apis.kueue_queue_policy import ResourceFlavorReference
+from controlplane.apis.kueue_queue_policy import ClusterQueueReference, ResourceFlavorReference
 from controlplane.apis.meta import (
     LISTED_AS_SET,
     LISTED_ATOMIC,
@@ -20,6 +20,7 @@ from controlplane.apis.meta import (
     Timestamp,
     WireModel,
     listed_by,
+    served_default,
 )
 
 #: Kueue's bound on the flavors of a ClusterQueue's usage and on the resources of each.
@@ -92,14 +93,21 @@ class TopologyAssignment(WireModel):
     """The pods per domain."""
 
 
+#: A pod set's name in a Workload's status: a DNS label, of any case.
+POD_SET_REFERENCE = r"^(?i)[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+#: The ``name`` of a pod set's entry in a Workload's status: required, ``main`` when left out (the
+#: kind's defaulting stores it).
+POD_SET_REFERENCE_FIELD = Field(max_length=63, pattern=POD_SET_REFERENCE, json_schema_extra=served_default("main"))
+
+
 class PodSetAssignment(WireModel):
-    name: str
+    name: str = POD_SET_REFERENCE_FIELD
     """The pod set."""
-    flavors: dict[str, str] | None = None
+    flavors: dict[str, ResourceFlavorReference] | None = None
     """The flavor given to each resource."""
     resource_usage: dict[str, str | int] | None = None
     """What the pod set uses of each resource."""
-    count: int | None = None
+    count: int | None = Field(default=None, ge=0)
     """How many pods were admitted."""
     topology_assignment: TopologyAssignment | None = None
     """Topology-aware scheduling: the domains the pods go to (kept as written; the hub does not write it)."""
@@ -108,10 +116,31 @@ class PodSetAssignment(WireModel):
 
 
 class Admission(WireModel):
-    cluster_queue: str
+    cluster_queue: ClusterQueueReference
     """The ClusterQueue whose quota the workload holds."""
-    pod_set_assignments: list[PodSetAssignment] = Field(default_factory=list, json_schema_extra=listed_by("name"))
+    pod_set_assignments: list[PodSetAssignment] = Field(max_length=8, json_schema_extra=listed_by("name"))
     """The flavors of each pod set."""
+
+
+class ReclaimablePod(WireModel):
+    name: str
+    """The pod set."""
+    count: int = Field(ge=0)
+    """How many of its pods no longer need their quota."""
+
+
+class RequeueState(WireModel):
+    count: int | None = Field(default=None, ge=0)
+    """How often the workload was requeued after a PodsReady timeout."""
+    requeue_at: str | None = None
+    """When it may be admitted again."""
+
+
+class PodSetRequest(WireModel):
+    name: str = POD_SET_REFERENCE_FIELD
+    """The pod set."""
+    resources: dict[str, str | int] | None = None
+    """What its pods request in all, per resource."""
 
 
 CheckState = Literal["Pending", "Ready", "Retry", "Rejected"]

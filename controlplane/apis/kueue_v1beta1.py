@@ -15,6 +15,7 @@ from pydantic import Field, field_validator, model_validator
 
 from controlplane.apis.kueue_names import LABEL_POD_GROUP_NAME as LABEL_POD_GROUP_NAME
 from controlplane.apis.kueue_names import LABEL_QUEUE_NAME as LABEL_QUEUE_NAME
+from controlplane.apis.kueue_podset import CrdToleration
 from controlplane.apis.kueue_queue_policy import (
     DNS_SUBDOMAIN,
     AdmissionCheckReference,
@@ -26,6 +27,7 @@ from controlplane.apis.kueue_queue_policy import (
     FairSharing,
     FairSharingStatus,
     FlavorFungibility,
+    LocalQueueName,
     Quantity,
     ResourceFlavorReference,
     TopologyReference,
@@ -39,6 +41,9 @@ from controlplane.apis.kueue_status import (
     LocalQueueFlavorStatus,
     LocalQueueFlavorUsage,
     PendingWorkloadsStatus,
+    PodSetRequest,
+    ReclaimablePod,
+    RequeueState,
     SchedulingStats,
     UnhealthyNode,
 )
@@ -160,14 +165,8 @@ class FlavorTaint(SpecModel):
     time_added: Timestamp | None = None
 
 
-class FlavorToleration(SpecModel):
-    """A flavor's toleration: kube's Toleration, checked by the CRD's rules (:mod:`.kueue_rules`)."""
-
-    key: str | None = None
-    operator: str | None = None
-    value: str | None = None
-    effect: str | None = None
-    toleration_seconds: int | None = None
+#: A flavor's toleration: kube's Toleration, checked by the CRD's rules (:mod:`.kueue_rules`).
+FlavorToleration = CrdToleration
 
 
 class ResourceFlavorSpec(SpecModel):
@@ -404,14 +403,18 @@ class WorkloadPriorityClass(SpecModel):
 # ---------------------------------------------------------------------------------------------
 
 
+#: A pod set's name in a Workload's spec: a DNS label.
+POD_SET_NAME: Final = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+
+
 class PodSet(SpecModel):
-    name: str = Field(default="main", min_length=1, max_length=63, json_schema_extra=SERVED_DEFAULT)
+    name: str = Field(default="main", max_length=63, pattern=POD_SET_NAME, json_schema_extra=SERVED_DEFAULT)
     """The pod set's name (a role of the job, e.g. main, worker)."""
-    template: dict[str, Any] = Field(default_factory=dict, json_schema_extra=published_as("PodTemplateSpec"))
+    template: dict[str, Any] = Field(json_schema_extra=published_as("PodTemplateSpec"))
     """The pod template: its containers' requests are what the pod set asks of the quota."""
-    count: int = Field(default=1, ge=0)
-    """How many pods."""
-    min_count: int | None = Field(default=None, ge=0)
+    count: int = Field(ge=0, json_schema_extra=served_default(1))
+    """How many pods (the kind's defaulting stores 1)."""
+    min_count: int | None = Field(default=None, ge=1)
     """Partial admission: the fewest pods the job can run with when its whole count does not fit."""
     topology_request: dict[str, Any] | None = None
     """Topology-aware scheduling request (served; not used)."""
@@ -420,15 +423,17 @@ class PodSet(SpecModel):
 class WorkloadSpec(SpecModel):
     pod_sets: list[PodSet] = Field(min_length=1, max_length=8, json_schema_extra=listed_by("name"))
     """The pods the workload needs, per role."""
-    queue_name: str | None = None
+    queue_name: LocalQueueName | None = None
     """The LocalQueue (in the workload's namespace) the workload waits in."""
-    priority_class_name: str | None = None
+    priority_class_name: LocalQueueName | None = None
     """The WorkloadPriorityClass (or PriorityClass) giving the priority."""
     priority: int | None = None
     """The priority: higher first."""
-    priority_class_source: Literal["", "kueue.x-k8s.io/workloadpriorityclass", "scheduling.k8s.io/priorityclass"] | None = None
+    priority_class_source: (
+        Literal["kueue.x-k8s.io/workloadpriorityclass", "scheduling.k8s.io/priorityclass", ""] | None
+    ) = Field(default=None, json_schema_extra=served_default(""))
     """Where priorityClassName comes from."""
-    active: bool | None = None
+    active: bool | None = Field(default=None, json_schema_extra=served_default(True))
     """False: the workload is deactivated (evicted and not admitted again)."""
     maximum_execution_time_seconds: int | None = Field(default=None, ge=1)
     """Served; not enforced by the hub."""
@@ -454,15 +459,15 @@ class WorkloadStatusFields(WireModel):
     """Where the workload holds quota, and in which flavors."""
     conditions: list[Condition] | None = Field(default=None, json_schema_extra=CONDITIONS_BY_TYPE)
     """QuotaReserved, Admitted, Finished, Evicted ... as Kueue sets them."""
-    requeue_state: dict[str, Any] | None = None
+    requeue_state: RequeueState | None = None
     """How often the workload was requeued after a PodsReady timeout (count) and when it may be
     admitted again (requeueAt)."""
-    reclaimable_pods: list[dict[str, Any]] | None = Field(default=None, json_schema_extra=listed_by("name"))
+    reclaimable_pods: list[ReclaimablePod] | None = Field(default=None, max_length=8, json_schema_extra=listed_by("name"))
     """Pods whose quota may be released early (not used by the hub)."""
     admission_checks: list[AdmissionCheckState] | None = Field(default=None, max_length=8, json_schema_extra=listed_by("name"))
     """The state of each admission check of its ClusterQueue, set by the check's controller;
     the Workload is Admitted once all are Ready."""
-    resource_requests: list[dict[str, Any]] | None = Field(default=None, json_schema_extra=listed_by("name"))
+    resource_requests: list[PodSetRequest] | None = Field(default=None, max_length=8, json_schema_extra=listed_by("name"))
     """Total requests per pod set (not written by the hub)."""
     scheduling_stats: SchedulingStats | None = None
     """Kueue's eviction counts per reason (kept as written; the hub does not write it)."""

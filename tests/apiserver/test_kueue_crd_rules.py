@@ -66,6 +66,33 @@ DELIBERATE: dict[Key, tuple[str, str]] = {
     # Kueue's later Topology versions take 16 levels (v1beta1 topology_types.go at e03267fd); the
     # hub serves the one bound at every version.
     ("Topology", "v1alpha1", ".spec.levels"): ("minItems=1 maxItems=16", "16 levels at every version"),
+    # Without a spec a Workload asks for no pods: refused, where Kueue's CRD takes it (and its
+    # webhook, which checks the pod sets, would find none).
+    ("Workload", "v1beta1", "."): ("required=spec", "a Workload needs its pod sets"),
+    # One model serves a Workload's status at both versions, with the bounds of Kueue's v1beta2
+    # types (workload_types.go at 57d3e218, the list's v1beta2 source): a topology assignment's
+    # 16 levels (as a Topology's, above) and 100000 domains.
+    ("Workload", "v1beta1", ".status.admission.podSetAssignments[].topologyAssignment.levels"): (
+        "minItems=1 maxItems=16",
+        "16 levels at every version",
+    ),
+    ("Workload", "v1beta1", ".status.admission.podSetAssignments[].topologyAssignment.domains[].values"): (
+        "minItems=1 maxItems=16",
+        "16 levels at every version",
+    ),
+    ("Workload", "v1beta1", ".status.admission.podSetAssignments[].topologyAssignment.domains"): (
+        "maxItems=100000",
+        "v1beta2's bound at both versions",
+    ),
+    # The int32 range of INT32_RANGE, above a minimum of 0 the CRD sets.
+    ("Workload", "v1beta1", ".status.admissionChecks[].requeueAfterSeconds"): (
+        "minimum=0 maximum=2147483647",
+        "an int32",
+    ),
+    ("Workload", "v1beta1", ".status.admissionChecks[].retryCount"): (
+        "minimum=0 maximum=2147483647",
+        "an int32",
+    ),
 }
 #: Lines the list takes from Kueue's Go types (the header says which): their types only.
 GO_TYPES = {("ClusterQueue", "v1beta2", ".spec.flavorFungibility.preference")}
@@ -127,6 +154,7 @@ RESOURCES = {
     "LocalQueue": "namespaces/default/localqueues",
     "AdmissionCheck": "admissionchecks",
     "WorkloadPriorityClass": "workloadpriorityclasses",
+    "Workload": "namespaces/default/workloads",
 }
 #: A valid object of each kind, which a test changes at one field.
 VALID: dict[str, Obj] = {
@@ -137,6 +165,13 @@ VALID: dict[str, Obj] = {
     "ResourceFlavor": {"spec": {}},
     "ProvisioningRequestConfig": {"spec": {"provisioningClassName": "check-capacity.autoscaling.x-k8s.io"}},
     "Topology": {"spec": {"levels": [{"nodeLabel": "example.com/rack"}]}},
+    "Workload": {
+        "metadata": {"namespace": "default"},
+        "spec": {
+            "queueName": "q",
+            "podSets": [{"count": 2, "template": {"spec": {"containers": [{"name": "c"}]}}}],
+        },
+    },
 }
 
 
@@ -291,11 +326,133 @@ CEL_EXAMPLES: dict[tuple[str, str, str], tuple[Obj, Obj | None, str, str]] = {
 }
 
 
+def _condition(kind: str) -> Obj:
+    return {
+        "type": kind,
+        "status": "True",
+        "reason": kind,
+        "message": "",
+        "lastTransitionTime": "2026-01-01T00:00:00Z",
+    }
+
+
+def _reserved(*assigned: str, admitted: bool = False) -> Obj:
+    """A Workload's status holding quota for the pod sets ``assigned`` (and admitted)."""
+    conditions = [_condition("QuotaReserved"), *([_condition("Admitted")] if admitted else [])]
+    assignments = [{"name": name, "flavors": {"cpu": "f"}, "count": 2} for name in assigned]
+    return {"conditions": conditions, "admission": {"clusterQueue": "cq", "podSetAssignments": assignments}}
+
+
+def _tolerations(*tolerations: Obj) -> Obj:
+    update = {"name": "main", "tolerations": list(tolerations)}
+    check = {"name": "c", "state": "Pending", "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}
+    return {"admissionChecks": [{**check, "podSetUpdates": [update]}]}
+
+
+CHECK_TOLERATIONS = "status.admissionChecks[0].podSetUpdates[0].tolerations"
+#: Per CEL rule of a Workload, its cases: ``(spec it is created with, status written then, the
+#: write the rule refuses: ("spec", fields) or ("status", status), field kube names, its type)``.
+WORKLOAD_CEL_EXAMPLES: dict[tuple[str, str], list[tuple[Obj, Obj | None, tuple[str, Obj], str, str]]] = {
+    (".", "podSetAssignments must have the same number of podSets as the spec"): [
+        ({}, None, ("status", _reserved("main", "other")), "<nil>", "object"),
+    ],
+    (".", "field is immutable"): [
+        (
+            {},
+            _reserved("main"),
+            ("spec", {"priorityClassSource": "scheduling.k8s.io/priorityclass"}),
+            "<nil>",
+            "object",
+        ),
+        (
+            {"priorityClassName": "low", "priority": 1},
+            _reserved("main"),
+            ("spec", {"priorityClassName": "high", "priority": 1}),
+            "<nil>",
+            "object",
+        ),
+        ({}, _reserved("main"), ("spec", {"queueName": "other"}), "<nil>", "object"),
+    ],
+    (".", "maximumExecutionTimeSeconds is immutable while admitted"): [
+        (
+            {"maximumExecutionTimeSeconds": 60},
+            _reserved("main", admitted=True),
+            ("spec", {"maximumExecutionTimeSeconds": 120}),
+            "<nil>",
+            "object",
+        ),
+    ],
+    (".spec", "priority should not be nil when priorityClassName is set"): [
+        ({"priorityClassName": "low"}, None, ("create", {}), "spec", "object"),
+    ],
+    (".spec.podSets[]", "minCount should be positive and less or equal to count"): [
+        (
+            {"podSets": [{"count": 2, "minCount": 3, "template": {}}]},
+            None,
+            ("create", {}),
+            "spec.podSets[0]",
+            "object",
+        ),
+    ],
+}
+#: A flavor's toleration rules are a check's too, with the same examples.
+WORKLOAD_CEL_EXAMPLES.update(
+    {
+        (".status.admissionChecks[].podSetUpdates[].tolerations", message): [
+            ({}, None, ("status", _tolerations(*spec["tolerations"])), CHECK_TOLERATIONS, "array")
+        ]
+        for (_, path, message), (spec, _, _, _) in CEL_EXAMPLES.items()
+        if path == ".spec.tolerations"
+    }
+)
+
+
 def test_every_cel_rule_of_the_list_has_an_example() -> None:
-    assert {(kind, path, message) for kind, _, path, message in CEL_RULES} == set(CEL_EXAMPLES)
+    examples = {*CEL_EXAMPLES, *(("Workload", path, message) for path, message in WORKLOAD_CEL_EXAMPLES)}
+    assert {(kind, path, message) for kind, _, path, message in CEL_RULES} == examples
 
 
-@pytest.mark.parametrize(("kind", "version", "path", "message"), CEL_RULES)
+def workload_cel_cases() -> list[tuple[str, str, int]]:
+    return [
+        (path, message, i)
+        for (path, message), cases in sorted(WORKLOAD_CEL_EXAMPLES.items())
+        for i in range(len(cases))
+    ]
+
+
+@pytest.mark.parametrize(("path", "message", "case"), workload_cel_cases())
+async def test_each_workload_cel_rule_refuses_in_kubes_words(
+    hub: Client, path: str, message: str, case: int
+) -> None:
+    """A Workload's rules, on its create, a spec update or a status write after its quota is
+    reserved (kube checks a CRD's rules on a status write too)."""
+    spec, before, (write, fields), field, shown = WORKLOAD_CEL_EXAMPLES[(path, message)][case]
+    url = f"/apis/{GROUP}/v1beta1/namespaces/default/workloads"
+    obj = valid("Workload", "v1beta1")
+    obj["spec"].update(spec)
+    if write == "create":
+        causes = await refused(hub, obj)
+    else:
+        created = await hub.post(url, json=obj)
+        assert created.status == 201, await created.text()
+        stored = await created.json()
+        if before is not None:
+            answer = await hub.put(f"{url}/x/status", json={**stored, "status": before})
+            assert answer.status == 200, await answer.text()
+            stored = await answer.json()
+        if write == "status":
+            answer = await hub.put(f"{url}/x/status", json={**stored, "status": fields})
+        else:
+            answer = await hub.put(f"{url}/x", json={**stored, "spec": {**stored["spec"], **fields}})
+        status = await answer.json()
+        assert answer.status == 422, status
+        causes = [f"{c['field']}: {c['message']}" for c in status["details"]["causes"]]
+    assert causes == [f'{field}: Invalid value: "{shown}": {message}']
+
+
+@pytest.mark.parametrize(
+    ("kind", "version", "path", "message"), [rule for rule in CEL_RULES if rule[0] != "Workload"]
+)
 async def test_each_cel_rule_refuses_in_kubes_words(
     hub: Client, kind: str, version: str, path: str, message: str
 ) -> None:

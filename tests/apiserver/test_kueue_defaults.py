@@ -138,9 +138,11 @@ def test_the_defaults_change_no_admission_setting(spec: Obj) -> None:
 
 def default_cases() -> list[tuple[str, str, str, Any]]:
     """Each default of the Kueue CRD lines (``default=``), as the hub serves it (a deliberate
-    difference's served value, see test_kueue_crd_rules)."""
+    difference's served value, see test_kueue_crd_rules); of a field of a list's items, below."""
     out = []
     for (kind, version, path), rules in sorted(crd_rules.RULES.items()):
+        if "[]" in path:
+            continue
         served = crd_rules.DELIBERATE.get((kind, version, path), (rules, ""))[0]
         for rule in served.split():
             if rule.startswith("default="):
@@ -173,3 +175,33 @@ async def test_every_default_of_kueues_crds_is_stored(hub: TestClient[Any, Any],
     for answer in (created, read):
         found = _at(answer, path)
         assert (isinstance(found, dict) if value == {} else found == value), (path, found)
+
+
+async def test_the_defaults_of_a_workloads_pod_sets_and_their_entries_in_its_status_are_stored(
+    hub: TestClient[Any, Any],
+) -> None:
+    """A pod set's ``name`` (``main``) and ``count`` (1), and the ``name`` of a pod set's
+    assignment and of its resource requests in the status (``main``), as Kueue's CRD defaults them."""
+    cases = {
+        (kind, path): value
+        for kind, version, path, rules in ((k, v, p, r) for (k, v, p), r in crd_rules.RULES.items())
+        for value in [json.loads(rule.split("=", 1)[1]) for rule in rules.split() if rule.startswith("default=")]
+        if kind == "Workload" and version == "v1beta1" and "[]" in path
+    }
+    assert cases == {
+        ("Workload", ".spec.podSets[].count"): 1,
+        ("Workload", ".spec.podSets[].name"): "main",
+        ("Workload", ".status.admission.podSetAssignments[].name"): "main",
+        ("Workload", ".status.resourceRequests[].name"): "main",
+    }
+    obj = crd_rules.valid("Workload", "v1beta1")
+    obj["spec"]["podSets"] = [{"template": obj["spec"]["podSets"][0]["template"]}]
+    url = f"{GROUP}/v1beta1/{crd_rules.RESOURCES['Workload']}"
+    created = await ok(await hub.post(url, json=obj), 201)
+    assert [(p["name"], p["count"]) for p in created["spec"]["podSets"]] == [("main", 1)]
+    status = {"admission": {"clusterQueue": "cq", "podSetAssignments": [{"count": 1}]}, "resourceRequests": [{}]}
+    written = await ok(await hub.put(f"{url}/x/status", json={**created, "status": status}))
+    read = await ok(await hub.get(f"{url}/x"))
+    for answer in (written, read):
+        assert answer["status"]["admission"]["podSetAssignments"] == [{"name": "main", "count": 1}]
+        assert answer["status"]["resourceRequests"] == [{"name": "main"}]

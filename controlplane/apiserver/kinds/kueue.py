@@ -125,6 +125,8 @@ WORKLOAD = ResourceType(
     kueue.API_GROUP, kueue.VERSION, "Workload", "workloads", "workload", namespaced=True, short_names=("wl",), has_status=True, model=kueue.Workload,
     defaults=defaulting.workload(v1beta1=True),
     defaults_on_read=defaulting.workload(v1beta1=True),
+    validate=rules.workload,
+    validate_status=rules.workload,
     columns=(
         TableColumn("Queue", cells.text_at("spec", "queueName"), description="Name of the queue this workload was submitted to"),
         TableColumn("Reserved in", cells.text_at("status", "admission", "clusterQueue"),
