@@ -29,6 +29,7 @@ from controlplane.apis.meta import (
     ObjectMeta,
     SpecModel,
     WireModel,
+    served_default,
 )
 from controlplane.apis.untyped import Obj
 
@@ -43,14 +44,18 @@ class KubeConfig(SpecModel):
     location: str
     """Where the kubeconfig is: a Secret's name in Kueue's namespace (key "kubeconfig"), or a path
     on the disk of Kueue's controller manager."""
-    location_type: Literal["Secret", "Path"] | None = None
-    """Secret (default) or Path."""
+    location_type: Literal["Secret", "Path"] = Field(json_schema_extra=served_default("Secret"))
+    """Secret (default, which the kind's defaulting stores) or Path: required at v1beta1."""
 
 
 class KubeConfigV1beta2(KubeConfig):
     location: str = Field(min_length=1, max_length=256)
     """Where the kubeconfig is: a Secret's name in Kueue's namespace (key "kubeconfig"), or a path
     on the disk of Kueue's controller manager."""
+    location_type: Literal["Secret", "Path"] | None = Field(
+        default=None, json_schema_extra=served_default("Secret")
+    )
+    """Secret (default, which the kind's defaulting stores) or Path."""
 
 
 class ClusterProfileReference(SpecModel):

@@ -93,6 +93,12 @@ DELIBERATE: dict[Key, tuple[str, str]] = {
         "minimum=0 maximum=2147483647",
         "an int32",
     ),
+    # Kueue's later MultiKueueConfig takes 20 clusters (v1beta2 multikueue_types.go at 182a1ee6);
+    # the hub serves the one bound at both versions.
+    ("MultiKueueConfig", "v1beta1", ".spec.clusters"): (
+        "minItems=1 maxItems=20",
+        "20 clusters at both versions",
+    ),
 }
 #: Lines the list takes from Kueue's Go types (the header says which): their types only.
 GO_TYPES = {("ClusterQueue", "v1beta2", ".spec.flavorFungibility.preference")}
@@ -155,6 +161,8 @@ RESOURCES = {
     "AdmissionCheck": "admissionchecks",
     "WorkloadPriorityClass": "workloadpriorityclasses",
     "Workload": "namespaces/default/workloads",
+    "MultiKueueCluster": "multikueueclusters",
+    "MultiKueueConfig": "multikueueconfigs",
 }
 #: A valid object of each kind, which a test changes at one field.
 VALID: dict[str, Obj] = {
@@ -165,6 +173,8 @@ VALID: dict[str, Obj] = {
     "ResourceFlavor": {"spec": {}},
     "ProvisioningRequestConfig": {"spec": {"provisioningClassName": "check-capacity.autoscaling.x-k8s.io"}},
     "Topology": {"spec": {"levels": [{"nodeLabel": "example.com/rack"}]}},
+    "MultiKueueCluster": {"spec": {"kubeConfig": {"location": "worker-1"}}},
+    "MultiKueueConfig": {"spec": {"clusters": ["worker-1"]}},
     "Workload": {
         "metadata": {"namespace": "default"},
         "spec": {
@@ -175,8 +185,14 @@ VALID: dict[str, Obj] = {
 }
 
 
+#: Where a version's valid object differs from the kind's.
+VALID_AT: dict[tuple[str, str], Obj] = {
+    ("MultiKueueCluster", "v1beta2"): {"spec": {"clusterSource": {"kubeConfig": {"location": "worker-1"}}}},
+}
+
+
 def valid(kind: str, version: str, name: str = "x", **fields: Any) -> Obj:
-    base = copy.deepcopy(VALID[kind])
+    base = copy.deepcopy(VALID_AT.get((kind, version), VALID[kind]))
     return {
         "apiVersion": f"{GROUP}/{version}",
         "kind": kind,
@@ -312,6 +328,16 @@ CEL_EXAMPLES: dict[tuple[str, str, str], tuple[Obj, Obj | None, str, str]] = {
         None,
         "spec.levels",
         "array",
+    ),
+    (
+        "MultiKueueCluster",
+        ".spec.clusterSource",
+        "exactly one of the fields in [kubeConfig clusterProfileRef] must be set",
+    ): (
+        {"clusterSource": {"kubeConfig": {"location": "w"}, "clusterProfileRef": {"name": "w"}}},
+        None,
+        "spec.clusterSource",
+        "object",
     ),
     (
         "Topology",
