@@ -7,8 +7,8 @@ webhooks that go with them, as kube reports them: a failed rule is ``<field>: In
   a ``lendingLimit`` of a queue without a cohort, at the limit: ``must be nil when cohort is empty``.
 * ClusterQueue ``spec.preemption``: ``reclaimWithinCohort=Never and
   borrowWithinCohort.Policy!=Never`` (with the CRD's defaults, Never, for what is unset).
-* ClusterQueue ``spec.resourceGroups[i]``: ``flavors must have the same number of resources as
-  the coveredResources``.
+* ClusterQueue and Cohort ``spec.resourceGroups[i]``: ``flavors must have the same number of
+  resources as the coveredResources``.
 * LocalQueue ``spec.clusterQueue`` and AdmissionCheck ``spec.controllerName``: ``field is
   immutable`` (``self == oldSelf``: checked when the old and the new object both have it).
 * ResourceFlavor ``spec``: ``at least one nodeLabel is required when topology is set`` and
@@ -125,6 +125,12 @@ def cluster_queue(cohort: str) -> Rules:
         return failed or _lending_needs_cohort(spec, cohort)
 
     return errors
+
+
+def cohort(obj: Obj, old: Obj | None) -> list[FieldError]:
+    """A Cohort's rule, its ResourceGroups' (as a ClusterQueue's): each flavor has a quota of
+    each covered resource."""
+    return _resource_counts(mapping(obj.get("spec")))
 
 
 _EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")

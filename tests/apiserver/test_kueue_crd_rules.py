@@ -162,6 +162,7 @@ RESOURCES = {
     "WorkloadPriorityClass": "workloadpriorityclasses",
     "Workload": "namespaces/default/workloads",
     "MultiKueueCluster": "multikueueclusters",
+    "Cohort": "cohorts",
     "MultiKueueConfig": "multikueueconfigs",
 }
 #: A valid object of each kind, which a test changes at one field.
@@ -174,6 +175,7 @@ VALID: dict[str, Obj] = {
     "ProvisioningRequestConfig": {"spec": {"provisioningClassName": "check-capacity.autoscaling.x-k8s.io"}},
     "Topology": {"spec": {"levels": [{"nodeLabel": "example.com/rack"}]}},
     "MultiKueueCluster": {"spec": {"kubeConfig": {"location": "worker-1"}}},
+    "Cohort": {"spec": {}},
     "MultiKueueConfig": {"spec": {"clusters": ["worker-1"]}},
     "Workload": {
         "metadata": {"namespace": "default"},
@@ -328,6 +330,16 @@ CEL_EXAMPLES: dict[tuple[str, str, str], tuple[Obj, Obj | None, str, str]] = {
         None,
         "spec.levels",
         "array",
+    ),
+    (
+        "Cohort",
+        ".spec.resourceGroups[]",
+        "flavors must have the same number of resources as the coveredResources",
+    ): (
+        {"resourceGroups": _group(["cpu", "memory"], {"name": "cpu", "nominalQuota": 4})},
+        None,
+        "spec.resourceGroups[0]",
+        "object",
     ),
     (
         "MultiKueueCluster",

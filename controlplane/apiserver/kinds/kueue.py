@@ -109,6 +109,7 @@ COHORT = ResourceType(
     model=kueue_v1beta2.CohortV1beta1,
     defaults=defaulting.cohort,
     defaults_on_read=defaulting.cohort,
+    validate=rules.cohort,
     columns=(
         TableColumn("Parent", cells.text_at("spec", "parentName"), description="The parent Cohort"),
         TableColumn("Weight", cells.text_at("spec", "fairSharing", "weight"), priority=1, description="Fair-sharing weight"),
