@@ -48,7 +48,7 @@ class KubeConfig(SpecModel):
     """Secret (default, which the kind's defaulting stores) or Path: required at v1beta1."""
 
 
-class KubeConfigV1beta2(KubeConfig):
+class KubeConfigV1beta2(SpecModel):
     location: str = Field(min_length=1, max_length=256)
     """Where the kubeconfig is: a Secret's name in Kueue's namespace (key "kubeconfig"), or a path
     on the disk of Kueue's controller manager."""

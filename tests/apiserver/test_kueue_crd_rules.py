@@ -72,27 +72,25 @@ DELIBERATE: dict[Key, tuple[str, str]] = {
     # One model serves a Workload's status at both versions, with the bounds of Kueue's v1beta2
     # types (workload_types.go at 57d3e218, the list's v1beta2 source): a topology assignment's
     # 16 levels (as a Topology's, above) and 100000 domains.
-    ("Workload", "v1beta1", ".status.admission.podSetAssignments[].topologyAssignment.levels"): (
-        "minItems=1 maxItems=16",
-        "16 levels at every version",
-    ),
-    ("Workload", "v1beta1", ".status.admission.podSetAssignments[].topologyAssignment.domains[].values"): (
-        "minItems=1 maxItems=16",
-        "16 levels at every version",
-    ),
+    **{
+        ("Workload", "v1beta1", f".status.admission.podSetAssignments[].topologyAssignment.{path}"): (
+            "minItems=1 maxItems=16",
+            "16 levels at every version",
+        )
+        for path in ("levels", "domains[].values")
+    },
     ("Workload", "v1beta1", ".status.admission.podSetAssignments[].topologyAssignment.domains"): (
         "maxItems=100000",
         "v1beta2's bound at both versions",
     ),
     # The int32 range of INT32_RANGE, above a minimum of 0 the CRD sets.
-    ("Workload", "v1beta1", ".status.admissionChecks[].requeueAfterSeconds"): (
-        "minimum=0 maximum=2147483647",
-        "an int32",
-    ),
-    ("Workload", "v1beta1", ".status.admissionChecks[].retryCount"): (
-        "minimum=0 maximum=2147483647",
-        "an int32",
-    ),
+    **{
+        ("Workload", "v1beta1", f".status.admissionChecks[].{path}"): (
+            "minimum=0 maximum=2147483647",
+            "an int32",
+        )
+        for path in ("requeueAfterSeconds", "retryCount")
+    },
     # Kueue's later MultiKueueConfig takes 20 clusters (v1beta2 multikueue_types.go at 182a1ee6);
     # the hub serves the one bound at both versions.
     ("MultiKueueConfig", "v1beta1", ".spec.clusters"): (
