@@ -111,9 +111,10 @@ def test_a_kind_kube_does_not_have_finds_nothing() -> None:
 def test_every_built_in_kind_of_the_hub_is_decoded_as_kube_does() -> None:
     """Each kind the hub serves without a schema of its own gets kube's decoder, and kube has a
     definition for every one of them but the kinds of other projects; the operators' kinds and
-    Karmada's interpreter kinds are decoded by the schema of their CRDs, whose root keeps nothing
-    it does not declare."""
-    others = {"reports.gpufed.io", "autoscaling.karmada.io"}
+    Karmada's interpreter and autoscaling kinds are decoded by the schema of their CRDs, whose root
+    keeps nothing it does not declare. Only the hub's own WasteReport (no CRD on a real cluster)
+    keeps what it is sent."""
+    others = {"reports.gpufed.io"}
     for rt in hub_registry():
         if rt.model is not None or rt.custom is not None:
             assert rt.unknown_fields is None, rt.kind
@@ -171,6 +172,44 @@ async def test_patches_and_status_writes_drop_them_too(hub: Client) -> None:  # 
     written = await hub.put(f"{DEPLOYMENTS}/x/status", json=status)
     assert written.status == 200, await written.text()
     assert "readyReplica" not in (await (await hub.get(f"{DEPLOYMENTS}/x")).json()).get("status", {})
+
+
+CRON_FHPAS = "/apis/autoscaling.karmada.io/v1alpha1/namespaces/default/cronfederatedhpas"
+FHPAS = "/apis/autoscaling.karmada.io/v1alpha1/namespaces/default/federatedhpas"
+
+
+def cron_federated_hpa() -> dict[str, Any]:
+    """A CronFederatedHPA whose rule also has a misspelt ``targetMaxReplica``."""
+    return {
+        "apiVersion": "autoscaling.karmada.io/v1alpha1", "kind": "CronFederatedHPA",
+        "metadata": {"name": "cron"},
+        "spec": {"scaleTargetRef": {"apiVersion": "autoscaling.karmada.io/v1alpha1", "kind": "FederatedHPA",
+                                    "name": "web"},
+                 "rules": [{"name": "up", "schedule": "*/1 * * * *", "targetMinReplicas": 2, "targetMaxReplica": 5}]},
+    }
+
+
+async def test_karmadas_autoscalers_are_decoded_as_their_crds(hub: Client) -> None:  # noqa: F811
+    """Karmada's CronFederatedHPA and FederatedHPA are CRDs on a real cluster: a field their
+    schemas do not declare is refused under Strict, dropped with a warning under Warn."""
+    refused = await hub.post(f"{CRON_FHPAS}?fieldValidation=Strict", json=cron_federated_hpa())
+    assert refused.status == 400
+    assert (await refused.json())["message"] == (
+        'CronFederatedHPA in version "v1alpha1" cannot be handled as a CronFederatedHPA: strict decoding error: '
+        'unknown field "spec.rules[0].targetMaxReplica"'
+    )
+    created = await hub.post(CRON_FHPAS, json=cron_federated_hpa())
+    assert created.status == 201, await created.text()
+    assert created.headers.getall("Warning") == ['299 - "unknown field \\"spec.rules[0].targetMaxReplica\\""']
+    stored = await (await hub.get(f"{CRON_FHPAS}/cron")).json()
+    assert "targetMaxReplica" not in stored["spec"]["rules"][0]
+
+    fhpa = {"apiVersion": "autoscaling.karmada.io/v1alpha1", "kind": "FederatedHPA", "metadata": {"name": "web"},
+            "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+                     "maxReplicas": 3, "minReplica": 1}}
+    refused = await hub.post(f"{FHPAS}?fieldValidation=Strict", json=fhpa)
+    assert refused.status == 400
+    assert 'strict decoding error: unknown field "spec.minReplica"' in (await refused.json())["message"]
 
 
 # --- the real kubectl ------------------------------------------------------------------------

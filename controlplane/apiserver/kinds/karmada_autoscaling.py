@@ -11,7 +11,7 @@ from __future__ import annotations
 from controlplane.apis import autoscaling_karmada_v1alpha1 as api
 from controlplane.apiserver.crd.types import printer_column
 from controlplane.apiserver.openapi.structural import schema_of
-from controlplane.apiserver.resources import ResourceType, TableColumn
+from controlplane.apiserver.resources import ResourceType, TableColumn, with_kube_rules
 
 
 def _columns(*columns: tuple[str, str, str]) -> tuple[TableColumn, ...]:
@@ -27,6 +27,7 @@ FEDERATED_HPA = ResourceType(
     api.API_GROUP, "v1alpha1", api.FEDERATED_HPA_KIND, "federatedhpas", "federatedhpa", namespaced=True,
     short_names=("fhpa",), categories=("karmada-io",), has_status=True,
     defaults=api.default_federated_hpa, webhook_denial=api.federated_hpa_denial,
+    crd_schema=schema_of(api.API_GROUP, "v1alpha1", api.FEDERATED_HPA_KIND),
     columns=_columns(*_REFERENCE, ("MINPODS", ".spec.minReplicas", "integer"),
                      ("MAXPODS", ".spec.maxReplicas", "integer"), ("REPLICAS", ".status.currentReplicas", "integer")),
 )
@@ -42,5 +43,7 @@ CRON_FEDERATED_HPA = ResourceType(
 
 
 def karmada_autoscaling_resources() -> list[ResourceType]:
-    """The kinds of ``autoscaling.karmada.io`` the hub serves."""
-    return [FEDERATED_HPA, CRON_FEDERATED_HPA]
+    """The kinds of ``autoscaling.karmada.io`` the hub serves, decoded as kube decodes a CRD's
+    objects (``with_kube_rules``): a field their CRDs' schemas do not declare is refused under
+    ``fieldValidation=Strict`` and dropped with a warning under ``Warn``."""
+    return with_kube_rules([FEDERATED_HPA, CRON_FEDERATED_HPA])
