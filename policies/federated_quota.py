@@ -16,32 +16,45 @@ of a namespace's quota and the refusal of one that would take it past ``spec.ove
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from typing import Annotated, Any, Final, Literal
 
 from pydantic import AfterValidator, Field, ValidationError
+from pydantic_core import PydanticCustomError
 
 from controlplane.apis.cluster_v1alpha1 import karmada_cluster_name_errors
 from controlplane.apis.kube import field, quota
 from controlplane.apis.kube.field import FieldError
 from controlplane.apis.kube.validate_admin import quota_list_errors
 from controlplane.apis.meta import ObjectMeta, SpecModel, WireModel
-from controlplane.apis.quantity import KubeQuantity, QuantityError, canonical_quantity, parse_kube_quantity
+from controlplane.apis.quantity import (
+    CRD_PATTERN,
+    KubeQuantity,
+    QuantityError,
+    canonical_quantity,
+    parse_kube_quantity,
+)
 
 API_VERSION: Final = "policy.karmada.io/v1alpha1"
 KIND: Final = "FederatedResourceQuota"
 #: The validating webhook Karmada registers for the kind (its name in kube's denial message).
 WEBHOOK: Final = "federatedresourcequota.karmada.io"
+_CRD_QUANTITY: Final = re.compile(CRD_PATTERN)
 #: Karmada's ``LabelValueMaxLength``: the quota's name labels its Works.
 NAME_MAX_LENGTH: Final = 63
 #: Karmada's ``clusterNameMaxLength``.
 
 
 def _parses(value: str | int) -> str | int:
+    """A quantity of the CRD: a string must match its pattern (kube's schema error, worded as a
+    CRD's by the hub), then parse as kube parses it (resource.ParseQuantity's error, once)."""
+    if isinstance(value, str) and not _CRD_QUANTITY.match(value):
+        raise PydanticCustomError("string_pattern_mismatch", "", {"pattern": CRD_PATTERN})
     try:
         parse_kube_quantity(value)
     except (QuantityError, ValueError) as exc:
-        raise ValueError(f"{value!r} is not a quantity (e.g. 500m, 2, 1Gi): {exc}") from None
+        raise ValueError(str(exc)) from None
     return value
 
 

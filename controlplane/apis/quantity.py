@@ -23,6 +23,10 @@ class QuantityError(ValueError):
 
 #: ``resource.ErrFormatWrong``: the text is not a number followed by a suffix.
 FORMAT_WRONG = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+#: The pattern controller-gen gives a ``resource.Quantity`` field of a CRD (with
+#: ``x-kubernetes-int-or-string``): kube's CRD validation refuses a string that does not match it,
+#: ``<path> in body should match '<this>'``, before anything parses it.
+CRD_PATTERN = r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
 #: ``resource.ErrSuffix``: the suffix is made of suffix characters but is none kube knows (``1KK``).
 SUFFIX_WRONG = "unable to parse quantity's suffix"
 

@@ -13,11 +13,13 @@ import pytest
 import yaml
 from aiohttp.test_utils import TestClient
 
+from controlplane.apis.quantity import CRD_PATTERN
 from controlplane.apiserver.kinds.core import core_resources
 from controlplane.apiserver.kinds.gpufed import gpufed_resources
 from controlplane.apiserver.kinds.workloads import workload_resources
 from controlplane.apiserver.resources import Registry
 
+from .karmada_crd_fields import DATA
 from .test_real_clients import kubeconfig, kubectl, needs_kubectl, server_url  # noqa: F401 (fixtures)
 
 COLLECTION = "/apis/policy.karmada.io/v1alpha1/namespaces/default/federatedresourcequotas"
@@ -131,6 +133,22 @@ async def test_the_schema_is_a_422(api: TestClient[Any, Any], spec: dict[str, An
     assert refused.status == 422, await refused.text()
     causes = (await refused.json())["details"]["causes"]
     assert field in [c.get("field") for c in causes], causes
+
+
+async def test_a_string_that_is_no_quantity_is_refused_by_the_crds_pattern(api: TestClient[Any, Any]) -> None:
+    """Karmada's CRD types ``spec.overall`` values as controller-gen types a ``resource.Quantity``
+    (int-or-string with a pattern): kube refuses a string that is no quantity by the pattern, once."""
+    refused = await api.post(COLLECTION, json=_with(overall={"cpu": "abc"}, staticAssignments=[]))
+    assert refused.status == 422, await refused.text()
+    assert (await refused.json())["message"] == (
+        'FederatedResourceQuota.policy.karmada.io "test" is invalid: spec.overall.cpu: Invalid value: "abc": '
+        f"spec.overall.cpu in body should match '{CRD_PATTERN}'"
+    )
+
+
+def test_the_quantity_pattern_is_the_crds() -> None:
+    crd_line = next(line for line in DATA.read_text().splitlines() if line.startswith("spec.overall{} "))
+    assert crd_line.split("pattern=", 1)[1] == CRD_PATTERN
 
 
 async def test_discovery_lists_the_kind(api: TestClient[Any, Any]) -> None:
