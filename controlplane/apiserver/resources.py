@@ -33,7 +33,12 @@ from controlplane.apis.kube.validation import Validator
 from controlplane.apis.untyped import dig
 from controlplane.apiserver import columns as col
 from controlplane.apiserver.openapi import known_fields
-from controlplane.apiserver.openapi.structural import schema_defaults, served_field_schema, undeclared_fields
+from controlplane.apiserver.openapi.structural import (
+    schema_defaults,
+    served_field_schema,
+    status_defaulting,
+    undeclared_fields,
+)
 from controlplane.apiserver.patching.schema import FieldSchema, builtin_apply_schema
 from controlplane.apiserver.patching.structural import structural_apply_schema
 
@@ -226,6 +231,10 @@ class ResourceType:
     #: first written: its objects' nulls are pruned and their values' types checked by it, as kube
     #: checks a CRD's (:mod:`controlplane.apiserver.openapi.structural`). None: no such schema.
     crd_schema: Callable[[], Mapping[str, Any]] | None = field(default=None, compare=False)
+    #: A status as kube stores it for the kind: ``crd_schema``'s status defaults filled (a copy;
+    #: the status itself when it defaults none), so a controller compares what it would write with
+    #: what is stored (set by :func:`with_kube_rules`). None: the kind defaults no status.
+    status_defaults: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = field(default=None, compare=False)
     #: A built-in kind served in this version from objects stored in another (autoscaling/v1
     #: HorizontalPodAutoscaler): every read and write converts (:mod:`.objects.reading`).
     conversion: VersionConversion | None = None
@@ -437,6 +446,7 @@ def with_kube_rules(types: Iterable[ResourceType]) -> list[ResourceType]:
             validate=validate,
             validate_status=validate_status,
             unknown_fields=rt.unknown_fields or _unknown_fields(rt),
+            status_defaults=rt.status_defaults or (status_defaulting(rt.crd_schema) if rt.crd_schema else None),
             keeps_generation=rt.keeps_generation and generation.keeps_generation(rt.group, rt.kind),
         ))
     return out

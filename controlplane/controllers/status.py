@@ -584,9 +584,12 @@ class StatusController(KeyedController[BindingKey]):
             own = find_condition(current.get("conditions"), ctype)
             if own is not None:
                 merged["conditions"] = [*(merged.get("conditions") or []), dict(own)]
-        if merged == current:
+        # Compared as it would be stored: a CRD's status defaults (a RayJob's succeeded and failed)
+        # the members may not report are in the stored status, and an update would change nothing.
+        stored = rt.status_defaults(merged) if rt.status_defaults is not None else merged
+        if stored == current:
             return
-        await ctx.objects.update_status(rt, {**workload, "status": merged})  # the store copies the status
+        await ctx.objects.update_status(rt, {**workload, "status": stored})  # the store copies the status
 
 
 def _json_key(value: Any) -> str:

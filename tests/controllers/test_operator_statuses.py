@@ -176,3 +176,42 @@ async def test_the_hub_stores_the_status_folded_from_its_members_operator(
         return status if status == folded and [c["status"] for c in own] == ["True"] else None
 
     await eventually(folded_in, what=f"the {kind}'s status folded from its member's")
+
+
+async def test_a_status_the_crd_defaults_is_compared_as_stored_and_not_written_again(
+    objects: ObjectStore, manager: ControllerManager, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A member that reports no ``succeeded``/``failed`` of a RayJob: the hub stores them as the
+    CRD's defaults (0), and the status controller, folding the same report again, compares its fold
+    with those defaults filled and writes nothing."""
+    workload, member_status, _ = CASES["RayJob"]
+    unreported = {k: v for k, v in member_status.items() if k not in ("succeeded", "failed")}
+    await put_cluster(objects, "onprem", node_shape(8, gpus=8))
+    await apply(objects, propagation_policy("operators", kind="RayJob", api_version=workload["apiVersion"]))
+    await apply(objects, workload)
+
+    async def one_work() -> dict[str, Any] | None:
+        return (await works_by_cluster(objects, "train-rayjob")).get("onprem")
+
+    await _report(objects, await eventually(one_work, what="the RayJob's Work"), workload, unreported)
+
+    async def stored() -> dict[str, Any] | None:
+        hub = await get_or_none(objects, workload["apiVersion"], "RayJob", "default", "train")
+        status = (hub or {}).get("status") or {}
+        return status if status.get("jobStatus") == "RUNNING" else None
+
+    status = await eventually(stored, what="the RayJob's status folded")
+    assert (status["succeeded"], status["failed"]) == (0, 0)  # the CRD's defaults, stored
+
+    controller = manager.status
+    assert controller is not None
+    writes: list[str] = []
+    update_status = controller.ctx.objects.update_status
+
+    async def counted(rt: Any, obj: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+        writes.append(obj["kind"])
+        return await update_status(rt, obj, *args, **kwargs)
+
+    monkeypatch.setattr(controller.ctx.objects, "update_status", counted)
+    await controller.reconcile(("default", "train-rayjob"))
+    assert "RayJob" not in writes

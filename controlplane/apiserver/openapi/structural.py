@@ -163,6 +163,25 @@ def schema_defaults(schema: Callable[[], Mapping[str, Any]]) -> Callable[[dict[s
     return defaults
 
 
+def status_defaulting(schema: Callable[[], Mapping[str, Any]]) -> Callable[[Mapping[str, Any]], Mapping[str, Any]]:
+    """A status as kube would store it for a kind with this served schema: its ``status`` defaults
+    filled (a copy), or the status itself when the schema defaults nothing in a status (the
+    defaulted part found once per kind, on first use)."""
+    found: list[Schema | None] = []
+
+    def defaulted(status: Mapping[str, Any]) -> Mapping[str, Any]:
+        if not found:
+            part = _defaulted_part(schema()) or {}
+            found.append((part.get("properties") or {}).get("status"))
+        if found[0] is None:
+            return status
+        out = copy.deepcopy(dict(status))
+        apply_defaults(out, found[0])
+        return out
+
+    return defaulted
+
+
 def schema_errors(
     schema: Mapping[str, Any], obj: dict[str, Any], old: dict[str, Any] | None, *, status_only: bool = False
 ) -> list[FieldError]:
