@@ -44,7 +44,6 @@ from controlplane.apis.apiextensions.schema import (
     correlate,
     format_path,
     same,
-    type_name,
 )
 from controlplane.apis.kube.field import CauseType, FieldError, blocks_rules, invalid
 
@@ -209,6 +208,9 @@ class SchemaRules:
     map_keys: tuple[str, ...] = ()
     #: The node's list type and keys, as :func:`~.schema.correlate` reads them (ratcheting).
     list_shape: Schema = field(default_factory=dict)
+    #: The node's schema ``type``, which kube's error shows for a failed rule's value (``"object"``;
+    #: ``""`` for an int-or-string, which has none).
+    type: str = ""
 
     def empty(self) -> bool:
         return not (self.rules or self.properties or self.items or self.values)
@@ -239,7 +241,7 @@ class SchemaRules:
         for rule in self.rules:
             if rule.transition and old is None:
                 continue
-            error = _check(rule, value, old, path)
+            error = _check(rule, value, old, path, self.type)
             # As kube: a transition rule is never ratcheted; the others are on unchanged values.
             if error is not None and (rule.transition or not unchanged()):
                 out.append(error)
@@ -286,15 +288,16 @@ class _Unchanged:
         return self._answer
 
 
-def _check(rule: Rule, value: Any, old: Any, path: Path) -> FieldError | None:
+def _check(rule: Rule, value: Any, old: Any, path: Path, node_type: str) -> FieldError | None:
     variables: dict[str, Any] = {"self": value}
     if old is not None:
         variables["oldSelf"] = old
     cel, functions = _library()
     context = cel.Context(variables, functions)
-    where = format_path((*path, *[p for p in rule.field_path.split(".") if p]))
+    # A rule of the schema's root without a fieldPath has kube's nil path, printed ``<nil>``.
+    where = format_path((*path, *[p for p in rule.field_path.split(".") if p])) or "<nil>"
     with _quiet():
-        return _outcome(rule, context, f'"{type_name(value)}"', where)
+        return _outcome(rule, context, f'"{node_type}"', where)
 
 
 class _NoFunctionFailures(logging.Filter):
@@ -326,12 +329,22 @@ def _runtime_message(exc: Exception) -> str:
 
 
 def _outcome(rule: Rule, context: Any, shown: str, where: str) -> FieldError | None:
+    # kube names a rule that could not be evaluated by its message, else its expression.
+    named = rule.message.strip() or rule.source.strip()
     try:
         result = rule.program.execute(context)
     except KeyError as exc:  # a field the rule reads is not set: kube's "no such key"
-        return FieldError(CauseType.FIELD_VALUE_INVALID, where, f"Invalid value: {shown}: no such key: {exc.args[0] if exc.args else ''}")
+        key = exc.args[0] if exc.args else ""
+        return FieldError(CauseType.FIELD_VALUE_INVALID, where,
+                          f"Invalid value: {shown}: no such key: {key} evaluating rule: {named}")
     except Exception as exc:  # the evaluator's message is kube's "Invalid value" detail
-        return FieldError(CauseType.FIELD_VALUE_INVALID, where, f"Invalid value: {shown}: {_runtime_message(exc)}")
+        text = _runtime_message(exc)
+        if text.lower().startswith("no such overload"):  # an int-or-string's value of the other type
+            text = ("'no such overload': call arguments did not match a supported operator, function or macro "
+                    f"signature for rule: {named}")
+        else:
+            text = f"{text} evaluating rule: {named}"
+        return FieldError(CauseType.FIELD_VALUE_INVALID, where, f"Invalid value: {shown}: {text}")
     if result is True:
         return None
     message = rule.message or f"failed rule: {rule.source}"
@@ -363,7 +376,7 @@ def has_rules(schema: Mapping[str, Any]) -> bool:
 def compile_schema_rules(schema: Schema) -> SchemaRules:
     """The rules of ``schema`` (rules that do not compile are left out: the CRD's validation
     refuses them before any object is written)."""
-    node = SchemaRules()
+    node = SchemaRules(type=str(schema.get("type") or ""))
     for spec in schema.get("x-kubernetes-validations") or []:
         if isinstance(spec, dict) and isinstance(spec.get("rule"), str):
             try:

@@ -53,7 +53,7 @@ def _errors(spec: dict[str, Any], old: dict[str, Any] | None = None) -> list[tup
         ({"model": "m", "replicas": 7, "maxReplicas": 9}, None,
          [("FieldValueInvalid", "spec.replicas", 'Invalid value: "object": replicas may not be 7')]),
         ({"model": "m", "replicas": 1}, None,
-         [("FieldValueInvalid", "spec", 'Invalid value: "object": no such key: maxReplicas')]),
+         [("FieldValueInvalid", "spec", 'Invalid value: "object": no such key: maxReplicas evaluating rule: replicas must not exceed maxReplicas')]),
         ({"model": "m", "replicas": 1, "maxReplicas": 1, "tags": ["ok", "toolong"]}, None,
          [("FieldValueInvalid", "spec.tags[1]", 'Invalid value: "string": failed rule: self.size() < 4')]),
     ],
@@ -197,17 +197,32 @@ def test_kubes_cel_libraries_are_available(rule: str) -> None:
     assert rules.evaluate({"name": "abc", "csv": "a,b", "items": [1, 2, 3]}, None) == []
 
 
-def test_a_library_error_is_the_rules_message_and_prints_nothing(capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_library_error_is_kubes_evaluation_error_and_prints_nothing(capsys: pytest.CaptureFixture[str]) -> None:
     rules = cel.compile_schema_rules({"type": "object", "properties": {"memory": {
         "type": "string", "x-kubernetes-validations": [{"rule": "quantity(self).isLessThan(quantity('1Gi'))"}],
     }}})
     found = rules.evaluate({"memory": "lots"}, None)
     assert [(e.field, e.message) for e in found] == [(
         "memory", 'Invalid value: "string": quantities must match the regular expression: '
-        "'lots' is not a valid quantity (e.g. 500m, 2, 1Gi)",
+        "'lots' is not a valid quantity (e.g. 500m, 2, 1Gi) evaluating rule: quantity(self).isLessThan(quantity('1Gi'))",
     )]
     assert capsys.readouterr().err == ""
     assert rules.evaluate({"memory": "512Mi"}, None) == []
+
+
+def test_an_int_or_string_shows_no_type_and_a_value_of_the_other_type_is_kubes_overload_error() -> None:
+    """kube shows a failed rule's node type (an int-or-string has none); a string where the rule
+    compares a number is cel-go's runtime "no such overload", in kube's words."""
+    rules = cel.compile_schema_rules({"type": "object", "properties": {"procs": {
+        "x-kubernetes-int-or-string": True,
+        "x-kubernetes-validations": [{"rule": "self > 0 || self in ['auto']", "message": "auto or a number"}],
+    }}})
+    assert rules.evaluate({"procs": "auto"}, None) == rules.evaluate({"procs": 2}, None) == []
+    assert [e.message for e in rules.evaluate({"procs": 0}, None)] == ['Invalid value: "": auto or a number']
+    assert [e.message for e in rules.evaluate({"procs": "many"}, None)] == [
+        "Invalid value: \"\": 'no such overload': call arguments did not match a supported operator, function or "
+        "macro signature for rule: auto or a number"
+    ]
 
 
 def test_transition_rules_in_a_map_list_see_the_old_item_with_the_same_keys() -> None:
