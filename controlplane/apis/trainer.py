@@ -4,8 +4,8 @@
 A TrainJob names a runtime (``spec.runtimeRef``: its ``name``, ``apiGroup`` defaulting to
 ``trainer.kubeflow.org``, ``kind`` to ``ClusterTrainingRuntime``); the runtime's
 ``spec.template`` is a JobSet template. :func:`runtime_ref` reads the reference with the CRD's
-defaults (written by the CRD's structural defaulting, from the served schema), :func:`validate`
-checks the CRD's rules on ``spec`` (``managedBy``, the fields an update keeps), and the webhook's
+defaults (written by the CRD's structural defaulting, from the served schema; the CRD's CEL rules
+are in the served schema too, :mod:`controlplane.apiserver.openapi.trainer_kinds`), and the webhook's
 rules are :func:`unsupported_runtime` (a reference to another kind: ``unsupported runtime:
 <Kind>.<group>``) and :func:`missing_runtime` (the runtime not stored: ``spec.RuntimeRef: Invalid
 value: {...}: ClusterTrainingRuntime.trainer.kubeflow.org "x" not found: specified
@@ -98,32 +98,8 @@ def missing_runtime(ref: RuntimeRef) -> FieldError:
                                       "created before the TrainJob is created")
 
 
-#: ``spec`` fields the CRD's rules keep as created (``self == oldSelf``), with the type kube's
-#: CEL error shows for a value of each.
-_IMMUTABLE: Final = (("runtimeRef", "object"), ("initializer", "object"), ("trainer", "object"),
-                     ("activeDeadlineSeconds", "integer"), ("managedBy", "string"))
 #: ``spec.managedBy`` of a TrainJob Kueue's MultiKueue dispatches to a worker cluster.
 MULTIKUEUE_MANAGED_BY: Final = "kueue.x-k8s.io/multikueue"
 #: The controllers the CRD lets a TrainJob be ``managedBy``.
 MANAGERS: Final = (DEFAULT_MANAGED_BY, MULTIKUEUE_MANAGED_BY)
 
-
-def validate(new: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
-    """The CRD's CEL rules on ``spec`` (422 Invalid, as kube answers them): ``managedBy`` one of
-    :data:`MANAGERS`, and on an update ``runtimeRef``, ``initializer``, ``trainer``,
-    ``activeDeadlineSeconds`` and ``managedBy`` unchanged where both versions set them
-    (``field is immutable``; a transition rule does not run where the old object lacks the field)."""
-    given = new.get("spec")
-    spec: dict[str, Any] = given if isinstance(given, dict) else {}
-    errors: list[FieldError] = []
-    managed_by = spec.get("managedBy")
-    if isinstance(managed_by, str) and managed_by not in MANAGERS:
-        errors.append(field.invalid("spec.managedBy", GoValue('"string"'),
-                                    f"ManagedBy must be {MANAGERS[0]} or {MANAGERS[1]} if set"))
-    old_spec = (old or {}).get("spec")
-    if not isinstance(old_spec, dict):
-        return errors
-    for name, shown in _IMMUTABLE:
-        if name in spec and name in old_spec and spec[name] != old_spec[name]:
-            errors.append(field.invalid(f"spec.{name}", GoValue(f'"{shown}"'), field.IMMUTABLE))
-    return errors

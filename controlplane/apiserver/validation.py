@@ -39,7 +39,7 @@ from controlplane.apiserver.errors import BadRequest, Cause, CauseType, Invalid,
 from controlplane.apiserver.objectmeta import finalizer_write_warnings, metadata_causes
 from controlplane.apiserver.objectmeta import quote as _quote
 from controlplane.apiserver.openapi import known_fields
-from controlplane.apiserver.openapi.structural import schema_errors, served_list_errors
+from controlplane.apiserver.openapi.structural import rule_errors, schema_errors, served_list_errors
 from controlplane.apiserver.resources import ResourceType
 from controlplane.apiserver.schemawording import merged_types, schema_cause
 from controlplane.gojson import go_quote
@@ -474,6 +474,9 @@ def check_object(
         integral_floats_made_ints(obj, dict(rt.crd_schema()))  # kube stores an integer sent as ``3.0`` as ``3``
         schema_found = schema_errors(rt.crd_schema(), obj, old, status_only=status_only)
         causes.extend(Cause(str(e.type), e.message, e.field) for e in schema_found)
+        stopped = any(blocks_rules(str(c.reason), built_in=False) for c in causes)
+        ruled = rule_errors(rt.crd_schema(), obj, old, blocked=stopped)
+        causes.extend(Cause(str(e.type), e.message, e.field) for e in ruled)
     blocked = any(blocks_rules(str(c.reason), built_in=rt.built_in) for c in causes)
     if validate is not None and not blocked:
         causes.extend(Cause(str(e.type), e.message, e.field) for e in validate(obj, old))
@@ -496,7 +499,9 @@ def refuse_schema_errors(rt: ResourceType, obj: dict[str, Any], old: dict[str, A
     ``obj``: kube validates a CRD's schema before it calls the validating webhooks."""
     if rt.crd_schema is None:
         return
-    if found := schema_errors(rt.crd_schema(), obj, old):
+    found = schema_errors(rt.crd_schema(), obj, old)
+    found += rule_errors(rt.crd_schema(), obj, old, blocked=any(blocks_rules(str(e.type), built_in=False) for e in found))
+    if found:
         name = str((obj.get("metadata") or {}).get("name") or "")
         causes = [Cause(str(e.type), e.message, e.field) for e in found]
         raise invalid(kind=rt.kind, group=rt.group, name=name, causes=causes)

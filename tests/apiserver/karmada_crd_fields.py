@@ -80,14 +80,15 @@ def _field(path: str, kind: str, options: Mapping[str, str]) -> Field:
 
 
 def read_fields(text: str) -> dict[str, list[str]]:
-    """The sections of the data file (``shape NAME`` and ``kind GV KIND``), each its lines."""
+    """The sections of the data file (``shape NAME``, ``kind GV KIND`` and ``rules GV KIND``),
+    each its lines."""
     sections: dict[str, list[str]] = {}
     current: list[str] | None = None
     for raw in text.splitlines():
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
-        if line.startswith(("[shape ", "[kind ")):
+        if line.startswith(("[shape ", "[kind ", "[rules ")):
             current = sections.setdefault(line.strip("[]"), [])
         elif current is None:
             raise ValueError(f"a field outside a section: {line!r}")

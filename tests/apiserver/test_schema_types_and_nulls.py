@@ -123,13 +123,16 @@ async def test_an_update_to_a_spec_of_another_type_is_refused_before_the_kinds_r
     assert status["details"]["causes"] == [type_invalid("spec", "boolean", "object")]
 
 
-async def refused_with(hub: Client, collection: str, obj: dict[str, Any], cause: dict[str, str]) -> None:
-    """A create of ``obj`` is kube's 422 Invalid with ``cause`` alone, and nothing is stored."""
+async def refused_with(
+    hub: Client, collection: str, obj: dict[str, Any], cause: dict[str, str], *also: dict[str, str]
+) -> None:
+    """A create of ``obj`` is kube's 422 Invalid with ``cause`` (and the causes ``also``) alone, and
+    nothing is stored."""
     response = await hub.post(collection, json=obj)
     status = await response.json()
     assert response.status == 422, status
     assert status["reason"] == "Invalid"
-    assert status["details"]["causes"] == [cause]
+    assert status["details"]["causes"] == [cause, *also]
     assert (await hub.get(f"{collection}/{obj['metadata']['name']}")).status == 404
 
 

@@ -2,7 +2,7 @@
 subresource, the namespaced TrainingRuntime and the cluster-scoped ClusterTrainingRuntime, with
 the names, subresources and printer columns their CustomResourceDefinitions declare, each checked
 by the schema the hub serves for it (:mod:`controlplane.apiserver.openapi.trainer_kinds`) as the
-CRD's schema checks it. A TrainJob gets the CRD's defaults and rules; the trainer's webhook rules that read the store are
+CRD's schema checks it. A TrainJob gets the CRD's defaults and CEL rules (in its served schema); the trainer's webhook rules that read the store are
 :mod:`controlplane.apiserver.trainjobs`."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ _CATEGORIES = ("trainer-kubeflow-org",)
 
 TRAIN_JOB = ResourceType(
     trainer.GROUP, trainer.VERSION, trainer.TRAIN_JOB, "trainjobs", "trainjob", namespaced=True,
-    categories=_CATEGORIES, has_status=True, validate=trainer.validate,
+    categories=_CATEGORIES, has_status=True,
     columns=(TableColumn("State", col.job_state), AGE),
     crd_schema=schema_of(trainer.GROUP, trainer.VERSION, trainer.TRAIN_JOB),
 )

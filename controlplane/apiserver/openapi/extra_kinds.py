@@ -70,6 +70,13 @@ def checked(node: dict[str, Any], **checks: Any) -> dict[str, Any]:
     return {**node, **checks}
 
 
+def ruled(node: dict[str, Any], *rules: tuple[str, str]) -> dict[str, Any]:
+    """``node`` with a CRD's CEL rules (``x-kubernetes-validations``), each (rule, message), as
+    controller-gen writes them from the Go type's ``+kubebuilder:validation:XValidation`` markers;
+    the hub runs them as kube runs a CRD's (:func:`.structural.rule_errors`)."""
+    return {**node, "x-kubernetes-validations": [{"message": message, "rule": rule} for rule, message in rules]}
+
+
 def map_of(description: str, values: dict[str, Any]) -> dict[str, Any]:
     return {"description": description, "type": "object", "additionalProperties": values}
 

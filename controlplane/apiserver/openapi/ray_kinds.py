@@ -24,6 +24,13 @@ _CORE = "io.k8s.api.core.v1."
 _NETWORKING = "io.k8s.api.networking.v1."
 _TIME = "io.k8s.apimachinery.pkg.apis.meta.v1.Time"
 _QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
+#: KubeRay's two rules of a RayCluster's (and a RayJob's) ``managedBy``: kept as created, and one
+#: of the two controllers.
+_MANAGED_BY: tuple[tuple[str, str], ...] = (
+    ("self == oldSelf", "the managedBy field is immutable"),
+    ("self in ['ray.io/kuberay-operator', 'kueue.x-k8s.io/multikueue']",
+     "the managedBy field value must be either 'ray.io/kuberay-operator' or 'kueue.x-k8s.io/multikueue'"),
+)
 _STRINGS = {"type": "string"}
 
 
@@ -73,8 +80,8 @@ _DEFINITIONS: dict[str, Any] = {
                 "mode": k.scalar("mode: disabled or token (the default)."),
             }),
             "suspend": k.scalar("suspend deletes the cluster's pods while true.", "boolean"),
-            "managedBy": k.scalar("managedBy is the controller that reconciles the cluster: ray.io/kuberay-operator "
-                                "(the default) or kueue.x-k8s.io/multikueue."),
+            "managedBy": k.ruled(k.scalar("managedBy is the controller that reconciles the cluster: ray.io/kuberay-operator "
+                                          "(the default) or kueue.x-k8s.io/multikueue."), *_MANAGED_BY),
             "autoscalerOptions": k.struct("autoscalerOptions configures the Ray autoscaler's container.", {
                 "resources": k.ref(_CORE + "ResourceRequirements", "resources of the autoscaler container."),
                 "image": k.scalar("image overrides the autoscaler's image."),
@@ -179,10 +186,13 @@ _DEFINITIONS: dict[str, Any] = {
             "submitterConfig": k.struct("submitterConfig configures the submitter Job.", {
                 "backoffLimit": k.int32("backoffLimit of the submitter Job."),
             }),
-            "managedBy": k.scalar("managedBy is the controller that reconciles the job: ray.io/kuberay-operator "
-                                "(the default) or kueue.x-k8s.io/multikueue."),
-            "deletionPolicy": k.scalar("deletionPolicy (KubeRay 1.3; replaced by deletionStrategy): DeleteCluster, "
-                                     "DeleteWorkers, DeleteSelf or DeleteNone."),
+            "managedBy": k.ruled(k.scalar("managedBy is the controller that reconciles the job: ray.io/kuberay-operator "
+                                          "(the default) or kueue.x-k8s.io/multikueue."), *_MANAGED_BY),
+            "deletionPolicy": k.ruled(k.scalar("deletionPolicy (KubeRay 1.3; replaced by deletionStrategy): DeleteCluster, "
+                                               "DeleteWorkers, DeleteSelf or DeleteNone."), (
+                "self in ['DeleteCluster', 'DeleteWorkers', 'DeleteSelf', 'DeleteNone']",
+                "the deletionPolicy field value must be either 'DeleteCluster', 'DeleteWorkers', 'DeleteSelf', or 'DeleteNone'",
+            )),
             "deletionStrategy": k.struct("deletionStrategy deletes the job's resources after it finishes.", {
                 "onSuccess": _DELETION_POLICY,
                 "onFailure": _DELETION_POLICY,

@@ -25,6 +25,7 @@ from controlplane.apiserver.openapi.extra_kinds import (
     int32,
     kind_definition,
     ref,
+    ruled,
     scalar,
     struct,
 )
@@ -36,24 +37,32 @@ _INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
 # --- JobSet (jobset.x-k8s.io/v1alpha2) --------------------------------------------------------
 
 _JOBSET = "io.x-k8s.jobset.v1alpha2."
+#: JobSet's rule of a field kept as created (a transition rule: it runs on an update whose old
+#: object has the field too), on network, the policies and a replicated job's dependsOn.
+_IMMUTABLE: Final = ("self == oldSelf", "Value is immutable")
+_STARTUP_OR_DEPENDS_ON: Final = (
+    "!(has(self.startupPolicy) && self.startupPolicy.startupPolicyOrder == 'InOrder' && "
+    "self.replicatedJobs.exists(x, has(x.dependsOn)))",
+    "StartupPolicy and DependsOn APIs are mutually exclusive",
+)
 
 _JOBSET_DEFINITIONS: dict[str, Any] = {
-    _JOBSET + "JobSetSpec": struct("JobSetSpec defines the desired state of JobSet.", {
+    _JOBSET + "JobSetSpec": ruled(struct("JobSetSpec defines the desired state of JobSet.", {
         "replicatedJobs": {
             **array_of("replicatedJobs is the group of jobs that will form the set.",
                        {"$ref": DEFINITIONS_PREFIX + _JOBSET + "ReplicatedJob"}),
             "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
             "x-kubernetes-patch-strategy": "merge", "x-kubernetes-patch-merge-key": "name",
         },
-        "network": struct("network defines the networking options for the jobset.", {
+        "network": ruled(struct("network defines the networking options for the jobset.", {
             "enableDNSHostnames": scalar("enableDNSHostnames allows pods to be reached via their hostnames.", "boolean"),
             "subdomain": scalar("subdomain is an explicit choice for a network subdomain name; defaults to the JobSet's name."),
             "publishNotReadyAddresses": scalar(
                 "publishNotReadyAddresses makes the headless service publish the pods' addresses before they are ready.",
                 "boolean",
             ),
-        }),
-        "successPolicy": struct(
+        }), _IMMUTABLE),
+        "successPolicy": ruled(struct(
             "successPolicy configures when to declare the JobSet as succeeded. The JobSet is always declared "
             "succeeded if all jobs in the set finished with status complete.", {
                 "operator": checked(scalar("operator determines either All or Any of the selected jobs should succeed."),
@@ -62,8 +71,8 @@ _JOBSET_DEFINITIONS: dict[str, Any] = {
                     "targetReplicatedJobs are the names of the replicated jobs the operator applies to; empty: all.",
                     {"type": "string"},
                 ),
-            }, required=("operator",)),
-        "failurePolicy": struct(
+            }, required=("operator",)), _IMMUTABLE),
+        "failurePolicy": ruled(struct(
             "failurePolicy configures when to declare the JobSet as failed. The JobSet is always declared failed "
             "if any job in the set finished with status failed.", {
                 "maxRestarts": int32("maxRestarts defines the limit on the number of JobSet restarts."),
@@ -86,10 +95,10 @@ _JOBSET_DEFINITIONS: dict[str, Any] = {
                                           "targetReplicatedJobs are the replicated jobs the rule applies to; empty: all.",
                                           {"type": "string"}),
                                   }, required=("action",))),
-            }),
-        "startupPolicy": struct("startupPolicy configures in what order jobs must be started (deprecated: use dependsOn).", {
+            }), _IMMUTABLE),
+        "startupPolicy": ruled(struct("startupPolicy configures in what order jobs must be started (deprecated: use dependsOn).", {
             "startupPolicyOrder": checked(scalar("startupPolicyOrder: AnyOrder or InOrder."), enum=["AnyOrder", "InOrder"]),
-        }, required=("startupPolicyOrder",)),
+        }, required=("startupPolicyOrder",)), _IMMUTABLE),
         "suspend": scalar("suspend suspends all running child Jobs when set to true.", "boolean"),
         "coordinator": struct(
             "coordinator names the pod whose stable network endpoint every Job and pod of the JobSet gets as an annotation.", {
@@ -101,7 +110,7 @@ _JOBSET_DEFINITIONS: dict[str, Any] = {
         "ttlSecondsAfterFinished": checked(int32(
             "ttlSecondsAfterFinished limits the lifetime of a JobSet that has finished execution (either Complete or Failed)."
         ), minimum=0),
-    }),
+    }), _STARTUP_OR_DEPENDS_ON),
     _JOBSET + "ReplicatedJob": struct("ReplicatedJob is a group of identical Jobs.", {
         "name": scalar("name is the name of the entry and will be used as a suffix for the Job name."),
         "groupName": checked(scalar('groupName defines the name of the group this ReplicatedJob belongs to. Defaults to "default".'),
@@ -109,13 +118,13 @@ _JOBSET_DEFINITIONS: dict[str, Any] = {
         "template": ref(_JOB_TEMPLATE_SPEC, "template defines the template of the Job that will be created."),
         "replicas": checked(int32("replicas is the number of jobs that will be created from this ReplicatedJob's template."),
                             default=1),
-        "dependsOn": checked(array_of(
+        "dependsOn": ruled(checked(array_of(
             "dependsOn lists the preceding ReplicatedJobs this one waits for: it is created only once they reach "
             "the given status.", struct("DependsOn defines the dependency on the previous ReplicatedJob status.", {
                 "name": scalar("name of the previous ReplicatedJob."),
                 "status": checked(scalar("status defines the condition for the ReplicatedJob: Ready or Complete."),
                                   enum=["Ready", "Complete"]),
-            }, required=("name", "status"))), maxItems=5),
+            }, required=("name", "status"))), maxItems=5), _IMMUTABLE),
     }, required=("name", "template")),
     _JOBSET + "JobSetStatus": struct("JobSetStatus defines the observed state of JobSet.", {
         "conditions": array_of("conditions track status.", {"$ref": DEFINITIONS_PREFIX + CONDITION}),

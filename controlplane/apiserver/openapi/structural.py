@@ -38,6 +38,12 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from controlplane.apis.apiextensions.cel import (
+    RULES_NOT_CHECKED,
+    SchemaRules,
+    compile_schema_rules,
+    has_rules,
+)
 from controlplane.apis.apiextensions.schema import NO_OLD, apply_defaults, list_type_errors, prune, validate
 from controlplane.apis.kube.field import FieldError
 from controlplane.apiserver.openapi.extra_kinds import extra_kind_definitions
@@ -196,6 +202,31 @@ def schema_errors(
         return []
     was = old["status"] if old is not None and "status" in old else NO_OLD
     return validate(obj["status"], status_schema, path=("status",), old=was)
+
+
+def rule_errors(schema: Mapping[str, Any], obj: dict[str, Any], old: dict[str, Any] | None, *, blocked: bool) -> list[FieldError]:
+    """The served schema's CEL rules (``x-kubernetes-validations``) over the whole object, as kube's
+    CRD strategies run them after the metadata's and the schema's checks: none when the schema has
+    none, :data:`~controlplane.apis.apiextensions.cel.RULES_NOT_CHECKED` instead of them when one of
+    those errors blocks them (``blocked``), else every failed rule's error. A status write's spec is
+    the stored one, so its rules ratchet and its transition rules hold."""
+    rules = _rules(schema)
+    if rules.empty():
+        return []
+    return [RULES_NOT_CHECKED] if blocked else rules.evaluate(obj, old)
+
+
+#: Each served schema's compiled CEL rules, by the schema's identity (a kind's schema is built once).
+_COMPILED_RULES: dict[int, tuple[Mapping[str, Any], SchemaRules]] = {}
+
+
+def _rules(schema: Mapping[str, Any]) -> SchemaRules:
+    """``schema``'s ``x-kubernetes-validations`` rules, compiled on first use."""
+    held = _COMPILED_RULES.get(id(schema))
+    if held is None or held[0] is not schema:
+        held = (schema, compile_schema_rules(dict(schema)) if has_rules(schema) else SchemaRules())
+        _COMPILED_RULES[id(schema)] = held
+    return held[1]
 
 
 _SHAPE_MARKERS = ("x-kubernetes-list-type", "x-kubernetes-map-type")

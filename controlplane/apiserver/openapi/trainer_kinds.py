@@ -13,7 +13,7 @@ Everything is in kube's OpenAPI v2 dialect, keyed by definition name. Pure: cons
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from controlplane.apis import trainer
 from controlplane.apiserver.openapi.extra_kinds import (
@@ -24,6 +24,7 @@ from controlplane.apiserver.openapi.extra_kinds import (
     kind_definition,
     map_of,
     ref,
+    ruled,
     scalar,
     struct,
 )
@@ -44,6 +45,12 @@ _NAME = {"minLength": 1, "maxLength": 253}
 
 def _list_of(description: str, core_type: str, most: int) -> dict[str, Any]:
     return checked(array_of(description, {"$ref": DEFINITIONS_PREFIX + _CORE + core_type}), maxItems=most)
+
+
+def _map_list(key: str) -> dict[str, Any]:
+    """A list whose items are keyed by ``key`` (``+listType=map``, ``+listMapKey``): an update's item
+    is the stored item with the same key, for the CRD's transition rules below it."""
+    return {"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": [key]}
 
 
 def _env(description: str) -> dict[str, Any]:
@@ -72,30 +79,38 @@ _CONTAINER_PATCH = struct("ContainerPatch patches one container of the runtime's
     "securityContext": ref(_CORE + "SecurityContext", "securityContext patches the container's security context."),
 }, required=("name",))
 
+#: The trainer's rule of a field kept as created (a transition rule: it runs on an update whose old
+#: object has the field too).
+_KEPT: Final = ("self == oldSelf", "field is immutable")
+
 _DEFINITIONS: dict[str, Any] = {
     _PREFIX + "TrainJobSpec": struct("TrainJobSpec represents specification of the desired TrainJob.", {
-        "runtimeRef": struct("runtimeRef is the reference to the training runtime (immutable).", {
+        "runtimeRef": ruled(struct("runtimeRef is the reference to the training runtime (immutable).", {
             "name": checked(scalar("name of the runtime being referenced. A TrainingRuntime must be in the TrainJob's "
                                    "namespace."), **_NAME),
             "apiGroup": checked(scalar("apiGroup of the runtime being referenced. Defaults to `trainer.kubeflow.org`."),
                                 default=trainer.GROUP, maxLength=253),
             "kind": checked(scalar("kind of the runtime being referenced. Defaults to ClusterTrainingRuntime."),
                             default=trainer.CLUSTER_TRAINING_RUNTIME, maxLength=253),
-        }, required=("name",)),
-        "initializer": struct("initializer defines the configuration of the dataset and model initialization.", {
+        }, required=("name",)), _KEPT),
+        "initializer": ruled(struct("initializer defines the configuration of the dataset and model initialization.", {
             "dataset": _initializer("dataset"),
             "model": _initializer("model"),
-        }),
-        "trainer": ref(_PREFIX + "Trainer", "trainer defines the configuration of the trainer (immutable)."),
+        }), _KEPT),
+        "trainer": ruled(ref(_PREFIX + "Trainer", "trainer defines the configuration of the trainer (immutable)."), _KEPT),
         "runtimePatches": checked(array_of(
             "runtimePatches defines custom patches applied to the TrainJob's runtime, keyed by manager.",
-            {"$ref": DEFINITIONS_PREFIX + _PREFIX + "RuntimePatch"}), maxItems=16),
+            {"$ref": DEFINITIONS_PREFIX + _PREFIX + "RuntimePatch"}), maxItems=16, **_map_list("manager")),
         "suspend": scalar("suspend defines whether to suspend the running TrainJob. Defaults to false.", "boolean", default=False),
-        "activeDeadlineSeconds": scalar("activeDeadlineSeconds is how long the TrainJob may be active before it is "
-                                        "terminated (Failed, DeadlineExceeded).", "integer", format="int64", minimum=1),
-        "managedBy": scalar("managedBy is the controller that manages the TrainJob: "
-                            "`trainer.kubeflow.org/trainjob-controller` (the default) or `kueue.x-k8s.io/multikueue`.",
-                            default=trainer.DEFAULT_MANAGED_BY, maxLength=253),
+        "activeDeadlineSeconds": ruled(scalar("activeDeadlineSeconds is how long the TrainJob may be active before it is "
+                                              "terminated (Failed, DeadlineExceeded).", "integer", format="int64", minimum=1),
+                                       _KEPT),
+        "managedBy": ruled(scalar("managedBy is the controller that manages the TrainJob: "
+                                  "`trainer.kubeflow.org/trainjob-controller` (the default) or `kueue.x-k8s.io/multikueue`.",
+                                  default=trainer.DEFAULT_MANAGED_BY, maxLength=253), (
+            f"self in ['{trainer.DEFAULT_MANAGED_BY}', '{trainer.MULTIKUEUE_MANAGED_BY}']",
+            f"ManagedBy must be {trainer.DEFAULT_MANAGED_BY} or {trainer.MULTIKUEUE_MANAGED_BY} if set",
+        ), _KEPT),
     }, required=("runtimeRef",)),
     _PREFIX + "Trainer": struct("Trainer overrides the runtime template's trainer node (`trainer.kubeflow.org/"
                                 "trainjob-ancestor-step: trainer`).", {
@@ -109,7 +124,8 @@ _DEFINITIONS: dict[str, Any] = {
         "numProcPerNode": int32("numProcPerNode is the number of processes/workers/slots on every training node."),
     }),
     _PREFIX + "RuntimePatch": struct("RuntimePatch is one manager's patch of the runtime's template.", {
-        "manager": checked(scalar("manager indicates who owns this patch entry (Kueue's: `kueue.x-k8s.io/manager`)."), **_NAME),
+        "manager": ruled(checked(scalar("manager indicates who owns this patch entry (Kueue's: `kueue.x-k8s.io/manager`)."),
+                                 **_NAME), _KEPT),
         "time": ref(_TIME, "time is when the patch was last written (set by the trainer's webhook)."),
         "trainingRuntimeSpec": struct("trainingRuntimeSpec patches a TrainingRuntime or ClusterTrainingRuntime's spec.", {
             "template": struct("template patches the JobSet template.", {
@@ -128,18 +144,20 @@ _DEFINITIONS: dict[str, Any] = {
                                     }),
                                 }),
                             }),
-                        }, required=("name",))), maxItems=100),
+                        }, required=("name",))), maxItems=100, **_map_list("name")),
                 }),
             }),
         }),
     }, required=("manager",)),
     _PREFIX + "PodSpecPatch": struct("PodSpecPatch holds the Pod spec fields a manager may patch.", {
-        "serviceAccountName": scalar("serviceAccountName patches the Pods' service account.", maxLength=253),
-        "volumes": _list_of("volumes patches the Pods' volumes.", "Volume", 128),
-        "initContainers": checked(array_of("initContainers patches init containers, by name.", _CONTAINER_PATCH), maxItems=64),
-        "containers": checked(array_of("containers patches containers, by name.", _CONTAINER_PATCH), maxItems=64),
-        "imagePullSecrets": _list_of("imagePullSecrets patches the Pods' image pull secrets.", "LocalObjectReference", 64),
-        "securityContext": ref(_CORE + "PodSecurityContext", "securityContext patches the Pods' security context."),
+        "serviceAccountName": ruled(scalar("serviceAccountName patches the Pods' service account.", maxLength=253), _KEPT),
+        "volumes": ruled(_list_of("volumes patches the Pods' volumes.", "Volume", 128), _KEPT),
+        "initContainers": ruled(checked(array_of("initContainers patches init containers, by name.", _CONTAINER_PATCH),
+                                        maxItems=64), _KEPT),
+        "containers": ruled(checked(array_of("containers patches containers, by name.", _CONTAINER_PATCH), maxItems=64), _KEPT),
+        "imagePullSecrets": ruled(_list_of("imagePullSecrets patches the Pods' image pull secrets.", "LocalObjectReference", 64),
+                                  _KEPT),
+        "securityContext": ruled(ref(_CORE + "PodSecurityContext", "securityContext patches the Pods' security context."), _KEPT),
         "nodeSelector": map_of("nodeSelector patches the Pods' node selector.", {"type": "string"}),
         "affinity": ref(_CORE + "Affinity", "affinity patches the Pods' scheduling affinity."),
         "tolerations": _list_of("tolerations patches the Pods' tolerations.", "Toleration", 128),
@@ -158,7 +176,7 @@ _DEFINITIONS: dict[str, Any] = {
                 ("suspended", "that are suspended"),
             )},
         }, required=("active", "failed", "name", "ready", "succeeded", "suspended"))), maxItems=100),
-        "trainerStatus": struct("trainerStatus is the trainer step's latest reported progress (alpha).", {
+        "trainerStatus": ruled(struct("trainerStatus is the trainer step's latest reported progress (alpha).", {
             "progressPercentage": checked(int32("progressPercentage estimates how complete the TrainJob is, 0 to 100."),
                                           minimum=0, maximum=100),
             "estimatedRemainingSeconds": checked(int32("estimatedRemainingSeconds estimates the training time left."), minimum=0),
@@ -167,14 +185,17 @@ _DEFINITIONS: dict[str, Any] = {
                 "value": checked(scalar("value of the metric, as a string."), minLength=1, maxLength=64),
             }, required=("name", "value"))), maxItems=256),
             "lastUpdatedTime": ref(_TIME, "lastUpdatedTime is when the status was observed."),
-        }),
+        }), ("has(self.lastUpdatedTime)", "lastUpdatedTime is required when trainerStatus is present")),
     }), minProperties=1),
     _PREFIX + "TrainingRuntimeSpec": checked(struct("TrainingRuntimeSpec represents a specification of the desired training runtime.", {
-        "mlPolicy": struct("mlPolicy provides the ML-specific parameters for the model training.", {
+        "mlPolicy": ruled(struct("mlPolicy provides the ML-specific parameters for the model training.", {
             "numNodes": int32("numNodes is the number of training nodes. Defaults to 1."),
             "torch": struct("torch defines the configuration for the PyTorch runtime.", {
-                "numProcPerNode": checked(ref(_INT_OR_STRING, "numProcPerNode is torchrun's --nproc-per-node: auto, cpu, "
-                                                              "gpu or a number. Defaults to auto."), default="auto"),
+                "numProcPerNode": ruled(checked(ref(_INT_OR_STRING, "numProcPerNode is torchrun's --nproc-per-node: auto, cpu, "
+                                                                    "gpu or a number. Defaults to auto."), default="auto"), (
+                    "self > 0 || self in ['auto', 'cpu', 'gpu']",
+                    "NumProcPerNode must be equal to auto, cpu, gpu, or int value",
+                )),
             }),
             "mpi": struct("mpi defines the configuration for the MPI runtime.", {
                 "numProcPerNode": checked(int32("numProcPerNode is the number of slots of each node in the hostfile. "
@@ -187,7 +208,8 @@ _DEFINITIONS: dict[str, Any] = {
                                             default=False),
             }),
             "jax": struct("jax defines the configuration for the JAX runtime (no fields).", {}),
-        }),
+        }), ("[has(self.torch), has(self.mpi), has(self.jax)].filter(x, x).size() <= 1",
+             "Only one of the policy can be configured")),
         "podGroupPolicy": struct("podGroupPolicy configures the PodGroup for gang-scheduling, by one plugin.", {
             "coscheduling": struct("coscheduling configures the scheduler-plugins' coscheduling plugin.", {
                 "scheduleTimeoutSeconds": checked(int32("scheduleTimeoutSeconds bounds how long the PodGroup may wait to be "
@@ -220,7 +242,10 @@ def trainer_kind_definitions(group: str, version: str, kind: str) -> tuple[str, 
     if (group, version) != (trainer.GROUP, trainer.VERSION):
         return None
     if kind == trainer.TRAIN_JOB:
-        schema = kind_definition(kind, _PREFIX, "TrainJob represents configuration of a training job (Kubeflow Trainer).")
+        schema = ruled(kind_definition(kind, _PREFIX, "TrainJob represents configuration of a training job (Kubeflow Trainer)."),
+                       ("self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",
+                        "metadata.name must match RFC 1035 DNS label format"),
+                       ("size(self.metadata.name) <= 63", "metadata.name must be no more than 63 characters"))
     elif kind == trainer.TRAINING_RUNTIME:
         schema = _runtime_definition(kind, "TrainingRuntime represents a training runtime a TrainJob of its namespace "
                                            "can reference in `runtimeRef` (Kubeflow Trainer).")
