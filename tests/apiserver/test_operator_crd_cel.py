@@ -93,7 +93,11 @@ def failed(field: str, shown: str, message: str) -> dict[str, str]:
 
 
 def _tmpl() -> Obj:
-    return {"spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "c:1"}]}}}}
+    return {
+        "spec": {
+            "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "c:1"}]}}
+        }
+    }
 
 
 def _jobset_spec(**fields: Any) -> Obj:
@@ -103,8 +107,12 @@ def _jobset_spec(**fields: Any) -> Obj:
 
 def _ray_cluster(**spec: Any) -> Obj:
     template = {"spec": {"containers": [{"name": "ray-head", "image": "rayproject/ray:2.9.0"}]}}
-    return {"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": "rc", "namespace": "default"},
-            "spec": {"headGroupSpec": {"rayStartParams": {}, "template": template}, **spec}}
+    return {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayCluster",
+        "metadata": {"name": "rc", "namespace": "default"},
+        "spec": {"headGroupSpec": {"rayStartParams": {}, "template": template}, **spec},
+    }
 
 
 def _ray_job_with_cluster(**cluster: Any) -> Obj:
@@ -121,17 +129,28 @@ def _with(obj: Obj, change: Callable[[Obj], None]) -> Obj:
 _DEPENDS = [{"name": "a", "status": "Ready"}]
 _MULTIKUEUE = "kueue.x-k8s.io/multikueue"
 _KUBERAY = "ray.io/kuberay-operator"
-_RAY_MANAGED_BY = ("the managedBy field value must be either 'ray.io/kuberay-operator' or "
-                   "'kueue.x-k8s.io/multikueue'")
-_PATCH_SPEC = ("spec.runtimePatches[0].trainingRuntimeSpec.template.spec.replicatedJobs[0].template.spec."
-               "template.spec")
+_RAY_MANAGED_BY = (
+    "the managedBy field value must be either 'ray.io/kuberay-operator' or 'kueue.x-k8s.io/multikueue'"
+)
+_PATCH_SPEC = (
+    "spec.runtimePatches[0].trainingRuntimeSpec.template.spec.replicatedJobs[0].template.spec.template.spec"
+)
 
 
 def _pod_patch(**fields: Any) -> Obj:
     """A TrainJob's runtime patch of one replicated job's pod spec."""
     pod = {"spec": {"template": {"spec": fields}}}
-    return {"runtimeRef": {"name": "torch"}, "runtimePatches": [{"manager": "kueue.x-k8s.io/manager", "trainingRuntimeSpec": {
-        "template": {"spec": {"replicatedJobs": [{"name": "node", "template": pod}]}}}}]}
+    return {
+        "runtimeRef": {"name": "torch"},
+        "runtimePatches": [
+            {
+                "manager": "kueue.x-k8s.io/manager",
+                "trainingRuntimeSpec": {
+                    "template": {"spec": {"replicatedJobs": [{"name": "node", "template": pod}]}}
+                },
+            }
+        ],
+    }
 
 
 def _js(**fields: Any) -> Obj:
@@ -141,74 +160,188 @@ def _js(**fields: Any) -> Obj:
 #: (collection, the object created, None or what an update changes, the cause) per rule.
 CASES: list[tuple[str, Obj, Callable[[Obj], None] | None, dict[str, str]]] = [
     # JobSet (jobset_types.go)
-    (JOBSETS, _js(startupPolicy={"startupPolicyOrder": "InOrder"}, replicatedJobs=[
-        {"name": "a", "template": _tmpl()}, {"name": "b", "template": _tmpl(), "dependsOn": _DEPENDS}]), None,
-     failed("spec", "object", "StartupPolicy and DependsOn APIs are mutually exclusive")),
-    (JOBSETS, _js(network={"enableDNSHostnames": True}),
-     lambda o: o["spec"]["network"].update(enableDNSHostnames=False), failed("spec.network", "object", "Value is immutable")),
-    (JOBSETS, _js(successPolicy={"operator": "All"}),
-     lambda o: o["spec"]["successPolicy"].update(operator="Any"), failed("spec.successPolicy", "object", "Value is immutable")),
-    (JOBSETS, _js(failurePolicy={"maxRestarts": 1}),
-     lambda o: o["spec"]["failurePolicy"].update(maxRestarts=2), failed("spec.failurePolicy", "object", "Value is immutable")),
-    (JOBSETS, _js(startupPolicy={"startupPolicyOrder": "AnyOrder"}),
-     lambda o: o["spec"]["startupPolicy"].update(startupPolicyOrder="InOrder"),
-     failed("spec.startupPolicy", "object", "Value is immutable")),
-    (JOBSETS, _js(replicatedJobs=[{"name": "a", "template": _tmpl()},
-                                  {"name": "b", "template": _tmpl(), "dependsOn": _DEPENDS}]),
-     lambda o: o["spec"]["replicatedJobs"][1]["dependsOn"][0].update(status="Complete"),
-     failed("spec.replicatedJobs[1].dependsOn", "array", "Value is immutable")),
+    (
+        JOBSETS,
+        _js(
+            startupPolicy={"startupPolicyOrder": "InOrder"},
+            replicatedJobs=[
+                {"name": "a", "template": _tmpl()},
+                {"name": "b", "template": _tmpl(), "dependsOn": _DEPENDS},
+            ],
+        ),
+        None,
+        failed("spec", "object", "StartupPolicy and DependsOn APIs are mutually exclusive"),
+    ),
+    (
+        JOBSETS,
+        _js(network={"enableDNSHostnames": True}),
+        lambda o: o["spec"]["network"].update(enableDNSHostnames=False),
+        failed("spec.network", "object", "Value is immutable"),
+    ),
+    (
+        JOBSETS,
+        _js(successPolicy={"operator": "All"}),
+        lambda o: o["spec"]["successPolicy"].update(operator="Any"),
+        failed("spec.successPolicy", "object", "Value is immutable"),
+    ),
+    (
+        JOBSETS,
+        _js(failurePolicy={"maxRestarts": 1}),
+        lambda o: o["spec"]["failurePolicy"].update(maxRestarts=2),
+        failed("spec.failurePolicy", "object", "Value is immutable"),
+    ),
+    (
+        JOBSETS,
+        _js(startupPolicy={"startupPolicyOrder": "AnyOrder"}),
+        lambda o: o["spec"]["startupPolicy"].update(startupPolicyOrder="InOrder"),
+        failed("spec.startupPolicy", "object", "Value is immutable"),
+    ),
+    (
+        JOBSETS,
+        _js(
+            replicatedJobs=[
+                {"name": "a", "template": _tmpl()},
+                {"name": "b", "template": _tmpl(), "dependsOn": _DEPENDS},
+            ]
+        ),
+        lambda o: o["spec"]["replicatedJobs"][1]["dependsOn"][0].update(status="Complete"),
+        failed("spec.replicatedJobs[1].dependsOn", "array", "Value is immutable"),
+    ),
     # RayCluster and RayJob (raycluster_types.go, rayjob_types.go)
-    (RAYCLUSTERS, _ray_cluster(managedBy="someone"), None, failed("spec.managedBy", "string", _RAY_MANAGED_BY)),
-    (RAYCLUSTERS, _ray_cluster(managedBy=_KUBERAY), lambda o: o["spec"].update(managedBy=_MULTIKUEUE),
-     failed("spec.managedBy", "string", "the managedBy field is immutable")),
+    (
+        RAYCLUSTERS,
+        _ray_cluster(managedBy="someone"),
+        None,
+        failed("spec.managedBy", "string", _RAY_MANAGED_BY),
+    ),
+    (
+        RAYCLUSTERS,
+        _ray_cluster(managedBy=_KUBERAY),
+        lambda o: o["spec"].update(managedBy=_MULTIKUEUE),
+        failed("spec.managedBy", "string", "the managedBy field is immutable"),
+    ),
     (RAYJOBS, ray_job(managedBy="someone"), None, failed("spec.managedBy", "string", _RAY_MANAGED_BY)),
-    (RAYJOBS, ray_job(managedBy=_MULTIKUEUE), lambda o: o["spec"].update(managedBy=_KUBERAY),
-     failed("spec.managedBy", "string", "the managedBy field is immutable")),
-    (RAYJOBS, _ray_job_with_cluster(managedBy="someone"), None,
-     failed("spec.rayClusterSpec.managedBy", "string", _RAY_MANAGED_BY)),
-    (RAYJOBS, _ray_job_with_cluster(managedBy=_KUBERAY),
-     lambda o: o["spec"]["rayClusterSpec"].update(managedBy=_MULTIKUEUE),
-     failed("spec.rayClusterSpec.managedBy", "string", "the managedBy field is immutable")),
-    (RAYJOBS, ray_job(deletionPolicy="DeleteAll"), None,
-     failed("spec.deletionPolicy", "string", "the deletionPolicy field value must be either 'DeleteCluster', "
-            "'DeleteWorkers', 'DeleteSelf', or 'DeleteNone'")),
+    (
+        RAYJOBS,
+        ray_job(managedBy=_MULTIKUEUE),
+        lambda o: o["spec"].update(managedBy=_KUBERAY),
+        failed("spec.managedBy", "string", "the managedBy field is immutable"),
+    ),
+    (
+        RAYJOBS,
+        _ray_job_with_cluster(managedBy="someone"),
+        None,
+        failed("spec.rayClusterSpec.managedBy", "string", _RAY_MANAGED_BY),
+    ),
+    (
+        RAYJOBS,
+        _ray_job_with_cluster(managedBy=_KUBERAY),
+        lambda o: o["spec"]["rayClusterSpec"].update(managedBy=_MULTIKUEUE),
+        failed("spec.rayClusterSpec.managedBy", "string", "the managedBy field is immutable"),
+    ),
+    (
+        RAYJOBS,
+        ray_job(deletionPolicy="DeleteAll"),
+        None,
+        failed(
+            "spec.deletionPolicy",
+            "string",
+            "the deletionPolicy field value must be either 'DeleteCluster', "
+            "'DeleteWorkers', 'DeleteSelf', or 'DeleteNone'",
+        ),
+    ),
     # The runtimes (trainingruntime_types.go; a template's JobSet spec has JobSet's rules)
-    (CLUSTER_RUNTIMES, _with(cluster_runtime(), lambda o: o["spec"]["mlPolicy"].update(torch={}, mpi={})), None,
-     failed("spec.mlPolicy", "object", "Only one of the policy can be configured")),
-    (CLUSTER_RUNTIMES, _with(cluster_runtime(), lambda o: o["spec"]["mlPolicy"].update(torch={"numProcPerNode": 0})), None,
-     failed("spec.mlPolicy.torch.numProcPerNode", "", "NumProcPerNode must be equal to auto, cpu, gpu, or int value")),
-    (CLUSTER_RUNTIMES, _with(cluster_runtime(), lambda o: o["spec"]["mlPolicy"].update(torch={"numProcPerNode": "tpu"})),
-     None, failed("spec.mlPolicy.torch.numProcPerNode", "", "'no such overload': call arguments did not match a supported "
-                  "operator, function or macro signature for rule: NumProcPerNode must be equal to auto, cpu, gpu, or "
-                  "int value")),
-    (CLUSTER_RUNTIMES, _with(cluster_runtime(), lambda o: o["spec"].update(template={"spec": _jobset_spec(
-        network={"enableDNSHostnames": True})})),
-     lambda o: o["spec"]["template"]["spec"]["network"].update(enableDNSHostnames=False),
-     failed("spec.template.spec.network", "object", "Value is immutable")),
+    (
+        CLUSTER_RUNTIMES,
+        _with(cluster_runtime(), lambda o: o["spec"]["mlPolicy"].update(torch={}, mpi={})),
+        None,
+        failed("spec.mlPolicy", "object", "Only one of the policy can be configured"),
+    ),
+    (
+        CLUSTER_RUNTIMES,
+        _with(cluster_runtime(), lambda o: o["spec"]["mlPolicy"].update(torch={"numProcPerNode": 0})),
+        None,
+        failed(
+            "spec.mlPolicy.torch.numProcPerNode",
+            "",
+            "NumProcPerNode must be equal to auto, cpu, gpu, or int value",
+        ),
+    ),
+    (
+        CLUSTER_RUNTIMES,
+        _with(cluster_runtime(), lambda o: o["spec"]["mlPolicy"].update(torch={"numProcPerNode": "tpu"})),
+        None,
+        failed(
+            "spec.mlPolicy.torch.numProcPerNode",
+            "",
+            "'no such overload': call arguments did not match a supported "
+            "operator, function or macro signature for rule: NumProcPerNode must be equal to auto, cpu, gpu, or "
+            "int value",
+        ),
+    ),
+    (
+        CLUSTER_RUNTIMES,
+        _with(
+            cluster_runtime(),
+            lambda o: o["spec"].update(template={"spec": _jobset_spec(network={"enableDNSHostnames": True})}),
+        ),
+        lambda o: o["spec"]["template"]["spec"]["network"].update(enableDNSHostnames=False),
+        failed("spec.template.spec.network", "object", "Value is immutable"),
+    ),
     # TrainJob (trainjob_types.go)
-    (TRAINJOBS, _with(trainjob({"runtimeRef": {"name": "torch"}}), lambda o: o["metadata"].update(name="1tj")), None,
-     failed("<nil>", "object", "metadata.name must match RFC 1035 DNS label format")),
-    (TRAINJOBS, _with(trainjob({"runtimeRef": {"name": "torch"}}), lambda o: o["metadata"].update(name="t" * 64)), None,
-     failed("<nil>", "object", "metadata.name must be no more than 63 characters")),
-    (TRAINJOBS, trainjob({"runtimeRef": {"name": "torch"}, "activeDeadlineSeconds": 60}),
-     lambda o: o["spec"].update(activeDeadlineSeconds=120), failed("spec.activeDeadlineSeconds", "integer", "field is immutable")),
-    (TRAINJOBS, trainjob({"runtimeRef": {"name": "torch"}, "initializer": {"model": {"storageUri": "hf://m"}}}),
-     lambda o: o["spec"]["initializer"]["model"].update(storageUri="hf://n"),
-     failed("spec.initializer", "object", "field is immutable")),
-    (TRAINJOBS, trainjob({"runtimeRef": {"name": "torch"}, "runtimePatches": [{"manager": "a.io/m"}]}),
-     lambda o: o["spec"]["runtimePatches"][0].update(manager="b.io/m"), None),
-    *[(TRAINJOBS, trainjob(_pod_patch(**{name: value})),
-       lambda o, name=name, other=other: o["spec"]["runtimePatches"][0]["trainingRuntimeSpec"]["template"]["spec"][
-           "replicatedJobs"][0]["template"]["spec"]["template"]["spec"].update({name: other}),
-       failed(f"{_PATCH_SPEC}.{name}", shown, "field is immutable"))
-      for name, value, other, shown in (
-          ("serviceAccountName", "a", "b", "string"),
-          ("volumes", [{"name": "v", "emptyDir": {}}], [{"name": "w", "emptyDir": {}}], "array"),
-          ("initContainers", [{"name": "i"}], [{"name": "j"}], "array"),
-          ("containers", [{"name": "node"}], [{"name": "node", "env": [{"name": "A", "value": "1"}]}], "array"),
-          ("imagePullSecrets", [{"name": "s"}], [{"name": "t"}], "array"),
-          ("securityContext", {"runAsUser": 1}, {"runAsUser": 2}, "object"),
-      )],
+    (
+        TRAINJOBS,
+        _with(trainjob({"runtimeRef": {"name": "torch"}}), lambda o: o["metadata"].update(name="1tj")),
+        None,
+        failed("<nil>", "object", "metadata.name must match RFC 1035 DNS label format"),
+    ),
+    (
+        TRAINJOBS,
+        _with(trainjob({"runtimeRef": {"name": "torch"}}), lambda o: o["metadata"].update(name="t" * 64)),
+        None,
+        failed("<nil>", "object", "metadata.name must be no more than 63 characters"),
+    ),
+    (
+        TRAINJOBS,
+        trainjob({"runtimeRef": {"name": "torch"}, "activeDeadlineSeconds": 60}),
+        lambda o: o["spec"].update(activeDeadlineSeconds=120),
+        failed("spec.activeDeadlineSeconds", "integer", "field is immutable"),
+    ),
+    (
+        TRAINJOBS,
+        trainjob({"runtimeRef": {"name": "torch"}, "initializer": {"model": {"storageUri": "hf://m"}}}),
+        lambda o: o["spec"]["initializer"]["model"].update(storageUri="hf://n"),
+        failed("spec.initializer", "object", "field is immutable"),
+    ),
+    (
+        TRAINJOBS,
+        trainjob({"runtimeRef": {"name": "torch"}, "runtimePatches": [{"manager": "a.io/m"}]}),
+        lambda o: o["spec"]["runtimePatches"][0].update(manager="b.io/m"),
+        None,
+    ),
+    *[
+        (
+            TRAINJOBS,
+            trainjob(_pod_patch(**{name: value})),
+            lambda o, name=name, other=other: o["spec"]["runtimePatches"][0]["trainingRuntimeSpec"][
+                "template"
+            ]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"].update({name: other}),
+            failed(f"{_PATCH_SPEC}.{name}", shown, "field is immutable"),
+        )
+        for name, value, other, shown in (
+            ("serviceAccountName", "a", "b", "string"),
+            ("volumes", [{"name": "v", "emptyDir": {}}], [{"name": "w", "emptyDir": {}}], "array"),
+            ("initContainers", [{"name": "i"}], [{"name": "j"}], "array"),
+            (
+                "containers",
+                [{"name": "node"}],
+                [{"name": "node", "env": [{"name": "A", "value": "1"}]}],
+                "array",
+            ),
+            ("imagePullSecrets", [{"name": "s"}], [{"name": "t"}], "array"),
+            ("securityContext", {"runAsUser": 1}, {"runAsUser": 2}, "object"),
+        )
+    ],
 ]
 
 
@@ -256,7 +389,9 @@ async def test_a_transition_rule_holds_where_the_stored_object_lacks_the_field(s
     stored["spec"]["network"] = {"enableDNSHostnames": False}
     refused = await client.put(f"{JOBSETS}/js", json=stored)
     assert refused.status == 422
-    assert (await refused.json())["details"]["causes"] == [failed("spec.network", "object", "Value is immutable")]
+    assert (await refused.json())["details"]["causes"] == [
+        failed("spec.network", "object", "Value is immutable")
+    ]
 
 
 async def test_a_status_write_keeps_the_rules_of_the_status(served: Served) -> None:  # noqa: F811
