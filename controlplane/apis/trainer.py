@@ -98,8 +98,7 @@ def missing_runtime(ref: RuntimeRef) -> FieldError:
                                       "created before the TrainJob is created")
 
 
-#: ``spec.managedBy`` of a TrainJob Kueue's MultiKueue dispatches to a worker cluster.
+#: ``spec.managedBy`` of a TrainJob Kueue's MultiKueue dispatches to a worker cluster (the CRD's
+#: rule takes it and :data:`DEFAULT_MANAGED_BY`).
 MULTIKUEUE_MANAGED_BY: Final = "kueue.x-k8s.io/multikueue"
-#: The controllers the CRD lets a TrainJob be ``managedBy``.
-MANAGERS: Final = (DEFAULT_MANAGED_BY, MULTIKUEUE_MANAGED_BY)
 
