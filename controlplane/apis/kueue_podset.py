@@ -15,10 +15,15 @@ class CrdToleration(SpecModel):
     ``podSetUpdates[].tolerations``): strings, checked by the CRDs' CEL rules (:mod:`.kueue_rules`)."""
 
     key: str | None = None
+    """The taint key the toleration matches; empty with operator Exists matches every taint."""
     operator: str | None = None
+    """How the key relates to the value: Exists or Equal (the default)."""
     value: str | None = None
+    """The taint value matched with operator Equal; empty with Exists."""
     effect: str | None = None
+    """The taint effect matched (NoSchedule, PreferNoSchedule or NoExecute); empty matches all."""
     toleration_seconds: int | None = None
+    """How long a NoExecute taint is tolerated before eviction; unset: forever."""
 
 
 class PodSetUpdate(WireModel):
@@ -33,5 +38,4 @@ class PodSetUpdate(WireModel):
     node_selector: dict[str, str] | None = None
     """Merged into the pod template's nodeSelector, with the flavor's node labels."""
     tolerations: list[CrdToleration] | None = Field(default=None, max_length=8, json_schema_extra=LISTED_ATOMIC)
-    """Appended to the pod template's tolerations (kube's rules of a pod's tolerations, the CRD's
-    CEL rules, :func:`controlplane.apis.kueue_rules.workload`)."""
+    """Appended to the pod template's tolerations; each is checked as a pod's toleration is."""

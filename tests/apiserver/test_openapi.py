@@ -127,11 +127,12 @@ def test_v3_documents_resolve_every_reference_and_carry_upstream_descriptions(re
     assert int_or_string["oneOf"] == [{"type": "integer"}, {"type": "string"}]
 
 
-#: Fields whose upstream CRDs embed a kube type, and the kube definition each is served as.
+#: Fields whose upstream CRDs embed a kube type, and the kube definition each is served as. (A
+#: ResourceFlavor's tolerations are not: Kueue's CRD adds CEL rules to kube's Toleration, and the
+#: served schema carries them, in a definition of its own, as the CRD does inline.)
 EMBEDDED_KUBE_TYPES = [
     ("kueue.x-k8s.io", "v1beta1", "Workload", "spec.podSets[].template", "io.k8s.api.core.v1.PodTemplateSpec"),
     ("kueue.x-k8s.io", "v1beta2", "Workload", "spec.podSets[].template", "io.k8s.api.core.v1.PodTemplateSpec"),
-    ("kueue.x-k8s.io", "v1beta1", "ResourceFlavor", "spec.tolerations[]", "io.k8s.api.core.v1.Toleration"),
     ("policy.karmada.io", "v1alpha1", "PropagationPolicy", "spec.placement.clusterTolerations[]",
      "io.k8s.api.core.v1.Toleration"),
     ("jobset.x-k8s.io", "v1alpha2", "JobSet", "spec.replicatedJobs[].template", "io.k8s.api.batch.v1.JobTemplateSpec"),
