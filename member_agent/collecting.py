@@ -84,7 +84,10 @@ class EndpointSliceCollector:
         """Keep the Work's entry; start the slice informer once a Work first asks for slices."""
         before = self._service_of.pop(key, None)
         if before is not None:
-            self._works.get(before, set()).discard(key)
+            works = self._works.get(before, set())
+            works.discard(key)
+            if not works:
+                self._works.pop(before, None)
         service = collected_service(work) if work is not None else None
         if service is None:
             return
@@ -95,6 +98,7 @@ class EndpointSliceCollector:
                 self._member,
                 PATH,
                 name="endpointslices",
+                transform=_trimmed,
                 on_change=self._slice_changed,
                 query={"labelSelector": f"{LABEL_MANAGED_BY}={MANAGED_BY_CONTROLLER}"},
             )
@@ -110,12 +114,19 @@ class EndpointSliceCollector:
                     self._on_due(work)
 
     def annotate(self, work: Mapping[str, Any], status: Mapping[str, Any]) -> Mapping[str, Any]:
-        """``status`` with the Service's collected slices on its manifest status (as it is
-        when the Work collects nothing or the slices are not listed yet)."""
+        """``status`` with the Service's collected slices on its manifest status (as it is when
+        the Work collects nothing). Until the member's slices are listed (the agent just started)
+        the slices the Work's status last reported stay, so the consumers keep them meanwhile."""
         service = collected_service(work)
-        if service is None or self.informer is None or not self.informer.synced.is_set():
+        if service is None:
             return status
         namespace, name = service
+        if self.informer is None or not self.informer.synced.is_set():
+            reported = _service_entry((work.get("status") or {}).get("manifestStatuses"), namespace, name)
+            if reported is None or COLLECTED_FIELD not in reported:
+                return status
+            kept = next((c for c in reported.get("conditions") or () if c.get("type") == COLLECTED_CONDITION), None)
+            return _with_slices(status, namespace, name, reported[COLLECTED_FIELD], kept)
         slices = sorted(
             (
                 collected_slice(obj)
@@ -126,30 +137,38 @@ class EndpointSliceCollector:
             key=lambda s: str(s["name"]),
         )
         slices, truncated = bounded_slices(slices, service=f"{namespace}/{name}")
-        manifests = []
-        for entry in status.get("manifestStatuses") or []:
-            ident = entry.get("identifier") or {}
-            if (
-                ident.get("kind"),
-                ident.get("version"),
-                ident.get("namespace") or "default",
-                ident.get("name"),
-            ) == (
-                "Service",
-                "v1",
-                namespace,
-                name,
-            ):
-                conditions = [
-                    c for c in entry.get("conditions") or () if c.get("type") != COLLECTED_CONDITION
-                ]
-                if truncated is not None:
-                    conditions.append(truncated)
-                entry = {k: v for k, v in entry.items() if k != "conditions"}
-                entry = {
-                    **entry,
-                    COLLECTED_FIELD: slices,
-                    **({"conditions": conditions} if conditions else {}),
-                }
-            manifests.append(entry)
-        return {**status, "manifestStatuses": manifests}
+        return _with_slices(status, namespace, name, slices, truncated)
+
+
+def _is_service(entry: Mapping[str, Any], namespace: str, name: str) -> bool:
+    ident = entry.get("identifier") or {}
+    return (ident.get("kind"), ident.get("version"), ident.get("namespace") or "default", ident.get("name")) == (
+        "Service",
+        "v1",
+        namespace,
+        name,
+    )
+
+
+def _service_entry(entries: Any, namespace: str, name: str) -> Mapping[str, Any] | None:
+    """The Service's manifest status among ``entries`` (a Work status's ``manifestStatuses``)."""
+    for entry in entries if isinstance(entries, list) else ():
+        if isinstance(entry, Mapping) and _is_service(entry, namespace, name):
+            return entry
+    return None
+
+
+def _with_slices(
+    status: Mapping[str, Any], namespace: str, name: str, slices: Any, truncated: Mapping[str, Any] | None
+) -> Mapping[str, Any]:
+    """``status`` with ``slices`` (and the ``truncated`` condition, if any) on the Service's entry."""
+    manifests = []
+    for entry in status.get("manifestStatuses") or []:
+        if _is_service(entry, namespace, name):
+            conditions = [c for c in entry.get("conditions") or () if c.get("type") != COLLECTED_CONDITION]
+            if truncated is not None:
+                conditions.append(truncated)
+            entry = {k: v for k, v in entry.items() if k != "conditions"}
+            entry = {**entry, COLLECTED_FIELD: slices, **({"conditions": conditions} if conditions else {})}
+        manifests.append(entry)
+    return {**status, "manifestStatuses": manifests}

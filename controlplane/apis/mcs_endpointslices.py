@@ -96,12 +96,19 @@ def collected_slices(work: Mapping[str, Any], service: str) -> list[dict[str, An
         ident = entry.get("identifier") or {}
         if ident.get("kind") == "Service" and ident.get("version") == "v1" and ident.get("name") == service:
             slices = entry.get(COLLECTED_FIELD)
-            return (
-                [s for s in slices if isinstance(s, dict) and s.get("name")]
-                if isinstance(slices, list)
-                else None
-            )
+            return [s for s in slices if _well_formed(s)] if isinstance(slices, list) else None
     return None
+
+
+def _well_formed(collected: Any) -> bool:
+    """A reported slice the hub can dispatch: a name, and lists (or nothing) as its endpoints and
+    ports. The Work status takes any object there; another is left out, not dispatched."""
+    return (
+        isinstance(collected, dict)
+        and isinstance(collected.get("name"), str)
+        and bool(collected["name"])
+        and all(isinstance(collected.get(field, []), list) for field in ("endpoints", "ports"))
+    )
 
 
 def dispatched_name(provider: str, slice_name: str) -> str:
