@@ -251,8 +251,10 @@ def _workload_transitions(obj: Obj, old: Obj) -> list[FieldError]:
     out: list[FieldError | None] = []
     new_spec, old_spec = mapping(obj.get("spec")), mapping(old.get("spec"))
     reserved, was_reserved = _condition_true(obj, "QuotaReserved"), _condition_true(old, "QuotaReserved")
-    if was_reserved:
+    if was_reserved and not str(obj.get("apiVersion") or "").endswith("/v1beta2"):
+        # v1beta1's rule, on a field its CRD defaults (so always there); v1beta2 has no such field.
         out.append(_kept_while(obj, old, "priorityClassSource"))
+    if was_reserved:
         if "priorityClassName" in old_spec and "priorityClassName" in new_spec:
             out.append(_kept_while(obj, old, "priorityClassName"))
         if reserved and "queueName" in old_spec and "queueName" in new_spec:
@@ -265,7 +267,8 @@ def _workload_transitions(obj: Obj, old: Obj) -> list[FieldError]:
 
 
 def workload(obj: Obj, old: Obj | None) -> list[FieldError]:
-    """A Workload's rules (v1beta1's CRD; a v1beta2 write is checked in its stored form): a pod
+    """A Workload's rules (v1beta1's CRD; a v1beta2 write is checked in its own form by the same
+    rules, but the one on v1beta1's ``priorityClassSource``, which v1beta2 lacks): a pod
     set's ``minCount`` at most its ``count``; a priority with a priority class; as many pod set
     assignments as pod sets while quota is reserved; what an update keeps while the workload
     holds quota or is admitted; its checks' tolerations as a pod's."""

@@ -359,3 +359,15 @@ async def test_kubectl_explains_a_local_queues_fair_sharing_status(hub_kubeconfi
                                    "--api-version", f"kueue.x-k8s.io/{version}")
     assert code == 0, err
     assert "consumedResources\t<map[string]Object> -required-" in out and "lastUpdate\t<string> -required-" in out
+
+
+async def test_a_v1beta2_workload_without_a_priority_class_holding_quota_takes_updates(hub: Client) -> None:  # noqa: F811
+    """v1beta1's rule that keeps ``priorityClassSource`` while quota is held is not run on the
+    v1beta2 form, which has no such field (it was kube's ``no such key`` refusal of any update)."""
+    created = await ok(await hub.post(f"{V1B2}/namespaces/default/workloads", json=workload("v1beta2")), 201)
+    created["status"] = {"conditions": [{"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved",
+                                         "message": "reserved", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}
+    reserved = await ok(await hub.put(f"{V1B2}/namespaces/default/workloads/job-a/status", json=created))
+    reserved["metadata"]["labels"] = {"team": "a"}
+    updated = await ok(await hub.put(f"{V1B2}/namespaces/default/workloads/job-a", json=reserved))
+    assert updated["metadata"]["labels"] == {"team": "a"} and "priorityClassRef" not in updated["spec"]
