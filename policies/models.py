@@ -55,12 +55,12 @@ PolicyApiVersion: TypeAlias = Literal["policy.gpufed.io/v1alpha1", "policy.karma
 
 CLUSTER_FIELDS: Final = ("provider", "region", "zone")
 DEFAULT_AFFINITY_NAME: Final = "default"
+"""Name of the single term :meth:`Placement.affinity_terms` makes from ``clusterAffinity``."""
 #: The propagation policy CRDs' defaults (``+kubebuilder:default``) of the spec's unset fields.
 DEFAULT_PRIORITY: Final = 0
 DEFAULT_PREEMPTION: Final = "Never"
 DEFAULT_SCHEDULER_NAME: Final = "default-scheduler"
 DEFAULT_REPLICA_SCHEDULING_TYPE: Final = "Divided"
-"""Name of the single term :meth:`Placement.affinity_terms` makes from ``clusterAffinity``."""
 
 # ---------------------------------------------------------------------------------------------
 # Selecting resources

@@ -149,7 +149,7 @@ def selectors_served_condition(policy: Mapping[str, Any], lookup: KindLookup) ->
         for f in found
     ]
     message = "these selectors match nothing: " + "; ".join(parts)
-    if unserved:
+    if any(f.status is KindStatus.UNSERVED for f in found):  # a CRD cannot help an empty selector
         message += " (a kind is served once its CustomResourceDefinition is applied; kubectl api-resources lists what the hub serves)"
     reason = SelectorsServedReason.UNSERVED_KIND if unserved else SelectorsServedReason.UNPROPAGATABLE_KIND
     return {"type": SELECTORS_SERVED, "status": "False", "reason": str(reason), "message": message}
@@ -159,6 +159,5 @@ _WHY: Mapping[KindStatus, str] = {
     KindStatus.UNSERVED: "not served by the hub",
     KindStatus.CLUSTER_SCOPED: f"cluster-scoped (gpufed propagates namespaced kinds, {_CLUSTER_KINDS_TEXT})",
     KindStatus.HUB_ONLY: "part of the hub's own machinery",
-    KindStatus.EMPTY: "empty",
     KindStatus.PROPAGATABLE: "propagatable",
 }
