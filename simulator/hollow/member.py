@@ -341,7 +341,11 @@ class HollowMember:
         stored = self._store(key, obj, "ADDED" if existing is None else "MODIFIED")
         if key[0] in WORKLOADS:
             self._reconcile(key)
-        elif key[0] == SERVICES:
+        elif key[0] == SERVICES and (
+            existing is None
+            or existing.get("spec") != obj.get("spec")
+            or existing["metadata"].get("labels") != meta.get("labels")
+        ):  # a Service written again unchanged (an agent's re-apply) keeps its slices: no pod walk
             selector = (obj.get("spec") or {}).get("selector") or {}
             pods = (
                 p.manifest()

@@ -133,3 +133,28 @@ def test_a_pod_change_rebuilds_only_the_services_that_select_it() -> None:
     [(key, changes)] = tracker.changes()
     assert key == ("ml", "web") and changes.create[0]["endpoints"] == [] and len(changes.delete) == 1
     assert [obj["endpoints"] for obj in tracker.owned[("ml", "web")].values()] == [[]]
+
+
+async def test_a_service_written_again_unchanged_walks_no_pod(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An agent re-applies its Services; one written again as it was keeps its slices, without
+    reading the member's pods again (a changed one is rebuilt)."""
+    hollow = member(nodes=8)
+    api = HollowKubeApi(hollow)
+    await _namespace(api)
+    await api.create(SERVICES, service("infer", "infer"))
+    await apply(api, deployment("infer", 4, 1))
+    before = await _slices(api)
+    rebuilt: list[str] = []
+    changed = hollow.endpoint_slices.service_changed
+    monkeypatch.setattr(
+        hollow.endpoint_slices,
+        "service_changed",
+        lambda ns, name, *rest: (rebuilt.append(name), changed(ns, name, *rest)),
+    )
+    stored = await api.get(f"{SERVICES}/infer")
+    await api.replace(f"{SERVICES}/infer", stored)
+    assert rebuilt == [] and await _slices(api) == before
+    stored = await api.get(f"{SERVICES}/infer")
+    stored["spec"]["ports"] = [{"port": 81, "targetPort": 8080}]
+    await api.replace(f"{SERVICES}/infer", stored)
+    assert rebuilt == ["infer"]
