@@ -29,6 +29,7 @@ import orjson
 from controlplane.apis.bookmarks import BOOKMARK_PERIOD
 from controlplane.apis.kube.unconditional import allows_create_on_update, allows_unconditional_update
 from simulator.clock import rfc3339
+from simulator.controllers.endpointslice import selects
 from simulator.hollow.endpointslices import COLLECTION as ENDPOINT_SLICES
 from simulator.hollow.endpointslices import HollowEndpointSlices
 from simulator.hollow.nodes import HollowNodes
@@ -346,13 +347,8 @@ class HollowMember:
             or existing.get("spec") != obj.get("spec")
             or existing["metadata"].get("labels") != meta.get("labels")
         ):  # a Service written again unchanged (an agent's re-apply) keeps its slices: no pod walk
-            selector = (obj.get("spec") or {}).get("selector") or {}
             pods = (
-                p.manifest()
-                for p in self.pods.values()
-                if p.namespace == key[1]
-                and selector
-                and all(p.labels.get(k) == v for k, v in selector.items())
+                p.manifest() for p in self.pods.values() if p.namespace == key[1] and selects(obj, p.labels)
             )
             self.endpoint_slices.service_changed(key[1], key[2], obj, pods)
             self._write_slices()
