@@ -343,7 +343,9 @@ class LocalQueueSpec(SpecModel):
     """The LocalQueue's weight in admission fair sharing: its usage is divided by it (default 1)."""
 
 
-class LocalQueueStatus(WireModel):
+class LocalQueueStatusFields(WireModel):
+    """A LocalQueue's status, less the fields whose names or presence differ between v1beta1 and v1beta2."""
+
     conditions: list[Condition] | None = Field(default=None, json_schema_extra=CONDITIONS_BY_TYPE)
     """The queue's conditions."""
     pending_workloads: int | None = None
@@ -356,6 +358,9 @@ class LocalQueueStatus(WireModel):
         default=None, max_length=MAX_LOCAL_QUEUE_USAGE_ITEMS, json_schema_extra=listed_by("name")
     )
     """Quota reserved by the queue's workloads per flavor (not written by the hub yet)."""
+
+
+class LocalQueueStatus(LocalQueueStatusFields):
     flavor_usage: list[LocalQueueFlavorUsage] | None = Field(
         default=None, max_length=MAX_LOCAL_QUEUE_USAGE_ITEMS, json_schema_extra=listed_by("name")
     )

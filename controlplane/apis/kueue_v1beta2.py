@@ -37,14 +37,11 @@ from controlplane.apis.kueue_queue_policy import (
 )
 from controlplane.apis.kueue_status import MAX_LOCAL_QUEUE_USAGE_ITEMS, LocalQueueFlavorUsage
 from controlplane.apis.meta import (
-    CONDITIONS_BY_TYPE,
     LISTED_AS_SET,
     LISTED_ATOMIC,
-    Condition,
     LabelSelector,
     ObjectMeta,
     SpecModel,
-    WireModel,
     listed_by,
     served_default,
 )
@@ -201,19 +198,7 @@ class ClusterQueue(SpecModel):
 # ---------------------------------------------------------------------------------------------
 
 
-class LocalQueueStatus(WireModel):
-    conditions: list[Condition] | None = Field(default=None, json_schema_extra=CONDITIONS_BY_TYPE)
-    """The queue's conditions."""
-    pending_workloads: int | None = None
-    """Workloads of the queue waiting for quota."""
-    reserving_workloads: int | None = None
-    """Workloads of the queue holding quota."""
-    admitted_workloads: int | None = None
-    """Admitted workloads of the queue that have not finished."""
-    flavors_reservation: list[LocalQueueFlavorUsage] | None = Field(
-        default=None, max_length=MAX_LOCAL_QUEUE_USAGE_ITEMS, json_schema_extra=listed_by("name")
-    )
-    """Quota reserved by the queue's workloads per flavor (not written by the hub yet)."""
+class LocalQueueStatus(v1beta1.LocalQueueStatusFields):
     flavors_usage: list[LocalQueueFlavorUsage] | None = Field(
         default=None, max_length=MAX_LOCAL_QUEUE_USAGE_ITEMS, json_schema_extra=listed_by("name")
     )
