@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Self
 
 #: (flavor, resource)
 FlavorResource = tuple[str, str]
@@ -50,26 +51,27 @@ class PreemptionPolicy(StrEnum):
 MAY_STOP_SEARCH = "MayStopSearch"
 
 
-class WhenCanBorrow(StrEnum):
+class _FungibilityPolicy(StrEnum):
+    """A ``flavorFungibility`` policy whose first value stops the search at a flavor (``Borrow``,
+    ``Preempt``): :data:`MAY_STOP_SEARCH` reads as it."""
+
+    @classmethod
+    def _missing_(cls, value: object) -> Self | None:
+        return next(iter(cls)) if value == MAY_STOP_SEARCH else None
+
+
+class WhenCanBorrow(_FungibilityPolicy):
     """``flavorFungibility.whenCanBorrow``: take a flavor that fits by borrowing, or look further."""
 
     BORROW = "Borrow"
     TRY_NEXT_FLAVOR = "TryNextFlavor"
 
-    @classmethod
-    def _missing_(cls, value: object) -> WhenCanBorrow | None:
-        return cls.BORROW if value == MAY_STOP_SEARCH else None
 
-
-class WhenCanPreempt(StrEnum):
+class WhenCanPreempt(_FungibilityPolicy):
     """``flavorFungibility.whenCanPreempt``: take a flavor that fits by preempting, or look further."""
 
     PREEMPT = "Preempt"
     TRY_NEXT_FLAVOR = "TryNextFlavor"
-
-    @classmethod
-    def _missing_(cls, value: object) -> WhenCanPreempt | None:
-        return cls.PREEMPT if value == MAY_STOP_SEARCH else None
 
 
 class FungibilityPreference(StrEnum):
