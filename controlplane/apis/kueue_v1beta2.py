@@ -207,15 +207,11 @@ class LocalQueueStatus(v1beta1.LocalQueueStatusFields):
     """The queue's admission fair sharing state: its consumed resources and when they were sampled."""
 
 
-class LocalQueue(SpecModel):
+class LocalQueue(v1beta1.LocalQueue):
     """A namespace's queue (Kueue's LocalQueue); jobs name it in the label kueue.x-k8s.io/queue-name."""
 
-    api_version: Literal["kueue.x-k8s.io/v1beta2"] = API_VERSION
-    kind: Literal["LocalQueue"] = "LocalQueue"
-    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
-    spec: v1beta1.LocalQueueSpec = Field(default_factory=v1beta1.LocalQueueSpec)
-    """The ClusterQueue behind the queue."""
-    status: LocalQueueStatus | None = None
+    api_version: Literal["kueue.x-k8s.io/v1beta2"] = API_VERSION  # type: ignore[assignment]
+    status: LocalQueueStatus | None = None  # type: ignore[assignment]
     """Workload counts and usage."""
 
 
