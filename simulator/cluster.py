@@ -177,18 +177,16 @@ class SimulatedCluster(Service):
             tasks.append(group.create_task(self._kubelet_loop(), name="kubelet"))
             tasks.append(group.create_task(self.controllers.garbage_loop(), name="garbage-collector"))
             tasks.append(group.create_task(self.controllers.retry_loop(), name="controller-retries"))
-            if self.service_accounts is not None:
-                tasks.append(group.create_task(self.service_accounts.run(), name="serviceaccounts"))
-            if self.quotas is not None:
-                tasks.append(group.create_task(self.quotas.run(), name="resourcequota"))
-            if self.claim_binder is not None:
-                tasks.append(group.create_task(self.claim_binder.run(), name="persistentvolume-binder"))
-            if self.events is not None:
-                tasks.append(group.create_task(self.events.run(), name="event-recorder"))
-            if self.finished_jobs is not None:
-                tasks.append(group.create_task(self.finished_jobs.run(), name="ttl-after-finished"))
-            if self.endpoint_slices is not None:
-                tasks.append(group.create_task(self.endpoint_slices.run(), name="endpointslice-controller"))
+            for part, task_name in (  # the parts a member may lack (None: it serves none of their kinds)
+                (self.service_accounts, "serviceaccounts"),
+                (self.quotas, "resourcequota"),
+                (self.claim_binder, "persistentvolume-binder"),
+                (self.events, "event-recorder"),
+                (self.finished_jobs, "ttl-after-finished"),
+                (self.endpoint_slices, "endpointslice-controller"),
+            ):
+                if part is not None:
+                    tasks.append(group.create_task(part.run(), name=task_name))
             tasks += [
                 group.create_task(self.controllers.controller_loop(k), name=f"controller-{k}")
                 for k in self.controllers.informers
