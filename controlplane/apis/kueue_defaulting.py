@@ -7,8 +7,9 @@ only where the parent object exists. A ClusterQueue (v1beta1 and v1beta2 alike) 
 ``borrowWithinCohort.policy`` all ``Never``, and a given ``fairSharing`` a ``weight`` of 1; a
 LocalQueue ``stopPolicy: None`` and a given ``fairSharing`` a ``weight`` of 1; a Cohort a given
 ``fairSharing`` a ``weight`` of 1; an AdmissionCheck ``retryDelayMinutes: 15``. A Workload (:func:`workload`) is ``active: true``, each of its
-pod sets named ``main`` and of ``count`` 1 when unset, and at v1beta1 its ``priorityClassSource``
-is ``""`` (v1beta2 has no such field); Kueue's webhook adds nothing to these (its pod set name
+pod sets named ``main`` and of ``count`` 1 when unset, each pod set assignment of its status named
+``main`` when unset, and at v1beta1 its ``priorityClassSource`` is ``""`` and each resource
+request of its status named ``main`` when unset (v1beta2 has neither default); Kueue's webhook adds nothing to these (its pod set name
 is the same ``main``, and it keeps ``minCount``: partial admission is on by default). Each is
 what the hub's admission already reads from the unset field (:mod:`controlplane.admission.objects`,
 ``spec.active`` in :mod:`controlplane.admission.requeuing`), so no admission decision changes.
@@ -100,7 +101,9 @@ def workload(*, v1beta1: bool) -> KueueDefaulter:
             set_nil_default(pod_set, "count", 1)
         status = child(obj, "status")
         admission = child(status, "admission") if status is not None else None
-        for listed in (admission or {}).get("podSetAssignments"), (status or {}).get("resourceRequests"):
+        # v1beta2's CRD defaults no resource request's name (it is required there).
+        requests = (status or {}).get("resourceRequests") if v1beta1 else None
+        for listed in (admission or {}).get("podSetAssignments"), requests:
             for entry in listed if isinstance(listed, list) else ():
                 if isinstance(entry, dict):
                     set_nil_default(entry, "name", "main")

@@ -16,11 +16,19 @@ webhooks that go with them, as kube reports them: a failed rule is ``<field>: In
   effect NoSchedule, PreferNoSchedule or NoExecute; ``spec.tolerations``: kube's rules of a pod's
   tolerations, one message each (an empty key needs Exists, tolerationSeconds needs NoExecute,
   the operator Equal or Exists, no value with Exists, a known effect).
-* Workload (v1beta1's CRD): the object's own rules, at no field (kube's ``<nil>``), as many pod set
+* Workload v1beta1: the object's own rules, at no field (kube's ``<nil>``), as many pod set
   assignments as pod sets while quota is reserved, ``field is immutable`` (``priorityClassSource``,
   ``priorityClassName``, ``queueName`` while quota is reserved), ``maximumExecutionTimeSeconds is
   immutable while admitted``; ``spec``: a priority with a priority class; ``spec.podSets[i]``:
   ``minCount`` at most ``count``; a check's ``podSetUpdates[j].tolerations`` as a flavor's.
+* Workload v1beta2, on its own form: the same pod set, assignment and toleration rules; while quota
+  is reserved ``priorityClassRef is immutable while workload quota reserved`` (set or unset as
+  before), and so its ``.group``, its ``.kind`` and, for a pod PriorityClass, its ``.name``;
+  ``queueName`` and ``maximumExecutionTimeSeconds`` (while admitted) likewise, in those words;
+  ``spec``: ``priority should not be nil when priorityClassRef is set``; ``spec.priorityClassRef``:
+  ``only the PriorityClass kind is allowed for the scheduling.k8s.io group`` (and the
+  WorkloadPriorityClass kind for kueue.x-k8s.io); ``status``: ``clusterName is immutable once
+  set``, ``clusterName and nominatedClusterNames are mutually exclusive``.
 * A rule that reads a field the object lacks does not evaluate, and kube says so: ``spec: Invalid
   value: "object": no such key: nodeLabels evaluating rule: at least one nodeLabel is required when
   topology is set`` (a flavor with a ``topologyName`` and no ``nodeLabels``).
@@ -251,8 +259,8 @@ def _workload_transitions(obj: Obj, old: Obj) -> list[FieldError]:
     out: list[FieldError | None] = []
     new_spec, old_spec = mapping(obj.get("spec")), mapping(old.get("spec"))
     reserved, was_reserved = _condition_true(obj, "QuotaReserved"), _condition_true(old, "QuotaReserved")
-    if was_reserved and not str(obj.get("apiVersion") or "").endswith("/v1beta2"):
-        # v1beta1's rule, on a field its CRD defaults (so always there); v1beta2 has no such field.
+    if was_reserved:
+        # On a field the CRD defaults, so always there.
         out.append(_kept_while(obj, old, "priorityClassSource"))
     if was_reserved:
         if "priorityClassName" in old_spec and "priorityClassName" in new_spec:
@@ -267,25 +275,46 @@ def _workload_transitions(obj: Obj, old: Obj) -> list[FieldError]:
 
 
 def workload(obj: Obj, old: Obj | None) -> list[FieldError]:
-    """A Workload's rules (v1beta1's CRD; a v1beta2 write is checked in its own form by the same
-    rules, but the one on v1beta1's ``priorityClassSource``, which v1beta2 lacks): a pod
-    set's ``minCount`` at most its ``count``; a priority with a priority class; as many pod set
-    assignments as pod sets while quota is reserved; what an update keeps while the workload
-    holds quota or is admitted; its checks' tolerations as a pod's."""
+    """A Workload's rules at v1beta1: a pod set's ``minCount`` at most its ``count``; a priority
+    with a priority class; as many pod set assignments as pod sets while quota is reserved; what an
+    update keeps while the workload holds quota or is admitted; its checks' tolerations as a pod's."""
+    return [
+        *_object_and_priority(obj, old, _workload_transitions, "priorityClassName"),
+        *_pod_sets_and_checks(obj),
+    ]
+
+
+def _object_and_priority(
+    obj: Obj, old: Obj | None, transitions: Callable[[Obj, Obj], list[FieldError]], class_field: str
+) -> list[FieldError]:
+    """Both versions' first rules, the object's own (its ``transitions`` on an update) and then a
+    priority with the priority class (``class_field``): kube checks an object's rules, then its fields'."""
+    spec = mapping(obj.get("spec"))
+    out = _assignments_per_pod_set(obj)
+    if old is not None:
+        out.extend(transitions(obj, old))
+    if class_field in spec and "priority" not in spec:
+        out.append(failed_rule("spec", spec, f"priority should not be nil when {class_field} is set"))
+    return out
+
+
+def _assignments_per_pod_set(obj: Obj) -> list[FieldError]:
+    """Both versions' first rule: as many pod set assignments as pod sets while quota is reserved."""
     spec, status = mapping(obj.get("spec")), mapping(obj.get("status"))
-    # kube checks an object's own rules, then its fields'.
-    out = []
     admission = status.get("admission")
     if _condition_true(obj, "QuotaReserved") and isinstance(admission, dict):
         assignments = admission.get("podSetAssignments")
         if not isinstance(assignments, list) or len(items(spec.get("podSets"))) != len(assignments):
             missing = None if isinstance(assignments, list) else "podSetAssignments"
             message = "podSetAssignments must have the same number of podSets as the spec"
-            out.append(failed_rule(ROOT, obj, message, missing))
-    if old is not None:
-        out.extend(_workload_transitions(obj, old))
-    if "priorityClassName" in spec and "priority" not in spec:
-        out.append(failed_rule("spec", spec, "priority should not be nil when priorityClassName is set"))
+            return [failed_rule(ROOT, obj, message, missing)]
+    return []
+
+
+def _pod_sets_and_checks(obj: Obj) -> list[FieldError]:
+    """Both versions' rules of a pod set's ``minCount`` and of a check's tolerations."""
+    spec, status = mapping(obj.get("spec")), mapping(obj.get("status"))
+    out = []
     for i, pod_set in enumerate(map(mapping, items(spec.get("podSets")))):
         low, count = pod_set.get("minCount"), pod_set.get("count")
         if isinstance(low, int) and (count is None or (isinstance(count, int) and low > count)):
@@ -297,3 +326,85 @@ def workload(obj: Obj, old: Obj | None) -> list[FieldError]:
             path = f"status.admissionChecks[{c}].podSetUpdates[{u}].tolerations"
             out.extend(tolerations(path, items(update.get("tolerations"))))
     return out
+
+
+#: What v1beta2's rules say of a field an update keeps while quota is reserved (or, for
+#: ``maximumExecutionTimeSeconds``, while admitted: Kueue's message says "quota reserved" too).
+_KEPT_WHILE_RESERVED = "{} is immutable while workload quota reserved"
+#: v1beta2's rules on a priority class reference's group and kind: ``(self.group == g) ? self.kind
+#: == k : true``.
+_REF_KINDS = (("scheduling.k8s.io", "PriorityClass"), ("kueue.x-k8s.io", "WorkloadPriorityClass"))
+
+
+def _priority_class_ref_kept(obj: Obj, old: Obj) -> list[FieldError]:
+    """v1beta2's rules on ``spec.priorityClassRef`` while the old object holds quota: set or unset
+    as before; its group and kind as before; its name as before for a pod PriorityClass."""
+    new_ref, old_ref = (
+        mapping(obj.get("spec")).get("priorityClassRef"),
+        mapping(old.get("spec")).get("priorityClassRef"),
+    )
+    if (new_ref is None) != (old_ref is None):
+        return [failed_rule(ROOT, obj, _KEPT_WHILE_RESERVED.format("priorityClassRef"))]
+    new, was = mapping(new_ref), mapping(old_ref)
+    if new_ref is None:
+        return []
+    out = [
+        failed_rule(ROOT, obj, _KEPT_WHILE_RESERVED.format(f"priorityClassRef.{field}"))
+        for field in ("group", "kind")
+        if new.get(field) != was.get(field)
+    ]
+    if (new.get("group"), new.get("kind")) == _REF_KINDS[0] and new.get("name") != was.get("name"):
+        message = "priorityClassRef.name is immutable for scheduling.k8s.io/priorityclass while workload quota reserved"
+        out.append(failed_rule(ROOT, obj, message))
+    return out
+
+
+def _workload_v1beta2_transitions(obj: Obj, old: Obj) -> list[FieldError]:
+    """v1beta2's rules of an update, in its CRD's order."""
+    out = []
+    new_spec, old_spec = mapping(obj.get("spec")), mapping(old.get("spec"))
+    if _condition_true(old, "QuotaReserved"):
+        out.extend(_priority_class_ref_kept(obj, old))
+        field = "queueName"
+        kept = field not in old_spec or field not in new_spec or old_spec[field] == new_spec[field]
+        if _condition_true(obj, "QuotaReserved") and not kept:
+            out.append(failed_rule(ROOT, obj, _KEPT_WHILE_RESERVED.format(field)))
+    if _condition_true(old, "Admitted") and _condition_true(obj, "Admitted"):
+        field = "maximumExecutionTimeSeconds"
+        if old_spec.get(field, 0) != new_spec.get(field, 0):
+            out.append(failed_rule(ROOT, obj, _KEPT_WHILE_RESERVED.format(field)))
+    return out
+
+
+def _cluster_name_rules(obj: Obj, old: Obj | None) -> list[FieldError]:
+    """v1beta2's rules of ``status``: a cluster name kept once set (when the old object has a
+    status: a transition rule is checked where both objects have the field), and no nominated
+    clusters beside it."""
+    if "status" not in obj:
+        return []
+    status, out = mapping(obj.get("status")), []
+    if old is not None and "status" in old:
+        was = mapping(old.get("status"))
+        if "clusterName" in was and "clusterName" in status and was["clusterName"] != status["clusterName"]:
+            out.append(failed_rule("status", status, "clusterName is immutable once set"))
+    if "clusterName" in status and items(status.get("nominatedClusterNames")):
+        out.append(
+            failed_rule("status", status, "clusterName and nominatedClusterNames are mutually exclusive")
+        )
+    return out
+
+
+def workload_v1beta2(obj: Obj, old: Obj | None) -> list[FieldError]:
+    """A Workload's rules at v1beta2, on its v1beta2 form (so at v1beta2's field paths): v1beta1's
+    on pod set assignments, ``minCount`` and a check's tolerations; ``spec.priorityClassRef`` kept
+    while quota is reserved, its kind the one of its group, and a priority with it;
+    ``queueName`` and ``maximumExecutionTimeSeconds`` kept as at v1beta1 (in v1beta2's words); a
+    ``status.clusterName`` kept once set and not beside ``nominatedClusterNames``."""
+    out = _object_and_priority(obj, old, _workload_v1beta2_transitions, "priorityClassRef")
+    ref = mapping(obj.get("spec")).get("priorityClassRef")
+    if isinstance(ref, dict):
+        for group, kind in _REF_KINDS:
+            if ref.get("group") == group and ref.get("kind") != kind:
+                message = f"only the {kind} kind is allowed for the {group} group"
+                out.append(failed_rule("spec.priorityClassRef", ref, message))
+    return [*out, *_pod_sets_and_checks(obj), *_cluster_name_rules(obj, old)]

@@ -13,32 +13,39 @@ commands read) and serves v1beta2 by converting every read and write
 * Workload: ``spec.priorityClassName`` and ``spec.priorityClassSource`` are one
   ``spec.priorityClassRef`` (group, kind, name).
 * Workload: ``status.accumulatedPastExexcutionTimeSeconds`` is spelt
-  ``accumulatedPastExecutionTimeSeconds``.
+  ``accumulatedPastExecutionTimeSeconds``; a pod set's ``topologyRequest`` and the names in its
+  status take v1beta2's bounds, and its CEL rules are v1beta2's
+  (:func:`controlplane.apis.kueue_rules.workload_v1beta2`).
 * AdmissionCheck: ``spec.retryDelayMinutes`` (deprecated) is gone.
 * Cohort (v1beta1 and v1beta2), ResourceFlavor and WorkloadPriorityClass: the same fields.
 """
 
 from __future__ import annotations
 
-from typing import Final, Literal
+from typing import Annotated, Final, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from controlplane.apis import kueue_v1alpha1
+from controlplane.apis import kueue_podset, kueue_status, kueue_v1alpha1
 from controlplane.apis import kueue_v1beta1 as v1beta1
 from controlplane.apis.kueue_queue_policy import (
+    DNS_SUBDOMAIN,
     AdmissionChecksStrategy,
     AdmissionScope,
     ClusterQueuePreemption,
     CohortReference,
     FairSharing,
     FairSharingStatus,
+    LocalQueueName,
     ResourceFlavorReference,
 )
 from controlplane.apis.kueue_status import MAX_LOCAL_QUEUE_USAGE_ITEMS, LocalQueueFlavorUsage
 from controlplane.apis.meta import (
+    CONDITIONS_BY_TYPE,
     LISTED_AS_SET,
     LISTED_ATOMIC,
+    SERVED_DEFAULT,
+    Condition,
     LabelSelector,
     ObjectMeta,
     SpecModel,
@@ -221,49 +228,151 @@ class LocalQueue(v1beta1.LocalQueue):
 
 
 class PriorityClassRef(SpecModel):
+    """The class a Workload's priority comes from; which kind a group names is the CRD's rules'
+    (:func:`controlplane.apis.kueue_rules.workload_v1beta2`)."""
+
     group: Literal["kueue.x-k8s.io", "scheduling.k8s.io"]
     """kueue.x-k8s.io for a WorkloadPriorityClass, scheduling.k8s.io for a pod PriorityClass."""
     kind: Literal["WorkloadPriorityClass", "PriorityClass"]
     """The kind of the class."""
-    name: str = Field(min_length=1, max_length=253)
+    name: str = Field(min_length=1, max_length=253, pattern=DNS_SUBDOMAIN)
     """The class's name."""
 
-    @model_validator(mode="after")
-    def _kind_of_group(self) -> PriorityClassRef:
-        if self.group == "scheduling.k8s.io" and self.kind != "PriorityClass":
-            raise ValueError("only the PriorityClass kind is allowed for the scheduling.k8s.io group")
-        if self.group == "kueue.x-k8s.io" and self.kind != "WorkloadPriorityClass":
-            raise ValueError("only the WorkloadPriorityClass kind is allowed for the kueue.x-k8s.io group")
-        return self
+
+class TopologyRequest(SpecModel):
+    """A pod set's topology-aware scheduling request, as Kueue's job integrations write it from the
+    pod template's annotations (served; the hub does not place pods by topology)."""
+
+    required: str | None = Field(default=None, max_length=63)
+    """The topology level all the pods must share."""
+    preferred: str | None = Field(default=None, max_length=63)
+    """The topology level the pods should share."""
+    unconstrained: bool | None = None
+    """Any placement within the whole capacity."""
+    pod_index_label: str | None = Field(default=None, max_length=317)
+    """The label indexing the pods (kubernetes.io/job-completion-index for a Job)."""
+    sub_group_index_label: str | None = Field(default=None, max_length=317)
+    """The label indexing the replicated jobs within the pod set."""
+    sub_group_count: int | None = None
+    """How many replicated jobs the pod set has."""
+    pod_set_group_name: str | None = Field(default=None, max_length=256)
+    """Pod sets of one group get the same flavor."""
+    pod_set_slice_required_topology: str | None = Field(default=None, max_length=63)
+    """The topology level each slice of the pod set must share."""
+    pod_set_slice_size: int | None = None
+    """The pods of a slice."""
+
+
+class PodSet(v1beta1.PodSet):
+    count: int | None = Field(default=None, ge=0, json_schema_extra=served_default(1))  # type: ignore[assignment]
+    """How many pods (unset: 1, the CRD's default)."""
+    topology_request: TopologyRequest | None = None  # type: ignore[assignment]
+    """Topology-aware scheduling request (served; not used)."""
 
 
 class WorkloadSpec(SpecModel):
-    pod_sets: list[v1beta1.PodSet] = Field(min_length=1, max_length=8, json_schema_extra=listed_by("name"))
+    pod_sets: list[PodSet] = Field(min_length=1, max_length=8, json_schema_extra=listed_by("name"))
     """The pods the workload needs, per role."""
-    queue_name: str | None = None
+    queue_name: LocalQueueName | None = None
     """The LocalQueue (in the workload's namespace) the workload waits in."""
     priority_class_ref: PriorityClassRef | None = None
     """The WorkloadPriorityClass or PriorityClass giving the priority."""
     priority: int | None = None
     """The priority: higher first."""
-    active: bool | None = None
+    active: bool | None = Field(default=None, json_schema_extra=served_default(True))
     """False: the workload is deactivated (evicted and not admitted again)."""
     maximum_execution_time_seconds: int | None = Field(default=None, ge=1)
     """Served; not enforced by the hub."""
 
     @field_validator("pod_sets")
     @classmethod
-    def _unique_pod_sets(cls, pod_sets: list[v1beta1.PodSet]) -> list[v1beta1.PodSet]:
-        return v1beta1.valid_pod_sets(pod_sets)
+    def _unique_pod_sets(cls, pod_sets: list[PodSet]) -> list[PodSet]:
+        v1beta1.valid_pod_sets(list[v1beta1.PodSet](pod_sets))
+        return pod_sets
 
-    @model_validator(mode="after")
-    def _priority_with_its_class(self) -> WorkloadSpec:
-        if self.priority_class_ref is not None and self.priority is None:
-            raise ValueError("priority should not be nil when priorityClassRef is set")
-        return self
+
+#: A name of v1beta2's status lists of names (MultiKueue's clusters).
+ClusterName = Annotated[str, Field(max_length=256)]
+#: A pod set's name where v1beta2's status names one: a DNS label, as in the spec.
+PodSetName = Annotated[str, Field(max_length=63, pattern=v1beta1.POD_SET_NAME)]
+
+
+class TopologyAssignment(kueue_status.TopologyAssignment):
+    levels: list[Annotated[str, Field(max_length=317)]] = Field(
+        min_length=1, max_length=16, json_schema_extra=LISTED_ATOMIC
+    )
+    """The node label keys of the topology's levels, from the highest to the lowest."""
+
+
+class PodSetAssignment(kueue_status.PodSetAssignment):
+    name: str = Field(
+        default="main", max_length=63, pattern=v1beta1.POD_SET_NAME, json_schema_extra=SERVED_DEFAULT
+    )
+    """The pod set."""
+    topology_assignment: TopologyAssignment | None = None
+    """Topology-aware scheduling: the domains the pods go to (kept as written; the hub does not write it)."""
+    delayed_topology_request: Literal["Pending", "Ready"] | None = Field(
+        default=None, json_schema_extra={"maxLength": 7}
+    )
+    """Whether a topology assignment waits for a provisioning check (kept as written)."""
+
+
+class Admission(kueue_status.Admission):
+    pod_set_assignments: list[PodSetAssignment] = Field(  # type: ignore[assignment]
+        max_length=8, json_schema_extra=listed_by("name")
+    )
+    """The flavors of each pod set."""
+
+
+class PodSetUpdate(kueue_podset.PodSetUpdate):
+    name: PodSetName
+    """The pod set."""
+
+
+class AdmissionCheckState(kueue_status.AdmissionCheckState):
+    name: str = Field(min_length=1, max_length=316)
+    """The AdmissionCheck."""
+    pod_set_updates: list[PodSetUpdate] | None = Field(  # type: ignore[assignment]
+        default=None, max_length=8, json_schema_extra=LISTED_ATOMIC
+    )
+    """Changes the check asks of the pod sets: applied to a batch/v1 Job's pod template as it starts."""
+
+
+class ReclaimablePod(kueue_status.ReclaimablePod):
+    name: PodSetName
+    """The pod set."""
+
+
+class PodSetRequest(kueue_status.PodSetRequest):
+    name: PodSetName
+    """The pod set (v1beta2 defaults no name here)."""
 
 
 class WorkloadStatus(v1beta1.WorkloadStatusFields):
+    """v1beta2's status: v1beta1's, with v1beta2's bounds on names and lists."""
+
+    admission: Admission | None = None
+    """Where the workload holds quota, and in which flavors."""
+    admission_checks: list[AdmissionCheckState] | None = Field(  # type: ignore[assignment]
+        default=None, max_length=8, json_schema_extra=listed_by("name")
+    )
+    """The state of each admission check of its ClusterQueue, set by the check's controller."""
+    reclaimable_pods: list[ReclaimablePod] | None = Field(  # type: ignore[assignment]
+        default=None, max_length=8, json_schema_extra=listed_by("name")
+    )
+    """Pods whose quota may be released early (not used by the hub)."""
+    resource_requests: list[PodSetRequest] | None = Field(  # type: ignore[assignment]
+        default=None, max_length=8, json_schema_extra=listed_by("name")
+    )
+    """Total requests per pod set (not written by the hub)."""
+    conditions: list[Condition] | None = Field(
+        default=None, max_length=16, json_schema_extra=CONDITIONS_BY_TYPE
+    )
+    """QuotaReserved, Admitted, Finished, Evicted ... as Kueue sets them (at most 16)."""
+    nominated_cluster_names: list[ClusterName] | None = Field(
+        default=None, max_length=10, json_schema_extra=LISTED_ATOMIC
+    )
+    """MultiKueue: the worker clusters nominated (kept as written; the hub does not write it)."""
     accumulated_past_execution_time_seconds: int | None = None
     """Seconds admitted in earlier admissions (v1beta1's accumulatedPastExexcutionTimeSeconds; kept as written)."""
 

@@ -24,12 +24,6 @@ Schema = Mapping[str, Any]
 Resolve = Callable[[str], Schema | None]
 FIELDS = Path(__file__).resolve().parents[1] / "data" / "kueue_crd_fields.txt"
 GROUP = "kueue.x-k8s.io"
-#: Where the hub's served schema differs from the CRD on purpose, and why (README, "Fleet quotas").
-DELIBERATE = {
-    # Kueue's later v1beta2 drops it for admissionChecksStrategy, as the hub's v1beta2 does.
-    ("ClusterQueue", "v1beta2", ".spec.admissionChecks"),
-    ("ClusterQueue", "v1beta2", ".spec.admissionChecks[]"),
-}
 
 
 #: An ``x-kubernetes-validations`` line's "type": the rest of the line is the rule's message.
@@ -56,6 +50,20 @@ def upstream_fields() -> dict[tuple[str, str], list[tuple[str, str]]]:
 
 
 UPSTREAM = upstream_fields()
+#: A v1beta2 Workload's topology assignment: Kueue's CRD YAML (the list's source) writes it as
+#: ``levels`` and ``slices`` (domains compressed by common prefixes and counts); the hub serves the
+#: ``levels`` and ``domains`` of Kueue's v1beta2 types at 57d3e218 (listed too), v1beta1's form,
+#: which it stores and converts to no other.
+TOPOLOGY_ASSIGNMENT = ".status.admission.podSetAssignments[].topologyAssignment"
+TOPOLOGY_SLICES = f"{TOPOLOGY_ASSIGNMENT}.slices"
+#: Where the hub's served schema differs from the CRD on purpose, and why (README, "Fleet quotas").
+DELIBERATE = {
+    # Kueue's later v1beta2 drops it for admissionChecksStrategy, as the hub's v1beta2 does.
+    ("ClusterQueue", "v1beta2", ".spec.admissionChecks"),
+    ("ClusterQueue", "v1beta2", ".spec.admissionChecks[]"),
+    # Not served (above).
+    *(("Workload", "v1beta2", path) for path, _ in UPSTREAM[("Workload", "v1beta2")] if path.startswith(TOPOLOGY_SLICES)),
+}
 
 
 def _resolved(schema: Schema, resolve: Resolve) -> Schema:

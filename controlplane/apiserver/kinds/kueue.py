@@ -199,6 +199,8 @@ WORKLOAD_PRIORITY_CLASS_V1BETA2 = _v1beta2(
 WORKLOAD_V1BETA2 = _v1beta2(
     WORKLOAD, kueue_v1beta2.Workload, convert.workload_to_v1beta1, convert.workload_to_v1beta2,
     defaults=defaulting.workload(v1beta1=False),
+    validate=rules.workload_v1beta2,
+    validate_status=rules.workload_v1beta2,
 )
 ADMISSION_CHECK_V1BETA2 = _v1beta2(
     ADMISSION_CHECK, kueue_v1beta2.AdmissionCheck, convert.to_version(kueue.API_VERSION), convert.admission_check_to_v1beta2,
