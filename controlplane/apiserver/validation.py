@@ -337,21 +337,47 @@ def decoded_applied(rt: ResourceType, applied: dict[str, Any], field_validation:
     is partial: only the unknown fields are looked for here, its values are checked with the object.
     A kind whose field types structured-merge-diff knows (a built-in kind of kube's, a custom
     resource) has had an undeclared field refused before, as kube's field manager refuses it."""
-    if rt.model is not None or rt.custom is not None:
-        metadata = _decoded(rt, _metadata_unknown, applied, None, False)
-        if rt.model is not None:
-            own = check_model(applied, rt.model).unknown
-        else:
-            assert rt.custom is not None
-            own = rt.custom.prune(copy.deepcopy(applied))
-        unknown = [*metadata, *own]
-    elif rt.unknown_fields is not None:
-        unknown = _decoded(rt, rt.unknown_fields, applied, None, False)
-    else:
-        unknown = []
+    unknown = _unknown_in(rt, applied, None, status_only=False)
     if not unknown:
         return Checked(applied, [])
     return Checked(*_unknown_dropped(applied, rt, unknown, None, field_validation))
+
+
+def _unknown_in(rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None, *, status_only: bool) -> list[Loc]:
+    """The fields of ``obj`` the kind's decoding would drop (``obj`` is left as it is); a value of
+    the wrong type is the decoder's 400 (:func:`_decoded`)."""
+    if rt.model is None and rt.custom is None and rt.crd_schema is None:
+        return _decoded(rt, rt.unknown_fields, obj, old, status_only) if rt.unknown_fields is not None else []
+    unknown = [] if status_only else _decoded(rt, _metadata_unknown, obj, old, status_only)
+    if rt.model is not None:
+        unknown += check_model(obj, rt.model, status_only=status_only).unknown
+    elif rt.custom is not None:
+        prune = (rt.custom.prune_status or rt.custom.prune) if status_only else rt.custom.prune
+        unknown += prune(copy.deepcopy(obj))
+    elif rt.unknown_fields is not None:
+        unknown += _decoded(rt, rt.unknown_fields, obj, old, status_only)
+    return unknown
+
+
+def refuse_unknown_fields(
+    rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None, field_validation: FieldValidation,
+    *, status_only: bool = False,
+) -> None:
+    """Under ``fieldValidation=Strict``, what kube's decoder refuses of a write's object before any
+    admission runs: its unknown fields (400 ``strict decoding error``; those the stored ``old`` has
+    already go, as :func:`check_object` lets them go), or a value of the wrong type met on the way.
+    Called before the admission the hub runs ahead of :func:`check_object` (the kind's own webhooks
+    when they refuse, the mutating webhooks); nothing to do under Warn or Ignore."""
+    if field_validation is not FieldValidation.STRICT:
+        return
+    paths = _new_paths(_unknown_in(rt, obj, old, status_only=status_only), old)
+    if paths:
+        raise strict_decoding_error(rt, paths)
+
+
+def _new_paths(unknown: list[Loc], old: dict[str, Any] | None) -> list[str]:
+    """The ``unknown`` fields as kube prints them, but those the stored object ``old`` has too."""
+    return [format_path(loc) for loc in unknown if old is None or not _holds(old, loc)]
 
 
 def _unknown_dropped(
@@ -364,7 +390,7 @@ def _unknown_dropped(
     obj = copy.deepcopy(obj)
     for loc in unknown:
         _prune(obj, loc)
-    paths = [format_path(loc) for loc in unknown if old is None or not _holds(old, loc)]
+    paths = _new_paths(unknown, old)
     if paths and field_validation is FieldValidation.STRICT:
         raise strict_decoding_error(rt, paths)
     if field_validation is FieldValidation.WARN:

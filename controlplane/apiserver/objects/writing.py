@@ -74,6 +74,7 @@ from controlplane.apiserver.validation import (
     check_object,
     decoded_applied,
     refuse_schema_errors,
+    refuse_unknown_fields,
 )
 from controlplane.gojson import go_json
 from controlplane.storage import interface as storage
@@ -174,10 +175,11 @@ class Writer:
         meta["uid"] = str(uuid.uuid4())
         if rt.prepare is not None:
             rt.prepare(obj)
-        _webhooks_admit(rt, obj)
+        _webhooks_admit(rt, obj, field_validation=options.field_validation)
         if rt.defaults is not None:
             rt.defaults(obj)
         if options.webhooks is not None:
+            refuse_unknown_fields(rt, obj, None, options.field_validation)  # kube's decoding, before its admission
             obj = await mutated(rt, options, Operation.CREATE, obj, None, subresource=None)
             meta = obj["metadata"]
         checked = check_object(obj, rt, field_validation=options.field_validation)
@@ -461,7 +463,7 @@ class Writer:
         if subresource is None and not _webhooks_deny(rt, old):
             # The kind's own webhooks validate, after the mutating ones and the resourceVersion's check.
             # An object stored before the rule (a policy with a long name) stays changeable and deletable.
-            _webhooks_admit(rt, new, old)
+            _webhooks_admit(rt, new, old, field_validation=options.field_validation)
         checked = check_object(
             new, rt, field_validation=options.field_validation, old=old, status_only=rt.writes_status_only(subresource),
             subresource=subresource,
@@ -534,16 +536,21 @@ def _webhooks_deny(rt: ResourceType, obj: dict[str, Any]) -> bool:
     return rt.webhook_denial is not None and rt.webhook_denial(obj) is not None
 
 
-def _webhooks_admit(rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None = None) -> None:
+def _webhooks_admit(
+    rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None = None, *, field_validation: FieldValidation
+) -> None:
     """The kind's admission webhook (:attr:`ResourceType.webhook_denial`; on an update of ``old``,
     :attr:`ResourceType.webhook_update_denial` when the kind has one) refusing ``obj``, as kube answers a webhook's
     denial. Those webhooks are Karmada's and the training operator's, whose refusals are
-    controller-runtime's ``admission.Denied``: code 403, reason ``Forbidden``, the message."""
+    controller-runtime's ``admission.Denied``: code 403, reason ``Forbidden``, the message. What kube
+    refuses before its admission comes first: the decoding's 400 (unknown fields under
+    ``field_validation`` Strict), then the schema's 422."""
     if old is not None and rt.webhook_update_denial is not None:
         denial = rt.webhook_update_denial(obj, old)
     else:
         denial = rt.webhook_denial(obj) if rt.webhook_denial is not None else None
     if denial is not None:
-        # The schema comes first: a Master's ``replicas: "1"`` is the schema's 422, not the webhook's 403.
+        # The decoding comes first, then the schema: a Master's ``replicas: "1"`` is the schema's 422.
+        refuse_unknown_fields(rt, obj, old, field_validation)
         refuse_schema_errors(rt, obj, old)
         raise errors.WebhookDenied(*denial, code=403, reason=errors.StatusReason.FORBIDDEN)
