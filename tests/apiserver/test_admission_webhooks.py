@@ -266,6 +266,57 @@ async def test_mutating_webhooks_see_an_update_before_its_resource_version_is_co
     assert int(updated["metadata"]["resourceVersion"]) > int(current["metadata"]["resourceVersion"])
 
 
+async def test_a_mutating_webhook_sees_the_update_as_its_request_carries_it(api: Api, server: WebhookServer) -> None:
+    """kube hands its mutating admission the object decoded from the update's request (the
+    transformers ``rest.DefaultUpdatedObjectInfo`` runs in ``Store.Update``), before the strategy's
+    ``PrepareForUpdate`` (in ``rest.BeforeUpdate``) puts the stored status back: a webhook sees the
+    status the update sends, stale or current, not the stored one, and that status is not stored."""
+    await configure(api, "Mutating", "acme", webhook("seen.acme.io", server.client("/seen")))
+    code, stale, _ = await api.call("POST", DEPLOYMENTS, deployment("seen", replicas=1))
+    assert code == 201, stale
+    code, current, _ = await api.call("PATCH", f"{DEPLOYMENTS}/seen", {"metadata": {"labels": {"moved": "on"}}},
+                                      **{"Content-Type": "application/merge-patch+json"})
+    assert code == 200, current
+    sent_status = {"replicas": 7, "readyReplicas": 7, "observedGeneration": 7}
+
+    code, status, _ = await api.call("PUT", f"{DEPLOYMENTS}/seen", {**stale, "status": sent_status})
+    assert (code, status["reason"]) == (409, "Conflict"), status
+    request = server.received["/seen"][-1]["request"]
+    assert request["operation"] == "UPDATE"
+    assert request["object"]["status"] == sent_status
+    assert request["object"]["metadata"]["resourceVersion"] == stale["metadata"]["resourceVersion"]
+    assert request["oldObject"]["metadata"]["labels"]["moved"] == "on"
+
+    # Unconditional (no resourceVersion): the hub's controllers write the Deployment's status meanwhile.
+    unversioned = {k: v for k, v in current["metadata"].items() if k != "resourceVersion"}
+    sent = {**current, "metadata": unversioned, "spec": {**current["spec"], "replicas": 2}, "status": sent_status}
+    code, updated, _ = await api.call("PUT", f"{DEPLOYMENTS}/seen", sent)
+    assert code == 200, updated
+    assert server.received["/seen"][-1]["request"]["object"]["status"] == sent_status
+    assert updated["spec"]["replicas"] == 2 and updated.get("status") != sent_status
+
+
+async def test_an_unknown_field_under_strict_is_refused_before_the_mutating_webhooks(
+    api: Api, server: WebhookServer
+) -> None:
+    """kube decodes a write's body before its admission: under ``fieldValidation=Strict`` an unknown
+    field is the decoder's 400 and no webhook is called."""
+    await configure(api, "Mutating", "acme", webhook("seen.acme.io", server.client("/seen")))
+    code, created, _ = await api.call("POST", DEPLOYMENTS, deployment("strict", replicas=1))
+    assert code == 201, created
+    sent = len(server.received["/seen"])
+    bogus = deployment("bogus", replicas=1)
+    bogus["spec"]["bogus"] = 1
+    code, status, _ = await api.call("POST", f"{DEPLOYMENTS}?fieldValidation=Strict", bogus)
+    unknown = 'strict decoding error: unknown field "spec.bogus"'
+    assert (code, status["message"]) == (400, f'Deployment in version "v1" cannot be handled as a Deployment: {unknown}')
+    assert len(server.received["/seen"]) == sent
+    code, status, _ = await api.call("PUT", f"{DEPLOYMENTS}/strict?fieldValidation=Strict",
+                                     {**created, "spec": {**created["spec"], "bogus": 1}})
+    assert (code, status["reason"]) == (400, "BadRequest") and status["message"].endswith(unknown), status
+    assert len(server.received["/seen"]) == sent
+
+
 async def test_a_kinds_own_validating_webhook_comes_after_the_resource_version_check(
     api: Api, server: WebhookServer
 ) -> None:

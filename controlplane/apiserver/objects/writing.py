@@ -255,10 +255,12 @@ class Writer:
                 obj = copy.deepcopy(obj)  # the status body shares the caller's spec
                 options = dataclasses.replace(options, recorded_subresource=subresource)
             return await self._created_on_update(rt, obj, options, subresource=subresource)
+        sent = _as_sent(obj, options)
         new = merged(rt, old, obj, subresource=subresource)
         if subresource and options.recorded_managed_fields:  # a status write's, recorded by its caller
             set_managed_fields(new, obj)
-        return await self.write_update(rt, kv, old, new, subresource=subresource, options=options, version=version)
+        return await self.write_update(rt, kv, old, new, subresource=subresource, options=options, version=version,
+                                       sent=sent)
 
     async def _created_on_update(
         self, rt: ResourceType, obj: dict[str, Any], options: WriteOptions, *, subresource: str | None
@@ -280,8 +282,9 @@ class Writer:
             created, _ = await self.create_owned(rt, obj, options)
         except errors.AlreadyExists:
             kv, old, version = await self._replaced(rt, retry["metadata"], options)
+            sent = _as_sent(retry, options)
             return await self.write_update(rt, kv, old, merged(rt, old, retry, subresource=subresource),
-                                           subresource=subresource, options=options, version=version)
+                                           subresource=subresource, options=options, version=version, sent=sent)
         if options.on_create is not None:
             options.on_create()
         return created
@@ -333,13 +336,14 @@ class Writer:
             write_options = applied_write if patch_type is PatchType.APPLY else write
             version = version_precondition(rt, kv, patched["metadata"].get("resourceVersion"), name=name,
                                             options=write_options)
+            sent = _as_sent(patched, write_options)
             new = merged(rt, old, patched, subresource=subresource)
             if patch_type is PatchType.APPLY and subresource:
                 # A status write keeps the stored metadata, but for the applier's own entry.
                 set_managed_fields(new, patched)
             try:
                 return await self.write_update(
-                    rt, kv, old, new, subresource=subresource, options=write_options, version=version,
+                    rt, kv, old, new, subresource=subresource, options=write_options, version=version, sent=sent,
                 )
             except LostRace:
                 continue
@@ -422,8 +426,11 @@ class Writer:
         subresource: str | None,
         options: WriteOptions,
         version: VersionPrecondition | None = None,
+        sent: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
-        prepared = await self.prepared_update(rt, old, new, subresource=subresource, options=options, version=version)
+        prepared = await self.prepared_update(
+            rt, old, new, subresource=subresource, options=options, version=version, sent=sent
+        )
         if prepared is old:
             return old  # kube writes nothing for a no-op update
         return await self.stored_update(rt, kv, old, prepared, subresource=subresource, options=options)
@@ -437,13 +444,16 @@ class Writer:
         subresource: str | None,
         options: WriteOptions,
         version: VersionPrecondition | None = None,
+        sent: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """``new`` as an update of ``old`` would store it (defaulted, validated, its generation
         and managedFields, admission run), or ``old`` itself when the update changes nothing.
-        ``version``, the update's resourceVersion precondition, is checked once the mutating
-        webhooks have run (kube runs them in the update's transformers, before its store compares
-        resourceVersions): they see the resourceVersion the request names, and the one they leave
-        is the one compared."""
+        ``sent`` is the update's object before ``new`` was merged from it, which the mutating
+        webhooks see (:meth:`_mutated_update`). ``version``, the update's resourceVersion
+        precondition, is checked once they have run."""
+        if options.webhooks is not None:
+            new = await self._mutated_update(rt, old, new if sent is None else sent, subresource=subresource,
+                                             options=options, version=version)
         prune_nulls(rt, new)
         if rt.prepare_update is not None and subresource is None:
             rt.prepare_update(new, old)
@@ -451,15 +461,6 @@ class Writer:
             rt.prepare(new)
         if rt.defaults is not None:
             rt.defaults(new)
-        if options.webhooks is not None:
-            if version is not None:
-                set_resource_version(new, version.given)
-            new = await mutated(rt, options, Operation.UPDATE, new, old, subresource=subresource)
-            if version is not None:
-                check_resource_version(rt, version.stored, new["metadata"].get("resourceVersion"), name=version.name)
-                set_resource_version(new, old["metadata"].get("resourceVersion"))
-            if rt.writes_status_only(subresource):  # kube's status strategy keeps all but the status it was given
-                new = merged(rt, old, new, subresource=subresource)
         if subresource is None and not _webhooks_deny(rt, old):
             # The kind's own webhooks validate, after the mutating ones and the resourceVersion's check.
             # An object stored before the rule (a policy with a long name) stays changeable and deletable.
@@ -493,6 +494,27 @@ class Writer:
                 await admit(WriteAttributes(Operation.UPDATE, rt, new, old=old, dry_run=options.dry_run,
                                             scale=options.recorded_subresource == "scale"))
         return new
+
+    async def _mutated_update(
+        self, rt: ResourceType, old: dict[str, Any], seen: dict[str, Any], *, subresource: str | None,
+        options: WriteOptions, version: VersionPrecondition | None,
+    ) -> dict[str, Any]:
+        """An update's object as the mutating webhooks leave it, merged with ``old`` as the update
+        keeps it. kube hands its mutating admission the object decoded from the request (``seen``,
+        defaulted; its status on an update of the main resource, its spec on a status write, the
+        metadata it names) in the update's transformers, before its store compares resourceVersions
+        and its strategy puts back what the write may not change (``rest.BeforeUpdate``): the
+        webhooks see the resourceVersion the request names, and the one they leave is compared."""
+        prune_nulls(rt, seen)
+        if rt.defaults is not None:
+            rt.defaults(seen)
+        refuse_unknown_fields(rt, seen, old, options.field_validation, status_only=rt.writes_status_only(subresource))
+        if version is not None:
+            set_resource_version(seen, version.given)
+        patched = await mutated(rt, options, Operation.UPDATE, seen, old, subresource=subresource)
+        if version is not None:
+            check_resource_version(rt, version.stored, patched["metadata"].get("resourceVersion"), name=version.name)
+        return merged(rt, old, patched, subresource=subresource)
 
     async def stored_update(
         self,
@@ -530,6 +552,12 @@ class Writer:
             return decode(rt, written)  # the answer is the stored object, converted back
         meta["resourceVersion"] = str(written.mod_revision)
         return new
+
+
+def _as_sent(obj: dict[str, Any], options: WriteOptions) -> dict[str, Any] | None:
+    """A copy of an update's object for the mutating webhooks to see (:meth:`Writer._mutated_update`),
+    taken before the merge with the stored object changes it; None when no webhook will."""
+    return copy.deepcopy(obj) if options.webhooks is not None else None
 
 
 def _webhooks_deny(rt: ResourceType, obj: dict[str, Any]) -> bool:
