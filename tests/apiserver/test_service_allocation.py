@@ -10,8 +10,10 @@ import uuid
 from typing import Any
 
 import pytest
+from aiohttp.test_utils import TestClient, TestServer
 
 from controlplane.apiserver import errors
+from controlplane.apiserver.app import create_app
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.apiserver.resources import Registry, ResourceType
 from controlplane.apiserver.serviceallocation import AllocationRepair, IPRange, PortRange, ServiceAllocator
@@ -21,6 +23,7 @@ from controlplane.storage import Store
 
 RANGE = "10.96.0.0/28"  # 14 addresses: 10.96.0.1 - 10.96.0.14
 PORTS = "30000-30009"
+SERVICES = "/api/v1/namespaces/default/services"
 
 
 def allocator_on(store: Store) -> ServiceAllocator:
@@ -317,6 +320,33 @@ async def test_a_service_stored_before_the_hub_allocated_gets_an_address_on_its_
     labelled = dict(after_status, metadata={**after_status["metadata"], "labels": {"a": "b"}})
     updated = await hub.update(svc_type, labelled)
     assert [r.value for r in await allocator_on(store).ip_records.read_all()] == [updated["spec"]["clusterIP"]]
+
+
+@pytest.mark.parametrize("dry_run", [False, True])
+async def test_a_service_created_by_a_put_of_its_status_gets_no_allocated_value(
+    hub: ObjectStore, api_registry: Registry, store: Store, dry_run: bool
+) -> None:
+    """kube's Service status store is a copy of the main store taken before the main store's
+    allocation hooks (``BeginCreate``, ``BeginUpdate``) are set (``NewREST`` in
+    pkg/registry/core/service/storage/storage.go): the Service a PUT of a missing one's status
+    creates has no cluster IP, no node port and no IP family fields, and takes nothing from the
+    pools. The same Service created through the main resource gets them."""
+    query = "?dryRun=All" if dry_run else ""
+    async with TestClient(TestServer(create_app(hub, api_registry))) as client:
+        answer = await client.put(f"{SERVICES}/web/status{query}", json=service("web", kind="NodePort"))
+        assert answer.status == 201, await answer.text()
+        spec = (await answer.json())["spec"]
+        allocated = {"clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"}
+        assert not allocated & set(spec) and "nodePort" not in spec["ports"][0], spec
+        if not dry_run:
+            stored = await (await client.get(f"{SERVICES}/web")).json()
+            assert not allocated & set(stored["spec"]) and "nodePort" not in stored["spec"]["ports"][0], stored
+        assert await allocator_on(store).ip_records.read_all() == []
+        assert await allocator_on(store).port_records.read_all() == []
+        created = await client.post(f"{SERVICES}{query}", json=service("main", kind="NodePort"))
+        assert created.status == 201, await created.text()
+        main = (await created.json())["spec"]
+        assert allocated <= set(main) and main["ports"][0]["nodePort"], main
 
 
 async def test_two_hub_processes_on_one_etcd_never_share_an_address(etcd_endpoint: str, api_registry: Registry) -> None:

@@ -33,7 +33,7 @@ from controlplane.apiserver.admission import (
     Operation,
     WriteAttributes,
 )
-from controlplane.apiserver.allocating import Allocations, NoAllocations, stored_with
+from controlplane.apiserver.allocating import NOTHING_RESERVED, Allocations, NoAllocations, stored_with
 from controlplane.apiserver.nullpruning import prune_nulls
 from controlplane.apiserver.objects.admitting import mutated, webhook_request
 from controlplane.apiserver.objects.body_kind import checked_body, status_request
@@ -206,7 +206,10 @@ class Writer:
             await options.webhooks.validate(webhook_request(rt, options, Operation.CREATE, obj, None, subresource=None))
         for admit in self.write_admissions:
             await admit(WriteAttributes(Operation.CREATE, rt, obj, dry_run=options.dry_run))
-        reserved = await self.allocations.on_create(rt, obj, dry_run=options.dry_run)
+        # kube's status store is a copy of the main one made before the main one's allocation hooks
+        # were set: the Service a PUT of its status creates gets no cluster IP, node port or IP family.
+        reserved = (NOTHING_RESERVED if options.recorded_subresource == "status"
+                    else await self.allocations.on_create(rt, obj, dry_run=options.dry_run))
         key = rt.key(namespace=meta.get("namespace"), name=meta["name"])
         if options.dry_run:  # kube's dry-run storage refuses a name in use, as its create would
             if await in_use(self._store, rt, key, name=meta["name"]):
