@@ -270,8 +270,10 @@ async def test_a_mutating_webhook_sees_the_update_as_its_request_carries_it(api:
     """kube hands its mutating admission the object decoded from the update's request (the
     transformers ``rest.DefaultUpdatedObjectInfo`` runs in ``Store.Update``), before the strategy's
     ``PrepareForUpdate`` (in ``rest.BeforeUpdate``) puts the stored status back: a webhook sees the
-    status the update sends, stale or current, not the stored one, and that status is not stored."""
-    await configure(api, "Mutating", "acme", webhook("seen.acme.io", server.client("/seen")))
+    status the update sends, stale or current, not the stored one, and that status is not stored;
+    a status write's webhooks see the spec it sends, which is not stored either."""
+    rule = {**RULE, "resources": ["deployments", "deployments/status"]}
+    await configure(api, "Mutating", "acme", webhook("seen.acme.io", server.client("/seen"), rules=[rule]))
     code, stale, _ = await api.call("POST", DEPLOYMENTS, deployment("seen", replicas=1))
     assert code == 201, stale
     code, current, _ = await api.call("PATCH", f"{DEPLOYMENTS}/seen", {"metadata": {"labels": {"moved": "on"}}},
@@ -294,6 +296,13 @@ async def test_a_mutating_webhook_sees_the_update_as_its_request_carries_it(api:
     assert code == 200, updated
     assert server.received["/seen"][-1]["request"]["object"]["status"] == sent_status
     assert updated["spec"]["replicas"] == 2 and updated.get("status") != sent_status
+
+    code, written, _ = await api.call("PUT", f"{DEPLOYMENTS}/seen/status",
+                                      {**updated, "metadata": unversioned, "spec": {**updated["spec"], "replicas": 5}})
+    assert code == 200, written
+    request = server.received["/seen"][-1]["request"]
+    assert (request["subResource"], request["object"]["spec"]["replicas"]) == ("status", 5)
+    assert written["spec"]["replicas"] == 2
 
 
 async def test_an_unknown_field_under_strict_is_refused_before_the_mutating_webhooks(
