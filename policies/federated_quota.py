@@ -174,11 +174,14 @@ def validation_errors(obj: Mapping[str, Any]) -> list[FieldError]:
 
 def quota_denial(obj: dict[str, Any]) -> tuple[str, str] | None:
     """Karmada's webhook refusing ``obj`` (its name, its aggregated message), or None. An object
-    its schema refuses is left to the schema's 422: in kube the webhook never sees it."""
+    its schema refuses is left to the schema's 422: in kube the webhook never sees it. Unknown
+    fields are not the schema's: kube's decoding drops them (``fieldValidation`` Warn or Ignore)
+    or refuses them (Strict) before the webhook, which then judges what is left."""
     try:
         FederatedResourceQuota.model_validate(obj)
-    except ValidationError:
-        return None
+    except ValidationError as exc:
+        if any(error["type"] != "extra_forbidden" for error in exc.errors()):
+            return None
     errors = validation_errors(obj)
     if not errors:
         return None

@@ -111,6 +111,20 @@ async def test_karmadas_webhook_refuses(api: TestClient[Any, Any], spec: dict[st
     assert (await api.get(f"{COLLECTION}/{name}")).status == 404
 
 
+@pytest.mark.parametrize("validation", ["Warn", "Ignore"])
+async def test_an_unknown_field_does_not_get_past_the_webhook(api: TestClient[Any, Any], validation: str) -> None:
+    """kube's decoding drops an unknown field before the webhook, which still judges the rest."""
+    obj = _with(overall={"cpu": -1})
+    obj["spec"]["overal"] = {"cpu": 1}
+    refused = await api.post(f"{COLLECTION}?fieldValidation={validation}", json=obj)
+    assert refused.status == 403, await refused.text()
+    assert (await refused.json())["message"] == WEBHOOK + (
+        '[spec.overall[cpu]: Invalid value: "-1": must be greater than or equal to 0, '
+        'spec.overall[cpu]: Invalid value: "-1": overall is less than assignments]'
+    )
+    assert (await api.get(f"{COLLECTION}/test")).status == 404
+
+
 async def test_an_update_is_refused_too(api: TestClient[Any, Any]) -> None:
     stored = await (await api.post(COLLECTION, json=SAMPLE)).json()
     stored["spec"]["overall"] = {"cpu": "99"}
