@@ -20,6 +20,8 @@ version's apiVersion; the fields the two versions share are carried over as they
 * Workload: ``priorityClassSource`` + ``priorityClassName`` ↔ ``priorityClassRef``; a name without
   a source has no v1beta2 form and is dropped, as Kueue drops it; ``status``'s
   ``accumulatedPastExexcutionTimeSeconds`` (v1beta1's spelling) ↔ ``accumulatedPastExecutionTimeSeconds``.
+  A pod set's topology assignment: v1beta1's ``domains`` ↔ v1beta2's ``slices``
+  (:mod:`controlplane.apis.kueue_topology_assignment`).
 * ResourceFlavor, WorkloadPriorityClass and Cohort: the apiVersion alone.
 """
 
@@ -32,6 +34,7 @@ from typing import Any, Final
 
 from controlplane.apis import kueue_v1alpha1, kueue_v1beta1, kueue_v1beta2
 from controlplane.apis.kube.objects import child
+from controlplane.apis.kueue_topology_assignment import domains_from_slices, slices_from_domains
 from controlplane.apis.untyped import Obj
 
 #: The v1beta2 fields of a ClusterQueue that v1beta1 cannot hold, as the JSON of a partial spec.
@@ -185,6 +188,14 @@ def admission_check_to_v1beta2(obj: Obj) -> Obj:
 # --- Workload --------------------------------------------------------------------------------
 
 
+def _topology_assignments(status: Obj | None, convert: Callable[[Mapping[str, Any]], Obj]) -> None:
+    """Each pod set's topology assignment of ``status.admission`` in the other version's form."""
+    assignments = (child(status, "admission") or {}).get("podSetAssignments")
+    for assignment in assignments if isinstance(assignments, list) else ():
+        if isinstance(assignment, dict) and isinstance(assignment.get("topologyAssignment"), dict):
+            assignment["topologyAssignment"] = convert(assignment["topologyAssignment"])
+
+
 def workload_to_v1beta1(obj: Obj) -> Obj:
     out = _copy(obj, kueue_v1beta1.API_VERSION)
     spec = child(out, "spec")
@@ -195,12 +206,14 @@ def workload_to_v1beta1(obj: Obj) -> Obj:
                 spec["priorityClassSource"] = source
                 spec["priorityClassName"] = ref.get("name")
     _rename(child(out, "status"), _ACCUMULATED_V1BETA2, _ACCUMULATED_V1BETA1)
+    _topology_assignments(child(out, "status"), domains_from_slices)
     return out
 
 
 def workload_to_v1beta2(obj: Obj) -> Obj:
     out = _copy(obj, kueue_v1beta2.API_VERSION)
     _rename(child(out, "status"), _ACCUMULATED_V1BETA1, _ACCUMULATED_V1BETA2)
+    _topology_assignments(child(out, "status"), slices_from_domains)
     spec = child(out, "spec")
     if spec is None:
         return out

@@ -29,6 +29,13 @@ webhooks that go with them, as kube reports them: a failed rule is ``<field>: In
   ``only the PriorityClass kind is allowed for the scheduling.k8s.io group`` (and the
   WorkloadPriorityClass kind for kueue.x-k8s.io); ``status``: ``clusterName is immutable once
   set``, ``clusterName and nominatedClusterNames are mutually exclusive``.
+* Workload v1beta2, a pod set's ``topologyAssignment`` (:func:`topology_assignments`): ``valuesPerLevel
+  must have the same length as the number of levels in this TopologyAssignment``; each
+  ``slices[i]``: ``podCounts.individual must have length equal to domainCount``,
+  ``valuesPerLevel.individual, if set, must have roots of length equal to domainCount of this
+  TopologyAssignmentSlice``; its ``podCounts`` and each ``valuesPerLevel[j]``: ``exactly one of the
+  fields in [universal individual] must be set``. Then the hub's own bound: the slices hold at most
+  100000 domains in all (the v1beta1 form it stores lists them).
 * A rule that reads a field the object lacks does not evaluate, and kube says so: ``spec: Invalid
   value: "object": no such key: nodeLabels evaluating rule: at least one nodeLabel is required when
   topology is set`` (a flavor with a ``topologyName`` and no ``nodeLabels``).
@@ -42,6 +49,8 @@ from collections.abc import Callable
 from typing import Any
 
 from controlplane.apis.kube.field import CauseType, FieldError, items, mapping
+from controlplane.apis.kueue_status import MAX_TOPOLOGY_DOMAINS
+from controlplane.apis.kueue_topology_assignment import domain_count
 from controlplane.gojson import go_quote
 
 Obj = dict[str, Any]
@@ -394,12 +403,74 @@ def _cluster_name_rules(obj: Obj, old: Obj | None) -> list[FieldError]:
     return out
 
 
+_EXACTLY_ONE = "exactly one of the fields in [universal individual] must be set"
+
+
+def _exactly_one(path: str, value: Any) -> list[FieldError]:
+    """``[has(self.universal),has(self.individual)].filter(x,x==true).size() == 1``."""
+    fields = mapping(value)
+    if sum(fields.get(field) is not None for field in ("universal", "individual")) != 1:
+        return [failed_rule(path, fields, _EXACTLY_ONE)]
+    return []
+
+
+def _slice_rules(path: str, slice_: Obj) -> list[FieldError]:
+    """A topology assignment slice's rules, then its pod counts' and each level's values'."""
+    out = []
+    count, pods = slice_.get("domainCount"), mapping(slice_.get("podCounts"))
+    per_level = [mapping(values) for values in items(slice_.get("valuesPerLevel"))]
+    if pods.get("individual") is not None and len(items(pods["individual"])) != count:
+        out.append(failed_rule(path, slice_, "podCounts.individual must have length equal to domainCount"))
+    if any(
+        v.get("individual") is not None and len(items(mapping(v["individual"]).get("roots"))) != count
+        for v in per_level
+    ):
+        message = "valuesPerLevel.individual, if set, must have roots of length equal to domainCount of this TopologyAssignmentSlice"
+        out.append(failed_rule(path, slice_, message))
+    if "podCounts" in slice_:
+        out.extend(_exactly_one(f"{path}.podCounts", pods))
+    for j, values in enumerate(per_level):
+        out.extend(_exactly_one(f"{path}.valuesPerLevel[{j}]", values))
+    return out
+
+
+def topology_assignments(obj: Obj) -> list[FieldError]:
+    """The CEL rules of each pod set's v1beta2 ``topologyAssignment`` (``levels`` and
+    ``slices``), each at its node; then at most :data:`MAX_TOPOLOGY_DOMAINS` domains in all."""
+    out = []
+    assignments = items(mapping(mapping(obj.get("status")).get("admission")).get("podSetAssignments"))
+    for i, assignment in enumerate(map(mapping, assignments)):
+        topology = assignment.get("topologyAssignment")
+        if not isinstance(topology, dict):
+            continue
+        path = f"status.admission.podSetAssignments[{i}].topologyAssignment"
+        slices = [mapping(slice_) for slice_ in items(topology.get("slices"))]
+        levels = len(items(topology.get("levels")))
+        if any(len(items(slice_.get("valuesPerLevel"))) != levels for slice_ in slices):
+            message = (
+                "valuesPerLevel must have the same length as the number of levels in this TopologyAssignment"
+            )
+            out.append(failed_rule(path, topology, message))
+        for j, slice_ in enumerate(slices):
+            out.extend(_slice_rules(f"{path}.slices[{j}]", slice_))
+        if (domains := domain_count(topology)) > MAX_TOPOLOGY_DOMAINS:
+            out.append(
+                FieldError(
+                    CauseType.FIELD_VALUE_INVALID,
+                    f"{path}.slices",
+                    f"Invalid value: {domains}: the slices hold more than {MAX_TOPOLOGY_DOMAINS} domains in all",
+                )
+            )
+    return out
+
+
 def workload_v1beta2(obj: Obj, old: Obj | None) -> list[FieldError]:
     """A Workload's rules at v1beta2, on its v1beta2 form (so at v1beta2's field paths): v1beta1's
     on pod set assignments, ``minCount`` and a check's tolerations; ``spec.priorityClassRef`` kept
     while quota is reserved, its kind the one of its group, and a priority with it;
     ``queueName`` and ``maximumExecutionTimeSeconds`` kept as at v1beta1 (in v1beta2's words); a
-    ``status.clusterName`` kept once set and not beside ``nominatedClusterNames``."""
+    ``status.clusterName`` kept once set and not beside ``nominatedClusterNames``; its topology
+    assignments' rules."""
     out = _object_and_priority(obj, old, _workload_v1beta2_transitions, "priorityClassRef")
     ref = mapping(obj.get("spec")).get("priorityClassRef")
     if isinstance(ref, dict):
@@ -407,4 +478,4 @@ def workload_v1beta2(obj: Obj, old: Obj | None) -> list[FieldError]:
             if ref.get("group") == group and ref.get("kind") != kind:
                 message = f"only the {kind} kind is allowed for the {group} group"
                 out.append(failed_rule("spec.priorityClassRef", ref, message))
-    return [*out, *_pod_sets_and_checks(obj), *_cluster_name_rules(obj, old)]
+    return [*out, *_pod_sets_and_checks(obj), *_cluster_name_rules(obj, old), *topology_assignments(obj)]

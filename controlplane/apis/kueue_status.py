@@ -27,6 +27,9 @@ from controlplane.apis.meta import (
 MAX_USAGE_ITEMS = 64
 #: Kueue's bound on the flavors of a LocalQueue's usage (and status flavors) and on the resources of each.
 MAX_LOCAL_QUEUE_USAGE_ITEMS = 16
+#: The most domains a topology assignment holds (Kueue's v1beta2 bound of a slice's, taken for all
+#: of an assignment's at both versions: the hub stores v1beta1's list of them).
+MAX_TOPOLOGY_DOMAINS = 100000
 
 
 class ResourceUsage(WireModel):
@@ -89,7 +92,9 @@ class TopologyDomainAssignment(WireModel):
 class TopologyAssignment(WireModel):
     levels: list[str] = Field(min_length=1, max_length=16, json_schema_extra=LISTED_ATOMIC)
     """The node label keys of the topology's levels, from the highest to the lowest."""
-    domains: list[TopologyDomainAssignment] = Field(max_length=100000, json_schema_extra=LISTED_ATOMIC)
+    domains: list[TopologyDomainAssignment] = Field(
+        max_length=MAX_TOPOLOGY_DOMAINS, json_schema_extra=LISTED_ATOMIC
+    )
     """The pods per domain."""
 
 

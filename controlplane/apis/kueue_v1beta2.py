@@ -15,7 +15,9 @@ commands read) and serves v1beta2 by converting every read and write
 * Workload: ``status.accumulatedPastExexcutionTimeSeconds`` is spelt
   ``accumulatedPastExecutionTimeSeconds``; a pod set's ``topologyRequest`` and the names in its
   status take v1beta2's bounds, and its CEL rules are v1beta2's
-  (:func:`controlplane.apis.kueue_rules.workload_v1beta2`).
+  (:func:`controlplane.apis.kueue_rules.workload_v1beta2`); a pod set's topology assignment is
+  ``levels`` and ``slices`` where v1beta1 has ``levels`` and ``domains``
+  (:mod:`controlplane.apis.kueue_topology_assignment`).
 * AdmissionCheck: ``spec.retryDelayMinutes`` (deprecated) is gone.
 * Cohort (v1beta1 and v1beta2), ResourceFlavor and WorkloadPriorityClass: the same fields.
 """
@@ -40,6 +42,7 @@ from controlplane.apis.kueue_queue_policy import (
     ResourceFlavorReference,
 )
 from controlplane.apis.kueue_status import MAX_LOCAL_QUEUE_USAGE_ITEMS, LocalQueueFlavorUsage
+from controlplane.apis.kueue_topology_assignment import TopologyAssignment
 from controlplane.apis.meta import (
     CONDITIONS_BY_TYPE,
     LISTED_AS_SET,
@@ -297,20 +300,14 @@ ClusterName = Annotated[str, Field(max_length=256)]
 PodSetName = Annotated[str, Field(max_length=63, pattern=v1beta1.POD_SET_NAME)]
 
 
-class TopologyAssignment(kueue_status.TopologyAssignment):
-    levels: list[Annotated[str, Field(max_length=317)]] = Field(
-        min_length=1, max_length=16, json_schema_extra=LISTED_ATOMIC
-    )
-    """The node label keys of the topology's levels, from the highest to the lowest."""
-
-
 class PodSetAssignment(kueue_status.PodSetAssignment):
     name: str = Field(
         default="main", max_length=63, pattern=v1beta1.POD_SET_NAME, json_schema_extra=SERVED_DEFAULT
     )
     """The pod set."""
-    topology_assignment: TopologyAssignment | None = None
-    """Topology-aware scheduling: the domains the pods go to (kept as written; the hub does not write it)."""
+    topology_assignment: TopologyAssignment | None = None  # type: ignore[assignment]
+    """Topology-aware scheduling: the domains the pods go to, in slices (kept as written; the hub
+    does not write it)."""
     delayed_topology_request: Literal["Pending", "Ready"] | None = Field(
         default=None, json_schema_extra={"maxLength": 7}
     )

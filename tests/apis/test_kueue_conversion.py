@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from controlplane.apis import kueue_conversion as convert
+from controlplane.apis import kueue_topology_assignment as topology
 
 Obj = dict[str, Any]
 V1B1 = "kueue.x-k8s.io/v1beta1"
@@ -134,3 +135,124 @@ def test_a_v1beta2_write_without_the_extra_fields_drops_a_stale_annotation() -> 
 def test_the_kinds_with_the_same_fields_change_their_api_version_alone(kind: str) -> None:
     obj = {"apiVersion": V1B1, "kind": kind, "metadata": {"name": "x"}, "spec": {"nodeLabels": {"a": "b"}}}
     assert convert.to_version(V1B2)(obj) == {**obj, "apiVersion": V1B2}
+
+
+# --- a pod set's topology assignment: v1beta1's domains, v1beta2's slices ---------------------
+
+
+def _domains(levels: list[str], *domains: tuple[list[str], int]) -> Obj:
+    return {"levels": levels, "domains": [{"values": values, "count": count} for values, count in domains]}
+
+
+def _sliced(levels: list[str], count: int, pods: Obj, *per_level: Obj) -> Obj:
+    return {
+        "levels": levels,
+        "slices": [{"domainCount": count, "valuesPerLevel": list(per_level), "podCounts": pods}],
+    }
+
+
+def _roots(*roots: str, **ends: str) -> Obj:
+    return {"individual": {**ends, "roots": list(roots)}}
+
+
+#: (case, v1beta1 assignment, v1beta2 assignment): Kueue's own cases of its conversion
+#: (pkg/util/tas/tas_assignment_test.go, the v1beta2 field names of its CRD at 01ed66fd).
+TOPOLOGY_ROUND_TRIPS = [
+    ("no domain: no slice", _domains(["a", "b"]), {"levels": ["a", "b"], "slices": []}),
+    (
+        "one domain: universal values and count",
+        _domains(["a", "b"], (["a1", "b1"], 1)),
+        _sliced(["a", "b"], 1, {"universal": 1}, {"universal": "a1"}, {"universal": "b1"}),
+    ),
+    (
+        "same counts, a common prefix",
+        _domains(["a", "b"], (["a1", "b1"], 1), (["a2", "b2"], 1)),
+        _sliced(["a", "b"], 2, {"universal": 1}, _roots("1", "2", prefix="a"), _roots("1", "2", prefix="b")),
+    ),
+    (
+        "different counts, a common prefix and suffix",
+        _domains(["a", "b"], (["p.a1.s", "p.b1.s"], 1), (["p.a2.s", "p.b2.s"], 2)),
+        _sliced(
+            ["a", "b"],
+            2,
+            {"individual": [1, 2]},
+            _roots("1", "2", prefix="p.a", suffix=".s"),
+            _roots("1", "2", prefix="p.b", suffix=".s"),
+        ),
+    ),
+    (
+        "a universal value beside individual ones",
+        _domains(["a", "b"], (["a1", "x"], 1), (["a1", "y"], 2)),
+        _sliced(["a", "b"], 2, {"individual": [1, 2]}, {"universal": "a1"}, _roots("x", "y")),
+    ),
+    (
+        "a prefix as long as the shortest value",
+        _domains(["a"], (["a123"], 1), (["a12"], 1), (["a1"], 1), (["a13"], 1)),
+        _sliced(["a"], 4, {"universal": 1}, _roots("23", "2", "", "3", prefix="a1")),
+    ),
+    (
+        "a suffix as long as the shortest value",
+        _domains(["a"], (["123b"], 1), (["23b"], 1), (["3b"], 1), (["13b"], 1)),
+        _sliced(["a"], 4, {"universal": 1}, _roots("12", "2", "", "1", suffix="3b")),
+    ),
+    (
+        "an overlapping prefix and suffix: the prefix is shortened",
+        _domains(["a"], (["abacacada"], 1), (["abacada"], 1)),
+        _sliced(["a"], 2, {"universal": 1}, _roots("ac", "", prefix="ab", suffix="acada")),
+    ),
+    (
+        "a prefix shortened to nothing is left out",
+        _domains(["a"], (["ababa"], 1), (["aba"], 1)),
+        _sliced(["a"], 2, {"universal": 1}, _roots("ab", "", suffix="aba")),
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("case", "domains", "slices"), TOPOLOGY_ROUND_TRIPS, ids=[c[0] for c in TOPOLOGY_ROUND_TRIPS]
+)
+def test_a_topology_assignment_round_trip(case: str, domains: Obj, slices: Obj) -> None:
+    def admitted(api_version: str, topology: Obj) -> Obj:
+        assignment = {"name": "main", "count": 2, "topologyAssignment": topology}
+        return {
+            **wl(api_version),
+            "status": {"admission": {"clusterQueue": "cq", "podSetAssignments": [assignment]}},
+        }
+
+    stored, served = admitted(V1B1, domains), admitted(V1B2, slices)
+    before = copy.deepcopy((stored, served))
+    assert convert.workload_to_v1beta2(stored) == served
+    assert convert.workload_to_v1beta1(served) == stored
+    assert (stored, served) == before
+
+
+def test_slices_read_back_as_kueues_one_slice_encoding_of_their_domains() -> None:
+    """Kueue's conversion keeps the domains, not how they were sliced (Examples 4 and 3 of its CRD)."""
+    nodes = ["block-1-rack-1-node-1", "block-1-rack-1-node-2", "block-1-rack-2-node-1"]
+    two_slices = {
+        "levels": ["kubernetes.io/hostname"],
+        "slices": [
+            {
+                "domainCount": 2,
+                "valuesPerLevel": [_roots("1", "2", prefix="block-1-rack-1-node-")],
+                "podCounts": {"universal": 1},
+            },
+            {"domainCount": 1, "valuesPerLevel": [{"universal": nodes[2]}], "podCounts": {"universal": 1}},
+        ],
+    }
+    stored = topology.domains_from_slices(two_slices)
+    assert stored == _domains(["kubernetes.io/hostname"], *(([node], 1) for node in nodes))
+    assert topology.slices_from_domains(stored) == _sliced(
+        ["kubernetes.io/hostname"],
+        3,
+        {"universal": 1},
+        _roots("1-node-1", "1-node-2", "2-node-1", prefix="block-1-rack-"),
+    )
+
+
+def test_a_domain_with_more_or_fewer_values_than_levels_converts_one_per_level() -> None:
+    """Kueue's conversion reads one value per level: extra ones are not carried, a missing one is ""."""
+    written = _domains(["zone", "rack"], (["z1", "r1", "n1"], 1), (["z1"], 1))
+    assert topology.slices_from_domains(written) == _sliced(
+        ["zone", "rack"], 2, {"universal": 1}, {"universal": "z1"}, _roots("r1", "")
+    )

@@ -50,19 +50,14 @@ def upstream_fields() -> dict[tuple[str, str], list[tuple[str, str]]]:
 
 
 UPSTREAM = upstream_fields()
-#: A v1beta2 Workload's topology assignment: Kueue's CRD YAML (the list's source) writes it as
-#: ``levels`` and ``slices`` (domains compressed by common prefixes and counts); the hub serves the
-#: ``levels`` and ``domains`` of Kueue's v1beta2 types at 57d3e218 (listed too), v1beta1's form,
-#: which it stores and converts to no other.
+#: A pod set's topology assignment in a Workload's status: ``levels`` and ``domains`` at v1beta1,
+#: ``levels`` and ``slices`` at v1beta2.
 TOPOLOGY_ASSIGNMENT = ".status.admission.podSetAssignments[].topologyAssignment"
-TOPOLOGY_SLICES = f"{TOPOLOGY_ASSIGNMENT}.slices"
 #: Where the hub's served schema differs from the CRD on purpose, and why (README, "Fleet quotas").
 DELIBERATE = {
     # Kueue's later v1beta2 drops it for admissionChecksStrategy, as the hub's v1beta2 does.
     ("ClusterQueue", "v1beta2", ".spec.admissionChecks"),
     ("ClusterQueue", "v1beta2", ".spec.admissionChecks[]"),
-    # Not served (above).
-    *(("Workload", "v1beta2", path) for path, _ in UPSTREAM[("Workload", "v1beta2")] if path.startswith(TOPOLOGY_SLICES)),
 }
 
 
@@ -246,7 +241,8 @@ async def test_a_workloads_status_as_kueues_scheduler_and_multikueue_write_it_ap
     assert (old["accumulatedPastExexcutionTimeSeconds"], "accumulatedPastExecutionTimeSeconds" in old) == (30, False)
     admitted = {"clusterName": "worker-1", "admission": {"clusterQueue": "cq", "podSetAssignments": [
         {"name": "main", "count": 2, "flavors": {"cpu": "f"}, "delayedTopologyRequest": "Ready",
-         "topologyAssignment": {"levels": ["rack"], "domains": [{"values": ["r1"], "count": 2}]}}]}}
+         "topologyAssignment": {"levels": ["rack"], "slices": [
+             {"domainCount": 1, "valuesPerLevel": [{"universal": "r1"}], "podCounts": {"universal": 2}}]}}]}}
     answer = await _apply(hub, f"{url}/status", {**workload, "status": admitted})
     assert answer.status == 200, await answer.text()
     assert (await (await hub.get(url)).json())["status"]["admission"] == admitted["admission"]

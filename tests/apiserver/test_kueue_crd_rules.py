@@ -19,7 +19,6 @@ from tests.apiserver.test_kueue_crd_fields import (
     FIELDS,
     GROUP,
     TOPOLOGY_ASSIGNMENT,
-    TOPOLOGY_SLICES,
     served_at,
     upstream_lines,
 )
@@ -87,24 +86,17 @@ DELIBERATE: dict[Key, tuple[str, str]] = {
         "required=clusterQueue,podSetAssignments",
         "stored as v1beta1",
     ),
-    # The domains form of a topology assignment (test_kueue_crd_fields.TOPOLOGY_SLICES).
-    ("Workload", "v1beta2", TOPOLOGY_ASSIGNMENT): ("required=domains,levels", "the domains form"),
+    # A v1beta1 Workload's status takes the bounds of Kueue's first v1beta2 types (workload_types.go
+    # at 57d3e218, whose assignment was v1beta1's levels and domains): a topology assignment's 16
+    # levels (as a Topology's, above) and 100000 domains.
     **{
-        ("Workload", "v1beta2", path): ("", "the domains form")
-        for (_, _, path), rules in RULES.items()
-        if path.startswith(TOPOLOGY_SLICES) and rules
-    },
-    # One model serves a Workload's status at both versions, with the bounds of Kueue's v1beta2
-    # types (workload_types.go at 57d3e218, the list's v1beta2 source): a topology assignment's
-    # 16 levels (as a Topology's, above) and 100000 domains.
-    **{
-        ("Workload", "v1beta1", f".status.admission.podSetAssignments[].topologyAssignment.{path}"): (
+        ("Workload", "v1beta1", f"{TOPOLOGY_ASSIGNMENT}.{path}"): (
             "minItems=1 maxItems=16",
             "16 levels at every version",
         )
         for path in ("levels", "domains[].values")
     },
-    ("Workload", "v1beta1", ".status.admission.podSetAssignments[].topologyAssignment.domains"): (
+    ("Workload", "v1beta1", f"{TOPOLOGY_ASSIGNMENT}.domains"): (
         "maxItems=100000",
         "v1beta2's bound at both versions",
     ),
@@ -125,13 +117,7 @@ DELIBERATE: dict[Key, tuple[str, str]] = {
     ),
 }
 #: Lines the list takes from Kueue's Go types (the header says which): their types only.
-GO_TYPES = {
-    ("ClusterQueue", "v1beta2", ".spec.flavorFungibility.preference"),
-    *(
-        ("Workload", "v1beta2", f"{TOPOLOGY_ASSIGNMENT}.domains{path}")
-        for path in ("", "[]", "[].count", "[].values", "[].values[]")
-    ),
-}
+GO_TYPES = {("ClusterQueue", "v1beta2", ".spec.flavorFungibility.preference")}
 #: A status condition is kube's ``metav1.Condition``, served as kube's own definition (its
 #: required fields, without the CRD's bounds) and checked as the hub's controllers write it.
 CONDITIONS = ".status.conditions[]"
@@ -551,6 +537,95 @@ WORKLOAD_CEL_EXAMPLES.update(
 )
 
 
+def _assigned(levels: list[str], *slices: Obj) -> Obj:
+    """A Workload's v1beta2 status whose pod set is assigned ``slices`` of a topology of ``levels``."""
+    topology = {"levels": levels, "slices": list(slices)}
+    assignment = {"name": "main", "flavors": {"cpu": "f"}, "count": 2, "topologyAssignment": topology}
+    return {"admission": {"clusterQueue": "cq", "podSetAssignments": [assignment]}}
+
+
+def _slice(count: int, pods: Obj, *per_level: Obj) -> Obj:
+    return {"domainCount": count, "podCounts": pods, "valuesPerLevel": list(per_level)}
+
+
+#: A v1beta2 topology assignment's node and one of its slices, as kube names them.
+ASSIGNED = "status.admission.podSetAssignments[0].topologyAssignment"
+SLICE = f"{ASSIGNED}.slices[0]"
+EXACTLY_ONE = "exactly one of the fields in [universal individual] must be set"
+#: The rules of a v1beta2 topology assignment (its levels and slices), each refusing a status write.
+WORKLOAD_CEL_EXAMPLES.update(
+    {
+        (
+            TOPOLOGY_ASSIGNMENT,
+            "valuesPerLevel must have the same length as the number of levels in this TopologyAssignment",
+        ): [
+            (
+                {},
+                None,
+                (
+                    "status",
+                    _assigned(
+                        ["rack"], _slice(1, {"universal": 2}, {"universal": "b1"}, {"universal": "r1"})
+                    ),
+                ),
+                ASSIGNED,
+                "object",
+            )
+        ],
+        (f"{TOPOLOGY_ASSIGNMENT}.slices[]", "podCounts.individual must have length equal to domainCount"): [
+            (
+                {},
+                None,
+                (
+                    "status",
+                    _assigned(
+                        ["rack"], _slice(2, {"individual": [2]}, {"individual": {"roots": ["r1", "r2"]}})
+                    ),
+                ),
+                SLICE,
+                "object",
+            )
+        ],
+        (
+            f"{TOPOLOGY_ASSIGNMENT}.slices[]",
+            "valuesPerLevel.individual, if set, must have roots of length equal to domainCount of this "
+            "TopologyAssignmentSlice",
+        ): [
+            (
+                {},
+                None,
+                (
+                    "status",
+                    _assigned(["rack"], _slice(2, {"universal": 1}, {"individual": {"roots": ["r1"]}})),
+                ),
+                SLICE,
+                "object",
+            )
+        ],
+        (f"{TOPOLOGY_ASSIGNMENT}.slices[].podCounts", EXACTLY_ONE): [
+            (
+                {},
+                None,
+                ("status", _assigned(["rack"], _slice(1, pods, {"universal": "r1"}))),
+                f"{SLICE}.podCounts",
+                "object",
+            )
+            for pods in ({"universal": 2, "individual": [2]}, {})
+        ],
+        (f"{TOPOLOGY_ASSIGNMENT}.slices[].valuesPerLevel[]", EXACTLY_ONE): [
+            (
+                {},
+                None,
+                ("status", _assigned(["rack"], _slice(1, {"universal": 2}, values))),
+                f"{SLICE}.valuesPerLevel[0]",
+                "object",
+            )
+            for values in ({"universal": "r1", "individual": {"roots": ["r1"]}}, {})
+        ],
+    }
+)
+
+
 #: Where an example of a Workload's rule fails another rule too, all it fails, in the CRD's order
 #: (a reference's group changes with its kind, or the kind would not be its group's).
 REFUSED_TOGETHER: dict[tuple[str, str], list[str]] = {
@@ -560,21 +635,11 @@ REFUSED_TOGETHER: dict[tuple[str, str], list[str]] = {
     ]
     for field in ("group", "kind")
 }
-#: Rules of Kueue's CRD the hub does not check: those of the slices form of a topology assignment
-#: (test_kueue_crd_fields.TOPOLOGY_SLICES; the hub serves the domains form).
-NOT_SERVED_CEL = {
-    rule for rule in CEL_RULES if rule[0] == "Workload" and rule[2].startswith(TOPOLOGY_ASSIGNMENT)
-}
 
 
 def test_every_cel_rule_of_the_list_has_an_example() -> None:
     examples = {*CEL_EXAMPLES, *(("Workload", path, message) for path, message in WORKLOAD_CEL_EXAMPLES)}
-    checked = {(kind, path, message) for kind, _, path, message in set(CEL_RULES) - NOT_SERVED_CEL}
-    assert checked == examples
-    assert {(v, p) for _, v, p, _ in NOT_SERVED_CEL} == {
-        ("v1beta2", TOPOLOGY_ASSIGNMENT),
-        *(("v1beta2", f"{TOPOLOGY_SLICES}[]{p}") for p in ("", ".podCounts", ".valuesPerLevel[]")),
-    }
+    assert {(kind, path, message) for kind, _, path, message in CEL_RULES} == examples
 
 
 def workload_cel_cases() -> list[tuple[str, str, str, int]]:
@@ -582,7 +647,7 @@ def workload_cel_cases() -> list[tuple[str, str, str, int]]:
     return [
         (version, path, message, i)
         for kind, version, path, message in CEL_RULES
-        if kind == "Workload" and (kind, version, path, message) not in NOT_SERVED_CEL
+        if kind == "Workload"
         for i in range(len(WORKLOAD_CEL_EXAMPLES[(path, message)]))
     ]
 

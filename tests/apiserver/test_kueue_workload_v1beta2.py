@@ -172,3 +172,141 @@ async def test_a_v1beta2_patch_is_refused_by_v1beta2s_transition_rules(hub: Clie
         "v1beta2": ['<nil>: Invalid value: "object": queueName is immutable while workload quota reserved'],
         "v1beta1": ['<nil>: Invalid value: "object": field is immutable'],
     }
+
+
+APPLY = {"Content-Type": "application/apply-patch+yaml"}
+#: A v1beta2 Workload's admission with the topology assignment of Example 4 of Kueue's CRD (its
+#: ``topologyAssignment`` description): six nodes, one pod each, in two slices by rack; as kubectl
+#: sends it on a server-side apply of the status.
+SLICED = """\
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Workload
+metadata:
+  name: x
+  namespace: default
+status:
+  admission:
+    clusterQueue: cq
+    podSetAssignments:
+    - name: main
+      count: 6
+      flavors:
+        cpu: f
+      topologyAssignment:
+        levels:
+        - kubernetes.io/hostname
+        slices:
+        - domainCount: 4
+          valuesPerLevel:
+          - individual:
+              prefix: block-1-rack-1-node-
+              roots: ["1", "2", "3", "4"]
+          podCounts:
+            universal: 1
+        - domainCount: 2
+          valuesPerLevel:
+          - individual:
+              prefix: block-1-rack-2-node-
+              roots: ["1", "2"]
+          podCounts:
+            universal: 1
+"""
+NODES = [
+    f"block-1-rack-{rack}-node-{node}" for rack, node in ((1, 1), (1, 2), (1, 3), (1, 4), (2, 1), (2, 2))
+]
+
+
+def _topology(workload: Obj) -> Obj:
+    topology: Obj = workload["status"]["admission"]["podSetAssignments"][0]["topologyAssignment"]
+    return topology
+
+
+async def test_a_sliced_topology_assignment_applies_at_v1beta2_and_reads_as_domains_at_v1beta1(
+    hub: Client,
+) -> None:
+    """v1beta2's slices are the v1beta1 form's domains, one by one, in order; read back at v1beta2 they
+    are Kueue's own encoding of those domains (one slice, their common prefix taken out: Example 3 of
+    the CRD's description)."""
+    created = await hub.post(_url("v1beta2"), json=valid("Workload", "v1beta2"))
+    assert created.status == 201, await created.text()
+    answer = await hub.patch(f"{_url('v1beta2')}/x/status?fieldManager=kueue", data=SLICED, headers=APPLY)
+    assert answer.status == 200, await answer.text()
+    assert _topology(await (await hub.get(f"{_url('v1beta1')}/x")).json()) == {
+        "levels": ["kubernetes.io/hostname"],
+        "domains": [{"values": [node], "count": 1} for node in NODES],
+    }
+    one_slice = {
+        "levels": ["kubernetes.io/hostname"],
+        "slices": [
+            {
+                "domainCount": 6,
+                "valuesPerLevel": [
+                    {
+                        "individual": {
+                            "prefix": "block-1-rack-",
+                            "roots": [n.removeprefix("block-1-rack-") for n in NODES],
+                        }
+                    }
+                ],
+                "podCounts": {"universal": 1},
+            }
+        ],
+    }
+    assert _topology(await answer.json()) == one_slice
+    assert _topology(await (await hub.get(f"{_url('v1beta2')}/x")).json()) == one_slice
+
+
+async def test_a_v1beta1_topology_assignment_reads_as_slices_at_v1beta2_and_back(hub: Client) -> None:
+    """Example 1 of the CRD's description, written at v1beta1 as domains, reads at v1beta2 as its
+    Example 2 (the block's one value ``universal``, the racks' common prefix taken out, the pod counts
+    ``individual``); written back at v1beta2 as read, it reads at v1beta1 as written."""
+    domains = [{"values": ["block-1", "rack-1"], "count": 4}, {"values": ["block-1", "rack-2"], "count": 2}]
+    levels = ["cloud.provider.com/topology-block", "cloud.provider.com/topology-rack"]
+    status = {
+        "admission": {
+            "clusterQueue": "cq",
+            "podSetAssignments": [
+                {"name": "main", "count": 6, "topologyAssignment": {"levels": levels, "domains": domains}}
+            ],
+        }
+    }
+    assert await _status_write(hub, "v1beta1", status) == (200, [])
+    served = await (await hub.get(f"{_url('v1beta2')}/x")).json()
+    assert _topology(served) == {
+        "levels": levels,
+        "slices": [
+            {
+                "domainCount": 2,
+                "valuesPerLevel": [
+                    {"universal": "block-1"},
+                    {"individual": {"prefix": "rack-", "roots": ["1", "2"]}},
+                ],
+                "podCounts": {"individual": [4, 2]},
+            }
+        ],
+    }
+    answer = await hub.put(f"{_url('v1beta2')}/x/status", json=served)
+    assert answer.status == 200, await answer.text()
+    assert _topology(await (await hub.get(f"{_url('v1beta1')}/x")).json()) == {
+        "levels": levels,
+        "domains": domains,
+    }
+
+
+async def test_the_slices_of_a_topology_assignment_hold_at_most_100000_domains(hub: Client) -> None:
+    """The hub stores the v1beta1 form, which lists every domain: v1beta2's slices, bounded each to
+    100000 domains, are bounded so in all."""
+    sliced = {"domainCount": 50001, "valuesPerLevel": [{"universal": "r1"}], "podCounts": {"universal": 1}}
+    assignment = {
+        "name": "main",
+        "count": 2,
+        "topologyAssignment": {"levels": ["rack"], "slices": [sliced, sliced]},
+    }
+    status = {"admission": {"clusterQueue": "cq", "podSetAssignments": [assignment]}}
+    assert await _status_write(hub, "v1beta2", status) == (
+        422,
+        [
+            "status.admission.podSetAssignments[0].topologyAssignment.slices: Invalid value: 100002: "
+            "the slices hold more than 100000 domains in all"
+        ],
+    )
