@@ -96,16 +96,22 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
 
 @pytest.fixture(scope="package", autouse=True)
 def _collect_what_the_end_to_end_tests_left() -> Iterator[None]:
-    """What the package's shared fixtures left when they were torn down after their last test:
-    this runs after them, still within the teardown of the worker's last end-to-end test."""
+    """What the package's shared fixtures left when they were torn down after their last test,
+    and what the modules' shared fixtures left that :func:`_collect_what_the_test_left` had
+    frozen while they were still in use: this runs after them, still within the teardown of the
+    worker's last end-to-end test. What outlives it (modules, classes, caches) is frozen again,
+    with what collection built, for the unit tests that follow on the worker."""
     yield
+    gc.unfreeze()
     gc.collect()
+    gc.freeze()
 
 
 @pytest.fixture(scope="module", autouse=True)
 def _collect_what_the_module_left() -> Iterator[None]:
     """The same for a module's shared fixtures (a fleet, a hub, a client), torn down before this,
-    after the module's last test on the worker."""
+    after the module's last test on the worker; what of theirs had been frozen waits for the
+    package's teardown."""
     yield
     gc.collect()
 
@@ -115,6 +121,15 @@ def _collect_what_the_test_left() -> Iterator[None]:
     """The end-to-end tests run first, then unit tests in the same workers: what an end-to-end
     test's clients left for the garbage collector is collected at its own teardown (where
     FOREIGN_LEAKED_SOCKETS applies), not during a later unit test that did not leak it (pytest
-    checks for such reports right after the teardown's fixtures, so this is a fixture's)."""
+    checks for such reports right after the teardown's fixtures, so this is a fixture's).
+
+    What is still alive then is frozen (``gc.freeze``), as what collection built is: what the
+    client libraries and the shared fixtures keep grows as the tests go on (past 200,000 objects
+    in e2e/clients) and would otherwise be walked again at every test's collection, a tenth of
+    a CPU-second and more each by the end of e2e/clients. Only the garbage collector
+    leaves frozen objects alone: one freed by its last reference is freed as ever, and a cycle
+    of them that a shared fixture's teardown lets go is collected at the package's teardown
+    (:func:`_collect_what_the_end_to_end_tests_left`)."""
     yield
     gc.collect()
+    gc.freeze()
