@@ -213,6 +213,7 @@ class Agent(CapacityReporting, WorkSyncing):
         group.create_task(self.dra.run())
         group.create_task(self.works.run())
         group.create_task(self._report_loop())
+        group.create_task(self._api_enablements_loop())
         group.create_task(self._probe_loop())
         group.create_task(self._work_loop())
         if cfg.dcgm_url:

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from controlplane.apis import constants as c
+from controlplane.apis.apienablements import Collected
 from controlplane.lifecycle import Service
 from member_agent import probing
 from member_agent.capacity import PodRequests
@@ -123,6 +124,10 @@ class AgentBase(Service):
         #: one with each new node informer).
         self.node_totals = NodeTotals()
         self._kubernetes_version: str | None = None
+        #: The APIs the member serves, as last gathered (None before the first pass), and the
+        #: signal to gather them again now (a Work brought a CRD).
+        self.api_enablements: Collected | None = None
+        self._api_enablements_due = asyncio.Event()
         #: The member API's health by the probe; None until the member client exists.
         self.member_api_health: probing.MemberApiHealth | None = None
         self.nodes: Informer | None = None

@@ -57,6 +57,9 @@ class AgentConfig(ClusterFacts):
     lease_duration_seconds: int = Field(default=40, gt=0)
     report_interval: float = Field(default=30.0, gt=0)
     report_debounce: float = Field(default=1.0, ge=0)
+    #: The member's discovery is read this often for ``status.apiEnablements`` (and after a Work
+    #: with a CRD is applied); a report follows only when the list changed.
+    api_enablements_interval: float = Field(default=60.0, gt=0)
     dcgm_interval: float = Field(default=15.0, gt=0)
     #: A DCGM page larger than this is refused (and the refusal logged), so a misbehaving
     #: exporter cannot exhaust the agent's memory; a 1,000-node cluster's page is about 15 MiB.

@@ -24,8 +24,9 @@ from typing import Any
 
 import aiohttp
 
+from controlplane.apis.apienablements import enablements_condition
 from controlplane.apis.timestamps import format_time
-from member_agent import capacity, dcgm, probing
+from member_agent import apienabling, capacity, dcgm, probing
 from member_agent.agentbase import MAX_BACKOFF, AgentBase
 from member_agent.kubeapi import ApiError, NotFound
 from member_agent.nodetotals import NodeTotals
@@ -103,6 +104,7 @@ class CapacityReporting(AgentBase):
             # Off the loop: the agent's leases, watches and applies go on while a large
             # member's report is summed (the objects it reads are replaced, never changed).
             status = await asyncio.to_thread(self._status_job())
+            self._add_api_enablements(status)
             try:
                 assert self.cluster is not None
                 self.cluster = await write_cluster_status(self.hub, self.cluster, status)
@@ -122,6 +124,41 @@ class CapacityReporting(AgentBase):
                 logger.log(failure_level(exc), "capacity report for cluster %s failed: %s", self.config.cluster_name, exc)
                 self._report_due.set()
                 await asyncio.sleep(min(MAX_BACKOFF, 0.5 * 2**failures))
+
+    def _add_api_enablements(self, status: dict[str, Any]) -> None:
+        """``status.apiEnablements`` and its ``CompleteAPIEnablements`` condition, once gathered
+        (until then the report has neither, as an older agent's)."""
+        collected = self.api_enablements
+        if collected is None:
+            return
+        if collected.enablements:
+            status["apiEnablements"] = collected.enablements
+        previous = ((self.cluster or {}).get("status") or {}).get("conditions") or []
+        status["conditions"] = [
+            *(status.get("conditions") or []),
+            enablements_condition(collected, now=status["lastReportTime"], previous=previous),
+        ]
+
+    async def _api_enablements_loop(self) -> None:
+        """Read the member's discovery every ``api_enablements_interval`` (and when asked: a Work
+        brought a CRD); a list that changed is reported at once."""
+        while True:
+            await self._gather_api_enablements()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.config.api_enablements_interval):
+                    await self._api_enablements_due.wait()
+            self._api_enablements_due.clear()
+
+    async def _gather_api_enablements(self) -> bool:
+        """Read the member's APIs; whether they changed (a report is then due at once; an
+        unchanged list waits for the next report, which carries it anyway)."""
+        assert self.member is not None
+        collected = await apienabling.collect(self.member)
+        if collected == self.api_enablements:
+            return False
+        self.api_enablements = collected
+        self._report_due.set()
+        return True
 
     def _desired_cluster(self) -> dict[str, Any]:
         cfg = self.config

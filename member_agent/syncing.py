@@ -341,6 +341,8 @@ class WorkSyncing(AgentBase):
         elif carries_crd(work):
             for waiting in self._unserved.waiting():
                 self._apply_again(waiting)
+        if carries_crd(work):
+            self._api_enablements_due.set()  # the member may serve a new kind: list its APIs again
 
     def _apply_again(self, key: str) -> None:
         self._unserved_timers.pop(key, None)

@@ -37,6 +37,8 @@ class ClusterConditionType(StrEnum):
     """Condition types on a Cluster's status."""
 
     READY = "Ready"
+    COMPLETE_API_ENABLEMENTS = "CompleteAPIEnablements"
+    """Whether ``status.apiEnablements`` lists every API the member serves (Karmada's)."""
 
 
 class ClusterReadyReason(StrEnum):
@@ -251,6 +253,24 @@ class UnschedulableWorkload(WireModel):
     """How many of its pods were unschedulable (PodScheduled False)."""
 
 
+class APIResource(WireModel):
+    """One resource of an ``apiEnablements`` entry (Karmada's ``APIResource``)."""
+
+    name: str
+    """Name is the plural name of the resource."""
+    kind: str
+    """Kind is the kind for the resource (e.g. 'Deployment' is the kind for resource 'deployments')."""
+
+
+class APIEnablement(WireModel):
+    """The resources the member serves in one group and version (Karmada's ``APIEnablement``)."""
+
+    group_version: str
+    """GroupVersion is the group and version this APIEnablement is for."""
+    resources: list[APIResource] | None = None
+    """Resources is a list of APIResource."""
+
+
 class ClusterStatus(WireModel):
     """``status`` of a Cluster, written by the member agent and the cluster controller."""
 
@@ -275,6 +295,11 @@ class ClusterStatus(WireModel):
     (LeastAllocated, MostAllocated, RequestedToCapacityRatio, FragmentationAware or Unknown; absent: Unknown).
     A policy's tieredOverflow.packingHintsScope: SpreadingMembers gives packing hints to LeastAllocated members
     only."""
+    api_enablements: list[APIEnablement] | None = None
+    """The APIs the member serves, one entry per group version, sorted, subresources left out, at most
+    5000 resources in all (the condition CompleteAPIEnablements says whether the list is complete). The
+    scheduler places a workload only on clusters that serve its kind; a cluster that lists none is not
+    judged by it."""
     unschedulable_workloads: list[UnschedulableWorkload] | None = None
     """The workloads with pods the member's scheduler could not place when this report was taken. A report
     that lists them was taken after they became unschedulable: the hub may trust what it says is free to

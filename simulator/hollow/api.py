@@ -83,6 +83,32 @@ def discovery(api_version: str) -> dict[str, Any] | None:
         for plural, kind, namespaced in served]}
 
 
+def versions() -> dict[str, Any]:
+    """``/api``: the core group's versions (kube's ``APIVersions``)."""
+    return {"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": []}
+
+
+def groups() -> dict[str, Any]:
+    """``/apis``: the named groups the member serves (kube's ``APIGroupList``)."""
+    by_group: dict[str, list[str]] = {}
+    for api_version in SERVED:
+        if "/" in api_version:
+            group, _, version = api_version.partition("/")
+            by_group.setdefault(group, []).append(version)
+    return {
+        "kind": "APIGroupList",
+        "apiVersion": "v1",
+        "groups": [
+            {
+                "name": group,
+                "versions": [{"groupVersion": f"{group}/{v}", "version": v} for v in found],
+                "preferredVersion": {"groupVersion": f"{group}/{found[0]}", "version": found[0]},
+            }
+            for group, found in sorted(by_group.items())
+        ],
+    }
+
+
 class ResourcePath(NamedTuple):
     collection: str
     namespace: str | None
@@ -143,6 +169,8 @@ class HollowKubeApi(KubeTransport):
         member = self.member
         if method == "GET" and path == "/version":
             return {"gitVersion": member.kubernetes_version, "major": "1", "platform": "linux/amd64"}
+        if method == "GET" and path in ("/api", "/apis"):
+            return versions() if path == "/api" else groups()
         if method == "GET" and path.startswith(("/api/", "/apis/")):
             api_version = path.removeprefix("/api/").removeprefix("/apis/").strip("/")
             if api_version.count("/") <= 1 and ("/" in api_version) == path.startswith("/apis/"):
