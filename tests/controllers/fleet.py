@@ -57,9 +57,11 @@ async def put_cluster(
     pods: list[dict[str, Any]] | None = None,
     unschedulable: dict[str, int] | None = None,
     node_scoring: str | None = None,
+    api_enablements: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Create or replace a Cluster and write its status as its agent would (``node_scoring``: the
-    ``status.nodeScoring`` it reports, None: none).
+    ``status.nodeScoring`` it reports, None: none; ``api_enablements``: the APIs it lists, complete,
+    None: none).
 
     ``pods``: when given, the report lists them as the member's bound GPU pods
     (``status.utilization``, see :func:`bound_pod`), as an agent's report does.
@@ -92,6 +94,12 @@ async def put_cluster(
         status["utilization"] = {"sampleTime": None, "nodes": [{"name": f"{name}-node-0", "devices": [], "pods": pods}]}
     if node_scoring:
         status["nodeScoring"] = node_scoring
+    if api_enablements is not None:
+        status["apiEnablements"] = api_enablements
+        status["conditions"].append(
+            {"type": "CompleteAPIEnablements", "status": "True", "reason": "Complete",
+             "message": "collected complete APIEnablements from the cluster", "lastTransitionTime": report_time}
+        )
     if unschedulable:
         status["unschedulableWorkloads"] = [
             {"namespace": "default", "kind": "Deployment", "name": owner, "pods": n} for owner, n in unschedulable.items()

@@ -65,7 +65,14 @@ def cluster(
     region: str | None = None,
     report_time: str = "2024-05-01T10:00:00Z",
     node_scoring: str | None = None,
+    apis: list[dict[str, Any]] | None = None,
+    apis_complete: bool = True,
 ) -> ClusterSnapshot:
+    """A reported Cluster's snapshot; ``apis``: its ``status.apiEnablements`` (None: it lists none),
+    ``apis_complete``: its ``CompleteAPIEnablements`` condition."""
+    conditions = [{"type": "Ready", "status": "True" if ready else "False"}]
+    if apis is not None:
+        conditions.append({"type": "CompleteAPIEnablements", "status": "True" if apis_complete else "False"})
     spec: dict[str, Any] = {"provider": provider, "unschedulable": unschedulable}
     if tier is not None:
         spec["tier"] = tier
@@ -82,10 +89,11 @@ def cluster(
             "metadata": {"name": name, "labels": labels or {}},
             "spec": spec,
             "status": {
-                "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
+                "conditions": conditions,
                 "lastReportTime": report_time,
                 "nodeShapes": list(shapes),
                 **({"nodeScoring": node_scoring} if node_scoring else {}),
+                **({"apiEnablements": apis} if apis is not None else {}),
             },
         }
     )

@@ -203,6 +203,10 @@ class BindingRequest:
     decision, each with why (it goes into the explanation): e.g. its member reported replicas
     it cannot place, which are being moved elsewhere."""
     rewritable: bool = True
+    api_version: str = ""
+    """The workload's apiVersion and kind (the binding's ``spec.resource``); "": not known, every
+    cluster serves it as far as the APIEnablement filter is concerned."""
+    kind: str = ""
     has_replicas: bool = True
     """False for a kind without replicas: it goes whole to every feasible cluster, whatever the
     division (Karmada's ``assignReplicas`` for a non-workload), instead of where a workload scaled
@@ -253,6 +257,8 @@ class BindingRequest:
             previous={c.name: c.replicas for c in spec.clusters or ()},
             previous_affinity_name=status.scheduler_observing_affinity_name if status else None,
             rewritable=rewritable,
+            api_version=spec.resource.api_version,
+            kind=spec.resource.kind,
             # The detector writes replicaRequirements for every kind it has an interpreter for.
             has_replicas=spec.replica_requirements is not None or spec.replicas > 0,
         )

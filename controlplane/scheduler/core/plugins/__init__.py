@@ -1,13 +1,15 @@
 """The built-in scheduler plugins and the default profile that runs them.
 
-Filters run cheapest first (those that decide from the placement alone, then the request's
-own ``keep_only`` clusters) and GPU feasibility (the estimator) last; scores weigh tier
-and price highest, because filling cheap capacity first is the federation's purpose.
+Filters run cheapest first (those that decide from the placement alone, then whether the
+cluster serves the workload's kind, then the request's own ``keep_only`` clusters) and GPU
+feasibility (the estimator) last; scores weigh tier and price highest, because filling cheap
+capacity first is the federation's purpose.
 """
 
 from controlplane.scheduler.core.framework import Profile, WeightedScorer
 from controlplane.scheduler.core.plugins.feasibility import GpuFeasibility
 from controlplane.scheduler.core.plugins.filters import (
+    APIEnablement,
     ClusterAffinity,
     ClusterReady,
     Cordon,
@@ -30,6 +32,7 @@ DEFAULT_PROFILE = Profile(
         Cordon(),
         ClusterReady(),
         SpreadConstraint(),
+        APIEnablement(),
         KeepOnly(),
         GpuFeasibility(),
     ),
@@ -43,6 +46,7 @@ DEFAULT_PROFILE = Profile(
 
 __all__ = [
     "DEFAULT_PROFILE",
+    "APIEnablement",
     "AvailableCapacity",
     "ClusterAffinity",
     "ClusterLocality",

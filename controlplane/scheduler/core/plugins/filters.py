@@ -7,12 +7,13 @@ spread fields) come from the policy language in :mod:`policies.affinity`; capaci
 binding get two allowances, as in Karmada: NoSchedule taints do not push them out (only
 NoExecute does), and a cordoned or not-Ready cluster keeps what it runs but takes nothing
 more; so does a cluster the request names in ``keep_only`` (its member reported replicas it
-cannot place, which move elsewhere).
+cannot place, which move elsewhere). A cluster that does not serve the workload's kind takes
+none of it (:class:`APIEnablement`, Karmada's plugin of that name).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from controlplane.apis.meta import Toleration, taints_tolerated
 from controlplane.scheduler.core.framework import SUCCESS, Code, CycleState, Status
@@ -22,6 +23,9 @@ from policies.models import ClusterAffinityTerm, Placement
 
 AFFINITY = "ClusterAffinity"
 TOLERATION = "TaintToleration"
+API_ENABLEMENT = "APIEnablement"
+#: Karmada's APIEnablement plugin's reason, word for word.
+NO_API_RESOURCE = "cluster(s) did not have the API resource"
 
 
 def affinity_status(view: ClusterView, term: ClusterAffinityTerm) -> Status:
@@ -183,3 +187,56 @@ class KeepOnly:
             else:
                 failed[cluster.name] = status
         return passed, failed
+
+
+_NO_API = Status(Code.UNSCHEDULABLE, (NO_API_RESOURCE,), API_ENABLEMENT)
+
+
+class APIEnablement:
+    """A cluster whose ``status.apiEnablements`` does not list the workload's kind takes none of it
+    (Karmada's APIEnablement: ``helper.IsAPIEnabled``, then "cluster(s) did not have the API
+    resource"). As in Karmada, a cluster already in the binding's ``spec.clusters`` whose list is
+    not complete (``CompleteAPIEnablements`` not True) keeps its place: a partial discovery must
+    not push a workload off a cluster that runs it.
+
+    Unlike Karmada, a cluster that lists no APIs at all passes: its agent is older than the list
+    (a hub upgraded before its agents, as a rolling upgrade does) or has not reported yet (a fresh
+    Cluster), and refusing it would leave every workload unplaceable until each agent is upgraded.
+    Such a member still refuses an unserved kind at apply time (the Work's ``KindNotServed``).
+
+    Cheap: the snapshot holds the listed kinds as a frozenset built once per report, so a decision
+    costs one set lookup per cluster.
+    """
+
+    name = API_ENABLEMENT
+    placement_only = False
+
+    def filter(self, state: CycleState, cluster: ClusterSnapshot) -> Status:
+        request = state.request
+        if not request.kind or _admits(cluster, (request.api_version, request.kind), request.previous):
+            return SUCCESS
+        return _NO_API
+
+    def filter_all(
+        self, state: CycleState, clusters: Sequence[ClusterSnapshot]
+    ) -> tuple[list[ClusterSnapshot], dict[str, Status]]:
+        request = state.request
+        if not request.kind:
+            return list(clusters), {}
+        wanted = (request.api_version, request.kind)
+        previous = request.previous
+        passed: list[ClusterSnapshot] = []
+        failed: dict[str, Status] = {}
+        for cluster in clusters:
+            if _admits(cluster, wanted, previous):
+                passed.append(cluster)
+            else:
+                failed[cluster.name] = _NO_API
+        return passed, failed
+
+
+def _admits(cluster: ClusterSnapshot, wanted: tuple[str, str], previous: Mapping[str, int]) -> bool:
+    """:class:`APIEnablement`'s verdict: the cluster lists no APIs, lists ``wanted``, or runs the
+    binding (in ``previous``) with a list that may be incomplete."""
+    kinds = cluster.api_kinds
+    return kinds is None or wanted in kinds or (not cluster.api_complete and cluster.name in previous)
