@@ -323,7 +323,10 @@ class Skipped:
     missing_consumers: tuple[str, ...] = ()
     unready_providers: tuple[str, ...] = ()
     unready_consumers: tuple[str, ...] = ()
-    #: Consumers that do not serve the EndpointSlice API (their agent said so of a slice's Work).
+    #: Providers and consumers that do not serve the EndpointSlice API (their Cluster's
+    #: ``apiEnablements`` does not list it; for a consumer whose Cluster lists no APIs, its agent
+    #: said so of a slice's Work).
+    incompatible_providers: tuple[str, ...] = ()
     incompatible_consumers: tuple[str, ...] = ()
 
 
@@ -350,7 +353,7 @@ def mcs_events(
 ) -> list[tuple[EventType, str, str]]:
     """The Events (type, reason, message) Karmada's controllers record on a ``CrossCluster``
     MultiClusterService for what the hub did: the multiclusterservice controller's (a provider
-    not found or not Ready, then the Service propagated or not), and, once some provider's slices
+    not found, not Ready or without the EndpointSlice API, then the Service propagated or not), and, once some provider's slices
     are collected, the endpointslice-dispatch controller's (a consumer not found, not Ready or
     without the EndpointSlice API, then the slices dispatched). Nothing for another type, which Karmada's controllers ignore."""
     if "CrossCluster" not in field.items(field.mapping(obj.get("spec")).get("types")):
@@ -359,6 +362,10 @@ def mcs_events(
     out = _skip_events(
         "Provider", skipped.missing_providers, skipped.unready_providers, "MultiClusterService"
     )
+    out += [
+        (EventType.WARNING, API_INCOMPATIBLE, f"Provider cluster {c} does not support EndpointSlice")
+        for c in skipped.incompatible_providers
+    ]
     if not service_found:
         out.append((EventType.WARNING, SYNC_SERVICE_FAILED, f'services "{name}" not found'))
     elif bound_by is not None:

@@ -44,8 +44,10 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from controlplane.apis import constants as c
+from controlplane.apis.apienablements import lists_api
 from controlplane.apis.conflictresolution import ConflictResolution
 from controlplane.apis.events import EventType
+from controlplane.apis.kube import endpointslices
 from controlplane.apis.kube.field import items
 from controlplane.apis.mcs_endpointslices import (
     LABEL_COLLECT_ENDPOINTSLICES,
@@ -153,6 +155,12 @@ def _kind_not_served(work: dict[str, Any]) -> bool:
     return applied is not None and applied.get("reason") == WorkReason.KIND_NOT_SERVED
 
 
+def serves_endpoint_slices(cluster: dict[str, Any]) -> bool | None:
+    """Whether a Cluster's ``status.apiEnablements`` lists ``discovery.k8s.io/v1`` EndpointSlice
+    (Karmada's ``helper.IsAPIEnabled`` of ``util.EndpointSliceGVK``); None when it lists no APIs."""
+    return lists_api(ObjectView(cluster).status, endpointslices.API_VERSION, endpointslices.KIND)
+
+
 def _key_of(work: dict[str, Any]) -> tuple[str, str]:
     meta = work["metadata"]
     return str(meta.get("namespace") or ""), str(meta["name"])
@@ -246,8 +254,9 @@ class MultiClusterServiceController(KeyedController[Key]):
             event is WatchEventType.MODIFIED
             and old is not None
             and (ready_since(old) is None) == (ready_since(obj) is None)
+            and serves_endpoint_slices(old) == serves_endpoint_slices(obj)
         ):
-            return  # a cluster joins (its Works are due), leaves, or becomes Ready or not
+            return  # a cluster joins (its Works are due), leaves, becomes Ready or not, or serves EndpointSlices or not
         informer = self.ctx.informer_if_any(self.rt)
         for mcs in informer.items() if informer is not None else ():
             view = ObjectView(mcs)
@@ -255,10 +264,11 @@ class MultiClusterServiceController(KeyedController[Key]):
 
     def _exposure(self, mcs: dict[str, Any]) -> tuple[list[str], list[str], Skipped]:
         """The provider and the consumer clusters, those the hub has (an empty list: every
-        cluster), and those skipped: named but missing, not Ready, or (a consumer) not serving the
-        EndpointSlice API, as its agent reported of a slice's Work (``Applied=False``,
-        ``KindNotServed``): a Cluster's status does not list its APIs as Karmada's
-        ``apiEnablements`` does."""
+        cluster), and those skipped: named but missing, not Ready, or Ready and not serving the
+        EndpointSlice API, as the Cluster's ``apiEnablements`` says (Karmada's check). A consumer
+        whose Cluster lists no APIs (an older agent) is known not to serve it once its agent
+        reports a slice's Work ``Applied=False``, ``KindNotServed``; such a provider is not told
+        apart (its agent collects no slices)."""
         clusters = {ObjectView(cluster).name: cluster for cluster in self.ctx.clusters.items()}
         named_providers, named_consumers = exposure_clusters(mcs)
         providers = sorted(set(clusters) & set(named_providers or clusters))
@@ -267,20 +277,27 @@ class MultiClusterServiceController(KeyedController[Key]):
         def unready(names: list[str]) -> tuple[str, ...]:
             return tuple(n for n in names if ready_since(clusters[n]) is None)
 
+        serving = {name: serves_endpoint_slices(cluster) for name, cluster in clusters.items()}
+
+        def incompatible(names: list[str], reported: frozenset[str] = frozenset()) -> tuple[str, ...]:
+            return tuple(
+                n
+                for n in names
+                if ready_since(clusters[n]) is not None
+                and (serving[n] is False or (serving[n] is None and n in reported))
+            )
+
+        not_served = frozenset(
+            WorkView(w).labels.get(c.LABEL_CLUSTER, "") for w in self._slice_works(mcs) if _kind_not_served(w)
+        )
+
         skipped = Skipped(
             missing_providers=tuple(n for n in named_providers if n not in clusters),
             missing_consumers=tuple(n for n in named_consumers if n not in clusters),
             unready_providers=unready(providers),
             unready_consumers=unready(consumers),
-            incompatible_consumers=tuple(
-                sorted(
-                    {
-                        WorkView(w).labels.get(c.LABEL_CLUSTER, "")
-                        for w in self._slice_works(mcs)
-                        if _kind_not_served(w)
-                    }
-                )
-            ),
+            incompatible_providers=incompatible(providers),
+            incompatible_consumers=incompatible(consumers, not_served),
         )
         return providers, consumers, skipped
 
@@ -306,7 +323,7 @@ class MultiClusterServiceController(KeyedController[Key]):
             for cluster in sorted(set(providers) | set(consumers))
         ]
         for provider in providers:
-            if provider in skipped.unready_providers:
+            if provider in skipped.unready_providers or provider in skipped.incompatible_providers:
                 continue
             reported = self.ctx.works.get(
                 c.execution_namespace(provider), work_name(view.namespace, view.name, "Service")
