@@ -9,7 +9,7 @@ from typing import Any
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.manager import ControllerManager
 
-from .fleet import eventually, node_shape, propagation_policy, put_cluster
+from .fleet import deployment, eventually, node_shape, propagation_policy, put_cluster
 from .test_federation_loop import BINDING_API, apply, get_or_none
 from .test_operator_statuses import CASES
 
@@ -38,3 +38,25 @@ async def test_a_rayjob_goes_to_the_member_with_kuberay_only(
     assert [c["name"] for c in binding["spec"]["clusters"]] == ["cloud"]
     explained = {e["cluster"]: e for e in binding["status"]["explanation"]}
     assert explained["onprem"]["reasons"] == ["APIEnablement: cluster(s) did not have the API resource"]
+
+
+APPS = {"groupVersion": "apps/v1", "resources": [{"name": "deployments", "kind": "Deployment"}]}
+
+
+async def test_a_duplicated_workload_reaches_a_member_once_its_list_names_the_kind(
+    objects: ObjectStore, manager: ControllerManager
+) -> None:
+    await put_cluster(objects, "onprem", node_shape(8, gpus=8), api_enablements=[CORE])
+    await put_cluster(objects, "cloud", node_shape(8, gpus=8), provider="aws", api_enablements=[CORE, APPS])
+    duplicated = {"replicaScheduling": {"replicaSchedulingType": "Duplicated"}}
+    await apply(objects, propagation_policy("everywhere", placement=duplicated))
+    await apply(objects, deployment("infer", replicas=1))
+
+    async def placed_in(names: list[str]) -> bool:
+        binding = await get_or_none(objects, BINDING_API, "ResourceBinding", "default", "infer-deployment")
+        return sorted(c["name"] for c in ((binding or {}).get("spec") or {}).get("clusters") or ()) == names
+
+    await eventually(lambda: placed_in(["cloud"]), what="the Deployment in cloud only")
+    # The member's API comes to serve the kind: its agent's next list names it, and the binding follows.
+    await put_cluster(objects, "onprem", node_shape(8, gpus=8), api_enablements=[CORE, APPS])
+    await eventually(lambda: placed_in(["cloud", "onprem"]), what="the Deployment in onprem too")

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from controlplane.apis.cluster_v1alpha1 import ClusterConditionType
 from controlplane.apis.timestamps import parse_time_or_none
 from controlplane.apis.views import BindingView, ClusterObjectView, WorkView
 from controlplane.apis.work_v1alpha1 import BindingKey, ConditionType
@@ -34,13 +35,22 @@ def unhealthy_reported(work: Mapping[str, Any]) -> bool:
 
 
 def placement_facts(obj: Mapping[str, Any] | None) -> Any:
-    """What about a Cluster can change where bindings may run (not its capacity)."""
+    """What about a Cluster can change where bindings may run (not its capacity): among them the
+    APIs it serves (``status.apiEnablements`` and whether that list is complete)."""
     if obj is None:
         return None
     view = ClusterObjectView(obj)
     meta = view.metadata
     ready = view.condition("Ready")
-    return (obj.get("spec"), meta.get("labels"), (ready or {}).get("status"), meta.get("deletionTimestamp"))
+    complete = view.condition(ClusterConditionType.COMPLETE_API_ENABLEMENTS)
+    return (
+        obj.get("spec"),
+        meta.get("labels"),
+        (ready or {}).get("status"),
+        meta.get("deletionTimestamp"),
+        view.status.get("apiEnablements"),
+        (complete or {}).get("status"),
+    )
 
 
 def unschedulable_pods(work: Mapping[str, Any]) -> int:

@@ -135,10 +135,11 @@ class SchedulerCache:
     node_memos: BoundedMemo[NodeContent, dict[Any, int]] = field(default_factory=lambda: BoundedMemo(65_536))
     """Node content -> the estimator's per-node memo (``NodeShape.fits``), shared by every shape with
     that content across reports, so a report that repeats a shape starts with its answers known."""
-    placement_keys: BoundedMemo[tuple[int, int], tuple[ClusterAffinityTerm, Placement, str]] = field(
+    placement_keys: BoundedMemo[tuple[int, int, str, str], tuple[ClusterAffinityTerm, Placement, str]] = field(
         default_factory=lambda: BoundedMemo(4096)
     )
-    """(id(term), id(placement)) -> both objects and their placement key (see ``placement_key``)."""
+    """(id(term), id(placement), apiVersion, kind) -> both objects and their placement key (see
+    ``placement_key``)."""
     affinity_terms: BoundedMemo[int, tuple[Placement, list[ClusterAffinityTerm]]] = field(
         default_factory=lambda: BoundedMemo(4096)
     )

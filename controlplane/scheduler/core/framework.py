@@ -307,7 +307,8 @@ class CycleState:
     strategy: DivisionStrategy = field(init=False)
     """The placement's division strategy, resolved once per cycle."""
     placement_key: str = field(init=False)
-    """Identifies the placement rules of this cycle (term, tolerations, spread) across bindings."""
+    """Identifies the placement rules of this cycle (term, tolerations, spread) and the workload's
+    kind (which the APIEnablement filter judges) across bindings."""
     request_kind: int | None = None
     """GPU feasibility's id of the cycle's request kind (``SchedulerCache.verdict_id``), worked out once."""
     serials: tuple[int, ...] | None = None
@@ -315,7 +316,10 @@ class CycleState:
 
     def __post_init__(self) -> None:
         self.strategy = self.request.strategy
-        self.placement_key = placement_key(self.term, self.request.placement, self.cache)
+        request = self.request
+        self.placement_key = placement_key(
+            self.term, request.placement, self.cache, kind=(request.api_version, request.kind)
+        )
 
     def fleet(self, clusters: Sequence[ClusterSnapshot]) -> tuple[int, ...]:
         """:func:`fleet_key` of ``clusters``, the fleet of this cycle (worked out once)."""
@@ -325,14 +329,21 @@ class CycleState:
         return serials
 
 
-def placement_key(term: ClusterAffinityTerm, placement: Placement, cache: SchedulerCache) -> str:
+def placement_key(
+    term: ClusterAffinityTerm,
+    placement: Placement,
+    cache: SchedulerCache,
+    *,
+    kind: tuple[str, str] = ("", ""),
+) -> str:
     """A string identifying the placement rules of ``term`` under ``placement`` (term, tolerations,
-    spread constraints): equal keys mean the placement-only filters give equal verdicts.
+    spread constraints) for a workload of ``kind`` (apiVersion, kind): equal keys mean the
+    placement-only filters give equal verdicts.
 
-    Remembered in ``cache`` per (term, placement) object: bindings of one policy share them, and
-    the JSON rendering is a noticeable part of a decision otherwise.
+    Remembered in ``cache`` per (term, placement) object and kind: bindings of one policy share
+    them, and the JSON rendering is a noticeable part of a decision otherwise.
     """
-    memo_key = (id(term), id(placement))
+    memo_key = (id(term), id(placement), *kind)
     found = cache.placement_keys.get(memo_key)
     if found is not None and found[0] is term and found[1] is placement:
         return found[2]
@@ -345,6 +356,7 @@ def placement_key(term: ClusterAffinityTerm, placement: Placement, cache: Schedu
             "["
             + ",".join(c.model_dump_json(exclude_none=True) for c in placement.spread_constraints or ())
             + "]",
+            *kind,
         )
     )
     cache.placement_keys.remember(memo_key, (term, placement, key))

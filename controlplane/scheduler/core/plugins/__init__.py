@@ -1,8 +1,8 @@
 """The built-in scheduler plugins and the default profile that runs them.
 
-Filters run cheapest first (those that decide from the placement alone, then whether the
-cluster serves the workload's kind, then the request's own ``keep_only`` clusters) and GPU
-feasibility (the estimator) last; scores weigh tier and price highest, because filling cheap
+Filters run cheapest first (those that decide from the placement and the workload's kind
+alone, whether the cluster serves that kind last among them, then the request's own
+``keep_only`` clusters) and GPU feasibility (the estimator) last; scores weigh tier and price highest, because filling cheap
 capacity first is the federation's purpose.
 """
 

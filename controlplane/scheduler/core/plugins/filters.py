@@ -13,7 +13,7 @@ none of it (:class:`APIEnablement`, Karmada's plugin of that name).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 
 from controlplane.apis.meta import Toleration, taints_tolerated
 from controlplane.scheduler.core.framework import SUCCESS, Code, CycleState, Status
@@ -189,7 +189,10 @@ class KeepOnly:
         return passed, failed
 
 
-_NO_API = Status(Code.UNSCHEDULABLE, (NO_API_RESOURCE,), API_ENABLEMENT)
+def _no_api() -> Status:
+    """APIEnablement's refusal: a new one each time, as the explanation keeps entries on a verdict
+    per cluster snapshot (one shared verdict would gather an entry for every report)."""
+    return Status(Code.UNSCHEDULABLE, (NO_API_RESOURCE,), API_ENABLEMENT)
 
 
 class APIEnablement:
@@ -204,39 +207,20 @@ class APIEnablement:
     Cluster), and refusing it would leave every workload unplaceable until each agent is upgraded.
     Such a member still refuses an unserved kind at apply time (the Work's ``KindNotServed``).
 
-    Cheap: the snapshot holds the listed kinds as a frozenset built once per report, so a decision
-    costs one set lookup per cluster.
+    Cheap: the snapshot holds the listed kinds as a frozenset built once per report, and the kind
+    is part of the placement key, so the verdicts on clusters that do not run the binding are
+    remembered per fleet with the other placement-only ones (a decision of a kind already judged
+    on an unchanged fleet costs no lookup at all).
     """
 
     name = API_ENABLEMENT
-    placement_only = False
+    placement_only = True
 
     def filter(self, state: CycleState, cluster: ClusterSnapshot) -> Status:
         request = state.request
-        if not request.kind or _admits(cluster, (request.api_version, request.kind), request.previous):
+        kinds = cluster.api_kinds
+        if kinds is None or not request.kind or (request.api_version, request.kind) in kinds:
             return SUCCESS
-        return _NO_API
-
-    def filter_all(
-        self, state: CycleState, clusters: Sequence[ClusterSnapshot]
-    ) -> tuple[list[ClusterSnapshot], dict[str, Status]]:
-        request = state.request
-        if not request.kind:
-            return list(clusters), {}
-        wanted = (request.api_version, request.kind)
-        previous = request.previous
-        passed: list[ClusterSnapshot] = []
-        failed: dict[str, Status] = {}
-        for cluster in clusters:
-            if _admits(cluster, wanted, previous):
-                passed.append(cluster)
-            else:
-                failed[cluster.name] = _NO_API
-        return passed, failed
-
-
-def _admits(cluster: ClusterSnapshot, wanted: tuple[str, str], previous: Mapping[str, int]) -> bool:
-    """:class:`APIEnablement`'s verdict: the cluster lists no APIs, lists ``wanted``, or runs the
-    binding (in ``previous``) with a list that may be incomplete."""
-    kinds = cluster.api_kinds
-    return kinds is None or wanted in kinds or (not cluster.api_complete and cluster.name in previous)
+        if not cluster.api_complete and cluster.name in request.previous:
+            return SUCCESS
+        return Status(Code.UNSCHEDULABLE, (NO_API_RESOURCE,), API_ENABLEMENT)
