@@ -277,7 +277,7 @@ class MultiClusterServiceController(KeyedController[Key]):
         def unready(names: list[str]) -> tuple[str, ...]:
             return tuple(n for n in names if ready_since(clusters[n]) is None)
 
-        serving = {name: serves_endpoint_slices(cluster) for name, cluster in clusters.items()}
+        serving = {name: serves_endpoint_slices(clusters[name]) for name in set(providers) | set(consumers)}
 
         def incompatible(names: list[str], reported: frozenset[str] = frozenset()) -> tuple[str, ...]:
             return tuple(
