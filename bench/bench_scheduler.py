@@ -11,7 +11,9 @@ a GPU product by nodeSelector), MIG-3g Deployments with a whole-GPU alternative 
 time-sliced GPU shares under dynamic weights, H100 MIG-1g Deployments pinned by product,
 Duplicated Deployments over three named clusters, region-restricted Deployments
 (clusterAffinity fieldSelector), and PyTorchJob-like gangs (a CPU master and 1-4 workers
-of 4 GPUs). ``--updates`` of the decisions rescale an earlier binding instead (new
+of 4 GPUs). Each binding names its kind (Deployments, the gangs KubeRay's RayJob) and every
+cluster lists some 300 APIs in ``status.apiEnablements``, these among them, so the
+APIEnablement filter judges every cluster of every decision (and keeps none out). ``--updates`` of the decisions rescale an earlier binding instead (new
 replica count, its current placement as ``previous``), as scale-ups and scale-downs do.
 
 A decision is what the controller does for one binding between reading it and writing
@@ -69,6 +71,20 @@ A100 = "NVIDIA-A100-SXM4-80GB"
 H100 = "NVIDIA-H100-80GB-HBM3"
 A100_MIG_1G = "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb"
 REGIONS = ("eu-west", "us-east", "ap-south")
+#: A member's ``status.apiEnablements``: 60 group versions of 5 resources, with the kinds bound.
+API_ENABLEMENTS = [
+    {"groupVersion": "apps/v1", "resources": [{"name": "deployments", "kind": "Deployment"}]},
+    {"groupVersion": "ray.io/v1", "resources": [{"name": "rayjobs", "kind": "RayJob"}]},
+    *(
+        {
+            "groupVersion": f"g{g:02d}.example.com/v1",
+            "resources": [{"name": f"kind{r}s", "kind": f"Kind{r}"} for r in range(5)],
+        }
+        for g in range(58)
+    ),
+]
+KIND_OF = {"gang": ("ray.io/v1", "RayJob")}
+"""The kind of the bindings of a mix (by key prefix); Deployments otherwise."""
 DECISION_STEP = timedelta(milliseconds=1)
 """Simulated time between two decisions (reservations are stamped with it)."""
 
@@ -150,7 +166,11 @@ def cluster_object(index: int, rng: random.Random, *, nodes: int | list[Node]) -
             "pricing": {} if provider == "onprem" else {A100: round(seeded.uniform(2.5, 4.5), 2), H100: 9.8},
         },
         "status": {
-            "conditions": [{"type": "Ready", "status": "True"}],
+            "conditions": [
+                {"type": "Ready", "status": "True"},
+                {"type": "CompleteAPIEnablements", "status": "True"},
+            ],
+            "apiEnablements": API_ENABLEMENTS,
             "lastReportTime": "2024-05-01T10:00:00Z",
             "nodeShapes": shapes,
             "nodeScoring": "LeastAllocated",  # the agent's default: packing hints are worked out
@@ -242,7 +262,12 @@ def binding_mix(rng: random.Random, count: int, *, clusters: int = 100) -> list[
                     components=components,
                 )
             )
-    return out
+    return [_with_kind(request) for request in out]
+
+
+def _with_kind(request: BindingRequest) -> BindingRequest:
+    api_version, kind = KIND_OF.get(_kind(request), ("apps/v1", "Deployment"))
+    return dataclasses.replace(request, api_version=api_version, kind=kind)
 
 
 def _kind(request: BindingRequest) -> str:

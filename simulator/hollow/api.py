@@ -8,7 +8,9 @@ process instead of sending it. Everything above them is the real agent: informer
 status passes, reports, leases, and every request it makes to the hub over HTTPS. Answers are
 serialized and parsed as they would be off the wire (so the agent never shares an object
 with the member), errors are Kubernetes ``Status`` bodies turned into the agent's
-:class:`ApiError` classes by the agent's own :func:`error_from_status`.
+:class:`ApiError` classes by the agent's own :func:`error_from_status`. Discovery is kube's:
+``/api`` (APIVersions), ``/apis`` (APIGroupList) and each served version's APIResourceList, from
+which the agent lists the member's ``status.apiEnablements``.
 
 A watch of one object is served as kube serves it: a collection watch with
 ``fieldSelector=metadata.name=x``, or the deprecated ``/watch/`` path of the object
