@@ -28,6 +28,7 @@ from member_agent.kubeapi import KubeApi, Request
 from simulator.hollow.api import HollowKubeApi
 from simulator.hollow.member import HollowError
 from simulator.resources import member_registry
+from tests.controllers.test_custom_kinds import GROUP, crd
 from tests.member_agent.memberapi import ServedMember, member_client, served_member
 from tests.simulator.test_hollow_member import member as hollow_member
 
@@ -35,23 +36,7 @@ pytestmark = pytest.mark.timeout(60)
 
 NOW = "2026-01-01T00:00:00Z"
 LATER = "2026-01-01T00:05:00Z"
-GROUP = "ml.example.com"
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
-
-
-def crd() -> dict[str, Any]:
-    schema = {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"trainers.{GROUP}"},
-        "spec": {
-            "group": GROUP,
-            "scope": "Namespaced",
-            "names": {"plural": "trainers", "kind": "Trainer"},
-            "versions": [{"name": "v1", "served": True, "storage": True, "schema": schema}],
-        },
-    }
 
 
 @pytest.fixture
