@@ -138,8 +138,8 @@ def served_kinds(status: Mapping[str, Any]) -> frozenset[tuple[str, str]] | None
 
 
 def lists_api(status: Mapping[str, Any], api_version: str, kind: str) -> bool | None:
-    """:func:`is_api_enabled` of one kind straight from a Cluster status (no set built: for a
-    caller that asks once per Cluster event); None when the status lists no APIs."""
+    """Karmada's ``helper.IsAPIEnabled`` of one kind, straight from a Cluster status (no set built:
+    for a caller that asks once per Cluster event); None when the status lists no APIs."""
     enablements = status.get("apiEnablements")
     if not isinstance(enablements, list):
         return None
@@ -155,10 +155,3 @@ def enablements_complete(conditions: Iterable[Mapping[str, Any]]) -> bool:
     """Whether a Cluster's ``CompleteAPIEnablements`` condition is True."""
     kind = ClusterConditionType.COMPLETE_API_ENABLEMENTS
     return any(c.get("type") == kind and c.get("status") == "True" for c in conditions)
-
-
-def is_api_enabled(kinds: frozenset[tuple[str, str]] | None, api_version: str, kind: str) -> bool | None:
-    """Karmada's ``helper.IsAPIEnabled`` over :func:`served_kinds`; None when the Cluster lists no APIs."""
-    if kinds is None:
-        return None
-    return (api_version, kind) in kinds
