@@ -7,7 +7,9 @@ the CRD is served. The CRD lands whole in both members (each serves the kind at 
 instance's replicas are split across them at ``.spec.replicas``, one copy overridden in one
 member; the members' ``.status.replicas`` sum into the hub's, and ``kubectl scale`` of the hub
 object re-divides it. Each member's copy is visible through the member's own API with the CRD's
-printer columns. Deleting the CRD at the hub removes it, and its instances, from the members.
+printer columns. The instances are applied once each member's Cluster lists the kind in
+``status.apiEnablements`` (the scheduler places them only there). Deleting the CRD at the hub
+removes it, and its instances, from the members.
 Real hub on real etcd, two simulated members, two agents, the real kubectl."""
 
 from __future__ import annotations
@@ -97,6 +99,17 @@ def test_the_crd_and_its_instances_are_divided_across_the_members_with_the_overr
     hub.run("apply", "-f", str(CRD))
     hub.run("wait", "--for=condition=Established", "crd/trainers.ml.example.com", "--timeout=30s")
     hub.run("wait", "--for=condition=ResourceSelectorsServed", "cpp/trainers-everywhere", "--timeout=60s")
+
+    def lists_trainer(name: str) -> bool:
+        """Whether the member's agent lists the CRD's kind among the APIs its member serves."""
+        status = hub.json("get", "cluster", name)["status"]
+        served = {(e["groupVersion"], r["kind"]) for e in status.get("apiEnablements") or () for r in e.get("resources") or ()}
+        complete = {c["type"]: c for c in status["conditions"]}.get("CompleteAPIEnablements") or {}
+        return ("ml.example.com/v1", "Trainer") in served and complete.get("reason") == "Complete"
+
+    # The scheduler places a Trainer only where the member's Cluster lists the kind (APIEnablement):
+    # the instances come once the CRD is served in both.
+    wait_for(lambda: all(lists_trainer(name) for name in members), timeout=60, what="both members listing Trainer")
     hub.run("apply", "-f", "-", input_text=TRAINERS)
 
     def member_trainers(llama: int) -> dict[str, dict[str, Any]] | None:

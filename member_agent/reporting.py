@@ -36,6 +36,9 @@ from member_agent.registering import desired_cluster, register_cluster, write_cl
 
 logger = logging.getLogger(__name__)
 
+#: Seconds after a Work with a CRD applied before the member's APIs are read again (then doubling).
+CRD_FIRST_RECHECK = 1.0
+
 
 class CapacityReporting(AgentBase):
     """The capacity report, the member API probe and the DCGM scraper of one agent."""
@@ -140,14 +143,21 @@ class CapacityReporting(AgentBase):
         ]
 
     async def _api_enablements_loop(self) -> None:
-        """Read the member's discovery every ``api_enablements_interval`` (and when asked: a Work
-        brought a CRD); a list that changed is reported at once."""
+        """Read the member's discovery every ``api_enablements_interval``, and when asked (a Work
+        brought a CRD); a list that changed is reported at once. A CRD is served once the member
+        establishes it, moments after it is applied: asked, the agent reads again after 1 s,
+        doubling, until the list changes or the pause reaches the interval."""
+        interval = self.config.api_enablements_interval
+        wait = interval
         while True:
-            await self._gather_api_enablements()
+            changed = await self._gather_api_enablements()
+            wait = interval if changed or wait >= interval else min(interval, wait * 2)
             with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(self.config.api_enablements_interval):
+                async with asyncio.timeout(wait):
                     await self._api_enablements_due.wait()
-            self._api_enablements_due.clear()
+            if self._api_enablements_due.is_set():
+                self._api_enablements_due.clear()
+                wait = CRD_FIRST_RECHECK / 2  # doubled to the first pause after the next read
 
     async def _gather_api_enablements(self) -> bool:
         """Read the member's APIs; whether they changed (a report is then due at once; an
