@@ -6,7 +6,9 @@ serves too much."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,11 +30,12 @@ from member_agent.kubeapi import KubeApi, Request
 from simulator.hollow.api import HollowKubeApi
 from simulator.hollow.member import HollowError
 from simulator.resources import member_registry
+from tests.controllers.fleet import eventually
 from tests.controllers.test_custom_kinds import GROUP, crd
 from tests.member_agent.memberapi import ServedMember, member_client, served_member
 from tests.simulator.test_hollow_member import member as hollow_member
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = pytest.mark.timeout(30)
 
 NOW = "2026-01-01T00:00:00Z"
 LATER = "2026-01-01T00:05:00Z"
@@ -202,3 +205,47 @@ async def test_the_agent_reports_its_list_when_it_changes_and_carries_it_in_each
     assert report["apiEnablements"] == agent.api_enablements.enablements
     assert [c["type"] for c in report["conditions"]] == ["Ready", "CompleteAPIEnablements"]
     assert report["conditions"][1]["lastTransitionTime"] == NOW
+
+
+class Establishing(HollowKubeApi):
+    """A hollow member that does not serve ``batch/v1`` until ``established`` (a CRD applied
+    moments ago, which its API server has not established yet)."""
+
+    established = False
+
+    async def _exchange(self, request: Request) -> dict[str, Any]:
+        answer = await super()._exchange(request)
+        if request.path == "/apis" and not self.established:
+            answer["groups"] = [g for g in answer["groups"] if g["name"] != "batch"]
+        return answer
+
+
+async def test_after_a_crd_is_applied_the_list_is_read_again_until_it_changes(tmp_path: Path) -> None:
+    config = AgentConfig(
+        hub="https://hub:6443", cluster_name="c", state_dir=tmp_path, api_enablements_interval=3600
+    )
+    agent = Agent(config)
+    member = agent.member = Establishing(hollow_member(nodes=2))
+    loop = asyncio.create_task(agent._api_enablements_loop())
+    try:
+        await _until(lambda: agent.api_enablements is not None, "the first list")
+        assert agent.api_enablements is not None and "batch/v1" not in versions(agent.api_enablements)
+        agent._api_enablements_due.set()  # as after a Work with a CRD applied
+        reads = member.requests
+        await _until(lambda: member.requests > reads, "a read at once (not served yet)")
+        member.established = True
+        # Read again after a second or so, not after the hour-long interval.
+        await _until(
+            lambda: "batch/v1" in versions(agent.api_enablements or Collected([])), "batch/v1 listed"
+        )
+    finally:
+        loop.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await loop
+
+
+def _until(condition: Callable[[], bool], what: str) -> Awaitable[bool]:
+    async def probe() -> bool:
+        return condition()
+
+    return eventually(probe, what=what)
