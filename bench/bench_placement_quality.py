@@ -302,6 +302,12 @@ OPTIONS.add_argument(
     help="gpufed's policy with tieredOverflow.packingHints: false (default: on)",
 )
 OPTIONS.add_argument(
+    "--no-share-remainder-hints",
+    action="store_true",
+    help="gpufed's policy with tieredOverflow.shareRemainderHints: false (default: on; shares packed toward "
+    "the tightest remainder while packing hints wait for multi-GPU demand)",
+)
+OPTIONS.add_argument(
     "--packing-hints-scope",
     choices=("AllMembers", "SpreadingMembers"),
     help="tieredOverflow.packingHintsScope (default SpreadingMembers: only the members that report node scoring "
@@ -329,6 +335,7 @@ def main(argv: Sequence[str]) -> int:
         packingHints=False if options.no_packing_hints else None,
         packingHintsScope=options.packing_hints_scope,
         packingHintsMultiGPUPercent=options.packing_hints_multi_gpu_percent,
+        shareRemainderHints=False if options.no_share_remainder_hints else None,
     )
     bound = functools.partial(run, node_list=options.nodes, seed=options.seed, only=only, placement=placement)
     return benchmark_main(bound, argv, description=(__doc__ or "").splitlines()[0], parents=(OPTIONS,))

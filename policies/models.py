@@ -288,6 +288,14 @@ class TieredOverflow(SpecModel):
     """Packing hints only while replicas asking for two GPUs or more asked for at least this percent of the
     GPUs of the hub's recent arrivals (the last 4096 bindings), and at least four such replicas are among
     them: whole free nodes are worth keeping only while such replicas keep coming (default 20; 0: always)."""
+    share_remainder_hints: bool | None = None
+    """While packing hints wait for multi-GPU demand (packingHintsMultiGPUPercent not met), whether a replica
+    asking for a time-sliced share of one GPU (nvidia.com/gpu-milli under 1000) in a cluster whose agent
+    reports status.nodeScoring LeastAllocated is packed toward the nodes whose shared GPUs have the tightest
+    free remainder that holds it: the Work gets a preferred node affinity term on kubernetes.io/hostname
+    naming them, at most 32, where the recent demand's GPU fragmentation grows less there than on the node
+    the member's own scoring would pick (default true; false turns it off; off whenever packingHints is
+    false)."""
     price_band_percent: float | None = Field(default=None, ge=0, le=1000)
     """Prices per GPU-hour within this many percent of each other tie (default 0: only equal prices). The
     fleet's listed prices, lowest first, are cut into bands: the lowest starts the first band, which holds

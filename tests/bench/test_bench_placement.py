@@ -38,6 +38,7 @@ def test_options_reach_the_run(monkeypatch: pytest.MonkeyPatch, capsys: pytest.C
     assert placement.main(["--size", "tiny", "--nodes", "all", "--seed", "7", "--traces", "cpu250"]) == 0
     assert placement.main(["--size", "tiny", "--traces", "cpu250", "--no-scarcity-steering"]) == 0
     assert placement.main(["--size", "tiny", "--traces", "cpu250", "--no-packing-hints"]) == 0
+    assert placement.main(["--size", "tiny", "--traces", "cpu250", "--no-share-remainder-hints"]) == 0
     hints = ["--packing-hints-scope", "AllMembers", "--packing-hints-multi-gpu-percent", "0"]
     assert placement.main(["--size", "tiny", "--traces", "cpu250", *hints]) == 0
     assert placement.main(["--size", "tiny", "--traces", "cpu250", "--no-node-shape-scarcity"]) == 0
@@ -48,6 +49,7 @@ def test_options_reach_the_run(monkeypatch: pytest.MonkeyPatch, capsys: pytest.C
         (Size.TINY, "all", 7, ("cpu250",), {}),
         (Size.TINY, "gpu", 42, ("cpu250",), {"scarcitySteering": False}),
         (Size.TINY, "gpu", 42, ("cpu250",), {"packingHints": False}),
+        (Size.TINY, "gpu", 42, ("cpu250",), {"shareRemainderHints": False}),
         (Size.TINY, "gpu", 42, ("cpu250",), {"packingHintsScope": "AllMembers", "packingHintsMultiGPUPercent": 0.0}),
         (Size.TINY, "gpu", 42, ("cpu250",), {"nodeShapeScarcity": False}),
         (Size.TINY, "gpu", 42, ("cpu250",), {"scarcitySteering": False, "nodeShapeScarcity": False}),

@@ -15,7 +15,7 @@ from typing import Any
 
 from controlplane.apis.work_v1alpha1 import ScheduledReason
 from controlplane.interpreter.requirements import ReplicaRequirements
-from controlplane.scheduler.core import packhints
+from controlplane.scheduler.core import packhints, sharehints
 from controlplane.scheduler.core.estimating import UNLIMITED
 from controlplane.scheduler.core.explanation import ClusterExplanation, cluster_explanation, rejection_reasons
 from controlplane.scheduler.core.framework import Code, CycleState, GpuShape, Status
@@ -234,6 +234,10 @@ def decision_result(
     packed = packhints.packing_hints(state, fresh, requirements)
     # Read now: the recent demand moves on with later decisions, the explanation is written later.
     waited = packhints.by_demand(state) if packed else None
+    # Shares are packed only while the hints above wait for multi-GPU demand: never both.
+    shared = sharehints.share_hints(state, fresh, requirements)
+    if shared:
+        packed = {**packed, **{name: hint.hosts for name, hint in shared.items()}}
     short_of_room: frozenset[str] = frozenset()
     if request.goes_everywhere and not request.gang:
         # Rejected for capacity now (Duplicated: not all its replicas fit), not by the placement itself.
@@ -241,7 +245,8 @@ def decision_result(
 
     def explain() -> Explanation:
         reasons_of = {**division_reasons, **more_reasons()} if more_reasons is not None else division_reasons
-        return _explanation(state, clusters, decided, rejected, scores(), reasons_of, (steered, packed, waited))
+        inside = (steered, packed, waited, shared)
+        return _explanation(state, clusters, decided, rejected, scores(), reasons_of, inside)
 
     return ScheduleResult(
         clusters=assignments,
@@ -266,12 +271,18 @@ def _explanation(
     rejected: Mapping[str, Status],
     scores: Mapping[str, float],
     division_reasons: Mapping[str, str],
-    inside: tuple[Mapping[str, tuple[str, ...]], Mapping[str, tuple[str, ...]], tuple[float, float] | None],
+    inside: tuple[
+        Mapping[str, tuple[str, ...]],
+        Mapping[str, tuple[str, ...]],
+        tuple[float, float] | None,
+        Mapping[str, sharehints.ShareHint],
+    ],
 ) -> Explanation:
-    """``inside``: the decision's steering and packing hints, per cluster, and the multi-GPU demand
-    the hints waited for (:func:`~controlplane.scheduler.core.packhints.by_demand`)."""
+    """``inside``: the decision's steering and packing hints, per cluster, the multi-GPU demand
+    the hints waited for (:func:`~controlplane.scheduler.core.packhints.by_demand`) and, of the
+    packing hints, those of a share (:func:`~controlplane.scheduler.core.sharehints.share_hints`)."""
     request = state.request
-    steered, packed, waited = inside
+    steered, packed, waited, shared = inside
     explanation: Explanation = []
     for cluster in clusters:
         name = cluster.name
@@ -303,7 +314,9 @@ def _explanation(
                 reasons += (state.tie_reasons[name],)
             if name in steered:
                 reasons += (describe(steered[name]),)
-            if name in packed:
+            if name in shared:
+                reasons += (sharehints.describe(shared[name], cluster.node_scoring),)
+            elif name in packed:
                 reasons += (
                     packhints.describe(packed[name], packhints.by_scoring(state, cluster), waited),
                 )

@@ -39,7 +39,9 @@ recent arrivals (its learned demand, :mod:`~controlplane.scheduler.core.demand`)
 window holds :data:`MIN_MULTI_GPU_ARRIVALS` of them: right after the hub starts, a few arrivals would
 otherwise decide (on the benchmark's traces of few multi-GPU replicas, 8 % of the GPUs, one or two
 8-GPU replicas among the first dozens of arrivals put the share over 20 %). 0 gives hints whatever
-the demand.
+the demand. While they wait, a share of one GPU (``nvidia.com/gpu-milli``) in a spreading member is
+packed toward the tightest remainder that holds it instead (:func:`share_remainder_enabled`,
+:mod:`~controlplane.scheduler.core.sharehints`).
 
 Weight 1, the lowest kube accepts, as steering's (:mod:`~controlplane.scheduler.core.steering`):
 alone it decides between the named nodes and the others (kube's NodeAffinity weighs 2 against
@@ -79,6 +81,8 @@ MAX_HINTED: Final = MAX_SHAPE_HOSTNAMES
 PACKING_DEFAULT: Final = True
 SCOPE_DEFAULT: Final = SPREADING_MEMBERS
 MULTI_GPU_PERCENT_DEFAULT: Final = 20.0
+#: Default of ``shareRemainderHints`` (:mod:`~controlplane.scheduler.core.sharehints`).
+SHARE_REMAINDER_DEFAULT: Final = True
 #: Multi-GPU arrivals the window holds at least before their share counts (see the module).
 MIN_MULTI_GPU_ARRIVALS: Final = 4
 
@@ -95,22 +99,41 @@ def multi_gpu_percent(state: CycleState) -> float:
     return MULTI_GPU_PERCENT_DEFAULT if asked is None else asked
 
 
+def _packs_at_all(state: CycleState) -> bool:
+    """Whether the decision's policy asks for packing hints of any kind (``packingHints``, default
+    :data:`PACKING_DEFAULT`). Only TieredOverflow packs (other divisions have no block to turn it
+    off in)."""
+    if state.request.strategy is not DivisionStrategy.TIERED_OVERFLOW:
+        return False
+    tiered = _tiered(state)
+    asked = tiered.packing_hints if tiered is not None else None
+    return PACKING_DEFAULT if asked is None else asked
+
+
 def packing_scope(state: CycleState) -> str | None:
     """Which clusters the decision's policy packs: None (no hints), :data:`ALL_MEMBERS` or
     :data:`SPREADING_MEMBERS` (``tieredOverflow.packingHints`` and ``packingHintsScope``, defaults
     :data:`PACKING_DEFAULT` and :data:`SCOPE_DEFAULT`); None too while multi-GPU demand is under
-    ``packingHintsMultiGPUPercent`` (:func:`multi_gpu_demand`). Only TieredOverflow packs (other
-    divisions have no block to turn it off in)."""
-    if state.request.strategy is not DivisionStrategy.TIERED_OVERFLOW:
+    ``packingHintsMultiGPUPercent`` (:func:`multi_gpu_demand`)."""
+    if not _packs_at_all(state) or not multi_gpu_demand(state, multi_gpu_percent(state)):
         return None
     tiered = _tiered(state)
-    asked = tiered.packing_hints if tiered is not None else None
-    if not (PACKING_DEFAULT if asked is None else asked):
-        return None
-    if not multi_gpu_demand(state, multi_gpu_percent(state)):
-        return None
     scope = tiered.packing_hints_scope if tiered is not None else None
     return scope or SCOPE_DEFAULT
+
+
+def share_remainder_enabled(state: CycleState) -> bool:
+    """Whether the decision's policy packs time-sliced shares toward the tightest remainder now
+    (:mod:`~controlplane.scheduler.core.sharehints`): ``shareRemainderHints`` (default
+    :data:`SHARE_REMAINDER_DEFAULT`) and ``packingHints``, while multi-GPU demand keeps the hints
+    above closed."""
+    if not _packs_at_all(state):
+        return False
+    tiered = _tiered(state)
+    asked = tiered.share_remainder_hints if tiered is not None else None
+    if not (SHARE_REMAINDER_DEFAULT if asked is None else asked):
+        return False
+    return not multi_gpu_demand(state, multi_gpu_percent(state))
 
 
 def multi_gpu_demand(state: CycleState, percent: float) -> bool:
@@ -124,8 +147,8 @@ def multi_gpu_demand(state: CycleState, percent: float) -> bool:
 
 
 def packing_enabled(state: CycleState) -> bool:
-    """Whether the decision's policy asks for packing hints."""
-    return packing_scope(state) is not None
+    """Whether the decision's policy asks for packing hints now (of shares, too)."""
+    return packing_scope(state) is not None or share_remainder_enabled(state)
 
 
 def packs(cluster: ClusterSnapshot, scope: str | None) -> bool:

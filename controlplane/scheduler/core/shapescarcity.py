@@ -157,9 +157,14 @@ def least_allocated_rows(cluster: ClusterSnapshot, replica: Need) -> frozenset[S
     memory and the GPU resource the replica asks for (whole GPUs, or thousandths for a share), each
     ``(free - asked) * 100 // allocatable``, weighed alike, the sum floor-divided by their number.
     Empty when no node hosts it."""
+    return least_allocated_among(cluster.shapes, replica)
+
+
+def least_allocated_among(shapes: Iterable[NodeShape], replica: Need) -> frozenset[ShapeRow]:
+    """:func:`least_allocated_rows` over some node ``shapes`` only (those a member is steered to)."""
     best: list[ShapeRow] = []
     top = -1
-    for shape in cluster.shapes:
+    for shape in shapes:
         if not shape.count or shape.invalid_mig:
             continue
         row = (shape.product, shape.free.get("cpu", 0), shape.free.get("memory", 0), gpu_vector(shape))

@@ -1,0 +1,152 @@
+"""Packing a time-sliced share, inside a spreading member, toward the tightest GPU remainder that holds it.
+
+A replica that asks for a share of one GPU (``nvidia.com/gpu-milli`` under 1000) lands, under kube's
+LeastAllocated scoring, on the node with the most free CPU, memory and thousandths: an empty one,
+where it breaks a whole GPU while the remainders of GPUs already shared elsewhere would have held it.
+On the placement benchmark's traces those remainders are most of what least-allocated members leave
+unallocated (docs/benchmarks.md, "Seed 7's closest cells").
+
+Packing hints (:mod:`~controlplane.scheduler.core.packhints`) name nodes by their free GPUs and give
+shares nothing; and they wait for multi-GPU demand. While they wait
+(:func:`~controlplane.scheduler.core.packhints.share_remainder_enabled`; ``tieredOverflow.
+shareRemainderHints``, on by default), the Work sent to a cluster whose agent reports a spreading
+node scoring (``status.nodeScoring`` LeastAllocated) for a replica asking for a share gets the
+packing term (:func:`~controlplane.scheduler.core.packhints.preferred_term`: weight 1,
+``kubernetes.io/hostname In``) toward :func:`tightest_remainder`: the named nodes
+(``nodeShapes[].hostnames``, which the agent lists for nodes whose GPUs are partly held) of the node
+shapes holding the replica whose least free remainder of a shared GPU (:func:`~controlplane.
+scheduler.core.clusterfit.gpu_vector`'s entries under 1000) that holds the share is the least of
+the cluster, at most :data:`~controlplane.scheduler.core.packhints.MAX_HINTED` names. Only the
+tightest: the next remainders up are left to later shares that need them.
+
+Only where FGD says it pays (:func:`share_hint`): the recent demand's mix (FGD's fragmentation,
+:func:`~controlplane.scheduler.core.clusterfit.row_growth`) must grow less on the node the member
+picks among the named ones than on the node it picks by itself
+(:func:`~controlplane.scheduler.core.shapescarcity.least_allocated_among`, the mean over the nodes
+its score ties); a remainder the mix's popular shares need is kept for them.
+
+Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import NamedTuple
+
+from controlplane.apis.cluster_v1alpha1 import SPREADING_SCORINGS
+from controlplane.apis.fragmentation import GPU_MILLI, DemandMix, TaskShape
+from controlplane.interpreter.requirements import ReplicaRequirements
+from controlplane.scheduler.core.clusterfit import gpu_vector, row_growth
+from controlplane.scheduler.core.demand import Need
+from controlplane.scheduler.core.estimating import shape_fit
+from controlplane.scheduler.core.framework import CycleState
+from controlplane.scheduler.core.packhints import (
+    MAX_HINTED,
+    PACKING_WEIGHT,
+    first_names,
+    pinned_by_name,
+    share_remainder_enabled,
+)
+from controlplane.scheduler.core.shapescarcity import least_allocated_among
+from controlplane.scheduler.core.snapshot import ClusterSnapshot, NodeShape
+from controlplane.scheduler.core.tiebreak import cached_task, memory_of
+
+
+class ShareHint(NamedTuple):
+    """A share's hint in one cluster: the nodes named, the share and the remainder they hold
+    (thousandths), and the demand mix's fragmentation growth (thousandths) where the member puts the
+    share with the hint and without it."""
+
+    hosts: tuple[str, ...]
+    share: int
+    remainder: int
+    growth: float
+    spread_growth: float
+
+
+def is_share(task: TaskShape | None) -> bool:
+    """Whether ``task`` asks for a fraction of one GPU."""
+    return task is not None and task.num_gpu == 1 and 0 < task.gpu_milli < GPU_MILLI
+
+
+def tightest_remainder(
+    cluster: ClusterSnapshot, requirements: ReplicaRequirements, task: TaskShape
+) -> tuple[int, tuple[NodeShape, ...]]:
+    """The least free remainder of a shared GPU that holds ``task``'s share on a named node of
+    ``cluster`` holding the replica, and the shapes that have it; (0, ()) when none has one."""
+    if pinned_by_name(requirements):
+        return 0, ()
+    least = 0
+    tightest: list[NodeShape] = []
+    for shape in cluster.shapes:
+        if not shape.hostnames:
+            continue
+        held = [free for free in gpu_vector(shape) if task.gpu_milli <= free < GPU_MILLI]
+        if not held or (least and min(held) > least) or shape_fit(shape, requirements) <= 0:
+            continue
+        if min(held) != least:
+            least, tightest = min(held), []
+        tightest.append(shape)
+    return least, tuple(tightest)
+
+
+def mean_growth(shapes: Iterable[NodeShape], replica: Need, mix: DemandMix) -> float | None:
+    """The mix's mean fragmentation growth over the nodes of ``shapes`` a least-allocated member
+    puts ``replica`` on (its score's ties); None when none hosts it."""
+    growths = [
+        growth
+        for product, cpu, _, gpus in least_allocated_among(shapes, replica)
+        if (growth := row_growth((product, cpu, gpus), replica[0], mix)) is not None
+    ]
+    return sum(growths) / len(growths) if growths else None
+
+
+def share_hint(
+    cluster: ClusterSnapshot, requirements: ReplicaRequirements, task: TaskShape, mix: DemandMix
+) -> ShareHint | None:
+    """The hint toward the tightest remainder for one share in ``cluster`` (see the module); None
+    when no named node's remainder holds it or FGD does not prefer it."""
+    remainder, shapes = tightest_remainder(cluster, requirements, task)
+    if not shapes:
+        return None
+    replica = (task, memory_of(requirements))
+    growth = mean_growth(shapes, replica, mix)
+    spread = mean_growth(cluster.shapes, replica, mix)
+    if growth is None or spread is None or growth >= spread:
+        return None
+    names = sorted({name for shape in shapes for name in shape.hostnames or ()})[:MAX_HINTED]
+    return ShareHint(tuple(names), task.gpu_milli, remainder, growth, spread)
+
+
+def share_hints(
+    state: CycleState, fresh: Sequence[ClusterSnapshot], requirements: Mapping[str, ReplicaRequirements]
+) -> dict[str, ShareHint]:
+    """Per spreading cluster of ``fresh`` (as :func:`~controlplane.scheduler.core.packhints.packing_hints`),
+    the share's hint; clusters with none are left out."""
+    if not fresh or not share_remainder_enabled(state):
+        return {}
+    out: dict[str, ShareHint] = {}
+    for cluster in fresh:
+        if cluster.node_scoring not in SPREADING_SCORINGS:
+            continue
+        needs = requirements[cluster.name]
+        task = cached_task(needs, state.cache)
+        if task is None or not is_share(task):
+            continue
+        hint = share_hint(cluster, needs, task, state.cache.demand.mix())
+        if hint is not None:
+            out[cluster.name] = hint
+    return out
+
+
+def describe(hint: ShareHint, scoring: str | None) -> str:
+    """The explanation's words for a share's hint (``scoring``: the member's, which spreads)."""
+    hosts = hint.hosts
+    return (
+        f"share of {hint.share}/{GPU_MILLI} of a GPU packed inside the cluster toward {len(hosts)} node(s) "
+        f"whose shared GPUs have the tightest free remainder that holds it ({hint.remainder} thousandths; "
+        f"{first_names(hosts)}; preferred node affinity, weight {PACKING_WEIGHT}): the recent demand's GPU "
+        f"fragmentation grows by {hint.growth / GPU_MILLI:.2f} GPUs there against {hint.spread_growth / GPU_MILLI:.2f} "
+        f"on the node the member's node scoring {scoring} would pick, which spreads replicas over empty nodes "
+        "(shareRemainderHints; packing hints wait for multi-GPU demand)"
+    )
