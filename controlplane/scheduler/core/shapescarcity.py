@@ -54,13 +54,18 @@ def capacities(cluster: ClusterSnapshot) -> frozenset[Capacity]:
     return frozenset(out)
 
 
+def row_of(shape: NodeShape) -> ShapeRow:
+    """One node of ``shape`` as reported now."""
+    return (shape.product, shape.free.get("cpu", 0), shape.free.get("memory", 0), gpu_vector(shape))
+
+
 def shape_rows(cluster: ClusterSnapshot) -> dict[ShapeRow, int]:
     """The distinct nodes of ``cluster`` as reported now, with how many there are."""
     out: dict[ShapeRow, int] = {}
     for shape in cluster.shapes:
         if not shape.count or shape.invalid_mig:
             continue
-        row = (shape.product, shape.free.get("cpu", 0), shape.free.get("memory", 0), gpu_vector(shape))
+        row = row_of(shape)
         out[row] = out.get(row, 0) + shape.count
     return out
 
@@ -157,17 +162,12 @@ def least_allocated_rows(cluster: ClusterSnapshot, replica: Need) -> frozenset[S
     memory and the GPU resource the replica asks for (whole GPUs, or thousandths for a share), each
     ``(free - asked) * 100 // allocatable``, weighed alike, the sum floor-divided by their number.
     Empty when no node hosts it."""
-    return least_allocated_among(cluster.shapes, replica)
-
-
-def least_allocated_among(shapes: Iterable[NodeShape], replica: Need) -> frozenset[ShapeRow]:
-    """:func:`least_allocated_rows` over some node ``shapes`` only (those a member is steered to)."""
     best: list[ShapeRow] = []
     top = -1
-    for shape in shapes:
+    for shape in cluster.shapes:
         if not shape.count or shape.invalid_mig:
             continue
-        row = (shape.product, shape.free.get("cpu", 0), shape.free.get("memory", 0), gpu_vector(shape))
+        row = row_of(shape)
         if after(row, replica) is None:
             continue
         score = least_allocated_score(shape, replica)

@@ -20,10 +20,11 @@ the cluster, at most :data:`~controlplane.scheduler.core.packhints.MAX_HINTED` n
 tightest: the next remainders up are left to later shares that need them.
 
 Only where FGD says it pays (:func:`share_hint`): the recent demand's mix (FGD's fragmentation,
-:func:`~controlplane.scheduler.core.clusterfit.row_growth`) must grow less on the node the member
-picks among the named ones than on the node it picks by itself
-(:func:`~controlplane.scheduler.core.shapescarcity.least_allocated_among`, the mean over the nodes
-its score ties); a remainder the mix's popular shares need is kept for them.
+:func:`~controlplane.scheduler.core.clusterfit.row_growth`) must grow less on a node of the tightest
+remainder than on the node the member picks by itself
+(:func:`~controlplane.scheduler.core.shapescarcity.least_allocated_rows`), each side taken at its
+least growth (the nodes of the tightest remainder may differ in CPU; the member's score may tie
+nodes); a remainder the mix's popular shares need is kept for them.
 
 Pure: no I/O.
 """
@@ -37,7 +38,6 @@ from controlplane.apis.cluster_v1alpha1 import SPREADING_SCORINGS
 from controlplane.apis.fragmentation import GPU_MILLI, DemandMix, TaskShape
 from controlplane.interpreter.requirements import ReplicaRequirements
 from controlplane.scheduler.core.clusterfit import gpu_vector, row_growth
-from controlplane.scheduler.core.demand import Need
 from controlplane.scheduler.core.estimating import shape_fit
 from controlplane.scheduler.core.framework import CycleState
 from controlplane.scheduler.core.packhints import (
@@ -47,7 +47,7 @@ from controlplane.scheduler.core.packhints import (
     pinned_by_name,
     share_remainder_enabled,
 )
-from controlplane.scheduler.core.shapescarcity import least_allocated_among
+from controlplane.scheduler.core.shapescarcity import ShapeRow, least_allocated_rows, row_of
 from controlplane.scheduler.core.snapshot import ClusterSnapshot, NodeShape
 from controlplane.scheduler.core.tiebreak import cached_task, memory_of
 
@@ -90,15 +90,15 @@ def tightest_remainder(
     return least, tuple(tightest)
 
 
-def mean_growth(shapes: Iterable[NodeShape], replica: Need, mix: DemandMix) -> float | None:
-    """The mix's mean fragmentation growth over the nodes of ``shapes`` a least-allocated member
-    puts ``replica`` on (its score's ties); None when none hosts it."""
+def least_growth(rows: Iterable[ShapeRow], task: TaskShape, mix: DemandMix) -> float | None:
+    """The mix's least fragmentation growth when ``task`` lands on one of the nodes ``rows`` (FGD's
+    measure of each node, as ties of tier and price take a cluster's); None when none hosts it."""
     growths = [
         growth
-        for product, cpu, _, gpus in least_allocated_among(shapes, replica)
-        if (growth := row_growth((product, cpu, gpus), replica[0], mix)) is not None
+        for product, cpu, _, gpus in rows
+        if (growth := row_growth((product, cpu, gpus), task, mix)) is not None
     ]
-    return sum(growths) / len(growths) if growths else None
+    return min(growths, default=None)
 
 
 def share_hint(
@@ -109,9 +109,8 @@ def share_hint(
     remainder, shapes = tightest_remainder(cluster, requirements, task)
     if not shapes:
         return None
-    replica = (task, memory_of(requirements))
-    growth = mean_growth(shapes, replica, mix)
-    spread = mean_growth(cluster.shapes, replica, mix)
+    growth = least_growth((row_of(shape) for shape in shapes), task, mix)
+    spread = least_growth(least_allocated_rows(cluster, (task, memory_of(requirements))), task, mix)
     if growth is None or spread is None or growth >= spread:
         return None
     names = sorted({name for shape in shapes for name in shape.hostnames or ()})[:MAX_HINTED]
