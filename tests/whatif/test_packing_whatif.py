@@ -75,3 +75,37 @@ def test_a_simulated_member_reports_its_node_scoring(scoring: str, reported: str
         nodes.profiles[0], scoring=MemberScoring.FGD, nodes=nodes.nodes["c"], inventories=nodes.inventories["c"]
     )
     assert forced.snapshot().node_scoring == "FragmentationAware"
+
+
+def sharing_cluster() -> dict[str, Any]:
+    return {
+        "name": "c",
+        "nodeGroups": [{"name": "small", "count": 3, "cpu": 32, "memoryGiB": 128, "gpu": {"product": V100, "count": 2}}],
+        "simulation": {"scoring": "least-allocated"},
+    }
+
+
+@pytest.mark.parametrize(
+    ("tiered_overflow", "joins"),
+    [
+        pytest.param({}, True, id="by-default"),
+        pytest.param({"shareRemainderHints": False}, False, id="switched-off"),
+    ],
+)
+def test_a_share_joins_the_tightest_remainder_when_the_hub_hints_it(tiered_overflow: dict[str, Any], joins: bool) -> None:
+    """Three 2-GPU nodes under least-allocated, no multi-GPU demand: a 1-GPU job and a share of 400
+    land on two nodes; a share of 500 then goes, with the hint, to the share of 400's node (a remainder
+    of 600, where the mix of the three grows by -0.10 GPUs), not to the empty node the member would
+    pick (+0.17)."""
+    gpufed = build_strategy(
+        StrategyName.GPUFED, fleet_nodes(make_fleet(sharing_cluster())), placement=placement(**tiered_overflow)
+    )
+    assert isinstance(gpufed, GpufedStrategy)
+    whole, first, second = (
+        gpufed.try_place(Job(name, 0, 1, 1, milli, cpu_milli=1000)).placed
+        for name, milli in (("one", 1000), ("share-400", 400), ("share-500", 500))
+    )
+    assert whole is not None and first is not None and second is not None
+    assert first.node != whole.node
+    assert (second.node == first.node) is joins
+    assert (second.node not in (whole.node, first.node)) is not joins
