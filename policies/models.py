@@ -290,7 +290,7 @@ class TieredOverflow(SpecModel):
     them: whole free nodes are worth keeping only while such replicas keep coming (default 20; 0: always)."""
     share_remainder_hints: bool | None = None
     """While packing hints wait for multi-GPU demand (packingHintsMultiGPUPercent not met), whether a replica
-    asking for a time-sliced share of one GPU (nvidia.com/gpu-milli under 1000) in a cluster whose agent
+    asking for a share of one GPU in thousandths (nvidia.com/gpu-milli under 1000) in a cluster whose agent
     reports status.nodeScoring LeastAllocated is packed toward the nodes whose shared GPUs have the tightest
     free remainder that holds it: the Work gets a preferred node affinity term on kubernetes.io/hostname
     naming them, at most 32, where the recent demand's GPU fragmentation grows less there than on the node

@@ -1,4 +1,4 @@
-"""Share remainder hints (``tieredOverflow.shareRemainderHints``): a time-sliced share, in a spreading
+"""Share remainder hints (``tieredOverflow.shareRemainderHints``): a share of one GPU in thousandths, in a spreading
 member, packed toward the tightest remainder of a shared GPU that holds it, where FGD says it pays;
 on small hand-computed fleets of 2-GPU nodes."""
 

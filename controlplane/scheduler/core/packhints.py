@@ -123,7 +123,7 @@ def packing_scope(state: CycleState) -> str | None:
 
 
 def share_remainder_enabled(state: CycleState) -> bool:
-    """Whether the decision's policy packs time-sliced shares toward the tightest remainder now
+    """Whether the decision's policy packs shares of a GPU in thousandths toward the tightest remainder now
     (:mod:`~controlplane.scheduler.core.sharehints`): ``shareRemainderHints`` (default
     :data:`SHARE_REMAINDER_DEFAULT`) and ``packingHints``, while multi-GPU demand keeps the hints
     above closed."""

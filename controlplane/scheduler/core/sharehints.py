@@ -1,4 +1,4 @@
-"""Packing a time-sliced share, inside a spreading member, toward the tightest GPU remainder that holds it.
+"""A share of one GPU packed, inside a spreading member, toward the tightest GPU remainder that holds it.
 
 A replica that asks for a share of one GPU (``nvidia.com/gpu-milli`` under 1000) lands, under kube's
 LeastAllocated scoring, on the node with the most free CPU, memory and thousandths: an empty one,
