@@ -91,6 +91,15 @@ def test_the_share_goes_to_the_tightest_remainder_that_holds_it() -> None:
     ) in reasons(result, "c")
 
 
+def test_the_share_is_hinted_without_steering_too() -> None:
+    """The clusters a decision hints are worked out for steering or hints; with steering off, the share
+    alone asks for them."""
+    result = schedule(
+        share_request(scarcitySteering=False), fleet(), now=NOW, cache=cache_after(*WHOLE_GPU_DEMAND)
+    )
+    assert result.packing == {"c": ("tight",)}
+
+
 def test_no_hint_where_fgd_prefers_the_node_the_member_picks() -> None:
     """Recent demand of shares of 500 only (the decided one): on ``tight`` the share leaves a sliver
     of 100 no share of the mix uses (growth +100); on an empty node (1000, 500) both GPUs still hold

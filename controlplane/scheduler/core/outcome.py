@@ -228,7 +228,11 @@ def decision_result(
     # Steering and packing hints are worked out for the clusters that get their first replicas,
     # only when the policy asks for one of them (most decisions do not: no walk over the clusters).
     # A request whose Work takes no preferred node-affinity term (a TrainJob) gets none.
-    asked = request.rewritable and (steering_enabled(state) or packhints.packing_enabled(state))
+    asked = request.rewritable and (
+        steering_enabled(state)
+        or packhints.packing_enabled(state)
+        or sharehints.share_hints_wanted(state, requirements)
+    )
     fresh = [c for c in clusters if assignments.get(c.name) and not request.previous.get(c.name)] if asked else []
     steered = steering(state, fresh, requirements)
     packed = packhints.packing_hints(state, fresh, requirements)

@@ -147,8 +147,9 @@ def multi_gpu_demand(state: CycleState, percent: float) -> bool:
 
 
 def packing_enabled(state: CycleState) -> bool:
-    """Whether the decision's policy asks for packing hints now (of shares, too)."""
-    return packing_scope(state) is not None or share_remainder_enabled(state)
+    """Whether the decision's policy asks for packing hints now (those of shares:
+    :func:`~controlplane.scheduler.core.sharehints.share_hints_wanted`)."""
+    return packing_scope(state) is not None
 
 
 def packs(cluster: ClusterSnapshot, scope: str | None) -> bool:

@@ -117,6 +117,14 @@ def share_hint(
     return ShareHint(tuple(names), task.gpu_milli, remainder, growth, spread)
 
 
+def share_hints_wanted(state: CycleState, requirements: Mapping[str, ReplicaRequirements]) -> bool:
+    """Whether the decision's policy packs shares now and a replica of ``requirements`` (per cluster
+    decided) asks for one: a decision of whole GPUs walks no cluster for them."""
+    if not share_remainder_enabled(state):
+        return False
+    return any(is_share(cached_task(needs, state.cache)) for needs in requirements.values())
+
+
 def share_hints(
     state: CycleState, fresh: Sequence[ClusterSnapshot], requirements: Mapping[str, ReplicaRequirements]
 ) -> dict[str, ShareHint]:
