@@ -20,7 +20,7 @@ import logging
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import ValidationError
 
@@ -66,6 +66,17 @@ WAITING_HOLD_SECONDS = 1.0
 #: The longest that hold grows to when members report late (a busy hub or fleet): a member that
 #: stays silent shows as waiting after this at most.
 MAX_WAITING_HOLD_SECONDS = 10.0
+
+
+class Written(NamedTuple):
+    """What a reconcile's compare-and-swap write came to (:meth:`ControllerContext.write_status`):
+    the object as stored, or None and what the reconcile returns instead, controller-runtime's
+    "requeue after": :data:`CONFLICT_RETRY_SECONDS` when the write lost a race (its copy was
+    stale; the informer brings the newer one, and the write is redone on it), None when the
+    object is gone (nothing left to write)."""
+
+    obj: dict[str, Any] | None
+    requeue_after: float | None
 
 
 def not_listed(informer: Informer | None) -> bool:
@@ -407,6 +418,16 @@ class ControllerContext:
     async def delete(self, rt: ResourceType, namespace: str | None, name: str) -> None:
         with contextlib.suppress(errors.NotFound):
             await self.objects.delete(rt, namespace=namespace, name=name)
+
+    async def write_status(self, rt: ResourceType, obj: dict[str, Any]) -> Written:
+        """Write ``obj``'s status (a compare-and-swap on its resourceVersion); a 409 Conflict or a
+        404 NotFound is not a failure of the reconcile but its outcome (see :class:`Written`)."""
+        try:
+            return Written(await self.objects.update_status(rt, obj), None)
+        except errors.Conflict:
+            return Written(None, CONFLICT_RETRY_SECONDS)
+        except errors.NotFound:
+            return Written(None, None)
 
     async def write_work(self, desired: dict[str, Any], *, yields_to: str | None = None) -> str | None:
         """Create the Work ``desired`` (its namespace first) or bring the stored one's spec and

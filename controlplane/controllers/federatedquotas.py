@@ -188,10 +188,4 @@ class FederatedQuotaController(KeyedController[QuotaKey]):
         if status == ObjectView(quota).status:
             return None
         assert self.rt is not None
-        try:
-            await self.ctx.objects.update_status(self.rt, {**quota, "status": status})
-        except errors.Conflict:
-            return CONFLICT_RETRY_SECONDS
-        except errors.NotFound:
-            return None
-        return None
+        return (await self.ctx.write_status(self.rt, {**quota, "status": status})).requeue_after

@@ -429,13 +429,10 @@ class MultiClusterServiceController(KeyedController[Key]):
             conditions = with_condition(conditions, condition, now=self.ctx.now_text())
         if conditions == status.get("conditions"):
             return None
-        try:
-            await self.ctx.objects.update_status(
-                self.rt, {**obj, "status": {**status, "conditions": conditions}}
-            )
-        except errors.Conflict:
-            return CONFLICT_RETRY_SECONDS
-        except errors.NotFound:
-            return None
+        written, requeue_after = await self.ctx.write_status(
+            self.rt, {**obj, "status": {**status, "conditions": conditions}}
+        )
+        if written is None:
+            return requeue_after
         log.info("MultiClusterService %s/%s: conditions written", view.namespace, view.name)
         return None

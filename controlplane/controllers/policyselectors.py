@@ -20,12 +20,12 @@ from typing import Any
 
 from controlplane.apis.events import EventType
 from controlplane.apis.views import ObjectView
-from controlplane.controllers.context import CONFLICT_RETRY_SECONDS, ControllerContext
+from controlplane.controllers.context import ControllerContext
 from controlplane.controllers.events import EventReason, record_event
 from controlplane.controllers.informing import spec_unchanged
 from controlplane.controllers.reconciling import KeyedController
 from controlplane.controllers.workloads import find_condition, kind_status, with_condition
-from controlplane.objectclient import DynamicRegistry, ResourceType, WatchEventType, errors
+from controlplane.objectclient import DynamicRegistry, ResourceType, WatchEventType
 from policies.served import SELECTORS_SERVED, selectors_served_condition
 
 log = logging.getLogger(__name__)
@@ -86,12 +86,9 @@ class PolicySelectorsController(KeyedController[PolicyKey]):
         if current is not None and all(current.get(f) == wanted[f] for f in ("status", "reason", "message")):
             return None
         status["conditions"] = with_condition(status.get("conditions"), wanted, now=self.ctx.now_text())
-        try:
-            written = await self.ctx.objects.update_status(rt, {**obj, "status": status})
-        except errors.Conflict:
-            return CONFLICT_RETRY_SECONDS  # the informer brings the newer copy; the condition is redone on it
-        except errors.NotFound:
-            return None
+        written, requeue_after = await self.ctx.write_status(rt, {**obj, "status": status})
+        if written is None:
+            return requeue_after  # a lost race is redone on the newer copy the informer brings
         turned = current is None or current.get("status") != wanted["status"]
         if turned and (wanted["status"] == "False" or current is not None):
             failing = wanted["status"] == "False"

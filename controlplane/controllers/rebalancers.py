@@ -93,12 +93,9 @@ class RebalancerController(KeyedController[str]):
             "observedGeneration": view.generation,
             "finishTime": ctx.now_text(),
         }
-        try:
-            updated = await ctx.objects.update_status(rt, {**obj, "status": new_status})
-        except errors.Conflict:
-            return CONFLICT_RETRY_SECONDS
-        except errors.NotFound:
-            return None
+        updated, requeue_after = await ctx.write_status(rt, {**obj, "status": new_status})
+        if updated is None:
+            return requeue_after
         results = ", ".join(f"{w['workload'].get('name')}: {w['result']}" for w in observed)
         log.info("WorkloadRebalancer %s: %s", name, results)
         return await self._expire(updated)

@@ -36,7 +36,7 @@ from controlplane.apis.events import EventType
 from controlplane.apis.timestamps import format_time
 from controlplane.apis.untyped import dig
 from controlplane.apis.views import ObjectView
-from controlplane.controllers.context import CONFLICT_RETRY_SECONDS, ControllerContext
+from controlplane.controllers.context import ControllerContext
 from controlplane.controllers.events import EventReason, record_event
 from controlplane.controllers.federatedhpa.cronrules import in_status_order, plan, recorded
 from controlplane.controllers.informing import ObjectKey
@@ -152,12 +152,9 @@ class CronFederatedHPAController(KeyedController[ObjectKey]):
         if not out:
             new_status.pop("executionHistories")
         if new_status != status:
-            try:
-                await self.ctx.objects.update_status(self.rt, {**cron, "status": new_status})
-            except errors.Conflict:
-                return CONFLICT_RETRY_SECONDS
-            except errors.NotFound:
-                return None
+            written, requeue_after = await self.ctx.write_status(self.rt, {**cron, "status": new_status})
+            if written is None:
+                return requeue_after
         if not upcoming:
             return None
         return min(max((min(upcoming) - now).total_seconds(), 0.0) + 0.01, MAX_WAIT_SECONDS)
