@@ -34,7 +34,7 @@ from typing import Any, Final
 
 from controlplane.apis import kueue_v1alpha1, kueue_v1beta1, kueue_v1beta2
 from controlplane.apis.kube.objects import child
-from controlplane.apis.kueue_topology_assignment import domains_from_slices, slices_from_domains
+from controlplane.apis.kueue_topology_assignment import domains_from_slices, fit, slices_from_domains
 from controlplane.apis.untyped import Obj
 
 #: The v1beta2 fields of a ClusterQueue that v1beta1 cannot hold, as the JSON of a partial spec.
@@ -188,16 +188,36 @@ def admission_check_to_v1beta2(obj: Obj) -> Obj:
 # --- Workload --------------------------------------------------------------------------------
 
 
-def _topology_assignments(status: Obj | None, convert: Callable[[Mapping[str, Any]], Obj]) -> None:
-    """Each pod set's topology assignment of ``status.admission`` in the other version's form."""
-    assignments = (child(status, "admission") or {}).get("podSetAssignments")
-    for assignment in assignments if isinstance(assignments, list) else ():
-        if isinstance(assignment, dict) and isinstance(assignment.get("topologyAssignment"), dict):
-            assignment["topologyAssignment"] = convert(assignment["topologyAssignment"])
+def _topology_assignments(obj: Obj) -> list[Obj]:
+    """Each pod set's topology assignment of ``status.admission`` (the dicts themselves)."""
+    status = obj.get("status")
+    admission = status.get("admission") if isinstance(status, dict) else None
+    assignments = admission.get("podSetAssignments") if isinstance(admission, dict) else None
+    return [
+        assignment["topologyAssignment"]
+        for assignment in (assignments if isinstance(assignments, list) else ())
+        if isinstance(assignment, dict) and isinstance(assignment.get("topologyAssignment"), dict)
+    ]
+
+
+def _workload_copy(obj: Obj, api_version: str, convert: Callable[[Obj], Obj]) -> Obj:
+    """A copy of a Workload whose topology assignments are ``convert``'s of the originals: they
+    are converted, not deep-copied first (a copy of v1beta1's domains would be thrown away). The
+    converted ones are given to ``deepcopy`` as the copies of the originals."""
+    memo: dict[int, Any] = {id(topology): convert(topology) for topology in _topology_assignments(obj)}
+    out = copy.deepcopy(obj, memo)
+    out["apiVersion"] = api_version
+    return out
 
 
 def workload_to_v1beta1(obj: Obj) -> Obj:
-    out = _copy(obj, kueue_v1beta1.API_VERSION)
+    """A v1beta2 Workload as the hub stores it. Its topology assignments list their domains only
+    when the rules take them all (:func:`~controlplane.apis.kueue_topology_assignment.fit`):
+    otherwise none, which validation refuses, so an unchecked body costs no more than its size."""
+    expand = fit(_topology_assignments(obj))
+    out = _workload_copy(
+        obj, kueue_v1beta1.API_VERSION, lambda topology: domains_from_slices(topology, expand)
+    )
     spec = child(out, "spec")
     ref = spec.pop("priorityClassRef", None) if spec is not None else None
     if spec is not None and isinstance(ref, dict):
@@ -206,14 +226,12 @@ def workload_to_v1beta1(obj: Obj) -> Obj:
                 spec["priorityClassSource"] = source
                 spec["priorityClassName"] = ref.get("name")
     _rename(child(out, "status"), _ACCUMULATED_V1BETA2, _ACCUMULATED_V1BETA1)
-    _topology_assignments(child(out, "status"), domains_from_slices)
     return out
 
 
 def workload_to_v1beta2(obj: Obj) -> Obj:
-    out = _copy(obj, kueue_v1beta2.API_VERSION)
+    out = _workload_copy(obj, kueue_v1beta2.API_VERSION, slices_from_domains)
     _rename(child(out, "status"), _ACCUMULATED_V1BETA1, _ACCUMULATED_V1BETA2)
-    _topology_assignments(child(out, "status"), slices_from_domains)
     spec = child(out, "spec")
     if spec is None:
         return out

@@ -49,8 +49,7 @@ from collections.abc import Callable
 from typing import Any
 
 from controlplane.apis.kube.field import CauseType, FieldError, items, mapping
-from controlplane.apis.kueue_status import MAX_TOPOLOGY_DOMAINS
-from controlplane.apis.kueue_topology_assignment import domain_count
+from controlplane.apis.kueue_topology_assignment import MAX_DOMAIN_BYTES, v1beta1_bytes
 from controlplane.gojson import go_quote
 
 Obj = dict[str, Any]
@@ -436,8 +435,13 @@ def _slice_rules(path: str, slice_: Obj) -> list[FieldError]:
 
 def topology_assignments(obj: Obj) -> list[FieldError]:
     """The CEL rules of each pod set's v1beta2 ``topologyAssignment`` (``levels`` and
-    ``slices``), each at its node; then at most :data:`MAX_TOPOLOGY_DOMAINS` domains in all."""
+    ``slices``), each at its node; then, all together, at most :data:`MAX_DOMAIN_BYTES` as
+    v1beta1's domains (the form the hub stores: a v1beta1 write carries at most that much in its
+    1.5 MiB etcd request, and so a v1beta2 write may stand for no more), counted from the slices
+    (:func:`~controlplane.apis.kueue_topology_assignment.v1beta1_bytes`), refused at the
+    ``slices`` of the assignment that crosses the bound."""
     out = []
+    total = 0
     assignments = items(mapping(mapping(obj.get("status")).get("admission")).get("podSetAssignments"))
     for i, assignment in enumerate(map(mapping, assignments)):
         topology = assignment.get("topologyAssignment")
@@ -453,14 +457,13 @@ def topology_assignments(obj: Obj) -> list[FieldError]:
             out.append(failed_rule(path, topology, message))
         for j, slice_ in enumerate(slices):
             out.extend(_slice_rules(f"{path}.slices[{j}]", slice_))
-        if (domains := domain_count(topology)) > MAX_TOPOLOGY_DOMAINS:
-            out.append(
-                FieldError(
-                    CauseType.FIELD_VALUE_INVALID,
-                    f"{path}.slices",
-                    f"Invalid value: {domains}: the slices hold more than {MAX_TOPOLOGY_DOMAINS} domains in all",
-                )
+        if total <= MAX_DOMAIN_BYTES and (total := total + (v1beta1_bytes(topology) or 0)) > MAX_DOMAIN_BYTES:
+            message = (
+                f"Invalid value: {total}: as v1beta1's domains (the form the hub stores) the Workload's "
+                f"topology assignments would take about {total} bytes, more than the {MAX_DOMAIN_BYTES} "
+                "bytes (1 MiB) a Workload may hold; assign the pods to fewer domains"
             )
+            out.append(FieldError(CauseType.FIELD_VALUE_INVALID, f"{path}.slices", message))
     return out
 
 

@@ -16,17 +16,23 @@ in order. So a v1beta1 assignment reads back the same; a v1beta2 one reads back 
 domains in that one-slice encoding, however it was sliced when written. A domain with more values
 than levels loses the extra ones at v1beta2 (Kueue's conversion reads one per level); one with
 fewer reads the missing ones as "" (where Kueue's would fail).
+
+The hub's difference: since Kueue 0.16 the storage version is v1beta2 (kueue PR #8020), so upstream
+a v1beta2 write reads back exactly as sliced; the hub stores v1beta1 and re-slices into one compact
+slice. And since v1beta1 lists every domain, the slices are bounded by what a v1beta1 write can
+carry (:data:`MAX_DOMAIN_BYTES`), measured from the slices without listing a domain
+(:func:`v1beta1_bytes`); slices the rules refuse are converted to no domain (:func:`fit`), so no
+input, checked or not, costs more to convert than its v1beta1 form would be to write.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from itertools import islice
+import copy
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Annotated, Any
 
 from pydantic import Field
 
-from controlplane.apis.kueue_status import MAX_TOPOLOGY_DOMAINS
 from controlplane.apis.meta import LISTED_ATOMIC, WireModel
 
 Obj = dict[str, Any]
@@ -34,6 +40,20 @@ Obj = dict[str, Any]
 MAX_VALUE_LENGTH = 63
 #: Kueue's bound on the domains of a slice (its roots, its individual pod counts).
 MAX_SLICE_DOMAINS = 100000
+#: Kueue's bound on a topology's levels.
+MAX_LEVELS = 16
+#: The most bytes a Workload's topology assignments may take as v1beta1's ``domains`` (the form the
+#: hub stores, and Kueue's before 0.16): 1 MiB. A v1beta1 write lists every domain and travels
+#: whole in one etcd request of at most 1.5 MiB; 1 MiB of domains leaves the rest of the Workload
+#: its room. So a v1beta2 write, whose slices may be a few bytes for any number of domains, costs
+#: no more than the v1beta1 write it stands for. It is about 38800 one-character domains, or 18700
+#: whose node names are 30 characters (Kueue's issue #7220 counted about 20000-25000 such nodes for
+#: v1beta1 in all of etcd's 1.5 MiB).
+MAX_DOMAIN_BYTES = 1 << 20
+#: The bytes of a v1beta1 domain beside its values and its count: ``{"values":[],"count":}``.
+_DOMAIN_OVERHEAD = len('{"values":[],"count":}')
+#: The bytes of a value beside its text: its quotes and a comma.
+_VALUE_OVERHEAD = 3
 
 
 class TopologyAssignmentSliceLevelIndividualValues(WireModel):
@@ -69,14 +89,14 @@ class TopologyAssignmentSlice(WireModel):
     pod_counts: TopologyAssignmentSlicePodCounts
     """The pods of each domain."""
     values_per_level: list[TopologyAssignmentSliceLevelValues] = Field(
-        min_length=1, max_length=16, json_schema_extra=LISTED_ATOMIC
+        min_length=1, max_length=MAX_LEVELS, json_schema_extra=LISTED_ATOMIC
     )
     """The domains' node label values, one entry per level of the assignment."""
 
 
 class TopologyAssignment(WireModel):
     levels: list[Annotated[str, Field(max_length=317)]] = Field(
-        min_length=1, max_length=16, json_schema_extra=LISTED_ATOMIC
+        min_length=1, max_length=MAX_LEVELS, json_schema_extra=LISTED_ATOMIC
     )
     """The node label keys of the topology's levels, from the highest to the lowest."""
     slices: list[TopologyAssignmentSlice] = Field(max_length=1000, json_schema_extra=LISTED_ATOMIC)
@@ -129,7 +149,7 @@ def _value_at(values: list[Any], level: int) -> str:
 def slices_from_domains(assignment: Mapping[str, Any]) -> Obj:
     """A v1beta1 topology assignment (``levels``, ``domains``) as v1beta2's (``levels``,
     ``slices``): Kueue's single compact slice. Its other fields are kept as they are."""
-    out = {key: value for key, value in assignment.items() if key != "domains"}
+    out = copy.deepcopy({key: value for key, value in assignment.items() if key != "domains"})
     domains = [_mapping(domain) for domain in _items(assignment.get("domains"))]
     if not domains:
         out["slices"] = []
@@ -150,45 +170,95 @@ def slices_from_domains(assignment: Mapping[str, Any]) -> Obj:
     return out
 
 
-def _slice_value(values: Mapping[str, Any], index: int) -> str:
+def _text_length(value: object) -> int:
+    return len(value) if isinstance(value, str) else len(str(value))
+
+
+def _level_bytes(values: Mapping[str, Any], count: int) -> int:
+    """The bytes one level's values of a slice take as v1beta1's quoted strings, for ``count`` domains."""
     if values.get("universal") is not None:
-        return str(values["universal"])
+        return count * (_text_length(values["universal"]) + _VALUE_OVERHEAD)
     individual = _mapping(values.get("individual"))
-    roots = _items(individual.get("roots"))
-    root = str(roots[index]) if index < len(roots) else ""
-    return f"{individual.get('prefix') or ''}{root}{individual.get('suffix') or ''}"
+    ends = sum(_text_length(individual.get(end) or "") for end in ("prefix", "suffix"))
+    roots = sum(map(_text_length, _items(individual.get("roots"))))
+    return count * (ends + _VALUE_OVERHEAD) + roots
 
 
-def domain_count(assignment: Mapping[str, Any]) -> int:
-    """How many domains a v1beta2 assignment's slices hold in all."""
-    counts = (_mapping(slice_).get("domainCount") for slice_ in _items(assignment.get("slices")))
-    return sum(count for count in counts if isinstance(count, int) and count > 0)
+def v1beta1_bytes(assignment: Mapping[str, Any]) -> int | None:
+    """About how many bytes a v1beta2 assignment's slices take as v1beta1's ``domains`` (the JSON
+    the hub stores), counted from the slices without listing a domain: cheap on any input (its
+    work is the size of the slices, not of their domains). None for slices the rules refuse
+    whatever their size: no levels or more than 16, a slice without a positive ``domainCount``
+    or without one ``valuesPerLevel`` entry per level."""
+    levels = len(_items(assignment.get("levels")))
+    if not 1 <= levels <= MAX_LEVELS:
+        return None
+    total = 0
+    for slice_ in map(_mapping, _items(assignment.get("slices"))):
+        count, per_level = slice_.get("domainCount"), _items(slice_.get("valuesPerLevel"))
+        if not isinstance(count, int) or isinstance(count, bool) or count < 1 or len(per_level) != levels:
+            return None
+        pods = _mapping(slice_.get("podCounts"))
+        if pods.get("universal") is not None:
+            counts = count * _text_length(pods["universal"])
+        else:
+            counts = sum(map(_text_length, _items(pods.get("individual"))))
+        total += count * _DOMAIN_OVERHEAD + counts + sum(_level_bytes(_mapping(v), count) for v in per_level)
+    return total
+
+
+def fit(assignments: Iterable[Mapping[str, Any]]) -> bool:
+    """Whether :func:`domains_from_slices` lists the domains of a Workload's v1beta2 assignments:
+    the rules take the shape of each and all of them hold at most :data:`MAX_DOMAIN_BYTES` as
+    v1beta1's domains."""
+    total = 0
+    for assignment in assignments:
+        size = v1beta1_bytes(assignment)
+        if size is None:
+            return False
+        total += size
+    return total <= MAX_DOMAIN_BYTES
+
+
+def _level_column(values: Mapping[str, Any], count: int) -> list[str]:
+    """One level's value of each of a slice's ``count`` domains (a root missing reads as "")."""
+    if values.get("universal") is not None:
+        return [str(values["universal"])] * count
+    individual = _mapping(values.get("individual"))
+    roots = _items(individual.get("roots"))[:count]
+    prefix, suffix = str(individual.get("prefix") or ""), str(individual.get("suffix") or "")
+    return [f"{prefix}{root}{suffix}" for root in roots] + [prefix + suffix] * (count - len(roots))
 
 
 def _domains(assignment: Mapping[str, Any]) -> Iterator[Obj]:
-    """Each domain of a v1beta2 assignment's slices, in order (Kueue's ``InternalSeqFrom``)."""
+    """Each domain of a v1beta2 assignment's slices, in order (Kueue's ``InternalSeqFrom``); each
+    slice's levels read once, not once per domain."""
     levels = len(_items(assignment.get("levels")))
     for slice_ in map(_mapping, _items(assignment.get("slices"))):
         count = slice_.get("domainCount")
+        count = count if isinstance(count, int) and count > 0 else 0
         per_level = [_mapping(values) for values in _items(slice_.get("valuesPerLevel"))]
+        columns = [
+            _level_column(per_level[level] if level < len(per_level) else {}, count)
+            for level in range(levels)
+        ]
         pods = _mapping(slice_.get("podCounts"))
-        individual = _items(pods.get("individual"))
-        for index in range(count if isinstance(count, int) else 0):
-            yield {
-                "values": [
-                    _slice_value(per_level[level] if level < len(per_level) else {}, index)
-                    for level in range(levels)
-                ],
-                "count": pods["universal"]
-                if pods.get("universal") is not None
-                else (individual[index] if index < len(individual) else None),
-            }
+        universal, individual = pods.get("universal"), _items(pods.get("individual"))
+        for index, values in enumerate(zip(*columns, strict=True)):
+            count_ = (
+                universal
+                if universal is not None
+                else (individual[index] if index < len(individual) else None)
+            )
+            yield {"values": list(values), "count": count_}
 
 
-def domains_from_slices(assignment: Mapping[str, Any]) -> Obj:
+def domains_from_slices(assignment: Mapping[str, Any], expand: bool = True) -> Obj:
     """A v1beta2 topology assignment (``levels``, ``slices``) as v1beta1's (``levels``,
-    ``domains``): every domain of every slice, up to :data:`MAX_TOPOLOGY_DOMAINS` (validation
-    refuses more). Its other fields are kept as they are."""
-    out = {key: value for key, value in assignment.items() if key != "slices"}
-    out["domains"] = list(islice(_domains(assignment), MAX_TOPOLOGY_DOMAINS))
+    ``domains``): every domain of every slice. With ``expand`` false, or for an assignment the
+    rules refuse for its shape or its size (:func:`fit`), no domain: validation refuses it, and no
+    input makes the conversion cost more than the v1beta1 write it stands for. Its other fields
+    are kept as they are (copied)."""
+    out = copy.deepcopy({key: value for key, value in assignment.items() if key != "slices"})
+    out["domains"] = list(_domains(assignment)) if expand and fit([assignment]) else []
     return out

@@ -5,11 +5,13 @@ object and the v1beta2 one it is served as, and each converts into the other."""
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 import pytest
 
 from controlplane.apis import kueue_conversion as convert
+from controlplane.apis import kueue_rules
 from controlplane.apis import kueue_topology_assignment as topology
 
 Obj = dict[str, Any]
@@ -256,3 +258,95 @@ def test_a_domain_with_more_or_fewer_values_than_levels_converts_one_per_level()
     assert topology.slices_from_domains(written) == _sliced(
         ["zone", "rack"], 2, {"universal": 1}, {"universal": "z1"}, _roots("r1", "")
     )
+
+
+def _admitted(api_version: str, *topologies: Obj) -> Obj:
+    assignments = [{"name": f"p{i}", "count": 1, "topologyAssignment": t} for i, t in enumerate(topologies)]
+    return {
+        **wl(api_version),
+        "status": {"admission": {"clusterQueue": "cq", "podSetAssignments": assignments}},
+    }
+
+
+def _stored_topologies(obj: Obj) -> list[Obj]:
+    return [a["topologyAssignment"] for a in obj["status"]["admission"]["podSetAssignments"]]
+
+
+def test_a_converted_topology_assignment_shares_nothing_with_the_original() -> None:
+    """The assignments are converted, not copied: what the conversion returns is still the caller's own."""
+    served = _admitted(V1B2, _sliced(["rack"], 1, {"universal": 1}, {"universal": "r1"}))
+    stored = convert.workload_to_v1beta1(served)
+    _stored_topologies(stored)[0]["levels"].append("zone")
+    back = convert.workload_to_v1beta2(stored)
+    _stored_topologies(back)[0]["levels"].append("block")
+    assert _stored_topologies(served)[0]["levels"] == ["rack"]
+    assert _stored_topologies(stored)[0]["levels"] == ["rack", "zone"]
+
+
+#: Slices the rules refuse whatever their size, and ones whose domains are far over the bound: the
+#: conversion lists no domain of them (validation refuses them), however many they would be.
+UNEXPANDED = {
+    "200 levels (p2's)": {
+        "levels": ["l"] * 200,
+        "slices": [{"domainCount": 10**9, "podCounts": {"universal": 1}, "valuesPerLevel": []}],
+    },
+    "17 levels": _sliced(["l"] * 17, 10**9, {"universal": 1}, *[{"universal": "a"}] * 17),
+    "fewer values per level than levels": _sliced(["a", "b"], 10**9, {"universal": 1}, {"universal": "a"}),
+    "no domainCount": {"levels": ["a"], "slices": [{"valuesPerLevel": [{"universal": "a"}]}]},
+    "a domainCount of 10**9 (over the bytes)": _sliced(["a"], 10**9, {"universal": 1}, {"universal": "a"}),
+}
+
+
+@pytest.mark.parametrize("shape", UNEXPANDED)
+def test_slices_the_rules_refuse_are_not_expanded(shape: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    def expanded(assignment: Obj) -> Any:
+        raise AssertionError("the slices were read domain by domain")
+
+    monkeypatch.setattr(topology, "_domains", expanded)
+    assert topology.domains_from_slices(UNEXPANDED[shape])["domains"] == []
+    assert (
+        _stored_topologies(convert.workload_to_v1beta1(_admitted(V1B2, UNEXPANDED[shape])))[0]["domains"]
+        == []
+    )
+
+
+def _at_bytes(extra: int) -> Obj:
+    """One level, 32768 domains of one pod whose values are 6 characters (one of them 6 + ``extra``):
+    each domain is ``{"values":["abcdef"],"count":1}`` and a comma, 32 bytes, so 1 MiB + ``extra`` in all."""
+    count = topology.MAX_DOMAIN_BYTES // 32
+    roots = ["abcdef"] * (count - 1) + ["abcdef" + "g" * extra]
+    return _sliced(["kubernetes.io/hostname"], count, {"universal": 1}, _roots(*roots))
+
+
+def test_the_v1beta1_size_is_counted_from_the_slices_as_each_domains_json_and_a_comma() -> None:
+    at_bound = _at_bytes(0)
+    domains = topology.domains_from_slices(at_bound)["domains"]
+    assert len(domains) == 32768
+    assert sum(len(json.dumps(d, separators=(",", ":"))) + 1 for d in domains) == topology.MAX_DOMAIN_BYTES
+    assert topology.v1beta1_bytes(at_bound) == topology.MAX_DOMAIN_BYTES
+    mixed = _sliced(
+        ["zone", "rack"], 2, {"individual": [1, 12]}, {"universal": "z1"}, _roots("1", "22", prefix="r-")
+    )
+    domains = topology.domains_from_slices(mixed)["domains"]
+    assert topology.v1beta1_bytes(mixed) == sum(
+        len(json.dumps(d, separators=(",", ":"))) + 1 for d in domains
+    )
+
+
+def test_the_bound_is_1_mib_of_domains_per_workload() -> None:
+    assert topology.fit([_at_bytes(0)])
+    assert not topology.fit([_at_bytes(1)])
+    assert topology.domains_from_slices(_at_bytes(1))["domains"] == []
+    half = _sliced(["rack"], 1, {"universal": 1}, {"universal": "r"})
+    # Two pod sets together over the bound: neither is expanded, though each alone would be.
+    stored = convert.workload_to_v1beta1(_admitted(V1B2, _at_bytes(0), half))
+    assert [t["domains"] for t in _stored_topologies(stored)] == [[], []]
+
+
+def test_the_rules_refuse_the_pod_set_whose_slices_cross_the_workloads_1_mib() -> None:
+    one = _sliced(["rack"], 1, {"universal": 1}, {"universal": "r"})
+    causes = kueue_rules.topology_assignments(_admitted(V1B2, one, _at_bytes(0), one))
+    assert [(c.field, c.message.split(":")[:2]) for c in causes] == [
+        ("status.admission.podSetAssignments[1].topologyAssignment.slices", ["Invalid value", " 1048603"])
+    ]
+    assert kueue_rules.topology_assignments(_admitted(V1B2, _at_bytes(0))) == []

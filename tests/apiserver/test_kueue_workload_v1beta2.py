@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient
 
+from controlplane.apis import kueue_topology_assignment
 from tests.apiserver.test_kueue_crd_rules import GROUP, POD_PRIORITY_REF, refused, valid
 
 Client = TestClient[Any, Any]
@@ -293,20 +294,57 @@ async def test_a_v1beta1_topology_assignment_reads_as_slices_at_v1beta2_and_back
     }
 
 
-async def test_the_slices_of_a_topology_assignment_hold_at_most_100000_domains(hub: Client) -> None:
-    """The hub stores the v1beta1 form, which lists every domain: v1beta2's slices, bounded each to
-    100000 domains, are bounded so in all."""
-    sliced = {"domainCount": 50001, "valuesPerLevel": [{"universal": "r1"}], "podCounts": {"universal": 1}}
+def _one_slice(count: int, *per_level: Obj) -> Obj:
     assignment = {
         "name": "main",
         "count": 2,
-        "topologyAssignment": {"levels": ["rack"], "slices": [sliced, sliced]},
+        "topologyAssignment": {
+            "levels": ["kubernetes.io/hostname"],
+            "slices": [
+                {"domainCount": count, "valuesPerLevel": list(per_level), "podCounts": {"universal": 1}}
+            ],
+        },
     }
-    status = {"admission": {"clusterQueue": "cq", "podSetAssignments": [assignment]}}
-    assert await _status_write(hub, "v1beta2", status) == (
-        422,
-        [
-            "status.admission.podSetAssignments[0].topologyAssignment.slices: Invalid value: 100002: "
-            "the slices hold more than 100000 domains in all"
-        ],
+    return {"admission": {"clusterQueue": "cq", "podSetAssignments": [assignment]}}
+
+
+def _too_big(total: int) -> str:
+    return (
+        f"status.admission.podSetAssignments[0].topologyAssignment.slices: Invalid value: {total}: as v1beta1's "
+        f"domains (the form the hub stores) the Workload's topology assignments would take about {total} "
+        "bytes, more than the 1048576 bytes (1 MiB) a Workload may hold; assign the pods to fewer domains"
     )
+
+
+async def test_slices_whose_domains_would_be_over_1_mib_are_refused_unexpanded(
+    hub: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The hub stores v1beta1's form, which lists every domain: slices of a few bytes may stand for
+    a billion domains. They are measured from the slices, never listed: each domain would be
+    ``{"values":["a"],"count":1}`` and a comma, 27 bytes."""
+
+    def expanded(assignment: Obj) -> Any:
+        raise AssertionError("the slices were read domain by domain")
+
+    monkeypatch.setattr(kueue_topology_assignment, "_domains", expanded)
+    assert await _status_write(hub, "v1beta2", _one_slice(10**9, {"universal": "a"})) == (
+        422,
+        [_too_big(27 * 10**9)],
+    )
+
+
+async def test_slices_of_1_mib_of_domains_are_stored_and_one_byte_more_is_refused(hub: Client) -> None:
+    """32768 domains ``{"values":["node-a"],"count":1}`` and a comma, 32 bytes each, are 1 MiB: stored;
+    a value one character longer is over."""
+    roots = ["a"] * 32768
+    assert await _status_write(
+        hub, "v1beta2", _one_slice(32768, {"individual": {"prefix": "node-", "roots": roots}})
+    ) == (
+        200,
+        [],
+    )
+    stored = await (await hub.get(f"{_url('v1beta1')}/x")).json()
+    assert len(_topology(stored)["domains"]) == 32768
+    await hub.delete(f"{_url('v1beta2')}/x")
+    longer = {"individual": {"prefix": "node-", "roots": ["a"] * 32767 + ["ab"]}}
+    assert await _status_write(hub, "v1beta2", _one_slice(32768, longer)) == (422, [_too_big(1048577)])
