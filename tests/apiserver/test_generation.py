@@ -223,3 +223,28 @@ async def test_the_first_deletion_mark_bumps_a_generation_the_object_has(objects
     await objects.create(configmaps, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {**held, "name": "c"}})
     kept = await objects.delete(configmaps, namespace="default", name="c")
     assert "generation" not in kept.object["metadata"] and kept.object["metadata"]["deletionTimestamp"]
+
+
+def test_a_converted_kinds_generation_compares_its_specs_without_converting_its_status(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A v1beta2 Workload's generation follows its spec: its status (a topology assignment's slices,
+    listed domain by domain at v1beta1) is not converted only to be compared."""
+    from controlplane.apis import kueue_conversion
+    from controlplane.apiserver.kinds.kueue import WORKLOAD_V1BETA2
+    from controlplane.apiserver.objects.merging import spec_changed
+
+    def expanded(assignment: dict[str, Any], expand: bool = True) -> Any:
+        raise AssertionError("the status was converted")
+
+    monkeypatch.setattr(kueue_conversion, "domains_from_slices", expanded)
+    topology = {"levels": ["rack"], "slices": [{"domainCount": 1, "valuesPerLevel": [{"universal": "r"}]}]}
+    old = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": {"name": "w", "generation": 1},
+        "spec": {"queueName": "q"},
+        "status": {"admission": {"podSetAssignments": [{"name": "main", "topologyAssignment": topology}]}},
+    }
+    assert not spec_changed(WORKLOAD_V1BETA2, old, {**old, "status": {}})
+    assert spec_changed(WORKLOAD_V1BETA2, old, {**old, "spec": {"queueName": "other"}})

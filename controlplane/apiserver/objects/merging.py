@@ -116,11 +116,18 @@ def _merged(
 
 def spec_changed(rt: ResourceType, old: dict[str, Any], new: dict[str, Any]) -> bool:
     """Whether an update moves the generation (:func:`generation_content`): of the storage forms,
-    for a converted version (a v1 HPA's metrics other than CPU are annotations)."""
+    for a converted version (a v1 HPA's metrics other than CPU are annotations). A kind with a
+    status subresource is converted without its status, which the generation does not follow."""
     if rt.conversion is not None:
+        if rt.has_status:
+            old, new = _without_status(old), _without_status(new)
         old, new = rt.conversion.to_storage(old), rt.conversion.to_storage(new)
     content = partial(generation_content, group=rt.group, kind=rt.kind, has_status=rt.has_status)
     return content(new) != content(old)
+
+
+def _without_status(obj: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in obj.items() if key != "status"}
 
 
 def unchanged(old: dict[str, Any], new: dict[str, Any]) -> bool:
