@@ -238,6 +238,10 @@ class ResourceType:
     #: A built-in kind served in this version from objects stored in another (autoscaling/v1
     #: HorizontalPodAutoscaler): every read and write converts (:mod:`.objects.reading`).
     conversion: VersionConversion | None = None
+    #: The kind stands for a custom resource (a Kueue kind served from its model): an update's
+    #: model errors ratchet as kube's CRDValidationRatcheting, a value equal to the stored one at
+    #: its path is not refused again (:func:`~controlplane.apiserver.validation.check_object`).
+    ratchets: bool = False
     #: kube keeps a ``metadata.generation`` for the kind: 1 on create, bumped by a write that
     #: changes its spec. False: a built-in kind whose registry strategy keeps none (ConfigMap,
     #: Secret, Service...; :mod:`controlplane.apis.kube.generation`, set by :func:`with_kube_rules`).

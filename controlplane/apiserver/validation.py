@@ -433,6 +433,36 @@ def strict_decoding_error(rt: ResourceType, paths: list[str]) -> DecodingError:
     return DecodingError(rt, f"strict decoding error: {unknown}")
 
 
+#: One step of a field path as kube writes it: ``.name``, ``[3]`` or ``[key]``.
+_PATH_STEP = re.compile(r"\.?([^.\[\]]+)|\[([^\]]*)\]")
+_MISSING = object()
+
+
+def _value_at(obj: Any, path: str) -> Any:
+    """The value at kube's field ``path`` in ``obj`` (``status.podSetAssignments[0].name``), or
+    :data:`_MISSING` where there is none or the path does not read."""
+    value, at = obj, 0
+    for step in _PATH_STEP.finditer(path):
+        if step.start() != at:
+            return _MISSING
+        at = step.end()
+        name, key = step.groups()
+        if isinstance(value, dict) and (name if name is not None else key) in value:
+            value = value[name if name is not None else key]
+        elif isinstance(value, list) and key is not None and key.isdigit() and int(key) < len(value):
+            value = value[int(key)]
+        else:
+            return _MISSING
+    return value if at == len(path) and path else _MISSING
+
+
+def _unchanged_at(path: str, obj: dict[str, Any], old: dict[str, Any]) -> bool:
+    """Whether an update leaves the value at ``path`` as stored (kube's CRDValidationRatcheting:
+    an error on such a value is not the update's)."""
+    value = _value_at(obj, path)
+    return value is not _MISSING and value == _value_at(old, path)
+
+
 @dataclass(slots=True)
 class Checked:
     obj: dict[str, Any]
@@ -468,10 +498,12 @@ def check_object(
             # Validate what will be stored: dropping a field can leave an object that is not
             # valid (``{application: {bogus: 1}}`` becomes ``{application: {}}``).
             checked = check_model(obj, rt.model, status_only=status_only)
-        causes.extend(checked.causes)
         # The CRD it stands for refuses a repeated key of a ``map`` list, a repeated ``set`` value.
         repeated = served_list_errors(rt.group, rt.version, rt.kind, rt.model, obj, status_only=status_only)
-        causes.extend(Cause(str(e.type), e.message, e.field) for e in repeated)
+        model_causes = [*checked.causes, *(Cause(str(e.type), e.message, e.field) for e in repeated)]
+        if old is not None and rt.ratchets:
+            model_causes = [cause for cause in model_causes if not _unchanged_at(cause.field, obj, old)]
+        causes.extend(model_causes)
     # A status write keeps the stored spec and labels (``merged``): kube's status strategies
     # (ValidateDeploymentStatusUpdate and the like) validate the object's metadata and status,
     # not its spec again: ``validate_status``, where the kind has one.

@@ -49,7 +49,9 @@ def _v1beta2(
 ) -> ResourceType:
     """``rt`` (stored) served at v1beta2 too, converted by ``to_storage`` and ``from_storage``."""
     conversion = VersionConversion(storage_version=rt.version, to_storage=to_storage, from_storage=from_storage)
-    return replace(rt, version=kueue_v1beta2.VERSION, model=model, conversion=conversion, **changes)
+    return replace(
+        rt, version=kueue_v1beta2.VERSION, model=model, conversion=conversion, ratchets=True, **changes
+    )
 
 
 def _concurrent_admission_policy(obj: dict[str, Any]) -> Any:
