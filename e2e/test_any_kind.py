@@ -559,34 +559,34 @@ def test_storage_the_member_lacks_is_named_on_the_hub_and_not_taken_for_want_of_
     assert east.json("get", "pvc", "scratch", "-n", "ml")["status"]["phase"] == "Bound"
 
 
-def test_a_kind_the_member_does_not_serve_is_a_work_condition_and_an_event(
+def test_a_kind_the_member_does_not_serve_is_not_placed_there(
     fleet: tuple[Kubectl, dict[str, Kubectl]],
 ) -> None:
+    """west's member does not serve JobSet: its agent's ``status.apiEnablements`` do not list it,
+    so Karmada's APIEnablement filter keeps the JobSet off west, the binding says why, and no Work
+    reaches west. (A Cluster whose agent lists no APIs is not judged: its member refuses the kind
+    at apply time, the Work's ``KindNotServed``, tests/member_agent/test_unserved_retries.py.)"""
     hub, members = fleet
     hub.run("apply", "-f", "-", input_text=JOBSET_ON_WEST)
 
-    def applied_condition() -> dict[str, Any] | None:
-        work = hub.json_or_none("get", "work", "ml-train-jobset", "-n", "gpufed-es-west")
-        for cond in ((work or {}).get("status") or {}).get("conditions") or ():
-            if cond["type"] == "Applied" and cond["status"] == "False":
-                return dict(cond)
+    def explained() -> dict[str, Any] | None:
+        binding = hub.json_or_none("get", "resourcebinding", "train-jobset", "-n", "ml")
+        for entry in ((binding or {}).get("status") or {}).get("explanation") or ():
+            if entry.get("cluster") == "west" and entry.get("reasons"):
+                return dict(entry)
         return None
 
-    condition = wait_for(applied_condition, timeout=120, what="the west Work saying JobSet is not served")
-    assert condition["reason"] == "KindNotServed"
-    assert "does not serve JobSet in jobset.x-k8s.io/v1alpha2" in condition["message"]
-
-    def event() -> list[Any]:
-        events = hub.json("get", "events", "-n", "ml", "--field-selector", "reason=KindNotServed")["items"]
-        return [e for e in events if e["involvedObject"]["kind"] == "JobSet" and e["involvedObject"]["name"] == "train"]
-
-    (found,) = wait_for(event, timeout=60, what="a KindNotServed Event on the hub JobSet")
-    assert found["type"] == "Warning" and "cluster west" in found["message"]
-    binding = hub.json("get", "resourcebinding", "train-jobset", "-n", "ml")
-    (west,) = binding["status"]["aggregatedStatus"]
-    assert west["clusterName"] == "west" and west["applied"] is False
-    assert "does not serve JobSet" in west["appliedMessage"]
+    west = wait_for(explained, timeout=120, what="the binding saying west does not serve JobSet")
+    assert west["reasons"] == ["APIEnablement: cluster(s) did not have the API resource"]
+    listed = {
+        (group["groupVersion"], resource["kind"])
+        for group in hub.json("get", "cluster", "west")["status"]["apiEnablements"]
+        for resource in group.get("resources") or ()
+    }
+    assert ("apps/v1", "Deployment") in listed and ("jobset.x-k8s.io/v1alpha2", "JobSet") not in listed
+    assert hub.json_or_none("get", "work", "ml-train-jobset", "-n", "gpufed-es-west") is None
     assert members["west"].run("get", "jobsets", "-n", "ml", check=False).returncode != 0
+    hub.run("delete", "jobset", "train", "-n", "ml")
 
 
 def test_a_queued_jobset_whose_jobs_never_get_ready_is_evicted_and_requeued(
