@@ -7,7 +7,7 @@ its ``resources`` ``{name, kind}``, subresources left out, group versions and re
 by name, so the same member always gives the same list) and its ``CompleteAPIEnablements``
 condition with Karmada's reasons and messages (``pkg/controllers/status/cluster_status_controller.go``).
 For the scheduler: the set of ``(groupVersion, kind)`` a reported Cluster serves, built once per
-report, and whether its list is complete.
+report.
 
 The list is bounded: a member serving more than :data:`MAX_API_RESOURCES` resources is listed
 up to the bound (whole group versions, in order) and its condition says ``Partial``, so a
@@ -16,7 +16,7 @@ hostile or very large member cannot grow its Cluster without bound. Pure: no I/O
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence, Sized
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Final
@@ -44,36 +44,72 @@ class Collected:
     failed: bool = False
     """Some group version did not answer (client-go's ``ErrGroupDiscoveryFailed``)."""
     truncated: int = 0
-    """Resources left out past :data:`MAX_API_RESOURCES` (of the group versions read: a collector
-    may stop reading past the bound)."""
+    """Left out past :data:`MAX_API_RESOURCES`: the resources of the group versions read (one for
+    a group version without any), and one for each group version a collector did not read."""
 
     @property
     def complete(self) -> bool:
         return bool(self.enablements) and not self.failed and not self.truncated
 
 
+def _listed(value: Any) -> list[Any]:
+    """A discovery field that should be a list; anything else (a hostile or broken answer) is none."""
+    return value if isinstance(value, list) else []
+
+
+def listed_resources(document: Mapping[str, Any]) -> dict[str, str]:
+    """The resources (name to kind) an ``APIResourceList`` names, subresources (``pods/status``,
+    ``deployments/scale``) and items that are not objects left out."""
+    out: dict[str, str] = {}
+    for resource in _listed(document.get("resources")):
+        if not isinstance(resource, Mapping):
+            continue
+        name, kind = resource.get("name"), resource.get("kind")
+        if isinstance(name, str) and name and "/" not in name:
+            out[name] = kind if isinstance(kind, str) else ""
+    return out
+
+
+def weight(resources: Sized) -> int:
+    """What a group version counts against :data:`MAX_API_RESOURCES`: its resources, and one when
+    it has none (so that group versions without resources are bounded too)."""
+    return max(1, len(resources))
+
+
 def api_enablements(
-    documents: Iterable[Mapping[str, Any]], *, failed: bool = False, limit: int = MAX_API_RESOURCES
+    documents: Iterable[Any],
+    *,
+    failed: bool = False,
+    limit: int = MAX_API_RESOURCES,
+    unread: int = 0,
+    carried: Iterable[Any] = (),
 ) -> Collected:
-    """The sorted, bounded ``apiEnablements`` of ``documents`` (``APIResourceList`` bodies)."""
+    """The sorted, bounded ``apiEnablements`` of ``documents`` (``APIResourceList`` bodies; items
+    that are not objects are skipped). ``unread`` group versions a collector did not ask for count
+    as left out; ``carried`` are earlier entries of group versions that did not answer this time,
+    listed again (the list is then partial: ``failed``)."""
     by_version: dict[str, dict[str, str]] = {}
     for document in documents:
-        group_version = str(document.get("groupVersion") or "")
-        if not group_version:
+        if not isinstance(document, Mapping):
             continue
-        resources = by_version.setdefault(group_version, {})
-        for resource in document.get("resources") or ():
-            name = str(resource.get("name") or "")
-            if name and "/" not in name:  # subresources (pods/status, deployments/scale) are not APIs
-                resources[name] = str(resource.get("kind") or "")
+        group_version = document.get("groupVersion")
+        if isinstance(group_version, str) and group_version:
+            by_version.setdefault(group_version, {}).update(listed_resources(document))
+    for entry in carried:
+        if isinstance(entry, Mapping):
+            group_version = entry.get("groupVersion")
+            if isinstance(group_version, str) and group_version and group_version not in by_version:
+                by_version[group_version] = listed_resources(entry)
+                failed = True
     out: list[dict[str, Any]] = []
-    listed = truncated = 0
+    listed, truncated, stopped = 0, unread, False
     for group_version in sorted(by_version):
         resources = by_version[group_version]
-        if truncated or listed + len(resources) > limit:
-            truncated += len(resources)
+        if stopped or listed + weight(resources) > limit:
+            stopped = True
+            truncated += weight(resources)
             continue
-        listed += len(resources)
+        listed += weight(resources)
         entry: dict[str, Any] = {"groupVersion": group_version}
         if resources:
             entry["resources"] = [{"name": name, "kind": resources[name]} for name in sorted(resources)]
@@ -149,9 +185,3 @@ def lists_api(status: Mapping[str, Any], api_version: str, kind: str) -> bool | 
         and any(isinstance(r, Mapping) and r.get("kind") == kind for r in entry.get("resources") or ())
         for entry in enablements
     )
-
-
-def enablements_complete(conditions: Iterable[Mapping[str, Any]]) -> bool:
-    """Whether a Cluster's ``CompleteAPIEnablements`` condition is True."""
-    kind = ClusterConditionType.COMPLETE_API_ENABLEMENTS
-    return any(c.get("type") == kind and c.get("status") == "True" for c in conditions)
