@@ -25,6 +25,7 @@ from typing import Any
 import aiohttp
 
 from controlplane.apis.apienablements import enablements_condition
+from controlplane.apis.cluster_v1alpha1 import ClusterConditionType
 from controlplane.apis.timestamps import format_time
 from member_agent import apienabling, capacity, dcgm, probing
 from member_agent.agentbase import MAX_BACKOFF, AgentBase
@@ -36,8 +37,9 @@ from member_agent.registering import desired_cluster, register_cluster, write_cl
 
 logger = logging.getLogger(__name__)
 
-#: Seconds after a Work with a CRD applied before the member's APIs are read again (then doubling).
-CRD_FIRST_RECHECK = 1.0
+#: After a Work with a CRD is applied the member's APIs are read at once, then again after this
+#: many seconds, the pause doubling until the list changes.
+CRD_RECHECK = 1.0
 
 
 class CapacityReporting(AgentBase):
@@ -61,7 +63,8 @@ class CapacityReporting(AgentBase):
             now=format_time(self.clock()),
             utilization=self._utilization,
             utilization_time=self._utilization_time,
-            kubernetes_version=self._kubernetes_version or capacity.kubelet_version(self.nodes.objects.values()),
+            kubernetes_version=self._kubernetes_version
+            or capacity.kubelet_version(self.nodes.objects.values()),
             previous_conditions=previous.get("conditions") or [],
             api_problem=(problem.reason, problem.message) if problem is not None else None,
             requests_of=self._pod_requests,
@@ -124,19 +127,32 @@ class CapacityReporting(AgentBase):
             except ApiError as exc:
                 failures += 1
                 self.metrics.report_failed()
-                logger.log(failure_level(exc), "capacity report for cluster %s failed: %s", self.config.cluster_name, exc)
+                logger.log(
+                    failure_level(exc),
+                    "capacity report for cluster %s failed: %s",
+                    self.config.cluster_name,
+                    exc,
+                )
                 self._report_due.set()
                 await asyncio.sleep(min(MAX_BACKOFF, 0.5 * 2**failures))
 
     def _add_api_enablements(self, status: dict[str, Any]) -> None:
-        """``status.apiEnablements`` and its ``CompleteAPIEnablements`` condition, once gathered
-        (until then the report has neither, as an older agent's)."""
+        """``status.apiEnablements`` and its ``CompleteAPIEnablements`` condition. Until the first
+        reading, those the stored Cluster has are carried over (a restarted agent's first report
+        must not erase them); a Cluster that has none reports none, as an older agent's."""
+        stored = (self.cluster or {}).get("status") or {}
+        previous = stored.get("conditions") or []
         collected = self.api_enablements
         if collected is None:
+            kind = str(ClusterConditionType.COMPLETE_API_ENABLEMENTS)
+            condition = next((c for c in previous if isinstance(c, dict) and c.get("type") == kind), None)
+            if isinstance(stored.get("apiEnablements"), list):
+                status["apiEnablements"] = stored["apiEnablements"]
+            if condition is not None:
+                status["conditions"] = [*(status.get("conditions") or []), condition]
             return
         if collected.enablements:
             status["apiEnablements"] = collected.enablements
-        previous = ((self.cluster or {}).get("status") or {}).get("conditions") or []
         status["conditions"] = [
             *(status.get("conditions") or []),
             enablements_condition(collected, now=status["lastReportTime"], previous=previous),
@@ -145,26 +161,38 @@ class CapacityReporting(AgentBase):
     async def _api_enablements_loop(self) -> None:
         """Read the member's discovery every ``api_enablements_interval``, and when asked (a Work
         brought a CRD); a list that changed is reported at once. A CRD is served once the member
-        establishes it, moments after it is applied: asked, the agent reads again after 1 s,
-        doubling, until the list changes or the pause reaches the interval."""
+        establishes it, moments after it is applied: asked, the agent reads at once, then again
+        after 1 s, doubling, until the list changes or the pause reaches the interval. A reading
+        that fails in any way is logged and the list kept: it never stops the agent."""
         interval = self.config.api_enablements_interval
         wait = interval
         while True:
-            changed = await self._gather_api_enablements()
+            try:
+                changed = await self._gather_api_enablements()
+            except Exception:
+                logger.warning("reading the member's APIs failed; the last list is kept", exc_info=True)
+                changed = False
             wait = interval if changed or wait >= interval else min(interval, wait * 2)
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(wait):
                     await self._api_enablements_due.wait()
             if self._api_enablements_due.is_set():
                 self._api_enablements_due.clear()
-                wait = CRD_FIRST_RECHECK / 2  # doubled to the first pause after the next read
+                wait = CRD_RECHECK / 2  # doubled to the pause after the read made at once
 
     async def _gather_api_enablements(self) -> bool:
         """Read the member's APIs; whether they changed (a report is then due at once; an
-        unchanged list waits for the next report, which carries it anyway)."""
+        unchanged list waits for the next report, which carries it anyway). A reading that found
+        nothing (``/api`` or ``/apis`` failed, no group version answered) keeps the list."""
         assert self.member is not None
-        collected = await apienabling.collect(self.member)
-        if collected == self.api_enablements:
+        known = self.api_enablements
+        if known is not None:
+            previous: list[Any] = known.enablements
+        else:  # before the first reading: the list the stored Cluster has
+            stored = ((self.cluster or {}).get("status") or {}).get("apiEnablements")
+            previous = stored if isinstance(stored, list) else []
+        collected = await apienabling.collect(self.member, previous=previous)
+        if collected is None or collected == known:
             return False
         self.api_enablements = collected
         self._report_due.set()
