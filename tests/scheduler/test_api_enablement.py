@@ -1,6 +1,6 @@
 """The APIEnablement filter: a cluster whose ``status.apiEnablements`` does not list the workload's
-kind takes none of it, in Karmada's words; one already scheduled keeps its place while its list
-is incomplete; one that lists no APIs (an older agent, a fresh Cluster) is not judged by it."""
+kind takes none of it, in Karmada's words; one already scheduled keeps its place whatever its
+list says (Karmada's ``TargetContains``); one that lists no APIs (an older agent, a fresh Cluster) is not judged by it."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ REFUSAL = "APIEnablement: cluster(s) did not have the API resource"
 CASES: dict[str, tuple[list[dict[str, Any]] | None, bool, bool, bool]] = {
     "served": (WITH_RAY, True, False, True),
     "not-served": (WITHOUT_RAY, True, False, False),
-    "not-served-already-scheduled-complete-list": (WITHOUT_RAY, True, True, False),
+    "not-served-already-scheduled-complete-list": (WITHOUT_RAY, True, True, True),
     "not-served-already-scheduled-incomplete-list": (WITHOUT_RAY, False, True, True),
     "not-served-incomplete-list-not-scheduled": (WITHOUT_RAY, False, False, False),
     "no-list": (None, False, False, True),

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, NewType
 
 from pydantic import BaseModel
 
-from controlplane.apis.apienablements import enablements_complete, served_kinds
+from controlplane.apis.apienablements import served_kinds
 from controlplane.apis.constants import LABEL_GPU_PRODUCT
 from controlplane.apis.gpus import is_mig_invalid_product
 from controlplane.apis.meta import Taint
@@ -229,8 +229,6 @@ class ClusterSnapshot:
     """``status.nodeScoring`` as reported ("" when absent: unknown)."""
     api_kinds: frozenset[tuple[str, str]] | None = None
     """``(groupVersion, kind)`` of every API ``status.apiEnablements`` lists (None: it lists none)."""
-    api_complete: bool = False
-    """Whether the ``CompleteAPIEnablements`` condition is True (the list can be trusted whole)."""
     # Memo tables owned by the estimator; never part of the value.
     estimates: dict[Any, Any] = field(default_factory=dict, repr=False)
     """Memo of the estimator: its estimate per requirements (and gang verdicts per gang)."""
@@ -347,7 +345,6 @@ class ClusterSnapshot:
             shapes=tuple(NodeShape.from_dict(s, cache=cache) for s in view.status.get("nodeShapes") or ()),
             node_scoring=str(view.status.get("nodeScoring") or ""),
             api_kinds=served_kinds(view.status),
-            api_complete=enablements_complete(view.conditions),
         )
         if cache is not None and previous is not None and previous.name == snapshot.name:
             _link_report(previous, snapshot)

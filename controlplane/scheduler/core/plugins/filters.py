@@ -113,7 +113,11 @@ class Cordon:
     def filter(self, state: CycleState, cluster: ClusterSnapshot) -> Status:
         if not cluster.unschedulable:
             return SUCCESS
-        return _keep_current(state, cluster, Status(Code.UNRESOLVABLE, ("cluster is cordoned (spec.unschedulable)",), self.name))
+        return _keep_current(
+            state,
+            cluster,
+            Status(Code.UNRESOLVABLE, ("cluster is cordoned (spec.unschedulable)",), self.name),
+        )
 
 
 class ClusterReady:
@@ -189,18 +193,14 @@ class KeepOnly:
         return passed, failed
 
 
-def _no_api() -> Status:
-    """APIEnablement's refusal: a new one each time, as the explanation keeps entries on a verdict
-    per cluster snapshot (one shared verdict would gather an entry for every report)."""
-    return Status(Code.UNSCHEDULABLE, (NO_API_RESOURCE,), API_ENABLEMENT)
-
-
 class APIEnablement:
     """A cluster whose ``status.apiEnablements`` does not list the workload's kind takes none of it
     (Karmada's APIEnablement: ``helper.IsAPIEnabled``, then "cluster(s) did not have the API
-    resource"). As in Karmada, a cluster already in the binding's ``spec.clusters`` whose list is
-    not complete (``CompleteAPIEnablements`` not True) keeps its place: a partial discovery must
-    not push a workload off a cluster that runs it.
+    resource"). As in Karmada's ``pkg/scheduler/framework/plugins/apienablement/api_enablement.go``
+    (``bindingSpec.TargetContains``: "the scheduler never deletes scheduled resources by this
+    plugin"), a cluster already in the binding's ``spec.clusters`` always passes, whatever its
+    list says: a CRD removed from a member, or a partial discovery, must not push a workload off a
+    cluster that runs it (the Work is applied again once the kind is served again).
 
     Unlike Karmada, a cluster that lists no APIs at all passes: its agent is older than the list
     (a hub upgraded before its agents, as a rolling upgrade does) or has not reported yet (a fresh
@@ -221,6 +221,6 @@ class APIEnablement:
         kinds = cluster.api_kinds
         if kinds is None or not request.kind or (request.api_version, request.kind) in kinds:
             return SUCCESS
-        if not cluster.api_complete and cluster.name in request.previous:
+        if cluster.name in request.previous:
             return SUCCESS
         return Status(Code.UNSCHEDULABLE, (NO_API_RESOURCE,), API_ENABLEMENT)
