@@ -95,11 +95,11 @@ def api_enablements(
         group_version = document.get("groupVersion")
         if isinstance(group_version, str) and group_version:
             by_version.setdefault(group_version, {}).update(listed_resources(document))
-    for entry in carried:
-        if isinstance(entry, Mapping):
-            group_version = entry.get("groupVersion")
+    for earlier in carried:
+        if isinstance(earlier, Mapping):
+            group_version = earlier.get("groupVersion")
             if isinstance(group_version, str) and group_version and group_version not in by_version:
-                by_version[group_version] = listed_resources(entry)
+                by_version[group_version] = listed_resources(earlier)
                 failed = True
     out: list[dict[str, Any]] = []
     listed, truncated, stopped = 0, unread, False
