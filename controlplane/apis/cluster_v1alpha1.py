@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from enum import StrEnum
-from typing import Any, Final, Literal
+from typing import Any, ClassVar, Final, Literal
 
 from pydantic import Field, field_validator
 
@@ -273,6 +273,10 @@ class APIEnablement(WireModel):
 
 class ClusterStatus(WireModel):
     """``status`` of a Cluster, written by the member agent and the cluster controller."""
+
+    # Sent whole with every report (up to 5,000 resources): validated when it changes, not again
+    # at each report that leaves it as stored (controlplane.apiserver.validation.check_model).
+    UNCHANGED_NOT_REVALIDATED: ClassVar[frozenset[str]] = frozenset({"apiEnablements"})
 
     conditions: list[Condition] | None = None
     """Conditions of the cluster. Ready is True while its agent reports in time."""

@@ -23,6 +23,7 @@ from __future__ import annotations
 import copy
 import functools
 import re
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -146,7 +147,9 @@ def _cause_for(error: dict[str, Any], data: Any) -> tuple[Loc, Cause]:
     value = error.get("input")
     if err_type in ("literal_error", "enum"):
         # pydantic says "'A', 'B' or 'C'"; kube lists them: "A", "B", "C".
-        expected = str((error.get("ctx") or {}).get("expected", "")).replace("' or '", "', '").replace("'", '"')
+        expected = (
+            str((error.get("ctx") or {}).get("expected", "")).replace("' or '", "', '").replace("'", '"')
+        )
         return loc, Cause(
             CauseType.FIELD_VALUE_NOT_SUPPORTED,
             f"Unsupported value: {_quote(value)}: supported values: {expected}",
@@ -244,15 +247,36 @@ def _status_adapter(model: type[BaseModel]) -> TypeAdapter[Any] | None:
     return TypeAdapter(found.annotation)
 
 
-def check_model(obj: dict[str, Any], model: type[BaseModel], *, status_only: bool = False) -> ModelCheck:
+@functools.cache
+def _kept_unchecked(model: type[BaseModel]) -> frozenset[str]:
+    """The ``status`` fields of ``model`` not validated again when a status write leaves them as
+    stored (its status model's ``UNCHANGED_NOT_REVALIDATED``)."""
+    found = model.model_fields.get("status")
+    annotation = found.annotation if found is not None else None
+    for candidate in (annotation, *typing.get_args(annotation)):
+        if isinstance(candidate, type) and issubclass(candidate, BaseModel):
+            return frozenset(getattr(candidate, "UNCHANGED_NOT_REVALIDATED", ()))
+    return frozenset()
+
+
+def check_model(
+    obj: dict[str, Any],
+    model: type[BaseModel],
+    *,
+    status_only: bool = False,
+    old: dict[str, Any] | None = None,
+) -> ModelCheck:
     """Validate with the pydantic model; report causes and unknown fields (outside metadata).
 
     ``status_only``: a write of the status subresource, whose other fields are the stored
     object's, validated when they were written; only its ``status`` is validated (as kube's
-    status strategies validate the status of a status update), when the model has one."""
+    status strategies validate the status of a status update), when the model has one. A large
+    status field its model names as ``UNCHANGED_NOT_REVALIDATED`` (a Cluster's ``apiEnablements``,
+    sent whole with every report) is not validated again when it equals ``old``'s, which was
+    validated when it was written."""
     adapter = _status_adapter(model) if status_only else None
     if adapter is not None:
-        return _check_status(obj, adapter)
+        return _check_status(obj, adapter, _unchanged(_kept_unchecked(model), obj, old))
     result = ModelCheck()
     try:
         instance = _strictly_validated(obj, lambda raw: model.model_validate_json(raw, strict=True))
@@ -271,10 +295,23 @@ def check_model(obj: dict[str, Any], model: type[BaseModel], *, status_only: boo
     return result
 
 
-def _check_status(obj: dict[str, Any], adapter: TypeAdapter[Any]) -> ModelCheck:
-    """:func:`check_model` of ``obj["status"]`` alone, with paths from the object's root."""
+def _unchanged(names: frozenset[str], obj: dict[str, Any], old: dict[str, Any] | None) -> frozenset[str]:
+    """Those of ``names`` whose value in ``obj``'s status equals the one in ``old``'s."""
+    if not names or old is None:
+        return frozenset()
+    status, stored = obj.get("status"), old.get("status")
+    if not isinstance(status, dict) or not isinstance(stored, dict):
+        return frozenset()
+    return frozenset(n for n in names if n in status and n in stored and status[n] == stored[n])
+
+
+def _check_status(obj: dict[str, Any], adapter: TypeAdapter[Any], unchanged: frozenset[str]) -> ModelCheck:
+    """:func:`check_model` of ``obj["status"]`` alone, with paths from the object's root; the
+    ``unchanged`` fields left out (validated when they were stored)."""
     result = ModelCheck()
     status = obj.get("status")
+    if unchanged and isinstance(status, dict):
+        status = {k: v for k, v in status.items() if k not in unchanged}
     try:
         instance = _strictly_validated(status, lambda raw: adapter.validate_json(raw, strict=True))
     except ValidationError as exc:
@@ -343,14 +380,16 @@ def decoded_applied(rt: ResourceType, applied: dict[str, Any], field_validation:
     return Checked(*_unknown_dropped(applied, rt, unknown, None, field_validation))
 
 
-def _unknown_in(rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None, *, status_only: bool) -> list[Loc]:
+def _unknown_in(
+    rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None, *, status_only: bool
+) -> list[Loc]:
     """The fields of ``obj`` the kind's decoding would drop (``obj`` is left as it is); a value of
     the wrong type is the decoder's 400 (:func:`_decoded`)."""
     if rt.model is None and rt.custom is None and rt.crd_schema is None:
         return _decoded(rt, rt.unknown_fields, obj, old, status_only) if rt.unknown_fields is not None else []
     unknown = [] if status_only else _decoded(rt, _metadata_unknown, obj, old, status_only)
     if rt.model is not None:
-        unknown += check_model(obj, rt.model, status_only=status_only).unknown
+        unknown += check_model(obj, rt.model, status_only=status_only, old=old).unknown
     elif rt.custom is not None:
         prune = (rt.custom.prune_status or rt.custom.prune) if status_only else rt.custom.prune
         unknown += prune(copy.deepcopy(obj))
@@ -360,8 +399,12 @@ def _unknown_in(rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | Non
 
 
 def refuse_unknown_fields(
-    rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None, field_validation: FieldValidation,
-    *, status_only: bool = False,
+    rt: ResourceType,
+    obj: dict[str, Any],
+    old: dict[str, Any] | None,
+    field_validation: FieldValidation,
+    *,
+    status_only: bool = False,
 ) -> None:
     """Under ``fieldValidation=Strict``, what kube's decoder refuses of a write's object before any
     admission runs: its unknown fields (400 ``strict decoding error``; those the stored ``old`` has
@@ -381,7 +424,11 @@ def _new_paths(unknown: list[Loc], old: dict[str, Any] | None) -> list[str]:
 
 
 def _unknown_dropped(
-    obj: dict[str, Any], rt: ResourceType, unknown: list[Loc], old: dict[str, Any] | None, field_validation: FieldValidation
+    obj: dict[str, Any],
+    rt: ResourceType,
+    unknown: list[Loc],
+    old: dict[str, Any] | None,
+    field_validation: FieldValidation,
 ) -> tuple[dict[str, Any], list[str]]:
     """A copy of ``obj`` without the ``unknown`` fields kube's decoder would not keep, and the
     warnings to send (BadRequest under ``fieldValidation=Strict``, as kube answers). Fields the
@@ -423,7 +470,9 @@ class DecodingError(BadRequest):
         elif strategic and error.startswith("illegal base64 data"):
             error = f"error decoding from json: {error}"
         message = f"Invalid value: {go_quote(patched)}: {error}"
-        return invalid(kind="", group="", name="", causes=[Cause(CauseType.FIELD_VALUE_INVALID, message, "patch")])
+        return invalid(
+            kind="", group="", name="", causes=[Cause(CauseType.FIELD_VALUE_INVALID, message, "patch")]
+        )
 
 
 def strict_decoding_error(rt: ResourceType, paths: list[str]) -> DecodingError:
@@ -488,16 +537,19 @@ def check_object(
     schema_of_its_own = rt.model is not None or rt.custom is not None or rt.crd_schema is not None
     metadata_unknown = (
         _decoded(rt, _metadata_unknown, obj, old, status_only)
-        if schema_of_its_own and not status_only else []
+        if schema_of_its_own and not status_only
+        else []
     )
     if rt.model is not None:
-        checked = check_model(obj, rt.model, status_only=status_only)
+        checked = check_model(obj, rt.model, status_only=status_only, old=old)
         if checked.unknown or metadata_unknown:
-            obj, dropped_warnings = _unknown_dropped(obj, rt, [*metadata_unknown, *checked.unknown], old, field_validation)
+            obj, dropped_warnings = _unknown_dropped(
+                obj, rt, [*metadata_unknown, *checked.unknown], old, field_validation
+            )
             warnings.extend(dropped_warnings)
             # Validate what will be stored: dropping a field can leave an object that is not
             # valid (``{application: {bogus: 1}}`` becomes ``{application: {}}``).
-            checked = check_model(obj, rt.model, status_only=status_only)
+            checked = check_model(obj, rt.model, status_only=status_only, old=old)
         # The CRD it stands for refuses a repeated key of a ``map`` list, a repeated ``set`` value.
         repeated = served_list_errors(rt.group, rt.version, rt.kind, rt.model, obj, status_only=status_only)
         model_causes = [*checked.causes, *(Cause(str(e.type), e.message, e.field) for e in repeated)]
@@ -529,7 +581,9 @@ def check_object(
             obj, dropped_warnings = _unknown_dropped(obj, rt, unknown, old, field_validation)
             warnings.extend(dropped_warnings)
     if rt.crd_schema is not None:
-        integral_floats_made_ints(obj, dict(rt.crd_schema()))  # kube stores an integer sent as ``3.0`` as ``3``
+        integral_floats_made_ints(
+            obj, dict(rt.crd_schema())
+        )  # kube stores an integer sent as ``3.0`` as ``3``
         schema_found = schema_errors(rt.crd_schema(), obj, old, status_only=status_only)
         causes.extend(Cause(str(e.type), e.message, e.field) for e in schema_found)
         stopped = any(blocks_rules(str(c.reason), built_in=False) for c in causes)
@@ -558,7 +612,9 @@ def refuse_schema_errors(rt: ResourceType, obj: dict[str, Any], old: dict[str, A
     if rt.crd_schema is None:
         return
     found = schema_errors(rt.crd_schema(), obj, old)
-    found += rule_errors(rt.crd_schema(), obj, old, blocked=any(blocks_rules(str(e.type), built_in=False) for e in found))
+    found += rule_errors(
+        rt.crd_schema(), obj, old, blocked=any(blocks_rules(str(e.type), built_in=False) for e in found)
+    )
     if found:
         name = str((obj.get("metadata") or {}).get("name") or "")
         causes = [Cause(str(e.type), e.message, e.field) for e in found]

@@ -12,6 +12,7 @@ from controlplane.apiserver.objects import ObjectStore
 from controlplane.apiserver.openapi.catalog import SchemaCatalog
 from controlplane.apiserver.openapi.upstream import UpstreamDefinitions
 from controlplane.apiserver.resources import Registry
+from controlplane.apiserver.validation import check_model
 from controlplane.hub import hub_registry
 from controlplane.storage import MemoryStore
 
@@ -74,3 +75,30 @@ def test_the_schema_serves_the_list() -> None:
     assert set(enablement) == {"groupVersion", "resources"}
     resource = cluster.definitions["io.gpufed.cluster.v1alpha1.APIResource"]["properties"]
     assert set(resource) == {"name", "kind"}
+
+
+def _cluster(enablements: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "apiVersion": "cluster.gpufed.io/v1alpha1",
+        "kind": "Cluster",
+        "metadata": {"name": "a"},
+        "spec": {"provider": "onprem"},
+        "status": {"apiEnablements": enablements, "lastReportTime": "2026-01-01T00:00:00Z"},
+    }
+
+
+def test_a_report_that_leaves_the_list_as_stored_does_not_validate_it_again() -> None:
+    """Each report carries the whole list (up to 5,000 resources): it is validated when it changes
+    only. A stored list that would not pass today's check (seen here) shows it is not read again."""
+    stored = [{"groupVersion": "v1", "resources": [{"name": 5, "kind": "Pod"}]}]
+    same = check_model(_cluster(stored), Cluster, status_only=True, old=_cluster(stored))
+    assert same.causes == [] and same.unknown == []
+
+    changed = [*stored, {"groupVersion": "apps/v1", "resources": [{"name": 7}]}]
+    refused = check_model(_cluster(changed), Cluster, status_only=True, old=_cluster(stored))
+    assert [c.field for c in refused.causes] == [
+        "status.apiEnablements[0].resources[0].name",
+        "status.apiEnablements[1].resources[0].name",
+        "status.apiEnablements[1].resources[0].kind",
+    ]
+    assert check_model(_cluster(stored), Cluster, status_only=True).causes  # no stored object: checked
