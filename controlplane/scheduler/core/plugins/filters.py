@@ -198,7 +198,8 @@ class APIEnablement:
     (Karmada's APIEnablement: ``helper.IsAPIEnabled``, then "cluster(s) did not have the API
     resource"). As in Karmada's ``pkg/scheduler/framework/plugins/apienablement/api_enablement.go``
     (``bindingSpec.TargetContains``: "the scheduler never deletes scheduled resources by this
-    plugin"), a cluster already in the binding's ``spec.clusters`` always passes, whatever its
+    plugin", since karmada-io/karmada#6462, which dropped the earlier pass of an incomplete list
+    only, #5216), a cluster already in the binding's ``spec.clusters`` always passes, whatever its
     list says: a CRD removed from a member, or a partial discovery, must not push a workload off a
     cluster that runs it (the Work is applied again once the kind is served again).
 
