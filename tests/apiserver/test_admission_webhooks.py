@@ -326,6 +326,29 @@ async def test_an_unknown_field_under_strict_is_refused_before_the_mutating_webh
     assert len(server.received["/seen"]) == sent
 
 
+async def test_a_status_apply_keeps_its_managed_fields_entry_whatever_webhooks_exist(
+    api: Api, server: WebhookServer
+) -> None:
+    """A server-side apply of a status records its manager's entry for the status subresource,
+    whether or not a webhook configuration (here one matching nothing of the write) exists."""
+
+    async def applied(name: str) -> list[tuple[str, str, str]]:
+        code, created, _ = await api.call("POST", DEPLOYMENTS, deployment(name, replicas=1))
+        assert code == 201, created
+        status = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name}, "status": {"replicas": 3}}
+        code, written, _ = await api.call("PATCH", f"{DEPLOYMENTS}/{name}/status?fieldManager=probe&force=true",
+                                          status, **{"Content-Type": "application/apply-patch+yaml"})
+        assert code == 200, written
+        code, stored, _ = await api.call("GET", f"{DEPLOYMENTS}/{name}")
+        assert stored["status"]["replicas"] == 3
+        return [(m["manager"], m["operation"], m.get("subresource")) for m in stored["metadata"]["managedFields"]]
+
+    assert ("probe", "Apply", "status") in await applied("plain")
+    other = {**RULE, "apiGroups": ["nothing.example"], "resources": ["things"]}
+    await configure(api, "Validating", "acme", webhook("v.acme.io", server.client("/v"), rules=[other]))
+    assert ("probe", "Apply", "status") in await applied("hooked")
+
+
 async def test_a_kinds_own_validating_webhook_comes_after_the_resource_version_check(
     api: Api, server: WebhookServer
 ) -> None:

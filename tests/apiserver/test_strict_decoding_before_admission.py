@@ -88,3 +88,43 @@ async def test_an_update_the_kinds_webhook_denies_is_the_decoders_400_first(hub:
     status, message = await refusal(applied)
     assert status == 422 and message.endswith(".spec.bogus: field not declared in schema"), message
     assert (await (await hub.get(f"{MCS}/web")).json())["spec"]["types"] == ["CrossCluster"]
+
+
+DEPLOYMENTS = "/apis/apps/v1/namespaces/default/deployments"
+
+
+def deployment(name: str, **extra: Any) -> dict[str, Any]:
+    labels = {"app": name}
+    template = {"metadata": {"labels": labels}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name},
+        "spec": {"selector": {"matchLabels": labels}, "template": template},
+        **extra,
+    }
+
+
+async def test_an_unknown_field_in_the_status_a_write_drops_is_refused_too(hub: Client) -> None:
+    """kube decodes the whole body: a status a create or a main-resource update sends (and drops)
+    is decoded strictly too, with no webhook configuration in the hub."""
+    unknown = 'strict decoding error: unknown field "status.bogus"'
+    refused = f'Deployment in version "v1" cannot be handled as a Deployment: {unknown}'
+    bogus = {"replicas": 0, "bogus": 1}
+    assert await refusal(await hub.post(DEPLOYMENTS + STRICT, json=deployment("web", status=bogus))) == (
+        400,
+        refused,
+    )
+    created = await hub.post(DEPLOYMENTS + WARN, json=deployment("web", status=bogus))
+    assert created.status == 201, await created.text()
+    stored = await created.json()
+    assert await refusal(await hub.put(f"{DEPLOYMENTS}/web{STRICT}", json={**stored, "status": bogus})) == (
+        400,
+        refused,
+    )
+    status, message = await refusal(
+        await hub.patch(f"{DEPLOYMENTS}/web{STRICT}", json={"status": bogus}, headers=MERGE)
+    )
+    assert status == 422 and message.endswith(unknown), message
+    updated = await hub.put(f"{DEPLOYMENTS}/web{WARN}", json={**stored, "status": bogus})
+    assert updated.status == 200, await updated.text()

@@ -40,10 +40,10 @@ from controlplane.apiserver.objects.body_kind import checked_body, status_reques
 from controlplane.apiserver.objects.merging import (
     SERVER_OWNED_METADATA,
     merged,
-    set_managed_fields,
     spec_changed,
     unchanged,
 )
+from controlplane.apiserver.objects.mutated_updates import merged_body, mutated_update
 from controlplane.apiserver.objects.namespaces import NamespaceLifecycle
 from controlplane.apiserver.objects.reading import (
     check_preconditions,
@@ -57,9 +57,7 @@ from controlplane.apiserver.objects.reading import (
 )
 from controlplane.apiserver.objects.revisions import (
     VersionPrecondition,
-    check_resource_version,
     known_revision,
-    set_resource_version,
     version_precondition,
 )
 from controlplane.apiserver.objects.scale import check_uid_precondition
@@ -168,6 +166,8 @@ class Writer:
             # (and validates) one the request gives for the others.
             meta["generation"] = given_generation
         if rt.has_status:
+            if "status" in obj:  # kube decodes the whole body first: under Strict its unknown fields are a 400
+                refuse_unknown_fields(rt, obj, None, options.field_validation, status_only=True)
             obj.pop("status", None)
         if rt is self._namespaces.type:
             prepare_namespace_create(obj)
@@ -258,12 +258,9 @@ class Writer:
                 obj = copy.deepcopy(obj)  # the status body shares the caller's spec
                 options = dataclasses.replace(options, recorded_subresource=subresource)
             return await self._created_on_update(rt, obj, options, subresource=subresource)
-        sent = _as_sent(obj, options)
-        new = merged(rt, old, obj, subresource=subresource)
-        if subresource and options.recorded_managed_fields:  # a status write's, recorded by its caller
-            set_managed_fields(new, obj)
-        return await self.write_update(rt, kv, old, new, subresource=subresource, options=options, version=version,
-                                       sent=sent)
+        # A status write's managedFields are recorded by its caller.
+        return await self._write_body(rt, kv, old, obj, subresource=subresource, options=options, version=version,
+                                      own_managed_fields=bool(subresource and options.recorded_managed_fields))
 
     async def _created_on_update(
         self, rt: ResourceType, obj: dict[str, Any], options: WriteOptions, *, subresource: str | None
@@ -285,9 +282,7 @@ class Writer:
             created, _ = await self.create_owned(rt, obj, options)
         except errors.AlreadyExists:
             kv, old, version = await self._replaced(rt, retry["metadata"], options)
-            sent = _as_sent(retry, options)
-            return await self.write_update(rt, kv, old, merged(rt, old, retry, subresource=subresource),
-                                           subresource=subresource, options=options, version=version, sent=sent)
+            return await self._write_body(rt, kv, old, retry, subresource=subresource, options=options, version=version)
         if options.on_create is not None:
             options.on_create()
         return created
@@ -339,14 +334,11 @@ class Writer:
             write_options = applied_write if patch_type is PatchType.APPLY else write
             version = version_precondition(rt, kv, patched["metadata"].get("resourceVersion"), name=name,
                                             options=write_options)
-            sent = _as_sent(patched, write_options)
-            new = merged(rt, old, patched, subresource=subresource)
-            if patch_type is PatchType.APPLY and subresource:
-                # A status write keeps the stored metadata, but for the applier's own entry.
-                set_managed_fields(new, patched)
             try:
-                return await self.write_update(
-                    rt, kv, old, new, subresource=subresource, options=write_options, version=version, sent=sent,
+                # A status write keeps the stored metadata, but for the applier's own entry.
+                return await self._write_body(
+                    rt, kv, old, patched, subresource=subresource, options=write_options, version=version,
+                    own_managed_fields=patch_type is PatchType.APPLY and bool(subresource),
                 )
             except LostRace:
                 continue
@@ -419,6 +411,24 @@ class Writer:
             check_preconditions(rt, old, Preconditions(uid=str(meta["uid"])))
         return kv, old, version_precondition(rt, kv, given, name=meta["name"], options=options)
 
+    async def _write_body(
+        self, rt: ResourceType, kv: storage.KeyValue, old: dict[str, Any], body: dict[str, Any], *,
+        subresource: str | None, options: WriteOptions, version: VersionPrecondition | None,
+        own_managed_fields: bool = False,
+    ) -> dict[str, Any]:
+        """Write an update's ``body`` (the request's object, this write's own) over ``old``, merged
+        with it (:func:`merged_body`): before the write's admission, or after the mutating webhooks
+        when any may run, which see the body itself (:func:`mutated_update`). kube decodes the whole
+        body before anything: under Strict an unknown field in what the merge drops (the status
+        a main-resource update sends) is its 400 whatever webhooks exist."""
+        if options.webhooks is not None:
+            return await self.write_update(rt, kv, old, body, subresource=subresource, options=options,
+                                           version=version, own_managed_fields=own_managed_fields)
+        if subresource is None and rt.has_status and "status" in body:
+            refuse_unknown_fields(rt, body, old, options.field_validation, status_only=True)
+        new = merged_body(rt, old, body, subresource=subresource, own_managed_fields=own_managed_fields)
+        return await self.write_update(rt, kv, old, new, subresource=subresource, options=options, version=version)
+
     async def write_update(
         self,
         rt: ResourceType,
@@ -429,11 +439,10 @@ class Writer:
         subresource: str | None,
         options: WriteOptions,
         version: VersionPrecondition | None = None,
-        sent: dict[str, Any] | None = None,
+        own_managed_fields: bool = False,
     ) -> dict[str, Any]:
-        prepared = await self.prepared_update(
-            rt, old, new, subresource=subresource, options=options, version=version, sent=sent
-        )
+        prepared = await self.prepared_update(rt, old, new, subresource=subresource, options=options,
+                                              version=version, own_managed_fields=own_managed_fields)
         if prepared is old:
             return old  # kube writes nothing for a no-op update
         return await self.stored_update(rt, kv, old, prepared, subresource=subresource, options=options)
@@ -447,22 +456,24 @@ class Writer:
         subresource: str | None,
         options: WriteOptions,
         version: VersionPrecondition | None = None,
-        sent: dict[str, Any] | None = None,
+        own_managed_fields: bool = False,
     ) -> dict[str, Any]:
         """``new`` as an update of ``old`` would store it (defaulted, validated, its generation
         and managedFields, admission run), or ``old`` itself when the update changes nothing.
-        ``sent`` is the update's object before ``new`` was merged from it, which the mutating
-        webhooks see (:meth:`_mutated_update`). ``version``, the update's resourceVersion
-        precondition, is checked once they have run."""
+        When mutating webhooks may run, ``new`` can be the request's body itself, which they see
+        and which is merged with ``old`` after them (:func:`mutated_update`, ``own_managed_fields``
+        as :func:`merged_body` takes it). ``version``, the update's resourceVersion precondition,
+        is checked once they have run."""
         if options.webhooks is not None:
-            new = await self._mutated_update(rt, old, new if sent is None else sent, subresource=subresource,
-                                             options=options, version=version)
-        prune_nulls(rt, new)
+            new = await mutated_update(rt, old, new, subresource=subresource, options=options, version=version,
+                                       own_managed_fields=own_managed_fields)
+        else:
+            prune_nulls(rt, new)
         if rt.prepare_update is not None and subresource is None:
             rt.prepare_update(new, old)
         if rt.prepare is not None:
             rt.prepare(new)
-        if rt.defaults is not None:
+        if rt.defaults is not None and options.webhooks is None:  # the webhooks' object is defaulted
             rt.defaults(new)
         if subresource is None and not _webhooks_deny(rt, old):
             # The kind's own webhooks validate, after the mutating ones and the resourceVersion's check.
@@ -497,27 +508,6 @@ class Writer:
                 await admit(WriteAttributes(Operation.UPDATE, rt, new, old=old, dry_run=options.dry_run,
                                             scale=options.recorded_subresource == "scale"))
         return new
-
-    async def _mutated_update(
-        self, rt: ResourceType, old: dict[str, Any], seen: dict[str, Any], *, subresource: str | None,
-        options: WriteOptions, version: VersionPrecondition | None,
-    ) -> dict[str, Any]:
-        """An update's object as the mutating webhooks leave it, merged with ``old`` as the update
-        keeps it. kube hands its mutating admission the object decoded from the request (``seen``,
-        defaulted; its status on an update of the main resource, its spec on a status write, the
-        metadata it names) in the update's transformers, before its store compares resourceVersions
-        and its strategy puts back what the write may not change (``rest.BeforeUpdate``): the
-        webhooks see the resourceVersion the request names, and the one they leave is compared."""
-        prune_nulls(rt, seen)
-        if rt.defaults is not None:
-            rt.defaults(seen)
-        refuse_unknown_fields(rt, seen, old, options.field_validation, status_only=rt.writes_status_only(subresource))
-        if version is not None:
-            set_resource_version(seen, version.given)
-        patched = await mutated(rt, options, Operation.UPDATE, seen, old, subresource=subresource)
-        if version is not None:
-            check_resource_version(rt, version.stored, patched["metadata"].get("resourceVersion"), name=version.name)
-        return merged(rt, old, patched, subresource=subresource)
 
     async def stored_update(
         self,
@@ -555,12 +545,6 @@ class Writer:
             return decode(rt, written)  # the answer is the stored object, converted back
         meta["resourceVersion"] = str(written.mod_revision)
         return new
-
-
-def _as_sent(obj: dict[str, Any], options: WriteOptions) -> dict[str, Any] | None:
-    """A copy of an update's object for the mutating webhooks to see (:meth:`Writer._mutated_update`),
-    taken before the merge with the stored object changes it; None when no webhook will."""
-    return copy.deepcopy(obj) if options.webhooks is not None else None
 
 
 def _webhooks_deny(rt: ResourceType, obj: dict[str, Any]) -> bool:
