@@ -349,6 +349,21 @@ async def test_a_status_apply_keeps_its_managed_fields_entry_whatever_webhooks_e
     assert ("probe", "Apply", "status") in await applied("hooked")
 
 
+async def test_a_create_is_mutated_before_the_kinds_own_webhook_denies_it(api: Api, server: WebhookServer) -> None:
+    """kube runs the mutating admission before the validating one: the admins' mutating webhook
+    sees a create that the kind's own validating webhook (Karmada's) then denies."""
+    rule = {**RULE, "apiGroups": ["policy.karmada.io"], "apiVersions": ["v1alpha1"], "resources": ["propagationpolicies"]}
+    await configure(api, "Mutating", "acme", webhook("seen.acme.io", server.client("/seen"), rules=[rule]))
+    selectors = [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}]
+    policy = {"apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy",
+              "metadata": {"name": "p" * 64}, "spec": {"resourceSelectors": selectors}}
+    code, status, _ = await api.call("POST", "/apis/policy.karmada.io/v1alpha1/namespaces/default/propagationpolicies",
+                                     policy)
+    assert (code, status["message"]) == (403, 'admission webhook "propagationpolicy.karmada.io" denied the request: '
+                                              "PropagationPolicy's name should be no more than 63 characters")
+    assert [r["request"]["name"] for r in server.received["/seen"]] == ["p" * 64]
+
+
 async def test_a_kinds_own_validating_webhook_comes_after_the_resource_version_check(
     api: Api, server: WebhookServer
 ) -> None:

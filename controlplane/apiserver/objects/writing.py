@@ -175,13 +175,14 @@ class Writer:
         meta["uid"] = str(uuid.uuid4())
         if rt.prepare is not None:
             rt.prepare(obj)
-        _webhooks_admit(rt, obj, field_validation=options.field_validation)
         if rt.defaults is not None:
             rt.defaults(obj)
         if options.webhooks is not None:
             refuse_unknown_fields(rt, obj, None, options.field_validation)  # kube's decoding, before its admission
             obj = await mutated(rt, options, Operation.CREATE, obj, None, subresource=None)
             meta = obj["metadata"]
+        # The kind's own webhooks validate, after the mutating ones (kube's order).
+        _webhooks_admit(rt, obj, field_validation=options.field_validation)
         checked = check_object(obj, rt, field_validation=options.field_validation)
         obj = checked.obj
         meta = obj["metadata"]
