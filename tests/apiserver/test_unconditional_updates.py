@@ -14,9 +14,11 @@ import pytest
 import yaml
 from aiohttp.test_utils import TestClient
 
+from controlplane.apiserver.admission import WriteAttributes
 from controlplane.apiserver.crd.registry import DynamicRegistry
 from controlplane.apiserver.crd.types import crd_resource_type
 from controlplane.apiserver.kinds.core import core_resources
+from controlplane.apiserver.objects.store import ObjectStore
 from controlplane.apiserver.resources import Registry
 
 from .test_crd_apply import CRDS, GATEWAY_SCHEMA, GATEWAYS, crd, gateway, install
@@ -205,3 +207,34 @@ async def test_a_server_side_apply_without_a_resource_version_changes_a_lease(hu
                              headers={"Content-Type": "application/apply-patch+yaml"})
     assert answer.status == 200, await answer.text()
     assert (await answer.json())["spec"]["holderIdentity"] == "b"
+
+
+async def test_an_unconditional_update_that_loses_a_race_is_made_again_on_the_object_read_anew(
+    api: Client, objects: ObjectStore, api_registry: Registry
+) -> None:
+    """kube's store re-reads the object and tries again when its compare-and-swap loses to another
+    write (``GuaranteedUpdate``): an update naming no resourceVersion lands on the newer object; one
+    naming the revision it read is a Conflict."""
+    created = await api.post(CONFIGMAPS, json={"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm"}})
+    assert created.status == 201, await created.text()
+    configmaps = api_registry.require("v1", "ConfigMap")
+    raced: list[str] = []
+
+    async def race(write: WriteAttributes) -> None:
+        # Another writer changes the object after an update read it, once per value of ``k``.
+        if write.old is not None and (write.new.get("data") or {}).get("k", "") not in ("", *raced):
+            raced.append(write.new["data"]["k"])
+            await objects.update(configmaps, {**write.old, "metadata": {"name": "cm", "namespace": "default"},
+                                              "data": {"other": raced[-1]}})
+
+    objects.admit_writes(race)
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm"}, "data": {"k": "v"}}
+    changed = await api.put(f"{CONFIGMAPS}/cm", json=body)
+    assert changed.status == 200, await changed.text()
+    assert (await changed.json())["data"] == {"k": "v"}
+    assert raced == ["v"]
+    read = await (await api.get(f"{CONFIGMAPS}/cm")).json()
+    conditional = {**body, "metadata": read["metadata"], "data": {"k": "w"}}
+    answer = await api.put(f"{CONFIGMAPS}/cm", json=conditional)
+    assert (answer.status, (await answer.json())["reason"]) == (409, "Conflict")
+    assert raced == ["v", "w"]

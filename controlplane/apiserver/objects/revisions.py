@@ -53,6 +53,17 @@ def set_resource_version(obj: dict[str, Any], value: Any) -> None:
         obj["metadata"]["resourceVersion"] = value
 
 
+def names_no_version(given: Any) -> bool:
+    """Whether an update's ``metadata.resourceVersion`` makes it unconditional (none, ``""``, ``0``
+    as kube's versioner reads it; one it cannot read is not, its error comes later)."""
+    if not isinstance(given, str) or not given:
+        return not given
+    try:
+        return parse_update_resource_version(given) == 0
+    except errors.BadRequest:
+        return False
+
+
 def check_resource_version(rt: ResourceType, kv: storage.KeyValue, given: Any, *, name: str) -> None:
     """What kube's store checks of the ``metadata.resourceVersion`` a write's object carries,
     once it has read the stored one (``kv``): its versioner reads it first (``01`` is ``1``; one it

@@ -6,7 +6,7 @@ name for ``generateName``, keeps ``.status`` or only changes it (the status
 subresource), sets ``generation`` and bumps it when the spec changes (for the kinds kube keeps
 one for: :attr:`ResourceType.keeps_generation`), records ``managedFields``,
 applies the four patch types (re-reading and retrying when a concurrent write wins the
-compare-and-swap), runs admission, and honours dry run. A write whose object has a
+compare-and-swap, as an update naming no resourceVersion does), runs admission, and honours dry run. A write whose object has a
 ``deletionTimestamp`` and no finalizers left deletes it (a namespace: none in its
 ``spec.finalizers`` either). Creating in a namespace asks
 :class:`~controlplane.apiserver.objects.namespaces.NamespaceLifecycle` whether the
@@ -58,6 +58,7 @@ from controlplane.apiserver.objects.reading import (
 from controlplane.apiserver.objects.revisions import (
     VersionPrecondition,
     known_revision,
+    names_no_version,
     version_precondition,
 )
 from controlplane.apiserver.objects.scale import check_uid_precondition
@@ -237,7 +238,8 @@ class Writer:
         options: WriteOptions,
         handed_over: bool = False,
     ) -> dict[str, Any]:
-        """Replace ``obj`` (CAS on ``metadata.resourceVersion`` when given).
+        """Replace ``obj`` (CAS on ``metadata.resourceVersion`` when given; without one, where the
+        kind allows it, re-read and tried again when a concurrent write wins).
 
         For kinds with a status subresource the main resource keeps the stored
         ``.status``; ``subresource="status"`` changes only ``.status``. With ``handed_over``
@@ -247,21 +249,34 @@ class Writer:
             obj = checked_body(rt, status_request(obj), namespace=namespace, name=name, copy_body=False)
         else:
             obj = checked_body(rt, obj, namespace=namespace, name=name, copy_body=not handed_over, from_request=handed_over)
-        try:
-            kv, old, version = await self._replaced(rt, obj["metadata"], options)
-        except errors.NotFound:
-            if subresource not in (None, "status") or options.on_create is None or not rt.create_on_update:
-                raise
-            # A Service's status strategy is its main one but for the update: its store creates
-            # (whatever the status handler's forceAllowCreate), as a create of the main resource
-            # that admission sees made through the status (kube's handler's scope).
-            if subresource:
-                obj = copy.deepcopy(obj)  # the status body shares the caller's spec
-                options = dataclasses.replace(options, recorded_subresource=subresource)
-            return await self._created_on_update(rt, obj, options, subresource=subresource)
-        # A status write's managedFields are recorded by its caller.
-        return await self._write_body(rt, kv, old, obj, subresource=subresource, options=options, version=version,
-                                      own_managed_fields=bool(subresource and options.recorded_managed_fields))
+        # kube's store re-reads the object and tries again when its compare-and-swap loses, which
+        # only an update naming no resourceVersion survives: its body is kept for the next try.
+        unconditional = rt.unconditional_update and names_no_version(obj["metadata"].get("resourceVersion"))
+        sent = copy.deepcopy(obj) if unconditional else None
+        for attempt in range(PATCH_RETRIES if unconditional else 1):
+            body = obj if sent is None or attempt == 0 else copy.deepcopy(sent)
+            try:
+                kv, old, version = await self._replaced(rt, body["metadata"], options)
+            except errors.NotFound:
+                if subresource not in (None, "status") or options.on_create is None or not rt.create_on_update:
+                    raise
+                # A Service's status strategy is its main one but for the update: its store creates
+                # (whatever the status handler's forceAllowCreate), as a create of the main resource
+                # that admission sees made through the status (kube's handler's scope).
+                if subresource:
+                    body = copy.deepcopy(body)  # the status body shares the caller's spec
+                    options = dataclasses.replace(options, recorded_subresource=subresource)
+                return await self._created_on_update(rt, body, options, subresource=subresource)
+            try:
+                # A status write's managedFields are recorded by its caller.
+                return await self._write_body(
+                    rt, kv, old, body, subresource=subresource, options=options, version=version,
+                    own_managed_fields=bool(subresource and options.recorded_managed_fields),
+                )
+            except LostRace:
+                if not unconditional:
+                    raise
+        raise errors.conflict_modified(plural=rt.plural, group=rt.group, name=str(obj["metadata"]["name"]))
 
     async def _created_on_update(
         self, rt: ResourceType, obj: dict[str, Any], options: WriteOptions, *, subresource: str | None
