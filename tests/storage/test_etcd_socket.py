@@ -123,15 +123,19 @@ async def test_a_socket_left_by_a_killed_etcd_does_not_block_the_next_start(tmp_
     url = await etcd.start()
     try:
         async with EtcdStore([url], prefix="/killed") as store:
-            created = await store.create("/a", b"1")
+            await store.create("/a", b"1")
         assert etcd.pid is not None
         os.kill(etcd.pid, signal.SIGKILL)
         await etcd.stop()
         assert etcd.socket_path.exists()  # nobody cleaned up
         assert await etcd.start() == url
         assert mode(etcd.socket_path) == 0o600
+        # The restarted etcd serves on the same socket. (Whether "/a" survived the SIGKILL is not
+        # this test's claim: the packaged etcd 3.5.1 can lose a committed write when killed,
+        # etcd-io/etcd#13766, and this etcd runs without fsync.)
         async with EtcdStore([url], prefix="/killed") as store:
-            assert await store.get("/a") == created
+            created = await store.create("/b", b"2")
+            assert await store.get("/b") == created
     finally:
         await etcd.stop()
 
