@@ -1,6 +1,8 @@
 """A workload whose kind a member does not serve is not placed there: the hub places a RayJob on
 the member whose Cluster lists KubeRay's ``ray.io/v1`` RayJob, not on the cheaper one that lacks
-the CRD (Karmada's APIEnablement filter), and says why in the binding's explanation."""
+the CRD (Karmada's APIEnablement filter), and says why in the binding's explanation. A member that
+comes to list the kind takes a Duplicated workload's copy; a gang stays whole where it runs, and
+its explanation no longer quotes the filter."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ from typing import Any
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.manager import ControllerManager
 
-from .fleet import deployment, eventually, node_shape, propagation_policy, put_cluster
+from .fleet import deployment, eventually, node_shape, propagation_policy, put_cluster, settled
 from .test_federation_loop import BINDING_API, apply, get_or_none
 from .test_operator_statuses import CASES
 
@@ -60,3 +62,44 @@ async def test_a_duplicated_workload_reaches_a_member_once_its_list_names_the_ki
     # The member's API comes to serve the kind: its agent's next list names it, and the binding follows.
     await put_cluster(objects, "onprem", node_shape(8, gpus=8), api_enablements=[CORE, APPS])
     await eventually(lambda: placed_in(["cloud", "onprem"]), what="the Deployment in onprem too")
+
+
+async def test_a_duplicated_gang_stays_whole_and_says_why_once_a_member_lists_the_kind(
+    objects: ObjectStore, manager: ControllerManager
+) -> None:
+    """A gang (a RayJob) runs whole in one cluster even when its placement is Duplicated: once the
+    other member comes to list the kind, the running gang stays where it is, and its binding's
+    explanation for that member no longer quotes APIEnablement."""
+    await put_cluster(objects, "onprem", node_shape(8, gpus=8), api_enablements=[CORE])
+    await put_cluster(objects, "cloud", node_shape(8, gpus=8), provider="aws", api_enablements=[CORE, RAY])
+    workload = CASES["RayJob"][0]
+    duplicated = {"replicaScheduling": {"replicaSchedulingType": "Duplicated"}}
+    await apply(
+        objects,
+        propagation_policy(
+            "operators", kind="RayJob", api_version=workload["apiVersion"], placement=duplicated
+        ),
+    )
+    await apply(objects, workload)
+
+    async def onprem_entry(placed: dict[str, Any] | None) -> dict[str, Any] | None:
+        binding = await get_or_none(objects, BINDING_API, "ResourceBinding", "default", "train-rayjob")
+        if binding is None or [c["name"] for c in (binding.get("spec") or {}).get("clusters") or ()] != [
+            "cloud"
+        ]:
+            return None
+        entry = {e["cluster"]: e for e in (binding.get("status") or {}).get("explanation") or ()}.get(
+            "onprem"
+        )
+        return entry if entry and (placed is None or entry != placed) else None
+
+    before = await eventually(lambda: onprem_entry(None), what="the RayJob in cloud, onprem explained")
+    assert before["reasons"] == ["APIEnablement: cluster(s) did not have the API resource"]
+    await put_cluster(objects, "onprem", node_shape(8, gpus=8), api_enablements=[CORE, RAY])
+    await settled(manager)  # the Cluster's change judged: no retry stands in for it
+    binding = await get_or_none(objects, BINDING_API, "ResourceBinding", "default", "train-rayjob")
+    assert binding is not None
+    assert [c["name"] for c in binding["spec"]["clusters"]] == ["cloud"]  # a running gang stays whole
+    after = {e["cluster"]: e for e in binding["status"]["explanation"]}["onprem"]
+    assert not after["chosen"]
+    assert not any(reason.startswith("APIEnablement") for reason in after["reasons"]), after

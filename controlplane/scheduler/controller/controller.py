@@ -522,6 +522,8 @@ class SchedulerController(KeyedController[BindingKey]):
         waiting = {} if moved else moves
         if why == FLEET_CHANGED and not set(result.clusters) > set(previous):
             why = None  # the fleet changed, but adds no cluster to this binding (nor takes one away)
+            if key in self._stale_explanations and not moved and not evicted and not waiting:
+                await self._refresh_explanation(binding, request, snapshots, now=now)  # e.g. a gang, whole
         if why is None and not moved and not evicted:
             if waiting:  # members report unplaceable pods, but nothing else can take them yet
                 await write_waiting(ctx, binding, waiting)
