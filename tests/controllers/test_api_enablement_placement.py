@@ -102,4 +102,4 @@ async def test_a_duplicated_gang_stays_whole_and_says_why_once_a_member_lists_th
     assert [c["name"] for c in binding["spec"]["clusters"]] == ["cloud"]  # a running gang stays whole
     after = {e["cluster"]: e for e in binding["status"]["explanation"]}["onprem"]
     assert not after["chosen"]
-    assert not any(reason.startswith("APIEnablement") for reason in after["reasons"]), after
+    assert after["reasons"] == ["gang runs whole in cloud and stays there"], after

@@ -122,9 +122,14 @@ def divide(
         if best is None:
             return DivisionResult(assignments={}, unplaced=replicas, reasons=untiered), None
         chosen = best
+        stays = bool(previous.get(chosen.name))  # best_cluster keeps a gang where it runs
 
         def others() -> Mapping[str, str]:
-            reason = f"gang placed whole in {chosen.name} (better tier, price or score)"
+            reason = (
+                f"gang runs whole in {chosen.name} and stays there"
+                if stays
+                else f"gang placed whole in {chosen.name} (better tier, price or score)"
+            )
             return {c.name: reason for c in feasible if c is not chosen and c.name not in untiered}
 
         return DivisionResult(assignments={best.name: replicas} if replicas else {}, unplaced=0, reasons=untiered), others
