@@ -375,3 +375,15 @@ async def test_v1beta2_ratchets_unchanged_values_v1beta1_took(hub: Client) -> No
     assert [c["field"] for c in (await answer.json())["details"]["causes"]] == [
         "status.reclaimablePods[0].name"
     ]
+
+
+async def test_a_value_of_another_type_does_not_ratchet(hub: Client) -> None:
+    """Ratcheting compares as kube's DeepEqual does: ``true`` where ``1`` is stored is a change,
+    refused as the wrong type, not an unchanged value let through (Python's ``True == 1``)."""
+    assert (await _status_write(hub, "v1beta2", {"reclaimablePods": [{"name": "main", "count": 1}]}))[0] == 200
+    served = await (await hub.get(f"{_url('v1beta2')}/x")).json()
+    served["status"]["reclaimablePods"][0]["count"] = True
+    answer = await hub.put(f"{_url('v1beta2')}/x/status", json=served)
+    assert answer.status == 422, await answer.text()
+    stored = await (await hub.get(f"{_url('v1beta1')}/x")).json()
+    assert stored["status"]["reclaimablePods"] == [{"name": "main", "count": 1}]
