@@ -83,6 +83,7 @@ async def collect(
             document = task.result()
             if document is None:
                 unanswered.add(group_version)
+                listed += 1  # counted as one without resources is: no member makes the pass unbounded
                 continue
             documents.append(document)
             listed += weight(listed_resources(document))

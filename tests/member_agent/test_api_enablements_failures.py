@@ -147,6 +147,19 @@ async def test_group_versions_without_resources_are_bounded() -> None:
     assert member.requests <= 2 + 100 + apienabling.CONCURRENCY
 
 
+async def test_group_versions_that_do_not_answer_are_bounded_too() -> None:
+    """A member naming 20,000 group versions that each answer with something else than a list of
+    resources is asked for no more of them than one with empty ones."""
+    names = [f"g{i:05}.example.com/v1" for i in range(20_000)]
+
+    def answer(path: str) -> Any:
+        return {"versions": ["v1"]} if path == "/api" else groups(names) if path == "/apis" else "not a document"
+
+    member = Scripted(answer)
+    await collect(member, limit=100)
+    assert member.requests <= 2 + 100 + apienabling.CONCURRENCY
+
+
 @pytest.mark.parametrize("failing", ["/api", "/apis", "every group version"])
 async def test_a_pass_that_reads_nothing_keeps_the_list(failing: str) -> None:
     def answer(path: str) -> Any:
