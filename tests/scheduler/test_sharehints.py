@@ -85,8 +85,8 @@ def test_the_share_goes_to_the_tightest_remainder_that_holds_it() -> None:
     assert (
         "share of 500/1000 of a GPU packed inside the cluster toward 1 node(s) whose shared GPUs have the "
         "tightest free remainder that holds it (600 thousandths; tight; preferred node affinity, weight 1): "
-        "the recent demand's GPU fragmentation grows by -0.35 GPUs there against 0.38 on the node the member's "
-        "node scoring LeastAllocated would pick, which spreads replicas over empty nodes (shareRemainderHints; "
+        "the recent demand's GPU fragmentation grows by at least -0.35 GPUs there against 0.38 on the nodes the "
+        "member's node scoring LeastAllocated would pick, which spreads replicas over empty nodes (shareRemainderHints; "
         "packing hints wait for multi-GPU demand)"
     ) in reasons(result, "c")
 

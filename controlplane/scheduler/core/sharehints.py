@@ -54,8 +54,8 @@ from controlplane.scheduler.core.tiebreak import cached_task, memory_of
 
 class ShareHint(NamedTuple):
     """A share's hint in one cluster: the nodes named, the share and the remainder they hold
-    (thousandths), and the demand mix's fragmentation growth (thousandths) where the member puts the
-    share with the hint and without it."""
+    (thousandths), and the demand mix's least fragmentation growth (thousandths) over the named
+    nodes and over the nodes the member's own scoring would pick."""
 
     hosts: tuple[str, ...]
     share: int
@@ -153,7 +153,7 @@ def describe(hint: ShareHint, scoring: str | None) -> str:
         f"share of {hint.share}/{GPU_MILLI} of a GPU packed inside the cluster toward {len(hosts)} node(s) "
         f"whose shared GPUs have the tightest free remainder that holds it ({hint.remainder} thousandths; "
         f"{first_names(hosts)}; preferred node affinity, weight {PACKING_WEIGHT}): the recent demand's GPU "
-        f"fragmentation grows by {hint.growth / GPU_MILLI:.2f} GPUs there against {hint.spread_growth / GPU_MILLI:.2f} "
-        f"on the node the member's node scoring {scoring} would pick, which spreads replicas over empty nodes "
+        f"fragmentation grows by at least {hint.growth / GPU_MILLI:.2f} GPUs there against {hint.spread_growth / GPU_MILLI:.2f} "
+        f"on the nodes the member's node scoring {scoring} would pick, which spreads replicas over empty nodes "
         "(shareRemainderHints; packing hints wait for multi-GPU demand)"
     )
