@@ -11,7 +11,7 @@ from typing import Any
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.manager import ControllerManager
 
-from .fleet import eventually
+from .fleet import eventually, settled
 from .test_mcs_endpointslices import MEMBER_SLICE, _events, _report, _start, _until_slices
 
 CORE = {"groupVersion": "v1", "resources": [{"name": "services", "kind": "Service"}]}
@@ -41,6 +41,9 @@ async def test_a_consumer_whose_cluster_lacks_the_endpointslice_api_gets_no_slic
     await _start(objects, consumerClusters=[{"name": "member2"}, {"name": "member3"}])
     await _list_apis(objects, "member2", CORE, SLICES)
     await _list_apis(objects, "member3", CORE)
+    # The hub knows what each member lists before a slice comes (a Cluster's watch event may
+    # otherwise arrive after the Work's: a slice sent to member3 before its list was seen stays).
+    await settled(manager)
     await _report(objects, "member1", [MEMBER_SLICE])
     await _until_slices(objects, {"member2": ["member1-nginx-x7k2p"]}, "the slice in member2 only")
     message = "Consumer cluster member3 does not support EndpointSlice"

@@ -12,7 +12,7 @@ from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.manager import ControllerManager
 from controlplane.objectclient import errors
 
-from .fleet import eventually, node_shape, put_cluster
+from .fleet import eventually, node_shape, put_cluster, settled
 from .test_multi_cluster_services import MCS_API, SERVICE, WORK, WORK_API, mcs, reasons
 
 ENDPOINT = {
@@ -275,6 +275,9 @@ async def test_a_consumer_that_is_not_ready_is_skipped_and_keeps_the_slices_it_h
     manager: ControllerManager,
 ) -> None:
     await _start(objects, unready=("member3",), consumerClusters=[{"name": "member2"}, {"name": "member3"}])
+    # The hub knows member3 is not Ready before a slice comes (its Cluster's watch event may
+    # otherwise arrive after the Work's: a slice sent while member3 looked Ready stays).
+    await settled(manager)
     await _report(objects, "member1", [MEMBER_SLICE])
     await _until_slices(objects, {"member2": ["member1-nginx-x7k2p"]}, "no slice for member3, not Ready")
 
