@@ -106,9 +106,13 @@ async def test_a_federated_hpa_on_cpu_utilization_scales_the_deployment(members:
         except AssertionError as exc:  # say where the FederatedHPA stands
             raise AssertionError(f"{exc}; status {await _fhpa_status(members)}; events {await _events(members)}") from None
 
+    async def recorded(event: tuple[str, str]) -> bool:
+        return event in await _events(members)
+
+    # The Event is recorded after the scale is written: wait for it too.
     await wait_for(4, "web scaled up to 4")
-    assert ("SuccessfulRescale", "New size: 4; reason: cpu resource utilization (percentage of request) above target") \
-        in await _events(members)
+    up = ("SuccessfulRescale", "New size: 4; reason: cpu resource utilization (percentage of request) above target")
+    await eventually(lambda: recorded(up), within=60, what=f"the Event {up}")
 
     async def measured() -> dict[str, Any] | None:
         status = await _fhpa_status(members)
@@ -132,4 +136,5 @@ async def test_a_federated_hpa_on_cpu_utilization_scales_the_deployment(members:
             break
     assert code == 200, body
     await wait_for(2, "web scaled down to 2")
-    assert ("SuccessfulRescale", "New size: 2; reason: All metrics below target") in await _events(members)
+    down = ("SuccessfulRescale", "New size: 2; reason: All metrics below target")
+    await eventually(lambda: recorded(down), within=60, what=f"the Event {down}")
