@@ -187,6 +187,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--report-interval", type=float, help="seconds between periodic capacity reports (default 30)"
     )
+    parser.add_argument(
+        "--api-enablements-interval",
+        type=float,
+        help="seconds between readings of the member's discovery for the Cluster's status.apiEnablements; "
+        "a report follows only when the list changed (default 60)",
+    )
     parser.add_argument("--dcgm-interval", type=float, help="seconds between DCGM scrapes (default 15)")
     parser.add_argument(
         "--dcgm-max-bytes",
@@ -312,6 +318,7 @@ def config_from_args(ns: argparse.Namespace) -> AgentConfig:
     intervals = {
         "heartbeat_interval": "heartbeat_interval",
         "report_interval": "report_interval",
+        "api_enablements_interval": "api_enablements_interval",
         "dcgm_interval": "dcgm_interval",
         "dcgm_max_bytes": "dcgm_max_bytes",
         "status_resync_interval": "status_resync_interval",

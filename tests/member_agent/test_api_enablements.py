@@ -14,6 +14,7 @@ from typing import Any
 
 import orjson
 import pytest
+from pydantic import ValidationError
 
 from controlplane.apis.apienablements import (
     MAX_API_RESOURCES,
@@ -22,10 +23,11 @@ from controlplane.apis.apienablements import (
     enablements_condition,
     served_kinds,
 )
+from gpufed.cli import build_parser
 from member_agent.agent import Agent
 from member_agent.apienabling import collect
 from member_agent.apierrors import error_from_status
-from member_agent.config import AgentConfig
+from member_agent.config import AgentConfig, config_from_args
 from member_agent.kubeapi import KubeApi, Request
 from simulator.hollow.api import HollowKubeApi
 from simulator.hollow.member import HollowError
@@ -249,3 +251,19 @@ def _until(condition: Callable[[], bool], what: str) -> Awaitable[bool]:
         return condition()
 
     return eventually(probe, what=what)
+
+
+AGENT = ("agent", "--hub", "https://hub:6443", "--cluster-name", "c", "--state-dir", "/tmp/agent-state")
+
+
+def test_the_flag_sets_how_often_discovery_is_read_and_is_bounded_as_the_other_intervals() -> None:
+    assert config_from_args(build_parser().parse_args(AGENT)).api_enablements_interval == 60.0
+    flagged = build_parser().parse_args([*AGENT, "--api-enablements-interval", "15"])
+    assert config_from_args(flagged).api_enablements_interval == 15.0
+    for bad in ("0", "-5"):
+        with pytest.raises(ValidationError) as refused:
+            config_from_args(build_parser().parse_args([*AGENT, "--api-enablements-interval", bad]))
+        # ``gpufed agent`` prints the first problem and exits 2, as for --report-interval 0.
+        assert [(e["loc"], e["msg"]) for e in refused.value.errors()] == [
+            (("api_enablements_interval",), "Input should be greater than 0")
+        ]
