@@ -14,7 +14,8 @@ members lie, and :func:`cannot_unmarshal` its error for a value of the wrong JSO
 only to word a refusal: good input is parsed by a fast parser and never scanned here.
 :func:`go_printed` is ``%v`` of a decoded JSON value and :func:`go_float` that of a float64.
 :func:`parse_bool` is ``strconv.ParseBool``, which reads kube's boolean flags, query parameters
-and annotations. A leaf: the standard library only, no I/O.
+and annotations. :func:`deep_equal` is ``reflect.DeepEqual`` on decoded JSON. A leaf: the
+standard library only, no I/O.
 """
 
 from __future__ import annotations
@@ -174,6 +175,18 @@ def _go_json_float(value: float) -> str:
         text = repr(value)
         return text[:-2] + text[-1] if text[-4:-1] == "e-0" else text
     return format(Decimal(repr(value)).normalize(), "f")
+
+
+def deep_equal(a: Any, b: Any) -> bool:
+    """Go's ``reflect.DeepEqual`` on decoded JSON (kube's ratcheting compares with it): unlike
+    Python's ``==``, ``true`` is not ``1`` and ``1`` is not ``1.0``."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(deep_equal(v, b[k]) for k, v in a.items())
+    if isinstance(a, list):
+        return len(a) == len(b) and all(deep_equal(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
 
 
 def json_kind(value: Any) -> str:

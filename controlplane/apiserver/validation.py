@@ -43,7 +43,7 @@ from controlplane.apiserver.openapi import known_fields
 from controlplane.apiserver.openapi.structural import rule_errors, schema_errors, served_list_errors
 from controlplane.apiserver.resources import ResourceType
 from controlplane.apiserver.schemawording import merged_types, schema_cause
-from controlplane.gojson import go_quote
+from controlplane.gojson import deep_equal, go_quote
 
 
 class FieldValidation(StrEnum):
@@ -509,19 +509,7 @@ def _unchanged_at(path: str, obj: dict[str, Any], old: dict[str, Any]) -> bool:
     """Whether an update leaves the value at ``path`` as stored (kube's CRDValidationRatcheting:
     an error on such a value is not the update's)."""
     value = _value_at(obj, path)
-    return value is not _MISSING and _deep_equal(value, _value_at(old, path))
-
-
-def _deep_equal(a: Any, b: Any) -> bool:
-    """Go's ``reflect.DeepEqual`` on decoded JSON, which kube's ratcheting compares with: unlike
-    Python's ``==``, ``true`` is not ``1`` and ``1`` is not ``1.0``."""
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, dict):
-        return a.keys() == b.keys() and all(_deep_equal(v, b[k]) for k, v in a.items())
-    if isinstance(a, list):
-        return len(a) == len(b) and all(_deep_equal(x, y) for x, y in zip(a, b, strict=True))
-    return bool(a == b)
+    return value is not _MISSING and deep_equal(value, _value_at(old, path))
 
 
 @dataclass(slots=True)

@@ -43,9 +43,9 @@ from controlplane.apis.apiextensions.schema import (
     Schema,
     correlate,
     format_path,
-    same,
 )
 from controlplane.apis.kube.field import CauseType, FieldError, blocks_rules, invalid
+from controlplane.gojson import deep_equal
 
 #: kube's StaticEstimatedCostLimit for one rule.
 #: kube's error in place of a CRD's rules after a blocking one (its strategy's ``hasBlockingErr``):
@@ -284,7 +284,7 @@ class _Unchanged:
 
     def __call__(self) -> bool:
         if self._answer is None:
-            self._answer = same(self._value, self._was)
+            self._answer = deep_equal(self._value, self._was)
         return self._answer
 
 

@@ -15,7 +15,8 @@ JSONSchemaProps dict):
   where kube checks it, ``x-kubernetes-int-or-string``, ``x-kubernetes-embedded-resource``,
   list types (``set``/``map`` uniqueness) and ``allOf``/``anyOf``/``oneOf``/``not``. Given the
   stored object of an update it ratchets as kube does (CRDValidationRatcheting): a value equal
-  to its old value (:func:`same`) is not refused, wherever its old value can be found
+  to its old value (:func:`~controlplane.gojson.deep_equal`) is not refused, wherever its old
+  value can be found
   (:func:`correlate`: fields by name, items of ``map`` lists by their keys, items of lists with
   no list type by index; ``set`` and ``atomic`` lists only as a whole).
 
@@ -39,7 +40,7 @@ from typing import Any
 import re2
 
 from controlplane.apis.kube.field import CauseType, FieldError
-from controlplane.gojson import go_quote, go_syntax
+from controlplane.gojson import deep_equal, go_quote, go_syntax
 
 Schema = dict[str, Any]
 Path = tuple[str | int, ...]
@@ -210,18 +211,6 @@ def apply_defaults(obj: Any, schema: Schema) -> None:
 NO_OLD: Any = object()
 
 
-def same(a: Any, b: Any) -> bool:
-    """Deep equality of two JSON values that tells ``1`` from ``1.0`` and ``true`` (as kube's
-    comparison of decoded objects does)."""
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, dict):
-        return a.keys() == b.keys() and all(same(value, b[key]) for key, value in a.items())
-    if isinstance(a, list):
-        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
-    return bool(a == b)
-
-
 def correlate(schema: Schema, old: Any, key: str | int, value: Any) -> Any:
     """The old value of a child of a node (``key``: a field name or an item's index; ``value``:
     the child's new value), or :data:`NO_OLD` where kube's ratcheting finds none."""
@@ -297,7 +286,7 @@ def _type_ok(value: Any, schema: Schema) -> bool:
 def _validate(
     value: Any, schema: Schema, path: Path, out: list[FieldError], *, root: bool = False, old: Any = NO_OLD
 ) -> None:
-    if old is not NO_OLD and same(value, old):
+    if old is not NO_OLD and deep_equal(value, old):
         return  # unchanged: ratcheted, whatever the schema says of it now
     if value is None:
         if not schema.get("nullable") and (schema.get("type") or schema.get("x-kubernetes-int-or-string")):
