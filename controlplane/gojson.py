@@ -14,8 +14,9 @@ members lie, and :func:`cannot_unmarshal` its error for a value of the wrong JSO
 only to word a refusal: good input is parsed by a fast parser and never scanned here.
 :func:`go_printed` is ``%v`` of a decoded JSON value and :func:`go_float` that of a float64.
 :func:`parse_bool` is ``strconv.ParseBool``, which reads kube's boolean flags, query parameters
-and annotations. :func:`deep_equal` is ``reflect.DeepEqual`` on decoded JSON. A leaf: the
-standard library only, no I/O.
+and annotations. :func:`go_string` is the text Go's encoder writes for a string of bytes that may
+not be UTF-8, :func:`deep_equal` ``reflect.DeepEqual`` on decoded JSON. A leaf: the standard
+library only, no I/O.
 """
 
 from __future__ import annotations
@@ -175,6 +176,19 @@ def _go_json_float(value: float) -> str:
         text = repr(value)
         return text[:-2] + text[-1] if text[-4:-1] == "e-0" else text
     return format(Decimal(repr(value)).normalize(), "f")
+
+
+#: The escapes ``surrogateescape`` decodes the bytes of invalid UTF-8 to, each one U+FFFD.
+_INVALID_BYTES: Final = dict.fromkeys(range(0xDC80, 0xDD00), "\ufffd")
+
+
+def go_string(data: bytes) -> str:
+    """The text ``encoding/json`` writes for a Go string of bytes ``data``: valid UTF-8 as it is,
+    each byte that is not part of a valid sequence (a string cut inside a character) as U+FFFD."""
+    try:
+        return data.decode()
+    except UnicodeDecodeError:
+        return data.decode("utf-8", "surrogateescape").translate(_INVALID_BYTES)
 
 
 def deep_equal(a: Any, b: Any) -> bool:

@@ -212,8 +212,9 @@ def _workload_copy(obj: Obj, api_version: str, convert: Callable[[Obj], Obj]) ->
 
 def workload_to_v1beta1(obj: Obj) -> Obj:
     """A v1beta2 Workload as the hub stores it. Its topology assignments list their domains only
-    when the rules take them all (:func:`~controlplane.apis.kueue_topology_assignment.fit`):
-    otherwise none, which validation refuses, so an unchecked body costs no more than its size."""
+    when the rules take their shape and all together they are no more than a v1beta1 write
+    carries (:func:`~controlplane.apis.kueue_topology_assignment.fit`): otherwise none, which
+    validation refuses, so an unchecked body costs no more than a v1beta1 write."""
     expand = fit(_topology_assignments(obj))
     out = _workload_copy(
         obj, kueue_v1beta1.API_VERSION, lambda topology: domains_from_slices(topology, expand)

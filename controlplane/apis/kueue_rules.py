@@ -34,8 +34,11 @@ webhooks that go with them, as kube reports them: a failed rule is ``<field>: In
   ``slices[i]``: ``podCounts.individual must have length equal to domainCount``,
   ``valuesPerLevel.individual, if set, must have roots of length equal to domainCount of this
   TopologyAssignmentSlice``; its ``podCounts`` and each ``valuesPerLevel[j]``: ``exactly one of the
-  fields in [universal individual] must be set``. Then the hub's own bound: the slices hold at most
-  100000 domains in all (the v1beta1 form it stores lists them).
+  fields in [universal individual] must be set``. Then the hub's own bound: as v1beta1's domains
+  (the form it stores, which lists them) the assignments take at most 1 MiB, those an update keeps
+  as stored not counted (ratcheted as kube ratchets an unchanged value).
+* Workload v1beta1, a topology domain's ``values``: one for each of the assignment's levels (Kueue's
+  conversion to v1beta2 fails on fewer, an internal error; the hub refuses it, ratcheted alike).
 * A rule that reads a field the object lacks does not evaluate, and kube says so: ``spec: Invalid
   value: "object": no such key: nodeLabels evaluating rule: at least one nodeLabel is required when
   topology is set`` (a flavor with a ``topologyName`` and no ``nodeLabels``).
@@ -50,7 +53,7 @@ from typing import Any
 
 from controlplane.apis.kube.field import CauseType, FieldError, items, mapping
 from controlplane.apis.kueue_topology_assignment import MAX_DOMAIN_BYTES, v1beta1_bytes
-from controlplane.gojson import go_quote
+from controlplane.gojson import deep_equal, go_quote
 
 Obj = dict[str, Any]
 Rules = Callable[[Obj, Obj | None], list[FieldError]]
@@ -289,7 +292,52 @@ def workload(obj: Obj, old: Obj | None) -> list[FieldError]:
     return [
         *_object_and_priority(obj, old, _workload_transitions, "priorityClassName"),
         *_pod_sets_and_checks(obj),
+        *_domain_values(obj, old),
     ]
+
+
+def _topologies(obj: Obj) -> list[tuple[str, str, Obj]]:
+    """Each pod set assignment's ``topologyAssignment``: its path, its pod set's name, itself."""
+    assignments = items(mapping(mapping(obj.get("status")).get("admission")).get("podSetAssignments"))
+    return [
+        (f"status.admission.podSetAssignments[{i}].topologyAssignment", str(assignment.get("name")), topology)
+        for i, assignment in enumerate(map(mapping, assignments))
+        if isinstance(topology := assignment.get("topologyAssignment"), dict)
+    ]
+
+
+def _as_stored(name: str, topology: Obj, old: Obj | None) -> bool:
+    """Whether an update leaves pod set ``name``'s topology assignment as stored (kube's ratcheting
+    of an unchanged value, the assignments correlated by name as their list's map key)."""
+    stored = next((t for _, n, t in _topologies(old) if n == name), None) if old is not None else None
+    return stored is not None and deep_equal(topology, stored)
+
+
+def _domain_values(obj: Obj, old: Obj | None) -> list[FieldError]:
+    """A v1beta1 topology domain with a value for each level. Kueue's CRD and webhook do not check
+    it, but its conversion to v1beta2 (which its webhooks and, since 0.16, its storage read) takes
+    one value per level and fails on a domain with fewer: Kueue refuses the write with an internal
+    error; the hub refuses it here, at the domain. An assignment kept as stored is not refused
+    again (one the hub took before reads its missing values as "" at v1beta2)."""
+    out = []
+    for path, name, topology in _topologies(obj):
+        levels = len(items(topology.get("levels")))
+        short = [
+            (j, values)
+            for j, values in enumerate(
+                items(mapping(d).get("values")) for d in items(topology.get("domains"))
+            )
+            if len(values) < levels
+        ]
+        if not short or _as_stored(name, topology, old):
+            continue
+        for j, values in short:
+            shown = "[]string{" + ", ".join(go_quote(str(v)) for v in values) + "}"
+            message = (
+                f"Invalid value: {shown}: must have a value for each of the assignment's {levels} levels"
+            )
+            out.append(FieldError(CauseType.FIELD_VALUE_INVALID, f"{path}.domains[{j}].values", message))
+    return out
 
 
 def _object_and_priority(
@@ -433,21 +481,19 @@ def _slice_rules(path: str, slice_: Obj) -> list[FieldError]:
     return out
 
 
-def topology_assignments(obj: Obj) -> list[FieldError]:
+def topology_assignments(obj: Obj, old: Obj | None = None) -> list[FieldError]:
     """The CEL rules of each pod set's v1beta2 ``topologyAssignment`` (``levels`` and
     ``slices``), each at its node; then, all together, at most :data:`MAX_DOMAIN_BYTES` as
     v1beta1's domains (the form the hub stores: a v1beta1 write carries at most that much in its
     1.5 MiB etcd request, and so a v1beta2 write may stand for no more), counted from the slices
     (:func:`~controlplane.apis.kueue_topology_assignment.v1beta1_bytes`), refused at the
-    ``slices`` of the assignment that crosses the bound."""
+    ``slices`` of the assignment that crosses the bound. On an update, an assignment kept as
+    stored is not counted (kube's ratcheting of an unchanged value): a Workload stored through
+    v1beta1 with more than the bound can still be written at v1beta2, and the bound holds for the
+    assignments the write changes."""
     out = []
     total = 0
-    assignments = items(mapping(mapping(obj.get("status")).get("admission")).get("podSetAssignments"))
-    for i, assignment in enumerate(map(mapping, assignments)):
-        topology = assignment.get("topologyAssignment")
-        if not isinstance(topology, dict):
-            continue
-        path = f"status.admission.podSetAssignments[{i}].topologyAssignment"
+    for path, name, topology in _topologies(obj):
         slices = [mapping(slice_) for slice_ in items(topology.get("slices"))]
         levels = len(items(topology.get("levels")))
         if any(len(items(slice_.get("valuesPerLevel"))) != levels for slice_ in slices):
@@ -457,7 +503,9 @@ def topology_assignments(obj: Obj) -> list[FieldError]:
             out.append(failed_rule(path, topology, message))
         for j, slice_ in enumerate(slices):
             out.extend(_slice_rules(f"{path}.slices[{j}]", slice_))
-        if total <= MAX_DOMAIN_BYTES and (total := total + (v1beta1_bytes(topology) or 0)) > MAX_DOMAIN_BYTES:
+        if total > MAX_DOMAIN_BYTES or _as_stored(name, topology, old):
+            continue
+        if (total := total + (v1beta1_bytes(topology) or 0)) > MAX_DOMAIN_BYTES:
             message = (
                 f"Invalid value: {total}: as v1beta1's domains (the form the hub stores) the Workload's "
                 f"topology assignments would take about {total} bytes, more than the {MAX_DOMAIN_BYTES} "
@@ -481,4 +529,4 @@ def workload_v1beta2(obj: Obj, old: Obj | None) -> list[FieldError]:
             if ref.get("group") == group and ref.get("kind") != kind:
                 message = f"only the {kind} kind is allowed for the {group} group"
                 out.append(failed_rule("spec.priorityClassRef", ref, message))
-    return [*out, *_pod_sets_and_checks(obj), *_cluster_name_rules(obj, old), *topology_assignments(obj)]
+    return [*out, *_pod_sets_and_checks(obj), *_cluster_name_rules(obj, old), *topology_assignments(obj, old)]

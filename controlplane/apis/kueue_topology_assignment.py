@@ -15,25 +15,35 @@ compressed as far as it goes (no slice for no domain); v1beta2's slices are read
 in order. So a v1beta1 assignment reads back the same; a v1beta2 one reads back as the same
 domains in that one-slice encoding, however it was sliced when written. A domain with more values
 than levels loses the extra ones at v1beta2 (Kueue's conversion reads one per level); one with
-fewer reads the missing ones as "" (where Kueue's would fail).
+fewer fails Kueue's conversion, and the hub refuses it at v1beta1
+(:func:`controlplane.apis.kueue_rules.workload`); one stored before reads the missing ones as "".
 
 The hub's difference: since Kueue 0.16 the storage version is v1beta2 (kueue PR #8020), so upstream
 a v1beta2 write reads back exactly as sliced; the hub stores v1beta1 and re-slices into one compact
 slice. And since v1beta1 lists every domain, the slices are bounded by what a v1beta1 write can
 carry (:data:`MAX_DOMAIN_BYTES`), measured from the slices without listing a domain
-(:func:`v1beta1_bytes`); slices the rules refuse are converted to no domain (:func:`fit`), so no
-input, checked or not, costs more to convert than its v1beta1 form would be to write.
+(:func:`v1beta1_bytes`); slices the rules refuse for their shape, or that would list more than any
+v1beta1 write carries (:data:`MAX_CONVERTED_BYTES`), are converted to no domain (:func:`fit`), so
+no input, checked or not, costs more to convert than a v1beta1 write would. An update that keeps
+an assignment as stored is not refused for its size (kube's ratcheting): a Workload stored through
+v1beta1 with more than 1 MiB of domains can still be written at v1beta2 and keeps them.
+
+Values are compressed as Go compares strings, byte by byte: two values whose characters differ but
+start with the same UTF-8 bytes share those bytes as a prefix, and the cut pieces, not UTF-8, are
+written as U+FFFD each, as Kueue's answer writes them (so a v1beta2 write of that read stores U+FFFD
+where the characters were, as a write of Kueue's read would).
 """
 
 from __future__ import annotations
 
 import copy
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Annotated, Any
+from typing import Annotated, Any, AnyStr
 
 from pydantic import Field
 
 from controlplane.apis.meta import LISTED_ATOMIC, WireModel
+from controlplane.gojson import go_string
 
 Obj = dict[str, Any]
 #: Kueue's bound on a topology placement value, a prefix, a suffix and a root.
@@ -50,6 +60,12 @@ MAX_LEVELS = 16
 #: whose node names are 30 characters (Kueue's issue #7220 counted about 20000-25000 such nodes for
 #: v1beta1 in all of etcd's 1.5 MiB).
 MAX_DOMAIN_BYTES = 1 << 20
+#: The most bytes of v1beta1's domains the conversion of a Workload's v1beta2 assignments lists:
+#: 3 MiB, the largest request body the hub reads, and so more than any v1beta1 write carries.
+#: Above :data:`MAX_DOMAIN_BYTES` only for assignments an update keeps as stored (the rules do not
+#: refuse them again, :func:`controlplane.apis.kueue_rules.topology_assignments`), so a Workload
+#: stored through v1beta1 with more than 1 MiB of domains keeps them through a write at v1beta2.
+MAX_CONVERTED_BYTES = 3 << 20
 #: The bytes of a v1beta1 domain beside its values and its count: ``{"values":[],"count":}``.
 _DOMAIN_OVERHEAD = len('{"values":[],"count":}')
 #: The bytes of a value beside its text: its quotes and a comma.
@@ -114,16 +130,22 @@ def _mapping(value: object) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
-def _common_ends(values: list[str]) -> tuple[str, str]:
+def _common_prefix(values: list[AnyStr]) -> AnyStr:
+    """The longest start all ``values`` share: the one the least and the greatest of them share."""
+    least, greatest = min(values), max(values)
+    # The least is no longer than the greatest where it starts it, and differs from it within both otherwise.
+    pairs = enumerate(zip(least, greatest, strict=False))
+    return least[: next((i for i, (a, b) in pairs if a != b), len(least))]
+
+
+def _common_ends(values: list[AnyStr]) -> tuple[AnyStr, AnyStr]:
     """The longest start and end all ``values`` share, not overlapping in the shortest one
-    (Kueue's ``fillSingleCompactSliceValues``: ``["ababa", "aba"]`` share the end ``"aba"`` and so no start)."""
-    prefix = suffix = values[0]
-    for value in values[1:]:
-        prefix = prefix[: len(value)]
-        suffix = suffix[max(len(suffix) - len(value), 0) :]
-        prefix = prefix[: next((i for i, c in enumerate(prefix) if value[i] != c), len(prefix))]
-        kept = next((i for i in range(len(suffix)) if value[-1 - i] != suffix[-1 - i]), len(suffix))
-        suffix = suffix[len(suffix) - kept :]
+    (Kueue's ``fillSingleCompactSliceValues``: ``["ababa", "aba"]`` share the end ``"aba"`` and so
+    no start). Compared byte by byte, as Go indexes a string: two values whose characters differ
+    but begin with the same bytes share those bytes. Kueue narrows a start and an end value by
+    value; the longest common ones are the same, found from the least and the greatest value."""
+    prefix = _common_prefix(values)
+    suffix = _common_prefix([value[::-1] for value in values])[::-1]
     shortest = min(map(len, values))
     if len(prefix) + len(suffix) > shortest:
         prefix = prefix[: shortest - len(suffix)]
@@ -131,14 +153,23 @@ def _common_ends(values: list[str]) -> tuple[str, str]:
 
 
 def _level_values(values: list[str]) -> Obj:
-    """One level's values of a slice, as Kueue compresses them."""
+    """One level's values of a slice, as Kueue compresses them. Its prefix, suffix and roots are
+    cut from the values' UTF-8 bytes, as Go cuts strings: a cut inside a character leaves bytes
+    that are not UTF-8, which Kueue's answer (Go's JSON encoder) writes as U+FFFD each."""
     if all(value == values[0] for value in values):
         return {"universal": values[0]}
-    prefix, suffix = _common_ends(values)
+    if all(map(str.isascii, values)):  # a character is a byte: cut the text itself
+        prefix, suffix = _common_ends(values)
+        roots = [value[len(prefix) : len(value) - len(suffix)] for value in values]
+    else:
+        encoded = [value.encode("utf-8", "surrogatepass") for value in values]
+        ends = _common_ends(encoded)
+        roots = [go_string(value[len(ends[0]) : len(value) - len(ends[1])]) for value in encoded]
+        prefix, suffix = go_string(ends[0]), go_string(ends[1])
     individual: Obj = {"prefix": prefix} if prefix else {}
     if suffix:
         individual["suffix"] = suffix
-    individual["roots"] = [value[len(prefix) : len(value) - len(suffix)] for value in values]
+    individual["roots"] = roots
     return {"individual": individual}
 
 
@@ -209,7 +240,7 @@ def v1beta1_bytes(assignment: Mapping[str, Any]) -> int | None:
 
 def fit(assignments: Iterable[Mapping[str, Any]]) -> bool:
     """Whether :func:`domains_from_slices` lists the domains of a Workload's v1beta2 assignments:
-    the rules take the shape of each and all of them hold at most :data:`MAX_DOMAIN_BYTES` as
+    the rules take the shape of each and all of them hold at most :data:`MAX_CONVERTED_BYTES` as
     v1beta1's domains."""
     total = 0
     for assignment in assignments:
@@ -217,7 +248,7 @@ def fit(assignments: Iterable[Mapping[str, Any]]) -> bool:
         if size is None:
             return False
         total += size
-    return total <= MAX_DOMAIN_BYTES
+    return total <= MAX_CONVERTED_BYTES
 
 
 def _level_column(values: Mapping[str, Any], count: int) -> list[str]:
@@ -256,9 +287,9 @@ def _domains(assignment: Mapping[str, Any]) -> Iterator[Obj]:
 def domains_from_slices(assignment: Mapping[str, Any], expand: bool = True) -> Obj:
     """A v1beta2 topology assignment (``levels``, ``slices``) as v1beta1's (``levels``,
     ``domains``): every domain of every slice. With ``expand`` false, or for an assignment the
-    rules refuse for its shape or its size (:func:`fit`), no domain: validation refuses it, and no
-    input makes the conversion cost more than the v1beta1 write it stands for. Its other fields
-    are kept as they are (copied)."""
+    rules refuse for its shape or that would list more than any v1beta1 write (:func:`fit`), no
+    domain: validation refuses it, and no input makes the conversion cost more than a v1beta1
+    write. Its other fields are kept as they are (copied)."""
     out = copy.deepcopy({key: value for key, value in assignment.items() if key != "slices"})
     out["domains"] = list(_domains(assignment)) if expand and fit([assignment]) else []
     return out

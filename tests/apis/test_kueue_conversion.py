@@ -253,11 +253,53 @@ def test_slices_read_back_as_kueues_one_slice_encoding_of_their_domains() -> Non
 
 
 def test_a_domain_with_more_or_fewer_values_than_levels_converts_one_per_level() -> None:
-    """Kueue's conversion reads one value per level: extra ones are not carried, a missing one is ""."""
+    """Kueue's conversion reads one value per level: extra ones are not carried; a missing one (of
+    a domain stored before the hub refused such domains at v1beta1) is ""."""
     written = _domains(["zone", "rack"], (["z1", "r1", "n1"], 1), (["z1"], 1))
     assert topology.slices_from_domains(written) == _sliced(
         ["zone", "rack"], 2, {"universal": 1}, {"universal": "z1"}, _roots("r1", "")
     )
+
+
+def test_values_are_compressed_byte_by_byte_as_go_compares_strings() -> None:
+    """Go indexes a string's bytes: "gpu-é" and "gpu-è" (C3 A9, C3 A8) share the byte C3, which
+    Kueue takes into the prefix; the pieces cut from the two characters are not UTF-8 and Go's JSON
+    encoder writes each as U+FFFD. Characters that share no byte compress as characters would."""
+    written = _domains(["kubernetes.io/hostname"], (["gpu-é"], 1), (["gpu-è"], 1))
+    assert topology.slices_from_domains(written) == _sliced(
+        ["kubernetes.io/hostname"], 2, {"universal": 1}, _roots("\ufffd", "\ufffd", prefix="gpu-\ufffd")
+    )
+    # A three-byte character cut after two bytes: each byte left alone is one U+FFFD, as Go writes it.
+    written = _domains(["h"], (["n€1"], 1), (["n₮1"], 1))  # E2 82 AC and E2 82 AE
+    assert topology.slices_from_domains(written) == _sliced(
+        ["h"], 2, {"universal": 1}, _roots("\ufffd", "\ufffd", prefix="n\ufffd\ufffd", suffix="1")
+    )
+    written = _domains(["h"], (["nœud-1"], 1), (["nœud-2"], 1))
+    assert topology.slices_from_domains(written) == _sliced(
+        ["h"], 2, {"universal": 1}, _roots("1", "2", prefix="nœud-")
+    )
+
+
+def test_a_v1beta1_domain_with_fewer_values_than_levels_is_refused_unless_kept_as_stored() -> None:
+    """Kueue's conversion reads one value per level and fails on a domain with fewer (its CRD and
+    webhook do not check): the hub refuses such a domain at v1beta1, at its values; an update that
+    keeps the assignment as stored is not refused again (ratcheted)."""
+    short = _domains(["zone", "rack"], (["z1", "r1"], 1), (["z1"], 1), (["z2", "r2", "n2"], 1))
+    written = _admitted(V1B1, short)
+    assert [(c.field, c.message) for c in kueue_rules.workload(written, None)] == [
+        (
+            "status.admission.podSetAssignments[0].topologyAssignment.domains[1].values",
+            'Invalid value: []string{"z1"}: must have a value for each of the assignment\'s 2 levels',
+        )
+    ]
+    relabeled = copy.deepcopy(written)
+    relabeled["metadata"]["labels"] = {"team": "a"}
+    assert kueue_rules.workload(relabeled, written) == []
+    changed = copy.deepcopy(written)
+    _stored_topologies(changed)[0]["domains"][0]["count"] = 2
+    assert [c.field for c in kueue_rules.workload(changed, written)] == [
+        "status.admission.podSetAssignments[0].topologyAssignment.domains[1].values"
+    ]
 
 
 def _admitted(api_version: str, *topologies: Obj) -> Obj:
@@ -310,10 +352,11 @@ def test_slices_the_rules_refuse_are_not_expanded(shape: str, monkeypatch: pytes
     )
 
 
-def _at_bytes(extra: int) -> Obj:
-    """One level, 32768 domains of one pod whose values are 6 characters (one of them 6 + ``extra``):
-    each domain is ``{"values":["abcdef"],"count":1}`` and a comma, 32 bytes, so 1 MiB + ``extra`` in all."""
-    count = topology.MAX_DOMAIN_BYTES // 32
+def _at_bytes(extra: int, total: int = topology.MAX_DOMAIN_BYTES) -> Obj:
+    """One level, ``total`` / 32 domains of one pod whose values are 6 characters (one of them 6 +
+    ``extra``): each domain is ``{"values":["abcdef"],"count":1}`` and a comma, 32 bytes, so
+    ``total`` + ``extra`` in all."""
+    count = total // 32
     roots = ["abcdef"] * (count - 1) + ["abcdef" + "g" * extra]
     return _sliced(["kubernetes.io/hostname"], count, {"universal": 1}, _roots(*roots))
 
@@ -333,14 +376,45 @@ def test_the_v1beta1_size_is_counted_from_the_slices_as_each_domains_json_and_a_
     )
 
 
-def test_the_bound_is_1_mib_of_domains_per_workload() -> None:
-    assert topology.fit([_at_bytes(0)])
-    assert not topology.fit([_at_bytes(1)])
-    assert topology.domains_from_slices(_at_bytes(1))["domains"] == []
+def test_the_conversion_lists_at_most_3_mib_of_domains_per_workload() -> None:
+    """More than a v1beta1 write carries (the hub reads bodies of at most 3 MiB) is never listed;
+    up to that it is, for the rules to refuse (over 1 MiB) or to ratchet (kept as stored)."""
+    most = topology.MAX_CONVERTED_BYTES
+    assert most == 3 << 20
+    assert topology.fit([_at_bytes(0, most)])
+    assert len(topology.domains_from_slices(_at_bytes(1))["domains"]) == topology.MAX_DOMAIN_BYTES // 32
+    assert not topology.fit([_at_bytes(1, most)])
+    assert topology.domains_from_slices(_at_bytes(1, most))["domains"] == []
     half = _sliced(["rack"], 1, {"universal": 1}, {"universal": "r"})
     # Two pod sets together over the bound: neither is expanded, though each alone would be.
-    stored = convert.workload_to_v1beta1(_admitted(V1B2, _at_bytes(0), half))
+    stored = convert.workload_to_v1beta1(_admitted(V1B2, _at_bytes(0, most), half))
     assert [t["domains"] for t in _stored_topologies(stored)] == [[], []]
+
+
+def test_assignments_kept_as_stored_are_not_counted_against_the_1_mib() -> None:
+    """A Workload stored through v1beta1 with more than 1 MiB of domains can be written at v1beta2
+    (kube's ratcheting of unchanged values): the bound holds for the assignments a write changes."""
+    big, small = _at_bytes(1), _sliced(["rack"], 1, {"universal": 1}, {"universal": "r"})
+    stored = _admitted(V1B2, big, small)
+    assert [c.field for c in kueue_rules.topology_assignments(stored, None)] == [
+        "status.admission.podSetAssignments[0].topologyAssignment.slices"
+    ]
+    relabeled = copy.deepcopy(stored)
+    relabeled["metadata"]["labels"] = {"team": "a"}
+    assert kueue_rules.topology_assignments(relabeled, stored) == []
+    small_changed = _admitted(V1B2, big, _sliced(["rack"], 1, {"universal": 2}, {"universal": "r"}))
+    assert kueue_rules.topology_assignments(small_changed, stored) == []
+    big_changed = copy.deepcopy(stored)
+    _stored_topologies(big_changed)[0]["slices"][0]["valuesPerLevel"][0]["individual"]["roots"][0] = "abcdeg"
+    assert [c.field for c in kueue_rules.topology_assignments(big_changed, stored)] == [
+        "status.admission.podSetAssignments[0].topologyAssignment.slices"
+    ]
+    # Correlated by pod set name, as the list's map key: the same assignment under another pod set is a change.
+    renamed = copy.deepcopy(stored)
+    renamed["status"]["admission"]["podSetAssignments"][0]["name"] = "other"
+    assert [c.field for c in kueue_rules.topology_assignments(renamed, stored)] == [
+        "status.admission.podSetAssignments[0].topologyAssignment.slices"
+    ]
 
 
 def test_the_rules_refuse_the_pod_set_whose_slices_cross_the_workloads_1_mib() -> None:

@@ -4,6 +4,8 @@ other and back (Kueue's CRD YAML at 01ed66fd, ``tests/data/kueue_crd_fields.txt`
 
 from __future__ import annotations
 
+import io
+import json
 from typing import Any
 
 import pytest
@@ -380,10 +382,91 @@ async def test_v1beta2_ratchets_unchanged_values_v1beta1_took(hub: Client) -> No
 async def test_a_value_of_another_type_does_not_ratchet(hub: Client) -> None:
     """Ratcheting compares as kube's DeepEqual does: ``true`` where ``1`` is stored is a change,
     refused as the wrong type, not an unchanged value let through (Python's ``True == 1``)."""
-    assert (await _status_write(hub, "v1beta2", {"reclaimablePods": [{"name": "main", "count": 1}]}))[0] == 200
+    assert (await _status_write(hub, "v1beta2", {"reclaimablePods": [{"name": "main", "count": 1}]}))[
+        0
+    ] == 200
     served = await (await hub.get(f"{_url('v1beta2')}/x")).json()
     served["status"]["reclaimablePods"][0]["count"] = True
     answer = await hub.put(f"{_url('v1beta2')}/x/status", json=served)
     assert answer.status == 422, await answer.text()
     stored = await (await hub.get(f"{_url('v1beta1')}/x")).json()
     assert stored["status"]["reclaimablePods"] == [{"name": "main", "count": 1}]
+
+
+async def test_a_v1beta1_domain_without_a_value_for_each_level_is_refused_at_it(hub: Client) -> None:
+    """Kueue's conversion of such a domain to v1beta2 fails (an internal error upstream); the hub
+    refuses the write with the domain's path."""
+    topology = {
+        "levels": ["zone", "rack"],
+        "domains": [{"values": ["z1", "r1"], "count": 1}, {"values": ["z1"], "count": 1}],
+    }
+    status = {
+        "admission": {
+            "clusterQueue": "cq",
+            "podSetAssignments": [{"name": "main", "count": 2, "topologyAssignment": topology}],
+        }
+    }
+    assert await _status_write(hub, "v1beta1", status) == (
+        422,
+        [
+            "status.admission.podSetAssignments[0].topologyAssignment.domains[1].values: Invalid value: "
+            '[]string{"z1"}: must have a value for each of the assignment\'s 2 levels'
+        ],
+    )
+
+
+JSON = {"Content-Type": "application/json"}
+#: Nodes ``node-00000`` ... : 40000 domains ``{"values":["node-00000"],"count":1}`` and a comma, 36
+#: bytes each: 1440000 bytes, over the 1 MiB a v1beta2 write may set.
+BIG_NODES = [f"node-{i:05d}" for i in range(40000)]
+
+
+async def test_a_workload_stored_through_v1beta1_with_over_1_mib_of_domains_is_written_at_v1beta2(
+    hub: Client,
+) -> None:
+    """Written at v1beta1, whose domains the bound does not apply to; at v1beta2 a label change and a
+    status write that keep the assignment are taken (ratcheted) and the domains are kept; a status
+    write that changes it is refused at its slices."""
+    topology = {
+        "levels": ["kubernetes.io/hostname"],
+        "domains": [{"values": [node], "count": 1} for node in BIG_NODES],
+    }
+    status = {
+        "admission": {
+            "clusterQueue": "cq",
+            "podSetAssignments": [{"name": "main", "count": 40000, "topologyAssignment": topology}],
+        }
+    }
+    created = await hub.post(_url("v1beta1"), json=valid("Workload", "v1beta1"))
+    assert created.status == 201, await created.text()
+    body = json.dumps({**await created.json(), "status": status}).encode()
+    assert len(body) > 1_400_000
+    written = await hub.put(f"{_url('v1beta1')}/x/status", data=io.BytesIO(body), headers=JSON)
+    assert written.status == 200, await written.text()
+    served = await (await hub.get(f"{_url('v1beta2')}/x")).json()
+    served["metadata"]["labels"] = {"team": "a"}
+    relabeled = await hub.put(f"{_url('v1beta2')}/x", json=served)
+    assert relabeled.status == 200, await relabeled.text()
+    served = await relabeled.json()
+    served["status"]["conditions"] = [
+        {
+            "type": "Finished",
+            "status": "False",
+            "reason": "Running",
+            "message": "",
+            "lastTransitionTime": "2026-01-01T00:00:00Z",
+        }
+    ]
+    rewritten = await hub.put(f"{_url('v1beta2')}/x/status", json=served)
+    assert rewritten.status == 200, await rewritten.text()
+    stored = await (await hub.get(f"{_url('v1beta1')}/x")).json()
+    assert stored["metadata"]["labels"] == {"team": "a"}
+    assert _topology(stored) == topology
+    changed = await rewritten.json()
+    _topology(changed)["slices"][0]["valuesPerLevel"][0]["individual"]["roots"][0] = "x0000"
+    answer = await hub.put(f"{_url('v1beta2')}/x/status", json=changed)
+    assert answer.status == 422, await answer.text()
+    assert [c["field"] for c in (await answer.json())["details"]["causes"]] == [
+        "status.admission.podSetAssignments[0].topologyAssignment.slices"
+    ]
+    assert _topology(await (await hub.get(f"{_url('v1beta1')}/x")).json()) == topology
