@@ -492,8 +492,12 @@ def topology_assignments(obj: Obj, old: Obj | None = None) -> list[FieldError]:
     v1beta1 with more than the bound can still be written at v1beta2, and the bound holds for the
     assignments the write changes."""
     out = []
+    topologies = _topologies(obj)
+    sizes = [v1beta1_bytes(topology) or 0 for _, _, topology in topologies]
+    # Kept assignments are looked for (compared with the stored ones) only when all are over.
+    ratchet = old is not None and sum(sizes) > MAX_DOMAIN_BYTES
     total = 0
-    for path, name, topology in _topologies(obj):
+    for (path, name, topology), size in zip(topologies, sizes, strict=True):
         slices = [mapping(slice_) for slice_ in items(topology.get("slices"))]
         levels = len(items(topology.get("levels")))
         if any(len(items(slice_.get("valuesPerLevel"))) != levels for slice_ in slices):
@@ -503,9 +507,9 @@ def topology_assignments(obj: Obj, old: Obj | None = None) -> list[FieldError]:
             out.append(failed_rule(path, topology, message))
         for j, slice_ in enumerate(slices):
             out.extend(_slice_rules(f"{path}.slices[{j}]", slice_))
-        if total > MAX_DOMAIN_BYTES or _as_stored(name, topology, old):
+        if total > MAX_DOMAIN_BYTES or (ratchet and _as_stored(name, topology, old)):
             continue
-        if (total := total + (v1beta1_bytes(topology) or 0)) > MAX_DOMAIN_BYTES:
+        if (total := total + size) > MAX_DOMAIN_BYTES:
             message = (
                 f"Invalid value: {total}: as v1beta1's domains (the form the hub stores) the Workload's "
                 f"topology assignments would take about {total} bytes, more than the {MAX_DOMAIN_BYTES} "
