@@ -41,9 +41,10 @@ from controlplane.apiserver.objectmeta import finalizer_write_warnings, metadata
 from controlplane.apiserver.objectmeta import quote as _quote
 from controlplane.apiserver.openapi import known_fields
 from controlplane.apiserver.openapi.structural import rule_errors, schema_errors, served_list_errors
+from controlplane.apiserver.ratcheting import unchanged_at
 from controlplane.apiserver.resources import ResourceType
 from controlplane.apiserver.schemawording import merged_types, schema_cause
-from controlplane.gojson import deep_equal, go_quote
+from controlplane.gojson import go_quote
 
 
 class FieldValidation(StrEnum):
@@ -482,36 +483,6 @@ def strict_decoding_error(rt: ResourceType, paths: list[str]) -> DecodingError:
     return DecodingError(rt, f"strict decoding error: {unknown}")
 
 
-#: One step of a field path as kube writes it: ``.name``, ``[3]`` or ``[key]``.
-_PATH_STEP = re.compile(r"\.?([^.\[\]]+)|\[([^\]]*)\]")
-_MISSING = object()
-
-
-def _value_at(obj: Any, path: str) -> Any:
-    """The value at kube's field ``path`` in ``obj`` (``status.podSetAssignments[0].name``), or
-    :data:`_MISSING` where there is none or the path does not read."""
-    value, at = obj, 0
-    for step in _PATH_STEP.finditer(path):
-        if step.start() != at:
-            return _MISSING
-        at = step.end()
-        name, key = step.groups()
-        if isinstance(value, dict) and (name if name is not None else key) in value:
-            value = value[name if name is not None else key]
-        elif isinstance(value, list) and key is not None and key.isdigit() and int(key) < len(value):
-            value = value[int(key)]
-        else:
-            return _MISSING
-    return value if at == len(path) and path else _MISSING
-
-
-def _unchanged_at(path: str, obj: dict[str, Any], old: dict[str, Any]) -> bool:
-    """Whether an update leaves the value at ``path`` as stored (kube's CRDValidationRatcheting:
-    an error on such a value is not the update's)."""
-    value = _value_at(obj, path)
-    return value is not _MISSING and deep_equal(value, _value_at(old, path))
-
-
 @dataclass(slots=True)
 class Checked:
     obj: dict[str, Any]
@@ -554,7 +525,7 @@ def check_object(
         repeated = served_list_errors(rt.group, rt.version, rt.kind, rt.model, obj, status_only=status_only)
         model_causes = [*checked.causes, *(Cause(str(e.type), e.message, e.field) for e in repeated)]
         if old is not None and rt.ratchets:
-            model_causes = [cause for cause in model_causes if not _unchanged_at(cause.field, obj, old)]
+            model_causes = [cause for cause in model_causes if not unchanged_at(cause.field, obj, old)]
         causes.extend(model_causes)
     # A status write keeps the stored spec and labels (``merged``): kube's status strategies
     # (ValidateDeploymentStatusUpdate and the like) validate the object's metadata and status,
@@ -604,18 +575,3 @@ def check_object(
     if not status_only:
         warnings.extend(finalizer_write_warnings(rt, obj, old))
     return Checked(obj, warnings)
-
-
-def refuse_schema_errors(rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
-    """422 Invalid for what ``rt``'s structural schema (:attr:`ResourceType.crd_schema`) refuses in
-    ``obj``: kube validates a CRD's schema before it calls the validating webhooks."""
-    if rt.crd_schema is None:
-        return
-    found = schema_errors(rt.crd_schema(), obj, old)
-    found += rule_errors(
-        rt.crd_schema(), obj, old, blocked=any(blocks_rules(str(e.type), built_in=False) for e in found)
-    )
-    if found:
-        name = str((obj.get("metadata") or {}).get("name") or "")
-        causes = [Cause(str(e.type), e.message, e.field) for e in found]
-        raise invalid(kind=rt.kind, group=rt.group, name=name, causes=causes)

@@ -37,6 +37,7 @@ from controlplane.apiserver.allocating import NOTHING_RESERVED, Allocations, NoA
 from controlplane.apiserver.nullpruning import prune_nulls
 from controlplane.apiserver.objects.admitting import mutated, webhook_request
 from controlplane.apiserver.objects.body_kind import checked_body, status_request
+from controlplane.apiserver.objects.kind_admission import check_against_others, webhooks_admit, webhooks_deny
 from controlplane.apiserver.objects.merging import (
     SERVER_OWNED_METADATA,
     merged,
@@ -72,7 +73,6 @@ from controlplane.apiserver.validation import (
     FieldValidation,
     check_object,
     decoded_applied,
-    refuse_schema_errors,
     refuse_unknown_fields,
 )
 from controlplane.gojson import go_json
@@ -84,21 +84,6 @@ from controlplane.storage.ledger import WriteReason, changed_fields, writing_bec
 PATCH_RETRIES = 32
 _GENERATE_NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 _GENERATE_NAME_MAX_PREFIX = 58
-
-
-def check_against_others(rt: ResourceType, obj: dict[str, Any], others: list[dict[str, Any]]) -> None:
-    """The rules of ``rt`` across its objects, ``others`` being the stored ones but ``obj``'s own:
-    ``validate_against_stored`` (422 Invalid), then ``admit_against_stored``, kube's validating
-    admission (403 ``priorityclasses.scheduling.k8s.io "x" is forbidden: <reason>``)."""
-    name = str(obj["metadata"]["name"])
-    found = rt.validate_against_stored(obj, others) if rt.validate_against_stored is not None else []
-    if found:
-        causes = [errors.Cause(str(e.type), e.message, e.field) for e in found]
-        raise errors.invalid(kind=rt.kind, group=rt.group, name=name, causes=causes)
-    reason = rt.admit_against_stored(obj, others) if rt.admit_against_stored is not None else None
-    if reason:
-        target = errors.Target(name=name, group=rt.group, kind=rt.plural)
-        raise errors.Forbidden(f'{rt.qualified()} "{name}" is forbidden: {reason}', target=target)
 
 
 #: No ``.status`` in the object written (the key is absent, which differs from an empty one).
@@ -183,7 +168,7 @@ class Writer:
             obj = await mutated(rt, options, Operation.CREATE, obj, None, subresource=None)
             meta = obj["metadata"]
         # The kind's own webhooks validate, after the mutating ones (kube's order).
-        _webhooks_admit(rt, obj, field_validation=options.field_validation)
+        webhooks_admit(rt, obj, field_validation=options.field_validation)
         checked = check_object(obj, rt, field_validation=options.field_validation)
         obj = checked.obj
         meta = obj["metadata"]
@@ -491,10 +476,10 @@ class Writer:
             rt.prepare(new)
         if rt.defaults is not None and options.webhooks is None:  # the webhooks' object is defaulted
             rt.defaults(new)
-        if subresource is None and not _webhooks_deny(rt, old):
+        if subresource is None and not webhooks_deny(rt, old):
             # The kind's own webhooks validate, after the mutating ones and the resourceVersion's check.
             # An object stored before the rule (a policy with a long name) stays changeable and deletable.
-            _webhooks_admit(rt, new, old, field_validation=options.field_validation)
+            webhooks_admit(rt, new, old, field_validation=options.field_validation)
         checked = check_object(
             new, rt, field_validation=options.field_validation, old=old, status_only=rt.writes_status_only(subresource),
             subresource=subresource,
@@ -561,27 +546,3 @@ class Writer:
             return decode(rt, written)  # the answer is the stored object, converted back
         meta["resourceVersion"] = str(written.mod_revision)
         return new
-
-
-def _webhooks_deny(rt: ResourceType, obj: dict[str, Any]) -> bool:
-    return rt.webhook_denial is not None and rt.webhook_denial(obj) is not None
-
-
-def _webhooks_admit(
-    rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None = None, *, field_validation: FieldValidation
-) -> None:
-    """The kind's admission webhook (:attr:`ResourceType.webhook_denial`; on an update of ``old``,
-    :attr:`ResourceType.webhook_update_denial` when the kind has one) refusing ``obj``, as kube answers a webhook's
-    denial. Those webhooks are Karmada's and the training operator's, whose refusals are
-    controller-runtime's ``admission.Denied``: code 403, reason ``Forbidden``, the message. What kube
-    refuses before its admission comes first: the decoding's 400 (unknown fields under
-    ``field_validation`` Strict), then the schema's 422."""
-    if old is not None and rt.webhook_update_denial is not None:
-        denial = rt.webhook_update_denial(obj, old)
-    else:
-        denial = rt.webhook_denial(obj) if rt.webhook_denial is not None else None
-    if denial is not None:
-        # The decoding comes first, then the schema: a Master's ``replicas: "1"`` is the schema's 422.
-        refuse_unknown_fields(rt, obj, old, field_validation)
-        refuse_schema_errors(rt, obj, old)
-        raise errors.WebhookDenied(*denial, code=403, reason=errors.StatusReason.FORBIDDEN)
