@@ -414,9 +414,21 @@ def refuse_unknown_fields(
     when they refuse, the mutating webhooks); nothing to do under Warn or Ignore."""
     if field_validation is not FieldValidation.STRICT:
         return
-    paths = _new_paths(_unknown_in(rt, obj, old, status_only=status_only), old)
+    paths = new_unknown_fields(rt, obj, old, status_only=status_only)
     if paths:
         raise strict_decoding_error(rt, paths)
+
+
+def new_unknown_fields(
+    rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None, *, status_only: bool = False
+) -> list[str]:
+    """The fields of ``obj`` kube's decoder does not keep, as kube prints them (``status_only``:
+    those in its ``.status``), but those the stored ``old`` has too; a value of the wrong type is
+    the decoder's 400 (:class:`DecodingError`)."""
+    unknown = _unknown_in(rt, obj, old, status_only=status_only)
+    if status_only:  # a kind whose status is not pruned alone (a CRD's) finds the rest too
+        unknown = [loc for loc in unknown if loc[:1] == ("status",)]
+    return _new_paths(unknown, old)
 
 
 def _new_paths(unknown: list[Loc], old: dict[str, Any] | None) -> list[str]:

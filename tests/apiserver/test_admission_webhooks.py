@@ -309,8 +309,10 @@ async def test_an_unknown_field_under_strict_is_refused_before_the_mutating_webh
     api: Api, server: WebhookServer
 ) -> None:
     """kube decodes a write's body before its admission: under ``fieldValidation=Strict`` an unknown
-    field is the decoder's 400 and no webhook is called."""
-    await configure(api, "Mutating", "acme", webhook("seen.acme.io", server.client("/seen")))
+    field is the decoder's 400 and no webhook is called, wherever the body has it (the spec of a
+    status write, a stale update's status)."""
+    rule = {**RULE, "resources": ["deployments", "deployments/status"]}
+    await configure(api, "Mutating", "acme", webhook("seen.acme.io", server.client("/seen"), rules=[rule]))
     code, created, _ = await api.call("POST", DEPLOYMENTS, deployment("strict", replicas=1))
     assert code == 201, created
     sent = len(server.received["/seen"])
@@ -323,6 +325,18 @@ async def test_an_unknown_field_under_strict_is_refused_before_the_mutating_webh
     code, status, _ = await api.call("PUT", f"{DEPLOYMENTS}/strict?fieldValidation=Strict",
                                      {**created, "spec": {**created["spec"], "bogus": 1}})
     assert (code, status["reason"]) == (400, "BadRequest") and status["message"].endswith(unknown), status
+    code, status, _ = await api.call("PUT", f"{DEPLOYMENTS}/strict/status?fieldValidation=Strict",
+                                     {**created, "spec": {**created["spec"], "bogus": 1}})
+    assert (code, status["reason"]) == (400, "BadRequest") and status["message"].endswith(unknown), status
+    assert len(server.received["/seen"]) == sent
+    code, _, _ = await api.call("PATCH", f"{DEPLOYMENTS}/strict", {"spec": {"replicas": 2}},
+                                **{"Content-Type": "application/merge-patch+json"})
+    assert code == 200
+    sent = len(server.received["/seen"])
+    code, status, _ = await api.call("PUT", f"{DEPLOYMENTS}/strict?fieldValidation=Strict",
+                                     {**created, "status": {"bogus": 1}})
+    assert (code, status["message"]) == (400, 'Deployment in version "v1" cannot be handled as a Deployment: '
+                                              'strict decoding error: unknown field "status.bogus"'), status
     assert len(server.received["/seen"]) == sent
 
 

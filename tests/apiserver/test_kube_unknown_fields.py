@@ -230,6 +230,30 @@ async def test_kubectl_apply_of_a_misspelt_deployment_prints_kubes_error(hub_kub
     assert "replica:" not in out and "resource:" not in out
 
 
+@needs_kubectl
+async def test_kubectl_replace_of_a_status_with_a_misspelt_spec_prints_kubes_error(hub_kubeconfig: Path) -> None:  # noqa: F811
+    """kube decodes a status write's whole body: a field of the spec it does not store is refused
+    under kubectl's Strict too, and only warned about under ``--validate=warn``."""
+    web = deployment()
+    web["metadata"]["name"] = "web"
+    code, out, err = await kubectl(hub_kubeconfig, "create", "-f", "-", stdin=yaml.safe_dump(web))
+    assert code == 0, err
+    code, out, err = await kubectl(hub_kubeconfig, "get", "deployment", "web", "-o", "json")
+    assert code == 0, err
+    stored = yaml.safe_load(out)
+    stored["spec"]["replica"] = 3
+    manifest = yaml.safe_dump(stored)
+    code, out, err = await kubectl(hub_kubeconfig, "replace", "--subresource=status", "-f", "-", stdin=manifest)
+    assert code != 0, out
+    message = 'Deployment in version "v1" cannot be handled as a Deployment: strict decoding error: unknown field "spec.replica"'
+    assert f'Error from server (BadRequest): error when replacing "STDIN": {message}' in err, err
+    code, out, err = await kubectl(
+        hub_kubeconfig, "replace", "--subresource=status", "--validate=warn", "-f", "-", stdin=manifest
+    )
+    assert code == 0, err
+    assert 'Warning: unknown field "spec.replica"' in err, err
+
+
 def test_an_update_of_an_object_stored_with_unknown_fields_is_not_refused_for_them() -> None:
     """An object stored before the hub knew its kind's fields keeps being writable (a
     controller's update of it carries them back): the fields it already had are dropped

@@ -36,6 +36,7 @@ from controlplane.apiserver.admission import (
 from controlplane.apiserver.allocating import NOTHING_RESERVED, Allocations, NoAllocations, stored_with
 from controlplane.apiserver.nullpruning import prune_nulls
 from controlplane.apiserver.objects.admitting import mutated, webhook_request
+from controlplane.apiserver.objects.body_decoding import decoded_dropped
 from controlplane.apiserver.objects.body_kind import checked_body, status_request
 from controlplane.apiserver.objects.kind_admission import check_against_others, webhooks_admit, webhooks_deny
 from controlplane.apiserver.objects.merging import (
@@ -73,6 +74,7 @@ from controlplane.apiserver.validation import (
     FieldValidation,
     check_object,
     decoded_applied,
+    new_unknown_fields,
     refuse_unknown_fields,
 )
 from controlplane.gojson import go_json
@@ -151,10 +153,9 @@ class Writer:
             # kube's create sets a generation only where the kind's strategy does; it keeps
             # (and validates) one the request gives for the others.
             meta["generation"] = given_generation
-        if rt.has_status:
-            if "status" in obj:  # kube decodes the whole body first: under Strict its unknown fields are a 400
-                refuse_unknown_fields(rt, obj, None, options.field_validation, status_only=True)
-            obj.pop("status", None)
+        # kube decodes the whole body first: the status the create drops too.
+        dropped = decoded_dropped(rt, obj, None, options.field_validation, status_write=False) if rt.has_status else []
+        obj.pop("status", None)
         if rt is self._namespaces.type:
             prepare_namespace_create(obj)
         # Before defaulting: a Job's generated selector names its uid.
@@ -182,7 +183,7 @@ class Writer:
         if options.field_manager:
             obj = record_update(rt, None, obj, manager=options.field_manager, now=now)
         if options.warnings is not None:
-            options.warnings.extend(checked.warnings)
+            options.warnings.extend([*checked.warnings, *dropped])
             if rt.warn is not None:
                 options.warnings.extend(rt.warn(obj))
         if options.validate is not None:
@@ -241,9 +242,10 @@ class Writer:
         for attempt in range(PATCH_RETRIES if unconditional else 1):
             body = obj if sent is None or attempt == 0 else copy.deepcopy(sent)
             try:
-                kv, old, version = await self._replaced(rt, body["metadata"], options)
+                kv, old, version = await self._replaced(rt, body, options)
             except errors.NotFound:
                 if subresource not in (None, "status") or options.on_create is None or not rt.create_on_update:
+                    refuse_unknown_fields(rt, body, None, options.field_validation)  # kube decodes before its store reads
                     raise
                 # A Service's status strategy is its main one but for the update: its store creates
                 # (whatever the status handler's forceAllowCreate), as a create of the main resource
@@ -253,10 +255,12 @@ class Writer:
                     options = dataclasses.replace(options, recorded_subresource=subresource)
                 return await self._created_on_update(rt, body, options, subresource=subresource)
             try:
-                # A status write's managedFields are recorded by its caller.
+                # A status write's managedFields are recorded by its caller. The hub's own status
+                # writes send back the rest as they read it: only a request's is decoded whole.
                 return await self._write_body(
                     rt, kv, old, body, subresource=subresource, options=options, version=version,
                     own_managed_fields=bool(subresource and options.recorded_managed_fields),
+                    whole=handed_over or not rt.writes_status_only(subresource),
                 )
             except LostRace:
                 if not unconditional:
@@ -282,7 +286,7 @@ class Writer:
         try:
             created, _ = await self.create_owned(rt, obj, options)
         except errors.AlreadyExists:
-            kv, old, version = await self._replaced(rt, retry["metadata"], options)
+            kv, old, version = await self._replaced(rt, retry, options)
             return await self._write_body(rt, kv, old, retry, subresource=subresource, options=options, version=version)
         if options.on_create is not None:
             options.on_create()
@@ -333,9 +337,13 @@ class Writer:
             ))
             patched = checked_body(rt, patched, namespace=namespace, name=name, named=True)
             write_options = applied_write if patch_type is PatchType.APPLY else write
-            version = version_precondition(rt, kv, patched["metadata"].get("resourceVersion"), name=name,
-                                            options=write_options)
             try:
+                try:
+                    version = version_precondition(rt, kv, patched["metadata"].get("resourceVersion"), name=name,
+                                                   options=write_options)
+                except errors.ApiError:  # after kube's patcher decoded the patched object
+                    refuse_unknown_fields(rt, patched, old, write_options.field_validation)
+                    raise
                 # A status write keeps the stored metadata, but for the applier's own entry.
                 return await self._write_body(
                     rt, kv, old, patched, subresource=subresource, options=write_options, version=version,
@@ -376,7 +384,7 @@ class Writer:
             raise TypeError(f"{rt.api_version} is converted: write its object and its status in turn")
         obj = checked_body(rt, obj, namespace=None)
         incoming = obj.get("status", _NO_STATUS)  # before the main update's merge puts the stored one there
-        kv, old, _ = await self._replaced(rt, obj["metadata"], None)
+        kv, old, _ = await self._replaced(rt, obj, None)
         main = await self.prepared_update(rt, old, merged(rt, old, obj, subresource=None), subresource=None, options=options)
         status = status_of(main) if status_of is not None else incoming
         new = main
@@ -392,43 +400,73 @@ class Writer:
         return await self.stored_update(rt, kv, old, new, subresource=None, options=options)
 
     async def _replaced(
-        self, rt: ResourceType, meta: dict[str, Any], options: WriteOptions | None
+        self, rt: ResourceType, body: dict[str, Any], options: WriteOptions | None
     ) -> tuple[storage.KeyValue, dict[str, Any], VersionPrecondition | None]:
-        """The stored key-value and object an update with ``meta`` replaces, and its resourceVersion
+        """The stored key-value and object an update of ``body`` replaces, and its resourceVersion
         precondition when that waits for mutating admission (:func:`version_precondition`); a
         Conflict when its ``uid`` names another object (kube's update takes a uid in the body as a
-        precondition, checked as the object is read: a missing one is a 404 first).
+        precondition, checked as the object is read: a missing one is a 404 first). With
+        ``options``, the body is a request's, which kube decodes before its store reads: under
+        Strict, its unknown fields are refused before those refusals.
 
         An update made from a revision the hub has just seen skips the read: the
         compare-and-swap that follows fails on that revision as the read would have.
         """
+        meta = body["metadata"]
         given = meta.get("resourceVersion")
         mutating = options is not None and options.webhooks is not None
-        kv = known_revision(self._store, rt, meta, given, stale_conflicts=not mutating) or await get_kv(
-            self._store, rt, namespace=meta.get("namespace"), name=meta["name"]
-        )
+        try:
+            kv = known_revision(self._store, rt, meta, given, stale_conflicts=not mutating)
+        except errors.Conflict:
+            strict = options is not None and options.field_validation is FieldValidation.STRICT
+            if strict and new_unknown_fields(rt, body, None):
+                assert options is not None
+                await self._refuse_unknown_fields(rt, body, options)
+            raise
+        kv = kv or await get_kv(self._store, rt, namespace=meta.get("namespace"), name=meta["name"])
         old = decode(rt, kv)
-        if meta.get("uid"):
-            check_preconditions(rt, old, Preconditions(uid=str(meta["uid"])))
-        return kv, old, version_precondition(rt, kv, given, name=meta["name"], options=options)
+        try:
+            if meta.get("uid"):
+                check_preconditions(rt, old, Preconditions(uid=str(meta["uid"])))
+            return kv, old, version_precondition(rt, kv, given, name=meta["name"], options=options)
+        except errors.ApiError:
+            if options is not None:
+                refuse_unknown_fields(rt, body, old, options.field_validation)
+            raise
+
+    async def _refuse_unknown_fields(self, rt: ResourceType, body: dict[str, Any], options: WriteOptions) -> None:
+        """:func:`refuse_unknown_fields` of ``body`` against the object stored now (those it holds
+        already are not refused), for an update found stale without a read."""
+        meta = body["metadata"]
+        try:
+            old: dict[str, Any] | None = decode(rt, await get_kv(
+                self._store, rt, namespace=meta.get("namespace"), name=meta["name"]
+            ))
+        except errors.NotFound:
+            old = None
+        refuse_unknown_fields(rt, body, old, options.field_validation)
 
     async def _write_body(
         self, rt: ResourceType, kv: storage.KeyValue, old: dict[str, Any], body: dict[str, Any], *,
         subresource: str | None, options: WriteOptions, version: VersionPrecondition | None,
-        own_managed_fields: bool = False,
+        own_managed_fields: bool = False, whole: bool = True,
     ) -> dict[str, Any]:
         """Write an update's ``body`` (the request's object, this write's own) over ``old``, merged
         with it (:func:`merged_body`): before the write's admission, or after the mutating webhooks
         when any may run, which see the body itself (:func:`mutated_update`). kube decodes the whole
-        body before anything: under Strict an unknown field in what the merge drops (the status
-        a main-resource update sends) is its 400 whatever webhooks exist."""
+        body before anything: what the merge drops (the status a main-resource update sends, all
+        but the status of a status write) is decoded too (:func:`decoded_dropped`; with ``whole``),
+        whatever webhooks exist."""
+        status_write = rt.writes_status_only(subresource)
+        dropped = decoded_dropped(rt, body, old, options.field_validation, status_write=status_write) if whole and (
+            status_write or (subresource is None and rt.has_status)
+        ) else []
         if options.webhooks is not None:
             return await self.write_update(rt, kv, old, body, subresource=subresource, options=options,
-                                           version=version, own_managed_fields=own_managed_fields)
-        if subresource is None and rt.has_status and "status" in body:
-            refuse_unknown_fields(rt, body, old, options.field_validation, status_only=True)
+                                           version=version, own_managed_fields=own_managed_fields, dropped=dropped)
         new = merged_body(rt, old, body, subresource=subresource, own_managed_fields=own_managed_fields)
-        return await self.write_update(rt, kv, old, new, subresource=subresource, options=options, version=version)
+        return await self.write_update(rt, kv, old, new, subresource=subresource, options=options, version=version,
+                                       dropped=dropped)
 
     async def write_update(
         self,
@@ -441,9 +479,10 @@ class Writer:
         options: WriteOptions,
         version: VersionPrecondition | None = None,
         own_managed_fields: bool = False,
+        dropped: list[str] | None = None,
     ) -> dict[str, Any]:
         prepared = await self.prepared_update(rt, old, new, subresource=subresource, options=options,
-                                              version=version, own_managed_fields=own_managed_fields)
+                                              version=version, own_managed_fields=own_managed_fields, dropped=dropped)
         if prepared is old:
             return old  # kube writes nothing for a no-op update
         return await self.stored_update(rt, kv, old, prepared, subresource=subresource, options=options)
@@ -458,9 +497,11 @@ class Writer:
         options: WriteOptions,
         version: VersionPrecondition | None = None,
         own_managed_fields: bool = False,
+        dropped: list[str] | None = None,
     ) -> dict[str, Any]:
         """``new`` as an update of ``old`` would store it (defaulted, validated, its generation
         and managedFields, admission run), or ``old`` itself when the update changes nothing.
+        ``dropped``: the warnings of the body's part the update does not store (:func:`decoded_dropped`).
         When mutating webhooks may run, ``new`` can be the request's body itself, which they see
         and which is merged with ``old`` after them (:func:`mutated_update`, ``own_managed_fields``
         as :func:`merged_body` takes it). ``version``, the update's resourceVersion precondition,
@@ -492,7 +533,9 @@ class Writer:
         if subresource is None and rt.keeps_generation and spec_changed(rt, old, new):
             meta["generation"] = int(old_meta.get("generation") or 0) + 1
         if options.warnings is not None:
-            options.warnings.extend(checked.warnings)
+            # In the body's order: its metadata and spec, then its status.
+            status_write = rt.writes_status_only(subresource)
+            options.warnings.extend([*(dropped or ()), *checked.warnings] if status_write else [*checked.warnings, *(dropped or ())])
             if rt.warn is not None and subresource is None:
                 options.warnings.extend(rt.warn(new))
         if unchanged(old, new):
