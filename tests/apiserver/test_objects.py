@@ -501,6 +501,36 @@ async def test_a_scale_patch_is_retried_after_a_concurrent_write(objects_on: Obj
         )
 
 
+class _UnversioningWriterMeanwhile(_WriterMeanwhile):
+    """A mutating webhook that drops the update's resourceVersion, during whose first call another
+    client writes the object."""
+
+    calls = 0
+
+    async def mutate(self, request: Any) -> dict[str, Any]:
+        self.calls += 1
+        await super().mutate(request)
+        obj = json.loads(json.dumps(request.obj))
+        obj["metadata"].pop("resourceVersion", None)
+        return obj
+
+
+async def test_an_update_a_mutating_webhook_makes_unconditional_is_tried_again_after_a_concurrent_write(
+    objects_on: ObjectStore,
+) -> None:
+    """kube's store decides whether an update is unconditional from the object its mutating
+    admission returns, on every try (``Store.Update``: ``newResourceVersion == 0`` after
+    ``objInfo.UpdatedObject``): one whose webhook drops the resourceVersion is tried again on the
+    latest object when another write wins its compare-and-swap, as one that names none."""
+    deploy, _, _ = _types(objects_on)
+    created = await objects_on.create(deploy, deployment("web", replicas=2))
+    webhooks = _UnversioningWriterMeanwhile(objects_on, deploy)
+    updated = await objects_on.update(deploy, {**created, "spec": {**created["spec"], "replicas": 5}}, webhooks=webhooks)
+    assert (updated["spec"]["replicas"], webhooks.writes, webhooks.calls) == (5, 1, 2)  # sent again on the retry
+    stored = await objects_on.get(deploy, namespace="default", name="web")
+    assert stored["spec"]["replicas"] == 5 and "touched" not in stored["metadata"].get("labels", {})
+
+
 async def test_a_scale_is_decoded_and_validated_as_kube_does(objects_on: ObjectStore) -> None:
     """A Scale's replicas are an int32: another type is the decoder's 400 (through a patch, the
     patch handler's 422), a negative number kube's Invalid, and none at all 0."""

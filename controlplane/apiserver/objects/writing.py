@@ -236,8 +236,11 @@ class Writer:
         else:
             obj = checked_body(rt, obj, namespace=namespace, name=name, copy_body=not handed_over, from_request=handed_over)
         # kube's store re-reads the object and tries again when its compare-and-swap loses, which
-        # only an update naming no resourceVersion survives: its body is kept for the next try.
-        unconditional = rt.unconditional_update and names_no_version(obj["metadata"].get("resourceVersion"))
+        # only an update naming no resourceVersion survives: its body is kept for the next try. It
+        # reads the resourceVersion the mutating webhooks leave, on each try: they may drop it.
+        unconditional = rt.unconditional_update and (
+            options.webhooks is not None or names_no_version(obj["metadata"].get("resourceVersion"))
+        )
         sent = copy.deepcopy(obj) if unconditional else None
         for attempt in range(PATCH_RETRIES if unconditional else 1):
             body = obj if sent is None or attempt == 0 else copy.deepcopy(sent)
