@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from controlplane.apiserver.computed import ComputedResource, served_group_versions
-from controlplane.apiserver.resources import ALL_VERBS, STATUS_VERBS, Registry, ResourceType
+from controlplane.apiserver.resources import STATUS_VERBS, Registry, ResourceType
 
 #: The Kubernetes API level this server speaks (kubectl warns on larger skews).
 KUBE_MAJOR = "1"
@@ -104,7 +104,7 @@ def api_resource_list(
             "singularName": rt.singular,
             "namespaced": rt.namespaced,
             "kind": rt.kind,
-            "verbs": list(ALL_VERBS),
+            "verbs": list(rt.verbs),
             "storageVersionHash": _storage_version_hash(rt),
         }
         if rt.short_names:

@@ -215,6 +215,8 @@ class ResourceHandlers:
         if info.verb == "create" and info.name is None:
             return await self._create(request, rt, info)
         if info.verb == "deletecollection":
+            if "deletecollection" not in rt.verbs:  # kube's namespaces: no route, go-restful's 405
+                raise method_not_allowed()
             return await self._delete_collection(request, rt, info)
         if info.name is None:
             raise method_not_allowed()

@@ -221,6 +221,9 @@ class ResourceType:
     #: kube answers a delete of this kind with the deleted object, not a success Status (its
     #: registry's ``ReturnDeletedObject``: Pod, PersistentVolumeClaim, Service, ServiceAccount…).
     returns_deleted_object: bool = False
+    #: The verbs discovery lists and the handlers serve on the kind itself; kube's namespace
+    #: storage has no ``DeleteCollection``, so a ``DELETE`` of the namespaces is its 405.
+    verbs: tuple[str, ...] = ALL_VERBS
     #: The group whose objects this type serves (kube's Event in core and events.k8s.io): stored once,
     #: under that group's key and apiVersion, served with this type's. None: its own group.
     stored_as: str | None = None

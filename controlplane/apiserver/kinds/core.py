@@ -16,7 +16,15 @@ from controlplane.apis.kube.fieldlabels import (
     field_path,
 )
 from controlplane.apiserver import columns as col
-from controlplane.apiserver.resources import AGE, NameRule, ResourceType, TableColumn, path, with_kube_rules
+from controlplane.apiserver.resources import (
+    AGE,
+    ALL_VERBS,
+    NameRule,
+    ResourceType,
+    TableColumn,
+    path,
+    with_kube_rules,
+)
 
 #: kube's table of an Event (printed from core v1's fields, whichever version is asked for).
 EVENT_COLUMNS: tuple[TableColumn, ...] = (
@@ -41,6 +49,8 @@ def core_resources() -> list[ResourceType]:
             columns=(TableColumn("Status", path("status.phase"), description="The phase of the namespace."), AGE),
             extra_field_selectors=NAMESPACE_FIELDS, prepare_update=namespaces.keep_spec_finalizers,
             finalize=namespaces.validate_finalize,
+            # kube's namespace storage (pkg/registry/core/namespace/storage) has no DeleteCollection.
+            verbs=tuple(verb for verb in ALL_VERBS if verb != "deletecollection"),
         ),
         ResourceType(
             "", "v1", "ConfigMap", "configmaps", "configmap", namespaced=True,

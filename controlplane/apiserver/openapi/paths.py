@@ -1,6 +1,6 @@
 """The operations of each served kind, as kube-apiserver lists them in its OpenAPI documents.
 
-Per kind: list/create/deletecollection on the collection, get/replace/patch/delete on an
+Per kind: list/create (and deletecollection, where the kind serves it) on the collection, get/replace/patch/delete on an
 object, get/replace/patch on ``/status`` where served, and the all-namespaces list of a
 namespaced kind. kubectl relies on two details (checked against kubectl 1.32):
 
@@ -124,9 +124,10 @@ def kind_paths(rt: ResourceType, schema: str) -> list[PathItem]:
     collection = [
         op("get", "list", "list", query=_LIST),
         op("post", "create", "post", query=_WRITE, body=schema, response=schema, created=True),
-        op("delete", "deletecollection", "deletecollection", query=("dryRun", "labelSelector", "fieldSelector"),
-           response=STATUS),
     ]
+    if "deletecollection" in rt.verbs:
+        collection.append(op("delete", "deletecollection", "deletecollection",
+                             query=("dryRun", "labelSelector", "fieldSelector"), response=STATUS))
     items = [
         PathItem(scope, scope_params, tuple(collection)),
         PathItem(f"{scope}/{{name}}", (*scope_params, "name"), tuple(_object_operations(rt, schema, status=False))),
