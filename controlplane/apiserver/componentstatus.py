@@ -8,7 +8,7 @@ after it (``etcd-0``, ``scheduler``, ``controller-manager``) with one ``Healthy`
 message or error. The hub's probes are given by whoever serves it (the hub: its store, and its
 own leader election, since the controllers and the scheduler run on the elected replica).
 
-Only ``get`` and ``list`` are served (405 otherwise), both with kube's warning ``v1
+Only ``get`` and ``list`` are served (405 otherwise), every answer to them (a 404 too) with kube's warning ``v1
 ComponentStatus is deprecated in v1.19+`` (kubectl prints it) and, when asked for, kube's Table
 (``NAME STATUS MESSAGE ERROR``). A list takes label and field selectors (``metadata.name``) as
 kube's does: a component has no labels, so a label selector that requires one selects none. A name that is not a component is a 404 (kube answers a bare
@@ -31,7 +31,7 @@ from controlplane.apis.kube.fieldlabels import BASE_FIELD_SELECTORS, refusal
 from controlplane.apis.kube.selectors import parse_field_selector, parse_label_selector
 from controlplane.apiserver import errors
 from controlplane.apiserver.computed import ComputedEndpoint, ComputedResource
-from controlplane.apiserver.handlers import json_response
+from controlplane.apiserver.handlers import json_response, request_warnings
 from controlplane.apiserver.metadataonly import computed_metadata
 from controlplane.apiserver.objects.values import utc_now
 from controlplane.apiserver.queryparams import watch_asked
@@ -174,6 +174,10 @@ class ComponentStatuses:
     async def handle(self, request: web.Request) -> web.StreamResponse:
         """``GET`` of the collection, or of one component (``{name}``)."""
         name = request.match_info.get("name")
+        # kube's installer wraps each route of a deprecated kind (AddWarningsHandler): the warning
+        # is added before the storage answers, so a 404 or a refused selector carries it too.
+        warnings = request_warnings(request)
+        warnings.append(DEPRECATION)
         if watch_asked(request.query):
             raise errors.MethodNotAllowed("the server does not allow this method on the requested resource")
         if name is not None and name not in self._probes:
@@ -181,7 +185,6 @@ class ComponentStatuses:
         names = [name] if name is not None else _selected(self._probes, request.query)
         found = await asyncio.gather(*(_probed(self._probes[n]) for n in names))
         items = [component_status(n, health) for n, health in zip(names, found, strict=True)]
-        warnings = [DEPRECATION]
         if (as_table := wants_table(request.headers.get("Accept"))) is not None:
             include = IncludeObject.parse(request.query.get("includeObject"))
             rendered = table(TABLE_TYPE, items, include=include, now=self._clock(), version=as_table.version)

@@ -63,6 +63,7 @@ async def test_list_and_get_probe_each_component(client: Client) -> None:
     }
     missing = await client.get(f"{COLLECTION}/kube-dns")
     assert missing.status == 404
+    assert missing.headers.getall("Warning") == [WARNING]  # added before the storage answers, as kube's
     assert (await missing.json())["message"] == 'componentstatuses "kube-dns" not found'
 
 
