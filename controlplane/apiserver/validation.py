@@ -509,10 +509,12 @@ def check_object(
     old: dict[str, Any] | None = None,
     status_only: bool = False,
     subresource: str | None = None,
+    request_warnings: list[str] | None = None,
 ) -> Checked:
     """Validate ``obj`` for a write (``old``: the stored object, on update; ``status_only``: a
     write of the status subresource, see :func:`check_model`). Raise BadRequest/Invalid; return
-    it (pruned) and warnings."""
+    it (pruned) and warnings. A refusal first adds the warnings about dropped fields to
+    ``request_warnings`` (the request's): kube adds them right after decoding, so its 422 carries them."""
     name = str((obj.get("metadata") or {}).get("name") or "")
     causes = metadata_causes(obj, rt, old)
     warnings: list[str] = []
@@ -583,6 +585,8 @@ def check_object(
             found.append(RULES_NOT_CHECKED)
         causes.extend(Cause(str(e.type), e.message, e.field) for e in found)
     if causes:
+        if request_warnings is not None:
+            request_warnings.extend(warnings)
         raise invalid(kind=rt.kind, group=rt.group, name=name, causes=causes)
     if not status_only:
         warnings.extend(finalizer_write_warnings(rt, obj, old))

@@ -174,6 +174,43 @@ async def test_patches_and_status_writes_drop_them_too(hub: Client) -> None:  # 
     assert "readyReplica" not in (await (await hub.get(f"{DEPLOYMENTS}/x")).json()).get("status", {})
 
 
+def unknown_and_invalid(name: str = "x") -> dict[str, Any]:
+    """A Deployment with an unknown container field and a pull policy kube refuses."""
+    obj = deployment()
+    obj["metadata"]["name"] = name
+    obj["spec"]["template"]["spec"]["containers"][0].update(foo=1, imagePullPolicy="Sometimes")
+    return obj
+
+
+UNKNOWN_FOO = '299 - "unknown field \\"spec.template.spec.containers[0].foo\\""'
+JOBSETS = "/apis/jobset.x-k8s.io/v1alpha2/namespaces/default/jobsets"
+
+
+async def test_a_write_refused_under_warn_still_carries_the_unknown_field_warnings(hub: Client) -> None:  # noqa: F811
+    """kube adds the decoder's warnings right after decoding (``addStrictDecodingWarnings`` in the
+    create, update and patch handlers): the 422 of the validation that follows carries them."""
+    refused = await hub.post(DEPLOYMENTS, json=unknown_and_invalid())
+    assert (refused.status, (await refused.json())["reason"]) == (422, "Invalid")
+    assert refused.headers.getall("Warning") == [UNKNOWN_FOO]
+    assert (await hub.post(DEPLOYMENTS, json=deployment())).status == 201
+    stored = await (await hub.get(f"{DEPLOYMENTS}/x")).json()
+    replaced = await hub.put(f"{DEPLOYMENTS}/x", json={**unknown_and_invalid(), "metadata": stored["metadata"]})
+    assert (replaced.status, replaced.headers.getall("Warning")) == (422, [UNKNOWN_FOO])
+    patch = {"spec": {"template": {"spec": {"containers": [{"name": "main", "foo": 1, "imagePullPolicy": "Sometimes"}]}}}}
+    patched = await hub.patch(
+        f"{DEPLOYMENTS}/x", json=patch, headers={"Content-Type": "application/strategic-merge-patch+json"}
+    )
+    assert (patched.status, patched.headers.getall("Warning")) == (422, [UNKNOWN_FOO])
+    # A kind with a CRD's schema (JobSet): an unknown field, and a value its enum does not allow.
+    jobset = {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata": {"name": "js"},
+        "spec": {"bogus": 1, "successPolicy": {"operator": "Some"}, "replicatedJobs": []},
+    }
+    refused = await hub.post(JOBSETS, json=jobset)
+    assert refused.status == 422, await refused.text()
+    assert refused.headers.getall("Warning") == ['299 - "unknown field \\"spec.bogus\\""']
+
+
 CRON_FHPAS = "/apis/autoscaling.karmada.io/v1alpha1/namespaces/default/cronfederatedhpas"
 FHPAS = "/apis/autoscaling.karmada.io/v1alpha1/namespaces/default/federatedhpas"
 
@@ -213,6 +250,19 @@ async def test_karmadas_autoscalers_are_decoded_as_their_crds(hub: Client) -> No
 
 
 # --- the real kubectl ------------------------------------------------------------------------
+
+
+@needs_kubectl
+async def test_kubectl_create_with_validate_warn_prints_the_warning_and_the_refusal(hub_kubeconfig: Path) -> None:  # noqa: F811
+    manifest = yaml.safe_dump(unknown_and_invalid("bad"))
+    code, out, err = await kubectl(hub_kubeconfig, "create", "--validate=warn", "-f", "-", stdin=manifest)
+    assert code != 0, out
+    assert 'Warning: unknown field "spec.template.spec.containers[0].foo"' in err, err
+    assert err == (
+        'Warning: unknown field "spec.template.spec.containers[0].foo"\n'
+        'The Deployment "bad" is invalid: spec.template.spec.containers[0].imagePullPolicy: '
+        'Unsupported value: "Sometimes": supported values: "Always", "IfNotPresent", "Never"\n'
+    )
 
 
 @needs_kubectl

@@ -62,6 +62,9 @@ async def test_dropping_an_unknown_field_cannot_store_an_invalid_object(
     assert response.status == 422, status
     assert status["reason"] == "Invalid"
     assert any(c["field"].startswith("spec.failover") for c in status["details"]["causes"]), status
+    # kube warns as it decodes, before it validates: the refusal carries the warning.
+    warned = ['299 - "unknown field \\"spec.failover.application.bogus\\""'] if validation == "Warn" else []
+    assert response.headers.getall("Warning", []) == warned
     assert (await hub.get(f"{POLICIES}/p")).status == 404
 
 

@@ -327,8 +327,9 @@ class ConvertedHandlers:
             meta["name"] = meta["generateName"] + "xxxxx"  # as long as the name it will get
         if rt.defaults is not None:
             rt.defaults(obj)
-        checked = check_object(obj, rt, field_validation=field_validation(request), old=old)
-        request_warnings(request).extend(checked.warnings)
+        warnings = request_warnings(request)
+        checked = check_object(obj, rt, field_validation=field_validation(request), old=old, request_warnings=warnings)
+        warnings.extend(checked.warnings)
         if generated:
             checked.obj["metadata"].pop("name", None)
         return checked.obj

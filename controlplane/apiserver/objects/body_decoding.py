@@ -19,9 +19,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from controlplane.apiserver.objects.values import WriteOptions
 from controlplane.apiserver.resources import ResourceType
 from controlplane.apiserver.validation import (
+    Checked,
     FieldValidation,
+    check_object,
     new_unknown_fields,
     strict_decoding_error,
 )
@@ -61,3 +64,31 @@ def decoded_dropped(
     if field_validation is FieldValidation.STRICT:
         raise strict_decoding_error(rt, new_unknown_fields(rt, body, old))
     return [f'unknown field "{path}"' for path in paths]
+
+
+def checked_warned(
+    rt: ResourceType,
+    obj: dict[str, Any],
+    options: WriteOptions,
+    dropped: list[str] | None,
+    *,
+    dropped_first: bool = False,
+    **check: Any,
+) -> Checked:
+    """:func:`~controlplane.apiserver.validation.check_object` of what a write stores, with the
+    request's warnings about the whole body added at once, in the body's order (``dropped``: those
+    of the part it does not store, first for a status write): kube adds them right after decoding,
+    so a refusal that follows carries them too."""
+    refused: list[str] = []
+    try:
+        checked = check_object(obj, rt, field_validation=options.field_validation, request_warnings=refused, **check)
+    except Exception:
+        _warn(options, refused, dropped or [], dropped_first=dropped_first)
+        raise
+    _warn(options, checked.warnings, dropped or [], dropped_first=dropped_first)
+    return checked
+
+
+def _warn(options: WriteOptions, stored: list[str], dropped: list[str], *, dropped_first: bool) -> None:
+    if options.warnings is not None:
+        options.warnings.extend([*dropped, *stored] if dropped_first else [*stored, *dropped])

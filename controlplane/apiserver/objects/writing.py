@@ -36,7 +36,7 @@ from controlplane.apiserver.admission import (
 from controlplane.apiserver.allocating import NOTHING_RESERVED, Allocations, NoAllocations, stored_with
 from controlplane.apiserver.nullpruning import prune_nulls
 from controlplane.apiserver.objects.admitting import mutated, webhook_request
-from controlplane.apiserver.objects.body_decoding import decoded_dropped
+from controlplane.apiserver.objects.body_decoding import checked_warned, decoded_dropped
 from controlplane.apiserver.objects.body_kind import checked_body, status_request
 from controlplane.apiserver.objects.kind_admission import check_against_others, webhooks_admit, webhooks_deny
 from controlplane.apiserver.objects.merging import (
@@ -72,7 +72,6 @@ from controlplane.apiserver.resources import Registry, ResourceType
 from controlplane.apiserver.validation import (
     DecodingError,
     FieldValidation,
-    check_object,
     decoded_applied,
     new_unknown_fields,
     refuse_unknown_fields,
@@ -170,7 +169,7 @@ class Writer:
             meta = obj["metadata"]
         # The kind's own webhooks validate, after the mutating ones (kube's order).
         webhooks_admit(rt, obj, field_validation=options.field_validation)
-        checked = check_object(obj, rt, field_validation=options.field_validation)
+        checked = checked_warned(rt, obj, options, dropped)  # a later refusal carries the warnings
         obj = checked.obj
         meta = obj["metadata"]
         await self._check_against_stored(rt, obj)
@@ -182,10 +181,8 @@ class Writer:
             meta["generation"] = 1
         if options.field_manager:
             obj = record_update(rt, None, obj, manager=options.field_manager, now=now)
-        if options.warnings is not None:
-            options.warnings.extend([*checked.warnings, *dropped])
-            if rt.warn is not None:
-                options.warnings.extend(rt.warn(obj))
+        if options.warnings is not None and rt.warn is not None:
+            options.warnings.extend(rt.warn(obj))
         if options.validate is not None:
             await options.validate(WriteAttributes(Operation.CREATE, rt, obj))
         for check in self.create_checks:
@@ -524,9 +521,10 @@ class Writer:
             # The kind's own webhooks validate, after the mutating ones and the resourceVersion's check.
             # An object stored before the rule (a policy with a long name) stays changeable and deletable.
             webhooks_admit(rt, new, old, field_validation=options.field_validation)
-        checked = check_object(
-            new, rt, field_validation=options.field_validation, old=old, status_only=rt.writes_status_only(subresource),
-            subresource=subresource,
+        status_write = rt.writes_status_only(subresource)
+        checked = checked_warned(  # in the body's order: its metadata and spec, then its status
+            rt, new, options, dropped, dropped_first=status_write,
+            old=old, status_only=status_write, subresource=subresource,
         )
         new = checked.obj
         if subresource is None:
@@ -535,12 +533,8 @@ class Writer:
         old_meta = old["metadata"]
         if subresource is None and rt.keeps_generation and spec_changed(rt, old, new):
             meta["generation"] = int(old_meta.get("generation") or 0) + 1
-        if options.warnings is not None:
-            # In the body's order: its metadata and spec, then its status.
-            status_write = rt.writes_status_only(subresource)
-            options.warnings.extend([*(dropped or ()), *checked.warnings] if status_write else [*checked.warnings, *(dropped or ())])
-            if rt.warn is not None and subresource is None:
-                options.warnings.extend(rt.warn(new))
+        if options.warnings is not None and rt.warn is not None and subresource is None:
+            options.warnings.extend(rt.warn(new))
         if unchanged(old, new):
             return old  # kube writes nothing for a no-op update
         if options.field_manager:
