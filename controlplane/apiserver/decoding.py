@@ -31,6 +31,9 @@ does for its verb and content type (:mod:`~controlplane.apiserver.body_refusals`
 decoder, a JSON string holding bytes that are not UTF-8 is taken, each such byte read as U+FFFD.
 Go's scanner runs only on a body the fast parser refused, to word the error.
 
+A YAML body of several documents is read to its first, as kube's (sigs.k8s.io/yaml's ``YAMLToJSON``,
+go-yaml's ``Unmarshal``): the documents after it are not parsed, so no bound is spent on them.
+
 A YAML body larger than :data:`YAML_INLINE_BYTES` is decoded in a worker thread, so a
 large apply does not stall ``/readyz`` or the watches of the event loop.
 """
@@ -135,16 +138,35 @@ def go_yaml_error(error: yaml.MarkedYAMLError) -> str:
     return f"yaml: {where}{error.problem or 'unknown problem parsing YAML content'}"
 
 
+def _undefined_alias(raw: bytes, error: yaml.MarkedYAMLError) -> str | None:
+    """go-yaml's words for an alias whose anchor is not defined before it (``yaml: unknown anchor
+    'x' referenced``), or None for another composer error."""
+    mark = error.problem_mark
+    if not (error.problem or "").startswith("found undefined alias") or mark is None:
+        return None
+    lines = raw.decode("utf-8", "replace").split("\n")
+    at = lines[mark.line][mark.column:] if mark.line < len(lines) else ""
+    name = at[1:].split(None, 1)[0].rstrip(",]}") if at.startswith("*") and len(at) > 1 else ""
+    return f"yaml: unknown anchor '{name}' referenced"
+
+
 def _decode_yaml(raw: bytes) -> Any:
     loader = _Loader(raw)
     try:
-        node = loader.get_single_node()
+        # kube converts YAML with sigs.k8s.io/yaml, whose go-yaml Unmarshal parses the first
+        # document alone: the documents after it are neither read nor refused.
+        node = loader.get_node() if loader.check_node() else None
         if node is None:
             raise errors.BadRequest("the request body is empty; send the object as JSON or YAML")
         _check_nodes(node)
         constructed = loader.construct_document(node)
     except (yaml.scanner.ScannerError, yaml.parser.ParserError) as exc:
         raise MalformedBody(go_yaml_error(exc), is_yaml=True) from exc
+    except yaml.composer.ComposerError as exc:
+        unknown = _undefined_alias(raw, exc)
+        if unknown is None:
+            raise errors.BadRequest(f"the request body is not valid YAML: {exc}") from exc
+        raise MalformedBody(unknown, is_yaml=True) from exc
     except yaml.YAMLError as exc:
         raise errors.BadRequest(f"the request body is not valid YAML: {exc}") from exc
     except (ValueError, TypeError, OverflowError) as exc:  # e.g. an unhashable mapping key

@@ -11,6 +11,7 @@ import pytest
 from aiohttp.test_utils import TestClient
 
 from .kinds import deployment
+from .test_hostile_requests import alias_bomb
 
 Client = TestClient[Any, Any]
 CONFIGMAPS = "/api/v1/namespaces/default/configmaps"
@@ -72,6 +73,25 @@ async def test_a_body_whose_strings_are_not_utf8_is_read_as_go_reads_it(api: Cli
     created = await api.post(CONFIGMAPS, data=b'{"metadata": {"name": "c"}, "data": {"a": "b\xffc"}}', headers=JSON)
     assert created.status == 201, await created.text()
     assert (await created.json())["data"] == {"a": "b\ufffdc"}
+
+
+async def test_a_yaml_body_of_several_documents_is_read_to_its_first_as_kube_reads_it(api: Client) -> None:
+    """kube's YAML serializer (sigs.k8s.io/yaml's YAMLToJSON, go-yaml's Unmarshal) reads the first
+    document alone: the others are neither written nor parsed, a broken one or an alias bomb too."""
+    second = b"---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: two}\n"
+    for tail in (second, second + b"---\na: [\n", b"---\n" + alias_bomb(levels=9)):
+        body = b"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: one}\ndata: {a: b}\n" + tail
+        created = await api.post(CONFIGMAPS, data=body, headers=YAML)
+        assert created.status == 201, await created.text()
+        assert (await created.json())["data"] == {"a": "b"}
+        assert (await api.delete(f"{CONFIGMAPS}/one")).status == 200
+    assert (await api.get(f"{CONFIGMAPS}/two")).status == 404
+
+
+async def test_an_alias_to_no_anchor_is_go_yamls_unknown_anchor(api: Client) -> None:
+    body = b"metadata: {name: c}\ndata: {a: *nowhere}\n"
+    created = await api.post(CONFIGMAPS, data=body, headers=YAML)
+    assert await _refused(created) == UNRECOGNIZED.format("ConfigMap") + f"yaml: unknown anchor 'nowhere' referenced ({body[:30].hex()} ...)"
 
 
 MERGE = "application/merge-patch+json"
