@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from controlplane.scheduler.core.demand import Need
     from controlplane.scheduler.core.framework import Status
     from controlplane.scheduler.core.shapescarcity import Capacity, ShapeRow
+    from controlplane.scheduler.core.sharehints import ShareHint
     from controlplane.scheduler.core.snapshot import NodeShape
     from policies.models import ClusterAffinityTerm, Placement, TieredOverflow
 
@@ -194,6 +195,11 @@ class SchedulerCache:
         default_factory=lambda: BoundedMemo(256)
     )
     """(replica, constrained needs) -> per distinct node, the needs it stops hosting."""
+    share_hints: BoundedMemo[tuple[int, int, ReplicaRequirements], ShareHint | None] = field(
+        default_factory=lambda: BoundedMemo(4096)
+    )
+    """(snapshot serial, mix version, requirements) -> the share remainder hint in that cluster
+    (``sharehints.share_hint``; None: no hint)."""
     price_bands: BoundedMemo[tuple[tuple[int, ...], float], tuple[float, ...]] = field(
         default_factory=lambda: BoundedMemo(64)
     )

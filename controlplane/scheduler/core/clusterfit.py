@@ -100,14 +100,16 @@ def place_task(gpus: tuple[int, ...], task: TaskShape) -> tuple[int, ...] | None
     return tuple(out)
 
 
+def node_row(shape: NodeShape) -> NodeRow:
+    """One node of ``shape`` as fragmentation sees it (GPU model, free CPU, free GPUs)."""
+    return (shape.product, shape.free.get("cpu", 0), gpu_vector(shape))
+
+
 def node_rows(cluster: ClusterSnapshot) -> tuple[NodeRow, ...]:
-    """The distinct nodes of ``cluster`` as fragmentation sees them (GPU model, free CPU, free GPUs)."""
-    rows = {
-        (shape.product, shape.free.get("cpu", 0), gpu_vector(shape))
-        for shape in cluster.shapes
-        if shape.count and not shape.invalid_mig
-    }
-    return tuple(sorted(rows))
+    """The distinct nodes of ``cluster`` as fragmentation sees them (:func:`node_row`)."""
+    return tuple(
+        sorted({node_row(shape) for shape in cluster.shapes if shape.count and not shape.invalid_mig})
+    )
 
 
 def row_growth(row: NodeRow, task: TaskShape, mix: DemandMix) -> float | None:

@@ -20,7 +20,8 @@ and the nodes of others cannot (an 8-GPU replica of 120 cores, where one cluster
   needs that node stops hosting (the member may use a node that deprives nobody). A member that
   spreads (kube's LeastAllocated) does not look for that node: it takes the emptiest node hosting
   the replica, which for an 8-GPU replica is the node of most CPU, the rare one. For such a member
-  the nodes counted are only those :func:`least_allocated_rows` (its scoring's best).
+  the nodes counted are only those :func:`least_allocated_rows` (its scoring's best; share
+  remainder hints also keep to the nodes the replica's selectors and tolerations let it on).
 
 Counted only for a replica every cluster of the tie could hold (one that only some can hold is
 itself the scarce demand). Pure: values in, numbers out. No I/O.
@@ -32,8 +33,10 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from controlplane.apis.constants import RESOURCE_GPU
 from controlplane.apis.fragmentation import GPU_MILLI
+from controlplane.interpreter.requirements import ReplicaRequirements
 from controlplane.scheduler.core.clusterfit import RESOURCE_GPU_MILLI, gpu_vector, place_task
 from controlplane.scheduler.core.demand import Need
+from controlplane.scheduler.core.estimating import shape_fit
 from controlplane.scheduler.core.snapshot import ClusterSnapshot, NodeShape
 
 Capacity = tuple[str, int, int, int]
@@ -156,16 +159,23 @@ def cost(options: Iterable[frozenset[Need]], weight: Mapping[Need, float]) -> fl
     return best or 0.0
 
 
-def least_allocated_rows(cluster: ClusterSnapshot, replica: Need) -> frozenset[ShapeRow]:
+def least_allocated_rows(
+    cluster: ClusterSnapshot, replica: Need, requirements: ReplicaRequirements | None = None
+) -> frozenset[ShapeRow]:
     """The nodes of ``cluster`` (as :func:`shape_rows`) a least-allocated member puts ``replica`` on:
     of those hosting it, the ones of the highest score of kube's ``LeastAllocated`` strategy over CPU,
     memory and the GPU resource the replica asks for (whole GPUs, or thousandths for a share), each
     ``(free - asked) * 100 // allocatable``, weighed alike, the sum floor-divided by their number.
-    Empty when no node hosts it."""
+    With ``requirements`` (the replica's), only the nodes the member's filters let it on: its node
+    selector, required node affinity and tolerations against the nodes' labels and taints, as the
+    estimator reads them (:func:`~controlplane.scheduler.core.estimating.shape_fit`). Empty when no
+    node hosts it."""
     best: list[ShapeRow] = []
     top = -1
     for shape in cluster.shapes:
         if not shape.count or shape.invalid_mig:
+            continue
+        if requirements is not None and shape_fit(shape, requirements) <= 0:
             continue
         row = row_of(shape)
         if after(row, replica) is None:

@@ -31,13 +31,14 @@ Pure: no I/O.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, MutableMapping, Sequence
 from typing import NamedTuple
 
 from controlplane.apis.cluster_v1alpha1 import SPREADING_SCORINGS
 from controlplane.apis.fragmentation import GPU_MILLI, DemandMix, TaskShape
 from controlplane.interpreter.requirements import ReplicaRequirements
-from controlplane.scheduler.core.clusterfit import gpu_vector, row_growth
+from controlplane.scheduler.core.cache import SchedulerCache
+from controlplane.scheduler.core.clusterfit import NodeRow, fragmentation_growth, gpu_vector, node_row
 from controlplane.scheduler.core.estimating import shape_fit
 from controlplane.scheduler.core.framework import CycleState
 from controlplane.scheduler.core.packhints import (
@@ -47,9 +48,9 @@ from controlplane.scheduler.core.packhints import (
     pinned_by_name,
     share_remainder_enabled,
 )
-from controlplane.scheduler.core.shapescarcity import ShapeRow, least_allocated_rows, row_of
+from controlplane.scheduler.core.shapescarcity import least_allocated_rows
 from controlplane.scheduler.core.snapshot import ClusterSnapshot, NodeShape
-from controlplane.scheduler.core.tiebreak import cached_task, memory_of
+from controlplane.scheduler.core.tiebreak import cached_task, growth_memo, memory_of
 
 
 class ShareHint(NamedTuple):
@@ -90,27 +91,37 @@ def tightest_remainder(
     return least, tuple(tightest)
 
 
-def least_growth(rows: Iterable[ShapeRow], task: TaskShape, mix: DemandMix) -> float | None:
-    """The mix's least fragmentation growth when ``task`` lands on one of the nodes ``rows`` (FGD's
-    measure of each node, as ties of tier and price take a cluster's); None when none hosts it."""
-    growths = [
-        growth
-        for product, cpu, _, gpus in rows
-        if (growth := row_growth((product, cpu, gpus), task, mix)) is not None
-    ]
-    return min(growths, default=None)
-
-
 def share_hint(
-    cluster: ClusterSnapshot, requirements: ReplicaRequirements, task: TaskShape, mix: DemandMix
+    cluster: ClusterSnapshot, requirements: ReplicaRequirements, task: TaskShape, cache: SchedulerCache
 ) -> ShareHint | None:
     """The hint toward the tightest remainder for one share in ``cluster`` (see the module); None
-    when no named node's remainder holds it or FGD does not prefer it."""
+    when no named node's remainder holds it or FGD does not prefer it. Remembered per snapshot, mix
+    version and requirements (``SchedulerCache.share_hints``); each node's growth is the one the
+    ties of tier and price read (``SchedulerCache.growths``)."""
+    mix = cache.demand.mix()
+    key = (cluster.serial, cache.demand.version, requirements)
+    if key in cache.share_hints:
+        return cache.share_hints[key]
+    return cache.share_hints.remember(
+        key, _share_hint(cluster, requirements, task, mix, growth_memo(cache, task))
+    )
+
+
+def _share_hint(
+    cluster: ClusterSnapshot,
+    requirements: ReplicaRequirements,
+    task: TaskShape,
+    mix: DemandMix,
+    memo: MutableMapping[NodeRow, float | None],
+) -> ShareHint | None:
     remainder, shapes = tightest_remainder(cluster, requirements, task)
     if not shapes:
         return None
-    growth = least_growth((row_of(shape) for shape in shapes), task, mix)
-    spread = least_growth(least_allocated_rows(cluster, (task, memory_of(requirements))), task, mix)
+    # Each side at its least growth (FGD's measure of each node, as ties of tier and price take a
+    # cluster's): the tightest remainder's nodes may differ in CPU, the member's score may tie nodes.
+    growth = fragmentation_growth([node_row(shape) for shape in shapes], task, mix, memo)
+    picked = least_allocated_rows(cluster, (task, memory_of(requirements)), requirements)
+    spread = fragmentation_growth([(product, cpu, gpus) for product, cpu, _, gpus in picked], task, mix, memo)
     if growth is None or spread is None or growth >= spread:
         return None
     names = sorted({name for shape in shapes for name in shape.hostnames or ()})[:MAX_HINTED]
@@ -140,7 +151,7 @@ def share_hints(
         task = cached_task(needs, state.cache)
         if task is None or not is_share(task):
             continue
-        hint = share_hint(cluster, needs, task, state.cache.demand.mix())
+        hint = share_hint(cluster, needs, task, state.cache)
         if hint is not None:
             out[cluster.name] = hint
     return out

@@ -101,6 +101,12 @@ def _row_memo(table: BoundedMemo[K, BoundedMemo[R, T]], key: K) -> BoundedMemo[R
     return memo
 
 
+def growth_memo(cache: SchedulerCache, task: TaskShape) -> BoundedMemo[NodeRow, float | None]:
+    """Per distinct node, its fragmentation growth for the current demand mix when it hosts ``task``
+    (``SchedulerCache.growths``; read after ``cache.demand.mix()``, which may start a new version)."""
+    return _row_memo(cache.growths, (cache.demand.version, task))
+
+
 def _memo_of(table: BoundedMemo[int, T], cluster: ClusterSnapshot, make: Callable[[ClusterSnapshot], T]) -> T:
     """``make(cluster)``, remembered in ``table`` per snapshot."""
     found = table.get(cluster.serial)
@@ -190,8 +196,7 @@ def _fit(cluster: ClusterSnapshot, task: TaskShape, cache: SchedulerCache) -> tu
     found = cache.tie_costs.get(key)
     if found is not None:
         return found
-    memo = _row_memo(cache.growths, key[1:])
-    growth = fragmentation_growth(_rows(cluster, cache), task, mix, memo)
+    growth = fragmentation_growth(_rows(cluster, cache), task, mix, growth_memo(cache, task))
     free = free_gpus(cluster, cache)
     accepted = sum(f for m, f in free.items() if task.accepts(m)) if task.models else sum(free.values())
     return cache.tie_costs.remember(key, (growth is not None, (growth or 0.0) / GPU_MILLI, accepted))
