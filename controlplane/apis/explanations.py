@@ -7,8 +7,9 @@ cluster, that list was nine tenths of a binding at 100 clusters (15 KB, most of 
 way to Running and read by every informer. So past :data:`LIST_EVERY_CLUSTER_UP_TO` entries,
 clusters that were not chosen, run nothing and share a verdict (the same reasons, score, tier
 and price) are one entry, the first of them by name, whose ``alike`` names the others
-(:func:`compacted`); a reader that works per cluster reads :func:`expanded`. Pure: wire dicts
-in, new wire dicts out.
+(:func:`compacted`); a reader that works per cluster reads :func:`expanded`; a reader that words a
+cluster's packing hint tells a share's by :data:`SHARE_REMAINDER`. Pure: wire dicts in, new wire
+dicts out.
 """
 
 from __future__ import annotations
@@ -19,6 +20,11 @@ from typing import Any
 
 #: An explanation of at most this many entries lists every cluster on its own.
 LIST_EVERY_CLUSTER_UP_TO = 16
+
+#: Words of a chosen cluster's reason when the scheduler packed the replica's share of a GPU toward
+#: the nodes of the tightest remainder that holds it (share remainder hints), which ``gpufed explain``
+#: reads to tell that cluster's packing hint from the hint that keeps whole nodes free.
+SHARE_REMAINDER = "whose shared GPUs have the tightest free remainder that holds it"
 
 
 def compacted(explanation: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:

@@ -27,7 +27,7 @@ from controlplane.apis.constants import (
     ANNOTATION_PACKING_HINTS,
     ANNOTATION_REBALANCE,
 )
-from controlplane.apis.explanations import expanded
+from controlplane.apis.explanations import SHARE_REMAINDER, expanded
 from controlplane.apis.spot import recorded_reclaims
 from controlplane.apis.timestamps import format_time
 from controlplane.apis.trainer import is_train_job
@@ -216,16 +216,27 @@ def _per_cluster(binding: Mapping[str, Any], annotation: str) -> list[tuple[str,
     ]
 
 
-def _steering_lines(binding: Mapping[str, Any]) -> list[str]:
+def _steering_lines(binding: Mapping[str, Any], explanation: list[dict[str, Any]]) -> list[str]:
     """Per cluster whose Work steers replicas away from GPU models (binding annotation), which models;
-    per cluster whose Work packs them toward nodes already running GPU work, which nodes."""
+    per cluster whose Work packs them toward nodes already running GPU work, which nodes, and why: whole
+    nodes kept free, or, for a share of a GPU (the cluster's reasons in ``explanation`` say so), whole
+    GPUs kept whole."""
     steered = [
         f"{'Steering:':<13}in {cluster}, nodes other than {', '.join(models)} preferred (a preferred "
         "node-affinity term in the Work: replicas that accept only those models need them)"
         for cluster, models in _per_cluster(binding, ANNOTATION_GPU_STEERING)
     ]
+    shares = {
+        str(entry.get("cluster"))
+        for entry in explanation
+        if any(SHARE_REMAINDER in str(reason) for reason in entry.get("reasons") or ())
+    }
     packed = [
-        f"{'Packing:':<13}in {cluster}, {len(hosts)} node(s) already running GPU work preferred: "
+        f"{'Packing:':<13}in {cluster}, {len(hosts)} node(s) whose shared GPUs have the tightest free remainder "
+        f"that holds the share preferred: {_first(hosts)} (a preferred node-affinity term in the Work, so the "
+        "share fills a GPU already shared instead of breaking a whole one)"
+        if cluster in shares
+        else f"{'Packing:':<13}in {cluster}, {len(hosts)} node(s) already running GPU work preferred: "
         f"{_first(hosts)} (a preferred node-affinity term in the Work, so whole nodes stay free)"
         for cluster, hosts in _per_cluster(binding, ANNOTATION_PACKING_HINTS)
     ]
@@ -276,8 +287,8 @@ def render_explanation(workload: Mapping[str, Any], binding: Mapping[str, Any] |
         lines.append(f"{'Spot:':<13}{count} reclaim(s) survived; the latest took {latest.replicas} replica(s) "
                      f"from {latest.cluster} at {format_time(latest.time)}")
     lines.extend(_move_lines(binding))
-    lines.extend(_steering_lines(binding))
     explanation = expanded(((binding.get("status") or {}).get("explanation")) or [])
+    lines.extend(_steering_lines(binding, explanation))
     if not explanation:
         lines.append("No per-cluster explanation yet.")
         return "\n".join(lines)

@@ -35,6 +35,7 @@ from collections.abc import Mapping, MutableMapping, Sequence
 from typing import NamedTuple
 
 from controlplane.apis.cluster_v1alpha1 import SPREADING_SCORINGS
+from controlplane.apis.explanations import SHARE_REMAINDER
 from controlplane.apis.fragmentation import GPU_MILLI, DemandMix, TaskShape
 from controlplane.interpreter.requirements import ReplicaRequirements
 from controlplane.scheduler.core.cache import SchedulerCache
@@ -162,7 +163,7 @@ def describe(hint: ShareHint, scoring: str | None) -> str:
     hosts = hint.hosts
     return (
         f"share of {hint.share}/{GPU_MILLI} of a GPU packed inside the cluster toward {len(hosts)} node(s) "
-        f"whose shared GPUs have the tightest free remainder that holds it ({hint.remainder} thousandths; "
+        f"{SHARE_REMAINDER} ({hint.remainder} thousandths; "
         f"{first_names(hosts)}; preferred node affinity, weight {PACKING_WEIGHT}): the recent demand's GPU "
         f"fragmentation grows by at least {hint.growth / GPU_MILLI:.2f} GPUs there against {hint.spread_growth / GPU_MILLI:.2f} "
         f"on the nodes the member's node scoring {scoring} would pick, which spreads replicas over empty nodes "
