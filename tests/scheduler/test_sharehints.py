@@ -24,9 +24,12 @@ from .test_tiebreak import CPU, NOW, reasons, tiered
 SHARE = 500
 
 
-def node(count: int, free_milli: int, *hostnames: str, cpu: int = 64_000) -> dict[str, Any]:
+def node(
+    count: int, free_milli: int, *hostnames: str, cpu: int = 64_000, **labels_and_taints: Any
+) -> dict[str, Any]:
     """``count`` nodes of 2 GPUs with ``free_milli`` thousandths free; a GPU hosting shares is no
-    longer counted in the allocatable ``nvidia.com/gpu`` (as the agent reports it)."""
+    longer counted in the allocatable ``nvidia.com/gpu`` (as the agent reports it); ``labels``,
+    ``taints`` as :func:`~tests.scheduler.builders.shape`'s."""
     whole = free_milli // 1000
     shared = 2 - whole if free_milli % 1000 else 0
     out = shape(
@@ -35,6 +38,7 @@ def node(count: int, free_milli: int, *hostnames: str, cpu: int = 64_000) -> dic
         cpu=cpu,
         extra={"nvidia.com/gpu-milli": free_milli},
         allocatable={"nvidia.com/gpu": 2 - shared, "nvidia.com/gpu-milli": 2000},
+        **labels_and_taints,
     )
     out["gpu"]["count"] = 2
     if hostnames:
@@ -57,14 +61,18 @@ def fleet(node_scoring: str | None = "LeastAllocated") -> list[Any]:
     ]
 
 
-def share_request(milli: int = SHARE, **tiered_overflow: Any) -> BindingRequest:
+def share_request(
+    milli: int = SHARE, *, constraints: dict[str, Any] | None = None, **tiered_overflow: Any
+) -> BindingRequest:
+    """One replica of ``milli`` thousandths of a GPU (a whole GPU from 1000); ``constraints``: its
+    ``node_selector``, ``tolerations`` (as ``ReplicaRequirements.build`` takes them)."""
     resources = (
         {"nvidia.com/gpu-milli": milli, "cpu": CPU} if milli < 1000 else {"nvidia.com/gpu": 1, "cpu": CPU}
     )
     return BindingRequest(
         key="ns/share",
         replicas=1,
-        requirements=ReplicaRequirements.build(resources),
+        requirements=ReplicaRequirements.build(resources, **(constraints or {})),
         placement=tiered(**tiered_overflow),
         previous={},
     )
