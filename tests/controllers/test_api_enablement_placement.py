@@ -8,8 +8,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.manager import ControllerManager
+from controlplane.scheduler.controller import controller, writing
+from controlplane.scheduler.core.deciding import schedule
+from controlplane.scheduler.core.framework import BindingRequest
+from controlplane.scheduler.core.outcome import ScheduleResult
 
 from .fleet import deployment, eventually, node_shape, propagation_policy, put_cluster, settled
 from .test_federation_loop import BINDING_API, apply, get_or_none
@@ -65,11 +71,20 @@ async def test_a_duplicated_workload_reaches_a_member_once_its_list_names_the_ki
 
 
 async def test_a_duplicated_gang_stays_whole_and_says_why_once_a_member_lists_the_kind(
-    objects: ObjectStore, manager: ControllerManager
+    objects: ObjectStore, manager: ControllerManager, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A gang (a RayJob) runs whole in one cluster even when its placement is Duplicated: once the
     other member comes to list the kind, the running gang stays where it is, and its binding's
-    explanation for that member no longer quotes APIEnablement."""
+    explanation for that member no longer quotes APIEnablement. The Cluster's change is decided once:
+    the explanation written is that decision's, not a second one made with the same inputs."""
+    decisions: list[str] = []
+
+    def counted(request: BindingRequest, *args: Any, **kwargs: Any) -> ScheduleResult:
+        decisions.append(request.key)
+        return schedule(request, *args, **kwargs)
+
+    monkeypatch.setattr(controller, "schedule", counted)
+    monkeypatch.setattr(writing, "schedule", counted)
     await put_cluster(objects, "onprem", node_shape(8, gpus=8), api_enablements=[CORE])
     await put_cluster(objects, "cloud", node_shape(8, gpus=8), provider="aws", api_enablements=[CORE, RAY])
     workload = CASES["RayJob"][0]
@@ -95,8 +110,10 @@ async def test_a_duplicated_gang_stays_whole_and_says_why_once_a_member_lists_th
 
     before = await eventually(lambda: onprem_entry(None), what="the RayJob in cloud, onprem explained")
     assert before["reasons"] == ["APIEnablement: cluster(s) did not have the API resource"]
+    decisions.clear()
     await put_cluster(objects, "onprem", node_shape(8, gpus=8), api_enablements=[CORE, RAY])
     await settled(manager)  # the Cluster's change judged: no retry stands in for it
+    assert decisions == ["default/train-rayjob"]
     binding = await get_or_none(objects, BINDING_API, "ResourceBinding", "default", "train-rayjob")
     assert binding is not None
     assert [c["name"] for c in binding["spec"]["clusters"]] == ["cloud"]  # a running gang stays whole

@@ -453,6 +453,7 @@ class SchedulerController(KeyedController[BindingKey]):
             return _sooner(wait, UNPLACED_RETRY_SECONDS) if outcome is GroupOutcome.UNPLACED else wait
         moved: dict[str, int] = {}
         result: ScheduleResult | None = None
+        plain: ScheduleResult | None = None  # the decision of ``request`` over ``ordered`` as they are
         started = time.perf_counter()  # gpufed_scheduling_duration_seconds: one decision's time
         try:
             # A pod group fails over, or moves off a member that cannot place (or lost) one of its Pods, whole.
@@ -498,7 +499,7 @@ class SchedulerController(KeyedController[BindingKey]):
                 else:
                     if moves:
                         self.moves.blocked.add(key)  # retried on every capacity report
-                    result = schedule(request, ordered, reservations=self.reservations, now=now, cache=self.cache)
+                    result = plain = schedule(request, ordered, reservations=self.reservations, now=now, cache=self.cache)
                     if not request.previous and not result.placed:
                         never = never_fits(request, [all_snapshots[name] for name in sorted(all_snapshots)])
                         if never is not None:
@@ -523,7 +524,7 @@ class SchedulerController(KeyedController[BindingKey]):
         if why == FLEET_CHANGED and not set(result.clusters) > set(previous):
             why = None  # the fleet changed, but adds no cluster to this binding (nor takes one away)
             if key in self._stale_explanations and not moved and not evicted and not waiting:
-                await self._refresh_explanation(binding, request, snapshots, now=now)  # e.g. a gang, whole
+                await self._refresh_explanation(binding, request, snapshots, now=now, decided=plain)  # a gang, whole
         if why is None and not moved and not evicted:
             if waiting:  # members report unplaceable pods, but nothing else can take them yet
                 await write_waiting(ctx, binding, waiting)
@@ -580,13 +581,15 @@ class SchedulerController(KeyedController[BindingKey]):
         return wait
 
     async def _refresh_explanation(
-        self, binding: dict[str, Any], request: BindingRequest, snapshots: dict[str, ClusterSnapshot], *, now: datetime
+        self, binding: dict[str, Any], request: BindingRequest, snapshots: dict[str, ClusterSnapshot], *, now: datetime,
+        decided: ScheduleResult | None = None,
     ) -> None:
-        """Store the fleet's verdicts as they are now for a binding whose decision stands.
+        """Store the fleet's verdicts as they are now for a binding whose decision stands (``decided``:
+        the decision just made with these inputs, so that none is made again for its explanation).
 
         The binding stays stale until the write went through: a write that loses a race (a
         Conflict with the status controller) is retried with the reconcile, not forgotten."""
         await write_refreshed_explanation(
-            self.ctx, binding, request, snapshots, reservations=self.reservations, now=now, cache=self.cache
+            self.ctx, binding, request, snapshots, reservations=self.reservations, now=now, cache=self.cache, decided=decided
         )
         self._stale_explanations.discard(binding_key(binding))

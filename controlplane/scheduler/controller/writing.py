@@ -266,13 +266,16 @@ async def write_refreshed_explanation(
     reservations: Reservations,
     now: datetime,
     cache: SchedulerCache,
+    decided: ScheduleResult | None = None,
 ) -> None:
-    """Store the fleet's verdicts as they are now for a binding whose decision stands."""
-    ordered = [snapshots[name] for name in sorted(snapshots)]
-    fresh = schedule(request, ordered, reservations=reservations, now=now, cache=cache)
+    """Store the fleet's verdicts as they are now for a binding whose decision stands; ``decided``:
+    the decision just made of ``request`` over ``snapshots`` as they are (not made again)."""
+    if decided is None:
+        ordered = [snapshots[name] for name in sorted(snapshots)]
+        decided = schedule(request, ordered, reservations=reservations, now=now, cache=cache)
     status = copy.deepcopy(binding.get("status") or {})
     explanation = refreshed_explanation(
-        status.get("explanation") or (), [entry.to_wire() for entry in fresh.explanation], placed=request.previous
+        status.get("explanation") or (), [entry.to_wire() for entry in decided.explanation], placed=request.previous
     )
     if explanation != status.get("explanation"):
         status["explanation"] = explanation
