@@ -24,7 +24,12 @@ Only where FGD says it pays (:func:`share_hint`): the recent demand's mix (FGD's
 remainder than on the node the member picks by itself
 (:func:`~controlplane.scheduler.core.shapescarcity.least_allocated_rows`), each side taken at its
 least growth (the nodes of the tightest remainder may differ in CPU; the member's score may tie
-nodes); a remainder the mix's popular shares need is kept for them.
+nodes); a remainder the mix's popular shares need is kept for them. Both sides keep to the nodes
+the replica may go to: its node selector, required node affinity and tolerations against the shapes'
+labels and taints, as the estimator reads them (:func:`~controlplane.scheduler.core.estimating.
+shape_fit`), so a tainted empty node is not taken for the member's pick. Each node's growth is the
+one the ties of tier and price remember (``SchedulerCache.growths``), and the hint is remembered per
+snapshot, mix version and requirements (``SchedulerCache.share_hints``).
 
 Pure: no I/O.
 """
