@@ -177,13 +177,15 @@ def least_allocated_rows(
             continue
         if requirements is not None and shape_fit(shape, requirements) <= 0:
             continue
+        score = least_allocated_score(shape, replica)
+        if score < top:
+            continue  # scored first: a node below the best so far is not read further
         row = row_of(shape)
         if after(row, replica) is None:
             continue
-        score = least_allocated_score(shape, replica)
         if score > top:
             top, best = score, [row]
-        elif score == top:
+        else:
             best.append(row)
     return frozenset(best)
 
