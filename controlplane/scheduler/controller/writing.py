@@ -275,7 +275,9 @@ async def write_refreshed_explanation(
         decided = schedule(request, ordered, reservations=reservations, now=now, cache=cache)
     status = copy.deepcopy(binding.get("status") or {})
     explanation = refreshed_explanation(
-        status.get("explanation") or (), [entry.to_wire() for entry in decided.explanation], placed=request.previous
+        status.get("explanation") or (),
+        [entry.to_wire() for entry in decided.explanation],
+        placed=request.previous,
     )
     if explanation != status.get("explanation"):
         status["explanation"] = explanation
