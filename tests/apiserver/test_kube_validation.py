@@ -371,6 +371,10 @@ CASES: list[tuple[str, Callable[[], Obj], Callable[[Obj], None], str, str]] = [
     ("secret-too-big", lambda: core("Secret", data={"ok": "MQ=="}),
      setting("stringData", value={"blob": "x" * (1024 * 1024 + 1)}),
      "data", "Too long: may not be more than 1048576 bytes"),
+    # ValidateConfigMap names the root, ``field.NewPath("")``, which prints ``[]``.
+    ("configmap-too-big", lambda: core("ConfigMap", data={"ok": "1"}),
+     setting("data", value={"blob": "x" * (1024 * 1024 + 1)}),
+     "[]", "Too long: may not be more than 1048576 bytes"),
     ("secret-tls-keys", lambda: core("Secret", type="kubernetes.io/tls", data={"tls.crt": "MQ==", "tls.key": "MQ=="}),
      removing("data", "tls.key"), "data[tls.key]", "Required value"),
     ("pvc-access-modes", claim, setting("spec", "accessModes", value=[]),

@@ -180,7 +180,7 @@ def validate_config_map(obj: Obj, old: Obj | None) -> list[FieldError]:
     binary_size, found = _data_errors(binary, "binaryData", decode=True)
     errors += found
     if size + binary_size > MAX_SECRET_SIZE:
-        errors.append(field.too_long("", MAX_SECRET_SIZE))
+        errors.append(field.too_long("[]", MAX_SECRET_SIZE))  # field.NewPath(""), as Go prints it
     return errors + _immutable_data_errors(obj, old, ("data", "binaryData"))
 
 
