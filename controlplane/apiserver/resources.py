@@ -352,6 +352,12 @@ class ResourceType:
         return self.strategic_merge or self.group == "apiextensions.k8s.io"
 
     @property
+    def decoded_by_kube(self) -> bool:
+        """Its writes are decoded as kube decodes them into its Go type (:attr:`unknown_fields`,
+        from kube's definitions): it has no schema of the hub's own (a model, a CRD's, an operator's)."""
+        return self.model is None and self.custom is None and self.crd_schema is None
+
+    @property
     def _converts_field_labels(self) -> bool:
         """kube converts the kind's field labels with a function of its own: a built-in kind with
         fields of its own, or a custom resource (served here without strategic merge patch)."""

@@ -351,16 +351,16 @@ def _decoded(
     old: dict[str, Any] | None,
     status_only: bool,
 ) -> list[Loc]:
-    """The unknown fields ``decode`` (kube's decoder of the kind) finds in ``obj``; a value of
-    the wrong type is kube's 400 (``Deployment in version "v1" cannot be handled as a
-    Deployment: json: cannot unmarshal ...``), unless the stored object ``old`` has the same one
+    """The unknown fields ``decode`` (kube's decoder of the kind, which leaves timestamps in kube's
+    form) finds in ``obj``; a value of the wrong type is kube's 400 (``Deployment in version "v1"
+    cannot be handled as a Deployment: json: cannot unmarshal ...``), unless the stored object ``old`` has the same one
     (stored before the hub decoded the kind as kube does: an update that keeps it is not refused)."""
     try:
         return decode(obj, status_only)
     except known_fields.CannotUnmarshal as exc:
         if old is not None:
             try:
-                decode(old, status_only)
+                decode(copy.deepcopy(old), status_only)  # the stored object is not rewritten
             except known_fields.CannotUnmarshal as stored:
                 if str(stored) == str(exc):
                     return exc.unknown
@@ -384,9 +384,9 @@ def decoded_applied(rt: ResourceType, applied: dict[str, Any], field_validation:
 def _unknown_in(
     rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None, *, status_only: bool
 ) -> list[Loc]:
-    """The fields of ``obj`` the kind's decoding would drop (``obj`` is left as it is); a value of
-    the wrong type is the decoder's 400 (:func:`_decoded`)."""
-    if rt.model is None and rt.custom is None and rt.crd_schema is None:
+    """The fields of ``obj`` the kind's decoding would drop (``obj`` is left as it is, but for its
+    timestamps in kube's form); a value of the wrong type is the decoder's 400 (:func:`_decoded`)."""
+    if rt.decoded_by_kube:
         return _decoded(rt, rt.unknown_fields, obj, old, status_only) if rt.unknown_fields is not None else []
     unknown = [] if status_only else _decoded(rt, _metadata_unknown, obj, old, status_only)
     if rt.model is not None:

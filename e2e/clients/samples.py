@@ -138,7 +138,9 @@ SPECS: dict[tuple[str, str], Builder] = {
     ("events.k8s.io", "Event"): lambda name: {
         "regarding": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name, "namespace": "default"},
         "reason": "Tested", "note": "a test event", "type": "Normal", "action": "Testing",
-        "eventTime": "2026-12-05T00:00:00.000000Z",
+        # Not a whole second: the official client writes a datetime back with Python's
+        # isoformat, which drops a zero fraction, and a MicroTime needs its six digits.
+        "eventTime": "2026-12-05T00:00:00.250000Z",
         "reportingController": "gpufed.io/clients-suite", "reportingInstance": "clients-suite-1",
     },
     ("", "ResourceQuota"): lambda name: {"spec": {"hard": {"requests.nvidia.com/gpu": "8", "pods": "10"}}},

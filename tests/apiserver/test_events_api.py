@@ -188,7 +188,7 @@ async def test_an_events_v1_update_changes_only_the_series(hub: Client) -> None:
     assert (await hub.post(NEW, json=_new_event())).status == 201
     merge = {"Content-Type": "application/merge-patch+json"}
     changed = await hub.patch(f"{NEW}/web.3", headers=merge, json={
-        "note": "moved", "type": "Warning", "eventTime": "2026-01-01T00:07:00.5Z",
+        "note": "moved", "type": "Warning", "eventTime": "2026-01-01T00:07:00.500000Z",
         "regarding": {"name": "api"}, "reportingController": "gpufed.io/other",
     })
     assert await _causes(changed) == [
@@ -206,7 +206,7 @@ async def test_an_events_v1_update_changes_only_the_series(hub: Client) -> None:
     series = {"count": 2, "lastObservedTime": "2026-01-01T00:08:00.000000Z"}
     counted = await hub.patch(f"{NEW}/web.3", headers=merge, json={"series": series})
     assert counted.status == 200, await counted.text()
-    same_instant = await hub.patch(f"{NEW}/web.3", headers=merge, json={"eventTime": "2026-01-01T00:06:00Z"})
+    same_instant = await hub.patch(f"{NEW}/web.3", headers=merge, json={"eventTime": "2026-01-01T02:06:00.000000+02:00"})
     assert same_instant.status == 200, await same_instant.text()
     noted = await hub.patch(f"{CORE}/web.3", headers=merge, json={"message": "moved"})
     assert noted.status == 200, await noted.text()

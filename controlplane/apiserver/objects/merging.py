@@ -19,13 +19,30 @@ import orjson
 from controlplane.apis.kube.field import immutable
 from controlplane.apis.kube.generation import generation_content, status_write_metadata
 from controlplane.apiserver import errors
+from controlplane.apiserver.openapi.known_fields import CannotUnmarshal, decoded_time
 from controlplane.apiserver.resources import ResourceType
+from controlplane.apiserver.validation import DecodingError
 
 #: The metadata the server owns: a create drops the request's, an update keeps the stored ones.
 SERVER_OWNED_METADATA = (
     "uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation", "resourceVersion",
     "selfLink",
 )
+_SERVER_OWNED_TIMES = ("creationTimestamp", "deletionTimestamp")
+
+
+def refuse_undecodable_server_times(rt: ResourceType, meta: dict[str, Any]) -> None:
+    """kube decodes a built-in kind's body before it drops (create) or replaces (update) the
+    server-owned metadata: a ``creationTimestamp`` or ``deletionTimestamp`` Go cannot parse is
+    the decoder's 400 all the same, one it can is ignored."""
+    if not rt.decoded_by_kube:
+        return
+    for key in _SERVER_OWNED_TIMES:
+        if meta.get(key) is not None:
+            try:
+                decoded_time(meta[key])
+            except CannotUnmarshal as exc:
+                raise DecodingError(rt, str(exc)) from exc
 
 
 def merged(
@@ -99,6 +116,7 @@ def _merged(
     new = incoming
     meta = new["metadata"]
     old_meta = old["metadata"]
+    refuse_undecodable_server_times(rt, meta)
     for key in SERVER_OWNED_METADATA:
         if key in old_meta:
             meta[key] = old_meta[key]

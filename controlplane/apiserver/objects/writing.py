@@ -42,6 +42,7 @@ from controlplane.apiserver.objects.kind_admission import check_against_others, 
 from controlplane.apiserver.objects.merging import (
     SERVER_OWNED_METADATA,
     merged,
+    refuse_undecodable_server_times,
     spec_changed,
     unchanged,
 )
@@ -146,6 +147,7 @@ class Writer:
         prune_nulls(rt, obj)  # as kube decodes a custom resource, before anything reads it
         meta = obj["metadata"]
         given_generation = meta.get("generation")
+        refuse_undecodable_server_times(rt, meta)
         for key in SERVER_OWNED_METADATA:
             meta.pop(key, None)
         if not rt.keeps_generation and given_generation is not None:

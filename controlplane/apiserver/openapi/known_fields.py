@@ -5,7 +5,10 @@ kube-apiserver decodes a built-in kind into its Go type. A field the type does n
 ``fieldValidation=Strict`` (kubectl's default) the write is refused with ``Deployment in
 version "v1" cannot be handled as a Deployment: strict decoding error: unknown field
 "spec.replica"``; under ``Warn`` and ``Ignore`` the field is dropped (with a warning under
-``Warn``). A value of the wrong JSON type (an env var's ``value: 8080``, a ConfigMap's
+``Warn``). A timestamp (``metav1.Time``, ``MicroTime``) is parsed as Go parses it and kept in
+kube's form, UTC (:mod:`controlplane.apis.kube.gotime`): ``+02:00`` and fractions of a second go,
+and one Go cannot parse fails the decoding with Go's words (``parsing time "yesterday" as
+"2006-01-02T15:04:05Z07:00": cannot parse "yesterday" as "2006"``). A value of the wrong JSON type (an env var's ``value: 8080``, a ConfigMap's
 ``data: {port: 80}``) cannot be decoded at all, whatever the mode: ``... cannot be handled as a
 Deployment: json: cannot unmarshal number into Go struct field EnvVar.spec.template.spec.containers.env.value
 of type string`` (:class:`CannotUnmarshal`), and neither can a quantity that does not parse
@@ -19,7 +22,8 @@ IntOrString take a number or a string); ``x-kubernetes-preserve-unknown-fields``
 without properties (RawExtension, FieldsV1, JSON) hold anything; ``null`` is always accepted.
 
 Pure: in an object, out the paths of the fields kube's decoder would drop from it (in
-document order, as it meets them); the object is not changed.
+document order, as it meets them); the object is changed only where kube's decoding changes what
+is stored: its timestamps are rewritten in kube's form, in place.
 """
 
 from __future__ import annotations
@@ -31,12 +35,15 @@ from enum import Enum
 from typing import Any
 
 from controlplane.apis.kube.gobase64 import CorruptInput, std_decode
+from controlplane.apis.kube.gotime import TimeParseError, kube_time
 from controlplane.apis.quantity import unparsable_reason
 from controlplane.apiserver.openapi.upstream import (
     DEFINITIONS_PREFIX,
     INT_OR_STRING,
+    MICRO_TIME,
     OBJECT_META,
     QUANTITY,
+    TIME,
     shared_definitions,
 )
 
@@ -80,6 +87,8 @@ class _Node:
     accepts: frozenset[str] = frozenset()
     go: str = ""
     struct: str = ""
+    #: A timestamp's Go type (``Time``, ``MicroTime``), parsed by its own UnmarshalJSON.
+    clock: str = ""
 
 
 #: Holds anything (an open object, RawExtension, a schema kube leaves unchecked).
@@ -88,6 +97,7 @@ _INT_OR_STRING_GO = "intstr.IntOrString"
 _QUANTITY_GO = "resource.Quantity"
 #: A ``[]byte`` field: base64 in JSON, decoded as Go decodes it.
 _BYTES_GO = "[]uint8"
+_TIMES = {TIME: "Time", MICRO_TIME: "MicroTime"}
 #: JSON kinds a scalar type takes, and the Go type it decodes into.
 _SCALARS: dict[tuple[str, str | None], tuple[frozenset[str], str]] = {
     ("string", None): (frozenset({"string"}), "string"),
@@ -136,6 +146,10 @@ class _Compiler:
         if name in _NAMED_SCALARS:
             accepts, go = _NAMED_SCALARS[name]
             node = self._named[name] = _Node(_Shape.SCALAR, accepts=accepts, go=go)
+            return node
+        if name in _TIMES:
+            clock = _TIMES[name]
+            node = self._named[name] = _Node(_Shape.SCALAR, accepts=frozenset({"string"}), go=f"v1.{clock}", clock=clock)
             return node
         node = _Node(go=_go_name(name), struct=name.rsplit(".", 1)[-1])
         self._named[name] = node  # before its fields: a definition may contain itself
@@ -233,6 +247,26 @@ class _Aborted(Exception):
     decoder stops there and answers that error, whatever it met before."""
 
 
+def _time_text(value: Any, *, micro: bool) -> str | None:
+    """A timestamp as ``metav1.Time`` (``micro``: ``MicroTime``) reads and writes it: it
+    unmarshals a JSON string, then parses it (:func:`~controlplane.apis.kube.gotime.kube_time`)."""
+    if not isinstance(value, str):
+        raise _Aborted(f"json: cannot unmarshal {_json_kind(value)} into Go value of type string")
+    try:
+        return kube_time(value, micro=micro)
+    except TimeParseError as exc:
+        raise _Aborted(str(exc)) from None
+
+
+def decoded_time(value: Any) -> str | None:
+    """``value`` as kube stores a ``metav1.Time`` it decoded from it (None for the zero time);
+    :class:`CannotUnmarshal` where it cannot: for a field kube decodes, then drops or overwrites."""
+    try:
+        return _time_text(value, micro=False)
+    except _Aborted as exc:
+        raise CannotUnmarshal(str(exc), []) from None
+
+
 @dataclass(slots=True)
 class _Walk:
     """One object's decoding: the unknown fields met and the first value of the wrong type."""
@@ -243,6 +277,17 @@ class _Walk:
     path: list[str | int] = field(default_factory=list)
     #: The JSON field names from the root (Go names a field by these: no indices, no map keys).
     keys: list[str] = field(default_factory=list)
+    #: Whether timestamps are parsed and rewritten as kube's typed decoding does (a built-in
+    #: kind's); else they are strings (a custom resource's metadata, which kube leaves as sent).
+    times: bool = False
+
+    def stamp(self, holder: dict[str, Any] | list[Any], key: Any, value: Any, node: _Node) -> None:
+        """A timestamp as its UnmarshalJSON reads it, rewritten in ``holder`` as its MarshalJSON
+        writes it; one it cannot read ends the decoding with its error."""
+        if value is not None:
+            kept = _time_text(value, micro=node.clock == "MicroTime")
+            if kept != value:
+                holder[key] = kept
 
     def mistyped(self, value: Any, node: _Node, struct: str) -> None:
         if self.error is None:
@@ -306,7 +351,9 @@ class _Walk:
                 if child is None:
                     self.unknown.append((*self.path, key))
                     continue
-                if child is not _ANY:
+                if child.clock and self.times:
+                    self.stamp(value, key, item, child)
+                elif child is not _ANY:
                     self.path.append(key)
                     self.keys.append(key)
                     self.walk(item, child, node.struct)
@@ -320,6 +367,9 @@ class _Walk:
                 self.mistyped(value, node, struct)
                 return
             for key, item in value.items():
+                if element.clock and self.times:
+                    self.stamp(value, key, item, element)
+                    continue
                 self.path.append(key)
                 self.walk(item, element, struct)
                 self.path.pop()
@@ -328,6 +378,9 @@ class _Walk:
             self.mistyped(value, node, struct)
             return
         for index, item in enumerate(value):
+            if element.clock and self.times:
+                self.stamp(value, index, item, element)
+                continue
             self.path.append(index)
             self.walk(item, element, struct)
             self.path.pop()
@@ -340,7 +393,8 @@ def _compiler() -> _Compiler:
 
 def unknown_fields_of(group: str, version: str, kind: str) -> UnknownFields:
     """kube's decoding of ``kind`` as :data:`UnknownFields` (finding none when kube has no such
-    kind), raising :class:`CannotUnmarshal` for a value of the wrong type. The definitions are
+    kind), raising :class:`CannotUnmarshal` for a value of the wrong type or a timestamp Go
+    cannot parse, and rewriting the object's timestamps in kube's form. The definitions are
     read and compiled on the first object decoded, not here: a process that never writes a
     built-in kind never reads them."""
     root: list[_Node] = []
@@ -353,7 +407,7 @@ def unknown_fields_of(group: str, version: str, kind: str) -> UnknownFields:
 
     def unknown(obj: dict[str, Any], status_only: bool = False) -> list[Path]:
         top = node()
-        walk = _Walk()
+        walk = _Walk(times=True)
         if top.shape is not _Shape.STRUCT:
             return walk.unknown
         if status_only:

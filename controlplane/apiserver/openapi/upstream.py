@@ -31,6 +31,8 @@ PATCH = "io.k8s.apimachinery.pkg.apis.meta.v1.Patch"
 POD_TEMPLATE_SPEC = "io.k8s.api.core.v1.PodTemplateSpec"
 INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
 QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
+TIME = "io.k8s.apimachinery.pkg.apis.meta.v1.Time"
+MICRO_TIME = "io.k8s.apimachinery.pkg.apis.meta.v1.MicroTime"
 
 
 #: Keys whose values are data, never schemas: a rewrite copies them as they are.
