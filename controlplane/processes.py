@@ -17,14 +17,19 @@ starts children with ``vfork``/``posix_spawn``, which runs none of that.
 The kernel ties the signal to the *thread* that started the child: start children from a
 thread that lives as long as the parent (the event loop's). Other systems have no such
 signal; there the command is returned unchanged and children of a killed parent keep running.
+
+:class:`Backoff` is the restart schedule of a crashed child, shared by ``gpufed up``'s supervisor
+and the hub's watch over its embedded etcd (:mod:`controlplane.storage.etcdkeeper`).
 """
 
 from __future__ import annotations
 
 import os
+import random
 import signal
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Final
 
 #: ``prctl`` option from <linux/prctl.h>: the signal a process receives when its parent dies.
@@ -70,4 +75,22 @@ def dying_with_parent(argv: Sequence[str], *, signum: signal.Signals = signal.SI
     return [sys.executable, "-I", "-S", "-c", _TRAMPOLINE, str(os.getpid()), str(int(signum)), *argv]
 
 
-__all__ = ["CANNOT_RUN", "ORPHANED_AT_START", "PRCTL_FAILED", "PR_SET_PDEATHSIG", "dying_with_parent", "supported"]
+@dataclass(frozen=True)
+class Backoff:
+    """Restart delays: exponential from ``initial`` with ``jitter`` up to ``cap`` seconds;
+    a process that ran ``stable_after`` seconds before crashing starts over at ``initial``."""
+
+    initial: float = 1.0
+    cap: float = 30.0
+    jitter: float = 1.0
+    stable_after: float = 60.0
+
+    def delay(self, restarts: int, *, uniform: float | None = None) -> float:
+        """Seconds to wait before the ``restarts``-th restart in a row (1 for the first):
+        ``initial`` doubled each time, plus ``uniform`` (0..1, random when None) times
+        ``jitter``, at most ``cap``."""
+        spread = random.random() if uniform is None else uniform
+        return min(self.cap, self.initial * 2.0 ** max(0, restarts - 1) + spread * self.jitter)
+
+
+__all__ = ["CANNOT_RUN", "ORPHANED_AT_START", "PRCTL_FAILED", "PR_SET_PDEATHSIG", "Backoff", "dying_with_parent", "supported"]

@@ -42,7 +42,7 @@ from typing import Final
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, wait_exponential_jitter
 
 from controlplane.lifecycle import ShutdownOnce
-from controlplane.processes import dying_with_parent
+from controlplane.processes import Backoff, dying_with_parent
 
 log = logging.getLogger(__name__)
 
@@ -77,17 +77,6 @@ class ProcessSpec:
     prepare: Prepare | None = None
     #: Seconds between SIGTERM and SIGKILL.
     stop_timeout: float = 15.0
-
-
-@dataclass(frozen=True)
-class Backoff:
-    """Restart delays: exponential from ``initial`` with ``jitter`` up to ``cap`` seconds;
-    a process that ran ``stable_after`` seconds before crashing starts over at ``initial``."""
-
-    initial: float = 1.0
-    cap: float = 30.0
-    jitter: float = 1.0
-    stable_after: float = 60.0
 
 
 @dataclass(frozen=True)

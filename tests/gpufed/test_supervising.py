@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from controlplane.processes import Backoff
 from gpufed.commands.up.board import format_uptime, render_table
 from gpufed.commands.up.polling import ClusterView
 from gpufed.commands.up.ports import choose_hub_port
 from gpufed.supervising import (
-    Backoff,
     ProcessSpec,
     ProcessState,
     SupervisedProcess,
