@@ -14,7 +14,11 @@ In: a Store. Out: :class:`TokenStore` (implements the ``Authenticator`` Protocol
 
 Authentication runs on every request, so records are cached in-process for
 ``cache_ttl`` (2 s by default): a revocation made through this instance takes effect
-at once, one made through another hub process within ``cache_ttl``. Concurrent requests
+at once, one made through another hub process within ``cache_ttl``. While the store is
+unavailable a token read before is judged by the record last read (kube-apiserver's token
+authenticators read informer caches, which keep their last state through an etcd outage), so
+probes and requests that need no stored object, ``/livez`` among them, still pass with
+credentials; a revocation cannot be written then anyway. Concurrent requests
 that miss the cache share one store read, and a read that overlaps a change made
 through this instance answers its own requests but is not cached.
 :meth:`TokenStore.authenticate_cached` answers from the cache alone, without I/O, for
@@ -38,7 +42,7 @@ import secrets
 import string
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from typing import Final, TypeVar
 
@@ -154,20 +158,7 @@ class TokenInfo:
 
     @classmethod
     def of(cls, stored: StoredToken) -> TokenInfo:
-        return cls(
-            id=stored.id,
-            role=stored.role,
-            name=stored.name,
-            cluster=stored.cluster,
-            created_at=stored.created_at,
-            expires_at=stored.expires_at,
-            one_time=stored.one_time,
-            used_at=stored.used_at,
-            used_for=stored.used_for,
-            groups=stored.groups,
-            bound_uid=stored.bound_uid,
-            bound_secret=stored.bound_secret,
-        )
+        return cls(**{item.name: getattr(stored, item.name) for item in fields(cls)})
 
 
 @dataclass(frozen=True, slots=True)
@@ -369,7 +360,8 @@ class TokenStore:
 
     async def authenticate(self, token: str) -> UserInfo | None:
         """The user ``token`` belongs to, or None when it is malformed, unknown, revoked,
-        expired or a used one-time token. Storage errors propagate (the hub answers 503)."""
+        expired or a used one-time token. While the store is unavailable a token is judged by
+        the record last read; one never read is the store's error (the hub answers 503)."""
         parsed = _parse(token)
         if parsed is None:
             log.debug("bearer token rejected", extra={"reason": str(TokenRejectedReason.MALFORMED)})
@@ -537,6 +529,11 @@ class TokenStore:
             kv = await self._call(self._store.get(token_key(token_id)))
         except NotFound:
             stored = None
+        except Unavailable:
+            known = self._cache.get(token_id)
+            if known is None:
+                raise
+            return known[1]  # the store is away: the record last read, as kube's informer caches answer
         else:
             stored = self._decode(kv)
         if changes == self._changes:

@@ -25,7 +25,7 @@ from controlplane.apiserver.auth.tokens import TOKEN_KEY_PREFIX, token_key
 from controlplane.apiserver.identity import Role, UserInfo
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.storage import Store
-from controlplane.storage.interface import KeyValue
+from controlplane.storage.interface import KeyValue, Unavailable
 
 from ..kinds import make_registry
 
@@ -508,3 +508,44 @@ async def test_a_fresh_secret_token_is_not_an_orphan_yet(store: Store, clock: Fa
     assert await tokens.revoke_orphans() == []
     clock.advance(dt.timedelta(minutes=10))
     assert await tokens.revoke_orphans() == [issued.id]
+
+
+class FailingStore:
+    """The real store, whose token reads fail as an unreachable etcd's do while ``down``."""
+
+    def __init__(self, store: Store) -> None:
+        self.inner = store
+        self.down = False
+
+    async def get(self, key: str) -> KeyValue:
+        if self.down and key.startswith(TOKEN_KEY_PREFIX):
+            raise Unavailable("etcd is unreachable (for 3s)")
+        return await self.inner.get(key)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+async def test_while_the_store_is_away_a_token_is_judged_by_its_record_last_read(
+    store: Store, clock: FakeClock
+) -> None:
+    issued = await token_store(store, clock).create(role=Role.ADMIN, name="admin")
+    brief = await token_store(store, clock).create(role=Role.VIEWER, name="v", ttl=dt.timedelta(seconds=30))
+    unseen = await token_store(store, clock).create(role=Role.VIEWER, name="unseen")
+    failing = FailingStore(store)
+    here = token_store(cast(Store, failing), clock)
+    user = await here.authenticate(issued.token)
+    assert user is not None and await here.authenticate(brief.token) is not None
+    clock.advance(dt.timedelta(seconds=10))  # past the cache ttl: a read is due
+    failing.down = True
+
+    assert await here.authenticate(issued.token) == user
+    assert await here.authenticate(issued.token.replace(".", ".x", 1)) is None  # the secret is still checked
+    clock.advance(dt.timedelta(seconds=30))
+    assert await here.authenticate(brief.token) is None  # and the expiry
+    with pytest.raises(Unavailable):  # a token never read cannot be judged: the hub answers 503
+        await here.authenticate(unseen.token)
+
+    await token_store(store, clock).revoke(issued.id)
+    failing.down = False
+    assert await here.authenticate(issued.token) is None  # back: read again
