@@ -94,6 +94,7 @@ from controlplane.reports.api import ReportSource, waste_report_routes
 from controlplane.reports.sampling import WasteSampler
 from controlplane.storage.embedded import QUOTA_BACKEND_BYTES, EmbeddedEtcd
 from controlplane.storage.etcd import EtcdStore
+from controlplane.storage.etcdkeeper import keep_etcd_running
 from controlplane.storage.ledger import LedgerStore, WriteLedger
 from controlplane.storage.recent import RecentStore, RecentValues
 from controlplane.storage.spacekeeping import SpaceKeeper
@@ -206,6 +207,10 @@ class Hub(ShutdownOnce):
             )
             url = await self.etcd.start()
             log.info("embedded etcd ready at %s (data in %s)", url, state / "etcd")
+            # Started again whenever its process exits; the store redials the same URL.
+            self._background.append(asyncio.create_task(
+                keep_etcd_running(self.etcd, metrics=self.metrics.etcd_restarts), name="embedded-etcd"
+            ))
             self.store = EtcdStore(
                 [url], tls=self.etcd.client_tls, max_response_bytes=self.config.etcd_max_response_bytes
             )

@@ -51,6 +51,8 @@ Metrics (all prefixed ``gpufed_``):
 * ``apiserver_storage_size_bytes{storage_cluster_id}`` (kube's name, no prefix) and
   ``etcd_db_size_in_use_bytes{storage_cluster_id}`` -- etcd's database file and what it uses
   (:mod:`controlplane.storage.spacekeeping`);
+* ``gpufed_embedded_etcd_restarts_total`` -- times the hub started its embedded etcd again after
+  the etcd process exited (:mod:`controlplane.storage.etcdkeeper`);
 * ``waste_samples_total{result}`` and ``waste_sample_duration_seconds`` -- the sampler itself;
 * ``storage_writes_total{resource,subresource,writer,verb}`` -- every etcd write of the API and
   the controllers, by who wrote (``admin``, ``agent``, ``controller:status``...) and
@@ -105,6 +107,7 @@ from controlplane.controllers.workqueuemetrics import WorkqueueMetrics
 from controlplane.exposition import render
 from controlplane.reports.classify import DeviceState
 from controlplane.reports.rollups import CELL_GPU, CELL_USD, CellKey, cell_rates
+from controlplane.storage.etcdkeeper import EtcdRestartMetrics
 from controlplane.storage.ledger import WriteLedger
 from controlplane.storage.spacekeeping import StorageSizeMetrics
 
@@ -214,6 +217,8 @@ class HubMetrics:
         histogram = partial(Histogram, namespace=NAMESPACE, registry=self.registry)
         #: etcd's size, under kube-apiserver's name (controlplane.storage.spacekeeping).
         self.storage_size = StorageSizeMetrics(self.registry)
+        #: The embedded etcd's restarts (controlplane.storage.etcdkeeper).
+        self.etcd_restarts = EtcdRestartMetrics(self.registry)
         self.api_request_duration = histogram(
             "apiserver_request_duration_seconds",
             "Latency of hub API requests (watches excluded), by verb, API group, resource and HTTP code.",

@@ -199,6 +199,26 @@ def _tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
     return "\n".join(text.splitlines()[-lines:]) or "(empty log)"
 
 
+async def _exited(process: subprocess.Popen[bytes]) -> None:
+    """Wait for ``process`` to exit and reap it: told by a pidfd (Linux), else by a thread that
+    waits for it (which :meth:`EmbeddedEtcd.stop` ends, as it ends the process)."""
+    try:
+        fd = os.pidfd_open(process.pid)
+    except (AttributeError, OSError):  # not Linux, or already reaped
+        await asyncio.to_thread(process.wait)
+        return
+    loop = asyncio.get_running_loop()
+    exited = asyncio.Event()
+    loop.add_reader(fd, exited.set)
+    try:
+        if process.poll() is None:
+            await exited.wait()
+    finally:
+        loop.remove_reader(fd)
+        os.close(fd)
+    process.wait()  # exited: reaps at once
+
+
 class EmbeddedEtcd(Lifecycle):
     """One etcd member on this machine; ``async with`` starts and stops it."""
 
@@ -240,6 +260,8 @@ class EmbeddedEtcd(Lifecycle):
         self._client_url: str | None = None
         self._client_tls: EtcdClientTls | None = None
         self._chosen: EtcdBinary | None = None
+        #: When the running etcd became healthy (``time.monotonic``).
+        self._up_since = 0.0
 
     @property
     def binary(self) -> EtcdBinary:
@@ -300,16 +322,15 @@ class EmbeddedEtcd(Lifecycle):
             self._release_lock()
             raise
 
-    async def _start(self, binary: EtcdBinary) -> str:
+    async def _start(self, binary: EtcdBinary, *, ports: tuple[int, int] | None = None) -> str:
         self.log_file.parent.mkdir(parents=True, exist_ok=True)
         tls = self.transport is EtcdClientTransport.TLS
         client_tls = await asyncio.to_thread(self._ensure_pki) if tls else None
         if self.transport is EtcdClientTransport.UNIX:
             ensure_private_directory(self.socket_dir)
-        explicit = all(self._requested_ports)
-        attempts = 1 if explicit else 3
+        attempts = 1 if ports is not None or all(self._requested_ports) else 3
         for attempt in range(1, attempts + 1):
-            client_port, peer_port = self._choose_ports(fresh=attempt > 1)
+            client_port, peer_port = ports or self._choose_ports(fresh=attempt > 1)
             url = self._client_url_for(client_port)
             self._spawn(binary, client_port=client_port, peer_port=peer_port)
             try:
@@ -332,9 +353,33 @@ class EmbeddedEtcd(Lifecycle):
             )
             major, minor, _ = binary.version
             (self.data_dir / VERSION_FILE).write_text(json.dumps({"major": major, "minor": minor}))
+            self._up_since = time.monotonic()
             logger.info("etcd is up", extra={"url": url, "data_dir": str(self.data_dir)})
             return url
         raise AssertionError("unreachable")  # pragma: no cover
+
+    @property
+    def uptime(self) -> float:
+        """Seconds since the running etcd became healthy."""
+        return time.monotonic() - self._up_since
+
+    async def wait_exit(self) -> int | None:
+        """Wait until the running etcd exits; its exit code (negative: the signal that ended it),
+        or None when it was not running or :meth:`stop` ended it."""
+        process = self._process
+        if process is None:
+            return None
+        await _exited(process)
+        return process.returncode if self._process is process else None
+
+    async def restart(self) -> str:
+        """Start etcd again after it exited by itself: the same data directory, lock, transport,
+        ports and certificates, so a store keeps dialling the same URL. Raise EtcdStartError."""
+        if self.running:
+            return self.client_url
+        if self._lock is None or self._client_url is None:
+            raise EtcdStartError("etcd was stopped; start() it instead")
+        return await self._start(self.binary, ports=self._remembered_ports())
 
     async def stop(self) -> None:
         """Stop etcd: SIGTERM, wait, then SIGKILL. Safe to call when not running."""
