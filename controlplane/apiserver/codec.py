@@ -19,6 +19,7 @@ JSON goes through orjson (several times faster than the standard library on both
 from __future__ import annotations
 
 import functools
+import re
 from typing import Any
 
 import orjson
@@ -36,6 +37,32 @@ _NOT_STORED = ("resourceVersion", "selfLink")
 
 def dumps(value: Any) -> bytes:
     return orjson.dumps(value)
+
+
+#: What a string read with ``surrogateescape`` (aiohttp's reading of header bytes that are not
+#: UTF-8) holds in place of each such byte, and what orjson refuses to write.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def dumps_any_text(value: Any) -> bytes:
+    """``dumps``, with every lone surrogate of a string (a byte of a header that is not UTF-8, as
+    aiohttp reads it) written as U+FFFD, as Go's encoding/json writes bytes that are not UTF-8: a
+    Status echoing ``Impersonate-User: \\xff`` is JSON, not a failure to write it. Costs nothing
+    more unless such a string is there."""
+    try:
+        return orjson.dumps(value)
+    except TypeError:
+        return orjson.dumps(_replacing_surrogates(value))
+
+
+def _replacing_surrogates(value: Any) -> Any:
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {_replacing_surrogates(key): _replacing_surrogates(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_replacing_surrogates(item) for item in value]
+    return value
 
 
 def loads(data: bytes | str) -> Any:

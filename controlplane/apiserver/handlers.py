@@ -82,7 +82,7 @@ def watch_started(request: web.Request) -> None:
 def json_response(
     body: Any, *, status: int = 200, warnings: list[str] | None = None, content_type: str = JSON_CONTENT_TYPE
 ) -> web.Response:
-    raw = body if isinstance(body, bytes) else codec.dumps(body)
+    raw = body if isinstance(body, bytes) else codec.dumps_any_text(body)
     response = web.Response(body=raw, status=status, headers={"Content-Type": content_type})
     for warning in warnings or []:
         escaped = warning.replace("\\", "\\\\").replace('"', '\\"')

@@ -269,9 +269,11 @@ def _request_handler(server: web.Server) -> RequestHandler:
 def api_runner(app: web.Application) -> web.AppRunner:
     """The runner of an API server application: no access log of aiohttp's (the API server
     logs its own), kube's idle timeout, request heads as long as kube reads (served through
-    :class:`GuardedTCPSite`, whose handler bounds their total)."""
+    :class:`GuardedTCPSite`, whose handler bounds their total), and request bodies read as sent:
+    Go's net/http, so kube-apiserver, never inflates one whatever its ``Content-Encoding`` (aiohttp
+    would inflate a gzipped body, even one it answers 401 and discards, on the event loop)."""
     return web.AppRunner(app, access_log=None, handle_signals=False, keepalive_timeout=IDLE_TIMEOUT,
-                         max_line_size=MAX_HEADER_BYTES, max_field_size=MAX_HEADER_BYTES, max_headers=MAX_HEADERS)
+                         auto_decompress=False, max_line_size=MAX_HEADER_BYTES, max_field_size=MAX_HEADER_BYTES, max_headers=MAX_HEADERS)
 
 
 def read_tls_records_in_the_heap(transport: asyncio.BaseTransport) -> bool:
