@@ -18,7 +18,8 @@ configuration of the API's priority and fairness (:meth:`ServingLimits.flow_cont
   past its ``MaxHeaderBytes``: ``431 Request Header Fields Too Large`` in plain text, and the
   connection is closed (:class:`ApiRequestHandler`).
 - **Pending connections** (``--max-pending-connections``): connections that have not yet
-  sent a complete request header (so nobody is authenticated on them yet). A connection
+  sent a complete request header (so nobody is authenticated on them yet), counted from their
+  accept, a TLS handshake included (:class:`_ServedTLS`). A connection
   beyond the limit is closed at once; together with the header timeout this caps what a
   slow client ("slowloris") can hold.
 - **Requests in flight** (``--max-requests-inflight`` plus ``--max-mutating-requests-inflight``,
@@ -63,7 +64,8 @@ MAX_HEADER_BYTES = (1 << 20) + 4096
 MAX_HEADERS = 128
 #: What separates a request's headers from its body (bare LFs are tolerated by the parser).
 _HEADER_ENDS = (b"\r\n\r\n", b"\n\n")
-#: Plaintext asked of a connection's TLS object per read. asyncio asks for 256 KiB, a new
+#: Plaintext asked of a connection's TLS object per read, and the size of its receive buffer
+#: (:class:`_ServedTLS`). asyncio asks for 256 KiB, a new
 #: bytes buffer every read (two per batch of records received, the last one finding nothing),
 #: which the hub's allocator setting (:mod:`controlplane.allocator`: 64 KiB and up is mapped
 #: on its own) turns into an mmap, page faults and an munmap per read: about 25 us of CPU for a
@@ -111,11 +113,11 @@ class _GuardedProtocol(asyncio.Protocol):
         self._pending = False
         self._tail = b""
 
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+    def admit(self, transport: asyncio.BaseTransport) -> bool:
+        """At accept (before a TLS handshake): count the connection as pending and start its
+        header deadline; or, too many pending, close ``transport`` and False."""
         self._transport = transport
-        read_tls_records_in_the_heap(transport)
         guard = self._guard
-        self._inner.connection_made(transport)
         if guard.pending >= guard.limits.max_pending_connections:
             guard.refused += 1
             if guard.refused == 1 or guard.refused % 1000 == 0:
@@ -124,12 +126,21 @@ class _GuardedProtocol(asyncio.Protocol):
                     "(--max-pending-connections); %d closed so far", guard.pending, guard.refused,
                 )
             transport.close()
-            return
+            return False
         guard.pending += 1
         self._pending = True
         self._deadline = asyncio.get_running_loop().call_later(
             guard.limits.request_header_timeout, self._header_timed_out
         )
+        return True
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # Plain TCP: the accept. TLS: the handshake done, the connection admitted at accept.
+        admitted = self._transport is not None
+        self._transport = transport
+        self._inner.connection_made(transport)
+        if not admitted:
+            self.admit(transport)
 
     def _header_timed_out(self) -> None:
         self._deadline = None
@@ -138,7 +149,7 @@ class _GuardedProtocol(asyncio.Protocol):
         if self._transport is not None:
             self._transport.close()
 
-    def _headers_complete(self) -> None:
+    def no_longer_pending(self) -> None:
         if self._deadline is not None:
             self._deadline.cancel()
             self._deadline = None
@@ -151,7 +162,7 @@ class _GuardedProtocol(asyncio.Protocol):
         if self._pending:
             window = self._tail + data
             if any(end in window for end in _HEADER_ENDS):
-                self._headers_complete()
+                self.no_longer_pending()
             else:
                 self._tail = data[-3:]
         self._inner.data_received(data)
@@ -160,7 +171,7 @@ class _GuardedProtocol(asyncio.Protocol):
         return self._inner.eof_received()
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._headers_complete()
+        self.no_longer_pending()
         self._inner.connection_lost(exc)
 
     def pause_writing(self) -> None:
@@ -276,15 +287,31 @@ def api_runner(app: web.Application) -> web.AppRunner:
                          auto_decompress=False, max_line_size=MAX_HEADER_BYTES, max_field_size=MAX_HEADER_BYTES, max_headers=MAX_HEADERS)
 
 
-def read_tls_records_in_the_heap(transport: asyncio.BaseTransport) -> bool:
-    """Have asyncio's TLS layer under ``transport`` read :data:`TLS_READ_SIZE` at a time
-    (its receive buffer stays as it is); False when ``transport`` is not asyncio's TLS
-    transport (plain TCP, or an asyncio whose TLS layer is no longer where this looks)."""
-    ssl_protocol = getattr(transport, "_ssl_protocol", None)
-    if not isinstance(ssl_protocol, SSLProtocol):
-        return False
-    ssl_protocol.max_size = TLS_READ_SIZE  # type: ignore[misc]  # a class default, read per instance
-    return True
+class _ServedTLS(SSLProtocol):
+    """asyncio's TLS layer of one accepted connection (what ``loop.create_server(ssl=...)`` puts
+    under it), built by the hub's protocol factory at accept so that the connection is admitted
+    (:meth:`_GuardedProtocol.admit`) before its handshake, not after, and reading
+    :data:`TLS_READ_SIZE` at a time from the start: asyncio's receive buffer is ``max_size``
+    bytes allocated per connection when it is accepted (256 KiB: 2,000 connections that never
+    finish a handshake held half a gigabyte) and never shrunk."""
+
+    max_size = TLS_READ_SIZE
+
+    def __init__(self, guarded: _GuardedProtocol, context: ssl.SSLContext, handshake_timeout: float) -> None:
+        no_waiter: Any = None  # asyncio's own accept awaits one; the handshake's outcome is the protocol's here
+        timeout: Any = handshake_timeout  # typeshed says int; asyncio takes seconds as a float
+        super().__init__(asyncio.get_running_loop(), guarded, context, no_waiter, server_side=True,
+                         ssl_handshake_timeout=timeout)
+        self._guarded = guarded
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        if self._guarded.admit(transport):
+            super().connection_made(transport)
+
+    def connection_lost(self, exc: BaseException | None) -> None:
+        # asyncio tells the application only of a connection that finished its handshake.
+        self._guarded.no_longer_pending()
+        super().connection_lost(exc)
 
 
 class GuardedTCPSite(web.TCPSite):
@@ -306,13 +333,16 @@ class GuardedTCPSite(web.TCPSite):
         assert server is not None
         guard = self._guard
 
-        def factory() -> asyncio.Protocol:
-            return _GuardedProtocol(_request_handler(server), guard)
+        tls = self._tls
+
+        def factory() -> asyncio.BaseProtocol:
+            guarded = _GuardedProtocol(_request_handler(server), guard)
+            return guarded if tls is None else _ServedTLS(guarded, tls, guard.limits.request_header_timeout)
 
         loop = asyncio.get_running_loop()
-        kwargs: dict[str, Any] = {"ssl": self._tls, "backlog": 128, "reuse_address": True}
-        if self._tls is not None:
-            kwargs["ssl_handshake_timeout"] = guard.limits.request_header_timeout
-        self._server = await loop.create_server(factory, self._bind[0], self._bind[1], **kwargs)
+        # TLS is the factory's (:class:`_ServedTLS`): to asyncio, every connection is plain TCP.
+        self._server = await loop.create_server(
+            factory, self._bind[0], self._bind[1], backlog=128, reuse_address=True
+        )
         sockets = self._server.sockets
         self._bound_port = sockets[0].getsockname()[1] if sockets else self._bind[1]
