@@ -325,6 +325,7 @@ class Hub(ShutdownOnce):
             outer_middlewares=[self.metrics.middleware()],
             inner_middlewares=[aggregation_middleware(self.aggregation)],
             flow_control=self.config.serving_limits.flow_control(),
+            request_timeout=self.config.serving_limits.request_timeout,
             flow_control_metrics=self.metrics.flowcontrol,
             watch_limits=self.config.watch_limits,
             watch_cache=self.watch_cache,

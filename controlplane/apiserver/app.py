@@ -109,6 +109,7 @@ from controlplane.apiserver.impersonation import (
 )
 from controlplane.apiserver.objects import ObjectStore, utc_now
 from controlplane.apiserver.requestclientcert import peer_intermediates
+from controlplane.apiserver.requestdeadline import DEFAULT_REQUEST_TIMEOUT, body_deadline_middleware
 from controlplane.apiserver.requestoptions import create_options_checked
 from controlplane.apiserver.resources import Registry
 from controlplane.apiserver.routing import RequestInfo, authorized_namespace, is_upgrade, parse_request
@@ -435,6 +436,7 @@ def create_app(
     webhooks: WebhookAdmission | None = None,
     audit: Auditor | None = None,
     client_certificates: ClientCertificates | None = None,
+    request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
 ) -> web.Application:
     """The API server application over ``object_store`` serving ``registry``.
 
@@ -462,7 +464,8 @@ def create_app(
     ``webhooks`` calls the configured admission webhooks for the users' writes (the app keeps its
     configurations from a watch while it runs, and closes it). ``audit`` records each request in the
     audit log as its policy says. ``client_certificates`` verifies the certificates clients offer
-    (none are taken without it).
+    (none are taken without it). A body not all arrived ``request_timeout`` seconds after its request
+    is kube's 504 (:mod:`.requestdeadline`).
     """
     stop = asyncio.Event()
     plugins = tuple(admission)
@@ -500,6 +503,7 @@ def create_app(
         *outer_middlewares,
         *([audit.middleware] if audit is not None else []),  # outside the error handling: it sees every answer
         status_middleware,
+        body_deadline_middleware(request_timeout, _long_running_or_health),
     ]
     if authenticator is not None:
         middlewares.append(auth_middleware(

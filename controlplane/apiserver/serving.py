@@ -22,6 +22,8 @@ configuration of the API's priority and fairness (:meth:`ServingLimits.flow_cont
   accept, a TLS handshake included (:class:`_ServedTLS`). A connection
   beyond the limit is closed at once; together with the header timeout this caps what a
   slow client ("slowloris") can hold.
+- **Request timeout** (``--request-timeout``, kube's): a request's body must have arrived within
+  this many seconds of the request (:mod:`controlplane.apiserver.requestdeadline`).
 - **Requests in flight** (``--max-requests-inflight`` plus ``--max-mutating-requests-inflight``,
   kube's flags): requests being served at once, watches and health checks excluded (kube counts
   long-running requests apart too), shared by priority levels
@@ -48,6 +50,7 @@ from controlplane.apiserver.flowcontrol import (
     FlowControlConfig,
 )
 from controlplane.apiserver.flowcontrol.maxinflight import MaxInFlightConfig
+from controlplane.apiserver.requestdeadline import DEFAULT_REQUEST_TIMEOUT
 
 logger = logging.getLogger(__name__)
 
@@ -76,6 +79,8 @@ TLS_READ_SIZE = 16 * 1024
 @dataclass(frozen=True, slots=True)
 class ServingLimits:
     request_header_timeout: float = DEFAULT_REQUEST_HEADER_TIMEOUT
+    #: kube's ``--request-timeout``: what a request's body may take (:mod:`.requestdeadline`).
+    request_timeout: float = DEFAULT_REQUEST_TIMEOUT
     max_pending_connections: int = DEFAULT_MAX_PENDING_CONNECTIONS
     #: 0: no limit.
     max_requests_inflight: int = DEFAULT_MAX_REQUESTS_INFLIGHT

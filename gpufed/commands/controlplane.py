@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import logging
 import sys
 from collections.abc import Callable
@@ -17,6 +18,7 @@ from controlplane.admission.requeuing import (
 )
 from controlplane.apis.kube.serviceaccounttokens import DEFAULT_CLEAN_UP_PERIOD
 from controlplane.apiserver.flowcontrol.levels import DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT
+from controlplane.apiserver.requestdeadline import DEFAULT_REQUEST_TIMEOUT
 from controlplane.apiserver.serviceallocation.ranges import (
     DEFAULT_SERVICE_CLUSTER_IP_RANGE,
     DEFAULT_SERVICE_NODE_PORT_RANGE,
@@ -322,6 +324,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--request-header-timeout", type=_positive_seconds, default=10.0, metavar="SECONDS",
                         help="close a connection that has not sent a complete request header (TLS handshake "
                              "included) within this time (default 10)")
+    parser.add_argument("--request-timeout", type=positive_duration, default=dt.timedelta(seconds=DEFAULT_REQUEST_TIMEOUT),
+                        metavar="DURATION",
+                        help="kube-apiserver's: a request whose body has not all arrived this long after the "
+                             "request is answered 504 Timeout and its connection closed (default 1m0s)")
     parser.add_argument("--max-pending-connections", type=_positive_int, default=512, metavar="N",
                         help="connections that have not sent a request yet, at most; more are closed at once "
                              "(default 512)")
@@ -472,6 +478,7 @@ def hub_config(args: argparse.Namespace) -> HubConfig:
         waste_bucket_length=args.waste_bucket_length,
         serving_limits=ServingLimits(
             request_header_timeout=args.request_header_timeout,
+            request_timeout=args.request_timeout.total_seconds(),
             max_pending_connections=args.max_pending_connections,
             max_requests_inflight=args.max_requests_inflight,
             max_mutating_requests_inflight=args.max_mutating_requests_inflight,

@@ -54,7 +54,7 @@ def test_every_flag_sets_its_field(tmp_path: Path) -> None:
         "--legacy-service-account-token-clean-up-period", "48h", "--leader-lease-ttl", "4",
         "--cluster-signing-duration", "720h",
         "--identity", "hub-a", "--waste-sample-interval", "15", "--waste-bucket-length", "5",
-        "--request-header-timeout", "3", "--max-pending-connections", "64", "--max-requests-inflight", "80",
+        "--request-header-timeout", "3", "--request-timeout", "30s", "--max-pending-connections", "64", "--max-requests-inflight", "80",
         "--max-mutating-requests-inflight", "40", "--enable-priority-and-fairness=false",
         "--watch-buffer-bytes", "1048576", "--watch-buffer-events", "500", "--watch-slow-client-timeout", "12",
         "--debug-write-journal", "100",
@@ -84,6 +84,8 @@ def test_every_flag_sets_its_field(tmp_path: Path) -> None:
     )
     limits = config.serving_limits
     assert (limits.request_header_timeout, limits.max_pending_connections, limits.max_requests_inflight) == (3, 64, 80)
+    assert limits.request_timeout == 30
+    assert hub_config(parse()).serving_limits.request_timeout == 60
     # Without APF, kube's max-in-flight filter: each flag its own limit.
     assert (limits.max_mutating_requests_inflight, limits.flow_control()) == (40, MaxInFlightConfig(80, 40))
 

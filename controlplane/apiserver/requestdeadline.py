@@ -1,0 +1,60 @@
+"""kube-apiserver's ``--request-timeout`` for the part of a request a client controls: its body.
+
+In: the seconds a request may take (``ServingLimits.request_timeout``) and which requests are
+long-running. Out: a middleware (:func:`body_deadline_middleware`).
+
+kube bounds every request that is not long-running by ``--request-timeout`` (60 s) from when it
+arrives: past it, its timeout filter answers ``504 Timeout: request did not complete within the
+allotted timeout``, and the handler's context ends, so what it held (its priority-and-fairness seat
+among them) is given back. Here the bound is on the body: a client declaring a large
+``Content-Length`` and sending a byte a second held a seat as long as it liked. A request whose body
+has not all arrived by then is answered that 504 (the seat released as the error leaves the
+flow-control middleware), and its connection is closed after the answer, as Go closes one whose
+body was not read to its end. A request whose body has arrived is not bounded here; a request
+without a body costs nothing (no timer).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+
+from aiohttp import web
+from aiohttp.typedefs import Middleware
+
+from controlplane.apiserver import errors
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+#: kube-apiserver's ``--request-timeout`` default.
+DEFAULT_REQUEST_TIMEOUT = 60.0
+#: kube's timeout filter's message (``apierrors.NewTimeoutError``: "Timeout: " and this).
+TIMED_OUT = "Timeout: request did not complete within the allotted timeout"
+
+
+class _BodyTimedOut(TimeoutError):
+    """Set on a request's body stream at the deadline: what a read of the body raises. A
+    ``TimeoutError``, so aiohttp, reading what is left of the body after the answer, stops and
+    closes the connection instead of logging it."""
+
+
+def body_deadline_middleware(seconds: float, long_running: Callable[[web.Request], bool]) -> Middleware:
+    @web.middleware
+    async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+        body = request.content
+        if not request.body_exists or body.is_eof() or long_running(request):
+            return await handler(request)
+
+        def expired() -> None:
+            if not body.is_eof():
+                body.set_exception(_BodyTimedOut(TIMED_OUT))
+
+        deadline = asyncio.get_running_loop().call_later(seconds, expired)
+        try:
+            return await handler(request)
+        except _BodyTimedOut:
+            raise errors.Timeout(TIMED_OUT) from None
+        finally:
+            deadline.cancel()
+
+    return middleware
