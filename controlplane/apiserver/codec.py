@@ -55,6 +55,14 @@ def dumps_any_text(value: Any) -> bytes:
         return orjson.dumps(_replacing_surrogates(value))
 
 
+def any_text_utf8(text: str) -> bytes:
+    """``text`` in UTF-8, every lone surrogate written as U+FFFD (as :func:`dumps_any_text`)."""
+    try:
+        return text.encode()
+    except UnicodeEncodeError:
+        return _SURROGATE.sub("\ufffd", text).encode()
+
+
 def _replacing_surrogates(value: Any) -> Any:
     if isinstance(value, str):
         return _SURROGATE.sub("\ufffd", value)

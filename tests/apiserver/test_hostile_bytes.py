@@ -6,7 +6,7 @@ answers them, over a raw socket on the runner and site the hub serves its API wi
   decode error, and the hub never inflates a body it is sent;
 - header values that are not UTF-8 (``Impersonate-User: \\xff``), which kube reads as bytes and
   its JSON encoder writes with U+FFFD in their place, are echoed in a Status the same way: the
-  Status is JSON, never a plain-text 500 or a traceback.
+  Status is JSON, never a plain-text 500 or a traceback, and so does the audit log.
 """
 
 from __future__ import annotations
@@ -16,12 +16,15 @@ import gzip
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 import orjson
 import pytest
+import yaml
 from aiohttp import web
 
 from controlplane.apiserver.app import create_app
+from controlplane.apiserver.audit import AuditConfig, LogSettings
 from controlplane.apiserver.auth import TokenStore
 from controlplane.apiserver.identity import Decision, RequestAttributes, Role
 from controlplane.apiserver.objects import ObjectStore
@@ -51,6 +54,11 @@ class _NoImpersonation:
         return Decision(
             attributes.verb != "impersonate" or (attributes.resource, attributes.name) == ("users", "bob")
         )
+
+
+class _AllowAll:
+    def authorize(self, attributes: RequestAttributes) -> Decision:
+        return Decision(True)
 
 
 @pytest.fixture
@@ -152,4 +160,34 @@ async def test_header_bytes_that_are_not_utf8_are_echoed_as_kube_writes_them(
     status = _status(content)
     assert code == status["code"] and code in (400, 403), status
     assert echoed in str(status["message"]), status
+    assert not caplog.records, [r.getMessage() for r in caplog.records]
+
+
+@pytest.mark.parametrize("log_format", ["json", "legacy"])
+async def test_the_audit_log_writes_such_bytes_as_kube_does(
+    api_registry: Registry, tmp_path: Path, log_format: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The audit log records the User-Agent and the impersonated user as sent, bytes that are not
+    UTF-8 as U+FFFD (the request was a 500 while its event could not be written)."""
+    caplog.set_level(logging.ERROR)
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(
+        yaml.safe_dump({"apiVersion": "audit.k8s.io/v1", "kind": "Policy", "rules": [{"level": "Metadata"}]})
+    )
+    log = tmp_path / "audit.log"
+    auditor = AuditConfig(policy, LogSettings(str(log), format=log_format)).auditor()
+    async with MemoryStore() as memory:
+        objects = ObjectStore(memory, api_registry)
+        await objects.bootstrap()
+        tokens = TokenStore(memory)
+        token = (await tokens.create(role=Role.ADMIN, name="ada")).token
+        app = create_app(objects, api_registry, authenticator=tokens, authorizer=_AllowAll(), audit=auditor)
+        async with _served(app) as port:
+            head = f"GET {CONFIGMAPS} HTTP/1.1\r\nHost: hub\r\nAuthorization: Bearer {token}\r\n".encode()
+            code, _, content = await _exchange(
+                port, head + b"User-Agent: kubectl\xff/1\r\nImpersonate-User: b\xffb\r\n"
+            )
+    assert code == 200, content
+    written = log.read_text(encoding="utf-8")
+    assert "kubectl\ufffd/1" in written and "b\ufffdb" in written, written
     assert not caplog.records, [r.getMessage() for r in caplog.records]

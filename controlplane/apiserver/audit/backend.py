@@ -28,12 +28,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, TextIO
 
-import orjson
-
 from controlplane.apiserver.audit.buffered import LOG_BATCH, BatchSettings
 from controlplane.apiserver.audit.legacy import event_string
 from controlplane.apiserver.audit.metrics import AuditMetrics
 from controlplane.apiserver.audit.truncate import TruncateSettings
+from controlplane.apiserver.codec import any_text_utf8, dumps_any_text
 
 PLUGIN: Final = "log"
 #: lumberjack's size when none is given, in megabytes.
@@ -100,7 +99,8 @@ class AuditLog:
 
     def write(self, event: dict[str, Any]) -> bool:
         """Append ``event``; False (and counted) when it could not be written."""
-        line = (event_string(event) + "\n").encode() if self.legacy else orjson.dumps(event) + b"\n"
+        # Header values that are not UTF-8 (a User-Agent, an impersonated name) written as U+FFFD, as kube's.
+        line = any_text_utf8(event_string(event) + "\n") if self.legacy else dumps_any_text(event) + b"\n"
         try:
             if self._stdout is not None:
                 self._stdout.write(line.decode())

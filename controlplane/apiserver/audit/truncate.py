@@ -16,10 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final
 
-import orjson
-
 from controlplane.apiserver.audit.buffered import Delegate
 from controlplane.apiserver.audit.metrics import AuditMetrics
+from controlplane.apiserver.codec import dumps_any_text
 
 PLUGIN: Final = "truncate"
 ANNOTATION: Final = "audit.k8s.io/truncated"
@@ -49,10 +48,10 @@ class Truncating:
         batch: list[dict[str, Any]] = []
         batch_size = 0
         for event in events:
-            size = len(orjson.dumps(event))
+            size = len(dumps_any_text(event))
             if size > self.settings.max_event_size and event.get("level") in _OBJECT_LEVELS:
                 event = truncated(event)
-                size = len(orjson.dumps(event))
+                size = len(dumps_any_text(event))
             if size > self.settings.max_event_size:
                 dropped += 1
                 continue
