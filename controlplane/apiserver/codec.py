@@ -57,15 +57,17 @@ def dumps_any_text(value: Any) -> bytes:
 
 def any_text_utf8(text: str) -> bytes:
     """``text`` in UTF-8, every lone surrogate written as U+FFFD (as :func:`dumps_any_text`)."""
-    try:
-        return text.encode()
-    except UnicodeEncodeError:
-        return _SURROGATE.sub("\ufffd", text).encode()
+    return any_text(text).encode()
+
+
+def any_text(text: str) -> str:
+    """``text`` with every lone surrogate as U+FFFD (``text`` itself when it is ASCII)."""
+    return text if text.isascii() else _SURROGATE.sub("\ufffd", text)
 
 
 def _replacing_surrogates(value: Any) -> Any:
     if isinstance(value, str):
-        return _SURROGATE.sub("\ufffd", value)
+        return any_text(value)
     if isinstance(value, dict):
         return {_replacing_surrogates(key): _replacing_surrogates(item) for key, item in value.items()}
     if isinstance(value, list | tuple):
@@ -89,7 +91,7 @@ def encode(obj: dict[str, Any], api_version: str | None = None, *, defaulted: bo
     for key, value in obj.items():
         if key not in ordered:
             ordered[key] = value
-    data = orjson.dumps(ordered)
+    data = dumps_any_text(ordered)  # a header's bytes (an impersonated name, a User-Agent's manager) as U+FFFD
     return data + DEFAULTED if defaulted else data
 
 

@@ -111,12 +111,13 @@ async def _stream_list(request: web.Request, head: bytes, encoded: EncodedList) 
 
 def field_manager_for(request: web.Request) -> str:
     """``fieldManager`` (its length and characters checked with the request's options), else
-    kube's default: the User-Agent up to its first "/"."""
+    kube's default: the User-Agent up to its first "/" (bytes that are not UTF-8 as U+FFFD, as
+    they are stored, so the same client's writes have one manager)."""
     manager = request.query.get("fieldManager")
     if manager:
         return manager
     agent = request.headers.get("User-Agent", "unknown")
-    return agent.split("/", 1)[0][:128] or "unknown"
+    return codec.any_text(agent.split("/", 1)[0][:128]) or "unknown"
 
 
 def request_warnings(request: web.Request) -> list[str]:

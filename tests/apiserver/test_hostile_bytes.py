@@ -17,6 +17,7 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -30,6 +31,7 @@ from controlplane.apiserver.identity import Decision, RequestAttributes, Role
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.apiserver.resources import Registry
 from controlplane.apiserver.serving import GuardedTCPSite, ServingLimits, api_runner
+from controlplane.hub import hub_registry
 from controlplane.storage import MemoryStore
 
 CONFIGMAPS = "/api/v1/namespaces/default/configmaps"
@@ -191,3 +193,52 @@ async def test_the_audit_log_writes_such_bytes_as_kube_does(
     written = log.read_text(encoding="utf-8")
     assert "kubectl\ufffd/1" in written and "b\ufffdb" in written, written
     assert not caplog.records, [r.getMessage() for r in caplog.records]
+
+
+async def test_writes_store_such_bytes_as_kube_does() -> None:
+    """What a write takes from a header is stored with U+FFFD for such bytes, as kube's encoder
+    stores it: the manager named by a User-Agent (a 500 while the object could not be encoded), the
+    same for each of the client's writes."""
+    registry = hub_registry()
+    async with MemoryStore() as memory:
+        objects = ObjectStore(memory, registry)
+        await objects.bootstrap()
+        tokens = TokenStore(memory)
+        token = (await tokens.create(role=Role.ADMIN, name="ada")).token
+        async with _served(
+            create_app(objects, registry, authenticator=tokens, authorizer=_AllowAll())
+        ) as port:
+
+            async def send(method: str, path: str, media: str, body: bytes, extra: bytes) -> dict[str, Any]:
+                head = (
+                    f"{method} {path} HTTP/1.1\r\nHost: hub\r\nAuthorization: Bearer {token}\r\n"
+                    f"Content-Type: {media}\r\nContent-Length: {len(body)}\r\n"
+                ).encode()
+                code, _, content = await _exchange(port, head + extra, body)
+                assert code in (200, 201), content
+                return orjson.loads(content)  # type: ignore[no-any-return]
+
+            agent = b"User-Agent: deploy\xff/1.0\r\n"
+            config_map = {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": "a"},
+                "data": {"k": "v"},
+            }
+            await send("POST", CONFIGMAPS, "application/json", orjson.dumps(config_map), agent)
+            patched = await send(
+                "PATCH", f"{CONFIGMAPS}/a", "application/merge-patch+json", b'{"data":{"k":"w"}}', agent
+            )
+            assert [entry["manager"] for entry in patched["metadata"]["managedFields"]] == ["deploy\ufffd"]
+
+
+def test_an_object_holding_such_a_string_is_stored_with_u_fffd() -> None:
+    """The store's encoder, under every write: a string taken from a header is stored as kube's
+    encoder writes it, not refused by orjson."""
+    from controlplane.apiserver import codec
+    from controlplane.storage.interface import KeyValue
+
+    stored = codec.encode(
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}, "data": {"user": "b\udcffb"}}
+    )
+    assert codec.decode(KeyValue("k", stored, 1, 1))["data"]["user"] == "b\ufffdb"
