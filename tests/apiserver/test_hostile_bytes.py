@@ -25,9 +25,9 @@ import yaml
 from aiohttp import web
 
 from controlplane.apiserver.app import create_app
-from controlplane.apiserver.audit import AuditConfig, LogSettings
+from controlplane.apiserver.audit import AuditConfig, Auditor, LogSettings
 from controlplane.apiserver.auth import TokenStore
-from controlplane.apiserver.identity import Decision, RequestAttributes, Role
+from controlplane.apiserver.identity import Authorizer, Decision, RequestAttributes, Role
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.apiserver.resources import Registry
 from controlplane.apiserver.serving import GuardedTCPSite, ServingLimits, api_runner
@@ -63,18 +63,25 @@ class _AllowAll:
         return Decision(True)
 
 
-@pytest.fixture
-async def hub(api_registry: Registry) -> AsyncIterator[tuple[int, str]]:
-    """The port of an API server with token authentication, and an admin's token."""
+@asynccontextmanager
+async def _with_admin(
+    registry: Registry, authorizer: Authorizer, audit: Auditor | None = None
+) -> AsyncIterator[tuple[int, str]]:
+    """The port of an API server with token authentication over a fresh store, and an admin's token."""
     async with MemoryStore() as memory:
-        objects = ObjectStore(memory, api_registry)
+        objects = ObjectStore(memory, registry)
         await objects.bootstrap()
         tokens = TokenStore(memory)
         token = (await tokens.create(role=Role.ADMIN, name="ada")).token
-        async with _served(
-            create_app(objects, api_registry, authenticator=tokens, authorizer=_NoImpersonation())
-        ) as port:
+        app = create_app(objects, registry, authenticator=tokens, authorizer=authorizer, audit=audit)
+        async with _served(app) as port:
             yield port, token
+
+
+@pytest.fixture
+async def hub(api_registry: Registry) -> AsyncIterator[tuple[int, str]]:
+    async with _with_admin(api_registry, _NoImpersonation()) as served:
+        yield served
 
 
 async def _exchange(port: int, head: bytes, body: bytes = b"") -> tuple[int, bytes, bytes]:
@@ -178,17 +185,11 @@ async def test_the_audit_log_writes_such_bytes_as_kube_does(
     )
     log = tmp_path / "audit.log"
     auditor = AuditConfig(policy, LogSettings(str(log), format=log_format)).auditor()
-    async with MemoryStore() as memory:
-        objects = ObjectStore(memory, api_registry)
-        await objects.bootstrap()
-        tokens = TokenStore(memory)
-        token = (await tokens.create(role=Role.ADMIN, name="ada")).token
-        app = create_app(objects, api_registry, authenticator=tokens, authorizer=_AllowAll(), audit=auditor)
-        async with _served(app) as port:
-            head = f"GET {CONFIGMAPS} HTTP/1.1\r\nHost: hub\r\nAuthorization: Bearer {token}\r\n".encode()
-            code, _, content = await _exchange(
-                port, head + b"User-Agent: kubectl\xff/1\r\nImpersonate-User: b\xffb\r\n"
-            )
+    async with _with_admin(api_registry, _AllowAll(), auditor) as (port, token):
+        head = f"GET {CONFIGMAPS} HTTP/1.1\r\nHost: hub\r\nAuthorization: Bearer {token}\r\n".encode()
+        code, _, content = await _exchange(
+            port, head + b"User-Agent: kubectl\xff/1\r\nImpersonate-User: b\xffb\r\n"
+        )
     assert code == 200, content
     written = log.read_text(encoding="utf-8")
     assert "kubectl\ufffd/1" in written and "b\ufffdb" in written, written
@@ -199,37 +200,29 @@ async def test_writes_store_such_bytes_as_kube_does() -> None:
     """What a write takes from a header is stored with U+FFFD for such bytes, as kube's encoder
     stores it: the manager named by a User-Agent (a 500 while the object could not be encoded), the
     same for each of the client's writes."""
-    registry = hub_registry()
-    async with MemoryStore() as memory:
-        objects = ObjectStore(memory, registry)
-        await objects.bootstrap()
-        tokens = TokenStore(memory)
-        token = (await tokens.create(role=Role.ADMIN, name="ada")).token
-        async with _served(
-            create_app(objects, registry, authenticator=tokens, authorizer=_AllowAll())
-        ) as port:
+    async with _with_admin(hub_registry(), _AllowAll()) as (port, token):
 
-            async def send(method: str, path: str, media: str, body: bytes, extra: bytes) -> dict[str, Any]:
-                head = (
-                    f"{method} {path} HTTP/1.1\r\nHost: hub\r\nAuthorization: Bearer {token}\r\n"
-                    f"Content-Type: {media}\r\nContent-Length: {len(body)}\r\n"
-                ).encode()
-                code, _, content = await _exchange(port, head + extra, body)
-                assert code in (200, 201), content
-                return orjson.loads(content)  # type: ignore[no-any-return]
+        async def send(method: str, path: str, media: str, body: bytes, extra: bytes) -> dict[str, Any]:
+            head = (
+                f"{method} {path} HTTP/1.1\r\nHost: hub\r\nAuthorization: Bearer {token}\r\n"
+                f"Content-Type: {media}\r\nContent-Length: {len(body)}\r\n"
+            ).encode()
+            code, _, content = await _exchange(port, head + extra, body)
+            assert code in (200, 201), content
+            return orjson.loads(content)  # type: ignore[no-any-return]
 
-            agent = b"User-Agent: deploy\xff/1.0\r\n"
-            config_map = {
-                "apiVersion": "v1",
-                "kind": "ConfigMap",
-                "metadata": {"name": "a"},
-                "data": {"k": "v"},
-            }
-            await send("POST", CONFIGMAPS, "application/json", orjson.dumps(config_map), agent)
-            patched = await send(
-                "PATCH", f"{CONFIGMAPS}/a", "application/merge-patch+json", b'{"data":{"k":"w"}}', agent
-            )
-            assert [entry["manager"] for entry in patched["metadata"]["managedFields"]] == ["deploy\ufffd"]
+        agent = b"User-Agent: deploy\xff/1.0\r\n"
+        config_map = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "a"},
+            "data": {"k": "v"},
+        }
+        await send("POST", CONFIGMAPS, "application/json", orjson.dumps(config_map), agent)
+        patched = await send(
+            "PATCH", f"{CONFIGMAPS}/a", "application/merge-patch+json", b'{"data":{"k":"w"}}', agent
+        )
+        assert [entry["manager"] for entry in patched["metadata"]["managedFields"]] == ["deploy\ufffd"]
 
 
 def test_an_object_holding_such_a_string_is_stored_with_u_fffd() -> None:
