@@ -52,7 +52,7 @@ from controlplane.apiserver.patching.fieldpaths import (
     item_element,
     with_named_ancestors,
 )
-from controlplane.apiserver.patching.merging import merge_applied, remove_path
+from controlplane.apiserver.patching.merging import merge_applied, remove_paths
 from controlplane.apiserver.patching.schema import FieldSchema, ListType
 from controlplane.apiserver.patching.typedvalue import applied_typing_error
 from controlplane.apiserver.patching.versions import VersionConverter, comparisons_by_version, fields_at
@@ -207,9 +207,7 @@ def server_side_apply(
             if other_identity != identity:
                 keep |= entry.fields
         doomed = with_named_ancestors(last) - with_named_ancestors(keep)
-        for path in sorted(doomed, key=len):
-            if path not in _UNOWNED and _in_section(path, section):
-                remove_path(merged, path, schema)
+        remove_paths(merged, (p for p in doomed if p not in _UNOWNED and _in_section(p, section)), schema)
 
     others = {key: entry for key, entry in managed.items() if key != identity}
     comparison, by_version = comparisons_by_version(

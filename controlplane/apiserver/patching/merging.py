@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import copy
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from controlplane.apiserver.patching.fieldpaths import FIELD, Path, PathElement, item_element
@@ -96,30 +96,58 @@ def _merge_items(live: list[Any], config: list[Any], schema: FieldSchema) -> lis
     return out
 
 
-def remove_path(obj: Any, path: Path, schema: FieldSchema) -> None:
-    """Delete the value at ``path`` (a field, a list item or a set value) if it is there."""
-    node = obj
-    current = schema
-    for position, (kind, text) in enumerate(path):
-        last = position == len(path) - 1
-        if kind == FIELD:
-            if not isinstance(node, dict) or text not in node:
-                return
-            if last:
+def remove_paths(obj: Any, paths: Iterable[Path], schema: FieldSchema) -> None:
+    """Delete the value at each of ``paths`` that is there (a field, a list item or a set value).
+
+    One walk over the paths as a tree: each list on the way is indexed once (an item's key
+    computed once), so pruning n items of a long list is linear, not n scans of it. A path under
+    one that is deleted is gone with it; a list item named twice in the list goes with both
+    copies, and a path below such an item reaches the first."""
+    tree = _Steps()
+    for path in paths:
+        node = tree
+        for element in path:
+            node = node.children.setdefault(element, _Steps())
+        node.doomed = True
+    _remove_below(obj, tree, schema)
+
+
+class _Steps:
+    """The paths to remove below one node: the next step of each, and whether one ends here."""
+
+    __slots__ = ("children", "doomed")
+
+    def __init__(self) -> None:
+        self.doomed = False
+        self.children: dict[PathElement, _Steps] = {}
+
+
+def _remove_below(node: Any, steps: _Steps, schema: FieldSchema) -> None:
+    if isinstance(node, dict):
+        for (kind, text), below in steps.children.items():
+            if kind != FIELD or text not in node:
+                continue
+            if below.doomed:
                 del node[text]
-                return
-            node = node[text]
-            current = current.child(text)
+            else:
+                _remove_below(node[text], below, schema.child(text))
+        return
+    if not isinstance(node, list):
+        return
+    by_item = {element: steps_below for element, steps_below in steps.children.items() if element[0] != FIELD}
+    if not by_item:
+        return
+    doomed: set[int] = set()
+    entered: set[PathElement] = set()
+    for index, item in enumerate(node):
+        element = item_element(item, schema)
+        item_steps = by_item.get(element) if element is not None else None
+        if element is None or item_steps is None:
             continue
-        if not isinstance(node, list):
-            return
-        element = (kind, text)
-        matches = [i for i, item in enumerate(node) if item_element(item, current) == element]
-        if not matches:
-            return
-        if last:
-            for index in reversed(matches):
-                del node[index]
-            return
-        node = node[matches[0]]
-        current = current.element()
+        if item_steps.doomed:
+            doomed.add(index)
+        elif element not in entered:
+            entered.add(element)
+            _remove_below(item, item_steps, schema.element())
+    if doomed:
+        node[:] = [item for index, item in enumerate(node) if index not in doomed]

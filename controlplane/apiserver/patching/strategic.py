@@ -21,14 +21,19 @@ decoding into its Go types. Two deliberate differences: ``$patch: delete`` on an
 removes the key (Kubernetes leaves ``{}``, which its defaulting then refills), and
 ``$patch: merge`` is accepted as the explicit default (Kubernetes refuses it).
 
+Each merged list is indexed once per merge (an item's identity, the canonical JSON of its merge
+key or value, computed once), so a patch costs time in proportion to the lists' length.
+
 In: the stored object, the patch, the kind name. Out: a new patched object (the inputs are
 not modified), or :class:`PatchError` with a message a person can act on.
 """
 
 from __future__ import annotations
 
+import bisect
 import copy
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
@@ -180,12 +185,12 @@ def _apply_element_order(
         if not isinstance(patch_list, list):
             raise PatchError(f"{list_path} must be a list")
         _check_order_matches(patch_list, order_ids, child, list_path)
-        merged = _merge_list(list(server_list), patch_list, child, list_path)
+        merged = _merged_list(list(server_list), server_ids, patch_list, child, list_path)
     elif isinstance(current, list):
-        merged = current
+        merged = _Identified(current, server_ids)
     else:
         return
-    original[name] = _order_items(merged, order_ids, server_ids, ident)
+    original[name] = _order_items(merged, order_ids, server_ids).items
 
 
 def _order_identity(item: Any, schema: FieldSchema, path: str) -> str:
@@ -223,7 +228,8 @@ def _check_order_matches(
 
 
 def _identity(schema: FieldSchema) -> _Ident:
-    """How two items of a merged list are recognised as the same item."""
+    """How two items of a merged list are recognised as the same item: by this text, computed
+    once per item and merge (a long list is indexed by it, never scanned per patch item)."""
     key = schema.merge_key
     if key is None:
         return canonical_json
@@ -236,28 +242,60 @@ def _identity(schema: FieldSchema) -> _Ident:
     return by_key
 
 
+@dataclass(frozen=True)
+class _Identified:
+    """A list's items with the identity of each (``_identity``), position by position."""
+
+    items: list[Any]
+    ids: list[str]
+
+
 def _merge_list(original: list[Any], patch: Sequence[Any], schema: FieldSchema, path: str) -> list[Any]:
     """Merge a list with the merge strategy: by merge key for objects, as a set for scalars."""
     if not patch:
         # Kubernetes leaves a merged list untouched by an empty list in the patch;
         # `null` or `$patch: replace` clears it.
         return original
+    ident = _identity(schema)
+    return _merged_list(original, [ident(x) for x in original], patch, schema, path).items
+
+
+def _merged_list(
+    original: list[Any], original_ids: list[str], patch: Sequence[Any], schema: FieldSchema, path: str
+) -> _Identified:
+    """:func:`_merge_list`, given and giving the identity of each item."""
+    if not patch:
+        return _Identified(original, original_ids)
     objects = [isinstance(x, Mapping) for x in [*original, *patch]]
     if any(isinstance(x, list) for x in [*original, *patch]):
         raise PatchError(f"{path}: lists of lists cannot be merged")
     if any(objects) and not all(objects):
         raise PatchError(f"{path}: the list mixes objects and plain values, so it cannot be merged")
-    ident = _identity(schema)
     if not all(objects):
-        merged: list[Any] = []
-        seen: set[str] = set()
-        for value in [*original, *patch]:
-            if ident(value) not in seen:
-                seen.add(ident(value))
-                merged.append(copy.deepcopy(value))
-        server_ids = [ident(x) for x in original]
-        return _order_items(merged, [ident(x) for x in patch], server_ids, ident)
+        return _merged_values(original, original_ids, patch, _identity(schema))
+    return _merged_by_key(original, original_ids, patch, schema, path)
 
+
+def _merged_values(
+    original: list[Any], original_ids: list[str], patch: Sequence[Any], ident: _Ident
+) -> _Identified:
+    """A list of plain values merged as a set: each value once, the patch's in its order."""
+    patch_ids = [ident(x) for x in patch]
+    merged = _Identified([], [])
+    seen: set[str] = set()
+    for value, value_id in zip([*original, *patch], [*original_ids, *patch_ids], strict=True):
+        if value_id not in seen:
+            seen.add(value_id)
+            merged.items.append(copy.deepcopy(value))
+            merged.ids.append(value_id)
+    return _order_items(merged, patch_ids, original_ids)
+
+
+def _merged_by_key(
+    original: list[Any], original_ids: list[str], patch: Sequence[Any], schema: FieldSchema, path: str
+) -> _Identified:
+    """A list of objects merged item by item, each patch item's match found in an index of the list."""
+    ident = _identity(schema)
     key = schema.merge_key
     if key is None:
         raise PatchError(
@@ -265,6 +303,7 @@ def _merge_list(original: list[Any], patch: Sequence[Any], schema: FieldSchema, 
         )
     plain: list[Mapping[str, Any]] = []
     replace = False
+    deleted: set[str] = set()
     for index, item in enumerate(patch):
         if DIRECTIVE_MARKER not in item:
             plain.append(item)
@@ -275,8 +314,7 @@ def _merge_list(original: list[Any], patch: Sequence[Any], schema: FieldSchema, 
                 raise PatchError(
                     f"{path}[{index}]: `$patch: delete` needs the merge key {key!r} to find the item"
                 )
-            target = canonical_json(item[key])
-            original = [x for x in original if ident(x) != target]
+            deleted.add(canonical_json(item[key]))
         elif directive == Directive.REPLACE:
             replace = True
         elif directive == Directive.MERGE:
@@ -285,31 +323,69 @@ def _merge_list(original: list[Any], patch: Sequence[Any], schema: FieldSchema, 
         else:
             raise PatchError(f"{path}[{index}]: unknown `$patch: {directive}`; use replace, merge or delete")
     if replace:
-        return [_materialize(item, schema.element(), path) for item in plain]
+        replaced = [_materialize(item, schema.element(), path) for item in plain]
+        return _Identified(replaced, [ident(x) for x in replaced])
+    if deleted:
+        kept = [(x, x_id) for x, x_id in zip(original, original_ids, strict=True) if x_id not in deleted]
+        original, original_ids = [x for x, _ in kept], [x_id for _, x_id in kept]
 
-    result = list(original)
+    result = _Identified(list(original), list(original_ids))
+    positions = _Positions(original_ids)
+    patch_ids: list[str] = []
     for index, item in enumerate(plain):
         if key not in item:
             raise PatchError(
                 f"{path}[{index}]: the item has no {key!r}; every item of this list needs its merge key {key!r}"
             )
-        item_path = f"{path}[{key}={canonical_json(item[key])}]"
         wanted = canonical_json(item[key])
-        found = next((i for i, x in enumerate(result) if ident(x) == wanted), None)
+        patch_ids.append(wanted)
+        item_path = f"{path}[{key}={wanted}]"
+        found = positions.first(wanted)
         if found is None:
-            result.append(_materialize(item, schema.element(), item_path))
-        else:
-            merged_item = _merge_map(result[found], item, schema.element(), item_path)
-            if merged_item is None:
-                del result[found]
-            else:
-                result[found] = merged_item
-    return _order_items(result, [ident(x) for x in plain], [ident(x) for x in original], ident)
+            added = _materialize(item, schema.element(), item_path)
+            positions.add(len(result.items), added_id := ident(added))
+            result.items.append(added)
+            result.ids.append(added_id)
+            continue
+        merged_item = _merge_map(result.items[found], item, schema.element(), item_path)
+        result.items[found] = _GONE if merged_item is None else merged_item
+        merged_id = _GONE_ID if merged_item is None else ident(merged_item)
+        if merged_id != wanted:
+            positions.move(found, wanted, merged_id)
+            result.ids[found] = merged_id
+    left = [(x, x_id) for x, x_id in zip(result.items, result.ids, strict=True) if x is not _GONE]
+    return _order_items(
+        _Identified([x for x, _ in left], [x_id for _, x_id in left]), patch_ids, original_ids
+    )
 
 
-def _order_items(
-    merged: list[Any], patch_order: Sequence[str], server_order: Sequence[str], ident: _Ident
-) -> list[Any]:
+_GONE: Any = object()  # a list item a merge removed, dropped when the merge is done
+_GONE_ID = ""  # its identity: no canonical JSON text is empty
+
+
+class _Positions:
+    """Where the items of a list are by identity (ascending), kept as the merge adds, changes and
+    removes items: finding a patch item's match is one look-up, not a scan of the list."""
+
+    def __init__(self, ids: Sequence[str]) -> None:
+        self._where: dict[str, list[int]] = {}
+        for position, item_id in enumerate(ids):
+            self._where.setdefault(item_id, []).append(position)
+
+    def first(self, item_id: str) -> int | None:
+        found = self._where.get(item_id)
+        return found[0] if found else None
+
+    def add(self, position: int, item_id: str) -> None:
+        bisect.insort(self._where.setdefault(item_id, []), position)
+
+    def move(self, position: int, old_id: str, new_id: str) -> None:
+        self._where[old_id].remove(position)
+        if new_id != _GONE_ID:
+            self.add(position, new_id)
+
+
+def _order_items(merged: _Identified, patch_order: Sequence[str], server_order: Sequence[str]) -> _Identified:
     """Order a merged list: items named in ``patch_order`` in that order, the others where they were.
 
     Server-only items keep their relative order and are placed before a patch item only
@@ -321,12 +397,12 @@ def _order_items(
     server_pos: dict[str, int] = {}
     for position, item_id in enumerate(server_order):
         server_pos.setdefault(item_id, position)
-    from_patch = sorted((x for x in merged if ident(x) in patch_pos), key=lambda x: patch_pos[ident(x)])
+    pairs = list(zip(merged.items, merged.ids, strict=True))
+    from_patch = sorted((p for p in pairs if p[1] in patch_pos), key=lambda p: patch_pos[p[1]])
     server_only = sorted(
-        (x for x in merged if ident(x) not in patch_pos),
-        key=lambda x: server_pos.get(ident(x), len(server_pos)),
+        (p for p in pairs if p[1] not in patch_pos), key=lambda p: server_pos.get(p[1], len(server_pos))
     )
-    out: list[Any] = []
+    out: list[tuple[Any, str]] = []
     left, right = 0, 0
     while left < len(server_only) or right < len(from_patch):
         if right >= len(from_patch):
@@ -337,15 +413,15 @@ def _order_items(
             out.append(from_patch[right])
             right += 1
             continue
-        left_pos = server_pos.get(ident(server_only[left]))
-        right_pos = server_pos.get(ident(from_patch[right]))
+        left_pos = server_pos.get(server_only[left][1])
+        right_pos = server_pos.get(from_patch[right][1])
         if left_pos is not None and right_pos is not None and left_pos < right_pos:
             out.append(server_only[left])
             left += 1
         else:
             out.append(from_patch[right])
             right += 1
-    return out
+    return _Identified([x for x, _ in out], [x_id for _, x_id in out])
 
 
 def _replace_list(value: Sequence[Any], schema: FieldSchema, path: str) -> list[Any]:

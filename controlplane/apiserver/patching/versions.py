@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 from controlplane.apiserver.patching.comparing import Comparison, compare
 from controlplane.apiserver.patching.fieldpaths import Path
-from controlplane.apiserver.patching.merging import remove_path
+from controlplane.apiserver.patching.merging import remove_paths
 from controlplane.apiserver.patching.schema import FieldSchema
 
 _UNCONVERTIBLE = (TypeError, ValueError, KeyError, AttributeError)
@@ -95,8 +95,7 @@ def fields_at(
         if there is None:
             return None
         held, held_schema = copy.deepcopy(there[0]), there[1]
-        for path in sorted(fields, key=len):
-            remove_path(held, path, held_schema)
+        remove_paths(held, fields, held_schema)
         back = converter(held, str(obj.get("apiVersion")))
     except _UNCONVERTIBLE:
         return None

@@ -581,6 +581,131 @@ CASES = [
         make_object("Event", reason="Scheduled", count=2, involvedObject={"kind": "Pod", "name": "p"}),
     ),
     Case(
+        "an item stored twice: the patch item merges into the first",
+        "Deployment",
+        deployment([container("a", "a:1"), container("b", "b:1"), container("a", "a:2")]),
+        pod_template({"containers": [container("a", "a:9")]}),
+        deployment([container("a", "a:9"), container("a", "a:2"), container("b", "b:1")]),
+    ),
+    Case(
+        "an item sent twice merges into one item",
+        "Deployment",
+        deployment([container("a", "a:1"), container("b", "b:1")]),
+        pod_template(
+            {"containers": [container("c", "c:1"), container("a", "a:2"), container("c", workingDir="/w")]}
+        ),
+        deployment(
+            [{"name": "c", "image": "c:1", "workingDir": "/w"}, container("a", "a:2"), container("b", "b:1")]
+        ),
+    ),
+    Case(
+        "$patch: delete of several items, one of them not in the list",
+        "Deployment",
+        THREE,
+        pod_template(
+            {
+                "containers": [
+                    {"$patch": "delete", "name": "a"},
+                    {"$patch": "delete", "name": "x"},
+                    {"$patch": "delete", "name": "c"},
+                ]
+            }
+        ),
+        deployment([container("b", "b:1")]),
+    ),
+    Case(
+        "$patch: delete beside a merged and a new item",
+        "Deployment",
+        THREE,
+        pod_template(
+            {"containers": [{"$patch": "delete", "name": "b"}, container("c", "c:2"), container("d", "d:1")]}
+        ),
+        deployment([container("a", "a:1"), container("c", "c:2"), container("d", "d:1")]),
+    ),
+    Case(
+        "$patch: delete removes every item stored with that key",
+        "Deployment",
+        deployment([container("a", "a:1"), container("b", "b:1"), container("a", "a:2")]),
+        pod_template({"containers": [{"$patch": "delete", "name": "a"}]}),
+        deployment([container("b", "b:1")]),
+    ),
+    Case(
+        "$patch: replace in a list wins over a delete beside it",
+        "Deployment",
+        deployment([container("a", "a:1"), container("b", "b:1")]),
+        pod_template(
+            {"containers": [container("z", "z:1"), {"$patch": "delete", "name": "a"}, {"$patch": "replace"}]}
+        ),
+        deployment([container("z", "z:1")]),
+    ),
+    Case(
+        "$setElementOrder naming an item neither the list nor the patch has",
+        "Deployment",
+        deployment([container("a", "a:1"), container("b", "b:1")]),
+        pod_template({"$setElementOrder/containers": [{"name": "b"}, {"name": "x"}, {"name": "a"}]}),
+        deployment([container("b", "b:1"), container("a", "a:1")]),
+    ),
+    Case(
+        "$setElementOrder leaving out a stored item keeps it before the item it stood before",
+        "Deployment",
+        THREE,
+        pod_template(
+            {
+                "$setElementOrder/containers": [{"name": "c"}, {"name": "d"}, {"name": "a"}],
+                "containers": [container("d", "d:1")],
+            }
+        ),
+        deployment(
+            [container("b", "b:1"), container("c", "c:1"), container("d", "d:1"), container("a", "a:1")]
+        ),
+    ),
+    Case(
+        "$setElementOrder placing items the object lacks",
+        "Deployment",
+        deployment([container("a", "a:1"), container("b", "b:1")]),
+        pod_template(
+            {
+                "$setElementOrder/containers": [{"name": "d"}, {"name": "b"}, {"name": "c"}, {"name": "a"}],
+                "containers": [container("d", "d:1"), container("c", "c:1")],
+            }
+        ),
+        deployment(
+            [container("d", "d:1"), container("b", "b:1"), container("c", "c:1"), container("a", "a:1")]
+        ),
+    ),
+    Case(
+        "a merged list of values keeps one of each value",
+        "Deployment",
+        deployment(metadata={"finalizers": ["a", "b", "a", "c"]}),
+        {"metadata": {"finalizers": ["d", "b", "d"]}},
+        deployment(metadata={"finalizers": ["d", "a", "b", "c"]}),
+    ),
+    Case(
+        "$setElementOrder of a list of values naming a value neither side has",
+        "Deployment",
+        deployment(metadata={"finalizers": ["a", "b", "c"]}),
+        {"metadata": {"finalizers": ["d"], "$setElementOrder/finalizers": ["c", "d", "x", "a"]}},
+        deployment(metadata={"finalizers": ["b", "c", "d", "a"]}),
+    ),
+    Case(
+        "$deleteFromPrimitiveList removes every copy of a value",
+        "Deployment",
+        deployment(metadata={"finalizers": ["a", "b", "a", "c"]}),
+        {"metadata": {"$deleteFromPrimitiveList/finalizers": ["a", "x", "a"], "finalizers": ["e"]}},
+        deployment(metadata={"finalizers": ["e", "b", "c"]}),
+    ),
+    Case(
+        "$retainKeys on one item of a merged list",
+        "Deployment",
+        deployment(pod={"volumes": [{"name": "v", "emptyDir": {}}, {"name": "w", "emptyDir": {}}]}),
+        pod_template(
+            {"volumes": [{"$retainKeys": ["name", "hostPath"], "name": "w", "hostPath": {"path": "/d"}}]}
+        ),
+        deployment(
+            pod={"volumes": [{"name": "v", "emptyDir": {}}, {"name": "w", "hostPath": {"path": "/d"}}]}
+        ),
+    ),
+    Case(
         "StatefulSet volumeClaimTemplates are replaced",
         "StatefulSet",
         make_object("StatefulSet", spec={"volumeClaimTemplates": [{"metadata": {"name": "a"}}]}),
