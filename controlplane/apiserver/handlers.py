@@ -527,6 +527,7 @@ class ResourceHandlers:
         created: list[bool] = []
         options = self.write_args(request, warnings)
         options["on_create"] = lambda: created.append(True)
+        options["body_bytes"] = len(await request.read())  # read (and kept) by patch_body
         patched = await self._objects.patch(
             rt, namespace=info.namespace, name=info.name, patch_type=patch_type, patch=patch,
             subresource=subresource, force=force, **options,

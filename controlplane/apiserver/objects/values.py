@@ -132,6 +132,9 @@ class WriteOptions:
     #: The writer recorded the write's managedFields itself (in the version the request was made
     #: in): the object's are kept as given, a status write's too.
     recorded_managed_fields: bool = False
+    #: The size of the request body a patch came in (0: a patch made in-process): with the stored
+    #: object's, it decides whether the patch is computed in a worker thread.
+    body_bytes: int = 0
 
 
 class WriteArgs(TypedDict, total=False):
@@ -147,6 +150,7 @@ class WriteArgs(TypedDict, total=False):
     recorded_subresource: str | None
     expected_uid: str | None
     recorded_managed_fields: bool
+    body_bytes: int
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,6 +18,7 @@ in another version (its fields are converted back).
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import logging
 from collections.abc import Callable, Mapping
@@ -71,21 +72,29 @@ class KindVersions:
         return self._converters.get((rt.api_version, rt.kind))
 
     async def computed(
-        self, rt: ResourceType, compute: Callable[..., T], *, dropping: dict[str, Any] | None = None
+        self, rt: ResourceType, compute: Callable[..., T], *, dropping: dict[str, Any] | None = None,
+        off_loop: bool = False,
     ) -> T:
         """``compute(converter=...)`` (pure, run again as needed) with ``rt``'s converter: a CRD's
         versions converted by its webhook, one review per version the comparison asks for. A failed
         conversion is the webhook's error; with ``dropping`` (an update's object, not an apply's),
         that object is the answer without its managedFields instead, as kube's field manager drops
-        the entries of an update it cannot record (``UpdateNoErrors``)."""
+        the entries of an update it cannot record (``UpdateNoErrors``). ``off_loop``: ``compute``
+        runs in a worker thread (a large patch), so that the event loop serves other requests."""
+
+        async def run(converter: VersionConverter | None) -> T:
+            if off_loop:
+                return await asyncio.to_thread(compute, converter=converter)
+            return compute(converter=converter)
+
         converter = self.converter(rt)
         if converter is not None or self.webhooks is None or rt.custom is None:
-            return compute(converter=converter)
+            return await run(converter)
         prefetched = _Prefetched()
         for _round in range(_ROUNDS):
             prefetched.missing = {}
             try:
-                result = compute(converter=prefetched)
+                result = await run(prefetched)
             except Exception:
                 if not prefetched.missing:
                     raise
@@ -102,7 +111,7 @@ class KindVersions:
                                    rt.qualified(), dropping["metadata"].get("name"), exc_info=True)
                     return cast(T, {**dropping, "metadata": _without_managed_fields(dropping["metadata"])})
         prefetched.missing = None  # what is still missing is compared in the request's version
-        return compute(converter=prefetched)
+        return await run(prefetched)
 
     async def _fetch(
         self, rt: ResourceType, objects: dict[bytes, Mapping[str, Any]], api_version: str,

@@ -84,6 +84,9 @@ from controlplane.storage.ledger import WriteReason, changed_fields, writing_bec
 #: How often a patch re-reads and retries after losing a compare-and-swap race; every
 #: round one of the racing writers wins, so this bounds the writers racing on one object.
 PATCH_RETRIES = 32
+#: A patch whose body and stored object together are larger is computed in a worker thread, so
+#: that merging a long list does not hold the event loop; smaller ones (nearly all) inline.
+PATCH_INLINE_BYTES = 64 * 1024
 _GENERATE_NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 _GENERATE_NAME_MAX_PREFIX = 58
 
@@ -325,7 +328,9 @@ class Writer:
             except errors.NotFound:
                 if patch_type is not PatchType.APPLY or subresource:
                     raise
-                applied = apply_patch(rt, None, patch_type, patch, manager=field_manager, force=force, now=self.now())
+                applied = await self.versions.computed(rt, partial(
+                    apply_patch, rt, None, patch_type, patch, manager=field_manager, force=force, now=self.now(),
+                ), off_loop=write.body_bytes > PATCH_INLINE_BYTES)
                 applied = checked_body(rt, applied, namespace=namespace, name=name)
                 created, _ = await self.create_owned(rt, applied, applied_write)
                 if write.on_create is not None:
@@ -336,7 +341,7 @@ class Writer:
             patched = await self.versions.computed(rt, partial(
                 apply_patch, rt, old, patch_type, patch, manager=field_manager, force=force, now=self.now(),
                 subresource=subresource, strict_decoding=write.field_validation is not FieldValidation.IGNORE,
-            ))
+            ), off_loop=write.body_bytes + len(kv.value) > PATCH_INLINE_BYTES)
             patched = checked_body(rt, patched, namespace=namespace, name=name, named=True)
             write_options = applied_write if patch_type is PatchType.APPLY else write
             try:
