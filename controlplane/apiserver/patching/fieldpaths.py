@@ -112,26 +112,33 @@ def with_named_ancestors(paths: Iterable[Path]) -> set[Path]:
     return out
 
 
-class _Node:
+class PathTree:
+    """A set of paths as a tree: a node per step, ``member`` where a path ends."""
+
     __slots__ = ("children", "member")
 
     def __init__(self) -> None:
         self.member = False
-        self.children: dict[PathElement, _Node] = {}
+        self.children: dict[PathElement, PathTree] = {}
+
+
+def path_tree(paths: Iterable[Path]) -> PathTree:
+    """The tree of a set of paths."""
+    root = PathTree()
+    for path in paths:
+        node = root
+        for element in path:
+            node = node.children.setdefault(element, PathTree())
+        node.member = True
+    return root
 
 
 def encode_fields(paths: Iterable[Path]) -> dict[str, Any]:
     """The FieldsV1 tree of a set of paths."""
-    root = _Node()
-    for path in paths:
-        node = root
-        for element in path:
-            node = node.children.setdefault(element, _Node())
-        node.member = True
-    return _encode_node(root)
+    return _encode_node(path_tree(paths))
 
 
-def _encode_node(node: _Node) -> dict[str, Any]:
+def _encode_node(node: PathTree) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if node.member and node.children:
         out["."] = {}

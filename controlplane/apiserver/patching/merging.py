@@ -10,7 +10,14 @@ from collections import deque
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from controlplane.apiserver.patching.fieldpaths import FIELD, Path, PathElement, item_element
+from controlplane.apiserver.patching.fieldpaths import (
+    FIELD,
+    Path,
+    PathElement,
+    PathTree,
+    item_element,
+    path_tree,
+)
 from controlplane.apiserver.patching.schema import FieldSchema, ListType
 
 
@@ -103,31 +110,15 @@ def remove_paths(obj: Any, paths: Iterable[Path], schema: FieldSchema) -> None:
     computed once), so pruning n items of a long list is linear, not n scans of it. A path under
     one that is deleted is gone with it; a list item named twice in the list goes with both
     copies, and a path below such an item reaches the first."""
-    tree = _Steps()
-    for path in paths:
-        node = tree
-        for element in path:
-            node = node.children.setdefault(element, _Steps())
-        node.doomed = True
-    _remove_below(obj, tree, schema)
+    _remove_below(obj, path_tree(paths), schema)
 
 
-class _Steps:
-    """The paths to remove below one node: the next step of each, and whether one ends here."""
-
-    __slots__ = ("children", "doomed")
-
-    def __init__(self) -> None:
-        self.doomed = False
-        self.children: dict[PathElement, _Steps] = {}
-
-
-def _remove_below(node: Any, steps: _Steps, schema: FieldSchema) -> None:
+def _remove_below(node: Any, steps: PathTree, schema: FieldSchema) -> None:
     if isinstance(node, dict):
         for (kind, text), below in steps.children.items():
             if kind != FIELD or text not in node:
                 continue
-            if below.doomed:
+            if below.member:
                 del node[text]
             else:
                 _remove_below(node[text], below, schema.child(text))
@@ -144,7 +135,7 @@ def _remove_below(node: Any, steps: _Steps, schema: FieldSchema) -> None:
         item_steps = by_item.get(element) if element is not None else None
         if element is None or item_steps is None:
             continue
-        if item_steps.doomed:
+        if item_steps.member:
             doomed.add(index)
         elif element not in entered:
             entered.add(element)
