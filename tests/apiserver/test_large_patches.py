@@ -1,7 +1,7 @@
 """A large patch is computed in a worker thread, so that merging a long list does not hold the
 event loop (other clients' requests, watches, /readyz) while it runs: one whose body and stored
-object together pass ``PATCH_INLINE_BYTES``. Small patches, nearly all of them, are computed
-inline. Either way the patched object is the same."""
+object together pass ``PATCH_INLINE_BYTES``, its managedFields record too. Small patches, nearly
+all of them, are computed inline. Either way the patched object is the same."""
 
 from __future__ import annotations
 
@@ -45,15 +45,26 @@ def env(count: int, value: str = "v") -> list[dict[str, str]]:
 @pytest.fixture
 def off_loop(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     """For each patch computed, whether it ran off the event loop's thread."""
+    return _watch(monkeypatch, "apply_patch")
+
+
+@pytest.fixture
+def recorded_off_loop(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """For each managedFields record of an ordinary write, whether it ran off the event loop's thread."""
+    return _watch(monkeypatch, "record_update")
+
+
+def _watch(monkeypatch: pytest.MonkeyPatch, name: str) -> list[bool]:
     loop_thread = threading.get_ident()
     seen: list[bool] = []
-    real = writing.apply_patch
+    real = getattr(writing, name)
 
     def recording(*args: Any, **kwargs: Any) -> dict[str, Any]:
         seen.append(threading.get_ident() != loop_thread)
-        return real(*args, **kwargs)
+        result: dict[str, Any] = real(*args, **kwargs)
+        return result
 
-    monkeypatch.setattr(writing, "apply_patch", recording)
+    monkeypatch.setattr(writing, name, recording)
     return seen
 
 
@@ -65,9 +76,10 @@ async def _env_of(answer: Any) -> list[dict[str, str]]:
 
 
 async def test_a_large_strategic_merge_patch_is_computed_off_the_loop(
-    hub: Client, off_loop: list[bool]
+    hub: Client, off_loop: list[bool], recorded_off_loop: list[bool]
 ) -> None:
     assert (await hub.post(DEPLOYMENTS, json=deployment("web"))).status == 201
+    recorded_off_loop.clear()  # the create's
     patch = {"spec": {"template": {"spec": {"containers": [{"name": "c", "env": env(LONG)}]}}}}
     assert len(json.dumps(patch)) > writing.PATCH_INLINE_BYTES
 
@@ -75,16 +87,21 @@ async def test_a_large_strategic_merge_patch_is_computed_off_the_loop(
 
     assert await _env_of(answer) == env(LONG)
     assert off_loop == [True]
+    assert recorded_off_loop == [True]
 
 
-async def test_a_small_patch_is_computed_inline(hub: Client, off_loop: list[bool]) -> None:
+async def test_a_small_patch_is_computed_inline(
+    hub: Client, off_loop: list[bool], recorded_off_loop: list[bool]
+) -> None:
     assert (await hub.post(DEPLOYMENTS, json=deployment("web"))).status == 201
+    recorded_off_loop.clear()
     patch = {"spec": {"template": {"spec": {"containers": [{"name": "c", "env": env(3)}]}}}}
 
     answer = await hub.patch(f"{DEPLOYMENTS}/web", data=json.dumps(patch), headers=STRATEGIC)
 
     assert await _env_of(answer) == env(3)
     assert off_loop == [False]
+    assert recorded_off_loop == [False]
 
 
 async def test_a_small_patch_of_a_large_object_is_computed_off_the_loop(

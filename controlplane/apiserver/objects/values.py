@@ -135,6 +135,9 @@ class WriteOptions:
     #: The size of the request body a patch came in (0: a patch made in-process): with the stored
     #: object's, it decides whether the patch is computed in a worker thread.
     body_bytes: int = 0
+    #: A large patch (its body and the stored object past ``PATCH_INLINE_BYTES``): its managedFields
+    #: are recorded in a worker thread too.
+    off_loop: bool = False
 
 
 class WriteArgs(TypedDict, total=False):
@@ -151,6 +154,7 @@ class WriteArgs(TypedDict, total=False):
     expected_uid: str | None
     recorded_managed_fields: bool
     body_bytes: int
+    off_loop: bool
 
 
 @dataclass(frozen=True, slots=True)

@@ -338,12 +338,13 @@ class Writer:
                 return created
             old = decode(rt, kv)
             check_uid_precondition(rt, old, write.expected_uid)
+            large = write.body_bytes + len(kv.value) > PATCH_INLINE_BYTES
             patched = await self.versions.computed(rt, partial(
                 apply_patch, rt, old, patch_type, patch, manager=field_manager, force=force, now=self.now(),
                 subresource=subresource, strict_decoding=write.field_validation is not FieldValidation.IGNORE,
-            ), off_loop=write.body_bytes + len(kv.value) > PATCH_INLINE_BYTES)
+            ), off_loop=large)
             patched = checked_body(rt, patched, namespace=namespace, name=name, named=True)
-            write_options = applied_write if patch_type is PatchType.APPLY else write
+            write_options = dataclasses.replace(applied_write if patch_type is PatchType.APPLY else write, off_loop=large)
             try:
                 try:
                     version = version_precondition(rt, kv, patched["metadata"].get("resourceVersion"), name=name,
@@ -546,7 +547,8 @@ class Writer:
             return old  # kube writes nothing for a no-op update
         if options.field_manager:
             recorded = partial(record_update, rt, old, new, subresource=subresource or options.recorded_subresource)
-            new = await self.versions.computed(rt, partial(recorded, manager=options.field_manager, now=self.now()), dropping=new)
+            new = await self.versions.computed(rt, partial(recorded, manager=options.field_manager, now=self.now()),
+                                               dropping=new, off_loop=options.off_loop)
         if options.validate is not None:
             await options.validate(WriteAttributes(Operation.UPDATE, rt, new, old=old, subresource=subresource))
         if options.webhooks is not None:
