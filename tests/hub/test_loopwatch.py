@@ -70,7 +70,10 @@ async def test_a_stall_that_goes_on_is_reported_while_it_lasts(caplog: pytest.Lo
     assert all(r.created < ended for r in notices)  # said while the loop was held
     assert re.match(r"the event loop has been held for \d+\.\ds and is still held; ", notices[0].getMessage())
     assert "hold_the_loop_in_a_named_function" in notices[-1].getMessage()
-    assert len(stalls) == 1 and stalls[0].seconds >= 1.2, stalls
+    # The stall the test made (at a 0.1 s threshold a loaded machine may add one of its own, the
+    # process not scheduled while the loop waited in select).
+    held = [stall for stall in stalls if "hold_the_loop_in_a_named_function" in stall.message()]
+    assert len(held) == 1 and held[0].seconds >= 1.2, stalls
 
 
 async def test_a_stall_shorter_than_the_threshold_is_sampled_but_not_reported() -> None:
