@@ -51,15 +51,22 @@ class TextTimestamps(yaml.SafeLoader):
 
 def comparable(obj: dict[str, Any]) -> dict[str, Any]:
     """``obj`` without what a write changes by itself: its resourceVersion and kubectl's
-    last-applied annotation (``.status`` left out too: the hub's controllers may write it), and a
-    Deployment's generation, which moves with its annotations as kube's does."""
-    moved = ("resourceVersion", "annotations", *(("generation",) if obj.get("kind") == "Deployment" else ()))
+    last-applied annotation (``.status`` left out too: the hub's controllers may write it), a
+    Deployment's generation, which moves with its annotations as kube's does, and a Cluster's
+    taints the hub sets itself (a Cluster no agent renews is tainted unreachable after its grace
+    period, which a slow run reaches) with the generation they move."""
+    cluster = obj.get("kind") == "Cluster"
+    moved = ("resourceVersion", "annotations", *(("generation",) if obj.get("kind") == "Deployment" or cluster else ()))
     meta = {k: v for k, v in obj["metadata"].items() if k not in moved}
     annotations = {
         k: v for k, v in (obj["metadata"].get("annotations") or {}).items()
         if k != "kubectl.kubernetes.io/last-applied-configuration"
     }
-    return {**{k: v for k, v in obj.items() if k != "status"}, "metadata": {**meta, "annotations": annotations}}
+    out = {**{k: v for k, v in obj.items() if k != "status"}, "metadata": {**meta, "annotations": annotations}}
+    if cluster and "taints" in (obj.get("spec") or {}):
+        taints = [t for t in obj["spec"]["taints"] if not str(t.get("key", "")).startswith("cluster.gpufed.io/")]
+        out["spec"] = {**obj["spec"], "taints": taints}
+    return out
 
 
 def test_apply_client_then_server_side_and_get_yaml_round_trip(

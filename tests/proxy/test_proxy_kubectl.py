@@ -16,6 +16,7 @@ import struct
 import subprocess
 import sys
 import termios
+import time
 from pathlib import Path
 
 import aiohttp
@@ -132,6 +133,11 @@ def _forward_with_the_python_client(fleet: Fleet, ca: Path, payload: bytes) -> b
             return got
         finally:
             forward.close()
+            # The client's own thread closes the WebSocket once it sees the ports closed: wait for
+            # it, so the test does not end with the client's socket still open.
+            deadline = time.monotonic() + 30
+            while forward.connected and time.monotonic() < deadline:
+                time.sleep(0.01)
 
 
 async def test_the_kubernetes_client_port_forwards_through_the_proxy(fleet: Fleet, tmp_path: Path) -> None:
