@@ -78,6 +78,11 @@ class ApiError(Exception):
 
     code: int = 500
     reason: StatusReason = StatusReason.INTERNAL_ERROR
+    #: Whether the Status always carries ``details``, ``{}`` when nothing fills it: kube's
+    #: constructors for these reasons (``NewNotFound``, ``NewMethodNotSupported``,
+    #: ``NewTimeoutError``, ``NewGenericServerResponse`` ...) always set a ``StatusDetails``, which
+    #: is serialised even when all its fields are empty; ``NewBadRequest`` and a few others set none.
+    always_details: bool = False
 
     def __init__(
         self,
@@ -117,7 +122,7 @@ class ApiError(Exception):
         }
         if not self.reason:
             del status["reason"]
-        if details:
+        if details or self.always_details:
             status["details"] = details
         return status
 
@@ -164,16 +169,19 @@ class Unauthorized(ApiError):
 class Forbidden(ApiError):
     code = 403
     reason = StatusReason.FORBIDDEN
+    always_details = True
 
 
 class NotFound(ApiError):
     code = 404
     reason = StatusReason.NOT_FOUND
+    always_details = True
 
 
 class MethodNotAllowed(ApiError):
     code = 405
     reason = StatusReason.METHOD_NOT_ALLOWED
+    always_details = True
 
 
 class NotAcceptable(ApiError):
@@ -184,11 +192,13 @@ class NotAcceptable(ApiError):
 class AlreadyExists(ApiError):
     code = 409
     reason = StatusReason.ALREADY_EXISTS
+    always_details = True
 
 
 class Conflict(ApiError):
     code = 409
     reason = StatusReason.CONFLICT
+    always_details = True
 
 
 class Gone(ApiError):
@@ -235,6 +245,7 @@ class TooManyRequests(ApiError):
 class Invalid(ApiError):
     code = 422
     reason = StatusReason.INVALID
+    always_details = True
 
 
 class RejectedRequest(Invalid):
@@ -277,6 +288,7 @@ class ServerError(ApiError):
 class Timeout(ApiError):
     code = 504
     reason = StatusReason.TIMEOUT
+    always_details = True
 
 
 class ServiceUnavailable(ApiError):

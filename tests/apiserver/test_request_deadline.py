@@ -97,11 +97,12 @@ async def test_a_body_that_does_not_arrive_is_504_and_gives_its_seat_back(port: 
     head, _, body = answer.partition(b"\r\n\r\n")
     assert head.split(b"\r\n")[0].endswith(b" 504 Gateway Timeout"), answer[:300]
     status = orjson.loads(body)
-    assert (status["kind"], status["code"], status["reason"], status["message"]) == (
+    assert (status["kind"], status["code"], status["reason"], status["message"], status["details"]) == (
         "Status",
         504,
         "Timeout",
         "Timeout: request did not complete within the allotted timeout",
+        {},  # NewTimeoutError's details, set with only a zero retryAfterSeconds
     )
     assert await _executing(port) == 1  # the dump's own request: the POST's seat is free
     assert (await _get(port, CONFIGMAPS))[0] == 200

@@ -23,7 +23,7 @@ FLEET = {
 }
 NOT_FOUND = {
     "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-    "message": "the server could not find the requested resource", "reason": "NotFound", "code": 404,
+    "message": "the server could not find the requested resource", "reason": "NotFound", "code": 404, "details": {},
 }
 
 

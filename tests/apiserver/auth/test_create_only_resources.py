@@ -29,11 +29,12 @@ AGGREGATED_ACCEPT = (
     "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,"
     "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json"
 )
-#: kube-apiserver's answer to a method its create-only route does not take (go-restful's 405).
+#: kube-apiserver's answer to a method its create-only route does not take (go-restful's 405, as
+#: its ``serviceErrorHandler`` writes it: ``NewGenericServerResponse``, whose details are set and empty).
 METHOD_NOT_ALLOWED = {
     "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
     "message": "the server does not allow this method on the requested resource", "reason": "MethodNotAllowed",
-    "code": 405,
+    "code": 405, "details": {},
 }
 
 
