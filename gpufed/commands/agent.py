@@ -15,6 +15,7 @@ from gpufed.commands.running import (
     add_loop_stall_argument,
     collector_policy,
     first_problem,
+    given_flags,
 )
 from gpufed.logging_setup import LEVELS, configure_logging
 
@@ -38,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         config = config_from_args(args)
     except ValidationError as exc:
-        print(f"error: {first_problem(exc)}", file=sys.stderr)
+        print(f"error: {first_problem(exc, given_flags(args))}", file=sys.stderr)
         return 2
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Mapping
 from typing import TYPE_CHECKING, Any
 
 from controlplane.gcpolicy import CollectorPolicy
@@ -35,10 +35,32 @@ def report(exc: BaseException) -> int:
     return 1
 
 
-def first_problem(exc: ValidationError) -> str:
-    """The first problem pydantic found, as one line (its message without the "Value error, ")."""
+def first_problem(exc: ValidationError, flags: Mapping[str, str] | None = None) -> str:
+    """The first problem pydantic found, as one line (its message without the "Value error, ").
+
+    ``flags`` maps a model's fields to the command-line flags that gave them their values: a
+    problem with one of those is told as the flag's, with the value it was given
+    (``--heartbeat-interval: must be greater than 0 (got -1)``)."""
     first = exc.errors()[0]
-    return str(first.get("msg", exc)).removeprefix("Value error, ")
+    message = str(first.get("msg", exc)).removeprefix("Value error, ")
+    location = first.get("loc", ())
+    flag = flags.get(str(location[0])) if flags and location else None
+    if flag is None or message.startswith(flag):  # a message of the model's own that names it
+        return message
+    if message.startswith("Input should be "):
+        message = "must be " + message.removeprefix("Input should be ")
+    return f"{flag}: {message} (got {_as_given(first.get('input'))})"
+
+
+def _as_given(value: object) -> str:
+    """A flag's value as it was typed: ``-1`` for the float argparse made of it."""
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def given_flags(args: argparse.Namespace) -> dict[str, str]:
+    """``--flag-name`` by the destination of every flag given a value (argparse's own spelling:
+    a flag's destination is its name with ``_`` for ``-``)."""
+    return {dest: "--" + dest.replace("_", "-") for dest, value in vars(args).items() if value is not None}
 
 
 def run_reporting(main: Coroutine[Any, Any, int], expected: Expected) -> int:

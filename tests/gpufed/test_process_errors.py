@@ -100,3 +100,20 @@ def test_sim_fleet_names_a_state_dir_it_cannot_make(a_file: Path, capsys: pytest
             "--hub-kubeconfig", str(a_file)]
     assert main(argv) == 1
     assert capsys.readouterr().err.splitlines()[-1] == f"error: {a_file / 'fleet'}: Not a directory"
+
+
+@pytest.mark.parametrize(("flag", "value", "problem"), [
+    ("--api-enablements-interval", "-1", "must be greater than 0 (got -1)"),
+    ("--heartbeat-interval", "0", "must be greater than 0 (got 0)"),
+    ("--dcgm-max-bytes", "-5", "must be greater than 0 (got -5)"),
+    ("--status-hold", "0.5e3", "must be less than or equal to 60 (got 500)"),
+    ("--cluster-name", "GPU_A", "must be a DNS-1123 label of at most 53 characters (lower case letters, digits and"
+                                " '-', starting and ending with a letter or digit) (got GPU_A)"),
+])
+def test_agent_names_the_flag_whose_value_its_configuration_refuses(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: str, value: str, problem: str
+) -> None:
+    argv = ["agent", "--hub", "https://127.0.0.1:1", "--hub-ca-hash", CA_HASH, "--cluster-name", "gpu-a",
+            "--state-dir", str(tmp_path / "agent"), flag, value]
+    assert main(argv) == 2
+    assert capsys.readouterr().err.splitlines()[-1] == f"error: {flag}: {problem}"
