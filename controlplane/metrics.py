@@ -98,9 +98,9 @@ from controlplane.apiserver import errors
 from controlplane.apiserver.audit.metrics import AuditMetrics
 from controlplane.apiserver.clientcertificates import expiration_histogram
 from controlplane.apiserver.flowcontrol import FlowControlMetrics
-from controlplane.apiserver.handlers import REQUEST_INFO
 from controlplane.apiserver.proxy.metrics import ProxyMetrics
 from controlplane.apiserver.requestmetrics import RequestMetrics, labelled
+from controlplane.apiserver.requeststate import REQUEST_INFO
 from controlplane.apiserver.webhooks.metrics import AdmissionMetrics
 from controlplane.controllers.disruption import FleetState
 from controlplane.controllers.workqueuemetrics import WorkqueueMetrics

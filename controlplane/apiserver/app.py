@@ -81,13 +81,7 @@ from controlplane.apiserver.flowcontrol import (
 )
 from controlplane.apiserver.flowcontrol.debugging import debug_routes
 from controlplane.apiserver.flowcontrol.maxinflight import MaxInFlight, MaxInFlightConfig
-from controlplane.apiserver.handlers import (
-    REQUEST_INFO,
-    UNSTRUCTURED,
-    WARNINGS,
-    ResourceHandlers,
-    json_response,
-)
+from controlplane.apiserver.handlers import ResourceHandlers, json_response
 from controlplane.apiserver.healthslis import HealthcheckSLIs
 from controlplane.apiserver.identity import (
     ANONYMOUS_USER,
@@ -111,6 +105,7 @@ from controlplane.apiserver.objects import ObjectStore, utc_now
 from controlplane.apiserver.requestclientcert import peer_intermediates
 from controlplane.apiserver.requestdeadline import DEFAULT_REQUEST_TIMEOUT, body_deadline_middleware
 from controlplane.apiserver.requestoptions import create_options_checked
+from controlplane.apiserver.requeststate import REQUEST_INFO, UNSTRUCTURED, WARNINGS
 from controlplane.apiserver.resources import Registry
 from controlplane.apiserver.routing import RequestInfo, authorized_namespace, is_upgrade, parse_request
 from controlplane.apiserver.watchcache import DEFAULT_WATCH_CACHE, WatchCache, WatchCacheConfig

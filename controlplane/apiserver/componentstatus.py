@@ -31,10 +31,11 @@ from controlplane.apis.kube.fieldlabels import BASE_FIELD_SELECTORS, refusal
 from controlplane.apis.kube.selectors import parse_field_selector, parse_label_selector
 from controlplane.apiserver import errors
 from controlplane.apiserver.computed import ComputedEndpoint, ComputedResource
-from controlplane.apiserver.handlers import json_response, request_warnings
+from controlplane.apiserver.handlers import json_response
 from controlplane.apiserver.metadataonly import computed_metadata
 from controlplane.apiserver.objects.values import utc_now
 from controlplane.apiserver.queryparams import watch_asked
+from controlplane.apiserver.requeststate import request_warnings
 from controlplane.apiserver.resources import ResourceType, TableColumn
 from controlplane.apiserver.tables import IncludeObject, table, table_content_type, wants_table
 from controlplane.storage.interface import Store

@@ -17,11 +17,12 @@ from aiohttp import web
 
 from controlplane.apiserver import discovery, errors
 from controlplane.apiserver.computed import ComputedResource
-from controlplane.apiserver.handlers import REQUEST_INFO, ResourceHandlers, json_response
+from controlplane.apiserver.handlers import ResourceHandlers, json_response
 from controlplane.apiserver.health import HealthEndpoints
 from controlplane.apiserver.healthslis import HealthcheckSLIs
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.apiserver.openapi.serving import OpenApiEndpoints
+from controlplane.apiserver.requeststate import REQUEST_INFO
 from controlplane.apiserver.resources import Registry
 from controlplane.apiserver.routing import RequestInfo
 

@@ -45,6 +45,7 @@ from controlplane.apiserver.queryparams import (
     query_optional_bool,
 )
 from controlplane.apiserver.requestoptions import checked_delete_options, checked_write_options, force_of
+from controlplane.apiserver.requeststate import REQUEST_INFO, UNSTRUCTURED, request_warnings, watch_started
 from controlplane.apiserver.resources import ResourceType
 from controlplane.apiserver.routing import RequestInfo
 from controlplane.apiserver.tables import IncludeObject, scale_table, table, table_content_type, wants_table
@@ -55,28 +56,12 @@ from controlplane.apiserver.watching import SlowWatcher, WatchLimits, event_line
 
 logger = logging.getLogger(__name__)
 
-REQUEST_INFO = web.RequestKey("request_info", RequestInfo)
-#: The warnings a request's write gathered, sent as ``Warning`` headers with its answer, an error
-#: included (kube writes the warnings its handlers recorded whatever the outcome).
-WARNINGS = web.RequestKey("warnings", list[str])
-#: Set for a custom resource's request: served in JSON and YAML, never protobuf (as kube's CRDs).
-UNSTRUCTURED = web.RequestKey("unstructured", bool)
-#: What a watch calls once it has started, its initial events sent (kube's ``WatchInitialized``):
-#: flow control sets it, and gives the watch's seats back to its level then.
-WATCH_STARTED: web.RequestKey[Callable[[], None]] = web.RequestKey("watch_started")
 JSON_CONTENT_TYPE = "application/json"
 #: How often an idle watch checks for a closed connection or a server shutdown.
 WATCH_POLL_SECONDS = 1.0
 #: A list response larger than this is encoded and sent in pieces of about this size, so
 #: the hub never holds a second (and third) copy of a large collection as one body.
 STREAMED_LIST_BYTES = 1024 * 1024
-
-
-def watch_started(request: web.Request) -> None:
-    """Tell flow control a watch has started (its initial events sent, or handed to another server)."""
-    started = request.get(WATCH_STARTED)
-    if started is not None:
-        started()
 
 
 def json_response(
@@ -118,14 +103,6 @@ def field_manager_for(request: web.Request) -> str:
         return manager
     agent = request.headers.get("User-Agent", "unknown")
     return codec.any_text(agent.split("/", 1)[0][:128]) or "unknown"
-
-
-def request_warnings(request: web.Request) -> list[str]:
-    """The request's warnings (:data:`WARNINGS`), kept on the request for its error answer too."""
-    warnings = request.get(WARNINGS)
-    if warnings is None:
-        warnings = request[WARNINGS] = []
-    return warnings
 
 
 def dry_run_of(request: web.Request) -> bool:

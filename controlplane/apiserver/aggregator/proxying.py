@@ -39,11 +39,12 @@ from controlplane.apiserver.aggregator.frontproxy import proxied_headers
 from controlplane.apiserver.aggregator.registrations import AggregatedApis, Unreachable
 from controlplane.apiserver.aggregator.upgrading import relay_upgrade
 from controlplane.apiserver.app import USER
-from controlplane.apiserver.handlers import json_response, watch_started
+from controlplane.apiserver.handlers import json_response
 from controlplane.apiserver.openapi.gnostic import ACCEPTED_MEDIA_TYPES as PROTOBUF_ACCEPTS
 from controlplane.apiserver.openapi.gnostic import MEDIA_TYPE as PROTOBUF_MEDIA_TYPE
 from controlplane.apiserver.openapi.serving import JSON, serve, serve_v3_document
 from controlplane.apiserver.queryparams import watch_asked
+from controlplane.apiserver.requeststate import watch_started
 from controlplane.apiserver.routing import is_upgrade
 
 logger = logging.getLogger(__name__)

@@ -38,9 +38,9 @@ from controlplane.apiserver import errors
 from controlplane.apiserver.audit.policy import AuditPolicy, Decision, Level, Stage
 from controlplane.apiserver.audit.union import AuditBackends
 from controlplane.apiserver.clientcertificates import peer_certificate
-from controlplane.apiserver.handlers import REQUEST_INFO
 from controlplane.apiserver.identity import Decision as AuthorizationDecision
 from controlplane.apiserver.identity import RequestAttributes, Role, UserInfo, user_info_document
+from controlplane.apiserver.requeststate import REQUEST_INFO
 
 #: What authorization saw (set by the authentication middleware), and who authenticated when
 #: that differs from the user the request acts as (impersonation).

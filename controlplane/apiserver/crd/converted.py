@@ -39,7 +39,6 @@ from controlplane.apiserver.handlers import (
     ResourceHandlers,
     json_response,
     method_not_allowed,
-    request_warnings,
 )
 from controlplane.apiserver.metadataonly import metadata_asked, partial_list, partial_object
 from controlplane.apiserver.objects import ObjectEvent, Preconditions, WatchEventType, WriteArgs
@@ -50,6 +49,7 @@ from controlplane.apiserver.patching.schema import FieldSchema
 from controlplane.apiserver.patching.versions import VersionConverter
 from controlplane.apiserver.queryparams import field_validation
 from controlplane.apiserver.requestoptions import force_of
+from controlplane.apiserver.requeststate import request_warnings
 from controlplane.apiserver.resources import Registry, ResourceType
 from controlplane.apiserver.routing import RequestInfo
 from controlplane.apiserver.tables import IncludeObject, table, table_content_type, wants_table

@@ -28,7 +28,6 @@ from controlplane.apiserver.handlers import (
     field_manager_for,
     json_response,
     method_not_allowed,
-    request_warnings,
 )
 from controlplane.apiserver.objects.scale import (
     applied_scale,
@@ -40,6 +39,7 @@ from controlplane.apiserver.objects.writing import PATCH_RETRIES
 from controlplane.apiserver.patches import PatchType, merge_patch, record_update
 from controlplane.apiserver.patching.scalefields import ReplicasPaths, to_parent, to_subresource
 from controlplane.apiserver.requestoptions import force_of
+from controlplane.apiserver.requeststate import request_warnings
 from controlplane.apiserver.resources import ResourceType
 from controlplane.apiserver.routing import RequestInfo
 from controlplane.apiserver.tables import IncludeObject, table, table_content_type, wants_table

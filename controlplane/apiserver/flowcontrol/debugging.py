@@ -21,8 +21,8 @@ from aiohttp import web
 
 from controlplane.apiserver.flowcontrol.dispatching import FlowController, Seat
 from controlplane.apiserver.flowcontrol.queueing import Request
-from controlplane.apiserver.handlers import REQUEST_INFO
 from controlplane.apiserver.identity import UserInfo
+from controlplane.apiserver.requeststate import REQUEST_INFO
 
 DUMP_PRIORITY_LEVELS: Final = "/debug/api_priority_and_fairness/dump_priority_levels"
 DUMP_QUEUES: Final = "/debug/api_priority_and_fairness/dump_queues"

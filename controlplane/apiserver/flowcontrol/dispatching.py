@@ -8,7 +8,7 @@ level's fair queues, or is answered 429 TooManyRequests with ``Retry-After`` (a 
 and ``X-Kubernetes-PF-PriorityLevel-UID`` headers. A request takes the seats of its work estimate
 (:mod:`.estimating`); a write keeps its final seats for its additional latency after its answer.
 A watch, as in kube, takes its seats only while it starts: from its turn until its handler calls
-:func:`~controlplane.apiserver.handlers.watch_started` (its initial events sent, or handed to
+:func:`~controlplane.apiserver.requeststate.watch_started` (its initial events sent, or handed to
 another server), or returns; it counts in :attr:`FlowController.watches` while it lasts. Requests ``not_counted`` says so of
 (long-running requests other than watches, health checks) pass without taking a seat. Every
 :data:`~.borrowing.ADJUSTMENT_SECONDS` :meth:`FlowController.keep_adjusting` shares the seats
@@ -52,8 +52,8 @@ from controlplane.apiserver.flowcontrol.levels import (
 from controlplane.apiserver.flowcontrol.matching import RequestDigest
 from controlplane.apiserver.flowcontrol.metrics import FlowControlMetrics
 from controlplane.apiserver.flowcontrol.queueing import FairQueues, Outcome, flow_hash
-from controlplane.apiserver.handlers import REQUEST_INFO, WATCH_STARTED
 from controlplane.apiserver.identity import ANONYMOUS, UNAUTHENTICATED, UserInfo
+from controlplane.apiserver.requeststate import REQUEST_INFO, WATCH_STARTED
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 

@@ -15,8 +15,8 @@ from aiohttp import web
 from aiohttp.typedefs import Middleware
 
 from controlplane.apiserver import errors
-from controlplane.apiserver.handlers import REQUEST_INFO
 from controlplane.apiserver.identity import SYSTEM_MASTERS, UserInfo
+from controlplane.apiserver.requeststate import REQUEST_INFO
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 

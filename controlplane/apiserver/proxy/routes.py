@@ -28,12 +28,12 @@ from controlplane.apis.constants import CLUSTER_GROUP, VERSION
 from controlplane.apis.proxyframing import FrameKind, ProxyRequest
 from controlplane.apiserver import errors
 from controlplane.apiserver.app import OBJECT_STORE, USER
-from controlplane.apiserver.handlers import REQUEST_INFO
 from controlplane.apiserver.identity import AUTHENTICATED, UNAUTHENTICATED, Role, UserInfo
 from controlplane.apiserver.proxy import upgrades
 from controlplane.apiserver.proxy.metrics import ProxyMetrics
 from controlplane.apiserver.proxy.tunnels import HubStream, TooManyStreams, TunnelRegistry
 from controlplane.apiserver.queryparams import watch_asked
+from controlplane.apiserver.requeststate import REQUEST_INFO
 from controlplane.apiserver.routing import is_upgrade
 
 logger = logging.getLogger(__name__)

@@ -1,0 +1,40 @@
+"""What the middleware chain keeps on a request for the handlers and filters after it.
+
+In: nothing but aiohttp's request mapping. Out: the keys (the request's parsed
+:class:`RequestInfo`, the warnings its answer carries, whether it is a custom resource's, what
+its watch calls once started) and the small readers of them that handlers, flow control, audit
+and metrics share.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from aiohttp import web
+
+from controlplane.apiserver.routing import RequestInfo
+
+REQUEST_INFO = web.RequestKey("request_info", RequestInfo)
+#: The warnings a request's write gathered, sent as ``Warning`` headers with its answer, an error
+#: included (kube writes the warnings its handlers recorded whatever the outcome).
+WARNINGS = web.RequestKey("warnings", list[str])
+#: Set for a custom resource's request: served in JSON and YAML, never protobuf (as kube's CRDs).
+UNSTRUCTURED = web.RequestKey("unstructured", bool)
+#: What a watch calls once it has started, its initial events sent (kube's ``WatchInitialized``):
+#: flow control sets it, and gives the watch's seats back to its level then.
+WATCH_STARTED: web.RequestKey[Callable[[], None]] = web.RequestKey("watch_started")
+
+
+def watch_started(request: web.Request) -> None:
+    """Tell flow control a watch has started (its initial events sent, or handed to another server)."""
+    started = request.get(WATCH_STARTED)
+    if started is not None:
+        started()
+
+
+def request_warnings(request: web.Request) -> list[str]:
+    """The request's warnings (:data:`WARNINGS`), kept on the request for its error answer too."""
+    warnings = request.get(WARNINGS)
+    if warnings is None:
+        warnings = request[WARNINGS] = []
+    return warnings
