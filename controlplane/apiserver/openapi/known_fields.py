@@ -29,6 +29,7 @@ is stored: its timestamps are rewritten in kube's form, in place.
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
@@ -135,8 +136,16 @@ class _Compiler:
     def __init__(self, definitions: dict[str, dict[str, Any]]) -> None:
         self._definitions = definitions
         self._named: dict[str, _Node] = {}
+        self._compiling = threading.RLock()
 
     def named(self, name: str) -> _Node:
+        """Definition ``name``'s node. Compiled under a lock, as a large write is checked in a
+        worker thread: a definition is recorded before its fields are filled in (it may contain
+        itself), and no other thread may read it half made."""
+        with self._compiling:
+            return self._named_now(name)
+
+    def _named_now(self, name: str) -> _Node:
         if name in self._named:
             return self._named[name]
         schema = self._definitions.get(name)

@@ -26,6 +26,7 @@ schema. Out: its root :class:`SmdType`. Pure; compiled once per kind, never per 
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -86,9 +87,17 @@ class TypeCompiler:
     def __init__(self, definitions: Mapping[str, Mapping[str, Any]]) -> None:
         self._definitions = definitions
         self._named: dict[str, SmdType] = {}
+        self._compiling = threading.RLock()
 
     def named(self, name: str) -> SmdType:
-        """The type of definition ``name`` (deduced when there is no such definition)."""
+        """The type of definition ``name`` (deduced when there is no such definition). Compiled
+        under a lock, as a large write's apply runs in a worker thread: a definition is recorded
+        before its fields are filled in (it may contain itself), and no other thread may read it
+        half made."""
+        with self._compiling:
+            return self._named_now(name)
+
+    def _named_now(self, name: str) -> SmdType:
         found = self._named.get(name)
         if found is not None:
             return found
