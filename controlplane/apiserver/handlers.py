@@ -475,9 +475,9 @@ class ResourceHandlers:
     async def _create(self, request: web.Request, rt: ResourceType, info: RequestInfo) -> web.StreamResponse:
         body = await self.body(request, kind=rt.kind)
         warnings = request_warnings(request)
-        created = await self._objects.create_encoded(
-            rt, body, namespace=info.namespace, **self.write_args(request, warnings)
-        )
+        options = self.write_args(request, warnings)
+        options["body_bytes"] = len(await request.read())  # read (and kept) by body
+        created = await self._objects.create_encoded(rt, body, namespace=info.namespace, **options)
         return json_response(created, status=201, warnings=warnings)
 
     async def _update(
@@ -488,6 +488,7 @@ class ResourceHandlers:
         created: list[bool] = []
         options = self.write_args(request, warnings)
         options["on_create"] = lambda: created.append(True)
+        options["body_bytes"] = len(await request.read())  # read (and kept) by body
         updated = await self._objects.update_handed_over(
             rt, body, namespace=info.namespace, name=info.name, subresource=subresource, **options
         )  # a PUT that creates the object (a kind whose strategy allows it) is 201 Created, as kube's

@@ -11,7 +11,7 @@ layer), :class:`DeleteResult` and :class:`ObjectEvent`.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, TypedDict
@@ -20,6 +20,7 @@ from controlplane.apis.bookmarks import BOOKMARK_BEFORE_TIMEOUT
 from controlplane.apis.kube.selectors import FieldSelector, LabelSelector
 from controlplane.apiserver import codec
 from controlplane.apiserver.admission import ValidateWrite, WebhookCalls
+from controlplane.apiserver.objects.offloading import is_large
 from controlplane.apiserver.validation import FieldValidation
 from controlplane.storage import interface as storage
 
@@ -132,12 +133,17 @@ class WriteOptions:
     #: The writer recorded the write's managedFields itself (in the version the request was made
     #: in): the object's are kept as given, a status write's too.
     recorded_managed_fields: bool = False
-    #: The size of the request body a patch came in (0: a patch made in-process): with the stored
-    #: object's, it decides whether the patch is computed in a worker thread.
+    #: The size of the request body the write came in (0: a write made in-process): with the
+    #: stored object's, it decides whether the write is large (``offloading.is_large``).
     body_bytes: int = 0
-    #: A large patch (its body and the stored object past ``PATCH_INLINE_BYTES``): its managedFields
-    #: are recorded in a worker thread too.
+    #: A large write: its pure steps (validation, the managedFields record) run in a worker thread.
     off_loop: bool = False
+
+    def sized(self, *stored: storage.KeyValue) -> WriteOptions:
+        """These options, off the loop when the write is large: its body and the ``stored`` object."""
+        if self.off_loop or not is_large(self.body_bytes, *(len(kv.value) for kv in stored)):
+            return self
+        return replace(self, off_loop=True)
 
 
 class WriteArgs(TypedDict, total=False):

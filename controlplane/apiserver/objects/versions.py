@@ -18,7 +18,6 @@ in another version (its fields are converted back).
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import logging
 from collections.abc import Callable, Mapping
@@ -27,6 +26,7 @@ from typing import Any, Protocol, TypeVar, cast
 import orjson
 
 from controlplane.apiserver import errors
+from controlplane.apiserver.objects.offloading import pure
 from controlplane.apiserver.patching.schema import FieldSchema
 from controlplane.apiserver.patching.versions import VersionConverter
 from controlplane.apiserver.resources import Registry, ResourceType
@@ -80,12 +80,10 @@ class KindVersions:
         conversion is the webhook's error; with ``dropping`` (an update's object, not an apply's),
         that object is the answer without its managedFields instead, as kube's field manager drops
         the entries of an update it cannot record (``UpdateNoErrors``). ``off_loop``: ``compute``
-        runs in a worker thread (a large patch), so that the event loop serves other requests."""
+        runs in a worker thread (a large write: :mod:`.offloading`)."""
 
         async def run(converter: VersionConverter | None) -> T:
-            if off_loop:
-                return await asyncio.to_thread(compute, converter=converter)
-            return compute(converter=converter)
+            return await pure(off_loop, compute, converter=converter)
 
         converter = self.converter(rt)
         if converter is not None or self.webhooks is None or rt.custom is None:

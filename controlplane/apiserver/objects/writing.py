@@ -48,6 +48,7 @@ from controlplane.apiserver.objects.merging import (
 )
 from controlplane.apiserver.objects.mutated_updates import merged_body, mutated_update
 from controlplane.apiserver.objects.namespaces import NamespaceLifecycle
+from controlplane.apiserver.objects.offloading import is_large, pure
 from controlplane.apiserver.objects.reading import (
     check_preconditions,
     decode,
@@ -84,9 +85,6 @@ from controlplane.storage.ledger import WriteReason, changed_fields, writing_bec
 #: How often a patch re-reads and retries after losing a compare-and-swap race; every
 #: round one of the racing writers wins, so this bounds the writers racing on one object.
 PATCH_RETRIES = 32
-#: A patch whose body and stored object together are larger is computed in a worker thread, so
-#: that merging a long list does not hold the event loop; smaller ones (nearly all) inline.
-PATCH_INLINE_BYTES = 64 * 1024
 _GENERATE_NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 _GENERATE_NAME_MAX_PREFIX = 58
 
@@ -117,6 +115,7 @@ class Writer:
     ) -> tuple[dict[str, Any], storage.KeyValue | None]:
         """Create ``obj`` (this store's own copy, checked by :func:`checked_body`), drawing a name
         for ``generateName``; return the object and what was stored (None on dry run)."""
+        options = options.sized()
         meta = obj["metadata"]
         generated = not meta.get("name") and bool(meta.get("generateName"))
         # Defaulting writes the name and uid into the object (a Job's labels): each attempt
@@ -174,7 +173,7 @@ class Writer:
             meta = obj["metadata"]
         # The kind's own webhooks validate, after the mutating ones (kube's order).
         webhooks_admit(rt, obj, field_validation=options.field_validation)
-        checked = checked_warned(rt, obj, options, dropped)  # a later refusal carries the warnings
+        checked = await pure(options.off_loop, checked_warned, rt, obj, options, dropped)  # a later refusal carries the warnings
         obj = checked.obj
         meta = obj["metadata"]
         await self._check_against_stored(rt, obj)
@@ -185,7 +184,7 @@ class Writer:
         if rt.keeps_generation:
             meta["generation"] = 1
         if options.field_manager:
-            obj = record_update(rt, None, obj, manager=options.field_manager, now=now)
+            obj = await pure(options.off_loop, record_update, rt, None, obj, manager=options.field_manager, now=now)
         if options.warnings is not None and rt.warn is not None:
             options.warnings.extend(rt.warn(obj))
         if options.validate is not None:
@@ -233,19 +232,20 @@ class Writer:
         ``.status``; ``subresource="status"`` changes only ``.status``. With ``handed_over``
         (a freshly parsed request body) ``obj`` is changed in place instead of copied.
         """
+        large = is_large(options.body_bytes)
         if rt.writes_status_only(subresource) and not handed_over:
             obj = checked_body(rt, status_request(obj), namespace=namespace, name=name, copy_body=False)
         else:
-            obj = checked_body(rt, obj, namespace=namespace, name=name, copy_body=not handed_over, from_request=handed_over)
+            obj = await pure(large, checked_body, rt, obj, namespace=namespace, name=name, copy_body=not handed_over, from_request=handed_over)
         # kube's store re-reads the object and tries again when its compare-and-swap loses, which
         # only an update naming no resourceVersion survives: its body is kept for the next try. It
         # reads the resourceVersion the mutating webhooks leave, on each try: they may drop it.
         unconditional = rt.unconditional_update and (
             options.webhooks is not None or names_no_version(obj["metadata"].get("resourceVersion"))
         )
-        sent = copy.deepcopy(obj) if unconditional else None
+        sent = await pure(large, copy.deepcopy, obj) if unconditional else None
         for attempt in range(PATCH_RETRIES if unconditional else 1):
-            body = obj if sent is None or attempt == 0 else copy.deepcopy(sent)
+            body = obj if sent is None or attempt == 0 else await pure(large, copy.deepcopy, sent)
             try:
                 kv, old, version = await self._replaced(rt, body, options)
             except errors.NotFound:
@@ -259,6 +259,7 @@ class Writer:
                     body = copy.deepcopy(body)  # the status body shares the caller's spec
                     options = dataclasses.replace(options, recorded_subresource=subresource)
                 return await self._created_on_update(rt, body, options, subresource=subresource)
+            options = options.sized(kv)
             try:
                 # A status write's managedFields are recorded by its caller. The hub's own status
                 # writes send back the rest as they read it: only a request's is decoded whole.
@@ -316,9 +317,10 @@ class Writer:
         write, field_manager = options, options.field_manager
         # Server-side apply records its own managedFields entry: its write must not add another.
         applied_write = dataclasses.replace(write, field_manager=None)
+        large_body = is_large(write.body_bytes)
         if patch_type is PatchType.APPLY and isinstance(patch, dict):
-            check_apply_request(rt, patch, manager=field_manager)  # before its fields are decoded, as kube
-            decoded = decoded_applied(rt, patch, write.field_validation)
+            await pure(large_body, check_apply_request, rt, patch, manager=field_manager)  # before its fields are decoded, as kube
+            decoded = await pure(large_body, decoded_applied, rt, patch, write.field_validation)
             patch = decoded.obj
             if write.warnings is not None:
                 write.warnings.extend(decoded.warnings)
@@ -330,20 +332,20 @@ class Writer:
                     raise
                 applied = await self.versions.computed(rt, partial(
                     apply_patch, rt, None, patch_type, patch, manager=field_manager, force=force, now=self.now(),
-                ), off_loop=write.body_bytes > PATCH_INLINE_BYTES)
-                applied = checked_body(rt, applied, namespace=namespace, name=name)
+                ), off_loop=large_body)
+                applied = await pure(large_body, checked_body, rt, applied, namespace=namespace, name=name)
                 created, _ = await self.create_owned(rt, applied, applied_write)
                 if write.on_create is not None:
                     write.on_create()
                 return created
             old = decode(rt, kv)
             check_uid_precondition(rt, old, write.expected_uid)
-            large = write.body_bytes + len(kv.value) > PATCH_INLINE_BYTES
+            large = is_large(write.body_bytes, len(kv.value))
             patched = await self.versions.computed(rt, partial(
                 apply_patch, rt, old, patch_type, patch, manager=field_manager, force=force, now=self.now(),
                 subresource=subresource, strict_decoding=write.field_validation is not FieldValidation.IGNORE,
             ), off_loop=large)
-            patched = checked_body(rt, patched, namespace=namespace, name=name, named=True)
+            patched = await pure(large, checked_body, rt, patched, namespace=namespace, name=name, named=True)
             write_options = dataclasses.replace(applied_write if patch_type is PatchType.APPLY else write, off_loop=large)
             try:
                 try:
@@ -393,6 +395,7 @@ class Writer:
         obj = checked_body(rt, obj, namespace=None)
         incoming = obj.get("status", _NO_STATUS)  # before the main update's merge puts the stored one there
         kv, old, _ = await self._replaced(rt, obj, None)
+        options = options.sized(kv)
         main = await self.prepared_update(rt, old, merged(rt, old, obj, subresource=None), subresource=None, options=options)
         status = status_of(main) if status_of is not None else incoming
         new = main
@@ -530,8 +533,8 @@ class Writer:
             # An object stored before the rule (a policy with a long name) stays changeable and deletable.
             webhooks_admit(rt, new, old, field_validation=options.field_validation)
         status_write = rt.writes_status_only(subresource)
-        checked = checked_warned(  # in the body's order: its metadata and spec, then its status
-            rt, new, options, dropped, dropped_first=status_write,
+        checked = await pure(  # in the body's order: its metadata and spec, then its status
+            options.off_loop, checked_warned, rt, new, options, dropped, dropped_first=status_write,
             old=old, status_only=status_write, subresource=subresource,
         )
         new = checked.obj
