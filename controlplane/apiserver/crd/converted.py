@@ -43,6 +43,7 @@ from controlplane.apiserver.handlers import (
 from controlplane.apiserver.metadataonly import metadata_asked, partial_list, partial_object
 from controlplane.apiserver.objects import ObjectEvent, Preconditions, WatchEventType, WriteArgs
 from controlplane.apiserver.objects.body_kind import checked_body
+from controlplane.apiserver.objects.offloading import is_large, pure
 from controlplane.apiserver.objects.writing import PATCH_RETRIES
 from controlplane.apiserver.patches import PatchType, apply_patch, check_apply_request, record_update
 from controlplane.apiserver.patching.schema import FieldSchema
@@ -53,7 +54,7 @@ from controlplane.apiserver.requeststate import request_warnings
 from controlplane.apiserver.resources import Registry, ResourceType
 from controlplane.apiserver.routing import RequestInfo
 from controlplane.apiserver.tables import IncludeObject, table, table_content_type, wants_table
-from controlplane.apiserver.validation import check_object, decoded_applied
+from controlplane.apiserver.validation import FieldValidation, check_object, decoded_applied
 from controlplane.apiserver.webhooks import equivalence
 from controlplane.apiserver.webhooks.calling import WebhookClient
 from controlplane.apiserver.webhooks.metrics import AdmissionMetrics
@@ -251,7 +252,8 @@ class ConvertedHandlers:
         return args, manager
 
     async def _recorded(
-        self, rt: ResourceType, old: dict[str, Any] | None, obj: dict[str, Any], *, manager: str | None, info: RequestInfo
+        self, rt: ResourceType, old: dict[str, Any] | None, obj: dict[str, Any], *, manager: str | None, info: RequestInfo,
+        off_loop: bool,
     ) -> dict[str, Any]:
         """``obj`` (in ``rt``'s version) with ``manager``'s write of it over ``old`` recorded in its
         managedFields (the entries of other versions compared in theirs, converted by the webhook)."""
@@ -260,7 +262,7 @@ class ConvertedHandlers:
         objects = self._handlers.objects
         return await objects.versions.computed(rt, partial(
             record_update, rt, old, obj, manager=manager, now=objects.now(), subresource=info.subresource or None
-        ))
+        ), off_loop=off_loop)
 
     def _respond(self, request: web.Request, rt: ResourceType, obj: dict[str, Any], *, status: int = 200) -> web.Response:
         if (as_table := wants_table(request.headers.get("Accept"), protobuf=False)) is not None:
@@ -303,41 +305,30 @@ class ConvertedHandlers:
 
     async def _request_object(
         self, request: web.Request, rt: ResourceType, info: RequestInfo, body: Any, *,
-        old: dict[str, Any] | None = None, manager: str | None,
+        old: dict[str, Any] | None = None, manager: str | None, off_loop: bool,
     ) -> dict[str, Any]:
         """The request's decoded ``body``, checked in its version, ``manager``'s write recorded
-        there and converted to the storage version."""
+        there and converted to the storage version (``off_loop``: a large write, :mod:`..objects.offloading`)."""
         # The body must be of the request's version before it is converted (kube's decoding).
-        obj = checked_body(rt, body, namespace=info.namespace, from_request=True)
+        obj = await pure(off_loop, checked_body, rt, body, namespace=info.namespace, from_request=True)
         if not info.subresource:
-            obj = self._checked(request, rt, obj, old=old)
-        return await self._conversions.stored(rt, await self._recorded(rt, old, obj, manager=manager, info=info))
+            obj = await self._checked(request, rt, obj, old=old, off_loop=off_loop)
+        recorded = await self._recorded(rt, old, obj, manager=manager, info=info, off_loop=off_loop)
+        return await self._conversions.stored(rt, recorded)
 
     @staticmethod
-    def _checked(
-        request: web.Request, rt: ResourceType, obj: dict[str, Any], *, old: dict[str, Any] | None
+    async def _checked(
+        request: web.Request, rt: ResourceType, obj: dict[str, Any], *, old: dict[str, Any] | None, off_loop: bool
     ) -> dict[str, Any]:
-        """``obj`` defaulted, pruned and validated by the schema of its version, as kube checks a
-        write in the version it is made in: its errors and warnings name that version's fields. The
-        storage version's checks follow, once it is converted."""
-        obj = copy.deepcopy(obj)
-        meta = obj["metadata"]
-        generated = not meta.get("name") and isinstance(meta.get("generateName"), str)
-        if generated:
-            meta["name"] = meta["generateName"] + "xxxxx"  # as long as the name it will get
-        if rt.defaults is not None:
-            rt.defaults(obj)
-        warnings = request_warnings(request)
-        checked = check_object(obj, rt, field_validation=field_validation(request), old=old, request_warnings=warnings)
-        warnings.extend(checked.warnings)
-        if generated:
-            checked.obj["metadata"].pop("name", None)
-        return checked.obj
+        """:func:`checked_in_version`, in a worker thread when ``off_loop``."""
+        return await pure(off_loop, checked_in_version, rt, obj, old=old, field_validation=field_validation(request),
+                          warnings=request_warnings(request))
 
     async def _create(self, request: web.Request, rt: ResourceType, stored: ResourceType, info: RequestInfo) -> web.Response:
         args, manager = self._write_args(request, rt, request_warnings(request))
         body = await self._handlers.body(request, kind=rt.kind)
-        obj = await self._request_object(request, rt, info, body, manager=manager)
+        args["body_bytes"] = len(await request.read())
+        obj = await self._request_object(request, rt, info, body, manager=manager, off_loop=is_large(args["body_bytes"]))
         created = await self._handlers.objects.create(stored, obj, namespace=info.namespace, **args)
         [served] = await self._conversions.served(rt, [created])
         return self._respond(request, rt, served, status=201)
@@ -347,12 +338,14 @@ class ConvertedHandlers:
         # As kube's update handler: the body's media type, the UpdateOptions and the body's decoding
         # are checked before the stored object is read (a bad option on a missing object is a 422).
         body = await self._handlers.body(request, kind=rt.kind)
-        current = await self._handlers.objects.get(stored, namespace=info.namespace, name=info.name)
+        current, size = await self._handlers.objects.get_sized(stored, namespace=info.namespace, name=info.name)
         # As kube, the stored object is read in the request's version for the checks of the update
         # and the managedFields of its writer.
         [old] = await self._conversions.served(rt, [current])
         args, manager = self._write_args(request, rt, request_warnings(request))
-        obj = await self._request_object(request, rt, info, body, old=old, manager=manager)
+        args["body_bytes"] = len(await request.read())
+        large = is_large(args["body_bytes"], size)
+        obj = await self._request_object(request, rt, info, body, old=old, manager=manager, off_loop=large)
         updated = await self._replace(stored, obj, current=current, info=info, args=args)
         [served] = await self._conversions.served(rt, [updated])
         return self._respond(request, rt, served)
@@ -392,8 +385,9 @@ class ConvertedHandlers:
         warnings = request_warnings(request)
         args, manager = self._write_args(request, rt, warnings)
         if isinstance(patch, dict):
-            check_apply_request(rt, patch, manager=manager)  # before its fields are decoded, as kube
-            decoded = decoded_applied(rt, patch, args["field_validation"])
+            large = is_large(len(await request.read()))
+            await pure(large, check_apply_request, rt, patch, manager=manager)  # before its fields are decoded, as kube
+            decoded = await pure(large, decoded_applied, rt, patch, args["field_validation"])
             patch = decoded.obj
             warnings.extend(decoded.warnings)
         now = self._handlers.objects.now
@@ -419,23 +413,27 @@ class ConvertedHandlers:
         names the revision). ``creates``: an absent object is created from ``patched_of(None)``."""
         assert info.name is not None
         objects = self._handlers.objects
+        args = {**args, "body_bytes": len(await request.read())}
         for _attempt in range(PATCH_RETRIES):
             try:
-                current = await objects.get(stored, namespace=info.namespace, name=info.name)
+                current, size = await objects.get_sized(stored, namespace=info.namespace, name=info.name)
             except errors.NotFound:
                 if not creates:
                     raise
-                new = checked_body(rt, patched_of(None, converter=None), namespace=info.namespace, name=info.name)
-                new = await self._conversions.stored(rt, self._checked(request, rt, new, old=None))
+                large = is_large(args["body_bytes"])
+                new = await pure(large, patched_of, None, converter=None)
+                new = await pure(large, checked_body, rt, new, namespace=info.namespace, name=info.name)
+                new = await self._conversions.stored(rt, await self._checked(request, rt, new, old=None, off_loop=large))
                 created = await objects.create(stored, new, namespace=info.namespace, **args)
                 [out] = await self._conversions.served(rt, [created])
                 return self._respond(request, rt, out, status=201)
+            large = is_large(args["body_bytes"], size)
             [served] = await self._conversions.served(rt, [current])
-            patched = await objects.versions.computed(rt, partial(patched_of, served))
-            patched = checked_body(rt, patched, namespace=info.namespace, name=info.name, named=True)
+            patched = await objects.versions.computed(rt, partial(patched_of, served), off_loop=large)
+            patched = await pure(large, checked_body, rt, patched, namespace=info.namespace, name=info.name, named=True)
             if not info.subresource:
-                patched = self._checked(request, rt, patched, old=served)
-            patched = await self._recorded(rt, served, patched, manager=manager, info=info)
+                patched = await self._checked(request, rt, patched, old=served, off_loop=large)
+            patched = await self._recorded(rt, served, patched, manager=manager, info=info, off_loop=large)
             named = patched.get("metadata", {}).get("resourceVersion") != served["metadata"].get("resourceVersion")
             new = await self._conversions.stored(rt, patched)
             new.setdefault("metadata", {})["resourceVersion"] = patched["metadata"].get("resourceVersion")
@@ -488,3 +486,25 @@ class ConvertedHandlers:
             "kind": rt.list_kind, "apiVersion": rt.api_version,
             "metadata": {"resourceVersion": deleted.resource_version}, "items": items,
         })
+
+
+def checked_in_version(
+    rt: ResourceType, obj: dict[str, Any], *, old: dict[str, Any] | None, field_validation: FieldValidation,
+    warnings: list[str],
+) -> dict[str, Any]:
+    """A copy of ``obj`` defaulted, pruned and validated by the schema of its version, as kube checks
+    a write in the version it is made in: its errors and warnings (added to ``warnings``) name that
+    version's fields. The storage version's checks follow, once it is converted. Pure but for
+    ``warnings``, the request's own."""
+    obj = copy.deepcopy(obj)
+    meta = obj["metadata"]
+    generated = not meta.get("name") and isinstance(meta.get("generateName"), str)
+    if generated:
+        meta["name"] = meta["generateName"] + "xxxxx"  # as long as the name it will get
+    if rt.defaults is not None:
+        rt.defaults(obj)
+    checked = check_object(obj, rt, field_validation=field_validation, old=old, request_warnings=warnings)
+    warnings.extend(checked.warnings)
+    if generated:
+        checked.obj["metadata"].pop("name", None)
+    return checked.obj

@@ -27,6 +27,7 @@ from controlplane.apiserver.objects.body_kind import checked_body
 from controlplane.apiserver.objects.deleting import Deleter
 from controlplane.apiserver.objects.events import watch_events
 from controlplane.apiserver.objects.namespaces import NamespaceLifecycle
+from controlplane.apiserver.objects.offloading import is_large, pure
 from controlplane.apiserver.objects.reading import (
     check_read_revision,
     decode,
@@ -169,6 +170,12 @@ class ObjectStore:
         await check_read_revision(self._store, rt, resource_version, name=name)
         return encoded(rt, await get_kv(self._store, rt, namespace=namespace, name=name))
 
+    async def get_sized(self, rt: ResourceType, *, namespace: str | None = None, name: str) -> tuple[dict[str, Any], int]:
+        """:meth:`get` and the size of the object as stored (whether a write of it is large:
+        :mod:`.offloading`)."""
+        kv = await get_kv(self._store, rt, namespace=namespace, name=name)
+        return decode(rt, kv), len(kv.value)
+
     async def list(self, rt: ResourceType, *, namespace: str | None = None, **options: Unpack[ListArgs]) -> ObjectList:
         page = await list_page(self._store, rt, namespace, ListOptions(**options))
         items = await decode_all(rt, page.kvs, page.objects)
@@ -191,7 +198,9 @@ class ObjectStore:
 
         ``validate`` (admission) sees the final object before it is stored.
         """
-        created, _ = await self._writer.create_owned(rt, checked_body(rt, obj, namespace=namespace), WriteOptions(**options))
+        write = WriteOptions(**options)
+        owned = await pure(is_large(write.body_bytes), checked_body, rt, obj, namespace=namespace)
+        created, _ = await self._writer.create_owned(rt, owned, write)
         return created
 
     async def create_encoded(
