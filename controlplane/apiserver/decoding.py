@@ -34,8 +34,8 @@ Go's scanner runs only on a body the fast parser refused, to word the error.
 A YAML body of several documents is read to its first, as kube's (sigs.k8s.io/yaml's ``YAMLToJSON``,
 go-yaml's ``Unmarshal``): the documents after it are not parsed, so no bound is spent on them.
 
-A YAML body larger than :data:`YAML_INLINE_BYTES` is decoded in a worker thread, so a
-large apply does not stall ``/readyz`` or the watches of the event loop.
+A body larger than :data:`INLINE_BODY_BYTES` (YAML or JSON) is decoded in a worker thread, so a
+large write does not stall ``/readyz`` or the watches of the event loop.
 """
 
 from __future__ import annotations
@@ -54,8 +54,8 @@ from controlplane.apiserver import errors
 MAX_DEPTH = 100
 #: How many nodes YAML aliases may add to a document, in total.
 MAX_ALIAS_EXPANSION = 100_000
-#: YAML bodies up to this size are decoded inline; larger ones in a worker thread.
-YAML_INLINE_BYTES = 64 * 1024
+#: Bodies up to this size are decoded inline; larger ones in a worker thread.
+INLINE_BODY_BYTES = 64 * 1024
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
 #: Unsigned 64-bit values are accepted, as orjson stores them.
@@ -93,8 +93,8 @@ def is_yaml(media: str) -> bool:
 
 async def decode_body(raw: bytes, *, media: str) -> Any:
     """``raw`` decoded as JSON, or as YAML when ``media`` is a YAML type; 400 when it is
-    malformed or breaks a bound. Large YAML bodies are decoded off the event loop."""
-    if is_yaml(media) and len(raw) > YAML_INLINE_BYTES:
+    malformed or breaks a bound. Large bodies are decoded off the event loop."""
+    if len(raw) > INLINE_BODY_BYTES:
         return await asyncio.to_thread(decode_body_sync, raw, media=media)
     return decode_body_sync(raw, media=media)
 

@@ -2,7 +2,7 @@
 the event loop (other clients' requests, watches, /readyz) while they run: one whose body and
 stored object together pass ``INLINE_WRITE_BYTES``. A create's and an update's validation and
 managedFields record, a patch's merge, its copy of the patched object, its validation and its
-record, apply's typing check. Small writes, nearly all of them, run them inline. Either way the
+record, apply's typing check; a large JSON body is decoded there too. Small writes, nearly all of them, run them inline. Either way the
 object written is the same."""
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient
 
+from controlplane.apiserver import decoding
 from controlplane.apiserver.objects import ObjectStore, writing
 from controlplane.apiserver.objects.offloading import INLINE_WRITE_BYTES
 
@@ -170,8 +171,9 @@ async def test_a_large_apply_is_computed_off_the_loop_when_it_creates_and_when_i
 
 
 async def test_a_large_create_and_put_are_validated_and_recorded_off_the_loop(
-    hub: Client, checked_off_loop: list[bool], recorded_off_loop: list[bool]
+    hub: Client, checked_off_loop: list[bool], recorded_off_loop: list[bool], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    decoded_off_loop = _watch(monkeypatch, "decode_body_sync", decoding)
     created = await hub.post(f"{DEPLOYMENTS}?fieldManager=m", json=deployment("web", env(LONG)))
     assert await _env_of(created) == env(LONG)
     assert (checked_off_loop, recorded_off_loop) == ([True], [True])
@@ -182,17 +184,20 @@ async def test_a_large_create_and_put_are_validated_and_recorded_off_the_loop(
 
     assert await _env_of(updated) == [{"name": "e0", "value": "w"}, *env(LONG)[1:]]
     assert (checked_off_loop, recorded_off_loop) == ([True, True], [True, True])
+    assert decoded_off_loop == [True, True]  # their JSON bodies
 
 
 async def test_a_small_create_and_put_are_validated_and_recorded_inline(
-    hub: Client, checked_off_loop: list[bool], recorded_off_loop: list[bool]
+    hub: Client, checked_off_loop: list[bool], recorded_off_loop: list[bool], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    decoded_off_loop = _watch(monkeypatch, "decode_body_sync", decoding)
     created = await hub.post(f"{DEPLOYMENTS}?fieldManager=m", json=deployment("web", env(3)))
     body = await created.json()
     body["spec"]["replicas"] = 2
 
     assert (await hub.put(f"{DEPLOYMENTS}/web?fieldManager=m", json=body)).status == 200
     assert (checked_off_loop, recorded_off_loop) == ([False, False], [False, False])
+    assert decoded_off_loop == [False, False]
 
 
 async def test_an_in_process_update_of_a_large_object_is_validated_off_the_loop(
