@@ -3,6 +3,8 @@ sends the member, simulated log lines."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from kubernetes_asyncio.client import ApiClient, Configuration
 
@@ -11,6 +13,7 @@ from controlplane.apis.impersonation import escape_extra_key, extra_of_headers
 from controlplane.apis.proxyframing import FrameKind, ProxyRequest
 from controlplane.apiserver.identity import ANONYMOUS_USER, AUTHENTICATED, Role, UserInfo
 from controlplane.apiserver.proxy.routes import proxy_request
+from controlplane.apiserver.proxy.tunnels import REPLACED_MESSAGE, TunnelRegistry
 from controlplane.apiserver.routing import parse_request
 from member_agent.tunnel import AgentTunnel
 from simulator.podlogs import line_range
@@ -101,3 +104,23 @@ def test_the_hub_forwards_the_users_groups_uid_and_extra(
 ) -> None:
     request = proxy_request("GET", "/api/v1/pods", [], user)
     assert (request.user, request.groups, request.uid, request.extra) == (user.name, groups, uid, extra)
+
+
+async def test_a_replaced_tunnel_is_closed_and_its_end_leaves_the_newer_one() -> None:
+    closed: list[tuple[int, bytes]] = []
+
+    async def send(_: bytes) -> None:
+        return None
+
+    async def close(code: int, message: bytes) -> None:
+        closed.append((code, message))
+
+    registry = TunnelRegistry()
+    old = registry.connect("c1", send, close=close)
+    new = registry.connect("c1", send)
+    await asyncio.sleep(0)  # the old socket is closed in the background
+    assert closed == [(1012, REPLACED_MESSAGE)] and not old.connected
+    registry.disconnect(old, "the old agent's socket ended")
+    assert registry.get("c1") is new
+    registry.disconnect(new, "the new one's too")
+    assert registry.get("c1") is None

@@ -303,6 +303,27 @@ async def _reconnected(fleet: Fleet) -> bool:
     return tunnel is not None and tunnel.connections >= 2 and tunnel.connected.is_set()
 
 
+async def test_a_second_tunnel_with_the_agents_credential_does_not_take_the_proxy_down(fleet: Fleet) -> None:
+    """A tunnel opened with the agent's credential (a second replica, a restart while the old
+    process runs, or a stolen credential) replaces the agent's: the hub closes the agent's socket
+    (1012), the agent reconnects, and the proxy answers again once the newer tunnel is gone."""
+    agent_tunnel = fleet.agent.tunnel
+    assert agent_tunnel is not None
+    await _running_pod(fleet)
+    headers: dict[str, str] = {}
+    await agent_tunnel.hub.update_params_for_auth(headers, [], ["BearerToken"])
+    async with aiohttp.ClientSession() as session:
+        ws = await session.ws_connect(agent_tunnel.url, headers=headers, ssl=fleet.ssl)
+        await ws.close()
+    await eventually(lambda: _reconnected(fleet), what="the replaced agent to reopen its tunnel")
+    await eventually(lambda: _answers_pods(fleet), what="the proxy to answer through the agent's new tunnel")
+
+
+async def _answers_pods(fleet: Fleet) -> bool:
+    code, body = await fleet.request("GET", PROXY + "/api/v1/namespaces/default/pods")
+    return code == 200 and bool(body["items"])
+
+
 async def test_member_errors_pass_through_as_the_members_status(fleet: Fleet) -> None:
     await _running_pod(fleet)
     code, body = await fleet.request("GET", PROXY + "/api/v1/namespaces/default/pods/nope/log")

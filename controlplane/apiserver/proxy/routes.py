@@ -94,7 +94,7 @@ class ProxyEndpoints:
         ws = web.WebSocketResponse(heartbeat=HEARTBEAT_SECONDS, max_msg_size=MAX_MESSAGE_BYTES)
         await ws.prepare(request)
         self._sockets.add(ws)
-        tunnel = self.tunnels.connect(cluster, ws.send_bytes)
+        tunnel = self.tunnels.connect(cluster, ws.send_bytes, close=lambda code, message: ws.close(code=code, message=message))
         if self.metrics is not None:
             self.metrics.connected(cluster, up=True)
         reason = f"cluster {cluster}'s agent disconnected"

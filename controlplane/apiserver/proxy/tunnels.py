@@ -1,7 +1,9 @@
 """The hub's end of the agents' tunnels: which cluster's agent is connected, and its streams.
 
 An agent's WebSocket becomes a :class:`Tunnel` in the :class:`TunnelRegistry` under its cluster
-name (a newer connection of the same cluster replaces the older one). A proxied request opens
+name. A newer connection of the same cluster replaces the older one, whose WebSocket the hub
+closes (1012, service restart) so that its agent reconnects instead of holding a socket the hub no
+longer uses; the older tunnel's end never removes the newer one. A proxied request opens
 a :class:`HubStream` on it: the OPEN frame goes out, and the tunnel's reader delivers the
 agent's HEAD, DATA, END and ERROR frames to the stream's queue. The queue never holds more
 than the flow-control window: the agent only sends what the hub has credited, and the hub
@@ -23,6 +25,13 @@ from controlplane.apis.proxyframing import Frame, FrameKind, ProxyLimits
 logger = logging.getLogger(__name__)
 
 Send = Callable[[bytes], Awaitable[None]]
+#: Closes the agent's WebSocket with a close code and a message.
+Close = Callable[[int, bytes], Awaitable[object]]
+
+#: The close code of a replaced tunnel: RFC 6455's 1012, "service restart" (the agent reconnects).
+REPLACED_CLOSE_CODE = 1012
+#: Its close message (at most 123 bytes, so without the cluster's name).
+REPLACED_MESSAGE = b"a newer tunnel of this cluster replaced it; reconnect"
 
 
 _FROM_AGENT = frozenset({
@@ -83,10 +92,11 @@ class HubStream:
 class Tunnel:
     """One agent's connection: sends frames, routes the agent's frames to their streams."""
 
-    def __init__(self, cluster: str, send: Send, limits: ProxyLimits) -> None:
+    def __init__(self, cluster: str, send: Send, limits: ProxyLimits, *, close: Close | None = None) -> None:
         self.cluster = cluster
         self.limits = limits
         self._send = send
+        self._close = close
         self._send_lock = asyncio.Lock()
         self._streams: dict[int, HubStream] = {}
         self._ids = itertools.count(1)
@@ -142,6 +152,12 @@ class Tunnel:
             stream.deliver(framing.error_frame(stream.id, 503, reason))
         self._streams.clear()
 
+    async def close(self, code: int, message: bytes) -> None:
+        """Close the agent's WebSocket (its reader then ends and calls :meth:`TunnelRegistry.disconnect`)."""
+        if self._close is not None:
+            with contextlib.suppress(ConnectionError):
+                await self._close(code, message)
+
 
 class TunnelRegistry:
     """The connected agents' tunnels, by cluster name."""
@@ -149,21 +165,32 @@ class TunnelRegistry:
     def __init__(self, limits: ProxyLimits | None = None) -> None:
         self.limits = limits or ProxyLimits()
         self._tunnels: dict[str, Tunnel] = {}
+        #: The replaced tunnels' closes in progress (held so that they are not collected).
+        self._closing: set[asyncio.Task[None]] = set()
 
     def get(self, cluster: str) -> Tunnel | None:
         tunnel = self._tunnels.get(cluster)
         return tunnel if tunnel is not None and tunnel.connected else None
 
-    def connect(self, cluster: str, send: Send) -> Tunnel:
+    def connect(self, cluster: str, send: Send, *, close: Close | None = None) -> Tunnel:
+        """Register the cluster's new tunnel; an older one's streams end and its WebSocket is
+        closed with :data:`REPLACED_CLOSE_CODE` (in the background: the new tunnel serves meanwhile)."""
         old = self._tunnels.get(cluster)
+        tunnel = Tunnel(cluster, send, self.limits, close=close)
+        self._tunnels[cluster] = tunnel
         if old is not None:
             old.disconnect(f"cluster {cluster}'s agent opened a new tunnel; this request was cut")
-        tunnel = Tunnel(cluster, send, self.limits)
-        self._tunnels[cluster] = tunnel
-        logger.info("cluster %s's agent connected its proxy tunnel", cluster)
+            task = asyncio.get_running_loop().create_task(old.close(REPLACED_CLOSE_CODE, REPLACED_MESSAGE))
+            self._closing.add(task)
+            task.add_done_callback(self._closing.discard)
+            logger.info("cluster %s's agent opened a new proxy tunnel; closing the one it replaces", cluster)
+        else:
+            logger.info("cluster %s's agent connected its proxy tunnel", cluster)
         return tunnel
 
     def disconnect(self, tunnel: Tunnel, reason: str) -> None:
+        """``tunnel`` is gone: its streams end, and it leaves the registry unless a newer tunnel
+        of its cluster replaced it already (that one stays)."""
         tunnel.disconnect(reason)
         if self._tunnels.get(tunnel.cluster) is tunnel:
             del self._tunnels[tunnel.cluster]
