@@ -35,6 +35,11 @@ _DENY: Final = Decision(allowed=False)
 #: Credentials the credential authorizer confines (RBAC may still grant them more).
 _CONFINED: Final = frozenset({Role.AGENT, Role.BOOTSTRAP})
 _VIEWER_HINT: Final = "a viewer token may only read (its group gpufed:viewers is bound to the view ClusterRole)"
+#: A viewer's request through the cluster proxy (kube's view role has no ``*/proxy`` either).
+_VIEWER_PROXY_HINT: Final = (
+    "a viewer token may not use the cluster proxy, which reads what the member allows, Secrets included "
+    "(an admin may grant clusters/proxy with a ClusterRoleBinding)"
+)
 
 
 class HubAuthorizer:
@@ -58,5 +63,7 @@ class HubAuthorizer:
         if confined is not None:
             return confined
         if user.role is Role.VIEWER:
-            return Decision(allowed=False, reason=f"{forbidden_message(attributes)}: {_VIEWER_HINT}")
+            proxy = attributes.resource == "clusters" and attributes.subresource == "proxy"
+            hint = _VIEWER_PROXY_HINT if proxy else _VIEWER_HINT
+            return Decision(allowed=False, reason=f"{forbidden_message(attributes)}: {hint}")
         return _DENY

@@ -9,8 +9,9 @@ kube-apiserver waits for its RBAC informers.
 :func:`ensure_default_policy` creates the default ClusterRoles and ClusterRoleBindings
 (:mod:`.policy`) that are missing and, for those still annotated
 ``rbac.authorization.kubernetes.io/autoupdate: "true"``, adds back missing rules, subjects
-and labels, as kube's bootstrap-roles hook reconciles them. Aggregated roles' rules are
-the aggregation controller's.
+and labels, as kube's bootstrap-roles hook reconciles them, and removes the rules earlier defaults
+granted that a security fix withdrew (``policy.WITHDRAWN_RULES``; kube only ever adds).
+Aggregated roles' rules are the aggregation controller's.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from controlplane.apiserver.auth.rbac.index import (
 from controlplane.apiserver.auth.rbac.policy import (
     AUTOUPDATE_ANNOTATION,
     RBAC_API_VERSION,
+    WITHDRAWN_RULES,
     cluster_role_bindings,
     cluster_roles,
     namespace_roles,
@@ -133,9 +135,14 @@ def _reconciled(current: dict[str, Any], wanted: dict[str, Any]) -> dict[str, An
                 changed = True
         out["aggregationRule"] = {"clusterRoleSelectors": selectors}
     elif "rules" in wanted:
-        missing = uncovered(rules_of(current), rules_of(wanted))
+        named = WITHDRAWN_RULES.get(meta.get("name", ""), ()) if wanted.get("kind") == CLUSTER_ROLE else ()
+        withdrawn = {PolicyRule.of(r) for r in named}
+        kept = [r for r in current.get("rules") or [] if PolicyRule.of(r) not in withdrawn]
+        out["rules"] = kept
+        changed = len(kept) != len(current.get("rules") or [])
+        missing = uncovered(rules_of(out), rules_of(wanted))
         if missing:
-            out["rules"] = [*(current.get("rules") or []), *wanted["rules"]]
+            out["rules"] = [*kept, *wanted["rules"]]
             changed = True
     if "subjects" in wanted:
         subjects = list(current.get("subjects") or [])

@@ -22,7 +22,8 @@ rules on every start unless an admin set the annotation to ``"false"``.
 
 The token roles map to groups (``identity.ROLE_GROUPS``): admin tokens are in
 ``system:masters``, viewer tokens in ``gpufed:viewers`` (bound to ``view`` and
-``gpufed:viewer``), join tokens in ``system:bootstrappers`` (bound to
+``gpufed:viewer``, neither of which grants ``clusters/proxy``: only ``cluster-admin`` and
+whoever an admin binds to it may proxy), join tokens in ``system:bootstrappers`` (bound to
 ``gpufed:cluster-joiner``). Pure data.
 """
 
@@ -294,13 +295,22 @@ def gpufed_cluster_roles() -> list[dict[str, Any]]:
             rule(("get",), urls=VIEWER_URLS),
             # The hub's health as kubectl get componentstatuses shows it (read-only, as kube serves it).
             rule(("get", "list"), ("",), ("componentstatuses",)),
-            # Reads through the cluster proxy (GET only; the member decides what the viewer
-            # may see under its impersonated identity).
-            rule(("get",), (CLUSTER_GROUP,), ("clusters/proxy",)),
+            # Never ``clusters/proxy``: a GET through it reads whatever the member lets the
+            # impersonated viewer (or, with ``--proxy-identity agent``, the agent) read, Secrets
+            # included. kube's view role leaves out ``pods/proxy`` and ``services/proxy`` so.
         ]),
         cluster_role("gpufed:cluster-joiner", [rule(("create",), (AUTH_GROUP,), ("clusterjoins",))]),
         cluster_role("gpufed:public-info-viewer", [rule(("get",), urls=GPUFED_PUBLIC_URLS)]),
     ]
+
+
+#: Rules earlier defaults granted and these no longer do, by ClusterRole: the hub removes them on
+#: start from a role still annotated autoupdate (kube's reconciliation only adds; these were
+#: security fixes). Only a rule equal to one here is removed, never one an admin wrote otherwise.
+WITHDRAWN_RULES: Final = {
+    # A viewer's GET through the cluster proxy read the member's Secrets.
+    "gpufed:viewer": (rule(("get",), (CLUSTER_GROUP,), ("clusters/proxy",)),),
+}
 
 
 def cluster_role_bindings() -> list[dict[str, Any]]:

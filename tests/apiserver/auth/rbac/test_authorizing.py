@@ -9,13 +9,14 @@ import pytest
 
 from controlplane.apis.kube.roleaggregation import aggregated_rules
 from controlplane.apiserver.auth.rbac.authorizing import HubAuthorizer
+from controlplane.apiserver.auth.rbac.cache import _reconciled
 from controlplane.apiserver.auth.rbac.index import (
     CLUSTER_ROLE,
     CLUSTER_ROLE_BINDING,
     ROLE,
     ROLE_BINDING,
 )
-from controlplane.apiserver.auth.rbac.policy import default_policy_index
+from controlplane.apiserver.auth.rbac.policy import AUTOUPDATE_ANNOTATION, cluster_roles, default_policy_index
 from controlplane.apiserver.identity import RequestAttributes, Role, UserInfo
 from controlplane.apiserver.impersonation import (
     ImpersonationDenied,
@@ -117,6 +118,12 @@ DECISIONS = [
     (res(CAROL, "update", "admissionregistration.k8s.io", "validatingadmissionpolicybindings", name="b"), False),
     (res(VIEWER, "list", "admissionregistration.k8s.io", "validatingadmissionpolicies"), False),
     (res(VIEWER, "get", "", "secrets", ns="x", name="s"), False),
+    # The cluster proxy reads what the member lets the caller read, Secrets included: not for
+    # viewers (kube's view has no */proxy), nor edit or admin in a namespace; cluster-admin's.
+    (res(VIEWER, "get", "cluster.gpufed.io", "clusters", name="a", sub="proxy"), False),
+    (res(ALICE, "get", "cluster.gpufed.io", "clusters", name="a", sub="proxy"), False),
+    (res(CAROL, "get", "cluster.gpufed.io", "clusters", name="a", sub="proxy"), False),
+    (res(ADMIN, "get", "cluster.gpufed.io", "clusters", name="a", sub="proxy"), True),
     # A namespace's finalize: kube grants it in no aggregated role (its namespace controller's role only).
     (res(ADMIN, "update", "", "namespaces", name="n", sub="finalize"), True),
     (res(CAROL, "update", "", "namespaces", name="n", sub="finalize"), False),
@@ -228,3 +235,17 @@ def test_aggregation_gathers_labelled_roles_in_name_order_once() -> None:
     broken = {"matchExpressions": [{"key": "rbac.authorization.k8s.io/aggregate-to-edit", "operator": "Near"}]}
     edit["aggregationRule"]["clusterRoleSelectors"].insert(0, broken)
     assert aggregated_rules(edit, roles) == [rule_b, rule_a]
+
+
+def test_a_hub_started_before_the_fix_loses_the_viewers_proxy_rule_and_keeps_an_admins_own() -> None:
+    """The stored ``gpufed:viewer`` of an older hub granted ``get clusters/proxy``: reconciling it
+    with the defaults removes that rule (the role is still autoupdate) and keeps the others; a
+    role an admin took off autoupdate is left as it is."""
+    [wanted] = [r for r in cluster_roles() if r["metadata"]["name"] == "gpufed:viewer"]
+    old_rule = {"verbs": ["get"], "apiGroups": ["cluster.gpufed.io"], "resources": ["clusters/proxy"]}
+    stored = {**wanted, "rules": [*wanted["rules"], old_rule]}
+    updated = _reconciled(stored, wanted)
+    assert updated is not None and updated["rules"] == wanted["rules"]
+    assert _reconciled(wanted, wanted) is None
+    kept = {**stored, "metadata": {**stored["metadata"], "annotations": {AUTOUPDATE_ANNOTATION: "false"}}}
+    assert _reconciled(kept, wanted) is None
