@@ -2,7 +2,8 @@
 ``--enable-proxy``, the real kubectl and the `gpufed get|logs|exec` commands.
 
 ``kubectl exec`` and ``gpufed exec`` reach the member's pod over WebSockets through the agent;
-the hub's RBAC refuses a viewer's exec, and the member's rules for impersonated users
+the hub's RBAC refuses a viewer any request through the proxy (a read of the member's Secret
+included), and the member's rules for impersonated users
 (``impersonatedAccess`` in the fleet entry) keep a team's user in its namespace.
 
 ``kubectl port-forward`` reaches the pod's echo server (SPDY/3.1 tunnelled in a WebSocket),
@@ -180,7 +181,7 @@ def _exec_through_the_proxy(hub: Kubectl, through: Kubectl, viewer: Kubectl, tmp
     assert _exec(hub, "-n", "ml", "train-0", "-i", "--", "cat", stdin="hello\n").stdout == "hello\n"
     infer = _exec(hub, "deployment/infer", "-c", "server", "--", "hostname")
     assert infer.returncode == 0 and infer.stdout.startswith("infer-"), infer
-    # A viewer may read through the proxy but not exec (exec is create on clusters/proxy).
+    # A viewer may not exec either (exec is create on clusters/proxy).
     refused = viewer.run("exec", "train-0", "-n", "ml", "--", "echo", "hi", check=False)
     assert refused.returncode != 0 and "Forbidden" in refused.stderr and "clusters/proxy" in refused.stderr, refused
     # A team allowed to proxy to the cluster at the hub is limited to namespace ml by the member.
@@ -262,15 +263,20 @@ def test_cluster_proxy_through_the_agent(processes: ProcessGroup, tmp_path: Path
     tail = through.run("logs", "train-0", "-n", "ml", "--tail", "2").stdout.splitlines()
     assert len(tail) == 2 and _step(tail[1]) == _step(tail[0]) + 1
 
-    # A viewer may read but not write; an agent credential may not proxy at all.
+    # A viewer may not proxy at all (it would read the member's Secrets; kube's view role has no
+    # */proxy); nor may an agent credential.
     viewer_token = subprocess.run(
         [GPUFED, "token", "create", "--kubeconfig", str(hub.kubeconfig), "--role", "viewer", "--name", "ann"],
         capture_output=True, text=True, check=True, timeout=60,
     ).stdout.strip()
     viewer = _kubeconfig(through, tmp_path / "viewer.kubeconfig", token=viewer_token)
-    assert "train-0" in viewer.run("get", "pods", "-n", "ml").stdout
-    denied = viewer.run("create", "namespace", "x", check=False)
-    assert denied.returncode != 0 and "(Forbidden)" in denied.stderr and "clusters/proxy" in denied.stderr
+    member.run("create", "secret", "generic", "topsecret", "-n", "default", "--from-literal=password=hunter2")
+    for args in (("get", "secret", "topsecret", "-n", "default", "-o", "jsonpath={.data}"), ("get", "pods", "-n", "ml"),
+                 ("create", "namespace", "x")):
+        denied = viewer.run(*args, check=False)
+        assert denied.returncode != 0 and "(Forbidden)" in denied.stderr, denied
+        assert "clusters/proxy" in denied.stderr, denied
+        assert "hunter2" not in denied.stdout and "aHVudGVyMg" not in denied.stdout
     agent_kubectl = Kubectl(_agent_kubeconfig(processes.root / f"agent-{CLUSTER}", hub, tmp_path))
     refused = agent_kubectl.run("get", "--raw", PROXY + "/api/v1/namespaces/ml/pods", check=False)
     assert refused.returncode != 0 and "forbidden" in refused.stderr.lower()
