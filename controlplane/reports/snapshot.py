@@ -56,9 +56,12 @@ from controlplane.reports.fleet import (
 )
 from controlplane.reports.moves import MoveRecord, moves_of_binding
 from controlplane.reports.nodes import node_sample
-from controlplane.reports.owners import with_owners_by_name
+from controlplane.reports.owners import ownerless_namespaces, with_owners_by_name
 from controlplane.reports.unreported import gpu_summary, unreported_nodes
 from policies.affinity import ClusterView
+
+#: A workload propagated to a member cluster: (namespace, kind, name).
+Workload = tuple[str, str, str]
 
 logger = logging.getLogger(__name__)
 
@@ -114,7 +117,10 @@ class ClusterNodesCache:
     :class:`~controlplane.reports.classify.ClassificationMemo` relies on."""
 
     def __init__(self) -> None:
-        self._entries: dict[str, tuple[tuple[Any, ...], tuple[NodeSample, ...]]] = {}
+        self._entries: dict[str, tuple[tuple[Any, ...], tuple[NodeSample, ...], frozenset[str]]] = {}
+        self._elsewhere: dict[
+            str, tuple[tuple[NodeSample, ...], tuple[Workload, ...], tuple[NodeSample, ...]]
+        ] = {}
         self.hits = 0
         self.builds = 0
 
@@ -126,14 +132,35 @@ class ClusterNodesCache:
             return entry[1]
         nodes = build()
         self.builds += 1
-        self._entries[name] = (key, nodes)
+        self._entries[name] = (key, nodes, ownerless_namespaces(nodes))
         return nodes
+
+    def with_elsewhere(
+        self, name: str, nodes: tuple[NodeSample, ...], elsewhere: Sequence[Workload]
+    ) -> tuple[NodeSample, ...]:
+        """``nodes`` (this cache's for ``name``) with the pods no workload of their own cluster
+        matched put under a workload of their namespace propagated to another cluster
+        (:func:`_owners_elsewhere`); the same tuple while neither changes."""
+        entry = self._entries.get(name)
+        if entry is None or entry[1] is not nodes or not entry[2]:
+            return nodes
+        relevant = tuple(w for w in elsewhere if w[0] in entry[2])
+        if not relevant:
+            return nodes
+        kept = self._elsewhere.get(name)
+        if kept is not None and kept[0] is nodes and kept[1] == relevant:
+            return kept[2]
+        resolved = with_owners_by_name(nodes, relevant)
+        self._elsewhere[name] = (nodes, relevant, resolved)
+        return resolved
 
     def retain(self, names: Iterable[str]) -> None:
         """Forget the clusters not in ``names`` (deleted from the fleet)."""
         keep = set(names)
         for name in [n for n in self._entries if n not in keep]:
             del self._entries[name]
+        for name in [n for n in self._elsewhere if n not in keep]:
+            del self._elsewhere[name]
 
 
 def _cluster_nodes(status: Mapping[str, Any], owners: Sequence[tuple[str, str, str]]) -> tuple[NodeSample, ...]:
@@ -166,21 +193,31 @@ def warm_cluster_nodes(
     return cache.builds > builds
 
 
+def _owners_elsewhere(propagated: Mapping[str, Sequence[Workload]]) -> tuple[Workload, ...]:
+    """Every workload propagated to some cluster, once: a pod that no workload of its own cluster
+    matches by name (its Work was deleted when the last replicas moved away, and the pod is still
+    terminating) is put under a workload of its namespace propagated to another cluster, so a
+    report by workload shows hub workloads, not ``Pod/<name>``."""
+    return tuple(dict.fromkeys(w for workloads in propagated.values() for w in workloads))
+
+
 def _cluster_sample(
     raw: Mapping[str, Any],
     view: ClusterView,
     *,
     now: datetime,
     stale_after: timedelta | None,
-    owners: Sequence[tuple[str, str, str]],
+    owners: Sequence[Workload],
+    elsewhere: Sequence[Workload],
     cache: ClusterNodesCache | None,
 ) -> ClusterSample:
     status = as_mapping(raw.get("status"))
     owners = tuple(owners)
     if cache is None:
-        nodes = _cluster_nodes(status, owners)
+        nodes = with_owners_by_name(_cluster_nodes(status, owners), elsewhere)
     else:
         nodes = cache.nodes(view.name, _nodes_key(status, owners), lambda: _cluster_nodes(status, owners))
+        nodes = cache.with_elsewhere(view.name, nodes, elsewhere)
     return ClusterSample(
         name=view.name,
         nodes=nodes,
@@ -228,8 +265,17 @@ def sample_steps(
     binding_list = [as_mapping(b) for b in bindings]
     work_list = [as_mapping(w) for w in works]
     propagated = propagated_workloads(work_list)
+    elsewhere = _owners_elsewhere(propagated)
     samples = tuple(
-        _cluster_sample(raw, view, now=now, stale_after=stale_after, owners=propagated.get(view.name, ()), cache=cache)
+        _cluster_sample(
+            raw,
+            view,
+            now=now,
+            stale_after=stale_after,
+            owners=propagated.get(view.name, ()),
+            elsewhere=elsewhere,
+            cache=cache,
+        )
         for raw, view in zip(cluster_list, views, strict=True)
     )
     if cache is not None:

@@ -13,6 +13,7 @@ import copy
 from typing import Any
 
 from controlplane.reports.classify import ClassificationMemo, classify_fleet
+from controlplane.reports.fleet import ClusterSample
 from controlplane.reports.rollups import CellRatesMemo, cell_rates
 from controlplane.reports.snapshot import ClusterNodesCache, sample_from_cluster_statuses
 
@@ -115,3 +116,33 @@ def test_memoized_classification_and_cells_equal_fresh_ones_and_reuse_untouched_
     # A cluster that changes readiness is classified again.
     down = classify_fleet(fleet(cluster("dc1", dc1.nodes, ready=False, pricing={A100: 2.0}), dc2, dc3, time=at(5)), memo=memo)
     assert {s.state.value for s in down.parts[0]} == {"unavailable"}
+
+
+def _holders(sample: ClusterSample) -> set[str]:
+    return {d.allocated_to.workload for n in sample.nodes for d in n.devices if d.allocated_to}
+
+
+def test_a_pod_whose_cluster_has_no_work_left_is_put_under_its_workload_propagated_elsewhere() -> None:
+    """The last replicas of ``llm`` moved from dc1 to dc2: dc1's Work is deleted while its pod
+    still terminates and the agent reports it without an owner. It is ``llm``'s (propagated to
+    dc2), not ``Pod/<name>``; a pod no workload of its namespace matches stays a bare pod."""
+    nodes = [k8s_node("n1", product=A100, resources={GPU: 8})]
+    pods = [k8s_pod("llm-784b978b67-2kzc4", "n1", {GPU: 2}), k8s_pod("stray-1", "n1", {GPU: 1})]
+    for p in pods:
+        del p["metadata"]["ownerReferences"]
+    util = {"n1": [{"gpu": i, "uuid": f"G{i}", "utilization": 0.0} for i in range(8)]}
+    objs = [
+        cluster_object("dc1", nodes, pods, util, pricing={A100: 2.0}),
+        cluster_object("dc2", nodes, [], {}, pricing={A100: 1.0}),
+    ]
+    works = [_work("dc2", "llm")]
+    cache = ClusterNodesCache()
+    for sample in (
+        sample_from_cluster_statuses(objs, [], works, now=T0),
+        sample_from_cluster_statuses(objs, [], works, now=T0, cache=cache),
+    ):
+        assert _holders(sample.clusters[0]) == {"Deployment/llm", "Pod/stray-1"}
+    again = sample_from_cluster_statuses(copy.deepcopy(objs), [], works, now=at(1), cache=cache)
+    assert again.clusters[0].nodes is sample.clusters[0].nodes
+    gone = sample_from_cluster_statuses(objs, [], [], now=at(2), cache=cache)
+    assert _holders(gone.clusters[0]) == {"Pod/llm-784b978b67-2kzc4", "Pod/stray-1"}
