@@ -15,16 +15,27 @@ from gpufed.timeparse import parse_duration, parse_time
 _T = TypeVar("_T")
 
 
-def whole_number(minimum: int = 0, *, what: str = "a whole number", why: str = "") -> Callable[[str], int]:
-    """A ``type=`` for a whole number of at least ``minimum`` (ASCII digits only: no sign, no spaces).
+class UsageError(ValueError):
+    """A command line that is wrong as a whole (a flag that needs another, a value no ``type=``
+    could refuse alone): the command's usage and ``error: <message>``, exit status 2, as argparse
+    refuses a flag (:func:`gpufed.cli.main`)."""
 
-    Refuses with ``expected <what> >= <minimum><why>, not '<text>'``; ``why`` is a parenthesised
-    reason for the minimum, with its leading space.
+
+def whole_number(
+    minimum: int = 0, *, what: str = "a whole number", why: str = "", maximum: int | None = None
+) -> Callable[[str], int]:
+    """A ``type=`` for a whole number of at least ``minimum`` and at most ``maximum`` (when
+    given) (ASCII digits only: no sign, no spaces).
+
+    Refuses with ``expected <what> >= <minimum><why>, not '<text>'`` (``expected <what>
+    <minimum>-<maximum>, not '<text>'`` with a maximum); ``why`` is a parenthesised reason for
+    the minimum, with its leading space.
     """
 
     def parse(text: str) -> int:
-        if not (text.isascii() and text.isdigit()) or int(text) < minimum:
-            raise argparse.ArgumentTypeError(f"expected {what} >= {minimum}{why}, not {text!r}")
+        if not (text.isascii() and text.isdigit()) or not minimum <= int(text) <= (maximum or int(text)):
+            expected = f">= {minimum}{why}" if maximum is None else f"{minimum}-{maximum}"
+            raise argparse.ArgumentTypeError(f"expected {what} {expected}, not {text!r}")
         return int(text)
 
     return parse

@@ -54,7 +54,7 @@ def build_parser(commands: Iterable[str] | None = None) -> argparse.ArgumentPars
         module = importlib.import_module(module_name)
         module.add_arguments(child)
         run: Callable[[argparse.Namespace], int] = module.run
-        child.set_defaults(handler=run)
+        child.set_defaults(handler=run, usage_error=child.error)
     return parser
 
 
@@ -64,7 +64,8 @@ def _command(argv: Sequence[str]) -> str | None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run one subcommand to its exit status: its own, 2 for a usage error (argparse's), 130 on
+    """Run one subcommand to its exit status: its own, 2 for a usage error (argparse's, or a
+    :class:`~gpufed.argtypes.UsageError` the command raises), 130 on
     Ctrl-C and 141 when the reader of its output went away (`gpufed get ... | head -1`), as for a
     program SIGPIPE ends; never a traceback for either."""
     # gRPC (the etcd client) logs a failed TLS handshake to stderr on its own; the command
@@ -88,9 +89,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _run(words: list[str]) -> int:
     # Every process (hub, agent, member, each user command) starts through here: importing one
     # subcommand's module, not all of them, saves seconds of CPU per process started.
+    from gpufed.argtypes import UsageError
+
     parser = build_parser([command] if (command := _command(words)) is not None else [])
     args = parser.parse_args(words)
-    return int(args.handler(args))
+    try:
+        return int(args.handler(args))
+    except UsageError as exc:
+        args.usage_error(str(exc))  # argparse's: the usage, the message, exit status 2
+        raise
 
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@ from controlplane.apis.spot import recorded_reclaims
 from controlplane.apis.timestamps import format_time
 from controlplane.apis.trainer import is_train_job
 from controlplane.apis.trainer_runtime import NO_ALTERNATIVE_SHAPES
+from gpufed.argtypes import UsageError
 from gpufed.commands.explainqueue import queue_section
 from gpufed.commands.running import run_reporting
 from gpufed.hubclient import HubClient, HubError, add_kubeconfig_argument
@@ -76,7 +77,7 @@ def resolve_kind(text: str) -> tuple[str, str, str]:
 def parse_target(target: str) -> tuple[str, str]:
     kind, sep, name = target.partition("/")
     if not sep or not kind or not name:
-        raise ValueError(f"expected KIND/NAME (e.g. deployment/train), got {target!r}")
+        raise UsageError(f"expected KIND/NAME (e.g. deployment/train), got {target!r}")
     return kind, name
 
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from controlplane.gcpolicy import CollectorPolicy
 from controlplane.loopwatch import DEFAULT_STALL_WARNING
-from gpufed.argtypes import seconds_or_off, whole_number
+from gpufed.argtypes import UsageError, seconds_or_off, whole_number
 from gpufed.hubclient import HubError
 
 if TYPE_CHECKING:
@@ -64,9 +64,12 @@ def given_flags(args: argparse.Namespace) -> dict[str, str]:
 
 
 def run_reporting(main: Coroutine[Any, Any, int], expected: Expected) -> int:
-    """Run ``main`` to its exit status; an ``expected`` error is printed and exits 1."""
+    """Run ``main`` to its exit status; an ``expected`` error is printed and exits 1 (a
+    :class:`~gpufed.argtypes.UsageError` goes on, to exit 2 with the command's usage)."""
     try:
         return asyncio.run(main)
+    except UsageError:
+        raise
     except expected as exc:
         return report(exc)
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from controlplane.apis.constants import BOOTSTRAP_TOKEN_ENV, TOKENS_PATH
 from controlplane.apiserver.tls import ca_hash
-from gpufed.argtypes import object_name, positive_duration
+from gpufed.argtypes import UsageError, object_name, positive_duration
 from gpufed.commands.running import run_reporting
 from gpufed.hubclient import HubClient, HubError, add_kubeconfig_argument
 
@@ -36,6 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     create.add_argument("--ttl", type=positive_duration, default=None, help="lifetime, e.g. 30m, 1h, 7d (bootstrap default: 1h)")
     create.add_argument("--print-join-command", action="store_true",
                         help="print the full `gpufed agent ...` command that joins a member cluster")
+    create.set_defaults(usage_error=create.error)  # a usage error shows `gpufed token create`'s usage
     lst = sub.add_parser("list", help="list tokens (never their secrets)")
     add_kubeconfig_argument(lst)
     revoke = sub.add_parser("revoke", help="revoke a token by id")
@@ -85,17 +86,16 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _run(args: argparse.Namespace) -> int:
-    client = HubClient.from_kubeconfig(args.kubeconfig)
     if args.token_command == "create":
         if args.user is not None and not args.user.strip():
-            raise ValueError("--user needs a name")
+            raise UsageError("--user needs a name")
         role = args.role or ("user" if args.user or args.groups else "bootstrap")
         if args.print_join_command and role != "bootstrap":
-            raise ValueError("--print-join-command needs --role bootstrap")
+            raise UsageError("--print-join-command needs --role bootstrap")
         if (args.user or args.groups) and role != "user":
-            raise ValueError("--user and --group make a user token; they cannot be used with --role " + role)
+            raise UsageError("--user and --group make a user token; they cannot be used with --role " + role)
         if role == "user" and not (args.user or args.name):
-            raise ValueError("a user token needs --user NAME")
+            raise UsageError("a user token needs --user NAME")
         body: dict[str, object] = {"role": role, "name": args.user or args.name or f"{role}-token"}
         if args.groups:
             body["groups"] = args.groups
@@ -103,6 +103,7 @@ async def _run(args: argparse.Namespace) -> int:
             body["cluster"] = args.cluster
         if args.ttl is not None:
             body["ttlSeconds"] = int(args.ttl.total_seconds())
+        client = HubClient.from_kubeconfig(args.kubeconfig)  # after the usage checks: they come first
         created = await client.request("POST", TOKENS_PATH, body=body)
         token = created["token"]
         if args.print_join_command:
@@ -112,6 +113,7 @@ async def _run(args: argparse.Namespace) -> int:
         else:
             print(token)
         return 0
+    client = HubClient.from_kubeconfig(args.kubeconfig)
     if args.token_command == "list":
         listing = await client.read_list(TOKENS_PATH)
         rows = token_rows(listing.get("items", []))

@@ -16,7 +16,7 @@ from typing import Any
 from urllib.parse import quote
 
 from controlplane.apis.timestamps import format_time
-from gpufed.argtypes import positive_duration, time_or_duration
+from gpufed.argtypes import UsageError, positive_duration, time_or_duration, whole_number
 from gpufed.commands.running import report as report_error
 from gpufed.hubclient import HubClient, HubError, add_kubeconfig_argument
 from gpufed.timeparse import parse_time
@@ -36,31 +36,40 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--to", dest="end", type=time_or_duration, metavar="TIME",
                         help="window end with --from: RFC 3339 or a duration ago (default: the end of the last "
                              "complete bucket, as --since)")
-    parser.add_argument("--by", action="append", default=[], metavar="DIMENSION",
+    parser.add_argument("--by", action="append", default=[], type=_dimension_list, metavar="DIMENSION",
                         help=f"group by {', '.join(DIMENSIONS)} (comma-separated or repeated)")
     parser.add_argument("-o", "--output", choices=OUTPUTS, default="table", help="output format (default table)")
-    parser.add_argument("--top", type=int, default=10, metavar="N", help="how many idle workloads to list (default 10)")
+    parser.add_argument("--top", type=_top, default=10, metavar="N",
+                        help="how many idle workloads to list, 0-1000 (default 10)")
     parser.add_argument("-n", "--namespace", default=None,
                         help="only this namespace's GPU time (what a team bound to view/edit/admin there may read)")
 
 
-def _dimensions(values: list[str]) -> list[str]:
+def _top(text: str) -> int:
+    """``--top``: the server's range (0 to ``MAX_TOP``), refused before asking it."""
+    from controlplane.reports.resource import MAX_TOP
+
+    return whole_number(0, what="a number of workloads", maximum=MAX_TOP)(text)
+
+
+def _dimension_list(text: str) -> str:
+    """One ``--by`` value: dimensions, comma-separated, each one of :data:`DIMENSIONS`."""
     from controlplane.reports.resource import comma_separated
 
-    parts = comma_separated(values)
-    for part in parts:
+    for part in comma_separated([text]):
         if part not in DIMENSIONS:
-            raise ValueError(f"--by {part}: not one of {', '.join(DIMENSIONS)}")
-    return parts
-
+            raise argparse.ArgumentTypeError(f"{part!r} is not one of {', '.join(DIMENSIONS)}")
+    return text
 
 
 
 def request_path(args: argparse.Namespace, *, now: datetime) -> tuple[str, dict[str, str]]:
-    """The WasteReport path and query parameters for the command line (ValueError when wrong)."""
+    """The WasteReport path and query parameters for the command line (:class:`UsageError` when
+    the flags do not go together)."""
     from controlplane.reports.resource import (
         COLLECTION_PATH,
         CUSTOM,
+        comma_separated,
         format_duration,
         namespaced_collection_path,
     )
@@ -68,13 +77,11 @@ def request_path(args: argparse.Namespace, *, now: datetime) -> tuple[str, dict[
     namespace = getattr(args, "namespace", None)
     collection = COLLECTION_PATH if namespace is None else namespaced_collection_path(quote(namespace))
     params: dict[str, str] = {"top": str(args.top)}
-    by = _dimensions(args.by)
+    by = comma_separated(args.by)
     if by:
         params["by"] = ",".join(by)
     if args.end is not None and args.start is None:
-        raise ValueError("--to needs --from")
-    if args.top < 0:
-        raise ValueError("--top must not be negative")
+        raise UsageError("--to needs --from")
     if args.start is not None:
         params["from"] = format_time(parse_time(args.start, now=now))
         if args.end is not None:
@@ -96,6 +103,8 @@ def run(args: argparse.Namespace) -> int:
         path, params = request_path(args, now=datetime.now(UTC))
         client = HubClient.from_kubeconfig(args.kubeconfig)
         obj = asyncio.run(_fetch(client, path, params))
+    except UsageError:
+        raise
     except (ValueError, HubError) as exc:
         return report_error(exc)
     status = obj.get("status") if isinstance(obj, dict) else None

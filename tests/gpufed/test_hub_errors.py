@@ -202,10 +202,24 @@ def test_a_malformed_or_empty_duration_is_a_usage_error_naming_its_flag(
     assert f"'{value}'" in last
 
 
-@SHARED_HUB
-async def test_an_empty_user_name_makes_no_token(hub: Hub, capsys: pytest.CaptureFixture[str]) -> None:
-    assert hub.tokens is not None
-    before = len(await hub.tokens.list())
-    status, err = await gpufed(["token", "create", "--user", "", "--kubeconfig", str(hub.kubeconfig_path)], capsys)
-    assert (status, err) == (1, "error: --user needs a name\n")
-    assert len(await hub.tokens.list()) == before  # was: a bootstrap token, silently
+@pytest.mark.parametrize(
+    ("argv", "usage", "message"),
+    [
+        (["token", "create", "--user", ""], "gpufed token create", "--user needs a name"),  # was: a token
+        (["token", "create", "--role", "admin", "--print-join-command"], "gpufed token create",
+         "--print-join-command needs --role bootstrap"),
+        (["explain", "llm-serving", "-n", "ml"], "gpufed explain",
+         "expected KIND/NAME (e.g. deployment/train), got 'llm-serving'"),
+    ],
+)
+def test_flags_that_do_not_go_together_are_a_usage_error(
+    argv: list[str], usage: str, message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Exit status 2, the command's usage and argparse's ``error:`` line, before the kubeconfig
+    is read (a missing one would be exit status 1)."""
+    with pytest.raises(SystemExit) as exited:
+        main([*argv, "--kubeconfig", str(tmp_path / "missing")])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"usage: {usage} ")
+    assert err.splitlines()[-1] == f"{usage}: error: {message}"

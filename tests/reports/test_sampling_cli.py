@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
+from gpufed.cli import main
 from gpufed.commands.waste import add_arguments, request_path
 
 NOW = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
@@ -39,11 +41,20 @@ def test_command_lines(argv: tuple[str, ...], path: str, params: dict[str, str])
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (("--to", "1h"), "--to needs --from"),
-        (("--by", "team"), "not one of"),
-        (("--top", "-1"), "must not be negative"),
+        (("--to", "5m"), "error: --to needs --from"),
+        (("--by", "team"), "error: argument --by: 'team' is not one of cluster, model, profile,"),
+        (("--by", "cluster,foo"), "error: argument --by: 'foo' is not one of"),
+        (("--top", "-1"), "error: argument --top: expected a number of workloads 0-1000, not '-1'"),
+        (("--top", "1001"), "error: argument --top: expected a number of workloads 0-1000, not '1001'"),
     ],
 )
-def test_bad_command_lines(argv: tuple[str, ...], message: str) -> None:
-    with pytest.raises(ValueError, match=message):
-        request_path(_parse(*argv), now=NOW)
+def test_a_bad_command_line_is_a_usage_error_naming_the_flag(
+    argv: tuple[str, ...], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Exit status 2 and argparse's words, before any hub is asked (there is none here)."""
+    with pytest.raises(SystemExit) as exited:
+        main(["waste", *argv, "--kubeconfig", str(tmp_path / "missing")])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: gpufed waste ")
+    assert err.splitlines()[-1].startswith(f"gpufed waste: {message}")
