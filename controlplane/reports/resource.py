@@ -313,10 +313,9 @@ def parse_query(
         )
     try:
         named = parse_duration(name.removeprefix(LAST_PREFIX))
-    except ValueError:
+    except ValueError as exc:
         raise QueryError(
-            f'{PLURAL}.{GROUP} "{name}" not found: {name.removeprefix(LAST_PREFIX)!r} is not a duration'
-            " (e.g. last-90m, last-24h, last-7d)",
+            f'{PLURAL}.{GROUP} "{name}" not found: {exc} (report names are e.g. last-90m, last-24h, last-7d)',
             not_found=True,
         ) from None
     if since is not None and since != named:

@@ -28,7 +28,7 @@ OUTPUTS = ("table", "json", "csv")
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_kubeconfig_argument(parser)
     window = parser.add_mutually_exclusive_group()
-    window.add_argument("--since", type=positive_duration, default=None, metavar="DURATION",
+    window.add_argument("--since", type=_window, default=None, metavar="DURATION",
                         help="report the window of this length ending at the last complete bucket of the hub's "
                              "accounting (a minute by default), e.g. 1h, 24h, 7d (default 24h)")
     window.add_argument("--from", dest="start", type=time_or_duration, metavar="TIME",
@@ -50,6 +50,16 @@ def _top(text: str) -> int:
     from controlplane.reports.resource import MAX_TOP
 
     return whole_number(0, what="a number of workloads", maximum=MAX_TOP)(text)
+
+
+def _window(text: str) -> timedelta:
+    """``--since``: a duration of 1s up to the server's longest window (``MAX_DURATION``)."""
+    from controlplane.reports.resource import MAX_DURATION
+
+    value = positive_duration(text)
+    if value > MAX_DURATION:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_DURATION.days}d, not {text!r}")
+    return value
 
 
 def _dimension_list(text: str) -> str:

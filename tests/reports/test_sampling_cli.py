@@ -46,6 +46,7 @@ def test_command_lines(argv: tuple[str, ...], path: str, params: dict[str, str])
         (("--by", "cluster,foo"), "error: argument --by: 'foo' is not one of"),
         (("--top", "-1"), "error: argument --top: expected a number of workloads 0-1000, not '-1'"),
         (("--top", "1001"), "error: argument --top: expected a number of workloads 0-1000, not '1001'"),
+        (("--since", "9999d"), "error: argument --since: must be at most 3660d, not '9999d'"),
     ],
 )
 def test_a_bad_command_line_is_a_usage_error_naming_the_flag(

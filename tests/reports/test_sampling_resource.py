@@ -81,6 +81,19 @@ def test_bad_report_requests(name: str | None, params: QueryParams, field: str, 
     assert caught.value.not_found is not_found
 
 
+@pytest.mark.parametrize(
+    ("name", "reason"),
+    [
+        ("last-9999d", "duration '9999d' is longer than the maximum of 3660d"),
+        ("last-soon", "invalid duration 'soon': use forms like 90s, 15m, 24h, 7d or 1h30m"),
+    ],
+)
+def test_a_report_name_of_no_valid_duration_says_what_is_wrong_with_it(name: str, reason: str) -> None:
+    with pytest.raises(QueryError) as caught:
+        parse_query(name, QueryParams())
+    assert str(caught.value).startswith(f'wastereports.reports.gpufed.io "{name}" not found: {reason} (')
+
+
 NOW = datetime(2024, 5, 1, 12, 0, 0, 750000, tzinfo=UTC)
 
 
