@@ -34,7 +34,7 @@ from controlplane.apis.trainer import is_train_job
 from controlplane.apis.trainer_runtime import NO_ALTERNATIVE_SHAPES
 from gpufed.argtypes import UsageError
 from gpufed.commands.explainqueue import queue_section
-from gpufed.commands.running import run_reporting
+from gpufed.commands.running import checked_namespace, run_reporting
 from gpufed.hubclient import HubClient, HubError, add_kubeconfig_argument
 
 BINDINGS_PATH = "/apis/work.gpufed.io/v1alpha1/namespaces/{namespace}/resourcebindings/{name}"
@@ -85,6 +85,7 @@ async def _run(args: argparse.Namespace) -> str:
     from controlplane.apis.work_v1alpha1 import binding_name
 
     kind_text, name = parse_target(args.target)
+    checked_namespace(args.namespace)
     api_version, kind, plural = resolve_kind(kind_text)
     base = f"/api/{api_version}" if "/" not in api_version else f"/apis/{api_version}"
     client = HubClient.from_kubeconfig(args.kubeconfig)

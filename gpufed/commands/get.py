@@ -19,10 +19,8 @@ from typing import Any
 
 import yaml
 
-from controlplane.apis.kube.names import path_segment_errors
 from controlplane.apis.kube.selectors import SelectorError, parse_label_selector
-from controlplane.gojson import go_quote
-from gpufed.commands.running import run_reporting
+from gpufed.commands.running import namespace_problem, run_reporting
 from gpufed.hubclient import HubClient, HubError, add_chunk_size_argument, add_kubeconfig_argument
 from gpufed.memberproxy import TABLE_ACCEPT, Resource, clusters, proxy_path, resolve
 
@@ -112,9 +110,9 @@ def refusal(args: argparse.Namespace, *, name: str | None) -> str | None:
     """What kubectl says, before it asks any server, of a namespace that cannot be a segment of a
     URL path (with ``error: `` for a named object only, as kubectl prints it) or a label selector
     that does not parse; checked once here rather than answered by every member."""
-    problems = [] if args.all_namespaces else path_segment_errors(args.namespace)
-    if problems:
-        return f"{'error: ' if name else ''}invalid namespace {go_quote(args.namespace)}: [{' '.join(problems)}]"
+    problem = None if args.all_namespaces else namespace_problem(args.namespace)
+    if problem is not None:
+        return f"{'error: ' if name else ''}{problem}"
     if args.selector and not name:
         try:
             parse_label_selector(args.selector)

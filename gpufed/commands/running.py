@@ -11,7 +11,9 @@ import sys
 from collections.abc import Coroutine, Mapping
 from typing import TYPE_CHECKING, Any
 
+from controlplane.apis.kube.names import path_segment_errors
 from controlplane.gcpolicy import CollectorPolicy
+from controlplane.gojson import go_quote
 from controlplane.loopwatch import DEFAULT_STALL_WARNING
 from gpufed.argtypes import UsageError, seconds_or_off, whole_number
 from gpufed.hubclient import HubError
@@ -33,6 +35,25 @@ def report(exc: BaseException) -> int:
     """Print ``exc`` as the command's last line; its exit status (1)."""
     print(error_line(exc), file=sys.stderr)
     return 1
+
+
+def namespace_problem(namespace: str) -> str | None:
+    """What kubectl says, before it asks any server, of a namespace that cannot be a segment of a
+    URL path (``invalid namespace "a/b": [may not contain '/']``); None for one that can."""
+    problems = path_segment_errors(namespace)
+    return f"invalid namespace {go_quote(namespace)}: [{' '.join(problems)}]" if problems else None
+
+
+def checked_namespace(namespace: str) -> str:
+    """``namespace`` (``-n``) of a command that puts it in a URL path, refused before asking the
+    hub: a :class:`~gpufed.argtypes.UsageError` when empty, ``ValueError`` with kubectl's words
+    (:func:`namespace_problem`) when it cannot be a path segment."""
+    if not namespace:
+        raise UsageError("-n/--namespace needs a namespace name")
+    problem = namespace_problem(namespace)
+    if problem is not None:
+        raise ValueError(problem)
+    return namespace
 
 
 def first_problem(exc: ValidationError, flags: Mapping[str, str] | None = None) -> str:

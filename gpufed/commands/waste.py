@@ -17,6 +17,7 @@ from urllib.parse import quote
 
 from controlplane.apis.timestamps import format_time
 from gpufed.argtypes import UsageError, positive_duration, time_or_duration, whole_number
+from gpufed.commands.running import checked_namespace
 from gpufed.commands.running import report as report_error
 from gpufed.hubclient import HubClient, HubError, add_kubeconfig_argument
 from gpufed.timeparse import parse_time
@@ -85,7 +86,10 @@ def request_path(args: argparse.Namespace, *, now: datetime) -> tuple[str, dict[
     )
 
     namespace = getattr(args, "namespace", None)
-    collection = COLLECTION_PATH if namespace is None else namespaced_collection_path(quote(namespace))
+    if namespace is None:
+        collection = COLLECTION_PATH
+    else:
+        collection = namespaced_collection_path(checked_namespace(namespace))
     params: dict[str, str] = {"top": str(args.top)}
     by = comma_separated(args.by)
     if by:

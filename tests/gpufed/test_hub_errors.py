@@ -210,6 +210,8 @@ def test_a_malformed_or_empty_duration_is_a_usage_error_naming_its_flag(
          "--print-join-command needs --role bootstrap"),
         (["explain", "llm-serving", "-n", "ml"], "gpufed explain",
          "expected KIND/NAME (e.g. deployment/train), got 'llm-serving'"),
+        (["waste", "-n", ""], "gpufed waste", "-n/--namespace needs a namespace name"),
+        (["explain", "deploy/x", "-n", ""], "gpufed explain", "-n/--namespace needs a namespace name"),
     ],
 )
 def test_flags_that_do_not_go_together_are_a_usage_error(
@@ -223,3 +225,12 @@ def test_flags_that_do_not_go_together_are_a_usage_error(
     err = capsys.readouterr().err
     assert err.startswith(f"usage: {usage} ")
     assert err.splitlines()[-1] == f"{usage}: error: {message}"
+
+
+@pytest.mark.parametrize("command", [["waste"], ["explain", "deploy/x"]])
+def test_a_namespace_that_cannot_be_in_a_path_is_refused_before_asking_as_get_does(
+    command: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """kubectl's words (as `gpufed get`'s), not the hub's NotFound for a path it does not serve."""
+    assert main([*command, "-n", "a/b", "--kubeconfig", str(tmp_path / "missing")]) == 1
+    assert capsys.readouterr().err == "error: invalid namespace \"a/b\": [may not contain '/']\n"
