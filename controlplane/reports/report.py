@@ -54,6 +54,8 @@ from controlplane.reports.summary import StateTotals, WasteReport, WorkloadUsage
 DEFAULT_TOP = 10
 _HOURS_DIGITS = 4
 _USD_DIGITS = 4
+#: How many moves the table lists (the latest).
+_MOVES_SHOWN = 5
 
 
 class OutputFormat(StrEnum):
@@ -301,17 +303,11 @@ def render_table(report: WasteReport, *, top: int = DEFAULT_TOP) -> str:
     else:
         out.append("none")
     if report.moves:
-        moves = report.moves_summary
-        out += [
-            "",
-            "MOVES BACK TO CHEAPER TIERS",
-            f"{moves.replicas_moved} replica(s) moved in {moves.moves} move(s); {moves.gpu_hours_shifted:.2f} GPU-hours "
-            f"shifted to cheaper tiers, ${moves.saved_usd:.2f} saved in this window",
-        ]
+        out += ["", "MOVES BACK TO CHEAPER TIERS", _moves_header(report)]
         out += [
             f"{m.time.isoformat().replace('+00:00', 'Z')}  {describe_workload(m.namespace, m.workload)}: "
             f"{m.replicas} replica(s) {m.source} \u2192 {m.target}, saves ${m.saving_per_hour:.2f}/h"
-            for m in report.moves[-5:]
+            for m in report.moves[-_MOVES_SHOWN:]
         ]
     if report.never_fit:
         out += ["", "REQUESTS THAT CAN NEVER FIT (not counted as free-needed or free-fragmented)"]
@@ -323,6 +319,22 @@ def render_table(report: WasteReport, *, top: int = DEFAULT_TOP) -> str:
         replicas = sum(r.replicas for r in report.spot_reclaims)
         out += ["", f"Spot reclaims survived: {len(report.spot_reclaims)} ({replicas} replica(s) replaced elsewhere)"]
     return "\n".join(out) + "\n"
+
+
+def _moves_header(report: WasteReport) -> str:
+    """The moves line: those finished in the window, and (when moves finished before it count
+    too, from its start) how many moves the shifted GPU-hours and savings come from."""
+    moves = report.moves_summary
+    moved = f"{moves.replicas_moved} replica(s) moved in {moves.moves} move(s)"
+    earlier = len(report.moves) - moves.moves
+    if earlier:
+        moved += f" in this window, {earlier} earlier move(s) still counting"
+    return (
+        f"{moved}; {moves.gpu_hours_shifted:.2f} GPU-hours shifted to cheaper tiers,"
+        f" ${moves.saved_usd:.2f} saved"
+        f" in this window{f' by these {len(report.moves)} move(s)' if earlier else ''}"
+        f"{f' (the latest {_MOVES_SHOWN} below)' if len(report.moves) > _MOVES_SHOWN else ''}"
+    )
 
 
 def render_csv(report: WasteReport) -> str:

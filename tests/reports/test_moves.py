@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -83,3 +84,22 @@ def test_the_report_counts_moves_and_keeps_them_through_json() -> None:
     assert "MOVES BACK TO CHEAPER TIERS" in table
     assert "8 replica(s) moved in 1 move(s); 8.00 GPU-hours shifted to cheaper tiers, $23.20 saved in this window" in table
     assert for_namespace(report, "other").moves == ()
+
+
+def test_the_tables_moves_line_says_which_moves_its_totals_come_from() -> None:
+    """Moves finished before the window count in it from its start: the line says so, and how
+    many moves it sums, rather than totals from 4 moves under a count of 2."""
+    accumulator = Accumulator()
+    for minutes in (0, 60):
+        accumulator.add(sample_from_cluster_statuses([], [], [], now=T0 + timedelta(minutes=minutes)))
+    report = accumulator.query(T0, T0 + timedelta(hours=1))
+    moves = (move(-60, replicas=4), move(-30, replicas=4), move(30, replicas=6), move(45, replicas=2))
+    report = replace(report, moves=moves)
+    line = render_table(report).split("MOVES BACK TO CHEAPER TIERS\n")[1].splitlines()[0]
+    assert line == (
+        "8 replica(s) moved in 2 move(s) in this window, 2 earlier move(s) still counting; 11.50 GPU-hours "
+        "shifted to cheaper tiers, $63.80 saved in this window by these 4 move(s)"
+    )
+    many = replace(report, moves=tuple(move(m) for m in (-50, -40, -30, -20, -10, 10)))
+    assert render_table(many).count("cloud-h100 \u2192 onprem-a100") == 5
+    assert "saved in this window by these 6 move(s) (the latest 5 below)" in render_table(many)
