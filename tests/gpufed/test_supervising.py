@@ -14,7 +14,7 @@ import pytest
 from controlplane.processes import Backoff
 from gpufed.commands.up.board import format_uptime, render_table
 from gpufed.commands.up.polling import ClusterView
-from gpufed.commands.up.ports import choose_hub_port
+from gpufed.commands.up.ports import DEFAULT_HUB_PORT, choose_hub_port
 from gpufed.supervising import (
     ProcessSpec,
     ProcessState,
@@ -119,6 +119,16 @@ def test_hub_port_falls_back_when_taken() -> None:
         assert note is not None and str(taken) in note and str(port) in note
     port, note = choose_hub_port(requested=taken, remembered=0)
     assert (port, note) == (taken, None)
+
+
+def test_hub_port_0_is_a_free_one_not_the_default() -> None:
+    """`gpufed up --port 0` (it listened on 6443, or the remembered port, as if not given)."""
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        remembered = holder.getsockname()[1]
+        port, note = choose_hub_port(requested=0, remembered=remembered)
+    assert port not in (0, remembered, DEFAULT_HUB_PORT) and note is None
 
 
 @pytest.mark.parametrize(

@@ -58,7 +58,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--state-dir", type=Path, default=DEFAULT_STATE_DIR, metavar="DIR",
                         help="where every component keeps its state and logs (default .gpufed)")
     parser.add_argument("--port", type=port_number, default=None,
-                        help="hub port (default: the previous run's, else 6443; a free one if taken)")
+                        help="hub port (default: the previous run's, else 6443; a free one if taken; 0: a free one, "
+                             "remembered for the next run)")
     parser.add_argument("--time-scale", type=positive_number("a speed-up factor such as 2 or 0.5"), default=1.0, metavar="X",
                         help="simulated members run X times faster than the wall clock (default 1)")
     parser.add_argument("--log-level", default="INFO", choices=LEVELS,

@@ -58,7 +58,10 @@ class Ports:
 
 
 def choose_hub_port(*, requested: int | None, remembered: int) -> tuple[int, str | None]:
-    """The hub's port and, when it is not the one asked for, a sentence saying why."""
+    """The hub's port and, when it is not the one asked for, a sentence saying why. ``requested``
+    0 is a free port, as ``--listen :0`` is for the hub (the caller remembers it as any other)."""
+    if requested == 0:
+        return free_port(HOST), None
     wanted = requested or remembered or DEFAULT_HUB_PORT
     if port_is_free(HOST, wanted):
         return wanted, None
