@@ -440,7 +440,17 @@ def load_fleet(path: str | Path) -> Fleet:
         raise ProfileError(f"{path} is not valid YAML: {yaml_problem(exc)}") from exc
     if isinstance(data, dict) and "clusters" not in data and "name" in data:
         data = {"clusters": [data]}
+    if not isinstance(data, dict):
+        found = "is empty" if data is None else f"holds a {type(data).__name__}, not a mapping"
+        raise ProfileError(
+            f"{path} {found}: a fleet file is a mapping with clusters: (a list of clusters,"
+            " each with a name), or one cluster's mapping"
+        )
     return parse_fleet(data, base_dir=path.parent)
+
+
+#: The columns :func:`read_alibaba_nodes` reads (an openb node list has these and more).
+ALIBABA_NODE_COLUMNS = ("sn", "cpu_milli", "memory_mib", "gpu", "model")
 
 
 def read_alibaba_nodes(
@@ -456,7 +466,15 @@ def read_alibaba_nodes(
             raise ValueError(f"unknown model {unknown[0]!r} (known: {', '.join(ALIBABA_MODELS)})")
     nodes: list[CsvNode] = []
     with path.open(newline="", encoding="utf-8") as handle:
-        for row in csv.DictReader(handle):
+        reader = csv.DictReader(handle)
+        columns = {c.strip() for c in reader.fieldnames or ()}
+        missing = [c for c in ALIBABA_NODE_COLUMNS if c not in columns]
+        if missing:
+            raise ValueError(
+                f"line 1: the header lacks column(s) {','.join(missing)} of an openb node list"
+                f" (needs {','.join(ALIBABA_NODE_COLUMNS)})"
+            )
+        for row in reader:
             model = row["model"].strip()
             if wanted is not None and model not in wanted:
                 continue

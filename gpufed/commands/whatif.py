@@ -211,7 +211,12 @@ def _variant(args: argparse.Namespace) -> int:
         _, jobs = read_trace(args.trace)
         model_gpus: Counter[str] = Counter()
         if args.nodes is not None:
-            for node in read_alibaba_nodes(args.nodes):
+            try:
+                nodes = read_alibaba_nodes(args.nodes)
+            except ValueError as exc:
+                print(f"error: {args.nodes}: {exc}", file=sys.stderr)
+                return 1
+            for node in nodes:
                 if node.gpuCount and node.model in ALIBABA_MODELS:
                     model_gpus[ALIBABA_MODELS[node.model][0]] += node.gpuCount
         jobs = make_variant(jobs, VariantKind(args.kind), args.percent, seed=args.seed, model_gpus=model_gpus)

@@ -148,3 +148,35 @@ def test_split_writes_a_fleet(tmp_path: Path, capsys: pytest.CaptureFixture[str]
         )
         == 0
     )
+
+
+MISSING = "sn,cpu_milli,memory_mib,gpu,model"
+
+
+def test_a_node_list_without_its_columns_names_the_missing_ones(
+    files: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A pod list given as the node list (it was ``error: t20.csv: 'model'``)."""
+    _, trace = files
+    assert main(["whatif", "split", str(trace), "--clusters", "2", "--by", "random"]) == 1
+    assert capsys.readouterr().err == (
+        f"error: {trace}: line 1: the header lacks column(s) {MISSING} of an openb node list"
+        " (needs sn,cpu_milli,memory_mib,gpu,model)\n"
+    )
+    variant = ["whatif", "variant", str(trace), "--kind", "cpu", "--percent", "10", "--nodes", str(trace)]
+    assert main(variant) == 1
+    assert f"error: {trace}: line 1: the header lacks column(s) {MISSING} " in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("text", "found"), [("", "is empty"), ("- a\n", "holds a list, not a mapping")])
+def test_a_fleet_file_that_is_not_a_mapping_is_named_with_what_it_needs(
+    text: str, found: str, files: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, trace = files
+    fleet = tmp_path / "empty.yaml"
+    fleet.write_text(text)
+    assert main(["whatif", "run", "--fleet", str(fleet), "--trace", str(trace)]) == 1
+    assert capsys.readouterr().err == (
+        f"error: {fleet} {found}: a fleet file is a mapping with clusters: (a list of clusters,"
+        " each with a name), or one cluster's mapping\n"
+    )
