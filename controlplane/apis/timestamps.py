@@ -12,19 +12,20 @@ from datetime import UTC, datetime
 
 
 def format_time(moment: datetime) -> str:
-    """An RFC 3339 timestamp in UTC with second precision, as Kubernetes writes it."""
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """An RFC 3339 timestamp in UTC with second precision, as Kubernetes writes it (the year in
+    4 digits, as Go writes it: ``0001-01-01T00:00:00Z``, which ``strftime("%Y")`` writes ``1-...``)."""
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(UTC).replace(tzinfo=None)
+    return moment.isoformat(timespec="seconds") + "Z"
 
 
 def format_micro_time(moment: datetime) -> str:
     """kube's ``MicroTime``: :func:`format_time` with microseconds (a Lease's renew time, an audit
     event's stages, Karmada's reschedule and decision times), for times that must keep their
     order within one second."""
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(UTC).replace(tzinfo=None)
+    return moment.isoformat(timespec="microseconds") + "Z"
 
 
 def parse_time(value: str) -> datetime:

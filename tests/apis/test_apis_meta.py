@@ -62,6 +62,12 @@ def test_time_helpers() -> None:
     assert format_time(T0) == "2024-05-01T10:00:00Z"
     assert parse_time("2024-05-01T10:00:00Z") == T0
     assert format_time(datetime(2024, 5, 1, 10, 0, 0)) == "2024-05-01T10:00:00Z"
+    # Go writes the year in 4 digits (strftime's %Y wrote year 1 as "1-01-01T..."), and what it
+    # writes parses back
+    first = datetime(1, 1, 1, tzinfo=UTC)
+    assert format_time(first) == "0001-01-01T00:00:00Z" and parse_time(format_time(first)) == first
+    assert format_micro_time(first) == "0001-01-01T00:00:00.000000Z"
+    assert format_time(datetime.fromisoformat("2024-05-01T12:00:00.5+02:00")) == "2024-05-01T10:00:00Z"
 
 
 # --- conditions --------------------------------------------------------------------------------

@@ -30,6 +30,8 @@ def _parse(*argv: str) -> argparse.Namespace:
         (("--from", "2024-04-30T00:00:00Z", "--to", "6h", "--top", "3"), f"{REPORTS}/custom",
          {"top": "3", "from": "2024-04-30T00:00:00Z", "to": "2024-05-01T06:00:00Z"}),
         (("--from", "48h"), f"{REPORTS}/custom", {"top": "10", "from": "2024-04-29T12:00:00Z"}),
+        (("--from", "0001-01-01T00:00:00Z"), f"{REPORTS}/custom",
+         {"top": "10", "from": "0001-01-01T00:00:00Z"}),
         (("-n", "team-a", "--since", "1h"), "/apis/reports.gpufed.io/v1alpha1/namespaces/team-a/wastereports/last-1h",
          {"top": "10"}),
     ],
