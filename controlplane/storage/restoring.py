@@ -154,12 +154,19 @@ async def restore_snapshot(
     ``bump_revision``: revisions to add to the snapshot's (etcdutl's ``--bump-revision``); None:
     past the old data's highest revision, or none when there is no old data.
     """
+    # The directories the lock creates: a restore that fails removes them (and the lock in them).
+    created = next((d for d in (*reversed(etcd_dir.parents), etcd_dir) if not d.exists()), None)
     try:
         lock = DataLock.take(etcd_dir, role="gpufed backup restore")
     except DataDirBusy as exc:
         raise BackupError(f"{exc}: stop the hub of this state dir first, then restore") from None
     try:
         return await _restore(snapshot, etcd_dir, bump_revision=bump_revision, say=say)
+    except BaseException:
+        if created is not None:
+            lock.release()
+            shutil.rmtree(created, ignore_errors=True)
+        raise
     finally:
         lock.release()
 

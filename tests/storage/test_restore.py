@@ -57,3 +57,18 @@ async def test_a_saved_snapshot_restores_with_every_older_revision_compacted(tmp
                 await store.list("/", revision=later.mod_revision)
     finally:
         await etcd.stop()
+
+
+async def test_a_failed_restore_removes_the_directories_it_created(tmp_path: Path) -> None:
+    """`gpufed backup restore X --state-dir NEWDIR` that fails left NEWDIR/etcd/lock behind; a
+    state dir that was there keeps what it had."""
+    bad = tmp_path / "not.snapshot"
+    bad.write_bytes(b"not an etcd snapshot")
+    with pytest.raises(BackupError):
+        await restore_snapshot(bad, tmp_path / "new" / "state" / "etcd")
+    assert not (tmp_path / "new").exists()
+    kept = tmp_path / "old" / "etcd"
+    kept.mkdir(parents=True)
+    with pytest.raises(BackupError):
+        await restore_snapshot(bad, kept)
+    assert kept.is_dir()
