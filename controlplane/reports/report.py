@@ -279,7 +279,8 @@ def render_table(report: WasteReport, *, top: int = DEFAULT_TOP) -> str:
         out += _table(headers, group_rows)
         out.append("(GPU-hours per state)")
     idle = top_idle_workloads(report, top=top)
-    out += ["", "TOP IDLE WORKLOADS"]
+    if top:  # --top 0 asks for no list: no section, rather than "none" while a workload is idle
+        out += ["", "TOP IDLE WORKLOADS"]
     if idle:
         out += _table(
             ["WORKLOAD", "GPUS NOW", "GPU-H", "MEAN UTIL", "IDLE GPU-H", "IDLE COST"],
@@ -295,7 +296,7 @@ def render_table(report: WasteReport, *, top: int = DEFAULT_TOP) -> str:
                 for w in idle
             ],
         )
-    else:
+    elif top:
         out.append("none")
     out += ["", "RECOMMENDATIONS"]
     if report.recommendations:

@@ -12,6 +12,7 @@ import pytest
 from controlplane.reports.accounting import Accumulator
 from controlplane.reports.fleet import FleetSample, PendingReason
 from controlplane.reports.report import OutputFormat, render, render_csv, render_table, to_json
+from controlplane.reports.resource import report_from_json
 from controlplane.reports.summary import WasteReport
 
 from .builders import A100, GPU, T0, at, cluster, demand, fleet, gpu, node, pod
@@ -71,6 +72,13 @@ def test_json_contract_keys_and_values(report: WasteReport) -> None:
     assert set(rec) >= {"text", "savings_usd_per_day"}
     assert rec["savings_usd_per_day"] == 48.0
     assert doc == to_json(report)
+
+
+def test_top_0_leaves_the_idle_workloads_section_out(report: WasteReport) -> None:
+    """`gpufed waste --top 0` asked for no list: no section, not "none" while a workload idles."""
+    assert "TOP IDLE WORKLOADS\nWORKLOAD " in render_table(report)
+    assert "TOP IDLE WORKLOADS" not in render_table(report_from_json(to_json(report, top=0)), top=0)
+    assert "TOP IDLE WORKLOADS\nnone" in render_table(replace(report, workloads=()))
 
 
 def test_table_shows_states_waste_idle_workloads_and_recommendations(report: WasteReport) -> None:
