@@ -20,7 +20,7 @@ from typing import Any, TextIO
 import yaml
 from pydantic import ValidationError
 
-from gpufed.argtypes import whole_number
+from gpufed.argtypes import UsageError, whole_number
 from gpufed.commands.kueueflags import (
     add_admission_fair_sharing_arguments,
     add_preemption_strategies_argument,
@@ -171,8 +171,8 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         return _run(args)
-    except BrokenPipeError:
-        raise  # the reader of the output went away: the entry point ends quietly
+    except (BrokenPipeError, UsageError):
+        raise  # the reader of the output went away: the entry point ends quietly; exit status 2
     except (OSError, ProfileError, TraceError, ValueError) as exc:
         return report(exc)
 
@@ -283,20 +283,22 @@ def _run(args: argparse.Namespace) -> int:
         from simulator.whatif.plot import check_target
 
         check_target(args.plot)
+    if not args.quotas and (args.fair_sharing != "off" or args.synthetic_tenants):
+        flag = "--fair-sharing" if args.fair_sharing != "off" else "--synthetic-tenants"
+        raise UsageError(f"{flag} needs --quotas (tenants and fair sharing matter only under Kueue quotas)")
+    if (conflict := admission_fair_sharing_conflicts(args)) is not None:
+        raise UsageError(conflict)
+    fair = fair_sharing_conflicts(args, enabled=args.fair_sharing != "off", turn_on="--fair-sharing on (or both)")
+    if fair is not None:
+        raise UsageError(fair)
+    if not args.quotas and args.kueue_admission_fair_sharing:
+        raise UsageError("--kueue-admission-fair-sharing needs --quotas (it orders the LocalQueues of Kueue quotas)")
+    if args.quotas and args.no_replay:
+        raise UsageError("--quotas gates the timed replay; it cannot go with --no-replay")
     fleet = load_fleet(args.fleet)
     trace_format, jobs = read_trace(args.trace)
     if not jobs:
         raise ValueError(f"{args.trace}: the trace has no jobs")
-    if not args.quotas and (args.fair_sharing != "off" or args.synthetic_tenants):
-        flag = "--fair-sharing" if args.fair_sharing != "off" else "--synthetic-tenants"
-        raise ValueError(f"{flag} needs --quotas (tenants and fair sharing matter only under Kueue quotas)")
-    if (conflict := admission_fair_sharing_conflicts(args)) is not None:
-        raise ValueError(conflict)
-    fair = fair_sharing_conflicts(args, enabled=args.fair_sharing != "off", turn_on="--fair-sharing on (or both)")
-    if fair is not None:
-        raise ValueError(fair)
-    if not args.quotas and args.kueue_admission_fair_sharing:
-        raise ValueError("--kueue-admission-fair-sharing needs --quotas (it orders the LocalQueues of Kueue quotas)")
     if args.synthetic_tenants:
         from simulator.whatif.tenants import assign_synthetic_tenants
 
@@ -305,8 +307,6 @@ def _run(args: argparse.Namespace) -> int:
     if args.quotas:
         from simulator.whatif.quotas import read_quotas
 
-        if args.no_replay:
-            raise ValueError("--quotas gates the timed replay; it cannot go with --no-replay")
         quotas = replace(read_quotas(args.quotas), admission_fair_sharing=admission_fair_sharing(args))
     if not trace_format.timed and not args.no_replay:
         raise ValueError(

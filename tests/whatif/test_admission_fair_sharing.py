@@ -126,7 +126,12 @@ def test_the_command_takes_the_hubs_flags(tmp_path: Path, capsys: pytest.Capture
         assert main([*argv, "--quotas", str(quotas), *flags]) == 0
         tenants = json.loads(capsys.readouterr().out)["strategies"]["gpufed"]["tenants"]["without_fair_sharing"]["tenants"]
         assert tenants["b"]["wait_p99_s"] == b_waits
-    assert main([*argv, *fair]) == 1
-    assert "--kueue-admission-fair-sharing needs --quotas" in capsys.readouterr().err
-    assert main([*argv, "--quotas", str(quotas), "--kueue-usage-half-life-time", "10m"]) == 1
-    assert "add --kueue-admission-fair-sharing to turn it on" in capsys.readouterr().err
+    for wrong, message in (
+        ([*argv, *fair], "--kueue-admission-fair-sharing needs --quotas"),
+        ([*argv, "--quotas", str(quotas), "--kueue-usage-half-life-time", "10m"],
+         "add --kueue-admission-fair-sharing to turn it on"),
+    ):
+        with pytest.raises(SystemExit) as exited:  # a usage error
+            main(wrong)
+        assert exited.value.code == 2
+        assert message in capsys.readouterr().err

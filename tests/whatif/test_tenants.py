@@ -343,10 +343,16 @@ def test_run_with_quotas_and_synthetic_tenants(tmp_path: Path, capsys: pytest.Ca
     assert "namespace(s) team-2 of the trace's tenants have no LocalQueue" in capsys.readouterr().err
     # Tenants and fair sharing mean something only under quotas: asked for without them, refused.
     without_quotas = argv[: argv.index("--quotas")] + argv[argv.index("--quotas") + 2 :]
-    assert main([*without_quotas, "--fair-sharing", "on"]) == 1
-    assert "--fair-sharing needs --quotas" in capsys.readouterr().err
-    assert main([*without_quotas, "--synthetic-tenants", "2"]) == 1
-    assert "--synthetic-tenants needs --quotas" in capsys.readouterr().err
+    # A usage error: exit status 2, the command's usage.
+    for extra, message in (
+        (["--fair-sharing", "on"], "--fair-sharing"),
+        (["--synthetic-tenants", "2"], "--synthetic-tenants"),
+    ):
+        with pytest.raises(SystemExit) as exited:
+            main([*without_quotas, *extra])
+        assert exited.value.code == 2
+        err = capsys.readouterr().err
+        assert err.startswith("usage: gpufed whatif ") and f"error: {message} needs --quotas" in err
 
 
 def test_run_passes_the_preemption_strategies_as_the_hub_takes_them(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -373,7 +379,9 @@ def test_run_passes_the_preemption_strategies_as_the_hub_takes_them(tmp_path: Pa
     with pytest.raises(SystemExit):
         main([*argv, flag, f"{INITIAL},{FINAL}"])
     assert f'Unsupported value: "{INITIAL},{FINAL}"' in capsys.readouterr().err
-    assert main([*argv, flag, INITIAL]) == 1
+    with pytest.raises(SystemExit) as exited:
+        main([*argv, flag, INITIAL])
+    assert exited.value.code == 2
     assert (
         "--kueue-fair-sharing-preemption-strategies is a setting of fair sharing: add --fair-sharing on (or both) "
         "to turn it on" in capsys.readouterr().err
