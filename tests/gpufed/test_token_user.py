@@ -37,7 +37,10 @@ async def test_a_user_token_carries_its_name_and_groups(hub: Hub, capsys: pytest
     assert "team-a,gpu-users" in alice and " user " in alice
 
 
-async def test_groups_belong_to_user_tokens_only(hub: Hub, capsys: pytest.CaptureFixture[str]) -> None:
-    args = ["token", "create", "--role", "admin", "--group", "team-a", "--kubeconfig", str(hub.kubeconfig_path)]
-    assert await asyncio.to_thread(main, args) == 1
-    assert "--user and --group make a user token" in capsys.readouterr().err
+def test_groups_belong_to_user_tokens_only(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A usage error (exit status 2), refused before any hub is asked."""
+    args = ["token", "create", "--role", "admin", "--group", "team-a", "--kubeconfig", str(tmp_path / "missing")]
+    with pytest.raises(SystemExit) as exited:
+        main(args)
+    assert exited.value.code == 2
+    assert "gpufed token create: error: --user and --group make a user token" in capsys.readouterr().err
