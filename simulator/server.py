@@ -8,9 +8,11 @@ dcgm-exporter-format page at ``http://<dcgm-listen>/metrics`` whose URL is in
 (scheduler, kubelet, controllers) running against that API's store.
 
 The store lives in memory, so the server snapshots it to ``<state-dir>/snapshot.json``
-(every key, value and revision; written atomically) every ``snapshot_interval`` seconds
-and on shutdown, and restores it on start: a member restarted on the same state dir
-comes back with its objects and their resourceVersions, like a real cluster's etcd.
+(every key, value and revision; written atomically and synced) every ``snapshot_interval``
+seconds and on shutdown, journals every write made since (``<state-dir>/writes.journal``,
+:mod:`simulator.journal`), and restores both on start: a member restarted on the same state
+dir, even one killed with ``kill -9``, comes back with every write it acknowledged at its
+resourceVersion, like a real cluster's etcd.
 
 Pod logs (``pods/<name>/log``, :mod:`simulator.podlogs`) are generated lines, ``pods/<name>/exec``
 runs a small command set and ``attach`` streams the container's output, over WebSockets
@@ -62,6 +64,7 @@ from controlplane.storage.interface import KeyValue
 from controlplane.storage.memory import MemoryStore
 from simulator.admitting import admit_pods
 from simulator.cluster import SimulatedCluster
+from simulator.journal import WriteJournal, replay
 from simulator.memberaccess import access_middleware
 from simulator.nodes import build_nodes
 from simulator.podexec import PodExec
@@ -114,8 +117,9 @@ def write_snapshot(path: Path, items: Iterable[KeyValue], *, revision: int, clea
     os.replace(tmp, path)
 
 
-def read_snapshot(path: Path) -> tuple[list[KeyValue], int] | None:
-    """The items of a snapshot and the revision to restore them at; None when there is none."""
+def load_snapshot(path: Path) -> tuple[list[KeyValue], int, bool] | None:
+    """The items of a snapshot, its revision and whether it was written at a clean shutdown;
+    None when there is none."""
     try:
         body = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -139,7 +143,31 @@ def read_snapshot(path: Path) -> tuple[list[KeyValue], int] | None:
         revision = int(body["revision"])
     except (KeyError, TypeError, ValueError) as exc:
         raise SnapshotError(f"{path}: malformed snapshot: {exc!r}") from exc
-    return items, revision if body.get("clean") else revision + UNCLEAN_REVISION_GAP
+    return items, revision, bool(body.get("clean"))
+
+
+def read_snapshot(path: Path) -> tuple[list[KeyValue], int] | None:
+    """The items of a snapshot and the revision to restore them at; None when there is none."""
+    loaded = load_snapshot(path)
+    if loaded is None:
+        return None
+    items, revision, clean = loaded
+    return items, revision if clean else revision + UNCLEAN_REVISION_GAP
+
+
+def read_state(state_dir: Path) -> tuple[list[KeyValue], int] | None:
+    """The member's store as it was last: the snapshot with the write journal replayed over it
+    (:mod:`simulator.journal`), and the revision to restore it at; None for a new member.
+
+    After an unclean stop the revision moves :data:`UNCLEAN_REVISION_GAP` past the last
+    journalled write (which the page cache keeps through a killed process, not through a lost
+    machine), so resourceVersions only ever go up."""
+    loaded = load_snapshot(state_dir / SNAPSHOT_NAME)
+    items, revision, clean = loaded if loaded is not None else ([], 1, True)
+    items, last = replay(state_dir, items, revision)
+    if loaded is None and last == revision:
+        return None
+    return items, last if clean and last == revision else last + UNCLEAN_REVISION_GAP
 
 
 @dataclass(frozen=True)
@@ -183,6 +211,7 @@ class SimServer(ShutdownOnce):
         self._stopped = asyncio.Event()
         self._snapshotter: asyncio.Task[None] | None = None
         self._snapshot_revision = 0
+        self._journal: WriteJournal | None = None
 
     @property
     def snapshot_path(self) -> Path:
@@ -198,12 +227,14 @@ class SimServer(ShutdownOnce):
         state.mkdir(parents=True, exist_ok=True, mode=0o700)
         with contextlib.suppress(PermissionError):  # a mounted volume's root may not be ours to change
             state.chmod(0o700)
-        snapshot = read_snapshot(self.snapshot_path)
+        snapshot = read_state(state)
         if snapshot is not None:
             items, revision = snapshot
             self.store.restore(items, revision=revision)
             self._snapshot_revision = await self.store.current_revision()
-            log.info("restored %d objects of %s from %s", len(items), self.config.profile.name, self.snapshot_path)
+            log.info("restored %d objects of %s from %s", len(items), self.config.profile.name, state)
+        self._journal = WriteJournal(state)
+        self.store.on_commit = self._journal.record
         pki = ensure_pki(state, hosts=[self.config.host, socket.gethostname()])
         token = load_or_create_token(state / "admin.token")
         logs = PodLogs(self.objects, self.cluster.clock, self._stopped)
@@ -266,10 +297,14 @@ class SimServer(ShutdownOnce):
         listed = await self.store.list("")  # one step: a consistent view
         if listed.revision == self._snapshot_revision:
             return
+        if self._journal is not None:
+            self._journal.set_aside()  # no await since the list: the writes after it go to a fresh journal
         await asyncio.to_thread(
             write_snapshot, self.snapshot_path, listed.items, revision=listed.revision, clean=clean
         )
         self._snapshot_revision = listed.revision
+        if self._journal is not None:
+            self._journal.snapshot_written()
 
     async def _snapshot_periodically(self, interval: float) -> None:
         while True:
@@ -327,6 +362,9 @@ class SimServer(ShutdownOnce):
                 await self.snapshot(clean=True)
             except OSError:
                 log.exception("cannot write the snapshot %s", self.snapshot_path)
+        if self._journal is not None:
+            self.store.on_commit = None
+            self._journal.close()
         await self.store.close()
 
 

@@ -24,7 +24,7 @@ import asyncio
 import bisect
 import logging
 from collections import deque
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
 from itertools import islice
 
@@ -104,6 +104,9 @@ class MemoryStore(Lifecycle):
         self._log: deque[WatchEvent] = deque()
         self._watchers: set[_Watcher] = set()
         self._closed = False
+        #: Called with every write's event before it is made (a write journal); what it raises
+        #: fails the write.
+        self.on_commit: Callable[[WatchEvent], None] | None = None
 
     @property
     def compacted_revision(self) -> int:
@@ -323,6 +326,8 @@ class MemoryStore(Lifecycle):
         return islice(self._log, max(revision - self._log[0].kv.mod_revision, 0), None)
 
     def _commit(self, key: str, kv: KeyValue | None, event: WatchEvent) -> None:
+        if self.on_commit is not None:
+            self.on_commit(event)  # first: a write it cannot record is not made
         self._revision += 1
         if kv is None:
             del self._live[key]
