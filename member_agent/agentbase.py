@@ -24,6 +24,7 @@ from member_agent.claims import ClaimStates
 from member_agent.collecting import EndpointSliceCollector
 from member_agent.config import AgentConfig
 from member_agent.draclaims import DraClaims
+from member_agent.drift import AppliedVersions, DriftBackoff
 from member_agent.holding import StatusHold
 from member_agent.informing import Informer
 from member_agent.interpreting import MemberInterpreters
@@ -111,6 +112,11 @@ class AgentBase(Service):
         #: Works waiting for a kind the member does not serve yet (see :mod:`member_agent.unserved`).
         self._unserved = UnservedRetries()
         self._unserved_timers: dict[str, asyncio.TimerHandle] = {}
+        #: What each apply answered, per object, and the repairs of drift in the member due
+        #: (see :mod:`member_agent.drift`).
+        self.applied_versions = AppliedVersions()
+        self._drift_backoff = DriftBackoff()
+        self._drift_timers: dict[str, asyncio.TimerHandle] = {}
         #: Per Work, its ``preserveResourcesOnDeletion`` as last seen on the hub: a deleted Work's
         #: objects are released rather than deleted when it was set (the hub clears it before
         #: deleting a Work whose cluster left the placement, and waits until this agent has

@@ -59,6 +59,7 @@ from controlplane.apis.work_v1alpha1 import ConditionType as WorkConditionType
 from controlplane.apis.work_v1alpha1 import Health, WorkReason
 from member_agent.assessing import assess_health
 from member_agent.claims import ClaimStates
+from member_agent.drift import AppliedVersions
 from member_agent.interpreting import MemberInterpreters
 from member_agent.kubeapi import ApiError, Conflict, KindNotServed, KubeTransport, NotFound
 from member_agent.ledger import Ledger
@@ -114,6 +115,9 @@ def status_fields(obj: Mapping[str, Any], *, api_version: str, kind: str) -> dic
         },
         "status": obj.get("status") or {},
     }
+    if not metadata.get("generation") and metadata.get("resourceVersion"):
+        # What tells an edit in the member of a kind without a generation (drift: member_agent.drift).
+        trimmed["metadata"]["resourceVersion"] = metadata["resourceVersion"]
     kept = {key: spec[key] for key in _SPEC_READ if key in spec} if isinstance(spec, Mapping) else {}
     if kept:
         trimmed["spec"] = kept
@@ -339,6 +343,8 @@ class WorkApplier:
     interpreters: MemberInterpreters | None = None
     #: Why the claims of pods waiting for them are unbound (read for those pods only, cached).
     claims: ClaimStates | None = None
+    #: The version each apply answered, per object (:mod:`member_agent.drift`).
+    versions: AppliedVersions = field(default_factory=AppliedVersions)
     _namespaces: set[str] = field(default_factory=set)
 
     def __post_init__(self) -> None:
@@ -425,6 +431,7 @@ class WorkApplier:
                     return result
             result.live = await self.member.apply(path, body, field_manager=self.field_manager, force=True)
             result.applied = True
+            self.versions.applied(ident.object_key, result.live)
             if ident.kind == "Namespace":
                 self._namespaces.add(ident.name)
         except KindNotServed as exc:
@@ -441,9 +448,10 @@ class WorkApplier:
 
     async def _delete_owned(self, ident: Identifier, *, work_namespace: str, work_name: str) -> None:
         try:
-            _, path = await self._resolve(ident)
+            ident, path = await self._resolve(ident)
         except NotFound:
             return  # the member no longer serves the kind: nothing of it can exist
+        self.versions.forget(ident.object_key)
         live = await self._live(path)
         if live is None or not owned_by(live, work_namespace=work_namespace, work_name=work_name):
             return
@@ -519,9 +527,10 @@ class WorkApplier:
         """Leave the object running without this Work's ownership labels (a compare-and-swap
         update, retried on a conflict with a fresh read)."""
         try:
-            _, path = await self._resolve(ident)
+            ident, path = await self._resolve(ident)
         except NotFound:
             return
+        self.versions.forget(ident.object_key)
         for _ in range(5):
             live = await self._live(path)
             body = released(live, work_namespace=work_namespace, work_name=work_name) if live else None

@@ -1,7 +1,8 @@
 """The member agent's Works: apply what the hub's Works hold in the member, and write their status.
 
-The Work worker applies changed Works, removes deleted ones and reapplies everything every
-``resync_interval`` (repairing drift in the member) and recomputes every Work's status every
+The Work worker applies changed Works, removes deleted ones, applies again at once a Work one of
+whose objects was deleted or edited in the member (:mod:`member_agent.drift`, with a back-off per
+Work), reapplies everything every ``resync_interval`` (a safety net for drift) and recomputes every Work's status every
 ``status_resync_interval``; both intervals vary by a tenth either way (:class:`Resync`), so agents
 started together do not resync together. The resync takes :data:`RESYNC_BATCH` Works per
 pass, after the Works that events made dirty: a new Work never waits behind a pass over thousands. Work status follows the member: informers on
@@ -27,6 +28,7 @@ from controlplane.apis.timestamps import format_time
 from member_agent.agentbase import MAX_BACKOFF, WORK_API, AgentBase, Kind, KindWatch
 from member_agent.applying import WorkApplier, status_changed, status_fields
 from member_agent.config import AgentConfig
+from member_agent.drift import drifted
 from member_agent.informing import Informer
 from member_agent.kubeapi import ApiError, Conflict, NotFound
 from member_agent.ledger import Ledger
@@ -143,13 +145,35 @@ class WorkSyncing(AgentBase):
                 self._status_dirty.add(work)
                 self._work_due.set()
 
-    def _on_workload_change(self, informer: Informer, key: str) -> None:
+    def _on_workload_change(self, informer: Informer, key: str, group: str, kind: str) -> None:
         live = informer.objects.get(key)
+        member_key = f"{informer.name}:{key}"
         work = None
         if live is not None:
             labels = (live.get("metadata") or {}).get("labels") or {}
             work = f"{labels.get(c.LABEL_WORK_NAMESPACE)}/{labels.get(c.LABEL_WORK_NAME)}"
-        self._mark_status(f"{informer.name}:{key}", work)
+        owner = work if work is not None else self._owner_of.get(member_key)
+        self._mark_status(member_key, work)
+        namespace, _, name = key.rpartition("/")
+        recorded = self.applied_versions.get((group, kind, namespace, name))
+        if owner is not None and recorded is not None and (live is None or drifted(recorded, live)):
+            self._drifted(owner)
+
+    def _drifted(self, key: str) -> None:
+        """An object ``key`` applied was deleted or changed in the member: apply it again, at
+        once or after the Work's drift back-off (:mod:`member_agent.drift`)."""
+        if key in self._drift_timers:
+            return  # a repair is due already
+        loop = asyncio.get_running_loop()
+        delay = self._drift_backoff.delay(key, now=loop.time())
+        logger.info("work %s: an object it applied changed in the member; applying it again in %.0f s", key, delay)
+        self._drift_timers[key] = loop.call_later(delay, self._repair_drift, key)
+
+    def _repair_drift(self, key: str) -> None:
+        self._drift_timers.pop(key, None)
+        self._applied_generation.pop(key, None)
+        self._dirty_works.add(key)
+        self._work_due.set()
 
     async def _watch_kinds(self, work: Mapping[str, Any]) -> None:
         """Start an informer on each kind the Work holds that none watches yet, selecting the
@@ -176,7 +200,9 @@ class WorkSyncing(AgentBase):
                 transform=functools.partial(status_fields, api_version=info.api_version, kind=info.kind),
                 query={"labelSelector": selector},
             )
-            informer.on_change = lambda key, informer=informer: self._on_workload_change(informer, key)
+            informer.on_change = lambda key, informer=informer, ident=ident: self._on_workload_change(
+                informer, key, ident.group, ident.kind
+            )
             task = self._group.create_task(informer.run(), name=f"watch-{informer.name}")
             self._watched_kinds[kind] = KindWatch(informer=informer, task=task)
             logger.info("watching %s %s owned by works in %s", ident.api_version, ident.kind, namespace)
@@ -231,7 +257,7 @@ class WorkSyncing(AgentBase):
         cfg = self.config
         applier = WorkApplier(
             member=self.member, ledger=Ledger(cfg.state_dir), pending_pods=self.pending_pods, cached=self.cached_object,
-            interpreters=self.interpreters,
+            interpreters=self.interpreters, versions=self.applied_versions,
         )
         self.claims = applier.claims
         await self.works.synced.wait()
@@ -311,6 +337,10 @@ class WorkSyncing(AgentBase):
             self._end_hold(key)
             self._hold_kinds(key, None)
             self._unserved.forget(key)
+            self._drift_backoff.forget(key)
+            timer = self._drift_timers.pop(key, None)
+            if timer is not None:
+                timer.cancel()
             return False
         if _suspended(work):
             # Not applied, but the flag it carries now decides its objects' fate on deletion,

@@ -424,7 +424,7 @@ async def test_agent_registers_reports_applies_and_prunes(hub: Hub, member: Memb
 
 RETAIN_MEMBER_VALUE = """
 function Retain(desiredObj, observedObj)
-  desiredObj.data.retained = observedObj.data.k
+  desiredObj.data.retained = observedObj.data.extra
   return desiredObj
 end
 """
@@ -444,7 +444,8 @@ async def test_a_changed_retention_applies_the_works_of_its_kind_again(
         await eventually(lambda: member.get("v1", "ConfigMap", "settings", "ml"), what="the ConfigMap in the member")
         await member.objects.patch(
             member.rt("v1", "ConfigMap"), namespace="ml", name="settings", patch_type=PatchType.MERGE,
-            patch={"data": {"k": "member"}}, field_manager="someone-else",
+            # A key the Work does not set: the agent's repair of the member's change keeps it.
+            patch={"data": {"extra": "member"}}, field_manager="someone-else",
         )
         await hub.objects.create(
             customization_rt,
