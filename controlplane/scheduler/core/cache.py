@@ -186,11 +186,12 @@ class SchedulerCache:
     """(mix version, the tied clusters' empty nodes) -> the needs only some of them hold."""
     slot_counts: BoundedMemo[tuple[int, Need], int] = field(default_factory=lambda: BoundedMemo(16_384))
     """(snapshot serial, need) -> its nodes hosting the need now."""
-    lost_options: BoundedMemo[tuple[int, Need, tuple[Need, ...], bool], frozenset[frozenset[Need]]] = field(
-        default_factory=lambda: BoundedMemo(16_384)
-    )
-    """(snapshot serial, replica, constrained needs, only the nodes a spreading member picks) -> per
-    node hosting the replica, the needs it stops hosting (distinct sets)."""
+    lost_options: BoundedMemo[
+        tuple[int, Need, ReplicaRequirements, tuple[Need, ...], bool], frozenset[frozenset[Need]]
+    ] = field(default_factory=lambda: BoundedMemo(16_384))
+    """(snapshot serial, replica, its requirements, constrained needs, only the nodes a spreading
+    member picks) -> per node the requirements let the replica on and hosting it, the needs it stops
+    hosting (distinct sets)."""
     lost_rows: BoundedMemo[tuple[Need, tuple[Need, ...]], BoundedMemo[ShapeRow, frozenset[Need] | None]] = field(
         default_factory=lambda: BoundedMemo(256)
     )

@@ -73,6 +73,18 @@ def shape_rows(cluster: ClusterSnapshot) -> dict[ShapeRow, int]:
     return out
 
 
+def eligible_rows(cluster: ClusterSnapshot, requirements: ReplicaRequirements) -> frozenset[ShapeRow]:
+    """The distinct nodes of ``cluster`` (as :func:`shape_rows`) a replica of ``requirements`` may go
+    to: its node selector, required node affinity and tolerations against the nodes' labels and
+    taints, with its resources free, as the estimator reads them
+    (:func:`~controlplane.scheduler.core.estimating.shape_fit`)."""
+    return frozenset(
+        row_of(shape)
+        for shape in cluster.shapes
+        if shape.count and not shape.invalid_mig and shape_fit(shape, requirements) > 0
+    )
+
+
 def holds(capacity: Capacity, need: Need) -> bool:
     """Whether an empty node of ``capacity`` holds one replica of ``need``."""
     product, cpu, memory, gpus = capacity

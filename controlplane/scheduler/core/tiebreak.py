@@ -286,8 +286,11 @@ def _shape_costs(state: CycleState, replica: Need, tied: Sequence[ClusterSnapsho
     counts = [sum(_slots(cache, c, need) for c in fleet) for need in constrained]
     weight = shapescarcity.weights(constrained, demand.needs(), counts)
     by_scoring = shapes_by_member_scoring(state)
+    requirements = state.request.requirements
     return {
-        c.name: shapescarcity.cost(_lost_options(cache, c, replica, constrained, spreads(c, by_scoring)), weight)
+        c.name: shapescarcity.cost(
+            _lost_options(cache, c, replica, requirements, constrained, spreads(c, by_scoring)), weight
+        )
         for c in tied
     }
 
@@ -308,21 +311,29 @@ def _slots(cache: SchedulerCache, cluster: ClusterSnapshot, need: Need) -> int:
 
 
 def _lost_options(
-    cache: SchedulerCache, cluster: ClusterSnapshot, replica: Need, constrained: tuple[Need, ...], spreading: bool
+    cache: SchedulerCache,
+    cluster: ClusterSnapshot,
+    replica: Need,
+    requirements: ReplicaRequirements,
+    constrained: tuple[Need, ...],
+    spreading: bool,
 ) -> frozenset[frozenset[Need]]:
-    """The needs each node of ``cluster`` hosting ``replica`` stops hosting (distinct sets); with
-    ``spreading``, only of the nodes a least-allocated member picks
+    """The needs each node of ``cluster`` hosting ``replica`` stops hosting (distinct sets), of the
+    nodes the replica's ``requirements`` let it on
+    (:func:`~controlplane.scheduler.core.shapescarcity.eligible_rows`); with ``spreading``, only of
+    those a least-allocated member picks
     (:func:`~controlplane.scheduler.core.shapescarcity.least_allocated_rows`)."""
-    key = (cluster.serial, replica, constrained, spreading)
+    key = (cluster.serial, replica, requirements, constrained, spreading)
     found = cache.lost_options.get(key)
     if found is not None:
         return found
     memo = _row_memo(cache.lost_rows, (replica, constrained))
     options = set()
-    picked = shapescarcity.least_allocated_rows(cluster, replica) if spreading else None
-    for row in _memo_of(cache.shape_rows, cluster, shapescarcity.shape_rows):
-        if picked is not None and row not in picked:
-            continue
+    if spreading:
+        rows = shapescarcity.least_allocated_rows(cluster, replica, requirements)
+    else:
+        rows = shapescarcity.eligible_rows(cluster, requirements)
+    for row in rows:
         if row in memo:
             lost = memo[row]
         else:
