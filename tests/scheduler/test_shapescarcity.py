@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from controlplane.apis.fragmentation import TaskShape
+from controlplane.apis.pods import FrozenToleration
 from controlplane.interpreter.requirements import ReplicaRequirements
 from controlplane.scheduler.core import shapescarcity
 from controlplane.scheduler.core.cache import SchedulerCache
@@ -33,14 +34,22 @@ def tiered(**tiered_overflow: Any) -> Placement:
     return Placement.model_validate({"replicaScheduling": scheduling})
 
 
-def eight_gpus(key: str, cores: int, *, memory: int = 0, placement: Placement | None = None) -> BindingRequest:
+def eight_gpus(
+    key: str,
+    cores: int,
+    *,
+    memory: int = 0,
+    placement: Placement | None = None,
+    node_selector: dict[str, str] | None = None,
+    tolerations: tuple[FrozenToleration, ...] = (),
+) -> BindingRequest:
     resources = {"nvidia.com/gpu": 8, "cpu": cores * CORE}
     if memory:
         resources["memory"] = memory
     return BindingRequest(
         key=key,
         replicas=1,
-        requirements=ReplicaRequirements.build(resources),
+        requirements=ReplicaRequirements.build(resources, node_selector=node_selector, tolerations=tolerations),
         placement=placement or tiered(),
     )
 
@@ -248,3 +257,134 @@ def test_least_allocated_rows_pick_the_emptiest_node_hosting_the_replica() -> No
     scores = [shapescarcity.least_allocated_score(s, replica) for s in small.shapes]
     assert scores == [(31 + 100 + 0) // 3, (8 + 100 + 0) // 3, (0 + 100 + 0) // 3]
     assert shapescarcity.least_allocated_rows(small, (TaskShape(200 * CORE, 1000, 8), 0)) == frozenset()
+
+
+# ---------------------------------------------------- the nodes the replica may go to
+
+
+def tainted(key: str) -> list[dict[str, str]]:
+    return [{"key": "dedicated", "value": key, "effect": "NoSchedule"}]
+
+
+def tolerating(key: str) -> tuple[FrozenToleration, ...]:
+    return (FrozenToleration(key="dedicated", value=key, effect="NoSchedule"),)
+
+
+@pytest.mark.parametrize(
+    ("g3_node", "request_"),
+    [
+        pytest.param(
+            {"labels": {"pool": "wide"}},
+            eight_gpus("ns/job", 88, node_selector={"pool": "general"}),
+            id="node-selector",
+        ),
+        pytest.param({"taints": tainted("wide")}, eight_gpus("ns/job", 88), id="untolerated-taint"),
+    ],
+)
+def test_a_spreading_member_picks_among_the_nodes_the_replica_may_go_to(
+    g3_node: dict[str, Any], request_: BindingRequest
+) -> None:
+    """The fleet of ``test_a_spreading_member_is_costed_at_the_node_it_picks``, but the replica may
+    not go to ``a-small``'s 128-core G3 node (its node selector asks ``pool=general``, which only the
+    G2 nodes carry; or the G3 node is tainted ``dedicated=wide:NoSchedule``, which it does not
+    tolerate). Its member's LeastAllocated filters leave it the G2 node alone (score 36 against the
+    G3 node's 43, the best of all nodes): the replica lands there, where the 120-core demand never
+    fit, so ``a-small`` costs 0 GPUs, not 8, and fewest free GPUs (16 against 32) picks it."""
+    general = {"pool": "general"}
+    fleet = [
+        cluster(
+            "a-small",
+            shape(1, gpus=8, product=G3, cpu=128 * CORE, **g3_node),
+            shape(1, gpus=8, product=G2, cpu=96 * CORE, labels=general),
+            node_scoring="LeastAllocated",
+        ),
+        cluster("b-big", shape(4, gpus=8, product=G2, cpu=96 * CORE, labels=general), node_scoring="LeastAllocated"),
+    ]
+    result = schedule(request_, fleet, now=NOW, cache=with_wide_demand())
+    assert result.clusters == {"a-small": 1}
+    assert "decided by fewest free GPUs" in reasons(result, "a-small")[-1]
+    assert "node shapes" not in reasons(result, "a-small")[-1]  # no tied cluster costs any
+
+
+def test_a_tolerated_taint_leaves_the_spreading_members_pick_as_it_was() -> None:
+    """The untolerated-taint fleet above with a replica tolerating ``dedicated=wide:NoSchedule``: the
+    member may use the G3 node again and picks it, 8 GPUs, and ``b-big`` takes the replica."""
+    fleet = [
+        cluster(
+            "a-small",
+            shape(1, gpus=8, product=G3, cpu=128 * CORE, taints=tainted("wide")),
+            shape(1, gpus=8, product=G2, cpu=96 * CORE),
+            node_scoring="LeastAllocated",
+        ),
+        cluster("b-big", shape(4, gpus=8, product=G2, cpu=96 * CORE), node_scoring="LeastAllocated"),
+    ]
+    request = eight_gpus("ns/job", 88, tolerations=tolerating("wide"))
+    result = schedule(request, fleet, now=NOW, cache=with_wide_demand())
+    assert result.clusters == {"b-big": 1}
+    assert "node shapes 8.00 GPUs where its LeastAllocated scoring puts it" in reasons(result, "a-small")[0]
+
+
+@pytest.mark.parametrize(
+    ("tolerations", "chosen", "why"),
+    [
+        pytest.param((), "b-big", "node-shape scarcity", id="untolerated"),
+        pytest.param(tolerating("inference"), "a-small", "fewest free GPUs", id="tolerated"),
+    ],
+)
+def test_the_node_that_deprives_nobody_counts_only_when_the_replica_may_go_to_it(
+    tolerations: tuple[FrozenToleration, ...], chosen: str, why: str
+) -> None:
+    """``a-small``'s member packs (MostAllocated): its cost is taken on its node where the replica
+    takes least. Its 96-core G2 node would cost 0, but it is tainted ``dedicated=inference:
+    NoSchedule``: a replica not tolerating it can only go to the 128-core G3 node, the only one the
+    120-core demand fits, cost 8 x min(1, 2/1) = 8 GPUs, and ``b-big`` (0) takes it. Tolerating the
+    taint, the G2 node counts again: 0, and fewest free GPUs picks ``a-small``."""
+    fleet = [
+        cluster(
+            "a-small",
+            shape(1, gpus=8, product=G3, cpu=128 * CORE),
+            shape(1, gpus=8, product=G2, cpu=96 * CORE, taints=tainted("inference")),
+            node_scoring="MostAllocated",
+        ),
+        cluster("b-big", shape(4, gpus=8, product=G2, cpu=96 * CORE), node_scoring="MostAllocated"),
+    ]
+    request = eight_gpus("ns/job", 88, tolerations=tolerations)
+    result = schedule(request, fleet, now=NOW, cache=with_wide_demand())
+    assert result.clusters == {chosen: 1}
+    assert f"decided by {why}" in reasons(result, chosen)[-1]
+
+
+def test_eligible_rows_and_the_least_allocated_pick_keep_to_the_replicas_requirements() -> None:
+    """By hand: of a 128-core G3 node labelled ``pool=wide`` and a 96-core G2 node labelled
+    ``pool=general``, a replica selecting ``pool=general`` may go to the G2 node only, and a
+    least-allocated member picks it there though the G3 node scores higher."""
+    small = cluster(
+        "a",
+        shape(1, gpus=8, product=G3, cpu=128 * CORE, labels={"pool": "wide"}),
+        shape(1, gpus=8, product=G2, cpu=96 * CORE, labels={"pool": "general"}),
+    )
+    replica = (TaskShape(88 * CORE, 1000, 8), 0)
+    selecting = ReplicaRequirements.build({"nvidia.com/gpu": 8, "cpu": 88 * CORE}, node_selector={"pool": "general"})
+    anywhere = ReplicaRequirements.build({"nvidia.com/gpu": 8, "cpu": 88 * CORE})
+    assert {row[:2] for row in shapescarcity.eligible_rows(small, selecting)} == {(G2, 96 * CORE)}
+    assert {row[:2] for row in shapescarcity.eligible_rows(small, anywhere)} == {(G2, 96 * CORE), (G3, 128 * CORE)}
+    assert {row[:2] for row in shapescarcity.least_allocated_rows(small, replica, selecting)} == {(G2, 96 * CORE)}
+    assert {row[:2] for row in shapescarcity.least_allocated_rows(small, replica, anywhere)} == {(G3, 128 * CORE)}
+
+
+def test_the_remembered_cost_is_per_requirements() -> None:
+    """One cache, one fleet: the replica not tolerating the G2 node's taint, then the same replica
+    tolerating it, are costed apart (``SchedulerCache.lost_options`` is keyed by the requirements)."""
+    fleet = [
+        cluster(
+            "a-small",
+            shape(1, gpus=8, product=G3, cpu=128 * CORE),
+            shape(1, gpus=8, product=G2, cpu=96 * CORE, taints=tainted("inference")),
+            node_scoring="MostAllocated",
+        ),
+        cluster("b-big", shape(4, gpus=8, product=G2, cpu=96 * CORE), node_scoring="MostAllocated"),
+    ]
+    cache = with_wide_demand()
+    first = schedule(eight_gpus("ns/a", 88), fleet, now=NOW, cache=cache)
+    second = schedule(eight_gpus("ns/b", 88, tolerations=tolerating("inference")), fleet, now=NOW, cache=cache)
+    assert (first.clusters, second.clusters) == ({"b-big": 1}, {"a-small": 1})
