@@ -20,8 +20,10 @@ and the nodes of others cannot (an 8-GPU replica of 120 cores, where one cluster
   needs that node stops hosting (the member may use a node that deprives nobody). A member that
   spreads (kube's LeastAllocated) does not look for that node: it takes the emptiest node hosting
   the replica, which for an 8-GPU replica is the node of most CPU, the rare one. For such a member
-  the nodes counted are only those :func:`least_allocated_rows` (its scoring's best; share
-  remainder hints also keep to the nodes the replica's selectors and tolerations let it on).
+  the nodes counted are only those :func:`least_allocated_rows` (its scoring's best). Either way
+  only the nodes the replica's node selector, required node affinity and tolerations let it on
+  count (:func:`eligible_rows`; kube scores only the nodes that pass its filters), as for share
+  remainder hints.
 
 Counted only for a replica every cluster of the tie could hold (one that only some can hold is
 itself the scarce demand). Pure: values in, numbers out. No I/O.

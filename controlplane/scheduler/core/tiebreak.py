@@ -18,7 +18,8 @@ price; what that order leaves open is decided here, never by the cluster's name 
      GPUs) the replica would take a node from, when it lands on the node where it takes least,
      weighed by that demand's arrivals against the fleet's nodes hosting it
      (:mod:`~controlplane.scheduler.core.shapescarcity`); only for a replica every tied
-     cluster's nodes could hold. For a cluster whose member reports a spreading node scoring
+     cluster's nodes could hold, and only the nodes its node selector, required node affinity
+     and tolerations let it on count. For a cluster whose member reports a spreading node scoring
      (``LeastAllocated``, kube's default) the node is the one that scoring picks, the emptiest
      hosting the replica, not the one where it takes least (unless
      ``tieredOverflow.nodeShapesByMemberScoring: false``): such a member puts an 8-GPU replica
