@@ -324,6 +324,20 @@ def test_a_tolerated_taint_leaves_the_spreading_members_pick_as_it_was() -> None
     assert "node shapes 8.00 GPUs where its LeastAllocated scoring puts it" in reasons(result, "a-small")[0]
 
 
+def g2_node_tainted() -> list[ClusterSnapshot]:
+    """``small_with_a_g2_node`` of packing members (MostAllocated), ``a-small``'s G2 node tainted
+    ``dedicated=inference:NoSchedule``."""
+    return [
+        cluster(
+            "a-small",
+            shape(1, gpus=8, product=G3, cpu=128 * CORE),
+            shape(1, gpus=8, product=G2, cpu=96 * CORE, taints=tainted("inference")),
+            node_scoring="MostAllocated",
+        ),
+        cluster("b-big", shape(4, gpus=8, product=G2, cpu=96 * CORE), node_scoring="MostAllocated"),
+    ]
+
+
 @pytest.mark.parametrize(
     ("tolerations", "chosen", "why"),
     [
@@ -339,15 +353,7 @@ def test_the_node_that_deprives_nobody_counts_only_when_the_replica_may_go_to_it
     NoSchedule``: a replica not tolerating it can only go to the 128-core G3 node, the only one the
     120-core demand fits, cost 8 x min(1, 2/1) = 8 GPUs, and ``b-big`` (0) takes it. Tolerating the
     taint, the G2 node counts again: 0, and fewest free GPUs picks ``a-small``."""
-    fleet = [
-        cluster(
-            "a-small",
-            shape(1, gpus=8, product=G3, cpu=128 * CORE),
-            shape(1, gpus=8, product=G2, cpu=96 * CORE, taints=tainted("inference")),
-            node_scoring="MostAllocated",
-        ),
-        cluster("b-big", shape(4, gpus=8, product=G2, cpu=96 * CORE), node_scoring="MostAllocated"),
-    ]
+    fleet = g2_node_tainted()
     request = eight_gpus("ns/job", 88, tolerations=tolerations)
     result = schedule(request, fleet, now=NOW, cache=with_wide_demand())
     assert result.clusters == {chosen: 1}
@@ -375,15 +381,7 @@ def test_eligible_rows_and_the_least_allocated_pick_keep_to_the_replicas_require
 def test_the_remembered_cost_is_per_requirements() -> None:
     """One cache, one fleet: the replica not tolerating the G2 node's taint, then the same replica
     tolerating it, are costed apart (``SchedulerCache.lost_options`` is keyed by the requirements)."""
-    fleet = [
-        cluster(
-            "a-small",
-            shape(1, gpus=8, product=G3, cpu=128 * CORE),
-            shape(1, gpus=8, product=G2, cpu=96 * CORE, taints=tainted("inference")),
-            node_scoring="MostAllocated",
-        ),
-        cluster("b-big", shape(4, gpus=8, product=G2, cpu=96 * CORE), node_scoring="MostAllocated"),
-    ]
+    fleet = g2_node_tainted()
     cache = with_wide_demand()
     first = schedule(eight_gpus("ns/a", 88), fleet, now=NOW, cache=cache)
     second = schedule(eight_gpus("ns/b", 88, tolerations=tolerating("inference")), fleet, now=NOW, cache=cache)
