@@ -139,7 +139,8 @@ def _reconciled(current: dict[str, Any], wanted: dict[str, Any]) -> dict[str, An
         withdrawn = {PolicyRule.of(r) for r in named}
         kept = [r for r in current.get("rules") or [] if PolicyRule.of(r) not in withdrawn]
         out["rules"] = kept
-        changed = len(kept) != len(current.get("rules") or [])
+        if len(kept) != len(current.get("rules") or []):
+            changed = True
         missing = uncovered(rules_of(out), rules_of(wanted))
         if missing:
             out["rules"] = [*kept, *wanted["rules"]]

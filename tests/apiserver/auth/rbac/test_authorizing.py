@@ -249,3 +249,17 @@ def test_a_hub_started_before_the_fix_loses_the_viewers_proxy_rule_and_keeps_an_
     assert _reconciled(wanted, wanted) is None
     kept = {**stored, "metadata": {**stored["metadata"], "annotations": {AUTOUPDATE_ANNOTATION: "false"}}}
     assert _reconciled(kept, wanted) is None
+
+
+def test_a_default_roles_missing_label_is_put_back_when_its_rules_are_whole() -> None:
+    """A default role whose rules are as they should be but that lost a label (an admin's edit)
+    gets the label back: ``system:aggregate-to-admin`` without its aggregation label would no
+    longer lend its rules to ``admin``."""
+    [wanted] = [r for r in cluster_roles() if r["metadata"]["name"] == "system:aggregate-to-admin"]
+    label = "rbac.authorization.k8s.io/aggregate-to-admin"
+    assert label in wanted["metadata"]["labels"]
+    labels = {k: v for k, v in wanted["metadata"]["labels"].items() if k != label}
+    stored = {**wanted, "metadata": {**wanted["metadata"], "labels": labels}}
+    updated = _reconciled(stored, wanted)
+    assert updated is not None and updated["metadata"]["labels"][label] == wanted["metadata"]["labels"][label]
+    assert updated["rules"] == wanted["rules"]
