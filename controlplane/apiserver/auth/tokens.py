@@ -15,8 +15,9 @@ In: a Store. Out: :class:`TokenStore` (implements the ``Authenticator`` Protocol
 Authentication runs on every request, so records are cached in-process for
 ``cache_ttl`` (2 s by default): a revocation made through this instance takes effect
 at once, one made through another hub process within ``cache_ttl``. While the store is
-unavailable a token read before is judged by the record last read (kube-apiserver's token
-authenticators read informer caches, which keep their last state through an etcd outage), so
+unavailable a token read before is judged by the record last read, if it was as fresh as the
+cache when the store went away (kube-apiserver's token authenticators read informer caches,
+which keep their last state through an etcd outage), so
 probes and requests that need no stored object, ``/livez`` among them, still pass with
 credentials; a revocation cannot be written then anyway. Concurrent requests
 that miss the cache share one store read, and a read that overlaps a change made
@@ -236,6 +237,7 @@ class TokenStore:
         self._monotonic = monotonic
         #: token id -> (monotonic time read, record or None when absent)
         self._cache: dict[str, tuple[float, StoredToken | None]] = {}
+        self._answered = 0.0  # when the store last answered a read
         #: token id -> the store read in flight (one per id, shared by concurrent misses)
         self._reads: dict[str, asyncio.Future[StoredToken | None]] = {}
         #: Counts changes made through this instance; a read that overlaps one is not cached.
@@ -530,12 +532,15 @@ class TokenStore:
         except NotFound:
             stored = None
         except Unavailable:
+            # The store is away: a record as fresh as the cache when it went (an older one may
+            # miss a revocation made through another replica), as kube's informer caches answer.
             known = self._cache.get(token_id)
-            if known is None:
+            if known is None or known[0] < self._answered - self._cache_ttl:
                 raise
-            return known[1]  # the store is away: the record last read, as kube's informer caches answer
+            return known[1]
         else:
             stored = self._decode(kv)
+        self._answered = self._monotonic()
         if changes == self._changes:
             self._remember(token_id, stored)
         return stored

@@ -549,3 +549,23 @@ async def test_while_the_store_is_away_a_token_is_judged_by_its_record_last_read
     await token_store(store, clock).revoke(issued.id)
     failing.down = False
     assert await here.authenticate(issued.token) is None  # back: read again
+
+
+async def test_while_the_store_is_away_a_record_older_than_its_last_answers_is_not_trusted(
+    store: Store, clock: FakeClock
+) -> None:
+    """A record read an hour before the store last answered may miss a revocation made through
+    another replica meanwhile: while the store is away it is not trusted (the 503 stands)."""
+    old = await token_store(store, clock).create(role=Role.ADMIN, name="old")
+    fresh = await token_store(store, clock).create(role=Role.VIEWER, name="fresh")
+    failing = FailingStore(store)
+    here = token_store(cast(Store, failing), clock)
+    assert await here.authenticate(old.token) is not None
+    await token_store(store, clock).revoke(old.id)  # through another replica
+    clock.advance(dt.timedelta(hours=1))
+    assert await here.authenticate(fresh.token) is not None  # the store answers here later
+    clock.advance(dt.timedelta(seconds=10))
+    failing.down = True
+    with pytest.raises(Unavailable):
+        await here.authenticate(old.token)
+    assert await here.authenticate(fresh.token) is not None  # as fresh as the last answer
