@@ -33,9 +33,11 @@ import io
 import json
 import logging
 import re
+import sys
+import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TextIO
 
 from controlplane.apis.apiextensions.schema import (
     NO_OLD,
@@ -312,13 +314,36 @@ class _NoFunctionFailures(logging.Filter):
 logging.getLogger("cel").addFilter(_NoFunctionFailures())
 
 
-@contextlib.contextmanager
-def _quiet() -> Iterator[None]:
-    """The ``cel`` package prints a line to ``sys.stderr`` whenever a library function raises;
-    a rule failing on a user's object is an answer to that user, not a server log line.
-    (Logging handlers hold the real stream and are not affected.)"""
-    with contextlib.redirect_stderr(io.StringIO()):
-        yield
+class _Quieting:
+    """``sys.stderr`` swapped for a sink while any thread evaluates rules: the first to enter
+    swaps it, the last to leave puts it back (a large write's rules run in a worker thread while
+    the event loop's run too; two ``redirect_stderr`` overlapping would leave the sink in place
+    for good, swallowing the process's stderr)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._depth = 0
+        self._saved: TextIO | None = None
+
+    @contextlib.contextmanager
+    def __call__(self) -> Iterator[None]:
+        with self._lock:
+            if self._depth == 0:
+                self._saved, sys.stderr = sys.stderr, io.StringIO()
+            self._depth += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._depth -= 1
+                if self._depth == 0 and self._saved is not None:
+                    sys.stderr, self._saved = self._saved, None
+
+
+#: The ``cel`` package prints a line to ``sys.stderr`` whenever a library function raises; a
+#: rule failing on a user's object is an answer to that user, not a server log line. (Logging
+#: handlers hold the real stream and are not affected.)
+_quiet = _Quieting()
 
 
 def _runtime_message(exc: Exception) -> str:
