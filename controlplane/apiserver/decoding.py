@@ -40,7 +40,6 @@ large write does not stall ``/readyz`` or the watches of the event loop.
 
 from __future__ import annotations
 
-import asyncio
 import datetime
 from typing import Any
 
@@ -49,6 +48,7 @@ import yaml
 
 from controlplane import gojson
 from controlplane.apiserver import errors
+from controlplane.apiserver.offloading import pure
 
 #: How deep objects and arrays may nest in a request body (a Deployment is about 12 deep).
 MAX_DEPTH = 100
@@ -94,9 +94,7 @@ def is_yaml(media: str) -> bool:
 async def decode_body(raw: bytes, *, media: str) -> Any:
     """``raw`` decoded as JSON, or as YAML when ``media`` is a YAML type; 400 when it is
     malformed or breaks a bound. Large bodies are decoded off the event loop."""
-    if len(raw) > INLINE_BODY_BYTES:
-        return await asyncio.to_thread(decode_body_sync, raw, media=media)
-    return decode_body_sync(raw, media=media)
+    return await pure(len(raw) > INLINE_BODY_BYTES, decode_body_sync, raw, media=media)
 
 
 def decode_body_sync(raw: bytes, *, media: str) -> Any:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from controlplane.apiserver.crd import converted
-from controlplane.apiserver.objects.offloading import INLINE_WRITE_BYTES
+from controlplane.apiserver.offloading import INLINE_WRITE_BYTES
 from tests.apiserver import test_crd_conversion_webhook as conversion
 from tests.apiserver.test_admission_webhooks import Api
 from tests.apiserver.test_crd_conversion_webhook import V1, V2, crontab, served

@@ -7,6 +7,7 @@ object written is the same."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 from typing import Any
@@ -14,9 +15,9 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient
 
-from controlplane.apiserver import decoding
+from controlplane.apiserver import decoding, offloading
 from controlplane.apiserver.objects import ObjectStore, writing
-from controlplane.apiserver.objects.offloading import INLINE_WRITE_BYTES
+from controlplane.apiserver.offloading import INLINE_WRITE_BYTES
 
 Client = TestClient[Any, Any]
 DEPLOYMENTS = "/apis/apps/v1/namespaces/default/deployments"
@@ -223,3 +224,13 @@ async def test_an_in_process_update_of_a_large_object_is_validated_off_the_loop(
     assert updated["data"] == {**data, "k0": "w"}
     assert checked_off_loop == [False, True]
     assert copied_off_loop == [False]  # the update's copy of the object it was given
+
+
+def test_large_writes_run_in_their_own_threads_not_in_asyncios_default_executor() -> None:
+    """aiohttp's resolver runs in asyncio's default executor: large writes queued there would
+    hold a webhook's DNS lookup behind them."""
+
+    async def ran_in() -> str:
+        return await offloading.pure(True, lambda: threading.current_thread().name)
+
+    assert asyncio.run(ran_in()).startswith("large-write")

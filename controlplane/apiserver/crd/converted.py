@@ -43,8 +43,8 @@ from controlplane.apiserver.handlers import (
 from controlplane.apiserver.metadataonly import metadata_asked, partial_list, partial_object
 from controlplane.apiserver.objects import ObjectEvent, Preconditions, WatchEventType, WriteArgs
 from controlplane.apiserver.objects.body_kind import checked_body
-from controlplane.apiserver.objects.offloading import is_large, pure
 from controlplane.apiserver.objects.writing import PATCH_RETRIES
+from controlplane.apiserver.offloading import is_large, pure
 from controlplane.apiserver.patches import PatchType, apply_patch, check_apply_request, record_update
 from controlplane.apiserver.patching.schema import FieldSchema
 from controlplane.apiserver.patching.versions import VersionConverter

@@ -27,7 +27,6 @@ from controlplane.apiserver.objects.body_kind import checked_body
 from controlplane.apiserver.objects.deleting import Deleter
 from controlplane.apiserver.objects.events import watch_events
 from controlplane.apiserver.objects.namespaces import NamespaceLifecycle
-from controlplane.apiserver.objects.offloading import is_large, pure
 from controlplane.apiserver.objects.reading import (
     check_read_revision,
     decode,
@@ -65,6 +64,7 @@ from controlplane.apiserver.objects.values import (
 )
 from controlplane.apiserver.objects.versions import KindVersions
 from controlplane.apiserver.objects.writing import PATCH_RETRIES, Writer
+from controlplane.apiserver.offloading import is_large, pure
 from controlplane.apiserver.patches import PatchType
 from controlplane.apiserver.patching.scalefields import ReplicasPaths, replicas_path
 from controlplane.apiserver.resources import Registry, ResourceType

@@ -20,7 +20,7 @@ from controlplane.apis.bookmarks import BOOKMARK_BEFORE_TIMEOUT
 from controlplane.apis.kube.selectors import FieldSelector, LabelSelector
 from controlplane.apiserver import codec
 from controlplane.apiserver.admission import ValidateWrite, WebhookCalls
-from controlplane.apiserver.objects.offloading import is_large
+from controlplane.apiserver.offloading import is_large
 from controlplane.apiserver.validation import FieldValidation
 from controlplane.storage import interface as storage
 

@@ -26,7 +26,7 @@ from typing import Any, Protocol, TypeVar, cast
 import orjson
 
 from controlplane.apiserver import errors
-from controlplane.apiserver.objects.offloading import pure
+from controlplane.apiserver.offloading import pure
 from controlplane.apiserver.patching.schema import FieldSchema
 from controlplane.apiserver.patching.versions import VersionConverter
 from controlplane.apiserver.resources import Registry, ResourceType

@@ -48,7 +48,6 @@ from controlplane.apiserver.objects.merging import (
 )
 from controlplane.apiserver.objects.mutated_updates import merged_body, mutated_update
 from controlplane.apiserver.objects.namespaces import NamespaceLifecycle
-from controlplane.apiserver.objects.offloading import is_large, pure
 from controlplane.apiserver.objects.reading import (
     check_preconditions,
     decode,
@@ -69,6 +68,7 @@ from controlplane.apiserver.objects.scale import check_uid_precondition
 from controlplane.apiserver.objects.swapping import LostRace, delete_stored, swap_call
 from controlplane.apiserver.objects.values import Preconditions, WriteOptions
 from controlplane.apiserver.objects.versions import KindVersions
+from controlplane.apiserver.offloading import is_large, pure
 from controlplane.apiserver.patches import PatchType, apply_patch, check_apply_request, record_update
 from controlplane.apiserver.resources import Registry, ResourceType
 from controlplane.apiserver.validation import (
