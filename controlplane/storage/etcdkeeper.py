@@ -89,7 +89,7 @@ async def keep_etcd_running(
                 metrics.restarts.inc()
             try:
                 url = await etcd.restart()
-            except EtcdStartError as exc:
+            except (EtcdStartError, OSError) as exc:  # OSError: the binary gone, a full disk
                 restarts += 1
                 delay = backoff.delay(restarts, uniform=0.0)
                 reason = str(exc).splitlines()[0]

@@ -52,9 +52,10 @@ def test_an_exit_code_names_the_signal_that_ended_the_process() -> None:
 class StandInEtcd:
     """Exits after each of ``uptimes`` (seconds up before it exits); fails to start ``failures`` times."""
 
-    def __init__(self, uptimes: list[float], *, failures: int = 0) -> None:
+    def __init__(self, uptimes: list[float], *, failures: int = 0, error: Exception | None = None) -> None:
         self._uptimes = uptimes
         self._failures = failures
+        self._error = error
         self.uptime = 0.0
         self.log_file = Path("etcd.log")
         self.pid = 4242
@@ -69,7 +70,7 @@ class StandInEtcd:
     async def restart(self) -> str:
         if self._failures:
             self._failures -= 1
-            raise EtcdStartError("etcd exited with code 1 before becoming healthy\nlog lines")
+            raise self._error or EtcdStartError("etcd exited with code 1 before becoming healthy\nlog lines")
         self.starts += 1
         return "unix:///etcd.sock:0"
 
@@ -108,6 +109,17 @@ async def test_a_restart_that_fails_is_tried_again_later(caplog: pytest.LogCaptu
         "did not start again (etcd exited with code 1 before becoming healthy); next try in 2s" in messages[1]
     )
     assert messages[-1] == "embedded etcd is running again at unix:///etcd.sock:0 (pid 4242)"
+
+
+async def test_a_restart_that_cannot_even_run_etcd_is_tried_again_later(caplog: pytest.LogCaptureFixture) -> None:
+    """The binary gone (an upgrade), the disk full: the keeper tries again on its schedule, it does
+    not end (which left etcd down for good and failed the hub's shutdown)."""
+    caplog.set_level(logging.WARNING, "controlplane.storage.etcdkeeper")
+    gone = FileNotFoundError(2, "No such file or directory", "/usr/bin/etcd")
+    etcd = StandInEtcd([1], failures=1, error=gone)
+    assert await keep(etcd) == [1, 2]
+    assert etcd.starts == 1
+    assert "did not start again ([Errno 2] No such file or directory: '/usr/bin/etcd')" in caplog.records[1].getMessage()
 
 
 async def write_until_it_succeeds(session: aiohttp.ClientSession, url: str, token: str, name: str) -> None:
