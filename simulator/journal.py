@@ -49,6 +49,18 @@ def _line(event: WatchEvent) -> bytes:
     return (json.dumps(entry, separators=(",", ":")) + "\n").encode()
 
 
+def _cut_partial_line(path: Path) -> None:
+    """Drop a last line a killed process left cut short (replay ignores it), so that the next
+    line appended starts a line of its own rather than ending that one and being lost with it."""
+    try:
+        data = path.read_bytes()  # the writes since the last snapshot: seconds' worth
+    except FileNotFoundError:
+        return
+    whole = data.rfind(b"\n") + 1
+    if whole != len(data):
+        os.truncate(path, whole)
+
+
 class WriteJournal:
     """Appends the store's commits to ``<state-dir>/writes.journal`` (:meth:`record` is the
     store's ``on_commit``)."""
@@ -56,6 +68,7 @@ class WriteJournal:
     def __init__(self, state_dir: Path) -> None:
         self.path = state_dir / JOURNAL_NAME
         self.prev_path = state_dir / f"{JOURNAL_NAME}.prev"
+        _cut_partial_line(self.path)
         self._fd = self._open()
 
     def _open(self) -> int:

@@ -153,3 +153,20 @@ def test_a_set_aside_journal_goes_once_its_snapshot_is_written(tmp_path: Path, w
     items, revision = replay(tmp_path, [], 1)
     expected = [KeyValue(key="/a", value=b"a1", create_revision=2, mod_revision=3)]
     assert (items, revision) == (expected, 3)
+
+
+def test_a_write_after_a_line_cut_short_is_kept(tmp_path: Path) -> None:
+    """The member killed mid-line, started again: its next write is a line of its own (appended to
+    the cut one, the two would be one unreadable line, dropped on the next replay)."""
+    journal = WriteJournal(tmp_path)
+    journal.record(_put("/a", b"a0", 2, 2))
+    journal.close()
+    with open(journal.path, "ab") as cut:
+        cut.write(b'{"r":3,"k":"/b","c":3,"v"')
+    again = WriteJournal(tmp_path)  # the restarted member
+    again.record(_put("/c", b"c0", 3, 3))
+    again.record(_put("/d", b"d0", 4, 4))
+    again.close()
+    items, revision = replay(tmp_path, [], 1)
+    assert revision == 4
+    assert [item.key for item in items] == ["/a", "/c", "/d"]
