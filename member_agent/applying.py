@@ -59,7 +59,7 @@ from controlplane.apis.work_v1alpha1 import ConditionType as WorkConditionType
 from controlplane.apis.work_v1alpha1 import Health, WorkReason
 from member_agent.assessing import assess_health
 from member_agent.claims import ClaimStates
-from member_agent.drift import AppliedVersions
+from member_agent.drift import CONTENT_DIGEST, AppliedVersions, content_digest
 from member_agent.interpreting import MemberInterpreters
 from member_agent.kubeapi import ApiError, Conflict, KindNotServed, KubeTransport, NotFound
 from member_agent.ledger import Ledger
@@ -115,9 +115,9 @@ def status_fields(obj: Mapping[str, Any], *, api_version: str, kind: str) -> dic
         },
         "status": obj.get("status") or {},
     }
-    if not metadata.get("generation") and metadata.get("resourceVersion"):
+    if not metadata.get("generation"):
         # What tells an edit in the member of a kind without a generation (drift: member_agent.drift).
-        trimmed["metadata"]["resourceVersion"] = metadata["resourceVersion"]
+        trimmed[CONTENT_DIGEST] = content_digest(obj)
     kept = {key: spec[key] for key in _SPEC_READ if key in spec} if isinstance(spec, Mapping) else {}
     if kept:
         trimmed["spec"] = kept

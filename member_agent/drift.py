@@ -3,10 +3,10 @@
 Karmada's work status controller does this on the member object's watch event: a deleted object
 is recreated, and one whose version differs from the version recorded when it was applied is
 updated (``ObjectWatcher.NeedsUpdate``: the version is the object's ``metadata.generation`` when
-it has one, else its ``resourceVersion``). :class:`AppliedVersions` records that version from
+it has one, else its ``resourceVersion``; here, else the digest of its content). :class:`AppliedVersions` records that version from
 each apply's answer; :func:`drifted` compares an object the watch sees with it. A generation
 only grows, so an event older than the apply's answer (a generation below the recorded one) is
-not drift; a resourceVersion is opaque, so any other one is.
+not drift; any other content digest is.
 
 An apply puts back only the fields the Work sets (it is a server-side apply, forced for the
 agent's field manager): a label or annotation added in the member is kept, as Karmada's retain
@@ -23,8 +23,11 @@ up to :data:`MAX_DRIFT_DELAY`, and forgets a Work that has not drifted for
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from typing import Any
+
+import orjson
 
 #: (API group, kind, namespace ("" for a cluster-scoped object), name).
 ObjectRef = tuple[str, str, str, str]
@@ -36,14 +39,30 @@ MAX_DRIFT_DELAY = 300.0
 DRIFT_RESET = 600.0
 
 
+#: Where the member watch's trimmed copy of an object without a generation keeps
+#: :func:`content_digest` (its ``resourceVersion`` would move with every write, a status or an
+#: annotation of another controller's, each taken for drift).
+CONTENT_DIGEST = "contentDigest"
+
+
+def content_digest(obj: Mapping[str, Any]) -> str:
+    """What an object without a generation holds besides its metadata and status (a ConfigMap's
+    data, a Service's spec), as a digest: what an edit by hand of what a Work sets changes."""
+    content = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata", "status")}
+    return hashlib.blake2b(orjson.dumps(content, option=orjson.OPT_SORT_KEYS), digest_size=8).hexdigest()
+
+
 def object_version(obj: Mapping[str, Any]) -> tuple[str, int | str]:
-    """Karmada's object version: ``("gen", generation)`` when the object has one, else
-    ``("rv", resourceVersion)``."""
+    """Karmada's object version: ``("gen", generation)`` when the object has one, else, where
+    Karmada takes the ``resourceVersion``, the digest of its content (:func:`content_digest`;
+    read from :data:`CONTENT_DIGEST` in the watch's trimmed copy), so a write of another
+    controller's to its metadata or status is no drift."""
     metadata = obj.get("metadata") or {}
     generation = metadata.get("generation")
     if isinstance(generation, int) and generation > 0:
         return ("gen", generation)
-    return ("rv", str(metadata.get("resourceVersion") or ""))
+    digest = obj.get(CONTENT_DIGEST)
+    return ("content", digest if isinstance(digest, str) else content_digest(obj))
 
 
 def drifted(recorded: tuple[str, int | str], live: Mapping[str, Any]) -> bool:

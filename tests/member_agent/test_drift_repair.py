@@ -17,7 +17,7 @@ import pytest
 from controlplane.apiserver.patches import PatchType
 from member_agent import drift
 from member_agent.agent import Agent
-from member_agent.drift import AppliedVersions, DriftBackoff, drifted
+from member_agent.drift import CONTENT_DIGEST, AppliedVersions, DriftBackoff, content_digest, drifted
 from tests.member_agent import test_agent_integration as integration
 from tests.member_agent.test_agent_integration import (
     CONFIGMAP,
@@ -98,7 +98,7 @@ async def test_an_object_deleted_or_edited_in_the_member_is_put_back(
         await eventually(value_back, what="the edited ConfigMap put back")
 
 
-def test_drift_is_a_newer_generation_or_another_resource_version() -> None:
+def test_drift_is_a_newer_generation_or_other_content() -> None:
     versions = AppliedVersions()
     ref = ("apps", "Deployment", "ml", "infer")
     versions.applied(ref, {"metadata": {"generation": 3, "resourceVersion": "40"}})
@@ -107,11 +107,14 @@ def test_drift_is_a_newer_generation_or_another_resource_version() -> None:
     assert not drifted(recorded, {"metadata": {"generation": 3, "resourceVersion": "41"}})  # a status write
     assert not drifted(recorded, {"metadata": {"generation": 2, "resourceVersion": "39"}})  # an older event
     assert drifted(recorded, {"metadata": {"generation": 4, "resourceVersion": "42"}})
-    versions.applied(ref, {"metadata": {"resourceVersion": "50"}})
+    # A kind without a generation: its content, not its resourceVersion, which another
+    # controller's annotation or a status write moves too.
+    versions.applied(ref, {"metadata": {"resourceVersion": "50"}, "data": {"k": "v"}})
     recorded = versions.get(ref)
     assert recorded is not None
-    assert not drifted(recorded, {"metadata": {"resourceVersion": "50"}})
-    assert drifted(recorded, {"metadata": {"resourceVersion": "51"}})
+    assert not drifted(recorded, {"metadata": {"resourceVersion": "51", "annotations": {"reloader": "1"}}, "data": {"k": "v"}})
+    assert not drifted(recorded, {"metadata": {"resourceVersion": "52"}, CONTENT_DIGEST: content_digest({"data": {"k": "v"}})})
+    assert drifted(recorded, {"metadata": {"resourceVersion": "53"}, "data": {"k": "by-hand"}})
     versions.forget(ref)
     assert versions.get(ref) is None
 

@@ -207,7 +207,7 @@ async def test_what_the_caches_lack_is_fetched_and_a_conflict_still_found(
         },
         {
             "apiVersion": "batch/v1", "kind": "Job",
-            "metadata": {"name": "d", "namespace": "ml", "uid": "u2", "labels": {c.LABEL_WORK_NAME: "w",
+            "metadata": {"name": "d", "namespace": "ml", "uid": "u2", "generation": 1, "labels": {c.LABEL_WORK_NAME: "w",
                                                                               c.LABEL_WORK_NAMESPACE: WORK_NS}},
             "spec": {"completions": 4},
             "status": {"conditions": [{"type": "Failed", "status": "True"}]},
