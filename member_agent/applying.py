@@ -59,7 +59,13 @@ from controlplane.apis.work_v1alpha1 import ConditionType as WorkConditionType
 from controlplane.apis.work_v1alpha1 import Health, WorkReason
 from member_agent.assessing import assess_health
 from member_agent.claims import ClaimStates
-from member_agent.drift import CONTENT_DIGEST, AppliedVersions, content_digest
+from member_agent.drift import (
+    ANNOTATION_DIGESTS,
+    CONTENT_DIGEST,
+    AppliedVersions,
+    annotation_digests,
+    content_digest,
+)
 from member_agent.interpreting import MemberInterpreters
 from member_agent.kubeapi import ApiError, Conflict, KindNotServed, KubeTransport, NotFound
 from member_agent.ledger import Ledger
@@ -93,31 +99,28 @@ logger = logging.getLogger(__name__)
 #: The spec fields the kinds' health rules read: the replicas asked for, a Service's type (a
 #: ClusterIP Service is healthy once applied, a LoadBalancer one once it has an ingress point).
 _SPEC_READ = ("replicas", "type")
+_METADATA_KEPT = ("name", "namespace", "uid", "generation", "resourceVersion", "labels")
 
 
 def status_fields(obj: Mapping[str, Any], *, api_version: str, kind: str) -> dict[str, Any]:
     """What a Work status needs of a member object, and all a watch cache keeps of it: its
-    identity, Work labels, the spec fields health rules read (:data:`_SPEC_READ`) and status
-    (:func:`work_status` computes the same from this as from the whole object). List items
-    carry no kind, so it is given."""
+    identity and versions, labels, the spec fields health rules read (:data:`_SPEC_READ`) and
+    status (:func:`work_status` computes the same from this as from the whole object), and what
+    tells drift (:mod:`member_agent.drift`). List items carry no kind, so it is given."""
     metadata = obj.get("metadata") or {}
-    labels = metadata.get("labels") or {}
     spec = obj.get("spec")
     trimmed: dict[str, Any] = {
         "apiVersion": api_version,
         "kind": kind,
-        "metadata": {
-            "name": metadata.get("name"),
-            "namespace": metadata.get("namespace"),
-            "uid": metadata.get("uid"),
-            "generation": metadata.get("generation"),
-            "labels": {k: labels[k] for k in (c.LABEL_WORK_NAME, c.LABEL_WORK_NAMESPACE) if k in labels},
-        },
+        "metadata": {key: metadata[key] for key in _METADATA_KEPT if key in metadata},
         "status": obj.get("status") or {},
     }
     if not metadata.get("generation"):
         # What tells an edit in the member of a kind without a generation (drift: member_agent.drift).
         trimmed[CONTENT_DIGEST] = content_digest(obj)
+    if metadata.get("annotations"):
+        # What tells an edit of the annotations a Work sets (member_agent.drift).
+        trimmed[ANNOTATION_DIGESTS] = annotation_digests(obj)
     kept = {key: spec[key] for key in _SPEC_READ if key in spec} if isinstance(spec, Mapping) else {}
     if kept:
         trimmed["spec"] = kept
@@ -431,7 +434,7 @@ class WorkApplier:
                     return result
             result.live = await self.member.apply(path, body, field_manager=self.field_manager, force=True)
             result.applied = True
-            self.versions.applied(ident.object_key, result.live)
+            self.versions.applied(ident.object_key, result.live, body)
             if ident.kind == "Namespace":
                 self._namespaces.add(ident.name)
         except KindNotServed as exc:

@@ -17,7 +17,15 @@ import pytest
 from controlplane.apiserver.patches import PatchType
 from member_agent import drift
 from member_agent.agent import Agent
-from member_agent.drift import CONTENT_DIGEST, AppliedVersions, DriftBackoff, content_digest, drifted
+from member_agent.drift import (
+    ANNOTATION_DIGESTS,
+    CONTENT_DIGEST,
+    AppliedVersions,
+    DriftBackoff,
+    annotation_digests,
+    content_digest,
+    drifted,
+)
 from tests.member_agent import test_agent_integration as integration
 from tests.member_agent.test_agent_integration import (
     CONFIGMAP,
@@ -44,7 +52,8 @@ async def test_an_object_deleted_or_edited_in_the_member_is_put_back(
     work_rt = hub.objects.registry.require("work.gpufed.io/v1alpha1", "Work")
     deployments, configmaps = member.rt("apps/v1", "Deployment"), member.rt("v1", "ConfigMap")
     async with Agent(cfg):
-        await hub.objects.create(work_rt, work_object("infer", [DEPLOYMENT, CONFIGMAP]))
+        labelled = {**DEPLOYMENT, "metadata": {**DEPLOYMENT["metadata"], "labels": {"app": "infer"}}}
+        await hub.objects.create(work_rt, work_object("infer", [labelled, CONFIGMAP]))
         first = await eventually(
             lambda: member.get("apps/v1", "Deployment", "infer", "ml"), what="the Deployment in the member"
         )
@@ -81,6 +90,20 @@ async def test_an_object_deleted_or_edited_in_the_member_is_put_back(
         assert repaired["spec"]["template"]["spec"]["containers"][0]["image"] == "infer:1"
         assert repaired["metadata"]["labels"]["team"] == "by-hand"
 
+        # A label the Work sets, changed by hand (no new generation: a metadata edit): put back,
+        # as Karmada compares labels and annotations when the generations agree.
+        live = await member.get("apps/v1", "Deployment", "infer", "ml")
+        assert live is not None
+        live["metadata"]["labels"]["app"] = "by-hand"
+        relabelled = await member.objects.update(deployments, live, field_manager="kubectl-edit")
+        assert relabelled["metadata"]["generation"] == live["metadata"]["generation"]
+
+        async def label_back() -> bool:
+            now = await member.get("apps/v1", "Deployment", "infer", "ml")
+            return now is not None and now["metadata"]["labels"].get("app") == "infer"
+
+        await eventually(label_back, what="the label the Work sets put back")
+
         # A kind without a generation: a changed value is put back too.
         await member.objects.patch(
             configmaps,
@@ -112,11 +135,60 @@ def test_drift_is_a_newer_generation_or_other_content() -> None:
     versions.applied(ref, {"metadata": {"resourceVersion": "50"}, "data": {"k": "v"}})
     recorded = versions.get(ref)
     assert recorded is not None
-    assert not drifted(recorded, {"metadata": {"resourceVersion": "51", "annotations": {"reloader": "1"}}, "data": {"k": "v"}})
-    assert not drifted(recorded, {"metadata": {"resourceVersion": "52"}, CONTENT_DIGEST: content_digest({"data": {"k": "v"}})})
+    assert not drifted(
+        recorded,
+        {"metadata": {"resourceVersion": "51", "annotations": {"reloader": "1"}}, "data": {"k": "v"}},
+    )
+    assert not drifted(
+        recorded,
+        {"metadata": {"resourceVersion": "52"}, CONTENT_DIGEST: content_digest({"data": {"k": "v"}})},
+    )
     assert drifted(recorded, {"metadata": {"resourceVersion": "53"}, "data": {"k": "by-hand"}})
     versions.forget(ref)
     assert versions.get(ref) is None
+
+
+def test_drift_is_a_label_or_annotation_the_work_sets_changed() -> None:
+    versions = AppliedVersions()
+    ref = ("apps", "Deployment", "ml", "infer")
+    manifest = {"metadata": {"labels": {"app": "infer"}, "annotations": {"note": "x"}}}
+    answer = {
+        "metadata": {
+            "generation": 3,
+            "resourceVersion": "40",
+            "labels": {"app": "infer", "member": "own"},
+            "annotations": {"note": "x", "deployment.kubernetes.io/revision": "1"},
+        }
+    }
+    versions.applied(ref, answer, manifest)
+    recorded = versions.get(ref)
+    assert recorded is not None
+
+    def live(rv: str, labels: dict[str, str], annotations: dict[str, str]) -> dict[str, Any]:
+        return {
+            "metadata": {"generation": 3, "resourceVersion": rv, "labels": labels, "annotations": annotations}
+        }
+
+    # Labels and annotations the Work does not set come and go: no drift.
+    assert not drifted(recorded, live("41", {"app": "infer", "team": "t"}, {"note": "x"}))
+    assert drifted(recorded, live("42", {"app": "by-hand"}, {"note": "x"}))
+    assert drifted(recorded, live("43", {}, {"note": "x"}))  # removed
+    assert drifted(recorded, live("44", {"app": "infer"}, {"note": "edited"}))
+    # The watch's trimmed copy carries the annotations' digests, not their values.
+    trimmed: dict[str, Any] = {
+        "metadata": {"generation": 3, "resourceVersion": "45", "labels": {"app": "infer"}}
+    }
+    trimmed[ANNOTATION_DIGESTS] = annotation_digests(live("45", {}, {"note": "x"}))
+    assert not drifted(recorded, trimmed)
+    trimmed[ANNOTATION_DIGESTS] = annotation_digests(live("45", {}, {"note": "by-hand"}))
+    assert drifted(recorded, trimmed)
+    # An event from before the apply's answer is no drift, whatever its labels.
+    assert not drifted(recorded, live("39", {"app": "old"}, {"note": "x"}))
+    # Without the manifest, the labels are not compared.
+    versions.applied(ref, answer)
+    recorded = versions.get(ref)
+    assert recorded is not None
+    assert not drifted(recorded, live("46", {"app": "by-hand"}, {}))
 
 
 def test_a_work_drifting_again_and_again_is_repaired_later_and_later() -> None:
