@@ -86,13 +86,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 141
 
 
+def parse(words: list[str]) -> argparse.Namespace:
+    """The arguments of one command line, ``-n`` filled in from the kubeconfig's context where
+    the command takes it as kubectl does (:func:`gpufed.hubclient.add_namespace_argument`)."""
+    parser = build_parser([command] if (command := _command(words)) is not None else [])
+    args = parser.parse_args(words)
+    if getattr(args, "namespace_from_context", False):
+        from gpufed.hubclient import resolve_namespace
+
+        resolve_namespace(args)
+    return args
+
+
 def _run(words: list[str]) -> int:
     # Every process (hub, agent, member, each user command) starts through here: importing one
     # subcommand's module, not all of them, saves seconds of CPU per process started.
     from gpufed.argtypes import UsageError
 
-    parser = build_parser([command] if (command := _command(words)) is not None else [])
-    args = parser.parse_args(words)
+    args = parse(words)
     try:
         return int(args.handler(args))
     except UsageError as exc:

@@ -29,7 +29,12 @@ from urllib.parse import urlsplit
 
 import aiohttp
 
-from controlplane.apiserver.kubeconfig import HubCredentials, KubeconfigError, load_kubeconfig
+from controlplane.apiserver.kubeconfig import (
+    HubCredentials,
+    KubeconfigError,
+    context_namespace,
+    load_kubeconfig,
+)
 from controlplane.apiserver.tls import client_ssl_context
 from gpufed.argtypes import whole_number
 
@@ -157,6 +162,27 @@ def add_kubeconfig_argument(parser: argparse.ArgumentParser) -> None:
         type=Path,
         help="hub kubeconfig (default: $KUBECONFIG, else .gpufed/hub.kubeconfig)",
     )
+
+
+def add_namespace_argument(parser: argparse.ArgumentParser, *, what: str = "the namespace") -> None:
+    """``-n/--namespace`` as kubectl's: when not given (or empty), the namespace of the
+    kubeconfig's current context, else ``default`` (:func:`resolve_namespace`, run by
+    :func:`gpufed.cli.main` before the command)."""
+    parser.add_argument(
+        "-n", "--namespace", default="", help=f"{what} (default: the kubeconfig context's namespace, else default)"
+    )
+    parser.set_defaults(namespace_from_context=True)
+
+
+def resolve_namespace(args: argparse.Namespace) -> None:
+    """Fill in ``args.namespace`` of a command with :func:`add_namespace_argument`. A kubeconfig
+    that cannot be read gives ``default``: the command's own load says what is wrong with it."""
+    if not getattr(args, "namespace_from_context", False) or args.namespace:
+        return
+    try:
+        args.namespace = context_namespace(resolve_kubeconfig(getattr(args, "kubeconfig", None))) or "default"
+    except (KubeconfigError, OSError):
+        args.namespace = "default"
 
 
 def resolve_kubeconfig(explicit: Path | None) -> Path:

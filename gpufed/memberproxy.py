@@ -29,6 +29,7 @@ from gpufed.hubclient import (
     HubError,
     add_chunk_size_argument,
     add_kubeconfig_argument,
+    add_namespace_argument,
     read_answer,
     unreachable,
 )
@@ -51,7 +52,7 @@ def add_object_arguments(parser: argparse.ArgumentParser, *, examples: str) -> N
     """``KIND/NAME [-n NS] [--clusters ...] [--chunk-size N] [--kubeconfig ...]``: one hub object
     of a namespace, looked up across the member clusters (`gpufed describe`, `gpufed events`)."""
     parser.add_argument("target", metavar="KIND/NAME", help=f"e.g. {examples}")
-    parser.add_argument("-n", "--namespace", default="default")
+    add_namespace_argument(parser)
     add_clusters_argument(parser)
     add_chunk_size_argument(parser)
     add_kubeconfig_argument(parser)

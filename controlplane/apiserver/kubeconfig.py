@@ -128,12 +128,27 @@ def load_client_certificate(path: Path, *, context: str | None = None) -> tuple[
     return pems[0], pems[1]
 
 
-def _cluster_and_user(path: Path, context: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
-    document = read_yaml_mapping(path, not_mapping=" is not a kubeconfig", error=KubeconfigError, quote_error=False)
+def context_namespace(path: Path, *, context: str | None = None) -> str:
+    """The ``namespace`` of ``context`` (default: ``current-context``), as kubectl takes it when
+    ``-n`` is not given; ``""`` when the context sets none."""
+    namespace = _context(_document(path), path, context).get("namespace")
+    return namespace if isinstance(namespace, str) else ""
+
+
+def _document(path: Path) -> dict[str, Any]:
+    return read_yaml_mapping(path, not_mapping=" is not a kubeconfig", error=KubeconfigError, quote_error=False)
+
+
+def _context(document: dict[str, Any], path: Path, context: str | None) -> dict[str, Any]:
     context_name = context or document.get("current-context")
     if not context_name:
         raise KubeconfigError(f"{path} has no current-context")
-    ctx = _named(document, "contexts", context_name, path=path, field="context")
+    return _named(document, "contexts", context_name, path=path, field="context")
+
+
+def _cluster_and_user(path: Path, context: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    document = _document(path)
+    ctx = _context(document, path, context)
     cluster = _named(document, "clusters", _str(ctx, "cluster", path=path), path=path, field="cluster")
     user = _named(document, "users", _str(ctx, "user", path=path), path=path, field="user")
     return cluster, user

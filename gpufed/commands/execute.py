@@ -28,7 +28,7 @@ import aiohttp
 from controlplane.apiserver.tls import client_ssl_context
 from controlplane.wsdial import HandshakeRefused, dial
 from gpufed.commands.running import run_reporting
-from gpufed.hubclient import HubClient, HubError, add_kubeconfig_argument, unreachable
+from gpufed.hubclient import HubClient, HubError, add_kubeconfig_argument, add_namespace_argument, unreachable
 from gpufed.memberproxy import no_pods, print_unreached, proxy_path, target_pods
 
 PROTOCOLS = ("v5.channel.k8s.io", "v4.channel.k8s.io")
@@ -41,7 +41,7 @@ MAX_MESSAGE_BYTES = 64 * 1024 + 1
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("target", metavar="POD|KIND/NAME", help="e.g. train-0, deployment/llm-serving")
     parser.add_argument("command", nargs="+", metavar="-- COMMAND", help="the command and its arguments, after --")
-    parser.add_argument("-n", "--namespace", default="default")
+    add_namespace_argument(parser)
     parser.add_argument("-c", "--container", help="the container (required when a pod has several)")
     parser.add_argument("--cluster", help="the member cluster (default: wherever the pod is)")
     parser.add_argument("-i", "--stdin", action="store_true", help="pass stdin to the command")

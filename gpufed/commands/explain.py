@@ -35,7 +35,7 @@ from controlplane.apis.trainer_runtime import NO_ALTERNATIVE_SHAPES
 from gpufed.argtypes import UsageError
 from gpufed.commands.explainqueue import queue_section
 from gpufed.commands.running import checked_namespace, run_reporting
-from gpufed.hubclient import HubClient, HubError, add_kubeconfig_argument
+from gpufed.hubclient import HubClient, HubError, add_kubeconfig_argument, add_namespace_argument
 
 BINDINGS_PATH = "/apis/work.gpufed.io/v1alpha1/namespaces/{namespace}/resourcebindings/{name}"
 NO_POLICY_MATCHED = "NoPolicyMatched"
@@ -43,7 +43,7 @@ NO_POLICY_MATCHED = "NoPolicyMatched"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("target", metavar="KIND/NAME", help="e.g. deployment/train, pytorchjob/bert")
-    parser.add_argument("-n", "--namespace", default="default", help="the workload's namespace (default: default)")
+    add_namespace_argument(parser, what="the workload's namespace")
     add_kubeconfig_argument(parser)
 
 

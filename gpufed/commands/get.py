@@ -21,7 +21,13 @@ import yaml
 
 from controlplane.apis.kube.selectors import SelectorError, parse_label_selector
 from gpufed.commands.running import namespace_problem, run_reporting
-from gpufed.hubclient import HubClient, HubError, add_chunk_size_argument, add_kubeconfig_argument
+from gpufed.hubclient import (
+    HubClient,
+    HubError,
+    add_chunk_size_argument,
+    add_kubeconfig_argument,
+    add_namespace_argument,
+)
 from gpufed.memberproxy import TABLE_ACCEPT, Resource, clusters, proxy_path, resolve
 
 #: The annotation ``-o json|yaml`` puts on each object: the member cluster it was read from.
@@ -31,7 +37,7 @@ CLUSTER_ANNOTATION = "gpufed.io/cluster"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("target", metavar="KIND[/NAME]", help="e.g. pods, pod/train-0, deployments.apps")
     parser.add_argument("name", nargs="?", help="the object's name (or KIND/NAME)")
-    parser.add_argument("-n", "--namespace", default="default")
+    add_namespace_argument(parser)
     parser.add_argument("-A", "--all-namespaces", action="store_true")
     parser.add_argument("-l", "--selector", help="label selector, as kubectl's -l")
     parser.add_argument("--clusters", default="all", help="c1,c2 or all (default all)")

@@ -16,13 +16,13 @@ import sys
 
 from gpufed.argtypes import duration, tail_lines
 from gpufed.commands.running import error_line, run_reporting
-from gpufed.hubclient import HubClient, HubError, add_kubeconfig_argument
+from gpufed.hubclient import HubClient, HubError, add_kubeconfig_argument, add_namespace_argument
 from gpufed.memberproxy import add_clusters_argument, no_pods, print_unreached, stream_lines, target_pods
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("target", metavar="POD|KIND/NAME", help="e.g. train-0, pod/train-0, pytorchjob/train")
-    parser.add_argument("-n", "--namespace", default="default")
+    add_namespace_argument(parser)
     parser.add_argument("-c", "--container", help="the container (required when a pod has several)")
     parser.add_argument("-f", "--follow", action="store_true", help="keep streaming new lines")
     parser.add_argument("--tail", type=tail_lines, help="only the last N lines of each log (-1: all, the default)")

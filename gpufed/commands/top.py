@@ -25,7 +25,7 @@ from controlplane.apis.podview import GpuDevice, align, devices_by_pod, percent
 from controlplane.apis.quantity import parse_quantity
 from controlplane.apis.utilization import expand_utilization
 from gpufed.commands.running import run_reporting
-from gpufed.hubclient import HubClient, HubError, add_kubeconfig_argument
+from gpufed.hubclient import HubClient, HubError, add_kubeconfig_argument, add_namespace_argument
 from gpufed.memberproxy import cluster_utilization, clusters, proxy_path
 
 METRICS = "/apis/metrics.k8s.io/v1beta1"
@@ -33,7 +33,7 @@ METRICS = "/apis/metrics.k8s.io/v1beta1"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("what", choices=["pods", "pod", "po", "nodes", "node", "no"], help="pods or nodes")
-    parser.add_argument("-n", "--namespace", default="default")
+    add_namespace_argument(parser)
     parser.add_argument("-A", "--all-namespaces", action="store_true")
     parser.add_argument("-l", "--selector", help="label selector, as kubectl's -l")
     parser.add_argument("--clusters", default="all", help="c1,c2 or all (default all)")

@@ -211,7 +211,6 @@ def test_a_malformed_or_empty_duration_is_a_usage_error_naming_its_flag(
         (["explain", "llm-serving", "-n", "ml"], "gpufed explain",
          "expected KIND/NAME (e.g. deployment/train), got 'llm-serving'"),
         (["waste", "-n", ""], "gpufed waste", "-n/--namespace needs a namespace name"),
-        (["explain", "deploy/x", "-n", ""], "gpufed explain", "-n/--namespace needs a namespace name"),
     ],
 )
 def test_flags_that_do_not_go_together_are_a_usage_error(
