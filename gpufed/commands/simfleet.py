@@ -72,6 +72,8 @@ def _check(args: argparse.Namespace) -> str | None:
         return "--token-file needs --hub and --hub-ca-hash"
     from simulator.hollow.nodes import hollow_profile
 
+    if not _models(args):
+        return "--models names no GPU product"
     for model in _models(args):
         try:
             hollow_profile("check", nodes=1, gpus_per_node=args.gpus_per_node, product=model)
@@ -112,8 +114,6 @@ async def _main(args: argparse.Namespace) -> int:
     from simulator.hollow.fleet import FleetPlan, HollowFleet
 
     models = _models(args)
-    if not models:
-        raise ValueError("--models names no GPU product")
     plan = FleetPlan(clusters=args.clusters, nodes=args.nodes, gpus_per_node=args.gpus_per_node,
                      models=models, prefix=args.name_prefix, seed=args.seed)
     names = plan.names()

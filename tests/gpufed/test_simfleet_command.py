@@ -22,6 +22,7 @@ def run(tmp_path: Path, *argv: str) -> int:
     (("--clusters", "1", "--nodes", "1", "--token-file", "t"), "--token-file needs --hub and --hub-ca-hash"),
     (("--clusters", "1", "--nodes", "1", "--hub-kubeconfig", "k", "--models", "Bogus-GPU"),
      "--models: memoryMiB is required for GPU product 'Bogus-GPU'"),
+    (("--clusters", "1", "--nodes", "1", "--hub-kubeconfig", "k", "--models", " , "), "--models names no GPU product"),
 ])
 def test_bad_arguments_exit_2_with_the_reason(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                               argv: tuple[str, ...], message: str) -> None:
