@@ -5,9 +5,13 @@ update of the four kinds by an admission plugin, with kube's messages:
 
 - a Role or ClusterRole may grant only rules the writer holds in its namespace (at the
   cluster scope for a ClusterRole), unless the writer may ``escalate`` roles there;
-  an ``aggregationRule`` needs ``escalate`` (it can gather any rule);
+  writing a ClusterRole that has an ``aggregationRule``, or had one (removing it stops the
+  aggregation), needs ``escalate`` (an aggregation can gather any rule);
 - a RoleBinding or ClusterRoleBinding may reference only a role whose rules the writer
-  holds where the binding applies, unless the writer may ``bind`` that role.
+  holds where the binding applies, unless the writer may ``bind`` that role;
+- an update that changes only what the garbage collector writes (``ownerReferences``,
+  ``finalizers``) is not checked, as kube's ``IsOnlyMutatingGCFields``: the collector, or an
+  operator owning a role it could not grant, may add and remove them.
 
 A refusal is 403 Forbidden: ``roles.rbac.authorization.k8s.io "x" is forbidden: user
 "alice" (groups=["team-a" "system:authenticated"]) is attempting to grant RBAC permissions
@@ -20,6 +24,7 @@ registry, so creating a Role and then its RoleBinding never fails on the cache's
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
 
 from controlplane.apiserver import errors
 from controlplane.apiserver.admission import WriteAttributes
@@ -39,6 +44,9 @@ _ROLES = {"roles": ROLE, "clusterroles": CLUSTER_ROLE}
 #: Reads a role from the store: (kind, name, namespace) -> its rules, None when it does not exist.
 ReadRole = Callable[[str, str, str], Awaitable[tuple[PolicyRule, ...] | None]]
 _BINDINGS = {"rolebindings", "clusterrolebindings"}
+#: The metadata an update may change without the check (kube's ``IsOnlyMutatingGCFields``: the garbage
+#: collector's fields, and what the API server itself writes).
+_GC_FIELDS = frozenset({"ownerReferences", "finalizers", "selfLink", "managedFields", "resourceVersion"})
 
 
 class RbacEscalationCheck:
@@ -51,16 +59,17 @@ class RbacEscalationCheck:
 
     def validate(self, user: UserInfo, write: WriteAttributes) -> Awaitable[None] | None:
         rt = write.resource
-        if rt.group != RBAC_GROUP:
+        if rt.group != RBAC_GROUP or only_gc_fields(write.new, write.old):
             return None
         meta = write.new.get("metadata") or {}
         name, namespace = str(meta.get("name", "")), meta.get("namespace") or None
         if rt.plural in _ROLES:
             if self._may(user, "escalate", rt.plural, namespace, name):
                 return None
-            if write.new.get("aggregationRule") is not None:
-                raise _forbidden(rt.plural, name, "must have cluster-admin privileges to use an aggregationRule")
             self._confirm_no_escalation(user, rt.plural, name, namespace, rules_of(write.new))
+            if _aggregates(write.new) or _aggregates(write.old):
+                # kube asks for every right (``*`` on ``*.*`` and every path), which includes ``escalate``.
+                raise _forbidden(rt.plural, name, "must have cluster-admin privileges to use the aggregationRule")
         elif rt.plural in _BINDINGS:
             ref = write.new.get("roleRef") or {}
             kind, role_name = str(ref.get("kind", "")), str(ref.get("name", ""))
@@ -111,6 +120,22 @@ class RbacEscalationCheck:
         if resolution:
             message += f"; resolution errors: [{', '.join(resolution)}]"
         raise _forbidden(plural, name, message)
+
+
+def only_gc_fields(new: dict[str, Any], old: dict[str, Any] | None) -> bool:
+    """Whether updating ``old`` to ``new`` changes nothing but :data:`_GC_FIELDS`."""
+    if old is None:
+        return False
+    return _without_gc_fields(new) == _without_gc_fields(old)
+
+
+def _without_gc_fields(obj: dict[str, Any]) -> dict[str, Any]:
+    meta = obj.get("metadata") or {}
+    return {**obj, "metadata": {k: v for k, v in meta.items() if k not in _GC_FIELDS}}
+
+
+def _aggregates(role: dict[str, Any] | None) -> bool:
+    return bool(role and ((role.get("aggregationRule") or {}).get("clusterRoleSelectors")))
 
 
 def _q(value: str) -> str:

@@ -1,5 +1,6 @@
-"""The escalation check of a RoleBinding whose Role the RBAC index has not seen yet: kube's RBAC
-storage reads roles from its registry, so the hub reads the store instead of refusing."""
+"""The escalation check, as kube's RBAC storage makes it: a RoleBinding whose Role the RBAC index has
+not seen yet is checked against the stored Role (kube reads roles from its registry); an
+aggregationRule, set or removed, needs every right; the garbage collector's fields are not checked."""
 
 from __future__ import annotations
 
@@ -72,3 +73,63 @@ async def test_a_role_in_the_index_is_not_read_again() -> None:
     index = alice_edits_team_a()
     index.put(ROLE, DEPLOYER)
     assert RbacEscalationCheck(index, HubAuthorizer(index), read_role=read_role).validate(ALICE, binding_of("deployer")) is None
+
+
+CLUSTERROLES = next(rt for rt in rbac_resources() if rt.plural == "clusterroles")
+#: Dave may write ClusterRoles and RoleBindings, without escalate or bind, and holds nothing else.
+DAVE = UserInfo(name="dave", role=Role.USER, user_groups=("system:authenticated",))
+AGGREGATED_ADMIN: dict[str, Any] = {
+    "metadata": {"name": "admin", "resourceVersion": "7"},
+    "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {"aggregate-to-admin": "true"}}]},
+    "rules": [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["*"]}],
+}
+
+
+def dave_writes_rbac() -> RbacEscalationCheck:
+    index = RbacIndex()
+    index.put(CLUSTER_ROLE, {"metadata": {"name": "rbac-writer"}, "rules": [{
+        "apiGroups": ["rbac.authorization.k8s.io"], "resources": ["clusterroles", "rolebindings"],
+        "verbs": ["create", "get", "update", "patch", "delete"]}]})
+    index.put("ClusterRoleBinding", {"metadata": {"name": "dave"},
+                                     "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                                                 "name": "rbac-writer"},
+                                     "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User",
+                                                   "name": "dave"}]})
+    return RbacEscalationCheck(index, HubAuthorizer(index))
+
+
+def update(resource: Any, old: dict[str, Any], **metadata: Any) -> WriteAttributes:
+    new = {**old, "metadata": {**old["metadata"], **metadata}}
+    return WriteAttributes(Operation.UPDATE, resource, new, old=old)
+
+
+def test_removing_an_aggregation_rule_needs_every_right_as_setting_one() -> None:
+    check = dave_writes_rbac()
+    # Emptied of the rules Dave does not hold, without its aggregationRule: kube's storage still
+    # refuses, as the aggregation would stop (``hasAggregationRule(old)``).
+    emptied = {"metadata": AGGREGATED_ADMIN["metadata"], "rules": []}
+    write = WriteAttributes(Operation.UPDATE, CLUSTERROLES, emptied, old=AGGREGATED_ADMIN)
+    with pytest.raises(errors.Forbidden, match=r'^clusterroles\.rbac\.authorization\.k8s\.io "admin" is forbidden: '
+                       "must have cluster-admin privileges to use the aggregationRule$"):
+        check.validate(DAVE, write)
+    created = {"metadata": {"name": "mine"}, "rules": [],
+               "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {"x": "y"}}]}}
+    with pytest.raises(errors.Forbidden, match="must have cluster-admin privileges to use the aggregationRule"):
+        check.validate(DAVE, WriteAttributes(Operation.CREATE, CLUSTERROLES, created))
+    # The rules are checked first, as kube's storage checks them.
+    with pytest.raises(errors.Forbidden, match="attempting to grant RBAC permissions not currently held"):
+        check.validate(DAVE, update(CLUSTERROLES, AGGREGATED_ADMIN, labels={"a": "b"}))
+
+
+def test_an_update_of_the_garbage_collectors_fields_only_is_not_checked() -> None:
+    check = dave_writes_rbac()
+    owner = [{"apiVersion": "v1", "kind": "ConfigMap", "name": "c", "uid": "123e4567-e89b-12d3-a456-426614174000"}]
+    managed = [{"manager": "kubectl-patch", "operation": "Update", "apiVersion": "rbac.authorization.k8s.io/v1"}]
+    binding = {"metadata": {"name": "team-a-admin", "namespace": "team-a", "resourceVersion": "3"},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "admin"},
+               "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "team-a"}]}
+    for resource, old in ((CLUSTERROLES, AGGREGATED_ADMIN), (ROLEBINDINGS, binding)):
+        assert check.validate(DAVE, update(resource, old, finalizers=["example.com/x"], managedFields=managed)) is None
+        assert check.validate(DAVE, update(resource, old, ownerReferences=owner, resourceVersion="9")) is None
+        with pytest.raises(errors.Forbidden):  # any other change is checked
+            check.validate(DAVE, update(resource, old, finalizers=["example.com/x"], labels={"a": "b"}))
