@@ -184,12 +184,14 @@ def review_endpoints(authorizer: HubAuthorizer, reviewer: TokenReviewer | None =
         spec = _spec(body, kind, AUTHORIZATION_GROUP)
         user: UserInfo = request[USER]
         namespace = spec.get("namespace") if isinstance(spec.get("namespace"), str) else ""
-        rules = list(authorizer.index.rules_for(user, namespace or None))
+        if not namespace:  # kube's: the review is of one namespace (``kubectl auth can-i --list`` sends its own)
+            raise errors.BadRequest("no namespace on request")
+        rules = list(authorizer.index.rules_for(user, namespace))
         status: dict[str, Any] = {**_rule_review(rules), "incomplete": False}
         if user.role in (Role.AGENT, Role.BOOTSTRAP):
             # The credential authorizer's rights (its own cluster) are not rules to list.
             status["incomplete"] = True
-        missing = authorizer.index.missing_roles(user, namespace or None)
+        missing = authorizer.index.missing_roles(user, namespace)
         if missing:
             status["evaluationError"] = "; ".join(missing)
         return _response(kind, AUTHORIZATION_GROUP, spec, status)

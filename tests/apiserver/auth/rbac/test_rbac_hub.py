@@ -317,6 +317,9 @@ async def test_reviews_refuse_invalid_specs_with_kubes_causes(admin: Client) -> 
         "kind": "LocalSubjectAccessReview", "spec": {"user": "root", "groups": ["system:masters"],
                                                      **access("delete", "", "secrets", "a")}})
     assert (status, body["status"]["allowed"], body["metadata"]["namespace"]) == (201, True, "a")
+    # A rules review is of one namespace, as kube's (kubectl sends its context's).
+    status, body = await admin("POST", f"{AUTHZ}/selfsubjectrulesreviews", {"kind": "SelfSubjectRulesReview", "spec": {}})
+    assert (status, body["reason"], body["message"]) == (400, "BadRequest", "no namespace on request")
 
 
 @SHARED_HUB
