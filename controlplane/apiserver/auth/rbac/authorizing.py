@@ -13,7 +13,14 @@ A request is allowed when any of these allows it, in order:
 A denial of an agent or join credential keeps the credential authorizer's reason (kube's message,
 then which right is missing); a viewer token's adds, after kube's message, that viewer tokens only read;
 every other denial carries no reason, so the API server answers with kube's message (``deployments.apps is forbidden: User "alice" cannot create resource
-"deployments" in API group "apps" in the namespace "team-b"``). Pure: no I/O.
+"deployments" in API group "apps" in the namespace "team-b"``), unless a binding of the user names a
+role that does not exist: kube's RBAC authorizer then gives that as its reason, after the message
+(``...: RBAC: clusterrole.rbac.authorization.k8s.io "gone" not found``).
+
+:meth:`HubAuthorizer.review` decides the same with the reason kube's authorizers give an access review
+(SubjectAccessReview's ``status.reason``): ``RBAC: allowed by RoleBinding "team-a-edit/team-a" of
+ClusterRole "edit" to Group "team-a"`` for what RBAC allows, nothing for ``system:masters``, the
+resolution errors alone for an RBAC denial. Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -50,6 +57,13 @@ class HubAuthorizer:
         self._credentials = credentials or RoleAuthorizer()
 
     def authorize(self, attributes: RequestAttributes) -> Decision:
+        return self._decide(attributes, review=False)
+
+    def review(self, attributes: RequestAttributes) -> Decision:
+        """The decision of :meth:`authorize`, with the reason an access review shows (module docstring)."""
+        return self._decide(attributes, review=True)
+
+    def _decide(self, attributes: RequestAttributes, *, review: bool) -> Decision:
         user = attributes.user
         if SYSTEM_MASTERS in user.groups:
             return _ALLOW
@@ -58,7 +72,11 @@ class HubAuthorizer:
             confined = self._credentials.authorize(attributes)
             if confined.allowed:
                 return _ALLOW
-        if self.index.allows(attributes):
+        if review:
+            allowed_by = self.index.allowed_by(attributes)
+            if allowed_by is not None:
+                return Decision(allowed=True, reason=f"RBAC: allowed by {allowed_by}")
+        elif self.index.allows(attributes):
             return _ALLOW
         if confined is not None:
             return confined
@@ -66,4 +84,8 @@ class HubAuthorizer:
             proxy = attributes.resource == "clusters" and attributes.subresource == "proxy"
             hint = _VIEWER_PROXY_HINT if proxy else _VIEWER_HINT
             return Decision(allowed=False, reason=f"{forbidden_message(attributes)}: {hint}")
-        return _DENY
+        resolution = self.index.resolution_error(user, attributes.namespace)
+        if not resolution:
+            return _DENY
+        reason = f"RBAC: {resolution}"
+        return Decision(allowed=False, reason=reason if review else f"{forbidden_message(attributes)}: {reason}")

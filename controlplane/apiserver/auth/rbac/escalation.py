@@ -116,9 +116,9 @@ class RbacEscalationCheck:
             f"user {_q(user.name)} (groups={go_quoted(user.groups)}) is attempting to grant RBAC "
             f"permissions not currently held:\n{listed}"
         )
-        resolution = self._index.missing_roles(user, namespace)
-        if resolution:
-            message += f"; resolution errors: [{', '.join(resolution)}]"
+        resolution = self._index.resolution_error(user, namespace)
+        if resolution:  # Go's %v of the one error kube's rule resolver returns
+            message += f"; resolution errors: [{resolution}]"
         raise _forbidden(plural, name, message)
 
 

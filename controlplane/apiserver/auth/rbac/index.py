@@ -17,8 +17,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Final
 
+from controlplane.apis.kube.field import aggregate
 from controlplane.apiserver.auth.rbac.rules import PolicyRule, rule_allows, rules_of
 from controlplane.apiserver.identity import SERVICE_ACCOUNT_PREFIX, RequestAttributes, UserInfo
+from controlplane.gojson import go_quote
 
 ROLE: Final = "Role"
 CLUSTER_ROLE: Final = "ClusterRole"
@@ -120,16 +122,16 @@ class RbacIndex:
             return self._roles.get((namespace, name))
         return None
 
-    def _bindings(self, user: UserInfo, namespace: str | None) -> Iterator[tuple[Binding, str]]:
+    def _bindings(self, user: UserInfo, namespace: str | None) -> Iterator[tuple[str, Binding, str]]:
         """Every binding naming ``user`` that applies in ``namespace`` (None: cluster scope only),
-        with the namespace its role lives in."""
+        with its name and its namespace, where its role lives ("" for a ClusterRoleBinding)."""
         keys = subject_keys(user)
         seen: set[str] = set()
         for key in keys:
             for name in self._cluster_by_subject.get(key, ()):
                 if name not in seen:
                     seen.add(name)
-                    yield self._cluster_bindings[name], ""
+                    yield name, self._cluster_bindings[name], ""
         if not namespace:
             return
         seen_ns: set[str] = set()
@@ -137,29 +139,56 @@ class RbacIndex:
             for name in self._namespaced_by_subject.get((key, namespace), ()):
                 if name not in seen_ns:
                     seen_ns.add(name)
-                    yield self._role_bindings[(namespace, name)], namespace
+                    yield name, self._role_bindings[(namespace, name)], namespace
 
     def rules_for(self, user: UserInfo, namespace: str | None) -> Iterator[PolicyRule]:
         """Every rule granted to ``user`` in ``namespace`` (None or "": at the cluster scope)."""
-        for binding, role_namespace in self._bindings(user, namespace):
+        for _, binding, role_namespace in self._bindings(user, namespace):
             rules = self.role_rules(binding.role_kind, binding.role_name, role_namespace)
             if rules:
                 yield from rules
 
+    def allowed_by(self, attributes: RequestAttributes) -> str | None:
+        """What allows a request, as kube's RBAC authorizer names it in its reason: the binding, its
+        role and the subject naming the user (``RoleBinding "team-a-edit/team-a" of ClusterRole "edit"
+        to Group "team-a"``); None when no rule allows it."""
+        user = attributes.user
+        for name, binding, namespace in self._bindings(user, attributes.namespace):
+            rules = self.role_rules(binding.role_kind, binding.role_name, namespace)
+            if rules and any(rule_allows(rule, attributes) for rule in rules):
+                keys = subject_keys(user)
+                return _describe(name, namespace, binding, next(s for s in binding.subjects if s in keys))
+        return None
+
     def missing_roles(self, user: UserInfo, namespace: str | None) -> list[str]:
         """kube's rule-resolution errors: bindings of ``user`` whose role does not exist."""
         missing = []
-        for binding, role_namespace in self._bindings(user, namespace):
+        for _, binding, role_namespace in self._bindings(user, namespace):
             if self.role_rules(binding.role_kind, binding.role_name, role_namespace) is None:
                 kind = "clusterrole" if binding.role_kind == CLUSTER_ROLE else "role"
                 missing.append(f'{kind}.rbac.authorization.k8s.io "{binding.role_name}" not found')
         return missing
+
+    def resolution_error(self, user: UserInfo, namespace: str | None) -> str:
+        """kube's rule resolver's error, :meth:`missing_roles` aggregated (``""`` when none)."""
+        missing = self.missing_roles(user, namespace)
+        return aggregate(list(dict.fromkeys(missing))) if missing else ""
 
     def allows(self, attributes: RequestAttributes) -> bool:
         for rule in self.rules_for(attributes.user, attributes.namespace):
             if rule_allows(rule, attributes):
                 return True
         return False
+
+
+def _describe(name: str, namespace: str, binding: Binding, subject: SubjectKey) -> str:
+    """kube's ``roleBindingDescriber``/``clusterRoleBindingDescriber`` (a service account as ``name/namespace``)."""
+    kind, subject_name = subject
+    if kind == "ServiceAccount":
+        account_namespace, _, account = subject_name.partition(":")
+        subject_name = f"{account}/{account_namespace}"
+    source = f"RoleBinding {go_quote(f'{name}/{namespace}')}" if namespace else f"ClusterRoleBinding {go_quote(name)}"
+    return f"{source} of {binding.role_kind} {go_quote(binding.role_name)} to {kind} {go_quote(subject_name)}"
 
 
 def _discard(index: dict[Any, set[str]], key: Any, name: str) -> None:

@@ -134,7 +134,7 @@ def review_endpoints(authorizer: HubAuthorizer, reviewer: TokenReviewer | None =
     ``create_app(computed=...)``."""
 
     def decide(attributes: RequestAttributes) -> dict[str, Any]:
-        decision = authorizer.authorize(attributes)
+        decision = authorizer.review(attributes)
         status: dict[str, Any] = {"allowed": decision.allowed}
         if decision.reason:
             status["reason"] = decision.reason
@@ -191,9 +191,9 @@ def review_endpoints(authorizer: HubAuthorizer, reviewer: TokenReviewer | None =
         if user.role in (Role.AGENT, Role.BOOTSTRAP):
             # The credential authorizer's rights (its own cluster) are not rules to list.
             status["incomplete"] = True
-        missing = authorizer.index.missing_roles(user, namespace)
-        if missing:
-            status["evaluationError"] = "; ".join(missing)
+        resolution = authorizer.index.resolution_error(user, namespace)
+        if resolution:
+            status["evaluationError"] = resolution
         return _response(kind, AUTHORIZATION_GROUP, spec, status)
 
     async def self_subject_review(request: web.Request) -> web.StreamResponse:

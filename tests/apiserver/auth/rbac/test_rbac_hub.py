@@ -317,6 +317,13 @@ async def test_reviews_refuse_invalid_specs_with_kubes_causes(admin: Client) -> 
         "kind": "LocalSubjectAccessReview", "spec": {"user": "root", "groups": ["system:masters"],
                                                      **access("delete", "", "secrets", "a")}})
     assert (status, body["status"]["allowed"], body["metadata"]["namespace"]) == (201, True, "a")
+    # What allows a subject is named as kube's RBAC authorizer names it.
+    status, body = await admin("POST", f"{AUTHZ}/subjectaccessreviews", {"kind": "SubjectAccessReview", "spec": {
+        "user": "zed", "groups": ["system:authenticated"], **access("create", "authorization.k8s.io",
+                                                                      "selfsubjectaccessreviews", "")}})
+    assert (status, body["status"]) == (201, {"allowed": True, "reason": 'RBAC: allowed by ClusterRoleBinding '
+                                              '"system:basic-user" of ClusterRole "system:basic-user" to Group '
+                                              '"system:authenticated"'})
     # A rules review is of one namespace, as kube's (kubectl sends its context's).
     status, body = await admin("POST", f"{AUTHZ}/selfsubjectrulesreviews", {"kind": "SelfSubjectRulesReview", "spec": {}})
     assert (status, body["reason"], body["message"]) == (400, "BadRequest", "no namespace on request")
