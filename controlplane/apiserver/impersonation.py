@@ -68,9 +68,12 @@ def impersonate(
     """The user ``actor`` acts as; raise :class:`ImpersonationDenied` or :class:`ImpersonationInvalid`."""
     extra = extra or {}
     if not user:
-        asked = [*(f"group {g}" for g in groups), *(f"uid {uid}" for _ in [uid] if uid),
-                 *(f"extra {key}={value}" for key, values in extra.items() for value in values)]
-        raise ImpersonationInvalid(f"requested {asked} without impersonating a user")
+        asked = [
+            *(_reference("Group", group) for group in groups),
+            *(_reference("UserExtra", value, field_path=key) for key, values in extra.items() for value in values),
+            *(_reference("UID", uid) for _ in [uid] if uid),
+        ]
+        raise ImpersonationInvalid(f"requested [{' '.join(asked)}] without impersonating a user")
     checks = [
         _user_check(actor, user), *(_check(actor, "groups", group) for group in groups),
         *(_check(actor, "uids", uid, group=AUTHENTICATION_GROUP) for _ in [uid] if uid),
@@ -87,6 +90,13 @@ def impersonate(
         all_groups.append(AUTHENTICATED)
     return UserInfo(name=user, role=Role.USER, user_groups=tuple(dict.fromkeys(all_groups)), uid=uid,
                     extra=user_extra(extra))
+
+
+def _reference(kind: str, name: str, *, field_path: str = "") -> str:
+    """Go's ``%v`` of the ``ObjectReference`` kube's filter builds for one thing asked for (its kind,
+    namespace, name, uid, apiVersion, resourceVersion and fieldPath; an extra's key is its fieldPath)."""
+    api_version = "" if kind == "Group" else f"{AUTHENTICATION_GROUP}/v1"
+    return "{" + " ".join((kind, "", name, "", api_version, "", field_path)) + "}"
 
 
 def asks_impersonation(headers: Iterable[str]) -> bool:

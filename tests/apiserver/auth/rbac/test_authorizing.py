@@ -171,8 +171,11 @@ def test_impersonation_needs_the_impersonate_verb(authorizer: HubAuthorizer) -> 
         impersonate(ALICE, user="bob", groups=(), authorizer=authorizer)
     assert (denied.value.attributes.verb, denied.value.attributes.resource, denied.value.attributes.name) == (
         "impersonate", "users", "bob")
-    with pytest.raises(ImpersonationInvalid):
-        impersonate(ADMIN, user=None, groups=("team-a",), authorizer=authorizer)
+    # kube's message: Go's %v of the ObjectReferences asked for (groups, extras, then the uid).
+    with pytest.raises(ImpersonationInvalid, match=r"^requested \[\{Group  team-a    \} \{UserExtra  view  "
+                       r"authentication\.k8s\.io/v1  scopes\} \{UID  42  authentication\.k8s\.io/v1  \}\] "
+                       "without impersonating a user$"):
+        impersonate(ADMIN, user=None, groups=("team-a",), uid="42", extra={"scopes": ["view"]}, authorizer=authorizer)
 
 
 def test_impersonating_a_uid_and_extras_needs_impersonate_on_uids_and_userextras(authorizer: HubAuthorizer) -> None:
