@@ -12,16 +12,16 @@ formed, and ``roleRef`` cannot change. Pure: no I/O.
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from typing import Any, Final
 
-from controlplane.apis.kube.field import CauseType, FieldError
+from controlplane.apis.kube.field import CauseType, FieldError, GoValue, go_strings, show
 from controlplane.apis.untyped import dig
 from controlplane.apiserver.auth.rbac.index import CLUSTER_ROLE, CLUSTER_ROLE_BINDING, ROLE, ROLE_BINDING
 from controlplane.apiserver.auth.rbac.policy import RBAC_GROUP, RBAC_VERSION
 from controlplane.apiserver.objectmeta import name_errors
 from controlplane.apiserver.resources import AGE, NameRule, ResourceType, TableColumn, with_kube_rules
+from controlplane.gojson import go_quote
 
 _SUBJECT_KINDS: Final = ("ServiceAccount", "User", "Group")
 
@@ -57,12 +57,8 @@ _BINDING_COLUMNS: Final = (
 )
 
 
-def _value(value: Any) -> str:
-    return json.dumps(value) if not isinstance(value, str) else f'"{value}"'
-
-
 def _invalid(field: str, value: Any, detail: str) -> FieldError:
-    return FieldError(CauseType.FIELD_VALUE_INVALID, field, f"Invalid value: {_value(value)}: {detail}")
+    return FieldError(CauseType.FIELD_VALUE_INVALID, field, f"Invalid value: {show(value)}: {detail}")
 
 
 def _required(field: str, detail: str = "") -> FieldError:
@@ -71,7 +67,7 @@ def _required(field: str, detail: str = "") -> FieldError:
 
 def _not_supported(field: str, value: Any, supported: tuple[str, ...]) -> FieldError:
     choices = ", ".join(f'"{s}"' for s in supported)
-    return FieldError(CauseType.FIELD_VALUE_NOT_SUPPORTED, field, f"Unsupported value: {_value(value)}: supported values: {choices}")
+    return FieldError(CauseType.FIELD_VALUE_NOT_SUPPORTED, field, f"Unsupported value: {show(value)}: supported values: {choices}")
 
 
 def _list(value: Any) -> list[Any]:
@@ -88,10 +84,10 @@ def validate_rules(obj: dict[str, Any], *, namespaced: bool) -> list[FieldError]
         urls = _list(rule.get("nonResourceURLs"))
         if urls:
             if namespaced:
-                errors.append(_invalid(f"{path}.nonResourceURLs", urls,
+                errors.append(_invalid(f"{path}.nonResourceURLs", go_strings(urls),
                                        "namespaced rules cannot apply to non-resource URLs"))
-            if _list(rule.get("apiGroups")) or _list(rule.get("resources")):
-                errors.append(_invalid(f"{path}.nonResourceURLs", urls,
+            if _list(rule.get("apiGroups")) or _list(rule.get("resources")) or _list(rule.get("resourceNames")):
+                errors.append(_invalid(f"{path}.nonResourceURLs", go_strings(urls),
                                        "rules cannot apply to both regular resources and non-resource URLs"))
             continue
         if not _list(rule.get("apiGroups")):
@@ -130,7 +126,9 @@ def _validate_binding(obj: dict[str, Any], old: dict[str, Any] | None, *, namesp
     for i, raw in enumerate(_list(obj.get("subjects"))):
         errors.extend(_validate_subject(raw if isinstance(raw, dict) else {}, f"subjects[{i}]", namespaced=namespaced))
     if old is not None and old.get("roleRef") != obj.get("roleRef"):
-        errors.append(_invalid("roleRef", obj.get("roleRef"), "cannot change roleRef"))
+        shown = ", ".join(f"{field}:{go_quote(str(ref.get(key) or ''))}"
+                          for field, key in (("APIGroup", "apiGroup"), ("Kind", "kind"), ("Name", "name")))
+        errors.append(_invalid("roleRef", GoValue(f"rbac.RoleRef{{{shown}}}"), "cannot change roleRef"))
     return errors
 
 
@@ -140,6 +138,9 @@ def _validate_subject(subject: dict[str, Any], path: str, *, namespaced: bool) -
         errors.append(_required(f"{path}.name"))
     kind, group = subject.get("kind", ""), subject.get("apiGroup", "")
     if kind == "ServiceAccount":
+        if subject.get("name"):
+            name = str(subject["name"])
+            errors.extend(_invalid(f"{path}.name", name, e) for e in name_errors(name, NameRule.SUBDOMAIN))
         if group:
             errors.append(_not_supported(f"{path}.apiGroup", group, ("",)))
         if not namespaced and not subject.get("namespace"):

@@ -30,9 +30,11 @@ INVALID = [
     (validate_role, {"rules": [{"verbs": ["get"], "apiGroups": [""]}]},
      "rules[0].resources", "Required value: resource rules must supply at least one resource"),
     (validate_role, {"rules": [{"verbs": ["get"], "nonResourceURLs": ["/metrics"]}]},
-     "rules[0].nonResourceURLs", 'Invalid value: ["/metrics"]: namespaced rules cannot apply to non-resource URLs'),
+     "rules[0].nonResourceURLs", 'Invalid value: []string{"/metrics"}: namespaced rules cannot apply to non-resource URLs'),
     (validate_cluster_role, {"rules": [{"verbs": ["get"], "nonResourceURLs": ["/x"], "apiGroups": [""], "resources": ["pods"]}]},
-     "rules[0].nonResourceURLs", 'Invalid value: ["/x"]: rules cannot apply to both regular resources and non-resource URLs'),
+     "rules[0].nonResourceURLs", 'Invalid value: []string{"/x"}: rules cannot apply to both regular resources and non-resource URLs'),
+    (validate_cluster_role, {"rules": [{"verbs": ["get"], "nonResourceURLs": ["/x"], "resourceNames": ["n"]}]},
+     "rules[0].nonResourceURLs", 'Invalid value: []string{"/x"}: rules cannot apply to both regular resources and non-resource URLs'),
     (validate_cluster_role, {"aggregationRule": {}},
      "aggregationRule.clusterRoleSelectors", "Required value: at least one clusterRoleSelector required if aggregationRule is non-nil"),
     (validate_role_binding, rb(roleRef={**REF, "kind": "Thing"}),
@@ -50,6 +52,10 @@ INVALID = [
      "subjects[0].apiGroup", 'Unsupported value: "rbac.authorization.k8s.io": supported values: ""'),
     (validate_cluster_role_binding, rb(subjects=[{"kind": "ServiceAccount", "name": "d"}]),
      "subjects[0].namespace", "Required value"),
+    (validate_role_binding, rb(subjects=[{"kind": "ServiceAccount", "name": "CI_bot"}]), "subjects[0].name",
+     'Invalid value: "CI_bot": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '
+     "'-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for "
+     "validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"),
 ]
 
 
@@ -64,7 +70,9 @@ def test_valid_objects_pass_and_role_ref_is_immutable() -> None:
     assert validate_cluster_role({"rules": [{"verbs": ["get"], "nonResourceURLs": ["/healthz"]}]}, None) == []
     assert validate_role_binding(rb(), None) == []
     changed = validate_role_binding(rb(roleRef={**REF, "name": "view"}), rb())
-    assert [(e.field, e.message.split(": ")[-1]) for e in changed] == [("roleRef", "cannot change roleRef")]
+    assert [(e.field, e.message) for e in changed] == [("roleRef", 'Invalid value: rbac.RoleRef{APIGroup:'
+                                                        '"rbac.authorization.k8s.io", Kind:"ClusterRole", Name:"view"}: '
+                                                        "cannot change roleRef")]
 
 
 def test_defaulting_sets_the_rbac_api_group_as_kube() -> None:
