@@ -88,6 +88,7 @@ from controlplane.apiserver.identity import (
     Authenticator,
     Authorizer,
     RequestAttributes,
+    ReviewingAuthorizer,
     UserInfo,
     forbidden_message,
 )
@@ -287,6 +288,8 @@ def auth_middleware(
 ) -> Middleware:
     cached = authenticator.authenticate_cached if isinstance(authenticator, CachedAuthenticator) else None
     anonymous = AnonymousPaths(anonymous_paths)
+    # What the audit log records as the decision's reason: kube's authorizers' (``RBAC: allowed by ...``).
+    reviewing = authorizer.review if audit is not None and isinstance(authorizer, ReviewingAuthorizer) else None
 
     @web.middleware
     async def authenticate(request: web.Request, handler: Handler) -> web.StreamResponse:
@@ -349,8 +352,10 @@ def auth_middleware(
         if audit is not None:
             await audit.request_received(request)  # kube audits after authentication, before authorization
         if authorizer is not None:
-            decision = authorizer.authorize(attrs)
-            request[AUTHORIZATION] = decision  # the audit log's annotations
+            audited = reviewing(attrs) if reviewing is not None else None
+            # A denial's message is the authorizer's own (a review's reason is kube's authorizer's).
+            decision = audited if audited is not None and audited.allowed else authorizer.authorize(attrs)
+            request[AUTHORIZATION] = audited if audited is not None else decision  # the audit log's annotations
             if not decision.allowed:
                 target = errors.Target(name=name or "", group=info.group, kind=info.resource)
                 raise errors.Forbidden(decision.reason or forbidden_message(attrs), target=target)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Final, Protocol
+from typing import Any, Final, Protocol, runtime_checkable
 
 
 class Role(StrEnum):
@@ -165,6 +165,14 @@ class TokenReviewer(Protocol):
 
 class Authorizer(Protocol):
     def authorize(self, attributes: RequestAttributes) -> Decision: ...
+
+
+@runtime_checkable
+class ReviewingAuthorizer(Authorizer, Protocol):
+    def review(self, attributes: RequestAttributes) -> Decision:
+        """The decision with the reason kube's authorizers give, which an access review and the
+        audit log's ``authorization.k8s.io/reason`` show (``RBAC: allowed by ...``)."""
+        ...
 
 
 def forbidden_message(attrs: RequestAttributes) -> str:

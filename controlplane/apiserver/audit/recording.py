@@ -257,10 +257,11 @@ def _authorization_annotations(decision: AuthorizationDecision | None) -> dict[s
     """kube's ``authorization.k8s.io/decision`` (and ``reason``) annotations of the request's decision."""
     if decision is None:
         return {}
-    annotations = {"authorization.k8s.io/decision": "allow" if decision.allowed else "forbid"}
-    if decision.reason:
-        annotations["authorization.k8s.io/reason"] = decision.reason
-    return annotations
+    # kube records the reason even when its authorizers gave none (system:masters; a plain refusal).
+    return {
+        "authorization.k8s.io/decision": "allow" if decision.allowed else "forbid",
+        "authorization.k8s.io/reason": decision.reason,
+    }
 
 
 def _attributes(request: web.Request) -> RequestAttributes | None:

@@ -73,6 +73,9 @@ async def test_the_audit_log_records_each_request_at_its_policys_level(audited: 
         assert hub.tokens is not None
         alice = await hub.tokens.create(role=Role.USER, name="alice", groups=("team-a",))
         assert (await Client(session, hub, alice.token)("DELETE", "/api/v1/namespaces/default/configmaps/settings"))[0] == 403
+        whoami = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
+        assert (await Client(session, hub, alice.token)("POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+                                                        whoami))[0] == 201
         assert (await Client(session, hub, "not-a-token")("GET", "/api/v1/namespaces/default/pods"))[0] == 401
     code, _, err = await kubectl(hub.kubeconfig_path, "get", "configmap", "settings", "--as", "bob")
     assert code != 0 and "forbidden" in err
@@ -89,7 +92,8 @@ async def test_the_audit_log_records_each_request_at_its_policys_level(audited: 
     assert complete["requestObject"] == {"metadata": {"name": "settings"}, "data": {"mode": "fast"}}
     assert complete["responseObject"]["data"] == {"mode": "fast"}
     assert "managedFields" not in complete["responseObject"]["metadata"]  # omitManagedFields
-    assert complete["annotations"] == {"authorization.k8s.io/decision": "allow"}
+    # kube's annotations: the reason empty for system:masters, whose authorizer gives none.
+    assert complete["annotations"] == {"authorization.k8s.io/decision": "allow", "authorization.k8s.io/reason": ""}
     assert complete["requestReceivedTimestamp"] == received["requestReceivedTimestamp"] <= complete["stageTimestamp"]
     assert "responseStatus" not in received and "requestObject" not in received
 
@@ -101,7 +105,12 @@ async def test_the_audit_log_records_each_request_at_its_policys_level(audited: 
     assert denied["user"]["username"] == "alice" and denied["level"] == "RequestResponse"
     assert denied["responseStatus"]["code"] == 403 and denied["responseStatus"]["reason"] == "Forbidden"
     assert denied["responseStatus"]["status"] == "Failure"
-    assert denied["annotations"]["authorization.k8s.io/decision"] == "forbid"
+    assert denied["annotations"] == {"authorization.k8s.io/decision": "forbid", "authorization.k8s.io/reason": ""}
+    # What RBAC allowed is named as kube's RBAC authorizer names it.
+    [reviewed] = events(log, resource="selfsubjectreviews", stage="ResponseComplete")
+    assert reviewed["annotations"] == {"authorization.k8s.io/decision": "allow", "authorization.k8s.io/reason":
+                                       'RBAC: allowed by ClusterRoleBinding "system:basic-user" of ClusterRole '
+                                       '"system:basic-user" to Group "system:authenticated"'}
 
     # A failed authentication is one ResponseStarted event naming what was tried, as kube's.
     [unknown] = events(log, resource="pods")
