@@ -220,12 +220,17 @@ async def test_the_authorizer_checks_with_the_hubs_rbac(api: Api) -> None:
                        ".check('delete').allowed()", "message": "nobody may delete"},
         {"expression": "authorizer.serviceAccount('default', 'nobody').path('/metrics').check('get').allowed()",
          "messageExpression": "'nobody may not get /metrics: ' + (authorizer.serviceAccount('default', 'nobody')"
-                              ".path('/metrics').check('get').allowed() ? 'allowed' : 'denied')"},
+                              ".path('/metrics').check('get').allowed() ? 'allowed' : 'denied') + '; ' + "
+                              "authorizer.serviceAccount('default', 'nobody').group('authorization.k8s.io')"
+                              ".resource('selfsubjectaccessreviews').check('create').reason()"},
     ]
     await bind(api, policy("authz", *checks), binding("authz", "authz", "Deny"))
     code, status, _ = await api.call("POST", DEPLOYMENTS, deployment("a", replicas=1))
     assert code == 422, status
-    assert status["message"].endswith("denied request: nobody may not get /metrics: denied"), status
+    # reason() is kube's RBAC authorizer's: what allows the check.
+    assert status["message"].endswith(
+        'denied request: nobody may not get /metrics: denied; RBAC: allowed by ClusterRoleBinding "system:basic-user" '
+        'of ClusterRole "system:basic-user" to Group "system:authenticated"'), status
 
 
 async def test_policy_checks_are_on_the_hubs_metrics_under_kubes_names(api: Api) -> None:

@@ -44,7 +44,7 @@ from controlplane.apis.kube import field
 from controlplane.apis.kube.jsonpatches import CopiedTooMuch, json_patched
 from controlplane.apiserver import errors
 from controlplane.apiserver.admission import WebhookRequest
-from controlplane.apiserver.identity import Authorizer, RequestAttributes, Role, UserInfo
+from controlplane.apiserver.identity import Authorizer, RequestAttributes, ReviewingAuthorizer, Role, UserInfo
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.apiserver.objects.following import follow_kind
 from controlplane.apiserver.resources import ResourceType
@@ -370,7 +370,9 @@ class RequestWebhooks:
             user = UserInfo(f"system:serviceaccount:{namespace}:{name}", Role.USER, user_groups=(
                 "system:serviceaccounts", f"system:serviceaccounts:{namespace}", "system:authenticated"))
         path = target.get("path")
-        decision = authorizer.authorize(RequestAttributes(
+        # ``reason()`` is kube's authorizers' (``RBAC: allowed by ...``), as an access review's.
+        decide = authorizer.review if isinstance(authorizer, ReviewingAuthorizer) else authorizer.authorize
+        decision = decide(RequestAttributes(
             user, verb, api_group=str(target.get("group") or ""), resource=str(target.get("resource") or ""),
             subresource=str(target.get("subresource") or ""), namespace=str(target.get("namespace") or "") or None,
             name=str(target.get("name") or "") or None, non_resource_path=str(path) if path else None,
