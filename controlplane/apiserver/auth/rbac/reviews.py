@@ -194,7 +194,7 @@ def review_endpoints(authorizer: HubAuthorizer, reviewer: TokenReviewer | None =
         resolution = authorizer.index.resolution_error(user, namespace)
         if resolution:
             status["evaluationError"] = resolution
-        return _response(kind, AUTHORIZATION_GROUP, spec, status)
+        return _response(kind, AUTHORIZATION_GROUP, {}, status)  # kube answers without the spec
 
     async def self_subject_review(request: web.Request) -> web.StreamResponse:
         user: UserInfo = request[USER]

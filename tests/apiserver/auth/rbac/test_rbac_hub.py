@@ -327,6 +327,9 @@ async def test_reviews_refuse_invalid_specs_with_kubes_causes(admin: Client) -> 
     # A rules review is of one namespace, as kube's (kubectl sends its context's).
     status, body = await admin("POST", f"{AUTHZ}/selfsubjectrulesreviews", {"kind": "SelfSubjectRulesReview", "spec": {}})
     assert (status, body["reason"], body["message"]) == (400, "BadRequest", "no namespace on request")
+    status, body = await admin("POST", f"{AUTHZ}/selfsubjectrulesreviews",
+                               {"kind": "SelfSubjectRulesReview", "spec": {"namespace": "a"}})
+    assert (status, body["spec"]) == (201, {})  # kube's answer is the status alone
 
 
 @SHARED_HUB
