@@ -12,7 +12,6 @@ from datetime import datetime
 from typing import Any
 
 from controlplane.apis import constants as c
-from controlplane.apis.pods import REASON_SCHEDULING_GATED
 from controlplane.apis.timestamps import parse_time_or_none
 from controlplane.apis.untyped import Obj, dig, json_int
 
@@ -200,7 +199,7 @@ def event_object(obj: Obj, _now: datetime) -> str:
     return f"{kind}/{involved.get('name', '')}"
 
 
-# --- nodes and pods -------------------------------------------------------------------
+# --- nodes (a pod's cells: podcolumns) ----------------------------------------------
 
 
 def node_status(obj: Obj, _now: datetime) -> str:
@@ -238,58 +237,7 @@ def node_gpus(obj: Obj, _now: datetime) -> str:
     return ",".join(parts) or "<none>"
 
 
-def pod_ready(obj: Obj, _now: datetime) -> str:
-    containers = dig(obj, "spec", "containers") or []
-    statuses = dig(obj, "status", "containerStatuses") or []
-    ready = sum(1 for st in statuses if isinstance(st, dict) and st.get("ready"))
-    return f"{ready}/{len(containers)}"
-
-
-def pod_status(obj: Obj, _now: datetime) -> str:
-    """kubectl's pod STATUS: the reason of a waiting/terminated container, else ``SchedulingGated``
-    for a pod kube-scheduler says is gated, else the status' reason or the phase."""
-    if dig(obj, "metadata", "deletionTimestamp"):
-        return "Terminating"
-    reason = dig(obj, "status", "reason")
-    for cond in dig(obj, "status", "conditions") or []:
-        if isinstance(cond, dict) and cond.get("type") == "PodScheduled" and cond.get("reason") == REASON_SCHEDULING_GATED:
-            reason = REASON_SCHEDULING_GATED
-    for st in dig(obj, "status", "containerStatuses") or []:
-        if not isinstance(st, dict):
-            continue
-        state = st.get("state") or {}
-        waiting = state.get("waiting") if isinstance(state, dict) else None
-        terminated = state.get("terminated") if isinstance(state, dict) else None
-        if isinstance(waiting, dict) and waiting.get("reason"):
-            return str(waiting["reason"])
-        if isinstance(terminated, dict) and terminated.get("reason"):
-            reason = terminated["reason"]
-    if reason:
-        return str(reason)
-    phase = dig(obj, "status", "phase")
-    return str(phase) if phase else "Pending"
-
-
-def pod_restarts(obj: Obj, _now: datetime) -> str:
-    statuses = dig(obj, "status", "containerStatuses") or []
-    return str(sum(json_int(st.get("restartCount")) for st in statuses if isinstance(st, dict)))
-
-
 # --- jobs -----------------------------------------------------------------------------
-
-
-def pod_readiness_gates(obj: Obj, _now: datetime) -> str:
-    """kube's READINESS GATES cell: how many of the pod's readiness gates have a True condition."""
-    gates = dig(obj, "spec", "readinessGates")
-    if not isinstance(gates, list) or not gates:
-        return "<none>"
-    conditions = dig(obj, "status", "conditions")
-    statuses: dict[Any, Any] = {}
-    for found in conditions if isinstance(conditions, list) else ():
-        if isinstance(found, dict):
-            statuses.setdefault(found.get("type"), found.get("status"))
-    met = sum(1 for gate in gates if isinstance(gate, dict) and statuses.get(gate.get("conditionType")) == "True")
-    return f"{met}/{len(gates)}"
 
 
 def job_status(obj: Obj, _now: datetime) -> str:

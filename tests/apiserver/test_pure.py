@@ -16,13 +16,14 @@ from controlplane.apis.kube.selectors import (
     scale_status_selector,
 )
 from controlplane.apiserver import codec
-from controlplane.apiserver.columns import human_duration, pod_status
+from controlplane.apiserver.columns import human_duration
 from controlplane.apiserver.errors import NotAcceptable
 from controlplane.apiserver.kinds.core import core_resources
 from controlplane.apiserver.kinds.workloads import workload_resources
 from controlplane.apiserver.negotiation import conversion_asked, response_media
 from controlplane.apiserver.objectmeta import name_errors
 from controlplane.apiserver.patches import merge_patch
+from controlplane.apiserver.podcolumns import pod_status
 from controlplane.apiserver.resources import NameRule, Registry
 from controlplane.apiserver.routing import parse_request
 from controlplane.apiserver.tables import (

@@ -16,6 +16,7 @@ from controlplane.apis.kube.fieldlabels import (
     field_path,
 )
 from controlplane.apiserver import columns as col
+from controlplane.apiserver import podcolumns
 from controlplane.apiserver.resources import (
     AGE,
     ALL_VERBS,
@@ -147,14 +148,14 @@ def core_resources() -> list[ResourceType]:
             "", "v1", "Pod", "pods", "pod", namespaced=True,
             short_names=("po",), categories=("all",), has_status=True, strategic_merge=True, returns_deleted_object=True,
             columns=(
-                TableColumn("Ready", col.pod_ready),
-                TableColumn("Status", col.pod_status),
-                TableColumn("Restarts", col.pod_restarts, type="string"),
+                TableColumn("Ready", podcolumns.pod_ready),
+                TableColumn("Status", podcolumns.pod_status),
+                TableColumn("Restarts", podcolumns.pod_restarts, type="string"),
                 AGE,
                 TableColumn("IP", path("status.podIP", default="<none>"), priority=1),
                 TableColumn("Node", path("spec.nodeName", default="<none>"), priority=1),
                 TableColumn("Nominated Node", path("status.nominatedNodeName", default="<none>"), priority=1),
-                TableColumn("Readiness Gates", col.pod_readiness_gates, priority=1),
+                TableColumn("Readiness Gates", podcolumns.pod_readiness_gates, priority=1),
             ),
             extra_field_selectors=POD_FIELDS,
         ),
