@@ -240,18 +240,35 @@ def node_gpus(obj: Obj, _now: datetime) -> str:
 # --- jobs -----------------------------------------------------------------------------
 
 
+def _job_condition(obj: Obj, condition_type: str) -> bool:
+    """kube's ``hasJobCondition``: the first condition of that type is True."""
+    cond = condition(obj, condition_type)
+    return cond is not None and cond.get("status") == "True"
+
+
 def job_status(obj: Obj, _now: datetime) -> str:
-    for cond_type, shown in (("Complete", "Complete"), ("Failed", "Failed"), ("Suspended", "Suspended")):
-        cond = condition(obj, cond_type)
-        if cond and cond.get("status") == "True":
-            return shown
+    """kube's Job STATUS: Complete, Failed, Terminating while deleted, Suspended, FailureTarget, else Running."""
+    if _job_condition(obj, "Complete"):
+        return "Complete"
+    if _job_condition(obj, "Failed"):
+        return "Failed"
+    if dig(obj, "metadata", "deletionTimestamp"):
+        return "Terminating"
+    for cond_type in ("Suspended", "FailureTarget"):
+        if _job_condition(obj, cond_type):
+            return cond_type
     return "Running"
 
 
 def job_completions(obj: Obj, _now: datetime) -> str:
+    """``succeeded/completions``; a Job without completions runs until one pod succeeds: ``0/1``,
+    ``0/1 of 3`` with more than one pod at a time."""
+    succeeded = json_int(dig(obj, "status", "succeeded"))
     completions = dig(obj, "spec", "completions")
-    total = completions if isinstance(completions, int) else 1
-    return f"{json_int(dig(obj, 'status', 'succeeded'))}/{total}"
+    if isinstance(completions, int):
+        return f"{succeeded}/{completions}"
+    parallelism = json_int(dig(obj, "spec", "parallelism"))
+    return f"{succeeded}/1 of {parallelism}" if parallelism > 1 else f"{succeeded}/1"
 
 
 def job_duration(obj: Obj, now: datetime) -> str:

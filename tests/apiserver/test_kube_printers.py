@@ -20,7 +20,12 @@ THREE_MINUTES_AGO = "2024-01-01T00:57:00Z"
 
 
 def _running(name: str, *, ready: bool = True, restarts: int = 0, last: str | None = None) -> dict[str, Any]:
-    status: dict[str, Any] = {"name": name, "ready": ready, "restartCount": restarts, "state": {"running": {}}}
+    status: dict[str, Any] = {
+        "name": name,
+        "ready": ready,
+        "restartCount": restarts,
+        "state": {"running": {}},
+    }
     if last:
         status["lastState"] = {"terminated": {"exitCode": 1, "finishedAt": last}}
     return status
@@ -42,93 +47,183 @@ INIT = {
     [
         # A container that ended without a reason is named by its exit code or its signal.
         (
-            _pod(TWO, {"phase": "Running", "containerStatuses": [
-                _running("a"),
-                {"name": "b", "restartCount": 3, "state": {"terminated": {"exitCode": 137}},
-                 "lastState": {"terminated": {"exitCode": 1, "finishedAt": THREE_MINUTES_AGO}}},
-            ]}),
+            _pod(
+                TWO,
+                {
+                    "phase": "Running",
+                    "containerStatuses": [
+                        _running("a"),
+                        {
+                            "name": "b",
+                            "restartCount": 3,
+                            "state": {"terminated": {"exitCode": 137}},
+                            "lastState": {"terminated": {"exitCode": 1, "finishedAt": THREE_MINUTES_AGO}},
+                        },
+                    ],
+                },
+            ),
             ("1/2", "ExitCode:137", "3 (3m ago)"),
         ),
         (
-            _pod(TWO, {"phase": "Running", "containerStatuses": [
-                _running("a"), {"name": "b", "state": {"terminated": {"exitCode": 0, "signal": 9}}},
-            ]}),
+            _pod(
+                TWO,
+                {
+                    "phase": "Running",
+                    "containerStatuses": [
+                        _running("a"),
+                        {"name": "b", "state": {"terminated": {"exitCode": 0, "signal": 9}}},
+                    ],
+                },
+            ),
             ("1/2", "Signal:9", "0"),
         ),
         # The containers are read from the last to the first: the first one's state is shown.
         (
-            _pod(TWO, {"phase": "Running", "containerStatuses": [
-                {"name": "a", "state": {"waiting": {"reason": "ImagePullBackOff"}}},
-                {"name": "b", "state": {"waiting": {"reason": "CrashLoopBackOff"}}},
-            ]}),
+            _pod(
+                TWO,
+                {
+                    "phase": "Running",
+                    "containerStatuses": [
+                        {"name": "a", "state": {"waiting": {"reason": "ImagePullBackOff"}}},
+                        {"name": "b", "state": {"waiting": {"reason": "CrashLoopBackOff"}}},
+                    ],
+                },
+            ),
             ("0/2", "ImagePullBackOff", "0"),
         ),
         # Completed beside a container still running: Running when the pod is ready, else NotReady.
         (
-            _pod(TWO, {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}], "containerStatuses": [
-                {"name": "a", "state": {"terminated": {"exitCode": 0, "reason": "Completed"}}}, _running("b"),
-            ]}),
+            _pod(
+                TWO,
+                {
+                    "phase": "Running",
+                    "conditions": [{"type": "Ready", "status": "True"}],
+                    "containerStatuses": [
+                        {"name": "a", "state": {"terminated": {"exitCode": 0, "reason": "Completed"}}},
+                        _running("b"),
+                    ],
+                },
+            ),
             ("1/2", "Running", "0"),
         ),
         (
-            _pod(TWO, {"phase": "Running", "containerStatuses": [
-                {"name": "a", "state": {"terminated": {"exitCode": 0, "reason": "Completed"}}}, _running("b"),
-            ]}),
+            _pod(
+                TWO,
+                {
+                    "phase": "Running",
+                    "containerStatuses": [
+                        {"name": "a", "state": {"terminated": {"exitCode": 0, "reason": "Completed"}}},
+                        _running("b"),
+                    ],
+                },
+            ),
             ("1/2", "NotReady", "0"),
         ),
         # A ready container that is not running is not counted ready.
         (
-            _pod(TWO, {"phase": "Running", "containerStatuses": [
-                _running("a"), {"name": "b", "ready": True, "state": {"waiting": {}}},
-            ]}),
+            _pod(
+                TWO,
+                {
+                    "phase": "Running",
+                    "containerStatuses": [
+                        _running("a"),
+                        {"name": "b", "ready": True, "state": {"waiting": {}}},
+                    ],
+                },
+            ),
             ("1/2", "Running", "0"),
         ),
         # Initializing: the init container's wait or failure, or how many have run; its restarts.
         (
-            _pod(INIT, {"phase": "Pending", "initContainerStatuses": [
-                {"name": "setup", "restartCount": 2, "state": {"waiting": {"reason": "CrashLoopBackOff"}},
-                 "lastState": {"terminated": {"exitCode": 1, "finishedAt": THREE_MINUTES_AGO}}},
-            ]}),
+            _pod(
+                INIT,
+                {
+                    "phase": "Pending",
+                    "initContainerStatuses": [
+                        {
+                            "name": "setup",
+                            "restartCount": 2,
+                            "state": {"waiting": {"reason": "CrashLoopBackOff"}},
+                            "lastState": {"terminated": {"exitCode": 1, "finishedAt": THREE_MINUTES_AGO}},
+                        },
+                    ],
+                },
+            ),
             ("0/2", "Init:CrashLoopBackOff", "2 (3m ago)"),
         ),
         (
-            _pod(INIT, {"phase": "Pending", "initContainerStatuses": [
-                {"name": "setup", "state": {"terminated": {"exitCode": 2}}},
-            ]}),
+            _pod(
+                INIT,
+                {
+                    "phase": "Pending",
+                    "initContainerStatuses": [
+                        {"name": "setup", "state": {"terminated": {"exitCode": 2}}},
+                    ],
+                },
+            ),
             ("0/2", "Init:ExitCode:2", "0"),
         ),
         (
-            _pod(INIT, {"phase": "Pending", "initContainerStatuses": [
-                {"name": "setup", "state": {"terminated": {"exitCode": 0, "reason": "Completed"}}},
-                {"name": "proxy", "state": {"waiting": {"reason": "PodInitializing"}}},
-            ]}),
+            _pod(
+                INIT,
+                {
+                    "phase": "Pending",
+                    "initContainerStatuses": [
+                        {"name": "setup", "state": {"terminated": {"exitCode": 0, "reason": "Completed"}}},
+                        {"name": "proxy", "state": {"waiting": {"reason": "PodInitializing"}}},
+                    ],
+                },
+            ),
             ("0/2", "Init:1/2", "0"),
         ),
         # Initialized: a started, ready sidecar counts among the ready containers, its restarts too.
         (
-            _pod(INIT, {
-                "phase": "Running",
-                "conditions": [{"type": "Initialized", "status": "True"}],
-                "initContainerStatuses": [
-                    {"name": "setup", "restartCount": 1, "state": {"terminated": {"exitCode": 0, "reason": "Completed"}}},
-                    {"name": "proxy", "started": True, "ready": True, "restartCount": 4, "state": {"running": {}},
-                     "lastState": {"terminated": {"exitCode": 1, "finishedAt": THREE_MINUTES_AGO}}},
-                ],
-                "containerStatuses": [_running("main")],
-            }),
+            _pod(
+                INIT,
+                {
+                    "phase": "Running",
+                    "conditions": [{"type": "Initialized", "status": "True"}],
+                    "initContainerStatuses": [
+                        {
+                            "name": "setup",
+                            "restartCount": 1,
+                            "state": {"terminated": {"exitCode": 0, "reason": "Completed"}},
+                        },
+                        {
+                            "name": "proxy",
+                            "started": True,
+                            "ready": True,
+                            "restartCount": 4,
+                            "state": {"running": {}},
+                            "lastState": {"terminated": {"exitCode": 1, "finishedAt": THREE_MINUTES_AGO}},
+                        },
+                    ],
+                    "containerStatuses": [_running("main")],
+                },
+            ),
             ("2/2", "Running", "4 (3m ago)"),
         ),
         # Being deleted: Terminating until the pod has finished; Unknown on a lost node.
         (
-            _pod(TWO, {"phase": "Running", "containerStatuses": [_running("a"), _running("b")]},
-                 deletionTimestamp="2024-01-01T00:59:00Z"),
+            _pod(
+                TWO,
+                {"phase": "Running", "containerStatuses": [_running("a"), _running("b")]},
+                deletionTimestamp="2024-01-01T00:59:00Z",
+            ),
             ("2/2", "Terminating", "0"),
         ),
         (
-            _pod(TWO, {"phase": "Succeeded", "containerStatuses": [
-                {"name": "a", "state": {"terminated": {"exitCode": 0, "reason": "Completed"}}},
-                {"name": "b", "state": {"terminated": {"exitCode": 0, "reason": "Completed"}}},
-            ]}, deletionTimestamp="2024-01-01T00:59:00Z"),
+            _pod(
+                TWO,
+                {
+                    "phase": "Succeeded",
+                    "containerStatuses": [
+                        {"name": "a", "state": {"terminated": {"exitCode": 0, "reason": "Completed"}}},
+                        {"name": "b", "state": {"terminated": {"exitCode": 0, "reason": "Completed"}}},
+                    ],
+                },
+                deletionTimestamp="2024-01-01T00:59:00Z",
+            ),
             ("0/2", "Completed", "0"),
         ),
         (
@@ -144,8 +239,44 @@ def test_pod_cells_are_kubes(pod: dict[str, Any], cells: tuple[str, str, str]) -
 
 def test_pod_table_reads_its_cells_from_kubes_printer() -> None:
     pods = Registry(core_resources()).require("v1", "Pod")
-    pod = _pod(INIT, {"phase": "Pending", "initContainerStatuses": [
-        {"name": "setup", "state": {"waiting": {"reason": "ErrImagePull"}}},
-    ]}, creationTimestamp="2024-01-01T00:55:00Z")
+    pod = _pod(
+        INIT,
+        {
+            "phase": "Pending",
+            "initContainerStatuses": [
+                {"name": "setup", "state": {"waiting": {"reason": "ErrImagePull"}}},
+            ],
+        },
+        creationTimestamp="2024-01-01T00:55:00Z",
+    )
     shown = {c.name: c.getter(pod, NOW) for c in pods.columns if not c.priority}
     assert shown == {"Ready": "0/2", "Status": "Init:ErrImagePull", "Restarts": "0", "Age": "5m"}
+
+
+def _job(
+    spec: dict[str, Any], conditions: tuple[tuple[str, str], ...] = (), **metadata: Any
+) -> dict[str, Any]:
+    status = {"succeeded": 1, "conditions": [{"type": t, "status": s} for t, s in conditions]}
+    return {"metadata": {"name": "j", **metadata}, "spec": spec, "status": status}
+
+
+@pytest.mark.parametrize(
+    ("job", "status", "completions"),
+    [
+        (_job({"completions": 3, "parallelism": 3}), "Running", "1/3"),
+        # Without completions the Job is done once one pod succeeds; kube names its parallelism.
+        (_job({"parallelism": 4}), "Running", "1/1 of 4"),
+        (_job({"parallelism": 1}), "Running", "1/1"),
+        (_job({}, (("Complete", "True"),)), "Complete", "1/1"),
+        (_job({}, (("FailureTarget", "True"), ("Failed", "True"))), "Failed", "1/1"),
+        (_job({}, (("Suspended", "True"),), deletionTimestamp="2024-01-01T00:59:00Z"), "Terminating", "1/1"),
+        (_job({}, (("Suspended", "True"),)), "Suspended", "1/1"),
+        (_job({}, (("FailureTarget", "True"),)), "FailureTarget", "1/1"),
+        # The first condition of a type decides, as kube's hasJobCondition reads them.
+        (_job({}, (("Complete", "False"), ("Complete", "True"))), "Running", "1/1"),
+    ],
+)
+def test_job_status_and_completions_are_kubes(job: dict[str, Any], status: str, completions: str) -> None:
+    jobs = Registry(workload_resources()).require("batch/v1", "Job")
+    shown = {c.name: c.getter(job, NOW) for c in jobs.columns}
+    assert (shown["Status"], shown["Completions"]) == (status, completions)
