@@ -175,14 +175,36 @@ def service_ports(obj: Obj, _now: datetime) -> str:
     return ",".join(parts) or "<none>"
 
 
-def event_last_seen(obj: Obj, now: datetime) -> str:
-    when = obj.get("lastTimestamp") or obj.get("eventTime") or dig(obj, "metadata", "creationTimestamp")
-    return since(when, now)
-
-
 def event_first_seen(obj: Obj, now: datetime) -> str:
-    when = obj.get("firstTimestamp") or obj.get("eventTime") or dig(obj, "metadata", "creationTimestamp")
-    return since(when, now)
+    """kube's FIRST SEEN: since ``firstTimestamp``, else since ``eventTime`` (a new-style Event)."""
+    return since(obj.get("firstTimestamp") or obj.get("eventTime"), now)
+
+
+def _event_series(obj: Obj) -> Obj | None:
+    series = obj.get("series")
+    return series if isinstance(series, dict) else None
+
+
+def event_last_seen(obj: Obj, now: datetime) -> str:
+    """kube's LAST SEEN: since the series' last observation, else ``lastTimestamp``, else as FIRST SEEN."""
+    series = _event_series(obj)
+    if series is not None:
+        return since(series.get("lastObservedTime"), now)
+    if obj.get("lastTimestamp"):
+        return since(obj["lastTimestamp"], now)
+    return event_first_seen(obj, now)
+
+
+def event_count(obj: Obj, _now: datetime) -> int:
+    """kube's COUNT: the series' count, else ``count``, 1 for a singleton Event that has none."""
+    series = _event_series(obj)
+    if series is not None:
+        return json_int(series.get("count"))
+    return json_int(obj.get("count")) or 1
+
+
+def event_message(obj: Obj, _now: datetime) -> str:
+    return str(obj.get("message") or "").strip()
 
 
 def event_source(obj: Obj, _now: datetime) -> str:
@@ -194,9 +216,10 @@ def event_source(obj: Obj, _now: datetime) -> str:
 
 
 def event_object(obj: Obj, _now: datetime) -> str:
+    """``kind/name`` of the object the Event is about, lowercased kind (the kind alone without a name)."""
     involved = obj.get("involvedObject") or {}
-    kind = str(involved.get("kind", "")).lower()
-    return f"{kind}/{involved.get('name', '')}"
+    kind = str(involved.get("kind") or "").lower()
+    return f"{kind}/{involved['name']}" if involved.get("name") else kind
 
 
 # --- nodes (a pod's cells: podcolumns) ----------------------------------------------

@@ -280,3 +280,48 @@ def test_job_status_and_completions_are_kubes(job: dict[str, Any], status: str, 
     jobs = Registry(workload_resources()).require("batch/v1", "Job")
     shown = {c.name: c.getter(job, NOW) for c in jobs.columns}
     assert (shown["Status"], shown["Completions"]) == (status, completions)
+
+
+def _event_cells(event: dict[str, Any]) -> dict[str, Any]:
+    events = Registry(core_resources()).require("v1", "Event")
+    return {c.name: c.getter({"metadata": {"name": "e"}, **event}, NOW) for c in events.columns}
+
+
+def test_a_series_event_is_shown_by_its_series() -> None:
+    """An Event written through events.k8s.io: first seen at its eventTime, last seen and counted by its series."""
+    shown = _event_cells(
+        {
+            "eventTime": "2024-01-01T00:50:00.000000Z",
+            "series": {"count": 7, "lastObservedTime": "2024-01-01T00:58:00.000000Z"},
+            "involvedObject": {"kind": "Node"},
+            "message": "  rebooted  ",
+            "reportingComponent": "ex.com/ctl",
+            "reportingInstance": "ctl-1",
+        }
+    )
+    assert (shown["Last Seen"], shown["First Seen"], shown["Count"]) == ("2m", "10m", 7)
+    assert (shown["Object"], shown["Message"], shown["Source"]) == ("node", "rebooted", "ex.com/ctl, ctl-1")
+
+
+@pytest.mark.parametrize(
+    ("event", "last", "first", "count"),
+    [
+        ({"firstTimestamp": "2024-01-01T00:50:00Z", "count": 0}, "10m", "10m", 1),
+        (
+            {"firstTimestamp": "2024-01-01T00:50:00Z", "lastTimestamp": "2024-01-01T00:59:00Z", "count": 3},
+            "60s",
+            "10m",
+            3,
+        ),
+        # Neither time: kube's translateTimestampSince of a zero time.
+        (
+            {"metadata": {"name": "e", "creationTimestamp": "2024-01-01T00:59:00Z"}},
+            "<unknown>",
+            "<unknown>",
+            1,
+        ),
+    ],
+)
+def test_event_times_and_count_are_kubes(event: dict[str, Any], last: str, first: str, count: int) -> None:
+    shown = _event_cells(event)
+    assert (shown["Last Seen"], shown["First Seen"], shown["Count"]) == (last, first, count)

@@ -35,9 +35,9 @@ EVENT_COLUMNS: tuple[TableColumn, ...] = (
     TableColumn("Object", col.event_object),
     TableColumn("Subobject", path("involvedObject.fieldPath"), priority=1),
     TableColumn("Source", col.event_source, priority=1),
-    TableColumn("Message", path("message")),
+    TableColumn("Message", col.event_message),
     TableColumn("First Seen", col.event_first_seen, priority=1),
-    TableColumn("Count", path("count", default=1), type="integer", priority=1),
+    TableColumn("Count", col.event_count, type="integer", priority=1),
 )
 
 
