@@ -234,20 +234,28 @@ def node_status(obj: Obj, _now: datetime) -> str:
 
 
 def node_roles(obj: Obj, _now: datetime) -> str:
-    labels = dig(obj, "metadata", "labels") or {}
-    roles = sorted(
-        key.removeprefix("node-role.kubernetes.io/")
-        for key in labels
-        if key.startswith("node-role.kubernetes.io/")
-    )
-    return ",".join(roles) or "<none>"
+    """kube's ``findNodeRoles``: each ``node-role.kubernetes.io/<role>`` label's role and the value of
+    a ``kubernetes.io/role`` label, sorted, once each."""
+    labels = dig(obj, "metadata", "labels")
+    roles: set[str] = set()
+    for key, value in labels.items() if isinstance(labels, dict) else ():
+        if key.startswith("node-role.kubernetes.io/") and key != "node-role.kubernetes.io/":
+            roles.add(key.removeprefix("node-role.kubernetes.io/"))
+        elif key == "kubernetes.io/role" and value:
+            roles.add(str(value))
+    return ",".join(sorted(roles)) or "<none>"
 
 
-def node_internal_ip(obj: Obj, _now: datetime) -> str:
-    for address in dig(obj, "status", "addresses") or []:
-        if isinstance(address, dict) and address.get("type") == "InternalIP":
-            return str(address.get("address", ""))
-    return "<none>"
+def node_address(address_type: str) -> Callable[[Obj, datetime], str]:
+    """The node's first address of that type (``InternalIP``, ``ExternalIP``), ``<none>`` without one."""
+
+    def get(obj: Obj, _now: datetime) -> str:
+        for address in dig(obj, "status", "addresses") or []:
+            if isinstance(address, dict) and address.get("type") == address_type:
+                return str(address.get("address", ""))
+        return "<none>"
+
+    return get
 
 
 def node_gpus(obj: Obj, _now: datetime) -> str:
@@ -378,6 +386,7 @@ def binding_clusters(obj: Obj, _now: datetime) -> str:
     return ",".join(parts) or "<none>"
 
 
+#: kube's ``GetAccessModesAsString``: each mode once, in this order, abbreviated (others left out).
 _ACCESS_MODE_SHORT = {
     "ReadWriteOnce": "RWO",
     "ReadOnlyMany": "ROX",
@@ -386,10 +395,29 @@ _ACCESS_MODE_SHORT = {
 }
 
 
-def access_modes(obj: dict[str, Any], _now: datetime) -> str:
-    """A PVC's granted access modes (requested ones until bound) or a PV's, abbreviated as kubectl does."""
-    modes = dig(obj, "status", "accessModes") or dig(obj, "spec", "accessModes") or []
-    return ",".join(_ACCESS_MODE_SHORT.get(str(m), str(m)) for m in modes if m)
+def _access_modes(modes: Any) -> str:
+    present = {mode for mode in modes if isinstance(mode, str)} if isinstance(modes, list) else set()
+    return ",".join(short for mode, short in _ACCESS_MODE_SHORT.items() if mode in present)
+
+
+def volume_access_modes(obj: Obj, _now: datetime) -> str:
+    """A PersistentVolume's ACCESS MODES."""
+    return _access_modes(dig(obj, "spec", "accessModes"))
+
+
+def _bound(claim: Obj) -> bool:
+    return bool(dig(claim, "spec", "volumeName"))
+
+
+def claim_access_modes(obj: Obj, _now: datetime) -> str:
+    """A PersistentVolumeClaim's ACCESS MODES: those granted, once it names its volume (empty before)."""
+    return _access_modes(dig(obj, "status", "accessModes")) if _bound(obj) else ""
+
+
+def claim_capacity(obj: Obj, _now: datetime) -> str:
+    """A PersistentVolumeClaim's CAPACITY: its volume's, once it names its volume (empty before)."""
+    capacity = dig(obj, "status", "capacity", "storage")
+    return str(capacity) if _bound(obj) and capacity is not None else ""
 
 
 def endpoints_addresses(obj: Obj, _now: datetime) -> str:

@@ -165,6 +165,8 @@ class ResourceType:
     columns: tuple[TableColumn, ...] = (AGE,)
     #: False: NAME is the last column and only shown with ``-o wide`` (kube's Event table).
     name_first: bool = True
+    #: The NAME cell when it is more than the object's name (kube's ``fast (default)`` StorageClass).
+    name_cell: CellGetter | None = None
     #: Built-in kinds take strategic merge patch; custom kinds only JSON/merge patch.
     strategic_merge: bool = False
     #: Field selectors beyond metadata.name / metadata.namespace.

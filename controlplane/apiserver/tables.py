@@ -18,7 +18,7 @@ from typing import Any, Final
 
 from controlplane.apiserver.errors import BadRequest
 from controlplane.apiserver.negotiation import CONVERSION_GROUP, TABLE, Conversion, conversion_asked
-from controlplane.apiserver.resources import AGE, ResourceType, TableColumn, path
+from controlplane.apiserver.resources import AGE, CellGetter, ResourceType, TableColumn, path
 
 
 def table_content_type(version: str) -> str:
@@ -67,14 +67,16 @@ def column_definitions(rt: ResourceType) -> list[dict[str, Any]]:
 def row(
     rt: ResourceType, obj: dict[str, Any], *, include: IncludeObject, now: datetime, version: str = "v1"
 ) -> dict[str, Any]:
-    return _row(rt.columns, obj, include=include, now=now, name_first=rt.name_first, version=version)
+    return _row(
+        rt.columns, obj, include=include, now=now, name_first=rt.name_first, version=version, name_cell=rt.name_cell
+    )
 
 
 def _row(
     columns: Sequence[TableColumn], obj: dict[str, Any], *, include: IncludeObject, now: datetime, name_first: bool,
-    version: str,
+    version: str, name_cell: CellGetter | None = None,
 ) -> dict[str, Any]:
-    name = obj.get("metadata", {}).get("name", "")
+    name = obj.get("metadata", {}).get("name", "") if name_cell is None else name_cell(obj, now)
     cells: list[Any] = [name] if name_first else []
     for column in columns:
         try:

@@ -10,10 +10,12 @@ from typing import Any
 
 import pytest
 
+from controlplane.apiserver.kinds import builtin_kind_resources
 from controlplane.apiserver.kinds.core import core_resources
 from controlplane.apiserver.kinds.workloads import workload_resources
 from controlplane.apiserver.podcolumns import pod_cells
 from controlplane.apiserver.resources import Registry
+from controlplane.apiserver.tables import IncludeObject, column_definitions, row
 
 NOW = datetime(2024, 1, 1, 1, 0, tzinfo=UTC)
 THREE_MINUTES_AGO = "2024-01-01T00:57:00Z"
@@ -325,3 +327,85 @@ def test_a_series_event_is_shown_by_its_series() -> None:
 def test_event_times_and_count_are_kubes(event: dict[str, Any], last: str, first: str, count: int) -> None:
     shown = _event_cells(event)
     assert (shown["Last Seen"], shown["First Seen"], shown["Count"]) == (last, first, count)
+
+
+def _cells(api_version: str, kind: str, obj: dict[str, Any]) -> dict[str, Any]:
+    rt = Registry(core_resources(), builtin_kind_resources()).require(api_version, kind)
+    names = [d["name"] for d in column_definitions(rt)]
+    return dict(zip(names, row(rt, obj, include=IncludeObject.NONE, now=NOW)["cells"], strict=True))
+
+
+def test_the_default_storage_class_is_named_so() -> None:
+    fast = {"metadata": {"name": "fast"}, "provisioner": "example.com/x"}
+    assert _cells("storage.k8s.io/v1", "StorageClass", fast)["Name"] == "fast"
+    for annotation in (
+        "storageclass.kubernetes.io/is-default-class",
+        "storageclass.beta.kubernetes.io/is-default-class",
+    ):
+        default = {**fast, "metadata": {"name": "fast", "annotations": {annotation: "true"}}}
+        assert _cells("storage.k8s.io/v1", "StorageClass", default)["Name"] == "fast (default)"
+
+
+def test_a_claims_capacity_and_access_modes_show_once_it_names_its_volume() -> None:
+    claim = {
+        "metadata": {"name": "data"},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
+        "status": {"phase": "Pending"},
+    }
+    shown = _cells("v1", "PersistentVolumeClaim", claim)
+    assert (shown["Volume"], shown["Capacity"], shown["Access Modes"]) == ("", "", "")
+    bound = {
+        **claim,
+        "spec": {**claim["spec"], "volumeName": "pv-1"},
+        "status": {
+            "phase": "Bound",
+            "capacity": {"storage": "2Gi"},
+            "accessModes": ["ReadWriteOncePod", "ReadWriteMany", "ReadWriteOnce", "ReadWriteOnce"],
+        },
+    }
+    shown = _cells("v1", "PersistentVolumeClaim", bound)
+    assert (shown["Volume"], shown["Capacity"], shown["Access Modes"]) == ("pv-1", "2Gi", "RWO,RWX,RWOP")
+
+
+def test_a_volumes_access_modes_are_in_kubes_order() -> None:
+    volume = {
+        "metadata": {"name": "pv-1"},
+        "spec": {"accessModes": ["ReadWriteMany", "ReadOnlyMany", "Other"]},
+    }
+    assert _cells("v1", "PersistentVolume", volume)["Access Modes"] == "ROX,RWX"
+
+
+def test_node_columns_are_kubes() -> None:
+    node = {
+        "metadata": {
+            "name": "n1",
+            "labels": {
+                "node-role.kubernetes.io/control-plane": "",
+                "kubernetes.io/role": "gpu",
+                "node-role.kubernetes.io/": "",
+            },
+        },
+        "spec": {"unschedulable": True},
+        "status": {
+            "conditions": [{"type": "Ready", "status": "False"}],
+            "addresses": [
+                {"type": "ExternalIP", "address": "34.1.2.3"},
+                {"type": "InternalIP", "address": "10.0.0.4"},
+            ],
+            "nodeInfo": {"kubeletVersion": "v1.32.0", "osImage": "Ubuntu 22.04.4 LTS", "kernelVersion": ""},
+            "allocatable": {"nvidia.com/gpu": "8"},
+        },
+    }
+    assert _cells("v1", "Node", node) == {
+        "Name": "n1",
+        "Status": "NotReady,SchedulingDisabled",
+        "Roles": "control-plane,gpu",
+        "Age": "<unknown>",
+        "Version": "v1.32.0",
+        "Internal-IP": "10.0.0.4",
+        "External-IP": "34.1.2.3",
+        "OS-Image": "Ubuntu 22.04.4 LTS",
+        "Kernel-Version": "<unknown>",
+        "Container-Runtime": "<unknown>",
+        "GPU": "gpu=8",
+    }

@@ -424,13 +424,15 @@ def test_persistent_volume_claim_columns_are_kubes() -> None:
     claims = Registry(core_resources()).require("v1", "PersistentVolumeClaim")
     claim = {
         "metadata": {"name": "data", "creationTimestamp": "2024-01-01T00:00:00Z"},
-        "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "fast", "volumeMode": "Filesystem"},
-        "status": {"phase": "Bound", "capacity": {"storage": "1Gi"}},
+        "spec": {
+            "accessModes": ["ReadWriteOnce"], "storageClassName": "fast", "volumeMode": "Filesystem", "volumeName": "pv-1",
+        },
+        "status": {"phase": "Bound", "accessModes": ["ReadWriteOnce"], "capacity": {"storage": "1Gi"}},
     }
     now = datetime(2024, 1, 1, 0, 5, tzinfo=UTC)
     shown = [(c.name, c.getter(claim, now)) for c in claims.columns]
     assert shown == [
-        ("Status", "Bound"), ("Volume", ""), ("Capacity", "1Gi"), ("Access Modes", "RWO"), ("StorageClass", "fast"),
+        ("Status", "Bound"), ("Volume", "pv-1"), ("Capacity", "1Gi"), ("Access Modes", "RWO"), ("StorageClass", "fast"),
         ("VolumeAttributesClass", "<unset>"), ("Age", "5m"), ("VolumeMode", "Filesystem"),
     ]
     assert [c.name for c in claims.columns if c.priority] == ["VolumeMode"]

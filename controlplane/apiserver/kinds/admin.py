@@ -80,7 +80,7 @@ RESOURCE_QUOTA = ResourceType(
 
 STORAGE_CLASS = ResourceType(
     "storage.k8s.io", "v1", "StorageClass", "storageclasses", "storageclass", namespaced=False,
-    short_names=("sc",), strategic_merge=True, returns_deleted_object=True,
+    short_names=("sc",), strategic_merge=True, returns_deleted_object=True, name_cell=cells.storage_class_name,
     columns=(
         TableColumn("Provisioner", cells.text_at("provisioner", none=""),
                     description="Indicates the type of the provisioner."),

@@ -313,3 +313,16 @@ def condition_at(condition_type: str) -> Cell:
         return ""
 
     return get
+
+
+#: The annotations that make a StorageClass the default one (kube's ``IsDefaultAnnotation``).
+_DEFAULT_STORAGE_CLASS = ("storageclass.kubernetes.io/is-default-class", "storageclass.beta.kubernetes.io/is-default-class")
+
+
+def storage_class_name(obj: Obj, _now: datetime) -> str:
+    """A StorageClass's NAME: ``fast (default)`` for the default class, as kube's printer names it."""
+    name = str(dig(obj, "metadata", "name") or "")
+    annotations = dig(obj, "metadata", "annotations")
+    if isinstance(annotations, dict) and any(annotations.get(key) == "true" for key in _DEFAULT_STORAGE_CLASS):
+        return f"{name} (default)"
+    return name

@@ -17,6 +17,7 @@ from controlplane.apis.kube.fieldlabels import (
 )
 from controlplane.apiserver import columns as col
 from controlplane.apiserver import podcolumns
+from controlplane.apiserver.kinds import cells
 from controlplane.apiserver.resources import (
     AGE,
     ALL_VERBS,
@@ -26,6 +27,8 @@ from controlplane.apiserver.resources import (
     path,
     with_kube_rules,
 )
+
+_NODE_INFO = ("status", "nodeInfo")
 
 #: kube's table of an Event (printed from core v1's fields, whichever version is asked for).
 EVENT_COLUMNS: tuple[TableColumn, ...] = (
@@ -65,8 +68,8 @@ def core_resources() -> list[ResourceType]:
             columns=(
                 TableColumn("Status", path("status.phase")),
                 TableColumn("Volume", path("spec.volumeName")),
-                TableColumn("Capacity", path("status.capacity.storage")),
-                TableColumn("Access Modes", col.access_modes),
+                TableColumn("Capacity", col.claim_capacity),
+                TableColumn("Access Modes", col.claim_access_modes),
                 TableColumn("StorageClass", path("spec.storageClassName")),
                 TableColumn("VolumeAttributesClass", path("spec.volumeAttributesClassName", default="<unset>")),
                 AGE,
@@ -85,7 +88,7 @@ def core_resources() -> list[ResourceType]:
             short_names=("pv",), has_status=True, strategic_merge=True, returns_deleted_object=True,
             columns=(
                 TableColumn("Capacity", path("spec.capacity.storage")),
-                TableColumn("Access Modes", col.access_modes),
+                TableColumn("Access Modes", col.volume_access_modes),
                 TableColumn("Reclaim Policy", path("spec.persistentVolumeReclaimPolicy")),
                 TableColumn("Status", path("status.phase")),
                 TableColumn("Claim", col.persistent_volume_claim),
@@ -139,7 +142,15 @@ def core_resources() -> list[ResourceType]:
                 TableColumn("Roles", col.node_roles),
                 AGE,
                 TableColumn("Version", path("status.nodeInfo.kubeletVersion")),
-                TableColumn("Internal-IP", col.node_internal_ip, priority=1),
+                TableColumn("Internal-IP", col.node_address("InternalIP"), priority=1),
+                TableColumn("External-IP", col.node_address("ExternalIP"), priority=1),
+                TableColumn("OS-Image", cells.text_at(*_NODE_INFO, "osImage", none="<unknown>"), priority=1),
+                TableColumn("Kernel-Version", cells.text_at(*_NODE_INFO, "kernelVersion", none="<unknown>"), priority=1),
+                TableColumn(
+                    "Container-Runtime", cells.text_at(*_NODE_INFO, "containerRuntimeVersion", none="<unknown>"),
+                    priority=1,
+                ),
+                # The hub's own, after kube's: what a GPU node offers.
                 TableColumn("GPU", col.node_gpus, priority=1, description="Allocatable GPUs and MIG slices."),
             ),
             extra_field_selectors=NODE_FIELDS,
