@@ -4,8 +4,9 @@
 (APIResourceList), ``/apis`` (APIGroupList) and ``/apis/<g>`` (APIGroup), all built
 from a :class:`Registry` of stored kinds and the create-only resources served beside them
 (:class:`ComputedResource`: the access reviews, ``serviceaccounts/token``…), listed as kube
-lists them: verbs ``create`` alone, no storage version hash, a subresource right after its
-parent's entries. kubectl first asks ``/apis`` for aggregated discovery; the plain
+lists them: verbs ``create`` alone, no storage version hash; a group-version's resources by path
+(a subresource after its resource) and the groups by their APIServices' priority, as kube orders
+them. kubectl first asks ``/apis`` for aggregated discovery; the plain
 ``APIGroupList`` with ``Content-Type: application/json`` is accepted instead, and kubectl then
 reads each group-version's ``APIResourceList``.
 Pure: in a registry and the create-only resources, out JSON-ready dicts.
@@ -18,6 +19,7 @@ import hashlib
 from collections.abc import Sequence
 from typing import Any
 
+from controlplane.apis.kube.apiregistration import CRD_PRIORITY, KUBE_PRIORITIES
 from controlplane.apiserver.computed import ComputedResource, served_group_versions
 from controlplane.apiserver.resources import STATUS_VERBS, Registry, ResourceType
 
@@ -148,8 +150,24 @@ def api_resource_list(
         "kind": "APIResourceList",
         "apiVersion": "v1",
         "groupVersion": f"{group}/{version}" if group else version,
-        "resources": _with_computed(resources, served),
+        # kube lists a group-version's resources by path, each subresource after its resource
+        # (the API installer sorts them; the CRD handler sorts a group's custom resources).
+        "resources": sorted(_with_computed(resources, served), key=lambda entry: entry["name"]),
     }
+
+
+def _group_priority(group: str, versions: Sequence[str]) -> int:
+    return max((KUBE_PRIORITIES.get((group, v), CRD_PRIORITY)[0] for v in versions), default=CRD_PRIORITY[0])
+
+
+def groups_in_order(registry: Registry, computed: Sequence[ComputedResource] = ()) -> list[tuple[str, list[str]]]:
+    """The served groups and their versions in kube's discovery order: by the priority of the
+    group's APIServices (kube-apiserver's ``apiVersionPriorities``; a group kube serves through
+    CustomResourceDefinitions has theirs, 1000), the higher first, then by name. kubectl reads
+    the groups in this order: ``kubectl get all`` lists pods, services, then apps' kinds,
+    autoscaling's, batch's."""
+    served = served_group_versions(registry, computed)
+    return sorted(served.items(), key=lambda item: (-_group_priority(*item), item[0]))
 
 
 def _group(group: str, versions: list[str]) -> dict[str, Any]:
@@ -160,7 +178,7 @@ def _group(group: str, versions: list[str]) -> dict[str, Any]:
 def api_group_list(registry: Registry, computed: Sequence[ComputedResource] = ()) -> dict[str, Any]:
     groups = [
         _group(group, versions)
-        for group, versions in served_group_versions(registry, computed).items()
+        for group, versions in groups_in_order(registry, computed)
         if group  # the core group is served under /api
     ]
     return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
@@ -238,7 +256,7 @@ def aggregated(
     """Aggregated discovery: ``/api``'s (``core``: the core group) or ``/apis``' groups, each with
     its versions (the preferred first) and their resources, as kube-apiserver answers kubectl."""
     items: list[dict[str, Any]] = []
-    for group, versions in served_group_versions(registry, computed).items():
+    for group, versions in groups_in_order(registry, computed):
         if bool(group) == core:
             continue
         entries = []

@@ -119,3 +119,76 @@ async def test_kubectl_reads_discovery_in_two_requests(hub_kubeconfig: Path, tmp
     gets = [line.split("GET ", 1)[1].split("?")[0] for line in err.splitlines() if "round_trippers" in line and " GET " in line]
     assert [url.rsplit("/", 1)[-1] for url in gets] == ["api", "apis"], gets
     assert "horizontalpodautoscalers" in out and "endpoints" in out and "propagationpolicies" in out
+
+
+def test_groups_come_in_kubes_order_and_resources_by_name() -> None:
+    """kube's discovery lists the groups by their APIServices' priority (core, apps, events.k8s.io,
+    authentication, authorization, autoscaling, batch, ...; a group served through CRDs on a real
+    cluster after every built-in one, by name) and a group-version's resources by path; kubectl
+    reads kinds in that order (``kubectl get all``)."""
+    groups = [item["metadata"]["name"] for item in discovery.aggregated(REGISTRY, CREATE_ONLY, core=False)["items"]]
+    builtin = groups[: groups.index("flowcontrol.apiserver.k8s.io") + 1]
+    assert builtin == [
+        "apiregistration.k8s.io", "apps", "events.k8s.io", "authentication.k8s.io", "authorization.k8s.io",
+        "autoscaling", "batch", "certificates.k8s.io", "networking.k8s.io", "policy", "rbac.authorization.k8s.io",
+        "storage.k8s.io", "admissionregistration.k8s.io", "apiextensions.k8s.io", "scheduling.k8s.io",
+        "coordination.k8s.io", "node.k8s.io", "discovery.k8s.io", "resource.k8s.io", "flowcontrol.apiserver.k8s.io",
+    ]
+    rest = groups[len(builtin):]
+    assert rest == sorted(rest) and {"kueue.x-k8s.io", "policy.gpufed.io", "apps.karmada.io"} <= set(rest)
+    assert [g["name"] for g in discovery.api_group_list(REGISTRY, CREATE_ONLY)["groups"]] == groups
+    for group, versions in served_group_versions(REGISTRY, CREATE_ONLY).items():
+        for version in versions:
+            listed = discovery.api_resource_list(REGISTRY, group, version, CREATE_ONLY)
+            assert listed is not None
+            names = [entry["name"] for entry in listed["resources"]]
+            assert names == sorted(names), (group, version)
+
+
+@needs_kubectl
+async def test_kubectl_get_all_lists_kinds_in_kubes_order(hub_kubeconfig: Path) -> None:  # noqa: F811
+    manifests = """
+apiVersion: batch/v1
+kind: Job
+metadata: {name: j}
+spec: {template: {spec: {restartPolicy: Never, containers: [{name: c, image: busybox}]}}}
+---
+apiVersion: batch/v1
+kind: CronJob
+metadata: {name: cj}
+spec: {schedule: "*/5 * * * *", jobTemplate: {spec: {template: {spec: {restartPolicy: Never, containers: [{name: c, image: busybox}]}}}}}
+---
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: h}
+spec: {scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: d}, maxReplicas: 2}
+---
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: s}
+spec: {selector: {matchLabels: {a: s}}, template: {metadata: {labels: {a: s}}, spec: {containers: [{name: c, image: nginx}]}}}
+---
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: ds}
+spec: {selector: {matchLabels: {a: ds}}, template: {metadata: {labels: {a: ds}}, spec: {containers: [{name: c, image: nginx}]}}}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: svc}
+spec: {ports: [{port: 80}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec: {containers: [{name: c, image: nginx}]}
+"""
+    code, _out, err = await kubectl(hub_kubeconfig, "apply", "-n", "default", "-f", "-", stdin=manifests)
+    assert code == 0, err
+    code, out, err = await kubectl(hub_kubeconfig, "get", "all", "-n", "default", "-o", "name")
+    assert code == 0, err
+    kinds = list(dict.fromkeys(line.split("/", 1)[0] for line in out.split()))
+    assert kinds == [
+        "pod", "service", "daemonset.apps", "statefulset.apps", "horizontalpodautoscaler.autoscaling",
+        "cronjob.batch", "job.batch",
+    ]

@@ -83,9 +83,13 @@ def test_without_create_only_resources_discovery_is_the_registrys() -> None:
     assert discovery.api_group(REGISTRY, "authentication.k8s.io") is None
     names = {g["name"] for g in discovery.api_group_list(REGISTRY)["groups"]}
     assert not names & {"authorization.k8s.io", "authentication.k8s.io"}
-    with_them = discovery.api_group_list(REGISTRY, CREATE_ONLY)["groups"]
-    assert [g["name"] for g in with_them] == [*(g["name"] for g in discovery.api_group_list(REGISTRY)["groups"]),
-                                               "authorization.k8s.io", "authentication.k8s.io"]
+    with_them = [g["name"] for g in discovery.api_group_list(REGISTRY, CREATE_ONLY)["groups"]]
+    # In kube's order, by their APIServices' priority: after apps and events.k8s.io, before autoscaling.
+    at = with_them.index("events.k8s.io")
+    assert with_them[at:at + 4] == ["events.k8s.io", "authentication.k8s.io", "authorization.k8s.io", "autoscaling"]
+    assert [g for g in with_them if g not in {"authorization.k8s.io", "authentication.k8s.io"}] == [
+        g["name"] for g in discovery.api_group_list(REGISTRY)["groups"]
+    ]
 
 
 def test_create_only_resources_among_stored_kinds() -> None:
@@ -97,10 +101,11 @@ def test_create_only_resources_among_stored_kinds() -> None:
     document = discovery.api_resource_list(REGISTRY, "", "v1", [bindings, eviction])
     assert document is not None
     resources = document["resources"]
-    assert resources[-1] == {"name": "bindings", "singularName": "binding", "namespaced": True, "kind": "Binding",
-                             "verbs": ["create"]}
+    # By path, as kube lists them: bindings first, a pod's subresources after it by name.
+    assert resources[0] == {"name": "bindings", "singularName": "binding", "namespaced": True, "kind": "Binding",
+                            "verbs": ["create"]}
     names = [r["name"] for r in resources]
-    assert names[names.index("pods"):names.index("pods/eviction") + 1] == ["pods", "pods/status", "pods/eviction"]
+    assert names[names.index("pods"):names.index("pods/status") + 1] == ["pods", "pods/eviction", "pods/status"]
     assert resources[names.index("pods/eviction")] == {
         "name": "pods/eviction", "singularName": "", "namespaced": True, "group": "policy", "version": "v1",
         "kind": "Eviction", "verbs": ["create"],
