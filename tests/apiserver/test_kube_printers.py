@@ -330,7 +330,7 @@ def test_event_times_and_count_are_kubes(event: dict[str, Any], last: str, first
 
 
 def _cells(api_version: str, kind: str, obj: dict[str, Any]) -> dict[str, Any]:
-    rt = Registry(core_resources(), builtin_kind_resources()).require(api_version, kind)
+    rt = Registry(core_resources(), workload_resources(), builtin_kind_resources()).require(api_version, kind)
     names = [d["name"] for d in column_definitions(rt)]
     return dict(zip(names, row(rt, obj, include=IncludeObject.NONE, now=NOW)["cells"], strict=True))
 
@@ -409,3 +409,43 @@ def test_node_columns_are_kubes() -> None:
         "Container-Runtime": "<unknown>",
         "GPU": "gpu=8",
     }
+
+
+@pytest.mark.parametrize(
+    ("api_version", "kind"),
+    [("apps/v1", "Deployment"), ("apps/v1", "ReplicaSet"), ("apps/v1", "DaemonSet"), ("batch/v1", "Job")],
+)
+def test_a_selector_with_expressions_is_printed_whole(api_version: str, kind: str) -> None:
+    """``-o wide``'s SELECTOR is kube's LabelSelectorAsSelector: every requirement, sorted by key."""
+    selector = {
+        "matchLabels": {"app": "web"},
+        "matchExpressions": [
+            {"key": "tier", "operator": "In", "values": ["front", "back"]},
+            {"key": "env", "operator": "Exists"},
+            {"key": "canary", "operator": "DoesNotExist"},
+            {"key": "zone", "operator": "NotIn", "values": ["b"]},
+        ],
+    }
+    obj = {
+        "metadata": {"name": "w"},
+        "spec": {"selector": selector, "template": {"spec": {"containers": []}}},
+    }
+    shown = _cells(api_version, kind, obj)["Selector"]
+    assert shown == "app=web,!canary,env,tier in (back,front),zone notin (b)"
+
+
+@pytest.mark.parametrize(
+    ("hosts", "shown"),
+    [
+        ([], "*"),
+        ([None, None], "*"),
+        (["a", None, "b", "c"], "a,b,c"),
+        # A rule after the third host makes "more", counting every rule past three.
+        (["a", "b", None, "c", "d"], "a,b,c + 2 more..."),
+        (["a", "b", "c", None], "a,b,c + 1 more..."),
+    ],
+)
+def test_ingress_hosts_are_kubes(hosts: list[str | None], shown: str) -> None:
+    rules = [{"host": host} if host else {} for host in hosts]
+    ingress = {"metadata": {"name": "i"}, "spec": {"rules": rules}}
+    assert _cells("networking.k8s.io/v1", "Ingress", ingress)["Hosts"] == shown

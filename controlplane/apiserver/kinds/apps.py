@@ -14,12 +14,19 @@ from __future__ import annotations
 from controlplane.apis.kube.fieldlabels import REPLICATION_CONTROLLER_FIELDS
 from controlplane.apiserver import columns as col
 from controlplane.apiserver.kinds import cells
-from controlplane.apiserver.resources import AGE, ResourceType, ScaleSubresource, TableColumn, path
+from controlplane.apiserver.resources import (
+    AGE,
+    CellGetter,
+    ResourceType,
+    ScaleSubresource,
+    TableColumn,
+    path,
+)
 
 _CONTAINERS = cells.containers_at("spec", "template", "spec", field="name")
 _IMAGES = cells.containers_at("spec", "template", "spec", field="image")
 
-def _replica_columns(*, desired: str, ready: str, selector: str) -> tuple[TableColumn, ...]:
+def _replica_columns(*, desired: str, ready: str, selector: CellGetter) -> tuple[TableColumn, ...]:
     """The columns kube prints for a ReplicaSet and a ReplicationController (their descriptions
     and selector differ)."""
     return (
@@ -30,7 +37,7 @@ def _replica_columns(*, desired: str, ready: str, selector: str) -> tuple[TableC
         AGE,
         TableColumn("Containers", col.containers_names, priority=1),
         TableColumn("Images", col.containers_images, priority=1),
-        TableColumn("Selector", col.selector_string(selector), priority=1),
+        TableColumn("Selector", selector, priority=1),
     )
 
 
@@ -41,7 +48,7 @@ REPLICASET = ResourceType(
     columns=_replica_columns(
         desired="Replicas is the number of desired pods.",
         ready="The number of pods targeted by this ReplicaSet with a Ready Condition.",
-        selector="spec.selector.matchLabels",
+        selector=cells.label_selector_at("spec", "selector"),
     ),
 )
 
@@ -53,7 +60,7 @@ REPLICATION_CONTROLLER = ResourceType(
     columns=_replica_columns(
         desired="Replicas is the number of desired replicas.",
         ready="The number of ready replicas for this replication controller.",
-        selector="spec.selector",
+        selector=col.selector_string("spec.selector"),
     ),
 )
 

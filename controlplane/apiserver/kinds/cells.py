@@ -26,28 +26,32 @@ def format_labels(labels: Any) -> str:
     return ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
 
 
+#: A LabelSelector's operators as kube's ``labels.Requirement`` prints them (None: the key alone).
+_SELECTOR_OPERATORS = {"In": " in ", "NotIn": " notin ", "Exists": "", "DoesNotExist": "!"}
+
+
 def format_label_selector(selector: Any) -> str:
-    """kube's ``metav1.FormatLabelSelector``: matchLabels then matchExpressions, ``<none>`` when empty."""
+    """kube's ``metav1.FormatLabelSelector``: the selector as ``LabelSelectorAsSelector`` makes it,
+    its requirements sorted by key (``app=web,env,tier in (a,b)``, each ``in``'s values sorted),
+    ``<none>`` when it selects everything or nothing, ``<error>`` for an unknown operator."""
     if not isinstance(selector, dict):
         return "<none>"
-    parts = [f"{k}={v}" for k, v in sorted((selector.get("matchLabels") or {}).items())]
+    labels = selector.get("matchLabels")
+    requirements = [(str(k), f"{k}={v}") for k, v in labels.items()] if isinstance(labels, dict) else []
     for expr in selector.get("matchExpressions") or ():
         if not isinstance(expr, dict):
             continue
         key, op = str(expr.get("key", "")), str(expr.get("operator", ""))
-        values = ",".join(str(v) for v in expr.get("values") or ())
-        if op == "In":
-            parts.append(f"{key} in ({values})")
-        elif op == "NotIn":
-            parts.append(f"{key} notin ({values})")
-        elif op == "Exists":
-            parts.append(key)
-        elif op == "DoesNotExist":
-            parts.append(f"!{key}")
+        shown = _SELECTOR_OPERATORS.get(op)
+        if shown is None:
+            return "<error>"
+        if op in ("In", "NotIn"):
+            values = ",".join(sorted(str(v) for v in expr.get("values") or ()))
+            requirements.append((key, f"{key}{shown}({values})"))
         else:
-            parts.append(f"{key} {op} ({values})")
-    text = ",".join(parts)
-    return text or "<none>"
+            requirements.append((key, f"{shown}{key}"))
+    requirements.sort(key=lambda requirement: requirement[0])
+    return ",".join(text for _, text in requirements) or "<none>"
 
 
 def label_selector_at(*keys: str) -> Cell:
@@ -147,13 +151,22 @@ def cronjob_last_schedule(obj: Obj, now: datetime) -> str:
 
 
 def ingress_hosts(obj: Obj, _now: datetime) -> str:
-    hosts = [str(r.get("host")) for r in dig(obj, "spec", "rules") or () if isinstance(r, dict) and r.get("host")]
+    """kube's ``formatHosts``: the first three rules' hosts (``*`` for none); when a rule follows
+    the third host, ``+ N more...`` counting every rule past three, with a host or not."""
+    rules = dig(obj, "spec", "rules")
+    rules = rules if isinstance(rules, list) else []
+    hosts: list[str] = []
+    more = False
+    for rule in rules:
+        if len(hosts) == _MAX_HOSTS:
+            more = True
+            break
+        if isinstance(rule, dict) and rule.get("host"):
+            hosts.append(str(rule["host"]))
     if not hosts:
         return "*"
-    text = ",".join(hosts[:_MAX_HOSTS])
-    if len(hosts) > _MAX_HOSTS:
-        text += f" + {len(hosts) - _MAX_HOSTS} more..."
-    return text
+    text = ",".join(hosts)
+    return f"{text} + {len(rules) - _MAX_HOSTS} more..." if more else text
 
 
 def load_balancer_address(obj: Obj, _now: datetime) -> str:

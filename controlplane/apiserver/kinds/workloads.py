@@ -14,6 +14,7 @@ from controlplane.apis.kubeflow_validation import (
     training_job_warnings,
 )
 from controlplane.apiserver import columns as col
+from controlplane.apiserver.kinds import cells
 from controlplane.apiserver.openapi.structural import schema_of
 from controlplane.apiserver.resources import (
     AGE,
@@ -45,7 +46,7 @@ def workload_resources() -> list[ResourceType]:
         AGE,
         TableColumn("Containers", col.containers_names, priority=1),
         TableColumn("Images", col.containers_images, priority=1),
-        TableColumn("Selector", col.selector_string("spec.selector.matchLabels"), priority=1),
+        TableColumn("Selector", cells.label_selector_at("spec", "selector"), priority=1),
     )
     job_like = (TableColumn("State", col.job_state), AGE)
     return with_kube_rules([
@@ -76,7 +77,7 @@ def workload_resources() -> list[ResourceType]:
                 AGE,
                 TableColumn("Containers", col.containers_names, priority=1),
                 TableColumn("Images", col.containers_images, priority=1),
-                TableColumn("Selector", col.selector_string("spec.selector.matchLabels"), priority=1),
+                TableColumn("Selector", cells.label_selector_at("spec", "selector"), priority=1),
             ),
         ),
         *(ResourceType(
