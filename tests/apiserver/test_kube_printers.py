@@ -449,3 +449,80 @@ def test_ingress_hosts_are_kubes(hosts: list[str | None], shown: str) -> None:
     rules = [{"host": host} if host else {} for host in hosts]
     ingress = {"metadata": {"name": "i"}, "spec": {"rules": rules}}
     assert _cells("networking.k8s.io/v1", "Ingress", ingress)["Hosts"] == shown
+
+
+def _metric(kind: str, body: dict[str, Any]) -> dict[str, Any]:
+    return {"type": kind, kind[:1].lower() + kind[1:]: body}
+
+
+@pytest.mark.parametrize(
+    ("metrics", "current", "shown"),
+    [
+        ([], [], "<none>"),
+        (
+            [
+                _metric(
+                    "Resource", {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}}
+                )
+            ],
+            [_metric("Resource", {"name": "cpu", "current": {"averageUtilization": 45}})],
+            "cpu: 45%/80%",
+        ),
+        (
+            [
+                _metric(
+                    "Resource", {"name": "memory", "target": {"type": "AverageValue", "averageValue": "1Gi"}}
+                )
+            ],
+            [],
+            "memory: <unknown>/1Gi",
+        ),
+        # Pods, Object and External metrics are not named; an average of the last two says so.
+        (
+            [
+                _metric(
+                    "Pods",
+                    {"metric": {"name": "qps"}, "target": {"type": "AverageValue", "averageValue": "1k"}},
+                )
+            ],
+            [_metric("Pods", {"metric": {"name": "qps"}, "current": {"averageValue": "250"}})],
+            "250/1k",
+        ),
+        (
+            [
+                _metric(
+                    "External",
+                    {"metric": {"name": "queue"}, "target": {"type": "AverageValue", "averageValue": "30"}},
+                )
+            ],
+            [],
+            "<unknown>/30 (avg)",
+        ),
+        (
+            [_metric("Object", {"metric": {"name": "rps"}, "target": {"type": "Value", "value": "10"}})],
+            [_metric("Object", {"metric": {"name": "rps"}, "current": {"value": "12"}})],
+            "12/10",
+        ),
+        # Two metrics shown, then how many more.
+        (
+            [
+                _metric(
+                    "Resource", {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}}
+                ),
+                _metric(
+                    "Resource",
+                    {"name": "memory", "target": {"type": "Utilization", "averageUtilization": 70}},
+                ),
+                _metric(
+                    "Pods",
+                    {"metric": {"name": "qps"}, "target": {"type": "AverageValue", "averageValue": "1k"}},
+                ),
+            ],
+            [],
+            "cpu: <unknown>/80%, memory: <unknown>/70% + 1 more...",
+        ),
+    ],
+)
+def test_hpa_targets_are_kubes(metrics: list[Any], current: list[Any], shown: str) -> None:
+    hpa = {"metadata": {"name": "h"}, "spec": {"metrics": metrics}, "status": {"currentMetrics": current}}
+    assert _cells("autoscaling/v2", "HorizontalPodAutoscaler", hpa)["Targets"] == shown

@@ -243,32 +243,60 @@ def _as_obj(value: Any) -> Obj:
     return value if isinstance(value, dict) else {}
 
 
+#: kube's ``formatHPAMetrics`` shows this many metrics, then ``+ N more...``.
+_HPA_METRICS_SHOWN = 2
+
+
+def _quantity(value: Obj, key: str) -> str:
+    """A metric's quantity as kube's ``(*Quantity).String()`` prints it (``<nil>`` when unset)."""
+    found = value.get(key)
+    return "<nil>" if found is None else str(found)
+
+
+def _percent(value: Obj, key: str, unset: str) -> str:
+    found = value.get(key)
+    return unset if found is None else f"{found}%"
+
+
+def _hpa_metric(kind: str, spec: Obj, status: Obj | None) -> str:
+    """One metric of kube's ``formatHPAMetrics``: ``current/target``, ``<unknown>`` before a
+    measurement; a resource's named (``cpu: 40%/80%``); an average of an external or object metric
+    marked ``(avg)``."""
+    target = _as_obj(spec.get("target"))
+    current = _as_obj(status.get("current")) if status is not None else None
+    if kind in ("External", "Object"):
+        if target.get("averageValue") is not None:
+            now = "<unknown>" if current is None or current.get("averageValue") is None else str(current["averageValue"])
+            return f"{now}/{target['averageValue']} (avg)"
+        now = "<unknown>" if current is None else _quantity(current, "value")
+        return f"{now}/{_quantity(target, 'value')}"
+    if kind == "Pods":
+        now = "<unknown>" if current is None else _quantity(current, "averageValue")
+        return f"{now}/{_quantity(target, 'averageValue')}"
+    if kind in ("Resource", "ContainerResource"):
+        name = spec.get("name", "")
+        if target.get("averageValue") is not None:
+            now = "<unknown>" if current is None else _quantity(current, "averageValue")
+            return f"{name}: {now}/{target['averageValue']}"
+        now = "<unknown>" if current is None else _percent(current, "averageUtilization", "<unknown>")
+        return f"{name}: {now}/{_percent(target, 'averageUtilization', '<auto>')}"
+    return "<unknown type>"
+
+
 def hpa_targets(obj: Obj, _now: datetime) -> str:
-    """Resource metrics as ``cpu: 40%/80%`` (``<unknown>`` before the first measurement); other
-    metric types as their target value, as kube's ``formatHPAMetrics`` does for the common cases."""
-    metrics = dig(obj, "spec", "metrics")
-    if not isinstance(metrics, list) or not metrics:
+    """kube's HPA TARGETS (``formatHPAMetrics``): each metric, the status' metric at the same index
+    its current value; two shown, then ``+ N more...``; ``<none>`` without metrics."""
+    metrics = [m for m in dig(obj, "spec", "metrics") or () if isinstance(m, dict)]
+    if not metrics:
         return "<none>"
-    parts: list[str] = []
-    for index, metric in enumerate(metrics):
-        if not isinstance(metric, dict):
-            continue
+    shown = []
+    for index, metric in enumerate(metrics[:_HPA_METRICS_SHOWN]):
         kind = str(metric.get("type", ""))
         source = kind[:1].lower() + kind[1:]
-        spec = _as_obj(metric.get(source))
-        target = _as_obj(spec.get("target"))
-        current = _as_obj(_as_obj(_hpa_current(obj, index).get(source)).get("current"))
-        if "averageUtilization" in target:
-            now_value = current.get("averageUtilization")
-            cur = f"{now_value}%" if now_value is not None else "<unknown>"
-            want = f"{target['averageUtilization']}%"
-        else:
-            key = "averageValue" if "averageValue" in target else "value"
-            cur = str(current.get(key)) if current.get(key) is not None else "<unknown>"
-            want = str(target.get(key, "<unset>"))
-        name = spec.get("name") or _as_obj(spec.get("metric")).get("name") or kind.lower()
-        parts.append(f"{name}: {cur}/{want}")
-    return ", ".join(parts) if parts else "<none>"
+        status = _hpa_current(obj, index).get(source)
+        shown.append(_hpa_metric(kind, _as_obj(metric.get(source)), status if isinstance(status, dict) else None))
+    text = ", ".join(shown)
+    return f"{text} + {len(metrics) - _HPA_METRICS_SHOWN} more..." if len(metrics) > _HPA_METRICS_SHOWN else text
 
 
 def of_converted(convert: Callable[[Obj], Obj], cell: Cell) -> Cell:
