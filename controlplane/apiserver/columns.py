@@ -453,8 +453,15 @@ def persistent_volume_claim(obj: Obj, _now: datetime) -> str:
     return f"{ref.get('namespace', '')}/{ref['name']}"
 
 
+def storage_phase(obj: Obj, _now: datetime) -> str:
+    """A PersistentVolume's or claim's STATUS: its phase, ``Terminating`` once it is being deleted."""
+    if dig(obj, "metadata", "deletionTimestamp"):
+        return "Terminating"
+    return str(dig(obj, "status", "phase") or "")
+
+
 def persistent_volume_class(obj: Obj, _now: datetime) -> str:
-    """``spec.storageClassName``, or the beta annotation older volumes carry (kube's
-    ``GetPersistentVolumeClass``)."""
+    """A volume's or claim's STORAGECLASS: the beta annotation older ones carry, else
+    ``spec.storageClassName`` (kube's ``GetPersistentVolumeClass`` and ``GetPersistentVolumeClaimClass``)."""
     annotated = dig(obj, "metadata", "annotations", "volume.beta.kubernetes.io/storage-class")
     return str(annotated if annotated is not None else dig(obj, "spec", "storageClassName") or "")

@@ -526,3 +526,21 @@ def _metric(kind: str, body: dict[str, Any]) -> dict[str, Any]:
 def test_hpa_targets_are_kubes(metrics: list[Any], current: list[Any], shown: str) -> None:
     hpa = {"metadata": {"name": "h"}, "spec": {"metrics": metrics}, "status": {"currentMetrics": current}}
     assert _cells("autoscaling/v2", "HorizontalPodAutoscaler", hpa)["Targets"] == shown
+
+
+def test_a_volume_or_claim_being_deleted_is_terminating_and_its_class_annotated_first() -> None:
+    deleted = {"name": "d", "deletionTimestamp": "2024-01-01T00:59:00Z"}
+    annotated = {"name": "a", "annotations": {"volume.beta.kubernetes.io/storage-class": "old"}}
+    for kind in ("PersistentVolume", "PersistentVolumeClaim"):
+        shown = _cells(
+            "v1",
+            kind,
+            {"metadata": deleted, "spec": {"storageClassName": "fast"}, "status": {"phase": "Bound"}},
+        )
+        assert (shown["Status"], shown["StorageClass"]) == ("Terminating", "fast")
+        shown = _cells(
+            "v1",
+            kind,
+            {"metadata": annotated, "spec": {"storageClassName": "fast"}, "status": {"phase": "Bound"}},
+        )
+        assert (shown["Status"], shown["StorageClass"]) == ("Bound", "old")
