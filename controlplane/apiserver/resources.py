@@ -102,6 +102,14 @@ AGE = TableColumn(
     lambda obj, now: col.age(obj, now),
     description="CreationTimestamp is a timestamp representing the server time when this object was created.",
 )
+#: kube's default table convertor's column for a kind without a printer (a Role, a LimitRange):
+#: the creation time as RFC 3339, of type ``date``.
+CREATED_AT = TableColumn(
+    "Created At",
+    lambda obj, _now: str(dig(obj, "metadata", "creationTimestamp") or ""),
+    type="date",
+    description="CreationTimestamp is a timestamp representing the server time when this object was created.",
+)
 
 @dataclass(frozen=True, slots=True)
 class ScaleSubresource:

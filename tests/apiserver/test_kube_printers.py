@@ -10,13 +10,15 @@ from typing import Any
 
 import pytest
 
-from controlplane.apiserver.kinds import builtin_kind_resources
 from controlplane.apiserver.kinds.core import core_resources
 from controlplane.apiserver.kinds.workloads import workload_resources
 from controlplane.apiserver.podcolumns import pod_cells
 from controlplane.apiserver.resources import Registry
 from controlplane.apiserver.tables import IncludeObject, column_definitions, row
+from controlplane.hub import hub_registry
 
+#: Every kind the hub serves, RBAC's among them.
+HUB = hub_registry()
 NOW = datetime(2024, 1, 1, 1, 0, tzinfo=UTC)
 THREE_MINUTES_AGO = "2024-01-01T00:57:00Z"
 
@@ -330,7 +332,7 @@ def test_event_times_and_count_are_kubes(event: dict[str, Any], last: str, first
 
 
 def _cells(api_version: str, kind: str, obj: dict[str, Any]) -> dict[str, Any]:
-    rt = Registry(core_resources(), workload_resources(), builtin_kind_resources()).require(api_version, kind)
+    rt = HUB.require(api_version, kind)
     names = [d["name"] for d in column_definitions(rt)]
     return dict(zip(names, row(rt, obj, include=IncludeObject.NONE, now=NOW)["cells"], strict=True))
 
@@ -544,3 +546,25 @@ def test_a_volume_or_claim_being_deleted_is_terminating_and_its_class_annotated_
             {"metadata": annotated, "spec": {"storageClassName": "fast"}, "status": {"phase": "Bound"}},
         )
         assert (shown["Status"], shown["StorageClass"]) == ("Bound", "old")
+
+
+@pytest.mark.parametrize(
+    ("api_version", "kind", "column", "kube_type"),
+    [
+        # kube's column definitions declare these counts strings (their cells are numbers).
+        ("v1", "Secret", "Data", "string"),
+        ("v1", "ConfigMap", "Data", "string"),
+        ("v1", "ServiceAccount", "Secrets", "string"),
+        ("v1", "Event", "Count", "string"),
+        ("apps/v1", "ControllerRevision", "Revision", "string"),
+        ("scheduling.k8s.io/v1", "PriorityClass", "Global-Default", "boolean"),
+        ("scheduling.k8s.io/v1", "PriorityClass", "Value", "integer"),
+        # A kind without a printer gets kube's default table convertor's column.
+        ("v1", "LimitRange", "Created At", "date"),
+        ("rbac.authorization.k8s.io/v1", "ClusterRole", "Created At", "date"),
+        ("rbac.authorization.k8s.io/v1", "Role", "Created At", "date"),
+    ],
+)
+def test_column_types_are_kubes(api_version: str, kind: str, column: str, kube_type: str) -> None:
+    definitions = {d["name"]: d for d in column_definitions(HUB.require(api_version, kind))}
+    assert (definitions[column]["type"], definitions[column]["format"]) == (kube_type, "")

@@ -9,7 +9,7 @@ from dataclasses import replace
 
 from controlplane.apis.kube import convert_autoscaling, defaults_groups
 from controlplane.apiserver.kinds import cells
-from controlplane.apiserver.resources import AGE, ResourceType, TableColumn, VersionConversion
+from controlplane.apiserver.resources import AGE, CREATED_AT, ResourceType, TableColumn, VersionConversion
 
 POD_DISRUPTION_BUDGET = ResourceType(
     "policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", "poddisruptionbudget", namespaced=True,
@@ -65,7 +65,7 @@ HORIZONTAL_POD_AUTOSCALER_V1 = replace(
 LIMIT_RANGE = ResourceType(
     "", "v1", "LimitRange", "limitranges", "limitrange", namespaced=True,
     short_names=("limits",), strategic_merge=True,
-    columns=(TableColumn("Created At", cells.created_at, type="date", description="Creation timestamp."),),
+    columns=(CREATED_AT,),
 )
 
 RESOURCE_QUOTA = ResourceType(

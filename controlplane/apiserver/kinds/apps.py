@@ -91,7 +91,7 @@ CONTROLLER_REVISION = ResourceType(
     "apps", "v1", "ControllerRevision", "controllerrevisions", "controllerrevision", namespaced=True, strategic_merge=True,
     columns=(
         TableColumn("Controller", cells.controller_of),
-        TableColumn("Revision", path("revision"), type="integer"),
+        TableColumn("Revision", path("revision")),
         AGE,
     ),
 )

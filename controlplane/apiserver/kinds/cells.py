@@ -320,10 +320,6 @@ def int_or_unset(*keys: str) -> Cell:
 # --- quotas and limits -----------------------------------------------------------------------
 
 
-def created_at(obj: Obj, _now: datetime) -> str:
-    return str(dig(obj, "metadata", "creationTimestamp") or "")
-
-
 def quota_usage(*, limits: bool) -> Cell:
     """ResourceQuota REQUEST (``limits=False``) or LIMIT: ``cpu: 1/4, memory: 0/8Gi``, hard
     resources sorted by name, used counted from the status."""

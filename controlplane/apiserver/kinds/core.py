@@ -40,7 +40,7 @@ EVENT_COLUMNS: tuple[TableColumn, ...] = (
     TableColumn("Source", col.event_source, priority=1),
     TableColumn("Message", col.event_message),
     TableColumn("First Seen", col.event_first_seen, priority=1),
-    TableColumn("Count", col.event_count, type="integer", priority=1),
+    TableColumn("Count", col.event_count, priority=1),
 )
 
 
@@ -59,7 +59,7 @@ def core_resources() -> list[ResourceType]:
         ResourceType(
             "", "v1", "ConfigMap", "configmaps", "configmap", namespaced=True,
             short_names=("cm",), strategic_merge=True,
-            columns=(TableColumn("Data", col.data_count, type="integer"), AGE),
+            columns=(TableColumn("Data", col.data_count), AGE),
             prepare=configdata.prepare_config_map,
         ),
         ResourceType(
@@ -101,7 +101,7 @@ def core_resources() -> list[ResourceType]:
         ),
         ResourceType(
             "", "v1", "Secret", "secrets", "secret", namespaced=True, strategic_merge=True,
-            columns=(TableColumn("Type", path("type")), TableColumn("Data", col.data_count, type="integer"), AGE),
+            columns=(TableColumn("Type", path("type")), TableColumn("Data", col.data_count), AGE),
             extra_field_selectors=SECRET_FIELDS,
             prepare=configdata.prepare_secret,
         ),
@@ -173,7 +173,7 @@ def core_resources() -> list[ResourceType]:
         ResourceType(
             "", "v1", "ServiceAccount", "serviceaccounts", "serviceaccount", namespaced=True,
             short_names=("sa",), strategic_merge=True, returns_deleted_object=True,
-            columns=(TableColumn("Secrets", col.secrets_count, type="integer"), AGE),
+            columns=(TableColumn("Secrets", col.secrets_count), AGE),
         ),
         # Not core/v1, but as plain: the hub reads it for schedulePriority (detector).
         ResourceType(
@@ -181,7 +181,7 @@ def core_resources() -> list[ResourceType]:
             short_names=("pc",), strategic_merge=True, admit_against_stored=validate_groups.second_default_priority_class,
             columns=(
                 TableColumn("Value", path("value"), type="integer"),
-                TableColumn("Global-Default", path("globalDefault", default=False)),
+                TableColumn("Global-Default", path("globalDefault", default=False), type="boolean"),
                 AGE,
                 TableColumn("PreemptionPolicy", path("preemptionPolicy", default="PreemptLowerPriority")),
             ),

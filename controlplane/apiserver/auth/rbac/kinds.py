@@ -16,18 +16,20 @@ from datetime import datetime
 from typing import Any, Final
 
 from controlplane.apis.kube.field import CauseType, FieldError, GoValue, go_strings, show
-from controlplane.apis.untyped import dig
 from controlplane.apiserver.auth.rbac.index import CLUSTER_ROLE, CLUSTER_ROLE_BINDING, ROLE, ROLE_BINDING
 from controlplane.apiserver.auth.rbac.policy import RBAC_GROUP, RBAC_VERSION
 from controlplane.apiserver.objectmeta import name_errors
-from controlplane.apiserver.resources import AGE, NameRule, ResourceType, TableColumn, with_kube_rules
+from controlplane.apiserver.resources import (
+    AGE,
+    CREATED_AT,
+    NameRule,
+    ResourceType,
+    TableColumn,
+    with_kube_rules,
+)
 from controlplane.gojson import go_quote
 
 _SUBJECT_KINDS: Final = ("ServiceAccount", "User", "Group")
-
-
-def _created_at(obj: dict[str, Any], _now: datetime) -> Any:
-    return dig(obj, "metadata", "creationTimestamp") or ""
 
 
 def _role_ref(obj: dict[str, Any], _now: datetime) -> Any:
@@ -47,7 +49,7 @@ def _subjects(kind: str) -> Any:
     return cell
 
 
-_ROLE_COLUMNS: Final = (TableColumn("Created At", _created_at, format="date"),)
+_ROLE_COLUMNS: Final = (CREATED_AT,)
 _BINDING_COLUMNS: Final = (
     TableColumn("Role", _role_ref),
     AGE,
