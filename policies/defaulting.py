@@ -24,9 +24,8 @@ Service or EndpointSlices from one), and the Weighted preference next to a ``tie
 block (gpufed's extension: the block alone means TieredOverflow).
 
 The same webhook refuses a PropagationPolicy or ClusterPropagationPolicy whose name is longer than
-63 characters (Karmada puts the name in a label, whose value cannot be longer):
-:func:`name_denial` says so in its words, for the API server to answer as kube answers a webhook's
-denial. OverridePolicies have no such limit.
+63 characters (Karmada puts the name in a label, whose value cannot be longer): that refusal is
+:mod:`policies.admission`'s, with the validating webhooks'.
 
 In: a policy's wire dict, changed in place. Pure.
 """
@@ -143,33 +142,6 @@ POLICY_DEFAULTS: Final[dict[str, tuple[PolicyDefaulter | None, PolicyDefaulter |
     "OverridePolicy": (_selector_namespaces, None),
     "ClusterOverridePolicy": (None, None),
 }
-
-
-#: Karmada's ``LabelValueMaxLength``: a propagation policy's name is a label's value.
-NAME_MAX_LENGTH: Final = 63
-#: The mutating webhooks that refuse a longer name, by kind.
-_NAME_WEBHOOKS: Final = {
-    "PropagationPolicy": "propagationpolicy.karmada.io",
-    "ClusterPropagationPolicy": "clusterpropagationpolicy.karmada.io",
-}
-#: A policy's (webhook's name, why it is refused), or None when it is admitted.
-PolicyDenial = Callable[[dict[str, Any]], tuple[str, str] | None]
-
-
-def name_denial(kind: str) -> PolicyDenial | None:
-    """Karmada's refusal of a ``kind`` policy named longer than :data:`NAME_MAX_LENGTH` (Go's
-    ``len``: bytes), or None for a kind without the limit."""
-    webhook = _NAME_WEBHOOKS.get(kind)
-    if webhook is None:
-        return None
-
-    def denial(obj: dict[str, Any]) -> tuple[str, str] | None:
-        name = (obj.get("metadata") or {}).get("name")
-        if isinstance(name, str) and len(name.encode()) > NAME_MAX_LENGTH:
-            return webhook, f"{kind}'s name should be no more than {NAME_MAX_LENGTH} characters"
-        return None
-
-    return denial
 
 
 def placement_as_stored(placement: Mapping[str, Any]) -> dict[str, Any]:

@@ -30,6 +30,7 @@ from controlplane.apis.kube.names import (
     path_segment_errors,
     qualified_name_errors,
 )
+from controlplane.apis.kube.validate_pod import MAX_ANNOTATIONS_BYTES
 from controlplane.apiserver.decoding import INT64_MAX
 from controlplane.apiserver.errors import Cause, CauseType
 from controlplane.apiserver.resources import NameRule, ResourceType
@@ -39,7 +40,6 @@ _NAME_RULES: dict[NameRule, tuple[re.Pattern[str], int, str]] = {
     NameRule.LABEL: (DNS_LABEL, 63, DNS_LABEL_REGEX_MESSAGE),
     NameRule.LABEL_1035: (DNS_1035, 63, DNS_1035_REGEX_MESSAGE),
 }
-MAX_ANNOTATIONS_BYTES = 256 * 1024
 
 
 def name_errors(name: str, rule: NameRule) -> list[str]:

@@ -36,6 +36,8 @@ PROTOCOLS = ("SCTP", "TCP", "UDP")
 TERMINATION_MESSAGE_POLICIES = ("File", "FallbackToLogsOnError")
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 MAX_INT32 = 2**31 - 1
+#: kube's ``TotalAnnotationSizeLimitB``: the most bytes an object's annotations (keys and values) hold.
+MAX_ANNOTATIONS_BYTES = 256 * 1024
 
 #: Every member of ``VolumeSource``, in the order kube's validateVolumeSource checks them: a volume
 #: names exactly one, and each after the first is "forbidden".
@@ -65,6 +67,16 @@ def labels_errors(labels: Any, path: str) -> list[FieldError]:
             errors.append(field.invalid(f"{path}[{key}]", value, "must be a string"))
             continue
         errors += [field.invalid(path, value, msg) for msg in label_value_errors(value)]
+    return errors
+
+
+def annotations_errors(annotations: Any, path: str) -> list[FieldError]:
+    """``ValidateAnnotations``: keys qualified names whatever their case, and at most
+    :data:`MAX_ANNOTATIONS_BYTES` (Go's ``len``: bytes) in all, reported at the map's path."""
+    values = field.mapping(annotations)
+    errors = [field.invalid(path, key, msg) for key in values for msg in qualified_name_errors(key.lower())]
+    if sum(len(key.encode()) + len(str(value).encode()) for key, value in values.items()) > MAX_ANNOTATIONS_BYTES:
+        errors.append(field.too_long(path, MAX_ANNOTATIONS_BYTES))
     return errors
 
 

@@ -67,7 +67,8 @@ def gpufed_resource_types(
     from controlplane.apis import constants as c
     from policies import federated_quota as frq
     from policies import taint_policy
-    from policies.defaulting import POLICY_DEFAULTS, name_denial
+    from policies.admission import policy_denial, policy_update_denial
+    from policies.defaulting import POLICY_DEFAULTS
 
     types: list[ResourceType] = [
         ResourceType(
@@ -132,7 +133,8 @@ def gpufed_resource_types(
                     columns=_PROPAGATION_COLUMNS if kind.endswith("PropagationPolicy") else (AGE,),
                     defaults=defaults,
                     defaults_on_read=defaults_on_read,
-                    webhook_denial=name_denial(kind),
+                    webhook_denial=policy_denial(kind),
+                    webhook_update_denial=policy_update_denial(kind),
                     warn=policy_warnings,
                     stored_as=c.POLICY_GROUP if group != c.POLICY_GROUP else None,
                 )

@@ -1,0 +1,239 @@
+"""karmada-webhook's admission of the four policy kinds, in its words.
+
+Karmada checks a policy in two webhooks. The mutating one refuses a PropagationPolicy or
+ClusterPropagationPolicy named longer than 63 characters (the name goes in a label); the
+validating one (``pkg/webhook/{propagation,clusterpropagation,override,clusteroverride}policy``,
+rules in ``pkg/util/validation/validation.go``) refuses, beyond what the CRDs' schemas refuse:
+
+* in a propagation policy: a ``clusterAffinities`` term whose ``affinityName`` is not a
+  qualified name; two spread constraints by the same ``spreadByField``; a resource selector
+  without a ``name`` when ``preemption`` is ``Always``; on an update, a changed ``schedulerName``;
+* in an override policy: ``overrideRules`` next to the deprecated ``targetCluster`` or a
+  non-empty ``overriders``; a rule's ``labelsOverrider`` value that is no valid set of labels, an
+  ``annotationsOverrider`` value that is no valid set of annotations, and a ``fieldOverrider``
+  operation whose ``value`` is missing for ``add`` or ``replace`` or given for ``remove``.
+
+The hub's models (:mod:`policies.models`, :mod:`policies.override_models`) refuse the rest
+(422). A refusal here is the webhook's: ``(webhook, message)``, the message being
+``field.ErrorList.ToAggregate()``'s text, which the API server answers as kube answers a webhook's
+denial (403 ``admission webhook "<webhook>" denied the request: <message>``). Kube validates an
+object's schema before its validating webhooks, so an object the models refuse is left to them.
+
+In: a policy's wire dict after the write's defaults (Karmada's mutating webhook runs first: a spread
+constraint's ``minGroups`` is 1 when it reaches the validating one). Out: None or the denial. Pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Final
+
+from pydantic import ValidationError
+
+from controlplane.apis.kube import field
+from controlplane.apis.kube.field import FieldError, GoValue
+from controlplane.apis.kube.names import qualified_name_errors
+from controlplane.apis.kube.validate_pod import annotations_errors, labels_errors
+from controlplane.gojson import go_json_value, go_quote
+from policies.models import DEFAULT_SCHEDULER_NAME, PropagationSpec, SpreadConstraint
+from policies.override_models import JSONPatchOperation, Overriders, OverrideSpec
+from policies.validation import parse_policy
+
+#: Karmada's ``LabelValueMaxLength``: a propagation policy's name is a label's value.
+NAME_MAX_LENGTH: Final = 63
+#: karmada-webhook's webhook of each kind, by the names its configuration gives them.
+WEBHOOKS: Final = {
+    "PropagationPolicy": "propagationpolicy.karmada.io",
+    "ClusterPropagationPolicy": "clusterpropagationpolicy.karmada.io",
+    "OverridePolicy": "overridepolicy.karmada.io",
+    "ClusterOverridePolicy": "clusteroverridepolicy.karmada.io",
+}
+#: A policy's (webhook's name, why it is refused), or None when it is admitted.
+PolicyDenial = Callable[[dict[str, Any]], tuple[str, str] | None]
+#: The same on an update: (new, stored) → the denial or None.
+PolicyUpdateDenial = Callable[[dict[str, Any], dict[str, Any]], tuple[str, str] | None]
+
+_PREEMPTION_NEEDS_NAMES: Final = (
+    "name cannot be empty if preemption is Always, the empty name may cause unexpected resources preemption"
+)
+
+
+def _name_too_long(kind: str, obj: Mapping[str, Any]) -> str | None:
+    """The mutating webhook's refusal of a long name (Go's ``len``: bytes), or None."""
+    if not kind.endswith("PropagationPolicy"):
+        return None
+    name = (obj.get("metadata") or {}).get("name")
+    if isinstance(name, str) and len(name.encode()) > NAME_MAX_LENGTH:
+        return f"{kind}'s name should be no more than {NAME_MAX_LENGTH} characters"
+    return None
+
+
+def _go_spread_constraints(constraints: Iterable[SpreadConstraint]) -> GoValue:
+    """``%#v`` of ``[]v1alpha1.SpreadConstraint``, as Karmada prints the list it refuses."""
+    items = ", ".join(
+        f"v1alpha1.SpreadConstraint{{SpreadByField:{go_quote(c.spread_by_field or '')}, "
+        f"SpreadByLabel:{go_quote(c.spread_by_label or '')}, MaxGroups:{c.max_groups or 0}, "
+        f"MinGroups:{c.min_groups or 0}}}"
+        for c in constraints
+    )
+    return GoValue(f"[]v1alpha1.SpreadConstraint{{{items}}}")
+
+
+def _go_json(value: Any) -> GoValue:
+    """``%#v`` of an ``apiextensionsv1.JSON``: its raw bytes, the value as kube-apiserver sends it."""
+    if value is None:
+        return GoValue("v1.JSON{Raw:[]uint8(nil)}")
+    raw = go_json_value(value).encode()
+    return GoValue("v1.JSON{Raw:[]uint8{" + ", ".join(f"0x{b:x}" for b in raw) + "}}")
+
+
+def propagation_errors(spec: PropagationSpec) -> list[FieldError]:
+    """What ``ValidatePropagationSpec`` refuses that the models take."""
+    errors: list[FieldError] = []
+    placement = spec.placement
+    if placement is not None:
+        for index, term in enumerate(placement.cluster_affinities or ()):
+            path = f"spec.placement.clusterAffinities[{index}]"
+            errors += [
+                field.invalid(path, term.affinity_name, msg)
+                for msg in qualified_name_errors(term.affinity_name)
+            ]
+        constraints = placement.spread_constraints or []
+        repeated: list[str] = []
+        seen: set[str] = set()
+        for constraint in constraints:
+            by = constraint.spread_by_field
+            if by and by in seen and by not in repeated:
+                repeated.append(by)
+            seen.update([by] if by else [])
+        errors += [
+            field.invalid(
+                "spec.placement.spreadConstraints",
+                _go_spread_constraints(constraints),
+                f"multiple {by} spread constraints are not allowed",
+            )
+            for by in repeated
+        ]
+    if spec.preemption == "Always":
+        errors += [
+            field.invalid(f"spec.resourceSelectors[{index}].name", "", _PREEMPTION_NEEDS_NAMES)
+            for index, selector in enumerate(spec.resource_selectors)
+            if not selector.name
+        ]
+    return errors
+
+
+def _has_overriders(overriders: Overriders | None) -> bool:
+    """Karmada's ``!emptyOverrides``: any overrider but a field overrider."""
+    if overriders is None:
+        return False
+    return any(
+        (
+            overriders.plaintext,
+            overriders.image_overrider,
+            overriders.command_overrider,
+            overriders.args_overrider,
+            overriders.labels_overrider,
+            overriders.annotations_overrider,
+        )
+    )
+
+
+def _operation_errors(operations: Iterable[JSONPatchOperation], path: str) -> list[FieldError]:
+    """``validateOverrideOperator`` of each JSON or YAML operation of a field overrider."""
+    errors: list[FieldError] = []
+    for index, operation in enumerate(operations):
+        where = f"{path}[{index}].value"
+        if operation.operator in ("add", "replace") and operation.value is None:
+            errors.append(
+                field.invalid(where, _go_json(None), "value is required for add or replace operation")
+            )
+        elif operation.operator == "remove" and operation.value is not None:
+            errors.append(
+                field.invalid(where, _go_json(operation.value), "value is not allowed for remove operation")
+            )
+    return errors
+
+
+def override_errors(spec: OverrideSpec, wire: Mapping[str, Any]) -> list[FieldError]:
+    """What ``ValidateOverrideSpec`` refuses that the models take; ``wire`` is the spec as written
+    (a refused value is shown as it was given)."""
+    errors: list[FieldError] = []
+    if spec.target_cluster is not None and spec.override_rules is not None:
+        errors.append(
+            field.invalid(
+                "spec.targetCluster",
+                wire.get("targetCluster"),
+                "overrideRules and targetCluster can't co-exist",
+            )
+        )
+    if _has_overriders(spec.overriders) and spec.override_rules is not None:
+        errors.append(
+            field.invalid(
+                "spec.overriders", wire.get("overriders"), "overrideRules and overriders can't co-exist"
+            )
+        )
+    for index, rule in enumerate(spec.override_rules or ()):
+        path = f"spec.overrideRules[{index}].overriders"
+        for j, overrider in enumerate(rule.overriders.annotations_overrider or ()):
+            errors += annotations_errors(overrider.value or {}, f"{path}.annotationsOverrider[{j}].value")
+        for j, overrider in enumerate(rule.overriders.labels_overrider or ()):
+            errors += labels_errors(overrider.value or {}, f"{path}.labelsOverrider[{j}].value")
+        for j, field_overrider in enumerate(rule.overriders.field_overrider or ()):
+            errors += _operation_errors(field_overrider.json_ops or (), f"{path}.fieldOverrider[{j}].json")
+            errors += _operation_errors(field_overrider.yaml_ops or (), f"{path}.fieldOverrider[{j}].yaml")
+    return errors
+
+
+def _spec_errors(obj: dict[str, Any]) -> list[FieldError]:
+    """The validating webhook's errors of a policy the models take (none for one they refuse,
+    whose 422 comes first, as kube's schema validation does)."""
+    try:
+        policy = parse_policy(obj)
+    except (ValidationError, ValueError):
+        return []
+    if isinstance(policy.spec, PropagationSpec):
+        return propagation_errors(policy.spec)
+    wire = obj.get("spec")
+    return override_errors(policy.spec, wire if isinstance(wire, Mapping) else {})
+
+
+def policy_denial(kind: str) -> PolicyDenial:
+    """karmada-webhook's refusal of a ``kind`` policy on a create (and an update, where
+    :func:`policy_update_denial` adds the update's rules)."""
+    webhook = WEBHOOKS[kind]
+
+    def denial(obj: dict[str, Any]) -> tuple[str, str] | None:
+        too_long = _name_too_long(kind, obj)
+        if too_long is not None:
+            return webhook, too_long
+        errors = _spec_errors(obj)
+        return (webhook, field.error_list_text(errors)) if errors else None
+
+    return denial
+
+
+def _scheduler_name(obj: Mapping[str, Any]) -> Any:
+    spec = obj.get("spec")
+    name = spec.get("schedulerName") if isinstance(spec, Mapping) else None
+    return name or DEFAULT_SCHEDULER_NAME
+
+
+def policy_update_denial(kind: str) -> PolicyUpdateDenial | None:
+    """karmada-webhook's refusal of an update of a ``kind`` policy: a propagation policy's
+    ``schedulerName`` may not change, then the create's rules; None for the override kinds,
+    whose webhook checks an update as a create."""
+    if not kind.endswith("PropagationPolicy"):
+        return None
+    on_create = policy_denial(kind)
+    webhook = WEBHOOKS[kind]
+
+    def denial(new: dict[str, Any], old: dict[str, Any]) -> tuple[str, str] | None:
+        too_long = _name_too_long(kind, new)
+        if too_long is not None:  # the mutating webhook's, which runs first
+            return webhook, too_long
+        if _scheduler_name(new) != _scheduler_name(old):
+            return webhook, "the schedulerName should not be updated"
+        return on_create(new)
+
+    return denial
