@@ -5,9 +5,12 @@ ClusterPropagationPolicy named longer than 63 characters (the name goes in a lab
 validating one (``pkg/webhook/{propagation,clusterpropagation,override,clusteroverride}policy``,
 rules in ``pkg/util/validation/validation.go``) refuses, beyond what the CRDs' schemas refuse:
 
-* in a propagation policy: a ``clusterAffinities`` term whose ``affinityName`` is not a
-  qualified name; two spread constraints by the same ``spreadByField``; a resource selector
-  without a ``name`` when ``preemption`` is ``Always``; on an update, a changed ``schedulerName``;
+* in a propagation policy: ``clusterAffinity`` beside ``clusterAffinities``; a term's
+  ``affinityName`` that is not a qualified name or is another term's; a spread constraint by both
+  a field and a label, or with ``maxGroups`` below ``minGroups``; two spread constraints by the
+  same ``spreadByField``, or constraints by field without one by ``cluster``; a resource selector
+  without a ``name`` when ``preemption`` is ``Always``; ``suspension.dispatching`` beside
+  ``dispatchingOnClusters.clusterNames``; on an update, a changed ``schedulerName``;
 * in an override policy: ``overrideRules`` next to the deprecated ``targetCluster`` or a
   non-empty ``overriders``; a rule's ``labelsOverrider`` value that is no valid set of labels, an
   ``annotationsOverrider`` value that is no valid set of annotations, and a ``fieldOverrider``
@@ -35,7 +38,7 @@ from controlplane.apis.kube.field import FieldError, GoValue
 from controlplane.apis.kube.names import qualified_name_errors
 from controlplane.apis.kube.validate_pod import annotations_errors, labels_errors
 from controlplane.gojson import go_json_value, go_quote
-from policies.models import DEFAULT_SCHEDULER_NAME, PropagationSpec, SpreadConstraint
+from policies.models import DEFAULT_SCHEDULER_NAME, Placement, PropagationSpec, SpreadConstraint
 from policies.override_models import JSONPatchOperation, Overriders, OverrideSpec
 from policies.validation import parse_policy
 
@@ -68,15 +71,18 @@ def _name_too_long(kind: str, obj: Mapping[str, Any]) -> str | None:
     return None
 
 
+def _go_spread_constraint(constraint: SpreadConstraint) -> str:
+    """``%#v`` of one ``v1alpha1.SpreadConstraint``."""
+    return (
+        f"v1alpha1.SpreadConstraint{{SpreadByField:{go_quote(constraint.spread_by_field or '')}, "
+        f"SpreadByLabel:{go_quote(constraint.spread_by_label or '')}, MaxGroups:{constraint.max_groups or 0}, "
+        f"MinGroups:{constraint.min_groups or 0}}}"
+    )
+
+
 def _go_spread_constraints(constraints: Iterable[SpreadConstraint]) -> GoValue:
     """``%#v`` of ``[]v1alpha1.SpreadConstraint``, as Karmada prints the list it refuses."""
-    items = ", ".join(
-        f"v1alpha1.SpreadConstraint{{SpreadByField:{go_quote(c.spread_by_field or '')}, "
-        f"SpreadByLabel:{go_quote(c.spread_by_label or '')}, MaxGroups:{c.max_groups or 0}, "
-        f"MinGroups:{c.min_groups or 0}}}"
-        for c in constraints
-    )
-    return GoValue(f"[]v1alpha1.SpreadConstraint{{{items}}}")
+    return GoValue("[]v1alpha1.SpreadConstraint{" + ", ".join(map(_go_spread_constraint, constraints)) + "}")
 
 
 def _go_json(value: Any) -> GoValue:
@@ -87,39 +93,95 @@ def _go_json(value: Any) -> GoValue:
     return GoValue("v1.JSON{Raw:[]uint8{" + ", ".join(f"0x{b:x}" for b in raw) + "}}")
 
 
-def propagation_errors(spec: PropagationSpec) -> list[FieldError]:
-    """What ``ValidatePropagationSpec`` refuses that the models take."""
+def _affinities_errors(placement: Placement, wire: Mapping[str, Any]) -> list[FieldError]:
+    """``ValidateClusterAffinities``: each term's name a qualified name, unique among the terms."""
+    errors: list[FieldError] = []
+    path = "spec.placement.clusterAffinities"
+    names: set[str] = set()
+    for index, term in enumerate(placement.cluster_affinities or ()):
+        name = term.affinity_name
+        errors += [field.invalid(f"{path}[{index}]", name, msg) for msg in qualified_name_errors(name)]
+        if name in names:
+            errors.append(
+                field.invalid(
+                    path,
+                    wire.get("clusterAffinities"),
+                    "each affinity term in a policy must have a unique name",
+                )
+            )
+        names.add(name)
+    return errors
+
+
+def _spread_errors(constraints: list[SpreadConstraint]) -> list[FieldError]:
+    """``ValidateSpreadConstraint``, on the constraints as Karmada's mutating webhook left them."""
+    errors: list[FieldError] = []
+    path = "spec.placement.spreadConstraints"
+    by_field: dict[str, bool] = {}  # each spreadByField seen → whether it was reported twice
+    for index, constraint in enumerate(constraints):
+        shown = GoValue(_go_spread_constraint(constraint))
+        if constraint.spread_by_field and constraint.spread_by_label:
+            errors.append(
+                field.invalid(
+                    f"{path}[{index}]", shown, "spreadByLabel should not co-exist with spreadByField"
+                )
+            )
+        max_groups, min_groups = constraint.max_groups or 0, constraint.min_groups or 0
+        if 0 < max_groups < min_groups:
+            errors.append(
+                field.invalid(f"{path}[{index}]", shown, "maxGroups lower than minGroups is not allowed")
+            )
+        by = constraint.spread_by_field
+        if by:
+            if by_field.get(by) is False:
+                message = f"multiple {by} spread constraints are not allowed"
+                errors.append(field.invalid(path, _go_spread_constraints(constraints), message))
+                by_field[by] = True
+            by_field.setdefault(by, False)
+    if by_field and "cluster" not in by_field:
+        errors.append(
+            field.invalid(
+                path,
+                _go_spread_constraints(constraints),
+                "the cluster spread constraint must be enabled in one of the constraints in case of SpreadByField "
+                "is enabled",
+            )
+        )
+    return errors
+
+
+def propagation_errors(spec: PropagationSpec, wire: Mapping[str, Any]) -> list[FieldError]:
+    """What ``ValidatePropagationSpec`` refuses that the models take, in its order; ``wire`` is the
+    spec as written (a refused structure is shown as it was given)."""
     errors: list[FieldError] = []
     placement = spec.placement
+    placement_wire = field.mapping(wire.get("placement"))
     if placement is not None:
-        for index, term in enumerate(placement.cluster_affinities or ()):
-            path = f"spec.placement.clusterAffinities[{index}]"
-            errors += [
-                field.invalid(path, term.affinity_name, msg)
-                for msg in qualified_name_errors(term.affinity_name)
-            ]
-        constraints = placement.spread_constraints or []
-        repeated: list[str] = []
-        seen: set[str] = set()
-        for constraint in constraints:
-            by = constraint.spread_by_field
-            if by and by in seen and by not in repeated:
-                repeated.append(by)
-            seen.update([by] if by else [])
-        errors += [
-            field.invalid(
-                "spec.placement.spreadConstraints",
-                _go_spread_constraints(constraints),
-                f"multiple {by} spread constraints are not allowed",
+        if placement.cluster_affinity is not None and placement.cluster_affinities is not None:
+            errors.append(
+                field.invalid(
+                    "spec.placement", placement_wire, "clusterAffinities cannot co-exist with clusterAffinity"
+                )
             )
-            for by in repeated
-        ]
+        errors += _affinities_errors(placement, placement_wire)
+        errors += _spread_errors(placement.spread_constraints or [])
     if spec.preemption == "Always":
         errors += [
             field.invalid(f"spec.resourceSelectors[{index}].name", "", _PREEMPTION_NEEDS_NAMES)
             for index, selector in enumerate(spec.resource_selectors)
             if not selector.name
         ]
+    suspension = spec.suspension
+    on_clusters = suspension.dispatching_on_clusters if suspension is not None else None
+    if (
+        suspension is not None
+        and suspension.dispatching
+        and on_clusters is not None
+        and on_clusters.cluster_names
+    ):
+        # Karmada names the field twice (``fldPath.Child("suspension")`` of ``spec.suspension``).
+        message = "suspension dispatching cannot co-exist with dispatchingOnClusters.clusterNames"
+        errors.append(field.invalid("spec.suspension.suspension", wire.get("suspension"), message))
     return errors
 
 
@@ -192,10 +254,10 @@ def _spec_errors(obj: dict[str, Any]) -> list[FieldError]:
         policy = parse_policy(obj)
     except (ValidationError, ValueError):
         return []
+    wire = field.mapping(obj.get("spec"))
     if isinstance(policy.spec, PropagationSpec):
-        return propagation_errors(policy.spec)
-    wire = obj.get("spec")
-    return override_errors(policy.spec, wire if isinstance(wire, Mapping) else {})
+        return propagation_errors(policy.spec, wire)
+    return override_errors(policy.spec, wire)
 
 
 def policy_denial(kind: str) -> PolicyDenial:

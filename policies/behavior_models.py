@@ -126,14 +126,7 @@ class Suspension(SpecModel):
     dispatching: bool | None = None
     """When true, changes to the selected resources are delivered to no cluster until it is false again."""
     dispatching_on_clusters: SuspendClusters | None = None
-    """Stops delivering changes to the listed clusters only. Cannot be set together with dispatching: true."""
-
-    @field_validator("dispatching_on_clusters")
-    @classmethod
-    def _not_both(cls, clusters: SuspendClusters | None, info: ValidationInfo) -> SuspendClusters | None:
-        if clusters is not None and info.data.get("dispatching"):
-            raise ValueError("can not be set together with dispatching: true, which suspends every cluster")
-        return clusters
+    """Stops delivering changes to the listed clusters only. Cannot name clusters when dispatching is true."""
 
 
 class SchedulePriority(SpecModel):

@@ -161,21 +161,6 @@ class SpreadConstraint(SpecModel):
     min_groups: int | None = Field(default=None, ge=0)
     """The fewest groups the replicas must be spread over; scheduling fails when fewer are available."""
 
-    @field_validator("spread_by_label")
-    @classmethod
-    def _not_both(cls, label: str | None, info: ValidationInfo) -> str | None:
-        if label and info.data.get("spread_by_field"):
-            raise ValueError("spreadByLabel should not co-exist with spreadByField")
-        return label
-
-    @field_validator("min_groups")
-    @classmethod
-    def _min_not_above_max(cls, min_groups: int | None, info: ValidationInfo) -> int | None:
-        max_groups = info.data.get("max_groups")
-        if min_groups is not None and max_groups and min_groups > max_groups:
-            raise ValueError(f"minGroups ({min_groups}) must not be greater than maxGroups ({max_groups})")
-        return min_groups
-
     @property
     def effective_field(self) -> str | None:
         """``spreadByField``, or ``cluster`` when neither field nor label is set (Karmada's default)."""
@@ -409,32 +394,6 @@ class Placement(SpecModel):
     """How the replicas must be spread over clusters, regions, zones or providers."""
     replica_scheduling: ReplicaSchedulingStrategy | None = None
     """How replicas are scheduled: duplicated in every cluster, or divided among them. Absent: Duplicated."""
-
-    @field_validator("cluster_affinities")
-    @classmethod
-    def _affinities_alone_and_unique(
-        cls, terms: list[ClusterAffinityTerm] | None, info: ValidationInfo
-    ) -> list[ClusterAffinityTerm] | None:
-        if terms and info.data.get("cluster_affinity") is not None:
-            raise ValueError("clusterAffinities can not co-exist with clusterAffinity")
-        twice = repeated(term.affinity_name for term in terms or ())
-        if twice is not None:
-            raise ValueError(f"affinityName {twice!r} is used twice; each term must have a unique name")
-        return terms
-
-    @field_validator("spread_constraints")
-    @classmethod
-    def _cluster_spread_present(cls, constraints: list[SpreadConstraint] | None) -> list[SpreadConstraint] | None:
-        constraints = constraints or None
-        if constraints is None:
-            return constraints
-        by_field = [c.spread_by_field for c in constraints if c.spread_by_field]
-        if by_field and "cluster" not in by_field:
-            raise ValueError(
-                "the cluster spread constraint must be enabled in one of the constraints "
-                "when spreadByField is used (add {spreadByField: cluster})"
-            )
-        return constraints
 
     @property
     def division_strategy(self) -> DivisionStrategy:

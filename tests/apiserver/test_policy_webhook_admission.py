@@ -88,6 +88,54 @@ PROPAGATION_REFUSALS = [
         '"": name cannot be empty if preemption is Always, the empty name may cause unexpected resources preemption]',
         id="preemption-without-names",
     ),
+    pytest.param(
+        {
+            "resourceSelectors": [SELECTOR],
+            "placement": {
+                "clusterAffinity": {"clusterNames": ["m1"]},
+                "clusterAffinities": [{"affinityName": "a", "clusterNames": ["m2"]}],
+            },
+        },
+        'spec.placement: Invalid value: {"clusterAffinities":[{"affinityName":"a","clusterNames":["m2"]}],'
+        '"clusterAffinity":{"clusterNames":["m1"]}}: clusterAffinities cannot co-exist with clusterAffinity',
+        id="affinity-and-affinities",
+    ),
+    pytest.param(
+        {
+            "resourceSelectors": [SELECTOR],
+            "placement": {"clusterAffinities": [{"affinityName": "a"}, {"affinityName": "a"}]},
+        },
+        'spec.placement.clusterAffinities: Invalid value: [{"affinityName":"a"},{"affinityName":"a"}]: '
+        "each affinity term in a policy must have a unique name",
+        id="affinity-name-twice",
+    ),
+    pytest.param(
+        {
+            "resourceSelectors": [SELECTOR],
+            "placement": {
+                "spreadConstraints": [
+                    {"spreadByField": "region", "spreadByLabel": "zone", "maxGroups": 1, "minGroups": 2}
+                ]
+            },
+        },
+        '[spec.placement.spreadConstraints[0]: Invalid value: v1alpha1.SpreadConstraint{SpreadByField:"region", '
+        'SpreadByLabel:"zone", MaxGroups:1, MinGroups:2}: spreadByLabel should not co-exist with spreadByField, '
+        'spec.placement.spreadConstraints[0]: Invalid value: v1alpha1.SpreadConstraint{SpreadByField:"region", '
+        'SpreadByLabel:"zone", MaxGroups:1, MinGroups:2}: maxGroups lower than minGroups is not allowed, '
+        "spec.placement.spreadConstraints: Invalid value: []v1alpha1.SpreadConstraint{v1alpha1.SpreadConstraint{"
+        'SpreadByField:"region", SpreadByLabel:"zone", MaxGroups:1, MinGroups:2}}: the cluster spread constraint must '
+        "be enabled in one of the constraints in case of SpreadByField is enabled]",
+        id="spread-constraint-rules",
+    ),
+    pytest.param(
+        {
+            "resourceSelectors": [SELECTOR],
+            "suspension": {"dispatching": True, "dispatchingOnClusters": {"clusterNames": ["m1"]}},
+        },
+        'spec.suspension.suspension: Invalid value: {"dispatching":true,"dispatchingOnClusters":{"clusterNames":'
+        '["m1"]}}: suspension dispatching cannot co-exist with dispatchingOnClusters.clusterNames',
+        id="suspension",
+    ),
 ]
 
 
@@ -112,6 +160,12 @@ async def test_propagation_policies_are_refused_as_karmadas_webhook_refuses_them
     [
         {"resourceSelectors": [SELECTOR], "preemption": "Always"},
         {"resourceSelectors": [{"apiVersion": "v1", "kind": "ConfigMap"}], "preemption": "Never"},
+        # Karmada refuses clusters named beside dispatching: true, not an empty list of them.
+        {"resourceSelectors": [SELECTOR], "suspension": {"dispatching": True, "dispatchingOnClusters": {}}},
+        {
+            "resourceSelectors": [SELECTOR],
+            "suspension": {"dispatching": True, "dispatchingOnClusters": {"clusterNames": []}},
+        },
         {
             "resourceSelectors": [SELECTOR],
             "placement": {
