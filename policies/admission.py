@@ -9,7 +9,8 @@ rules in ``pkg/util/validation/validation.go``) refuses, beyond what the CRDs' s
   ``affinityName`` that is not a qualified name or is another term's; a spread constraint by both
   a field and a label, or with ``maxGroups`` below ``minGroups``; two spread constraints by the
   same ``spreadByField``, or constraints by field without one by ``cluster``; a resource selector
-  without a ``name`` when ``preemption`` is ``Always``; ``suspension.dispatching`` beside
+  without a ``name`` when ``preemption`` is ``Always``; ``failover.application.gracePeriodSeconds``
+  with a ``purgeMode`` that does not wait; ``suspension.dispatching`` beside
   ``dispatchingOnClusters.clusterNames``; on an update, a changed ``schedulerName``;
 * in an override policy: ``overrideRules`` next to the deprecated ``targetCluster`` or a
   non-empty ``overriders``; a rule's ``labelsOverrider`` value that is no valid set of labels, an
@@ -38,6 +39,7 @@ from controlplane.apis.kube.field import FieldError, GoValue
 from controlplane.apis.kube.names import qualified_name_errors
 from controlplane.apis.kube.validate_pod import annotations_errors, labels_errors
 from controlplane.gojson import go_json_value, go_quote
+from policies.behavior_models import UNGRACIOUS_PURGE_MODES
 from policies.models import DEFAULT_SCHEDULER_NAME, Placement, PropagationSpec, SpreadConstraint
 from policies.override_models import JSONPatchOperation, Overriders, OverrideSpec
 from policies.validation import parse_policy
@@ -165,6 +167,11 @@ def propagation_errors(spec: PropagationSpec, wire: Mapping[str, Any]) -> list[F
             )
         errors += _affinities_errors(placement, placement_wire)
         errors += _spread_errors(placement.spread_constraints or [])
+    application = spec.failover.application if spec.failover is not None else None
+    grace = application.grace_period_seconds if application is not None else None
+    if application is not None and grace is not None and application.purge_mode in UNGRACIOUS_PURGE_MODES:
+        message = "only takes effect when purgeMode is graciously"
+        errors.append(field.invalid("spec.failover.application.gracePeriodSeconds", grace, message))
     if spec.preemption == "Always":
         errors += [
             field.invalid(f"spec.resourceSelectors[{index}].name", "", _PREEMPTION_NEEDS_NAMES)

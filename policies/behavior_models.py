@@ -50,10 +50,16 @@ DEFAULT_PURGE_MODE: Final = "Graciously"
 DEFAULT_GRACE_PERIOD_SECONDS: Final = 600
 
 
+#: The purge modes that do not wait for a replacement, so take no ``gracePeriodSeconds``.
+UNGRACIOUS_PURGE_MODES: Final = ("Immediately", "Directly", "Never")
+
+
 def _grace_only_when_gracious(seconds: int | None, info: ValidationInfo) -> int | None:
-    """``gracePeriodSeconds`` of a failover behaviour: only with a gracious ``purgeMode``."""
+    """``gracePeriodSeconds`` of ``failover.cluster`` (gpufed's extension): only with a gracious
+    ``purgeMode`` (karmada-webhook refuses the same of ``failover.application``:
+    :mod:`policies.admission`)."""
     mode = info.data.get("purge_mode")
-    if seconds is not None and mode in ("Immediately", "Directly", "Never"):
+    if seconds is not None and mode in UNGRACIOUS_PURGE_MODES:
         raise ValueError("only takes effect when purgeMode is graciously")
     return seconds
 
@@ -76,8 +82,6 @@ class ApplicationFailoverBehavior(SpecModel):
     Gracefully. Defaults to 600."""
     state_preservation: StatePreservation | None = None
     """State to carry from the failed copy to the replacement."""
-
-    _grace_only_when_gracious = field_validator("grace_period_seconds")(_grace_only_when_gracious)
 
     @property
     def effective_toleration_seconds(self) -> int:

@@ -136,6 +136,17 @@ PROPAGATION_REFUSALS = [
         '["m1"]}}: suspension dispatching cannot co-exist with dispatchingOnClusters.clusterNames',
         id="suspension",
     ),
+    pytest.param(
+        {
+            "resourceSelectors": [SELECTOR],
+            "propagateDeps": True,
+            "failover": {
+                "application": {"decisionConditions": {}, "purgeMode": "Never", "gracePeriodSeconds": 30},
+            },
+        },
+        "spec.failover.application.gracePeriodSeconds: Invalid value: 30: only takes effect when purgeMode is graciously",
+        id="grace-period-without-gracious-purge",
+    ),
 ]
 
 
