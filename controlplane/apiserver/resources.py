@@ -220,6 +220,10 @@ class ResourceType:
     #: kube's validating admission across the kind's stored objects (new object, the others) →
     #: why the write is forbidden (403 ``<resource> "<name>" is forbidden: <reason>``), or None.
     admit_against_stored: Callable[[dict[str, Any], list[dict[str, Any]]], str | None] | None = None
+    #: A webhook's refusal that reads the kind's other stored objects (Karmada's of an interpreter
+    #: customization that sets another's hook): (new object, the others) → (the webhook, why), or None;
+    #: answered as :attr:`webhook_denial` is, after the checks above.
+    webhook_against_stored: Callable[[dict[str, Any], list[dict[str, Any]]], tuple[str, str] | None] | None = None
     #: A webhook's refusal of an object on create and update (Karmada's, of a policy's name): the
     #: object -> (the webhook, why), or None; answered as kube answers a webhook's denial (403
     #: ``Forbidden``, as controller-runtime's ``admission.Denied`` gives it). An update

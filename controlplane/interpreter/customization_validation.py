@@ -1,11 +1,16 @@
-"""Validation of a ResourceInterpreterCustomization, as Karmada's admission webhook does it.
+"""Validation of a ResourceInterpreterCustomization, as Karmada checks it.
 
-``spec.target.apiVersion`` and ``spec.target.kind`` are required; every
-``spec.customizations.<hook>.luaScript`` must be a known hook whose script compiles in the
-sandbox and defines the hook's function (``GetReplicas`` for ``replicaResource``…). In: the
-object. Out: kube field errors (none: valid). The cross-object rule — one customization per
-target and hook — is :func:`validate_against_others` on write and :func:`merge` (which decides
-between customizations stored anyway, e.g. by two writes at once) over all of them. Pure.
+:func:`validate_customization` is the schema's part (422 field errors): ``spec.target.apiVersion``
+and ``spec.target.kind`` are required, every ``spec.customizations.<hook>.luaScript`` is a known
+hook with a script of at most 64 KiB. :func:`customization_denial` is karmada-webhook's
+(``pkg/webhook/resourceinterpretercustomization``), answered as a webhook's denial (403): no
+other customization of the same target sets the same hook (``conflicting with
+InterpreterOperation(InterpretReplica) of existing ResourceInterpreterCustomization(other)``),
+then every script loads in the sandbox (``InterpreterOperation(InterpretReplica) Lua script error:
+...``), the hooks taken in Karmada's order. Unlike Karmada, which only compiles a script, the hub
+also needs it to define the hook's function (``GetReplicas`` for ``replicaResource``…). In: the
+object (and the others stored). Out: field errors, or the denial. :func:`merge` decides between
+customizations stored anyway (e.g. by two writes at once) over all of them. Pure.
 """
 
 from __future__ import annotations
@@ -19,10 +24,23 @@ from controlplane.interpreter.customized import HOOK_FUNCTIONS, Customization
 from controlplane.interpreter.kubelib import KUBE_LIBRARY
 from controlplane.interpreter.luavm import LuaScriptError, check_script
 
-__all__ = ["MAX_SCRIPT_BYTES", "merge", "validate_against_others", "validate_customization"]
+__all__ = ["MAX_SCRIPT_BYTES", "WEBHOOK", "customization_denial", "merge", "validate_customization"]
 
 #: Longest accepted script (bytes); Karmada's scripts are a few kB.
 MAX_SCRIPT_BYTES = 64 * 1024
+#: karmada-webhook's webhook of the kind.
+WEBHOOK = "resourceinterpretercustomization.karmada.io"
+#: Each hook's InterpreterOperation, in the order Karmada's webhook checks them.
+_OPERATIONS: Mapping[str, str] = {
+    "retention": "Retain",
+    "replicaResource": "InterpretReplica",
+    "componentResource": "InterpretComponent",
+    "replicaRevision": "ReviseReplica",
+    "statusReflection": "InterpretStatus",
+    "statusAggregation": "AggregateStatus",
+    "healthInterpretation": "InterpretHealth",
+    "dependencyInterpretation": "InterpretDependency",
+}
 
 
 def validate_customization(obj: dict[str, Any], _old: dict[str, Any] | None = None) -> list[FieldError]:
@@ -49,34 +67,35 @@ def validate_customization(obj: dict[str, Any], _old: dict[str, Any] | None = No
             continue
         if len(script.encode()) > MAX_SCRIPT_BYTES:
             errors.append(field.too_long(f"{where}.luaScript", MAX_SCRIPT_BYTES))
-            continue
-        try:
-            check_script(script, HOOK_FUNCTIONS[hook], KUBE_LIBRARY)
-        except LuaScriptError as exc:
-            errors.append(field.invalid(f"{where}.luaScript", "<script>", str(exc)))
     return errors
 
 
-def validate_against_others(obj: dict[str, Any], others: list[dict[str, Any]]) -> list[FieldError]:
-    """Karmada's webhook rule: no other customization of the same target sets the same hook."""
+def customization_denial(obj: dict[str, Any], others: list[dict[str, Any]]) -> tuple[str, str] | None:
+    """karmada-webhook's refusal of ``obj``, ``others`` being the other customizations stored: the
+    first hook another of the same target sets (those others by name), else the first script that
+    does not load; None when it admits it."""
     custom = Customization.from_object(obj)
-    errors: list[FieldError] = []
-    for other in others:
+    for other in sorted(others, key=lambda o: str((o.get("metadata") or {}).get("name"))):
         if (other.get("metadata") or {}).get("deletionTimestamp"):
             continue
         theirs = Customization.from_object(other)
         if (theirs.api_version, theirs.kind) != (custom.api_version, custom.kind):
             continue
-        for hook in sorted(set(custom.scripts) & set(theirs.scripts)):
-            errors.append(
-                field.invalid(
-                    f"spec.customizations.{hook}", hook,
-                    f"ResourceInterpreterCustomization {theirs.name} already customizes {hook} of "
-                    f"{custom.kind} ({custom.api_version}): one customization per target and hook; "
-                    f"remove {hook} from one of them",
+        for hook, operation in _OPERATIONS.items():
+            if custom.scripts.get(hook) and theirs.scripts.get(hook):
+                return WEBHOOK, (
+                    f"conflicting with InterpreterOperation({operation}) of existing "
+                    f"ResourceInterpreterCustomization({theirs.name})"
                 )
-            )
-    return errors
+    for hook, operation in _OPERATIONS.items():
+        script = custom.scripts.get(hook)
+        if not script:
+            continue
+        try:
+            check_script(script, HOOK_FUNCTIONS[hook], KUBE_LIBRARY)
+        except LuaScriptError as exc:
+            return WEBHOOK, f"InterpreterOperation({operation}) Lua script error: {exc}"
+    return None
 
 
 def merge(objects: Iterable[Mapping[str, Any]]) -> tuple[list[Customization], dict[str, dict[str, str]]]:

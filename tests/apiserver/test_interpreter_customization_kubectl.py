@@ -58,8 +58,11 @@ async def test_kubectl_applies_karmada_customizations(kubeconfig: Path, tmp_path
     )
     code, out, err = await kubectl(kubeconfig, "apply", "-f", str(broken))
     assert code != 0
-    assert 'The ResourceInterpreterCustomization "broken" is invalid' in err
-    assert "spec.customizations.replicaResource.luaScript" in err and "does not compile" in err
+    assert (
+        'Error from server (Forbidden): error when creating "' + str(broken) + '": admission webhook '
+        '"resourceinterpretercustomization.karmada.io" denied the request: InterpreterOperation(InterpretReplica) '
+        "Lua script error: the script does not compile: "
+    ) in err, err
 
 
 #: Karmada's examples/customresourceinterpreter/webhook-configuration.yaml, its placeholders filled.

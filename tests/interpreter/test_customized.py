@@ -7,8 +7,8 @@ from typing import Any
 
 from controlplane.apis.work_v1alpha1 import Health
 from controlplane.interpreter.customization_validation import (
+    customization_denial,
     merge,
-    validate_against_others,
     validate_customization,
 )
 from controlplane.interpreter.customized import Customization, CustomizedInterpreter, ScriptFailure
@@ -183,15 +183,21 @@ def ric(name: str, created: str = "2026-01-01T00:00:00Z", **hooks: str) -> dict[
     return customization(name, created=created, **hooks)
 
 
-def test_validation_compiles_every_script() -> None:
-    assert validate_customization(ric("ok", replicaResource=GET_REPLICAS, statusAggregation=AGGREGATE)) == []
-    errors = validate_customization(
-        ric("bad", replicaResource="function GetReplicas(", healthInterpretation="function Other() end", unknownHook="x")
+def test_the_webhook_loads_every_script_in_karmadas_order() -> None:
+    assert customization_denial(ric("ok", replicaResource=GET_REPLICAS, statusAggregation=AGGREGATE), []) is None
+    # Field checks leave the scripts to the webhook; an unknown hook is the schema's.
+    bad = ric("bad", healthInterpretation="function Other() end", replicaResource="function GetReplicas(", unknownHook="x")
+    assert [(e.field, "Unsupported value" in e.message) for e in validate_customization(bad)] == [
+        ("spec.customizations.unknownHook", True)
+    ]
+    # InterpretReplica comes before InterpretHealth in Karmada's rules, whatever the object's order.
+    _, message = customization_denial(bad, []) or ("", "")
+    assert message.startswith("InterpreterOperation(InterpretReplica) Lua script error: the script does not compile")
+    del bad["spec"]["customizations"]["replicaResource"]
+    _, message = customization_denial(bad, []) or ("", "")
+    assert message == (
+        "InterpreterOperation(InterpretHealth) Lua script error: the script does not define function InterpretHealth"
     )
-    by_field = {e.field: e.message for e in errors}
-    assert "does not compile" in by_field["spec.customizations.replicaResource.luaScript"]
-    assert "does not define function InterpretHealth" in by_field["spec.customizations.healthInterpretation.luaScript"]
-    assert "Unsupported value" in by_field["spec.customizations.unknownHook"]
 
 
 def test_validation_requires_the_target() -> None:
@@ -213,12 +219,21 @@ def test_one_customization_per_target_and_hook() -> None:
     assert custom.owners == {"replicaResource": "older", "healthInterpretation": "newer", "statusAggregation": "status"}
 
 
-def test_a_second_customization_of_a_target_and_hook_is_refused() -> None:
+def test_a_second_customization_of_a_target_and_hook_is_refused_as_karmadas_webhook_refuses_it() -> None:
     older = ric("older", replicaResource=GET_REPLICAS)
-    [error] = validate_against_others(ric("newer", replicaResource=GET_REPLICAS, healthInterpretation=HEALTH), [older])
-    assert error.field == "spec.customizations.replicaResource"
-    assert "ResourceInterpreterCustomization older already customizes replicaResource" in error.message
-    assert validate_against_others(ric("status", statusAggregation=AGGREGATE), [older]) == []
+    newer = ric("newer", healthInterpretation=HEALTH, replicaResource=GET_REPLICAS)
+    assert customization_denial(newer, [older]) == (
+        "resourceinterpretercustomization.karmada.io",
+        "conflicting with InterpreterOperation(InterpretReplica) of existing ResourceInterpreterCustomization(older)",
+    )
+    assert customization_denial(ric("status", statusAggregation=AGGREGATE), [older]) is None
     other_target = ric("other", replicaResource=GET_REPLICAS)
     other_target["spec"]["target"]["kind"] = "Other"
-    assert validate_against_others(other_target, [older]) == []
+    assert customization_denial(other_target, [older]) is None
+
+
+def test_a_script_that_does_not_load_is_refused_in_karmadas_words() -> None:
+    broken = ric("broken", statusAggregation=AGGREGATE, replicaResource="function GetReplicas(obj")
+    webhook, message = customization_denial(broken, []) or ("", "")
+    assert webhook == "resourceinterpretercustomization.karmada.io"
+    assert message.startswith("InterpreterOperation(InterpretReplica) Lua script error: the script does not compile: ")

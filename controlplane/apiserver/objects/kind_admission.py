@@ -19,7 +19,8 @@ from controlplane.apiserver.validation import FieldValidation, refuse_unknown_fi
 def check_against_others(rt: ResourceType, obj: dict[str, Any], others: list[dict[str, Any]]) -> None:
     """The rules of ``rt`` across its objects, ``others`` being the stored ones but ``obj``'s own:
     ``validate_against_stored`` (422 Invalid), then ``admit_against_stored``, kube's validating
-    admission (403 ``priorityclasses.scheduling.k8s.io "x" is forbidden: <reason>``)."""
+    admission (403 ``priorityclasses.scheduling.k8s.io "x" is forbidden: <reason>``), then
+    ``webhook_against_stored``, a webhook's (403 ``admission webhook "x" denied the request: <why>``)."""
     name = str(obj["metadata"]["name"])
     found = rt.validate_against_stored(obj, others) if rt.validate_against_stored is not None else []
     if found:
@@ -29,6 +30,9 @@ def check_against_others(rt: ResourceType, obj: dict[str, Any], others: list[dic
     if reason:
         target = errors.Target(name=name, group=rt.group, kind=rt.plural)
         raise errors.Forbidden(f'{rt.qualified()} "{name}" is forbidden: {reason}', target=target)
+    denial = rt.webhook_against_stored(obj, others) if rt.webhook_against_stored is not None else None
+    if denial is not None:
+        raise errors.WebhookDenied(*denial, code=403, reason=errors.StatusReason.FORBIDDEN)
 
 
 def refuse_schema_errors(rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:

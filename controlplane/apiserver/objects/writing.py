@@ -136,7 +136,7 @@ class Writer:
 
     async def _check_against_stored(self, rt: ResourceType, obj: dict[str, Any]) -> None:
         """:func:`check_against_others` over the kind's other stored objects."""
-        if rt.validate_against_stored is None and rt.admit_against_stored is None:
+        if rt.validate_against_stored is None and rt.admit_against_stored is None and rt.webhook_against_stored is None:
             return
         name = obj["metadata"]["name"]
         listed = await store_call(rt, name, self._store.list(rt.key_prefix(obj["metadata"].get("namespace"))))
