@@ -14,8 +14,11 @@ rules in ``pkg/util/validation/validation.go``) refuses, beyond what the CRDs' s
   ``dispatchingOnClusters.clusterNames``; on an update, a changed ``schedulerName``;
 * in an override policy: ``overrideRules`` next to the deprecated ``targetCluster`` or a
   non-empty ``overriders``; a rule's ``labelsOverrider`` value that is no valid set of labels, an
-  ``annotationsOverrider`` value that is no valid set of annotations, and a ``fieldOverrider``
-  operation whose ``value`` is missing for ``add`` or ``replace`` or given for ``remove``.
+  ``annotationsOverrider`` value that is no valid set of annotations, an ``imageOverrider``'s
+  ``predicate.path``, a ``fieldOverrider``'s ``fieldPath`` or an operation's ``subPath`` that is no
+  JSON pointer, a ``fieldOverrider`` with both ``json`` and ``yaml``, and an operation whose
+  ``value`` is missing for ``add`` or ``replace`` or given for ``remove`` (the deprecated
+  ``overriders`` are not checked: a bad pointer there fails when applied, as in Karmada).
 
 The hub's models (:mod:`policies.models`, :mod:`policies.override_models`) refuse the rest
 (422). A refusal here is the webhook's: ``(webhook, message)``, the message being
@@ -41,7 +44,7 @@ from controlplane.apis.kube.validate_pod import annotations_errors, labels_error
 from controlplane.gojson import go_json_value, go_quote
 from policies.behavior_models import UNGRACIOUS_PURGE_MODES
 from policies.models import DEFAULT_SCHEDULER_NAME, Placement, PropagationSpec, SpreadConstraint
-from policies.override_models import JSONPatchOperation, Overriders, OverrideSpec
+from policies.override_models import FieldOverrider, JSONPatchOperation, Overriders, OverrideSpec
 from policies.validation import parse_policy
 
 #: Karmada's ``LabelValueMaxLength``: a propagation policy's name is a label's value.
@@ -208,10 +211,21 @@ def _has_overriders(overriders: Overriders | None) -> bool:
     )
 
 
+#: go-openapi/jsonpointer's refusal of a pointer that does not start with a slash (its quote unclosed).
+_NOT_A_POINTER: Final = 'JSON pointer must be empty or start with a "/'
+
+
+def _pointer_errors(pointer: str, path: str) -> list[FieldError]:
+    """``jsonpointer.New``'s error of ``pointer``, as Karmada reports it."""
+    return [field.invalid(path, pointer, _NOT_A_POINTER)] if pointer and not pointer.startswith("/") else []
+
+
 def _operation_errors(operations: Iterable[JSONPatchOperation], path: str) -> list[FieldError]:
-    """``validateOverrideOperator`` of each JSON or YAML operation of a field overrider."""
+    """``validateJSONPatchSubPaths`` or ``validateYAMLPatchSubPaths``: each operation's ``subPath``
+    a pointer, its ``value`` given for add and replace and not for remove."""
     errors: list[FieldError] = []
     for index, operation in enumerate(operations):
+        errors += _pointer_errors(operation.sub_path, f"{path}[{index}].subPath")
         where = f"{path}[{index}].value"
         if operation.operator in ("add", "replace") and operation.value is None:
             errors.append(
@@ -221,6 +235,19 @@ def _operation_errors(operations: Iterable[JSONPatchOperation], path: str) -> li
             errors.append(
                 field.invalid(where, _go_json(operation.value), "value is not allowed for remove operation")
             )
+    return errors
+
+
+def _field_overrider_errors(overrider: FieldOverrider, wire: Any, path: str) -> list[FieldError]:
+    """One field overrider of a rule, as ``ValidateOverrideRules`` checks it."""
+    errors: list[FieldError] = []
+    if overrider.json_ops and overrider.yaml_ops:
+        errors.append(
+            field.invalid(path, wire, "FieldOverrider has both YAML and JSON set. Only one is allowed")
+        )
+    errors += _pointer_errors(overrider.field_path, f"{path}.fieldPath")
+    errors += _operation_errors(overrider.json_ops or (), f"{path}.json")
+    errors += _operation_errors(overrider.yaml_ops or (), f"{path}.yaml")
     return errors
 
 
@@ -242,15 +269,22 @@ def override_errors(spec: OverrideSpec, wire: Mapping[str, Any]) -> list[FieldEr
                 "spec.overriders", wire.get("overriders"), "overrideRules and overriders can't co-exist"
             )
         )
+    wire_rules = field.items(wire.get("overrideRules"))
     for index, rule in enumerate(spec.override_rules or ()):
         path = f"spec.overrideRules[{index}].overriders"
-        for j, overrider in enumerate(rule.overriders.annotations_overrider or ()):
+        overriders = rule.overriders
+        for j, overrider in enumerate(overriders.annotations_overrider or ()):
             errors += annotations_errors(overrider.value or {}, f"{path}.annotationsOverrider[{j}].value")
-        for j, overrider in enumerate(rule.overriders.labels_overrider or ()):
+        for j, overrider in enumerate(overriders.labels_overrider or ()):
             errors += labels_errors(overrider.value or {}, f"{path}.labelsOverrider[{j}].value")
-        for j, field_overrider in enumerate(rule.overriders.field_overrider or ()):
-            errors += _operation_errors(field_overrider.json_ops or (), f"{path}.fieldOverrider[{j}].json")
-            errors += _operation_errors(field_overrider.yaml_ops or (), f"{path}.fieldOverrider[{j}].yaml")
+        for j, image in enumerate(overriders.image_overrider or ()):
+            if image.predicate is not None:
+                errors += _pointer_errors(image.predicate.path, f"{path}.imageOverrider[{j}].predicate.path")
+        wire_fields = field.items(
+            field.mapping(field.mapping(wire_rules[index]).get("overriders")).get("fieldOverrider")
+        )
+        for j, field_overrider in enumerate(overriders.field_overrider or ()):
+            errors += _field_overrider_errors(field_overrider, wire_fields[j], f"{path}.fieldOverrider[{j}]")
     return errors
 
 

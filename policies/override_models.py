@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Final, Literal, TypeAlias
 
-from pydantic import Field, ValidationInfo, field_validator
+from pydantic import Field
 
 from controlplane.apis.meta import SpecModel
 from policies.models import (
@@ -24,21 +24,10 @@ from policies.models import (
 OverriderOperator: TypeAlias = Literal["add", "remove", "replace"]
 
 
-def _check_pointer(path: str) -> str:
-    if path and not path.startswith("/"):
-        raise ValueError(f"{path!r} is not a JSON pointer: it must start with '/', e.g. /spec/replicas")
-    return path
-
-
 class ImagePredicate(SpecModel):
     path: str
     """A JSON pointer to the image field to change, for example /spec/template/spec/containers/0/image
     ("" is the whole object, which is no image: the override fails when applied, as in Karmada)."""
-
-    @field_validator("path")
-    @classmethod
-    def _pointer(cls, path: str) -> str:
-        return _check_pointer(path)
 
 
 class ImageOverrider(SpecModel):
@@ -92,11 +81,6 @@ class JSONPatchOperation(SpecModel):
     value: Any = None
     """The new value for add and replace."""
 
-    @field_validator("sub_path")
-    @classmethod
-    def _pointer(cls, path: str) -> str:
-        return _check_pointer(path)
-
 
 class FieldOverrider(SpecModel):
     """Newer Karmada: patch inside a string field that holds JSON or YAML (e.g. a ConfigMap key)."""
@@ -108,20 +92,6 @@ class FieldOverrider(SpecModel):
     """Changes to the field's JSON document. Cannot be set together with yaml."""
     yaml_ops: list[JSONPatchOperation] | None = Field(default=None, alias="yaml")
     """Changes to the field's YAML document. Cannot be set together with json."""
-
-    @field_validator("field_path")
-    @classmethod
-    def _pointer(cls, path: str) -> str:
-        return _check_pointer(path)
-
-    @field_validator("yaml_ops")
-    @classmethod
-    def _one_format(
-        cls, yaml_ops: list[JSONPatchOperation] | None, info: ValidationInfo
-    ) -> list[JSONPatchOperation] | None:
-        if yaml_ops and info.data.get("json_ops"):
-            raise ValueError("json and yaml can not both be set in one fieldOverrider")
-        return yaml_ops
 
 
 class Overriders(SpecModel):

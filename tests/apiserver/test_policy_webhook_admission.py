@@ -150,22 +150,6 @@ PROPAGATION_REFUSALS = [
 ]
 
 
-@pytest.mark.parametrize("group", GROUPS)
-@pytest.mark.parametrize(
-    ("kind", "webhook"),
-    [
-        ("PropagationPolicy", "propagationpolicy.karmada.io"),
-        ("ClusterPropagationPolicy", "clusterpropagationpolicy.karmada.io"),
-    ],
-)
-@pytest.mark.parametrize(("spec", "errors"), PROPAGATION_REFUSALS)
-async def test_propagation_policies_are_refused_as_karmadas_webhook_refuses_them(
-    api: TestClient[Any, Any], group: str, kind: str, webhook: str, spec: dict[str, Any], errors: str
-) -> None:
-    message = await refused(api, group, kind, spec)
-    assert message == f'admission webhook "{webhook}" denied the request: {errors}'
-
-
 @pytest.mark.parametrize(
     "spec",
     [
@@ -302,19 +286,56 @@ OVERRIDE_REFUSALS = [
         "value is required for add or replace operation]",
         id="field-overrider-values",
     ),
+    pytest.param(
+        rule(
+            {
+                "imageOverrider": [
+                    {
+                        "predicate": {"path": "spec/template"},
+                        "component": "Tag",
+                        "operator": "replace",
+                        "value": "1",
+                    }
+                ],
+                "fieldOverrider": [
+                    {
+                        "fieldPath": "data/a",
+                        "json": [{"subPath": "/x", "operator": "add", "value": 1}],
+                        "yaml": [{"subPath": "y", "operator": "remove"}],
+                    }
+                ],
+            }
+        ),
+        '[spec.overrideRules[0].overriders.imageOverrider[0].predicate.path: Invalid value: "spec/template": '
+        'JSON pointer must be empty or start with a "/, '
+        'spec.overrideRules[0].overriders.fieldOverrider[0]: Invalid value: {"fieldPath":"data/a","json":'
+        '[{"operator":"add","subPath":"/x","value":1}],"yaml":[{"operator":"remove","subPath":"y"}]}: '
+        "FieldOverrider has both YAML and JSON set. Only one is allowed, "
+        'spec.overrideRules[0].overriders.fieldOverrider[0].fieldPath: Invalid value: "data/a": '
+        'JSON pointer must be empty or start with a "/, '
+        'spec.overrideRules[0].overriders.fieldOverrider[0].yaml[0].subPath: Invalid value: "y": '
+        'JSON pointer must be empty or start with a "/]',
+        id="pointers-and-both-formats",
+    ),
+]
+
+
+#: Each kind, its webhook and what that webhook refuses.
+REFUSALS = [
+    pytest.param(kind, webhook, *case.values, id=f"{case.id}-{kind}")
+    for kinds, cases in (
+        (("PropagationPolicy", "ClusterPropagationPolicy"), PROPAGATION_REFUSALS),
+        (("OverridePolicy", "ClusterOverridePolicy"), OVERRIDE_REFUSALS),
+    )
+    for kind in kinds
+    for webhook in [f"{kind.lower()}.karmada.io"]
+    for case in cases
 ]
 
 
 @pytest.mark.parametrize("group", GROUPS)
-@pytest.mark.parametrize(
-    ("kind", "webhook"),
-    [
-        ("OverridePolicy", "overridepolicy.karmada.io"),
-        ("ClusterOverridePolicy", "clusteroverridepolicy.karmada.io"),
-    ],
-)
-@pytest.mark.parametrize(("spec", "errors"), OVERRIDE_REFUSALS)
-async def test_override_policies_are_refused_as_karmadas_webhook_refuses_them(
+@pytest.mark.parametrize(("kind", "webhook", "spec", "errors"), REFUSALS)
+async def test_policies_are_refused_as_karmadas_webhooks_refuse_them(
     api: TestClient[Any, Any], group: str, kind: str, webhook: str, spec: dict[str, Any], errors: str
 ) -> None:
     message = await refused(api, group, kind, copy.deepcopy(spec))
@@ -329,6 +350,14 @@ async def test_override_policies_are_refused_as_karmadas_webhook_refuses_them(
             "resourceSelectors": [SELECTOR],
             "targetCluster": {"clusterNames": ["m1"]},
             "overriders": {"plaintext": [{"path": "/spec/replicas", "operator": "replace", "value": 2}]},
+        },
+        # Karmada checks only overrideRules: a deprecated overrider's path fails when applied.
+        {
+            "resourceSelectors": [SELECTOR],
+            "overriders": {
+                "imageOverrider": [{"predicate": {"path": "x"}, "component": "Tag", "operator": "remove"}],
+                "fieldOverrider": [{"fieldPath": "y", "json": [{"subPath": "z", "operator": "remove"}]}],
+            },
         },
         {
             **rule({}),
