@@ -5,7 +5,9 @@ ClusterPropagationPolicy named longer than 63 characters (the name goes in a lab
 validating one (``pkg/webhook/{propagation,clusterpropagation,override,clusteroverride}policy``,
 rules in ``pkg/util/validation/validation.go``) refuses, beyond what the CRDs' schemas refuse:
 
-* in a propagation policy: ``clusterAffinity`` beside ``clusterAffinities``; a term's
+* in a propagation policy: ``clusterAffinity`` beside ``clusterAffinities``; a field selector of
+  either (or of an override rule's ``targetCluster``) on a key other than provider, region and
+  zone, or with an operator other than In and NotIn; a term's
   ``affinityName`` that is not a qualified name or is another term's; a spread constraint by both
   a field and a label, or with ``maxGroups`` below ``minGroups``; two spread constraints by the
   same ``spreadByField``, or constraints by field without one by ``cluster``; a resource selector
@@ -38,12 +40,20 @@ from typing import Any, Final
 from pydantic import ValidationError
 
 from controlplane.apis.kube import field
-from controlplane.apis.kube.field import FieldError, GoValue
+from controlplane.apis.kube.field import FieldError, GoValue, go_strings
 from controlplane.apis.kube.names import qualified_name_errors
 from controlplane.apis.kube.validate_pod import annotations_errors, labels_errors
 from controlplane.gojson import go_json_value, go_quote
 from policies.behavior_models import UNGRACIOUS_PURGE_MODES
-from policies.models import DEFAULT_SCHEDULER_NAME, Placement, PropagationSpec, SpreadConstraint
+from policies.models import (
+    CLUSTER_FIELDS,
+    DEFAULT_SCHEDULER_NAME,
+    ClusterAffinity,
+    FieldSelector,
+    Placement,
+    PropagationSpec,
+    SpreadConstraint,
+)
 from policies.override_models import FieldOverrider, JSONPatchOperation, Overriders, OverrideSpec
 from policies.validation import parse_policy
 
@@ -98,6 +108,37 @@ def _go_json(value: Any) -> GoValue:
     return GoValue("v1.JSON{Raw:[]uint8{" + ", ".join(f"0x{b:x}" for b in raw) + "}}")
 
 
+def _go_field_selector(selector: FieldSelector) -> GoValue:
+    """``%#v`` of a ``v1alpha1.FieldSelector``, its requirements kube's ``NodeSelectorRequirement``."""
+    requirements = ", ".join(
+        f"v1.NodeSelectorRequirement{{Key:{go_quote(r.key)}, Operator:{go_quote(r.operator)}, "
+        f"Values:{go_strings(r.values).text}}}"
+        for r in selector.match_expressions or ()
+    )
+    expressions = (
+        "[]v1.NodeSelectorRequirement(nil)"
+        if selector.match_expressions is None
+        else f"[]v1.NodeSelectorRequirement{{{requirements}}}"
+    )
+    return GoValue(f"v1alpha1.FieldSelector{{MatchExpressions:{expressions}}}")
+
+
+def field_selector_errors(affinity: ClusterAffinity | None, path: str) -> list[FieldError]:
+    """``ValidateClusterAffinity``: the first requirement of its field selector whose key is not
+    provider, region or zone, or whose operator is not In or NotIn."""
+    selector = affinity.field_selector if affinity is not None else None
+    for requirement in selector.match_expressions or () if selector is not None else ():
+        if requirement.key not in CLUSTER_FIELDS:
+            message = f"unsupported key {go_quote(requirement.key)}, must be provider, region, or zone"
+        elif requirement.operator not in ("In", "NotIn"):
+            message = f"unsupported operator {go_quote(requirement.operator)}, must be In or NotIn"
+        else:
+            continue
+        assert selector is not None
+        return [field.invalid(f"{path}.fieldSelector", _go_field_selector(selector), message)]
+    return []
+
+
 def _affinities_errors(placement: Placement, wire: Mapping[str, Any]) -> list[FieldError]:
     """``ValidateClusterAffinities``: each term's name a qualified name, unique among the terms."""
     errors: list[FieldError] = []
@@ -115,6 +156,7 @@ def _affinities_errors(placement: Placement, wire: Mapping[str, Any]) -> list[Fi
                 )
             )
         names.add(name)
+        errors += field_selector_errors(term, f"{path}[{index}]")
     return errors
 
 
@@ -168,6 +210,7 @@ def propagation_errors(spec: PropagationSpec, wire: Mapping[str, Any]) -> list[F
                     "spec.placement", placement_wire, "clusterAffinities cannot co-exist with clusterAffinity"
                 )
             )
+        errors += field_selector_errors(placement.cluster_affinity, "spec.placement.clusterAffinity")
         errors += _affinities_errors(placement, placement_wire)
         errors += _spread_errors(placement.spread_constraints or [])
     application = spec.failover.application if spec.failover is not None else None
@@ -254,7 +297,7 @@ def _field_overrider_errors(overrider: FieldOverrider, wire: Any, path: str) -> 
 def override_errors(spec: OverrideSpec, wire: Mapping[str, Any]) -> list[FieldError]:
     """What ``ValidateOverrideSpec`` refuses that the models take; ``wire`` is the spec as written
     (a refused value is shown as it was given)."""
-    errors: list[FieldError] = []
+    errors = field_selector_errors(spec.target_cluster, "spec.targetCluster")
     if spec.target_cluster is not None and spec.override_rules is not None:
         errors.append(
             field.invalid(
@@ -285,6 +328,7 @@ def override_errors(spec: OverrideSpec, wire: Mapping[str, Any]) -> list[FieldEr
         )
         for j, field_overrider in enumerate(overriders.field_overrider or ()):
             errors += _field_overrider_errors(field_overrider, wire_fields[j], f"{path}.fieldOverrider[{j}]")
+        errors += field_selector_errors(rule.target_cluster, f"spec.overrideRules[{index}].targetCluster")
     return errors
 
 

@@ -99,6 +99,17 @@ class ClusterView:
 # ---------------------------------------------------------------------------------------------
 
 
+def _other_operator_holds(operator: str, value: str | None) -> bool:
+    """A requirement with neither In nor NotIn, which only a static weight's selector can hold, as
+    a label selector reads it over the cluster's fields: Exists, DoesNotExist; Gt and Lt compare
+    integers, which no field is."""
+    if operator == "Exists":
+        return value is not None
+    if operator == "DoesNotExist":
+        return value is None
+    return False
+
+
 def cluster_matches_affinity(cluster: ClusterView, affinity: ClusterAffinity | None) -> Verdict:
     """Whether ``cluster`` is allowed by ``affinity`` (``None`` allows every cluster)."""
     if affinity is None:
@@ -117,6 +128,10 @@ def cluster_matches_affinity(cluster: ClusterView, affinity: ClusterAffinity | N
                 )
             if requirement.operator == "NotIn" and value is not None and value in values:
                 return Verdict(False, f"{requirement.key} {value!r} is excluded by clusterAffinity.fieldSelector")
+            if requirement.operator not in ("In", "NotIn") and not _other_operator_holds(requirement.operator, value):
+                return Verdict(
+                    False, f"{requirement.key} does not satisfy {requirement.operator} (clusterAffinity.fieldSelector)"
+                )
     if affinity.cluster_names and cluster.name not in affinity.cluster_names:
         return Verdict(False, "not listed in clusterAffinity.clusterNames")
     return FITS

@@ -97,6 +97,8 @@ class FieldSelectorRequirement(SpecModel):
     """A ``fieldSelector.matchExpressions`` entry: ``provider``/``region``/``zone`` with In/NotIn.
 
     As in Karmada, ``values`` may be empty: ``In`` then matches no cluster, ``NotIn`` every one.
+    karmada-webhook refuses another key or operator in a placement's and an override rule's
+    affinities (:mod:`policies.admission`); a static weight's is read as a label selector reads it.
     """
 
     key: str
@@ -105,20 +107,6 @@ class FieldSelectorRequirement(SpecModel):
     """How the key relates to the values: In or NotIn."""
     values: list[str] | None = None
     """The values the field is compared with."""
-
-    @field_validator("key")
-    @classmethod
-    def _supported_key(cls, key: str) -> str:
-        if key not in CLUSTER_FIELDS:
-            raise ValueError(f"unsupported key {key!r}, must be provider, region, or zone")
-        return key
-
-    @field_validator("operator")
-    @classmethod
-    def _supported_operator(cls, operator: str) -> str:
-        if operator not in ("In", "NotIn"):
-            raise ValueError(f"unsupported operator {operator!r}, must be In or NotIn")
-        return operator
 
 
 class FieldSelector(SpecModel):

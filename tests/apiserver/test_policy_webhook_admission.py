@@ -147,6 +147,45 @@ PROPAGATION_REFUSALS = [
         "spec.failover.application.gracePeriodSeconds: Invalid value: 30: only takes effect when purgeMode is graciously",
         id="grace-period-without-gracious-purge",
     ),
+    pytest.param(
+        {
+            "resourceSelectors": [SELECTOR],
+            "placement": {
+                "clusterAffinity": {
+                    "fieldSelector": {
+                        "matchExpressions": [
+                            {"key": "region", "operator": "In", "values": ["eu"]},
+                            {"key": "city", "operator": "In", "values": ["paris"]},
+                            {"key": "zone", "operator": "Exists"},
+                        ]
+                    }
+                }
+            },
+        },
+        "spec.placement.clusterAffinity.fieldSelector: Invalid value: v1alpha1.FieldSelector{MatchExpressions:"
+        '[]v1.NodeSelectorRequirement{v1.NodeSelectorRequirement{Key:"region", Operator:"In", Values:[]string{"eu"}}, '
+        'v1.NodeSelectorRequirement{Key:"city", Operator:"In", Values:[]string{"paris"}}, '
+        'v1.NodeSelectorRequirement{Key:"zone", Operator:"Exists", Values:[]string(nil)}}}: '
+        'unsupported key "city", must be provider, region, or zone',
+        id="field-selector-key",
+    ),
+    pytest.param(
+        {
+            "resourceSelectors": [SELECTOR],
+            "placement": {
+                "clusterAffinities": [
+                    {
+                        "affinityName": "a",
+                        "fieldSelector": {"matchExpressions": [{"key": "zone", "operator": "Exists"}]},
+                    }
+                ]
+            },
+        },
+        "spec.placement.clusterAffinities[0].fieldSelector: Invalid value: v1alpha1.FieldSelector{MatchExpressions:"
+        '[]v1.NodeSelectorRequirement{v1.NodeSelectorRequirement{Key:"zone", Operator:"Exists", '
+        'Values:[]string(nil)}}}: unsupported operator "Exists", must be In or NotIn',
+        id="field-selector-operator",
+    ),
 ]
 
 
@@ -155,6 +194,27 @@ PROPAGATION_REFUSALS = [
     [
         {"resourceSelectors": [SELECTOR], "preemption": "Always"},
         {"resourceSelectors": [{"apiVersion": "v1", "kind": "ConfigMap"}], "preemption": "Never"},
+        # Karmada does not check a static weight's field selector.
+        {
+            "resourceSelectors": [SELECTOR],
+            "placement": {
+                "replicaScheduling": {
+                    "replicaSchedulingType": "Divided",
+                    "weightPreference": {
+                        "staticWeightList": [
+                            {
+                                "targetCluster": {
+                                    "fieldSelector": {
+                                        "matchExpressions": [{"key": "city", "operator": "Exists"}]
+                                    }
+                                },
+                                "weight": 1,
+                            }
+                        ]
+                    },
+                }
+            },
+        },
         # Karmada refuses clusters named beside dispatching: true, not an empty list of them.
         {"resourceSelectors": [SELECTOR], "suspension": {"dispatching": True, "dispatchingOnClusters": {}}},
         {
@@ -316,6 +376,23 @@ OVERRIDE_REFUSALS = [
         'spec.overrideRules[0].overriders.fieldOverrider[0].yaml[0].subPath: Invalid value: "y": '
         'JSON pointer must be empty or start with a "/]',
         id="pointers-and-both-formats",
+    ),
+    pytest.param(
+        {
+            "resourceSelectors": [SELECTOR],
+            "overrideRules": [
+                {
+                    "targetCluster": {
+                        "fieldSelector": {"matchExpressions": [{"key": "provider", "operator": "Gt"}]}
+                    },
+                    "overriders": {},
+                }
+            ],
+        },
+        "spec.overrideRules[0].targetCluster.fieldSelector: Invalid value: v1alpha1.FieldSelector{MatchExpressions:"
+        '[]v1.NodeSelectorRequirement{v1.NodeSelectorRequirement{Key:"provider", Operator:"Gt", '
+        'Values:[]string(nil)}}}: unsupported operator "Gt", must be In or NotIn',
+        id="target-cluster-field-selector",
     ),
 ]
 

@@ -48,6 +48,14 @@ DC = ClusterView(name="dc-1", labels={"env": "prod"}, provider="onprem")
          DC, True, ""),
         ({"fieldSelector": {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["us-east-1a"]}]},
           "labelSelector": {"matchLabels": {"env": "prod"}}}, AWS, True, ""),
+        # Only a static weight's selector gets past karmada-webhook with these, read as a label selector.
+        ({"fieldSelector": {"matchExpressions": [{"key": "zone", "operator": "Exists"}]}}, AWS, True, ""),
+        ({"fieldSelector": {"matchExpressions": [{"key": "zone", "operator": "Exists"}]}}, DC, False, "Exists"),
+        ({"fieldSelector": {"matchExpressions": [{"key": "zone", "operator": "DoesNotExist"}]}}, DC, True, ""),
+        ({"fieldSelector": {"matchExpressions": [{"key": "zone", "operator": "DoesNotExist"}]}}, AWS, False, ""),
+        ({"fieldSelector": {"matchExpressions": [{"key": "zone", "operator": "Gt", "values": ["1"]}]}},
+         AWS, False, "does not satisfy Gt"),
+        ({"fieldSelector": {"matchExpressions": [{"key": "city", "operator": "In", "values": ["x"]}]}}, AWS, False, ""),
     ],
 )
 def test_cluster_matches_affinity(affinity: dict[str, Any] | None, cluster: ClusterView, fits: bool, reason: str) -> None:
