@@ -11,8 +11,9 @@ rules in ``pkg/util/validation/validation.go``) refuses, beyond what the CRDs' s
   ``affinityName`` that is not a qualified name or is another term's; a spread constraint by both
   a field and a label, or with ``maxGroups`` below ``minGroups``; two spread constraints by the
   same ``spreadByField``, or constraints by field without one by ``cluster``; a resource selector
-  without a ``name`` when ``preemption`` is ``Always``; ``failover.application.gracePeriodSeconds``
-  with a ``purgeMode`` that does not wait; ``suspension.dispatching`` beside
+  without a ``name`` when ``preemption`` is ``Always``; a negative ``minGroups`` or ``maxGroups``;
+  ``failover.application``'s negative ``decisionConditions.tolerationSeconds``, a
+  ``gracePeriodSeconds`` below 1 or with a ``purgeMode`` that does not wait; ``suspension.dispatching`` beside
   ``dispatchingOnClusters.clusterNames``; on an update, a changed ``schedulerName``;
 * in an override policy: ``overrideRules`` next to the deprecated ``targetCluster`` or a
   non-empty ``overriders``; a rule's ``labelsOverrider`` value that is no valid set of labels, an
@@ -174,6 +175,10 @@ def _spread_errors(constraints: list[SpreadConstraint]) -> list[FieldError]:
                 )
             )
         max_groups, min_groups = constraint.max_groups or 0, constraint.min_groups or 0
+        if min_groups < 0:
+            errors.append(field.invalid(f"{path}[{index}]", shown, "minGroups lower than 0 is not allowed"))
+        if max_groups < 0:
+            errors.append(field.invalid(f"{path}[{index}]", shown, "maxGroups lower than 0 is not allowed"))
         if 0 < max_groups < min_groups:
             errors.append(
                 field.invalid(f"{path}[{index}]", shown, "maxGroups lower than minGroups is not allowed")
@@ -197,6 +202,32 @@ def _spread_errors(constraints: list[SpreadConstraint]) -> list[FieldError]:
     return errors
 
 
+def _application_failover_errors(spec: PropagationSpec) -> list[FieldError]:
+    """``ValidateApplicationFailover``; a gracious purge without ``gracePeriodSeconds``, which it
+    also refuses, never reaches it on Karmada (its mutating webhook sets 600) nor on the hub
+    (which reads the unset field as its default)."""
+    application = spec.failover.application if spec.failover is not None else None
+    if application is None:
+        return []
+    errors: list[FieldError] = []
+    path = "spec.failover.application"
+    toleration = application.decision_conditions.toleration_seconds
+    if toleration is not None and toleration < 0:
+        errors.append(
+            field.invalid(f"{path}.decisionConditions.tolerationSeconds", toleration, field.IS_NEGATIVE)
+        )
+    grace = application.grace_period_seconds
+    if grace is not None and application.purge_mode in UNGRACIOUS_PURGE_MODES:
+        errors.append(
+            field.invalid(
+                f"{path}.gracePeriodSeconds", grace, "only takes effect when purgeMode is graciously"
+            )
+        )
+    if grace is not None and grace <= 0:
+        errors.append(field.invalid(f"{path}.gracePeriodSeconds", grace, "must be greater than 0"))
+    return errors
+
+
 def propagation_errors(spec: PropagationSpec, wire: Mapping[str, Any]) -> list[FieldError]:
     """What ``ValidatePropagationSpec`` refuses that the models take, in its order; ``wire`` is the
     spec as written (a refused structure is shown as it was given)."""
@@ -213,11 +244,7 @@ def propagation_errors(spec: PropagationSpec, wire: Mapping[str, Any]) -> list[F
         errors += field_selector_errors(placement.cluster_affinity, "spec.placement.clusterAffinity")
         errors += _affinities_errors(placement, placement_wire)
         errors += _spread_errors(placement.spread_constraints or [])
-    application = spec.failover.application if spec.failover is not None else None
-    grace = application.grace_period_seconds if application is not None else None
-    if application is not None and grace is not None and application.purge_mode in UNGRACIOUS_PURGE_MODES:
-        message = "only takes effect when purgeMode is graciously"
-        errors.append(field.invalid("spec.failover.application.gracePeriodSeconds", grace, message))
+    errors += _application_failover_errors(spec)
     if spec.preemption == "Always":
         errors += [
             field.invalid(f"spec.resourceSelectors[{index}].name", "", _PREEMPTION_NEEDS_NAMES)

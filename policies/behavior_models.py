@@ -27,7 +27,7 @@ DEFAULT_FAILOVER_TOLERATION_SECONDS: Final = 300
 
 class DecisionConditions(SpecModel):
     toleration_seconds: int | None = Field(
-        default=None, ge=0, json_schema_extra={**served_default(DEFAULT_FAILOVER_TOLERATION_SECONDS), **INT32})
+        default=None, json_schema_extra={**served_default(DEFAULT_FAILOVER_TOLERATION_SECONDS), **INT32})
     """How long the application may stay unhealthy before it is moved. Defaults to 300."""
 
 
@@ -77,7 +77,7 @@ class ApplicationFailoverBehavior(SpecModel):
     purge_mode: PurgeMode | None = Field(default=None, json_schema_extra=served_default(DEFAULT_PURGE_MODE))
     """How the copy in the failed cluster is removed: Immediately or Directly (at once), Graciously or
     Gracefully (once the replacement is healthy, or after gracePeriodSeconds), Never (left to the user)."""
-    grace_period_seconds: int | None = Field(default=None, gt=0, json_schema_extra=INT32)
+    grace_period_seconds: int | None = Field(default=None, json_schema_extra=INT32)
     """How long a gracious removal waits for the replacement to become healthy. Only with Graciously or
     Gracefully. Defaults to 600."""
     state_preservation: StatePreservation | None = None

@@ -144,9 +144,9 @@ class SpreadConstraint(SpecModel):
     spread_by_label: str | None = None
     """A cluster label to spread by: clusters with the same value form a group. Cannot be set together with
     spreadByField."""
-    max_groups: int | None = Field(default=None, ge=0)
+    max_groups: int | None = None
     """The most groups (clusters, regions, ...) the replicas may be spread over."""
-    min_groups: int | None = Field(default=None, ge=0)
+    min_groups: int | None = None
     """The fewest groups the replicas must be spread over; scheduling fails when fewer are available."""
 
     @property

@@ -29,13 +29,6 @@ DELIBERATE = {
 }
 _QUANTITY = r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
 _PROPAGATION_BOUNDS = {
-    # karmada-webhook refuses the same (pkg/util/validation/validation.go, ValidateApplicationFailover
-    # and ValidateSpreadConstraint): "must be greater than or equal to 0", "must be greater than 0",
-    # "minGroups lower than 0 is not allowed", "maxGroups lower than 0 is not allowed".
-    "spec.failover.application.decisionConditions.tolerationSeconds: minimum 0, which the CRD does not have",
-    "spec.failover.application.gracePeriodSeconds: minimum '0 (exclusive)', which the CRD does not have",
-    "spec.placement.spreadConstraints[].maxGroups: minimum 0, which the CRD does not have",
-    "spec.placement.spreadConstraints[].minGroups: minimum 0, which the CRD does not have",
     # Newer karmada-webhook refuses an alias that is not a qualified name, "" among them.
     "spec.failover.application.statePreservation.rules[].aliasLabelName: minLength 1, which the CRD does not have",
 }

@@ -150,6 +150,25 @@ PROPAGATION_REFUSALS = [
     pytest.param(
         {
             "resourceSelectors": [SELECTOR],
+            "propagateDeps": True,
+            "failover": {
+                "application": {"decisionConditions": {"tolerationSeconds": -1}, "gracePeriodSeconds": 0}
+            },
+            "placement": {
+                "spreadConstraints": [{"spreadByField": "cluster", "minGroups": -2, "maxGroups": -1}]
+            },
+        },
+        '[spec.placement.spreadConstraints[0]: Invalid value: v1alpha1.SpreadConstraint{SpreadByField:"cluster", '
+        'SpreadByLabel:"", MaxGroups:-1, MinGroups:-2}: minGroups lower than 0 is not allowed, '
+        'spec.placement.spreadConstraints[0]: Invalid value: v1alpha1.SpreadConstraint{SpreadByField:"cluster", '
+        'SpreadByLabel:"", MaxGroups:-1, MinGroups:-2}: maxGroups lower than 0 is not allowed, '
+        "spec.failover.application.decisionConditions.tolerationSeconds: Invalid value: -1: must be greater than or "
+        "equal to 0, spec.failover.application.gracePeriodSeconds: Invalid value: 0: must be greater than 0]",
+        id="negative-bounds",
+    ),
+    pytest.param(
+        {
+            "resourceSelectors": [SELECTOR],
             "placement": {
                 "clusterAffinity": {
                     "fieldSelector": {

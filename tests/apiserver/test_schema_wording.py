@@ -17,7 +17,6 @@ from controlplane.apiserver.objects import ObjectStore
 from controlplane.apiserver.validation import check_model
 from controlplane.hub import hub_registry
 from controlplane.storage import MemoryStore
-from policies.models import PropagationPolicy
 
 _DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 
@@ -26,13 +25,6 @@ def rebalancer(**spec: Any) -> dict[str, Any]:
     workloads = [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "namespace": "default"}]
     return {"apiVersion": "apps.karmada.io/v1alpha1", "kind": "WorkloadRebalancer",
             "metadata": {"name": "r"}, "spec": {"workloads": workloads, **spec}}
-
-
-def failover(**conditions: Any) -> dict[str, Any]:
-    selectors = [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}]
-    return {"apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy",
-            "metadata": {"name": "p", "namespace": "default"},
-            "spec": {"resourceSelectors": selectors, "failover": {"application": {"decisionConditions": conditions}}}}
 
 
 def provisioning(**spec: Any) -> dict[str, Any]:
@@ -105,9 +97,6 @@ def test_pattern(model: type[BaseModel], obj: dict[str, Any], field: str, messag
 @pytest.mark.parametrize(
     ("model", "obj", "field", "message"),
     [
-        (PropagationPolicy, failover(tolerationSeconds=-1), "spec.failover.application.decisionConditions.tolerationSeconds",
-         "Invalid value: -1: spec.failover.application.decisionConditions.tolerationSeconds in body should be "
-         "greater than or equal to 0"),
         (ProvisioningRequestConfig, provisioning(retryStrategy={"backoffLimitCount": 2**31}),
          "spec.retryStrategy.backoffLimitCount",
          "Invalid value: 2147483648: spec.retryStrategy.backoffLimitCount in body should be less than or equal to 2147483647"),
