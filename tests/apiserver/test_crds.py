@@ -15,7 +15,7 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from controlplane.apiserver import codec
 from controlplane.apiserver.app import create_app
-from controlplane.apiserver.crd.registry import DynamicRegistry
+from controlplane.apiserver.crd.registry import DynamicRegistry, NamesDecision, name_decisions
 from controlplane.apiserver.crd.types import crd_resource_type
 from controlplane.apiserver.kinds.coordination import coordination_resources
 from controlplane.apiserver.kinds.core import core_resources
@@ -148,6 +148,63 @@ async def test_names_already_served_are_not_accepted(replicas: tuple[Client, Cli
     kinds = {r["kind"] for r in (await (await first.get("/apis/ml.example.com/v1")).json())["resources"]}
     assert kinds == {"Trainer"}
     assert (await first.get("/apis/coordination.k8s.io/v1/namespaces/default/leases")).status == 200
+
+
+async def test_an_established_crd_asking_for_a_taken_name_keeps_its_own(replicas: tuple[Client, Client]) -> None:
+    """kube's naming controller: the CRD asking for another's short name is refused that name and
+    stays established, served by the names it has; the CRD holding the name keeps it."""
+    first, second = replicas
+    assert (await first.post(CRDS, json=CRD)).status == 201
+    await _until(lambda: _established(first))
+    models = copy.deepcopy(CRD)
+    models["metadata"]["name"] = "models.ml.example.com"
+    models["spec"]["names"] = {"plural": "models", "kind": "Model", "shortNames": ["md"]}
+    assert (await first.post(CRDS, json=models)).status == 201
+
+    async def models_established() -> bool:
+        return (await _conditions(first, "models.ml.example.com")).get("Established", {}).get("status") == "True"
+
+    await _until(models_established)
+    patch = {"spec": {"names": {"shortNames": ["tr", "md"]}}}
+    answer = await first.patch(f"{CRDS}/trainers.ml.example.com", json=patch,
+                               headers={"Content-Type": "application/merge-patch+json"})
+    assert answer.status == 200, await answer.text()
+
+    async def refused() -> dict[str, Any] | None:
+        body = await (await second.get(f"{CRDS}/trainers.ml.example.com")).json()
+        conditions = {c["type"]: c for c in body["status"]["conditions"]}
+        return body["status"] if conditions["NamesAccepted"]["status"] == "False" else None
+
+    status = await _until(refused)
+    conditions = {c["type"]: (c["status"], c["reason"], c["message"]) for c in status["conditions"]}
+    assert conditions == {
+        "NamesAccepted": ("False", "ShortNamesConflict", '"md" is already in use'),
+        "Established": ("True", "InitialNamesAccepted", "the initial names have been accepted"),
+    }
+    assert status["acceptedNames"]["shortNames"] == ["tr"]
+    assert (await _conditions(second, "models.ml.example.com"))["NamesAccepted"]["status"] == "True"
+    for client in (first, second):
+        listing = await (await client.get("/apis/ml.example.com/v1")).json()
+        short = {r["name"]: r.get("shortNames") for r in listing["resources"] if "/" not in r["name"]}
+        assert short == {"trainers": ["tr"], "models": ["md"]}
+        assert (await client.get("/apis/ml.example.com/v1/namespaces/default/trainers")).status == 200
+
+
+def test_names_are_decided_one_by_one_and_the_last_refused_is_the_reason() -> None:
+    """kube's calculateNamesAndConditions: the free names are accepted, and the reason is the last
+    name found taken (a kind in use: its list kind too)."""
+    held = copy.deepcopy(CRD)
+    held["spec"]["names"] = {"plural": "trainers", "singular": "trainer", "kind": "Trainer", "listKind": "TrainerList"}
+    held["status"] = {"acceptedNames": held["spec"]["names"]}
+    asking = copy.deepcopy(CRD)
+    asking["metadata"]["name"] = "gadgets.ml.example.com"
+    asking["spec"]["names"] = {"plural": "gadgets", "singular": "trainer", "kind": "Trainer", "listKind": "TrainerList",
+                               "categories": ["all"]}
+    decisions = name_decisions([held, asking], ())
+    assert decisions["trainers.ml.example.com"] == NamesDecision(held["spec"]["names"], None)
+    assert decisions["gadgets.ml.example.com"] == NamesDecision(
+        {"plural": "gadgets", "kind": "", "categories": ["all"]}, ("ListKindConflict", '"TrainerList" is already in use'),
+    )
 
 
 async def test_an_invalid_crd_is_refused_with_kubes_causes(replicas: tuple[Client, Client]) -> None:

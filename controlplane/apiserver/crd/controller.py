@@ -22,7 +22,7 @@ from typing import Any
 
 from controlplane.apis.apiextensions.crd import invalid_ca_bundle, storage_version
 from controlplane.apiserver import errors
-from controlplane.apiserver.crd.registry import DynamicRegistry, name_conflicts
+from controlplane.apiserver.crd.registry import DynamicRegistry, NamesDecision, name_decisions
 from controlplane.apiserver.crd.types import CLEANUP_FINALIZER, custom_types
 from controlplane.apiserver.objects import ObjectEvent, ObjectStore, WatchEventType
 from controlplane.apiserver.resources import ResourceType
@@ -38,9 +38,18 @@ def _condition(kind: str, status: str, reason: str, message: str) -> dict[str, s
     return {"type": kind, "status": status, "reason": reason, "message": message}
 
 
-def desired_status(crd: dict[str, Any], conflict: tuple[str, str] | None) -> dict[str, Any]:
-    """The status kube's controllers give ``crd`` (without transition times)."""
-    names = dict(crd["spec"]["names"])
+def _established(crd: dict[str, Any]) -> dict[str, Any] | None:
+    """The CRD's ``Established=True`` condition, if it has one."""
+    for condition in (crd.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == "Established" and condition.get("status") == "True":
+            return dict(condition)
+    return None
+
+
+def desired_status(crd: dict[str, Any], names: NamesDecision | None = None) -> dict[str, Any]:
+    """The status kube's controllers give ``crd`` (without transition times); ``names`` is what
+    the naming controller made of its names (None: all accepted)."""
+    conflict = names.conflict if names is not None else None
     if conflict is None:
         established = (
             _condition("Established", "False", "InvalidCABundle", "The conversion webhook CABundle is invalid")
@@ -49,9 +58,14 @@ def desired_status(crd: dict[str, Any], conflict: tuple[str, str] | None) -> dic
         )
         conditions = [_condition("NamesAccepted", "True", "NoConflicts", "no conflicts found"), established]
     else:
+        # As kube's naming controller: an established CRD stays established (served by the
+        # names it was given); one never established waits for its names.
+        kept = _established(crd)
+        if kept is not None:
+            kept.pop("lastTransitionTime", None)
         conditions = [
             _condition("NamesAccepted", "False", conflict[0], conflict[1]),
-            _condition("Established", "False", "NotAccepted", "not all names are accepted"),
+            kept or _condition("Established", "False", "NotAccepted", "not all names are accepted"),
         ]
     if crd["metadata"].get("deletionTimestamp"):
         conditions.append(
@@ -63,9 +77,19 @@ def desired_status(crd: dict[str, Any], conflict: tuple[str, str] | None) -> dic
         stored.append(version)
     return {
         "conditions": conditions,
-        "acceptedNames": names if conflict is None else (crd.get("status") or {}).get("acceptedNames", {"plural": "", "kind": ""}),
+        "acceptedNames": names.accepted if names is not None else dict(crd["spec"]["names"]),
         "storedVersions": stored,
     }
+
+
+def served_as(crd: dict[str, Any], names: NamesDecision) -> dict[str, Any] | None:
+    """``crd`` with the names it is served by (its accepted ones), or None when it is not served:
+    kube serves an established CRD by ``status.acceptedNames``, also when newer names were refused."""
+    if names.conflict is not None and _established(crd) is None:
+        return None
+    if names.accepted == crd["spec"]["names"]:
+        return crd
+    return {**crd, "spec": {**crd["spec"], "names": {**crd["spec"]["names"], **names.accepted}}}
 
 
 def _without_times(status: dict[str, Any]) -> dict[str, Any]:
@@ -166,13 +190,14 @@ class CrdController:
     async def sync(self) -> None:
         """Serve what the CRDs now say, then bring their status and termination along."""
         crds = list(self._crds.values())
-        conflicts = name_conflicts(crds, self._registry.static)
+        decisions = name_decisions(crds, self._registry.static)
         served: list[ResourceType] = []
         for crd in crds:
-            if crd["metadata"]["name"] in conflicts:
+            serving = served_as(crd, decisions[crd["metadata"]["name"]])
+            if serving is None:
                 continue
             try:
-                served.extend(self._types_of(crd))
+                served.extend(self._types_of(serving))
             except (KeyError, TypeError, ValueError) as exc:
                 # Only a CRD written around the API (straight into etcd) can be malformed here.
                 self._complain(crd, f"not serving it: it is malformed ({exc!r})")
@@ -181,7 +206,7 @@ class CrdController:
         self._registry.serve(served)
         for crd in crds:
             try:
-                await self._write_status(crd, conflicts.get(crd["metadata"]["name"]))
+                await self._write_status(crd, decisions[crd["metadata"]["name"]])
                 if crd["metadata"].get("deletionTimestamp"):
                     await self._clean_up(crd)
             except (errors.Conflict, errors.NotFound):
@@ -196,9 +221,9 @@ class CrdController:
             self._complained.add(marker)
             logger.warning("CustomResourceDefinition %s: %s", marker[0], problem)
 
-    async def _write_status(self, crd: dict[str, Any], conflict: tuple[str, str] | None) -> None:
+    async def _write_status(self, crd: dict[str, Any], names: NamesDecision) -> None:
         current = crd.get("status") or {}
-        wanted = desired_status(crd, conflict)
+        wanted = desired_status(crd, names)
         if _without_times(current) == wanted:
             return
         now = self._objects.now()
