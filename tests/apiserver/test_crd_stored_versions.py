@@ -242,3 +242,42 @@ async def test_once_storedversions_is_trimmed_the_storage_version_is_read_as_sto
         return v2_converts() is False
 
     await eventually(plain, what="v2 to be read as stored")
+
+
+async def test_a_version_objects_may_be_stored_in_stays_until_storedversions_is_trimmed(api: Api) -> None:
+    """kube's ValidateCustomResourceDefinitionStoredVersions: a CRD update may not drop a version
+    ``status.storedVersions`` lists (objects written as v1 would be unreadable); once a migration
+    trims it, v1 may go."""
+    body = crd({})
+    body["spec"]["conversion"] = {"strategy": "None"}
+    code, created, _ = await api.call("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", body)
+    assert code == 201, created
+    await _store_as_v2(api)
+
+    async def both_stored() -> bool:
+        return await _stored_versions(api) == ["v1", "v2"]
+
+    await eventually(both_stored, what="storedVersions to list v1 and v2")
+    code, current, _ = await api.call("GET", CRD)
+    without_v1 = copy.deepcopy(current)
+    without_v1["spec"]["versions"] = [v for v in current["spec"]["versions"] if v["name"] != "v1"]
+    code, refused, _ = await api.call("PUT", CRD, without_v1)
+    assert (code, refused["details"]["causes"]) == (422, [{
+        "reason": "FieldValueInvalid", "field": "status.storedVersions[0]",
+        "message": 'Invalid value: "v1": missing from spec.versions; v1 was previously a storage version, and must '
+                   "remain in spec.versions until a storage migration ensures no data remains persisted in v1 and "
+                   "removes v1 from status.storedVersions",
+    }])
+
+    async def trimmed() -> bool:
+        code, current, _ = await api.call("GET", CRD)
+        current["status"]["storedVersions"] = ["v2"]
+        code, updated, _ = await api.call("PUT", f"{CRD}/status", current)
+        assert code in (200, 409), updated
+        return code == 200
+
+    await eventually(trimmed, what="storedVersions to be trimmed")
+    code, current, _ = await api.call("GET", CRD)
+    current["spec"]["versions"] = [v for v in current["spec"]["versions"] if v["name"] != "v1"]
+    code, updated, _ = await api.call("PUT", CRD, current)
+    assert code == 200, updated

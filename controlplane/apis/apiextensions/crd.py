@@ -442,6 +442,29 @@ def structural_errors(schema: Schema, base: str, compile_rule: RuleCompiler | No
     return out
 
 
+def stored_versions_errors(crd: dict[str, Any], old: dict[str, Any]) -> list[FieldError]:
+    """kube's ``ValidateCustomResourceDefinitionStoredVersions`` on an update of ``old``: its
+    ``status.storedVersions``, with the storage version ``crd`` names added (kube's
+    PrepareForUpdate), must all stay in ``spec.versions``, since objects may be stored in them."""
+    stored = [str(v) for v in field.items(field.mapping(old.get("status")).get("storedVersions"))]
+    versions = [field.mapping(v) for v in field.items(field.mapping(crd.get("spec")).get("versions"))]
+    storage = next((v.get("name") for v in versions if v.get("storage") is True), None)
+    if isinstance(storage, str) and storage not in stored:
+        stored.append(storage)
+    if not stored:
+        return [field.invalid("status.storedVersions", field.go_strings(stored), "must have at least one stored version")]
+    named = {v.get("name") for v in versions}
+    return [
+        field.invalid(
+            f"status.storedVersions[{index}]", version,
+            f"missing from spec.versions; {version} was previously a storage version, and must remain in spec.versions "
+            f"until a storage migration ensures no data remains persisted in {version} and removes {version} from "
+            "status.storedVersions",
+        )
+        for index, version in enumerate(stored) if version not in named
+    ]
+
+
 def storage_version(crd: dict[str, Any]) -> str:
     """The name of the version marked ``storage``."""
     for version in (crd.get("spec") or {}).get("versions") or []:

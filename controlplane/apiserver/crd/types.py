@@ -62,6 +62,7 @@ def _crd_validate(obj: dict[str, Any], old: dict[str, Any] | None) -> list[Field
                 errors.append(FieldError(
                     CauseType.FIELD_VALUE_INVALID, f"spec.{key}", f'Invalid value: "{after}": field is immutable'
                 ))
+        errors.extend(crds.stored_versions_errors(obj, old))
     return errors
 
 
