@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from controlplane.apis.kube import field
 from controlplane.apiserver.resources import Registry, ResourceType
 
 
@@ -113,8 +114,8 @@ def _decide(crd: dict[str, Any], resources: dict[str, str], kinds: dict[str, str
             if short not in accepted["shortNames"] and short not in (accepted["plural"], accepted["singular"])
             and (problem := _in_use(short, "", resources, me)) is not None
         ]
-        if problems:  # Go's aggregate error: one message alone, several in brackets
-            conflict = ("ShortNamesConflict", problems[0] if len(problems) == 1 else f"[{', '.join(problems)}]")
+        if problems:
+            conflict = ("ShortNamesConflict", field.aggregate(problems))
         else:
             new["shortNames"] = requested["shortNames"]
     for key, reason in (("kind", "KindConflict"), ("listKind", "ListKindConflict")):
