@@ -106,7 +106,7 @@ from controlplane.apiserver.objects import ObjectStore, utc_now
 from controlplane.apiserver.requestclientcert import peer_intermediates
 from controlplane.apiserver.requestdeadline import DEFAULT_REQUEST_TIMEOUT, body_deadline_middleware
 from controlplane.apiserver.requestoptions import create_options_checked
-from controlplane.apiserver.requeststate import REQUEST_INFO, UNSTRUCTURED, WARNINGS
+from controlplane.apiserver.requeststate import REQUEST_INFO, UNSTRUCTURED, WARNINGS, add_warning_headers
 from controlplane.apiserver.resources import Registry
 from controlplane.apiserver.routing import RequestInfo, authorized_namespace, is_upgrade, parse_request
 from controlplane.apiserver.watchcache import DEFAULT_WATCH_CACHE, WatchCache, WatchCacheConfig
@@ -526,6 +526,7 @@ def create_app(
     middlewares += [*inner_middlewares, accept_middleware]
     app = web.Application(middlewares=middlewares, client_max_size=MAX_BODY_BYTES)
     app.on_response_prepare.append(add_flow_headers)
+    app.on_response_prepare.append(add_warning_headers)
     app.on_response_prepare.append(audit.on_response_prepare if audit is not None else audit_id_header)
     app[OBJECT_STORE] = object_store
     app[REGISTRY] = registry

@@ -45,7 +45,13 @@ from controlplane.apiserver.queryparams import (
     query_optional_bool,
 )
 from controlplane.apiserver.requestoptions import checked_delete_options, checked_write_options, force_of
-from controlplane.apiserver.requeststate import REQUEST_INFO, UNSTRUCTURED, request_warnings, watch_started
+from controlplane.apiserver.requeststate import (
+    REQUEST_INFO,
+    UNSTRUCTURED,
+    request_warnings,
+    warning_header,
+    watch_started,
+)
 from controlplane.apiserver.resources import ResourceType
 from controlplane.apiserver.routing import RequestInfo
 from controlplane.apiserver.tables import IncludeObject, scale_table, table, table_content_type, wants_table
@@ -70,8 +76,7 @@ def json_response(
     raw = body if isinstance(body, bytes) else codec.dumps_any_text(body)
     response = web.Response(body=raw, status=status, headers={"Content-Type": content_type})
     for warning in warnings or []:
-        escaped = warning.replace("\\", "\\\\").replace('"', '\\"')
-        response.headers.add("Warning", f'299 - "{escaped}"')
+        response.headers.add("Warning", warning_header(warning))
     return response
 
 
@@ -183,6 +188,8 @@ class ResourceHandlers:
             raise errors.NotFound("the server could not find the requested resource")
         if not rt.built_in:  # kube's 406 for an Accept of protobuf alone, before the handler reads
             request[UNSTRUCTURED] = True
+            if rt.custom is not None and rt.custom.deprecation_warning:  # kube's, on every verb
+                request_warnings(request).append(rt.custom.deprecation_warning)
             response_media(request.headers.get("Accept"), protobuf=False)
         if self.converted is not None and rt.custom is not None and rt.custom.conversion_webhook is not None:
             return await self.converted(request, rt, info)

@@ -2,8 +2,8 @@
 
 In: nothing but aiohttp's request mapping. Out: the keys (the request's parsed
 :class:`RequestInfo`, the warnings its answer carries, whether it is a custom resource's, what
-its watch calls once started) and the small readers of them that handlers, flow control, audit
-and metrics share.
+its watch calls once started), the small readers of them that handlers, flow control, audit
+and metrics share, and the hook that writes the warnings as ``Warning`` headers.
 """
 
 from __future__ import annotations
@@ -38,3 +38,24 @@ def request_warnings(request: web.Request) -> list[str]:
     if warnings is None:
         warnings = request[WARNINGS] = []
     return warnings
+
+
+def warning_header(text: str) -> str:
+    """A ``Warning`` header's value as kube writes one: code 299, no agent, the text quoted."""
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"')
+    return f'299 - "{escaped}"'
+
+
+async def add_warning_headers(request: web.Request, response: web.StreamResponse) -> None:
+    """``on_response_prepare``: the request's warnings its answer does not carry yet (a read's, a
+    watch's: kube writes whatever the request recorded, a CRD version's deprecation among them),
+    each once, after those it carries."""
+    warnings = request.get(WARNINGS)
+    if not warnings:
+        return
+    present = set(response.headers.getall("Warning", ()))
+    for text in warnings:
+        header = warning_header(text)
+        if header not in present:
+            response.headers.add("Warning", header)
+            present.add(header)

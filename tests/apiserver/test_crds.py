@@ -16,7 +16,7 @@ from aiohttp.test_utils import TestClient, TestServer
 from controlplane.apiserver import codec
 from controlplane.apiserver.app import create_app
 from controlplane.apiserver.crd.registry import DynamicRegistry, NamesDecision, name_decisions
-from controlplane.apiserver.crd.types import crd_resource_type
+from controlplane.apiserver.crd.types import crd_resource_type, deprecation_warning
 from controlplane.apiserver.kinds.coordination import coordination_resources
 from controlplane.apiserver.kinds.core import core_resources
 from controlplane.apiserver.kinds.workloads import workload_resources
@@ -205,6 +205,66 @@ def test_names_are_decided_one_by_one_and_the_last_refused_is_the_reason() -> No
     assert decisions["gadgets.ml.example.com"] == NamesDecision(
         {"plural": "gadgets", "kind": "", "categories": ["all"]}, ("ListKindConflict", '"TrainerList" is already in use'),
     )
+
+
+async def test_a_deprecated_version_warns_on_every_request(replicas: tuple[Client, Client]) -> None:
+    """kube's crdHandler adds a deprecated version's warning to every request in it (a read, a
+    list, a watch, a write): its ``deprecationWarning``, or kube's default naming the version to use."""
+    first, _ = replicas
+    crd = copy.deepcopy(CRD)
+    beta = {**copy.deepcopy(crd["spec"]["versions"][0]), "name": "v1beta1", "storage": False, "deprecated": True}
+    alpha = {**beta, "name": "v1alpha1", "deprecationWarning": 'v1alpha1 is gone in 2.0; "v1" is here'}
+    crd["spec"]["versions"] += [beta, alpha]
+    assert (await first.post(CRDS, json=crd)).status == 201
+    await _until(lambda: _established(first))
+    base = "/apis/ml.example.com/{}/namespaces/default/trainers"
+    obj = {"apiVersion": "ml.example.com/v1alpha1", "kind": "Trainer", "metadata": {"name": "a"}}
+    created = await first.post(base.format("v1alpha1"), json=obj)
+    assert created.status == 201, await created.text()
+    assert created.headers.getall("Warning") == ['299 - "v1alpha1 is gone in 2.0; \\"v1\\" is here"']
+    beta_warning = '299 - "ml.example.com/v1beta1 Trainer is deprecated; use ml.example.com/v1 Trainer"'
+    for url, params in (
+        (base.format("v1beta1"), {}),
+        (base.format("v1beta1") + "/a", {}),
+        (base.format("v1beta1") + "/missing", {}),
+        (base.format("v1beta1"), {"watch": "1", "timeoutSeconds": "1"}),
+    ):
+        answer = await first.get(url, params=params)
+        assert answer.headers.getall("Warning", []) == [beta_warning], url
+        await answer.read()
+    assert "Warning" not in (await first.get(base.format("v1"))).headers
+
+
+def test_kubes_default_deprecation_warning_names_the_newest_version_not_deprecated() -> None:
+    spec = {"group": "ml.example.com", "names": {"kind": "Trainer"}, "versions": [
+        {"name": "v1alpha1", "served": True, "deprecated": True},
+        {"name": "v1beta2", "served": True},
+        {"name": "v1beta1", "served": True},
+        {"name": "v2", "served": False},
+        {"name": "v1", "served": True, "deprecated": True},
+    ]}
+    warnings = [deprecation_warning(spec, v) for v in spec["versions"]]
+    assert warnings == [
+        "ml.example.com/v1alpha1 Trainer is deprecated; use ml.example.com/v1beta2 Trainer", "", "", "",
+        "ml.example.com/v1 Trainer is deprecated",
+    ]
+
+
+async def test_a_deprecation_warning_is_checked_as_kube_checks_it(replicas: tuple[Client, Client]) -> None:
+    first, _ = replicas
+    causes = []
+    for version in ({"deprecationWarning": "old"}, {"deprecated": True, "deprecationWarning": "é" * 129 + "\x07"}):
+        crd = copy.deepcopy(CRD)
+        crd["spec"]["versions"][0].update(version)
+        answer = await first.post(CRDS, json=crd)
+        assert answer.status == 422, await answer.text()
+        causes += [(c["field"], c["message"].rsplit('": ', 1)[1]) for c in (await answer.json())["details"]["causes"]]
+    assert causes == [
+        ("spec.versions[0].deprecationWarning", "can only be set for deprecated versions"),
+        ("spec.versions[0].deprecationWarning", "must be <= 256 characters long"),
+        ("spec.versions[0].deprecationWarning",
+         "must only contain printable UTF-8 characters; non-printable character found at index 258"),
+    ]
 
 
 async def test_an_invalid_crd_is_refused_with_kubes_causes(replicas: tuple[Client, Client]) -> None:

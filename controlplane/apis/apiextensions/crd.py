@@ -199,6 +199,28 @@ def _names_errors(names: dict[str, Any]) -> list[FieldError]:
     return out
 
 
+def _deprecation_warning_errors(version: dict[str, Any], path: str) -> list[FieldError]:
+    """kube's ``validateDeprecationWarning``: only on a deprecated version, 1 to 256 bytes of
+    printable characters."""
+    warning = version.get("deprecationWarning")
+    if warning is None:
+        return []
+    if version.get("deprecated") is not True:
+        return [field.invalid(path, warning, "can only be set for deprecated versions")]
+    if not isinstance(warning, str):
+        return []
+    problems = []
+    if len(warning.encode()) > 256:
+        problems.append("must be <= 256 characters long")
+    if not warning:
+        problems.append("must not be an empty string")
+    bad = next((i for i, char in enumerate(warning) if not char.isprintable()), None)
+    if bad is not None:  # Go ranges over a string by byte offset
+        offset = len(warning[:bad].encode())
+        problems.append(f"must only contain printable UTF-8 characters; non-printable character found at index {offset}")
+    return [field.invalid(path, warning, problem) for problem in problems]
+
+
 def _versions_errors(versions: Any, compile_rule: RuleCompiler | None) -> list[FieldError]:
     if not isinstance(versions, list) or not versions:
         return [_required("spec.versions", "must have exactly one version marked as storage version")]
@@ -223,6 +245,7 @@ def _versions_errors(versions: Any, compile_rule: RuleCompiler | None) -> list[F
             if not isinstance(version.get(flag), bool):
                 out.append(_required(f"{base}.{flag}"))
         storage += version.get("storage") is True
+        out.extend(_deprecation_warning_errors(version, f"{base}.deprecationWarning"))
         schema = (version.get("schema") or {}).get("openAPIV3Schema")
         if not isinstance(schema, dict):
             out.append(_required(f"{base}.schema.openAPIV3Schema", "schemas are required"))

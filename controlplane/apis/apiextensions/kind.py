@@ -49,3 +49,6 @@ class CustomKind:
     #: this version go through it (:mod:`controlplane.apiserver.crd.converting`), each object
     #: converted from the apiVersion it is stored as.
     conversion_webhook: ConversionWebhook | None = None
+    #: The ``Warning`` every request in this version gets when the CRD marks it ``deprecated``:
+    #: its ``deprecationWarning``, or kube's default text. Empty: not deprecated.
+    deprecation_warning: str = ""

@@ -287,6 +287,23 @@ def version_priority(name: str) -> tuple[int, int, int, str]:
     return (rank, -int(major), -int(minor or 0), name)
 
 
+def deprecation_warning(spec: dict[str, Any], version: dict[str, Any]) -> str:
+    """kube's warning for a request in a ``deprecated`` version: its ``deprecationWarning``, else
+    ``<group>/<version> <Kind> is deprecated``, naming the most preferred served version newer
+    than it that is not deprecated, if any (``; use <group>/<version> <Kind>``)."""
+    if version.get("deprecated") is not True:
+        return ""
+    if isinstance(version.get("deprecationWarning"), str):
+        return str(version["deprecationWarning"])
+    group, name, kind = spec["group"], version["name"], spec["names"]["kind"]
+    newer = [
+        v["name"] for v in spec["versions"]
+        if v.get("served") and not v.get("deprecated") and version_priority(v["name"]) < version_priority(name)
+    ]
+    warning = f"{group}/{name} {kind} is deprecated"
+    return f"{warning}; use {group}/{min(newer, key=version_priority)} {kind}" if newer else warning
+
+
 def custom_types(crd: dict[str, Any]) -> list[ResourceType]:
     """The types an established ``crd`` serves: one per served version, most preferred first
     (see the module docstring). With ``conversion: None`` every version reads and writes the
@@ -332,6 +349,7 @@ def custom_types(crd: dict[str, Any]) -> list[ResourceType]:
                 schema, hooks.prune, stored if api_version != stored else "",
                 prune_status=hooks.prune_status, validate_status=hooks.validate_status,
                 conversion_webhook=webhook if api_version != stored or older else None,
+                deprecation_warning=deprecation_warning(spec, version),
             ),
         ))
     return out
