@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
+from controlplane.apis.apiextensions.crd import validate_crd
 from controlplane.apiserver.crd.registry import DynamicRegistry
 from controlplane.apiserver.crd.types import crd_resource_type, custom_types, printer_column
 from controlplane.apiserver.kinds.core import core_resources
@@ -134,4 +135,31 @@ async def test_kubectl_get_prints_kubes_cells(kubeconfig: Path) -> None:  # noqa
     assert [line.split() for line in out.splitlines()] == [
         ["NAME", "ZONES", "LIMITS", "WORKERS", "RATIO", "FINISHED"],
         ["train", '["eu-1","eu-2"]', '{"gpu":8,"mig":"3g.40gb"}', "4", "0.5"],
+    ]
+
+
+def test_columns_are_checked_as_kube_checks_them() -> None:
+    """kube's ValidateCustomResourceColumnDefinition: a known type and format, and a path starting
+    with a dot, each refused at kube's field path (``JSONPath``, as kube spells it)."""
+    columns = [
+        {"name": "A", "type": "strin", "jsonPath": ".spec.a", "priority": 1},
+        {"name": "B", "type": "date", "format": "time", "jsonPath": "spec.b"},
+        {"name": "", "jsonPath": ""},
+        {"name": "D", "type": "integer", "format": "int32", "jsonPath": ".spec.d"},
+    ]
+    crd = {
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced", "conversion": {"strategy": "None"}, "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+                 "versions": [{"name": "v1", "served": True, "storage": True, "additionalPrinterColumns": columns,
+                               "schema": {"openAPIV3Schema": {"type": "object"}}}]},
+    }
+    base = "spec.versions[0].additionalPrinterColumns"
+    assert [(e.field, e.message) for e in validate_crd(crd)] == [
+        (f"{base}[0].type", 'Invalid value: "strin": must be one of boolean,date,integer,number,string'),
+        (f"{base}[1].format",
+         'Invalid value: "time": must be one of byte,date,date-time,double,float,int32,int64,password'),
+        (f"{base}[1].JSONPath", 'Invalid value: "spec.b": must be a simple json path starting with .'),
+        (f"{base}[2].name", "Required value"),
+        (f"{base}[2].type", "Required value: must be one of boolean,date,integer,number,string"),
+        (f"{base}[2].JSONPath", "Required value"),
     ]

@@ -221,6 +221,32 @@ def _deprecation_warning_errors(version: dict[str, Any], path: str) -> list[Fiel
     return [field.invalid(path, warning, problem) for problem in problems]
 
 
+#: kube's printerColumnDatatypes and customResourceColumnDefinitionFormats, listed as its sets list them.
+_COLUMN_TYPES = ("boolean", "date", "integer", "number", "string")
+_COLUMN_FORMATS = ("byte", "date", "date-time", "double", "float", "int32", "int64", "password")
+
+
+def _printer_column_errors(column: dict[str, Any], path: str) -> list[FieldError]:
+    """kube's ``ValidateCustomResourceColumnDefinition`` (its field path ``JSONPath`` included)."""
+    out: list[FieldError] = []
+    if not column.get("name"):
+        out.append(_required(f"{path}.name"))
+    kind, kinds = column.get("type"), f"must be one of {','.join(_COLUMN_TYPES)}"
+    if not kind:
+        out.append(_required(f"{path}.type", kinds))
+    elif kind not in _COLUMN_TYPES:
+        out.append(field.invalid(f"{path}.type", kind, kinds))
+    form = column.get("format")
+    if form and form not in _COLUMN_FORMATS:
+        out.append(field.invalid(f"{path}.format", form, f"must be one of {','.join(_COLUMN_FORMATS)}"))
+    json_path = column.get("jsonPath")
+    if not json_path:
+        out.append(_required(f"{path}.JSONPath"))
+    elif not str(json_path).startswith("."):
+        out.append(field.invalid(f"{path}.JSONPath", json_path, "must be a simple json path starting with ."))
+    return out
+
+
 def _versions_errors(versions: Any, compile_rule: RuleCompiler | None) -> list[FieldError]:
     if not isinstance(versions, list) or not versions:
         return [_required("spec.versions", "must have exactly one version marked as storage version")]
@@ -253,11 +279,7 @@ def _versions_errors(versions: Any, compile_rule: RuleCompiler | None) -> list[F
             out.extend(structural_errors(schema, f"{base}.schema.openAPIV3Schema", compile_rule))
         out.extend(_subresource_errors(version.get("subresources"), f"{base}.subresources"))
         for column_index, column in enumerate(version.get("additionalPrinterColumns") or []):
-            cpath = f"{base}.additionalPrinterColumns[{column_index}]"
-            if not isinstance(column, dict) or not column.get("name"):
-                out.append(_required(f"{cpath}.name"))
-            elif not column.get("jsonPath"):
-                out.append(_required(f"{cpath}.jsonPath"))
+            out.extend(_printer_column_errors(field.mapping(column), f"{base}.additionalPrinterColumns[{column_index}]"))
     out.extend(_all_selectable_fields_errors(versions))
     if storage != 1:
         out.append(_invalid("spec.versions", storage, "must have exactly one version marked as storage version"))
