@@ -15,20 +15,11 @@ Pure: no I/O.
 
 from __future__ import annotations
 
-import copy
 import re
-from collections.abc import Callable
 from typing import Any
 
-from controlplane.apis.apiextensions.schema import (
-    Path,
-    Schema,
-    apply_defaults,
-    compiled_pattern,
-    format_path,
-    validate,
-    walk,
-)
+from controlplane.apis.apiextensions.schema import Schema, format_path
+from controlplane.apis.apiextensions.structural import RuleCompiler, structural_errors
 from controlplane.apis.kube import field, webhookclient
 from controlplane.apis.kube.field import CauseType, FieldError
 from controlplane.apis.kube.names import (
@@ -43,11 +34,8 @@ GROUP = "apiextensions.k8s.io"
 VERSION = "v1"
 _KIND = re.compile(r"^[A-Za-z][A-Za-z0-9]*\Z")
 CONVERSION_STRATEGIES = ("None", "Webhook")
-_SCHEMA_TYPES = ("object", "array", "string", "integer", "number", "boolean")
 #: kube's MaxSelectableFields: how many selectable fields one version may declare.
 MAX_SELECTABLE_FIELDS = 8
-#: Checks a CEL rule at a schema node: None when it compiles within the cost budget, else why not.
-RuleCompiler = Callable[[str, Schema], str | None]
 
 
 def default_crd(crd: dict[str, Any]) -> None:
@@ -427,63 +415,6 @@ def _subresource_errors(subresources: Any, base: str) -> list[FieldError]:
             out.append(_invalid(f"{base}.scale.{key}", value, where))
         elif prefix is None and not value.startswith((".spec.", ".status.")):
             out.append(_invalid(f"{base}.scale.{key}", value, "should be a json path under either .spec or .status"))
-    return out
-
-
-def _schema_path(base: str, path: Path) -> str:
-    out = base
-    for part in path:
-        out += ".items" if part == "*" else f".properties[{part}]"
-    return out
-
-
-def structural_errors(schema: Schema, base: str, compile_rule: RuleCompiler | None = None) -> list[FieldError]:
-    """Why ``schema`` is not structural (kube's messages), plus bad patterns and CEL rules."""
-    out: list[FieldError] = []
-    for path, node in walk(schema):
-        where = _schema_path(base, path)
-        node_type = node.get("type")
-        int_or_string = node.get("x-kubernetes-int-or-string")
-        preserve = node.get("x-kubernetes-preserve-unknown-fields")
-        if not node_type and not int_or_string and not preserve:
-            detail = "must not be empty at the root" if not path else "must not be empty for specified object fields"
-            out.append(_required(f"{where}.type", detail))
-        elif node_type and node_type not in _SCHEMA_TYPES:
-            out.append(FieldError(
-                CauseType.FIELD_VALUE_NOT_SUPPORTED, f"{where}.type",
-                f'Unsupported value: "{node_type}": supported values: ' + ", ".join(f'"{t}"' for t in _SCHEMA_TYPES),
-            ))
-        if not path and node_type not in (None, "object"):
-            out.append(_invalid(f"{where}.type", node_type, "must be object at the root"))
-        if node_type == "array" and not isinstance(node.get("items"), dict):
-            out.append(_required(f"{where}.items", "must be specified"))
-        if node.get("uniqueItems"):
-            out.append(FieldError(CauseType.FIELD_VALUE_FORBIDDEN, f"{where}.uniqueItems", "Forbidden: uniqueItems cannot be set to true since the runtime complexity becomes quadratic"))
-        pattern = node.get("pattern")
-        if isinstance(pattern, str) and isinstance(problem := compiled_pattern(pattern), str):
-            out.append(_invalid(f"{where}.pattern", pattern, f"must be a valid regular expression, but isn't: {problem}"))
-        if node.get("properties") and isinstance(node.get("additionalProperties"), dict):
-            out.append(FieldError(CauseType.FIELD_VALUE_FORBIDDEN, f"{where}.additionalProperties", "Forbidden: additionalProperties and properties are mutual exclusive"))
-        if "default" in node and node["default"] is not None:
-            # As kube: the default with the defaults nested under it applied is what must be valid.
-            default = copy.deepcopy(node["default"])
-            apply_defaults(default, node)
-            out.extend(validate(default, node, path=(f"{where}.default",)))
-        list_type = node.get("x-kubernetes-list-type")
-        if list_type is not None and list_type not in ("atomic", "set", "map"):
-            out.append(FieldError(
-                CauseType.FIELD_VALUE_NOT_SUPPORTED, f"{where}.x-kubernetes-list-type",
-                f'Unsupported value: "{list_type}": supported values: "atomic", "set", "map"',
-            ))
-        if list_type == "map" and not node.get("x-kubernetes-list-map-keys"):
-            out.append(_required(f"{where}.x-kubernetes-list-map-keys", "must not be empty if x-kubernetes-list-type is map"))
-        for index, rule in enumerate(node.get("x-kubernetes-validations") or []):
-            rpath = f"{where}.x-kubernetes-validations[{index}]"
-            text = rule.get("rule") if isinstance(rule, dict) else None
-            if not isinstance(text, str) or not text.strip():
-                out.append(_required(f"{rpath}.rule"))
-            elif compile_rule is not None and (problem := compile_rule(text, node)) is not None:
-                out.append(_invalid(f"{rpath}.rule", text, f"compilation failed: {problem}"))
     return out
 
 

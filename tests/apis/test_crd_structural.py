@@ -1,0 +1,84 @@
+"""A CRD version's schema checked as kube's ValidateStructural and
+ValidateCustomResourceDefinitionOpenAPISchema check it: kube's extensions where they apply, the
+root ``metadata`` restricted to ``name`` and ``generateName`` (no defaults in it), ``$ref``, and the
+items and keys of ``x-kubernetes-list-type: map`` and ``set`` lists."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from controlplane.apis.apiextensions.structural import structural_errors
+
+ROOT = "spec.versions[0].schema.openAPIV3Schema"
+
+
+def _errors(properties: dict[str, Any], **root: Any) -> list[tuple[str, str]]:
+    schema = {"type": "object", "properties": properties, **root}
+    return [(e.field.removeprefix(ROOT), e.message) for e in structural_errors(schema, ROOT)]
+
+
+def test_kubes_extensions_are_refused_where_they_do_not_apply() -> None:
+    spec = {"type": "object", "properties": {
+        "f": {"type": "object", "x-kubernetes-embedded-resource": True},
+        "g": {"x-kubernetes-embedded-resource": True, "x-kubernetes-preserve-unknown-fields": True},
+        "i": {"x-kubernetes-int-or-string": True, "x-kubernetes-preserve-unknown-fields": True},
+        "l": {"type": "string", "x-kubernetes-list-type": "set"},
+        "m": {"type": "string", "x-kubernetes-map-type": "atomic"},
+        "n": {"type": "object", "x-kubernetes-map-type": "foo"},
+        "p": {"type": "object", "x-kubernetes-preserve-unknown-fields": False},
+        "r": {"type": "string", "$ref": "#/x"},
+        "u": {"type": "object", "additionalProperties": False, "properties": {"a": {"type": "string"}}},
+    }}
+    s = ".properties[spec].properties"
+    assert _errors({"spec": spec}) == [
+        (f"{s}[f].properties", "Required value: must not be empty if x-kubernetes-embedded-resource is true "
+                               "without x-kubernetes-preserve-unknown-fields"),
+        (f"{s}[g].type", "Required value: must be object if x-kubernetes-embedded-resource is true"),
+        (f"{s}[i].x-kubernetes-preserve-unknown-fields",
+         "Invalid value: true: must be false if x-kubernetes-int-or-string is true"),
+        (f"{s}[l].type", 'Invalid value: "string": must be array if x-kubernetes-list-type is specified'),
+        (f"{s}[m].type", 'Invalid value: "string": must be object if x-kubernetes-map-type is specified'),
+        (f"{s}[n].x-kubernetes-map-type", 'Unsupported value: "foo": supported values: "atomic", "granular"'),
+        (f"{s}[p].x-kubernetes-preserve-unknown-fields", "Invalid value: false: must be true or undefined"),
+        (f"{s}[r].$ref", "Forbidden: $ref is not supported"),
+        (f"{s}[u].additionalProperties", "Forbidden: additionalProperties and properties are mutual exclusive"),
+    ]
+
+
+def test_the_root_metadata_may_only_restrict_name_and_generate_name() -> None:
+    assert _errors({"metadata": {"type": "object", "properties": {"name": {"type": "string", "maxLength": 63}}}}) == []
+    assert _errors({"metadata": {"type": "object", "properties": {"labels": {"type": "object"}}}}) == [
+        (".properties[metadata]", "Forbidden: must not specify anything other than name and generateName, "
+                                  "but metadata is implicitly specified"),
+    ]
+    assert _errors({"metadata": {"type": "object", "properties": {"name": {"type": "string", "default": "x"}}}}) == [
+        (".properties[metadata].properties[name].default", "Forbidden: must not be set in top-level metadata"),
+    ]
+    assert _errors({}, additionalProperties={"type": "string"}) == [
+        (".additionalProperties", "Forbidden: must not be used at the root"),
+    ]
+
+
+def test_map_and_set_lists_are_checked_as_kube_checks_them() -> None:
+    ports = {
+        "type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name", "port", "proto"],
+        "items": {"type": "object", "required": ["port"], "properties": {
+            "name": {"type": "string"}, "port": {"type": "object"}, "other": {"type": "string"},
+        }},
+    }
+    tags = {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "object"}}
+    keyed = {"type": "array", "x-kubernetes-list-map-keys": ["name"], "items": {"type": "string"}}
+    s = ".properties[spec].properties"
+    spec = {"type": "object", "properties": {"ports": ports, "tags": tags, "keyed": keyed}}
+    assert _errors({"spec": spec}) == [
+        (f"{s}[ports].items.properties[port].type",
+         'Invalid value: "object": must be a scalar type if parent array\'s x-kubernetes-list-type is map'),
+        (f"{s}[ports].x-kubernetes-list-map-keys",
+         'Invalid value: []string{"name", "port", "proto"}: entries must all be names of item properties'),
+        (f"{s}[ports].items.properties[name].default", "Required value: this property is in "
+         "x-kubernetes-list-map-keys, so it must have a default or be a required property"),
+        (f"{s}[tags].items.x-kubernetes-map-type",
+         "Invalid value: null: must be atomic as item of a list with x-kubernetes-list-type=set"),
+        (f"{s}[keyed].x-kubernetes-list-type",
+         "Required value: must be map if x-kubernetes-list-map-keys is non-empty"),
+    ]
