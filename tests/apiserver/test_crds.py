@@ -124,7 +124,7 @@ async def test_names_already_served_are_not_accepted(replicas: tuple[Client, Cli
     await _until(lambda: _established(first))
     # A built-in kind's plural, and a short name an older CRD holds.
     leases = copy.deepcopy(CRD)
-    leases["metadata"]["name"] = "leases.coordination.k8s.io"
+    leases["metadata"] = {"name": "leases.coordination.k8s.io", "annotations": {"api-approved.kubernetes.io": "unapproved"}}
     leases["spec"]["group"] = "coordination.k8s.io"
     leases["spec"]["names"] = {"plural": "leases", "kind": "Lease2"}
     models = copy.deepcopy(CRD)
@@ -265,6 +265,36 @@ async def test_a_deprecation_warning_is_checked_as_kube_checks_it(replicas: tupl
         ("spec.versions[0].deprecationWarning",
          "must only contain printable UTF-8 characters; non-printable character found at index 258"),
     ]
+
+
+async def test_a_crd_in_a_protected_group_needs_kubes_approval_annotation(replicas: tuple[Client, Client]) -> None:
+    """kube's validateAPIApproval and API approval controller, for ``*.k8s.io`` and ``*.kubernetes.io``."""
+    first, _ = replicas
+    crd = copy.deepcopy(CRD)
+    crd["metadata"]["name"] = "trainers.ml.k8s.io"
+    crd["spec"]["group"] = "ml.k8s.io"
+    pr = "see https://github.com/kubernetes/enhancements/pull/1111"
+    for annotations, cause in (
+        ({}, ("Required value: protected groups must have approval annotation \"api-approved.kubernetes.io\", " + pr)),
+        ({"api-approved.kubernetes.io": "yes"}, (
+            'Invalid value: "yes": protected groups must have approval annotation "api-approved.kubernetes.io" with '
+            f'either a URL or a reason starting with "unapproved", {pr}')),
+    ):
+        crd["metadata"]["annotations"] = annotations
+        answer = await first.post(CRDS, json=crd)
+        assert answer.status == 422, await answer.text()
+        causes = [(c["field"], c["message"]) for c in (await answer.json())["details"]["causes"]]
+        assert causes == [("metadata.annotations[api-approved.kubernetes.io]", cause)]
+    crd["metadata"]["annotations"] = {"api-approved.kubernetes.io": "https://github.com/kubernetes/kubernetes/pull/1"}
+    assert (await first.post(CRDS, json=crd)).status == 201
+
+    async def approved() -> dict[str, Any] | None:
+        return (await _conditions(first, "trainers.ml.k8s.io")).get("KubernetesAPIApprovalPolicyConformant")
+
+    condition = await _until(approved)
+    assert (condition["status"], condition["reason"], condition["message"]) == (
+        "True", "ApprovedAnnotation", "approved in https://github.com/kubernetes/kubernetes/pull/1",
+    )
 
 
 async def test_an_invalid_crd_is_refused_with_kubes_causes(replicas: tuple[Client, Client]) -> None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from typing import Any
+from urllib.parse import urlsplit
 
 from controlplane.apis.apiextensions.schema import Schema, format_path
 from controlplane.apis.apiextensions.structural import RuleCompiler, structural_errors
@@ -29,6 +30,7 @@ from controlplane.apis.kube.names import (
     DNS_LABEL_REGEX_MESSAGE,
     DNS_SUBDOMAIN,
 )
+from controlplane.gojson import go_quote
 
 GROUP = "apiextensions.k8s.io"
 VERSION = "v1"
@@ -416,6 +418,66 @@ def _subresource_errors(subresources: Any, base: str) -> list[FieldError]:
         elif prefix is None and not value.startswith((".spec.", ".status.")):
             out.append(_invalid(f"{base}.scale.{key}", value, "should be a json path under either .spec or .status"))
     return out
+
+
+#: kube's KubeAPIApprovedAnnotation: a CRD in a protected group names the review that approved it.
+API_APPROVED = "api-approved.kubernetes.io"
+_APPROVAL_PR = "see https://github.com/kubernetes/enhancements/pull/1111"
+
+
+def _approval_state(annotations: dict[str, Any]) -> tuple[str, str]:
+    """kube's ``GetAPIApprovalState``: (Missing|Bypassed|Approved|Invalid, its reason)."""
+    value = str(annotations.get(API_APPROVED) or "")
+    parsed = urlsplit(value) if value.startswith("/") or "://" in value else None
+    if not value:
+        return "Missing", f'protected groups must have approval annotation "{API_APPROVED}", {_APPROVAL_PR}'
+    if value.startswith("unapproved"):
+        return "Bypassed", f"not approved: {go_quote(value)}"
+    if parsed is not None and parsed.scheme and parsed.netloc:
+        return "Approved", f"approved in {value}"
+    return "Invalid", (
+        f'protected groups must have approval annotation "{API_APPROVED}" with either a URL or a reason starting '
+        f'with "unapproved", {_APPROVAL_PR}'
+    )
+
+
+def _protected(crd: dict[str, Any]) -> bool:
+    """kube's ``IsProtectedCommunityGroup``: ``k8s.io``, ``kubernetes.io`` and their subdomains."""
+    group = str(field.mapping(crd.get("spec")).get("group") or "")
+    return group in ("k8s.io", "kubernetes.io") or group.endswith((".k8s.io", ".kubernetes.io"))
+
+
+_APPROVAL_CONDITIONS = {
+    "Approved": ("True", "ApprovedAnnotation"), "Bypassed": ("False", "UnapprovedAnnotation"),
+    "Missing": ("False", "MissingAnnotation"), "Invalid": ("False", "InvalidAnnotation"),
+}
+
+
+def api_approval_condition(crd: dict[str, Any]) -> dict[str, str] | None:
+    """The ``KubernetesAPIApprovalPolicyConformant`` condition kube's API approval controller
+    gives a CRD of a protected group (None for another group), without its transition time."""
+    if not _protected(crd):
+        return None
+    state, reason = _approval_state(field.mapping(field.mapping(crd.get("metadata")).get("annotations")))
+    status, kind = _APPROVAL_CONDITIONS[state]
+    return {"type": "KubernetesAPIApprovalPolicyConformant", "status": status, "reason": kind, "message": reason}
+
+
+def api_approval_errors(crd: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
+    """kube's ``validateAPIApproval``: a CRD in a ``k8s.io`` or ``kubernetes.io`` group carries
+    the ``api-approved.kubernetes.io`` annotation (a URL, or a reason starting with ``unapproved``);
+    an update that leaves its state as it was is not refused."""
+    if not _protected(crd):
+        return []
+    state, reason = _approval_state(field.mapping(field.mapping(crd.get("metadata")).get("annotations")))
+    if old is not None and _approval_state(field.mapping(field.mapping(old.get("metadata")).get("annotations")))[0] == state:
+        return []
+    path = f"metadata.annotations[{API_APPROVED}]"
+    if state == "Missing":
+        return [field.required(path, reason)]
+    if state == "Invalid":
+        return [field.invalid(path, str(crd["metadata"]["annotations"][API_APPROVED]), reason)]
+    return []
 
 
 def stored_versions_errors(crd: dict[str, Any], old: dict[str, Any]) -> list[FieldError]:

@@ -20,7 +20,7 @@ import json
 import logging
 from typing import Any
 
-from controlplane.apis.apiextensions.crd import invalid_ca_bundle, storage_version
+from controlplane.apis.apiextensions.crd import api_approval_condition, invalid_ca_bundle, storage_version
 from controlplane.apiserver import errors
 from controlplane.apiserver.crd.registry import DynamicRegistry, NamesDecision, name_decisions
 from controlplane.apiserver.crd.types import CLEANUP_FINALIZER, custom_types
@@ -67,6 +67,8 @@ def desired_status(crd: dict[str, Any], names: NamesDecision | None = None) -> d
             _condition("NamesAccepted", "False", conflict[0], conflict[1]),
             kept or _condition("Established", "False", "NotAccepted", "not all names are accepted"),
         ]
+    if (approval := api_approval_condition(crd)) is not None:
+        conditions.insert(0, approval)
     if crd["metadata"].get("deletionTimestamp"):
         conditions.append(
             _condition("Terminating", "True", "InstanceDeletionInProgress", "CustomResource deletion is in progress")

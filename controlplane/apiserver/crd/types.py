@@ -63,7 +63,7 @@ def _crd_validate(obj: dict[str, Any], old: dict[str, Any] | None) -> list[Field
                     CauseType.FIELD_VALUE_INVALID, f"spec.{key}", f'Invalid value: "{after}": field is immutable'
                 ))
         errors.extend(crds.stored_versions_errors(obj, old))
-    return errors
+    return errors + crds.api_approval_errors(obj, old)
 
 
 def crd_resource_type() -> ResourceType:
