@@ -190,6 +190,11 @@ class ResourceHandlers:
             request[UNSTRUCTURED] = True
             if rt.custom is not None and rt.custom.deprecation_warning:  # kube's, on every verb
                 request_warnings(request).append(rt.custom.deprecation_warning)
+            if rt.custom is not None and rt.custom.terminating and info.verb == "create" and not info.subresource:
+                raise errors.MethodNotAllowed(  # kube's crdHandler, before the body is read
+                    "create not allowed while custom resource definition is terminating",
+                    target=errors.Target(group=info.group, kind=info.resource),
+                )
             response_media(request.headers.get("Accept"), protobuf=False)
         if self.converted is not None and rt.custom is not None and rt.custom.conversion_webhook is not None:
             return await self.converted(request, rt, info)

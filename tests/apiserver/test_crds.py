@@ -274,13 +274,13 @@ async def test_a_crd_in_a_protected_group_needs_kubes_approval_annotation(replic
     crd["metadata"]["name"] = "trainers.ml.k8s.io"
     crd["spec"]["group"] = "ml.k8s.io"
     pr = "see https://github.com/kubernetes/enhancements/pull/1111"
-    for annotations, cause in (
+    for given, cause in (
         ({}, ("Required value: protected groups must have approval annotation \"api-approved.kubernetes.io\", " + pr)),
         ({"api-approved.kubernetes.io": "yes"}, (
             'Invalid value: "yes": protected groups must have approval annotation "api-approved.kubernetes.io" with '
             f'either a URL or a reason starting with "unapproved", {pr}')),
     ):
-        crd["metadata"]["annotations"] = annotations
+        crd["metadata"]["annotations"] = given
         answer = await first.post(CRDS, json=crd)
         assert answer.status == 422, await answer.text()
         causes = [(c["field"], c["message"]) for c in (await answer.json())["details"]["causes"]]
@@ -339,6 +339,18 @@ async def test_deleting_a_crd_waits_for_its_objects_finalizers_then_goes(replica
     await _until(only_held_left)
     # The CRD stays while an object's own finalizer holds it ...
     assert (await first.get(f"{CRDS}/trainers.ml.example.com")).status == 200
+    # ... and no object of its kind is created meanwhile, on either replica (kube's crdHandler).
+    for client in (first, second):
+        async def refused_create(client: Client = client) -> Any:
+            answer = await client.post(objects, json={**free, "metadata": {"name": "late"}})
+            return answer if answer.status == 405 else None  # a replica sees the deletion in its own time
+
+        refused = await _until(refused_create)
+        assert await refused.json() == {
+            "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": "create not allowed while custom resource definition is terminating",
+            "reason": "MethodNotAllowed", "details": {"group": "ml.example.com", "kind": "trainers"}, "code": 405,
+        }
     released = await first.patch(
         f"{objects}/held", json={"metadata": {"finalizers": None}}, headers={"Content-Type": "application/merge-patch+json"}
     )

@@ -52,3 +52,5 @@ class CustomKind:
     #: The ``Warning`` every request in this version gets when the CRD marks it ``deprecated``:
     #: its ``deprecationWarning``, or kube's default text. Empty: not deprecated.
     deprecation_warning: str = ""
+    #: The CRD is being deleted: kube refuses to create objects of its kind meanwhile.
+    terminating: bool = False

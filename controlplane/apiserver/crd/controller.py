@@ -182,7 +182,8 @@ class CrdController:
     def _types_of(self, crd: dict[str, Any]) -> list[ResourceType]:
         name = crd["metadata"]["name"]
         stored_versions = (crd.get("status") or {}).get("storedVersions")
-        digest = hashlib.sha256(json.dumps([crd["spec"], stored_versions], sort_keys=True).encode()).hexdigest()
+        deleting = crd["metadata"].get("deletionTimestamp")
+        digest = hashlib.sha256(json.dumps([crd["spec"], stored_versions, deleting], sort_keys=True).encode()).hexdigest()
         cached = self._built.get(name)
         if cached is None or cached[0] != digest:
             cached = (digest, custom_types(crd))

@@ -350,6 +350,7 @@ def custom_types(crd: dict[str, Any]) -> list[ResourceType]:
                 prune_status=hooks.prune_status, validate_status=hooks.validate_status,
                 conversion_webhook=webhook if api_version != stored or older else None,
                 deprecation_warning=deprecation_warning(spec, version),
+                terminating=bool(crd["metadata"].get("deletionTimestamp")),
             ),
         ))
     return out
