@@ -40,6 +40,14 @@ from typing import Any
 import re2
 
 from controlplane.apis.kube.field import CauseType, FieldError
+from controlplane.apis.kube.names import (
+    DNS_LABEL,
+    DNS_LABEL_REGEX_MESSAGE,
+    format_errors,
+    label_value_errors,
+    path_segment_errors,
+    qualified_name_errors,
+)
 from controlplane.gojson import deep_equal, go_quote, go_syntax
 
 Schema = dict[str, Any]
@@ -389,6 +397,8 @@ def _validate_object(
         for name in ("apiVersion", "kind"):
             if not isinstance(value.get(name), str) or not value.get(name):
                 out.append(_err(CauseType.FIELD_VALUE_REQUIRED, (*path, name), "Required value: must not be empty"))
+        if isinstance(value.get("metadata"), dict):
+            out.extend(_embedded_metadata_errors(value["metadata"], (*path, "metadata")))
     additional = schema.get("additionalProperties")
     for key, item in value.items():
         if root and key in _ROOT_KEPT and key not in properties:
@@ -397,6 +407,29 @@ def _validate_object(
             _validate(item, properties[key], (*path, key), out, old=correlate(schema, old, key, item))
         elif isinstance(additional, dict):
             _validate(item, additional, (*path, key), out, old=correlate(schema, old, key, item))
+
+
+def _embedded_metadata_errors(meta: dict[str, Any], path: Path) -> list[FieldError]:
+    """kube's ``validateEmbeddedResource``: an embedded object's metadata by ``ValidateObjectMeta``
+    with path-segment names (its name, its namespace if any, its labels and annotations)."""
+    out: list[FieldError] = []
+
+    def invalid(at: Path, value: str, problems: list[str]) -> None:
+        out.extend(_err(CauseType.FIELD_VALUE_INVALID, at, f"Invalid value: {go_quote(value)}: {p}") for p in problems)
+
+    for key in ("name", "generateName"):
+        if isinstance(meta.get(key), str) and meta[key]:
+            invalid((*path, key), meta[key], path_segment_errors(meta[key]))
+    if isinstance(meta.get("namespace"), str) and meta["namespace"]:
+        invalid((*path, "namespace"), meta["namespace"], format_errors(meta["namespace"], DNS_LABEL, 63, DNS_LABEL_REGEX_MESSAGE))
+    labels, annotations = meta.get("labels"), meta.get("annotations")
+    for key, label in labels.items() if isinstance(labels, dict) else ():
+        invalid((*path, "labels"), str(key), qualified_name_errors(str(key)))
+        if isinstance(label, str):
+            invalid((*path, "labels"), label, label_value_errors(label))
+    for key in annotations if isinstance(annotations, dict) else ():
+        invalid((*path, "annotations"), str(key), qualified_name_errors(str(key).lower()))
+    return out
 
 
 def _validate_array(value: list[Any], schema: Schema, path: Path, out: list[FieldError], *, old: Any) -> None:

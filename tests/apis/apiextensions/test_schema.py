@@ -225,3 +225,28 @@ RATCHETED: dict[str, Any] = {
 def test_updates_ratchet_unchanged_values(old: Any, new: dict[str, Any], expected: list[str]) -> None:
     found = validate(new, RATCHETED) if old is None else validate(new, RATCHETED, old=old)
     assert [e.field for e in found] == expected
+
+
+def test_an_embedded_objects_metadata_is_checked_as_kubes_object_meta() -> None:
+    """kube's validateEmbeddedResource: ValidateObjectMeta with path-segment names."""
+    schema = {"type": "object", "properties": {"tmpl": {
+        "type": "object", "x-kubernetes-embedded-resource": True, "x-kubernetes-preserve-unknown-fields": True,
+    }}}
+    fine = {"tmpl": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "Any_Name", "labels": {"app": "x"}}}}
+    assert validate(fine, schema) == []
+    bad = {"tmpl": {"apiVersion": "v1", "kind": "Pod", "metadata": {
+        "name": "a/b", "namespace": "Bad", "labels": {"app": "b c"}, "annotations": {"-x": "y"},
+    }}}
+    label = ("a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and "
+             "must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex "
+             "used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')")
+    assert [(e.field, e.message) for e in validate(bad, schema)] == [
+        ("tmpl.metadata.name", "Invalid value: \"a/b\": may not contain '/'"),
+        ("tmpl.metadata.namespace", 'Invalid value: "Bad": a lowercase RFC 1123 label must consist of lower case '
+         "alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  "
+         "or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"),
+        ("tmpl.metadata.labels", f'Invalid value: "b c": {label}'),
+        ("tmpl.metadata.annotations", 'Invalid value: "-x": name part must consist of alphanumeric characters, '
+         "'-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  "
+         "or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"),
+    ]
