@@ -39,6 +39,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
+from controlplane.apis.apiextensions.cel_types import DYN, SchemaTypes, check, display
 from controlplane.apis.apiextensions.schema import (
     NO_OLD,
     Path,
@@ -154,8 +155,12 @@ def estimated_cost(rule: str, schema: Schema) -> int:
     return max(1, _cost(rule, {"self": schema, "oldSelf": schema}))
 
 
-def compile_error(rule: str, schema: Schema | None = None) -> str | None:
-    """Why ``rule`` cannot be used (None: it compiles and fits the cost budget)."""
+def compile_error(rule: str, schema: Schema | None = None, *, root: bool = False) -> str | None:
+    """Why ``rule`` cannot be used (None: it compiles and fits the cost budget). With ``schema``,
+    ``self`` is typed by it as kube's SchemaDeclType types it (``root``: a resource's root or an
+    embedded resource, which always has ``apiVersion``, ``kind`` and ``metadata.name``), and what
+    cel-go's checker finds for sure is refused in its words (``undefined field 'x'``, ``found no
+    matching overload ...``); ``oldSelf`` is left unchecked."""
     try:
         _compile(rule)
     except Exception as exc:  # the compiler's own message is the answer
@@ -163,6 +168,11 @@ def compile_error(rule: str, schema: Schema | None = None) -> str | None:
         if ": ERROR: " in text:
             text = "ERROR: " + text.split(": ERROR: ", 1)[1]
         return text.splitlines()[0] if text else type(exc).__name__
+    if schema:
+        types = SchemaTypes(lambda _ref: None)
+        _, issues = check(rule, types, {"self": types.of(schema, root=root), "oldSelf": DYN})
+        if issues:
+            return display(rule, issues)
     if schema is not None:
         cost = estimated_cost(rule, schema)
         if cost > COST_LIMIT:

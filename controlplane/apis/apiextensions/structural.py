@@ -8,7 +8,7 @@ rules that compile within the cost budget. Pure: no I/O.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from typing import Protocol
 
 from controlplane.apis.apiextensions.schema import (
     Path,
@@ -22,8 +22,11 @@ from controlplane.apis.kube import field
 from controlplane.apis.kube.field import CauseType, FieldError
 
 _SCHEMA_TYPES = ("object", "array", "string", "integer", "number", "boolean")
-#: Checks a CEL rule at a schema node: None when it compiles within the cost budget, else why not.
-RuleCompiler = Callable[[str, Schema], str | None]
+class RuleCompiler(Protocol):
+    """Checks a CEL rule at a schema node (``root``: a resource's root or an embedded resource):
+    None when it compiles within the cost budget, else why not."""
+
+    def __call__(self, rule: str, schema: Schema, *, root: bool = False) -> str | None: ...
 
 
 def _schema_path(base: str, path: Path) -> str:
@@ -80,7 +83,7 @@ def structural_errors(schema: Schema, base: str, compile_rule: RuleCompiler | No
             text = rule.get("rule") if isinstance(rule, dict) else None
             if not isinstance(text, str) or not text.strip():
                 out.append(field.required(f"{rpath}.rule"))
-            elif compile_rule is not None and (problem := compile_rule(text, node)) is not None:
+            elif compile_rule is not None and (problem := compile_rule(text, node, root=not path or embedded)) is not None:
                 out.append(field.invalid(f"{rpath}.rule", text, f"compilation failed: {problem}"))
     return out
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from controlplane.apis.apiextensions import cel
 from controlplane.apis.apiextensions.structural import structural_errors
 
 ROOT = "spec.versions[0].schema.openAPIV3Schema"
@@ -81,4 +82,33 @@ def test_map_and_set_lists_are_checked_as_kube_checks_them() -> None:
          "Invalid value: null: must be atomic as item of a list with x-kubernetes-list-type=set"),
         (f"{s}[keyed].x-kubernetes-list-type",
          "Required value: must be map if x-kubernetes-list-map-keys is non-empty"),
+    ]
+
+
+def test_rules_are_type_checked_against_the_schema_as_kubes_compiler_does() -> None:
+    """kube compiles a rule with ``self`` typed by its node (SchemaDeclType): a field the node does
+    not declare, or operands no overload takes, fail compilation; a resource's root always has
+    ``apiVersion``, ``kind`` and ``metadata.name``, and only those of its metadata."""
+    def rule(text: str) -> list[dict[str, str]]:
+        return [{"rule": text}]
+
+    schema = {"type": "object", "x-kubernetes-validations": rule("self.metadata.name != '' && self.kind == 'W'"),
+              "properties": {"spec": {
+                  "type": "object", "x-kubernetes-validations": rule("self.size > 'a'"),
+                  "properties": {"size": {"type": "integer", "x-kubernetes-validations": rule("self > 0")},
+                                 "tmpl": {"type": "object", "x-kubernetes-embedded-resource": True,
+                                          "x-kubernetes-preserve-unknown-fields": True,
+                                          "x-kubernetes-validations": rule("self.metadata.name != ''")},
+                                 "open": {"type": "object", "x-kubernetes-preserve-unknown-fields": True,
+                                          "x-kubernetes-validations": rule("self.anything == 1")}},
+              }}}
+    schema["x-kubernetes-validations"] += rule("self.metadata.labels.size() < 3")
+    errors = [(e.field, e.message) for e in structural_errors(schema, ROOT, cel.compile_error)]
+    assert errors == [
+        (f"{ROOT}.x-kubernetes-validations[1].rule",
+         "Invalid value: \"self.metadata.labels.size() < 3\": compilation failed: ERROR: <input>:1:14: undefined "
+         "field 'labels'\n | self.metadata.labels.size() < 3\n | .............^"),
+        (f"{ROOT}.properties[spec].x-kubernetes-validations[0].rule",
+         "Invalid value: \"self.size > 'a'\": compilation failed: ERROR: <input>:1:11: found no matching overload "
+         "for '_>_' applied to '(int, string)'\n | self.size > 'a'\n | ..........^"),
     ]
