@@ -20,7 +20,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from controlplane.apis.apiextensions.schema import Schema, format_path
-from controlplane.apis.apiextensions.structural import RuleCompiler, structural_errors
+from controlplane.apis.apiextensions.structural import RuleCompiler, field_path_in, structural_errors
 from controlplane.apis.kube import field, webhookclient
 from controlplane.apis.kube.field import CauseType, FieldError
 from controlplane.apis.kube.names import (
@@ -324,7 +324,7 @@ def selectable_fields_errors(fields: Any, schema: Schema, base: str) -> list[Fie
             out.append(_required(where))
             continue
         try:
-            path, node = _field_path_in(json_path, schema)
+            path, node = field_path_in(json_path, schema)
         except ValueError as exc:
             out.append(_invalid(where, json_path, f"is an invalid path: {exc}"))
             continue
@@ -345,57 +345,6 @@ def selectable_fields_errors(fields: Any, schema: Schema, base: str) -> list[Fie
             CauseType.FIELD_VALUE_TOO_MANY, base, f"Too many: {len(seen)}: must have at most {MAX_SELECTABLE_FIELDS} items"
         ))
     return out
-
-
-def _path_tokens(json_path: str) -> list[str]:
-    """kube's ``ValidFieldPath`` tokens: ``.``, ``[`` and ``]`` alone, a single-quoted string
-    whole, and the text between."""
-    tokens: list[str] = []
-    i = 0
-    while i < len(json_path):
-        if json_path[i] == "'":
-            end = i + 1
-            while end < len(json_path) and not (json_path[end] == "'" and json_path[end - 1] != "\\"):
-                end += 1
-            tokens.append(json_path[i:end + 1])
-            i = end + 1
-        elif json_path[i] in ".[]":
-            tokens.append(json_path[i])
-            i += 1
-        else:
-            end = i
-            while end < len(json_path) and json_path[end] not in ".[]":
-                end += 1
-            tokens.append(json_path[i:end])
-            i = end
-    return tokens
-
-
-def _field_path_in(json_path: str, schema: Schema) -> tuple[list[str], Any]:
-    """kube's ``ValidFieldPath`` without array notation: the path's parts (a map key as
-    ``[key]``) and the schema node it reaches; ValueError with kube's reason."""
-    tokens = iter(_path_tokens(json_path))
-    path: list[str] = []
-    node: Any = schema
-    for token in tokens:
-        if token == "[":
-            raise ValueError("array notation is not allowed")
-        if token != ".":
-            raise ValueError(f"expected [ or . but got: {token}")
-        name = next(tokens, None)
-        if name is None:
-            raise ValueError("unexpected end of JSON path")
-        if isinstance(node, dict) and isinstance(node.get("properties"), dict):
-            if name not in node["properties"]:
-                raise ValueError("does not refer to a valid field")
-            path.append(name)
-            node = node["properties"][name]
-        elif isinstance(node, dict) and node.get("additionalProperties") not in (None, False):
-            path.append(f"[{name}]")
-            node = node["additionalProperties"]
-        else:
-            raise ValueError("does not refer to a valid field")
-    return path, node
 
 
 def _subresource_errors(subresources: Any, base: str) -> list[FieldError]:

@@ -8,7 +8,8 @@ rules that compile within the cost budget. Pure: no I/O.
 from __future__ import annotations
 
 import copy
-from typing import Protocol
+import re
+from typing import Any, Protocol
 
 from controlplane.apis.apiextensions.schema import (
     Path,
@@ -80,11 +81,16 @@ def structural_errors(schema: Schema, base: str, compile_rule: RuleCompiler | No
         out.extend(_extension_errors(node, where, root=not path))
         for index, rule in enumerate(node.get("x-kubernetes-validations") or []):
             rpath = f"{where}.x-kubernetes-validations[{index}]"
-            text = rule.get("rule") if isinstance(rule, dict) else None
+            rule = field.mapping(rule)
+            out.extend(_rule_errors(rule, rpath, node))
+            text = rule.get("rule")
             if not isinstance(text, str) or not text.strip():
-                out.append(field.required(f"{rpath}.rule"))
-            elif compile_rule is not None and (problem := compile_rule(text, node, root=not path or embedded)) is not None:
+                continue
+            if compile_rule is not None and (problem := compile_rule(text, node, root=not path or embedded)) is not None:
                 out.append(field.invalid(f"{rpath}.rule", text, f"compilation failed: {problem}"))
+            elif rule.get("optionalOldSelf") is not None and not _OLD_SELF.search(text):
+                out.append(field.invalid(f"{rpath}.optionalOldSelf", rule["optionalOldSelf"],
+                                         "may not be set if oldSelf is not used in rule"))
     return out
 
 
@@ -189,3 +195,91 @@ def _map_list_errors(items: Schema, keys: list[str], where: str) -> list[FieldEr
             out.append(field.forbidden(f"{where}.items.properties[{key}].nullable",
                                        "this property is in x-kubernetes-list-map-keys, so it cannot be nullable"))
     return out
+
+
+#: kube's supportedValidationReason, as its set lists them.
+_RULE_REASONS = ("FieldValueDuplicate", "FieldValueForbidden", "FieldValueInvalid", "FieldValueRequired")
+_NEWLINES = re.compile(r"[\n\r]+")
+_OLD_SELF = re.compile(r"\boldSelf\b")
+
+
+def _rule_errors(rule: dict[str, Any], rpath: str, node: Schema) -> list[FieldError]:
+    """kube's checks of one ``x-kubernetes-validations`` entry's text fields (its rule compiled apart)."""
+    out: list[FieldError] = []
+    text, message = str(rule.get("rule") or ""), str(rule.get("message") or "")
+    if not text.strip():
+        out.append(field.required(f"{rpath}.rule", "rule is not specified"))
+    elif message and not message.strip():
+        out.append(field.invalid(f"{rpath}.message", message, "message must be non-empty if specified"))
+    elif _NEWLINES.search(message.strip()):
+        out.append(field.invalid(f"{rpath}.message", message, "message must not contain line breaks"))
+    elif _NEWLINES.search(text.strip()) and not message.strip():
+        out.append(field.required(f"{rpath}.message", "message must be specified if rule contains line breaks"))
+    expression = str(rule.get("messageExpression") or "")
+    if expression and not expression.strip():
+        out.append(field.required(f"{rpath}.messageExpression", "messageExpression must be non-empty if specified"))
+    reason = rule.get("reason")
+    if reason is not None and reason not in _RULE_REASONS:
+        out.append(field.not_supported(f"{rpath}.reason", reason, _RULE_REASONS))
+    where = str(rule.get("fieldPath") or "")
+    if where and not where.strip():
+        out.append(field.invalid(f"{rpath}.fieldPath", where, "fieldPath must be non-empty if specified"))
+    if _NEWLINES.search(where):
+        out.append(field.invalid(f"{rpath}.fieldPath", where, "fieldPath must not contain line breaks"))
+    if where.strip() and "[" not in where:  # a path with array or map-key notation is not checked here
+        try:
+            field_path_in(where, dict(node))
+        except ValueError:
+            out.append(field.invalid(f"{rpath}.fieldPath", where, "fieldPath must be a valid path"))
+    return out
+
+
+def _path_tokens(json_path: str) -> list[str]:
+    """kube's ``ValidFieldPath`` tokens: ``.``, ``[`` and ``]`` alone, a single-quoted string
+    whole, and the text between."""
+    tokens: list[str] = []
+    i = 0
+    while i < len(json_path):
+        if json_path[i] == "'":
+            end = i + 1
+            while end < len(json_path) and not (json_path[end] == "'" and json_path[end - 1] != "\\"):
+                end += 1
+            tokens.append(json_path[i:end + 1])
+            i = end + 1
+        elif json_path[i] in ".[]":
+            tokens.append(json_path[i])
+            i += 1
+        else:
+            end = i
+            while end < len(json_path) and json_path[end] not in ".[]":
+                end += 1
+            tokens.append(json_path[i:end])
+            i = end
+    return tokens
+
+
+def field_path_in(json_path: str, schema: Schema) -> tuple[list[str], Any]:
+    """kube's ``ValidFieldPath`` without array notation: the path's parts (a map key as
+    ``[key]``) and the schema node it reaches; ValueError with kube's reason."""
+    tokens = iter(_path_tokens(json_path))
+    path: list[str] = []
+    node: Any = schema
+    for token in tokens:
+        if token == "[":
+            raise ValueError("array notation is not allowed")
+        if token != ".":
+            raise ValueError(f"expected [ or . but got: {token}")
+        name = next(tokens, None)
+        if name is None:
+            raise ValueError("unexpected end of JSON path")
+        if isinstance(node, dict) and isinstance(node.get("properties"), dict):
+            if name not in node["properties"]:
+                raise ValueError("does not refer to a valid field")
+            path.append(name)
+            node = node["properties"][name]
+        elif isinstance(node, dict) and node.get("additionalProperties") not in (None, False):
+            path.append(f"[{name}]")
+            node = node["additionalProperties"]
+        else:
+            raise ValueError("does not refer to a valid field")
+    return path, node

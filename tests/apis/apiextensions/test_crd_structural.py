@@ -112,3 +112,31 @@ def test_rules_are_type_checked_against_the_schema_as_kubes_compiler_does() -> N
          "Invalid value: \"self.size > 'a'\": compilation failed: ERROR: <input>:1:11: found no matching overload "
          "for '_>_' applied to '(int, string)'\n | self.size > 'a'\n | ..........^"),
     ]
+
+
+def test_a_rules_fields_are_checked_as_kube_checks_them() -> None:
+    """kube's checks of an x-kubernetes-validations entry: its reason, message, messageExpression,
+    fieldPath (a path into the node's schema) and optionalOldSelf (only with a rule that reads oldSelf)."""
+    rules = [
+        {"rule": "self.a != ''", "reason": "Bogus"},
+        {"rule": "self.a != ''", "message": "two\nlines"},
+        {"rule": "self.a != ''", "messageExpression": "  "},
+        {"rule": "self.a != ''", "fieldPath": ".nope"},
+        {"rule": "self.a != ''", "optionalOldSelf": True},
+        {"rule": "self.a != oldSelf.a", "optionalOldSelf": True, "fieldPath": ".a", "reason": "FieldValueForbidden"},
+        {"rule": " "},
+        {"rule": "self.a != ''\n&& true"},
+    ]
+    spec = {"type": "object", "properties": {"a": {"type": "string"}}, "x-kubernetes-validations": rules}
+    at = ".properties[spec].x-kubernetes-validations"
+    assert [(e.field.removeprefix(ROOT), e.message) for e in structural_errors(
+        {"type": "object", "properties": {"spec": spec}}, ROOT, cel.compile_error)] == [
+        (f"{at}[0].reason", 'Unsupported value: "Bogus": supported values: "FieldValueDuplicate", '
+                            '"FieldValueForbidden", "FieldValueInvalid", "FieldValueRequired"'),
+        (f"{at}[1].message", 'Invalid value: "two\\nlines": message must not contain line breaks'),
+        (f"{at}[2].messageExpression", "Required value: messageExpression must be non-empty if specified"),
+        (f"{at}[3].fieldPath", 'Invalid value: ".nope": fieldPath must be a valid path'),
+        (f"{at}[4].optionalOldSelf", "Invalid value: true: may not be set if oldSelf is not used in rule"),
+        (f"{at}[6].rule", "Required value: rule is not specified"),
+        (f"{at}[7].message", "Required value: message must be specified if rule contains line breaks"),
+    ]
