@@ -23,6 +23,8 @@ from controlplane.apis.kube import field
 from controlplane.apis.kube.field import CauseType, FieldError
 
 _SCHEMA_TYPES = ("object", "array", "string", "integer", "number", "boolean")
+
+
 class RuleCompiler(Protocol):
     """Checks a CEL rule at a schema node (``root``: a resource's root or an embedded resource):
     None when it compiles within the cost budget, else why not."""
@@ -37,7 +39,9 @@ def _schema_path(base: str, path: Path) -> str:
     return out
 
 
-def structural_errors(schema: Schema, base: str, compile_rule: RuleCompiler | None = None) -> list[FieldError]:
+def structural_errors(
+    schema: Schema, base: str, compile_rule: RuleCompiler | None = None
+) -> list[FieldError]:
     """Why ``schema`` is not structural (kube's messages), plus bad patterns and CEL rules."""
     out: list[FieldError] = []
     for path, node in walk(schema):
@@ -47,24 +51,50 @@ def structural_errors(schema: Schema, base: str, compile_rule: RuleCompiler | No
         preserve = node.get("x-kubernetes-preserve-unknown-fields")
         embedded = node.get("x-kubernetes-embedded-resource") is True  # its own message (below)
         if not node_type and not int_or_string and not preserve and not embedded:
-            detail = "must not be empty at the root" if not path else "must not be empty for specified object fields"
+            detail = (
+                "must not be empty at the root"
+                if not path
+                else "must not be empty for specified object fields"
+            )
             out.append(field.required(f"{where}.type", detail))
         elif node_type and node_type not in _SCHEMA_TYPES:
-            out.append(FieldError(
-                CauseType.FIELD_VALUE_NOT_SUPPORTED, f"{where}.type",
-                f'Unsupported value: "{node_type}": supported values: ' + ", ".join(f'"{t}"' for t in _SCHEMA_TYPES),
-            ))
+            out.append(
+                FieldError(
+                    CauseType.FIELD_VALUE_NOT_SUPPORTED,
+                    f"{where}.type",
+                    f'Unsupported value: "{node_type}": supported values: '
+                    + ", ".join(f'"{t}"' for t in _SCHEMA_TYPES),
+                )
+            )
         if not path and node_type not in (None, "object"):
             out.append(field.invalid(f"{where}.type", node_type, "must be object at the root"))
         if node_type == "array" and not isinstance(node.get("items"), dict):
             out.append(field.required(f"{where}.items", "must be specified"))
         if node.get("uniqueItems"):
-            out.append(FieldError(CauseType.FIELD_VALUE_FORBIDDEN, f"{where}.uniqueItems", "Forbidden: uniqueItems cannot be set to true since the runtime complexity becomes quadratic"))
+            out.append(
+                FieldError(
+                    CauseType.FIELD_VALUE_FORBIDDEN,
+                    f"{where}.uniqueItems",
+                    "Forbidden: uniqueItems cannot be set to true since the runtime complexity becomes quadratic",
+                )
+            )
         pattern = node.get("pattern")
         if isinstance(pattern, str) and isinstance(problem := compiled_pattern(pattern), str):
-            out.append(field.invalid(f"{where}.pattern", pattern, f"must be a valid regular expression, but isn't: {problem}"))
-        if node.get("properties") and (isinstance(node.get("additionalProperties"), dict) or node.get("additionalProperties") is False):
-            out.append(FieldError(CauseType.FIELD_VALUE_FORBIDDEN, f"{where}.additionalProperties", "Forbidden: additionalProperties and properties are mutual exclusive"))
+            out.append(
+                field.invalid(
+                    f"{where}.pattern", pattern, f"must be a valid regular expression, but isn't: {problem}"
+                )
+            )
+        if node.get("properties") and (
+            isinstance(node.get("additionalProperties"), dict) or node.get("additionalProperties") is False
+        ):
+            out.append(
+                FieldError(
+                    CauseType.FIELD_VALUE_FORBIDDEN,
+                    f"{where}.additionalProperties",
+                    "Forbidden: additionalProperties and properties are mutual exclusive",
+                )
+            )
         if "default" in node and node["default"] is not None:
             # As kube: the default with the defaults nested under it applied is what must be valid.
             default = copy.deepcopy(node["default"])
@@ -72,12 +102,20 @@ def structural_errors(schema: Schema, base: str, compile_rule: RuleCompiler | No
             out.extend(validate(default, node, path=(f"{where}.default",)))
         list_type = node.get("x-kubernetes-list-type")
         if list_type is not None and list_type not in ("atomic", "set", "map"):
-            out.append(FieldError(
-                CauseType.FIELD_VALUE_NOT_SUPPORTED, f"{where}.x-kubernetes-list-type",
-                f'Unsupported value: "{list_type}": supported values: "atomic", "set", "map"',
-            ))
+            out.append(
+                FieldError(
+                    CauseType.FIELD_VALUE_NOT_SUPPORTED,
+                    f"{where}.x-kubernetes-list-type",
+                    f'Unsupported value: "{list_type}": supported values: "atomic", "set", "map"',
+                )
+            )
         if list_type == "map" and not node.get("x-kubernetes-list-map-keys"):
-            out.append(field.required(f"{where}.x-kubernetes-list-map-keys", "must not be empty if x-kubernetes-list-type is map"))
+            out.append(
+                field.required(
+                    f"{where}.x-kubernetes-list-map-keys",
+                    "must not be empty if x-kubernetes-list-type is map",
+                )
+            )
         out.extend(_extension_errors(node, where, root=not path))
         for index, rule in enumerate(node.get("x-kubernetes-validations") or []):
             rpath = f"{where}.x-kubernetes-validations[{index}]"
@@ -86,11 +124,19 @@ def structural_errors(schema: Schema, base: str, compile_rule: RuleCompiler | No
             text = rule.get("rule")
             if not isinstance(text, str) or not text.strip():
                 continue
-            if compile_rule is not None and (problem := compile_rule(text, node, root=not path or embedded)) is not None:
+            if (
+                compile_rule is not None
+                and (problem := compile_rule(text, node, root=not path or embedded)) is not None
+            ):
                 out.append(field.invalid(f"{rpath}.rule", text, f"compilation failed: {problem}"))
             elif rule.get("optionalOldSelf") is not None and not _OLD_SELF.search(text):
-                out.append(field.invalid(f"{rpath}.optionalOldSelf", rule["optionalOldSelf"],
-                                         "may not be set if oldSelf is not used in rule"))
+                out.append(
+                    field.invalid(
+                        f"{rpath}.optionalOldSelf",
+                        rule["optionalOldSelf"],
+                        "may not be set if oldSelf is not used in rule",
+                    )
+                )
     return out
 
 
@@ -100,65 +146,102 @@ def _type_for(node: Schema, where: str, wanted: str, reason: str) -> list[FieldE
     if node_type == wanted:
         return []
     detail = f"must be {wanted} if {reason}"
-    return [field.required(f"{where}.type", detail) if not node_type else field.invalid(f"{where}.type", node_type, detail)]
+    return [
+        field.required(f"{where}.type", detail)
+        if not node_type
+        else field.invalid(f"{where}.type", node_type, detail)
+    ]
 
 
 def _extension_errors(node: Schema, where: str, *, root: bool) -> list[FieldError]:
     """kube's checks of its ``x-kubernetes-*`` extensions at one node, and of the root's ``metadata``
     (ValidateStructural and ValidateCustomResourceDefinitionOpenAPISchema)."""
     out: list[FieldError] = []
-    embedded, preserve = node.get("x-kubernetes-embedded-resource") is True, node.get("x-kubernetes-preserve-unknown-fields")
+    embedded, preserve = (
+        node.get("x-kubernetes-embedded-resource") is True,
+        node.get("x-kubernetes-preserve-unknown-fields"),
+    )
     if node.get("x-kubernetes-int-or-string") is True:
         for key in ("x-kubernetes-preserve-unknown-fields", "x-kubernetes-embedded-resource"):
             if node.get(key) is True:
-                out.append(field.invalid(f"{where}.{key}", True, "must be false if x-kubernetes-int-or-string is true"))
+                out.append(
+                    field.invalid(
+                        f"{where}.{key}", True, "must be false if x-kubernetes-int-or-string is true"
+                    )
+                )
     if embedded:
         out += _type_for(node, where, "object", "x-kubernetes-embedded-resource is true")
         if "additionalProperties" in node:
-            out.append(field.forbidden(f"{where}.additionalProperties", "must not be used if x-kubernetes-embedded-resource is set"))
+            out.append(
+                field.forbidden(
+                    f"{where}.additionalProperties",
+                    "must not be used if x-kubernetes-embedded-resource is set",
+                )
+            )
         if preserve is not True and not node.get("properties"):
-            out.append(field.required(
-                f"{where}.properties",
-                "must not be empty if x-kubernetes-embedded-resource is true without x-kubernetes-preserve-unknown-fields",
-            ))
+            out.append(
+                field.required(
+                    f"{where}.properties",
+                    "must not be empty if x-kubernetes-embedded-resource is true without x-kubernetes-preserve-unknown-fields",
+                )
+            )
     if root and "additionalProperties" in node:
         out.append(field.forbidden(f"{where}.additionalProperties", "must not be used at the root"))
     metadata = (node.get("properties") or {}).get("metadata")
     if root and isinstance(metadata, dict):
         names = set(metadata.get("properties") or {})
-        restricted = {k for k in metadata if k not in ("type", "default")} - ({"properties"} if names <= {"name", "generateName"} else set())
+        restricted = {k for k in metadata if k not in ("type", "default")} - (
+            {"properties"} if names <= {"name", "generateName"} else set()
+        )
         if restricted:
-            out.append(field.forbidden(
-                f"{where}.properties[metadata]",
-                "must not specify anything other than name and generateName, but metadata is implicitly specified",
-            ))
+            out.append(
+                field.forbidden(
+                    f"{where}.properties[metadata]",
+                    "must not specify anything other than name and generateName, but metadata is implicitly specified",
+                )
+            )
     if root:  # kube forbids defaults anywhere in the top-level apiVersion, kind and metadata
         for meta in ("apiVersion", "kind", "metadata"):
             sub = (node.get("properties") or {}).get(meta)
             for at, inner in walk(sub) if isinstance(sub, dict) else ():
                 if "default" in inner:
-                    out.append(field.forbidden(f"{_schema_path(where, (meta, *at))}.default", f"must not be set in top-level {meta}"))
+                    out.append(
+                        field.forbidden(
+                            f"{_schema_path(where, (meta, *at))}.default",
+                            f"must not be set in top-level {meta}",
+                        )
+                    )
     if "$ref" in node:
         out.append(field.forbidden(f"{where}.$ref", "$ref is not supported"))
     if preserve is False:
-        out.append(field.invalid(f"{where}.x-kubernetes-preserve-unknown-fields", False, "must be true or undefined"))
+        out.append(
+            field.invalid(f"{where}.x-kubernetes-preserve-unknown-fields", False, "must be true or undefined")
+        )
     map_type = node.get("x-kubernetes-map-type")
     if map_type is not None:
         out += _type_for(node, where, "object", "x-kubernetes-map-type is specified")
         if map_type not in ("atomic", "granular"):
-            out.append(field.not_supported(f"{where}.x-kubernetes-map-type", map_type, ("atomic", "granular")))
+            out.append(
+                field.not_supported(f"{where}.x-kubernetes-map-type", map_type, ("atomic", "granular"))
+            )
     list_type, keys = node.get("x-kubernetes-list-type"), node.get("x-kubernetes-list-map-keys") or []
     if list_type is not None:
         out += _type_for(node, where, "array", "x-kubernetes-list-type is specified")
     if keys and list_type != "map":
         detail = "must be map if x-kubernetes-list-map-keys is non-empty"
-        out.append(field.required(f"{where}.x-kubernetes-list-type", detail) if list_type is None
-                   else field.invalid(f"{where}.x-kubernetes-list-type", list_type, detail))
+        out.append(
+            field.required(f"{where}.x-kubernetes-list-type", detail)
+            if list_type is None
+            else field.invalid(f"{where}.x-kubernetes-list-type", list_type, detail)
+        )
     items = node.get("items") if isinstance(node.get("items"), dict) else None
     if list_type == "map" and items is not None:
         out += _map_list_errors(items, keys, where)
     if list_type == "set" and items is not None:  # kube shows the items' list type (its own quirk)
-        detail, shown = "must be atomic as item of a list with x-kubernetes-list-type=set", items.get("x-kubernetes-list-type")
+        detail, shown = (
+            "must be atomic as item of a list with x-kubernetes-list-type=set",
+            items.get("x-kubernetes-list-type"),
+        )
         if items.get("type") == "array" and shown not in (None, "atomic"):
             out.append(field.invalid(f"{where}.items.x-kubernetes-list-type", shown, detail))
         elif items.get("type") == "object" and items.get("x-kubernetes-map-type") != "atomic":
@@ -176,24 +259,45 @@ def _map_list_errors(items: Schema, keys: list[str], where: str) -> list[FieldEr
     for index, key in enumerate(keys):
         key_schema = properties.get(key)
         if not isinstance(key_schema, dict):
-            out.append(field.invalid(f"{where}.x-kubernetes-list-map-keys", field.go_strings(keys),
-                                     "entries must all be names of item properties"))
+            out.append(
+                field.invalid(
+                    f"{where}.x-kubernetes-list-map-keys",
+                    field.go_strings(keys),
+                    "entries must all be names of item properties",
+                )
+            )
         elif key_schema.get("type") in ("array", "object"):
-            out.append(field.invalid(f"{where}.items.properties[{key}].type", "object",
-                                     "must be a scalar type if parent array's x-kubernetes-list-type is map"))
+            out.append(
+                field.invalid(
+                    f"{where}.items.properties[{key}].type",
+                    "object",
+                    "must be a scalar type if parent array's x-kubernetes-list-type is map",
+                )
+            )
         if key in keys[:index]:
-            out.append(field.invalid(f"{where}.x-kubernetes-list-map-keys", field.go_strings(keys),
-                                     "must not contain duplicate entries"))
+            out.append(
+                field.invalid(
+                    f"{where}.x-kubernetes-list-map-keys",
+                    field.go_strings(keys),
+                    "must not contain duplicate entries",
+                )
+            )
     for key in keys:
         key_schema = properties.get(key)
         if isinstance(key_schema, dict) and key not in required and "default" not in key_schema:
-            out.append(field.required(
-                f"{where}.items.properties[{key}].default",
-                "this property is in x-kubernetes-list-map-keys, so it must have a default or be a required property",
-            ))
+            out.append(
+                field.required(
+                    f"{where}.items.properties[{key}].default",
+                    "this property is in x-kubernetes-list-map-keys, so it must have a default or be a required property",
+                )
+            )
         if isinstance(key_schema, dict) and key_schema.get("nullable") is True:
-            out.append(field.forbidden(f"{where}.items.properties[{key}].nullable",
-                                       "this property is in x-kubernetes-list-map-keys, so it cannot be nullable"))
+            out.append(
+                field.forbidden(
+                    f"{where}.items.properties[{key}].nullable",
+                    "this property is in x-kubernetes-list-map-keys, so it cannot be nullable",
+                )
+            )
     return out
 
 
@@ -214,10 +318,14 @@ def _rule_errors(rule: dict[str, Any], rpath: str, node: Schema) -> list[FieldEr
     elif _NEWLINES.search(message.strip()):
         out.append(field.invalid(f"{rpath}.message", message, "message must not contain line breaks"))
     elif _NEWLINES.search(text.strip()) and not message.strip():
-        out.append(field.required(f"{rpath}.message", "message must be specified if rule contains line breaks"))
+        out.append(
+            field.required(f"{rpath}.message", "message must be specified if rule contains line breaks")
+        )
     expression = str(rule.get("messageExpression") or "")
     if expression and not expression.strip():
-        out.append(field.required(f"{rpath}.messageExpression", "messageExpression must be non-empty if specified"))
+        out.append(
+            field.required(f"{rpath}.messageExpression", "messageExpression must be non-empty if specified")
+        )
     reason = rule.get("reason")
     if reason is not None and reason not in _RULE_REASONS:
         out.append(field.not_supported(f"{rpath}.reason", reason, _RULE_REASONS))
@@ -244,7 +352,7 @@ def _path_tokens(json_path: str) -> list[str]:
             end = i + 1
             while end < len(json_path) and not (json_path[end] == "'" and json_path[end - 1] != "\\"):
                 end += 1
-            tokens.append(json_path[i:end + 1])
+            tokens.append(json_path[i : end + 1])
             i = end + 1
         elif json_path[i] in ".[]":
             tokens.append(json_path[i])
