@@ -359,3 +359,20 @@ async def test_a_params_update_applies_to_the_next_writes(api: Api) -> None:
     await eventually(admitted, what="the new params to apply")
     code, status, _ = await api.call("POST", DEPLOYMENTS, deployment("nine", replicas=9))
     assert code == 422 and status["message"].endswith("denied request: replicas must be at most 8"), status
+
+
+async def test_a_bindings_match_resources_without_resource_rules_selects_by_namespace_alone(api: Api) -> None:
+    """As Kueue's ``sample-validating-policy-binding.yaml``: a binding's ``matchResources`` with a
+    namespace selector and no ``resourceRules`` takes every write its policy selects (kube's matcher
+    matches any resource when there are no rules), here all but the excluded namespace's."""
+    outside = {"namespaceSelector": {"matchExpressions": [
+        {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["admin-namespace"]}]}}
+    await bind(api, policy("team-outside-admin", TEAM), binding("team-outside-admin", "team-outside-admin", "Deny",
+                                                                 matchResources=outside))
+    code, status, _ = await api.call("POST", DEPLOYMENTS, deployment("anon", replicas=1))
+    assert code == 422 and status["message"].endswith("denied request: every Deployment must carry a team label"), status
+    code, created, _ = await api.call("POST", "/api/v1/namespaces", {"metadata": {"name": "admin-namespace"}})
+    assert code == 201, created
+    admin = "/apis/apps/v1/namespaces/admin-namespace/deployments"
+    code, created, _ = await api.call("POST", admin, deployment("anon", replicas=1, namespace="admin-namespace"))
+    assert code == 201, created

@@ -152,10 +152,13 @@ def binding_of(obj: dict[str, Any]) -> Binding:
 def matched_resource(match: Match, request: WebhookRequest, registry: Registry) -> ResourceType | None:
     """The rules part of kube's policy matcher: no excluded rule matches the write, and a resource
     rule does, naming its own resource or (``matchPolicy: Equivalent``) an equivalent one, which is
-    returned (None: no match). (The selectors are :func:`~.matching.namespace_matches` and
-    :func:`~.matching.object_matches`.)"""
+    returned (None: no match). A match without resource rules (a binding's ``matchResources`` may
+    have none) takes every write, as the request's own resource. (The selectors are
+    :func:`~.matching.namespace_matches` and :func:`~.matching.object_matches`.)"""
     if any(matching.rule_matches(rule, request) for rule in match.excluded):
         return None
+    if not match.rules:
+        return request.resource
     return matching.matched_type(match, request, registry)
 
 
