@@ -4,7 +4,8 @@ webhooks that go with them, as kube reports them: a failed rule is ``<field>: In
 
 * ClusterQueue ``spec``: ``borrowingLimit must be nil when cohort is empty`` (no ``cohort``,
   v1beta2's ``cohortName``, and a borrowing limit). Once the rules pass, Kueue's webhook refuses
-  a ``lendingLimit`` of a queue without a cohort, at the limit: ``must be nil when cohort is empty``.
+  a ``lendingLimit`` of a queue without a cohort, at the limit: ``must be nil when cohort is empty``,
+  and one above its ``nominalQuota``: ``must be less than or equal to the nominalQuota``.
 * ClusterQueue ``spec.preemption``: ``reclaimWithinCohort=Never and
   borrowWithinCohort.Policy!=Never`` (with the CRD's defaults, Never, for what is unset).
 * ClusterQueue and Cohort ``spec.resourceGroups[i]``: ``flavors must have the same number of
@@ -53,12 +54,15 @@ from typing import Any
 
 from controlplane.apis.kube.field import CauseType, FieldError, items, mapping
 from controlplane.apis.kueue_topology_assignment import MAX_DOMAIN_BYTES, v1beta1_bytes
+from controlplane.apis.quantity import canonical_quantity, parse_quantity
 from controlplane.gojson import deep_equal, go_quote
 
 Obj = dict[str, Any]
 Rules = Callable[[Obj, Obj | None], list[FieldError]]
 #: What Kueue's webhook says of a limit of a queue without a cohort.
 LIMIT_NEEDS_COHORT = "must be nil when cohort is empty"
+#: What Kueue's webhook says of a lending limit above the nominal quota.
+LENDING_ABOVE_NOMINAL = "must be less than or equal to the nominalQuota"
 
 
 def failed_rule(path: str, value: Any, message: str, missing: str | None = None) -> FieldError:
@@ -86,19 +90,28 @@ def _borrowing_needs_cohort(spec: Obj, cohort: str) -> list[FieldError]:
     return []
 
 
-def _lending_needs_cohort(spec: Obj, cohort: str) -> list[FieldError]:
-    """Kueue's webhook: no lending limit of a queue without a cohort."""
-    if spec.get(cohort):
-        return []
-    return [
-        FieldError(
-            CauseType.FIELD_VALUE_INVALID,
-            f"{path}.lendingLimit",
-            f"Invalid value: {go_quote(str(quota['lendingLimit']))}: {LIMIT_NEEDS_COHORT}",
-        )
-        for path, quota in _quotas(spec)
-        if quota.get("lendingLimit") is not None
-    ]
+def _lending_limits(spec: Obj, cohort: str) -> list[FieldError]:
+    """Kueue's webhook, for each lending limit: none in a queue without a cohort, and none above
+    the quota's ``nominalQuota`` (the limit shown as Kueue's ``Quantity.String()`` shows it)."""
+    errors = []
+    for path, quota in _quotas(spec):
+        limit = quota.get("lendingLimit")
+        if limit is None:
+            continue
+        shown = f"Invalid value: {go_quote(canonical_quantity(limit))}"
+        if not spec.get(cohort):
+            errors.append(
+                FieldError(
+                    CauseType.FIELD_VALUE_INVALID, f"{path}.lendingLimit", f"{shown}: {LIMIT_NEEDS_COHORT}"
+                )
+            )
+        if parse_quantity(limit) > parse_quantity(quota.get("nominalQuota", 0)):
+            errors.append(
+                FieldError(
+                    CauseType.FIELD_VALUE_INVALID, f"{path}.lendingLimit", f"{shown}: {LENDING_ABOVE_NOMINAL}"
+                )
+            )
+    return errors
 
 
 def _preemption(spec: Obj) -> list[FieldError]:
@@ -141,7 +154,7 @@ def cluster_queue(cohort: str) -> Rules:
         spec = mapping(obj.get("spec"))
         # A failed CRD rule refuses the write before kube calls Kueue's webhook.
         failed = [*_borrowing_needs_cohort(spec, cohort), *_preemption(spec), *_resource_counts(spec)]
-        return failed or _lending_needs_cohort(spec, cohort)
+        return failed or _lending_limits(spec, cohort)
 
     return errors
 

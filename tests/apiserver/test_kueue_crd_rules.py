@@ -720,6 +720,34 @@ async def test_a_lending_limit_of_a_queue_without_a_cohort_is_refused_as_kueues_
     ]
 
 
+@pytest.mark.parametrize("version", ["v1beta1", "v1beta2"])
+async def test_a_lending_limit_above_the_nominal_quota_is_refused_as_kueues_webhook_does(
+    hub: Client, version: str
+) -> None:
+    """Kueue's webhook (``validateLendingLimit``): a lending limit may not exceed its quota's
+    ``nominalQuota``, in a cohort or not (then both refusals), shown as Kueue's Quantity prints it."""
+    cohort = "cohort" if version == "v1beta1" else "cohortName"
+    above = {"name": "cpu", "nominalQuota": "1", "lendingLimit": "2000m"}
+    obj = valid("ClusterQueue", version, spec={cohort: "c", "resourceGroups": _group(["cpu"], above)})
+    limit = "spec.resourceGroups[0].flavors[0].resources[0].lendingLimit"
+    assert await refused(hub, obj) == [
+        f'{limit}: Invalid value: "2": must be less than or equal to the nominalQuota'
+    ]
+    alone = valid("ClusterQueue", version, name="z", spec={"resourceGroups": _group(["cpu"], above)})
+    assert await refused(hub, alone) == [
+        f'{limit}: Invalid value: "2": must be nil when cohort is empty',
+        f'{limit}: Invalid value: "2": must be less than or equal to the nominalQuota',
+    ]
+    equal = valid(
+        "ClusterQueue",
+        version,
+        name="w",
+        spec={cohort: "c", "resourceGroups": _group(["cpu"], {**above, "lendingLimit": "1000m"})},
+    )
+    created = await hub.post(f"/apis/{GROUP}/{version}/clusterqueues", json=equal)
+    assert created.status == 201, await created.text()
+
+
 def enum_cases() -> list[tuple[str, str, str, list[str]]]:
     out = []
     for (kind, version, path), rules in sorted(RULES.items()):
