@@ -36,3 +36,13 @@ def test_a_value_kube_accepts_is_refused_with_a_trailing_newline(check: Callable
 def test_the_agents_and_the_overriders_formats_end_at_the_end_too() -> None:
     assert _DNS_LABEL.match("onprem-a100") and not _DNS_LABEL.match("onprem-a100\n")
     assert _TAG_RE.match("v1.2") and not _TAG_RE.match("v1.2\n")
+
+
+def test_a_qualified_name_with_more_than_one_slash_has_kubes_one_error_of_the_whole() -> None:
+    """``IsQualifiedName`` splits on every ``/``: three parts are one error, not a prefix's."""
+    assert names.qualified_name_errors("a/b/c") == [
+        "a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start and end with "
+        "an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
+        "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' "
+        "(e.g. 'example.com/MyName')"
+    ]

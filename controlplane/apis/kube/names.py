@@ -76,6 +76,14 @@ QUALIFIED_NAME_MESSAGE = regex_error(
     "with an alphanumeric character",
     _QUALIFIED_NAME_FMT, "MyName", "my.name", "123-abc",
 )
+_MANY_SLASHES_MESSAGE = (
+    regex_error(
+        "a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
+        "with an alphanumeric character",
+        _QUALIFIED_NAME_FMT, "MyName", "my.name", "123-abc",
+    )
+    + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+)
 LABEL_VALUE_MESSAGE = regex_error(
     "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', "
     "and must start and end with an alphanumeric character",
@@ -130,7 +138,10 @@ def dns_1035_errors(value: str) -> list[str]:
 
 @_memoised
 def qualified_name_errors(key: str) -> list[str]:
-    """kube's ``IsQualifiedName``: an optional DNS-subdomain prefix and a 63-char name."""
+    """kube's ``IsQualifiedName``: an optional DNS-subdomain prefix and a 63-char name (more than
+    one ``/``: one error, of the whole)."""
+    if key.count("/") > 1:
+        return [_MANY_SLASHES_MESSAGE]
     errors: list[str] = []
     prefix, slash, name = key.rpartition("/")
     if slash:
