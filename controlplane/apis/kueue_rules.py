@@ -52,7 +52,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from controlplane.apis.kube.field import CauseType, FieldError, items, mapping
+from controlplane.apis.kube.field import CauseType, FieldError, invalid, items, mapping
+from controlplane.apis.kube.names import label_value_errors, qualified_name_errors
+from controlplane.apis.kube.validate_pod import labels_errors
 from controlplane.apis.kueue_topology_assignment import MAX_DOMAIN_BYTES, v1beta1_bytes
 from controlplane.apis.quantity import canonical_quantity, parse_quantity
 from controlplane.gojson import deep_equal, go_quote
@@ -234,6 +236,31 @@ def resource_flavor(obj: Obj, old: Obj | None) -> list[FieldError]:
     if any(mapping(taint).get("effect") not in _EFFECTS for taint in taints):
         out.append(failed_rule("spec.nodeTaints", taints, _TAINT_EFFECTS))
     out.extend(tolerations("spec.tolerations", items(spec.get("tolerations"))))
+    # A failed CRD rule refuses the write before kube calls Kueue's webhook.
+    return out or _flavor_webhook(spec)
+
+
+def _flavor_webhook(spec: Obj) -> list[FieldError]:
+    """Kueue's ResourceFlavor webhook: ``nodeLabels`` as kube's ``ValidateLabels`` (keys sorted,
+    where Go's map order varies) and each node taint as kube's node validation checks one: its key
+    a label name, its value a label value, and no two taints with one key and effect."""
+    out = labels_errors(dict(sorted(mapping(spec.get("nodeLabels")).items())), "spec.nodeLabels")
+    seen: set[tuple[str, str]] = set()
+    for index, taint in enumerate(map(mapping, items(spec.get("nodeTaints")))):
+        path = f"spec.nodeTaints[{index}]"
+        key, value, effect = (str(taint.get(name) or "") for name in ("key", "value", "effect"))
+        out += [invalid(f"{path}.key", key, message) for message in qualified_name_errors(key)]
+        if problems := label_value_errors(value):
+            out.append(invalid(f"{path}.value", value, ";".join(problems)))
+        if (key, effect) in seen:
+            # Go's %#v of the taint (a set timeAdded is a pointer Go prints as an address).
+            shown = f"v1.Taint{{Key:{go_quote(key)}, Value:{go_quote(value)}, Effect:{go_quote(effect)}, TimeAdded:"
+            message = (
+                f"Duplicate value: {shown}(*v1.Time)(nil)}}: taints must be unique by key and effect pair"
+            )
+            out.append(FieldError(CauseType.FIELD_VALUE_DUPLICATE, path, message))
+            continue
+        seen.add((key, effect))
     return out
 
 

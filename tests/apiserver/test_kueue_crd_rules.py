@@ -748,6 +748,44 @@ async def test_a_lending_limit_above_the_nominal_quota_is_refused_as_kueues_webh
     assert created.status == 201, await created.text()
 
 
+@pytest.mark.parametrize("version", ["v1beta1", "v1beta2"])
+async def test_a_flavors_node_labels_and_taints_are_checked_as_kueues_webhook_does(
+    hub: Client, version: str
+) -> None:
+    """Kueue's ResourceFlavor webhook: ``nodeLabels`` by kube's ``ValidateLabels``, each taint's key
+    and value as a label's, and no two taints of one key and effect (once the CRD's rules pass)."""
+    spec = {
+        "nodeLabels": {"a/b/c": "x y"},
+        "nodeTaints": [
+            {"key": "k k", "effect": "NoSchedule"},
+            {"key": "gpu", "value": "-bad", "effect": "NoSchedule"},
+            {"key": "gpu", "value": "two", "effect": "NoSchedule"},
+            {"key": "gpu", "effect": "NoExecute"},
+        ],
+    }
+    qualified = (
+        "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with "
+        "an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
+        "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
+    )
+    value = (
+        "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must "
+        "start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used "
+        "for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
+    )
+    assert await refused(hub, valid("ResourceFlavor", version, spec=spec)) == [
+        'spec.nodeLabels: Invalid value: "a/b/c": a qualified name must consist of alphanumeric characters, '
+        "'-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  "
+        "or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an "
+        "optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
+        f'spec.nodeLabels: Invalid value: "x y": {value}',
+        f'spec.nodeTaints[0].key: Invalid value: "k k": {qualified}',
+        f'spec.nodeTaints[1].value: Invalid value: "-bad": {value}',
+        'spec.nodeTaints[2]: Duplicate value: v1.Taint{Key:"gpu", Value:"two", Effect:"NoSchedule", '
+        "TimeAdded:(*v1.Time)(nil)}: taints must be unique by key and effect pair",
+    ]
+
+
 def enum_cases() -> list[tuple[str, str, str, list[str]]]:
     out = []
     for (kind, version, path), rules in sorted(RULES.items()):
