@@ -55,6 +55,14 @@ CASES: dict[str, Case] = {
         [cq("a", {"onprem": {GPU: 8}})], [job("big", "a", 4, pods=3)], {},
         {"big": ("Inadmissible", "request > maximum capacity (12 > 8)")},
     ),
+    # Kueue prints the lack as its ResourceQuantity does: cpu in cores ("1500m", "2"), not millicores.
+    "a cpu lack is shown as a quantity": Case(
+        [cq("a", {"onprem": {GPU: 8, CPU: 4000}}), cq("b", {"onprem": {GPU: 8, CPU: 4000}})],
+        [job("j1", "a", 1, cpu=2500), job("j2", "a", 1, cpu=3000), job("big", "b", 0, cpu=2500, pods=2)],
+        {"j1": "onprem"},
+        {"j2": ("Pending", "insufficient unused quota for cpu in flavor onprem, 1500m more needed"),
+         "big": ("Inadmissible", "request > maximum capacity (5 > 4)")},
+    ),
     "a resource no group covers is inadmissible": Case(
         [cq("a", {"onprem": {GPU: 8}})], [job("j", "a", 1, cpu=1000)], {},
         {"j": ("Inadmissible", "resource cpu unavailable in ClusterQueue")},

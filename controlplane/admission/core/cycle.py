@@ -64,6 +64,7 @@ from controlplane.admission.core.workloads import (
     Waiting,
     queue_order,
 )
+from controlplane.apis.quantity import format_quantity
 
 PODS = "pods"
 
@@ -276,13 +277,15 @@ def _fits(
     flavor, resource = fr
     most = usage.maximum(queue, fr)
     if need > most:
-        reasons.append(f"insufficient quota for {resource} in flavor {flavor}, request > maximum capacity ({need} > {most})")
+        shown = f"{format_quantity(resource, need)} > {format_quantity(resource, most)}"
+        reasons.append(f"insufficient quota for {resource} in flavor {flavor}, request > maximum capacity ({shown})")
         return _Granular(Mode.NO_FIT), True
     borrow, may_reclaim = usage.borrowing_height(queue.name, fr, need)
     free = usage.available(queue, fr)
     if need <= free:
         return _Granular(Mode.FIT, borrow), False
-    reasons.append(f"insufficient unused quota for {resource} in flavor {flavor}, {need - free} more needed")
+    lack = format_quantity(resource, need - free)  # as Kueue's ResourceQuantity prints it: cpu "2", not 2000
+    reasons.append(f"insufficient unused quota for {resource} in flavor {flavor}, {lack} more needed")
     quota = queue.quota(fr)
     nominal = quota.nominal if quota is not None else 0
     if nominal >= need or may_reclaim or _may_preempt_while_borrowing(queue, fair_sharing):
