@@ -443,18 +443,8 @@ class WorkloadSpec(SpecModel):
     maximum_execution_time_seconds: int | None = Field(default=None, ge=1)
     """Served; not enforced by the hub."""
 
-    @field_validator("pod_sets")
-    @classmethod
-    def _unique_pod_sets(cls, pod_sets: list[PodSet]) -> list[PodSet]:
-        return valid_pod_sets(pod_sets)
-
-
-def valid_pod_sets(pod_sets: list[PodSet]) -> list[PodSet]:
-    """``pod_sets``, refused when more than one has a ``minCount`` (Kueue's webhook; a repeated name
-    is the list-type check's ``Duplicate value``, ``podSets`` being keyed by it)."""
-    if sum(1 for ps in pod_sets if ps.min_count is not None) > 1:
-        raise ValueError("at most one podSet can use minCount")
-    return pod_sets
+    # More than one pod set with a minCount is Kueue's webhook's refusal
+    # (:mod:`controlplane.apis.kueue_workload_webhook`); a repeated name is the list-type check's.
 
 
 class WorkloadStatusFields(WireModel):

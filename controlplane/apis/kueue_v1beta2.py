@@ -287,12 +287,6 @@ class WorkloadSpec(SpecModel):
     maximum_execution_time_seconds: int | None = Field(default=None, ge=1)
     """Served; not enforced by the hub."""
 
-    @field_validator("pod_sets")
-    @classmethod
-    def _unique_pod_sets(cls, pod_sets: list[PodSet]) -> list[PodSet]:
-        v1beta1.valid_pod_sets(list[v1beta1.PodSet](pod_sets))
-        return pod_sets
-
 
 #: A name of v1beta2's status lists of names (MultiKueue's clusters).
 ClusterName = Annotated[str, Field(max_length=256)]

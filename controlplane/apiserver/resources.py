@@ -209,6 +209,10 @@ class ResourceType:
     #: kube's validation of a write of the status subresource (the kind's status strategy:
     #: counts not negative, parts within the whole); :attr:`validate` checks the other writes.
     validate_status: Validator | None = None
+    #: A webhook's checks, run in the same answer once the schema, the rules and :attr:`validate`
+    #: took the write (kube calls a validating webhook only then): Kueue's Workload webhook, on
+    #: the object and on its status writes.
+    validate_once_valid: Validator | None = None
     #: kube's typed decoding of a built-in kind: the paths of an object's fields its Go type does
     #: not have (``status_only``: in its ``.status``, a write of the status subresource), which
     #: a write drops, or refuses under ``fieldValidation=Strict``. Kinds with a ``model`` or a
@@ -461,17 +465,20 @@ def with_kube_rules(types: Iterable[ResourceType]) -> list[ResourceType]:
     for rt in types:
         defaults = _with_schema_defaults(rt, rt.defaults or defaulting.for_kind(rt.group, rt.kind))
         validate = rt.validate or validation.for_kind(rt.group, rt.kind)
+        once_valid = rt.validate_once_valid
         validate_status = rt.validate_status or validation.for_status(rt.group, rt.kind)
         if rt.conversion is not None:
             defaults = rt.defaults
             validate = _converted_validator(rt.conversion, validate)
             validate_status = _converted_validator(rt.conversion, validate_status)
+            once_valid = _converted_validator(rt.conversion, rt.validate_once_valid)
         out.append(replace(
             rt,
             defaults=defaults,
             defaults_on_read=_with_schema_defaults(rt, rt.defaults_on_read or defaulting.for_reading(rt.group, rt.kind)),
             validate=validate,
             validate_status=validate_status,
+            validate_once_valid=once_valid,
             unknown_fields=rt.unknown_fields or _unknown_fields(rt),
             status_defaults=rt.status_defaults or (status_defaulting(rt.crd_schema) if rt.crd_schema else None),
             keeps_generation=rt.keeps_generation and generation.keeps_generation(rt.group, rt.kind),

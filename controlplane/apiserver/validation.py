@@ -584,6 +584,8 @@ def check_object(
         if has_rules(rt.custom.schema):
             found.append(RULES_NOT_CHECKED)
         causes.extend(Cause(str(e.type), e.message, e.field) for e in found)
+    if not causes and rt.validate_once_valid is not None and subresource in (None, "status"):
+        causes.extend(Cause(str(e.type), e.message, e.field) for e in rt.validate_once_valid(obj, old))
     if causes:
         if request_warnings is not None:
             request_warnings.extend(warnings)

@@ -353,17 +353,17 @@ async def test_slices_of_1_mib_of_domains_are_stored_and_one_byte_more_is_refuse
 
 
 async def test_v1beta2_ratchets_unchanged_values_v1beta1_took(hub: Client) -> None:
-    """A status v1beta1's bounds took (a pod set assignment "Main", a reclaimable pod set
-    "Not_A_Label", a 70-character domain value) is refused by v1beta2's, but ratchets as a
-    custom resource's does (CRDValidationRatcheting): a write at v1beta2 that leaves those values
-    as they are is taken; one that changes such a value is refused."""
+    """A status v1beta1's bounds took (a pod set assignment "Main", a 70-character domain value)
+    is refused by v1beta2's, but ratchets as a custom resource's does (CRDValidationRatcheting): a
+    write at v1beta2 that leaves those values as they are is taken; one that changes such a value
+    is refused. (A reclaimable pod set must be one of the Workload's, whose names v1beta1's
+    pattern bounds too: Kueue's webhook.)"""
     topology = {"levels": ["h"], "domains": [{"values": ["v" * 70], "count": 1}]}
     status = {
         "admission": {
             "clusterQueue": "cq",
             "podSetAssignments": [{"name": "Main", "topologyAssignment": topology}],
         },
-        "reclaimablePods": [{"name": "Not_A_Label", "count": 0}],
     }
     assert await _status_write(hub, "v1beta1", status) == (200, [])
     served = await (await hub.get(f"{_url('v1beta2')}/x")).json()
@@ -371,11 +371,11 @@ async def test_v1beta2_ratchets_unchanged_values_v1beta1_took(hub: Client) -> No
     relabeled = await hub.put(f"{_url('v1beta2')}/x", json=served)
     assert relabeled.status == 200, await relabeled.text()
     served = await relabeled.json()
-    served["status"]["reclaimablePods"] = [{"name": "Other_Name", "count": 0}]
+    served["status"]["admission"]["podSetAssignments"][0]["name"] = "Other_Name"
     answer = await hub.put(f"{_url('v1beta2')}/x/status", json=served)
     assert answer.status == 422
     assert [c["field"] for c in (await answer.json())["details"]["causes"]] == [
-        "status.reclaimablePods[0].name"
+        "status.admission.podSetAssignments[0].name"
     ]
 
 

@@ -28,6 +28,7 @@ from controlplane.apis import (
 )
 from controlplane.apis import kueue_rules as rules
 from controlplane.apis import kueue_v1beta1 as kueue
+from controlplane.apis import kueue_workload_webhook as workload_webhook
 from controlplane.apis.kube.field import CauseType, FieldError
 from controlplane.apiserver.kinds import cells
 from controlplane.apiserver.resources import AGE, ResourceType, TableColumn, VersionConversion
@@ -130,6 +131,7 @@ WORKLOAD = ResourceType(
     defaults_on_read=defaulting.workload(v1beta1=True),
     validate=rules.workload,
     validate_status=rules.workload,
+    validate_once_valid=workload_webhook.workload,
     columns=(
         TableColumn("Queue", cells.text_at("spec", "queueName"), description="Name of the queue this workload was submitted to"),
         TableColumn("Reserved in", cells.text_at("status", "admission", "clusterQueue"),

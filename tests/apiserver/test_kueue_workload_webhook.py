@@ -1,0 +1,159 @@
+"""Kueue's Workload webhook (kubernetes-sigs/kueue ``pkg/webhooks/workload_webhook.go``), checked
+once the CRD's schema and rules took the write, on the object and on its status, at both
+versions: ``pods`` requests, ``minCount`` on one pod set only, reclaimable and assigned pod sets
+that exist, a check's pod set updates, and what an update keeps while quota is reserved."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from aiohttp.test_utils import TestClient
+
+from tests.apiserver.test_kueue_crd_rules import GROUP, refused, valid
+
+Client = TestClient[Any, Any]
+Obj = dict[str, Any]
+VERSIONS = pytest.mark.parametrize("version", ["v1beta1", "v1beta2"])
+
+
+def _url(version: str) -> str:
+    return f"/apis/{GROUP}/{version}/namespaces/default/workloads"
+
+
+def _pod_set(name: str, count: int, **fields: Any) -> Obj:
+    container = {"name": "c", "image": "x", "resources": {"requests": {"cpu": "1"}}}
+    return {"name": name, "count": count, "template": {"spec": {"containers": [container]}}, **fields}
+
+
+def _workload(version: str, *pod_sets: Obj) -> Obj:
+    obj = valid("Workload", version)
+    obj["spec"]["podSets"] = list(pod_sets)
+    return obj
+
+
+async def _created(hub: Client, obj: Obj) -> Obj:
+    answer = await hub.post(_url(obj["apiVersion"].split("/")[1]), json=obj)
+    assert answer.status == 201, await answer.text()
+    created: Obj = await answer.json()
+    return created
+
+
+async def _status_causes(hub: Client, obj: Obj, status: Obj) -> list[str]:
+    version = obj["apiVersion"].split("/")[1]
+    answer = await hub.put(
+        f"{_url(version)}/{obj['metadata']['name']}/status", json={**obj, "status": status}
+    )
+    body = await answer.json()
+    if answer.status == 200:
+        return []
+    assert answer.status == 422, body
+    return [f"{c['field']}: {c['message']}" for c in body["details"]["causes"]]
+
+
+RESERVED = {
+    "type": "QuotaReserved",
+    "status": "True",
+    "reason": "QuotaReserved",
+    "message": "m",
+    "lastTransitionTime": "2026-01-01T00:00:00Z",
+}
+
+
+def _admission(name: str = "main", cq: str = "cq") -> Obj:
+    return {
+        "clusterQueue": cq,
+        "podSetAssignments": [
+            {"name": name, "count": 2, "flavors": {"cpu": "f"}, "resourceUsage": {"cpu": "2"}}
+        ],
+    }
+
+
+@VERSIONS
+async def test_pods_requests_and_two_min_counts_are_refused_in_kueues_words(
+    hub: Client, version: str
+) -> None:
+    pods = _pod_set("main", 2, minCount=1)
+    pods["template"]["spec"]["containers"][0]["resources"]["requests"]["pods"] = "1"
+    pods["template"]["spec"]["initContainers"] = [
+        {"name": "i", "image": "x", "resources": {"requests": {"pods": "1"}}}
+    ]
+    obj = _workload(version, pods, _pod_set("other", 2, minCount=1))
+    requests = 'resources.requests[pods]: Invalid value: "pods": the key is reserved for internal kueue use'
+    assert await refused(hub, obj) == [
+        f"spec.podSets[0].template.spec.initContainers[0].{requests}",
+        f"spec.podSets[0].template.spec.containers[0].{requests}",
+        "spec.podSets: Invalid value: 2: at most one podSet can use minCount",
+    ]
+
+
+@VERSIONS
+async def test_reclaimable_pods_and_check_updates_name_pod_sets_of_the_workload(
+    hub: Client, version: str
+) -> None:
+    obj = await _created(hub, _workload(version, _pod_set("main", 2)))
+    reclaimable = [{"name": "main", "count": 3}, {"name": "zz", "count": 1}]
+    assert await _status_causes(hub, obj, {"reclaimablePods": reclaimable}) == [
+        "status.reclaimablePods[main].count: Invalid value: 3: should be less or equal to 2",
+        'status.reclaimablePods[zz].name: Unsupported value: "zz": supported values: "main"',
+    ]
+    check = {
+        "name": "prov",
+        "state": "Ready",
+        "message": "",
+        "lastTransitionTime": "2026-01-01T00:00:00Z",
+        "podSetUpdates": [{"name": "nope", "nodeSelector": {"a/b/c": "x"}}],
+    }
+    causes = await _status_causes(hub, obj, {"admissionChecks": [check]})
+    assert (
+        causes[0]
+        == 'status.admissionChecks[0].podSetUpdates[0].name: Unsupported value: "nope": supported values: "main"'
+    )
+    assert causes[1].startswith(
+        'status.admissionChecks[0].podSetUpdates[0].nodeSelector: Invalid value: "a/b/c": '
+    )
+    assert await _status_causes(hub, obj, {"reclaimablePods": [{"name": "main", "count": 2}]}) == []
+
+
+@VERSIONS
+async def test_a_workload_holding_quota_keeps_its_pod_sets_admission_and_reclaimable_pods(
+    hub: Client, version: str
+) -> None:
+    obj = await _created(hub, _workload(version, _pod_set("main", 2)))
+    assert await _status_causes(hub, obj, {"admission": _admission("gone"), "conditions": [RESERVED]}) == [
+        'status.admission.podSetAssignments[0].name: Not found: "gone"'
+    ]
+    status = {
+        "admission": _admission(),
+        "conditions": [RESERVED],
+        "reclaimablePods": [{"name": "main", "count": 1}],
+    }
+    assert await _status_causes(hub, obj, status) == []
+    reserved = await (await hub.get(f"{_url(version)}/x")).json()
+
+    grown = {**reserved, "spec": {**reserved["spec"], "podSets": [_pod_set("main", 3)]}}
+    answer = await hub.put(f"{_url(version)}/x", json=grown)
+    body = await answer.json()
+    assert answer.status == 422, body
+    [cause] = body["details"]["causes"]
+    assert (cause["field"], cause["message"].endswith(": field is immutable")) == ("spec.podSets", True)
+
+    moved = {**reserved["status"], "admission": _admission(cq="other")}
+    [cause_text] = await _status_causes(hub, reserved, moved)
+    assert cause_text.startswith("status.admission: Invalid value: ") and cause_text.endswith(
+        ": field is immutable"
+    )
+    assert await _status_causes(
+        hub, reserved, {**reserved["status"], "reclaimablePods": [{"name": "main", "count": 0}]}
+    ) == ["status.reclaimablePods[main].count: Invalid value: 0: cannot be less then 1"]
+    assert await _status_causes(hub, reserved, {**reserved["status"], "reclaimablePods": []}) == [
+        "status.reclaimablePods[main]: Required value: cannot be removed"
+    ]
+    # Released (admission and reservation gone together), the Workload may change again.
+    released = {"conditions": [{**RESERVED, "status": "False", "reason": "Pending"}]}
+    assert await _status_causes(hub, reserved, released) == []
+    current = await (await hub.get(f"{_url(version)}/x")).json()
+    answer = await hub.put(
+        f"{_url(version)}/x", json={**current, "spec": {**current["spec"], "podSets": [_pod_set("main", 3)]}}
+    )
+    assert answer.status == 200, await answer.text()
