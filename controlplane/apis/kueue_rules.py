@@ -3,9 +3,9 @@ webhooks that go with them, as kube reports them: a failed rule is ``<field>: In
 "<its type>": <the rule's message>``.
 
 * ClusterQueue ``spec``: ``borrowingLimit must be nil when cohort is empty`` (no ``cohort``,
-  v1beta2's ``cohortName``, and a borrowing limit). Once the rules pass, Kueue's webhook refuses
-  a ``lendingLimit`` of a queue without a cohort, at the limit: ``must be nil when cohort is empty``,
-  and one above its ``nominalQuota``: ``must be less than or equal to the nominalQuota``.
+  v1beta2's ``cohortName``, and a borrowing limit). (Kueue's webhooks, which kube calls once the
+  schema and these rules took a write, are :mod:`.kueue_queue_webhooks` and
+  :mod:`.kueue_workload_webhook`.)
 * ClusterQueue ``spec.preemption``: ``reclaimWithinCohort=Never and
   borrowWithinCohort.Policy!=Never`` (with the CRD's defaults, Never, for what is unset).
 * ClusterQueue and Cohort ``spec.resourceGroups[i]``: ``flavors must have the same number of
@@ -52,19 +52,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from controlplane.apis.kube.field import CauseType, FieldError, invalid, items, mapping
-from controlplane.apis.kube.names import label_value_errors, qualified_name_errors
-from controlplane.apis.kube.validate_pod import labels_errors
+from controlplane.apis.kube.field import CauseType, FieldError, items, mapping
 from controlplane.apis.kueue_topology_assignment import MAX_DOMAIN_BYTES, v1beta1_bytes
-from controlplane.apis.quantity import canonical_quantity, parse_quantity
 from controlplane.gojson import deep_equal, go_quote
 
 Obj = dict[str, Any]
 Rules = Callable[[Obj, Obj | None], list[FieldError]]
-#: What Kueue's webhook says of a limit of a queue without a cohort.
-LIMIT_NEEDS_COHORT = "must be nil when cohort is empty"
-#: What Kueue's webhook says of a lending limit above the nominal quota.
-LENDING_ABOVE_NOMINAL = "must be less than or equal to the nominalQuota"
 
 
 def failed_rule(path: str, value: Any, message: str, missing: str | None = None) -> FieldError:
@@ -90,30 +83,6 @@ def _borrowing_needs_cohort(spec: Obj, cohort: str) -> list[FieldError]:
     if cohort not in spec and any("borrowingLimit" in quota for _, quota in _quotas(spec)):
         return [failed_rule("spec", spec, "borrowingLimit must be nil when cohort is empty")]
     return []
-
-
-def _lending_limits(spec: Obj, cohort: str) -> list[FieldError]:
-    """Kueue's webhook, for each lending limit: none in a queue without a cohort, and none above
-    the quota's ``nominalQuota`` (the limit shown as Kueue's ``Quantity.String()`` shows it)."""
-    errors = []
-    for path, quota in _quotas(spec):
-        limit = quota.get("lendingLimit")
-        if limit is None:
-            continue
-        shown = f"Invalid value: {go_quote(canonical_quantity(limit))}"
-        if not spec.get(cohort):
-            errors.append(
-                FieldError(
-                    CauseType.FIELD_VALUE_INVALID, f"{path}.lendingLimit", f"{shown}: {LIMIT_NEEDS_COHORT}"
-                )
-            )
-        if parse_quantity(limit) > parse_quantity(quota.get("nominalQuota", 0)):
-            errors.append(
-                FieldError(
-                    CauseType.FIELD_VALUE_INVALID, f"{path}.lendingLimit", f"{shown}: {LENDING_ABOVE_NOMINAL}"
-                )
-            )
-    return errors
 
 
 def _preemption(spec: Obj) -> list[FieldError]:
@@ -154,9 +123,7 @@ def cluster_queue(cohort: str) -> Rules:
 
     def errors(obj: Obj, old: Obj | None) -> list[FieldError]:
         spec = mapping(obj.get("spec"))
-        # A failed CRD rule refuses the write before kube calls Kueue's webhook.
-        failed = [*_borrowing_needs_cohort(spec, cohort), *_preemption(spec), *_resource_counts(spec)]
-        return failed or _lending_limits(spec, cohort)
+        return [*_borrowing_needs_cohort(spec, cohort), *_preemption(spec), *_resource_counts(spec)]
 
     return errors
 
@@ -236,31 +203,6 @@ def resource_flavor(obj: Obj, old: Obj | None) -> list[FieldError]:
     if any(mapping(taint).get("effect") not in _EFFECTS for taint in taints):
         out.append(failed_rule("spec.nodeTaints", taints, _TAINT_EFFECTS))
     out.extend(tolerations("spec.tolerations", items(spec.get("tolerations"))))
-    # A failed CRD rule refuses the write before kube calls Kueue's webhook.
-    return out or _flavor_webhook(spec)
-
-
-def _flavor_webhook(spec: Obj) -> list[FieldError]:
-    """Kueue's ResourceFlavor webhook: ``nodeLabels`` as kube's ``ValidateLabels`` (keys sorted,
-    where Go's map order varies) and each node taint as kube's node validation checks one: its key
-    a label name, its value a label value, and no two taints with one key and effect."""
-    out = labels_errors(dict(sorted(mapping(spec.get("nodeLabels")).items())), "spec.nodeLabels")
-    seen: set[tuple[str, str]] = set()
-    for index, taint in enumerate(map(mapping, items(spec.get("nodeTaints")))):
-        path = f"spec.nodeTaints[{index}]"
-        key, value, effect = (str(taint.get(name) or "") for name in ("key", "value", "effect"))
-        out += [invalid(f"{path}.key", key, message) for message in qualified_name_errors(key)]
-        if problems := label_value_errors(value):
-            out.append(invalid(f"{path}.value", value, ";".join(problems)))
-        if (key, effect) in seen:
-            # Go's %#v of the taint (a set timeAdded is a pointer Go prints as an address).
-            shown = f"v1.Taint{{Key:{go_quote(key)}, Value:{go_quote(value)}, Effect:{go_quote(effect)}, TimeAdded:"
-            message = (
-                f"Duplicate value: {shown}(*v1.Time)(nil)}}: taints must be unique by key and effect pair"
-            )
-            out.append(FieldError(CauseType.FIELD_VALUE_DUPLICATE, path, message))
-            continue
-        seen.add((key, effect))
     return out
 
 

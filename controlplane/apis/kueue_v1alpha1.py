@@ -12,14 +12,13 @@ from __future__ import annotations
 
 from typing import Final, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, model_validator
 
 from controlplane.apis.kueue_queue_policy import CohortReference, FairSharing, FairSharingStatus
 from controlplane.apis.kueue_v1beta1 import (
     MAX_ITEMS,
     ResourceGroup,
     limits_need,
-    resources_once,
 )
 from controlplane.apis.meta import (
     CONDITIONS_BY_TYPE,
@@ -42,11 +41,6 @@ class CohortSpecFields(SpecModel):
     lendingLimit bound what its subtree borrows from and lends to the parent."""
     fair_sharing: FairSharing | None = None
     """The cohort's weight among its siblings (default 1)."""
-
-    @field_validator("resource_groups")
-    @classmethod
-    def _resources_once(cls, groups: list[ResourceGroup] | None) -> list[ResourceGroup] | None:
-        return resources_once(groups)
 
 
 class CohortSpec(CohortSpecFields):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Final, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field
 
 from controlplane.apis.kueue_names import LABEL_POD_GROUP_NAME as LABEL_POD_GROUP_NAME
 from controlplane.apis.kueue_names import LABEL_QUEUE_NAME as LABEL_QUEUE_NAME
@@ -61,7 +61,6 @@ from controlplane.apis.meta import (
     WireModel,
     listed_by,
     published_as,
-    repeated,
     served_default,
 )
 
@@ -145,12 +144,6 @@ MAX_ITEMS: Final = 16
 MAX_GROUP_ITEMS: Final = 64
 
 
-def unique_names(items: list[Any], what: str) -> None:
-    twice = repeated(item if isinstance(item, str) else item.name for item in items)
-    if twice is not None:
-        raise ValueError(f"{what} {twice!r} is listed twice")
-
-
 # ---------------------------------------------------------------------------------------------
 # ResourceFlavor
 # ---------------------------------------------------------------------------------------------
@@ -221,27 +214,8 @@ class ResourceGroup(SpecModel):
     flavors: list[FlavorQuotas] = Field(min_length=1, max_length=MAX_GROUP_ITEMS, json_schema_extra=listed_by("name"))
     """The flavors in the order admission tries them."""
 
-    @model_validator(mode="after")
-    def _every_flavor_covers_the_resources(self) -> ResourceGroup:
-        unique_names(self.covered_resources, "resource")  # atomic in Kueue's CRD: its webhook's check
-        for flavor in self.flavors:
-            names = [r.name for r in flavor.resources]
-            # Another count is the CRD's rule's (:mod:`controlplane.apis.kueue_rules`).
-            if len(names) == len(self.covered_resources) and names != self.covered_resources:
-                raise ValueError(
-                    f"flavor {flavor.name!r} must list the covered resources {self.covered_resources} in that order, "
-                    f"not {names}"
-                )
-        return self
-
-
-def resources_once(groups: list[ResourceGroup] | None) -> list[ResourceGroup] | None:
-    """``groups``, refused when a resource or a flavor is in two of them (Kueue's webhook; a flavor
-    twice in one group's keyed ``flavors`` is the list-type check's ``Duplicate value``)."""
-    unique_names([r for group in groups or () for r in group.covered_resources], "resource")
-    unique_names([name for group in groups or () for name in dict.fromkeys(f.name for f in group.flavors)], "flavor")
-    return groups
-
+    # A resource or flavor listed twice, and quotas out of the covered resources' order, are
+    # Kueue's webhook's refusals (:mod:`controlplane.apis.kueue_queue_webhooks`).
 
 def limits_need(groups: list[ResourceGroup] | None, field: str) -> None:
     """Refuse borrowing and lending limits where there is nothing to borrow from or lend to
@@ -291,11 +265,6 @@ class ClusterQueueSpec(SpecModel):
         default=None, max_length=MAX_GROUP_ITEMS, json_schema_extra=LISTED_AS_SET
     )
     """Resources (a name, or a prefix before a slash) Kueue leaves out of this queue's quota (kept; the hub does not act on it)."""
-
-    @field_validator("resource_groups")
-    @classmethod
-    def _resources_once(cls, groups: list[ResourceGroup] | None) -> list[ResourceGroup] | None:
-        return resources_once(groups)
 
 
 class ClusterQueueStatus(WireModel):

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Annotated, Final, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, model_validator
 
 from controlplane.apis import kueue_podset, kueue_status, kueue_v1alpha1
 from controlplane.apis import kueue_v1beta1 as v1beta1
@@ -184,11 +184,6 @@ class ClusterQueueSpec(SpecModel):
         default=None, max_length=v1beta1.MAX_GROUP_ITEMS, json_schema_extra=LISTED_AS_SET
     )
     """Resources (a name, or a prefix before a slash) Kueue leaves out of this queue's quota (kept; the hub does not act on it)."""
-
-    @field_validator("resource_groups")
-    @classmethod
-    def _resources_once(cls, groups: list[v1beta1.ResourceGroup] | None) -> list[v1beta1.ResourceGroup] | None:
-        return v1beta1.resources_once(groups)
 
 
 class ClusterQueue(SpecModel):

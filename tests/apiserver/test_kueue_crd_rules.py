@@ -786,6 +786,46 @@ async def test_a_flavors_node_labels_and_taints_are_checked_as_kueues_webhook_do
     ]
 
 
+@pytest.mark.parametrize("version", ["v1beta1", "v1beta2"])
+async def test_resource_groups_are_checked_as_kueues_webhook_checks_them(hub: Client, version: str) -> None:
+    """Kueue's ``validateResourceGroups``, group by group: covered resources qualified names and
+    each once across the groups, quotas named as the covered resources in order, a flavor once
+    across the groups; a Cohort's resource groups alike."""
+    groups = [
+        {
+            "coveredResources": ["cpu", "a/b/c"],
+            "flavors": [
+                {
+                    "name": "f",
+                    "resources": [
+                        {"name": "memory", "nominalQuota": 1},
+                        {"name": "a/b/c", "nominalQuota": 1},
+                    ],
+                }
+            ],
+        },
+        {
+            "coveredResources": ["cpu"],
+            "flavors": [{"name": "f", "resources": [{"name": "cpu", "nominalQuota": 1}]}],
+        },
+    ]
+    qualified = (
+        "a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start and end with "
+        "an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
+        "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' "
+        "(e.g. 'example.com/MyName')"
+    )
+    expected = [
+        f'spec.resourceGroups[0].coveredResources[1]: Invalid value: "a/b/c": {qualified}',
+        'spec.resourceGroups[0].flavors[0].resources[0].name: Invalid value: "memory": must match the name in '
+        "coveredResources",
+        'spec.resourceGroups[1].coveredResources[0]: Duplicate value: "cpu"',
+        'spec.resourceGroups[1].flavors[0].name: Duplicate value: "f"',
+    ]
+    assert await refused(hub, valid("ClusterQueue", version, spec={"resourceGroups": groups})) == expected
+    assert await refused(hub, valid("Cohort", version, spec={"resourceGroups": groups})) == expected
+
+
 def enum_cases() -> list[tuple[str, str, str, list[str]]]:
     out = []
     for (kind, version, path), rules in sorted(RULES.items()):

@@ -263,7 +263,7 @@ def _workload_spec(*names: str) -> dict[str, Any]:
      {"resourceGroups": [{"coveredResources": ["cpu"], "flavors": [_flavor("a")]},
                          {"coveredResources": ["memory"], "flavors": [{"name": "a", "resources": [
                              {"name": "memory", "nominalQuota": 1}]}]}]},
-     [("spec.resourceGroups", "flavor 'a' is listed twice")]),
+     [("spec.resourceGroups[1].flavors[0].name", 'Duplicate value: "a"')]),
     ("namespaces/default/workloads", "Workload", _workload_spec("main", "main"),
      [("spec.podSets[1]", 'Duplicate value: map[string]interface {}{"name":"main"}')]),
     ("provisioningrequestconfigs", "ProvisioningRequestConfig",

@@ -26,6 +26,7 @@ from controlplane.apis import (
     kueue_v1alpha1,
     kueue_v1beta2,
 )
+from controlplane.apis import kueue_queue_webhooks as queue_webhooks
 from controlplane.apis import kueue_rules as rules
 from controlplane.apis import kueue_v1beta1 as kueue
 from controlplane.apis import kueue_workload_webhook as workload_webhook
@@ -77,12 +78,14 @@ RESOURCE_FLAVOR = ResourceType(
     kueue.API_GROUP, kueue.VERSION, "ResourceFlavor", "resourceflavors", "resourceflavor", namespaced=False, short_names=("flavor", "flavors", "rf"),
     model=kueue.ResourceFlavor,
     validate=rules.resource_flavor,
+    validate_once_valid=queue_webhooks.resource_flavor,
 )
 CLUSTER_QUEUE = ResourceType(
     kueue.API_GROUP, kueue.VERSION, "ClusterQueue", "clusterqueues", "clusterqueue", namespaced=False, short_names=("cq",), has_status=True, model=kueue.ClusterQueue,
     defaults=defaulting.cluster_queue("Borrow"),
     defaults_on_read=defaulting.cluster_queue("Borrow"),
     validate=rules.both(rules.cluster_queue("cohort"), _cluster_queue_errors),
+    validate_once_valid=queue_webhooks.cluster_queue,
     columns=(
         TableColumn("Cohort", cells.text_at("spec", "cohort"), description="Cohort that this ClusterQueue belongs to"),
         TableColumn("Strategy", cells.text_at("spec", "queueingStrategy"), priority=1,
@@ -113,6 +116,7 @@ COHORT = ResourceType(
     defaults=defaulting.cohort,
     defaults_on_read=defaulting.cohort,
     validate=rules.cohort,
+    validate_once_valid=queue_webhooks.cohort,
     columns=(
         TableColumn("Parent", cells.text_at("spec", "parentName"), description="The parent Cohort"),
         TableColumn("Weight", cells.text_at("spec", "fairSharing", "weight"), priority=1, description="Fair-sharing weight"),
