@@ -510,6 +510,22 @@ def flavors_usage(queue: ClusterQueue, usage: Usage) -> list[Obj]:
     return out
 
 
+def local_queue_flavors(queue: ClusterQueue, amounts: Mapping[tuple[str, str], int]) -> list[Obj]:
+    """A LocalQueue's ``status.flavorsReservation`` or ``flavorUsage`` as Kueue's cache fills them
+    (``filterLocalQueueUsage``): every flavor and resource of its ClusterQueue, in order, with the
+    ``total`` its workloads hold (``amounts``, per flavor and resource), within the LocalQueue's
+    bounds of 16 flavors and 16 resources each."""
+    out: list[Obj] = []
+    for group in queue.groups:
+        for fq in group.flavors:
+            resources = [
+                {"name": resource, "total": format_quantity(resource, amounts.get((fq.flavor, resource), 0))}
+                for resource in group.covered[: kueue.MAX_LOCAL_QUEUE_USAGE_ITEMS]
+            ]
+            out.append({"name": fq.flavor, "resources": resources})
+    return out[: kueue.MAX_LOCAL_QUEUE_USAGE_ITEMS]
+
+
 def flavor_constraints(
     admission: Mapping[str, Any], flavors: Mapping[str, Mapping[str, str]], cluster_label_keys: Iterable[str]
 ) -> tuple[dict[str, str], dict[str, str]]:

@@ -326,14 +326,14 @@ class LocalQueueStatusFields(WireModel):
     flavors_reservation: list[LocalQueueFlavorUsage] | None = Field(
         default=None, max_length=MAX_LOCAL_QUEUE_USAGE_ITEMS, json_schema_extra=listed_by("name")
     )
-    """Quota reserved by the queue's workloads per flavor (not written by the hub yet)."""
+    """Quota reserved by the queue's workloads per flavor: every flavor and resource of its ClusterQueue."""
 
 
 class LocalQueueStatus(LocalQueueStatusFields):
     flavor_usage: list[LocalQueueFlavorUsage] | None = Field(
         default=None, max_length=MAX_LOCAL_QUEUE_USAGE_ITEMS, json_schema_extra=listed_by("name")
     )
-    """Quota used by the queue's admitted workloads per flavor (not written by the hub yet)."""
+    """Quota used by the queue's admitted workloads per flavor: every flavor and resource of its ClusterQueue."""
     flavors: list[LocalQueueFlavorStatus] | None = Field(
         default=None, max_length=MAX_LOCAL_QUEUE_USAGE_ITEMS, json_schema_extra=listed_by("name")
     )

@@ -207,7 +207,7 @@ class LocalQueueStatus(v1beta1.LocalQueueStatusFields):
     flavors_usage: list[LocalQueueFlavorUsage] | None = Field(
         default=None, max_length=MAX_LOCAL_QUEUE_USAGE_ITEMS, json_schema_extra=listed_by("name")
     )
-    """Quota used by the queue's admitted workloads per flavor (not written by the hub yet)."""
+    """Quota used by the queue's admitted workloads per flavor: every flavor and resource of its ClusterQueue."""
     fair_sharing: FairSharingStatus | None = None
     """The queue's admission fair sharing state: its consumed resources and when they were sampled."""
 

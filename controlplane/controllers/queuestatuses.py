@@ -85,10 +85,17 @@ class QueueStatuses:
             cq_counts.setdefault(w.queue, [0, 0, 0])[0] += 1
             lq_counts.setdefault(lq_of(w.key), [0, 0, 0])[0] += 1
         held: dict[LocalQueueKey, dict[str, float]] = {}
+        # Per LocalQueue and flavor and resource: what its workloads reserve, and what the admitted hold.
+        reserved: dict[LocalQueueKey, dict[FlavorResource, int]] = {}
+        in_use: dict[LocalQueueKey, dict[FlavorResource, int]] = {}
         for key, queue in holders.items():
             for counts in (cq_counts.setdefault(queue, [0, 0, 0]), lq_counts.setdefault(lq_of(key), [0, 0, 0])):
                 counts[1] += 1
                 counts[2] += key in admitted
+            for totals in (reserved, in_use) if key in admitted else (reserved,):
+                mine_by_flavor = totals.setdefault(lq_of(key), {})
+                for fr, taken in holdings.get(key, {}).items():
+                    mine_by_flavor[fr] = mine_by_flavor.get(fr, 0) + taken
             if key in admitted:  # Kueue's admitted usage of the LocalQueue
                 mine = held.setdefault(lq_of(key), {})
                 for resource, amount in flattened(holdings.get(key, {})).items():
@@ -118,6 +125,12 @@ class QueueStatuses:
                 "pendingWorkloads": pending, "reservingWorkloads": holding, "admittedWorkloads": admitted_count,
                 "conditions": with_condition(lq.conditions, lq_active, now=now),
             }
+            if (cq := queues.get(cq_name)) is not None:
+                status["flavorsReservation"] = adm.local_queue_flavors(cq, reserved.get(lq_key, {}))
+                status["flavorUsage"] = adm.local_queue_flavors(cq, in_use.get(lq_key, {}))
+            else:  # Kueue's cache has no usage for a LocalQueue without its ClusterQueue
+                status.pop("flavorsReservation", None)
+                status.pop("flavorUsage", None)
             fair_key = usagehistory.key_of(obj)
             sample = None
             # As Kueue: a stopped LocalQueue, or one whose ClusterQueue is inactive, is not sampled.

@@ -111,6 +111,18 @@ async def test_a_job_runs_only_once_its_admission_check_is_ready(
     assert value(registry, "kueue_admitted_active_workloads", cluster_queue="team-a") == 0
     cq = await get(objects, KUEUE, "ClusterQueue", "team-a", None)
     assert cq is not None and (cq["status"]["reservingWorkloads"], cq["status"]["admittedWorkloads"]) == (1, 0)
+    # The LocalQueue's usage, as Kueue's cache fills it: every flavor and resource of its ClusterQueue,
+    # the quota reserved in flavorsReservation, the admitted workloads' in flavorUsage (none yet).
+    lq = await get(objects, KUEUE, "LocalQueue", "team-a")
+    reserved_totals = [
+        {"name": f["name"], "resources": [{"name": r["name"], "total": r["total"]} for r in f["resources"]]}
+        for f in cq["status"]["flavorsReservation"]
+    ]
+    assert any(r["total"] != "0" for f in reserved_totals for r in f["resources"])
+    assert lq is not None and lq["status"]["flavorsReservation"] == reserved_totals
+    assert [r["total"] for f in lq["status"]["flavorUsage"] for r in f["resources"]] == ["0"] * len(
+        [r for f in reserved_totals for r in f["resources"]]
+    )
 
     await set_state(objects, "Job", "a1", "budget", "Ready")
 
@@ -130,6 +142,7 @@ async def test_a_job_runs_only_once_its_admission_check_is_ready(
     assert value(registry, "kueue_admitted_active_workloads", cluster_queue="team-a") == 1
     lq = await get(objects, KUEUE, "LocalQueue", "team-a")
     assert lq is not None and (lq["status"]["reservingWorkloads"], lq["status"]["admittedWorkloads"]) == (1, 1)
+    assert lq["status"]["flavorUsage"] == lq["status"]["flavorsReservation"] == reserved_totals
 
 
 async def test_retry_evicts_and_requeues_with_the_check_pending_again(objects: ObjectStore, manager: ControllerManager) -> None:
