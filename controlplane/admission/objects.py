@@ -39,6 +39,7 @@ from controlplane.admission.core import (
 from controlplane.apis import kueue_conversion
 from controlplane.apis import kueue_v1beta1 as kueue
 from controlplane.apis.kube.names import label_value_errors
+from controlplane.apis.kueue_status import MAX_LOCAL_QUEUE_USAGE_ITEMS
 from controlplane.apis.kueue_views import ClusterQueueView, CohortView, WorkloadView, pod_set_assignments
 from controlplane.apis.meta import LabelSelector
 from controlplane.apis.quantity import QuantityError, format_quantity, milli_value, parse_quantity, to_int
@@ -520,10 +521,10 @@ def local_queue_flavors(queue: ClusterQueue, amounts: Mapping[tuple[str, str], i
         for fq in group.flavors:
             resources = [
                 {"name": resource, "total": format_quantity(resource, amounts.get((fq.flavor, resource), 0))}
-                for resource in group.covered[: kueue.MAX_LOCAL_QUEUE_USAGE_ITEMS]
+                for resource in group.covered[: MAX_LOCAL_QUEUE_USAGE_ITEMS]
             ]
             out.append({"name": fq.flavor, "resources": resources})
-    return out[: kueue.MAX_LOCAL_QUEUE_USAGE_ITEMS]
+    return out[: MAX_LOCAL_QUEUE_USAGE_ITEMS]
 
 
 def flavor_constraints(
