@@ -5,9 +5,11 @@ implementation). :func:`compile_error` says why a rule does not compile or would
 much; :func:`compile_schema_rules` collects every rule of a schema and
 :meth:`SchemaRules.evaluate` runs them over an object (``self`` the value at the rule's
 node, ``oldSelf`` the stored value on update). As kube does: a rule with ``oldSelf`` (a
-transition rule) runs only when there is an old value; a failing rule gives a field error
-at its node (or ``fieldPath``) with its ``message``, its ``messageExpression``'s result, or
-``failed rule: <rule>``; ``reason`` picks the error type. Rules have the libraries of kube's
+transition rule) runs only when there is an old value, unless it sets ``optionalOldSelf`` (then
+it runs on create too, its ``oldSelf`` an optional: ``optional.none()`` without an old value,
+else the old value's, read with ``hasValue()``, ``value()``, ``orValue()``); a failing rule gives
+a field error at its node (or ``fieldPath``; a map's key in brackets, ``spec.map[key]``) with its
+``message``, its ``messageExpression``'s result, or ``failed rule: <rule>``; ``reason`` picks the error type. Rules have the libraries of kube's
 CRD environment beyond core CEL (:mod:`.cel_library`). On update they ratchet as kube does
 (CRDValidationRatcheting): a rule that is not a transition rule does not refuse a value equal to
 its old value, nor a value whose old one cannot be found (an item of a ``set`` list) below an
@@ -42,6 +44,7 @@ from typing import Any, TextIO
 from controlplane.apis.apiextensions.cel_types import DYN, SchemaTypes, check, display
 from controlplane.apis.apiextensions.schema import (
     NO_OLD,
+    MapKey,
     Path,
     Schema,
     correlate,
@@ -192,6 +195,8 @@ class Rule:
     reason: CauseType = CauseType.FIELD_VALUE_INVALID
     field_path: str = ""
     transition: bool = False
+    #: ``optionalOldSelf: true``: the rule runs with no old value too, ``oldSelf`` an optional.
+    optional_old_self: bool = False
 
 
 def _rule(spec: dict[str, Any]) -> Rule:
@@ -205,6 +210,7 @@ def _rule(spec: dict[str, Any]) -> Rule:
         reason=_REASONS.get(str(spec.get("reason") or ""), CauseType.FIELD_VALUE_INVALID),
         field_path=str(spec.get("fieldPath") or "").lstrip("."),
         transition=re.search(r"\boldSelf\b", source) is not None,
+        optional_old_self=spec.get("optionalOldSelf") is True,
     )
 
 
@@ -251,7 +257,7 @@ class SchemaRules:
             return
         unchanged = _Unchanged(value, was) if was is not NO_OLD else above
         for rule in self.rules:
-            if rule.transition and old is None:
+            if rule.transition and old is None and not rule.optional_old_self:
                 continue
             error = _check(rule, value, old, path, self.type)
             # As kube: a transition rule is never ratcheted; the others are on unchanged values.
@@ -270,7 +276,7 @@ class SchemaRules:
             if self.values is not None:
                 for key, item in value.items():
                     _old = old.get(key) if isinstance(old, dict) else None
-                    self.values._run(item, _old, (*path, key), out, child(key, item), above)
+                    self.values._run(item, _old, (*path, MapKey(key)), out, child(key, item), above)
         elif isinstance(value, list) and self.items is not None:
             # As kube: only a map list's items have old selves (the old item with the same keys).
             olds = {}
@@ -301,10 +307,12 @@ class _Unchanged:
 
 
 def _check(rule: Rule, value: Any, old: Any, path: Path, node_type: str) -> FieldError | None:
-    variables: dict[str, Any] = {"self": value}
-    if old is not None:
-        variables["oldSelf"] = old
     cel, functions = _library()
+    variables: dict[str, Any] = {"self": value}
+    if rule.optional_old_self:
+        variables["oldSelf"] = cel.OptionalValue.none() if old is None else cel.OptionalValue.of(old)
+    elif old is not None:
+        variables["oldSelf"] = old
     context = cel.Context(variables, functions)
     # A rule of the schema's root without a fieldPath has kube's nil path, printed ``<nil>``.
     where = format_path((*path, *[p for p in rule.field_path.split(".") if p])) or "<nil>"

@@ -60,11 +60,19 @@ _FIELD_NAME = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")
 _ROOT_KEPT = ("apiVersion", "kind", "metadata")
 
 
+class MapKey(str):
+    """A map's key in a path that kube's CEL errors print in brackets (``fldPath.Key``:
+    ``spec.map[key].field``) where its schema errors print it as a field."""
+
+    __slots__ = ()
+
+
 def format_path(path: Path) -> str:
-    """``("spec", "items", 0, "name")`` → ``spec.items[0].name``; odd map keys in brackets."""
+    """``("spec", "items", 0, "name")`` → ``spec.items[0].name``; odd map keys, and any
+    :class:`MapKey`, in brackets."""
     out = ""
     for part in path:
-        if isinstance(part, int) or (out and not _FIELD_NAME.fullmatch(part)):
+        if isinstance(part, int | MapKey) or (out and not _FIELD_NAME.fullmatch(part)):
             out += f"[{part}]"
         else:
             out += f".{part}" if out else part

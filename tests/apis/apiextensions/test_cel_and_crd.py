@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from controlplane.apis.apiextensions import cel
 from controlplane.apis.apiextensions.crd import default_crd, validate_crd
@@ -268,3 +270,20 @@ def test_rules_ratchet_on_unchanged_values_but_transition_rules_do_not() -> None
         ("spec", "too big"), ("spec.tags[0]", "long tag"),
     ]
     assert fields({"spec": {**old["spec"], "floor": 0}}, old) == [("spec", "too big"), ("spec.floor", "may not go down")]
+
+
+def test_optional_old_self_rules_run_on_create_with_an_optional_old_self() -> None:
+    """kube's conformance case for ``optionalOldSelf: true``: the rule runs on create too, its
+    ``oldSelf`` an optional (``optional.none()`` with no old value, ``hasValue()``/``value()``)."""
+    case = yaml.safe_load((Path(__file__).parents[2] / "data" / "optional_old_self_schema.yaml").read_text())
+    rules = cel.compile_schema_rules(case["schema"])
+    created, updated = case["created"], case["updated"]
+    assert rules.evaluate(created, None) == []
+    found = rules.evaluate(copy.deepcopy(created), created)
+    assert sorted(e.field for e in found) == sorted(case["unchanged_fields"])
+    assert {e.message for e in found} == {
+        'Invalid value: "string": failed rule: !oldSelf.hasValue() || self != oldSelf.value()'
+    }
+    assert rules.evaluate(updated, created) == []
+    # A field the old object lacks has an old self of none, as on create.
+    assert rules.evaluate({"field": "foo"}, {"struct": {}}) == []
