@@ -57,7 +57,8 @@ from controlplane.gojson import deep_equal
 #: kube's error in place of a CRD's rules after a blocking one (its strategy's ``hasBlockingErr``):
 #: ``field.Invalid(nil, nil, ...)``, whose nil path prints as ``<nil>``.
 RULES_NOT_CHECKED = invalid(
-    "<nil>", None,
+    "<nil>",
+    None,
     "some validation rules were not checked because the object was invalid; correct the existing errors to "
     "complete validation",
 )
@@ -67,10 +68,14 @@ COST_LIMIT = 10_000_000
 #: request can hold: kube estimates unbounded sizes from the request size limit too).
 UNBOUNDED_SIZE = 3 * 1024 * 1024 // 2
 #: A comprehension macro on a receiver: ``self.spec.items.all(x, ...`` (receiver, macro, variable).
-_MACRO = re.compile(r"([A-Za-z_][\w]*(?:\s*\.\s*[A-Za-z_]\w*)*|\))\s*\.\s*(all|exists_one|exists|map|filter)\s*\(\s*([A-Za-z_]\w*)\s*,")
+_MACRO = re.compile(
+    r"([A-Za-z_][\w]*(?:\s*\.\s*[A-Za-z_]\w*)*|\))\s*\.\s*(all|exists_one|exists|map|filter)\s*\(\s*([A-Za-z_]\w*)\s*,"
+)
 #: How the package wraps a library function's exception: "Function 'f' error: Python function
 #: call failed: ValueError: <message>. Check function arguments and their types."
-_WRAPPED = re.compile(r"Python function call failed: \w+: (.*?)\.? Check function arguments and their types\.?$", re.S)
+_WRAPPED = re.compile(
+    r"Python function call failed: \w+: (.*?)\.? Check function arguments and their types\.?$", re.S
+)
 _REASONS = {
     "FieldValueInvalid": CauseType.FIELD_VALUE_INVALID,
     "FieldValueForbidden": CauseType.FIELD_VALUE_FORBIDDEN,
@@ -122,7 +127,9 @@ def _size_and_element(schema: Schema | None) -> tuple[int, Schema | None]:
     if schema.get("type") == "array":
         return int(schema.get("maxItems", UNBOUNDED_SIZE)), schema.get("items")
     if schema.get("type") == "object":
-        return int(schema.get("maxProperties", UNBOUNDED_SIZE)), schema.get("additionalProperties") or {"type": "string"}
+        return int(schema.get("maxProperties", UNBOUNDED_SIZE)), schema.get("additionalProperties") or {
+            "type": "string"
+        }
     return UNBOUNDED_SIZE, None
 
 
@@ -147,7 +154,7 @@ def _cost(text: str, env: dict[str, Schema | None]) -> int:
         receiver, _macro, variable = match.groups()
         size, element = _size_and_element(None if receiver == ")" else _receiver(receiver, env))
         body_end = _closing(text, match.end())
-        body = text[match.end():body_end]
+        body = text[match.end() : body_end]
         total += size * (1 + _cost(body, {**env, variable: element}))
         index = body_end + 1
     return total
@@ -249,7 +256,9 @@ class SchemaRules:
         self._run(obj, old, (), out, NO_OLD if old is None else old, _Unchanged(None, NO_OLD))
         return out
 
-    def _run(self, value: Any, old: Any, path: Path, out: list[FieldError], was: Any, above: _Unchanged) -> None:
+    def _run(
+        self, value: Any, old: Any, path: Path, out: list[FieldError], was: Any, above: _Unchanged
+    ) -> None:
         """``old``: the value's old self (``oldSelf``); ``was``: its old value for ratcheting
         (:data:`NO_OLD` where it has none); ``above``: whether the nearest node above that has
         one is unchanged."""
@@ -378,13 +387,18 @@ def _outcome(rule: Rule, context: Any, shown: str, where: str) -> FieldError | N
         result = rule.program.execute(context)
     except KeyError as exc:  # a field the rule reads is not set: kube's "no such key"
         key = exc.args[0] if exc.args else ""
-        return FieldError(CauseType.FIELD_VALUE_INVALID, where,
-                          f"Invalid value: {shown}: no such key: {key} evaluating rule: {named}")
+        return FieldError(
+            CauseType.FIELD_VALUE_INVALID,
+            where,
+            f"Invalid value: {shown}: no such key: {key} evaluating rule: {named}",
+        )
     except Exception as exc:  # the evaluator's message is kube's "Invalid value" detail
         text = _runtime_message(exc)
         if text.lower().startswith("no such overload"):  # an int-or-string's value of the other type
-            text = ("'no such overload': call arguments did not match a supported operator, function or macro "
-                    f"signature for rule: {named}")
+            text = (
+                "'no such overload': call arguments did not match a supported operator, function or macro "
+                f"signature for rule: {named}"
+            )
         else:
             text = f"{text} evaluating rule: {named}"
         return FieldError(CauseType.FIELD_VALUE_INVALID, where, f"Invalid value: {shown}: {text}")
@@ -412,7 +426,11 @@ def has_rules(schema: Mapping[str, Any]) -> bool:
     has no CEL validator otherwise), read without compiling any."""
     if schema.get("x-kubernetes-validations"):
         return True
-    below = [*(schema.get("properties") or {}).values(), schema.get("items"), schema.get("additionalProperties")]
+    below = [
+        *(schema.get("properties") or {}).values(),
+        schema.get("items"),
+        schema.get("additionalProperties"),
+    ]
     return any(isinstance(sub, Mapping) and has_rules(sub) for sub in below)
 
 
@@ -434,7 +452,9 @@ def compile_schema_rules(schema: Schema) -> SchemaRules:
     if isinstance(schema.get("items"), dict):
         child = compile_schema_rules(schema["items"])
         node.items = None if child.empty() else child
-        node.list_shape = {k: schema[k] for k in ("x-kubernetes-list-type", "x-kubernetes-list-map-keys") if k in schema}
+        node.list_shape = {
+            k: schema[k] for k in ("x-kubernetes-list-type", "x-kubernetes-list-map-keys") if k in schema
+        }
         if schema.get("x-kubernetes-list-type") == "map":
             node.map_keys = tuple(schema.get("x-kubernetes-list-map-keys") or ())
     if isinstance(schema.get("additionalProperties"), dict):

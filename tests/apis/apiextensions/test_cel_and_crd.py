@@ -18,17 +18,30 @@ RULES: dict[str, Any] = {
         "spec": {
             "type": "object",
             "x-kubernetes-validations": [
-                {"rule": "self.replicas <= self.maxReplicas", "message": "replicas must not exceed maxReplicas"},
+                {
+                    "rule": "self.replicas <= self.maxReplicas",
+                    "message": "replicas must not exceed maxReplicas",
+                },
                 {"rule": "self.model.startsWith('m')"},
-                {"rule": "self.replicas >= oldSelf.replicas", "message": "may not scale down", "reason": "FieldValueForbidden"},
-                {"rule": "self.replicas != 7", "messageExpression": "'replicas may not be ' + string(self.replicas)",
-                 "fieldPath": ".replicas"},
+                {
+                    "rule": "self.replicas >= oldSelf.replicas",
+                    "message": "may not scale down",
+                    "reason": "FieldValueForbidden",
+                },
+                {
+                    "rule": "self.replicas != 7",
+                    "messageExpression": "'replicas may not be ' + string(self.replicas)",
+                    "fieldPath": ".replicas",
+                },
             ],
             "properties": {
                 "model": {"type": "string"},
                 "replicas": {"type": "integer"},
                 "maxReplicas": {"type": "integer"},
-                "tags": {"type": "array", "items": {"type": "string", "x-kubernetes-validations": [{"rule": "self.size() < 4"}]}},
+                "tags": {
+                    "type": "array",
+                    "items": {"type": "string", "x-kubernetes-validations": [{"rule": "self.size() < 4"}]},
+                },
             },
         },
     },
@@ -45,22 +58,54 @@ def _errors(spec: dict[str, Any], old: dict[str, Any] | None = None) -> list[tup
     ("spec", "old", "expected"),
     [
         ({"model": "m1", "replicas": 1, "maxReplicas": 2}, None, []),
-        ({"model": "m1", "replicas": 3, "maxReplicas": 2}, None,
-         [("FieldValueInvalid", "spec", 'Invalid value: "object": replicas must not exceed maxReplicas')]),
-        ({"model": "x", "replicas": 1, "maxReplicas": 2}, None,
-         [("FieldValueInvalid", "spec", "Invalid value: \"object\": failed rule: self.model.startsWith('m')")]),
+        (
+            {"model": "m1", "replicas": 3, "maxReplicas": 2},
+            None,
+            [("FieldValueInvalid", "spec", 'Invalid value: "object": replicas must not exceed maxReplicas')],
+        ),
+        (
+            {"model": "x", "replicas": 1, "maxReplicas": 2},
+            None,
+            [
+                (
+                    "FieldValueInvalid",
+                    "spec",
+                    "Invalid value: \"object\": failed rule: self.model.startsWith('m')",
+                )
+            ],
+        ),
         # A transition rule runs only on update, with the stored value as oldSelf.
-        ({"model": "m", "replicas": 1, "maxReplicas": 2}, {"model": "m", "replicas": 2, "maxReplicas": 2},
-         [("FieldValueForbidden", "spec", "Forbidden: may not scale down")]),
-        ({"model": "m", "replicas": 7, "maxReplicas": 9}, None,
-         [("FieldValueInvalid", "spec.replicas", 'Invalid value: "object": replicas may not be 7')]),
-        ({"model": "m", "replicas": 1}, None,
-         [("FieldValueInvalid", "spec", 'Invalid value: "object": no such key: maxReplicas evaluating rule: replicas must not exceed maxReplicas')]),
-        ({"model": "m", "replicas": 1, "maxReplicas": 1, "tags": ["ok", "toolong"]}, None,
-         [("FieldValueInvalid", "spec.tags[1]", 'Invalid value: "string": failed rule: self.size() < 4')]),
+        (
+            {"model": "m", "replicas": 1, "maxReplicas": 2},
+            {"model": "m", "replicas": 2, "maxReplicas": 2},
+            [("FieldValueForbidden", "spec", "Forbidden: may not scale down")],
+        ),
+        (
+            {"model": "m", "replicas": 7, "maxReplicas": 9},
+            None,
+            [("FieldValueInvalid", "spec.replicas", 'Invalid value: "object": replicas may not be 7')],
+        ),
+        (
+            {"model": "m", "replicas": 1},
+            None,
+            [
+                (
+                    "FieldValueInvalid",
+                    "spec",
+                    'Invalid value: "object": no such key: maxReplicas evaluating rule: replicas must not exceed maxReplicas',
+                )
+            ],
+        ),
+        (
+            {"model": "m", "replicas": 1, "maxReplicas": 1, "tags": ["ok", "toolong"]},
+            None,
+            [("FieldValueInvalid", "spec.tags[1]", 'Invalid value: "string": failed rule: self.size() < 4')],
+        ),
     ],
 )
-def test_rules_fail_with_kubes_messages(spec: dict[str, Any], old: dict[str, Any] | None, expected: list[Any]) -> None:
+def test_rules_fail_with_kubes_messages(
+    spec: dict[str, Any], old: dict[str, Any] | None, expected: list[Any]
+) -> None:
     assert _errors(spec, old) == expected
 
 
@@ -71,19 +116,44 @@ def test_compile_errors_and_cost_budget() -> None:
     nested = "self.all(x, x.all(y, self.exists(z, z == y)))"
     problem = cel.compile_error(nested, unbounded)
     assert problem is not None and problem.startswith("estimated rule cost exceeds budget by factor of")
-    bounded = {"type": "array", "maxItems": 10, "items": {"type": "array", "maxItems": 10, "items": {"type": "string"}}}
+    bounded = {
+        "type": "array",
+        "maxItems": 10,
+        "items": {"type": "array", "maxItems": 10, "items": {"type": "string"}},
+    }
     assert cel.compile_error(nested, bounded) is None
     assert cel.estimated_cost(nested, bounded) == 10 * (1 + 10 * (1 + 10))
     # Nesting multiplies along the fields walked, not the largest list anywhere (Kueue's
     # ClusterQueue rule over 16 groups x 64 flavors x 64 resources, beside an unbounded list).
-    queue = {"type": "object", "properties": {
-        "admissionChecks": {"type": "array", "items": {"type": "string"}},
-        "resourceGroups": {"type": "array", "maxItems": 16, "items": {"type": "object", "properties": {
-            "flavors": {"type": "array", "maxItems": 64, "items": {"type": "object", "properties": {
-                "resources": {"type": "array", "maxItems": 64, "items": {"type": "object"}},
-            }}},
-        }}},
-    }}
+    queue = {
+        "type": "object",
+        "properties": {
+            "admissionChecks": {"type": "array", "items": {"type": "string"}},
+            "resourceGroups": {
+                "type": "array",
+                "maxItems": 16,
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "flavors": {
+                            "type": "array",
+                            "maxItems": 64,
+                            "items": {
+                                "type": "object",
+                                "properties": {
+                                    "resources": {
+                                        "type": "array",
+                                        "maxItems": 64,
+                                        "items": {"type": "object"},
+                                    },
+                                },
+                            },
+                        },
+                    },
+                },
+            },
+        },
+    }
     rule = "has(self.resourceGroups) ? self.resourceGroups.all(rg, rg.flavors.all(f, f.resources.all(r, !has(r.x)))) : true"
     assert cel.compile_error(rule, queue) is None
     assert cel.estimated_cost(rule, queue) == 16 * (1 + 64 * (1 + 64))
@@ -99,10 +169,14 @@ CRD: dict[str, Any] = {
         "group": "ml.example.com",
         "scope": "Namespaced",
         "names": {"plural": "trainers", "kind": "Trainer"},
-        "versions": [{
-            "name": "v1", "served": True, "storage": True,
-            "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": {"type": "object"}}}},
-        }],
+        "versions": [
+            {
+                "name": "v1",
+                "served": True,
+                "storage": True,
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": {"type": "object"}}}},
+            }
+        ],
     },
 }
 
@@ -122,38 +196,99 @@ def _schema(crd: dict[str, Any]) -> dict[str, Any]:
     ("change", "expected"),
     [
         (lambda c: None, []),
-        (lambda c: c["metadata"].update(name="trainer.ml.example.com"),
-         ("metadata.name", 'Invalid value: "trainer.ml.example.com": must be spec.names.plural+"."+spec.group')),
-        (lambda c: c["spec"].update(group="example"), ("spec.group", 'Invalid value: "example": should be a domain with at least one dot')),
-        (lambda c: c["spec"].update(scope="Global"), ("spec.scope", 'Unsupported value: "Global": supported values: "Cluster", "Namespaced"')),
-        (lambda c: c["spec"]["versions"][0].update(storage=False),
-         ("spec.versions", "Invalid value: 0: must have exactly one version marked as storage version")),
-        (lambda c: c["spec"]["versions"].append(copy.deepcopy(c["spec"]["versions"][0])),
-         ("spec.versions[1].name", 'Duplicate value: "v1"')),
-        (lambda c: c["spec"]["versions"][0].pop("schema"),
-         ("spec.versions[0].schema.openAPIV3Schema", "Required value: schemas are required")),
-        (lambda c: _schema(c)["properties"].update(size={"description": "no type"}),
-         ("spec.versions[0].schema.openAPIV3Schema.properties[size].type", "Required value: must not be empty for specified object fields")),
-        (lambda c: _schema(c)["properties"]["spec"].update({"x-kubernetes-validations": [{"rule": "self.a >"}]}),
-         ("spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule",
-          'Invalid value: "self.a >": compilation failed: ERROR: <input>:1:9: Syntax error: mismatched input')),
-        (lambda c: c["spec"]["versions"][0].update(subresources={"scale": {"specReplicasPath": ".replicas", "statusReplicasPath": ".status.replicas"}}),
-         ("spec.versions[0].subresources.scale.specReplicasPath", 'Invalid value: ".replicas": should be a json path under .spec')),
-        (lambda c: _schema(c)["properties"]["spec"].update(pattern="(?<=a)b"),
-         ("spec.versions[0].schema.openAPIV3Schema.properties[spec].pattern",
-          'Invalid value: "(?<=a)b": must be a valid regular expression, but isn\'t: invalid perl operator: (?<=')),
-        (lambda c: _schema(c)["properties"].update(size={"type": "integer", "minimum": 1, "default": 0}),
-         ("spec.versions[0].schema.openAPIV3Schema.properties[size].default",
-          "Invalid value: 0: spec.versions[0].schema.openAPIV3Schema.properties[size].default in body should be greater than or equal to 1")),
+        (
+            lambda c: c["metadata"].update(name="trainer.ml.example.com"),
+            (
+                "metadata.name",
+                'Invalid value: "trainer.ml.example.com": must be spec.names.plural+"."+spec.group',
+            ),
+        ),
+        (
+            lambda c: c["spec"].update(group="example"),
+            ("spec.group", 'Invalid value: "example": should be a domain with at least one dot'),
+        ),
+        (
+            lambda c: c["spec"].update(scope="Global"),
+            ("spec.scope", 'Unsupported value: "Global": supported values: "Cluster", "Namespaced"'),
+        ),
+        (
+            lambda c: c["spec"]["versions"][0].update(storage=False),
+            ("spec.versions", "Invalid value: 0: must have exactly one version marked as storage version"),
+        ),
+        (
+            lambda c: c["spec"]["versions"].append(copy.deepcopy(c["spec"]["versions"][0])),
+            ("spec.versions[1].name", 'Duplicate value: "v1"'),
+        ),
+        (
+            lambda c: c["spec"]["versions"][0].pop("schema"),
+            ("spec.versions[0].schema.openAPIV3Schema", "Required value: schemas are required"),
+        ),
+        (
+            lambda c: _schema(c)["properties"].update(size={"description": "no type"}),
+            (
+                "spec.versions[0].schema.openAPIV3Schema.properties[size].type",
+                "Required value: must not be empty for specified object fields",
+            ),
+        ),
+        (
+            lambda c: _schema(c)["properties"]["spec"].update(
+                {"x-kubernetes-validations": [{"rule": "self.a >"}]}
+            ),
+            (
+                "spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule",
+                'Invalid value: "self.a >": compilation failed: ERROR: <input>:1:9: Syntax error: mismatched input',
+            ),
+        ),
+        (
+            lambda c: c["spec"]["versions"][0].update(
+                subresources={
+                    "scale": {"specReplicasPath": ".replicas", "statusReplicasPath": ".status.replicas"}
+                }
+            ),
+            (
+                "spec.versions[0].subresources.scale.specReplicasPath",
+                'Invalid value: ".replicas": should be a json path under .spec',
+            ),
+        ),
+        (
+            lambda c: _schema(c)["properties"]["spec"].update(pattern="(?<=a)b"),
+            (
+                "spec.versions[0].schema.openAPIV3Schema.properties[spec].pattern",
+                'Invalid value: "(?<=a)b": must be a valid regular expression, but isn\'t: invalid perl operator: (?<=',
+            ),
+        ),
+        (
+            lambda c: _schema(c)["properties"].update(size={"type": "integer", "minimum": 1, "default": 0}),
+            (
+                "spec.versions[0].schema.openAPIV3Schema.properties[size].default",
+                "Invalid value: 0: spec.versions[0].schema.openAPIV3Schema.properties[size].default in body should be greater than or equal to 1",
+            ),
+        ),
         # A default is valid once the defaults under it are applied (Kueue's `default: {}`).
-        (lambda c: _schema(c)["properties"].update(opts={
-            "type": "object", "default": {}, "required": ["mode"], "properties": {"mode": {"type": "string", "default": "Never"}},
-        }), []),
-        (lambda c: c["spec"].update(preserveUnknownFields=True), ("spec.preserveUnknownFields", "Invalid value: true: must be false")),
-        (lambda c: c["spec"]["names"].update(plural="Trainers"),
-         ("spec.names.plural", 'Invalid value: "Trainers": a lowercase RFC 1123 label must consist of lower case alphanumeric '
-          "characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', "
-          "regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')")),
+        (
+            lambda c: _schema(c)["properties"].update(
+                opts={
+                    "type": "object",
+                    "default": {},
+                    "required": ["mode"],
+                    "properties": {"mode": {"type": "string", "default": "Never"}},
+                }
+            ),
+            [],
+        ),
+        (
+            lambda c: c["spec"].update(preserveUnknownFields=True),
+            ("spec.preserveUnknownFields", "Invalid value: true: must be false"),
+        ),
+        (
+            lambda c: c["spec"]["names"].update(plural="Trainers"),
+            (
+                "spec.names.plural",
+                'Invalid value: "Trainers": a lowercase RFC 1123 label must consist of lower case alphanumeric '
+                "characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', "
+                "regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')",
+            ),
+        ),
     ],
 )
 def test_crd_validation(change: Any, expected: tuple[str, str] | list[Any]) -> None:
@@ -199,15 +334,28 @@ def test_kubes_cel_libraries_are_available(rule: str) -> None:
     assert rules.evaluate({"name": "abc", "csv": "a,b", "items": [1, 2, 3]}, None) == []
 
 
-def test_a_library_error_is_kubes_evaluation_error_and_prints_nothing(capsys: pytest.CaptureFixture[str]) -> None:
-    rules = cel.compile_schema_rules({"type": "object", "properties": {"memory": {
-        "type": "string", "x-kubernetes-validations": [{"rule": "quantity(self).isLessThan(quantity('1Gi'))"}],
-    }}})
+def test_a_library_error_is_kubes_evaluation_error_and_prints_nothing(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    rules = cel.compile_schema_rules(
+        {
+            "type": "object",
+            "properties": {
+                "memory": {
+                    "type": "string",
+                    "x-kubernetes-validations": [{"rule": "quantity(self).isLessThan(quantity('1Gi'))"}],
+                }
+            },
+        }
+    )
     found = rules.evaluate({"memory": "lots"}, None)
-    assert [(e.field, e.message) for e in found] == [(
-        "memory", 'Invalid value: "string": quantities must match the regular expression: '
-        "'lots' is not a valid quantity (e.g. 500m, 2, 1Gi) evaluating rule: quantity(self).isLessThan(quantity('1Gi'))",
-    )]
+    assert [(e.field, e.message) for e in found] == [
+        (
+            "memory",
+            'Invalid value: "string": quantities must match the regular expression: '
+            "'lots' is not a valid quantity (e.g. 500m, 2, 1Gi) evaluating rule: quantity(self).isLessThan(quantity('1Gi'))",
+        )
+    ]
     assert capsys.readouterr().err == ""
     assert rules.evaluate({"memory": "512Mi"}, None) == []
 
@@ -215,10 +363,19 @@ def test_a_library_error_is_kubes_evaluation_error_and_prints_nothing(capsys: py
 def test_an_int_or_string_shows_no_type_and_a_value_of_the_other_type_is_kubes_overload_error() -> None:
     """kube shows a failed rule's node type (an int-or-string has none); a string where the rule
     compares a number is cel-go's runtime "no such overload", in kube's words."""
-    rules = cel.compile_schema_rules({"type": "object", "properties": {"procs": {
-        "x-kubernetes-int-or-string": True,
-        "x-kubernetes-validations": [{"rule": "self > 0 || self in ['auto']", "message": "auto or a number"}],
-    }}})
+    rules = cel.compile_schema_rules(
+        {
+            "type": "object",
+            "properties": {
+                "procs": {
+                    "x-kubernetes-int-or-string": True,
+                    "x-kubernetes-validations": [
+                        {"rule": "self > 0 || self in ['auto']", "message": "auto or a number"}
+                    ],
+                }
+            },
+        }
+    )
     assert rules.evaluate({"procs": "auto"}, None) == rules.evaluate({"procs": 2}, None) == []
     assert [e.message for e in rules.evaluate({"procs": 0}, None)] == ['Invalid value: "": auto or a number']
     assert [e.message for e in rules.evaluate({"procs": "many"}, None)] == [
@@ -228,48 +385,89 @@ def test_an_int_or_string_shows_no_type_and_a_value_of_the_other_type_is_kubes_o
 
 
 def test_transition_rules_in_a_map_list_see_the_old_item_with_the_same_keys() -> None:
-    rules = cel.compile_schema_rules({"type": "object", "properties": {"ports": {
-        "type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
-        "items": {"type": "object", "x-kubernetes-validations": [
-            {"rule": "self.port == oldSelf.port", "message": "port is immutable"},
-        ]},
-    }}})
+    rules = cel.compile_schema_rules(
+        {
+            "type": "object",
+            "properties": {
+                "ports": {
+                    "type": "array",
+                    "x-kubernetes-list-type": "map",
+                    "x-kubernetes-list-map-keys": ["name"],
+                    "items": {
+                        "type": "object",
+                        "x-kubernetes-validations": [
+                            {"rule": "self.port == oldSelf.port", "message": "port is immutable"},
+                        ],
+                    },
+                }
+            },
+        }
+    )
     old = {"ports": [{"name": "a", "port": 1}, {"name": "b", "port": 2}]}
     new = {"ports": [{"name": "b", "port": 3}, {"name": "a", "port": 1}, {"name": "c", "port": 9}]}
     found = rules.evaluate(new, old)
     # Item b changed its port; a is unchanged (found by its key, not its index); c is new.
-    assert [(e.field, e.message) for e in found] == [("ports[0]", 'Invalid value: "object": port is immutable')]
+    assert [(e.field, e.message) for e in found] == [
+        ("ports[0]", 'Invalid value: "object": port is immutable')
+    ]
 
 
 def test_rules_ratchet_on_unchanged_values_but_transition_rules_do_not() -> None:
     """kube's CRDValidationRatcheting: a rule does not refuse a value its stored object already
     had (nor a value below an unchanged node that has no old self, a set's item); a changed value
     and a transition rule are checked as ever."""
-    rules = cel.compile_schema_rules({"type": "object", "properties": {
-        "spec": {"type": "object", "x-kubernetes-validations": [{"rule": "self.size < 3", "message": "too big"}],
-                 "properties": {
-                     "size": {"type": "integer"},
-                     "floor": {"type": "integer", "x-kubernetes-validations": [
-                         {"rule": "self >= oldSelf", "message": "may not go down"}]},
-                     "tags": {"type": "array", "x-kubernetes-list-type": "set", "items": {
-                         "type": "string", "x-kubernetes-validations": [{"rule": "self.size() < 4", "message": "long tag"}]}},
-                 }},
-        "status": {"type": "object", "properties": {"phase": {"type": "string"}}},
-    }})
+    rules = cel.compile_schema_rules(
+        {
+            "type": "object",
+            "properties": {
+                "spec": {
+                    "type": "object",
+                    "x-kubernetes-validations": [{"rule": "self.size < 3", "message": "too big"}],
+                    "properties": {
+                        "size": {"type": "integer"},
+                        "floor": {
+                            "type": "integer",
+                            "x-kubernetes-validations": [
+                                {"rule": "self >= oldSelf", "message": "may not go down"}
+                            ],
+                        },
+                        "tags": {
+                            "type": "array",
+                            "x-kubernetes-list-type": "set",
+                            "items": {
+                                "type": "string",
+                                "x-kubernetes-validations": [
+                                    {"rule": "self.size() < 4", "message": "long tag"}
+                                ],
+                            },
+                        },
+                    },
+                },
+                "status": {"type": "object", "properties": {"phase": {"type": "string"}}},
+            },
+        }
+    )
     old = {"spec": {"size": 5, "floor": 1, "tags": ["toolong"]}, "status": {"phase": "A"}}
 
     def fields(new: dict[str, Any], stored: dict[str, Any] | None) -> list[tuple[str, str]]:
         return [(e.field, e.message.rsplit(": ", 1)[1]) for e in rules.evaluate(new, stored)]
 
     assert fields({**old, "status": {"phase": "B"}}, old) == []  # only the status changed
-    assert fields(old, None) == [("spec", "too big"), ("spec.tags[0]", "long tag")]  # a create ratchets nothing
+    assert fields(old, None) == [
+        ("spec", "too big"),
+        ("spec.tags[0]", "long tag"),
+    ]  # a create ratchets nothing
     # The spec changed (its rule is checked), its tags did not (theirs is not).
     assert fields({"spec": {**old["spec"], "size": 6}}, old) == [("spec", "too big")]
     # The set's item has no old self; its list changed, so it is checked.
     assert fields({"spec": {**old["spec"], "tags": ["toolong", "ok"]}}, old) == [
-        ("spec", "too big"), ("spec.tags[0]", "long tag"),
+        ("spec", "too big"),
+        ("spec.tags[0]", "long tag"),
     ]
-    assert fields({"spec": {**old["spec"], "floor": 0}}, old) == [("spec", "too big"), ("spec.floor", "may not go down")]
+    assert fields({"spec": {**old["spec"], "floor": 0}}, old) == [
+        ("spec", "too big"),
+        ("spec.floor", "may not go down"),
+    ]
 
 
 def test_optional_old_self_rules_run_on_create_with_an_optional_old_self() -> None:
