@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from controlplane.apis.apiextensions.cel_types import DYN, SchemaTypes, check, display
+from controlplane.apis.apiextensions.cel_values import Converter, converter
 from controlplane.apis.apiextensions.schema import (
     NO_OLD,
     MapKey,
@@ -236,6 +237,9 @@ class SchemaRules:
     #: The node's schema ``type``, which kube's error shows for a failed rule's value (``"object"``;
     #: ``""`` for an int-or-string, which has none).
     type: str = ""
+    #: How the node's value is converted for its rules (formatted strings: bytes, timestamps,
+    #: durations); None: as it is.
+    convert: Converter | None = None
 
     def empty(self) -> bool:
         return not (self.rules or self.properties or self.items or self.values)
@@ -265,10 +269,13 @@ class SchemaRules:
         if value is None:
             return
         unchanged = _Unchanged(value, was) if was is not NO_OLD else above
+        typed, typed_old = value, old
+        if self.rules and self.convert is not None:
+            typed, typed_old = self.convert(value), None if old is None else self.convert(old)
         for rule in self.rules:
             if rule.transition and old is None and not rule.optional_old_self:
                 continue
-            error = _check(rule, value, old, path, self.type)
+            error = _check(rule, typed, typed_old, path, self.type)
             # As kube: a transition rule is never ratcheted; the others are on unchanged values.
             if error is not None and (rule.transition or not unchanged()):
                 out.append(error)
@@ -444,6 +451,8 @@ def compile_schema_rules(schema: Schema) -> SchemaRules:
                 node.rules.append(_rule(spec))
             except Exception:  # refused by compile_error when the CRD was written
                 continue
+    if node.rules:
+        node.convert = converter(schema)
     for name, sub in (schema.get("properties") or {}).items():
         if isinstance(sub, dict):
             child = compile_schema_rules(sub)

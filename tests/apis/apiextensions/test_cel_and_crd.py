@@ -485,3 +485,72 @@ def test_optional_old_self_rules_run_on_create_with_an_optional_old_self() -> No
     assert rules.evaluate(updated, created) == []
     # A field the old object lacks has an old self of none, as on create.
     assert rules.evaluate({"field": "foo"}, {"struct": {}}) == []
+
+
+def test_formatted_strings_reach_rules_as_kube_types_them() -> None:
+    """As kube's UnstructuredToVal: a ``date-time`` or ``date`` string is a timestamp, a
+    ``duration`` a duration, a ``byte`` string its decoded bytes, at the rule's node and below it."""
+    rules = cel.compile_schema_rules(
+        {
+            "type": "object",
+            "properties": {
+                "expires": {
+                    "type": "string",
+                    "format": "date-time",
+                    "x-kubernetes-validations": [
+                        {"rule": "self > timestamp('2020-01-01T00:00:00Z')", "message": "too old"}
+                    ],
+                },
+                "timeout": {
+                    "type": "string",
+                    "format": "duration",
+                    "x-kubernetes-validations": [{"rule": "self < duration('1h')", "message": "too long"}],
+                },
+                "key": {
+                    "type": "string",
+                    "format": "byte",
+                    "x-kubernetes-validations": [{"rule": "size(self) == 2", "message": "two bytes"}],
+                },
+                "window": {
+                    "type": "object",
+                    "x-kubernetes-validations": [
+                        {"rule": "self.runs.all(r, r.at < self.until)", "message": "late"}
+                    ],
+                    "properties": {
+                        "until": {"type": "string", "format": "date"},
+                        "runs": {
+                            "type": "array",
+                            "maxItems": 4,
+                            "items": {
+                                "type": "object",
+                                "properties": {"at": {"type": "string", "format": "date-time"}},
+                            },
+                        },
+                    },
+                },
+            },
+        }
+    )
+
+    def fields(obj: dict[str, Any]) -> list[str]:
+        return [f"{e.field}: {e.message}" for e in rules.evaluate(obj, None)]
+
+    ok = {
+        "expires": "2021-06-01T10:00:00Z",
+        "timeout": "30m",
+        "key": "YWI=",
+        "window": {"until": "2024-01-02", "runs": [{"at": "2024-01-01T23:00:00Z"}]},
+    }
+    assert fields(ok) == []
+    late = {
+        "expires": "2019-06-01T10:00:00.5+02:00",
+        "timeout": "1h30m",
+        "key": "YWJj",
+        "window": {"until": "2024-01-01", "runs": [{"at": "2024-01-01T23:00:00Z"}]},
+    }
+    assert fields(late) == [
+        'expires: Invalid value: "string": too old',
+        'timeout: Invalid value: "string": too long',
+        'key: Invalid value: "string": two bytes',
+        'window: Invalid value: "object": late',
+    ]
