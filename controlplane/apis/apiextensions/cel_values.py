@@ -62,9 +62,9 @@ def converter(schema: Schema) -> Converter | None:
         scalar = _SCALARS.get(str(schema.get("format") or ""))
         return None if scalar is None else lambda value: scalar(value) if isinstance(value, str) else value
     properties = {
-        name: convert
+        name: below
         for name, sub in (schema.get("properties") or {}).items()
-        if isinstance(sub, dict) and (convert := converter(sub)) is not None
+        if isinstance(sub, dict) and (below := converter(sub)) is not None
     }
     items = converter(schema["items"]) if isinstance(schema.get("items"), dict) else None
     values = (
