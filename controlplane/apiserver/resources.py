@@ -213,6 +213,11 @@ class ResourceType:
     #: took the write (kube calls a validating webhook only then): Kueue's Workload webhook, on
     #: the object and on its status writes.
     validate_once_valid: Validator | None = None
+    #: The validating webhook whose checks :attr:`validate_once_valid` are (Kueue's
+    #: ``vclusterqueue.kb.io``…): its errors are that webhook's denial (403 ``admission webhook
+    #: "<name>" denied the request: <errors>``, as controller-runtime answers a validator's field
+    #: errors); without one, a 422 Invalid.
+    once_valid_webhook: str = ""
     #: kube's typed decoding of a built-in kind: the paths of an object's fields its Go type does
     #: not have (``status_only``: in its ``.status``, a write of the status subresource), which
     #: a write drops, or refuses under ``fieldValidation=Strict``. Kinds with a ``model`` or a

@@ -34,9 +34,17 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from controlplane.apis.apiextensions.cel import RULES_NOT_CHECKED, has_rules
 from controlplane.apis.apiextensions.schema import integral_floats_made_ints
-from controlplane.apis.kube.field import blocks_rules
+from controlplane.apis.kube.field import blocks_rules, error_list_text
 from controlplane.apiserver.decoding import INT64_MAX, INT64_MIN
-from controlplane.apiserver.errors import BadRequest, Cause, CauseType, Invalid, invalid
+from controlplane.apiserver.errors import (
+    BadRequest,
+    Cause,
+    CauseType,
+    Invalid,
+    StatusReason,
+    WebhookDenied,
+    invalid,
+)
 from controlplane.apiserver.objectmeta import finalizer_write_warnings, metadata_causes
 from controlplane.apiserver.objectmeta import quote as _quote
 from controlplane.apiserver.openapi import known_fields
@@ -585,7 +593,16 @@ def check_object(
             found.append(RULES_NOT_CHECKED)
         causes.extend(Cause(str(e.type), e.message, e.field) for e in found)
     if not causes and rt.validate_once_valid is not None and subresource in (None, "status"):
-        causes.extend(Cause(str(e.type), e.message, e.field) for e in rt.validate_once_valid(obj, old))
+        found_once_valid = rt.validate_once_valid(obj, old)
+        if found_once_valid and rt.once_valid_webhook:
+            # A webhook's field errors, as controller-runtime's ``admission.Denied`` of their
+            # aggregate: 403 ``admission webhook "<name>" denied the request: <errors>``.
+            if request_warnings is not None:
+                request_warnings.extend(warnings)
+            raise WebhookDenied(
+                rt.once_valid_webhook, error_list_text(found_once_valid), code=403, reason=StatusReason.FORBIDDEN
+            )
+        causes.extend(Cause(str(e.type), e.message, e.field) for e in found_once_valid)
     if causes:
         if request_warnings is not None:
             request_warnings.extend(warnings)

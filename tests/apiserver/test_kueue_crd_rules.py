@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import importlib.util
+import re
 from typing import Any
 
 import pytest
@@ -237,9 +238,25 @@ def placed(obj: Obj, path: str, value: Any) -> Obj:
     return obj
 
 
-async def refused(hub: Client, obj: Obj, old: Obj | None = None) -> list[str]:
+#: A Kueue webhook's field errors, aggregated (kube's ``utilerrors`` text: ``[a, b]`` for several).
+_WEBHOOK_ERRORS = re.compile(r", (?=(?:spec|status|metadata)[.\[])")
+
+
+def webhook_causes(status: Obj, webhook: str) -> list[str]:
+    """The field errors of a Kueue webhook's refusal (``admission webhook "<webhook>" denied the
+    request: <errors>``, 403 Forbidden, as controller-runtime answers a validator's errors)."""
+    assert status["code"] == 403 and status["reason"] == "Forbidden", status
+    prefix = f'admission webhook "{webhook}" denied the request: '
+    assert status["message"].startswith(prefix), status
+    text = status["message"][len(prefix):]
+    several = text.startswith("[") and text.endswith("]")
+    return _WEBHOOK_ERRORS.split(text[1:-1]) if several else [text]
+
+
+async def refused(hub: Client, obj: Obj, old: Obj | None = None, *, webhook: str | None = None) -> list[str]:
     """The causes (``field: message``) of the refusal of ``obj``'s create (or of its update,
-    after ``old`` is created)."""
+    after ``old`` is created): a 422's, or with ``webhook`` the errors that Kueue webhook's 403
+    gives."""
     url = f"/apis/{GROUP}/{obj['apiVersion'].split('/')[1]}/{RESOURCES[obj['kind']]}"
     if old is not None:
         created = await hub.post(url, json=old)
@@ -249,6 +266,8 @@ async def refused(hub: Client, obj: Obj, old: Obj | None = None) -> list[str]:
     else:
         answer = await hub.post(url, json=obj)
     status = await answer.json()
+    if webhook is not None:
+        return webhook_causes(status, webhook)
     assert answer.status == 422, status
     return [f"{c['field']}: {c['message']}" for c in status["details"]["causes"]]
 
@@ -706,7 +725,7 @@ async def test_a_lending_limit_of_a_queue_without_a_cohort_is_refused_as_kueues_
     the limit; with a borrowing limit too, the failed rule alone answers (kube calls no webhook)."""
     lending = {"name": "cpu", "nominalQuota": 4, "lendingLimit": "2"}
     obj = valid("ClusterQueue", version, spec={"resourceGroups": _group(["cpu"], lending)})
-    assert await refused(hub, obj) == [
+    assert await refused(hub, obj, webhook="vclusterqueue.kb.io") == [
         'spec.resourceGroups[0].flavors[0].resources[0].lendingLimit: Invalid value: "2": must be nil when cohort is empty',
     ]
     both = valid(
@@ -730,11 +749,11 @@ async def test_a_lending_limit_above_the_nominal_quota_is_refused_as_kueues_webh
     above = {"name": "cpu", "nominalQuota": "1", "lendingLimit": "2000m"}
     obj = valid("ClusterQueue", version, spec={cohort: "c", "resourceGroups": _group(["cpu"], above)})
     limit = "spec.resourceGroups[0].flavors[0].resources[0].lendingLimit"
-    assert await refused(hub, obj) == [
+    assert await refused(hub, obj, webhook="vclusterqueue.kb.io") == [
         f'{limit}: Invalid value: "2": must be less than or equal to the nominalQuota'
     ]
     alone = valid("ClusterQueue", version, name="z", spec={"resourceGroups": _group(["cpu"], above)})
-    assert await refused(hub, alone) == [
+    assert await refused(hub, alone, webhook="vclusterqueue.kb.io") == [
         f'{limit}: Invalid value: "2": must be nil when cohort is empty',
         f'{limit}: Invalid value: "2": must be less than or equal to the nominalQuota',
     ]
@@ -773,7 +792,7 @@ async def test_a_flavors_node_labels_and_taints_are_checked_as_kueues_webhook_do
         "start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used "
         "for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
     )
-    assert await refused(hub, valid("ResourceFlavor", version, spec=spec)) == [
+    assert await refused(hub, valid("ResourceFlavor", version, spec=spec), webhook="vresourceflavor.kb.io") == [
         'spec.nodeLabels: Invalid value: "a/b/c": a qualified name must consist of alphanumeric characters, '
         "'-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  "
         "or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an "
@@ -822,8 +841,9 @@ async def test_resource_groups_are_checked_as_kueues_webhook_checks_them(hub: Cl
         'spec.resourceGroups[1].coveredResources[0]: Duplicate value: "cpu"',
         'spec.resourceGroups[1].flavors[0].name: Duplicate value: "f"',
     ]
-    assert await refused(hub, valid("ClusterQueue", version, spec={"resourceGroups": groups})) == expected
-    assert await refused(hub, valid("Cohort", version, spec={"resourceGroups": groups})) == expected
+    cluster_queue = valid("ClusterQueue", version, spec={"resourceGroups": groups})
+    assert await refused(hub, cluster_queue, webhook="vclusterqueue.kb.io") == expected
+    assert await refused(hub, valid("Cohort", version, spec={"resourceGroups": groups}), webhook="vcohort.kb.io") == expected
 
 
 def enum_cases() -> list[tuple[str, str, str, list[str]]]:

@@ -20,6 +20,7 @@ from controlplane.apiserver.openapi.kindschemas import KindSchemas
 from controlplane.apiserver.openapi.models import model_json_schema
 from controlplane.apiserver.openapi.upstream import DEFINITIONS_PREFIX, shared_definitions
 from controlplane.hub import hub_registry
+from tests.apiserver.test_kueue_crd_rules import webhook_causes
 
 from .test_kueue_crd_fields import GROUP, served_at
 
@@ -258,12 +259,6 @@ def _workload_spec(*names: str) -> dict[str, Any]:
     ("clusterqueues", "ClusterQueue",
      {"resourceGroups": [{"coveredResources": ["cpu"], "flavors": [_flavor("a"), _flavor("b"), _flavor("a")]}]},
      [("spec.resourceGroups[0].flavors[2]", 'Duplicate value: map[string]interface {}{"name":"a"}')]),
-    # A flavor in two groups is no list's duplicate: Kueue's webhook refuses it.
-    ("clusterqueues", "ClusterQueue",
-     {"resourceGroups": [{"coveredResources": ["cpu"], "flavors": [_flavor("a")]},
-                         {"coveredResources": ["memory"], "flavors": [{"name": "a", "resources": [
-                             {"name": "memory", "nominalQuota": 1}]}]}]},
-     [("spec.resourceGroups[1].flavors[0].name", 'Duplicate value: "a"')]),
     ("namespaces/default/workloads", "Workload", _workload_spec("main", "main"),
      [("spec.podSets[1]", 'Duplicate value: map[string]interface {}{"name":"main"}')]),
     ("provisioningrequestconfigs", "ProvisioningRequestConfig",
@@ -286,6 +281,18 @@ async def test_a_repeated_key_is_refused_once_by_the_list_type_check(
     found = [(c["field"], c["message"]) for c in status["details"]["causes"]]
     assert [field for field, _ in found] == [field for field, _ in causes]
     assert all(message.endswith(ending) for (_, message), (_, ending) in zip(found, causes, strict=True)), found
+
+
+async def test_a_flavor_in_two_groups_is_no_lists_duplicate_but_kueues_webhook_refusal(hub: Client) -> None:
+    spec = {"resourceGroups": [
+        {"coveredResources": ["cpu"], "flavors": [_flavor("a")]},
+        {"coveredResources": ["memory"], "flavors": [{"name": "a", "resources": [{"name": "memory", "nominalQuota": 1}]}]},
+    ]}
+    answer = await hub.post(f"/apis/{GROUP}/v1beta2/clusterqueues", json={
+        "apiVersion": f"{GROUP}/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "x"}, "spec": spec})
+    assert webhook_causes(await answer.json(), "vclusterqueue.kb.io") == [
+        'spec.resourceGroups[1].flavors[0].name: Duplicate value: "a"'
+    ]
 
 
 # --- Karmada: what its CRDs embed from kube ------------------------------------------------------

@@ -281,8 +281,9 @@ async def test_at_most_one_pod_set_may_use_min_count(hub: Client) -> None:  # no
 
     for version, base in (("v1beta1", V1B1), ("v1beta2", V1B2)):
         status = await ok(await hub.post(f"{base}/namespaces/default/workloads", json=workload(
-            version, podSets=[pod_set("main"), pod_set("worker")])), 422)
-        assert status["reason"] == "Invalid"
+            version, podSets=[pod_set("main"), pod_set("worker")])), 403)
+        assert status["reason"] == "Forbidden"
+        assert status["message"].startswith('admission webhook "vworkload.kb.io" denied the request: '), status
         assert status["message"].endswith(": at most one podSet can use minCount"), status["message"]
     await ok(await hub.post(f"{V1B1}/namespaces/default/workloads", json=workload("v1beta1", podSets=[pod_set("main")])), 201)
 

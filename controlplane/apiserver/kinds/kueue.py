@@ -79,6 +79,7 @@ RESOURCE_FLAVOR = ResourceType(
     model=kueue.ResourceFlavor,
     validate=rules.resource_flavor,
     validate_once_valid=queue_webhooks.resource_flavor,
+    once_valid_webhook="vresourceflavor.kb.io",
 )
 CLUSTER_QUEUE = ResourceType(
     kueue.API_GROUP, kueue.VERSION, "ClusterQueue", "clusterqueues", "clusterqueue", namespaced=False, short_names=("cq",), has_status=True, model=kueue.ClusterQueue,
@@ -86,6 +87,7 @@ CLUSTER_QUEUE = ResourceType(
     defaults_on_read=defaulting.cluster_queue("Borrow"),
     validate=rules.both(rules.cluster_queue("cohort"), _cluster_queue_errors),
     validate_once_valid=queue_webhooks.cluster_queue,
+    once_valid_webhook="vclusterqueue.kb.io",
     columns=(
         TableColumn("Cohort", cells.text_at("spec", "cohort"), description="Cohort that this ClusterQueue belongs to"),
         TableColumn("Strategy", cells.text_at("spec", "queueingStrategy"), priority=1,
@@ -117,6 +119,7 @@ COHORT = ResourceType(
     defaults_on_read=defaulting.cohort,
     validate=rules.cohort,
     validate_once_valid=queue_webhooks.cohort,
+    once_valid_webhook="vcohort.kb.io",
     columns=(
         TableColumn("Parent", cells.text_at("spec", "parentName"), description="The parent Cohort"),
         TableColumn("Weight", cells.text_at("spec", "fairSharing", "weight"), priority=1, description="Fair-sharing weight"),
@@ -136,6 +139,7 @@ WORKLOAD = ResourceType(
     validate=rules.workload,
     validate_status=rules.workload,
     validate_once_valid=workload_webhook.workload,
+    once_valid_webhook="vworkload.kb.io",
     columns=(
         TableColumn("Queue", cells.text_at("spec", "queueName"), description="Name of the queue this workload was submitted to"),
         TableColumn("Reserved in", cells.text_at("status", "admission", "clusterQueue"),
