@@ -28,14 +28,15 @@ fill again (default 42); ``--traces cpu250`` runs only the named traces of the s
 policy is the default TieredOverflow one (steering and node-shape scarcity on, as shipped);
 ``--no-scarcity-steering`` gives it ``tieredOverflow.scarcitySteering: false``,
 ``--no-node-shape-scarcity`` ``tieredOverflow.nodeShapeScarcity: false``,
-``--no-node-shapes-by-member-scoring`` ``tieredOverflow.nodeShapesByMemberScoring: false`` and ``--packing-hints``
+``--no-node-shapes-by-member-scoring`` ``tieredOverflow.nodeShapesByMemberScoring: false``,
+``--no-rare-node-steering`` ``tieredOverflow.rareNodeSteering: false`` and ``--packing-hints``
 ``tieredOverflow.packingHints: true`` (several: all of them; ``--packing-hints-scope SpreadingMembers``
 limits the hints to the members that report node scoring LeastAllocated).
 
 Reproduce::
 
     .venv/bin/python -m bench.bench_placement_quality --size quick [--nodes all] [--seed 7] [--traces cpu250]
-        [--no-scarcity-steering] [--no-node-shape-scarcity] [--no-node-shapes-by-member-scoring]
+        [--no-scarcity-steering] [--no-node-shape-scarcity] [--no-node-shapes-by-member-scoring] [--no-rare-node-steering]
         [--packing-hints [--packing-hints-scope SpreadingMembers]]
 """
 
@@ -308,6 +309,12 @@ OPTIONS.add_argument(
     "the tightest remainder while packing hints wait for multi-GPU demand)",
 )
 OPTIONS.add_argument(
+    "--no-rare-node-steering",
+    action="store_true",
+    help="gpufed's policy with tieredOverflow.rareNodeSteering: false (default: on; while packing hints are "
+    "given, LeastAllocated members steer small replicas off the GPU models whose nodes alone hold recent larger ones)",
+)
+OPTIONS.add_argument(
     "--packing-hints-scope",
     choices=("AllMembers", "SpreadingMembers"),
     help="tieredOverflow.packingHintsScope (default SpreadingMembers: only the members that report node scoring "
@@ -336,6 +343,7 @@ def main(argv: Sequence[str]) -> int:
         packingHintsScope=options.packing_hints_scope,
         packingHintsMultiGPUPercent=options.packing_hints_multi_gpu_percent,
         shareRemainderHints=False if options.no_share_remainder_hints else None,
+        rareNodeSteering=False if options.no_rare_node_steering else None,
     )
     bound = functools.partial(run, node_list=options.nodes, seed=options.seed, only=only, placement=placement)
     return benchmark_main(bound, argv, description=(__doc__ or "").splitlines()[0], parents=(OPTIONS,))

@@ -269,6 +269,12 @@ class TieredOverflow(SpecModel):
     naming them, at most 32, where the recent demand's GPU fragmentation grows less there than on the node
     the member's own scoring would pick (default true; false turns it off; off whenever packingHints is
     false)."""
+    rare_node_steering: bool | None = None
+    """While packing hints are given, whether a replica in a cluster whose agent reports status.nodeScoring
+    LeastAllocated is steered away from the GPU models whose nodes alone hold recent replicas of more GPUs
+    than it asks for (at least four such replicas in the hub's recent arrivals): the Work gets a preferred
+    node affinity term against those models (default true; false turns it off; off whenever packingHints
+    is false)."""
     price_band_percent: float | None = Field(default=None, ge=0, le=1000)
     """Prices per GPU-hour within this many percent of each other tie (default 0: only equal prices). The
     fleet's listed prices, lowest first, are cut into bands: the lowest starts the first band, which holds

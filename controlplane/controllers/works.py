@@ -308,7 +308,10 @@ def render_manifest(
             manifest = interpreter.with_gpu_request(manifest, dict(shape.resources))
             _add_node_selector(manifest, interpreter, shape.node_selector, gpu_templates=gpu_templates)
         if steering:
-            _add_preferred_term(manifest, interpreter, preferred_term(steering), gpu_templates=gpu_templates)
+            # A workload none of whose templates requests a GPU is steered whole: only rare node
+            # steering reaches a replica without GPUs (scheduler/core/rarenodes.py).
+            steered = gpu_templates if any(gpu_templates) else [True] * len(gpu_templates)
+            _add_preferred_term(manifest, interpreter, preferred_term(steering), gpu_templates=steered)
         if packing:
             _add_preferred_term(manifest, interpreter, packing_term(packing), gpu_templates=gpu_templates)
     queue_for_member(manifest, member_runs_kueue=member_runs_kueue)

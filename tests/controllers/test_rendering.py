@@ -234,3 +234,19 @@ def test_steering_adds_its_term_to_gpu_templates_only(affinity: dict[str, Any] |
     assert "affinity" not in master_spec
     assert worker_spec["affinity"] == expected
     assert workload == before  # the hub's object is not touched
+
+
+def test_a_workload_without_gpu_templates_gets_the_steering_term_in_every_template() -> None:
+    # Rare node steering reaches replicas without GPUs (scheduler/core/rarenodes.py).
+    workload = pytorchjob(template({"memory": "1Gi"}), template({"cpu": "4"}))
+    rendered = render_manifest(
+        workload,
+        interpreter=interpreter_for("kubeflow.org/v1", "PyTorchJob"),
+        replicas=4,
+        shape=None,
+        rules=(),
+        cluster=ClusterView(name="c"),
+        steering=("Tesla-T4",),
+    )
+    for spec in pod_specs(rendered.manifest):
+        assert spec["affinity"] == {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [STEERED]}}

@@ -186,6 +186,11 @@ class SchedulerCache:
     """(mix version, the tied clusters' empty nodes) -> the needs only some of them hold."""
     slot_counts: BoundedMemo[tuple[int, Need], int] = field(default_factory=lambda: BoundedMemo(16_384))
     """(snapshot serial, need) -> its nodes hosting the need now."""
+    rare_models: BoundedMemo[tuple[frozenset[Capacity], ...], dict[Need, frozenset[str]]] = field(
+        default_factory=lambda: BoundedMemo(64)
+    )
+    """The fleet's empty nodes, per cluster -> per recent multi-GPU need, the GPU models of the nodes
+    that alone hold it (``rarenodes``)."""
     lost_options: BoundedMemo[
         tuple[int, Need, ReplicaRequirements, tuple[Need, ...], bool], frozenset[frozenset[Need]]
     ] = field(default_factory=lambda: BoundedMemo(16_384))

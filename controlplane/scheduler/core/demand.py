@@ -19,7 +19,9 @@ read from it:
 * the **multi-GPU share** (:meth:`DemandHistory.multi_gpu_percent`): the percent of the window's
   GPUs asked for by replicas of two GPUs or more, which need a node with that many free, and how
   many such arrivals the window holds (:meth:`DemandHistory.multi_gpu_arrivals`), for packing
-  hints (:mod:`~controlplane.scheduler.core.packhints`).
+  hints (:mod:`~controlplane.scheduler.core.packhints`), and those needs apart
+  (:meth:`DemandHistory.multi_gpu_needs`), for rare node steering
+  (:mod:`~controlplane.scheduler.core.rarenodes`).
 
 Bounded: the window holds at most ``limit`` arrivals; the oldest leave as new ones come. No I/O.
 """
@@ -58,6 +60,8 @@ class DemandHistory:
     _keys: Counter[str] = field(default_factory=Counter)
     _counts: Counter[TaskShape] = field(default_factory=Counter)
     _needs: Counter[Need] = field(default_factory=Counter)
+    _multi_needs: Counter[Need] = field(default_factory=Counter)
+    """Of :attr:`_needs`, those asking for two GPUs or more."""
     _constrained: dict[str, float] = field(default_factory=dict)
     _milli: int = 0
     """Thousandths of a GPU the window's arrivals ask for."""
@@ -80,6 +84,7 @@ class DemandHistory:
             _keys=Counter(self._keys),
             _counts=Counter(self._counts),
             _needs=Counter(self._needs),
+            _multi_needs=Counter(self._multi_needs),
             _constrained=dict(self._constrained),
             _milli=self._milli,
             _multi_milli=self._multi_milli,
@@ -97,6 +102,8 @@ class DemandHistory:
         self._keys[key] += 1
         self._counts[task] += 1
         self._needs[task, memory] += 1
+        if task.num_gpu >= 2:
+            self._multi_needs[task, memory] += 1
         self._add_constrained(task, 1.0)
         self._add_gpus(task, 1)
         if len(self._window) > self.limit:
@@ -110,6 +117,10 @@ class DemandHistory:
             self._needs[old_task, old_memory] -= 1
             if not self._needs[old_task, old_memory]:
                 del self._needs[old_task, old_memory]
+            if old_task.num_gpu >= 2:
+                self._multi_needs[old_task, old_memory] -= 1
+                if not self._multi_needs[old_task, old_memory]:
+                    del self._multi_needs[old_task, old_memory]
             self._add_constrained(old_task, -1.0)
             self._add_gpus(old_task, -1)
         self._since += 1
@@ -156,3 +167,7 @@ class DemandHistory:
     def needs(self) -> Counter[Need]:
         """Arrivals of the window per (task shape, memory) (see the module)."""
         return self._needs
+
+    def multi_gpu_needs(self) -> Counter[Need]:
+        """Of :meth:`needs`, those asking for two GPUs or more."""
+        return self._multi_needs

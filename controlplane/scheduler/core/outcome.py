@@ -15,7 +15,7 @@ from typing import Any
 
 from controlplane.apis.work_v1alpha1 import ScheduledReason
 from controlplane.interpreter.requirements import ReplicaRequirements
-from controlplane.scheduler.core import packhints, sharehints
+from controlplane.scheduler.core import packhints, rarenodes, sharehints
 from controlplane.scheduler.core.estimating import UNLIMITED
 from controlplane.scheduler.core.explanation import ClusterExplanation, cluster_explanation, rejection_reasons
 from controlplane.scheduler.core.framework import Code, CycleState, GpuShape, Status
@@ -235,6 +235,7 @@ def decision_result(
     )
     fresh = [c for c in clusters if assignments.get(c.name) and not request.previous.get(c.name)] if asked else []
     steered = steering(state, fresh, requirements)
+    kept = rarenodes.rare_steering(state, fresh, clusters, requirements)
     packed = packhints.packing_hints(state, fresh, requirements)
     # Read now: the recent demand moves on with later decisions, the explanation is written later.
     waited = packhints.by_demand(state) if packed else None
@@ -249,7 +250,7 @@ def decision_result(
 
     def explain() -> Explanation:
         reasons_of = {**division_reasons, **more_reasons()} if more_reasons is not None else division_reasons
-        inside = (steered, packed, waited, shared)
+        inside = (steered, kept, packed, waited, shared)
         return _explanation(state, clusters, decided, rejected, scores(), reasons_of, inside)
 
     return ScheduleResult(
@@ -261,7 +262,7 @@ def decision_result(
         unplaced=unplaced,
         requirements=requirements,
         chosen_shapes=chosen_shapes,
-        steering=steered,
+        steering=rarenodes.merged(steered, kept) if kept else steered,
         packing=packed,
         explain=explain,
         short_of_room=short_of_room,
@@ -278,15 +279,16 @@ def _explanation(
     inside: tuple[
         Mapping[str, tuple[str, ...]],
         Mapping[str, tuple[str, ...]],
+        Mapping[str, tuple[str, ...]],
         tuple[float, float] | None,
         Mapping[str, sharehints.ShareHint],
     ],
 ) -> Explanation:
-    """``inside``: the decision's steering and packing hints, per cluster, the multi-GPU demand
+    """``inside``: the decision's steering, rare node steering and packing hints, per cluster, the multi-GPU demand
     the hints waited for (:func:`~controlplane.scheduler.core.packhints.by_demand`) and, of the
     packing hints, those of a share (:func:`~controlplane.scheduler.core.sharehints.share_hints`)."""
     request = state.request
-    steered, packed, waited, shared = inside
+    steered, kept, packed, waited, shared = inside
     explanation: Explanation = []
     for cluster in clusters:
         name = cluster.name
@@ -318,6 +320,8 @@ def _explanation(
                 reasons += (state.tie_reasons[name],)
             if name in steered:
                 reasons += (describe(steered[name]),)
+            if name in kept:
+                reasons += (rarenodes.describe(kept[name]),)
             if name in shared:
                 reasons += (sharehints.describe(shared[name], cluster.node_scoring),)
             elif name in packed:

@@ -108,7 +108,7 @@ def growth_memo(cache: SchedulerCache, task: TaskShape) -> BoundedMemo[NodeRow, 
     return _row_memo(cache.growths, (cache.demand.version, task))
 
 
-def _memo_of(table: BoundedMemo[int, T], cluster: ClusterSnapshot, make: Callable[[ClusterSnapshot], T]) -> T:
+def memo_of(table: BoundedMemo[int, T], cluster: ClusterSnapshot, make: Callable[[ClusterSnapshot], T]) -> T:
     """``make(cluster)``, remembered in ``table`` per snapshot."""
     found = table.get(cluster.serial)
     if found is None:
@@ -182,11 +182,11 @@ class TieCost:
 
 def free_gpus(cluster: ClusterSnapshot, cache: SchedulerCache) -> dict[str, float]:
     """Free GPUs per model of ``cluster``, remembered per snapshot."""
-    return _memo_of(cache.free_by_model, cluster, free_by_model)
+    return memo_of(cache.free_by_model, cluster, free_by_model)
 
 
 def _rows(cluster: ClusterSnapshot, cache: SchedulerCache) -> tuple[NodeRow, ...]:
-    return _memo_of(cache.node_rows, cluster, node_rows)
+    return memo_of(cache.node_rows, cluster, node_rows)
 
 
 def _fit(cluster: ClusterSnapshot, task: TaskShape, cache: SchedulerCache) -> tuple[bool, float, float]:
@@ -277,7 +277,7 @@ def _shape_costs(state: CycleState, replica: Need, tied: Sequence[ClusterSnapsho
     (:mod:`~controlplane.scheduler.core.shapescarcity`); empty when no need is constrained."""
     cache = state.cache
     demand = cache.demand
-    key = (demand.version, tuple(_memo_of(cache.capacities, c, shapescarcity.capacities) for c in tied))
+    key = (demand.version, tuple(memo_of(cache.capacities, c, shapescarcity.capacities) for c in tied))
     constrained = cache.constrained_needs.get(key)
     if constrained is None:
         constrained = cache.constrained_needs.remember(key, shapescarcity.constrained_needs(demand.needs(), key[1]))
@@ -306,7 +306,7 @@ def _slots(cache: SchedulerCache, cluster: ClusterSnapshot, need: Need) -> int:
     key = (cluster.serial, need)
     found = cache.slot_counts.get(key)
     if found is None:
-        rows = _memo_of(cache.shape_rows, cluster, shapescarcity.shape_rows)
+        rows = memo_of(cache.shape_rows, cluster, shapescarcity.shape_rows)
         found = cache.slot_counts.remember(key, shapescarcity.slots(rows, need))
     return found
 
