@@ -106,7 +106,10 @@ def test_a_small_replica_in_a_spreading_member_is_steered_off_the_rare_nodes() -
 @pytest.mark.parametrize(
     ("earlier", "gpus", "node_scoring", "big_cpu", "fields"),
     [
-        pytest.param((WIDE,) * 3, 1, "LeastAllocated", 128_000, {}, id="three-arrivals-are-too-few"),
+        # Four multi-GPU arrivals open the packing hints; only three of them are the rare shape.
+        pytest.param(
+            (WIDE,) * 3 + (NARROW,), 1, "LeastAllocated", 128_000, {}, id="three-arrivals-are-too-few"
+        ),
         pytest.param((WIDE,) * 4, 8, "LeastAllocated", 128_000, {}, id="as-many-gpus-as-the-rare-shape"),
         pytest.param((WIDE,) * 4, 1, "MostAllocated", 128_000, {}, id="a-member-that-packs-by-itself"),
         pytest.param((WIDE,) * 4, 1, "LeastAllocated", 96_000, {}, id="every-8-gpu-node-alike"),
