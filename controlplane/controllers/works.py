@@ -11,8 +11,9 @@ fields, then the cluster's replicas (``with_replicas``, after ``with_split`` for
 copy depends on the whole split: a StatefulSet's part of the partition), then the GPU shape the
 scheduler picked for that cluster (``with_gpu_request`` plus the shape's node selector, both
 only in the pod templates that request a GPU), then the scheduler's steering away from GPU
-models constrained demand needs (a preferred node-affinity term after the user's own, in the
-same templates; ``scheduler.gpufed.io/gpu-steering``, scheduler/core/steering.py) and its packing
+models constrained demand needs or off rare large nodes (a preferred node-affinity term after the
+user's own, in the same templates, or in every template when none requests a GPU;
+``scheduler.gpufed.io/gpu-steering``, scheduler/core/steering.py and rarenodes.py) and its packing
 toward nodes already running GPU work (another such term; ``scheduler.gpufed.io/packing-hints``,
 scheduler/core/packhints.py), then
 Kueue's queue label and suspension as the member wants them (``queue_for_member``: kept for a

@@ -14,7 +14,7 @@ from controlplane.scheduler.core.cache import SchedulerCache
 from controlplane.scheduler.core.deciding import schedule
 from controlplane.scheduler.core.demand import DemandHistory
 from controlplane.scheduler.core.framework import BindingRequest
-from controlplane.scheduler.core.rarenodes import kept_models, rare_models
+from controlplane.scheduler.core.rarenodes import kept_models, parts, rare_models
 
 from .builders import cluster, shape
 from .test_packhints import named
@@ -59,13 +59,21 @@ def request(gpus: int = 1, cpu: int = 4_000, **tiered_overflow: Any) -> BindingR
 
 def test_a_shape_only_some_models_hold_is_rare_and_its_models_are_those() -> None:
     capacities = [("BIG", 128_000, 512 * GIB, 8), ("STD", 96_000, 512 * GIB, 8), ("T4", 64_000, 256 * GIB, 2)]
-    assert rare_models((WIDE, 0), capacities) == frozenset({"BIG"})
+
+    def rare(need: tuple[TaskShape, int]) -> frozenset[str]:
+        return rare_models(*parts(need, capacities))
+
+    assert parts((WIDE, 0), capacities) == (frozenset({"BIG", "STD"}), frozenset({"BIG"}))
+    assert rare((WIDE, 0)) == frozenset({"BIG"})
     # Every model with 8-GPU nodes holds the 64-core one; the 2-GPU T4 nodes do not count.
-    assert rare_models((NARROW, 0), capacities) == frozenset()
+    assert rare((NARROW, 0)) == frozenset()
     # A replica of 600 GiB: no node holds it, nothing to keep.
-    assert rare_models((WIDE, 600 * GIB), capacities) == frozenset()
+    assert rare((WIDE, 600 * GIB)) == frozenset()
     # Constrained to STD, which cannot hold it: nothing either.
-    assert rare_models((TaskShape(120_000, GPU_MILLI, 8, ("STD",)), 0), capacities) == frozenset()
+    assert rare((TaskShape(120_000, GPU_MILLI, 8, ("STD",)), 0)) == frozenset()
+    # The fleet's parts are the union of its clusters': BIG nodes in one cluster, STD in another.
+    big, std = parts((WIDE, 0), capacities[:1]), parts((WIDE, 0), capacities[1:])
+    assert rare_models(big[0] | std[0], big[1] | std[1]) == frozenset({"BIG"})
 
 
 def test_a_replica_is_steered_off_the_models_of_rare_shapes_of_more_gpus_than_it_asks() -> None:

@@ -186,11 +186,15 @@ class SchedulerCache:
     """(mix version, the tied clusters' empty nodes) -> the needs only some of them hold."""
     slot_counts: BoundedMemo[tuple[int, Need], int] = field(default_factory=lambda: BoundedMemo(16_384))
     """(snapshot serial, need) -> its nodes hosting the need now."""
-    rare_models: BoundedMemo[tuple[frozenset[Capacity], ...], dict[Need, frozenset[str]]] = field(
-        default_factory=lambda: BoundedMemo(64)
+    rare_parts: BoundedMemo[frozenset[Capacity], dict[Need, tuple[frozenset[str], frozenset[str]]]] = field(
+        default_factory=lambda: BoundedMemo(4096)
     )
-    """The fleet's empty nodes, per cluster -> per recent multi-GPU need, the GPU models of the nodes
-    that alone hold it (``rarenodes``)."""
+    """A cluster's distinct empty nodes -> per recent multi-GPU need, its GPU models with nodes of the
+    need's GPUs and those with nodes that hold it (``rarenodes.parts``)."""
+    rare_models: BoundedMemo[tuple[tuple[int, ...], Need], frozenset[str]] = field(
+        default_factory=lambda: BoundedMemo(1024)
+    )
+    """(Serials of a fleet, recent multi-GPU need) -> the GPU models whose nodes alone hold it there."""
     lost_options: BoundedMemo[
         tuple[int, Need, ReplicaRequirements, tuple[Need, ...], bool], frozenset[frozenset[Need]]
     ] = field(default_factory=lambda: BoundedMemo(16_384))

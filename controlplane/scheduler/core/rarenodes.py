@@ -20,9 +20,10 @@ prefer nodes whose ``nvidia.com/gpu.product`` is NOT one of the models, weight 1
 Which models: a recent replica shape (:meth:`DemandHistory.multi_gpu_needs
 <controlplane.scheduler.core.demand.DemandHistory.multi_gpu_needs>`, whole GPUs, two or more) with
 at least :data:`MIN_ARRIVALS` arrivals in the window is *rare* when the empty nodes of the fleet that
-hold it (by GPU model, allocatable CPU, memory and GPUs: :func:`~controlplane.scheduler.core.shapescarcity.holds`)
-are of some of the GPU models whose nodes have that many GPUs, not all; its models are those of the
-nodes that hold it. A preference, not a requirement: when only those nodes have room the replica
+hold it (by GPU model, allocatable CPU, memory and GPUs:
+:func:`~controlplane.scheduler.core.shapescarcity.holds`) are of some of the GPU models whose nodes
+have that many GPUs, not all; its models are those of the nodes that hold it. Worked out once per
+fleet generation and shape, from each cluster's part remembered per its distinct empty nodes. A preference, not a requirement: when only those nodes have room the replica
 still runs there. Pure: no I/O.
 """
 
@@ -38,7 +39,7 @@ from controlplane.scheduler.core import packhints
 from controlplane.scheduler.core.demand import Need
 from controlplane.scheduler.core.framework import CycleState
 from controlplane.scheduler.core.shapescarcity import Capacity, capacities, holds
-from controlplane.scheduler.core.snapshot import ClusterSnapshot
+from controlplane.scheduler.core.snapshot import ClusterSnapshot, fleet_key
 from controlplane.scheduler.core.tiebreak import cached_task, memo_of
 
 #: Default of ``tieredOverflow.rareNodeSteering``.
@@ -61,20 +62,26 @@ def rare_enabled(state: CycleState) -> bool:
     return packhints.packing_scope(state) is not None
 
 
-def rare_models(need: Need, fleet: Iterable[Capacity]) -> frozenset[str]:
-    """The GPU models of the empty nodes of ``fleet`` that hold ``need`` when they are some, not all,
-    of the models whose nodes have its GPUs (and that it accepts); empty otherwise."""
+def parts(need: Need, nodes: Iterable[Capacity]) -> tuple[frozenset[str], frozenset[str]]:
+    """Of the empty ``nodes``, the GPU models with a node of ``need``'s GPUs (that it accepts), and
+    those with a node that holds it."""
     task = need[0]
     large: set[str] = set()
     held: set[str] = set()
-    for capacity in fleet:
+    for capacity in nodes:
         product, gpus = capacity[0], capacity[3]
         if gpus < task.num_gpu or not task.accepts(product):
             continue
         large.add(product)
         if holds(capacity, need):
             held.add(product)
-    return frozenset(held) if held and held < large else frozenset()
+    return frozenset(large), frozenset(held)
+
+
+def rare_models(large: frozenset[str], held: frozenset[str]) -> frozenset[str]:
+    """The models that hold a need when they are some, not all, of the ``large`` ones (:func:`parts`);
+    empty otherwise."""
+    return held if held and held < large else frozenset()
 
 
 def replica_gpus(task: TaskShape) -> int:
@@ -95,18 +102,30 @@ def kept_models(task: TaskShape, rare: Sequence[RareNeed], models: Iterable[str]
 
 
 def _rare(state: CycleState, fleet: Sequence[ClusterSnapshot]) -> list[RareNeed]:
+    """The rare recent shapes of ``fleet`` (see the module), remembered per fleet generation and need;
+    a new generation reads each cluster's part, remembered per its distinct empty nodes."""
     cache = state.cache
-    key = tuple(memo_of(cache.capacities, c, capacities) for c in fleet)
-    memo = cache.rare_models.get(key)
-    if memo is None:
-        memo = cache.rare_models.remember(key, {})
+    serials = state.fleet(fleet) if fleet is state.fleet_clusters else fleet_key(fleet)
     out = []
     for need, arrivals in cache.demand.multi_gpu_needs().items():
         if arrivals < MIN_ARRIVALS or need[0].gpu_milli < GPU_MILLI:
             continue
-        models = memo.get(need)
+        key = (serials, need)
+        models = cache.rare_models.get(key)
         if models is None:
-            models = memo[need] = rare_models(need, (c for caps in key for c in caps))
+            large: set[str] = set()
+            held: set[str] = set()
+            for cluster in fleet:
+                own = memo_of(cache.capacities, cluster, capacities)
+                memo = cache.rare_parts.get(own)
+                if memo is None:
+                    memo = cache.rare_parts.remember(own, {})
+                found = memo.get(need)
+                if found is None:
+                    found = memo[need] = parts(need, own)
+                large |= found[0]
+                held |= found[1]
+            models = cache.rare_models.remember(key, rare_models(frozenset(large), frozenset(held)))
         if models:
             out.append((need[0].num_gpu, models))
     return out
@@ -119,8 +138,8 @@ def rare_steering(
     requirements: Mapping[str, ReplicaRequirements],
 ) -> dict[str, tuple[str, ...]]:
     """Per spreading cluster of ``fresh`` (those getting their first replicas; ``clusters`` the
-    decision's, for the fleet when it has none), the models its replicas are steered away from to
-    keep the rare nodes; clusters with none are left out."""
+    decision's, for the fleet when it has none; ``requirements`` per replica, by cluster), the models
+    its replicas are steered away from to keep the rare nodes; clusters with none are left out."""
     spreading = [c for c in fresh if c.node_scoring in SPREADING_SCORINGS]
     if not spreading or not rare_enabled(state):
         return {}
@@ -132,7 +151,7 @@ def rare_steering(
         task = cached_task(requirements[cluster.name], state.cache)
         if task is None:
             continue
-        models = {c[0] for c in memo_of(state.cache.capacities, cluster, capacities)}
+        models = {capacity[0] for capacity in memo_of(state.cache.capacities, cluster, capacities)}
         kept = kept_models(task, rare, models)
         if kept:
             out[cluster.name] = kept
