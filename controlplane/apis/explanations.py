@@ -26,6 +26,11 @@ LIST_EVERY_CLUSTER_UP_TO = 16
 #: reads to tell that cluster's packing hint from the hint that keeps whole nodes free.
 SHARE_REMAINDER = "whose shared GPUs have the tightest free remainder that holds it"
 
+#: Words of a chosen cluster's reason when the scheduler steered the replica off GPU models whose nodes
+#: alone hold recent larger replicas (rare node steering), which ``gpufed explain`` reads to tell that
+#: cluster's steering from the steering for model-constrained demand.
+RARE_NODES = "their nodes alone hold recent replicas of more GPUs"
+
 
 def compacted(explanation: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """``explanation`` (one entry per cluster, sorted by cluster) as stored: unchanged up to

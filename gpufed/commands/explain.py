@@ -27,7 +27,7 @@ from controlplane.apis.constants import (
     ANNOTATION_PACKING_HINTS,
     ANNOTATION_REBALANCE,
 )
-from controlplane.apis.explanations import SHARE_REMAINDER, expanded
+from controlplane.apis.explanations import RARE_NODES, SHARE_REMAINDER, expanded
 from controlplane.apis.spot import recorded_reclaims
 from controlplane.apis.timestamps import format_time
 from controlplane.apis.trainer import is_train_job
@@ -223,16 +223,18 @@ def _steering_lines(binding: Mapping[str, Any], explanation: list[dict[str, Any]
     per cluster whose Work packs them toward nodes already running GPU work, which nodes, and why: whole
     nodes kept free, or, for a share of a GPU (the cluster's reasons in ``explanation`` say so), whole
     GPUs kept whole."""
+    rare = _saying(explanation, RARE_NODES)
     steered = [
         f"{'Steering:':<13}in {cluster}, nodes other than {', '.join(models)} preferred (a preferred "
-        "node-affinity term in the Work: replicas that accept only those models need them)"
+        "node-affinity term in the Work: "
+        + (
+            "replicas that accept only those models need them, or their nodes alone hold recent larger replicas)"
+            if cluster in rare
+            else "replicas that accept only those models need them)"
+        )
         for cluster, models in _per_cluster(binding, ANNOTATION_GPU_STEERING)
     ]
-    shares = {
-        str(entry.get("cluster"))
-        for entry in explanation
-        if any(SHARE_REMAINDER in str(reason) for reason in entry.get("reasons") or ())
-    }
+    shares = _saying(explanation, SHARE_REMAINDER)
     packed = [
         f"{'Packing:':<13}in {cluster}, {len(hosts)} node(s) whose shared GPUs have the tightest free remainder "
         f"that holds the share preferred: {_first(hosts)} (a preferred node-affinity term in the Work, so the "
@@ -243,6 +245,15 @@ def _steering_lines(binding: Mapping[str, Any], explanation: list[dict[str, Any]
         for cluster, hosts in _per_cluster(binding, ANNOTATION_PACKING_HINTS)
     ]
     return steered + packed
+
+
+def _saying(explanation: list[dict[str, Any]], words: str) -> set[str]:
+    """The clusters of ``explanation`` one of whose reasons says ``words``."""
+    return {
+        str(entry.get("cluster"))
+        for entry in explanation
+        if any(words in str(reason) for reason in entry.get("reasons") or ())
+    }
 
 
 def _first(names: list[str], shown: int = 3) -> str:

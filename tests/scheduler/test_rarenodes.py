@@ -4,10 +4,12 @@ fleets."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
+from controlplane.apis.constants import ANNOTATION_GPU_STEERING
 from controlplane.apis.fragmentation import GPU_MILLI, TaskShape
 from controlplane.interpreter.requirements import ReplicaRequirements
 from controlplane.scheduler.core.cache import SchedulerCache
@@ -15,6 +17,7 @@ from controlplane.scheduler.core.deciding import schedule
 from controlplane.scheduler.core.demand import DemandHistory
 from controlplane.scheduler.core.framework import BindingRequest
 from controlplane.scheduler.core.rarenodes import kept_models, parts, rare_models
+from gpufed.commands.explain import _steering_lines
 
 from .builders import cluster, shape
 from .test_packhints import named
@@ -144,3 +147,15 @@ def test_no_rare_node_steering(
     )
     assert result.clusters == {"c": 1}
     assert result.steering == {}
+
+
+def test_gpufed_explain_says_why_a_cluster_was_steered() -> None:
+    result = schedule(request(), fleet(), now=NOW, cache=cache_after(*(WIDE,) * 4))
+    binding = {
+        "metadata": {"annotations": {ANNOTATION_GPU_STEERING: json.dumps({"c": ["BIG"], "d": ["T4"]})}}
+    }
+    explanation = [{"cluster": "c", "reasons": list(reasons(result, "c"))}, {"cluster": "d", "reasons": []}]
+    lines = _steering_lines(binding, explanation)
+    assert lines[0].startswith("Steering:    in c, nodes other than BIG preferred")
+    assert lines[0].endswith("or their nodes alone hold recent larger replicas)")
+    assert lines[1].endswith("replicas that accept only those models need them)")

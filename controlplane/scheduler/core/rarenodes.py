@@ -33,6 +33,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Final
 
 from controlplane.apis.cluster_v1alpha1 import SPREADING_SCORINGS
+from controlplane.apis.explanations import RARE_NODES
 from controlplane.apis.fragmentation import GPU_MILLI, TaskShape
 from controlplane.interpreter.requirements import ReplicaRequirements
 from controlplane.scheduler.core import packhints
@@ -172,6 +173,6 @@ def describe(models: Sequence[str]) -> str:
     """The explanation's words for a rare node steering term."""
     return (
         f"steered inside the cluster away from {', '.join(models)} (preferred node affinity, weight 1): "
-        "their nodes alone hold recent replicas of more GPUs, and the member reports node scoring "
+        f"{RARE_NODES}, and the member reports node scoring "
         "LeastAllocated, which would put this replica on them first"
     )
