@@ -17,6 +17,7 @@ from controlplane.scheduler.core.deciding import schedule
 from controlplane.scheduler.core.demand import DemandHistory
 from controlplane.scheduler.core.framework import BindingRequest
 from controlplane.scheduler.core.rarenodes import kept_models, parts, rare_models
+from controlplane.scheduler.core.snapshot import ClusterSnapshot
 from gpufed.commands.explain import _steering_lines
 
 from .builders import cluster, shape
@@ -159,3 +160,21 @@ def test_gpufed_explain_says_why_a_cluster_was_steered() -> None:
     assert lines[0].startswith("Steering:    in c, nodes other than BIG preferred")
     assert lines[0].endswith("or their nodes alone hold recent larger replicas)")
     assert lines[1].endswith("replicas that accept only those models need them)")
+
+
+def full(cpu: int) -> ClusterSnapshot:
+    """Cluster d: two 8-GPU STD nodes of ``cpu`` millicores, every GPU in use (it takes no replica now)."""
+    nodes = shape(2, gpus=0, product="STD", cpu=cpu, allocatable={"nvidia.com/gpu": 8})
+    nodes["gpu"]["count"] = 8
+    return cluster("d", nodes, node_scoring="LeastAllocated")
+
+
+def test_the_rare_models_follow_the_clusters_that_report_again() -> None:
+    cache = cache_after(*(WIDE,) * 4)
+    first = schedule(request(), [*fleet(), full(96_000)], now=NOW, cache=cache)
+    assert first.clusters == {"c": 1}
+    assert first.steering == {"c": ("BIG",)}
+    # d reports again with 128-core STD nodes: every model with 8-GPU nodes holds the shape now.
+    assert schedule(request(), [*fleet(), full(128_000)], now=NOW, cache=cache).steering == {}
+    # and back.
+    assert schedule(request(), [*fleet(), full(96_000)], now=NOW, cache=cache).steering == {"c": ("BIG",)}

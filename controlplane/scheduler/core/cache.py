@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from controlplane.scheduler.core.clusterfit import NodeRow
     from controlplane.scheduler.core.demand import Need
     from controlplane.scheduler.core.framework import Status
+    from controlplane.scheduler.core.rarenodes import RareTally
     from controlplane.scheduler.core.shapescarcity import Capacity, ShapeRow
     from controlplane.scheduler.core.sharehints import ShareHint
     from controlplane.scheduler.core.snapshot import NodeShape
@@ -191,10 +192,8 @@ class SchedulerCache:
     )
     """A cluster's distinct empty nodes -> per recent multi-GPU need, its GPU models with nodes of the
     need's GPUs and those with nodes that hold it (``rarenodes.parts``)."""
-    rare_models: BoundedMemo[tuple[tuple[int, ...], Need], frozenset[str]] = field(
-        default_factory=lambda: BoundedMemo(1024)
-    )
-    """(Serials of a fleet, recent multi-GPU need) -> the GPU models whose nodes alone hold it there."""
+    rare_tallies: BoundedMemo[Need, RareTally] = field(default_factory=lambda: BoundedMemo(1024))
+    """Recent multi-GPU need -> its tally over the fleet last read (``rarenodes.RareTally``)."""
     lost_options: BoundedMemo[
         tuple[int, Need, ReplicaRequirements, tuple[Need, ...], bool], frozenset[frozenset[Need]]
     ] = field(default_factory=lambda: BoundedMemo(16_384))

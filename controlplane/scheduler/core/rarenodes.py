@@ -22,14 +22,17 @@ Which models: a recent replica shape (:meth:`DemandHistory.multi_gpu_needs
 at least :data:`MIN_ARRIVALS` arrivals in the window is *rare* when the empty nodes of the fleet that
 hold it (by GPU model, allocatable CPU, memory and GPUs:
 :func:`~controlplane.scheduler.core.shapescarcity.holds`) are of some of the GPU models whose nodes
-have that many GPUs, not all; its models are those of the nodes that hold it. Worked out once per
-fleet generation and shape, from each cluster's part remembered per its distinct empty nodes. A preference, not a requirement: when only those nodes have room the replica
+have that many GPUs, not all; its models are those of the nodes that hold it. Kept per shape as a
+tally over the fleet (:class:`RareTally`): a decision reads again only the clusters that reported
+since the last, each cluster's part remembered per its distinct empty nodes. A preference, not a requirement: when only those nodes have room the replica
 still runs there. Pure: no I/O.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Final
 
 from controlplane.apis.cluster_v1alpha1 import SPREADING_SCORINGS
@@ -37,6 +40,7 @@ from controlplane.apis.explanations import RARE_NODES
 from controlplane.apis.fragmentation import GPU_MILLI, TaskShape
 from controlplane.interpreter.requirements import ReplicaRequirements
 from controlplane.scheduler.core import packhints
+from controlplane.scheduler.core.cache import SchedulerCache
 from controlplane.scheduler.core.demand import Need
 from controlplane.scheduler.core.framework import CycleState
 from controlplane.scheduler.core.shapescarcity import Capacity, capacities, holds
@@ -102,31 +106,83 @@ def kept_models(task: TaskShape, rare: Sequence[RareNeed], models: Iterable[str]
     return tuple(sorted(avoid.intersection(models)))
 
 
+Part = tuple[frozenset[str], frozenset[str]]
+"""Of one cluster, for one need: its GPU models with nodes of the need's GPUs, and those that hold it."""
+
+
+@dataclass(eq=False)
+class RareTally:
+    """One recent need over the fleet of the last decision that read it: per position of the fleet,
+    its cluster's serial and part; how many clusters give each model to either side; and the rare
+    models they make. A new fleet generation re-reads only the clusters that reported since."""
+
+    serials: tuple[int, ...]
+    parts: list[Part]
+    large: Counter[str] = field(default_factory=Counter)
+    held: Counter[str] = field(default_factory=Counter)
+    models: frozenset[str] = frozenset()
+
+    def put(self, position: int, part: Part) -> None:
+        """``part`` at ``position`` in place of what was there."""
+        old = self.parts[position]
+        if old == part:
+            return
+        self.large.subtract(old[0])
+        self.held.subtract(old[1])
+        self.large.update(part[0])
+        self.held.update(part[1])
+        self.parts[position] = part
+
+    def settle(self) -> None:
+        """Work the rare models out of the counts."""
+        large = frozenset(model for model, count in self.large.items() if count > 0)
+        held = frozenset(model for model, count in self.held.items() if count > 0)
+        self.models = rare_models(large, held)
+
+
+_NO_PART: Part = (frozenset(), frozenset())
+
+
+def _part(cache: SchedulerCache, cluster: ClusterSnapshot, need: Need) -> Part:
+    """``cluster``'s :func:`parts` of ``need``, remembered per its distinct empty nodes."""
+    own = memo_of(cache.capacities, cluster, capacities)
+    memo = cache.rare_parts.get(own)
+    if memo is None:
+        memo = cache.rare_parts.remember(own, {})
+    found = memo.get(need)
+    if found is None:
+        found = memo[need] = parts(need, own)
+    return found
+
+
+def _tally(
+    cache: SchedulerCache, need: Need, fleet: Sequence[ClusterSnapshot], serials: tuple[int, ...]
+) -> RareTally:
+    """``need``'s tally over ``fleet`` (of ``serials``), from the last one when it is of as many clusters."""
+    tally = cache.rare_tallies.get(need)
+    if tally is not None and tally.serials == serials:
+        return tally
+    if tally is None or len(tally.serials) != len(serials):
+        tally = cache.rare_tallies.remember(need, RareTally(serials, [_NO_PART] * len(serials)))
+        changed: Iterable[int] = range(len(serials))
+    else:
+        changed = [i for i, (old, new) in enumerate(zip(tally.serials, serials, strict=True)) if old != new]
+    for position in changed:
+        tally.put(position, _part(cache, fleet[position], need))
+    tally.serials = serials
+    tally.settle()
+    return tally
+
+
 def _rare(state: CycleState, fleet: Sequence[ClusterSnapshot]) -> list[RareNeed]:
-    """The rare recent shapes of ``fleet`` (see the module), remembered per fleet generation and need;
-    a new generation reads each cluster's part, remembered per its distinct empty nodes."""
+    """The rare recent shapes of ``fleet`` (see the module)."""
     cache = state.cache
     serials = state.fleet(fleet) if fleet is state.fleet_clusters else fleet_key(fleet)
     out = []
     for need, arrivals in cache.demand.multi_gpu_needs().items():
         if arrivals < MIN_ARRIVALS or need[0].gpu_milli < GPU_MILLI:
             continue
-        key = (serials, need)
-        models = cache.rare_models.get(key)
-        if models is None:
-            large: set[str] = set()
-            held: set[str] = set()
-            for cluster in fleet:
-                own = memo_of(cache.capacities, cluster, capacities)
-                memo = cache.rare_parts.get(own)
-                if memo is None:
-                    memo = cache.rare_parts.remember(own, {})
-                found = memo.get(need)
-                if found is None:
-                    found = memo[need] = parts(need, own)
-                large |= found[0]
-                held |= found[1]
-            models = cache.rare_models.remember(key, rare_models(frozenset(large), frozenset(held)))
+        models = _tally(cache, need, fleet, serials).models
         if models:
             out.append((need[0].num_gpu, models))
     return out
