@@ -200,6 +200,19 @@ def test_a_quota_goes_to_members_without_the_hubs_count() -> None:
     }
 
 
+def steered_to_c(workload: dict[str, Any]) -> Any:
+    """``workload`` (a PyTorchJob of 4 workers) as cluster c's Work renders it, steered off the T4."""
+    return render_manifest(
+        workload,
+        interpreter=interpreter_for("kubeflow.org/v1", "PyTorchJob"),
+        replicas=4,
+        shape=None,
+        rules=(),
+        cluster=ClusterView(name="c"),
+        steering=("Tesla-T4",),
+    )
+
+
 @pytest.mark.parametrize(
     ("affinity", "expected"),
     [
@@ -221,15 +234,7 @@ def test_steering_adds_its_term_to_gpu_templates_only(affinity: dict[str, Any] |
     worker = template({"nvidia.com/gpu": 1}, affinity=copy.deepcopy(affinity))
     workload = pytorchjob(master, worker)
     before = copy.deepcopy(workload)
-    rendered = render_manifest(
-        workload,
-        interpreter=interpreter_for("kubeflow.org/v1", "PyTorchJob"),
-        replicas=4,
-        shape=None,
-        rules=(),
-        cluster=ClusterView(name="c"),
-        steering=("Tesla-T4",),
-    )
+    rendered = steered_to_c(workload)
     master_spec, worker_spec = pod_specs(rendered.manifest)
     assert "affinity" not in master_spec
     assert worker_spec["affinity"] == expected
@@ -239,14 +244,6 @@ def test_steering_adds_its_term_to_gpu_templates_only(affinity: dict[str, Any] |
 def test_a_workload_without_gpu_templates_gets_the_steering_term_in_every_template() -> None:
     # Rare node steering reaches replicas without GPUs (scheduler/core/rarenodes.py).
     workload = pytorchjob(template({"memory": "1Gi"}), template({"cpu": "4"}))
-    rendered = render_manifest(
-        workload,
-        interpreter=interpreter_for("kubeflow.org/v1", "PyTorchJob"),
-        replicas=4,
-        shape=None,
-        rules=(),
-        cluster=ClusterView(name="c"),
-        steering=("Tesla-T4",),
-    )
+    rendered = steered_to_c(workload)
     for spec in pod_specs(rendered.manifest):
         assert spec["affinity"] == {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [STEERED]}}
