@@ -26,7 +26,7 @@ from typing import NamedTuple
 from controlplane.apis.cluster_v1alpha1 import Cluster
 from controlplane.apis.meta import Taint, Toleration
 from controlplane.apis.timestamps import parse_time
-from policies.models import ClusterAffinity, SpreadConstraint
+from policies.models import CLUSTER_FIELDS, ClusterAffinity, SpreadConstraint
 
 
 class Verdict(NamedTuple):
@@ -120,7 +120,9 @@ def cluster_matches_affinity(cluster: ClusterView, affinity: ClusterAffinity | N
         return Verdict(False, "cluster labels do not match clusterAffinity.labelSelector")
     if affinity.field_selector is not None:
         for requirement in affinity.field_selector.match_expressions or ():
-            value = cluster.field_value(requirement.key)
+            # Karmada's field selector reads only these fields (``extractClusterFields``): any
+            # other key, ``cluster`` among them, has no value.
+            value = cluster.field_value(requirement.key) if requirement.key in CLUSTER_FIELDS else None
             values = requirement.values or []
             if requirement.operator == "In" and value not in values:
                 return Verdict(

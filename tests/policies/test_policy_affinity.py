@@ -56,6 +56,10 @@ DC = ClusterView(name="dc-1", labels={"env": "prod"}, provider="onprem")
         ({"fieldSelector": {"matchExpressions": [{"key": "zone", "operator": "Gt", "values": ["1"]}]}},
          AWS, False, "does not satisfy Gt"),
         ({"fieldSelector": {"matchExpressions": [{"key": "city", "operator": "In", "values": ["x"]}]}}, AWS, False, ""),
+        # ``cluster`` is no field Karmada's selector reads (its extractClusterFields: provider, region, zone).
+        ({"fieldSelector": {"matchExpressions": [{"key": "cluster", "operator": "In", "values": ["aws-1"]}]}},
+         AWS, False, ""),
+        ({"fieldSelector": {"matchExpressions": [{"key": "cluster", "operator": "DoesNotExist"}]}}, AWS, True, ""),
     ],
 )
 def test_cluster_matches_affinity(affinity: dict[str, Any] | None, cluster: ClusterView, fits: bool, reason: str) -> None:
