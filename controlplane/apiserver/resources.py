@@ -218,6 +218,9 @@ class ResourceType:
     #: "<name>" denied the request: <errors>``, as controller-runtime answers a validator's field
     #: errors); without one, a 422 Invalid.
     once_valid_webhook: str = ""
+    #: Whether that webhook is called for status writes too (Kueue's Workload webhook, registered
+    #: for ``workloads/status``; its ClusterQueue and ResourceFlavor webhooks are not).
+    once_valid_on_status: bool = False
     #: kube's typed decoding of a built-in kind: the paths of an object's fields its Go type does
     #: not have (``status_only``: in its ``.status``, a write of the status subresource), which
     #: a write drops, or refuses under ``fieldValidation=Strict``. Kinds with a ``model`` or a

@@ -509,6 +509,17 @@ class Checked:
     warnings: list[str]
 
 
+def _webhook_checks(rt: ResourceType, old: dict[str, Any] | None, subresource: str | None) -> bool:
+    """Whether :attr:`ResourceType.validate_once_valid` checks this write: a write of the object,
+    or of its status where the webhook is called for it too; not an update of an object those
+    checks refuse already (stored before them), which stays changeable and deletable."""
+    if rt.validate_once_valid is None:
+        return False
+    if subresource is not None and not (subresource == "status" and rt.once_valid_on_status):
+        return False
+    return old is None or not rt.validate_once_valid(old, None)
+
+
 def check_object(
     obj: dict[str, Any],
     rt: ResourceType,
@@ -592,7 +603,8 @@ def check_object(
         if has_rules(rt.custom.schema):
             found.append(RULES_NOT_CHECKED)
         causes.extend(Cause(str(e.type), e.message, e.field) for e in found)
-    if not causes and rt.validate_once_valid is not None and subresource in (None, "status"):
+    if not causes and _webhook_checks(rt, old, subresource):
+        assert rt.validate_once_valid is not None
         found_once_valid = rt.validate_once_valid(obj, old)
         if found_once_valid and rt.once_valid_webhook:
             # A webhook's field errors, as controller-runtime's ``admission.Denied`` of their

@@ -140,6 +140,7 @@ WORKLOAD = ResourceType(
     validate_status=rules.workload,
     validate_once_valid=workload_webhook.workload,
     once_valid_webhook="vworkload.kb.io",
+    once_valid_on_status=True,
     columns=(
         TableColumn("Queue", cells.text_at("spec", "queueName"), description="Name of the queue this workload was submitted to"),
         TableColumn("Reserved in", cells.text_at("status", "admission", "clusterQueue"),
