@@ -15,6 +15,7 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from controlplane.apiserver import codec
 from controlplane.apiserver.app import create_app
+from controlplane.apiserver.crd.controller import served_as
 from controlplane.apiserver.crd.registry import DynamicRegistry, NamesDecision, name_decisions
 from controlplane.apiserver.crd.types import crd_resource_type, deprecation_warning
 from controlplane.apiserver.kinds.coordination import coordination_resources
@@ -205,6 +206,26 @@ def test_names_are_decided_one_by_one_and_the_last_refused_is_the_reason() -> No
     assert decisions["gadgets.ml.example.com"] == NamesDecision(
         {"plural": "gadgets", "kind": "", "categories": ["all"]}, ("ListKindConflict", '"TrainerList" is already in use'),
     )
+
+
+def test_an_established_crd_refused_a_new_short_name_is_served_without_it() -> None:
+    """Its accepted names whole: a short name the spec adds and another CRD holds is not served
+    (discovery listed it on both kinds)."""
+    established = [{"type": "NamesAccepted", "status": "True"}, {"type": "Established", "status": "True"}]
+    holder = copy.deepcopy(CRD)
+    holder["metadata"]["name"] = "gadgets.ml.example.com"
+    holder["spec"]["names"] = {"plural": "gadgets", "singular": "gadget", "kind": "Gadget", "listKind": "GadgetList",
+                               "shortNames": ["gd"]}
+    holder["status"] = {"conditions": established, "acceptedNames": holder["spec"]["names"]}
+    asking = copy.deepcopy(CRD)
+    names = {"plural": "trainers", "singular": "trainer", "kind": "Trainer", "listKind": "TrainerList"}
+    asking["spec"]["names"] = {**names, "shortNames": ["gd"]}
+    asking["status"] = {"conditions": established, "acceptedNames": names}
+    decision = name_decisions([holder, asking], ())["trainers.ml.example.com"]
+    assert decision.conflict == ("ShortNamesConflict", '"gd" is already in use')
+    served = served_as(asking, decision)
+    assert served is not None
+    assert served["spec"]["names"] == names
 
 
 async def test_a_deprecated_version_warns_on_every_request(replicas: tuple[Client, Client]) -> None:

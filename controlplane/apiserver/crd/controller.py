@@ -91,7 +91,9 @@ def served_as(crd: dict[str, Any], names: NamesDecision) -> dict[str, Any] | Non
         return None
     if names.accepted == crd["spec"]["names"]:
         return crd
-    return {**crd, "spec": {**crd["spec"], "names": {**crd["spec"]["names"], **names.accepted}}}
+    # The accepted names whole: a field they leave out (no short names accepted) is not served
+    # from the spec.
+    return {**crd, "spec": {**crd["spec"], "names": dict(names.accepted)}}
 
 
 def _without_times(status: dict[str, Any]) -> dict[str, Any]:
