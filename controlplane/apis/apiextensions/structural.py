@@ -32,6 +32,11 @@ class RuleCompiler(Protocol):
     def __call__(self, rule: str, schema: Schema, *, root: bool = False) -> str | None: ...
 
 
+#: What the root ``metadata`` of a CRD's schema may hold besides name and generateName: its type
+#: and default (kube clears them before comparing) and the keywords a structural schema drops.
+_METADATA_IGNORED = frozenset({"type", "default", "example", "externalDocs"})
+
+
 def _schema_path(base: str, path: Path) -> str:
     out = base
     for part in path:
@@ -190,9 +195,12 @@ def _extension_errors(node: Schema, where: str, *, root: bool) -> list[FieldErro
     metadata = (node.get("properties") or {}).get("metadata")
     if root and isinstance(metadata, dict):
         names = set(metadata.get("properties") or {})
-        restricted = {k for k in metadata if k not in ("type", "default")} - (
-            {"properties"} if names <= {"name", "generateName"} else set()
-        )
+        # kube compares what is left, name and generateName taken out, with an empty structural
+        # schema: a zero value (``nullable: false``, ``description: ""``) and a keyword a
+        # structural schema does not hold (``example``, ``externalDocs``) are nothing.
+        restricted = {
+            k for k, v in metadata.items() if k not in _METADATA_IGNORED and v not in (None, False, "", [], {})
+        } - ({"properties"} if names <= {"name", "generateName"} else set())
         if restricted:
             out.append(
                 field.forbidden(

@@ -69,6 +69,11 @@ def test_the_root_metadata_may_only_restrict_name_and_generate_name() -> None:
             "but metadata is implicitly specified",
         ),
     ]
+    # Zero values and keywords a structural schema does not hold are nothing to kube.
+    for nothing in ({"nullable": False}, {"description": ""}, {"x-kubernetes-embedded-resource": False},
+                    {"example": {"name": "x"}}, {"externalDocs": {"url": "https://example.com"}}):
+        assert _errors({"metadata": {"type": "object", **nothing}}) == [], nothing
+    assert _errors({"metadata": {"type": "object", "nullable": True}}) != []
     assert _errors(
         {"metadata": {"type": "object", "properties": {"name": {"type": "string", "default": "x"}}}}
     ) == [
