@@ -96,8 +96,20 @@ def validate_crd(
     if spec.get("preserveUnknownFields") is True:
         out.append(_invalid("spec.preserveUnknownFields", True, "must be false"))
     out.extend(conversion_errors(spec, old))
-    out.extend(_versions_errors(spec.get("versions"), compile_rule))
+    # kube's requireMapListKeysMapSetValidation: an update of a CRD stored with such errors
+    # keeps them (it was valid before kube checked them).
+    list_types = old is None or not _has_list_type_errors(field.mapping(old.get("spec")).get("versions"))
+    out.extend(_versions_errors(spec.get("versions"), compile_rule, list_types=list_types))
     return out
+
+
+def _has_list_type_errors(versions: Any) -> bool:
+    """Whether a version's schema in ``versions`` breaks the map-list and set checks."""
+    for version in field.items(versions):
+        schema = field.mapping(field.mapping(field.mapping(version).get("schema")).get("openAPIV3Schema"))
+        if len(structural_errors(schema, "")) != len(structural_errors(schema, "", list_types=False)):
+            return True
+    return False
 
 
 def conversion_errors(spec: dict[str, Any], old: dict[str, Any] | None = None) -> list[FieldError]:
@@ -237,7 +249,7 @@ def _printer_column_errors(column: dict[str, Any], path: str) -> list[FieldError
     return out
 
 
-def _versions_errors(versions: Any, compile_rule: RuleCompiler | None) -> list[FieldError]:
+def _versions_errors(versions: Any, compile_rule: RuleCompiler | None, *, list_types: bool = True) -> list[FieldError]:
     if not isinstance(versions, list) or not versions:
         return [_required("spec.versions", "must have exactly one version marked as storage version")]
     out: list[FieldError] = []
@@ -266,7 +278,7 @@ def _versions_errors(versions: Any, compile_rule: RuleCompiler | None) -> list[F
         if not isinstance(schema, dict):
             out.append(_required(f"{base}.schema.openAPIV3Schema", "schemas are required"))
         else:
-            out.extend(structural_errors(schema, f"{base}.schema.openAPIV3Schema", compile_rule))
+            out.extend(structural_errors(schema, f"{base}.schema.openAPIV3Schema", compile_rule, list_types=list_types))
         out.extend(_subresource_errors(version.get("subresources"), f"{base}.subresources"))
         for column_index, column in enumerate(version.get("additionalPrinterColumns") or []):
             out.extend(_printer_column_errors(field.mapping(column), f"{base}.additionalPrinterColumns[{column_index}]"))

@@ -45,9 +45,11 @@ def _schema_path(base: str, path: Path) -> str:
 
 
 def structural_errors(
-    schema: Schema, base: str, compile_rule: RuleCompiler | None = None
+    schema: Schema, base: str, compile_rule: RuleCompiler | None = None, *, list_types: bool = True
 ) -> list[FieldError]:
-    """Why ``schema`` is not structural (kube's messages), plus bad patterns and CEL rules."""
+    """Why ``schema`` is not structural (kube's messages), plus bad patterns and CEL rules.
+    Without ``list_types``, a map list's items and keys and a set's items are not checked (kube
+    ratchets those checks: an update of a CRD stored with such errors keeps them)."""
     out: list[FieldError] = []
     for path, node in walk(schema):
         where = _schema_path(base, path)
@@ -121,7 +123,7 @@ def structural_errors(
                     "must not be empty if x-kubernetes-list-type is map",
                 )
             )
-        out.extend(_extension_errors(node, where, root=not path))
+        out.extend(_extension_errors(node, where, root=not path, list_types=list_types))
         for index, rule in enumerate(node.get("x-kubernetes-validations") or []):
             rpath = f"{where}.x-kubernetes-validations[{index}]"
             rule = field.mapping(rule)
@@ -158,7 +160,7 @@ def _type_for(node: Schema, where: str, wanted: str, reason: str) -> list[FieldE
     ]
 
 
-def _extension_errors(node: Schema, where: str, *, root: bool) -> list[FieldError]:
+def _extension_errors(node: Schema, where: str, *, root: bool, list_types: bool = True) -> list[FieldError]:
     """kube's checks of its ``x-kubernetes-*`` extensions at one node, and of the root's ``metadata``
     (ValidateStructural and ValidateCustomResourceDefinitionOpenAPISchema)."""
     out: list[FieldError] = []
@@ -243,9 +245,9 @@ def _extension_errors(node: Schema, where: str, *, root: bool) -> list[FieldErro
             else field.invalid(f"{where}.x-kubernetes-list-type", list_type, detail)
         )
     items = node.get("items") if isinstance(node.get("items"), dict) else None
-    if list_type == "map" and items is not None:
+    if list_type == "map" and items is not None and list_types:
         out += _map_list_errors(items, keys, where)
-    if list_type == "set" and items is not None:  # kube shows the items' list type (its own quirk)
+    if list_type == "set" and items is not None and list_types:  # kube shows the items' list type (its own quirk)
         detail, shown = (
             "must be atomic as item of a list with x-kubernetes-list-type=set",
             items.get("x-kubernetes-list-type"),

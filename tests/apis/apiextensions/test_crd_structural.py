@@ -5,9 +5,11 @@ items and keys of ``x-kubernetes-list-type: map`` and ``set`` lists."""
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from controlplane.apis.apiextensions import cel
+from controlplane.apis.apiextensions.crd import default_crd, validate_crd
 from controlplane.apis.apiextensions.structural import structural_errors
 
 ROOT = "spec.versions[0].schema.openAPIV3Schema"
@@ -215,3 +217,39 @@ def test_a_rules_fields_are_checked_as_kube_checks_them() -> None:
         (f"{at}[6].rule", "Required value: rule is not specified"),
         (f"{at}[7].message", "Required value: message must be specified if rule contains line breaks"),
     ]
+
+
+def _crd_with(ports: dict[str, Any]) -> dict[str, Any]:
+    schema = {"type": "object", "properties": {"spec": {"type": "object", "properties": {"ports": ports}}}}
+    crd = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "foos.ex.com"},
+        "spec": {
+            "group": "ex.com",
+            "scope": "Namespaced",
+            "names": {"plural": "foos", "kind": "Foo"},
+            "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": schema}}],
+        },
+    }
+    default_crd(crd)
+    return crd
+
+
+def test_a_crd_stored_with_map_list_errors_keeps_them_on_update_as_kube_ratchets_them() -> None:
+    """kube's requireMapListKeysMapSetValidation: checked on create, and on an update of a CRD
+    stored without such errors; not on an update of one stored with them."""
+    keyless = {
+        "type": "array",
+        "x-kubernetes-list-type": "map",
+        "x-kubernetes-list-map-keys": ["name"],
+        "items": {"type": "object", "properties": {"name": {"type": "string"}}},
+    }
+    stored = _crd_with(keyless)
+    missing_default = "this property is in x-kubernetes-list-map-keys, so it must have a default or be a required property"
+    assert [e.message for e in validate_crd(stored)] == [f"Required value: {missing_default}"]
+    labelled = copy.deepcopy(stored)
+    labelled["metadata"]["labels"] = {"team": "a"}
+    assert validate_crd(labelled, old=stored) == []
+    valid = _crd_with({**keyless, "items": {**keyless["items"], "required": ["name"]}})
+    assert [e.message for e in validate_crd(stored, old=valid)] == [f"Required value: {missing_default}"]
