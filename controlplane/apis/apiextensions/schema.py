@@ -46,6 +46,7 @@ from controlplane.apis.kube.names import (
     format_errors,
     label_value_errors,
     path_segment_errors,
+    path_segment_prefix_errors,
     qualified_name_errors,
 )
 from controlplane.gojson import deep_equal, go_quote, go_syntax
@@ -425,9 +426,9 @@ def _embedded_metadata_errors(meta: dict[str, Any], path: Path) -> list[FieldErr
     def invalid(at: Path, value: str, problems: list[str]) -> None:
         out.extend(_err(CauseType.FIELD_VALUE_INVALID, at, f"Invalid value: {go_quote(value)}: {p}") for p in problems)
 
-    for key in ("name", "generateName"):
+    for key, errors_of in (("name", path_segment_errors), ("generateName", path_segment_prefix_errors)):
         if isinstance(meta.get(key), str) and meta[key]:
-            invalid((*path, key), meta[key], path_segment_errors(meta[key]))
+            invalid((*path, key), meta[key], errors_of(meta[key]))
     if isinstance(meta.get("namespace"), str) and meta["namespace"]:
         invalid((*path, "namespace"), meta["namespace"], format_errors(meta["namespace"], DNS_LABEL, 63, DNS_LABEL_REGEX_MESSAGE))
     labels, annotations = meta.get("labels"), meta.get("annotations")

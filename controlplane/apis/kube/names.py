@@ -116,6 +116,12 @@ def path_segment_errors(name: str) -> list[str]:
     return [f"may not contain '{bad}'" for bad in ("/", "%") if bad in name]
 
 
+def path_segment_prefix_errors(prefix: str) -> list[str]:
+    """``IsValidPathSegmentPrefix``: a prefix (a ``generateName``) that can begin one segment of a
+    URL path (``.`` and ``..`` can, a name is made longer)."""
+    return [f"may not contain '{bad}'" for bad in ("/", "%") if bad in prefix]
+
+
 def format_errors(value: str, pattern: re.Pattern[str], max_len: int, message: str) -> list[str]:
     """The messages of a value that must match ``pattern`` within ``max_len`` characters."""
     errors = [max_len_error(max_len)] if len(value) > max_len else []

@@ -234,6 +234,11 @@ def test_an_embedded_objects_metadata_is_checked_as_kubes_object_meta() -> None:
     }}}
     fine = {"tmpl": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "Any_Name", "labels": {"app": "x"}}}}
     assert validate(fine, schema) == []
+    # A generateName is a prefix (IsValidPathSegmentPrefix): "." and ".." begin longer names.
+    for prefix in (".", ".."):
+        assert validate({"tmpl": {"apiVersion": "v1", "kind": "Pod", "metadata": {"generateName": prefix}}}, schema) == []
+    slashed = {"tmpl": {"apiVersion": "v1", "kind": "Pod", "metadata": {"generateName": "a/"}}}
+    assert [e.message for e in validate(slashed, schema)] == ["Invalid value: \"a/\": may not contain '/'"]
     bad = {"tmpl": {"apiVersion": "v1", "kind": "Pod", "metadata": {
         "name": "a/b", "namespace": "Bad", "labels": {"app": "b c"}, "annotations": {"-x": "y"},
     }}}
