@@ -72,6 +72,9 @@ UNBOUNDED_SIZE = 3 * 1024 * 1024 // 2
 _MACRO = re.compile(
     r"([A-Za-z_][\w]*(?:\s*\.\s*[A-Za-z_]\w*)*|\))\s*\.\s*(all|exists_one|exists|map|filter)\s*\(\s*([A-Za-z_]\w*)\s*,"
 )
+#: cel-go's optional macros (``o.optMap(v, expr)``, ``o.optFlatMap(v, expr)``), which the
+#: evaluator here does not expand: a rule using one is refused when written, not at each object.
+_OPTIONAL_MACRO = re.compile(r"\.\s*(optMap|optFlatMap)\s*\(")
 #: How the package wraps a library function's exception: "Function 'f' error: Python function
 #: call failed: ValueError: <message>. Check function arguments and their types."
 _WRAPPED = re.compile(
@@ -179,6 +182,8 @@ def compile_error(rule: str, schema: Schema | None = None, *, root: bool = False
         if ": ERROR: " in text:
             text = "ERROR: " + text.split(": ERROR: ", 1)[1]
         return text.splitlines()[0] if text else type(exc).__name__
+    if macro := _OPTIONAL_MACRO.search(rule):
+        return f"ERROR: <input>:1:{macro.start() + 2}: the {macro.group(1)} macro is not supported by this server"
     if schema:
         types = SchemaTypes(lambda _ref: None)
         _, issues = check(rule, types, {"self": types.of(schema, root=root), "oldSelf": DYN})

@@ -111,6 +111,9 @@ def test_rules_fail_with_kubes_messages(
 
 def test_compile_errors_and_cost_budget() -> None:
     assert cel.compile_error("self.x > 1") is None
+    # cel-go's optional macros are not evaluated here: refused when written, not at every object.
+    opt_map = "oldSelf.optMap(o, o.size()).orValue(0) < 4 || self.size() >= 4"
+    assert cel.compile_error(opt_map) == "ERROR: <input>:1:9: the optMap macro is not supported by this server"
     assert (cel.compile_error("self.x >") or "").startswith("ERROR: <input>:1:9: Syntax error")
     unbounded = {"type": "array", "items": {"type": "array", "items": {"type": "string"}}}
     nested = "self.all(x, x.all(y, self.exists(z, z == y)))"
