@@ -276,7 +276,7 @@ def _impersonated(actor: UserInfo, request: web.Request, authorizer: Authorizer)
     except ImpersonationDenied as exc:
         attrs = exc.attributes
         raise errors.Forbidden(
-            forbidden_message(attrs),
+            exc.reason or forbidden_message(attrs),
             target=errors.Target(name=attrs.name or "", group=attrs.api_group, kind=attrs.resource),
         ) from None
 

@@ -52,9 +52,13 @@ AUTHENTICATION_GROUP: Final = "authentication.k8s.io"
 
 
 class ImpersonationDenied(Exception):
-    def __init__(self, attributes: RequestAttributes) -> None:
+    """A check the acting user fails; ``reason``: the authorizer's 403 message for it, when it
+    gave one (kube's ``forbiddenMessage: <reason>``, a binding to a missing role's among them)."""
+
+    def __init__(self, attributes: RequestAttributes, reason: str = "") -> None:
         super().__init__(f"cannot impersonate {attributes.resource} {attributes.name}")
         self.attributes = attributes
+        self.reason = reason
 
 
 class ImpersonationInvalid(Exception):
@@ -81,8 +85,9 @@ def impersonate(
           for key, values in extra.items() for value in values),
     ]
     for check in checks:
-        if not authorizer.authorize(check).allowed:
-            raise ImpersonationDenied(check)
+        decision = authorizer.authorize(check)
+        if not decision.allowed:
+            raise ImpersonationDenied(check, decision.reason)
     all_groups = list(groups)
     if (account := service_account_of(user)) is not None and not groups:
         all_groups += service_account_groups(account[0])

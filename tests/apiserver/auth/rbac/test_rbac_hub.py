@@ -295,9 +295,23 @@ async def test_impersonated_extras_reach_the_request_with_kubes_checks(hub: Hub,
 
     await eventually(hal_may_impersonate)
     code, answer = await as_(hal, extras[:2])
-    assert (code, answer["message"]) == (403, (
+    denied = (
         'userextras.authentication.k8s.io "view" is forbidden: User "hal" cannot impersonate resource '
-        '"userextras/scopes" in API group "authentication.k8s.io" at the cluster scope')), answer
+        '"userextras/scopes" in API group "authentication.k8s.io" at the cluster scope'
+    )
+    assert (code, answer["message"]) == (403, denied), answer
+    # Bound to a role that does not exist: kube's 403 ends with the authorizer's reason.
+    status, body = await admin("POST", f"{RBAC}/clusterrolebindings", {
+        "metadata": {"name": "hal-ghost"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "ghost"},
+        "subjects": [{"kind": "User", "name": "hal"}]})
+    assert status == 201, body
+    ghost = f'{denied}: RBAC: clusterrole.rbac.authorization.k8s.io "ghost" not found'
+
+    async def reason_given() -> bool:
+        return (await as_(hal, extras[:2]))[1].get("message") == ghost
+
+    await eventually(reason_given)
     assert answer["details"] == {"name": "view", "group": "authentication.k8s.io", "kind": "userextras"}
 
 
