@@ -75,14 +75,14 @@ def with_rule(**changes: Any) -> dict[str, Any]:
     (with_rule(resourceRules=None), [("spec.rules[0]",
         "Required value: at least one of resourceRules and nonResourceRules has to be non-empty")]),
     (with_rule(rr_verbs=["get", "*"]), [("spec.rules[0].resourceRules[0].verbs",
-        'Invalid value: ["get","*"]: if \'*\' is present, must not specify other verbs')]),
+        'Invalid value: []string{"get", "*"}: if \'*\' is present, must not specify other verbs')]),
     (with_rule(rr_verbs=["steal"]), [("spec.rules[0].resourceRules[0].verbs",
-        'Unsupported value: ["steal"]: supported values: "create", "delete", "deletecollection", "get", "list", '
+        'Unsupported value: []string{"steal"}: supported values: "create", "delete", "deletecollection", "get", "list", '
         '"patch", "proxy", "update", "watch"')]),
     (with_rule(rr_apiGroups=[]), [("spec.rules[0].resourceRules[0].apiGroups",
                                    "Required value: resource rules must supply at least one api group")]),
     (with_rule(rr_resources=["pods", "*"]), [("spec.rules[0].resourceRules[0].resources",
-        'Invalid value: ["pods","*"]: if \'*\' is present, must not specify other resources')]),
+        'Invalid value: []string{"pods", "*"}: if \'*\' is present, must not specify other resources')]),
     (with_rule(rr_namespaces=[]), [("spec.rules[0].resourceRules[0].namespaces",
         "Required value: resource rules that are not cluster scoped must supply at least one namespace")]),
     (with_rule(rr_namespaces=["Bad_NS"]), [("spec.rules[0].resourceRules[0].namespaces[0]",

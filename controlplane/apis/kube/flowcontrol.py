@@ -182,9 +182,9 @@ def _verbs_errors(verbs: list[Any], path: str) -> list[FieldError]:
     if not verbs:
         return [field.required(path, "verbs must contain at least one value")]
     if "*" in verbs:
-        return [field.invalid(path, verbs, "if '*' is present, must not specify other verbs")] if len(verbs) > 1 else []
+        return [field.invalid(path, field.go_strings(verbs), "if '*' is present, must not specify other verbs")] if len(verbs) > 1 else []
     if not set(verbs) <= set(_VERBS):
-        return [field.not_supported(path, verbs, _VERBS)]
+        return [field.not_supported(path, field.go_strings(verbs), _VERBS)]
     return []
 
 
@@ -195,14 +195,14 @@ def _resource_rule_errors(rule: Obj, path: str) -> list[FieldError]:
         if not values:
             errors.append(field.required(f"{path}.{key}", f"resource rules must supply at least one {what}"))
         elif len(values) > 1 and "*" in values:
-            errors.append(field.invalid(f"{path}.{key}", values, f"if '*' is present, must not specify other {what}s"))
+            errors.append(field.invalid(f"{path}.{key}", field.go_strings(values), f"if '*' is present, must not specify other {what}s"))
     namespaces = field.items(rule.get("namespaces"))
     if not namespaces and rule.get("clusterScope") is not True:
         errors.append(field.required(f"{path}.namespaces",
                                      "resource rules that are not cluster scoped must supply at least one namespace"))
     elif "*" in namespaces:
         if len(namespaces) > 1:
-            errors.append(field.invalid(f"{path}.namespaces", namespaces, "if '*' is present, must not specify other namespaces"))
+            errors.append(field.invalid(f"{path}.namespaces", field.go_strings(namespaces), "if '*' is present, must not specify other namespaces"))
     else:
         for i, namespace in enumerate(namespaces):
             errors += [field.invalid(f"{path}.namespaces[{i}]", namespace, _NS_INTRO + msg)
@@ -217,7 +217,7 @@ def _non_resource_rule_errors(rule: Obj, path: str) -> list[FieldError]:
         errors.append(field.required(f"{path}.nonResourceURLs", "nonResourceURLs must contain at least one value"))
     elif "*" in urls:
         if len(urls) > 1:
-            errors.append(field.invalid(f"{path}.nonResourceURLs", urls, "if '*' is present, must not specify other non-resource URLs"))
+            errors.append(field.invalid(f"{path}.nonResourceURLs", field.go_strings(urls), "if '*' is present, must not specify other non-resource URLs"))
     else:
         for i, url in enumerate(urls):
             problem = non_resource_url_problem(str(url))
