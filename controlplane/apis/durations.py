@@ -3,7 +3,9 @@
 In: the text and the units a caller accepts (Go's ``ms``/``s``/``m``/``h`` by default; the
 command line also takes ``d`` and ``w``). Out: the seconds, or None when the text is not such a
 duration, so each caller words its own error. The simulated member's pod annotations and the
-``gpufed`` command line both read durations through :func:`duration_seconds`.
+``gpufed`` command line both read durations through :func:`duration_seconds`; a duration is
+shown as kube shows ages (``5m30s``, ``2d4h``) by :func:`human_duration`, which the hub's table
+cells and a pod's RESTARTS (:mod:`controlplane.apis.podstatus`) use.
 """
 
 from __future__ import annotations
@@ -94,3 +96,33 @@ def go_duration_seconds(text: str) -> float:
     sign = -1.0 if text.startswith("-") else 1.0
     nanos = sum(float(number or 0) * _GO_UNIT_NANOS[unit] for number, unit in _GO_PART.findall(text.lstrip("+-")))
     return sign * nanos / 1e9
+
+
+_YEAR = 365 * 86400
+#: kube's ``HumanDuration`` steps: (unit in seconds, its letter, the smaller unit and its letter, below how
+#: many units both are shown, below how many the unit alone is); past the last step, whole years.
+_DURATION_STEPS: tuple[tuple[int, str, int, str, int, int], ...] = (
+    (60, "m", 1, "s", 10, 180),
+    (3600, "h", 60, "m", 8, 48),
+    (86400, "d", 3600, "h", 8, 365 * 2),
+    (_YEAR, "y", 86400, "d", 8, 8),
+)
+
+
+def human_duration(seconds_total: float) -> str:
+    """kube's ``duration.HumanDuration``: 45s, 5m30s, 3h, 2d4h, 1y20d."""
+    seconds = int(seconds_total)
+    if seconds < -1:
+        return "<invalid>"
+    if seconds < 0:
+        return "0s"
+    if seconds < 120:
+        return f"{seconds}s"
+    for unit, letter, smaller, smaller_letter, both_below, alone_below in _DURATION_STEPS:
+        count = seconds // unit
+        if count < both_below:
+            rest = seconds % unit // smaller
+            return f"{count}{letter}" if rest == 0 else f"{count}{letter}{rest}{smaller_letter}"
+        if count < alone_below:
+            return f"{count}{letter}"
+    return f"{seconds // _YEAR}y"

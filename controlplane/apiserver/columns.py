@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from controlplane.apis import constants as c
+from controlplane.apis.durations import human_duration
 from controlplane.apis.timestamps import parse_time_or_none
 from controlplane.apis.untyped import Obj, dig, json_int
 
@@ -19,36 +20,6 @@ from controlplane.apis.untyped import Obj, dig, json_int
 def _when(value: Any) -> datetime | None:
     """A timestamp a cell shows, read leniently: None when it is not one, UTC when it names no zone."""
     return parse_time_or_none(value, naive_as_utc=True)
-
-
-_YEAR = 365 * 86400
-#: kube's ``HumanDuration`` steps: (unit in seconds, its letter, the smaller unit and its letter, below how
-#: many units both are shown, below how many the unit alone is); past the last step, whole years.
-_DURATION_STEPS: tuple[tuple[int, str, int, str, int, int], ...] = (
-    (60, "m", 1, "s", 10, 180),
-    (3600, "h", 60, "m", 8, 48),
-    (86400, "d", 3600, "h", 8, 365 * 2),
-    (_YEAR, "y", 86400, "d", 8, 8),
-)
-
-
-def human_duration(seconds_total: float) -> str:
-    """kube's ``duration.HumanDuration``: 45s, 5m30s, 3h, 2d4h, 1y20d."""
-    seconds = int(seconds_total)
-    if seconds < -1:
-        return "<invalid>"
-    if seconds < 0:
-        return "0s"
-    if seconds < 120:
-        return f"{seconds}s"
-    for unit, letter, smaller, smaller_letter, both_below, alone_below in _DURATION_STEPS:
-        count = seconds // unit
-        if count < both_below:
-            rest = seconds % unit // smaller
-            return f"{count}{letter}" if rest == 0 else f"{count}{letter}{rest}{smaller_letter}"
-        if count < alone_below:
-            return f"{count}{letter}"
-    return f"{seconds // _YEAR}y"
 
 
 def since(value: Any, now: datetime) -> str:

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
+from controlplane.apis.podstatus import pod_cells
 from controlplane.apiserver.kinds.core import core_resources
 from controlplane.apiserver.kinds.workloads import workload_resources
-from controlplane.apiserver.podcolumns import pod_cells
 from controlplane.apiserver.resources import Registry
 from controlplane.apiserver.tables import IncludeObject, column_definitions, row
 from controlplane.hub import hub_registry

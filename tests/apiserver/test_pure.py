@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from controlplane.apis.durations import human_duration
 from controlplane.apis.kube.selectors import (
     LabelSelector,
     SelectorError,
@@ -16,7 +17,6 @@ from controlplane.apis.kube.selectors import (
     scale_status_selector,
 )
 from controlplane.apiserver import codec
-from controlplane.apiserver.columns import human_duration
 from controlplane.apiserver.errors import NotAcceptable
 from controlplane.apiserver.kinds.core import core_resources
 from controlplane.apiserver.kinds.workloads import workload_resources

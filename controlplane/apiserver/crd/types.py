@@ -28,9 +28,9 @@ from controlplane.apis.apiextensions.schema import (
     prune,
     validate,
 )
+from controlplane.apis.durations import human_duration
 from controlplane.apis.kube.field import CauseType, FieldError, go_float
 from controlplane.apis.kube.fieldlabels import FieldGetter, field_path
-from controlplane.apiserver import columns as col
 from controlplane.apiserver.patching.structural import structural_apply_schema
 from controlplane.apiserver.resources import (
     AGE,
@@ -195,7 +195,7 @@ def _age(text: str, now: datetime) -> str:
         return "<invalid>"
     if moment == _GO_ZERO_TIME:
         return "<unknown>"
-    return col.human_duration((now - moment).total_seconds())
+    return human_duration((now - moment).total_seconds())
 
 
 # --- instances ---------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from controlplane.apis.durations import human_duration
 from controlplane.apis.kube import certificates
 from controlplane.apis.kube.fieldlabels import field_path
 from controlplane.apiserver import columns as col
@@ -24,7 +25,7 @@ def _now() -> dt.datetime:
 
 def _requested_duration(obj: dict[str, Any], _now: dt.datetime) -> str:
     seconds = (obj.get("spec") or {}).get("expirationSeconds")
-    return col.human_duration(seconds) if isinstance(seconds, int) else "<none>"
+    return human_duration(seconds) if isinstance(seconds, int) else "<none>"
 
 
 def _signer(obj: dict[str, Any], _now: dt.datetime) -> str:
