@@ -401,7 +401,7 @@ def _agent_killed(
 
 
 def _pod_rows(text: str) -> list[list[str]]:
-    """The rows of a pod table (CLUSTER NAME STATUS NODE GPU-REQUEST DEVICES GPU-UTIL RESTARTS)."""
+    """The rows of a pod table (CLUSTER NAME READY STATUS NODE GPU-REQUEST DEVICES GPU-UTIL RESTARTS)."""
     return [line.split() for line in text.splitlines() if line.split()[:1] == [CLUSTER] and "infer-" in line]
 
 
@@ -419,10 +419,10 @@ def _workload_pod_views(hub: Kubectl, tmp_path: Path) -> None:
     def explained() -> list[list[str]] | None:
         rows = _pod_rows(_gpufed(hub, "explain", "deployment/infer").stdout)
         # GPU devices come with the agent's next DCGM report.
-        return rows if len(rows) == 3 and all(row[5].startswith("gpu") for row in rows) else None
+        return rows if len(rows) == 3 and all(row[6].startswith("gpu") for row in rows) else None
 
     rows = wait_for(explained, timeout=90, what="explain to list the 3 pods with their GPU devices")
-    assert all(row[2] == "Running" and row[4] == "nvidia.com/gpu=1" and row[7] == "0" for row in rows), rows
+    assert all(row[2:4] == ["3/3", "Running"] and row[5] == "nvidia.com/gpu=1" and row[8] == "0" for row in rows), rows
     explain = _gpufed(hub, "explain", "deployment/infer").stdout
     assert "gpufed logs deployment/infer -n default --all-pods -f" in explain, explain
 

@@ -3,10 +3,10 @@
 `gpufed explain`, `gpufed describe`, `gpufed top` and the dashboard's pod list (through the
 hub's ``resourcebindings/<name>/pods`` route) all show the same thing, so it is computed once
 here: which pods of a member's listing belong to a hub workload (:func:`owned_by`: owned by
-it, or by one of a Deployment's ReplicaSets), and per pod its cluster, status (as kubectl's
-STATUS column words it), node, GPU request (its containers' and, read from the hub's claim templates
+it, or by one of a Deployment's ReplicaSets), and per pod its cluster, READY, STATUS and RESTARTS
+as ``kubectl get pods`` shows them (:func:`controlplane.apis.podstatus.pod_cells`), node, GPU request (its containers' and, read from the hub's claim templates
 and claims, its DRA claims'), the GPU devices it holds (whole GPUs by index, MIG instances with their
-profile) with their utilization, and restart count.
+profile) with their utilization.
 
 Where the devices come from: not the pod (a real kubelet records no device IDs on it) but the
 DCGM exporter, whose series carry the pod that holds each device; the agent scrapes it and
@@ -18,8 +18,8 @@ and how each kind names its pods (:data:`POD_NAME_AFTER_WORKLOAD`) live here too
 logs/exec` find a workload's pods with them, and the waste report puts a pod reported without
 an owner under its workload (:mod:`controlplane.reports.owners`).
 
-In: pods as the member API returns them, the Cluster's ``status.utilization``, Works. Out: plain
-values and text rows. Pure: no I/O.
+In: pods as the member API returns them, the Cluster's ``status.utilization``, Works, "now" (a
+pod's last restart is shown as kubectl shows it, ``3 (5m ago)``). Out: plain values and text rows. Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ import re
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from controlplane.apis import constants as c
@@ -35,6 +36,7 @@ from controlplane.apis.dra import CLAIM, ClaimLookup, ClassLookup, claim_entries
 from controlplane.apis.gpus import is_gpu_resource
 from controlplane.apis.kubeflow import TRAINING_KINDS
 from controlplane.apis.pods import pod_requests
+from controlplane.apis.podstatus import pod_cells
 from controlplane.apis.untyped import as_list, as_mapping
 from controlplane.apis.utilization import expand_utilization
 
@@ -59,11 +61,12 @@ class PodRow:
     cluster: str
     namespace: str
     name: str
+    ready: str
     status: str
     node: str
     gpu_request: str
     devices: tuple[GpuDevice, ...] = field(default=())
-    restarts: int = 0
+    restarts: str = "0"
 
     def utilization(self) -> float | None:
         """The mean utilization of the pod's devices (None when DCGM reported none)."""
@@ -74,7 +77,8 @@ class PodRow:
         """The row as the hub's pod list serves it (and the dashboard reads it)."""
         util = self.utilization()
         return {
-            "cluster": self.cluster, "namespace": self.namespace, "name": self.name, "status": self.status,
+            "cluster": self.cluster, "namespace": self.namespace, "name": self.name, "ready": self.ready,
+            "status": self.status,
             "node": self.node, "gpuRequest": self.gpu_request, "restarts": self.restarts,
             "devices": [
                 {"gpu": d.gpu, **({"profile": d.profile} if d.profile else {}),
@@ -127,27 +131,6 @@ def owned_by(pod: Mapping[str, Any], kind: str, name: str) -> bool:
     return False
 
 
-def pod_status(pod: Mapping[str, Any]) -> str:
-    """The pod's status as kubectl's STATUS column words it: Terminating, a container's waiting
-    or terminated reason (CrashLoopBackOff, ContainerCreating, Error), else the phase."""
-    if (pod.get("metadata") or {}).get("deletionTimestamp"):
-        return "Terminating"
-    status = pod.get("status") or {}
-    for container in status.get("containerStatuses") or []:
-        state = container.get("state") or {}
-        for key in ("waiting", "terminated"):
-            reason = (state.get(key) or {}).get("reason")
-            if reason and not (key == "terminated" and reason == "Completed"):
-                return str(reason)
-    return str(status.get("phase") or "Unknown")
-
-
-def restart_count(pod: Mapping[str, Any]) -> int:
-    return sum(
-        int(c.get("restartCount") or 0) for c in (pod.get("status") or {}).get("containerStatuses") or []
-    )
-
-
 def gpu_request(
     pod: Mapping[str, Any], claims: ClaimLookup | None = None, unreadable: Collection[tuple[str, str]] = (),
     classes: ClassLookup | None = None,
@@ -196,7 +179,7 @@ def devices_by_pod(utilization: Any) -> dict[PodKey, list[GpuDevice]]:
 
 
 def pod_rows(
-    cluster: str, pods: Iterable[Mapping[str, Any]], devices: Mapping[PodKey, Sequence[GpuDevice]],
+    cluster: str, pods: Iterable[Mapping[str, Any]], devices: Mapping[PodKey, Sequence[GpuDevice]], now: datetime,
     claims: ClaimLookup | None = None, unreadable: Collection[tuple[str, str]] = (), classes: ClassLookup | None = None,
 ) -> list[PodRow]:
     """One row per pod of ``cluster``, by name (``claims``, ``unreadable``, ``classes``: as
@@ -205,9 +188,10 @@ def pod_rows(
     for pod in pods:
         meta = pod.get("metadata") or {}
         key = (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+        cells = pod_cells(dict(pod), now)
         rows.append(PodRow(
-            cluster, key[0], key[1], pod_status(pod), str((pod.get("spec") or {}).get("nodeName") or "<none>"),
-            gpu_request(pod, claims, unreadable, classes), tuple(devices.get(key, ())), restart_count(pod),
+            cluster, key[0], key[1], cells.ready, cells.status, str((pod.get("spec") or {}).get("nodeName") or "<none>"),
+            gpu_request(pod, claims, unreadable, classes), tuple(devices.get(key, ())), cells.restarts,
         ))
     return sorted(rows, key=lambda row: (row.cluster, row.name))
 
@@ -228,11 +212,11 @@ def render_pod_rows(rows: Sequence[PodRow]) -> list[str]:
     """The pod table `gpufed explain` and `gpufed describe` print (no lines when no pods)."""
     if not rows:
         return []
-    table = [["CLUSTER", "NAME", "STATUS", "NODE", "GPU REQUEST", "DEVICES", "GPU UTIL", "RESTARTS"]]
+    table = [["CLUSTER", "NAME", "READY", "STATUS", "NODE", "GPU REQUEST", "DEVICES", "GPU UTIL", "RESTARTS"]]
     for row in rows:
         table.append([
-            row.cluster, row.name, row.status, row.node, row.gpu_request,
-            ",".join(d.label() for d in row.devices) or "-", percent(row.utilization()), str(row.restarts),
+            row.cluster, row.name, row.ready, row.status, row.node, row.gpu_request,
+            ",".join(d.label() for d in row.devices) or "-", percent(row.utilization()), row.restarts,
         ])
     return align(table)
 
@@ -247,8 +231,9 @@ def row_from_json(cluster: str, pod: Mapping[str, Any]) -> PodRow:
         for d in pod.get("devices") or [] if isinstance(d, Mapping)
     )
     return PodRow(
-        cluster, str(pod.get("namespace") or ""), str(pod.get("name") or ""), str(pod.get("status") or ""),
-        str(pod.get("node") or ""), str(pod.get("gpuRequest") or "-"), devices, int(pod.get("restarts") or 0),
+        cluster, str(pod.get("namespace") or ""), str(pod.get("name") or ""), str(pod.get("ready") or "-"),
+        str(pod.get("status") or ""), str(pod.get("node") or ""), str(pod.get("gpuRequest") or "-"), devices,
+        str(pod.get("restarts") or 0),
     )
 
 

@@ -2,8 +2,9 @@
 
 For a hub workload: the hub's object (labels, its status), its placement (the binding's
 clusters and replica shares, Scheduled and FullyApplied), then per cluster the member's copy's
-status and conditions (read through the cluster proxy), the workload's pods (status, node, GPU
-request, the GPU devices DCGM says each holds, restarts; the hub's ``resourcebindings/<name>/pods``)
+status and conditions (read through the cluster proxy), the workload's pods (READY, STATUS and
+RESTARTS as ``kubectl get pods`` shows them, node, GPU request, the GPU devices DCGM says each
+holds; the hub's ``resourcebindings/<name>/pods``)
 and one events timeline, hub and members merged oldest first. For ``pod/NAME`` the pod as
 ``kubectl describe pod`` shows it in whichever cluster has it, with its GPU devices and events.
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 from collections.abc import Collection, Iterable, Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from controlplane.apis.dra import (
@@ -26,15 +28,14 @@ from controlplane.apis.dra import (
     claim_spec_of,
     classes_asked,
 )
+from controlplane.apis.podstatus import pod_cells
 from controlplane.apis.podview import (
     GpuDevice,
     align,
     devices_by_pod,
     gpu_request,
     percent,
-    pod_status,
     render_pod_list,
-    restart_count,
 )
 from gpufed.commands.events import about, collect, timeline
 from gpufed.commands.running import run_reporting
@@ -110,19 +111,23 @@ def render_member(cluster: str, obj: Mapping[str, Any] | None, error: str | None
 
 def render_pod(cluster: str, pod: Mapping[str, Any], devices: Sequence[GpuDevice],
                events: Iterable[tuple[str, Mapping[str, Any]]], claims: ClaimLookup | None = None,
-               unreadable: Collection[tuple[str, str]] = (), classes: ClassLookup | None = None) -> list[str]:
+               unreadable: Collection[tuple[str, str]] = (), classes: ClassLookup | None = None, *,
+               now: datetime) -> list[str]:
     """``pod/NAME`` in ``cluster``, as kubectl describe shows a pod, with its GPU devices (its GPU
     request counts its DRA claims ``claims`` finds, their requests' DeviceClasses read from
-    ``classes``; those in ``unreadable`` are named as not readable)."""
+    ``classes``; those in ``unreadable`` are named as not readable). Its Ready, Status and Restarts
+    are the READY, STATUS and RESTARTS ``kubectl get pods`` shows at ``now``."""
     meta, spec, status = pod.get("metadata") or {}, pod.get("spec") or {}, pod.get("status") or {}
+    cells = pod_cells(dict(pod), now)
     owners = ", ".join(f"{o.get('kind')}/{o.get('name')}" for o in meta.get("ownerReferences") or []) or "<none>"
     lines = [
         field("Name", meta.get("name")), field("Namespace", meta.get("namespace")), field("Cluster", cluster),
         field("Node", spec.get("nodeName") or "<none>"), field("Start Time", status.get("startTime") or "<none>"),
-        field("Labels", _labels(meta)), field("Status", pod_status(pod)), field("IP", status.get("podIP") or "<none>"),
+        field("Labels", _labels(meta)), field("Ready", cells.ready), field("Status", cells.status),
+        field("IP", status.get("podIP") or "<none>"),
         field("Controlled By", owners), field("GPU request", gpu_request(pod, claims, unreadable, classes)),
         field("GPU devices", ", ".join(f"{d.label()} ({percent(d.utilization)} busy)" for d in devices) or "<none>"),
-        field("Restarts", restart_count(pod)), "Containers:",
+        field("Restarts", cells.restarts), "Containers:",
     ]
     states = {str(c.get("name")): c for c in status.get("containerStatuses") or []}
     for container in spec.get("containers") or []:
@@ -158,7 +163,8 @@ async def _describe_pod(hub: HubClient, name: str, namespace: str, candidates: l
         claims, unreadable = await hub_claim_specs(hub, namespace, pod)
         classes = await hub_device_classes(hub, pod, claims)
         devices = devices_by_pod(utilization).get((namespace, name), [])
-        out += [*([""] if out else []), *render_pod(cluster, pod, devices, events, claims, unreadable, classes)]
+        out += [*([""] if out else []), *render_pod(cluster, pod, devices, events, claims, unreadable, classes,
+                                                             now=datetime.now(UTC))]
     return out
 
 

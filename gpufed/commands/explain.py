@@ -4,8 +4,9 @@ Reads the workload and its ResourceBinding (``<name>-<kind>``) from the hub and 
 policy that claimed it, its replicas and per-replica request, the Scheduled and
 FullyApplied conditions, then one block per cluster: chosen or rejected, replicas, tier,
 price, and every reason the scheduler recorded (affinity, taint, "insufficient
-nvidia.com/mig-3g.40gb: need 4, 1 free", tier, price); then its pods per cluster (status,
-node, GPU request, the GPU devices DCGM says each holds, restarts), which the hub reads
+nvidia.com/mig-3g.40gb: need 4, 1 free", tier, price); then its pods per cluster (READY,
+STATUS and RESTARTS as ``kubectl get pods`` shows them, node, GPU request, the GPU devices DCGM
+says each holds), which the hub reads
 through the cluster proxy with the caller's rights, and the command that follows their logs. A workload no policy claims prints
 its ``Propagated`` condition instead, and when no policy selects it, the resourceSelector a
 policy needs to claim it. A TrainJob whose policy lists alternative GPU shapes says why none is tried.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from controlplane.apis.podview import GpuDevice
@@ -26,6 +27,9 @@ BINDING = {
     "spec": {"clusters": [{"name": "onprem", "replicas": 2}, {"name": "cloud", "replicas": 1}]},
     "status": {"conditions": [{"type": "Scheduled", "status": "True", "reason": "Success", "message": "ok"}]},
 }
+
+#: "now" for the cells that show a time since (a pod's last restart).
+NOW = datetime(2026, 1, 1, 1, 0, tzinfo=UTC)
 
 
 def _fields(lines: list[str]) -> dict[str, str]:
@@ -53,16 +57,21 @@ def test_describe_pod_shows_gpu_devices_containers_and_events() -> None:
         "metadata": {"name": "infer-0", "namespace": "ml", "ownerReferences": [{"kind": "ReplicaSet", "name": "infer-7d"}]},
         "spec": {"nodeName": "n1", "containers": [{"name": "server", "image": "infer:1",
                                                    "resources": {"limits": {"nvidia.com/gpu": 1}}}]},
-        "status": {"phase": "Running", "containerStatuses": [{"name": "server", "restartCount": 4,
-                                                             "state": {"running": {}}}]},
+        "status": {"phase": "Running", "containerStatuses": [{
+            "name": "server", "restartCount": 4, "ready": True, "state": {"running": {}},
+            "lastState": {"terminated": {"exitCode": 137, "finishedAt": "2026-01-01T00:55:00Z"}}}]},
     }
     event = {"involvedObject": {"kind": "Pod", "name": "infer-0"}, "reason": "Scheduled", "type": "Normal",
              "lastTimestamp": "2026-01-01T00:00:00Z", "message": "assigned"}
-    lines = render_pod("onprem", pod, [GpuDevice("3", None, 0.5)], [("onprem", event)])
+    lines = render_pod("onprem", pod, [GpuDevice("3", None, 0.5)], [("onprem", event)], now=NOW)
     fields = _fields(lines)
     assert fields["Cluster"] == "onprem" and fields["Node"] == "n1" and fields["Controlled By"] == "ReplicaSet/infer-7d"
     assert fields["GPU request"] == "nvidia.com/gpu=1" and fields["GPU devices"] == "gpu3 (50% busy)"
-    assert fields["Restarts"] == "4" and fields["State"] == "running"
+    # Ready, Status and the pod's Restarts as kubectl get pods shows them, then the container's own count.
+    assert (fields["Ready"], fields["Status"]) == ("1/1", "Running")
+    assert [line.split(":", 1)[1].strip() for line in lines if line.strip().startswith("Restarts:")] == [
+        "4 (5m ago)", "4"]
+    assert fields["State"] == "running"
     assert lines[-1].split()[:4] == ["2026-01-01T00:00:00Z", "onprem", "Normal", "Scheduled"]
 
 
@@ -70,7 +79,7 @@ def test_describe_pod_counts_the_gpus_its_dra_claims_ask() -> None:
     pod = {"metadata": {"name": "train-0", "namespace": "ml"},
            "spec": {"containers": [{"name": "c"}], "resourceClaims": [{"name": "gpus", "resourceClaimTemplateName": "two"}]}}
     two = {"devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": 2}}]}}
-    fields = _fields(render_pod("onprem", pod, [], [], lambda kind, name: two if name == "two" else None))
+    fields = _fields(render_pod("onprem", pod, [], [], lambda kind, name: two if name == "two" else None, now=NOW))
     assert fields["GPU request"] == "nvidia.com/gpu=2 (DRA claim gpus)"
 
 
@@ -95,7 +104,7 @@ async def test_describe_pod_reads_the_claims_a_pod_names_from_the_hub() -> None:
     assert (lookup("ResourceClaimTemplate", "two"), lookup("ResourceClaim", "pool"),
             lookup("ResourceClaim", "secret")) == (two, two, None)
     assert unreadable == {("ResourceClaim", "secret")}
-    fields = _fields(render_pod("onprem", {"metadata": {"name": "p"}, **pod}, [], [], lookup, unreadable))
+    fields = _fields(render_pod("onprem", {"metadata": {"name": "p"}, **pod}, [], [], lookup, unreadable, now=NOW))
     assert fields["GPU request"] == (
         "nvidia.com/gpu=2 (DRA claim a),nvidia.com/gpu=2 (DRA claim b, shared),(DRA claim c: not readable)"
     )
@@ -131,9 +140,9 @@ async def test_describe_pod_reads_the_device_classes_its_claims_ask_from_the_hub
     assert sorted(asked) == [f"/apis/resource.k8s.io/v1/deviceclasses/{name}"
                              for name in ("gpu.nvidia.com", "h100.example.com", "secret.example.com")]
     assert (classes("h100.example.com"), classes("secret.example.com"), classes("gpu.nvidia.com")) == (h100, None, None)
-    fields = _fields(render_pod("onprem", pod, [], [], lookup, (), classes))
+    fields = _fields(render_pod("onprem", pod, [], [], lookup, (), classes, now=NOW))
     assert fields["GPU request"] == "nvidia.com/gpu=3 (DRA claim own, shared),nvidia.com/gpu=2 (DRA claim nvidia, shared)"
-    assert _fields(render_pod("onprem", pod, [], [], lookup))["GPU request"] == "nvidia.com/gpu=2 (DRA claim nvidia, shared)"
+    assert _fields(render_pod("onprem", pod, [], [], lookup, now=NOW))["GPU request"] == "nvidia.com/gpu=2 (DRA claim nvidia, shared)"
 
 
 def test_top_pods_has_a_cluster_column_and_gpu_columns_from_dcgm() -> None:

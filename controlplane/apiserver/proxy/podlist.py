@@ -2,9 +2,10 @@
 
 ``GET /apis/work.gpufed.io/v1alpha1/namespaces/<ns>/resourcebindings/<name>/pods`` answers a
 ``WorkloadPodList``: for each cluster the binding places the workload on, the pods that belong
-to it (:func:`controlplane.apis.podview.owned_by`) with status, node, GPU request (a pod's DRA
+to it (:func:`controlplane.apis.podview.owned_by`) with READY, STATUS and RESTARTS as ``kubectl get
+pods`` words them, node, GPU request (a pod's DRA
 claims read from the hub's claim templates and claims of the namespace), the GPU
-devices DCGM says they hold and restart count, and per pod the proxy path of its log. The
+devices DCGM says they hold, and per pod the proxy path of its log. The
 dashboard's pod list reads it.
 
 Authorization, so nothing leaks: the API server has already checked ``get
@@ -31,6 +32,7 @@ import asyncio
 import json
 import logging
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 from aiohttp import web
@@ -213,7 +215,8 @@ def pod_list_routes(proxy: ProxyEndpoints, authorizer: Authorizer) -> list[web.R
             pods = [pod for pod in listing.get("items") or [] if owned_by(pod, kind, workload)]
             claims, device_classes = (await read_claims(pods) if any((pod.get("spec") or {}).get("resourceClaims")
                                                                      for pod in pods) else (None, None))
-            for row in pod_rows(cluster, pods, devices_by_pod(utilization), claims, unreadable, device_classes):
+            now = datetime.now(UTC)
+            for row in pod_rows(cluster, pods, devices_by_pod(utilization), now, claims, unreadable, device_classes):
                 pod = row.as_json()
                 pod["logPath"] = f"{CLUSTERS_PATH}/{cluster}/proxy/api/v1/namespaces/{namespace}/pods/{row.name}/log"
                 entry["pods"].append(pod)

@@ -262,25 +262,26 @@ async function loadPods() {
   try {
     answer = await api(path);
   } catch (error) {
-    fill($("pods"), [], 9, `pods not shown: ${error.message}`);
+    fill($("pods"), [], 10, `pods not shown: ${error.message}`);
     return;
   }
   const rows = [];
   for (const cluster of answer.clusters || []) {
     if (cluster.forbidden || cluster.error) {
       rows.push(el("tr", { "data-cluster": cluster.name }, el("td", {}, cluster.name),
-        el("td", { colspan: "8", class: "message" }, cluster.forbidden ? `pods not shown: ${cluster.forbidden}` : cluster.error)));
+        el("td", { colspan: "9", class: "message" }, cluster.forbidden ? `pods not shown: ${cluster.forbidden}` : cluster.error)));
     }
     for (const pod of cluster.pods || []) {
       const log = el("button", { class: "link", type: "button", "data-log": pod.logPath }, "log");
       log.addEventListener("click", () => showLog(pod));
       rows.push(el("tr", { "data-pod": `${cluster.name}/${pod.name}` },
-        el("td", {}, cluster.name), el("td", {}, pod.name), el("td", {}, pod.status), el("td", {}, pod.node),
+        el("td", {}, cluster.name), el("td", {}, pod.name), el("td", {}, pod.ready || "–"), el("td", {}, pod.status),
+        el("td", {}, pod.node),
         el("td", {}, pod.gpuRequest), el("td", {}, deviceText(pod.devices)), el("td", {}, percentText(pod.gpuUtilization)),
         el("td", {}, String(pod.restarts)), el("td", {}, pod.logPath ? log : "–")));
     }
   }
-  fill($("pods"), rows, 9, "no pods yet");
+  fill($("pods"), rows, 10, "no pods yet");
 }
 
 async function showLog(pod) {
