@@ -37,6 +37,8 @@ class PodCells(NamedTuple):
     ready: str
     status: str
     restarts: str
+    #: The number RESTARTS shows, as a number.
+    restart_count: int = 0
 
 
 def _mapping(value: Any) -> dict[str, Any]:
@@ -148,4 +150,4 @@ def pod_cells(obj: Obj, now: datetime) -> PodCells:
     shown = str(restarts)
     if restarts and last_restart is not None:
         shown = f"{restarts} ({human_duration((now - last_restart).total_seconds())} ago)"
-    return PodCells(f"{ready}/{total}", reason, shown)
+    return PodCells(f"{ready}/{total}", reason, shown, restarts)

@@ -66,7 +66,9 @@ class PodRow:
     node: str
     gpu_request: str
     devices: tuple[GpuDevice, ...] = field(default=())
+    #: RESTARTS as kubectl shows it (``3 (5m ago)``), and its number.
     restarts: str = "0"
+    restart_count: int = 0
 
     def utilization(self) -> float | None:
         """The mean utilization of the pod's devices (None when DCGM reported none)."""
@@ -79,7 +81,8 @@ class PodRow:
         return {
             "cluster": self.cluster, "namespace": self.namespace, "name": self.name, "ready": self.ready,
             "status": self.status,
-            "node": self.node, "gpuRequest": self.gpu_request, "restarts": self.restarts,
+            "node": self.node, "gpuRequest": self.gpu_request, "restarts": self.restart_count,
+            "restartsShown": self.restarts,
             "devices": [
                 {"gpu": d.gpu, **({"profile": d.profile} if d.profile else {}),
                  **({"utilization": d.utilization} if d.utilization is not None else {})}
@@ -192,6 +195,7 @@ def pod_rows(
         rows.append(PodRow(
             cluster, key[0], key[1], cells.ready, cells.status, str((pod.get("spec") or {}).get("nodeName") or "<none>"),
             gpu_request(pod, claims, unreadable, classes), tuple(devices.get(key, ())), cells.restarts,
+            cells.restart_count,
         ))
     return sorted(rows, key=lambda row: (row.cluster, row.name))
 
@@ -233,7 +237,8 @@ def row_from_json(cluster: str, pod: Mapping[str, Any]) -> PodRow:
     return PodRow(
         cluster, str(pod.get("namespace") or ""), str(pod.get("name") or ""), str(pod.get("ready") or "-"),
         str(pod.get("status") or ""), str(pod.get("node") or ""), str(pod.get("gpuRequest") or "-"), devices,
-        str(pod.get("restarts") or 0),
+        str(pod.get("restartsShown") or pod.get("restarts") or 0),
+        pod["restarts"] if isinstance(pod.get("restarts"), int) else 0,
     )
 
 

@@ -16,6 +16,7 @@ from controlplane.apis.podview import (
     gpu_request,
     pod_rows,
     render_pod_list,
+    row_from_json,
 )
 from controlplane.apis.utilization import NodeUtilization, PodAllocation, encode_utilization
 
@@ -69,7 +70,11 @@ def test_a_pods_row_reads_as_kubectl_get_pods_shows_it(
         pod["spec"]["initContainers"] = [{"name": "setup"}]
     [row] = pod_rows("onprem", [pod], {}, NOW)
     assert (row.ready, row.status, row.restarts) == expected
-    assert tuple(pod_cells(pod, NOW)) == expected  # what `kubectl get pods` on the hub shows
+    assert tuple(pod_cells(pod, NOW))[:3] == expected  # what `kubectl get pods` on the hub shows
+    # The hub's pod list serves the number of restarts as before, and kubectl's cell beside it.
+    served = row.as_json()
+    assert (served["restarts"], served["restartsShown"]) == (int(expected[2].split()[0]), expected[2])
+    assert row_from_json("onprem", served).restarts == expected[2]
 
 
 def test_gpu_requests_name_the_resource() -> None:
@@ -134,7 +139,7 @@ def test_the_hubs_pod_list_reads_back_into_the_same_table_with_what_could_not_be
     restarted = {"restartCount": 1, "lastState": {"terminated": {"finishedAt": "2026-01-01T00:00:00Z"}}}
     rows = pod_rows("onprem", [_pod(containerStatuses=[RUNNING, {**RUNNING, **restarted}])], devices, NOW)
     assert rows == [PodRow("onprem", "ml", "infer-7d9f-abcde", "2/2", "Running", "n1", "nvidia.com/mig-3g.40gb=1",
-                           (GpuDevice("0", "3g.40gb", 0.42),), "1 (60m ago)")]
+                           (GpuDevice("0", "3g.40gb", 0.42),), "1 (60m ago)", 1)]
     answer = {"clusters": [
         {"name": "onprem", "pods": [row.as_json() for row in rows]},
         {"name": "cloud", "pods": [], "forbidden": 'User "tess" cannot get clusters/proxy'},

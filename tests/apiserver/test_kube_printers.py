@@ -238,7 +238,7 @@ INIT = {
     ],
 )
 def test_pod_cells_are_kubes(pod: dict[str, Any], cells: tuple[str, str, str]) -> None:
-    assert tuple(pod_cells(pod, NOW)) == cells
+    assert tuple(pod_cells(pod, NOW))[:3] == cells
 
 
 def test_pod_table_reads_its_cells_from_kubes_printer() -> None:

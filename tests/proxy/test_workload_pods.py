@@ -76,7 +76,7 @@ async def test_the_hub_lists_a_workloads_pods_per_cluster_with_their_log_links(f
     pod = cluster["pods"][0]
     assert pod["node"] != "<none>" and pod["gpuRequest"] == "-"
     # READY, STATUS and RESTARTS are kubectl's cells for the pod.
-    assert (pod["ready"], pod["status"], pod["restarts"]) == ("1/1", "Running", "0"), pod
+    assert (pod["ready"], pod["status"], pod["restartsShown"], pod["restarts"]) == ("1/1", "Running", "0", 0), pod
     code, log = await fleet.request("GET", pod["logPath"] + "?tailLines=1")
     assert code == 200 and "[server] step" in log, log
 

@@ -278,7 +278,7 @@ async function loadPods() {
         el("td", {}, cluster.name), el("td", {}, pod.name), el("td", {}, pod.ready || "–"), el("td", {}, pod.status),
         el("td", {}, pod.node),
         el("td", {}, pod.gpuRequest), el("td", {}, deviceText(pod.devices)), el("td", {}, percentText(pod.gpuUtilization)),
-        el("td", {}, String(pod.restarts)), el("td", {}, pod.logPath ? log : "–")));
+        el("td", {}, String(pod.restartsShown ?? pod.restarts)), el("td", {}, pod.logPath ? log : "–")));
     }
   }
   fill($("pods"), rows, 10, "no pods yet");
