@@ -182,6 +182,9 @@ class ResourceType:
     name_rule: NameRule = NameRule.SUBDOMAIN
     #: Normalises an object before it is validated and written (e.g. Secret stringData).
     prepare: Callable[[dict[str, Any]], None] | None = None
+    #: What a create does first, given the new object without the status it was sent with: kube's
+    #: strategy ``PrepareForCreate`` steps beyond :attr:`prepare` (a namespace is ``Active``).
+    prepare_create: Callable[[dict[str, Any]], None] | None = None
     #: What an update does first, given (new, stored): kube's strategy ``PrepareForUpdate`` steps
     #: that read the stored object (a Service keeps its allocated values).
     prepare_update: Callable[[dict[str, Any], dict[str, Any]], None] | None = None

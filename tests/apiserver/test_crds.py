@@ -433,6 +433,30 @@ async def test_served_versions_share_objects_stored_as_the_storage_version(repli
     assert (event["type"], event["object"]["apiVersion"]) == ("ADDED", "ml.example.com/v1beta1")
 
 
+async def test_the_storage_version_is_stored_by_the_write_itself(replicas: tuple[Client, Client]) -> None:
+    """kube's CRD strategy: a create's and an update's answer list the storage version in
+    ``status.storedVersions`` (not a later status write); a status write keeps the list it is given."""
+    first, _ = replicas
+    crd = copy.deepcopy(CRD)
+    crd["spec"]["versions"].append({**copy.deepcopy(crd["spec"]["versions"][0]), "name": "v2", "storage": False})
+    crd["status"] = {"storedVersions": ["v2"]}
+    created = await first.post(CRDS, json=crd)
+    assert created.status == 201, await created.text()
+    assert (await created.json())["status"]["storedVersions"] == ["v1"]
+    await _until(lambda: _established(first))
+    current = await (await first.get(f"{CRDS}/{CRD['metadata']['name']}")).json()
+    for version in current["spec"]["versions"]:
+        version["storage"] = version["name"] == "v2"
+    updated = await first.put(f"{CRDS}/{CRD['metadata']['name']}", json=current)
+    assert updated.status == 200, await updated.text()
+    assert (await updated.json())["status"]["storedVersions"] == ["v1", "v2"]
+    body = await updated.json()
+    body["status"]["storedVersions"] = ["v1"]
+    written = await first.put(f"{CRDS}/{CRD['metadata']['name']}/status", json=body)
+    assert written.status == 200, await written.text()
+    assert (await written.json())["status"]["storedVersions"] == ["v1"]
+
+
 async def test_a_watch_ends_when_its_crd_is_deleted(replicas: tuple[Client, Client]) -> None:
     first, second = replicas
     assert (await first.post(CRDS, json=CRD)).status == 201

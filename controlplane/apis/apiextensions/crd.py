@@ -441,14 +441,33 @@ def api_approval_errors(crd: dict[str, Any], old: dict[str, Any] | None) -> list
     return []
 
 
+def _storage_name(crd: dict[str, Any]) -> str | None:
+    versions = [field.mapping(v) for v in field.items(field.mapping(crd.get("spec")).get("versions"))]
+    storage = next((v.get("name") for v in versions if v.get("storage") is True), None)
+    return storage if isinstance(storage, str) else None
+
+
+def add_stored_version(crd: dict[str, Any]) -> None:
+    """kube's CRD strategy ``PrepareForCreate`` and ``PrepareForUpdate``: the storage version
+    joins ``status.storedVersions`` in the write itself, so its response lists it (a create's
+    status starts empty; an update's is the stored one, copied here, never changed in place)."""
+    storage = _storage_name(crd)
+    status = dict(field.mapping(crd.get("status")))
+    stored = list(field.items(status.get("storedVersions")))
+    if storage is None or storage in stored:
+        return
+    status["storedVersions"] = [*stored, storage]
+    crd["status"] = status
+
+
 def stored_versions_errors(crd: dict[str, Any], old: dict[str, Any]) -> list[FieldError]:
     """kube's ``ValidateCustomResourceDefinitionStoredVersions`` on an update of ``old``: its
     ``status.storedVersions``, with the storage version ``crd`` names added (kube's
     PrepareForUpdate), must all stay in ``spec.versions``, since objects may be stored in them."""
     stored = [str(v) for v in field.items(field.mapping(old.get("status")).get("storedVersions"))]
     versions = [field.mapping(v) for v in field.items(field.mapping(crd.get("spec")).get("versions"))]
-    storage = next((v.get("name") for v in versions if v.get("storage") is True), None)
-    if isinstance(storage, str) and storage not in stored:
+    storage = _storage_name(crd)
+    if storage is not None and storage not in stored:
         stored.append(storage)
     if not stored:
         return [field.invalid("status.storedVersions", field.go_strings(stored), "must have at least one stored version")]
@@ -477,4 +496,4 @@ def field_path(json_path: str) -> tuple[str, ...]:
     return tuple(part for part in json_path.strip().lstrip(".").split(".") if part)
 
 
-__all__ = ["CONVERSION_STRATEGIES", "GROUP", "VERSION", "conversion_errors", "default_crd", "field_path", "format_path", "invalid_ca_bundle", "storage_version", "validate_crd", "webhook_conversion"]
+__all__ = ["CONVERSION_STRATEGIES", "GROUP", "VERSION", "add_stored_version", "conversion_errors", "default_crd", "field_path", "format_path", "invalid_ca_bundle", "storage_version", "validate_crd", "webhook_conversion"]

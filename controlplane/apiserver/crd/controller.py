@@ -4,8 +4,8 @@ Every API server replica runs one :class:`CrdController` (HA hubs each watch CRD
 converge on the same set of served kinds). It lists and then watches the CRDs in the
 store; on every change it decides which CRDs' names are accepted, hands the served custom
 kinds to the :class:`DynamicRegistry` (one atomic swap), and writes each CRD's status as
-kube does: ``NamesAccepted`` and ``Established`` conditions, ``acceptedNames`` and
-``storedVersions``. A CRD being deleted gets ``Terminating``; its objects are deleted
+kube does: ``NamesAccepted`` and ``Established`` conditions and ``acceptedNames`` (the CRD's
+writes add its storage version to ``storedVersions``). A CRD being deleted gets ``Terminating``; its objects are deleted
 and then its cleanup finalizer is removed, which lets it go. Status writes are
 compare-and-swap on the read version, so replicas racing to write the same status settle
 with one write.
@@ -20,7 +20,7 @@ import json
 import logging
 from typing import Any
 
-from controlplane.apis.apiextensions.crd import api_approval_condition, invalid_ca_bundle, storage_version
+from controlplane.apis.apiextensions.crd import api_approval_condition, invalid_ca_bundle
 from controlplane.apiserver import errors
 from controlplane.apiserver.crd.registry import DynamicRegistry, NamesDecision, name_decisions
 from controlplane.apiserver.crd.types import CLEANUP_FINALIZER, custom_types
@@ -73,14 +73,11 @@ def desired_status(crd: dict[str, Any], names: NamesDecision | None = None) -> d
         conditions.append(
             _condition("Terminating", "True", "InstanceDeletionInProgress", "CustomResource deletion is in progress")
         )
-    stored = list((crd.get("status") or {}).get("storedVersions") or [])
-    version = storage_version(crd)
-    if version not in stored:
-        stored.append(version)
     return {
         "conditions": conditions,
         "acceptedNames": names.accepted if names is not None else dict(crd["spec"]["names"]),
-        "storedVersions": stored,
+        # The writes add the storage version (kube's strategy); a status write's list is kept.
+        "storedVersions": list((crd.get("status") or {}).get("storedVersions") or []),
     }
 
 

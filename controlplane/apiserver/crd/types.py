@@ -73,7 +73,9 @@ def crd_resource_type() -> ResourceType:
         "customresourcedefinition", namespaced=False, short_names=("crd", "crds"),
         categories=("api-extensions",), has_status=True,
         columns=(TableColumn("Created At", path("metadata.creationTimestamp"), type="date"),),
-        prepare=_crd_prepare, defaults=crds.default_crd, validate=_crd_validate,
+        prepare=_crd_prepare, prepare_create=crds.add_stored_version,
+        prepare_update=lambda new, _old: crds.add_stored_version(new),
+        defaults=crds.default_crd, validate=_crd_validate,
     )])
     return crd
 

@@ -51,7 +51,8 @@ def core_resources() -> list[ResourceType]:
             "", "v1", "Namespace", "namespaces", "namespace", namespaced=False,
             short_names=("ns",), has_status=True, strategic_merge=True, name_rule=NameRule.LABEL,
             columns=(TableColumn("Status", path("status.phase"), description="The phase of the namespace."), AGE),
-            extra_field_selectors=NAMESPACE_FIELDS, prepare_update=namespaces.keep_spec_finalizers,
+            extra_field_selectors=NAMESPACE_FIELDS, prepare_create=namespaces.prepare_create,
+            prepare_update=namespaces.keep_spec_finalizers,
             finalize=namespaces.validate_finalize,
             # kube's namespace storage (pkg/registry/core/namespace/storage) has no DeleteCollection.
             verbs=tuple(verb for verb in ALL_VERBS if verb != "deletecollection"),

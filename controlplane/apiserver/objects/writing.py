@@ -25,7 +25,6 @@ from functools import partial
 from typing import Any
 
 from controlplane.apis.kube.field import go_printed
-from controlplane.apis.kube.namespaces import prepare_create as prepare_namespace_create
 from controlplane.apiserver import errors
 from controlplane.apiserver.admission import (
     AdmitWrite,
@@ -159,8 +158,8 @@ class Writer:
         # kube decodes the whole body first: the status the create drops too.
         dropped = decoded_dropped(rt, obj, None, options.field_validation, status_write=False) if rt.has_status else []
         obj.pop("status", None)
-        if rt is self._namespaces.type:
-            prepare_namespace_create(obj)
+        if rt.prepare_create is not None:
+            rt.prepare_create(obj)
         # Before defaulting: a Job's generated selector names its uid.
         meta["uid"] = str(uuid.uuid4())
         if rt.prepare is not None:
