@@ -26,6 +26,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from controlplane.apiserver.computed import ComputedResource
+from controlplane.apiserver.openapi.crdv2 import preserves_unknown_fields, v2_schema
 from controlplane.apiserver.openapi.extra_kinds import extra_kind_definitions
 from controlplane.apiserver.openapi.karmada_config_kinds import karmada_config_kind_definitions
 from controlplane.apiserver.openapi.metrics_kinds import metrics_kind_definitions
@@ -56,10 +57,15 @@ def reversed_dns_name(rt: ResourceType) -> str:
 
 @dataclass(frozen=True, slots=True)
 class KindSchema:
-    """A kind's definition name and the definitions that are its own (kube's are shared)."""
+    """A kind's definition name and the definitions that are its own (kube's are shared);
+    ``v2`` replaces them in OpenAPI v2 when they differ there (a CRD's, :mod:`.crdv2`)."""
 
     name: str
     definitions: dict[str, dict[str, Any]]
+    v2: dict[str, dict[str, Any]] | None = None
+
+    def definitions_in(self, *, v2: bool) -> dict[str, dict[str, Any]]:
+        return self.v2 if v2 and self.v2 is not None else self.definitions
 
 
 def _open_schema(rt: ResourceType) -> dict[str, Any]:
@@ -85,10 +91,11 @@ def kind_schema(
     rt: ResourceType, upstream: UpstreamDefinitions, json_schema: Callable[[type[BaseModel]], dict[str, Any]]
 ) -> KindSchema:
     """Where ``rt``'s schema comes from (see the module docstring); ``json_schema`` renders a model."""
-    gvk = [{"group": rt.group, "version": rt.version, "kind": rt.kind}]
+    gvk = {"x-kubernetes-group-version-kind": [{"group": rt.group, "version": rt.version, "kind": rt.kind}]}
     if rt.custom is not None:
-        name = reversed_dns_name(rt)
-        definitions = {name: custom_resource_schema(rt.custom.schema)}
+        name, schema = reversed_dns_name(rt), rt.custom.schema
+        v2 = {"type": "object"} if preserves_unknown_fields(schema) else custom_resource_schema(v2_schema(schema))
+        return KindSchema(name, {name: {**custom_resource_schema(schema), **gvk}}, v2={name: {**v2, **gvk}})
     elif rt.model is not None:
         name = reversed_dns_name(rt)
         definitions = model_definitions(json_schema(rt.model), name=name, kind=rt.kind)
@@ -107,7 +114,7 @@ def kind_schema(
     else:
         name = reversed_dns_name(rt)
         definitions = {name: _open_schema(rt)}
-    definitions[name] = {**definitions[name], "x-kubernetes-group-version-kind": gvk}
+    definitions[name] = {**definitions[name], **gvk}
     return KindSchema(name, definitions)
 
 
@@ -151,13 +158,13 @@ class SchemaCatalog:
         return kind.name if kind is not None else None
 
     def definitions(
-        self, types: list[ResourceType], computed: Sequence[ComputedResource] = ()
+        self, types: list[ResourceType], computed: Sequence[ComputedResource] = (), *, v2: bool = False
     ) -> dict[str, dict[str, Any]]:
-        """The definitions ``types`` and the ``computed`` resources need: their own, and kube's
-        that any of them refers to."""
+        """The definitions ``types`` and the ``computed`` resources need: their own (as OpenAPI
+        v2 has them, with ``v2``), and kube's that any of them refers to."""
         own: dict[str, dict[str, Any]] = {}
         for rt in types:
-            own.update(self.kind(rt).definitions)
+            own.update(self.kind(rt).definitions_in(v2=v2))
         names = [self.kind(rt).name for rt in types]
         for kind in filter(None, map(self.computed_kind, computed)):
             own.update(kind.definitions)

@@ -73,5 +73,5 @@ def swagger_document(
         "swagger": "2.0",
         "info": {"title": "Kubernetes", "version": openapi_version()},
         "paths": dict(sorted(paths.items())),
-        "definitions": catalog.definitions(types, computed),
+        "definitions": catalog.definitions(types, computed, v2=True),
     }

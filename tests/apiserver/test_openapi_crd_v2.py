@@ -1,0 +1,106 @@
+"""A CRD's schema in OpenAPI v2 as kube publishes it (apiextensions-apiserver's
+``BuildOpenAPIV2``, ``ToStructuralOpenAPIV2`` and the defaults kube prunes from v2), while v3
+keeps it as written: kubectl falls back to v2, where a nullable field with a type refuses null."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+from controlplane.apiserver.crd.types import custom_types
+from controlplane.apiserver.openapi.documents import OpenApiDocuments
+from controlplane.apiserver.openapi.upstream import DEFINITIONS_PREFIX, OBJECT_META
+from controlplane.apiserver.resources import Registry
+
+NAME = "com.example.ml.v1.Trainer"
+GVK = [{"group": "ml.example.com", "version": "v1", "kind": "Trainer"}]
+SPEC: dict[str, Any] = {
+    "type": "object",
+    "required": ["model", "note", "size"],
+    "properties": {
+        "model": {"type": "string", "default": "llama", "description": "The model."},
+        "note": {"type": "string", "nullable": True},
+        "size": {"x-kubernetes-int-or-string": True, "anyOf": [{"type": "integer"}, {"type": "string"}]},
+        "tags": {"type": "array", "nullable": True, "items": {"type": "string"}},
+        "extra": {
+            "type": "object",
+            "x-kubernetes-preserve-unknown-fields": True,
+            "properties": {"known": {"type": "string"}},
+        },
+        "raw": {"type": "array", "x-kubernetes-preserve-unknown-fields": True, "items": {"type": "string"}},
+        "labels": {
+            "type": "object",
+            "required": ["a"],
+            "additionalProperties": {"type": "string", "nullable": True},
+        },
+        "plain": {
+            "type": "object",
+            "nullable": False,
+            "x-kubernetes-embedded-resource": False,
+            "properties": {"n": {"type": "integer", "minimum": 1, "oneOf": [{"minimum": 2}]}},
+        },
+    },
+}
+#: SPEC as kube's ToStructuralOpenAPIV2 leaves it, defaults pruned.
+SPEC_V2: dict[str, Any] = {
+    "type": "object",
+    "required": ["model", "size"],
+    "properties": {
+        "model": {"type": "string", "description": "The model."},
+        "note": {},
+        "size": {"x-kubernetes-int-or-string": True},
+        "tags": {},
+        "extra": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+        "raw": {"x-kubernetes-preserve-unknown-fields": True},
+        "labels": {"type": "object", "additionalProperties": {}},
+        "plain": {"type": "object", "properties": {"n": {"type": "integer", "minimum": 1}}},
+    },
+}
+
+
+def _crd(schema: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "metadata": {"name": "trainers.ml.example.com"},
+        "spec": {
+            "group": "ml.example.com",
+            "scope": "Namespaced",
+            "names": {"plural": "trainers", "singular": "trainer", "kind": "Trainer"},
+            "versions": [
+                {"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": schema}}
+            ],
+        },
+    }
+
+
+def _documents(schema: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The kind's definition in /openapi/v2 and its schema in /openapi/v3/apis/ml.example.com/v1."""
+    documents = OpenApiDocuments(Registry(custom_types(_crd(schema))))
+    swagger = json.loads(documents.swagger(protobuf=False).body)
+    documents.swagger(protobuf=True)  # kube-openapi's strict v2 reader takes it too
+    v3 = documents.document("apis/ml.example.com/v1")
+    assert v3 is not None
+    return swagger["definitions"][NAME], json.loads(v3.body)["components"]["schemas"][NAME]
+
+
+def test_v2_drops_what_swagger_and_kubectl_cannot_read_and_v3_keeps_it() -> None:
+    schema = {"type": "object", "properties": {"spec": copy.deepcopy(SPEC)}}
+    v2, v3 = _documents(schema)
+    assert v2["properties"]["spec"] == SPEC_V2
+    assert v2["properties"]["metadata"] == {"$ref": DEFINITIONS_PREFIX + OBJECT_META}
+    assert {"apiVersion", "kind"} <= set(v2["properties"]) and v2["x-kubernetes-group-version-kind"] == GVK
+    # v3 serves the schema as written: the nullable field keeps its type, the defaults stay.
+    assert v3["properties"]["spec"]["properties"]["note"] == {"type": "string", "nullable": True}
+    assert v3["properties"]["spec"]["properties"]["model"]["default"] == "llama"
+    assert schema == {"type": "object", "properties": {"spec": SPEC}}
+
+
+def test_a_root_that_keeps_unknown_fields_is_a_bare_object_in_v2() -> None:
+    schema = {
+        "type": "object",
+        "x-kubernetes-preserve-unknown-fields": True,
+        "properties": {"spec": {"type": "object"}},
+    }
+    v2, v3 = _documents(schema)
+    assert v2 == {"type": "object", "x-kubernetes-group-version-kind": GVK}
+    assert set(v3["properties"]) == {"apiVersion", "kind", "metadata", "spec"}
