@@ -40,9 +40,39 @@ SPEC: dict[str, Any] = {
             "x-kubernetes-embedded-resource": False,
             "properties": {"n": {"type": "integer", "minimum": 1, "oneOf": [{"minimum": 2}]}},
         },
+        "template": {
+            "type": "object",
+            "x-kubernetes-embedded-resource": True,
+            "required": ["spec"],
+            "properties": {"spec": {"type": "object"}},
+        },
+        "open": {
+            "type": "object",
+            "x-kubernetes-embedded-resource": True,
+            "x-kubernetes-preserve-unknown-fields": True,
+            "properties": {"x": {"type": "string"}},
+        },
     },
 }
-#: SPEC as kube's ToStructuralOpenAPIV2 leaves it, defaults pruned.
+#: kube's addEmbeddedProperties: an embedded resource's apiVersion, kind and metadata.
+EMBEDDED: dict[str, Any] = {
+    "apiVersion": {
+        "type": "string",
+        "description": "apiVersion defines the versioned schema of this representation of an object. More info: "
+        "https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+    },
+    "kind": {
+        "type": "string",
+        "description": "kind is a string value representing the type of this object. In CamelCase. More info: "
+        "https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+    },
+    "metadata": {
+        "$ref": "#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta",
+        "description": "Standard object's metadata. More info: "
+        "https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata",
+    },
+}
+#: SPEC as kube's ToStructuralOpenAPIV2 and addEmbeddedProperties leave it, defaults pruned.
 SPEC_V2: dict[str, Any] = {
     "type": "object",
     "required": ["model", "size"],
@@ -55,6 +85,17 @@ SPEC_V2: dict[str, Any] = {
         "raw": {"x-kubernetes-preserve-unknown-fields": True},
         "labels": {"type": "object", "additionalProperties": {}},
         "plain": {"type": "object", "properties": {"n": {"type": "integer", "minimum": 1}}},
+        "template": {
+            "type": "object",
+            "x-kubernetes-embedded-resource": True,
+            "required": ["spec", "kind", "apiVersion"],
+            "properties": {"spec": {"type": "object"}, **EMBEDDED},
+        },
+        "open": {
+            "type": "object",
+            "x-kubernetes-embedded-resource": True,
+            "x-kubernetes-preserve-unknown-fields": True,
+        },
     },
 }
 

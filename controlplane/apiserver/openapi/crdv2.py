@@ -13,6 +13,8 @@ at v3 as written:
 * a field with ``x-kubernetes-preserve-unknown-fields`` loses its items and properties, and an
   array left without items loses its type;
 * ``default`` is dropped (kube prunes defaults from every v2 definition);
+* an ``x-kubernetes-embedded-resource`` that does not keep unknown fields gets ``apiVersion``,
+  ``kind`` (both required) and ``metadata`` (ObjectMeta) properties (kube's ``addEmbeddedProperties``);
 * an extension set to ``false`` is left out, as kube's structural schema writes it.
 
 Pure: in a CRD version's ``openAPIV3Schema``, out the definition; run once per kind.
@@ -23,6 +25,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from controlplane.apiserver.openapi.models import METADATA_DESCRIPTION
+from controlplane.apiserver.openapi.upstream import DEFINITIONS_PREFIX, OBJECT_META
+
 #: The junctors ``ToStructuralOpenAPIV2`` drops.
 _JUNCTORS = frozenset({"allOf", "anyOf", "oneOf", "not"})
 #: The flags kube's structural schema writes only when true.
@@ -32,6 +37,21 @@ _FLAGS = (
     "x-kubernetes-embedded-resource",
     "x-kubernetes-int-or-string",
 )
+_API_CONVENTIONS = "https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md"
+#: What kube's ``addEmbeddedProperties`` sets on an embedded resource.
+_EMBEDDED = {
+    "apiVersion": {
+        "type": "string",
+        "description": "apiVersion defines the versioned schema of this representation of an object. "
+        f"More info: {_API_CONVENTIONS}#resources",
+    },
+    "kind": {
+        "type": "string",
+        "description": "kind is a string value representing the type of this object. In CamelCase. "
+        f"More info: {_API_CONVENTIONS}#types-kinds",
+    },
+    "metadata": {"$ref": DEFINITIONS_PREFIX + OBJECT_META, "description": METADATA_DESCRIPTION},
+}
 
 
 def preserves_unknown_fields(schema: Mapping[str, Any]) -> bool:
@@ -72,6 +92,13 @@ def v2_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
     items = out.get("items")
     if isinstance(items, dict):
         out["items"] = v2_schema(items)
+    if (
+        out.get("x-kubernetes-embedded-resource") is True
+        and out.get("x-kubernetes-preserve-unknown-fields") is not True
+    ):
+        out["properties"] = {**(out.get("properties") or {}), **_EMBEDDED}
+        required = list(out.get("required") or ())
+        out["required"] = required + [name for name in ("kind", "apiVersion") if name not in required]
     return out
 
 
