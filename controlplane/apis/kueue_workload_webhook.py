@@ -8,7 +8,10 @@ On every write (create, update, status):
   requesting ``pods``, which Kueue keeps for itself (``…resources.requests[pods]: Invalid value:
   "pods": the key is reserved for internal kueue use``);
 * while quota is reserved (``QuotaReserved`` True), each pod set assignment names a pod set
-  (``status.admission.podSetAssignments[0].name: Not found: "x"``);
+  (``status.admission.podSetAssignments[0].name: Not found: "x"``) and, with a ``count``, each
+  ``resourceUsage`` is a multiple of it (cpu in thousandths, as Kueue's ``ResourceValue``:
+  ``…resourceUsage[cpu]: Invalid value: "3": is not a multiple of 2``, the count shown where Go
+  prints the pointer's address);
 * ``status.reclaimablePods``, keyed by name: a pod set's (``Unsupported value``), at most its
   count (``status.reclaimablePods[main].count: Invalid value: 3: should be less or equal to 2``);
 * an admission check's ``podSetUpdates``: each of a pod set (``Unsupported value``), its
@@ -17,7 +20,10 @@ On every write (create, update, status):
 On an update: a Workload that held quota keeps its ``spec.podSets`` (``field is immutable``; the
 value shown as JSON where Go prints its structs); ``status.admission``, set before and after, is
 kept; while quota stays reserved a pod set's reclaimable count never goes down (``cannot be less
-then 2``, Kueue's spelling) nor is removed (``Required value: cannot be removed``).
+then 2``, Kueue's spelling) nor is removed (``Required value: cannot be removed``); an admission
+check Ready before and after keeps its ``podSetUpdates``. These compare as kube's
+``apiequality.Semantic.DeepEqual``: quantities (requests, limits, overhead, ``resourceUsage``…) by
+value (``1000m`` is ``1``), an empty list or map as an absent one.
 """
 
 from __future__ import annotations
@@ -35,7 +41,8 @@ from controlplane.apis.kube.field import (
     required,
 )
 from controlplane.apis.kube.names import qualified_name_errors
-from controlplane.apis.kube.validate_pod import labels_errors
+from controlplane.apis.kube.validate_pod import annotations_errors, labels_errors
+from controlplane.apis.quantity import QuantityError, parse_quantity, to_int
 
 Obj = dict[str, Any]
 
@@ -61,8 +68,10 @@ def workload(obj: Obj, old: Obj | None) -> list[FieldError]:
     if _quota_reserved(obj):
         assignments = items(mapping(status.get("admission")).get("podSetAssignments"))
         for index, assignment in enumerate(map(mapping, assignments)):
+            at = f"status.admission.podSetAssignments[{index}]"
             if (name := str(assignment.get("name") or "")) not in names:
-                out.append(not_found(f"status.admission.podSetAssignments[{index}].name", name))
+                out.append(not_found(f"{at}.name", name))
+            out += _usage_per_pod(assignment, f"{at}.resourceUsage")
     out += _reclaimable_pods(status, pod_sets, names)
     for index, check in enumerate(map(mapping, items(status.get("admissionChecks")))):
         out += _pod_set_updates(check, sorted(set(names)), f"status.admissionChecks[{index}].podSetUpdates")
@@ -79,6 +88,22 @@ def _reserved_requests(pod_set: Obj, path: str) -> list[FieldError]:
             if "pods" in mapping(mapping(container.get("resources")).get("requests")):
                 at = f"{path}.template.spec.{containers}[{index}].resources.requests[pods]"
                 out.append(invalid(at, "pods", "the key is reserved for internal kueue use"))
+    return out
+
+
+def _usage_per_pod(assignment: Obj, path: str) -> list[FieldError]:
+    """``validateAdmission``: with a count, each resource's usage divides by it."""
+    count = assignment.get("count")
+    if not isinstance(count, int) or isinstance(count, bool) or count <= 0:
+        return []
+    out = []
+    for resource, amount in sorted(mapping(assignment.get("resourceUsage")).items()):
+        try:
+            whole = to_int(resource, amount)
+        except QuantityError:
+            continue  # the CRD's schema refuses it first
+        if whole % count:
+            out.append(invalid(f"{path}[{resource}]", str(amount), f"is not a multiple of {count}"))
     return out
 
 
@@ -104,6 +129,9 @@ def _pod_set_updates(check: Obj, names: list[str], path: str) -> list[FieldError
         for t, toleration in enumerate(map(mapping, items(update.get("tolerations")))):
             if key := str(toleration.get("key") or ""):
                 out += [invalid(f"{at}.tolerations[{t}].key", key, m) for m in qualified_name_errors(key)]
+        out += annotations_errors(
+            dict(sorted(mapping(update.get("annotations")).items())), f"{at}.annotations"
+        )
         out += labels_errors(dict(sorted(mapping(update.get("nodeSelector")).items())), f"{at}.nodeSelector")
         out += labels_errors(dict(sorted(mapping(update.get("labels")).items())), f"{at}.labels")
     return out
@@ -112,16 +140,92 @@ def _pod_set_updates(check: Obj, names: list[str], path: str) -> list[FieldError
 def _update(obj: Obj, old: Obj) -> list[FieldError]:
     out: list[FieldError] = []
     if _quota_reserved(old):
-        out += immutable(
-            mapping(obj.get("spec")).get("podSets"), mapping(old.get("spec")).get("podSets"), "spec.podSets"
+        pod_sets = mapping(obj.get("spec")).get("podSets")
+        out += _semantic_immutable(
+            pod_sets, mapping(old.get("spec")).get("podSets"), "spec.podSets", _POD_SETS
         )
     status, old_status = mapping(obj.get("status")), mapping(old.get("status"))
     if _quota_reserved(obj) and _quota_reserved(old):
         out += _reclaimable_kept(status, old_status)
     admission, old_admission = status.get("admission"), old_status.get("admission")
     if admission is not None and old_admission is not None:
-        out += immutable(admission, old_admission, "status.admission")
+        out += _semantic_immutable(admission, old_admission, "status.admission", _ADMISSION)
+    out += _ready_updates_kept(status, old_status)
     return out
+
+
+def _ready_updates_kept(status: Obj, old_status: Obj) -> list[FieldError]:
+    """``validateImmutablePodSetUpdates``: a check Ready before and after keeps its pod set
+    updates (the path indexes the old status's checks, as Kueue's)."""
+    now = {mapping(c).get("name"): mapping(c) for c in items(status.get("admissionChecks"))}
+    out = []
+    for index, before in enumerate(map(mapping, items(old_status.get("admissionChecks")))):
+        after = now.get(before.get("name"))
+        if after is None or before.get("state") != "Ready" or after.get("state") != "Ready":
+            continue
+        path = f"status.admissionChecks[{index}].podSetUpdates"
+        out += _semantic_immutable(after.get("podSetUpdates"), before.get("podSetUpdates"), path, ())
+    return out
+
+
+# Where a Workload's Go types hold a ``resource.Quantity``, which kube's semantic equality compares
+# by value: a pod template's (``*`` any list item or map value), a pod set's, an admission's.
+_RESOURCES = (("requests", "*"), ("limits", "*"))
+_POD_SPEC = (
+    *(
+        (containers, "*", "resources", *r)
+        for containers in ("initContainers", "containers", "ephemeralContainers")
+        for r in _RESOURCES
+    ),
+    *(("resources", *r) for r in _RESOURCES),
+    ("overhead", "*"),
+    ("volumes", "*", "emptyDir", "sizeLimit"),
+    *(("volumes", "*", "ephemeral", "volumeClaimTemplate", "spec", "resources", *r) for r in _RESOURCES),
+)
+_POD_SETS = tuple(("*", "template", "spec", *path) for path in _POD_SPEC)
+_ADMISSION = (("podSetAssignments", "*", "resourceUsage", "*"),)
+
+
+def _semantic_immutable(
+    new: Any, old: Any, path: str, quantities: tuple[tuple[str, ...], ...]
+) -> list[FieldError]:
+    """``ValidateImmutableField`` with ``Semantic.DeepEqual`` (``quantities``: the paths of Quantities)."""
+    if new == old or _semantic(new, quantities) == _semantic(old, quantities):
+        return []
+    return immutable(new, old, path)
+
+
+def _semantic(value: Any, quantities: tuple[tuple[str, ...], ...]) -> Any:
+    """``value`` as kube's semantic equality sees it: empty lists and maps as absent, and each
+    quantity at ``quantities`` as its value."""
+    for path in quantities:
+        value = _valued_at(value, path)
+    return _without_empties(value)
+
+
+def _valued_at(value: Any, path: tuple[str, ...]) -> Any:
+    if not path:
+        try:
+            return parse_quantity(value) if isinstance(value, str | int | float) else value
+        except QuantityError:
+            return value
+    key, rest = path[0], path[1:]
+    if key == "*" and isinstance(value, list):
+        return [_valued_at(v, rest) for v in value]
+    if key == "*" and isinstance(value, dict):
+        return {k: _valued_at(v, rest) for k, v in value.items()}
+    if isinstance(value, dict) and key in value:
+        return {**value, key: _valued_at(value[key], rest)}
+    return value
+
+
+def _without_empties(value: Any) -> Any:
+    if isinstance(value, dict):
+        kept = {k: _without_empties(v) for k, v in value.items()}
+        return {k: v for k, v in kept.items() if v not in (None, [], {})}
+    if isinstance(value, list):
+        return [_without_empties(v) for v in value]
+    return value
 
 
 def _reclaimable_kept(status: Obj, old_status: Obj) -> list[FieldError]:

@@ -136,7 +136,9 @@ async def test_a_workload_holding_quota_keeps_its_pod_sets_admission_and_reclaim
     grown = {**reserved, "spec": {**reserved["spec"], "podSets": [_pod_set("main", 3)]}}
     answer = await hub.put(f"{_url(version)}/x", json=grown)
     [cause_text] = webhook_causes(await answer.json(), WEBHOOK)
-    assert cause_text.startswith("spec.podSets: Invalid value: ") and cause_text.endswith(": field is immutable")
+    assert cause_text.startswith("spec.podSets: Invalid value: ") and cause_text.endswith(
+        ": field is immutable"
+    )
 
     moved = {**reserved["status"], "admission": _admission(cq="other")}
     [cause_text] = await _status_causes(hub, reserved, moved)
@@ -157,3 +159,78 @@ async def test_a_workload_holding_quota_keeps_its_pod_sets_admission_and_reclaim
         f"{_url(version)}/x", json={**current, "spec": {**current["spec"], "podSets": [_pod_set("main", 3)]}}
     )
     assert answer.status == 200, await answer.text()
+
+
+@VERSIONS
+async def test_quantities_compare_by_value_as_kubes_semantic_equality(hub: Client, version: str) -> None:
+    """``Semantic.DeepEqual``: ``1000m`` is ``1`` in a pod set's requests and an admission's usage,
+    so a labels-only update of a Workload holding quota is taken."""
+    obj = await _created(hub, _workload(version, _pod_set("main", 2)))
+    status = {"admission": _admission(), "conditions": [RESERVED]}
+    assert await _status_causes(hub, obj, status) == []
+    reserved = await (await hub.get(f"{_url(version)}/x")).json()
+    respelled = _pod_set("main", 2)
+    respelled["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "1000m"
+    relabelled = {
+        **reserved,
+        "metadata": {**reserved["metadata"], "labels": {"team": "a"}},
+        "spec": {**reserved["spec"], "podSets": [respelled]},
+    }
+    answer = await hub.put(f"{_url(version)}/x", json=relabelled)
+    assert answer.status == 200, await answer.text()
+    current = await answer.json()
+    usage = _admission()
+    usage["podSetAssignments"][0]["resourceUsage"] = {"cpu": "2000m"}
+    assert await _status_causes(hub, current, {**current["status"], "admission": usage}) == []
+    current = await (await hub.get(f"{_url(version)}/x")).json()
+    # A changed value is still refused.
+    respelled["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "1001m"
+    answer = await hub.put(
+        f"{_url(version)}/x", json={**current, "spec": {**current["spec"], "podSets": [respelled]}}
+    )
+    [cause_text] = webhook_causes(await answer.json(), WEBHOOK)
+    assert cause_text.endswith(": field is immutable")
+
+
+@VERSIONS
+async def test_resource_usage_divides_by_the_assignments_count(hub: Client, version: str) -> None:
+    obj = await _created(hub, _workload(version, _pod_set("main", 2)))
+    admission = _admission()
+    admission["podSetAssignments"][0]["resourceUsage"] = {"memory": "3", "cpu": "3m", "nvidia.com/gpu": "4"}
+    assert await _status_causes(hub, obj, {"admission": admission, "conditions": [RESERVED]}) == [
+        'status.admission.podSetAssignments[0].resourceUsage[cpu]: Invalid value: "3m": is not a multiple of 2',
+        'status.admission.podSetAssignments[0].resourceUsage[memory]: Invalid value: "3": is not a multiple of 2',
+    ]
+    # Without quota reserved the admission is not checked.
+    assert await _status_causes(hub, obj, {"admission": admission}) == []
+
+
+@VERSIONS
+async def test_a_ready_checks_pod_set_updates_are_kept(hub: Client, version: str) -> None:
+    obj = await _created(hub, _workload(version, _pod_set("main", 2)))
+    check = {
+        "name": "prov",
+        "state": "Ready",
+        "message": "",
+        "lastTransitionTime": "2026-01-01T00:00:00Z",
+        "podSetUpdates": [{"name": "main", "labels": {"a": "b"}}],
+    }
+    assert await _status_causes(hub, obj, {"admissionChecks": [check]}) == []
+    ready = await (await hub.get(f"{_url(version)}/x")).json()
+    changed = {**check, "podSetUpdates": [{"name": "main", "labels": {"a": "c"}}]}
+    [cause_text] = await _status_causes(hub, ready, {"admissionChecks": [changed]})
+    assert cause_text.startswith("status.admissionChecks[0].podSetUpdates: Invalid value: ")
+    assert cause_text.endswith(": field is immutable")
+    # Back to Pending, the updates may change.
+    assert await _status_causes(hub, ready, {"admissionChecks": [{**changed, "state": "Pending"}]}) == []
+    # Their annotations are kube's (``ValidateAnnotations``), as their labels.
+    annotated = {
+        **check,
+        "state": "Pending",
+        "podSetUpdates": [{"name": "main", "annotations": {"a b": "x"}}],
+    }
+    pending = await (await hub.get(f"{_url(version)}/x")).json()
+    [cause_text] = await _status_causes(hub, pending, {"admissionChecks": [annotated]})
+    assert cause_text.startswith(
+        'status.admissionChecks[0].podSetUpdates[0].annotations: Invalid value: "a b": '
+    )
