@@ -31,18 +31,25 @@ AdmissionCheckReference = Annotated[str, Field(max_length=316)]
 """An AdmissionCheck's name (Kueue's ``AdmissionCheckReference``)."""
 
 
-def _quantity(value: str | int) -> str | int:
+def _signed_quantity(value: str | int) -> str | int:
     try:
-        amount = parse_quantity(value)
+        parse_quantity(value)
     except QuantityError as err:
         raise ValueError(str(err)) from None
-    if amount < 0:
+    return value
+
+
+def _quantity(value: str | int) -> str | int:
+    if parse_quantity(_signed_quantity(value)) < 0:
         raise ValueError(f"must be greater than or equal to 0, not {value}")
     return value
 
 
 Quantity = Annotated[str | int, AfterValidator(_quantity)]
 """A non-negative kube quantity ("8", "500m", "36Gi")."""
+SignedQuantity = Annotated[str | int, AfterValidator(_signed_quantity)]
+"""A kube quantity of either sign, as Kueue's CRD takes a queue's quotas (its webhook refuses a
+negative one: :mod:`controlplane.apis.kueue_queue_webhooks`)."""
 
 
 class BorrowWithinCohort(SpecModel):
@@ -59,7 +66,9 @@ class ClusterQueuePreemption(SpecModel):
         default=None, json_schema_extra=served_default("Never")
     )
     """Which workloads of other queues in the cohort may be preempted to reclaim nominal quota."""
-    borrow_within_cohort: BorrowWithinCohort | None = Field(default=None, json_schema_extra=served_default({}))
+    borrow_within_cohort: BorrowWithinCohort | None = Field(
+        default=None, json_schema_extra=served_default({})
+    )
     """Preemption while borrowing."""
     within_cluster_queue: Literal["Never", "LowerPriority", "LowerOrNewerEqualPriority"] | None = Field(
         default=None, json_schema_extra=served_default("Never")

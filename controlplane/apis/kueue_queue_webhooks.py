@@ -6,9 +6,12 @@ in the version it was written in. Pure.
 * Resource groups (``validateResourceGroups``), group by group: each covered resource a qualified
   name, and none twice across the groups (``spec.resourceGroups[1].coveredResources[0]: Duplicate
   value: "cpu"``); each flavor's quotas named as the covered resources, in order (``…resources[0].name:
-  Invalid value: "memory": must match the name in coveredResources``), a ``lendingLimit`` only with
-  a cohort (``must be nil when cohort is empty``) and, for a ClusterQueue, at most the
-  ``nominalQuota`` (``must be less than or equal to the nominalQuota``); and no flavor twice
+  Invalid value: "memory": must match the name in coveredResources``), no quota nor limit below 0
+  (``…nominalQuota: Invalid value: "-1": must be greater than or equal to 0``), limits only with a
+  parent (``must be nil when cohort is empty``; a Cohort's ``… when parent is empty``; a
+  ClusterQueue's borrowing limit is its CRD's rule, :mod:`.kueue_rules`) and, for a ClusterQueue, a
+  ``lendingLimit`` at most the ``nominalQuota`` (``must be less than or equal to the
+  nominalQuota``); and no flavor twice
   across the groups (``spec.resourceGroups[1].flavors[0].name: Duplicate value: "a"``).
 * A ResourceFlavor's ``nodeLabels`` as kube's labels, and its ``nodeTaints`` as a node's.
 """
@@ -24,8 +27,11 @@ from controlplane.apis.quantity import canonical_quantity, parse_quantity
 from controlplane.gojson import go_quote
 
 Obj = dict[str, Any]
-#: What Kueue's webhook says of a limit of a queue without a cohort.
+#: What Kueue's webhook says of a limit of a queue without a cohort, and of a Cohort without a parent.
 LIMIT_NEEDS_COHORT = "must be nil when cohort is empty"
+LIMIT_NEEDS_PARENT = "must be nil when parent is empty"
+#: What Kueue's webhook (apimachinery's ``IsNegativeErrorMsg``) says of a quota below 0.
+NEGATIVE = "must be greater than or equal to 0"
 #: What Kueue's webhook says of a lending limit above the nominal quota.
 LENDING_ABOVE_NOMINAL = "must be less than or equal to the nominalQuota"
 
@@ -75,15 +81,35 @@ def _flavor_quotas(
         at = f"{path}.resources[{r}]"
         if (name := str(quota.get("name") or "")) != covered[r]:
             out.append(invalid(f"{at}.name", name, "must match the name in coveredResources"))
+        # validateFlavorQuotas' order: the quota; the borrowing limit's parent, then its sign; the
+        # lending limit's sign, its parent, then its bound.
+        needs_parent = [] if has_parent else [LIMIT_NEEDS_COHORT if cluster_queue else LIMIT_NEEDS_PARENT]
+        out += _quota_errors(quota, "nominalQuota", at, [NEGATIVE])
+        out += _quota_errors(quota, "borrowingLimit", at, [*needs_parent, NEGATIVE])
         limit = quota.get("lendingLimit")
-        if limit is None:
-            continue
-        shown = canonical_quantity(limit)  # as Kueue's Quantity.String() prints it
-        if not has_parent:
-            out.append(invalid(f"{at}.lendingLimit", shown, LIMIT_NEEDS_COHORT))
-        if cluster_queue and parse_quantity(limit) > parse_quantity(quota.get("nominalQuota", 0)):
-            out.append(invalid(f"{at}.lendingLimit", shown, LENDING_ABOVE_NOMINAL))
+        above = (
+            limit is not None
+            and cluster_queue
+            and parse_quantity(limit) > parse_quantity(quota.get("nominalQuota", 0))
+        )
+        out += _quota_errors(
+            quota, "lendingLimit", at, [NEGATIVE, *needs_parent, *([LENDING_ABOVE_NOMINAL] if above else [])]
+        )
     return out
+
+
+def _quota_errors(quota: Obj, name: str, path: str, checks: list[str]) -> list[FieldError]:
+    """The ``checks`` that ``quota[name]`` fails (a negative one only when below 0), shown as
+    Kueue's ``Quantity.String()`` prints it."""
+    value = quota.get(name)
+    if value is None:
+        return []
+    shown = canonical_quantity(value)
+    return [
+        invalid(f"{path}.{name}", shown, check)
+        for check in checks
+        if check != NEGATIVE or parse_quantity(value) < 0
+    ]
 
 
 def resource_flavor(obj: Obj, old: Obj | None) -> list[FieldError]:

@@ -12,14 +12,10 @@ from __future__ import annotations
 
 from typing import Final, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field
 
 from controlplane.apis.kueue_queue_policy import CohortReference, FairSharing, FairSharingStatus
-from controlplane.apis.kueue_v1beta1 import (
-    MAX_ITEMS,
-    ResourceGroup,
-    limits_need,
-)
+from controlplane.apis.kueue_v1beta1 import MAX_ITEMS, ResourceGroup
 from controlplane.apis.meta import (
     CONDITIONS_BY_TYPE,
     LISTED_ATOMIC,
@@ -36,7 +32,9 @@ API_VERSION: Final = "kueue.x-k8s.io/v1alpha1"
 class CohortSpecFields(SpecModel):
     """A Cohort's spec less its parent, whose field's name differs between versions."""
 
-    resource_groups: list[ResourceGroup] | None = Field(default=None, max_length=MAX_ITEMS, json_schema_extra=LISTED_ATOMIC)
+    resource_groups: list[ResourceGroup] | None = Field(
+        default=None, max_length=MAX_ITEMS, json_schema_extra=LISTED_ATOMIC
+    )
     """Quota of the cohort itself, lent to the queues and cohorts under it; borrowingLimit and
     lendingLimit bound what its subtree borrows from and lends to the parent."""
     fair_sharing: FairSharing | None = None
@@ -49,24 +47,12 @@ class CohortSpec(CohortSpecFields):
     parent_name: CohortReference | None = None
     """The parent cohort (absent: this cohort is the root of its tree)."""
 
-    @model_validator(mode="after")
-    def _limits_need_a_parent(self) -> CohortSpec:
-        if not self.parent_name:
-            limits_need(self.resource_groups, "spec.parentName")
-        return self
-
 
 class CohortSpecV1alpha1(CohortSpecFields):
     """A Cohort's spec at v1alpha1, whose parent is ``parent``."""
 
     parent: CohortReference | None = None
     """The parent cohort (absent: this cohort is the root of its tree)."""
-
-    @model_validator(mode="after")
-    def _limits_need_a_parent(self) -> CohortSpecV1alpha1:
-        if not self.parent:
-            limits_need(self.resource_groups, "spec.parent")
-        return self
 
 
 class CohortStatus(WireModel):

@@ -28,8 +28,8 @@ from controlplane.apis.kueue_queue_policy import (
     FairSharingStatus,
     FlavorFungibility,
     LocalQueueName,
-    Quantity,
     ResourceFlavorReference,
+    SignedQuantity,
     TopologyReference,
 )
 from controlplane.apis.kueue_status import (
@@ -169,7 +169,9 @@ class ResourceFlavorSpec(SpecModel):
     cluster.gpufed.io/tier; an admitted workload is placed only where they all match."""
     node_taints: list[FlavorTaint] | None = Field(default=None, max_length=8, json_schema_extra=LISTED_ATOMIC)
     """Taints of that capacity; a workload must tolerate them to be admitted in the flavor."""
-    tolerations: list[FlavorToleration] | None = Field(default=None, max_length=8, json_schema_extra=LISTED_ATOMIC)
+    tolerations: list[FlavorToleration] | None = Field(
+        default=None, max_length=8, json_schema_extra=LISTED_ATOMIC
+    )
     """Tolerations added to the pods of a workload admitted in this flavor."""
     topology_name: TopologyReference | None = None
     """The Topology of the flavor (topology-aware scheduling; kept, not used by the hub)."""
@@ -193,41 +195,35 @@ class ResourceFlavor(SpecModel):
 class ResourceQuota(SpecModel):
     name: str
     """The resource, e.g. nvidia.com/gpu, cpu, memory."""
-    nominal_quota: Quantity
+    nominal_quota: SignedQuantity
     """What the queue may use of this flavor and resource."""
-    borrowing_limit: Quantity | None = None
+    borrowing_limit: SignedQuantity | None = None
     """How much more it may borrow from its cohort's unused quota (absent: no limit). Only in a cohort."""
-    lending_limit: Quantity | None = None
+    lending_limit: SignedQuantity | None = None
     """How much of its unused nominal quota the cohort may borrow (absent: all of it). Only in a cohort."""
 
 
 class FlavorQuotas(SpecModel):
     name: ResourceFlavorReference
     """A ResourceFlavor's name."""
-    resources: list[ResourceQuota] = Field(min_length=1, max_length=MAX_GROUP_ITEMS, json_schema_extra=listed_by("name"))
+    resources: list[ResourceQuota] = Field(
+        min_length=1, max_length=MAX_GROUP_ITEMS, json_schema_extra=listed_by("name")
+    )
     """The quota of each covered resource in this flavor."""
 
 
 class ResourceGroup(SpecModel):
-    covered_resources: list[str] = Field(min_length=1, max_length=MAX_GROUP_ITEMS, json_schema_extra=LISTED_ATOMIC)
+    covered_resources: list[str] = Field(
+        min_length=1, max_length=MAX_GROUP_ITEMS, json_schema_extra=LISTED_ATOMIC
+    )
     """The resources the group's flavors give quota for; a workload gets one flavor for all of them."""
-    flavors: list[FlavorQuotas] = Field(min_length=1, max_length=MAX_GROUP_ITEMS, json_schema_extra=listed_by("name"))
+    flavors: list[FlavorQuotas] = Field(
+        min_length=1, max_length=MAX_GROUP_ITEMS, json_schema_extra=listed_by("name")
+    )
     """The flavors in the order admission tries them."""
 
     # A resource or flavor listed twice, and quotas out of the covered resources' order, are
     # Kueue's webhook's refusals (:mod:`controlplane.apis.kueue_queue_webhooks`).
-
-def limits_need(groups: list[ResourceGroup] | None, field: str) -> None:
-    """Refuse borrowing and lending limits where there is nothing to borrow from or lend to
-    (``field``: what the object lacks, a Cohort's spec.parentName; a ClusterQueue's are Kueue's
-    rules, :mod:`controlplane.apis.kueue_rules`)."""
-    for group in groups or ():
-        for flavor in group.flavors:
-            for quota in flavor.resources:
-                if quota.borrowing_limit is not None or quota.lending_limit is not None:
-                    raise ValueError(
-                        f"flavor {flavor.name!r} resource {quota.name!r}: borrowingLimit and lendingLimit need {field}"
-                    )
 
 
 StopPolicy = Literal["None", "Hold", "HoldAndDrain"]
@@ -237,7 +233,9 @@ ResourcePrefix = Annotated[str, Field(min_length=1, max_length=256)]
 
 
 class ClusterQueueSpec(SpecModel):
-    resource_groups: list[ResourceGroup] | None = Field(default=None, max_length=MAX_ITEMS, json_schema_extra=LISTED_ATOMIC)
+    resource_groups: list[ResourceGroup] | None = Field(
+        default=None, max_length=MAX_ITEMS, json_schema_extra=LISTED_ATOMIC
+    )
     """Quota per flavor and resource, in groups of resources that share a flavor."""
     cohort: CohortReference | None = None
     """The cohort whose queues lend each other unused quota."""
@@ -270,9 +268,13 @@ class ClusterQueueSpec(SpecModel):
 class ClusterQueueStatus(WireModel):
     conditions: list[Condition] | None = Field(default=None, json_schema_extra=CONDITIONS_BY_TYPE)
     """The queue's conditions."""
-    flavors_reservation: list[FlavorUsage] | None = Field(default=None, max_length=MAX_USAGE_ITEMS, json_schema_extra=listed_by("name"))
+    flavors_reservation: list[FlavorUsage] | None = Field(
+        default=None, max_length=MAX_USAGE_ITEMS, json_schema_extra=listed_by("name")
+    )
     """Quota reserved per flavor and resource, and how much of it is borrowed."""
-    flavors_usage: list[FlavorUsage] | None = Field(default=None, max_length=MAX_USAGE_ITEMS, json_schema_extra=listed_by("name"))
+    flavors_usage: list[FlavorUsage] | None = Field(
+        default=None, max_length=MAX_USAGE_ITEMS, json_schema_extra=listed_by("name")
+    )
     """Quota used by admitted workloads per flavor and resource."""
     pending_workloads: int | None = None
     """Workloads waiting for quota."""
@@ -426,20 +428,30 @@ class WorkloadStatusFields(WireModel):
     requeue_state: RequeueState | None = None
     """How often the workload was requeued after a PodsReady timeout (count) and when it may be
     admitted again (requeueAt)."""
-    reclaimable_pods: list[ReclaimablePod] | None = Field(default=None, max_length=8, json_schema_extra=listed_by("name"))
+    reclaimable_pods: list[ReclaimablePod] | None = Field(
+        default=None, max_length=8, json_schema_extra=listed_by("name")
+    )
     """Pods whose quota may be released early (not used by the hub)."""
-    admission_checks: list[AdmissionCheckState] | None = Field(default=None, max_length=8, json_schema_extra=listed_by("name"))
+    admission_checks: list[AdmissionCheckState] | None = Field(
+        default=None, max_length=8, json_schema_extra=listed_by("name")
+    )
     """The state of each admission check of its ClusterQueue, set by the check's controller;
     the Workload is Admitted once all are Ready."""
-    resource_requests: list[PodSetRequest] | None = Field(default=None, max_length=8, json_schema_extra=listed_by("name"))
+    resource_requests: list[PodSetRequest] | None = Field(
+        default=None, max_length=8, json_schema_extra=listed_by("name")
+    )
     """Total requests per pod set (not written by the hub)."""
     scheduling_stats: SchedulingStats | None = None
     """Kueue's eviction counts per reason (kept as written; the hub does not write it)."""
-    nominated_cluster_names: list[str] | None = Field(default=None, max_length=10, json_schema_extra=LISTED_ATOMIC)
+    nominated_cluster_names: list[str] | None = Field(
+        default=None, max_length=10, json_schema_extra=LISTED_ATOMIC
+    )
     """MultiKueue: the worker clusters nominated (kept as written; the hub does not write it)."""
     cluster_name: str | None = Field(default=None, max_length=256)
     """MultiKueue: the worker cluster the workload runs in (kept as written; the hub does not write it)."""
-    unhealthy_nodes: list[UnhealthyNode] | None = Field(default=None, max_length=8, json_schema_extra=listed_by("name"))
+    unhealthy_nodes: list[UnhealthyNode] | None = Field(
+        default=None, max_length=8, json_schema_extra=listed_by("name")
+    )
     """Failed nodes of topology-aware scheduling (kept as written; the hub does not write it)."""
 
 
@@ -463,6 +475,7 @@ class Workload(SpecModel):
 # ---------------------------------------------------------------------------------------------
 # AdmissionCheck
 # ---------------------------------------------------------------------------------------------
+
 
 class AdmissionCheckParametersReference(SpecModel):
     api_group: str = Field(max_length=253, pattern=DNS_SUBDOMAIN)

@@ -248,7 +248,7 @@ def webhook_causes(status: Obj, webhook: str) -> list[str]:
     assert status["code"] == 403 and status["reason"] == "Forbidden", status
     prefix = f'admission webhook "{webhook}" denied the request: '
     assert status["message"].startswith(prefix), status
-    text = status["message"][len(prefix):]
+    text = status["message"][len(prefix) :]
     several = text.startswith("[") and text.endswith("]")
     return _WEBHOOK_ERRORS.split(text[1:-1]) if several else [text]
 
@@ -739,6 +739,39 @@ async def test_a_lending_limit_of_a_queue_without_a_cohort_is_refused_as_kueues_
     ]
 
 
+@pytest.mark.parametrize("version", ["v1alpha1", "v1beta1", "v1beta2"])
+async def test_a_root_cohorts_limits_are_refused_as_kueues_webhook_does(hub: Client, version: str) -> None:
+    """Kueue's Cohort CRD has no rule of limits; its webhook (``validateLimit``, ``isCohort``)
+    refuses each limit of a Cohort without a parent, in its words, at the limit."""
+    limits = {"name": "cpu", "nominalQuota": 4, "borrowingLimit": "1000m", "lendingLimit": 2}
+    obj = valid("Cohort", version, spec={"resourceGroups": _group(["cpu"], limits)})
+    quota = "spec.resourceGroups[0].flavors[0].resources[0]"
+    assert await refused(hub, obj, webhook="vcohort.kb.io") == [
+        f'{quota}.borrowingLimit: Invalid value: "1": must be nil when parent is empty',
+        f'{quota}.lendingLimit: Invalid value: "2": must be nil when parent is empty',
+    ]
+    parent = "parent" if version == "v1alpha1" else "parentName"
+    child = valid("Cohort", version, name="y", spec={parent: "x", "resourceGroups": _group(["cpu"], limits)})
+    created = await hub.post(f"/apis/{GROUP}/{version}/cohorts", json=child)
+    assert created.status == 201, await created.text()
+
+
+@pytest.mark.parametrize("kind", ["ClusterQueue", "Cohort"])
+async def test_negative_quotas_are_refused_as_kueues_webhook_does(hub: Client, kind: str) -> None:
+    """The CRD takes any quantity; Kueue's webhook (``validateResourceQuantity``) refuses one
+    below 0 in apimachinery's words, shown as Go prints the Quantity."""
+    parent = {"cohort": "c"} if kind == "ClusterQueue" else {"parentName": "c"}
+    negative = {"name": "cpu", "nominalQuota": "-1000m", "borrowingLimit": -2, "lendingLimit": "-3"}
+    obj = valid(kind, "v1beta1", spec={**parent, "resourceGroups": _group(["cpu"], negative)})
+    quota = "spec.resourceGroups[0].flavors[0].resources[0]"
+    webhook = "vclusterqueue.kb.io" if kind == "ClusterQueue" else "vcohort.kb.io"
+    assert await refused(hub, obj, webhook=webhook) == [
+        f'{quota}.nominalQuota: Invalid value: "-1": must be greater than or equal to 0',
+        f'{quota}.borrowingLimit: Invalid value: "-2": must be greater than or equal to 0',
+        f'{quota}.lendingLimit: Invalid value: "-3": must be greater than or equal to 0',
+    ]
+
+
 @pytest.mark.parametrize("version", ["v1beta1", "v1beta2"])
 async def test_a_lending_limit_above_the_nominal_quota_is_refused_as_kueues_webhook_does(
     hub: Client, version: str
@@ -792,7 +825,9 @@ async def test_a_flavors_node_labels_and_taints_are_checked_as_kueues_webhook_do
         "start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used "
         "for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
     )
-    assert await refused(hub, valid("ResourceFlavor", version, spec=spec), webhook="vresourceflavor.kb.io") == [
+    assert await refused(
+        hub, valid("ResourceFlavor", version, spec=spec), webhook="vresourceflavor.kb.io"
+    ) == [
         'spec.nodeLabels: Invalid value: "a/b/c": a qualified name must consist of alphanumeric characters, '
         "'-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  "
         "or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an "
@@ -843,7 +878,10 @@ async def test_resource_groups_are_checked_as_kueues_webhook_checks_them(hub: Cl
     ]
     cluster_queue = valid("ClusterQueue", version, spec={"resourceGroups": groups})
     assert await refused(hub, cluster_queue, webhook="vclusterqueue.kb.io") == expected
-    assert await refused(hub, valid("Cohort", version, spec={"resourceGroups": groups}), webhook="vcohort.kb.io") == expected
+    assert (
+        await refused(hub, valid("Cohort", version, spec={"resourceGroups": groups}), webhook="vcohort.kb.io")
+        == expected
+    )
 
 
 def enum_cases() -> list[tuple[str, str, str, list[str]]]:
