@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
 from controlplane.admission import checks, podsets
@@ -32,10 +32,10 @@ from controlplane.admission.core import (
     QueueingStrategy,
     Quota,
     ResourceGroup,
-    Usage,
     WhenCanBorrow,
     WhenCanPreempt,
 )
+from controlplane.admission.core.quota import FlavorResource
 from controlplane.apis import kueue_conversion
 from controlplane.apis import kueue_v1beta1 as kueue
 from controlplane.apis.kube.names import label_value_errors
@@ -111,7 +111,12 @@ def controller_owner(workload: Mapping[str, Any]) -> tuple[str, str, str, str] |
     whatever the Workload's name (one made before the hub named them as Kueue does included)."""
     for ref in (workload.get("metadata") or {}).get("ownerReferences") or ():
         if isinstance(ref, Mapping) and ref.get("controller") and ref.get("kind") and ref.get("name"):
-            return group_of(str(ref.get("apiVersion") or "")), str(ref["kind"]), str(ref["name"]), str(ref.get("uid") or "")
+            return (
+                group_of(str(ref.get("apiVersion") or "")),
+                str(ref["kind"]),
+                str(ref["name"]),
+                str(ref.get("uid") or ""),
+            )
     return None
 
 
@@ -155,10 +160,17 @@ def pod_sets(workload: Mapping[str, Any]) -> list[Obj] | None:
     # As Kueue's: each pod template's labels, annotations, nodeSelector and tolerations, which
     # the job gets back when it is stopped (:func:`controlplane.admission.podsets.restore`).
     if components:
-        return podsets.with_own_templates(obj, [
-            {"name": podsets.pod_set_name(c.name), "count": c.replicas, "template": _template(c.requirements)}
-            for c in components
-        ])
+        return podsets.with_own_templates(
+            obj,
+            [
+                {
+                    "name": podsets.pod_set_name(c.name),
+                    "count": c.replicas,
+                    "template": _template(c.requirements),
+                }
+                for c in components
+            ],
+        )
     count = interpreter.replicas(obj)
     main: Obj = {"name": "main", "count": count, "template": _template(interpreter.replica_requirements(obj))}
     if (min_count := job_min_count(workload, count)) is not None:
@@ -179,8 +191,11 @@ def trainjob_pod_sets(trainjob: Mapping[str, Any]) -> list[Obj] | None:
     if runtime is None:
         return None
     return [
-        {"name": podsets.pod_set_name(job.name), "count": job.count,
-         "template": checks.restore_pod_template(_template(requirements(job.template)), job.template)}
+        {
+            "name": podsets.pod_set_name(job.name),
+            "count": job.count,
+            "template": checks.restore_pod_template(_template(requirements(job.template)), job.template),
+        }
         for job in replicated_jobs(without_kueue_patch(trainjob), runtime)
     ]
 
@@ -247,10 +262,15 @@ def pod_set_requests(workload: Mapping[str, Any]) -> tuple[PodSetRequest, ...]:
                 per_pod[resource] = per_pod.get(resource, 0) + _int(resource, value)
         selector = {str(k): str(v) for k, v in (spec.get("nodeSelector") or {}).items()}
         min_count = ps.get("minCount")
-        out.append(PodSetRequest(
-            str(ps.get("name") or "main"), int(ps.get("count", 1)), per_pod, selector,
-            min_count if isinstance(min_count, int) else None,
-        ))
+        out.append(
+            PodSetRequest(
+                str(ps.get("name") or "main"),
+                int(ps.get("count", 1)),
+                per_pod,
+                selector,
+                min_count if isinstance(min_count, int) else None,
+            )
+        )
     return tuple(out)
 
 
@@ -274,7 +294,11 @@ def is_finished(workload: Mapping[str, Any]) -> bool:
 def admission_of(workload: Mapping[str, Any]) -> Mapping[str, Any] | None:
     """``status.admission`` of a Workload that holds quota (and has not finished)."""
     admission = WorkloadView(workload).admission
-    return admission if admission is not None and admission.get("clusterQueue") and not is_finished(workload) else None
+    return (
+        admission
+        if admission is not None and admission.get("clusterQueue") and not is_finished(workload)
+        else None
+    )
 
 
 def local_queue_of(workload: Mapping[str, Any]) -> tuple[str, str]:
@@ -303,7 +327,9 @@ def _groups(resource_groups: Iterable[Mapping[str, Any]]) -> tuple[ResourceGroup
         ResourceGroup(
             tuple(str(r) for r in group.get("coveredResources") or ()),
             tuple(
-                FlavorQuotas(str(fq.get("name")), {str(r.get("name")): _quota(r) for r in fq.get("resources") or ()})
+                FlavorQuotas(
+                    str(fq.get("name")), {str(r.get("name")): _quota(r) for r in fq.get("resources") or ()}
+                )
                 for fq in group.get("flavors") or ()
             ),
         )
@@ -325,7 +351,12 @@ def fair_weight(spec: Mapping[str, Any]) -> int:
 def cohort(obj: Mapping[str, Any]) -> Cohort:
     """A ``kueue.x-k8s.io`` Cohort as the core reads it."""
     view = CohortView(obj)
-    return Cohort(str(view.metadata.get("name")), view.parent_name, _groups(view.resource_groups), fair_weight(view.spec))
+    return Cohort(
+        str(view.metadata.get("name")),
+        view.parent_name,
+        _groups(view.resource_groups),
+        fair_weight(view.spec),
+    )
 
 
 def deactivate_cycles(queues: Mapping[str, ClusterQueue], cycles: Iterable[str]) -> dict[str, ClusterQueue]:
@@ -333,7 +364,8 @@ def deactivate_cycles(queues: Mapping[str, ClusterQueue], cycles: Iterable[str])
     looping = set(cycles)
     return {
         name: dataclasses.replace(q, inactive_reason=f"Cohort {q.cohort} is in a cycle of parentName")
-        if q.cohort in looping and q.inactive_reason is None else q
+        if q.cohort in looping and q.inactive_reason is None
+        else q
         for name, q in queues.items()
     }
 
@@ -345,16 +377,21 @@ def deactivate_unusable_checks(
     :func:`controlplane.admission.checks.unusable_checks`) inactive, as Kueue holds them."""
     return {
         name: dataclasses.replace(q, inactive_reason="references missing or inactive AdmissionCheck(s)")
-        if q.inactive_reason is None and any(unusable.get(name, ((), ()))) else q
+        if q.inactive_reason is None and any(unusable.get(name, ((), ())))
+        else q
         for name, q in queues.items()
     }
 
 
 def named_flavors(obj: Mapping[str, Any]) -> list[str]:
     """The ResourceFlavors a ClusterQueue names, in order, each once."""
-    return list(dict.fromkeys(
-        str(fq.get("name")) for g in ClusterQueueView(obj).resource_groups for fq in g.get("flavors") or ()
-    ))
+    return list(
+        dict.fromkeys(
+            str(fq.get("name"))
+            for g in ClusterQueueView(obj).resource_groups
+            for fq in g.get("flavors") or ()
+        )
+    )
 
 
 def missing_flavors(obj: Mapping[str, Any], flavors: Mapping[str, Mapping[str, str]]) -> list[str]:
@@ -414,7 +451,9 @@ def _preference(view: ClusterQueueView) -> FungibilityPreference:
 
 def flavor_labels(flavors: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, str]]:
     return {
-        str((f.get("metadata") or {}).get("name")): {str(k): str(v) for k, v in ((f.get("spec") or {}).get("nodeLabels") or {}).items()}
+        str((f.get("metadata") or {}).get("name")): {
+            str(k): str(v) for k, v in ((f.get("spec") or {}).get("nodeLabels") or {}).items()
+        }
         for f in flavors
     }
 
@@ -430,15 +469,22 @@ def namespace_allowed(cq: Mapping[str, Any], namespace_labels: Mapping[str, str]
 def pending_of(workload: Mapping[str, Any], cluster_queue_name: str) -> Pending:
     view = WorkloadView(workload)
     return Pending(
-        key_of(workload), cluster_queue_name, pod_set_requests(workload), view.priority, view.creation_timestamp,
+        key_of(workload),
+        cluster_queue_name,
+        pod_set_requests(workload),
+        view.priority,
+        view.creation_timestamp,
         "/".join(local_queue_of(workload)),
     )
 
 
 def reclaimable_pods(workload: Mapping[str, Any] | None) -> dict[Any, int]:
     """A Workload's ``status.reclaimablePods``: per pod set, how many of its Pods need their quota no more."""
-    return {r.get("name"): r["count"] for r in WorkloadView(workload).reclaimable_pods
-            if isinstance(r, Mapping) and isinstance(r.get("count"), int)}
+    return {
+        r.get("name"): r["count"]
+        for r in WorkloadView(workload).reclaimable_pods
+        if isinstance(r, Mapping) and isinstance(r.get("count"), int)
+    }
 
 
 def _counts_after_reclaim(workload: Mapping[str, Any]) -> dict[Any, tuple[int, int]]:
@@ -466,14 +512,20 @@ def admitted_of(workload: Mapping[str, Any]) -> Admitted | None:
             if resource in flavors:
                 fr = (str(flavors[resource]), str(resource))
                 used = _int(resource, amount)
-                if 0 <= after < count:  # Kueue's totalRequestsFromAdmission: scaled down to the Pods not yet reclaimable
+                if (
+                    0 <= after < count
+                ):  # Kueue's totalRequestsFromAdmission: scaled down to the Pods not yet reclaimable
                     used = used // count * after
                 usage[fr] = usage.get(fr, 0) + used
     view = WorkloadView(workload)
     reserved = condition(workload, kueue.COND_QUOTA_RESERVED) or {}
     return Admitted(
-        key_of(workload), str(admission["clusterQueue"]), usage, view.priority,
-        view.creation_timestamp, str(reserved.get("lastTransitionTime") or ""),
+        key_of(workload),
+        str(admission["clusterQueue"]),
+        usage,
+        view.priority,
+        view.creation_timestamp,
+        str(reserved.get("lastTransitionTime") or ""),
     )
 
 
@@ -493,20 +545,27 @@ def admission_status(decision: Admission) -> Obj:
     }
 
 
-def flavors_usage(queue: ClusterQueue, usage: Usage) -> list[Obj]:
-    """``status.flavorsReservation`` / ``flavorsUsage`` of a ClusterQueue: per flavor and resource,
-    the total it holds and how much of it is borrowed."""
+def flavors_usage(queue: ClusterQueue, used: Callable[[FlavorResource], int]) -> list[Obj]:
+    """``status.flavorsReservation`` or ``flavorsUsage`` of a ClusterQueue as Kueue's cache's
+    ``getUsage`` fills them: per flavor and resource, the total ``used`` (the quota its workloads
+    reserve, or what its admitted ones hold) and, in a cohort, how much of it is beyond the nominal
+    quota (borrowed)."""
     out: list[Obj] = []
     for group in queue.groups:
         for fq in group.flavors:
             resources = []
             for resource in group.covered:
                 fr = (fq.flavor, resource)
-                resources.append({
-                    "name": resource,
-                    "total": format_quantity(resource, usage.of(queue.name, fr)),
-                    "borrowed": format_quantity(resource, usage.borrowed(queue.name, fr)),
-                })
+                total = used(fr)
+                nominal = quota.nominal if (quota := queue.quota(fr)) is not None else 0
+                borrowed = max(0, total - nominal) if queue.cohort is not None else 0
+                resources.append(
+                    {
+                        "name": resource,
+                        "total": format_quantity(resource, total),
+                        "borrowed": format_quantity(resource, borrowed),
+                    }
+                )
             out.append({"name": fq.flavor, "resources": resources})
     return out
 
@@ -521,10 +580,10 @@ def local_queue_flavors(queue: ClusterQueue, amounts: Mapping[tuple[str, str], i
         for fq in group.flavors:
             resources = [
                 {"name": resource, "total": format_quantity(resource, amounts.get((fq.flavor, resource), 0))}
-                for resource in group.covered[: MAX_LOCAL_QUEUE_USAGE_ITEMS]
+                for resource in group.covered[:MAX_LOCAL_QUEUE_USAGE_ITEMS]
             ]
             out.append({"name": fq.flavor, "resources": resources})
-    return out[: MAX_LOCAL_QUEUE_USAGE_ITEMS]
+    return out[:MAX_LOCAL_QUEUE_USAGE_ITEMS]
 
 
 def flavor_constraints(

@@ -14,7 +14,8 @@ them until the informer delivers those (a sample must not be taken twice from a 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from controlplane.admission import objects as adm
@@ -45,11 +46,15 @@ class QueueStatuses:
         self._assumed = AssumedWrites()
 
     def local_queues(self) -> dict[LocalQueueKey, dict[str, Any]]:
-        current = {(str(o["metadata"].get("namespace")), str(o["metadata"]["name"])): o
-                   for o in self.kinds.items(self.kinds.local_queue)}
+        current = {
+            (str(o["metadata"].get("namespace")), str(o["metadata"]["name"])): o
+            for o in self.kinds.items(self.kinds.local_queue)
+        }
         return self._assumed.overlay(current)
 
-    def fair_usage(self, cq_objs: Mapping[str, Mapping[str, Any]], lqs: Mapping[LocalQueueKey, Mapping[str, Any]]) -> LocalQueueUsage | None:
+    def fair_usage(
+        self, cq_objs: Mapping[str, Mapping[str, Any]], lqs: Mapping[LocalQueueKey, Mapping[str, Any]]
+    ) -> LocalQueueUsage | None:
         """The LocalQueue usage the cycle orders by (None: admission fair sharing is off)."""
         settings = self.ctx.settings.kueue_admission_fair_sharing
         if settings is None:
@@ -88,8 +93,12 @@ class QueueStatuses:
         # Per LocalQueue and flavor and resource: what its workloads reserve, and what the admitted hold.
         reserved: dict[LocalQueueKey, dict[FlavorResource, int]] = {}
         in_use: dict[LocalQueueKey, dict[FlavorResource, int]] = {}
+        cq_in_use: dict[str, dict[FlavorResource, int]] = {}  # Kueue's AdmittedUsage of the ClusterQueue
         for key, queue in holders.items():
-            for counts in (cq_counts.setdefault(queue, [0, 0, 0]), lq_counts.setdefault(lq_of(key), [0, 0, 0])):
+            for counts in (
+                cq_counts.setdefault(queue, [0, 0, 0]),
+                lq_counts.setdefault(lq_of(key), [0, 0, 0]),
+            ):
                 counts[1] += 1
                 counts[2] += key in admitted
             for totals in (reserved, in_use) if key in admitted else (reserved,):
@@ -97,17 +106,23 @@ class QueueStatuses:
                 for fr, taken in holdings.get(key, {}).items():
                     mine_by_flavor[fr] = mine_by_flavor.get(fr, 0) + taken
             if key in admitted:  # Kueue's admitted usage of the LocalQueue
+                admitted_usage = cq_in_use.setdefault(queue, {})
+                for fr, taken in holdings.get(key, {}).items():
+                    admitted_usage[fr] = admitted_usage.get(fr, 0) + taken
                 mine = held.setdefault(lq_of(key), {})
                 for resource, amount in flattened(holdings.get(key, {})).items():
                     mine[resource] = mine.get(resource, 0.0) + amount
         for name, obj in cq_objs.items():
             pending, holding, admitted_count = cq_counts.get(name, [0, 0, 0])
-            flavors = adm.flavors_usage(queues[name], usage)
+            queue = queues[name]
             view = ObjectView(obj)
             status = {
                 **{k: v for k, v in view.status.items() if k != "fairSharing"},
-                "pendingWorkloads": pending, "reservingWorkloads": holding, "admittedWorkloads": admitted_count,
-                "flavorsReservation": flavors, "flavorsUsage": flavors,
+                "pendingWorkloads": pending,
+                "reservingWorkloads": holding,
+                "admittedWorkloads": admitted_count,
+                "flavorsReservation": adm.flavors_usage(queue, functools.partial(usage.of, name)),
+                "flavorsUsage": adm.flavors_usage(queue, _amounts(cq_in_use.get(name, {}))),
                 "conditions": with_condition(view.conditions, active[name], now=now),
             }
             if self.ctx.settings.kueue_fair_sharing:
@@ -122,7 +137,9 @@ class QueueStatuses:
             lq_active = stopping.local_queue_active(obj, active.get(cq_name))
             status = {
                 **lq.status,
-                "pendingWorkloads": pending, "reservingWorkloads": holding, "admittedWorkloads": admitted_count,
+                "pendingWorkloads": pending,
+                "reservingWorkloads": holding,
+                "admittedWorkloads": admitted_count,
                 "conditions": with_condition(lq.conditions, lq_active, now=now),
             }
             if (cq := queues.get(cq_name)) is not None:
@@ -134,10 +151,19 @@ class QueueStatuses:
             fair_key = usagehistory.key_of(obj)
             sample = None
             # As Kueue: a stopped LocalQueue, or one whose ClusterQueue is inactive, is not sampled.
-            if settings is not None and usagehistory.usage_based(cq_objs.get(cq_name)) and lq_active.get("status") == "True":
-                sample = usagehistory.sampled(obj, held.get(lq_key, {}), self.penalties.get(fair_key), self.ctx.now(), settings)
-                soon = settings.usage_sampling_interval_seconds if sample is not None else (
-                    usagehistory.next_sample_in(obj, self.ctx.now(), settings))
+            if (
+                settings is not None
+                and usagehistory.usage_based(cq_objs.get(cq_name))
+                and lq_active.get("status") == "True"
+            ):
+                sample = usagehistory.sampled(
+                    obj, held.get(lq_key, {}), self.penalties.get(fair_key), self.ctx.now(), settings
+                )
+                soon = (
+                    settings.usage_sampling_interval_seconds
+                    if sample is not None
+                    else (usagehistory.next_sample_in(obj, self.ctx.now(), settings))
+                )
                 next_sample = soon if next_sample is None else min(next_sample, soon)
             if sample is not None:
                 status["fairSharing"] = sample
@@ -148,7 +174,9 @@ class QueueStatuses:
             del self.penalties[gone]
         return next_sample
 
-    async def write_status(self, rt: ResourceType | None, obj: dict[str, Any], status: dict[str, Any]) -> dict[str, Any] | None:
+    async def write_status(
+        self, rt: ResourceType | None, obj: dict[str, Any], status: dict[str, Any]
+    ) -> dict[str, Any] | None:
         """The object with ``status``, written when it changed (None: unchanged or not served)."""
         if rt is None or obj.get("status") == status:
             return None
@@ -158,3 +186,8 @@ class QueueStatuses:
             meta = written.get("metadata") or {}
             self._assumed.assume((str(meta.get("namespace")), str(meta.get("name"))), written)
         return written
+
+
+def _amounts(amounts: Mapping[FlavorResource, int]) -> Callable[[FlavorResource], int]:
+    """What ``amounts`` holds of a flavor and resource (0: none)."""
+    return lambda fr: amounts.get(fr, 0)
