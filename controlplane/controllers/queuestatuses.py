@@ -114,15 +114,15 @@ class QueueStatuses:
                     mine[resource] = mine.get(resource, 0.0) + amount
         for name, obj in cq_objs.items():
             pending, holding, admitted_count = cq_counts.get(name, [0, 0, 0])
-            queue = queues[name]
+            cluster_queue = queues[name]
             view = ObjectView(obj)
             status = {
                 **{k: v for k, v in view.status.items() if k != "fairSharing"},
                 "pendingWorkloads": pending,
                 "reservingWorkloads": holding,
                 "admittedWorkloads": admitted_count,
-                "flavorsReservation": adm.flavors_usage(queue, functools.partial(usage.of, name)),
-                "flavorsUsage": adm.flavors_usage(queue, _amounts(cq_in_use.get(name, {}))),
+                "flavorsReservation": adm.flavors_usage(cluster_queue, functools.partial(usage.of, name)),
+                "flavorsUsage": adm.flavors_usage(cluster_queue, _amounts(cq_in_use.get(name, {}))),
                 "conditions": with_condition(view.conditions, active[name], now=now),
             }
             if self.ctx.settings.kueue_fair_sharing:

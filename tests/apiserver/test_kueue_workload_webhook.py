@@ -62,6 +62,17 @@ RESERVED = {
 }
 
 
+def _ready_check(*pod_set_updates: Obj) -> Obj:
+    """An admission check's state, Ready, with ``pod_set_updates``."""
+    return {
+        "name": "prov",
+        "state": "Ready",
+        "message": "",
+        "lastTransitionTime": "2026-01-01T00:00:00Z",
+        "podSetUpdates": list(pod_set_updates),
+    }
+
+
 def _admission(name: str = "main", cq: str = "cq") -> Obj:
     return {
         "clusterQueue": cq,
@@ -99,13 +110,7 @@ async def test_reclaimable_pods_and_check_updates_name_pod_sets_of_the_workload(
         "status.reclaimablePods[main].count: Invalid value: 3: should be less or equal to 2",
         'status.reclaimablePods[zz].name: Unsupported value: "zz": supported values: "main"',
     ]
-    check = {
-        "name": "prov",
-        "state": "Ready",
-        "message": "",
-        "lastTransitionTime": "2026-01-01T00:00:00Z",
-        "podSetUpdates": [{"name": "nope", "nodeSelector": {"a/b/c": "x"}}],
-    }
+    check = _ready_check({"name": "nope", "nodeSelector": {"a/b/c": "x"}})
     causes = await _status_causes(hub, obj, {"admissionChecks": [check]})
     assert (
         causes[0]
@@ -208,13 +213,7 @@ async def test_resource_usage_divides_by_the_assignments_count(hub: Client, vers
 @VERSIONS
 async def test_a_ready_checks_pod_set_updates_are_kept(hub: Client, version: str) -> None:
     obj = await _created(hub, _workload(version, _pod_set("main", 2)))
-    check = {
-        "name": "prov",
-        "state": "Ready",
-        "message": "",
-        "lastTransitionTime": "2026-01-01T00:00:00Z",
-        "podSetUpdates": [{"name": "main", "labels": {"a": "b"}}],
-    }
+    check = _ready_check({"name": "main", "labels": {"a": "b"}})
     assert await _status_causes(hub, obj, {"admissionChecks": [check]}) == []
     ready = await (await hub.get(f"{_url(version)}/x")).json()
     changed = {**check, "podSetUpdates": [{"name": "main", "labels": {"a": "c"}}]}
