@@ -92,7 +92,7 @@ class FlavorFungibility(SpecModel):
 
 
 class FairSharing(SpecModel):
-    weight: Quantity | None = Field(default=None, json_schema_extra=served_default(1))
+    weight: SignedQuantity | None = Field(default=None, json_schema_extra=served_default(1))
     """The share weight among its siblings in the cohort tree (default 1; 0: it borrows only what
     no other queue wants). Used when the hub runs with --kueue-fair-sharing."""
 

@@ -18,6 +18,7 @@ in the version it was written in. Pure.
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any
 
 from controlplane.apis.kube.field import CauseType, FieldError, duplicate, invalid, items, mapping
@@ -36,16 +37,35 @@ NEGATIVE = "must be greater than or equal to 0"
 LENDING_ABOVE_NOMINAL = "must be less than or equal to the nominalQuota"
 
 
+#: What Kueue's webhook says of a fair-sharing weight so small it would collapse to 0.
+WEIGHT_COLLAPSES = "When not 0, weight must be > 10e-9"
+_NANO = Decimal("1e-9")
+
+
 def cluster_queue(obj: Obj, old: Obj | None) -> list[FieldError]:
     spec = mapping(obj.get("spec"))
     has_parent = bool(spec.get("cohort") or spec.get("cohortName"))  # v1beta1's name, v1beta2's
-    return resource_groups(spec, has_parent=has_parent, cluster_queue=True)
+    return resource_groups(spec, has_parent=has_parent, cluster_queue=True) + _fair_sharing(spec)
 
 
 def cohort(obj: Obj, old: Obj | None) -> list[FieldError]:
     spec = mapping(obj.get("spec"))
     has_parent = bool(spec.get("parentName") or spec.get("parent"))  # v1beta1's and v1beta2's, v1alpha1's
-    return resource_groups(spec, has_parent=has_parent, cluster_queue=False)
+    return resource_groups(spec, has_parent=has_parent, cluster_queue=False) + _fair_sharing(spec)
+
+
+def _fair_sharing(spec: Obj) -> list[FieldError]:
+    """Kueue's ``validateFairSharing``: a weight not below 0, and not so small it collapses to 0,
+    refused at ``spec.fairSharing``, the weight shown as Kueue's ``Quantity.String()`` prints it."""
+    weight = mapping(spec.get("fairSharing")).get("weight")
+    if weight is None:
+        return []
+    value = parse_quantity(weight)  # the CRD's schema refused one that does not parse
+    if value < 0:
+        return [invalid("spec.fairSharing", canonical_quantity(weight), NEGATIVE)]
+    if 0 < value <= _NANO:
+        return [invalid("spec.fairSharing", canonical_quantity(weight), WEIGHT_COLLAPSES)]
+    return []
 
 
 def resource_groups(spec: Obj, *, has_parent: bool, cluster_queue: bool) -> list[FieldError]:

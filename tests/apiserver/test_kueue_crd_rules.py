@@ -772,6 +772,26 @@ async def test_negative_quotas_are_refused_as_kueues_webhook_does(hub: Client, k
     ]
 
 
+@pytest.mark.parametrize("kind", ["ClusterQueue", "Cohort"])
+async def test_a_fair_sharing_weight_below_0_or_collapsing_is_refused_as_kueues_webhook_does(
+    hub: Client, kind: str
+) -> None:
+    """Kueue's ``validateFairSharing``: at ``spec.fairSharing``, the weight as Go prints it."""
+    webhook = "vclusterqueue.kb.io" if kind == "ClusterQueue" else "vcohort.kb.io"
+    negative = valid(kind, "v1beta1", spec={"fairSharing": {"weight": "-500m"}})
+    assert await refused(hub, negative, webhook=webhook) == [
+        'spec.fairSharing: Invalid value: "-500m": must be greater than or equal to 0'
+    ]
+    tiny = valid(kind, "v1beta1", name="t", spec={"fairSharing": {"weight": "1n"}})
+    assert await refused(hub, tiny, webhook=webhook) == [
+        'spec.fairSharing: Invalid value: "1n": When not 0, weight must be > 10e-9'
+    ]
+    for name, weight in (("zero", "0"), ("small", "2n")):
+        taken = valid(kind, "v1beta1", name=name, spec={"fairSharing": {"weight": weight}})
+        answer = await hub.post(f"/apis/{GROUP}/v1beta1/{RESOURCES[kind]}", json=taken)
+        assert answer.status == 201, await answer.text()
+
+
 @pytest.mark.parametrize("version", ["v1beta1", "v1beta2"])
 async def test_a_lending_limit_above_the_nominal_quota_is_refused_as_kueues_webhook_does(
     hub: Client, version: str
