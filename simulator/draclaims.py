@@ -38,6 +38,7 @@ from controlplane.apis.dra import (
     shared_claims,
     with_claimed_gpus,
 )
+from controlplane.apis.drareading import ClaimReader, class_spec
 from controlplane.controllers.informing import Informer
 from controlplane.objectclient import ObjectClient
 from simulator.informers import as_handler
@@ -45,8 +46,9 @@ from simulator.scheduling.model import PodRequest, SharedClaim
 from simulator.scheduling.reading import pod_request
 
 
-class DraClaims:
-    """The member's ResourceClaimTemplates and ResourceClaims, read to schedule pods that name them."""
+class DraClaims(ClaimReader):
+    """The member's ResourceClaimTemplates, ResourceClaims and DeviceClasses, read to schedule pods that
+    name them (as the hub reads its own: :class:`~controlplane.apis.drareading.ClaimReader`)."""
 
     def __init__(self, objects: ObjectClient, on_change: Callable[[], None]) -> None:
         self.informers: dict[str, Informer] = {}
@@ -56,12 +58,11 @@ class DraClaims:
                 informer = self.informers[kind] = Informer(objects, rt)
                 informer.add_handler(as_handler(lambda _event, _old, _new: on_change()))
 
-    def _device_class(self, name: str) -> Mapping[str, Any] | None:
+    def device_class(self, name: str) -> Mapping[str, Any] | None:
         informer = self.informers.get(DEVICE_CLASS)
-        found = informer.get(None, name) if informer is not None else None
-        return None if found is None else found.get("spec") or {}
+        return class_spec(informer.get(None, name) if informer is not None else None)
 
-    def _spec(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
+    def spec(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
         informer = self.informers.get(kind)
         return claim_spec_of(kind, informer.get(namespace, name) if informer is not None else None)
 
@@ -76,13 +77,13 @@ class DraClaims:
         missing: list[str] = []
 
         def lookup(kind: str, name: str) -> Mapping[str, Any] | None:
-            found = self._spec(kind, namespace, name)
+            found = self.spec(kind, namespace, name)
             if found is None:
                 missing.append(name)
             return found
 
-        resolved = with_claimed_gpus(pod, lookup, shared=False, classes=self._device_class)
-        shared = shared_claims(pod.get("spec"), lookup, self._device_class)
+        resolved = with_claimed_gpus(pod, lookup, shared=False, classes=self.device_class)
+        shared = shared_claims(pod.get("spec"), lookup, self.device_class)
         if missing:
             return None
         return dataclasses.replace(pod_request(resolved), shared_claims=tuple(

@@ -100,6 +100,15 @@ class ClaimReader:
         return out
 
 
+def class_spec(found: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """The spec of a DeviceClass object as :meth:`ClaimReader.device_class` gives it: None for no
+    object, ``{}`` for one whose spec is absent or not a mapping."""
+    if found is None:
+        return None
+    spec = found.get("spec")
+    return spec if isinstance(spec, Mapping) else {}
+
+
 class ListedClaims(ClaimReader):
     """The claim templates, claims and DeviceClasses of a listing (a waste report pass's), by name."""
 
@@ -113,11 +122,7 @@ class ListedClaims(ClaimReader):
         return claim_spec_of(kind, self._held.get((kind, namespace, name)))
 
     def device_class(self, name: str) -> Mapping[str, Any] | None:
-        found = self._held.get((DEVICE_CLASS, "", name))
-        if found is None:
-            return None
-        spec = found.get("spec")
-        return spec if isinstance(spec, Mapping) else {}
+        return class_spec(self._held.get((DEVICE_CLASS, "", name)))
 
 
 #: The kinds a :class:`ListedClaims` is built from (all of ``resource.k8s.io/v1``).

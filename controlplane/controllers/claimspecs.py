@@ -29,7 +29,7 @@ from controlplane.apis.dra import (
     claim_spec_of,
     references_claims,
 )
-from controlplane.apis.drareading import ClaimReader
+from controlplane.apis.drareading import ClaimReader, class_spec
 from controlplane.apis.views import BindingView, ObjectView
 from controlplane.controllers.context import INDEX_NAMESPACE, ControllerContext
 from controlplane.controllers.informing import Informer
@@ -57,9 +57,7 @@ class ClaimSpecs(ClaimReader):
     def device_class(self, name: str) -> Mapping[str, Any] | None:
         """The spec of the hub's DeviceClass ``name``; None when the hub holds none."""
         informer = self._informers.get(DEVICE_CLASS)
-        found = informer.get(None, name) if informer is not None else None
-        spec = found.get("spec") if found is not None else None
-        return spec if isinstance(spec, Mapping) else ({} if found is not None else None)
+        return class_spec(informer.get(None, name) if informer is not None else None)
 
     def spec(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
         """The claim spec of a template (its ``spec.spec``) or a claim (its ``spec``); None when absent."""
