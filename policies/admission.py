@@ -1,7 +1,8 @@
 """karmada-webhook's admission of the four policy kinds, in its words.
 
 Karmada checks a policy in two webhooks. The mutating one refuses a PropagationPolicy or
-ClusterPropagationPolicy named longer than 63 characters (the name goes in a label); the
+ClusterPropagationPolicy named longer than 63 characters (the name goes in a label; a 400 without a
+reason, its ``admission.Errored``); the
 validating one (``pkg/webhook/{propagation,clusterpropagation,override,clusteroverride}policy``,
 rules in ``pkg/util/validation/validation.go``) refuses, beyond what the CRDs' schemas refuse:
 
@@ -67,23 +68,28 @@ WEBHOOKS: Final = {
     "OverridePolicy": "overridepolicy.karmada.io",
     "ClusterOverridePolicy": "clusteroverridepolicy.karmada.io",
 }
-#: A policy's (webhook's name, why it is refused), or None when it is admitted.
-PolicyDenial = Callable[[dict[str, Any]], tuple[str, str] | None]
+#: A policy's refusal: (webhook's name, why), the validating webhook's ``admission.Denied`` (403), or
+#: (webhook's name, why, code), the mutating webhook's ``admission.Errored`` (that code, no reason).
+Denial = tuple[str, str] | tuple[str, str, int]
+#: A policy's denial, or None when it is admitted.
+PolicyDenial = Callable[[dict[str, Any]], Denial | None]
 #: The same on an update: (new, stored) → the denial or None.
-PolicyUpdateDenial = Callable[[dict[str, Any], dict[str, Any]], tuple[str, str] | None]
+PolicyUpdateDenial = Callable[[dict[str, Any], dict[str, Any]], Denial | None]
 
 _PREEMPTION_NEEDS_NAMES: Final = (
     "name cannot be empty if preemption is Always, the empty name may cause unexpected resources preemption"
 )
 
 
-def _name_too_long(kind: str, obj: Mapping[str, Any]) -> str | None:
-    """The mutating webhook's refusal of a long name (Go's ``len``: bytes), or None."""
+def _name_too_long(kind: str, obj: Mapping[str, Any]) -> Denial | None:
+    """The mutating webhook's refusal of a long name (Go's ``len``: bytes), or None: it answers
+    ``admission.Errored(http.StatusBadRequest, ...)`` (``pkg/webhook/propagationpolicy/mutating.go``),
+    which kube-apiserver gives as a 400 with no reason."""
     if not kind.endswith("PropagationPolicy"):
         return None
     name = (obj.get("metadata") or {}).get("name")
     if isinstance(name, str) and len(name.encode()) > NAME_MAX_LENGTH:
-        return f"{kind}'s name should be no more than {NAME_MAX_LENGTH} characters"
+        return WEBHOOKS[kind], f"{kind}'s name should be no more than {NAME_MAX_LENGTH} characters", 400
     return None
 
 
@@ -377,10 +383,10 @@ def policy_denial(kind: str) -> PolicyDenial:
     :func:`policy_update_denial` adds the update's rules)."""
     webhook = WEBHOOKS[kind]
 
-    def denial(obj: dict[str, Any]) -> tuple[str, str] | None:
+    def denial(obj: dict[str, Any]) -> Denial | None:
         too_long = _name_too_long(kind, obj)
         if too_long is not None:
-            return webhook, too_long
+            return too_long
         errors = _spec_errors(obj)
         return (webhook, field.error_list_text(errors)) if errors else None
 
@@ -402,10 +408,10 @@ def policy_update_denial(kind: str) -> PolicyUpdateDenial | None:
     on_create = policy_denial(kind)
     webhook = WEBHOOKS[kind]
 
-    def denial(new: dict[str, Any], old: dict[str, Any]) -> tuple[str, str] | None:
+    def denial(new: dict[str, Any], old: dict[str, Any]) -> Denial | None:
         too_long = _name_too_long(kind, new)
         if too_long is not None:  # the mutating webhook's, which runs first
-            return webhook, too_long
+            return too_long
         if _scheduler_name(new) != _scheduler_name(old):
             return webhook, "the schedulerName should not be updated"
         return on_create(new)

@@ -47,6 +47,9 @@ CellGetter = Callable[[dict[str, Any], datetime], Any]
 #: A field selector getter: the object in, the field's string value out.
 #: Advisory warnings about a valid object being written (kubectl prints each as "Warning: ...").
 Warner = Callable[[dict[str, Any]], list[str]]
+#: A webhook's refusal: (the webhook, why), a validator's ``admission.Denied`` (403 Forbidden), or
+#: (the webhook, why, code), an ``admission.Errored(code, err)`` (that code, no reason).
+WebhookDenial = tuple[str, str] | tuple[str, str, int]
 
 ALL_VERBS: tuple[str, ...] = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
 STATUS_VERBS: tuple[str, ...] = ("get", "patch", "update")
@@ -239,14 +242,16 @@ class ResourceType:
     #: customization that sets another's hook): (new object, the others) → (the webhook, why), or None;
     #: answered as :attr:`webhook_denial` is, after the checks above.
     webhook_against_stored: Callable[[dict[str, Any], list[dict[str, Any]]], tuple[str, str] | None] | None = None
-    #: A webhook's refusal of an object on create and update (Karmada's, of a policy's name): the
+    #: A webhook's refusal of an object on create and update (Karmada's, of a policy's spec): the
     #: object -> (the webhook, why), or None; answered as kube answers a webhook's denial (403
-    #: ``Forbidden``, as controller-runtime's ``admission.Denied`` gives it). An update
-    #: of an object it already refuses (stored before the rule) is let through.
-    webhook_denial: Callable[[dict[str, Any]], tuple[str, str] | None] | None = None
+    #: ``Forbidden``, as controller-runtime's ``admission.Denied`` gives it), or (the webhook, why,
+    #: code) for controller-runtime's ``admission.Errored(code, err)`` (that code, no reason: Karmada's
+    #: mutating webhook's 400 of a policy's long name). An update of an object it already refuses
+    #: (stored before the rule) is let through.
+    webhook_denial: Callable[[dict[str, Any]], WebhookDenial | None] | None = None
     #: The webhook's refusal of an update, given (new, stored), where its rules read the stored object
     #: (a field it keeps immutable): checked on update instead of :attr:`webhook_denial`.
-    webhook_update_denial: Callable[[dict[str, Any], dict[str, Any]], tuple[str, str] | None] | None = None
+    webhook_update_denial: Callable[[dict[str, Any], dict[str, Any]], WebhookDenial | None] | None = None
     #: kube answers a delete of this kind with the deleted object, not a success Status (its
     #: registry's ``ReturnDeletedObject``: Pod, PersistentVolumeClaim, Service, ServiceAccount…).
     returns_deleted_object: bool = False

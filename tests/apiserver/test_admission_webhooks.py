@@ -373,7 +373,7 @@ async def test_a_create_is_mutated_before_the_kinds_own_webhook_denies_it(api: A
               "metadata": {"name": "p" * 64}, "spec": {"resourceSelectors": selectors}}
     code, status, _ = await api.call("POST", "/apis/policy.karmada.io/v1alpha1/namespaces/default/propagationpolicies",
                                      policy)
-    assert (code, status["message"]) == (403, 'admission webhook "propagationpolicy.karmada.io" denied the request: '
+    assert (code, status["message"]) == (400, 'admission webhook "propagationpolicy.karmada.io" denied the request: '
                                               "PropagationPolicy's name should be no more than 63 characters")
     assert [r["request"]["name"] for r in server.received["/seen"]] == ["p" * 64]
 

@@ -1,8 +1,10 @@
 """Karmada's limit on a propagation policy's name: its mutating webhook refuses a
 PropagationPolicy or ClusterPropagationPolicy named longer than 63 characters (the name goes in
-a label), with controller-runtime's ``admission.Denied`` (403, reason Forbidden), and kube-apiserver
-answers the denial as ``403 admission webhook "<webhook>" denied the request: <kind>'s name should
-be no more than 63 characters``. OverridePolicies have no limit."""
+a label), with controller-runtime's ``admission.Errored(http.StatusBadRequest, ...)``
+(``pkg/webhook/propagationpolicy/mutating.go``: code 400, no reason), and kube-apiserver answers the
+denial as ``400 admission webhook "<webhook>" denied the request: <kind>'s name should be no more
+than 63 characters`` (``webhookerrors.ToStatusErr`` keeps the webhook's code and reason).
+OverridePolicies have no limit."""
 
 from __future__ import annotations
 
@@ -50,9 +52,9 @@ async def test_a_long_name_is_refused_as_karmadas_webhook_refuses_it(
     api: TestClient[Any, Any], group: str, kind: str, webhook: str
 ) -> None:
     refused = await api.post(collection(group, kind), json=policy(group, kind, LONG))
-    assert refused.status == 403
+    assert refused.status == 400
     assert await refused.json() == {
-        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "code": 403, "reason": "Forbidden",
+        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "code": 400,
         "message": f'admission webhook "{webhook}" denied the request: {kind}\'s name should be no more than 63 characters',
     }
     assert (await api.get(f"{collection(group, kind)}/{LONG}")).status == 404
@@ -71,7 +73,7 @@ async def test_kubectl_apply_prints_the_webhooks_denial(kubeconfig: Path) -> Non
     code, out, err = await kubectl(kubeconfig, "apply", "-f", "-", stdin=manifest)
     assert code != 0, out
     assert (
-        'Error from server (Forbidden): error when creating "STDIN": admission webhook "propagationpolicy.karmada.io" '
+        'Error from server: error when creating "STDIN": admission webhook "propagationpolicy.karmada.io" '
         "denied the request: PropagationPolicy's name should be no more than 63 characters"
     ) in err, err
 

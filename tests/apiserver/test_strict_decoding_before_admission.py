@@ -66,7 +66,7 @@ async def test_a_create_the_kinds_webhook_denies_is_the_decoders_400_first(hub: 
     )
     status, message = await refusal(await hub.post(POLICIES + WARN, json=sent))
     assert (status, message) == (
-        403,
+        400,
         'admission webhook "propagationpolicy.karmada.io" denied the request: '
         "PropagationPolicy's name should be no more than 63 characters",
     )

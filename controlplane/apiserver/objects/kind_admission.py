@@ -65,7 +65,8 @@ def webhooks_admit(
     """The kind's admission webhook (:attr:`ResourceType.webhook_denial`; on an update of ``old``,
     :attr:`ResourceType.webhook_update_denial` when the kind has one) refusing ``obj``, as kube answers a webhook's
     denial. Those webhooks are Karmada's and the training operator's, whose refusals are
-    controller-runtime's ``admission.Denied``: code 403, reason ``Forbidden``, the message. What kube
+    controller-runtime's ``admission.Denied``: code 403, reason ``Forbidden``, the message; or its
+    ``admission.Errored``: the denial's code, no reason (Karmada's mutating webhook). What kube
     refuses before its admission comes first: the decoding's 400 (unknown fields under
     ``field_validation`` Strict), then the schema's 422."""
     if old is not None and rt.webhook_update_denial is not None:
@@ -76,4 +77,7 @@ def webhooks_admit(
         # The decoding comes first, then the schema: a Master's ``replicas: "1"`` is the schema's 422.
         refuse_unknown_fields(rt, obj, old, field_validation)
         refuse_schema_errors(rt, obj, old)
-        raise errors.WebhookDenied(*denial, code=403, reason=errors.StatusReason.FORBIDDEN)
+        webhook, why, *errored = denial
+        if errored:
+            raise errors.WebhookDenied(webhook, why, code=errored[0])
+        raise errors.WebhookDenied(webhook, why, code=403, reason=errors.StatusReason.FORBIDDEN)
