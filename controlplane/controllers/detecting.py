@@ -17,7 +17,8 @@ the existing bindings. Out, per workload:
   which the dependencies controller reads, so the workload's ConfigMaps and Secrets stay with it
   after the policy is deleted) and its ``schedulePriority`` resolved to an integer
   (``spec.schedulePriority.priority``, the scheduler's queue order; see below), and the status
-  condition ``Propagated=True`` (reason ``PolicyClaimed``). An InterpretReplica webhook's replicas and
+  condition ``Propagated=True`` (reason ``PolicyClaimed``); the workload and its binding carry
+  Karmada's claim marks, the policy's permanent id and name (``policies.claims``). An InterpretReplica webhook's replicas and
   requirements win over the interpreter's (``webhookinterpreting``; after the checks; a failed call writes nothing);
 * claimed by none and never propagated: ``Propagated=False`` reason ``NoPolicyMatched``;
   the workload stays on the hub only;
@@ -26,7 +27,7 @@ the existing bindings. Out, per workload:
   the runtime, until it exists (a binding written before stays as it is);
 * claimed before but by no policy now (the policy was deleted or no longer selects it):
   like Karmada, the binding stays and the workload keeps running where it was placed
-  (``Propagated=True`` reason ``PolicyRemoved``); deleting the workload removes it.
+  (``Propagated=True`` reason ``PolicyRemoved``), both without the claim marks; deleting the workload removes it.
 
 ``schedulePriority`` (Karmada's priority scheduling): with ``priorityClassSource:
 KubePriorityClass`` the priority is the ``value`` of the hub's ``scheduling.k8s.io/v1``
@@ -57,7 +58,6 @@ from controlplane.apis.events import EventType
 from controlplane.apis.kube.generation import content_changed
 from controlplane.apis.revisions import is_deployment_replica_set
 from controlplane.apis.views import BindingView, ObjectView
-from controlplane.apis.work_v1alpha1 import ConditionType
 from controlplane.controllers.admissiongate import AdmissionGate, constrain_placement
 from controlplane.controllers.claimspecs import ClaimSpecs
 from controlplane.controllers.context import (
@@ -71,6 +71,7 @@ from controlplane.controllers.context import (
 )
 from controlplane.controllers.events import EventReason, record_event
 from controlplane.controllers.informing import spec_unchanged
+from controlplane.controllers.prioritycondition import set_priority_condition
 from controlplane.controllers.reconciling import KeyedController, OwnWrites
 from controlplane.controllers.schedulepriority import PriorityResolution, resolve_schedule_priority
 from controlplane.controllers.trainingruntimes import TrainingRuntimes
@@ -91,6 +92,7 @@ from controlplane.interpreter import interpreter_for
 from controlplane.interpreter.requirements import ReplicaRequirements
 from controlplane.interpreter.shape import InvalidObject
 from controlplane.objectclient import ResourceType, WatchEventType, errors
+from policies.claims import with_claim_marks
 from policies.defaulting import placement_as_stored
 from policies.matching import PolicyMatch, PolicyRef, is_reserved_namespace, policy_ref, select_policy
 from policies.models import AnyPropagationPolicy
@@ -356,6 +358,7 @@ class Detector(KeyedController[WorkloadRef]):
         policies = ctx.propagation_policies(ref.namespace)
         match = select_policy(workload, policies, claimed_by=claimed_by, served_as=ctx.served_as(rt))
         if match is None:
+            workload = await self._release(rt, workload, binding)
             if binding is None:
                 await self._set_propagated(
                     rt, workload, False, PropagatedReason.NO_POLICY_MATCHED,
@@ -405,31 +408,51 @@ class Detector(KeyedController[WorkloadRef]):
                                message=f"{unread}; the devices its requests ask are not counted in placement")
         constrain_placement(spec, gate.cluster_labels)
         restrict_to_clusters(spec, gate.cluster_names)
-        # The binding first, then the workload's finalizer with its Propagated condition (one
-        # write): a workload deleted in between had no finalizer yet, and the reconcile of its
-        # deletion deletes the binding (above), as for a finalizer removed by hand.
+        # The workload's claim first (finalizer, claim marks, Propagated: one write), then the
+        # binding, as Karmada claims a template before it builds the binding: a Deployment's
+        # marked annotations move its generation, which the binding then names from the start. A
+        # workload deleted in between: the deletion controller finds no binding and lets it go;
+        # a binding written after that is deleted by the reconcile of the workload gone (above).
+        claimed = await self._claim(rt, workload, match, f"claimed by {describe_policy(match.ref)}")
+        if claimed is not None:
+            self._own_writes.wrote(claimed)
+            workload = claimed
+            meta = ObjectView(claimed).metadata
+            spec["resource"].update({k: meta[k] for k in ("resourceVersion", "generation") if meta.get(k) is not None})
         written = await self._write_binding(ref, workload, match, binding, spec=spec)
         if written is not binding:
             self._own_writes.wrote(written)
-        await self._set_priority_condition(written, priority, workload=workload)
-        claimed = await self._claim(rt, workload, f"claimed by {describe_policy(match.ref)}")
-        if claimed is not None:
-            self._own_writes.wrote(claimed)
+        await set_priority_condition(ctx, written, priority, workload=workload)
         return None
 
-    async def _claim(self, rt: ResourceType, workload: dict[str, Any], message: str) -> dict[str, Any] | None:
-        """The workload's finalizer and ``Propagated=True`` (Claimed): one write where both change."""
+    async def _claim(
+        self, rt: ResourceType, workload: dict[str, Any], match: PolicyMatch, message: str
+    ) -> dict[str, Any] | None:
+        """The workload's finalizer, Karmada's claim marks (:mod:`policies.claims`) and
+        ``Propagated=True`` (Claimed): one write where they change."""
         finalizers = list(ObjectView(workload).finalizers)
         body = workload
+        # The object layer copies what it writes: the cached workload is not changed here.
+        if (marked := with_claim_marks(workload["metadata"], match.policy)) is not None:
+            body = {**workload, "metadata": marked}
         if FINALIZER_WORKLOAD not in finalizers:
-            # The object layer copies what it writes: the cached workload is not changed here.
-            body = {**workload, "metadata": {**workload["metadata"], "finalizers": [*finalizers, FINALIZER_WORKLOAD]}}
+            body = {**body, "metadata": {**body["metadata"], "finalizers": [*finalizers, FINALIZER_WORKLOAD]}}
         status = self._propagated_status(rt, workload, True, PropagatedReason.CLAIMED, message)
         if status is None:
             return await self.ctx.objects.update(rt, body) if body is not workload else None
         if body is workload:
             return await self.ctx.objects.update_status(rt, {**workload, "status": status})
         return await self.ctx.objects.update_with_status(rt, {**body, "status": status})
+
+    async def _release(self, rt: ResourceType, workload: dict[str, Any], binding: dict[str, Any] | None) -> dict[str, Any]:
+        """No policy claims the workload now: Karmada's claim marks leave its binding (which stays),
+        then the workload (``handleResourceTemplateAndBindingCleanup``'s order); the workload as written."""
+        for kind_rt, obj in ((self.ctx.binding_rt, binding), (rt, workload)):
+            if obj is not None and (released := with_claim_marks(obj["metadata"], None)) is not None:
+                written = await self.ctx.objects.update(kind_rt, {**obj, "metadata": released})
+                self._own_writes.wrote(written)
+                workload = written if obj is workload else workload
+        return workload
 
     async def _write_binding(
         self,
@@ -445,10 +468,11 @@ class Detector(KeyedController[WorkloadRef]):
         if binding is None:
             if not ref.namespace:
                 await ctx.ensure_namespace(ref.binding_namespace)
+            metadata = {"name": ref.binding_name, "namespace": ref.binding_namespace}
             created = {
                 "apiVersion": ctx.binding_rt.api_version,
                 "kind": ctx.binding_rt.kind,
-                "metadata": {"name": ref.binding_name, "namespace": ref.binding_namespace},
+                "metadata": with_claim_marks(metadata, match.policy) or metadata,
                 "spec": spec,
             }
             try:
@@ -458,10 +482,13 @@ class Detector(KeyedController[WorkloadRef]):
                 raise errors.Conflict(f"binding {ref.binding_namespace}/{ref.binding_name} exists already") from None
             log.info("binding %s/%s created for %s (%s)", ref.binding_namespace, ref.binding_name, ref, describe_policy(match.ref))
             return written
-        if _comparable(binding.get("spec")) == _comparable(spec):
+        marked = with_claim_marks(binding["metadata"], match.policy)  # the policy's marks, as on the workload
+        if marked is None and _comparable(binding.get("spec")) == _comparable(spec):
             return binding
         updated = copy.deepcopy(binding)
         updated["spec"] = spec
+        if marked is not None:
+            updated["metadata"] = marked
         written = await ctx.objects.update(ctx.binding_rt, updated)
         if match.preempted is not None:
             await record_event(
@@ -469,44 +496,6 @@ class Detector(KeyedController[WorkloadRef]):
                 message=f"{describe_policy(match.ref)} preempted {describe_policy(match.preempted)}",
             )
         return written
-
-    async def _set_priority_condition(
-        self, binding: dict[str, Any], priority: PriorityResolution | None, *, workload: dict[str, Any]
-    ) -> None:
-        """``SchedulePriorityResolved`` on the binding: set while its policy has ``schedulePriority``,
-        removed when it has none. A priority that cannot be resolved is also a Warning Event on
-        the workload (once per change of the condition)."""
-        view = BindingView(binding)
-        conditions = view.conditions
-        ctype = str(ConditionType.SCHEDULE_PRIORITY_RESOLVED)
-        current = view.condition(ctype)
-        if priority is None:
-            if current is None:
-                return
-            kept = [dict(cond) for cond in conditions if cond.get("type") != ctype]
-            await self.ctx.objects.update_status(
-                self.ctx.binding_rt, {**binding, "status": {**view.status, "conditions": kept}}
-            )
-            return
-        wanted = {
-            "type": ctype,
-            "status": "True" if priority.resolved else "False",
-            "reason": str(priority.reason),
-            "message": priority.message,
-        }
-        if current is not None and all(current.get(k) == v for k, v in wanted.items()):
-            return
-        status = {
-            **view.status,
-            "conditions": with_condition(conditions, wanted, now=self.ctx.now_text()),
-        }
-        await self.ctx.objects.update_status(self.ctx.binding_rt, {**binding, "status": status})
-        if not priority.resolved:
-            log.warning("binding %s/%s: %s", view.metadata.get("namespace"), view.name, priority.message)
-            await record_event(
-                self.ctx, workload, type=EventType.WARNING, reason=EventReason.SCHEDULE_PRIORITY_UNRESOLVED,
-                message=priority.message,
-            )
 
     async def _report_invalid(self, rt: ResourceType, workload: dict[str, Any], invalid: InvalidObject) -> None:
         """``Propagated=False`` (InvalidObject) and a Warning Event naming the field, once per change."""

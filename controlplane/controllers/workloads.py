@@ -41,6 +41,7 @@ from controlplane.interpreter.rayjob import suspension_deployment_status as rayj
 from controlplane.interpreter.registry import group_of
 from controlplane.interpreter.shape import InvalidObject, malformed
 from controlplane.objectclient import Registry, ResourceType
+from policies.claims import CLAIM_ANNOTATIONS, CLAIM_LABELS
 from policies.served import PROPAGATABLE_CLUSTER_KINDS, KindStatus
 
 #: API groups whose kinds are the hub's own machinery and never propagate: gpufed's and
@@ -284,16 +285,20 @@ def with_job_suspension(rt: ResourceType, workload: Mapping[str, Any], status: M
 
 
 #: Annotations that mean something on the hub only and never reach a member's copy: kubectl's
-#: record of the hub apply, and the hpa-scale-target-marker's note that it set the retain-replicas
-#: label (the label itself goes on: the agent reads it).
+#: record of the hub apply, the hpa-scale-target-marker's note that it set the retain-replicas
+#: label (the label itself goes on: the agent reads it), and the claiming policy's name
+#: (:mod:`policies.claims`; Karmada copies its claim marks, but so a claim, a release or a
+#: preemption would rewrite every Work of the workload and apply it again in each member).
 HUB_ONLY_ANNOTATIONS: frozenset[str] = frozenset(
-    {"kubectl.kubernetes.io/last-applied-configuration", ANNOTATION_RETAIN_REPLICAS_BY_HPA}
+    {"kubectl.kubernetes.io/last-applied-configuration", ANNOTATION_RETAIN_REPLICAS_BY_HPA, *CLAIM_ANNOTATIONS}
 )
+#: Labels that never reach a member's copy: the claiming policy's permanent id, as its name above.
+HUB_ONLY_LABELS: frozenset[str] = frozenset(CLAIM_LABELS)
 
 
 def without_server_fields(obj: Mapping[str, Any]) -> dict[str, Any]:
     """A copy of a hub object fit to create in a member: no status, no server-owned metadata, no
-    :data:`HUB_ONLY_ANNOTATIONS`, and none of what its kind carries of one cluster only
+    :data:`HUB_ONLY_ANNOTATIONS` nor :data:`HUB_ONLY_LABELS`, and none of what its kind carries of one cluster only
     (:func:`prune_for_member`: a Service's clusterIP, a Job's generated selector and its TTL…)."""
     # Copied field by field: the status and the metadata left out (managedFields: a field set
     # per writer) are never copied.
@@ -304,13 +309,14 @@ def without_server_fields(obj: Mapping[str, Any]) -> dict[str, Any]:
         for key in ("name", "namespace", "labels", "annotations")
         if meta.get(key) not in (None, {}, [])
     }
-    annotations = kept.get("annotations")
-    if isinstance(annotations, dict):
-        annotations = {k: v for k, v in annotations.items() if k not in HUB_ONLY_ANNOTATIONS}
-        if annotations:
-            kept["annotations"] = annotations
-        else:
-            kept.pop("annotations")
+    for key, hub_only in (("annotations", HUB_ONLY_ANNOTATIONS), ("labels", HUB_ONLY_LABELS)):
+        marks = kept.get(key)
+        if isinstance(marks, dict):
+            marks = {k: v for k, v in marks.items() if k not in hub_only}
+            if marks:
+                kept[key] = marks
+            else:
+                kept.pop(key)
     out["metadata"] = kept
     prune_for_member(out)
     return out

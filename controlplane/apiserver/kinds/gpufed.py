@@ -68,6 +68,7 @@ def gpufed_resource_types(
     from policies import federated_quota as frq
     from policies import taint_policy
     from policies.admission import policy_denial, policy_update_denial
+    from policies.claims import PERMANENT_ID_LABELS, assign_permanent_id
     from policies.defaulting import POLICY_DEFAULTS
 
     types: list[ResourceType] = [
@@ -135,6 +136,8 @@ def gpufed_resource_types(
                     defaults_on_read=defaults_on_read,
                     webhook_denial=policy_denial(kind),
                     webhook_update_denial=policy_update_denial(kind),
+                    # Karmada's mutating webhook: a propagation policy's permanent id, on create.
+                    prepare_create=partial(assign_permanent_id, kind) if kind in PERMANENT_ID_LABELS else None,
                     warn=policy_warnings,
                     stored_as=c.POLICY_GROUP if group != c.POLICY_GROUP else None,
                 )
