@@ -82,7 +82,11 @@ def policy_warnings(policy: AnyPolicy) -> list[str]:
             warnings.append("spec.association is deprecated; use spec.propagateDeps")
         scheduling = spec.placement.replica_scheduling if spec.placement else None
         if scheduling is not None:
-            if scheduling.replica_scheduling_type == "Duplicated" and scheduling.replica_division_preference:
+            # Not for Weighted: karmada-webhook writes it on every Divided policy, and a policy
+            # switched to Duplicated by a client-side apply keeps it without its author writing it.
+            if scheduling.replica_scheduling_type == "Duplicated" and scheduling.replica_division_preference not in (
+                None, "Weighted"
+            ):
                 warnings.append(
                     "spec.placement.replicaScheduling.replicaDivisionPreference is ignored because "
                     "replicaSchedulingType is Duplicated"

@@ -387,7 +387,7 @@ def test_unknown_kind_is_an_error_value() -> None:
          lambda w: _rs(w)["weightPreference"].update(staticWeightList=[{"targetCluster": {}, "weight": 1}]),
          "staticWeightList is ignored because dynamicWeight is set"),
         (KARMADA_DOCS["duplicated"],
-         lambda w: _rs(w).update(replicaDivisionPreference="Weighted"),
+         lambda w: _rs(w).update(replicaDivisionPreference="Aggregated"),
          "replicaDivisionPreference is ignored because replicaSchedulingType is Duplicated"),
         # Karmada accepts a weightPreference it does not use; gpufed warns instead of refusing.
         (KARMADA_DOCS["static-weights"],
@@ -410,6 +410,16 @@ def test_warnings(text: str, mutate: Any, expected: str) -> None:
     result = validate_policy(wire)
     assert result.ok, result.errors
     assert any(expected in warning for warning in result.warnings), result.warnings
+
+
+def test_no_warning_for_the_division_preference_karmadas_webhook_writes() -> None:
+    """karmada-webhook gives every Divided policy ``replicaDivisionPreference: Weighted``; Karmada's
+    progressive-rollout sample then applies the policy again as Duplicated (its wave step), and a
+    client-side apply keeps the Weighted its author never wrote: nothing to warn about."""
+    wire = yaml.safe_load(KARMADA_DOCS["duplicated"])
+    _rs(wire).update(replicaDivisionPreference="Weighted")
+    result = validate_policy(wire)
+    assert result.ok and not result.warnings, result.warnings
 
 
 @pytest.mark.parametrize(
