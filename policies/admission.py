@@ -15,7 +15,9 @@ rules in ``pkg/util/validation/validation.go``) refuses, beyond what the CRDs' s
   without a ``name`` when ``preemption`` is ``Always``; a negative ``minGroups`` or ``maxGroups``;
   ``failover.application``'s negative ``decisionConditions.tolerationSeconds``, a
   ``gracePeriodSeconds`` below 1 or with a ``purgeMode`` that does not wait; ``suspension.dispatching`` beside
-  ``dispatchingOnClusters.clusterNames``; on an update, a changed ``schedulerName``;
+  ``dispatchingOnClusters.clusterNames``; on an update, a changed ``schedulerName``, then a changed
+  or removed permanent-id label (:mod:`policies.claims`; a policy stored before the hub gave ids
+  has none to keep);
 * in an override policy: ``overrideRules`` next to the deprecated ``targetCluster`` or a
   non-empty ``overriders``; a rule's ``labelsOverrider`` value that is no valid set of labels, an
   ``annotationsOverrider`` value that is no valid set of annotations, an ``imageOverrider``'s
@@ -47,6 +49,7 @@ from controlplane.apis.kube.names import qualified_name_errors
 from controlplane.apis.kube.validate_pod import annotations_errors, labels_errors
 from controlplane.gojson import go_json_value, go_quote
 from policies.behavior_models import UNGRACIOUS_PURGE_MODES
+from policies.claims import PERMANENT_ID_LABELS
 from policies.models import (
     CLUSTER_FIELDS,
     DEFAULT_SCHEDULER_NAME,
@@ -393,6 +396,11 @@ def policy_denial(kind: str) -> PolicyDenial:
     return denial
 
 
+def _label(obj: Mapping[str, Any], key: str) -> Any:
+    labels = (obj.get("metadata") or {}).get("labels")
+    return labels.get(key) if isinstance(labels, Mapping) else None
+
+
 def _scheduler_name(obj: Mapping[str, Any]) -> Any:
     spec = obj.get("spec")
     name = spec.get("schedulerName") if isinstance(spec, Mapping) else None
@@ -406,7 +414,7 @@ def policy_update_denial(kind: str) -> PolicyUpdateDenial | None:
     if not kind.endswith("PropagationPolicy"):
         return None
     on_create = policy_denial(kind)
-    webhook = WEBHOOKS[kind]
+    webhook, label = WEBHOOKS[kind], PERMANENT_ID_LABELS[kind]
 
     def denial(new: dict[str, Any], old: dict[str, Any]) -> Denial | None:
         too_long = _name_too_long(kind, new)
@@ -414,6 +422,8 @@ def policy_update_denial(kind: str) -> PolicyUpdateDenial | None:
             return too_long
         if _scheduler_name(new) != _scheduler_name(old):
             return webhook, "the schedulerName should not be updated"
+        if (kept := _label(old, label)) is not None and _label(new, label) != kept:
+            return webhook, f"label {label} is immutable, it can only be set by the system during creation"
         return on_create(new)
 
     return denial

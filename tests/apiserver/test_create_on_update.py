@@ -240,7 +240,9 @@ async def test_a_kind_that_is_a_custom_resource_on_a_real_cluster_refuses_an_upd
     created = await hub.post(collection, json=body)
     assert created.status == 201, await created.text()
     stored = await created.json()
-    sent = {**stored, "metadata": {**stored["metadata"], "labels": {"changed": "yes"}}}
+    # The labels it has kept (a propagation policy's permanent id may not change), one added.
+    labels = {**(stored["metadata"].get("labels") or {}), "changed": "yes"}
+    sent = {**stored, "metadata": {**stored["metadata"], "labels": labels}}
     del sent["metadata"]["resourceVersion"]
     answer = await hub.put(f"{collection}/x", json=sent)
     status = await answer.json()

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from controlplane.apiserver.errors import WebhookDenied
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.manager import ControllerManager
 from controlplane.controllers.workloads import without_server_fields
@@ -134,3 +135,33 @@ async def test_a_preempting_policy_replaces_the_marks_and_a_deleted_one_takes_th
     assert binding is not None
     assert marks(workload) == ({}, {}) and marks(binding) == ({}, {})
     assert workload is not None and "gpufed.io/propagation" in workload["metadata"]["finalizers"]
+
+
+@pytest.mark.parametrize("kind", ["PropagationPolicy", "ClusterPropagationPolicy"])
+async def test_the_permanent_id_label_cannot_change_or_go(objects: ObjectStore, kind: str) -> None:
+    """karmada-webhook's validating webhook (``validateUpdate``): the label is the system's, set on
+    create; a policy stored before the hub gave ids has none and stays updatable."""
+    body = propagation_policy("spread") if kind == "PropagationPolicy" else cluster_policy("spread")
+    label = PP_ID if kind == "PropagationPolicy" else CPP_ID
+    rt = objects.registry.require(body["apiVersion"], kind)
+    created = await create(objects, body)
+    for labels in ({label: "another"}, {}):
+        changed = {**created, "metadata": {**created["metadata"], "labels": labels}}
+        with pytest.raises(WebhookDenied) as refused:
+            await objects.update(rt, changed)
+        assert (refused.value.code, str(refused.value)) == (
+            403,
+            f'admission webhook "{kind.lower()}.karmada.io" denied the request: '
+            f"label {label} is immutable, it can only be set by the system during creation",
+        )
+    namespace = created["metadata"].get("namespace")
+    await objects.delete(rt, namespace=namespace, name="spread")
+    prepare = rt.prepare_create
+    object.__setattr__(rt, "prepare_create", None)  # as the hub was before it gave ids
+    try:
+        older = await create(objects, body)
+    finally:
+        object.__setattr__(rt, "prepare_create", prepare)
+    assert label not in (older["metadata"].get("labels") or {})
+    older["spec"]["priority"] = 2
+    assert (await objects.update(rt, older))["spec"]["priority"] == 2
