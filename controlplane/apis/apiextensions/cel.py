@@ -41,7 +41,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from controlplane.apis.apiextensions.cel_types import DYN, SchemaTypes, check, display
+from controlplane.apis.apiextensions.cel_parse import plain
+from controlplane.apis.apiextensions.cel_types import Issue, SchemaTypes, Type, check, display, optional
 from controlplane.apis.apiextensions.cel_values import Converter, converter
 from controlplane.apis.apiextensions.schema import (
     NO_OLD,
@@ -65,12 +66,17 @@ RULES_NOT_CHECKED = invalid(
 )
 
 COST_LIMIT = 10_000_000
+#: kube's refusal of a rule whose type is known and not ``bool``.
+MUST_BE_BOOL = "cel expression must evaluate to a bool"
+#: How kube's refusal of a rule over the cost budget starts (a Forbidden error, not Invalid).
+OVER_BUDGET = "estimated rule cost exceeds budget"
 #: The most elements a list, map or string could have without a declared bound (what a 3 MiB
 #: request can hold: kube estimates unbounded sizes from the request size limit too).
 UNBOUNDED_SIZE = 3 * 1024 * 1024 // 2
-#: A comprehension macro on a receiver: ``self.spec.items.all(x, ...`` (receiver, macro, variable).
+#: A comprehension macro on a receiver: ``self.spec.items.all(x, ...`` (receiver, macro, variable;
+#: the receiver's fields may be selected with ``.?``).
 _MACRO = re.compile(
-    r"([A-Za-z_][\w]*(?:\s*\.\s*[A-Za-z_]\w*)*|\))\s*\.\s*(all|exists_one|exists|map|filter)\s*\(\s*([A-Za-z_]\w*)\s*,"
+    r"([A-Za-z_][\w]*(?:\s*\.\??\s*[A-Za-z_]\w*)*|\))\s*\.\s*(all|exists_one|exists|map|filter)\s*\(\s*([A-Za-z_]\w*)\s*,"
 )
 #: cel-go's optional macros (``o.optMap(v, expr)``, ``o.optFlatMap(v, expr)``), which the
 #: evaluator here does not expand: a rule using one is refused when written, not at each object.
@@ -80,6 +86,9 @@ _OPTIONAL_MACRO = re.compile(r"\.\s*(optMap|optFlatMap)\s*\(")
 _WRAPPED = re.compile(
     r"Python function call failed: \w+: (.*?)\.? Check function arguments and their types\.?$", re.S
 )
+#: How it wraps one of its own functions' errors: "Function 'value' error: optional.none()
+#: dereference. Check function arguments and their types."
+_FAILED = re.compile(r"^Function '[\w.]+' error: (.*?)\.? Check function arguments and their types\.?$", re.S)
 _REASONS = {
     "FieldValueInvalid": CauseType.FIELD_VALUE_INVALID,
     "FieldValueForbidden": CauseType.FIELD_VALUE_FORBIDDEN,
@@ -101,7 +110,7 @@ def _library() -> tuple[Any, dict[str, Any]]:
 
 def _compile(rule: str) -> Any:
     cel, _ = _library()
-    return cel.compile(rule)
+    return cel.compile(plain(rule))
 
 
 def _closing(text: str, start: int) -> int:
@@ -138,7 +147,7 @@ def _size_and_element(schema: Schema | None) -> tuple[int, Schema | None]:
 
 
 def _receiver(path: str, env: dict[str, Schema | None]) -> Schema | None:
-    parts = [p.strip() for p in path.split(".")]
+    parts = [p.strip().lstrip("?").strip() for p in path.split(".")]
     if parts[0] not in env:
         return None
     node = env[parts[0]]
@@ -169,12 +178,58 @@ def estimated_cost(rule: str, schema: Schema) -> int:
     return max(1, _cost(rule, {"self": schema, "oldSelf": schema}))
 
 
-def compile_error(rule: str, schema: Schema | None = None, *, root: bool = False) -> str | None:
-    """Why ``rule`` cannot be used (None: it compiles and fits the cost budget). With ``schema``,
+def compile_error(
+    rule: str,
+    schema: Schema | None = None,
+    *,
+    root: bool = False,
+    optional_old_self: bool = False,
+    message: bool = False,
+) -> str | None:
+    """Why ``rule`` cannot be used (None: it compiles and fits the cost budget); ``message``: it is a
+    rule's ``messageExpression`` (:func:`message_expression_error`). With ``schema``,
     ``self`` is typed by it as kube's SchemaDeclType types it (``root``: a resource's root or an
-    embedded resource, which always has ``apiVersion``, ``kind`` and ``metadata.name``), and what
-    cel-go's checker finds for sure is refused in its words (``undefined field 'x'``, ``found no
-    matching overload ...``); ``oldSelf`` is left unchecked."""
+    embedded resource, which always has ``apiVersion``, ``kind`` and ``metadata.name``), and so is
+    ``oldSelf`` (an optional of it with ``optional_old_self``); what cel-go's checker finds for sure
+    is refused in its words (``undefined field 'x'``, ``found no matching overload ...``)."""
+    if message:
+        return message_expression_error(rule, schema or {}, root=root)
+    problem = _syntax_error(rule)
+    if problem is not None:
+        return problem
+    if schema:
+        result, issues = _checked(rule, schema, root=root, optional_old_self=optional_old_self)
+        if issues:
+            return display(rule, issues)
+        if result.name not in ("bool", "dyn"):
+            return MUST_BE_BOOL
+    if schema is not None:
+        cost = estimated_cost(rule, schema)
+        if cost > COST_LIMIT:
+            return (
+                f"{OVER_BUDGET} by factor of {cost // COST_LIMIT}x (try simplifying the rule, "
+                "or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)"
+            )
+    return None
+
+
+def message_expression_error(expression: str, schema: Schema, *, root: bool = False) -> str | None:
+    """Why a rule's ``messageExpression`` cannot be used, in kube's words (None: it can):
+    ``messageExpression compilation failed: ...`` or ``messageExpression must evaluate to a string``
+    (when its type is known to be another)."""
+    problem = _syntax_error(expression)
+    if problem is None:
+        result, issues = (
+            _checked(expression, schema, root=root, optional_old_self=False) if schema else (None, [])
+        )
+        if issues:
+            problem = display(expression, issues)
+        elif result is not None and result.name not in ("string", "dyn"):
+            return "messageExpression must evaluate to a string"
+    return None if problem is None else f"messageExpression compilation failed: {problem}"
+
+
+def _syntax_error(rule: str) -> str | None:
     try:
         _compile(rule)
     except Exception as exc:  # the compiler's own message is the answer
@@ -184,19 +239,13 @@ def compile_error(rule: str, schema: Schema | None = None, *, root: bool = False
         return text.splitlines()[0] if text else type(exc).__name__
     if macro := _OPTIONAL_MACRO.search(rule):
         return f"ERROR: <input>:1:{macro.start() + 2}: the {macro.group(1)} macro is not supported by this server"
-    if schema:
-        types = SchemaTypes(lambda _ref: None)
-        _, issues = check(rule, types, {"self": types.of(schema, root=root), "oldSelf": DYN})
-        if issues:
-            return display(rule, issues)
-    if schema is not None:
-        cost = estimated_cost(rule, schema)
-        if cost > COST_LIMIT:
-            return (
-                f"estimated rule cost exceeds budget by factor of {cost // COST_LIMIT}x (try simplifying the rule, "
-                "or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)"
-            )
     return None
+
+
+def _checked(rule: str, schema: Schema, *, root: bool, optional_old_self: bool) -> tuple[Type, list[Issue]]:
+    types = SchemaTypes(lambda _ref: None)
+    typed = types.of(schema, root=root)
+    return check(rule, types, {"self": typed, "oldSelf": optional(typed) if optional_old_self else typed})
 
 
 @dataclass(frozen=True, slots=True)
@@ -388,7 +437,7 @@ _quiet = _Quieting()
 def _runtime_message(exc: Exception) -> str:
     """The evaluator's message without the package's wrapping of a library function's error."""
     text = str(exc).strip() or type(exc).__name__
-    match = _WRAPPED.search(text)
+    match = _WRAPPED.search(text) or _FAILED.search(text)
     return match.group(1) if match else text
 
 

@@ -6,7 +6,8 @@ strings extension (with ``format``) from :mod:`.cel_strings`; kube's own librari
 quantities (``quantity("1Gi")``, ``isQuantity``, and on a quantity ``isGreaterThan``,
 ``isLessThan``, ``compareTo``, ``add``, ``sub``, ``asInteger``, ``isInteger``,
 ``asApproximateFloat``, ``sign``); URLs (:mod:`.cel_url`), IPs and CIDRs (:mod:`.cel_ip`) and formats
-(:mod:`.cel_format`). A quantity is carried between calls as a map holding its
+(:mod:`.cel_format`); and the calls :func:`.cel_parse.plain` writes cel-go's optional syntax as.
+A quantity is carried between calls as a map holding its
 exact value in canonical form, so two equal quantities compare equal (``1Gi == 1024Mi``).
 Pure: no I/O.
 """
@@ -17,9 +18,10 @@ import itertools
 from decimal import Decimal
 from typing import Any
 
-from cel import stdlib
+from cel import OptionalValue, stdlib
 
 from controlplane.apis.apiextensions import cel_format, cel_ip, cel_strings, cel_url
+from controlplane.apis.apiextensions.cel_parse import OPTIONAL, OPTIONAL_LIST, OPTIONAL_MAP
 from controlplane.apis.apiextensions.schema import compiled_pattern, parses
 from controlplane.apis.quantity import QuantityError, parse_quantity
 
@@ -103,6 +105,37 @@ def _is_integer(quantity: Any) -> bool:
     return value == value.to_integral_value() and abs(value) <= _INT64_MAX
 
 
+# --- optional syntax ----------------------------------------------------------------------
+
+
+def _optional(value: Any) -> OptionalValue:
+    """``value`` as an optional (an optional as it is), for ``.?`` and ``[?``."""
+    return value if isinstance(value, OptionalValue) else OptionalValue.of(value)
+
+
+def _present(value: Any) -> list[Any]:
+    """The value of a ``?`` entry, or nothing for ``optional.none()``: cel-go requires an optional."""
+    if not isinstance(value, OptionalValue):
+        raise ValueError(f"no such overload: a '?' entry takes an optional value, got {type(value).__name__}")
+    return [value.value()] if value.has_value() else []
+
+
+def _optional_list(items: list[Any], marked: list[int]) -> list[Any]:
+    """A list literal whose ``marked`` elements were written ``?x``."""
+    chosen = set(marked)
+    return [kept for i, item in enumerate(items) for kept in (_present(item) if i in chosen else [item])]
+
+
+def _optional_map(flat: list[Any], marked: list[int]) -> dict[Any, Any]:
+    """A map literal from its keys and values in turn, whose ``marked`` entries were written ``?k: v``."""
+    chosen = set(marked)
+    out: dict[Any, Any] = {}
+    for entry, (key, value) in enumerate(zip(flat[::2], flat[1::2], strict=True)):
+        for kept in _present(value) if entry in chosen else [value]:
+            out[key] = kept
+    return out
+
+
 def _kube_functions() -> dict[str, Any]:
     out: dict[str, Any] = {}
     for library in ("core", "math", "sets", "encoders"):
@@ -123,6 +156,7 @@ def _kube_functions() -> dict[str, Any]:
     out.update(cel_url.FUNCTIONS)
     out.update(cel_ip.FUNCTIONS)
     out.update(cel_format.FUNCTIONS)
+    out.update({OPTIONAL: _optional, OPTIONAL_LIST: _optional_list, OPTIONAL_MAP: _optional_map})
     return out
 
 

@@ -8,7 +8,7 @@ where cel-go places it, so that messages point where kube's do: a selection at i
 call at its ``(``, an index at its ``[``, an operator at its token, an identifier or literal
 at its first character. Raises :class:`SyntaxError` on anything it cannot read (the caller
 treats such an expression as not checkable: the evaluator already refused invalid ones).
-Pure.
+:func:`plain` writes cel-go's optional syntax as calls the evaluator has. Pure.
 """
 
 from __future__ import annotations
@@ -48,7 +48,13 @@ class Node:
     name: str = ""
     target: Node | None = None
     args: list[Node] = field(default_factory=list)
+    #: ``.?``/``[?`` on a ``select``/``index``.
     optional: bool = False
+    #: A list literal's element or a map literal's key written with ``?`` before it.
+    marked: bool = False
+    #: Where the node's text starts and ends (parentheses around it included).
+    start: int = 0
+    end: int = 0
 
 
 def tokens(text: str) -> list[Token]:
@@ -85,6 +91,12 @@ class _Parser:
         self.tokens = tokens(text)
         self.index = 0
 
+    def spans(self, node: Node, start: int) -> Node:
+        """``node``, its text from ``start`` to the end of the last token taken."""
+        last = self.tokens[self.index - 1]
+        node.start, node.end = start, last.at + len(last.text)
+        return node
+
     def peek(self) -> Token:
         return self.tokens[self.index]
 
@@ -114,7 +126,7 @@ class _Parser:
         yes = self.binary(0)
         self.expect(":")
         no = self.expression()
-        return Node("call", question.at, "_?_:_", args=[condition, yes, no])
+        return self.spans(Node("call", question.at, "_?_:_", args=[condition, yes, no]), condition.start)
 
     def binary(self, level: int) -> Node:
         if level == len(_BINARY):
@@ -126,7 +138,7 @@ class _Parser:
                 return left
             self.take()
             right = self.binary(level + 1)
-            left = Node("call", token.at, operator_name(token.text), args=[left, right])
+            left = self.spans(Node("call", token.at, operator_name(token.text), args=[left, right]), left.start)
 
     def unary(self) -> Node:
         token = self.peek()
@@ -134,16 +146,20 @@ class _Parser:
             self.take()
             operand = self.unary()
             if token.text == "-" and operand.kind == "literal" and operand.name in ("int", "double") and operand.at == token.at + 1:
-                return Node("literal", token.at, operand.name)  # a negative number is one literal
-            return Node("call", token.at, "!_" if token.text == "!" else "-_", args=[operand])
+                return self.spans(Node("literal", token.at, operand.name), token.at)  # a negative number is one literal
+            return self.spans(Node("call", token.at, "!_" if token.text == "!" else "-_", args=[operand]), token.at)
         return self.member(self.primary())
 
-    def arguments(self, close: str) -> list[Node]:
+    def arguments(self, close: str, *, optional: bool = False) -> list[Node]:
+        """The expressions up to ``close``; ``optional``: each may be marked ``?`` (a list literal's
+        optional element)."""
         args: list[Node] = []
         if self.accept(close) is not None:
             return args
         while True:
+            marked = optional and self.accept("?") is not None
             args.append(self.expression())
+            args[-1].marked = marked
             if self.accept(close) is not None:
                 return args
             self.expect(",")
@@ -162,18 +178,25 @@ class _Parser:
                     raise SyntaxError(f"expected a field name at {name.at}")
                 opened = self.accept("(") if token.text == "." else None
                 if opened is not None:
-                    node = Node("call", opened.at, name.text, target=node, args=self.arguments(")"))
+                    call = Node("call", opened.at, name.text, target=node, args=self.arguments(")"))
+                    node = self.spans(call, node.start)
                 else:
-                    node = Node("select", token.at, name.text, target=node, optional=token.text == ".?")
+                    select = Node("select", token.at, name.text, target=node, optional=token.text == ".?")
+                    node = self.spans(select, node.start)
             elif token.text in ("[", "[?"):
                 self.take()
                 key = self.expression()
                 self.expect("]")
-                node = Node("index", token.at, target=node, args=[key], optional=token.text == "[?")
+                index = Node("index", token.at, target=node, args=[key], optional=token.text == "[?")
+                node = self.spans(index, node.start)
             else:
                 return node
 
     def primary(self) -> Node:
+        start = self.peek().at
+        return self.spans(self._primary(), start)
+
+    def _primary(self) -> Node:
         token = self.take()
         if token.kind == "number":
             text = token.text.lower()
@@ -201,8 +224,11 @@ class _Parser:
             inner = self.expression()
             self.expect(")")
             return inner
-        if token.kind == "op" and token.text == "[":
-            return Node("list", token.at, args=self.arguments("]"))
+        if token.kind == "op" and token.text in ("[", "[?"):
+            if token.text == "[?":  # a list literal whose first element is optional: ``[?x, y]``
+                self.index -= 1
+                self.tokens[self.index] = Token("op", "?", token.at + 1)
+            return Node("list", token.at, args=self.arguments("]", optional=True))
         if token.kind == "op" and token.text == "{":
             return self.map_literal(token)
         if token.kind == "op" and token.text == ".":
@@ -215,8 +241,9 @@ class _Parser:
     def map_literal(self, opened: Token) -> Node:
         entries: list[Node] = []
         while self.accept("}") is None:
-            self.accept("?")
+            marked = self.accept("?") is not None
             entries.append(self.expression())
+            entries[-1].marked = marked
             self.expect(":")
             entries.append(self.expression())
             if self.accept("}") is not None:
@@ -232,3 +259,66 @@ def parse(text: str) -> Node:
     if parser.peek().kind != "end":
         raise SyntaxError(f"unexpected {parser.peek().text!r} at {parser.peek().at}")
     return node
+
+
+# --- cel-go's optional syntax, for an evaluator that has optional values but not the syntax ---
+
+#: Library functions the rewritten text calls (:mod:`.cel_library` has them): a value made
+#: optional unless it is one; a list literal's and a map literal's ``?`` entries.
+OPTIONAL = "__optional__"
+OPTIONAL_LIST = "__optional_list__"
+OPTIONAL_MAP = "__optional_map__"
+
+
+def plain(text: str) -> str:
+    """``text`` with cel-go's optional syntax written as calls (``text`` itself when it has none,
+    or when it does not parse: the evaluator then says why). ``a.?b`` becomes ``a`` made
+    optional, then ``.b``: the evaluator's selection on an optional is cel-go's (``optional.none()``
+    for a missing field or key, and every selection or index after it in the chain is optional
+    too); ``a[?k]`` likewise; ``[x, ?y]`` and ``{?k: v}`` leave out an entry whose optional is
+    none."""
+    if "?" not in text:
+        return text
+    try:
+        node = parse(text)
+    except (SyntaxError, RecursionError):
+        return text
+    return _Plain(text).render(node)
+
+
+def _chained(node: Node) -> bool:
+    """Whether ``node`` is a selection or index in a chain that holds an optional one already."""
+    while node.kind in ("select", "index") and node.target is not None:
+        if node.optional:
+            return True
+        node = node.target
+    return False
+
+
+@dataclass(slots=True)
+class _Plain:
+    text: str
+
+    def render(self, node: Node) -> str:
+        if node.kind in ("select", "index") and node.optional and node.target is not None:
+            target = self.render(node.target)
+            base = target if _chained(node.target) else f"{OPTIONAL}({target})"
+            if node.kind == "select":
+                return f"{base}.{node.name}"
+            return f"{base}[{self.render(node.args[0])}]"
+        if node.kind == "list" and any(arg.marked for arg in node.args):
+            marked = [str(i) for i, arg in enumerate(node.args) if arg.marked]
+            items = ", ".join(self.render(arg) for arg in node.args)
+            return f"{OPTIONAL_LIST}([{items}], [{', '.join(marked)}])"
+        if node.kind == "map" and any(arg.marked for arg in node.args[::2]):
+            marked = [str(i // 2) for i, arg in enumerate(node.args) if i % 2 == 0 and arg.marked]
+            items = ", ".join(self.render(arg) for arg in node.args)
+            return f"{OPTIONAL_MAP}([{items}], [{', '.join(marked)}])"
+        children = sorted([*([node.target] if node.target is not None else []), *node.args], key=lambda n: n.start)
+        out, at = [], node.start
+        for child in children:
+            out.append(self.text[at : child.start])
+            out.append(self.render(child))
+            at = child.end
+        out.append(self.text[at : node.end])
+        return "".join(out)

@@ -38,6 +38,8 @@ Resolve = Callable[[str], Schema | None]
 _MACROS = frozenset({"all", "exists", "exists_one", "map", "filter"})
 _NUMBERS = frozenset({"int", "uint", "double"})
 _SCALARS = frozenset({"int", "uint", "double", "string", "bool", "bytes"})
+#: String member functions whose receiver and argument are strings (cel-go has no other overload).
+_STRING_TESTS = frozenset({"startsWith", "endsWith", "contains", "matches"})
 _COMPARISONS = frozenset({"_==_", "_!=_", "_<_", "_<=_", "_>_", "_>=_"})
 _ARITHMETIC = frozenset({"_+_", "_-_", "_*_", "_/_", "_%_"})
 _RETURNS = {  # functions whose result type does not depend on their arguments
@@ -67,6 +69,9 @@ class Type:
             return None if None in inner else f"{self.name}({', '.join(str(i) for i in inner)})"
         if self.name == "object":
             return None
+        if self.name == "optional":
+            value = self.params[0].shown()
+            return None if value is None else f"optional_type({value})"
         return {"timestamp": "google.protobuf.Timestamp", "duration": "google.protobuf.Duration"}.get(self.name, self.name)
 
 
@@ -77,6 +82,11 @@ STRING = Type("string")
 
 def _list(element: Type) -> Type:
     return Type("list", (element,))
+
+
+def optional(inner: Type) -> Type:
+    """cel-go's ``optional_type(inner)``: what ``a.?b``, ``a[?k]``, ``optional.of(x)`` give."""
+    return Type("optional", (inner,))
 
 
 class SchemaTypes:
@@ -189,24 +199,27 @@ class _Checker:
         assert node.target is not None
         owner = self.check(node.target)
         self.check(node.args[0])
-        if node.optional:
-            return DYN
-        if owner.name == "list":
-            return owner.params[0]
-        if owner.name == "map":
-            return owner.params[1]
-        return DYN
+        # As cel-go: ``[?k]``, or any index of an optional, is optional.
+        chained = owner.name == "optional"
+        owner = owner.params[0] if chained else owner
+        element = owner.params[0] if owner.name == "list" else owner.params[1] if owner.name == "map" else DYN
+        return optional(element) if node.optional or chained else element
 
     def _select(self, node: Node, at: int | None = None) -> Type:
         assert node.target is not None
         owner = self.check(node.target)
-        if node.optional:
-            return DYN
-        return self._field(owner, node.name, node.at if at is None else at)
+        # As cel-go: ``.?f``, or any selection on an optional, is optional (its field still checked).
+        chained = owner.name == "optional"
+        found = self._field(owner.params[0] if chained else owner, node.name, node.at if at is None else at)
+        return optional(found) if node.optional or chained else found
 
     def _field(self, owner: Type, name: str, at: int) -> Type:
         if owner.name == "map":
             return owner.params[1]
+        if owner.name in _SCALARS or owner.name == "list":
+            if (shown := owner.shown()) is not None:
+                self.found.append(Issue(at, f"type '{shown}' does not support field selection"))
+            return DYN
         if owner.name != "object" or "__" in name:
             return DYN
         found = self.types.field(owner, name)
@@ -221,9 +234,15 @@ class _Checker:
             return BOOL
         if node.target is not None and node.name in _MACROS and node.args and node.args[0].kind == "ident":
             return self._comprehension(node)
-        if node.target is not None:
-            self.check(node.target)
+        receiver = self.check(node.target) if node.target is not None else None
         args = [self.check(arg) for arg in node.args]
+        if receiver is not None and (opt := self._optional_call(node, receiver, args)) is not None:
+            return opt
+        if receiver is not None and node.name in _STRING_TESTS:
+            typed = [receiver, *args]
+            if all(t.name in _SCALARS for t in typed) and any(t.name != "string" for t in typed):
+                self._no_overload(node, args, receiver)
+            return BOOL
         if node.name in _COMPARISONS or node.name in _ARITHMETIC:
             return self._binary(node, args)
         if node.name in ("_&&_", "_||_", "!_"):
@@ -238,6 +257,26 @@ class _Checker:
             return args[1] if args[1] == args[2] and args[1].name != "object" else DYN
         return Type(_RETURNS[node.name]) if node.name in _RETURNS else DYN
 
+    def _optional_call(self, node: Node, receiver: Type, args: list[Type]) -> Type | None:
+        """The type of cel-go's optional functions' calls (None: ``node`` is not one)."""
+        assert node.target is not None
+        if node.target.kind == "ident" and node.target.name == "optional" and "optional" not in self.scope:
+            if node.name in ("of", "ofNonZeroValue") and len(args) == 1:
+                return optional(args[0])
+            return optional(DYN) if node.name == "none" and not args else None
+        if receiver.name != "optional":
+            return None
+        inner = receiver.params[0]
+        if node.name == "hasValue" and not args:
+            return BOOL
+        if node.name == "value" and not args:
+            return inner
+        if node.name == "orValue" and len(args) == 1:
+            return inner if args[0] == inner else DYN
+        if node.name == "or" and len(args) == 1:
+            return receiver if args[0] == receiver else DYN
+        return None
+
     def _binary(self, node: Node, args: list[Type]) -> Type:
         left, right = args
         if left.name in _SCALARS and right.name in _SCALARS and _family(left) != _family(right):
@@ -251,11 +290,14 @@ class _Checker:
             return left if left == right else _list(DYN)
         return DYN
 
-    def _no_overload(self, node: Node, args: list[Type]) -> None:
+    def _no_overload(self, node: Node, args: list[Type], receiver: Type | None = None) -> None:
+        """cel-go's message; a member call's signature is written ``receiver.(args)``."""
         shown = [a.shown() for a in args]
-        if None not in shown:
-            signature = ", ".join(str(s) for s in shown)
-            self.found.append(Issue(node.at, f"found no matching overload for '{node.name}' applied to '({signature})'"))
+        head = "" if receiver is None else receiver.shown()
+        if None in shown or head is None:
+            return
+        signature = f"{head}{'.' if receiver is not None else ''}({', '.join(str(s) for s in shown)})"
+        self.found.append(Issue(node.at, f"found no matching overload for '{node.name}' applied to '{signature}'"))
 
     def _comprehension(self, node: Node) -> Type:
         assert node.target is not None

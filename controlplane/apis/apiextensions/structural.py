@@ -11,6 +11,7 @@ import copy
 import re
 from typing import Any, Protocol
 
+from controlplane.apis.apiextensions.cel import MUST_BE_BOOL, OVER_BUDGET
 from controlplane.apis.apiextensions.schema import (
     Path,
     Schema,
@@ -26,10 +27,14 @@ _SCHEMA_TYPES = ("object", "array", "string", "integer", "number", "boolean")
 
 
 class RuleCompiler(Protocol):
-    """Checks a CEL rule at a schema node (``root``: a resource's root or an embedded resource):
-    None when it compiles within the cost budget, else why not."""
+    """Checks a CEL rule at a schema node (``root``: a resource's root or an embedded resource;
+    ``optional_old_self``: its ``oldSelf`` is an optional): None when it compiles within the cost
+    budget, else why not. With ``message``, the expression is the rule's ``messageExpression`` and
+    the answer is kube's whole detail."""
 
-    def __call__(self, rule: str, schema: Schema, *, root: bool = False) -> str | None: ...
+    def __call__(
+        self, rule: str, schema: Schema, *, root: bool = False, optional_old_self: bool = False, message: bool = False
+    ) -> str | None: ...
 
 
 #: What the root ``metadata`` of a CRD's schema may hold besides name and generateName: its type
@@ -131,11 +136,13 @@ def structural_errors(
             text = rule.get("rule")
             if not isinstance(text, str) or not text.strip():
                 continue
+            root = not path or embedded
+            optional_old_self = rule.get("optionalOldSelf") is True
             if (
                 compile_rule is not None
-                and (problem := compile_rule(text, node, root=not path or embedded)) is not None
+                and (problem := compile_rule(text, node, root=root, optional_old_self=optional_old_self)) is not None
             ):
-                out.append(field.invalid(f"{rpath}.rule", text, f"compilation failed: {problem}"))
+                out.append(_rule_refusal(f"{rpath}.rule", text, problem))
             elif rule.get("optionalOldSelf") is not None and not _OLD_SELF.search(text):
                 out.append(
                     field.invalid(
@@ -144,7 +151,23 @@ def structural_errors(
                         "may not be set if oldSelf is not used in rule",
                     )
                 )
+            expression = rule.get("messageExpression")
+            if (
+                compile_rule is not None
+                and isinstance(expression, str)
+                and expression.strip()
+                and (problem := compile_rule(expression, node, root=root, message=True)) is not None
+            ):
+                out.append(field.invalid(f"{rpath}.messageExpression", expression, problem))
     return out
+
+
+def _rule_refusal(where: str, text: str, problem: str) -> FieldError:
+    """kube's error for a rule that cannot be used: Forbidden over the cost budget, Invalid for a
+    rule that is not a bool, else Invalid ``compilation failed: ...``."""
+    if problem.startswith(OVER_BUDGET):
+        return field.forbidden(where, problem)
+    return field.invalid(where, text, problem if problem == MUST_BE_BOOL else f"compilation failed: {problem}")
 
 
 def _type_for(node: Schema, where: str, wanted: str, reason: str) -> list[FieldError]:
