@@ -145,3 +145,23 @@ def test_a_root_that_keeps_unknown_fields_is_a_bare_object_in_v2() -> None:
     v2, v3 = _documents(schema)
     assert v2 == {"type": "object", "x-kubernetes-group-version-kind": GVK}
     assert set(v3["properties"]) == {"apiVersion", "kind", "metadata", "spec"}
+
+
+def test_v3_gives_every_embedded_resource_its_type_and_object_meta() -> None:
+    """kube's addEmbeddedProperties in v3: an embedded resource has apiVersion, kind (both
+    required) and metadata, also one that keeps unknown fields, in a list's items and a map's values."""
+    spec = copy.deepcopy(SPEC)
+    spec["properties"]["pods"] = {"type": "array", "items": copy.deepcopy(SPEC["properties"]["template"])}
+    _, v3 = _documents({"type": "object", "properties": {"spec": spec}})
+    metadata = {
+        "allOf": [{"$ref": "#/components/schemas/" + OBJECT_META}],
+        "description": EMBEDDED["metadata"]["description"],
+    }
+    embedded = {**EMBEDDED, "metadata": metadata}
+    fields = v3["properties"]["spec"]["properties"]
+    for template in (fields["template"], fields["pods"]["items"]):
+        assert template["required"] == ["spec", "kind", "apiVersion"]
+        assert template["properties"] == {"spec": {"type": "object"}, **embedded}
+    assert fields["open"]["required"] == ["kind", "apiVersion"]
+    assert fields["open"]["properties"] == {"x": {"type": "string"}, **embedded}
+    assert "required" not in fields["plain"] and set(fields["plain"]["properties"]) == {"n"}

@@ -26,7 +26,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from controlplane.apiserver.computed import ComputedResource
-from controlplane.apiserver.openapi.crdv2 import preserves_unknown_fields, v2_schema
+from controlplane.apiserver.openapi.crdv2 import preserves_unknown_fields, v2_schema, v3_schema
 from controlplane.apiserver.openapi.extra_kinds import extra_kind_definitions
 from controlplane.apiserver.openapi.karmada_config_kinds import karmada_config_kind_definitions
 from controlplane.apiserver.openapi.metrics_kinds import metrics_kind_definitions
@@ -95,7 +95,8 @@ def kind_schema(
     if rt.custom is not None:
         name, schema = reversed_dns_name(rt), rt.custom.schema
         v2 = {"type": "object"} if preserves_unknown_fields(schema) else custom_resource_schema(v2_schema(schema))
-        return KindSchema(name, {name: {**custom_resource_schema(schema), **gvk}}, v2={name: {**v2, **gvk}})
+        v3 = custom_resource_schema(v3_schema(schema))
+        return KindSchema(name, {name: {**v3, **gvk}}, v2={name: {**v2, **gvk}})
     elif rt.model is not None:
         name = reversed_dns_name(rt)
         definitions = model_definitions(json_schema(rt.model), name=name, kind=rt.kind)

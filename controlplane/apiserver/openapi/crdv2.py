@@ -17,7 +17,9 @@ at v3 as written:
   ``kind`` (both required) and ``metadata`` (ObjectMeta) properties (kube's ``addEmbeddedProperties``);
 * an extension set to ``false`` is left out, as kube's structural schema writes it.
 
-Pure: in a CRD version's ``openAPIV3Schema``, out the definition; run once per kind.
+:func:`v3_schema` is the same schema as kube's v3 publishes it (as written, embedded resources with
+their ``apiVersion``, ``kind`` and ``metadata``). Pure: in a CRD version's ``openAPIV3Schema``, out
+the definition; run once per kind.
 """
 
 from __future__ import annotations
@@ -92,14 +94,33 @@ def v2_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
     items = out.get("items")
     if isinstance(items, dict):
         out["items"] = v2_schema(items)
-    if (
-        out.get("x-kubernetes-embedded-resource") is True
-        and out.get("x-kubernetes-preserve-unknown-fields") is not True
-    ):
+    if out.get("x-kubernetes-preserve-unknown-fields") is not True:
+        _embed(out)
+    return out
+
+
+def v3_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """``schema`` as kube's v3 publishes it: as written, and every ``x-kubernetes-embedded-resource``
+    with ``apiVersion``, ``kind`` (both required) and ``metadata`` (kube's ``addEmbeddedProperties``,
+    which in v3 adds them beside unknown fields too)."""
+    out = dict(schema)
+    properties = out.get("properties")
+    if isinstance(properties, dict):
+        out["properties"] = {
+            name: v3_schema(field) if isinstance(field, dict) else field for name, field in properties.items()
+        }
+    for key in ("additionalProperties", "items"):
+        if isinstance(out.get(key), dict):
+            out[key] = v3_schema(out[key])
+    _embed(out)
+    return out
+
+
+def _embed(out: dict[str, Any]) -> None:
+    if out.get("x-kubernetes-embedded-resource") is True:
         out["properties"] = {**(out.get("properties") or {}), **_EMBEDDED}
         required = list(out.get("required") or ())
         out["required"] = required + [name for name in ("kind", "apiVersion") if name not in required]
-    return out
 
 
 def _set_required(out: dict[str, Any], required: list[str]) -> None:
