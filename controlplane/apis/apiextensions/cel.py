@@ -42,7 +42,15 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from controlplane.apis.apiextensions.cel_parse import plain
-from controlplane.apis.apiextensions.cel_types import Issue, SchemaTypes, Type, check, display, optional
+from controlplane.apis.apiextensions.cel_types import (
+    Issue,
+    SchemaTypes,
+    Type,
+    check,
+    display,
+    optional,
+    string_sizes,
+)
 from controlplane.apis.apiextensions.cel_values import Converter, converter
 from controlplane.apis.apiextensions.schema import (
     NO_OLD,
@@ -108,9 +116,16 @@ def _library() -> tuple[Any, dict[str, Any]]:
     return cel, FUNCTIONS
 
 
-def _compile(rule: str) -> Any:
+def _compile(rule: str, schema: Schema | None = None, *, root: bool = False) -> Any:
+    """``rule`` compiled; with ``schema`` (its node's), a ``size`` of what the schema types a string
+    counts code points, as cel-go's does."""
     cel, _ = _library()
-    return cel.compile(plain(rule))
+    sizes: frozenset[int] = frozenset()
+    if schema is not None and "size" in rule:
+        types = SchemaTypes(lambda _ref: None)
+        typed = types.of(schema, root=root)
+        sizes = string_sizes(rule, types, {"self": typed, "oldSelf": typed})
+    return cel.compile(plain(rule, sizes))
 
 
 def _closing(text: str, start: int) -> int:
@@ -261,14 +276,16 @@ class Rule:
     optional_old_self: bool = False
 
 
-def _rule(spec: dict[str, Any]) -> Rule:
+def _rule(spec: dict[str, Any], schema: Schema, root: bool) -> Rule:
     source = str(spec["rule"])
     expression = spec.get("messageExpression")
     return Rule(
         source=source,
-        program=_compile(source),
+        program=_compile(source, schema, root=root),
         message=str(spec.get("message") or ""),
-        message_expression=_compile(expression) if isinstance(expression, str) and expression else None,
+        message_expression=(
+            _compile(expression, schema, root=root) if isinstance(expression, str) and expression else None
+        ),
         reason=_REASONS.get(str(spec.get("reason") or ""), CauseType.FIELD_VALUE_INVALID),
         field_path=str(spec.get("fieldPath") or "").lstrip("."),
         transition=re.search(r"\boldSelf\b", source) is not None,
@@ -495,25 +512,27 @@ def has_rules(schema: Mapping[str, Any]) -> bool:
     return any(isinstance(sub, Mapping) and has_rules(sub) for sub in below)
 
 
-def compile_schema_rules(schema: Schema) -> SchemaRules:
-    """The rules of ``schema`` (rules that do not compile are left out: the CRD's validation
-    refuses them before any object is written)."""
+def compile_schema_rules(schema: Schema, *, root: bool = True) -> SchemaRules:
+    """The rules of ``schema`` (a resource's root, or with ``root`` false a node below it; rules
+    that do not compile are left out: the CRD's validation refuses them before any object is
+    written)."""
     node = SchemaRules(type=str(schema.get("type") or ""))
+    embedded = root or schema.get("x-kubernetes-embedded-resource") is True
     for spec in schema.get("x-kubernetes-validations") or []:
         if isinstance(spec, dict) and isinstance(spec.get("rule"), str):
             try:
-                node.rules.append(_rule(spec))
+                node.rules.append(_rule(spec, schema, embedded))
             except Exception:  # refused by compile_error when the CRD was written
                 continue
     if node.rules:
         node.convert = converter(schema)
     for name, sub in (schema.get("properties") or {}).items():
         if isinstance(sub, dict):
-            child = compile_schema_rules(sub)
+            child = compile_schema_rules(sub, root=False)
             if not child.empty():
                 node.properties[name] = child
     if isinstance(schema.get("items"), dict):
-        child = compile_schema_rules(schema["items"])
+        child = compile_schema_rules(schema["items"], root=False)
         node.items = None if child.empty() else child
         node.list_shape = {
             k: schema[k] for k in ("x-kubernetes-list-type", "x-kubernetes-list-map-keys") if k in schema
@@ -521,7 +540,7 @@ def compile_schema_rules(schema: Schema) -> SchemaRules:
         if schema.get("x-kubernetes-list-type") == "map":
             node.map_keys = tuple(schema.get("x-kubernetes-list-map-keys") or ())
     if isinstance(schema.get("additionalProperties"), dict):
-        child = compile_schema_rules(schema["additionalProperties"])
+        child = compile_schema_rules(schema["additionalProperties"], root=False)
         node.values = None if child.empty() else child
     return node
 

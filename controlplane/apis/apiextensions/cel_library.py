@@ -6,7 +6,8 @@ strings extension (with ``format``) from :mod:`.cel_strings`; kube's own librari
 quantities (``quantity("1Gi")``, ``isQuantity``, and on a quantity ``isGreaterThan``,
 ``isLessThan``, ``compareTo``, ``add``, ``sub``, ``asInteger``, ``isInteger``,
 ``asApproximateFloat``, ``sign``); URLs (:mod:`.cel_url`), IPs and CIDRs (:mod:`.cel_ip`) and formats
-(:mod:`.cel_format`); and the calls :func:`.cel_parse.plain` writes cel-go's optional syntax as.
+(:mod:`.cel_format`); and the calls :func:`.cel_parse.plain` writes cel-go's optional syntax and
+a string's ``size`` (in code points) as.
 A quantity is carried between calls as a map holding its
 exact value in canonical form, so two equal quantities compare equal (``1Gi == 1024Mi``).
 Pure: no I/O.
@@ -21,7 +22,7 @@ from typing import Any
 from cel import OptionalValue, stdlib
 
 from controlplane.apis.apiextensions import cel_format, cel_ip, cel_strings, cel_url
-from controlplane.apis.apiextensions.cel_parse import OPTIONAL, OPTIONAL_LIST, OPTIONAL_MAP
+from controlplane.apis.apiextensions.cel_parse import OPTIONAL, OPTIONAL_LIST, OPTIONAL_MAP, STRING_SIZE
 from controlplane.apis.apiextensions.schema import compiled_pattern, parses
 from controlplane.apis.quantity import QuantityError, parse_quantity
 
@@ -156,7 +157,7 @@ def _kube_functions() -> dict[str, Any]:
     out.update(cel_url.FUNCTIONS)
     out.update(cel_ip.FUNCTIONS)
     out.update(cel_format.FUNCTIONS)
-    out.update({OPTIONAL: _optional, OPTIONAL_LIST: _optional_list, OPTIONAL_MAP: _optional_map})
+    out.update({OPTIONAL: _optional, OPTIONAL_LIST: _optional_list, OPTIONAL_MAP: _optional_map, STRING_SIZE: len})
     return out
 
 

@@ -268,22 +268,25 @@ def parse(text: str) -> Node:
 OPTIONAL = "__optional__"
 OPTIONAL_LIST = "__optional_list__"
 OPTIONAL_MAP = "__optional_map__"
+#: A string's size in code points, as cel-go counts it (the evaluator's ``size`` counts bytes).
+STRING_SIZE = "__string_size__"
 
 
-def plain(text: str) -> str:
+def plain(text: str, string_sizes: frozenset[int] = frozenset()) -> str:
     """``text`` with cel-go's optional syntax written as calls (``text`` itself when it has none,
-    or when it does not parse: the evaluator then says why). ``a.?b`` becomes ``a`` made
+    or when it does not parse: the evaluator then says why), and each ``size`` call at
+    ``string_sizes`` (a string's) as :data:`STRING_SIZE`'s. ``a.?b`` becomes ``a`` made
     optional, then ``.b``: the evaluator's selection on an optional is cel-go's (``optional.none()``
     for a missing field or key, and every selection or index after it in the chain is optional
     too); ``a[?k]`` likewise; ``[x, ?y]`` and ``{?k: v}`` leave out an entry whose optional is
     none."""
-    if "?" not in text:
+    if "?" not in text and not string_sizes:
         return text
     try:
         node = parse(text)
     except (SyntaxError, RecursionError):
         return text
-    return _Plain(text).render(node)
+    return _Plain(text, string_sizes).render(node)
 
 
 def _chained(node: Node) -> bool:
@@ -298,8 +301,12 @@ def _chained(node: Node) -> bool:
 @dataclass(slots=True)
 class _Plain:
     text: str
+    string_sizes: frozenset[int] = frozenset()
 
     def render(self, node: Node) -> str:
+        if node.kind == "call" and node.name == "size" and node.at in self.string_sizes:
+            operand = node.target if node.target is not None else node.args[0]
+            return f"{STRING_SIZE}({self.render(operand)})"
         if node.kind in ("select", "index") and node.optional and node.target is not None:
             target = self.render(node.target)
             base = target if _chained(node.target) else f"{OPTIONAL}({target})"

@@ -174,6 +174,8 @@ class _Checker:
     types: SchemaTypes
     scope: dict[str, Type]
     found: list[Issue] = field(default_factory=list)
+    #: Where a ``size`` call of a string is (its ``at``): cel-go counts a string's code points.
+    string_sizes: set[int] = field(default_factory=set)
 
     def check(self, node: Node) -> Type:
         method = getattr(self, f"_{node.kind}")
@@ -238,6 +240,8 @@ class _Checker:
         args = [self.check(arg) for arg in node.args]
         if receiver is not None and (opt := self._optional_call(node, receiver, args)) is not None:
             return opt
+        if node.name == "size" and [*([receiver] if receiver is not None else []), *args] == [STRING]:
+            self.string_sizes.add(node.at)
         if receiver is not None and node.name in _STRING_TESTS:
             typed = [receiver, *args]
             if all(t.name in _SCALARS for t in typed) and any(t.name != "string" for t in typed):
@@ -330,6 +334,16 @@ def check(expression: str, types: SchemaTypes, scope: Mapping[str, Type]) -> tup
     except (SyntaxError, RecursionError):
         return DYN, []
     return result, sorted(checker.found, key=lambda issue: issue.at)
+
+
+def string_sizes(expression: str, types: SchemaTypes, scope: Mapping[str, Type]) -> frozenset[int]:
+    """Where the expression calls ``size`` of a value typed a string (each call's ``at``)."""
+    checker = _Checker(types, dict(scope))
+    try:
+        checker.check(parse(expression))
+    except (SyntaxError, RecursionError):
+        return frozenset()
+    return frozenset(checker.string_sizes)
 
 
 def display(expression: str, found: list[Issue]) -> str:

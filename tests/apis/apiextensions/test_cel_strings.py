@@ -112,3 +112,44 @@ def test_string_errors_are_cel_gos(expression: str, message: str) -> None:
 )
 def test_string_functions_hold(expression: str) -> None:
     assert _run(expression) is True
+
+
+def test_a_strings_size_in_a_crd_rule_counts_code_points() -> None:
+    """cel-go's ``size`` of a string counts its code points (the evaluator's counts bytes): a
+    field, a list's item, a map's key and the root's name, typed strings by their schema."""
+    schema = {
+        "type": "object",
+        "x-kubernetes-validations": [{"rule": "self.metadata.name.size() <= 3"}],
+        "properties": {
+            "spec": {
+                "type": "object",
+                "properties": {
+                    "s": {
+                        "type": "string",
+                        "x-kubernetes-validations": [{"rule": "self.size() <= 5"}, {"rule": "size(self) <= 5"}],
+                    },
+                    "l": {
+                        "type": "array",
+                        "items": {"type": "string"},
+                        "x-kubernetes-validations": [{"rule": "self.all(x, x.size() <= 2) && self.size() < 3"}],
+                    },
+                    "m": {
+                        "type": "object",
+                        "additionalProperties": {"type": "string"},
+                        "x-kubernetes-validations": [{"rule": "self.all(k, k.size() <= 2)"}],
+                    },
+                },
+            }
+        },
+    }
+    rules = cel.compile_schema_rules(schema)
+    fits = {"metadata": {"name": "héé"}, "spec": {"s": "héllo", "l": ["é", "ab"], "m": {"éé": "x"}}}
+    assert rules.evaluate(fits, None) == []
+    longer = {"metadata": {"name": "héé1"}, "spec": {"s": "héllo!", "l": ["éab"], "m": {"éé1": "x"}}}
+    assert [(e.field, e.message.split(": failed rule: ")[1]) for e in rules.evaluate(longer, None)] == [
+        ("<nil>", "self.metadata.name.size() <= 3"),
+        ("spec.s", "self.size() <= 5"),
+        ("spec.s", "size(self) <= 5"),
+        ("spec.l", "self.all(x, x.size() <= 2) && self.size() < 3"),
+        ("spec.m", "self.all(k, k.size() <= 2)"),
+    ]
