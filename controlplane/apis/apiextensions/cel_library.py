@@ -6,8 +6,8 @@ strings extension (with ``format``) from :mod:`.cel_strings`; kube's own librari
 quantities (``quantity("1Gi")``, ``isQuantity``, and on a quantity ``isGreaterThan``,
 ``isLessThan``, ``compareTo``, ``add``, ``sub``, ``asInteger``, ``isInteger``,
 ``asApproximateFloat``, ``sign``); URLs (:mod:`.cel_url`), IPs and CIDRs (:mod:`.cel_ip`) and formats
-(:mod:`.cel_format`); and the calls :func:`.cel_parse.plain` writes cel-go's optional syntax and
-a string's ``size`` (in code points) as.
+(:mod:`.cel_format`); and the calls :func:`.cel_parse.plain` writes cel-go's optional syntax,
+a string's ``size`` (in code points) and two-variable comprehensions as.
 A quantity is carried between calls as a map holding its
 exact value in canonical form, so two equal quantities compare equal (``1Gi == 1024Mi``).
 Pure: no I/O.
@@ -22,7 +22,15 @@ from typing import Any
 from cel import OptionalValue, stdlib
 
 from controlplane.apis.apiextensions import cel_format, cel_ip, cel_strings, cel_url
-from controlplane.apis.apiextensions.cel_parse import OPTIONAL, OPTIONAL_LIST, OPTIONAL_MAP, STRING_SIZE
+from controlplane.apis.apiextensions.cel_parse import (
+    FROM_PAIRS,
+    MERGED,
+    OPTIONAL,
+    OPTIONAL_LIST,
+    OPTIONAL_MAP,
+    PAIRS,
+    STRING_SIZE,
+)
 from controlplane.apis.apiextensions.schema import compiled_pattern, parses
 from controlplane.apis.quantity import QuantityError, parse_quantity
 
@@ -137,6 +145,35 @@ def _optional_map(flat: list[Any], marked: list[int]) -> dict[Any, Any]:
     return out
 
 
+# --- two-variable comprehensions -------------------------------------------------------------
+
+
+def _pairs(value: Any) -> list[list[Any]]:
+    """A list's ``[index, value]`` pairs, a map's ``[key, value]`` ones."""
+    if isinstance(value, dict):
+        return [[key, item] for key, item in value.items()]
+    if isinstance(value, list):
+        return [[index, item] for index, item in enumerate(value)]
+    raise ValueError(f"no such overload: a comprehension ranges over a list or a map, not {type(value).__name__}")
+
+
+def _from_pairs(pairs: list[list[Any]]) -> dict[Any, Any]:
+    return {key: value for key, value in pairs}
+
+
+def _merged(maps: list[Any]) -> dict[Any, Any]:
+    """``transformMapEntry``'s map: the entries of each result, a key given twice an error."""
+    out: dict[Any, Any] = {}
+    for entry in maps:
+        if not isinstance(entry, dict):
+            raise ValueError("no such overload: transformMapEntry's expression must give a map")
+        for key, value in entry.items():
+            if key in out:
+                raise ValueError(f"insert failed: key {key} already exists")
+            out[key] = value
+    return out
+
+
 def _kube_functions() -> dict[str, Any]:
     out: dict[str, Any] = {}
     for library in ("core", "math", "sets", "encoders"):
@@ -158,6 +195,7 @@ def _kube_functions() -> dict[str, Any]:
     out.update(cel_ip.FUNCTIONS)
     out.update(cel_format.FUNCTIONS)
     out.update({OPTIONAL: _optional, OPTIONAL_LIST: _optional_list, OPTIONAL_MAP: _optional_map, STRING_SIZE: len})
+    out.update({PAIRS: _pairs, FROM_PAIRS: _from_pairs, MERGED: _merged})
     return out
 
 

@@ -270,17 +270,35 @@ OPTIONAL_LIST = "__optional_list__"
 OPTIONAL_MAP = "__optional_map__"
 #: A string's size in code points, as cel-go counts it (the evaluator's ``size`` counts bytes).
 STRING_SIZE = "__string_size__"
+#: cel-go's two-variable comprehensions (kube's ``ext.TwoVarComprehensions``) run over a list's
+#: ``[index, value]`` or a map's ``[key, value]`` pairs (:data:`PAIRS`); a map is made from pairs
+#: (:data:`FROM_PAIRS`) or from maps (:data:`MERGED`).
+PAIRS = "__pairs__"
+FROM_PAIRS = "__from_pairs__"
+MERGED = "__merged__"
+#: The two-variable macros, as the one-variable macro each runs as.
+_TWO_VARIABLE_TESTS = {"all": "all", "exists": "exists", "exists_one": "exists_one", "existsOne": "exists_one"}
+_TRANSFORMS = frozenset({"transformList", "transformMap", "transformMapEntry"})
+#: The one-variable macros, whose first argument binds a name.
+_ONE_VARIABLE = frozenset({"all", "exists", "exists_one", "map", "filter"})
+_TWO_VARIABLE = re.compile(
+    r"\.\s*(?:all|exists|exists_one|existsOne|transformList|transformMap|transformMapEntry)\s*\(\s*\w+\s*,\s*\w+\s*,"
+)
 
 
 def plain(text: str, string_sizes: frozenset[int] = frozenset()) -> str:
     """``text`` with cel-go's optional syntax written as calls (``text`` itself when it has none,
-    or when it does not parse: the evaluator then says why), and each ``size`` call at
-    ``string_sizes`` (a string's) as :data:`STRING_SIZE`'s. ``a.?b`` becomes ``a`` made
+    or when it does not parse: the evaluator then says why), each ``size`` call at
+    ``string_sizes`` (a string's) as :data:`STRING_SIZE`'s, and cel-go's two-variable
+    comprehensions as one-variable ones over pairs: ``l.all(i, v, p)`` is
+    ``__pairs__(l).all(x, p)`` with ``i`` read as ``x[0]`` and ``v`` as ``x[1]``;
+    ``transformList`` a ``map`` (after a ``filter`` with four arguments), ``transformMap`` a map
+    made of the pairs' keys and results, ``transformMapEntry`` the results' maps merged. ``a.?b`` becomes ``a`` made
     optional, then ``.b``: the evaluator's selection on an optional is cel-go's (``optional.none()``
     for a missing field or key, and every selection or index after it in the chain is optional
     too); ``a[?k]`` likewise; ``[x, ?y]`` and ``{?k: v}`` leave out an entry whose optional is
     none."""
-    if "?" not in text and not string_sizes:
+    if "?" not in text and not string_sizes and _TWO_VARIABLE.search(text) is None:
         return text
     try:
         node = parse(text)
@@ -302,8 +320,21 @@ def _chained(node: Node) -> bool:
 class _Plain:
     text: str
     string_sizes: frozenset[int] = frozenset()
+    #: What a two-variable comprehension's variables are read as, in its body.
+    renamed: dict[str, str] = field(default_factory=dict)
 
     def render(self, node: Node) -> str:
+        if node.kind == "ident" and node.name in self.renamed:
+            return self.renamed[node.name]
+        if node.kind == "call" and node.target is not None and len(node.args) >= 2:
+            names = [arg.name for arg in node.args[:2] if arg.kind == "ident"]
+            if len(names) == 2 and (
+                (node.name in _TWO_VARIABLE_TESTS and len(node.args) == 3)
+                or (node.name in _TRANSFORMS and len(node.args) in (3, 4))
+            ):
+                return self._two_variables(node, names)
+            if node.name in _ONE_VARIABLE and node.args[0].kind == "ident" and node.args[0].name in self.renamed:
+                return self._shadowed(node, [node.args[0].name])
         if node.kind == "call" and node.name == "size" and node.at in self.string_sizes:
             operand = node.target if node.target is not None else node.args[0]
             return f"{STRING_SIZE}({self.render(operand)})"
@@ -329,3 +360,37 @@ class _Plain:
             at = child.end
         out.append(self.text[at : node.end])
         return "".join(out)
+
+    def _shadowed(self, node: Node, names: list[str]) -> str:
+        """A macro call whose arguments bind ``names`` anew (its target does not)."""
+        assert node.target is not None
+        target = self.render(node.target)
+        saved = dict(self.renamed)
+        for name in names:
+            self.renamed.pop(name, None)
+        try:
+            args = [self.render(arg) for arg in node.args]
+        finally:
+            self.renamed = saved
+        return f"{target}.{node.name}({', '.join(args)})"
+
+    def _two_variables(self, node: Node, names: list[str]) -> str:
+        assert node.target is not None
+        target = self.render(node.target)
+        pair = f"__pair{node.at}__"
+        saved = dict(self.renamed)
+        self.renamed.update({names[0]: f"{pair}[0]", names[1]: f"{pair}[1]"})
+        try:
+            body = [self.render(arg) for arg in node.args[2:]]
+        finally:
+            self.renamed = saved
+        pairs = f"{PAIRS}({target})"
+        if node.name in _TWO_VARIABLE_TESTS:
+            return f"{pairs}.{_TWO_VARIABLE_TESTS[node.name]}({pair}, {body[0]})"
+        if len(body) == 2:
+            pairs = f"{pairs}.filter({pair}, {body[0]})"
+        if node.name == "transformList":
+            return f"{pairs}.map({pair}, {body[-1]})"
+        if node.name == "transformMap":
+            return f"{FROM_PAIRS}({pairs}.map({pair}, [{pair}[0], {body[-1]}]))"
+        return f"{MERGED}({pairs}.map({pair}, {body[-1]}))"
