@@ -5,8 +5,8 @@ strings extension (with ``format``) from :mod:`.cel_strings`; kube's own librari
 ``max``, ``indexOf``, ``lastIndexOf``), regex (``find``, ``findAll``; RE2, as kube) and
 quantities (``quantity("1Gi")``, ``isQuantity``, and on a quantity ``isGreaterThan``,
 ``isLessThan``, ``compareTo``, ``add``, ``sub``, ``asInteger``, ``isInteger``,
-``asApproximateFloat``, ``sign``); URLs (:mod:`.cel_url`), IPs and CIDRs (:mod:`.cel_ip`) and formats
-(:mod:`.cel_format`); and the calls :func:`.cel_parse.plain` writes cel-go's optional syntax,
+``asApproximateFloat``, ``sign``); URLs (:mod:`.cel_url`), IPs and CIDRs (:mod:`.cel_ip`), formats
+(:mod:`.cel_format`) and semantic versions (:mod:`.cel_semver`); and the calls :func:`.cel_parse.plain` writes cel-go's optional syntax,
 a string's ``size`` (in code points) and two-variable comprehensions as.
 A quantity is carried between calls as a map holding its
 exact value in canonical form, so two equal quantities compare equal (``1Gi == 1024Mi``).
@@ -21,7 +21,7 @@ from typing import Any
 
 from cel import OptionalValue, stdlib
 
-from controlplane.apis.apiextensions import cel_format, cel_ip, cel_strings, cel_url
+from controlplane.apis.apiextensions import cel_format, cel_ip, cel_semver, cel_strings, cel_url
 from controlplane.apis.apiextensions.cel_parse import (
     FROM_PAIRS,
     MERGED,
@@ -98,6 +98,9 @@ def _is_quantity(text: str) -> bool:
 
 
 def _compare(a: Any, b: Any) -> int:
+    """``compareTo``: of two quantities, or of two versions (:mod:`.cel_semver`)."""
+    if cel_semver.is_version(a):
+        return cel_semver.compare(a, b)
     left, right = _value(a), _value(b)
     return (left > right) - (left < right)
 
@@ -194,6 +197,7 @@ def _kube_functions() -> dict[str, Any]:
     out.update(cel_url.FUNCTIONS)
     out.update(cel_ip.FUNCTIONS)
     out.update(cel_format.FUNCTIONS)
+    out.update(cel_semver.FUNCTIONS)
     out.update({OPTIONAL: _optional, OPTIONAL_LIST: _optional_list, OPTIONAL_MAP: _optional_map, STRING_SIZE: len})
     out.update({PAIRS: _pairs, FROM_PAIRS: _from_pairs, MERGED: _merged})
     return out
