@@ -451,9 +451,22 @@ class _Quieting:
 _quiet = _Quieting()
 
 
+#: The evaluator's arithmetic errors as cel-go words them (common/types/overflow.go).
+_ARITHMETIC = (
+    (re.compile(r"^division by zero in CEL expression$"), "division by zero"),
+    (re.compile(r"^modulo by zero in CEL expression$"), "modulus by zero"),
+    (re.compile(r"^Arithmetic overflow in '\w+' on .*$", re.S), "integer overflow"),
+    (re.compile(r"^Function '\w+' error: (unsigned integer overflow|integer overflow)\..*$", re.S), r"\1"),
+)
+
+
 def _runtime_message(exc: Exception) -> str:
-    """The evaluator's message without the package's wrapping of a library function's error."""
+    """The evaluator's message without the package's wrapping of a library function's error, its
+    arithmetic errors in cel-go's words."""
     text = str(exc).strip() or type(exc).__name__
+    for pattern, cel_go in _ARITHMETIC:
+        if pattern.match(text):
+            return pattern.sub(cel_go, text)
     match = _WRAPPED.search(text) or _FAILED.search(text)
     return match.group(1) if match else text
 

@@ -557,3 +557,27 @@ def test_formatted_strings_reach_rules_as_kube_types_them() -> None:
         'key: Invalid value: "string": two bytes',
         'window: Invalid value: "object": late',
     ]
+
+
+@pytest.mark.parametrize(
+    ("rule", "error"),
+    [
+        ("self.replicas / 0 == 1", "division by zero"),
+        ("self.replicas % 0 == 1", "modulus by zero"),
+        ("self.replicas * 9223372036854775807 > 0", "integer overflow"),
+        ("uint(-self.replicas) > 0u", "unsigned integer overflow"),
+        ("int(double(self.replicas) * 1e20) > 0", "integer overflow"),
+    ],
+)
+def test_a_rules_arithmetic_errors_are_cel_gos(rule: str, error: str) -> None:
+    """cel-go's words for arithmetic that fails (common/types/overflow.go), in kube's detail."""
+    rules = cel.compile_schema_rules(
+        {
+            "type": "object",
+            "x-kubernetes-validations": [{"rule": rule}],
+            "properties": {"replicas": {"type": "integer"}},
+        }
+    )
+    assert [e.message for e in rules.evaluate({"replicas": 5}, None)] == [
+        f'Invalid value: "object": {error} evaluating rule: {rule}'
+    ]
