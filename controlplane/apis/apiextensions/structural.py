@@ -143,6 +143,15 @@ def structural_errors(
                 and (problem := compile_rule(text, node, root=root, optional_old_self=optional_old_self)) is not None
             ):
                 out.append(_rule_refusal(f"{rpath}.rule", text, problem))
+            elif _OLD_SELF.search(text) and (apart := _uncorrelatable(schema, path)) is not None:
+                out.append(
+                    field.invalid(
+                        f"{rpath}.rule",
+                        text,
+                        "oldSelf cannot be used on the uncorrelatable portion of the schema within "
+                        + _schema_path(base, apart),
+                    )
+                )
             elif rule.get("optionalOldSelf") is not None and not _OLD_SELF.search(text):
                 out.append(
                     field.invalid(
@@ -160,6 +169,23 @@ def structural_errors(
             ):
                 out.append(field.invalid(f"{rpath}.messageExpression", expression, problem))
     return out
+
+
+def _uncorrelatable(schema: Schema, path: Path) -> Path | None:
+    """The highest array above ``path`` that is not a ``map`` list (kube's
+    ``withForbidOldSelfValidations``): its items have no old selves, so ``oldSelf`` cannot be used
+    below it. None: every array above is a map list (a map's values correlate by key)."""
+    node: Any = schema
+    for index, step in enumerate(path):
+        if step != "*":
+            node = (node.get("properties") or {}).get(step) or {}
+        elif isinstance(node.get("items"), dict):
+            if node.get("x-kubernetes-list-type") != "map":
+                return path[:index]
+            node = node["items"]
+        else:
+            node = node.get("additionalProperties") or {}
+    return None
 
 
 def _rule_refusal(where: str, text: str, problem: str) -> FieldError:

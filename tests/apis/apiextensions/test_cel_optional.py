@@ -172,3 +172,43 @@ def test_a_crds_rules_are_refused_in_kubes_words() -> None:
             "maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)",
         ),
     ]
+
+
+def test_old_self_is_refused_below_a_list_that_is_not_a_map_list() -> None:
+    """kube's withForbidOldSelfValidations: below an atomic or set list, items have no old selves;
+    a rule reading oldSelf there is refused at the highest such list. A map list's items and a
+    map's values correlate (by keys), so oldSelf is fine below them."""
+    item = {
+        "type": "object",
+        "required": ["a"],
+        "properties": {"a": {"type": "string", "x-kubernetes-validations": [{"rule": "self == oldSelf"}]}},
+    }
+    nested = {"type": "array", "items": {"type": "array", "items": {"type": "string"}}}
+    nested["items"]["items"]["x-kubernetes-validations"] = [{"rule": "self == oldSelf"}]
+    spec = {
+        "type": "object",
+        "properties": {
+            "atomic": {"type": "array", "items": item},
+            "map": {
+                "type": "array",
+                "x-kubernetes-list-type": "map",
+                "x-kubernetes-list-map-keys": ["a"],
+                "items": {**item, "properties": {**item["properties"], "in": nested}},
+            },
+            "values": {"type": "object", "additionalProperties": item},
+        },
+    }
+    found = structural_errors({"type": "object", "properties": {"spec": spec}}, "v", cel.compile_error)
+    at = "v.properties[spec].properties"
+    assert [(e.field, e.message) for e in found] == [
+        (
+            f"{at}[atomic].items.properties[a].x-kubernetes-validations[0].rule",
+            'Invalid value: "self == oldSelf": oldSelf cannot be used on the uncorrelatable portion of the schema '
+            f"within {at}[atomic]",
+        ),
+        (
+            f"{at}[map].items.properties[in].items.items.x-kubernetes-validations[0].rule",
+            'Invalid value: "self == oldSelf": oldSelf cannot be used on the uncorrelatable portion of the schema '
+            f"within {at}[map].items.properties[in]",
+        ),
+    ]
