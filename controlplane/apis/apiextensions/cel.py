@@ -325,10 +325,12 @@ class SchemaRules:
             return [*found, RULES_NOT_CHECKED]
         return [*found, *self.evaluate(obj, old)]
 
-    def evaluate(self, obj: Any, old: Any) -> list[FieldError]:
-        """Every failed rule's field error for ``obj`` (``old``: the stored object, on update)."""
+    def evaluate(self, obj: Any, old: Any, *, ratchet: bool = True, path: Path = ()) -> list[FieldError]:
+        """Every failed rule's field error for ``obj`` (``old``: the stored object, on update;
+        without ``ratchet``, an unchanged value is refused too; ``path``: where ``obj`` is)."""
         out: list[FieldError] = []
-        self._run(obj, old, (), out, NO_OLD if old is None else old, _Unchanged(None, NO_OLD))
+        was = NO_OLD if old is None or not ratchet else old
+        self._run(obj, old, path, out, was, _Unchanged(None, NO_OLD))
         return out
 
     def _run(

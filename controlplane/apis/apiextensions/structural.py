@@ -11,7 +11,7 @@ import copy
 import re
 from typing import Any, Protocol
 
-from controlplane.apis.apiextensions.cel import MUST_BE_BOOL, OVER_BUDGET
+from controlplane.apis.apiextensions.cel import MUST_BE_BOOL, OVER_BUDGET, compile_schema_rules, has_rules
 from controlplane.apis.apiextensions.schema import (
     Path,
     Schema,
@@ -111,7 +111,10 @@ def structural_errors(
             # As kube: the default with the defaults nested under it applied is what must be valid.
             default = copy.deepcopy(node["default"])
             apply_defaults(default, node)
-            out.extend(validate(default, node, path=(f"{where}.default",)))
+            found = validate(default, node, path=(f"{where}.default",))
+            out.extend(found)
+            if not found and compile_rule is not None and has_rules(node):
+                out.extend(_default_rule_errors(default, node, f"{where}.default", root=not path or embedded))
         list_type = node.get("x-kubernetes-list-type")
         if list_type is not None and list_type not in ("atomic", "set", "map"):
             out.append(
@@ -169,6 +172,15 @@ def structural_errors(
             ):
                 out.append(field.invalid(f"{rpath}.messageExpression", expression, problem))
     return out
+
+
+def _default_rule_errors(default: Any, node: Schema, where: str, *, root: bool) -> list[FieldError]:
+    """kube's ValidateDefaults: a default that the schema takes must pass the node's rules, as an
+    update from itself (``oldSelf`` the default, nothing ratcheted) and then, when that passes, as
+    a create (the ``optionalOldSelf`` rules with no old value)."""
+    rules = compile_schema_rules(dict(node), root=root)
+    found = rules.evaluate(default, default, ratchet=False, path=(where,))
+    return found or rules.evaluate(default, None, ratchet=False, path=(where,))
 
 
 def _uncorrelatable(schema: Schema, path: Path) -> Path | None:

@@ -212,3 +212,41 @@ def test_old_self_is_refused_below_a_list_that_is_not_a_map_list() -> None:
             f"within {at}[map].items.properties[in]",
         ),
     ]
+
+
+def test_a_default_must_pass_its_nodes_rules() -> None:
+    """kube's ValidateDefaults: a default the schema takes (its nested defaults applied) runs the
+    node's rules as an update from itself (nothing ratcheted) and then as a create (an
+    ``optionalOldSelf`` rule with no old value); one the schema refuses is not run."""
+    spec = {
+        "type": "object",
+        "default": {"x": 4},
+        "x-kubernetes-validations": [{"rule": "self.x > 3 && self.y == 'a'"}],
+        "properties": {
+            "x": {
+                "type": "integer",
+                "default": 2,
+                "x-kubernetes-validations": [{"rule": "self > 5", "message": "x"}],
+            },
+            "y": {
+                "type": "string",
+                "default": "a",
+                "x-kubernetes-validations": [{"rule": "self == oldSelf"}],
+            },
+            "z": {
+                "type": "string",
+                "default": "b",
+                "x-kubernetes-validations": [{"rule": "oldSelf.hasValue()", "optionalOldSelf": True}],
+            },
+        },
+    }
+    other = {"type": "integer", "default": "w", "x-kubernetes-validations": [{"rule": "self > 5"}]}
+    schema = {"type": "object", "properties": {"spec": spec, "other": other}}
+    found = structural_errors(schema, "v", cel.compile_error)
+    at = "v.properties[spec]"
+    assert [(e.field, e.message.split(" in body")[0]) for e in found] == [
+        (f"{at}.default.x", 'Invalid value: "integer": x'),
+        (f"{at}.properties[x].default", 'Invalid value: "integer": x'),
+        (f"{at}.properties[z].default", 'Invalid value: "string": failed rule: oldSelf.hasValue()'),
+        ("v.properties[other].default", 'Invalid value: "string": v.properties[other].default'),
+    ]
