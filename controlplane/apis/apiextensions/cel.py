@@ -1,7 +1,9 @@
 """``x-kubernetes-validations``: a CRD schema's CEL rules, compiled once and run on each write.
 
 Rules are compiled with the ``cel`` package (common-expression-language, a Rust CEL
-implementation). :func:`compile_error` says why a rule does not compile or would cost too
+implementation), cel-go's syntax it lacks (optional selection, two-variable comprehensions) and a
+string's ``size`` in code points first written as calls it has (:func:`.cel_parse.plain`).
+:func:`compile_error` says why a rule does not compile or would cost too
 much; :func:`compile_schema_rules` collects every rule of a schema and
 :meth:`SchemaRules.evaluate` runs them over an object (``self`` the value at the rule's
 node, ``oldSelf`` the stored value on update). As kube does: a rule with ``oldSelf`` (a
