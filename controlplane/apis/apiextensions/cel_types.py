@@ -14,11 +14,11 @@ does the part of cel-go's checking that a schema decides for sure, with cel-go's
 A schema turns into CEL types as kube's ``SchemaDeclType``: ``integer`` int, ``number`` double,
 ``string`` string (``byte`` bytes, ``date``/``date-time`` timestamp, ``duration`` duration),
 ``boolean`` bool, arrays lists, objects with ``additionalProperties`` maps, objects with
-``properties`` objects whose fields are those properties (``apiVersion``, ``kind`` and
-``metadata.name``/``generateName`` always there at a resource's root). Whatever is less certain
-is ``dyn`` and never reported: int-or-string, an object with no ``properties`` (open or
-preserving unknown fields), a schema with no type, an escaped field name (``x__dash__y``),
-function results other than a few well-known ones. :func:`issues` answers cel-go's
+``properties`` objects whose fields are those properties, named as kube escapes them
+(``__namespace__``, ``x__dash__y``; ``apiVersion``, ``kind`` and ``metadata.name``/``generateName``
+always there at a resource's root). Whatever is less certain is ``dyn`` and never reported:
+int-or-string, an object with no ``properties`` (open or preserving unknown fields), a schema
+with no type, function results other than a few well-known ones. :func:`issues` answers cel-go's
 ``Issues.String()``: each error ``ERROR: <input>:L:C: message`` with the line and a caret under
 the column, sorted by place, one per line. Pure.
 """
@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from controlplane.apis.apiextensions.cel_parse import Node, parse
+from controlplane.apis.apiextensions.cel_values import escape
 
 Schema = Mapping[str, Any]
 #: Finds a definition by its ``$ref`` (``#/definitions/io.k8s...``); None when it has none.
@@ -148,14 +149,26 @@ class SchemaTypes:
         return fields
 
     def field(self, owner: Type, name: str) -> Type | None:
-        """The type of ``owner.name`` (None: the object has no such field)."""
+        """The type of ``owner.name`` (None: the object has no such field), ``name`` a property's
+        name as kube escapes it (``__namespace__``, ``x__dash__y``)."""
         if owner.fields is not None:
-            return owner.fields.get(name)
+            key = _property(owner.fields, name)
+            return None if key is None else owner.fields[key]
         properties = (owner.schema or {}).get("properties") or {}
-        if name in properties:
-            sub = properties[name]
-            return self.of(sub, root=self._embedded(sub))
+        key = _property(properties, name)
+        if key is None:
+            return None
+        sub = properties[key]
+        return self.of(sub, root=self._embedded(sub))
+
+
+def _property(properties: Mapping[str, Any], name: str) -> str | None:
+    """The property a rule names ``name`` (kube's escaping: ``__namespace__`` is ``namespace``)."""
+    if name in properties and escape(name) == name:
+        return name
+    if "__" not in name:
         return None
+    return next((key for key in properties if escape(key) == name), None)
 
 
 def _family(scalar: Type) -> str:
@@ -222,7 +235,7 @@ class _Checker:
             if (shown := owner.shown()) is not None:
                 self.found.append(Issue(at, f"type '{shown}' does not support field selection"))
             return DYN
-        if owner.name != "object" or "__" in name:
+        if owner.name != "object":
             return DYN
         found = self.types.field(owner, name)
         if found is None:

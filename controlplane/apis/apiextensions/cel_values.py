@@ -2,15 +2,17 @@
 their own, converted as kube's ``UnstructuredToVal`` converts them (``byte``: base64 decoded to
 bytes; ``date`` and ``date-time``: timestamps, a date at midnight UTC; ``duration``: a
 duration), so ``self.expires > timestamp('2024-01-01T00:00:00Z')`` compares two timestamps. A
-string that does not parse is left as it is (the schema's own format check says why). The
-converter of a schema is built once; None when nothing in the schema needs one, the common case,
-which costs a rule nothing. Pure: no I/O.
+string that does not parse is left as it is (the schema's own format check says why). An
+object's properties are named as kube's :func:`escape` names them for CEL (``namespace`` is
+``__namespace__``, ``x-y`` is ``x__dash__y``). The converter of a schema is built once; None when
+nothing in the schema needs one, the common case, which costs a rule nothing. Pure: no I/O.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import re
 from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
@@ -19,6 +21,25 @@ from controlplane.apis.apiextensions.schema import Schema
 from controlplane.apis.durations import go_duration_error, go_duration_seconds
 
 Converter = Callable[[Any], Any]
+
+#: The words CEL reserves, which a property is named with ``__`` around (kube's celReservedSymbols).
+_RESERVED = frozenset(
+    {"true", "false", "null", "in", "as", "break", "const", "continue", "else", "for", "function", "if"}
+    | {"import", "let", "loop", "package", "namespace", "return", "var", "void", "while"}
+)
+_EXPAND = re.compile(r"__|[-./]|[^a-zA-Z0-9\-./_]")
+_EXPANDED = {"__": "__underscores__", ".": "__dot__", "-": "__dash__", "/": "__slash__"}
+
+
+def escape(name: str) -> str | None:
+    """How a rule names property ``name`` (kube's ``Escape``); None: a rule cannot name it."""
+    if not name or name[0].isdigit():
+        return None
+    if name in _RESERVED:
+        return f"__{name}__"
+    if any(match.group() not in _EXPANDED for match in _EXPAND.finditer(name)):
+        return None
+    return _EXPAND.sub(lambda match: _EXPANDED[match.group()], name)
 
 
 def _bytes(text: str) -> Any:
@@ -66,13 +87,18 @@ def converter(schema: Schema) -> Converter | None:
         for name, sub in (schema.get("properties") or {}).items()
         if isinstance(sub, dict) and (below := converter(sub)) is not None
     }
+    renamed = {
+        name: escaped
+        for name in (schema.get("properties") or {})
+        if (escaped := escape(name)) is not None and escaped != name
+    }
     items = converter(schema["items"]) if isinstance(schema.get("items"), dict) else None
     values = (
         converter(schema["additionalProperties"])
         if isinstance(schema.get("additionalProperties"), dict)
         else None
     )
-    if not (properties or items or values):
+    if not (properties or items or values or renamed):
         return None
 
     def convert(value: Any) -> Any:
@@ -85,6 +111,9 @@ def converter(schema: Schema) -> Converter | None:
             each = properties.get(key) or (values if key not in (schema.get("properties") or {}) else None)
             if each is not None and item is not None:
                 out[key] = each(item)
+        for name, escaped in renamed.items():
+            if name in out:
+                out[escaped] = out.pop(name)
         return out
 
     return convert

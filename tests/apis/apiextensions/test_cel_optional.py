@@ -5,9 +5,11 @@ of a rule, an ``oldSelf`` and a ``messageExpression`` that kube refuses when a C
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from controlplane.apis.apiextensions import cel
 from controlplane.apis.apiextensions.cel_parse import plain
@@ -250,3 +252,28 @@ def test_a_default_must_pass_its_nodes_rules() -> None:
         (f"{at}.properties[z].default", 'Invalid value: "string": failed rule: oldSelf.hasValue()'),
         ("v.properties[other].default", 'Invalid value: "string": v.properties[other].default'),
     ]
+
+
+def test_a_rule_reads_properties_by_kubes_escaped_names() -> None:
+    """kube's Escape names the rule's fields: Gateway API's parentRefs rule reads ``__namespace__``,
+    so two refs to same-named parents in other namespaces are distinct, the same namespace twice not."""
+    data = yaml.safe_load((Path(__file__).parents[2] / "data" / "gateway_parent_refs_rule.yaml").read_text())
+    ref = {
+        "type": "object",
+        "properties": {
+            name: {"type": "string"} for name in ("group", "kind", "name", "namespace", "sectionName")
+        },
+    }
+    refs = {"type": "array", "maxItems": 32, "items": ref, "x-kubernetes-validations": [data]}
+    assert cel.compile_error(data["rule"], refs) is None
+    rules = cel.compile_schema_rules({"type": "object", "properties": {"parentRefs": refs}})
+    gateway = {"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": "gw"}
+    apart = [{**gateway, "namespace": "a"}, {**gateway, "namespace": "b"}]
+    assert rules.evaluate({"parentRefs": apart}, None) == []
+    twice = [{**gateway, "namespace": "a"}, {**gateway, "namespace": "a"}]
+    assert [e.message for e in rules.evaluate({"parentRefs": twice}, None)] == [
+        f'Invalid value: "array": {data["message"]}'
+    ]
+    other = {"type": "object", "properties": {"if": {"type": "string"}, "x-y": {"type": "integer"}}}
+    other["x-kubernetes-validations"] = [{"rule": "self.__if__ == 'a' && self.x__dash__y == 1"}]
+    assert cel.compile_schema_rules(other).evaluate({"if": "a", "x-y": 1}, None) == []
