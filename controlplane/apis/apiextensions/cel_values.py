@@ -2,7 +2,8 @@
 their own, converted as kube's ``UnstructuredToVal`` converts them (``byte``: base64 decoded to
 bytes; ``date`` and ``date-time``: timestamps, a date at midnight UTC; ``duration``: a
 duration), so ``self.expires > timestamp('2024-01-01T00:00:00Z')`` compares two timestamps. A
-string that does not parse is left as it is (the schema's own format check says why). An
+string that does not parse is left as it is (the schema's own format check says why). A
+``number`` is a double, also when its JSON has no fraction (``1``), as kube converts it. An
 object's properties are named as kube's :func:`escape` names them for CEL (``namespace`` is
 ``__namespace__``, ``x-y`` is ``x__dash__y``). The converter of a schema is built once; None when
 nothing in the schema needs one, the common case, which costs a rule nothing. Pure: no I/O.
@@ -77,8 +78,14 @@ _SCALARS: dict[str, Callable[[str], Any]] = {
 }
 
 
+def _double(value: Any) -> Any:
+    return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+
 def converter(schema: Schema) -> Converter | None:
     """How a value of ``schema`` is converted for a rule (None: it is used as it is)."""
+    if schema.get("type") == "number":
+        return _double
     if schema.get("type") == "string":
         scalar = _SCALARS.get(str(schema.get("format") or ""))
         return None if scalar is None else lambda value: scalar(value) if isinstance(value, str) else value

@@ -581,3 +581,24 @@ def test_a_rules_arithmetic_errors_are_cel_gos(rule: str, error: str) -> None:
     assert [e.message for e in rules.evaluate({"replicas": 5}, None)] == [
         f'Invalid value: "object": {error} evaluating rule: {rule}'
     ]
+
+
+def test_a_number_is_a_double_to_a_rule_even_without_a_fraction() -> None:
+    """kube's UnstructuredToVal makes a ``number`` a double: ``ratio: 1`` adds to ``0.5``, in a
+    field, a list's items and a map's values."""
+    rules = cel.compile_schema_rules(
+        {
+            "type": "object",
+            "properties": {
+                "ratio": {"type": "number"},
+                "weights": {"type": "array", "items": {"type": "number"}},
+                "shares": {"type": "object", "additionalProperties": {"type": "number"}},
+            },
+            "x-kubernetes-validations": [
+                {"rule": "self.ratio + 0.5 < 2.0"},
+                {"rule": "self.weights.all(w, w / 2.0 > 0.0)"},
+                {"rule": "self.shares.all(k, self.shares[k] * 2.0 > 0.0)"},
+            ],
+        }
+    )
+    assert rules.evaluate({"ratio": 1, "weights": [1, 2.5], "shares": {"a": 3}}, None) == []
