@@ -30,6 +30,7 @@ from controlplane.apis.apiextensions.cel_parse import (
     OPTIONAL_MAP,
     PAIRS,
     STRING_SIZE,
+    TO_STRING,
 )
 from controlplane.apis.apiextensions.schema import compiled_pattern, parses
 from controlplane.apis.quantity import QuantityError, parse_quantity
@@ -177,6 +178,13 @@ def _merged(maps: list[Any]) -> dict[Any, Any]:
     return out
 
 
+def _to_string(value: Any) -> str:
+    """``string(x)``: an IP's or a CIDR's text (:mod:`.cel_ip`), else cel-go's of a scalar."""
+    if isinstance(value, dict):
+        return str(cel_ip.FUNCTIONS["string"](value))
+    return cel_strings.to_string(value)
+
+
 def _kube_functions() -> dict[str, Any]:
     out: dict[str, Any] = {}
     for library in ("core", "math", "sets", "encoders"):
@@ -199,7 +207,7 @@ def _kube_functions() -> dict[str, Any]:
     out.update(cel_format.FUNCTIONS)
     out.update(cel_semver.FUNCTIONS)
     out.update({OPTIONAL: _optional, OPTIONAL_LIST: _optional_list, OPTIONAL_MAP: _optional_map, STRING_SIZE: len})
-    out.update({PAIRS: _pairs, FROM_PAIRS: _from_pairs, MERGED: _merged})
+    out.update({PAIRS: _pairs, FROM_PAIRS: _from_pairs, MERGED: _merged, TO_STRING: _to_string})
     return out
 
 

@@ -270,6 +270,10 @@ OPTIONAL_LIST = "__optional_list__"
 OPTIONAL_MAP = "__optional_map__"
 #: A string's size in code points, as cel-go counts it (the evaluator's ``size`` counts bytes).
 STRING_SIZE = "__string_size__"
+#: cel-go's ``string()`` conversion (the evaluator has none of a bool, and writes durations and
+#: timestamps its own way).
+TO_STRING = "__string__"
+_STRING_CALL = re.compile(r"(?<![\w.])string\s*\(")
 #: cel-go's two-variable comprehensions (kube's ``ext.TwoVarComprehensions``) run over a list's
 #: ``[index, value]`` or a map's ``[key, value]`` pairs (:data:`PAIRS`); a map is made from pairs
 #: (:data:`FROM_PAIRS`) or from maps (:data:`MERGED`).
@@ -289,7 +293,7 @@ _TWO_VARIABLE = re.compile(
 def plain(text: str, string_sizes: frozenset[int] = frozenset()) -> str:
     """``text`` with cel-go's optional syntax written as calls (``text`` itself when it has none,
     or when it does not parse: the evaluator then says why), each ``size`` call at
-    ``string_sizes`` (a string's) as :data:`STRING_SIZE`'s, and cel-go's two-variable
+    ``string_sizes`` (a string's) as :data:`STRING_SIZE`'s, ``string(x)`` as :data:`TO_STRING`'s, and cel-go's two-variable
     comprehensions as one-variable ones over pairs: ``l.all(i, v, p)`` is
     ``__pairs__(l).all(x, p)`` with ``i`` read as ``x[0]`` and ``v`` as ``x[1]``;
     ``transformList`` a ``map`` (after a ``filter`` with four arguments), ``transformMap`` a map
@@ -298,7 +302,7 @@ def plain(text: str, string_sizes: frozenset[int] = frozenset()) -> str:
     for a missing field or key, and every selection or index after it in the chain is optional
     too); ``a[?k]`` likewise; ``[x, ?y]`` and ``{?k: v}`` leave out an entry whose optional is
     none."""
-    if "?" not in text and not string_sizes and _TWO_VARIABLE.search(text) is None:
+    if "?" not in text and not string_sizes and _TWO_VARIABLE.search(text) is None and not _STRING_CALL.search(text):
         return text
     try:
         node = parse(text)
@@ -335,6 +339,8 @@ class _Plain:
                 return self._two_variables(node, names)
             if node.name in _ONE_VARIABLE and node.args[0].kind == "ident" and node.args[0].name in self.renamed:
                 return self._shadowed(node, [node.args[0].name])
+        if node.kind == "call" and node.target is None and node.name == "string" and len(node.args) == 1:
+            return f"{TO_STRING}({self.render(node.args[0])})"
         if node.kind == "call" and node.name == "size" and node.at in self.string_sizes:
             operand = node.target if node.target is not None else node.args[0]
             return f"{STRING_SIZE}({self.render(operand)})"

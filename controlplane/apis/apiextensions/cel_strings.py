@@ -133,6 +133,19 @@ def _duration(value: timedelta) -> str:
     return format(seconds.normalize(), "f") + "s" if seconds else "0s"
 
 
+def to_string(value: Any) -> str:
+    """cel-go's ``string()`` of a scalar: ``true``, Go's shortest float, a duration in seconds
+    (``3600s``), a timestamp in RFC 3339 (``Z`` for UTC), bytes that are UTF-8."""
+    if isinstance(value, bytes):
+        try:
+            return value.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ValueError("invalid UTF-8 in bytes, cannot convert to string") from None
+    if isinstance(value, list | dict) or value is None:
+        raise ValueError(f"no such overload: string({_cel_type(value)})")
+    return format_string(value)
+
+
 def format_string(value: Any) -> str:
     """``%s``: cel-go's ``FormatString``."""
     if isinstance(value, list):

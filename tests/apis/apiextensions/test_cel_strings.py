@@ -153,3 +153,29 @@ def test_a_strings_size_in_a_crd_rule_counts_code_points() -> None:
         ("spec.l", "self.all(x, x.size() <= 2) && self.size() < 3"),
         ("spec.m", "self.all(k, k.size() <= 2)"),
     ]
+
+
+@pytest.mark.parametrize(
+    ("expression", "expected"),
+    [
+        ("string(true)", "true"),
+        ("string(duration('1h'))", "3600s"),
+        ("string(duration('1.5s'))", "1.5s"),
+        ("string(timestamp('2024-01-01T00:00:00Z'))", "2024-01-01T00:00:00Z"),
+        ("string(1.0)", "1"),
+        ("string(1234567.0)", "1.234567e+06"),
+        ("string(7u)", "7"),
+        ("string(b'abc')", "abc"),
+        ("string(ip('10.0.0.1')) + ' ' + string(cidr('10.0.0.0/8'))", "10.0.0.1 10.0.0.0/8"),
+        ("[1, 2].map(x, string(x)).join(',')", "1,2"),
+    ],
+)
+def test_string_converts_as_cel_go_does(expression: str, expected: str) -> None:
+    """cel-go's ``string()``: a bool (the evaluator had no such conversion), a duration in seconds,
+    a timestamp in RFC 3339 with ``Z``, a double in Go's shortest form."""
+    assert _run(expression) == expected
+
+
+def test_string_of_bytes_that_are_not_utf8_fails() -> None:
+    with pytest.raises(cel.EvaluationError, match="invalid UTF-8 in bytes, cannot convert to string"):
+        _run("string(b'\\xff')")
