@@ -118,15 +118,15 @@ def _library() -> tuple[Any, dict[str, Any]]:
     return cel, FUNCTIONS
 
 
-def _compile(rule: str, schema: Schema | None = None, *, root: bool = False) -> Any:
+def _compile(
+    rule: str, schema: Schema | None = None, *, root: bool = False, optional_old_self: bool = False
+) -> Any:
     """``rule`` compiled; with ``schema`` (its node's), a ``size`` of what the schema types a string
     counts code points, as cel-go's does."""
     cel, _ = _library()
     sizes: frozenset[int] = frozenset()
     if schema is not None and "size" in rule:
-        types = SchemaTypes(lambda _ref: None)
-        typed = types.of(schema, root=root)
-        sizes = string_sizes(rule, types, {"self": typed, "oldSelf": typed})
+        sizes = string_sizes(rule, *_typed(schema, root=root, optional_old_self=optional_old_self))
     return cel.compile(plain(rule, sizes))
 
 
@@ -259,10 +259,15 @@ def _syntax_error(rule: str) -> str | None:
     return None
 
 
-def _checked(rule: str, schema: Schema, *, root: bool, optional_old_self: bool) -> tuple[Type, list[Issue]]:
+def _typed(schema: Schema, *, root: bool, optional_old_self: bool) -> tuple[SchemaTypes, dict[str, Type]]:
+    """A rule's variables typed by its node's schema: ``self``, and ``oldSelf`` (an optional of it)."""
     types = SchemaTypes(lambda _ref: None)
     typed = types.of(schema, root=root)
-    return check(rule, types, {"self": typed, "oldSelf": optional(typed) if optional_old_self else typed})
+    return types, {"self": typed, "oldSelf": optional(typed) if optional_old_self else typed}
+
+
+def _checked(rule: str, schema: Schema, *, root: bool, optional_old_self: bool) -> tuple[Type, list[Issue]]:
+    return check(rule, *_typed(schema, root=root, optional_old_self=optional_old_self))
 
 
 @dataclass(frozen=True, slots=True)
@@ -283,7 +288,7 @@ def _rule(spec: dict[str, Any], schema: Schema, root: bool) -> Rule:
     expression = spec.get("messageExpression")
     return Rule(
         source=source,
-        program=_compile(source, schema, root=root),
+        program=_compile(source, schema, root=root, optional_old_self=spec.get("optionalOldSelf") is True),
         message=str(spec.get("message") or ""),
         message_expression=(
             _compile(expression, schema, root=root) if isinstance(expression, str) and expression else None

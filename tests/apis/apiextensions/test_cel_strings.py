@@ -179,3 +179,16 @@ def test_string_converts_as_cel_go_does(expression: str, expected: str) -> None:
 def test_string_of_bytes_that_are_not_utf8_fails() -> None:
     with pytest.raises(cel.EvaluationError, match="invalid UTF-8 in bytes, cannot convert to string"):
         _run("string(b'\\xff')")
+
+
+def test_an_optional_old_selfs_size_counts_code_points_too() -> None:
+    rule = "!oldSelf.hasValue() || oldSelf.value().size() <= self.size()"
+    schema = {
+        "type": "object",
+        "properties": {
+            "s": {"type": "string", "x-kubernetes-validations": [{"rule": rule, "optionalOldSelf": True}]}
+        },
+    }
+    rules = cel.compile_schema_rules(schema)
+    assert rules.evaluate({"s": "abc"}, {"s": "éé"}) == []
+    assert len(rules.evaluate({"s": "ab"}, {"s": "ééé"})) == 1
