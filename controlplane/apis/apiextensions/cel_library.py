@@ -6,9 +6,9 @@ strings extension (with ``format``) from :mod:`.cel_strings`; kube's own librari
 quantities (``quantity("1Gi")``, ``isQuantity``, and on a quantity ``isGreaterThan``,
 ``isLessThan``, ``compareTo``, ``add``, ``sub``, ``asInteger``, ``isInteger``,
 ``asApproximateFloat``, ``sign``); URLs (:mod:`.cel_url`), IPs and CIDRs (:mod:`.cel_ip`), formats
-(:mod:`.cel_format`) and semantic versions (:mod:`.cel_semver`); and the calls :func:`.cel_parse.plain` writes cel-go's optional syntax,
-a string's ``size`` (in code points) and two-variable comprehensions as.
-A quantity is carried between calls as a map holding its
+(:mod:`.cel_format`) and semantic versions (:mod:`.cel_semver`); and the calls
+:func:`.cel_parse.plain` writes cel-go's optional syntax, a string's ``size`` (in code points),
+``string()`` and two-variable comprehensions as. A quantity is carried between calls as a map holding its
 exact value in canonical form, so two equal quantities compare equal (``1Gi == 1024Mi``).
 Pure: no I/O.
 """

@@ -291,18 +291,22 @@ _TWO_VARIABLE = re.compile(
 
 
 def plain(text: str, string_sizes: frozenset[int] = frozenset()) -> str:
-    """``text`` with cel-go's optional syntax written as calls (``text`` itself when it has none,
-    or when it does not parse: the evaluator then says why), each ``size`` call at
-    ``string_sizes`` (a string's) as :data:`STRING_SIZE`'s, ``string(x)`` as :data:`TO_STRING`'s, and cel-go's two-variable
-    comprehensions as one-variable ones over pairs: ``l.all(i, v, p)`` is
-    ``__pairs__(l).all(x, p)`` with ``i`` read as ``x[0]`` and ``v`` as ``x[1]``;
-    ``transformList`` a ``map`` (after a ``filter`` with four arguments), ``transformMap`` a map
-    made of the pairs' keys and results, ``transformMapEntry`` the results' maps merged. ``a.?b`` becomes ``a`` made
-    optional, then ``.b``: the evaluator's selection on an optional is cel-go's (``optional.none()``
-    for a missing field or key, and every selection or index after it in the chain is optional
-    too); ``a[?k]`` likewise; ``[x, ?y]`` and ``{?k: v}`` leave out an entry whose optional is
-    none."""
-    if "?" not in text and not string_sizes and _TWO_VARIABLE.search(text) is None and not _STRING_CALL.search(text):
+    """``text`` with cel-go's syntax and conversions the evaluator lacks written as calls it has
+    (``text`` itself when it has none, or when it does not parse: the evaluator then says why):
+
+    - ``a.?b`` is ``a`` made optional, then ``.b``: the evaluator's selection on an optional is
+      cel-go's (``optional.none()`` for a missing field or key, and every selection or index
+      after it in the chain is optional too); ``a[?k]`` likewise; ``[x, ?y]`` and ``{?k: v}``
+      leave out an entry whose optional is none;
+    - each ``size`` call at ``string_sizes`` (a string's) is :data:`STRING_SIZE`'s, ``string(x)``
+      :data:`TO_STRING`'s;
+    - a two-variable comprehension is a one-variable one over pairs: ``l.all(i, v, p)`` is
+      ``__pairs__(l).all(x, p)`` with ``i`` read as ``x[0]`` and ``v`` as ``x[1]``;
+      ``transformList`` a ``map`` (after a ``filter`` with four arguments), ``transformMap`` a
+      map made of the pairs' keys and results, ``transformMapEntry`` the results' maps merged.
+    """
+    special = "?" in text or string_sizes or _TWO_VARIABLE.search(text) or _STRING_CALL.search(text)
+    if not special:
         return text
     try:
         node = parse(text)
