@@ -79,6 +79,7 @@ OVER_BUDGET = "estimated rule cost exceeds budget"
 #: cel-go's optional macros (``o.optMap(v, expr)``, ``o.optFlatMap(v, expr)``), which the
 #: evaluator here does not expand: a rule using one is refused when written, not at each object.
 _OPTIONAL_MACRO = re.compile(r"\.\s*(optMap|optFlatMap)\s*\(")
+_ALL_OR_EXISTS = re.compile(r"\.\s*(all|exists)\s*\(")
 #: How the package wraps a library function's exception: "Function 'f' error: Python function
 #: call failed: ValueError: <message>. Check function arguments and their types."
 _WRAPPED = re.compile(
@@ -107,15 +108,21 @@ def _library() -> tuple[Any, dict[str, Any]]:
 
 
 def _compile(
-    rule: str, schema: Schema | None = None, *, root: bool = False, optional_old_self: bool = False
+    rule: str,
+    schema: Schema | None = None,
+    *,
+    root: bool = False,
+    optional_old_self: bool = False,
+    tolerant: bool = False,
 ) -> Any:
     """``rule`` compiled; with ``schema`` (its node's), a ``size`` of what the schema types a string
-    counts code points, as cel-go's does."""
+    counts code points, as cel-go's does; ``tolerant``: ``all`` and ``exists`` as cel-go evaluates
+    them, element by element (slower: run only when the rule failed to evaluate)."""
     cel, _ = _library()
     sizes: frozenset[int] = frozenset()
     if schema is not None and "size" in rule:
         sizes = string_sizes(rule, *_typed(schema, root=root, optional_old_self=optional_old_self))
-    return cel.compile(plain(rule, sizes))
+    return cel.compile(plain(rule, sizes, tolerant=frozenset({"self", "oldSelf"}) if tolerant else None))
 
 
 def compile_error(
@@ -204,14 +211,19 @@ class Rule:
     transition: bool = False
     #: ``optionalOldSelf: true``: the rule runs with no old value too, ``oldSelf`` an optional.
     optional_old_self: bool = False
+    #: The rule with ``all`` and ``exists`` evaluated as cel-go does, run when ``program`` fails
+    #: (None: it has neither).
+    tolerant: Any = None
 
 
 def _rule(spec: dict[str, Any], schema: Schema, root: bool) -> Rule:
     source = str(spec["rule"])
     expression = spec.get("messageExpression")
+    optional_old_self = spec.get("optionalOldSelf") is True
     return Rule(
         source=source,
-        program=_compile(source, schema, root=root, optional_old_self=spec.get("optionalOldSelf") is True),
+        program=_compile(source, schema, root=root, optional_old_self=optional_old_self),
+        tolerant=_tolerant(source, schema, root=root, optional_old_self=optional_old_self),
         message=str(spec.get("message") or ""),
         message_expression=(
             _compile(expression, schema, root=root) if isinstance(expression, str) and expression else None
@@ -396,18 +408,41 @@ def _runtime_message(exc: Exception) -> str:
     """The evaluator's message without the package's wrapping of a library function's error, its
     arithmetic errors in cel-go's words."""
     text = str(exc).strip() or type(exc).__name__
+    while match := _WRAPPED.search(text) or _FAILED.search(text):  # unwrapped, also when nested
+        text = match.group(1)
     for pattern, cel_go in _ARITHMETIC:
         if pattern.match(text):
             return pattern.sub(cel_go, text)
-    match = _WRAPPED.search(text) or _FAILED.search(text)
-    return match.group(1) if match else text
+    return text
+
+
+def _tolerant(source: str, schema: Schema, *, root: bool, optional_old_self: bool) -> Any:
+    """The rule compiled with ``all`` and ``exists`` as cel-go evaluates them (None: it has
+    neither, or that form does not compile, and the rule runs as the evaluator runs it)."""
+    if _ALL_OR_EXISTS.search(source) is None:
+        return None
+    try:
+        return _compile(source, schema, root=root, optional_old_self=optional_old_self, tolerant=True)
+    except Exception:  # the rule itself compiled: it runs as it is
+        return None
+
+
+def _executed(rule: Rule, context: Any) -> Any:
+    """The rule's result; when it fails to evaluate and has ``all`` or ``exists``, as cel-go
+    evaluates those (an element that fails does not decide when another does)."""
+    try:
+        return rule.program.execute(context)
+    except Exception:
+        if rule.tolerant is None:
+            raise
+    return rule.tolerant.execute(context)
 
 
 def _outcome(rule: Rule, context: Any, shown: str, where: str) -> FieldError | None:
     # kube names a rule that could not be evaluated by its message, else its expression.
     named = rule.message.strip() or rule.source.strip()
     try:
-        result = rule.program.execute(context)
+        result = _executed(rule, context)
     except KeyError as exc:  # a field the rule reads is not set: kube's "no such key"
         key = exc.args[0] if exc.args else ""
         return FieldError(

@@ -15,10 +15,13 @@ Pure: no I/O.
 
 from __future__ import annotations
 
+import functools
 import itertools
+from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any
 
+import cel
 from cel import OptionalValue, stdlib
 
 from controlplane.apis.apiextensions import cel_format, cel_ip, cel_semver, cel_strings, cel_url
@@ -31,6 +34,7 @@ from controlplane.apis.apiextensions.cel_parse import (
     PAIRS,
     STRING_SIZE,
     TO_STRING,
+    TOLERANT,
 )
 from controlplane.apis.apiextensions.schema import compiled_pattern, parses
 from controlplane.apis.quantity import QuantityError, parse_quantity
@@ -178,6 +182,42 @@ def _merged(maps: list[Any]) -> dict[Any, Any]:
     return out
 
 
+# --- all and exists as cel-go evaluates them ----------------------------------------------
+
+
+@functools.lru_cache(maxsize=256)
+def _predicate(text: str) -> Any:
+    return cel.compile(text)
+
+
+def _each(items: Any, read: dict[str, Any], text: str, variable: str) -> Iterator[Any]:
+    """Each element's predicate (a map's keys'), an error as its exception: one failing does
+    not stop the others."""
+    program = _predicate(text)
+    for item in list(items):
+        try:
+            yield program.execute(cel.Context({**read, variable: item}, FUNCTIONS))
+        except KeyError as exc:
+            yield ValueError(f"no such key: {exc.args[0] if exc.args else ''}")
+        except Exception as exc:  # the element's error, reported if no other element decides
+            yield exc
+
+
+def _decided(items: Any, read: dict[str, Any], text: str, variable: str, *, deciding: bool) -> bool:
+    """cel-go's ``all`` (``deciding`` False) or ``exists`` (True): an element whose predicate is
+    ``deciding`` decides; else the first error; else ``not deciding``."""
+    error: Exception | None = None
+    for result in _each(items, read, text, variable):
+        if isinstance(result, bool):
+            if result == deciding:
+                return deciding
+        else:
+            error = error or (result if isinstance(result, Exception) else ValueError("no such overload"))
+    if error is not None:
+        raise ValueError(str(error).strip() or type(error).__name__)
+    return not deciding
+
+
 def _to_string(value: Any) -> str:
     """``string(x)``: an IP's or a CIDR's text (:mod:`.cel_ip`), else cel-go's of a scalar."""
     if isinstance(value, dict):
@@ -208,6 +248,8 @@ def _kube_functions() -> dict[str, Any]:
     out.update(cel_semver.FUNCTIONS)
     out.update({OPTIONAL: _optional, OPTIONAL_LIST: _optional_list, OPTIONAL_MAP: _optional_map, STRING_SIZE: len})
     out.update({PAIRS: _pairs, FROM_PAIRS: _from_pairs, MERGED: _merged, TO_STRING: _to_string})
+    out[TOLERANT["all"]] = functools.partial(_decided, deciding=False)
+    out[TOLERANT["exists"]] = functools.partial(_decided, deciding=True)
     return out
 
 

@@ -274,6 +274,9 @@ STRING_SIZE = "__string_size__"
 #: timestamps its own way).
 TO_STRING = "__string__"
 _STRING_CALL = re.compile(r"(?<![\w.])string\s*\(")
+#: ``all`` and ``exists`` as cel-go evaluates them (an element whose predicate fails to evaluate
+#: does not decide when another's is false, or true), each element's predicate run apart.
+TOLERANT = {"all": "__all__", "exists": "__exists__"}
 #: cel-go's two-variable comprehensions (kube's ``ext.TwoVarComprehensions``) run over a list's
 #: ``[index, value]`` or a map's ``[key, value]`` pairs (:data:`PAIRS`); a map is made from pairs
 #: (:data:`FROM_PAIRS`) or from maps (:data:`MERGED`).
@@ -290,7 +293,7 @@ _TWO_VARIABLE = re.compile(
 )
 
 
-def plain(text: str, string_sizes: frozenset[int] = frozenset()) -> str:
+def plain(text: str, string_sizes: frozenset[int] = frozenset(), *, tolerant: frozenset[str] | None = None) -> str:
     """``text`` with cel-go's syntax and conversions the evaluator lacks written as calls it has
     (``text`` itself when it has none, or when it does not parse: the evaluator then says why):
 
@@ -303,16 +306,28 @@ def plain(text: str, string_sizes: frozenset[int] = frozenset()) -> str:
     - a two-variable comprehension is a one-variable one over pairs: ``l.all(i, v, p)`` is
       ``__pairs__(l).all(x, p)`` with ``i`` read as ``x[0]`` and ``v`` as ``x[1]``;
       ``transformList`` a ``map`` (after a ``filter`` with four arguments), ``transformMap`` a
-      map made of the pairs' keys and results, ``transformMapEntry`` the results' maps merged.
+      map made of the pairs' keys and results, ``transformMapEntry`` the results' maps merged;
+    - with ``tolerant`` (the variables in scope), ``l.all(x, p)`` and ``l.exists(x, p)`` are
+      :data:`TOLERANT`'s calls with the variables ``p`` reads and ``p``'s text.
     """
     special = "?" in text or string_sizes or _TWO_VARIABLE.search(text) or _STRING_CALL.search(text)
-    if not special:
+    if not special and tolerant is None:
         return text
     try:
         node = parse(text)
     except (SyntaxError, RecursionError):
         return text
-    return _Plain(text, string_sizes).render(node)
+    return _Plain(text, string_sizes, tolerant=tolerant).render(node)
+
+
+def _idents(node: Node) -> set[str]:
+    below = [*([node.target] if node.target is not None else []), *node.args]
+    return {node.name} if node.kind == "ident" else set().union(*(_idents(n) for n in below))
+
+
+def _cel_string(text: str) -> str:
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\r", "\\r")
+    return f'"{escaped}"'
 
 
 def _chained(node: Node) -> bool:
@@ -330,10 +345,22 @@ class _Plain:
     string_sizes: frozenset[int] = frozenset()
     #: What a two-variable comprehension's variables are read as, in its body.
     renamed: dict[str, str] = field(default_factory=dict)
+    #: The variables in scope, where ``all`` and ``exists`` are written as :data:`TOLERANT`'s calls.
+    tolerant: frozenset[str] | None = None
 
     def render(self, node: Node) -> str:
         if node.kind == "ident" and node.name in self.renamed:
             return self.renamed[node.name]
+        if (
+            self.tolerant is not None
+            and not self.renamed
+            and node.kind == "call"
+            and node.target is not None
+            and node.name in TOLERANT
+            and len(node.args) == 2
+            and node.args[0].kind == "ident"
+        ):
+            return self._tolerant(node, self.tolerant)
         if node.kind == "call" and node.target is not None and len(node.args) >= 2:
             names = [arg.name for arg in node.args[:2] if arg.kind == "ident"]
             if len(names) == 2 and (
@@ -404,3 +431,12 @@ class _Plain:
         if node.name == "transformMap":
             return f"{FROM_PAIRS}({pairs}.map({pair}, [{pair}[0], {body[-1]}]))"
         return f"{MERGED}({pairs}.map({pair}, {body[-1]}))"
+
+    def _tolerant(self, node: Node, scope: frozenset[str]) -> str:
+        assert node.target is not None
+        variable = node.args[0].name
+        inner = _Plain(self.text, self.string_sizes, tolerant=scope | {variable})
+        predicate = inner.render(node.args[1])
+        read = sorted(name for name in _idents(node.args[1]) if name in scope and name != variable)
+        captured = ", ".join(f"'{name}': {name}" for name in read)
+        return f"{TOLERANT[node.name]}({self.render(node.target)}, {{{captured}}}, {_cel_string(predicate)}, '{variable}')"

@@ -63,3 +63,38 @@ def test_a_crd_rule_with_them_runs_on_each_write() -> None:
     assert [e.message for e in rules.evaluate({"spec": {"a": "b"}}, None)] == [
         f'Invalid value: "object": failed rule: {rule}'
     ]
+
+
+def test_all_and_exists_are_decided_by_any_element_as_cel_go_decides_them() -> None:
+    """cel-go's ``all`` is false when one element's predicate is false, ``exists`` true when one's is
+    true, whatever another element's does (``no such key``); only when none decides is an
+    element's error the rule's. ``exists_one`` and ``filter`` fail on the error, as cel-go's."""
+    item = {"type": "object", "properties": {"name": {"type": "string"}, "v": {"type": "integer"}}}
+    rules = [
+        {"rule": "self.items.exists(i, i.name == 'main')", "message": "needs main"},
+        {"rule": "self.items.all(i, i.name.startsWith('m'))", "message": "m"},
+        {"rule": "self.items.all(i, self.items.exists(j, j.v == i.v))", "message": "nested"},
+        {"rule": "self.items.exists_one(i, i.name == 'main')", "message": "one"},
+    ]
+    schema = {
+        "type": "object",
+        "properties": {"items": {"type": "array", "items": item}},
+        "x-kubernetes-validations": rules,
+    }
+    compiled = cel.compile_schema_rules(schema)
+
+    def failed(items: list[dict[str, object]]) -> list[str]:
+        return [
+            e.message.removeprefix('Invalid value: "object": ')
+            for e in compiled.evaluate({"items": items}, None)
+        ]
+
+    assert failed([{"v": 1}, {"name": "main", "v": 2}]) == [
+        "no such key: name evaluating rule: m",
+        "no such key: name evaluating rule: one",
+    ]
+    assert failed([{"v": 1}, {"name": "x", "v": 2}]) == [
+        "no such key: name evaluating rule: needs main",
+        "m",
+        "no such key: name evaluating rule: one",
+    ]
