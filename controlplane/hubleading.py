@@ -2,7 +2,7 @@
 
 One term of controller leadership (``controlplane.leader``): the federation controllers, the
 cluster health monitor, kube's controllers the hub runs (namespaces, service accounts and their
-tokens, quotas, CSR signing, APIServices, …) and the waste sampler, all writing through an
+tokens, root CA ConfigMaps, quotas, CSR signing, APIServices, …) and the waste sampler, all writing through an
 ``ObjectStore`` fenced to the term, so that a deposed leader's writes fail; and the Lease
 ``gpufed-system/gpufed-controllers`` that shows the leader. The next term builds its own.
 """
@@ -37,6 +37,7 @@ from controlplane.controllers.legacytokencleaning import LegacyTokenCleaner
 from controlplane.controllers.manager import ControllerManager
 from controlplane.controllers.namespaceconditions import NamespaceConditionsController
 from controlplane.controllers.resourcequota import ResourceQuotaController
+from controlplane.controllers.rootcapublisher import RootCAPublisher
 from controlplane.controllers.serviceaccounts import ServiceAccountsController
 from controlplane.controllers.serviceaccounttokens import ServiceAccountTokensController
 from controlplane.controllers.systemnamespaces import SystemNamespacesController
@@ -137,6 +138,7 @@ class LeaderTerm:
                 fenced, accounts=tokens.accounts, workqueue_metrics=queues
             ).run,
             "resourcequota": ResourceQuotaController(fenced, workqueue_metrics=queues).run,
+            "root-ca-cert-publisher": RootCAPublisher(fenced, ca_pem=hub.pki.ca_pem, workqueue_metrics=queues).run,
             "serviceaccount-tokens": self.token_controller.run,
             "system-namespaces": SystemNamespacesController(fenced, system_namespaces, workqueue_metrics=queues).run,
             "namespace-conditions": NamespaceConditionsController(fenced, content=writes, workqueue_metrics=queues).run,

@@ -114,11 +114,13 @@ def test_a_new_leader_starts_its_controllers_over_a_collection_larger_than_one_e
     wait_for(lambda: member.json("get", "deployment", "after-handover", "-n", "ml")["spec"]["replicas"] == 2,
              timeout=60, what="the workload in the member")
 
-    # kubectl's chunked list (limit=500) and an unbounded LIST both read etcd in pages.
-    assert len(other.json("get", "configmaps", "-n", "big")["items"]) == CONFIGMAPS
+    # kubectl's chunked list (limit=500) and an unbounded LIST both read etcd in pages (the
+    # namespace's root CA ConfigMap, kube-root-ca.crt, is one more).
+    assert len(other.json("get", "configmaps", "-n", "big")["items"]) == CONFIGMAPS + 1
     unbounded = other.run("get", "--raw", "/api/v1/namespaces/big/configmaps").stdout
-    assert len(json.loads(unbounded)["items"]) == CONFIGMAPS
+    assert len(json.loads(unbounded)["items"]) == CONFIGMAPS + 1
 
     deleted = other.run("delete", "--raw", "/api/v1/namespaces/big/configmaps", timeout=120)
-    assert len(json.loads(deleted.stdout)["items"]) == CONFIGMAPS
-    assert other.json("get", "configmaps", "-n", "big")["items"] == []
+    assert len(json.loads(deleted.stdout)["items"]) == CONFIGMAPS + 1
+    left = other.json("get", "configmaps", "-n", "big")["items"]  # the root CA comes back, as on kube
+    assert [c["metadata"]["name"] for c in left if c["metadata"]["name"] != "kube-root-ca.crt"] == []

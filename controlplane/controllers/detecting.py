@@ -89,6 +89,7 @@ from controlplane.controllers.workloads import (
     with_job_suspension,
 )
 from controlplane.interpreter import interpreter_for
+from controlplane.interpreter.dependencies import is_root_ca_config_map
 from controlplane.interpreter.requirements import ReplicaRequirements
 from controlplane.interpreter.shape import InvalidObject
 from controlplane.objectclient import ResourceType, WatchEventType, errors
@@ -252,8 +253,8 @@ class Detector(KeyedController[WorkloadRef]):
     async def _on_workload(self, event: WatchEventType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         if event is WatchEventType.MODIFIED and (self._own_writes.is_echo(obj) or not _meta_changed(old, obj)):
             return
-        if is_deployment_replica_set(obj):
-            return  # a Deployment's history on the hub (rollouthistory): never propagated
+        if is_deployment_replica_set(obj) or is_root_ca_config_map(obj):
+            return  # a Deployment's history on the hub (rollouthistory), the hub's root CA: never propagated
         ref = WorkloadRef.of(obj)
         if is_plain(ref.api_version, ref.kind) and not self._plain_object_matters(ref):
             return  # a ConfigMap (DaemonSet...) no policy selects: nothing to propagate, no status to set
@@ -351,7 +352,10 @@ class Detector(KeyedController[WorkloadRef]):
                 log.info("workload %s is gone; deleting its binding", ref)
                 await ctx.delete(ctx.binding_rt, ref.binding_namespace, ref.binding_name)
             return None
-        if is_deleting(workload) or is_reserved_namespace(ref.namespace) or is_deployment_replica_set(workload):
+        if (
+            is_deleting(workload) or is_reserved_namespace(ref.namespace) or is_deployment_replica_set(workload)
+            or is_root_ca_config_map(workload)
+        ):
             return None
 
         claimed_by = policy_ref_of_binding(binding)

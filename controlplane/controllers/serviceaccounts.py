@@ -19,6 +19,7 @@ import asyncio
 import logging
 from typing import Any
 
+from controlplane.apis.kube.namespaces import is_terminating
 from controlplane.apis.views import ObjectView
 from controlplane.controllers.informing import Informer
 from controlplane.controllers.reconciling import ReconcileLoop
@@ -72,7 +73,7 @@ class ServiceAccountsController:
 
     async def reconcile(self, namespace: str) -> None:
         current = self.namespaces.get(None, namespace)
-        if current is None or _terminating(current):
+        if current is None or is_terminating(current):
             return
         if self.accounts.get(namespace, DEFAULT_SERVICE_ACCOUNT) is not None:
             return
@@ -88,7 +89,3 @@ class ServiceAccountsController:
             return  # the namespace went, or began terminating, since the cache saw it
         log.info("created the default service account of namespace %s", namespace)
 
-
-def _terminating(namespace: dict[str, Any]) -> bool:
-    view = ObjectView(namespace)
-    return view.is_deleting or view.status.get("phase") == "Terminating"

@@ -31,7 +31,7 @@ member's kubelet resolves before it starts a pod (the simulated kubelet reads it
 The ConfigMap ``kube-root-ca.crt`` is not a dependency either: kube's root CA publisher keeps one
 in every namespace of every cluster (a pod's ``kube-api-access-*`` projected volume, as
 ``kubectl get pod -o yaml`` shows it, names it), and the member's own must not be replaced by the
-hub's.
+hub's: no policy propagates it either (:func:`is_root_ca_config_map`).
 
 Pure; no I/O. Inputs are never mutated.
 """
@@ -49,6 +49,7 @@ __all__ = [
     "DependencyKind",
     "Reference",
     "is_dependency",
+    "is_root_ca_config_map",
     "pod_spec_dependencies",
     "pod_spec_references",
     "pod_template_dependencies",
@@ -61,6 +62,14 @@ RESOURCE_API_VERSION = "resource.k8s.io/v1"
 DEFAULT_SERVICE_ACCOUNT = "default"
 #: The ConfigMap of the cluster's root CA in every namespace (kube's root CA publisher).
 ROOT_CA_CONFIG_MAP = "kube-root-ca.crt"
+
+
+def is_root_ca_config_map(obj: Mapping[str, Any]) -> bool:
+    """Whether ``obj`` is a namespace's root CA ConfigMap, which each cluster keeps its own of: never
+    propagated, by a policy or as a dependency."""
+    if obj.get("kind") != "ConfigMap" or obj.get("apiVersion") != CORE_API_VERSION:
+        return False
+    return (obj.get("metadata") or {}).get("name") == ROOT_CA_CONFIG_MAP
 
 
 class DependencyKind(StrEnum):

@@ -195,7 +195,8 @@ def test_a_terminating_namespace_says_what_holds_it_and_outlives_writes(hub: Hub
     kubectl.run("patch", "namespace", namespace, "--type=merge", "-p", '{"spec":{"finalizers":[]}}')
     live = kubectl.json("get", "namespace", namespace)
     assert live["status"]["phase"] == "Terminating" and live["spec"]["finalizers"] == ["kubernetes"], live
-    assert {cm["metadata"]["name"] for cm in kubectl.json("get", "configmaps", "-n", namespace)["items"]} == set(held)
+    names = {cm["metadata"]["name"] for cm in kubectl.json("get", "configmaps", "-n", namespace)["items"]}
+    assert names - {"kube-root-ca.crt"} == set(held)  # the root CA ConfigMap may not be deleted yet
 
     wanted = {
         "NamespaceDeletionDiscoveryFailure": ("False", "ResourcesDiscovered", "All resources successfully discovered"),

@@ -7,7 +7,8 @@ controller); its NamespaceLifecycle admission plugin refuses to delete
 simulated members both follow it. A namespace's ``spec.finalizers`` are kube's: a create keeps
 the request's and adds ``kubernetes`` (:func:`prepare_create`), an update keeps the stored ones
 (:func:`keep_spec_finalizers`), and only the ``finalize`` subresource changes them, its names
-checked as kube checks them (:func:`validate_finalize`).
+checked as kube checks them (:func:`validate_finalize`). A namespace being deleted
+(:func:`is_terminating`) gets no new content from kube's controllers.
 """
 
 from __future__ import annotations
@@ -20,6 +21,12 @@ from controlplane.apis.kube.finalizers import FINALIZER_KUBERNETES, finalizer_na
 SYSTEM_NAMESPACES: Final[tuple[str, ...]] = ("default", "kube-system", "kube-public", "kube-node-lease")
 #: ``kube-node-lease`` is not among them: deleting it is allowed, and it is created again.
 IMMORTAL_NAMESPACES: Final[frozenset[str]] = frozenset({"default", "kube-system", "kube-public"})
+
+
+def is_terminating(namespace: dict[str, Any]) -> bool:
+    """Whether ``namespace`` is being deleted (a ``deletionTimestamp``, or phase ``Terminating``)."""
+    metadata = namespace.get("metadata") or {}
+    return bool(metadata.get("deletionTimestamp")) or (namespace.get("status") or {}).get("phase") == "Terminating"
 
 
 def well_typed_spec(obj: dict[str, Any]) -> bool:

@@ -1,0 +1,127 @@
+"""Every namespace gets the ConfigMap ``kube-root-ca.crt`` with the hub's CA, as kube-controller-manager's
+root CA publisher (pkg/controller/certificates/rootcacertpublisher) keeps it: created, created again
+when deleted, its data and annotation put back when changed, none in a namespace being deleted; and
+no policy propagates it, each member keeping its own."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from controlplane.apiserver.objects import ObjectStore
+from controlplane.controllers.manager import ControllerManager
+from controlplane.controllers.rootcapublisher import DESCRIPTION, DESCRIPTION_ANNOTATION, RootCAPublisher
+from controlplane.objectclient import errors
+
+from .conftest import FAST
+from .fleet import eventually, get_object, node_shape, propagation_policy, put_cluster
+
+CA = b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
+ROOT_CA = "kube-root-ca.crt"
+
+
+@pytest.fixture
+async def publisher(objects: ObjectStore) -> AsyncIterator[RootCAPublisher]:
+    running = RootCAPublisher(objects, ca_pem=CA)
+    task = asyncio.create_task(running.run())
+    yield running
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+
+async def _root_ca(objects: ObjectStore, namespace: str) -> dict[str, Any] | None:
+    return await get_object(objects, "v1", "ConfigMap", ROOT_CA, namespace)
+
+
+async def test_every_namespace_gets_the_root_ca_and_keeps_it(
+    objects: ObjectStore, publisher: RootCAPublisher
+) -> None:
+    namespaces = objects.registry.require("v1", "Namespace")
+    config_maps = objects.registry.require("v1", "ConfigMap")
+    await objects.create(namespaces, {"metadata": {"name": "team-a"}})
+    created = await eventually(lambda: _root_ca(objects, "team-a"), what="the root CA ConfigMap of team-a")
+    assert created["data"] == {"ca.crt": CA.decode()}
+    assert created["metadata"]["annotations"] == {DESCRIPTION_ANNOTATION: DESCRIPTION}
+    assert await eventually(lambda: _root_ca(objects, "kube-system"), what="one in kube-system too")
+
+    # Changed: its data and annotation are put back, the rest of it kept.
+    changed = {
+        **created,
+        "data": {"ca.crt": "mine", "extra": "x"},
+        "metadata": {**created["metadata"], "annotations": {"note": "n"}, "labels": {"keep": "me"}},
+    }
+    await objects.update(config_maps, changed)
+
+    async def put_back() -> dict[str, Any] | None:
+        found = await _root_ca(objects, "team-a")
+        return found if found is not None and found["data"] == {"ca.crt": CA.decode()} else None
+
+    restored = await eventually(put_back, what="the root CA put back")
+    assert restored["metadata"]["annotations"] == {"note": "n", DESCRIPTION_ANNOTATION: DESCRIPTION}
+    assert restored["metadata"]["labels"] == {"keep": "me"}
+
+    # Deleted: created again.
+    assert (await objects.delete(config_maps, namespace="team-a", name=ROOT_CA)).deleted
+
+    async def again() -> dict[str, Any] | None:
+        found = await _root_ca(objects, "team-a")
+        return found if found is not None and found["metadata"]["uid"] != created["metadata"]["uid"] else None
+
+    await eventually(again, what="the root CA created again")
+
+
+async def test_a_namespace_being_deleted_gets_none(objects: ObjectStore, publisher: RootCAPublisher) -> None:
+    namespaces = objects.registry.require("v1", "Namespace")
+    await objects.create(
+        namespaces,
+        {
+            "metadata": {"name": "going", "finalizers": ["example.com/hold"]},
+            "spec": {"finalizers": ["example.com/hold"]},
+        },
+    )
+    await eventually(lambda: _root_ca(objects, "going"), what="the root CA of going")
+    await objects.delete(namespaces, name="going")
+    config_maps = objects.registry.require("v1", "ConfigMap")
+    with contextlib.suppress(errors.NotFound):  # the namespace's content went first
+        await objects.delete(config_maps, namespace="going", name=ROOT_CA)
+    await objects.create(namespaces, {"metadata": {"name": "later"}})
+    await eventually(lambda: _root_ca(objects, "later"), what="the root CA of a namespace made after")
+    assert await _root_ca(objects, "going") is None
+
+
+async def test_no_policy_propagates_the_root_ca(objects: ObjectStore) -> None:
+    await put_cluster(objects, "onprem", node_shape(1))
+    policy_rt = objects.registry.require("policy.gpufed.io/v1alpha1", "PropagationPolicy")
+    await objects.create(policy_rt, propagation_policy("all-config", kind="ConfigMap", api_version="v1"))
+    config_maps = objects.registry.require("v1", "ConfigMap")
+    binding_rt = objects.registry.require("work.gpufed.io/v1alpha1", "ResourceBinding")
+    async with ControllerManager(objects, settings=FAST):
+        await objects.create(
+            config_maps,
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": ROOT_CA, "namespace": "default"},
+                "data": {"ca.crt": CA.decode()},
+            },
+        )
+        await objects.create(
+            config_maps,
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": "settings", "namespace": "default"},
+                "data": {"a": "1"},
+            },
+        )
+        await eventually(
+            lambda: get_object(objects, "work.gpufed.io/v1alpha1", "ResourceBinding", "settings-configmap"),
+            what="the other ConfigMap bound",
+        )
+        listed = await objects.list(binding_rt, namespace="default")
+        assert [b["metadata"]["name"] for b in listed.items] == ["settings-configmap"]
