@@ -18,9 +18,12 @@ role that does not exist: kube's RBAC authorizer then gives that as its reason, 
 (``...: RBAC: clusterrole.rbac.authorization.k8s.io "gone" not found``).
 
 :meth:`HubAuthorizer.review` decides the same with the reason kube's authorizers give an access review
-(SubjectAccessReview's ``status.reason``): ``RBAC: allowed by RoleBinding "team-a-edit/team-a" of
-ClusterRole "edit" to Group "team-a"`` for what RBAC allows, nothing for ``system:masters``, the
-resolution errors alone for an RBAC denial. Pure: no I/O.
+(SubjectAccessReview's ``status.reason``, which ``kubectl auth can-i`` prints after ``no - ``): ``RBAC:
+allowed by RoleBinding "team-a-edit/team-a" of ClusterRole "edit" to Group "team-a"`` for what RBAC
+allows, nothing for ``system:masters``, the resolution errors alone for an RBAC denial (nothing for a
+plain one, a viewer token's included: its rights are its group's binding), and for an agent's or join
+credential the missing right alone, as kube's Node authorizer gives its reason without the 403's
+sentence. Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -79,8 +82,10 @@ class HubAuthorizer:
         elif self.index.allows(attributes):
             return _ALLOW
         if confined is not None:
+            if review:  # the credential authorizer's reason alone, as kube's Node authorizer gives its own
+                return Decision(allowed=False, reason=confined.reason.removeprefix(f"{forbidden_message(attributes)}: "))
             return confined
-        if user.role is Role.VIEWER:
+        if user.role is Role.VIEWER and not review:  # a review of a viewer's is RBAC's, below
             proxy = attributes.resource == "clusters" and attributes.subresource == "proxy"
             hint = _VIEWER_PROXY_HINT if proxy else _VIEWER_HINT
             return Decision(allowed=False, reason=f"{forbidden_message(attributes)}: {hint}")

@@ -305,3 +305,17 @@ def test_a_binding_to_a_missing_role_is_the_denials_reason_as_kubes(authorizer: 
     authorizer.index.put(ROLE_BINDING, binding("ghost-3", "team-a", (CLUSTER_ROLE, "gone"), ("Group", "team-a")))
     reason = authorizer.review(asked).reason  # each error once, several in brackets (kube's aggregate)
     assert reason.startswith("RBAC: [") and reason.count(missing) == 1 and '"gone-too" not found' in reason
+
+
+def test_an_access_review_of_a_viewer_or_agent_gives_no_403_sentence(authorizer: HubAuthorizer) -> None:
+    # kube's RBAC authorizer leaves a plain denial's reason empty (kubectl auth can-i: "no"); the
+    # Node authorizer an agent's rules stand for gives its reason alone, never the API server's 403.
+    create = res(VIEWER, "create", "", "configmaps", ns="default")
+    assert authorizer.review(create) == Decision(allowed=False)
+    assert authorizer.review(res(VIEWER, "get", "", "secrets", ns="default")) == Decision(allowed=False)
+    assert authorizer.authorize(create).reason.startswith('configmaps is forbidden: User "victor" cannot create')
+    other_works = res(AGENT, "list", "work.karmada.io", "works", ns="gpufed-es-elsewhere")
+    denied = authorizer.authorize(other_works).reason
+    reviewed = authorizer.review(other_works)
+    assert not reviewed.allowed and reviewed.reason and "forbidden" not in reviewed.reason
+    assert denied.endswith(f": {reviewed.reason}")
