@@ -102,6 +102,8 @@ LOG_TAIL_LINES = 30
 #: (``gpufed controlplane --etcd-quota-backend-bytes``).
 QUOTA_BACKEND_BYTES = 2 * 1024**3
 AUTO_COMPACTION_RETENTION = "5m"
+#: How often etcd tells the hub's watches of quiet kinds its revision (etcd's default: 10 minutes).
+PROGRESS_NOTIFY_SECONDS = 5
 #: The private directory of the client socket, under the data directory.
 SOCKET_SUBDIR = "socket"
 #: The client socket's file name. etcd 3.5 accepts ``unix://`` URLs only as ``host:port`` and
@@ -503,6 +505,8 @@ class EmbeddedEtcd(Lifecycle):
             "--log-level=warn",
             # Refuse to serve data that diverged from the peers' and keep checking while running.
             *binary.corruption_check_flags(),
+            # The watch cache's revision moves on with these while a kind is quiet (bookmarks).
+            *binary.progress_notify_flags(PROGRESS_NOTIFY_SECONDS),
         ]
         if self.transport is EtcdClientTransport.TLS:
             pki = self.pki_dir

@@ -89,6 +89,15 @@ class EtcdBinary:
         return out
 
 
+    def progress_notify_flags(self, seconds: int) -> list[str]:
+        """How often etcd tells a quiet watch how far it is (10 minutes unless set), named as this
+        version names it."""
+        for flag in ("--watch-progress-notify-interval", "--experimental-watch-progress-notify-interval"):
+            if flag in self.flags:
+                return [f"{flag}={seconds}s"]
+        return []
+
+
 def parse_version(text: str) -> Version | None:
     match = _VERSION.search(text)
     if match is None:

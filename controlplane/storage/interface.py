@@ -11,7 +11,7 @@ Kubernetes ``Status`` in one place.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol, runtime_checkable
@@ -126,6 +126,10 @@ def check_list(prefix: str, *, limit: int) -> None:
         raise ValueError(f"limit must be >= 0, got {limit}")
 
 
+#: Told a store revision up to which a watch has handed over every event (see :meth:`Store.watch`).
+Progress = Callable[[int], None]
+
+
 @runtime_checkable
 class Store(Protocol):
     async def get(self, key: str) -> KeyValue:
@@ -160,11 +164,16 @@ class Store(Protocol):
         with ``mod_revision`` set to the delete's revision. Raise NotFound / Conflict."""
         ...
 
-    def watch(self, prefix: str, *, from_revision: int) -> AsyncIterator[WatchEvent]:
+    def watch(
+        self, prefix: str, *, from_revision: int, progress: Progress | None = None
+    ) -> AsyncIterator[WatchEvent]:
         """Events for keys under ``prefix`` with revision >= ``from_revision``, in order.
 
         Raises Gone (when iterated) if ``from_revision`` is compacted. The iterator
         runs until the caller stops iterating (``aclose()``) or the store closes.
+        ``progress``, when given, is called with a revision up to which every event under
+        ``prefix`` has been handed over, when the store moves on without one there (etcd's
+        progress notifications): a watch of a quiet prefix learns how far the store is.
         """
         ...
 

@@ -30,7 +30,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from controlplane.storage.interface import KeyValue, Store, WatchEvent
+from controlplane.storage.interface import KeyValue, Progress, Store, WatchEvent
 from controlplane.storage.wrapping import WrappedStore
 
 T = TypeVar("T")
@@ -198,6 +198,8 @@ class LedgerStore(WrappedStore):
         self.ledger.record_write(key, "delete", kv.mod_revision)
         return kv
 
-    def watch(self, prefix: str, *, from_revision: int) -> AsyncIterator[WatchEvent]:
+    def watch(
+        self, prefix: str, *, from_revision: int, progress: Progress | None = None
+    ) -> AsyncIterator[WatchEvent]:
         watcher, record = WRITER.get(), self.ledger.record_event
-        return self.watch_seeing(prefix, from_revision, lambda event: record(event.kv.key, watcher))
+        return self.watch_seeing(prefix, from_revision, lambda event: record(event.kv.key, watcher), progress)

@@ -12,7 +12,9 @@ Memory stays bounded: the event log keeps at most ``max_events`` events (older o
 are compacted automatically, raising the compacted revision), a key's history keeps
 only the versions newer than the compacted revision plus the one visible at it, and
 each watcher buffers at most ``watch_queue_size`` undelivered events -- a watcher that
-falls further behind is ended with :class:`Gone` and must relist.
+falls further behind is ended with :class:`Gone` and must relist. A watch given a ``progress``
+callback is told the store's revision, as etcd's progress notifications tell it, whenever it has
+handed over every event of its prefix: when it goes idle, and at each write elsewhere meanwhile.
 
 Every operation runs without suspending, so each one is atomic with respect to the
 other asyncio tasks that share the store. The store is not thread-safe.
@@ -38,6 +40,7 @@ from controlplane.storage.interface import (
     KeyValue,
     ListResult,
     NotFound,
+    Progress,
     Unavailable,
     WatchEvent,
     check_key,
@@ -66,6 +69,10 @@ class _Watcher:
     #: Revision of the first event this watcher could not buffer; it then ends with Gone.
     overflowed_at: int | None = None
     closed: bool = False
+    #: Told the revision of each write elsewhere while every event of the prefix is handed over.
+    progress: Progress | None = None
+    #: Past the replay of history: what it hands over now comes from :attr:`pending`.
+    live: bool = False
 
     def offer(self, event: WatchEvent) -> bool:
         """Buffer ``event``; return False (and mark the watcher overflowed) when full."""
@@ -244,11 +251,13 @@ class MemoryStore(Lifecycle):
 
     # -- watch ---------------------------------------------------------------------
 
-    def watch(self, prefix: str, *, from_revision: int) -> AsyncIterator[WatchEvent]:
+    def watch(
+        self, prefix: str, *, from_revision: int, progress: Progress | None = None
+    ) -> AsyncIterator[WatchEvent]:
         check_prefix(prefix)
-        return self._watch(prefix, from_revision)
+        return self._watch(prefix, from_revision, progress)
 
-    async def _watch(self, prefix: str, from_revision: int) -> AsyncIterator[WatchEvent]:
+    async def _watch(self, prefix: str, from_revision: int, progress: Progress | None) -> AsyncIterator[WatchEvent]:
         self._check_open()
         start = max(from_revision, 1)
         if start < self._compacted:
@@ -263,11 +272,13 @@ class MemoryStore(Lifecycle):
             prefix=prefix,
             from_revision=max(start, self._revision + 1),
             capacity=self._watch_queue_size,
+            progress=progress,
         )
         self._watchers.add(watcher)
         try:
             for event in replay:
                 yield event
+            watcher.live = True
             while True:
                 if watcher.pending:
                     yield watcher.pending.popleft()
@@ -280,6 +291,8 @@ class MemoryStore(Lifecycle):
                     )
                 if watcher.closed:
                     return
+                if progress is not None:  # every event up to now is handed over: etcd's progress notification
+                    progress(self._revision)
                 watcher.wakeup.clear()
                 await watcher.wakeup.wait()
         finally:
@@ -348,7 +361,13 @@ class MemoryStore(Lifecycle):
         revision = event.kv.mod_revision
         overflowed: list[_Watcher] = []
         for watcher in self._watchers:
-            if revision < watcher.from_revision or not event.kv.key.startswith(watcher.prefix):
+            if revision < watcher.from_revision:
+                continue
+            if not event.kv.key.startswith(watcher.prefix):
+                # As etcd's progress notification, at once: with nothing pending, the watch's
+                # consumer has taken every event of its prefix up to this write.
+                if watcher.progress is not None and watcher.live and not watcher.pending:
+                    watcher.progress(revision)
                 continue
             if not watcher.offer(event):
                 overflowed.append(watcher)

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import AsyncIterator
 
-from controlplane.storage.interface import Conflict, EventType, KeyValue, Store, WatchEvent
+from controlplane.storage.interface import Conflict, EventType, KeyValue, Progress, Store, WatchEvent
 from controlplane.storage.wrapping import WrappedStore
 
 DEFAULT_CAPACITY = 8192
@@ -109,8 +109,10 @@ class RecentStore(WrappedStore):
         self.recent.forget(key)
         return await self.inner.delete(key, expected_revision=expected_revision)
 
-    def watch(self, prefix: str, *, from_revision: int) -> AsyncIterator[WatchEvent]:
-        return self.watch_seeing(prefix, from_revision, self._saw_event)
+    def watch(
+        self, prefix: str, *, from_revision: int, progress: Progress | None = None
+    ) -> AsyncIterator[WatchEvent]:
+        return self.watch_seeing(prefix, from_revision, self._saw_event, progress)
 
     def _saw_event(self, event: WatchEvent) -> None:
         if event.type is EventType.DELETE:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 
-from controlplane.storage.interface import KeyValue, ListResult, Store, WatchEvent
+from controlplane.storage.interface import KeyValue, ListResult, Progress, Store, WatchEvent
 
 
 class WrappedStore:
@@ -31,14 +31,16 @@ class WrappedStore:
     async def delete(self, key: str, *, expected_revision: int | None = None) -> KeyValue:
         return await self.inner.delete(key, expected_revision=expected_revision)
 
-    def watch(self, prefix: str, *, from_revision: int) -> AsyncIterator[WatchEvent]:
-        return self.inner.watch(prefix, from_revision=from_revision)
+    def watch(
+        self, prefix: str, *, from_revision: int, progress: Progress | None = None
+    ) -> AsyncIterator[WatchEvent]:
+        return self.inner.watch(prefix, from_revision=from_revision, progress=progress)
 
     async def watch_seeing(
-        self, prefix: str, from_revision: int, seen: Callable[[WatchEvent], None]
+        self, prefix: str, from_revision: int, seen: Callable[[WatchEvent], None], progress: Progress | None = None
     ) -> AsyncIterator[WatchEvent]:
         """``inner``'s watch, calling ``seen`` with each event before it is handed on."""
-        events = self.inner.watch(prefix, from_revision=from_revision)
+        events = self.inner.watch(prefix, from_revision=from_revision, progress=progress)
         try:
             async for event in events:
                 seen(event)

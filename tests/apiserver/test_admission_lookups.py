@@ -21,7 +21,7 @@ from controlplane.apiserver.objects import ObjectStore
 from controlplane.apiserver.watchcache import WatchCache
 from controlplane.apiserver.webhooks.calling import WebhookClient
 from controlplane.storage import MemoryStore
-from controlplane.storage.interface import KeyValue, WatchEvent
+from controlplane.storage.interface import KeyValue, Progress, WatchEvent
 from controlplane.storage.wrapping import WrappedStore
 from tests.controllers.fleet import eventually, hub_objects
 
@@ -42,8 +42,10 @@ class GetCountingStore(WrappedStore):
         self.gets[key] = self.gets.get(key, 0) + 1
         return await super().get(key)
 
-    def watch(self, prefix: str, *, from_revision: int) -> AsyncIterator[WatchEvent]:
-        return self._held(prefix, from_revision)
+    def watch(
+        self, prefix: str, *, from_revision: int, progress: Progress | None = None
+    ) -> AsyncIterator[WatchEvent]:
+        return self._held(prefix, from_revision)  # no progress: an event held here is not handed over
 
     async def _held(self, prefix: str, from_revision: int) -> AsyncIterator[WatchEvent]:
         async for event in self.inner.watch(prefix, from_revision=from_revision):

@@ -24,6 +24,7 @@ from .kinds import widget
 pytestmark = pytest.mark.waiting
 
 WIDGETS = "/apis/test.gpufed.io/v1/namespaces/default/widgets"
+GADGETS = "/apis/test.gpufed.io/v1/gadgets"
 MERGE = {"Content-Type": "application/merge-patch+json"}
 Client = TestClient[Any, Any]
 
@@ -106,6 +107,22 @@ async def test_a_watch_gets_a_bookmark_shortly_before_its_timeout(hub: Client) -
     assert events[1]["object"] == {
         "kind": "Widget", "apiVersion": "test.gpufed.io/v1", "metadata": {"resourceVersion": current},
     }
+
+
+async def test_a_quiet_watch_gets_a_bookmark_before_its_timeout_once_the_store_moved_on(hub: Client) -> None:
+    """Nothing of the watched kind changes, another kind does: the bookmark before the timeout
+    carries how far the store has moved (etcd's progress notifications, as kube's watch cache
+    follows them), so the client resumes from there rather than from the revision it started at."""
+    created = await (await hub.post(WIDGETS, json=widget("a"))).json()
+    response = await hub.get(WIDGETS, params={
+        "watch": "1", "resourceVersion": created["metadata"]["resourceVersion"], "allowWatchBookmarks": "true",
+        "timeoutSeconds": "1",
+    })
+    assert response.status == 200
+    gadget = await (await hub.post(GADGETS, json={"metadata": {"name": "g"}})).json()
+    events = await _all_events(response)
+    assert [e["type"] for e in events] == ["BOOKMARK"]
+    assert events[0]["object"]["metadata"] == {"resourceVersion": gadget["metadata"]["resourceVersion"]}
 
 
 @pytest.mark.parametrize("asked", [None, "false"])

@@ -21,7 +21,7 @@ from controlplane.apiserver.auth.tokens import TokenStore
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.serviceaccounttokens import ServiceAccountTokensController
 from controlplane.storage import MemoryStore
-from controlplane.storage.interface import WatchEvent
+from controlplane.storage.interface import Progress, WatchEvent
 from controlplane.storage.wrapping import WrappedStore
 
 from .fleet import eventually, hub_objects
@@ -56,15 +56,17 @@ class WatchCountingStore(WrappedStore):
         super().__init__(inner)
         self.watches: Counter[str] = Counter()
 
-    def watch(self, prefix: str, *, from_revision: int) -> AsyncIterator[WatchEvent]:
-        self.watches[prefix] += 1
-        return super().watch(prefix, from_revision=from_revision)
-
-    def watch_seeing(
-        self, prefix: str, from_revision: int, seen: Callable[[WatchEvent], None]
+    def watch(
+        self, prefix: str, *, from_revision: int, progress: Progress | None = None
     ) -> AsyncIterator[WatchEvent]:
         self.watches[prefix] += 1
-        return super().watch_seeing(prefix, from_revision, seen)
+        return super().watch(prefix, from_revision=from_revision, progress=progress)
+
+    def watch_seeing(
+        self, prefix: str, from_revision: int, seen: Callable[[WatchEvent], None], progress: Progress | None = None
+    ) -> AsyncIterator[WatchEvent]:
+        self.watches[prefix] += 1
+        return super().watch_seeing(prefix, from_revision, seen, progress)
 
 
 def shared_controller(objects: ObjectStore, issuer: ServiceAccountTokens) -> ServiceAccountTokensController:

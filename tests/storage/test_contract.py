@@ -200,6 +200,27 @@ async def test_watch_receives_puts_and_deletes_in_order(store: Store) -> None:
     assert received[2].kv.create_revision == a.create_revision
 
 
+async def test_a_watch_of_a_quiet_prefix_is_told_how_far_the_store_has_moved(store: Store) -> None:
+    """etcd's progress notifications (every 5 s from the hub's embedded etcd), the memory store's
+    at once: the revision up to which every event of the prefix has been handed over."""
+    told: list[int] = []
+    pod = await store.create("/pods/a", b"one")
+    events = store.watch("/pods/", from_revision=pod.mod_revision, progress=told.append)
+    assert summary(await take(events, 1)) == [(EventType.PUT, "/pods/a", b"one", pod.mod_revision, True)]
+    other = await store.create("/services/a", b"other prefix")
+    pending = asyncio.ensure_future(anext(events))  # the watch runs on; nothing comes
+    try:
+        async with asyncio.timeout(20):
+            while not told or told[-1] < other.mod_revision:
+                await asyncio.wait({pending}, timeout=0.05)
+        assert not pending.done()
+        assert all(pod.mod_revision <= revision <= other.mod_revision for revision in told)
+    finally:
+        pending.cancel()
+        await asyncio.wait({pending})
+        await events.aclose()  # type: ignore[attr-defined]
+
+
 async def test_watch_from_a_past_revision_replays_history(store: Store) -> None:
     a = await store.create("/pods/a", b"one")
     a2 = await store.update("/pods/a", b"two", expected_revision=a.mod_revision)

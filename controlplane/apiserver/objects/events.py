@@ -89,9 +89,17 @@ async def watch_events(
                 raise errors.from_storage_error(exc, plural=rt.plural, group=rt.group) from exc
             matched = {kv.key for kv in listed.items if matches(decode(rt, kv))}
 
-    last_revision = start
+    last_revision = progressed = start
+
+    def progress(revision: int) -> None:
+        """The store has handed over every event of the prefix up to ``revision`` (etcd's progress notification)."""
+        nonlocal progressed
+        progressed = max(progressed, revision)
+
     ready: deque[ObjectEvent] = deque()
-    events = store.watch(prefix, from_revision=store_revision(start + 1)).__aiter__()
+    events = store.watch(
+        prefix, from_revision=store_revision(start + 1), progress=None if bookmark_interval is None else progress
+    ).__aiter__()
     pending: asyncio.Task[storage.WatchEvent | None] | None = None
     loop = asyncio.get_running_loop()
     lead = options.bookmark_before_timeout
@@ -112,14 +120,12 @@ async def watch_events(
                     # (A timed wait may end a hair early: the next one is counted from this one's time.)
                     now = max(loop.time(), bookmark_at)
                     bookmark_at = next_bookmark(now, deadline=options.deadline, period=bookmark_interval, before_timeout=lead)
-                    if last_revision <= start:
+                    # While no event waits to be handled, the store's progress is as far as nothing is missed.
+                    at = last_revision if pending.done() else max(last_revision, progressed)
+                    if at <= start:
                         continue  # none at the watch's start revision, as kube's cacher
-                    bookmark = {
-                        "kind": rt.kind,
-                        "apiVersion": rt.api_version,
-                        "metadata": {"resourceVersion": str(last_revision)},
-                    }
-                    yield ObjectEvent(WatchEventType.BOOKMARK, bookmark, last_revision)
+                    bookmark = {"kind": rt.kind, "apiVersion": rt.api_version, "metadata": {"resourceVersion": str(at)}}
+                    yield ObjectEvent(WatchEventType.BOOKMARK, bookmark, at)
                     continue
             try:
                 event = await pending

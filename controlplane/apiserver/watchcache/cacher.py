@@ -1,7 +1,8 @@
 """The cache of one resource type: what the store holds for it, kept current by one store watch.
 
 A :class:`Cacher` lists the type's key range once, then follows one store watch from the
-list's revision. Every store event updates :attr:`Cacher.state`, joins the
+list's revision (and moves on with etcd's progress notifications while the type is quiet,
+as kube's watch cache does, so its watches' bookmarks carry a recent revision). Every store event updates :attr:`Cacher.state`, joins the
 :class:`~.window.EventWindow`, and is offered to the attached watchers that may see it --
 decoded once for all of them. As kube's cacher indexes its watchers by trigger, watchers are
 kept by the keys they may see (every key, a namespace, one object, one name in every
@@ -132,6 +133,13 @@ class Cacher:
     def _revision(self) -> int:
         return self.revision
 
+    def _progressed(self, revision: int) -> None:
+        """The store has handed over every event of the cached type up to ``revision`` (etcd's
+        progress notification): the cache is as of it, as kube's watch cache moves its
+        resourceVersion on one, so that a quiet kind's bookmarks carry a recent revision."""
+        if revision > self.revision:
+            self.revision = revision
+
     def detach(self, watcher: CacheWatcher) -> None:
         if watcher not in self._watchers:
             return
@@ -163,7 +171,9 @@ class Cacher:
                 listed = await self._store.list(self._prefix)
                 self._replace(listed)
                 delay = _RETRY_SECONDS[0]
-                async for event in self._store.watch(self._prefix, from_revision=self.revision + 1):
+                async for event in self._store.watch(
+                    self._prefix, from_revision=self.revision + 1, progress=self._progressed
+                ):
                     self._apply(event)
                 # The store closed.
                 self._stopped = True

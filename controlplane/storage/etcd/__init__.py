@@ -80,6 +80,7 @@ from controlplane.storage.interface import (
     KeyValue,
     ListResult,
     NotFound,
+    Progress,
     StorageError,
     WatchEvent,
     check_key,
@@ -358,11 +359,14 @@ class EtcdStore(Lifecycle):
 
     # -- watch ---------------------------------------------------------------------
 
-    def watch(self, prefix: str, *, from_revision: int) -> AsyncIterator[WatchEvent]:
+    def watch(
+        self, prefix: str, *, from_revision: int, progress: Progress | None = None
+    ) -> AsyncIterator[WatchEvent]:
         check_prefix(prefix)
         start, end = self._range(prefix)
         return watch_range(
-            self._calls, prefix, start=start, end=end, from_revision=from_revision, namespace=self._namespace
+            self._calls, prefix, start=start, end=end, from_revision=from_revision, namespace=self._namespace,
+            progress=progress,
         )
 
     # -- internals -----------------------------------------------------------------

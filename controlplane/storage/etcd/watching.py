@@ -30,7 +30,15 @@ from aetcd.utils import prefix_range_end
 
 from controlplane.storage.etcd.calls import EtcdCalls
 from controlplane.storage.grpcerrors import RevisionError, StreamEnded, is_transient
-from controlplane.storage.interface import EventType, Gone, KeyValue, StorageError, Unavailable, WatchEvent
+from controlplane.storage.interface import (
+    EventType,
+    Gone,
+    KeyValue,
+    Progress,
+    StorageError,
+    Unavailable,
+    WatchEvent,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -93,9 +101,11 @@ async def deleted_values(calls: EtcdCalls, events: Any) -> dict[int, Any]:
 
 
 async def watch_range(
-    calls: EtcdCalls, prefix: str, *, start: bytes, end: bytes, from_revision: int, namespace: str
+    calls: EtcdCalls, prefix: str, *, start: bytes, end: bytes, from_revision: int, namespace: str,
+    progress: Progress | None = None,
 ) -> AsyncIterator[WatchEvent]:
-    """Every change to keys in ``[start, end)`` from ``from_revision`` on, until the store closes."""
+    """Every change to keys in ``[start, end)`` from ``from_revision`` on, until the store closes;
+    ``progress`` is told the revision of each progress notification."""
     next_revision = max(from_revision, 1)
     while True:
         call: Any = None
@@ -117,6 +127,8 @@ async def watch_range(
                     # A progress notification: etcd has sent every event up to
                     # header.revision, so a reconnect may start after it.
                     next_revision = max(next_revision, response.header.revision + 1)
+                    if progress is not None:
+                        progress(response.header.revision)
                 previous = await deleted_values(calls, response.events)
                 batch = deque(
                     watch_event(raw, namespace=namespace, previous=previous.get(index))
