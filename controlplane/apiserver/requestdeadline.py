@@ -10,8 +10,12 @@ among them) is given back. Here the bound is on the body: a client declaring a l
 ``Content-Length`` and sending a byte a second held a seat as long as it liked. A request whose body
 has not all arrived by then is answered that 504 (the seat released as the error leaves the
 flow-control middleware), and its connection is closed after the answer, as Go closes one whose
-body was not read to its end. A request whose body has arrived is not bounded here; a request
-without a body costs nothing (no timer).
+body was not read to its end. The answer is written as kube's timeout filter writes it
+(``baseTimeoutWriter.timeout``: the Status encoded as it is, without ``kind`` and ``apiVersion``,
+and no ``Content-Type``, which Go's sniffing makes ``text/plain; charset=utf-8``), so a client reads
+it as kube's: client-go, finding no decoder for it, says ``the server was unable to return a
+response in the time allotted, but may still be processing the request``. A request whose body has
+arrived is not bounded here; a request without a body costs nothing (no timer).
 """
 
 from __future__ import annotations
@@ -19,10 +23,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 
+import orjson
 from aiohttp import web
 from aiohttp.typedefs import Middleware
-
-from controlplane.apiserver import errors
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -30,6 +33,16 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 DEFAULT_REQUEST_TIMEOUT = 60.0
 #: kube's timeout filter's message (``apierrors.NewTimeoutError``: "Timeout: " and this).
 TIMED_OUT = "Timeout: request did not complete within the allotted timeout"
+#: What the filter writes: ``json.NewEncoder(w).Encode(&err.ErrStatus)``, metav1.Status's fields in
+#: their Go order (an empty TypeMeta left out; NewTimeoutError's details hold only a zero retryAfterSeconds).
+TIMED_OUT_BODY = orjson.dumps({
+    "metadata": {}, "status": "Failure", "message": TIMED_OUT, "reason": "Timeout", "details": {}, "code": 504,
+}) + b"\n"
+
+
+def timed_out() -> web.Response:
+    """kube's timeout filter's answer (module docstring)."""
+    return web.Response(status=504, body=TIMED_OUT_BODY, content_type="text/plain", charset="utf-8")
 
 
 class _BodyTimedOut(TimeoutError):
@@ -53,7 +66,7 @@ def body_deadline_middleware(seconds: float, long_running: Callable[[web.Request
         try:
             return await handler(request)
         except _BodyTimedOut:
-            raise errors.Timeout(TIMED_OUT) from None
+            return timed_out()
         finally:
             deadline.cancel()
 
