@@ -16,6 +16,11 @@ and no ``Content-Type``, which Go's sniffing makes ``text/plain; charset=utf-8``
 it as kube's: client-go, finding no decoder for it, says ``the server was unable to return a
 response in the time allotted, but may still be processing the request``. A request whose body has
 arrived is not bounded here; a request without a body costs nothing (no timer).
+
+As kube's ``WithRequestDeadline``, a request's ``timeout`` query parameter (kubectl's
+``--request-timeout`` sends it) shortens the deadline when it is shorter (0 or a longer one leaves
+``--request-timeout``), and one that is no Go duration is kube's ``400 invalid timeout specified in
+the request URL - time: invalid duration "abc"``, before the request is authenticated.
 """
 
 from __future__ import annotations
@@ -26,6 +31,9 @@ from collections.abc import Awaitable, Callable
 import orjson
 from aiohttp import web
 from aiohttp.typedefs import Middleware
+
+from controlplane.apis.durations import go_duration_error, go_duration_seconds
+from controlplane.apiserver import errors
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -51,11 +59,26 @@ class _BodyTimedOut(TimeoutError):
     closes the connection instead of logging it."""
 
 
-def body_deadline_middleware(seconds: float, long_running: Callable[[web.Request], bool]) -> Middleware:
+def _deadline(request: web.Request, limit: float) -> float:
+    """The request's deadline in seconds: ``limit``, or its shorter ``timeout`` (kube's ``parseTimeout``)."""
+    asked = request.query.get("timeout")
+    if not asked:
+        return limit
+    problem = go_duration_error(asked)
+    if problem is not None:
+        raise errors.BadRequest(f"invalid timeout specified in the request URL - {problem}")
+    wanted = go_duration_seconds(asked)
+    return wanted if 0 < wanted < limit else limit
+
+
+def body_deadline_middleware(limit: float, long_running: Callable[[web.Request], bool]) -> Middleware:
     @web.middleware
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+        if long_running(request):
+            return await handler(request)
+        seconds = _deadline(request, limit)
         body = request.content
-        if not request.body_exists or body.is_eof() or long_running(request):
+        if not request.body_exists or body.is_eof():
             return await handler(request)
 
         def expired() -> None:

@@ -30,8 +30,7 @@ def api_registry() -> Registry:
     return hub_registry()  # with the flowcontrol kinds
 
 
-@pytest.fixture
-async def port(objects: ObjectStore, api_registry: Registry) -> AsyncIterator[int]:
+async def _serve(objects: ObjectStore, api_registry: Registry, request_timeout: float) -> AsyncIterator[int]:
     # One seat and no queue: while a request holds the seat, another is refused at once (429).
     level = bootstrap_object("PriorityLevelConfiguration", "global-default")
     assert level is not None
@@ -40,7 +39,7 @@ async def port(objects: ObjectStore, api_registry: Registry) -> AsyncIterator[in
         api_registry.require("flowcontrol.apiserver.k8s.io/v1", "PriorityLevelConfiguration"), level
     )
     app = create_app(
-        objects, api_registry, flow_control=FlowControlConfig(total_concurrency=1), request_timeout=TIMEOUT
+        objects, api_registry, flow_control=FlowControlConfig(total_concurrency=1), request_timeout=request_timeout
     )
     runner = api_runner(app)
     await runner.setup()
@@ -49,6 +48,19 @@ async def port(objects: ObjectStore, api_registry: Registry) -> AsyncIterator[in
         yield runner.addresses[0][1]
     finally:
         await runner.cleanup()
+
+
+@pytest.fixture
+async def port(objects: ObjectStore, api_registry: Registry) -> AsyncIterator[int]:
+    async for serving in _serve(objects, api_registry, TIMEOUT):
+        yield serving
+
+
+@pytest.fixture
+async def patient_port(objects: ObjectStore, api_registry: Registry) -> AsyncIterator[int]:
+    """A hub whose --request-timeout is an hour."""
+    async for serving in _serve(objects, api_registry, 3600.0):
+        yield serving
 
 
 async def _get(port: int, path: str) -> tuple[int, bytes]:
@@ -72,10 +84,11 @@ async def _executing(port: int) -> int:
     return sum(int(row[column]) for row in rows[1:] if len(row) > column and row[column].isdigit())
 
 
-async def test_a_body_that_does_not_arrive_is_504_and_gives_its_seat_back(port: int) -> None:
+async def _trickled(port: int, query: str = "") -> bytes:
+    """The answer to a POST whose body comes a byte at a time, once the POST holds the one seat."""
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     writer.write(
-        f"POST {CONFIGMAPS} HTTP/1.1\r\nHost: hub\r\nContent-Type: application/json\r\n"
+        f"POST {CONFIGMAPS}{query} HTTP/1.1\r\nHost: hub\r\nContent-Type: application/json\r\n"
         f"Content-Length: 3000000\r\n\r\n{{".encode()
     )
     await writer.drain()
@@ -94,6 +107,11 @@ async def test_a_body_that_does_not_arrive_is_504_and_gives_its_seat_back(port: 
                     continue
     finally:
         writer.close()
+    return answer
+
+
+async def test_a_body_that_does_not_arrive_is_504_and_gives_its_seat_back(port: int) -> None:
+    answer = await _trickled(port)
     head, _, body = answer.partition(b"\r\n\r\n")
     lines = head.split(b"\r\n")
     assert lines[0].endswith(b" 504 Gateway Timeout"), answer[:300]
@@ -125,3 +143,25 @@ async def test_a_body_that_arrives_in_time_is_served(port: int) -> None:
     finally:
         writer.close()
     assert answer.split(b"\r\n")[0].endswith(b" 201 Created"), answer[:300]
+
+
+async def test_the_requests_own_timeout_shortens_the_deadline(patient_port: int) -> None:
+    """kubectl --request-timeout sends ?timeout=: a shorter one than the hub's bounds the request."""
+    answer = await _trickled(patient_port, "?timeout=1s")
+    assert answer.split(b"\r\n")[0].endswith(b" 504 Gateway Timeout"), answer[:300]
+    assert await _executing(patient_port) == 1
+
+
+@pytest.mark.parametrize(
+    ("asked", "problem"),
+    [("abc", 'time: invalid duration "abc"'), ("5", 'time: missing unit in duration "5"'),
+     ("1d", 'time: unknown unit "d" in duration "1d"')],
+)
+async def test_a_timeout_that_is_no_duration_is_kubes_400(port: int, asked: str, problem: str) -> None:
+    code, body = await _get(port, f"{CONFIGMAPS}?timeout={asked}")
+    assert code == 400
+    status = orjson.loads(body)
+    assert (status["reason"], status["message"]) == (
+        "BadRequest", f"invalid timeout specified in the request URL - {problem}"
+    )
+    assert (await _get(port, f"{CONFIGMAPS}?timeout=0s"))[0] == 200  # 0: no timeout of the client's
