@@ -24,6 +24,10 @@ refuses it (:mod:`simulator.admitting`), and so is a write past a ResourceQuota 
 records its recent callers (peer address and ``Impersonate-*`` headers) at
 ``/debug/gpufed/callers``.
 
+Every namespace has the ConfigMap ``kube-root-ca.crt`` with the member's CA, kept as kube's root CA
+publisher keeps it (:mod:`controlplane.controllers.rootcapublisher`), for the pods whose projected
+volumes name it.
+
 ``POST /debug/gpufed/reclaim`` reclaims spot nodes as a cloud does, and the fleet file's
 ``reclaim`` does it periodically (:mod:`simulator.reclaiming`).
 
@@ -59,6 +63,7 @@ from controlplane.apiserver.objects import ObjectStore
 from controlplane.apiserver.quotaadmission import QuotaAdmission
 from controlplane.apiserver.serving import GuardedTCPSite, ServingLimits, api_runner
 from controlplane.apiserver.tls import ensure_pki
+from controlplane.controllers.rootcapublisher import RootCAPublisher
 from controlplane.lifecycle import ShutdownOnce
 from controlplane.storage.interface import KeyValue
 from controlplane.storage.memory import MemoryStore
@@ -202,6 +207,7 @@ class SimServer(ShutdownOnce):
             config.profile, self.objects, {n["metadata"]["name"]: n for n in build_nodes(config.profile)}
         )
         self._reclaims: asyncio.Task[None] | None = None
+        self._root_ca: asyncio.Task[None] | None = None
         self.statuses = StatusControllers(self.objects, clock=self.cluster.clock, salt=config.profile.name)
         #: Who called the API (peer, impersonated user): served at /debug/gpufed/callers.
         self.callers = CallerLog()
@@ -263,6 +269,9 @@ class SimServer(ShutdownOnce):
 
         await self.cluster.start()
         await self.statuses.start()
+        self._root_ca = asyncio.create_task(
+            RootCAPublisher(self.objects, ca_pem=pki.ca_pem).run(), name="root-ca-cert-publisher"
+        )
         if self.config.profile.reclaim is not None:
             self._reclaims = asyncio.create_task(self.reclaimer.run_schedule(), name="spot-reclaims")
 
@@ -343,14 +352,11 @@ class SimServer(ShutdownOnce):
 
     async def _release(self) -> None:
         self._stopped.set()
-        if self._snapshotter is not None:
-            self._snapshotter.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._snapshotter
-        if self._reclaims is not None:
-            self._reclaims.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._reclaims
+        for task in (self._snapshotter, self._reclaims, self._root_ca):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
         await self.reclaimer.close()
         for runner in reversed(self._runners):
             await runner.cleanup()

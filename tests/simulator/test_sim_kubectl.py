@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import shutil
 from collections.abc import AsyncIterator
@@ -209,3 +210,41 @@ async def test_a_pod_whose_service_account_is_missing_is_forbidden(kubectl: Kube
     await kubectl.run("create", "-f", "-", stdin=POD_AS_RUNNER)
     pod = await kubectl.json("get", "pod", "job")
     assert pod["spec"]["serviceAccountName"] == "runner"
+
+
+EXPORTED_POD = """
+apiVersion: v1
+kind: Pod
+metadata: {name: exported, namespace: team}
+spec:
+  containers: [{name: m, image: "x"}]
+  volumes:
+  - name: kube-api-access-abcde
+    projected:
+      sources:
+      - serviceAccountToken: {expirationSeconds: 3607, path: token}
+      - configMap:
+          name: kube-root-ca.crt
+          items: [{key: ca.crt, path: ca.crt}]
+"""
+
+
+async def test_every_namespace_has_the_root_ca_a_pods_api_access_volume_reads(kubectl: Kubectl) -> None:
+    """As kube's root CA publisher: ``kube-root-ca.crt`` with the member's CA in every namespace, so a
+    pod exported from a real cluster (its ``kube-api-access-*`` volume) starts."""
+    await kubectl.run("create", "namespace", "team")
+    ca = await kubectl.run("config", "view", "--raw", "-o", "jsonpath={.clusters[0].cluster.certificate-authority-data}")
+
+    async def root_ca() -> Any:
+        code, out, _ = await kubectl._exec("get", "configmap", "kube-root-ca.crt", "-n", "team", "-o", "json", stdin=None)
+        return json.loads(out) if code == 0 else None
+
+    published = await kubectl.until(root_ca, what="the root CA ConfigMap")
+    assert published["data"] == {"ca.crt": base64.b64decode(ca).decode()}
+    await kubectl.run("apply", "-f", "-", stdin=EXPORTED_POD)
+
+    async def running() -> bool:
+        pod = await kubectl.json("get", "pod", "exported", "-n", "team")
+        return pod.get("status", {}).get("phase") == "Running"
+
+    await kubectl.until(running, what="the exported pod to run")
