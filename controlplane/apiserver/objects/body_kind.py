@@ -29,6 +29,15 @@ _LEGACY_SCHEME = "pkg/api/legacyscheme/scheme.go:30"
 _LEGACY_DEFINITIONS = "io.k8s.api."
 #: Groups whose kind converts to one internal type: events.k8s.io's Event is core's.
 _SHARED_EVENT_GROUPS = frozenset({"", "events.k8s.io"})
+#: ObjectMeta's maps and lists marked ``omitempty``: kube decodes every object's metadata into
+#: the Go type (a custom resource's too, apiextensions' ``objectmeta.Coerce``), so an empty one is
+#: not kept. ``managedFields`` is left alone: an empty list there means "keep them", as in kube.
+_OMITTED_WHEN_EMPTY: tuple[tuple[str, type], ...] = (
+    ("labels", dict),
+    ("annotations", dict),
+    ("finalizers", list),
+    ("ownerReferences", list),
+)
 
 
 def wrong_body_kind(rt: ResourceType, *, api_version: str, kind: str) -> errors.BadRequest:
@@ -44,14 +53,18 @@ def wrong_body_kind(rt: ResourceType, *, api_version: str, kind: str) -> errors.
             return errors.BadRequest(
                 f"the API version in the data ({api_version}) does not match the expected API version ({rt.api_version})"
             )
-        return errors.BadRequest(f"the kind in the data ({kind}) does not match the expected kind ({rt.kind})")
+        return errors.BadRequest(
+            f"the kind in the data ({kind}) does not match the expected kind ({rt.kind})"
+        )
     handled = f'{kind} in version "{version}" cannot be handled as a {rt.kind}'
     if definitions.for_kind(group, version, kind) is None:
         return errors.BadRequest(
             f'{handled}: no kind "{kind}" is registered for version "{api_version}" in scheme "{_LEGACY_SCHEME}"'
         )
     internal = "core" if rt.kind == "Event" else target.split(".")[-3]
-    return errors.BadRequest(f"{handled}: converting ({version}.{kind}) to ({internal}.{rt.kind}): unknown conversion")
+    return errors.BadRequest(
+        f"{handled}: converting ({version}.{kind}) to ({internal}.{rt.kind}): unknown conversion"
+    )
 
 
 def wrong_scale_kind(rt: ResourceType, scale: dict[str, Any]) -> errors.BadRequest | None:
@@ -66,12 +79,20 @@ def wrong_scale_kind(rt: ResourceType, scale: dict[str, Any]) -> errors.BadReque
     if own is None or not own.startswith(_LEGACY_DEFINITIONS):
         return None  # a kind kube serves as a custom resource: its scale is decoded otherwise
     scale_type = dataclasses.replace(rt, group="autoscaling", version="v1", kind="Scale")
-    return wrong_body_kind(scale_type, api_version=str(scale.get("apiVersion") or "autoscaling/v1"), kind=kind)
+    return wrong_body_kind(
+        scale_type, api_version=str(scale.get("apiVersion") or "autoscaling/v1"), kind=kind
+    )
 
 
 def checked_body(
-    rt: ResourceType, obj: Any, *, namespace: str | None, name: str | None = None, copy_body: bool = True,
-    from_request: bool = False, named: bool = False,
+    rt: ResourceType,
+    obj: Any,
+    *,
+    namespace: str | None,
+    name: str | None = None,
+    copy_body: bool = True,
+    from_request: bool = False,
+    named: bool = False,
 ) -> dict[str, Any]:
     """A private copy of a written object, checked against the request's type and URL.
 
@@ -80,6 +101,9 @@ def checked_body(
     (kube decodes it, then finds its apiVersion not the URL's); an object of the hub's own in
     that version (a patch applied to the stored one) is converted. A request's body, or an object
     that must be ``named`` (a patched one), carries the URL's ``name``: none is kube's 400.
+    Empty ``labels``, ``annotations``, ``finalizers`` and ``ownerReferences`` are dropped, as Go
+    marshals ObjectMeta: ``kubectl diff`` of an object without annotations then shows no
+    ``annotations: {}`` that kubectl's own patch added.
     """
     if not isinstance(obj, dict):
         raise errors.BadRequest(f"the body must be a {rt.kind} object, not {type(obj).__name__}")
@@ -100,7 +124,13 @@ def checked_body(
         meta = obj["metadata"] = {}
     if not isinstance(meta, dict):
         raise errors.BadRequest("metadata must be an object")
-    check_url_identity(meta, namespace=namespace if rt.namespaced else None, name=name, named=from_request or named)
+    check_url_identity(
+        meta, namespace=namespace if rt.namespaced else None, name=name, named=from_request or named
+    )
+    for key, empty_type in _OMITTED_WHEN_EMPTY:
+        value = meta.get(key)
+        if isinstance(value, empty_type) and not value:
+            del meta[key]
     if rt.namespaced:
         resolved = namespace or meta.get("namespace")
         if not resolved:
@@ -119,14 +149,20 @@ def check_url_identity(meta: dict[str, Any], *, namespace: str | None, name: str
     with ``named`` a request's body must carry it, as kube decodes one)."""
     body_namespace = meta.get("namespace")
     if namespace and body_namespace and body_namespace != namespace:
-        raise errors.BadRequest("the namespace of the provided object does not match the namespace sent on the request")
+        raise errors.BadRequest(
+            "the namespace of the provided object does not match the namespace sent on the request"
+        )
     if name is None:
         return
     body_name = meta.get("name")
     if not body_name and named:
-        raise errors.BadRequest(f"the name of the object ({name} based on URL) was undeterminable: name must be provided")
+        raise errors.BadRequest(
+            f"the name of the object ({name} based on URL) was undeterminable: name must be provided"
+        )
     if body_name and body_name != name:
-        raise errors.BadRequest(f"the name of the object ({body_name}) does not match the name on the URL ({name})")
+        raise errors.BadRequest(
+            f"the name of the object ({body_name}) does not match the name on the URL ({name})"
+        )
 
 
 def status_request(obj: Any) -> Any:
