@@ -5,7 +5,7 @@ Out: the patched object, or an ``ApiError`` (415 for a patch type the kind does 
 take, 422 for a patch that cannot be applied, 409 with causes for server-side apply
 conflicts).
 
-JSON patch (RFC 6902) uses the ``jsonpatch`` package; JSON merge patch (RFC 7386) is
+JSON patch (RFC 6902) is kube's JSON patch library's (:mod:`controlplane.apis.kube.jsonpatches`); JSON merge patch (RFC 7386) is
 the few lines below. Strategic merge patch and server-side apply live in
 ``controlplane.apiserver.patching`` (their own package), imported like any other part
 of this server: a broken import there fails at start, never turns into a 415.
@@ -17,10 +17,7 @@ import copy
 from enum import StrEnum
 from typing import Any, cast
 
-import jsonpatch
-import jsonpointer
-
-from controlplane.apis.kube.jsonpatches import CopiedTooMuch, json_patched, resolves
+from controlplane.apis.kube.jsonpatches import JsonPatchFailed, json_patched
 from controlplane.apis.kube.requestoptions import patch_options_errors
 from controlplane.apiserver.errors import (
     BadRequest,
@@ -164,11 +161,9 @@ def apply_patch(
                                         f"is {MAX_JSON_PATCH_OPERATIONS}, got {len(patch)}")
         try:
             result = json_patched(live, patch)
-        except CopiedTooMuch as exc:
-            raise RejectedRequest(str(exc)) from exc
-        except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException, TypeError, KeyError) as exc:
+        except JsonPatchFailed as exc:  # CopiedTooMuch among them
             # kube's reasonless 422; the failing operation rides as a cause, so kubectl says which
-            raise RejectedRequest(json_patch_failure(live, patch)) from exc
+            raise RejectedRequest(str(exc)) from exc
         if not isinstance(result, dict):
             raise BadRequest("the JSON patch must leave an object")
         return cast(dict[str, Any], result)
@@ -233,39 +228,8 @@ def _group_version_kind(obj: dict[str, Any]) -> tuple[str, str, str]:
     return group, version, kind
 
 
-_JSON_PATCH_OPS = frozenset({"add", "remove", "replace", "move", "copy", "test"})
 #: kube's ``maxJSONPatchOperations``: a JSON patch with more operations is a 413.
 MAX_JSON_PATCH_OPERATIONS = 10_000
-def json_patch_failure(live: dict[str, Any], patch: list[Any]) -> str:
-    """Why ``patch`` does not apply to ``live``, in the words of the JSON patch library kube uses
-    (evanphx/json-patch): the first operation that fails, by its op and path, never the document
-    (the library's own messages print the object it walked)."""
-    doc: Any = copy.deepcopy(live)
-    for op in patch:
-        try:
-            doc = jsonpatch.apply_patch(doc, [op], in_place=False)
-            continue
-        except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException, TypeError, KeyError):
-            pass
-        if not isinstance(op, dict):
-            return "invalid operation: each operation must be a JSON object"
-        kind, path, source = op.get("op"), str(op.get("path", "")), str(op.get("from", ""))
-        if kind not in _JSON_PATCH_OPS:
-            return f"Unexpected kind: {kind}: unknown object type"
-        if kind == "test":
-            return f"testing value {path} failed: test failed"
-        if kind in ("move", "copy") and not resolves(doc, source):
-            return f"{kind} operation does not apply: doc is missing from path: {source}: missing value"
-        parent, _, key = path.rpartition("/")
-        if not resolves(doc, parent):
-            quoted = f'"{path}"' if kind in ("add", "remove", "move", "copy") else path
-            return f"{kind} operation does not apply: doc is missing path: {quoted}: missing value"
-        if kind == "replace":
-            return f"replace operation does not apply: doc is missing key: {path}: missing value"
-        if kind == "remove":
-            return f"error in remove for path: '{path}': Unable to remove nonexistent key: {key}: missing value"
-        return f"{kind} operation does not apply: {path}"
-    return "the JSON patch could not be applied"
 
 
 def _undecodable(value: Any, go_type: str, *, prefix: str) -> BadRequest:

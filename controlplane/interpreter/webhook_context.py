@@ -29,10 +29,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-import jsonpatch
-import jsonpointer
-
-from controlplane.apis.kube.jsonpatches import CopiedTooMuch, json_patched
+from controlplane.apis.kube.jsonpatches import JsonPatchFailed, json_patched
 from controlplane.apis.untyped import Obj
 from controlplane.interpreter.dependencies import Dependency, sorted_dependencies
 
@@ -224,7 +221,7 @@ def apply_patch(obj: Mapping[str, Any], response: Mapping[str, Any]) -> Obj:
     try:
         # Bounded as kube-apiserver bounds a JSON patch's copies (Karmada applies it unbounded).
         patched = json_patched(dict(obj), operations)
-    except (CopiedTooMuch, jsonpatch.JsonPatchException, jsonpointer.JsonPointerException, TypeError, KeyError) as exc:
+    except JsonPatchFailed as exc:  # CopiedTooMuch among them
         raise HookFailed(str(exc)) from None
     if not isinstance(patched, dict):
         raise HookFailed("the patched object is not an object")

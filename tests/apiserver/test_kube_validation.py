@@ -913,14 +913,19 @@ REJECTED = "the server rejected our request due to an error in our request"
     [
         ([{"op": "replace", "path": "/spec/nope/x", "value": 1}],
          "replace operation does not apply: doc is missing path: /spec/nope/x: missing value"),
-        ([{"op": "replace", "path": "/spec/paused", "value": True}],
-         "replace operation does not apply: doc is missing key: /spec/paused: missing value"),
+        ([{"op": "replace", "path": "/spec/template/spec/containers/5", "value": {}}],
+         "replace operation does not apply: doc is missing key: /spec/template/spec/containers/5: missing value"),
         ([{"op": "add", "path": "/spec/nope/x", "value": 1}],
          'add operation does not apply: doc is missing path: "/spec/nope/x": missing value'),
         ([{"op": "test", "path": "/spec/replicas", "value": 7}], "testing value /spec/replicas failed: test failed"),
+        ([{"op": "move", "from": "/spec/nope/x", "path": "/spec/x"}],
+         "move operation does not apply: doc is missing from path: /spec/nope/x: missing value"),
         ([{"op": "move", "from": "/spec/nope", "path": "/spec/x"}],
-         "move operation does not apply: doc is missing from path: /spec/nope: missing value"),
-        ([{"op": "frobnicate", "path": "/spec"}], "Unexpected kind: frobnicate: unknown object type"),
+         "error in move for path: 'nope': Unable to remove nonexistent key: nope: missing value"),
+        ([{"op": "remove", "path": "/spec/template/spec/containers/3"}],
+         "error in remove for path: '/spec/template/spec/containers/3': Unable to access invalid index: 3: "
+         "invalid index referenced"),
+        ([{"op": "frobnicate", "path": "/spec"}], "Unexpected kind: frobnicate"),
         # The first operation applies; the second is the one named.
         ([{"op": "add", "path": "/spec/paused", "value": True}, {"op": "remove", "path": "/spec/gone"}],
          "error in remove for path: '/spec/gone': Unable to remove nonexistent key: gone: missing value"),

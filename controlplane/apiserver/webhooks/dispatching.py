@@ -35,13 +35,11 @@ import time
 import uuid
 from typing import Any
 
-import jsonpatch
-import jsonpointer
 import orjson
 
 from controlplane.apis.apiextensions import cel
 from controlplane.apis.kube import field
-from controlplane.apis.kube.jsonpatches import CopiedTooMuch, json_patched
+from controlplane.apis.kube.jsonpatches import CopiedTooMuch, JsonPatchFailed, json_patched
 from controlplane.apiserver import errors
 from controlplane.apiserver.admission import WebhookRequest
 from controlplane.apiserver.identity import Authorizer, RequestAttributes, ReviewingAuthorizer, Role, UserInfo
@@ -441,7 +439,7 @@ def _patched(hook: Webhook, obj: dict[str, Any], patch: list[Any]) -> dict[str, 
         patched = json_patched(obj, patch)
     except CopiedTooMuch as exc:
         raise errors.InternalError(f"Internal error occurred: {exc}", causes=[errors.Cause("", str(exc))]) from None
-    except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException, TypeError, KeyError) as exc:
+    except JsonPatchFailed as exc:
         raise errors.InternalError(f"Internal error occurred: {exc}") from None
     if not isinstance(patched, dict):
         raise errors.InternalError(f'Internal error occurred: admission webhook "{hook.name}" patched the object into a non-object')
