@@ -50,6 +50,7 @@ class Reason(StrEnum):
     BACKOFF_LIMIT_EXCEEDED = "BackoffLimitExceeded"
     JOB_SUSPENDED = "JobSuspended"
     FAILED_CREATE = "FailedCreate"
+    DEPLOYMENT_PAUSED = "DeploymentPaused"
 
 
 @dataclass(slots=True)
@@ -199,7 +200,7 @@ UPDATE_TIMES = ("lastUpdateTime", "lastProbeTime")
 
 def condition(
     kind: str,
-    status: bool,
+    status: bool | str,
     reason: str,
     message: str,
     now: str,
@@ -207,9 +208,10 @@ def condition(
     *,
     updated_at: str = "lastUpdateTime",
 ) -> dict[str, Any]:
-    """A condition that keeps ``lastTransitionTime`` while its status does not change, and its
-    ``updated_at`` time while its message does not."""
-    text = "True" if status else "False"
+    """A condition that keeps ``lastTransitionTime`` while its status (``True``/``False``, or a
+    string such as ``"Unknown"``) does not change, and its ``updated_at`` time while its message
+    does not."""
+    text = status if isinstance(status, str) else ("True" if status else "False")
     previous = next((c for c in old if c.get("type") == kind), None)
     transition = now
     if previous is not None and previous.get("status") == text:

@@ -13,7 +13,7 @@ ReplicaFailure copied from a ReplicaSet whose pods the API refuses.
 
 Left out of kube's Deployment controller, knowingly: proportional scaling of several
 active ReplicaSets when replicas change mid-rollout (the rolling steps converge to
-the same end), ``paused``, ``progressDeadlineSeconds`` (Progressing never turns
+the same end; a paused Deployment with several active ones is not scaled), ``progressDeadlineSeconds`` (Progressing never turns
 False), ``minReadySeconds`` (available = ready), rollback annotations on the
 Deployment itself, and adoption/orphaning by selector (ownership is by
 ownerReferences only). Recreate waits for the old ReplicaSets' ``status.replicas``
@@ -218,7 +218,14 @@ def reconcile_deployment(
         rollout.add(rs)
         return str(rs["metadata"]["name"])
 
-    if _strategy(deployment) == DeploymentStrategy.RECREATE:
+    paused = bool(spec.get("paused"))
+    if paused:
+        # kube's sync of a paused Deployment: no new ReplicaSet and no rollout step, only the
+        # one active (else the newest) ReplicaSet scaled to the Deployment's replicas.
+        only = _active_or_latest(rollout, new_name, old_names)
+        if only is not None:
+            rollout.scale(only, replicas)
+    elif _strategy(deployment) == DeploymentStrategy.RECREATE:
         active_old = [n for n in old_names if rollout.replicas(n) > 0]
         for old in active_old:
             rollout.scale(old, 0)
@@ -279,6 +286,27 @@ def reconcile_deployment(
             "collisionCount": collisions,
         }
     )
+    progressing = (
+        condition(
+            ConditionType.PROGRESSING,
+            "Unknown",
+            Reason.DEPLOYMENT_PAUSED,
+            "Deployment is paused",
+            now,
+            old_conditions,
+        )
+        if paused
+        else condition(
+            ConditionType.PROGRESSING,
+            True,
+            Reason.NEW_REPLICA_SET_AVAILABLE if complete else Reason.REPLICA_SET_UPDATED,
+            f'ReplicaSet "{rs_name_text}" has successfully progressed.'
+            if complete
+            else f'ReplicaSet "{rs_name_text}" is progressing.',
+            now,
+            old_conditions,
+        )
+    )
     status["conditions"] = [
         condition(
             ConditionType.AVAILABLE,
@@ -288,16 +316,7 @@ def reconcile_deployment(
             now,
             old_conditions,
         ),
-        condition(
-            ConditionType.PROGRESSING,
-            True,
-            Reason.NEW_REPLICA_SET_AVAILABLE if complete else Reason.REPLICA_SET_UPDATED,
-            f'ReplicaSet "{rs_name_text}" has successfully progressed.'
-            if complete
-            else f'ReplicaSet "{rs_name_text}" is progressing.',
-            now,
-            old_conditions,
-        ),
+        progressing,
     ]
     failure = _replica_failure([new_rs, *live] if new_rs is not None else live)
     if failure is not None:
@@ -322,6 +341,18 @@ def _replica_failure(replicasets: Iterable[Mapping[str, Any]]) -> dict[str, Any]
                     "message": cond.get("message"),
                 }
     return None
+
+
+def _active_or_latest(rollout: _Rollout, new_name: str | None, old_names: Sequence[str]) -> str | None:
+    """kube's ``FindActiveOrLatest``: the one ReplicaSet with replicas, else (none has) the new one
+    or the newest old one; None when several have replicas."""
+    names = [*old_names, *([new_name] if new_name is not None else [])]
+    active = [n for n in names if rollout.replicas(n) > 0]
+    if len(active) == 1:
+        return active[0]
+    if active or not names:
+        return None
+    return new_name if new_name is not None else old_names[-1]
 
 
 def _reconcile_new(rollout: _Rollout, new_name: str, replicas: int, surge: int, old_names: Sequence[str]) -> bool:

@@ -370,3 +370,24 @@ def test_a_deployment_copies_its_replicasets_failure() -> None:
     cleared = reconcile_deployment(deployment, [rs], now=NOW, rng=random.Random(1))
     assert cleared.status is not None
     assert "ReplicaFailure" not in {c["type"] for c in cleared.status["conditions"]}
+
+
+def test_a_paused_deployment_rolls_out_no_new_template_but_scales() -> None:
+    """kube's sync of a paused Deployment (``dc.sync``): no new ReplicaSet for a changed template,
+    the one active ReplicaSet scaled to the replicas, no update counted, and Progressing ``Unknown``
+    with reason ``DeploymentPaused``, so ``kubectl rollout status`` waits."""
+    deployment = _deployment(6, NEW_TEMPLATE, paused=True)
+    sets = [_replicaset(_deployment(4), TEMPLATE, replicas=4, available=4)]
+    sizes, changes = _sizes(deployment, sets)
+    assert not changes.create
+    assert list(sizes.values()) == [6]
+    assert changes.status is not None
+    assert "updatedReplicas" not in changes.status
+    progressing = next(c for c in changes.status["conditions"] if c["type"] == "Progressing")
+    assert (progressing["status"], progressing["reason"], progressing["message"]) == (
+        "Unknown",
+        "DeploymentPaused",
+        "Deployment is paused",
+    )
+    resumed = reconcile_deployment(_deployment(6, NEW_TEMPLATE), sets, now=NOW, rng=random.Random(0))
+    assert len(resumed.create) == 1, "resumed, the new template gets its ReplicaSet"
