@@ -23,8 +23,10 @@ In: a document and a JSON patch (parsed). Out: the patched document, or :class:`
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import re
+from collections.abc import Iterator
 from typing import Any, Final
 
 import jsonpatch
@@ -182,27 +184,24 @@ class _Patching:
             raise JsonPatchFailed(f"Unexpected kind: {kind}")
         handler(op)
 
-    def _op_add(self, op: dict[str, Any]) -> None:
-        path = _field(op, "path", "add operation failed to decode path", terse=True)
+    def located(self, path: str, missing: str) -> tuple[dict[str, Any] | list[Any], str]:
+        """:meth:`find`, or the operation's ``missing`` words (ending in "missing value")."""
         found = self.find(path)
         if found is None:
-            raise JsonPatchFailed(f'add operation does not apply: doc is missing path: "{path}": {_MISSING}')
-        try:
+            raise JsonPatchFailed(f"{missing}: {_MISSING}")
+        return found
+
+    def _op_add(self, op: dict[str, Any]) -> None:
+        path = _field(op, "path", "add operation failed to decode path", terse=True)
+        found = self.located(path, f'add operation does not apply: doc is missing path: "{path}"')
+        with _wrapped(f"error in add for path: '{path}'"):
             _add(*found, _value(op))
-        except JsonPatchFailed as exc:
-            raise JsonPatchFailed(f"error in add for path: '{path}': {exc}") from None
 
     def _op_remove(self, op: dict[str, Any]) -> None:
         path = _field(op, "path", "remove operation failed to decode path", terse=True)
-        found = self.find(path)
-        if found is None:
-            raise JsonPatchFailed(
-                f'remove operation does not apply: doc is missing path: "{path}": {_MISSING}'
-            )
-        try:
+        found = self.located(path, f'remove operation does not apply: doc is missing path: "{path}"')
+        with _wrapped(f"error in remove for path: '{path}'"):
             _remove(*found)
-        except JsonPatchFailed as exc:
-            raise JsonPatchFailed(f"error in remove for path: '{path}': {exc}") from None
 
     def _op_replace(self, op: dict[str, Any]) -> None:
         path = _field(op, "path", "replace operation failed to decode path")
@@ -211,11 +210,7 @@ class _Patching:
             if isinstance(value, (dict, list)):  # anything else leaves it as it is (a nil error wrapped)
                 self.doc = copy.deepcopy(value)
             return
-        found = self.find(path)
-        if found is None:
-            raise JsonPatchFailed(
-                f"replace operation does not apply: doc is missing path: {path}: {_MISSING}"
-            )
+        found = self.located(path, f"replace operation does not apply: doc is missing path: {path}")
         try:
             _get(*found)
         except JsonPatchFailed:
@@ -226,63 +221,35 @@ class _Patching:
 
     def _op_move(self, op: dict[str, Any]) -> None:
         source = _field(op, "from", "move operation failed to decode from")
-        found = self.find(source)
-        if found is None:
-            raise JsonPatchFailed(
-                f"move operation does not apply: doc is missing from path: {source}: {_MISSING}"
-            )
-        con, key = found
-        try:
+        con, key = self.located(source, f"move operation does not apply: doc is missing from path: {source}")
+        with _wrapped(f"error in move for path: '{key}'"):
             _get(con, key)
             value = _remove(con, key)
-        except JsonPatchFailed as exc:
-            raise JsonPatchFailed(f"error in move for path: '{key}': {exc}") from None
         path = _field(op, "path", "move operation failed to decode path")
-        target = self.find(path)
-        if target is None:
-            raise JsonPatchFailed(
-                f"move operation does not apply: doc is missing destination path: {path}: {_MISSING}"
-            )
-        try:
+        target = self.located(path, f"move operation does not apply: doc is missing destination path: {path}")
+        with _wrapped(f"error in move for path: '{path}'"):
             _add(*target, value)
-        except JsonPatchFailed as exc:
-            raise JsonPatchFailed(f"error in move for path: '{path}': {exc}") from None
 
     def _op_test(self, op: dict[str, Any]) -> None:
         path = _field(op, "path", "test operation failed to decode path")
         expected = op.get("value", _ABSENT)
         if path == "":
-            if not _equal(self.doc, expected):
-                raise JsonPatchFailed(f"testing value {path} failed: {_TEST_FAILED}")
-            return
-        found = self.find(path)
-        if found is None:
-            raise JsonPatchFailed(f"test operation does not apply: is missing path: {path}: {_MISSING}")
-        try:
-            value = _get(*found)
-        except JsonPatchFailed as exc:
-            raise JsonPatchFailed(f"error in test for path: '{path}': {exc}") from None
-        holds = expected is _ABSENT or expected is None if value is None else _equal(value, expected)
+            holds = _equal(self.doc, expected)
+        else:
+            found = self.located(path, f"test operation does not apply: is missing path: {path}")
+            with _wrapped(f"error in test for path: '{path}'"):
+                value = _get(*found)
+            holds = expected is _ABSENT or expected is None if value is None else _equal(value, expected)
         if not holds:
             raise JsonPatchFailed(f"testing value {path} failed: {_TEST_FAILED}")
 
     def _op_copy(self, op: dict[str, Any]) -> None:
         source = _field(op, "from", "copy operation failed to decode from")
-        found = self.find(source)
-        if found is None:
-            raise JsonPatchFailed(
-                f"copy operation does not apply: doc is missing from path: {source}: {_MISSING}"
-            )
-        try:
+        found = self.located(source, f"copy operation does not apply: doc is missing from path: {source}")
+        with _wrapped(f"error in copy for from: '{source}'"):
             value = _get(*found)
-        except JsonPatchFailed as exc:
-            raise JsonPatchFailed(f"error in copy for from: '{source}': {exc}") from None
         path = _field(op, "path", "copy operation failed to decode path", terse=True)
-        target = self.find(path)
-        if target is None:
-            raise JsonPatchFailed(
-                f"copy operation does not apply: doc is missing destination path: {path}: {_MISSING}"
-            )
+        target = self.located(path, f"copy operation does not apply: doc is missing destination path: {path}")
         if value is not None:
             self.copied += len(go_json(value).encode())
         if self.copied > MAX_JSON_PATCH_COPY_BYTES:
@@ -290,10 +257,17 @@ class _Patching:
                 f"Unable to complete the copy, the accumulated size increase of copy is {self.copied}, "
                 f"exceeding the limit {MAX_JSON_PATCH_COPY_BYTES}"
             )
-        try:
+        with _wrapped("error while adding value during copy"):
             _add(*target, copy.deepcopy(value))
-        except JsonPatchFailed as exc:
-            raise JsonPatchFailed(f"error while adding value during copy: {exc}") from None
+
+
+@contextlib.contextmanager
+def _wrapped(prefix: str) -> Iterator[None]:
+    """The library's ``fmt.Errorf("<prefix>: %w", err)`` around what the block raises."""
+    try:
+        yield
+    except JsonPatchFailed as exc:
+        raise JsonPatchFailed(f"{prefix}: {exc}") from None
 
 
 _KINDS: Final = frozenset({"add", "remove", "replace", "move", "test", "copy"})
