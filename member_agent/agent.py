@@ -3,6 +3,11 @@
 In: an :class:`~member_agent.config.AgentConfig`. Out, while :meth:`Agent.run` runs, one task
 each in a ``TaskGroup``:
 
+* leader election first (``--leader-elect``, on by default): the agent waits until it holds the
+  Lease ``gpufed-agent-<cluster>`` in the member (:mod:`member_agent.electing`), and everything
+  below runs only while it does; a task renews it, and losing it ends :meth:`Agent.run` with
+  :class:`~member_agent.electing.LeadershipLost` (the process exits and is restarted, as
+  karmada-agent's), a clean shutdown releases it;
 * heartbeat — renews the Lease ``gpufed-cluster-lease/<cluster>`` every ``heartbeat_interval``;
 * node and pod informers on the member (list+watch, resume, relist on 410);
 * capacity reporter — writes ``Cluster.status`` (:func:`member_agent.capacity.summarize`)
@@ -63,6 +68,7 @@ from member_agent.agentbase import MAX_BACKOFF, WORK_API, Clock, MemberClient, u
 from member_agent.collecting import EndpointSliceCollector
 from member_agent.config import AgentConfig
 from member_agent.draclaims import DraClaims
+from member_agent.electing import ElectionTiming, LeaderElector, default_identity, lease_name
 from member_agent.informing import Informer
 from member_agent.interpreting import CUSTOMIZATIONS_PATH
 from member_agent.kubeapi import ApiError, KubeApi, is_retryable
@@ -142,6 +148,9 @@ class Agent(CapacityReporting, WorkSyncing):
                         first if len(rest.exceptions) == 1 and isinstance(first, Exception) else rest
                     ) from None
         finally:
+            if self.elector is not None:
+                await self.elector.release()  # every loop has stopped: a follower may take over now
+                self.elector = None
             if self.metrics_server is not None:
                 await self.metrics_server.close()
                 self.metrics_server = None
@@ -157,10 +166,23 @@ class Agent(CapacityReporting, WorkSyncing):
 
     async def _main(self, group: asyncio.TaskGroup) -> None:
         cfg = self.config
+        self.metrics.leading(not cfg.leader_elect)
         async for attempt in _retrying("connecting to the member cluster"):
             with attempt:
                 self.member = await self._member_client(cfg)
                 self._kubernetes_version = await self.member.version()
+        if cfg.leader_elect:
+            assert self.member is not None
+            self.elector = LeaderElector(
+                self.member, namespace=cfg.leader_elect_resource_namespace, name=lease_name(cfg.cluster_name),
+                identity=cfg.leader_elect_identity or default_identity(), clock=self.clock,
+                timing=ElectionTiming(
+                    cfg.leader_elect_lease_duration, cfg.leader_elect_renew_deadline, cfg.leader_elect_retry_period
+                ),
+                on_change=self._leading_changed,
+            )
+            await self.elector.acquire()
+            group.create_task(self.elector.hold())
         async for attempt in _retrying("joining the hub", self.hub_reachability):
             with attempt:
                 self.hub = await hubclient.connect(
@@ -228,6 +250,11 @@ class Agent(CapacityReporting, WorkSyncing):
             )
             self.metrics.registry.register(TunnelCollector(self.tunnel, prefix=METRICS_NAMESPACE))
             group.create_task(self.tunnel.run())
+
+    def _leading_changed(self, leading: bool) -> None:
+        name = self.config.cluster_name
+        logger.info("became leader of cluster %s" if leading else "stopped leading cluster %s", name)
+        self.metrics.leading(leading)
 
     # heartbeat -------------------------------------------------------------------------
 

@@ -25,6 +25,7 @@ from member_agent.collecting import EndpointSliceCollector
 from member_agent.config import AgentConfig
 from member_agent.draclaims import DraClaims
 from member_agent.drift import AppliedVersions, DriftBackoff
+from member_agent.electing import LeaderElector
 from member_agent.holding import StatusHold
 from member_agent.informing import Informer
 from member_agent.interpreting import MemberInterpreters
@@ -155,3 +156,5 @@ class AgentBase(Service):
         self.reclaims = ReclaimLog()
         #: The cluster proxy's tunnel to the hub (``--enable-proxy``).
         self.tunnel: AgentTunnel | None = None
+        #: This agent's candidacy for its cluster's leader Lease (``--leader-elect``).
+        self.elector: LeaderElector | None = None

@@ -20,7 +20,10 @@ from pydantic import ConfigDict, Field, SecretStr, field_validator, model_valida
 
 from controlplane.apis.cluster_v1alpha1 import NodeScoring
 from controlplane.apis.constants import BOOTSTRAP_TOKEN_ENV
+from controlplane.apis.durations import go_duration_error, go_duration_seconds
+from controlplane.gojson import parse_bool
 from controlplane.yamlfile import yaml_problem
+from member_agent import electing
 from member_agent.clusterfile import CLUSTER_FILE_FIELDS, ClusterFacts
 from member_agent.dcgm import MAX_SCRAPE_BYTES
 from member_agent.holding import DEFAULT_HOLD_SECONDS
@@ -80,6 +83,15 @@ class AgentConfig(ClusterFacts):
     #: ... and reported unhealthy (Ready False) once its probes have failed for this long
     #: (Karmada's ``--cluster-failure-threshold``).
     member_failure_threshold: float = Field(default=30.0, ge=0)
+    #: Leader election among the agents of this cluster (:mod:`member_agent.electing`), with
+    #: karmada-agent's flags and defaults; off, the agent runs at once (one agent per cluster).
+    leader_elect: bool = True
+    leader_elect_lease_duration: float = Field(default=electing.DEFAULT_LEASE_DURATION, gt=0)
+    leader_elect_renew_deadline: float = Field(default=electing.DEFAULT_RENEW_DEADLINE, gt=0)
+    leader_elect_retry_period: float = Field(default=electing.DEFAULT_RETRY_PERIOD, gt=0)
+    leader_elect_resource_namespace: str = electing.DEFAULT_NAMESPACE
+    #: This candidate's name in the Lease (``holderIdentity``); None: host name and a unique suffix.
+    leader_elect_identity: str | None = None
     #: How the member's scheduler ranks nodes (its NodeResourcesFit scoring strategy), reported as
     #: ``Cluster.status.nodeScoring`` (``packingHintsScope: SpreadingMembers`` reads it). kube's default.
     member_node_scoring: NodeScoring = NodeScoring.LEAST_ALLOCATED
@@ -129,6 +141,27 @@ class AgentConfig(ClusterFacts):
             )
         return self
 
+    @model_validator(mode="after")
+    def _election(self) -> AgentConfig:
+        if self.leader_elect and (
+            problem := electing.timing_problem(
+                self.leader_elect_lease_duration, self.leader_elect_renew_deadline, self.leader_elect_retry_period
+            )
+        ):
+            raise ValueError(
+                f"{problem} (--leader-elect-lease-duration {self.leader_elect_lease_duration:g}s, "
+                f"--leader-elect-renew-deadline {self.leader_elect_renew_deadline:g}s, "
+                f"--leader-elect-retry-period {self.leader_elect_retry_period:g}s)"
+            )
+        return self
+
+    @field_validator("leader_elect_resource_namespace")
+    @classmethod
+    def _lease_namespace(cls, value: str) -> str:
+        if len(value) > 63 or not _DNS_LABEL.match(value):
+            raise ValueError("must be a namespace name: a DNS-1123 label of at most 63 characters")
+        return value
+
     @field_validator("pricing")
     @classmethod
     def _pricing(cls, value: dict[str, float]) -> dict[str, float]:
@@ -146,6 +179,44 @@ def _pairs(values: list[str] | None, *, flag: str) -> dict[str, str]:
             raise argparse.ArgumentTypeError(f"{flag} expects KEY=VALUE, got {item!r}")
         out[key] = value
     return out
+
+
+def _go_bool(text: str) -> bool:
+    value = parse_bool(text)
+    if value is None:
+        raise argparse.ArgumentTypeError(f"expected true or false, not {text!r}")
+    return value
+
+
+def _go_duration(text: str) -> float:
+    if (error := go_duration_error(text)) is not None:
+        raise argparse.ArgumentTypeError(f"{error} (a duration such as 15s or 1m)")
+    return go_duration_seconds(text)
+
+
+def _election_arguments(parser: argparse.ArgumentParser) -> None:
+    """karmada-agent's (component-base's) leader election flags."""
+    parser.add_argument(
+        "--leader-elect", type=_go_bool, nargs="?", const=True, metavar="true|false",
+        help="elect one leader among the agents of this cluster on a Lease in the member before running; only "
+        "the leader joins, reports, applies Works and holds the proxy tunnel (default true)",
+    )
+    parser.add_argument(
+        "--leader-elect-lease-duration", type=_go_duration, metavar="DURATION",
+        help="how long followers wait after the leader's last renewal before taking the Lease over (default 15s)",
+    )
+    parser.add_argument(
+        "--leader-elect-renew-deadline", type=_go_duration, metavar="DURATION",
+        help="how long the leader keeps trying to renew before it stops leading (default 10s)",
+    )
+    parser.add_argument(
+        "--leader-elect-retry-period", type=_go_duration, metavar="DURATION",
+        help="time between tries to acquire or renew the Lease (default 2s)",
+    )
+    parser.add_argument(
+        "--leader-elect-resource-namespace", metavar="NAMESPACE",
+        help=f"the member namespace of the Lease {electing.LEASE_PREFIX}<cluster> (default {electing.DEFAULT_NAMESPACE})",
+    )
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -261,6 +332,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help=f"the longest the proxy tunnel waits between reconnects (default {MAX_BACKOFF:g})",
     )
+    _election_arguments(parser)
 
 
 def _cluster_file(path: Path) -> dict[str, Any]:
@@ -331,6 +403,11 @@ def config_from_args(ns: argparse.Namespace) -> AgentConfig:
         "proxy_identity": "proxy_identity",
         "proxy_reconnect_initial_backoff": "proxy_reconnect_initial_backoff",
         "proxy_reconnect_max_backoff": "proxy_reconnect_max_backoff",
+        "leader_elect": "leader_elect",
+        "leader_elect_lease_duration": "leader_elect_lease_duration",
+        "leader_elect_renew_deadline": "leader_elect_renew_deadline",
+        "leader_elect_retry_period": "leader_elect_retry_period",
+        "leader_elect_resource_namespace": "leader_elect_resource_namespace",
     }
     for attr, key in intervals.items():
         if getattr(ns, attr, None) is not None:

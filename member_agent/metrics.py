@@ -10,7 +10,9 @@ Metrics (all prefixed ``gpufed_agent_``, each labelled with the agent's ``cluste
   agent started, before the first): how stale the hub's view of this cluster is;
 * ``reports_written_total`` / ``report_failures_total`` -- capacity reports written / failed;
 * ``last_report_timestamp_seconds`` -- when the last report was accepted (Unix time);
-* ``dcgm_scrapes_total{result}`` -- DCGM exporter scrapes (ok, error).
+* ``dcgm_scrapes_total{result}`` -- DCGM exporter scrapes (ok, error);
+* ``leader_election_master_status`` -- 1 while this agent holds its cluster's leader Lease, else 0
+  (client-go's gauge of that name; 1 from the start when ``--leader-elect=false``).
 """
 
 from __future__ import annotations
@@ -82,7 +84,15 @@ class AgentMetrics:
             "DCGM exporter scrapes by result (ok, error).",
             ["cluster", "result"],
         )
+        self.leader = gauge(
+            "leader_election_master_status",
+            "1 while this agent holds its cluster's leader Lease (the agent that runs), else 0.",
+            ["cluster"],
+        )
         self.registry.register(_LagCollector(self))
+
+    def leading(self, leading: bool) -> None:
+        self.leader.labels(self.cluster).set(1 if leading else 0)
 
     def report_lag(self) -> float:
         since = self.last_report if self.last_report is not None else self._started

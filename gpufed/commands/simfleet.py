@@ -122,7 +122,9 @@ async def _main(args: argparse.Namespace) -> int:
         configs = [
             AgentConfig(hub=hub, hub_ca_hash=hub_ca_hash, bootstrap_token=SecretStr(token), cluster_name=name,
                         state_dir=args.state_dir / name, heartbeat_interval=args.heartbeat_interval,
-                        report_interval=args.report_interval)
+                        report_interval=args.report_interval,
+                        # One agent per hollow member, all in this process: nothing to elect.
+                        leader_elect=False)
             for name, token in zip(names, tokens, strict=True)
         ]
     except ValidationError as exc:

@@ -25,6 +25,8 @@ from controlplane.hub import hub_registry
 from controlplane.storage.connecting import grpc_target
 from gpufed.cli import build_parser
 from gpufed.commands.controlplane import conflicting_flags, etcd_endpoints
+from member_agent.config import config_from_args
+from member_agent.electing import lease_name
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
@@ -246,6 +248,31 @@ def test_agent_rbac_is_least_privilege(source: str) -> None:
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": account["metadata"]["name"],
                                     "namespace": account["metadata"]["namespace"]}]
     assert deployment["spec"]["template"]["spec"]["serviceAccountName"] == account["metadata"]["name"]
+
+
+@pytest.mark.parametrize("source", ["kustomize", "helm"])
+def test_the_agents_leader_election_may_touch_its_own_lease_only(source: str) -> None:
+    objects = kustomize("agent") if source == "kustomize" else helm_render(AGENT_VALUES)
+    deployment = one(objects, "Deployment")
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    env = {e["name"]: "https://hub.example.com:6443" if e["name"] == "GPUFED_HUB" else "x" for e in container["env"]}
+    cluster = "member-1" if source == "kustomize" else "cloud-l4"  # the ConfigMap's, AGENT_VALUES'
+    config = config_from_args(build_parser().parse_args(
+        ["agent", *_expand(container["args"], {**env, "GPUFED_CLUSTER_NAME": cluster, "GPUFED_DCGM_URL": "http://d",
+                                            "GPUFED_HUB_CA_HASH": "sha256:" + "ab" * 32}),
+         "--cluster-file", "/dev/null"]))
+    assert config.leader_elect
+    role, binding = one(objects, "Role"), one(objects, "RoleBinding")
+    assert role["metadata"]["namespace"] == binding["metadata"]["namespace"] == config.leader_elect_resource_namespace
+    assert role["rules"] == [
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "resourceNames": [lease_name(cluster)],
+         "verbs": ["get", "update"]},
+    ]
+    account = one(objects, "ServiceAccount")
+    assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role["metadata"]["name"]}
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": account["metadata"]["name"],
+                                    "namespace": account["metadata"]["namespace"]}]
 
 
 def test_the_agent_may_grant_roles_beyond_its_own_only_when_asked() -> None:

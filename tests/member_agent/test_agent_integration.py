@@ -23,6 +23,7 @@ from controlplane import hub as hub_module
 from controlplane.apiserver import app as app_module
 from controlplane.apiserver import errors
 from controlplane.apiserver.identity import Role
+from controlplane.apiserver.kinds.coordination import coordination_resources
 from controlplane.apiserver.kinds.core import core_resources
 from controlplane.apiserver.kinds.dra import RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE
 from controlplane.apiserver.kinds.workloads import workload_resources
@@ -125,7 +126,7 @@ async def hub(tmp_path: Path) -> AsyncIterator[Hub]:
 async def member(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[Member]:
     """The simulated member; a test parametrised indirectly with resource types has them served too."""
     async with MemoryStore() as store:
-        registry = Registry(core_resources(), workload_resources(), with_kube_rules(list(getattr(request, "param", ()))))
+        registry = Registry(core_resources(), workload_resources(), coordination_resources(), with_kube_rules(list(getattr(request, "param", ()))))
         objects = ObjectStore(store, registry)
         await objects.bootstrap()
         node_type = registry.require("v1", "Node")

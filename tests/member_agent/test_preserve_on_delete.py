@@ -34,6 +34,7 @@ from controlplane import hub as hub_module
 from controlplane.apiserver import app as app_module
 from controlplane.apiserver import errors
 from controlplane.apiserver.identity import Role
+from controlplane.apiserver.kinds.coordination import coordination_resources
 from controlplane.apiserver.kinds.core import core_resources
 from controlplane.apiserver.kinds.workloads import workload_resources
 from controlplane.apiserver.objects import ObjectStore
@@ -177,7 +178,7 @@ async def hub(tmp_path: Path) -> AsyncIterator[Hub]:
 @pytest.fixture
 async def member(tmp_path: Path) -> AsyncIterator[Member]:
     async with MemoryStore() as store:
-        registry = Registry(core_resources(), workload_resources())
+        registry = Registry(core_resources(), workload_resources(), coordination_resources())
         objects = ObjectStore(store, registry)
         await objects.bootstrap()
         node_type = registry.require("v1", "Node")

@@ -1,0 +1,202 @@
+"""Leader election among a cluster's agents (client-go's algorithm on a Lease), against a real
+simulated member's API served over HTTP: a free Lease won at once, renewals, a second candidate
+that waits, a takeover once the leader stops renewing, a release that hands over at once, and
+a leader that stops when it cannot renew."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from e2e.harness import free_port
+from gpufed.cli import build_parser
+from member_agent.config import config_from_args
+from member_agent.electing import ElectionTiming, LeaderElector, LeadershipLost, lease_name
+from member_agent.kubeapi import KubeApi
+from simulator.resources import member_registry
+from tests.controllers.fleet import eventually
+from tests.member_agent.memberapi import member_client, served_member
+
+pytestmark = pytest.mark.timeout(60)
+
+NAMESPACE = "gpufed-system"
+NAME = lease_name("onprem-a100")
+LEASE = f"/apis/coordination.k8s.io/v1/namespaces/{NAMESPACE}/leases/{NAME}"
+#: Short timings: the Lease says 1 s; renewals every 0.1 s, given up after 0.6 s.
+FAST = ElectionTiming(lease_duration=1.0, renew_deadline=0.6, retry_period=0.1)
+
+
+@contextlib.asynccontextmanager
+async def member() -> AsyncIterator[KubeApi]:
+    async with served_member(member_registry()) as served, member_client(served.url) as api:
+        yield api
+
+
+def candidate(
+    api: KubeApi, identity: str, timing: ElectionTiming = FAST, changes: list[bool] | None = None
+) -> LeaderElector:
+    return LeaderElector(
+        api,
+        namespace=NAMESPACE,
+        name=NAME,
+        identity=identity,
+        timing=timing,
+        on_change=None if changes is None else changes.append,
+    )
+
+
+async def spec(api: KubeApi) -> dict[str, Any]:
+    lease = await api.get(LEASE)
+    return dict(lease["spec"])
+
+
+async def test_a_free_lease_is_won_at_once_and_renewed() -> None:
+    async with member() as api:
+        changes: list[bool] = []
+        # A retry period of a minute: the first try is made without waiting for one.
+        slow = ElectionTiming(lease_duration=300, renew_deadline=200, retry_period=60)
+        leader = candidate(api, "a", slow, changes)
+        async with asyncio.timeout(10):
+            await leader.acquire()
+        assert leader.leading and changes == [True]
+        first = await spec(api)
+        assert first["holderIdentity"] == "a"
+        assert first["leaseDurationSeconds"] == 300
+        assert first["leaseTransitions"] == 0
+        assert first["acquireTime"] == first["renewTime"]
+
+        renewing = candidate(api, "a")
+        await renewing.acquire()  # the same identity renews what it holds
+        holding = asyncio.create_task(renewing.hold())
+        try:
+            await eventually(lambda: _renewed_since(api, first["renewTime"]))
+            renewed = await spec(api)
+            assert renewed["acquireTime"] == first["acquireTime"]
+            assert renewed["leaseTransitions"] == 0 and renewed["holderIdentity"] == "a"
+        finally:
+            holding.cancel()
+
+
+async def _renewed_since(api: KubeApi, renew_time: str) -> bool:
+    return bool((await spec(api))["renewTime"] != renew_time)
+
+
+async def test_a_second_candidate_waits_while_the_leader_renews_and_takes_over_when_it_stops() -> None:
+    async with member() as api:
+        leader, follower = candidate(api, "a"), candidate(api, "b")
+        await leader.acquire()
+        holding = asyncio.create_task(leader.hold())
+        waiting = asyncio.create_task(follower.acquire())
+        try:
+            # Several lease durations' worth of renewals: the follower never gets in.
+            seen: set[str] = set()
+            while len(seen) < 15:
+                seen.add((await spec(api))["renewTime"])
+                await asyncio.sleep(0.05)
+            assert not waiting.done() and not follower.leading
+            assert (await spec(api))["holderIdentity"] == "a"
+
+            holding.cancel()  # the leader dies: no release, its Lease expires
+            async with asyncio.timeout(20):
+                await waiting
+            taken = await spec(api)
+            assert follower.leading
+            assert taken["holderIdentity"] == "b" and taken["leaseTransitions"] == 1
+            assert taken["acquireTime"] == taken["renewTime"]
+        finally:
+            holding.cancel()
+            waiting.cancel()
+
+
+async def test_a_released_lease_is_taken_at_the_next_try_not_after_the_lease_duration() -> None:
+    async with member() as api:
+        # A Lease of two minutes: the follower could only wait it out by the test's timeout.
+        long = ElectionTiming(lease_duration=120, renew_deadline=0.6, retry_period=0.1)
+        changes: list[bool] = []
+        leader, follower = candidate(api, "a", long, changes), candidate(api, "b", long)
+        await leader.acquire()
+        waiting = asyncio.create_task(follower.acquire())
+        await asyncio.sleep(0.3)
+        assert not waiting.done()
+        await leader.release()
+        assert changes == [True, False] and not leader.leading
+        async with asyncio.timeout(10):
+            await waiting
+        taken = await spec(api)
+        assert taken["holderIdentity"] == "b" and taken["leaseTransitions"] == 1
+
+
+async def test_a_leader_that_cannot_renew_stops_leading() -> None:
+    async with member() as api:
+        changes: list[bool] = []
+        leader = candidate(api, "a", changes=changes)
+        await leader.acquire()
+        holding = asyncio.create_task(leader.hold())
+        # Someone else takes the Lease (an admin, or a candidate that saw it expire).
+        lease = await api.get(LEASE)
+        lease["spec"] = {**lease["spec"], "holderIdentity": "intruder", "leaseDurationSeconds": 60}
+        await api.replace(LEASE, lease)
+        with pytest.raises(LeadershipLost, match=r"leader election lost.*held by intruder"):
+            async with asyncio.timeout(10):
+                await holding
+        assert changes == [True, False] and not leader.leading
+        assert (await spec(api))["holderIdentity"] == "intruder"
+        await leader.release()  # not the leader: nothing written
+        assert (await spec(api))["holderIdentity"] == "intruder"
+
+
+async def test_a_leader_cut_off_from_its_member_stops_within_the_renew_deadline() -> None:
+    async with member() as api, member_client(f"http://127.0.0.1:{free_port()}") as nowhere:
+        leader = candidate(api, "a")
+        await leader.acquire()
+        leader.api = nowhere  # the member stops answering: every renewal fails from now on
+        with pytest.raises(LeadershipLost, match=r"not renewed within 0\.6s"):
+            async with asyncio.timeout(10):
+                await leader.hold()
+        assert not leader.leading
+
+
+def test_the_election_flags_are_karmada_agents() -> None:
+    parser = build_parser()
+    base = ["agent", "--hub", "https://hub:6443", "--cluster-name", "onprem-a100", "--state-dir", "/tmp/x"]
+    config = config_from_args(parser.parse_args(base))
+    assert config.leader_elect is True
+    assert (
+        config.leader_elect_lease_duration,
+        config.leader_elect_renew_deadline,
+        config.leader_elect_retry_period,
+    ) == (15, 10, 2)
+    assert config.leader_elect_resource_namespace == "gpufed-system"
+    given = config_from_args(
+        parser.parse_args(
+            [
+                *base,
+                "--leader-elect=false",
+                "--leader-elect-lease-duration",
+                "1m",
+                "--leader-elect-renew-deadline",
+                "30s",
+                "--leader-elect-retry-period",
+                "500ms",
+                "--leader-elect-resource-namespace",
+                "agents",
+            ]
+        )
+    )
+    assert not given.leader_elect
+    assert (
+        given.leader_elect_lease_duration,
+        given.leader_elect_renew_deadline,
+        given.leader_elect_retry_period,
+    ) == (60, 30, 0.5)
+    assert given.leader_elect_resource_namespace == "agents"
+    with pytest.raises(
+        ValueError, match=r"renewDeadline must be greater than retryPeriod\*JitterFactor\(1.2\)"
+    ):
+        config_from_args(parser.parse_args([*base, "--leader-elect-retry-period", "9s"]))
+    with pytest.raises(ValueError, match="leaseDuration must be greater than renewDeadline"):
+        config_from_args(parser.parse_args([*base, "--leader-elect-renew-deadline", "15s"]))
