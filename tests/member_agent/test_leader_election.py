@@ -7,19 +7,30 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from e2e.harness import free_port
 from gpufed.cli import build_parser
+from member_agent.agent import Agent
 from member_agent.config import config_from_args
 from member_agent.electing import ElectionTiming, LeaderElector, LeadershipLost, lease_name
 from member_agent.kubeapi import KubeApi
 from simulator.resources import member_registry
 from tests.controllers.fleet import eventually
 from tests.member_agent.memberapi import member_client, served_member
+from tests.member_agent.test_agent_integration import (  # noqa: F401 (fixtures)
+    CLUSTER,
+    Hub,
+    Member,
+    hub,
+    joining_agent_config,
+    member,
+)
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -31,7 +42,7 @@ FAST = ElectionTiming(lease_duration=1.0, renew_deadline=0.6, retry_period=0.1)
 
 
 @contextlib.asynccontextmanager
-async def member() -> AsyncIterator[KubeApi]:
+async def lease_member() -> AsyncIterator[KubeApi]:
     async with served_member(member_registry()) as served, member_client(served.url) as api:
         yield api
 
@@ -55,7 +66,7 @@ async def spec(api: KubeApi) -> dict[str, Any]:
 
 
 async def test_a_free_lease_is_won_at_once_and_renewed() -> None:
-    async with member() as api:
+    async with lease_member() as api:
         changes: list[bool] = []
         # A retry period of a minute: the first try is made without waiting for one.
         slow = ElectionTiming(lease_duration=300, renew_deadline=200, retry_period=60)
@@ -86,7 +97,7 @@ async def _renewed_since(api: KubeApi, renew_time: str) -> bool:
 
 
 async def test_a_second_candidate_waits_while_the_leader_renews_and_takes_over_when_it_stops() -> None:
-    async with member() as api:
+    async with lease_member() as api:
         leader, follower = candidate(api, "a"), candidate(api, "b")
         await leader.acquire()
         holding = asyncio.create_task(leader.hold())
@@ -113,7 +124,7 @@ async def test_a_second_candidate_waits_while_the_leader_renews_and_takes_over_w
 
 
 async def test_a_released_lease_is_taken_at_the_next_try_not_after_the_lease_duration() -> None:
-    async with member() as api:
+    async with lease_member() as api:
         # A Lease of two minutes: the follower could only wait it out by the test's timeout.
         long = ElectionTiming(lease_duration=120, renew_deadline=0.6, retry_period=0.1)
         changes: list[bool] = []
@@ -131,7 +142,7 @@ async def test_a_released_lease_is_taken_at_the_next_try_not_after_the_lease_dur
 
 
 async def test_a_leader_that_cannot_renew_stops_leading() -> None:
-    async with member() as api:
+    async with lease_member() as api:
         changes: list[bool] = []
         leader = candidate(api, "a", changes=changes)
         await leader.acquire()
@@ -150,7 +161,7 @@ async def test_a_leader_that_cannot_renew_stops_leading() -> None:
 
 
 async def test_a_leader_cut_off_from_its_member_stops_within_the_renew_deadline() -> None:
-    async with member() as api, member_client(f"http://127.0.0.1:{free_port()}") as nowhere:
+    async with lease_member() as api, member_client(f"http://127.0.0.1:{free_port()}") as nowhere:
         leader = candidate(api, "a")
         await leader.acquire()
         leader.api = nowhere  # the member stops answering: every renewal fails from now on
@@ -200,3 +211,45 @@ def test_the_election_flags_are_karmada_agents() -> None:
         config_from_args(parser.parse_args([*base, "--leader-elect-retry-period", "9s"]))
     with pytest.raises(ValueError, match="leaseDuration must be greater than renewDeadline"):
         config_from_args(parser.parse_args([*base, "--leader-elect-renew-deadline", "15s"]))
+
+
+async def test_an_agent_that_loses_its_lease_stops_everything_it_runs(
+    hub: Hub,  # noqa: F811
+    member: Member,  # noqa: F811
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="member_agent.agent")
+    config = (await joining_agent_config(hub, member, tmp_path / "agent")).model_copy(
+        update={
+            "leader_elect_lease_duration": 1.0,
+            "leader_elect_renew_deadline": 0.6,
+            "leader_elect_retry_period": 0.1,
+        }
+    )
+    agent = Agent(config)
+    running = agent.spawn()
+    try:
+        async with asyncio.timeout(30):
+            await agent.registered.wait()
+        gauge = agent.metrics.leader.labels(CLUSTER)
+        assert gauge._value.get() == 1
+        assert f"became leader of cluster {CLUSTER}" in caplog.text
+        leases = member.objects.registry.require("coordination.k8s.io/v1", "Lease")
+        lease = await member.objects.get(leases, namespace=NAMESPACE, name=lease_name(CLUSTER))
+        await member.objects.update(
+            leases, {**lease, "spec": {**lease["spec"], "holderIdentity": "intruder"}}
+        )
+        # run() ends with the loss: its task group, every loop the leader ran, has ended.
+        with pytest.raises(LeadershipLost, match="held by intruder"):
+            async with asyncio.timeout(30):
+                await running
+        assert gauge._value.get() == 0
+        assert f"stopped leading cluster {CLUSTER}" in caplog.text
+        assert agent.hub is None and agent.member is None  # both clients closed
+        # Not the leader any more: nothing is released (the intruder keeps the Lease).
+        lease = await member.objects.get(leases, namespace=NAMESPACE, name=lease_name(CLUSTER))
+        assert lease["spec"]["holderIdentity"] == "intruder"
+    finally:
+        if not running.done():
+            await agent.shutdown()
