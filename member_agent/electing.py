@@ -15,7 +15,8 @@ The algorithm is client-go's ``tools/leaderelection`` with a Lease lock:
   read, ``leaseTransitions`` one higher and ``acquireTime`` now; two candidates racing for it
   meet the API server's 409 and only one wins;
 * the leader renews every retry period (``renewTime`` now; ``acquireTime`` and
-  ``leaseTransitions`` kept); when no renewal has succeeded for the renew deadline since the
+  ``leaseTransitions`` kept), by one update of the Lease as it last wrote it (client-go's fast
+  path; on any error it reads the Lease and tries again as a candidate would); when no renewal has succeeded for the renew deadline since the
   round began, it has lost the Lease and :meth:`LeaderElector.hold` raises
   :class:`LeadershipLost`: its caller stops everything the leader runs;
 * on a clean shutdown the leader releases the Lease (``holderIdentity`` emptied,
@@ -169,6 +170,18 @@ class LeaderElector:
             acquired=now_text, transitions=0, holder=self.identity, duration=duration, now=now_text
         )
         path = f"{self._collection}/{self.name}"
+        if self._lease is not None and self._is_leader() and self._valid(loop.time()):
+            # client-go's fast path: the leader updates the Lease as it last wrote it, unread.
+            mine["acquireTime"] = self._observed_spec.get("acquireTime") or now_text
+            mine["leaseTransitions"] = int(self._observed_spec.get("leaseTransitions") or 0)
+            body = {**self._lease, "spec": {**_spec(self._lease), **mine}}
+            try:
+                updated = await self.api.request("PUT", path, body=body, request_timeout=limit)
+            except (ApiError, OSError, TimeoutError) as exc:
+                logger.debug("renewing the Lease %s unread failed (%s); reading it", self.description, exc)
+            else:
+                self._observe(updated, loop.time())
+                return True
         try:
             try:
                 lease = await self.api.request("GET", path, request_timeout=limit)
@@ -183,7 +196,7 @@ class LeaderElector:
                     created = await self.api.request(
                         "POST", self._collection, body=body, request_timeout=limit
                     )
-                except NotFound:  # the namespace: create it, and the Lease at the next try
+                except NotFound:  # no such namespace: create it, then the Lease
                     await self._ensure_namespace(limit)
                     created = await self.api.request(
                         "POST", self._collection, body=body, request_timeout=limit

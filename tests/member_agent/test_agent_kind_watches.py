@@ -20,6 +20,7 @@ import yaml
 from controlplane import hub as hub_module
 from controlplane.apiserver import errors
 from controlplane.apiserver.identity import Role
+from controlplane.apiserver.kinds.coordination import coordination_resources
 from controlplane.apiserver.kinds.core import core_resources
 from controlplane.apiserver.kinds.workloads import workload_resources
 from controlplane.apiserver.objects import ObjectStore
@@ -93,7 +94,7 @@ async def hub(tmp_path: Path) -> AsyncIterator[Hub]:
 
 @pytest.fixture
 async def member(tmp_path: Path) -> AsyncIterator[Member]:
-    async with served_member(Registry(core_resources(), workload_resources())) as served:
+    async with served_member(Registry(core_resources(), workload_resources(), coordination_resources())) as served:
         kubeconfig = tmp_path / "member.kubeconfig"
         kubeconfig.write_text(yaml.safe_dump({
             "apiVersion": "v1",

@@ -92,6 +92,24 @@ async def test_a_free_lease_is_won_at_once_and_renewed() -> None:
             holding.cancel()
 
 
+async def test_the_leader_renews_what_it_last_wrote_without_reading_it_first() -> None:
+    async with served_member(member_registry()) as served, member_client(served.url) as api:
+        leader = candidate(api, "a")
+        await leader.acquire()
+        served.requests.clear()
+        holding = asyncio.create_task(leader.hold())
+        try:
+            await eventually(lambda: _renewals(served.requests, 3))
+        finally:
+            holding.cancel()
+        # client-go's fast path: one PUT per renewal, carrying the resourceVersion it last wrote.
+        assert {method for method, path, _ in served.requests if path == LEASE} == {"PUT"}
+
+
+async def _renewals(requests: list[tuple[str, str, str]], count: int) -> bool:
+    return sum(path == LEASE for _, path, _ in requests) >= count
+
+
 async def _renewed_since(api: KubeApi, renew_time: str) -> bool:
     return bool((await spec(api))["renewTime"] != renew_time)
 
