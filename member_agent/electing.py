@@ -16,9 +16,11 @@ The algorithm is client-go's ``tools/leaderelection`` with a Lease lock:
   meet the API server's 409 and only one wins;
 * the leader renews every retry period (``renewTime`` now; ``acquireTime`` and
   ``leaseTransitions`` kept), by one update of the Lease as it last wrote it (client-go's fast
-  path; on any error it reads the Lease and tries again as a candidate would); when no renewal has succeeded for the renew deadline since the
-  round began, it has lost the Lease and :meth:`LeaderElector.hold` raises
-  :class:`LeadershipLost`: its caller stops everything the leader runs;
+  path; on any error it reads the Lease and tries again as a candidate would); when no renewal
+  has succeeded for the renew deadline since the round began, it has lost the Lease and
+  :meth:`LeaderElector.hold` raises :class:`LeadershipLost`: its caller stops everything the
+  leader runs (the agent fences its clients first,
+  :attr:`~member_agent.kubeapi.KubeTransport.fenced`, so no write leaves once the loss is known);
 * on a clean shutdown the leader releases the Lease (``holderIdentity`` emptied,
   ``leaseDurationSeconds: 1``), so a follower takes over at its next try rather than after a
   lease duration.
@@ -269,7 +271,6 @@ class LeaderElector:
         """Give the Lease up (client-go's ``release``): only when leading; an error is logged."""
         if not self.leading or self._lease is None:
             return
-        self._set_leading(False)
         now_text = format_micro_time(self.clock())
         spec = self._record(
             acquired=now_text,
@@ -278,6 +279,13 @@ class LeaderElector:
             duration=1,
             now=now_text,
         )
+        try:
+            await self._release(spec)
+        finally:
+            self._set_leading(False)
+
+    async def _release(self, spec: dict[str, Any]) -> None:
+        assert self._lease is not None
         path = f"{self._collection}/{self.name}"
         timeout = self.timing.renew_deadline
         try:

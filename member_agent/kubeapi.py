@@ -77,6 +77,9 @@ class KubeTransport(abc.ABC):
     def __init__(self, *, timeout: float = DEFAULT_TIMEOUT) -> None:
         self.timeout = timeout
         self.discovery = DiscoveryCache()
+        #: Set once the agent knows it lost its cluster's leader Lease (:mod:`member_agent.electing`):
+        #: from then on a write ends the task making it (``CancelledError``) instead of being sent.
+        self.fenced = False
 
     @abc.abstractmethod
     async def _exchange(self, request: Request) -> dict[str, Any]:
@@ -109,6 +112,8 @@ class KubeTransport(abc.ABC):
         content_type: str = "application/json",
         request_timeout: float | None = None,
     ) -> dict[str, Any]:
+        if self.fenced and method != "GET":
+            raise asyncio.CancelledError(f"{method} {path} not sent: this agent no longer leads its cluster")
         return await self._exchange(
             Request(method, path, query=query or {}, body=body, content_type=content_type, timeout=request_timeout)
         )

@@ -250,6 +250,8 @@ async def test_an_agent_that_loses_its_lease_stops_everything_it_runs(
     try:
         async with asyncio.timeout(30):
             await agent.registered.wait()
+        clients = (agent.hub, agent.member)
+        assert not any(client.fenced for client in clients if client is not None)
         gauge = agent.metrics.leader.labels(CLUSTER)
         assert gauge._value.get() == 1
         assert f"became leader of cluster {CLUSTER}" in caplog.text
@@ -264,10 +266,27 @@ async def test_an_agent_that_loses_its_lease_stops_everything_it_runs(
                 await running
         assert gauge._value.get() == 0
         assert f"stopped leading cluster {CLUSTER}" in caplog.text
-        assert agent.hub is None and agent.member is None  # both clients closed
+        # Fenced the moment the loss was known, then closed.
+        assert all(client is not None and client.fenced for client in clients)
+        assert agent.hub is None and agent.member is None
         # Not the leader any more: nothing is released (the intruder keeps the Lease).
         lease = await member.objects.get(leases, namespace=NAMESPACE, name=lease_name(CLUSTER))
         assert lease["spec"]["holderIdentity"] == "intruder"
     finally:
         if not running.done():
             await agent.shutdown()
+
+
+async def test_a_fenced_client_sends_reads_but_no_write() -> None:
+    async with served_member(member_registry()) as served, member_client(served.url) as api:
+        api.fenced = True
+        before = len(served.requests)
+        assert (await api.get("/api/v1/namespaces/default"))["metadata"]["name"] == "default"
+        configmap = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "x", "namespace": "default"},
+        }
+        with pytest.raises(asyncio.CancelledError, match="no longer leads its cluster"):
+            await api.create("/api/v1/namespaces/default/configmaps", configmap)
+        assert [method for method, _, _ in served.requests[before:]] == ["GET"]
