@@ -141,6 +141,32 @@ async def test_a_second_candidate_waits_while_the_leader_renews_and_takes_over_w
             waiting.cancel()
 
 
+async def test_candidates_racing_for_the_lease_elect_exactly_one() -> None:
+    async with lease_member() as api:
+        long = ElectionTiming(lease_duration=120, renew_deadline=0.6, retry_period=0.1)
+        # A released Lease: every candidate reads it free and updates it with the resourceVersion
+        # it read; the API server's optimistic concurrency lets one update through (409 for the rest).
+        first = candidate(api, "first", long)
+        await first.acquire()
+        await first.release()
+        candidates = [candidate(api, name, long) for name in "abcd"]
+        tasks = [asyncio.create_task(c.acquire()) for c in candidates]
+        try:
+            done, _ = await asyncio.wait(tasks, timeout=10, return_when=asyncio.FIRST_COMPLETED)
+            assert len(done) == 1
+            winner = (await spec(api))["holderIdentity"]
+
+            async def all_saw_the_winner() -> bool:
+                return all(c._observed_spec.get("holderIdentity") == winner for c in candidates)
+
+            await eventually(all_saw_the_winner)
+            assert [c.identity for c in candidates if c.leading] == [winner]
+            assert sum(task.done() for task in tasks) == 1
+        finally:
+            for task in tasks:
+                task.cancel()
+
+
 async def test_a_released_lease_is_taken_at_the_next_try_not_after_the_lease_duration() -> None:
     async with lease_member() as api:
         # A Lease of two minutes: the follower could only wait it out by the test's timeout.
