@@ -131,8 +131,10 @@ def test_a_cluster_name_is_taken_over_only_with_a_token_scoped_to_it(
     owner_kubeconfig = _agent_kubeconfig(first_state, hub, tmp_path)
 
     # Another holder of an ordinary join token cannot take the name (nor revoke the member's credential).
-    intruder = processes.start_raw("intruder", _agent_argv(
-        processes.join_command(hub), member, dcgm, tmp_path / "intruder"))
+    # (Without leader election: in the same member it would otherwise wait as a follower of the
+    # member's own agent, as a second replica does, and never try to join.)
+    intruder = processes.start_raw("intruder", [*_agent_argv(
+        processes.join_command(hub), member, dcgm, tmp_path / "intruder"), "--leader-elect=false"])
     wait_for(lambda: not intruder.alive(), timeout=60, what="the intruding agent to give up")
     assert intruder.popen is not None and intruder.popen.returncode != 0
     assert f'cluster "{TAKEN}" has already joined the hub' in intruder.log(), intruder.log()

@@ -207,7 +207,8 @@ def _election_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--leader-elect-renew-deadline", type=_go_duration, metavar="DURATION",
-        help="how long the leader keeps trying to renew before it stops leading (default 10s)",
+        help="how long the leader keeps trying to renew, while the member refuses, before it stops leading "
+        "(default 10s)",
     )
     parser.add_argument(
         "--leader-elect-retry-period", type=_go_duration, metavar="DURATION",

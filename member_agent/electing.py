@@ -20,7 +20,11 @@ The algorithm is client-go's ``tools/leaderelection`` with a Lease lock:
   has succeeded for the renew deadline since the round began, it has lost the Lease and
   :meth:`LeaderElector.hold` raises :class:`LeadershipLost`: its caller stops everything the
   leader runs (the agent fences its clients first,
-  :attr:`~member_agent.kubeapi.KubeTransport.fenced`, so no write leaves once the loss is known);
+  :attr:`~member_agent.kubeapi.KubeTransport.fenced`, so no write leaves once the loss is known).
+  Unlike client-go, whose components steer the API server that holds their lock, the agent
+  reports on the member that holds its Lease: while the member cannot be reached or fails (the
+  outage the agent reports as ``MemberAPIUnreachable``), the renew deadline does not run, as no
+  candidate can take the Lease meanwhile; the first answer that shows another holder ends the term;
 * on a clean shutdown the leader releases the Lease (``holderIdentity`` emptied,
   ``leaseDurationSeconds: 1``), so a follower takes over at its next try rather than after a
   lease duration.
@@ -44,7 +48,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from controlplane.apis.timestamps import format_micro_time
-from member_agent.kubeapi import AlreadyExists, ApiError, Conflict, KubeTransport, NotFound
+from member_agent.kubeapi import AlreadyExists, ApiError, Conflict, KubeTransport, NotFound, Unavailable
 from member_agent.reachability import failure_level
 
 logger = logging.getLogger(__name__)
@@ -126,6 +130,8 @@ class LeaderElector:
         self._observed_spec: dict[str, Any] = {}
         self._observed_at = 0.0
         self.leading = False
+        #: What made the last attempt fail (None: it succeeded, or the Lease is another's).
+        self._last_error: BaseException | None = None
 
     @property
     def description(self) -> str:
@@ -183,6 +189,7 @@ class LeaderElector:
                 logger.debug("renewing the Lease %s unread failed (%s); reading it", self.description, exc)
             else:
                 self._observe(updated, loop.time())
+                self._last_error = None
                 return True
         try:
             try:
@@ -204,10 +211,12 @@ class LeaderElector:
                         "POST", self._collection, body=body, request_timeout=limit
                     )
                 self._observe(created, loop.time())
+                self._last_error = None
                 return True
             self._observe(lease, loop.time())
             spec = self._observed_spec
             if spec.get("holderIdentity") and self._valid(loop.time()) and not self._is_leader():
+                self._last_error = None
                 return False
             if self._is_leader():
                 mine["acquireTime"] = spec.get("acquireTime") or now_text
@@ -218,8 +227,10 @@ class LeaderElector:
                 "PUT", path, body={**lease, "spec": {**_spec(lease), **mine}}, request_timeout=limit
             )
             self._observe(updated, loop.time())
+            self._last_error = None
             return True
         except (ApiError, OSError, TimeoutError) as exc:
+            self._last_error = exc
             level = logging.DEBUG if isinstance(exc, Conflict | AlreadyExists) else failure_level(exc)
             logger.log(level, "leader election on Lease %s: %s", self.description, exc)
             return False
@@ -245,27 +256,30 @@ class LeaderElector:
         self._set_leading(True)
 
     async def hold(self) -> None:
-        """Renew the Lease every retry period for as long as it can; raise :class:`LeadershipLost`
-        once a round of renewals has failed for the renew deadline (client-go's ``renew``)."""
+        """Renew the Lease every retry period for as long as it can (client-go's ``renew``); raise
+        :class:`LeadershipLost` once the member shows another holder, or has refused renewals for
+        the renew deadline. While the member cannot be reached or fails (an
+        :class:`~member_agent.kubeapi.Unavailable`: refused connections, timeouts, 5xx), the
+        deadline does not run: no candidate can take the Lease over meanwhile, and the leader
+        goes on reporting the member unreachable (see the module docstring)."""
         loop = asyncio.get_running_loop()
         timing = self.timing
         while True:
             await asyncio.sleep(timing.retry_period)
             began = loop.time()
-            while True:
-                left = timing.renew_deadline - (loop.time() - began)
-                if await self._try_acquire_or_renew(max(left, 0.001)):
-                    break
-                if loop.time() - began >= timing.renew_deadline or not self._is_leader():
+            while not await self._try_acquire_or_renew(
+                max(timing.renew_deadline - (loop.time() - began), timing.retry_period)
+            ):
+                if isinstance(self._last_error, Unavailable | OSError | TimeoutError) and self._is_leader():
+                    began = loop.time()
+                elif not self._is_leader() or loop.time() - began >= timing.renew_deadline:
                     self._set_leading(False)
                     holder = self._observed_spec.get("holderIdentity") or "nobody"
                     raise LeadershipLost(
                         f"leader election lost: the Lease {self.description} was not renewed within "
-                        f"{timing.renew_deadline:g}s (held by {holder})"
+                        f"{timing.renew_deadline:g}s (held by {holder}; last error: {self._last_error or 'none'})"
                     )
-                await asyncio.sleep(
-                    min(timing.retry_period, max(timing.renew_deadline - (loop.time() - began), 0))
-                )
+                await asyncio.sleep(timing.retry_period)
 
     async def release(self) -> None:
         """Give the Lease up (client-go's ``release``): only when leading; an error is logged."""

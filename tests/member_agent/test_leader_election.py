@@ -19,7 +19,7 @@ from gpufed.cli import build_parser
 from member_agent.agent import Agent
 from member_agent.config import config_from_args
 from member_agent.electing import ElectionTiming, LeaderElector, LeadershipLost, lease_name
-from member_agent.kubeapi import KubeApi
+from member_agent.kubeapi import Forbidden, KubeApi
 from simulator.resources import member_registry
 from tests.controllers.fleet import eventually
 from tests.member_agent.memberapi import member_client, served_member
@@ -204,15 +204,64 @@ async def test_a_leader_that_cannot_renew_stops_leading() -> None:
         assert (await spec(api))["holderIdentity"] == "intruder"
 
 
-async def test_a_leader_cut_off_from_its_member_stops_within_the_renew_deadline() -> None:
+async def test_a_leader_cut_off_from_its_member_leads_on_until_the_member_shows_another_holder() -> None:
+    """The member's API down (what the agent reports as MemberAPIUnreachable): no candidate can
+    take the Lease meanwhile, so the leader keeps its term past the renew deadline; the member's
+    first answer naming another holder ends it."""
     async with lease_member() as api, member_client(f"http://127.0.0.1:{free_port()}") as nowhere:
         leader = candidate(api, "a")
         await leader.acquire()
-        leader.api = nowhere  # the member stops answering: every renewal fails from now on
-        with pytest.raises(LeadershipLost, match=r"not renewed within 0\.6s"):
+        tries = _counting(nowhere)
+        leader.api = nowhere
+        holding = asyncio.create_task(leader.hold())
+        try:
+            # Twenty failed requests: ten tries, every 0.1 s, past the renew deadline of 0.6 s.
+            await eventually(lambda: _at_least(tries, 20))
+            assert not holding.done() and leader.leading
+            lease = await api.get(LEASE)
+            lease["spec"] = {**lease["spec"], "holderIdentity": "intruder", "leaseDurationSeconds": 60}
+            await api.replace(LEASE, lease)
+            leader.api = api  # the member answers again
+            with pytest.raises(LeadershipLost, match=r"held by intruder"):
+                async with asyncio.timeout(10):
+                    await holding
+            assert not leader.leading
+        finally:
+            holding.cancel()
+
+
+async def test_a_leader_whose_renewals_are_refused_stops_within_the_renew_deadline() -> None:
+    async with lease_member() as api:
+        leader = candidate(api, "a")
+        await leader.acquire()
+
+        async def refuse(method: str, path: str, **_: Any) -> dict[str, Any]:
+            raise Forbidden(
+                403, "Forbidden", f'leases "{NAME}" is forbidden: User "agent" cannot {method} it'
+            )
+
+        api.request = refuse  # type: ignore[method-assign]
+        with pytest.raises(LeadershipLost, match=r"not renewed within 0\.6s \(held by a; last error: 403"):
             async with asyncio.timeout(10):
                 await leader.hold()
         assert not leader.leading
+
+
+def _counting(api: KubeApi) -> list[int]:
+    """Counts the requests ``api`` is asked to make (in a one-item list)."""
+    count = [0]
+    request = api.request
+
+    async def counted(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        count[0] += 1
+        return await request(*args, **kwargs)
+
+    api.request = counted  # type: ignore[method-assign]
+    return count
+
+
+async def _at_least(count: list[int], wanted: int) -> bool:
+    return count[0] >= wanted
 
 
 def test_the_election_flags_are_karmada_agents() -> None:
