@@ -365,3 +365,22 @@ async def test_a_fenced_client_sends_reads_but_no_write() -> None:
         with pytest.raises(asyncio.CancelledError, match="no longer leads its cluster"):
             await api.create("/api/v1/namespaces/default/configmaps", configmap)
         assert [method for method, _, _ in served.requests[before:]] == ["GET"]
+
+
+async def test_an_agent_stopped_cleanly_releases_its_lease_after_its_loops_end(
+    hub: Hub,  # noqa: F811
+    member: Member,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    agent = Agent(await joining_agent_config(hub, member, tmp_path / "agent"))
+    leases = member.objects.registry.require("coordination.k8s.io/v1", "Lease")
+    async with agent:
+        async with asyncio.timeout(30):
+            await agent.registered.wait()
+        held = await member.objects.get(leases, namespace=NAMESPACE, name=lease_name(CLUSTER))
+        elector = agent.elector
+        assert elector is not None and held["spec"]["holderIdentity"] == elector.identity
+    released = await member.objects.get(leases, namespace=NAMESPACE, name=lease_name(CLUSTER))
+    assert released["spec"]["holderIdentity"] == ""
+    assert released["spec"]["leaseDurationSeconds"] == 1
+    assert released["spec"]["leaseTransitions"] == held["spec"]["leaseTransitions"]
