@@ -29,7 +29,8 @@ policy is the default TieredOverflow one (steering and node-shape scarcity on, a
 ``--no-scarcity-steering`` gives it ``tieredOverflow.scarcitySteering: false``,
 ``--no-node-shape-scarcity`` ``tieredOverflow.nodeShapeScarcity: false``,
 ``--no-node-shapes-by-member-scoring`` ``tieredOverflow.nodeShapesByMemberScoring: false``,
-``--no-rare-node-steering`` ``tieredOverflow.rareNodeSteering: false`` and ``--packing-hints``
+``--no-rare-node-steering`` ``tieredOverflow.rareNodeSteering: false``, ``--no-share-fit-ties``
+``tieredOverflow.shareFitTies: false`` and ``--packing-hints``
 ``tieredOverflow.packingHints: true`` (several: all of them; ``--packing-hints-scope SpreadingMembers``
 limits the hints to the members that report node scoring LeastAllocated).
 
@@ -37,6 +38,7 @@ Reproduce::
 
     .venv/bin/python -m bench.bench_placement_quality --size quick [--nodes all] [--seed 7] [--traces cpu250]
         [--no-scarcity-steering] [--no-node-shape-scarcity] [--no-node-shapes-by-member-scoring] [--no-rare-node-steering]
+        [--no-share-fit-ties]
         [--packing-hints [--packing-hints-scope SpreadingMembers]]
 """
 
@@ -315,6 +317,12 @@ OPTIONS.add_argument(
     "given, LeastAllocated members steer small replicas off the GPU models whose nodes alone hold recent larger ones)",
 )
 OPTIONS.add_argument(
+    "--no-share-fit-ties",
+    action="store_true",
+    help="gpufed's policy with tieredOverflow.shareFitTies: false (default: on; while shares ask for half the "
+    "recent GPUs, a share tied between MostAllocated members goes to the cluster of the tightest node holding it)",
+)
+OPTIONS.add_argument(
     "--packing-hints-scope",
     choices=("AllMembers", "SpreadingMembers"),
     help="tieredOverflow.packingHintsScope (default SpreadingMembers: only the members that report node scoring "
@@ -344,6 +352,7 @@ def main(argv: Sequence[str]) -> int:
         packingHintsMultiGPUPercent=options.packing_hints_multi_gpu_percent,
         shareRemainderHints=False if options.no_share_remainder_hints else None,
         rareNodeSteering=False if options.no_rare_node_steering else None,
+        shareFitTies=False if options.no_share_fit_ties else None,
     )
     bound = functools.partial(run, node_list=options.nodes, seed=options.seed, only=only, placement=placement)
     return benchmark_main(bound, argv, description=(__doc__ or "").splitlines()[0], parents=(OPTIONS,))

@@ -209,6 +209,11 @@ class SchedulerCache:
     )
     """(snapshot serial, mix version, requirements) -> the share remainder hint in that cluster
     (``sharehints.share_hint``; None: no hint)."""
+    tightest_left: BoundedMemo[tuple[int, ReplicaRequirements], int | None] = field(
+        default_factory=lambda: BoundedMemo(4096)
+    )
+    """(snapshot serial, a share's requirements) -> the fewest free GPU thousandths a node hosting it keeps
+    (``sharefit.tightest_left``; None: no node hosts it)."""
     price_bands: BoundedMemo[tuple[tuple[int, ...], float], tuple[float, ...]] = field(
         default_factory=lambda: BoundedMemo(64)
     )

@@ -21,7 +21,10 @@ read from it:
   many such arrivals the window holds (:meth:`DemandHistory.multi_gpu_arrivals`), for packing
   hints (:mod:`~controlplane.scheduler.core.packhints`), and those needs apart
   (:meth:`DemandHistory.multi_gpu_needs`), for rare node steering
-  (:mod:`~controlplane.scheduler.core.rarenodes`).
+  (:mod:`~controlplane.scheduler.core.rarenodes`);
+* the **share share** (:meth:`DemandHistory.share_percent`): the percent of the window's GPUs asked
+  for by replicas of a fraction of one GPU, for ties between packing members
+  (:mod:`~controlplane.scheduler.core.sharefit`).
 
 Bounded: the window holds at most ``limit`` arrivals; the oldest leave as new ones come. No I/O.
 """
@@ -69,6 +72,8 @@ class DemandHistory:
     """Of :attr:`_milli`, those of arrivals asking for two GPUs or more."""
     _multi: int = 0
     """Arrivals of the window asking for two GPUs or more."""
+    _share_milli: int = 0
+    """Of :attr:`_milli`, those of arrivals asking for a fraction of one GPU."""
     _since: int = 0
     _mix: DemandMix = field(default_factory=lambda: DemandMix(()))
 
@@ -89,6 +94,7 @@ class DemandHistory:
             _milli=self._milli,
             _multi_milli=self._multi_milli,
             _multi=self._multi,
+            _share_milli=self._share_milli,
             _since=self._since,
             _mix=self._mix,
         )
@@ -131,6 +137,8 @@ class DemandHistory:
         if task.num_gpu >= 2:
             self._multi_milli += milli
             self._multi += sign
+        elif task.gpu_milli < GPU_MILLI:
+            self._share_milli += milli
 
     def _add_constrained(self, task: TaskShape, sign: float) -> None:
         if not task.models or not task.num_gpu:
@@ -159,6 +167,11 @@ class DemandHistory:
         """Percent of the GPUs the window's arrivals ask for that replicas of two GPUs or more ask
         for (0 when none asks for GPUs)."""
         return 100.0 * self._multi_milli / self._milli if self._milli else 0.0
+
+    def share_percent(self) -> float:
+        """Percent of the GPUs the window's arrivals ask for that replicas of a fraction of one GPU
+        ask for (0 when none asks for GPUs)."""
+        return 100.0 * self._share_milli / self._milli if self._milli else 0.0
 
     def multi_gpu_arrivals(self) -> int:
         """Arrivals of the window that ask for two GPUs or more."""

@@ -55,6 +55,7 @@ from controlplane.scheduler.core.packhints import (
     share_remainder_enabled,
 )
 from controlplane.scheduler.core.shapescarcity import least_allocated_rows
+from controlplane.scheduler.core.sharefit import is_share
 from controlplane.scheduler.core.snapshot import ClusterSnapshot, NodeShape
 from controlplane.scheduler.core.tiebreak import cached_task, growth_memo, memory_of
 
@@ -69,11 +70,6 @@ class ShareHint(NamedTuple):
     remainder: int
     growth: float
     spread_growth: float
-
-
-def is_share(task: TaskShape | None) -> bool:
-    """Whether ``task`` asks for a fraction of one GPU."""
-    return task is not None and task.num_gpu == 1 and 0 < task.gpu_milli < GPU_MILLI
 
 
 def tightest_remainder(

@@ -24,9 +24,13 @@ price; what that order leaves open is decided here, never by the cluster's name 
      hosting the replica, not the one where it takes least (unless
      ``tieredOverflow.nodeShapesByMemberScoring: false``): such a member puts an 8-GPU replica
      on the node of most CPU, the rare large node the cost is there to keep;
-3. the fewest free GPUs the replica accepts (it packs: the clusters with more stay whole for
+3. for a share of one GPU between clusters whose members all pack by themselves
+   (``MostAllocated``), while shares are most of the recent demand, the fewest free GPU thousandths
+   a node keeps once it hosts the share (:mod:`~controlplane.scheduler.core.sharefit`; unless
+   ``tieredOverflow.shareFitTies: false``);
+4. the fewest free GPUs the replica accepts (it packs: the clusters with more stay whole for
    larger replicas, as best-fit does among nodes);
-4. only when everything else is equal, the name (the order must be total).
+5. only when everything else is equal, the name (the order must be total).
 
 A tie of many clusters compares its first :data:`TIE_LIMIT` by name (the others come after
 them, in name order), so that a decision in a large fleet of equal clusters stays cheap.
@@ -47,6 +51,7 @@ from controlplane.apis.cluster_v1alpha1 import SPREADING_SCORINGS, NodeScoring
 from controlplane.apis.fragmentation import GPU_MILLI, TaskShape
 from controlplane.interpreter.requirements import ReplicaRequirements
 from controlplane.scheduler.core import shapescarcity
+from controlplane.scheduler.core.sharefit import share_fit_wanted, tightest_left
 from controlplane.scheduler.core.cache import BoundedMemo, FleetFree, SchedulerCache
 from controlplane.scheduler.core.clusterfit import (
     NodeRow,
@@ -79,6 +84,8 @@ NODE_SHAPES_DEFAULT: Final = True
 #: Whether a spreading member's node-shape cost is taken where it puts the replica when the policy
 #: does not say (``tieredOverflow.nodeShapesByMemberScoring``).
 NODE_SHAPES_BY_SCORING_DEFAULT: Final = True
+#: :attr:`TieCost.left` of a cluster no node of which hosts the share (after every other).
+NO_NODE: Final = 1 << 62
 #: The spreading scoring the explanation names (the one :data:`SPREADING_SCORINGS` holds).
 LEAST_ALLOCATED: Final = NodeScoring.LEAST_ALLOCATED.value
 
@@ -173,11 +180,18 @@ class TieCost:
     """GPUs of recent demand needing a node shape the replica takes a node from."""
     spread: bool = False
     """Whether :attr:`shapes` was counted where the member's spreading scoring puts the replica."""
+    left: int | None = None
+    """For a share tied between packing members (:mod:`~controlplane.scheduler.core.sharefit`): the
+    fewest free GPU thousandths a node of the cluster keeps once it hosts it (None: not compared, or
+    no node hosts it)."""
+    tightest: bool = False
+    """Whether :attr:`left` was compared in this tie."""
 
     @property
-    def key(self) -> tuple[bool, float, float, str]:
+    def key(self) -> tuple[bool, float, int, float, str]:
         cost = round((self.fragmentation + self.scarcity + self.shapes) / EPSILON) * EPSILON
-        return (not self.fits, cost, self.free, self.name)
+        left = NO_NODE if self.left is None else self.left
+        return (not self.fits, cost, left, self.free, self.name)
 
 
 def free_gpus(cluster: ClusterSnapshot, cache: SchedulerCache) -> dict[str, float]:
@@ -262,12 +276,15 @@ def costs(state: CycleState, tied: Sequence[ClusterSnapshot]) -> list[TieCost]:
     replica = (task, memory_of(state.request.requirements))
     shapes = _shape_costs(state, replica, tied) if node_shape_scarcity(state) else {}
     by_scoring = bool(shapes) and shapes_by_member_scoring(state)
+    tightest = share_fit_wanted(state, task, tied)
+    requirements = state.request.requirements
     out = []
     for cluster, (fits, growth, accepted) in zip(tied, fitting, strict=True):
         taken = scarcity(task, free_gpus(cluster, cache), fleet_models, constrained) if fleet_models else 0.0
         shape_cost = shapes.get(cluster.name, 0.0)
         spread = bool(shape_cost) and spreads(cluster, by_scoring)
-        out.append(TieCost(cluster.name, fits, growth, taken, accepted, shape_cost, spread))
+        left = tightest_left(cluster, requirements, task, replica[1], cache) if tightest else None
+        out.append(TieCost(cluster.name, fits, growth, taken, accepted, shape_cost, spread, left, tightest))
     out.sort(key=lambda cost: cost.key)
     return out
 
@@ -364,6 +381,8 @@ def _explain(state: CycleState, ranked: Sequence[TieCost]) -> None:
             "node-shape scarcity": runner.shapes - best.shapes,
         }
         why = max(shares, key=lambda name: shares[name])
+    elif best.key[2] != runner.key[2]:
+        why = "tightest node for the share"
     elif best.free != runner.free:
         why = "fewest free GPUs"
     else:
@@ -374,9 +393,10 @@ def _explain(state: CycleState, ranked: Sequence[TieCost]) -> None:
     for index, cost in enumerate(ranked):
         at = f" where its {LEAST_ALLOCATED} scoring puts it" if cost.spread else ""
         shapes = f"node shapes {cost.shapes:.2f} GPUs{at}, " if any_shapes else ""
+        left = f"{cost.left} thousandths left on its tightest node, " if cost.tightest and cost.left is not None else ""
         figures = (
             f"fragmentation {cost.fragmentation:+.2f} GPUs, scarcity {cost.scarcity:.2f} GPUs, "
-            f"{shapes}{cost.free:g} free GPUs" if cost.fits else "no node hosts it as reported"
+            f"{shapes}{left}{cost.free:g} free GPUs" if cost.fits else "no node hosts it as reported"
         )
         place = "first" if index == 0 else f"#{index + 1}"
         reasons[cost.name] = (
