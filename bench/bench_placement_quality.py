@@ -319,8 +319,8 @@ OPTIONS.add_argument(
 OPTIONS.add_argument(
     "--no-share-fit-ties",
     action="store_true",
-    help="gpufed's policy with tieredOverflow.shareFitTies: false (default: on; while shares ask for half the "
-    "recent GPUs, a share tied between MostAllocated members goes to the cluster of the tightest node holding it)",
+    help="gpufed's policy with tieredOverflow.shareFitTies: false (default: on; while shares ask for half "
+    "the recent GPUs, a share tied between MostAllocated members goes to the cluster of the tightest node)",
 )
 OPTIONS.add_argument(
     "--packing-hints-scope",

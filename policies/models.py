@@ -276,11 +276,11 @@ class TieredOverflow(SpecModel):
     node affinity term against those models (default true; false turns it off; off whenever packingHints
     is false)."""
     share_fit_ties: bool | None = None
-    """While replicas asking for a share of one GPU in thousandths (nvidia.com/gpu-milli under 1000) ask for at
-    least half the GPUs of the hub's recent arrivals, whether such a replica tied on tier, price and cost between
-    clusters whose agents all report status.nodeScoring MostAllocated goes to the cluster with the node that
-    keeps the fewest free GPU thousandths once it hosts the share, before the fewest free GPUs (default true;
-    false turns it off)."""
+    """While replicas asking for a share of one GPU in thousandths (nvidia.com/gpu-milli under 1000) ask for
+    at least half the GPUs of the hub's recent arrivals, whether such a replica tied on tier, price and cost
+    between clusters whose agents all report status.nodeScoring MostAllocated goes to the cluster with the
+    node that keeps the fewest free GPU thousandths once it hosts the share, before the fewest free GPUs
+    (default true; false turns it off)."""
     price_band_percent: float | None = Field(default=None, ge=0, le=1000)
     """Prices per GPU-hour within this many percent of each other tie (default 0: only equal prices). The
     fleet's listed prices, lowest first, are cut into bands: the lowest starts the first band, which holds

@@ -63,7 +63,11 @@ def share_fit_wanted(state: CycleState, task: TaskShape | None, tied: Sequence[C
 
 
 def tightest_left(
-    cluster: ClusterSnapshot, requirements: ReplicaRequirements, task: TaskShape, memory: int, cache: SchedulerCache
+    cluster: ClusterSnapshot,
+    requirements: ReplicaRequirements,
+    task: TaskShape,
+    memory: int,
+    cache: SchedulerCache,
 ) -> int | None:
     """The fewest free GPU thousandths a node of ``cluster`` keeps once it hosts the share (its whole
     GPUs and remainders together), over the nodes that host it and that ``requirements`` let it on;

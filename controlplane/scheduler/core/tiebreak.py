@@ -51,7 +51,6 @@ from controlplane.apis.cluster_v1alpha1 import SPREADING_SCORINGS, NodeScoring
 from controlplane.apis.fragmentation import GPU_MILLI, TaskShape
 from controlplane.interpreter.requirements import ReplicaRequirements
 from controlplane.scheduler.core import shapescarcity
-from controlplane.scheduler.core.sharefit import share_fit_wanted, tightest_left
 from controlplane.scheduler.core.cache import BoundedMemo, FleetFree, SchedulerCache
 from controlplane.scheduler.core.clusterfit import (
     NodeRow,
@@ -65,6 +64,7 @@ from controlplane.scheduler.core.clusterfit import (
 from controlplane.scheduler.core.demand import Need
 from controlplane.scheduler.core.framework import BindingRequest, CycleState
 from controlplane.scheduler.core.pricebands import band_percent
+from controlplane.scheduler.core.sharefit import share_fit_wanted, tightest_left
 from controlplane.scheduler.core.snapshot import ClusterSnapshot, fleet_key
 from policies.models import TieredOverflow
 
@@ -393,7 +393,8 @@ def _explain(state: CycleState, ranked: Sequence[TieCost]) -> None:
     for index, cost in enumerate(ranked):
         at = f" where its {LEAST_ALLOCATED} scoring puts it" if cost.spread else ""
         shapes = f"node shapes {cost.shapes:.2f} GPUs{at}, " if any_shapes else ""
-        left = f"{cost.left} thousandths left on its tightest node, " if cost.tightest and cost.left is not None else ""
+        shown = cost.tightest and cost.left is not None
+        left = f"{cost.left} thousandths left on its tightest node, " if shown else ""
         figures = (
             f"fragmentation {cost.fragmentation:+.2f} GPUs, scarcity {cost.scarcity:.2f} GPUs, "
             f"{shapes}{left}{cost.free:g} free GPUs" if cost.fits else "no node hosts it as reported"
