@@ -46,6 +46,7 @@ def test_options_reach_the_run(monkeypatch: pytest.MonkeyPatch, capsys: pytest.C
     assert placement.main(["--size", "tiny", "--traces", "cpu250", *both_off]) == 0
     assert placement.main(["--size", "tiny", "--traces", "cpu250", "--no-node-shapes-by-member-scoring"]) == 0
     assert placement.main(["--size", "tiny", "--traces", "cpu250", "--no-rare-node-steering"]) == 0
+    assert placement.main(["--size", "tiny", "--traces", "cpu250", "--no-share-fit-ties"]) == 0
     assert seen == [
         (Size.TINY, "all", 7, ("cpu250",), {}),
         (Size.TINY, "gpu", 42, ("cpu250",), {"scarcitySteering": False}),
@@ -56,6 +57,7 @@ def test_options_reach_the_run(monkeypatch: pytest.MonkeyPatch, capsys: pytest.C
         (Size.TINY, "gpu", 42, ("cpu250",), {"scarcitySteering": False, "nodeShapeScarcity": False}),
         (Size.TINY, "gpu", 42, ("cpu250",), {"nodeShapesByMemberScoring": False}),
         (Size.TINY, "gpu", 42, ("cpu250",), {"rareNodeSteering": False}),
+        (Size.TINY, "gpu", 42, ("cpu250",), {"shareFitTies": False}),
     ]
     assert "| default |" not in capsys.readouterr().out  # tiny has only the default trace: nothing ran
     with pytest.raises(SystemExit):
