@@ -22,7 +22,7 @@ read from it:
   hints (:mod:`~controlplane.scheduler.core.packhints`), and those needs apart
   (:meth:`DemandHistory.multi_gpu_needs`), for rare node steering
   (:mod:`~controlplane.scheduler.core.rarenodes`);
-* the **share share** (:meth:`DemandHistory.share_percent`): the percent of the window's GPUs asked
+* the **shares' part** (:meth:`DemandHistory.share_percent`): the percent of the window's GPUs asked
   for by replicas of a fraction of one GPU, for ties between packing members
   (:mod:`~controlplane.scheduler.core.sharefit`).
 
