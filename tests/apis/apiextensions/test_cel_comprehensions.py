@@ -98,3 +98,45 @@ def test_all_and_exists_are_decided_by_any_element_as_cel_go_decides_them() -> N
         "m",
         "no such key: name evaluating rule: one",
     ]
+
+
+UNBOUNDED = {"type": "object", "properties": {"l": {"type": "array", "items": {"type": "integer"}}}}
+
+
+@pytest.mark.parametrize(
+    "rule",
+    [
+        "self.l.transformList(i, x, self.l.transformList(j, y, x + y)).size() >= 0",
+        "self.l.existsOne(x, self.l.existsOne(y, x == y))",
+        "self.l.all(i, x, self.l.all(j, y, x != y || true))",
+        "self.l.exists(i, x, self.l.exists(j, y, x == y))",
+        "self.l.transformMap(i, x, self.l.filter(y, y > x)).size() >= 0",
+        "self.l.transformMapEntry(i, x, {string(i): self.l.exists_one(y, y == x)}).size() >= 0",
+    ],
+)
+def test_nested_comprehensions_over_an_unbounded_list_are_over_budget(rule: str) -> None:
+    # As kube's estimator: each comprehension costs its range's size times its body.
+    assert (cel.compile_error(rule, UNBOUNDED) or "").startswith(cel.OVER_BUDGET)
+
+
+def test_two_variable_comprehensions_bind_the_index_or_key_and_the_element_for_cost() -> None:
+    bounded = {
+        "type": "object",
+        "properties": {
+            "m": {
+                "type": "object",
+                "maxProperties": 4,
+                "additionalProperties": {"type": "array", "maxItems": 5, "items": {"type": "integer"}},
+            },
+            "l": {
+                "type": "array",
+                "maxItems": 3,
+                "items": {"type": "array", "maxItems": 7, "items": {"type": "integer"}},
+            },
+        },
+    }
+    assert cel.estimated_cost("self.m.all(k, v, v.all(x, x > 0))", bounded) == 4 * (1 + 5 * 1)
+    assert cel.estimated_cost("self.l.transformList(i, v, v.filter(x, x > i)).size() > 0", bounded) == 3 * (
+        1 + 7 * 1
+    )
+    assert cel.estimated_cost("self.l.existsOne(v, v.exists(x, x > 0))", bounded) == 3 * (1 + 7 * 1)
