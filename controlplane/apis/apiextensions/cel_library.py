@@ -162,7 +162,9 @@ def _pairs(value: Any) -> list[list[Any]]:
         return [[key, item] for key, item in value.items()]
     if isinstance(value, list):
         return [[index, item] for index, item in enumerate(value)]
-    raise ValueError(f"no such overload: a comprehension ranges over a list or a map, not {type(value).__name__}")
+    raise ValueError(
+        f"no such overload: a comprehension ranges over a list or a map, not {type(value).__name__}"
+    )
 
 
 def _from_pairs(pairs: list[list[Any]]) -> dict[Any, Any]:
@@ -194,9 +196,16 @@ def _each(items: Any, read: dict[str, Any], text: str, variable: str) -> Iterato
     """Each element's predicate (a map's keys'), an error as its exception: one failing does
     not stop the others."""
     program = _predicate(text)
+    # The variables read are converted once; the element is bound per run by a resolver (which the
+    # package consults first, falling through for a None to the registered null), not by a new
+    # context that would convert them all again for each element.
+    context = cel.Context({**read, variable: None}, FUNCTIONS)
+    bound: list[Any] = [None]
+    context.set_variable_resolver(lambda name: bound[0] if name == variable else None)
     for item in list(items):
+        bound[0] = item
         try:
-            yield program.execute(cel.Context({**read, variable: item}, FUNCTIONS))
+            yield program.execute(context)
         except KeyError as exc:
             yield ValueError(f"no such key: {exc.args[0] if exc.args else ''}")
         except Exception as exc:  # the element's error, reported if no other element decides
@@ -231,14 +240,20 @@ def _kube_functions() -> dict[str, Any]:
         out.update(stdlib.EXTENSIONS[library])
     out.update(cel_strings.FUNCTIONS)
     out.update(
-        isSorted=_is_sorted, indexOf=_index_of, lastIndexOf=_last_index_of, find=_find, findAll=_find_all,
-        quantity=_quantity, isQuantity=_is_quantity,
+        isSorted=_is_sorted,
+        indexOf=_index_of,
+        lastIndexOf=_last_index_of,
+        find=_find,
+        findAll=_find_all,
+        quantity=_quantity,
+        isQuantity=_is_quantity,
         compareTo=_compare,
         isGreaterThan=lambda a, b: _compare(a, b) > 0,
         isLessThan=lambda a, b: _compare(a, b) < 0,
         add=lambda a, b: _quantity_of(_value(a) + _value(b)),
         sub=lambda a, b: _quantity_of(_value(a) - _value(b)),
-        asInteger=_as_integer, isInteger=_is_integer,
+        asInteger=_as_integer,
+        isInteger=_is_integer,
         asApproximateFloat=lambda q: float(_value(q)),
         sign=lambda q: _compare(q, 0),
     )
@@ -246,7 +261,9 @@ def _kube_functions() -> dict[str, Any]:
     out.update(cel_ip.FUNCTIONS)
     out.update(cel_format.FUNCTIONS)
     out.update(cel_semver.FUNCTIONS)
-    out.update({OPTIONAL: _optional, OPTIONAL_LIST: _optional_list, OPTIONAL_MAP: _optional_map, STRING_SIZE: len})
+    out.update(
+        {OPTIONAL: _optional, OPTIONAL_LIST: _optional_list, OPTIONAL_MAP: _optional_map, STRING_SIZE: len}
+    )
     out.update({PAIRS: _pairs, FROM_PAIRS: _from_pairs, MERGED: _merged, TO_STRING: _to_string})
     out[TOLERANT["all"]] = functools.partial(_decided, deciding=False)
     out[TOLERANT["exists"]] = functools.partial(_decided, deciding=True)
