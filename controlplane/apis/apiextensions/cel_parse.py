@@ -138,16 +138,27 @@ class _Parser:
                 return left
             self.take()
             right = self.binary(level + 1)
-            left = self.spans(Node("call", token.at, operator_name(token.text), args=[left, right]), left.start)
+            left = self.spans(
+                Node("call", token.at, operator_name(token.text), args=[left, right]), left.start
+            )
 
     def unary(self) -> Node:
         token = self.peek()
         if token.kind == "op" and token.text in ("!", "-"):
             self.take()
             operand = self.unary()
-            if token.text == "-" and operand.kind == "literal" and operand.name in ("int", "double") and operand.at == token.at + 1:
-                return self.spans(Node("literal", token.at, operand.name), token.at)  # a negative number is one literal
-            return self.spans(Node("call", token.at, "!_" if token.text == "!" else "-_", args=[operand]), token.at)
+            if (
+                token.text == "-"
+                and operand.kind == "literal"
+                and operand.name in ("int", "double")
+                and operand.at == token.at + 1
+            ):
+                return self.spans(
+                    Node("literal", token.at, operand.name), token.at
+                )  # a negative number is one literal
+            return self.spans(
+                Node("call", token.at, "!_" if token.text == "!" else "-_", args=[operand]), token.at
+            )
         return self.member(self.primary())
 
     def arguments(self, close: str, *, optional: bool = False) -> list[Node]:
@@ -284,7 +295,12 @@ PAIRS = "__pairs__"
 FROM_PAIRS = "__from_pairs__"
 MERGED = "__merged__"
 #: The two-variable macros, as the one-variable macro each runs as.
-_TWO_VARIABLE_TESTS = {"all": "all", "exists": "exists", "exists_one": "exists_one", "existsOne": "exists_one"}
+_TWO_VARIABLE_TESTS = {
+    "all": "all",
+    "exists": "exists",
+    "exists_one": "exists_one",
+    "existsOne": "exists_one",
+}
 _TRANSFORMS = frozenset({"transformList", "transformMap", "transformMapEntry"})
 #: The one-variable macros, whose first argument binds a name.
 _ONE_VARIABLE = frozenset({"all", "exists", "exists_one", "map", "filter"})
@@ -293,7 +309,9 @@ _TWO_VARIABLE = re.compile(
 )
 
 
-def plain(text: str, string_sizes: frozenset[int] = frozenset(), *, tolerant: frozenset[str] | None = None) -> str:
+def plain(
+    text: str, string_sizes: frozenset[int] = frozenset(), *, tolerant: frozenset[str] | None = None
+) -> str:
     """``text`` with cel-go's syntax and conversions the evaluator lacks written as calls it has
     (``text`` itself when it has none, or when it does not parse: the evaluator then says why):
 
@@ -353,7 +371,6 @@ class _Plain:
             return self.renamed[node.name]
         if (
             self.tolerant is not None
-            and not self.renamed
             and node.kind == "call"
             and node.target is not None
             and node.name in TOLERANT
@@ -368,8 +385,15 @@ class _Plain:
                 or (node.name in _TRANSFORMS and len(node.args) in (3, 4))
             ):
                 return self._two_variables(node, names)
-            if node.name in _ONE_VARIABLE and node.args[0].kind == "ident" and node.args[0].name in self.renamed:
-                return self._shadowed(node, [node.args[0].name])
+        if (
+            node.kind == "call"
+            and node.target is not None
+            and node.name in _ONE_VARIABLE
+            and len(node.args) >= 2
+            and node.args[0].kind == "ident"
+            and (node.args[0].name in self.renamed or self.tolerant is not None)
+        ):
+            return self._shadowed(node, [node.args[0].name])
         if node.kind == "call" and node.target is None and node.name == "string" and len(node.args) == 1:
             return f"{TO_STRING}({self.render(node.args[0])})"
         if node.kind == "call" and node.name == "size" and node.at in self.string_sizes:
@@ -389,7 +413,9 @@ class _Plain:
             marked = [str(i // 2) for i, arg in enumerate(node.args) if i % 2 == 0 and arg.marked]
             items = ", ".join(self.render(arg) for arg in node.args)
             return f"{OPTIONAL_MAP}([{items}], [{', '.join(marked)}])"
-        children = sorted([*([node.target] if node.target is not None else []), *node.args], key=lambda n: n.start)
+        children = sorted(
+            [*([node.target] if node.target is not None else []), *node.args], key=lambda n: n.start
+        )
         out, at = [], node.start
         for child in children:
             out.append(self.text[at : child.start])
@@ -399,16 +425,18 @@ class _Plain:
         return "".join(out)
 
     def _shadowed(self, node: Node, names: list[str]) -> str:
-        """A macro call whose arguments bind ``names`` anew (its target does not)."""
+        """A macro call whose arguments bind ``names`` anew (its target does not): in scope there."""
         assert node.target is not None
         target = self.render(node.target)
-        saved = dict(self.renamed)
+        saved, scope = dict(self.renamed), self.tolerant
         for name in names:
             self.renamed.pop(name, None)
+        if scope is not None:
+            self.tolerant = scope | set(names)
         try:
             args = [self.render(arg) for arg in node.args]
         finally:
-            self.renamed = saved
+            self.renamed, self.tolerant = saved, scope
         return f"{target}.{node.name}({', '.join(args)})"
 
     def _two_variables(self, node: Node, names: list[str]) -> str:
@@ -433,10 +461,19 @@ class _Plain:
         return f"{MERGED}({pairs}.map({pair}, {body[-1]}))"
 
     def _tolerant(self, node: Node, scope: frozenset[str]) -> str:
+        """``node`` as :data:`TOLERANT`'s call, passed every variable in ``scope`` its predicate reads
+        (``self``, ``oldSelf``, an enclosing macro's: a two-variable one's pair)."""
         assert node.target is not None
         variable = node.args[0].name
-        inner = _Plain(self.text, self.string_sizes, tolerant=scope | {variable})
+        renamed = {name: read for name, read in self.renamed.items() if name != variable}
+        inner = _Plain(self.text, self.string_sizes, renamed=renamed, tolerant=scope | {variable})
         predicate = inner.render(node.args[1])
-        read = sorted(name for name in _idents(node.args[1]) if name in scope and name != variable)
+        read = sorted(
+            {
+                renamed[name].partition("[")[0] if name in renamed else name
+                for name in _idents(node.args[1])
+                if name != variable and (name in scope or name in renamed)
+            }
+        )
         captured = ", ".join(f"'{name}': {name}" for name in read)
         return f"{TOLERANT[node.name]}({self.render(node.target)}, {{{captured}}}, {_cel_string(predicate)}, '{variable}')"

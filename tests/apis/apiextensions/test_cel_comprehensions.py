@@ -100,6 +100,38 @@ def test_all_and_exists_are_decided_by_any_element_as_cel_go_decides_them() -> N
     ]
 
 
+@pytest.mark.parametrize(
+    "rule",
+    [
+        "self.items.filter(i, i.tags.exists(t, t.k == i.name)).size() > 0",
+        "self.items.map(i, i.tags.exists(t, t.k == i.name)).all(b, b)",
+        "self.items.exists_one(i, i.tags.exists(t, t.k == i.name))",
+        "self.items.all(n, i, i.tags.exists(t, t.k == i.name))",
+        "self.items.transformList(n, i, i.tags.exists(t, t.k == i.name)).all(b, b)",
+        "self.items.all(i, i.tags.exists(t, t.k == i.name))",
+    ],
+)
+def test_exists_below_any_macro_reads_the_enclosing_variables_as_cel_go_does(rule: str) -> None:
+    """An element whose predicate fails (a tag without ``k``) does not decide when another's is
+    true, whichever macro binds the variables the predicate reads."""
+    tag = {"type": "object", "properties": {"k": {"type": "string"}}}
+    item = {
+        "type": "object",
+        "properties": {"name": {"type": "string"}, "tags": {"type": "array", "maxItems": 8, "items": tag}},
+    }
+    schema = {
+        "type": "object",
+        "properties": {"items": {"type": "array", "maxItems": 8, "items": item}},
+        "x-kubernetes-validations": [{"rule": rule}],
+    }
+    assert cel.compile_error(rule, schema) is None
+    rules = cel.compile_schema_rules(schema, root=False)
+    assert rules.evaluate({"items": [{"name": "a", "tags": [{}, {"k": "a"}]}]}, None) == []
+    assert [
+        e.message for e in rules.evaluate({"items": [{"name": "a", "tags": [{}, {"k": "b"}]}]}, None)
+    ] == [f'Invalid value: "object": no such key: k evaluating rule: {rule}']
+
+
 def test_all_retried_element_by_element_converts_the_object_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """The retry after a failure binds each element to a context built once: a context per element
     converted the whole object again each time (quadratic: 30 s for 3000 items)."""
