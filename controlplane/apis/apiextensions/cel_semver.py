@@ -5,7 +5,8 @@ message when it does not parse), ``semver(s, true)`` after kube's normalization 
 a missing minor or patch is 0, leading zeros dropped); ``isSemver`` says whether it parses;
 ``<Semver>.major()``, ``minor()``, ``patch()``; and :func:`compare` orders two versions as
 semver.org does (a pre-release before its release, build metadata ignored). A version travels
-between calls as a one-key map holding its text. Pure: no I/O.
+between calls as a one-key map holding its text without its build metadata, so that ``==`` is
+kube's (blang's ``EQ``: ``semver('1.0.0+a') == semver('1.0.0+b')``). Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -90,7 +91,7 @@ def _semver(text: str, normalize: bool = False) -> dict[str, str]:
     if normalize:
         text = _normalized(text)
     _parse(text)
-    return {_SEMVER_KEY: text}
+    return {_SEMVER_KEY: text.partition("+")[0]}
 
 
 def _is_semver(text: str, normalize: bool = False) -> bool:

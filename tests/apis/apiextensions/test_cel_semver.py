@@ -47,6 +47,14 @@ def test_pre_releases_order_as_semver_org_orders_them() -> None:
         assert _run(f"semver('{newer}').compareTo(semver('{older}'))") == 1
 
 
+def test_versions_equal_as_blangs_eq_ignoring_build_metadata() -> None:
+    # kube's Semver.Equal is blang/semver's EQ, a comparison that ignores build metadata.
+    assert _run("semver('1.0.0+a') == semver('1.0.0+b')") is True
+    assert _run("semver('1.0.0-rc.1+a') == semver('1.0.0-rc.1')") is True
+    assert _run("semver('1.0.0-rc.1+a') == semver('1.0.0+a')") is False
+    assert _run("semver('1.0.0+a') != semver('1.0.0+b')") is False
+
+
 def test_a_crd_rule_checks_a_version_on_write() -> None:
     rule = "isSemver(self) && semver(self).isGreaterThan(semver('1.0.0'))"
     rules = cel.compile_schema_rules(
