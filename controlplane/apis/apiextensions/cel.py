@@ -13,8 +13,8 @@ else the old value's, read with ``hasValue()``, ``value()``, ``orValue()``); a f
 a field error at its node (or ``fieldPath``; a map's key in brackets, ``spec.map[key]``) with its
 ``message``, its ``messageExpression``'s result, or ``failed rule: <rule>``; ``reason`` picks the error type. Rules have the libraries of kube's
 CRD environment beyond core CEL (:mod:`.cel_library`). On update they ratchet as kube does
-(CRDValidationRatcheting): a rule that is not a transition rule does not refuse a value equal to
-its old value, nor a value whose old one cannot be found (an item of a ``set`` list) below an
+(CRDValidationRatcheting): a rule that is not a transition rule and evaluates to false (one that
+cannot be evaluated is reported) does not refuse a value equal to its old value, nor a value whose old one cannot be found (an item of a ``set`` list) below an
 unchanged node. :meth:`SchemaRules.after` runs them after the schema's own checks, as kube's
 CRD strategy does: not at all when those found an error that blocks them (a value of the wrong
 type, a missing, unsupported, too long or too many one), which it says in a field error of its
@@ -267,11 +267,11 @@ class SchemaRules:
             return [*found, RULES_NOT_CHECKED]
         return [*found, *self.evaluate(obj, old)]
 
-    def evaluate(self, obj: Any, old: Any, *, ratchet: bool = True, path: Path = ()) -> list[FieldError]:
+    def evaluate(self, obj: Any, old: Any, *, path: Path = ()) -> list[FieldError]:
         """Every failed rule's field error for ``obj`` (``old``: the stored object, on update;
-        without ``ratchet``, an unchanged value is refused too; ``path``: where ``obj`` is)."""
+        ``path``: where ``obj`` is)."""
         out: list[FieldError] = []
-        was = NO_OLD if old is None or not ratchet else old
+        was = NO_OLD if old is None else old
         self._run(obj, old, path, out, was, _Unchanged(None, NO_OLD))
         return out
 
@@ -290,9 +290,13 @@ class SchemaRules:
         for rule in self.rules:
             if rule.transition and old is None and not rule.optional_old_self:
                 continue
-            error = _check(rule, typed, typed_old, path, self.type)
-            # As kube: a transition rule is never ratcheted; the others are on unchanged values.
-            if error is not None and (rule.transition or not unchanged()):
+            outcome = _check(rule, typed, typed_old, path, self.type)
+            if outcome is None:
+                continue
+            error, failed = outcome
+            # As kube: a transition rule is never ratcheted, nor a rule that could not be evaluated;
+            # the others are on unchanged values.
+            if rule.transition or not failed or not unchanged():
                 out.append(error)
         above = unchanged
 
@@ -337,7 +341,9 @@ class _Unchanged:
         return self._answer
 
 
-def _check(rule: Rule, value: Any, old: Any, path: Path, node_type: str) -> FieldError | None:
+def _check(rule: Rule, value: Any, old: Any, path: Path, node_type: str) -> tuple[FieldError, bool] | None:
+    """The rule's field error, and whether the rule evaluated to false (else it could not be
+    evaluated); None when it holds."""
     cel, functions = _library()
     variables: dict[str, Any] = {"self": value}
     if rule.optional_old_self:
@@ -438,30 +444,38 @@ def _executed(rule: Rule, context: Any) -> Any:
     return rule.tolerant.execute(context)
 
 
-def _outcome(rule: Rule, context: Any, shown: str, where: str) -> FieldError | None:
-    # kube names a rule that could not be evaluated by its message, else its expression.
-    named = rule.message.strip() or rule.source.strip()
+def _outcome(rule: Rule, context: Any, shown: str, where: str) -> tuple[FieldError, bool] | None:
     try:
         result = _executed(rule, context)
-    except KeyError as exc:  # a field the rule reads is not set: kube's "no such key"
+    except Exception as exc:
+        return _not_evaluated(rule, exc, shown, where), False
+    if result is True:
+        return None
+    return _failed(rule, context, shown, where), True
+
+
+def _not_evaluated(rule: Rule, exc: Exception, shown: str, where: str) -> FieldError:
+    # kube names a rule that could not be evaluated by its message, else its expression.
+    named = rule.message.strip() or rule.source.strip()
+    if isinstance(exc, KeyError):  # a field the rule reads is not set: kube's "no such key"
         key = exc.args[0] if exc.args else ""
         return FieldError(
             CauseType.FIELD_VALUE_INVALID,
             where,
             f"Invalid value: {shown}: no such key: {key} evaluating rule: {named}",
         )
-    except Exception as exc:  # the evaluator's message is kube's "Invalid value" detail
-        text = _runtime_message(exc)
-        if text.lower().startswith("no such overload"):  # an int-or-string's value of the other type
-            text = (
-                "'no such overload': call arguments did not match a supported operator, function or macro "
-                f"signature for rule: {named}"
-            )
-        else:
-            text = f"{text} evaluating rule: {named}"
-        return FieldError(CauseType.FIELD_VALUE_INVALID, where, f"Invalid value: {shown}: {text}")
-    if result is True:
-        return None
+    text = _runtime_message(exc)  # the evaluator's message is kube's "Invalid value" detail
+    if text.lower().startswith("no such overload"):  # an int-or-string's value of the other type
+        text = (
+            "'no such overload': call arguments did not match a supported operator, function or macro "
+            f"signature for rule: {named}"
+        )
+    else:
+        text = f"{text} evaluating rule: {named}"
+    return FieldError(CauseType.FIELD_VALUE_INVALID, where, f"Invalid value: {shown}: {text}")
+
+
+def _failed(rule: Rule, context: Any, shown: str, where: str) -> FieldError:
     message = rule.message or f"failed rule: {rule.source}"
     if rule.message_expression is not None:
         try:

@@ -33,7 +33,13 @@ class RuleCompiler(Protocol):
     the answer is kube's whole detail."""
 
     def __call__(
-        self, rule: str, schema: Schema, *, root: bool = False, optional_old_self: bool = False, message: bool = False
+        self,
+        rule: str,
+        schema: Schema,
+        *,
+        root: bool = False,
+        optional_old_self: bool = False,
+        message: bool = False,
     ) -> str | None: ...
 
 
@@ -143,7 +149,8 @@ def structural_errors(
             optional_old_self = rule.get("optionalOldSelf") is True
             if (
                 compile_rule is not None
-                and (problem := compile_rule(text, node, root=root, optional_old_self=optional_old_self)) is not None
+                and (problem := compile_rule(text, node, root=root, optional_old_self=optional_old_self))
+                is not None
             ):
                 out.append(_rule_refusal(f"{rpath}.rule", text, problem))
             elif _OLD_SELF.search(text) and (apart := _uncorrelatable(schema, path)) is not None:
@@ -176,11 +183,12 @@ def structural_errors(
 
 def _default_rule_errors(default: Any, node: Schema, where: str, *, root: bool) -> list[FieldError]:
     """kube's ValidateDefaults: a default that the schema takes must pass the node's rules, as an
-    update from itself (``oldSelf`` the default, nothing ratcheted) and then, when that passes, as
-    a create (the ``optionalOldSelf`` rules with no old value)."""
+    update from itself (``oldSelf`` the default: ratcheted, so only a transition rule, or a rule
+    that cannot be evaluated, fails there) and then, when that passes, as a create (every rule
+    but the transition rules without ``optionalOldSelf``)."""
     rules = compile_schema_rules(dict(node), root=root)
-    found = rules.evaluate(default, default, ratchet=False, path=(where,))
-    return found or rules.evaluate(default, None, ratchet=False, path=(where,))
+    found = rules.evaluate(default, default, path=(where,))
+    return found or rules.evaluate(default, None, path=(where,))
 
 
 def _uncorrelatable(schema: Schema, path: Path) -> Path | None:
@@ -205,7 +213,9 @@ def _rule_refusal(where: str, text: str, problem: str) -> FieldError:
     rule that is not a bool, else Invalid ``compilation failed: ...``."""
     if problem.startswith(OVER_BUDGET):
         return field.forbidden(where, problem)
-    return field.invalid(where, text, problem if problem == MUST_BE_BOOL else f"compilation failed: {problem}")
+    return field.invalid(
+        where, text, problem if problem == MUST_BE_BOOL else f"compilation failed: {problem}"
+    )
 
 
 def _type_for(node: Schema, where: str, wanted: str, reason: str) -> list[FieldError]:
@@ -262,7 +272,9 @@ def _extension_errors(node: Schema, where: str, *, root: bool, list_types: bool 
         # schema: a zero value (``nullable: false``, ``description: ""``) and a keyword a
         # structural schema does not hold (``example``, ``externalDocs``) are nothing.
         restricted = {
-            k for k, v in metadata.items() if k not in _METADATA_IGNORED and v not in (None, False, "", [], {})
+            k
+            for k, v in metadata.items()
+            if k not in _METADATA_IGNORED and v not in (None, False, "", [], {})
         } - ({"properties"} if names <= {"name", "generateName"} else set())
         if restricted:
             out.append(
@@ -308,7 +320,9 @@ def _extension_errors(node: Schema, where: str, *, root: bool, list_types: bool 
     items = node.get("items") if isinstance(node.get("items"), dict) else None
     if list_type == "map" and items is not None and list_types:
         out += _map_list_errors(items, keys, where)
-    if list_type == "set" and items is not None and list_types:  # kube shows the items' list type (its own quirk)
+    if (
+        list_type == "set" and items is not None and list_types
+    ):  # kube shows the items' list type (its own quirk)
         detail, shown = (
             "must be atomic as item of a list with x-kubernetes-list-type=set",
             items.get("x-kubernetes-list-type"),

@@ -11,6 +11,7 @@ import yaml
 
 from controlplane.apis.apiextensions import cel
 from controlplane.apis.apiextensions.crd import default_crd, validate_crd
+from controlplane.apis.apiextensions.structural import structural_errors
 
 RULES: dict[str, Any] = {
     "type": "object",
@@ -113,7 +114,9 @@ def test_compile_errors_and_cost_budget() -> None:
     assert cel.compile_error("self.x > 1") is None
     # cel-go's optional macros are not evaluated here: refused when written, not at every object.
     opt_map = "oldSelf.optMap(o, o.size()).orValue(0) < 4 || self.size() >= 4"
-    assert cel.compile_error(opt_map) == "ERROR: <input>:1:9: the optMap macro is not supported by this server"
+    assert (
+        cel.compile_error(opt_map) == "ERROR: <input>:1:9: the optMap macro is not supported by this server"
+    )
     assert (cel.compile_error("self.x >") or "").startswith("ERROR: <input>:1:9: Syntax error")
     unbounded = {"type": "array", "items": {"type": "array", "items": {"type": "string"}}}
     nested = "self.all(x, x.all(y, self.exists(z, z == y)))"
@@ -602,3 +605,37 @@ def test_a_number_is_a_double_to_a_rule_even_without_a_fraction() -> None:
         }
     )
     assert rules.evaluate({"ratio": 1, "weights": [1, 2.5], "shares": {"a": 3}}, None) == []
+
+
+def test_a_rule_that_cannot_be_evaluated_is_not_ratcheted() -> None:
+    """kube's CEL validator ratchets a rule that evaluates to false on an unchanged value; an
+    evaluation error (``no such key``) it reports whatever the old value."""
+    schema = {
+        "type": "object",
+        "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+        "x-kubernetes-validations": [{"rule": "self.a > 1", "message": "small"}, {"rule": "self.b > 1"}],
+    }
+    rules = cel.compile_schema_rules(schema, root=False)
+    stored = {"a": 0}
+    assert [e.message for e in rules.evaluate(stored, stored)] == [
+        'Invalid value: "object": no such key: b evaluating rule: self.b > 1'
+    ]
+
+
+def test_a_default_is_checked_as_kubes_validate_defaults_checks_it() -> None:
+    """kube's ValidateDefaults runs the rules over the default as an update from itself, which
+    ratchets every rule but the transition rules (and one that cannot be evaluated), then, when
+    that found nothing, as a create."""
+
+    def defaults(rules: list[dict[str, Any]]) -> list[str]:
+        node = {"type": "integer", "default": 5, "x-kubernetes-validations": rules}
+        schema = {"type": "object", "properties": {"x": node}}
+        return [e.message.split(" in body")[0] for e in structural_errors(schema, "s", cel.compile_error)]
+
+    plain = {"rule": "self < 3", "message": "plain"}
+    transition = {"rule": "self == oldSelf + 1", "message": "transition"}
+    assert defaults([plain, transition]) == ['Invalid value: "integer": transition']
+    assert defaults([plain]) == ['Invalid value: "integer": plain']
+    assert defaults([plain, {"rule": "self / 0 == 1", "message": "zero"}]) == [
+        'Invalid value: "integer": division by zero evaluating rule: zero'
+    ]

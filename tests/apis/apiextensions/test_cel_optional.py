@@ -218,8 +218,9 @@ def test_old_self_is_refused_below_a_list_that_is_not_a_map_list() -> None:
 
 def test_a_default_must_pass_its_nodes_rules() -> None:
     """kube's ValidateDefaults: a default the schema takes (its nested defaults applied) runs the
-    node's rules as an update from itself (nothing ratcheted) and then as a create (an
-    ``optionalOldSelf`` rule with no old value); one the schema refuses is not run."""
+    node's rules as an update from itself (ratcheted: only a transition rule fails) and then, when
+    that passed, as a create (an ``optionalOldSelf`` rule with no old value); one the schema
+    refuses is not run."""
     spec = {
         "type": "object",
         "default": {"x": 4},
@@ -248,6 +249,7 @@ def test_a_default_must_pass_its_nodes_rules() -> None:
     at = "v.properties[spec]"
     assert [(e.field, e.message.split(" in body")[0]) for e in found] == [
         (f"{at}.default.x", 'Invalid value: "integer": x'),
+        (f"{at}.default.z", 'Invalid value: "string": failed rule: oldSelf.hasValue()'),
         (f"{at}.properties[x].default", 'Invalid value: "integer": x'),
         (f"{at}.properties[z].default", 'Invalid value: "string": failed rule: oldSelf.hasValue()'),
         ("v.properties[other].default", 'Invalid value: "string": v.properties[other].default'),
