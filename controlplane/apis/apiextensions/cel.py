@@ -140,7 +140,7 @@ def compile_error(
     ``oldSelf`` (an optional of it with ``optional_old_self``); what cel-go's checker finds for sure
     is refused in its words (``undefined field 'x'``, ``found no matching overload ...``)."""
     if message:
-        return message_expression_error(rule, schema or {}, root=root)
+        return message_expression_error(rule, schema or {}, root=root, optional_old_self=optional_old_self)
     problem = _syntax_error(rule)
     if problem is not None:
         return problem
@@ -160,14 +160,19 @@ def compile_error(
     return None
 
 
-def message_expression_error(expression: str, schema: Schema, *, root: bool = False) -> str | None:
+def message_expression_error(
+    expression: str, schema: Schema, *, root: bool = False, optional_old_self: bool = False
+) -> str | None:
     """Why a rule's ``messageExpression`` cannot be used, in kube's words (None: it can):
     ``messageExpression compilation failed: ...`` or ``messageExpression must evaluate to a string``
-    (when its type is known to be another)."""
+    (when its type is known to be another). It has its rule's variables (``optional_old_self``:
+    ``oldSelf`` an optional), as kube compiles it in the rule's environment."""
     problem = _syntax_error(expression)
     if problem is None:
         result, issues = (
-            _checked(expression, schema, root=root, optional_old_self=False) if schema else (None, [])
+            _checked(expression, schema, root=root, optional_old_self=optional_old_self)
+            if schema
+            else (None, [])
         )
         if issues:
             problem = display(expression, issues)
@@ -226,12 +231,14 @@ def _rule(spec: dict[str, Any], schema: Schema, root: bool) -> Rule:
         tolerant=_tolerant(source, schema, root=root, optional_old_self=optional_old_self),
         message=str(spec.get("message") or ""),
         message_expression=(
-            _compile(expression, schema, root=root) if isinstance(expression, str) and expression else None
+            _compile(expression, schema, root=root, optional_old_self=optional_old_self)
+            if isinstance(expression, str) and expression
+            else None
         ),
         reason=_REASONS.get(str(spec.get("reason") or ""), CauseType.FIELD_VALUE_INVALID),
         field_path=str(spec.get("fieldPath") or "").lstrip("."),
         transition=re.search(r"\boldSelf\b", source) is not None,
-        optional_old_self=spec.get("optionalOldSelf") is True,
+        optional_old_self=optional_old_self,
     )
 
 

@@ -175,7 +175,12 @@ def structural_errors(
                 compile_rule is not None
                 and isinstance(expression, str)
                 and expression.strip()
-                and (problem := compile_rule(expression, node, root=root, message=True)) is not None
+                and (
+                    problem := compile_rule(
+                        expression, node, root=root, optional_old_self=optional_old_self, message=True
+                    )
+                )
+                is not None
             ):
                 out.append(field.invalid(f"{rpath}.messageExpression", expression, problem))
     return out

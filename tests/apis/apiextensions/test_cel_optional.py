@@ -279,3 +279,34 @@ def test_a_rule_reads_properties_by_kubes_escaped_names() -> None:
     other = {"type": "object", "properties": {"if": {"type": "string"}, "x-y": {"type": "integer"}}}
     other["x-kubernetes-validations"] = [{"rule": "self.__if__ == 'a' && self.x__dash__y == 1"}]
     assert cel.compile_schema_rules(other).evaluate({"if": "a", "x-y": 1}, None) == []
+
+
+def test_a_message_expression_has_its_rules_optional_old_self() -> None:
+    """kube compiles a rule's ``messageExpression`` in the rule's environment: with
+    ``optionalOldSelf``, its ``oldSelf`` is an optional of the node's type."""
+
+    def schema(message: str) -> dict[str, Any]:
+        rule = {
+            "rule": "!oldSelf.hasValue() || self == oldSelf.value()",
+            "optionalOldSelf": True,
+            "messageExpression": message,
+        }
+        x = {"type": "string", "maxLength": 5, "x-kubernetes-validations": [rule]}
+        return {"type": "object", "properties": {"x": x}}
+
+    sized = "'was ' + string(oldSelf.value().size()) + ' long'"
+    assert structural_errors(schema(sized), "s", cel.compile_error) == []
+    rules = cel.compile_schema_rules(schema(sized), root=False)
+    # A string's size in code points, as cel-go counts it, since oldSelf.value() is typed a string.
+    assert [e.message for e in rules.evaluate({"x": "ab"}, {"x": "éé"})] == [
+        'Invalid value: "string": was 2 long'
+    ]
+    # oldSelf.orValue('') is a string: adding an int to it is refused when the CRD is written.
+    refused = structural_errors(schema("oldSelf.orValue('') + 1"), "s", cel.compile_error)
+    assert [(e.field, e.message.splitlines()[0]) for e in refused] == [
+        (
+            "s.properties[x].x-kubernetes-validations[0].messageExpression",
+            "Invalid value: \"oldSelf.orValue('') + 1\": messageExpression compilation failed: ERROR: "
+            "<input>:1:21: found no matching overload for '_+_' applied to '(string, int)'",
+        )
+    ]
