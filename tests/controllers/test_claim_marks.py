@@ -137,6 +137,34 @@ async def test_a_preempting_policy_replaces_the_marks_and_a_deleted_one_takes_th
     assert workload is not None and "gpufed.io/propagation" in workload["metadata"]["finalizers"]
 
 
+async def test_a_release_moves_a_deployments_generation_and_only_its_works_stamp(
+    objects: ObjectStore, manager: ControllerManager
+) -> None:
+    """The marks move a Deployment's generation (kube's Deployment strategy counts annotations), so
+    its Works are rewritten for the stamp of the generation they stand for (which the status
+    aggregation compares); their spec, and so their generation, stays: the members apply nothing."""
+    work_rt = objects.registry.require("work.gpufed.io/v1alpha1", "Work")
+    await put_cluster(objects, "east", node_shape(2, gpus=8))
+    await create(objects, propagation_policy("spread", placement={}))
+    await create(objects, deployment("web", replicas=1))
+    await settled(manager)
+    [before] = (await objects.list(work_rt)).items
+    await objects.delete(
+        objects.registry.require(KARMADA, "PropagationPolicy"), namespace="default", name="spread"
+    )
+    await settled(manager)
+    workload = await get_object(objects, "apps/v1", "Deployment", "web")
+    [after] = (await objects.list(work_rt)).items
+    assert workload is not None
+    stamp = "work.gpufed.io/resource-generation"
+    assert after["metadata"]["annotations"][stamp] == str(workload["metadata"]["generation"])
+    assert before["metadata"]["annotations"][stamp] != after["metadata"]["annotations"][stamp]
+    assert (after["spec"], after["metadata"]["generation"]) == (
+        before["spec"],
+        before["metadata"]["generation"],
+    )
+
+
 @pytest.mark.parametrize("kind", ["PropagationPolicy", "ClusterPropagationPolicy"])
 async def test_the_permanent_id_label_cannot_change_or_go(objects: ObjectStore, kind: str) -> None:
     """karmada-webhook's validating webhook (``validateUpdate``): the label is the system's, set on
