@@ -149,3 +149,30 @@ def test_the_document_given_is_left_as_it_was() -> None:
         ],
     )
     assert repr(DOC) == before
+
+
+@pytest.mark.parametrize(
+    ("index", "words"),
+    [
+        # Go's Atoi stops at the digit that overflows 64 bits: out of range, however long.
+        ("1" * 5000, "value out of range"),
+        ("1" * 5000 + "x", "value out of range"),
+        ("-" + "9" * 30, "value out of range"),
+        ("9223372036854775808", "value out of range"),
+        # Leading zeros never overflow; a letter before the overflow is a syntax error.
+        ("1x" + "1" * 5000, "invalid syntax"),
+        ("+", "invalid syntax"),
+    ],
+)
+def test_an_index_is_read_as_gos_atoi_reads_it(index: str, words: str) -> None:
+    with pytest.raises(JsonPatchFailed) as failed:
+        json_patched(DOC, [{"op": "remove", "path": f"/spec/items/{index}"}])
+    assert (
+        str(failed.value)
+        == f"error in remove for path: '/spec/items/{index}': strconv.Atoi: parsing \"{index}\": {words}"
+    )
+
+
+def test_an_index_of_many_leading_zeros_is_its_value() -> None:
+    patched = json_patched(DOC, [{"op": "remove", "path": "/spec/items/" + "0" * 5000 + "1"}])
+    assert patched["spec"]["items"] == [{"n": "a"}]

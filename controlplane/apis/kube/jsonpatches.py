@@ -40,8 +40,10 @@ MAX_JSON_PATCH_COPY_BYTES: Final = 3 * 1024 * 1024
 _MISSING: Final = "missing value"
 _INVALID_INDEX: Final = "invalid index referenced"
 _TEST_FAILED: Final = "test failed"
-_ATOI: Final = re.compile(r"[+-]?[0-9]+")
+_DIGITS: Final = re.compile(r"[0-9]*")
 _INT_BITS: Final = 63
+#: The most significant digits Go's ``ParseUint`` reads before it overflows 64 bits.
+_UINT_DIGITS: Final = 20
 
 
 class JsonPatchFailed(jsonpatch.JsonPatchException):
@@ -72,10 +74,18 @@ def json_patched(doc: Any, patch: list[Any]) -> Any:
 
 
 def _atoi(key: str) -> int:
-    """Go's ``strconv.Atoi``, with its errors."""
-    if not _ATOI.fullmatch(key):
+    """Go's ``strconv.Atoi``, with its errors: it reads the digits in turn and stops at the first
+    that overflows 64 bits (out of range) or is not a digit (invalid syntax), so the digits are
+    bounded before Python reads them."""
+    sign = 1 if key[:1] in ("+", "-") else 0
+    run = _DIGITS.match(key, sign)
+    assert run is not None  # the pattern matches the empty string
+    significant = run[0].lstrip("0")
+    if len(significant) > _UINT_DIGITS or int(significant or "0") >= 2 ** (_INT_BITS + 1):
+        raise JsonPatchFailed(f'strconv.Atoi: parsing "{key}": value out of range')
+    if not run[0] or run.end() < len(key):
         raise JsonPatchFailed(f'strconv.Atoi: parsing "{key}": invalid syntax')
-    value = int(key)
+    value = int(significant or "0") * (-1 if sign and key[0] == "-" else 1)
     if not -(2**_INT_BITS) <= value < 2**_INT_BITS:
         raise JsonPatchFailed(f'strconv.Atoi: parsing "{key}": value out of range')
     return value
