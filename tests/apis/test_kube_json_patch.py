@@ -38,6 +38,7 @@ DOC: dict[str, Any] = {"spec": {"replicas": 1, "items": [{"n": "a"}, {"n": "b"}]
         ([{"op": "copy", "from": "/spec/gone", "path": "/spec/copied"}], {**DOC["spec"], "copied": None}),
         ([{"op": "test", "path": "/spec/items", "value": [{"n": "a"}, {"n": "b"}]}], DOC["spec"]),
         ([{"op": "add", "path": "/spec/x~1y", "value": 1}], {**DOC["spec"], "x/y": 1}),
+        ([{"op": "replace", "path": "", "value": {"spec": {"a": 1}}}], {"a": 1}),
     ],
 )
 def test_what_kubes_library_applies(patch: list[Any], spec: dict[str, Any]) -> None:
@@ -129,6 +130,16 @@ def test_what_kubes_library_applies(patch: list[Any], spec: dict[str, Any]) -> N
             [{"op": "replace", "path": 5}],
             "replace operation failed to decode path: json: cannot unmarshal number into Go value of type string",
         ),
+        # The whole document is replaced only by an object or an array; the library wraps a nil error.
+        (
+            [{"op": "replace", "path": "", "value": 5}],
+            "replace operation value must be object or array: %!w(<nil>)",
+        ),
+        (
+            [{"op": "replace", "path": "", "value": None}],
+            "replace operation value must be object or array: %!w(<nil>)",
+        ),
+        ([{"op": "replace", "path": ""}], "replace operation value must be object or array: %!w(<nil>)"),
         ([{"op": "frobnicate", "path": "/spec"}], "Unexpected kind: frobnicate"),
         ([{"path": "/spec"}], "Unexpected kind: unknown"),
     ],

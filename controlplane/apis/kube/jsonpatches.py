@@ -217,8 +217,11 @@ class _Patching:
         path = _field(op, "path", "replace operation failed to decode path")
         if path == "":
             value = op.get("value")
-            if isinstance(value, (dict, list)):  # anything else leaves it as it is (a nil error wrapped)
-                self.doc = copy.deepcopy(value)
+            if not isinstance(value, (dict, list)):
+                # The library wraps a nil error here, which Go prints as %!w(<nil>); without a value
+                # at all it dereferences nil (a panic), answered here with the same words.
+                raise JsonPatchFailed("replace operation value must be object or array: %!w(<nil>)")
+            self.doc = copy.deepcopy(value)
             return
         found = self.located(path, f"replace operation does not apply: doc is missing path: {path}")
         try:
