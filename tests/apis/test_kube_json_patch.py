@@ -124,7 +124,11 @@ def test_what_kubes_library_applies(patch: list[Any], spec: dict[str, Any]) -> N
         ),
         (
             [{"op": "move", "path": "/spec/x"}],
-            "move operation failed to decode from: operation missing from field: missing value",
+            "move operation failed to decode from: operation, missing from field: missing value",
+        ),
+        (
+            [{"op": "copy", "path": "/spec/x"}],
+            "copy operation failed to decode from: operation, missing from field: missing value",
         ),
         (
             [{"op": "replace", "path": 5}],

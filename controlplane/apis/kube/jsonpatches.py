@@ -296,7 +296,13 @@ def _field(op: dict[str, Any], name: str, failure: str, *, terse: bool = False) 
     if terse:
         raise JsonPatchFailed(f"{failure}: {_MISSING}")
     cause = (
-        f"operation missing {name} field: {_MISSING}" if value is None else cannot_unmarshal(value, "string")
+        (
+            f"operation, missing from field: {_MISSING}"
+            if name == "from"
+            else f"operation missing path field: {_MISSING}"
+        )
+        if value is None
+        else cannot_unmarshal(value, "string")
     )
     raise JsonPatchFailed(f"{failure}: {cause}")
 
