@@ -5,7 +5,7 @@ leniencies and its words.
 What that library does that the RFC does not say: ``replace`` of a key an object lacks adds it
 (its object lookup never fails), ``test`` of a missing key holds when the value is ``null`` or
 left out, ``copy`` from a missing key copies ``null``, negative array indices count from the end
-(``add`` at ``-1`` inserts before the last item), an index is read as Go's ``strconv.Atoi`` reads
+(``add`` at ``-1`` appends, after the last item), an index is read as Go's ``strconv.Atoi`` reads
 it (``+1`` is 1), a null value is not walked through, and scalars compare as their JSON text
 (``1`` is not ``1.0``). Its errors name the operation and its path (``error in remove for path:
 '/spec/x/3': Unable to access invalid index: 3: invalid index referenced``), never the document.
