@@ -7,7 +7,9 @@ kube's ``kubernetes.io/description`` annotation. Tools read it for an in-cluster
 a pod's ``kube-api-access-*`` projected volume names it. As kube's publisher: created when a
 namespace appears or becomes active again, created again when deleted, and its data and
 annotation put back when changed (other keys of ``data`` dropped, its other metadata kept; a new CA
-replaces the old one when the next leader starts). Nothing is created in a namespace being deleted.
+replaces the old one when the next leader starts). Nothing is created in a namespace being deleted
+(a refusal with the ``NamespaceTerminating`` cause) or gone; any other refusal (a quota, an
+admission policy or webhook) is retried with backoff.
 The hub never propagates it: each member's own publisher keeps the member's
 (:mod:`controlplane.interpreter.dependencies`).
 
@@ -119,8 +121,12 @@ class RootCAPublisher:
         }
         try:
             await self._objects.create(self._config_maps_rt, body)
-        except (errors.NotFound, errors.Forbidden):
-            return  # the namespace is gone, or terminating: kube's publisher does not retry either
+        except errors.NotFound:
+            return  # the namespace is gone: kube's publisher does not retry either
+        except errors.Forbidden as refused:
+            if any(cause.reason == errors.CauseType.NAMESPACE_TERMINATING for cause in refused.causes):
+                return  # nor in a namespace being deleted
+            raise  # a quota, a policy, a webhook: the loop retries with backoff, as kube's does
         except errors.AlreadyExists:
             return  # its event queues the namespace again, to check what it holds
         log.info("created the root CA ConfigMap of namespace %s", namespace)

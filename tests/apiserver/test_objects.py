@@ -210,8 +210,12 @@ async def test_deleting_a_namespace_deletes_its_objects(objects_on: ObjectStore)
     assert not result.deleted  # the finalizer on "held" keeps the namespace terminating
     assert (await objects_on.get(namespaces, name="team-a"))["status"]["phase"] == "Terminating"
     assert (await objects_on.list(deploy, namespace="team-a")).items == []
-    with pytest.raises(errors.Forbidden, match="because it is being terminated"):
+    with pytest.raises(errors.Forbidden, match="because it is being terminated") as refused:
         await objects_on.create(configmaps, {"metadata": {"name": "new", "namespace": "team-a"}})
+    # kube's NamespaceLifecycle admission names the cause, which controllers read to stop retrying.
+    assert refused.value.to_status()["details"]["causes"] == [
+        {"reason": "NamespaceTerminating", "message": "namespace team-a is being terminated", "field": "metadata.namespace"}
+    ]
     held = await objects_on.get(configmaps, namespace="team-a", name="held")
     await objects_on.update(configmaps, {**held, "metadata": {**held["metadata"], "finalizers": []}})
     with pytest.raises(errors.NotFound):

@@ -94,6 +94,35 @@ async def test_a_namespace_being_deleted_gets_none(objects: ObjectStore, publish
     assert await _root_ca(objects, "going") is None
 
 
+async def test_a_refused_create_is_retried(objects: ObjectStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """kube's publisher gives up only on NotFound and the NamespaceTerminating cause; any other
+    refusal (here a quota's 403) is requeued with backoff."""
+    create = objects.create
+    refused: list[str] = []
+
+    async def refusing_once(rt: Any, body: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+        if (
+            body["metadata"].get("name") == ROOT_CA
+            and body["metadata"].get("namespace") == "team-q"
+            and not refused
+        ):
+            refused.append("quota")
+            raise errors.Forbidden(f'configmaps "{ROOT_CA}" is forbidden: exceeded quota: q')
+        return await create(rt, body, *args, **kwargs)
+
+    monkeypatch.setattr(objects, "create", refusing_once)
+    running = RootCAPublisher(objects, ca_pem=CA)
+    task = asyncio.create_task(running.run())
+    try:
+        await objects.create(objects.registry.require("v1", "Namespace"), {"metadata": {"name": "team-q"}})
+        await eventually(lambda: _root_ca(objects, "team-q"), what="the root CA of team-q after a refusal")
+        assert refused == ["quota"]
+    finally:
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+
 async def test_no_policy_propagates_the_root_ca(objects: ObjectStore) -> None:
     await put_cluster(objects, "onprem", node_shape(1))
     policy_rt = objects.registry.require("policy.gpufed.io/v1alpha1", "PropagationPolicy")

@@ -42,6 +42,8 @@ class CauseType(StrEnum):
     FIELD_MANAGER_CONFLICT = "FieldManagerConflict"
     UNEXPECTED_SERVER_RESPONSE = "UnexpectedServerResponse"
     RESOURCE_VERSION_TOO_LARGE = "ResourceVersionTooLarge"
+    #: v1.NamespaceTerminatingCause: content refused in a namespace being deleted.
+    NAMESPACE_TERMINATING = "NamespaceTerminating"
 
 
 #: The schema errors after which kube's CRD strategy runs none of the CRD's rules (``hasBlockingErr``).

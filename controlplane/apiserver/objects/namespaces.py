@@ -93,6 +93,13 @@ class NamespaceLifecycle:
                 f'{rt.qualified()} "{name}" is forbidden: unable to create new content in namespace '
                 f"{namespace} because it is being terminated",
                 target=errors.Target(name=name, group=rt.group, kind=rt.plural),
+                causes=[
+                    errors.Cause(
+                        errors.CauseType.NAMESPACE_TERMINATING,
+                        f"namespace {namespace} is being terminated",
+                        "metadata.namespace",
+                    )
+                ],
             )
 
     async def is_empty(self, namespace: str) -> bool:
@@ -123,7 +130,9 @@ class NamespaceLifecycle:
             if kept is not None or ns["metadata"].get("finalizers"):
                 spec = ns.get("spec")
                 if isinstance(spec, dict) and kept != spec.get("finalizers"):
-                    ns["spec"] = {k: v for k, v in spec.items() if k != "finalizers"} | ({"finalizers": kept} if kept else {})
+                    ns["spec"] = {k: v for k, v in spec.items() if k != "finalizers"} | (
+                        {"finalizers": kept} if kept else {}
+                    )
                     await self._store.update(key, codec.encode(ns), expected_revision=kv.mod_revision)
                 return None
             deleted = await self._store.delete(key, expected_revision=kv.mod_revision)
@@ -142,4 +151,3 @@ class NamespaceLifecycle:
         state = await self.state(namespace)
         if state.exists and state.terminating:
             await self.finish(namespace)
-
