@@ -7,9 +7,10 @@
 - :func:`interpreter_context` is the ``config.karmada.io/v1alpha1`` ResourceInterpreterContext
   request;
 - :func:`verify_response` reads the answer (uid echoed, ``successful`` or a status, the field the
-  operation needs) and :func:`apply_patch` applies its JSONPatch (its ``copy`` operations adding 3 MiB
-  at most, as kube-apiserver bounds every JSON patch: :mod:`controlplane.apis.kube.jsonpatches`,
-  where Karmada sets no bound); both raise
+  operation needs) and :func:`apply_patch` applies its JSONPatch as Karmada does, with
+  evanphx/json-patch v5 (where a missing key is not there to replace, copy or move), its ``copy``
+  operations adding 3 MiB at most (as kube-apiserver bounds every JSON patch:
+  :mod:`controlplane.apis.kube.jsonpatches`, where Karmada sets no bound); both raise
   :class:`HookFailed` with Karmada's words, which :meth:`HookFailed.internal_error` wraps as
   Karmada reports a failed call (``Internal error occurred: failed calling webhook "..."``);
 - :func:`dependencies_of`, :func:`raw_status_of` and :func:`healthy_of` read the answers of
@@ -219,8 +220,9 @@ def apply_patch(obj: Mapping[str, Any], response: Mapping[str, Any]) -> Obj:
     if not isinstance(operations, list):
         raise HookFailed("json: cannot unmarshal object into Go value of type jsonpatch.Patch")
     try:
-        # Bounded as kube-apiserver bounds a JSON patch's copies (Karmada applies it unbounded).
-        patched = json_patched(dict(obj), operations)
+        # Applied as Karmada applies it, with the library's v5; bounded as kube-apiserver bounds
+        # a JSON patch's copies (Karmada applies it unbounded).
+        patched = json_patched(dict(obj), operations, v5=True)
     except JsonPatchFailed as exc:  # CopiedTooMuch among them
         raise HookFailed(str(exc)) from None
     if not isinstance(patched, dict):

@@ -191,3 +191,47 @@ def test_an_index_is_read_as_gos_atoi_reads_it(index: str, words: str) -> None:
 def test_an_index_of_many_leading_zeros_is_its_value() -> None:
     patched = json_patched(DOC, [{"op": "remove", "path": "/spec/items/" + "0" * 5000 + "1"}])
     assert patched["spec"]["items"] == [{"n": "a"}]
+
+
+@pytest.mark.parametrize(
+    ("patch", "message"),
+    [
+        # v5's partialDoc.get fails for a missing key, where v4's answers nil.
+        (
+            [{"op": "replace", "path": "/spec/paused", "value": True}],
+            "replace operation does not apply: doc is missing key: /spec/paused: missing value",
+        ),
+        (
+            [{"op": "copy", "from": "/spec/gone", "path": "/spec/copied"}],
+            "error in copy for from: '/spec/gone': unable to get nonexistent key: gone: missing value",
+        ),
+        (
+            [{"op": "move", "from": "/spec/gone", "path": "/spec/moved"}],
+            "error in move for path: 'gone': unable to get nonexistent key: gone: missing value",
+        ),
+        (
+            [{"op": "remove", "path": "/spec/gone"}],
+            "error in remove for path: '/spec/gone': unable to remove nonexistent key: gone: missing value",
+        ),
+        (
+            [{"op": "copy", "from": "/spec/gone/x", "path": "/spec/copied"}],
+            'copy operation does not apply: doc is missing from path: "/spec/gone/x": missing value',
+        ),
+        ([{"op": "test", "path": "/spec/gone", "value": 1}], "testing value /spec/gone failed: test failed"),
+    ],
+)
+def test_v5_words_for_a_missing_key(patch: list[Any], message: str) -> None:
+    """evanphx/json-patch v5 (github.com/evanphx/json-patch v5/patch.go), as Karmada applies an
+    interpreter webhook's patch."""
+    with pytest.raises(JsonPatchFailed) as failed:
+        json_patched(DOC, patch, v5=True)
+    assert str(failed.value) == message
+
+
+def test_v5_tests_a_missing_key_as_null_and_replaces_a_present_one() -> None:
+    patch = [
+        {"op": "test", "path": "/spec/gone", "value": None},
+        {"op": "test", "path": "/spec/gone"},
+        {"op": "replace", "path": "/spec/replicas", "value": 3},
+    ]
+    assert json_patched(DOC, patch, v5=True) == {"spec": {**DOC["spec"], "replicas": 3}}

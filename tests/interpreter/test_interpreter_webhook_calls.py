@@ -210,6 +210,16 @@ def test_a_patch_whose_copies_double_the_workload_stops_at_3_mib() -> None:
     assert str(failed.value).endswith(f", exceeding the limit {MAX_JSON_PATCH_COPY_BYTES}")
 
 
+def test_a_patch_is_applied_as_karmada_applies_it_with_json_patch_v5() -> None:
+    """Karmada's webhook interpreter applies the answer with evanphx/json-patch v5
+    (pkg/resourceinterpreter/customized/webhook/customized.go), where a replace of a missing key
+    fails (kube-apiserver's v4 would add it)."""
+    encoded = base64.b64encode(orjson.dumps([{"op": "replace", "path": "/spec/suspend", "value": True}])).decode()
+    with pytest.raises(HookFailed) as failed:
+        apply_patch(WORKLOAD, {"patch": encoded, "patchType": "JSONPatch"})
+    assert str(failed.value) == "replace operation does not apply: doc is missing key: /spec/suspend: missing value"
+
+
 def test_a_webhook_without_v1alpha1_is_not_called() -> None:
     hook = InterpreterHook("examples", "old.example.com", url="https://old.example.com/", context_versions=("v1beta9",))
     with pytest.raises(HookFailed, match="webhook does not accept known ResourceInterpreterContext versions"):

@@ -17,6 +17,12 @@ summed over the patch. Every JSON patch it applies counts against it: a client's
 ``Internal error occurred: Unable to complete the copy, ...``). Without it a patch of a few dozen
 copies, each of the document into itself, doubles the object each time.
 
+Karmada applies its interpreter webhooks' patches with the library's v5 instead
+(``json_patched(..., v5=True)``): there an object's missing key is not there to ``replace``,
+``copy`` or ``move`` (``unable to get nonexistent key: x: missing value``), though ``test`` still
+reads it as null; its ``remove`` says ``unable to remove nonexistent key`` and its ``copy`` quotes a
+missing ``from`` path.
+
 In: a document and a JSON patch (parsed). Out: the patched document, or :class:`JsonPatchFailed`
 (:class:`CopiedTooMuch` among them) in the library's words. Pure: no I/O.
 """
@@ -63,11 +69,13 @@ _ABSENT: Final = _Absent()
 _Found = tuple[dict[str, Any] | list[Any], str] | None
 
 
-def json_patched(doc: Any, patch: list[Any]) -> Any:
+def json_patched(doc: Any, patch: list[Any], *, v5: bool = False) -> Any:
     """A copy of ``doc`` with the RFC 6902 ``patch`` applied as evanphx/json-patch v4 applies it
     (``Patch.Apply``), one operation after the other; :class:`JsonPatchFailed` names the first
-    that does not apply."""
-    state = _Patching(copy.deepcopy(doc))
+    that does not apply. ``v5``: as the library's v5 applies it instead (Karmada's, for its
+    interpreter webhooks' patches), where an object's missing key is not there to replace, copy
+    or move (``unable to get nonexistent key``)."""
+    state = _Patching(copy.deepcopy(doc), v5=v5)
     for op in patch:
         state.apply(op if isinstance(op, dict) else {})
     return state.doc
@@ -106,9 +114,18 @@ def _array_get(ary: list[Any], key: str) -> Any:
     return ary[idx]
 
 
-def _get(con: dict[str, Any] | list[Any], key: str) -> Any:
-    """The library's ``get``: an object's missing key is ``None`` (never an error)."""
-    return con.get(key) if isinstance(con, dict) else _array_get(con, key)
+class _MissingKey(JsonPatchFailed):
+    """v5's ``get`` of a key an object lacks (its ``ErrMissing``, which its ``test`` reads as null)."""
+
+
+def _get(con: dict[str, Any] | list[Any], key: str, *, v5: bool = False) -> Any:
+    """The library's ``get``: in v4 an object's missing key is ``None`` (never an error), in v5
+    :class:`_MissingKey`."""
+    if not isinstance(con, dict):
+        return _array_get(con, key)
+    if v5 and key not in con:
+        raise _MissingKey(f"unable to get nonexistent key: {key}: {_MISSING}")
+    return con.get(key)
 
 
 def _add(con: dict[str, Any] | list[Any], key: str, value: Any) -> None:
@@ -128,10 +145,10 @@ def _add(con: dict[str, Any] | list[Any], key: str, value: Any) -> None:
     con.insert(idx + size if idx < 0 else idx, value)
 
 
-def _remove(con: dict[str, Any] | list[Any], key: str) -> Any:
+def _remove(con: dict[str, Any] | list[Any], key: str, *, v5: bool = False) -> Any:
     if isinstance(con, dict):
         if key not in con:
-            raise JsonPatchFailed(f"Unable to remove nonexistent key: {key}: {_MISSING}")
+            raise JsonPatchFailed(f"{'u' if v5 else 'U'}nable to remove nonexistent key: {key}: {_MISSING}")
         return con.pop(key)
     idx = _atoi(key)
     if idx >= len(con) or idx < -len(con):
@@ -164,9 +181,10 @@ def _equal(a: Any, b: Any) -> bool:
 class _Patching:
     """One patch being applied: the document and what its copies have added so far."""
 
-    def __init__(self, doc: Any) -> None:
+    def __init__(self, doc: Any, *, v5: bool) -> None:
         self.doc = doc
         self.copied = 0
+        self.v5 = v5
 
     def find(self, path: str) -> _Found:
         """``findObject``: the container of the path's last token, walked through objects and
@@ -211,7 +229,7 @@ class _Patching:
         path = _field(op, "path", "remove operation failed to decode path", terse=True)
         found = self.located(path, f'remove operation does not apply: doc is missing path: "{path}"')
         with _wrapped(f"error in remove for path: '{path}'"):
-            _remove(*found)
+            _remove(*found, v5=self.v5)
 
     def _op_replace(self, op: dict[str, Any]) -> None:
         path = _field(op, "path", "replace operation failed to decode path")
@@ -225,7 +243,7 @@ class _Patching:
             return
         found = self.located(path, f"replace operation does not apply: doc is missing path: {path}")
         try:
-            _get(*found)
+            _get(*found, v5=self.v5)
         except JsonPatchFailed:
             raise JsonPatchFailed(
                 f"replace operation does not apply: doc is missing key: {path}: {_MISSING}"
@@ -236,8 +254,8 @@ class _Patching:
         source = _field(op, "from", "move operation failed to decode from")
         con, key = self.located(source, f"move operation does not apply: doc is missing from path: {source}")
         with _wrapped(f"error in move for path: '{key}'"):
-            _get(con, key)
-            value = _remove(con, key)
+            _get(con, key, v5=self.v5)
+            value = _remove(con, key, v5=self.v5)
         path = _field(op, "path", "move operation failed to decode path")
         target = self.located(path, f"move operation does not apply: doc is missing destination path: {path}")
         with _wrapped(f"error in move for path: '{path}'"):
@@ -251,16 +269,20 @@ class _Patching:
         else:
             found = self.located(path, f"test operation does not apply: is missing path: {path}")
             with _wrapped(f"error in test for path: '{path}'"):
-                value = _get(*found)
+                try:
+                    value = _get(*found, v5=self.v5)
+                except _MissingKey:  # v5 tests a missing key as null
+                    value = None
             holds = expected is _ABSENT or expected is None if value is None else _equal(value, expected)
         if not holds:
             raise JsonPatchFailed(f"testing value {path} failed: {_TEST_FAILED}")
 
     def _op_copy(self, op: dict[str, Any]) -> None:
         source = _field(op, "from", "copy operation failed to decode from")
-        found = self.located(source, f"copy operation does not apply: doc is missing from path: {source}")
+        shown = f'"{source}"' if self.v5 else source  # v5 quotes it
+        found = self.located(source, f"copy operation does not apply: doc is missing from path: {shown}")
         with _wrapped(f"error in copy for from: '{source}'"):
-            value = _get(*found)
+            value = _get(*found, v5=self.v5)
         path = _field(op, "path", "copy operation failed to decode path", terse=True)
         target = self.located(path, f"copy operation does not apply: doc is missing destination path: {path}")
         if value is not None:
