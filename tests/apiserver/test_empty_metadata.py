@@ -75,3 +75,20 @@ async def test_a_merge_patch_to_empty_labels_and_finalizers_drops_them(hub: Clie
     )
     assert patched.status == 200, await patched.text()
     assert _kept((await patched.json())["metadata"]) == set()
+
+
+async def test_null_metadata_collections_are_not_kept_nor_owned(hub: Client) -> None:
+    """Helm renders a bare ``labels:`` as null: Go decodes it to a nil map, which ObjectMeta
+    omits, so neither the object nor its managedFields entry has it."""
+    nulls = dict.fromkeys(EMPTY_COLLECTIONS)
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "n", **nulls}, "data": {"k": "v"}}
+    created = await hub.post(CONFIGMAPS, json=body)
+    assert created.status == 201, await created.text()
+    metadata = (await created.json())["metadata"]
+    assert _kept(metadata) == set()
+    assert [entry["fieldsV1"] for entry in metadata["managedFields"]] == [{"f:data": {".": {}, "f:k": {}}}]
+    applied = await hub.patch(
+        f"{CONFIGMAPS}/a?fieldManager=helm", json={**body, "metadata": {"name": "a", **nulls}}, headers=APPLY
+    )
+    assert applied.status == 201, await applied.text()
+    assert _kept((await applied.json())["metadata"]) == set()

@@ -101,8 +101,8 @@ def checked_body(
     (kube decodes it, then finds its apiVersion not the URL's); an object of the hub's own in
     that version (a patch applied to the stored one) is converted. A request's body, or an object
     that must be ``named`` (a patched one), carries the URL's ``name``: none is kube's 400.
-    Empty ``labels``, ``annotations``, ``finalizers`` and ``ownerReferences`` are dropped, as Go
-    marshals ObjectMeta: ``kubectl diff`` of an object without annotations then shows no
+    Empty or null ``labels``, ``annotations``, ``finalizers`` and ``ownerReferences`` are dropped, as
+    Go marshals ObjectMeta (a nil map or slice is omitted; Helm renders a bare ``labels:`` null): ``kubectl diff`` of an object without annotations then shows no
     ``annotations: {}`` that kubectl's own patch added.
     """
     if not isinstance(obj, dict):
@@ -128,8 +128,8 @@ def checked_body(
         meta, namespace=namespace if rt.namespaced else None, name=name, named=from_request or named
     )
     for key, empty_type in _OMITTED_WHEN_EMPTY:
-        value = meta.get(key)
-        if isinstance(value, empty_type) and not value:
+        value = meta.get(key, empty_type)
+        if value is None or (isinstance(value, empty_type) and not value):
             del meta[key]
     if rt.namespaced:
         resolved = namespace or meta.get("namespace")
