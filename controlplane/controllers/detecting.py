@@ -352,10 +352,14 @@ class Detector(KeyedController[WorkloadRef]):
                 log.info("workload %s is gone; deleting its binding", ref)
                 await ctx.delete(ctx.binding_rt, ref.binding_namespace, ref.binding_name)
             return None
-        if (
-            is_deleting(workload) or is_reserved_namespace(ref.namespace) or is_deployment_replica_set(workload)
-            or is_root_ca_config_map(workload)
-        ):
+        if is_root_ca_config_map(workload) and not is_deleting(workload):
+            if binding is not None:
+                # Bound by a policy before the hub kept it out: the binding goes (its Works with it),
+                # so the hub's CA reaches no member's own root CA ConfigMap.
+                log.info("the hub's root CA ConfigMap %s is never propagated; deleting its binding", ref)
+                await ctx.delete(ctx.binding_rt, ref.binding_namespace, ref.binding_name)
+            return None
+        if is_deleting(workload) or is_reserved_namespace(ref.namespace) or is_deployment_replica_set(workload):
             return None
 
         claimed_by = policy_ref_of_binding(binding)

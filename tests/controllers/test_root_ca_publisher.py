@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from controlplane.apiserver.objects import ObjectStore
+from controlplane.controllers import detecting
 from controlplane.controllers.manager import ControllerManager
 from controlplane.controllers.rootcapublisher import DESCRIPTION, DESCRIPTION_ANNOTATION, RootCAPublisher
 from controlplane.objectclient import errors
@@ -154,3 +155,31 @@ async def test_no_policy_propagates_the_root_ca(objects: ObjectStore) -> None:
         )
         listed = await objects.list(binding_rt, namespace="default")
         assert [b["metadata"]["name"] for b in listed.items] == ["settings-configmap"]
+
+
+async def test_a_binding_made_for_the_root_ca_before_is_deleted(
+    objects: ObjectStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A policy that bound the hub's kube-root-ca.crt before the hub kept it out: its binding goes
+    when the detector next reads it, so the hub's CA reaches no member's own ConfigMap."""
+    await put_cluster(objects, "onprem", node_shape(1))
+    policy_rt = objects.registry.require("policy.gpufed.io/v1alpha1", "PropagationPolicy")
+    await objects.create(policy_rt, propagation_policy("all-config", kind="ConfigMap", api_version="v1"))
+    config_maps = objects.registry.require("v1", "ConfigMap")
+    root_ca = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": ROOT_CA, "namespace": "default"}}
+    binding_name = f"{ROOT_CA}-configmap"
+    with monkeypatch.context() as before:  # the detector as it was: the root CA like any ConfigMap
+        before.setattr(detecting, "is_root_ca_config_map", lambda _obj: False)
+        async with ControllerManager(objects, settings=FAST):
+            await objects.create(config_maps, {**root_ca, "data": {"ca.crt": CA.decode()}})
+            await eventually(
+                lambda: get_object(objects, "work.gpufed.io/v1alpha1", "ResourceBinding", binding_name),
+                what="the root CA bound as it was before",
+            )
+    async with ControllerManager(objects, settings=FAST):
+
+        async def gone() -> bool | None:
+            found = await get_object(objects, "work.gpufed.io/v1alpha1", "ResourceBinding", binding_name)
+            return True if found is None else None
+
+        await eventually(gone, what="the root CA's binding deleted")
