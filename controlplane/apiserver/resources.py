@@ -16,6 +16,7 @@ Nothing here does I/O.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -89,6 +90,22 @@ class TableColumn:
         }
 
 
+#: The JSONPath of the cells whose getter reads one field (:func:`at_json_path`).
+_JSON_PATHS: weakref.WeakKeyDictionary[CellGetter, str] = weakref.WeakKeyDictionary()
+
+
+def at_json_path(getter: CellGetter, json_path: str) -> CellGetter:
+    """``getter``, known to read the field at ``json_path`` (``.spec.cohort``): a CRD's printer
+    column can say so (:func:`column_json_path`)."""
+    _JSON_PATHS[getter] = json_path
+    return getter
+
+
+def column_json_path(column: TableColumn) -> str | None:
+    """The JSONPath ``column`` reads, or None for a column computed in code."""
+    return _JSON_PATHS.get(column.getter)
+
+
 def path(dotted: str, *, default: Any = "") -> CellGetter:
     """A getter for a dotted path (``spec.replicas``); missing values print as ``default``."""
     parts = dotted.split(".")
@@ -97,7 +114,7 @@ def path(dotted: str, *, default: Any = "") -> CellGetter:
         value = dig(obj, *parts)
         return default if value is None else value
 
-    return get
+    return at_json_path(get, f".{dotted}")
 
 
 AGE = TableColumn(

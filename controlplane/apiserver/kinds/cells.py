@@ -13,6 +13,7 @@ from typing import Any
 
 from controlplane.apis.untyped import Obj, dig, json_int
 from controlplane.apiserver.columns import load_balancer_ingress, since
+from controlplane.apiserver.resources import at_json_path
 
 Cell = Callable[[Obj, datetime], Any]
 
@@ -68,6 +69,11 @@ def labels_at(*keys: str) -> Cell:
     return get
 
 
+def _json_path(keys: tuple[str, ...]) -> str:
+    """kube's JSONPath of the field at ``keys`` (``.spec.cohort``)."""
+    return "".join(f".{key}" if key.replace("-", "").replace("_", "").isalnum() else f"['{key}']" for key in keys)
+
+
 def _containers(obj: Obj, keys: tuple[str, ...]) -> list[Obj]:
     containers = dig(obj, *keys)
     return [c for c in containers if isinstance(c, dict)] if isinstance(containers, list) else []
@@ -98,7 +104,7 @@ def int_at(*keys: str) -> Cell:
     def get(obj: Obj, _now: datetime) -> int:
         return json_int(dig(obj, *keys))
 
-    return get
+    return at_json_path(get, _json_path(keys))
 
 
 def count_at(*keys: str) -> Cell:
@@ -122,7 +128,7 @@ def text_at(*keys: str, none: str = "<none>") -> Cell:
             return "true" if value else "false"
         return str(value)
 
-    return get
+    return at_json_path(get, _json_path(keys))
 
 
 def bool_title_at(*keys: str) -> Cell:
@@ -349,7 +355,7 @@ def condition_at(condition_type: str) -> Cell:
                 return str(cond.get("status", ""))
         return ""
 
-    return get
+    return at_json_path(get, f'.status.conditions[?(@.type=="{condition_type}")].status')
 
 
 #: The annotations that make a StorageClass the default one (kube's ``IsDefaultAnnotation``).
