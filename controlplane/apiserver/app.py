@@ -71,6 +71,7 @@ from controlplane.apiserver.crd.controller import CrdController
 from controlplane.apiserver.crd.converted import ConvertedHandlers, WebhookConversions
 from controlplane.apiserver.crd.registry import DynamicRegistry
 from controlplane.apiserver.crd.types import CRD_KIND
+from controlplane.apiserver.crd.views import publish as publish_crd_views
 from controlplane.apiserver.endpoints import Endpoints
 from controlplane.apiserver.flowcontrol import (
     ConfigurationWatch,
@@ -536,8 +537,10 @@ def create_app(
         await object_store.bootstrap()
         crd_task = None
         if isinstance(registry, DynamicRegistry):
+            crd_type = registry.require(f"{CRD_GROUP}/{CRD_VERSION}", CRD_KIND)
+            await publish_crd_views(object_store, crd_type, registry.static)
             # This replica serves the CRDs in the store from before it answers its first request.
-            crds = CrdController(object_store, registry, registry.require(f"{CRD_GROUP}/{CRD_VERSION}", CRD_KIND))
+            crds = CrdController(object_store, registry, crd_type)
             crd_task = asyncio.create_task(crds.run(stop), name="crd-controller")
             await crds.wait_synced()
         if cache is not None:

@@ -20,6 +20,7 @@ import json
 import logging
 from typing import Any
 
+from controlplane.apis.apiextensions.builtin import is_view
 from controlplane.apis.apiextensions.crd import api_approval_condition, invalid_ca_bundle
 from controlplane.apiserver import errors
 from controlplane.apiserver.crd.registry import DynamicRegistry, NamesDecision, name_decisions
@@ -191,7 +192,8 @@ class CrdController:
 
     async def sync(self) -> None:
         """Serve what the CRDs now say, then bring their status and termination along."""
-        crds = list(self._crds.values())
+        # The CRDs published for the kinds served built in define nothing (:mod:`.views`).
+        crds = [crd for crd in self._crds.values() if not is_view(crd)]
         decisions = name_decisions(crds, self._registry.static)
         served: list[ResourceType] = []
         for crd in crds:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from controlplane.apis.apiextensions import cel
+from controlplane.apis.apiextensions import builtin, cel
 from controlplane.apis.apiextensions import crd as crds
 from controlplane.apis.apiextensions.kind import ConversionWebhook, CustomKind
 from controlplane.apis.apiextensions.schema import (
@@ -55,6 +55,11 @@ def _crd_prepare(obj: dict[str, Any]) -> None:
 
 def _crd_validate(obj: dict[str, Any], old: dict[str, Any] | None) -> list[FieldError]:
     errors = crds.validate_crd(obj, compile_rule=cel.compile_error, old=old)
+    if builtin.carries_label(obj) and not builtin.carries_label(old):
+        errors.append(FieldError(  # only the CRDs the hub publishes for its built-in kinds carry it
+            CauseType.FIELD_VALUE_FORBIDDEN, f"metadata.labels[{builtin.LABEL}]",
+            "Forbidden: set only by the server, on the CustomResourceDefinitions of the kinds it serves built in",
+        ))
     if old is not None:
         for key in ("group", "scope"):
             before, after = (old.get("spec") or {}).get(key), (obj.get("spec") or {}).get(key)

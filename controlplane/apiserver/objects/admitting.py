@@ -1,7 +1,8 @@
 """What the object layer hands the admission webhooks of a write
 (:class:`~controlplane.apiserver.admission.WebhookCalls`): the write as they see it — a write
 through ``scale`` as its Scale — and the object as the mutating ones patched it (a Scale's replicas
-set on it), defaulted again as kube decodes a patched object before its validation.
+set on it), defaulted again as kube decodes a patched object before its validation; and what
+becomes of a write of a CRD the hub publishes for a kind it serves built in (:func:`view_update`).
 """
 
 from __future__ import annotations
@@ -9,7 +10,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from controlplane.apis.apiextensions import builtin
 from controlplane.apis.untyped import dig
+from controlplane.apiserver import errors
 from controlplane.apiserver.admission import Operation, WebhookRequest
 from controlplane.apiserver.nullpruning import prune_nulls
 from controlplane.apiserver.objects.body_kind import checked_body
@@ -59,3 +62,26 @@ async def mutated(
     if rt.defaults is not None:
         rt.defaults(patched)
     return patched
+
+
+def view_update(
+    old: dict[str, Any], new: dict[str, Any], *, subresource: str | None, options: WriteOptions
+) -> dict[str, Any] | None:
+    """None unless ``old`` is a CRD the hub publishes for a kind it serves built in
+    (:mod:`controlplane.apis.apiextensions.builtin`); else its update: one that defines the same
+    kind (an upstream install manifest's CRD, applied again) leaves it as it is, with a warning
+    when it asked for a change; a status write that changes nothing is nothing; any other is a
+    403 Forbidden."""
+    if not builtin.is_view(old):
+        return None
+    name = str(old["metadata"]["name"])
+    if subresource is None and builtin.defines_same_kind(new, old):
+        if builtin.asks_change(new, old) and options.warnings is not None:
+            options.warnings.append(builtin.unchanged_warning(name))
+        return old
+    if subresource is not None and new.get("status") == old.get("status"):
+        return old
+    raise errors.Forbidden(
+        builtin.refusal(name),
+        target=errors.Target(name=name, group="apiextensions.k8s.io", kind="customresourcedefinitions"),
+    )

@@ -18,6 +18,7 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
+from controlplane.apis.apiextensions.builtin import is_view, refusal
 from controlplane.apis.kube.garbagecollection import DeletionPropagation, default_policy, deletion_finalizers
 from controlplane.apis.kube.namespaces import IMMORTAL_NAMESPACES
 from controlplane.apis.kube.requestoptions import delete_options_errors
@@ -79,6 +80,8 @@ class Deleter:
         for _attempt in range(PATCH_RETRIES):
             kv = await get_kv(self._store, rt, namespace=namespace, name=name)
             obj = decode(rt, kv)
+            if is_view(obj):  # a CRD the hub publishes for a kind it serves built in: deleting it would delete the kind's objects
+                raise errors.Forbidden(refusal(name), target=errors.Target(name=name, group=rt.group, kind=rt.plural))
             check_preconditions(rt, obj, options.preconditions)
             if options.webhooks is not None:
                 # Mutating webhooks see a delete too (and may refuse it); then the validating ones.

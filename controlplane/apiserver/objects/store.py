@@ -16,6 +16,7 @@ from datetime import datetime
 from functools import partial
 from typing import Any, Unpack
 
+from controlplane.apis.apiextensions.builtin import is_view
 from controlplane.apis.kube.field import go_printed
 from controlplane.apis.kube.namespaces import SYSTEM_NAMESPACES
 from controlplane.apis.untyped import dig
@@ -437,6 +438,8 @@ class ObjectStore:
         out = []
         for obj in listed.items:
             meta = obj["metadata"]
+            if is_view(obj):
+                continue  # a CRD published for a kind served built in stays (see Deleter.delete)
             try:
                 result = await self.delete(
                     rt, namespace=meta.get("namespace"), name=meta["name"], dry_run=dry_run,

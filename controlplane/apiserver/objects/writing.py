@@ -34,7 +34,7 @@ from controlplane.apiserver.admission import (
 )
 from controlplane.apiserver.allocating import NOTHING_RESERVED, Allocations, NoAllocations, stored_with
 from controlplane.apiserver.nullpruning import prune_nulls
-from controlplane.apiserver.objects.admitting import mutated, webhook_request
+from controlplane.apiserver.objects.admitting import mutated, view_update, webhook_request
 from controlplane.apiserver.objects.body_decoding import checked_warned, decoded_dropped
 from controlplane.apiserver.objects.body_kind import checked_body, status_request
 from controlplane.apiserver.objects.kind_admission import check_against_others, webhooks_admit, webhooks_deny
@@ -309,9 +309,8 @@ class Writer:
         force: bool,
         options: WriteOptions,
     ) -> dict[str, Any]:
-        """Patch an object, re-reading and retrying when a concurrent write wins. A
-        ``metadata.resourceVersion`` inside the patch is a precondition. Server-side apply of
-        a missing object creates it."""
+        """Patch an object, re-reading and retrying when a concurrent write wins. A ``metadata.resourceVersion``
+        inside the patch is a precondition. Server-side apply of a missing object creates it."""
         namespace = namespace if rt.namespaced else None
         write, field_manager = options, options.field_manager
         # Server-side apply records its own managedFields entry: its write must not add another.
@@ -516,6 +515,8 @@ class Writer:
         and which is merged with ``old`` after them (:func:`mutated_update`, ``own_managed_fields``
         as :func:`merged_body` takes it). ``version``, the update's resourceVersion precondition,
         is checked once they have run."""
+        if (kept := view_update(old, new, subresource=subresource, options=options)) is not None:
+            return kept  # a CRD published for a kind served built in
         if options.webhooks is not None:
             new = await mutated_update(rt, old, new, subresource=subresource, options=options, version=version,
                                        own_managed_fields=own_managed_fields)
