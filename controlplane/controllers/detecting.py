@@ -53,6 +53,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from controlplane.admission.multikueue import restrict_to_clusters
+from controlplane.apis.apiextensions.builtin import is_view
 from controlplane.apis.constants import FINALIZER_WORKLOAD
 from controlplane.apis.events import EventType
 from controlplane.apis.kube.generation import content_changed
@@ -361,6 +362,8 @@ class Detector(KeyedController[WorkloadRef]):
             return None
         if is_deleting(workload) or is_reserved_namespace(ref.namespace) or is_deployment_replica_set(workload):
             return None
+        if is_view(workload):
+            return None  # a CRD the hub publishes for a kind it serves built in: a member's would be overwritten
 
         claimed_by = policy_ref_of_binding(binding)
         policies = ctx.propagation_policies(ref.namespace)

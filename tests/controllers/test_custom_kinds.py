@@ -16,6 +16,7 @@ from controlplane.apis.constants import LABEL_BINDING
 from controlplane.apiserver import errors
 from controlplane.apiserver.crd.controller import CrdController
 from controlplane.apiserver.crd.types import custom_types
+from controlplane.apiserver.crd.views import publish as publish_crd_views
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.context import ControllerContext
 from controlplane.controllers.manager import ControllerManager
@@ -228,6 +229,43 @@ async def test_a_cluster_propagation_policy_sends_the_crd_to_the_clusters(
             return False
 
         await eventually(gone, what="the CRD and its Works deleted")
+
+
+async def test_a_crd_published_for_a_kind_served_built_in_is_not_propagated(
+    objects: ObjectStore, crds: CrdController
+) -> None:
+    """A policy selecting the CRD the hub publishes for Kueue's ClusterQueue sends nothing: a
+    member's own Kueue CRD would be overwritten by it. A CRD of one's own, selected by the same
+    policy after it, goes."""
+    crd_rt = objects.registry.require("apiextensions.k8s.io/v1", "CustomResourceDefinition")
+    await put_cluster(objects, "onprem", node_shape(2, gpus=1))
+    selectors = [{"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "name": name}
+                 for name in ("clusterqueues.kueue.x-k8s.io", f"trainers.{GROUP}")]
+    policy = {
+        "apiVersion": "policy.karmada.io/v1alpha1", "kind": "ClusterPropagationPolicy", "metadata": {"name": "crds"},
+        "spec": {"resourceSelectors": selectors, "placement": {"clusterAffinity": {"clusterNames": ["onprem"]}}},
+    }
+    binding_rt = objects.registry.require("work.gpufed.io/v1alpha1", "ResourceBinding")
+
+    async def bound() -> set[str]:
+        listed = await objects.list(binding_rt, namespace="gpufed-system")
+        return {b["metadata"]["name"] for b in listed.items}
+
+    async def trainer_bound() -> bool:
+        return f"trainers.{GROUP}-customresourcedefinition" in await bound()
+
+    async with ControllerManager(objects, settings=FAST):
+        await objects.create(objects.registry.require("policy.karmada.io/v1alpha1", "ClusterPropagationPolicy"), policy)
+        # Published (as a hub replica starting does) once the policy selects it, then a CRD of one's own.
+        await publish_crd_views(objects, crd_rt, objects.registry)
+        await objects.create(crd_rt, crd())
+        await eventually(trainer_bound, what="the CRD's binding")
+        assert "clusterqueues.kueue.x-k8s.io-customresourcedefinition" not in await bound()
+        # Not looked at either: no Event (a refusal's) names it.
+        events = await objects.list(objects.registry.require("v1", "Event"))
+        assert not [e for e in events.items if e["involvedObject"].get("name") == "clusterqueues.kueue.x-k8s.io"]
+        view = await objects.get(crd_rt, name="clusterqueues.kueue.x-k8s.io")
+        assert "finalizers" not in view["metadata"]
 
 
 
