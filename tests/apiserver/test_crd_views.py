@@ -8,6 +8,7 @@ import asyncio
 import copy
 import json
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,35 +27,14 @@ from controlplane.hubregistry import hub_registry
 from controlplane.storage import MemoryStore
 from controlplane.storage import interface as storage
 
+from .test_crds import CRD
+from .test_kube_validation import hub_kubeconfig  # noqa: F401 (fixture)
+from .test_real_clients import kubectl, needs_kubectl
+
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 CQ_CRD = "clusterqueues.kueue.x-k8s.io"
 CQS = "/apis/kueue.x-k8s.io/v1beta1/clusterqueues"
 Client = TestClient[Any, Any]
-
-#: A user's own CRD: served by the CRD controller beside the views.
-TRAINERS: dict[str, Any] = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {"name": "trainers.ml.example.com"},
-    "spec": {
-        "group": "ml.example.com",
-        "scope": "Namespaced",
-        "names": {"plural": "trainers", "kind": "Trainer"},
-        "versions": [
-            {
-                "name": "v1",
-                "served": True,
-                "storage": True,
-                "schema": {
-                    "openAPIV3Schema": {
-                        "type": "object",
-                        "x-kubernetes-preserve-unknown-fields": True,
-                    }
-                },
-            }
-        ],
-    },
-}
 
 
 async def _hub(memory: storage.Store) -> Client:
@@ -246,7 +226,7 @@ async def test_a_change_to_what_a_view_defines_or_its_status_is_refused(hub: Cli
 
 
 async def test_a_crd_of_ones_own_may_not_carry_the_label(hub: Client) -> None:
-    labelled = copy.deepcopy(TRAINERS)
+    labelled = copy.deepcopy(CRD)
     labelled["metadata"]["labels"] = {builtin.LABEL: "true"}
     refused = await hub.post(CRDS, json=labelled)
     assert refused.status == 422, await refused.text()
@@ -256,7 +236,7 @@ async def test_a_crd_of_ones_own_may_not_carry_the_label(hub: Client) -> None:
 
 async def test_the_crd_controller_serves_ones_own_crds_and_leaves_the_views_alone(hub: Client) -> None:
     before = await _get(hub, f"{CRDS}/{CQ_CRD}")
-    created = await hub.post(CRDS, json=TRAINERS)
+    created = await hub.post(CRDS, json=CRD)
     assert created.status == 201, await created.text()
     async with asyncio.timeout(10):
         while True:
@@ -282,3 +262,42 @@ async def test_lightkube_loads_the_kinds_from_the_crds(hub: Client) -> None:
         assert listed == ["lk"]
     finally:
         await client.close()
+
+
+@needs_kubectl
+async def test_kubectl_waits_for_a_view_applies_the_kinds_crd_and_is_refused_its_delete(
+    hub_kubeconfig: Path,  # noqa: F811
+) -> None:
+    code, out, err = await kubectl(
+        hub_kubeconfig, "wait", "--for=condition=Established", f"crd/{CQ_CRD}", "--timeout=20s"
+    )
+    assert code == 0, err
+    assert "condition met" in out
+    view = _upstream_like(
+        {
+            "spec": {
+                "group": "kueue.x-k8s.io",
+                "scope": "Cluster",
+                "names": {"plural": "clusterqueues", "kind": "ClusterQueue"},
+            }
+        }
+    )
+    queue = {
+        "apiVersion": "kueue.x-k8s.io/v1beta1",
+        "kind": "ClusterQueue",
+        "metadata": {"name": "team"},
+        "spec": {},
+    }
+    manifest = json.dumps({"apiVersion": "v1", "kind": "List", "items": [view, queue]})
+    for how in (["apply"], ["apply", "--server-side"]):
+        code, out, err = await kubectl(hub_kubeconfig, *how, "-f", "-", stdin=manifest)
+        assert code == 0, err
+        assert "the CustomResourceDefinition was left as it is" in err
+    code, out, err = await kubectl(hub_kubeconfig, "get", "crd", CQ_CRD, "-o", "yaml")
+    assert code == 0, err
+    assert f'{builtin.LABEL}: "true"' in out
+    code, out, err = await kubectl(hub_kubeconfig, "delete", "crd", CQ_CRD)
+    assert code != 0
+    assert "it cannot be changed or deleted" in err
+    code, out, err = await kubectl(hub_kubeconfig, "get", "clusterqueue", "team", "-o", "name")
+    assert code == 0, err
