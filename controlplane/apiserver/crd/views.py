@@ -72,14 +72,15 @@ def _version(rt: ResourceType, *, storage: bool, open_schema: bool) -> dict[str,
         json_path = column_json_path(column)
         if json_path is None:
             continue  # a column computed in code (a count, several fields) has no JSONPath
-        definition: dict[str, Any] = {"name": column.name, "type": column.type, "jsonPath": json_path}
-        if column.format:
-            definition["format"] = column.format
-        if column.description:
-            definition["description"] = column.description
-        if column.priority:
-            definition["priority"] = column.priority
-        columns.append(definition)
+        optional = {"format": column.format, "description": column.description, "priority": column.priority}
+        columns.append(
+            {
+                "name": column.name,
+                "type": column.type,
+                "jsonPath": json_path,
+                **{key: value for key, value in optional.items() if value},
+            }
+        )
     if columns:
         version["additionalPrinterColumns"] = columns
     return version
