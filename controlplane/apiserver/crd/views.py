@@ -72,7 +72,11 @@ def _version(rt: ResourceType, *, storage: bool, open_schema: bool) -> dict[str,
         json_path = column_json_path(column)
         if json_path is None:
             continue  # a column computed in code (a count, several fields) has no JSONPath
-        optional = {"format": column.format, "description": column.description, "priority": column.priority}
+        optional: dict[str, Any] = {
+            "format": column.format,
+            "description": column.description,
+            "priority": column.priority,
+        }
         columns.append(
             {
                 "name": column.name,
