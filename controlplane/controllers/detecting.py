@@ -53,7 +53,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from controlplane.admission.multikueue import restrict_to_clusters
-from controlplane.apis.apiextensions.builtin import is_view
+from controlplane.apis.apiextensions.builtin import is_generated, is_view
 from controlplane.apis.constants import FINALIZER_WORKLOAD
 from controlplane.apis.events import EventType
 from controlplane.apis.kube.generation import content_changed
@@ -362,8 +362,8 @@ class Detector(KeyedController[WorkloadRef]):
             return None
         if is_deleting(workload) or is_reserved_namespace(ref.namespace) or is_deployment_replica_set(workload):
             return None
-        if is_view(workload):
-            return None  # a CRD the hub publishes for a kind it serves built in: a member's would be overwritten
+        if is_generated(workload):
+            return None  # a CRD the hub made for a kind it serves built in: a member's would be overwritten
 
         claimed_by = policy_ref_of_binding(binding)
         policies = ctx.propagation_policies(ref.namespace)
@@ -553,7 +553,9 @@ class Detector(KeyedController[WorkloadRef]):
 def _refusal(rt: ResourceType, workload: dict[str, Any]) -> InvalidObject | None:
     """Why the workload cannot be read or is one kube would refuse (stored before the API validated its kind)."""
     invalid = shape_problem(rt, workload)
-    refused = rt.validate(workload, None) if invalid is None and rt.validate is not None else []
+    # A CRD the hub lists for a kind it serves built in carries the server's mark, which a create refuses.
+    old = workload if is_view(workload) else None
+    refused = rt.validate(workload, old) if invalid is None and rt.validate is not None else []
     if refused:
         return InvalidObject(path=refused[0].field, expected="object", found="object", body=refused[0].message)
     return invalid

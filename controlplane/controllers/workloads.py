@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Final
 
+from controlplane.apis.apiextensions import builtin
 from controlplane.apis.constants import (
     ANNOTATION_RETAIN_REPLICAS_BY_HPA,
     CLUSTER_GROUP,
@@ -293,7 +294,8 @@ HUB_ONLY_ANNOTATIONS: frozenset[str] = frozenset(
     {"kubectl.kubernetes.io/last-applied-configuration", ANNOTATION_RETAIN_REPLICAS_BY_HPA, *CLAIM_ANNOTATIONS}
 )
 #: Labels that never reach a member's copy: the claiming policy's permanent id, as its name above.
-HUB_ONLY_LABELS: frozenset[str] = frozenset(CLAIM_LABELS)
+#: And the mark of a CRD the hub lists for a kind it serves built in (its user's copy propagates).
+HUB_ONLY_LABELS: frozenset[str] = frozenset({*CLAIM_LABELS, builtin.LABEL})
 
 
 def without_server_fields(obj: Mapping[str, Any]) -> dict[str, Any]:

@@ -21,7 +21,7 @@ from controlplane.apis.apiextensions import builtin
 from controlplane.apis.apiextensions.cel import compile_error
 from controlplane.apis.apiextensions.crd import default_crd, validate_crd
 from controlplane.apiserver.app import create_app
-from controlplane.apiserver.crd.views import view_crds
+from controlplane.apiserver.crd.views import to_publish, view_crds
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.hubregistry import hub_registry
 from controlplane.storage import MemoryStore
@@ -86,6 +86,7 @@ async def test_the_built_in_kinds_are_listed_as_established_crds(hub: Client) ->
     assert not any(name.endswith((".cluster.karmada.io", ".gpufed.io")) for name in names)
     crd = await _get(hub, f"{CRDS}/{CQ_CRD}")
     assert crd["metadata"]["labels"] == {builtin.LABEL: "true"}
+    assert crd["metadata"]["annotations"] == {builtin.GENERATED: "true"}
     assert _conditions(crd) == {"NamesAccepted": "True", "Established": "True"}
     assert crd["status"]["storedVersions"] == ["v1beta1"]
     assert crd["status"]["acceptedNames"]["shortNames"] == ["cq"]
@@ -188,8 +189,14 @@ def _upstream_like(crd: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-async def test_applying_the_kinds_own_crd_leaves_the_view_as_it_is(hub: Client) -> None:
+async def test_applying_the_kinds_own_crd_keeps_it_as_written_and_still_served_built_in(hub: Client) -> None:
     view = await _get(hub, f"{CRDS}/{CQ_CRD}")
+    relabelled = copy.deepcopy(view)
+    relabelled["metadata"]["labels"]["team"] = "ml"
+    labelled = await hub.put(f"{CRDS}/{CQ_CRD}", json=relabelled)
+    assert labelled.status == 200, await labelled.text()
+    # A label of one's own changes nothing of what the hub made.
+    assert builtin.is_generated(await labelled.json())
     manifest = _upstream_like(view)
     applied = await hub.patch(
         f"{CRDS}/{CQ_CRD}?fieldManager=kubectl&force=true",
@@ -197,19 +204,37 @@ async def test_applying_the_kinds_own_crd_leaves_the_view_as_it_is(hub: Client) 
         headers={"Content-Type": "application/apply-patch+yaml"},
     )
     assert applied.status == 200, await applied.text()
-    assert "its kind is served built in by gpufed; the CustomResourceDefinition was left as it is" in (
-        applied.headers.get("Warning", "")
-    )
+    after = await _get(hub, f"{CRDS}/{CQ_CRD}")
+    assert after["spec"]["versions"] == manifest["spec"]["versions"]
+    assert after["metadata"]["labels"][builtin.LABEL] == "true"
+    assert builtin.is_view(after) and not builtin.is_generated(after)
+    assert after["metadata"]["annotations"] == manifest["metadata"]["annotations"]
+    assert _conditions(after) == {"NamesAccepted": "True", "Established": "True"}
+    # A PUT without the label keeps it: the CRD still defines nothing, and cannot be deleted.
     replaced = await hub.put(
         f"{CRDS}/{CQ_CRD}",
         json={
             **manifest,
-            "metadata": {**manifest["metadata"], "resourceVersion": view["metadata"]["resourceVersion"]},
+            "metadata": {**manifest["metadata"], "resourceVersion": after["metadata"]["resourceVersion"]},
         },
     )
     assert replaced.status == 200, await replaced.text()
-    after = await _get(hub, f"{CRDS}/{CQ_CRD}")
-    assert after == view
+    assert builtin.is_view(await replaced.json())
+    assert (await hub.delete(f"{CRDS}/{CQ_CRD}")).status == 403
+    discovery = await _get(hub, "/apis/kueue.x-k8s.io/v1beta1")
+    assert "clusterqueues" in {r["name"] for r in discovery["resources"]}
+
+
+def test_a_crd_of_the_kind_stored_before_is_kept_marked_and_a_users_is_not_replaced() -> None:
+    [view] = [crd for crd in view_crds(hub_registry().static) if crd["metadata"]["name"] == CQ_CRD]
+    upstream = _upstream_like(view)
+    upstream["metadata"]["uid"] = "u-1"
+    kept = to_publish(view, upstream, now="2026-12-07T00:00:00Z")
+    assert kept is not None
+    assert kept["spec"] == upstream["spec"] and kept["metadata"]["uid"] == "u-1"
+    assert builtin.is_view(kept) and not builtin.is_generated(kept)
+    assert _conditions(kept)["Established"] == "True"
+    assert to_publish(view, kept, now="2026-12-07T00:00:00Z") is None
 
 
 async def test_a_change_to_what_a_view_defines_or_its_status_is_refused(hub: Client) -> None:
@@ -292,10 +317,10 @@ async def test_kubectl_waits_for_a_view_applies_the_kinds_crd_and_is_refused_its
     for how in (["apply"], ["apply", "--server-side"]):
         code, out, err = await kubectl(hub_kubeconfig, *how, "-f", "-", stdin=manifest)
         assert code == 0, err
-        assert "the CustomResourceDefinition was left as it is" in err
     code, out, err = await kubectl(hub_kubeconfig, "get", "crd", CQ_CRD, "-o", "yaml")
     assert code == 0, err
     assert f'{builtin.LABEL}: "true"' in out
+    assert builtin.GENERATED not in out  # the manifest's CRD, kept as written
     code, out, err = await kubectl(hub_kubeconfig, "delete", "crd", CQ_CRD)
     assert code != 0
     assert "it cannot be changed or deleted" in err

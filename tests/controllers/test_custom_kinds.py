@@ -8,6 +8,7 @@ the start. Deleting the CRD deletes its instances (and their bindings) and stops
 from __future__ import annotations
 
 import asyncio
+import copy
 from typing import Any
 
 import pytest
@@ -236,7 +237,7 @@ async def test_a_crd_published_for_a_kind_served_built_in_is_not_propagated(
 ) -> None:
     """A policy selecting the CRD the hub publishes for Kueue's ClusterQueue sends nothing: a
     member's own Kueue CRD would be overwritten by it. A CRD of one's own, selected by the same
-    policy after it, goes."""
+    policy after it, goes; so does Kueue's own CRD once applied over the published one."""
     crd_rt = objects.registry.require("apiextensions.k8s.io/v1", "CustomResourceDefinition")
     await put_cluster(objects, "onprem", node_shape(2, gpus=1))
     selectors = [{"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "name": name}
@@ -266,6 +267,27 @@ async def test_a_crd_published_for_a_kind_served_built_in_is_not_propagated(
         assert not [e for e in events.items if e["involvedObject"].get("name") == "clusterqueues.kueue.x-k8s.io"]
         view = await objects.get(crd_rt, name="clusterqueues.kueue.x-k8s.io")
         assert "finalizers" not in view["metadata"]
+        # Kueue's own CRD applied over it (an install manifest's) is the user's: it goes, as
+        # written, without the hub's mark, so a member's Kueue gets its real CRD.
+        upstream = copy.deepcopy(view)
+        del upstream["status"]
+        upstream["metadata"] = {"name": view["metadata"]["name"], "resourceVersion": view["metadata"]["resourceVersion"]}
+        upstream["spec"]["versions"] = [
+            {**v, "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True,
+                                                 "description": "Kueue's"}}}
+            for v in view["spec"]["versions"]
+        ]
+        await objects.update(crd_rt, upstream)
+        work_rt = objects.registry.require("work.gpufed.io/v1alpha1", "Work")
+        binding_name = "clusterqueues.kueue.x-k8s.io-customresourcedefinition"
+
+        async def sent() -> dict[str, Any] | None:
+            listed = await objects.list(work_rt, label_selector=f"{LABEL_BINDING}={binding_name}")
+            return listed.items[0]["spec"]["workload"]["manifests"][0] if listed.items else None
+
+        manifest = await eventually(sent, what="the user's Kueue CRD sent")
+        assert manifest["metadata"] == {"name": "clusterqueues.kueue.x-k8s.io"}
+        assert manifest["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["description"] == "Kueue's"
 
 
 

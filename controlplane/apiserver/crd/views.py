@@ -8,7 +8,8 @@ hub checks the kind by (an open schema where it has none), and the status of an 
 CRD. They are stored objects, so lists, watches, selectors and paging serve them as any CRD;
 :func:`publish` writes them straight into storage (every replica at its start; a replica that
 loses a race to another leaves the other's), creating those missing and rewriting those that
-differ from what this hub's registry makes, keeping their uid and creationTimestamp.
+differ from what this hub's registry makes, keeping their uid and creationTimestamp; a CRD of the
+kind a user applied is kept as written (:func:`to_publish`).
 """
 
 from __future__ import annotations
@@ -136,7 +137,11 @@ def _crd(
     return {
         "apiVersion": f"{CRD_GROUP}/{CRD_VERSION}",
         "kind": CRD_KIND,
-        "metadata": {"name": f"{plural}.{group}", "labels": {builtin.LABEL: "true"}},
+        "metadata": {
+            "name": f"{plural}.{group}",
+            "labels": {builtin.LABEL: "true"},
+            "annotations": {builtin.GENERATED: "true"},
+        },
         "spec": {
             "group": group,
             "names": names,
@@ -149,13 +154,20 @@ def _crd(
     }
 
 
-def _published(view: dict[str, Any], stored: dict[str, Any] | None, *, now: str) -> dict[str, Any] | None:
-    """What to store for ``view`` over ``stored`` (None: nothing, it is already so)."""
+def to_publish(view: dict[str, Any], stored: dict[str, Any] | None, *, now: str) -> dict[str, Any] | None:
+    """What to store for ``view`` over ``stored`` (None: nothing, it is already so). A CRD of the
+    kind a user applied (over the published one, or before the hub published one: refused its
+    names then, serving nothing) is kept as written, with the published one's label and status."""
+    if stored is not None and builtin.is_view(stored) and not builtin.is_generated(stored):
+        return None  # the user's CRD of the kind, applied over the published one
+    if stored is not None and not builtin.is_view(stored) and builtin.defines_same_kind(stored, view):
+        meta = dict(stored["metadata"])
+        meta["labels"] = {**(meta.get("labels") or {}), builtin.LABEL: "true"}
+        return {**stored, "metadata": meta, "status": builtin.view_status(stored.get("spec") or {}, now=now)}
     if (
         stored is not None
-        and builtin.is_view(stored)
         and stored.get("spec") == view["spec"]
-        and (stored["metadata"].get("labels") == view["metadata"]["labels"])
+        and all(stored["metadata"].get(key) == view["metadata"][key] for key in ("labels", "annotations"))
     ):
         return None
     old_meta = (stored or {}).get("metadata") or {}
@@ -181,7 +193,7 @@ async def publish(objects: ObjectStore, crd_type: ResourceType, types: Iterable[
         except storage.NotFound:
             kv = None
         stored = codec.decode(kv) if kv is not None else None
-        wanted = _published(view, stored, now=objects.now())
+        wanted = to_publish(view, stored, now=objects.now())
         if wanted is None:
             continue
         value = codec.encode(wanted, crd_type.api_version)
@@ -190,7 +202,7 @@ async def publish(objects: ObjectStore, crd_type: ResourceType, types: Iterable[
                 await store.create(key, value)
             else:
                 # A CRD of that name applied before the hub published it never served a kind
-                # (its names were taken): it is replaced, its objects being the built-in kind's.
+                # (its names were taken): its objects are the built-in kind's; it is kept, marked.
                 await store.update(key, value, expected_revision=kv.mod_revision)
         except (storage.AlreadyExists, storage.Conflict):
             continue  # another replica wrote it first

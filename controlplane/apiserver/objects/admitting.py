@@ -64,21 +64,18 @@ async def mutated(
     return patched
 
 
-def view_update(
-    old: dict[str, Any], new: dict[str, Any], *, subresource: str | None, options: WriteOptions
-) -> dict[str, Any] | None:
+def view_update(old: dict[str, Any], new: dict[str, Any], *, subresource: str | None) -> dict[str, Any] | None:
     """None unless ``old`` is a CRD the hub publishes for a kind it serves built in
-    (:mod:`controlplane.apis.apiextensions.builtin`); else its update: one that defines the same
-    kind (an upstream install manifest's CRD, applied again) leaves it as it is, with a warning
-    when it asked for a change; a status write that changes nothing is nothing; any other is a
-    403 Forbidden."""
+    (:mod:`controlplane.apis.apiextensions.builtin`), or ``new`` defines the same kind (an upstream
+    install manifest's CRD): then ``new`` keeps the CRD's marks (:func:`builtin.keep_marks`) and
+    the update goes on (None). A status write that changes nothing is nothing (``old``); any other
+    write is a 403 Forbidden."""
     if not builtin.is_view(old):
         return None
     name = str(old["metadata"]["name"])
     if subresource is None and builtin.defines_same_kind(new, old):
-        if builtin.asks_change(new, old) and options.warnings is not None:
-            options.warnings.append(builtin.unchanged_warning(name))
-        return old
+        builtin.keep_marks(new, old)
+        return None
     if subresource is not None and new.get("status") == old.get("status"):
         return old
     raise errors.Forbidden(

@@ -515,7 +515,7 @@ class Writer:
         and which is merged with ``old`` after them (:func:`mutated_update`, ``own_managed_fields``
         as :func:`merged_body` takes it). ``version``, the update's resourceVersion precondition,
         is checked once they have run."""
-        if (kept := view_update(old, new, subresource=subresource, options=options)) is not None:
+        if (kept := view_update(old, new, subresource=subresource)) is not None:
             return kept  # a CRD published for a kind served built in
         if options.webhooks is not None:
             new = await mutated_update(rt, old, new, subresource=subresource, options=options, version=version,
