@@ -36,7 +36,7 @@ from controlplane.apiserver.patching.apply import UntypedApply
 from controlplane.apiserver.patching.apply import record_update as _record_update
 from controlplane.apiserver.patching.conflicts import ApplyConflict
 from controlplane.apiserver.patching.lastapplied import apply_upgrading_client_side
-from controlplane.apiserver.patching.strategic import strategic_merge_patch
+from controlplane.apiserver.patching.strategic import BadRetainKeys, strategic_merge_patch
 from controlplane.apiserver.patching.typedvalue import applied_managed_fields, applied_typing_error
 from controlplane.apiserver.patching.versions import VersionConverter
 from controlplane.apiserver.patching.zerovalues import UNSTRUCTURED, zero_value
@@ -171,6 +171,10 @@ def apply_patch(
         raise _undecodable(patch, "map[string]interface {}", prefix="")
     try:
         return strategic_merge_patch(copy.deepcopy(live), patch, kind=rt.kind)
+    except BadRetainKeys as exc:
+        # kube's words and 400 (ErrBadPatchFormatForRetainKeys); which field, as a cause
+        cause = Cause(CauseType.FIELD_VALUE_INVALID, str(exc), "patch")
+        raise BadRequest("invalid patch format of retainKeys", causes=[cause]) from exc
     except ValueError as exc:
         raise _unappliable(f"the strategic merge patch could not be applied: {exc}", str(exc), rt, name) from exc
 

@@ -111,3 +111,21 @@ async def test_a_controller_revisions_data_changed_is_printed_as_kube_prints_it(
     assert re.search(re.escape(f"Raw:[]uint8{{{raw}}}"), message), message
     unchanged = await hub.patch(f"{REVISIONS}/r", json={"metadata": {"labels": {"k": "v"}}}, headers=headers)
     assert unchanged.status == 200
+
+
+async def test_a_field_left_out_of_retain_keys_is_kubes_bad_request(hub: Client) -> None:  # noqa: F811
+    # kube's strategic merge refuses a patch setting a field its `$retainKeys` does not list with
+    # ErrBadPatchFormatForRetainKeys, which the apiserver answers as a plain 400.
+    obj = deployment()
+    obj["spec"]["template"]["spec"]["volumes"] = [{"name": "v", "emptyDir": {}}]
+    assert (await hub.post(DEPLOYMENTS, json=obj)).status == 201
+    volume = {"$retainKeys": ["name"], "name": "v", "configMap": {"name": "cm"}}
+    patch = {"spec": {"template": {"spec": {"volumes": [volume]}}}}
+    response = await hub.patch(f"{DEPLOYMENTS}/x", json=patch, headers=STRATEGIC)
+    assert response.status == 400
+    status = await response.json()
+    assert (status["reason"], status["message"]) == ("BadRequest", "invalid patch format of retainKeys")
+    assert "'configMap' is in the patch but not in `$retainKeys`" in status["details"]["causes"][0]["message"]
+    # The fields the patch sets all listed: the volume source is switched, nothing refused.
+    volume["$retainKeys"] = ["name", "configMap"]
+    assert (await hub.patch(f"{DEPLOYMENTS}/x", json=patch, headers=STRATEGIC)).status == 200

@@ -58,6 +58,11 @@ class PatchError(ValueError):
     """A strategic merge patch that cannot be applied; the message says what to change."""
 
 
+class BadRetainKeys(PatchError):
+    """A ``$retainKeys`` kube refuses as ``ErrBadPatchFormatForRetainKeys`` (a 400 whose message is
+    ``invalid patch format of retainKeys``); the message here says which field is at fault."""
+
+
 _Ident = Callable[[Any], str]
 
 
@@ -143,14 +148,15 @@ def _merge_map(
 
 
 def _apply_retain_keys(original: dict[str, Any], work: Mapping[str, Any], retain: Any, path: str) -> None:
-    if not isinstance(retain, list) or not all(isinstance(k, str) for k in retain):
-        raise PatchError(f"{_where(path)}: `$retainKeys` must be a list of field names")
-    keep = set(retain)
+    if not isinstance(retain, list):
+        raise BadRetainKeys(f"{_where(path)}: `$retainKeys` must be a list of field names")
+    keep = {k for k in retain if isinstance(k, str)}
     for key, value in work.items():
-        if value is None or key.startswith("$"):
+        # kube passes over nulls and the two parallel-list directives, and nothing else.
+        if value is None or key.startswith((DELETE_FROM_PRIMITIVE_LIST_PREFIX, SET_ELEMENT_ORDER_PREFIX)):
             continue
         if key not in keep:
-            raise PatchError(
+            raise BadRetainKeys(
                 f"{_where(path)}: field {key!r} is in the patch but not in `$retainKeys` {sorted(keep)}; "
                 "list every field the object keeps"
             )
