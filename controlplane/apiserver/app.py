@@ -103,6 +103,11 @@ from controlplane.apiserver.impersonation import (
     extra_of_headers,
     impersonate,
 )
+from controlplane.apiserver.longrunning import (
+    long_running,
+    long_running_not_watch_or_health,
+    long_running_or_health,
+)
 from controlplane.apiserver.objects import ObjectStore, utc_now
 from controlplane.apiserver.requestclientcert import peer_intermediates
 from controlplane.apiserver.requestdeadline import DEFAULT_REQUEST_TIMEOUT, body_deadline_middleware
@@ -125,11 +130,6 @@ REGISTRY = web.AppKey("registry", Registry)
 WATCH_STOP = web.AppKey("watch_stop", asyncio.Event)
 USER = web.RequestKey("user", UserInfo)
 
-#: The health checks: not counted by flow control. They are authenticated as any other path.
-HEALTH_PATHS = frozenset({"/healthz", "/livez", "/readyz"})
-#: Subresources kube counts as long-running (not in the in-flight limit): proxied streams and
-#: the agents' tunnels that carry them.
-_LONG_RUNNING_SUBRESOURCES = frozenset({"proxy", "tunnel", "log", "exec", "attach", "portforward"})
 #: kube-apiserver's request body limit.
 MAX_BODY_BYTES = 3 * 1024 * 1024
 AUTH_TIMEOUT_SECONDS = 10.0
@@ -393,25 +393,6 @@ def _computed_routes(endpoints: Iterable[ComputedEndpoint]) -> list[web.RouteDef
     return routes
 
 
-def _long_running_or_health(request: web.Request) -> bool:
-    """What kube's in-flight limit leaves out: watches (long-running) and health checks."""
-    return _is_watch(request) or _long_running_not_watch_or_health(request)
-
-
-def _long_running_not_watch_or_health(request: web.Request) -> bool:
-    """What kube's APF leaves out: long-running requests but watches (a watch takes seats while it
-    starts), and health checks."""
-    if request.path in HEALTH_PATHS:
-        return True
-    info = request.get(REQUEST_INFO)
-    return info is not None and info.subresource in _LONG_RUNNING_SUBRESOURCES
-
-
-def _is_watch(request: web.Request) -> bool:
-    info = request.get(REQUEST_INFO)
-    return info is not None and info.verb == "watch"
-
-
 def create_app(
     object_store: ObjectStore,
     registry: Registry,
@@ -504,7 +485,7 @@ def create_app(
         *outer_middlewares,
         *([audit.middleware] if audit is not None else []),  # outside the error handling: it sees every answer
         status_middleware,
-        body_deadline_middleware(request_timeout, _long_running_or_health),
+        body_deadline_middleware(request_timeout, long_running),
     ]
     if authenticator is not None:
         middlewares.append(auth_middleware(
@@ -515,13 +496,13 @@ def create_app(
     flow_config = None
     flow_debug: list[web.RouteDef] = []
     if isinstance(flow_control, MaxInFlightConfig):
-        middlewares.append(MaxInFlight(flow_control).middleware(user_key=USER, not_counted=_long_running_or_health))
+        middlewares.append(MaxInFlight(flow_control).middleware(user_key=USER, not_counted=long_running_or_health))
     elif flow_control is not None and flow_control.total_concurrency > 0:
         # After authentication: a request's level and flow depend on who sends it.
         controller = FlowController(
             flow_control, metrics=flow_control_metrics, object_count=None if cache is None else cache.object_count,
         )
-        middlewares.append(controller.middleware(user_key=USER, not_counted=_long_running_not_watch_or_health))
+        middlewares.append(controller.middleware(user_key=USER, not_counted=long_running_not_watch_or_health))
         flow_config = ConfigurationWatch(object_store, controller)
         flow_debug = debug_routes(controller, user_key=USER)
     middlewares += [*inner_middlewares, accept_middleware]

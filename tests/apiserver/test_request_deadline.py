@@ -165,3 +165,13 @@ async def test_a_timeout_that_is_no_duration_is_kubes_400(port: int, asked: str,
         "BadRequest", f"invalid timeout specified in the request URL - {problem}"
     )
     assert (await _get(port, f"{CONFIGMAPS}?timeout=0s"))[0] == 200  # 0: no timeout of the client's
+
+
+@pytest.mark.parametrize("path", ["/healthz", "/livez", "/readyz", "/readyz/ping"])
+async def test_a_health_checks_timeout_is_read_as_any_requests(port: int, path: str) -> None:
+    # A health check is not long-running: kube's WithRequestDeadline reads its timeout too.
+    code, body = await _get(port, f"{path}?timeout=abc")
+    assert code == 400, body
+    message = 'invalid timeout specified in the request URL - time: invalid duration "abc"'
+    assert orjson.loads(body)["message"] == message
+    assert (await _get(port, f"{path}?timeout=1s"))[0] == 200
