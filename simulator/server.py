@@ -61,6 +61,13 @@ from controlplane.apiserver.health import HealthEndpoints
 from controlplane.apiserver.kubeconfig import write_kubeconfig
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.apiserver.quotaadmission import QuotaAdmission
+from controlplane.apiserver.serviceallocation import (
+    DEFAULT_SERVICE_CLUSTER_IP_RANGE,
+    DEFAULT_SERVICE_NODE_PORT_RANGE,
+    IPRange,
+    PortRange,
+    ServiceAllocator,
+)
 from controlplane.apiserver.serving import GuardedTCPSite, ServingLimits, api_runner
 from controlplane.apiserver.tls import ensure_pki
 from controlplane.controllers.rootcapublisher import RootCAPublisher
@@ -197,6 +204,12 @@ class SimServer(ShutdownOnce):
         self.config = config
         self.store = MemoryStore()
         self.objects = ObjectStore(self.store, member_registry(without=frozenset(config.profile.unservedResources)))
+        # A Service's cluster IP and node ports, from kubeadm's default ranges, as a member's API allocates them.
+        self.objects.allocate_with(ServiceAllocator(
+            self.store,
+            cluster_ips=IPRange.parse(DEFAULT_SERVICE_CLUSTER_IP_RANGE),
+            node_ports=PortRange.parse(DEFAULT_SERVICE_NODE_PORT_RANGE),
+        ))
         admit_pods(self.objects, self.objects.check_creates)
         # kube-apiserver's ResourceQuota admission: a pod past a quota in its namespace is refused.
         self.objects.admit_writes(QuotaAdmission(self.objects))
