@@ -43,6 +43,7 @@ from typing import Any, TextIO
 from controlplane.apis.apiextensions.cel_cost import COST_LIMIT, estimated_cost
 from controlplane.apis.apiextensions.cel_parse import plain
 from controlplane.apis.apiextensions.cel_types import (
+    CORE_FUNCTIONS,
     Issue,
     SchemaTypes,
     Type,
@@ -202,7 +203,14 @@ def _typed(schema: Schema, *, root: bool, optional_old_self: bool) -> tuple[Sche
 
 
 def _checked(rule: str, schema: Schema, *, root: bool, optional_old_self: bool) -> tuple[Type, list[Issue]]:
-    return check(rule, *_typed(schema, root=root, optional_old_self=optional_old_self))
+    """What cel-go's checker reports on a rule in kube's CRD environment: its variables are ``self``
+    and ``oldSelf`` alone, its functions cel-go's own and kube's libraries' (:func:`_declared`)."""
+    return check(rule, *_typed(schema, root=root, optional_old_self=optional_old_self), declared=_declared())
+
+
+@functools.cache
+def _declared() -> frozenset[str]:
+    return CORE_FUNCTIONS | frozenset(_library()[1])
 
 
 @dataclass(frozen=True, slots=True)

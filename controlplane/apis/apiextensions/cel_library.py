@@ -1,6 +1,7 @@
 """The CEL functions kube's CRD validation environment has beyond core CEL, for rules.
 
-cel-go's math, sets and encoders extensions come from the ``cel`` package's ``cel.stdlib``, its
+cel-go's sets extension comes from the ``cel`` package's ``cel.stdlib`` (kube declares neither its
+math, nor its encoders, nor its bindings: a rule calling ``math.abs`` or ``cel.bind`` is refused), its
 strings extension (with ``format``) from :mod:`.cel_strings`; kube's own libraries are here: lists (``isSorted``, ``sum``, ``min``,
 ``max``, ``indexOf``, ``lastIndexOf``), regex (``find``, ``findAll``; RE2, as kube) and
 quantities (``quantity("1Gi")``, ``isQuantity``, and on a quantity ``isGreaterThan``,
@@ -236,7 +237,9 @@ def _to_string(value: Any) -> str:
 
 def _kube_functions() -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for library in ("core", "math", "sets", "encoders"):
+    # kube's base environment (apiserver/pkg/cel/environment/base.go) has cel-go's sets and strings
+    # extensions, not its math, encoders or bindings ones.
+    for library in ("core", "sets"):
         out.update(stdlib.EXTENSIONS[library])
     out.update(cel_strings.FUNCTIONS)
     out.update(

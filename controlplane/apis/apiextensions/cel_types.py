@@ -37,6 +37,8 @@ Schema = Mapping[str, Any]
 Resolve = Callable[[str], Schema | None]
 
 _MACROS = frozenset({"all", "exists", "exists_one", "map", "filter"})
+#: The two-variable comprehensions' macros beyond those (``transformList(i, v, expr)``, ...).
+_TWO_VARIABLE_MACROS = frozenset({"existsOne", "transformList", "transformMap", "transformMapEntry"})
 _NUMBERS = frozenset({"int", "uint", "double"})
 _SCALARS = frozenset({"int", "uint", "double", "string", "bool", "bytes"})
 #: String member functions whose receiver and argument are strings (cel-go has no other overload).
@@ -50,6 +52,15 @@ _RETURNS = {  # functions whose result type does not depend on their arguments
     "substring": "string", "indexOf": "int", "lastIndexOf": "int", "join": "string", "isSorted": "bool",
 }
 _WIDE_DOT, _WIDE_CARET = "\uff0e", "\uff3e"
+#: cel-go's standard functions and macros, and its optional values' (the libraries' are the caller's).
+CORE_FUNCTIONS = frozenset({
+    "size", "int", "uint", "double", "string", "bytes", "bool", "duration", "timestamp", "dyn", "type",
+    "matches", "contains", "startsWith", "endsWith", "has", *_MACROS, *_TWO_VARIABLE_MACROS, "getFullYear", "getMonth", "getDayOfYear", "getDayOfMonth",
+    "getDate", "getDayOfWeek", "getHours", "getMinutes", "getSeconds", "getMilliseconds",
+    "optional.of", "optional.ofNonZeroValue", "optional.none", "hasValue", "value", "orValue", "or",
+})
+#: The type names an expression may use as identifiers (``type(x) == int``).
+_TYPE_NAMES = frozenset({"bool", "bytes", "double", "int", "uint", "string", "list", "map", "null_type", "type"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,6 +200,9 @@ class _Checker:
     found: list[Issue] = field(default_factory=list)
     #: Where a ``size`` call of a string is (its ``at``): cel-go counts a string's code points.
     string_sizes: set[int] = field(default_factory=set)
+    #: The functions the environment declares, when ``scope`` holds every variable it declares:
+    #: then another name is cel-go's ``undeclared reference``; None: nothing is reported so.
+    declared: frozenset[str] | None = None
 
     def check(self, node: Node) -> Type:
         method = getattr(self, f"_{node.kind}")
@@ -199,7 +213,32 @@ class _Checker:
         return Type(node.name)
 
     def _ident(self, node: Node) -> Type:
+        if node.name not in self.scope and self.declared is not None and node.name not in _TYPE_NAMES:
+            self._undeclared(node.at, node.name)
         return self.scope.get(node.name, DYN)
+
+    def _undeclared(self, at: int, name: str) -> None:
+        self.found.append(Issue(at, f"undeclared reference to '{name}' (in container '')"))
+
+    def _undeclared_call(self, node: Node) -> bool:
+        """Whether ``node`` calls a function the environment does not declare, reported as cel-go's
+        checker reports it: a ``ns.f(...)`` whose ``ns`` is no variable at ``ns``, and at the call
+        when ``f`` alone is not declared either."""
+        if self.declared is None or not node.name[:1].isalpha():
+            return False
+        target = node.target
+        if target is None:
+            if node.name in self.declared:
+                return False
+        elif target.kind != "ident" or target.name in self.scope or f"{target.name}.{node.name}" in self.declared:
+            return False
+        for arg in node.args:
+            self.check(arg)
+        if target is not None:
+            self._undeclared(target.at, target.name)
+        if target is None or node.name not in self.declared:
+            self._undeclared(node.at, node.name)
+        return True
 
     def _list(self, node: Node) -> Type:
         elements = [self.check(arg) for arg in node.args]
@@ -247,9 +286,13 @@ class _Checker:
         if node.target is None and node.name == "has" and len(node.args) == 1 and node.args[0].kind == "select":
             self._select(node.args[0], at=node.at)
             return BOOL
-        if node.target is not None and node.name in _MACROS and node.args and node.args[0].kind == "ident":
+        macro = node.name in _MACROS or node.name in _TWO_VARIABLE_MACROS
+        if node.target is not None and macro and node.args and node.args[0].kind == "ident":
             return self._comprehension(node)
-        receiver = self.check(node.target) if node.target is not None else None
+        if self._undeclared_call(node):
+            return DYN
+        namespace = node.target is not None and node.target.kind == "ident" and node.target.name not in self.scope
+        receiver = None if node.target is None else DYN if namespace else self.check(node.target)
         args = [self.check(arg) for arg in node.args]
         if receiver is not None and (opt := self._optional_call(node, receiver, args)) is not None:
             return opt
@@ -330,6 +373,8 @@ class _Checker:
             results = [self.check(arg) for arg in node.args[len(bound):]]
         finally:
             self.scope = saved
+        if node.name in _TWO_VARIABLE_MACROS:
+            return BOOL if node.name == "existsOne" else DYN
         if node.name == "map":
             return _list(results[-1]) if results else _list(DYN)
         if node.name == "filter":
@@ -337,11 +382,14 @@ class _Checker:
         return BOOL
 
 
-def check(expression: str, types: SchemaTypes, scope: Mapping[str, Type]) -> tuple[Type, list[Issue]]:
+def check(
+    expression: str, types: SchemaTypes, scope: Mapping[str, Type], *, declared: frozenset[str] | None = None
+) -> tuple[Type, list[Issue]]:
     """The expression's type and what cel-go's checker would report on it, in ``scope`` (the
-    variables' types; an unknown name is ``dyn``). An expression this checker cannot read
+    variables' types; an unknown name is ``dyn``, unless ``declared`` names the functions of an
+    environment whose variables are all in ``scope``). An expression this checker cannot read
     reports nothing."""
-    checker = _Checker(types, dict(scope))
+    checker = _Checker(types, dict(scope), declared=declared)
     try:
         result = checker.check(parse(expression))
     except (SyntaxError, RecursionError):

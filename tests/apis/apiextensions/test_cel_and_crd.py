@@ -324,7 +324,6 @@ def test_crd_defaults() -> None:
         "self.items.indexOf(2) == 1 && self.items.lastIndexOf(3) == 2",
         "self.name.find('[bc]+') == 'bc' && self.name.findAll('[a-c]').size() == 3",
         "sets.contains(self.items, [1, 2]) && sets.intersects(self.items, [3, 4])",
-        "math.greatest(self.items) == 3 && math.abs(-1) == 1",
         "self.name.matches('^a') && duration('1s') < duration('2s')",
         "quantity('1Gi') == quantity('1024Mi') && quantity('1Gi').isGreaterThan(quantity('1M'))",
         "isQuantity('500m') && !isQuantity('five') && quantity('500m').isInteger() == false",
@@ -338,6 +337,43 @@ def test_kubes_cel_libraries_are_available(rule: str) -> None:
     """Rules may use what kube's CRD validation environment offers beyond core CEL."""
     rules = cel.compile_schema_rules({"type": "object", "x-kubernetes-validations": [{"rule": rule}]})
     assert rules.evaluate({"name": "abc", "csv": "a,b", "items": [1, 2, 3]}, None) == []
+
+
+_ITEMS = {"type": "object", "properties": {"items": {"type": "array", "items": {"type": "integer"}}}}
+
+
+@pytest.mark.parametrize(
+    ("rule", "refused"),
+    [
+        # kube's base environment has neither cel-go's math nor its bindings nor its encoders.
+        ("math.abs(-1) == 1", [(0, "math"), (8, "abs")]),
+        ("cel.bind(n, self.items, n.size() > 0)", [(0, "cel"), (8, "bind"), (9, "n"), (24, "n")]),
+        ("base64.encode(b'a') != ''", [(0, "base64"), (13, "encode")]),
+        ("nope(self.items)", [(4, "nope")]),
+        ("self.items.size() > limit", [(20, "limit")]),
+    ],
+)
+def test_what_kubes_environment_does_not_declare_is_refused_in_cel_gos_words(
+    rule: str, refused: list[tuple[int, str]]
+) -> None:
+    expected = "\n".join(
+        f"ERROR: <input>:1:{at + 1}: undeclared reference to '{name}' (in container '')\n | {rule}\n | {'.' * at}^"
+        for at, name in refused
+    )
+    assert cel.compile_error(rule, _ITEMS) == expected
+
+
+@pytest.mark.parametrize(
+    "rule",
+    [
+        "sets.contains(self.items, [1]) && optional.of(1).hasValue() && optional.none().orValue(2) == 2",
+        "type(self.items) == list && int('1') == 1 && string(1) == '1' && duration('1s') < duration('2s')",
+        "self.items.all(i, i > 0) && self.items.map(i, i * 2).size() == 3 && has(self.items)",
+        "quantity('1').isInteger() && isURL('https://x') && ip('10.0.0.1').family() == 4",
+    ],
+)
+def test_what_kubes_environment_declares_is_not_refused(rule: str) -> None:
+    assert cel.compile_error(rule, _ITEMS) is None
 
 
 def test_a_library_error_is_kubes_evaluation_error_and_prints_nothing(
