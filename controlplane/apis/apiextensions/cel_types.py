@@ -222,21 +222,19 @@ class _Checker:
 
     def _undeclared_call(self, node: Node) -> bool:
         """Whether ``node`` calls a function the environment does not declare, reported as cel-go's
-        checker reports it: a ``ns.f(...)`` whose ``ns`` is no variable at ``ns``, and at the call
-        when ``f`` alone is not declared either."""
+        checker reports it: at the call (a member call's name alone), and for a ``ns.f(...)`` whose
+        ``ns`` is no variable and ``ns.f`` no function, at ``ns`` too."""
         if self.declared is None or not node.name[:1].isalpha():
             return False
         target = node.target
-        if target is None:
-            if node.name in self.declared:
-                return False
-        elif target.kind != "ident" or target.name in self.scope or f"{target.name}.{node.name}" in self.declared:
+        namespace = target.name if target is not None and target.kind == "ident" and target.name not in self.scope else ""
+        if (f"{namespace}.{node.name}" if namespace else node.name) in self.declared:
             return False
         for arg in node.args:
             self.check(arg)
         if target is not None:
-            self._undeclared(target.at, target.name)
-        if target is None or node.name not in self.declared:
+            self.check(target)  # an undeclared namespace is reported as cel-go's checker reports the name
+        if node.name not in self.declared:
             self._undeclared(node.at, node.name)
         return True
 

@@ -675,3 +675,10 @@ def test_a_default_is_checked_as_kubes_validate_defaults_checks_it() -> None:
     assert defaults([plain, {"rule": "self / 0 == 1", "message": "zero"}]) == [
         'Invalid value: "integer": division by zero evaluating rule: zero'
     ]
+
+
+def test_a_member_function_kubes_environment_does_not_declare_is_refused() -> None:
+    rule = "self.items.distinct().size() > 0"
+    assert cel.compile_error(rule, _ITEMS) == (
+        f"ERROR: <input>:1:20: undeclared reference to 'distinct' (in container '')\n | {rule}\n | {'.' * 19}^"
+    )
