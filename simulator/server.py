@@ -24,7 +24,8 @@ refuses it (:mod:`simulator.admitting`), and so is a write past a ResourceQuota 
 records its recent callers (peer address and ``Impersonate-*`` headers) at
 ``/debug/gpufed/callers``.
 
-Every namespace has the ConfigMap ``kube-root-ca.crt`` with the member's CA, kept as kube's root CA
+A deleted namespace's content is deleted after its delete answers, and the namespace removed once empty,
+by kube's namespace controller (:mod:`controlplane.controllers.namespaceconditions`). Every namespace has the ConfigMap ``kube-root-ca.crt`` with the member's CA, kept as kube's root CA
 publisher keeps it (:mod:`controlplane.controllers.rootcapublisher`), for the pods whose projected
 volumes name it.
 
@@ -70,6 +71,7 @@ from controlplane.apiserver.serviceallocation import (
 )
 from controlplane.apiserver.serving import GuardedTCPSite, ServingLimits, api_runner
 from controlplane.apiserver.tls import ensure_pki
+from controlplane.controllers.namespaceconditions import NamespaceConditionsController
 from controlplane.controllers.rootcapublisher import RootCAPublisher
 from controlplane.lifecycle import ShutdownOnce
 from controlplane.storage.interface import KeyValue
@@ -221,6 +223,7 @@ class SimServer(ShutdownOnce):
         )
         self._reclaims: asyncio.Task[None] | None = None
         self._root_ca: asyncio.Task[None] | None = None
+        self._namespaces: asyncio.Task[None] | None = None
         self.statuses = StatusControllers(self.objects, clock=self.cluster.clock, salt=config.profile.name)
         #: Who called the API (peer, impersonated user): served at /debug/gpufed/callers.
         self.callers = CallerLog()
@@ -285,6 +288,8 @@ class SimServer(ShutdownOnce):
         self._root_ca = asyncio.create_task(
             RootCAPublisher(self.objects, ca_pem=pki.ca_pem).run(), name="root-ca-cert-publisher"
         )
+        # kube-controller-manager's namespace controller: a deleted namespace's content, then it.
+        self._namespaces = asyncio.create_task(NamespaceConditionsController(self.objects).run(), name="namespace")
         if self.config.profile.reclaim is not None:
             self._reclaims = asyncio.create_task(self.reclaimer.run_schedule(), name="spot-reclaims")
 
@@ -365,7 +370,7 @@ class SimServer(ShutdownOnce):
 
     async def _release(self) -> None:
         self._stopped.set()
-        for task in (self._snapshotter, self._reclaims, self._root_ca):
+        for task in (self._snapshotter, self._reclaims, self._root_ca, self._namespaces):
             if task is not None:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):

@@ -1,14 +1,17 @@
-"""The conditions of a terminating namespace, as kube-controller-manager's namespace controller
-keeps them (:mod:`controlplane.apis.kube.namespacedeletion`).
+"""kube-controller-manager's namespace controller: a terminating namespace's content is deleted,
+its status says what is left, and it is removed once empty
+(:mod:`controlplane.apis.kube.namespacedeletion`).
 
-The API server deletes a namespace's content itself and removes the namespace once it is
-empty (:mod:`controlplane.apiserver.objects.namespaces`); an object held by a finalizer keeps
-it ``Terminating``. This controller writes, to each terminating namespace's status, what is
-left in it and which finalizers hold it, and looks again every :data:`RECHECK_SECONDS` while
-the namespace lasts (a finalizer taken off an object that keeps another one deletes nothing,
-so no event would tell). As kube's controller does on each pass, a namespace found empty, or
-holding an object not being deleted yet (created as its deletion began), is deleted again: the
-API server then deletes what is left and removes the namespace once it is empty.
+Deleting a namespace only marks it ``Terminating`` (:mod:`controlplane.apiserver.objects.deleting`);
+this controller, on the leader, deletes its content in kube's order (``OrderedNamespaceDeletion``,
+on and locked since kube 1.34): the Pods first, and every other object only once no Pod is left,
+each deleted in the Background. It writes, to the namespace's status, what is left in it and which
+finalizers hold it, and looks again every :data:`RECHECK_SECONDS` while the namespace lasts (a
+finalizer taken off an object that keeps another one deletes nothing, so no event would tell).
+Each pass deletes what is not being deleted yet (content created as the deletion began, too); the
+API server removes the namespace as its last object goes, and an empty one is deleted again to
+remove it. Level-based: a new leader lists the namespaces and finishes every deletion left
+under way.
 """
 
 from __future__ import annotations
@@ -19,12 +22,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from controlplane.apis.kube.garbagecollection import DeletionPropagation
 from controlplane.apis.kube.namespacedeletion import deletion_conditions, updated_conditions
 from controlplane.apis.timestamps import format_time
 from controlplane.controllers.informing import Informer
 from controlplane.controllers.reconciling import ReconcileLoop
 from controlplane.controllers.workqueuemetrics import WorkqueueMetrics
-from controlplane.objectclient import ObjectClient, WatchEventType, errors, utc_now
+from controlplane.objectclient import ObjectClient, ResourceType, WatchEventType, errors, utc_now
 from controlplane.objectclient.paging import DEFAULT_PAGE_SIZE, list_pages
 
 #: How often a terminating namespace's content is counted again.
@@ -45,6 +49,7 @@ class NamespaceConditionsController:
         #: starts no watch cache of kinds nothing else watches.
         self._content = content or objects
         self._rt = objects.registry.require("v1", "Namespace")
+        self._pods = self._content.registry.get("", "v1", "pods")
         self.namespaces = Informer(objects, self._rt)
         self._loop: ReconcileLoop[str] = ReconcileLoop(
             "namespace-conditions", self.reconcile, workers=1, metrics=workqueue_metrics
@@ -66,11 +71,21 @@ class NamespaceConditionsController:
             return None
         content = await self._count(name)
         if content.unmarked or not content.remaining:
-            # As each pass of kube's namespace controller: what is left unmarked (created as the
-            # deletion began) is deleted, and an empty namespace removed.
-            with contextlib.suppress(errors.NotFound):
-                if (await self._objects.delete(self._rt, name=name)).deleted:
-                    return None
+            # As each pass of kube's namespace controller: what is not being deleted yet is
+            # deleted (the Pods first, the rest once no Pod is left), and an empty namespace removed.
+            pods = self._pods
+            pods_left = pods is not None and content.remaining[f"{pods.plural}.{pods.group}"] > 0
+            for rt, item in content.unmarked:
+                if pods_left and rt is not self._pods:
+                    continue
+                with contextlib.suppress(errors.NotFound):
+                    await self._objects.delete(
+                        rt, namespace=name, name=item, propagation_policy=DeletionPropagation.BACKGROUND
+                    )
+            if not content.remaining:
+                with contextlib.suppress(errors.NotFound):
+                    if (await self._objects.delete(self._rt, name=name)).deleted:
+                        return None
             content = await self._count(name)
         status = namespace.get("status") or {}
         conditions = updated_conditions(
@@ -91,7 +106,8 @@ class NamespaceConditionsController:
                     content.remaining[f"{rt.plural}.{rt.group}"] += len(page.items)
                 for item in page.items:
                     content.finalizers.update(item["metadata"].get("finalizers") or [])
-                    content.unmarked += not item["metadata"].get("deletionTimestamp")
+                    if not item["metadata"].get("deletionTimestamp"):
+                        content.unmarked.append((rt, item["metadata"]["name"]))
         return content
 
 
@@ -103,5 +119,5 @@ class Content:
     remaining: Counter[str] = field(default_factory=Counter)
     #: The finalizers on them, each with the number of objects it holds.
     finalizers: Counter[str] = field(default_factory=Counter)
-    #: How many of them are not being deleted yet.
-    unmarked: int = 0
+    #: Those not being deleted yet, by kind and name.
+    unmarked: list[tuple[ResourceType, str]] = field(default_factory=list)

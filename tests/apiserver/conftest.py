@@ -12,8 +12,10 @@ from aiohttp.test_utils import TestClient, TestServer
 from controlplane.apiserver.app import create_app
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.apiserver.resources import Registry
+from controlplane.controllers.namespaceconditions import NamespaceConditionsController
 from controlplane.hub import hub_registry
 from controlplane.storage import MemoryStore, Store
+from tests.controllers.fleet import namespace_controller as running_namespace_controller
 
 from .kinds import make_registry
 
@@ -38,6 +40,13 @@ async def objects(api_registry: Registry) -> AsyncIterator[ObjectStore]:
         store = ObjectStore(memory, api_registry)
         await store.bootstrap()
         yield store
+
+
+@pytest.fixture
+async def namespace_controller(objects: ObjectStore) -> AsyncIterator[NamespaceConditionsController]:
+    """The namespace controller the hub's leader runs: a deleted namespace's content goes, then it."""
+    async with running_namespace_controller(objects) as running:
+        yield running
 
 
 @pytest.fixture

@@ -9,7 +9,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from aiohttp.test_utils import TestClient
+
+from tests.controllers.fleet import eventually
 
 from .test_real_clients import kubeconfig, kubectl, needs_kubectl, server_url  # noqa: F401 (fixtures)
 
@@ -44,15 +47,17 @@ async def test_a_create_refuses_a_finalizer_name_as_kube_does(api: TestClient[An
     )
 
 
+@pytest.mark.usefixtures("namespace_controller")
 async def test_a_namespace_held_by_its_finalizer_stays_terminating_until_finalized(api: TestClient[Any, Any]) -> None:
     await created(api, "held", "example.com/hold")
     configmap = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {}}
     assert (await api.post(f"{NAMESPACES}/held/configmaps", json=configmap)).status == 201
     deleting = await api.delete(f"{NAMESPACES}/held")
     assert deleting.status == 200, await deleting.text()
-    # The content is gone and the lifecycle took ``kubernetes`` off; the user's finalizer holds it.
+    assert (await deleting.json())["spec"]["finalizers"] == ["example.com/hold", "kubernetes"]  # marked only
+    # The controller deletes the content, the lifecycle takes ``kubernetes`` off; the user's finalizer holds it.
+    held = await finalized_to(api, "held", ["example.com/hold"])
     assert (await api.get(f"{NAMESPACES}/held/configmaps/c")).status == 404
-    held = await (await api.get(f"{NAMESPACES}/held")).json()
     assert held["status"]["phase"] == "Terminating"
     assert held["spec"]["finalizers"] == ["example.com/hold"]
     # An update keeps the stored finalizers: only ``finalize`` changes them.
@@ -65,18 +70,19 @@ async def test_a_namespace_held_by_its_finalizer_stays_terminating_until_finaliz
     assert (await api.get(f"{NAMESPACES}/held")).status == 404
 
 
+@pytest.mark.usefixtures("namespace_controller")
 async def test_an_emptied_namespace_finalized_to_kubernetes_alone_is_removed(api: TestClient[Any, Any]) -> None:
     """``kubernetes`` is the lifecycle's own: given back to an emptied, terminating namespace by
     ``finalize``, the lifecycle takes it off again and the namespace goes."""
     await created(api, "back", "example.com/hold")
     assert (await api.delete(f"{NAMESPACES}/back")).status == 200
-    held = await (await api.get(f"{NAMESPACES}/back")).json()
-    assert held["spec"]["finalizers"] == ["example.com/hold"]
+    held = await finalized_to(api, "back", ["example.com/hold"])
     finalized = await api.put(f"{NAMESPACES}/back/finalize", json={**held, "spec": {"finalizers": ["kubernetes"]}})
     assert finalized.status == 200, await finalized.text()
     assert (await api.get(f"{NAMESPACES}/back")).status == 404
 
 
+@pytest.mark.usefixtures("namespace_controller")
 async def test_metadata_finalizers_hold_an_emptied_namespace_until_an_update_removes_them(
     api: TestClient[Any, Any],
 ) -> None:
@@ -87,8 +93,8 @@ async def test_metadata_finalizers_hold_an_emptied_namespace_until_an_update_rem
     configmap = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {}}
     assert (await api.post(f"{NAMESPACES}/meta/configmaps", json=configmap)).status == 201
     assert (await api.delete(f"{NAMESPACES}/meta")).status == 200
+    held = await finalized_to(api, "meta", None)
     assert (await api.get(f"{NAMESPACES}/meta/configmaps/c")).status == 404
-    held = await (await api.get(f"{NAMESPACES}/meta")).json()
     assert (held["status"]["phase"], held["metadata"]["finalizers"]) == ("Terminating", ["example.com/meta"])
     assert "finalizers" not in held["spec"]  # the lifecycle took ``kubernetes`` off
     finalized = await api.put(f"{NAMESPACES}/meta/finalize", json=held)
@@ -99,6 +105,18 @@ async def test_metadata_finalizers_hold_an_emptied_namespace_until_an_update_rem
     released = await api.put(f"{NAMESPACES}/meta", json={**held, "metadata": {**held["metadata"], "finalizers": []}})
     assert released.status == 200, await released.text()
     assert (await api.get(f"{NAMESPACES}/meta")).status == 404
+
+
+async def finalized_to(api: TestClient[Any, Any], name: str, finalizers: list[str] | None) -> dict[str, Any]:
+    """Namespace ``name`` once its ``spec.finalizers`` read ``finalizers`` (the controller emptied it)
+    and its conditions are written (so the namespace read is the one a write must follow)."""
+
+    async def read() -> dict[str, Any] | None:
+        body: dict[str, Any] = await (await api.get(f"{NAMESPACES}/{name}")).json()
+        done = body["spec"].get("finalizers") == finalizers and body["status"].get("conditions")
+        return body if done else None
+
+    return await eventually(read, what=f"namespace {name} finalized to {finalizers}")
 
 
 async def test_finalize_changes_the_finalizers_and_keeps_the_status(api: TestClient[Any, Any]) -> None:
@@ -162,6 +180,7 @@ async def test_finalize_is_served_for_update_only(api: TestClient[Any, Any]) -> 
 
 
 @needs_kubectl
+@pytest.mark.usefixtures("namespace_controller")
 async def test_kubectl_replace_raw_finalize_unsticks_a_terminating_namespace(kubeconfig: Path) -> None:  # noqa: F811
     """The well-known way out of a namespace stuck in ``Terminating``: ``kubectl get ns -o json``,
     its ``spec.finalizers`` emptied, ``kubectl replace --raw .../finalize -f -``."""
@@ -169,10 +188,15 @@ async def test_kubectl_replace_raw_finalize_unsticks_a_terminating_namespace(kub
     assert code == 0, err
     code, out, err = await kubectl(kubeconfig, "delete", "namespace", "stuck", "--wait=false")
     assert code == 0, err
-    code, out, err = await kubectl(kubeconfig, "get", "namespace", "stuck", "-o", "json")
-    assert code == 0, err
-    stuck = json.loads(out)
-    assert (stuck["status"]["phase"], stuck["spec"]["finalizers"]) == ("Terminating", ["example.com/hold"])
+
+    async def held() -> dict[str, Any] | None:  # once the controller emptied it and ``kubernetes`` went
+        code, out, err = await kubectl(kubeconfig, "get", "namespace", "stuck", "-o", "json")
+        assert code == 0, err
+        read: dict[str, Any] = json.loads(out)
+        return read if read["spec"]["finalizers"] == ["example.com/hold"] else None
+
+    stuck = await eventually(held, what="stuck held by its own finalizer alone")
+    assert stuck["status"]["phase"] == "Terminating"
     stuck["spec"]["finalizers"] = []
     code, out, err = await kubectl(
         kubeconfig, "replace", "--raw", "/api/v1/namespaces/stuck/finalize", "-f", "-", stdin=json.dumps(stuck)

@@ -22,6 +22,7 @@ from controlplane.apiserver.objects import ObjectStore
 from controlplane.apiserver.patches import PatchType
 from controlplane.apiserver.resources import Registry
 from controlplane.hub import hub_registry
+from tests.controllers.fleet import namespace_controller, namespace_gone
 
 from .kinds import deployment
 
@@ -170,6 +171,27 @@ async def test_kubectl_apply_get_delete(kubeconfig: Path, objects: ObjectStore, 
     assert code == 0, err
     assert out.strip() == 'deployment.apps "web" deleted'
     assert (await objects.list(deploy)).items == []
+
+
+@needs_kubectl
+async def test_kubectl_delete_of_a_namespace_and_its_content_deletes_each(
+    kubeconfig: Path, objects: ObjectStore, tmp_path: Path
+) -> None:
+    """As against kube, ``kubectl delete -f`` of a file that holds a namespace first and then its
+    content answers for every object: the namespace's delete only marks it ``Terminating``, and
+    its content goes after (the namespace controller's, started here once kubectl is done)."""
+    manifest = tmp_path / "all.yaml"
+    manifest.write_text(yaml.safe_dump_all([
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-z"}},
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings", "namespace": "team-z"}},
+    ]))
+    code, out, err = await kubectl(kubeconfig, "create", "-f", str(manifest))
+    assert code == 0, err
+    code, out, err = await kubectl(kubeconfig, "delete", "-f", str(manifest), "--wait=false")
+    assert code == 0, err
+    assert out.splitlines() == ['namespace "team-z" deleted', 'configmap "settings" deleted']
+    async with namespace_controller(objects):
+        await namespace_gone(objects, "team-z")
 
 
 @needs_kubectl

@@ -20,6 +20,7 @@ from controlplane.apiserver.serviceallocation import AllocationRepair, IPRange, 
 from controlplane.apiserver.serviceallocation.records import Owner
 from controlplane.apiserver.serviceallocation.repair import LEAK_PASSES
 from controlplane.storage import Store
+from tests.controllers.fleet import namespace_controller, namespace_gone
 
 RANGE = "10.96.0.0/28"  # 14 addresses: 10.96.0.1 - 10.96.0.14
 PORTS = "30000-30009"
@@ -249,7 +250,9 @@ async def test_deleting_a_namespace_releases_its_services(hub: ObjectStore, svc_
     ns_type = hub.registry.require("v1", "Namespace")
     await hub.create(ns_type, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}})
     await hub.create(svc_type, service("web", kind="NodePort", namespace="team"))
-    await hub.delete(ns_type, name="team")
+    async with namespace_controller(hub):
+        await hub.delete(ns_type, name="team")
+        await namespace_gone(hub, "team")
     allocator = allocator_on(hub.store)
     assert await allocator.ip_records.read_all() == [] and await allocator.port_records.read_all() == []
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import Any, TypeVar
 
 from controlplane.apiserver import errors
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.manager import ControllerManager
+from controlplane.controllers.namespaceconditions import NamespaceConditionsController
 from controlplane.hub import hub_registry
 from controlplane.storage.interface import Store
 
@@ -199,6 +200,35 @@ async def eventually(probe: Callable[[], Awaitable[T | None]], *, what: str = "c
                 await asyncio.sleep(0.02)
     except TimeoutError:
         raise AssertionError(f"timed out waiting for {what} (last: {last!r})") from None
+
+
+@contextlib.asynccontextmanager
+async def namespace_controller(objects: ObjectStore) -> AsyncIterator[NamespaceConditionsController]:
+    """kube-controller-manager's namespace controller running over ``objects`` (the leader's): a
+    deleted namespace's content is deleted, then the namespace removed."""
+    running = NamespaceConditionsController(objects)
+    task = asyncio.create_task(running.run())
+    await running.namespaces.synced.wait()
+    try:
+        yield running
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+async def namespace_gone(objects: ObjectStore, name: str) -> None:
+    """Wait until namespace ``name`` is removed (its content deleted by the namespace controller)."""
+    namespaces = objects.registry.require("v1", "Namespace")
+
+    async def gone() -> bool:
+        try:
+            await objects.get(namespaces, name=name)
+        except errors.NotFound:
+            return True
+        return False
+
+    await eventually(gone, what=f"namespace {name} removed")
 
 
 def _versions(objs: Iterable[dict[str, Any]]) -> dict[tuple[str, str], str]:

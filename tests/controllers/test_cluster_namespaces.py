@@ -14,7 +14,7 @@ from controlplane.apis.constants import LABEL_CLUSTER, LABEL_MANAGED_BY, MANAGED
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.clusters import ClusterNamespaceController
 from controlplane.objectclient import errors
-from tests.controllers.fleet import eventually, node_shape, put_cluster
+from tests.controllers.fleet import eventually, namespace_controller, node_shape, put_cluster
 
 NAMESPACE = "gpufed-es-east"
 
@@ -72,7 +72,8 @@ async def test_a_namespace_deleted_by_hand_is_made_again(objects: ObjectStore, c
         current = await namespace(objects)
         return current if current and current["metadata"]["uid"] != first["metadata"]["uid"] else None
 
-    again = await eventually(made_again, what="the namespace made again")
+    async with namespace_controller(objects):  # removes the terminating namespace
+        again = await eventually(made_again, what="the namespace made again")
     assert again["metadata"]["labels"][LABEL_CLUSTER] == "east"
 
 

@@ -145,3 +145,29 @@ async def test_content_is_counted_over_pages(objects: ObjectStore, controller: N
         )
 
     await eventually(counted, what="five configmaps counted over three pages")
+
+
+async def test_the_pods_go_first_and_the_rest_once_no_pod_is_left(
+    objects: ObjectStore, controller: NamespaceConditionsController
+) -> None:
+    """kube's OrderedNamespaceDeletion (on and locked since 1.34): a Pod a finalizer holds keeps
+    every other object of its namespace undeleted; once it goes, the rest is deleted."""
+    namespaces, configmaps = objects.registry.require("v1", "Namespace"), objects.registry.require("v1", "ConfigMap")
+    pods = objects.registry.require("v1", "Pod")
+    await objects.create(namespaces, {"metadata": {"name": "team-d"}})
+    await objects.create(pods, {
+        "metadata": {"name": "worker", "namespace": "team-d", "finalizers": ["example.com/hold"]},
+        "spec": {"containers": [{"name": "main", "image": "busybox:1"}]},
+    })
+    await objects.create(configmaps, {"metadata": {"name": "settings", "namespace": "team-d"}})
+    assert not (await objects.delete(namespaces, name="team-d")).deleted
+
+    async def pod_marked() -> bool:
+        return bool((await objects.get(pods, namespace="team-d", name="worker"))["metadata"].get("deletionTimestamp"))
+
+    await eventually(pod_marked, what="the pod deleted first")
+    await eventually(lambda: conditions_of(objects, "team-d"), what="a pass done")
+    assert "deletionTimestamp" not in (await objects.get(configmaps, namespace="team-d", name="settings"))["metadata"]
+    worker = await objects.get(pods, namespace="team-d", name="worker")
+    await objects.update(pods, {**worker, "metadata": {**worker["metadata"], "finalizers": []}})
+    await eventually(lambda: _gone(objects, "team-d"), what="the configmap deleted and the namespace removed")

@@ -13,7 +13,7 @@ from controlplane.apiserver import errors
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.systemnamespaces import SystemNamespacesController
 
-from .fleet import eventually
+from .fleet import eventually, namespace_controller, namespace_gone
 
 HUB_OWN = "gpufed-cluster-lease"
 
@@ -46,8 +46,10 @@ async def test_a_deleted_system_namespace_is_created_again(
     await controller.namespaces.synced.wait()
     before = await uid_of(objects, "kube-node-lease")
     assert before is not None
-    assert (await objects.delete(namespaces, name="kube-node-lease")).deleted
-    assert (await objects.delete(namespaces, name="team-a")).deleted
+    async with namespace_controller(objects):
+        await objects.delete(namespaces, name="kube-node-lease")
+        await objects.delete(namespaces, name="team-a")
+        await namespace_gone(objects, "team-a")
 
     async def recreated() -> str | None:
         uid = await uid_of(objects, "kube-node-lease")

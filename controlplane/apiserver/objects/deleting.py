@@ -6,10 +6,12 @@ collector runs (the hub's objects), it puts on or takes off the collector's fina
 registry store does (:mod:`controlplane.apis.kube.garbagecollection`: ``foregroundDeletion`` for
 Foreground, ``orphan`` for Orphan; a second delete of an object being deleted may swap them, and
 one that leaves no finalizer deletes it). It deletes with a compare-and-swap on the object's
-revision (re-reading and retrying when a concurrent write wins), and deletes a namespace as kube
-does: marked ``Terminating``, its content deleted kind by kind (Background), then itself removed
-once empty (see :mod:`~controlplane.apiserver.objects.namespaces`). The dependents themselves are
-the hub's garbage collector's (:mod:`controlplane.controllers.garbagecollecting`).
+revision (re-reading and retrying when a concurrent write wins). A namespace's delete answers
+at once, as kube's: the namespace marked ``Terminating`` (``deletionTimestamp``); its content is
+the namespace controller's (:mod:`controlplane.controllers.namespaceconditions`), and it is removed
+once empty (see :mod:`~controlplane.apiserver.objects.namespaces`). A namespace deleted again once
+it is terminating is removed if it is empty. The dependents themselves are the hub's garbage
+collector's (:mod:`controlplane.controllers.garbagecollecting`).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from controlplane.apis.apiextensions.builtin import is_view, refusal
-from controlplane.apis.kube.garbagecollection import DeletionPropagation, default_policy, deletion_finalizers
+from controlplane.apis.kube.garbagecollection import default_policy, deletion_finalizers
 from controlplane.apis.kube.namespaces import IMMORTAL_NAMESPACES
 from controlplane.apis.kube.requestoptions import delete_options_errors
 from controlplane.apiserver import codec, errors
@@ -30,7 +32,6 @@ from controlplane.apiserver.objects.reading import (
     check_preconditions,
     decode,
     get_kv,
-    store_call,
     stored_form,
 )
 from controlplane.apiserver.objects.swapping import LostRace, delete_stored, swap_call
@@ -39,20 +40,16 @@ from controlplane.apiserver.objects.values import (
     DeleteResult,
 )
 from controlplane.apiserver.objects.writing import PATCH_RETRIES
-from controlplane.apiserver.resources import Registry, ResourceType
+from controlplane.apiserver.resources import ResourceType
 from controlplane.storage import interface as storage
-
-#: How a namespace's deletion deletes its content: Background, as kube's namespace controller asks.
-_NAMESPACE_CONTENT = DeleteOptions(propagation_policy=DeletionPropagation.BACKGROUND)
 
 
 class Deleter:
-    """Deletes objects of ``registry``'s kinds from ``store``; ``now`` gives the deletionTimestamp."""
+    """Deletes objects from ``store``; ``now`` gives the deletionTimestamp."""
 
     def __init__(
         self,
         store: storage.Store,
-        registry: Registry,
         namespaces: NamespaceLifecycle,
         *,
         now: Callable[[], str],
@@ -60,7 +57,6 @@ class Deleter:
     ) -> None:
         self._garbage_collection = garbage_collection
         self._store = store
-        self._registry = registry
         self._namespaces = namespaces
         self.now = now
         #: Told of every delete, to free what the object held (a Service's cluster IP).
@@ -144,27 +140,9 @@ class Deleter:
             ns.setdefault("status", {})["phase"] = "Terminating"
             written = await swap_call(rt, name, self._store.update(kv.key, codec.encode(ns), expected_revision=kv.mod_revision))
             ns["metadata"]["resourceVersion"] = str(written.mod_revision)
-        for content_type in self._registry.namespaced_types():
-            await self._delete_all_in(content_type, name)
+            return DeleteResult(ns, deleted=False)
         finished = await self._namespaces.finish(name)
         return DeleteResult(finished or ns, deleted=finished is not None)
-
-    async def _delete_all_in(self, rt: ResourceType, namespace: str) -> None:
-        listed = await store_call(rt, "", self._store.list(rt.key_prefix(namespace)))
-        for kv in listed.items:
-            obj = decode(rt, kv)
-            for _attempt in range(PATCH_RETRIES):
-                try:
-                    await self.delete_kv(rt, kv, obj, options=_NAMESPACE_CONTENT)
-                    break
-                except LostRace:
-                    try:
-                        kv = await self._store.get(kv.key)
-                    except storage.NotFound:
-                        break
-                    obj = decode(rt, kv)
-                except errors.NotFound:
-                    break
 
 
 def mark_as_deleting(meta: dict[str, Any], *, now: Callable[[], str]) -> None:

@@ -1,9 +1,10 @@
 """Namespace lifecycle: whether content may be created in a namespace, and when a
 terminating namespace is finally removed.
 
-As in kube, deleting a namespace marks it ``Terminating`` (a ``deletionTimestamp``),
-deletes its content, and removes it once nothing is left in it and no finalizer holds it (of its
-``spec.finalizers`` but ``kubernetes``, or of its ``metadata.finalizers``); creating in a missing
+As in kube, deleting a namespace marks it ``Terminating`` (a ``deletionTimestamp``); the
+namespace controller deletes its content (:mod:`controlplane.controllers.namespaceconditions`), and
+it is removed once nothing is left in it and no finalizer holds it (of its ``spec.finalizers`` but
+``kubernetes``, or of its ``metadata.finalizers``); creating in a missing
 namespace is NotFound and in a terminating one Forbidden. :class:`NamespaceLifecycle`
 caches each existing, active namespace for a short while (creates check it on every
 write) and lets concurrent creates share one store read per namespace. Which namespaces

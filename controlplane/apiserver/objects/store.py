@@ -96,9 +96,7 @@ class ObjectStore:
         self._namespaces = NamespaceLifecycle(store, registry, cache_seconds=namespace_cache_seconds)
         self._writer = Writer(store, self._namespaces, now=self.now)
         self._writer.versions = KindVersions(registry)
-        self._deleter = Deleter(
-            store, registry, self._namespaces, now=self.now, garbage_collection=garbage_collection
-        )
+        self._deleter = Deleter(store, self._namespaces, now=self.now, garbage_collection=garbage_collection)
 
     @property
     def store(self) -> storage.Store:
