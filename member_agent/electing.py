@@ -21,10 +21,10 @@ The algorithm is client-go's ``tools/leaderelection`` with a Lease lock:
   :meth:`LeaderElector.hold` raises :class:`LeadershipLost`: its caller stops everything the
   leader runs (the agent fences its clients first,
   :attr:`~member_agent.kubeapi.KubeTransport.fenced`, so no write leaves once the loss is known).
-  Unlike client-go, whose components steer the API server that holds their lock, the agent
-  reports on the member that holds its Lease: while the member cannot be reached or fails (the
-  outage the agent reports as ``MemberAPIUnreachable``), the renew deadline does not run, as no
-  candidate can take the Lease meanwhile; the first answer that shows another holder ends the term;
+  The renew deadline is a hard bound whatever made the renewals fail: a leader cut off from the
+  member while a follower still reaches it must stop before the follower takes over. So a member
+  API outage longer than the renew deadline ends the term too (why ``--leader-elect`` is off by
+  default: the Lease lives in the member the agent reports on);
 * on a clean shutdown the leader releases the Lease (``holderIdentity`` emptied,
   ``leaseDurationSeconds: 1``), so a follower takes over at its next try rather than after a
   lease duration.
@@ -48,7 +48,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from controlplane.apis.timestamps import format_micro_time
-from member_agent.kubeapi import AlreadyExists, ApiError, Conflict, KubeTransport, NotFound, Unavailable
+from member_agent.kubeapi import AlreadyExists, ApiError, Conflict, KubeTransport, NotFound
 from member_agent.reachability import failure_level
 
 logger = logging.getLogger(__name__)
@@ -257,11 +257,10 @@ class LeaderElector:
 
     async def hold(self) -> None:
         """Renew the Lease every retry period for as long as it can (client-go's ``renew``); raise
-        :class:`LeadershipLost` once the member shows another holder, or has refused renewals for
-        the renew deadline. While the member cannot be reached or fails (an
-        :class:`~member_agent.kubeapi.Unavailable`: refused connections, timeouts, 5xx), the
-        deadline does not run: no candidate can take the Lease over meanwhile, and the leader
-        goes on reporting the member unreachable (see the module docstring)."""
+        :class:`LeadershipLost` once the member shows another holder, or no renewal has succeeded
+        for the renew deadline, whatever the reason (refusals, timeouts, a member that cannot be
+        reached): a follower that still reaches the member takes the Lease over once it has not
+        changed for the lease duration, so the leader must have stopped by then."""
         loop = asyncio.get_running_loop()
         timing = self.timing
         while True:
@@ -270,9 +269,7 @@ class LeaderElector:
             while not await self._try_acquire_or_renew(
                 max(timing.renew_deadline - (loop.time() - began), timing.retry_period)
             ):
-                if isinstance(self._last_error, Unavailable | OSError | TimeoutError) and self._is_leader():
-                    began = loop.time()
-                elif not self._is_leader() or loop.time() - began >= timing.renew_deadline:
+                if not self._is_leader() or loop.time() - began >= timing.renew_deadline:
                     self._set_leading(False)
                     holder = self._observed_spec.get("holderIdentity") or "nobody"
                     raise LeadershipLost(
