@@ -62,6 +62,8 @@ DEFAULT_NAMESPACE = "gpufed-system"
 DEFAULT_LEASE_DURATION = 15.0
 DEFAULT_RENEW_DEADLINE = 10.0
 DEFAULT_RETRY_PERIOD = 2.0
+#: The least time a request of the election is given (one started just before its deadline).
+MIN_REQUEST_TIMEOUT = 0.01
 
 
 class LeadershipLost(Exception):
@@ -168,10 +170,15 @@ class LeaderElector:
         with contextlib.suppress(AlreadyExists):
             await self.api.request("POST", "/api/v1/namespaces", body=body, request_timeout=limit)
 
-    async def _try_acquire_or_renew(self, limit: float) -> bool:
-        """One attempt of client-go's ``tryAcquireOrRenew``: True when this candidate holds the
-        Lease afterwards. Errors are logged and count as a failed attempt."""
+    async def _try_acquire_or_renew(self, deadline: float) -> bool:
+        """One attempt of client-go's ``tryAcquireOrRenew``, each of its requests given the time
+        left until ``deadline`` (the loop's clock): True when this candidate holds the Lease
+        afterwards. Errors are logged and count as a failed attempt."""
         loop = asyncio.get_running_loop()
+
+        def limit() -> float:
+            return max(deadline - loop.time(), MIN_REQUEST_TIMEOUT)
+
         now_text = format_micro_time(self.clock())
         duration = max(1, int(self.timing.lease_duration))
         mine = self._record(
@@ -184,7 +191,7 @@ class LeaderElector:
             mine["leaseTransitions"] = int(self._observed_spec.get("leaseTransitions") or 0)
             body = {**self._lease, "spec": {**_spec(self._lease), **mine}}
             try:
-                updated = await self.api.request("PUT", path, body=body, request_timeout=limit)
+                updated = await self.api.request("PUT", path, body=body, request_timeout=limit())
             except (ApiError, OSError, TimeoutError) as exc:
                 logger.debug("renewing the Lease %s unread failed (%s); reading it", self.description, exc)
             else:
@@ -193,7 +200,7 @@ class LeaderElector:
                 return True
         try:
             try:
-                lease = await self.api.request("GET", path, request_timeout=limit)
+                lease = await self.api.request("GET", path, request_timeout=limit())
             except NotFound:
                 body = {
                     "apiVersion": "coordination.k8s.io/v1",
@@ -203,12 +210,12 @@ class LeaderElector:
                 }
                 try:
                     created = await self.api.request(
-                        "POST", self._collection, body=body, request_timeout=limit
+                        "POST", self._collection, body=body, request_timeout=limit()
                     )
                 except NotFound:  # no such namespace: create it, then the Lease
-                    await self._ensure_namespace(limit)
+                    await self._ensure_namespace(limit())
                     created = await self.api.request(
-                        "POST", self._collection, body=body, request_timeout=limit
+                        "POST", self._collection, body=body, request_timeout=limit()
                     )
                 self._observe(created, loop.time())
                 self._last_error = None
@@ -224,7 +231,7 @@ class LeaderElector:
             else:
                 mine["leaseTransitions"] = int(spec.get("leaseTransitions") or 0) + 1
             updated = await self.api.request(
-                "PUT", path, body={**lease, "spec": {**_spec(lease), **mine}}, request_timeout=limit
+                "PUT", path, body={**lease, "spec": {**_spec(lease), **mine}}, request_timeout=limit()
             )
             self._observe(updated, loop.time())
             self._last_error = None
@@ -247,8 +254,10 @@ class LeaderElector:
         """Return once this candidate holds the Lease: tries at once, then every retry period
         with jitter (client-go's ``acquire``)."""
         logger.info("attempting to acquire leader lease %s...", self.description)
+        loop = asyncio.get_running_loop()
         period = self.timing.retry_period
-        while not await self._try_acquire_or_renew(min(period * JITTER_FACTOR, self.timing.renew_deadline)):
+        attempt = min(period * JITTER_FACTOR, self.timing.renew_deadline)
+        while not await self._try_acquire_or_renew(loop.time() + attempt):
             holder = self._observed_spec.get("holderIdentity")
             logger.debug("Lease %s is held by %s", self.description, holder)
             await asyncio.sleep(period + random.random() * JITTER_FACTOR * period)
@@ -265,18 +274,31 @@ class LeaderElector:
         timing = self.timing
         while True:
             await asyncio.sleep(timing.retry_period)
-            began = loop.time()
-            while not await self._try_acquire_or_renew(
-                max(timing.renew_deadline - (loop.time() - began), timing.retry_period)
-            ):
-                if not self._is_leader() or loop.time() - began >= timing.renew_deadline:
-                    self._set_leading(False)
-                    holder = self._observed_spec.get("holderIdentity") or "nobody"
-                    raise LeadershipLost(
-                        f"leader election lost: the Lease {self.description} was not renewed within "
-                        f"{timing.renew_deadline:g}s (held by {holder}; last error: {self._last_error or 'none'})"
-                    )
-                await asyncio.sleep(timing.retry_period)
+            if await self._renew_round(loop.time() + timing.renew_deadline):
+                continue
+            self._set_leading(False)
+            holder = self._observed_spec.get("holderIdentity") or "nobody"
+            raise LeadershipLost(
+                f"leader election lost: the Lease {self.description} was not renewed within "
+                f"{timing.renew_deadline:g}s (held by {holder}; last error: {self._last_error or 'none'})"
+            )
+
+    async def _renew_round(self, deadline: float) -> bool:
+        """Try to renew every retry period until ``deadline``, which bounds the whole round, its
+        requests and waits included (client-go's ``context.WithTimeout(RenewDeadline)``): True
+        once renewed, False when the deadline passed or the member shows another holder."""
+        loop = asyncio.get_running_loop()
+        try:
+            async with asyncio.timeout_at(deadline):
+                while not await self._try_acquire_or_renew(deadline):
+                    if not self._is_leader() or loop.time() + self.timing.retry_period >= deadline:
+                        return False
+                    await asyncio.sleep(self.timing.retry_period)
+                return True
+        except TimeoutError:
+            if self._last_error is None:
+                self._last_error = TimeoutError("the renew deadline passed")
+            return False
 
     async def release(self) -> None:
         """Give the Lease up (client-go's ``release``): only when leading; an error is logged."""

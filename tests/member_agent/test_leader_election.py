@@ -247,6 +247,42 @@ async def test_a_leader_whose_renewals_are_refused_stops_within_the_renew_deadli
         assert not leader.leading
 
 
+async def test_the_renew_deadline_bounds_a_round_of_slow_renewals() -> None:
+    """A slow member, whose every update hangs as long as the request may last and is then refused:
+    the renew deadline bounds the whole round (client-go's ``context.WithTimeout(RenewDeadline)``),
+    not each request, so the leader has stopped before a follower sees the Lease expire."""
+    async with (
+        served_member(member_registry()) as served,
+        member_client(served.url) as api,
+        member_client(served.url) as other,
+    ):
+        leader, follower = candidate(api, "a"), candidate(other, "b")
+        await leader.acquire()
+        request = api.request
+
+        async def slow(method: str, path: str, **kwargs: Any) -> dict[str, Any]:
+            if method != "PUT":
+                return await request(method, path, **kwargs)
+            await asyncio.sleep(kwargs.get("request_timeout") or 60)
+            raise Forbidden(403, "Forbidden", "slow, then refused")
+
+        api.request = slow  # type: ignore[method-assign]
+        overlap: list[bool] = []
+        follower._on_change = lambda leading: overlap.append(leading and leader.leading)
+        holding = asyncio.create_task(leader.hold())
+        waiting = asyncio.create_task(follower.acquire())
+        try:
+            with pytest.raises(LeadershipLost, match=r"not renewed within 0\.6s"):
+                async with asyncio.timeout(10):
+                    await holding
+            async with asyncio.timeout(10):
+                await waiting
+            assert overlap == [False] and follower.leading
+        finally:
+            holding.cancel()
+            waiting.cancel()
+
+
 def test_the_election_flags_are_karmada_agents() -> None:
     parser = build_parser()
     base = ["agent", "--hub", "https://hub:6443", "--cluster-name", "onprem-a100", "--state-dir", "/tmp/x"]
