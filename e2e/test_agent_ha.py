@@ -21,6 +21,7 @@ CLUSTER = "onprem-a100"
 LEASE = ("get", "lease", "-n", "gpufed-system", f"gpufed-agent-{CLUSTER}", "-o", "json")
 #: Short election timings, so the takeover is quick: a dead leader's Lease expires after 3 s.
 ELECTION = (
+    "--leader-elect=true",
     "--leader-elect-lease-duration",
     "3s",
     "--leader-elect-renew-deadline",

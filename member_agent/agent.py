@@ -3,7 +3,7 @@
 In: an :class:`~member_agent.config.AgentConfig`. Out, while :meth:`Agent.run` runs, one task
 each in a ``TaskGroup``:
 
-* leader election first (``--leader-elect``, on by default): the agent waits until it holds the
+* leader election first (``--leader-elect``, off by default): the agent waits until it holds the
   Lease ``gpufed-agent-<cluster>`` in the member (:mod:`member_agent.electing`), and everything
   below runs only while it does; a task renews it, and losing it ends :meth:`Agent.run` with
   :class:`~member_agent.electing.LeadershipLost` (the process exits and is restarted, as

@@ -85,7 +85,7 @@ class AgentConfig(ClusterFacts):
     member_failure_threshold: float = Field(default=30.0, ge=0)
     #: Leader election among the agents of this cluster (:mod:`member_agent.electing`), with
     #: karmada-agent's flags and defaults; off, the agent runs at once (one agent per cluster).
-    leader_elect: bool = True
+    leader_elect: bool = False
     leader_elect_lease_duration: float = Field(default=electing.DEFAULT_LEASE_DURATION, gt=0)
     leader_elect_renew_deadline: float = Field(default=electing.DEFAULT_RENEW_DEADLINE, gt=0)
     leader_elect_retry_period: float = Field(default=electing.DEFAULT_RETRY_PERIOD, gt=0)
@@ -199,7 +199,8 @@ def _election_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--leader-elect", type=_go_bool, nargs="?", const=True, metavar="true|false",
         help="elect one leader among the agents of this cluster on a Lease in the member before running; only "
-        "the leader joins, reports, applies Works and holds the proxy tunnel (default true)",
+        "the leader joins, reports, applies Works and holds the proxy tunnel; for two or more agents of one "
+        "cluster (default false: a member API outage longer than the renew deadline ends the leader's term)",
     )
     parser.add_argument(
         "--leader-elect-lease-duration", type=_go_duration, metavar="DURATION",
@@ -207,7 +208,7 @@ def _election_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--leader-elect-renew-deadline", type=_go_duration, metavar="DURATION",
-        help="how long the leader keeps trying to renew, while the member refuses, before it stops leading "
+        help="how long the leader keeps trying to renew, whatever makes it fail, before it stops leading "
         "(default 10s)",
     )
     parser.add_argument(

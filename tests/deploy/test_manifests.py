@@ -250,18 +250,23 @@ def test_agent_rbac_is_least_privilege(source: str) -> None:
     assert deployment["spec"]["template"]["spec"]["serviceAccountName"] == account["metadata"]["name"]
 
 
-@pytest.mark.parametrize("source", ["kustomize", "helm"])
-def test_the_agents_leader_election_may_touch_its_own_lease_only(source: str) -> None:
-    objects = kustomize("agent") if source == "kustomize" else helm_render(AGENT_VALUES)
+AGENT_REPLICAS_2 = {**AGENT_VALUES, "agent": {**AGENT_VALUES["agent"], "replicas": 2}}
+
+
+@pytest.mark.parametrize(("source", "electing"), [("kustomize", False), ("helm", False), ("helm-2", True)])
+def test_the_agents_leader_election_may_touch_its_own_lease_only(source: str, electing: bool) -> None:
+    """Leader election is on only where two agent replicas run (the chart's agent.replicas > 1)."""
+    objects = kustomize("agent") if source == "kustomize" else helm_render(AGENT_REPLICAS_2 if electing else AGENT_VALUES)
     deployment = one(objects, "Deployment")
     container = deployment["spec"]["template"]["spec"]["containers"][0]
     env = {e["name"]: "https://hub.example.com:6443" if e["name"] == "GPUFED_HUB" else "x" for e in container["env"]}
     cluster = "member-1" if source == "kustomize" else "cloud-l4"  # the ConfigMap's, AGENT_VALUES'
+    assert deployment["spec"]["replicas"] == (2 if electing else 1)
     config = config_from_args(build_parser().parse_args(
         ["agent", *_expand(container["args"], {**env, "GPUFED_CLUSTER_NAME": cluster, "GPUFED_DCGM_URL": "http://d",
                                             "GPUFED_HUB_CA_HASH": "sha256:" + "ab" * 32}),
          "--cluster-file", "/dev/null"]))
-    assert config.leader_elect
+    assert config.leader_elect is electing
     role, binding = one(objects, "Role"), one(objects, "RoleBinding")
     assert role["metadata"]["namespace"] == binding["metadata"]["namespace"] == config.leader_elect_resource_namespace
     assert role["rules"] == [

@@ -287,7 +287,7 @@ def test_the_election_flags_are_karmada_agents() -> None:
     parser = build_parser()
     base = ["agent", "--hub", "https://hub:6443", "--cluster-name", "onprem-a100", "--state-dir", "/tmp/x"]
     config = config_from_args(parser.parse_args(base))
-    assert config.leader_elect is True
+    assert config.leader_elect is False
     assert (
         config.leader_elect_lease_duration,
         config.leader_elect_renew_deadline,
@@ -298,7 +298,7 @@ def test_the_election_flags_are_karmada_agents() -> None:
         parser.parse_args(
             [
                 *base,
-                "--leader-elect=false",
+                "--leader-elect",
                 "--leader-elect-lease-duration",
                 "1m",
                 "--leader-elect-renew-deadline",
@@ -310,7 +310,7 @@ def test_the_election_flags_are_karmada_agents() -> None:
             ]
         )
     )
-    assert not given.leader_elect
+    assert given.leader_elect
     assert (
         given.leader_elect_lease_duration,
         given.leader_elect_renew_deadline,
@@ -320,9 +320,9 @@ def test_the_election_flags_are_karmada_agents() -> None:
     with pytest.raises(
         ValueError, match=r"renewDeadline must be greater than retryPeriod\*JitterFactor\(1.2\)"
     ):
-        config_from_args(parser.parse_args([*base, "--leader-elect-retry-period", "9s"]))
+        config_from_args(parser.parse_args([*base, "--leader-elect", "--leader-elect-retry-period", "9s"]))
     with pytest.raises(ValueError, match="leaseDuration must be greater than renewDeadline"):
-        config_from_args(parser.parse_args([*base, "--leader-elect-renew-deadline", "15s"]))
+        config_from_args(parser.parse_args([*base, "--leader-elect", "--leader-elect-renew-deadline", "15s"]))
 
 
 async def test_an_agent_that_loses_its_lease_stops_everything_it_runs(
@@ -334,6 +334,7 @@ async def test_an_agent_that_loses_its_lease_stops_everything_it_runs(
     caplog.set_level(logging.INFO, logger="member_agent.agent")
     config = (await joining_agent_config(hub, member, tmp_path / "agent")).model_copy(
         update={
+            "leader_elect": True,
             "leader_elect_lease_duration": 1.0,
             "leader_elect_renew_deadline": 0.6,
             "leader_elect_retry_period": 0.1,
@@ -391,7 +392,8 @@ async def test_an_agent_stopped_cleanly_releases_its_lease_after_its_loops_end(
     member: Member,  # noqa: F811
     tmp_path: Path,
 ) -> None:
-    agent = Agent(await joining_agent_config(hub, member, tmp_path / "agent"))
+    config = await joining_agent_config(hub, member, tmp_path / "agent")
+    agent = Agent(config.model_copy(update={"leader_elect": True}))
     leases = member.objects.registry.require("coordination.k8s.io/v1", "Lease")
     async with agent:
         async with asyncio.timeout(30):
