@@ -252,13 +252,16 @@ class Agent(CapacityReporting, WorkSyncing):
             group.create_task(self.tunnel.run())
 
     def _leading_changed(self, leading: bool) -> None:
-        """Logged and counted; on a loss, both clients are fenced at once, before any other task
-        runs again, so no loop writes while the task group winds down."""
+        """Logged and counted; on a loss, both clients are fenced and the proxy tunnel's streams
+        cancelled at once, before any other task runs again, so nothing writes while the task
+        group winds down."""
         name = self.config.cluster_name
         if not leading:
             for api in (self.hub, self.member):
                 if api is not None:
                     api.fenced = True
+            if self.tunnel is not None:
+                self.tunnel.fence()
         logger.info("became leader of cluster %s" if leading else "stopped leading cluster %s", name)
         self.metrics.leading(leading)
 

@@ -135,6 +135,8 @@ class AgentTunnel:
         self.peak_buffered_bytes = 0
         self._streams: dict[int, AgentStream] = {}
         self._send_lock = asyncio.Lock()
+        #: Set by :meth:`fence`: this agent no longer leads its cluster, and serves no stream.
+        self.fenced = False
 
     def stream_credits(self) -> list[int]:
         """The credit left to each open stream (0 or little: it waits for its client)."""
@@ -190,7 +192,17 @@ class AgentTunnel:
             else:
                 logger.warning("the hub closed the proxy tunnel of cluster %s with code %s; reconnecting", self.cluster, end)
 
+    def fence(self) -> None:
+        """Cancel every stream at once and serve no frame from now on: the agent has lost its
+        cluster's leadership, and a stream in flight would go on acting on the member."""
+        self.fenced = True
+        for stream in self._streams.values():
+            if stream.task is not None:
+                stream.task.cancel()
+
     def _receive(self, ws: aiohttp.ClientWebSocketResponse, message: bytes) -> None:
+        if self.fenced:
+            return
         frame = framing.decode(message)
         stream = self._streams.get(frame.stream)
         if frame.kind in (FrameKind.OPEN, FrameKind.UPGRADE):

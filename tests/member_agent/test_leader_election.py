@@ -13,13 +13,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kubernetes_asyncio.client import ApiClient, Configuration
 
+from controlplane.apis import proxyframing as framing
+from controlplane.apis.proxyframing import ProxyRequest
 from e2e.harness import free_port
 from gpufed.cli import build_parser
 from member_agent.agent import Agent
 from member_agent.config import config_from_args
 from member_agent.electing import ElectionTiming, LeaderElector, LeadershipLost, lease_name
 from member_agent.kubeapi import Forbidden, KubeApi
+from member_agent.tunnel import AgentTunnel
+from member_agent.tunnelupgrades import AgentStream
 from simulator.resources import member_registry
 from tests.controllers.fleet import eventually
 from tests.member_agent.memberapi import member_client, served_member
@@ -405,3 +410,30 @@ async def test_an_agent_stopped_cleanly_releases_its_lease_after_its_loops_end(
     assert released["spec"]["holderIdentity"] == ""
     assert released["spec"]["leaseDurationSeconds"] == 1
     assert released["spec"]["leaseTransitions"] == held["spec"]["leaseTransitions"]
+
+
+async def test_losing_the_lease_cancels_the_proxy_tunnels_streams_at_once() -> None:
+    """The fence covers the proxy tunnel: a stream in flight, which would go on writing to the
+    member with the agent's client, is cancelled the moment the loss is known, and a request the
+    hub sends from then on is not served."""
+    parser = build_parser()
+    config = config_from_args(
+        parser.parse_args(
+            ["agent", "--hub", "https://hub:6443", "--cluster-name", CLUSTER, "--state-dir", "/x"]
+        )
+    )
+    agent = Agent(config)
+    nowhere = Configuration(host=f"http://127.0.0.1:{free_port()}")
+    async with ApiClient(nowhere) as hub_client, ApiClient(nowhere) as member_api:
+        tunnel = AgentTunnel(cluster=CLUSTER, hub=hub_client, member=member_api)
+        agent.tunnel = tunnel
+        stream = AgentStream(1024)
+        stream.task = asyncio.create_task(asyncio.Event().wait())  # a stream in flight
+        tunnel._streams[1] = stream
+        agent._leading_changed(False)
+        with pytest.raises(asyncio.CancelledError):
+            async with asyncio.timeout(10):
+                await stream.task
+        opened = framing.open_frame(2, ProxyRequest("PUT", "/api/v1/namespaces/default/configmaps/x"), b"{}")
+        tunnel._receive(None, framing.encode(opened))  # type: ignore[arg-type]
+        assert 2 not in tunnel._streams
