@@ -262,13 +262,18 @@ def test_the_agents_leader_election_may_touch_its_own_lease_only(source: str, el
     env = {e["name"]: "https://hub.example.com:6443" if e["name"] == "GPUFED_HUB" else "x" for e in container["env"]}
     cluster = "member-1" if source == "kustomize" else "cloud-l4"  # the ConfigMap's, AGENT_VALUES'
     assert deployment["spec"]["replicas"] == (2 if electing else 1)
+    # The downward API's metadata.namespace: whatever namespace an overlay puts the agent in.
+    env["POD_NAMESPACE"] = "overlay-namespace"
     config = config_from_args(build_parser().parse_args(
         ["agent", *_expand(container["args"], {**env, "GPUFED_CLUSTER_NAME": cluster, "GPUFED_DCGM_URL": "http://d",
                                             "GPUFED_HUB_CA_HASH": "sha256:" + "ab" * 32}),
          "--cluster-file", "/dev/null"]))
     assert config.leader_elect is electing
     role, binding = one(objects, "Role"), one(objects, "RoleBinding")
-    assert role["metadata"]["namespace"] == binding["metadata"]["namespace"] == config.leader_elect_resource_namespace
+    namespace = deployment["metadata"]["namespace"]
+    assert role["metadata"]["namespace"] == binding["metadata"]["namespace"] == namespace
+    # The Lease is in the agent's own namespace, where the Role is: the pod's (kustomize), the release's (Helm).
+    assert config.leader_elect_resource_namespace == ("overlay-namespace" if source == "kustomize" else namespace)
     assert role["rules"] == [
         {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
         {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "resourceNames": [lease_name(cluster)],
