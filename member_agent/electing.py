@@ -26,8 +26,8 @@ The algorithm is client-go's ``tools/leaderelection`` with a Lease lock:
   API outage longer than the renew deadline ends the term too (why ``--leader-elect`` is off by
   default: the Lease lives in the member the agent reports on);
 * on a clean shutdown the leader releases the Lease (``holderIdentity`` emptied,
-  ``leaseDurationSeconds: 1``), so a follower takes over at its next try rather than after a
-  lease duration.
+  ``leaseDurationSeconds: 1``; one renew deadline bounds the release as a whole), so a follower
+  takes over at its next try rather than after a lease duration.
 
 Pure asyncio over the agent's :class:`~member_agent.kubeapi.KubeTransport` of the member. The
 Lease's namespace is created when missing (an agent run outside the member, with a kubeconfig).
@@ -100,6 +100,11 @@ class ElectionTiming:
     lease_duration: float = DEFAULT_LEASE_DURATION
     renew_deadline: float = DEFAULT_RENEW_DEADLINE
     retry_period: float = DEFAULT_RETRY_PERIOD
+
+
+def _time_left(deadline: float) -> float:
+    """What a request may still take before ``deadline`` (the running loop's clock)."""
+    return max(deadline - asyncio.get_running_loop().time(), MIN_REQUEST_TIMEOUT)
 
 
 def _spec(record: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -176,9 +181,6 @@ class LeaderElector:
         afterwards. Errors are logged and count as a failed attempt."""
         loop = asyncio.get_running_loop()
 
-        def limit() -> float:
-            return max(deadline - loop.time(), MIN_REQUEST_TIMEOUT)
-
         now_text = format_micro_time(self.clock())
         duration = max(1, int(self.timing.lease_duration))
         mine = self._record(
@@ -191,7 +193,7 @@ class LeaderElector:
             mine["leaseTransitions"] = int(self._observed_spec.get("leaseTransitions") or 0)
             body = {**self._lease, "spec": {**_spec(self._lease), **mine}}
             try:
-                updated = await self.api.request("PUT", path, body=body, request_timeout=limit())
+                updated = await self.api.request("PUT", path, body=body, request_timeout=_time_left(deadline))
             except (ApiError, OSError, TimeoutError) as exc:
                 logger.debug("renewing the Lease %s unread failed (%s); reading it", self.description, exc)
             else:
@@ -200,7 +202,7 @@ class LeaderElector:
                 return True
         try:
             try:
-                lease = await self.api.request("GET", path, request_timeout=limit())
+                lease = await self.api.request("GET", path, request_timeout=_time_left(deadline))
             except NotFound:
                 body = {
                     "apiVersion": "coordination.k8s.io/v1",
@@ -210,12 +212,12 @@ class LeaderElector:
                 }
                 try:
                     created = await self.api.request(
-                        "POST", self._collection, body=body, request_timeout=limit()
+                        "POST", self._collection, body=body, request_timeout=_time_left(deadline)
                     )
                 except NotFound:  # no such namespace: create it, then the Lease
-                    await self._ensure_namespace(limit())
+                    await self._ensure_namespace(_time_left(deadline))
                     created = await self.api.request(
-                        "POST", self._collection, body=body, request_timeout=limit()
+                        "POST", self._collection, body=body, request_timeout=_time_left(deadline)
                     )
                 self._observe(created, loop.time())
                 self._last_error = None
@@ -231,7 +233,10 @@ class LeaderElector:
             else:
                 mine["leaseTransitions"] = int(spec.get("leaseTransitions") or 0) + 1
             updated = await self.api.request(
-                "PUT", path, body={**lease, "spec": {**_spec(lease), **mine}}, request_timeout=limit()
+                "PUT",
+                path,
+                body={**lease, "spec": {**_spec(lease), **mine}},
+                request_timeout=_time_left(deadline),
             )
             self._observe(updated, loop.time())
             self._last_error = None
@@ -318,20 +323,27 @@ class LeaderElector:
             self._set_leading(False)
 
     async def _release(self, spec: dict[str, Any]) -> None:
+        """One renew deadline bounds the release as a whole (client-go's ``release`` runs under
+        ``context.WithTimeout(RenewDeadline)``), each request given the time left."""
         assert self._lease is not None
+        loop = asyncio.get_running_loop()
         path = f"{self._collection}/{self.name}"
-        timeout = self.timing.renew_deadline
+        deadline = loop.time() + self.timing.renew_deadline
+
         try:
-            try:
-                await self.api.request(
-                    "PUT", path, body={**self._lease, "spec": spec}, request_timeout=timeout
-                )
-            except Conflict:  # a renewal cut short by the shutdown may have written it meanwhile
-                lease = await self.api.request("GET", path, request_timeout=timeout)
-                if _spec(lease).get("holderIdentity") != self.identity:
-                    return
-                await self.api.request("PUT", path, body={**lease, "spec": spec}, request_timeout=timeout)
+            async with asyncio.timeout_at(deadline):
+                try:
+                    await self.api.request(
+                        "PUT", path, body={**self._lease, "spec": spec}, request_timeout=_time_left(deadline)
+                    )
+                except Conflict:  # a renewal cut short by the shutdown may have written it meanwhile
+                    lease = await self.api.request("GET", path, request_timeout=_time_left(deadline))
+                    if _spec(lease).get("holderIdentity") != self.identity:
+                        return
+                    await self.api.request(
+                        "PUT", path, body={**lease, "spec": spec}, request_timeout=_time_left(deadline)
+                    )
         except (ApiError, OSError, TimeoutError) as exc:
-            logger.warning("could not release the leader Lease %s: %s", self.description, exc)
+            logger.warning("could not release the leader Lease %s: %s", self.description, exc or "timed out")
             return
         logger.info("released leader lease %s", self.description)

@@ -22,7 +22,7 @@ from gpufed.cli import build_parser
 from member_agent.agent import Agent
 from member_agent.config import config_from_args
 from member_agent.electing import ElectionTiming, LeaderElector, LeadershipLost, lease_name
-from member_agent.kubeapi import Forbidden, KubeApi
+from member_agent.kubeapi import Conflict, Forbidden, KubeApi
 from member_agent.tunnel import AgentTunnel
 from member_agent.tunnelupgrades import AgentStream
 from simulator.resources import member_registry
@@ -437,3 +437,31 @@ async def test_losing_the_lease_cancels_the_proxy_tunnels_streams_at_once() -> N
         opened = framing.open_frame(2, ProxyRequest("PUT", "/api/v1/namespaces/default/configmaps/x"), b"{}")
         tunnel._receive(None, framing.encode(opened))  # type: ignore[arg-type]
         assert 2 not in tunnel._streams
+
+
+async def test_a_release_is_bounded_as_a_whole_by_one_renew_deadline() -> None:
+    """client-go's release runs under one renew deadline: its update refused with a conflict, the
+    read and the update again that follow get only the time left, not a renew deadline each."""
+    async with lease_member() as api:
+        leader = candidate(api, "a")
+        await leader.acquire()
+        request = api.request
+        given: list[tuple[str, float]] = []
+
+        async def slow(method: str, path: str, **kwargs: Any) -> dict[str, Any]:
+            timeout = kwargs.get("request_timeout") or 60
+            given.append((method, timeout))
+            if method == "PUT" and len(given) == 1:  # half the time, then a conflict
+                await asyncio.sleep(timeout / 2)
+                raise Conflict(409, "Conflict", "the object has been modified")
+            if method == "PUT":  # the update again hangs
+                await asyncio.sleep(timeout)
+            return await request(method, path, **kwargs)
+
+        api.request = slow  # type: ignore[method-assign]
+        async with asyncio.timeout(10):
+            await leader.release()
+        assert not leader.leading
+        assert [method for method, _ in given] == ["PUT", "GET", "PUT"]
+        # The read and the second update share what the first left of the 0.6 s.
+        assert all(timeout <= 0.31 for _, timeout in given[1:])
