@@ -10,6 +10,7 @@ listings as a ``--bootstrap-token`` flag does.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import re
 from pathlib import Path
@@ -143,6 +144,13 @@ class AgentConfig(ClusterFacts):
 
     @model_validator(mode="after")
     def _election(self) -> AgentConfig:
+        duration = self.leader_elect_lease_duration
+        if self.leader_elect and duration != int(duration):
+            nearest = " or ".join(f"{n}s" for n in sorted({max(1, math.floor(duration)), math.ceil(duration)}))
+            raise ValueError(
+                f"--leader-elect-lease-duration {duration:g}s is not a whole number of seconds (the Lease's "
+                f"leaseDurationSeconds holds whole seconds): give {nearest}"
+            )
         if self.leader_elect and (
             problem := electing.timing_problem(
                 self.leader_elect_lease_duration, self.leader_elect_renew_deadline, self.leader_elect_retry_period

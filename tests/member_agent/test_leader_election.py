@@ -326,6 +326,13 @@ def test_the_election_flags_are_karmada_agents() -> None:
         ValueError, match=r"renewDeadline must be greater than retryPeriod\*JitterFactor\(1.2\)"
     ):
         config_from_args(parser.parse_args([*base, "--leader-elect", "--leader-elect-retry-period", "9s"]))
+    # The Lease holds whole seconds: a duration it cannot say is refused, naming the nearest ones.
+    with pytest.raises(
+        ValueError,
+        match=r"--leader-elect-lease-duration 15\.5s is not a whole number of seconds .*leaseDurationSeconds.*"
+        r"15s or 16s",
+    ):
+        config_from_args(parser.parse_args([*base, "--leader-elect", "--leader-elect-lease-duration", "15.5s"]))
     with pytest.raises(ValueError, match="leaseDuration must be greater than renewDeadline"):
         config_from_args(parser.parse_args([*base, "--leader-elect", "--leader-elect-renew-deadline", "15s"]))
 
