@@ -218,21 +218,27 @@ async def test_a_leader_cut_off_from_its_member_stops_within_the_renew_deadline(
         follower = candidate(api, "b")
         await leader.acquire()
         leader.api = nowhere  # the leader's path to the member breaks; the follower's does not
-        overlap: list[bool] = []
-        follower._on_change = lambda leading: overlap.append(leading and leader.leading)
-        holding = asyncio.create_task(leader.hold())
-        waiting = asyncio.create_task(follower.acquire())
-        try:
-            with pytest.raises(LeadershipLost, match=r"not renewed within 0\.6s \(held by a; last error: "):
-                async with asyncio.timeout(10):
-                    await holding
-            assert not leader.leading
+        await _stops_before_the_follower_leads(leader, follower)
+
+
+async def _stops_before_the_follower_leads(leader: LeaderElector, follower: LeaderElector) -> None:
+    """``leader`` holding and ``follower`` waiting: the leader loses its term (renewals failing
+    for the renew deadline) and has stopped leading when the follower takes over."""
+    overlap: list[bool] = []
+    follower._on_change = lambda leading: overlap.append(leading and leader.leading)
+    holding = asyncio.create_task(leader.hold())
+    waiting = asyncio.create_task(follower.acquire())
+    try:
+        with pytest.raises(LeadershipLost, match=r"not renewed within 0\.6s \(held by a; last error: "):
             async with asyncio.timeout(10):
-                await waiting
-            assert overlap == [False] and follower.leading
-        finally:
-            holding.cancel()
-            waiting.cancel()
+                await holding
+        assert not leader.leading
+        async with asyncio.timeout(10):
+            await waiting
+        assert overlap == [False] and follower.leading
+    finally:
+        holding.cancel()
+        waiting.cancel()
 
 
 async def test_a_leader_whose_renewals_are_refused_stops_within_the_renew_deadline() -> None:
@@ -272,20 +278,7 @@ async def test_the_renew_deadline_bounds_a_round_of_slow_renewals() -> None:
             raise Forbidden(403, "Forbidden", "slow, then refused")
 
         api.request = slow  # type: ignore[method-assign]
-        overlap: list[bool] = []
-        follower._on_change = lambda leading: overlap.append(leading and leader.leading)
-        holding = asyncio.create_task(leader.hold())
-        waiting = asyncio.create_task(follower.acquire())
-        try:
-            with pytest.raises(LeadershipLost, match=r"not renewed within 0\.6s"):
-                async with asyncio.timeout(10):
-                    await holding
-            async with asyncio.timeout(10):
-                await waiting
-            assert overlap == [False] and follower.leading
-        finally:
-            holding.cancel()
-            waiting.cancel()
+        await _stops_before_the_follower_leads(leader, follower)
 
 
 def test_the_election_flags_are_karmada_agents() -> None:
@@ -332,7 +325,9 @@ def test_the_election_flags_are_karmada_agents() -> None:
         match=r"--leader-elect-lease-duration 15\.5s is not a whole number of seconds .*leaseDurationSeconds.*"
         r"15s or 16s",
     ):
-        config_from_args(parser.parse_args([*base, "--leader-elect", "--leader-elect-lease-duration", "15.5s"]))
+        config_from_args(
+            parser.parse_args([*base, "--leader-elect", "--leader-elect-lease-duration", "15.5s"])
+        )
     with pytest.raises(ValueError, match="leaseDuration must be greater than renewDeadline"):
         config_from_args(parser.parse_args([*base, "--leader-elect", "--leader-elect-renew-deadline", "15s"]))
 
