@@ -35,7 +35,7 @@ from controlplane.controllers.flowcontrolconfig import FlowControlConfigControll
 from controlplane.controllers.health import ClusterHealthMonitor
 from controlplane.controllers.legacytokencleaning import LegacyTokenCleaner
 from controlplane.controllers.manager import ControllerManager
-from controlplane.controllers.namespaceconditions import NamespaceConditionsController
+from controlplane.controllers.namespaces import NamespaceController
 from controlplane.controllers.resourcequota import ResourceQuotaController
 from controlplane.controllers.rootcapublisher import RootCAPublisher
 from controlplane.controllers.serviceaccounts import ServiceAccountsController
@@ -141,7 +141,7 @@ class LeaderTerm:
             "root-ca-cert-publisher": RootCAPublisher(fenced, ca_pem=hub.pki.ca_pem, workqueue_metrics=queues).run,
             "serviceaccount-tokens": self.token_controller.run,
             "system-namespaces": SystemNamespacesController(fenced, system_namespaces, workqueue_metrics=queues).run,
-            "namespace-conditions": NamespaceConditionsController(fenced, content=writes, workqueue_metrics=queues).run,
+            "namespace-conditions": NamespaceController(fenced, content=writes, workqueue_metrics=queues).run,
             "flowcontrol-config": FlowControlConfigController(fenced, workqueue_metrics=queues).run,
             "validatingadmissionpolicy-status": AdmissionPolicyStatusController(
                 fenced, kinds_for=schemas.kinds_for, schema_for=schemas.schema_for, workqueue_metrics=queues).run,

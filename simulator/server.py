@@ -25,7 +25,7 @@ records its recent callers (peer address and ``Impersonate-*`` headers) at
 ``/debug/gpufed/callers``.
 
 A deleted namespace's content is deleted after its delete answers, and the namespace removed once empty,
-by kube's namespace controller (:mod:`controlplane.controllers.namespaceconditions`). Every namespace has the ConfigMap ``kube-root-ca.crt`` with the member's CA, kept as kube's root CA
+by kube's namespace controller (:mod:`controlplane.controllers.namespaces`). Every namespace has the ConfigMap ``kube-root-ca.crt`` with the member's CA, kept as kube's root CA
 publisher keeps it (:mod:`controlplane.controllers.rootcapublisher`), for the pods whose projected
 volumes name it.
 
@@ -71,7 +71,7 @@ from controlplane.apiserver.serviceallocation import (
 )
 from controlplane.apiserver.serving import GuardedTCPSite, ServingLimits, api_runner
 from controlplane.apiserver.tls import ensure_pki
-from controlplane.controllers.namespaceconditions import NamespaceConditionsController
+from controlplane.controllers.namespaces import NamespaceController
 from controlplane.controllers.rootcapublisher import RootCAPublisher
 from controlplane.lifecycle import ShutdownOnce
 from controlplane.storage.interface import KeyValue
@@ -289,7 +289,7 @@ class SimServer(ShutdownOnce):
             RootCAPublisher(self.objects, ca_pem=pki.ca_pem).run(), name="root-ca-cert-publisher"
         )
         # kube-controller-manager's namespace controller: a deleted namespace's content, then it.
-        self._namespaces = asyncio.create_task(NamespaceConditionsController(self.objects).run(), name="namespace")
+        self._namespaces = asyncio.create_task(NamespaceController(self.objects).run(), name="namespace")
         if self.config.profile.reclaim is not None:
             self._reclaims = asyncio.create_task(self.reclaimer.run_schedule(), name="spot-reclaims")
 

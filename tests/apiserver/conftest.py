@@ -12,7 +12,7 @@ from aiohttp.test_utils import TestClient, TestServer
 from controlplane.apiserver.app import create_app
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.apiserver.resources import Registry
-from controlplane.controllers.namespaceconditions import NamespaceConditionsController
+from controlplane.controllers.namespaces import NamespaceController
 from controlplane.hub import hub_registry
 from controlplane.storage import MemoryStore, Store
 from tests.controllers.fleet import namespace_controller as running_namespace_controller
@@ -43,7 +43,7 @@ async def objects(api_registry: Registry) -> AsyncIterator[ObjectStore]:
 
 
 @pytest.fixture
-async def namespace_controller(objects: ObjectStore) -> AsyncIterator[NamespaceConditionsController]:
+async def namespace_controller(objects: ObjectStore) -> AsyncIterator[NamespaceController]:
     """The namespace controller the hub's leader runs: a deleted namespace's content goes, then it."""
     async with running_namespace_controller(objects) as running:
         yield running

@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 from controlplane.apiserver import errors
 from controlplane.apiserver.objects import ObjectStore
 from controlplane.controllers.manager import ControllerManager
-from controlplane.controllers.namespaceconditions import NamespaceConditionsController
+from controlplane.controllers.namespaces import NamespaceController
 from controlplane.hub import hub_registry
 from controlplane.storage.interface import Store
 
@@ -203,10 +203,10 @@ async def eventually(probe: Callable[[], Awaitable[T | None]], *, what: str = "c
 
 
 @contextlib.asynccontextmanager
-async def namespace_controller(objects: ObjectStore) -> AsyncIterator[NamespaceConditionsController]:
+async def namespace_controller(objects: ObjectStore) -> AsyncIterator[NamespaceController]:
     """kube-controller-manager's namespace controller running over ``objects`` (the leader's): a
     deleted namespace's content is deleted, then the namespace removed."""
-    running = NamespaceConditionsController(objects)
+    running = NamespaceController(objects)
     task = asyncio.create_task(running.run())
     await running.namespaces.synced.wait()
     try:

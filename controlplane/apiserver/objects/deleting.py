@@ -8,7 +8,7 @@ Foreground, ``orphan`` for Orphan; a second delete of an object being deleted ma
 one that leaves no finalizer deletes it). It deletes with a compare-and-swap on the object's
 revision (re-reading and retrying when a concurrent write wins). A namespace's delete answers
 at once, as kube's: the namespace marked ``Terminating`` (``deletionTimestamp``); its content is
-the namespace controller's (:mod:`controlplane.controllers.namespaceconditions`), and it is removed
+the namespace controller's (:mod:`controlplane.controllers.namespaces`), and it is removed
 once empty (see :mod:`~controlplane.apiserver.objects.namespaces`). A namespace deleted again once
 it is terminating is removed if it is empty. The dependents themselves are the hub's garbage
 collector's (:mod:`controlplane.controllers.garbagecollecting`).

@@ -2,7 +2,7 @@
 terminating namespace is finally removed.
 
 As in kube, deleting a namespace marks it ``Terminating`` (a ``deletionTimestamp``); the
-namespace controller deletes its content (:mod:`controlplane.controllers.namespaceconditions`), and
+namespace controller deletes its content (:mod:`controlplane.controllers.namespaces`), and
 it is removed once nothing is left in it and no finalizer holds it (of its ``spec.finalizers`` but
 ``kubernetes``, or of its ``metadata.finalizers``); creating in a missing
 namespace is NotFound and in a terminating one Forbidden. :class:`NamespaceLifecycle`

@@ -12,8 +12,8 @@ import pytest
 
 from controlplane.apiserver import errors
 from controlplane.apiserver.objects import ObjectStore
-from controlplane.controllers import namespaceconditions
-from controlplane.controllers.namespaceconditions import NamespaceConditionsController
+from controlplane.controllers import namespaces
+from controlplane.controllers.namespaces import NamespaceController
 from controlplane.hub import hub_registry
 
 from .fleet import eventually
@@ -28,9 +28,9 @@ OK = {
 
 
 @pytest.fixture
-async def controller(objects: ObjectStore, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[NamespaceConditionsController]:
-    monkeypatch.setattr(namespaceconditions, "RECHECK_SECONDS", 0.05)
-    running = NamespaceConditionsController(objects)
+async def controller(objects: ObjectStore, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[NamespaceController]:
+    monkeypatch.setattr(namespaces, "RECHECK_SECONDS", 0.05)
+    running = NamespaceController(objects)
     task = asyncio.create_task(running.run())
     await running.namespaces.synced.wait()
     yield running
@@ -53,7 +53,7 @@ async def conditions_of(objects: ObjectStore, name: str) -> dict[str, tuple[str,
 
 
 async def test_the_conditions_name_what_is_left_until_the_namespace_goes(
-    objects: ObjectStore, controller: NamespaceConditionsController
+    objects: ObjectStore, controller: NamespaceController
 ) -> None:
     namespaces, configmaps = objects.registry.require("v1", "Namespace"), objects.registry.require("v1", "ConfigMap")
     await objects.create(namespaces, {"metadata": {"name": "team-a"}})
@@ -106,7 +106,7 @@ async def test_the_conditions_name_what_is_left_until_the_namespace_goes(
 
 
 async def test_content_created_as_the_deletion_began_is_deleted_on_a_later_pass(
-    objects: ObjectStore, controller: NamespaceConditionsController
+    objects: ObjectStore, controller: NamespaceController
 ) -> None:
     namespaces, configmaps = objects.registry.require("v1", "Namespace"), objects.registry.require("v1", "ConfigMap")
     await objects.create(namespaces, {"metadata": {"name": "team-b"}})
@@ -126,7 +126,7 @@ async def _gone(objects: ObjectStore, name: str) -> bool:
     return await namespace_of(objects, name) is None
 
 
-async def test_content_is_counted_over_pages(objects: ObjectStore, controller: NamespaceConditionsController) -> None:
+async def test_content_is_counted_over_pages(objects: ObjectStore, controller: NamespaceController) -> None:
     """Each kind is read a page at a time (a namespace of many objects is never held whole); the
     counts add up over the pages."""
     controller.page_size = 2
@@ -148,7 +148,7 @@ async def test_content_is_counted_over_pages(objects: ObjectStore, controller: N
 
 
 async def test_the_pods_go_first_and_the_rest_once_no_pod_is_left(
-    objects: ObjectStore, controller: NamespaceConditionsController
+    objects: ObjectStore, controller: NamespaceController
 ) -> None:
     """kube's OrderedNamespaceDeletion (on and locked since 1.34): a Pod a finalizer holds keeps
     every other object of its namespace undeleted; once it goes, the rest is deleted."""

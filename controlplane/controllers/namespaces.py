@@ -35,7 +35,7 @@ from controlplane.objectclient.paging import DEFAULT_PAGE_SIZE, list_pages
 RECHECK_SECONDS: Final = 5.0
 
 
-class NamespaceConditionsController:
+class NamespaceController:
     """Keeps the deletion conditions of the terminating namespaces of ``objects``."""
 
     #: How many objects of a kind one read of a namespace's content holds at most.
